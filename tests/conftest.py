@@ -1,0 +1,58 @@
+"""Shared fixtures: the real data sets in ../shared/data, offline model hubs, the numpy/torch backends.
+
+Under ``CI=true`` a missing data set fails the test (never a skip); elsewhere it skips.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED_DATA = Path(os.environ.get("ISOTROPY_SHARED_DATA", REPO.parent / "shared" / "data"))
+
+# model hubs are unreachable here: never wait on them
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("NLTK_DATA", str(SHARED_DATA / "nltk_data"))
+
+
+def shared_data_path(*parts: str) -> Path:
+    """Path to a data set under ../shared/data: fail under CI, skip elsewhere, when it is missing."""
+    path = SHARED_DATA.joinpath(*parts)
+    if not path.exists():
+        message = f"data set {path} is missing (expected ../shared/data beside the repository)"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    return path
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """The ../shared/data directory (fails under CI, skips elsewhere, when absent)."""
+    return shared_data_path()
+
+
+@pytest.fixture(params=["numpy", "torch"])
+def backend(request):
+    """Run a test once per backend: yields a function turning a numpy array into that backend's array."""
+    if request.param == "numpy":
+        return lambda a, **kw: np.asarray(a)
+    import torch
+
+    return lambda a, requires_grad=False: torch.tensor(np.asarray(a), requires_grad=requires_grad)
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(0)
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path_factory, monkeypatch):
+    """Keep embedding caches of tests out of the user's home directory (shared within a session)."""
+    monkeypatch.setenv("ISOTROPY_CACHE", str(tmp_path_factory.getbasetemp() / "isotropy-cache"))
