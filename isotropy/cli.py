@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
+import sys
 from pathlib import Path
 
 import click
@@ -77,27 +79,26 @@ def plot(results_dir: Path):
         click.echo(str(path))
 
 
-def main(self, *args, **kwargs):  # pragma: no cover - only used when invoked directly
-        return self._real().main(*args, **kwargs)
-
-    def parse_args(self, ctx, args):
-        real = self._real()
-        self.params = real.params
-        self.callback = real.callback
-        self.help = real.help
-        self.context_settings = real.context_settings
-        return super().parse_args(ctx, args)
-
-    def get_help(self, ctx):
-        real = self._real()
-        self.params = real.params
-        self.help = real.help
-        return super().get_help(ctx)
-
-
-_register_measure()
-
-
 def main(argv=None):
-    """Console entry point."""
-    cli.main(args=argv, prog_name="isotropy")
+    """Console entry point.
+
+    User errors (bad values, missing or unreadable files, missing optional packages) are printed
+    as one line ``Error: ...`` with exit status 2 and no traceback; set ``ISOTROPY_DEBUG=1`` to
+    see the traceback. Ctrl-C exits with status 130.
+    """
+    try:
+        cli.main(args=argv, prog_name="isotropy", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except (KeyboardInterrupt, click.exceptions.Abort):
+        click.echo("Interrupted.", err=True)
+        sys.exit(130)
+    except (ValueError, OSError, ImportError) as exc:
+        if os.environ.get("ISOTROPY_DEBUG"):
+            raise
+        message = " ".join(str(exc).split()) or exc.__class__.__name__
+        click.echo(f"Error: {message}", err=True)
+        sys.exit(2)
