@@ -21,7 +21,13 @@ import numbers
 import numpy as np
 
 from isotropy._backend import is_torch
-from isotropy._validation import IsotropyValueError, check_labels, check_option, check_scalar, check_X
+from isotropy._validation import (
+    IsotropyValueError,
+    check_labels,
+    check_option,
+    check_scalar,
+    check_X,
+)
 
 __all__ = ["silhouette_samples", "silhouette_score"]
 
@@ -53,9 +59,7 @@ def _check_n_clusters(ids, n_samples, caller):
 
 def _sample_indices(n_samples, sample_size, random_state, caller):
     """Indices of the subsample, chosen exactly as scikit-learn chooses them."""
-    if isinstance(random_state, np.random.Generator):
-        permutation = random_state.permutation(n_samples)
-    elif isinstance(random_state, np.random.RandomState):
+    if isinstance(random_state, np.random.Generator) or isinstance(random_state, np.random.RandomState):
         permutation = random_state.permutation(n_samples)
     elif random_state is None or (isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool)):
         permutation = np.random.RandomState(random_state).permutation(n_samples)
@@ -289,7 +293,7 @@ def silhouette_samples(X, labels, *, metric="euclidean", chunk_size=None):
     >>> from isotropy import silhouette_samples
     >>> X = np.array([[0.0, 0.0], [0.0, 1.0], [10.0, 0.0], [10.0, 1.0]])
     >>> silhouette_samples(X, [0, 0, 1, 1]).round(4)
-    array([0.9005, 0.9005, 0.9005, 0.9005])
+    array([0.9002, 0.9002, 0.9002, 0.9002])
     """
     caller = "silhouette_samples"
     X, ids = _validate(X, labels, metric, chunk_size, caller)
@@ -344,9 +348,9 @@ def silhouette_score(X, labels, *, metric="euclidean", sample_size=None, random_
     >>> from isotropy import silhouette_score
     >>> X = np.array([[0.0, 0.0], [0.0, 1.0], [10.0, 0.0], [10.0, 1.0]])
     >>> round(silhouette_score(X, [0, 0, 1, 1]), 4)
-    0.9005
+    0.9002
     >>> round(silhouette_score(X, [0, 1, 0, 1]), 4)
-    -0.4502
+    -0.4475
     """
     caller = "silhouette_score"
     X, ids = _validate(X, labels, metric, None, caller)
