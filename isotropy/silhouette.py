@@ -59,7 +59,7 @@ def _check_n_clusters(ids, n_samples, caller):
 
 def _sample_indices(n_samples, sample_size, random_state, caller):
     """Indices of the subsample, chosen exactly as scikit-learn chooses them."""
-    if isinstance(random_state, np.random.Generator) or isinstance(random_state, np.random.RandomState):
+    if isinstance(random_state, (np.random.Generator, np.random.RandomState)):
         permutation = random_state.permutation(n_samples)
     elif random_state is None or (isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool)):
         permutation = np.random.RandomState(random_state).permutation(n_samples)
