@@ -48,3 +48,9 @@ def __getattr__(name):
 
 def __dir__():
     return sorted(set(globals()) | set(__all__))
+
+
+# ``isoscore`` names both a submodule and its function. Bind the function now (numpy only, no
+# torch): otherwise a later ``import isotropy.isoscore`` would set the package attribute to the
+# module and ``from isotropy import isoscore`` would return the module instead of the function.
+from isotropy.isoscore import isoscore  # noqa: E402
