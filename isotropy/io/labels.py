@@ -1,0 +1,154 @@
+"""Read cluster labels, one per row of an embedding matrix, from a text, CSV/TSV or ``.npy`` file.
+
+* text (``.txt``, ``.labels``, ``.lst`` or no extension): one label per line;
+* ``.csv``/``.tsv``: one column of labels, or several 0/1 columns (a multi-label indicator matrix,
+  each distinct row one cluster); an optional header line is recognised by the row count;
+* ``.npy``: a 1-d array of labels or a 2-d 0/1 matrix.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from pathlib import Path
+
+import numpy as np
+
+from isotropy._validation import IsotropyValueError
+
+__all__ = ["LABEL_EXTENSIONS", "read_labels"]
+
+_TEXT_EXTENSIONS = ("", ".txt", ".labels", ".lst")
+LABEL_EXTENSIONS = (".txt", ".labels", ".lst", ".csv", ".tsv", ".npy")
+_EXPECTED = ("one label per line (.txt), one label column or several 0/1 columns (.csv, .tsv), "
+             "or a 1-d array or 2-d 0/1 array (.npy)")
+
+
+def _fail(path, reason: str, expected: str = _EXPECTED) -> IsotropyValueError:
+    return IsotropyValueError(f"Cannot read labels from {str(path)!r}: {reason}; expected {expected}.")
+
+
+def read_labels(path: str | os.PathLike, *, n_rows: int | None) -> np.ndarray:
+    """Read labels, one per embedding row.
+
+    Parameters
+    ----------
+    path : path-like
+        The labels file (see the module docstring for the formats).
+    n_rows : int or None
+        The number of embedding rows the labels belong to; a different count is an error.
+        In ``.csv``/``.tsv`` files a first line is taken as a header when the file has
+        ``n_rows + 1`` lines (with ``None``: when a multi-column first line is not all 0/1).
+
+    Returns
+    -------
+    labels : ndarray of shape (n_rows,) or (n_rows, n_labels)
+        1-d labels (strings from text and CSV files, as stored in ``.npy`` files), or an int8
+        0/1 indicator matrix for multi-label files.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from isotropy.io.labels import read_labels
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "y.txt"
+    >>> _ = path.write_text("pos\\nneg\\npos\\n")
+    >>> read_labels(path, n_rows=3).tolist()
+    ['pos', 'neg', 'pos']
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise _fail(path, "it is a directory")
+    if not path.is_file():
+        raise FileNotFoundError(f"The labels file {str(path)!r} does not exist; expected {_EXPECTED}.")
+    suffix = path.suffix.lower()
+    if suffix == ".npy":
+        labels = _read_npy(path)
+    elif suffix in (".csv", ".tsv"):
+        labels = _read_delimited(path, "\t" if suffix == ".tsv" else ",", n_rows)
+    elif suffix in _TEXT_EXTENSIONS:
+        labels = _read_text(path)
+    else:
+        raise _fail(path, f"unknown file extension {suffix!r}", f"one of {', '.join(LABEL_EXTENSIONS)}")
+    if n_rows is not None and labels.shape[0] != n_rows:
+        raise _fail(path, f"it has {labels.shape[0]} labels but the embeddings have {n_rows} rows",
+                    "one label per embedding row")
+    return labels
+
+
+def _indicator(values: np.ndarray, path) -> np.ndarray:
+    if values.dtype.kind in "biuf":
+        ok = np.isin(values, (0, 1))
+        if ok.all():
+            return values.astype(np.int8)
+        bad = values[~ok][0]
+    else:
+        ok = np.isin(values.astype(str), ("0", "1"))
+        if ok.all():
+            return (values.astype(str) == "1").astype(np.int8)
+        bad = values[~ok][0]
+    raise _fail(path, f"a matrix of labels must hold 0/1 indicators (multi-label); found {bad!r}")
+
+
+def _read_npy(path) -> np.ndarray:
+    try:
+        labels = np.load(path, allow_pickle=False)
+    except Exception as exc:  # noqa: BLE001 -- corrupt header, object arrays, truncated data
+        text = " ".join(str(exc).split())[:120]
+        raise _fail(path, f"not a readable .npy array ({text})") from None
+    if labels.ndim == 2 and labels.shape[1] == 1:
+        labels = labels[:, 0]
+    if labels.ndim == 1:
+        if labels.dtype.kind == "f" and not np.isfinite(labels).all():
+            raise _fail(path, "it contains NaN or inf", "finite labels")
+        return labels
+    if labels.ndim == 2:
+        return _indicator(labels, path)
+    raise _fail(path, f"the array has shape {labels.shape}", "a 1-d array of labels or a 2-d 0/1 array")
+
+
+def _read_text(path) -> np.ndarray:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise _fail(path, "it is not UTF-8 text", "a text file with one label per line") from None
+    lines = [line.strip() for line in text.splitlines()]
+    while lines and not lines[-1]:
+        lines.pop()
+    if not lines:
+        raise _fail(path, "the file is empty")
+    empty = [i + 1 for i, line in enumerate(lines) if not line]
+    if empty:
+        raise _fail(path, f"line {empty[0]} is empty", "one non-empty label per line")
+    return np.asarray(lines)
+
+
+def _read_delimited(path, sep: str, n_rows) -> np.ndarray:
+    try:
+        with open(path, encoding="utf-8", newline="") as handle:
+            rows = [[cell.strip() for cell in row] for row in csv.reader(handle, delimiter=sep)]
+    except UnicodeDecodeError:
+        raise _fail(path, "it is not UTF-8 text") from None
+    except csv.Error as exc:
+        raise _fail(path, f"not a readable {path.suffix} file ({exc})") from None
+    while rows and not any(rows[-1]):
+        rows.pop()
+    if not rows:
+        raise _fail(path, "the file is empty")
+    widths = {len(row) for row in rows}
+    if len(widths) > 1:
+        line = next(i for i, row in enumerate(rows) if len(row) != len(rows[0])) + 1
+        raise _fail(path, f"line {line} has {len(rows[line - 1])} columns, line 1 has {len(rows[0])}",
+                    "the same number of columns on every line")
+    width = len(rows[0])
+    if n_rows is not None:
+        header = len(rows) == n_rows + 1
+    else:
+        header = width > 1 and not all(cell in ("0", "1") for cell in rows[0])
+    offset = 1 if header else 0
+    table = np.asarray(rows[offset:], dtype=str).reshape(-1, width)
+    if table.size and (table == "").any():
+        r, c = np.argwhere(table == "")[0]
+        raise _fail(path, f"line {r + 1 + offset}, column {c + 1} is empty", "a label in every cell")
+    if width == 1:
+        return table[:, 0]
+    return _indicator(table, path)
