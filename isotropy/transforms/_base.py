@@ -1,0 +1,62 @@
+"""Shared plumbing of the transformers: numpy/torch in and out, sklearn input validation."""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from isotropy._backend import is_torch
+from isotropy._validation import check_X
+
+__all__ = ["to_numpy", "like_input", "IsotropyTransformer"]
+
+
+def to_numpy(X, *, caller: str, min_samples: int = 2) -> np.ndarray:
+    """Validate ``X`` of shape ``(n_samples, n_features)`` and return a float64 numpy array (never a view to mutate)."""
+    X = check_X(X, caller=caller, min_samples=min_samples)
+    if is_torch(X):
+        return X.detach().to("cpu").double().numpy()
+    return np.asarray(X, dtype=np.float64)
+
+
+def like_input(values: np.ndarray, like):
+    """Return ``values`` as the type of ``like``: a tensor on ``like``'s device and dtype, or a numpy array."""
+    if is_torch(like):
+        import torch
+
+        return torch.as_tensor(values, dtype=like.dtype if like.is_floating_point() else None, device=like.device)
+    return values
+
+
+class IsotropyTransformer(TransformerMixin, BaseEstimator):
+    """Base class: validation with scikit-learn's rules; torch tensors converted at the boundary.
+
+    Subclasses implement ``_fit(X)`` and ``_transform(X)`` on float64 numpy arrays.
+    """
+
+    _min_samples = 1
+
+    def _validated(self, X, *, reset: bool) -> np.ndarray:
+        if is_torch(X):
+            X = X.detach().to("cpu").double().numpy()
+        return validate_data(self, X, reset=reset, dtype=np.float64, ensure_min_samples=self._min_samples
+                             if reset else 1)
+
+    def fit(self, X, y=None):
+        """Learn the transform from ``X`` of shape ``(n_samples, n_features)``; ``y`` is ignored. Returns ``self``."""
+        self._fit(self._validated(X, reset=True))
+        return self
+
+    def transform(self, X):
+        """Apply the fitted transform to ``X`` of shape ``(n_samples, n_features)``.
+
+        Returns a float64 array of shape ``(n_samples, n_features_out)``; a torch tensor input gives a
+        tensor on the same device with the same dtype.
+        """
+        check_is_fitted(self)
+        return like_input(self._transform(self._validated(X, reset=False)), X)
+
+    def fit_transform(self, X, y=None, **fit_params):
+        """Fit on ``X`` and return the transformed ``X`` (same as ``fit(X).transform(X)``)."""
+        return self.fit(X, y).transform(X)

@@ -1,0 +1,214 @@
+"""Per-cluster centring (Cai et al., 2021): K-means, then subtract each cluster's mean."""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+
+import numpy as np
+
+from isotropy._validation import IsotropyValueError, check_option, check_random_state, check_scalar
+from isotropy.transforms._base import IsotropyTransformer, like_input, to_numpy
+
+__all__ = ["cluster_center", "ClusterCentering"]
+
+
+def _silhouette(X, labels, *, sample_size, seed) -> float:
+    """Mean silhouette (Euclidean), on a random subsample of ``sample_size`` points when n is larger."""
+    try:
+        from isotropy.silhouette import silhouette_score
+    except ImportError:  # pragma: no cover - the library module lands separately
+        from sklearn.metrics import silhouette_score
+    n = X.shape[0]
+    if sample_size is not None and n > sample_size:
+        return float(silhouette_score(X, labels, sample_size=sample_size, random_state=seed))
+    return float(silhouette_score(X, labels))
+
+
+def kmeans_labels(X: np.ndarray, n_clusters: int, *, seed: int, n_init: int):
+    """K-means on float64 ``X``; returns ``(centers, labels)``."""
+    from sklearn.cluster import KMeans
+    from sklearn.exceptions import ConvergenceWarning
+
+    with warnings.catch_warnings():  # duplicate points: fewer distinct clusters than asked is fine here
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        km = KMeans(n_clusters=n_clusters, n_init=n_init, random_state=seed).fit(X)
+    return km.cluster_centers_, km.labels_.astype(np.intp)
+
+
+def _check_params(n_clusters, k_range, min_silhouette, n_init, silhouette_sample_size, *, caller):
+    if isinstance(n_clusters, str):
+        check_option(n_clusters, "n_clusters", ("auto",), caller=caller)
+    else:
+        check_scalar(n_clusters, "n_clusters", caller=caller, kind=numbers.Integral, low=1)
+    ok = (isinstance(k_range, (tuple, list)) and len(k_range) == 2
+          and all(isinstance(k, numbers.Integral) and not isinstance(k, bool) for k in k_range)
+          and 2 <= k_range[0] <= k_range[1])
+    if not ok:
+        raise IsotropyValueError(f"The 'k_range' parameter of {caller} must be a pair of ints (low, high) with "
+                                 f"2 <= low <= high. Got {k_range!r} instead.")
+    check_scalar(min_silhouette, "min_silhouette", caller=caller, low=-1, high=1)
+    check_scalar(n_init, "n_init", caller=caller, kind=numbers.Integral, low=1)
+    check_scalar(silhouette_sample_size, "silhouette_sample_size", caller=caller, kind=numbers.Integral, low=2,
+                 allow_none=True)
+
+
+def fit_cluster_centers(X: np.ndarray, *, n_clusters="auto", k_range=(2, 15), min_silhouette=0.1, n_init=3,
+                        silhouette_sample_size=5000, random_state=None, caller="cluster_center"):
+    """Fit the clusters of :func:`cluster_center` on float64 numpy ``X``.
+
+    Returns ``(centers, labels, silhouettes)`` with ``silhouettes`` a dict ``k -> mean silhouette``
+    (empty unless ``n_clusters="auto"``).
+    """
+    _check_params(n_clusters, k_range, min_silhouette, n_init, silhouette_sample_size, caller=caller)
+    rng = check_random_state(random_state, caller=caller)
+    seed = int(rng.integers(2**31 - 1))
+    n = X.shape[0]
+    silhouettes: dict[int, float] = {}
+    if n_clusters == "auto":
+        best = None
+        for k in range(k_range[0], min(k_range[1], n - 1) + 1):  # silhouette needs 2 <= k <= n - 1
+            centers, labels = kmeans_labels(X, k, seed=seed, n_init=n_init)
+            if np.unique(labels).size < 2:
+                continue
+            silhouettes[k] = _silhouette(X, labels, sample_size=silhouette_sample_size, seed=seed)
+            if best is None or silhouettes[k] > best[0]:
+                best = (silhouettes[k], centers, labels)
+        if best is not None and best[0] >= min_silhouette:
+            return best[1], best[2], silhouettes
+        n_clusters = 1
+    if n_clusters > n:
+        raise IsotropyValueError(f"The 'X' parameter of {caller} must have at least n_clusters={n_clusters} "
+                                 f"samples. Got n_samples={n} instead.")
+    if n_clusters == 1:
+        return X.mean(axis=0, keepdims=True), np.zeros(n, dtype=np.intp), silhouettes
+    centers, labels = kmeans_labels(X, n_clusters, seed=seed, n_init=n_init)
+    return centers, labels, silhouettes
+
+
+def cluster_center(X, *, n_clusters="auto", k_range=(2, 15), min_silhouette=0.1, n_init=3,
+                   silhouette_sample_size=5000, random_state=None):
+    """Subtract from every point the mean of its K-means cluster (Cai et al., 2021).
+
+    Parameters
+    ----------
+    X : array-like or torch.Tensor of shape (n_samples, n_features)
+        The embeddings.
+    n_clusters : int or "auto", default="auto"
+        Number of K-means clusters. ``"auto"`` tries every k in ``k_range`` and keeps the one with the
+        highest mean silhouette; when that silhouette is below ``min_silhouette`` the data is taken as
+        one cluster (plain centring), as Cai et al. do. ``1`` is plain centring.
+    k_range : (int, int), default=(2, 15)
+        Inclusive range of k tried by ``"auto"`` (capped at ``n_samples - 1``).
+    min_silhouette : float, default=0.1
+        Below this best silhouette, ``"auto"`` keeps one cluster.
+    n_init : int, default=3
+        K-means restarts (k-means++ initialisation) per k.
+    silhouette_sample_size : int or None, default=5000
+        Silhouettes are computed on a random subsample of this many points when ``n_samples`` is larger
+        (the same subsample for every k); ``None`` uses all points.
+    random_state : None, int or numpy.random.Generator
+        Seeds K-means and the silhouette subsample.
+
+    Returns
+    -------
+    X_centered : ndarray or torch.Tensor of shape (n_samples, n_features)
+        ``x_i - mu_{c(i)}``; float64 for numpy input, the input's dtype and device for a tensor.
+    labels : ndarray of shape (n_samples,)
+        The cluster of every point (all zeros for one cluster).
+
+    Notes
+    -----
+    With clusters :math:`C_1, \\dots, C_k` found by K-means and means :math:`\\mu_j`,
+    :math:`\\tilde x_i = x_i - \\mu_{c(i)}`. Removing the cluster means removes the directions that
+    separate the clusters, which dominate the global (anisotropic) view of contextual embeddings;
+    within clusters the space is close to isotropic.
+
+    References
+    ----------
+    Cai, X., Huang, J., Bian, Y. and Church, K. (2021). Isotropy in the contextual embedding space:
+    Clusters and manifolds. ICLR 2021.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from isotropy.transforms import cluster_center
+    >>> rng = np.random.default_rng(0)
+    >>> X = np.vstack([rng.normal(size=(50, 2)), rng.normal(size=(50, 2)) + [20.0, 0.0]])
+    >>> Xc, labels = cluster_center(X, random_state=0)
+    >>> int(labels.max()) + 1
+    2
+    >>> bool(np.allclose(Xc[labels == 1].mean(axis=0), 0.0))
+    True
+    """
+    Xn = to_numpy(X, caller="cluster_center", min_samples=1)
+    centers, labels, _ = fit_cluster_centers(Xn, n_clusters=n_clusters, k_range=k_range,
+                                             min_silhouette=min_silhouette, n_init=n_init,
+                                             silhouette_sample_size=silhouette_sample_size,
+                                             random_state=random_state)
+    return like_input(Xn - centers[labels], X), labels
+
+
+class ClusterCentering(IsotropyTransformer):
+    """Per-cluster centring as a scikit-learn transformer (Cai et al., 2021).
+
+    ``fit`` finds K-means clusters (choosing k by silhouette with ``n_clusters="auto"``);
+    ``transform`` assigns every point to its nearest fitted centre and subtracts that centre.
+    See :func:`cluster_center` for the parameters, formula and reference.
+
+    Attributes
+    ----------
+    cluster_centers_ : ndarray of shape (n_clusters_, n_features)
+    n_clusters_ : int
+        The number of clusters used (1 when ``"auto"`` found no clear cluster structure).
+    labels_ : ndarray of shape (n_samples,)
+        Clusters of the training points.
+    silhouette_scores_ : dict
+        ``k -> mean silhouette`` for every k tried by ``"auto"`` (empty otherwise).
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from isotropy.transforms import ClusterCentering
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(200, 3))
+    >>> cc = ClusterCentering(random_state=0).fit(X)
+    >>> cc.n_clusters_  # one Gaussian: no cluster reaches silhouette 0.1, so plain centring
+    1
+    """
+
+    def __init__(self, n_clusters="auto", *, k_range=(2, 15), min_silhouette=0.1, n_init=3,
+                 silhouette_sample_size=5000, random_state=None):
+        self.n_clusters = n_clusters
+        self.k_range = k_range
+        self.min_silhouette = min_silhouette
+        self.n_init = n_init
+        self.silhouette_sample_size = silhouette_sample_size
+        self.random_state = random_state
+
+    def _fit(self, X):
+        centers, labels, scores = fit_cluster_centers(
+            X, n_clusters=self.n_clusters, k_range=self.k_range, min_silhouette=self.min_silhouette,
+            n_init=self.n_init, silhouette_sample_size=self.silhouette_sample_size,
+            random_state=self.random_state, caller="ClusterCentering")
+        self.cluster_centers_ = centers
+        self.n_clusters_ = int(centers.shape[0])
+        self.labels_ = labels
+        self.silhouette_scores_ = scores
+
+    def predict(self, X):
+        """The fitted cluster (nearest centre) of every row of ``X``."""
+        from sklearn.utils.validation import check_is_fitted
+
+        check_is_fitted(self)
+        return nearest_center(self._validated(X, reset=False), self.cluster_centers_)
+
+    def _transform(self, X):
+        return X - self.cluster_centers_[nearest_center(X, self.cluster_centers_)]
+
+
+def nearest_center(X: np.ndarray, centers: np.ndarray) -> np.ndarray:
+    """Index of the nearest centre (Euclidean) of every row of ``X``."""
+    d2 = (X * X).sum(1)[:, None] - 2.0 * X @ centers.T + (centers * centers).sum(1)[None, :]
+    return np.argmin(d2, axis=1).astype(np.intp)
