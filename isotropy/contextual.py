@@ -1,0 +1,426 @@
+"""Token-level contextual embeddings from any Hugging Face transformers model, all layers at once.
+
+:func:`extract_token_embeddings` runs an encoder (BERT, DistilBERT, MiniLM, RoBERTa, ...) or a
+decoder (GPT-2 style) over a whitespace-tokenised corpus and returns, for every selected hidden
+layer, one vector per corpus word, with the word's type and corpus frequency: the input of the
+layer-by-layer geometry of Cai et al. (2021).
+
+How words map to sub-word pieces: each line's words are given to the model's fast tokenizer as
+pre-split words (``is_split_into_words=True``; byte-level BPE tokenizers such as GPT-2's are loaded
+with ``add_prefix_space=True`` so each word is encoded as if preceded by a space), and
+``word_ids()`` tells which pieces belong to which word. A word is represented by its **first**
+piece (``pooling="first"``, the default) or by the mean of its pieces (``pooling="mean"``).
+Special tokens ([CLS], [SEP], ...) are never part of a word. Lines longer than the model's window
+are cut into consecutive, non-overlapping windows of whole words.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from isotropy._validation import IsotropyValueError, check_option, check_random_state, check_scalar
+
+__all__ = ["TokenEmbeddings", "load_transformer", "parse_layers", "extract_token_embeddings"]
+
+_CALLER = "extract_token_embeddings"
+
+
+@dataclass
+class TokenEmbeddings:
+    """Contextual embeddings of corpus words, one array per hidden layer.
+
+    Attributes
+    ----------
+    hidden_states : dict of int to ndarray of shape (n_samples, n_features)
+        Layer index (0 = embedding output, ``n_layers`` = last layer) to one row per kept word token.
+    type_ids : ndarray of shape (n_samples,)
+        Index of each token's word type in ``types``.
+    types : list of str
+        The word types of the kept tokens, in order of first appearance.
+    type_frequency : ndarray of shape (n_types,)
+        Frequency of each type in the whole corpus given (not only among the kept tokens).
+    positions : ndarray of shape (n_samples, 2)
+        (line index, word index within the line) of each token in the corpus.
+    n_pieces : ndarray of shape (n_samples,)
+        Number of sub-word pieces of each token's word.
+    model : str
+        The model name or directory.
+    pooling : {"first", "mean"}
+    n_layers : int
+        Number of transformer layers of the model (hidden states ``0..n_layers``).
+    stats : dict
+        Counts of the extraction (lines, windows, words seen, kept, truncated).
+    """
+
+    hidden_states: dict[int, np.ndarray]
+    type_ids: np.ndarray
+    types: list[str]
+    type_frequency: np.ndarray
+    positions: np.ndarray
+    n_pieces: np.ndarray
+    model: str
+    pooling: str
+    n_layers: int
+    stats: dict = field(default_factory=dict)
+
+    @property
+    def layers(self) -> list[int]:
+        """The extracted layer indices, ascending."""
+        return sorted(self.hidden_states)
+
+    @property
+    def n_tokens(self) -> int:
+        return len(self.type_ids)
+
+    @property
+    def token_frequency(self) -> np.ndarray:
+        """Corpus frequency of each token's type, shape ``(n_samples,)``."""
+        return self.type_frequency[self.type_ids]
+
+    @property
+    def words(self) -> list[str]:
+        """The word (type string) of each token."""
+        return [self.types[i] for i in self.type_ids]
+
+
+def load_transformer(model: str = "all-MiniLM-L6-v2", *, device=None):
+    """Load a fast tokenizer and a base transformers model (evaluation mode) for word-level extraction.
+
+    Parameters
+    ----------
+    model : str, default="all-MiniLM-L6-v2"
+        The packaged MiniLM, a local model directory (``config.json`` plus weights), or a hub name
+        (needs network).
+    device : str, torch.device or None
+        ``None``: CUDA when available, else CPU.
+
+    Returns
+    -------
+    tokenizer, model, location
+        The tokenizer (pads on the right), the model on ``device`` and the resolved location.
+    """
+    from isotropy.encoders import resolve_model
+
+    if not isinstance(model, (str, os.PathLike)):
+        raise TypeError(f"The 'model' parameter of load_transformer must be a model name or directory. "
+                        f"Got {type(model).__name__} instead.")
+    model = str(model)
+    location = resolve_model(model)
+    path = Path(location).expanduser()
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise FileNotFoundError(f"The model directory {str(path)!r} has no config.json: expected a Hugging Face "
+                                    f"transformers model directory (config.json, weights, tokenizer files).")
+    elif model.startswith((".", "~", "/")) or model.count("/") > 1 or model.endswith(os.sep):
+        raise FileNotFoundError(f"The model directory {model!r} does not exist: expected a local Hugging Face model "
+                                f"directory, the packaged 'all-MiniLM-L6-v2', or a hub name while online.")
+
+    import torch
+    from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+    try:
+        config = AutoConfig.from_pretrained(location)
+        tokenizer = AutoTokenizer.from_pretrained(location, use_fast=True)
+    except OSError as exc:
+        raise OSError(f"Could not load the model {model!r} (resolved to {location!r}): expected a local model "
+                      f"directory, the packaged 'all-MiniLM-L6-v2', or a hub name while online. "
+                      f"({exc.__class__.__name__}: {str(exc).splitlines()[0]})") from None
+    if getattr(config, "is_encoder_decoder", False):
+        raise IsotropyValueError(f"The model {model!r} is an encoder-decoder ({config.model_type}); expected an "
+                                 f"encoder (BERT-style) or a decoder (GPT-2-style) model.")
+    if not getattr(tokenizer, "is_fast", False):
+        raise IsotropyValueError(f"The tokenizer of {model!r} is not a fast tokenizer; word-to-piece mapping "
+                                 f"(word_ids) needs one (a tokenizer.json or a convertible vocabulary).")
+    try:
+        tokenizer(["a", "b"], is_split_into_words=True)
+    except (ValueError, AssertionError) as exc:  # byte-level BPE (GPT-2, RoBERTa) on pre-split words
+        if "add_prefix_space" not in str(exc):
+            raise
+        tokenizer = AutoTokenizer.from_pretrained(location, use_fast=True, add_prefix_space=True)
+    tokenizer.padding_side = "right"
+    if tokenizer.pad_token is None:
+        fallback = tokenizer.eos_token or tokenizer.unk_token
+        if fallback is None:
+            raise IsotropyValueError(f"The tokenizer of {model!r} has no pad, end or unknown token to pad with.")
+        tokenizer.pad_token = fallback
+    network = AutoModel.from_pretrained(location)
+    if device is None:
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    network = network.to(torch.device(device)).eval()
+    return tokenizer, network, location
+
+
+def _n_transformer_layers(config) -> int:
+    for name in ("num_hidden_layers", "n_layer", "n_layers"):
+        value = getattr(config, name, None)
+        if isinstance(value, int):
+            return value
+    raise IsotropyValueError(f"Cannot tell the number of layers of a {type(config).__name__}.")
+
+
+def parse_layers(layers, n_layers: int, *, caller: str = _CALLER) -> list[int]:
+    """Turn ``"all"``, ``"0,3,6"`` or a sequence of ints into sorted hidden-state indices in ``0..n_layers``.
+
+    Examples
+    --------
+    >>> parse_layers("all", 3)
+    [0, 1, 2, 3]
+    >>> parse_layers("3,0", 6)
+    [0, 3]
+    """
+    valid = f"'all' or hidden-state indices in the range [0, {n_layers}] (0 = embedding output, {n_layers} = last layer)"
+    if isinstance(layers, str):
+        if layers.strip().lower() == "all":
+            return list(range(n_layers + 1))
+        try:
+            layers = [int(part) for part in layers.split(",") if part.strip()]
+        except ValueError:
+            raise IsotropyValueError(f"The 'layers' parameter of {caller} must be {valid}. Got {layers!r} instead.") from None
+    if isinstance(layers, (int, np.integer)):
+        layers = [layers]
+    layers = list(layers)
+    if not layers:
+        raise IsotropyValueError(f"The 'layers' parameter of {caller} must be {valid}. Got no layer instead.")
+    for layer in layers:
+        if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)) or not 0 <= layer <= n_layers:
+            raise IsotropyValueError(f"The 'layers' parameter of {caller} must be {valid}. Got {layer!r} instead.")
+    return sorted({int(layer) for layer in layers})
+
+
+def _as_lines(lines) -> list[list[str]]:
+    lines = getattr(lines, "lines", lines)  # a Corpus
+    if isinstance(lines, (str, bytes)):
+        raise TypeError(f"The 'lines' parameter of {_CALLER} must be a Corpus or a sequence of lines. Got a string.")
+    out = [line.split() if isinstance(line, str) else [str(w) for w in line] for line in lines]
+    out = [line for line in out if line]
+    if not out:
+        raise IsotropyValueError(f"The 'lines' parameter of {_CALLER} must hold at least one word. Got an empty corpus.")
+    return out
+
+
+def _select(lines, order, *, skip, max_tokens, max_per_type):
+    """Which (line, word) tokens to keep: visit lines in ``order``, cap per type and in total."""
+    kept: dict[int, list[int]] = {}
+    per_type: Counter = Counter()
+    total = 0
+    for li in order:
+        for wi, word in enumerate(lines[li]):
+            if word in skip or (max_per_type is not None and per_type[word] >= max_per_type):
+                continue
+            per_type[word] += 1
+            kept.setdefault(li, []).append(wi)
+            total += 1
+            if max_tokens is not None and total >= max_tokens:
+                return kept
+    return kept
+
+
+def _windows(word_ids: list, n_words: int, budget: int):
+    """Cut a line into windows of consecutive whole words of at most ``budget`` pieces."""
+    pieces = np.bincount([w for w in word_ids if w is not None], minlength=n_words)
+    windows, start, size = [], 0, 0
+    for wi in range(n_words):
+        if size and size + pieces[wi] > budget:
+            windows.append((start, wi))
+            start, size = wi, 0
+        size += pieces[wi]
+    windows.append((start, n_words))
+    return windows, pieces
+
+
+def extract_token_embeddings(lines, *, model: str = "all-MiniLM-L6-v2", layers="all", pooling: str = "first",
+                             max_tokens: int | None = None, max_per_type: int | None = None,
+                             skip_types: Sequence[str] = (), shuffle: bool = False, random_state=None,
+                             max_length: int = 128, batch_size: int = 32, device=None, dtype: str = "float32",
+                             show_progress: bool = True, tokenizer_and_model=None) -> TokenEmbeddings:
+    """Contextual embedding of every corpus word at every selected hidden layer.
+
+    Parameters
+    ----------
+    lines : Corpus or sequence of (list of str or str)
+        The corpus: one list of words per line (a string line is split on whitespace).
+    model : str, default="all-MiniLM-L6-v2"
+        The packaged MiniLM (a 6-layer BERT), a local transformers model directory, or a hub name.
+    layers : "all", str or sequence of int, default="all"
+        Hidden states to keep: ``0`` is the embedding output, ``n_layers`` the last layer;
+        ``"0,3,6"`` or ``[0, 3, 6]``.
+    pooling : {"first", "mean"}, default="first"
+        A word is its first sub-word piece, or the mean of its pieces.
+    max_tokens : int or None
+        Keep at most this many word tokens in total (lines are visited in corpus order, or in a
+        random order with ``shuffle=True``); the model runs only on windows holding kept tokens.
+    max_per_type : int or None
+        Keep at most this many instances of each word type.
+    skip_types : sequence of str
+        Word types never kept (e.g. ``"<unk>"``); they still serve as context.
+    shuffle : bool, default=False
+        Visit lines in a random order (``random_state``) when selecting tokens under the caps.
+    random_state : None, int or Generator
+    max_length : int, default=128
+        Window length in pieces, special tokens included; longer lines are cut into windows of
+        whole words.
+    batch_size : int, default=32
+        Windows per forward pass (windows are sorted by length to limit padding).
+    device : str, torch.device or None
+        ``None``: CUDA when available, else CPU.
+    dtype : {"float32", "float16"}, default="float32"
+        Storage type of the returned arrays (the model itself runs in its own precision).
+    show_progress : bool, default=True
+        A tqdm progress bar over batches.
+    tokenizer_and_model : (tokenizer, model) or None
+        Already loaded objects (see :func:`load_transformer`), to skip loading.
+
+    Returns
+    -------
+    TokenEmbeddings
+        ``hidden_states[layer]`` has shape ``(n_samples, n_features)``, one row per kept token, in
+        the order of selection.
+
+    Notes
+    -----
+    Type frequencies count every word of ``lines``; caps never change them. Words that the
+    tokenizer maps to no piece at all (rare control characters) cannot be represented and are
+    dropped (``stats["n_without_pieces"]``). A single word longer than a window keeps the pieces
+    that fit (``stats["n_truncated"]``).
+
+    References
+    ----------
+    Cai, X., Huang, J., Bian, Y. and Church, K. (2021). Isotropy in the contextual embedding space:
+    clusters and manifolds. ICLR 2021.
+
+    Examples
+    --------
+    >>> emb = extract_token_embeddings([["the", "cat", "sat"], ["the", "dog"]], layers="0,6",
+    ...                                show_progress=False, device="cpu")
+    >>> emb.layers, emb.hidden_states[6].shape, emb.words[:3]
+    ([0, 6], (5, 384), ['the', 'cat', 'sat'])
+    >>> int(emb.token_frequency[0])
+    2
+    """
+    import torch
+
+    lines = _as_lines(lines)
+    check_option(pooling, "pooling", ("first", "mean"), caller=_CALLER)
+    check_option(dtype, "dtype", ("float32", "float16"), caller=_CALLER)
+    check_scalar(max_tokens, "max_tokens", caller=_CALLER, kind=int, low=1, allow_none=True)
+    check_scalar(max_per_type, "max_per_type", caller=_CALLER, kind=int, low=1, allow_none=True)
+    check_scalar(max_length, "max_length", caller=_CALLER, kind=int, low=4)
+    check_scalar(batch_size, "batch_size", caller=_CALLER, kind=int, low=1)
+    rng = check_random_state(random_state, caller=_CALLER)
+
+    if tokenizer_and_model is None:
+        tokenizer, network, _ = load_transformer(model, device=device)
+    else:
+        tokenizer, network = tokenizer_and_model
+    n_layers = _n_transformer_layers(network.config)
+    layers = parse_layers(layers, n_layers)
+    model_max = getattr(network.config, "max_position_embeddings", None) or getattr(network.config, "n_positions", None)
+    if model_max is not None:
+        max_length = min(max_length, int(model_max))
+    budget = max_length - tokenizer.num_special_tokens_to_add(pair=False)
+    if budget < 1:
+        raise IsotropyValueError(f"The 'max_length' parameter of {_CALLER} leaves no room for words after the "
+                                 f"special tokens. Got {max_length} instead.")
+
+    frequency = Counter(word for line in lines for word in line)
+    order = rng.permutation(len(lines)) if shuffle else range(len(lines))
+    kept = _select(lines, order, skip=set(skip_types), max_tokens=max_tokens, max_per_type=max_per_type)
+    if not kept:
+        raise IsotropyValueError(f"No word token is left to embed in a corpus of {sum(frequency.values())} words "
+                                 f"after skip_types={list(skip_types)!r}.")
+
+    # word -> piece mapping of every used line, then windows of whole words
+    used = sorted(kept)
+    encoded = tokenizer([lines[li] for li in used], is_split_into_words=True, add_special_tokens=False)
+    jobs = []  # (n_pieces, line index, start word, stop word, [kept word indices in window])
+    pieces_of: dict[tuple[int, int], int] = {}
+    n_without = n_truncated = 0
+    for b, li in enumerate(used):
+        windows, pieces = _windows(encoded.word_ids(b), len(lines[li]), budget)
+        keep = kept[li]
+        for wi in keep:
+            pieces_of[(li, wi)] = int(pieces[wi])
+            n_truncated += int(pieces[wi] > budget)
+        for start, stop in windows:
+            inside = [wi for wi in keep if start <= wi < stop and pieces[wi] > 0]
+            n_without += sum(1 for wi in keep if start <= wi < stop and pieces[wi] == 0)
+            if inside:
+                jobs.append((int(pieces[start:stop].sum()), li, start, stop, inside))
+    jobs.sort(key=lambda job: job[0])
+
+    n_out = sum(len(job[4]) for job in jobs)
+    if n_out == 0:
+        raise IsotropyValueError("No kept word has a sub-word piece in this tokenizer's vocabulary.")
+    # output rows: kept tokens in the order the lines were visited
+    ordered = [(li, wi) for li in (order if shuffle else range(len(lines))) if li in kept for wi in kept[li]
+               if pieces_of[(li, wi)] > 0]
+    row_of = {pos: r for r, pos in enumerate(ordered)}
+
+    d = int(getattr(network.config, "hidden_size", 0) or getattr(network.config, "n_embd", 0) or network.config.dim)
+    np_dtype = np.float32 if dtype == "float32" else np.float16
+    out = {layer: np.empty((n_out, d), dtype=np_dtype) for layer in layers}
+    filled = np.zeros(n_out, dtype=bool)
+    device_ = next(network.parameters()).device
+
+    from tqdm.auto import tqdm
+
+    batches = [jobs[i:i + batch_size] for i in range(0, len(jobs), batch_size)]
+    for batch in tqdm(batches, desc="windows", unit="batch", disable=not show_progress):
+        words = [lines[li][start:stop] for _, li, start, stop, _ in batch]
+        enc = tokenizer(words, is_split_into_words=True, padding=True, truncation=True, max_length=max_length,
+                        return_tensors="pt")
+        b_idx, t_idx, r_idx = [], [], []
+        for b, (_, li, start, stop, inside) in enumerate(batch):
+            wanted = {wi - start: row_of[(li, wi)] for wi in inside}
+            seen = set()
+            for t, w in enumerate(enc.word_ids(b)):
+                if w is None or w not in wanted or (pooling == "first" and w in seen):
+                    continue
+                seen.add(w)
+                b_idx.append(b)
+                t_idx.append(t)
+                r_idx.append(wanted[w])
+        with torch.inference_mode():
+            inputs = {k: v.to(device_) for k, v in enc.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
+            hidden = network(**inputs, output_hidden_states=True).hidden_states
+            stacked = torch.stack([hidden[layer] for layer in layers])  # (L, B, T, d)
+            b_t = torch.tensor(b_idx, device=device_)
+            t_t = torch.tensor(t_idx, device=device_)
+            picked = stacked[:, b_t, t_t].float()  # (L, n_pieces, d)
+            rows = np.asarray(r_idx)
+            if pooling == "mean":
+                unique, inverse = np.unique(rows, return_inverse=True)
+                inv = torch.as_tensor(inverse, device=device_)
+                sums = torch.zeros(len(layers), len(unique), d, device=device_).index_add_(1, inv, picked)
+                counts = torch.bincount(inv, minlength=len(unique)).clamp_min(1).to(sums.dtype)
+                picked, rows = sums / counts[None, :, None], unique
+            values = picked.cpu().numpy()
+        for j, layer in enumerate(layers):
+            out[layer][rows] = values[j]
+        filled[rows] = True
+    if not filled.all():  # every kept word has a piece inside its window by construction
+        raise RuntimeError(f"{int((~filled).sum())} kept tokens received no embedding; please report this.")
+
+    type_index: dict[str, int] = {}
+    type_ids = np.array([type_index.setdefault(lines[li][wi], len(type_index)) for li, wi in ordered], dtype=np.intp)
+    types = list(type_index)
+    return TokenEmbeddings(
+        hidden_states=out,
+        type_ids=type_ids,
+        types=types,
+        type_frequency=np.array([frequency[t] for t in types], dtype=np.int64),
+        positions=np.array(ordered, dtype=np.int64).reshape(-1, 2),
+        n_pieces=np.array([pieces_of[pos] for pos in ordered], dtype=np.int64),
+        model=str(model),
+        pooling=pooling,
+        n_layers=n_layers,
+        stats={"n_lines": len(lines), "n_lines_used": len(used), "n_windows": len(jobs),
+               "n_words": sum(frequency.values()), "n_kept": n_out, "n_without_pieces": n_without,
+               "n_truncated": n_truncated},
+    )

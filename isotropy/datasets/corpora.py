@@ -1,0 +1,184 @@
+"""Whitespace-tokenised text corpora: WikiText-2, the Penn Treebank (Mikolov's LM version), any text file.
+
+Every loader returns a :class:`Corpus`: one list of words per non-blank line, in file order. The
+corpora are read in the layouts their users already have on disk:
+
+- WikiText-2 (word level, tokenised): ``<data_dir>/wikitext-2/wiki.{train,valid,test}.tokens``, one
+  paragraph a line, section headings written as ``= Title =`` / ``= = Section = =``.
+- PTB: ``<data_dir>/ptb/ptb.{train,valid,test}.txt``, one sentence a line, lower case, numbers as ``N``.
+- Any plain-text file: each non-blank line split on whitespace.
+
+Words are kept exactly as written (``<unk>`` included); what to skip is the caller's choice.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from isotropy._validation import IsotropyValueError
+
+__all__ = ["Corpus", "CORPORA", "SPLITS", "corpus_path", "load_wikitext2", "load_ptb", "load_text_file",
+           "load_corpus"]
+
+# corpus name -> (folder, file name pattern with {split})
+CORPORA = {
+    "wikitext-2": ("wikitext-2", "wiki.{split}.tokens"),
+    "ptb": ("ptb", "ptb.{split}.txt"),
+}
+# user-facing split name -> the name in the file names
+SPLITS = {"train": "train", "validation": "valid", "valid": "valid", "test": "test"}
+
+
+@dataclass
+class Corpus:
+    """A whitespace-tokenised corpus.
+
+    Attributes
+    ----------
+    name : str
+        E.g. ``"wikitext-2/validation"`` or the file name.
+    lines : list of list of str
+        The words of each non-blank line, in file order.
+    source : dict
+        Where the text came from (path, split, filtering), written beside results.
+    """
+
+    name: str
+    lines: list[list[str]]
+    source: dict = field(default_factory=dict)
+
+    @property
+    def n_words(self) -> int:
+        """Number of word tokens (whitespace-separated) in the corpus."""
+        return sum(len(line) for line in self.lines)
+
+    def word_counts(self) -> Counter:
+        """Corpus frequency of every word type."""
+        counts: Counter = Counter()
+        for line in self.lines:
+            counts.update(line)
+        return counts
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+
+def _is_heading(words: list[str]) -> bool:
+    return len(words) >= 2 and words[0] == "=" and words[-1] == "="
+
+
+def _read_lines(path: Path, *, encoding: str, drop_headings: bool = False) -> list[list[str]]:
+    lines = []
+    with open(path, encoding=encoding) as handle:
+        for raw in handle:
+            words = raw.split()
+            if not words or (drop_headings and _is_heading(words)):
+                continue
+            lines.append(words)
+    return lines
+
+
+def _check_nonempty(lines, what: str) -> None:
+    if not lines:
+        raise IsotropyValueError(f"The corpus {what} is empty: expected at least one non-blank line of text.")
+
+
+def corpus_path(corpus: str, split: str = "validation", *, data_dir: str | os.PathLike | None = None) -> Path:
+    """Expected path of a split of a named corpus (``"wikitext-2"`` or ``"ptb"``).
+
+    ``data_dir`` defaults to ``$ISOTROPY_DATA`` or ``./data``; the file is
+    ``<data_dir>/wikitext-2/wiki.valid.tokens`` for WikiText-2 validation, and so on.
+    """
+    from isotropy.experiments._results import data_dir as _data_dir
+
+    if corpus not in CORPORA:
+        raise IsotropyValueError(f"The 'corpus' parameter of corpus_path must be one of {sorted(CORPORA)}. "
+                                 f"Got {corpus!r} instead.")
+    if split not in SPLITS:
+        raise IsotropyValueError(f"The 'split' parameter of corpus_path must be one of {sorted(SPLITS)}. "
+                                 f"Got {split!r} instead.")
+    folder, pattern = CORPORA[corpus]
+    return _data_dir(data_dir) / folder / pattern.format(split=SPLITS[split])
+
+
+def _load_named(corpus: str, split: str, data_dir, *, drop_headings: bool) -> Corpus:
+    path = corpus_path(corpus, split, data_dir=data_dir)
+    if not path.is_file():
+        raise FileNotFoundError(f"The {corpus} {split} split was not found: expected the file {str(path)!r} "
+                                f"(give the folder that holds '{CORPORA[corpus][0]}/' with --data-dir or "
+                                f"$ISOTROPY_DATA).")
+    lines = _read_lines(path, encoding="utf-8", drop_headings=drop_headings)
+    _check_nonempty(lines, repr(str(path)))
+    return Corpus(name=f"{corpus}/{split}", lines=lines,
+                  source={"corpus": corpus, "split": split, "path": str(path), "drop_headings": drop_headings})
+
+
+def load_wikitext2(split: str = "validation", *, data_dir: str | os.PathLike | None = None,
+                   drop_headings: bool = True) -> Corpus:
+    """Load a split of WikiText-2 (word level).
+
+    Parameters
+    ----------
+    split : {"validation", "test", "train"}, default="validation"
+    data_dir : path-like or None
+        Folder holding ``wikitext-2/``; default ``$ISOTROPY_DATA`` or ``./data``.
+    drop_headings : bool, default=True
+        Drop the section-heading lines (``= Title =``), whose ``=`` markers are not text.
+
+    Returns
+    -------
+    Corpus
+        One entry per non-blank line (paragraph); the validation split has 213,886 words
+        (209,338 without the headings).
+    """
+    return _load_named("wikitext-2", split, data_dir, drop_headings=drop_headings)
+
+
+def load_ptb(split: str = "validation", *, data_dir: str | os.PathLike | None = None) -> Corpus:
+    """Load a split of the Penn Treebank in Mikolov's language-modelling version.
+
+    Parameters
+    ----------
+    split : {"validation", "test", "train"}, default="validation"
+    data_dir : path-like or None
+        Folder holding ``ptb/``; default ``$ISOTROPY_DATA`` or ``./data``.
+
+    Returns
+    -------
+    Corpus
+        One entry per sentence; the validation split has 3,370 sentences and 70,390 words.
+    """
+    return _load_named("ptb", split, data_dir, drop_headings=False)
+
+
+def load_text_file(path: str | os.PathLike, *, encoding: str = "utf-8") -> Corpus:
+    """Load any plain-text file: each non-blank line split on whitespace.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "t.txt"
+    >>> _ = p.write_text("a b c\\n\\n b c\\n")
+    >>> load_text_file(p).lines
+    [['a', 'b', 'c'], ['b', 'c']]
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"The corpus file {str(path)!r} does not exist: expected a plain-text file, "
+                                f"one sentence or paragraph a line, or one of {sorted(CORPORA)}.")
+    lines = _read_lines(path, encoding=encoding)
+    _check_nonempty(lines, f"file {str(path)!r}")
+    return Corpus(name=path.name, lines=lines, source={"path": str(path.resolve()), "encoding": encoding})
+
+
+def load_corpus(corpus: str | os.PathLike, *, split: str = "validation",
+                data_dir: str | os.PathLike | None = None) -> Corpus:
+    """Load ``"wikitext-2"``, ``"ptb"`` (the given split, under ``data_dir``) or a text file path."""
+    if str(corpus) == "wikitext-2":
+        return load_wikitext2(split, data_dir=data_dir)
+    if str(corpus) == "ptb":
+        return load_ptb(split, data_dir=data_dir)
+    return load_text_file(corpus)
