@@ -18,15 +18,20 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
-from isotropy._validation import IsotropyValueError, check_option, check_random_state, check_scalar
+from isotropy._validation import (
+    IsotropyValueError,
+    check_option,
+    check_random_state,
+    check_scalar,
+)
 
-__all__ = ["TokenEmbeddings", "load_transformer", "parse_layers", "extract_token_embeddings"]
+__all__ = ["TokenEmbeddings", "extract_token_embeddings", "load_transformer", "parse_layers"]
 
 _CALLER = "extract_token_embeddings"
 

@@ -20,8 +20,16 @@ from pathlib import Path
 
 from isotropy._validation import IsotropyValueError
 
-__all__ = ["Corpus", "CORPORA", "SPLITS", "corpus_path", "load_wikitext2", "load_ptb", "load_text_file",
-           "load_corpus"]
+__all__ = [
+    "CORPORA",
+    "SPLITS",
+    "Corpus",
+    "corpus_path",
+    "load_corpus",
+    "load_ptb",
+    "load_text_file",
+    "load_wikitext2",
+]
 
 # corpus name -> (folder, file name pattern with {split})
 CORPORA = {
