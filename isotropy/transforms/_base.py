@@ -9,7 +9,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from isotropy._backend import is_torch
 from isotropy._validation import check_X
 
-__all__ = ["to_numpy", "like_input", "IsotropyTransformer"]
+__all__ = ["IsotropyTransformer", "like_input", "to_numpy"]
 
 
 def to_numpy(X, *, caller: str, min_samples: int = 2) -> np.ndarray:
