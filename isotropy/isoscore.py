@@ -1,0 +1,346 @@
+"""IsoScore and IsoScore*: how evenly a point cloud spreads its variance over its dimensions.
+
+Both scores depend on the covariance matrix only through its trace and its squared Frobenius
+norm, so they need no eigendecomposition (see :func:`isoscore` Notes). The covariance -> score
+step lives in one place, :func:`isoscore_from_covariance` / :func:`_score_from_moments`, shared
+with :mod:`isotropy.covariance` (participation ratio, streaming accumulator).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from isotropy._backend import is_torch, to_output
+from isotropy._validation import IsotropyValueError, check_scalar, check_X
+
+__all__ = ["isoscore", "isoscore_star", "isoscore_from_covariance"]
+
+# Data whose total variance is below (_FLOOR_ULPS * eps)^2 * ||mean||^2 per sample is treated as
+# constant: the residual of exact centring of identical rows is a few ulps of the mean.
+_FLOOR_ULPS = 8.0
+
+
+# --------------------------------------------------------------------------- shared math
+def _centred(X):
+    """Centred copy of ``X``: float64 numpy for numpy input, same dtype/device/graph for torch.
+
+    Two passes (subtract the mean, then the mean of the residuals) so that the rounding error of
+    the first mean does not leak into the covariance, which matters for float32 and large offsets.
+    Returns ``(Xc, mean_sq_norm)`` where ``mean_sq_norm`` is ``||mean||^2`` as a Python float.
+    """
+    if is_torch(X):
+        mean = X.mean(dim=0, keepdim=True)
+        Xc = X - mean
+        Xc = Xc - Xc.mean(dim=0, keepdim=True)
+        return Xc, float((mean.detach() ** 2).sum())
+    Xc = np.array(X, dtype=np.float64, copy=True)
+    mean = Xc.mean(axis=0)
+    Xc -= mean
+    Xc -= Xc.mean(axis=0)
+    return Xc, float(mean @ mean)
+
+
+def _as_float(value) -> float:
+    return float(value.detach()) if is_torch(value) else float(value)
+
+
+def _eps(X) -> float:
+    if is_torch(X):
+        import torch
+
+        return float(torch.finfo(X.dtype).eps)
+    return float(np.finfo(np.float64).eps)
+
+
+def _scatter_moments(Xc):
+    """Trace and squared Frobenius norm of the scatter matrix ``S = Xcᵀ Xc`` (unnormalised).
+
+    ``tr S = ||Xc||_F²``. ``||S||_F² = ||Xcᵀ Xc||_F² = ||Xc Xcᵀ||_F²`` (both equal Σσᵢ⁴ over the
+    singular values of ``Xc``), so the cheaper Gram side is formed: d×d when n ≥ d, else n×n.
+    """
+    n, d = Xc.shape
+    if is_torch(Xc):
+        G = Xc.T @ Xc if n >= d else Xc @ Xc.T
+        return (Xc * Xc).sum(), (G * G).sum()
+    G = Xc.T @ Xc if n >= d else Xc @ Xc.T
+    flat = Xc.reshape(-1)
+    return np.asarray(flat @ flat), np.asarray(np.vdot(G, G))
+
+
+def _check_variance(trace, *, n_samples, mean_sq_norm, eps, caller, name="X"):
+    """Raise a clear error when the data are (numerically) constant: the score would be 0/0."""
+    if _as_float(trace) <= n_samples * (_FLOOR_ULPS * eps) ** 2 * mean_sq_norm:
+        raise IsotropyValueError(
+            f"The '{name}' parameter of {caller} must have non-zero variance. Got {n_samples} "
+            f"(numerically) identical samples instead, whose covariance is zero, so the score is undefined.")
+
+
+def _score_from_moments(trace, frob_sq, n_features):
+    """((tr C)² / ||C||_F² − 1) / (d − 1): IsoScore from the two covariance moments."""
+    return (trace * trace / frob_sq - 1.0) / (n_features - 1)
+
+
+def _check_shrinkage_cov(shrinkage_cov, n_features, *, like, caller, name="shrinkage_cov"):
+    """Validate Σ_S: a symmetric (n_features, n_features) matrix; returned in ``like``'s backend.
+
+    numpy ``like``: float64 ndarray. torch ``like``: tensor on ``like``'s device and dtype.
+    """
+    if is_torch(shrinkage_cov) and not is_torch(like):
+        S = shrinkage_cov.detach().cpu().double().numpy()
+    elif is_torch(like):
+        import torch
+
+        S = torch.as_tensor(shrinkage_cov, device=like.device, dtype=like.dtype)
+    else:
+        S = np.asarray(shrinkage_cov, dtype=np.float64)
+    shape = tuple(S.shape)
+    if shape != (n_features, n_features):
+        raise IsotropyValueError(
+            f"The '{name}' parameter of {caller} must be a covariance matrix of shape "
+            f"({n_features}, {n_features}) (n_features of X). Got an array with shape {shape} instead.")
+    if is_torch(S):
+        finite = bool(S.isfinite().all())
+        asym = float((S - S.T).abs().max().detach()) if n_features else 0.0
+        scale = float(S.abs().max().detach())
+        eps = _eps(S)
+    else:
+        finite = bool(np.isfinite(S).all())
+        asym = float(np.abs(S - S.T).max())
+        scale = float(np.abs(S).max())
+        eps = float(np.finfo(np.float64).eps)
+    if not finite:
+        raise IsotropyValueError(f"The '{name}' parameter of {caller} must contain only finite values. "
+                                 f"Got NaN or inf instead.")
+    if asym > 1e3 * eps * max(scale, np.finfo(np.float64).tiny):
+        raise IsotropyValueError(f"The '{name}' parameter of {caller} must be a symmetric covariance "
+                                 f"matrix. Got a matrix with max |S - Sᵀ| = {asym:.3g} instead.")
+    return S
+
+
+def _eye_like(C):
+    if is_torch(C):
+        import torch
+
+        return torch.eye(C.shape[0], device=C.device, dtype=C.dtype)
+    return np.eye(C.shape[0])
+
+
+def _shrunk_moments(trace_c, frob_sq_c, inner_cs, trace_s, frob_sq_s, zeta):
+    """Trace and ||·||_F² of (1 − ζ)·C + ζ·S from those of C, S and ⟨C, S⟩_F."""
+    a, b = 1.0 - zeta, zeta
+    trace = a * trace_c + b * trace_s
+    frob_sq = a * a * frob_sq_c + 2.0 * a * b * inner_cs + b * b * frob_sq_s
+    return trace, frob_sq
+
+
+# --------------------------------------------------------------------------- public API
+def isoscore(X):
+    """IsoScore of a point cloud: 1 = isotropic, 0 = all variance along one direction.
+
+    Parameters
+    ----------
+    X : array-like or torch.Tensor of shape (n_samples, n_features)
+        The point cloud, one sample per row; ``n_samples >= 2`` and ``n_features >= 2``.
+        ``n_samples < n_features`` is fine.
+
+    Returns
+    -------
+    score : float or torch.Tensor
+        A Python float for numpy input (computed in float64 whatever the input dtype); a 0-dim
+        tensor on the input's device and dtype, differentiable, for torch input.
+
+    Raises
+    ------
+    IsotropyValueError
+        If ``X`` is not 2-d, has NaN/inf, or all samples are (numerically) identical.
+
+    See Also
+    --------
+    isoscore_star : IsoScore with covariance shrinkage (stable on small batches).
+    isotropy.participation_ratio : (Σλ)²/Σλ² = 1 + (d − 1)·IsoScore.
+
+    Notes
+    -----
+    Let λ be the eigenvalues of the sample covariance (ddof=1) of ``X`` and d = n_features.
+    Rudman et al. normalise λ̂ = √d·λ/‖λ‖, take the isotropy defect
+    δ = ‖λ̂ − 1‖ / √(2(d − √d)) and rescale ι = ((d − δ²(d − √d))² − d) / (d(d − 1)).
+    Expanding ‖λ̂ − 1‖² = 2d − 2√d·Σλ/‖λ‖ gives exactly
+
+    .. math:: \\iota = \\frac{(\\sum\\lambda)^2 / \\sum\\lambda^2 - 1}{d - 1}
+              = \\frac{(\\operatorname{tr} C)^2 / \\|C\\|_F^2 - 1}{d - 1},
+
+    which needs no eigendecomposition: tr C = ‖X_c‖²_F/(n−1) and
+    ‖C‖²_F = ‖X_cᵀX_c‖²_F/(n−1)² = ‖X_c X_cᵀ‖²_F/(n−1)², whichever Gram matrix is smaller.
+    Cost O(n·d·min(n, d)). The value is invariant to rotation, translation and scaling of ``X``.
+
+    References
+    ----------
+    .. [1] W. Rudman, N. Gillman, T. Rayne and C. Eickhoff, "IsoScore: Measuring the Uniformity
+       of Embedding Space Utilization", Findings of ACL 2022.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from isotropy import isoscore
+    >>> X = np.random.default_rng(0).normal(size=(5000, 3)) * [1.0, 1.0, 1.0]
+    >>> round(isoscore(X), 2)
+    1.0
+    >>> X = np.array([[0.0, 0.0], [1.0, 0.0], [2.0, 0.0]])   # variance along one axis only
+    >>> isoscore(X)
+    0.0
+    """
+    caller = "isoscore"
+    X = check_X(X, caller=caller, min_features=2)
+    n, d = X.shape
+    Xc, mean_sq = _centred(X)
+    trace, frob_sq = _scatter_moments(Xc)
+    _check_variance(trace, n_samples=n, mean_sq_norm=mean_sq, eps=_eps(X), caller=caller)
+    return to_output(_score_from_moments(trace, frob_sq, d), X)
+
+
+def isoscore_star(X, *, shrinkage_cov=None, zeta=0.2):
+    """IsoScore* (IsoScore with RDA shrinkage): IsoScore of (1 − ζ)·Σ_X + ζ·Σ_S.
+
+    Parameters
+    ----------
+    X : array-like or torch.Tensor of shape (n_samples, n_features)
+        The point cloud (e.g. a mini-batch of hidden states), one sample per row.
+    shrinkage_cov : array-like or torch.Tensor of shape (n_features, n_features), default=None
+        Σ_S, the covariance matrix of a larger sample of the same distribution (symmetric,
+        positive semi-definite). ``None`` uses the identity, as the reference implementation
+        recommends when no larger sample is available.
+    zeta : float in [0, 1], default=0.2
+        Shrinkage weight ζ. ``zeta=0`` gives :func:`isoscore`; ``zeta=1`` the IsoScore of Σ_S.
+
+    Returns
+    -------
+    score : float or torch.Tensor
+        A Python float for numpy input (float64 arithmetic); a differentiable 0-dim tensor on
+        the input's device and dtype for torch input. 1 = isotropic, 0 = one direction only.
+
+    Raises
+    ------
+    IsotropyValueError
+        Bad ``X``, ``zeta`` or ``shrinkage_cov``, or a zero shrunk covariance.
+
+    Notes
+    -----
+    With Σ_ζ = (1 − ζ)·Σ_X + ζ·Σ_S (Σ_X the sample covariance, ddof=1), d = n_features:
+
+    .. math:: \\iota^* = \\frac{(\\operatorname{tr}\\Sigma_\\zeta)^2/\\|\\Sigma_\\zeta\\|_F^2 - 1}{d - 1},
+
+    the closed form of Algorithm 1 of Rudman & Eickhoff (see :func:`isoscore`). tr and ‖·‖²_F
+    of Σ_ζ are expanded in those of Σ_X, Σ_S and ⟨Σ_X, Σ_S⟩_F, so Σ_X is never formed when
+    n_samples < n_features. Σ_S = I is scale-dependent: IsoScore* with the identity changes when
+    ``X`` is rescaled, whereas IsoScore does not.
+
+    References
+    ----------
+    .. [1] W. Rudman and C. Eickhoff, "Stable Anisotropic Regularization", ICLR 2024
+       (arXiv:2305.19358), Algorithm 1.
+    .. [2] J. H. Friedman, "Regularized Discriminant Analysis", JASA 84(405), 1989.
+
+    Examples
+    --------
+    Points whose sample covariance is diag(1, 0, 0), shrunk toward the identity:
+
+    >>> import numpy as np
+    >>> from isotropy import isoscore_star
+    >>> X = np.array([[-1.0, 0, 0], [1.0, 0, 0]]) / np.sqrt(2)
+    >>> round(isoscore_star(X, zeta=0.2), 6)
+    0.407407
+    >>> round(isoscore_star(X, shrinkage_cov=np.eye(3), zeta=0.75), 6)
+    0.970588
+    """
+    caller = "isoscore_star"
+    zeta = float(check_scalar(zeta, "zeta", caller=caller, low=0.0, high=1.0))
+    X = check_X(X, caller=caller, min_features=2)
+    n, d = X.shape
+    Xc, mean_sq = _centred(X)
+    trace_sc, frob_sq_sc = _scatter_moments(Xc)
+    if zeta == 0.0 or shrinkage_cov is None:
+        S = None
+        trace_s, frob_sq_s = float(d), float(d)
+    else:
+        S = _check_shrinkage_cov(shrinkage_cov, d, like=X, caller=caller)
+        trace_s = S.diagonal().sum() if is_torch(S) else np.trace(S)
+        frob_sq_s = (S * S).sum()
+    if _as_float(trace_s) <= 0.0 and zeta > 0.0:
+        raise IsotropyValueError(f"The 'shrinkage_cov' parameter of {caller} must be a non-zero covariance matrix "
+                                 f"(positive trace). Got trace {_as_float(trace_s):.3g} instead.")
+    if zeta == 0.0:  # with ζ > 0 the shrunk covariance is non-zero even for constant X
+        _check_variance(trace_sc, n_samples=n, mean_sq_norm=mean_sq, eps=_eps(X), caller=caller)
+    # covariance moments of X (ddof=1) from those of the scatter matrix
+    m = n - 1
+    trace_c, frob_sq_c = trace_sc / m, frob_sq_sc / (m * m)
+    if S is None:
+        inner = trace_c  # <C, I>_F = tr C
+    elif n >= d:
+        inner = ((Xc.T @ Xc) * S).sum() / m  # <C, S>_F with C formed (d×d)
+    else:
+        inner = ((Xc @ S) * Xc).sum() / m  # tr(Xc S Xcᵀ) / m without forming C
+    trace, frob_sq = _shrunk_moments(trace_c, frob_sq_c, inner, trace_s, frob_sq_s, zeta)
+    return to_output(_score_from_moments(trace, frob_sq, d), X)
+
+
+def isoscore_from_covariance(cov, *, shrinkage_cov=None, zeta=0.0):
+    """IsoScore (or IsoScore*) of a given covariance matrix.
+
+    Use when the covariance is known (a Gaussian's Σ) or accumulated elsewhere
+    (:class:`isotropy.CovarianceAccumulator`).
+
+    Parameters
+    ----------
+    cov : array-like or torch.Tensor of shape (n_features, n_features)
+        A symmetric positive semi-definite covariance matrix, n_features >= 2.
+    shrinkage_cov : array-like or torch.Tensor of shape (n_features, n_features), default=None
+        Σ_S for IsoScore*; ``None`` means the identity (only used when ``zeta > 0``).
+    zeta : float in [0, 1], default=0.0
+        Shrinkage weight; the default 0 gives plain IsoScore.
+
+    Returns
+    -------
+    score : float or torch.Tensor
+        Python float for numpy input, 0-dim tensor (with graph) for torch input.
+
+    Notes
+    -----
+    ι = ((tr Σ_ζ)²/‖Σ_ζ‖²_F − 1)/(d − 1) with Σ_ζ = (1 − ζ)·cov + ζ·Σ_S; equal to the
+    eigenvalue formula of Rudman et al. for symmetric PSD matrices (see :func:`isoscore`).
+
+    References
+    ----------
+    .. [1] W. Rudman, N. Gillman, T. Rayne and C. Eickhoff, "IsoScore: Measuring the Uniformity
+       of Embedding Space Utilization", Findings of ACL 2022.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from isotropy.isoscore import isoscore_from_covariance
+    >>> isoscore_from_covariance(np.diag([1.0, 1.0, 1.0, 1.0]))
+    1.0
+    >>> round(isoscore_from_covariance(np.diag([1.0, 0.0, 0.0]), zeta=0.2), 6)
+    0.407407
+    """
+    caller = "isoscore_from_covariance"
+    zeta = float(check_scalar(zeta, "zeta", caller=caller, low=0.0, high=1.0))
+    if not is_torch(cov):
+        cov = np.asarray(cov, dtype=np.float64)
+    shape = tuple(cov.shape)
+    if len(shape) != 2 or shape[0] != shape[1] or shape[0] < 2:
+        raise IsotropyValueError(f"The 'cov' parameter of {caller} must be a square matrix of shape "
+                                 f"(n_features, n_features) with n_features >= 2. Got an array with shape {shape} instead.")
+    d = shape[0]
+    C = _check_shrinkage_cov(cov, d, like=cov, caller=caller, name="cov")  # finite, symmetric
+    if zeta > 0.0:
+        if shrinkage_cov is None:
+            C = (1.0 - zeta) * C + zeta * _eye_like(C)
+        else:
+            S = _check_shrinkage_cov(shrinkage_cov, d, like=C, caller=caller)
+            C = (1.0 - zeta) * C + zeta * S
+    trace = C.diagonal().sum() if is_torch(C) else np.asarray(np.trace(C))
+    if _as_float(trace) <= 0.0:
+        raise IsotropyValueError(f"The 'cov' parameter of {caller} must be a non-zero covariance matrix "
+                                 f"(positive trace). Got trace {_as_float(trace):.3g} instead.")
+    frob_sq = (C * C).sum()
+    return to_output(_score_from_moments(trace, frob_sq, d), cov)

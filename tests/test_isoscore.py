@@ -1,0 +1,183 @@
+"""IsoScore and IsoScore*: closed form vs eigenvalue reference, vs the `isoscore` package, closed forms.
+
+Provenance of the references:
+- ``_eigen_reference``: Algorithm 1 of Rudman & Eickhoff / Rudman et al. 2022 written out in float64
+  numpy (eigenvalues of the ddof=1 covariance, normalisation, isotropy defect, rescaling).
+- The `isoscore` package 2.0.1 (PyPI ``IsoScore``, module ``IsoScore.IsoScore``): ``IsoScore(points)``
+  takes points of shape (n_samples, n_features) (it calls ``torch.cov(points.T)``), does no PCA or
+  other preprocessing, and takes ``svdvals`` of the covariance; ``IsoScore_star(points, C0, zeta)``
+  shrinks that covariance as (1 - zeta)*C + zeta*C0. It computes sqrt(d) in float32, so it only
+  agrees to ~1e-7: compared at 1e-6.
+- Closed forms from issue 2: covariance diag(1, 0, 0) with Σ_S = I gives diag(1, ζ, ζ):
+  ((1 + 2ζ)² / (1 + 2ζ²) - 1) / 2 = 0.407407... at ζ = 0.2 and 0.970588... at ζ = 0.75.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from isotropy import IsotropyValueError, isoscore, isoscore_star
+from isotropy.isoscore import isoscore_from_covariance
+
+
+def _eigen_reference(X, shrinkage_cov=None, zeta=0.0):
+    X = np.asarray(X, dtype=np.float64)
+    d = X.shape[1]
+    C = np.cov(X, rowvar=False, ddof=1)
+    if zeta > 0:
+        C = (1 - zeta) * C + zeta * (np.eye(d) if shrinkage_cov is None else shrinkage_cov)
+    lam = np.linalg.eigvalsh(C)
+    lam_hat = np.sqrt(d) * lam / np.linalg.norm(lam)
+    defect = np.linalg.norm(lam_hat - 1) / np.sqrt(2 * (d - np.sqrt(d)))
+    return ((d - defect**2 * (d - np.sqrt(d))) ** 2 - d) / (d * (d - 1))
+
+
+def _anisotropic(rng, n, d):
+    return rng.normal(size=(n, d)) @ rng.normal(size=(d, d)) + 3.0
+
+
+@pytest.mark.parametrize("n, d", [(400, 12), (12, 40), (40, 40), (2, 5), (3, 2)])
+def test_closed_form_matches_eigen_reference_float64(rng, n, d):
+    X = _anisotropic(rng, n, d)  # n < d exercises the Gram (n x n) side
+    assert isoscore(X) == pytest.approx(_eigen_reference(X), abs=1e-10)
+    S = np.cov(_anisotropic(rng, 3 * d, d), rowvar=False)
+    for zeta in (0.2, 0.75):
+        assert isoscore_star(X, shrinkage_cov=S, zeta=zeta) == pytest.approx(
+            _eigen_reference(X, S, zeta), abs=1e-10)
+        assert isoscore_star(X, zeta=zeta) == pytest.approx(_eigen_reference(X, None, zeta), abs=1e-10)
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(2, 30), d=st.integers(2, 30), seed=st.integers(0, 2**16), scale=st.floats(1e-3, 1e3))
+def test_closed_form_property(n, d, seed, scale):
+    X = _anisotropic(np.random.default_rng(seed), n, d) * scale
+    ref = _eigen_reference(X)
+    got = isoscore(X)
+    assert got == pytest.approx(ref, abs=1e-9)
+    assert -1e-12 <= got <= 1 + 1e-12
+
+
+def test_matches_isoscore_package(rng):
+    from IsoScore import IsoScore as pkg
+
+    for n, d in [(1000, 30), (20, 50)]:
+        X = _anisotropic(rng, n, d)
+        assert isoscore(X) == pytest.approx(float(pkg.IsoScore(X)), abs=1e-6)
+        C0 = np.cov(_anisotropic(rng, 200, d), rowvar=False)
+        for zeta in (0.0, 0.2, 0.75):
+            expected = float(pkg.IsoScore_star(X, torch.tensor(C0), zeta))
+            assert isoscore_star(X, shrinkage_cov=C0, zeta=zeta) == pytest.approx(expected, abs=1e-6)
+
+
+def test_isoscore_star_closed_forms():
+    X = np.array([[-1.0, 0, 0], [1.0, 0, 0]]) / np.sqrt(2)  # sample covariance diag(1, 0, 0)
+    np.testing.assert_allclose(np.cov(X, rowvar=False), np.diag([1.0, 0, 0]), atol=1e-15)
+    assert isoscore_star(X, shrinkage_cov=np.eye(3), zeta=0.2) == pytest.approx(0.407407, abs=1e-6)
+    assert isoscore_star(X, shrinkage_cov=np.eye(3), zeta=0.75) == pytest.approx(0.970588, abs=1e-6)
+    assert isoscore_star(X, zeta=0.2) == pytest.approx(1.0 / 1.08 * 1.96 / 2 - 0.5, abs=1e-12)  # (1.96/1.08 - 1)/2
+    assert isoscore(X) == pytest.approx(0.0, abs=1e-15)
+    assert isoscore_from_covariance(np.diag([1.0, 0, 0]), zeta=0.75) == pytest.approx(0.970588, abs=1e-6)
+    assert isoscore_star(X, zeta=1.0) == pytest.approx(1.0, abs=1e-15)
+
+
+def test_zeta_zero_equals_isoscore(rng, backend):
+    X = backend(_anisotropic(rng, 50, 8))
+    S = np.cov(_anisotropic(rng, 100, 8), rowvar=False)
+    assert float(isoscore_star(X, shrinkage_cov=S, zeta=0.0)) == pytest.approx(float(isoscore(X)), abs=1e-12)
+
+
+def test_isotropic_and_one_direction(rng):
+    assert isoscore(rng.normal(size=(200_000, 4))) == pytest.approx(1.0, abs=2e-4)
+    line = np.outer(rng.normal(size=100), rng.normal(size=6))
+    assert isoscore(line) == pytest.approx(0.0, abs=1e-12)
+    # k equal directions out of d: (k - 1) / (d - 1) (Rudman et al.)
+    assert isoscore_from_covariance(np.diag([1.0, 1, 1, 0, 0, 0, 0])) == pytest.approx(2 / 6, abs=1e-15)
+
+
+def test_float32_numpy_computed_in_float64(rng):
+    X64 = _anisotropic(rng, 300, 10) + 1e4
+    X32 = X64.astype(np.float32)
+    assert isoscore(X32) == pytest.approx(_eigen_reference(X32.astype(np.float64)), abs=1e-10)
+    assert isinstance(isoscore(X32), float)
+
+
+def test_torch_backend(rng):
+    X = _anisotropic(rng, 60, 7)
+    t64 = torch.tensor(X, requires_grad=True)
+    out = isoscore(t64)
+    assert isinstance(out, torch.Tensor) and out.ndim == 0 and out.dtype == torch.float64
+    assert float(out.detach()) == pytest.approx(_eigen_reference(X), abs=1e-10)
+    out.backward()
+    assert t64.grad is not None and torch.isfinite(t64.grad).all()
+    t32 = torch.tensor(X, dtype=torch.float32)
+    out32 = isoscore_star(t32, shrinkage_cov=np.eye(7), zeta=0.2)
+    assert out32.dtype == torch.float32 and out32.device == t32.device
+    assert float(out32) == pytest.approx(_eigen_reference(X, np.eye(7), 0.2), abs=1e-5)
+    # float32 with a large offset: centring must not lose the variance
+    t_off = torch.tensor(X, dtype=torch.float32) + 1e3
+    assert float(isoscore(t_off)) == pytest.approx(_eigen_reference(t_off.double().numpy()), abs=1e-5)
+
+
+@pytest.mark.parametrize("n, d", [(9, 4), (3, 6)])
+def test_gradcheck(rng, n, d):
+    X = torch.tensor(_anisotropic(rng, n, d), requires_grad=True)
+    S = torch.tensor(np.cov(_anisotropic(rng, 30, d), rowvar=False))
+    assert torch.autograd.gradcheck(isoscore, (X,))
+    assert torch.autograd.gradcheck(lambda x: isoscore_star(x, shrinkage_cov=S, zeta=0.3), (X,))
+    assert torch.autograd.gradcheck(lambda x: isoscore_star(x, zeta=0.3), (X,))
+
+
+def test_inputs_not_modified(rng, backend):
+    X0 = _anisotropic(rng, 20, 5)
+    X = backend(X0.copy())
+    S0 = np.eye(5) * 2
+    S = S0.copy()
+    isoscore(X)
+    isoscore_star(X, shrinkage_cov=S, zeta=0.5)
+    np.testing.assert_array_equal(np.asarray(X), X0)
+    np.testing.assert_array_equal(S, S0)
+
+
+def test_invariances(rng):
+    X = _anisotropic(rng, 100, 6)
+    Q, _ = np.linalg.qr(rng.normal(size=(6, 6)))
+    ref = isoscore(X)
+    assert isoscore(X @ Q) == pytest.approx(ref, abs=1e-12)
+    assert isoscore(3.7 * X - 11.0) == pytest.approx(ref, abs=1e-12)
+
+
+def test_zero_variance_is_a_clear_error(backend):
+    const = np.full((10, 4), 3.3)
+    with pytest.raises(IsotropyValueError, match="non-zero variance"):
+        isoscore(backend(const))
+    with pytest.raises(IsotropyValueError, match="non-zero variance"):
+        isoscore_star(backend(const), zeta=0.0)
+    with pytest.raises(IsotropyValueError, match="non-zero variance"):
+        isoscore(np.zeros((5, 3)))
+    big = torch.full((1000, 4), 12345.678, dtype=torch.float32)
+    with pytest.raises(IsotropyValueError, match="non-zero variance"):
+        isoscore(big)
+    # with shrinkage the shrunk covariance zeta*I is well defined: perfectly isotropic
+    assert float(isoscore_star(backend(const), zeta=0.2)) == pytest.approx(1.0, abs=1e-12)
+
+
+def test_bad_input_messages(rng):
+    X = rng.normal(size=(10, 3))
+    with pytest.raises(IsotropyValueError, match=r"The 'zeta' parameter of isoscore_star must be a float in the range \[0.0, 1.0\]. Got 1.5 instead."):
+        isoscore_star(X, zeta=1.5)
+    with pytest.raises(IsotropyValueError, match=r"'shrinkage_cov' parameter of isoscore_star .* shape \(3, 3\)"):
+        isoscore_star(X, shrinkage_cov=np.eye(4))
+    with pytest.raises(IsotropyValueError, match="symmetric"):
+        isoscore_star(X, shrinkage_cov=np.triu(np.ones((3, 3))))
+    with pytest.raises(IsotropyValueError, match="2-d array"):
+        isoscore(np.ones(5))
+    with pytest.raises(IsotropyValueError, match="at least 2 features"):
+        isoscore(rng.normal(size=(10, 1)))
+    with pytest.raises(IsotropyValueError, match="finite"):
+        isoscore(np.array([[1.0, np.nan], [0.0, 1.0]]))
+    with pytest.raises(IsotropyValueError, match="'cov' parameter of isoscore_from_covariance"):
+        isoscore_from_covariance(np.ones((2, 3)))
