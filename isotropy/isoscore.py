@@ -13,7 +13,7 @@ import numpy as np
 from isotropy._backend import is_torch, to_output
 from isotropy._validation import IsotropyValueError, check_scalar, check_X
 
-__all__ = ["isoscore", "isoscore_star", "isoscore_from_covariance"]
+__all__ = ["isoscore", "isoscore_from_covariance", "isoscore_star"]
 
 # Data whose total variance is below (_FLOOR_ULPS * eps)^2 * ||mean||^2 per sample is treated as
 # constant: the residual of exact centring of identical rows is a few ulps of the mean.
