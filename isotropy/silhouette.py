@@ -73,47 +73,55 @@ def _sample_indices(n_samples, sample_size, random_state, caller):
 # the per-cluster distance sums S[i, c], numpy
 
 
+def _unit_rows(block):
+    """Rows scaled to unit norm (a zero row stays zero) and a 0/1 flag of the zero rows."""
+    norms = np.sqrt(np.einsum("ij,ij->i", block, block))
+    block /= np.where(norms > 0, norms, 1.0)[:, None]
+    return block, (norms == 0).astype(np.float64)
+
+
 def _augmented_numpy(X, metric, dtype):
-    """Right operand R = [x, 1, |x|^2] (euclidean, x centred) or [x/|x|, 1] (cosine), and diag(D)."""
+    """Right operand R = [u, 1, q] with u the centred rows (of X, or of the unit rows of X).
+
+    With L = [-s u, q, 1] (s = 2 for euclidean, 1 for cosine), L @ R.T is the squared euclidean
+    distance, or the cosine distance 1 - cos(x, y) = |u_x - u_y|^2 / 2 (+ 1/2 per zero row).
+    Centring keeps |u| small, hence the cancellation error of the float32 product.
+    """
     n, d = X.shape
-    extra = 2 if metric == "euclidean" else 1
-    R = np.empty((n, d + extra), dtype=dtype)
-    diagonal = np.zeros(n, dtype=np.float64)
-    mean = X.mean(axis=0, dtype=np.float64) if metric == "euclidean" else None
     step = max(1, (1 << 22) // max(d, 1))  # convert ~32 MiB of float64 at a time
-    for start in range(0, n, step):
-        rows = slice(start, min(n, start + step))
+    chunks = [slice(start, min(n, start + step)) for start in range(0, n, step)]
+    if metric == "euclidean":
+        mean = X.mean(axis=0, dtype=np.float64)
+    else:
+        mean = sum(_unit_rows(X[rows].astype(np.float64))[0].sum(axis=0) for rows in chunks) / n
+    R = np.empty((n, d + 2), dtype=dtype)
+    for rows in chunks:
         block = X[rows].astype(np.float64)
-        if metric == "euclidean":
-            block -= mean
-            block = block.astype(dtype).astype(np.float64)  # norms of the values actually multiplied
-            R[rows, d + 1] = np.einsum("ij,ij->i", block, block)
-        else:
-            norms = np.sqrt(np.einsum("ij,ij->i", block, block))
-            block /= np.where(norms > 0, norms, 1.0)[:, None]
-            diagonal[rows] = norms == 0  # a zero vector is at cosine distance 1 from everything
+        zero = 0.0
+        if metric == "cosine":
+            block, zero = _unit_rows(block)
+        block -= mean
         R[rows, :d] = block
-        R[rows, d] = 1.0
-    return R, diagonal
+        block = R[rows, :d].astype(np.float64)  # norms of the values actually multiplied
+        q = np.einsum("ij,ij->i", block, block)
+        R[rows, d + 1] = q if metric == "euclidean" else (q + zero) / 2.0
+    R[:, d] = 1.0
+    return R
 
 
 def _left_operand_numpy(R_rows, metric, d):
     """L such that L @ R.T is the squared euclidean distance (or the cosine distance)."""
     L = np.empty_like(R_rows)
-    if metric == "euclidean":
-        np.multiply(R_rows[:, :d], -2.0, out=L[:, :d])
-        L[:, d] = R_rows[:, d + 1]
-        L[:, d + 1] = 1.0
-    else:
-        np.negative(R_rows[:, :d], out=L[:, :d])
-        L[:, d] = 1.0
+    np.multiply(R_rows[:, :d], -2.0 if metric == "euclidean" else -1.0, out=L[:, :d])
+    L[:, d] = R_rows[:, d + 1]
+    L[:, d + 1] = 1.0
     return L
 
 
 def _cluster_sums_numpy(X, ids, n_clusters, metric, chunk_size):
     n, d = X.shape
     dtype = np.float64 if X.dtype == np.float64 else np.float32
-    R, diagonal = _augmented_numpy(X, metric, dtype)
+    R = _augmented_numpy(X, metric, dtype)
     onehot = np.zeros((n, n_clusters), dtype=dtype)
     onehot[np.arange(n), ids] = 1.0
     sums = np.zeros((n, n_clusters), dtype=np.float64)
@@ -131,7 +139,7 @@ def _cluster_sums_numpy(X, ids, n_clusters, metric, chunk_size):
             if metric == "euclidean":
                 np.sqrt(D, out=D)
             if i0 == j0:
-                D.flat[:: D.shape[1] + 1] = diagonal[I]
+                D.flat[:: D.shape[1] + 1] = 0.0  # d(x, x) = 0 exactly, whatever the rounding
             sums[I] += D @ onehot[J]
             if j0 != i0:
                 sums[J] += D.T @ onehot[I]
@@ -149,18 +157,17 @@ def _cluster_sums_torch(X, ids, n_clusters, metric, chunk_size):
     n, d = X.shape
     dtype = torch.float64 if X.dtype == torch.float64 else torch.float32
     acc = torch.float32 if device.type == "mps" else torch.float64  # MPS has no float64
-    Xw = X.detach().to(acc)
-    if metric == "euclidean":
-        Xw = (Xw - Xw.mean(dim=0)).to(dtype)
-        sq = Xw.to(acc).pow(2).sum(dim=1)
-        R = torch.cat([Xw, torch.ones(n, 1, dtype=dtype, device=device), sq.to(dtype)[:, None]], dim=1)
-        diagonal = torch.zeros(n, dtype=acc, device=device)
-    else:
-        norms = Xw.pow(2).sum(dim=1).sqrt()
-        Xw = Xw / torch.where(norms > 0, norms, torch.ones_like(norms))[:, None]
-        R = torch.cat([Xw.to(dtype), torch.ones(n, 1, dtype=dtype, device=device)], dim=1)
-        diagonal = (norms == 0).to(acc)
-    del Xw
+    U = X.detach().to(acc)
+    zero = 0.0
+    if metric == "cosine":
+        norms = U.pow(2).sum(dim=1).sqrt()
+        U = U / torch.where(norms > 0, norms, torch.ones_like(norms))[:, None]
+        zero = (norms == 0).to(acc)
+    U = (U - U.mean(dim=0)).to(dtype)
+    q = U.to(acc).pow(2).sum(dim=1)
+    q = q if metric == "euclidean" else (q + zero) / 2.0
+    R = torch.cat([U, torch.ones(n, 1, dtype=dtype, device=device), q.to(dtype)[:, None]], dim=1)
+    del U
     ids_t = torch.as_tensor(ids, device=device)
     onehot = torch.zeros(n, n_clusters, dtype=dtype, device=device)
     onehot[torch.arange(n, device=device), ids_t] = 1.0
@@ -168,12 +175,8 @@ def _cluster_sums_torch(X, ids, n_clusters, metric, chunk_size):
     b = min(n, chunk_size or (_DEFAULT_CHUNK if device.type == "cpu" else _DEFAULT_CHUNK_ACCEL))
     for i0 in range(0, n, b):
         i1 = min(n, i0 + b)
-        L = R[i0:i1].clone()
-        if metric == "euclidean":
-            L[:, :d] *= -2.0
-            L[:, d], L[:, d + 1] = R[i0:i1, d + 1], 1.0
-        else:
-            L[:, :d].neg_()
+        L = torch.cat([R[i0:i1, :d] * (-2.0 if metric == "euclidean" else -1.0), R[i0:i1, d + 1:], R[i0:i1, d:d + 1]],
+                      dim=1)
         for j0 in range(i0, n, b):
             j1 = min(n, j0 + b)
             D = L @ R[j0:j1].T
@@ -182,7 +185,7 @@ def _cluster_sums_torch(X, ids, n_clusters, metric, chunk_size):
             else:
                 D.clamp_(0.0, 2.0)
             if i0 == j0:
-                D.diagonal().copy_(diagonal[i0:i1])
+                D.diagonal().zero_()
             sums[i0:i1] += (D @ onehot[j0:j1]).to(acc)
             if j0 != i0:
                 sums[j0:j1] += (D.T @ onehot[i0:i1]).to(acc)
@@ -250,7 +253,7 @@ def silhouette_samples(X, labels, *, metric="euclidean", chunk_size=None):
         ``n_samples - 1`` clusters.
     metric : {"euclidean", "cosine"}, default="euclidean"
         Distance between samples. ``"cosine"`` is ``1 - cos(x, y)``; a zero vector is at
-        distance 1 from every sample.
+        distance 1 from every other sample.
     chunk_size : int, optional
         Rows per block of the distance matrix. Extra memory is about three blocks plus one
         copy of ``X``; the default (2048 on CPU, 8192 on accelerators) keeps it under

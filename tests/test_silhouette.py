@@ -1,0 +1,194 @@
+"""Silhouette: reference values from scikit-learn 1.x (sklearn.metrics.silhouette_samples/score,
+computed on the same arrays in each test), closed forms, invariances, errors, numpy/torch parity."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn import metrics as skm
+
+from isotropy import IsotropyValueError, silhouette_samples, silhouette_score
+
+
+def _blobs(rng, n, d, k, spread=3.0, offset=5.0):
+    centres = rng.normal(scale=spread, size=(k, d))
+    labels = rng.integers(0, k, n)
+    labels[:k] = np.arange(k)  # every cluster present
+    return centres[labels] + rng.normal(size=(n, d)) + offset, labels
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
+@pytest.mark.parametrize(("n", "d", "k", "chunk_size"), [
+    (40, 2, 2, None), (301, 17, 5, 64), (500, 3, 40, 97), (257, 64, 3, 256), (120, 1, 4, 7)])
+def test_samples_match_sklearn(rng, metric, n, d, k, chunk_size):
+    X, labels = _blobs(rng, n, d, k)
+    expected = skm.silhouette_samples(X, labels, metric=metric)
+    got = silhouette_samples(X, labels, metric=metric, chunk_size=chunk_size)
+    assert got.dtype == np.float64 and got.shape == (n,)
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-10)
+    assert abs(silhouette_score(X, labels, metric=metric) - skm.silhouette_score(X, labels, metric=metric)) < 1e-10
+
+
+def test_closed_form_two_pairs():
+    # a = 1, b = (10 + sqrt(101)) / 2, s = 1 - a / b for every point
+    X = np.array([[0.0, 0.0], [0.0, 1.0], [10.0, 0.0], [10.0, 1.0]])
+    expected = 1 - 2 / (10 + np.sqrt(101))
+    np.testing.assert_allclose(silhouette_samples(X, [0, 0, 1, 1]), expected, rtol=0, atol=1e-15)
+
+
+def test_singletons_and_duplicates_match_sklearn(rng):
+    X = rng.normal(size=(30, 4))
+    X[5] = X[6]  # exact duplicate pair in one cluster -> a = 0
+    labels = np.repeat(np.arange(10), 3)
+    labels[[0, 29]] = [10, 11]  # two singleton clusters: s = 0 there
+    got = silhouette_samples(X, labels)
+    np.testing.assert_allclose(got, skm.silhouette_samples(X, labels), rtol=0, atol=1e-10)
+    assert got[0] == 0.0 and got[29] == 0.0
+
+
+def test_cosine_zero_vector_matches_sklearn(rng):
+    X = rng.normal(size=(60, 5))
+    X[3] = 0.0  # cosine distance 1 to everything (sklearn's convention)
+    labels = rng.integers(0, 3, 60)
+    np.testing.assert_allclose(silhouette_samples(X, labels, metric="cosine"),
+                               skm.silhouette_samples(X, labels, metric="cosine"), rtol=0, atol=1e-10)
+
+
+def test_multilabel_each_distinct_row_is_a_cluster(rng):
+    X, _ = _blobs(rng, 200, 6, 3)
+    Y = rng.integers(0, 2, size=(200, 3)).astype(np.int8)
+    _, ids = np.unique(Y, axis=0, return_inverse=True)
+    for metric in ("euclidean", "cosine"):
+        expected = skm.silhouette_score(X, ids.ravel(), metric=metric)
+        assert abs(silhouette_score(X, Y, metric=metric) - expected) < 1e-10
+        assert abs(silhouette_score(X, Y.astype(float), metric=metric) - expected) < 1e-10
+
+
+@pytest.mark.parametrize("random_state", [0, 7, "RandomState"])
+def test_sample_size_selects_sklearns_subset(rng, random_state):
+    X, labels = _blobs(rng, 400, 8, 4)
+    ours_rs = np.random.RandomState(3) if random_state == "RandomState" else random_state
+    theirs_rs = np.random.RandomState(3) if random_state == "RandomState" else random_state
+    got = silhouette_score(X, labels, sample_size=150, random_state=ours_rs)
+    expected = skm.silhouette_score(X, labels, sample_size=150, random_state=theirs_rs)
+    assert abs(got - expected) < 1e-10
+    # a Generator draws the same way: generator.permutation(n)[:sample_size]
+    idx = np.random.default_rng(5).permutation(400)[:150]
+    got = silhouette_score(X, labels, sample_size=150, random_state=np.random.default_rng(5))
+    assert abs(got - skm.silhouette_score(X[idx], labels[idx])) < 1e-10
+
+
+def test_float32_close_to_float64(rng):
+    X, labels = _blobs(rng, 3000, 48, 6, offset=50.0)  # large offset: centring matters
+    s64 = silhouette_samples(X, labels)
+    s32 = silhouette_samples(X.astype(np.float32), labels, chunk_size=700)
+    assert np.abs(s32 - s64).max() < 1e-6
+    s64c = silhouette_samples(X, labels, metric="cosine")
+    s32c = silhouette_samples(X.astype(np.float32), labels, metric="cosine", chunk_size=700)
+    assert np.abs(s32c - s64c).max() < 1e-6
+
+
+# ---------------------------------------------------------------------------------------------
+# invariances
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), k=st.integers(2, 6), shift=st.floats(-1e3, 1e3))
+def test_invariances_euclidean(seed, k, shift):
+    rng = np.random.default_rng(seed)
+    X, labels = _blobs(rng, 60, 5, k)
+    base = silhouette_samples(X, labels)
+    permuted = rng.permutation(k)[labels] + 100  # relabel clusters (any values)
+    np.testing.assert_allclose(silhouette_samples(X, permuted), base, rtol=0, atol=1e-10)
+    Q, _ = np.linalg.qr(rng.normal(size=(5, 5)))
+    np.testing.assert_allclose(silhouette_samples(X @ Q + shift, labels), base, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(silhouette_samples(3.5 * X, labels), base, rtol=0, atol=1e-10)
+    order = rng.permutation(60)  # permuting samples permutes the coefficients
+    np.testing.assert_allclose(silhouette_samples(X[order], labels[order]), base[order], rtol=0, atol=1e-10)
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1))
+def test_invariances_cosine(seed):
+    rng = np.random.default_rng(seed)
+    X, labels = _blobs(rng, 50, 4, 3)
+    base = silhouette_samples(X, labels, metric="cosine")
+    scales = rng.uniform(0.1, 10.0, size=(50, 1))  # per-row rescaling changes nothing
+    np.testing.assert_allclose(silhouette_samples(X * scales, labels, metric="cosine"), base, rtol=0, atol=1e-10)
+    Q, _ = np.linalg.qr(rng.normal(size=(4, 4)))
+    np.testing.assert_allclose(silhouette_samples(X @ Q, labels, metric="cosine"), base, rtol=0, atol=1e-10)
+
+
+# ---------------------------------------------------------------------------------------------
+# errors
+
+
+@pytest.mark.parametrize(("labels", "match"), [
+    (np.zeros(10, int), "between 2 and n_samples - 1 = 9 clusters. Got 1 cluster instead"),
+    (np.arange(10), "between 2 and n_samples - 1 = 9 clusters. Got 10 clusters instead"),
+    (np.zeros(9, int), "one entry per sample \\(10\\). Got 9 instead"),
+    (np.array([0, 1] * 4 + [np.nan, 1]), "finite"),
+])
+def test_bad_labels(labels, match):
+    X = np.random.default_rng(0).normal(size=(10, 3))
+    for fn in (silhouette_samples, silhouette_score):
+        with pytest.raises(IsotropyValueError, match=match):
+            fn(X, labels)
+
+
+def test_bad_arguments():
+    X = np.random.default_rng(0).normal(size=(10, 3))
+    labels = [0, 1] * 5
+    bad_X = X.copy()
+    bad_X[2, 1] = np.nan
+    with pytest.raises(IsotropyValueError, match="'X' parameter of silhouette_score must contain only finite"):
+        silhouette_score(bad_X, labels)
+    with pytest.raises(IsotropyValueError, match="2-d array"):
+        silhouette_score(X[0], labels)
+    with pytest.raises(IsotropyValueError, match="'metric' parameter of silhouette_score must be one of"):
+        silhouette_score(X, labels, metric="manhattan")
+    with pytest.raises(IsotropyValueError, match="'sample_size' parameter of silhouette_score"):
+        silhouette_score(X, labels, sample_size=11)
+    with pytest.raises(IsotropyValueError, match="'chunk_size' parameter of silhouette_samples"):
+        silhouette_samples(X, labels, chunk_size=0)
+    with pytest.raises(TypeError, match="'random_state' parameter of silhouette_score"):
+        silhouette_score(X, labels, sample_size=5, random_state="seed")
+    # the cluster count is checked on the subsample: 2 samples allow at most 1 cluster
+    with pytest.raises(IsotropyValueError, match="between 2 and n_samples - 1 = 1 clusters"):
+        silhouette_score(X, labels, sample_size=2, random_state=0)
+
+
+# ---------------------------------------------------------------------------------------------
+# backends
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
+def test_backend_parity(backend, rng, metric):
+    X, labels = _blobs(rng, 150, 7, 4)
+    expected = skm.silhouette_samples(X, labels, metric=metric)
+    Xb = backend(X)
+    got = silhouette_samples(Xb, backend(labels), metric=metric, chunk_size=64)
+    score = silhouette_score(Xb, labels, metric=metric)
+    np.testing.assert_allclose(np.asarray(got), expected, rtol=0, atol=1e-10)
+    assert abs(float(score) - expected.mean()) < 1e-10
+    if type(Xb).__module__.startswith("torch"):
+        assert got.shape == (150,) and got.dtype == Xb.dtype and got.device == Xb.device
+        assert score.ndim == 0 and score.dtype == Xb.dtype
+    else:
+        assert isinstance(score, float)
+
+
+def test_torch_float32_requires_grad_and_inputs_untouched(rng):
+    import torch
+
+    X, labels = _blobs(rng, 400, 16, 3)
+    Xt = torch.tensor(X, dtype=torch.float32, requires_grad=True)
+    before = Xt.detach().clone()
+    score = silhouette_score(Xt, torch.tensor(labels))
+    assert not score.requires_grad and score.dtype == torch.float32
+    assert abs(score.item() - skm.silhouette_score(X, labels)) < 1e-6
+    assert torch.equal(Xt.detach(), before)
+    sub = silhouette_score(Xt.detach(), labels, sample_size=100, random_state=4)
+    assert abs(sub.item() - skm.silhouette_score(X, labels, sample_size=100, random_state=4)) < 1e-6
