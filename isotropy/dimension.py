@@ -1,0 +1,281 @@
+"""Intrinsic dimension from nearest-neighbour distances: TwoNN and the Levina–Bickel MLE.
+
+Both estimators read only the distances from each point to its nearest neighbours, found by the
+exact chunked search of :func:`isotropy.neighbors.kneighbors`.
+
+Duplicate points (distance 0 to another point, under the chosen metric) would make the
+distance ratios infinite or undefined. They are merged with a warning: the estimators see each
+distinct point once (neighbours are searched among the distinct points), and in
+:func:`local_mle_dimension` every copy of a point gets that point's value. This is what DADApy
+does; scikit-dimension's ``TwoNN`` instead drops the points whose first neighbour is at
+distance 0 but keeps them as neighbours of the others, so the two differ on data with duplicates.
+"""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+
+import numpy as np
+
+from isotropy._backend import is_torch
+from isotropy._validation import IsotropyValueError, check_option, check_scalar, check_X
+from isotropy.neighbors import (
+    _METRICS,
+    _finish,
+    _kneighbors_numpy,
+    _kneighbors_torch,
+    _prepare,
+)
+
+__all__ = ["local_mle_dimension", "mle_dimension", "twonn_dimension"]
+
+_AVERAGING = ("mean", "harmonic", "median")
+
+
+def _neighbour_distances(X, *, n_neighbors: int, metric: str, caller: str):
+    """Neighbour distances of the distinct points of ``X``.
+
+    Returns ``(distances, inverse)``: ``distances`` (n_distinct, n_neighbors) float64 numpy with
+    no zero, and ``inverse`` mapping each row of ``X`` to its distinct point (None when all rows
+    are distinct, then distinct point i is row i).
+    """
+    n = X.shape[0]
+    check_scalar(n_neighbors, "n_neighbors", caller=caller, kind=numbers.Integral, low=1, high=n - 1)
+    n_neighbors = int(n_neighbors)
+    if is_torch(X):
+        dist, _ = _kneighbors_torch(X, n_neighbors, metric, None, caller)
+        dist = dist.cpu().numpy().astype(np.float64, copy=False)
+        if not (dist[:, 0] == 0).any():
+            return dist, None
+        R, compute_dtype = _prepare(X.detach().cpu().numpy(), metric, caller)
+    else:
+        R, compute_dtype = _prepare(X, metric, caller)
+        sq, _ = _kneighbors_numpy(R, n_neighbors, compute_dtype, None)
+        dist = _finish(sq, metric)
+        if not (dist[:, 0] == 0).any():
+            return dist, None
+    distinct, inverse = np.unique(R, axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    n_distinct = distinct.shape[0]
+    n_dup = n - n_distinct
+    if n_distinct - 1 < n_neighbors:
+        raise IsotropyValueError(
+            f"The 'X' parameter of {caller} must have more than n_neighbors={n_neighbors} distinct points. "
+            f"Got {n_distinct} distinct points ({n_dup} duplicate rows) instead.")
+    warnings.warn(
+        f"{caller}: X has {n_dup} duplicate rows (at {metric} distance 0 from another row); each distinct point "
+        f"is counted once and neighbours are searched among the {n_distinct} distinct points.",
+        UserWarning, stacklevel=3)
+    sq, _ = _kneighbors_numpy(distinct, n_neighbors, compute_dtype, None)
+    return _finish(sq, metric), inverse
+
+
+def _output(value, like):
+    """Python float (numpy input) or a tensor on the input's device (torch input)."""
+    if is_torch(like):
+        import torch
+
+        return torch.as_tensor(value, dtype=like.dtype, device=like.device)
+    return float(value) if np.ndim(value) == 0 else value
+
+
+def twonn_dimension(X, *, discard_fraction: float = 0.1, method: str = "linear", metric: str = "euclidean"):
+    """TwoNN intrinsic dimension (Facco et al. 2017) from the two nearest neighbours of each point.
+
+    Parameters
+    ----------
+    X : array-like or torch.Tensor of shape (n_samples, n_features)
+        The points.
+    discard_fraction : float, default=0.1
+        Fraction of the largest ratios ``μ`` left out (the paper's heuristic against noise and
+        curvature at large scales). Must be in ``[0, 1)``, and above 0 for ``method="linear"``.
+    method : {"linear", "mle"}, default="linear"
+        ``"linear"``: least-squares slope through the origin of ``−log(1 − F(μ))`` against
+        ``log μ`` (Facco et al.; scikit-dimension's default). ``"mle"``: closed-form maximum
+        likelihood with the discarded ratios treated as censored.
+    metric : {"euclidean", "cosine"}, default="euclidean"
+        Distance; the cosine distance ``1 − cos`` is about half a squared chord length, so on
+        normalised data it gives about half the euclidean estimate.
+
+    Returns
+    -------
+    dimension : float
+        The estimated intrinsic dimension (a 0-dim tensor on the input's device for torch input).
+
+    Notes
+    -----
+    With ``r1 < r2`` the distances to the first and second neighbours, ``μ = r2/r1`` follows
+    the Pareto law ``F(μ) = 1 − μ^(−d)``. Sort the ``N`` ratios, keep the ``K = ⌊N(1 − f)⌋``
+    smallest, and set ``F_i = i/N``. ``"linear"`` returns
+    ``d = Σ x_i y_i / Σ x_i²`` with ``x_i = log μ_(i)`` and ``y_i = −log(1 − F_i)``;
+    ``"mle"`` returns ``(K − 1) / (Σ_{i≤K} log μ_(i) + (N − K) log μ_(K))``.
+    Both equal scikit-dimension's ``TwoNN(discard_fraction=f, method=...)`` on data without
+    duplicate points (see the module docstring for duplicates).
+
+    References
+    ----------
+    E. Facco, M. d'Errico, A. Rodriguez and A. Laio, "Estimating the intrinsic dimension of
+    datasets by a minimal neighborhood information", Scientific Reports 7, 12140 (2017).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from isotropy import twonn_dimension
+    >>> rng = np.random.default_rng(0)
+    >>> plane = rng.random((2000, 2)) @ rng.standard_normal((2, 50))  # a 2-d plane in 50-d
+    >>> round(twonn_dimension(plane))
+    2
+    """
+    caller = "twonn_dimension"
+    X = check_X(X, caller=caller, min_samples=3)
+    check_scalar(discard_fraction, "discard_fraction", caller=caller, low=0, high=1, closed="left")
+    method = check_option(method, "method", ("linear", "mle"), caller=caller)
+    metric = check_option(metric, "metric", _METRICS, caller=caller)
+    dist, _ = _neighbour_distances(X, n_neighbors=2, metric=metric, caller=caller)
+    mu = np.sort(dist[:, 1] / dist[:, 0])
+    N = mu.shape[0]
+    n_keep = int(N * (1 - discard_fraction))
+    if method == "linear" and n_keep == N:
+        raise IsotropyValueError(
+            f"The 'discard_fraction' parameter of {caller} must leave out at least the largest ratio with "
+            f"method='linear' (where F(mu) = 1 and -log(1 - F) is infinite). Got {discard_fraction!r} instead.")
+    if n_keep < 2:
+        raise IsotropyValueError(
+            f"The 'discard_fraction' parameter of {caller} must keep at least 2 of the {N} distinct points. "
+            f"Got {discard_fraction!r} instead.")
+    log_mu = np.log(mu[:n_keep])
+    if method == "mle":
+        d = (n_keep - 1) / (log_mu.sum() + (N - n_keep) * log_mu[-1])
+    else:
+        y = -np.log1p(-np.arange(1, n_keep + 1) / N)
+        d = np.dot(log_mu, y) / np.dot(log_mu, log_mu)
+    return _output(d, X)
+
+
+def _local_mle(dist: np.ndarray, caller: str) -> np.ndarray:
+    """Levina–Bickel local estimates from sorted neighbour distances (n, k), k >= 2."""
+    k = dist.shape[1]
+    total = np.log(dist[:, -1:] / dist[:, :-1]).sum(axis=1)
+    flat = int(np.count_nonzero(total == 0))
+    if flat:
+        warnings.warn(
+            f"{caller}: {flat} points have all their {k} nearest neighbours at the same distance; their local "
+            f"MLE dimension is infinite (increase n_neighbors).", UserWarning, stacklevel=3)
+    with np.errstate(divide="ignore"):
+        return (k - 1) / total
+
+
+def local_mle_dimension(X, *, n_neighbors: int = 100, metric: str = "euclidean"):
+    """Local intrinsic dimension of every point: the Levina–Bickel MLE on its neighbourhood.
+
+    Parameters
+    ----------
+    X : array-like or torch.Tensor of shape (n_samples, n_features)
+        The points.
+    n_neighbors : int, default=100
+        Neighbours per point, ``2 <= n_neighbors <= n_samples - 1`` (Cai et al. 2021 use 100).
+    metric : {"euclidean", "cosine"}, default="euclidean"
+        Distance between points; ``"cosine"`` is ``1 − cos(x, y)``.
+
+    Returns
+    -------
+    lid : ndarray of shape (n_samples,)
+        One estimate per point (a tensor on the input's device for torch input). Copies of a
+        duplicated point share its value (see the module docstring).
+
+    Notes
+    -----
+    With ``T_1 <= ... <= T_k`` the distances from ``x`` to its ``k`` nearest neighbours,
+
+    ``m̂_k(x) = [ (1/(k − 1)) Σ_{j<k} log(T_k / T_j) ]⁻¹``.
+
+    This equals scikit-dimension's ``MLE().fit(X, n_neighbors=k).dimension_pw_``. A point whose
+    ``k`` neighbours are all equidistant gets ``inf``, with a warning.
+
+    References
+    ----------
+    E. Levina and P. J. Bickel, "Maximum likelihood estimation of intrinsic dimension",
+    NeurIPS 17 (2005).
+    X. Cai, J. Huang, Y. Bian and K. Church, "Isotropy in the contextual embedding space:
+    clusters and manifolds", ICLR (2021).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from isotropy import local_mle_dimension
+    >>> rng = np.random.default_rng(0)
+    >>> cube = rng.random((2000, 3)) @ rng.standard_normal((3, 40))  # a 3-d cube in 40-d
+    >>> lid = local_mle_dimension(cube, n_neighbors=20)
+    >>> lid.shape, round(float(np.median(lid)))
+    ((2000,), 3)
+    """
+    caller = "local_mle_dimension"
+    X = check_X(X, caller=caller, min_samples=3)
+    metric = check_option(metric, "metric", _METRICS, caller=caller)
+    check_scalar(n_neighbors, "n_neighbors", caller=caller, kind=numbers.Integral, low=2, high=X.shape[0] - 1)
+    dist, inverse = _neighbour_distances(X, n_neighbors=n_neighbors, metric=metric, caller=caller)
+    local = _local_mle(dist, caller)
+    if inverse is not None:
+        local = local[inverse]
+    return _output(local, X)
+
+
+def mle_dimension(X, *, n_neighbors: int = 20, metric: str = "euclidean", averaging: str = "mean"):
+    """Global Levina–Bickel maximum-likelihood intrinsic dimension.
+
+    Parameters
+    ----------
+    X : array-like or torch.Tensor of shape (n_samples, n_features)
+        The points.
+    n_neighbors : int, default=20
+        Neighbours per point, ``2 <= n_neighbors <= n_samples - 1``.
+    metric : {"euclidean", "cosine"}, default="euclidean"
+        Distance between points; ``"cosine"`` is ``1 − cos(x, y)``.
+    averaging : {"mean", "harmonic", "median"}, default="mean"
+        How the local estimates ``m̂_k(x_i)`` of :func:`local_mle_dimension` are pooled:
+        ``"mean"`` is Levina & Bickel's average; ``"harmonic"`` inverts the mean of the inverses
+        (MacKay & Ghahramani's correction, and scikit-dimension's default ``comb="mle"``);
+        ``"median"`` is the median.
+
+    Returns
+    -------
+    dimension : float
+        The estimate (a 0-dim tensor on the input's device for torch input).
+
+    Notes
+    -----
+    ``"mean"``: ``m̂_k = (1/n) Σ_i m̂_k(x_i)``; ``"harmonic"``: ``m̂_k = [ (1/n) Σ_i m̂_k(x_i)⁻¹ ]⁻¹``,
+    over the ``n`` distinct points. With the same ``k`` these equal scikit-dimension's
+    ``MLE().fit(X, n_neighbors=k, comb="mean" | "mle" | "median").dimension_``.
+
+    References
+    ----------
+    E. Levina and P. J. Bickel, "Maximum likelihood estimation of intrinsic dimension",
+    NeurIPS 17 (2005).
+    D. J. C. MacKay and Z. Ghahramani, "Comments on 'Maximum likelihood estimation of intrinsic
+    dimension' by E. Levina and P. Bickel" (2005).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from isotropy import mle_dimension
+    >>> rng = np.random.default_rng(0)
+    >>> cube = rng.random((2000, 3)) @ rng.standard_normal((3, 40))  # a 3-d cube in 40-d
+    >>> round(mle_dimension(cube))
+    3
+    """
+    caller = "mle_dimension"
+    X = check_X(X, caller=caller, min_samples=3)
+    metric = check_option(metric, "metric", _METRICS, caller=caller)
+    averaging = check_option(averaging, "averaging", _AVERAGING, caller=caller)
+    check_scalar(n_neighbors, "n_neighbors", caller=caller, kind=numbers.Integral, low=2, high=X.shape[0] - 1)
+    dist, _ = _neighbour_distances(X, n_neighbors=n_neighbors, metric=metric, caller=caller)
+    local = _local_mle(dist, caller)
+    if averaging == "mean":
+        d = local.mean()
+    elif averaging == "median":
+        d = np.median(local)
+    else:
+        d = 1.0 / np.mean(1.0 / local)
+    return _output(d, X)

@@ -1,0 +1,173 @@
+"""Intrinsic dimension: TwoNN and Levina–Bickel MLE against scikit-dimension (same data, same
+neighbours), hand-computed values, data of known dimension, duplicates and bad arguments."""
+
+import numpy as np
+import pytest
+import skdim
+from sklearn.neighbors import NearestNeighbors
+
+from isotropy import local_mle_dimension, mle_dimension, twonn_dimension
+from isotropy._validation import IsotropyValueError
+
+
+def _embedded_cube(n, d, D, seed):
+    """``n`` points uniform in the unit ``d``-cube, rotated into ``D`` dimensions and shifted."""
+    rng = np.random.default_rng(seed)
+    Q, _ = np.linalg.qr(rng.standard_normal((D, d)))
+    return rng.random((n, d)) @ Q.T + rng.standard_normal(D)
+
+
+# ------------------------------------------------------------------ scikit-dimension reference
+
+@pytest.mark.parametrize("D", [12, 40])  # skdim: k-NN search below 26 features, sorted distance rows above
+@pytest.mark.parametrize("method", ["linear", "mle"])
+@pytest.mark.parametrize("discard_fraction", [0.1, 0.3])
+def test_twonn_matches_skdim(D, method, discard_fraction):
+    X = _embedded_cube(1500, 4, D, seed=D)
+    ours = twonn_dimension(X, discard_fraction=discard_fraction, method=method)
+    ref = skdim.id.TwoNN(discard_fraction=discard_fraction, method=method).fit(X).dimension_
+    assert isinstance(ours, float)
+    assert ours == pytest.approx(ref, rel=1e-8)
+
+
+def test_mle_matches_skdim_local_and_global():
+    X = _embedded_cube(1200, 6, 30, seed=7)
+    for k in (5, 20):
+        fitted = {comb: skdim.id.MLE().fit(X, n_neighbors=k, comb=comb) for comb in ("mean", "mle", "median")}
+        np.testing.assert_allclose(local_mle_dimension(X, n_neighbors=k), fitted["mean"].dimension_pw_, rtol=1e-8)
+        assert mle_dimension(X, n_neighbors=k) == pytest.approx(fitted["mean"].dimension_, rel=1e-8)
+        assert mle_dimension(X, n_neighbors=k, averaging="harmonic") == pytest.approx(fitted["mle"].dimension_, rel=1e-8)
+        assert mle_dimension(X, n_neighbors=k, averaging="median") == pytest.approx(fitted["median"].dimension_, rel=1e-8)
+
+
+def test_cosine_mle_matches_skdim_on_sklearn_cosine_neighbours():
+    rng = np.random.default_rng(8)
+    X = rng.standard_normal((800, 10)) @ rng.standard_normal((10, 48))
+    knn = NearestNeighbors(n_neighbors=30, algorithm="brute", metric="cosine").fit(X).kneighbors()
+    ref = skdim.id.MLE().fit(X, precomputed_knn_arrays=knn)
+    np.testing.assert_allclose(local_mle_dimension(X, n_neighbors=30, metric="cosine"), ref.dimension_pw_, rtol=1e-8)
+    assert mle_dimension(X, n_neighbors=30, metric="cosine", averaging="harmonic") == pytest.approx(ref.dimension_, rel=1e-8)
+
+
+# ------------------------------------------------------------------ closed forms, known dimension
+
+def test_hand_computed_values():
+    # points 0, 1, 3, 7 on a line (embedded in 2-d). Neighbour distances:
+    #   0: (1, 3, 7)  1: (1, 2, 6)  3: (2, 3, 4)  7: (4, 6, 7)
+    X = np.array([[0.0, 0.0], [1.0, 0.0], [3.0, 0.0], [7.0, 0.0]])
+    T = np.array([[1, 3, 7], [1, 2, 6], [2, 3, 4], [4, 6, 7]], dtype=float)
+    expected = 2 / (np.log(T[:, 2] / T[:, 0]) + np.log(T[:, 2] / T[:, 1]))
+    np.testing.assert_allclose(local_mle_dimension(X, n_neighbors=3), expected, rtol=1e-14)
+    assert mle_dimension(X, n_neighbors=3) == pytest.approx(expected.mean(), rel=1e-14)
+    # TwoNN MLE without discarding: mu = (3, 2, 1.5, 1.5); d = (N - 1) / sum(log mu)
+    mu = np.array([3, 2, 1.5, 1.5])
+    assert twonn_dimension(X, discard_fraction=0, method="mle") == pytest.approx(3 / np.log(mu).sum(), rel=1e-14)
+    # linear with discard 0.25: keep the 3 smallest, F = (1, 2, 3)/4
+    x, y = np.log([1.5, 1.5, 2]), -np.log(1 - np.arange(1, 4) / 4)
+    assert twonn_dimension(X, discard_fraction=0.25) == pytest.approx(x @ y / (x @ x), rel=1e-14)
+
+
+@pytest.mark.parametrize("d", [2, 5])
+def test_known_dimension(d):
+    X = _embedded_cube(4000, d, 60, seed=d)
+    assert twonn_dimension(X) == pytest.approx(d, rel=0.15)
+    assert mle_dimension(X, n_neighbors=20) == pytest.approx(d, rel=0.15)
+    assert np.median(local_mle_dimension(X, n_neighbors=50)) == pytest.approx(d, rel=0.15)
+
+
+def test_invariances():
+    X = _embedded_cube(600, 3, 10, seed=11)
+    rng = np.random.default_rng(12)
+    Q, _ = np.linalg.qr(rng.standard_normal((10, 10)))
+    moved = 7.5 * X @ Q + 100.0  # rotation, scaling, translation
+    assert twonn_dimension(moved) == pytest.approx(twonn_dimension(X), rel=1e-9)
+    np.testing.assert_allclose(local_mle_dimension(moved, n_neighbors=10), local_mle_dimension(X, n_neighbors=10),
+                               rtol=1e-9)
+    perm = rng.permutation(600)
+    np.testing.assert_allclose(local_mle_dimension(X[perm], n_neighbors=10), local_mle_dimension(X, n_neighbors=10)[perm],
+                               rtol=1e-12)
+
+
+# ------------------------------------------------------------------ duplicates, degenerate data
+
+def test_duplicates_are_merged_with_a_warning():
+    X = _embedded_cube(500, 3, 8, seed=13)
+    dup = np.vstack([X, X[:20], X[:5]])  # 25 duplicate rows
+    with pytest.warns(UserWarning, match="25 duplicate rows"):
+        t = twonn_dimension(dup)
+    assert t == pytest.approx(twonn_dimension(X), rel=1e-12)
+    with pytest.warns(UserWarning, match="25 duplicate rows"):
+        m = mle_dimension(dup, n_neighbors=10)
+    assert m == pytest.approx(mle_dimension(X, n_neighbors=10), rel=1e-12)
+    with pytest.warns(UserWarning, match="25 duplicate rows"):
+        lid = local_mle_dimension(dup, n_neighbors=10)
+    assert np.isfinite(lid).all() and lid.shape == (525,)
+    ref = local_mle_dimension(X, n_neighbors=10)
+    np.testing.assert_allclose(lid, np.concatenate([ref, ref[:20], ref[:5]]), rtol=1e-12)
+
+
+def test_cosine_duplicates_are_parallel_vectors():
+    rng = np.random.default_rng(14)
+    X = rng.standard_normal((300, 6))
+    with pytest.warns(UserWarning, match="10 duplicate rows"):
+        lid = local_mle_dimension(np.vstack([X, 2.0 * X[:10]]), n_neighbors=8, metric="cosine")
+    np.testing.assert_allclose(lid[300:], lid[:10], rtol=1e-12)
+
+
+def test_too_few_distinct_points():
+    X = np.repeat(np.eye(3), 4, axis=0)  # 12 rows, 3 distinct points
+    with pytest.raises(IsotropyValueError, match=r"more than n_neighbors=3 distinct points. Got 3 distinct points \(9 duplicate"):
+        mle_dimension(X, n_neighbors=3)
+    with pytest.raises(IsotropyValueError, match="twonn_dimension must have more than n_neighbors=2 distinct points. Got 2"):
+        twonn_dimension(X[:5])  # 4 copies of e1 and e2
+
+
+def test_equidistant_neighbours_warn_and_give_inf():
+    X = np.eye(6)  # all pairwise distances sqrt(2)
+    with pytest.warns(UserWarning, match="6 points have all their 3 nearest neighbours at the same distance"):
+        lid = local_mle_dimension(X, n_neighbors=3)
+    assert np.isinf(lid).all()
+
+
+# ------------------------------------------------------------------ torch, arguments
+
+def test_torch_input():
+    torch = pytest.importorskip("torch")
+    X = _embedded_cube(400, 3, 12, seed=15)
+    T = torch.tensor(X)
+    t = twonn_dimension(T)
+    assert isinstance(t, torch.Tensor) and t.ndim == 0 and t.dtype == torch.float64
+    assert float(t) == pytest.approx(twonn_dimension(X), rel=1e-12)
+    lid = local_mle_dimension(T, n_neighbors=10, metric="cosine")
+    assert lid.shape == (400,) and lid.device == T.device
+    np.testing.assert_allclose(lid.numpy(), local_mle_dimension(X, n_neighbors=10, metric="cosine"), rtol=1e-12)
+    m = mle_dimension(T.float(), averaging="harmonic")
+    assert m.dtype == torch.float32
+    assert float(m) == pytest.approx(mle_dimension(X.astype(np.float32), averaging="harmonic"), rel=1e-6)
+
+
+@pytest.mark.parametrize(("func", "kwargs", "match"), [
+    (twonn_dimension, {"discard_fraction": 1.0}, r"'discard_fraction' parameter of twonn_dimension must be a float in the range \[0, 1\)"),
+    (twonn_dimension, {"discard_fraction": -0.1}, r"range \[0, 1\). Got -0.1 instead"),
+    (twonn_dimension, {"discard_fraction": 0.0}, r"must leave out at least the largest ratio with method='linear'"),
+    (twonn_dimension, {"discard_fraction": 0.95}, r"must keep at least 2 of the 20 distinct points"),
+    (twonn_dimension, {"method": "ols"}, r"'method' parameter of twonn_dimension must be one of \{'linear', 'mle'\}"),
+    (mle_dimension, {"n_neighbors": 1}, r"'n_neighbors' parameter of mle_dimension must be an int in the range \[2, 19\]"),
+    (mle_dimension, {"n_neighbors": 20}, r"range \[2, 19\]. Got 20 instead"),
+    (mle_dimension, {"averaging": "geometric"}, r"'averaging' parameter of mle_dimension must be one of"),
+    (local_mle_dimension, {"n_neighbors": 100}, r"'n_neighbors' parameter of local_mle_dimension .* Got 100"),
+    (local_mle_dimension, {"n_neighbors": 5, "metric": "l1"}, r"'metric' parameter of local_mle_dimension"),
+])
+def test_bad_arguments(func, kwargs, match):
+    X = np.random.default_rng(0).standard_normal((20, 4))
+    with pytest.raises(IsotropyValueError, match=match):
+        func(X, **kwargs)
+
+
+def test_bad_data():
+    with pytest.raises(IsotropyValueError, match="at least 3 samples"):
+        twonn_dimension(np.zeros((2, 3)))
+    with pytest.raises(IsotropyValueError, match="finite"):
+        mle_dimension(np.array([[np.inf, 0.0]] * 5), n_neighbors=2)
+    with pytest.raises(IsotropyValueError, match="2-d array"):
+        local_mle_dimension(np.zeros((4, 2, 2)), n_neighbors=2)
