@@ -142,11 +142,11 @@ def load_transformer(model: str = "all-MiniLM-L6-v2", *, device=None):
     if not getattr(tokenizer, "is_fast", False):
         raise IsotropyValueError(f"The tokenizer of {model!r} is not a fast tokenizer; word-to-piece mapping "
                                  f"(word_ids) needs one (a tokenizer.json or a convertible vocabulary).")
-    try:
-        tokenizer(["a", "b"], is_split_into_words=True)
-    except (ValueError, AssertionError) as exc:  # byte-level BPE (GPT-2, RoBERTa) on pre-split words
-        if "add_prefix_space" not in str(exc):
-            raise
+    # byte-level BPE (GPT-2, RoBERTa): each pre-split word must be encoded as if preceded by a space,
+    # as in running text ("Ġcat"); without add_prefix_space it would get its sentence-initial pieces
+    # (transformers 4 refuses such input, transformers 5 silently accepts it)
+    pre_tokenizer = getattr(getattr(tokenizer, "backend_tokenizer", None), "pre_tokenizer", None)
+    if "ByteLevel" in repr(pre_tokenizer) and not getattr(tokenizer, "add_prefix_space", False):
         tokenizer = AutoTokenizer.from_pretrained(location, use_fast=True, add_prefix_space=True)
     tokenizer.padding_side = "right"
     if tokenizer.pad_token is None:
@@ -202,7 +202,8 @@ def _as_lines(lines) -> list[list[str]]:
     lines = getattr(lines, "lines", lines)  # a Corpus
     if isinstance(lines, (str, bytes)):
         raise TypeError(f"The 'lines' parameter of {_CALLER} must be a Corpus or a sequence of lines. Got a string.")
-    out = [line.split() if isinstance(line, str) else [str(w) for w in line] for line in lines]
+    out = [line.split() if isinstance(line, str) else [str(w) for w in line if str(w).strip()]
+           for line in lines]
     out = [line for line in out if line]
     if not out:
         raise IsotropyValueError(f"The 'lines' parameter of {_CALLER} must hold at least one word. Got an empty corpus.")

@@ -1,0 +1,165 @@
+"""Token-level extraction (isotropy.contextual) on tiny random BERT and GPT-2 models and the packaged MiniLM."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+from _tiny_models import make_tiny_bert, make_tiny_gpt2
+
+torch = pytest.importorskip("torch")
+
+from isotropy.contextual import extract_token_embeddings, load_transformer, parse_layers
+
+LINES = [["the", "unbelievable", "cat", "sat", "on", "the", "mat"], ["a", "dog", "ran"],
+         ["the", "cats", "sat"], ["the", "dog", "sat", "on", "a", "mat", "."]]
+
+
+@pytest.fixture(scope="module")
+def tiny_bert(tmp_path_factory):
+    return str(make_tiny_bert(tmp_path_factory.mktemp("bert")))
+
+
+@pytest.fixture(scope="module")
+def tiny_gpt2(tmp_path_factory):
+    return str(make_tiny_gpt2(tmp_path_factory.mktemp("gpt2")))
+
+
+def _extract(model, lines=LINES, **kw):
+    kw.setdefault("show_progress", False)
+    kw.setdefault("device", "cpu")
+    return extract_token_embeddings(lines, model=model, **kw)
+
+
+def _manual_hidden(model_dir, words):
+    """Hidden states of one pre-split line run alone, and its word_ids (the reference)."""
+    tokenizer, network, _ = load_transformer(model_dir, device="cpu")
+    enc = tokenizer([words], is_split_into_words=True, return_tensors="pt")
+    with torch.no_grad():
+        hidden = network(**enc, output_hidden_states=True).hidden_states
+    return [h[0].numpy() for h in hidden], enc.word_ids(0), tokenizer.convert_ids_to_tokens(enc["input_ids"][0])
+
+
+@pytest.mark.parametrize("pooling", ["first", "mean"])
+def test_bert_word_to_piece_mapping(tiny_bert, pooling):
+    words = ["the", "unbelievable", "cat"]
+    hidden, _, tokens = _manual_hidden(tiny_bert, words)
+    # hand-made vocabulary: the expected pieces are known
+    assert tokens == ["[CLS]", "the", "un", "##believ", "##able", "cat", "[SEP]"]
+    emb = _extract(tiny_bert, [words], pooling=pooling)
+    assert emb.layers == [0, 1, 2] and emb.n_layers == 2
+    assert emb.n_pieces.tolist() == [1, 3, 1]
+    assert emb.words == words
+    pieces = {0: [1], 1: [2, 3, 4], 2: [5]}
+    for layer in emb.layers:
+        for w, positions in pieces.items():
+            expected = hidden[layer][positions[0]] if pooling == "first" else hidden[layer][positions].mean(axis=0)
+            np.testing.assert_allclose(emb.hidden_states[layer][w], expected, rtol=1e-5, atol=1e-6)
+
+
+def test_gpt2_prefix_space_and_first_piece(tiny_gpt2):
+    tokenizer, _, _ = load_transformer(tiny_gpt2, device="cpu")
+    words = ["the", "cats", "sat"]
+    # pre-split words get the same pieces as running text with a leading space ("Ġcat", "s")
+    split_ids = tokenizer([words], is_split_into_words=True)["input_ids"][0]
+    text_ids = tokenizer(" the cats sat")["input_ids"]
+    assert split_ids == text_ids
+    hidden, word_ids, tokens = _manual_hidden(tiny_gpt2, words)
+    assert tokens[0] == "Ġthe" and word_ids[:1] == [0]
+    first = [word_ids.index(w) for w in range(3)]
+    emb = _extract(tiny_gpt2, [words])
+    assert emb.n_pieces.tolist() == [word_ids.count(w) for w in range(3)]
+    for layer in emb.layers:
+        np.testing.assert_allclose(emb.hidden_states[layer], hidden[layer][first], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("which", ["tiny_bert", "tiny_gpt2"])
+def test_padding_and_batching_do_not_change_embeddings(which, request):
+    model = request.getfixturevalue(which)
+    alone = _extract(model, batch_size=1)
+    batched = _extract(model, batch_size=4)
+    assert alone.n_tokens == batched.n_tokens == sum(map(len, LINES))
+    np.testing.assert_array_equal(alone.positions, batched.positions)
+    for layer in alone.layers:
+        np.testing.assert_allclose(alone.hidden_states[layer], batched.hidden_states[layer], rtol=1e-4, atol=1e-5)
+
+
+def test_decoder_is_causal_encoder_is_not(tiny_gpt2, tiny_bert):
+    lines = [["the", "cat", "sat"], ["the", "dog", "ran", "far"]]
+    gpt = _extract(tiny_gpt2, lines)
+    bert = _extract(tiny_bert, lines)
+    first_the = [0, 3]  # rows of the two sentence-initial "the"
+    for layer in gpt.layers:
+        np.testing.assert_allclose(*gpt.hidden_states[layer][first_the], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(*bert.hidden_states[0][first_the], rtol=1e-5, atol=1e-6)  # embedding output
+    assert not np.allclose(*bert.hidden_states[2][first_the], atol=1e-3)
+
+
+def test_long_lines_are_cut_into_windows_of_whole_words(tiny_bert):
+    line = LINES[0]  # pieces 1,3,1,1,1,1,1; max_length 6 leaves 4 pieces beside [CLS] and [SEP]
+    emb = _extract(tiny_bert, [line], max_length=6)
+    assert emb.stats["n_windows"] == 3  # [the unbelievable] [cat sat on the] [mat]
+    middle = _extract(tiny_bert, [line[2:6]])
+    for layer in emb.layers:
+        np.testing.assert_allclose(emb.hidden_states[layer][2:6], middle.hidden_states[layer], rtol=1e-5, atol=1e-6)
+
+
+def test_caps_frequencies_and_skipped_types(tiny_bert):
+    counts = Counter(w for line in LINES for w in line)
+    emb = _extract(tiny_bert, max_per_type=2, skip_types=["."])
+    kept = Counter(emb.words)
+    assert kept == Counter({w: min(c, 2) for w, c in counts.items() if w != "."})
+    assert dict(zip(emb.types, emb.type_frequency.tolist())) == {w: counts[w] for w in emb.types}
+    assert emb.token_frequency.tolist() == [counts[w] for w in emb.words]
+    capped = _extract(tiny_bert, max_tokens=4)
+    assert capped.words == LINES[0][:4] and capped.stats["n_lines_used"] == 1
+    assert capped.positions.tolist() == [[0, 0], [0, 1], [0, 2], [0, 3]]
+    shuffled = _extract(tiny_bert, max_tokens=5, shuffle=True, random_state=1)
+    assert shuffled.n_tokens == 5
+
+
+def test_layers_subset_and_float16(tiny_gpt2):
+    full = _extract(tiny_gpt2)
+    sub = _extract(tiny_gpt2, layers="2,0", dtype="float16")
+    assert sub.layers == [0, 2] and sub.hidden_states[2].dtype == np.float16
+    assert sub.hidden_states[2].shape == (sum(map(len, LINES)), 16)
+    np.testing.assert_allclose(sub.hidden_states[2], full.hidden_states[2], rtol=1e-2, atol=1e-2)
+
+
+def test_packaged_minilm_matches_sentence_transformers():
+    from sentence_transformers import SentenceTransformer
+
+    from isotropy.encoders import resolve_model
+
+    words = ["the", "cat", "sat", "on", "the", "mat"]  # one WordPiece each
+    emb = _extract("all-MiniLM-L6-v2", [words], layers="all")
+    assert emb.layers == list(range(7)) and emb.hidden_states[6].shape == (6, 384)
+    st = SentenceTransformer(resolve_model("all-MiniLM-L6-v2"), device="cpu")
+    tokens = st.encode(" ".join(words), output_value="token_embeddings", convert_to_numpy=True)
+    np.testing.assert_allclose(emb.hidden_states[6], np.asarray(tokens)[1:-1], rtol=1e-4, atol=1e-4)
+
+
+def test_parse_layers():
+    assert parse_layers("all", 2) == [0, 1, 2]
+    assert parse_layers([2, 0, 2], 2) == [0, 2]
+    with pytest.raises(ValueError, match=r"range \[0, 6\].*Got 7 instead"):
+        parse_layers("0,7", 6)
+    with pytest.raises(ValueError, match="Got 'x' instead"):
+        parse_layers("x", 6)
+
+
+def test_errors(tiny_bert, tmp_path):
+    with pytest.raises(ValueError, match=r"'layers'.*range \[0, 2\].*Got 5 instead"):
+        _extract(tiny_bert, layers="0,5")
+    with pytest.raises(ValueError, match="empty corpus"):
+        _extract(tiny_bert, [[], [" "]])
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        _extract(str(tmp_path / "no-such-model"))
+    (tmp_path / "empty-dir").mkdir()
+    with pytest.raises(FileNotFoundError, match="has no config.json"):
+        _extract(str(tmp_path / "empty-dir"))
+    with pytest.raises(ValueError, match="'pooling' parameter of extract_token_embeddings"):
+        _extract(tiny_bert, pooling="max")
+    with pytest.raises(ValueError, match="No word token is left"):
+        _extract(tiny_bert, [["."]], skip_types=["."])
