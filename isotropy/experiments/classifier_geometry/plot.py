@@ -1,0 +1,133 @@
+"""Figures from a results directory (no re-run): the paper's Figures 2, 3 and 4.
+
+Figure 2: IsoScore and silhouette against updates (mean over seeds, ±1 std band).
+Figure 3: IsoScore against silhouette (seed means; colour = update).
+Figure 4: the GLUE grid, one panel per model (row) and task (column), both metrics against updates.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+__all__ = ["plot_glue_grid", "plot_results", "plot_setup"]
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig, stem: Path) -> list[Path]:
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for ext in ("png", "svg"):
+        path = stem.with_suffix(f".{ext}")
+        tmp = path.with_name(f".{path.name}.tmp.{ext}")
+        fig.savefig(tmp, dpi=150, bbox_inches="tight")
+        tmp.replace(path)
+        paths.append(path)
+    return paths
+
+
+def _load(results_dir: Path):
+    import pandas as pd
+
+    curves = pd.read_csv(results_dir / "curves.csv")
+    summary = json.loads((results_dir / "summary.json").read_text())
+    return curves, summary
+
+
+def _title(summary) -> str:
+    return f"{summary.get('setup') or ''} {summary['data']['name']} ({summary['data']['n_items']:,} items, {len(summary['seeds'])} seeds)".strip()
+
+
+def _band(ax, c, metric, color, label):
+    x, mean, std = c["step"], c[f"{metric}_mean"], c[f"{metric}_std"]
+    ax.plot(x, mean, color=color, label=label, lw=1.5)
+    ax.fill_between(x, mean - std, mean + std, color=color, alpha=0.25, lw=0)
+
+
+def plot_setup(results_dir) -> list[Path]:
+    """Figures 2 and 3 of one setup's results directory; returns the written paths."""
+    plt = _pyplot()
+    results_dir = Path(results_dir)
+    c, summary = _load(results_dir)
+    paths = []
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.3), constrained_layout=True)
+    for ax, metric, color, label in ((axes[0], "isoscore", "tab:blue", "IsoScore"),
+                                     (axes[1], "silhouette", "tab:orange", "silhouette")):
+        _band(ax, c, metric, color, label)
+        ax.set_xlabel("update")
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+    fig.suptitle(f"{_title(summary)}: mean ± 1 std over seeds")
+    paths += _save(fig, results_dir / "figures" / "fig2_metrics_vs_updates")
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(4.6, 3.8), constrained_layout=True)
+    points = ax.scatter(c["isoscore_mean"], c["silhouette_mean"], c=c["step"], cmap="viridis", s=8)
+    fig.colorbar(points, ax=ax, label="update")
+    corr = summary["correlation"]["seed_means"]
+    ax.set_xlabel("IsoScore")
+    ax.set_ylabel("silhouette")
+    ax.set_title(f"{summary.get('setup') or summary['data']['name']}: Pearson r = {corr['pearson_r']:.3f}, "
+                 f"Spearman ρ = {corr['spearman_rho']:.3f}", fontsize=9)
+    ax.grid(alpha=0.3)
+    paths += _save(fig, results_dir / "figures" / "fig3_isoscore_vs_silhouette")
+    plt.close(fig)
+    return paths
+
+
+def plot_glue_grid(results_dir) -> list[Path]:
+    """Figure 4: models (rows) x tasks (columns), IsoScore (left axis) and silhouette (right axis)."""
+    plt = _pyplot()
+    results_dir = Path(results_dir)
+    config = json.loads((results_dir / "run.json").read_text())["config"]
+    from isotropy.experiments.classifier_geometry.run import model_label
+
+    models = [model_label(m) for m in config["models"]]
+    tasks = list(config["tasks"])
+    fig, axes = plt.subplots(len(models), len(tasks), figsize=(2.6 * len(tasks), 2.2 * len(models)),
+                             squeeze=False, constrained_layout=True)
+    for i, model in enumerate(models):
+        for j, task in enumerate(tasks):
+            ax = axes[i][j]
+            sub = results_dir / model / task
+            if not (sub / "curves.csv").is_file():
+                ax.set_axis_off()
+                ax.set_title(f"{task}: no results", fontsize=8)
+                continue
+            c, _ = _load(sub)
+            _band(ax, c, "isoscore", "tab:blue", "IsoScore")
+            right = ax.twinx()
+            _band(right, c, "silhouette", "tab:orange", "silhouette")
+            ax.set_title(f"{model} / {task}", fontsize=8)
+            ax.tick_params(labelsize=7)
+            right.tick_params(labelsize=7, colors="tab:orange")
+            ax.tick_params(axis="y", colors="tab:blue")
+            if i == len(models) - 1:
+                ax.set_xlabel("update", fontsize=8)
+    fig.suptitle("GLUE: IsoScore (blue, left) and silhouette (orange, right), mean ± 1 std over seeds", fontsize=9)
+    paths = _save(fig, results_dir / "figures" / "fig4_glue_grid")
+    plt.close(fig)
+    return paths
+
+
+def plot_results(results_dir) -> list[Path]:
+    """Redraw every figure of a classifier-geometry results directory (a setup or the GLUE grid)."""
+    results_dir = Path(results_dir)
+    meta = json.loads((results_dir / "run.json").read_text())
+    if meta.get("grid"):
+        paths = []
+        for curves in sorted(results_dir.glob("*/*/curves.csv")):
+            paths += plot_setup(curves.parent)
+        return paths + plot_glue_grid(results_dir)
+    if not (results_dir / "curves.csv").is_file():
+        raise FileNotFoundError(f"{results_dir} has no curves.csv: no seed has finished there yet "
+                                f"(run 'isotropy run classifier-geometry ... --resume').")
+    return plot_setup(results_dir)
