@@ -80,12 +80,13 @@ def _unit_rows(block):
     return block, (norms == 0).astype(np.float64)
 
 
-def _augmented_numpy(X, metric, dtype):
+def _augmented_numpy(X, metric, dtype, order):
     """Right operand R = [u, 1, q] with u the centred rows (of X, or of the unit rows of X).
 
     With L = [-s u, q, 1] (s = 2 for euclidean, 1 for cosine), L @ R.T is the squared euclidean
     distance, or the cosine distance 1 - cos(x, y) = |u_x - u_y|^2 / 2 (+ 1/2 per zero row).
-    Centring keeps |u| small, hence the cancellation error of the float32 product.
+    Centring keeps |u| small, hence the cancellation error of the float32 product. Row ``i`` of
+    R is sample ``order[i]``.
     """
     n, d = X.shape
     step = max(1, (1 << 22) // max(d, 1))  # convert ~32 MiB of float64 at a time
@@ -96,7 +97,7 @@ def _augmented_numpy(X, metric, dtype):
         mean = sum(_unit_rows(X[rows].astype(np.float64))[0].sum(axis=0) for rows in chunks) / n
     R = np.empty((n, d + 2), dtype=dtype)
     for rows in chunks:
-        block = X[rows].astype(np.float64)
+        block = X[order[rows]].astype(np.float64)
         zero = 0.0
         if metric == "cosine":
             block, zero = _unit_rows(block)
@@ -119,31 +120,64 @@ def _left_operand_numpy(R_rows, metric, d):
 
 
 def _cluster_sums_numpy(X, ids, n_clusters, metric, chunk_size):
+    """S[i, c] = sum of d(x_i, x_j) over j in cluster c, in float64, one block pair (I <= J) at a time.
+
+    The samples are processed sorted by cluster, so that the per-cluster sums of a block are
+    sums over contiguous column ranges (``np.add.reduceat``) and contiguous row ranges.
+    """
     n, d = X.shape
     dtype = np.float64 if X.dtype == np.float64 else np.float32
-    R = _augmented_numpy(X, metric, dtype)
-    onehot = np.zeros((n, n_clusters), dtype=dtype)
-    onehot[np.arange(n), ids] = 1.0
+    order = np.argsort(ids, kind="stable")
+    sorted_ids = ids[order]
+    first = np.searchsorted(sorted_ids, np.arange(n_clusters + 1))  # cluster c is rows first[c]:first[c+1]
+    R = _augmented_numpy(X, metric, dtype, order)
     sums = np.zeros((n, n_clusters), dtype=np.float64)
     b = min(n, chunk_size or _DEFAULT_CHUNK)
     buffer = np.empty(b * b, dtype=dtype)
     high = 2.0 if metric == "cosine" else np.inf
     for i0 in range(0, n, b):
-        I = slice(i0, min(n, i0 + b))
-        L = _left_operand_numpy(R[I], metric, d)
+        i1 = min(n, i0 + b)
+        L = _left_operand_numpy(R[i0:i1], metric, d)
+        L_mean = L.mean(axis=0, dtype=np.float64)
+        ci, row_starts = _segments(sorted_ids, first, i0, i1)
+        onehot_i = None
         for j0 in range(i0, n, b):
-            J = slice(j0, min(n, j0 + b))
-            D = buffer[: (I.stop - I.start) * (J.stop - J.start)].reshape(I.stop - I.start, J.stop - J.start)
-            np.matmul(L, R[J].T, out=D)
+            j1 = min(n, j0 + b)
+            D = buffer[: (i1 - i0) * (j1 - j0)].reshape(i1 - i0, j1 - j0)
+            np.matmul(L, R[j0:j1].T, out=D)
             np.clip(D, 0.0, high, out=D)
             if metric == "euclidean":
                 np.sqrt(D, out=D)
             if i0 == j0:
                 D.flat[:: D.shape[1] + 1] = 0.0  # d(x, x) = 0 exactly, whatever the rounding
-            sums[I] += D @ onehot[J]
-            if j0 != i0:
-                sums[J] += D.T @ onehot[I]
-    return sums
+            # Sums of many similar float32 terms lose digits: sum d - shift instead, shift ~ mean d
+            # (the mean of L @ R.T over the block is mean(L) @ mean(R)), and add n * shift in float64.
+            shift = float(L_mean @ R[j0:j1].mean(axis=0, dtype=np.float64))
+            shift = np.sqrt(max(shift, 0.0)) if metric == "euclidean" else shift
+            D -= dtype(shift)
+            shift = float(dtype(shift))
+            cj, col_starts = _segments(sorted_ids, first, j0, j1)
+            sums[i0:i1, cj] += np.add.reduceat(D, col_starts, axis=1) + shift * np.diff([*col_starts, j1 - j0])
+            if j0 == i0:
+                continue
+            if len(ci) <= 32:  # few clusters in block I: column sums over each cluster's rows
+                for c, r0, r1 in zip(ci, row_starts, [*row_starts[1:], i1 - i0]):
+                    sums[j0:j1, c] += D[r0:r1].sum(axis=0) + shift * (r1 - r0)
+            else:  # many: one product with the block's one-hot matrix
+                if onehot_i is None:
+                    onehot_i = np.zeros((i1 - i0, len(ci)), dtype=dtype)
+                    onehot_i[np.arange(i1 - i0), sorted_ids[i0:i1] - ci[0]] = 1.0
+                sums[j0:j1, ci] += D.T @ onehot_i + shift * np.diff([*row_starts, i1 - i0])
+    unsorted = np.empty_like(sums)
+    unsorted[order] = sums
+    return unsorted
+
+
+def _segments(sorted_ids, first, start, stop):
+    """Clusters present in sorted rows start:stop, and where each begins (relative to start)."""
+    clusters = np.arange(sorted_ids[start], sorted_ids[stop - 1] + 1)
+    starts = np.maximum(first[clusters], start) - start
+    return clusters, starts
 
 
 # ----------------------------------------------------------------------------------------------
