@@ -134,6 +134,8 @@ def command(embeddings, labels_path, metric_names, json_path, sample_size, rando
     header = f"{embeddings}: {n_samples} samples x {n_features} features{where}"
     if n_clusters is not None:
         header += f", {n_clusters} clusters"
+    if distance != "euclidean":
+        header += f", {distance} distance"
     click.echo(header)
     click.echo(_table(metric_names, values, seconds))
 
