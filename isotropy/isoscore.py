@@ -252,7 +252,11 @@ def isoscore_star(X, *, shrinkage_cov=None, zeta=0.2):
     >>> round(isoscore_star(X, shrinkage_cov=np.eye(3), zeta=0.75), 6)
     0.970588
     """
-    caller = "isoscore_star"
+    return _isoscore_star(X, shrinkage_cov=shrinkage_cov, zeta=zeta, caller="isoscore_star")
+
+
+def _isoscore_star(X, *, shrinkage_cov, zeta, caller):
+    """:func:`isoscore_star` with the public caller's name in its error messages."""
     zeta = float(check_scalar(zeta, "zeta", caller=caller, low=0.0, high=1.0))
     X = check_X(X, caller=caller, min_features=2)
     n, d = X.shape

@@ -17,6 +17,15 @@ from isotropy import (
 )
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _one_torch_thread():
+    """Tiny tensors: one intra-op thread avoids OpenMP spin contention on a shared CPU (restored after)."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+
 def _brute_mean_cos(X):
     """Reference: mean of the off-diagonal entries of scikit-learn's cosine similarity matrix."""
     K = cosine_similarity(np.asarray(X, dtype=np.float64))

@@ -24,6 +24,15 @@ from isotropy import IsotropyValueError, isoscore, isoscore_star
 from isotropy.isoscore import isoscore_from_covariance
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _one_torch_thread():
+    """Tiny tensors: one intra-op thread avoids OpenMP spin contention on a shared CPU (restored after)."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+
 def _eigen_reference(X, shrinkage_cov=None, zeta=0.0):
     X = np.asarray(X, dtype=np.float64)
     d = X.shape[1]

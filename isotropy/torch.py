@@ -1,0 +1,249 @@
+"""Differentiable isotropy regularisers for PyTorch: I-STAR (IsoScore*) and CosReg (mean cosine).
+
+Sign convention (one rule for every regulariser here): each function or module returns a *penalty*
+``P(H)`` that you **add** to the task loss with a weight λ::
+
+    total = task_loss + λ · P(H)
+
+so that **λ > 0 raises isotropy and λ < 0 lowers it**.
+
+- I-STAR (Rudman & Eickhoff): ``P(H) = −IsoScore*(H)``, i.e. ``total = task_loss − λ·IsoScore*(H)``,
+  exactly the I-STAR objective. :func:`istar_penalty` returns ``−IsoScore*(H)``;
+  ``IStarLoss(weight=λ)(H)`` returns ``−λ·IsoScore*(H)``.
+- CosReg: ``P(H) = mean pairwise cosine similarity of the batch``; :func:`cosine_penalty` returns it,
+  ``CosRegLoss(weight=λ)(H)`` returns ``λ·mean_cos(H)``. Lower mean cosine = more isotropic.
+
+``H`` is a batch of hidden states, a tensor of shape ``(n_samples, n_features)`` (flatten
+``(batch, seq, hidden)`` to ``(batch·seq, hidden)`` first, dropping padding). Device and dtype
+come from ``H``; ``H`` is never modified. This module imports torch (the rest of :mod:`isotropy`
+does not).
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import torch
+from torch import nn
+
+from isotropy._validation import check_scalar
+from isotropy.cosine import cosine_similarity_mean
+from isotropy.isoscore import _check_shrinkage_cov, _isoscore_star
+
+__all__ = ["CosRegLoss", "IStarLoss", "cosine_penalty", "istar_penalty", "shrinkage_covariance"]
+
+
+def _check_tensor(H, caller):
+    if not isinstance(H, torch.Tensor):
+        raise TypeError(f"The 'H' parameter of {caller} must be a torch.Tensor of shape (n_samples, n_features). "
+                        f"Got {type(H).__name__} instead.")
+    return H
+
+
+def istar_penalty(H, *, shrinkage_cov, zeta=0.2):
+    """I-STAR penalty ``−IsoScore*(H)``: add ``λ·istar_penalty(H, ...)`` to the task loss.
+
+    Parameters
+    ----------
+    H : torch.Tensor of shape (n_samples, n_features)
+        A batch of hidden states (rows are samples), float dtype, any device.
+    shrinkage_cov : torch.Tensor or array-like of shape (n_features, n_features) or None
+        Σ_S, the covariance of a larger stored sample of hidden states (see
+        :func:`shrinkage_covariance`); ``None`` uses the identity. Moved to ``H``'s device/dtype.
+    zeta : float in [0, 1], default=0.2
+        Shrinkage weight ζ of Σ_ζ = (1 − ζ)·Σ_H + ζ·Σ_S.
+
+    Returns
+    -------
+    penalty : torch.Tensor
+        0-dim tensor, ``−IsoScore*(H)`` in [−1, 0], differentiable with respect to ``H``.
+        ``total = task_loss + λ·penalty``: λ > 0 raises isotropy, λ < 0 lowers it.
+
+    Notes
+    -----
+    IsoScore*(H) = ((tr Σ_ζ)²/‖Σ_ζ‖²_F − 1)/(d − 1) (see :func:`isotropy.isoscore_star`); the
+    shrinkage keeps the score stable on mini-batches with fewer samples than features.
+
+    References
+    ----------
+    .. [1] W. Rudman and C. Eickhoff, "Stable Anisotropic Regularization", ICLR 2024
+       (arXiv:2305.19358).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from isotropy.torch import istar_penalty
+    >>> H = torch.tensor([[-1.0, 0, 0], [1.0, 0, 0]]) / 2 ** 0.5   # covariance diag(1, 0, 0)
+    >>> round(float(istar_penalty(H, shrinkage_cov=torch.eye(3), zeta=0.2)), 6)
+    -0.407407
+    """
+    H = _check_tensor(H, "istar_penalty")
+    return -_isoscore_star(H, shrinkage_cov=shrinkage_cov, zeta=zeta, caller="istar_penalty")
+
+
+def cosine_penalty(H):
+    """CosReg penalty: the mean cosine similarity over distinct pairs of the batch ``H``.
+
+    Parameters
+    ----------
+    H : torch.Tensor of shape (n_samples, n_features)
+        A batch of hidden states; no all-zero rows.
+
+    Returns
+    -------
+    penalty : torch.Tensor
+        0-dim tensor in [−1/(n−1), 1], differentiable. ``total = task_loss + λ·penalty``:
+        λ > 0 pushes cosines down (more isotropic), λ < 0 up.
+
+    Notes
+    -----
+    (‖Σᵢ hᵢ/‖hᵢ‖‖² − n)/(n(n − 1)), O(n·d) (see :func:`isotropy.cosine_similarity_mean`).
+
+    References
+    ----------
+    .. [1] J. Gao, D. He, X. Tan, T. Qin, L. Wang and T. Liu, "Representation Degeneration
+       Problem in Training Natural Language Generation Models", ICLR 2019.
+    .. [2] W. Rudman and C. Eickhoff, "Stable Anisotropic Regularization", ICLR 2024.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from isotropy.torch import cosine_penalty
+    >>> float(cosine_penalty(torch.eye(4)))
+    0.0
+    """
+    return cosine_similarity_mean(_check_tensor(H, "cosine_penalty"))
+
+
+@torch.no_grad()
+def shrinkage_covariance(H):
+    """Sample covariance (ddof=1, no graph) of a large sample of hidden states, for Σ_S.
+
+    Parameters
+    ----------
+    H : torch.Tensor of shape (n_samples, n_features), or a list/tuple of such tensors
+        Hidden states; several tensors (e.g. the batches of an epoch) are concatenated.
+
+    Returns
+    -------
+    cov : torch.Tensor of shape (n_features, n_features)
+        On the (first) input's device and dtype; accumulated in float64 where the device allows.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from isotropy.torch import shrinkage_covariance
+    >>> shrinkage_covariance(torch.tensor([[0.0, 0.0], [2.0, 0.0]]))
+    tensor([[2., 0.],
+            [0., 0.]])
+    """
+    if isinstance(H, (list, tuple)):
+        if not H:
+            raise ValueError("The 'H' parameter of shrinkage_covariance must be a tensor or a non-empty list of "
+                             "tensors. Got an empty list instead.")
+        tensors = [_check_tensor(h, "shrinkage_covariance") for h in H]
+        H = torch.cat([h.detach().to(tensors[0].device) for h in tensors])
+    H = _check_tensor(H, "shrinkage_covariance").detach()
+    if H.ndim != 2 or H.shape[0] < 2:
+        raise ValueError(f"The 'H' parameter of shrinkage_covariance must have shape (n_samples, n_features) with "
+                         f"n_samples >= 2. Got shape {tuple(H.shape)} instead.")
+    work = torch.float64 if H.device.type != "mps" else torch.float32
+    Hc = H.to(work)
+    Hc = Hc - Hc.mean(dim=0, keepdim=True)
+    cov = (Hc.T @ Hc) / (H.shape[0] - 1)
+    return cov.to(H.dtype if H.is_floating_point() else torch.get_default_dtype())
+
+
+class IStarLoss(nn.Module):
+    """I-STAR regulariser as a module: ``forward(H)`` returns ``−weight·IsoScore*(H)``.
+
+    Add it to the task loss, ``loss = task_loss + istar(H)``: ``weight`` (λ) > 0 raises isotropy,
+    λ < 0 lowers it (Rudman & Eickhoff report better fine-tuning with λ < 0).
+
+    Parameters
+    ----------
+    zeta : float in [0, 1], default=0.2
+        Shrinkage weight ζ.
+    weight : float, default=1.0
+        λ, the signed regularisation strength.
+    shrinkage_cov : torch.Tensor of shape (n_features, n_features) or None, default=None
+        Initial Σ_S; ``None`` uses the identity until :meth:`refresh_shrinkage_cov` is called.
+
+    Attributes
+    ----------
+    shrinkage_cov : torch.Tensor or None
+        Σ_S, a buffer: saved in ``state_dict`` and moved by ``.to(device)``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from isotropy.torch import IStarLoss
+    >>> istar = IStarLoss(zeta=0.2, weight=-1.0)       # λ < 0: push toward anisotropy
+    >>> _ = istar.refresh_shrinkage_cov(torch.randn(512, 8, generator=torch.Generator().manual_seed(0)))
+    >>> H = torch.randn(16, 8, requires_grad=True)
+    >>> penalty = istar(H)           # = +1 · IsoScore*(H) here, since weight = -1
+    >>> penalty.backward()
+    >>> H.grad.shape
+    torch.Size([16, 8])
+    """
+
+    def __init__(self, zeta=0.2, *, weight=1.0, shrinkage_cov=None):
+        super().__init__()
+        self.zeta = float(check_scalar(zeta, "zeta", caller="IStarLoss", low=0.0, high=1.0))
+        self.weight = float(check_scalar(weight, "weight", caller="IStarLoss", kind=numbers.Real))
+        if shrinkage_cov is not None:
+            shrinkage_cov = torch.as_tensor(shrinkage_cov).detach().clone()
+            _check_shrinkage_cov(shrinkage_cov, shrinkage_cov.shape[0] if shrinkage_cov.ndim == 2 else -1,
+                                 like=shrinkage_cov, caller="IStarLoss")
+        self.register_buffer("shrinkage_cov", shrinkage_cov)
+
+    @torch.no_grad()
+    def refresh_shrinkage_cov(self, H):
+        """Set Σ_S to the covariance of ``H`` (a large sample, or a list of batches); returns ``self``."""
+        cov = shrinkage_covariance(H)
+        if self.shrinkage_cov is not None and self.shrinkage_cov.shape == cov.shape:
+            self.shrinkage_cov.copy_(cov.to(self.shrinkage_cov))
+        else:
+            self.shrinkage_cov = cov
+        return self
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        # a fresh module holds no Σ_S yet: take its shape from the checkpoint
+        key = prefix + "shrinkage_cov"
+        if self.shrinkage_cov is None and state_dict.get(key) is not None:
+            self.shrinkage_cov = torch.empty_like(state_dict[key])
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
+    def forward(self, H):
+        """Return ``−weight·IsoScore*(H)`` (0-dim tensor on ``H``'s device and dtype)."""
+        return self.weight * istar_penalty(H, shrinkage_cov=self.shrinkage_cov, zeta=self.zeta)
+
+    def extra_repr(self):
+        shape = None if self.shrinkage_cov is None else tuple(self.shrinkage_cov.shape)
+        return f"zeta={self.zeta}, weight={self.weight}, shrinkage_cov={shape or 'identity'}"
+
+
+class CosRegLoss(nn.Module):
+    """CosReg regulariser: ``forward(H)`` returns ``weight·mean_cos(H)`` (add it to the task loss).
+
+    ``weight`` (λ) > 0 lowers the mean cosine similarity of the batch (raises isotropy), λ < 0
+    raises it. See :func:`cosine_penalty`.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from isotropy.torch import CosRegLoss
+    >>> round(float(CosRegLoss(weight=0.5)(torch.tensor([[1.0, 1.0], [2.0, 2.0]]))), 6)
+    0.5
+    """
+
+    def __init__(self, *, weight=1.0):
+        super().__init__()
+        self.weight = float(check_scalar(weight, "weight", caller="CosRegLoss", kind=numbers.Real))
+
+    def forward(self, H):
+        """Return ``weight·mean_cos(H)`` (0-dim tensor on ``H``'s device and dtype)."""
+        return self.weight * cosine_penalty(H)
+
+    def extra_repr(self):
+        return f"weight={self.weight}"

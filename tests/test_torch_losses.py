@@ -1,0 +1,130 @@
+"""isotropy.torch regularisers: values (vs isoscore_star / brute force), sign convention, gradcheck, modules."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from isotropy import IsotropyValueError, isoscore_star
+from isotropy.torch import (
+    CosRegLoss,
+    IStarLoss,
+    cosine_penalty,
+    istar_penalty,
+    shrinkage_covariance,
+)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_torch_thread():
+    """Tiny tensors: one intra-op thread avoids OpenMP spin contention on a shared CPU (restored after)."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+
+def _hidden(seed, n, d, dtype=torch.float64):
+    g = torch.Generator().manual_seed(seed)
+    A = torch.randn(d, d, generator=g, dtype=dtype)
+    return torch.randn(n, d, generator=g, dtype=dtype) @ A + 0.5
+
+
+def test_istar_penalty_value_and_closed_form():
+    H = torch.tensor([[-1.0, 0, 0], [1.0, 0, 0]], dtype=torch.float64) / 2**0.5  # covariance diag(1, 0, 0)
+    # closed form of issue 2: diag(1, ζ, ζ) -> 0.407407 (ζ=0.2), 0.970588 (ζ=0.75); the penalty is its negative
+    assert float(istar_penalty(H, shrinkage_cov=torch.eye(3), zeta=0.2)) == pytest.approx(-0.407407, abs=1e-6)
+    assert float(istar_penalty(H, shrinkage_cov=None, zeta=0.75)) == pytest.approx(-0.970588, abs=1e-6)
+    H = _hidden(0, 32, 6)
+    S = shrinkage_covariance(_hidden(1, 500, 6))
+    expected = isoscore_star(H.numpy(), shrinkage_cov=S.numpy(), zeta=0.3)
+    assert float(istar_penalty(H, shrinkage_cov=S, zeta=0.3)) == pytest.approx(-expected, abs=1e-12)
+
+
+def test_shrinkage_covariance_matches_numpy():
+    H = _hidden(2, 200, 5, dtype=torch.float32)
+    ref = np.cov(H.double().numpy(), rowvar=False)
+    np.testing.assert_allclose(shrinkage_covariance(H).double().numpy(), ref, rtol=1e-6, atol=1e-6)
+    assert shrinkage_covariance(H).dtype == torch.float32
+    np.testing.assert_allclose(shrinkage_covariance([H[:70], H[70:]]).numpy(), shrinkage_covariance(H).numpy())
+
+
+def test_gradcheck_float64():
+    H = _hidden(3, 7, 4).requires_grad_(True)
+    S = shrinkage_covariance(_hidden(4, 100, 4))
+    assert torch.autograd.gradcheck(lambda h: istar_penalty(h, shrinkage_cov=S, zeta=0.2), (H,))
+    assert torch.autograd.gradcheck(lambda h: IStarLoss(zeta=0.5, weight=-2.0, shrinkage_cov=S)(h), (H,))
+    assert torch.autograd.gradcheck(cosine_penalty, (H,))
+    assert torch.autograd.gradcheck(CosRegLoss(weight=3.0), (H,))
+
+
+@pytest.mark.parametrize("lam", [1.0, -1.0])
+def test_sgd_sign_convention_istar(lam):
+    """total = task + λ·penalty: λ > 0 raises IsoScore*, λ < 0 lowers it."""
+    H0 = _hidden(5, 64, 8, dtype=torch.float32)
+    S = shrinkage_covariance(_hidden(6, 1000, 8, dtype=torch.float32))
+    loss_fn = IStarLoss(zeta=0.2, weight=lam, shrinkage_cov=S)
+    H = H0.clone().requires_grad_(True)
+    opt = torch.optim.SGD([H], lr=50.0)  # IsoScore* gradients scale like 1/‖H‖
+    before = float(isoscore_star(H0, shrinkage_cov=S, zeta=0.2))
+    for _ in range(20):
+        opt.zero_grad()
+        loss_fn(H).backward()
+        opt.step()
+    after = float(isoscore_star(H.detach(), shrinkage_cov=S, zeta=0.2))
+    assert (after - before) * lam > 0.1
+
+
+@pytest.mark.parametrize("lam", [1.0, -1.0])
+def test_sgd_sign_convention_cosreg(lam):
+    H0 = _hidden(7, 64, 8)
+    H = H0.clone().requires_grad_(True)
+    opt = torch.optim.SGD([H], lr=50.0)
+    before = float(cosine_penalty(H0))
+    for _ in range(20):
+        opt.zero_grad()
+        CosRegLoss(weight=lam)(H).backward()
+        opt.step()
+    assert (before - float(cosine_penalty(H.detach()))) * lam > 0.02
+
+
+def test_module_buffer_refresh_and_state_dict():
+    istar = IStarLoss(zeta=0.2, weight=1.0)
+    H = _hidden(8, 16, 5, dtype=torch.float32)
+    # identity until refreshed
+    assert float(istar(H)) == pytest.approx(-float(isoscore_star(H, zeta=0.2)), abs=1e-6)
+    sample = _hidden(9, 300, 5, dtype=torch.float32)
+    assert istar.refresh_shrinkage_cov(sample) is istar
+    assert istar.shrinkage_cov.shape == (5, 5)
+    expected = float(isoscore_star(H, shrinkage_cov=shrinkage_covariance(sample), zeta=0.2))
+    assert float(istar(H)) == pytest.approx(-expected, abs=1e-6)
+    istar.refresh_shrinkage_cov([sample[:100], sample[100:]])  # in place, same value
+    assert float(istar(H)) == pytest.approx(-expected, abs=1e-6)
+    fresh = IStarLoss(zeta=0.2)
+    fresh.load_state_dict(istar.state_dict())
+    torch.testing.assert_close(fresh.shrinkage_cov, istar.shrinkage_cov)
+    # float64 input with a float32 buffer: the output follows the input
+    assert fresh(H.double()).dtype == torch.float64
+
+
+def test_inputs_not_modified_and_no_grad_leak():
+    H = _hidden(10, 12, 4).requires_grad_(True)
+    H_copy = H.detach().clone()
+    S = torch.eye(4, dtype=torch.float64)
+    S_copy = S.clone()
+    (istar_penalty(H, shrinkage_cov=S) + cosine_penalty(H)).backward()
+    torch.testing.assert_close(H.detach(), H_copy)
+    torch.testing.assert_close(S, S_copy)
+    assert S.grad is None
+
+
+def test_errors():
+    with pytest.raises(TypeError, match="'H' parameter of istar_penalty must be a torch.Tensor"):
+        istar_penalty(np.ones((3, 3)), shrinkage_cov=None)
+    with pytest.raises(IsotropyValueError, match="'zeta' parameter of IStarLoss"):
+        IStarLoss(zeta=2.0)
+    with pytest.raises(IsotropyValueError, match=r"'shrinkage_cov' parameter of istar_penalty .*\(3, 3\)"):
+        istar_penalty(torch.randn(5, 3), shrinkage_cov=torch.eye(4))
+    with pytest.raises(IsotropyValueError, match="zero vectors"):
+        cosine_penalty(torch.zeros(3, 2))
