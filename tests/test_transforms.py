@@ -8,11 +8,26 @@ from sklearn.datasets import make_blobs
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from isotropy._validation import IsotropyValueError
-from isotropy.transforms import ClusterCentering, cluster_center
+from isotropy.transforms import (
+    AllButTheTop,
+    ClusterCentering,
+    ClusterIsotropy,
+    Whitening,
+    all_but_the_top,
+    cluster_center,
+    cluster_isotropy,
+    whiten,
+)
 
 ESTIMATORS = [
-    ClusterCentering(),
+    AllButTheTop(),
+    AllButTheTop(n_components=2),
+    ClusterCentering(k_range=(2, 4)),
     ClusterCentering(n_clusters=2),
+    ClusterIsotropy(n_clusters=3, n_components=1),
+    ClusterIsotropy(n_clusters=2, n_components=1, clustering="gmm"),
+    Whitening(),
+    Whitening(n_components=1),
 ]
 
 
@@ -25,8 +40,8 @@ def test_sklearn_estimator_checks(estimator, check):
 
 def test_cluster_centering_auto_picks_k_of_separated_blobs():
     # 4 blobs of std 1 whose centres are >= 20 apart: silhouette is maximal at the true k
-    X, y = make_blobs(400, centers=4, n_features=8, cluster_std=1.0, center_box=(-40, 40), random_state=3)
-    cc = ClusterCentering(random_state=0).fit(X)
+    X, y = make_blobs(200, centers=4, n_features=8, cluster_std=1.0, center_box=(-40, 40), random_state=3)
+    cc = ClusterCentering(k_range=(2, 8), n_init=1, random_state=0).fit(X)
     assert cc.n_clusters_ == 4
     assert max(cc.silhouette_scores_, key=cc.silhouette_scores_.get) == 4
     # clusters recovered up to relabelling: the contingency table is a permutation
@@ -36,8 +51,8 @@ def test_cluster_centering_auto_picks_k_of_separated_blobs():
 
 
 def test_cluster_centering_auto_keeps_one_cluster_on_a_gaussian(rng):
-    X = rng.normal(size=(500, 10)) + 3.0
-    cc = ClusterCentering(random_state=0).fit(X)
+    X = rng.normal(size=(300, 10)) + 3.0
+    cc = ClusterCentering(k_range=(2, 8), random_state=0).fit(X)
     assert cc.n_clusters_ == 1
     assert max(cc.silhouette_scores_.values()) < 0.1
     # one cluster = plain centring
@@ -82,3 +97,154 @@ def test_cluster_centering_torch_round_trip(rng):
 def test_cluster_centering_bad_parameters(kwargs, match, rng):
     with pytest.raises(IsotropyValueError, match=match):
         ClusterCentering(**kwargs).fit(rng.normal(size=(10, 2)))
+
+
+# ---------------------------------------------------------------- AllButTheTop (Mu & Viswanath)
+
+def _anisotropic(rng, n=300, d=20):
+    # distinct variances 1..20 on a random rotation, plus a common offset: a well-defined PCA basis
+    Q, _ = np.linalg.qr(rng.normal(size=(d, d)))
+    return (rng.normal(size=(n, d)) * np.arange(d, 0, -1.0)) @ Q.T + 5.0
+
+
+def test_all_but_the_top_zero_mean_and_no_variance_along_removed_directions(rng):
+    X = _anisotropic(rng)
+    abtt = AllButTheTop(n_components=3).fit(X)
+    Y = abtt.transform(X)
+    np.testing.assert_allclose(Y.mean(axis=0), 0.0, atol=1e-10)
+    np.testing.assert_allclose(Y @ abtt.components_.T, 0.0, atol=1e-9)
+    # the removed directions are the top-3 eigenvectors of the covariance (numpy eigh as reference)
+    lam, vecs = np.linalg.eigh(np.cov(X, rowvar=False))
+    top = vecs[:, np.argsort(lam)[::-1][:3]]
+    np.testing.assert_allclose(np.abs(abtt.components_ @ top), np.eye(3), atol=1e-8)
+    # what is left is the covariance with those eigenvalues set to zero
+    rest = np.sort(lam)[::-1][3:]
+    np.testing.assert_allclose(np.sort(np.linalg.eigvalsh(np.cov(Y, rowvar=False)))[::-1][:17], rest, rtol=1e-8)
+
+
+def test_all_but_the_top_auto_is_d_over_100(rng):
+    assert AllButTheTop().fit(rng.normal(size=(30, 384))).n_components_ == 4
+    assert AllButTheTop().fit(rng.normal(size=(30, 20))).n_components_ == 1
+    assert AllButTheTop().fit(rng.normal(size=(30, 768))).n_components_ == 8
+
+
+def test_all_but_the_top_function_matches_class_and_torch(rng):
+    torch = pytest.importorskip("torch")
+    X = _anisotropic(rng, n=50, d=6)
+    expected = AllButTheTop(n_components=2).fit_transform(X)
+    np.testing.assert_allclose(all_but_the_top(X, n_components=2), expected)
+    out = all_but_the_top(torch.tensor(X), n_components=2)
+    assert isinstance(out, torch.Tensor) and out.dtype == torch.float64
+    np.testing.assert_allclose(out.numpy(), expected, atol=1e-12)
+
+
+def test_all_but_the_top_bad_n_components(rng):
+    with pytest.raises(IsotropyValueError, match="'n_components' parameter of AllButTheTop must be at most"):
+        AllButTheTop(n_components=7).fit(rng.normal(size=(10, 6)))
+    with pytest.raises(IsotropyValueError, match="must be an int >= 0 or 'auto'. Got 'top' instead"):
+        AllButTheTop(n_components="top").fit(rng.normal(size=(10, 6)))
+
+
+# ---------------------------------------------------------------- Whitening (Su et al.)
+
+def test_whitening_gives_identity_covariance(rng):
+    X = _anisotropic(rng)
+    Y = Whitening().fit_transform(X)
+    np.testing.assert_allclose(Y.mean(axis=0), 0.0, atol=1e-10)
+    np.testing.assert_allclose(np.cov(Y, rowvar=False), np.eye(20), atol=1e-9)
+
+
+def test_whitening_top_k_keeps_largest_variance_directions(rng):
+    X = _anisotropic(rng)
+    w = Whitening(n_components=4).fit(X)
+    Y = w.transform(X)
+    assert Y.shape == (300, 4)
+    np.testing.assert_allclose(np.cov(Y, rowvar=False), np.eye(4), atol=1e-9)
+    lam = np.sort(np.linalg.eigvalsh(np.cov(X, rowvar=False)))[::-1]
+    np.testing.assert_allclose(w.explained_variance_, lam[:4], rtol=1e-10)
+    # equals sklearn's PCA(whiten=True), which uses the same n - 1 covariance, up to the sign of each axis
+    from sklearn.decomposition import PCA
+
+    ref = PCA(n_components=4, whiten=True).fit_transform(X)
+    np.testing.assert_allclose(np.abs(Y), np.abs(ref), atol=1e-8)
+
+
+def test_whitening_rank_deficient_raises_or_regularises(rng):
+    X = rng.normal(size=(50, 3)) @ rng.normal(size=(3, 6))  # rank 3 in 6-d
+    with pytest.raises(IsotropyValueError, match=r"rank-deficient covariance \(rank 3 < n_components=6\)"):
+        Whitening().fit(X)
+    Y = Whitening(n_components=3).fit_transform(X)
+    np.testing.assert_allclose(np.cov(Y, rowvar=False), np.eye(3), atol=1e-8)
+    assert np.isfinite(Whitening(eps=1e-6).fit_transform(X)).all()
+
+
+def test_whiten_function_torch_float32(rng):
+    torch = pytest.importorskip("torch")
+    X = _anisotropic(rng, n=100, d=5)
+    out = whiten(torch.tensor(X, dtype=torch.float32))
+    assert out.dtype == torch.float32
+    np.testing.assert_allclose(out.numpy(), whiten(X.astype(np.float32)), atol=1e-4)
+
+
+# ---------------------------------------------------------------- ClusterIsotropy (Rajaee & Pilehvar)
+
+def _two_elongated_clusters(rng, n=200):
+    # cluster A stretched along e0, cluster B along e1, far apart along e2
+    a = rng.normal(size=(n, 4)) * [10.0, 1, 1, 1]
+    b = rng.normal(size=(n, 4)) * [1, 10.0, 1, 1] + [0, 0, 100.0, 0]
+    return np.vstack([a, b]), np.repeat([0, 1], n)
+
+
+@pytest.mark.parametrize("clustering", ["kmeans", "gmm"])
+def test_cluster_isotropy_on_constructed_clusters(clustering, rng):
+    X, _ = _two_elongated_clusters(rng)
+    ci = ClusterIsotropy(n_clusters=2, n_components=1, clustering=clustering, random_state=0).fit(X)
+    assert (ci.labels_ == ci.labels_[0]).sum() == 200 and (ci.labels_[:200] == ci.labels_[0]).all()
+    Y = ci.transform(X)
+    for j, axis in ((ci.labels_[0], 0), (ci.labels_[-1], 1)):
+        members = ci.labels_ == j
+        # each cluster's own mean is removed ...
+        np.testing.assert_allclose(Y[members].mean(axis=0), 0.0, atol=1e-10)
+        # ... and its dominant direction (its stretched axis) found and removed
+        assert abs(ci.components_[j, 0, axis]) > 0.99
+        np.testing.assert_allclose(Y[members] @ ci.components_[j, 0], 0.0, atol=1e-9)
+    # hand-derived equivalent: per-cluster All-But-The-Top
+    for j in (0, 1):
+        members = ci.labels_ == j
+        np.testing.assert_allclose(Y[members], all_but_the_top(X[members], n_components=1), atol=1e-9)
+
+
+def test_cluster_isotropy_zero_components_is_cluster_centering(rng):
+    X, _ = _two_elongated_clusters(rng, n=50)
+    Y, labels = cluster_isotropy(X, n_clusters=2, n_components=0, random_state=0)
+    Yc, labels_c = cluster_center(X, n_clusters=2, random_state=0)
+    assert (labels == labels_c).all() or (labels == 1 - labels_c).all()
+    np.testing.assert_allclose(Y, Yc, atol=1e-10)
+
+
+def test_cluster_isotropy_transform_assigns_new_points(rng):
+    X, _ = _two_elongated_clusters(rng)
+    ci = ClusterIsotropy(n_clusters=2, n_components=1, random_state=0).fit(X)
+    new = np.array([[3.0, 0.5, 101.0, 0.2]])
+    j = ci.labels_[-1]
+    assert ci.predict(new)[0] == j
+    x = new[0] - ci.cluster_centers_[j]
+    u = ci.components_[j, 0]
+    np.testing.assert_allclose(ci.transform(new)[0], x - (x @ u) * u, atol=1e-12)
+
+
+def test_cluster_isotropy_small_clusters_remove_at_most_n_minus_1(rng):
+    X = np.vstack([rng.normal(size=(3, 5)), rng.normal(size=(30, 5)) + 50])
+    ci = ClusterIsotropy(n_clusters=2, n_components=4, random_state=0).fit(X)
+    assert sorted(ci.n_components_.tolist()) == [2, 4]
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"clustering": "dbscan"}, "'clustering' parameter of ClusterIsotropy must be one of"),
+    ({"n_clusters": 0}, "'n_clusters' parameter of ClusterIsotropy"),
+    ({"n_components": 9}, "must be at most n_features=3"),
+    ({"n_clusters": 20}, "at least n_clusters=20 samples. Got n_samples=10"),
+])
+def test_cluster_isotropy_bad_parameters(kwargs, match, rng):
+    with pytest.raises(IsotropyValueError, match=match):
+        ClusterIsotropy(**{"n_clusters": 2, "n_components": 1, **kwargs}).fit(rng.normal(size=(10, 3)))

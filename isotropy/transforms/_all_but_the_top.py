@@ -1,0 +1,124 @@
+"""All-But-The-Top (Mu & Viswanath, 2018): remove the mean and the top principal directions."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from isotropy._validation import IsotropyValueError, check_scalar
+from isotropy.transforms._base import IsotropyTransformer, like_input, to_numpy
+
+__all__ = ["AllButTheTop", "all_but_the_top"]
+
+
+def resolve_n_components(n_components, n_samples: int, n_features: int, *, caller: str) -> int:
+    """``"auto"`` -> ``max(1, round(n_features / 100))``; an int is checked against ``min(n_samples, n_features)``."""
+    if isinstance(n_components, str):
+        if n_components != "auto":
+            raise IsotropyValueError(f"The 'n_components' parameter of {caller} must be an int >= 0 or 'auto'. "
+                                     f"Got {n_components!r} instead.")
+        n_components = max(1, round(n_features / 100))
+    else:
+        check_scalar(n_components, "n_components", caller=caller, kind=numbers.Integral, low=0)
+    limit = min(n_samples, n_features)
+    if n_components > limit:
+        raise IsotropyValueError(f"The 'n_components' parameter of {caller} must be at most min(n_samples, "
+                                 f"n_features) = {limit}. Got {n_components} instead.")
+    return int(n_components)
+
+
+def top_directions(Xc: np.ndarray, n_components: int) -> np.ndarray:
+    """The ``n_components`` leading principal directions (rows, unit norm) of centred ``Xc``."""
+    if n_components == 0:
+        return np.zeros((0, Xc.shape[1]))
+    _, _, vt = np.linalg.svd(Xc, full_matrices=False)
+    return vt[:n_components]
+
+
+def fit_all_but_the_top(X: np.ndarray, *, n_components="auto", caller="all_but_the_top"):
+    """Return ``(mean, components)`` of All-But-The-Top fitted on float64 numpy ``X``."""
+    D = resolve_n_components(n_components, X.shape[0], X.shape[1], caller=caller)
+    mean = X.mean(axis=0)
+    return mean, top_directions(X - mean, D)
+
+
+def remove_directions(Xc: np.ndarray, components: np.ndarray) -> np.ndarray:
+    """``Xc - (Xc U^T) U`` for orthonormal rows ``U``."""
+    return Xc - (Xc @ components.T) @ components
+
+
+def all_but_the_top(X, *, n_components="auto"):
+    """Subtract the mean and remove the projections on the top principal directions (All-But-The-Top).
+
+    Parameters
+    ----------
+    X : array-like or torch.Tensor of shape (n_samples, n_features)
+        The embeddings.
+    n_components : int or "auto", default="auto"
+        Number D of dominant directions removed. ``"auto"`` is Mu & Viswanath's rule of thumb
+        ``D = max(1, round(n_features / 100))`` (3 for 300-d GloVe, 4 for 384-d MiniLM, 8 for 768-d
+        BERT). ``0`` is plain centring.
+
+    Returns
+    -------
+    X_new : ndarray or torch.Tensor of shape (n_samples, n_features)
+        Float64 for numpy input, the input's dtype and device for a tensor.
+
+    Notes
+    -----
+    With :math:`\\mu` the mean and :math:`u_1, \\dots, u_D` the leading eigenvectors of the covariance
+    of :math:`X`, :math:`\\tilde x = (x - \\mu) - \\sum_{i=1}^{D} (u_i^\\top (x - \\mu))\\, u_i`.
+    The result has zero mean and zero variance along :math:`u_1, \\dots, u_D`.
+
+    References
+    ----------
+    Mu, J. and Viswanath, P. (2018). All-but-the-Top: Simple and effective postprocessing for word
+    representations. ICLR 2018. arXiv:1702.01417.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from isotropy.transforms import all_but_the_top
+    >>> X = np.random.default_rng(0).normal(size=(100, 5)) * [10.0, 1, 1, 1, 1] + 3.0
+    >>> Y = all_but_the_top(X, n_components=1)
+    >>> bool(np.allclose(Y.mean(axis=0), 0.0)), bool(Y[:, 0].std() < 0.5)
+    (True, True)
+    """
+    Xn = to_numpy(X, caller="all_but_the_top", min_samples=1)
+    mean, components = fit_all_but_the_top(Xn, n_components=n_components)
+    return like_input(remove_directions(Xn - mean, components), X)
+
+
+class AllButTheTop(IsotropyTransformer):
+    """All-But-The-Top as a scikit-learn transformer (Mu & Viswanath, 2018).
+
+    See :func:`all_but_the_top` for the parameter, formula and reference.
+
+    Attributes
+    ----------
+    mean_ : ndarray of shape (n_features,)
+    components_ : ndarray of shape (n_components_, n_features)
+        The removed principal directions (orthonormal rows, largest variance first).
+    n_components_ : int
+        D, after resolving ``"auto"``.
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from isotropy.transforms import AllButTheTop
+    >>> X = np.random.default_rng(0).normal(size=(50, 300))
+    >>> AllButTheTop().fit(X).n_components_  # round(300 / 100)
+    3
+    """
+
+    def __init__(self, n_components="auto"):
+        self.n_components = n_components
+
+    def _fit(self, X):
+        self.mean_, self.components_ = fit_all_but_the_top(X, n_components=self.n_components, caller="AllButTheTop")
+        self.n_components_ = int(self.components_.shape[0])
+
+    def _transform(self, X):
+        return remove_directions(X - self.mean_, self.components_)
