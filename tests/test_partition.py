@@ -1,0 +1,64 @@
+"""partition_isotropy (I(W), Mu & Viswanath 2018) vs a direct reference, closed forms, overflow."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from scipy.special import logsumexp
+
+from isotropy import IsotropyValueError, partition_isotropy
+
+
+def _reference(X):
+    """Direct definition: eigenvectors of XᵀX (both signs) and Z(u) = Σ exp(uᵀx) in log space via scipy."""
+    X = np.asarray(X, dtype=np.float64)
+    _, U = np.linalg.eig(X.T @ X)  # a different LAPACK routine (geev) from the implementation's eigh
+    U = np.real(U) / np.linalg.norm(np.real(U), axis=0)
+    U = np.hstack([U, -U])
+    log_z = logsumexp(X @ U, axis=0)
+    return math.exp(log_z.min() - log_z.max())
+
+
+def test_closed_form():
+    # X = ±e_i + e_1: XᵀX = diag(8, 2, 2); Z(±e_1) = e^{±2} + 4e^{±1} + 1 is the max / min
+    X = np.vstack([np.eye(3), -np.eye(3)]) + np.array([1.0, 0, 0])
+    expected = (math.exp(-2) + 4 * math.exp(-1) + 1) / (math.exp(2) + 4 * math.exp(1) + 1)
+    assert partition_isotropy(X) == pytest.approx(expected, abs=1e-14)
+    assert partition_isotropy(np.vstack([np.eye(4), -np.eye(4)])) == pytest.approx(1.0, abs=1e-15)
+
+
+@pytest.mark.parametrize("n, d", [(200, 5), (6, 10)])
+def test_matches_reference(rng, n, d, backend):
+    X = rng.normal(size=(n, d)) @ rng.normal(size=(d, d)) * 0.3 + 0.2
+    out = partition_isotropy(backend(X))
+    assert float(out) == pytest.approx(_reference(X), abs=1e-10)
+    if isinstance(out, torch.Tensor):
+        assert out.ndim == 0 and out.dtype == torch.float64
+
+
+def test_large_norms_do_not_overflow(rng):
+    X = rng.normal(size=(50, 4)) * 1e3 + 5e3  # exp(uᵀx) ~ exp(1e4) overflows float64
+    with np.errstate(over="ignore"):
+        assert not np.isfinite(np.exp(X @ np.ones(4) / 2).sum())
+    value = partition_isotropy(X)
+    assert 0.0 <= value <= 1.0 and math.isfinite(value)
+    assert value == pytest.approx(_reference(X), abs=1e-12)
+    t = partition_isotropy(torch.tensor(X, dtype=torch.float32))
+    assert torch.isfinite(t)
+
+
+def test_rotation_invariant_and_sign_free(rng):
+    X = rng.normal(size=(100, 5)) + 0.3
+    Q, _ = np.linalg.qr(rng.normal(size=(5, 5)))
+    assert partition_isotropy(X @ Q) == pytest.approx(partition_isotropy(X), abs=1e-10)
+    assert partition_isotropy(-X) == pytest.approx(partition_isotropy(X), abs=1e-12)
+
+
+def test_errors():
+    with pytest.raises(IsotropyValueError, match="finite"):
+        partition_isotropy(np.array([[np.inf, 0.0]]))
+    with pytest.raises(IsotropyValueError, match="2-d"):
+        partition_isotropy(np.ones(3))
