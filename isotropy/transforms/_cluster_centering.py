@@ -20,10 +20,8 @@ __all__ = ["ClusterCentering", "cluster_center"]
 
 def _silhouette(X, labels, *, sample_size, seed) -> float:
     """Mean silhouette (Euclidean), on a random subsample of ``sample_size`` points when n is larger."""
-    try:
-        from isotropy.silhouette import silhouette_score
-    except ImportError:  # pragma: no cover - the library module lands separately
-        from sklearn.metrics import silhouette_score
+    from isotropy.silhouette import silhouette_score
+
     n = X.shape[0]
     if sample_size is not None and n > sample_size:
         return float(silhouette_score(X, labels, sample_size=sample_size, random_state=seed))
