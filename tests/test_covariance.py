@@ -1,0 +1,120 @@
+"""participation_ratio and CovarianceAccumulator: eigenvalue reference, and streaming == in-memory.
+
+References: participation ratio from numpy eigenvalues of np.cov (float64); the accumulator is
+compared with the in-memory functions of this package, which are themselves checked against the
+`isoscore` package and eigenvalue references in test_isoscore.py, and with np.cov / np.mean.
+"""
+
+from __future__ import annotations
+
+from itertools import pairwise
+
+import numpy as np
+import pytest
+import torch
+
+from isotropy import (
+    CovarianceAccumulator,
+    IsotropyValueError,
+    cosine_similarity_mean,
+    isoscore,
+    isoscore_star,
+    participation_ratio,
+)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_torch_thread():
+    """Tiny tensors: one intra-op thread avoids OpenMP spin contention on a shared CPU (restored after)."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+
+def _pr_reference(X):
+    lam = np.linalg.eigvalsh(np.cov(np.asarray(X, dtype=np.float64), rowvar=False))
+    return lam.sum() ** 2 / (lam**2).sum()
+
+
+@pytest.mark.parametrize("n, d", [(300, 10), (8, 25)])
+def test_participation_ratio_matches_eigen_reference(rng, backend, n, d):
+    X = rng.normal(size=(n, d)) @ rng.normal(size=(d, d)) - 2.0
+    out = participation_ratio(backend(X))
+    assert float(out) == pytest.approx(_pr_reference(X), rel=1e-12)
+    assert float(out) == pytest.approx(1 + (d - 1) * isoscore(X), rel=1e-12)
+
+
+def test_participation_ratio_closed_forms(rng):
+    # k equal, orthogonal directions: PR = k
+    X = np.vstack([np.eye(6)[:3], -np.eye(6)[:3]])
+    assert participation_ratio(X) == pytest.approx(3.0, abs=1e-14)
+    assert participation_ratio(np.outer(rng.normal(size=20), rng.normal(size=4))) == pytest.approx(1.0, abs=1e-12)
+    with pytest.raises(IsotropyValueError, match="non-zero variance"):
+        participation_ratio(np.ones((4, 3)))
+    X_t = torch.tensor(rng.normal(size=(6, 3)), requires_grad=True)
+    assert torch.autograd.gradcheck(participation_ratio, (X_t,))
+
+
+def _accumulate(chunks):
+    acc = CovarianceAccumulator()
+    for chunk in chunks:
+        assert acc.update(chunk) is acc
+    return acc
+
+
+def test_memmap_chunks_equal_in_memory(tmp_path, rng):
+    n, d = 5003, 12
+    X = (rng.normal(size=(n, d)) @ rng.normal(size=(d, d)) + 4.0).astype(np.float32)
+    path = tmp_path / "big.npy"
+    np.save(path, X)
+    mm = np.load(path, mmap_mode="r")  # read-only: the accumulator must not write into it
+    sizes = [1, 999, 2000, 3, 2000]  # uneven chunks, including a single row
+    bounds = np.cumsum([0, *sizes])
+    acc = _accumulate(mm[a:b] for a, b in pairwise(bounds))
+    assert acc.n_samples_ == n and acc.n_features_ == d
+    X64 = X.astype(np.float64)
+    np.testing.assert_allclose(acc.mean(), X64.mean(0), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(acc.covariance(), np.cov(X64, rowvar=False), rtol=1e-11, atol=1e-11)
+    assert acc.isoscore() == pytest.approx(isoscore(X), abs=1e-10)
+    S = np.cov(X64[:500], rowvar=False)
+    assert acc.isoscore_star(shrinkage_cov=S, zeta=0.3) == pytest.approx(
+        isoscore_star(X, shrinkage_cov=S, zeta=0.3), abs=1e-10)
+    assert acc.isoscore_star() == pytest.approx(isoscore_star(X), abs=1e-10)
+    assert acc.participation_ratio() == pytest.approx(participation_ratio(X), abs=1e-10)
+    assert acc.cosine_similarity_mean() == pytest.approx(cosine_similarity_mean(X), abs=1e-10)
+
+
+def test_large_offset_keeps_precision(rng):
+    # unit-variance data far from the origin: Σxxᵀ − nμμᵀ would lose ~10 digits here
+    X = rng.normal(size=(4000, 5)) * [1.0, 2.0, 3.0, 4.0, 5.0] + 1e5
+    acc = _accumulate(np.array_split(X, 7))
+    np.testing.assert_allclose(acc.covariance(), np.cov(X, rowvar=False), rtol=1e-9, atol=1e-9)
+    assert acc.isoscore() == pytest.approx(isoscore(X), abs=1e-10)
+
+
+def test_torch_chunks_and_inputs_untouched(rng):
+    X = rng.normal(size=(100, 4))
+    X_copy = X.copy()
+    t = torch.tensor(X)
+    acc = _accumulate([X[:40], t[40:]])
+    np.testing.assert_array_equal(X, X_copy)
+    torch.testing.assert_close(t, torch.tensor(X_copy))
+    assert acc.isoscore() == pytest.approx(isoscore(X), abs=1e-12)
+
+
+def test_accumulator_errors(rng):
+    acc = CovarianceAccumulator()
+    with pytest.raises(IsotropyValueError, match="at least 2 samples"):
+        acc.isoscore()
+    acc.update(rng.normal(size=(3, 4)))
+    with pytest.raises(IsotropyValueError, match="must have 4 features"):
+        acc.update(rng.normal(size=(3, 5)))
+    with pytest.raises(IsotropyValueError, match="finite"):
+        acc.update(np.full((2, 4), np.nan))
+    zero = CovarianceAccumulator().update(np.zeros((3, 4))).update(np.zeros((2, 4)))
+    with pytest.raises(IsotropyValueError, match="non-zero variance"):
+        zero.isoscore()
+    with pytest.raises(IsotropyValueError, match="zero vectors"):
+        zero.cosine_similarity_mean()
+    assert zero.isoscore_star(zeta=0.2) == pytest.approx(1.0, abs=1e-15)  # ζ·I alone: isotropic
