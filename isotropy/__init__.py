@@ -17,6 +17,7 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "isoscore": "isotropy.isoscore",
     "isoscore_star": "isotropy.isoscore",
+    "isoscore_from_covariance": "isotropy.isoscore",
     "partition_isotropy": "isotropy.partition",
     "cosine_similarity_mean": "isotropy.cosine",
     "inter_type_cosine": "isotropy.cosine",
