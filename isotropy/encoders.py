@@ -14,7 +14,8 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["DEFAULT_MODEL", "resolve_model", "load_sentence_model", "encode_sentences", "default_cache_dir"]
+__all__ = ["DEFAULT_MODEL", "resolve_model", "load_sentence_model", "encode_sentences", "encode_mean_pooled",
+           "default_cache_dir"]
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 _PACKAGED = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
@@ -120,3 +121,75 @@ def encode_sentences(texts: Sequence[str], *, model: str = DEFAULT_MODEL, device
         np.save(tmp, X)
         os.replace(tmp, cache_file)
     return X
+
+
+def encode_mean_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, device: str | None = None, layer: int = -1,
+                       batch_size: int = 64, max_length: int = 128, cache_dir: str | os.PathLike | None = None,
+                       use_cache: bool = True) -> np.ndarray:
+    """Mean-pooled token vectors of any local transformers model (e.g. BERT, as Rajaee & Pilehvar), cached.
+
+    Each sentence is tokenised (truncated to ``max_length`` tokens), run through the model, and the
+    hidden states of layer ``layer`` are averaged over the tokens the attention mask keeps (special
+    tokens included, padding excluded), as sentence-transformers' mean pooling does.
+
+    Parameters
+    ----------
+    texts : sequence of str
+    model : str, default="all-MiniLM-L6-v2"
+        Packaged model name, local transformers model directory, or hub name while online.
+    device : str or None
+        ``None``: CUDA when available, else CPU.
+    layer : int, default=-1
+        Index into the hidden states (0 = the embedding layer, -1 = the last layer).
+    batch_size : int, default=64
+    max_length : int, default=128
+    cache_dir : path-like or None
+        Default :func:`default_cache_dir` ``/ "embeddings"``; the key includes the model, texts, layer
+        and ``max_length``.
+    use_cache : bool, default=True
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, n_features), float32
+    """
+    texts = [str(t) for t in texts]
+    if not texts:
+        raise ValueError("The 'texts' parameter of encode_mean_pooled must hold at least one sentence. Got none.")
+    location = resolve_model(model)
+    cache_file = None
+    if use_cache:
+        base = _cache_key(location, texts, False)
+        key = hashlib.sha256(f"{base}|mean-pooled|layer={layer}|max_length={max_length}".encode()).hexdigest()[:32]
+        cache_root = Path(cache_dir) if cache_dir is not None else default_cache_dir() / "embeddings"
+        cache_file = cache_root / f"{key}.npy"
+        if cache_file.is_file():
+            X = np.load(cache_file)
+            if X.shape[0] == len(texts):
+                return X
+    import torch
+
+    from isotropy.contextual import load_transformer
+
+    tokenizer, network, _ = load_transformer(model, device=device)
+    order = np.argsort([len(t) for t in texts], kind="stable")  # similar lengths per batch: less padding
+    out = None
+    with torch.inference_mode():
+        for start in range(0, len(texts), batch_size):
+            rows = order[start:start + batch_size]
+            batch = tokenizer([texts[i] for i in rows], padding=True, truncation=True, max_length=max_length,
+                              return_tensors="pt").to(network.device)
+            hidden = network(**batch, output_hidden_states=True).hidden_states
+            if not -len(hidden) <= layer < len(hidden):
+                raise ValueError(f"The 'layer' parameter of encode_mean_pooled must be in [{-len(hidden)}, "
+                                 f"{len(hidden) - 1}] for {model!r}. Got {layer} instead.")
+            mask = batch["attention_mask"].unsqueeze(-1).to(hidden[layer].dtype)
+            pooled = (hidden[layer] * mask).sum(1) / mask.sum(1).clamp_min(1.0)
+            if out is None:
+                out = np.empty((len(texts), pooled.shape[1]), dtype=np.float32)
+            out[rows] = pooled.float().cpu().numpy()
+    if cache_file is not None:
+        cache_file.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cache_file.with_suffix(f".{os.getpid()}.tmp.npy")
+        np.save(tmp, out)
+        os.replace(tmp, cache_file)
+    return out
