@@ -162,7 +162,7 @@ def _cluster_sums_numpy(X, ids, n_clusters, metric, chunk_size):
                 continue
             if len(ci) <= 32:  # few clusters in block I: column sums over each cluster's rows
                 for c, r0, r1 in zip(ci, row_starts, [*row_starts[1:], i1 - i0]):
-                    sums[j0:j1, c] += D[r0:r1].sum(axis=0) + shift * (r1 - r0)
+                    sums[j0:j1, c] += _column_sums(D[r0:r1]) + shift * (r1 - r0)
             else:  # many: one product with the block's one-hot matrix
                 if onehot_i is None:
                     onehot_i = np.zeros((i1 - i0, len(ci)), dtype=dtype)
@@ -171,6 +171,18 @@ def _cluster_sums_numpy(X, ids, n_clusters, metric, chunk_size):
     unsorted = np.empty_like(sums)
     unsorted[order] = sums
     return unsorted
+
+
+def _column_sums(block, group=128):
+    """float64 column sums of a float32 block: float32 sums of 128 rows at a time, then float64.
+
+    (numpy sums along axis 0 row after row; 2048 float32 rows in a row would lose ~6 digits.)
+    """
+    full = block.shape[0] // group * group
+    total = block[full:].sum(axis=0, dtype=np.float64)
+    if full:
+        total += block[:full].reshape(-1, group, block.shape[1]).sum(axis=1).sum(axis=0, dtype=np.float64)
+    return total
 
 
 def _segments(sorted_ids, first, start, stop):
@@ -203,7 +215,7 @@ def _cluster_sums_torch(X, ids, n_clusters, metric, chunk_size):
     R = torch.cat([U, torch.ones(n, 1, dtype=dtype, device=device), q.to(dtype)[:, None]], dim=1)
     del U
     ids_t = torch.as_tensor(ids, device=device)
-    onehot = torch.zeros(n, n_clusters, dtype=dtype, device=device)
+    onehot = torch.zeros(n, n_clusters, dtype=acc, device=device)
     onehot[torch.arange(n, device=device), ids_t] = 1.0
     sums = torch.zeros(n, n_clusters, dtype=acc, device=device)
     b = min(n, chunk_size or (_DEFAULT_CHUNK if device.type == "cpu" else _DEFAULT_CHUNK_ACCEL))
@@ -220,9 +232,10 @@ def _cluster_sums_torch(X, ids, n_clusters, metric, chunk_size):
                 D.clamp_(0.0, 2.0)
             if i0 == j0:
                 D.diagonal().zero_()
-            sums[i0:i1] += (D @ onehot[j0:j1]).to(acc)
+            D = D.to(acc)  # per-cluster sums of thousands of terms: in float64 (cheap next to L @ R.T)
+            sums[i0:i1] += D @ onehot[j0:j1]
             if j0 != i0:
-                sums[j0:j1] += (D.T @ onehot[i0:i1]).to(acc)
+                sums[j0:j1] += D.T @ onehot[i0:i1]
     return sums
 
 
@@ -259,13 +272,25 @@ def _coefficients_torch(sums, ids):
 
 def _silhouette(X, ids, metric, chunk_size, caller):
     n_clusters = _check_n_clusters(ids, X.shape[0], caller)
+    if is_torch(X) and X.device.type == "cpu":  # CPU tensors share memory with numpy: use the CPU path
+        import torch
+
+        Xn = X.detach()
+        Xn = (Xn if Xn.dtype in (torch.float32, torch.float64) else Xn.float()).numpy()
+        sums = _cluster_sums_numpy(Xn, ids, n_clusters, metric, chunk_size)
+        return torch.from_numpy(_coefficients_numpy(sums, ids)).to(X.dtype)
     if is_torch(X):
         import torch
 
-        with torch.no_grad():
-            sums = _cluster_sums_torch(X, ids, n_clusters, metric, chunk_size)
-            s = _coefficients_torch(sums, ids)
-            return s.to(X.dtype if X.is_floating_point() else torch.get_default_dtype())
+        precision = torch.get_float32_matmul_precision()
+        try:  # TF32 / bfloat16 products would cost ~3 digits of every distance
+            torch.set_float32_matmul_precision("highest")
+            with torch.no_grad():
+                sums = _cluster_sums_torch(X, ids, n_clusters, metric, chunk_size)
+                s = _coefficients_torch(sums, ids)
+        finally:
+            torch.set_float32_matmul_precision(precision)
+        return s.to(X.dtype)
     sums = _cluster_sums_numpy(X, ids, n_clusters, metric, chunk_size)
     return _coefficients_numpy(sums, ids)
 
