@@ -35,6 +35,7 @@ def _public(name):
 
 
 def _accumulated(method, **kwargs):
+    """Feed X to a CovarianceAccumulator in two chunks, then read ``method``."""
     def call(X, labels):
         accumulator = _public("CovarianceAccumulator")()
         half = X.shape[0] // 2
@@ -42,6 +43,14 @@ def _accumulated(method, **kwargs):
         accumulator.update(X[half:])
         return getattr(accumulator, method)(**kwargs)
     return call
+
+
+def _from_covariance(X, labels):
+    """isoscore_from_covariance of the sample covariance of X (other shapes passed through)."""
+    if X.ndim == 2:
+        with np.errstate(invalid="ignore"):  # inf in X: NaN covariance, which must be rejected
+            X = X.T.cov() if hasattr(X, "cov") else np.cov(X, rowvar=False)
+    return _public("isoscore_from_covariance")(X)
 
 
 @dataclass(frozen=True)
@@ -55,7 +64,10 @@ class Metric:
     invariances: frozenset
     changes: frozenset = field(default_factory=frozenset)
     per_sample: bool = False
-    min_samples: int = 2
+    min_samples: int | None = 2  # None: the input is not a data matrix (no sample-count check)
+    x_name: str = "X"  # the parameter named in error messages
+    shape_error: str = r"2-d array of shape \(n_samples, n_features\)"
+    torch_output: bool = True  # torch in -> tensor out (False: a Python float either way)
 
     def __call__(self, X, labels):
         return self.call(X, labels)
@@ -73,8 +85,9 @@ REGISTRY = [
     # Σ_S = I is fixed, so only rotation (QᵀIQ = I) and translation keep the shrunk covariance's spectrum
     Metric("isoscore_star[Σ_S=I]", "isoscore_star", _fn("isoscore_star", zeta=0.2), "isotropy",
            frozenset({ROTATION, TRANSLATION, ROW_ORDER}), changes=frozenset({SCALE})),
+    # max/min over ±eigenvectors of XᵀX (uncentred): rotation-invariant, but exp(uᵀx) sees shifts and scale
     Metric("partition_isotropy", "partition_isotropy", _fn("partition_isotropy"), "isotropy",
-           frozenset({ROTATION, ROW_ORDER}), changes=frozenset({SCALE, TRANSLATION})),
+           frozenset({ROTATION, ROW_ORDER}), changes=frozenset({SCALE, TRANSLATION}), min_samples=1),
     Metric("cosine_similarity_mean", "cosine_similarity_mean", _fn("cosine_similarity_mean"), "isotropy",
            frozenset({ROTATION, SCALE, ROW_ORDER}), changes=frozenset({TRANSLATION})),
     Metric("inter_type_cosine[mean]", "inter_type_cosine", _fn("inter_type_cosine", labelled=True, type_vector="mean"),
@@ -83,10 +96,19 @@ REGISTRY = [
            frozenset({ROTATION, SCALE, RELABEL, ROW_ORDER}), changes=frozenset({TRANSLATION})),
     Metric("participation_ratio", "participation_ratio", _fn("participation_ratio"), "isotropy",
            frozenset({*GEOMETRIC, ROW_ORDER})),
+    Metric("isoscore_from_covariance", "isoscore_from_covariance", _from_covariance, "isotropy",
+           frozenset({*GEOMETRIC, ROW_ORDER}), min_samples=None, x_name="cov", shape_error="square matrix of shape"),
     Metric("CovarianceAccumulator.isoscore", "CovarianceAccumulator", _accumulated("isoscore"), "isotropy",
-           frozenset({*GEOMETRIC, ROW_ORDER})),
+           frozenset({*GEOMETRIC, ROW_ORDER}), x_name="X_chunk", torch_output=False),
+    Metric("CovarianceAccumulator.isoscore_star[Σ_S=I]", "CovarianceAccumulator", _accumulated("isoscore_star"),
+           "isotropy", frozenset({ROTATION, TRANSLATION, ROW_ORDER}), changes=frozenset({SCALE}),
+           x_name="X_chunk", torch_output=False),
     Metric("CovarianceAccumulator.participation_ratio", "CovarianceAccumulator",
-           _accumulated("participation_ratio"), "isotropy", frozenset({*GEOMETRIC, ROW_ORDER})),
+           _accumulated("participation_ratio"), "isotropy", frozenset({*GEOMETRIC, ROW_ORDER}),
+           x_name="X_chunk", torch_output=False),
+    Metric("CovarianceAccumulator.cosine_similarity_mean", "CovarianceAccumulator",
+           _accumulated("cosine_similarity_mean"), "isotropy", frozenset({ROTATION, SCALE, ROW_ORDER}),
+           changes=frozenset({TRANSLATION}), x_name="X_chunk", torch_output=False),
     # cluster quality: distances only (euclidean), or angles only (cosine)
     Metric("silhouette_score[euclidean]", "silhouette_score", _fn("silhouette_score", labelled=True), "cluster", ALL),
     Metric("silhouette_score[cosine]", "silhouette_score", _fn("silhouette_score", labelled=True, metric="cosine"),
@@ -197,7 +219,7 @@ def test_declared_non_invariance_is_real(metric, kind):
 def test_rejects_non_finite(metric, bad, backend):
     X, labels = blobs(0, 20, 3, 2)
     X[4, 1] = bad
-    with pytest.raises(IsotropyValueError, match=r"'X' parameter of .*finite"):
+    with pytest.raises(IsotropyValueError, match=rf"'{metric.x_name}' parameter of .*finite"):
         metric(backend(X), labels)
 
 
@@ -206,15 +228,18 @@ def test_rejects_non_finite(metric, bad, backend):
 def test_rejects_wrong_dimensionality(metric, shape):
     X = np.random.default_rng(0).normal(size=shape)
     labels = np.arange(20) % 2
-    with pytest.raises(IsotropyValueError, match=r"'X' parameter of .*2-d array of shape \(n_samples, n_features\)"):
+    with pytest.raises(IsotropyValueError, match=rf"'{metric.x_name}' parameter of .*{metric.shape_error}"):
         metric(X, labels)
 
 
-@pytest.mark.parametrize("metric", REGISTRY, ids=IDS)
+SAMPLED = [m for m in REGISTRY if m.min_samples is not None]
+
+
+@pytest.mark.parametrize("metric", SAMPLED, ids=[m.id for m in SAMPLED])
 def test_rejects_too_few_samples(metric):
     X = np.random.default_rng(0).normal(size=(metric.min_samples - 1, 3))
     labels = np.zeros(metric.min_samples - 1, dtype=int)
-    with pytest.raises(IsotropyValueError, match=r"'X' parameter of .*at least \d+ samples"):
+    with pytest.raises(IsotropyValueError, match=rf"'{metric.x_name}' parameter of .*at least \d+ samples"):
         metric(X, labels)
 
 
@@ -225,6 +250,9 @@ def test_numpy_torch_parity(metric):
     X, labels = blobs(5, 30, 4, 3)
     expected = metric(X, labels)
     got = metric(torch.tensor(X), labels)
+    if not metric.torch_output:
+        assert isinstance(got, float) and got == pytest.approx(expected, rel=1e-12)
+        return
     assert isinstance(got, torch.Tensor) and got.dtype == torch.float64
     if metric.per_sample:
         assert got.shape == (30,)
