@@ -47,6 +47,8 @@ def _seed_list(ctx, param, value):
 @click.option("--sample-size", type=int, default=None,
               help="Compute the metrics on a fresh random sample of this many items when there are more.")
 @click.option("--device", default=None, help="Torch device for embeddings, optimisation and metrics (default cpu).")
+@click.option("--threads", type=int, default=None,
+              help="Torch CPU threads (default: torch's choice; 1 is faster on a busy shared machine).")
 @click.option("--results-dir", type=click.Path(file_okay=False), default=None,
               help="Where to write results (default results/classifier-geometry/<setup>).")
 @click.option("--resume", is_flag=True, help="Keep the finished seeds in the results directory and run the rest.")
@@ -54,7 +56,7 @@ def _seed_list(ctx, param, value):
 @click.option("--models", callback=_csv_list, default=None, help="GLUE: comma-separated sentence-transformers models.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 def command(setup, run_all, model, data_dir, data_path, updates, lr, seeds, metric_interval, sample_size, device,
-            results_dir, resume, tasks, models, quiet):
+            threads, results_dir, resume, tasks, models, quiet):
     """Optimise embeddings under a linear classifier; record IsoScore and silhouette (Mickus et al., 2024).
 
     Writes per-update metrics, a summary, the IsoScore-silhouette correlation table and figures
@@ -72,10 +74,8 @@ def command(setup, run_all, model, data_dir, data_path, updates, lr, seeds, metr
             raise click.BadParameter(f"expected one of {', '.join(available_setups('classifier-geometry'))} or a "
                                      f"path to a .yaml config file. Got {name!r} instead.", param_hint="'--setup'")
     overrides = {"model": model, "data_path": data_path, "updates": updates, "lr": lr, "seeds": seeds,
-                 "metric_interval": metric_interval, "sample_size": sample_size, "device": device, "tasks": tasks,
+                 "metric_interval": metric_interval, "sample_size": sample_size, "device": device, "threads": threads, "tasks": tasks,
                  "models": models}
-    if sample_size is not None and sample_size <= 0:
-        overrides["sample_size"] = sample_size
     from isotropy.experiments.classifier_geometry.run import default_results_dir, run
 
     failures = []

@@ -71,22 +71,21 @@ def _vocabulary(config) -> tuple[list[str], np.ndarray | None]:
     return words, (X if source == model else None)
 
 
-def load_task_data(config, *, data_dir=None) -> tuple[LabeledTexts, tuple[list[str], np.ndarray] | None]:
-    """Load the labelled items of ``config["task"]`` (and the word vectors when the task is word-level)."""
+def _load_labelled(config, data_dir) -> LabeledTexts:
     task = config["task"]
     path = config.get("data_path") or data_dir
     if task == "polarity":
         from isotropy.datasets.polarity import load_polarity
 
-        return load_polarity(data_dir=path), None
+        return load_polarity(data_dir=path)
     if task == "snli":
         from isotropy.datasets.snli import load_snli
 
-        return load_snli(config.get("split", "dev"), data_dir=path), None
+        return load_snli(config.get("split", "dev"), data_dir=path)
     if task == "glue":
         from isotropy.datasets.glue import load_glue_task
 
-        return load_glue_task(config["glue_task"], config.get("split", "train"), data_dir=path), None
+        return load_glue_task(config["glue_task"], config.get("split", "train"), data_dir=path)
     if task == "table":
         from isotropy.datasets.tables import load_table
 
@@ -96,23 +95,41 @@ def load_task_data(config, *, data_dir=None) -> tuple[LabeledTexts, tuple[list[s
         return load_table(config["data_path"], text_column=config.get("text_column", "text"),
                           label_column=config.get("label_column", "label"),
                           text_pair_column=config.get("text_pair_column"), multilabel=bool(config.get("multilabel")),
-                          label_sep=config.get("label_sep", ",")), None
-    if task in ("pos", "supersense", "lexicon"):
-        words, X = _vocabulary(config)
-        if task == "lexicon":
-            from isotropy.datasets.lexicon import load_nrc_emotion_lexicon
+                          label_sep=config.get("label_sep", ","))
+    if task == "lexicon":
+        from isotropy.datasets.lexicon import load_nrc_emotion_lexicon
 
-            data = load_nrc_emotion_lexicon(config.get("data_path"))
-        else:
-            from isotropy.datasets.wordnet import (
-                wordnet_pos_items,
-                wordnet_supersense_items,
-            )
-
-            select = wordnet_pos_items if task == "pos" else wordnet_supersense_items
-            data = select(words, n_items=int(config["n_items"]), data_dir=data_dir)
-        return data, ((words, X) if X is not None else None)
+        return load_nrc_emotion_lexicon(config.get("data_path"))
     raise ValueError(f"The 'task' config value of classifier-geometry must be one of {list(TASKS)}. Got {task!r} instead.")
+
+
+def _first(data: LabeledTexts, n: int) -> LabeledTexts:
+    return LabeledTexts(name=data.name, text_a=data.text_a[:n], text_b=None if data.text_b is None else data.text_b[:n],
+                        labels=np.asarray(data.labels)[:n], label_names=data.label_names,
+                        source={**data.source, "first_n_items": n})
+
+
+def load_task_data(config, *, data_dir=None) -> tuple[LabeledTexts, tuple[list[str], np.ndarray] | None]:
+    """Load the labelled items of ``config["task"]``, and the word vectors when ``config["model"]`` is static.
+
+    ``n_items`` selects the WordNet items (pos, supersense) and otherwise keeps the first ``n_items`` items.
+    """
+    task = config["task"]
+    static = is_static_vectors(config["model"])
+    vectors = None
+    if task in ("pos", "supersense"):
+        from isotropy.datasets.wordnet import wordnet_pos_items, wordnet_supersense_items
+
+        words, X = _vocabulary(config)
+        select = wordnet_pos_items if task == "pos" else wordnet_supersense_items
+        data = select(words, n_items=int(config["n_items"]), data_dir=data_dir)
+        return data, ((words, X) if static else None)
+    data = _load_labelled(config, data_dir)
+    if config.get("n_items"):
+        data = _first(data, int(config["n_items"]))
+    if static:
+        vectors = _vocabulary(config)
+    return data, vectors
 
 
 def build_problem(config, *, data_dir=None, show_progress: bool = True) -> Problem:

@@ -29,7 +29,7 @@ __all__ = ["EXPERIMENT", "default_results_dir", "run", "validate_config"]
 EXPERIMENT = "classifier-geometry"
 _CALLER = "classifier-geometry"
 # keys that do not change the numbers: a resumed run may differ in these
-_RUN_ONLY = {"seeds", "device", "results_dir", "encode_device"}
+_RUN_ONLY = {"seeds", "device", "threads", "results_dir", "encode_device"}
 
 
 def default_results_dir(config) -> Path:
@@ -55,6 +55,7 @@ def validate_config(config: dict) -> dict:
     config["seeds"] = [int(s) for s in seeds]
     config["lr"] = float(config["lr"])
     config["device"] = _check_device(config.get("device") or "cpu")
+    check_scalar(config.get("threads"), "threads", caller=_CALLER, kind=numbers.Integral, low=1, allow_none=True)
     return config
 
 
@@ -166,7 +167,7 @@ def _run_one(config, *, results_dir: Path, resume: bool, data_dir, show_progress
                 bar.set_postfix(seed=seed)
                 record = train_seed(problem, seed=seed, updates=config["updates"], lr=config["lr"],
                                     metric_interval=config["metric_interval"], sample_size=config["sample_size"],
-                                    device=config["device"], progress=bar.update)
+                                    device=config["device"], threads=config.get("threads"), progress=bar.update)
                 write_json(_seed_path(results_dir, seed), record)
                 records.append(record)
         finally:

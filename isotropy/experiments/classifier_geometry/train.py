@@ -33,16 +33,32 @@ def _recorded_steps(updates: int, interval: int) -> list[int]:
 
 
 def train_seed(problem, *, seed: int, updates: int, lr: float = 1e-3, metric_interval: int = 1,
-               sample_size: int | None = 10_000, device: str = "cpu", progress=None) -> dict:
-    """Run one seed; return ``{"metrics": {column: list}, "timing": {...}}``.
+               sample_size: int | None = 10_000, device: str = "cpu", threads: int | None = None,
+               progress=None) -> dict:
+    """Run one seed; return ``{"seed", "metrics": {column: list}, "timing": {...}}``.
 
-    ``progress`` is called with the number of updates done since its previous call.
+    ``threads`` sets torch's CPU threads for the run (restored afterwards); ``progress`` is called
+    with 1 after every update.
     """
     import torch
 
     from isotropy import isoscore, silhouette_score
 
-    device = torch.device(device)
+    if threads:
+        previous_threads = torch.get_num_threads()
+        torch.set_num_threads(int(threads))
+    try:
+        return _train(problem, seed=seed, updates=updates, lr=lr, metric_interval=metric_interval,
+                      sample_size=sample_size, device=torch.device(device), progress=progress,
+                      isoscore=isoscore, silhouette_score=silhouette_score)
+    finally:
+        if threads:
+            torch.set_num_threads(previous_threads)
+
+
+def _train(problem, *, seed, updates, lr, metric_interval, sample_size, device, progress, isoscore, silhouette_score):
+    import torch
+
     rng = np.random.default_rng(seed)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
@@ -50,6 +66,8 @@ def train_seed(problem, *, seed: int, updates: int, lr: float = 1e-3, metric_int
     classifier = classifier.to(device)
     E = torch.nn.Parameter(torch.tensor(problem.embeddings, dtype=torch.float32, device=device))
     index = torch.as_tensor(problem.index, device=device)
+    # single items that are the rows themselves, in order: skip the gather (and its scatter-add backward)
+    identity = problem.index.shape[1] == 1 and np.array_equal(problem.index[:, 0], np.arange(problem.embeddings.shape[0]))
     n_items, n_rows = problem.n_items, problem.embeddings.shape[0]
     multilabel = problem.multilabel
     labels_np = problem.labels
@@ -67,7 +85,7 @@ def train_seed(problem, *, seed: int, updates: int, lr: float = 1e-3, metric_int
 
     for step in range(updates + 1):
         t0 = time.perf_counter()
-        reps = E[index].reshape(n_items, -1)
+        reps = E if identity else E[index].reshape(n_items, -1)
         logits = classifier(reps)
         loss = loss_fn(logits, target)
         if step in recorded:

@@ -1,0 +1,210 @@
+"""The classifier-geometry experiment: a real small run, resumption, determinism, CLI errors, report."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+from conftest import shared_data_path
+from scipy import stats
+
+from isotropy.cli import cli
+from isotropy.experiments._results import load_config
+from isotropy.experiments.classifier_geometry import train as train_module
+from isotropy.experiments.classifier_geometry.problem import build_problem
+from isotropy.experiments.classifier_geometry.report import (
+    correlations,
+    curves,
+    seed_frame,
+)
+from isotropy.experiments.classifier_geometry.run import run
+from isotropy.experiments.classifier_geometry.train import train_seed
+
+EXPERIMENT = "classifier-geometry"
+
+
+def _demo(**overrides):
+    """The demo setup (NRC emotion lexicon over the packaged GloVe) on its first n_items words."""
+    base = {"n_items": 600, "updates": 30, "seeds": [0, 1], "metric_interval": 10, "threads": 1}
+    return load_config(EXPERIMENT, "demo", {**base, **overrides})
+
+
+@pytest.fixture(scope="module")
+def small_problem():
+    return build_problem(_demo(), show_progress=False)
+
+
+# ---------------------------------------------------------------- the optimisation loop
+def test_real_run_silhouette_rises_isoscore_falls(tmp_path):
+    # 2,000 NRC words, 10 emotion labels, lr 0.01 as in the demo config: the paper's effect
+    config = _demo(n_items=2000, updates=60, seeds=[0], metric_interval=20)
+    result = run(config, results_dir=tmp_path, show_progress=False)
+    c = pd.read_csv(tmp_path / "curves.csv")
+    assert c["step"].tolist() == [0, 20, 40, 60]
+    assert np.all(np.diff(c["silhouette_mean"]) > 0)
+    assert np.all(np.diff(c["isoscore_mean"]) < 0)
+    assert c["loss_mean"].iloc[-1] < c["loss_mean"].iloc[0]
+    summary = result["summary"]
+    assert summary["correlation"]["seed_means"]["pearson_r"] < -0.9
+    assert summary["data"]["n_items"] == 1999  # one of the first 2,000 NRC words has no GloVe vector
+    assert summary["data"]["n_parameters"] == 1999 * 50 + 50 * 10 + 10  # embeddings + weight + bias
+    for name in ("metrics.csv", "curves.csv", "summary.json", "correlations.md", "correlations.json", "run.json",
+                 "config.yaml", "figures/fig2_metrics_vs_updates.png", "figures/fig3_isoscore_vs_silhouette.svg"):
+        assert (tmp_path / name).is_file(), name
+    meta = json.loads((tmp_path / "run.json").read_text())
+    assert meta["experiment"] == EXPERIMENT and meta["seeds"] == [0]
+    assert not list(tmp_path.rglob("*.tmp*"))
+
+
+def test_metrics_match_independent_references(small_problem):
+    """Step 0 metrics against scikit-learn's silhouette and the isoscore package on the initial vectors."""
+    from IsoScore import IsoScore as isoscore_pkg  # takes (n_samples, n_features)
+    from sklearn.metrics import silhouette_score as sk_silhouette
+
+    record = train_seed(small_problem, seed=0, updates=1, sample_size=None, threads=1)
+    X = small_problem.embeddings.astype(np.float64)
+    _, ids = np.unique(small_problem.labels, axis=0, return_inverse=True)
+    assert record["metrics"]["silhouette"][0] == pytest.approx(sk_silhouette(X, ids.ravel()), abs=1e-4)
+    assert record["metrics"]["isoscore"][0] == pytest.approx(float(isoscore_pkg.IsoScore(X)), abs=1e-4)
+
+
+def test_same_seed_same_numbers_other_seed_differs(small_problem):
+    a = train_seed(small_problem, seed=3, updates=12, metric_interval=4, sample_size=300, threads=1)
+    b = train_seed(small_problem, seed=3, updates=12, metric_interval=4, sample_size=300, threads=1)
+    c = train_seed(small_problem, seed=4, updates=12, metric_interval=4, sample_size=300, threads=1)
+    assert a["metrics"] == b["metrics"]
+    assert a["metrics"]["step"] == [0, 4, 8, 12]
+    assert a["metrics"]["loss"] != c["metrics"]["loss"]
+
+
+def test_sampling_draws_fresh_samples(small_problem):
+    # with a sample smaller than the data, the step-0 value depends on the sample, not only on the data
+    full = train_seed(small_problem, seed=0, updates=1, sample_size=None, threads=1)
+    sampled = train_seed(small_problem, seed=0, updates=1, sample_size=200, threads=1)
+    assert sampled["metrics"]["isoscore"][0] != full["metrics"]["isoscore"][0]
+    assert sampled["metrics"]["loss"] == full["metrics"]["loss"]
+
+
+# ---------------------------------------------------------------- resumption
+def test_interrupt_after_one_seed_then_resume_gives_identical_numbers(tmp_path, monkeypatch):
+    config = _demo(seeds=[0, 1], updates=10, metric_interval=5)
+    reference = run(config, results_dir=tmp_path / "ref", show_progress=False)
+
+    calls = []
+    original = train_module.train_seed
+
+    class Interrupt(BaseException):  # stands in for Ctrl-C (pytest reserves KeyboardInterrupt for itself)
+        pass
+
+    def interrupted(problem, *, seed, **kwargs):
+        calls.append(seed)
+        if seed == 1 and calls.count(1) == 1:  # only the first attempt of seed 1 is interrupted
+            raise Interrupt
+        return original(problem, seed=seed, **kwargs)
+
+    monkeypatch.setattr(train_module, "train_seed", interrupted)
+    with pytest.raises(Interrupt):
+        run(config, results_dir=tmp_path / "run", show_progress=False)
+    assert calls == [0, 1]
+    assert sorted(p.name for p in (tmp_path / "run" / "seeds").iterdir()) == ["seed_0.json"]
+    assert not (tmp_path / "run" / "summary.json").exists()
+    assert not list((tmp_path / "run").rglob("*.tmp*"))
+
+    resumed = run(config, results_dir=tmp_path / "run", resume=True, show_progress=False)
+    assert calls == [0, 1, 1]  # seed 0 was kept, seed 1 ran again
+    ref = pd.read_csv(tmp_path / "ref" / "metrics.csv")
+    got = pd.read_csv(tmp_path / "run" / "metrics.csv")
+    pd.testing.assert_frame_equal(ref, got)
+    assert resumed["summary"]["correlation"] == reference["summary"]["correlation"]
+
+
+def test_resume_refuses_a_different_config(tmp_path):
+    run(_demo(seeds=[0], updates=4, metric_interval=2), results_dir=tmp_path, show_progress=False)
+    with pytest.raises(ValueError, match=r"Cannot resume .*\['updates'\]"):
+        run(_demo(seeds=[0], updates=6, metric_interval=2), results_dir=tmp_path, resume=True, show_progress=False)
+
+
+# ---------------------------------------------------------------- report
+def test_correlations_and_curves_match_scipy_and_numpy():
+    rng = np.random.default_rng(0)
+    records = [{"seed": s, "metrics": {"step": list(range(6)), "loss": rng.random(6).tolist(),
+                                       "accuracy": rng.random(6).tolist(), "micro_f1": rng.random(6).tolist(),
+                                       "isoscore": rng.random(6).tolist(), "silhouette": rng.random(6).tolist()}}
+               for s in (0, 1, 2)]
+    frame = seed_frame(records)
+    out = correlations(frame)
+    iso = np.array([r["metrics"]["isoscore"] for r in records])
+    sil = np.array([r["metrics"]["silhouette"] for r in records])
+    assert out["per_seed"][1]["pearson_r"] == pytest.approx(stats.pearsonr(iso[1], sil[1])[0])
+    assert out["seed_means"]["spearman_rho"] == pytest.approx(stats.spearmanr(iso.mean(0), sil.mean(0))[0])
+    c = curves(frame)
+    np.testing.assert_allclose(c["isoscore_std"], iso.std(axis=0))
+    np.testing.assert_allclose(c["silhouette_mean"], sil.mean(axis=0))
+
+
+# ---------------------------------------------------------------- data of the setups
+def test_snli_problem_pairs_rows_of_distinct_sentences(monkeypatch):
+    captured = {}
+
+    def fake_encode(texts, **kwargs):  # no model needed to check how pairs index the sentence matrix
+        captured["texts"] = list(texts)
+        return np.arange(len(texts) * 2, dtype=np.float32).reshape(-1, 2)
+
+    monkeypatch.setattr("isotropy.encoders.encode_sentences", fake_encode)
+    config = load_config(EXPERIMENT, "snli", {})
+    problem = build_problem(config, data_dir=shared_data_path(), show_progress=False)
+    assert problem.n_items == 9_842 and problem.embeddings.shape[0] == 12_982
+    assert problem.index.shape == (9_842, 2)
+    assert problem.n_parameters == 12_982 * 2 + 4 * 3 + 3
+    texts = captured["texts"]
+    first = json.loads((shared_data_path("snli_1.0", "snli_1.0_dev.jsonl")).open().readline())
+    assert texts[problem.index[0, 0]] == first["sentence1"] and texts[problem.index[0, 1]] == first["sentence2"]
+
+
+# ---------------------------------------------------------------- command line
+def _invoke(args, tmp_path):
+    return CliRunner().invoke(cli, ["run", EXPERIMENT, *args, "--results-dir", str(tmp_path), "--quiet"],
+                              standalone_mode=False, catch_exceptions=True)
+
+
+def test_cli_runs_and_plot_redraws(tmp_path):
+    result = _invoke(["--setup", "demo", "--updates", "4", "--seeds", "0", "--metric-interval", "2",
+                      "--threads", "1"], tmp_path)
+    assert result.exception is None, result.output
+    assert f"table:   {tmp_path / 'correlations.md'}" in result.output
+    (tmp_path / "figures" / "fig2_metrics_vs_updates.png").unlink()
+    redraw = CliRunner().invoke(cli, ["plot", str(tmp_path)], standalone_mode=False)
+    assert redraw.exception is None and "fig2_metrics_vs_updates.png" in redraw.output
+    assert (tmp_path / "figures" / "fig2_metrics_vs_updates.png").is_file()
+
+
+@pytest.mark.parametrize("args, error, message", [
+    (["--setup", "nonsense"], "BadParameter", r"expected one of demo, glue, polarity, pos, snli, supersense, table"),
+    (["--setup", "demo", "--updates", "0"], "ValueError", r"'updates' parameter of classifier-geometry must be an int in the range \[1, inf\]. Got 0"),
+    (["--setup", "demo", "--lr", "-1"], "ValueError", r"'lr' parameter .* range \(0, inf\). Got -1.0"),
+    (["--setup", "demo", "--seeds", "1,1"], "ValueError", r"'seeds' parameter .* distinct"),
+    (["--setup", "demo", "--seeds", "a"], "BadParameter", r"comma-separated non-negative ints"),
+    (["--setup", "demo", "--device", "bogus"], "ValueError", r"'device' parameter .* Got 'bogus'"),
+    (["--setup", "demo", "--tasks", "cola"], "ValueError", r"Unknown config key 'tasks'"),
+    (["--setup", "glue", "--tasks", "stsb"], "ValueError", r"'tasks' parameter .* GLUE tasks"),
+    ([], "UsageError", r"exactly one of --setup NAME or --all"),
+])
+def test_cli_rejects_bad_values(tmp_path, args, error, message):
+    result = _invoke(args, tmp_path)
+    assert error in [c.__name__ for c in type(result.exception).__mro__], repr(result.exception)
+    assert re.search(message, str(result.exception)), str(result.exception)
+
+
+@pytest.mark.parametrize("setup, expected", [
+    ("polarity", r"rt-polaritydata/rt-polarity.pos .*cornell.edu"),
+    ("snli", r"snli_1.0/snli_1.0_dev.jsonl .*nlp.stanford.edu/projects/snli"),
+    ("glue", r"glue_data/CoLA/train.tsv .*gluebenchmark.com"),
+])
+def test_missing_data_names_expected_files_and_source(tmp_path, setup, expected):
+    result = _invoke(["--setup", setup, "--data-dir", str(tmp_path / "nowhere"), "--model", "glove-6b-50d"], tmp_path)
+    assert isinstance(result.exception, FileNotFoundError)
+    assert re.search(expected, str(result.exception)), str(result.exception)
