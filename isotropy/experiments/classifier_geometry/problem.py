@@ -118,7 +118,10 @@ def load_task_data(config, *, data_dir=None) -> tuple[LabeledTexts, tuple[list[s
     static = is_static_vectors(config["model"])
     vectors = None
     if task in ("pos", "supersense"):
-        from isotropy.datasets.wordnet import wordnet_pos_items, wordnet_supersense_items
+        from isotropy.datasets.wordnet import (
+            wordnet_pos_items,
+            wordnet_supersense_items,
+        )
 
         words, X = _vocabulary(config)
         select = wordnet_pos_items if task == "pos" else wordnet_supersense_items
