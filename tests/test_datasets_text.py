@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import json
+from collections import Counter
+from pathlib import Path
+
 import numpy as np
 import pytest
 from conftest import shared_data_path
 
 from isotropy.datasets.glue import load_glue_task
+from isotropy.datasets.lexicon import load_nrc_emotion_lexicon
+from isotropy.datasets.polarity import load_polarity
+from isotropy.datasets.snli import load_snli
+from isotropy.datasets.tables import load_table
 
 
 # ---------------------------------------------------------------- GLUE
@@ -52,3 +60,143 @@ def test_glue_missing_file_names_path_and_source(tmp_path):
         load_glue_task("sst2", data_dir=tmp_path)
     with pytest.raises(ValueError, match=r"'task' parameter of load_glue_task must be one of"):
         load_glue_task("stsb", data_dir=tmp_path)
+
+
+# ---------------------------------------------------------------- sentence polarity
+def test_polarity_counts_and_latin1():
+    data = load_polarity(data_dir=shared_data_path())
+    assert len(data) == 10_662
+    assert np.bincount(data.labels).tolist() == [5_331, 5_331]
+    assert data.label_names == ["negative", "positive"]
+    # reference: the raw bytes of the files decoded as latin-1, one sentence a line
+    raw = shared_data_path("rt-polaritydata", "rt-polarity.pos").read_bytes().decode("latin-1").splitlines()
+    assert data.text_a[5_331] == raw[0].strip()
+    assert any(any(ord(ch) > 127 for ch in t) for t in data.text_a)  # accented letters survive
+    assert load_polarity(data_dir=shared_data_path("rt-polaritydata")).text_a == data.text_a
+
+
+def test_polarity_missing_names_files_and_source(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"rt-polaritydata/rt-polarity\.pos .*cornell\.edu"):
+        load_polarity(data_dir=tmp_path)
+
+
+# ---------------------------------------------------------------- SNLI
+def test_snli_dev_gold_pairs():
+    data = load_snli("dev", data_dir=shared_data_path())
+    path = shared_data_path("snli_1.0", "snli_1.0_dev.jsonl")
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    assert len(data) == 9_842 == len(records)
+    expected = Counter(r["gold_label"] for r in records)
+    assert {name: int((data.labels == i).sum()) for i, name in enumerate(data.label_names)} == expected
+    assert len(set(data.text_a) | set(data.text_b)) == 12_982  # the distinct sentences the paper optimises
+    assert data.text_b[1] == records[1]["sentence2"]
+
+
+def test_snli_txt_format_and_ungold_pairs(tmp_path):
+    folder = tmp_path / "snli_1.0"
+    folder.mkdir()
+    (folder / "snli_1.0_test.txt").write_text(
+        "gold_label\tsentence1_binary_parse\tsentence1\tsentence2\n"
+        "neutral\t( A )\tA man.\tA tall man.\n-\t( B )\tB.\tC.\ncontradiction\t( D )\tD.\tE.\n")
+    data = load_snli("test", data_dir=tmp_path)
+    assert data.text_a == ["A man.", "D."] and data.labels.tolist() == [1, 2]
+    assert data.source["dropped_without_gold_label"] == 1
+    with pytest.raises(ValueError, match=r"'split' parameter of load_snli"):
+        load_snli("training", data_dir=tmp_path)
+
+
+# ---------------------------------------------------------------- generic tables
+def test_table_formats_single_and_multi_label(tmp_path):
+    (tmp_path / "a.tsv").write_text('text\tlabel\n"quoted" start\tb\nplain\ta\n')
+    tsv = load_table(tmp_path / "a.tsv")
+    assert tsv.text_a == ['"quoted" start', "plain"] and tsv.label_names == ["a", "b"] and tsv.labels.tolist() == [1, 0]
+    (tmp_path / "b.jsonl").write_text(json.dumps({"s1": "x", "s2": "y", "tags": ["p", "q"]}) + "\n"
+                                      + json.dumps({"s1": "z", "s2": "w", "tags": ["q"]}) + "\n")
+    pairs = load_table(tmp_path / "b.jsonl", text_column="s1", text_pair_column="s2", label_column="tags",
+                       multilabel=True)
+    assert pairs.text_b == ["y", "w"] and pairs.labels.tolist() == [[1, 1], [0, 1]] and pairs.is_multilabel
+    (tmp_path / "c.csv").write_text("text,joy,fear\nhi,1,0\nboo,0,1\n")
+    indicators = load_table(tmp_path / "c.csv", label_column=["joy", "fear"])
+    assert indicators.label_names == ["joy", "fear"] and indicators.labels.dtype == np.int8
+    (tmp_path / "d.csv").write_text("text,label\na,10\nb,2\nc,2\n")
+    assert load_table(tmp_path / "d.csv").label_names == ["2", "10"]  # numeric ids in numeric order
+
+
+def test_table_errors(tmp_path):
+    (tmp_path / "a.csv").write_text("sentence,label\nx,1\n")
+    with pytest.raises(ValueError, match=r"no column 'text'; the columns are \['sentence', 'label'\]"):
+        load_table(tmp_path / "a.csv")
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        load_table(tmp_path / "missing.csv")
+    (tmp_path / "a.xlsx").write_text("")
+    with pytest.raises(ValueError, match=r"'format' parameter of load_table"):
+        load_table(tmp_path / "a.xlsx")
+
+
+# ---------------------------------------------------------------- NRC emotion lexicon
+def test_nrc_lexicon_matches_its_json():
+    import nrclex
+
+    mapping = json.loads((Path(nrclex.__file__).parent / "data" / "nrc_en.json").read_text())
+    data = load_nrc_emotion_lexicon()
+    assert len(data) == len(mapping) == 6_468
+    assert data.labels.shape == (6_468, 10)
+    counts = Counter(tag for tags in mapping.values() for tag in tags)
+    assert dict(zip(data.label_names, data.labels.sum(axis=0).tolist())) == counts
+    i = data.text_a.index("abandon")
+    assert [n for n, v in zip(data.label_names, data.labels[i]) if v] == sorted(mapping["abandon"])
+
+
+# ---------------------------------------------------------------- WordNet
+@pytest.fixture(scope="module")
+def wordnet():
+    shared_data_path("nltk_data", "corpora", "wordnet")
+    from isotropy.datasets.wordnet import load_wordnet
+
+    return load_wordnet()
+
+
+def test_wordnet_pos_labels_follow_exact_lemmas(wordnet):
+    from isotropy.datasets.wordnet import wordnet_pos_items
+
+    items = wordnet_pos_items(["the", "dog", "dogs", "quickly", "good", "x", "well-known", "dog"], n_items=10)
+    assert items.text_a == ["dog", "quickly", "good", "well-known"]  # "dogs" is no lemma, "x" too short
+    for word, row in zip(items.text_a, items.labels.tolist()):
+        # reference: the parts of speech of the synsets holding a lemma spelled exactly like the word
+        pos = {s.pos() for s in wordnet.synsets(word) if word in [lemma.name().lower() for lemma in s.lemmas()]}
+        assert row == [int("n" in pos), int("v" in pos), int(bool(pos & {"a", "s"})), int("r" in pos)], word
+
+
+def test_wordnet_selections_from_glove(wordnet):
+    from isotropy.datasets.wordnet import wordnet_pos_items, wordnet_supersense_items
+    from isotropy.io.word_vectors import packaged_glove
+
+    words, _ = packaged_glove(limit=60_000)
+    pos = wordnet_pos_items(words, n_items=11_462)
+    assert len(pos) == 11_462 and pos.labels.shape == (11_462, 4) and pos.labels.sum(axis=1).min() >= 1
+    supersense = wordnet_supersense_items(words, n_items=2_275)
+    assert len(supersense) == 2_275 and supersense.labels.shape == (2_275, 26)
+    assert all(name.startswith("noun.") for name in supersense.label_names)
+    verbs = set(wordnet.all_lemma_names("v"))
+    assert not verbs & set(supersense.text_a)
+    order = {w: i for i, w in enumerate(words)}
+    assert [order[w] for w in supersense.text_a] == sorted(order[w] for w in supersense.text_a)
+    i = supersense.text_a.index("government")
+    expected = {s.lexname() for s in wordnet.synsets("government", "n")}
+    assert {n for n, v in zip(supersense.label_names, supersense.labels[i]) if v} == expected
+
+
+def test_wordnet_missing_gives_clear_message(tmp_path, monkeypatch):
+    import nltk
+
+    from isotropy.datasets import wordnet as module
+
+    monkeypatch.setattr(nltk.data, "path", [str(tmp_path)])
+
+    class Missing:
+        def ensure_loaded(self):
+            raise LookupError("Resource wordnet not found.")
+
+    monkeypatch.setattr("nltk.corpus.wordnet", Missing(), raising=False)
+    with pytest.raises(FileNotFoundError, match=r"WordNet 3\.0 not found: .*corpora/wordnet.*NLTK_DATA"):
+        module.load_wordnet(data_dir=tmp_path)
