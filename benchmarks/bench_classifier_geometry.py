@@ -21,8 +21,6 @@ import os
 import statistics
 import time
 
-import numpy as np
-
 
 def _median_seconds(fn, repeats):
     times = []
