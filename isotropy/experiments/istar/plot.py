@@ -1,0 +1,100 @@
+"""Figures of the I-STAR sweep from ``results.json``: performance vs IsoScore* and TwoNN dimension per λ."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+__all__ = ["plot_results"]
+
+_METRIC_NAMES = {"accuracy": "accuracy", "f1": "F1", "matthews": "Matthews correlation"}
+
+
+def _label(row) -> str:
+    if row["method"] == "none":
+        return "base"
+    if row["method"] == "cosreg":
+        return f"CosReg ({row['lambda']:g})"
+    return f"λ={row['lambda']:g}"
+
+
+def plot_results(results_dir) -> list[Path]:
+    """Draw ``figures/performance_vs_isoscore_star`` and ``figures/twonn_dimension`` (PNG and SVG).
+
+    Parameters
+    ----------
+    results_dir : path-like
+        A directory written by ``isotropy run istar`` (holding ``results.json``).
+
+    Returns
+    -------
+    list of Path
+        The written files.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    results_dir = Path(results_dir)
+    path = results_dir / "results.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"{str(results_dir)!r} has no results.json; expected the directory an "
+                                f"'isotropy run istar' command finished writing.")
+    results = json.loads(path.read_text())
+    rows = results["summary"]
+    if not rows:
+        raise ValueError(f"{path} holds no finished runs to plot.")
+    metric = _METRIC_NAMES.get(results.get("metric"), results.get("metric", "score"))
+    seeds = max(r["n_seeds"] for r in rows)
+    out_dir = results_dir / "figures"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    cmap = plt.get_cmap("coolwarm")
+    lams = [r["lambda"] for r in rows if r["method"] == "istar"]
+    span = max((abs(v) for v in lams), default=1.0) or 1.0
+
+    def colour(row):
+        if row["method"] == "none":
+            return "black"
+        if row["method"] == "cosreg":
+            return "tab:green"
+        return cmap(0.5 + 0.5 * row["lambda"] / span)
+
+    # Figure 5 of Rudman & Eickhoff: task performance against IsoScore* of validation representations
+    fig, ax = plt.subplots(figsize=(6.4, 4.6))
+    for row in rows:
+        marker = {"none": "s", "istar": "o", "cosreg": "^"}[row["method"]]
+        ax.errorbar(row["isoscore_star_mean"], row["score_mean"], xerr=row["isoscore_star_std"],
+                    yerr=row["score_std"], fmt=marker, color=colour(row), ecolor=colour(row), capsize=3,
+                    markersize=7, label=_label(row))
+        ax.annotate(_label(row), (row["isoscore_star_mean"], row["score_mean"]), textcoords="offset points",
+                    xytext=(5, 5), fontsize=8)
+    ax.set_xlabel("IsoScore* of validation sentence representations")
+    ax.set_ylabel(f"validation {metric}")
+    ax.set_title(f"Performance vs isotropy (mean ± std over {seeds} seed{'s' if seeds > 1 else ''})")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, ncol=2, loc="best")
+    fig.tight_layout()
+    for ext in ("png", "svg"):
+        target = out_dir / f"performance_vs_isoscore_star.{ext}"
+        fig.savefig(target, dpi=150)
+        written.append(target)
+    plt.close(fig)
+
+    # Figure 7: TwoNN intrinsic dimension of validation representations per condition
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    xs = range(len(rows))
+    ax.bar(xs, [r["twonn_dimension_mean"] for r in rows], yerr=[r["twonn_dimension_std"] for r in rows],
+           color=[colour(r) for r in rows], capsize=3, edgecolor="black", linewidth=0.5)
+    ax.set_xticks(list(xs), [_label(r) for r in rows], rotation=30, ha="right")
+    ax.set_ylabel("TwoNN intrinsic dimension")
+    ax.set_title(f"Intrinsic dimension of validation representations (mean ± std, {seeds} seeds)")
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    for ext in ("png", "svg"):
+        target = out_dir / f"twonn_dimension.{ext}"
+        fig.savefig(target, dpi=150)
+        written.append(target)
+    plt.close(fig)
+    return written

@@ -1,0 +1,266 @@
+"""I-STAR / CosReg fine-tuning (isotropy.experiments.istar) on a tiny randomly initialised BERT.
+
+Expected values come from independent references: numpy's covariance for Σ_S, sentence-transformers'
+own encoding of the packaged MiniLM for the pooled representation, autograd linearity for the sign
+of the regulariser, and an uninterrupted sweep for the resumed one.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import numpy as np
+import pytest
+import torch
+from conftest import shared_data_path
+
+from isotropy import isoscore_star
+from isotropy.experiments._results import load_config
+from isotropy.experiments.istar.data import subsample, tokenise
+from isotropy.experiments.istar.model import (
+    SentenceClassifier,
+    layer_indices,
+    select_states,
+)
+from isotropy.experiments.istar.run import resolve_config, run
+from isotropy.experiments.istar.train import (
+    regularised_loss,
+    shrinkage_covariance,
+    training_step,
+)
+
+SENTENCES = ["a gripping , funny film", "dull and lifeless", "the best movie of the year",
+             "i hated every minute", "an uneven but rewarding ride", "painfully slow",
+             "sharp writing and great acting", "nothing works here", "a small gem", "boring beyond belief",
+             "warm , witty and wise", "a mess from start to finish"]
+
+
+@pytest.fixture(scope="module")
+def tiny_model_dir(tmp_path_factory):
+    """A 2-layer, 32-d BERT with random weights and the packaged MiniLM tokenizer, saved as a model directory."""
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    from isotropy.encoders import resolve_model
+
+    path = tmp_path_factory.mktemp("tiny-bert")
+    tokenizer = AutoTokenizer.from_pretrained(resolve_model("all-MiniLM-L6-v2"))
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=64, max_position_embeddings=64)
+    BertModel(config).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def tiny(tiny_model_dir):
+    from isotropy.experiments.istar.model import load_encoder
+
+    return load_encoder(str(tiny_model_dir))
+
+
+def _config(**overrides):
+    config = load_config("istar", "sst2-cpu", overrides)
+    return resolve_config(config)
+
+
+def _batch(tokenizer, n=12):
+    from isotropy.datasets._types import LabeledTexts
+
+    data = LabeledTexts("toy", SENTENCES[:n], None, np.arange(n) % 2, ["neg", "pos"])
+    return tokenise(tokenizer, data, max_length=32)
+
+
+def test_penalty_gradient_reaches_encoder_with_documented_sign(tiny):
+    tokenizer, encoder = tiny
+    torch.manual_seed(0)
+    model = SentenceClassifier(copy.deepcopy(encoder), 2, dropout=0.0).eval()
+    batch = _batch(tokenizer).batch(np.arange(12), "cpu")
+    out = model(batch)
+    states = select_states(out.hidden_states, batch["attention_mask"], layers="all", level="token", pooling="mean")
+    assert states.shape == (2 * int(batch["attention_mask"].sum()), 32)  # every token of both layers
+    shrink = torch.eye(32)
+    lam = 3.0
+    total, task, iso, cos = regularised_loss(out.logits, batch["labels"], states, method="istar", lam=lam,
+                                             shrinkage_cov=shrink, zeta=0.2)
+    assert cos is None
+    # the penalty is IsoScore* of the states (the core metric, numpy float64 reference)
+    assert float(iso.detach()) == pytest.approx(isoscore_star(states.detach().double().numpy(), shrinkage_cov=np.eye(32),
+                                                     zeta=0.2), abs=1e-5)
+    params = [model.encoder.embeddings.word_embeddings.weight, model.encoder.encoder.layer[0].attention.self.query.weight]
+    g_total = torch.autograd.grad(total, params, retain_graph=True)
+    g_task = torch.autograd.grad(task, params, retain_graph=True, allow_unused=True)
+    g_iso = torch.autograd.grad(iso, params, retain_graph=True)
+    for gt, gk, gi in zip(g_total, g_task, g_iso):
+        assert float(gi.abs().sum()) > 0  # the penalty's gradient reaches the encoder
+        gk = torch.zeros_like(gt) if gk is None else gk
+        torch.testing.assert_close(gt, gk - lam * gi, rtol=1e-4, atol=1e-7)  # total = task − λ·IsoScore*
+    # CosReg: total = task + λ·mean pairwise cosine
+    total_c, task_c, _, cos_c = regularised_loss(out.logits, batch["labels"], states, method="cosreg", lam=2.0)
+    U = torch.nn.functional.normalize(states.detach().double(), dim=1)
+    n = U.shape[0]
+    expected_cos = float(((U @ U.T).sum() - n) / (n * (n - 1)))
+    assert float(cos_c) == pytest.approx(expected_cos, abs=1e-5)
+    assert float(total_c) == pytest.approx(float(task_c) + 2.0 * expected_cos, abs=1e-5)
+
+
+@pytest.mark.parametrize("lam", [-5.0, 5.0])
+def test_lambda_sign_moves_batch_isoscore_star(tiny, lam):
+    """λ < 0 lowers IsoScore* of the batch's regularised states over a few steps, λ > 0 raises it."""
+    tokenizer, encoder = tiny
+    torch.manual_seed(1)
+    model = SentenceClassifier(copy.deepcopy(encoder), 2, dropout=0.0)
+    model.eval()  # no dropout noise: the change comes from the regulariser
+    config = _config(model="unused", lr=1e-3, max_grad_norm=None)
+    data = _batch(tokenizer)
+    shrink = shrinkage_covariance(model, data, np.arange(12), config=config, device="cpu")
+    batch = data.batch(np.arange(12), "cpu")
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.0)
+    values = [training_step(model, batch, optimizer, method="istar", lam=lam, shrinkage_cov=shrink,
+                            config=config)["iso_star"] for _ in range(8)]
+    with torch.no_grad():
+        out = model(batch)
+        H = select_states(out.hidden_states, batch["attention_mask"], layers="all", level="token", pooling="mean")
+    after = isoscore_star(H.double().numpy(), shrinkage_cov=shrink.double().numpy(), zeta=0.2)
+    if lam < 0:
+        assert after < values[0] - 0.02
+    else:
+        assert after > values[0] + 0.02
+
+
+def test_shrinkage_covariance_matches_numpy(tiny):
+    tokenizer, encoder = tiny
+    model = SentenceClassifier(copy.deepcopy(encoder), 2)
+    config = _config(model="unused", eval_batch_size=5)  # several length-sorted batches
+    data = _batch(tokenizer)
+    idx = np.array([0, 3, 4, 7, 8, 10, 11])
+    cov = shrinkage_covariance(model, data, idx, config=config, device="cpu")
+    assert model.training  # mode restored
+    model.eval()
+    with torch.no_grad():
+        batch = data.batch(idx, "cpu")
+        out = model(batch)
+        H = select_states(out.hidden_states, batch["attention_mask"], layers="all", level="token", pooling="mean")
+    np.testing.assert_allclose(cov.numpy(), np.cov(H.double().numpy(), rowvar=False), atol=1e-5)
+
+
+def test_mean_pooling_matches_sentence_transformers():
+    """The classifier's pooled representation of the packaged MiniLM is sentence-transformers' embedding."""
+    from sentence_transformers import SentenceTransformer
+
+    from isotropy.encoders import resolve_model
+    from isotropy.experiments.istar.model import load_encoder
+    from isotropy.experiments.istar.train import evaluate
+
+    tokenizer, encoder = load_encoder("all-MiniLM-L6-v2")
+    model = SentenceClassifier(encoder, 2)
+    _, pooled = evaluate(model, _batch(tokenizer, 6), batch_size=4, device="cpu")
+    reference = SentenceTransformer(resolve_model("all-MiniLM-L6-v2"), device="cpu").encode(SENTENCES[:6])
+    np.testing.assert_allclose(pooled / np.linalg.norm(pooled, axis=1, keepdims=True), reference, atol=2e-5)
+
+
+def _sweep_config(model_dir, **overrides):
+    base = {"model": str(model_dir), "data_dir": str(shared_data_path("glue_data").parent), "train_size": 24,
+            "validation_size": 20, "batch_size": 8, "eval_batch_size": 32, "seeds": [0], "lambdas": [-3.0],
+            "cosreg": None, "checkpoint_every": 1, "istar.shrinkage_sample": 16, "lr": 1e-3, "max_length": 24}
+    base.update(overrides)
+    return load_config("istar", "sst2-cpu", base)
+
+
+def _strip(records):
+    return [{k: v for k, v in r.items() if k != "seconds"} for r in records]
+
+
+def test_resume_after_interrupt_gives_identical_results(tiny_model_dir, tmp_path):
+    config = _sweep_config(tiny_model_dir)
+    whole = run(config, tmp_path / "whole", log=None)
+    with pytest.raises(KeyboardInterrupt):
+        run(config, tmp_path / "cut", log=None, _interrupt=("istar_-3_seed0", 2))  # mid-run, after 2 of 3 steps
+    assert (tmp_path / "cut" / "runs" / "base_seed0.json").is_file()
+    assert not (tmp_path / "cut" / "runs" / "istar_-3_seed0.json").exists()
+    assert (tmp_path / "cut" / "checkpoints" / "istar_-3_seed0.pt").is_file()
+    with pytest.raises(FileExistsError, match="--resume"):
+        run(config, tmp_path / "cut", log=None)
+    with pytest.raises(ValueError, match="config differs"):
+        run({**config, "lr": 2e-3}, tmp_path / "cut", resume=True, log=None)
+    messages = []
+    resumed = run(config, tmp_path / "cut", resume=True, log=messages.append)
+    assert any("finished earlier" in m for m in messages) and any("resumed at step 2/3" in m for m in messages)
+    assert _strip(resumed["runs"]) == _strip(whole["runs"])
+    assert not (tmp_path / "cut" / "checkpoints" / "istar_-3_seed0.pt").exists()
+
+
+@pytest.mark.parametrize(("override", "match"), [
+    ({"istar": {"zeta": 1.5, "level": "token", "layers": "all", "shrinkage_sample": 8}}, "'istar.zeta'.*Got 1.5"),
+    ({"istar": {"zeta": 0.2, "level": "word", "layers": "all", "shrinkage_sample": 8}}, "'istar.level'.*'word'"),
+    ({"seeds": []}, "'seeds'"),
+    ({"lambdas": [-1, 0]}, "'lambdas'.*non-zero"),
+    ({"pooling": "max"}, "'pooling'.*'max'"),
+    ({"batch_size": 0}, "'batch_size'.*positive int"),
+    ({"metric": "auc"}, "'metric'.*'auc'"),
+])
+def test_bad_config_values_are_clear_errors(override, match):
+    with pytest.raises(ValueError, match=match):
+        resolve_config({**load_config("istar", "sst2-cpu"), **override})
+
+
+def test_bad_layers_and_task_are_clear_errors(tiny_model_dir, tmp_path):
+    assert layer_indices("all", 7) == [1, 2, 3, 4, 5, 6] and layer_indices([0, -1], 7) == [0, 6]
+    with pytest.raises(ValueError, match=r"'istar.layers'.*Got \[9\]"):
+        layer_indices([9], 7)
+    with pytest.raises(ValueError, match="'task'.*'imdb'"):
+        run(_sweep_config(tiny_model_dir, task="imdb"), tmp_path / "x", log=None)
+
+
+def test_cli_errors_are_one_line(tmp_path, capsys):
+    from isotropy.cli import main
+
+    for argv, match in [(["--seeds", "a,b"], "--seeds"), (["--setup", "nope"], "Unknown setup 'nope'"),
+                        (["--model", str(tmp_path), "--results-dir", str(tmp_path / "r"), "--data-dir",
+                          str(shared_data_path("glue_data").parent), "--train-size", "8"], "could not be loaded")]:
+        with pytest.raises(SystemExit) as exc:
+            main(["run", "istar", *argv])
+        assert exc.value.code == 2
+        assert match in capsys.readouterr().err
+
+
+def test_cli_end_to_end_on_sst2(tiny_model_dir, tmp_path, capsys):
+    from isotropy.cli import main
+
+    out = tmp_path / "sweep"
+    main(["run", "istar", "--model", str(tiny_model_dir), "--data-dir", str(shared_data_path("glue_data").parent),
+          "--results-dir", str(out), "--train-size", "16", "--seeds", "0,1", "--lambdas", "-1,1", "--quiet",
+          "--set", "validation_size=24", "--set", "batch_size=8", "--set", "istar.shrinkage_sample=8",
+          "--set", "max_length=24", "--set", "checkpoint_every=0"])
+    printed = capsys.readouterr().out
+    assert "| istar | -1 | 2 |" in printed and "| cosreg | 1 | 2 |" in printed
+    results = json.loads((out / "results.json").read_text())
+    assert len(results["runs"]) == 8  # 2 seeds × (base, λ=-1, λ=1, CosReg)
+    assert [r["condition"] for r in results["summary"]] == ["base", "istar:-1", "istar:1", "cosreg:1"]
+    for record in results["runs"]:
+        assert record["metric"] == "accuracy" and record["n_validation"] == 24 and record["n_train"] == 16
+        assert 0 <= record["score"] <= 1 and 0 <= record["isoscore"] <= 1 and 0 <= record["isoscore_star"] <= 1
+        assert record["twonn_dimension"] > 0
+        assert (record["score"] * 24) == pytest.approx(round(record["score"] * 24))  # a count of 24 items
+    row = results["summary"][1]
+    scores = [r["score"] for r in results["runs"] if r["condition"] == "istar:-1"]
+    assert row["score_mean"] == pytest.approx(np.mean(scores)) and row["score_std"] == pytest.approx(np.std(scores, ddof=1))
+    meta = json.loads((out / "run.json").read_text())
+    assert meta["experiment"] == "istar" and meta["config"]["metric"] == "accuracy" and meta["seeds"] == [0, 1]
+    for name in ("performance_vs_isoscore_star", "twonn_dimension"):
+        for ext in ("png", "svg"):
+            assert (out / "figures" / f"{name}.{ext}").stat().st_size > 1000
+    assert not list((out / "checkpoints").glob("*.pt"))
+    (out / "figures" / "twonn_dimension.png").unlink()
+    main(["plot", str(out)])
+    assert (out / "figures" / "twonn_dimension.png").is_file()
+
+
+def test_subsample_is_fixed_by_seed():
+    from isotropy.datasets._types import LabeledTexts
+
+    data = LabeledTexts("toy", [str(i) for i in range(50)], None, np.arange(50) % 2, ["a", "b"])
+    a, b = subsample(data, 10, seed=3), subsample(data, 10, seed=3)
+    assert a.text_a == b.text_a and len(a) == 10 and subsample(data, None, seed=0) is data
+    assert [int(t) % 2 for t in a.text_a] == a.labels.tolist()
