@@ -1,0 +1,1 @@
+"""``isotropy run sts-isotropy``: isotropy-enhancing transforms on STS (Rajaee & Pilehvar, 2021)."""

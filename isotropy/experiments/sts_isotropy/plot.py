@@ -1,0 +1,106 @@
+"""Figures of an sts-isotropy results directory (no re-run): Spearman per method, and the sweep."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+__all__ = ["plot_results"]
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig, stem: Path) -> list[Path]:
+    from isotropy.experiments._results import atomic_write
+
+    paths = []
+    for ext in ("png", "svg"):
+        path = stem.with_suffix(f".{ext}")
+        with atomic_write(path, "wb") as handle:
+            fig.savefig(handle, format=ext, dpi=150, bbox_inches="tight")
+        paths.append(path)
+    return paths
+
+
+def _methods_figure(plt, results, results_dir):
+    from isotropy.experiments.sts_isotropy.report import correlation
+
+    agg = results["config"]["aggregate"]
+    names = list(results["datasets"])
+    methods = list(next(iter(results["datasets"].values()))["methods"])
+    fig, (ax, ax_iso) = plt.subplots(1, 2, figsize=(12, 4.2), gridspec_kw={"width_ratios": [2.2, 1]})
+    width = 0.8 / len(methods)
+    cmap = plt.get_cmap("tab10")
+    for m, method in enumerate(methods):
+        ys = [100 * correlation(results["datasets"][n]["methods"][method], "spearman", agg) for n in names]
+        ax.bar([i + (m - (len(methods) - 1) / 2) * width for i in range(len(names))], ys, width, label=method,
+               color=cmap(m))
+        iw = [results["datasets"][n]["methods"][method]["I(W)"] for n in names]
+        iso = [results["datasets"][n]["methods"][method]["IsoScore"] for n in names]
+        ax_iso.scatter([sum(iw) / len(iw)], [sum(iso) / len(iso)], color=cmap(m), s=40)
+    ax.set_xticks(range(len(names)), names)
+    ax.set_ylabel("Spearman x100")
+    low = min(100 * correlation(results["datasets"][n]["methods"][m], "spearman", agg) for n in names for m in methods)
+    ax.set_ylim(max(0, low - 10), None)
+    ax.legend(fontsize=7, ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.1))
+    fit = "evaluated sentences" if results["config"]["fit_on"] == "self" else results["config"]["fit_on"]
+    ax.set_title(f"{Path(str(results['config']['model'])).name}: STS with transforms fitted on {fit}", fontsize=9)
+    ax_iso.set_xlim(0, 1.05)
+    ax_iso.set_ylim(0, 1.05)
+    ax_iso.set_xlabel("I(W) (mean over data sets)")
+    ax_iso.set_ylabel("IsoScore (mean over data sets)")
+    ax_iso.set_title("isotropy after each transform", fontsize=9)
+    fig.tight_layout()
+    paths = _save(fig, results_dir / "sts_spearman")
+    plt.close(fig)
+    return paths
+
+
+def _sweep_figure(plt, results, results_dir):
+    sweep = results["sweep"]
+    params = [p for p in ("n_clusters", "n_components") if any(s["param"] == p for s in sweep)]
+    fig, axes = plt.subplots(1, len(params), figsize=(5.2 * len(params), 3.8), squeeze=False)
+    c = results["config"]
+    for ax, param in zip(axes[0], params):
+        iso_ax = ax.twinx()
+        for dataset in dict.fromkeys(s["dataset"] for s in sweep):
+            pts = sorted((s for s in sweep if s["param"] == param and s["dataset"] == dataset), key=lambda s: s["value"])
+            xs = [s["value"] for s in pts]
+            ax.plot(xs, [100 * s["spearman"] for s in pts], "o-", color="C0", label=f"Spearman ({dataset})")
+            iso_ax.plot(xs, [s["IsoScore"] for s in pts], "s--", color="C3", label="IsoScore")
+            iso_ax.plot(xs, [s["I(W)"] for s in pts], "^:", color="C2", label="I(W)")
+        fixed = "n_components" if param == "n_clusters" else "n_clusters"
+        ax.set_xlabel(f"{param} ({fixed} = {c[fixed]})")
+        ax.set_ylabel("Spearman x100", color="C0")
+        iso_ax.set_ylabel("isotropy (1 = isotropic)")
+        iso_ax.set_ylim(0, 1.05)
+        handles = ax.get_legend_handles_labels()[0] + iso_ax.get_legend_handles_labels()[0]
+        labels = ax.get_legend_handles_labels()[1] + iso_ax.get_legend_handles_labels()[1]
+        ax.legend(handles, labels, fontsize=7, loc="lower right")
+    fig.suptitle("K-means + Mean + PCA: choosing the number of clusters and of removed directions", fontsize=10)
+    fig.tight_layout()
+    paths = _save(fig, results_dir / "sts_sweep")
+    plt.close(fig)
+    return paths
+
+
+def plot_results(results_dir) -> list[Path]:
+    """Draw the figures of ``results_dir`` (from its ``results.json``); return the written PNG and SVG paths."""
+    results_dir = Path(results_dir)
+    path = results_dir / "results.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"{str(path)!r} does not exist: expected the directory that 'isotropy run "
+                                f"sts-isotropy' wrote.")
+    results = json.loads(path.read_text())
+    plt = _pyplot()
+    paths = _methods_figure(plt, results, results_dir)
+    if results.get("sweep"):
+        paths += _sweep_figure(plt, results, results_dir)
+    return paths

@@ -1,0 +1,231 @@
+"""Run the STS comparison of isotropy-enhancing transforms: ``run(config) -> results``.
+
+For every data set the sentences of both sides are embedded, each method is fitted (on those
+sentences, ``fit_on: self``, as Rajaee & Pilehvar do, or once on a separate corpus) and applied,
+and the cosine similarity of each pair is correlated with the gold score (SentEval's way, per
+sub-file and pooled). The isotropy of the transformed embeddings is measured with I(W) and IsoScore.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+
+from isotropy.experiments._results import write_json, write_run_metadata, write_text
+
+__all__ = ["METHODS", "cosine_rows", "default_results_dir", "embed_texts", "fit_sentences", "make_method", "run"]
+
+METHODS = ("Baseline", "Mean", "Mean + PCA", "K-means + Mean", "GMM + Mean + PCA", "K-means + Mean + PCA",
+           "Whitening")
+POOLINGS = ("sentence-transformers", "mean")
+
+
+def default_results_dir(config) -> Path:
+    fit = config["fit_on"] if config["fit_on"] in ("self", "stsb-train", "wikitext-2") else "corpus"
+    return Path("results") / "sts-isotropy" / f"fit-{fit}"
+
+
+def make_method(name: str, config, *, seed: int):
+    """The transformer of a table row (``None`` for the baseline)."""
+    from isotropy.transforms import (
+        AllButTheTop,
+        ClusterCentering,
+        ClusterIsotropy,
+        Whitening,
+    )
+
+    k, D = config["n_clusters"], config["n_components"]
+    factories = {
+        "Baseline": lambda: None,
+        "Mean": lambda: AllButTheTop(n_components=0),
+        "Mean + PCA": lambda: AllButTheTop(n_components=config["abtt_components"]),
+        "K-means + Mean": lambda: ClusterCentering(n_clusters=k, random_state=seed),
+        "GMM + Mean + PCA": lambda: ClusterIsotropy(k, D, clustering="gmm", random_state=seed),
+        "K-means + Mean + PCA": lambda: ClusterIsotropy(k, D, clustering="kmeans", random_state=seed),
+        "Whitening": lambda: Whitening(config["whitening_components"], eps=config["whitening_eps"]),
+    }
+    if name not in factories:
+        raise ValueError(f"The 'methods' config entry must list names from {list(METHODS)}. Got {name!r} instead.")
+    return factories[name]()
+
+
+def embed_texts(texts, config, *, device=None, progress=False) -> np.ndarray:
+    """Embed ``texts`` with the configured model and pooling (both cached on disk); float32 (n, d)."""
+    from isotropy.encoders import encode_mean_pooled, encode_sentences
+
+    if config["pooling"] == "mean":
+        return encode_mean_pooled(texts, model=config["model"], device=device, layer=config["layer"],
+                                  batch_size=config["batch_size"], max_length=config["max_length"])
+    return encode_sentences(texts, model=config["model"], device=device, batch_size=config["batch_size"],
+                            show_progress=progress)
+
+
+def _split_sentences(words: list[str]) -> list[str]:
+    """Cut a tokenised paragraph after each sentence-final ``.``, ``!`` or ``?`` token."""
+    out, current = [], []
+    for word in words:
+        current.append(word)
+        if word in {".", "!", "?"}:
+            out.append(" ".join(current))
+            current = []
+    if current:
+        out.append(" ".join(current))
+    return [s for s in out if len(s.split()) >= 3]
+
+
+def fit_sentences(fit_on: str, *, data_dir=None, max_sentences: int, seed: int) -> tuple[list[str], dict]:
+    """Sentences of a separate fitting corpus: STS-B train, WikiText-2 validation, or a text file."""
+    from isotropy.datasets.corpora import load_text_file, load_wikitext2
+    from isotropy.datasets.sts import load_sts
+
+    if fit_on == "stsb-train":
+        data = load_sts("STSB", split="train", data_dir=data_dir)
+        sentences, source = data.sentences(), data.source
+    elif fit_on == "wikitext-2":
+        corpus = load_wikitext2("validation", data_dir=data_dir)
+        sentences = [s for line in corpus.lines for s in _split_sentences(line)]
+        source = {**corpus.source, "rule": "paragraphs cut after . ! ? tokens; sentences of >= 3 words"}
+    else:
+        path = Path(fit_on)
+        if not path.is_file():
+            raise FileNotFoundError(f"The 'fit_on' option must be self, stsb-train, wikitext-2 or a text file (one "
+                                    f"sentence a line). Got {fit_on!r}, which is not a file.")
+        corpus = load_text_file(path)
+        sentences, source = [" ".join(line) for line in corpus.lines], corpus.source
+    if len(sentences) > max_sentences:
+        keep = np.sort(np.random.default_rng(seed).choice(len(sentences), max_sentences, replace=False))
+        sentences = [sentences[i] for i in keep]
+    return sentences, {**source, "n_sentences": len(sentences)}
+
+
+def cosine_rows(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """Cosine similarity of each row of ``A`` with the same row of ``B`` (0 where a row is zero)."""
+    num = np.einsum("ij,ij->i", A, B)
+    den = np.linalg.norm(A, axis=1) * np.linalg.norm(B, axis=1)
+    return np.divide(num, den, out=np.zeros_like(num), where=den > 0)
+
+
+def isotropy_metrics(Y: np.ndarray, *, sample: int, seed: int) -> dict:
+    """I(W) and IsoScore of the embeddings ``Y`` (on a seeded subsample of ``sample`` rows when larger)."""
+    from isotropy import isoscore, partition_isotropy
+
+    if sample and Y.shape[0] > sample:
+        Y = Y[np.sort(np.random.default_rng(seed).choice(Y.shape[0], sample, replace=False))]
+    return {"I(W)": float(partition_isotropy(Y)), "IsoScore": float(isoscore(Y))}
+
+
+def _apply(name, config, X_fit, X, *, seed):
+    method = make_method(name, config, seed=seed)
+    if method is None:
+        return X.astype(np.float64)
+    return method.fit(X_fit).transform(X)
+
+
+def _load_data(config, data_dir):
+    from isotropy.datasets.sts import load_sts
+
+    data = {}
+    for name in config["datasets"]:
+        d = load_sts(name, data_dir=data_dir)
+        if config.get("limit") and len(d) > config["limit"]:
+            keep = np.sort(np.random.default_rng(config["seed"]).choice(len(d), config["limit"], replace=False))
+            d = type(d)(name=d.name, text_a=[d.text_a[i] for i in keep], text_b=[d.text_b[i] for i in keep],
+                        scores=d.scores[keep], subsets=d.subsets[keep],
+                        source={**d.source, "limit": config["limit"], "seed": config["seed"]})
+        data[name] = d
+    return data
+
+
+def _evaluate(name, d, X, X_fit, config, log):
+    from isotropy.datasets.sts import sts_correlations
+
+    n, seed, rows = len(d), config["seed"], {}
+    for method in config["methods"]:
+        start = time.perf_counter()
+        Y = _apply(method, config, X if X_fit is None else X_fit, X, seed=seed)
+        corr = sts_correlations(cosine_rows(Y[:n], Y[n:]), d.scores, d.subsets)
+        rows[method] = {**corr, **isotropy_metrics(Y, sample=config["metric_sample"], seed=seed),
+                        "seconds": round(time.perf_counter() - start, 3)}
+        log(f"  {name:6s} {method:22s} Spearman {100 * corr['all']['spearman']:6.2f}  "
+            f"I(W) {rows[method]['I(W)']:.3g}  IsoScore {rows[method]['IsoScore']:.3g}")
+    return rows
+
+
+def _sweep(data, embeddings, X_fit, config, log) -> list[dict]:
+    from isotropy.datasets.sts import sts_correlations
+
+    points = []
+    sweep = config.get("sweep") or {}
+    for name in sweep.get("datasets") or []:
+        if name not in data:
+            raise ValueError(f"The 'sweep.datasets' config entry {name!r} is not among the evaluated datasets "
+                             f"{list(data)}.")
+        d, X = data[name], embeddings[name]
+        n = len(d)
+        base = X if X_fit is None else X_fit
+        grid = [("n_clusters", k, {"n_clusters": k}) for k in sweep.get("n_clusters") or []]
+        grid += [("n_components", D, {"n_components": D}) for D in sweep.get("n_components") or []]
+        for param, value, override in grid:
+            cfg = {**config, **override}
+            if cfg["n_clusters"] > base.shape[0] or cfg["n_components"] > base.shape[1]:
+                continue
+            Y = _apply("K-means + Mean + PCA", cfg, base, X, seed=config["seed"])
+            corr = sts_correlations(cosine_rows(Y[:n], Y[n:]), d.scores, d.subsets)
+            point = {"dataset": name, "param": param, "value": value, "n_clusters": cfg["n_clusters"],
+                     "n_components": cfg["n_components"], "pearson": corr["all"]["pearson"],
+                     "spearman": corr["all"]["spearman"],
+                     **isotropy_metrics(Y, sample=config["metric_sample"], seed=config["seed"])}
+            points.append(point)
+            log(f"  sweep {name} {param}={value}: Spearman {100 * point['spearman']:.2f} I(W) {point['I(W)']:.3g}")
+    return points
+
+
+def check_config(config) -> None:
+    if config["pooling"] not in POOLINGS:
+        raise ValueError(f"The 'pooling' option must be one of {list(POOLINGS)}. Got {config['pooling']!r} instead.")
+    if config["aggregate"] not in ("all", "wmean", "mean"):
+        raise ValueError(f"The 'aggregate' option must be one of ['all', 'wmean', 'mean']. "
+                         f"Got {config['aggregate']!r} instead.")
+    for method in config["methods"]:
+        if method not in METHODS:
+            raise ValueError(f"The 'methods' config entry must list names from {list(METHODS)}. Got {method!r} instead.")
+    if not config["datasets"]:
+        raise ValueError("The 'datasets' option must name at least one data set.")
+
+
+def run(config, *, results_dir, data_dir=None, device=None, progress=True, plot=True) -> dict:
+    """Run the comparison; write ``results.json``, ``results.md``, ``sweep.json``, figures and ``run.json``."""
+    from isotropy.experiments.sts_isotropy.report import markdown_report
+
+    check_config(config)
+    results_dir = Path(results_dir)
+    log = print if progress else (lambda *a, **k: None)
+    started = time.perf_counter()
+    write_run_metadata(results_dir, experiment="sts-isotropy", config=config, seeds=[config["seed"]],
+                       extra={"data_dir": str(data_dir) if data_dir is not None else None, "device": device})
+    data = _load_data(config, data_dir)
+    X_fit, fit_source = None, {"fit_on": "self"}
+    if config["fit_on"] != "self":
+        sentences, fit_source = fit_sentences(config["fit_on"], data_dir=data_dir,
+                                              max_sentences=config["fit_max_sentences"], seed=config["seed"])
+        log(f"fitting corpus {config['fit_on']}: {len(sentences)} sentences")
+        X_fit = embed_texts(sentences, config, device=device, progress=progress).astype(np.float64)
+    embeddings, table = {}, {}
+    for name, d in data.items():
+        log(f"{name}: {len(d)} pairs")
+        X = embed_texts(d.sentences(), config, device=device, progress=progress).astype(np.float64)
+        embeddings[name] = X
+        table[name] = {"n_pairs": len(d), "subsets": d.subset_names, "source": d.source,
+                       "methods": _evaluate(name, d, X, X_fit, config, log)}
+    sweep = _sweep(data, embeddings, X_fit, config, log)
+    results = {"config": config, "fit": fit_source, "n_features": int(next(iter(embeddings.values())).shape[1]),
+               "datasets": table, "sweep": sweep, "seconds": round(time.perf_counter() - started, 1)}
+    write_json(results_dir / "results.json", results)
+    write_text(results_dir / "results.md", markdown_report(results))
+    if plot:
+        from isotropy.experiments.sts_isotropy.plot import plot_results
+
+        results["figures"] = [str(p) for p in plot_results(results_dir)]
+    return results
