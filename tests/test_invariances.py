@@ -30,8 +30,20 @@ ALL = frozenset({*GEOMETRIC, RELABEL, ROW_ORDER})
 
 
 def _public(name):
-    """Resolve a public name of :mod:`isotropy` (a missing module fails the test loudly)."""
+    """Resolve a public name of :mod:`isotropy` or ``isotropy.torch`` (a missing module fails loudly)."""
+    if name.startswith("torch."):
+        return getattr(importlib.import_module("isotropy.torch"), name.removeprefix("torch."))
     return getattr(isotropy, name)
+
+
+def _torch_penalty(name, *, sign=1.0, **kwargs):
+    """A torch-only penalty as a metric: numpy X goes in as a float64 tensor, a float comes out."""
+    def call(X, labels):
+        import torch
+
+        value = sign * _public(name)(X if isinstance(X, torch.Tensor) else torch.as_tensor(X), **kwargs)
+        return value if isinstance(X, torch.Tensor) else float(value)
+    return call
 
 
 def _accumulated(method, **kwargs):
@@ -109,6 +121,12 @@ REGISTRY = [
     Metric("CovarianceAccumulator.cosine_similarity_mean", "CovarianceAccumulator",
            _accumulated("cosine_similarity_mean"), "isotropy", frozenset({ROTATION, SCALE, ROW_ORDER}),
            changes=frozenset({TRANSLATION}), x_name="X_chunk", torch_output=False),
+    # the PyTorch regularisers are the same quantities, differentiable (IsoScore* = −istar_penalty)
+    Metric("torch.istar_penalty[Σ_S=I]", "torch.istar_penalty",
+           _torch_penalty("torch.istar_penalty", sign=-1.0, shrinkage_cov=None), "isotropy",
+           frozenset({ROTATION, TRANSLATION, ROW_ORDER}), changes=frozenset({SCALE})),
+    Metric("torch.cosine_penalty", "torch.cosine_penalty", _torch_penalty("torch.cosine_penalty"), "isotropy",
+           frozenset({ROTATION, SCALE, ROW_ORDER}), changes=frozenset({TRANSLATION})),
     # cluster quality: distances only (euclidean), or angles only (cosine)
     Metric("silhouette_score[euclidean]", "silhouette_score", _fn("silhouette_score", labelled=True), "cluster", ALL),
     Metric("silhouette_score[cosine]", "silhouette_score", _fn("silhouette_score", labelled=True, metric="cosine"),
@@ -266,5 +284,17 @@ def test_numpy_torch_parity(metric):
 def test_module_of_every_entry_is_importable():
     """The lazy export table points each registered name at a module that defines it."""
     for metric in REGISTRY:
+        if metric.public_name.startswith("torch."):
+            continue
         module = importlib.import_module(isotropy._EXPORTS[metric.public_name])
         assert hasattr(module, metric.public_name), metric.id
+
+
+def test_torch_penalties_are_the_metrics():
+    """−istar_penalty is IsoScore* and cosine_penalty the mean cosine (same formula, same value)."""
+    pytest.importorskip("torch")
+    X, _ = blobs(2, 25, 5, 2)
+    by_id = {m.id: m for m in REGISTRY}
+    assert by_id["torch.istar_penalty[Σ_S=I]"](X, None) == pytest.approx(
+        by_id["isoscore_star[Σ_S=I]"](X, None), rel=1e-12)
+    assert by_id["torch.cosine_penalty"](X, None) == pytest.approx(by_id["cosine_similarity_mean"](X, None), rel=1e-12)
