@@ -31,7 +31,7 @@ from isotropy._validation import (
     check_scalar,
 )
 
-__all__ = ["TokenEmbeddings", "extract_token_embeddings", "load_transformer", "parse_layers"]
+__all__ = ["TokenEmbeddings", "extract_token_embeddings", "load_transformer", "n_transformer_layers", "parse_layers"]
 
 _CALLER = "extract_token_embeddings"
 
@@ -161,7 +161,8 @@ def load_transformer(model: str = "all-MiniLM-L6-v2", *, device=None):
     return tokenizer, network, location
 
 
-def _n_transformer_layers(config) -> int:
+def n_transformer_layers(config) -> int:
+    """Number of transformer layers of a model config (hidden states are ``0..n_layers``)."""
     for name in ("num_hidden_layers", "n_layer", "n_layers"):
         value = getattr(config, name, None)
         if isinstance(value, int):
@@ -324,7 +325,7 @@ def extract_token_embeddings(lines, *, model: str = "all-MiniLM-L6-v2", layers="
         tokenizer, network, _ = load_transformer(model, device=device)
     else:
         tokenizer, network = tokenizer_and_model
-    n_layers = _n_transformer_layers(network.config)
+    n_layers = n_transformer_layers(network.config)
     layers = parse_layers(layers, n_layers)
     model_max = getattr(network.config, "max_position_embeddings", None) or getattr(network.config, "n_positions", None)
     if model_max is not None:

@@ -1,0 +1,122 @@
+"""The per-layer geometry of Cai et al. (2021), computed with the library's metrics.
+
+For one embedding space (a hidden layer, or a static embedding table): S_inter and S_intra, the
+same two after per-cluster centring (K-means, k by silhouette), IsoScore before and after, and the
+mean local intrinsic dimension (Levina–Bickel MLE, Euclidean and cosine distance).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+__all__ = ["DEFAULT_METRICS", "METRIC_LABELS", "space_metrics", "static_space"]
+
+DEFAULT_METRICS = {
+    "intra_max_instances": 1000,  # S_intra: up to 1,000 instances per type (Cai et al.)
+    "n_neighbors": 100,  # LID: 100 neighbours (Cai et al.)
+    "k_range": [2, 15],  # K-means k chosen by silhouette in 2..15
+    "min_silhouette": 0.1,  # best silhouette below this: one cluster
+    "silhouette_sample_size": 5000,
+    "n_init": 3,
+}
+
+# result key -> column label (the Markdown table and the figures)
+METRIC_LABELS = {
+    "s_inter": "S_inter",
+    "s_intra": "S_intra",
+    "n_clusters": "k",
+    "silhouette": "silhouette",
+    "s_inter_centered": "S_inter (cluster-centred)",
+    "s_intra_centered": "S_intra (cluster-centred)",
+    "isoscore": "IsoScore",
+    "isoscore_centered": "IsoScore (cluster-centred)",
+    "lid_euclidean": "LID (euclidean)",
+    "lid_cosine": "LID (cosine)",
+}
+
+
+def _mean_finite(values) -> float:
+    values = np.asarray(values, dtype=np.float64)
+    finite = values[np.isfinite(values)]
+    return float(finite.mean()) if finite.size else math.nan
+
+
+def _intra(X, type_ids, max_instances, seed) -> float:
+    if np.bincount(type_ids).max() < 2:  # one instance per type (a static table): S_intra is undefined
+        return math.nan
+    from isotropy import intra_type_cosine
+
+    return intra_type_cosine(X, type_ids, max_instances=max_instances, random_state=seed)
+
+
+def space_metrics(X, type_ids, *, seed: int = 0, intra_max_instances: int | None = 1000, n_neighbors: int = 100,
+                  k_range=(2, 15), min_silhouette: float = 0.1, silhouette_sample_size: int | None = 5000,
+                  n_init: int = 3, return_labels: bool = False):
+    """All the per-layer numbers of one space.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        One row per token (or per type for a static table).
+    type_ids : ndarray of shape (n_samples,)
+        Word type of every row.
+    seed : int
+        Seeds the instance draws of S_inter / S_intra and K-means.
+    intra_max_instances, n_neighbors, k_range, min_silhouette, silhouette_sample_size, n_init
+        See :data:`DEFAULT_METRICS`.
+    return_labels : bool
+        Also return the cluster of every row.
+
+    Returns
+    -------
+    metrics : dict
+        ``n``, ``d``, ``n_types`` and the keys of :data:`METRIC_LABELS`; ``s_intra`` is NaN when no
+        type has two instances; LIDs are the mean over points with a finite estimate (``n_neighbors``
+        is capped at ``n - 1``).
+    labels : ndarray of shape (n_samples,), only with ``return_labels=True``
+    """
+    from isotropy import inter_type_cosine, isoscore, local_mle_dimension
+    from isotropy.transforms import ClusterCentering
+
+    X = np.asarray(X, dtype=np.float64)
+    type_ids = np.asarray(type_ids)
+    n, d = X.shape
+    out = {"n": int(n), "d": int(d), "n_types": int(np.unique(type_ids).size)}
+    out["s_inter"] = inter_type_cosine(X, type_ids, random_state=seed)
+    out["s_intra"] = _intra(X, type_ids, intra_max_instances, seed)
+    cc = ClusterCentering("auto", k_range=tuple(k_range), min_silhouette=min_silhouette, n_init=n_init,
+                          silhouette_sample_size=silhouette_sample_size, random_state=seed)
+    Xc = cc.fit_transform(X)
+    out["n_clusters"] = int(cc.n_clusters_)
+    out["silhouette"] = max(cc.silhouette_scores_.values()) if cc.silhouette_scores_ else math.nan
+    out["s_inter_centered"] = inter_type_cosine(Xc, type_ids, random_state=seed)
+    out["s_intra_centered"] = _intra(Xc, type_ids, intra_max_instances, seed)
+    out["isoscore"] = isoscore(X)
+    out["isoscore_centered"] = isoscore(Xc)
+    k = min(n_neighbors, n - 1)
+    with warnings.catch_warnings():  # equidistant neighbourhoods give inf, left out of the mean
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for metric in ("euclidean", "cosine"):
+            out[f"lid_{metric}"] = _mean_finite(local_mle_dimension(X, n_neighbors=k, metric=metric))
+    out = {key: (float(v) if isinstance(v, (float, np.floating)) else v) for key, v in out.items()}
+    return (out, cc.labels_) if return_labels else out
+
+
+def static_space(types, *, vectors="glove-6b-50d", lowercase: bool = True):
+    """Rows of a static embedding table for the given word types (the corpus vocabulary).
+
+    Returns ``(X, words)`` with one row per distinct (lower-cased) type found in the table.
+    """
+    from isotropy.io.word_vectors import packaged_glove, read_word_vectors
+
+    words, table = packaged_glove() if vectors == "glove-6b-50d" else read_word_vectors(vectors)
+    index = {w: i for i, w in enumerate(words)}
+    wanted = dict.fromkeys(t.lower() if lowercase else t for t in types)
+    found = [w for w in wanted if w in index]
+    if len(found) < 3:
+        raise ValueError(f"Only {len(found)} corpus word types are in the static vectors {vectors!r}; "
+                         f"expected at least 3.")
+    return table[[index[w] for w in found]].astype(np.float64), found

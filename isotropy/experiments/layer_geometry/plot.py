@@ -1,0 +1,154 @@
+"""Figures of a layer-geometry results directory: per-layer curves and 2-D / 3-D PCA projections.
+
+``plot_results(results_dir)`` reads ``metrics.json`` and ``projection_layer<L>.npz`` and writes,
+as PNG and SVG: ``layer_metrics`` (S_inter / S_intra raw and cluster-centred, IsoScore, mean LID,
+clusters per layer, static row dashed), ``pca_layer<L>_2d`` and ``pca_layer<L>_3d`` (a sample of
+tokens coloured by K-means cluster and by log corpus frequency).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["plot_results"]
+
+_FORMATS = ("png", "svg")
+
+
+def _save(fig, stem: Path) -> list[Path]:
+    paths = []
+    for fmt in _FORMATS:
+        path = stem.with_suffix(f".{fmt}")
+        fig.savefig(path, dpi=150, bbox_inches="tight")
+        paths.append(path)
+    return paths
+
+
+def _series(rows, key):
+    return np.array([np.nan if r.get(key) is None else r[key] for r in rows], dtype=float)
+
+
+def _static_line(ax, static, key, color):
+    if static and static.get(key) is not None and not math.isnan(static[key]):
+        ax.axhline(static[key], color=color, linestyle=":", linewidth=1.2)
+
+
+def _layer_figure(results, stem: Path) -> list[Path]:
+    import matplotlib.pyplot as plt
+
+    rows, static = results["layers"], results.get("static")
+    layers = [r["layer"] for r in rows]
+    fig, axes = plt.subplots(1, 4, figsize=(17, 3.8))
+    ax = axes[0]
+    for key, label, color, style in [("s_inter", "S_inter", "C0", "-"), ("s_intra", "S_intra", "C1", "-"),
+                                     ("s_inter_centered", "S_inter, cluster-centred", "C0", "--"),
+                                     ("s_intra_centered", "S_intra, cluster-centred", "C1", "--")]:
+        ax.plot(layers, _series(rows, key), style, marker="o", color=color, label=label)
+    _static_line(ax, static, "s_inter", "C0")
+    ax.axhline(0.0, color="grey", linewidth=0.6)
+    ax.set(title="Cosine similarity", xlabel="layer", ylabel="mean cosine")
+    ax.legend(fontsize=7)
+    ax = axes[1]
+    ax.plot(layers, _series(rows, "isoscore"), marker="o", color="C2", label="IsoScore")
+    ax.plot(layers, _series(rows, "isoscore_centered"), "--", marker="o", color="C2", label="cluster-centred")
+    _static_line(ax, static, "isoscore", "C2")
+    ax.set(title="IsoScore (1 = isotropic)", xlabel="layer", ylim=(0, None))
+    ax.legend(fontsize=7)
+    ax = axes[2]
+    for key, label, color in [("lid_euclidean", "euclidean", "C3"), ("lid_cosine", "cosine", "C4")]:
+        ax.plot(layers, _series(rows, key), marker="o", color=color, label=label)
+        _static_line(ax, static, key, color)
+    ax.set(title=f"Mean local intrinsic dimension (k={results['metric_options']['n_neighbors']})", xlabel="layer",
+           ylim=(0, None))
+    ax.legend(fontsize=7)
+    ax = axes[3]
+    ax.bar(layers, _series(rows, "n_clusters"), color="C5", alpha=0.6, label="k (K-means)")
+    ax.set(title="Clusters chosen by silhouette", xlabel="layer", ylabel="k")
+    twin = ax.twinx()
+    twin.plot(layers, _series(rows, "silhouette"), marker="o", color="C6", label="best silhouette")
+    twin.axhline(results["metric_options"]["min_silhouette"], color="C6", linestyle=":", linewidth=1)
+    twin.set_ylabel("silhouette")
+    for a in axes:
+        a.set_xticks(layers)
+    note = f" — dotted: {static['name']} (static)" if static else ""
+    fig.suptitle(f"{Path(str(results['model'])).name} on {results['corpus']}: "
+                 f"{results['n_tokens']:,} tokens, {results['n_types']:,} types{note}", fontsize=10)
+    fig.tight_layout()
+    paths = _save(fig, stem)
+    plt.close(fig)
+    return paths
+
+
+def _draw(ax, coords, values, kind, *, three_d: bool, fig):
+    xyz = (coords[:, 0], coords[:, 1], coords[:, 2]) if three_d else (coords[:, 0], coords[:, 1])
+    size = 2 if three_d else 3
+    if kind == "cluster":
+        k = int(values.max()) + 1
+        cmap = plt_colormap("tab10" if k <= 10 else "tab20")
+        for j in range(k):
+            mask = values == j
+            ax.scatter(*(c[mask] for c in xyz), color=cmap(j % cmap.N), s=size, alpha=0.6, rasterized=True,
+                       label=f"cluster {j} ({int(mask.sum()):,})")
+        ax.set_title(f"K-means cluster (k={k})")
+        ax.legend(fontsize=7, markerscale=4, loc="best")
+    else:
+        sc = ax.scatter(*xyz, c=np.log10(np.maximum(values, 1)), cmap="viridis", s=size, alpha=0.6, rasterized=True)
+        ax.set_title("log10 corpus frequency of the word")
+        fig.colorbar(sc, ax=ax, shrink=0.6 if three_d else 0.8, pad=0.12 if three_d else 0.04)
+    ax.set_xlabel("PC 1")
+    ax.set_ylabel("PC 2")
+    if three_d:
+        ax.set_zlabel("PC 3")
+
+
+def plt_colormap(name):
+    import matplotlib
+
+    return matplotlib.colormaps[name]
+
+
+def _projection_figures(results, path: Path, out_dir: Path) -> list[Path]:
+    import matplotlib.pyplot as plt
+
+    data = np.load(path, allow_pickle=False)
+    coords = data["coords"]
+    layer = int(path.stem.removeprefix("projection_layer"))
+    title = f"{Path(str(results['model'])).name}, layer {layer}, {len(coords):,} tokens"
+    panels = [(data["cluster"], "cluster"), (data["frequency"], "frequency")]
+    paths = []
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.8))
+    for ax, (values, kind) in zip(axes, panels):
+        _draw(ax, coords, values, kind, three_d=False, fig=fig)
+    fig.suptitle(f"PCA 2-D: {title}", fontsize=10)
+    fig.tight_layout()
+    paths += _save(fig, out_dir / f"pca_layer{layer}_2d")
+    plt.close(fig)
+    if coords.shape[1] >= 3:
+        fig = plt.figure(figsize=(12, 5.2))
+        for i, (values, kind) in enumerate(panels):
+            _draw(fig.add_subplot(1, 2, i + 1, projection="3d"), coords, values, kind, three_d=True, fig=fig)
+        fig.suptitle(f"PCA 3-D: {title}", fontsize=10)
+        paths += _save(fig, out_dir / f"pca_layer{layer}_3d")
+        plt.close(fig)
+    return paths
+
+
+def plot_results(results_dir) -> list[Path]:
+    """Draw every figure of a layer-geometry results directory; return the written paths (PNG and SVG)."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    results_dir = Path(results_dir)
+    metrics = results_dir / "metrics.json"
+    if not metrics.is_file():
+        raise FileNotFoundError(f"The results directory {str(results_dir)!r} has no metrics.json: expected a "
+                                f"directory written by 'isotropy run layer-geometry'.")
+    results = json.loads(metrics.read_text())
+    paths = _layer_figure(results, results_dir / "layer_metrics")
+    for projection in sorted(results_dir.glob("projection_layer*.npz")):
+        paths += _projection_figures(results, projection, results_dir)
+    return paths

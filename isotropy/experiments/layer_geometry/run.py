@@ -1,0 +1,167 @@
+"""``run(config, results_dir) -> results``: extract every layer, measure its geometry, write tables.
+
+Writes into ``results_dir``: ``metrics.json`` (all numbers, extraction counts, timings),
+``metrics.md`` (the table), ``projection_layer<L>.npz`` (PCA coordinates of a sample of tokens of
+the projected layer, their clusters and frequencies, for the figures), ``run.json`` and
+``config.yaml`` (resolved config, seeds, versions).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from isotropy.experiments._results import (
+    atomic_write,
+    write_json,
+    write_run_metadata,
+    write_text,
+)
+from isotropy.experiments.layer_geometry.metrics import (
+    DEFAULT_METRICS,
+    METRIC_LABELS,
+    space_metrics,
+    static_space,
+)
+
+__all__ = ["EXPERIMENT", "markdown_table", "projection_path", "run"]
+
+EXPERIMENT = "layer-geometry"
+_TABLE_KEYS = ["n", "d", "n_types", *METRIC_LABELS]
+
+
+def projection_path(results_dir, layer: int) -> Path:
+    """Where the PCA projection of ``layer`` is stored."""
+    return Path(results_dir) / f"projection_layer{layer}.npz"
+
+
+def _fmt(value) -> str:
+    if isinstance(value, float):
+        return "–" if math.isnan(value) else f"{value:.3f}"
+    return f"{value:,}" if isinstance(value, int) else str(value)
+
+
+def markdown_table(results: dict) -> str:
+    """The per-layer table (and the static comparison row) as Markdown."""
+    header = ["layer", "n", "d", "types", *METRIC_LABELS.values()]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    rows = [(str(r["layer"]), r) for r in results["layers"]]
+    if results.get("static"):
+        rows.append((results["static"]["name"] + " (static)", results["static"]))
+    for name, row in rows:
+        lines.append("| " + " | ".join([name, *(_fmt(row[k]) for k in _TABLE_KEYS)]) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _write_projection(path: Path, X: np.ndarray, labels, frequency, words, *, max_points: int, seed: int) -> None:
+    from sklearn.decomposition import PCA
+
+    coords = PCA(n_components=min(3, X.shape[1]), random_state=seed).fit_transform(X.astype(np.float64))
+    rng = np.random.default_rng(seed)
+    keep = np.sort(rng.choice(len(X), size=min(max_points, len(X)), replace=False))
+    with atomic_write(path, "wb") as handle:
+        np.savez_compressed(handle, coords=coords[keep].astype(np.float32), cluster=np.asarray(labels)[keep],
+                            frequency=np.asarray(frequency)[keep], words=np.asarray(words, dtype=object)[keep]
+                            .astype(str))
+
+
+def _static_metrics(X, words, *, seed, threads, **options):
+    with threadpool_limits(limits=threads):
+        return space_metrics(X, np.arange(len(words)), seed=seed, **options)
+
+
+def run(config: dict, results_dir, *, device=None, log: Callable[[str], None] | None = None,
+        show_progress: bool = True) -> dict:
+    """Run the layer-geometry experiment described by ``config``; return (and write) the results.
+
+    ``config`` keys: ``model``, ``corpus`` (``wikitext-2``, ``ptb`` or a text file), ``split``,
+    ``data_dir``, ``layers``, ``pooling``, ``max_tokens``, ``max_per_type``, ``skip_types``,
+    ``shuffle``, ``max_length``, ``batch_size``, ``dtype``, ``device``, ``seed``, ``metrics`` (see
+    :data:`~isotropy.experiments.layer_geometry.metrics.DEFAULT_METRICS`), ``static`` (static vectors
+    for the comparison row, or null), ``pca_layers`` (layers projected for the figures; null: the
+    middle layer), ``pca_max_points``, ``threads`` (BLAS/OpenMP threads of the metrics; null: the
+    libraries' default; 1 avoids the slowdown of oversubscribed OpenMP on a busy machine).
+    """
+    from isotropy.contextual import (
+        extract_token_embeddings,
+        load_transformer,
+        n_transformer_layers,
+        parse_layers,
+    )
+    from isotropy.datasets.corpora import load_corpus
+
+    log = log or (lambda message: None)
+    results_dir = Path(results_dir)
+    seed = int(config.get("seed", 0))
+    metric_options = {**DEFAULT_METRICS, **(config.get("metrics") or {})}
+    timings = {}
+    start = time.perf_counter()
+
+    corpus = load_corpus(config["corpus"], split=config.get("split", "validation"), data_dir=config.get("data_dir"))
+    log(f"corpus {corpus.name}: {len(corpus):,} lines, {corpus.n_words:,} words")
+    tokenizer, network, location = load_transformer(config["model"], device=device or config.get("device"))
+    n_layers = n_transformer_layers(network.config)
+    layers = parse_layers(config.get("layers", "all"), n_layers)
+    pca_layers = config.get("pca_layers")
+    pca_layers = [layers[len(layers) // 2]] if pca_layers is None else pca_layers
+    pca_layers = parse_layers(pca_layers, n_layers, caller=f"{EXPERIMENT} (pca_layers)") if pca_layers != [] else []
+    if not set(pca_layers) <= set(layers):
+        raise ValueError(f"The 'pca_layers' setting of {EXPERIMENT} must list extracted layers, here {layers}. "
+                         f"Got {pca_layers!r} instead.")
+
+    emb = extract_token_embeddings(
+        corpus, model=config["model"], layers=layers, pooling=config.get("pooling", "first"),
+        max_tokens=config.get("max_tokens"), max_per_type=config.get("max_per_type"),
+        skip_types=config.get("skip_types") or (), shuffle=bool(config.get("shuffle", False)), random_state=seed,
+        max_length=int(config.get("max_length", 128)), batch_size=int(config.get("batch_size", 32)),
+        dtype=config.get("dtype", "float32"), show_progress=show_progress, tokenizer_and_model=(tokenizer, network))
+    del network
+    timings["extraction_s"] = time.perf_counter() - start
+    log(f"extracted {emb.n_tokens:,} tokens of {len(emb.types):,} types at layers {layers} "
+        f"({timings['extraction_s']:.0f} s)")
+
+    rows = []
+    threads = config.get("threads")
+    for layer in layers:
+        t = time.perf_counter()
+        with threadpool_limits(limits=threads):
+            metrics, labels = space_metrics(emb.hidden_states[layer], emb.type_ids, seed=seed, return_labels=True,
+                                            **metric_options)
+        rows.append({"layer": layer, **metrics, "seconds": time.perf_counter() - t})
+        log(f"layer {layer}: " + ", ".join(f"{k}={_fmt(metrics[k])}" for k in METRIC_LABELS)
+            + f" ({rows[-1]['seconds']:.0f} s)")
+        if layer in pca_layers:
+            _write_projection(projection_path(results_dir, layer), emb.hidden_states[layer], labels,
+                              emb.token_frequency, emb.words, max_points=int(config.get("pca_max_points", 5000)),
+                              seed=seed)
+    timings["layers_s"] = sum(r["seconds"] for r in rows)
+
+    static = None
+    if config.get("static"):
+        t = time.perf_counter()
+        skip = set(config.get("skip_types") or ())
+        X, words = static_space([w for w in emb.types if w not in skip], vectors=config["static"])
+        static = {"name": "GloVe 6B 50d" if config["static"] == "glove-6b-50d" else str(config["static"]),
+                  "vectors": str(config["static"]),
+                  **_static_metrics(X, words, seed=seed, threads=threads, **metric_options)}
+        timings["static_s"] = time.perf_counter() - t
+        log(f"static {static['name']}: {len(words):,} of the corpus types; LID (cosine) {static['lid_cosine']:.2f}")
+    timings["total_s"] = time.perf_counter() - start
+
+    results = {
+        "experiment": EXPERIMENT, "model": str(config["model"]), "model_location": location,
+        "corpus": corpus.name, "corpus_source": corpus.source, "n_layers": n_layers,
+        "pooling": emb.pooling, "n_tokens": emb.n_tokens, "n_types": len(emb.types),
+        "extraction": emb.stats, "metric_options": metric_options, "pca_layers": pca_layers,
+        "layers": rows, "static": static, "timings": timings,
+    }
+    write_json(results_dir / "metrics.json", results)
+    write_text(results_dir / "metrics.md", markdown_table(results))
+    write_run_metadata(results_dir, experiment=EXPERIMENT, config=config, seeds=[seed],
+                       extra={"runtime_s": round(timings["total_s"], 1)})
+    return results
