@@ -1,0 +1,287 @@
+"""Internal cluster-validity indices: Calinski-Harabasz, Davies-Bouldin and Dunn.
+
+All three take data ``X`` of shape ``(n_samples, n_features)`` and cluster ``labels`` (1-d, or a
+0/1 multi-label matrix whose distinct rows are the clusters), from numpy or torch. The first
+two need only the cluster centroids (O(n d)); the Dunn index needs extreme pairwise distances,
+found block by block without an n x n matrix in memory.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from isotropy._backend import get_namespace, is_torch, to_output
+from isotropy._validation import check_labels, check_option, check_scalar, check_X
+from isotropy.silhouette import _check_n_clusters
+
+__all__ = ["calinski_harabasz_score", "davies_bouldin_score", "dunn_index"]
+
+_METRICS = ("euclidean", "cosine")
+
+
+def _validate(X, labels, caller):
+    X = check_X(X, caller=caller)
+    ids = check_labels(labels, n_samples=X.shape[0], caller=caller)
+    n_clusters = _check_n_clusters(ids, X.shape[0], caller)
+    return X, ids, n_clusters
+
+
+def _work_copy(X):
+    """X in float64 (float32 on MPS, which has no float64), keeping a torch graph."""
+    if is_torch(X):
+        import torch
+
+        return X.to(torch.float32 if X.device.type == "mps" else torch.float64)
+    return np.asarray(X, dtype=np.float64)
+
+
+def _centroids(Xw, ids, n_clusters, xp):
+    """Cluster sizes, centroids (n_clusters, n_features) and the one-hot matrix, in Xw's namespace."""
+    device = getattr(Xw, "device", None)
+    ids_x = xp.asarray(ids, device=device) if is_torch(Xw) else ids
+    onehot = xp.astype(ids_x[:, None] == xp.arange(n_clusters, device=device)[None, :], Xw.dtype)
+    counts = xp.sum(onehot, axis=0)
+    centroids = (onehot.T @ Xw) / counts[:, None]
+    return counts, centroids, onehot, ids_x
+
+
+def _scalar(value) -> float:
+    return float(value.detach()) if is_torch(value) else float(value)
+
+
+def _sqrt(x, xp):
+    """Square root with a zero (not NaN) gradient at 0, e.g. for a singleton's distance to its centroid."""
+    positive = x > 0
+    return xp.where(positive, xp.sqrt(xp.where(positive, x, xp.ones_like(x))), xp.zeros_like(x))
+
+
+def calinski_harabasz_score(X, labels):
+    r"""Calinski-Harabasz index: between- over within-cluster dispersion (higher = better separated).
+
+    Parameters
+    ----------
+    X : array-like or torch.Tensor of shape (n_samples, n_features)
+        Data, one sample per row.
+    labels : array-like of shape (n_samples,) or (n_samples, n_labels)
+        Cluster labels, or a 0/1 multi-label matrix whose distinct rows are the clusters;
+        between 2 and ``n_samples - 1`` clusters.
+
+    Returns
+    -------
+    float or torch.Tensor
+        The index in ``[0, inf)``; 1.0 when every cluster is a single repeated point (as
+        scikit-learn). A Python float for numpy input, a 0-dim tensor with its graph for
+        torch input. Computed in float64.
+
+    Notes
+    -----
+    With :math:`k` clusters of sizes :math:`n_c`, centroids :math:`\mu_c` and overall mean
+    :math:`\mu`,
+
+    .. math::
+
+        CH = \frac{\sum_c n_c \|\mu_c - \mu\|^2 / (k - 1)}
+                  {\sum_c \sum_{i \in c} \|x_i - \mu_c\|^2 / (n - k)}.
+
+    Matches ``sklearn.metrics.calinski_harabasz_score`` to a relative 1e-10.
+
+    References
+    ----------
+    .. [1] T. Calinski and J. Harabasz (1974). "A dendrite method for cluster analysis".
+       Communications in Statistics 3(1), 1-27.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from isotropy import calinski_harabasz_score
+    >>> X = np.array([[0.0, 0.0], [0.0, 1.0], [10.0, 0.0], [10.0, 1.0]])
+    >>> calinski_harabasz_score(X, [0, 0, 1, 1])
+    200.0
+    """
+    X, ids, n_clusters = _validate(X, labels, "calinski_harabasz_score")
+    xp = get_namespace(X)
+    Xw = _work_copy(X)
+    n = Xw.shape[0]
+    counts, centroids, _, ids_x = _centroids(Xw, ids, n_clusters, xp)
+    mean = xp.mean(Xw, axis=0)
+    extra = xp.sum(counts * xp.sum((centroids - mean) ** 2, axis=1))
+    intra = xp.sum((Xw - centroids[ids_x, :]) ** 2)
+    if _scalar(intra) == 0.0:
+        return to_output(xp.asarray(1.0, dtype=Xw.dtype, device=getattr(Xw, "device", None)) + 0 * intra, X)
+    return to_output(extra * (n - n_clusters) / (intra * (n_clusters - 1.0)), X)
+
+
+def davies_bouldin_score(X, labels):
+    r"""Davies-Bouldin index: mean worst-case ratio of cluster spread to centroid distance (lower = better).
+
+    Parameters
+    ----------
+    X : array-like or torch.Tensor of shape (n_samples, n_features)
+        Data, one sample per row.
+    labels : array-like of shape (n_samples,) or (n_samples, n_labels)
+        Cluster labels, or a 0/1 multi-label matrix whose distinct rows are the clusters;
+        between 2 and ``n_samples - 1`` clusters.
+
+    Returns
+    -------
+    float or torch.Tensor
+        The index in ``[0, inf)``; 0 is the best possible. 0.0 when all spreads or all centroid
+        distances are (close to) zero, as in scikit-learn. A Python float for numpy input, a
+        0-dim tensor with its graph for torch input. Computed in float64.
+
+    Notes
+    -----
+    With :math:`s_c` the mean euclidean distance of cluster :math:`c`'s samples to its
+    centroid :math:`\mu_c`,
+
+    .. math::
+
+        DB = \frac{1}{k} \sum_c \max_{c' \ne c} \frac{s_c + s_{c'}}{\|\mu_c - \mu_{c'}\|}
+
+    (coinciding centroids are skipped). Matches ``sklearn.metrics.davies_bouldin_score`` to a
+    relative 1e-10.
+
+    References
+    ----------
+    .. [1] D. L. Davies and D. W. Bouldin (1979). "A cluster separation measure". IEEE
+       Transactions on Pattern Analysis and Machine Intelligence PAMI-1(2), 224-227.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from isotropy import davies_bouldin_score
+    >>> X = np.array([[0.0, 0.0], [0.0, 1.0], [10.0, 0.0], [10.0, 1.0]])
+    >>> davies_bouldin_score(X, [0, 0, 1, 1])
+    0.1
+    """
+    X, ids, n_clusters = _validate(X, labels, "davies_bouldin_score")
+    xp = get_namespace(X)
+    Xw = _work_copy(X)
+    device = getattr(Xw, "device", None)
+    counts, centroids, onehot, ids_x = _centroids(Xw, ids, n_clusters, xp)
+    spread = (onehot.T @ _sqrt(xp.sum((Xw - centroids[ids_x, :]) ** 2, axis=1), xp)) / counts
+    rows = max(1, (1 << 22) // (n_clusters * Xw.shape[1]))  # exact differences, ~32 MiB at a time
+    dist = xp.concat([_sqrt(xp.sum((centroids[r:r + rows, None, :] - centroids[None, :, :]) ** 2, axis=2), xp)
+                      for r in range(0, n_clusters, rows)], axis=0)
+    if bool(xp.all(xp.abs(spread) <= 1e-8)) or bool(xp.all(xp.abs(dist) <= 1e-8)):
+        return to_output(xp.sum(spread) * 0.0, X)
+    inf = xp.asarray(float("inf"), dtype=dist.dtype, device=device)
+    ratio = (spread[:, None] + spread[None, :]) / xp.where(dist == 0, inf, dist)
+    return to_output(xp.mean(xp.max(ratio, axis=1)), X)
+
+
+# ----------------------------------------------------------------------------------------------
+# Dunn index
+
+
+def _operands(Xw, metric, xp):
+    """U and q with d(x_i, x_j) = q_i + q_j - s u_i . u_j (squared euclidean: s = 2; cosine: s = 1)."""
+    if metric == "cosine":
+        norms = xp.sqrt(xp.sum(Xw**2, axis=1))
+        Xw = Xw / xp.where(norms > 0, norms, xp.ones_like(norms))[:, None]
+        zero = xp.astype(norms == 0, Xw.dtype)
+    U = Xw - xp.mean(Xw, axis=0)
+    q = xp.sum(U**2, axis=1)
+    return (U, q, 2.0) if metric == "euclidean" else (U, (q + zero) / 2.0, 1.0)
+
+
+def _pair_distance(X, i, j, metric, xp):
+    """d(x_i, x_j) straight from the data (keeps a torch graph)."""
+    if metric == "euclidean":
+        return xp.sqrt(xp.sum((X[i, :] - X[j, :]) ** 2))
+    ni, nj = xp.sqrt(xp.sum(X[i, :] ** 2)), xp.sqrt(xp.sum(X[j, :] ** 2))
+    if _scalar(ni) == 0.0 or _scalar(nj) == 0.0:
+        return xp.sum(X[i, :]) * 0.0 + (0.0 if i == j else 1.0)
+    return 1.0 - xp.sum(X[i, :] * X[j, :]) / (ni * nj)
+
+
+def dunn_index(X, labels, *, metric="euclidean", chunk_size=None):
+    r"""Dunn index: smallest distance between clusters over largest cluster diameter (higher = better).
+
+    Parameters
+    ----------
+    X : array-like or torch.Tensor of shape (n_samples, n_features)
+        Data, one sample per row.
+    labels : array-like of shape (n_samples,) or (n_samples, n_labels)
+        Cluster labels, or a 0/1 multi-label matrix whose distinct rows are the clusters;
+        between 2 and ``n_samples - 1`` clusters.
+    metric : {"euclidean", "cosine"}, default="euclidean"
+        Distance between samples (cosine: ``1 - cos(x, y)``).
+    chunk_size : int, optional
+        Rows per block of the distance matrix (default 2048); memory is a few blocks.
+
+    Returns
+    -------
+    float or torch.Tensor
+        The index in ``[0, inf]``: ``inf`` when every cluster is a single (repeated) point.
+        A Python float for numpy input, a 0-dim tensor (with its graph, through the two
+        extreme pairs) for torch input.
+
+    Notes
+    -----
+    .. math::
+
+        D = \frac{\min_{c \ne c'} \min_{i \in c, j \in c'} d(x_i, x_j)}
+                 {\max_c \max_{i, j \in c} d(x_i, x_j)}
+
+    The extreme pairs are located block by block from :math:`q_i + q_j - s\,u_i^\top u_j`
+    on centred data (only blocks on or above the diagonal), then their distances are
+    recomputed directly from ``X``, so the value carries no cancellation error.
+
+    References
+    ----------
+    .. [1] J. C. Dunn (1973). "A fuzzy relative of the ISODATA process and its use in detecting
+       compact well-separated clusters". Journal of Cybernetics 3(3), 32-57.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from isotropy import dunn_index
+    >>> X = np.array([[0.0, 0.0], [0.0, 1.0], [10.0, 0.0], [10.0, 1.0]])
+    >>> dunn_index(X, [0, 0, 1, 1])
+    10.0
+    """
+    caller = "dunn_index"
+    X, ids, _ = _validate(X, labels, caller)
+    check_option(metric, "metric", _METRICS, caller=caller)
+    check_scalar(chunk_size, "chunk_size", caller=caller, kind=numbers.Integral, low=1, allow_none=True)
+    xp = get_namespace(X)
+    if is_torch(X):
+        import torch
+
+        with torch.no_grad():
+            inter, intra = _extreme_pairs(_work_copy(X.detach()), ids, metric, chunk_size, xp)
+    else:
+        inter, intra = _extreme_pairs(_work_copy(X), ids, metric, chunk_size, xp)
+    Xv = X if is_torch(X) else np.asarray(X, dtype=np.float64)
+    separation = _pair_distance(Xv, *inter, metric, xp)
+    diameter = _pair_distance(Xv, *intra, metric, xp)
+    if _scalar(diameter) == 0.0:
+        return to_output(separation * 0.0 + float("inf"), X)
+    return to_output(separation / diameter, X)
+
+
+def _extreme_pairs(Xw, ids, metric, chunk_size, xp):
+    """(i, j) of the closest pair in different clusters and of the farthest pair in one cluster."""
+    n = Xw.shape[0]
+    device = getattr(Xw, "device", None)
+    U, q, s = _operands(Xw, metric, xp)
+    ids_x = xp.asarray(ids, device=device) if is_torch(Xw) else ids
+    b = min(n, chunk_size or 2048)
+    best_inter, best_intra = (float("inf"), None), (-float("inf"), None)
+    for i0 in range(0, n, b):
+        i1 = min(n, i0 + b)
+        for j0 in range(i0, n, b):
+            j1 = min(n, j0 + b)
+            D = q[i0:i1, None] + q[None, j0:j1] - s * (U[i0:i1, :] @ U[j0:j1, :].T)
+            same = ids_x[i0:i1, None] == ids_x[None, j0:j1]
+            width = j1 - j0
+            far = int(xp.argmax(xp.reshape(xp.where(same, D, -float("inf")), (-1,))))
+            near = int(xp.argmin(xp.reshape(xp.where(same, float("inf"), D), (-1,))))
+            if float(D[near // width, near % width]) < best_inter[0] and not bool(same[near // width, near % width]):
+                best_inter = (float(D[near // width, near % width]), (i0 + near // width, j0 + near % width))
+            if float(D[far // width, far % width]) > best_intra[0] and bool(same[far // width, far % width]):
+                best_intra = (float(D[far // width, far % width]), (i0 + far // width, j0 + far % width))
+    return best_inter[1], best_intra[1]

@@ -1,0 +1,144 @@
+"""Calinski-Harabasz and Davies-Bouldin against scikit-learn 1.x (sklearn.metrics, same arrays);
+the Dunn index against a brute-force reference built from scipy.spatial.distance.cdist;
+closed forms, invariances, errors, numpy/torch parity and gradients."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.spatial.distance import cdist
+from sklearn import metrics as skm
+
+from isotropy import (
+    IsotropyValueError,
+    calinski_harabasz_score,
+    davies_bouldin_score,
+    dunn_index,
+)
+
+
+def _blobs(rng, n, d, k, offset=3.0):
+    centres = rng.normal(scale=2.0, size=(k, d))
+    labels = rng.integers(0, k, n)
+    labels[:k] = np.arange(k)
+    return centres[labels] + rng.normal(size=(n, d)) + offset, labels
+
+
+def _dunn_reference(X, labels, metric):
+    D = cdist(X, X, metric=metric)
+    same = labels[:, None] == labels[None, :]
+    return D[~same].min() / D[same].max()
+
+
+SHAPES = [(40, 2, 2), (301, 17, 5), (500, 3, 40), (120, 1, 4)]
+
+
+@pytest.mark.parametrize(("n", "d", "k"), SHAPES)
+def test_calinski_harabasz_and_davies_bouldin_match_sklearn(rng, n, d, k):
+    X, labels = _blobs(rng, n, d, k)
+    for ours, theirs in ((calinski_harabasz_score, skm.calinski_harabasz_score),
+                         (davies_bouldin_score, skm.davies_bouldin_score)):
+        got = ours(X, labels)
+        assert isinstance(got, float)
+        assert got == pytest.approx(theirs(X, labels), rel=1e-10)
+        X32 = X.astype(np.float32)  # computed in float64 from the float32 values
+        assert ours(X32, labels) == pytest.approx(theirs(X32.astype(np.float64), labels), rel=1e-10)
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
+@pytest.mark.parametrize(("n", "d", "k"), [*SHAPES[:3], (120, 2, 4)])  # 1-d cosine distances are only 0 or 2
+def test_dunn_matches_brute_force_cdist(rng, metric, n, d, k):
+    X, labels = _blobs(rng, n, d, k)
+    expected = _dunn_reference(X, labels, metric)
+    for chunk_size in (None, 37):
+        assert dunn_index(X, labels, metric=metric, chunk_size=chunk_size) == pytest.approx(expected, rel=1e-10)
+
+
+def test_closed_forms():
+    # two pairs of points 1 apart, 10 apart from each other:
+    # CH = (4 * 25 / 1) / (4 * 0.25 / 2) = 200, DB = (0.5 + 0.5) / 10, Dunn = 10 / 1
+    X = np.array([[0.0, 0.0], [0.0, 1.0], [10.0, 0.0], [10.0, 1.0]])
+    assert calinski_harabasz_score(X, [0, 0, 1, 1]) == pytest.approx(200.0, rel=1e-14)
+    assert davies_bouldin_score(X, [0, 0, 1, 1]) == pytest.approx(0.1, rel=1e-14)
+    assert dunn_index(X, [0, 0, 1, 1]) == pytest.approx(10.0, rel=1e-14)
+    # cosine: directions 0 and 90 degrees vs 180 and 270 degrees: separation 1 - cos 90, diameter 1 - cos 90
+    V = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0], [0.0, -1.0]])
+    assert dunn_index(V, [0, 0, 1, 1], metric="cosine") == pytest.approx(1.0, rel=1e-14)
+
+
+def test_degenerate_cases_follow_sklearn():
+    X = np.array([[0.0, 0.0], [0.0, 0.0], [3.0, 4.0], [3.0, 4.0]])  # clusters are repeated points
+    labels = [0, 0, 1, 1]
+    assert calinski_harabasz_score(X, labels) == skm.calinski_harabasz_score(X, labels) == 1.0
+    assert davies_bouldin_score(X, labels) == skm.davies_bouldin_score(X, labels) == 0.0
+    assert dunn_index(X, labels) == np.inf
+
+
+def test_multilabel_each_distinct_row_is_a_cluster(rng):
+    X, _ = _blobs(rng, 200, 6, 3)
+    Y = rng.integers(0, 2, size=(200, 3)).astype(np.int8)
+    _, ids = np.unique(Y, axis=0, return_inverse=True)
+    ids = ids.ravel()
+    assert calinski_harabasz_score(X, Y) == pytest.approx(skm.calinski_harabasz_score(X, ids), rel=1e-10)
+    assert davies_bouldin_score(X, Y) == pytest.approx(skm.davies_bouldin_score(X, ids), rel=1e-10)
+    assert dunn_index(X, Y) == pytest.approx(_dunn_reference(X, ids, "euclidean"), rel=1e-10)
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), k=st.integers(2, 6), shift=st.floats(-1e3, 1e3), scale=st.floats(0.01, 100))
+def test_invariances(seed, k, shift, scale):
+    rng = np.random.default_rng(seed)
+    X, labels = _blobs(rng, 50, 4, k)
+    Q, _ = np.linalg.qr(rng.normal(size=(4, 4)))
+    relabelled = rng.permutation(k)[labels] * 3 - 7
+    order = rng.permutation(50)
+    for fn in (calinski_harabasz_score, davies_bouldin_score, dunn_index):
+        base = fn(X, labels)
+        assert fn(X, relabelled) == pytest.approx(base, rel=1e-10)  # label permutation
+        assert fn(X[order], labels[order]) == pytest.approx(base, rel=1e-10)  # sample order
+        assert fn(X @ Q + shift, labels) == pytest.approx(base, rel=1e-7)  # rigid motion
+        assert fn(scale * X, labels) == pytest.approx(base, rel=1e-10)  # all three are scale-free
+
+
+@pytest.mark.parametrize("fn", [calinski_harabasz_score, davies_bouldin_score, dunn_index])
+def test_errors(fn):
+    X = np.random.default_rng(0).normal(size=(10, 3))
+    name = fn.__name__
+    with pytest.raises(IsotropyValueError, match=f"'labels' parameter of {name} must define between 2 and"):
+        fn(X, np.zeros(10, int))
+    with pytest.raises(IsotropyValueError, match="Got 10 clusters instead"):
+        fn(X, np.arange(10))
+    with pytest.raises(IsotropyValueError, match="one entry per sample \\(10\\). Got 11 instead"):
+        fn(X, np.arange(11) % 2)
+    bad = X.copy()
+    bad[0, 0] = np.inf
+    with pytest.raises(IsotropyValueError, match=f"'X' parameter of {name} must contain only finite"):
+        fn(bad, np.arange(10) % 2)
+
+
+def test_dunn_bad_options():
+    X = np.random.default_rng(0).normal(size=(10, 3))
+    with pytest.raises(IsotropyValueError, match="'metric' parameter of dunn_index must be one of"):
+        dunn_index(X, np.arange(10) % 2, metric="cityblock")
+    with pytest.raises(IsotropyValueError, match="'chunk_size' parameter of dunn_index"):
+        dunn_index(X, np.arange(10) % 2, chunk_size=0)
+
+
+@pytest.mark.parametrize("fn", [calinski_harabasz_score, davies_bouldin_score, dunn_index])
+def test_backend_parity_and_gradients(backend, rng, fn):
+    X, labels = _blobs(rng, 80, 5, 4)
+    labels[0] = 9  # a singleton cluster: zero spread, still finite gradients
+    expected = fn(X, labels)
+    Xb = backend(X, requires_grad=True)
+    got = fn(Xb, backend(labels))
+    assert float(got.detach() if hasattr(got, "detach") else got) == pytest.approx(expected, rel=1e-10)
+    if type(Xb).__module__.startswith("torch"):
+        import torch
+
+        assert got.ndim == 0 and got.dtype == torch.float64
+        (grad,) = torch.autograd.grad(got, Xb)
+        assert torch.isfinite(grad).all() and grad.abs().sum() > 0
+        if fn is not dunn_index:  # smooth in X; Dunn is piecewise (min / max of distances)
+            assert torch.autograd.gradcheck(lambda Z: fn(Z, labels[:12]), (Xb[:12, :3].detach().requires_grad_(),))
