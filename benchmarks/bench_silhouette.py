@@ -1,0 +1,135 @@
+"""Exact silhouette: isotropy vs scikit-learn, against the matrix-product floor, in one run.
+
+For float32 blobs of n samples in d dimensions with 2 and 20 clusters, prints (markdown):
+- the median time of ``sklearn.metrics.silhouette_score`` and of ``isotropy.silhouette_score``,
+- the floor: one float32 product ``X @ X.T`` (2 n^2 d flops), timed in the same run,
+- our time / floor and sklearn time / our time,
+- the largest |s_i(float32) - s_i(float64)| over the samples, with the float64 values from
+  ``isotropy.silhouette_samples`` on the float64 data (which the tests check against sklearn
+  to 1e-10), and |our score - sklearn's score|,
+then the peak extra memory of ``silhouette_score`` at n x 768 (float32), measured in a fresh
+subprocess as the rise of VmHWM (peak resident set, reset first through /proc/self/clear_refs)
+and, for numpy's own allocations, with tracemalloc.
+
+Timings on a shared machine are noisy: compare the ratios, which come from the same run.
+
+    nice -n 5 .venv/bin/python benchmarks/bench_silhouette.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+
+def blobs(n, d, k, seed=0):
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(scale=0.5, size=(k, d))
+    labels = rng.integers(0, k, n)
+    X = centres[labels] + rng.normal(scale=1.0, size=(n, d)) + 1.0  # offset: float32 cancellation matters
+    return X.astype(np.float32), labels
+
+
+def timed(fn, repeats):
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        value = fn()
+        times.append(time.perf_counter() - start)
+    return float(np.median(times)), value
+
+
+def run_timings(n, d, clusters, repeats, sklearn_repeats):
+    from sklearn.metrics import silhouette_score as sk_score
+
+    from isotropy import silhouette_samples, silhouette_score
+
+    rows = []
+    for k in clusters:
+        X, labels = blobs(n, d, k)
+        floor, _ = timed(lambda: X @ X.T, repeats)  # noqa: B023
+        ours, ours_value = timed(lambda: silhouette_score(X, labels), repeats)  # noqa: B023
+        theirs, theirs_value = timed(lambda: sk_score(X, labels), sklearn_repeats)  # noqa: B023
+        floor2, _ = timed(lambda: X @ X.T, repeats)  # again after the slow part: load drifts  # noqa: B023
+        floor = float(np.median([floor, floor2]))
+        s32 = silhouette_samples(X, labels)
+        s64 = silhouette_samples(X.astype(np.float64), labels)
+        rows.append({"k": k, "sklearn_s": theirs, "ours_s": ours, "floor_s": floor, "ours_over_floor": ours / floor,
+                         "speedup": theirs / ours, "max_abs_diff_f64": float(np.abs(s32 - s64).max()),
+                         "score_diff_sklearn": abs(ours_value - theirs_value)})
+    return rows
+
+
+def memory_child(n, d):
+    """In a fresh process: peak extra memory of silhouette_score on (n, d) float32 blobs."""
+    import tracemalloc
+
+    from isotropy import silhouette_score
+
+    X, labels = blobs(n, d, 20)
+    silhouette_score(X[:500], labels[:500])  # import and warm up everything first
+
+    def status(field):
+        with open("/proc/self/status") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith(field)) * 1024
+
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")  # reset VmHWM to the current RSS
+        hwm_ok = True
+    except OSError:
+        hwm_ok = False
+    rss_before = status("VmRSS:")
+    tracemalloc.start()
+    silhouette_score(X, labels)
+    _, traced_peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    extra_hwm = status("VmHWM:") - rss_before if hwm_ok else None
+    print(json.dumps({"n": n, "d": d, "data_mib": X.nbytes / 2**20, "tracemalloc_peak_mib": traced_peak / 2**20,
+                          "vmhwm_extra_mib": None if extra_hwm is None else extra_hwm / 2**20}))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=20000)
+    parser.add_argument("--d", type=int, default=384)
+    parser.add_argument("--clusters", type=int, nargs="+", default=[2, 20])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--sklearn-repeats", type=int, default=1)
+    parser.add_argument("--memory-d", type=int, default=768)
+    parser.add_argument("--memory-child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.memory_child:
+        memory_child(args.n, args.memory_d)
+        return
+
+    import sklearn
+    import threadpoolctl
+
+    blas = [f"{i['internal_api']} {i.get('version')} ({i['num_threads']} threads)"
+            for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"]
+    print(f"n = {args.n}, d = {args.d}, float32; numpy {np.__version__}, scikit-learn {sklearn.__version__}, "
+          f"BLAS: {', '.join(blas)}; medians of {args.repeats} (sklearn: {args.sklearn_repeats})\n")
+    print("| clusters | sklearn (s) | isotropy (s) | floor X@X.T (s) | isotropy / floor | speed-up vs sklearn "
+          "| max abs diff vs float64 | abs diff vs sklearn score |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r in run_timings(args.n, args.d, args.clusters, args.repeats, args.sklearn_repeats):
+        print(f"| {r['k']} | {r['sklearn_s']:.2f} | {r['ours_s']:.2f} | {r['floor_s']:.2f} | "
+              f"{r['ours_over_floor']:.2f} | {r['speedup']:.1f}x | {r['max_abs_diff_f64']:.1e} | "
+              f"{r['score_diff_sklearn']:.1e} |", flush=True)
+    child = subprocess.run([sys.executable, __file__, "--memory-child", "--n", str(args.n),
+                            "--memory-d", str(args.memory_d)], capture_output=True, text=True, check=True)
+    mem = json.loads(child.stdout.strip().splitlines()[-1])
+    hwm = "n/a" if mem["vmhwm_extra_mib"] is None else f"{mem['vmhwm_extra_mib']:.0f} MiB"
+    print(f"\nPeak extra memory of silhouette_score at n = {mem['n']}, d = {mem['d']} float32 "
+          f"(data itself {mem['data_mib']:.0f} MiB): {hwm} (VmHWM rise), "
+          f"{mem['tracemalloc_peak_mib']:.0f} MiB (tracemalloc peak of numpy allocations)")
+
+
+if __name__ == "__main__":
+    main()
