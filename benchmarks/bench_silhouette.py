@@ -52,11 +52,14 @@ def run_timings(n, d, clusters, repeats, sklearn_repeats):
     rows = []
     for k in clusters:
         X, labels = blobs(n, d, k)
-        floor, _ = timed(lambda: X @ X.T, repeats)  # noqa: B023
-        ours, ours_value = timed(lambda: silhouette_score(X, labels), repeats)  # noqa: B023
+        floors, ours_times = [], []
+        for _ in range(repeats):  # interleaved, so that both see the same load
+            floors.append(timed(lambda: X @ X.T, 1)[0])  # noqa: B023
+            t, ours_value = timed(lambda: silhouette_score(X, labels), 1)  # noqa: B023
+            ours_times.append(t)
         theirs, theirs_value = timed(lambda: sk_score(X, labels), sklearn_repeats)  # noqa: B023
-        floor2, _ = timed(lambda: X @ X.T, repeats)  # again after the slow part: load drifts  # noqa: B023
-        floor = float(np.median([floor, floor2]))
+        floors.append(timed(lambda: X @ X.T, 1)[0])  # once more after the slow part  # noqa: B023
+        floor, ours = float(np.median(floors)), float(np.median(ours_times))
         s32 = silhouette_samples(X, labels)
         s64 = silhouette_samples(X.astype(np.float64), labels)
         rows.append({"k": k, "sklearn_s": theirs, "ours_s": ours, "floor_s": floor, "ours_over_floor": ours / floor,
