@@ -96,9 +96,8 @@ def command(embeddings, labels_path, metric_names, json_path, sample_size, rando
     if needing_labels and labels_path is None:
         raise click.UsageError(f"metric {needing_labels[0]!r} needs --labels FILE (one label per row of EMBEDDINGS).")
 
-    X, row_names = _guard(read_embeddings, embeddings, key=key)
+    X, row_names = _guard(read_embeddings, embeddings, key=key, mmap_mode="r")  # .npy: read only sampled rows
     n_rows, n_features = X.shape
-    _check_finite(X, embeddings, row_names)
     labels = None
     if labels_path is not None:
         from isotropy.io.labels import read_labels
@@ -110,12 +109,14 @@ def command(embeddings, labels_path, metric_names, json_path, sample_size, rando
         rows = np.sort(np.random.default_rng(random_state).choice(n_rows, size=sample_size, replace=False))
         X = X[rows]
         labels = None if labels is None else labels[rows]
+    X = np.asarray(X)
+    _check_finite(X, embeddings, row_names, rows)
     n_samples = X.shape[0]
     where = f" (a sample of {n_samples} of its {n_rows} rows)" if n_samples < n_rows else ""
     if n_samples < 2:
         raise InputError(f"EMBEDDINGS {embeddings!r} has {n_samples} row{'s' if n_samples != 1 else ''}; "
                          f"expected at least 2 rows (points).")
-    X = np.ascontiguousarray(X, dtype=np.float64)
+    X = np.array(X, dtype=np.float64, order="C")  # an own copy: never the memory map itself
 
     n_clusters = None
     cluster_ids = None
@@ -168,15 +169,17 @@ def _guard(function, *args, **kwargs):
         raise InputError(" ".join(str(exc).split())) from None
 
 
-def _check_finite(X, embeddings, row_names) -> None:
+def _check_finite(X, embeddings, row_names, rows) -> None:
+    """Reject NaN and inf in the rows measured; name the first one by its row in the file."""
     import numpy as np
 
     finite = np.isfinite(X)
     if finite.all():
         return
-    row, column = (int(i) for i in np.argwhere(~finite)[0])
+    i, column = (int(i) for i in np.argwhere(~finite)[0])
+    row = int(rows[i])
     name = f" (row name {row_names[row]!r})" if row_names is not None else ""
-    raise InputError(f"EMBEDDINGS {embeddings!r} has a non-finite value {X[row, column]} at row {row}{name}, "
+    raise InputError(f"EMBEDDINGS {embeddings!r} has a non-finite value {X[i, column]} at row {row}{name}, "
                      f"column {column}; expected finite numbers (no NaN or inf).")
 
 

@@ -46,6 +46,18 @@ def test_npy_dtypes(tmp_path, X):
     assert ints.dtype == np.float64 and ints[2, 3] == 11.0
 
 
+def test_npy_memory_map(tmp_path, X):
+    np.save(tmp_path / "x.npy", X)
+    got, _ = read_embeddings(tmp_path / "x.npy", mmap_mode="r")
+    assert not got.flags.writeable and not got.flags.owndata  # a read-only view of the mapped file
+    np.testing.assert_array_equal(got[[1, 5]], X[[1, 5]])
+
+
+def test_numeric_txt_two_columns(tmp_path):
+    (tmp_path / "x.txt").write_text("0.5 1.5\n2.5 3.5\n")
+    np.testing.assert_array_equal(read_embeddings(tmp_path / "x.txt")[0], [[0.5, 1.5], [2.5, 3.5]])
+
+
 def test_npz_single_and_key(tmp_path, X):
     np.savez(tmp_path / "one.npz", emb=X)
     np.testing.assert_array_equal(read_embeddings(tmp_path / "one.npz")[0], X)

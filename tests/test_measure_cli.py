@@ -117,6 +117,16 @@ def test_cosine_metric_and_sample_size(data, tmp_path):
     assert "a sample of 50 of its 120 rows" in result.stdout
 
 
+def test_nan_in_a_sample_is_named_by_its_row_in_the_file(tmp_path):
+    X = np.random.default_rng(0).normal(size=(100, 3))
+    rows = np.sort(np.random.default_rng(5).choice(100, size=10, replace=False))
+    X[rows[4], 1] = np.nan
+    np.save(tmp_path / "x.npy", X)
+    result = invoke(tmp_path / "x.npy", "--sample-size", 10, "--random-state", 5)
+    assert result.exit_code == 2
+    assert f"non-finite value nan at row {rows[4]}, column 1" in result.stderr
+
+
 def test_multilabel_csv(tmp_path):
     from sklearn.metrics import silhouette_score
 

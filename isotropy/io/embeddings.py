@@ -40,7 +40,8 @@ def _short(exc: BaseException) -> str:
     return text if len(text) <= 120 else text[:117] + "..."
 
 
-def read_embeddings(path: str | os.PathLike, *, key: str | None = None) -> tuple[np.ndarray, list[str] | None]:
+def read_embeddings(path: str | os.PathLike, *, key: str | None = None,
+                    mmap_mode: str | None = None) -> tuple[np.ndarray, list[str] | None]:
     """Read embeddings of shape ``(n_samples, n_features)`` from a file.
 
     Parameters
@@ -52,6 +53,9 @@ def read_embeddings(path: str | os.PathLike, *, key: str | None = None) -> tuple
         Which array to take from a container holding several: an ``.npz`` member, a key of the
         dict saved in a ``.pt`` file, a ``.safetensors`` tensor name or a ``.parquet`` column of
         vectors. Not needed when the container holds a single array.
+    mmap_mode : {None, "r", "c"}, default=None
+        For float32/float64 ``.npy`` files: memory-map instead of reading (see :func:`numpy.load`),
+        so that taking a subset of the rows reads only those rows. Ignored for other formats.
 
     Returns
     -------
@@ -93,7 +97,7 @@ def read_embeddings(path: str | os.PathLike, *, key: str | None = None) -> tuple
     suffix = path.suffix.lower()
     if suffix == ".npy":
         _no_key(path, key, ".npy files")
-        return _as_matrix(_load_npy(path), path), None
+        return _as_matrix(_load_npy(path, mmap_mode), path), None
     if suffix == ".npz":
         return _read_npz(path, key), None
     if suffix in (".pt", ".pth"):
@@ -139,9 +143,9 @@ def _as_matrix(arr, path) -> np.ndarray:
     return arr
 
 
-def _load_npy(path):
+def _load_npy(path, mmap_mode=None):
     try:
-        return np.load(path, allow_pickle=False)
+        return np.load(path, allow_pickle=False, mmap_mode=mmap_mode)
     except Exception as exc:  # noqa: BLE001 -- corrupt header, object arrays, truncated data
         raise _fail(path, f"not a readable .npy array ({_short(exc)})", "a numeric .npy array") from None
 
@@ -330,7 +334,8 @@ def _is_numeric_text(path: Path) -> bool:
     """A ``.txt`` file whose first line is all numbers (e.g. ``np.savetxt``), not word vectors."""
     with open(path, encoding="utf-8", errors="replace") as handle:
         parts = handle.readline().split()
-    return len(parts) > 2 and all(_is_float(p) for p in parts)
+    header = len(parts) == 2 and all(p.isdigit() for p in parts)  # word2vec '<n_words> <n_features>'
+    return len(parts) >= 2 and not header and all(_is_float(p) for p in parts)
 
 
 def _read_numeric_text(path: Path) -> np.ndarray:
