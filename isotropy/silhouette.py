@@ -4,14 +4,17 @@ The silhouette of sample ``i`` in cluster ``C`` compares its mean distance to th
 members of ``C`` with its mean distance to the nearest other cluster. Everything the
 coefficient needs is the table ``S[i, c] = sum_{j in c} d(x_i, x_j)`` of per-cluster distance
 sums. We build ``S`` from square blocks of the distance matrix: a block is one matrix
-product (the squared distances come out of the product directly, by augmenting the operands
-with the squared norms), a clip and a square root; its per-cluster sums are a second
-product with the one-hot label matrix. The distance matrix is symmetric, so only the blocks
-on and above the diagonal are formed and each off-diagonal block serves both its rows and
-(transposed) its columns. Memory is a few blocks plus one copy of the data.
+product (the squared distances come out of the product directly, by augmenting the centred
+operands with their squared norms), a clip and a square root. The distance matrix is
+symmetric, so only the blocks on and above the diagonal are formed, and each off-diagonal
+block serves both its rows and (transposed) its columns. Memory is a few blocks plus one
+copy of the data.
 
-numpy input is computed with numpy (OpenBLAS uses every core for the products); torch input
-is computed with torch on the tensor's own device, detached and without a graph.
+numpy input (and CPU tensors, which share memory with numpy) runs on numpy: OpenBLAS uses
+every core for the products, and with the samples sorted by cluster the per-cluster sums of
+a block are segmented row and column sums. Tensors on other devices run on torch, on their
+own device, detached and without a graph; their per-cluster sums are a float64 product with
+the one-hot label matrix.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ __all__ = ["silhouette_samples", "silhouette_score"]
 _METRICS = ("euclidean", "cosine")
 _DEFAULT_CHUNK = 2048  # rows per block on CPU: a 2048 x 2048 float32 block is 16 MiB
 _DEFAULT_CHUNK_ACCEL = 8192  # on GPUs larger blocks keep the device busy
+_SUMS_BUDGET = 256 * 2**20  # bytes for the (n_samples, n_clusters) float64 table of cluster sums
 
 
 # ----------------------------------------------------------------------------------------------
@@ -119,20 +123,26 @@ def _left_operand_numpy(R_rows, metric, d):
     return L
 
 
-def _cluster_sums_numpy(X, ids, n_clusters, metric, chunk_size):
-    """S[i, c] = sum of d(x_i, x_j) over j in cluster c, in float64, one block pair (I <= J) at a time.
+def _silhouette_numpy(X, ids, n_clusters, metric, chunk_size):
+    """Silhouette coefficients from the per-cluster sums S[i, c] = sum_{j in c} d(x_i, x_j) (float64).
 
     The samples are processed sorted by cluster, so that the per-cluster sums of a block are
-    sums over contiguous column ranges (``np.add.reduceat``) and contiguous row ranges.
+    sums over contiguous column ranges (``np.add.reduceat``) and contiguous row ranges. Only
+    blocks (I, J) with I <= J are formed, each feeding S for rows I and (transposed) rows J;
+    when the n x n_clusters table S itself would be large (many clusters), row panels of S are
+    completed one at a time instead, forming every block.
     """
     n, d = X.shape
     dtype = np.float64 if X.dtype == np.float64 else np.float32
     order = np.argsort(ids, kind="stable")
     sorted_ids = ids[order]
     first = np.searchsorted(sorted_ids, np.arange(n_clusters + 1))  # cluster c is rows first[c]:first[c+1]
+    counts = np.diff(first).astype(np.float64)
     R = _augmented_numpy(X, metric, dtype, order)
-    sums = np.zeros((n, n_clusters), dtype=np.float64)
     b = min(n, chunk_size or _DEFAULT_CHUNK)
+    symmetric = n * n_clusters * 8 <= _SUMS_BUDGET
+    sums = np.zeros((n if symmetric else b, n_clusters), dtype=np.float64)
+    s_sorted = np.empty(n, dtype=np.float64)
     buffer = np.empty(b * b, dtype=dtype)
     high = 2.0 if metric == "cosine" else np.inf
     for i0 in range(0, n, b):
@@ -141,7 +151,10 @@ def _cluster_sums_numpy(X, ids, n_clusters, metric, chunk_size):
         L_mean = L.mean(axis=0, dtype=np.float64)
         ci, row_starts = _segments(sorted_ids, first, i0, i1)
         onehot_i = None
-        for j0 in range(i0, n, b):
+        rows_i = slice(i0, i1) if symmetric else slice(0, i1 - i0)
+        if not symmetric:
+            sums[:] = 0.0
+        for j0 in range(i0 if symmetric else 0, n, b):
             j1 = min(n, j0 + b)
             D = buffer[: (i1 - i0) * (j1 - j0)].reshape(i1 - i0, j1 - j0)
             np.matmul(L, R[j0:j1].T, out=D)
@@ -157,8 +170,8 @@ def _cluster_sums_numpy(X, ids, n_clusters, metric, chunk_size):
             D -= dtype(shift)
             shift = float(dtype(shift))
             cj, col_starts = _segments(sorted_ids, first, j0, j1)
-            sums[i0:i1, cj] += np.add.reduceat(D, col_starts, axis=1) + shift * np.diff([*col_starts, j1 - j0])
-            if j0 == i0:
+            sums[rows_i, cj] += np.add.reduceat(D, col_starts, axis=1) + shift * np.diff([*col_starts, j1 - j0])
+            if j0 == i0 or not symmetric:
                 continue
             if len(ci) <= 32:  # few clusters in block I: column sums over each cluster's rows
                 for c, r0, r1 in zip(ci, row_starts, [*row_starts[1:], i1 - i0]):
@@ -168,9 +181,13 @@ def _cluster_sums_numpy(X, ids, n_clusters, metric, chunk_size):
                     onehot_i = np.zeros((i1 - i0, len(ci)), dtype=dtype)
                     onehot_i[np.arange(i1 - i0), sorted_ids[i0:i1] - ci[0]] = 1.0
                 sums[j0:j1, ci] += D.T @ onehot_i + shift * np.diff([*row_starts, i1 - i0])
-    unsorted = np.empty_like(sums)
-    unsorted[order] = sums
-    return unsorted
+        if not symmetric:
+            s_sorted[i0:i1] = _coefficients_numpy(sums[: i1 - i0], sorted_ids[i0:i1], counts)
+    if symmetric:
+        s_sorted = _coefficients_numpy(sums, sorted_ids, counts)
+    s = np.empty(n, dtype=np.float64)
+    s[order] = s_sorted
+    return s
 
 
 def _column_sums(block, group=128):
@@ -243,10 +260,9 @@ def _cluster_sums_torch(X, ids, n_clusters, metric, chunk_size):
 # from the sums to the coefficients (any namespace with numpy-like semantics)
 
 
-def _coefficients_numpy(sums, ids):
-    n = sums.shape[0]
-    counts = np.bincount(ids, minlength=sums.shape[1]).astype(np.float64)
-    rows = np.arange(n)
+def _coefficients_numpy(sums, ids, counts):
+    """s_i from the cluster sums of rows i (cluster ids ``ids``) and the cluster sizes."""
+    rows = np.arange(sums.shape[0])
     with np.errstate(divide="ignore", invalid="ignore"):
         a = sums[rows, ids] / (counts[ids] - 1.0)
         means = sums / counts
@@ -277,8 +293,7 @@ def _silhouette(X, ids, metric, chunk_size, caller):
 
         Xn = X.detach()
         Xn = (Xn if Xn.dtype in (torch.float32, torch.float64) else Xn.float()).numpy()
-        sums = _cluster_sums_numpy(Xn, ids, n_clusters, metric, chunk_size)
-        return torch.from_numpy(_coefficients_numpy(sums, ids)).to(X.dtype)
+        return torch.from_numpy(_silhouette_numpy(Xn, ids, n_clusters, metric, chunk_size)).to(X.dtype)
     if is_torch(X):
         import torch
 
@@ -291,8 +306,7 @@ def _silhouette(X, ids, metric, chunk_size, caller):
         finally:
             torch.set_float32_matmul_precision(precision)
         return s.to(X.dtype)
-    sums = _cluster_sums_numpy(X, ids, n_clusters, metric, chunk_size)
-    return _coefficients_numpy(sums, ids)
+    return _silhouette_numpy(X, ids, n_clusters, metric, chunk_size)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -38,6 +38,18 @@ def test_closed_form_two_pairs():
     np.testing.assert_allclose(silhouette_samples(X, [0, 0, 1, 1]), expected, rtol=0, atol=1e-15)
 
 
+@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
+def test_many_clusters_row_panels_match_sklearn(rng, monkeypatch, metric):
+    # a cluster-sum table over the memory budget switches to row panels (every block formed)
+    import isotropy.silhouette as module
+
+    monkeypatch.setattr(module, "_SUMS_BUDGET", 1000)
+    X, labels = _blobs(rng, 400, 6, 150)
+    expected = skm.silhouette_samples(X, labels, metric=metric)
+    np.testing.assert_allclose(silhouette_samples(X, labels, metric=metric, chunk_size=90), expected,
+                               rtol=0, atol=1e-10)
+
+
 def test_singletons_and_duplicates_match_sklearn(rng):
     X = rng.normal(size=(30, 4))
     X[5] = X[6]  # exact duplicate pair in one cluster -> a = 0
@@ -207,5 +219,6 @@ def test_torch_device_kernel_matches_numpy_kernel(rng, metric):
     for dtype, tol in ((torch.float64, 1e-10), (torch.float32, 1e-6)):
         sums = _cluster_sums_torch(torch.tensor(X, dtype=dtype), labels, 5, metric, 100)
         assert sums.dtype == torch.float64
-        np.testing.assert_allclose(_coefficients_numpy(sums.numpy(), labels), expected, rtol=0, atol=tol)
+        counts = np.bincount(labels).astype(float)
+        np.testing.assert_allclose(_coefficients_numpy(sums.numpy(), labels, counts), expected, rtol=0, atol=tol)
 
