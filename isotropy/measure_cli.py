@@ -12,6 +12,7 @@ import os
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
 import click
@@ -130,7 +131,7 @@ def command(embeddings, labels_path, metric_names, json_path, sample_size, rando
             raise InputError(f"LABELS {str(labels_path)!r} has {n_clusters} clusters for {n_samples} rows{where}; "
                              f"the cluster metrics need between 2 and n_samples - 1 = {n_samples - 1} clusters.")
 
-    values, seconds = _measure(metric_names, X, cluster_ids, distance=distance, random_state=random_state,
+    values, seconds, notes = _measure(metric_names, X, cluster_ids, distance=distance, random_state=random_state,
                                progress=progress)
     header = f"{embeddings}: {n_samples} samples x {n_features} features{where}"
     if n_clusters is not None:
@@ -156,6 +157,7 @@ def command(embeddings, labels_path, metric_names, json_path, sample_size, rando
             "metric": distance,
             "values": {name: _json_float(values[name]) for name in metric_names},
             "seconds": {name: round(seconds[name], 6) for name in metric_names},
+            "warnings": notes,
             "versions": package_versions(),
         }
         _write_json(json_path, record)
@@ -187,9 +189,9 @@ def _measure(metric_names, X, cluster_ids, *, distance, random_state, progress):
     import importlib
     import inspect
 
-    from tqdm.auto import tqdm
+    from tqdm import tqdm
 
-    values, seconds = {}, {}
+    values, seconds, notes = {}, {}, {}
     bar = tqdm(metric_names, desc="metrics", unit="metric", file=sys.stderr, leave=False,
                disable=(not sys.stderr.isatty()) if progress is None else not progress)
     for name in bar:
@@ -205,13 +207,20 @@ def _measure(metric_names, X, cluster_ids, *, distance, random_state, progress):
         args = (X, cluster_ids) if labelled else (X,)
         start = time.perf_counter()
         try:
-            value = function(*args, **kwargs)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                value = function(*args, **kwargs)
         except ValueError as exc:
             raise InputError(f"{name}: {' '.join(str(exc).split())}") from None
         seconds[name] = time.perf_counter() - start
         values[name] = float(value)
+        messages = list(dict.fromkeys(" ".join(str(w.message).split()) for w in caught))
+        if messages:
+            notes[name] = messages
+            for message in messages:  # one line each, not the file:line form of the warnings module
+                bar.write(f"Warning: {name}: {message}", file=sys.stderr)
     bar.close()
-    return values, seconds
+    return values, seconds, notes
 
 
 def _table(metric_names, values, seconds) -> str:

@@ -127,6 +127,19 @@ def test_nan_in_a_sample_is_named_by_its_row_in_the_file(tmp_path):
     assert f"non-finite value nan at row {rows[4]}, column 1" in result.stderr
 
 
+def test_metric_warnings_are_one_line_notes(tmp_path):
+    X = np.random.default_rng(0).normal(size=(40, 3))
+    X[1] = X[0]  # a duplicate point: the dimension estimators merge it and warn
+    np.save(tmp_path / "x.npy", X)
+    out = tmp_path / "m.json"
+    result = invoke(tmp_path / "x.npy", "--metrics", "twonn_dimension", "--json", out)
+    assert result.exit_code == 0, result.output
+    notes = [line for line in result.stderr.splitlines() if line.startswith("Warning: twonn_dimension: ")]
+    assert len(notes) == 1 and "duplicate" in notes[0]
+    assert "UserWarning" not in result.stderr
+    assert json.loads(out.read_text())["warnings"]["twonn_dimension"] == [notes[0].split(": ", 2)[2]]
+
+
 def test_multilabel_csv(tmp_path):
     from sklearn.metrics import silhouette_score
 
