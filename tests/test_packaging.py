@@ -27,10 +27,11 @@ def test_import_does_not_import_heavy_frameworks():
     assert json.loads(result.stdout) == []
 
 
-def test_help_does_not_import_heavy_frameworks():
+@pytest.mark.parametrize("command", ["measure", "run"])
+def test_help_does_not_import_heavy_frameworks(command):
     code = ("import json, sys\n"
             "from isotropy.cli import main\n"
-            "try:\n    main(['measure', '--help'])\nexcept SystemExit:\n    pass\n"
+            f"try:\n    main([{command!r}, '--help'])\nexcept SystemExit:\n    pass\n"
             f"print(json.dumps([m for m in {list(HEAVY)!r} if m in sys.modules]))")
     result = _run(sys.executable, "-c", code)
     assert result.returncode == 0, result.stderr
