@@ -73,9 +73,10 @@ def space_metrics(X, type_ids, *, seed: int = 0, intra_max_instances: int | None
     Returns
     -------
     metrics : dict
-        ``n``, ``d``, ``n_types`` and the keys of :data:`METRIC_LABELS`; ``s_intra`` is NaN when no
-        type has two instances; LIDs are the mean over points with a finite estimate (``n_neighbors``
-        is capped at ``n - 1``).
+        ``n``, ``d``, ``n_types``, ``n_distinct`` (distinct rows), ``lid_n_neighbors`` and the keys of
+        :data:`METRIC_LABELS`; ``s_intra`` is NaN when no type has two instances; LIDs are the mean
+        over points with a finite estimate, copies of a row sharing its value (``n_neighbors`` is
+        capped at ``n_distinct - 1``).
     labels : ndarray of shape (n_samples,), only with ``return_labels=True``
     """
     from isotropy import inter_type_cosine, isoscore, local_mle_dimension
@@ -96,8 +97,11 @@ def space_metrics(X, type_ids, *, seed: int = 0, intra_max_instances: int | None
     out["s_intra_centered"] = _intra(Xc, type_ids, intra_max_instances, seed)
     out["isoscore"] = isoscore(X)
     out["isoscore_centered"] = isoscore(Xc)
-    k = min(n_neighbors, n - 1)
-    with warnings.catch_warnings():  # equidistant neighbourhoods give inf, left out of the mean
+    # identical rows (e.g. the same word at the same position in layer 0) count once in the LID
+    out["n_distinct"] = int(np.unique(X, axis=0).shape[0])
+    k = out["lid_n_neighbors"] = int(min(n_neighbors, out["n_distinct"] - 1))
+    with warnings.catch_warnings():  # duplicates are merged; equidistant neighbourhoods give inf, left out
+        warnings.simplefilter("ignore", UserWarning)
         warnings.simplefilter("ignore", RuntimeWarning)
         for metric in ("euclidean", "cosine"):
             out[f"lid_{metric}"] = _mean_finite(local_mle_dimension(X, n_neighbors=k, metric=metric))

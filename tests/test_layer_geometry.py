@@ -1,0 +1,178 @@
+"""The layer-geometry experiment: metrics pipeline vs hand-computed values, the CLI end to end, its errors."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from _tiny_models import make_tiny_bert
+
+from isotropy.experiments.layer_geometry.metrics import space_metrics, static_space
+from isotropy.experiments.layer_geometry.run import markdown_table
+
+
+def _unit(X):
+    return X / np.linalg.norm(X, axis=1, keepdims=True)
+
+
+def _brute_mean_cosine(X):
+    """Mean cosine over distinct pairs, by the full Gram matrix (independent of the library's O(n·d) sums)."""
+    U = _unit(X)
+    G = U @ U.T
+    n = len(X)
+    return (G.sum() - np.trace(G)) / (n * (n - 1))
+
+
+def _brute_intra(X, types):
+    return np.mean([_brute_mean_cosine(X[types == t]) for t in np.unique(types) if (types == t).sum() >= 2])
+
+
+@pytest.fixture(scope="module")
+def blobs():
+    """Three far-apart blobs in 12-d; 6 word types, 2 per blob, 20 instances each."""
+    rng = np.random.default_rng(0)
+    centres = rng.normal(size=(3, 12)) * 40.0
+    blob = np.repeat(np.arange(3), 40)
+    X = centres[blob] + rng.normal(size=(120, 12))
+    types = np.repeat(np.arange(6), 20)
+    return X, types, blob
+
+
+def test_space_metrics_match_brute_force(blobs):
+    X, types, blob = blobs
+    m, labels = space_metrics(X, types, seed=0, n_neighbors=30, return_labels=True)
+    assert (m["n"], m["d"], m["n_types"]) == (120, 12, 6)
+    # S_intra: every type has 20 <= 1000 instances, so no draw: exact against the Gram matrix
+    assert m["s_intra"] == pytest.approx(_brute_intra(X, types), rel=1e-10)
+    # K-means picks the three blobs (silhouette of far-apart blobs is close to 1)
+    assert m["n_clusters"] == 3 and m["silhouette"] > 0.9
+    from sklearn.metrics import adjusted_rand_score
+
+    assert adjusted_rand_score(blob, labels) == 1.0
+    centred = X - np.array([X[blob == b].mean(axis=0) for b in range(3)])[blob]
+    assert m["s_intra_centered"] == pytest.approx(_brute_intra(centred, types), rel=1e-10)
+    # centring removes the blob directions: within-type cosine falls from ~1 to ~0
+    assert m["s_intra"] > 0.95 and abs(m["s_intra_centered"]) < 0.1
+    # mean LID against scikit-dimension's pointwise Levina-Bickel MLE
+    skdim = pytest.importorskip("skdim")
+    ref = skdim.id.MLE().fit(X, n_neighbors=30).dimension_pw_
+    assert m["lid_euclidean"] == pytest.approx(float(np.mean(ref)), rel=1e-6)
+
+
+def test_s_inter_is_the_mean_cosine_between_types():
+    """Instances of a type differ only in norm, so whichever instance is drawn, S_inter is exact."""
+    rng = np.random.default_rng(1)
+    directions = rng.normal(size=(5, 8))
+    types = np.repeat(np.arange(5), 4)
+    X = directions[types] * rng.uniform(0.5, 3.0, size=(20, 1))
+    m = space_metrics(X, types, seed=3, n_neighbors=10)
+    assert m["s_inter"] == pytest.approx(_brute_mean_cosine(directions), rel=1e-10)
+    assert m["s_intra"] == pytest.approx(1.0, abs=1e-12)
+
+
+def test_isotropic_and_static_rows():
+    """± the basis vectors: covariance ∝ I, so IsoScore = 1; one instance per type leaves S_intra undefined."""
+    X = np.vstack([np.eye(6), -np.eye(6)]) * 2.0
+    m = space_metrics(X, np.arange(12), seed=0, n_neighbors=5)
+    assert m["isoscore"] == pytest.approx(1.0, abs=1e-9)
+    assert math.isnan(m["s_intra"]) and math.isnan(m["s_intra_centered"])
+    assert m["s_inter"] == pytest.approx(_brute_mean_cosine(X), abs=1e-12)  # = -1/11
+    assert m["n_clusters"] == 1  # no cluster structure: best silhouette below 0.1
+
+
+def test_static_space_restricts_glove_to_the_corpus_vocabulary():
+    from isotropy.io.word_vectors import packaged_glove
+
+    words, table = packaged_glove(limit=1000)
+    X, found = static_space(["The", "the", "of", "qqqzzzunseen", "Paris"])
+    assert found == ["the", "of", "paris"]  # lower-cased, deduplicated, unknown words left out
+    np.testing.assert_array_equal(X[:2], table[[words.index("the"), words.index("of")]])
+    with pytest.raises(ValueError, match="Only 0 corpus word types"):
+        static_space(["qqqzzzunseen"])
+
+
+def test_markdown_table_formats_nan_and_static():
+    row = {"n": 1200, "d": 8, "n_types": 7, "s_inter": 0.12345, "s_intra": math.nan, "n_clusters": 2,
+           "silhouette": 0.5, "s_inter_centered": 0.0, "s_intra_centered": math.nan, "isoscore": 0.9,
+           "isoscore_centered": 0.95, "lid_euclidean": 5.0, "lid_cosine": 4.0}
+    table = markdown_table({"layers": [{"layer": 0, **row}], "static": {"name": "GloVe", **row}})
+    lines = table.strip().splitlines()
+    assert len(lines) == 4 and lines[2].startswith("| 0 | 1,200 | 8 | 7 | 0.123 | – | 2 |")
+    assert lines[3].startswith("| GloVe (static) |")
+
+
+# ---------------------------------------------------------------- the CLI, end to end on a tiny BERT
+
+TEXT = ["the cat sat on the mat .", "a dog ran on the mat , the cat sat .", "the unbelievable dog sat on a cat .",
+        "a cat ran , a dog sat on the mat ."] * 3
+
+
+@pytest.fixture(scope="module")
+def tiny_bert(tmp_path_factory):
+    return str(make_tiny_bert(tmp_path_factory.mktemp("bert")))
+
+
+@pytest.fixture(scope="module")
+def corpus_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("corpus") / "tiny.txt"
+    path.write_text("\n".join(TEXT) + "\n")
+    return path
+
+
+def _cli(argv, capsys):
+    from isotropy.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    out = capsys.readouterr()
+    return exit_info.value.code, out.out, out.err
+
+
+def test_cli_end_to_end_on_a_tiny_model(tiny_bert, corpus_file, tmp_path, capsys):
+    results_dir = tmp_path / "results"
+    from isotropy.cli import main
+
+    main(["run", "layer-geometry", "--model", tiny_bert, "--corpus", str(corpus_file), "--layers", "0,2",
+          "--max-per-type", "8", "--pca-layers", "2", "--device", "cpu", "--results-dir", str(results_dir),
+          "--quiet", "--threads", "1", "--set", "metrics.k_range=[2, 4]"])
+    out = capsys.readouterr().out
+    assert "| layer | n | d |" in out and f"Results in {results_dir}" in out
+    results = json.loads((results_dir / "metrics.json").read_text())
+    assert [row["layer"] for row in results["layers"]] == [0, 2]
+    n_expected = sum(min(c, 8) for c in __import__("collections").Counter(" ".join(TEXT).split()).values())
+    assert results["n_tokens"] == n_expected and results["layers"][1]["d"] == 16
+    assert results["static"]["name"] == "GloVe 6B 50d" and results["static"]["d"] == 50
+    run_json = json.loads((results_dir / "run.json").read_text())
+    assert run_json["experiment"] == "layer-geometry" and run_json["config"]["layers"] == "0,2"
+    for stem in ("layer_metrics", "pca_layer2_2d", "pca_layer2_3d"):
+        for fmt in ("png", "svg"):
+            assert (results_dir / f"{stem}.{fmt}").stat().st_size > 1000
+    table = (results_dir / "metrics.md").read_text()
+    assert table.count("\n") == 5 and "GloVe 6B 50d (static)" in table  # header, rule, 2 layers, static
+    # the figures can be redrawn from the results directory alone
+    (results_dir / "layer_metrics.png").unlink()
+    main(["plot", str(results_dir)])
+    assert (results_dir / "layer_metrics.png").is_file()
+
+
+def test_cli_errors(tiny_bert, corpus_file, tmp_path, capsys):
+    base = ["run", "layer-geometry", "--device", "cpu", "--quiet", "--results-dir", str(tmp_path / "r")]
+    code, _, err = _cli([*base, "--model", tiny_bert, "--corpus", str(corpus_file), "--layers", "0,9"], capsys)
+    assert code == 2 and "'layers'" in err and "range [0, 2]" in err and "Got 9 instead" in err
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n \n")
+    code, _, err = _cli([*base, "--model", tiny_bert, "--corpus", str(empty)], capsys)
+    assert code == 2 and "is empty" in err
+    code, _, err = _cli([*base, "--model", str(tmp_path / "no-model"), "--corpus", str(corpus_file)], capsys)
+    assert code == 2 and "does not exist" in err and "no-model" in err
+    code, _, err = _cli([*base, "--model", tiny_bert, "--corpus", "wikitext-2", "--data-dir", str(tmp_path)], capsys)
+    assert code == 2 and str(tmp_path / "wikitext-2" / "wiki.valid.tokens") in err
+    code, _, err = _cli([*base, "--model", tiny_bert, "--corpus", str(tmp_path / "nope.txt")], capsys)
+    assert code == 2 and "nope.txt" in err and "does not exist" in err
+    code, _, err = _cli([*base, "--model", tiny_bert, "--corpus", str(corpus_file), "--layers", "0,2",
+                         "--pca-layers", "1"], capsys)
+    assert code == 2 and "'pca_layers'" in err and "[0, 2]" in err
+    code, _, err = _cli([*base, "--model", tiny_bert, "--corpus", str(corpus_file), "--max-tokens", "0"], capsys)
+    assert code == 2 and "--max-tokens" in err and "Got 0 instead" in err
