@@ -167,6 +167,8 @@ def test_parquet_columns_and_list_column(tmp_path, X):
     np.testing.assert_array_equal(read_embeddings(tmp_path / "two.parquet", key="b")[0], X[:, :2])
     with pytest.raises(IsotropyValueError, match="several columns hold vectors"):
         read_embeddings(tmp_path / "two.parquet")
+    with pytest.raises(IsotropyValueError, match="column 'x0' does not hold vectors"):
+        read_embeddings(tmp_path / "cols.parquet", key="x0")
 
 
 # ------------------------------------------------------------------------------ embeddings: errors

@@ -282,6 +282,9 @@ def _read_parquet(path, key):
     if key is not None and key not in df.columns:
         raise _fail(path, f"there is no column {key!r}", f"one of {[str(c) for c in df.columns]}")
     list_columns = [c for c in df.columns if _is_list_column(df[c])]
+    if key is not None and key not in list_columns:
+        raise _fail(path, f"column {key!r} does not hold vectors", f"key naming a column of vectors, one of "
+                                                                    f"{[str(c) for c in list_columns]}")
     vector_columns = [key] if key is not None else list_columns
     if len(vector_columns) > 1:
         raise _fail(path, f"several columns hold vectors {[str(c) for c in vector_columns]}",
