@@ -83,6 +83,8 @@ def _score_from_moments(trace, frob_sq, n_features):
 def _check_shrinkage_cov(shrinkage_cov, n_features, *, like, caller, name="shrinkage_cov"):
     """Validate Σ_S: a symmetric (n_features, n_features) matrix; returned in ``like``'s backend.
 
+    Never modifies the caller's matrix (symmetrising makes a new array).
+
     numpy ``like``: float64 ndarray. torch ``like``: tensor on ``like``'s device and dtype.
     """
     if is_torch(shrinkage_cov) and not is_torch(like):
@@ -111,10 +113,11 @@ def _check_shrinkage_cov(shrinkage_cov, n_features, *, like, caller, name="shrin
     if not finite:
         raise IsotropyValueError(f"The '{name}' parameter of {caller} must contain only finite values. "
                                  f"Got NaN or inf instead.")
-    if asym > 1e3 * eps * max(scale, np.finfo(np.float64).tiny):
+    # tolerate the rounding asymmetry of a covariance computed in float32, then symmetrise exactly
+    if asym > max(1e-5, 1e3 * eps) * max(scale, np.finfo(np.float64).tiny):
         raise IsotropyValueError(f"The '{name}' parameter of {caller} must be a symmetric covariance "
                                  f"matrix. Got a matrix with max |S - Sᵀ| = {asym:.3g} instead.")
-    return S
+    return S if asym == 0 else (S + S.T) / 2
 
 
 def _eye_like(C):

@@ -190,3 +190,21 @@ def test_bad_input_messages(rng):
         isoscore(np.array([[1.0, np.nan], [0.0, 1.0]]))
     with pytest.raises(IsotropyValueError, match="'cov' parameter of isoscore_from_covariance"):
         isoscore_from_covariance(np.ones((2, 3)))
+
+
+def test_float32_rounding_asymmetry_of_shrinkage_cov_is_tolerated(rng):
+    X = rng.normal(size=(30, 6))
+    S = np.cov(rng.normal(size=(100, 6)), rowvar=False)
+    S_noisy = S.copy()
+    S_noisy[0, 1] *= 1 + 1e-7  # float32-level asymmetry: accepted and symmetrised
+    expected = _eigen_reference(X, (S_noisy + S_noisy.T) / 2, 0.4)
+    assert isoscore_star(X, shrinkage_cov=S_noisy, zeta=0.4) == pytest.approx(expected, abs=1e-12)
+
+
+@pytest.mark.parametrize("module", ["isoscore", "cosine", "partition", "covariance", "torch"])
+def test_docstring_examples_run(module):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(f"isotropy.{module}"), optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
