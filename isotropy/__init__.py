@@ -32,6 +32,7 @@ _EXPORTS = {
     "twonn_dimension": "isotropy.dimension",
     "mle_dimension": "isotropy.dimension",
     "local_mle_dimension": "isotropy.dimension",
+    "extract_token_embeddings": "isotropy.contextual",
     "IsotropyValueError": "isotropy._validation",
 }
 
