@@ -163,3 +163,12 @@ def test_errors(tiny_bert, tmp_path):
         _extract(tiny_bert, pooling="max")
     with pytest.raises(ValueError, match="No word token is left"):
         _extract(tiny_bert, [["."]], skip_types=["."])
+
+
+@pytest.mark.parametrize("module", ["isotropy.contextual", "isotropy.datasets.corpora"])
+def test_docstring_examples_run(module):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
