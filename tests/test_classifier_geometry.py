@@ -208,3 +208,24 @@ def test_missing_data_names_expected_files_and_source(tmp_path, setup, expected)
     result = _invoke(["--setup", setup, "--data-dir", str(tmp_path / "nowhere"), "--model", "glove-6b-50d"], tmp_path)
     assert isinstance(result.exception, FileNotFoundError)
     assert re.search(expected, str(result.exception)), str(result.exception)
+
+
+def test_glue_grid_runs_each_task_and_draws_figure_4(tmp_path, monkeypatch):
+    def fake_encode(texts, **kwargs):  # a stand-in encoder: the grid logic, not MiniLM, is under test here
+        rng = np.random.default_rng(len(texts))
+        return rng.normal(size=(len(texts), 8)).astype(np.float32)
+
+    monkeypatch.setattr("isotropy.encoders.encode_sentences", fake_encode)
+    config = load_config(EXPERIMENT, "glue", {"tasks": ["rte", "cola"], "n_items": 80, "updates": 4, "seeds": [0, 1],
+                                              "metric_interval": 2, "sample_size": 50, "threads": 1})
+    result = run(config, results_dir=tmp_path, data_dir=shared_data_path(), show_progress=False)
+    assert sorted(result["summary"]) == ["all-MiniLM-L6-v2/cola", "all-MiniLM-L6-v2/rte"]
+    rte = result["summary"]["all-MiniLM-L6-v2/rte"]
+    assert rte["data"]["n_items"] == 80 and rte["data"]["item_width"] == 2  # pairs: [sentence1; sentence2]
+    assert rte["data"]["n_parameters"] == rte["data"]["n_rows"] * 8 + 16 * 2 + 2
+    assert (tmp_path / "figures" / "fig4_glue_grid.png").is_file()
+    assert (tmp_path / "all-MiniLM-L6-v2" / "cola" / "figures" / "fig2_metrics_vs_updates.svg").is_file()
+    assert "all-MiniLM-L6-v2/cola" in (tmp_path / "correlations.md").read_text()
+    from isotropy.experiments.classifier_geometry.plot import plot_results
+
+    assert any(p.name == "fig4_glue_grid.png" for p in plot_results(tmp_path))
