@@ -1,8 +1,8 @@
 """Exact k-nearest neighbours of every point among the others, in BLAS-shaped chunks.
 
-The search is brute force but never a Python loop over points: for a block of query rows the
-squared distances to all points come from one matrix product, ``‖x‖² + ‖y‖² − 2·x·yᵀ``, the
-``m`` best candidates of each row are picked with a partial sort, and their distances are then
+The search is brute force but never a Python loop over points: squared distances come from
+matrix products (``‖x‖² + ‖y‖² − 2·x·yᵀ``) over square blocks of the upper triangle of the
+symmetric distance matrix, each point keeps its best candidates, and their distances are then
 recomputed directly (``‖x − y‖`` in float64 from the original rows), so the returned distances
 do not suffer the cancellation of the matrix-product formula. Extra memory is bounded by the
 block size. Used by the intrinsic-dimension estimators of :mod:`isotropy.dimension`.
@@ -20,8 +20,10 @@ from isotropy._validation import IsotropyValueError, check_option, check_scalar,
 __all__ = ["kneighbors"]
 
 _METRICS = ("euclidean", "cosine")
-# Extra memory of one block of query rows (distance block + partial-sort indices), in bytes.
-_WORKING_MEMORY = 128 * 2**20
+# Rows (and columns) of one square block of the score matrix.
+_BLOCK = 4096
+# Columns per group in the two-stage selection of _block_top.
+_GROUP = 8
 # Gathered candidate rows for the exact recomputation, in bytes.
 _GATHER_MEMORY = 32 * 2**20
 
@@ -32,12 +34,7 @@ def _n_candidates(n_neighbors: int, n_samples: int) -> int:
     A margin beyond ``n_neighbors`` lets the exact float64 distances reorder neighbours whose
     matrix-product distances were swapped by rounding (float32 input, near-ties).
     """
-    return min(n_samples - 1, n_neighbors + max(8, n_neighbors // 4))
-
-
-def _auto_chunk_size(n_samples: int, itemsize: int) -> int:
-    per_row = n_samples * (itemsize + 8)  # distances + argpartition indices
-    return int(max(16, min(n_samples, _WORKING_MEMORY // per_row)))
+    return min(n_samples - 1, n_neighbors + max(8, n_neighbors // 8))
 
 
 def _exact_sq_distances(R: np.ndarray, rows: np.ndarray, cand: np.ndarray) -> np.ndarray:
@@ -73,32 +70,141 @@ def _prepare(X: np.ndarray, metric: str, caller: str):
     return R, compute_dtype
 
 
+def _merge(best_v, best_i, rows, vals, cols) -> None:
+    """Keep, for ``rows``, the ``m`` largest of the running best and the new candidates (2-d)."""
+    m = best_v.shape[1]
+    v = np.concatenate([best_v[rows], vals], axis=1)
+    i = np.concatenate([best_i[rows], cols], axis=1)
+    top = np.argpartition(v, v.shape[1] - m, axis=1)[:, -m:]
+    best_v[rows] = np.take_along_axis(v, top, axis=1)
+    best_i[rows] = np.take_along_axis(i, top, axis=1)
+
+
+def _merge_sparse(best_v, best_i, base: int, rel_rows, cols, vals) -> None:
+    """Merge candidates ``(base + rel_rows[t], cols[t], vals[t])``, ``rel_rows`` non-decreasing."""
+    if rel_rows.size == 0:
+        return
+    counts = np.bincount(rel_rows)
+    rows = np.flatnonzero(counts)
+    counts = counts[rows]
+    which = np.repeat(np.arange(rows.size), counts)
+    pos = np.arange(rel_rows.size) - np.repeat(np.cumsum(counts) - counts, counts)
+    packed_v = np.full((rows.size, int(counts.max())), -np.inf, dtype=best_v.dtype)
+    packed_v[which, pos] = vals
+    packed_i = np.zeros(packed_v.shape, dtype=best_i.dtype)
+    packed_i[which, pos] = cols
+    _merge(best_v, best_i, base + rows, packed_v, packed_i)
+
+
+def _threshold(best_v, rows, maxima, axis: int, first: bool):
+    """Entries a point must reach to enter its best ``m``: ``(τ, comparison)``.
+
+    Later blocks: above the current ``m``-th best. A first block: at least the ``m``-th largest
+    group maximum (``m`` groups reach it, so at least ``m`` entries do, and every entry among
+    the ``m`` largest does).
+    """
+    m = best_v.shape[1]
+    if not first:
+        return best_v[rows].min(axis=1), np.greater
+    g = 0 if maxima is None else maxima.shape[axis]
+    if g < m:
+        return np.full(best_v[rows].shape[0], -np.inf, dtype=best_v.dtype), np.greater
+    return np.take(np.partition(maxima, g - m, axis=axis), g - m, axis=axis), np.greater_equal
+
+
+def _update_rows(best_v, best_i, a: int, S: np.ndarray, col0: int, first: bool) -> None:
+    """Offer the scores ``S`` of rows ``a:a+r`` against columns ``col0:col0+c`` to those rows.
+
+    The columns are cut into ``_GROUP`` interleaved groups (column ``t·g + q`` is in group
+    ``q``); a group whose maximum does not reach a row's threshold ``τ`` (see
+    :func:`_threshold`) is skipped after one vectorised max-reduction, and only the entries
+    of the other groups that reach it are merged.
+    """
+    r, c = S.shape
+    g = c // _GROUP
+    if g == 0:
+        maxima, flat = None, np.arange(r * c).reshape(r, c, 1)
+    else:
+        maxima = S[:, :g].copy()  # maxima of the column groups, one slab at a time (fast)
+        for t in range(1, _GROUP):
+            np.maximum(maxima, S[:, t * g:(t + 1) * g], out=maxima)
+    tau, reaches = _threshold(best_v, slice(a, a + r), maxima, 1, first)
+    if g:
+        qr, qq = np.nonzero(reaches(maxima, tau[:, None]))  # sorted by row
+        flat = (qr * c + qq)[:, None] + g * np.arange(_GROUP)
+        if c > g * _GROUP:  # leftover columns: candidates of every row
+            extra = np.arange(r)[:, None] * c + np.arange(g * _GROUP, c)
+            flat = np.concatenate([flat.ravel(), extra.ravel()])
+            flat.sort()
+    flat = flat.ravel()
+    vals = np.take(S, flat)
+    rows, cols = np.divmod(flat, c)
+    keep = reaches(vals, tau[rows])
+    _merge_sparse(best_v, best_i, a, rows[keep], cols[keep] + col0, vals[keep])
+
+
+def _update_cols(best_v, best_i, a2: int, S: np.ndarray, row0: int, first: bool) -> None:
+    """Offer the scores ``S`` (rows ``row0:``, columns ``a2:a2+c``) to the points ``a2:a2+c``.
+
+    The same as :func:`_update_rows` on ``Sᵀ`` without transposing: groups of rows of ``S``.
+    """
+    r, c = S.shape
+    g = r // _GROUP
+    maxima = S[: g * _GROUP].reshape(_GROUP, g, c).max(axis=0) if g else None
+    tau, reaches = _threshold(best_v, slice(a2, a2 + c), maxima, 0, first)
+    if g:
+        qj, qq = np.nonzero(reaches(maxima, tau[None, :]).T)  # sorted by column of S
+        rows = (qq[:, None] + g * np.arange(_GROUP)).ravel()
+        cols = np.repeat(qj, _GROUP)
+        if r > g * _GROUP:  # leftover rows: candidates of every column
+            extra_r = np.broadcast_to(np.arange(g * _GROUP, r), (c, r - g * _GROUP)).ravel()
+            extra_c = np.repeat(np.arange(c), r - g * _GROUP)
+            order = np.argsort(np.concatenate([cols, extra_c]), kind="stable")
+            rows, cols = np.concatenate([rows, extra_r])[order], np.concatenate([cols, extra_c])[order]
+    else:
+        rows, cols = np.tile(np.arange(r), c), np.repeat(np.arange(c), r)
+    vals = np.take(S, rows * c + cols)
+    keep = reaches(vals, tau[cols])
+    _merge_sparse(best_v, best_i, a2, cols[keep], rows[keep] + row0, vals[keep])
+
+
 def _kneighbors_numpy(R: np.ndarray, n_neighbors: int, compute_dtype, chunk_size: int | None):
-    """Squared euclidean distances and indices of the nearest neighbours of the rows of ``R``."""
-    n = R.shape[0]
+    """Squared euclidean distances and indices of the nearest neighbours of the rows of ``R``.
+
+    On the centred data ``c``, the score ``s_ij = c_i·c_j − ‖c_i‖²/2 − ‖c_j‖²/2 = −‖c_i − c_j‖²/2``
+    is one matrix product of ``[c, ‖c‖²/2, 1]`` and ``[c, −1, −‖c‖²/2]``, symmetric, so only
+    the square blocks of the upper triangle are computed; each serves its rows and its columns.
+    Each block is offered to its rows (:func:`_update_rows`) and columns (:func:`_update_cols`).
+    """
+    n, d = R.shape
     m = _n_candidates(n_neighbors, n)
-    C = (R - R.mean(axis=0)).astype(compute_dtype, copy=False)  # centring keeps xxᵀ small
-    sq_norms = np.einsum("ij,ij->i", C, C)
-    b = chunk_size or _auto_chunk_size(n, C.dtype.itemsize)
+    A = np.empty((n, d + 2), dtype=compute_dtype)
+    np.subtract(R, R.mean(axis=0), out=A[:, :d], casting="same_kind")  # centring keeps c·c small
+    A[:, d] = np.einsum("ij,ij->i", A[:, :d], A[:, :d]) / 2
+    A[:, d + 1] = 1
+    b = max(chunk_size or _BLOCK, m + 1)  # a first block must hold m other points
+    best_v = np.full((n, m), -np.inf, dtype=compute_dtype)
+    best_i = np.zeros((n, m), dtype=np.intp)
+    for a in range(0, n, b):
+        e = min(n, a + b)
+        for a2 in range(a, n, b):  # upper triangle of blocks: rows a:e, columns a2:e2
+            e2 = min(n, a2 + b)
+            B = A[a2:e2].copy()  # [c, -1, -‖c‖²/2]
+            B[:, d + 1] = -B[:, d]
+            B[:, d] = -1
+            S = A[a:e] @ B.T
+            if a2 == a:
+                np.fill_diagonal(S, -np.inf)  # a point is not its own neighbour
+            _update_rows(best_v, best_i, a, S, a2, first=a2 == 0)  # rows a:e met columns 0:a before
+            if a2 != a:
+                _update_cols(best_v, best_i, a2, S, a, first=a == 0)
     dist = np.empty((n, n_neighbors), dtype=np.float64)
     ind = np.empty((n, n_neighbors), dtype=np.intp)
-    for start in range(0, n, b):
-        stop = min(n, start + b)
-        rows = np.arange(start, stop)
-        D = C[start:stop] @ C.T
-        D *= -2
-        D += sq_norms[None, :]
-        D += sq_norms[start:stop, None]
-        D[rows - start, rows] = np.inf  # a point is not its own neighbour
-        if m < n - 1:
-            cand = np.argpartition(D, m - 1, axis=1)[:, :m]
-        else:  # every other point is a candidate; the point itself sorts last (inf)
-            cand = np.argsort(D, axis=1)[:, :m]
-        del D
-        sq = _exact_sq_distances(R, rows, cand)
-        sq, cand = _sort_candidates(sq, cand, n_neighbors)
-        dist[start:stop] = sq
-        ind[start:stop] = cand
+    rows = np.arange(n)
+    for a in range(0, n, 4 * _BLOCK):
+        e = min(n, a + 4 * _BLOCK)
+        sq = _exact_sq_distances(R, rows[a:e], best_i[a:e])
+        dist[a:e], ind[a:e] = _sort_candidates(sq, best_i[a:e], n_neighbors)
     return dist, ind
 
 
@@ -121,7 +227,7 @@ def _kneighbors_torch(X, n_neighbors: int, metric: str, chunk_size: int | None, 
         compute = X.dtype if X.dtype in (torch.float32, torch.float64) else torch.float32
         C = (R - R.mean(dim=0)).to(compute)
         sq_norms = (C * C).sum(dim=1)
-        b = chunk_size or _auto_chunk_size(n, C.element_size())
+        b = chunk_size or max(1, min(n, 2**25 // n))  # about 128 MiB of float32 scores per block
         dist = torch.empty((n, n_neighbors), dtype=exact, device=X.device)
         ind = torch.empty((n, n_neighbors), dtype=torch.int64, device=X.device)
         for start in range(0, n, b):
@@ -160,26 +266,35 @@ def kneighbors(X, *, n_neighbors: int, metric: str = "euclidean", chunk_size: in
         ``"cosine"`` is the cosine distance ``1 − cos(x, y)``, computed as ``‖u − v‖²/2`` with
         ``u = x/‖x‖`` (no cancellation for nearly parallel vectors). Zero rows are rejected.
     chunk_size : int or None, default=None
-        Query rows per block; a block holds ``chunk_size × n_samples`` distances and partial-sort
-        indices. ``None`` picks the largest block within about 128 MiB.
+        Rows (and columns) of one square block of the score matrix (numpy input: memory about
+        ``3·chunk_size²`` floats; default 4096) or query rows per block (torch input: default
+        about 128 MiB of ``chunk_size × n_samples`` scores).
 
     Returns
     -------
     distances : ndarray of shape (n_samples, n_neighbors), float64
         Sorted increasingly in each row. A torch tensor on the input's device for torch input.
     indices : ndarray of shape (n_samples, n_neighbors), int
-        Row indices of the neighbours; ties are broken by the smaller index.
+        Row indices of the neighbours; ties are broken by the smaller index (among the
+        candidates kept, so only when fewer than ``max(8, n_neighbors // 8)`` extra points tie
+        at the last distance).
 
     Notes
     -----
-    For a block ``B`` of query rows of the centred data ``C``, ``D = ‖c_i‖² + ‖c_j‖² − 2·C_B·Cᵀ``
-    (one GEMM, in float32 for float32 input and float64 otherwise), the diagonal is set to
-    ``+inf``, and ``np.argpartition`` keeps ``n_neighbors`` plus a margin of candidates per row.
-    Their squared distances are recomputed as ``Σ (x_i − x_j)²`` in float64 from the original
-    rows, sorted, and the first ``n_neighbors`` returned. Time ``O(n²·d)`` in BLAS, memory
-    ``O(chunk_size·n)``. For float64 input the result equals an exact brute-force search; for
-    float32 input candidates are preselected in float32, which can only swap neighbours whose
-    distances agree to float32 rounding.
+    On the centred data ``c`` the score ``s_ij = c_i·c_j − ‖c_i‖²/2 − ‖c_j‖²/2 = −‖c_i − c_j‖²/2``
+    is one matrix product of the augmented rows ``[c_i, ‖c_i‖²/2, 1]`` and ``[c_j, −1, −‖c_j‖²/2]``
+    (float32 for float32 input, float64 otherwise). It is symmetric, so only the square blocks
+    of the upper triangle are computed, and each block is offered to its rows and, transposed,
+    to its columns: half the ``n²·d`` multiply-adds of a plain search. Each point keeps its
+    ``m = n_neighbors + max(8, n_neighbors // 8)`` best scores; a block's entries are compared
+    with the current ``m``-th best only through maxima of groups of 8 entries, so after the
+    first blocks almost nothing but a max-reduction is spent on them. The ``m`` candidates'
+    squared distances are then recomputed as ``Σ (x_i − x_j)²`` in float64 from the original
+    rows, sorted, and the first ``n_neighbors`` returned. Time ``O(n²·d/2)`` in BLAS; extra
+    memory ``O(chunk_size² + n·m)`` besides one copy of ``X``. For float64 input the result is
+    that of an exact brute-force search; for float32 input the candidates are preselected in
+    float32, which can only exchange neighbours whose distances agree to float32 rounding.
+    Torch input uses ``torch.topk`` on blocks of rows on the tensor's device instead.
 
     Examples
     --------

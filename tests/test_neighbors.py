@@ -24,22 +24,25 @@ def _full_reference(X, metric):
 
 
 @pytest.mark.parametrize("metric", ["euclidean", "cosine"])
-@pytest.mark.parametrize("chunk_size", [None, 37])
-def test_matches_sklearn_brute_float64(metric, chunk_size):
+@pytest.mark.parametrize(("chunk_size", "k"), [(None, 15), (37, 15), (200, 5), (203, 5), (203, 1)])
+def test_matches_sklearn_brute_float64(metric, chunk_size, k):
+    # chunk sizes exercise one block, blocks narrower than the candidate count, and several
+    # blocks with and without leftover columns in the grouped selection
     rng = np.random.default_rng(1)
     X = rng.standard_normal((600, 30)) + 3.0  # off-centre: the search centres internally
-    dist, ind = kneighbors(X, n_neighbors=15, metric=metric, chunk_size=chunk_size)
-    ref_d, ref_i = NearestNeighbors(n_neighbors=15, algorithm="brute", metric=metric).fit(X).kneighbors()
-    assert dist.dtype == np.float64 and dist.shape == (600, 15) and ind.shape == (600, 15)
+    dist, ind = kneighbors(X, n_neighbors=k, metric=metric, chunk_size=chunk_size)
+    ref_d, ref_i = NearestNeighbors(n_neighbors=k, algorithm="brute", metric=metric).fit(X).kneighbors()
+    assert dist.dtype == np.float64 and dist.shape == (600, k) and ind.shape == (600, k)
     np.testing.assert_allclose(dist, ref_d, rtol=0, atol=1e-10)
     np.testing.assert_array_equal(ind, ref_i)  # continuous data: no ties
 
 
 @pytest.mark.parametrize("metric", ["euclidean", "cosine"])
-def test_float32_input_gives_exact_float64_distances(metric):
+@pytest.mark.parametrize("chunk_size", [64, 203])
+def test_float32_input_gives_exact_float64_distances(metric, chunk_size):
     rng = np.random.default_rng(2)
     X32 = (rng.standard_normal((500, 64)) + 10.0).astype(np.float32)  # large mean: hard for float32 GEMM
-    dist, ind = kneighbors(X32, n_neighbors=10, metric=metric, chunk_size=64)
+    dist, ind = kneighbors(X32, n_neighbors=10, metric=metric, chunk_size=chunk_size)
     ref_d, ref_i = _full_reference(X32, metric)
     np.testing.assert_allclose(dist, ref_d[:, :10], rtol=1e-12, atol=1e-14)
     np.testing.assert_array_equal(ind, ref_i[:, :10])
@@ -47,7 +50,7 @@ def test_float32_input_gives_exact_float64_distances(metric):
 
 def test_ties_broken_by_index_on_a_lattice():
     grid = np.array([(i, j) for i in range(6) for j in range(5)], dtype=float)
-    dist, ind = kneighbors(grid, n_neighbors=8, chunk_size=7)
+    dist, ind = kneighbors(grid, n_neighbors=8, chunk_size=17)
     ref_d, ref_i = _full_reference(grid, "euclidean")
     np.testing.assert_array_equal(dist, ref_d[:, :8])  # integer coordinates: exact
     np.testing.assert_array_equal(ind, ref_i[:, :8])
