@@ -163,7 +163,7 @@ def test_mean_pooling_matches_sentence_transformers():
 def _sweep_config(model_dir, **overrides):
     base = {"model": str(model_dir), "data_dir": str(shared_data_path("glue_data").parent), "train_size": 24,
             "validation_size": 20, "batch_size": 8, "eval_batch_size": 32, "seeds": [0], "lambdas": [-3.0],
-            "cosreg": None, "checkpoint_every": 1, "istar.shrinkage_sample": 16, "lr": 1e-3, "max_length": 24}
+            "cosreg": False, "checkpoint_every": 1, "istar.shrinkage_sample": 16, "lr": 1e-3, "max_length": 24}
     base.update(overrides)
     return load_config("istar", "sst2-cpu", base)
 

@@ -21,7 +21,7 @@ __all__ = ["EXPERIMENT", "markdown_table", "resolve_config", "run", "summarise",
 
 EXPERIMENT = "istar"
 # keys whose change does not change the numbers: a sweep may resume with other values
-_VOLATILE = {"device", "progress"}
+_VOLATILE = {"device", "num_threads"}
 
 
 def _fail(key, value, expected):
@@ -67,8 +67,16 @@ def resolve_config(config: dict) -> dict:
     if isinstance(sample, bool) or not isinstance(sample, int) or sample < 2:
         _fail("istar.shrinkage_sample", sample, "an int >= 2 (training items whose states estimate Sigma_S)")
     cosreg = config.get("cosreg")
+    if cosreg is False or cosreg == 0:
+        config["cosreg"] = cosreg = None
     if cosreg is not None and (isinstance(cosreg, bool) or not isinstance(cosreg, (int, float)) or not np.isfinite(cosreg)):
-        _fail("cosreg", cosreg, "a finite number (the CosReg weight) or null (no CosReg runs)")
+        _fail("cosreg", cosreg, "a non-zero finite number (the CosReg weight), or false / 0 / null for no CosReg runs")
+    head_lr = config.get("head_lr")
+    if head_lr is not None and (isinstance(head_lr, bool) or not isinstance(head_lr, (int, float)) or head_lr <= 0):
+        _fail("head_lr", head_lr, "a positive float or null (the encoder's lr)")
+    threads = config.get("num_threads")
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+        _fail("num_threads", threads, "a positive int or null (torch's default)")
     metric = config.get("metric", "auto")
     if metric == "auto":
         metric = GLUE_METRICS.get(str(config.get("task")).lower(), "accuracy")
@@ -172,6 +180,8 @@ def run(config: dict, results_dir, *, resume: bool = False, device: str | None =
                          f"use --device cpu.")
     results_dir = Path(results_dir)
     _check_resume(results_dir, config, resume)
+    if config.get("num_threads"):
+        torch.set_num_threads(int(config["num_threads"]))
     log = log or (lambda message: None)
     started = time.perf_counter()
     train_data, valid_data = load_splits(config)

@@ -205,7 +205,9 @@ def train_run(spec: RunSpec, config: dict, encoder, n_classes: int, train, valid
     batch_size, epochs = int(config["batch_size"]), int(config["epochs"])
     steps_per_epoch = math.ceil(len(train) / batch_size)
     total_steps = steps_per_epoch * epochs
-    optimizer = torch.optim.AdamW(model.parameters(), lr=float(config["lr"]),
+    head_lr = float(config.get("head_lr") or config["lr"])  # the new head may learn faster than the encoder
+    optimizer = torch.optim.AdamW([{"params": model.encoder.parameters(), "lr": float(config["lr"])},
+                                   {"params": model.head.parameters(), "lr": head_lr}],
                                   weight_decay=float(config["weight_decay"]))
     warmup = round(float(config["warmup_ratio"]) * total_steps)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _lr_lambda(total_steps, max(1, warmup)))
