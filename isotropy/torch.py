@@ -193,8 +193,10 @@ class IStarLoss(nn.Module):
         self.weight = float(check_scalar(weight, "weight", caller="IStarLoss", kind=numbers.Real))
         if shrinkage_cov is not None:
             shrinkage_cov = torch.as_tensor(shrinkage_cov).detach().clone()
-            _check_shrinkage_cov(shrinkage_cov, shrinkage_cov.shape[0] if shrinkage_cov.ndim == 2 else -1,
-                                 like=shrinkage_cov, caller="IStarLoss")
+            if not shrinkage_cov.is_floating_point():
+                shrinkage_cov = shrinkage_cov.to(torch.get_default_dtype())
+            shrinkage_cov = _check_shrinkage_cov(shrinkage_cov, shrinkage_cov.shape[0] if shrinkage_cov.ndim == 2 else -1,
+                                                 like=shrinkage_cov, caller="IStarLoss")
         self.register_buffer("shrinkage_cov", shrinkage_cov)
 
     @torch.no_grad()
