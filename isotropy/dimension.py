@@ -26,6 +26,7 @@ from isotropy.neighbors import (
     _kneighbors_numpy,
     _kneighbors_torch,
     _prepare,
+    _representation,
 )
 
 __all__ = ["local_mle_dimension", "mle_dimension", "twonn_dimension"]
@@ -48,16 +49,15 @@ def _neighbour_distances(X, *, n_neighbors: int, metric: str, caller: str):
         dist = dist.cpu().numpy().astype(np.float64, copy=False)
         if not (dist[:, 0] == 0).any():
             return dist, None
-        R, compute_dtype = _prepare(X.detach().cpu().numpy(), metric, caller)
+        X, scale = _prepare(X.detach().cpu().numpy(), metric, caller)
     else:
-        R, compute_dtype = _prepare(X, metric, caller)
-        sq, _ = _kneighbors_numpy(R, n_neighbors, compute_dtype, None)
-        dist = _finish(sq, metric)
+        X, scale = _prepare(X, metric, caller)
+        dist = _finish(_kneighbors_numpy(X, scale, n_neighbors, None)[0], metric)
         if not (dist[:, 0] == 0).any():
             return dist, None
-    distinct, inverse = np.unique(R, axis=0, return_inverse=True)
+    _, first, inverse = np.unique(_representation(X, scale), axis=0, return_index=True, return_inverse=True)
     inverse = inverse.reshape(-1)
-    n_distinct = distinct.shape[0]
+    n_distinct = first.size
     n_dup = n - n_distinct
     if n_distinct - 1 < n_neighbors:
         raise IsotropyValueError(
@@ -67,7 +67,7 @@ def _neighbour_distances(X, *, n_neighbors: int, metric: str, caller: str):
         f"{caller}: X has {n_dup} duplicate rows (at {metric} distance 0 from another row); each distinct point "
         f"is counted once and neighbours are searched among the {n_distinct} distinct points.",
         UserWarning, stacklevel=3)
-    sq, _ = _kneighbors_numpy(distinct, n_neighbors, compute_dtype, None)
+    sq, _ = _kneighbors_numpy(X[first], None if scale is None else scale[first], n_neighbors, None)
     return _finish(sq, metric), inverse
 
 

@@ -37,15 +37,22 @@ def _n_candidates(n_neighbors: int, n_samples: int) -> int:
     return min(n_samples - 1, n_neighbors + max(8, n_neighbors // 8))
 
 
-def _exact_sq_distances(R: np.ndarray, rows: np.ndarray, cand: np.ndarray) -> np.ndarray:
-    """``‖R[rows[i]] − R[cand[i, j]]‖²`` in float64, by direct differences, in bounded chunks."""
+def _exact_sq_distances(X: np.ndarray, scale, rows: np.ndarray, cand: np.ndarray) -> np.ndarray:
+    """``‖y_rows[i] − y_cand[i, j]‖²`` in float64 by direct differences, ``y_i = X[i]·scale[i]``.
+
+    Works through the candidates a few rows at a time so that the gathered rows stay in cache.
+    """
     n_rows, m = cand.shape
     out = np.empty((n_rows, m), dtype=np.float64)
-    step = max(1, _GATHER_MEMORY // max(1, m * R.shape[1] * 8))
+    step = max(1, _GATHER_MEMORY // max(1, m * X.shape[1] * 8))
     for s in range(0, n_rows, step):
         e = min(n_rows, s + step)
-        diff = R[cand[s:e]]  # (b, m, d) float64 copy
-        diff -= R[rows[s:e]][:, None, :]
+        diff = np.take(X, cand[s:e], axis=0).astype(np.float64, copy=False)  # (b, m, d)
+        query = X[rows[s:e]].astype(np.float64)
+        if scale is not None:
+            diff *= scale[cand[s:e], None]
+            query *= scale[rows[s:e], None]
+        diff -= query[:, None, :]
         out[s:e] = np.einsum("bmd,bmd->bm", diff, diff)
     return out
 
@@ -57,17 +64,27 @@ def _sort_candidates(sq: np.ndarray, cand: np.ndarray, n_neighbors: int):
 
 
 def _prepare(X: np.ndarray, metric: str, caller: str):
-    """Float64 representation whose euclidean geometry defines the metric, and the block dtype."""
-    compute_dtype = np.float32 if X.dtype == np.float32 else np.float64
+    """``(X, scale)``: the metric is the euclidean distance between the rows ``X[i]·scale[i]``.
+
+    ``X`` comes back as float32 or float64 (never copied then); ``scale`` is ``None`` for the
+    euclidean metric and ``1/‖x_i‖`` (float64) for the cosine metric.
+    """
+    if X.dtype not in (np.float32, np.float64):
+        X = X.astype(np.float64)
+    if metric != "cosine":
+        return X, None
+    norms = np.sqrt(np.einsum("ij,ij->i", X, X, dtype=np.float64))
+    zero = int(np.count_nonzero(norms == 0))
+    if zero:
+        raise IsotropyValueError(f"The 'X' parameter of {caller} must have no zero rows with metric='cosine' "
+                                 f"(the cosine distance is undefined for them). Got {zero} zero rows instead.")
+    return X, 1.0 / norms
+
+
+def _representation(X: np.ndarray, scale) -> np.ndarray:
+    """Float64 rows ``X[i]·scale[i]`` whose euclidean geometry is the metric."""
     R = np.asarray(X, dtype=np.float64)
-    if metric == "cosine":
-        norms = np.sqrt(np.einsum("ij,ij->i", R, R))
-        zero = int(np.count_nonzero(norms == 0))
-        if zero:
-            raise IsotropyValueError(f"The 'X' parameter of {caller} must have no zero rows with metric='cosine' "
-                                     f"(the cosine distance is undefined for them). Got {zero} zero rows instead.")
-        R = R / norms[:, None]
-    return R, compute_dtype
+    return R if scale is None else R * scale[:, None]
 
 
 def _merge(best_v, best_i, rows, vals, cols) -> None:
@@ -168,18 +185,25 @@ def _update_cols(best_v, best_i, a2: int, S: np.ndarray, row0: int, first: bool)
     _merge_sparse(best_v, best_i, a2, cols[keep], rows[keep] + row0, vals[keep])
 
 
-def _kneighbors_numpy(R: np.ndarray, n_neighbors: int, compute_dtype, chunk_size: int | None):
-    """Squared euclidean distances and indices of the nearest neighbours of the rows of ``R``.
+def _kneighbors_numpy(X: np.ndarray, scale, n_neighbors: int, chunk_size: int | None):
+    """Squared distances and indices of the nearest neighbours of the points ``X[i]·scale[i]``.
 
-    On the centred data ``c``, the score ``s_ij = c_i·c_j − ‖c_i‖²/2 − ‖c_j‖²/2 = −‖c_i − c_j‖²/2``
+    On the centred data ``c`` the score ``s_ij = c_i·c_j − ‖c_i‖²/2 − ‖c_j‖²/2 = −‖c_i − c_j‖²/2``
     is one matrix product of ``[c, ‖c‖²/2, 1]`` and ``[c, −1, −‖c‖²/2]``, symmetric, so only
     the square blocks of the upper triangle are computed; each serves its rows and its columns.
     Each block is offered to its rows (:func:`_update_rows`) and columns (:func:`_update_cols`).
     """
-    n, d = R.shape
+    n, d = X.shape
     m = _n_candidates(n_neighbors, n)
+    compute_dtype = X.dtype
     A = np.empty((n, d + 2), dtype=compute_dtype)
-    np.subtract(R, R.mean(axis=0), out=A[:, :d], casting="same_kind")  # centring keeps c·c small
+    if scale is None:
+        mean = X.mean(axis=0, dtype=np.float64)
+        A[:, :d] = X
+    else:
+        mean = np.einsum("i,ij->j", scale, X, dtype=np.float64) / n
+        np.multiply(X, scale[:, None].astype(compute_dtype), out=A[:, :d])
+    A[:, :d] -= mean.astype(compute_dtype)  # centring keeps c·c small
     A[:, d] = np.einsum("ij,ij->i", A[:, :d], A[:, :d]) / 2
     A[:, d + 1] = 1
     b = max(chunk_size or _BLOCK, m + 1)  # a first block must hold m other points
@@ -203,7 +227,7 @@ def _kneighbors_numpy(R: np.ndarray, n_neighbors: int, compute_dtype, chunk_size
     rows = np.arange(n)
     for a in range(0, n, 4 * _BLOCK):
         e = min(n, a + 4 * _BLOCK)
-        sq = _exact_sq_distances(R, rows[a:e], best_i[a:e])
+        sq = _exact_sq_distances(X, scale, rows[a:e], best_i[a:e])
         dist[a:e], ind[a:e] = _sort_candidates(sq, best_i[a:e], n_neighbors)
     return dist, ind
 
@@ -314,8 +338,8 @@ def kneighbors(X, *, n_neighbors: int, metric: str = "euclidean", chunk_size: in
     n_neighbors = int(n_neighbors)
     if is_torch(X):
         return _kneighbors_torch(X, n_neighbors, metric, chunk_size, caller)
-    R, compute_dtype = _prepare(X, metric, caller)
-    sq, ind = _kneighbors_numpy(R, n_neighbors, compute_dtype, chunk_size)
+    X, scale = _prepare(X, metric, caller)
+    sq, ind = _kneighbors_numpy(X, scale, n_neighbors, chunk_size)
     return _finish(sq, metric), ind
 
 
