@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from isotropy._backend import as_float64_numpy, to_output
+from isotropy._backend import is_torch, to_output
 from isotropy._validation import IsotropyValueError, check_X
 from isotropy.isoscore import (
-    _centred,
+    _CHUNK_ELEMENTS,
     _check_variance,
     _eps,
-    _scatter_moments,
+    _numpy_scatter,
+    _scatter_stats,
     isoscore_from_covariance,
 )
 
@@ -65,10 +66,35 @@ def participation_ratio(X):
     """
     caller = "participation_ratio"
     X = check_X(X, caller=caller)
-    Xc, mean_sq = _centred(X)
-    trace, frob_sq = _scatter_moments(Xc)
-    _check_variance(trace, n_samples=X.shape[0], mean_sq_norm=mean_sq, eps=_eps(X), caller=caller)
-    return to_output(trace * trace / frob_sq, X)
+    st = _scatter_stats(X)
+    _check_variance(st.trace, n_samples=X.shape[0], mean_sq_norm=st.mean_sq, eps=_eps(X), caller=caller)
+    return to_output(st.trace * st.trace / st.frob_sq, X)
+
+
+def _host_array(X):
+    """A numpy array holding ``X`` (float32/float64 kept; no copy for numpy input)."""
+    if is_torch(X):
+        import torch
+
+        X = X.detach().cpu()
+        return (X if X.dtype in (torch.float32, torch.float64) else X.double()).numpy()
+    return X
+
+
+def _unit_vector_sum(A):
+    """Float64 Σ x/‖x‖ over the non-zero rows of ``A``, and the number of all-zero rows."""
+    n, d = A.shape
+    total = np.zeros(d)
+    n_zero = 0
+    step = max(1, _CHUNK_ELEMENTS // max(d, 1))
+    for start in range(0, n, step):
+        B = A[start:start + step].astype(np.float64)
+        norms = np.sqrt(np.einsum("ij,ij->i", B, B))
+        zero = norms == 0
+        n_zero += int(zero.sum())
+        norms[zero] = 1.0  # all-zero rows add nothing
+        total += (B / norms[:, None]).sum(axis=0)
+    return total, n_zero
 
 
 class CovarianceAccumulator:
@@ -127,21 +153,13 @@ class CovarianceAccumulator:
         if self.n_features_ is not None and X.shape[1] != self.n_features_:
             raise IsotropyValueError(f"The 'X_chunk' parameter of {caller} must have {self.n_features_} features "
                                      f"(columns), like the previous chunks. Got {X.shape[1]} instead.")
-        B = np.array(as_float64_numpy(X), dtype=np.float64, copy=True)  # own copy: worked on in place
-        n_b = B.shape[0]
-        mean_b = B.mean(axis=0)
-        B -= mean_b
-        resid = B.mean(axis=0)  # second pass: the rounding error of mean_b
-        B -= resid
-        mean_b += resid
-        scatter_b = B.T @ B
-        B += mean_b  # back to the raw rows for the unit-vector sum
-        norms = np.sqrt(np.einsum("ij,ij->i", B, B))
-        zero = norms == 0
-        self._n_zero_rows += int(zero.sum())
-        unit_sum_b = (B[~zero] / norms[~zero, None]).sum(axis=0)
+        A = _host_array(X)  # a numpy view of the chunk: read, never written
+        scatter_b, mean_b = _numpy_scatter(A)  # float64, a sub-chunk at a time
+        unit_sum_b, n_zero = _unit_vector_sum(A)
+        self._n_zero_rows += n_zero
+        n_b = A.shape[0]
         if self.n_features_ is None:
-            self.n_features_ = B.shape[1]
+            self.n_features_ = A.shape[1]
             self.n_samples_, self._mean, self._scatter, self._unit_sum = n_b, mean_b, scatter_b, unit_sum_b
             return self
         n_a = self.n_samples_

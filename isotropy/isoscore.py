@@ -8,6 +8,8 @@ with :mod:`isotropy.covariance` (participation ratio, streaming accumulator).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from isotropy._backend import is_torch, to_output
@@ -21,23 +23,17 @@ _FLOOR_ULPS = 8.0
 
 
 # --------------------------------------------------------------------------- shared math
-def _centred(X):
-    """Centred copy of ``X``: float64 numpy for numpy input, same dtype/device/graph for torch.
+_CHUNK_ELEMENTS = 1 << 21  # float64 rows converted at a time by the numpy path (16 MiB)
 
-    Two passes (subtract the mean, then the mean of the residuals) so that the rounding error of
-    the first mean does not leak into the covariance, which matters for float32 and large offsets.
-    Returns ``(Xc, mean_sq_norm)`` where ``mean_sq_norm`` is ``||mean||^2`` as a Python float.
-    """
-    if is_torch(X):
-        mean = X.mean(dim=0, keepdim=True)
-        Xc = X - mean
-        Xc = Xc - Xc.mean(dim=0, keepdim=True)
-        return Xc, float((mean.detach() ** 2).sum())
-    Xc = np.array(X, dtype=np.float64, copy=True)
-    mean = Xc.mean(axis=0)
-    Xc -= mean
-    Xc -= Xc.mean(axis=0)
-    return Xc, float(mean @ mean)
+
+class _ScatterStats(NamedTuple):
+    """Statistics of the centred scatter matrix S = Σ (x − μ)(x − μ)ᵀ (unnormalised, ddof-free)."""
+
+    trace: object  # tr S = ||Xc||_F²
+    frob_sq: object  # ||S||_F²
+    scatter: object  # S (d×d) when n_samples >= n_features, else None
+    centred: object  # Xc (n×d) when n_samples < n_features, else None
+    mean_sq: float  # ||μ||², for the zero-variance test
 
 
 def _as_float(value) -> float:
@@ -52,19 +48,58 @@ def _eps(X) -> float:
     return float(np.finfo(np.float64).eps)
 
 
-def _scatter_moments(Xc):
-    """Trace and squared Frobenius norm of the scatter matrix ``S = Xcᵀ Xc`` (unnormalised).
+def _numpy_scatter(X):
+    """Float64 scatter matrix and mean of a numpy ``X`` (n ≥ 1), without a float64 copy of ``X``.
 
-    ``tr S = ||Xc||_F²``. ``||S||_F² = ||Xcᵀ Xc||_F² = ||Xc Xcᵀ||_F²`` (both equal Σσᵢ⁴ over the
-    singular values of ``Xc``), so the cheaper Gram side is formed: d×d when n ≥ d, else n×n.
+    Rows are converted and centred a chunk at a time. Two passes in effect: S is accumulated
+    about the first mean μ̂, then corrected by the mean r of the residuals,
+    Σ(x − μ̂ − r)(x − μ̂ − r)ᵀ = Σ(x − μ̂)(x − μ̂)ᵀ − n·r·rᵀ, so the rounding error of μ̂ does
+    not leak into the covariance (large offsets, constant data).
     """
-    n, d = Xc.shape
-    if is_torch(Xc):
-        G = Xc.T @ Xc if n >= d else Xc @ Xc.T
-        return (Xc * Xc).sum(), (G * G).sum()
-    G = Xc.T @ Xc if n >= d else Xc @ Xc.T
+    n, d = X.shape
+    mean = X.sum(axis=0, dtype=np.float64) / n
+    scatter = np.zeros((d, d))
+    resid = np.zeros(d)
+    step = max(1, _CHUNK_ELEMENTS // max(d, 1))
+    for start in range(0, n, step):
+        B = X[start:start + step].astype(np.float64)  # always a new array
+        B -= mean
+        resid += B.sum(axis=0)
+        scatter += B.T @ B  # BLAS syrk
+    resid /= n
+    scatter -= n * np.outer(resid, resid)
+    return scatter, mean + resid
+
+
+def _scatter_stats(X) -> _ScatterStats:
+    """Centred-scatter statistics of ``X``: float64 for numpy input, ``X``'s dtype/graph for torch.
+
+    ``||S||_F² = ||Xcᵀ Xc||_F² = ||Xc Xcᵀ||_F²`` (both Σσᵢ⁴ over the singular values of Xc), so
+    the cheaper Gram side is formed: d×d when n ≥ d, else n×n. Centring is two-pass (subtract the
+    mean, then the mean of the residuals) so float32 and large offsets lose no precision.
+    """
+    n, d = X.shape
+    if is_torch(X):
+        mean = X.mean(dim=0, keepdim=True)
+        Xc = X - mean
+        Xc = Xc - Xc.mean(dim=0, keepdim=True)
+        mean_sq = float((mean.detach() ** 2).sum())
+        trace = (Xc * Xc).sum()
+        if n >= d:
+            S = Xc.T @ Xc
+            return _ScatterStats(trace, (S * S).sum(), S, None, mean_sq)
+        G = Xc @ Xc.T
+        return _ScatterStats(trace, (G * G).sum(), None, Xc, mean_sq)
+    if n >= d:
+        S, mean = _numpy_scatter(X)
+        return _ScatterStats(np.trace(S), np.vdot(S, S), S, None, float(mean @ mean))
+    Xc = np.array(X, dtype=np.float64, copy=True)  # n < d: the copy is smaller than a d×d matrix
+    mean = Xc.mean(axis=0)
+    Xc -= mean
+    Xc -= Xc.mean(axis=0)
+    G = Xc @ Xc.T
     flat = Xc.reshape(-1)
-    return np.asarray(flat @ flat), np.asarray(np.vdot(G, G))
+    return _ScatterStats(flat @ flat, np.vdot(G, G), None, Xc, float(mean @ mean))
 
 
 def _check_variance(trace, *, n_samples, mean_sq_norm, eps, caller, name="X"):
@@ -195,10 +230,9 @@ def isoscore(X):
     caller = "isoscore"
     X = check_X(X, caller=caller, min_features=2)
     n, d = X.shape
-    Xc, mean_sq = _centred(X)
-    trace, frob_sq = _scatter_moments(Xc)
-    _check_variance(trace, n_samples=n, mean_sq_norm=mean_sq, eps=_eps(X), caller=caller)
-    return to_output(_score_from_moments(trace, frob_sq, d), X)
+    st = _scatter_stats(X)
+    _check_variance(st.trace, n_samples=n, mean_sq_norm=st.mean_sq, eps=_eps(X), caller=caller)
+    return to_output(_score_from_moments(st.trace, st.frob_sq, d), X)
 
 
 def isoscore_star(X, *, shrinkage_cov=None, zeta=0.2):
@@ -263,8 +297,7 @@ def _isoscore_star(X, *, shrinkage_cov, zeta, caller):
     zeta = float(check_scalar(zeta, "zeta", caller=caller, low=0.0, high=1.0))
     X = check_X(X, caller=caller, min_features=2)
     n, d = X.shape
-    Xc, mean_sq = _centred(X)
-    trace_sc, frob_sq_sc = _scatter_moments(Xc)
+    st = _scatter_stats(X)
     if zeta == 0.0 or shrinkage_cov is None:
         S = None
         trace_s, frob_sq_s = float(d), float(d)
@@ -276,16 +309,16 @@ def _isoscore_star(X, *, shrinkage_cov, zeta, caller):
         raise IsotropyValueError(f"The 'shrinkage_cov' parameter of {caller} must be a non-zero covariance matrix "
                                  f"(positive trace). Got trace {_as_float(trace_s):.3g} instead.")
     if zeta == 0.0:  # with ζ > 0 the shrunk covariance is non-zero even for constant X
-        _check_variance(trace_sc, n_samples=n, mean_sq_norm=mean_sq, eps=_eps(X), caller=caller)
+        _check_variance(st.trace, n_samples=n, mean_sq_norm=st.mean_sq, eps=_eps(X), caller=caller)
     # covariance moments of X (ddof=1) from those of the scatter matrix
     m = n - 1
-    trace_c, frob_sq_c = trace_sc / m, frob_sq_sc / (m * m)
+    trace_c, frob_sq_c = st.trace / m, st.frob_sq / (m * m)
     if S is None:
         inner = trace_c  # <C, I>_F = tr C
-    elif n >= d:
-        inner = ((Xc.T @ Xc) * S).sum() / m  # <C, S>_F with C formed (d×d)
+    elif st.scatter is not None:
+        inner = (st.scatter * S).sum() / m  # <C, S>_F with C = S_X / m formed (d×d)
     else:
-        inner = ((Xc @ S) * Xc).sum() / m  # tr(Xc S Xcᵀ) / m without forming C
+        inner = ((st.centred @ S) * st.centred).sum() / m  # tr(Xc S Xcᵀ) / m without forming C
     trace, frob_sq = _shrunk_moments(trace_c, frob_sq_c, inner, trace_s, frob_sq_s, zeta)
     return to_output(_score_from_moments(trace, frob_sq, d), X)
 

@@ -208,3 +208,19 @@ def test_docstring_examples_run(module):
 
     result = doctest.testmod(importlib.import_module(f"isotropy.{module}"), optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_chunked_float64_path_matches_reference(rng, monkeypatch):
+    import sys
+
+    monkeypatch.setattr(sys.modules["isotropy.isoscore"], "_CHUNK_ELEMENTS", 50)  # 5 rows of 10 per chunk
+    X = (_anisotropic(rng, 203, 10) + 1e4).astype(np.float32)
+    X_before = X.copy()
+    ref = _eigen_reference(X.astype(np.float64))
+    assert isoscore(X) == pytest.approx(ref, abs=1e-10)
+    S = np.cov(_anisotropic(rng, 50, 10), rowvar=False)
+    assert isoscore_star(X, shrinkage_cov=S, zeta=0.3) == pytest.approx(
+        _eigen_reference(X.astype(np.float64), S, 0.3), abs=1e-10)
+    np.testing.assert_array_equal(X, X_before)
+    with pytest.raises(IsotropyValueError, match="non-zero variance"):
+        isoscore(np.full((1001, 10), 7.77, dtype=np.float32))
