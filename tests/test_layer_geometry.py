@@ -97,10 +97,14 @@ def test_markdown_table_formats_nan_and_static():
     row = {"n": 1200, "d": 8, "n_types": 7, "s_inter": 0.12345, "s_intra": math.nan, "n_clusters": 2,
            "silhouette": 0.5, "s_inter_centered": 0.0, "s_intra_centered": math.nan, "isoscore": 0.9,
            "isoscore_centered": 0.95, "lid_euclidean": 5.0, "lid_cosine": 4.0}
-    table = markdown_table({"layers": [{"layer": 0, **row}], "static": {"name": "GloVe", **row}})
+    clusters = [{"cluster": 0, "size": 1000, "top_words": ["the", "of"]}, {"cluster": 1, "size": 200,
+                                                                          "top_words": [",", "."]}]
+    table = markdown_table({"layers": [{"layer": 0, **row, "clusters": clusters}],
+                            "static": {"name": "GloVe", **row}})
     lines = table.strip().splitlines()
-    assert len(lines) == 4 and lines[2].startswith("| 0 | 1,200 | 8 | 7 | 0.123 | – | 2 |")
+    assert lines[2].startswith("| 0 | 1,200 | 8 | 7 | 0.123 | – | 2 |")
     assert lines[3].startswith("| GloVe (static) |")
+    assert lines[-2:] == ["| 0 | 0 | 1,000 | the of |", "| 0 | 1 | 200 | , . |"]
 
 
 # ---------------------------------------------------------------- the CLI, end to end on a tiny BERT
@@ -150,7 +154,7 @@ def test_cli_end_to_end_on_a_tiny_model(tiny_bert, corpus_file, tmp_path, capsys
         for fmt in ("png", "svg"):
             assert (results_dir / f"{stem}.{fmt}").stat().st_size > 1000
     table = (results_dir / "metrics.md").read_text()
-    assert table.count("\n") == 5 and "GloVe 6B 50d (static)" in table  # header, rule, 2 layers, static
+    assert table.splitlines()[4].startswith("| GloVe 6B 50d (static) | ")  # header, rule, 2 layers, static
     # the figures can be redrawn from the results directory alone
     (results_dir / "layer_metrics.png").unlink()
     main(["plot", str(results_dir)])

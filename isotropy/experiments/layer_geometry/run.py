@@ -55,7 +55,25 @@ def markdown_table(results: dict) -> str:
         rows.append((results["static"]["name"] + " (static)", results["static"]))
     for name, row in rows:
         lines.append("| " + " | ".join([name, *(_fmt(row[k]) for k in _TABLE_KEYS)]) + " |")
+    clustered = [r for r in results["layers"] if r.get("n_clusters", 1) > 1 and r.get("clusters")]
+    if clustered:
+        lines += ["", "K-means clusters (k > 1): size and most frequent words", ""]
+        lines += ["| layer | cluster | size | most frequent words |", "|---|---|---|---|"]
+        for r in clustered:
+            lines += [f"| {r['layer']} | {c['cluster']} | {c['size']:,} | {' '.join(c['top_words'])} |"
+                      for c in r["clusters"]]
     return "\n".join(lines) + "\n"
+
+
+def _cluster_summary(labels, type_ids, types, *, top: int = 8) -> list[dict]:
+    """Size and most frequent word types of every cluster."""
+    summary = []
+    for j in range(int(labels.max()) + 1):
+        counts = np.bincount(type_ids[labels == j], minlength=len(types))
+        best = np.argsort(-counts, kind="stable")[:top]
+        summary.append({"cluster": j, "size": int((labels == j).sum()),
+                        "top_words": [types[i] for i in best if counts[i] > 0]})
+    return summary
 
 
 def _write_projection(path: Path, X: np.ndarray, labels, frequency, words, *, max_points: int, seed: int) -> None:
@@ -83,7 +101,8 @@ def run(config: dict, results_dir, *, device=None, log: Callable[[str], None] | 
     ``data_dir``, ``layers``, ``pooling``, ``max_tokens``, ``max_per_type``, ``skip_types``,
     ``shuffle``, ``max_length``, ``batch_size``, ``dtype``, ``device``, ``seed``, ``metrics`` (see
     :data:`~isotropy.experiments.layer_geometry.metrics.DEFAULT_METRICS`), ``static`` (static vectors
-    for the comparison row, or null), ``pca_layers`` (layers projected for the figures; null: the
+    for the comparison row, or null), ``static_vocabulary`` (``corpus``: every corpus word
+    type; ``kept``: the types of the kept tokens), ``pca_layers`` (layers projected for the figures; null: the
     middle layer), ``pca_max_points``, ``threads`` (BLAS/OpenMP threads of the metrics; null: the
     libraries' default; 1 avoids the slowdown of oversubscribed OpenMP on a busy machine).
     """
@@ -132,7 +151,8 @@ def run(config: dict, results_dir, *, device=None, log: Callable[[str], None] | 
         with threadpool_limits(limits=threads):
             metrics, labels = space_metrics(emb.hidden_states[layer], emb.type_ids, seed=seed, return_labels=True,
                                             **metric_options)
-        rows.append({"layer": layer, **metrics, "seconds": time.perf_counter() - t})
+        rows.append({"layer": layer, **metrics, "clusters": _cluster_summary(labels, emb.type_ids, emb.types),
+                     "seconds": time.perf_counter() - t})
         log(f"layer {layer}: " + ", ".join(f"{k}={_fmt(metrics[k])}" for k in METRIC_LABELS)
             + f" ({rows[-1]['seconds']:.0f} s)")
         if layer in pca_layers:
@@ -145,9 +165,14 @@ def run(config: dict, results_dir, *, device=None, log: Callable[[str], None] | 
     if config.get("static"):
         t = time.perf_counter()
         skip = set(config.get("skip_types") or ())
-        X, words = static_space([w for w in emb.types if w not in skip], vectors=config["static"])
+        vocabulary = config.get("static_vocabulary", "corpus")
+        if vocabulary not in ("corpus", "kept"):
+            raise ValueError(f"The 'static_vocabulary' setting of {EXPERIMENT} must be 'corpus' or 'kept'. "
+                             f"Got {vocabulary!r} instead.")
+        types = corpus.word_counts() if vocabulary == "corpus" else emb.types
+        X, words = static_space([w for w in types if w not in skip], vectors=config["static"])
         static = {"name": "GloVe 6B 50d" if config["static"] == "glove-6b-50d" else str(config["static"]),
-                  "vectors": str(config["static"]),
+                  "vectors": str(config["static"]), "vocabulary": vocabulary,
                   **_static_metrics(X, words, seed=seed, threads=threads, **metric_options)}
         timings["static_s"] = time.perf_counter() - t
         log(f"static {static['name']}: {len(words):,} of the corpus types; LID (cosine) {static['lid_cosine']:.2f}")
