@@ -31,7 +31,13 @@ ESTIMATORS = [
 ]
 
 
-@parametrize_with_checks(ESTIMATORS)
+_ALL = parametrize_with_checks(ESTIMATORS)
+# the array-API check skips itself unless SCIPY_ARRAY_API=1 is set before scipy is imported (never in CI):
+# leave it out rather than report a skip
+_PARAMS = [p for p in _ALL.args[1] if "check_array_api_input" not in _ALL.kwargs["ids"](p[1])]
+
+
+@pytest.mark.parametrize(_ALL.args[0], _PARAMS, ids=_ALL.kwargs["ids"])
 def test_sklearn_estimator_checks(estimator, check):
     check(estimator)
 
