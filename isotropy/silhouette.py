@@ -10,9 +10,9 @@ symmetric, so only the blocks on and above the diagonal are formed, and each off
 block serves both its rows and (transposed) its columns. Memory is a few blocks plus one
 copy of the data.
 
-numpy input (and CPU tensors, which share memory with numpy) runs on numpy: OpenBLAS uses
-every core for the products, and with the samples sorted by cluster the per-cluster sums of
-a block are segmented row and column sums. Tensors on other devices run on torch, on their
+numpy input (and CPU tensors, which share memory with numpy) runs on numpy, one worker
+thread per core, each forming whole blocks with single-threaded BLAS; with the samples
+sorted by cluster the per-cluster sums of a block are segmented row and column sums. Tensors on other devices run on torch, on their
 own device, detached and without a graph; their per-cluster sums are a float64 product with
 the one-hot label matrix.
 """
@@ -24,6 +24,7 @@ import numbers
 import numpy as np
 
 from isotropy._backend import is_torch
+from isotropy._silhouette_blocks import _augmented_numpy, _BlockKernel, _run_tasks
 from isotropy._validation import (
     IsotropyValueError,
     check_labels,
@@ -73,56 +74,6 @@ def _sample_indices(n_samples, sample_size, random_state, caller):
     return permutation[:sample_size]
 
 
-# ----------------------------------------------------------------------------------------------
-# the per-cluster distance sums S[i, c], numpy
-
-
-def _unit_rows(block):
-    """Rows scaled to unit norm (a zero row stays zero) and a 0/1 flag of the zero rows."""
-    norms = np.sqrt(np.einsum("ij,ij->i", block, block))
-    block /= np.where(norms > 0, norms, 1.0)[:, None]
-    return block, (norms == 0).astype(np.float64)
-
-
-def _augmented_numpy(X, metric, dtype, order):
-    """Right operand R = [u, 1, q] with u the centred rows (of X, or of the unit rows of X).
-
-    With L = [-s u, q, 1] (s = 2 for euclidean, 1 for cosine), L @ R.T is the squared euclidean
-    distance, or the cosine distance 1 - cos(x, y) = |u_x - u_y|^2 / 2 (+ 1/2 per zero row).
-    Centring keeps |u| small, hence the cancellation error of the float32 product. Row ``i`` of
-    R is sample ``order[i]``.
-    """
-    n, d = X.shape
-    step = max(1, (1 << 22) // max(d, 1))  # convert ~32 MiB of float64 at a time
-    chunks = [slice(start, min(n, start + step)) for start in range(0, n, step)]
-    if metric == "euclidean":
-        mean = X.mean(axis=0, dtype=np.float64)
-    else:
-        mean = sum(_unit_rows(X[rows].astype(np.float64))[0].sum(axis=0) for rows in chunks) / n
-    R = np.empty((n, d + 2), dtype=dtype)
-    for rows in chunks:
-        block = X[order[rows]].astype(np.float64)
-        zero = 0.0
-        if metric == "cosine":
-            block, zero = _unit_rows(block)
-        block -= mean
-        R[rows, :d] = block
-        block = R[rows, :d].astype(np.float64)  # norms of the values actually multiplied
-        q = np.einsum("ij,ij->i", block, block)
-        R[rows, d + 1] = q if metric == "euclidean" else (q + zero) / 2.0
-    R[:, d] = 1.0
-    return R
-
-
-def _left_operand_numpy(R_rows, metric, d):
-    """L such that L @ R.T is the squared euclidean distance (or the cosine distance)."""
-    L = np.empty_like(R_rows)
-    np.multiply(R_rows[:, :d], -2.0 if metric == "euclidean" else -1.0, out=L[:, :d])
-    L[:, d] = R_rows[:, d + 1]
-    L[:, d + 1] = 1.0
-    return L
-
-
 def _silhouette_numpy(X, ids, n_clusters, metric, chunk_size):
     """Silhouette coefficients from the per-cluster sums S[i, c] = sum_{j in c} d(x_i, x_j) (float64).
 
@@ -130,83 +81,43 @@ def _silhouette_numpy(X, ids, n_clusters, metric, chunk_size):
     sums over contiguous column ranges (``np.add.reduceat``) and contiguous row ranges. Only
     blocks (I, J) with I <= J are formed, each feeding S for rows I and (transposed) rows J;
     when the n x n_clusters table S itself would be large (many clusters), row panels of S are
-    completed one at a time instead, forming every block.
+    completed one at a time instead, forming every block. Blocks are spread over one worker
+    thread per core, each with single-threaded BLAS and its own buffers (numpy releases the
+    GIL), which also runs the element-wise work in parallel.
     """
-    n, d = X.shape
+    n = X.shape[0]
     dtype = np.float64 if X.dtype == np.float64 else np.float32
     order = np.argsort(ids, kind="stable")
-    sorted_ids = ids[order]
-    first = np.searchsorted(sorted_ids, np.arange(n_clusters + 1))  # cluster c is rows first[c]:first[c+1]
-    counts = np.diff(first).astype(np.float64)
-    R = _augmented_numpy(X, metric, dtype, order)
-    b = min(n, chunk_size or _DEFAULT_CHUNK)
-    symmetric = n * n_clusters * 8 <= _SUMS_BUDGET
-    sums = np.zeros((n if symmetric else b, n_clusters), dtype=np.float64)
+    kernel = _BlockKernel(_augmented_numpy(X, metric, dtype, order), ids[order], n_clusters, metric,
+                          min(n, chunk_size or _DEFAULT_CHUNK))
+    starts = range(0, n, kernel.b)
     s_sorted = np.empty(n, dtype=np.float64)
-    buffer = np.empty(b * b, dtype=dtype)
-    high = 2.0 if metric == "cosine" else np.inf
-    for i0 in range(0, n, b):
-        i1 = min(n, i0 + b)
-        L = _left_operand_numpy(R[i0:i1], metric, d)
-        L_mean = L.mean(axis=0, dtype=np.float64)
-        ci, row_starts = _segments(sorted_ids, first, i0, i1)
-        onehot_i = None
-        rows_i = slice(i0, i1) if symmetric else slice(0, i1 - i0)
-        if not symmetric:
-            sums[:] = 0.0
-        for j0 in range(i0 if symmetric else 0, n, b):
-            j1 = min(n, j0 + b)
-            D = buffer[: (i1 - i0) * (j1 - j0)].reshape(i1 - i0, j1 - j0)
-            np.matmul(L, R[j0:j1].T, out=D)
-            np.clip(D, 0.0, high, out=D)
-            if metric == "euclidean":
-                np.sqrt(D, out=D)
-            if i0 == j0:
-                D.flat[:: D.shape[1] + 1] = 0.0  # d(x, x) = 0 exactly, whatever the rounding
-            # Sums of many similar float32 terms lose digits: sum d - shift instead, shift ~ mean d
-            # (the mean of L @ R.T over the block is mean(L) @ mean(R)), and add n * shift in float64.
-            shift = float(L_mean @ R[j0:j1].mean(axis=0, dtype=np.float64))
-            shift = np.sqrt(max(shift, 0.0)) if metric == "euclidean" else shift
-            D -= dtype(shift)
-            shift = float(dtype(shift))
-            cj, col_starts = _segments(sorted_ids, first, j0, j1)
-            sums[rows_i, cj] += np.add.reduceat(D, col_starts, axis=1) + shift * np.diff([*col_starts, j1 - j0])
-            if j0 == i0 or not symmetric:
-                continue
-            if len(ci) <= 32:  # few clusters in block I: column sums over each cluster's rows
-                for c, r0, r1 in zip(ci, row_starts, [*row_starts[1:], i1 - i0]):
-                    sums[j0:j1, c] += _column_sums(D[r0:r1]) + shift * (r1 - r0)
-            else:  # many: one product with the block's one-hot matrix
-                if onehot_i is None:
-                    onehot_i = np.zeros((i1 - i0, len(ci)), dtype=dtype)
-                    onehot_i[np.arange(i1 - i0), sorted_ids[i0:i1] - ci[0]] = 1.0
-                sums[j0:j1, ci] += D.T @ onehot_i + shift * np.diff([*row_starts, i1 - i0])
-        if not symmetric:
-            s_sorted[i0:i1] = _coefficients_numpy(sums[: i1 - i0], sorted_ids[i0:i1], counts)
-    if symmetric:
-        s_sorted = _coefficients_numpy(sums, sorted_ids, counts)
+    if n * n_clusters * 8 <= _SUMS_BUDGET:
+        tables = []
+
+        def pair(i0, j0, state):
+            if "sums" not in state:
+                state["sums"] = np.zeros((n, n_clusters), dtype=np.float64)
+                tables.append(state["sums"])
+            kernel.add_block(i0, j0, state, state["sums"], symmetric=True)
+
+        _run_tasks(pair, [(i0, j0) for i0 in starts for j0 in starts if j0 >= i0])
+        sums = tables[0]
+        for other in tables[1:]:
+            sums += other
+        s_sorted = _coefficients_numpy(sums, kernel.sorted_ids, kernel.counts)
+    else:
+        def panel(i0, state):
+            i1 = min(n, i0 + kernel.b)
+            sums = np.zeros((i1 - i0, n_clusters), dtype=np.float64)
+            for j0 in starts:
+                kernel.add_block(i0, j0, state, sums, symmetric=False)
+            s_sorted[i0:i1] = _coefficients_numpy(sums, kernel.sorted_ids[i0:i1], kernel.counts)
+
+        _run_tasks(panel, [(i0,) for i0 in starts])
     s = np.empty(n, dtype=np.float64)
     s[order] = s_sorted
     return s
-
-
-def _column_sums(block, group=128):
-    """float64 column sums of a float32 block: float32 sums of 128 rows at a time, then float64.
-
-    (numpy sums along axis 0 row after row; 2048 float32 rows in a row would lose ~6 digits.)
-    """
-    full = block.shape[0] // group * group
-    total = block[full:].sum(axis=0, dtype=np.float64)
-    if full:
-        total += block[:full].reshape(-1, group, block.shape[1]).sum(axis=1).sum(axis=0, dtype=np.float64)
-    return total
-
-
-def _segments(sorted_ids, first, start, stop):
-    """Clusters present in sorted rows start:stop, and where each begins (relative to start)."""
-    clusters = np.arange(sorted_ids[start], sorted_ids[stop - 1] + 1)
-    starts = np.maximum(first[clusters], start) - start
-    return clusters, starts
 
 
 # ----------------------------------------------------------------------------------------------
@@ -328,9 +239,9 @@ def silhouette_samples(X, labels, *, metric="euclidean", chunk_size=None):
         Distance between samples. ``"cosine"`` is ``1 - cos(x, y)``; a zero vector is at
         distance 1 from every other sample.
     chunk_size : int, optional
-        Rows per block of the distance matrix. Extra memory is about three blocks plus one
-        copy of ``X``; the default (2048 on CPU, 8192 on accelerators) keeps it under
-        ~100 MiB on CPU for 20,000 x 768 float32 data.
+        Rows per block of the distance matrix. Extra memory is about one block per CPU core
+        plus one copy of ``X``; the default (2048 on CPU, 8192 on accelerators) keeps it
+        under ~150 MiB on CPU for 20,000 x 768 float32 data.
 
     Returns
     -------

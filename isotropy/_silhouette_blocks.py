@@ -1,0 +1,157 @@
+"""Blocks of a pairwise distance matrix on CPU, for the exact silhouette (numpy).
+
+Samples are stored sorted by cluster as the rows of an augmented, centred matrix ``R`` such
+that ``L @ R[J].T`` (``L`` built from ``R[I]``) is the block ``(I, J)`` of squared euclidean or of
+cosine distances; :class:`_BlockKernel` turns one block into per-cluster distance sums and
+:func:`_run_tasks` spreads blocks over the cores.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def _unit_rows(block):
+    """Rows scaled to unit norm (a zero row stays zero) and a 0/1 flag of the zero rows."""
+    norms = np.sqrt(np.einsum("ij,ij->i", block, block))
+    block /= np.where(norms > 0, norms, 1.0)[:, None]
+    return block, (norms == 0).astype(np.float64)
+
+
+def _augmented_numpy(X, metric, dtype, order):
+    """Right operand R = [u, 1, q] with u the centred rows (of X, or of the unit rows of X).
+
+    With L = [-s u, q, 1] (s = 2 for euclidean, 1 for cosine), L @ R.T is the squared euclidean
+    distance, or the cosine distance 1 - cos(x, y) = |u_x - u_y|^2 / 2 (+ 1/2 per zero row).
+    Centring keeps |u| small, hence the cancellation error of the float32 product. Row ``i`` of
+    R is sample ``order[i]``.
+    """
+    n, d = X.shape
+    step = max(1, (1 << 22) // max(d, 1))  # convert ~32 MiB of float64 at a time
+    chunks = [slice(start, min(n, start + step)) for start in range(0, n, step)]
+    if metric == "euclidean":
+        mean = X.mean(axis=0, dtype=np.float64)
+    else:
+        mean = sum(_unit_rows(X[rows].astype(np.float64))[0].sum(axis=0) for rows in chunks) / n
+    R = np.empty((n, d + 2), dtype=dtype)
+    for rows in chunks:
+        block = X[order[rows]].astype(np.float64)
+        zero = 0.0
+        if metric == "cosine":
+            block, zero = _unit_rows(block)
+        block -= mean
+        R[rows, :d] = block
+        block = R[rows, :d].astype(np.float64)  # norms of the values actually multiplied
+        q = np.einsum("ij,ij->i", block, block)
+        R[rows, d + 1] = q if metric == "euclidean" else (q + zero) / 2.0
+    R[:, d] = 1.0
+    return R
+
+
+def _left_operand_numpy(R_rows, metric, d):
+    """L such that L @ R.T is the squared euclidean distance (or the cosine distance)."""
+    L = np.empty_like(R_rows)
+    np.multiply(R_rows[:, :d], -2.0 if metric == "euclidean" else -1.0, out=L[:, :d])
+    L[:, d] = R_rows[:, d + 1]
+    L[:, d + 1] = 1.0
+    return L
+
+
+def _run_tasks(fn, tasks):
+    """Run fn(*task, state) for every task on one thread per core (state: a per-thread dict)."""
+    import os
+    import threading
+
+    try:
+        workers = min(len(os.sched_getaffinity(0)), len(tasks))
+    except AttributeError:  # no sched_getaffinity (macOS, Windows)
+        workers = min(os.cpu_count() or 1, len(tasks))
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        workers = 1
+    if workers <= 1:
+        state = {}
+        for task in tasks:
+            fn(*task, state)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    local = threading.local()
+
+    def run(task):
+        if not hasattr(local, "state"):
+            local.state = {}
+        fn(*task, local.state)
+
+    with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(workers) as pool:
+        list(pool.map(run, tasks))
+
+
+class _BlockKernel:
+    """One block of the distance matrix and its per-cluster sums (the samples sorted by cluster)."""
+
+    def __init__(self, R, sorted_ids, n_clusters, metric, b):
+        self.R, self.sorted_ids, self.metric, self.b = R, sorted_ids, metric, b
+        self.d = R.shape[1] - 2
+        self.first = np.searchsorted(sorted_ids, np.arange(n_clusters + 1))  # cluster c: rows first[c]:first[c+1]
+        self.counts = np.diff(self.first).astype(np.float64)
+        self.high = 2.0 if metric == "cosine" else np.inf
+
+    def add_block(self, i0, j0, state, sums, *, symmetric):
+        """Add block (I, J)'s cluster sums to sums[I] (rows i0:i1 of sums, or all of a panel's
+        rows), and with ``symmetric`` its transpose's to sums[J]."""
+        R, n, b, dtype = self.R, self.R.shape[0], self.b, self.R.dtype
+        i1, j1 = min(n, i0 + b), min(n, j0 + b)
+        if state.get("i0") != i0:  # left operand of the current row block, cached per thread
+            L = _left_operand_numpy(R[i0:i1], self.metric, self.d)
+            state.update(i0=i0, L=L, L_mean=L.mean(axis=0, dtype=np.float64), onehot=None)
+        L = state["L"]
+        if "buffer" not in state:
+            state["buffer"] = np.empty(b * b, dtype=dtype)
+        D = state["buffer"][: (i1 - i0) * (j1 - j0)].reshape(i1 - i0, j1 - j0)
+        np.matmul(L, R[j0:j1].T, out=D)
+        np.clip(D, 0.0, self.high, out=D)
+        if self.metric == "euclidean":
+            np.sqrt(D, out=D)
+        if i0 == j0:
+            D.flat[:: D.shape[1] + 1] = 0.0  # d(x, x) = 0 exactly, whatever the rounding
+        # Sums of many similar float32 terms lose digits: sum d - shift instead, shift ~ mean d
+        # (the mean of L @ R.T over the block is mean(L) @ mean(R)), and add n * shift in float64.
+        shift = float(state["L_mean"] @ R[j0:j1].mean(axis=0, dtype=np.float64))
+        shift = np.sqrt(max(shift, 0.0)) if self.metric == "euclidean" else shift
+        D -= dtype.type(shift)
+        shift = float(dtype.type(shift))
+        cj, col_starts = _segments(self.sorted_ids, self.first, j0, j1)
+        rows = slice(i0, i1) if symmetric else slice(0, i1 - i0)
+        sums[rows, cj] += np.add.reduceat(D, col_starts, axis=1) + shift * np.diff([*col_starts, j1 - j0])
+        if j0 == i0 or not symmetric:
+            return
+        ci, row_starts = _segments(self.sorted_ids, self.first, i0, i1)
+        if len(ci) <= 32:  # few clusters in block I: column sums over each cluster's rows
+            for c, r0, r1 in zip(ci, row_starts, [*row_starts[1:], i1 - i0]):
+                sums[j0:j1, c] += _column_sums(D[r0:r1]) + shift * (r1 - r0)
+        else:  # many: one product with the block's one-hot matrix
+            if state["onehot"] is None:
+                state["onehot"] = np.zeros((i1 - i0, len(ci)), dtype=dtype)
+                state["onehot"][np.arange(i1 - i0), self.sorted_ids[i0:i1] - ci[0]] = 1.0
+            sums[j0:j1, ci] += D.T @ state["onehot"] + shift * np.diff([*row_starts, i1 - i0])
+
+
+def _column_sums(block, group=128):
+    """float64 column sums of a float32 block: float32 sums of 128 rows at a time, then float64.
+
+    (numpy sums along axis 0 row after row; 2048 float32 rows in a row would lose ~6 digits.)
+    """
+    full = block.shape[0] // group * group
+    total = block[full:].sum(axis=0, dtype=np.float64)
+    if full:
+        total += block[:full].reshape(-1, group, block.shape[1]).sum(axis=1).sum(axis=0, dtype=np.float64)
+    return total
+
+
+def _segments(sorted_ids, first, start, stop):
+    """Clusters present in sorted rows start:stop, and where each begins (relative to start)."""
+    clusters = np.arange(sorted_ids[start], sorted_ids[stop - 1] + 1)
+    starts = np.maximum(first[clusters], start) - start
+    return clusters, starts
