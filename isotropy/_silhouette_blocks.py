@@ -8,6 +8,10 @@ cosine distances; :class:`_BlockKernel` turns one block into per-cluster distanc
 
 from __future__ import annotations
 
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 
 
@@ -57,11 +61,16 @@ def _left_operand_numpy(R_rows, metric, d):
     return L
 
 
-def _run_tasks(fn, tasks):
-    """Run fn(*task, state) for every task on one thread per core (state: a per-thread dict)."""
-    import os
-    import threading
+_PARALLEL = threading.Lock()  # one parallel section at a time: BLAS thread limits are process-wide
 
+
+def _run_tasks(fn, tasks):
+    """Run fn(*task, state) for every task on one thread per core (state: a per-thread dict).
+
+    Each worker runs single-threaded BLAS (threadpoolctl, restored on exit): independent
+    workers keep both the products and the element-wise work busy on every core, and do not
+    stall on BLAS's internal thread barriers when the machine is oversubscribed.
+    """
     try:
         workers = min(len(os.sched_getaffinity(0)), len(tasks))
     except AttributeError:  # no sched_getaffinity (macOS, Windows)
@@ -75,8 +84,6 @@ def _run_tasks(fn, tasks):
         for task in tasks:
             fn(*task, state)
         return
-    from concurrent.futures import ThreadPoolExecutor
-
     local = threading.local()
 
     def run(task):
@@ -84,7 +91,7 @@ def _run_tasks(fn, tasks):
             local.state = {}
         fn(*task, local.state)
 
-    with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(workers) as pool:
+    with _PARALLEL, threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(workers) as pool:
         list(pool.map(run, tasks))
 
 
