@@ -133,3 +133,29 @@ def test_encode_mean_pooled_matches_sentence_transformers_and_caches(tmp_path):
     assert len(list(tmp_path.glob("*.npy"))) == 2 and not np.allclose(X0, X)
     with pytest.raises(ValueError, match="'layer' parameter of encode_mean_pooled must be in"):
         encode_mean_pooled(texts, device="cpu", layer=40, use_cache=False)
+
+
+def test_fit_on_a_text_file_uses_the_corpus_mean(data_root, tmp_path):
+    from isotropy.datasets.sts import load_sts
+    from isotropy.encoders import encode_sentences
+
+    corpus = load_sts("STSB", split="train", data_dir=data_root).text_a[:80]
+    path = tmp_path / "corpus.txt"
+    path.write_text("\n".join(corpus) + "\n")
+    out = tmp_path / "results"
+    result = CliRunner().invoke(cli, ["run", "sts-isotropy", "--fit-on", str(path), "--datasets", "STSB", "--limit",
+                                      "30", "--n-clusters", "2", "--n-components", "1", "--no-sweep", "--data-dir",
+                                      str(data_root), "--results-dir", str(out), "--device", "cpu", "--quiet"])
+    assert result.exit_code == 0, result.output
+    results = json.loads((out / "results.json").read_text())
+    assert results["fit"]["n_sentences"] == 80
+    assert "once on a separate corpus" in (out / "results.md").read_text()
+    # "Mean" subtracts the corpus mean (not the evaluated sentences' mean): recompute by hand
+    mu = encode_sentences(corpus, device="cpu", show_progress=False).astype(np.float64).mean(axis=0)
+    d = load_sts("STSB", data_dir=data_root)
+    keep = np.sort(np.random.default_rng(0).choice(len(d), 30, replace=False))
+    a = encode_sentences([d.text_a[i] for i in keep], device="cpu", show_progress=False) - mu
+    b = encode_sentences([d.text_b[i] for i in keep], device="cpu", show_progress=False) - mu
+    cos = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+    got = results["datasets"]["STSB"]["methods"]["Mean"]["all"]["spearman"]
+    assert got == pytest.approx(spearmanr(cos, d.scores[keep])[0], abs=1e-5)

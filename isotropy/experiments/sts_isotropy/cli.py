@@ -34,6 +34,8 @@ def _csv_list(ctx, param, value):
 @click.option("--fit-on", "fit_on", default=None,
               help="What the transforms are fitted on: self (each evaluated data set), stsb-train, wikitext-2, "
                    "or a text file with one sentence a line.")
+@click.option("--fit-max-sentences", "fit_max_sentences", type=int, default=None,
+              help="Separate corpus: at most this many sentences (seeded sample).")
 @click.option("--datasets", callback=_csv_list, default=None, help=f"Comma-separated, from {', '.join(DATASETS)}.")
 @click.option("--n-clusters", "n_clusters", type=int, default=None, help="Clusters of the cluster-based rows.")
 @click.option("--n-components", "n_components", type=int, default=None, help="Directions removed per cluster.")
@@ -46,7 +48,7 @@ def _csv_list(ctx, param, value):
 @click.option("--results-dir", type=click.Path(file_okay=False), default=None,
               help="Where to write results (default results/sts-isotropy/fit-<fit_on>).")
 @click.option("--quiet", is_flag=True, help="No progress output.")
-def command(setup, model, pooling, layer, fit_on, datasets, n_clusters, n_components, limit, no_sweep, seed, device,
+def command(setup, model, pooling, layer, fit_on, fit_max_sentences, datasets, n_clusters, n_components, limit, no_sweep, seed, device,
             data_dir, results_dir, quiet):
     """Isotropy-enhancing transforms on STS 2012-2016, STS-B and SICK (Rajaee & Pilehvar, 2021).
 
@@ -60,7 +62,8 @@ def command(setup, model, pooling, layer, fit_on, datasets, n_clusters, n_compon
     from isotropy.experiments._results import load_config
     from isotropy.experiments.sts_isotropy.run import default_results_dir, run
 
-    overrides = {"model": model, "pooling": pooling, "layer": layer, "fit_on": fit_on, "datasets": datasets,
+    overrides = {"model": model, "pooling": pooling, "layer": layer, "fit_on": fit_on, "fit_max_sentences": fit_max_sentences,
+                 "datasets": datasets,
                  "n_clusters": n_clusters, "n_components": n_components, "limit": limit, "seed": seed}
     config = load_config("sts-isotropy", setup, overrides)
     if no_sweep:

@@ -116,11 +116,17 @@ def isotropy_metrics(Y: np.ndarray, *, sample: int, seed: int) -> dict:
     return {"I(W)": float(partition_isotropy(Y)), "IsoScore": float(isoscore(Y))}
 
 
-def _apply(name, config, X_fit, X, *, seed):
-    method = make_method(name, config, seed=seed)
-    if method is None:
-        return X.astype(np.float64)
-    return method.fit(X_fit).transform(X)
+def _apply(name, config, X_fit, X, *, seed, fitted=None):
+    """Fit method ``name`` on ``X_fit`` and transform ``X``; ``fitted`` caches fits of a shared corpus."""
+    if fitted is not None and name in fitted:
+        method = fitted[name]
+    else:
+        method = make_method(name, config, seed=seed)
+        if method is not None:
+            method.fit(X_fit)
+        if fitted is not None:
+            fitted[name] = method
+    return X.astype(np.float64) if method is None else method.transform(X)
 
 
 def _load_data(config, data_dir):
@@ -138,13 +144,13 @@ def _load_data(config, data_dir):
     return data
 
 
-def _evaluate(name, d, X, X_fit, config, log):
+def _evaluate(name, d, X, X_fit, config, log, fitted):
     from isotropy.datasets.sts import sts_correlations
 
     n, seed, rows = len(d), config["seed"], {}
     for method in config["methods"]:
         start = time.perf_counter()
-        Y = _apply(method, config, X if X_fit is None else X_fit, X, seed=seed)
+        Y = _apply(method, config, X if X_fit is None else X_fit, X, seed=seed, fitted=fitted)
         corr = sts_correlations(cosine_rows(Y[:n], Y[n:]), d.scores, d.subsets)
         rows[method] = {**corr, **isotropy_metrics(Y, sample=config["metric_sample"], seed=seed),
                         "seconds": round(time.perf_counter() - start, 3)}
@@ -212,13 +218,14 @@ def run(config, *, results_dir, data_dir=None, device=None, progress=True, plot=
                                               max_sentences=config["fit_max_sentences"], seed=config["seed"])
         log(f"fitting corpus {config['fit_on']}: {len(sentences)} sentences")
         X_fit = embed_texts(sentences, config, device=device, progress=progress).astype(np.float64)
-    embeddings, table = {}, {}
+    # a separate corpus is fitted once per method (same seed, same fit) and reused for every data set
+    embeddings, table, fitted = {}, {}, (None if X_fit is None else {})
     for name, d in data.items():
         log(f"{name}: {len(d)} pairs")
         X = embed_texts(d.sentences(), config, device=device, progress=progress).astype(np.float64)
         embeddings[name] = X
         table[name] = {"n_pairs": len(d), "subsets": d.subset_names, "source": d.source,
-                       "methods": _evaluate(name, d, X, X_fit, config, log)}
+                       "methods": _evaluate(name, d, X, X_fit, config, log, fitted)}
     sweep = _sweep(data, embeddings, X_fit, config, log)
     results = {"config": config, "fit": fit_source, "n_features": int(next(iter(embeddings.values())).shape[1]),
                "datasets": table, "sweep": sweep, "seconds": round(time.perf_counter() - started, 1)}
