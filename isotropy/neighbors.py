@@ -24,8 +24,8 @@ _METRICS = ("euclidean", "cosine")
 _BLOCK = 4096
 # Columns per group in the two-stage selection of _block_top.
 _GROUP = 8
-# Gathered candidate rows for the exact recomputation, in bytes.
-_GATHER_MEMORY = 32 * 2**20
+# Gathered candidate rows for the exact recomputation, in bytes (small: stays in cache).
+_GATHER_MEMORY = 2 * 2**20
 
 
 def _n_candidates(n_neighbors: int, n_samples: int) -> int:
@@ -209,14 +209,17 @@ def _kneighbors_numpy(X: np.ndarray, scale, n_neighbors: int, chunk_size: int | 
     b = max(chunk_size or _BLOCK, m + 1)  # a first block must hold m other points
     best_v = np.full((n, m), -np.inf, dtype=compute_dtype)
     best_i = np.zeros((n, m), dtype=np.intp)
+    S_buf = np.empty(min(n, b) ** 2, dtype=compute_dtype)  # reused: no page faults per block
+    B_buf = np.empty(min(n, b) * (d + 2), dtype=compute_dtype)
     for a in range(0, n, b):
         e = min(n, a + b)
         for a2 in range(a, n, b):  # upper triangle of blocks: rows a:e, columns a2:e2
             e2 = min(n, a2 + b)
-            B = A[a2:e2].copy()  # [c, -1, -‖c‖²/2]
-            B[:, d + 1] = -B[:, d]
+            B = B_buf[: (e2 - a2) * (d + 2)].reshape(e2 - a2, d + 2)  # [c, -1, -‖c‖²/2]
+            B[:, :d] = A[a2:e2, :d]
             B[:, d] = -1
-            S = A[a:e] @ B.T
+            B[:, d + 1] = -A[a2:e2, d]
+            S = np.matmul(A[a:e], B.T, out=S_buf[: (e - a) * (e2 - a2)].reshape(e - a, e2 - a2))
             if a2 == a:
                 np.fill_diagonal(S, -np.inf)  # a point is not its own neighbour
             _update_rows(best_v, best_i, a, S, a2, first=a2 == 0)  # rows a:e met columns 0:a before

@@ -1,0 +1,79 @@
+"""Benchmark: intrinsic dimension (TwoNN, Levina–Bickel MLE, local MLE) vs scikit-dimension.
+
+Same data for both: float32, n = 20,000 x d = 384, points near a 10-dimensional linear subspace
+(Gaussian latent, random mixing, isotropic noise of scale 0.1). Each repeat runs ours and
+scikit-dimension's estimator back to back (interleaved); the table gives the median wall time
+and the median CPU time (``time.process_time``, all threads of this process) over the repeats,
+the ratios skdim / ours measured in the same run, and the two results with their difference.
+Timings on a shared CPU are noisy: read the ratios, not the absolute times.
+
+Usage::
+
+    nice -n 5 .venv/bin/python benchmarks/bench_dimension.py [--repeats 3] [--n 20000] [--d 384]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+import warnings
+
+import numpy as np
+
+from isotropy import local_mle_dimension, mle_dimension, twonn_dimension
+
+
+def _data(n, d, seed=0):
+    rng = np.random.default_rng(seed)
+    latent = rng.standard_normal((n, 10))
+    mixing = rng.standard_normal((10, d))
+    return (latent @ mixing + 0.1 * rng.standard_normal((n, d))).astype(np.float32)
+
+
+def _timed(fn):
+    wall, cpu = time.perf_counter(), time.process_time()
+    value = fn()
+    return value, time.perf_counter() - wall, time.process_time() - cpu
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--n", type=int, default=20_000)
+    parser.add_argument("--d", type=int, default=384)
+    args = parser.parse_args(argv)
+    import skdim
+
+    X = _data(args.n, args.d)
+    cases = [
+        ("twonn_dimension (linear fit, discard 0.1)", lambda: twonn_dimension(X),
+         lambda: skdim.id.TwoNN().fit(X).dimension_),
+        ("mle_dimension (k=20, harmonic = skdim comb='mle')", lambda: mle_dimension(X, n_neighbors=20, averaging="harmonic"),
+         lambda: skdim.id.MLE().fit(X, n_neighbors=20).dimension_),
+        ("local_mle_dimension (k=100, per point)", lambda: local_mle_dimension(X, n_neighbors=100),
+         lambda: skdim.id.MLE().fit(X, n_neighbors=100).dimension_pw_),
+    ]
+    print(f"data: float32, n={args.n:,}, d={args.d}; repeats: {args.repeats} (median), interleaved", flush=True)
+    print("| estimator | skdim wall (s) | ours wall (s) | ratio wall | skdim CPU (s) | ours CPU (s) | ratio CPU "
+          "| skdim value | ours value | max abs difference |", flush=True)
+    print("|" + "---|" * 10, flush=True)
+    for name, ours_fn, ref_fn in cases:
+        rows = {"ours": [], "ref": []}
+        for _ in range(args.repeats):
+            ours, *t_ours = _timed(ours_fn)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # skdim's own deprecation noise
+                ref, *t_ref = _timed(ref_fn)
+            rows["ours"].append(t_ours)
+            rows["ref"].append(t_ref)
+        wall_o, cpu_o = (statistics.median(t[i] for t in rows["ours"]) for i in (0, 1))
+        wall_r, cpu_r = (statistics.median(t[i] for t in rows["ref"]) for i in (0, 1))
+        diff = float(np.max(np.abs(np.asarray(ours) - np.asarray(ref))))
+        shown = (lambda v: f"{float(v):.6f}") if np.ndim(ours) == 0 else (lambda v: f"mean {float(np.mean(v)):.6f}")
+        print(f"| {name} | {wall_r:.2f} | {wall_o:.2f} | {wall_r / wall_o:.1f}x | {cpu_r:.2f} | {cpu_o:.2f} "
+              f"| {cpu_r / cpu_o:.1f}x | {shown(ref)} | {shown(ours)} | {diff:.1e} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
