@@ -8,7 +8,7 @@ noisy: read the ratios, not the absolute times.
 
 Usage::
 
-    nice -n 5 .venv/bin/python benchmarks/bench_isoscore.py [--repeats 7]
+    nice -n 5 .venv/bin/python benchmarks/bench_isoscore.py [--repeats 7] [--threads 1]
 """
 
 from __future__ import annotations
@@ -23,14 +23,25 @@ import torch
 from isotropy import isoscore
 
 
-def _median_seconds(fn, X, repeats):
-    fn(X)  # warm-up
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
+def _seconds(fn, X):
+    start = time.perf_counter()
+    fn(X)
+    return time.perf_counter() - start
+
+
+def _interleaved(contenders, repeats):
+    """Time the contenders in alternation, ``repeats`` rounds after a warm-up round.
+
+    Returns ``{name: [seconds per round]}``; on a shared, loaded CPU the contenders of one round
+    see about the same load, so per-round ratios are steadier than ratios of separate medians.
+    """
+    for fn, X in contenders.values():
         fn(X)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    times = {name: [] for name in contenders}
+    for _ in range(repeats):
+        for name, (fn, X) in contenders.items():
+            times[name].append(_seconds(fn, X))
+    return times
 
 
 def _eigen_reference(X):
@@ -49,25 +60,32 @@ def _data(n, d, seed=0):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--threads", type=int, default=None,
+                        help="BLAS and torch threads for every contender (default: the libraries' own)")
     args = parser.parse_args(argv)
     from IsoScore import IsoScore as pkg  # the isoscore package, 2.0.1
+    from threadpoolctl import threadpool_limits
 
-    print(f"torch threads: {torch.get_num_threads()}, repeats: {args.repeats} (median)", flush=True)
-    header = ("| case | isoscore pkg (s) | ours, numpy float64 (s) | ratio pkg/ours | ours, torch float32 (s) "
-              "| ratio pkg/ours-torch | pkg abs err | ours abs err |")
-    print(header, flush=True)
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+        threadpool_limits(args.threads)
+    print(f"torch threads: {torch.get_num_threads()}, BLAS threads: {args.threads or 'default'}, "
+          f"{args.repeats} interleaved rounds (medians; ratio = median of per-round ratios)", flush=True)
+    print("| case | isoscore pkg (s) | ours, numpy float64 (s) | pkg / ours | ours, torch float32 (s) "
+          "| pkg / ours (torch) | pkg abs err | ours abs err |", flush=True)
     print("|" + "---|" * 8, flush=True)
     for n, d in [(20_000, 384), (256, 2048)]:
         X = _data(n, d)
-        Xt = torch.from_numpy(X)
         ref = _eigen_reference(X)
-        t_pkg = _median_seconds(pkg.IsoScore, X, args.repeats)
-        t_ours = _median_seconds(isoscore, X, args.repeats)
-        t_ours_t = _median_seconds(isoscore, Xt, args.repeats)
+        t = _interleaved({"pkg": (pkg.IsoScore, X), "ours": (isoscore, X),
+                          "torch": (isoscore, torch.from_numpy(X))}, args.repeats)
+        med = {name: statistics.median(v) for name, v in t.items()}
+        ratio = statistics.median(p / o for p, o in zip(t["pkg"], t["ours"]))
+        ratio_t = statistics.median(p / o for p, o in zip(t["pkg"], t["torch"]))
         err_pkg = abs(float(pkg.IsoScore(X)) - ref)
         err_ours = abs(isoscore(X) - ref)
-        print(f"| n={n:,}, d={d:,} float32 | {t_pkg:.4f} | {t_ours:.4f} | {t_pkg / t_ours:.1f}x | {t_ours_t:.4f} "
-              f"| {t_pkg / t_ours_t:.1f}x | {err_pkg:.1e} | {err_ours:.1e} |", flush=True)
+        print(f"| n={n:,}, d={d:,} float32 | {med['pkg']:.4f} | {med['ours']:.4f} | {ratio:.2f}x | {med['torch']:.4f} "
+              f"| {ratio_t:.2f}x | {err_pkg:.1e} | {err_ours:.1e} |", flush=True)
 
 
 if __name__ == "__main__":

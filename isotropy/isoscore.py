@@ -49,26 +49,25 @@ def _eps(X) -> float:
 
 
 def _numpy_scatter(X):
-    """Float64 scatter matrix and mean of a numpy ``X`` (n ≥ 1), without a float64 copy of ``X``.
+    """Float64 scatter matrix and mean of a numpy ``X`` (n ≥ 1), in one pass, without a float64 copy.
 
-    Rows are converted and centred a chunk at a time. Two passes in effect: S is accumulated
-    about the first mean μ̂, then corrected by the mean r of the residuals,
-    Σ(x − μ̂ − r)(x − μ̂ − r)ᵀ = Σ(x − μ̂)(x − μ̂)ᵀ − n·r·rᵀ, so the rounding error of μ̂ does
-    not leak into the covariance (large offsets, constant data).
+    Rows are converted a chunk at a time and shifted by K, the mean of the first chunk (a shift
+    close to the mean keeps the large-offset precision of two-pass centring):
+    with m = mean(x − K), Σ(x − μ)(x − μ)ᵀ = Σ(x − K)(x − K)ᵀ − n·m·mᵀ and μ = K + m.
     """
     n, d = X.shape
-    mean = X.sum(axis=0, dtype=np.float64) / n
-    scatter = np.zeros((d, d))
-    resid = np.zeros(d)
     step = max(1, _CHUNK_ELEMENTS // max(d, 1))
+    shift = X[:step].mean(axis=0, dtype=np.float64)
+    scatter = np.zeros((d, d))
+    total = np.zeros(d)
     for start in range(0, n, step):
         B = X[start:start + step].astype(np.float64)  # always a new array
-        B -= mean
-        resid += B.sum(axis=0)
+        B -= shift
+        total += B.sum(axis=0)
         scatter += B.T @ B  # BLAS syrk
-    resid /= n
-    scatter -= n * np.outer(resid, resid)
-    return scatter, mean + resid
+    m = total / n
+    scatter -= n * np.outer(m, m)
+    return scatter, shift + m
 
 
 def _scatter_stats(X) -> _ScatterStats:
