@@ -39,6 +39,7 @@ def _static_line(ax, static, key, color):
 
 def _layer_figure(results, stem: Path) -> list[Path]:
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     rows, static = results["layers"], results.get("static")
     layers = [r["layer"] for r in rows]
@@ -68,6 +69,7 @@ def _layer_figure(results, stem: Path) -> list[Path]:
     ax = axes[3]
     ax.bar(layers, _series(rows, "n_clusters"), color="C5", alpha=0.6, label="k (K-means)")
     ax.set(title="Clusters chosen by silhouette", xlabel="layer", ylabel="k")
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     twin = ax.twinx()
     twin.plot(layers, _series(rows, "silhouette"), marker="o", color="C6", label="best silhouette")
     twin.axhline(results["metric_options"]["min_silhouette"], color="C6", linestyle=":", linewidth=1)

@@ -139,6 +139,7 @@ def run(config: dict, results_dir, *, device=None, log: Callable[[str], None] | 
         skip_types=config.get("skip_types") or (), shuffle=bool(config.get("shuffle", False)), random_state=seed,
         max_length=int(config.get("max_length", 128)), batch_size=int(config.get("batch_size", 32)),
         dtype=config.get("dtype", "float32"), show_progress=show_progress, tokenizer_and_model=(tokenizer, network))
+    device_used = str(next(network.parameters()).device)
     del network
     timings["extraction_s"] = time.perf_counter() - start
     log(f"extracted {emb.n_tokens:,} tokens of {len(emb.types):,} types at layers {layers} "
@@ -179,7 +180,7 @@ def run(config: dict, results_dir, *, device=None, log: Callable[[str], None] | 
     timings["total_s"] = time.perf_counter() - start
 
     results = {
-        "experiment": EXPERIMENT, "model": str(config["model"]), "model_location": location,
+        "experiment": EXPERIMENT, "model": str(config["model"]), "model_location": location, "device": device_used,
         "corpus": corpus.name, "corpus_source": corpus.source, "n_layers": n_layers,
         "pooling": emb.pooling, "n_tokens": emb.n_tokens, "n_types": len(emb.types),
         "extraction": emb.stats, "metric_options": metric_options, "pca_layers": pca_layers,
