@@ -7,8 +7,12 @@ from collections import Counter
 import numpy as np
 import pytest
 from _tiny_models import make_tiny_bert, make_tiny_gpt2
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 torch = pytest.importorskip("torch")
+
+import itertools
 
 from isotropy.contextual import extract_token_embeddings, load_transformer, parse_layers
 
@@ -172,3 +176,22 @@ def test_docstring_examples_run(module):
 
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
+
+
+@given(pieces=st.lists(st.integers(0, 6), min_size=1, max_size=40), budget=st.integers(1, 10))
+@settings(max_examples=200, deadline=None)
+def test_windows_cover_every_word_once_within_budget(pieces, budget):
+    from isotropy.contextual import _windows
+
+    word_ids = [w for w, p in enumerate(pieces) for _ in range(p)] + [None]  # a special token at the end
+    windows, counted = _windows(word_ids, len(pieces), budget)
+    assert counted.tolist() == pieces
+    assert windows[0][0] == 0 and windows[-1][1] == len(pieces)
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(windows))  # consecutive, no overlap, no gap
+    for start, stop in windows:
+        assert stop > start
+        size = sum(pieces[start:stop])
+        # within budget, unless one word alone is longer; and no window could take the next word
+        assert size <= budget or sum(1 for p in pieces[start:stop] if p) == 1
+    for (start, stop), (nxt, _) in itertools.pairwise(windows):
+        assert sum(pieces[start:stop]) + pieces[nxt] > budget
