@@ -198,13 +198,14 @@ def _coefficients_torch(sums, ids):
 
 
 def _silhouette(X, ids, metric, chunk_size, caller):
+    """Coefficients in float64 (float32 on MPS): a numpy array, or a tensor on X's device."""
     n_clusters = _check_n_clusters(ids, X.shape[0], caller)
     if is_torch(X) and X.device.type == "cpu":  # CPU tensors share memory with numpy: use the CPU path
         import torch
 
         Xn = X.detach()
         Xn = (Xn if Xn.dtype in (torch.float32, torch.float64) else Xn.float()).numpy()
-        return torch.from_numpy(_silhouette_numpy(Xn, ids, n_clusters, metric, chunk_size)).to(X.dtype)
+        return torch.from_numpy(_silhouette_numpy(Xn, ids, n_clusters, metric, chunk_size))
     if is_torch(X):
         import torch
 
@@ -216,7 +217,7 @@ def _silhouette(X, ids, metric, chunk_size, caller):
                 s = _coefficients_torch(sums, ids)
         finally:
             torch.set_float32_matmul_precision(precision)
-        return s.to(X.dtype)
+        return s
     return _silhouette_numpy(X, ids, n_clusters, metric, chunk_size)
 
 
@@ -284,7 +285,8 @@ def silhouette_samples(X, labels, *, metric="euclidean", chunk_size=None):
     """
     caller = "silhouette_samples"
     X, ids = _validate(X, labels, metric, chunk_size, caller)
-    return _silhouette(X, ids, metric, chunk_size, caller)
+    s = _silhouette(X, ids, metric, chunk_size, caller)
+    return s.to(X.dtype) if is_torch(X) else s
 
 
 def silhouette_score(X, labels, *, metric="euclidean", sample_size=None, random_state=None):
@@ -355,5 +357,5 @@ def silhouette_score(X, labels, *, metric="euclidean", sample_size=None, random_
         ids = ids.reshape(-1)
     s = _silhouette(X, ids, metric, None, caller)
     if is_torch(X):
-        return s.mean()
+        return s.mean().to(X.dtype)
     return float(np.mean(s))
