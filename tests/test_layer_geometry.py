@@ -180,3 +180,17 @@ def test_cli_errors(tiny_bert, corpus_file, tmp_path, capsys):
     assert code == 2 and "'pca_layers'" in err and "[0, 2]" in err
     code, _, err = _cli([*base, "--model", tiny_bert, "--corpus", str(corpus_file), "--max-tokens", "0"], capsys)
     assert code == 2 and "--max-tokens" in err and "Got 0 instead" in err
+
+
+def test_packaged_configs_share_one_schema():
+    from isotropy.experiments._results import available_setups, load_config
+
+    setups = available_setups("layer-geometry")
+    assert {"minilm-wikitext2", "bert-base-wikitext2", "gpt2-wikitext2", "distilbert-ptb"} <= set(setups)
+    default = load_config("layer-geometry", "minilm-wikitext2")
+    assert default["model"] == "all-MiniLM-L6-v2" and default["metrics"]["n_neighbors"] == 100
+    assert default["metrics"]["k_range"] == [2, 15] and default["metrics"]["intra_max_instances"] == 1000
+    for setup in setups:
+        config = load_config("layer-geometry", setup)
+        assert set(config) == set(default) and set(config["metrics"]) == set(default["metrics"])
+        assert config["corpus"] in ("wikitext-2", "ptb")
