@@ -169,7 +169,8 @@ def test_errors(tiny_bert, tmp_path):
         _extract(tiny_bert, [["."]], skip_types=["."])
 
 
-@pytest.mark.parametrize("module", ["isotropy.contextual", "isotropy.datasets.corpora"])
+@pytest.mark.parametrize("module", ["isotropy.contextual", "isotropy.datasets.corpora",
+                                    "isotropy.experiments.layer_geometry.metrics"])
 def test_docstring_examples_run(module):
     import doctest
     import importlib
