@@ -6,9 +6,11 @@ exact chunked search of :func:`isotropy.neighbors.kneighbors`.
 Duplicate points (distance 0 to another point, under the chosen metric) would make the
 distance ratios infinite or undefined. They are merged with a warning: the estimators see each
 distinct point once (neighbours are searched among the distinct points), and in
-:func:`local_mle_dimension` every copy of a point gets that point's value. This is what DADApy
-does; scikit-dimension's ``TwoNN`` instead drops the points whose first neighbour is at
-distance 0 but keeps them as neighbours of the others, so the two differ on data with duplicates.
+:func:`local_mle_dimension` every copy of a point gets that point's value. scikit-dimension's
+``TwoNN`` instead drops the points whose first neighbour is at distance 0 but keeps them as
+neighbours of the others, and its ``MLE`` gives duplicated points a local estimate of 0 (so a
+harmonic mean of 0); results differ on data with duplicates.
+For torch input with duplicates the second search runs on the CPU.
 """
 
 from __future__ import annotations
