@@ -170,7 +170,7 @@ def n_transformer_layers(config) -> int:
     raise IsotropyValueError(f"Cannot tell the number of layers of a {type(config).__name__}.")
 
 
-def parse_layers(layers, n_layers: int, *, caller: str = _CALLER) -> list[int]:
+def parse_layers(layers, n_layers: int, *, caller: str = _CALLER, name: str = "layers") -> list[int]:
     """Turn ``"all"``, ``"0,3,6"`` or a sequence of ints into sorted hidden-state indices in ``0..n_layers``.
 
     Examples
@@ -187,15 +187,15 @@ def parse_layers(layers, n_layers: int, *, caller: str = _CALLER) -> list[int]:
         try:
             layers = [int(part) for part in layers.split(",") if part.strip()]
         except ValueError:
-            raise IsotropyValueError(f"The 'layers' parameter of {caller} must be {valid}. Got {layers!r} instead.") from None
+            raise IsotropyValueError(f"The '{name}' parameter of {caller} must be {valid}. Got {layers!r} instead.") from None
     if isinstance(layers, (int, np.integer)):
         layers = [layers]
     layers = list(layers)
     if not layers:
-        raise IsotropyValueError(f"The 'layers' parameter of {caller} must be {valid}. Got no layer instead.")
+        raise IsotropyValueError(f"The '{name}' parameter of {caller} must be {valid}. Got no layer instead.")
     for layer in layers:
         if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)) or not 0 <= layer <= n_layers:
-            raise IsotropyValueError(f"The 'layers' parameter of {caller} must be {valid}. Got {layer!r} instead.")
+            raise IsotropyValueError(f"The '{name}' parameter of {caller} must be {valid}. Got {layer!r} instead.")
     return sorted({int(layer) for layer in layers})
 
 

@@ -128,7 +128,7 @@ def run(config: dict, results_dir, *, device=None, log: Callable[[str], None] | 
     layers = parse_layers(config.get("layers", "all"), n_layers)
     pca_layers = config.get("pca_layers")
     pca_layers = [layers[len(layers) // 2]] if pca_layers is None else pca_layers
-    pca_layers = parse_layers(pca_layers, n_layers, caller=f"{EXPERIMENT} (pca_layers)") if pca_layers != [] else []
+    pca_layers = parse_layers(pca_layers, n_layers, caller=f"{EXPERIMENT} (--pca-layers)", name="pca_layers") if pca_layers != [] else []
     if not set(pca_layers) <= set(layers):
         raise ValueError(f"The 'pca_layers' setting of {EXPERIMENT} must list extracted layers, here {layers}. "
                          f"Got {pca_layers!r} instead.")
