@@ -101,8 +101,8 @@ def test_penalty_gradient_reaches_encoder_with_documented_sign(tiny):
     U = torch.nn.functional.normalize(states.detach().double(), dim=1)
     n = U.shape[0]
     expected_cos = float(((U @ U.T).sum() - n) / (n * (n - 1)))
-    assert float(cos_c) == pytest.approx(expected_cos, abs=1e-5)
-    assert float(total_c) == pytest.approx(float(task_c) + 2.0 * expected_cos, abs=1e-5)
+    assert float(cos_c.detach()) == pytest.approx(expected_cos, abs=1e-5)
+    assert float(total_c.detach()) == pytest.approx(float(task_c.detach()) + 2.0 * expected_cos, abs=1e-5)
 
 
 @pytest.mark.parametrize("lam", [-5.0, 5.0])
@@ -180,6 +180,9 @@ def test_resume_after_interrupt_gives_identical_results(tiny_model_dir, tmp_path
     assert (tmp_path / "cut" / "runs" / "base_seed0.json").is_file()
     assert not (tmp_path / "cut" / "runs" / "istar_-3_seed0.json").exists()
     assert (tmp_path / "cut" / "checkpoints" / "istar_-3_seed0.pt").is_file()
+    partial = json.loads((tmp_path / "cut" / "results.json").read_text())  # tables kept up to date per run
+    assert not partial["complete"] and (partial["finished_runs"], partial["planned_runs"]) == (1, 2)
+    assert (tmp_path / "cut" / "results.md").read_text().startswith("Partial: 1 of 2 runs finished.")
     with pytest.raises(FileExistsError, match="--resume"):
         run(config, tmp_path / "cut", log=None)
     with pytest.raises(ValueError, match="config differs"):
@@ -187,7 +190,7 @@ def test_resume_after_interrupt_gives_identical_results(tiny_model_dir, tmp_path
     messages = []
     resumed = run(config, tmp_path / "cut", resume=True, log=messages.append)
     assert any("finished earlier" in m for m in messages) and any("resumed at step 2/3" in m for m in messages)
-    assert _strip(resumed["runs"]) == _strip(whole["runs"])
+    assert _strip(resumed["runs"]) == _strip(whole["runs"]) and resumed["complete"]
     assert not (tmp_path / "cut" / "checkpoints" / "istar_-3_seed0.pt").exists()
 
 

@@ -36,17 +36,24 @@ def plot_results(results_dir) -> list[Path]:
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
+    from isotropy.experiments.istar.tables import collect_results
+
     results_dir = Path(results_dir)
     path = results_dir / "results.json"
-    if not path.is_file():
-        raise FileNotFoundError(f"{str(results_dir)!r} has no results.json; expected the directory an "
-                                f"'isotropy run istar' command finished writing.")
-    results = json.loads(path.read_text())
+    if (results_dir / "run.json").is_file():  # refresh the tables from the per-run files (also mid-sweep)
+        results = collect_results(results_dir)
+    elif path.is_file():
+        results = json.loads(path.read_text())
+    else:
+        raise FileNotFoundError(f"{str(results_dir)!r} has neither run.json nor results.json; expected a "
+                                f"directory written by 'isotropy run istar'.")
     rows = results["summary"]
     if not rows:
         raise ValueError(f"{path} holds no finished runs to plot.")
     metric = _METRIC_NAMES.get(results.get("metric"), results.get("metric", "score"))
     seeds = max(r["n_seeds"] for r in rows)
+    partial = "" if results.get("complete", True) else (
+        f" — partial: {results['finished_runs']} of {results['planned_runs']} runs")
     out_dir = results_dir / "figures"
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
@@ -72,7 +79,8 @@ def plot_results(results_dir) -> list[Path]:
                     xytext=(5, 5), fontsize=8)
     ax.set_xlabel("IsoScore* of validation sentence representations")
     ax.set_ylabel(f"validation {metric}")
-    ax.set_title(f"Performance vs isotropy (mean ± std over {seeds} seed{'s' if seeds > 1 else ''})")
+    ax.set_title(f"Performance vs isotropy (mean ± std over {seeds} seed{'s' if seeds > 1 else ''}){partial}",
+                 fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, ncol=2, loc="best")
     fig.tight_layout()
@@ -89,7 +97,8 @@ def plot_results(results_dir) -> list[Path]:
            color=[colour(r) for r in rows], capsize=3, edgecolor="black", linewidth=0.5)
     ax.set_xticks(list(xs), [_label(r) for r in rows], rotation=30, ha="right")
     ax.set_ylabel("TwoNN intrinsic dimension")
-    ax.set_title(f"Intrinsic dimension of validation representations (mean ± std, {seeds} seeds)")
+    ax.set_title(f"TwoNN dimension of validation representations (mean ± std, {seeds} seeds){partial}",
+                 fontsize=10)
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     for ext in ("png", "svg"):

@@ -3,7 +3,7 @@
 Each finished run is written atomically to ``runs/<run_id>.json``; an interrupted sweep started
 again with ``resume=True`` skips the finished runs and continues the unfinished one from its
 last mid-run checkpoint (``checkpoints/<run_id>.pt``). The summary over seeds goes to
-``results.json`` and ``results.md``.
+``results.json`` and ``results.md``, rewritten after every finished run.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from isotropy.experiments._results import write_json, write_run_metadata, write_text
+from isotropy.experiments._results import write_json, write_run_metadata
+from isotropy.experiments.istar.tables import collect_results, markdown_table, summarise
 from isotropy.experiments.istar.train import RunSpec
 
 __all__ = ["EXPERIMENT", "markdown_table", "resolve_config", "run", "summarise", "sweep_specs"]
@@ -119,44 +120,6 @@ def _check_resume(results_dir: Path, config: dict, resume: bool):
                              f"resume with the same settings or choose another --results-dir.")
 
 
-def summarise(records: list[dict]) -> list[dict]:
-    """Mean and standard deviation (ddof=1; 0 for one seed) over seeds, one row per condition."""
-    fields = ("score", "accuracy", "isoscore_star", "isoscore", "twonn_dimension", "train_isoscore_star_first",
-              "train_isoscore_star_last")
-    rows, order = [], {"none": 0, "istar": 1, "cosreg": 2}
-    for condition in sorted({r["condition"] for r in records},
-                            key=lambda c: next((order[r["method"]], r["lambda"]) for r in records if r["condition"] == c)):
-        group = [r for r in records if r["condition"] == condition]
-        row = {"condition": condition, "method": group[0]["method"], "lambda": group[0]["lambda"],
-               "metric": group[0]["metric"], "n_seeds": len(group), "seeds": sorted(r["seed"] for r in group)}
-        for field in fields:
-            values = np.asarray([r[field] for r in group if r.get(field) is not None], dtype=np.float64)
-            row[f"{field}_mean"] = float(values.mean()) if values.size else None
-            row[f"{field}_std"] = float(values.std(ddof=1)) if values.size > 1 else (0.0 if values.size else None)
-        rows.append(row)
-    return rows
-
-
-def markdown_table(rows: list[dict]) -> str:
-    """The summary as a Markdown table (mean ± std over seeds)."""
-    def cell(row, field, digits):
-        mean, std = row[f"{field}_mean"], row[f"{field}_std"]
-        return "–" if mean is None else f"{mean:.{digits}f} ± {std:.{digits}f}"
-
-    metric = rows[0]["metric"] if rows else "score"
-    lines = [(f"| condition | λ | seeds | {metric} | IsoScore* (val) | IsoScore (val) | TwoNN ID (val) | "
-             f"IsoScore* of regularised train states (first → last 10% of steps) |"),
-             "|---|---|---|---|---|---|---|---|"]
-    for row in rows:
-        lam = "–" if row["method"] == "none" else f"{row['lambda']:g}"
-        first, last = row["train_isoscore_star_first_mean"], row["train_isoscore_star_last_mean"]
-        trend = "–" if first is None else f"{first:.3f} → {last:.3f}"
-        lines.append(f"| {row['method'] if row['method'] != 'none' else 'base (no reg.)'} | {lam} | {row['n_seeds']} | "
-                     f"{cell(row, 'score', 4)} | {cell(row, 'isoscore_star', 4)} | {cell(row, 'isoscore', 4)} | "
-                     f"{cell(row, 'twonn_dimension', 2)} | {trend} |")
-    return "\n".join(lines) + "\n"
-
-
 def run(config: dict, results_dir, *, resume: bool = False, device: str | None = None, log=print,
         _interrupt: tuple[str, int] | None = None) -> dict:
     """Run the sweep of ``config`` into ``results_dir``; returns ``{"runs": [...], "summary": [...]}``.
@@ -196,11 +159,9 @@ def run(config: dict, results_dir, *, resume: bool = False, device: str | None =
     train = tokenise(tokenizer, train_data, max_length=config["max_length"])
     valid = tokenise(tokenizer, valid_data, max_length=config["max_length"])
     n_classes = len(train_data.label_names)
-    records = []
     for k, spec in enumerate(specs, start=1):
         done = results_dir / "runs" / f"{spec.run_id}.json"
         if done.is_file():
-            records.append(json.loads(done.read_text()))
             log(f"[{k}/{len(specs)}] {spec.run_id}: finished earlier, skipped")
             continue
         interrupt = _interrupt[1] if _interrupt and _interrupt[0] == spec.run_id else None
@@ -208,12 +169,7 @@ def run(config: dict, results_dir, *, resume: bool = False, device: str | None =
                            checkpoint=results_dir / "checkpoints" / f"{spec.run_id}.pt",
                            interrupt_at_step=interrupt, log=log)
         write_json(done, record)
-        records.append(record)
         log(f"[{k}/{len(specs)}] {spec.run_id}: {record['metric']}={record['score']:.4f} "
             f"IsoScore*={record['isoscore_star']:.4f} TwoNN={record['twonn_dimension']:.2f} ({record['seconds']:.0f} s)")
-    summary = summarise(records)
-    results = {"experiment": EXPERIMENT, "metric": config["metric"], "runs": records, "summary": summary,
-               "seconds_this_invocation": round(time.perf_counter() - started, 1)}
-    write_json(results_dir / "results.json", results)
-    write_text(results_dir / "results.md", markdown_table(summary))
-    return results
+        collect_results(results_dir)  # tables after every run: an interrupted sweep keeps its partial table
+    return collect_results(results_dir, seconds=round(time.perf_counter() - started, 1))
