@@ -267,3 +267,23 @@ def test_subsample_is_fixed_by_seed():
     a, b = subsample(data, 10, seed=3), subsample(data, 10, seed=3)
     assert a.text_a == b.text_a and len(a) == 10 and subsample(data, None, seed=0) is data
     assert [int(t) % 2 for t in a.text_a] == a.labels.tolist()
+
+
+def test_sweep_on_a_user_table_with_sentence_pairs(tiny_model_dir, tmp_path):
+    """task: table reads CSV/TSV/JSON-lines files via isotropy.datasets.tables (pairs, label names)."""
+    rows = [(SENTENCES[i], SENTENCES[(i + 1) % 12], "same" if i % 3 else "other") for i in range(12)]
+    train = tmp_path / "train.csv"
+    train.write_text("premise,hypothesis,rel\n" + "".join(f'"{a}","{b}",{c}\n' for a, b, c in rows))
+    valid = tmp_path / "valid.jsonl"  # a validation file lacking the class 'other' keeps the training ids
+    valid.write_text("".join(json.dumps({"premise": a, "hypothesis": b, "rel": "same"}) + "\n" for a, b, _ in rows[1:7]))
+    config = load_config("istar", "sst2-cpu", {
+        "task": "table", "model": str(tiny_model_dir), "seeds": [0], "lambdas": [-1.0], "baseline": False,
+        "cosreg": False, "batch_size": 4, "train_size": None, "checkpoint_every": 0, "istar.shrinkage_sample": 8,
+        "table": {"train": str(train), "validation": str(valid), "text_column": "premise",
+                  "text_pair_column": "hypothesis", "label_column": "rel"}})
+    results = run(config, tmp_path / "out", log=None)
+    (record,) = results["runs"]
+    assert record["metric"] == "accuracy" and record["n_train"] == 12 and record["n_validation"] == 6
+    assert record["steps"] == 3
+    with pytest.raises(ValueError, match="'table' option"):
+        run({**config, "table": {"train": str(train)}}, tmp_path / "bad", log=None)
