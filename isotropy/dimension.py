@@ -54,7 +54,7 @@ def _neighbour_distances(X, *, n_neighbors: int, metric: str, caller: str):
         X, scale = _prepare(X.detach().cpu().numpy(), metric, caller)
     else:
         X, scale = _prepare(X, metric, caller)
-        dist = _finish(_kneighbors_numpy(X, scale, n_neighbors, None)[0], metric)
+        dist = _finish(_kneighbors_numpy(X, scale, n_neighbors, None, caller)[0], metric)
         if not (dist[:, 0] == 0).any():
             return dist, None
     _, first, inverse = np.unique(_representation(X, scale), axis=0, return_index=True, return_inverse=True)
@@ -69,7 +69,7 @@ def _neighbour_distances(X, *, n_neighbors: int, metric: str, caller: str):
         f"{caller}: X has {n_dup} duplicate rows (at {metric} distance 0 from another row); each distinct point "
         f"is counted once and neighbours are searched among the {n_distinct} distinct points.",
         UserWarning, stacklevel=3)
-    sq, _ = _kneighbors_numpy(X[first], None if scale is None else scale[first], n_neighbors, None)
+    sq, _ = _kneighbors_numpy(X[first], None if scale is None else scale[first], n_neighbors, None, caller)
     return _finish(sq, metric), inverse
 
 

@@ -22,7 +22,7 @@ __all__ = ["kneighbors"]
 _METRICS = ("euclidean", "cosine")
 # Rows (and columns) of one square block of the score matrix.
 _BLOCK = 4096
-# Columns per group in the two-stage selection of _block_top.
+# Entries per group in the grouped selection of _update_rows / _update_cols.
 _GROUP = 8
 # Gathered candidate rows for the exact recomputation, in bytes (small: stays in cache).
 _GATHER_MEMORY = 2 * 2**20
@@ -185,7 +185,26 @@ def _update_cols(best_v, best_i, a2: int, S: np.ndarray, row0: int, first: bool)
     _merge_sparse(best_v, best_i, a2, cols[keep], rows[keep] + row0, vals[keep])
 
 
-def _kneighbors_numpy(X: np.ndarray, scale, n_neighbors: int, chunk_size: int | None):
+def _augmented(X: np.ndarray, scale, dtype):
+    """Rows ``[c_i, ‖c_i‖²/2, 1]`` of the centred points in ``dtype``; None if the scores could overflow."""
+    n, d = X.shape
+    A = np.empty((n, d + 2), dtype=dtype)
+    if scale is None:
+        mean = X.mean(axis=0, dtype=np.float64)
+        A[:, :d] = X
+    else:
+        mean = np.einsum("i,ij->j", scale, X, dtype=np.float64) / n
+        np.multiply(X, scale[:, None].astype(dtype), out=A[:, :d])
+    A[:, :d] -= mean.astype(dtype)  # centring keeps c·c small
+    with np.errstate(over="ignore"):
+        A[:, d] = np.einsum("ij,ij->i", A[:, :d], A[:, :d]) / 2
+    if not np.all(A[:, d] <= np.finfo(dtype).max / 8):  # |s_ij| <= ‖c_i‖² + ‖c_j‖² must not overflow
+        return None
+    A[:, d + 1] = 1
+    return A
+
+
+def _kneighbors_numpy(X: np.ndarray, scale, n_neighbors: int, chunk_size: int | None, caller: str = "kneighbors"):
     """Squared distances and indices of the nearest neighbours of the points ``X[i]·scale[i]``.
 
     On the centred data ``c`` the score ``s_ij = c_i·c_j − ‖c_i‖²/2 − ‖c_j‖²/2 = −‖c_i − c_j‖²/2``
@@ -195,17 +214,13 @@ def _kneighbors_numpy(X: np.ndarray, scale, n_neighbors: int, chunk_size: int | 
     """
     n, d = X.shape
     m = _n_candidates(n_neighbors, n)
-    compute_dtype = X.dtype
-    A = np.empty((n, d + 2), dtype=compute_dtype)
-    if scale is None:
-        mean = X.mean(axis=0, dtype=np.float64)
-        A[:, :d] = X
-    else:
-        mean = np.einsum("i,ij->j", scale, X, dtype=np.float64) / n
-        np.multiply(X, scale[:, None].astype(compute_dtype), out=A[:, :d])
-    A[:, :d] -= mean.astype(compute_dtype)  # centring keeps c·c small
-    A[:, d] = np.einsum("ij,ij->i", A[:, :d], A[:, :d]) / 2
-    A[:, d + 1] = 1
+    A = _augmented(X, scale, X.dtype)
+    if A is None and X.dtype == np.float32:  # squares overflow float32: work in float64
+        A = _augmented(X, scale, np.float64)
+    if A is None:
+        raise IsotropyValueError(f"The 'X' parameter of {caller} must have values whose squared distances fit in "
+                                 f"float64. Got values too large instead.")
+    compute_dtype = A.dtype
     b = max(chunk_size or _BLOCK, m + 1)  # a first block must hold m other points
     best_v = np.full((n, m), -np.inf, dtype=compute_dtype)
     best_i = np.zeros((n, m), dtype=np.intp)

@@ -91,6 +91,18 @@ def test_torch_matches_numpy():
             np.testing.assert_allclose(dist.numpy(), ref_d, rtol=tol, atol=tol)
 
 
+def test_huge_float32_values_fall_back_to_float64():
+    rng = np.random.default_rng(6)
+    X = rng.standard_normal((300, 8)) * 1e19  # squares overflow float32
+    X32 = X.astype(np.float32)
+    dist, ind = kneighbors(X32, n_neighbors=3)
+    ref_d, ref_i = _full_reference(X32, "euclidean")  # float64: no overflow
+    np.testing.assert_array_equal(ind, ref_i[:, :3])
+    np.testing.assert_allclose(dist, ref_d[:, :3], rtol=1e-12)
+    with pytest.raises(IsotropyValueError, match="squared distances fit in float64"):
+        kneighbors(X * 1e141, n_neighbors=3)
+
+
 def test_input_not_modified():
     rng = np.random.default_rng(5)
     X = rng.standard_normal((50, 4)).astype(np.float32)
