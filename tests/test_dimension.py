@@ -5,9 +5,11 @@ import numpy as np
 import pytest
 import skdim
 from sklearn.neighbors import NearestNeighbors
+from sklearn.utils.estimator_checks import check_estimator
 
 from isotropy import local_mle_dimension, mle_dimension, twonn_dimension
 from isotropy._validation import IsotropyValueError
+from isotropy.dimension import MLE, TwoNN
 
 
 def _embedded_cube(n, d, D, seed):
@@ -171,3 +173,32 @@ def test_bad_data():
         mle_dimension(np.array([[np.inf, 0.0]] * 5), n_neighbors=2)
     with pytest.raises(IsotropyValueError, match="2-d array"):
         local_mle_dimension(np.zeros((4, 2, 2)), n_neighbors=2)
+
+
+# ------------------------------------------------------------------ estimator classes
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # MLE lowers n_neighbors on the checks' tiny data
+@pytest.mark.parametrize("estimator", [TwoNN(), MLE()], ids=["TwoNN", "MLE"])
+def test_sklearn_estimator_contract(estimator):
+    results = check_estimator(estimator, on_fail=None)
+    failed = [(r["check_name"], str(r["exception"])) for r in results if r["status"] == "failed"]
+    assert len(results) > 30 and not failed
+
+
+def test_estimators_wrap_the_functions():
+    X = _embedded_cube(700, 4, 16, seed=16)
+    assert TwoNN(method="mle").fit(X).dimension_ == twonn_dimension(X, method="mle")
+    est = MLE(n_neighbors=12, metric="cosine", averaging="harmonic").fit(X)
+    assert est.dimension_ == pytest.approx(mle_dimension(X, n_neighbors=12, metric="cosine", averaging="harmonic"),
+                                           rel=1e-12)
+    np.testing.assert_allclose(est.dimension_pw_, local_mle_dimension(X, n_neighbors=12, metric="cosine"), rtol=1e-12)
+    ref = skdim.id.MLE().fit(X, n_neighbors=12)  # scikit-dimension's estimator, same neighbours count
+    assert MLE(n_neighbors=12, averaging="harmonic").fit(X).dimension_ == pytest.approx(ref.dimension_, rel=1e-8)
+
+
+def test_mle_estimator_lowers_n_neighbors_for_small_data():
+    X = _embedded_cube(10, 2, 5, seed=17)
+    with pytest.warns(UserWarning, match="using n_neighbors=9"):
+        est = MLE().fit(X)
+    assert est.n_neighbors_ == 9
+    np.testing.assert_allclose(est.dimension_pw_, local_mle_dimension(X, n_neighbors=9), rtol=1e-12)
