@@ -70,25 +70,31 @@ def _numpy_scatter(X):
     return scatter, shift + m
 
 
+def _torch_outer(v):
+    """v vᵀ for a 1-d tensor (differentiable)."""
+    return v[:, None] * v[None, :]
+
+
 def _scatter_stats(X) -> _ScatterStats:
     """Centred-scatter statistics of ``X``: float64 for numpy input, ``X``'s dtype/graph for torch.
 
     ``||S||_F² = ||Xcᵀ Xc||_F² = ||Xc Xcᵀ||_F²`` (both Σσᵢ⁴ over the singular values of Xc), so
-    the cheaper Gram side is formed: d×d when n ≥ d, else n×n. Centring is two-pass (subtract the
-    mean, then the mean of the residuals) so float32 and large offsets lose no precision.
+    the cheaper Gram side is formed: d×d when n ≥ d, else n×n. Centring is two-pass in effect
+    (the mean r of the residuals after subtracting the mean is removed, as S − n·r·rᵀ when the
+    d×d side is formed) so float32 and large offsets lose no precision.
     """
     n, d = X.shape
     if is_torch(X):
         mean = X.mean(dim=0, keepdim=True)
         Xc = X - mean
-        Xc = Xc - Xc.mean(dim=0, keepdim=True)
+        resid = Xc.mean(dim=0)  # rounding error of the first mean, removed below
         mean_sq = float((mean.detach() ** 2).sum())
-        trace = (Xc * Xc).sum()
         if n >= d:
-            S = Xc.T @ Xc
-            return _ScatterStats(trace, (S * S).sum(), S, None, mean_sq)
-        G = Xc @ Xc.T
-        return _ScatterStats(trace, (G * G).sum(), None, Xc, mean_sq)
+            S = Xc.T @ Xc - n * _torch_outer(resid)
+            return _ScatterStats(S.diagonal().sum(), (S * S).sum(), S, None, mean_sq)
+        Xc = Xc - resid
+        G = Xc @ Xc.T  # tr G = tr S
+        return _ScatterStats(G.diagonal().sum(), (G * G).sum(), None, Xc, mean_sq)
     if n >= d:
         S, mean = _numpy_scatter(X)
         return _ScatterStats(np.trace(S), np.vdot(S, S), S, None, float(mean @ mean))
@@ -96,9 +102,8 @@ def _scatter_stats(X) -> _ScatterStats:
     mean = Xc.mean(axis=0)
     Xc -= mean
     Xc -= Xc.mean(axis=0)
-    G = Xc @ Xc.T
-    flat = Xc.reshape(-1)
-    return _ScatterStats(flat @ flat, np.vdot(G, G), None, Xc, float(mean @ mean))
+    G = Xc @ Xc.T  # tr G = tr S
+    return _ScatterStats(np.trace(G), np.vdot(G, G), None, Xc, float(mean @ mean))
 
 
 def _check_variance(trace, *, n_samples, mean_sq_norm, eps, caller, name="X"):
