@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.datasets import make_blobs
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
@@ -254,3 +256,24 @@ def test_cluster_isotropy_small_clusters_remove_at_most_n_minus_1(rng):
 def test_cluster_isotropy_bad_parameters(kwargs, match, rng):
     with pytest.raises(IsotropyValueError, match=match):
         ClusterIsotropy(**{"n_clusters": 2, "n_components": 1, **kwargs}).fit(rng.normal(size=(10, 3)))
+
+
+# ---------------------------------------------------------------- properties (hypothesis)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), shift=st.floats(-100, 100), D=st.integers(0, 3))
+def test_all_but_the_top_is_translation_invariant(seed, shift, D):
+    # the mean is removed first and projections are sign-free, so a common offset cannot matter
+    X = _anisotropic(np.random.default_rng(seed), n=40, d=6)
+    np.testing.assert_allclose(all_but_the_top(X + shift, n_components=D), all_but_the_top(X, n_components=D),
+                               atol=1e-8 * (1 + abs(shift)))
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), scale=st.floats(1e-3, 1e3))
+def test_whitening_is_scale_invariant_and_white(seed, scale):
+    X = _anisotropic(np.random.default_rng(seed), n=60, d=5)
+    Y = whiten(X * scale)
+    np.testing.assert_allclose(np.cov(Y, rowvar=False), np.eye(5), atol=1e-8)
+    np.testing.assert_allclose(np.abs(Y), np.abs(whiten(X)), atol=1e-7)
