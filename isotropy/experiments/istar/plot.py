@@ -75,8 +75,6 @@ def plot_results(results_dir) -> list[Path]:
         ax.errorbar(row["isoscore_star_mean"], row["score_mean"], xerr=row["isoscore_star_std"],
                     yerr=row["score_std"], fmt=marker, color=colour(row), ecolor=colour(row), capsize=3,
                     markersize=7, label=_label(row))
-        ax.annotate(_label(row), (row["isoscore_star_mean"], row["score_mean"]), textcoords="offset points",
-                    xytext=(5, 5), fontsize=8)
     ax.set_xlabel("IsoScore* of validation sentence representations")
     ax.set_ylabel(f"validation {metric}")
     ax.set_title(f"Performance vs isotropy (mean ± std over {seeds} seed{'s' if seeds > 1 else ''}){partial}",
