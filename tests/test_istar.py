@@ -185,6 +185,11 @@ def test_resume_after_interrupt_gives_identical_results(tiny_model_dir, tmp_path
     assert (tmp_path / "cut" / "results.md").read_text().startswith("Partial: 1 of 2 runs finished.")
     with pytest.raises(FileExistsError, match="--resume"):
         run(config, tmp_path / "cut", log=None)
+    stale = tmp_path / "stale" / "checkpoints" / "base_seed0.pt"  # an unfinished run alone also needs --resume
+    stale.parent.mkdir(parents=True)
+    stale.write_bytes(b"")
+    with pytest.raises(FileExistsError, match="0 finished and 1 unfinished"):
+        run(config, tmp_path / "stale", log=None)
     with pytest.raises(ValueError, match="config differs"):
         run({**config, "lr": 2e-3}, tmp_path / "cut", resume=True, log=None)
     messages = []

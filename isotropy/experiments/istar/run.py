@@ -106,10 +106,12 @@ def _comparable(config: dict) -> dict:
 def _check_resume(results_dir: Path, config: dict, resume: bool):
     meta = results_dir / "run.json"
     finished = sorted((results_dir / "runs").glob("*.json"))
+    unfinished = sorted((results_dir / "checkpoints").glob("*.pt"))
     if not resume:
-        if finished:
+        if finished or unfinished:
             raise FileExistsError(f"The results directory {str(results_dir)!r} already holds {len(finished)} finished "
-                                  f"runs; pass --resume to continue that sweep or choose another --results-dir.")
+                                  f"and {len(unfinished)} unfinished runs; pass --resume to continue that sweep or "
+                                  f"choose another --results-dir.")
         return
     if meta.is_file():
         previous = json.loads(meta.read_text()).get("config", {})
