@@ -225,6 +225,8 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
     from isotropy.cli import main
 
     for argv, match in [(["--seeds", "a,b"], "--seeds"), (["--setup", "nope"], "Unknown setup 'nope'"),
+                        (["--set", "istar.zeta"], "KEY=VALUE"), (["--set", "nope=1"], "unknown config key 'nope'"),
+                        (["--set", "istar.zeta=2"], "'istar.zeta' option of istar must be a float in the range [0, 1]"),
                         (["--model", str(tmp_path), "--results-dir", str(tmp_path / "r"), "--data-dir",
                           str(shared_data_path("glue_data").parent), "--train-size", "8"], "could not be loaded")]:
         with pytest.raises(SystemExit) as exc:

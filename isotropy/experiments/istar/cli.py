@@ -56,7 +56,7 @@ def _parse_sets(pairs) -> dict:
 @click.option("--epochs", type=int, default=None)
 @click.option("--resume", is_flag=True, help="Continue an interrupted sweep in --results-dir.")
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
-              help="Override any config value (dotted keys, YAML values), e.g. --set istar.level=sentence.")
+              help="Override any config value (dotted keys, YAML values; null allowed), e.g. --set istar.level=sentence.")
 @click.option("--no-plot", is_flag=True, help="Skip drawing the figures.")
 @click.option("--quiet", is_flag=True, help="No per-run progress lines.")
 def command(setup, results_dir, device, data_dir, model, seeds, lambdas, train_size, epochs, resume, sets,
@@ -72,8 +72,16 @@ def command(setup, results_dir, device, data_dir, model, seeds, lambdas, train_s
 
     overrides = {"data_dir": data_dir, "model": model, "seeds": _int_list("--seeds", seeds),
                  "lambdas": _float_list("--lambdas", lambdas), "train_size": train_size, "epochs": epochs}
-    overrides.update(_parse_sets(sets))
     config = load_config(EXPERIMENT, setup, overrides)
+    for key, value in _parse_sets(sets).items():  # applied here so that KEY=null works (e.g. train_size=null)
+        node, parts = config, key.split(".")
+        for part in parts[:-1]:
+            if not isinstance(node.get(part), dict):
+                raise click.BadParameter(f"{key!r} names no nested option of the config.", param_hint="--set")
+            node = node[part]
+        if parts[-1] not in node:
+            raise click.BadParameter(f"unknown config key {key!r}; expected one of {sorted(node)}.", param_hint="--set")
+        node[parts[-1]] = value
     name = Path(setup).stem if setup.endswith((".yaml", ".yml")) else setup
     results_dir = results_dir or Path("results") / EXPERIMENT / name
     log = None if quiet else (lambda message: click.echo(message, err=True))
