@@ -207,6 +207,8 @@ def test_resume_after_interrupt_gives_identical_results(tiny_model_dir, tmp_path
     ({"pooling": "max"}, "'pooling'.*'max'"),
     ({"batch_size": 0}, "'batch_size'.*positive int"),
     ({"metric": "auc"}, "'metric'.*'auc'"),
+    ({"checkpoint_every": -1}, "'checkpoint_every'.*Got -1"),
+    ({"cosreg": "yes"}, "'cosreg'.*'yes'"),
 ])
 def test_bad_config_values_are_clear_errors(override, match):
     with pytest.raises(ValueError, match=match):

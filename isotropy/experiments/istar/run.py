@@ -75,6 +75,12 @@ def resolve_config(config: dict) -> dict:
     head_lr = config.get("head_lr")
     if head_lr is not None and (isinstance(head_lr, bool) or not isinstance(head_lr, (int, float)) or head_lr <= 0):
         _fail("head_lr", head_lr, "a positive float or null (the encoder's lr)")
+    every = config.get("checkpoint_every", 0)
+    if isinstance(every, bool) or not isinstance(every, int) or every < 0:
+        _fail("checkpoint_every", every, "an int >= 0 (0 = no mid-run checkpoints)")
+    clip = config.get("max_grad_norm")
+    if clip is not None and (isinstance(clip, bool) or not isinstance(clip, (int, float)) or clip <= 0):
+        _fail("max_grad_norm", clip, "a positive float or null (no clipping)")
     threads = config.get("num_threads")
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
         _fail("num_threads", threads, "a positive int or null (torch's default)")
