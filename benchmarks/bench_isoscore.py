@@ -1,6 +1,6 @@
 """Benchmark: ``isotropy.isoscore`` vs the ``isoscore`` package (2.0.1), speed and exactness.
 
-Same data for both: float32, n = 20,000 x d = 384 (n > d) and n = 256 x d = 2,048 (n < d, where
+Same data for both: float32, n = 20,000 x d = 384 and 768 (n > d) and n = 256 x d = 2,048 (n < d, where
 we use the n x n Gram matrix). Prints the median of several repeats, the ratio package / ours
 measured in the same run, and each result's error against a float64 eigenvalue reference
 (``numpy.linalg.eigvalsh`` of ``np.cov`` of the data in float64). Timings on a shared CPU are
@@ -74,7 +74,7 @@ def main(argv=None):
     print("| case | isoscore pkg (s) | ours, numpy float64 (s) | pkg / ours | ours, torch float32 (s) "
           "| pkg / ours (torch) | pkg abs err | ours abs err |", flush=True)
     print("|" + "---|" * 8, flush=True)
-    for n, d in [(20_000, 384), (256, 2048)]:
+    for n, d in [(20_000, 384), (20_000, 768), (256, 2048)]:
         X = _data(n, d)
         ref = _eigen_reference(X)
         t = _interleaved({"pkg": (pkg.IsoScore, X), "ours": (isoscore, X),
