@@ -38,7 +38,13 @@ def _parse_sets(pairs) -> dict:
         if not sep or not key.strip():
             raise click.BadParameter(f"expected KEY=VALUE (e.g. istar.zeta=0.5). Got {pair!r} instead.",
                                      param_hint="--set")
-        overrides[key.strip()] = yaml.safe_load(value)
+        parsed = yaml.safe_load(value)
+        if isinstance(parsed, str):  # YAML 1.1 reads 3e-5 as a string
+            try:
+                parsed = float(parsed)
+            except ValueError:
+                pass
+        overrides[key.strip()] = parsed
     return overrides
 
 
