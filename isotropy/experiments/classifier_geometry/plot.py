@@ -43,7 +43,9 @@ def _load(results_dir: Path):
 
 
 def _title(summary) -> str:
-    return f"{summary.get('setup') or ''} {summary['data']['name']} ({summary['data']['n_items']:,} items, {len(summary['seeds'])} seeds)".strip()
+    setup, name = summary.get("setup") or "", summary["data"]["name"]
+    label = name if setup in ("", name) else f"{setup}: {name}"
+    return f"{label} ({summary['data']['n_items']:,} items, {len(summary['seeds'])} seeds)"
 
 
 def _band(ax, c, metric, color, label):
