@@ -200,3 +200,12 @@ def test_wordnet_missing_gives_clear_message(tmp_path, monkeypatch):
     monkeypatch.setattr("nltk.corpus.wordnet", Missing(), raising=False)
     with pytest.raises(FileNotFoundError, match=r"WordNet 3\.0 not found: .*corpora/wordnet.*NLTK_DATA"):
         module.load_wordnet(data_dir=tmp_path)
+
+
+@pytest.mark.parametrize("module", ["glue", "polarity", "snli", "tables", "lexicon", "wordnet"])
+def test_docstring_examples_run(module):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(f"isotropy.datasets.{module}"), optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0
