@@ -16,25 +16,12 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
 import warnings
 
 import numpy as np
+from _common import low_rank_data, timed
 
 from isotropy import local_mle_dimension, mle_dimension, twonn_dimension
-
-
-def _data(n, d, seed=0):
-    rng = np.random.default_rng(seed)
-    latent = rng.standard_normal((n, 10))
-    mixing = rng.standard_normal((10, d))
-    return (latent @ mixing + 0.1 * rng.standard_normal((n, d))).astype(np.float32)
-
-
-def _timed(fn):
-    wall, cpu = time.perf_counter(), time.process_time()
-    value = fn()
-    return value, time.perf_counter() - wall, time.process_time() - cpu
 
 
 def main(argv=None):
@@ -45,7 +32,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     import skdim
 
-    X = _data(args.n, args.d)
+    X = low_rank_data(args.n, args.d)
     cases = [
         ("twonn_dimension (linear fit, discard 0.1)", lambda: twonn_dimension(X),
          lambda: skdim.id.TwoNN().fit(X).dimension_),
@@ -61,10 +48,10 @@ def main(argv=None):
     for name, ours_fn, ref_fn in cases:
         rows = {"ours": [], "ref": []}
         for _ in range(args.repeats):
-            ours, *t_ours = _timed(ours_fn)
+            ours, *t_ours = timed(ours_fn)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # skdim's own deprecation noise
-                ref, *t_ref = _timed(ref_fn)
+                ref, *t_ref = timed(ref_fn)
             rows["ours"].append(t_ours)
             rows["ref"].append(t_ref)
         wall_o, cpu_o = (statistics.median(t[i] for t in rows["ours"]) for i in (0, 1))

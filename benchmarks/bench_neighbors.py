@@ -19,25 +19,12 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
+from _common import low_rank_data, timed
 from sklearn.neighbors import NearestNeighbors
 
 from isotropy.neighbors import kneighbors
-
-
-def _data(n, d, seed=0):
-    rng = np.random.default_rng(seed)
-    latent = rng.standard_normal((n, 10))
-    mixing = rng.standard_normal((10, d))
-    return (latent @ mixing + 0.1 * rng.standard_normal((n, d))).astype(np.float32)
-
-
-def _timed(fn):
-    wall, cpu = time.perf_counter(), time.process_time()
-    value = fn()
-    return value, time.perf_counter() - wall, time.process_time() - cpu
 
 
 def main(argv=None):
@@ -47,17 +34,17 @@ def main(argv=None):
     parser.add_argument("--k", type=int, default=100)
     parser.add_argument("--queries", type=int, default=5_000)
     args = parser.parse_args(argv)
-    X = _data(args.n, args.d)
+    X = low_rank_data(args.n, args.d)
     q = min(args.queries, args.n)
     scale = args.n / q
     print(f"data: float32, n={args.n:,}, d={args.d}, k={args.k}; scikit-learn timed on {q:,} queries against "
           f"all {args.n:,} points, x{scale:g} to extrapolate to {args.n:,} queries", flush=True)
 
-    (dist, ind), wall_o, cpu_o = _timed(lambda: kneighbors(X, n_neighbors=args.k))
+    (dist, ind), wall_o, cpu_o = timed(lambda: kneighbors(X, n_neighbors=args.k))
     rows = [("isotropy kneighbors (all points)", wall_o, cpu_o, None)]
     for algorithm in ("brute", "auto"):
         nn = NearestNeighbors(n_neighbors=args.k + 1, algorithm=algorithm)
-        (ref_d, ref_i), wall, cpu = _timed(lambda nn=nn: nn.fit(X).kneighbors(X[:q]))
+        (ref_d, ref_i), wall, cpu = timed(lambda nn=nn: nn.fit(X).kneighbors(X[:q]))
         ref_d, ref_i = ref_d[:, 1:], ref_i[:, 1:]  # drop the query point itself
         label = f"sklearn NearestNeighbors(algorithm={algorithm!r}) -> {nn._fit_method}"
         rows.append((label, wall * scale, cpu * scale, (wall, cpu)))
