@@ -45,10 +45,14 @@ def check_X(X, *, caller: str, name: str = "X", min_samples: int = 2, min_featur
     if is_torch(X):
         if X.is_complex() or not (X.is_floating_point() or X.dtype.is_signed or str(X.dtype) in {"torch.uint8", "torch.bool"}):
             raise TypeError(f"The '{name}' parameter of {caller} must be a real-valued tensor. Got dtype {X.dtype} instead.")
-        if not X.is_floating_point():
-            import torch
+        import torch
 
+        if not X.is_floating_point():
             X = X.to(torch.get_default_dtype())
+        elif X.dtype in (torch.float16, torch.bfloat16):
+            # half precision overflows in the second moments (Xᵀ X) and has no CPU eigensolver:
+            # compute in float32 (differentiable; results come back as float32 tensors)
+            X = X.float()
         shape = tuple(X.shape)
     else:
         if isinstance(X, (str, bytes)) or X is None:
@@ -97,7 +101,7 @@ def check_labels(labels, *, n_samples: int, caller: str, name: str = "labels") -
         raise IsotropyValueError(f"The '{name}' parameter of {caller} must have one entry per sample ({n_samples}). "
                                  f"Got {labels.shape[0]} instead.")
     if labels.ndim == 2:
-        if labels.dtype.kind == "f" and not np.isin(labels, (0.0, 1.0)).all():
+        if labels.dtype.kind not in "biuf" or not np.isin(labels, (0, 1)).all():
             raise IsotropyValueError(f"The '{name}' parameter of {caller} must contain only 0 and 1 when 2-d "
                                      f"(a multi-label indicator matrix). Got other values instead.")
         _, ids = np.unique(labels.astype(np.int8), axis=0, return_inverse=True)

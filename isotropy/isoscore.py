@@ -159,6 +159,13 @@ def _check_shrinkage_cov(shrinkage_cov, n_features, *, like, caller, name="shrin
     return S if asym == 0 else (S + S.T) / 2
 
 
+def torch_eigvalsh(C):
+    """Eigenvalues of a symmetric tensor, computed in float64 on its device (half precision has no solver)."""
+    import torch
+
+    return torch.linalg.eigvalsh(C.to(torch.float64))
+
+
 def _eye_like(C):
     if is_torch(C):
         import torch
@@ -376,6 +383,11 @@ def isoscore_from_covariance(cov, *, shrinkage_cov=None, zeta=0.0):
                                  f"(n_features, n_features) with n_features >= 2. Got an array with shape {shape} instead.")
     d = shape[0]
     C = _check_shrinkage_cov(cov, d, like=cov, caller=caller, name="cov")  # finite, symmetric
+    eig = (torch_eigvalsh(C.detach()) if is_torch(C) else np.linalg.eigvalsh(np.asarray(C, dtype=np.float64)))
+    lowest, largest = float(eig.min()), float(abs(eig).max())
+    if lowest < -1e-8 * max(largest, np.finfo(np.float64).tiny):
+        raise IsotropyValueError(f"The 'cov' parameter of {caller} must be positive semi-definite (a covariance "
+                                 f"matrix). Got a smallest eigenvalue of {lowest:.3g} instead.")
     if zeta > 0.0:
         if shrinkage_cov is None:
             C = (1.0 - zeta) * C + zeta * _eye_like(C)

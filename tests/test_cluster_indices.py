@@ -142,3 +142,12 @@ def test_backend_parity_and_gradients(backend, rng, fn):
         assert torch.isfinite(grad).all() and grad.abs().sum() > 0
         if fn is not dunn_index:  # smooth in X; Dunn is piecewise (min / max of distances)
             assert torch.autograd.gradcheck(lambda Z: fn(Z, labels[:12]), (Xb[:12, :3].detach().requires_grad_(),))
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.uint16, np.float64])
+def test_label_matrix_with_values_other_than_0_and_1_is_rejected(dtype):
+    # int8 casting would wrap 256 onto 0 and silently merge two clusters
+    labels = np.array([[256, 1], [0, 1], [3, 1], [0, 1]], dtype=dtype)
+    X = np.random.default_rng(0).standard_normal((4, 2))
+    with pytest.raises(ValueError, match="'labels' parameter of calinski_harabasz_score must contain only 0 and 1"):
+        calinski_harabasz_score(X, labels)

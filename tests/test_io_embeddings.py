@@ -268,3 +268,12 @@ def test_labels_errors(tmp_path):
         read_labels(tmp_path / "y3.npy", n_rows=2)
     with pytest.raises(FileNotFoundError, match="does not exist"):
         read_labels(tmp_path / "none.txt", n_rows=2)
+
+
+def test_csv_written_by_pandas_without_index_has_its_header_recognised(tmp_path):
+    # pandas writes an unnamed frame's column labels 0..d-1: a numeric-looking header, not a data row
+    X = np.arange(12.0).reshape(4, 3)
+    pd.DataFrame(X).to_csv(tmp_path / "x.csv", index=False)
+    got, names = read_embeddings(tmp_path / "x.csv")
+    np.testing.assert_array_equal(got, X)
+    assert names is None

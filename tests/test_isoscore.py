@@ -224,3 +224,17 @@ def test_chunked_float64_path_matches_reference(rng, monkeypatch):
     np.testing.assert_array_equal(X, X_before)
     with pytest.raises(IsotropyValueError, match="non-zero variance"):
         isoscore(np.full((1001, 10), 7.77, dtype=np.float32))
+
+
+def test_half_precision_tensors_are_scored_in_float32():
+    # float16 second moments overflow; the boundary upcasts half tensors (the reference is float64 numpy)
+    X = np.random.default_rng(3).standard_normal((100, 10)) * 30
+    expected = isoscore(X)
+    value = isoscore(torch.tensor(X, dtype=torch.float16))
+    assert value.dtype == torch.float32
+    assert abs(float(value) - expected) < 1e-3
+
+
+def test_isoscore_from_covariance_rejects_indefinite_matrices():
+    with pytest.raises(IsotropyValueError, match="'cov' parameter of isoscore_from_covariance must be positive semi"):
+        isoscore_from_covariance(np.diag([1.0, 1.0, -0.9]))

@@ -240,6 +240,8 @@ def _read_delimited(path, sep: str):
     if not first:
         raise _fail(path, "the file is empty", "rows of numbers, optionally a header and a first column of row names")
     header = first[0] == "" or not all(_is_float(t) for t in (first[1:] or first))
+    # pandas writes the column labels 0, 1, ..., d-1 of an unnamed frame as a numeric-looking header
+    header = header or (len(first) > 1 and first == [str(i) for i in range(len(first))])
     try:
         df = pd.read_csv(path, sep=sep, header=0 if header else None)
     except Exception as exc:  # noqa: BLE001
