@@ -67,7 +67,7 @@ def _cache_key(model_location: str, texts: Sequence[str], normalize: bool) -> st
         for weight in sorted(location.rglob("*")):
             if weight.suffix in {".safetensors", ".bin", ".json"} and weight.is_file():
                 stat = weight.stat()
-                digest.update(f"{weight.relative_to(location)}:{stat.st_size}".encode())
+                digest.update(f"{weight.relative_to(location)}:{stat.st_size}:{stat.st_mtime_ns}".encode())
     digest.update(b"normalize" if normalize else b"raw")
     for text in texts:
         digest.update(text.encode("utf-8", errors="surrogatepass"))

@@ -100,7 +100,7 @@ def corpus_path(corpus: str, split: str = "validation", *, data_dir: str | os.Pa
     ``data_dir`` defaults to ``$ISOTROPY_DATA`` or ``./data``; the file is
     ``<data_dir>/wikitext-2/wiki.valid.tokens`` for WikiText-2 validation, and so on.
     """
-    from isotropy.experiments._results import data_dir as _data_dir
+    from isotropy.datasets._paths import data_dir as _data_dir
 
     if corpus not in CORPORA:
         raise IsotropyValueError(f"The 'corpus' parameter of corpus_path must be one of {sorted(CORPORA)}. "

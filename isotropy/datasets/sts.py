@@ -89,7 +89,7 @@ def _norm(text: str) -> str:
 
 
 def _root(data_dir) -> Path:
-    from isotropy.experiments._results import data_dir as _data_dir
+    from isotropy.datasets._paths import data_dir as _data_dir
 
     return _data_dir(data_dir)
 

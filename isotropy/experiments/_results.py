@@ -20,6 +20,8 @@ from typing import Any
 
 import yaml
 
+from isotropy.datasets._paths import data_dir  # re-exported for the experiments
+
 from isotropy._versions import package_versions
 
 __all__ = [
@@ -62,10 +64,14 @@ def load_config(experiment: str, setup: str, overrides: dict[str, Any] | None = 
             continue
         node = config
         parts = key.split(".")
-        for part in parts[:-1]:
-            node = node.setdefault(part, {})
-        if parts[-1] not in node and node is config and key not in config:
-            raise ValueError(f"Unknown config key {key!r} for {experiment}/{setup}: expected one of {sorted(config)}.")
+        for depth, part in enumerate(parts):
+            if not isinstance(node, dict) or part not in node:
+                known = sorted(node) if isinstance(node, dict) else []
+                where = ".".join(parts[:depth]) or "the top level"
+                raise ValueError(f"Unknown config key {key!r} for {experiment}/{setup}: {part!r} is not a key of "
+                                 f"{where}; expected one of {known}.")
+            if depth < len(parts) - 1:
+                node = node[part]
         node[parts[-1]] = value
     return config
 
@@ -131,10 +137,3 @@ def write_run_metadata(results_dir, *, experiment: str, config: dict[str, Any], 
     }
     write_text(results_dir / "config.yaml", yaml.safe_dump(config, sort_keys=False))
     return write_json(results_dir / "run.json", meta)
-
-
-def data_dir(explicit: str | os.PathLike | None = None) -> Path:
-    """Where data sets live: ``explicit``, else ``$ISOTROPY_DATA``, else ``./data``."""
-    if explicit is not None:
-        return Path(explicit)
-    return Path(os.environ.get("ISOTROPY_DATA", "data"))
