@@ -128,6 +128,25 @@ def test_resume_refuses_a_different_config(tmp_path):
         run(_demo(seeds=[0], updates=6, metric_interval=2), results_dir=tmp_path, resume=True, show_progress=False)
 
 
+def test_interrupted_fresh_run_leaves_no_results_of_the_previous_run(tmp_path, monkeypatch):
+    run(_demo(seeds=[0], updates=4, metric_interval=2), results_dir=tmp_path, show_progress=False)
+    assert (tmp_path / "summary.json").is_file() and list((tmp_path / "figures").glob("fig2_*.png"))
+
+    class Interrupt(BaseException):
+        pass
+
+    def interrupted(problem, *, seed, **kwargs):
+        raise Interrupt
+
+    monkeypatch.setattr(train_module, "train_seed", interrupted)
+    with pytest.raises(Interrupt):
+        run(_demo(seeds=[0], updates=6, metric_interval=2), results_dir=tmp_path, show_progress=False)
+    # run.json now describes the new config; nothing of the old run may sit beside it
+    assert json.loads((tmp_path / "run.json").read_text())["config"]["updates"] == 6
+    leftovers = [p.name for p in tmp_path.rglob("*") if p.is_file() and p.name not in ("run.json", "config.yaml")]
+    assert leftovers == []
+
+
 # ---------------------------------------------------------------- report
 def test_correlations_and_curves_match_scipy_and_numpy():
     rng = np.random.default_rng(0)

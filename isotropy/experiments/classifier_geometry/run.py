@@ -125,6 +125,20 @@ def _check_resumable(results_dir: Path, config: dict) -> None:
                                  f"differ). Use another --results-dir or drop --resume to start afresh.")
 
 
+# every file a run writes (besides run.json/config.yaml, rewritten first): a fresh run removes the
+# previous run's, so that an interrupted fresh run never leaves old results beside its new run.json
+_OUTPUT_FILES = ("metrics.csv", "curves.csv", "summary.json", "correlations.json", "correlations.md")
+_OUTPUT_GLOBS = ("seeds/seed_*.json", "figures/fig[234]_*.png", "figures/fig[234]_*.svg")
+
+
+def _clear_outputs(results_dir: Path) -> None:
+    stale = [results_dir / name for name in _OUTPUT_FILES]
+    for pattern in _OUTPUT_GLOBS:
+        stale += results_dir.glob(pattern)
+    for path in stale:
+        path.unlink(missing_ok=True)
+
+
 def _run_one(config, *, results_dir: Path, resume: bool, data_dir, show_progress: bool, echo) -> dict:
     from tqdm.auto import tqdm
 
@@ -140,8 +154,7 @@ def _run_one(config, *, results_dir: Path, resume: bool, data_dir, show_progress
     if resume:
         _check_resumable(results_dir, config)
     else:
-        for stale in (results_dir / "seeds").glob("seed_*.json"):
-            stale.unlink()
+        _clear_outputs(results_dir)
     config = {**config, "encode_device": config["device"]}
     problem = build_problem(config, data_dir=data_dir, show_progress=show_progress)
     info = {"name": problem.name, "n_items": problem.n_items, "n_rows": int(problem.embeddings.shape[0]),
@@ -214,6 +227,8 @@ def _run_glue(config, *, results_dir: Path, resume: bool, data_dir, show_progres
         raise IsotropyValueError(f"The 'tasks' parameter of {_CALLER} must be a non-empty list of GLUE tasks from "
                                  f"{sorted(GLUE_TASKS)}. Got {tasks!r} instead.")
     config = {**config, "tasks": list(tasks), "models": list(models)}
+    if not resume:
+        _clear_outputs(results_dir)
     write_run_metadata(results_dir, experiment=EXPERIMENT, config=config, seeds=config["seeds"],
                        extra={"grid": True})
     runs, summaries = {}, {}
