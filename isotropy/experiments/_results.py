@@ -20,9 +20,8 @@ from typing import Any
 
 import yaml
 
-from isotropy.datasets._paths import data_dir  # re-exported for the experiments
-
 from isotropy._versions import package_versions
+from isotropy.datasets._paths import data_dir  # re-exported for the experiments
 
 __all__ = [
     "CONFIG_ROOT",
@@ -137,3 +136,16 @@ def write_run_metadata(results_dir, *, experiment: str, config: dict[str, Any], 
     }
     write_text(results_dir / "config.yaml", yaml.safe_dump(config, sort_keys=False))
     return write_json(results_dir / "run.json", meta)
+
+
+def save_figure(fig, stem, *, formats=("png", "svg"), dpi: int = 150, **savefig_kwargs) -> list[Path]:
+    """Save a matplotlib figure as ``stem.<format>`` for each format, each file written atomically."""
+    stem = Path(stem)
+    savefig_kwargs.setdefault("bbox_inches", "tight")
+    paths = []
+    for fmt in formats:
+        path = stem.with_suffix(f".{fmt}")
+        with atomic_write(path, "wb") as handle:
+            fig.savefig(handle, format=fmt, dpi=dpi, **savefig_kwargs)
+        paths.append(path)
+    return paths

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from isotropy.experiments._results import save_figure
+
 __all__ = ["plot_glue_grid", "plot_results", "plot_setup"]
 
 
@@ -20,18 +22,6 @@ def _pyplot():
     import matplotlib.pyplot as plt
 
     return plt
-
-
-def _save(fig, stem: Path) -> list[Path]:
-    stem.parent.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for ext in ("png", "svg"):
-        path = stem.with_suffix(f".{ext}")
-        tmp = path.with_name(f".{path.name}.tmp.{ext}")
-        fig.savefig(tmp, dpi=150, bbox_inches="tight")
-        tmp.replace(path)
-        paths.append(path)
-    return paths
 
 
 def _load(results_dir: Path):
@@ -68,7 +58,7 @@ def plot_setup(results_dir) -> list[Path]:
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
     fig.suptitle(f"{_title(summary)}: mean ± 1 std over seeds")
-    paths += _save(fig, results_dir / "figures" / "fig2_metrics_vs_updates")
+    paths += save_figure(fig, results_dir / "figures" / "fig2_metrics_vs_updates")
     plt.close(fig)
 
     fig, ax = plt.subplots(figsize=(4.6, 3.8), constrained_layout=True)
@@ -80,7 +70,7 @@ def plot_setup(results_dir) -> list[Path]:
     ax.set_title(f"{summary.get('setup') or summary['data']['name']}: Pearson r = {corr['pearson_r']:.3f}, "
                  f"Spearman ρ = {corr['spearman_rho']:.3f}", fontsize=9)
     ax.grid(alpha=0.3)
-    paths += _save(fig, results_dir / "figures" / "fig3_isoscore_vs_silhouette")
+    paths += save_figure(fig, results_dir / "figures" / "fig3_isoscore_vs_silhouette")
     plt.close(fig)
     return paths
 
@@ -115,7 +105,7 @@ def plot_glue_grid(results_dir) -> list[Path]:
             if i == len(models) - 1:
                 ax.set_xlabel("update", fontsize=8)
     fig.suptitle("GLUE: IsoScore (blue, left) and silhouette (orange, right), mean ± 1 std over seeds", fontsize=9)
-    paths = _save(fig, results_dir / "figures" / "fig4_glue_grid")
+    paths = save_figure(fig, results_dir / "figures" / "fig4_glue_grid")
     plt.close(fig)
     return paths
 

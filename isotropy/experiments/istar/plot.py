@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from isotropy.experiments._results import save_figure
+
 __all__ = ["plot_results"]
 
 _METRIC_NAMES = {"accuracy": "accuracy", "f1": "F1", "matthews": "Matthews correlation"}
@@ -82,10 +84,7 @@ def plot_results(results_dir) -> list[Path]:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, ncol=2, loc="best")
     fig.tight_layout()
-    for ext in ("png", "svg"):
-        target = out_dir / f"performance_vs_isoscore_star.{ext}"
-        fig.savefig(target, dpi=150)
-        written.append(target)
+    written += save_figure(fig, out_dir / "performance_vs_isoscore_star", bbox_inches=None)
     plt.close(fig)
 
     # Figure 7: TwoNN intrinsic dimension of validation representations per condition
@@ -99,9 +98,6 @@ def plot_results(results_dir) -> list[Path]:
                  fontsize=10)
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
-    for ext in ("png", "svg"):
-        target = out_dir / f"twonn_dimension.{ext}"
-        fig.savefig(target, dpi=150)
-        written.append(target)
+    written += save_figure(fig, out_dir / "twonn_dimension", bbox_inches=None)
     plt.close(fig)
     return written

@@ -14,18 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
+from isotropy.experiments._results import save_figure
+
 __all__ = ["plot_results"]
 
-_FORMATS = ("png", "svg")
-
-
-def _save(fig, stem: Path) -> list[Path]:
-    paths = []
-    for fmt in _FORMATS:
-        path = stem.with_suffix(f".{fmt}")
-        fig.savefig(path, dpi=150, bbox_inches="tight")
-        paths.append(path)
-    return paths
 
 
 def _series(rows, key):
@@ -80,7 +72,7 @@ def _layer_figure(results, stem: Path) -> list[Path]:
     fig.suptitle(f"{Path(str(results['model'])).name} on {results['corpus']}: "
                  f"{results['n_tokens']:,} tokens, {results['n_types']:,} types{note}", fontsize=10)
     fig.tight_layout()
-    paths = _save(fig, stem)
+    paths = save_figure(fig, stem)
     plt.close(fig)
     return paths
 
@@ -127,14 +119,14 @@ def _projection_figures(results, path: Path, out_dir: Path) -> list[Path]:
         _draw(ax, coords, values, kind, three_d=False, fig=fig)
     fig.suptitle(f"PCA 2-D: {title}", fontsize=10)
     fig.tight_layout()
-    paths += _save(fig, out_dir / f"pca_layer{layer}_2d")
+    paths += save_figure(fig, out_dir / f"pca_layer{layer}_2d")
     plt.close(fig)
     if coords.shape[1] >= 3:
         fig = plt.figure(figsize=(12, 5.2))
         for i, (values, kind) in enumerate(panels):
             _draw(fig.add_subplot(1, 2, i + 1, projection="3d"), coords, values, kind, three_d=True, fig=fig)
         fig.suptitle(f"PCA 3-D: {title}", fontsize=10)
-        paths += _save(fig, out_dir / f"pca_layer{layer}_3d")
+        paths += save_figure(fig, out_dir / f"pca_layer{layer}_3d")
         plt.close(fig)
     return paths
 

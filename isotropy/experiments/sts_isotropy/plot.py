@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from isotropy.experiments._results import save_figure
+
 __all__ = ["plot_results"]
 
 
@@ -15,18 +17,6 @@ def _pyplot():
     import matplotlib.pyplot as plt
 
     return plt
-
-
-def _save(fig, stem: Path) -> list[Path]:
-    from isotropy.experiments._results import atomic_write
-
-    paths = []
-    for ext in ("png", "svg"):
-        path = stem.with_suffix(f".{ext}")
-        with atomic_write(path, "wb") as handle:
-            fig.savefig(handle, format=ext, dpi=150, bbox_inches="tight")
-        paths.append(path)
-    return paths
 
 
 def _methods_figure(plt, results, results_dir):
@@ -58,7 +48,7 @@ def _methods_figure(plt, results, results_dir):
     ax_iso.set_ylabel("IsoScore (mean over data sets)")
     ax_iso.set_title("isotropy after each transform", fontsize=9)
     fig.tight_layout()
-    paths = _save(fig, results_dir / "sts_spearman")
+    paths = save_figure(fig, results_dir / "sts_spearman")
     plt.close(fig)
     return paths
 
@@ -86,7 +76,7 @@ def _sweep_figure(plt, results, results_dir):
         ax.legend(handles, labels, fontsize=7, loc="lower right")
     fig.suptitle("K-means + Mean + PCA: choosing the number of clusters and of removed directions", fontsize=10)
     fig.tight_layout()
-    paths = _save(fig, results_dir / "sts_sweep")
+    paths = save_figure(fig, results_dir / "sts_sweep")
     plt.close(fig)
     return paths
 
