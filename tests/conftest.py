@@ -47,6 +47,17 @@ def backend(request):
     return lambda a, requires_grad=False: torch.tensor(np.asarray(a), requires_grad=requires_grad)
 
 
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """Tiny tensors: one intra-op thread avoids OpenMP spin contention on a shared CPU (restored after)."""
+    import torch
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+
 @pytest.fixture
 def rng():
     return np.random.default_rng(0)
