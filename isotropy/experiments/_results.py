@@ -48,19 +48,21 @@ def available_setups(experiment: str) -> list[str]:
     return sorted(p.stem for p in (CONFIG_ROOT / experiment).glob("*.yaml"))
 
 
-def load_config(experiment: str, setup: str, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Load a packaged (or user-given ``.yaml`` path) config and apply non-``None`` overrides.
+def load_config(experiment: str, setup: str, overrides: dict[str, Any] | None = None, *,
+                sets: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Load a packaged (or user-given ``.yaml`` path) config and apply overrides.
 
-    Override keys may be dotted (``"optim.lr"``) to reach nested values. Unknown keys are an error.
+    ``overrides`` come from CLI options, where ``None`` means "not given" and is skipped; ``sets``
+    (``--set KEY=VALUE``) are applied after them and keep ``None`` (``KEY=null``). Keys may be
+    dotted (``"optim.lr"``) to reach nested values. Unknown keys are an error.
     """
     path = Path(setup) if setup.endswith((".yaml", ".yml")) else config_path(experiment, setup)
     if not path.is_file():
         raise ValueError(f"Unknown setup {setup!r} for {experiment}: expected one of {available_setups(experiment)} "
                          f"or a path to a .yaml config file.")
     config = yaml.safe_load(path.read_text()) or {}
-    for key, value in (overrides or {}).items():
-        if value is None:
-            continue
+    given = [(k, v) for k, v in (overrides or {}).items() if v is not None]
+    for key, value in given + list((sets or {}).items()):
         node = config
         parts = key.split(".")
         for depth, part in enumerate(parts):

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from isotropy.experiments._cli import parse_set_options
+
 __all__ = ["command"]
 
 
@@ -27,25 +29,6 @@ def _float_list(option: str, text: str | None):
     except ValueError:
         raise click.BadParameter(f"expected comma-separated numbers such as -5,-1,1. Got {text!r} instead.",
                                  param_hint=option) from None
-
-
-def _parse_sets(pairs) -> dict:
-    import yaml
-
-    overrides = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise click.BadParameter(f"expected KEY=VALUE (e.g. istar.zeta=0.5). Got {pair!r} instead.",
-                                     param_hint="--set")
-        parsed = yaml.safe_load(value)
-        if isinstance(parsed, str):  # YAML 1.1 reads 3e-5 as a string
-            try:
-                parsed = float(parsed)
-            except ValueError:
-                pass
-        overrides[key.strip()] = parsed
-    return overrides
 
 
 @click.command(name="istar")
@@ -79,7 +62,7 @@ def command(setup, results_dir, device, data_dir, model, seeds, lambdas, train_s
     overrides = {"data_dir": data_dir, "model": model, "seeds": _int_list("--seeds", seeds),
                  "lambdas": _float_list("--lambdas", lambdas), "train_size": train_size, "epochs": epochs}
     config = load_config(EXPERIMENT, setup, overrides)
-    for key, value in _parse_sets(sets).items():  # applied here so that KEY=null works (e.g. train_size=null)
+    for key, value in parse_set_options(sets, example="istar.zeta=0.5").items():  # applied here so that KEY=null works (e.g. train_size=null)
         node, parts = config, key.split(".")
         for part in parts[:-1]:
             if not isinstance(node.get(part), dict):

@@ -6,20 +6,9 @@ from pathlib import Path
 
 import click
 
+from isotropy.experiments._cli import parse_set_options
+
 __all__ = ["command"]
-
-
-def _parse_sets(pairs) -> dict:
-    import yaml
-
-    overrides = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise click.BadParameter(f"expected KEY=VALUE (e.g. metrics.n_neighbors=50). Got {pair!r} instead.",
-                                     param_hint="--set")
-        overrides[key.strip()] = yaml.safe_load(value)
-    return overrides
 
 
 @click.command(name="layer-geometry")
@@ -67,8 +56,8 @@ def command(setup, model, corpus, split, layers, pooling, max_tokens, max_per_ty
     overrides = {"model": model, "corpus": corpus, "split": split, "layers": layers, "pooling": pooling,
                  "max_tokens": max_tokens, "max_per_type": max_per_type, "pca_layers": pca_layers, "threads": threads,
                  "data_dir": data_dir, "seed": seed}
-    overrides.update(_parse_sets(sets))
-    config = load_config(EXPERIMENT, setup, overrides)
+    config = load_config(EXPERIMENT, setup, overrides,
+                         sets=parse_set_options(sets, example="metrics.n_neighbors=50"))
     name = Path(setup).stem if setup.endswith((".yaml", ".yml")) else setup
     results_dir = results_dir or Path("results") / EXPERIMENT / name
     log = None if quiet else (lambda message: click.echo(message, err=True))
