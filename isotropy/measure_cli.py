@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import sys
-import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -235,14 +233,9 @@ def _json_float(value: float):
 
 
 def _write_json(path: Path, record: dict) -> None:
-    """Write atomically: a temporary file beside ``path``, renamed onto it only when complete."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as handle:
-            json.dump(record, handle, indent=2)
-            handle.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write ``record`` as JSON through the toolkit's one atomic writer."""
+    from isotropy._atomic import atomic_write
+
+    with atomic_write(path, name="--json") as handle:
+        json.dump(record, handle, indent=2)
+        handle.write("\n")

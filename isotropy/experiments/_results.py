@@ -8,18 +8,16 @@ interrupted run never leaves a half-written result file.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as _dt
 import json
-import os
 import platform
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from isotropy._atomic import atomic_write
 from isotropy._versions import package_versions
 from isotropy.datasets._paths import data_dir  # re-exported for the experiments
 
@@ -75,24 +73,6 @@ def load_config(experiment: str, setup: str, overrides: dict[str, Any] | None = 
                 node = node[part]
         node[parts[-1]] = value
     return config
-
-
-@contextlib.contextmanager
-def atomic_write(path: str | os.PathLike, mode: str = "w"):
-    """Open a temporary file beside ``path`` and rename it onto ``path`` only on success."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, mode) as handle:
-            yield handle
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
 
 
 def write_json(path, obj) -> Path:

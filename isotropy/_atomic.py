@@ -1,0 +1,102 @@
+"""The one atomic file writer of the toolkit.
+
+Every file the toolkit writes (``--json`` output, ``run.json``, results, figures) goes through
+:func:`atomic_write`: the bytes go to a temporary file beside the destination, which is renamed
+onto it only once complete, so an interrupted write never leaves a half-written file.
+
+What the destination may be:
+
+- a regular file or a path that does not exist yet: written atomically; the new file gets the
+  mode an ordinary ``open(path, "w")`` would give it (``0o666`` minus the umask), or the mode of
+  the file it replaces;
+- a symbolic link: followed, and its target is written (the link itself stays a link);
+- anything else (a directory, a FIFO, a device node, a socket): refused with a one-line
+  ``ValueError``, because renaming over it would destroy it. Stream to such a destination
+  yourself if you mean to (``isotropy measure --json -`` writes to stdout).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import tempfile
+from pathlib import Path
+
+__all__ = ["atomic_write", "check_writable_destination"]
+
+
+def _current_umask() -> int:
+    # os.umask both sets and returns; there is no read-only query. Set it back at once.
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def check_writable_destination(path: str | os.PathLike, *, name: str = "path") -> Path:
+    """Resolve ``path`` (through symbolic links) and check that a regular file may be written there.
+
+    Returns the resolved destination. Raises ``ValueError`` naming ``name`` when the destination
+    exists and is not a regular file (a directory, a FIFO, a device, a socket).
+    """
+    path = Path(path)
+    target = path.resolve() if path.is_symlink() else path
+    try:
+        mode = target.stat().st_mode
+    except FileNotFoundError:
+        return target
+    if stat.S_ISREG(mode):
+        return target
+    kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
+            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+            else "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
+    raise ValueError(f"The {name} {str(path)!r} is {kind}; expected a regular file path "
+                     f"(it would be replaced, not written into).")
+
+
+@contextlib.contextmanager
+def atomic_write(path: str | os.PathLike, mode: str = "w", *, name: str = "path", encoding: str | None = None):
+    """Open a temporary file beside ``path`` and rename it onto ``path`` only on success.
+
+    Parameters
+    ----------
+    path : str or path-like
+        Destination. A symbolic link is followed; a destination that exists and is not a
+        regular file is refused (``ValueError`` naming ``name``).
+    mode : {"w", "wb"}, default="w"
+        Text or binary.
+    name : str, default="path"
+        How the destination is called in error messages (e.g. ``"--json"``).
+    encoding : str, optional
+        Text encoding (default UTF-8 for text mode).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "result.txt"
+    >>> with atomic_write(out) as handle:
+    ...     _ = handle.write("0.42\\n")
+    >>> out.read_text()
+    '0.42\\n'
+    """
+    if mode not in ("w", "wb"):
+        raise ValueError(f"The 'mode' parameter of atomic_write must be 'w' or 'wb'. Got {mode!r} instead.")
+    target = check_writable_destination(path, name=name)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        file_mode = stat.S_IMODE(target.stat().st_mode)
+    except FileNotFoundError:
+        file_mode = 0o666 & ~_current_umask()
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, file_mode)
+        kwargs = {} if "b" in mode else {"encoding": encoding or "utf-8"}
+        with os.fdopen(fd, mode, **kwargs) as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
