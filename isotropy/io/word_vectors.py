@@ -11,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
+from isotropy._validation import IsotropyValueError
+
 __all__ = ["read_word_vectors", "packaged_glove", "PACKAGED_GLOVE"]
 
 PACKAGED_GLOVE = "glove-6b-50d"
@@ -86,15 +88,15 @@ def _read_binary(path: Path, limit, encoding):
     with open(path, "rb") as handle:
         header = handle.readline().split()
         if len(header) != 2 or not all(p.isdigit() for p in header):
-            raise ValueError(f"{str(path)!r} is not a word2vec binary file: the first line must be "
+            raise IsotropyValueError(f"{str(path)!r} is not a word2vec binary file: the first line must be "
                              f"'<n_words> <n_features>'.")
         n_words, dim = int(header[0]), int(header[1])
         if n_words < 1 or dim < 1:
-            raise ValueError(f"{str(path)!r} has the word2vec header '{n_words} {dim}'; expected at least one word "
+            raise IsotropyValueError(f"{str(path)!r} has the word2vec header '{n_words} {dim}'; expected at least one word "
                              f"and one feature.")
         row_bytes = 4 * dim
         if handle.tell() + n_words * (row_bytes + 2) > size:  # each entry: >= 1 byte of word, a space, the vector
-            raise ValueError(f"{str(path)!r} is {size} bytes, too short for the {n_words} vectors of {dim} float32 its "
+            raise IsotropyValueError(f"{str(path)!r} is {size} bytes, too short for the {n_words} vectors of {dim} float32 its "
                              f"header announces (truncated file or wrong header).")
         n = n_words if limit is None else min(limit, n_words)
         words, X = [], np.empty((n, dim), dtype=np.float32)
@@ -103,26 +105,26 @@ def _read_binary(path: Path, limit, encoding):
             while True:
                 ch = handle.read(1)
                 if not ch:
-                    raise ValueError(f"{str(path)!r} ends after {i} of {n_words} vectors (truncated word2vec binary).")
+                    raise IsotropyValueError(f"{str(path)!r} ends after {i} of {n_words} vectors (truncated word2vec binary).")
                 if ch == b" ":
                     break
                 if ch != b"\n":
                     chars += ch
                 if len(chars) > 1000:
-                    raise ValueError(f"{str(path)!r} has no word at vector {i} (1000 bytes without a space): the header "
+                    raise IsotropyValueError(f"{str(path)!r} has no word at vector {i} (1000 bytes without a space): the header "
                                      f"'{n_words} {dim}' does not match the file.")
             if not chars:
-                raise ValueError(f"{str(path)!r} has an empty word at vector {i}: the header '{n_words} {dim}' does not "
+                raise IsotropyValueError(f"{str(path)!r} has an empty word at vector {i}: the header '{n_words} {dim}' does not "
                                  f"match the file.")
             words.append(chars.decode(encoding, errors="replace"))
             buf = handle.read(row_bytes)
             if len(buf) != row_bytes:
-                raise ValueError(f"{str(path)!r} ends inside vector {i} (truncated word2vec binary).")
+                raise IsotropyValueError(f"{str(path)!r} ends inside vector {i} (truncated word2vec binary).")
             X[i] = np.frombuffer(buf, dtype="<f4")
         if limit is None or n == n_words:
             rest = handle.read(64)
             if rest.strip():
-                raise ValueError(f"{str(path)!r} goes on after the {n_words} vectors of {dim} features its header "
+                raise IsotropyValueError(f"{str(path)!r} goes on after the {n_words} vectors of {dim} features its header "
                                  f"announces; the header '{n_words} {dim}' does not match the file.")
     return words, X
 
@@ -142,19 +144,19 @@ def _read_text(path: Path, limit, encoding):
                 dim = len(parts) - 1
             if len(parts) - 1 != dim:
                 source = "the header says" if announced is not None else "line 1 has"
-                raise ValueError(f"{str(path)}:{lineno}: expected a word and {dim} numbers ({source} {dim}), "
+                raise IsotropyValueError(f"{str(path)}:{lineno}: expected a word and {dim} numbers ({source} {dim}), "
                                  f"got {len(parts) - 1} numbers.")
             words.append(parts[0])
             rows.append(parts[1:])
             if limit is not None and len(words) >= limit:
                 break
     if not words or dim == 0:
-        raise ValueError(f"{str(path)!r} holds no word vectors; expected lines '<word> <x1> ... <xd>'.")
+        raise IsotropyValueError(f"{str(path)!r} holds no word vectors; expected lines '<word> <x1> ... <xd>'.")
     if announced is not None and len(words) != announced and (limit is None or len(words) < limit):
-        raise ValueError(f"{str(path)!r} has {len(words)} word vectors but its header announces {announced}; "
+        raise IsotropyValueError(f"{str(path)!r} has {len(words)} word vectors but its header announces {announced}; "
                          f"expected a header '<n_words> <n_features>' that matches the file.")
     try:
         X = np.asarray(rows, dtype=np.float32)
     except ValueError:
-        raise ValueError(f"{str(path)!r} has a non-numeric vector entry; expected lines '<word> <x1> ... <xd>'.") from None
+        raise IsotropyValueError(f"{str(path)!r} has a non-numeric vector entry; expected lines '<word> <x1> ... <xd>'.") from None
     return words, X
