@@ -45,7 +45,7 @@ def _refuse_rows(bad, subnormal, *, caller, name, offset=0):
 
 
 def _unit_rows_numpy(B, *, caller, name, offset=0):
-    """Float64 unit rows of a float64 block; rows whose squared norm over- or underflows are first
+    """Unit rows of a float64 block (the caller's own copy, scaled in place); rows whose squared norm over- or underflows are first
     brought to unit scale by a power of two (exact), so norms never overflow (data up to 1.8e308)."""
     sq = np.einsum("ij,ij->i", B, B)
     lo, hi = _norm_range(np.finfo(np.float64))
@@ -54,10 +54,10 @@ def _unit_rows_numpy(B, *, caller, name, offset=0):
         top = np.abs(B[odd]).max(axis=1)
         _refuse_rows(odd[top == 0], odd[(top > 0) & (top < np.finfo(np.float64).tiny)],
                      caller=caller, name=name, offset=offset)
-        B = B.copy() if not B.flags.writeable else B
         B[odd] = np.ldexp(B[odd], -np.frexp(top)[1][:, None])
         sq[odd] = np.einsum("ij,ij->i", B[odd], B[odd])
-    return B / np.sqrt(sq)[:, None]
+    B /= np.sqrt(sq)[:, None]  # B is the caller's own float64 block
+    return B
 
 
 def _unit_rows(X, *, caller, name="X"):

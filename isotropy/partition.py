@@ -75,6 +75,7 @@ def _numpy_log_z(X, exponent):
     U = np.hstack([U, -U])
     top = np.full(2 * d, -np.inf)
     total = np.zeros(2 * d)
+    step = max(1, _CHUNK_ELEMENTS // (2 * d))  # P has 2d columns
     for start in range(0, n, step):  # streaming log-sum-exp over row blocks: no n×d matrix
         with np.errstate(over="ignore"):  # checked just below
             P = np.ldexp(X[start:start + step].astype(np.float64) @ U, exponent)
@@ -82,7 +83,9 @@ def _numpy_log_z(X, exponent):
             _refuse_overflow(exponent)
         new_top = np.maximum(top, P.max(axis=0))
         with np.errstate(over="ignore"):  # a difference below -1.8e308 is -inf: its exp is 0, as it should be
-            total = total * np.exp(top - new_top) + np.exp(P - new_top).sum(axis=0)
+            P -= new_top
+            np.exp(P, out=P)
+            total = total * np.exp(top - new_top) + P.sum(axis=0)
         top = new_top
     return top + np.log(total)
 
