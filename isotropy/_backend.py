@@ -11,7 +11,7 @@ import sys
 
 import numpy as np
 
-__all__ = ["get_namespace", "is_dask", "is_torch", "to_output", "as_float64_numpy"]
+__all__ = ["as_float64_numpy", "get_namespace", "is_dask", "is_torch", "to_output"]
 
 
 def is_torch(X) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from isotropy._backend import is_torch, to_output
+from isotropy._backend import is_dask, is_torch, to_output
 from isotropy._validation import IsotropyValueError, check_X
 from isotropy.isoscore import (
     _CHUNK_ELEMENTS,
@@ -64,6 +64,9 @@ def participation_ratio(X):
     >>> participation_ratio(X)
     2.0
     """
+    if is_dask(X):  # a dask array: computed by tiles / chunk statistics on the dask scheduler
+        from isotropy import distributed
+        return distributed.participation_ratio(X)
     caller = "participation_ratio"
     X = check_X(X, caller=caller)
     st = _scatter_stats(X)

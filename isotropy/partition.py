@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from isotropy._backend import is_torch, to_output
+from isotropy._backend import is_dask, is_torch, to_output
 from isotropy._validation import check_X
 
 __all__ = ["partition_isotropy"]
@@ -66,6 +66,9 @@ def partition_isotropy(X):
     >>> round(partition_isotropy(X + [1.0, 0.0, 0.0]), 4)   # a common direction lowers it
     0.1353
     """
+    if is_dask(X):  # a dask array: computed by tiles / chunk statistics on the dask scheduler
+        from isotropy import distributed
+        return distributed.partition_isotropy(X)
     X = check_X(X, caller="partition_isotropy", min_samples=1)
     if is_torch(X):
         import torch

@@ -19,8 +19,8 @@ __all__ = [
     "covariance_accumulator",
     "isoscore",
     "isoscore_star",
-    "partition_isotropy",
     "participation_ratio",
+    "partition_isotropy",
 ]
 
 
