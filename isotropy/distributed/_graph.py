@@ -61,10 +61,8 @@ def compute(*collections):
         from distributed import progress
 
         futures = client.compute(list(collections))
-        progress(futures, multi=False)
-        import sys
-
-        print(file=sys.stderr)  # the bar ends without a newline
+        with contextlib.redirect_stdout(_stderr()):  # the console bar writes to stdout: keep stdout for results
+            progress(futures, multi=False)
         return tuple(client.gather(futures))
     from dask.diagnostics import ProgressBar
 
