@@ -25,7 +25,6 @@ import resource
 import time
 
 import numpy as np
-
 from _common import low_rank_data
 
 

@@ -114,7 +114,7 @@ def invoke(*args):
 
 
 def test_measure_on_a_shard_directory_equals_the_in_memory_command(shards, tmp_path):
-    root, full, labels = shards
+    root, full, _labels = shards
     np.save(tmp_path / "full.npy", full)
     metrics = "isoscore,participation_ratio,twonn_dimension,silhouette,calinski_harabasz,dunn"
     sharded = invoke(root, "--labels", tmp_path / "labels.txt", "--metrics", metrics, "--json", tmp_path / "s.json")
@@ -133,7 +133,7 @@ def test_measure_on_a_shard_directory_equals_the_in_memory_command(shards, tmp_p
 
 
 def test_measure_sample_of_shards_takes_the_in_memory_rows(shards, tmp_path):
-    root, full, labels = shards
+    root, full, _labels = shards
     np.save(tmp_path / "full.npy", full)
     args = ("--labels", tmp_path / "labels.txt", "--metrics", "silhouette,isoscore", "--sample-size", 60,
             "--random-state", 4)
@@ -152,6 +152,6 @@ def test_measure_bad_shard_is_one_line_exit_2(shards):
     result = invoke(root, "--metrics", "isoscore")
     assert result.exit_code == 2
     assert result.stderr.strip().splitlines() == [
-        f"Error: isoscore: Cannot read embeddings from {str(root / 'part-9.npy')!r}: a non-finite value nan at row 2 "
-        f"of the shard (row 116 of all shards), column 1; expected finite numbers (no NaN or inf)."]
+        (f"Error: isoscore: Cannot read embeddings from {str(root / 'part-9.npy')!r}: a non-finite value nan at row 2 "
+        f"of the shard (row 116 of all shards), column 1; expected finite numbers (no NaN or inf).")]
     assert invoke(root, "--workers", 2, "--scheduler", "tcp://localhost:1").exit_code == 2
