@@ -66,7 +66,7 @@ def screenshot(browser: str, url: str, out: Path, *, width: int, height: int) ->
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=REPO / "site-screenshots", help="where the PNG files go")
-    parser.add_argument("--width", type=int, default=1280)
+    parser.add_argument("--width", type=int, default=1440)
     parser.add_argument("--height", type=int, default=2000)
     parser.add_argument("--page", action="append", default=None, metavar="PATH",
                         help="a site path such as api/cluster/ (repeatable); default: front, API and experiment pages")
