@@ -92,3 +92,11 @@ def test_citation_matches_the_package():
     assert citation["license"] == "BSD-3-Clause"
     assert citation["authors"] == [{"name": "The isotropy developers"}]
     assert {ref["year"] for ref in citation["references"]} <= set(range(2015, 2027))
+
+
+def test_readme_links_resolve():
+    """The README's relative links (to the docs pages, LICENSE, CITATION.cff) point at files."""
+    text = (REPO / "README.md").read_text()
+    targets = [t for t in re.findall(r"\]\(([^)#\s]+)\)", text) if "://" not in t]
+    assert len(targets) >= 10
+    assert [t for t in targets if not (REPO / t).is_file()] == []
