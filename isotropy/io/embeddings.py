@@ -13,6 +13,7 @@ expected: :class:`FileNotFoundError` for a missing file, :class:`~isotropy.Isotr
 from __future__ import annotations
 
 import csv
+import importlib
 import os
 from pathlib import Path
 
@@ -31,8 +32,16 @@ _EXPECTED = ("a 2-d array of shape (n_samples, n_features) in a .npy, .npz, .pt,
              f"or {PACKAGED_GLOVE!r}")
 
 
+class EmbeddingsReadError(IsotropyValueError):
+    """An embeddings file (or shard) that cannot be read as a finite (n_samples, n_features) array.
+
+    Raised while reading; with lazily read shards it surfaces when a metric computes, and then
+    concerns the data, not that metric (``isotropy measure`` stops with one line).
+    """
+
+
 def _fail(path, reason: str, expected: str = _EXPECTED) -> IsotropyValueError:
-    return IsotropyValueError(f"Cannot read embeddings from {str(path)!r}: {reason}; expected {expected}.")
+    return EmbeddingsReadError(f"Cannot read embeddings from {str(path)!r}: {reason}; expected {expected}.")
 
 
 def _short(exc: BaseException) -> str:
@@ -117,6 +126,14 @@ def read_embeddings(path: str | os.PathLike, *, key: str | None = None,
         return _as_matrix(X, path), words
     raise _fail(path, f"unknown file extension {suffix or '(none)'!r}",
                 f"one of {', '.join(EMBEDDING_EXTENSIONS)}, or a word2vec file with a '<n_words> <n_features>' header")
+
+
+def _import_optional(module: str, path, packages: str):
+    """Import an optional reader dependency, or fail with one line naming the extra that installs it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise ImportError(f"Reading {str(path)!r} needs {packages}: pip install 'isotropy[io]'") from None
 
 
 def _no_key(path, key, what: str) -> None:
@@ -211,9 +228,8 @@ def _read_torch(path, key):
 
 
 def _read_safetensors(path, key):
+    load_file = _import_optional("safetensors.numpy", path, "safetensors").load_file
     try:
-        from safetensors.numpy import load_file
-
         arrays = load_file(str(path))
     except Exception as exc:  # noqa: BLE001 -- header errors, bfloat16 (not in numpy), truncated file
         raise _fail(path, f"not a readable .safetensors file ({_short(exc)})",
@@ -230,7 +246,7 @@ def _is_float(token: str) -> bool:
 
 
 def _read_delimited(path, sep: str):
-    import pandas as pd
+    pd = _import_optional("pandas", path, "pandas")
 
     try:
         with open(path, encoding="utf-8", errors="replace", newline="") as handle:
@@ -249,13 +265,24 @@ def _read_delimited(path, sep: str):
                     "rows of numbers, optionally a header and a first column of row names") from None
     names = None
     first_is_index = header and (first[0] == "" or str(df.columns[0]).startswith("Unnamed: 0"))
-    if first_is_index or not pd.api.types.is_numeric_dtype(df.iloc[:, 0]):
+    if first_is_index or _is_name_column(df.iloc[:, 0]):
         names = df.iloc[:, 0].astype(str).tolist()
         df = df.iloc[:, 1:]
     if df.shape[1] == 0:
         raise _fail(path, "there are no numeric columns", "numeric columns (the first column may hold row names)")
     _check_numeric_columns(df, path, line_offset=2 if header else 1)
     return _as_matrix(df.to_numpy(), path), names
+
+
+def _is_name_column(values) -> bool:
+    """Row names only when clearly names: most cells are not numbers (a stray word among numbers is an error)."""
+    import pandas as pd
+
+    if pd.api.types.is_numeric_dtype(values):
+        return False
+    present = values.dropna()
+    words = pd.to_numeric(present, errors="coerce").isna().sum()
+    return len(present) > 0 and 2 * int(words) > len(present)
 
 
 def _check_numeric_columns(df, path, *, line_offset: int | None) -> None:
@@ -275,7 +302,8 @@ def _check_numeric_columns(df, path, *, line_offset: int | None) -> None:
 
 
 def _read_parquet(path, key):
-    import pandas as pd
+    pd = _import_optional("pandas", path, "pandas and pyarrow")
+    _import_optional("pyarrow", path, "pandas and pyarrow")
 
     try:
         df = pd.read_parquet(path)
@@ -336,11 +364,26 @@ def _has_word2vec_header(path: Path) -> bool:
 
 
 def _is_numeric_text(path: Path) -> bool:
-    """A ``.txt`` file whose first line is all numbers (e.g. ``np.savetxt``), not word vectors."""
+    """A ``.txt`` file of numbers only (e.g. ``np.savetxt``), not word vectors.
+
+    A first line of two integers is a word2vec header ``<n_words> <n_features>`` only when the
+    next line agrees with it (a word and n_features numbers): ``np.savetxt(..., fmt="%d")`` of a
+    4 x 2 matrix starts with two integers too, and its next line has two fields, not three.
+    """
     with open(path, encoding="utf-8", errors="replace") as handle:
         parts = handle.readline().split()
-    header = len(parts) == 2 and all(p.isdigit() for p in parts)  # word2vec '<n_words> <n_features>'
-    return len(parts) >= 2 and not header and all(_is_float(p) for p in parts)
+        second = handle.readline().split()
+        if len(parts) < 2 or not all(_is_float(p) for p in parts):
+            return False
+        if not (len(parts) == 2 and all(p.isdigit() for p in parts)):  # no word2vec '<n_words> <n_features>'
+            return True
+        if len(second) != int(parts[1]) + 1:
+            return True
+        if second and not all(_is_float(p) for p in second):
+            return False  # a word, then the announced number of values: word vectors
+        # numbers only, and the right width: a header only if the line count agrees too
+        n_lines = 1 + sum(1 for line in handle if line.strip())
+    return n_lines != int(parts[0])
 
 
 def _read_numeric_text(path: Path) -> np.ndarray:
