@@ -12,7 +12,7 @@ import numbers
 
 import numpy as np
 
-from isotropy._backend import is_torch, to_output
+from isotropy._backend import is_dask, is_torch, to_output
 from isotropy._validation import (
     IsotropyValueError,
     check_labels,
@@ -159,6 +159,9 @@ def cosine_similarity_mean(X):
     >>> round(cosine_similarity_mean(np.array([[1.0, 0.0], [0.0, 2.0], [3.0, 3.0]])), 6)  # (0 + 2·√½) / 3
     0.471405
     """
+    if is_dask(X):  # a dask array: computed by tiles / chunk statistics on the dask scheduler
+        from isotropy import distributed
+        return distributed.cosine_similarity_mean(X)
     X = check_X(X, caller="cosine_similarity_mean")
     return to_output(_mean_pairwise_cosine_of_units(_unit_row_sum(X, caller="cosine_similarity_mean"), X.shape[0]), X)
 

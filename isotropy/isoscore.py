@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from isotropy._backend import is_torch, to_output
+from isotropy._backend import is_dask, is_torch, to_output
 from isotropy._magnitude import rescaled, safe_exponent_range
 from isotropy._validation import IsotropyValueError, check_scalar, check_X
 
@@ -258,6 +258,9 @@ def isoscore(X):
     >>> isoscore(X)
     0.0
     """
+    if is_dask(X):  # a dask array: computed by tiles / chunk statistics on the dask scheduler
+        from isotropy import distributed
+        return distributed.isoscore(X)
     caller = "isoscore"
     X = check_X(X, caller=caller, min_features=2, rescale=True)
     n, d = X.shape
@@ -320,6 +323,9 @@ def isoscore_star(X, *, shrinkage_cov=None, zeta=0.2):
     >>> round(isoscore_star(X, shrinkage_cov=np.eye(3), zeta=0.75), 6)
     0.970588
     """
+    if is_dask(X):  # a dask array: computed by tiles / chunk statistics on the dask scheduler
+        from isotropy import distributed
+        return distributed.isoscore_star(X, shrinkage_cov=shrinkage_cov, zeta=zeta)
     return _isoscore_star(X, shrinkage_cov=shrinkage_cov, zeta=zeta, caller="isoscore_star")
 
 

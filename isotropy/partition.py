@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from isotropy._backend import is_torch, to_output
+from isotropy._backend import is_dask, is_torch, to_output
 from isotropy._magnitude import rescaled
 from isotropy._validation import IsotropyValueError, check_X
 
@@ -147,6 +147,9 @@ def partition_isotropy(X):
     >>> round(partition_isotropy(X + [1.0, 0.0, 0.0]), 4)   # a common direction lowers it
     0.1353
     """
+    if is_dask(X):  # a dask array: computed by tiles / chunk statistics on the dask scheduler
+        from isotropy import distributed
+        return distributed.partition_isotropy(X)
     X = check_X(X, caller="partition_isotropy", min_samples=1)
     n, d = X.shape
     Xs, exponent = rescaled(X, caller="partition_isotropy")  # eigenvectors at unit scale: no overflow in XᵀX

@@ -31,8 +31,16 @@ _EXPECTED = ("a 2-d array of shape (n_samples, n_features) in a .npy, .npz, .pt,
              f"or {PACKAGED_GLOVE!r}")
 
 
+class EmbeddingsReadError(IsotropyValueError):
+    """An embeddings file (or shard) that cannot be read as a finite (n_samples, n_features) array.
+
+    Raised while reading; with lazily read shards it surfaces when a metric computes, and then
+    concerns the data, not that metric (``isotropy measure`` stops with one line).
+    """
+
+
 def _fail(path, reason: str, expected: str = _EXPECTED) -> IsotropyValueError:
-    return IsotropyValueError(f"Cannot read embeddings from {str(path)!r}: {reason}; expected {expected}.")
+    return EmbeddingsReadError(f"Cannot read embeddings from {str(path)!r}: {reason}; expected {expected}.")
 
 
 def _short(exc: BaseException) -> str:
