@@ -174,3 +174,32 @@ def test_cost_estimate_scales_as_n_squared_and_reads_well():
     assert large == pytest.approx(4 * small, rel=1e-12)
     assert estimate_seconds("dunn", 10_000, 768) > estimate_seconds("dunn", 10_000, 16) > 0
     assert [format_duration(s) for s in (4.4, 600, 4 * 3600)] == ["4 s", "10 min", "4.0 h"]
+
+
+# ------------------------------------------------------------------------------ progress inside O(n²) metrics
+@pytest.mark.parametrize("name", ["silhouette_score", "dunn_index", "twonn_dimension", "mle_dimension"])
+def test_quadratic_kernels_report_every_block(name):
+    import isotropy
+    from isotropy._progress import reporting
+
+    X = np.random.default_rng(0).normal(size=(700, 3))
+    labels = np.arange(700) % 4
+    calls = []
+    function = getattr(isotropy, name)
+    args = (X, labels) if name in ("silhouette_score", "dunn_index") else (X,)
+    kwargs = {"chunk_size": 100} if name == "dunn_index" else {}
+    with reporting(lambda done, total: calls.append((done, total))):
+        value = function(*args, **kwargs)
+    assert calls and calls[-1][0] == calls[-1][1]  # finished: done == total
+    assert sorted(done for done, _ in calls) == list(range(1, calls[-1][1] + 1))  # each block once
+    assert function(*args, **kwargs) == value  # without a reporter: same value, nothing reported
+
+
+def test_measure_progress_shows_inside_a_metric_when_not_a_terminal(tmp_path):
+    np.save(tmp_path / "x.npy", np.random.default_rng(0).normal(size=(3000, 4)))
+    (tmp_path / "y.txt").write_text("".join(f"c{i % 3}\n" for i in range(3000)))
+    result = invoke(tmp_path / "x.npy", "--labels", tmp_path / "y.txt", "--metrics", "dunn", "--progress")
+    assert result.exit_code == 0, result.output
+    assert "dunn 100%" in result.stderr  # CliRunner's stderr is not a terminal
+    quiet = invoke(tmp_path / "x.npy", "--labels", tmp_path / "y.txt", "--metrics", "dunn")
+    assert "%" not in quiet.stderr
