@@ -126,7 +126,7 @@ def test_lying_word2vec_headers_are_refused(tmp_path_factory, X, suffix, dn, dd)
     tmp = tmp_path_factory.mktemp("lie")
     data, names = _encode(X, suffix, tmp)
     n, d = X.shape
-    first, _, rest = data.partition(b"\n")
+    _, _, rest = data.partition(b"\n")
     path = tmp / f"x{suffix}"
     path.write_bytes(f"{max(n + dn, 0)} {max(d + dd, 0)}\n".encode() + rest)
     kind, result = _read(path)

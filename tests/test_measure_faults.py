@@ -71,10 +71,11 @@ def test_json_to_a_fifo_is_refused_at_once(x_file, tmp_path):
     os.mkfifo(fifo)
     # a real process: a writer that opened the FIFO would block forever (timeout = the hang)
     result = subprocess.run([str(ISOTROPY), "measure", str(path), "--metrics", "isoscore", "--json", str(fifo)],
-                            capture_output=True, text=True, timeout=60)
+                            capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 2
-    assert result.stderr.strip().splitlines() == [f"Error: The --json {str(fifo)!r} is a FIFO; expected a regular "
-                                                  f"file path (it would be replaced, not written into)."]
+    expected = (f"Error: The --json {str(fifo)!r} is a FIFO; expected a regular file path (it would be replaced, "
+                f"not written into).")
+    assert result.stderr.strip().splitlines() == [expected]
     assert result.stdout == ""  # refused before any work
     assert fifo.is_fifo()
 
@@ -158,7 +159,7 @@ def test_an_interruption_writes_what_finished(x_file, tmp_path, monkeypatch):
 
 # ------------------------------------------------------------------------------ cost of O(n²) metrics
 def test_quadratic_metrics_announce_their_cost(x_file, monkeypatch):
-    import isotropy.measure_cli as measure_cli
+    from isotropy import measure_cli
 
     path, _ = x_file
     monkeypatch.setattr(measure_cli, "_COST_NOTE_SECONDS", 0.0)  # note every estimate, however short
