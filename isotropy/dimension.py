@@ -135,7 +135,7 @@ def twonn_dimension(X, *, discard_fraction: float = 0.1, method: str = "linear",
         from isotropy import distributed
         return distributed.twonn_dimension(X, discard_fraction=discard_fraction, method=method, metric=metric)
     caller = "twonn_dimension"
-    X = check_X(X, caller=caller, min_samples=3)
+    X = check_X(X, caller=caller, min_samples=3, rescale=True)
     check_scalar(discard_fraction, "discard_fraction", caller=caller, low=0, high=1, closed="left")
     method = check_option(method, "method", ("linear", "mle"), caller=caller)
     metric = check_option(metric, "metric", _METRICS, caller=caller)
@@ -221,7 +221,7 @@ def local_mle_dimension(X, *, n_neighbors: int = 100, metric: str = "euclidean")
         from isotropy import distributed
         return distributed.local_mle_dimension(X, n_neighbors=n_neighbors, metric=metric)
     caller = "local_mle_dimension"
-    X = check_X(X, caller=caller, min_samples=3)
+    X = check_X(X, caller=caller, min_samples=3, rescale=True)
     metric = check_option(metric, "metric", _METRICS, caller=caller)
     check_scalar(n_neighbors, "n_neighbors", caller=caller, kind=numbers.Integral, low=2, high=X.shape[0] - 1)
     dist, inverse = _neighbour_distances(X, n_neighbors=n_neighbors, metric=metric, caller=caller)
@@ -279,7 +279,7 @@ def mle_dimension(X, *, n_neighbors: int = 20, metric: str = "euclidean", averag
         from isotropy import distributed
         return distributed.mle_dimension(X, n_neighbors=n_neighbors, metric=metric, averaging=averaging)
     caller = "mle_dimension"
-    X = check_X(X, caller=caller, min_samples=3)
+    X = check_X(X, caller=caller, min_samples=3, rescale=True)
     metric = check_option(metric, "metric", _METRICS, caller=caller)
     averaging = check_option(averaging, "averaging", _AVERAGING, caller=caller)
     check_scalar(n_neighbors, "n_neighbors", caller=caller, kind=numbers.Integral, low=2, high=X.shape[0] - 1)

@@ -93,13 +93,23 @@ def _silhouette_tile(P, Q, metric, n_clusters):
     return (sums_q, sums_p) if swap else (sums_p, sums_q)
 
 
-def _block_coefficients(sums, prep, counts):
-    """Silhouette coefficients of one row block, in the block's own row order."""
-    from isotropy.silhouette import _coefficients_numpy
+def _largest_q(prep):
+    return float(prep[0][:, -1].astype(np.float64).max())
 
-    _, local, present, order = prep
+
+def _block_coefficients(sums, prep, counts, q_max, metric):
+    """Silhouette coefficients of one row block, in the block's own row order.
+
+    The kernel's resolution (below which a = b = 0) depends on the largest squared norm of all
+    the blocks, ``q_max``: appended to the block's, it gives the in-memory resolution.
+    """
+    from isotropy.silhouette import _coefficients_numpy, _resolution
+
+    R, local, present, order = prep
+    q = np.append(R[:, -1].astype(np.float64), q_max)
+    resolution = _resolution(q, R.dtype, R.shape[1] - 2, metric)[:-1]
     s = np.empty(order.size)
-    s[order] = _coefficients_numpy(sums, present[local], counts)
+    s[order] = _coefficients_numpy(sums, present[local], counts, resolution)
     return s
 
 
@@ -128,8 +138,9 @@ def _silhouette_graph(X, ids, metric, chunk_size, caller):
             if j != i:
                 parts[j].append(out[1])
     counts = np.bincount(ids, minlength=n_clusters).astype(np.float64)
+    q_max = tree_reduce([delayed(_largest_q, pure=True)(p) for p in preps], max, name="isotropy-largest-norm")
     coefficients = delayed(_block_coefficients, pure=True)
-    return [coefficients(tree_reduce(row, _add, name="isotropy-merge-cluster-sums"), p, counts)
+    return [coefficients(tree_reduce(row, _add, name="isotropy-merge-cluster-sums"), p, counts, q_max, metric)
             for row, p in zip(parts, preps)], starts
 
 
