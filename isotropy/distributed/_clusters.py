@@ -123,7 +123,7 @@ def _silhouette_graph(X, ids, metric, chunk_size, caller):
 
     check_option(metric, "metric", _METRICS, caller=caller)
     n_clusters = _check_n_clusters(ids, X.shape[0], caller)
-    X = check_dask_X(X, caller=caller, rows=check_tile_rows(chunk_size, caller))
+    X = check_dask_X(X, caller=caller, rows=check_tile_rows(chunk_size, caller, X.shape[-1]))
     blocks = finite_blocks(X, caller)
     starts = row_starts(X)
     mean = _centre(X, blocks, metric)
@@ -276,7 +276,7 @@ def dunn_index(X, labels, *, metric="euclidean", chunk_size=None):
     check_option(metric, "metric", _METRICS, caller=caller)
     ids = host_labels(labels, X.shape[0], caller)
     _check_n_clusters(ids, X.shape[0], caller)
-    X = check_dask_X(X, caller=caller, rows=check_tile_rows(chunk_size, caller))
+    X = check_dask_X(X, caller=caller, rows=check_tile_rows(chunk_size, caller, X.shape[-1]))
     blocks = finite_blocks(X, caller)
     starts = row_starts(X)
     mean = _centre(X, blocks, metric)
