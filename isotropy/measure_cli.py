@@ -107,34 +107,51 @@ def command(embeddings, labels_path, metric_names, json_path, sample_size, rando
     needing_labels = [name for name in metric_names if METRICS[name][2]]
     if needing_labels and labels_path is None:
         raise click.UsageError(f"metric {needing_labels[0]!r} needs --labels FILE (one label per row of EMBEDDINGS).")
+    if scheduler is not None and workers is not None:
+        raise click.UsageError("--scheduler and --workers exclude each other (an existing cluster, or a new local one).")
     to_stdout = json_path == "-"
     if json_path is not None and not to_stdout:
         from isotropy._atomic import check_writable_destination
 
         _guard(check_writable_destination, json_path, name="--json")  # refuse a FIFO or a directory now, not later
+    from isotropy.io.shards import is_sharded
 
-    dask_run = None
-    if scheduler is not None or workers is not None or _is_sharded(embeddings):  # see isotropy.distributed.measure
-        from isotropy.distributed.measure import DaskRun
+    if scheduler is not None or workers is not None or is_sharded(embeddings):  # dask: isotropy.distributed
+        from isotropy.distributed.measure import run
 
-        dask_run = DaskRun(scheduler=scheduler, workers=workers, progress=progress)
-    data = (dask_run.load_input if dask_run else _load_input)(
-        embeddings, labels_path, key=key, sample_size=sample_size, random_state=random_state,
-        needing_labels=needing_labels)
+        return run(embeddings, labels_path=labels_path, metric_names=metric_names, needing_labels=needing_labels,
+                   json_path=json_path, sample_size=sample_size, random_state=random_state, distance=distance,
+                   key=key, progress=progress, scheduler=scheduler, workers=workers)
+
+    data = _load_input(embeddings, labels_path, key=key, sample_size=sample_size, random_state=random_state,
+                       needing_labels=needing_labels)
+    report(data, embeddings, metric_names=metric_names, json_path=json_path, key=key, labels_path=labels_path,
+           sample_size=sample_size, random_state=random_state, distance=distance, progress=progress)
+
+
+def report(data, embeddings, *, metric_names, json_path, key, labels_path, sample_size, random_state, distance,
+           progress, header_extra="", record_extra=None):
+    """Measure ``data`` metric by metric: print each line as it finishes, write the JSON, set the exit status.
+
+    Shared by the in-memory path and the dask path (:mod:`isotropy.distributed.measure`), which
+    passes a dask array as ``data.X``, its cluster description in ``header_extra`` and the
+    scheduler, workers and chunking in ``record_extra``.
+    """
+    to_stdout = json_path == "-"
     echo = _Echo(err=to_stdout)  # with --json -, stdout carries the JSON alone
     header = f"{embeddings}: {data.n_samples} samples x {data.n_features} features{data.where}"
     if data.n_clusters is not None:
         header += f", {data.n_clusters} clusters"
     if distance != "euclidean":
         header += f", {distance} distance"
-    echo(header + (dask_run.describe(data) if dask_run else ""))
+    echo(header + header_extra)
     rows = _TableRows(metric_names)
     echo(rows.head())
 
     results = _Results()
     try:
         for name, outcome in _measure(metric_names, data, distance=distance, random_state=random_state,
-                                      progress=progress if dask_run is None else False):  # dask: its own bar
+                                      progress=progress):
             results.add(name, outcome)
             echo(rows.row(name, outcome))
     except KeyboardInterrupt:
@@ -143,7 +160,7 @@ def command(embeddings, labels_path, metric_names, json_path, sample_size, rando
     if json_path is not None:
         record = _record(data, embeddings, key=key, labels_path=labels_path, sample_size=sample_size,
                          random_state=random_state, distance=distance, results=results, metric_names=metric_names)
-        record.update(dask_run.record_fields(data) if dask_run else {})
+        record.update(record_extra or {})
         if to_stdout:
             click.echo(json.dumps(record, indent=2))
         else:
@@ -279,15 +296,9 @@ def _record(data, embeddings, *, key, labels_path, sample_size, random_state, di
         "warnings": results.notes,
         "errors": results.errors,
         "complete": not results.errors and not results.interrupted,
-        "scheduler": None, "workers": None, "chunking": None,  # in memory (dask: isotropy.distributed.measure)
+        "scheduler": None, "workers": None, "chunking": None,  # in memory (dask runs: isotropy.distributed)
         "versions": package_versions(),
     }
-
-
-def _is_sharded(embeddings) -> bool:
-    from isotropy.io.shards import is_sharded
-
-    return is_sharded(embeddings)
 
 
 def _guard(function, *args, **kwargs):
@@ -326,6 +337,8 @@ def _measure(metric_names, data, *, distance, random_state, progress):
 
     from tqdm import tqdm
 
+    from isotropy.io.embeddings import EmbeddingsReadError
+
     X, cluster_ids = data.X, data.cluster_ids
     show = sys.stderr.isatty() if progress is None else progress
     bar = tqdm(metric_names, desc="metrics", unit="metric", file=sys.stderr, leave=False, disable=not show)
@@ -350,6 +363,9 @@ def _measure(metric_names, data, *, distance, random_state, progress):
             warnings.simplefilter("always")
             try:
                 value = float(function(*args, **kwargs))
+            except EmbeddingsReadError as exc:  # a lazily read shard is bad: the data, not this metric
+                bar.close()
+                raise InputError(" ".join(str(exc).split())) from None
             except (ValueError, TypeError) as exc:  # the data do not suit this metric
                 error, kind = " ".join(str(exc).split()), "input"
             except Exception as exc:  # noqa: BLE001 - a failing metric must not lose the others

@@ -12,7 +12,7 @@ import sys
 
 import numpy as np
 
-__all__ = ["DaskRun", "open_cluster"]
+__all__ = ["open_cluster", "run"]
 
 
 @contextlib.contextmanager
@@ -57,75 +57,54 @@ def _lazy_embeddings(embeddings, key):
     return da.from_array(X, chunks=(max(1, (64 << 20) // (X.shape[1] * X.itemsize)), -1)), row_names
 
 
-class DaskRun:
-    """What ``isotropy measure`` needs to run on dask: the lazy input, the cluster, the JSON fields.
+def run(embeddings, *, labels_path, metric_names, needing_labels, json_path, sample_size, random_state, distance,
+        key, progress, scheduler, workers):
+    """The body of ``isotropy measure`` for sharded input or a dask cluster."""
 
-    The cluster is opened once the input is read (reading shards needs only their headers) and
-    closed when the command ends (``click``'s context), around the metrics loop of the command.
-    """
+    from isotropy._validation import check_labels
+    from isotropy.distributed import show_progress
+    from isotropy.measure_cli import InputError, _guard, _Input, report
 
-    def __init__(self, *, scheduler, workers, progress):
-        import click
+    X, _ = _lazy_embeddings(embeddings, key)
+    n_rows, n_features = X.shape
+    labels = None
+    if labels_path is not None:
+        from isotropy.io.labels import read_labels
 
-        if scheduler is not None and workers is not None:
-            raise click.UsageError("--scheduler and --workers exclude each other (an existing cluster, or a new "
-                                   "local one).")
-        self.scheduler, self.workers, self.progress = scheduler, workers, progress
-        self.where = None
-        self._stack = contextlib.ExitStack()
+        labels = _guard(read_labels, labels_path, n_rows=n_rows)
+    if sample_size is not None and sample_size < n_rows:  # the rows the in-memory path measures
+        rows = np.sort(np.random.default_rng(random_state).choice(n_rows, size=sample_size, replace=False))
+        X = X[rows]
+        labels = None if labels is None else labels[rows]
+    n_samples = X.shape[0]
+    where = f" (a sample of {n_samples} of its {n_rows} rows)" if n_samples < n_rows else ""
+    if n_samples < 2:
+        raise InputError(f"EMBEDDINGS {embeddings!r} has {n_samples} row{'s' if n_samples != 1 else ''}; "
+                         f"expected at least 2 rows (points).")
+    n_clusters = cluster_ids = None
+    if labels is not None:
+        cluster_ids = _guard(check_labels, labels, n_samples=n_samples, caller="isotropy measure", name="labels")
+        n_clusters = int(cluster_ids.max()) + 1
+        if needing_labels and not 2 <= n_clusters <= n_samples - 1:
+            raise InputError(f"LABELS {str(labels_path)!r} has {n_clusters} cluster(s) for {n_samples} rows{where}; "
+                             f"the cluster metrics need between 2 and n_samples - 1 = {n_samples - 1} clusters.")
+    show = sys.stderr.isatty() if progress is None else progress
+    data = _Input(X=X, n_rows=n_rows, n_samples=n_samples, n_features=n_features, where=where,
+                  cluster_ids=cluster_ids, n_clusters=n_clusters)
+    try:
+        with open_cluster(scheduler, workers) as where_run, show_progress(show):
+            from isotropy._versions import package_versions
 
-    def load_input(self, embeddings, labels_path, *, key, sample_size, random_state, needing_labels):
-        """The command's ``_Input`` with ``X`` a lazy dask array; then opens the cluster."""
-        import click
-
-        from isotropy._validation import check_labels
-        from isotropy.distributed import show_progress
-        from isotropy.measure_cli import InputError, _guard, _Input
-
-        X, _ = _lazy_embeddings(embeddings, key)
-        n_rows, n_features = X.shape
-        labels = None
-        if labels_path is not None:
-            from isotropy.io.labels import read_labels
-
-            labels = _guard(read_labels, labels_path, n_rows=n_rows)
-        if sample_size is not None and sample_size < n_rows:  # the rows the in-memory path measures
-            rows = np.sort(np.random.default_rng(random_state).choice(n_rows, size=sample_size, replace=False))
-            X = X[rows]
-            labels = None if labels is None else labels[rows]
-        n_samples = X.shape[0]
-        where = f" (a sample of {n_samples} of its {n_rows} rows)" if n_samples < n_rows else ""
-        if n_samples < 2:
-            raise InputError(f"EMBEDDINGS {embeddings!r} has {n_samples} row{'s' if n_samples != 1 else ''}; "
-                             f"expected at least 2 rows (points).")
-        n_clusters = cluster_ids = None
-        if labels is not None:
-            cluster_ids = _guard(check_labels, labels, n_samples=n_samples, caller="isotropy measure", name="labels")
-            n_clusters = int(cluster_ids.max()) + 1
-            if needing_labels and not 2 <= n_clusters <= n_samples - 1:
-                raise InputError(f"LABELS {str(labels_path)!r} has {n_clusters} cluster(s) for {n_samples} "
-                                 f"rows{where}; the cluster metrics need between 2 and n_samples - 1 = "
-                                 f"{n_samples - 1} clusters.")
-        try:
-            self.where = self._stack.enter_context(open_cluster(self.scheduler, self.workers))
-        except OSError as exc:  # no scheduler at that address (TimeoutError), ports refused
-            raise InputError(f"--scheduler {self.scheduler!r}: cannot connect ({' '.join(str(exc).split())}).") from None
-        show = sys.stderr.isatty() if self.progress is None else self.progress
-        self._stack.enter_context(show_progress(show))
-        click.get_current_context().call_on_close(self._stack.close)
-        return _Input(X=X, n_rows=n_rows, n_samples=n_samples, n_features=n_features, where=where,
-                      cluster_ids=cluster_ids, n_clusters=n_clusters)
-
-    def describe(self, data) -> str:
-        """The end of the command's header line: where the work runs and how the rows are chunked."""
-        return f"; dask: {self.where['scheduler']}, {len(data.X.chunks[0])} chunks"
-
-    def record_fields(self, data) -> dict:
-        """The JSON fields of a dask run: scheduler, workers, chunking (and the dask versions)."""
-        from isotropy._versions import package_versions
-
-        chunks = data.X.chunks[0]
-        return {"scheduler": self.where["scheduler"], "workers": self.where["workers"],
-                "chunking": {"n_chunks": len(chunks), "rows_per_chunk": sorted(set(map(int, chunks))),
-                             "dtype": str(data.X.dtype)},
-                "versions": package_versions(extra=("dask", "distributed", "zarr"))}
+            record_extra = {
+                "scheduler": where_run["scheduler"],
+                "workers": where_run["workers"],
+                "chunking": {"n_chunks": len(X.chunks[0]), "rows_per_chunk": sorted(set(map(int, X.chunks[0]))),
+                             "dtype": str(X.dtype)},
+                "versions": package_versions(extra=("dask", "distributed", "zarr")),
+            }
+            report(data, embeddings, metric_names=metric_names, json_path=json_path, key=key,
+                   labels_path=labels_path, sample_size=sample_size, random_state=random_state, distance=distance,
+                   progress=False, header_extra=f"; dask: {where_run['scheduler']}, {len(X.chunks[0])} chunks",
+                   record_extra=record_extra)
+    except OSError as exc:  # no scheduler at that address, ports refused
+        raise InputError(f"--scheduler {scheduler!r}: cannot connect ({' '.join(str(exc).split())}).") from None
