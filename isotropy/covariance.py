@@ -277,7 +277,18 @@ class CovarianceAccumulator:
 
         The result equals one accumulator fed both streams of rows (Chan, Golub & LeVeque's
         pairwise update, as in :meth:`update`); ``other`` is not modified. This is how dask
-        workers, Ray or Spark tasks and torch DDP ranks combine their partial statistics.
+        workers, Ray or Spark tasks and torch DDP ranks combine their partial statistics
+        (see docs/scaling.md).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from isotropy import CovarianceAccumulator, isoscore
+        >>> X = np.random.default_rng(0).normal(size=(1000, 4)) * [1.0, 2.0, 3.0, 4.0]
+        >>> first, second = CovarianceAccumulator().update(X[:600]), CovarianceAccumulator().update(X[600:])
+        >>> merged = first.merge(second)
+        >>> merged.n_samples_, abs(merged.isoscore() - isoscore(X)) < 1e-12
+        (1000, True)
         """
         caller = "CovarianceAccumulator.merge"
         if not isinstance(other, CovarianceAccumulator):
