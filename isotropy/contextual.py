@@ -16,11 +16,9 @@ are cut into consecutive, non-overlapping windows of whole words.
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
@@ -30,6 +28,7 @@ from isotropy._validation import (
     check_random_state,
     check_scalar,
 )
+from isotropy.models.loading import load_transformer
 
 __all__ = ["TokenEmbeddings", "extract_token_embeddings", "load_transformer", "n_transformer_layers", "parse_layers"]
 
@@ -92,73 +91,6 @@ class TokenEmbeddings:
     def words(self) -> list[str]:
         """The word (type string) of each token."""
         return [self.types[i] for i in self.type_ids]
-
-
-def load_transformer(model: str = "all-MiniLM-L6-v2", *, device=None):
-    """Load a fast tokenizer and a base transformers model (evaluation mode) for word-level extraction.
-
-    Parameters
-    ----------
-    model : str, default="all-MiniLM-L6-v2"
-        The packaged MiniLM, a local model directory (``config.json`` plus weights), or a hub name
-        (needs network).
-    device : str, torch.device or None
-        ``None``: CUDA when available, else CPU.
-
-    Returns
-    -------
-    tokenizer, model, location
-        The tokenizer (pads on the right), the model on ``device`` and the resolved location.
-    """
-    from isotropy.encoders import resolve_model
-
-    if not isinstance(model, (str, os.PathLike)):
-        raise TypeError(f"The 'model' parameter of load_transformer must be a model name or directory. "
-                        f"Got {type(model).__name__} instead.")
-    model = str(model)
-    location = resolve_model(model)
-    path = Path(location).expanduser()
-    if path.is_dir():
-        if not (path / "config.json").is_file():
-            raise FileNotFoundError(f"The model directory {str(path)!r} has no config.json: expected a Hugging Face "
-                                    f"transformers model directory (config.json, weights, tokenizer files).")
-    elif model.startswith((".", "~", "/")) or model.count("/") > 1 or model.endswith(os.sep):
-        raise FileNotFoundError(f"The model directory {model!r} does not exist: expected a local Hugging Face model "
-                                f"directory, the packaged 'all-MiniLM-L6-v2', or a hub name while online.")
-
-    import torch
-    from transformers import AutoConfig, AutoModel, AutoTokenizer
-
-    try:
-        config = AutoConfig.from_pretrained(location)
-        tokenizer = AutoTokenizer.from_pretrained(location, use_fast=True)
-    except OSError as exc:
-        raise OSError(f"Could not load the model {model!r} (resolved to {location!r}): expected a local model "
-                      f"directory, the packaged 'all-MiniLM-L6-v2', or a hub name while online. "
-                      f"({exc.__class__.__name__}: {str(exc).splitlines()[0]})") from None
-    if getattr(config, "is_encoder_decoder", False):
-        raise IsotropyValueError(f"The model {model!r} is an encoder-decoder ({config.model_type}); expected an "
-                                 f"encoder (BERT-style) or a decoder (GPT-2-style) model.")
-    if not getattr(tokenizer, "is_fast", False):
-        raise IsotropyValueError(f"The tokenizer of {model!r} is not a fast tokenizer; word-to-piece mapping "
-                                 f"(word_ids) needs one (a tokenizer.json or a convertible vocabulary).")
-    # byte-level BPE (GPT-2, RoBERTa): each pre-split word must be encoded as if preceded by a space,
-    # as in running text ("Ġcat"); without add_prefix_space it would get its sentence-initial pieces
-    # (transformers 4 refuses such input, transformers 5 silently accepts it)
-    pre_tokenizer = getattr(getattr(tokenizer, "backend_tokenizer", None), "pre_tokenizer", None)
-    if "ByteLevel" in repr(pre_tokenizer) and not getattr(tokenizer, "add_prefix_space", False):
-        tokenizer = AutoTokenizer.from_pretrained(location, use_fast=True, add_prefix_space=True)
-    tokenizer.padding_side = "right"
-    if tokenizer.pad_token is None:
-        fallback = tokenizer.eos_token or tokenizer.unk_token
-        if fallback is None:
-            raise IsotropyValueError(f"The tokenizer of {model!r} has no pad, end or unknown token to pad with.")
-        tokenizer.pad_token = fallback
-    network = AutoModel.from_pretrained(location)
-    if device is None:
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    network = network.to(torch.device(device)).eval()
-    return tokenizer, network, location
 
 
 def n_transformer_layers(config) -> int:
