@@ -124,7 +124,7 @@ def _load_cached(path: Path | None, n: int) -> np.ndarray | None:
 def encode_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, layers: Sequence[int] = (-1,),
                   pooling: str = "mean", device: str | None = None, batch_size: int = 64, max_length: int = 128,
                   cache_dir: str | os.PathLike | None = None, use_cache: bool = True,
-                  show_progress: bool = False) -> dict[int, np.ndarray]:
+                  show_progress: bool = False, _other_layers_budget: int = 0) -> dict[int, np.ndarray]:
     """Pooled token states of any transformers encoder or decoder at several hidden layers, cached per layer.
 
     Each text is tokenised (truncated to ``max_length`` tokens, special tokens such as [CLS] or
@@ -176,13 +176,17 @@ def encode_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, layers: S
     location = resolve_model(model)
     files: dict[int, Path | None] = dict.fromkeys(layers)
     out: dict[int, np.ndarray] = {}
+    base = _cache_key(location, texts, False) if use_cache else ""
+    cache_root = Path(cache_dir) if cache_dir is not None else default_cache_dir() / "embeddings"
+
+    def cache_file(layer: int) -> Path:
+        tag = "mean-pooled" if pooling == "mean" else f"{pooling}-pooled"
+        key = hashlib.sha256(f"{base}|{tag}|layer={layer}|max_length={max_length}".encode()).hexdigest()[:32]
+        return cache_root / f"{key}.npy"
+
     if use_cache:
-        base = _cache_key(location, texts, False)
-        cache_root = Path(cache_dir) if cache_dir is not None else default_cache_dir() / "embeddings"
         for layer in layers:
-            tag = "mean-pooled" if pooling == "mean" else f"{pooling}-pooled"
-            key = hashlib.sha256(f"{base}|{tag}|layer={layer}|max_length={max_length}".encode()).hexdigest()[:32]
-            files[layer] = cache_root / f"{key}.npy"
+            files[layer] = cache_file(layer)
             cached = _load_cached(files[layer], len(texts))
             if cached is not None:
                 out[layer] = cached
@@ -208,6 +212,12 @@ def encode_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, layers: S
                               return_tensors="pt").to(network.device)
             inputs = {k: v for k, v in batch.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
             hidden = network(**inputs, output_hidden_states=True).hidden_states
+            if start == 0 and use_cache and _other_layers_budget:
+                # also keep the other layers of this pass when they fit the budget (non-negative indices)
+                size = len(texts) * hidden[0].shape[-1] * 4 * len(hidden)
+                extra = [i for i in range(len(hidden)) if i not in todo] if size <= _other_layers_budget else []
+                todo = todo + extra
+                files.update({i: cache_file(i) for i in extra})
             for layer in todo:
                 if not -len(hidden) <= layer < len(hidden):
                     raise ValueError(f"The 'layers' parameter of {caller} must hold indices in [{-len(hidden)}, "
@@ -223,6 +233,10 @@ def encode_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, layers: S
     return {layer: out[layer] for layer in layers}
 
 
+#: encode_mean_pooled caches every hidden layer of its forward pass when they take at most this many bytes
+_ALL_LAYERS_CACHE_BYTES = 512 * 2**20
+
+
 def encode_mean_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, device: str | None = None, layer: int = -1,
                        batch_size: int = 64, max_length: int = 128, cache_dir: str | os.PathLike | None = None,
                        use_cache: bool = True, pooling: str = "mean") -> np.ndarray:
@@ -231,7 +245,9 @@ def encode_mean_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, devi
     The one-layer form of :func:`encode_pooled` (same parameters, ``layer`` instead of
     ``layers``): the hidden states of layer ``layer`` averaged over the tokens the attention mask
     keeps (special tokens included, padding excluded), as sentence-transformers' mean pooling
-    does, or the last (``pooling="last"``) or first (``"first"``) token.
+    does, or the last (``pooling="last"``) or first (``"first"``) token. With the cache on, the other
+    hidden layers of the same forward pass are cached too when together they take at most 512 MiB,
+    so a sweep over layers runs the model once.
 
     Returns
     -------
@@ -242,5 +258,13 @@ def encode_mean_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, devi
     texts = [str(t) for t in texts]
     if not texts:
         raise ValueError("The 'texts' parameter of encode_mean_pooled must hold at least one sentence. Got none.")
+    layer = int(layer)
+    if use_cache:
+        # one forward pass gives every layer: cache them all when they are small (a layer sweep then costs no
+        # further pass); a cached layer is read back without loading the model
+        only = encode_pooled(texts, model=model, layers=[layer], pooling=pooling, device=device,
+                             batch_size=batch_size, max_length=max_length, cache_dir=cache_dir, use_cache=True,
+                             _other_layers_budget=_ALL_LAYERS_CACHE_BYTES)
+        return only[layer]
     return encode_pooled(texts, model=model, layers=[layer], pooling=pooling, device=device, batch_size=batch_size,
-                         max_length=max_length, cache_dir=cache_dir, use_cache=use_cache)[int(layer)]
+                         max_length=max_length, cache_dir=cache_dir, use_cache=False)[layer]
