@@ -302,6 +302,7 @@ def plot_layers(result: dict, path: str | os.PathLike) -> Path:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     from isotropy._atomic import atomic_write
 
@@ -316,8 +317,10 @@ def plot_layers(result: dict, path: str | os.PathLike) -> Path:
         ax.plot(layers, [r[name] for r in result["rows"]], marker="o", ms=3)
         ax.set_title(titles[name], fontsize=9)
         ax.set_xlabel("layer", fontsize=8)
-        if name in ("partition_isotropy", "norm_max_over_median"):
+        values = [r[name] for r in result["rows"] if math.isfinite(r[name]) and r[name] > 0]
+        if name in ("partition_isotropy", "norm_max_over_median") and values and max(values) > 20 * min(values):
             ax.set_yscale("log")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.tick_params(labelsize=7)
     for ax in list(axes.flat)[len(names):]:
         ax.axis("off")
