@@ -216,3 +216,18 @@ def test_pool_hidden_states_with_left_and_right_padding(pooling):
             real = hidden[i][mask[i].bool()]
             expected = {"mean": real.mean(0), "last": real[-1], "first": real[0]}[pooling]
             torch.testing.assert_close(out[i], expected)
+
+
+def test_one_forward_pass_caches_every_layer(converted, tmp_path, monkeypatch):
+    from isotropy import encoders
+    from isotropy.models import loading
+
+    directory, _ = converted
+    last = encoders.encode_mean_pooled(SENTENCES, model=str(directory), device="cpu", cache_dir=tmp_path)
+    assert len(list(tmp_path.glob("*.npy"))) == 4  # layer -1 as asked, and hidden states 0, 1, 2
+    monkeypatch.setattr(loading, "load_transformer", lambda *a, **k: pytest.fail("model loaded again"))
+    first = encoders.encode_mean_pooled(SENTENCES, model=str(directory), device="cpu", cache_dir=tmp_path, layer=1)
+    monkeypatch.undo()
+    fresh = encoders.encode_pooled(SENTENCES, model=str(directory), layers=[1, -1], use_cache=False, device="cpu")
+    np.testing.assert_allclose(first, fresh[1], rtol=1e-6)
+    np.testing.assert_allclose(last, fresh[-1], rtol=1e-6)
