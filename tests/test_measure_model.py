@@ -9,10 +9,10 @@ import pytest
 from _tiny_models import make_tiny_bert, make_tiny_gemma_gguf
 from click.testing import CliRunner
 
-torch = pytest.importorskip("torch")
-
 from isotropy.cli import cli
 from isotropy.measure_model import measure_layers, read_texts
+
+torch = pytest.importorskip("torch")
 
 TEXTS = ["the cat sat on the mat .", "a dog ran .", "the dog sat on a mat", "a cat ran", "the mat .",
          "dog sat", "the cat ran on the mat", "a dog sat ."]
