@@ -7,7 +7,9 @@ layer-by-layer geometry of Cai et al. (2021).
 
 How words map to sub-word pieces: each line's words are given to the model's fast tokenizer as
 pre-split words (``is_split_into_words=True``; byte-level BPE tokenizers such as GPT-2's are loaded
-with ``add_prefix_space=True`` so each word is encoded as if preceded by a space), and
+with ``add_prefix_space=True`` so each word is encoded as if preceded by a space; SentencePiece
+tokenizers that mark a space with ``▁`` but add none to a pre-split word, such as Gemma's, get each
+word with a leading space, for the same reason: ``▁cat`` as in running text, not ``cat``), and
 ``word_ids()`` tells which pieces belong to which word. A word is represented by its **first**
 piece (``pooling="first"``, the default) or by the mean of its pieces (``pooling="mean"``).
 Special tokens ([CLS], [SEP], ...) are never part of a word. Lines longer than the model's window
@@ -160,6 +162,22 @@ def _select(lines, order, *, skip, max_tokens, max_per_type):
     return kept
 
 
+def _space_prefixer(tokenizer):
+    """How to hand pre-split words to ``tokenizer`` so each is encoded as in running text.
+
+    Probes the tokenizer: if the second of two pre-split words gets other pieces than in the text
+    ``"a cat"`` and a leading space restores them (SentencePiece with a ``▁``-replacing normalizer
+    and no prefix, e.g. Gemma), every word is given with a leading space; otherwise unchanged.
+    """
+    def pieces(words):
+        return tokenizer(words, is_split_into_words=True, add_special_tokens=False)["input_ids"]
+
+    running = tokenizer("a cat", add_special_tokens=False)["input_ids"]
+    if pieces(["a", "cat"]) != running and pieces(["a", " cat"]) == running:
+        return lambda words: [" " + w for w in words]
+    return list
+
+
 def _windows(word_ids: list, n_words: int, budget: int):
     """Cut a line into windows of consecutive whole words of at most ``budget`` pieces."""
     pieces = np.bincount([w for w in word_ids if w is not None], minlength=n_words)
@@ -276,7 +294,8 @@ def extract_token_embeddings(lines, *, model: str = "all-MiniLM-L6-v2", layers="
 
     # word -> piece mapping of every used line, then windows of whole words
     used = sorted(kept)
-    encoded = tokenizer([lines[li] for li in used], is_split_into_words=True, add_special_tokens=False)
+    as_words = _space_prefixer(tokenizer)
+    encoded = tokenizer([as_words(lines[li]) for li in used], is_split_into_words=True, add_special_tokens=False)
     jobs = []  # (n_pieces, line index, start word, stop word, [kept word indices in window])
     pieces_of: dict[tuple[int, int], int] = {}
     n_without = n_truncated = 0
@@ -311,7 +330,7 @@ def extract_token_embeddings(lines, *, model: str = "all-MiniLM-L6-v2", layers="
 
     batches = [jobs[i:i + batch_size] for i in range(0, len(jobs), batch_size)]
     for batch in tqdm(batches, desc="windows", unit="batch", disable=not show_progress):
-        words = [lines[li][start:stop] for _, li, start, stop, _ in batch]
+        words = [as_words(lines[li][start:stop]) for _, li, start, stop, _ in batch]
         enc = tokenizer(words, is_split_into_words=True, padding=True, truncation=True, max_length=max_length,
                         return_tensors="pt")
         b_idx, t_idx, r_idx = [], [], []

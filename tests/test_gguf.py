@@ -231,3 +231,14 @@ def test_one_forward_pass_caches_every_layer(converted, tmp_path, monkeypatch):
     fresh = encoders.encode_pooled(SENTENCES, model=str(directory), layers=[1, -1], use_cache=False, device="cpu")
     np.testing.assert_allclose(first, fresh[1], rtol=1e-6)
     np.testing.assert_allclose(last, fresh[-1], rtol=1e-6)
+
+
+def test_pre_split_words_get_their_running_text_pieces(converted):
+    from isotropy.contextual import extract_token_embeddings
+
+    # Gemma's tokenizer marks a preceding space with "▁" but adds none to a pre-split word: without
+    # a leading space "cat" would become c-a-t (glued to the previous word) instead of "▁cat"
+    emb = extract_token_embeddings([["the", "cat", "sat"], ["a", "mat", "ran", "."]], model=str(converted[0]),
+                                   layers="2", device="cpu", show_progress=False)
+    assert emb.words == ["the", "cat", "sat", "a", "mat", "ran", "."]
+    assert emb.n_pieces.tolist() == [1, 1, 1, 1, 1, 1, 2]  # "▁." is not in the tiny vocabulary: ▁ + .
