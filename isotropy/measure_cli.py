@@ -17,6 +17,8 @@ from pathlib import Path
 
 import click
 
+from isotropy.measure_model import model_options, run_cli
+
 __all__ = ["CLUSTER", "LABEL_FREE", "METRICS", "QUADRATIC", "command"]
 
 # name shown to the user -> (module, function, needs labels)
@@ -62,7 +64,7 @@ _COST_NOTE_SECONDS = 10.0  # estimates below this are not worth a note
 
 
 @click.command(name="measure")
-@click.argument("embeddings", metavar="EMBEDDINGS")
+@click.argument("embeddings", metavar="EMBEDDINGS", required=False)
 @click.option("--labels", "labels_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Labels, one per row: text (one per line), CSV/TSV (one column, or several 0/1 columns "
                    "for multi-label) or .npy. Enables the cluster metrics.")
@@ -90,8 +92,9 @@ _COST_NOTE_SECONDS = 10.0  # estimates below this are not worth a note
 @click.option("--workers", type=click.IntRange(min=1), default=None, metavar="N",
               help="Run on a local dask cluster of N worker processes. A directory, glob or Zarr "
                    "EMBEDDINGS is read lazily in chunks either way (see docs/scaling.md).")
+@model_options
 def command(embeddings, labels_path, metric_names, json_path, sample_size, random_state, distance, key, progress,
-            scheduler, workers):
+            scheduler, workers, **model_kwargs):
     """Measure the geometry of the embeddings in EMBEDDINGS.
 
     EMBEDDINGS is a .npy, .npz, .pt/.pth, .safetensors, .csv/.tsv or .parquet file of shape
@@ -102,7 +105,17 @@ def command(embeddings, labels_path, metric_names, json_path, sample_size, rando
     Prints one line per metric (name, value, seconds) as soon as it is computed. A metric that
     fails is reported and the others still run; the exit status is then non-zero (2 when the
     data do not suit that metric) and the JSON holds every value that was computed.
+
+    With --model NAME --texts FILE instead of EMBEDDINGS: embeds the texts with the model and
+    prints one row per hidden layer (isotropy.measure_model).
     """
+    if (embeddings is None) == (model_kwargs["model"] is None):
+        raise click.UsageError("give EMBEDDINGS, or --model NAME with --texts FILE (not both).")
+    if model_kwargs["model"] is not None:
+        if scheduler is not None or workers is not None:
+            raise click.UsageError("--scheduler and --workers measure EMBEDDINGS files; they do not apply to --model.")
+        return run_cli(**model_kwargs, labels_path=labels_path, metric_names=metric_names, json_path=json_path,
+                       sample_size=sample_size, random_state=random_state, progress=progress)
     if metric_names is None:
         metric_names = LABEL_FREE + (CLUSTER if labels_path is not None else [])
     needing_labels = [name for name in metric_names if METRICS[name][2]]
