@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 
 from isotropy._backend import is_torch, to_output
-from isotropy._validation import IsotropyValueError, check_scalar, check_X
+from isotropy._validation import check_scalar, check_X
 from isotropy.cosine import _unit_rows
 
 __all__ = ["cosine_contributions", "rogue_dimension_share"]
