@@ -95,8 +95,8 @@ def test_hf_trainer_logs_geometry_equal_to_a_recomputation_from_the_saved_model(
     logged = geometry[4]
     probe_layers = _mean_pooled_layers(checkpoint, tokenizer, TEXTS[:7])
     sample_layers = _mean_pooled_layers(checkpoint, tokenizer, TEXTS)
-    assert len(probe_layers) == 3  # embeddings + 2 layers
-    for i, (X, S) in enumerate(zip(probe_layers, sample_layers)):
+    assert len(probe_layers) == 3 and "geometry/isoscore/layer_0" not in logged  # layers="all": 1..L
+    for i, (X, S) in list(enumerate(zip(probe_layers, sample_layers)))[1:]:
         C, Sigma = np.cov(X, rowvar=False), np.cov(S, rowvar=False)
         mean_cos, rogue = _pairwise_cosine_stats(X)
         expected = {"isoscore": _isoscore_from_eigenvalues(C),
@@ -149,9 +149,10 @@ def test_lightning_ddp_two_processes_log_the_one_process_value_on_all_rows(tmp_p
     probe = torch.load(tmp_path / "probe.pt")
     names = ("isoscore", "isoscore_star", "mean_cosine", "rogue_share", "twonn")
     one_process = GeometryProbe(probe, metrics=names, pooling="mean").measure(model, rank=0, world_size=1)
+    assert sorted(one_process) == sorted(f"geometry/{n}/layer_{i}" for n in names for i in (1, 2))
     with torch.no_grad():
         states = model(**probe, output_hidden_states=True).hidden_states
-    for i, hidden in enumerate(states):
+    for i, hidden in list(enumerate(states))[1:]:  # layers="all": the transformer layers
         X = pool_hidden_states(hidden, probe["attention_mask"], "mean").numpy()
         pure = {"isoscore": isoscore(X), "isoscore_star": isoscore_star(X, zeta=0.2),
                 "mean_cosine": cosine_similarity_mean(X), "rogue_share": rogue_dimension_share(X),

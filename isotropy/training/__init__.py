@@ -27,8 +27,8 @@ _EXPORTS = {
     "HFGeometryCallback": "isotropy.training.hf_callback",
     "LightningGeometryCallback": "isotropy.training.lightning_callback",
     "HiddenStateRegulariser": "isotropy.training.regularisers",
-    "HFRegulariser": "isotropy.training.regularisers",
-    "LightningRegulariser": "isotropy.training.regularisers",
+    "HFRegulariser": "isotropy.training.hf_regulariser",
+    "LightningRegulariser": "isotropy.training.lightning_regulariser",
     "InBatchClusterIsotropy": "isotropy.training.cluster_transform",
     "in_batch_cluster_isotropy": "isotropy.training.cluster_transform",
 }

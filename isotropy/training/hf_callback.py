@@ -46,7 +46,8 @@ class HFGeometryCallback(TrainerCallback):
     every_n_steps : int, default=100
         Measure when ``global_step`` is a multiple of this.
     layers : "all", "last", int or list of int, default="all"
-        Entries of ``hidden_states``: 0 = embedding output, L = last layer.
+        Entries of ``hidden_states``: ``"all"`` = every transformer layer 1..L; 0 (embedding
+        output) only when listed.
     pooling : {"mean", "cls", "last"}, default="mean"
         Masked mean, first token ([CLS]) or last non-padding token.
     metrics : sequence of str or dict, default=("isoscore", "isoscore_star", "mean_cosine", "rogue_share")

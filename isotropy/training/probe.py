@@ -19,7 +19,7 @@ import torch
 
 from isotropy._validation import IsotropyValueError, check_option, check_scalar
 
-__all__ = ["DEFAULT_METRICS", "METRICS", "POOLINGS", "GeometryProbe", "pool_hidden_states"]
+__all__ = ["DEFAULT_METRICS", "METRICS", "POOLINGS", "GeometryProbe", "layer_indices", "pool_hidden_states"]
 
 POOLINGS = ("mean", "cls", "last")
 
@@ -99,10 +99,16 @@ def _hidden_states(output, caller):
     return tuple(states)
 
 
-def _layer_indices(layers, n_states, caller):
+def layer_indices(layers, n_states, caller):
+    """Indices into ``hidden_states`` (0 = embedding output, ``k`` = output of transformer layer ``k``).
+
+    ``"all"`` is every transformer layer, 1..L (as I-STAR regularises them; the embedding output
+    only when listed, ``layers=[0, ...]``); ``"last"`` is ``[L]``; ints (negative from the end)
+    select entries.
+    """
     if isinstance(layers, str):
         check_option(layers, "layers", ("all", "last"), caller=caller)
-        return list(range(n_states)) if layers == "all" else [n_states - 1]
+        return (list(range(1, n_states)) or [0]) if layers == "all" else [n_states - 1]
     chosen = [layers] if isinstance(layers, numbers.Integral) and not isinstance(layers, bool) else list(layers)
     if not chosen or any(isinstance(i, bool) or not isinstance(i, numbers.Integral) or not -n_states <= i < n_states
                          for i in chosen):
@@ -168,8 +174,9 @@ class GeometryProbe:
         encoded inputs: a dict with ``input_ids`` of shape ``(n_rows, seq)`` and optionally
         ``attention_mask`` (all ones if absent) and other per-row tensors (``token_type_ids``).
     layers : "all", "last", int or list of int, default="all"
-        Entries of the model's ``hidden_states`` to measure: 0 is the embedding output, ``L`` the
-        last layer; negative indices count from the end. Logged as ``layer_<i>`` with ``i >= 0``.
+        Entries of the model's ``hidden_states`` to measure: ``"all"`` is every transformer layer
+        1..L; 0 (the embedding output) only when listed; negative indices count from the end.
+        Logged as ``layer_<i>`` with ``i >= 0``.
     pooling : {"mean", "cls", "last"}, default="mean"
         Sentence vector per row: masked mean of the tokens, the first token ([CLS]) or the last
         non-padding token.
@@ -245,7 +252,7 @@ class GeometryProbe:
         accumulators = None
         for inputs, states in self._embed(model, self.shrinkage_rows, share, device, forward_kwargs):
             if accumulators is None:
-                layer_ids = _layer_indices(self.layers, len(states), self.caller)
+                layer_ids = layer_indices(self.layers, len(states), self.caller)
                 accumulators = {i: IsoScore(n_features=states[i].shape[-1]) for i in layer_ids}
             if inputs is not None:
                 for i, accumulator in accumulators.items():
@@ -302,7 +309,7 @@ class GeometryProbe:
             metrics, layer_ids = None, None
             for inputs, states in self._embed(model, self.rows, rows, device, forward_kwargs):
                 if metrics is None:
-                    layer_ids = _layer_indices(self.layers, len(states), self.caller)
+                    layer_ids = layer_indices(self.layers, len(states), self.caller)
                     metrics = {(name, i): self._make_metric(name, factory, states[i].shape[-1], shrink, i)
                                for i in layer_ids for name, factory in self.metric_factories.items()}
                 if inputs is None:
