@@ -22,7 +22,7 @@ _METRICS = ("euclidean", "cosine")
 
 
 def _validate(X, labels, caller):
-    X = check_X(X, caller=caller)
+    X = check_X(X, caller=caller, rescale=True)  # all three are scale-invariant
     ids = check_labels(labels, n_samples=X.shape[0], caller=caller)
     n_clusters = _check_n_clusters(ids, X.shape[0], caller)
     return X, ids, n_clusters

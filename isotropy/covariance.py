@@ -65,7 +65,7 @@ def participation_ratio(X):
     2.0
     """
     caller = "participation_ratio"
-    X = check_X(X, caller=caller)
+    X = check_X(X, caller=caller, rescale=True)
     st = _scatter_stats(X)
     _check_variance(st.trace, n_samples=X.shape[0], mean_sq_norm=st.mean_sq, eps=_eps(X), caller=caller)
     return to_output(st.trace * st.trace / st.frob_sq, X)

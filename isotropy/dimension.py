@@ -132,7 +132,7 @@ def twonn_dimension(X, *, discard_fraction: float = 0.1, method: str = "linear",
     2
     """
     caller = "twonn_dimension"
-    X = check_X(X, caller=caller, min_samples=3)
+    X = check_X(X, caller=caller, min_samples=3, rescale=True)
     check_scalar(discard_fraction, "discard_fraction", caller=caller, low=0, high=1, closed="left")
     method = check_option(method, "method", ("linear", "mle"), caller=caller)
     metric = check_option(metric, "metric", _METRICS, caller=caller)
@@ -215,7 +215,7 @@ def local_mle_dimension(X, *, n_neighbors: int = 100, metric: str = "euclidean")
     ((2000,), 3)
     """
     caller = "local_mle_dimension"
-    X = check_X(X, caller=caller, min_samples=3)
+    X = check_X(X, caller=caller, min_samples=3, rescale=True)
     metric = check_option(metric, "metric", _METRICS, caller=caller)
     check_scalar(n_neighbors, "n_neighbors", caller=caller, kind=numbers.Integral, low=2, high=X.shape[0] - 1)
     dist, inverse = _neighbour_distances(X, n_neighbors=n_neighbors, metric=metric, caller=caller)
@@ -270,7 +270,7 @@ def mle_dimension(X, *, n_neighbors: int = 20, metric: str = "euclidean", averag
     3
     """
     caller = "mle_dimension"
-    X = check_X(X, caller=caller, min_samples=3)
+    X = check_X(X, caller=caller, min_samples=3, rescale=True)
     metric = check_option(metric, "metric", _METRICS, caller=caller)
     averaging = check_option(averaging, "averaging", _AVERAGING, caller=caller)
     check_scalar(n_neighbors, "n_neighbors", caller=caller, kind=numbers.Integral, low=2, high=X.shape[0] - 1)
