@@ -97,9 +97,11 @@ class HFRegulariser(HiddenStateRegulariser, TrainerCallback):
 
     # ------------------------------------------------------------- compute_loss_func
     def __call__(self, outputs, labels, num_items_in_batch=None):
+        task = self.task_loss(outputs, labels, num_items_in_batch)
+        if not torch.is_grad_enabled():  # evaluation and prediction: the task loss alone
+            return task
         if self._hook is None:
             raise IsotropyValueError("HFRegulariser must also be one of the Trainer's callbacks: "
                                      "Trainer(..., compute_loss_func=reg, callbacks=[reg]).")
-        task = self.task_loss(outputs, labels, num_items_in_batch)
         hidden = _hidden_states(outputs, self.caller)
         return task + self.penalty(hidden, self._attention_mask)

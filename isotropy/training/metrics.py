@@ -219,8 +219,6 @@ class IsoScoreStar(_CovarianceMetric):
         self.register_buffer("shrinkage_cov", S, persistent=False)
 
     def compute(self):
-        from isotropy.isoscore import _shrunk_moments
-
         C = self._covariance()
         d = C.shape[0]
         if self.shrinkage_cov is None:
@@ -232,7 +230,10 @@ class IsoScoreStar(_CovarianceMetric):
                 raise IsotropyValueError(f"IsoScoreStar.compute: 'shrinkage_cov' has shape {tuple(S.shape)} but the "
                                          f"rows have {d} features.")
             trace_s, frob_sq_s, inner = S.diagonal().sum(), (S * S).sum(), (C * S).sum()
-        trace, frob_sq = _shrunk_moments(C.diagonal().sum(), (C * C).sum(), inner, trace_s, frob_sq_s, self.zeta)
+        # tr and ‖·‖²_F of Σ_ζ = a·C + b·Σ_S from those of C, Σ_S and ⟨C, Σ_S⟩_F
+        a, b = 1.0 - self.zeta, self.zeta
+        trace = a * C.diagonal().sum() + b * trace_s
+        frob_sq = a * a * (C * C).sum() + 2.0 * a * b * inner + b * b * frob_sq_s
         return _score(trace, frob_sq, d)
 
 
