@@ -43,6 +43,7 @@ def parse_args(argv=None):
     parser.add_argument("--zeta", type=float, default=0.2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1, ...")
+    parser.add_argument("--plot-only", action="store_true", help="redraw the figure from the runs under --out")
     return parser.parse_args(argv)
 
 
@@ -84,7 +85,7 @@ def run_one(lam, args, tokenizer, train, probe, sample, dev):
     if args.device != "cpu":
         trainer.model.to(args.device)
     trainer.train()
-    metrics = trainer.evaluate()  # logs geometry once more at the final step (on_evaluate), after accuracy
+    metrics = trainer.evaluate()  # dev accuracy (geometry was measured at this step already)
     trainer.state.save_to_json(str(out / "trainer_state.json"))
     return {"lambda": lam, "dev_accuracy": metrics["eval_accuracy"], "steps": trainer.state.global_step,
             "trainer_state": str(out / "trainer_state.json")}
@@ -158,7 +159,15 @@ def main(argv=None):
     probe = [dev_all.text_a[i] for i in probe_rows]
     sample = [train_all.text_a[i] for i in sample_rows]
     args.out.mkdir(parents=True, exist_ok=True)
-    records = [run_one(lam, args, tokenizer, train, probe, sample, dev) for lam in args.lambdas]
+    records = []
+    for lam in args.lambdas:
+        done = args.out / f"lambda_{lam:g}" / "record.json"
+        if args.plot_only:
+            records.append(json.loads(done.read_text()))
+            continue
+        records.append(run_one(lam, args, tokenizer, train, probe, sample, dev))
+        with atomic_write(done) as handle:
+            json.dump(records[-1], handle, indent=2)
     summary = {"settings": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
                "runs": records, "seeds": {"torch": args.seed, "data": args.seed},
                "command": " ".join(["python", *sys.argv]), "versions": package_versions(["torchmetrics"])}
