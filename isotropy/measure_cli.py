@@ -28,6 +28,7 @@ METRICS = {
     "partition_isotropy": ("isotropy.partition", "partition_isotropy", False),
     "cosine_similarity_mean": ("isotropy.cosine", "cosine_similarity_mean", False),
     "participation_ratio": ("isotropy.covariance", "participation_ratio", False),
+    "rogue_dimension_share": ("isotropy.rogue", "rogue_dimension_share", False),
     "twonn_dimension": ("isotropy.dimension", "twonn_dimension", False),
     "mle_dimension": ("isotropy.dimension", "mle_dimension", False),
     "silhouette": ("isotropy.silhouette", "silhouette_score", True),
