@@ -1,0 +1,42 @@
+"""Figure of the frozen-encoder classification test: accuracy and I(W) per method."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+__all__ = ["make_figure", "plot_results"]
+
+
+def make_figure(results: dict):
+    """A matplotlib Figure: validation accuracy (bars from zero, ± sd) and I(W) (log scale) per method."""
+    from matplotlib.figure import Figure
+
+    rows = results["summary"]
+    names = [r["method"] for r in rows]
+    x = range(len(rows))
+    fig = Figure(figsize=(7.5, 3.0), layout="constrained")
+    ax_acc, ax_iso = fig.subplots(1, 2)
+    ax_acc.bar(x, [100 * r["accuracy"] for r in rows], yerr=[100 * r["accuracy_sd"] for r in rows], color="#0072B2",
+               capsize=3)
+    low = min(100 * r["accuracy"] for r in rows)
+    ax_acc.set_ylim(max(0.0, low - 10.0), 100.0)
+    ax_acc.set_ylabel("validation accuracy (%)")
+    ax_iso.bar(x, [r["partition_isotropy"] for r in rows], color="#D55E00")
+    ax_iso.set_yscale("log")
+    ax_iso.set_ylabel("I(W) of validation representations")
+    for ax in (ax_acc, ax_iso):
+        ax.set_xticks(list(x), names, rotation=30, ha="right", fontsize=8)
+        ax.grid(axis="y", alpha=0.3)
+    fig.suptitle(f"{results['task']}, frozen {Path(results['model']).name}: logistic regression", fontsize=10)
+    return fig
+
+
+def plot_results(results_dir, *, formats=("png", "svg"), dpi: int = 150) -> list[Path]:
+    """Draw ``figures/frozen_classification.*`` from ``results_dir/results.json``; returns the paths written."""
+    from isotropy.experiments._results import save_figure
+
+    results_dir = Path(results_dir)
+    results = json.loads((results_dir / "results.json").read_text())
+    return save_figure(make_figure(results), results_dir / "figures" / "frozen_classification", formats=formats,
+                       dpi=dpi)
