@@ -21,9 +21,10 @@ import numpy as np
 
 from isotropy import isoscore, partition_isotropy
 
-__all__ = ["METHODS", "evaluate_method", "make_transform"]
+__all__ = ["DETERMINISTIC", "METHODS", "evaluate_method", "make_transform"]
 
 METHODS = ("baseline", "mean", "mean+pca", "kmeans+mean", "kmeans+mean+pca", "gmm+mean+pca")
+DETERMINISTIC = ("baseline", "mean", "mean+pca")  # no clustering: the same numbers for every seed
 
 
 def make_transform(method: str, *, n_clusters: int, n_components: int, random_state=None):
