@@ -19,12 +19,14 @@ def make_figure(results: dict):
     ax_acc, ax_iso = fig.subplots(1, 2)
     ax_acc.bar(x, [100 * r["accuracy"] for r in rows], yerr=[100 * r["accuracy_sd"] for r in rows], color="#0072B2",
                capsize=3)
-    low = min(100 * r["accuracy"] for r in rows)
-    ax_acc.set_ylim(max(0.0, low - 10.0), 100.0)
+    ax_acc.set_ylim(0.0, 100.0)
+    if results.get("majority_class") is not None:
+        ax_acc.axhline(100 * results["majority_class"], ls="--", color="0.3", lw=1, label="majority class")
+        ax_acc.legend(fontsize=7, frameon=False, loc="lower right")
     ax_acc.set_ylabel("validation accuracy (%)")
     ax_iso.bar(x, [r["partition_isotropy"] for r in rows], color="#D55E00")
     ax_iso.set_yscale("log")
-    ax_iso.set_ylabel("I(W) of validation representations")
+    ax_iso.set_ylabel("I(W), validation (log scale)")
     for ax in (ax_acc, ax_iso):
         ax.set_xticks(list(x), names, rotation=30, ha="right", fontsize=8)
         ax.grid(axis="y", alpha=0.3)

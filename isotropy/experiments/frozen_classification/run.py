@@ -96,6 +96,7 @@ def run(config, results_dir, *, device=None, log=None) -> dict:
                 f"I(W) {record['partition_isotropy']:.3g}, IsoScore {record['isoscore']:.3f}")
     results = {"experiment": EXPERIMENT, "task": config.task, "model": config.model, "layer": config.layer,
                "seeds": list(config.seeds), "n_features": int(X_train.shape[1]),
+               "majority_class": float(np.bincount(y_valid).max() / len(y_valid)),
                "data": {"train": train_source, "validation": valid_source},
                "records": records, "summary": summarise(records, list(config.methods)), "paper": PAPER}
     write_json(results_dir / "results.json", results)
