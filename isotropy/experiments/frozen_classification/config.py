@@ -32,7 +32,6 @@ class FrozenClassificationConfig(BaseModel):
     C: float = Field(1.0, gt=0, description="Inverse L2 strength of the logistic regression.")
     max_iter: int = Field(2000, ge=1)
     seeds: list[int] = Field([0, 1, 2], min_length=1, description="Seeds of the clustering (k-means / GMM).")
-    data_dir: str | None = Field(None, description="Folder holding glue_data/ (default $ISOTROPY_DATA, else ./data).")
 
     @field_validator("methods", "seeds")
     @classmethod

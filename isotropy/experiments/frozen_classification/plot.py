@@ -34,11 +34,7 @@ def make_figure(results: dict):
     return fig
 
 
-def plot_results(results_dir, *, formats=("png", "svg"), dpi: int = 150) -> list[Path]:
-    """Draw ``figures/frozen_classification.*`` from ``results_dir/results.json``; returns the paths written."""
-    from isotropy.experiments._results import save_figure
-
-    results_dir = Path(results_dir)
-    results = json.loads((results_dir / "results.json").read_text())
-    return save_figure(make_figure(results), results_dir / "figures" / "frozen_classification", formats=formats,
-                       dpi=dpi)
+def plot_results(results_dir) -> dict:
+    """``{"figures/frozen_classification": Figure}`` from ``results_dir/results.json`` (saved by the caller)."""
+    results = json.loads((Path(results_dir) / "results.json").read_text())
+    return {"figures/frozen_classification": make_figure(results)}

@@ -12,10 +12,9 @@ from pathlib import Path
 
 import numpy as np
 
-from isotropy.experiments.frozen_classification.config import FrozenClassificationConfig
 from isotropy.experiments.frozen_classification.science import DETERMINISTIC, evaluate_method, make_transform
 
-__all__ = ["EXPERIMENT", "PAPER", "markdown_table", "run", "summarise"]
+__all__ = ["EXPERIMENT", "PAPER", "markdown_table", "prepare", "report", "run", "summarise"]
 
 EXPERIMENT = "frozen-classification"
 
@@ -27,16 +26,16 @@ PAPER = {"task": "sst2", "model": "bert-base",
          "kmeans+mean+pca": {"accuracy": 56.08, "partition_isotropy_as_printed": 84.36}}
 
 
-def _encode(config: FrozenClassificationConfig, split: str, size, device, log):
+def _encode(config, split: str, size, ctx):
     from isotropy.datasets.glue import load_glue_task
     from isotropy.encoders import encode_mean_pooled
 
-    data = load_glue_task(config.task, split, data_dir=config.data_dir)
+    data = load_glue_task(config.task, split, data_dir=ctx.data_dir)
     idx = np.arange(len(data))
     if size is not None and size < len(data):
         idx = np.sort(np.random.default_rng(config.data_seed).choice(len(data), size=size, replace=False))
-    log(f"encoding {len(idx)} sentences of {config.task}/{split} with {config.model}")
-    X = encode_mean_pooled([data.text_a[i] for i in idx], model=config.model, device=device, layer=config.layer,
+    ctx.log(f"encoding {len(idx)} sentences of {config.task}/{split} with {config.model}")
+    X = encode_mean_pooled([data.text_a[i] for i in idx], model=config.model, device=ctx.device, layer=config.layer,
                            batch_size=config.encode_batch_size, max_length=config.max_length)
     return (np.asarray(X, dtype=np.float64), np.asarray(data.labels)[idx],
             {**data.source, "n_sentences": int(len(idx)), "subset_seed": config.data_seed if size else None})
@@ -70,16 +69,23 @@ def markdown_table(results: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run(config, results_dir, *, device=None, log=None) -> dict:
-    """Encode, evaluate every method for every seed, write ``results.json`` and ``results.md``."""
+def prepare(config, ctx) -> dict:
+    """Encode the training subset and the validation split (cached on disk); writes nothing."""
+    X_train, y_train, train_source = _encode(config, "train", config.train_size, ctx)
+    X_valid, y_valid, valid_source = _encode(config, config.validation_split, None, ctx)
+    return {"train": (X_train, y_train, train_source), "valid": (X_valid, y_valid, valid_source)}
+
+
+def run(config, results_dir, ctx) -> dict:
+    """Evaluate every method for every seed, write ``results.json`` and ``results.md``; never plots."""
     from isotropy.experiments._results import write_json, write_text
 
-    if not isinstance(config, FrozenClassificationConfig):
-        config = FrozenClassificationConfig.model_validate(config)
-    log = log or (lambda message: None)
     results_dir = Path(results_dir)
-    X_train, y_train, train_source = _encode(config, "train", config.train_size, device, log)
-    X_valid, y_valid, valid_source = _encode(config, config.validation_split, None, device, log)
+    prepared = ctx.prepared if ctx.prepared is not None else prepare(config, ctx)
+    X_train, y_train, train_source = prepared["train"]
+    X_valid, y_valid, valid_source = prepared["valid"]
+    ctx.record(data={"train": train_source, "validation": valid_source})
+    log = ctx.log
     records = []
     for method in config.methods:
         for seed in config.seeds:
@@ -102,3 +108,8 @@ def run(config, results_dir, *, device=None, log=None) -> dict:
     write_json(results_dir / "results.json", results)
     write_text(results_dir / "results.md", markdown_table(results))
     return results
+
+
+def report(results: dict, results_dir) -> str:
+    """What the command prints at the end: the table."""
+    return (Path(results_dir) / "results.md").read_text()

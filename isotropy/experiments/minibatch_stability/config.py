@@ -45,7 +45,6 @@ class MinibatchStabilityConfig(_Strict):
     synthetic: SyntheticCloud = SyntheticCloud()
     embeddings: EmbeddingCloud = EmbeddingCloud()
     seeds: list[int] = Field([0], min_length=1)
-    data_dir: str | None = Field(None, description="Folder holding glue_data/ (default $ISOTROPY_DATA, else ./data).")
 
     @field_validator("batch_sizes")
     @classmethod

@@ -55,11 +55,7 @@ def make_figure(results: dict):
     return fig
 
 
-def plot_results(results_dir, *, formats=("png", "svg"), dpi: int = 150) -> list[Path]:
-    """Draw ``figures/minibatch_stability.*`` from ``results_dir/results.json``; returns the paths written."""
-    from isotropy.experiments._results import save_figure
-
-    results_dir = Path(results_dir)
-    results = json.loads((results_dir / "results.json").read_text())
-    fig = make_figure(results)
-    return save_figure(fig, results_dir / "figures" / "minibatch_stability", formats=formats, dpi=dpi)
+def plot_results(results_dir) -> dict:
+    """``{"figures/minibatch_stability": Figure}`` from ``results_dir/results.json`` (saved by the caller)."""
+    results = json.loads((Path(results_dir) / "results.json").read_text())
+    return {"figures/minibatch_stability": make_figure(results)}

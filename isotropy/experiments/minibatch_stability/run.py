@@ -23,7 +23,6 @@ from pathlib import Path
 import numpy as np
 
 from isotropy import isoscore, isoscore_star
-from isotropy.experiments.minibatch_stability.config import MinibatchStabilityConfig
 from isotropy.experiments.minibatch_stability.science import (
     batch_scores,
     expected_batch_isoscore,
@@ -32,7 +31,7 @@ from isotropy.experiments.minibatch_stability.science import (
 )
 from isotropy.isoscore import isoscore_from_covariance
 
-__all__ = ["EXPERIMENT", "embed_split", "markdown_table", "run"]
+__all__ = ["EXPERIMENT", "embed_split", "markdown_table", "prepare", "report", "run"]
 
 EXPERIMENT = "minibatch-stability"
 
@@ -65,7 +64,7 @@ def _score(X, zeta, shrinkage_cov):
     return float(isoscore(X) if zeta == 0.0 else isoscore_star(X, shrinkage_cov=shrinkage_cov, zeta=zeta))
 
 
-def _synthetic(config: MinibatchStabilityConfig, log) -> dict:
+def _synthetic(config, log) -> dict:
     spec = config.synthetic
     lam = power_law_spectrum(spec.n_features, decay=spec.decay)
     scale = np.sqrt(lam)
@@ -94,17 +93,28 @@ def _synthetic(config: MinibatchStabilityConfig, log) -> dict:
             "batch_sizes": list(config.batch_sizes), "skipped_batch_sizes": [], "summary": summary, "scores": rows}
 
 
-def _embeddings(config: MinibatchStabilityConfig, log, device) -> dict:
+def prepare(config, ctx) -> dict:
+    """Encode the sentence cloud and the held-out sample of Σ_S (when ``embeddings`` is a source); writes nothing."""
+    if "embeddings" not in config.sources:
+        return {}
     spec = config.embeddings
-    log(f"encoding {spec.task}/{spec.split} with {spec.model} (layer {spec.layer})")
-    X, source = embed_split(spec, spec.split, data_dir=config.data_dir, device=device)
-    n, d = X.shape
-    shrink, shrink_source = None, None
+    ctx.log(f"encoding {spec.task}/{spec.split} with {spec.model} (layer {spec.layer})")
+    X, source = embed_split(spec, spec.split, data_dir=ctx.data_dir, device=ctx.device)
+    prepared = {"X": X, "source": source, "held_out": None, "held_out_source": None}
     if config.shrinkage == "sample":
-        log(f"encoding {config.shrinkage_sample} sentences of {spec.task}/{spec.shrinkage_split} for Σ_S")
-        held_out, shrink_source = embed_split(spec, spec.shrinkage_split, data_dir=config.data_dir, device=device,
-                                              rows=config.shrinkage_sample, seed=[config.seeds[0], 1])
-        shrink = _sample_cov(held_out)
+        ctx.log(f"encoding {config.shrinkage_sample} sentences of {spec.task}/{spec.shrinkage_split} for Σ_S")
+        prepared["held_out"], prepared["held_out_source"] = embed_split(
+            spec, spec.shrinkage_split, data_dir=ctx.data_dir, device=ctx.device, rows=config.shrinkage_sample,
+            seed=[config.seeds[0], 1])
+    return prepared
+
+
+def _embeddings(config, prepared: dict, log) -> dict:
+    spec = config.embeddings
+    X, source = prepared["X"], prepared["source"]
+    n, d = X.shape
+    held_out, shrink_source = prepared["held_out"], prepared["held_out_source"]
+    shrink = None if held_out is None else _sample_cov(held_out)
     sizes = [b for b in config.batch_sizes if b <= n]
     skipped = [b for b in config.batch_sizes if b > n]
     if skipped:
@@ -173,22 +183,21 @@ def _write_scores(path: Path, results: dict) -> None:
         handle.write(buffer.getvalue())
 
 
-def run(config, results_dir, *, device=None, log=None) -> dict:
-    """Score every cloud, write ``results.json``, ``results.md`` and ``scores.csv`` to ``results_dir``.
+def run(config, results_dir, ctx) -> dict:
+    """Score every cloud, write ``results.json``, ``results.md`` and ``scores.csv`` to ``results_dir``; never plots.
 
     Returns the results dict (``clouds`` -> per cloud: whole-cloud values, per-(size, ζ) summary, raw scores).
     """
     from isotropy.experiments._results import write_json, write_text
 
-    if not isinstance(config, MinibatchStabilityConfig):
-        config = MinibatchStabilityConfig.model_validate(config)
-    log = log or (lambda message: None)
     results_dir = Path(results_dir)
+    prepared = ctx.prepared if ctx.prepared is not None else prepare(config, ctx)
     clouds = {}
     if "synthetic" in config.sources:
-        clouds["synthetic"] = _synthetic(config, log)
+        clouds["synthetic"] = _synthetic(config, ctx.log)
     if "embeddings" in config.sources:
-        clouds[config.embeddings.task] = _embeddings(config, log, device)
+        clouds[config.embeddings.task] = _embeddings(config, prepared, ctx.log)
+        ctx.record(data={"cloud": prepared["source"], "shrinkage_sample": prepared["held_out_source"]})
     results = {"experiment": EXPERIMENT, "shrinkage": (f"= covariance of {config.shrinkage_sample} held-out rows"
                                                       if config.shrinkage == "sample" else "= identity"),
                "zetas": list(config.zetas), "seeds": list(config.seeds), "clouds": clouds}
@@ -197,3 +206,8 @@ def run(config, results_dir, *, device=None, log=None) -> dict:
     write_json(results_dir / "results.json", compact)
     write_text(results_dir / "results.md", markdown_table(results))
     return results
+
+
+def report(results: dict, results_dir) -> str:
+    """What the command prints at the end: the tables."""
+    return (Path(results_dir) / "results.md").read_text()
