@@ -5,23 +5,23 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
+
+from isotropy.experiments._config import ExperimentConfig, Seeds, expects
 
 __all__ = ["ActivationDiagramsConfig"]
 
 
-class ActivationDiagramsConfig(BaseModel):
+class ActivationDiagramsConfig(ExperimentConfig):
     """Activation diagrams of the pre-trained encoder and of the istar experiment's fine-tuned ones."""
-
-    model_config = ConfigDict(extra="forbid", strict=True, validate_assignment=True)
 
     model: str = Field(min_length=1, description="Packaged model name or a local transformers directory.")
     fine_tune_setup: str = Field(min_length=1, description="The istar experiment's setup giving the training settings.")
     fine_tune: dict[str, Any] = Field(description="Overrides of that setup (istar keys, e.g. train_size, epochs).")
-    lambdas: list[float] = Field(description="I-STAR weights fine-tuned with (besides no regulariser).")
+    lambdas: list[float] = expects("a list of distinct non-zero finite numbers (I-STAR weights)")
     cosreg: float | None = Field(None, description="Also fine-tune with CosReg of this weight (null: no).")
-    top_k: list[int] = Field(min_length=1, description="k of the rogue-dimension shares reported.")
-    seeds: list[int] = Field(min_length=1)
+    top_k: list[int] = expects("a non-empty list of distinct ints >= 1", min_length=1)
+    seeds: Seeds
 
     @field_validator("lambdas")
     @classmethod

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
+
+from isotropy.experiments._config import ExperimentConfig, Seeds, expects
 
 __all__ = ["ClusterFinetuneConfig", "GeometrySettings", "TransformSettings"]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, validate_assignment=True)
 
-
-class TransformSettings(_Strict):
+class TransformSettings(ExperimentConfig):
     """The in-batch cluster-based transform between the pooled vector and the classifier."""
 
     n_clusters: int = Field(ge=1, description="k-means clusters per batch.")
@@ -21,14 +20,14 @@ class TransformSettings(_Strict):
     at_evaluation: bool = Field(description="Also transform each evaluation batch (as the classifier was trained).")
 
 
-class GeometrySettings(_Strict):
+class GeometrySettings(ExperimentConfig):
     """What the geometry callback measures over training."""
 
     every_n_steps: int = Field(ge=1)
     probe_size: int | None = Field(None, ge=3, description="Validation items in the probe (null = all).")
 
 
-class ClusterFinetuneConfig(_Strict):
+class ClusterFinetuneConfig(ExperimentConfig):
     """Fine-tuning with and without the in-batch cluster transform (Rajaee & Pilehvar, "Fine-Tuning BERT")."""
 
     task: Literal["rte", "mrpc", "qnli", "wnli", "sst2", "cola"]
@@ -47,12 +46,12 @@ class ClusterFinetuneConfig(_Strict):
     warmup_ratio: float = Field(ge=0, le=1)
     max_grad_norm: float = Field(gt=0)
     dropout: float = Field(ge=0, le=1)
-    conditions: list[Literal["baseline", "cluster"]] = Field(min_length=1)
+    conditions: list[Literal["baseline", "cluster"]] = expects("a non-empty list from baseline, cluster", min_length=1)
     transform: TransformSettings
     geometry: GeometrySettings
-    seeds: list[int] = Field(min_length=1)
+    seeds: Seeds
 
-    @field_validator("conditions", "seeds")
+    @field_validator("conditions")
     @classmethod
     def _distinct(cls, value):
         if len(set(value)) != len(value):

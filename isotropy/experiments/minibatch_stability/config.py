@@ -4,23 +4,22 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
+
+from isotropy.experiments._config import ExperimentConfig, Seeds, expects
 
 __all__ = ["EmbeddingCloud", "MinibatchStabilityConfig", "SyntheticCloud"]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
-
-class SyntheticCloud(_Strict):
+class SyntheticCloud(ExperimentConfig):
     """A Gaussian N(0, diag(λ)) with λ_i ∝ i^(−decay): its IsoScore is known in closed form."""
 
     n_features: int = Field(384, ge=2, description="Dimension d of the cloud (384 = MiniLM's width).")
     decay: float = Field(0.5, ge=0.0, description="Power-law decay of the eigenvalues (0 = isotropic).")
 
 
-class EmbeddingCloud(_Strict):
+class EmbeddingCloud(ExperimentConfig):
     """Sentence embeddings of a GLUE single-sentence task: mean-pooled hidden states of one layer."""
 
     task: Literal["sst2", "cola"] = "sst2"
@@ -32,19 +31,21 @@ class EmbeddingCloud(_Strict):
     batch_size: int = Field(64, ge=1, description="Sentences per forward pass when encoding.")
 
 
-class MinibatchStabilityConfig(_Strict):
+class MinibatchStabilityConfig(ExperimentConfig):
     """IsoScore and IsoScore* on mini-batches against the whole cloud (Rudman & Eickhoff, Figure 4)."""
 
     sources: list[Literal["synthetic", "embeddings"]] = Field(["synthetic", "embeddings"], min_length=1)
-    batch_sizes: list[int] = Field([8, 16, 32, 64, 128, 256, 512, 1024], min_length=1)
-    zetas: list[float] = Field([0.0, 0.1, 0.2, 0.5, 0.9], min_length=1)
+    batch_sizes: list[int] = expects("a non-empty list of distinct ints >= 2", default=[8, 16, 32, 64, 128, 256, 512, 1024],
+                                     min_length=1)
+    zetas: list[float] = expects("a non-empty list of distinct floats in [0, 1]", default=[0.0, 0.1, 0.2, 0.5, 0.9],
+                                 min_length=1)
     n_batches: int = Field(50, ge=2, description="Mini-batches drawn per size and seed.")
     shrinkage: Literal["sample", "identity"] = Field(
         "sample", description="Σ_S: covariance of a held-out sample (as I-STAR) or the identity.")
     shrinkage_sample: int = Field(2048, ge=2, description="Rows of the held-out sample giving Σ_S.")
     synthetic: SyntheticCloud = SyntheticCloud()
     embeddings: EmbeddingCloud = EmbeddingCloud()
-    seeds: list[int] = Field([0], min_length=1)
+    seeds: Seeds = [0]
 
     @field_validator("batch_sizes")
     @classmethod
@@ -59,10 +60,3 @@ class MinibatchStabilityConfig(_Strict):
         if any(not 0.0 <= v <= 1.0 for v in value) or len(set(value)) != len(value):
             raise ValueError(f"expected distinct floats in [0, 1], got {value}")
         return sorted(value)
-
-    @field_validator("seeds")
-    @classmethod
-    def _seeds(cls, value):
-        if any(v < 0 for v in value) or len(set(value)) != len(value):
-            raise ValueError(f"expected distinct non-negative ints, got {value}")
-        return value
