@@ -16,7 +16,8 @@ from sklearn.linear_model import LogisticRegression
 
 from isotropy import partition_isotropy
 from isotropy.experiments.frozen_classification.config import FrozenClassificationConfig
-from isotropy.experiments.frozen_classification.run import run
+from isotropy.experiments._runner import execute
+from isotropy.experiments.frozen_classification.experiment import EXPERIMENT
 from isotropy.experiments.frozen_classification.science import METHODS, evaluate_method, make_transform
 
 
@@ -73,6 +74,12 @@ def test_make_transform_rejects_unknown_method():
         make_transform("whitening", n_clusters=2, n_components=1)
 
 
+@pytest.mark.parametrize("setup", ["minilm", "gemma-3-270m", "bert-base"])
+def test_packaged_setups_validate(setup):
+    config = EXPERIMENT.config(setup)
+    assert config.n_clusters == 27 and config.n_components == 12 and "kmeans+mean+pca" in config.methods
+
+
 def test_config_validation():
     with pytest.raises(ValidationError, match="methods"):
         FrozenClassificationConfig(methods=["baseline", "whiten"])
@@ -87,9 +94,10 @@ def test_run_tiny_model(tmp_path, tiny_bert_dir, one_torch_thread):
     from isotropy.encoders import encode_mean_pooled
 
     data_dir = str(shared_data_path())
-    config = {"model": str(tiny_bert_dir), "max_length": 32, "train_size": 300, "n_clusters": 3, "n_components": 2,
-              "methods": ["baseline", "kmeans+mean+pca"], "seeds": [0, 1], "data_dir": data_dir}
-    results = run(config, tmp_path, device="cpu")
+    config = EXPERIMENT.config(model=str(tiny_bert_dir), max_length=32, train_size=300, n_clusters=3, n_components=2,
+                               methods=["baseline", "kmeans+mean+pca"], seeds=[0, 1])
+    results = execute(EXPERIMENT, config, results_dir=tmp_path, device="cpu", data_dir=data_dir, quiet=True).results
+    assert (tmp_path / "figures" / "frozen_classification.png").is_file()
     train = load_glue_task("sst2", "train", data_dir=data_dir)
     idx = np.sort(np.random.default_rng(0).choice(len(train), size=300, replace=False))
     dev = load_glue_task("sst2", "dev", data_dir=data_dir)

@@ -16,8 +16,9 @@ from conftest import shared_data_path
 from pydantic import ValidationError
 
 from isotropy import isoscore, isoscore_star
+from isotropy.experiments._runner import execute
 from isotropy.experiments.minibatch_stability.config import MinibatchStabilityConfig
-from isotropy.experiments.minibatch_stability.run import run
+from isotropy.experiments.minibatch_stability.experiment import EXPERIMENT
 from isotropy.experiments.minibatch_stability.science import (
     batch_scores,
     expected_batch_isoscore,
@@ -88,10 +89,35 @@ def test_config_rejects_bad_values():
         MinibatchStabilityConfig(n_batchs=3)
 
 
+@pytest.mark.parametrize("setup", ["minilm", "gemma-3-270m", "bert-base"])
+def test_packaged_setups_validate(setup):
+    config = EXPERIMENT.config(setup)
+    assert config.zetas == [0.0, 0.1, 0.2, 0.5, 0.9] and config.batch_sizes[-1] == 1024
+
+
+def test_cli_bad_value_is_one_line(tmp_path):
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "isotropy", "run", "minibatch-stability", "--set", "zetas=[0, 2]",
+                           "--results-dir", str(tmp_path / "r")], capture_output=True, text=True)
+    assert done.returncode == 2
+    assert done.stderr.strip() == ("Error: The 'zetas' setting of minibatch-stability must be a non-empty list of "
+                                   "distinct floats in [0, 1]. Got [0, 2] instead.")
+    assert not (tmp_path / "r").exists()
+
+
+def _execute(results_dir, config, **kwargs):
+    return execute(EXPERIMENT, EXPERIMENT.config(**config), results_dir=results_dir, device="cpu", quiet=True,
+                   **kwargs).results
+
+
 def test_run_synthetic(tmp_path):
     config = {"sources": ["synthetic"], "batch_sizes": [4, 16, 64], "zetas": [0.0, 0.5], "n_batches": 4,
               "shrinkage_sample": 256, "synthetic": {"n_features": 12, "decay": 0.8}, "seeds": [0, 3]}
-    results = run(config, tmp_path)
+    results = _execute(tmp_path, config)
+    assert sorted(p.name for p in (tmp_path / "figures").iterdir()) == ["minibatch_stability.png",
+                                                                       "minibatch_stability.svg"]
     cloud = results["clouds"]["synthetic"]
     truth = isoscore_from_covariance(np.diag(power_law_spectrum(12, decay=0.8)))
     assert cloud["whole_cloud"] == pytest.approx(truth, rel=1e-12)
@@ -123,9 +149,8 @@ def test_run_embeddings_tiny_model(tmp_path, tiny_bert_dir, one_torch_thread):
     from isotropy.encoders import encode_mean_pooled
 
     config = {"sources": ["embeddings"], "batch_sizes": [8, 512, 1024], "zetas": [0.0, 0.9], "n_batches": 2,
-              "shrinkage_sample": 64, "embeddings": {"model": str(tiny_bert_dir), "max_length": 32},
-              "data_dir": str(shared_data_path())}
-    results = run(config, tmp_path, device="cpu")
+              "shrinkage_sample": 64, "embeddings.model": str(tiny_bert_dir), "embeddings.max_length": 32}
+    results = _execute(tmp_path, config, data_dir=shared_data_path(), plot=False)
     cloud = results["clouds"]["sst2"]
     dev = load_glue_task("sst2", "dev", data_dir=shared_data_path())
     X = encode_mean_pooled(dev.text_a, model=str(tiny_bert_dir), device="cpu", max_length=32, use_cache=False)
