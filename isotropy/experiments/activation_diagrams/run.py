@@ -103,8 +103,8 @@ def markdown_table(results: dict) -> str:
              f"({results['model']}, {results['pooling']}-pooled last layer); fine-tuning: istar setup "
              f"'{results['fine_tune_setup']}', {results['n_train']} training sentences, {results['epochs']} epoch(s), "
              f"{len(results['seeds'])} seed(s).", "",
-             "| model | accuracy | IsoScore | mean cos | max/median |mean| | " +
-             " | ".join(f"rogue share k={k}" for k in ks) + " | top dims (|mean|) | top dims (cosine) |",
+             "| model | accuracy (%) | IsoScore | mean cosine | max / median mean abs. value | " +
+             " | ".join(f"rogue share k={k}" for k in ks) + " | top dims (magnitude) | top dims (cosine) |",
              "|---|---|---|---|---|" + "---|" * len(ks) + "---|---|"]
     for r in results["summary"]:
         acc = "–" if r["accuracy"] is None else f"{100 * r['accuracy']:.1f}"
