@@ -45,15 +45,15 @@ def main(argv=None):
     import torch
 
     from isotropy import isoscore, silhouette_score
-    from isotropy.experiments._results import load_config
+    from isotropy.experiments.classifier_geometry.experiment import EXPERIMENT
     from isotropy.experiments.classifier_geometry.problem import build_problem
     from isotropy.experiments.classifier_geometry.train import train_seed
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    config = load_config("classifier-geometry", "polarity", {"updates": args.updates, "seeds": [0]})
+    config = EXPERIMENT.config("polarity", updates=args.updates, seeds=[0]).model_dump()
     start = time.perf_counter()
-    problem = build_problem({**config, "encode_device": args.device}, data_dir=args.data_dir, show_progress=False)
+    problem = build_problem(config, data_dir=args.data_dir, device=args.device, show_progress=False)
     prepare = time.perf_counter() - start
     start = time.perf_counter()
     record = train_seed(problem, seed=0, updates=args.updates, lr=config["lr"], metric_interval=1,

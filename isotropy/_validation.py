@@ -35,12 +35,17 @@ def _describe(value) -> str:
 
 
 def check_X(X, *, caller: str, name: str = "X", min_samples: int = 2, min_features: int = 1,
-            allow_nonfinite: bool = False):
+            allow_nonfinite: bool = False, rescale: bool = False):
     """Check a data matrix of shape ``(n_samples, n_features)``; return it unchanged or as ndarray.
 
     Accepts a numpy array (or anything ``np.asarray`` turns into a numeric array) or a torch
     tensor (returned as is: same device, dtype and graph). Integer and boolean input is
-    converted to float64 (numpy) or the default float dtype (torch). Never copies float input.
+    converted to float64 (numpy) or the default float dtype (torch). Never copies float input,
+    except with ``rescale=True`` (for scale-invariant metrics) when the largest ``|x|`` lies
+    outside the range where the metric's products and squares are safe in the working
+    precision: then ``X`` is multiplied by a power of two (exact, never rounds a normal number)
+    that brings it to unit scale (see :func:`isotropy._magnitude.unit_scale`). Data whose
+    largest ``|x|`` is subnormal are refused: they have already lost their significant digits.
     """
     if is_torch(X):
         if X.is_complex() or not (X.is_floating_point() or X.dtype.is_signed or str(X.dtype) in {"torch.uint8", "torch.bool"}):
@@ -78,11 +83,14 @@ def check_X(X, *, caller: str, name: str = "X", min_samples: int = 2, min_featur
     if shape[1] < min_features:
         raise IsotropyValueError(
             f"The '{name}' parameter of {caller} must have at least {min_features} features (columns). Got {shape[1]} instead.")
-    if not allow_nonfinite:
-        finite = bool(X.isfinite().all()) if is_torch(X) else bool(np.isfinite(X).all())
-        if not finite:
-            raise IsotropyValueError(f"The '{name}' parameter of {caller} must contain only finite values. Got NaN or inf instead.")
-    return X
+    if allow_nonfinite:
+        return X
+    from isotropy._magnitude import extremes, unit_scale
+
+    low, high = extremes(X)  # NaN propagates through min and max: one read of X, no n x d temporary
+    if not (np.isfinite(low) and np.isfinite(high)):
+        raise IsotropyValueError(f"The '{name}' parameter of {caller} must contain only finite values. Got NaN or inf instead.")
+    return unit_scale(X, max(abs(low), abs(high)), caller=caller, name=name) if rescale else X
 
 
 def check_labels(labels, *, n_samples: int, caller: str, name: str = "labels") -> np.ndarray:

@@ -14,25 +14,25 @@ from pathlib import Path
 
 import click
 
-# experiment name -> "module:attribute" of its click command
+# experiment name -> "module:attribute" of its Experiment record (isotropy.experiments._runner.Experiment)
 EXPERIMENTS = {
-    "classifier-geometry": "isotropy.experiments.classifier_geometry.cli:command",
-    "sts-isotropy": "isotropy.experiments.sts_isotropy.cli:command",
-    "layer-geometry": "isotropy.experiments.layer_geometry.cli:command",
-    "istar": "isotropy.experiments.istar.cli:command",
-}
-# experiment name -> "module:function" that redraws its figures from a results directory
-PLOTTERS = {
-    "classifier-geometry": "isotropy.experiments.classifier_geometry.plot:plot_results",
-    "sts-isotropy": "isotropy.experiments.sts_isotropy.plot:plot_results",
-    "layer-geometry": "isotropy.experiments.layer_geometry.plot:plot_results",
-    "istar": "isotropy.experiments.istar.plot:plot_results",
+    "classifier-geometry": "isotropy.experiments.classifier_geometry.experiment:EXPERIMENT",
+    "sts-isotropy": "isotropy.experiments.sts_isotropy.experiment:EXPERIMENT",
+    "layer-geometry": "isotropy.experiments.layer_geometry.experiment:EXPERIMENT",
+    "istar": "isotropy.experiments.istar.experiment:EXPERIMENT",
 }
 
 
 def _load(target: str):
     module, attr = target.split(":")
     return getattr(importlib.import_module(module), attr)
+
+
+def load_experiment(name: str):
+    """The :class:`~isotropy.experiments._runner.Experiment` record called ``name``."""
+    if name not in EXPERIMENTS:
+        raise ValueError(f"Unknown experiment {name!r}; expected one of {', '.join(sorted(EXPERIMENTS))}.")
+    return _load(EXPERIMENTS[name])
 
 
 class _LazyGroup(click.Group):
@@ -49,6 +49,20 @@ class _LazyGroup(click.Group):
         return super().get_command(ctx, name)
 
 
+class _ExperimentGroup(click.Group):
+    """``isotropy run NAME``: each command is made by the one factory from the experiment's record."""
+
+    def list_commands(self, ctx):
+        return sorted(EXPERIMENTS)
+
+    def get_command(self, ctx, name):
+        if name not in EXPERIMENTS:
+            return None
+        from isotropy.experiments._command import make_command
+
+        return make_command(load_experiment(name))
+
+
 @click.group(cls=_LazyGroup, lazy={"measure": "isotropy.measure_cli:command"},
              context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="isotropy")
@@ -56,26 +70,43 @@ def cli():
     """Geometry of embedding spaces: isotropy, clusters and intrinsic dimension."""
 
 
-@cli.group(cls=_LazyGroup, lazy=EXPERIMENTS)
+@cli.group(cls=_ExperimentGroup)
 def run():
-    """Run a published experiment (one config file per setup; every value overridable)."""
+    """Run a published experiment (one config file per setup; every value overridable with --set)."""
 
 
+def _formats(ctx, param, value):
+    from isotropy.experiments._command import parse_formats
+
+    return parse_formats(value)
 
 
 @cli.command()
 @click.argument("results_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
-def plot(results_dir: Path):
-    """Redraw the figures of RESULTS_DIR without re-running the experiment."""
+@click.option("--format", "formats", default="png,svg", show_default=True, callback=_formats,
+              help="Comma-separated figure formats, e.g. png,svg,pdf.")
+@click.option("--dpi", type=click.IntRange(min=10, max=2400), default=150, show_default=True,
+              help="Resolution of raster formats (dots per inch).")
+def plot(results_dir: Path, formats, dpi: int):
+    """Redraw the figures of RESULTS_DIR (into RESULTS_DIR/figures) without re-running the experiment."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # this command only writes files: no GUI backend (a library call never does this)
+    from isotropy.experiments._runner import save_figures
+
     meta = results_dir / "run.json"
     if not meta.is_file():
         raise click.UsageError(f"RESULTS_DIR {str(results_dir)!r} has no run.json; expected the directory an "
                                f"'isotropy run' command wrote.")
-    experiment = json.loads(meta.read_text()).get("experiment")
-    if experiment not in PLOTTERS:
+    try:
+        experiment = json.loads(meta.read_text()).get("experiment")
+    except ValueError:
+        raise click.UsageError(f"{str(meta)!r} is not valid JSON.") from None
+    if experiment not in EXPERIMENTS:
         raise click.UsageError(f"run.json in {str(results_dir)!r} names experiment {experiment!r}; "
-                               f"expected one of {sorted(PLOTTERS)}.")
-    for path in _load(PLOTTERS[experiment])(results_dir):
+                               f"expected one of {sorted(EXPERIMENTS)}.")
+    figures = load_experiment(experiment).plot(results_dir)
+    for path in save_figures(figures, results_dir, formats=formats, dpi=dpi):
         click.echo(str(path))
 
 

@@ -12,7 +12,7 @@ import numbers
 
 import numpy as np
 
-from isotropy._backend import get_namespace, is_torch, to_output
+from isotropy._backend import get_namespace, is_dask, is_torch, to_output
 from isotropy._validation import check_labels, check_option, check_scalar, check_X
 from isotropy.silhouette import _check_n_clusters
 
@@ -22,7 +22,7 @@ _METRICS = ("euclidean", "cosine")
 
 
 def _validate(X, labels, caller):
-    X = check_X(X, caller=caller)
+    X = check_X(X, caller=caller, rescale=True)  # all three are scale-invariant
     ids = check_labels(labels, n_samples=X.shape[0], caller=caller)
     n_clusters = _check_n_clusters(ids, X.shape[0], caller)
     return X, ids, n_clusters
@@ -100,6 +100,9 @@ def calinski_harabasz_score(X, labels):
     >>> calinski_harabasz_score(X, [0, 0, 1, 1])
     200.0
     """
+    if is_dask(X):  # a dask array: computed by tiles / chunk statistics on the dask scheduler
+        from isotropy import distributed
+        return distributed.calinski_harabasz_score(X, labels)
     X, ids, n_clusters = _validate(X, labels, "calinski_harabasz_score")
     xp = get_namespace(X)
     Xw = _work_copy(X)
@@ -156,6 +159,9 @@ def davies_bouldin_score(X, labels):
     >>> davies_bouldin_score(X, [0, 0, 1, 1])
     0.1
     """
+    if is_dask(X):  # a dask array: computed by tiles / chunk statistics on the dask scheduler
+        from isotropy import distributed
+        return distributed.davies_bouldin_score(X, labels)
     X, ids, n_clusters = _validate(X, labels, "davies_bouldin_score")
     xp = get_namespace(X)
     Xw = _work_copy(X)
@@ -243,6 +249,9 @@ def dunn_index(X, labels, *, metric="euclidean", chunk_size=None):
     >>> dunn_index(X, [0, 0, 1, 1])
     10.0
     """
+    if is_dask(X):  # a dask array: computed by tiles / chunk statistics on the dask scheduler
+        from isotropy import distributed
+        return distributed.dunn_index(X, labels, metric=metric, chunk_size=chunk_size)
     caller = "dunn_index"
     X, ids, _ = _validate(X, labels, caller)
     check_option(metric, "metric", _METRICS, caller=caller)

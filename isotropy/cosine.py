@@ -12,7 +12,7 @@ import numbers
 
 import numpy as np
 
-from isotropy._backend import is_torch, to_output
+from isotropy._backend import is_dask, is_torch, to_output
 from isotropy._validation import (
     IsotropyValueError,
     check_labels,
@@ -22,26 +22,74 @@ from isotropy._validation import (
     check_X,
 )
 
+_CHUNK_ELEMENTS = 1 << 21  # float64 entries converted at a time by the numpy path (16 MiB)
+
 __all__ = ["cosine_similarity_mean", "inter_type_cosine", "intra_type_cosine"]
+
+
+def _norm_range(dtype_info):
+    """Squared norms inside (lo, hi) were formed without overflow or precision lost to underflow."""
+    return float(dtype_info.tiny / dtype_info.eps), float(dtype_info.max * dtype_info.eps)
+
+
+def _refuse_rows(bad, subnormal, *, caller, name, offset=0):
+    if bad.size:
+        raise IsotropyValueError(
+            f"The '{name}' parameter of {caller} must not contain zero vectors, for which cosine similarity is "
+            f"undefined. Got {bad.size} all-zero row(s) (first at index {int(bad[0]) + offset}) instead.")
+    if subnormal.size:
+        raise IsotropyValueError(
+            f"The '{name}' parameter of {caller} must have rows of normal magnitude. Got {subnormal.size} row(s) "
+            f"(first at index {int(subnormal[0]) + offset}) made only of subnormal numbers, which have already "
+            f"lost most of their significant digits; store the data at a larger scale.")
+
+
+def _unit_rows_numpy(B, *, caller, name, offset=0):
+    """Unit rows of a float64 block (the caller's own copy, scaled in place); rows whose squared norm over- or underflows are first
+    brought to unit scale by a power of two (exact), so norms never overflow (data up to 1.8e308)."""
+    sq = np.einsum("ij,ij->i", B, B)
+    lo, hi = _norm_range(np.finfo(np.float64))
+    odd = np.flatnonzero(~((sq > lo) & (sq < hi)))  # also inf and 0
+    if odd.size:
+        top = np.abs(B[odd]).max(axis=1)
+        _refuse_rows(odd[top == 0], odd[(top > 0) & (top < np.finfo(np.float64).tiny)],
+                     caller=caller, name=name, offset=offset)
+        B[odd] = np.ldexp(B[odd], -np.frexp(top)[1][:, None])
+        sq[odd] = np.einsum("ij,ij->i", B[odd], B[odd])
+    B /= np.sqrt(sq)[:, None]  # B is the caller's own float64 block
+    return B
 
 
 def _unit_rows(X, *, caller, name="X"):
     """Rows of ``X`` scaled to unit norm (float64 numpy or torch in its dtype); zero rows raise."""
-    if is_torch(X):
-        import torch
+    if not is_torch(X):
+        return _unit_rows_numpy(np.array(X, dtype=np.float64), caller=caller, name=name)
+    import torch
 
-        norms = torch.linalg.vector_norm(X, dim=1)
-        zero = (norms.detach() == 0).nonzero().reshape(-1)
-        bad = zero.cpu().numpy()
-    else:
-        X = np.asarray(X, dtype=np.float64)
-        norms = np.sqrt(np.einsum("ij,ij->i", X, X))
-        bad = np.flatnonzero(norms == 0)
-    if bad.size:
-        raise IsotropyValueError(
-            f"The '{name}' parameter of {caller} must not contain zero vectors, for which cosine similarity is "
-            f"undefined. Got {bad.size} all-zero row(s) (first at index {int(bad[0])}) instead.")
-    return X / norms[:, None]
+    sq = (X.detach() * X.detach()).sum(dim=1)
+    lo, hi = _norm_range(torch.finfo(X.dtype))
+    odd = ~((sq > lo) & (sq < hi))
+    if bool(odd.any()):
+        top = X.detach().abs().amax(dim=1)
+        tiny = torch.finfo(X.dtype).tiny
+        _refuse_rows((top == 0).nonzero().reshape(-1).cpu().numpy(),
+                     ((top > 0) & (top < tiny)).nonzero().reshape(-1).cpu().numpy(), caller=caller, name=name)
+        exponent = torch.where(odd, torch.frexp(top).exponent, torch.zeros_like(top, dtype=torch.int32))
+        X = torch.ldexp(X, -exponent[:, None].to(X.dtype))  # exact power-of-two row scaling, differentiable
+    return X / torch.linalg.vector_norm(X, dim=1)[:, None]
+
+
+def _unit_row_sum(X, *, caller, name="X"):
+    """Σ x̂ᵢ over the rows of ``X``: float64, a block of rows at a time for numpy (no n×d float64 copy)."""
+    if is_torch(X):
+        return _unit_rows(X, caller=caller, name=name).sum(0)
+    n, d = X.shape
+    step = max(1, _CHUNK_ELEMENTS // max(d, 1))
+    total = np.zeros(d)
+    for start in range(0, n, step):
+        total += _unit_rows_numpy(X[start:start + step].astype(np.float64), caller=caller, name=name,
+                                  offset=start).sum(0)
+    return total
 
 
 def _mean_pairwise_cosine_of_units(sum_vec, count):
@@ -94,7 +142,8 @@ def cosine_similarity_mean(X):
 
     .. math:: \\frac{1}{n(n-1)} \\sum_{i \\neq j} \\cos(x_i, x_j) = \\frac{\\|s\\|^2 - n}{n(n-1)},
 
-    O(n·d) time and O(d) extra memory (O(n·d) for the float64 copy of float32 numpy input).
+    O(n·d) time and O(d) extra memory (rows are converted to float64 a block at a time). Rows whose
+    squared norm would over- or underflow are first scaled by a power of two (exact).
 
     References
     ----------
@@ -108,9 +157,11 @@ def cosine_similarity_mean(X):
     >>> round(cosine_similarity_mean(np.array([[1.0, 0.0], [0.0, 2.0], [3.0, 3.0]])), 6)  # (0 + 2·√½) / 3
     0.471405
     """
+    if is_dask(X):  # a dask array: computed by tiles / chunk statistics on the dask scheduler
+        from isotropy import distributed
+        return distributed.cosine_similarity_mean(X)
     X = check_X(X, caller="cosine_similarity_mean")
-    U = _unit_rows(X, caller="cosine_similarity_mean")
-    return to_output(_mean_pairwise_cosine_of_units(U.sum(0), X.shape[0]), X)
+    return to_output(_mean_pairwise_cosine_of_units(_unit_row_sum(X, caller="cosine_similarity_mean"), X.shape[0]), X)
 
 
 def inter_type_cosine(X, groups, *, type_vector="instance", random_state=None):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from isotropy._backend import is_torch, to_output
+from isotropy._backend import is_dask, is_torch, to_output
 from isotropy._validation import IsotropyValueError, check_X
 from isotropy.isoscore import (
     _CHUNK_ELEMENTS,
@@ -64,8 +64,11 @@ def participation_ratio(X):
     >>> participation_ratio(X)
     2.0
     """
+    if is_dask(X):  # a dask array: computed by tiles / chunk statistics on the dask scheduler
+        from isotropy import distributed
+        return distributed.participation_ratio(X)
     caller = "participation_ratio"
-    X = check_X(X, caller=caller)
+    X = check_X(X, caller=caller, rescale=True)
     st = _scatter_stats(X)
     _check_variance(st.trace, n_samples=X.shape[0], mean_sq_norm=st.mean_sq, eps=_eps(X), caller=caller)
     return to_output(st.trace * st.trace / st.frob_sq, X)
@@ -222,4 +225,40 @@ class CovarianceAccumulator:
 
     def __repr__(self):
         return f"CovarianceAccumulator(n_samples_={self.n_samples_}, n_features_={self.n_features_})"
+
+    def merge(self, other):
+        """Add the statistics of another accumulator (rows seen elsewhere: a worker, a rank); returns ``self``.
+
+        The result equals one accumulator fed both streams of rows (Chan, Golub & LeVeque's
+        pairwise update, as in :meth:`update`); ``other`` is not modified. This is how dask
+        workers, Ray or Spark tasks and torch DDP ranks combine their partial statistics.
+        """
+        caller = "CovarianceAccumulator.merge"
+        if not isinstance(other, CovarianceAccumulator):
+            raise TypeError(f"The 'other' parameter of {caller} must be a CovarianceAccumulator. "
+                            f"Got {type(other).__name__} instead.")
+        if other.n_samples_ == 0:
+            return self
+        if self.n_features_ is not None and other.n_features_ != self.n_features_:
+            raise IsotropyValueError(f"The 'other' parameter of {caller} must have {self.n_features_} features, "
+                                     f"like this accumulator. Got {other.n_features_} instead.")
+        if self.n_samples_ == 0:
+            self.n_features_, self.n_samples_ = other.n_features_, other.n_samples_
+            self._mean, self._scatter = other._mean.copy(), other._scatter.copy()
+            self._unit_sum, self._n_zero_rows = other._unit_sum.copy(), other._n_zero_rows
+            return self
+        n_a, n_b = self.n_samples_, other.n_samples_
+        n = n_a + n_b
+        delta = other._mean - self._mean
+        self._mean = self._mean + delta * (n_b / n)
+        self._scatter = self._scatter + other._scatter + np.outer(delta, delta) * (n_a * n_b / n)
+        self._unit_sum = self._unit_sum + other._unit_sum
+        self._n_zero_rows += other._n_zero_rows
+        self.n_samples_ = n
+        return self
+
+    def reset(self):
+        """Forget every row seen (e.g. at the start of an epoch); returns ``self``."""
+        self.__init__()
+        return self
 

@@ -8,11 +8,13 @@ with :mod:`isotropy.covariance` (participation ratio, streaming accumulator).
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
 
-from isotropy._backend import is_torch, to_output
+from isotropy._backend import is_dask, is_torch, to_output
+from isotropy._magnitude import rescaled, safe_exponent_range
 from isotropy._validation import IsotropyValueError, check_scalar, check_X
 
 __all__ = ["isoscore", "isoscore_from_covariance", "isoscore_star"]
@@ -174,9 +176,25 @@ def _eye_like(C):
     return np.eye(C.shape[0])
 
 
-def _shrunk_moments(trace_c, frob_sq_c, inner_cs, trace_s, frob_sq_s, zeta):
-    """Trace and ||·||_F² of (1 − ζ)·C + ζ·S from those of C, S and ⟨C, S⟩_F."""
-    a, b = 1.0 - zeta, zeta
+def _shrinkage_weights(zeta, exponent_c=0, exponent_s=0):
+    """Weights (a, b) ∝ ((1 − ζ)·2^(2·e_c), ζ·2^e_s), the larger one 1 when an exponent is non-zero.
+
+    Σ_ζ = (1 − ζ)·C + ζ·S with C = 4^e_c·Ĉ and S = 2^e_s·Ŝ (Ĉ, Ŝ at unit scale); the score is
+    invariant to a common factor, so a·Ĉ + b·Ŝ gives it without forming 4^e_c (which overflows
+    float64 for data beyond ~1e77). A weight far below the other underflows to 0: its term is
+    below float64's precision.
+    """
+    if exponent_c == 0 and exponent_s == 0:
+        return 1.0 - zeta, zeta
+    if zeta in (0.0, 1.0):
+        return 1.0 - zeta, zeta
+    log_a, log_b = math.log2(1.0 - zeta) + 2 * exponent_c, math.log2(zeta) + exponent_s
+    top = max(log_a, log_b)
+    return 2.0 ** (log_a - top), 2.0 ** (log_b - top)
+
+
+def _shrunk_moments(trace_c, frob_sq_c, inner_cs, trace_s, frob_sq_s, a, b):
+    """Trace and ||·||_F² of a·C + b·S from those of C, S and ⟨C, S⟩_F."""
     trace = a * trace_c + b * trace_s
     frob_sq = a * a * frob_sq_c + 2.0 * a * b * inner_cs + b * b * frob_sq_s
     return trace, frob_sq
@@ -238,8 +256,11 @@ def isoscore(X):
     >>> isoscore(X)
     0.0
     """
+    if is_dask(X):  # a dask array: computed by tiles / chunk statistics on the dask scheduler
+        from isotropy import distributed
+        return distributed.isoscore(X)
     caller = "isoscore"
-    X = check_X(X, caller=caller, min_features=2)
+    X = check_X(X, caller=caller, min_features=2, rescale=True)
     n, d = X.shape
     st = _scatter_stats(X)
     _check_variance(st.trace, n_samples=n, mean_sq_norm=st.mean_sq, eps=_eps(X), caller=caller)
@@ -300,6 +321,9 @@ def isoscore_star(X, *, shrinkage_cov=None, zeta=0.2):
     >>> round(isoscore_star(X, shrinkage_cov=np.eye(3), zeta=0.75), 6)
     0.970588
     """
+    if is_dask(X):  # a dask array: computed by tiles / chunk statistics on the dask scheduler
+        from isotropy import distributed
+        return distributed.isoscore_star(X, shrinkage_cov=shrinkage_cov, zeta=zeta)
     return _isoscore_star(X, shrinkage_cov=shrinkage_cov, zeta=zeta, caller="isoscore_star")
 
 
@@ -307,13 +331,18 @@ def _isoscore_star(X, *, shrinkage_cov, zeta, caller):
     """:func:`isoscore_star` with the public caller's name in its error messages."""
     zeta = float(check_scalar(zeta, "zeta", caller=caller, low=0.0, high=1.0))
     X = check_X(X, caller=caller, min_features=2)
+    X, exponent_c = rescaled(X, caller=caller)  # Σ_X = 4^e·Σ_X̂: weighted below, never formed
     n, d = X.shape
     st = _scatter_stats(X)
+    exponent_s = 0
     if zeta == 0.0 or shrinkage_cov is None:
         S = None
         trace_s, frob_sq_s = float(d), float(d)
     else:
         S = _check_shrinkage_cov(shrinkage_cov, d, like=X, caller=caller)
+        exponent_s = _matrix_exponent(S)
+        if exponent_s:
+            S = S * 2.0 ** -exponent_s  # exact; its factor goes into the weights
         trace_s = S.diagonal().sum() if is_torch(S) else np.trace(S)
         frob_sq_s = (S * S).sum()
     if _as_float(trace_s) <= 0.0 and zeta > 0.0:
@@ -330,8 +359,18 @@ def _isoscore_star(X, *, shrinkage_cov, zeta, caller):
         inner = (st.scatter * S).sum() / m  # <C, S>_F with C = S_X / m formed (d×d)
     else:
         inner = ((st.centred @ S) * st.centred).sum() / m  # tr(Xc S Xcᵀ) / m without forming C
-    trace, frob_sq = _shrunk_moments(trace_c, frob_sq_c, inner, trace_s, frob_sq_s, zeta)
+    weights = _shrinkage_weights(zeta, exponent_c, exponent_s)
+    trace, frob_sq = _shrunk_moments(trace_c, frob_sq_c, inner, trace_s, frob_sq_s, *weights)
     return to_output(_score_from_moments(trace, frob_sq, d), X)
+
+
+def _matrix_exponent(S) -> int:
+    """Binary exponent of max|S| when outside the safe range for its backend and dtype, else 0."""
+    top = float(S.abs().max().detach()) if is_torch(S) else float(np.abs(S).max())
+    if top == 0.0:
+        return 0
+    exponent = math.frexp(top)[1]
+    return exponent if abs(exponent) > safe_exponent_range(S) else 0
 
 
 def isoscore_from_covariance(cov, *, shrinkage_cov=None, zeta=0.0):

@@ -14,7 +14,7 @@ import numbers
 
 import numpy as np
 
-from isotropy._backend import is_torch
+from isotropy._backend import is_dask, is_torch
 from isotropy._validation import IsotropyValueError, check_option, check_scalar, check_X
 
 __all__ = ["kneighbors"]
@@ -347,6 +347,9 @@ def kneighbors(X, *, n_neighbors: int, metric: str = "euclidean", chunk_size: in
     >>> dist.ravel().tolist(), ind.ravel().tolist()
     ([1.0, 1.0, 2.0], [1, 0, 1])
     """
+    if is_dask(X):  # a dask array: computed by tiles / chunk statistics on the dask scheduler
+        from isotropy import distributed
+        return distributed.kneighbors(X, n_neighbors=n_neighbors, metric=metric, chunk_size=chunk_size)
     caller = "kneighbors"
     X = check_X(X, caller=caller)
     metric = check_option(metric, "metric", _METRICS, caller=caller)

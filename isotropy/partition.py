@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from isotropy._backend import is_torch, to_output
-from isotropy._validation import check_X
+from isotropy._backend import is_dask, is_torch, to_output
+from isotropy._magnitude import rescaled
+from isotropy._validation import IsotropyValueError, check_X
 
 __all__ = ["partition_isotropy"]
+
+
+_CHUNK_ELEMENTS = 1 << 21  # float64 entries converted at a time by the numpy path (16 MiB)
 
 
 def _logsumexp_columns(P):
@@ -17,7 +23,71 @@ def _logsumexp_columns(P):
 
         return torch.logsumexp(P, dim=0)
     top = P.max(axis=0)
-    return top + np.log(np.exp(P - top).sum(axis=0))
+    with np.errstate(over="ignore"):
+        return top + np.log(np.exp(P - top).sum(axis=0))
+
+
+def _refuse_overflow(exponent):
+    raise IsotropyValueError(
+        f"The 'X' parameter of partition_isotropy must have projections uᵀx inside float64's range. Got data at "
+        f"scale 2**{exponent} (about 1e{round(exponent * math.log10(2))}), whose projections overflow; I(W) "
+        f"depends on the scale of X, so it cannot be computed there: rescale X first.")
+
+
+def _torch_projections(X, exponent):
+    """Projections of the rows on the eigenvectors of XᵀX (X at unit scale; the ``2**exponent`` put back)."""
+    import torch
+
+    n, d = X.shape
+    if n < d:  # the rank's space: XXᵀ = W Λ Wᵀ gives X u_k = √λ_k w_k
+        lam, W = torch.linalg.eigh(X @ X.T)
+        positive = lam > 0
+        root = torch.where(positive, torch.sqrt(torch.where(positive, lam, torch.ones_like(lam))), torch.zeros_like(lam))
+        P = W * root
+    else:
+        _, U = torch.linalg.eigh(X.T @ X)
+        P = X @ U
+    half = exponent // 2
+    return P * (2.0 ** half) * (2.0 ** (exponent - half))
+
+
+def _numpy_log_z(X, exponent):
+    """log Z(±u) over the eigenvectors u of XᵀX, float64, a block of rows (or columns) at a time."""
+    n, d = X.shape
+    if n < d:  # n×n Gram; directions orthogonal to every row add Z = n (below)
+        G = np.zeros((n, n))
+        step = max(1, _CHUNK_ELEMENTS // max(n, 1))
+        for start in range(0, d, step):
+            B = X[:, start:start + step].astype(np.float64)
+            G += B @ B.T
+        lam, W = np.linalg.eigh(G)
+        with np.errstate(over="ignore"):  # checked just below
+            P = np.ldexp(W * np.sqrt(np.clip(lam, 0.0, None)), exponent)
+        if not np.isfinite(P).all():
+            _refuse_overflow(exponent)
+        return np.concatenate([_logsumexp_columns(P), _logsumexp_columns(-P)])
+    step = max(1, _CHUNK_ELEMENTS // max(d, 1))
+    A = np.zeros((d, d))
+    for start in range(0, n, step):
+        B = X[start:start + step].astype(np.float64)
+        A += B.T @ B
+    _, U = np.linalg.eigh(A)
+    U = np.hstack([U, -U])
+    top = np.full(2 * d, -np.inf)
+    total = np.zeros(2 * d)
+    step = max(1, _CHUNK_ELEMENTS // (2 * d))  # P has 2d columns
+    for start in range(0, n, step):  # streaming log-sum-exp over row blocks: no n×d matrix
+        with np.errstate(over="ignore"):  # checked just below
+            P = np.ldexp(X[start:start + step].astype(np.float64) @ U, exponent)
+        if not np.isfinite(P).all():
+            _refuse_overflow(exponent)
+        new_top = np.maximum(top, P.max(axis=0))
+        with np.errstate(over="ignore"):  # a difference below -1.8e308 is -inf: its exp is 0, as it should be
+            P -= new_top
+            np.exp(P, out=P)
+            total = total * np.exp(top - new_top) + P.sum(axis=0)
+        top = new_top
+    return top + np.log(total)
 
 
 def partition_isotropy(X):
@@ -47,7 +117,12 @@ def partition_isotropy(X):
     LAPACK routine happens to return (implementations that keep one sign per eigenvector give
     a value ≥ this one). Everything is computed in log space,
     I = exp(min_u log Z(u) − max_u log Z(u)) with a stable log-sum-exp, so vectors with large
-    norms do not overflow. Cost O(n·d² + d³).
+    norms do not overflow. When n < d, XᵀX has rank at most n: the eigenvectors with a non-zero
+    eigenvalue λ come from the n×n Gram matrix XXᵀ = WΛWᵀ (u = Xᵀw/√λ, so Xu = √λ·w), and every
+    other eigenvector is orthogonal to all rows, so Z(u) = n exactly for it. Cost
+    O(n·d·min(n, d) + min(n, d)³), memory O(min(n, d)²) besides ``X``. The eigenvectors are found
+    on ``X`` brought to unit scale by a power of two (exact), so XᵀX never overflows; a value
+    below 5e-324 underflows to 0.0, and data whose projections uᵀx overflow float64 are refused.
 
     References
     ----------
@@ -66,16 +141,24 @@ def partition_isotropy(X):
     >>> round(partition_isotropy(X + [1.0, 0.0, 0.0]), 4)   # a common direction lowers it
     0.1353
     """
+    if is_dask(X):  # a dask array: computed by tiles / chunk statistics on the dask scheduler
+        from isotropy import distributed
+        return distributed.partition_isotropy(X)
     X = check_X(X, caller="partition_isotropy", min_samples=1)
+    n, d = X.shape
+    Xs, exponent = rescaled(X, caller="partition_isotropy")  # eigenvectors at unit scale: no overflow in XᵀX
     if is_torch(X):
         import torch
 
-        _, U = torch.linalg.eigh(X.T @ X)
-        P = X @ U
+        P = _torch_projections(Xs, exponent)
+        if not bool(torch.isfinite(P.detach()).all()):
+            _refuse_overflow(exponent)
         log_z = torch.cat([_logsumexp_columns(P), _logsumexp_columns(-P)])
+        if n < d:
+            log_z = torch.cat([log_z, log_z.new_full((1,), math.log(n))])
         return log_z.min().sub(log_z.max()).exp()
-    X64 = np.asarray(X, dtype=np.float64)
-    _, U = np.linalg.eigh(X64.T @ X64)
-    P = X64 @ U
-    log_z = np.concatenate([_logsumexp_columns(P), _logsumexp_columns(-P)])
-    return to_output(np.exp(log_z.min() - log_z.max()), X)
+    log_z = _numpy_log_z(Xs, exponent)
+    if n < d:
+        log_z = np.append(log_z, math.log(n))
+    with np.errstate(over="ignore"):  # log I below -1.8e308: I = 0.0, the underflow the docstring describes
+        return to_output(np.exp(log_z.min() - log_z.max()), X)

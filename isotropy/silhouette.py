@@ -23,7 +23,7 @@ import numbers
 
 import numpy as np
 
-from isotropy._backend import is_torch
+from isotropy._backend import is_dask, is_torch
 from isotropy._silhouette_blocks import _augmented_numpy, _BlockKernel, _run_tasks
 from isotropy._validation import (
     IsotropyValueError,
@@ -46,7 +46,7 @@ _SUMS_BUDGET = 256 * 2**20  # bytes for the (n_samples, n_clusters) float64 tabl
 
 
 def _validate(X, labels, metric, chunk_size, caller):
-    X = check_X(X, caller=caller)
+    X = check_X(X, caller=caller, rescale=True)  # the silhouette is scale-invariant
     ids = check_labels(labels, n_samples=X.shape[0], caller=caller)
     check_option(metric, "metric", _METRICS, caller=caller)
     check_scalar(chunk_size, "chunk_size", caller=caller, kind=numbers.Integral, low=1, allow_none=True)
@@ -91,6 +91,7 @@ def _silhouette_numpy(X, ids, n_clusters, metric, chunk_size):
     kernel = _BlockKernel(_augmented_numpy(X, metric, dtype, order), ids[order], n_clusters, metric,
                           min(n, chunk_size or _DEFAULT_CHUNK))
     starts = range(0, n, kernel.b)
+    resolution = _resolution(kernel.R[:, -1].astype(np.float64), kernel.R.dtype, kernel.d, metric)
     s_sorted = np.empty(n, dtype=np.float64)
     if n * n_clusters * 8 <= _SUMS_BUDGET:
         tables = []
@@ -105,14 +106,14 @@ def _silhouette_numpy(X, ids, n_clusters, metric, chunk_size):
         sums = tables[0]
         for other in tables[1:]:
             sums += other
-        s_sorted = _coefficients_numpy(sums, kernel.sorted_ids, kernel.counts)
+        s_sorted = _coefficients_numpy(sums, kernel.sorted_ids, kernel.counts, resolution)
     else:
         def panel(i0, state):
             i1 = min(n, i0 + kernel.b)
             sums = np.zeros((i1 - i0, n_clusters), dtype=np.float64)
             for j0 in starts:
                 kernel.add_block(i0, j0, state, sums, symmetric=False)
-            s_sorted[i0:i1] = _coefficients_numpy(sums, kernel.sorted_ids[i0:i1], kernel.counts)
+            s_sorted[i0:i1] = _coefficients_numpy(sums, kernel.sorted_ids[i0:i1], kernel.counts, resolution[i0:i1])
 
         _run_tasks(panel, [(i0,) for i0 in starts])
     s = np.empty(n, dtype=np.float64)
@@ -164,15 +165,40 @@ def _cluster_sums_torch(X, ids, n_clusters, metric, chunk_size):
             sums[i0:i1] += D @ onehot[j0:j1]
             if j0 != i0:
                 sums[j0:j1] += D.T @ onehot[i0:i1]
-    return sums
+    return sums, R[:, d + 1].to(acc)
+
+
+def _resolution_torch(q, X, metric):
+    """:func:`_resolution` for the torch kernel (its operands are float32 unless ``X`` is float64)."""
+    import torch
+
+    dtype = np.float64 if X.dtype == torch.float64 else np.float32
+    eps = float(np.finfo(dtype).eps)
+    error = 4.0 * float(np.sqrt(X.shape[1] + 2.0)) * eps * (q + q.max())
+    return error.sqrt() if metric == "euclidean" else error
 
 
 # ----------------------------------------------------------------------------------------------
 # from the sums to the coefficients (any namespace with numpy-like semantics)
 
 
-def _coefficients_numpy(sums, ids, counts):
-    """s_i from the cluster sums of rows i (cluster ids ``ids``) and the cluster sizes."""
+def _resolution(q, dtype, d, metric):
+    """The smallest mean distance the product kernel resolves, per sample.
+
+    A distance from ``q_i + q_j - s·u_i·u_j`` carries a rounding error up to about
+    ``c·eps·(q_i + q_j)`` (``q`` the squared norms of the centred operands, ``c`` growing like
+    √d), and the euclidean distance is its square root. Below this, a distance is
+    indistinguishable from 0: a sample whose own cluster and nearest other cluster both lie
+    within it has a = b = 0, hence s = 0 (as scikit-learn gives for exact duplicates), not the
+    ±1 that rounding noise would decide.
+    """
+    eps = float(np.finfo(dtype).eps)
+    error = 4.0 * np.sqrt(d + 2.0) * eps * (q + q.max())
+    return np.sqrt(error) if metric == "euclidean" else error
+
+
+def _coefficients_numpy(sums, ids, counts, resolution):
+    """s_i from the cluster sums of rows i (cluster ids ``ids``), the cluster sizes and the kernel's resolution."""
     rows = np.arange(sums.shape[0])
     with np.errstate(divide="ignore", invalid="ignore"):
         a = sums[rows, ids] / (counts[ids] - 1.0)
@@ -180,10 +206,11 @@ def _coefficients_numpy(sums, ids, counts):
         means[rows, ids] = np.inf
         b = means.min(axis=1)
         s = (b - a) / np.maximum(a, b)
+    s[(a <= resolution) & (b <= resolution)] = 0.0  # a = b = 0 to the kernel's precision
     return np.nan_to_num(s, nan=0.0, posinf=0.0, neginf=0.0)  # singletons (a = 0/0) and a = b = 0
 
 
-def _coefficients_torch(sums, ids):
+def _coefficients_torch(sums, ids, resolution):
     import torch
 
     ids_t = torch.as_tensor(ids, device=sums.device)
@@ -194,6 +221,7 @@ def _coefficients_torch(sums, ids):
     means[rows, ids_t] = float("inf")
     b = means.min(dim=1).values
     s = (b - a) / torch.maximum(a, b)
+    s = torch.where((a <= resolution) & (b <= resolution), torch.zeros_like(s), s)  # see _resolution
     return torch.nan_to_num(s, nan=0.0, posinf=0.0, neginf=0.0)
 
 
@@ -213,8 +241,8 @@ def _silhouette(X, ids, metric, chunk_size, caller):
         try:  # TF32 / bfloat16 products would cost ~3 digits of every distance
             torch.set_float32_matmul_precision("highest")
             with torch.no_grad():
-                sums = _cluster_sums_torch(X, ids, n_clusters, metric, chunk_size)
-                s = _coefficients_torch(sums, ids)
+                sums, q = _cluster_sums_torch(X, ids, n_clusters, metric, chunk_size)
+                s = _coefficients_torch(sums, ids, _resolution_torch(q, X, metric))
         finally:
             torch.set_float32_matmul_precision(precision)
         return s
@@ -283,6 +311,9 @@ def silhouette_samples(X, labels, *, metric="euclidean", chunk_size=None):
     >>> silhouette_samples(X, [0, 0, 1, 1]).round(4)
     array([0.9002, 0.9002, 0.9002, 0.9002])
     """
+    if is_dask(X):  # a dask array: computed by tiles / chunk statistics on the dask scheduler
+        from isotropy import distributed
+        return distributed.silhouette_samples(X, labels, metric=metric, chunk_size=chunk_size)
     caller = "silhouette_samples"
     X, ids = _validate(X, labels, metric, chunk_size, caller)
     s = _silhouette(X, ids, metric, chunk_size, caller)
@@ -341,6 +372,9 @@ def silhouette_score(X, labels, *, metric="euclidean", sample_size=None, random_
     >>> round(silhouette_score(X, [0, 1, 0, 1]), 4)
     -0.4475
     """
+    if is_dask(X):  # a dask array: computed by tiles / chunk statistics on the dask scheduler
+        from isotropy import distributed
+        return distributed.silhouette_score(X, labels, metric=metric, sample_size=sample_size, random_state=random_state)
     caller = "silhouette_score"
     X, ids = _validate(X, labels, metric, None, caller)
     if sample_size is not None:

@@ -13,15 +13,15 @@ from conftest import shared_data_path
 from scipy import stats
 
 from isotropy.cli import cli
-from isotropy.experiments._results import load_config
+from isotropy.experiments._runner import execute
 from isotropy.experiments.classifier_geometry import train as train_module
+from isotropy.experiments.classifier_geometry.experiment import EXPERIMENT as CG
 from isotropy.experiments.classifier_geometry.problem import build_problem
 from isotropy.experiments.classifier_geometry.report import (
     correlations,
     curves,
     seed_frame,
 )
-from isotropy.experiments.classifier_geometry.run import run
 from isotropy.experiments.classifier_geometry.train import train_seed
 
 EXPERIMENT = "classifier-geometry"
@@ -29,20 +29,26 @@ EXPERIMENT = "classifier-geometry"
 
 def _demo(**overrides):
     """The demo setup (NRC emotion lexicon over the packaged GloVe) on its first n_items words."""
-    base = {"n_items": 600, "updates": 30, "seeds": [0, 1], "metric_interval": 10, "threads": 1}
-    return load_config(EXPERIMENT, "demo", {**base, **overrides})
+    base = {"n_items": 600, "updates": 30, "seeds": [0, 1], "metric_interval": 10}
+    return CG.config("demo", **{**base, **overrides})
+
+
+def run(config, *, results_dir, resume=False, data_dir=None):
+    """One run through the experiment contract (CPU, one thread, quiet); returns the results."""
+    return execute(CG, config, results_dir=results_dir, device="cpu", threads=1, resume=resume, data_dir=data_dir,
+                   quiet=True).results
 
 
 @pytest.fixture(scope="module")
 def small_problem():
-    return build_problem(_demo(), show_progress=False)
+    return build_problem(_demo().model_dump(), device="cpu", show_progress=False)
 
 
 # ---------------------------------------------------------------- the optimisation loop
 def test_real_run_silhouette_rises_isoscore_falls(tmp_path):
     # 2,000 NRC words, 10 emotion labels, lr 0.01 as in the demo config: the paper's effect
     config = _demo(n_items=2000, updates=60, seeds=[0], metric_interval=20)
-    result = run(config, results_dir=tmp_path, show_progress=False)
+    result = run(config, results_dir=tmp_path)
     c = pd.read_csv(tmp_path / "curves.csv")
     assert c["step"].tolist() == [0, 20, 40, 60]
     assert np.all(np.diff(c["silhouette_mean"]) > 0)
@@ -57,6 +63,10 @@ def test_real_run_silhouette_rises_isoscore_falls(tmp_path):
         assert (tmp_path / name).is_file(), name
     meta = json.loads((tmp_path / "run.json").read_text())
     assert meta["experiment"] == EXPERIMENT and meta["seeds"] == [0]
+    assert meta["status"] == "finished" and meta["ended"] >= meta["started"]
+    assert meta["results_dir"] == str(tmp_path.resolve()) and meta["device"] == "cpu" and meta["threads"] == 1
+    seed_file = json.loads((tmp_path / "seeds" / "seed_0.json").read_text())
+    assert seed_file["seed"] == 0 and seed_file["complete"] and seed_file["config_hash"] == meta["config_hash"]
     assert not list(tmp_path.rglob("*.tmp*"))
 
 
@@ -92,7 +102,7 @@ def test_sampling_draws_fresh_samples(small_problem):
 # ---------------------------------------------------------------- resumption
 def test_interrupt_after_one_seed_then_resume_gives_identical_numbers(tmp_path, monkeypatch):
     config = _demo(seeds=[0, 1], updates=10, metric_interval=5)
-    reference = run(config, results_dir=tmp_path / "ref", show_progress=False)
+    reference = run(config, results_dir=tmp_path / "ref")
 
     calls = []
     original = train_module.train_seed
@@ -108,13 +118,15 @@ def test_interrupt_after_one_seed_then_resume_gives_identical_numbers(tmp_path, 
 
     monkeypatch.setattr(train_module, "train_seed", interrupted)
     with pytest.raises(Interrupt):
-        run(config, results_dir=tmp_path / "run", show_progress=False)
+        run(config, results_dir=tmp_path / "run")
     assert calls == [0, 1]
     assert sorted(p.name for p in (tmp_path / "run" / "seeds").iterdir()) == ["seed_0.json"]
     assert not (tmp_path / "run" / "summary.json").exists()
     assert not list((tmp_path / "run").rglob("*.tmp*"))
 
-    resumed = run(config, results_dir=tmp_path / "run", resume=True, show_progress=False)
+    meta = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert meta["status"] == "failed" and "Interrupt" in meta["error"] and meta["ended"]
+    resumed = run(config, results_dir=tmp_path / "run", resume=True)
     assert calls == [0, 1, 1]  # seed 0 was kept, seed 1 ran again
     ref = pd.read_csv(tmp_path / "ref" / "metrics.csv")
     got = pd.read_csv(tmp_path / "run" / "metrics.csv")
@@ -123,14 +135,19 @@ def test_interrupt_after_one_seed_then_resume_gives_identical_numbers(tmp_path, 
 
 
 def test_resume_refuses_a_different_config(tmp_path):
-    run(_demo(seeds=[0], updates=4, metric_interval=2), results_dir=tmp_path, show_progress=False)
+    run(_demo(seeds=[0], updates=4, metric_interval=2), results_dir=tmp_path)
     with pytest.raises(ValueError, match=r"Cannot resume .*\['updates'\]"):
-        run(_demo(seeds=[0], updates=6, metric_interval=2), results_dir=tmp_path, resume=True, show_progress=False)
+        run(_demo(seeds=[0], updates=6, metric_interval=2), results_dir=tmp_path, resume=True)
 
 
-def test_interrupted_fresh_run_leaves_no_results_of_the_previous_run(tmp_path, monkeypatch):
-    run(_demo(seeds=[0], updates=4, metric_interval=2), results_dir=tmp_path, show_progress=False)
-    assert (tmp_path / "summary.json").is_file() and list((tmp_path / "figures").glob("fig2_*.png"))
+def _snapshot(directory):
+    return {p.relative_to(directory).as_posix(): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+def test_a_fresh_run_failing_before_its_first_result_leaves_the_previous_results_intact(tmp_path, monkeypatch):
+    run(_demo(seeds=[0], updates=4, metric_interval=2), results_dir=tmp_path)
+    before = _snapshot(tmp_path)
+    assert "summary.json" in before and "figures/fig2_metrics_vs_updates.png" in before
 
     class Interrupt(BaseException):
         pass
@@ -140,11 +157,9 @@ def test_interrupted_fresh_run_leaves_no_results_of_the_previous_run(tmp_path, m
 
     monkeypatch.setattr(train_module, "train_seed", interrupted)
     with pytest.raises(Interrupt):
-        run(_demo(seeds=[0], updates=6, metric_interval=2), results_dir=tmp_path, show_progress=False)
-    # run.json now describes the new config; nothing of the old run may sit beside it
-    assert json.loads((tmp_path / "run.json").read_text())["config"]["updates"] == 6
-    leftovers = [p.name for p in tmp_path.rglob("*") if p.is_file() and p.name not in ("run.json", "config.yaml")]
-    assert leftovers == []
+        run(_demo(seeds=[0], updates=6, metric_interval=2), results_dir=tmp_path)
+    assert _snapshot(tmp_path) == before  # byte for byte: run.json still describes the finished run
+    assert json.loads((tmp_path / "run.json").read_text())["status"] == "finished"
 
 
 # ---------------------------------------------------------------- report
@@ -174,7 +189,7 @@ def test_snli_problem_pairs_rows_of_distinct_sentences(monkeypatch):
         return np.arange(len(texts) * 2, dtype=np.float32).reshape(-1, 2)
 
     monkeypatch.setattr("isotropy.encoders.encode_sentences", fake_encode)
-    config = load_config(EXPERIMENT, "snli", {})
+    config = CG.config("snli").model_dump()
     problem = build_problem(config, data_dir=shared_data_path(), show_progress=False)
     assert problem.n_items == 9_842 and problem.embeddings.shape[0] == 12_982
     assert problem.index.shape == (9_842, 2)
@@ -191,26 +206,32 @@ def _invoke(args, tmp_path):
 
 
 def test_cli_runs_and_plot_redraws(tmp_path):
-    result = _invoke(["--setup", "demo", "--updates", "4", "--seeds", "0", "--metric-interval", "2",
-                      "--threads", "1"], tmp_path)
+    result = _invoke(["--setup", "demo", "--updates", "4", "--seeds", "0", "--set", "metric_interval=2",
+                      "--set", "n_items=300", "--threads", "1", "--device", "cpu"], tmp_path)
     assert result.exception is None, result.output
-    assert f"table:   {tmp_path / 'correlations.md'}" in result.output
+    assert "| lexicon | 299 | 4 | 1 |" in result.output  # the correlation table
+    assert f"figure: {tmp_path / 'figures' / 'fig2_metrics_vs_updates.png'}" in result.output
     (tmp_path / "figures" / "fig2_metrics_vs_updates.png").unlink()
-    redraw = CliRunner().invoke(cli, ["plot", str(tmp_path)], standalone_mode=False)
+    redraw = CliRunner().invoke(cli, ["plot", str(tmp_path), "--format", "png,pdf", "--dpi", "50"],
+                                standalone_mode=False)
     assert redraw.exception is None and "fig2_metrics_vs_updates.png" in redraw.output
     assert (tmp_path / "figures" / "fig2_metrics_vs_updates.png").is_file()
+    assert (tmp_path / "figures" / "fig3_isoscore_vs_silhouette.pdf").read_bytes().startswith(b"%PDF")
 
 
 @pytest.mark.parametrize("args, error, message", [
-    (["--setup", "nonsense"], "BadParameter", r"expected one of demo, glue, polarity, pos, snli, supersense, table"),
-    (["--setup", "demo", "--updates", "0"], "ValueError", r"'updates' parameter of classifier-geometry must be an int in the range \[1, inf\]. Got 0"),
-    (["--setup", "demo", "--lr", "-1"], "ValueError", r"'lr' parameter .* range \(0, inf\). Got -1.0"),
-    (["--setup", "demo", "--seeds", "1,1"], "ValueError", r"'seeds' parameter .* distinct"),
-    (["--setup", "demo", "--seeds", "a"], "BadParameter", r"comma-separated non-negative ints"),
-    (["--setup", "demo", "--device", "bogus"], "ValueError", r"'device' parameter .* Got 'bogus'"),
-    (["--setup", "demo", "--tasks", "cola"], "ValueError", r"Unknown config key 'tasks'"),
-    (["--setup", "glue", "--tasks", "stsb"], "ValueError", r"'tasks' parameter .* GLUE tasks"),
-    ([], "UsageError", r"exactly one of --setup NAME or --all"),
+    (["--setup", "nonsense"], "ConfigError", (r"neither a packaged setup \(demo, glue, polarity, pos, snli, supersense, "
+                                             r"table\) nor a path to a .yaml file")),
+    (["--updates", "0"], "ConfigError", (r"The 'updates' setting of classifier-geometry must be greater than or "
+                                        r"equal to 1. Got 0 instead.")),
+    (["--lr", "-1"], "ConfigError", r"'lr' setting .* greater than 0. Got -1 instead"),
+    (["--set", "lr=abc"], "ConfigError", r"'lr' setting .* must be a number. Got 'abc' instead"),
+    (["--seeds", "1,1"], "ConfigError", r"'seeds' setting .* distinct"),
+    (["--seeds", "a"], "BadParameter", r"comma-separated non-negative ints"),
+    (["--device", "bogus"], "ValueError", r"--device must be auto, cpu, cuda or cuda:N. Got 'bogus'"),
+    (["--set", "learning_rate=5"], "ConfigError", r"Unknown config key 'learning_rate' .* did you mean 'lr'\?"),
+    (["--set", "device=cpu"], "ConfigError", r"'device' is not a config key .* --device"),
+    (["--setup", "glue", "--set", "tasks=[stsb]"], "ValueError", r"'tasks' setting .* GLUE tasks"),
 ])
 def test_cli_rejects_bad_values(tmp_path, args, error, message):
     result = _invoke(args, tmp_path)
@@ -235,9 +256,9 @@ def test_glue_grid_runs_each_task_and_draws_figure_4(tmp_path, monkeypatch):
         return rng.normal(size=(len(texts), 8)).astype(np.float32)
 
     monkeypatch.setattr("isotropy.encoders.encode_sentences", fake_encode)
-    config = load_config(EXPERIMENT, "glue", {"tasks": ["rte", "cola"], "n_items": 80, "updates": 4, "seeds": [0, 1],
-                                              "metric_interval": 2, "sample_size": 50, "threads": 1})
-    result = run(config, results_dir=tmp_path, data_dir=shared_data_path(), show_progress=False)
+    config = CG.config("glue", tasks=["rte", "cola"], n_items=80, updates=4, seeds=[0, 1], metric_interval=2,
+                       sample_size=50)
+    result = run(config, results_dir=tmp_path, data_dir=shared_data_path())
     assert sorted(result["summary"]) == ["all-MiniLM-L6-v2/cola", "all-MiniLM-L6-v2/rte"]
     rte = result["summary"]["all-MiniLM-L6-v2/rte"]
     assert rte["data"]["n_items"] == 80 and rte["data"]["item_width"] == 2  # pairs: [sentence1; sentence2]
@@ -247,4 +268,5 @@ def test_glue_grid_runs_each_task_and_draws_figure_4(tmp_path, monkeypatch):
     assert "all-MiniLM-L6-v2/cola" in (tmp_path / "correlations.md").read_text()
     from isotropy.experiments.classifier_geometry.plot import plot_results
 
-    assert any(p.name == "fig4_glue_grid.png" for p in plot_results(tmp_path))
+    figures = plot_results(tmp_path)
+    assert "figures/fig4_glue_grid" in figures and "all-MiniLM-L6-v2/rte/figures/fig2_metrics_vs_updates" in figures

@@ -1,31 +1,128 @@
-"""Config loading and ``--set`` parsing shared by the experiment commands."""
+"""The experiment contract's configs: merge order, YAML parsing, one-line errors, the same flags everywhere."""
 
 from __future__ import annotations
 
-import click
 import pytest
 
-from isotropy.experiments._cli import parse_set_options
-from isotropy.experiments._results import load_config
+from isotropy.cli import EXPERIMENTS, load_experiment, main
+from isotropy.experiments._config import ConfigError, parse_set_options, parse_yaml_value
+
+CG = "classifier-geometry"
 
 
-def test_overrides_skip_none_but_sets_keep_null():
-    config = load_config("layer-geometry", "minilm-wikitext2", {"max_tokens": None, "seed": 7},
-                         sets={"static": None, "metrics.n_neighbors": 50})
-    assert config["max_tokens"] == 6000  # the packaged value: None means "option not given"
-    assert config["seed"] == 7
-    assert config["static"] is None  # --set static=null turns the static comparison row off
-    assert config["metrics"]["n_neighbors"] == 50
+def _cli(argv, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    out = capsys.readouterr()
+    return exit_info.value.code, out.out, out.err
 
 
-@pytest.mark.parametrize("key", ["bogus", "metrics.bogus", "seed.deeper"])
-def test_unknown_keys_are_rejected_at_every_depth(key):
-    with pytest.raises(ValueError, match=rf"Unknown config key '{key}' for layer-geometry/minilm-wikitext2"):
-        load_config("layer-geometry", "minilm-wikitext2", sets={key: 1})
+def test_merge_order_defaults_then_setup_then_user_yaml_then_set(tmp_path):
+    experiment = load_experiment("layer-geometry")
+    user = tmp_path / "mine.yaml"
+    user.write_text("max_tokens: 500\nmetrics:\n  n_neighbors: 20\n")  # partial, nested partial too
+    config = experiment.config(str(user), sets=["metrics.n_neighbors=50", "static=null"])
+    assert config.max_tokens == 500  # from the user's file
+    assert config.metrics.n_neighbors == 50  # --set wins over the file
+    assert config.metrics.k_range == [2, 15]  # untouched nested keys keep the packaged default
+    assert config.static is None  # --set KEY=null reaches the config
+    assert config.model == "all-MiniLM-L6-v2"  # everything else: the default setup
+    packaged = experiment.config("distilbert-ptb")
+    assert packaged.corpus == "ptb" and packaged.pca_layers == [1]
 
 
-def test_set_options_parse_yaml_values_and_exponent_numbers():
-    parsed = parse_set_options(["a=3e-5", "b=null", "c=first", "d=[1, 2]", "e=true"], example="x=1")
-    assert parsed == {"a": 3e-5, "b": None, "c": "first", "d": [1, 2], "e": True}
-    with pytest.raises(click.BadParameter, match=r"expected KEY=VALUE \(e.g. x=1\). Got 'novalue' instead"):
-        parse_set_options(["novalue"], example="x=1")
+@pytest.mark.parametrize("text, expected", [("1e-3", 1e-3), ("-2E+2", -200.0), ("3", 3), ("null", None),
+                                            ("[1, 2]", [1, 2]), ("first", "first"), ("true", True),
+                                            ("'1e-3'", "1e-3")])
+def test_set_values_are_yaml_with_exponent_floats(text, expected):
+    value = parse_yaml_value(text, where="--set x")
+    assert value == expected and type(value) is type(expected)
+
+
+def test_set_options_nest_dotted_keys_and_refuse_malformed_pairs():
+    assert parse_set_options(["a.b=1", "a.c=x", "d=2"], experiment="e") == {"a": {"b": 1, "c": "x"}, "d": 2}
+    for bad in ["novalue", "=3", "a..b=1"]:
+        with pytest.raises(ConfigError, match=r"--set of e expects KEY=VALUE"):
+            parse_set_options([bad], experiment="e")
+
+
+@pytest.mark.parametrize("content, message", [
+    ("updates: [1, 2\n", "is not valid YAML"),
+    ("", "is empty"),
+    ("# only a comment\n", "is empty"),
+    ("- 1\n- 2\n", "holds a list at the top level"),
+    ("x: !!python/object/apply:os.system ['true']\n", "is not valid YAML"),
+    ("updates: abc\n", "The 'updates' setting of classifier-geometry must be an integer. Got 'abc' instead."),
+    ("lr: '0.01'\n", "The 'lr' setting of classifier-geometry must be a number. Got '0.01' instead."),
+    ("lr: 1e-3\nlearning_rate: 5\n", "Unknown config key 'learning_rate' for classifier-geometry; did you mean 'lr'?"),
+    ("updatse: 5\n", "did you mean 'updates'?"),
+    ("threads: 2\n", ("'threads' is not a config key of classifier-geometry: it is chosen on the command line with "
+                     "--threads.")),
+    ("seeds: [0, true]\n", "'seeds[1]' setting"),
+    ("task: nonsense\n", "The 'task' setting of classifier-geometry must be one of polarity, snli"),
+])
+def test_every_bad_config_file_is_one_line_and_exit_2(tmp_path, capsys, content, message):
+    path = tmp_path / "bad.yaml"
+    path.write_text(content)
+    code, out, err = _cli(["run", CG, "--setup", str(path), "--results-dir", str(tmp_path / "r")], capsys)
+    assert code == 2 and out == ""
+    assert err.startswith("Error: ") and len(err.strip().splitlines()) == 1, err
+    assert message in err, err
+    assert not (tmp_path / "r").exists()  # nothing was touched
+
+
+def test_python_tags_are_never_executed(tmp_path, capsys):
+    marker = tmp_path / "pwned"
+    path = tmp_path / "evil.yaml"
+    path.write_text(f"x: !!python/object/apply:os.system ['touch {marker}']\n")
+    code, _, err = _cli(["run", CG, "--setup", str(path), "--print-config"], capsys)
+    assert code == 2 and not marker.exists()
+    code, _, err = _cli(["run", "istar", "--set", f"x=!!python/object/apply:os.system ['touch {marker}']",
+                         "--print-config"], capsys)
+    assert code == 2 and not marker.exists() and "not a valid YAML value" in err
+
+
+def test_missing_setup_file_and_unknown_setup(tmp_path, capsys):
+    code, _, err = _cli(["run", CG, "--setup", str(tmp_path / "nope.yaml")], capsys)
+    assert code == 2 and "does not exist" in err
+    code, _, err = _cli(["run", CG, "--setup", "nope"], capsys)
+    assert code == 2 and "neither a packaged setup (demo, glue, polarity" in err
+
+
+def test_print_config_shows_the_resolved_config_and_runs_nothing(tmp_path, capsys):
+    import yaml
+
+    code = None
+    try:
+        main(["run", CG, "--setup", "pos", "--set", "lr=1e-3", "--seeds", "3,4", "--results-dir", str(tmp_path / "r"),
+              "--print-config"])
+    except SystemExit as exc:
+        code = exc.code
+    assert code in (None, 0)
+    printed = yaml.safe_load(capsys.readouterr().out)
+    assert printed["task"] == "pos" and printed["lr"] == 0.001 and printed["seeds"] == [3, 4]
+    assert printed["n_items"] == 11462 and not (tmp_path / "r").exists()
+
+
+def test_every_experiment_has_the_same_flags():
+    import click
+
+    from isotropy.experiments._command import make_command
+
+    common = {"--setup", "--set", "--print-config", "--seeds", "--device", "--threads", "--resume", "--results-dir",
+              "--data-dir", "--no-plot", "--quiet"}
+    for name in EXPERIMENTS:
+        command = make_command(load_experiment(name))
+        flags = {opt for p in command.params if isinstance(p, click.Option) for opt in p.opts}
+        assert common <= flags, name
+        device = next(p for p in command.params if p.name == "device")
+        assert device.default == "auto"
+
+
+def test_every_packaged_setup_validates():
+    from isotropy.experiments._config import available_setups
+
+    for name in EXPERIMENTS:
+        experiment = load_experiment(name)
+        for setup in available_setups(name):
+            experiment.config(setup)

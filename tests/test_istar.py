@@ -16,14 +16,17 @@ import torch
 from conftest import shared_data_path
 
 from isotropy import isoscore_star
-from isotropy.experiments._results import load_config
+from isotropy.experiments._config import ConfigError
+from isotropy.experiments._runner import execute
+from isotropy.experiments.istar import train as train_module
 from isotropy.experiments.istar.data import subsample, tokenise
+from isotropy.experiments.istar.experiment import EXPERIMENT as IS
 from isotropy.experiments.istar.model import (
     SentenceClassifier,
     layer_indices,
     select_states,
 )
-from isotropy.experiments.istar.run import resolve_config, run
+from isotropy.experiments.istar.run import resolve
 from isotropy.experiments.istar.train import (
     regularised_loss,
     shrinkage_covariance,
@@ -61,8 +64,7 @@ def tiny(tiny_model_dir):
 
 
 def _config(**overrides):
-    config = load_config("istar", "sst2-cpu", overrides)
-    return resolve_config(config)
+    return resolve(IS.config("sst2-cpu", **overrides))
 
 
 def _batch(tokenizer, n=12):
@@ -161,40 +163,48 @@ def test_mean_pooling_matches_sentence_transformers():
 
 
 def _sweep_config(model_dir, **overrides):
-    base = {"model": str(model_dir), "data_dir": str(shared_data_path("glue_data").parent), "train_size": 24,
+    base = {"model": str(model_dir), "train_size": 24,
             "validation_size": 20, "batch_size": 8, "eval_batch_size": 32, "seeds": [0], "lambdas": [-3.0],
             "cosreg": False, "checkpoint_every": 1, "istar.shrinkage_sample": 16, "lr": 1e-3, "max_length": 24}
     base.update(overrides)
-    return load_config("istar", "sst2-cpu", base)
+    return IS.config("sst2-cpu", **base)
+
+
+def run(config, results_dir, *, resume=False, quiet=True):
+    """One sweep through the experiment contract on CPU, data from ../shared/data; returns the results."""
+    return execute(IS, config, results_dir=results_dir, device="cpu", resume=resume, quiet=quiet, plot=False,
+                   data_dir=shared_data_path("glue_data").parent).results
 
 
 def _strip(records):
     return [{k: v for k, v in r.items() if k != "seconds"} for r in records]
 
 
-def test_resume_after_interrupt_gives_identical_results(tiny_model_dir, tmp_path):
+def test_resume_after_interrupt_gives_identical_results(tiny_model_dir, tmp_path, monkeypatch, capsys):
     config = _sweep_config(tiny_model_dir)
-    whole = run(config, tmp_path / "whole", log=None)
+    whole = run(config, tmp_path / "whole")
+    original = train_module.train_run
+
+    def interrupted(spec, *args, **kwargs):  # mid-run, after 2 of 3 steps of the I-STAR run
+        return original(spec, *args, **kwargs, interrupt_at_step=2 if spec.run_id == "istar_-3_seed0" else None)
+
+    monkeypatch.setattr(train_module, "train_run", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        run(config, tmp_path / "cut", log=None, _interrupt=("istar_-3_seed0", 2))  # mid-run, after 2 of 3 steps
+        run(config, tmp_path / "cut")
+    monkeypatch.setattr(train_module, "train_run", original)
     assert (tmp_path / "cut" / "runs" / "base_seed0.json").is_file()
     assert not (tmp_path / "cut" / "runs" / "istar_-3_seed0.json").exists()
     assert (tmp_path / "cut" / "checkpoints" / "istar_-3_seed0.pt").is_file()
     partial = json.loads((tmp_path / "cut" / "results.json").read_text())  # tables kept up to date per run
     assert not partial["complete"] and (partial["finished_runs"], partial["planned_runs"]) == (1, 2)
     assert (tmp_path / "cut" / "results.md").read_text().startswith("Partial: 1 of 2 runs finished.")
-    with pytest.raises(FileExistsError, match="--resume"):
-        run(config, tmp_path / "cut", log=None)
-    stale = tmp_path / "stale" / "checkpoints" / "base_seed0.pt"  # an unfinished run alone also needs --resume
-    stale.parent.mkdir(parents=True)
-    stale.write_bytes(b"")
-    with pytest.raises(FileExistsError, match="0 finished and 1 unfinished"):
-        run(config, tmp_path / "stale", log=None)
-    with pytest.raises(ValueError, match="config differs"):
-        run({**config, "lr": 2e-3}, tmp_path / "cut", resume=True, log=None)
-    messages = []
-    resumed = run(config, tmp_path / "cut", resume=True, log=messages.append)
-    assert any("finished earlier" in m for m in messages) and any("resumed at step 2/3" in m for m in messages)
+    assert json.loads((tmp_path / "cut" / "run.json").read_text())["status"] == "failed"
+    with pytest.raises(ValueError, match=r"Cannot resume .*\['lr'\]"):
+        run(_sweep_config(tiny_model_dir, lr=2e-3), tmp_path / "cut", resume=True)
+    capsys.readouterr()
+    resumed = run(config, tmp_path / "cut", resume=True, quiet=False)
+    messages = capsys.readouterr().err
+    assert "finished earlier" in messages and "resumed at step 2/3" in messages
     assert _strip(resumed["runs"]) == _strip(whole["runs"]) and resumed["complete"]
     assert not (tmp_path / "cut" / "checkpoints" / "istar_-3_seed0.pt").exists()
 
@@ -205,14 +215,14 @@ def test_resume_after_interrupt_gives_identical_results(tiny_model_dir, tmp_path
     ({"seeds": []}, "'seeds'"),
     ({"lambdas": [-1, 0]}, "'lambdas'.*non-zero"),
     ({"pooling": "max"}, "'pooling'.*'max'"),
-    ({"batch_size": 0}, "'batch_size'.*positive int"),
+    ({"batch_size": 0}, "'batch_size'.*greater than or equal to 1"),
     ({"metric": "auc"}, "'metric'.*'auc'"),
     ({"checkpoint_every": -1}, "'checkpoint_every'.*Got -1"),
     ({"cosreg": "yes"}, "'cosreg'.*'yes'"),
 ])
 def test_bad_config_values_are_clear_errors(override, match):
-    with pytest.raises(ValueError, match=match):
-        resolve_config({**load_config("istar", "sst2-cpu"), **override})
+    with pytest.raises(ConfigError, match=match):
+        IS.config("sst2-cpu", **override)
 
 
 def test_bad_layers_and_task_are_clear_errors(tiny_model_dir, tmp_path):
@@ -220,15 +230,15 @@ def test_bad_layers_and_task_are_clear_errors(tiny_model_dir, tmp_path):
     with pytest.raises(ValueError, match=r"'istar.layers'.*Got \[9\]"):
         layer_indices([9], 7)
     with pytest.raises(ValueError, match="'task'.*'imdb'"):
-        run(_sweep_config(tiny_model_dir, task="imdb"), tmp_path / "x", log=None)
+        run(_sweep_config(tiny_model_dir, task="imdb"), tmp_path / "x")
 
 
 def test_cli_errors_are_one_line(tmp_path, capsys):
     from isotropy.cli import main
 
-    for argv, match in [(["--seeds", "a,b"], "--seeds"), (["--setup", "nope"], "Unknown setup 'nope'"),
-                        (["--set", "istar.zeta"], "KEY=VALUE"), (["--set", "nope=1"], "unknown config key 'nope'"),
-                        (["--set", "istar.zeta=2"], "'istar.zeta' option of istar must be a float in the range [0, 1]"),
+    for argv, match in [(["--seeds", "a,b"], "--seeds"), (["--setup", "nope"], "setup 'nope' of istar"),
+                        (["--set", "istar.zeta"], "KEY=VALUE"), (["--set", "nope=1"], "Unknown config key 'nope'"),
+                        (["--set", "istar.zeta=2"], "'istar.zeta' setting of istar must be less than or equal to 1"),
                         (["--model", str(tmp_path), "--results-dir", str(tmp_path / "r"), "--data-dir",
                           str(shared_data_path("glue_data").parent), "--train-size", "8"], "could not be loaded")]:
         with pytest.raises(SystemExit) as exc:
@@ -243,6 +253,7 @@ def test_cli_end_to_end_on_sst2(tiny_model_dir, tmp_path, capsys):
     out = tmp_path / "sweep"
     main(["run", "istar", "--model", str(tiny_model_dir), "--data-dir", str(shared_data_path("glue_data").parent),
           "--results-dir", str(out), "--train-size", "16", "--seeds", "0,1", "--lambdas", "-1,1", "--quiet",
+          "--device", "cpu",
           "--set", "validation_size=24", "--set", "batch_size=8", "--set", "istar.shrinkage_sample=8",
           "--set", "max_length=24", "--set", "checkpoint_every=0"])
     printed = capsys.readouterr().out
@@ -259,7 +270,8 @@ def test_cli_end_to_end_on_sst2(tiny_model_dir, tmp_path, capsys):
     scores = [r["score"] for r in results["runs"] if r["condition"] == "istar:-1"]
     assert row["score_mean"] == pytest.approx(np.mean(scores)) and row["score_std"] == pytest.approx(np.std(scores, ddof=1))
     meta = json.loads((out / "run.json").read_text())
-    assert meta["experiment"] == "istar" and meta["config"]["metric"] == "accuracy" and meta["seeds"] == [0, 1]
+    assert meta["experiment"] == "istar" and meta["resolved_metric"] == "accuracy" and meta["seeds"] == [0, 1]
+    assert meta["config"]["lambdas"] == [-1.0, 1.0] and meta["status"] == "finished"
     for name in ("performance_vs_isoscore_star", "twonn_dimension"):
         for ext in ("png", "svg"):
             assert (out / "figures" / f"{name}.{ext}").stat().st_size > 1000
@@ -285,14 +297,15 @@ def test_sweep_on_a_user_table_with_sentence_pairs(tiny_model_dir, tmp_path):
     train.write_text("premise,hypothesis,rel\n" + "".join(f'"{a}","{b}",{c}\n' for a, b, c in rows))
     valid = tmp_path / "valid.jsonl"  # a validation file lacking the class 'other' keeps the training ids
     valid.write_text("".join(json.dumps({"premise": a, "hypothesis": b, "rel": "same"}) + "\n" for a, b, _ in rows[1:7]))
-    config = load_config("istar", "sst2-cpu", {
-        "task": "table", "model": str(tiny_model_dir), "seeds": [0], "lambdas": [-1.0], "baseline": False,
-        "cosreg": False, "batch_size": 4, "train_size": None, "checkpoint_every": 0, "istar.shrinkage_sample": 8,
-        "table": {"train": str(train), "validation": str(valid), "text_column": "premise",
-                  "text_pair_column": "hypothesis", "label_column": "rel"}})
-    results = run(config, tmp_path / "out", log=None)
+    options = {"task": "table", "model": str(tiny_model_dir), "seeds": [0], "lambdas": [-1.0], "baseline": False,
+               "cosreg": False, "batch_size": 4, "train_size": None, "checkpoint_every": 0,
+               "istar.shrinkage_sample": 8}
+    config = IS.config("sst2-cpu", **options, table={"train": str(train), "validation": str(valid),
+                                                     "text_column": "premise", "text_pair_column": "hypothesis",
+                                                     "label_column": "rel"})
+    results = run(config, tmp_path / "out")
     (record,) = results["runs"]
     assert record["metric"] == "accuracy" and record["n_train"] == 12 and record["n_validation"] == 6
     assert record["steps"] == 3
-    with pytest.raises(ValueError, match="'table' option"):
-        run({**config, "table": {"train": str(train)}}, tmp_path / "bad", log=None)
+    with pytest.raises(ConfigError, match="lacks the required key 'table.validation'"):
+        IS.config("sst2-cpu", **options, table={"train": str(train)})

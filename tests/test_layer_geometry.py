@@ -139,7 +139,7 @@ def test_cli_end_to_end_on_a_tiny_model(tiny_bert, corpus_file, tmp_path, capsys
     from isotropy.cli import main
 
     main(["run", "layer-geometry", "--model", tiny_bert, "--corpus", str(corpus_file), "--layers", "0,2",
-          "--max-per-type", "8", "--pca-layers", "2", "--device", "cpu", "--results-dir", str(results_dir),
+          "--set", "max_per_type=8", "--set", "pca_layers=[2]", "--device", "cpu", "--results-dir", str(results_dir),
           "--quiet", "--threads", "1", "--set", "metrics.k_range=[2, 4]"])
     out = capsys.readouterr().out
     assert "| layer | n | d |" in out and f"Results in {results_dir}" in out
@@ -150,15 +150,16 @@ def test_cli_end_to_end_on_a_tiny_model(tiny_bert, corpus_file, tmp_path, capsys
     assert results["static"]["name"] == "GloVe 6B 50d" and results["static"]["d"] == 50
     run_json = json.loads((results_dir / "run.json").read_text())
     assert run_json["experiment"] == "layer-geometry" and run_json["config"]["layers"] == "0,2"
+    assert run_json["status"] == "finished" and run_json["config"]["metrics"]["k_range"] == [2, 4]
     for stem in ("layer_metrics", "pca_layer2_2d", "pca_layer2_3d"):
         for fmt in ("png", "svg"):
-            assert (results_dir / f"{stem}.{fmt}").stat().st_size > 1000
+            assert (results_dir / "figures" / f"{stem}.{fmt}").stat().st_size > 1000
     table = (results_dir / "metrics.md").read_text()
     assert table.splitlines()[4].startswith("| GloVe 6B 50d (static) | ")  # header, rule, 2 layers, static
     # the figures can be redrawn from the results directory alone
-    (results_dir / "layer_metrics.png").unlink()
+    (results_dir / "figures" / "layer_metrics.png").unlink()
     main(["plot", str(results_dir)])
-    assert (results_dir / "layer_metrics.png").is_file()
+    assert (results_dir / "figures" / "layer_metrics.png").is_file()
 
 
 def test_cli_errors(tiny_bert, corpus_file, tmp_path, capsys):
@@ -176,21 +177,28 @@ def test_cli_errors(tiny_bert, corpus_file, tmp_path, capsys):
     code, _, err = _cli([*base, "--model", tiny_bert, "--corpus", str(tmp_path / "nope.txt")], capsys)
     assert code == 2 and "nope.txt" in err and "does not exist" in err
     code, _, err = _cli([*base, "--model", tiny_bert, "--corpus", str(corpus_file), "--layers", "0,2",
-                         "--pca-layers", "1"], capsys)
+                         "--set", "pca_layers=[1]"], capsys)
     assert code == 2 and "'pca_layers'" in err and "[0, 2]" in err
-    code, _, err = _cli([*base, "--model", tiny_bert, "--corpus", str(corpus_file), "--max-tokens", "0"], capsys)
-    assert code == 2 and "--max-tokens" in err and "Got 0 instead" in err
+    code, _, err = _cli([*base, "--model", tiny_bert, "--corpus", str(corpus_file), "--set", "max_tokens=0"], capsys)
+    assert code == 2 and "'max_tokens' setting of layer-geometry" in err and "Got 0 instead" in err
+    code, _, err = _cli([*base, "--seeds", "0,1"], capsys)
+    assert code == 2 and "at most 1 seed" in err
+    assert not (tmp_path / "r").exists()  # every failure came before the results directory was made
 
 
 def test_packaged_configs_share_one_schema():
-    from isotropy.experiments._results import available_setups, load_config
+    from isotropy.experiments._config import available_setups
+    from isotropy.experiments.layer_geometry.experiment import EXPERIMENT
 
     setups = available_setups("layer-geometry")
     assert {"minilm-wikitext2", "bert-base-wikitext2", "gpt2-wikitext2", "distilbert-ptb"} <= set(setups)
-    default = load_config("layer-geometry", "minilm-wikitext2")
-    assert default["model"] == "all-MiniLM-L6-v2" and default["metrics"]["n_neighbors"] == 100
-    assert default["metrics"]["k_range"] == [2, 15] and default["metrics"]["intra_max_instances"] == 1000
-    for setup in setups:
-        config = load_config("layer-geometry", setup)
-        assert set(config) == set(default) and set(config["metrics"]) == set(default["metrics"])
-        assert config["corpus"] in ("wikitext-2", "ptb")
+    default = EXPERIMENT.config()
+    assert default.model == "all-MiniLM-L6-v2" and default.metrics.n_neighbors == 100
+    assert default.metrics.k_range == [2, 15] and default.metrics.intra_max_instances == 1000
+    for setup in setups:  # every packaged file is complete on its own: it sets every key of the schema
+        from isotropy.experiments._config import load_yaml, setup_path
+
+        raw = load_yaml(setup_path("layer-geometry", setup))
+        assert set(raw) == set(type(default).model_fields)
+        assert set(raw["metrics"]) == set(type(default.metrics).model_fields)
+        assert EXPERIMENT.config(setup).corpus in ("wikitext-2", "ptb")

@@ -12,7 +12,6 @@ from conftest import shared_data_path
 from scipy.stats import pearsonr, spearmanr
 
 from isotropy.cli import cli
-from isotropy.experiments._results import load_config
 
 
 @pytest.fixture(scope="module")
@@ -24,11 +23,13 @@ def data_root():
 
 @pytest.fixture(scope="module")
 def small_run(data_root, tmp_path_factory):
-    """One run on 60 pairs of STS-B test and SICK test (fit on self), with a two-point sweep."""
+    """One run on 60 pairs of STS-B test and SICK test (fit on self), with a two-point sweep.
+
+    The setup file is partial: it holds only what differs from the packaged defaults.
+    """
     tmp = tmp_path_factory.mktemp("sts")
-    config = load_config("sts-isotropy", "paper")
-    config.update(datasets=["STSB", "SICK"], limit=60, n_clusters=3, n_components=2,
-                  sweep={"datasets": ["STSB"], "n_clusters": [1, 2], "n_components": [0, 1]})
+    config = {"datasets": ["STSB", "SICK"], "limit": 60, "n_clusters": 3, "n_components": 2,
+                  "sweep": {"datasets": ["STSB"], "n_clusters": [1, 2], "n_components": [0, 1]}}
     setup = tmp / "small.yaml"
     setup.write_text(yaml.safe_dump(config))
     out = tmp / "results"
@@ -40,9 +41,12 @@ def small_run(data_root, tmp_path_factory):
 
 def test_run_writes_tables_figures_and_metadata(small_run):
     out, results = small_run
-    for name in ("results.md", "run.json", "config.yaml", "sts_spearman.png", "sts_spearman.svg", "sts_sweep.png"):
+    for name in ("results.md", "run.json", "config.yaml", "figures/sts_spearman.png", "figures/sts_spearman.svg",
+                 "figures/sts_sweep.png"):
         assert (out / name).is_file(), name
-    assert json.loads((out / "run.json").read_text())["experiment"] == "sts-isotropy"
+    meta = json.loads((out / "run.json").read_text())
+    assert meta["experiment"] == "sts-isotropy" and meta["status"] == "finished"
+    assert meta["config"]["limit"] == 60 and meta["config"]["methods"][0] == "Baseline"  # partial YAML merged
     assert list(results["datasets"]) == ["STSB", "SICK"]
     methods = list(results["datasets"]["STSB"]["methods"])
     assert methods == ["Baseline", "Mean", "Mean + PCA", "K-means + Mean", "GMM + Mean + PCA",
@@ -84,16 +88,38 @@ def test_baseline_and_transformed_rows_match_an_independent_computation(small_ru
 
 def test_plot_command_redraws_from_the_results_dir(small_run):
     out, _ = small_run
-    (out / "sts_sweep.png").unlink()
+    (out / "figures" / "sts_sweep.png").unlink()
     result = CliRunner().invoke(cli, ["plot", str(out)])
     assert result.exit_code == 0, result.output
-    assert (out / "sts_sweep.png").is_file()
+    assert (out / "figures" / "sts_sweep.png").is_file()
 
 
-def test_cli_rejects_unknown_dataset():
-    result = CliRunner().invoke(cli, ["run", "sts-isotropy", "--datasets", "STS99"])
-    assert result.exit_code == 2
-    assert "expected a comma-separated list from STS12" in result.output and "'STS99'" in result.output
+def test_spearman_bars_start_at_zero_and_show_negative_values(small_run, tmp_path):
+    import shutil
+
+    from isotropy.experiments.sts_isotropy.plot import plot_results
+
+    out, results = small_run
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    results["datasets"]["STSB"]["methods"]["Mean"]["all"]["spearman"] = -0.25  # a method that hurts
+    (copy / "results.json").write_text(json.dumps(results))
+    ax = plot_results(copy)["figures/sts_spearman"].axes[0]
+    low, high = ax.get_ylim()
+    heights = [patch.get_height() for patch in ax.patches]
+    assert min(heights) == pytest.approx(-25.0) and low < -25.0 and high > max(heights)
+    assert all(patch.get_y() == 0 for patch in ax.patches)  # every bar is drawn from zero
+
+
+def test_cli_rejects_unknown_dataset(capsys):
+    from isotropy.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", "sts-isotropy", "--datasets", "STS99"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and len(err.strip().splitlines()) == 1
+    assert "'datasets[0]' setting of sts-isotropy must be a non-empty list of data sets from STS12" in err
+    assert "'STS99'" in err
 
 
 def test_fit_on_separate_corpora(data_root):
@@ -143,9 +169,10 @@ def test_fit_on_a_text_file_uses_the_corpus_mean(data_root, tmp_path):
     path = tmp_path / "corpus.txt"
     path.write_text("\n".join(corpus) + "\n")
     out = tmp_path / "results"
-    result = CliRunner().invoke(cli, ["run", "sts-isotropy", "--fit-on", str(path), "--datasets", "STSB", "--limit",
-                                      "30", "--n-clusters", "2", "--n-components", "1", "--no-sweep", "--data-dir",
-                                      str(data_root), "--results-dir", str(out), "--device", "cpu", "--quiet"])
+    result = CliRunner().invoke(cli, ["run", "sts-isotropy", "--fit-on", str(path), "--datasets", "STSB", "--set",
+                                      "limit=30", "--set", "n_clusters=2", "--set", "n_components=1", "--set",
+                                      "sweep=null", "--data-dir", str(data_root), "--results-dir", str(out),
+                                      "--device", "cpu", "--quiet"])
     assert result.exit_code == 0, result.output
     results = json.loads((out / "results.json").read_text())
     assert results["fit"]["n_sentences"] == 80

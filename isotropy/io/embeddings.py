@@ -31,8 +31,16 @@ _EXPECTED = ("a 2-d array of shape (n_samples, n_features) in a .npy, .npz, .pt,
              f"or {PACKAGED_GLOVE!r}")
 
 
+class EmbeddingsReadError(IsotropyValueError):
+    """An embeddings file (or shard) that cannot be read as a finite (n_samples, n_features) array.
+
+    Raised while reading; with lazily read shards it surfaces when a metric computes, and then
+    concerns the data, not that metric (``isotropy measure`` stops with one line).
+    """
+
+
 def _fail(path, reason: str, expected: str = _EXPECTED) -> IsotropyValueError:
-    return IsotropyValueError(f"Cannot read embeddings from {str(path)!r}: {reason}; expected {expected}.")
+    return EmbeddingsReadError(f"Cannot read embeddings from {str(path)!r}: {reason}; expected {expected}.")
 
 
 def _short(exc: BaseException) -> str:
@@ -249,13 +257,24 @@ def _read_delimited(path, sep: str):
                     "rows of numbers, optionally a header and a first column of row names") from None
     names = None
     first_is_index = header and (first[0] == "" or str(df.columns[0]).startswith("Unnamed: 0"))
-    if first_is_index or not pd.api.types.is_numeric_dtype(df.iloc[:, 0]):
+    if first_is_index or _is_name_column(df.iloc[:, 0]):
         names = df.iloc[:, 0].astype(str).tolist()
         df = df.iloc[:, 1:]
     if df.shape[1] == 0:
         raise _fail(path, "there are no numeric columns", "numeric columns (the first column may hold row names)")
     _check_numeric_columns(df, path, line_offset=2 if header else 1)
     return _as_matrix(df.to_numpy(), path), names
+
+
+def _is_name_column(values) -> bool:
+    """Row names only when clearly names: most cells are not numbers (a stray word among numbers is an error)."""
+    import pandas as pd
+
+    if pd.api.types.is_numeric_dtype(values):
+        return False
+    present = values.dropna()
+    words = pd.to_numeric(present, errors="coerce").isna().sum()
+    return len(present) > 0 and 2 * int(words) > len(present)
 
 
 def _check_numeric_columns(df, path, *, line_offset: int | None) -> None:
@@ -336,11 +355,26 @@ def _has_word2vec_header(path: Path) -> bool:
 
 
 def _is_numeric_text(path: Path) -> bool:
-    """A ``.txt`` file whose first line is all numbers (e.g. ``np.savetxt``), not word vectors."""
+    """A ``.txt`` file of numbers only (e.g. ``np.savetxt``), not word vectors.
+
+    A first line of two integers is a word2vec header ``<n_words> <n_features>`` only when the
+    next line agrees with it (a word and n_features numbers): ``np.savetxt(..., fmt="%d")`` of a
+    4 x 2 matrix starts with two integers too, and its next line has two fields, not three.
+    """
     with open(path, encoding="utf-8", errors="replace") as handle:
         parts = handle.readline().split()
-    header = len(parts) == 2 and all(p.isdigit() for p in parts)  # word2vec '<n_words> <n_features>'
-    return len(parts) >= 2 and not header and all(_is_float(p) for p in parts)
+        second = handle.readline().split()
+        if len(parts) < 2 or not all(_is_float(p) for p in parts):
+            return False
+        if not (len(parts) == 2 and all(p.isdigit() for p in parts)):  # no word2vec '<n_words> <n_features>'
+            return True
+        if len(second) != int(parts[1]) + 1:
+            return True
+        if second and not all(_is_float(p) for p in second):
+            return False  # a word, then the announced number of values: word vectors
+        # numbers only, and the right width: a header only if the line count agrees too
+        n_lines = 1 + sum(1 for line in handle if line.strip())
+    return n_lines != int(parts[0])
 
 
 def _read_numeric_text(path: Path) -> np.ndarray:

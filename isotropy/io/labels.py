@@ -2,7 +2,9 @@
 
 * text (``.txt``, ``.labels``, ``.lst`` or no extension): one label per line;
 * ``.csv``/``.tsv``: one column of labels, or several 0/1 columns (a multi-label indicator matrix,
-  each distinct row one cluster); an optional header line is recognised by the row count;
+  each distinct row one cluster); an optional header line is recognised by its content (a name
+  such as ``label``, or a word above numeric labels, or a non-0/1 line above 0/1 columns), never
+  by the number of lines;
 * ``.npy``: a 1-d array of labels or a 2-d 0/1 matrix.
 """
 
@@ -36,9 +38,11 @@ def read_labels(path: str | os.PathLike, *, n_rows: int | None) -> np.ndarray:
     path : path-like
         The labels file (see the module docstring for the formats).
     n_rows : int or None
-        The number of embedding rows the labels belong to; a different count is an error.
-        In ``.csv``/``.tsv`` files a first line is taken as a header when the file has
-        ``n_rows + 1`` lines (with ``None``: when a multi-column first line is not all 0/1).
+        The number of embedding rows the labels belong to; a different count is an error
+        (``None``: no check). In ``.csv``/``.tsv`` files the first line is a header when its
+        content says so: in one column, a usual header name (``label``, ``class``, ``y``, ...)
+        that is not also a label, or a non-numeric word above integer labels; in several 0/1
+        columns, a first line that is not all 0/1. The number of lines never decides.
 
     Returns
     -------
@@ -64,15 +68,45 @@ def read_labels(path: str | os.PathLike, *, n_rows: int | None) -> np.ndarray:
     if suffix == ".npy":
         labels = _read_npy(path)
     elif suffix in (".csv", ".tsv"):
-        labels = _read_delimited(path, "\t" if suffix == ".tsv" else ",", n_rows)
+        labels = _read_delimited(path, "\t" if suffix == ".tsv" else ",")
     elif suffix in _TEXT_EXTENSIONS:
         labels = _read_text(path)
     else:
         raise _fail(path, f"unknown file extension {suffix!r}", f"one of {', '.join(LABEL_EXTENSIONS)}")
     if n_rows is not None and labels.shape[0] != n_rows:
-        raise _fail(path, f"it has {labels.shape[0]} labels but the embeddings have {n_rows} rows",
+        hint = ""
+        if suffix in (".csv", ".tsv") and labels.shape[0] == n_rows + 1 and labels.ndim == 1:
+            hint = (f" (line 1 {str(labels[0])!r} was read as a label, not a header; a header names the "
+                    f"column, e.g. 'label'; or is the last line {str(labels[-1])!r} a stray one?)")
+        raise _fail(path, f"it has {labels.shape[0]} labels but the embeddings have {n_rows} rows{hint}",
                     "one label per embedding row")
     return labels
+
+
+# first cells that name a column of labels (compared case-insensitively)
+_HEADER_NAMES = {"label", "labels", "class", "classes", "y", "target", "targets", "category", "categories",
+                 "cluster", "clusters", "group", "groups", "tag", "tags", "type", "types", "gold"}
+
+
+def _is_int(text: str) -> bool:
+    try:
+        int(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _is_header(rows, width) -> bool:
+    """Whether the first line of a label table is a header, judged from the cells only."""
+    first, rest = rows[0], rows[1:]
+    if width > 1:  # 0/1 indicator columns: a header is a first line that is not all 0/1
+        return not all(cell in ("0", "1") for cell in first)
+    cell, others = first[0], {row[0] for row in rest}
+    if cell in others:
+        return False  # the same text lower down is a label
+    if cell.strip().lower() in _HEADER_NAMES:
+        return True
+    return bool(rest) and not _is_int(cell) and all(_is_int(row[0]) for row in rest)  # a word above integers
 
 
 def _indicator(values: np.ndarray, path) -> np.ndarray:
@@ -122,7 +156,7 @@ def _read_text(path) -> np.ndarray:
     return np.asarray(lines)
 
 
-def _read_delimited(path, sep: str, n_rows) -> np.ndarray:
+def _read_delimited(path, sep: str) -> np.ndarray:
     try:
         with open(path, encoding="utf-8", newline="") as handle:
             rows = [[cell.strip() for cell in row] for row in csv.reader(handle, delimiter=sep)]
@@ -140,10 +174,7 @@ def _read_delimited(path, sep: str, n_rows) -> np.ndarray:
         raise _fail(path, f"line {line} has {len(rows[line - 1])} columns, line 1 has {len(rows[0])}",
                     "the same number of columns on every line")
     width = len(rows[0])
-    if n_rows is not None:
-        header = len(rows) == n_rows + 1
-    else:
-        header = width > 1 and not all(cell in ("0", "1") for cell in rows[0])
+    header = _is_header(rows, width)
     offset = 1 if header else 0
     table = np.asarray(rows[offset:], dtype=str).reshape(-1, width)
     if table.size and (table == "").any():

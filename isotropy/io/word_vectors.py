@@ -11,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
+from isotropy._validation import IsotropyValueError
+
 __all__ = ["read_word_vectors", "packaged_glove", "PACKAGED_GLOVE"]
 
 PACKAGED_GLOVE = "glove-6b-50d"
@@ -78,54 +80,83 @@ def read_word_vectors(path: str | os.PathLike, *, binary: bool | None = None, li
 
 
 def _read_binary(path: Path, limit, encoding):
+    """word2vec binary: a text header '<n_words> <n_features>', then per word: the word, a space and
+    n_features little-endian float32 (optionally a newline). The header must match the file: a file
+    that ends early or goes on after the last vector (a header that understates the count or the
+    dimension) is refused, never read as shifted or missing vectors."""
+    size = path.stat().st_size
     with open(path, "rb") as handle:
         header = handle.readline().split()
-        if len(header) != 2:
-            raise ValueError(f"{str(path)!r} is not a word2vec binary file: the first line must be "
+        if len(header) != 2 or not all(p.isdigit() for p in header):
+            raise IsotropyValueError(f"{str(path)!r} is not a word2vec binary file: the first line must be "
                              f"'<n_words> <n_features>'.")
         n_words, dim = int(header[0]), int(header[1])
+        if n_words < 1 or dim < 1:
+            raise IsotropyValueError(f"{str(path)!r} has the word2vec header '{n_words} {dim}'; expected at least one word "
+                             f"and one feature.")
+        row_bytes = 4 * dim
+        if handle.tell() + n_words * (row_bytes + 2) > size:  # each entry: >= 1 byte of word, a space, the vector
+            raise IsotropyValueError(f"{str(path)!r} is {size} bytes, too short for the {n_words} vectors of {dim} float32 its "
+                             f"header announces (truncated file or wrong header).")
         n = n_words if limit is None else min(limit, n_words)
         words, X = [], np.empty((n, dim), dtype=np.float32)
-        row_bytes = 4 * dim
         for i in range(n):
             chars = bytearray()
             while True:
                 ch = handle.read(1)
                 if not ch:
-                    raise ValueError(f"{str(path)!r} ends after {i} of {n_words} vectors (truncated word2vec binary).")
+                    raise IsotropyValueError(f"{str(path)!r} ends after {i} of {n_words} vectors (truncated word2vec binary).")
                 if ch == b" ":
                     break
                 if ch != b"\n":
                     chars += ch
+                if len(chars) > 1000:
+                    raise IsotropyValueError(f"{str(path)!r} has no word at vector {i} (1000 bytes without a space): the header "
+                                     f"'{n_words} {dim}' does not match the file.")
+            if not chars:
+                raise IsotropyValueError(f"{str(path)!r} has an empty word at vector {i}: the header '{n_words} {dim}' does not "
+                                 f"match the file.")
             words.append(chars.decode(encoding, errors="replace"))
             buf = handle.read(row_bytes)
             if len(buf) != row_bytes:
-                raise ValueError(f"{str(path)!r} ends inside vector {i} (truncated word2vec binary).")
+                raise IsotropyValueError(f"{str(path)!r} ends inside vector {i} (truncated word2vec binary).")
             X[i] = np.frombuffer(buf, dtype="<f4")
+        if limit is None or n == n_words:
+            rest = handle.read(64)
+            if rest.strip():
+                raise IsotropyValueError(f"{str(path)!r} goes on after the {n_words} vectors of {dim} features its header "
+                                 f"announces; the header '{n_words} {dim}' does not match the file.")
     return words, X
 
 
 def _read_text(path: Path, limit, encoding):
-    words, rows, dim = [], [], None
+    """word2vec text (header '<n_words> <n_features>', checked against the file) or GloVe (no header)."""
+    words, rows, dim, announced = [], [], None, None
     with open(path, encoding=encoding, errors="replace") as handle:
         for lineno, line in enumerate(handle, 1):
             parts = line.rstrip("\n").rstrip().split(" ")
             if lineno == 1 and len(parts) == 2 and parts[0].isdigit() and parts[1].isdigit():
-                continue  # word2vec text header
-            if len(parts) < 2:
+                announced, dim = int(parts[0]), int(parts[1])  # word2vec text header
                 continue
+            if parts == [""]:
+                continue  # a blank line
             if dim is None:
                 dim = len(parts) - 1
             if len(parts) - 1 != dim:
-                raise ValueError(f"{str(path)}:{lineno}: expected a word and {dim} numbers, got {len(parts) - 1} numbers.")
+                source = "the header says" if announced is not None else "line 1 has"
+                raise IsotropyValueError(f"{str(path)}:{lineno}: expected a word and {dim} numbers ({source} {dim}), "
+                                 f"got {len(parts) - 1} numbers.")
             words.append(parts[0])
             rows.append(parts[1:])
             if limit is not None and len(words) >= limit:
                 break
-    if not words:
-        raise ValueError(f"{str(path)!r} holds no word vectors; expected lines '<word> <x1> ... <xd>'.")
+    if not words or dim == 0:
+        raise IsotropyValueError(f"{str(path)!r} holds no word vectors; expected lines '<word> <x1> ... <xd>'.")
+    if announced is not None and len(words) != announced and (limit is None or len(words) < limit):
+        raise IsotropyValueError(f"{str(path)!r} has {len(words)} word vectors but its header announces {announced}; "
+                         f"expected a header '<n_words> <n_features>' that matches the file.")
     try:
         X = np.asarray(rows, dtype=np.float32)
     except ValueError:
-        raise ValueError(f"{str(path)!r} has a non-numeric vector entry; expected lines '<word> <x1> ... <xd>'.") from None
+        raise IsotropyValueError(f"{str(path)!r} has a non-numeric vector entry; expected lines '<word> <x1> ... <xd>'.") from None
     return words, X

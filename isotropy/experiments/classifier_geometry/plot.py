@@ -10,18 +10,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from isotropy.experiments._results import save_figure
-
 __all__ = ["plot_glue_grid", "plot_results", "plot_setup"]
 
 
-def _pyplot():
-    import matplotlib
+def _figure(**kwargs):
+    """A matplotlib Figure outside pyplot: no global state, no backend switch (a notebook shows it as is)."""
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
-    return plt
+    return Figure(layout="constrained", **kwargs)
 
 
 def _load(results_dir: Path):
@@ -44,13 +40,13 @@ def _band(ax, c, metric, color, label):
     ax.fill_between(x, mean - std, mean + std, color=color, alpha=0.25, lw=0)
 
 
-def plot_setup(results_dir) -> list[Path]:
-    """Figures 2 and 3 of one setup's results directory; returns the written paths."""
-    plt = _pyplot()
+def plot_setup(results_dir, *, prefix: str = "") -> dict:
+    """Figures 2 and 3 of one setup's results directory, keyed ``<prefix>figures/<name>``."""
     results_dir = Path(results_dir)
     c, summary = _load(results_dir)
-    paths = []
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.3), constrained_layout=True)
+    figures = {}
+    fig = _figure(figsize=(9, 3.3))
+    axes = fig.subplots(1, 2)
     for ax, metric, color, label in ((axes[0], "isoscore", "tab:blue", "IsoScore"),
                                      (axes[1], "silhouette", "tab:orange", "silhouette")):
         _band(ax, c, metric, color, label)
@@ -58,10 +54,10 @@ def plot_setup(results_dir) -> list[Path]:
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
     fig.suptitle(f"{_title(summary)}: mean ± 1 std over seeds")
-    paths += save_figure(fig, results_dir / "figures" / "fig2_metrics_vs_updates")
-    plt.close(fig)
+    figures[f"{prefix}figures/fig2_metrics_vs_updates"] = fig
 
-    fig, ax = plt.subplots(figsize=(4.6, 3.8), constrained_layout=True)
+    fig = _figure(figsize=(4.6, 3.8))
+    ax = fig.subplots()
     points = ax.scatter(c["isoscore_mean"], c["silhouette_mean"], c=c["step"], cmap="viridis", s=8)
     fig.colorbar(points, ax=ax, label="update")
     corr = summary["correlation"]["seed_means"]
@@ -70,22 +66,20 @@ def plot_setup(results_dir) -> list[Path]:
     ax.set_title(f"{summary.get('setup') or summary['data']['name']}: Pearson r = {corr['pearson_r']:.3f}, "
                  f"Spearman ρ = {corr['spearman_rho']:.3f}", fontsize=9)
     ax.grid(alpha=0.3)
-    paths += save_figure(fig, results_dir / "figures" / "fig3_isoscore_vs_silhouette")
-    plt.close(fig)
-    return paths
+    figures[f"{prefix}figures/fig3_isoscore_vs_silhouette"] = fig
+    return figures
 
 
-def plot_glue_grid(results_dir) -> list[Path]:
+def plot_glue_grid(results_dir) -> dict:
     """Figure 4: models (rows) x tasks (columns), IsoScore (left axis) and silhouette (right axis)."""
-    plt = _pyplot()
     results_dir = Path(results_dir)
     config = json.loads((results_dir / "run.json").read_text())["config"]
-    from isotropy.experiments.classifier_geometry.run import model_label
+    from isotropy.experiments.classifier_geometry.report import model_label
 
-    models = [model_label(m) for m in config["models"]]
+    models = [model_label(m) for m in (config.get("models") or [config["model"]])]
     tasks = list(config["tasks"])
-    fig, axes = plt.subplots(len(models), len(tasks), figsize=(2.6 * len(tasks), 2.2 * len(models)),
-                             squeeze=False, constrained_layout=True)
+    fig = _figure(figsize=(2.6 * len(tasks), 2.2 * len(models)))
+    axes = fig.subplots(len(models), len(tasks), squeeze=False)
     for i, model in enumerate(models):
         for j, task in enumerate(tasks):
             ax = axes[i][j]
@@ -105,20 +99,19 @@ def plot_glue_grid(results_dir) -> list[Path]:
             if i == len(models) - 1:
                 ax.set_xlabel("update", fontsize=8)
     fig.suptitle("GLUE: IsoScore (blue, left) and silhouette (orange, right), mean ± 1 std over seeds", fontsize=9)
-    paths = save_figure(fig, results_dir / "figures" / "fig4_glue_grid")
-    plt.close(fig)
-    return paths
+    return {"figures/fig4_glue_grid": fig}
 
 
-def plot_results(results_dir) -> list[Path]:
-    """Redraw every figure of a classifier-geometry results directory (a setup or the GLUE grid)."""
+def plot_results(results_dir) -> dict:
+    """Every figure of a classifier-geometry results directory (a setup or the GLUE grid), keyed by path stem."""
     results_dir = Path(results_dir)
     meta = json.loads((results_dir / "run.json").read_text())
-    if meta.get("grid"):
-        paths = []
+    if meta.get("config", {}).get("task") == "glue":
+        figures = {}
         for curves in sorted(results_dir.glob("*/*/curves.csv")):
-            paths += plot_setup(curves.parent)
-        return paths + plot_glue_grid(results_dir)
+            prefix = f"{curves.parent.relative_to(results_dir).as_posix()}/"
+            figures.update(plot_setup(curves.parent, prefix=prefix))
+        return {**figures, **plot_glue_grid(results_dir)}
     if not (results_dir / "curves.csv").is_file():
         raise FileNotFoundError(f"{results_dir} has no curves.csv: no seed has finished there yet "
                                 f"(run 'isotropy run classifier-geometry ... --resume').")

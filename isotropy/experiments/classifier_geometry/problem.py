@@ -81,11 +81,11 @@ def _load_labelled(config, data_dir) -> LabeledTexts:
     if task == "snli":
         from isotropy.datasets.snli import load_snli
 
-        return load_snli(config.get("split", "dev"), data_dir=path)
+        return load_snli(config.get("split") or "dev", data_dir=path)
     if task == "glue":
         from isotropy.datasets.glue import load_glue_task
 
-        return load_glue_task(config["glue_task"], config.get("split", "train"), data_dir=path)
+        return load_glue_task(config["glue_task"], config.get("split") or "train", data_dir=path)
     if task == "table":
         from isotropy.datasets.tables import load_table
 
@@ -135,8 +135,8 @@ def load_task_data(config, *, data_dir=None) -> tuple[LabeledTexts, tuple[list[s
     return data, vectors
 
 
-def build_problem(config, *, data_dir=None, show_progress: bool = True) -> Problem:
-    """Load the data of ``config`` and embed every distinct text (or look up every word) once."""
+def build_problem(config, *, data_dir=None, device: str | None = None, show_progress: bool = True) -> Problem:
+    """Load the data of ``config`` and embed every distinct text (or look up every word) once (on ``device``)."""
     data, vectors = load_task_data(config, data_dir=data_dir)
     texts = data.text_a + (data.text_b or [])
     unique = list(dict.fromkeys(texts))
@@ -160,7 +160,7 @@ def build_problem(config, *, data_dir=None, show_progress: bool = True) -> Probl
     else:
         from isotropy.encoders import encode_sentences
 
-        embeddings = encode_sentences(unique, model=config["model"], device=config.get("encode_device"),
+        embeddings = encode_sentences(unique, model=config["model"], device=device,
                                       show_progress=show_progress)
         source["encoder"] = {"kind": "sentence-transformers", "model": config["model"]}
     index = np.array([[row[a]] + ([row[b]] if data.text_b is not None else [])

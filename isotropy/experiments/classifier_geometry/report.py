@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 
-__all__ = ["correlation_markdown", "correlations", "curves", "seed_frame", "summarise"]
+__all__ = ["correlation_markdown", "correlations", "curves", "model_label", "seed_frame", "summarise"]
+
+
+def model_label(model: str) -> str:
+    """A short folder-safe name of a model ("all-MiniLM-L6-v2" -> "all-MiniLM-L6-v2", a path -> its name)."""
+    return Path(str(model).rstrip("/")).name or "model"
 
 
 def seed_frame(seed_records: list[dict]):
@@ -55,7 +61,7 @@ def summarise(problem_info: dict, config: dict, seed_records: list[dict]) -> dic
     metric_names = ("isoscore", "silhouette", "accuracy", "micro_f1", "loss")
     timing = {int(r["seed"]): r["timing"] for r in seed_records}
     return {
-        "setup": config.get("setup"),
+        "setup": config.get("task") if config.get("task") != "glue" else f"{config['model_label']}/{config['glue_task']}",
         "data": problem_info,
         "updates": int(config["updates"]),
         "metric_interval": int(config["metric_interval"]),

@@ -29,8 +29,8 @@ def _remap(data: LabeledTexts, names: list[str], where: str) -> LabeledTexts:
     return LabeledTexts(data.name, data.text_a, data.text_b, labels, list(names), data.source)
 
 
-def load_splits(config: dict) -> tuple[LabeledTexts, LabeledTexts]:
-    """``(train, validation)`` for ``config["task"]``: a GLUE task name, or ``"table"`` with ``config["table"]``."""
+def load_splits(config: dict, *, data_dir=None) -> tuple[LabeledTexts, LabeledTexts]:
+    """``(train, validation)`` for ``config["task"]``: a GLUE task name (under ``data_dir``), or ``"table"``."""
     task = str(config.get("task", "")).lower()
     if task == "table":
         from isotropy.datasets.tables import load_table
@@ -51,7 +51,6 @@ def load_splits(config: dict) -> tuple[LabeledTexts, LabeledTexts]:
     if task not in GLUE_TASKS:
         raise ValueError(f"The 'task' option of istar must be one of {sorted(GLUE_TASKS)} or 'table'. "
                          f"Got {config.get('task')!r} instead.")
-    data_dir = config.get("data_dir")
     return (load_glue_task(task, "train", data_dir=data_dir),
             load_glue_task(task, config.get("validation_split", "dev"), data_dir=data_dir))
 

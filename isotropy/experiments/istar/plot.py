@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from isotropy.experiments._results import save_figure
-
 __all__ = ["plot_results"]
 
 _METRIC_NAMES = {"accuracy": "accuracy", "f1": "F1", "matthews": "Matthews correlation"}
@@ -20,35 +18,29 @@ def _label(row) -> str:
     return f"λ={row['lambda']:g}"
 
 
-def plot_results(results_dir) -> list[Path]:
-    """Draw ``figures/performance_vs_isoscore_star`` and ``figures/twonn_dimension`` (PNG and SVG).
+def plot_results(results_dir) -> dict:
+    """``figures/performance_vs_isoscore_star`` and ``figures/twonn_dimension`` as matplotlib Figures.
 
     Parameters
     ----------
     results_dir : path-like
-        A directory written by ``isotropy run istar`` (holding ``results.json``).
+        A directory written by ``isotropy run istar`` (holding ``results.json``, rewritten after
+        every finished run, so an unfinished sweep can be drawn too).
 
     Returns
     -------
-    list of Path
-        The written files.
+    dict of str to matplotlib.figure.Figure
+        Keyed by the path of each figure relative to ``results_dir``, without suffix.
     """
     import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
-    from isotropy.experiments.istar.tables import collect_results
+    from matplotlib.figure import Figure
 
     results_dir = Path(results_dir)
     path = results_dir / "results.json"
-    if (results_dir / "run.json").is_file():  # refresh the tables from the per-run files (also mid-sweep)
-        results = collect_results(results_dir)
-    elif path.is_file():
-        results = json.loads(path.read_text())
-    else:
-        raise FileNotFoundError(f"{str(results_dir)!r} has neither run.json nor results.json; expected a "
-                                f"directory written by 'isotropy run istar'.")
+    if not path.is_file():
+        raise FileNotFoundError(f"{str(results_dir)!r} has no results.json: no run of the sweep has finished "
+                                f"there yet (expected a directory written by 'isotropy run istar').")
+    results = json.loads(path.read_text())
     rows = results["summary"]
     if not rows:
         raise ValueError(f"{path} holds no finished runs to plot.")
@@ -56,10 +48,8 @@ def plot_results(results_dir) -> list[Path]:
     seeds = max(r["n_seeds"] for r in rows)
     partial = "" if results.get("complete", True) else (
         f" — partial: {results['finished_runs']} of {results['planned_runs']} runs")
-    out_dir = results_dir / "figures"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    written = []
-    cmap = plt.get_cmap("coolwarm")
+    figures = {}
+    cmap = matplotlib.colormaps["coolwarm"]
     lams = [r["lambda"] for r in rows if r["method"] == "istar"]
     span = max((abs(v) for v in lams), default=1.0) or 1.0
 
@@ -71,7 +61,8 @@ def plot_results(results_dir) -> list[Path]:
         return cmap(0.5 + 0.5 * row["lambda"] / span)
 
     # Figure 5 of Rudman & Eickhoff: task performance against IsoScore* of validation representations
-    fig, ax = plt.subplots(figsize=(6.4, 4.6))
+    fig = Figure(figsize=(6.4, 4.6), layout="constrained")
+    ax = fig.subplots()
     for row in rows:
         marker = {"none": "s", "istar": "o", "cosreg": "^"}[row["method"]]
         ax.errorbar(row["isoscore_star_mean"], row["score_mean"], xerr=row["isoscore_star_std"],
@@ -83,12 +74,11 @@ def plot_results(results_dir) -> list[Path]:
                  fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, ncol=2, loc="best")
-    fig.tight_layout()
-    written += save_figure(fig, out_dir / "performance_vs_isoscore_star", bbox_inches=None)
-    plt.close(fig)
+    figures["figures/performance_vs_isoscore_star"] = fig
 
     # Figure 7: TwoNN intrinsic dimension of validation representations per condition
-    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    fig = Figure(figsize=(6.4, 4.0), layout="constrained")
+    ax = fig.subplots()
     xs = range(len(rows))
     ax.bar(xs, [r["twonn_dimension_mean"] for r in rows], yerr=[r["twonn_dimension_std"] for r in rows],
            color=[colour(r) for r in rows], capsize=3, edgecolor="black", linewidth=0.5)
@@ -97,7 +87,5 @@ def plot_results(results_dir) -> list[Path]:
     ax.set_title(f"TwoNN dimension of validation representations (mean ± std, {seeds} seeds){partial}",
                  fontsize=10)
     ax.grid(axis="y", alpha=0.3)
-    fig.tight_layout()
-    written += save_figure(fig, out_dir / "twonn_dimension", bbox_inches=None)
-    plt.close(fig)
-    return written
+    figures["figures/twonn_dimension"] = fig
+    return figures

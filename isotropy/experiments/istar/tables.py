@@ -50,23 +50,16 @@ def markdown_table(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def collect_results(results_dir, *, seconds: float | None = None) -> dict:
-    """Gather ``runs/*.json`` in the sweep's order into ``results.json`` and ``results.md``; return the dict.
+def collect_results(results_dir, *, planned: list[str], metric: str, seconds: float | None = None) -> dict:
+    """Gather ``runs/*.json`` in the sweep's order (``planned`` run ids) into ``results.json`` and ``results.md``.
 
     Works on an unfinished sweep too: ``complete`` is false and the tables cover the finished runs.
     """
     results_dir = Path(results_dir)
-    meta_path = results_dir / "run.json"
-    if not meta_path.is_file():
-        raise FileNotFoundError(f"{str(results_dir)!r} has no run.json; expected a directory written by "
-                                f"'isotropy run istar'.")
-    meta = json.loads(meta_path.read_text())
-    planned = list(meta.get("runs") or [])
     files = {p.stem: p for p in (results_dir / "runs").glob("*.json")}
-    order = planned + sorted(set(files) - set(planned))
-    records = [json.loads(files[r].read_text()) for r in order if r in files]
+    records = [json.loads(files[r].read_text()) for r in planned if r in files]
     summary = summarise(records)
-    results = {"experiment": meta.get("experiment", "istar"), "metric": meta.get("config", {}).get("metric"),
+    results = {"experiment": "istar", "metric": metric,
                "complete": all(r in files for r in planned), "finished_runs": len(records),
                "planned_runs": len(planned), "runs": records, "summary": summary}
     if seconds is not None:

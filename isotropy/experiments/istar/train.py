@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import copy
 import math
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -159,10 +158,10 @@ def _lr_lambda(total_steps: int, warmup: int):
 
 
 def _save_checkpoint(path: Path, state: dict):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    torch.save(state, tmp)
-    os.replace(tmp, path)
+    from isotropy._atomic import atomic_write
+
+    with atomic_write(path, "wb") as handle:
+        torch.save(state, handle)
 
 
 def train_run(spec: RunSpec, config: dict, encoder, n_classes: int, train, valid, *, device,

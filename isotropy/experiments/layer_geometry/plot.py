@@ -1,9 +1,10 @@
 """Figures of a layer-geometry results directory: per-layer curves and 2-D / 3-D PCA projections.
 
-``plot_results(results_dir)`` reads ``metrics.json`` and ``projection_layer<L>.npz`` and writes,
-as PNG and SVG: ``layer_metrics`` (S_inter / S_intra raw and cluster-centred, IsoScore, mean LID,
-clusters per layer, static row dashed), ``pca_layer<L>_2d`` and ``pca_layer<L>_3d`` (a sample of
-tokens coloured by K-means cluster and by log corpus frequency).
+``plot_results(results_dir)`` reads ``metrics.json`` and ``projection_layer<L>.npz`` and returns
+matplotlib Figures: ``figures/layer_metrics`` (S_inter / S_intra raw and cluster-centred, IsoScore,
+mean LID, clusters per layer, static row dotted), ``figures/pca_layer<L>_2d`` and
+``figures/pca_layer<L>_3d`` (a sample of tokens coloured by K-means cluster, a panel drawn only
+when there is more than one cluster, and by log corpus frequency).
 """
 
 from __future__ import annotations
@@ -14,10 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from isotropy.experiments._results import save_figure
-
 __all__ = ["plot_results"]
-
 
 
 def _series(rows, key):
@@ -29,13 +27,14 @@ def _static_line(ax, static, key, color):
         ax.axhline(static[key], color=color, linestyle=":", linewidth=1.2)
 
 
-def _layer_figure(results, stem: Path) -> list[Path]:
-    import matplotlib.pyplot as plt
+def _layer_figure(results):
+    from matplotlib.figure import Figure
     from matplotlib.ticker import MaxNLocator
 
     rows, static = results["layers"], results.get("static")
     layers = [r["layer"] for r in rows]
-    fig, axes = plt.subplots(1, 4, figsize=(17, 3.8))
+    fig = Figure(figsize=(17, 3.8), layout="constrained")
+    axes = fig.subplots(1, 4)
     ax = axes[0]
     for key, label, color, style in [("s_inter", "S_inter", "C0", "-"), ("s_intra", "S_intra", "C1", "-"),
                                      ("s_inter_centered", "S_inter, cluster-centred", "C0", "--"),
@@ -71,10 +70,7 @@ def _layer_figure(results, stem: Path) -> list[Path]:
     note = f" — dotted: {static['name']} (static)" if static else ""
     fig.suptitle(f"{Path(str(results['model'])).name} on {results['corpus']}: "
                  f"{results['n_tokens']:,} tokens, {results['n_types']:,} types{note}", fontsize=10)
-    fig.tight_layout()
-    paths = save_figure(fig, stem)
-    plt.close(fig)
-    return paths
+    return fig
 
 
 def _draw(ax, coords, values, kind, *, three_d: bool, fig):
@@ -105,44 +101,44 @@ def plt_colormap(name):
     return matplotlib.colormaps[name]
 
 
-def _projection_figures(results, path: Path, out_dir: Path) -> list[Path]:
-    import matplotlib.pyplot as plt
+def _projection_figures(results, path: Path) -> dict:
+    from matplotlib.figure import Figure
 
     data = np.load(path, allow_pickle=False)
     coords = data["coords"]
     layer = int(path.stem.removeprefix("projection_layer"))
     title = f"{Path(str(results['model'])).name}, layer {layer}, {len(coords):,} tokens"
-    panels = [(data["cluster"], "cluster"), (data["frequency"], "frequency")]
-    paths = []
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.8))
+    panels = [(data["frequency"], "frequency")]
+    if len(data["cluster"]) and int(data["cluster"].max()) > 0:  # k = 1: a one-colour panel says nothing
+        panels.insert(0, (data["cluster"], "cluster"))
+    else:
+        title += ", one K-means cluster"
+    figures = {}
+    fig = Figure(figsize=(5.5 * len(panels), 4.8), layout="constrained")
+    axes = fig.subplots(1, len(panels), squeeze=False)[0]
     for ax, (values, kind) in zip(axes, panels):
         _draw(ax, coords, values, kind, three_d=False, fig=fig)
     fig.suptitle(f"PCA 2-D: {title}", fontsize=10)
-    fig.tight_layout()
-    paths += save_figure(fig, out_dir / f"pca_layer{layer}_2d")
-    plt.close(fig)
+    figures[f"figures/pca_layer{layer}_2d"] = fig
     if coords.shape[1] >= 3:
-        fig = plt.figure(figsize=(12, 5.2))
+        fig = Figure(figsize=(6 * len(panels), 5.2))
         for i, (values, kind) in enumerate(panels):
-            _draw(fig.add_subplot(1, 2, i + 1, projection="3d"), coords, values, kind, three_d=True, fig=fig)
+            _draw(fig.add_subplot(1, len(panels), i + 1, projection="3d"), coords, values, kind, three_d=True,
+                  fig=fig)
         fig.suptitle(f"PCA 3-D: {title}", fontsize=10)
-        paths += save_figure(fig, out_dir / f"pca_layer{layer}_3d")
-        plt.close(fig)
-    return paths
+        figures[f"figures/pca_layer{layer}_3d"] = fig
+    return figures
 
 
-def plot_results(results_dir) -> list[Path]:
-    """Draw every figure of a layer-geometry results directory; return the written paths (PNG and SVG)."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
+def plot_results(results_dir) -> dict:
+    """Every figure of a layer-geometry results directory, keyed ``figures/<name>`` (matplotlib Figures)."""
     results_dir = Path(results_dir)
     metrics = results_dir / "metrics.json"
     if not metrics.is_file():
         raise FileNotFoundError(f"The results directory {str(results_dir)!r} has no metrics.json: expected a "
                                 f"directory written by 'isotropy run layer-geometry'.")
     results = json.loads(metrics.read_text())
-    paths = _layer_figure(results, results_dir / "layer_metrics")
+    figures = {"figures/layer_metrics": _layer_figure(results)}
     for projection in sorted(results_dir.glob("projection_layer*.npz")):
-        paths += _projection_figures(results, projection, results_dir)
-    return paths
+        figures.update(_projection_figures(results, projection))
+    return figures

@@ -1,27 +1,21 @@
 """``run(config, results_dir) -> results``: extract every layer, measure its geometry, write tables.
 
 Writes into ``results_dir``: ``metrics.json`` (all numbers, extraction counts, timings),
-``metrics.md`` (the table), ``projection_layer<L>.npz`` (PCA coordinates of a sample of tokens of
-the projected layer, their clusters and frequencies, for the figures), ``run.json`` and
-``config.yaml`` (resolved config, seeds, versions).
+``metrics.md`` (the table) and ``projection_layer<L>.npz`` (PCA coordinates of a sample of tokens of
+the projected layer, their clusters and frequencies, for the figures); the runner writes
+``run.json`` and ``config.yaml`` (resolved config, seeds, versions).
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
-from isotropy.experiments._results import (
-    atomic_write,
-    write_json,
-    write_run_metadata,
-    write_text,
-)
+from isotropy._atomic import atomic_write
+from isotropy.experiments._results import write_json, write_text
 from isotropy.experiments.layer_geometry.metrics import (
     DEFAULT_METRICS,
     METRIC_LABELS,
@@ -29,7 +23,7 @@ from isotropy.experiments.layer_geometry.metrics import (
     static_space,
 )
 
-__all__ = ["EXPERIMENT", "markdown_table", "projection_path", "run"]
+__all__ = ["EXPERIMENT", "markdown_table", "prepare", "projection_path", "report", "run"]
 
 EXPERIMENT = "layer-geometry"
 _TABLE_KEYS = ["n", "d", "n_types", *METRIC_LABELS]
@@ -88,106 +82,107 @@ def _write_projection(path: Path, X: np.ndarray, labels, frequency, words, *, ma
                             .astype(str))
 
 
-def _static_metrics(X, words, *, seed, threads, **options):
-    with threadpool_limits(limits=threads):
-        return space_metrics(X, np.arange(len(words)), seed=seed, **options)
-
-
-def run(config: dict, results_dir, *, device=None, log: Callable[[str], None] | None = None,
-        show_progress: bool = True) -> dict:
-    """Run the layer-geometry experiment described by ``config``; return (and write) the results.
-
-    ``config`` keys: ``model``, ``corpus`` (``wikitext-2``, ``ptb`` or a text file), ``split``,
-    ``data_dir``, ``layers``, ``pooling``, ``max_tokens``, ``max_per_type``, ``skip_types``,
-    ``shuffle``, ``max_length``, ``batch_size``, ``dtype``, ``device``, ``seed``, ``metrics`` (see
-    :data:`~isotropy.experiments.layer_geometry.metrics.DEFAULT_METRICS`), ``static`` (static vectors
-    for the comparison row, or null), ``static_vocabulary`` (``corpus``: every corpus word
-    type; ``kept``: the types of the kept tokens), ``pca_layers`` (layers projected for the figures; null: the
-    middle layer), ``pca_max_points``, ``threads`` (BLAS/OpenMP threads of the metrics; null: the
-    libraries' default; 1 avoids the slowdown of oversubscribed OpenMP on a busy machine).
-    """
-    from isotropy.contextual import (
-        extract_token_embeddings,
-        load_transformer,
-        n_transformer_layers,
-        parse_layers,
-    )
+def prepare(config, ctx) -> dict:
+    """Load the corpus and the transformer, check the layers: before the results directory is touched."""
+    from isotropy.contextual import load_transformer, n_transformer_layers, parse_layers
     from isotropy.datasets.corpora import load_corpus
 
-    log = log or (lambda message: None)
-    results_dir = Path(results_dir)
-    seed = int(config.get("seed", 0))
-    metric_options = {**DEFAULT_METRICS, **(config.get("metrics") or {})}
-    timings = {}
-    start = time.perf_counter()
-
-    corpus = load_corpus(config["corpus"], split=config.get("split", "validation"), data_dir=config.get("data_dir"))
-    log(f"corpus {corpus.name}: {len(corpus):,} lines, {corpus.n_words:,} words")
-    tokenizer, network, location = load_transformer(config["model"], device=device or config.get("device"))
+    config = config.model_dump() if hasattr(config, "model_dump") else dict(config)
+    corpus = load_corpus(config["corpus"], split=config["split"], data_dir=ctx.data_dir)
+    ctx.log(f"corpus {corpus.name}: {len(corpus):,} lines, {corpus.n_words:,} words")
+    tokenizer, network, location = load_transformer(config["model"], device=ctx.device)
     n_layers = n_transformer_layers(network.config)
-    layers = parse_layers(config.get("layers", "all"), n_layers)
-    pca_layers = config.get("pca_layers")
+    layers = parse_layers(config["layers"], n_layers)
+    pca_layers = config["pca_layers"]
     pca_layers = [layers[len(layers) // 2]] if pca_layers is None else pca_layers
-    pca_layers = parse_layers(pca_layers, n_layers, caller=f"{EXPERIMENT} (--pca-layers)", name="pca_layers") if pca_layers != [] else []
+    pca_layers = parse_layers(pca_layers, n_layers, caller=EXPERIMENT, name="pca_layers") if pca_layers else []
     if not set(pca_layers) <= set(layers):
         raise ValueError(f"The 'pca_layers' setting of {EXPERIMENT} must list extracted layers, here {layers}. "
                          f"Got {pca_layers!r} instead.")
+    if config["static_vocabulary"] not in ("corpus", "kept"):
+        raise ValueError(f"The 'static_vocabulary' setting of {EXPERIMENT} must be 'corpus' or 'kept'. "
+                         f"Got {config['static_vocabulary']!r} instead.")
+    return {"corpus": corpus, "tokenizer": tokenizer, "network": network, "location": location,
+            "n_layers": n_layers, "layers": layers, "pca_layers": pca_layers}
 
+
+def run(config, results_dir, ctx) -> dict:
+    """Run the layer-geometry experiment described by ``config``; return (and write) the results.
+
+    ``config`` keys (see ``isotropy/configs/layer-geometry/*.yaml``): ``model``, ``corpus``
+    (``wikitext-2``, ``ptb`` or a text file), ``split``, ``layers``, ``pooling``, ``max_tokens``,
+    ``max_per_type``, ``skip_types``, ``shuffle``, ``max_length``, ``batch_size``, ``dtype``,
+    ``seeds`` (one), ``metrics`` (see :data:`~isotropy.experiments.layer_geometry.metrics.DEFAULT_METRICS`),
+    ``static`` (static vectors for the comparison row, or null), ``static_vocabulary`` (``corpus``:
+    every corpus word type; ``kept``: the types of the kept tokens), ``pca_layers`` (layers projected
+    for the figures; null: the middle layer), ``pca_max_points``. Device, threads and the data
+    directory come from ``ctx``.
+    """
+    from isotropy.contextual import extract_token_embeddings
+
+    config = config.model_dump() if hasattr(config, "model_dump") else dict(config)
+    prepared = ctx.prepared if ctx.prepared is not None else prepare(config, ctx)
+    log = ctx.log
+    results_dir = Path(results_dir)
+    seed = int(config["seeds"][0])
+    metric_options = {**DEFAULT_METRICS, **(config.get("metrics") or {})}
+    timings = {}
+    start = time.perf_counter()
+    corpus, network, layers = prepared["corpus"], prepared["network"], prepared["layers"]
+    pca_layers = prepared["pca_layers"]
     emb = extract_token_embeddings(
-        corpus, model=config["model"], layers=layers, pooling=config.get("pooling", "first"),
-        max_tokens=config.get("max_tokens"), max_per_type=config.get("max_per_type"),
-        skip_types=config.get("skip_types") or (), shuffle=bool(config.get("shuffle", False)), random_state=seed,
-        max_length=int(config.get("max_length", 128)), batch_size=int(config.get("batch_size", 32)),
-        dtype=config.get("dtype", "float32"), show_progress=show_progress, tokenizer_and_model=(tokenizer, network))
+        corpus, model=config["model"], layers=layers, pooling=config["pooling"],
+        max_tokens=config["max_tokens"], max_per_type=config["max_per_type"],
+        skip_types=config["skip_types"] or (), shuffle=bool(config["shuffle"]), random_state=seed,
+        max_length=int(config["max_length"]), batch_size=int(config["batch_size"]),
+        dtype=config["dtype"], show_progress=ctx.show_progress, tokenizer_and_model=(prepared["tokenizer"], network))
     device_used = str(next(network.parameters()).device)
+    prepared.pop("network", None)
     del network
     timings["extraction_s"] = time.perf_counter() - start
     log(f"extracted {emb.n_tokens:,} tokens of {len(emb.types):,} types at layers {layers} "
         f"({timings['extraction_s']:.0f} s)")
 
     rows = []
-    threads = config.get("threads")
     for layer in layers:
         t = time.perf_counter()
-        with threadpool_limits(limits=threads):
-            metrics, labels = space_metrics(emb.hidden_states[layer], emb.type_ids, seed=seed, return_labels=True,
-                                            **metric_options)
+        metrics, labels = space_metrics(emb.hidden_states[layer], emb.type_ids, seed=seed, return_labels=True,
+                                        **metric_options)
         rows.append({"layer": layer, **metrics, "clusters": _cluster_summary(labels, emb.type_ids, emb.types),
                      "seconds": time.perf_counter() - t})
         log(f"layer {layer}: " + ", ".join(f"{k}={_fmt(metrics[k])}" for k in METRIC_LABELS)
             + f" ({rows[-1]['seconds']:.0f} s)")
         if layer in pca_layers:
             _write_projection(projection_path(results_dir, layer), emb.hidden_states[layer], labels,
-                              emb.token_frequency, emb.words, max_points=int(config.get("pca_max_points", 5000)),
-                              seed=seed)
+                              emb.token_frequency, emb.words, max_points=int(config["pca_max_points"]), seed=seed)
     timings["layers_s"] = sum(r["seconds"] for r in rows)
 
     static = None
     if config.get("static"):
         t = time.perf_counter()
-        skip = set(config.get("skip_types") or ())
-        vocabulary = config.get("static_vocabulary", "corpus")
-        if vocabulary not in ("corpus", "kept"):
-            raise ValueError(f"The 'static_vocabulary' setting of {EXPERIMENT} must be 'corpus' or 'kept'. "
-                             f"Got {vocabulary!r} instead.")
+        skip = set(config["skip_types"] or ())
+        vocabulary = config["static_vocabulary"]
         types = corpus.word_counts() if vocabulary == "corpus" else emb.types
         X, words = static_space([w for w in types if w not in skip], vectors=config["static"])
         static = {"name": "GloVe 6B 50d" if config["static"] == "glove-6b-50d" else str(config["static"]),
                   "vectors": str(config["static"]), "vocabulary": vocabulary,
-                  **_static_metrics(X, words, seed=seed, threads=threads, **metric_options)}
+                  **space_metrics(X, np.arange(len(words)), seed=seed, **metric_options)}
         timings["static_s"] = time.perf_counter() - t
         log(f"static {static['name']}: {len(words):,} of the corpus types; LID (cosine) {static['lid_cosine']:.2f}")
     timings["total_s"] = time.perf_counter() - start
 
     results = {
-        "experiment": EXPERIMENT, "model": str(config["model"]), "model_location": location, "device": device_used,
-        "corpus": corpus.name, "corpus_source": corpus.source, "n_layers": n_layers,
-        "pooling": emb.pooling, "n_tokens": emb.n_tokens, "n_types": len(emb.types),
+        "experiment": EXPERIMENT, "model": str(config["model"]), "model_location": prepared["location"],
+        "device": device_used, "corpus": corpus.name, "corpus_source": corpus.source,
+        "n_layers": prepared["n_layers"], "pooling": emb.pooling, "n_tokens": emb.n_tokens, "n_types": len(emb.types),
         "extraction": emb.stats, "metric_options": metric_options, "pca_layers": pca_layers,
         "layers": rows, "static": static, "timings": timings,
     }
     write_json(results_dir / "metrics.json", results)
     write_text(results_dir / "metrics.md", markdown_table(results))
-    write_run_metadata(results_dir, experiment=EXPERIMENT, config=config, seeds=[seed],
-                       extra={"runtime_s": round(timings["total_s"], 1)})
     return results
+
+
+def report(results: dict, results_dir) -> str:
+    """What the command prints: the per-layer table."""
+    return (Path(results_dir) / "metrics.md").read_text()

@@ -5,29 +5,22 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from isotropy.experiments._results import save_figure
-
 __all__ = ["plot_results"]
 
 
-def _pyplot():
+def _methods_figure(results):
     import matplotlib
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def _methods_figure(plt, results, results_dir):
     from isotropy.experiments.sts_isotropy.report import correlation
 
     agg = results["config"]["aggregate"]
     names = list(results["datasets"])
     methods = list(next(iter(results["datasets"].values()))["methods"])
-    fig, (ax, ax_iso) = plt.subplots(1, 2, figsize=(12, 4.2), gridspec_kw={"width_ratios": [2.2, 1]})
+    fig = Figure(figsize=(12, 4.2), layout="constrained")
+    ax, ax_iso = fig.subplots(1, 2, gridspec_kw={"width_ratios": [2.2, 1]})
     width = 0.8 / len(methods)
-    cmap = plt.get_cmap("tab10")
+    cmap = matplotlib.colormaps["tab10"]
     for m, method in enumerate(methods):
         ys = [100 * correlation(results["datasets"][n]["methods"][method], "spearman", agg) for n in names]
         ax.bar([i + (m - (len(methods) - 1) / 2) * width for i in range(len(names))], ys, width, label=method,
@@ -37,8 +30,10 @@ def _methods_figure(plt, results, results_dir):
         ax_iso.scatter([sum(iw) / len(iw)], [sum(iso) / len(iso)], color=cmap(m), s=40)
     ax.set_xticks(range(len(names)), names)
     ax.set_ylabel("Spearman x100")
-    low = min(100 * correlation(results["datasets"][n]["methods"][m], "spearman", agg) for n in names for m in methods)
-    ax.set_ylim(max(0, low - 10), None)
+    values = [100 * correlation(results["datasets"][n]["methods"][m], "spearman", agg) for n in names for m in methods]
+    # bars start at zero: a negative correlation is drawn below the axis, never cut off
+    ax.set_ylim(min(0.0, min(values) * 1.1), max(0.0, max(values)) * 1.08 + 1)
+    ax.axhline(0.0, color="black", linewidth=0.8)
     ax.legend(fontsize=7, ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.1))
     fit = "evaluated sentences" if results["config"]["fit_on"] == "self" else results["config"]["fit_on"]
     ax.set_title(f"{Path(str(results['config']['model'])).name}: STS with transforms fitted on {fit}", fontsize=9)
@@ -47,16 +42,16 @@ def _methods_figure(plt, results, results_dir):
     ax_iso.set_xlabel("I(W) (mean over data sets)")
     ax_iso.set_ylabel("IsoScore (mean over data sets)")
     ax_iso.set_title("isotropy after each transform", fontsize=9)
-    fig.tight_layout()
-    paths = save_figure(fig, results_dir / "sts_spearman")
-    plt.close(fig)
-    return paths
+    return fig
 
 
-def _sweep_figure(plt, results, results_dir):
+def _sweep_figure(results):
+    from matplotlib.figure import Figure
+
     sweep = results["sweep"]
     params = [p for p in ("n_clusters", "n_components") if any(s["param"] == p for s in sweep)]
-    fig, axes = plt.subplots(1, len(params), figsize=(5.2 * len(params), 3.8), squeeze=False)
+    fig = Figure(figsize=(5.2 * len(params), 3.8), layout="constrained")
+    axes = fig.subplots(1, len(params), squeeze=False)
     c = results["config"]
     for ax, param in zip(axes[0], params):
         iso_ax = ax.twinx()
@@ -75,22 +70,18 @@ def _sweep_figure(plt, results, results_dir):
         labels = ax.get_legend_handles_labels()[1] + iso_ax.get_legend_handles_labels()[1]
         ax.legend(handles, labels, fontsize=7, loc="lower right")
     fig.suptitle("K-means + Mean + PCA: choosing the number of clusters and of removed directions", fontsize=10)
-    fig.tight_layout()
-    paths = save_figure(fig, results_dir / "sts_sweep")
-    plt.close(fig)
-    return paths
+    return fig
 
 
-def plot_results(results_dir) -> list[Path]:
-    """Draw the figures of ``results_dir`` (from its ``results.json``); return the written PNG and SVG paths."""
+def plot_results(results_dir) -> dict:
+    """The figures of ``results_dir`` (from its ``results.json``), keyed ``figures/<name>``."""
     results_dir = Path(results_dir)
     path = results_dir / "results.json"
     if not path.is_file():
         raise FileNotFoundError(f"{str(path)!r} does not exist: expected the directory that 'isotropy run "
                                 f"sts-isotropy' wrote.")
     results = json.loads(path.read_text())
-    plt = _pyplot()
-    paths = _methods_figure(plt, results, results_dir)
+    figures = {"figures/sts_spearman": _methods_figure(results)}
     if results.get("sweep"):
-        paths += _sweep_figure(plt, results, results_dir)
-    return paths
+        figures["figures/sts_sweep"] = _sweep_figure(results)
+    return figures

@@ -13,18 +13,13 @@ from pathlib import Path
 
 import numpy as np
 
-from isotropy.experiments._results import write_json, write_run_metadata, write_text
+from isotropy.experiments._results import write_json, write_text
 
-__all__ = ["METHODS", "cosine_rows", "default_results_dir", "embed_texts", "fit_sentences", "make_method", "run"]
+__all__ = ["METHODS", "cosine_rows", "embed_texts", "fit_sentences", "make_method", "prepare", "report", "run"]
 
 METHODS = ("Baseline", "Mean", "Mean + PCA", "K-means + Mean", "GMM + Mean + PCA", "K-means + Mean + PCA",
            "Whitening")
 POOLINGS = ("sentence-transformers", "mean")
-
-
-def default_results_dir(config) -> Path:
-    fit = config["fit_on"] if config["fit_on"] in ("self", "stsb-train", "wikitext-2") else "corpus"
-    return Path("results") / "sts-isotropy" / f"fit-{fit}"
 
 
 def make_method(name: str, config, *, seed: int):
@@ -165,9 +160,6 @@ def _sweep(data, embeddings, X_fit, config, log) -> list[dict]:
     points = []
     sweep = config.get("sweep") or {}
     for name in sweep.get("datasets") or []:
-        if name not in data:
-            raise ValueError(f"The 'sweep.datasets' config entry {name!r} is not among the evaluated datasets "
-                             f"{list(data)}.")
         d, X = data[name], embeddings[name]
         n = len(d)
         base = X if X_fit is None else X_fit
@@ -188,34 +180,53 @@ def _sweep(data, embeddings, X_fit, config, log) -> list[dict]:
     return points
 
 
-def check_config(config) -> None:
-    if config["pooling"] not in POOLINGS:
-        raise ValueError(f"The 'pooling' option must be one of {list(POOLINGS)}. Got {config['pooling']!r} instead.")
-    if config["aggregate"] not in ("all", "wmean", "mean"):
-        raise ValueError(f"The 'aggregate' option must be one of ['all', 'wmean', 'mean']. "
-                         f"Got {config['aggregate']!r} instead.")
-    for method in config["methods"]:
-        if method not in METHODS:
-            raise ValueError(f"The 'methods' config entry must list names from {list(METHODS)}. Got {method!r} instead.")
-    if not config["datasets"]:
-        raise ValueError("The 'datasets' option must name at least one data set.")
+def _values(config) -> dict:
+    values = config.model_dump() if hasattr(config, "model_dump") else dict(config)
+    return {**values, "seed": int(values["seeds"][0]), "sweep": values.get("sweep") or {}}
 
 
-def run(config, *, results_dir, data_dir=None, device=None, progress=True, plot=True) -> dict:
-    """Run the comparison; write ``results.json``, ``results.md``, ``sweep.json``, figures and ``run.json``."""
+def _check_model(model: str) -> None:
+    import os
+
+    from isotropy.encoders import resolve_model
+
+    location = resolve_model(model)
+    offline = os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0") or os.environ.get("TRANSFORMERS_OFFLINE", "") \
+        not in ("", "0")
+    if not Path(location).is_dir() and (offline or Path(model).expanduser().is_absolute() or model.startswith(".")):
+        raise FileNotFoundError(f"The 'model' setting of sts-isotropy is {model!r}: not a local model directory "
+                                f"nor the packaged all-MiniLM-L6-v2{' (and the model hub is offline)' if offline else ''}.")
+
+
+def prepare(config, ctx) -> dict:
+    """Load the STS data sets and the fitting corpus, check the model: before the results directory is touched."""
+    values = _values(config)
+    _check_model(values["model"])
+    for name in values["sweep"].get("datasets") or []:
+        if name not in values["datasets"]:
+            raise ValueError(f"The 'sweep.datasets' setting of sts-isotropy lists {name!r}, which is not among "
+                             f"the evaluated datasets {values['datasets']}.")
+    data = _load_data(values, ctx.data_dir)
+    fit = None
+    if values["fit_on"] != "self":
+        fit = fit_sentences(values["fit_on"], data_dir=ctx.data_dir, max_sentences=values["fit_max_sentences"],
+                            seed=values["seed"])
+    return {"data": data, "fit": fit}
+
+
+def run(config, results_dir, ctx) -> dict:
+    """Run the comparison; write ``results.json`` and ``results.md`` (figures come from ``plot``)."""
     from isotropy.experiments.sts_isotropy.report import markdown_report
 
-    check_config(config)
+    config = _values(config)
     results_dir = Path(results_dir)
-    log = print if progress else (lambda *a, **k: None)
+    prepared = ctx.prepared if ctx.prepared is not None else prepare(config, ctx)
+    device, progress, log = ctx.device, ctx.show_progress, ctx.log
     started = time.perf_counter()
-    write_run_metadata(results_dir, experiment="sts-isotropy", config=config, seeds=[config["seed"]],
-                       extra={"data_dir": str(data_dir) if data_dir is not None else None, "device": device})
-    data = _load_data(config, data_dir)
+    data = prepared["data"]
     X_fit, fit_source = None, {"fit_on": "self"}
-    if config["fit_on"] != "self":
-        sentences, fit_source = fit_sentences(config["fit_on"], data_dir=data_dir,
-                                              max_sentences=config["fit_max_sentences"], seed=config["seed"])
+    if prepared["fit"] is not None:
+        sentences, fit_source = prepared["fit"]
         log(f"fitting corpus {config['fit_on']}: {len(sentences)} sentences")
         X_fit = embed_texts(sentences, config, device=device, progress=progress).astype(np.float64)
     # a separate corpus is fitted once per method (same seed, same fit) and reused for every data set
@@ -231,8 +242,9 @@ def run(config, *, results_dir, data_dir=None, device=None, progress=True, plot=
                "datasets": table, "sweep": sweep, "seconds": round(time.perf_counter() - started, 1)}
     write_json(results_dir / "results.json", results)
     write_text(results_dir / "results.md", markdown_report(results))
-    if plot:
-        from isotropy.experiments.sts_isotropy.plot import plot_results
-
-        results["figures"] = [str(p) for p in plot_results(results_dir)]
     return results
+
+
+def report(results: dict, results_dir) -> str:
+    """What the command prints: the results table."""
+    return (Path(results_dir) / "results.md").read_text()

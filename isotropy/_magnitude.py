@@ -1,0 +1,97 @@
+"""Magnitude of the data: exact power-of-two rescaling for the scale-invariant metrics.
+
+IsoScore, the participation ratio, the silhouette, the cluster indices and the intrinsic
+dimensions do not change when ``X`` is multiplied by a positive constant, but their internals
+(second moments, squared norms, Gram products, fourth moments) overflow float64 from about
+``|x| ~ 1e77`` and underflow below ``|x| ~ 1e-77``; in float32 much sooner. Multiplying ``X`` by
+``2**-e`` (``e`` the binary exponent of the largest ``|x|``) changes no significant digit of any
+normal number, so the metric computed on the rescaled data is the metric of ``X``, exactly.
+
+Data already at a safe scale are returned as they are (no copy): the common case costs one
+read of ``X`` for its minimum and maximum, which also serves the NaN/inf check.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from isotropy._backend import is_torch
+from isotropy._validation import IsotropyValueError
+
+__all__ = ["extremes", "rescaled", "safe_exponent_range", "unit_scale"]
+
+# |binary exponent| of max|x| below which the data are used as they are, by working precision.
+# float64: squares, sums of n·d squares and squared Frobenius norms (fourth powers) stay inside
+# float64 for n·d up to ~1e40. float32 numpy data are accumulated in float64 (covariance) or used
+# in float32 products of squares (silhouette, neighbours); float32 tensors keep float32 throughout,
+# including the fourth moments of the torch IsoScore path, hence the narrower range.
+_SAFE_EXPONENT = {("numpy", 8): 100, ("torch", 8): 100, ("numpy", 4): 40, ("torch", 4): 8}
+
+
+def extremes(X) -> tuple[float, float]:
+    """``(min(X), max(X))`` as Python floats (NaN when ``X`` holds a NaN); ``(0, 0)`` when empty."""
+    if is_torch(X):
+        if X.numel() == 0:
+            return 0.0, 0.0
+        import torch
+
+        low, high = torch.aminmax(X.detach())
+        return float(low), float(high)
+    if X.size == 0:
+        return 0.0, 0.0
+    return float(X.min()), float(X.max())
+
+
+def safe_exponent_range(X) -> int:
+    """The largest ``|e|`` with ``max|x| ~ 2**e`` that the metrics compute on without rescaling."""
+    itemsize = X.element_size() if is_torch(X) else X.dtype.itemsize
+    return _SAFE_EXPONENT.get(("torch" if is_torch(X) else "numpy", itemsize), 8)
+
+
+def _tiny(X) -> float:
+    if is_torch(X):
+        import torch
+
+        return float(torch.finfo(X.dtype).tiny)
+    return float(np.finfo(X.dtype).tiny)
+
+
+def rescaled(X, top: float | None = None, *, caller: str, name: str = "X"):
+    """``(X · 2**-e, e)`` with ``max|X · 2**-e|`` in [0.5, 1), or ``(X, 0)`` when ``X`` is at a safe scale.
+
+    ``top`` is ``max|X|`` when already known. The product is exact for every normal number
+    (an entry far below the largest may become subnormal, i.e. lose digits that are below
+    float64's precision relative to the largest entry anyway). Raises :class:`IsotropyValueError` when the
+    largest ``|x|`` is itself subnormal: such data carry fewer significant bits than the
+    dtype's precision, so no metric of them would mean what it says.
+    """
+    if top is None:
+        low, high = extremes(X)
+        top = max(abs(low), abs(high))
+    if top == 0.0:
+        return X, 0  # all zeros: every metric reports its own degenerate case
+    if top < _tiny(X):
+        dtype = str(X.dtype).replace("torch.", "")
+        raise IsotropyValueError(
+            f"The '{name}' parameter of {caller} must have values of normal magnitude. Got only subnormal "
+            f"{dtype} numbers (largest |x| = {top:.3g} < {_tiny(X):.3g}), which have already lost most of "
+            f"their significant digits; store the data at a larger scale (e.g. multiplied by 2**{_lift(top, X)}).")
+    exponent = math.frexp(top)[1]  # top = m * 2**exponent, 0.5 <= m < 1
+    if abs(exponent) <= safe_exponent_range(X):
+        return X, 0
+    if is_torch(X):  # two factors, each a normal number of the dtype: exact, differentiable
+        half = -exponent // 2
+        return X * (2.0 ** half) * (2.0 ** (-exponent - half)), exponent
+    return np.ldexp(X, -exponent).astype(X.dtype, copy=False), exponent
+
+
+def _lift(top: float, X) -> int:
+    """A power of two that brings ``top`` to unit scale (for the message)."""
+    return -math.frexp(top)[1]
+
+
+def unit_scale(X, top: float | None = None, *, caller: str, name: str = "X"):
+    """:func:`rescaled` without the exponent: ``X`` brought to unit scale when it must be."""
+    return rescaled(X, top, caller=caller, name=name)[0]

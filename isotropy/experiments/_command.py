@@ -1,0 +1,110 @@
+"""One click command factory: every ``isotropy run NAME`` gets the same flags (see :mod:`._runner`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from isotropy.experiments._config import available_setups
+
+__all__ = ["make_command", "parse_formats"]
+
+
+def _seeds(ctx, param, value):
+    if value is None:
+        return None
+    items = [v.strip() for v in value.split(",")]
+    try:
+        seeds = [int(v) for v in items]
+    except ValueError:
+        seeds = None
+    if not seeds or any(s < 0 for s in seeds):
+        raise click.BadParameter(f"expected comma-separated non-negative ints such as 0,1,2. Got {value!r} instead.")
+    return seeds
+
+
+def parse_formats(value: str) -> tuple[str, ...]:
+    """``png,svg,pdf`` -> ``("png", "svg", "pdf")``; each must be a format matplotlib writes."""
+    formats = tuple(v.strip().lower() for v in str(value).split(",") if v.strip())
+    allowed = ("png", "svg", "pdf", "eps", "ps", "jpg", "jpeg", "tif", "tiff", "webp")
+    bad = [f for f in formats if f not in allowed]
+    if not formats or bad:
+        raise click.BadParameter(f"expected a comma-separated list of {', '.join(allowed)}. Got {value!r} instead.",
+                                 param_hint="'--format'")
+    return formats
+
+
+def _shortcut_sets(experiment, given: dict) -> list[str]:
+    """``--model X`` -> ``model=X``; a list shortcut turns ``a,b`` into ``[a, b]`` (items parsed as YAML)."""
+    sets = []
+    for flag, key, _ in experiment.shortcuts:
+        value = given.get(_param_name(flag))
+        if value is None:
+            continue
+        if key.endswith("[]"):
+            items = [v.strip() for v in value.split(",") if v.strip()]
+            sets.append(f"{key[:-2]}=[{', '.join(items)}]")
+        else:
+            sets.append(f"{key}={value}")
+    return sets
+
+
+def _param_name(flag: str) -> str:
+    return "shortcut_" + flag.lstrip("-").replace("-", "_")
+
+
+def make_command(experiment) -> click.Command:
+    """The ``isotropy run <experiment.name>`` click command."""
+    setups = ", ".join(available_setups(experiment.name))
+
+    def callback(setup, sets, print_config, seeds, device, threads, resume, results_dir, data_dir, no_plot, quiet,
+                 **shortcuts):
+        import yaml
+
+        from isotropy.experiments._runner import execute
+
+        all_sets = [*_shortcut_sets(experiment, shortcuts), *sets]
+        if seeds is not None:
+            all_sets.append(f"seeds=[{', '.join(map(str, seeds))}]")
+        config = experiment.config(setup, sets=all_sets)
+        if print_config:
+            click.echo(yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False), nl=False)
+            return
+        outcome = execute(experiment, config, results_dir=results_dir, setup=setup, device=device, threads=threads,
+                          resume=resume, data_dir=data_dir, quiet=quiet, plot=not no_plot)
+        if experiment.report is not None and not outcome.skipped:
+            click.echo(experiment.report(outcome.results, outcome.results_dir), nl=False)
+        for path in outcome.figures:
+            click.echo(f"figure: {path}")
+        click.echo(f"Results in {outcome.results_dir}/")
+
+    params = [
+        click.Option(["--setup"], default=None, metavar="NAME|FILE.yaml",
+                     help=f"Packaged setup ({setups}; default {experiment.default_setup}) or a YAML file "
+                          f"(partial files merge over the default)."),
+        click.Option(["--set", "sets"], multiple=True, metavar="KEY=VALUE",
+                     help="Override a config value (repeatable; dotted keys; YAML values, e.g. lr=1e-3, x=null)."),
+        click.Option(["--print-config"], is_flag=True, help="Print the resolved config as YAML and exit."),
+        click.Option(["--seeds"], callback=_seeds, default=None, metavar="0,1,2",
+                     help="Comma-separated seeds (the config's 'seeds')."),
+        click.Option(["--device"], default="auto", show_default=True, metavar="auto|cpu|cuda[:N]",
+                     help="Torch device; auto = CUDA when torch sees one, else CPU."),
+        click.Option(["--threads"], type=click.IntRange(min=1), default=None,
+                     help="CPU threads for torch and BLAS during the run (restored after) [default: the libraries']."),
+        click.Option(["--resume"], is_flag=True,
+                     help="Keep the finished parts in --results-dir (same config) and run the rest."),
+        click.Option(["--results-dir"], type=click.Path(path_type=Path), default=None,
+                     help=f"Where results go [default: results/{experiment.name}/<setup>]."),
+        click.Option(["--data-dir"], type=click.Path(path_type=Path), default=None,
+                     help="Folder holding the data sets [default: $ISOTROPY_DATA, else ./data]."),
+        click.Option(["--no-plot"], is_flag=True, help="Write no figures (redraw later with 'isotropy plot DIR')."),
+        click.Option(["--quiet"], is_flag=True, help="No progress bars or messages."),
+    ]
+    for flag, key, help_text in experiment.shortcuts:
+        shown = key.removesuffix("[]")
+        params.append(click.Option([flag, _param_name(flag)], default=None,
+                                   help=f"{help_text} (same as --set {shown}=...)"))
+    return click.Command(experiment.name, callback=callback, params=params, help=experiment.help,
+                         short_help=experiment.help.split("\n")[0] if experiment.help else None)
+

@@ -1,0 +1,328 @@
+"""Experiment configs: packaged YAML defaults, then the user's partial YAML, then ``--set``; checked by pydantic.
+
+Why pydantic v2 models (and not hand-written key walking, or OmegaConf): a config is a typed,
+range-checked record. A model declares each key once with its type and bounds
+(``lr: float = Field(gt=0)``), rejects unknown keys (``extra="forbid"``) at every depth of nesting,
+and reports every failure with the key's full path, the offending value and what was expected;
+``strict=True`` refuses silent coercions (``"0.01"`` is not a number, ``true`` is not an int).
+OmegaConf would merge the files just as well, but its checks stop at types: ranges and choices
+would be hand-written again beside it.
+
+The merge, in order (each layer may be partial):
+
+1. the packaged defaults ``isotropy/configs/<experiment>/<default setup>.yaml``;
+2. the setup: a packaged name (``--setup paper``) or the user's YAML file (``--setup my.yaml``),
+   merged key by key over the defaults (nested mappings merge recursively, other values replace);
+3. ``--set KEY=VALUE`` overrides (dotted keys reach nested values; values are parsed as YAML, and
+   numbers such as ``1e-3``, which YAML 1.1 reads as strings, are floats).
+
+Every failure is a :class:`ConfigError` (a ``ValueError``) with a one-line message; the command
+line prints it as ``Error: ...`` with exit status 2.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, NonNegativeInt, ValidationError
+
+__all__ = [
+    "CONFIG_ROOT",
+    "ConfigError",
+    "ExperimentConfig",
+    "Seeds",
+    "available_setups",
+    "config_hash",
+    "expects",
+    "load_yaml",
+    "merge",
+    "parse_set_options",
+    "parse_yaml_value",
+    "resolve_config",
+    "setup_path",
+]
+
+CONFIG_ROOT = Path(__file__).resolve().parent.parent / "configs"
+# command-line flags that are not config keys: a YAML or --set naming them gets a pointer to the flag
+_CONTEXT_KEYS = {"device": "--device", "threads": "--threads", "num_threads": "--threads",
+                 "results_dir": "--results-dir", "data_dir": "--data-dir", "resume": "--resume"}
+
+
+class ConfigError(ValueError):
+    """A config that cannot be used: unreadable YAML, an unknown key, a value of the wrong type or range."""
+
+
+class ExperimentConfig(BaseModel):
+    """Base of every experiment's config model: strict types, unknown keys refused, checked on assignment."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, validate_assignment=True)
+
+
+def expects(text: str, **kwargs):
+    """``Field(...)`` whose error messages say ``must be <text>`` (for unions and lists)."""
+    return Field(json_schema_extra={"expected": text}, **kwargs)
+
+
+def _distinct(values: list) -> list:
+    if len(set(values)) != len(values):
+        raise ValueError("distinct")
+    return values
+
+
+Seeds = Annotated[list[NonNegativeInt], expects("a non-empty list of distinct non-negative ints such as [0, 1, 2]",
+                                               min_length=1), AfterValidator(_distinct)]
+
+
+# ---------------------------------------------------------------- YAML
+def _loader():
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        """SafeLoader that reads ``1e-3`` and ``5E+2`` as floats (YAML 1.1 wants a dot: ``1.0e-3``)."""
+
+    Loader.add_implicit_resolver(
+        "tag:yaml.org,2002:float",
+        re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+        list("-+0123456789"))
+    return Loader
+
+
+def parse_yaml_value(text: str, *, where: str) -> Any:
+    """Parse one YAML scalar or flow value (``3e-5``, ``null``, ``[1, 2]``); one-line error naming ``where``."""
+    import yaml
+
+    try:
+        return yaml.load(text, Loader=_loader())
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{where}: {text!r} is not a valid YAML value ({_yaml_reason(exc)}).") from None
+
+
+def _yaml_reason(exc) -> str:
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    mark = getattr(exc, "problem_mark", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    return " ".join(f"{problem}{where}".split())
+
+
+def load_yaml(path: str | Path, *, name: str = "config file") -> dict:
+    """Read a YAML mapping from ``path``; every problem (missing, malformed, empty, not a mapping, tags) is one line."""
+    import yaml
+
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"The {name} {str(path)!r} does not exist.") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"The {name} {str(path)!r} cannot be read: {exc}.") from None
+    try:
+        data = yaml.load(text, Loader=_loader())
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"The {name} {str(path)!r} is not valid YAML: {_yaml_reason(exc)}.") from None
+    if data is None:
+        raise ConfigError(f"The {name} {str(path)!r} is empty; expected a mapping of config keys to values.")
+    if not isinstance(data, dict):
+        raise ConfigError(f"The {name} {str(path)!r} holds a {type(data).__name__} at the top level; "
+                          f"expected a mapping of config keys to values.")
+    return data
+
+
+def setup_path(experiment: str, setup: str) -> Path:
+    """The YAML file of ``setup``: a packaged setup name, or a path ending in ``.yaml``/``.yml``."""
+    if str(setup).endswith((".yaml", ".yml")):
+        return Path(setup)
+    path = CONFIG_ROOT / experiment / f"{setup}.yaml"
+    if not path.is_file():
+        raise ConfigError(f"The setup {setup!r} of {experiment} is neither a packaged setup "
+                          f"({', '.join(available_setups(experiment))}) nor a path to a .yaml file.")
+    return path
+
+
+def available_setups(experiment: str) -> list[str]:
+    """Names of the packaged setups of ``experiment``."""
+    return sorted(p.stem for p in (CONFIG_ROOT / experiment).glob("*.yaml"))
+
+
+# ---------------------------------------------------------------- merging
+def merge(base: dict, update: dict) -> dict:
+    """``update`` merged over ``base``: nested mappings merge recursively, other values replace (new dict)."""
+    out = dict(base)
+    for key, value in update.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def parse_set_options(pairs, *, experiment: str) -> dict:
+    """Turn ``--set KEY=VALUE`` strings into a nested mapping (dotted keys nest); values parsed as YAML."""
+    out: dict = {}
+    for pair in pairs:
+        key, sep, text = str(pair).partition("=")
+        key = key.strip()
+        if not sep or not key or any(not part for part in key.split(".")):
+            raise ConfigError(f"--set of {experiment} expects KEY=VALUE (dotted keys for nested values, e.g. "
+                              f"--set lr=1e-3). Got {pair!r} instead.")
+        value = parse_yaml_value(text, where=f"--set {key}")
+        node = out
+        parts = key.split(".")
+        for part in parts[:-1]:
+            if not isinstance(node.get(part), dict):
+                node[part] = {}
+            node = node[part]
+        node[parts[-1]] = value
+    return out
+
+
+# ---------------------------------------------------------------- validation
+def _field_names(model: type[BaseModel], path: tuple) -> list[str] | None:
+    """The keys allowed at ``path`` of ``model`` (None when that place is not a sub-model)."""
+    node = model
+    for part in path:
+        if not isinstance(part, str) or node is None:
+            return None
+        info = node.model_fields.get(part)
+        annotation = getattr(info, "annotation", None)
+        node = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+    return list(node.model_fields) if node is not None else None
+
+
+def _data_path(loc: tuple, data: Any) -> tuple:
+    """The part of a pydantic error location that names keys of the input (drops union-member tags)."""
+    path, node = [], data
+    for part in loc:
+        if isinstance(node, dict) and isinstance(part, str):
+            path.append(part)
+            node = node.get(part)  # None for a missing or an unknown key
+        elif isinstance(node, list) and isinstance(part, int):
+            path.append(part)
+            node = node[part] if 0 <= part < len(node) else None
+        # otherwise the part tags a member of a union type ("int", "list[int]"): not a key of the input
+    return tuple(path)
+
+
+def _dotted(path: tuple) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _expected(model: type[BaseModel], path: tuple) -> str | None:
+    """A field's own wording of what it accepts (``Field(description=...)`` starting with 'expected: ')."""
+    node, info = model, None
+    for part in path:
+        if isinstance(part, int) or node is None:
+            break
+        info = node.model_fields.get(part)
+        annotation = getattr(info, "annotation", None)
+        node = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+    extra = getattr(info, "json_schema_extra", None)
+    return extra.get("expected") if isinstance(extra, dict) else None
+
+
+def _suggest(name: str, known: list[str]) -> list[str]:
+    """The closest known key (difflib), or one whose letters are the initials of ``name`` (learning_rate -> lr)."""
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    if close:
+        return close
+    initials = "".join(part[:1] for part in re.split(r"[_\-.]+", name.lower()) if part)
+    return [k for k in known if len(initials) > 1 and k.lower() == initials][:1]
+
+
+def _format_errors(exc: ValidationError, model: type[BaseModel], data: dict, *, experiment: str) -> str:
+    grouped: dict[tuple, list[dict]] = {}
+    for error in exc.errors(include_url=False):
+        grouped.setdefault(_data_path(error["loc"], data), []).append(error)
+    messages = []
+    for path, errors in grouped.items():
+        key = _dotted(path) or "config"
+        kinds = {e["type"] for e in errors}
+        if "extra_forbidden" in kinds:
+            name = path[-1] if path else "?"
+            known = _field_names(model, path[:-1]) or []
+            if name in _CONTEXT_KEYS and len(path) == 1:
+                messages.append(f"'{key}' is not a config key of {experiment}: it is chosen on the command line "
+                                f"with {_CONTEXT_KEYS[name]}.")
+                continue
+            close = _suggest(str(name), known)
+            hint = f"; did you mean '{close[0]}'?" if close else f"; expected one of {', '.join(known)}."
+            messages.append(f"Unknown config key '{key}' for {experiment}{hint}")
+            continue
+        if "missing" in kinds:
+            messages.append(f"The config of {experiment} lacks the required key '{key}'.")
+            continue
+        expected = _expected(model, path)
+        if expected is None:
+            parts = []
+            for e in errors:
+                msg = e["msg"]
+                msg = re.sub(r"^(Input should be|Value error,|Assertion failed,)\s*", "", msg)
+                msg = re.sub(r"^a valid (\w)", lambda m: ("an " if m.group(1) in "aeiou" else "a ") + m.group(1), msg)
+                if msg not in parts:
+                    parts.append(msg)
+            expected = " or ".join(parts)
+        value = errors[0].get("input")
+        messages.append(f"The '{key}' setting of {experiment} must be {expected}. Got {value!r} instead.")
+    return " ".join(messages)
+
+
+def resolve_config(model: type[BaseModel], *, experiment: str, setup: str | None = None,
+                   default_setup: str | None = None, sets=(), overrides: dict | None = None) -> BaseModel:
+    """Merge the layers (packaged defaults, ``setup``, ``overrides``, ``--set`` strings) and validate them.
+
+    Parameters
+    ----------
+    model : pydantic model class
+        The experiment's config schema.
+    experiment : str
+        Its name (the folder under ``isotropy/configs``; used in messages).
+    setup : str, optional
+        A packaged setup name or a path to a user's (partial) YAML file; default ``default_setup``.
+    default_setup : str, optional
+        The packaged setup whose values are the defaults under every other setup.
+    sets : iterable of str
+        ``KEY=VALUE`` strings (``--set``).
+    overrides : dict, optional
+        Values already parsed (nested mappings), applied after the setup and before ``sets``.
+
+    Returns
+    -------
+    ExperimentConfig
+        The validated config.
+    """
+    layers = []
+    if default_setup is not None:
+        layers.append(load_yaml(setup_path(experiment, default_setup), name=f"packaged setup {default_setup!r}"))
+    if setup is not None and setup != default_setup:
+        path = setup_path(experiment, setup)
+        layers.append(load_yaml(path, name="config file" if str(setup).endswith((".yaml", ".yml"))
+                                else f"packaged setup {setup!r}"))
+    if overrides:
+        layers.append(overrides)
+    layers.append(parse_set_options(sets, experiment=experiment))
+    data: dict = {}
+    for layer in layers:
+        data = merge(data, layer)
+    return validate(model, data, experiment=experiment)
+
+
+def validate(model: type[BaseModel], data: dict, *, experiment: str) -> BaseModel:
+    """``model(**data)``, every failure turned into one :class:`ConfigError` line."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_format_errors(exc, model, data, experiment=experiment)) from None
+
+
+def config_hash(values: dict, *, ignore=()) -> str:
+    """A short SHA-256 of the config values (canonical JSON), leaving out the keys in ``ignore``."""
+    kept = {k: v for k, v in values.items() if k not in set(ignore)}
+    text = json.dumps(kept, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]

@@ -1,0 +1,151 @@
+"""The run context handed to every experiment: device, threads, data directory, resume, logging, progress.
+
+An experiment never reads flags or environment variables itself; it asks its context:
+
+- ``ctx.device``: the torch device string, from ``--device auto|cpu|cuda[:N]`` (``auto``: CUDA when
+  torch sees one, else CPU; the same rule for every experiment);
+- ``ctx.threads``: CPU threads for torch and the BLAS/OpenMP pools while the run lasts (restored after);
+- ``ctx.data_dir``: where data sets live (``--data-dir``, else ``$ISOTROPY_DATA``, else ``./data``);
+- ``ctx.resume``: keep finished parts; ``ctx.read_part`` / ``ctx.write_part`` store one finished part
+  (a seed, a run of a sweep) with its seed, the config hash and a completeness mark, and refuse a
+  part file that is foreign, duplicated or incomplete;
+- ``ctx.log`` and ``ctx.progress``: messages on stderr and tqdm bars, both silent with ``--quiet``;
+- ``ctx.prepared``: what the experiment's ``prepare`` loaded (model, data) before the results
+  directory was touched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from isotropy.datasets._paths import data_dir as resolve_data_dir
+
+__all__ = ["RunContext", "resolve_device", "thread_limits"]
+
+
+def resolve_device(device: str | None) -> str:
+    """``auto`` (or None): ``cuda`` when torch sees a GPU, else ``cpu``; ``cpu``, ``cuda``, ``cuda:N`` checked."""
+    import torch
+
+    text = "auto" if device is None else str(device).strip()
+    if text == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    try:
+        parsed = torch.device(text)
+    except (RuntimeError, TypeError, ValueError):
+        parsed = None
+    if parsed is None or parsed.type not in ("cpu", "cuda") or (parsed.type == "cpu" and parsed.index):
+        raise ValueError(f"--device must be auto, cpu, cuda or cuda:N. Got {text!r} instead.")
+    if parsed.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError(f"--device is {text!r}, but torch sees no CUDA device here; use --device cpu or auto.")
+        count = torch.cuda.device_count()
+        if parsed.index is not None and parsed.index >= count:
+            raise ValueError(f"--device is {text!r}, but torch sees {count} CUDA device(s) (cuda:0 to "
+                             f"cuda:{count - 1}).")
+    return str(parsed)
+
+
+@contextlib.contextmanager
+def thread_limits(threads: int | None):
+    """Limit torch's intra-op threads and the BLAS/OpenMP pools to ``threads`` inside the block; restore after."""
+    if threads is None:
+        yield
+        return
+    import sys
+
+    from threadpoolctl import threadpool_limits
+
+    torch = sys.modules.get("torch")
+    if torch is None:
+        import torch
+    previous = torch.get_num_threads()
+    torch.set_num_threads(int(threads))
+    try:
+        with threadpool_limits(limits=int(threads)):
+            yield
+    finally:
+        torch.set_num_threads(previous)
+
+
+def _echo(message: str) -> None:
+    import click
+
+    click.echo(message, err=True)
+
+
+@dataclass
+class RunContext:
+    """Everything about a run that is not the science (see the module docstring)."""
+
+    experiment: str
+    results_dir: Path
+    device: str = "cpu"
+    threads: int | None = None
+    resume: bool = False
+    data_dir: Path = field(default_factory=resolve_data_dir)
+    quiet: bool = False
+    config_hash: str = ""
+    prepared: Any = None
+    _on_first_result: Any = None  # the runner's hook: a part was written (old results may now go)
+    _meta_update: Any = None  # the runner's hook: extra facts for run.json
+
+    @property
+    def show_progress(self) -> bool:
+        return not self.quiet
+
+    def log(self, message: str) -> None:
+        """A progress message on stderr (nothing with ``--quiet``)."""
+        if not self.quiet:
+            _echo(message)
+
+    def progress(self, **kwargs):
+        """A tqdm bar (disabled with ``--quiet``); keyword arguments as for ``tqdm``."""
+        from tqdm.auto import tqdm
+
+        return tqdm(disable=self.quiet, **kwargs)
+
+    def record(self, **facts) -> None:
+        """Add facts (data sizes, sources) to ``run.json``."""
+        if self._meta_update is not None:
+            self._meta_update(facts)
+
+    def result_written(self) -> None:
+        """Tell the runner the run has written a result (the previous run's files are then deleted)."""
+        if self._on_first_result is not None:
+            self._on_first_result()
+
+    # -------------------------------------------------------- finished parts (seeds, runs of a sweep)
+    def write_part(self, relpath: str | Path, record: dict, *, seed: int) -> Path:
+        """Write one finished part atomically, marked with its seed, the config hash and ``complete``."""
+        from isotropy.experiments._results import write_json
+
+        self.result_written()
+        return write_json(self.results_dir / relpath,
+                          {**record, "seed": int(seed), "config_hash": self.config_hash, "complete": True})
+
+    def read_part(self, relpath: str | Path, *, seed: int) -> dict | None:
+        """A finished part to keep on ``--resume`` (None when absent or not resuming); refuses a bad part file."""
+        path = self.results_dir / relpath
+        if not self.resume or not path.is_file():
+            return None
+        try:
+            record = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"--resume: {str(path)!r} is not a readable part file ({exc}); delete it to run "
+                             f"that part again.") from None
+        problem = None
+        if not isinstance(record, dict) or not record.get("complete"):
+            problem = "is incomplete (no 'complete' mark)"
+        elif record.get("seed") != seed:
+            problem = f"holds seed {record.get('seed')!r}, not {seed} (a copied or foreign file)"
+        elif record.get("config_hash") != self.config_hash:
+            problem = (f"was written under another config (hash {record.get('config_hash')!r}, this run's "
+                       f"{self.config_hash!r})")
+        if problem:
+            raise ValueError(f"--resume: {str(path)!r} {problem}; delete it to run that part again.")
+        return record

@@ -1,0 +1,137 @@
+"""A results directory as a run sees it: one lock, old results kept until the new run has something to write.
+
+- :class:`ResultsLock`: a ``filelock`` lock per results directory (released by the operating
+  system when the process dies, also on ``kill -9``); the holder's pid, host, command and start
+  time are written beside it, so that a second run is refused with one line naming the first.
+- :class:`Replacement`: a fresh run moves the previous run's files into ``.previous/`` (nothing is
+  deleted yet); :meth:`Replacement.commit` deletes them once the new run has written its first
+  result, :meth:`Replacement.restore` puts them back when the new run fails before that. A run
+  killed before its first result leaves ``.previous/``; the next run in the directory restores it
+  first, so a run that had nothing to write never replaced anything.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import shutil
+import socket
+import sys
+from pathlib import Path
+
+from isotropy._atomic import atomic_write
+
+__all__ = ["LOCK_NAME", "OWNER_NAME", "PREVIOUS_NAME", "Replacement", "ResultsLock", "check_results_dir"]
+
+LOCK_NAME = ".isotropy.lock"
+OWNER_NAME = ".isotropy.owner.json"
+PREVIOUS_NAME = ".previous"
+_OURS = {LOCK_NAME, OWNER_NAME, PREVIOUS_NAME}
+
+
+def _entries(results_dir: Path) -> list[Path]:
+    """Everything in ``results_dir`` but the lock, its owner file and ``.previous``."""
+    return sorted(p for p in results_dir.iterdir() if p.name not in _OURS)
+
+
+def check_results_dir(results_dir: Path) -> None:
+    """Refuse a results directory that is a file, or that holds files but no ``run.json`` (not ours to replace)."""
+    if results_dir.exists() and not results_dir.is_dir():
+        raise ValueError(f"--results-dir {str(results_dir)!r} is not a directory.")
+    if results_dir.is_dir() and not (results_dir / "run.json").is_file() and _entries(results_dir) \
+            and not (results_dir / PREVIOUS_NAME / "run.json").is_file():
+        raise ValueError(f"--results-dir {str(results_dir)!r} holds files but no run.json of an 'isotropy run'; "
+                         f"refusing to replace them. Choose a new or empty directory.")
+
+
+class ResultsLock:
+    """An exclusive lock on one results directory (``filelock``); a second holder gets one line naming the first."""
+
+    def __init__(self, results_dir: Path):
+        self.results_dir = Path(results_dir)
+        self._lock = None
+        self._created = False
+
+    def acquire(self) -> None:
+        from filelock import FileLock, Timeout
+
+        self._created = not self.results_dir.exists()
+        self.results_dir.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(str(self.results_dir / LOCK_NAME))
+        try:
+            lock.acquire(timeout=0)
+        except Timeout:
+            raise ValueError(f"--results-dir {str(self.results_dir)!r} is in use by another run "
+                             f"({self._describe_owner()}); wait for it to finish or choose another directory.") from None
+        self._lock = lock
+        owner = {"pid": os.getpid(), "host": socket.gethostname(),
+                 "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
+                 "started": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
+        with atomic_write(self.results_dir / OWNER_NAME) as handle:
+            json.dump(owner, handle)
+
+    def _describe_owner(self) -> str:
+        try:
+            owner = json.loads((self.results_dir / OWNER_NAME).read_text())
+            return (f"pid {owner.get('pid')} on {owner.get('host')}, started {owner.get('started')}: "
+                    f"{owner.get('command')}")
+        except (OSError, ValueError):
+            return "owner unknown"
+
+    def release(self) -> None:
+        """Release the lock; a directory this run created and left empty (it failed early) is removed."""
+        if self._lock is not None:
+            (self.results_dir / OWNER_NAME).unlink(missing_ok=True)
+            self._lock.release()
+            self._lock = None
+            if self._created and not _entries(self.results_dir) and not (self.results_dir / PREVIOUS_NAME).exists():
+                (self.results_dir / LOCK_NAME).unlink(missing_ok=True)
+                try:
+                    self.results_dir.rmdir()
+                except OSError:
+                    pass
+
+    def __enter__(self):
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc):
+        self.release()
+
+
+class Replacement:
+    """Move a previous run's files aside; delete them on :meth:`commit`, put them back on :meth:`restore`."""
+
+    def __init__(self, results_dir: Path):
+        self.results_dir = Path(results_dir)
+        self.previous = self.results_dir / PREVIOUS_NAME
+        self.committed = False
+
+    def recover(self) -> bool:
+        """Restore files a killed run left in ``.previous/`` (call with the lock held); True if it did."""
+        if not self.previous.is_dir():
+            return False
+        self.restore()
+        return True
+
+    def move_aside(self) -> None:
+        """Move every entry of the results directory into ``.previous/``."""
+        self.previous.mkdir(parents=True, exist_ok=True)
+        for entry in _entries(self.results_dir):
+            os.replace(entry, self.previous / entry.name)
+
+    def commit(self) -> None:
+        """The new run has written a result: the previous run's files go."""
+        if not self.committed:
+            self.committed = True
+            shutil.rmtree(self.previous, ignore_errors=True)
+
+    def restore(self) -> None:
+        """Remove what the new run wrote and put the previous run's files back."""
+        for entry in _entries(self.results_dir):
+            shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
+        if self.previous.is_dir():
+            for entry in sorted(self.previous.iterdir()):
+                os.replace(entry, self.results_dir / entry.name)
+            self.previous.rmdir()

@@ -1,0 +1,299 @@
+"""The one experiment contract: an :class:`Experiment` record, :func:`execute`, and how results are laid out.
+
+Every ``isotropy run NAME`` command is built by :func:`isotropy.experiments._command.make_command`
+from an :class:`Experiment`; each experiment keeps only its science. The same flags everywhere::
+
+    --setup NAME|FILE.yaml   --set KEY=VALUE (repeatable, dotted)   --print-config
+    --seeds 0,1,2   --device auto|cpu|cuda[:N]   --threads N   --resume
+    --results-dir DIR   --data-dir DIR   --no-plot   --quiet
+
+and the same results directory::
+
+    run.json        experiment, resolved config and its hash, seeds, device, threads, data dir,
+                    command, pid/host, package versions, status (running -> finished | failed),
+                    start and end times, the results directory
+    config.yaml     the resolved config (re-run it with --setup DIR/config.yaml)
+    ...             the experiment's tables and numbers
+    figures/        every figure, PNG and SVG (``isotropy plot DIR --format png,svg,pdf --dpi N``)
+
+What :func:`execute` guarantees, in order: the config is validated (by the command) and the
+model and data are loaded (``prepare``) *before* the results directory is touched; a lock keeps a
+second run out of the directory; a fresh run moves the previous run's files aside and deletes
+them only once it has written its first result (restored if it fails before that); ``run.json``
+says ``running`` from the start and ``finished`` or ``failed`` (with the error) at the end;
+torch/BLAS threads are restored afterwards; ``run`` never plots, figures come from ``plot``.
+
+Writing a fifth experiment
+--------------------------
+Copy ``isotropy/experiments/_template/`` (a complete, tested experiment) to
+``isotropy/experiments/<name>/``, put its default setup in ``isotropy/configs/<name>/``, and add one
+line to ``EXPERIMENTS`` in :mod:`isotropy.cli`. In short::
+
+    class Config(ExperimentConfig):           # typed, range-checked; defaults in configs/<name>/*.yaml
+        seeds: list[NonNegativeInt]
+        n_samples: int = Field(ge=2)
+
+    def prepare(config, ctx):                 # load model and data; write nothing
+        return load_my_data(ctx.data_dir)
+
+    def run(config, results_dir, ctx):        # compute and write numbers; never plot
+        for seed in config.seeds:
+            if ctx.read_part(f"seeds/seed_{seed}.json", seed=seed) is None:
+                ctx.write_part(f"seeds/seed_{seed}.json", compute(ctx.prepared, seed), seed=seed)
+        write_json(results_dir / "summary.json", ...)
+        return {"summary": ...}
+
+    def plot(results_dir):                    # matplotlib Figures (no pyplot, no backend change)
+        return {"figures/my_figure": figure}
+
+    EXPERIMENT = Experiment(name="my-experiment", config_model=Config, run=run, plot=plot,
+                            prepare=prepare, default_setup="default", resume_keys={"seeds"})
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import platform
+import socket
+import sys
+import traceback
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from isotropy.experiments._config import ConfigError, config_hash, resolve_config, validate
+from isotropy.experiments._context import RunContext, resolve_device, thread_limits
+from isotropy.experiments._results_dir import Replacement, ResultsLock, check_results_dir
+
+__all__ = ["Experiment", "RunOutcome", "execute", "save_figures"]
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """One reproducible experiment.
+
+    Attributes
+    ----------
+    name : str
+        The command name (``isotropy run NAME``) and the folder of its packaged setups.
+    config_model : pydantic model class
+        The config schema (a subclass of ``ExperimentConfig``); must have a ``seeds`` field.
+    run : callable ``(config, results_dir, ctx) -> dict``
+        Computes and writes the results; never plots.
+    plot : callable ``(results_dir) -> dict[str, Figure]``
+        Figures from a results directory, keyed by their path relative to it without suffix
+        (``"figures/fig2"``); never saves, never changes the matplotlib backend.
+    prepare : callable ``(config, ctx) -> Any``, optional
+        Loads the model and data before the results directory is touched; stored as ``ctx.prepared``.
+    default_setup : str
+        The packaged setup whose values are the defaults under a user's partial YAML.
+    resume_keys : set of str
+        Config keys that may differ on ``--resume`` (e.g. ``seeds``: add seeds to a finished run).
+    max_seeds : int, optional
+        How many seeds one run takes (1 for experiments that are deterministic given one seed).
+    shortcuts : tuple of (flag, key, help)
+        Convenience flags: ``--model X`` is ``--set model=X``; a key ending in ``[]`` takes a
+        comma-separated list.
+    report : callable ``(results, results_dir) -> str``, optional
+        What the command prints when the run has finished (a table, a summary line).
+    help : str
+        The command's help text.
+    """
+
+    name: str
+    config_model: type
+    run: Callable[..., dict]
+    plot: Callable[[Path], dict]
+    prepare: Callable[..., Any] | None = None
+    default_setup: str = "default"
+    resume_keys: frozenset = frozenset({"seeds"})
+    max_seeds: int | None = None
+    shortcuts: tuple = ()
+    report: Callable[[dict, Path], str] | None = None
+    help: str = ""
+
+    def config(self, setup: str | None = None, *, sets: Iterable[str] = (), **overrides):
+        """The validated config of ``setup`` (default: the default setup) with ``overrides`` and ``--set`` strings."""
+        nested: dict = {}
+        for key, value in overrides.items():  # dotted keyword names reach nested keys: **{"istar.zeta": 0.5}
+            node = nested
+            parts = key.split(".")
+            for part in parts[:-1]:
+                node = node.setdefault(part, {})
+            node[parts[-1]] = value
+        config = resolve_config(self.config_model, experiment=self.name, setup=setup,
+                                default_setup=self.default_setup, sets=sets, overrides=nested)
+        self.check_seeds(config)
+        return config
+
+    def check_seeds(self, config) -> None:
+        seeds = list(config.seeds)
+        if self.max_seeds is not None and len(seeds) > self.max_seeds:
+            raise ConfigError(f"The 'seeds' setting of {self.name} must hold at most {self.max_seeds} seed(s) "
+                              f"(one run is deterministic given its seed). Got {seeds!r} instead.")
+
+    def default_results_dir(self, setup: str | None) -> Path:
+        """``results/<experiment>/<setup>`` (a YAML file's stem for a user's setup)."""
+        name = Path(setup).stem if setup and str(setup).endswith((".yaml", ".yml")) else (setup or self.default_setup)
+        return Path("results") / self.name / name
+
+
+@dataclass
+class RunOutcome:
+    """What :func:`execute` returns: the results, where they are and the figures written."""
+
+    results: dict
+    results_dir: Path
+    figures: list = field(default_factory=list)
+    skipped: bool = False
+
+
+def save_figures(figures: dict, results_dir, *, formats=("png", "svg"), dpi: int = 150) -> list[Path]:
+    """Save each figure of ``plot`` as ``results_dir/<key>.<format>`` (atomic writes); returns the paths."""
+    from isotropy._atomic import atomic_write
+
+    results_dir = Path(results_dir)
+    paths = []
+    for key, fig in figures.items():
+        for fmt in formats:
+            path = results_dir / f"{key}.{fmt}"
+            with atomic_write(path, "wb") as handle:
+                fig.savefig(handle, format=fmt, dpi=dpi, bbox_inches="tight")
+            paths.append(path)
+    return paths
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+class _Metadata:
+    """``run.json`` and ``config.yaml``: written when the run starts, updated as it goes and when it ends."""
+
+    def __init__(self, experiment: Experiment, config, ctx: RunContext):
+        from isotropy._versions import package_versions
+
+        self.path = ctx.results_dir / "run.json"
+        self.config = config.model_dump(mode="json")
+        self.meta = {
+            "experiment": experiment.name, "status": "running", "config": self.config,
+            "config_hash": ctx.config_hash, "seeds": list(self.config.get("seeds") or []),
+            "results_dir": str(ctx.results_dir.resolve()), "device": ctx.device, "threads": ctx.threads,
+            "data_dir": str(ctx.data_dir), "resumed": ctx.resume,
+            "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]), "pid": os.getpid(),
+            "host": socket.gethostname(), "started": _now(), "ended": None,
+            "platform": platform.platform(), "versions": package_versions(),
+        }
+
+    def write(self) -> None:
+        import yaml
+
+        from isotropy.experiments._results import write_json, write_text
+
+        write_text(self.path.parent / "config.yaml", yaml.safe_dump(self.config, sort_keys=False))
+        write_json(self.path, self.meta)
+
+    def update(self, facts: dict) -> None:
+        from isotropy.experiments._results import write_json
+
+        self.meta.update(facts)
+        write_json(self.path, self.meta)
+
+
+def _previous_meta(results_dir: Path) -> dict | None:
+    import json
+
+    path = results_dir / "run.json"
+    if not path.is_file():
+        return None
+    try:
+        meta = json.loads(path.read_text())
+    except (OSError, ValueError):
+        raise ValueError(f"--resume: {str(path)!r} is not readable JSON; it cannot be resumed. Drop --resume to "
+                         f"start afresh.") from None
+    return meta if isinstance(meta, dict) else None
+
+
+def _check_resume(experiment: Experiment, results_dir: Path, values: dict, ignore) -> bool:
+    """On --resume: the previous run must be this experiment with the same config (up to ``resume_keys``).
+
+    Returns True when it already finished with exactly this config (nothing to run).
+    """
+    meta = _previous_meta(results_dir)
+    if meta is None:
+        return False
+    if meta.get("experiment") != experiment.name:
+        raise ValueError(f"Cannot resume in {str(results_dir)!r}: it holds a run of {meta.get('experiment')!r}, "
+                         f"not {experiment.name}.")
+    old = meta.get("config") or {}
+    if config_hash(old, ignore=ignore) != config_hash(values, ignore=ignore):
+        changed = sorted(k for k in set(old) | set(values) if k not in ignore and old.get(k) != values.get(k))
+        raise ValueError(f"Cannot resume in {str(results_dir)!r}: its run used a different config (keys {changed} "
+                         f"differ). Use another --results-dir or drop --resume to start afresh.")
+    return meta.get("status") == "finished" and old == values
+
+
+def execute(experiment: Experiment, config, *, results_dir=None, setup: str | None = None, device: str | None = "auto",
+            threads: int | None = None, resume: bool = False, data_dir=None, quiet: bool = False,
+            plot: bool = True, formats=("png", "svg"), dpi: int = 150) -> RunOutcome:
+    """Run ``experiment`` with a validated ``config`` into ``results_dir`` (see the module docstring).
+
+    ``config`` may also be a plain mapping (validated here). ``results_dir`` defaults to
+    ``results/<experiment>/<setup>``.
+    """
+    if not isinstance(config, experiment.config_model):
+        config = validate(experiment.config_model, dict(config), experiment=experiment.name)
+    experiment.check_seeds(config)
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+        raise ValueError(f"--threads must be a positive int. Got {threads!r} instead.")
+    results_dir = Path(results_dir) if results_dir is not None else experiment.default_results_dir(setup)
+    values = config.model_dump(mode="json")
+    ignore = set(experiment.resume_keys)
+    from isotropy.datasets._paths import data_dir as resolve_data_dir
+
+    ctx = RunContext(experiment=experiment.name, results_dir=results_dir, device=resolve_device(device),
+                     threads=threads, resume=resume, data_dir=resolve_data_dir(data_dir), quiet=quiet,
+                     config_hash=config_hash(values, ignore=ignore))
+    check_results_dir(results_dir)
+    with ResultsLock(results_dir):
+        replacement = Replacement(results_dir)
+        if replacement.recover():
+            ctx.log(f"{results_dir}: restored the results a killed run had moved aside")
+        if resume and _check_resume(experiment, results_dir, values, ignore):
+            ctx.log(f"{results_dir}: this run has already finished with this config; nothing to run.")
+            outcome = RunOutcome(results=_previous_meta(results_dir) or {}, results_dir=results_dir, skipped=True)
+        else:
+            outcome = _run_locked(experiment, config, ctx, replacement)
+        if plot:
+            outcome.figures = save_figures(experiment.plot(results_dir), results_dir, formats=formats, dpi=dpi)
+    return outcome
+
+
+def _run_locked(experiment: Experiment, config, ctx: RunContext, replacement: Replacement) -> RunOutcome:
+    with thread_limits(ctx.threads):
+        if experiment.prepare is not None:
+            ctx.prepared = experiment.prepare(config, ctx)  # nothing written yet: a failure here changes nothing
+        if not ctx.resume:
+            replacement.move_aside()
+        else:
+            replacement.committed = True
+        meta = _Metadata(experiment, config, ctx)
+        ctx._on_first_result = replacement.commit
+        ctx._meta_update = meta.update
+        try:
+            meta.write()
+            results = experiment.run(config, ctx.results_dir, ctx)
+        except BaseException as exc:
+            if not replacement.committed:
+                replacement.restore()  # the new run wrote no result: the previous run's files come back
+            else:
+                message = " ".join(str(exc).split()) or type(exc).__name__
+                meta.update({"status": "failed", "ended": _now(),
+                             "error": f"{type(exc).__name__}: {message}",
+                             "traceback": traceback.format_exc(limit=8)})
+            raise
+        replacement.commit()
+        meta.update({"status": "finished", "ended": _now()})
+    return RunOutcome(results=results, results_dir=ctx.results_dir)

@@ -1,0 +1,156 @@
+"""Finite data at extreme scales (issue 11, item 4), and I(W) in the rank's space (item 9).
+
+The scale-invariant metrics must give at x1e77, x1e-160, x1e200 and x1e300 the value they give at
+x1 (they gave NaN, 0.0 or -1/(n-1) before); subnormal data are refused with a message that says
+so; I(W) of a 5 x 10,000 matrix takes milliseconds and equals the definition on XᵀX.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import pytest
+import torch
+from scipy.special import logsumexp
+
+import isotropy as iso
+from isotropy import IsotropyValueError
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+
+LABEL_FREE = {
+    "isoscore": iso.isoscore,
+    "participation_ratio": iso.participation_ratio,
+    "cosine_similarity_mean": iso.cosine_similarity_mean,
+    "twonn_dimension": iso.twonn_dimension,
+    "mle_dimension": lambda X: iso.mle_dimension(X, n_neighbors=10),
+}
+LABELLED = {
+    "silhouette_score": iso.silhouette_score,
+    "calinski_harabasz_score": iso.calinski_harabasz_score,
+    "davies_bouldin_score": iso.davies_bouldin_score,
+    "dunn_index": iso.dunn_index,
+}
+SCALES = [1e77, 1e-160, 1e200, 1e300]
+
+
+@pytest.fixture(scope="module")
+def cloud():
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(90, 5)) * [1.0, 2.0, 0.5, 3.0, 1.5] + rng.normal(size=5)
+    return X, np.arange(90) % 3
+
+
+@pytest.mark.parametrize("scale", SCALES)
+@pytest.mark.parametrize("name", list(LABEL_FREE) + list(LABELLED))
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_scale_invariant_metrics_keep_their_value(cloud, name, scale, backend):
+    X, labels = cloud
+    f = LABEL_FREE.get(name) or (lambda Z, f=LABELLED[name]: f(Z, labels))
+    reference = f(X)
+    data = X * scale if backend == "numpy" else torch.tensor(X) * scale
+    value = float(f(data))
+    assert math.isfinite(value)
+    assert value == pytest.approx(reference, rel=1e-9, abs=1e-12)
+
+
+@pytest.mark.parametrize("scale", [1e30, 1e-30])
+@pytest.mark.parametrize("name", ["isoscore", "participation_ratio", "cosine_similarity_mean"])
+def test_float32_tensors_at_extreme_scales(cloud, name, scale):
+    X, _ = cloud
+    X32 = torch.tensor(X, dtype=torch.float32)
+    value = LABEL_FREE[name](X32 * scale)
+    assert value.dtype == torch.float32 and torch.isfinite(value)
+    assert float(value) == pytest.approx(float(LABEL_FREE[name](X32)), rel=1e-4, abs=1e-6)
+
+
+def test_rescaled_torch_values_keep_their_gradient(cloud):
+    X, _ = cloud
+    T = (torch.tensor(X) * 1e200).requires_grad_(True)
+    iso.isoscore(T).backward()
+    U = torch.tensor(X).requires_grad_(True)
+    iso.isoscore(U).backward()
+    # d score / d(sX) = (1/s) d score / dX: the gradient of the rescaled path is the exact chain rule
+    np.testing.assert_allclose(T.grad.numpy() * 1e200, U.grad.numpy(), rtol=1e-9, atol=1e-14)
+
+
+def test_isoscore_star_at_extreme_scales_tends_to_its_limits(cloud):
+    X, _ = cloud
+    assert iso.isoscore_star(X * 1e200) == pytest.approx(iso.isoscore(X), rel=1e-12)  # identity negligible
+    assert iso.isoscore_star(X * 1e-160) == pytest.approx(1.0, abs=1e-12)  # the data negligible
+    # a common factor of the data covariance (4**110) and of Σ_S: same score, with both rescaled
+    S = np.diag([1.0, 2.0, 3.0, 4.0, 5.0])
+    assert iso.isoscore_star(X * 2.0**110, shrinkage_cov=S * 2.0**220, zeta=0.3) == pytest.approx(
+        iso.isoscore_star(X, shrinkage_cov=S, zeta=0.3), rel=1e-12)
+    T = torch.tensor(X) * 2.0**110
+    assert float(iso.isoscore_star(T, shrinkage_cov=torch.tensor(S) * 2.0**220, zeta=0.3)) == pytest.approx(
+        iso.isoscore_star(X, shrinkage_cov=S, zeta=0.3), rel=1e-12)
+
+
+def test_cosine_of_rows_of_wildly_different_norms(cloud):
+    X, _ = cloud
+    rows = X[:6].copy()
+    mixed = rows * np.array([1e300, 1e-300, 1e150, 1e-150, 1.0, 1e-200])[:, None]  # per-row scales
+    assert iso.cosine_similarity_mean(mixed) == pytest.approx(iso.cosine_similarity_mean(rows), rel=1e-12)
+    assert float(iso.cosine_similarity_mean(torch.tensor(mixed))) == pytest.approx(
+        iso.cosine_similarity_mean(rows), rel=1e-12)
+
+
+@pytest.mark.parametrize("name", ["isoscore", "participation_ratio", "twonn_dimension"])
+def test_subnormal_data_are_called_subnormal(cloud, name):
+    X, _ = cloud
+    with pytest.raises(IsotropyValueError, match=r"subnormal float64 numbers \(largest \|x\| = .*\)") as info:
+        LABEL_FREE[name](X * 1e-315)
+    assert "identical" not in str(info.value) and "\n" not in str(info.value)
+
+
+def test_subnormal_rows_in_the_cosine_are_called_subnormal(cloud):
+    X, _ = cloud
+    Y = X.copy()
+    Y[4] *= 1e-318
+    with pytest.raises(IsotropyValueError, match=r"1 row\(s\) \(first at index 4\) made only of subnormal numbers"):
+        iso.cosine_similarity_mean(Y)
+    with pytest.raises(IsotropyValueError, match="all-zero row"):
+        iso.cosine_similarity_mean(np.vstack([X, np.zeros(5)]))
+
+
+# ------------------------------------------------------------------------------ I(W)
+def _partition_reference(X):
+    """I(W) from the definition: eigenvectors of XᵀX (d x d, numpy's eig), both signs, scipy's logsumexp."""
+    _, U = np.linalg.eig(X.T @ X)
+    U = np.real(U) / np.linalg.norm(np.real(U), axis=0)
+    log_z = logsumexp(X @ np.hstack([U, -U]), axis=0)
+    return math.exp(log_z.min() - log_z.max())
+
+
+@pytest.mark.parametrize("n, d", [(3, 7), (5, 12), (9, 10), (2, 40)])
+def test_partition_isotropy_in_the_rank_space_equals_the_definition(n, d):
+    X = np.random.default_rng(n * d).normal(size=(n, d)) * 0.7 + 0.1
+    expected = _partition_reference(X)
+    assert iso.partition_isotropy(X) == pytest.approx(expected, rel=1e-9)
+    assert float(iso.partition_isotropy(torch.tensor(X))) == pytest.approx(expected, rel=1e-9)
+
+
+def test_partition_isotropy_of_5_by_10000_takes_milliseconds():
+    X = np.random.default_rng(0).normal(size=(5, 10_000)) * 0.01
+    start = time.perf_counter()
+    value = iso.partition_isotropy(X)
+    elapsed = time.perf_counter() - start
+    assert elapsed < 5.0  # the d x d eigendecomposition took > 300 s
+    # directions orthogonal to every row give Z = n; the five others come from the 5 x 5 Gram matrix
+    lam, W = np.linalg.eigh(X @ X.T)
+    P = W * np.sqrt(lam)
+    log_z = np.append(logsumexp(np.hstack([P, -P]), axis=0), math.log(5))
+    assert value == pytest.approx(math.exp(log_z.min() - log_z.max()), rel=1e-12)
+
+
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+def test_partition_isotropy_at_extreme_scales():
+    X = np.vstack([np.eye(3), -np.eye(3)])
+    for scale in (1e-160, 1e-300, 1.0):
+        assert iso.partition_isotropy(X * scale) == pytest.approx(1.0, abs=1e-12)  # symmetric: Z(u) = Z(-u)
+    assert iso.partition_isotropy((X + [1.0, 0, 0]) * 1e200) == 0.0  # exp(-2e200) underflows to 0
+    with pytest.raises(IsotropyValueError, match=r"projections overflow; I\(W\) depends on the scale of X"):
+        iso.partition_isotropy(np.array([[1.5e308, 1.5e308], [-1.5e308, 1.4e308]]))

@@ -1,0 +1,118 @@
+"""Readers against files that lie (issue 11, items 5 and 6): a header must agree with the file.
+
+Each case was read wrongly before: a 4 x 2 ``np.savetxt`` integer file became a 3 x 1 word2vec
+matrix, word2vec binary headers that understate the dimension or the count gave garbage or
+dropped vectors, a stray word in column 0 of a CSV turned the column into row names, and a label
+file with one line too many lost its first label to a "header" found by counting lines.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from isotropy import IsotropyValueError
+from isotropy.cli import cli
+from isotropy.io.embeddings import read_embeddings
+from isotropy.io.labels import read_labels
+
+VECTORS = np.random.default_rng(7).normal(size=(5, 3)).astype("<f4")
+
+
+def _word2vec_binary(path, n_words, dim, X=VECTORS, newline=True):
+    with open(path, "wb") as handle:
+        handle.write(f"{n_words} {dim}\n".encode())
+        for i, row in enumerate(X):
+            handle.write(f"w{i} ".encode() + row.tobytes() + (b"\n" if newline else b""))
+    return path
+
+
+@pytest.mark.parametrize("shape", [(4, 2), (3, 2), (6, 4)])
+def test_savetxt_integer_matrix_is_not_word2vec(tmp_path, shape):
+    M = np.arange(np.prod(shape)).reshape(shape)  # first line '0 1' / '0 1 2 3': two integers look like a header
+    np.savetxt(tmp_path / "m.txt", M, fmt="%d")
+    X, names = read_embeddings(tmp_path / "m.txt")
+    assert names is None
+    np.testing.assert_array_equal(X, M)
+
+
+def test_word2vec_text_with_a_true_header_is_still_word_vectors(tmp_path):
+    # numeric words and a header consistent with the file: word vectors (the count and width agree)
+    (tmp_path / "w.txt").write_text("2 2\n1999 0.5 1.5\n2000 2.5 3.5\n")
+    X, names = read_embeddings(tmp_path / "w.txt")
+    assert names == ["1999", "2000"]
+    np.testing.assert_array_equal(X, [[0.5, 1.5], [2.5, 3.5]])
+
+
+@pytest.mark.parametrize("header,why", [("3 2", "has 2 word vectors but its header announces 3"),
+                                        ("1 2", "has 2 word vectors but its header announces 1"),
+                                        ("2 3", "expected a word and 3 numbers")])
+def test_word2vec_text_header_that_lies_is_refused(tmp_path, header, why):
+    (tmp_path / "w.vec").write_text(f"{header}\nthe 0.5 1.5\nof 2.5 3.5\n")
+    with pytest.raises(IsotropyValueError, match=why):
+        read_embeddings(tmp_path / "w.vec")
+
+
+@pytest.mark.parametrize("newline", [True, False])
+def test_word2vec_binary_with_a_true_header_reads_exactly(tmp_path, newline):
+    X, names = read_embeddings(_word2vec_binary(tmp_path / "w.bin", 5, 3, newline=newline))
+    assert names == [f"w{i}" for i in range(5)]
+    np.testing.assert_array_equal(X, VECTORS)
+
+
+@pytest.mark.parametrize("n_words,dim,why", [
+    (5, 2, "goes on after the 5 vectors of 2 features"),  # understated dimension: no garbage vectors
+    (4, 3, "goes on after the 4 vectors of 3 features"),  # understated count: no vector silently dropped
+    (6, 3, "too short for the 6 vectors"),  # overstated count
+    (5, 4, "too short for the 5 vectors of 4 float32"),  # overstated dimension
+    (0, 3, "expected at least one word"),
+])
+def test_word2vec_binary_header_that_lies_is_refused(tmp_path, n_words, dim, why):
+    with pytest.raises(IsotropyValueError, match=why):
+        read_embeddings(_word2vec_binary(tmp_path / "w.bin", n_words, dim))
+
+
+def test_csv_stray_word_in_column_0_is_an_error_not_row_names(tmp_path):
+    (tmp_path / "x.csv").write_text("1.0,2.0,3.0\n4.0,5.0,6.0\noops,7.0,8.0\n")
+    with pytest.raises(IsotropyValueError, match=r"column 0 is not numeric \('oops' on line 3\)"):
+        read_embeddings(tmp_path / "x.csv")
+
+
+def test_csv_column_of_words_is_row_names_even_with_a_numeric_word(tmp_path):
+    (tmp_path / "x.csv").write_text("the,1.0,2.0\nof,4.0,5.0\n1999,7.0,8.0\n")
+    X, names = read_embeddings(tmp_path / "x.csv")
+    assert names == ["the", "of", "1999"]
+    np.testing.assert_array_equal(X, [[1, 2], [4, 5], [7, 8]])
+
+
+# ------------------------------------------------------------------------------ labels
+def test_label_csv_with_a_stray_last_line_is_a_count_error_not_a_shift(tmp_path):
+    (tmp_path / "y.csv").write_text("0\n1\n0\n1\nx\n")
+    with pytest.raises(IsotropyValueError, match=r"it has 5 labels but the embeddings have 4 rows"):
+        read_labels(tmp_path / "y.csv", n_rows=4)
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("label\npos\nneg\npos\n", ["pos", "neg", "pos"]),  # a usual header name
+    ("sentiment\n0\n1\n0\n", ["0", "1", "0"]),  # a word above integer labels
+    ("pos\nneg\npos\n", ["pos", "neg", "pos"]),  # no header
+    ("neg\nneg\npos\n", ["neg", "neg", "pos"]),  # a first label that repeats is a label
+])
+def test_label_header_is_judged_by_content(tmp_path, text, expected):
+    (tmp_path / "y.csv").write_text(text)
+    assert read_labels(tmp_path / "y.csv", n_rows=3).tolist() == expected
+    assert read_labels(tmp_path / "y.csv", n_rows=None).tolist() == expected  # the count never decides
+
+
+def test_label_header_word_without_a_count_check(tmp_path):
+    (tmp_path / "y.csv").write_text("pos\nneg\npos\nneg\n")  # 4 labels for 3 rows: no header invented
+    with pytest.raises(IsotropyValueError, match="it has 4 labels but the embeddings have 3 rows"):
+        read_labels(tmp_path / "y.csv", n_rows=3)
+
+
+def test_measure_refuses_the_savetxt_case_no_more(tmp_path):
+    np.savetxt(tmp_path / "m.txt", np.array([[0, 1], [5, 3], [1, 8], [2, 2]]), fmt="%d")
+    result = CliRunner().invoke(cli, ["measure", str(tmp_path / "m.txt"), "--metrics", "participation_ratio"])
+    assert result.exit_code == 0, result.output
+    assert "4 samples x 2 features" in result.stdout.splitlines()[0]

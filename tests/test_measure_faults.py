@@ -1,0 +1,176 @@
+"""``isotropy measure`` under faults: where the JSON goes, a failing metric, an interruption, the cost note.
+
+Issue 11, items 1, 10 and 11: ``--json`` never replaces a symlink, a FIFO or a directory and ``-``
+means stdout; every metric's line is printed as it finishes; a failing metric is reported, the
+others still run and the JSON keeps what finished; O(n²) metrics announce their cost.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from isotropy import isoscore, participation_ratio
+from isotropy._cost import estimate_seconds, format_duration
+from isotropy.cli import cli
+from isotropy.measure_cli import METRICS
+
+ISOTROPY = Path(sys.executable).parent / "isotropy"
+
+
+@pytest.fixture
+def x_file(tmp_path):
+    X = np.random.default_rng(3).normal(size=(60, 4)) * [1.0, 2.0, 3.0, 4.0]
+    np.save(tmp_path / "x.npy", X)
+    return tmp_path / "x.npy", X
+
+
+def invoke(*args):
+    return CliRunner().invoke(cli, ["measure", *map(str, args)])
+
+
+def _errors(text):
+    return [line for line in text.splitlines() if line.startswith("Error: ")]
+
+
+# ------------------------------------------------------------------------------ --json destinations
+def test_json_dash_writes_json_alone_to_stdout(x_file):
+    path, X = x_file
+    result = invoke(path, "--metrics", "isoscore,participation_ratio", "--json", "-")
+    assert result.exit_code == 0, result.output
+    record = json.loads(result.stdout)  # nothing but the JSON on stdout
+    assert record["values"]["isoscore"] == pytest.approx(isoscore(X), rel=1e-12)
+    assert record["values"]["participation_ratio"] == pytest.approx(participation_ratio(X), rel=1e-12)
+    assert record["complete"] is True and record["errors"] == {}
+    assert "isoscore" in result.stderr and "metric" in result.stderr  # the table went to stderr
+    assert not (Path.cwd() / "-").exists()
+
+
+def test_json_through_a_symlink_writes_its_target(x_file, tmp_path):
+    path, X = x_file
+    target = tmp_path / "real.json"
+    target.write_text("old\n")
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    result = invoke(path, "--metrics", "isoscore", "--json", link)
+    assert result.exit_code == 0, result.output
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert json.loads(target.read_text())["values"]["isoscore"] == pytest.approx(isoscore(X), rel=1e-12)
+
+
+def test_json_to_a_fifo_is_refused_at_once(x_file, tmp_path):
+    path, _ = x_file
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+    # a real process: a writer that opened the FIFO would block forever (timeout = the hang)
+    result = subprocess.run([str(ISOTROPY), "measure", str(path), "--metrics", "isoscore", "--json", str(fifo)],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [f"Error: The --json {str(fifo)!r} is a FIFO; expected a regular "
+                                                  f"file path (it would be replaced, not written into)."]
+    assert result.stdout == ""  # refused before any work
+    assert fifo.is_fifo()
+
+
+def test_json_to_a_directory_is_one_line_exit_2(x_file, tmp_path):
+    path, _ = x_file
+    (tmp_path / "outdir").mkdir()
+    result = invoke(path, "--metrics", "isoscore", "--json", tmp_path / "outdir")
+    assert result.exit_code == 2
+    assert len(_errors(result.output)) == 1 and "is a directory" in _errors(result.output)[0]
+    assert "Usage" not in result.output and "Traceback" not in result.output
+    assert (tmp_path / "outdir").is_dir() and not any((tmp_path / "outdir").iterdir())
+
+
+# ------------------------------------------------------------------------------ failing metrics
+def test_a_failing_metric_does_not_lose_the_others(tmp_path):
+    X = np.random.default_rng(0).normal(size=(30, 3))
+    X[7] = 0.0  # the cosine is undefined for a zero vector; the other metrics are fine
+    np.save(tmp_path / "x.npy", X)
+    out = tmp_path / "m.json"
+    result = invoke(tmp_path / "x.npy", "--metrics", "isoscore,cosine_similarity_mean,participation_ratio",
+                    "--json", out)
+    assert result.exit_code == 2
+    rows = {line.split()[0]: line.split()[1] for line in result.stdout.splitlines()[2:]}
+    assert rows["cosine_similarity_mean"] == "failed"
+    assert float(rows["isoscore"]) == pytest.approx(isoscore(X), rel=1e-5)
+    assert float(rows["participation_ratio"]) == pytest.approx(participation_ratio(X), rel=1e-5)
+    errors = _errors(result.stderr)
+    assert errors[0].startswith("Error: cosine_similarity_mean: ") and "all-zero row" in errors[0]
+    assert errors[-1] == "Error: 1 of 3 metrics failed (cosine_similarity_mean); the others are above and in the JSON."
+    record = json.loads(out.read_text())
+    assert set(record["values"]) == {"isoscore", "participation_ratio"}
+    assert record["values"]["isoscore"] == pytest.approx(isoscore(X), rel=1e-12)
+    assert "all-zero row" in record["errors"]["cosine_similarity_mean"] and record["complete"] is False
+
+
+def _probe_seen_by_second_metric(X):
+    """A metric that records what stdout held when it started (was the first line already printed?)."""
+    sys.stdout.flush()
+    _probe_seen_by_second_metric.seen = sys.stdout.buffer.getvalue().decode()
+    return 0.5
+
+
+def _broken_metric(X):
+    raise RuntimeError("simulated bug")
+
+
+def _interrupting_metric(X):
+    raise KeyboardInterrupt
+
+
+def test_each_line_is_printed_as_the_metric_finishes(x_file, monkeypatch):
+    path, X = x_file
+    monkeypatch.setitem(METRICS, "probe", (__name__, "_probe_seen_by_second_metric", False))
+    result = invoke(path, "--metrics", "isoscore,probe")
+    assert result.exit_code == 0, result.output
+    seen = _probe_seen_by_second_metric.seen.splitlines()
+    assert seen[1].split() == ["metric", "value", "seconds"]
+    assert seen[2].split()[0] == "isoscore" and float(seen[2].split()[1]) == pytest.approx(isoscore(X), rel=1e-5)
+
+
+def test_an_internal_error_exits_1_and_keeps_the_rest(x_file, tmp_path, monkeypatch):
+    path, X = x_file
+    monkeypatch.setitem(METRICS, "broken", (__name__, "_broken_metric", False))
+    out = tmp_path / "m.json"
+    result = invoke(path, "--metrics", "broken,isoscore", "--json", out)
+    assert result.exit_code == 1
+    assert "Error: broken: RuntimeError: simulated bug" in result.stderr and "Traceback" not in result.output
+    assert json.loads(out.read_text())["values"] == {"isoscore": pytest.approx(isoscore(X), rel=1e-12)}
+
+
+def test_an_interruption_writes_what_finished(x_file, tmp_path, monkeypatch):
+    path, X = x_file
+    monkeypatch.setitem(METRICS, "interrupt", (__name__, "_interrupting_metric", False))
+    out = tmp_path / "m.json"
+    result = invoke(path, "--metrics", "isoscore,interrupt,participation_ratio", "--json", out)
+    assert result.exit_code == 130
+    record = json.loads(out.read_text())
+    assert record["values"] == {"isoscore": pytest.approx(isoscore(X), rel=1e-12)} and record["complete"] is False
+
+
+# ------------------------------------------------------------------------------ cost of O(n²) metrics
+def test_quadratic_metrics_announce_their_cost(x_file, monkeypatch):
+    import isotropy.measure_cli as measure_cli
+
+    path, _ = x_file
+    monkeypatch.setattr(measure_cli, "_COST_NOTE_SECONDS", 0.0)  # note every estimate, however short
+    result = invoke(path, "--metrics", "isoscore,twonn_dimension", "--no-progress")
+    assert result.exit_code == 0, result.output
+    notes = [line for line in result.stderr.splitlines() if line.startswith("Note: ")]
+    assert len(notes) == 1 and notes[0].startswith("Note: twonn_dimension compares all 60 x 60 pairs (O(n²))")
+    assert "--sample-size" in notes[0] and "--workers" in notes[0]
+
+
+def test_cost_estimate_scales_as_n_squared_and_reads_well():
+    small, large = estimate_seconds("silhouette", 10_000, 384), estimate_seconds("silhouette", 20_000, 384)
+    assert large == pytest.approx(4 * small, rel=1e-12)
+    assert estimate_seconds("dunn", 10_000, 768) > estimate_seconds("dunn", 10_000, 16) > 0
+    assert [format_duration(s) for s in (4.4, 600, 4 * 3600)] == ["4 s", "10 min", "4.0 h"]
