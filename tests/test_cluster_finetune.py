@@ -37,7 +37,7 @@ def test_layer_geometry_uses_the_library_metrics():
     rng = np.random.default_rng(1)
     states = [rng.normal(size=(40, 6)) + offset for offset in (0.0, 3.0)]
     rows = layer_geometry(states)
-    assert [r["layer"] for r in rows] == [0, 1]
+    assert [r["layer"] for r in rows] == [1, 2]
     for r, X in zip(rows, states):
         assert r["partition_isotropy"] == pytest.approx(partition_isotropy(X))
         assert r["isoscore"] == pytest.approx(isoscore(X))

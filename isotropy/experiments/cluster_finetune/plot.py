@@ -28,7 +28,7 @@ def _layers_figure(results: dict):
     ax_mean.set_ylabel("‖mean‖ / mean ‖x‖  (0 = zero-mean)")
     ax_mean.set_ylim(0, 1)
     for ax in (ax_iso, ax_mean):
-        ax.set_xlabel("layer (0 = embeddings)")
+        ax.set_xlabel("transformer layer")
         ax.grid(alpha=0.3)
     ax_mean.legend(fontsize=8, frameon=False)
     fig.suptitle(f"{results['task']} validation, {Path(results['model']).name} after {results['epochs']} epoch(s)",

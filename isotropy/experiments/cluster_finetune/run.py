@@ -77,7 +77,11 @@ def _make_transform(config):
 
 
 def _pooled_states(model, tokenised, *, batch_size: int, device) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
-    """Per hidden state the pooled vectors of every item, the pooled last layer and the classifier input, in eval mode."""
+    """Per transformer layer (1..L) the pooled vectors of every item, the pooled last layer and the classifier input.
+
+    Computed in eval mode, batch by batch (so an evaluation-time transform sees the batches the Trainer's
+    evaluation sees).
+    """
     import torch
 
     was_training = model.training
@@ -89,8 +93,9 @@ def _pooled_states(model, tokenised, *, batch_size: int, device) -> tuple[list[n
             r, f, out = model.pooled(batch["input_ids"], batch["attention_mask"], batch.get("token_type_ids"),
                                      output_hidden_states=True)
             mask = batch["attention_mask"].unsqueeze(-1)
+            # layers 1..L: the embedding output's [CLS] is the same vector for every input (no variance)
             per_layer = [h[:, 0] if model.pooling == "cls" else (h * mask).sum(1) / mask.sum(1).clamp_min(1)
-                         for h in out.hidden_states]
+                         for h in out.hidden_states[1:]]
             layers = [[] for _ in per_layer] if layers is None else layers
             for store, p in zip(layers, per_layer):
                 store.append(p.double().cpu().numpy())
@@ -175,8 +180,8 @@ def summarise(runs: list[dict], conditions: list[str]) -> list[dict]:
             values = np.array([r[key] for r in mine if r.get(key) is not None], dtype=float)
             row[key] = float(values.mean()) if values.size else None
             row[f"{key}_sd"] = float(values.std(ddof=1)) if values.size > 1 else 0.0
-        row["layers"] = [{key: float(np.mean([r["layers"][i][key] for r in mine])) if key != "layer" else i
-                          for key in mine[0]["layers"][i]} for i in range(len(mine[0]["layers"]))]
+        row["layers"] = [{key: float(np.mean([r["layers"][i][key] for r in mine])) if key != "layer" else layer[key]
+                          for key in layer} for i, layer in enumerate(mine[0]["layers"])]
         out.append(row)
     return out
 
@@ -199,10 +204,10 @@ def markdown_table(results: dict) -> str:
                   f"‖mean‖ / mean ‖x‖.", "",
               "| layer | " + " | ".join(r["condition"] for r in results["summary"]) + " |",
               "|---|" + "---|" * len(results["summary"])]
-    for i in range(len(results["summary"][0]["layers"])):
+    for i, layer in enumerate(results["summary"][0]["layers"]):
         cells = [f"{r['layers'][i]['partition_isotropy']:.3g} / {r['layers'][i]['zero_mean_ratio']:.3f}"
                  for r in results["summary"]]
-        lines.append(f"| {i} | " + " | ".join(cells) + " |")
+        lines.append(f"| {layer['layer']} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 

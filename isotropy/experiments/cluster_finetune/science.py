@@ -36,13 +36,15 @@ def zero_mean_ratio(X) -> float:
     return float(np.linalg.norm(X.mean(axis=0)) / norms)
 
 
-def layer_geometry(states) -> list[dict]:
+def layer_geometry(states, *, first_layer: int = 1) -> list[dict]:
     """Per layer: I(W), IsoScore, mean cosine and zero-mean ratio of pooled vectors.
 
     Parameters
     ----------
     states : sequence of array-like of shape (n_samples, n_features)
-        One pooled matrix per hidden state (0 = embedding output).
+        One pooled matrix per transformer layer, the first layer first.
+    first_layer : int, default=1
+        Number of the first layer in ``states`` (1: the output of the first transformer layer).
 
     Returns
     -------
@@ -53,7 +55,7 @@ def layer_geometry(states) -> list[dict]:
     from isotropy import cosine_similarity_mean, isoscore, partition_isotropy
 
     out = []
-    for layer, X in enumerate(states):
+    for layer, X in enumerate(states, start=first_layer):
         X = np.asarray(X, dtype=np.float64)
         out.append({"layer": layer, "partition_isotropy": float(partition_isotropy(X)), "isoscore": float(isoscore(X)),
                     "mean_cosine": float(cosine_similarity_mean(X)), "zero_mean_ratio": zero_mean_ratio(X)})
