@@ -62,7 +62,7 @@ def test_pair_classifier_pools_and_transforms(tiny_bert_dir, pooling, one_torch_
                       padding=True, return_tensors="pt")
     labels = torch.tensor([0, 1, 1])
     model = PairClassifier(encoder, 2, pooling=pooling, transform=_Centre(), dropout=0.0).eval()
-    raw, features, out = model.pooled(**batch, output_hidden_states=True)
+    raw, features, _ = model.pooled(**batch, output_hidden_states=True)
     hidden = encoder(**batch).last_hidden_state
     mask = batch["attention_mask"].unsqueeze(-1).float()
     expected = hidden[:, 0] if pooling == "cls" else (hidden * mask).sum(1) / mask.sum(1)

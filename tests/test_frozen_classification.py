@@ -10,12 +10,11 @@ import numpy as np
 import pytest
 from _repro_models import make_tiny_bert_with_minilm_tokenizer
 from conftest import shared_data_path
-from pydantic import ValidationError
 from sklearn.decomposition import PCA
 from sklearn.linear_model import LogisticRegression
 
 from isotropy import partition_isotropy
-from isotropy.experiments.frozen_classification.config import FrozenClassificationConfig
+from isotropy.experiments._config import ConfigError
 from isotropy.experiments._runner import execute
 from isotropy.experiments.frozen_classification.experiment import EXPERIMENT
 from isotropy.experiments.frozen_classification.science import METHODS, evaluate_method, make_transform
@@ -81,11 +80,10 @@ def test_packaged_setups_validate(setup):
 
 
 def test_config_validation():
-    with pytest.raises(ValidationError, match="methods"):
-        FrozenClassificationConfig(methods=["baseline", "whiten"])
-    with pytest.raises(ValidationError, match="train_size"):
-        FrozenClassificationConfig(train_size=1)
-    assert FrozenClassificationConfig().n_clusters == 27
+    with pytest.raises(ConfigError, match="'methods' setting of frozen-classification"):
+        EXPERIMENT.config(methods=["baseline", "whiten"])
+    with pytest.raises(ConfigError, match="'train_size' setting of frozen-classification"):
+        EXPERIMENT.config(train_size=1)
 
 
 def test_run_tiny_model(tmp_path, tiny_bert_dir, one_torch_thread):

@@ -99,10 +99,10 @@ def summarise(states: list[dict]) -> list[dict]:
 def markdown_table(results: dict) -> str:
     """One row per condition: accuracy, IsoScore, mean cosine, max/median magnitude, rogue shares, top dimensions."""
     ks = list(results["summary"][0]["rogue_share"])
-    lines = [f"Sentence embeddings of {results['n_validation']} {results['task']} validation sentences "
-             f"({results['model']}, {results['pooling']}-pooled last layer); fine-tuning: istar setup "
-             f"'{results['fine_tune_setup']}', {results['n_train']} training sentences, {results['epochs']} epoch(s), "
-             f"{len(results['seeds'])} seed(s).", "",
+    lines = [(f"Sentence embeddings of {results['n_validation']} {results['task']} validation sentences "
+              f"({results['model']}, {results['pooling']}-pooled last layer); fine-tuning: istar setup "
+              f"'{results['fine_tune_setup']}', {results['n_train']} training sentences, {results['epochs']} "
+              f"epoch(s), {len(results['seeds'])} seed(s)."), "",
              "| model | accuracy (%) | IsoScore | mean cosine | max / median mean abs. value | " +
              " | ".join(f"rogue share k={k}" for k in ks) + " | top dims (magnitude) | top dims (cosine) |",
              "|---|---|---|---|---|" + "---|" * len(ks) + "---|---|"]

@@ -70,7 +70,7 @@ class PairClassifier(nn.Module):
                                         hidden_states=out.hidden_states if output_hidden_states else None)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _partition_isotropy_metric_class():
     from torchmetrics import Metric
     from torchmetrics.utilities import dim_zero_cat
@@ -96,6 +96,6 @@ def _partition_isotropy_metric_class():
     return PartitionIsotropyMetric
 
 
-def PartitionIsotropyMetric(n_features=None):  # noqa: N802 - a factory named like the class it returns
+def PartitionIsotropyMetric(n_features=None):
     """A fresh I(W) torchmetrics metric (the factory signature the geometry callback expects)."""
     return _partition_isotropy_metric_class()()

@@ -190,9 +190,9 @@ def markdown_table(results: dict) -> str:
     """Paper vs ours (accuracy, I(W)), then per-layer I(W) and zero-mean ratio of the pooled vectors."""
     paper = PAPER.get(results["task"], {})
     pooled = "[CLS]" if results["pooling"] == "cls" else "mean-pooled"
-    lines = [f"{results['task']} ({results['n_train']} training / {results['n_validation']} validation pairs), "
-             f"{results['model']} fine-tuned {results['epochs']} epoch(s), {len(results['seeds'])} seed(s); "
-             f"I(W) of the classifier's input ({pooled} vector, after the transform where there is one).", "",
+    lines = [(f"{results['task']} ({results['n_train']} training / {results['n_validation']} validation pairs), "
+              f"{results['model']} fine-tuned {results['epochs']} epoch(s), {len(results['seeds'])} seed(s); "
+              f"I(W) of the classifier's input ({pooled} vector, after the transform where there is one)."), "",
              "| | paper accuracy | paper I(W) | our accuracy (%) | our I(W) | our I(W) before the transform |",
              "|---|---|---|---|---|---|"]
     for row in results["summary"]:
@@ -200,8 +200,8 @@ def markdown_table(results: dict) -> str:
         acc = "–" if row["accuracy"] is None else f"{100 * row['accuracy']:.1f} ± {100 * row['accuracy_sd']:.1f}"
         lines.append(f"| {row['condition']} | {ref.get('accuracy', '–')} | {ref.get('partition_isotropy', '–')} | "
                      f"{acc} | {row['partition_isotropy']:.3g} | {row['partition_isotropy_pooled']:.3g} |")
-    lines += ["", f"Per layer ({pooled} vectors of the validation pairs): I(W) / zero-mean ratio "
-                  f"‖mean‖ / mean ‖x‖.", "",
+    lines += ["", (f"Per layer ({pooled} vectors of the validation pairs): I(W) / zero-mean ratio "
+                   f"‖mean‖ / mean ‖x‖."), "",
               "| layer | " + " | ".join(r["condition"] for r in results["summary"]) + " |",
               "|---|" + "---|" * len(results["summary"])]
     for i, layer in enumerate(results["summary"][0]["layers"]):

@@ -38,7 +38,7 @@ def _encode(config, split: str, size, ctx):
     X = encode_mean_pooled([data.text_a[i] for i in idx], model=config.model, device=ctx.device, layer=config.layer,
                            batch_size=config.encode_batch_size, max_length=config.max_length)
     return (np.asarray(X, dtype=np.float64), np.asarray(data.labels)[idx],
-            {**data.source, "n_sentences": int(len(idx)), "subset_seed": config.data_seed if size else None})
+            {**data.source, "n_sentences": len(idx), "subset_seed": config.data_seed if size else None})
 
 
 def summarise(records: list[dict], methods: list[str]) -> list[dict]:
@@ -58,9 +58,9 @@ def summarise(records: list[dict], methods: list[str]) -> list[dict]:
 def markdown_table(results: dict) -> str:
     """Validation accuracy (%) and I(W) per method, mean ± sd over seeds."""
     n_train, n_valid = results["data"]["train"]["n_sentences"], results["data"]["validation"]["n_sentences"]
-    lines = [f"{results['task']} with frozen {results['model']} (mean-pooled layer {results['layer']}); "
-             f"logistic regression on {n_train} training sentences, accuracy on {n_valid} validation sentences; "
-             f"{len(results['seeds'])} seed(s) of the clustering.", "",
+    lines = [(f"{results['task']} with frozen {results['model']} (mean-pooled layer {results['layer']}); "
+              f"logistic regression on {n_train} training sentences, accuracy on {n_valid} validation sentences; "
+              f"{len(results['seeds'])} seed(s) of the clustering."), "",
              "| method | accuracy (%) | I(W) | IsoScore | train accuracy (%) |", "|---|---|---|---|---|"]
     for r in results["summary"]:
         lines.append(f"| {r['method']} | {100 * r['accuracy']:.2f} ± {100 * r['accuracy_sd']:.2f} | "
