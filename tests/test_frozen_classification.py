@@ -80,7 +80,7 @@ def test_packaged_setups_validate(setup):
 
 
 def test_config_validation():
-    with pytest.raises(ConfigError, match="'methods' setting of frozen-classification"):
+    with pytest.raises(ConfigError, match=r"'methods\[1\]' setting of frozen-classification .* Got 'whiten'"):
         EXPERIMENT.config(methods=["baseline", "whiten"])
     with pytest.raises(ConfigError, match="'train_size' setting of frozen-classification"):
         EXPERIMENT.config(train_size=1)

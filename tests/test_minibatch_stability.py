@@ -7,12 +7,16 @@ prediction of anisotropic clouds, and an independent re-encoding of the sentence
 
 from __future__ import annotations
 
+import csv
+
 import numpy as np
 import pytest
 from _repro_models import make_tiny_bert_with_minilm_tokenizer
+from conftest import shared_data_path
 
 from isotropy import isoscore, isoscore_star
 from isotropy.experiments._config import ConfigError
+from isotropy.experiments._runner import execute
 from isotropy.experiments.minibatch_stability.experiment import EXPERIMENT
 from isotropy.experiments.minibatch_stability.science import (
     batch_scores,
@@ -99,3 +103,56 @@ def test_cli_bad_value_is_one_line(tmp_path, capsys):
     assert capsys.readouterr().err.strip() == ("Error: The 'zetas' setting of minibatch-stability must be a non-empty "
                                                "list of distinct floats in [0, 1]. Got [0, 2] instead.")
     assert not (tmp_path / "r").exists()
+
+
+def _execute(results_dir, config, **kwargs):
+    return execute(EXPERIMENT, EXPERIMENT.config(**config), results_dir=results_dir, device="cpu", quiet=True,
+                   **kwargs).results
+
+
+def test_run_synthetic(tmp_path):
+    config = {"sources": ["synthetic"], "batch_sizes": [4, 16, 64], "zetas": [0.0, 0.5], "n_batches": 4,
+              "shrinkage_sample": 256, "synthetic": {"n_features": 12, "decay": 0.8}, "seeds": [0, 3]}
+    results = _execute(tmp_path, config)
+    assert sorted(p.name for p in (tmp_path / "figures").iterdir()) == ["minibatch_stability.png",
+                                                                       "minibatch_stability.svg"]
+    cloud = results["clouds"]["synthetic"]
+    truth = isoscore_from_covariance(np.diag(power_law_spectrum(12, decay=0.8)))
+    assert cloud["whole_cloud"] == pytest.approx(truth, rel=1e-12)
+    assert {r["seed"] for r in cloud["scores"]} == {0, 3}
+    with open(tmp_path / "scores.csv") as handle:
+        written = list(csv.DictReader(handle))
+    assert len(written) == 3 * 4 * 2 * 2
+    for row in cloud["summary"]:
+        values = [float(w["score"]) for w in written
+                  if int(w["batch_size"]) == row["batch_size"] and float(w["zeta"]) == row["zeta"]]
+        assert row["mean"] == pytest.approx(np.mean(values))
+        assert row["predicted"] == pytest.approx(expected_batch_isoscore(
+            np.diag(power_law_spectrum(12, decay=0.8)), row["batch_size"], zeta=row["zeta"],
+            shrinkage_cov=_held_out_cov(config)))
+    assert (tmp_path / "results.md").read_text().count("| 64 |") == 1
+
+
+def _held_out_cov(config):
+    # the held-out sample of the run: rng [first seed, 1], independent of the batches
+    d = config["synthetic"]["n_features"]
+    lam = power_law_spectrum(d, decay=config["synthetic"]["decay"])
+    held = np.random.default_rng([config["seeds"][0], 1]).normal(size=(config["shrinkage_sample"], d)) * np.sqrt(lam)
+    return np.cov(held, rowvar=False)
+
+
+def test_run_embeddings_tiny_model(tmp_path, tiny_bert_dir, one_torch_thread):
+    shared_data_path("glue_data", "SST-2", "dev.tsv")
+    from isotropy.datasets.glue import load_glue_task
+    from isotropy.encoders import encode_mean_pooled
+
+    config = {"sources": ["embeddings"], "batch_sizes": [8, 512, 1024], "zetas": [0.0, 0.9], "n_batches": 2,
+              "shrinkage_sample": 64, "embeddings.model": str(tiny_bert_dir), "embeddings.max_length": 32}
+    results = _execute(tmp_path, config, data_dir=shared_data_path(), plot=False)
+    cloud = results["clouds"]["sst2"]
+    dev = load_glue_task("sst2", "dev", data_dir=shared_data_path())
+    X = encode_mean_pooled(dev.text_a, model=str(tiny_bert_dir), device="cpu", max_length=32, use_cache=False)
+    assert cloud["n_samples"] == len(dev) == 872
+    assert cloud["whole_cloud"] == pytest.approx(isoscore(X), rel=1e-5)
+    assert cloud["skipped_batch_sizes"] == [1024]
+    assert cloud["batch_sizes"] == [8, 512]

@@ -43,7 +43,7 @@ class ClusterFinetuneConfig(ExperimentConfig):
     eval_batch_size: int = Field(ge=2)
     lr: float = Field(gt=0)
     weight_decay: float = Field(ge=0)
-    warmup_ratio: float = Field(ge=0, le=1)
+    warmup_ratio: float = Field(ge=0, lt=1)
     max_grad_norm: float = Field(gt=0)
     dropout: float = Field(ge=0, le=1)
     conditions: list[Literal["baseline", "cluster"]] = expects("a non-empty list from baseline, cluster", min_length=1)

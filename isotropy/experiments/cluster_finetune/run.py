@@ -44,6 +44,14 @@ def prepare(config, ctx) -> dict:
     valid = load_glue_task(config.task, config.validation_split, data_dir=ctx.data_dir)
     train = subsample(train, config.train_size, seed=config.data_seed)
     valid = subsample(valid, config.validation_size, seed=config.data_seed)
+    if "cluster" in config.conditions:  # every batch the transform sees needs at least n_clusters rows
+        k = config.transform.n_clusters
+        for name, n, size in (("train_size", len(train), config.batch_size),
+                              ("validation_size", len(valid), config.eval_batch_size)):
+            if 0 < n % size < k and (name == "train_size" or config.transform.at_evaluation):
+                raise ValueError(f"The '{name}' setting of cluster-finetune gives {n} items, whose last batch of "
+                                 f"{n % size} has fewer rows than transform.n_clusters={k}; choose a size or batch "
+                                 f"size whose remainder is 0 or at least {k}.")
     tokenizer, encoder = load_encoder(config.model)
     return {"train_data": train, "valid_data": valid, "tokenizer": tokenizer, "encoder": encoder,
             "train": tokenise(tokenizer, train, max_length=config.max_length),
@@ -144,7 +152,8 @@ def _train_one(config, prepared, condition: str, seed: int, device: str, ctx) ->
         args = TrainingArguments(
             output_dir=scratch, num_train_epochs=config.epochs, per_device_train_batch_size=config.batch_size,
             per_device_eval_batch_size=config.eval_batch_size, learning_rate=config.lr,
-            weight_decay=config.weight_decay, warmup_ratio=config.warmup_ratio, max_grad_norm=config.max_grad_norm,
+            weight_decay=config.weight_decay, max_grad_norm=config.max_grad_norm,
+            warmup_steps=float(config.warmup_ratio),  # transformers reads a float in [0, 1) as a share of the steps
             lr_scheduler_type="linear", seed=seed, data_seed=seed, logging_steps=geometry.every_n_steps,
             eval_strategy="epoch", save_strategy="no", report_to=[], use_cpu=str(device) == "cpu",
             dataloader_num_workers=0, disable_tqdm=ctx.quiet)
