@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 from _repro_models import make_tiny_bert_with_minilm_tokenizer
+from conftest import shared_data_path
 
 from isotropy import isoscore, partition_isotropy
 from isotropy.experiments.cluster_finetune.science import layer_geometry, zero_mean_ratio
@@ -84,3 +85,44 @@ def test_partition_isotropy_metric_over_batches():
     for part in torch.split(X, 7):
         metric.update(part)
     assert float(metric.compute()) == pytest.approx(partition_isotropy(X.numpy()))
+
+
+def test_run_tiny_model_end_to_end(tmp_path, tiny_bert_dir, one_torch_thread):
+    shared_data_path("glue_data", "RTE", "train.tsv")
+    from isotropy.experiments._runner import execute
+    from isotropy.experiments.cluster_finetune.experiment import EXPERIMENT
+
+    config = EXPERIMENT.config(model=str(tiny_bert_dir), train_size=24, validation_size=20, epochs=1, batch_size=8,
+                               eval_batch_size=10, max_length=32, **{"geometry.every_n_steps": 1,
+                                                                      "geometry.probe_size": None})
+    results = execute(EXPERIMENT, config, results_dir=tmp_path, device="cpu", data_dir=shared_data_path(),
+                      quiet=True).results
+    assert [r["condition"] for r in results["summary"]] == ["pretrained", "baseline", "cluster"]
+    assert sorted(p.name for p in (tmp_path / "figures").glob("*.png")) == ["layers.png", "training_curves.png"]
+    pretrained = results["summary"][0]["layers"]
+    assert [r["layer"] for r in pretrained] == [1, 2]
+    # the callback's measurement at step 0 (through the Trainer's log) is the pre-trained encoder's [CLS] geometry
+    for name in ("baseline_seed0", "cluster_seed0"):
+        start = {c["layer"]: c["value"] for c in results["curves"][name]
+                 if c["step"] == 0 and c["metric"] == "partition_isotropy"}
+        assert sorted(start) == [1, 2]
+        for layer in pretrained:
+            assert start[layer["layer"]] == pytest.approx(layer["partition_isotropy"], rel=1e-4)
+        steps = {c["step"] for c in results["curves"][name]}
+        assert steps == {0, 1, 2, 3}  # every step, 24 pairs in batches of 8
+    baseline, cluster = results["summary"][1], results["summary"][2]
+    assert baseline["partition_isotropy"] == pytest.approx(baseline["partition_isotropy_pooled"])  # no transform
+    assert cluster["partition_isotropy"] > cluster["partition_isotropy_pooled"]  # the transform's whole point
+    assert 0.0 <= baseline["accuracy"] <= 1.0
+    assert "| cluster | 62.8 | 0.29 |" in (tmp_path / "results.md").read_text()
+
+
+def test_small_last_batch_is_refused(tmp_path, tiny_bert_dir):
+    shared_data_path("glue_data", "RTE", "train.tsv")
+    from isotropy.experiments._runner import execute
+    from isotropy.experiments.cluster_finetune.experiment import EXPERIMENT
+
+    config = EXPERIMENT.config(model=str(tiny_bert_dir), train_size=17, batch_size=8)  # last batch: 1 row, 2 clusters
+    with pytest.raises(ValueError, match="'train_size' setting of cluster-finetune gives 17 items"):
+        execute(EXPERIMENT, config, results_dir=tmp_path / "r", device="cpu", data_dir=shared_data_path(), quiet=True)
+    assert not (tmp_path / "r").exists()
