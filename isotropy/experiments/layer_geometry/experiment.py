@@ -82,6 +82,7 @@ EXPERIMENT = Experiment(
     default_setup="minilm-wikitext2",
     resume_keys=frozenset(),
     max_seeds=1,
+    partial=False,
     shortcuts=(("--model", "model", "all-MiniLM-L6-v2 (packaged), a local transformers model directory or a hub name"),
                ("--corpus", "corpus", "wikitext-2, ptb, or a path to a plain-text file"),
                ("--layers", "layers", "'all' or comma-separated hidden-state indices, e.g. 0,3,6")),

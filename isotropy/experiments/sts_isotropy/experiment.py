@@ -83,6 +83,7 @@ EXPERIMENT = Experiment(
     default_setup="paper",
     resume_keys=frozenset(),
     max_seeds=1,
+    partial=False,
     shortcuts=(("--model", "model", "all-MiniLM-L6-v2 (packaged) or a local model directory"),
                ("--fit-on", "fit_on", "What the transforms are fitted on: self, stsb-train, wikitext-2 or a text file"),
                ("--datasets", "datasets[]", f"Comma-separated data sets from {', '.join(DATASETS)}")),
