@@ -1,5 +1,9 @@
 """MkDocs hook: pages contributed by other parts of the project join the navigation when present.
 
+A ``::: package.Name`` directive whose name the package exports lazily (a ``_EXPORTS`` dict read by
+``__getattr__``, as in ``isotropy`` and ``isotropy.training``) is pointed at the defining module,
+which mkdocstrings' static analysis cannot find by itself.
+
 It also rewrites the reStructuredText bits of numpydoc docstrings (roles such as ``:func:``,
 ``.. math::`` blocks, ``.. [1]`` references) that the Markdown renderer would show verbatim.
 
@@ -12,6 +16,8 @@ page in ``nav`` is left alone, so MkDocs still reports it (an error under ``--st
 
 from __future__ import annotations
 
+import ast
+import functools
 import logging
 import re
 from pathlib import Path
@@ -100,3 +106,30 @@ def on_page_content(html, page, config, files):
         first = True
         paragraphs.append(_CITATION.sub(citation, part) if part.startswith("<p>") else part)
     return "".join(paragraphs)
+
+
+_DIRECTIVE = re.compile(r"^::: ((?:isotropy)(?:\.\w+)*)\.(\w+)[ \t]*$", flags=re.MULTILINE)
+REPO = Path(__file__).resolve().parent.parent
+
+
+@functools.cache
+def _lazy_exports(package: str) -> dict[str, str]:
+    """The ``_EXPORTS`` mapping (name -> module) of a package's ``__init__.py``, read without importing it."""
+    init = REPO.joinpath(*package.split("."), "__init__.py")
+    if not init.is_file():
+        return {}
+    for node in ast.parse(init.read_text()).body:
+        if (isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "_EXPORTS" for t in node.targets)
+                and isinstance(node.value, ast.Dict)):
+            return {k.value: v.value for k, v in zip(node.value.keys, node.value.values)
+                    if isinstance(k, ast.Constant) and isinstance(v, ast.Constant)}
+    return {}
+
+
+def on_page_markdown(markdown, page, config, files):
+    def resolve(match):
+        package, name = match.group(1), match.group(2)
+        module = _lazy_exports(package).get(name)
+        return f"::: {module}.{name}" if module else match.group(0)
+
+    return _DIRECTIVE.sub(resolve, markdown)

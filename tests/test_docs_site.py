@@ -100,3 +100,11 @@ def test_readme_links_resolve():
     targets = [t for t in re.findall(r"\]\(([^)#\s]+)\)", text) if "://" not in t]
     assert len(targets) >= 10
     assert [t for t in targets if not (REPO / t).is_file()] == []
+
+
+def test_hook_points_lazy_exports_at_their_module():
+    hooks = _load_hooks()
+    markdown = "::: isotropy.isoscore_star\n\n::: isotropy.io.embeddings.read_embeddings\n::: isotropy.nonexistent\n"
+    out = hooks.on_page_markdown(markdown, None, None, None)
+    assert out.splitlines() == ["::: isotropy.isoscore.isoscore_star", "",
+                                "::: isotropy.io.embeddings.read_embeddings", "::: isotropy.nonexistent"]
