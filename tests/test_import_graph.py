@@ -13,11 +13,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "isotropy"
 # Known cycle-closing edges, each a lazy (function-level) import, listed so that any NEW cycle fails. Remove an
 # entry when its cycle is gone (the test then keeps it gone):
 KNOWN_EDGES = {
-    # contextual.py <-> encoders.py: being removed on the Gemma/GGUF branch; drop after that merge
-    ("isotropy.encoders", "isotropy.contextual"),
     # arrived with the merge of the reliability and dask branches (their owners' to untangle):
-    # _validation <-> _magnitude (the finite-range check)
-    ("isotropy._validation", "isotropy._magnitude"),
     # measure_cli <-> distributed.measure (the dask path reuses the command's report)
     ("isotropy.measure_cli", "isotropy.distributed.measure"),
     # the metrics dispatch dask arrays to isotropy.distributed, whose kernels call the metrics back
