@@ -14,8 +14,6 @@ PACKAGE = Path(__file__).resolve().parent.parent / "isotropy"
 # entry when its cycle is gone (the test then keeps it gone):
 KNOWN_EDGES = {
     # arrived with the merge of the reliability and dask branches (their owners' to untangle):
-    # _validation <-> _magnitude (the finite-range check)
-    ("isotropy._validation", "isotropy._magnitude"),
     # measure_cli <-> distributed.measure (the dask path reuses the command's report)
     ("isotropy.measure_cli", "isotropy.distributed.measure"),
     # the metrics dispatch dask arrays to isotropy.distributed, whose kernels call the metrics back
