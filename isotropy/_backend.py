@@ -11,13 +11,19 @@ import sys
 
 import numpy as np
 
-__all__ = ["get_namespace", "is_torch", "to_output", "as_float64_numpy"]
+__all__ = ["as_float64_numpy", "get_namespace", "is_dask", "is_torch", "to_output"]
 
 
 def is_torch(X) -> bool:
     """True when ``X`` is a torch tensor (without importing torch)."""
     torch = sys.modules.get("torch")
     return torch is not None and isinstance(X, torch.Tensor)
+
+
+def is_dask(X) -> bool:
+    """True when ``X`` is a dask array (without importing dask: one can only exist if the caller did)."""
+    da = sys.modules.get("dask.array")
+    return da is not None and isinstance(X, da.Array)
 
 
 def get_namespace(*arrays):

@@ -22,18 +22,21 @@ def _unit_rows(block):
     return block, (norms == 0).astype(np.float64)
 
 
-def _augmented_numpy(X, metric, dtype, order):
+def _augmented_numpy(X, metric, dtype, order, mean=None):
     """Right operand R = [u, 1, q] with u the centred rows (of X, or of the unit rows of X).
 
     With L = [-s u, q, 1] (s = 2 for euclidean, 1 for cosine), L @ R.T is the squared euclidean
     distance, or the cosine distance 1 - cos(x, y) = |u_x - u_y|^2 / 2 (+ 1/2 per zero row).
     Centring keeps |u| small, hence the cancellation error of the float32 product. Row ``i`` of
-    R is sample ``order[i]``.
+    R is sample ``order[i]``. ``mean`` gives the centre (float64), e.g. that of all the row blocks
+    of a distributed array, instead of the mean of ``X``.
     """
     n, d = X.shape
     step = max(1, (1 << 22) // max(d, 1))  # convert ~32 MiB of float64 at a time
     chunks = [slice(start, min(n, start + step)) for start in range(0, n, step)]
-    if metric == "euclidean":
+    if mean is not None:
+        pass
+    elif metric == "euclidean":
         mean = X.mean(axis=0, dtype=np.float64)
     else:
         mean = sum(_unit_rows(X[rows].astype(np.float64))[0].sum(axis=0) for rows in chunks) / n
@@ -64,13 +67,24 @@ def _left_operand_numpy(R_rows, metric, d):
 _PARALLEL = threading.Lock()  # one parallel section at a time: BLAS thread limits are process-wide
 
 
-def _run_tasks(fn, tasks):
+def _run_tasks(fn, tasks, *, progress=False):
     """Run fn(*task, state) for every task on one thread per core (state: a per-thread dict).
+
+    With ``progress``, each finished task is reported to the caller's progress reporter, if any
+    (:mod:`isotropy._progress`).
 
     Each worker runs single-threaded BLAS (threadpoolctl, restored on exit): independent
     workers keep both the products and the element-wise work busy on every core, and do not
     stall on BLAS's internal thread barriers when the machine is oversubscribed.
     """
+    if progress:
+        from isotropy._progress import blocks
+
+        advance, inner = blocks(len(tasks)), fn
+
+        def fn(*args):
+            inner(*args)
+            advance()
     try:
         workers = min(len(os.sched_getaffinity(0)), len(tasks))
     except AttributeError:  # no sched_getaffinity (macOS, Windows)

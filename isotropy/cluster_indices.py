@@ -12,7 +12,8 @@ import numbers
 
 import numpy as np
 
-from isotropy._backend import get_namespace, is_torch, to_output
+from isotropy._backend import get_namespace, is_dask, is_torch, to_output
+from isotropy._progress import blocks
 from isotropy._validation import check_labels, check_option, check_scalar, check_X
 from isotropy.silhouette import _check_n_clusters
 
@@ -100,6 +101,9 @@ def calinski_harabasz_score(X, labels):
     >>> calinski_harabasz_score(X, [0, 0, 1, 1])
     200.0
     """
+    if is_dask(X):  # a dask array: computed by tiles / chunk statistics on the dask scheduler
+        from isotropy import distributed
+        return distributed.calinski_harabasz_score(X, labels)
     X, ids, n_clusters = _validate(X, labels, "calinski_harabasz_score")
     xp = get_namespace(X)
     Xw = _work_copy(X)
@@ -156,6 +160,9 @@ def davies_bouldin_score(X, labels):
     >>> davies_bouldin_score(X, [0, 0, 1, 1])
     0.1
     """
+    if is_dask(X):  # a dask array: computed by tiles / chunk statistics on the dask scheduler
+        from isotropy import distributed
+        return distributed.davies_bouldin_score(X, labels)
     X, ids, n_clusters = _validate(X, labels, "davies_bouldin_score")
     xp = get_namespace(X)
     Xw = _work_copy(X)
@@ -243,6 +250,9 @@ def dunn_index(X, labels, *, metric="euclidean", chunk_size=None):
     >>> dunn_index(X, [0, 0, 1, 1])
     10.0
     """
+    if is_dask(X):  # a dask array: computed by tiles / chunk statistics on the dask scheduler
+        from isotropy import distributed
+        return distributed.dunn_index(X, labels, metric=metric, chunk_size=chunk_size)
     caller = "dunn_index"
     X, ids, _ = _validate(X, labels, caller)
     check_option(metric, "metric", _METRICS, caller=caller)
@@ -271,6 +281,8 @@ def _extreme_pairs(Xw, ids, metric, chunk_size, xp):
     ids_x = xp.asarray(ids, device=device) if is_torch(Xw) else ids
     b = min(n, chunk_size or 2048)
     best_inter, best_intra = (float("inf"), None), (-float("inf"), None)
+    n_blocks = -(-n // b)
+    advance = blocks(n_blocks * (n_blocks + 1) // 2)  # progress, when a caller asked for it
     for i0 in range(0, n, b):
         i1 = min(n, i0 + b)
         for j0 in range(i0, n, b):
@@ -284,4 +296,5 @@ def _extreme_pairs(Xw, ids, metric, chunk_size, xp):
                 best_inter = (float(D[near // width, near % width]), (i0 + near // width, j0 + near % width))
             if float(D[far // width, far % width]) > best_intra[0] and bool(same[far // width, far % width]):
                 best_intra = (float(D[far // width, far % width]), (i0 + far // width, j0 + far % width))
+            advance()
     return best_inter[1], best_intra[1]

@@ -12,7 +12,7 @@ import numbers
 
 import numpy as np
 
-from isotropy._backend import is_torch, to_output
+from isotropy._backend import is_dask, is_torch, to_output
 from isotropy._validation import (
     IsotropyValueError,
     check_labels,
@@ -86,9 +86,11 @@ def _unit_row_sum(X, *, caller, name="X"):
     n, d = X.shape
     step = max(1, _CHUNK_ELEMENTS // max(d, 1))
     total = np.zeros(d)
+    buffer = np.empty((min(step, n), d))  # one float64 chunk, reused
     for start in range(0, n, step):
-        total += _unit_rows_numpy(X[start:start + step].astype(np.float64), caller=caller, name=name,
-                                  offset=start).sum(0)
+        B = buffer[: min(step, n - start)]
+        np.copyto(B, X[start:start + step])
+        total += _unit_rows_numpy(B, caller=caller, name=name, offset=start).sum(0)
     return total
 
 
@@ -157,6 +159,9 @@ def cosine_similarity_mean(X):
     >>> round(cosine_similarity_mean(np.array([[1.0, 0.0], [0.0, 2.0], [3.0, 3.0]])), 6)  # (0 + 2·√½) / 3
     0.471405
     """
+    if is_dask(X):  # a dask array: computed by tiles / chunk statistics on the dask scheduler
+        from isotropy import distributed
+        return distributed.cosine_similarity_mean(X)
     X = check_X(X, caller="cosine_similarity_mean")
     return to_output(_mean_pairwise_cosine_of_units(_unit_row_sum(X, caller="cosine_similarity_mean"), X.shape[0]), X)
 

@@ -22,7 +22,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import validate_data
 
-from isotropy._backend import is_torch
+from isotropy._backend import is_dask, is_torch
 from isotropy._validation import IsotropyValueError, check_option, check_scalar, check_X
 from isotropy.neighbors import (
     _METRICS,
@@ -131,6 +131,9 @@ def twonn_dimension(X, *, discard_fraction: float = 0.1, method: str = "linear",
     >>> round(twonn_dimension(plane))
     2
     """
+    if is_dask(X):  # a dask array: computed by tiles / chunk statistics on the dask scheduler
+        from isotropy import distributed
+        return distributed.twonn_dimension(X, discard_fraction=discard_fraction, method=method, metric=metric)
     caller = "twonn_dimension"
     X = check_X(X, caller=caller, min_samples=3, rescale=True)
     check_scalar(discard_fraction, "discard_fraction", caller=caller, low=0, high=1, closed="left")
@@ -214,6 +217,9 @@ def local_mle_dimension(X, *, n_neighbors: int = 100, metric: str = "euclidean")
     >>> lid.shape, round(float(np.median(lid)))
     ((2000,), 3)
     """
+    if is_dask(X):  # a dask array: computed by tiles / chunk statistics on the dask scheduler
+        from isotropy import distributed
+        return distributed.local_mle_dimension(X, n_neighbors=n_neighbors, metric=metric)
     caller = "local_mle_dimension"
     X = check_X(X, caller=caller, min_samples=3, rescale=True)
     metric = check_option(metric, "metric", _METRICS, caller=caller)
@@ -269,6 +275,9 @@ def mle_dimension(X, *, n_neighbors: int = 20, metric: str = "euclidean", averag
     >>> round(mle_dimension(cube))
     3
     """
+    if is_dask(X):  # a dask array: computed by tiles / chunk statistics on the dask scheduler
+        from isotropy import distributed
+        return distributed.mle_dimension(X, n_neighbors=n_neighbors, metric=metric, averaging=averaging)
     caller = "mle_dimension"
     X = check_X(X, caller=caller, min_samples=3, rescale=True)
     metric = check_option(metric, "metric", _METRICS, caller=caller)

@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from isotropy._backend import is_torch, to_output
+from isotropy._backend import is_dask, is_torch, to_output
 from isotropy._magnitude import rescaled, safe_exponent_range
 from isotropy._validation import IsotropyValueError, check_scalar, check_X
 
@@ -62,8 +62,10 @@ def _numpy_scatter(X):
     shift = X[:step].mean(axis=0, dtype=np.float64)
     scatter = np.zeros((d, d))
     total = np.zeros(d)
+    buffer = np.empty((min(step, n), d))  # one float64 chunk, reused: peak memory O(chunk), not O(n)
     for start in range(0, n, step):
-        B = X[start:start + step].astype(np.float64)  # always a new array
+        B = buffer[: min(step, n - start)]
+        np.copyto(B, X[start:start + step])
         B -= shift
         total += B.sum(axis=0)
         scatter += B.T @ B  # BLAS syrk
@@ -256,6 +258,9 @@ def isoscore(X):
     >>> isoscore(X)
     0.0
     """
+    if is_dask(X):  # a dask array: computed by tiles / chunk statistics on the dask scheduler
+        from isotropy import distributed
+        return distributed.isoscore(X)
     caller = "isoscore"
     X = check_X(X, caller=caller, min_features=2, rescale=True)
     n, d = X.shape
@@ -318,6 +323,9 @@ def isoscore_star(X, *, shrinkage_cov=None, zeta=0.2):
     >>> round(isoscore_star(X, shrinkage_cov=np.eye(3), zeta=0.75), 6)
     0.970588
     """
+    if is_dask(X):  # a dask array: computed by tiles / chunk statistics on the dask scheduler
+        from isotropy import distributed
+        return distributed.isoscore_star(X, shrinkage_cov=shrinkage_cov, zeta=zeta)
     return _isoscore_star(X, shrinkage_cov=shrinkage_cov, zeta=zeta, caller="isoscore_star")
 
 

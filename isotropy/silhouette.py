@@ -23,7 +23,7 @@ import numbers
 
 import numpy as np
 
-from isotropy._backend import is_torch
+from isotropy._backend import is_dask, is_torch
 from isotropy._silhouette_blocks import _augmented_numpy, _BlockKernel, _run_tasks
 from isotropy._validation import (
     IsotropyValueError,
@@ -102,7 +102,7 @@ def _silhouette_numpy(X, ids, n_clusters, metric, chunk_size):
                 tables.append(state["sums"])
             kernel.add_block(i0, j0, state, state["sums"], symmetric=True)
 
-        _run_tasks(pair, [(i0, j0) for i0 in starts for j0 in starts if j0 >= i0])
+        _run_tasks(pair, [(i0, j0) for i0 in starts for j0 in starts if j0 >= i0], progress=True)
         sums = tables[0]
         for other in tables[1:]:
             sums += other
@@ -115,7 +115,7 @@ def _silhouette_numpy(X, ids, n_clusters, metric, chunk_size):
                 kernel.add_block(i0, j0, state, sums, symmetric=False)
             s_sorted[i0:i1] = _coefficients_numpy(sums, kernel.sorted_ids[i0:i1], kernel.counts, resolution[i0:i1])
 
-        _run_tasks(panel, [(i0,) for i0 in starts])
+        _run_tasks(panel, [(i0,) for i0 in starts], progress=True)
     s = np.empty(n, dtype=np.float64)
     s[order] = s_sorted
     return s
@@ -311,6 +311,9 @@ def silhouette_samples(X, labels, *, metric="euclidean", chunk_size=None):
     >>> silhouette_samples(X, [0, 0, 1, 1]).round(4)
     array([0.9002, 0.9002, 0.9002, 0.9002])
     """
+    if is_dask(X):  # a dask array: computed by tiles / chunk statistics on the dask scheduler
+        from isotropy import distributed
+        return distributed.silhouette_samples(X, labels, metric=metric, chunk_size=chunk_size)
     caller = "silhouette_samples"
     X, ids = _validate(X, labels, metric, chunk_size, caller)
     s = _silhouette(X, ids, metric, chunk_size, caller)
@@ -369,6 +372,9 @@ def silhouette_score(X, labels, *, metric="euclidean", sample_size=None, random_
     >>> round(silhouette_score(X, [0, 1, 0, 1]), 4)
     -0.4475
     """
+    if is_dask(X):  # a dask array: computed by tiles / chunk statistics on the dask scheduler
+        from isotropy import distributed
+        return distributed.silhouette_score(X, labels, metric=metric, sample_size=sample_size, random_state=random_state)
     caller = "silhouette_score"
     X, ids = _validate(X, labels, metric, None, caller)
     if sample_size is not None:

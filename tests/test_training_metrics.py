@@ -162,14 +162,19 @@ def test_state_follows_the_input_and_values_are_on_its_device():
     assert metric.sum_xxt.dtype == torch.float64 and metric.compute().device == metric.device
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
-def test_cuda_input_keeps_states_and_value_on_cuda():
-    X = torch.tensor(_data(0), device="cuda")
+# every device this machine has (CPU always; CUDA where present): the test never skips
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_input_device_keeps_states_and_value_on_it(device):
+    X = torch.tensor(_data(0), device=device)
     for name, (make, reference) in CASES.items():
-        metric = make()
-        metric.update(X[:60]); metric.update(X[60:])
+        metric = make().to(device)
+        metric.update(X[:60])
+        metric.update(X[60:])
         value = metric.compute()
-        assert value.device.type == "cuda", name
+        assert value.device.type == device, name
         assert float(value) == pytest.approx(reference(_data(0)), rel=1e-10, abs=1e-10), name
 
 

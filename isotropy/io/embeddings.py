@@ -13,6 +13,7 @@ expected: :class:`FileNotFoundError` for a missing file, :class:`~isotropy.Isotr
 from __future__ import annotations
 
 import csv
+import importlib
 import os
 from pathlib import Path
 
@@ -31,8 +32,16 @@ _EXPECTED = ("a 2-d array of shape (n_samples, n_features) in a .npy, .npz, .pt,
              f"or {PACKAGED_GLOVE!r}")
 
 
+class EmbeddingsReadError(IsotropyValueError):
+    """An embeddings file (or shard) that cannot be read as a finite (n_samples, n_features) array.
+
+    Raised while reading; with lazily read shards it surfaces when a metric computes, and then
+    concerns the data, not that metric (``isotropy measure`` stops with one line).
+    """
+
+
 def _fail(path, reason: str, expected: str = _EXPECTED) -> IsotropyValueError:
-    return IsotropyValueError(f"Cannot read embeddings from {str(path)!r}: {reason}; expected {expected}.")
+    return EmbeddingsReadError(f"Cannot read embeddings from {str(path)!r}: {reason}; expected {expected}.")
 
 
 def _short(exc: BaseException) -> str:
@@ -117,6 +126,14 @@ def read_embeddings(path: str | os.PathLike, *, key: str | None = None,
         return _as_matrix(X, path), words
     raise _fail(path, f"unknown file extension {suffix or '(none)'!r}",
                 f"one of {', '.join(EMBEDDING_EXTENSIONS)}, or a word2vec file with a '<n_words> <n_features>' header")
+
+
+def _import_optional(module: str, path, packages: str):
+    """Import an optional reader dependency, or fail with one line naming the extra that installs it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise ImportError(f"Reading {str(path)!r} needs {packages}: pip install 'isotropy[io]'") from None
 
 
 def _no_key(path, key, what: str) -> None:
@@ -211,9 +228,8 @@ def _read_torch(path, key):
 
 
 def _read_safetensors(path, key):
+    load_file = _import_optional("safetensors.numpy", path, "safetensors").load_file
     try:
-        from safetensors.numpy import load_file
-
         arrays = load_file(str(path))
     except Exception as exc:  # noqa: BLE001 -- header errors, bfloat16 (not in numpy), truncated file
         raise _fail(path, f"not a readable .safetensors file ({_short(exc)})",
@@ -230,7 +246,7 @@ def _is_float(token: str) -> bool:
 
 
 def _read_delimited(path, sep: str):
-    import pandas as pd
+    pd = _import_optional("pandas", path, "pandas")
 
     try:
         with open(path, encoding="utf-8", errors="replace", newline="") as handle:
@@ -286,7 +302,8 @@ def _check_numeric_columns(df, path, *, line_offset: int | None) -> None:
 
 
 def _read_parquet(path, key):
-    import pandas as pd
+    pd = _import_optional("pandas", path, "pandas and pyarrow")
+    _import_optional("pyarrow", path, "pandas and pyarrow")
 
     try:
         df = pd.read_parquet(path)

@@ -116,6 +116,10 @@ class SentenceClassifier(nn.Module):
         super().__init__()
         if pooling not in POOLINGS:
             raise ValueError(f"The 'pooling' option of istar must be one of {list(POOLINGS)}. Got {pooling!r} instead.")
+        if pooling == "cls":  # a causal decoder's first token is the same for every input: refused there
+            from isotropy.models.pooling import check_pooling
+
+            check_pooling(pooling, encoder.config, caller="istar")
         self.encoder = encoder
         self.pooling = pooling
         self.dropout = nn.Dropout(dropout)

@@ -1,0 +1,57 @@
+"""The metrics on dask arrays: exact values for embeddings that outgrow one machine.
+
+Pass a row-chunked ``dask.array.Array`` of shape ``(n_samples, n_features)`` to the usual
+functions (:func:`isotropy.isoscore`, :func:`isotropy.silhouette_score`, ...): they hand it over
+to this package, which builds a dask graph and runs it on the active scheduler, a
+``dask.distributed`` cluster when a ``Client`` is open. The values equal those of the in-memory
+functions on the materialised array (to rounding: 1e-10 in float64).
+
+- covariance family (IsoScore, IsoScore*, participation ratio, mean cosine, I(W)): per-chunk
+  :class:`isotropy.CovarianceAccumulator` statistics merged by a tree reduction;
+- silhouette and Dunn: the distance matrix as tiles (I, J ≥ I) of row blocks, each returning
+  per-cluster distance sums (or extreme pairs) for its rows, never an n×n array;
+  Calinski-Harabasz and Davies-Bouldin: per-chunk centroid statistics, two passes;
+- exact k-NN as tiles with a top-k merge per row block, and TwoNN / MLE / local MLE on it.
+
+Per-sample results (:func:`silhouette_samples`, :func:`local_mle_dimension`, :func:`kneighbors`)
+come back as lazy dask arrays; scores as Python floats. Nothing here imports dask until called.
+"""
+
+from __future__ import annotations
+
+from isotropy.distributed._clusters import (
+    calinski_harabasz_score,
+    davies_bouldin_score,
+    dunn_index,
+    silhouette_samples,
+    silhouette_score,
+)
+from isotropy.distributed._covariance import (
+    cosine_similarity_mean,
+    covariance_accumulator,
+    isoscore,
+    isoscore_star,
+    participation_ratio,
+    partition_isotropy,
+)
+from isotropy.distributed._graph import show_progress
+from isotropy.distributed._neighbors import kneighbors, local_mle_dimension, mle_dimension, twonn_dimension
+
+__all__ = [
+    "calinski_harabasz_score",
+    "cosine_similarity_mean",
+    "covariance_accumulator",
+    "davies_bouldin_score",
+    "dunn_index",
+    "isoscore",
+    "isoscore_star",
+    "kneighbors",
+    "local_mle_dimension",
+    "mle_dimension",
+    "participation_ratio",
+    "partition_isotropy",
+    "show_progress",
+    "silhouette_samples",
+    "silhouette_score",
+    "twonn_dimension",
+]

@@ -1,0 +1,297 @@
+"""Exact cluster metrics on dask arrays: silhouette and Dunn as tiles of the distance matrix,
+Calinski-Harabasz and Davies-Bouldin from per-chunk centroid statistics.
+
+The distance matrix is cut into tiles (I, J ≥ I) of row blocks. Each tile is one task: it runs the
+in-memory silhouette kernel (:class:`isotropy._silhouette_blocks._BlockKernel`) on the two blocks
+and returns, for the rows of I, their distance sums to each cluster's members in J, and (the tile
+transposed) for the rows of J their sums to the members in I: arrays of shape
+(block rows, n_clusters), never a block of the n×n matrix. The sums of a row block are added up
+over its tiles by a tree reduction, and turned into the block's coefficients on the worker.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from isotropy.distributed._graph import (
+    check_dask_X,
+    check_tile_rows,
+    compute,
+    finite_blocks,
+    host_labels,
+    row_starts,
+    sample_rows,
+    tree_reduce,
+)
+
+__all__ = ["calinski_harabasz_score", "davies_bouldin_score", "dunn_index", "silhouette_samples",
+           "silhouette_score"]
+
+_METRICS = ("euclidean", "cosine")
+
+
+def _unit_sum(block):
+    """Σ of the rows scaled to unit norm (zero rows add nothing), float64."""
+    B = np.asarray(block, dtype=np.float64)
+    norms = np.sqrt(np.einsum("ij,ij->i", B, B))
+    return (B / np.where(norms > 0, norms, 1.0)[:, None]).sum(axis=0)
+
+
+def _centre(X, blocks, metric):
+    """Delayed float64 centre of the augmented operands: the mean of the rows, or of the unit rows."""
+    from dask import delayed
+
+    from isotropy.distributed._covariance import _add
+
+    n = X.shape[0]
+    if metric == "euclidean":
+        parts = [delayed(np.sum, pure=True)(b, axis=0, dtype=np.float64) for b in blocks]
+    else:
+        parts = [delayed(_unit_sum, pure=True)(b) for b in blocks]
+    return delayed(np.divide, pure=True)(tree_reduce(parts, _add, name="isotropy-merge-centre"), n)
+
+
+# ---------------------------------------------------------------------------------------------- silhouette
+def _silhouette_block(block, ids, metric, mean):
+    """Row block ready for the kernel: augmented rows sorted by cluster, dense local cluster ids."""
+    from isotropy._silhouette_blocks import _augmented_numpy
+
+    dtype = np.float64 if block.dtype == np.float64 else np.float32
+    order = np.argsort(ids, kind="stable")
+    R = _augmented_numpy(block, metric, dtype, order, mean=mean)
+    present, local = np.unique(ids[order], return_inverse=True)
+    return R, local.reshape(-1), present, order
+
+
+def _silhouette_tile(P, Q, metric, n_clusters):
+    """Per-cluster distance sums of the rows of blocks P and Q to the members of the other block.
+
+    The kernel wants the samples sorted by cluster with every cluster in range present: the two
+    blocks are stacked with Q's local ids shifted past P's, so each block's clusters are
+    contiguous and dense. ``Q=None`` is a diagonal tile.
+    """
+    from isotropy._silhouette_blocks import _BlockKernel
+
+    if Q is None:
+        R, local, present, _ = P
+        sums = np.zeros((R.shape[0], present.size))
+        _BlockKernel(R, local, present.size, metric, R.shape[0]).add_block(0, 0, {}, sums, symmetric=True)
+        out = np.zeros((R.shape[0], n_clusters))
+        out[:, present] = sums
+        return out, None
+    swap = Q[0].shape[0] > P[0].shape[0]  # the kernel's block size is the first block's rows
+    if swap:
+        P, Q = Q, P
+    n_p, p = P[0].shape[0], P[2].size
+    R = np.concatenate([P[0], Q[0]])
+    kernel = _BlockKernel(R, np.concatenate([P[1], Q[1] + p]), p + Q[2].size, metric, n_p)
+    sums = np.zeros((R.shape[0], p + Q[2].size))
+    kernel.add_block(0, n_p, {}, sums, symmetric=True)
+    sums_p, sums_q = np.zeros((n_p, n_clusters)), np.zeros((R.shape[0] - n_p, n_clusters))
+    sums_p[:, Q[2]] = sums[:n_p, p:]
+    sums_q[:, P[2]] = sums[n_p:, :p]
+    return (sums_q, sums_p) if swap else (sums_p, sums_q)
+
+
+def _largest_q(prep):
+    return float(prep[0][:, -1].astype(np.float64).max())
+
+
+def _block_coefficients(sums, prep, counts, q_max, metric):
+    """Silhouette coefficients of one row block, in the block's own row order.
+
+    The kernel's resolution (below which a = b = 0) depends on the largest squared norm of all
+    the blocks, ``q_max``: appended to the block's, it gives the in-memory resolution.
+    """
+    from isotropy.silhouette import _coefficients_numpy, _resolution
+
+    R, local, present, order = prep
+    q = np.append(R[:, -1].astype(np.float64), q_max)
+    resolution = _resolution(q, R.dtype, R.shape[1] - 2, metric)[:-1]
+    s = np.empty(order.size)
+    s[order] = _coefficients_numpy(sums, present[local], counts, resolution)
+    return s
+
+
+def _silhouette_graph(X, ids, metric, chunk_size, caller):
+    """Delayed per-block coefficient arrays (tiles I ≤ J, tree-reduced sums per row block)."""
+    from dask import delayed
+
+    from isotropy._validation import check_option
+    from isotropy.distributed._covariance import _add
+    from isotropy.silhouette import _check_n_clusters
+
+    check_option(metric, "metric", _METRICS, caller=caller)
+    n_clusters = _check_n_clusters(ids, X.shape[0], caller)
+    X = check_dask_X(X, caller=caller, rows=check_tile_rows(chunk_size, caller, X.shape[-1]))
+    blocks = finite_blocks(X, caller)
+    starts = row_starts(X)
+    mean = _centre(X, blocks, metric)
+    prep = delayed(_silhouette_block, pure=True, nout=4)
+    preps = [prep(b, ids[s:e], metric, mean) for b, s, e in zip(blocks, starts, starts[1:])]
+    tile = delayed(_silhouette_tile, pure=True, nout=2)
+    parts = [[] for _ in preps]
+    for i in range(len(preps)):
+        for j in range(i, len(preps)):
+            out = tile(preps[i], None if i == j else preps[j], metric, n_clusters)
+            parts[i].append(out[0])
+            if j != i:
+                parts[j].append(out[1])
+    counts = np.bincount(ids, minlength=n_clusters).astype(np.float64)
+    q_max = tree_reduce([delayed(_largest_q, pure=True)(p) for p in preps], max, name="isotropy-largest-norm")
+    coefficients = delayed(_block_coefficients, pure=True)
+    return [coefficients(tree_reduce(row, _add, name="isotropy-merge-cluster-sums"), p, counts, q_max, metric)
+            for row, p in zip(parts, preps)], starts
+
+
+def silhouette_samples(X, labels, *, metric="euclidean", chunk_size=None):
+    """:func:`isotropy.silhouette_samples` of a dask array: a lazy dask array of shape (n_samples,).
+
+    ``chunk_size`` is the number of rows per tile (default 4096: 64 MiB float32 tiles).
+    """
+    import dask.array as da
+
+    caller = "silhouette_samples"
+    ids = host_labels(labels, X.shape[0], caller)
+    parts, starts = _silhouette_graph(X, ids, metric, chunk_size, caller)
+    return da.concatenate([da.from_delayed(p, shape=(e - s,), dtype=np.float64)
+                           for p, s, e in zip(parts, starts, starts[1:])])
+
+
+def silhouette_score(X, labels, *, metric="euclidean", sample_size=None, random_state=None, chunk_size=None):
+    """:func:`isotropy.silhouette_score` of a dask array (see there); ``sample_size`` draws the same rows."""
+    from dask import delayed
+
+    caller = "silhouette_score"
+    ids = host_labels(labels, X.shape[0], caller)
+    if sample_size is not None:
+        X, ids = sample_rows(X, ids, sample_size, random_state, caller)
+    parts, _ = _silhouette_graph(X, ids, metric, chunk_size, caller)
+    (s,) = compute(delayed(np.concatenate, pure=True)(parts))
+    return float(np.mean(s))
+
+
+# ---------------------------------------------------------------------------------------------- centroids
+def _centroid_terms(block, ids, n_clusters):
+    """Cluster sizes and per-cluster row sums (float64) of one block."""
+    B = np.asarray(block, dtype=np.float64)
+    sums = np.zeros((n_clusters, B.shape[1]))
+    np.add.at(sums, ids, B)
+    return np.bincount(ids, minlength=n_clusters).astype(np.float64), sums
+
+
+def _merge_pairs(a, b):
+    return a[0] + b[0], a[1] + b[1]
+
+
+def _spread_terms(block, ids, centroids, n_clusters):
+    """Σ‖x − μ_c‖² over the block, and per cluster Σ‖x − μ_c‖."""
+    B = np.asarray(block, dtype=np.float64)
+    sq = ((B - centroids[ids]) ** 2).sum(axis=1)
+    return sq.sum(), np.bincount(ids, weights=np.sqrt(sq), minlength=n_clusters)
+
+
+def _cluster_statistics(X, labels, caller):
+    """Sizes, centroids, overall mean, within-cluster Σ‖x − μ_c‖² and per-cluster mean ‖x − μ_c‖."""
+    from dask import delayed
+
+    from isotropy.silhouette import _check_n_clusters
+
+    ids = host_labels(labels, X.shape[0], caller)
+    n_clusters = _check_n_clusters(ids, X.shape[0], caller)
+    X = check_dask_X(X, caller=caller)
+    blocks = finite_blocks(X, caller)
+    starts = row_starts(X)
+    terms = [delayed(_centroid_terms, pure=True)(b, ids[s:e], n_clusters)
+             for b, s, e in zip(blocks, starts, starts[1:])]
+    ((counts, sums),) = compute(tree_reduce(terms, _merge_pairs, name="isotropy-merge-centroids"))
+    centroids = sums / counts[:, None]
+    spread = [delayed(_spread_terms, pure=True)(b, ids[s:e], centroids, n_clusters)
+              for b, s, e in zip(blocks, starts, starts[1:])]
+    ((intra, spread_sums),) = compute(tree_reduce(spread, _merge_pairs, name="isotropy-merge-spread"))
+    mean = sums.sum(axis=0) / X.shape[0]
+    return counts, centroids, mean, float(intra), spread_sums / counts
+
+
+def calinski_harabasz_score(X, labels):
+    """:func:`isotropy.calinski_harabasz_score` of a dask array (see there): two passes over the chunks."""
+    counts, centroids, mean, intra, _ = _cluster_statistics(X, labels, "calinski_harabasz_score")
+    n, k = X.shape[0], counts.size
+    if intra == 0.0:
+        return 1.0
+    extra = float(np.sum(counts * np.sum((centroids - mean) ** 2, axis=1)))
+    return extra * (n - k) / (intra * (k - 1.0))
+
+
+def davies_bouldin_score(X, labels):
+    """:func:`isotropy.davies_bouldin_score` of a dask array (see there): two passes over the chunks."""
+    _, centroids, _, _, spread = _cluster_statistics(X, labels, "davies_bouldin_score")
+    dist = np.sqrt(((centroids[:, None, :] - centroids[None, :, :]) ** 2).sum(axis=2))
+    if np.all(np.abs(spread) <= 1e-8) or np.all(np.abs(dist) <= 1e-8):
+        return 0.0
+    ratio = (spread[:, None] + spread[None, :]) / np.where(dist == 0, np.inf, dist)
+    return float(np.mean(np.max(ratio, axis=1)))
+
+
+# ---------------------------------------------------------------------------------------------- Dunn
+def _dunn_block(block, metric, mean):
+    """Float64 operands U (centred) and q of one block: d(x_i, x_j) = q_i + q_j − s·u_i·u_j."""
+    B = np.asarray(block, dtype=np.float64)
+    zero = 0.0
+    if metric == "cosine":
+        norms = np.sqrt(np.einsum("ij,ij->i", B, B))
+        B = B / np.where(norms > 0, norms, 1.0)[:, None]
+        zero = (norms == 0).astype(np.float64)
+    U = B - mean
+    q = np.einsum("ij,ij->i", U, U)
+    return U, q if metric == "euclidean" else (q + zero) / 2.0
+
+
+def _dunn_tile(P, Q, ids_p, ids_q, start_p, start_q, metric):
+    """((d, i, j) of the closest pair in different clusters, (−d, i, j) of the farthest within one)."""
+    s = 2.0 if metric == "euclidean" else 1.0
+    D = P[1][:, None] + Q[1][None, :] - s * (P[0] @ Q[0].T)
+    same = ids_p[:, None] == ids_q[None, :]
+    near = np.where(same, np.inf, D)
+    far = np.where(same, D, -np.inf)
+    a, b = np.unravel_index(np.argmin(near), near.shape)
+    c, e = np.unravel_index(np.argmax(far), far.shape)
+    return ((float(near[a, b]), start_p + int(a), start_q + int(b)),
+            (-float(far[c, e]), start_p + int(c), start_q + int(e)))
+
+
+def _best_pairs(a, b):
+    return min(a[0], b[0]), min(a[1], b[1])
+
+
+def dunn_index(X, labels, *, metric="euclidean", chunk_size=None):
+    """:func:`isotropy.dunn_index` of a dask array (see there): extreme pairs found tile by tile."""
+    from dask import delayed
+
+    from isotropy._validation import check_option
+    from isotropy.cluster_indices import _pair_distance
+    from isotropy.silhouette import _check_n_clusters
+
+    caller = "dunn_index"
+    check_option(metric, "metric", _METRICS, caller=caller)
+    ids = host_labels(labels, X.shape[0], caller)
+    _check_n_clusters(ids, X.shape[0], caller)
+    X = check_dask_X(X, caller=caller, rows=check_tile_rows(chunk_size, caller, X.shape[-1]))
+    blocks = finite_blocks(X, caller)
+    starts = row_starts(X)
+    mean = _centre(X, blocks, metric)
+    preps = [delayed(_dunn_block, pure=True)(b, metric, mean) for b in blocks]
+    tile = delayed(_dunn_tile, pure=True)
+    tiles = [tile(preps[i], preps[j], ids[starts[i]:starts[i + 1]], ids[starts[j]:starts[j + 1]],
+                  starts[i], starts[j], metric)
+             for i in range(len(preps)) for j in range(i, len(preps))]
+    ((inter, intra),) = compute(tree_reduce(tiles, _best_pairs, name="isotropy-merge-extreme-pairs"))
+    rows = sorted({inter[1], inter[2], intra[1], intra[2]})
+    (Xs,) = compute(X[rows])
+    Xs = np.asarray(Xs, dtype=np.float64)
+    where = {row: k for k, row in enumerate(rows)}
+    separation = _pair_distance(Xs, where[inter[1]], where[inter[2]], metric, np)
+    diameter = _pair_distance(Xs, where[intra[1]], where[intra[2]], metric, np)
+    if float(diameter) == 0.0:
+        return float("inf")
+    return float(separation / diameter)

@@ -1,0 +1,178 @@
+"""Plumbing shared by the dask implementations: input checks, tree reductions, computing with progress.
+
+Every function here imports dask inside its body: importing :mod:`isotropy.distributed` costs
+nothing until a dask array is actually handed over.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import numbers
+
+import numpy as np
+
+from isotropy._validation import IsotropyValueError, check_labels, check_scalar
+
+# Rows per block of the tiled (pairwise) computations: a 4096 x 4096 float32 tile is 64 MiB.
+DEFAULT_TILE_ROWS = 4096
+_TILE_BLOCK_BYTES = 32 * 2**20  # wide data: fewer rows per tile, so that a tile's blocks stay small
+# Rows per chunk of the streaming (covariance) computations when the input's chunks are wider.
+_STREAM_ELEMENTS = 1 << 24  # 128 MiB of float64 per chunk
+
+_PROGRESS = contextvars.ContextVar("isotropy_distributed_progress", default=False)
+
+
+@contextlib.contextmanager
+def show_progress(enabled: bool = True):
+    """Within this block, distributed computations show a progress bar on stderr.
+
+    With a ``dask.distributed`` client active the bar is ``distributed.progress`` (it follows
+    the tasks on the cluster); otherwise ``dask.diagnostics.ProgressBar``.
+    """
+    token = _PROGRESS.set(bool(enabled))
+    try:
+        yield
+    finally:
+        _PROGRESS.reset(token)
+
+
+def _active_client():
+    """The ``dask.distributed`` client in use, or None (never imports distributed itself)."""
+    import sys
+
+    if "distributed" not in sys.modules:
+        return None
+    from distributed import default_client
+
+    try:
+        return default_client()
+    except ValueError:
+        return None
+
+
+def compute(*collections):
+    """``dask.compute`` on the active scheduler, with a progress bar inside :func:`show_progress`."""
+    import dask
+
+    if not _PROGRESS.get():
+        return dask.compute(*collections)
+    client = _active_client()
+    if client is not None:
+        from distributed import progress
+
+        futures = client.compute(list(collections))
+        with contextlib.redirect_stdout(_stderr()):  # the console bar writes to stdout: keep stdout for results
+            progress(futures, multi=False)
+        return tuple(client.gather(futures))
+    from dask.diagnostics import ProgressBar
+
+    with ProgressBar(out=_stderr()):
+        return dask.compute(*collections)
+
+
+def _stderr():
+    import sys
+
+    return sys.stderr
+
+
+def tree_reduce(items, combine, *, name):
+    """Combine delayed ``items`` pairwise, level by level: depth log2(len(items)), no single fan-in."""
+    from dask import delayed
+
+    merge = delayed(combine, pure=True, name=name)
+    items = list(items)
+    while len(items) > 1:
+        paired = [merge(items[k], items[k + 1]) for k in range(0, len(items) - 1, 2)]
+        if len(items) % 2:
+            paired.append(items[-1])
+        items = paired
+    return items[0]
+
+
+def check_dask_X(X, *, caller: str, min_samples: int = 2, min_features: int = 1, rows: int | None = None):
+    """Check a dask array of shape (n_samples, n_features); return it row-chunked (one column chunk).
+
+    Same messages as :func:`isotropy._validation.check_X`. Finiteness is checked chunk by chunk
+    when the chunks are computed (:func:`finite_blocks`). ``rows`` rechunks to that many rows per
+    chunk (the tile size of the pairwise computations).
+    """
+    shape = X.shape
+    if len(shape) != 2:
+        raise IsotropyValueError(f"The 'X' parameter of {caller} must be a 2-d array of shape (n_samples, "
+                                 f"n_features). Got an array with shape {shape} instead.")
+    if any(isinstance(s, float) for s in shape):  # nan: unknown chunk sizes
+        raise IsotropyValueError(f"The 'X' parameter of {caller} must be a dask array with known chunk sizes. "
+                                 f"Got shape {shape} instead (call X.compute_chunk_sizes() first).")
+    if X.dtype.kind in "biu":
+        X = X.astype(np.float64)
+    elif X.dtype.kind != "f":
+        raise TypeError(f"The 'X' parameter of {caller} must be a real-valued array. Got dtype {X.dtype} instead.")
+    elif X.dtype.itemsize < 4:
+        X = X.astype(np.float32)
+    if shape[0] < min_samples:
+        raise IsotropyValueError(f"The 'X' parameter of {caller} must have at least {min_samples} samples (rows). "
+                                 f"Got {shape[0]} instead.")
+    if shape[1] < min_features:
+        raise IsotropyValueError(f"The 'X' parameter of {caller} must have at least {min_features} features "
+                                 f"(columns). Got {shape[1]} instead.")
+    if rows is None:
+        rows = max(1, _STREAM_ELEMENTS // max(1, shape[1]))
+        if len(X.chunks[1]) == 1 and max(X.chunks[0]) <= rows:
+            return X
+    return X.rechunk({0: rows, 1: -1})
+
+
+def _finite_block(block, caller, start):
+    bad = ~np.isfinite(block)
+    if bad.any():
+        row = int(np.argwhere(bad)[0][0]) + start
+        raise IsotropyValueError(f"The 'X' parameter of {caller} must contain only finite values. "
+                                 f"Got NaN or inf instead (first at row {row}).")
+    return block
+
+
+def finite_blocks(X, caller):
+    """The row blocks of ``X`` as delayed numpy arrays, each checked for NaN/inf when computed."""
+    from dask import delayed
+
+    check = delayed(_finite_block, pure=True)
+    starts = np.cumsum((0, *X.chunks[0]))
+    return [check(block, caller, int(start)) for block, start in zip(X.to_delayed().ravel(), starts)]
+
+
+def row_starts(X):
+    """First row of every row chunk, and n_samples last."""
+    return [int(s) for s in np.cumsum((0, *X.chunks[0]))]
+
+
+def host_labels(labels, n_samples, caller):
+    """Integer cluster ids (numpy, n_samples) from labels given as numpy, a list or a dask array."""
+    from isotropy._backend import is_dask
+
+    if is_dask(labels):
+        labels = labels.compute()
+    return check_labels(labels, n_samples=n_samples, caller=caller)
+
+
+def check_tile_rows(chunk_size, caller, n_features):
+    """Rows per tile: ``chunk_size``, or 4096 rows, fewer for wide data (a block of at most ~32 MiB in float64)."""
+    check_scalar(chunk_size, "chunk_size", caller=caller, kind=numbers.Integral, low=1, allow_none=True)
+    if chunk_size is not None:
+        return int(chunk_size)
+    return int(min(DEFAULT_TILE_ROWS, max(256, _TILE_BLOCK_BYTES // (8 * max(1, n_features)))))
+
+
+def sample_rows(X, ids, sample_size, random_state, caller):
+    """The seeded subsample of :func:`isotropy.silhouette_score`: the same rows for the same seed."""
+    from isotropy.silhouette import _sample_indices
+
+    check_scalar(sample_size, "sample_size", caller=caller, kind=numbers.Integral, low=2, high=X.shape[0],
+                 allow_none=True)
+    indices = np.sort(_sample_indices(X.shape[0], int(sample_size), random_state, caller))
+    X = X[indices]
+    if ids is None:
+        return X, None
+    _, ids = np.unique(ids[indices], return_inverse=True)
+    return X, ids.reshape(-1)

@@ -1,0 +1,110 @@
+"""``isotropy measure`` on sharded data or on a dask cluster (``--scheduler`` / ``--workers``).
+
+The command's options, table and JSON are those of :mod:`isotropy.measure_cli`; this module opens
+the cluster, reads the embeddings lazily (:func:`isotropy.io.shards.read_shards`) and hands the
+dask array to the same metric functions, which dispatch to :mod:`isotropy.distributed`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+
+import numpy as np
+
+__all__ = ["open_cluster", "run"]
+
+
+@contextlib.contextmanager
+def open_cluster(scheduler: str | None, workers: int | None):
+    """Yield a description of where the work runs: a client of ``scheduler``, a LocalCluster of
+    ``workers`` processes, or dask's default (threaded) scheduler when both are None.
+
+    A LocalCluster's per-worker memory comes from the dask config key ``isotropy.memory-limit``
+    (environment ``DASK_ISOTROPY__MEMORY_LIMIT``, e.g. ``2GB``; default ``"auto"``: the machine's
+    memory divided among the workers).
+    """
+    if scheduler is None and workers is None:
+        yield {"scheduler": "threads (dask default)", "workers": None}
+        return
+    import dask
+    from distributed import Client, LocalCluster
+
+    if scheduler is not None:
+        with Client(scheduler, timeout="30s") as client:
+            yield {"scheduler": scheduler, "workers": len(client.scheduler_info(n_workers=-1)["workers"])}
+        return
+    limit = dask.config.get("isotropy.memory-limit", "auto")
+    with LocalCluster(n_workers=workers, processes=True, threads_per_worker=1, memory_limit=limit,
+                      dashboard_address=None) as cluster, Client(cluster):
+        yield {"scheduler": f"LocalCluster({workers} worker processes, memory_limit={limit})", "workers": workers}
+
+
+def _lazy_embeddings(embeddings, key):
+    """The embeddings as a dask array: shards (and single .npy files) read lazily, others in memory."""
+    from pathlib import Path
+
+    from isotropy.io.shards import is_sharded, read_shards
+    from isotropy.measure_cli import _guard
+
+    if is_sharded(embeddings) or Path(str(embeddings)).suffix.lower() in (".npy", ".parquet"):
+        return _guard(read_shards, embeddings, key=key), None
+    import dask.array as da
+
+    from isotropy.io.embeddings import read_embeddings
+
+    X, row_names = _guard(read_embeddings, embeddings, key=key)
+    return da.from_array(X, chunks=(max(1, (64 << 20) // (X.shape[1] * X.itemsize)), -1)), row_names
+
+
+def run(embeddings, *, labels_path, metric_names, needing_labels, json_path, sample_size, random_state, distance,
+        key, progress, scheduler, workers):
+    """The body of ``isotropy measure`` for sharded input or a dask cluster."""
+
+    from isotropy._validation import check_labels
+    from isotropy.distributed import show_progress
+    from isotropy.measure_cli import InputError, _guard, _Input, report
+
+    X, _ = _lazy_embeddings(embeddings, key)
+    n_rows, n_features = X.shape
+    labels = None
+    if labels_path is not None:
+        from isotropy.io.labels import read_labels
+
+        labels = _guard(read_labels, labels_path, n_rows=n_rows)
+    if sample_size is not None and sample_size < n_rows:  # the rows the in-memory path measures
+        rows = np.sort(np.random.default_rng(random_state).choice(n_rows, size=sample_size, replace=False))
+        X = X[rows]
+        labels = None if labels is None else labels[rows]
+    n_samples = X.shape[0]
+    where = f" (a sample of {n_samples} of its {n_rows} rows)" if n_samples < n_rows else ""
+    if n_samples < 2:
+        raise InputError(f"EMBEDDINGS {embeddings!r} has {n_samples} row{'s' if n_samples != 1 else ''}; "
+                         f"expected at least 2 rows (points).")
+    n_clusters = cluster_ids = None
+    if labels is not None:
+        cluster_ids = _guard(check_labels, labels, n_samples=n_samples, caller="isotropy measure", name="labels")
+        n_clusters = int(cluster_ids.max()) + 1
+        if needing_labels and not 2 <= n_clusters <= n_samples - 1:
+            raise InputError(f"LABELS {str(labels_path)!r} has {n_clusters} cluster(s) for {n_samples} rows{where}; "
+                             f"the cluster metrics need between 2 and n_samples - 1 = {n_samples - 1} clusters.")
+    show = sys.stderr.isatty() if progress is None else progress
+    data = _Input(X=X, n_rows=n_rows, n_samples=n_samples, n_features=n_features, where=where,
+                  cluster_ids=cluster_ids, n_clusters=n_clusters)
+    try:
+        with open_cluster(scheduler, workers) as where_run, show_progress(show):
+            from isotropy._versions import package_versions
+
+            record_extra = {
+                "scheduler": where_run["scheduler"],
+                "workers": where_run["workers"],
+                "chunking": {"n_chunks": len(X.chunks[0]), "rows_per_chunk": sorted(set(map(int, X.chunks[0]))),
+                             "dtype": str(X.dtype)},
+                "versions": package_versions(extra=("dask", "distributed", "zarr")),
+            }
+            report(data, embeddings, metric_names=metric_names, json_path=json_path, key=key,
+                   labels_path=labels_path, sample_size=sample_size, random_state=random_state, distance=distance,
+                   progress=False, header_extra=f"; dask: {where_run['scheduler']}, {len(X.chunks[0])} chunks",
+                   record_extra=record_extra)
+    except OSError as exc:  # no scheduler at that address, ports refused
+        raise InputError(f"--scheduler {scheduler!r}: cannot connect ({' '.join(str(exc).split())}).") from None

@@ -1,0 +1,224 @@
+"""Read embeddings stored as many shards, lazily, into one row-chunked dask array.
+
+A *sharded* source is a directory (or a glob pattern) of ``.npy`` / ``.parquet`` files whose rows
+are concatenated in the order of their sorted names, or a Zarr array. Only the shards' headers
+(``.npy`` shape, Parquet row counts and first row, Zarr metadata) are read when the array is built;
+the rows are read by the tasks that need them, ``.npy`` shards through a memory map, a chunk of
+rows at a time, so no process ever holds more than a few chunks.
+
+Problems are reported as one line naming the shard, like :func:`isotropy.io.embeddings.read_embeddings`
+does for a single file: an unreadable shard or one of another width when the array is built, a NaN
+or inf when the chunk holding it is computed.
+"""
+
+from __future__ import annotations
+
+import glob
+import io
+import os
+from pathlib import Path
+
+import numpy as np
+
+from isotropy.io.embeddings import _as_matrix, _fail, _load_npy, _read_parquet, _short
+
+__all__ = ["SHARD_EXTENSIONS", "is_sharded", "read_shards"]
+
+SHARD_EXTENSIONS = (".npy", ".parquet")
+_CHUNK_BYTES = 64 * 2**20  # rows per chunk of a .npy shard: about this many bytes
+_EXPECTED = "a directory or glob pattern of .npy or .parquet shards of one width, or a Zarr array"
+
+
+def _is_zarr(path: Path) -> bool:
+    return path.suffix.lower() == ".zarr" or (path / ".zarray").is_file() or (path / "zarr.json").is_file()
+
+
+def is_sharded(source) -> bool:
+    """True when ``source`` names a directory, a glob pattern or a Zarr array (not a single file)."""
+    text = str(source)
+    path = Path(text)
+    return path.is_dir() or _is_zarr(path) or (not path.exists() and glob.has_magic(text))
+
+
+def _shard_paths(source) -> list[Path]:
+    text = str(source)
+    path = Path(text)
+    if path.is_dir():
+        paths = [p for p in path.iterdir() if p.is_file() and p.suffix.lower() in SHARD_EXTENSIONS]
+    else:
+        paths = [Path(p) for p in glob.glob(text) if Path(p).is_file()]
+        others = [p for p in paths if p.suffix.lower() not in SHARD_EXTENSIONS]
+        if others:
+            raise _fail(others[0], f"the pattern {text!r} matches a file of unsupported type {others[0].suffix!r}",
+                        _EXPECTED)
+    if not paths:
+        raise _fail(text, "no .npy or .parquet shards found there", _EXPECTED)
+    return sorted(paths, key=lambda p: p.name if path.is_dir() else str(p))
+
+
+class _NamedBuffer(io.BytesIO):
+    """An in-memory Parquet file whose error messages name the shard it came from."""
+
+    def __init__(self, data, name):
+        super().__init__(data)
+        self._name = name
+
+    def __str__(self):
+        return self._name
+
+
+def _npy_header(path: Path):
+    arr = _load_npy(path, "r")
+    probe = _as_matrix(arr[:1] if arr.ndim == 2 and arr.shape[0] else arr, path)  # no full read
+    return arr.shape[0], arr.shape[1], probe.dtype
+
+
+def _parquet_header(path: Path, key):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        handle = pq.ParquetFile(path)
+        n_rows = handle.metadata.num_rows
+        first = next(handle.iter_batches(batch_size=1), None)
+    except Exception as exc:  # noqa: BLE001 -- corrupt footer, truncated file
+        raise _fail(path, f"not a readable .parquet file ({_short(exc)})") from None
+    if not n_rows or first is None:
+        raise _fail(path, "the shard has no rows", "at least one row in every shard")
+    sink = io.BytesIO()
+    pq.write_table(pa.Table.from_batches([first]), sink)
+    probe, _ = _read_parquet(_NamedBuffer(sink.getvalue(), str(path)), key)
+    return n_rows, probe.shape[1], probe.dtype
+
+
+def _check_finite(block, path, first_row, global_row):
+    bad = ~np.isfinite(block)
+    if bad.any():
+        i, column = (int(v) for v in np.argwhere(bad)[0])
+        raise _fail(path, f"a non-finite value {block[i, column]} at row {first_row + i} of the shard (row "
+                          f"{global_row + i} of all shards), column {column}", "finite numbers (no NaN or inf)")
+    return block
+
+
+def _load_npy_rows(path, start, stop, dtype, global_row):
+    arr = _load_npy(Path(path), "r")
+    block = np.array(arr[start:stop], dtype=dtype)  # reads only these rows
+    return _check_finite(block, path, start, global_row)
+
+
+def _load_parquet(path, key, n_rows, dtype, global_row):
+    X, _ = _read_parquet(Path(path), key)
+    if X.shape[0] != n_rows:
+        raise _fail(path, f"it changed while being read ({X.shape[0]} rows, {n_rows} when the array was built)",
+                    "shards that stay the same during the computation")
+    return _check_finite(np.asarray(X, dtype=dtype), path, 0, global_row)
+
+
+def _read_zarr(path: Path, key, chunk_rows):
+    import dask.array as da
+
+    try:
+        arr = da.from_zarr(str(path), component=key)
+    except Exception as exc:  # noqa: BLE001 -- missing metadata, wrong component
+        raise _fail(path, f"not a readable Zarr array ({_short(exc)})", "a 2-d numeric Zarr array") from None
+    if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] == 0 or arr.dtype.kind not in "biuf":
+        raise _fail(path, f"the array has shape {arr.shape} and dtype {arr.dtype}",
+                    "a 2-d numeric Zarr array with at least one row and one column")
+    dtype = np.float64 if arr.dtype.kind in "biu" else (np.float32 if arr.dtype.itemsize < 4 else arr.dtype)
+    rows = chunk_rows or max(1, _CHUNK_BYTES // (arr.shape[1] * np.dtype(dtype).itemsize))
+    arr = arr.astype(dtype).rechunk({0: rows, 1: -1})
+    starts = np.cumsum((0, *arr.chunks[0]))[:-1]
+    return arr.map_blocks(_check_zarr_block, str(path), starts, dtype=dtype)
+
+
+def _check_zarr_block(block, path, starts, block_info=None):
+    row = int(starts[block_info[0]["chunk-location"][0]])
+    return _check_finite(block, path, row, row)
+
+
+def read_shards(source: str | os.PathLike, *, key: str | None = None, chunk_rows: int | None = None):
+    """Embeddings of shape ``(n_samples, n_features)`` from many shards, as a lazy row-chunked dask array.
+
+    Parameters
+    ----------
+    source : path-like or str
+        A directory holding ``.npy`` and/or ``.parquet`` shards (concatenated in the order of their
+        sorted file names), a glob pattern such as ``"embeddings/part-*.npy"`` (sorted paths), or
+        a Zarr array (a ``.zarr`` directory or one holding Zarr metadata).
+    key : str or None, default=None
+        The column of vectors of the Parquet shards, or the array inside a Zarr group, as
+        ``read_embeddings``'s ``key``.
+    chunk_rows : int or None, default=None
+        Rows per chunk of ``.npy`` and Zarr input (default: about 64 MiB per chunk). A Parquet
+        shard is one chunk.
+
+    Returns
+    -------
+    dask.array.Array of shape (n_samples, n_features)
+        float32 or float64 (float64 for integer shards, float32 for float16), one column chunk.
+        Each chunk is checked for NaN and inf when it is computed.
+
+    Raises
+    ------
+    FileNotFoundError
+        ``source`` does not exist.
+    IsotropyValueError
+        No shards, an unreadable shard, a shard that is not 2-d, shards of different widths or
+        dtypes kinds that cannot be combined; when computed, a NaN or inf (naming shard, row and column).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> import numpy as np
+    >>> from isotropy.io.shards import read_shards
+    >>> root = pathlib.Path(tempfile.mkdtemp())
+    >>> for k in range(3):
+    ...     np.save(root / f"part-{k}.npy", np.full((4, 2), float(k)))
+    >>> X = read_shards(root)
+    >>> X.shape, X.chunks[0], float(X.sum().compute())
+    ((12, 2), (4, 4, 4), 24.0)
+    """
+    import dask.array as da
+    from dask import delayed
+    from dask.base import tokenize
+
+    if chunk_rows is not None and (isinstance(chunk_rows, bool) or not isinstance(chunk_rows, int) or chunk_rows < 1):
+        raise TypeError(f"The 'chunk_rows' parameter of read_shards must be an int >= 1 or None. "
+                        f"Got {chunk_rows!r} instead.")
+    path = Path(str(source))
+    if _is_zarr(path):
+        return _read_zarr(path, key, chunk_rows)
+    if not path.exists() and not glob.has_magic(str(source)):
+        raise FileNotFoundError(f"The embeddings {str(source)!r} do not exist; expected {_EXPECTED}.")
+    paths = _shard_paths(source)
+    headers = []
+    for shard in paths:
+        if shard.suffix.lower() == ".npy":
+            if key is not None:
+                raise _fail(shard, f"key={key!r} was given but .npy shards hold a single array",
+                            "no key with .npy shards")
+            headers.append(_npy_header(shard))
+        else:
+            headers.append(_parquet_header(shard, key))
+    width = headers[0][1]
+    for shard, (_, d, _) in zip(paths, headers):
+        if d != width:
+            raise _fail(shard, f"the shard has {d} features (columns) but {paths[0].name!r} has {width}",
+                        "shards of one width")
+    dtype = np.result_type(*[h[2] for h in headers])
+    pieces, row = [], 0
+    for shard, (n_rows, _, _) in zip(paths, headers):
+        stamp = shard.stat().st_mtime_ns
+        if shard.suffix.lower() == ".npy":
+            step = chunk_rows or max(1, _CHUNK_BYTES // (width * dtype.itemsize))
+            for start in range(0, n_rows, step):
+                stop = min(n_rows, start + step)
+                task = delayed(_load_npy_rows)(str(shard), start, stop, dtype, row + start,
+                                               dask_key_name=f"read-npy-{tokenize(str(shard), stamp, start, stop)}")
+                pieces.append(da.from_delayed(task, shape=(stop - start, width), dtype=dtype))
+        else:
+            task = delayed(_load_parquet)(str(shard), key, n_rows, dtype, row,
+                                          dask_key_name=f"read-parquet-{tokenize(str(shard), stamp, key)}")
+            pieces.append(da.from_delayed(task, shape=(n_rows, width), dtype=dtype))
+        row += n_rows
+    return da.concatenate(pieces, axis=0)

@@ -1,0 +1,210 @@
+"""Dask arrays as input (dask's local schedulers): every metric equals the in-memory function on the
+materialised array, the k-NN and silhouette equal scikit-learn's brute force, the covariance
+accumulator merges exactly, and bad input gets the in-memory one-line errors.
+
+References: the in-memory functions of this package (themselves tested against scikit-learn,
+``isoscore`` and scikit-dimension), ``sklearn.metrics.silhouette_score`` / ``silhouette_samples``
+and ``sklearn.neighbors.NearestNeighbors(algorithm="brute")`` directly.
+"""
+
+from __future__ import annotations
+
+import itertools
+import subprocess
+import sys
+
+import dask
+import dask.array as da
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import isotropy
+from isotropy import CovarianceAccumulator, IsotropyValueError
+
+LABEL_FREE = ["isoscore", "isoscore_star", "participation_ratio", "cosine_similarity_mean", "partition_isotropy"]
+NEIGHBOURS = {"twonn_dimension": {}, "mle_dimension": {"n_neighbors": 7},
+              "local_mle_dimension": {"n_neighbors": 7}}
+CLUSTER = [(name, metric) for name in ("silhouette_score", "silhouette_samples", "dunn_index")
+           for metric in ("euclidean", "cosine")] + [("calinski_harabasz_score", None), ("davies_bouldin_score", None)]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def synchronous_scheduler():
+    with dask.config.set(scheduler="threads"):
+        yield
+
+
+@pytest.fixture(scope="module")
+def blobs():
+    """Four anisotropic blobs in 9-d (float64) with shuffled labels for a quarter of the rows."""
+    rng = np.random.default_rng(1)
+    labels = np.repeat(np.arange(4), 150)
+    X = rng.normal(scale=3.0, size=(4, 9))[labels] + rng.normal(size=(600, 9)) * np.linspace(0.3, 2.0, 9)
+    rng.shuffle(labels[:150])
+    return X, labels
+
+
+def _compute(value):
+    return value.compute() if isinstance(value, da.Array) else value
+
+
+@pytest.mark.parametrize("chunks", [(97, 9), (600, 9), (150, 4)])
+@pytest.mark.parametrize("name", LABEL_FREE + list(NEIGHBOURS))
+def test_label_free_metrics_equal_in_memory(blobs, name, chunks):
+    X, _ = blobs
+    function = getattr(isotropy, name)
+    kwargs = NEIGHBOURS.get(name, {})
+    got = _compute(function(da.from_array(X, chunks=chunks), **kwargs))
+    np.testing.assert_allclose(got, function(X, **kwargs), rtol=1e-10, atol=1e-12)
+    assert isinstance(got, float) or got.shape == (X.shape[0],)
+
+
+@pytest.mark.parametrize(("name", "metric"), CLUSTER)
+def test_cluster_metrics_equal_in_memory(blobs, name, metric):
+    X, labels = blobs
+    function = getattr(isotropy, name)
+    kwargs = {} if metric is None else {"metric": metric}
+    Xd = da.from_array(X, chunks=(113, 9))
+    got = _compute(function(Xd, da.from_array(labels, chunks=200), **kwargs))
+    np.testing.assert_allclose(got, function(X, labels, **kwargs), rtol=1e-10, atol=1e-12)
+
+
+def test_silhouette_against_sklearn_with_small_tiles(blobs):
+    from sklearn.metrics import silhouette_samples, silhouette_score
+
+    X, labels = blobs
+    Xd = da.from_array(X, chunks=(250, 9))
+    got = isotropy.distributed.silhouette_samples(Xd, labels, chunk_size=64).compute()  # 10 x 10 tiles
+    np.testing.assert_allclose(got, silhouette_samples(X, labels), rtol=1e-10, atol=1e-12)
+    assert isotropy.silhouette_score(Xd, labels, metric="cosine") == pytest.approx(
+        silhouette_score(X, labels, metric="cosine"), rel=1e-10)
+
+
+def test_silhouette_sample_size_draws_sklearns_rows(blobs):
+    from sklearn.metrics import silhouette_score
+
+    X, labels = blobs
+    Xd = da.from_array(X, chunks=(100, 9))
+    got = isotropy.silhouette_score(Xd, labels, sample_size=200, random_state=7)
+    assert got == pytest.approx(silhouette_score(X, labels, sample_size=200, random_state=7), rel=1e-10)
+    assert got == pytest.approx(isotropy.silhouette_score(X, labels, sample_size=200, random_state=7), rel=1e-12)
+    assert got != pytest.approx(isotropy.silhouette_score(Xd, labels, sample_size=200, random_state=8), rel=1e-6)
+
+
+def test_silhouette_with_clusters_missing_from_blocks():
+    """Rows sorted by cluster: most tiles see 1-2 of the 7 clusters (the per-tile relabelling)."""
+    from sklearn.metrics import silhouette_samples
+
+    rng = np.random.default_rng(3)
+    labels = np.sort(rng.integers(0, 7, 300))
+    X = rng.normal(size=(300, 4)) + labels[:, None]
+    got = isotropy.silhouette_samples(da.from_array(X.astype(np.float32), chunks=(41, 4)), labels).compute()
+    np.testing.assert_allclose(got, silhouette_samples(X, labels), atol=1e-5)
+    got = isotropy.distributed.silhouette_samples(da.from_array(X, chunks=(41, 4)), labels, chunk_size=37)
+    np.testing.assert_allclose(got.compute(), silhouette_samples(X, labels), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
+def test_kneighbors_against_sklearn_brute_force(metric):
+    from sklearn.neighbors import NearestNeighbors
+
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(700, 6))
+    dist, ind = isotropy.distributed.kneighbors(da.from_array(X, chunks=(90, 6)), n_neighbors=5, metric=metric,
+                                                chunk_size=64)
+    dist, ind = dask.compute(dist, ind)
+    ref_dist, ref_ind = NearestNeighbors(n_neighbors=5, algorithm="brute", metric=metric).fit(X).kneighbors()
+    np.testing.assert_allclose(dist, ref_dist, rtol=1e-10, atol=1e-12)
+    np.testing.assert_array_equal(ind, ref_ind)
+    _same_dist, same_ind = isotropy.neighbors.kneighbors(da.from_array(X, chunks=(700, 6)), n_neighbors=5,
+                                                        metric=metric)
+    np.testing.assert_array_equal(same_ind.compute(), ind)  # the public function dispatches
+
+
+def test_float32_input_matches_in_memory_to_float32_rounding(blobs):
+    X, labels = blobs
+    X32 = X.astype(np.float32)
+    Xd = da.from_array(X32, chunks=(128, 9))
+    assert isotropy.isoscore(Xd) == pytest.approx(isotropy.isoscore(X32), rel=1e-12)
+    assert isotropy.silhouette_score(Xd, labels) == pytest.approx(isotropy.silhouette_score(X32, labels), abs=1e-6)
+    assert isotropy.twonn_dimension(Xd) == pytest.approx(isotropy.twonn_dimension(X32), rel=1e-9)
+
+
+# ---------------------------------------------------------------------------------------------- accumulator
+@settings(max_examples=25, deadline=None)
+@given(cuts=st.lists(st.integers(1, 199), max_size=6, unique=True), shift=st.floats(-1e3, 1e3))
+def test_merge_of_pieces_equals_one_stream(cuts, shift):
+    X = np.random.default_rng(len(cuts)).normal(size=(200, 5)) * [1, 2, 3, 4, 5] + shift
+    edges = [0, *sorted(cuts), 200]
+    merged = CovarianceAccumulator()
+    for a, b in itertools.pairwise(edges):
+        merged.merge(CovarianceAccumulator().update(X[a:b]))
+    np.testing.assert_allclose(merged.covariance(), np.cov(X, rowvar=False), rtol=1e-9, atol=1e-9)
+    assert merged.n_samples_ == 200
+    assert merged.isoscore() == pytest.approx(isotropy.isoscore(X), rel=1e-9)
+    assert merged.cosine_similarity_mean() == pytest.approx(isotropy.cosine_similarity_mean(X), rel=1e-9, abs=1e-12)
+
+
+def test_merge_edge_cases_and_reset():
+    X = np.random.default_rng(0).normal(size=(50, 3))
+    acc = CovarianceAccumulator().update(X[:20])
+    other = CovarianceAccumulator().update(X[20:])
+    before = other.covariance().copy()
+    assert acc.merge(CovarianceAccumulator()) is acc and acc.n_samples_ == 20  # an empty one adds nothing
+    acc.merge(other)
+    np.testing.assert_array_equal(other.covariance(), before)  # other is left as it was
+    np.testing.assert_allclose(CovarianceAccumulator().merge(acc).covariance(), np.cov(X, rowvar=False), rtol=1e-12)
+    with pytest.raises(IsotropyValueError, match="must have 3 features, like this accumulator. Got 2 instead"):
+        acc.merge(CovarianceAccumulator().update(X[:5, :2]))
+    with pytest.raises(TypeError, match="must be a CovarianceAccumulator. Got ndarray instead"):
+        acc.merge(X)
+    assert acc.reset() is acc and (acc.n_samples_, acc.n_features_) == (0, None)
+    acc.update(X[:, :2])  # a reset accumulator takes any width
+    assert acc.n_features_ == 2
+
+
+# ---------------------------------------------------------------------------------------------- errors
+def test_bad_dask_input_gets_the_in_memory_messages(blobs):
+    X, labels = blobs
+    bad = X.copy()
+    bad[321, 4] = np.nan
+    with pytest.raises(IsotropyValueError, match=r"'X' parameter of isoscore must contain only finite values. "
+                                                 r"Got NaN or inf instead \(first at row 321\)"):
+        isotropy.isoscore(da.from_array(bad, chunks=(100, 9)))
+    with pytest.raises(IsotropyValueError, match="must be a 2-d array of shape"):
+        isotropy.silhouette_score(da.from_array(X[:, 0], chunks=100), labels)
+    with pytest.raises(IsotropyValueError, match="must have one entry per sample"):
+        isotropy.silhouette_score(da.from_array(X, chunks=100), labels[:-1])
+    with pytest.raises(IsotropyValueError, match="'metric' parameter of dunn_index must be one of"):
+        isotropy.dunn_index(da.from_array(X, chunks=100), labels, metric="manhattan")
+    with pytest.raises(TypeError, match="must be a real-valued array"):
+        isotropy.isoscore(da.from_array(X.astype(complex), chunks=100))
+    with pytest.raises(IsotropyValueError, match="must have at least 2 features"):
+        isotropy.isoscore(da.from_array(X[:, :1], chunks=100))
+
+
+def test_duplicates_are_an_error_for_the_dask_dimension_estimators(blobs):
+    X, _ = blobs
+    X = X.copy()
+    X[400] = X[17]
+    with pytest.raises(IsotropyValueError, match=r"no duplicate rows when it is a dask array.*first at row 17"):
+        isotropy.twonn_dimension(da.from_array(X, chunks=(100, 9)))
+    with pytest.raises(IsotropyValueError, match="no duplicate rows"):
+        isotropy.local_mle_dimension(da.from_array(X, chunks=(100, 9)), n_neighbors=5).compute()
+
+
+def test_numpy_users_never_import_dask():
+    code = ("import sys, numpy as np, isotropy; X = np.random.default_rng(0).normal(size=(50, 3)); "
+            "isotropy.isoscore(X); isotropy.silhouette_score(X, np.arange(50) % 2); isotropy.twonn_dimension(X); "
+            "print('dask' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_progress_bar_on_the_local_scheduler(blobs, capsys):
+    X, _ = blobs
+    with isotropy.distributed.show_progress():
+        isotropy.isoscore(da.from_array(X, chunks=(100, 9)))
+    assert "100% Completed" in capsys.readouterr().err

@@ -1,0 +1,156 @@
+"""Sharded embeddings (``isotropy.io.shards``) and ``isotropy measure`` on them with dask's local scheduler.
+
+The reference for every value is the in-memory command or function on the concatenated shards.
+"""
+
+from __future__ import annotations
+
+import json
+
+import dask
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+import isotropy
+from isotropy import IsotropyValueError
+from isotropy.cli import cli
+from isotropy.io.shards import is_sharded, read_shards
+
+
+@pytest.fixture(scope="module", autouse=True)
+def threaded_scheduler():
+    with dask.config.set(scheduler="threads"):
+        yield
+
+
+@pytest.fixture
+def shards(tmp_path):
+    """Three .npy shards (one float32) and one .parquet shard of vectors; the concatenation; labels."""
+    rng = np.random.default_rng(0)
+    parts = [rng.normal(size=(n, 5)) + k for k, n in enumerate((40, 25, 31, 18))]
+    root = tmp_path / "store"
+    root.mkdir()
+    np.save(root / "part-0.npy", parts[0])
+    np.save(root / "part-1.npy", parts[1].astype(np.float32))
+    np.save(root / "part-2.npy", parts[2])
+    pd.DataFrame({"id": np.arange(18), "vector": list(parts[3])}).to_parquet(root / "part-3.parquet")
+    (root / "README.txt").write_text("not a shard: ignored")
+    full = np.vstack([parts[0], parts[1].astype(np.float32).astype(np.float64), parts[2], parts[3]])
+    labels = np.repeat([0, 1, 2, 3], [40, 25, 31, 18])
+    np.savetxt(tmp_path / "labels.txt", labels, fmt="%d")
+    return root, full, labels
+
+
+def test_directory_glob_and_zarr_read_lazily(shards, tmp_path):
+    import dask.array as da
+
+    root, full, _ = shards
+    X = read_shards(root, chunk_rows=16)
+    assert X.shape == full.shape and X.dtype == np.float64
+    assert X.chunks[0] == (16, 16, 8, 16, 9, 16, 15, 18)  # .npy shards split, parquet whole
+    np.testing.assert_array_equal(X.compute(), full)
+    assert read_shards(str(root / "part-[02].npy")).shape == (71, 5)
+    da.to_zarr(da.from_array(full, chunks=(30, 5)), str(tmp_path / "x.zarr"))  # zarr 2 and 3 alike
+    Z = read_shards(tmp_path / "x.zarr", chunk_rows=50)
+    assert Z.chunks[0] == (50, 50, 14)
+    np.testing.assert_array_equal(Z.compute(), full)
+    assert is_sharded(root) and is_sharded(tmp_path / "x.zarr") and is_sharded(str(root / "*.npy"))
+    assert not is_sharded(root / "part-0.npy")
+
+
+def test_metrics_on_shards_equal_the_concatenation(shards):
+    root, full, labels = shards
+    X = read_shards(root, chunk_rows=20)
+    assert isotropy.isoscore(X) == pytest.approx(isotropy.isoscore(full), rel=1e-10)
+    assert isotropy.silhouette_score(X, labels) == pytest.approx(isotropy.silhouette_score(full, labels), rel=1e-10)
+
+
+def _error(source, **kwargs):
+    with pytest.raises((IsotropyValueError, FileNotFoundError)) as info:
+        read_shards(source, **kwargs).compute()
+    message = str(info.value)
+    assert "\n" not in message
+    return message
+
+
+def test_bad_shards_are_named(shards, tmp_path):
+    root, _, _ = shards
+    np.save(root / "part-4.npy", np.ones((3, 6)))
+    assert _error(root) == (f"Cannot read embeddings from {str(root / 'part-4.npy')!r}: the shard has 6 features "
+                            f"(columns) but 'part-0.npy' has 5; expected shards of one width.")
+    (root / "part-4.npy").write_bytes(b"\x93NUMPY garbage")
+    assert _error(root).startswith(f"Cannot read embeddings from {str(root / 'part-4.npy')!r}: not a readable .npy")
+    bad = np.ones((7, 5))
+    bad[5, 3] = np.inf
+    np.save(root / "part-4.npy", bad)
+    assert _error(root) == (f"Cannot read embeddings from {str(root / 'part-4.npy')!r}: a non-finite value inf at "
+                            f"row 5 of the shard (row 119 of all shards), column 3; expected finite numbers "
+                            f"(no NaN or inf).")
+    (root / "part-4.npy").unlink()
+    (root / "part-5.parquet").write_bytes(b"PAR1 not really")
+    assert "part-5.parquet" in _error(root) and "not a readable .parquet file" in _error(root)
+    (root / "part-5.parquet").unlink()
+    pd.DataFrame({"vector": [np.ones(4)] * 3}).to_parquet(root / "part-5.parquet")
+    assert "part-5.parquet" in _error(root) and "4 features" in _error(root)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert "no .npy or .parquet shards found there" in _error(empty)
+    assert "do not exist" in _error(tmp_path / "missing")
+    assert "1-d" in _error(_one_dim(tmp_path))
+
+
+def _one_dim(tmp_path):
+    path = tmp_path / "flat"
+    path.mkdir()
+    np.save(path / "a.npy", np.ones(4))
+    return path
+
+
+def invoke(*args):
+    return CliRunner().invoke(cli, ["measure", *map(str, args)])
+
+
+def test_measure_on_a_shard_directory_equals_the_in_memory_command(shards, tmp_path):
+    root, full, _labels = shards
+    np.save(tmp_path / "full.npy", full)
+    metrics = "isoscore,participation_ratio,twonn_dimension,silhouette,calinski_harabasz,dunn"
+    sharded = invoke(root, "--labels", tmp_path / "labels.txt", "--metrics", metrics, "--json", tmp_path / "s.json")
+    assert sharded.exit_code == 0, sharded.output
+    memory = invoke(tmp_path / "full.npy", "--labels", tmp_path / "labels.txt", "--metrics", metrics,
+                    "--json", tmp_path / "m.json")
+    assert memory.exit_code == 0, memory.output
+    s, m = (json.loads((tmp_path / f"{name}.json").read_text()) for name in ("s", "m"))
+    for name, value in m["values"].items():
+        assert s["values"][name] == pytest.approx(value, rel=1e-10), name
+    assert (s["n_samples"], s["n_features"], s["n_clusters"]) == (114, 5, 4)
+    assert s["scheduler"] == "threads (dask default)" and s["workers"] is None
+    assert s["chunking"]["n_chunks"] == 4 and s["chunking"]["dtype"] == "float64"
+    assert (m["scheduler"], m["workers"], m["chunking"]) == (None, None, None)
+    assert s["versions"]["dask"] == dask.__version__
+
+
+def test_measure_sample_of_shards_takes_the_in_memory_rows(shards, tmp_path):
+    root, full, _labels = shards
+    np.save(tmp_path / "full.npy", full)
+    args = ("--labels", tmp_path / "labels.txt", "--metrics", "silhouette,isoscore", "--sample-size", 60,
+            "--random-state", 4)
+    sharded, memory = invoke(root, *args), invoke(tmp_path / "full.npy", *args)
+    assert sharded.exit_code == memory.exit_code == 0, sharded.output + memory.output
+    assert sharded.stdout.splitlines()[2:] != [] and "a sample of 60 of its 114 rows" in sharded.stdout
+    for got, want in zip(sharded.stdout.splitlines()[2:], memory.stdout.splitlines()[2:]):
+        assert got.split()[:2] == want.split()[:2]
+
+
+def test_measure_bad_shard_is_one_line_exit_2(shards):
+    root, _, _ = shards
+    bad = np.zeros((4, 5))
+    bad[2, 1] = np.nan
+    np.save(root / "part-9.npy", bad)
+    result = invoke(root, "--metrics", "isoscore")
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines() == [
+        (f"Error: Cannot read embeddings from {str(root / 'part-9.npy')!r}: a non-finite value nan at row 2 "
+        f"of the shard (row 116 of all shards), column 1; expected finite numbers (no NaN or inf).")]
+    assert invoke(root, "--workers", 2, "--scheduler", "tcp://localhost:1").exit_code == 2
