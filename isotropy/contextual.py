@@ -7,7 +7,9 @@ layer-by-layer geometry of Cai et al. (2021).
 
 How words map to sub-word pieces: each line's words are given to the model's fast tokenizer as
 pre-split words (``is_split_into_words=True``; byte-level BPE tokenizers such as GPT-2's are loaded
-with ``add_prefix_space=True`` so each word is encoded as if preceded by a space), and
+with ``add_prefix_space=True`` so each word is encoded as if preceded by a space; SentencePiece
+tokenizers that mark a space with ``▁`` but add none to a pre-split word, such as Gemma's, get each
+word with a leading space, for the same reason: ``▁cat`` as in running text, not ``cat``), and
 ``word_ids()`` tells which pieces belong to which word. A word is represented by its **first**
 piece (``pooling="first"``, the default) or by the mean of its pieces (``pooling="mean"``).
 Special tokens ([CLS], [SEP], ...) are never part of a word. Lines longer than the model's window
@@ -16,11 +18,9 @@ are cut into consecutive, non-overlapping windows of whole words.
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
@@ -30,6 +30,7 @@ from isotropy._validation import (
     check_random_state,
     check_scalar,
 )
+from isotropy.models.loading import load_transformer
 
 __all__ = ["TokenEmbeddings", "extract_token_embeddings", "load_transformer", "n_transformer_layers", "parse_layers"]
 
@@ -92,73 +93,6 @@ class TokenEmbeddings:
     def words(self) -> list[str]:
         """The word (type string) of each token."""
         return [self.types[i] for i in self.type_ids]
-
-
-def load_transformer(model: str = "all-MiniLM-L6-v2", *, device=None):
-    """Load a fast tokenizer and a base transformers model (evaluation mode) for word-level extraction.
-
-    Parameters
-    ----------
-    model : str, default="all-MiniLM-L6-v2"
-        The packaged MiniLM, a local model directory (``config.json`` plus weights), or a hub name
-        (needs network).
-    device : str, torch.device or None
-        ``None``: CUDA when available, else CPU.
-
-    Returns
-    -------
-    tokenizer, model, location
-        The tokenizer (pads on the right), the model on ``device`` and the resolved location.
-    """
-    from isotropy.encoders import resolve_model
-
-    if not isinstance(model, (str, os.PathLike)):
-        raise TypeError(f"The 'model' parameter of load_transformer must be a model name or directory. "
-                        f"Got {type(model).__name__} instead.")
-    model = str(model)
-    location = resolve_model(model)
-    path = Path(location).expanduser()
-    if path.is_dir():
-        if not (path / "config.json").is_file():
-            raise FileNotFoundError(f"The model directory {str(path)!r} has no config.json: expected a Hugging Face "
-                                    f"transformers model directory (config.json, weights, tokenizer files).")
-    elif model.startswith((".", "~", "/")) or model.count("/") > 1 or model.endswith(os.sep):
-        raise FileNotFoundError(f"The model directory {model!r} does not exist: expected a local Hugging Face model "
-                                f"directory, the packaged 'all-MiniLM-L6-v2', or a hub name while online.")
-
-    import torch
-    from transformers import AutoConfig, AutoModel, AutoTokenizer
-
-    try:
-        config = AutoConfig.from_pretrained(location)
-        tokenizer = AutoTokenizer.from_pretrained(location, use_fast=True)
-    except OSError as exc:
-        raise OSError(f"Could not load the model {model!r} (resolved to {location!r}): expected a local model "
-                      f"directory, the packaged 'all-MiniLM-L6-v2', or a hub name while online. "
-                      f"({exc.__class__.__name__}: {str(exc).splitlines()[0]})") from None
-    if getattr(config, "is_encoder_decoder", False):
-        raise IsotropyValueError(f"The model {model!r} is an encoder-decoder ({config.model_type}); expected an "
-                                 f"encoder (BERT-style) or a decoder (GPT-2-style) model.")
-    if not getattr(tokenizer, "is_fast", False):
-        raise IsotropyValueError(f"The tokenizer of {model!r} is not a fast tokenizer; word-to-piece mapping "
-                                 f"(word_ids) needs one (a tokenizer.json or a convertible vocabulary).")
-    # byte-level BPE (GPT-2, RoBERTa): each pre-split word must be encoded as if preceded by a space,
-    # as in running text ("Ġcat"); without add_prefix_space it would get its sentence-initial pieces
-    # (transformers 4 refuses such input, transformers 5 silently accepts it)
-    pre_tokenizer = getattr(getattr(tokenizer, "backend_tokenizer", None), "pre_tokenizer", None)
-    if "ByteLevel" in repr(pre_tokenizer) and not getattr(tokenizer, "add_prefix_space", False):
-        tokenizer = AutoTokenizer.from_pretrained(location, use_fast=True, add_prefix_space=True)
-    tokenizer.padding_side = "right"
-    if tokenizer.pad_token is None:
-        fallback = tokenizer.eos_token or tokenizer.unk_token
-        if fallback is None:
-            raise IsotropyValueError(f"The tokenizer of {model!r} has no pad, end or unknown token to pad with.")
-        tokenizer.pad_token = fallback
-    network = AutoModel.from_pretrained(location)
-    if device is None:
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    network = network.to(torch.device(device)).eval()
-    return tokenizer, network, location
 
 
 def n_transformer_layers(config) -> int:
@@ -226,6 +160,22 @@ def _select(lines, order, *, skip, max_tokens, max_per_type):
             if max_tokens is not None and total >= max_tokens:
                 return kept
     return kept
+
+
+def _space_prefixer(tokenizer):
+    """How to hand pre-split words to ``tokenizer`` so each is encoded as in running text.
+
+    Probes the tokenizer: if the second of two pre-split words gets other pieces than in the text
+    ``"a cat"`` and a leading space restores them (SentencePiece with a ``▁``-replacing normalizer
+    and no prefix, e.g. Gemma), every word is given with a leading space; otherwise unchanged.
+    """
+    def pieces(words):
+        return tokenizer(words, is_split_into_words=True, add_special_tokens=False)["input_ids"]
+
+    running = tokenizer("a cat", add_special_tokens=False)["input_ids"]
+    if pieces(["a", "cat"]) != running and pieces(["a", " cat"]) == running:
+        return lambda words: [" " + w for w in words]
+    return list
 
 
 def _windows(word_ids: list, n_words: int, budget: int):
@@ -344,7 +294,8 @@ def extract_token_embeddings(lines, *, model: str = "all-MiniLM-L6-v2", layers="
 
     # word -> piece mapping of every used line, then windows of whole words
     used = sorted(kept)
-    encoded = tokenizer([lines[li] for li in used], is_split_into_words=True, add_special_tokens=False)
+    as_words = _space_prefixer(tokenizer)
+    encoded = tokenizer([as_words(lines[li]) for li in used], is_split_into_words=True, add_special_tokens=False)
     jobs = []  # (n_pieces, line index, start word, stop word, [kept word indices in window])
     pieces_of: dict[tuple[int, int], int] = {}
     n_without = n_truncated = 0
@@ -379,7 +330,7 @@ def extract_token_embeddings(lines, *, model: str = "all-MiniLM-L6-v2", layers="
 
     batches = [jobs[i:i + batch_size] for i in range(0, len(jobs), batch_size)]
     for batch in tqdm(batches, desc="windows", unit="batch", disable=not show_progress):
-        words = [lines[li][start:stop] for _, li, start, stop, _ in batch]
+        words = [as_words(lines[li][start:stop]) for _, li, start, stop, _ in batch]
         enc = tokenizer(words, is_split_into_words=True, padding=True, truncation=True, max_length=max_length,
                         return_tensors="pt")
         b_idx, t_idx, r_idx = [], [], []

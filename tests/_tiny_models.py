@@ -45,3 +45,83 @@ def make_tiny_gpt2(directory: Path, *, n_layers: int = 2, hidden_size: int = 16,
                         bos_token_id=tokenizer.eos_token_id, eos_token_id=tokenizer.eos_token_id)
     GPT2Model(config).eval().save_pretrained(directory)
     return directory
+
+
+# a tiny SentencePiece-style vocabulary ("\u2581" marks a word start) for a Gemma-style GGUF
+GEMMA_SPECIAL = ["<pad>", "<eos>", "<bos>", "<unk>"]
+GEMMA_PIECES = ["\u2581", "a", "c", "d", "e", "h", "m", "n", "o", "r", "s", "t", ".", "\u2581t", "\u2581th",
+                "\u2581the", "\u2581c", "\u2581ca", "\u2581cat", "\u2581s", "\u2581sa", "\u2581sat", "\u2581o",
+                "\u2581on", "\u2581m", "\u2581ma", "\u2581mat", "\u2581d", "\u2581do", "\u2581dog", "\u2581r",
+                "\u2581ra", "\u2581ran", "\u2581a"]
+
+
+def tiny_gemma_config(*, n_layers: int = 2, hidden_size: int = 16):
+    """A Gemma 3 text config small enough for unit tests, with the values a GGUF file records."""
+    from transformers import Gemma3TextConfig
+
+    return Gemma3TextConfig(vocab_size=len(GEMMA_SPECIAL) + len(GEMMA_PIECES), hidden_size=hidden_size,
+                            intermediate_size=2 * hidden_size, num_hidden_layers=n_layers, num_attention_heads=2,
+                            num_key_value_heads=1, head_dim=8, max_position_embeddings=64, sliding_window=8,
+                            rms_norm_eps=1e-6, pad_token_id=0, eos_token_id=1, bos_token_id=2)
+
+
+def make_tiny_gemma_gguf(path: Path, *, n_layers: int = 2, hidden_size: int = 16, seed: int = 0):
+    """Write a randomly initialised Gemma-3-style causal LM as an F32 GGUF file; return ``(path, state_dict)``.
+
+    Tensors are named and stored as llama.cpp's converter writes Gemma 3 (RMSNorm weights + 1).
+    """
+    import gguf
+    import torch
+    from transformers import Gemma3ForCausalLM
+
+    torch.manual_seed(seed)
+    config = tiny_gemma_config(n_layers=n_layers, hidden_size=hidden_size)
+    model = Gemma3ForCausalLM(config).eval()
+    with torch.no_grad():  # random norm weights, so that the +1/-1 round trip is tested
+        for name, param in model.named_parameters():
+            if "norm" in name:
+                param.normal_(0.0, 0.1)
+    state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    names = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight"}
+    per_layer = {"self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
+                 "self_attn.o_proj": "attn_output", "self_attn.q_norm": "attn_q_norm",
+                 "self_attn.k_norm": "attn_k_norm", "input_layernorm": "attn_norm",
+                 "post_attention_layernorm": "post_attention_norm", "pre_feedforward_layernorm": "ffn_norm",
+                 "post_feedforward_layernorm": "post_ffw_norm", "mlp.gate_proj": "ffn_gate",
+                 "mlp.up_proj": "ffn_up", "mlp.down_proj": "ffn_down"}
+    for i in range(n_layers):
+        for hf, gg in per_layer.items():
+            names[f"model.layers.{i}.{hf}.weight"] = f"blk.{i}.{gg}.weight"
+    path = Path(path)
+    writer = gguf.GGUFWriter(str(path), "gemma3")
+    writer.add_name("tiny gemma")
+    writer.add_context_length(config.max_position_embeddings)
+    writer.add_embedding_length(hidden_size)
+    writer.add_block_count(n_layers)
+    writer.add_feed_forward_length(config.intermediate_size)
+    writer.add_head_count(config.num_attention_heads)
+    writer.add_head_count_kv(config.num_key_value_heads)
+    writer.add_key_length(config.head_dim)
+    writer.add_value_length(config.head_dim)
+    writer.add_layer_norm_rms_eps(config.rms_norm_eps)
+    writer.add_rope_freq_base(config.rope_parameters["full_attention"]["rope_theta"]
+                              if hasattr(config, "rope_parameters") else config.rope_theta)
+    writer.add_sliding_window(config.sliding_window)
+    tokens = GEMMA_SPECIAL + GEMMA_PIECES
+    writer.add_tokenizer_model("llama")
+    writer.add_token_list(tokens)
+    writer.add_token_scores([0.0] * len(tokens))
+    writer.add_token_types([3] * len(GEMMA_SPECIAL) + [1] * len(GEMMA_PIECES))
+    writer.add_pad_token_id(0)
+    writer.add_eos_token_id(1)
+    writer.add_bos_token_id(2)
+    writer.add_unk_token_id(3)
+    writer.add_add_bos_token(True)
+    for hf, gg in names.items():
+        tensor = state[hf].float().numpy()
+        writer.add_tensor(gg, tensor + 1.0 if "norm" in hf else tensor)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path, state

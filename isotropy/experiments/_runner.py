@@ -98,7 +98,8 @@ class Experiment:
         re-enters ``run``, which skips what is finished. False for one-shot experiments: ``--resume``
         keeps a finished run of the same config as it is and re-runs anything else.
     shortcuts : tuple of (flag, key, help)
-        Convenience flags: ``--model X`` is ``--set model=X``; a key ending in ``[]`` takes a
+        Convenience flags: ``("--lr", "lr", ...)`` makes ``--lr X`` mean ``--set lr=X``; a key
+        ending in ``:str`` takes the text verbatim (paths, model names), one ending in ``[]`` a
         comma-separated list.
     report : callable ``(results, results_dir) -> str``, optional
         What the command prints when the run has finished (a table, a summary line).

@@ -1,0 +1,422 @@
+"""Layer-by-layer geometry of a model on the user's texts: ``isotropy measure --model NAME --texts FILE``.
+
+:func:`measure_layers` embeds texts with any supported model (the packaged ``all-MiniLM-L6-v2`` or
+``gemma-3-270m``, a ``.gguf`` file, a local transformers directory) and measures every selected
+hidden layer: IsoScore, IsoScore*, I(W), mean cosine, TwoNN dimension, the spread of the vector
+norms (max / median, which shows outliers such as a decoder's massive ``<bos>`` activations), and
+with labels the cluster metrics. :func:`model_options` and :func:`run_cli` wire it into the
+``isotropy measure`` command.
+
+Kept light at import (``isotropy --help`` imports it through ``measure_cli``): click only.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import warnings
+from pathlib import Path
+
+import click
+
+__all__ = ["LAYER_METRICS", "LEVELS", "format_table", "measure_layers", "model_options", "plot_layers", "read_texts", "run_cli"]
+
+LEVELS = ("sentence", "token")
+_CALLER = "measure_layers"
+_DEFAULT_TOKEN_SAMPLE = 10_000
+
+# column -> (module, function, needs labels, keyword arguments, table header)
+LAYER_METRICS = {
+    "isoscore": ("isotropy.isoscore", "isoscore", False, {}, "IsoScore"),
+    "isoscore_star": ("isotropy.isoscore", "isoscore_star", False, {}, "IsoScore*"),
+    "partition_isotropy": ("isotropy.partition", "partition_isotropy", False, {}, "I(W)"),
+    "cosine_similarity_mean": ("isotropy.cosine", "cosine_similarity_mean", False, {}, "mean cos"),
+    "twonn_dimension": ("isotropy.dimension", "twonn_dimension", False, {}, "TwoNN"),
+    "silhouette": ("isotropy.silhouette", "silhouette_score", True, {"sample_size": 5000}, "silhouette"),
+    "calinski_harabasz": ("isotropy.cluster_indices", "calinski_harabasz_score", True, {}, "CH"),
+    "davies_bouldin": ("isotropy.cluster_indices", "davies_bouldin_score", True, {}, "DB"),
+}
+
+
+def read_texts(path: str | os.PathLike, *, column: str | None = None) -> list[str]:
+    """Texts from a file: one text per line (``.txt`` and others), or a column of a CSV/TSV or JSON-lines file.
+
+    Parameters
+    ----------
+    path : path-like
+        ``.csv``/``.tsv`` (with a header row) and ``.jsonl``/``.ndjson`` are read as tables; any other
+        file as plain text, one text per line (blank lines skipped).
+    column : str or None
+        The text column of a table; may be omitted when the table has a single column.
+
+    Returns
+    -------
+    list of str
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "t.jsonl"
+    >>> _ = path.write_text('{"text": "a cat", "y": 1}\\n{"text": "a dog", "y": 0}\\n')
+    >>> read_texts(path, column="text")
+    ['a cat', 'a dog']
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"The texts file {str(path)!r} does not exist; expected a text file (one text a "
+                                f"line), a CSV/TSV file or a JSON-lines file.")
+    suffix = path.suffix.lower()
+    if suffix in (".csv", ".tsv", ".jsonl", ".ndjson"):
+        import pandas as pd
+
+        try:
+            if suffix in (".jsonl", ".ndjson"):
+                table = pd.read_json(path, lines=True, dtype=False)
+            else:
+                table = pd.read_csv(path, sep="\t" if suffix == ".tsv" else ",", dtype=str, keep_default_na=False,
+                                    quoting=3 if suffix == ".tsv" else 0)
+        except ValueError as exc:
+            raise ValueError(f"The texts file {str(path)!r} could not be read as {suffix[1:]}: "
+                             f"{' '.join(str(exc).split())}") from None
+        if column is None:
+            if table.shape[1] != 1:
+                raise ValueError(f"The texts file {str(path)!r} has the columns {list(map(str, table.columns))}; "
+                                 f"name the text column (--text-column).")
+            column = table.columns[0]
+        if column not in table.columns:
+            raise ValueError(f"The text column {column!r} is not in {str(path)!r}; expected one of "
+                             f"{list(map(str, table.columns))}.")
+        texts = ["" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
+                 for value in table[column].tolist()]
+        empty = [i for i, text in enumerate(texts) if not text.strip()]
+        if empty:
+            raise ValueError(f"The text column {column!r} of {str(path)!r} is empty at row {empty[0]} "
+                             f"({len(empty)} empty rows); expected a text in every row.")
+    else:
+        if column is not None:
+            raise ValueError(f"--text-column {column!r} needs a CSV/TSV or JSON-lines file; {str(path)!r} is read "
+                             f"as plain text, one text a line.")
+        try:
+            texts = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"The texts file {str(path)!r} is not UTF-8 text ({exc.reason} at byte "
+                             f"{exc.start}).") from None
+    if len(texts) < 2:
+        raise ValueError(f"The texts file {str(path)!r} holds {len(texts)} text(s); expected at least 2.")
+    return texts
+
+
+def _token_states(texts, tokenizer, network, layers, *, batch_size, max_length, keep_special, sample_size, rng):
+    """Hidden states of (a seeded sample of) the tokens of ``texts``: {layer: (n, d)}, and each row's text index."""
+    import numpy as np
+    import torch
+
+    encoded = tokenizer(texts, truncation=True, max_length=max_length, return_special_tokens_mask=True)
+    positions = []  # (text, token position) of every measurable token
+    for i, special in enumerate(encoded["special_tokens_mask"]):
+        positions.extend((i, t) for t, s in enumerate(special) if keep_special or not s)
+    if not positions:
+        raise ValueError("The texts hold no token to measure (every token is a special token).")
+    positions = np.asarray(positions, dtype=np.int64)
+    n_total = len(positions)
+    if sample_size is not None and sample_size < n_total:
+        positions = positions[np.sort(rng.choice(n_total, size=sample_size, replace=False))]
+    wanted: dict[int, list[tuple[int, int]]] = {}
+    for row, (i, t) in enumerate(positions):
+        wanted.setdefault(int(i), []).append((int(t), row))
+    d = int(network.config.hidden_size)
+    out = {layer: np.empty((len(positions), d), dtype=np.float32) for layer in layers}
+    used = sorted(wanted, key=lambda i: len(encoded["input_ids"][i]))
+    device = next(network.parameters()).device
+    with torch.inference_mode():
+        for start in range(0, len(used), batch_size):
+            chunk = used[start:start + batch_size]
+            batch = tokenizer.pad({"input_ids": [encoded["input_ids"][i] for i in chunk]}, return_tensors="pt")
+            hidden = network(input_ids=batch["input_ids"].to(device), attention_mask=batch["attention_mask"].to(device),
+                             output_hidden_states=True).hidden_states
+            b_idx = [b for b, i in enumerate(chunk) for _ in wanted[i]]
+            t_idx = [t for i in chunk for t, _ in wanted[i]]
+            rows = [r for i in chunk for _, r in wanted[i]]
+            for layer in layers:
+                out[layer][rows] = hidden[layer][b_idx, t_idx].float().cpu().numpy()
+    return out, positions[:, 0], n_total
+
+
+def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", pooling: str = "mean",
+                   labels=None, metrics=None, device=None, batch_size: int = 32, max_length: int = 128,
+                   keep_special: bool = False, sample_size: int | None = None, random_state: int = 0,
+                   progress: bool = False) -> dict:
+    """Geometry of every selected hidden layer of ``model`` on ``texts``: one record per layer.
+
+    Parameters
+    ----------
+    texts : sequence of str
+    model : str
+        Any name :func:`isotropy.models.resolve_model` accepts.
+    layers : "all", str or sequence of int, default="all"
+        Hidden states (0 = embedding output, ``n_layers`` = last layer), e.g. ``"0,6,12"``.
+    level : {"sentence", "token"}, default="sentence"
+        ``"sentence"``: one pooled vector per text (:func:`isotropy.encoders.encode_pooled`, cached);
+        ``"token"``: one vector per token (special tokens such as [CLS] or ``<bos>`` left out unless
+        ``keep_special``).
+    pooling : {"mean", "last", "first"}, default="mean"
+        Sentence level only (``"first"`` is refused for a causal decoder).
+    labels : array-like of shape (n_texts,) or None
+        One label per text (repeated for each of its tokens at token level); enables the cluster
+        metrics.
+    metrics : list of str or None
+        Keys of :data:`LAYER_METRICS`; default: the label-free ones, plus the cluster ones with labels.
+    device, batch_size, max_length
+        Where and how the model runs; texts are truncated to ``max_length`` tokens.
+    keep_special : bool, default=False
+        Token level: also measure the special tokens.
+    sample_size : int or None
+        Measure a seeded sample of this many rows (default at token level: 10,000 tokens; at
+        sentence level: every text).
+    random_state : int, default=0
+    progress : bool, default=False
+
+    Returns
+    -------
+    dict
+        ``rows`` (one dict per layer: ``layer``, ``n_samples``, the metric values and
+        ``norm_max_over_median``; NaN where a metric is undefined at that layer, with the reason in
+        ``warnings``), ``n_layers``, ``n_features``, ``n_texts``, ``n_rows_total`` and the
+        options used.
+
+    Notes
+    -----
+    ``norm_max_over_median`` is the largest vector norm divided by the median norm: values far
+    above ~3 flag outlier vectors (raw decoders put 5-16x norms on ``<bos>`` in their middle layers),
+    which dominate covariance-based scores such as IsoScore.
+    """
+    import importlib
+
+    import numpy as np
+
+    from isotropy._validation import check_option, check_scalar
+    from isotropy.contextual import n_transformer_layers, parse_layers
+    from isotropy.models.pooling import check_pooling
+
+    texts = [str(t) for t in texts]
+    if len(texts) < 2:
+        raise ValueError(f"The 'texts' parameter of {_CALLER} must hold at least 2 texts. Got {len(texts)}.")
+    check_option(level, "level", LEVELS, caller=_CALLER)
+    pooling = check_pooling(pooling, caller=_CALLER)
+    check_scalar(batch_size, "batch_size", caller=_CALLER, kind=int, low=1)
+    check_scalar(max_length, "max_length", caller=_CALLER, kind=int, low=2)
+    check_scalar(sample_size, "sample_size", caller=_CALLER, kind=int, low=2, allow_none=True)
+    if labels is not None:
+        labels = np.asarray(labels)
+        if labels.shape[0] != len(texts):
+            raise ValueError(f"The 'labels' parameter of {_CALLER} must hold one label per text ({len(texts)}). "
+                             f"Got {labels.shape[0]} instead.")
+    if metrics is None:
+        metrics = [m for m, spec in LAYER_METRICS.items() if not spec[2] or labels is not None]
+    unknown = [m for m in metrics if m not in LAYER_METRICS]
+    if unknown:
+        raise ValueError(f"The 'metrics' parameter of {_CALLER} must list names from {list(LAYER_METRICS)}. "
+                         f"Got {unknown[0]!r} instead.")
+    if labels is None and any(LAYER_METRICS[m][2] for m in metrics):
+        raise ValueError(f"The cluster metrics need labels (one per text); got metrics={metrics!r} without labels.")
+    rng = np.random.default_rng(random_state)
+
+    from isotropy.models.loading import load_transformer
+
+    tokenizer, network, location = load_transformer(model, device=device)
+    n_layers = n_transformer_layers(network.config)
+    layers = parse_layers(layers, n_layers, caller=_CALLER)
+    if level == "sentence":
+        check_pooling(pooling, network.config, caller=_CALLER)
+        from isotropy.encoders import encode_pooled
+
+        states = encode_pooled(texts, model=location, layers=layers, pooling=pooling, device=device,
+                               batch_size=batch_size, max_length=max_length, show_progress=progress)
+        text_of_row = np.arange(len(texts))
+        n_total = len(texts)
+        if sample_size is not None and sample_size < n_total:
+            keep = np.sort(rng.choice(n_total, size=sample_size, replace=False))
+            states = {layer: X[keep] for layer, X in states.items()}
+            text_of_row = keep
+    else:
+        states, text_of_row, n_total = _token_states(
+            texts, tokenizer, network, layers, batch_size=batch_size, max_length=max_length,
+            keep_special=keep_special, sample_size=_DEFAULT_TOKEN_SAMPLE if sample_size is None else sample_size,
+            rng=rng)
+    del network
+    row_labels = None if labels is None else labels[text_of_row]
+    if row_labels is not None and any(LAYER_METRICS[m][2] for m in metrics):
+        from isotropy._validation import check_labels
+
+        ids = check_labels(row_labels, n_samples=len(row_labels), caller=_CALLER)
+        if not 2 <= int(ids.max()) + 1 <= len(ids) - 1:
+            raise ValueError(f"The labels put the {len(ids)} measured rows in {int(ids.max()) + 1} clusters; "
+                             f"the cluster metrics need between 2 and n_samples - 1.")
+    rows, notes = [], []
+    for layer in layers:
+        X = np.asarray(states[layer], dtype=np.float64)
+        norms = np.linalg.norm(X, axis=1)
+        record = {"layer": layer, "n_samples": int(X.shape[0]),
+                  "norm_max_over_median": float(norms.max() / max(np.median(norms), np.finfo(float).tiny))}
+        for name in metrics:
+            module, function, labelled, kwargs, _ = LAYER_METRICS[name]
+            fn = getattr(importlib.import_module(module), function)
+            if name == "silhouette":
+                kwargs = {"sample_size": 5000 if X.shape[0] > 5000 else None, "random_state": random_state}
+            try:
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    record[name] = float(fn(X, row_labels, **kwargs) if labelled else fn(X, **kwargs))
+            except ValueError as exc:  # e.g. identical vectors at this layer: undefined here, said so, not fatal
+                record[name] = float("nan")
+                caught = [exc]
+            for message in dict.fromkeys(" ".join(str(getattr(w, "message", w)).split()).removeprefix(f"{name}: ")
+                                         for w in caught):
+                notes.append(f"layer {layer}: {name}: {message}")
+                print(f"Warning: layer {layer}: {name}: {message}", file=sys.stderr, flush=True)
+        rows.append(record)
+        if progress:
+            print(f"layer {layer}: " + ", ".join(f"{k}={record[k]:.4g}" for k in metrics), file=sys.stderr, flush=True)
+    return {"model": str(model), "location": location, "level": level,
+            "pooling": pooling if level == "sentence" else None, "keep_special": keep_special if level == "token" else None,
+            "n_layers": n_layers, "n_features": int(states[layers[0]].shape[1]), "n_texts": len(texts),
+            "n_rows_total": int(n_total), "metrics": list(metrics), "max_length": max_length,
+            "sample_size": sample_size, "random_state": random_state, "rows": rows, "warnings": notes}
+
+
+def format_table(result: dict) -> str:
+    """The per-layer table as aligned text (one row per layer)."""
+    names = ["n_samples", *result["metrics"], "norm_max_over_median"]
+    header = ["layer", "n", *(LAYER_METRICS[m][4] for m in result["metrics"]), "max/med norm"]
+    cells = [header] + [[str(r["layer"]), str(r["n_samples"])] + [f"{r[m]:.4g}" if math.isfinite(r[m]) else "nan" for m in names[1:]]
+                        for r in result["rows"]]
+    width = [max(len(row[i]) for row in cells) for i in range(len(header))]
+    return "\n".join("  ".join(cell.rjust(w) for cell, w in zip(row, width)) for row in cells)
+
+
+def plot_layers(result: dict, path: str | os.PathLike) -> Path:
+    """One panel per metric against the layer index; written atomically (format from the suffix)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    from isotropy._atomic import atomic_write
+
+    path = Path(path)
+    names = [*result["metrics"], "norm_max_over_median"]
+    titles = {**{m: LAYER_METRICS[m][4] for m in result["metrics"]}, "norm_max_over_median": "max / median norm"}
+    n_cols = min(4, len(names))
+    n_rows = math.ceil(len(names) / n_cols)
+    fig, axes = plt.subplots(n_rows, n_cols, figsize=(3.2 * n_cols, 2.6 * n_rows), squeeze=False)
+    layers = [r["layer"] for r in result["rows"]]
+    for ax, name in zip(axes.flat, names):
+        ax.plot(layers, [r[name] for r in result["rows"]], marker="o", ms=3)
+        ax.set_title(titles[name], fontsize=9)
+        ax.set_xlabel("layer", fontsize=8)
+        values = [r[name] for r in result["rows"] if math.isfinite(r[name]) and r[name] > 0]
+        if name in ("partition_isotropy", "norm_max_over_median") and values and max(values) > 20 * min(values):
+            ax.set_yscale("log")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.tick_params(labelsize=7)
+    for ax in list(axes.flat)[len(names):]:
+        ax.axis("off")
+    what = f"{result['level']} level" + (f", {result['pooling']} pooling" if result["level"] == "sentence" else "")
+    fig.suptitle(f"{result['model']}: {what}, {result['rows'][0]['n_samples']} vectors per layer", fontsize=10)
+    fig.tight_layout()
+    suffix = path.suffix.lower().lstrip(".") or "png"
+    with atomic_write(path, "wb", name="--plot") as handle:
+        fig.savefig(handle, format=suffix, dpi=120)
+    plt.close(fig)
+    return path
+
+
+class _InputError(click.ClickException):
+    exit_code = 2
+
+
+def model_options(function):
+    """The click options of ``isotropy measure --model`` (applied to the ``measure`` command)."""
+    options = [
+        click.option("--model", default=None, metavar="NAME",
+                     help="Measure a model's hidden layers instead of an embeddings file: all-MiniLM-L6-v2, "
+                          "gemma-3-270m (packaged), a .gguf file or a transformers directory. Needs --texts."),
+        click.option("--texts", "texts_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                     metavar="FILE", help="With --model: one text a line, or a CSV/TSV/JSON-lines file "
+                                          "(--text-column)."),
+        click.option("--text-column", default=None, metavar="COL", help="The text column of a CSV/TSV/JSON-lines "
+                                                                       "--texts file."),
+        click.option("--layers", default="all", show_default=True, metavar="LIST",
+                     help="With --model: 'all' or comma-separated hidden states (0 = embedding output)."),
+        click.option("--level", type=click.Choice(LEVELS), default="sentence", show_default=True,
+                     help="With --model: one pooled vector per text, or one vector per token."),
+        click.option("--pooling", type=click.Choice(["mean", "last", "first"]), default="mean", show_default=True,
+                     help="With --level sentence: masked mean, last token, or first token ([CLS]; refused for "
+                          "decoders)."),
+        click.option("--keep-special", is_flag=True, help="With --level token: also measure [CLS], <bos>, ..."),
+        click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                     metavar="OUT", help="With --model: write a per-layer figure (.png, .svg, .pdf)."),
+        click.option("--device", default=None, help="With --model: torch device (default: CUDA when present)."),
+        click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True),
+        click.option("--max-length", type=click.IntRange(min=2), default=128, show_default=True,
+                     help="With --model: tokens per text (longer texts are truncated)."),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+def run_cli(*, model, texts_path, text_column, layers, level, pooling, keep_special, plot_path, device, batch_size,
+            max_length, labels_path=None, metric_names=None, json_path=None, sample_size=None, random_state=0,
+            progress=None) -> None:
+    """``isotropy measure --model``: measure, print the table, write --json and --plot."""
+    if texts_path is None:
+        raise click.UsageError("--model needs --texts FILE (one text a line, or a CSV/TSV/JSON-lines column).")
+    if metric_names is not None:
+        unsupported = [m for m in metric_names if m not in LAYER_METRICS]
+        if unsupported:
+            raise click.UsageError(f"metric {unsupported[0]!r} is not measured per layer; with --model use "
+                                   f"{', '.join(LAYER_METRICS)}.")
+    try:
+        texts = read_texts(texts_path, column=text_column)
+        labels = None
+        if labels_path is not None:
+            from isotropy.io.labels import read_labels
+
+            labels = read_labels(labels_path, n_rows=len(texts))
+            if getattr(labels, "ndim", 1) != 1:
+                raise ValueError(f"--labels {str(labels_path)!r} is multi-label; --model needs one label per text.")
+        show = sys.stderr.isatty() if progress is None else progress
+        result = measure_layers(texts, model=model, layers=layers, level=level, pooling=pooling, labels=labels,
+                                metrics=metric_names, device=device, batch_size=batch_size, max_length=max_length,
+                                keep_special=keep_special, sample_size=sample_size, random_state=random_state,
+                                progress=show)
+    except (ValueError, TypeError, OSError, ImportError) as exc:
+        raise _InputError(" ".join(str(exc).split())) from None
+    n = result["rows"][0]["n_samples"]
+    unit = "texts" if level == "sentence" else "tokens"
+    sampled = f" (a sample of {n} of {result['n_rows_total']} {unit})" if n < result["n_rows_total"] else ""
+    click.echo(f"{model} on {texts_path}: {len(texts)} texts, {level} level"
+               + (f" ({pooling} pooling)" if level == "sentence" else "")
+               + f", {n} {unit} x {result['n_features']} features per layer{sampled}")
+    click.echo(format_table(result))
+    if json_path is not None:
+        from isotropy._atomic import atomic_write
+        from isotropy._versions import package_versions
+
+        record = {**result, "texts": str(texts_path), "text_column": text_column,
+                  "labels": None if labels_path is None else str(labels_path),
+                  "rows": [{k: (v if not isinstance(v, float) or math.isfinite(v) else None) for k, v in r.items()}
+                           for r in result["rows"]],
+                  "versions": package_versions(["gguf"])}
+        if str(json_path) == "-":
+            click.echo(json.dumps(record, indent=2))
+        else:
+            with atomic_write(json_path, name="--json") as handle:
+                json.dump(record, handle, indent=2)
+                handle.write("\n")
+    if plot_path is not None:
+        click.echo(str(plot_layers(result, plot_path)))

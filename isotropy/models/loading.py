@@ -1,0 +1,98 @@
+"""Load a tokenizer and a base transformers model (encoder or decoder) for hidden-state extraction."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from isotropy._validation import IsotropyValueError
+
+__all__ = ["is_decoder", "load_transformer"]
+
+_DECODER_TYPES = {"gpt2", "gpt_neo", "gpt_neox", "gptj", "llama", "mistral", "mixtral", "qwen2", "qwen3", "gemma",
+                  "gemma2", "gemma3", "gemma3_text", "phi", "phi3", "falcon", "bloom", "opt", "stablelm",
+                  "starcoder2", "olmo", "olmo2"}
+
+
+def is_decoder(config) -> bool:
+    """Whether a transformers config describes a causal (left-to-right) decoder.
+
+    Its first token sees only itself, so a "[CLS]"/first-token sentence vector is the same for
+    every input: such models are pooled by the masked mean or the last token.
+    """
+    if getattr(config, "is_encoder_decoder", False):
+        return False
+    if getattr(config, "is_decoder", False) or getattr(config, "model_type", None) in _DECODER_TYPES:
+        return True
+    return any("CausalLM" in name or "LMHead" in name for name in (getattr(config, "architectures", None) or []))
+
+
+def load_transformer(model: str = "all-MiniLM-L6-v2", *, device=None):
+    """Load a fast tokenizer and a base transformers model (evaluation mode).
+
+    Parameters
+    ----------
+    model : str, default="all-MiniLM-L6-v2"
+        Any name :func:`isotropy.models.resolve_model` accepts: the packaged MiniLM or
+        ``gemma-3-270m``, a ``.gguf`` file, a local model directory (``config.json`` plus
+        weights), or a hub name (needs network).
+    device : str, torch.device or None
+        ``None``: CUDA when available, else CPU.
+
+    Returns
+    -------
+    tokenizer, model, location
+        The tokenizer (pads on the right; a missing pad token is set to the end-of-sequence or
+        unknown token), the base model (for a causal LM, its decoder stack without the LM head)
+        on ``device``, and the resolved location.
+    """
+    from isotropy.models.resolve import resolve_model
+
+    if not isinstance(model, (str, os.PathLike)):
+        raise TypeError(f"The 'model' parameter of load_transformer must be a model name or directory. "
+                        f"Got {type(model).__name__} instead.")
+    model = str(model)
+    location = resolve_model(model)
+    path = Path(location).expanduser()
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise FileNotFoundError(f"The model directory {str(path)!r} has no config.json: expected a Hugging Face "
+                                    f"transformers model directory (config.json, weights, tokenizer files).")
+    elif model.startswith((".", "~", "/")) or model.count("/") > 1 or model.endswith(os.sep):
+        raise FileNotFoundError(f"The model directory {model!r} does not exist: expected a local Hugging Face model "
+                                f"directory, a .gguf file, the packaged 'all-MiniLM-L6-v2' or 'gemma-3-270m', or a "
+                                f"hub name while online.")
+
+    import torch
+    from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+    try:
+        config = AutoConfig.from_pretrained(location)
+        tokenizer = AutoTokenizer.from_pretrained(location, use_fast=True)
+    except OSError as exc:
+        raise OSError(f"Could not load the model {model!r} (resolved to {location!r}): expected a local model "
+                      f"directory, a .gguf file, the packaged 'all-MiniLM-L6-v2' or 'gemma-3-270m', or a hub name "
+                      f"while online. ({exc.__class__.__name__}: {str(exc).splitlines()[0]})") from None
+    if getattr(config, "is_encoder_decoder", False):
+        raise IsotropyValueError(f"The model {model!r} is an encoder-decoder ({config.model_type}); expected an "
+                                 f"encoder (BERT-style) or a decoder (GPT-2-style) model.")
+    if not getattr(tokenizer, "is_fast", False):
+        raise IsotropyValueError(f"The tokenizer of {model!r} is not a fast tokenizer; the word-to-piece mapping "
+                                 f"(word_ids) needs one (a tokenizer.json or a convertible vocabulary).")
+    # byte-level BPE (GPT-2, RoBERTa): each pre-split word must be encoded as if preceded by a space,
+    # as in running text ("Ġcat"); without add_prefix_space it would get its sentence-initial pieces
+    # (transformers 4 refuses such input, transformers 5 silently accepts it)
+    pre_tokenizer = getattr(getattr(tokenizer, "backend_tokenizer", None), "pre_tokenizer", None)
+    if "ByteLevel" in repr(pre_tokenizer) and not getattr(tokenizer, "add_prefix_space", False):
+        tokenizer = AutoTokenizer.from_pretrained(location, use_fast=True, add_prefix_space=True)
+    tokenizer.padding_side = "right"
+    if tokenizer.pad_token is None:
+        fallback = tokenizer.eos_token or tokenizer.unk_token
+        if fallback is None:
+            raise IsotropyValueError(f"The tokenizer of {model!r} has no pad, end or unknown token to pad with.")
+        tokenizer.pad_token = fallback
+    network = AutoModel.from_pretrained(location)
+    if device is None:
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    network = network.to(torch.device(device)).eval()
+    return tokenizer, network, location

@@ -1,0 +1,78 @@
+"""Sentence vectors from token states: attention-masked mean, last token, or first token."""
+
+from __future__ import annotations
+
+from isotropy._validation import IsotropyValueError
+
+__all__ = ["POOLINGS", "check_pooling", "pool_hidden_states"]
+
+POOLINGS = ("mean", "last", "first")
+_ALIASES = {"cls": "first"}
+
+
+def check_pooling(pooling: str, config=None, *, caller: str = "pool_hidden_states") -> str:
+    """Validate a pooling name (``"cls"`` means ``"first"``); refuse first-token pooling of a decoder.
+
+    A causal decoder's first token attends only to itself, so its state is identical for every
+    input: a sentence vector taken there would carry no information about the sentence.
+    """
+    name = _ALIASES.get(pooling, pooling)
+    if name not in POOLINGS:
+        raise IsotropyValueError(f"The 'pooling' parameter of {caller} must be one of {list(POOLINGS)}. "
+                                 f"Got {pooling!r} instead.")
+    if name == "first" and config is not None:
+        from isotropy.models.loading import is_decoder
+
+        if is_decoder(config):
+            raise IsotropyValueError(f"The 'pooling' parameter of {caller} cannot be {pooling!r} for the causal "
+                                     f"decoder {getattr(config, 'model_type', '?')!r}: its first token sees only "
+                                     f"itself, so every sentence would get the same vector. Use 'mean' or 'last'.")
+    return name
+
+
+def pool_hidden_states(hidden, attention_mask, *, pooling: str = "mean"):
+    """Pool token states of shape ``(batch, seq, d)`` into sentence vectors of shape ``(batch, d)``.
+
+    Parameters
+    ----------
+    hidden : torch.Tensor of shape (batch, seq, d)
+    attention_mask : torch.Tensor of shape (batch, seq)
+        1 for real tokens, 0 for padding (padding may sit on either side).
+    pooling : {"mean", "last", "first"}, default="mean"
+        ``"mean"``: average of the real tokens (special tokens such as ``<bos>`` included, as
+        sentence-transformers' mean pooling); ``"last"``: the last real token (for a causal
+        decoder, the one that has seen the whole sentence); ``"first"`` (alias ``"cls"``): the
+        first real token (an encoder's [CLS]).
+
+    Returns
+    -------
+    torch.Tensor of shape (batch, d)
+
+    Notes
+    -----
+    Mean pooling computes :math:`\\bar h = \\sum_t m_t h_t / \\max(1, \\sum_t m_t)` with the
+    attention mask :math:`m`.
+
+    Examples
+    --------
+    >>> import torch
+    >>> h = torch.arange(12.).reshape(1, 4, 3)
+    >>> m = torch.tensor([[1, 1, 1, 0]])
+    >>> pool_hidden_states(h, m, pooling="mean").tolist(), pool_hidden_states(h, m, pooling="last").tolist()
+    ([[3.0, 4.0, 5.0]], [[6.0, 7.0, 8.0]])
+    """
+    import torch
+
+    pooling = check_pooling(pooling)
+    mask = attention_mask.to(hidden.device)
+    if pooling == "mean":
+        weights = mask.unsqueeze(-1).to(hidden.dtype)
+        return (hidden * weights).sum(1) / weights.sum(1).clamp_min(1.0)
+    positions = torch.arange(mask.shape[1], device=hidden.device).expand_as(mask)
+    real = mask.bool()
+    if pooling == "last":
+        index = torch.where(real, positions, torch.full_like(positions, -1)).amax(1).clamp_min(0)
+    else:
+        index = torch.where(real, positions, torch.full_like(positions, mask.shape[1])).amin(1)
+        index = index.clamp_max(mask.shape[1] - 1)
+    return hidden[torch.arange(hidden.shape[0], device=hidden.device), index]

