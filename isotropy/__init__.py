@@ -30,6 +30,7 @@ _EXPORTS = {
     "davies_bouldin_score": "isotropy.cluster_indices",
     "dunn_index": "isotropy.cluster_indices",
     "twonn_dimension": "isotropy.dimension",
+    "rogue_dimension_share": "isotropy.rogue",
     "mle_dimension": "isotropy.dimension",
     "local_mle_dimension": "isotropy.dimension",
     "extract_token_embeddings": "isotropy.contextual",

@@ -67,13 +67,24 @@ def _left_operand_numpy(R_rows, metric, d):
 _PARALLEL = threading.Lock()  # one parallel section at a time: BLAS thread limits are process-wide
 
 
-def _run_tasks(fn, tasks):
+def _run_tasks(fn, tasks, *, progress=False):
     """Run fn(*task, state) for every task on one thread per core (state: a per-thread dict).
+
+    With ``progress``, each finished task is reported to the caller's progress reporter, if any
+    (:mod:`isotropy._progress`).
 
     Each worker runs single-threaded BLAS (threadpoolctl, restored on exit): independent
     workers keep both the products and the element-wise work busy on every core, and do not
     stall on BLAS's internal thread barriers when the machine is oversubscribed.
     """
+    if progress:
+        from isotropy._progress import blocks
+
+        advance, inner = blocks(len(tasks)), fn
+
+        def fn(*args):
+            inner(*args)
+            advance()
     try:
         workers = min(len(os.sched_getaffinity(0)), len(tasks))
     except AttributeError:  # no sched_getaffinity (macOS, Windows)

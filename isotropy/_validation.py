@@ -14,19 +14,16 @@ import numbers
 import numpy as np
 
 from isotropy._backend import is_torch
+from isotropy._errors import IsotropyValueError
 
 __all__ = [
     "IsotropyValueError",
     "check_X",
     "check_labels",
-    "check_scalar",
     "check_option",
     "check_random_state",
+    "check_scalar",
 ]
-
-
-class IsotropyValueError(ValueError):
-    """A bad value given to a public function of :mod:`isotropy`."""
 
 
 def _describe(value) -> str:
@@ -65,7 +62,7 @@ def check_X(X, *, caller: str, name: str = "X", min_samples: int = 2, min_featur
                             f"Got {type(X).__name__} instead.")
         try:
             X = np.asarray(X)
-        except Exception:  # ragged lists and the like
+        except Exception:  # noqa: BLE001 - ragged lists and the like
             raise TypeError(f"The '{name}' parameter of {caller} must be an array of shape (n_samples, n_features). "
                             f"Got an object numpy cannot convert.") from None
         if X.dtype.kind in "biu":

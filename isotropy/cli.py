@@ -20,6 +20,10 @@ EXPERIMENTS = {
     "sts-isotropy": "isotropy.experiments.sts_isotropy.experiment:EXPERIMENT",
     "layer-geometry": "isotropy.experiments.layer_geometry.experiment:EXPERIMENT",
     "istar": "isotropy.experiments.istar.experiment:EXPERIMENT",
+    "minibatch-stability": "isotropy.experiments.minibatch_stability.experiment:EXPERIMENT",
+    "frozen-classification": "isotropy.experiments.frozen_classification.experiment:EXPERIMENT",
+    "activation-diagrams": "isotropy.experiments.activation_diagrams.experiment:EXPERIMENT",
+    "cluster-finetune": "isotropy.experiments.cluster_finetune.experiment:EXPERIMENT",
 }
 
 

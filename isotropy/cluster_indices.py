@@ -13,6 +13,7 @@ import numbers
 import numpy as np
 
 from isotropy._backend import get_namespace, is_dask, is_torch, to_output
+from isotropy._progress import blocks
 from isotropy._validation import check_labels, check_option, check_scalar, check_X
 from isotropy.silhouette import _check_n_clusters
 
@@ -280,6 +281,8 @@ def _extreme_pairs(Xw, ids, metric, chunk_size, xp):
     ids_x = xp.asarray(ids, device=device) if is_torch(Xw) else ids
     b = min(n, chunk_size or 2048)
     best_inter, best_intra = (float("inf"), None), (-float("inf"), None)
+    n_blocks = -(-n // b)
+    advance = blocks(n_blocks * (n_blocks + 1) // 2)  # progress, when a caller asked for it
     for i0 in range(0, n, b):
         i1 = min(n, i0 + b)
         for j0 in range(i0, n, b):
@@ -293,4 +296,5 @@ def _extreme_pairs(Xw, ids, metric, chunk_size, xp):
                 best_inter = (float(D[near // width, near % width]), (i0 + near // width, j0 + near % width))
             if float(D[far // width, far % width]) > best_intra[0] and bool(same[far // width, far % width]):
                 best_intra = (float(D[far // width, far % width]), (i0 + far // width, j0 + far % width))
+            advance()
     return best_inter[1], best_intra[1]

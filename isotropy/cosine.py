@@ -86,9 +86,11 @@ def _unit_row_sum(X, *, caller, name="X"):
     n, d = X.shape
     step = max(1, _CHUNK_ELEMENTS // max(d, 1))
     total = np.zeros(d)
+    buffer = np.empty((min(step, n), d))  # one float64 chunk, reused
     for start in range(0, n, step):
-        total += _unit_rows_numpy(X[start:start + step].astype(np.float64), caller=caller, name=name,
-                                  offset=start).sum(0)
+        B = buffer[: min(step, n - start)]
+        np.copyto(B, X[start:start + step])
+        total += _unit_rows_numpy(B, caller=caller, name=name, offset=start).sum(0)
     return total
 
 

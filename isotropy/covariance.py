@@ -11,10 +11,12 @@ from __future__ import annotations
 import numpy as np
 
 from isotropy._backend import is_dask, is_torch, to_output
+from isotropy._magnitude import rescaled
 from isotropy._validation import IsotropyValueError, check_X
 from isotropy.isoscore import (
     _CHUNK_ELEMENTS,
     _check_variance,
+    _shrinkage_weights,
     _eps,
     _numpy_scatter,
     _scatter_stats,
@@ -85,19 +87,35 @@ def _host_array(X):
 
 
 def _unit_vector_sum(A):
-    """Float64 Σ x/‖x‖ over the non-zero rows of ``A``, and the number of all-zero rows."""
+    """Float64 Σ x/‖x‖ over the non-zero rows of ``A``, and the number of all-zero rows.
+
+    Rows whose squared norm would over- or underflow are first brought to unit scale by a power
+    of two (exact), so every row's direction counts, whatever its length.
+    """
     n, d = A.shape
     total = np.zeros(d)
     n_zero = 0
     step = max(1, _CHUNK_ELEMENTS // max(d, 1))
+    lo, hi = float(np.finfo(np.float64).tiny / np.finfo(np.float64).eps), float(np.finfo(np.float64).max * 2.0**-60)
     for start in range(0, n, step):
         B = A[start:start + step].astype(np.float64)
-        norms = np.sqrt(np.einsum("ij,ij->i", B, B))
+        sq = np.einsum("ij,ij->i", B, B)
+        odd = np.flatnonzero(~((sq > lo) & (sq < hi)))
+        if odd.size:
+            top = np.abs(B[odd]).max(axis=1)
+            B[odd] = np.ldexp(B[odd], -np.frexp(top)[1][:, None])
+            sq[odd] = np.einsum("ij,ij->i", B[odd], B[odd])
+        norms = np.sqrt(sq)
         zero = norms == 0
         n_zero += int(zero.sum())
         norms[zero] = 1.0  # all-zero rows add nothing
         total += (B / norms[:, None]).sum(axis=0)
     return total, n_zero
+
+
+def _common_exponent(a: int, b: int) -> int:
+    """The exponent both sets of statistics are stored at: the larger data dominate the sums."""
+    return max(a, b)
 
 
 class CovarianceAccumulator:
@@ -148,6 +166,15 @@ class CovarianceAccumulator:
         self._scatter = None
         self._unit_sum = None
         self._n_zero_rows = 0
+        self._exponent = 0  # mean and scatter are stored in units of 2**_exponent (data far from unit scale)
+
+    def _rescale_to(self, exponent: int) -> None:
+        """Store the mean and scatter at ``2**exponent`` (exact powers of two; tiny parts may underflow)."""
+        if self._scatter is not None and exponent != self._exponent:
+            shift = self._exponent - exponent
+            self._mean = np.ldexp(self._mean, shift)
+            self._scatter = np.ldexp(self._scatter, 2 * shift)
+        self._exponent = exponent
 
     def update(self, X_chunk):
         """Add a chunk of rows (array or tensor of shape ``(n_chunk, n_features)``); returns ``self``."""
@@ -157,7 +184,10 @@ class CovarianceAccumulator:
             raise IsotropyValueError(f"The 'X_chunk' parameter of {caller} must have {self.n_features_} features "
                                      f"(columns), like the previous chunks. Got {X.shape[1]} instead.")
         A = _host_array(X)  # a numpy view of the chunk: read, never written
-        scatter_b, mean_b = _numpy_scatter(A)  # float64, a sub-chunk at a time
+        _, chunk_exponent = rescaled(A, caller=caller, name="X_chunk")  # 0 for data at a safe scale
+        exponent = chunk_exponent if self.n_features_ is None else _common_exponent(self._exponent, chunk_exponent)
+        self._rescale_to(exponent)
+        scatter_b, mean_b = _numpy_scatter(np.ldexp(A, -exponent) if exponent else A)  # float64, by sub-chunks
         unit_sum_b, n_zero = _unit_vector_sum(A)
         self._n_zero_rows += n_zero
         n_b = A.shape[0]
@@ -182,12 +212,25 @@ class CovarianceAccumulator:
     def mean(self):
         """Mean vector, float64 array of shape (n_features,)."""
         self._require("mean", min_samples=1)
-        return self._mean.copy()
+        with np.errstate(over="ignore"):  # checked by _representable
+            return self._representable(np.ldexp(self._mean, self._exponent), "mean")
 
     def covariance(self):
         """Sample covariance (ddof=1), float64 array of shape (n_features, n_features)."""
         self._require("covariance")
+        with np.errstate(over="ignore"):  # checked by _representable
+            return self._representable(np.ldexp(self._scaled_covariance(), 2 * self._exponent), "covariance")
+
+    def _scaled_covariance(self):
+        """The covariance in units of 4**_exponent: what the scale-invariant statistics use."""
         return self._scatter / (self.n_samples_ - 1)
+
+    def _representable(self, value, what):
+        if not np.isfinite(value).all():
+            raise IsotropyValueError(
+                f"CovarianceAccumulator.{what} of data at scale 2**{self._exponent} overflows float64. The "
+                f"scale-invariant statistics (isoscore, participation_ratio, cosine_similarity_mean) are still exact.")
+        return value
 
     def _check_variance(self, caller):
         self._require(caller)
@@ -199,19 +242,22 @@ class CovarianceAccumulator:
         self._check_variance("isoscore")
         if self.n_features_ < 2:
             raise IsotropyValueError(f"CovarianceAccumulator.isoscore needs at least 2 features. Got {self.n_features_} instead.")
-        return isoscore_from_covariance(self.covariance())
+        return isoscore_from_covariance(self._scaled_covariance())
 
     def isoscore_star(self, *, shrinkage_cov=None, zeta=0.2):
         """IsoScore* of all rows seen (Python float); see :func:`isotropy.isoscore_star`."""
         self._require("isoscore_star")
         if zeta == 0:
             self._check_variance("isoscore_star")
-        return isoscore_from_covariance(self.covariance(), shrinkage_cov=shrinkage_cov, zeta=zeta)
+        if self._exponent and 0 < zeta < 1:  # (1 − ζ)·4^e·Ĉ + ζ·S ∝ (1 − ζ')·Ĉ + ζ'·S: same score, no overflow
+            a, b = _shrinkage_weights(float(zeta), self._exponent, 0)
+            zeta = b / (a + b)
+        return isoscore_from_covariance(self._scaled_covariance(), shrinkage_cov=shrinkage_cov, zeta=zeta)
 
     def participation_ratio(self):
         """(Σλ)²/Σλ² of the covariance of all rows seen (Python float)."""
         self._check_variance("participation_ratio")
-        C = self.covariance()
+        C = self._scaled_covariance()
         return float(np.trace(C) ** 2 / np.vdot(C, C))
 
     def cosine_similarity_mean(self):
@@ -231,7 +277,18 @@ class CovarianceAccumulator:
 
         The result equals one accumulator fed both streams of rows (Chan, Golub & LeVeque's
         pairwise update, as in :meth:`update`); ``other`` is not modified. This is how dask
-        workers, Ray or Spark tasks and torch DDP ranks combine their partial statistics.
+        workers, Ray or Spark tasks and torch DDP ranks combine their partial statistics
+        (see docs/scaling.md).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from isotropy import CovarianceAccumulator, isoscore
+        >>> X = np.random.default_rng(0).normal(size=(1000, 4)) * [1.0, 2.0, 3.0, 4.0]
+        >>> first, second = CovarianceAccumulator().update(X[:600]), CovarianceAccumulator().update(X[600:])
+        >>> merged = first.merge(second)
+        >>> merged.n_samples_, abs(merged.isoscore() - isoscore(X)) < 1e-12
+        (1000, True)
         """
         caller = "CovarianceAccumulator.merge"
         if not isinstance(other, CovarianceAccumulator):
@@ -246,12 +303,17 @@ class CovarianceAccumulator:
             self.n_features_, self.n_samples_ = other.n_features_, other.n_samples_
             self._mean, self._scatter = other._mean.copy(), other._scatter.copy()
             self._unit_sum, self._n_zero_rows = other._unit_sum.copy(), other._n_zero_rows
+            self._exponent = other._exponent
             return self
+        exponent = _common_exponent(self._exponent, other._exponent)
+        self._rescale_to(exponent)
+        shift = other._exponent - exponent
+        other_mean, other_scatter = np.ldexp(other._mean, shift), np.ldexp(other._scatter, 2 * shift)
         n_a, n_b = self.n_samples_, other.n_samples_
         n = n_a + n_b
-        delta = other._mean - self._mean
+        delta = other_mean - self._mean
         self._mean = self._mean + delta * (n_b / n)
-        self._scatter = self._scatter + other._scatter + np.outer(delta, delta) * (n_a * n_b / n)
+        self._scatter = self._scatter + other_scatter + np.outer(delta, delta) * (n_a * n_b / n)
         self._unit_sum = self._unit_sum + other._unit_sum
         self._n_zero_rows += other._n_zero_rows
         self.n_samples_ = n

@@ -62,8 +62,10 @@ def _numpy_scatter(X):
     shift = X[:step].mean(axis=0, dtype=np.float64)
     scatter = np.zeros((d, d))
     total = np.zeros(d)
+    buffer = np.empty((min(step, n), d))  # one float64 chunk, reused: peak memory O(chunk), not O(n)
     for start in range(0, n, step):
-        B = X[start:start + step].astype(np.float64)  # always a new array
+        B = buffer[: min(step, n - start)]
+        np.copyto(B, X[start:start + step])
         B -= shift
         total += B.sum(axis=0)
         scatter += B.T @ B  # BLAS syrk

@@ -6,6 +6,7 @@ modules are imported inside the command.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
@@ -27,6 +28,7 @@ METRICS = {
     "partition_isotropy": ("isotropy.partition", "partition_isotropy", False),
     "cosine_similarity_mean": ("isotropy.cosine", "cosine_similarity_mean", False),
     "participation_ratio": ("isotropy.covariance", "participation_ratio", False),
+    "rogue_dimension_share": ("isotropy.rogue", "rogue_dimension_share", False),
     "twonn_dimension": ("isotropy.dimension", "twonn_dimension", False),
     "mle_dimension": ("isotropy.dimension", "mle_dimension", False),
     "silhouette": ("isotropy.silhouette", "silhouette_score", True),
@@ -372,7 +374,7 @@ def _measure(metric_names, data, *, distance, random_state, progress):
         args = (X, cluster_ids) if labelled else (X,)
         start = time.perf_counter()
         error = kind = value = None
-        with warnings.catch_warnings(record=True) as caught:
+        with warnings.catch_warnings(record=True) as caught, _reporting_to(bar, name):
             warnings.simplefilter("always")
             try:
                 value = float(function(*args, **kwargs))
@@ -391,6 +393,22 @@ def _measure(metric_names, data, *, distance, random_state, progress):
             bar.write(f"Error: {name}: {error}", file=sys.stderr)
         yield name, _Outcome(value, seconds, notes, error, kind)
     bar.close()
+
+
+def _reporting_to(bar, name):
+    """Within a metric, its kernel's blocks move the bar's label on ('silhouette 37%')."""
+    from isotropy._progress import reporting
+
+    if bar.disable:
+        return contextlib.nullcontext()
+
+    def show(done, total):
+        percent = 100 * done // total
+        if percent != getattr(show, "last", None):  # at most 101 refreshes per metric
+            show.last = percent
+            bar.set_postfix_str(f"{name} {percent}%")
+
+    return reporting(show)
 
 
 def _cost_note(name, n_samples, n_features) -> str | None:

@@ -15,6 +15,7 @@ import numbers
 import numpy as np
 
 from isotropy._backend import is_dask, is_torch
+from isotropy._progress import blocks
 from isotropy._validation import IsotropyValueError, check_option, check_scalar, check_X
 
 __all__ = ["kneighbors"]
@@ -226,6 +227,8 @@ def _kneighbors_numpy(X: np.ndarray, scale, n_neighbors: int, chunk_size: int | 
     best_i = np.zeros((n, m), dtype=np.intp)
     S_buf = np.empty(min(n, b) ** 2, dtype=compute_dtype)  # reused: no page faults per block
     B_buf = np.empty(min(n, b) * (d + 2), dtype=compute_dtype)
+    n_blocks = -(-n // b)
+    advance = blocks(n_blocks * (n_blocks + 1) // 2)  # progress, when a caller asked for it
     for a in range(0, n, b):
         e = min(n, a + b)
         for a2 in range(a, n, b):  # upper triangle of blocks: rows a:e, columns a2:e2
@@ -240,6 +243,7 @@ def _kneighbors_numpy(X: np.ndarray, scale, n_neighbors: int, chunk_size: int | 
             _update_rows(best_v, best_i, a, S, a2, first=a2 == 0)  # rows a:e met columns 0:a before
             if a2 != a:
                 _update_cols(best_v, best_i, a2, S, a, first=a == 0)
+            advance()
     dist = np.empty((n, n_neighbors), dtype=np.float64)
     ind = np.empty((n, n_neighbors), dtype=np.intp)
     rows = np.arange(n)

@@ -66,20 +66,26 @@ def _numpy_log_z(X, exponent):
         if not np.isfinite(P).all():
             _refuse_overflow(exponent)
         return np.concatenate([_logsumexp_columns(P), _logsumexp_columns(-P)])
-    step = max(1, _CHUNK_ELEMENTS // max(d, 1))
+    step = max(1, _CHUNK_ELEMENTS // (2 * d))  # rows per chunk; the projections P have 2d columns
+    buffer = np.empty((min(step, n), d))  # one float64 chunk, reused
     A = np.zeros((d, d))
     for start in range(0, n, step):
-        B = X[start:start + step].astype(np.float64)
+        B = buffer[: min(step, n - start)]
+        np.copyto(B, X[start:start + step])
         A += B.T @ B
     _, U = np.linalg.eigh(A)
     U = np.hstack([U, -U])
     top = np.full(2 * d, -np.inf)
     total = np.zeros(2 * d)
-    step = max(1, _CHUNK_ELEMENTS // (2 * d))  # P has 2d columns
+    projections = np.empty((buffer.shape[0], 2 * d))  # reused too
     for start in range(0, n, step):  # streaming log-sum-exp over row blocks: no n×d matrix
-        with np.errstate(over="ignore"):  # checked just below
-            P = np.ldexp(X[start:start + step].astype(np.float64) @ U, exponent)
-        if not np.isfinite(P).all():
+        B = buffer[: min(step, n - start)]
+        np.copyto(B, X[start:start + step])
+        P = np.matmul(B, U, out=projections[: B.shape[0]])
+        if exponent:
+            with np.errstate(over="ignore"):  # checked just below
+                P = np.ldexp(P, exponent, out=P)
+        if not (np.isfinite(P.max()) and np.isfinite(P.min())):
             _refuse_overflow(exponent)
         new_top = np.maximum(top, P.max(axis=0))
         with np.errstate(over="ignore"):  # a difference below -1.8e308 is -inf: its exp is 0, as it should be

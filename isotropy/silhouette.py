@@ -102,7 +102,7 @@ def _silhouette_numpy(X, ids, n_clusters, metric, chunk_size):
                 tables.append(state["sums"])
             kernel.add_block(i0, j0, state, state["sums"], symmetric=True)
 
-        _run_tasks(pair, [(i0, j0) for i0 in starts for j0 in starts if j0 >= i0])
+        _run_tasks(pair, [(i0, j0) for i0 in starts for j0 in starts if j0 >= i0], progress=True)
         sums = tables[0]
         for other in tables[1:]:
             sums += other
@@ -115,7 +115,7 @@ def _silhouette_numpy(X, ids, n_clusters, metric, chunk_size):
                 kernel.add_block(i0, j0, state, sums, symmetric=False)
             s_sorted[i0:i1] = _coefficients_numpy(sums, kernel.sorted_ids[i0:i1], kernel.counts, resolution[i0:i1])
 
-        _run_tasks(panel, [(i0,) for i0 in starts])
+        _run_tasks(panel, [(i0,) for i0 in starts], progress=True)
     s = np.empty(n, dtype=np.float64)
     s[order] = s_sorted
     return s

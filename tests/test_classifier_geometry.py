@@ -270,3 +270,6 @@ def test_glue_grid_runs_each_task_and_draws_figure_4(tmp_path, monkeypatch):
 
     figures = plot_results(tmp_path)
     assert "figures/fig4_glue_grid" in figures and "all-MiniLM-L6-v2/rte/figures/fig2_metrics_vs_updates" in figures
+    grid = figures["figures/fig4_glue_grid"]
+    labels = {ax.get_ylabel() for ax in grid.axes}
+    assert {"IsoScore", "silhouette"} <= labels  # both y axes of every panel are labelled

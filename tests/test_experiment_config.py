@@ -126,3 +126,22 @@ def test_every_packaged_setup_validates():
         experiment = load_experiment(name)
         for setup in available_setups(name):
             experiment.config(setup)
+
+
+def test_path_shortcuts_are_taken_verbatim_and_value_shortcuts_as_yaml(capsys):
+    import yaml
+
+    main_args = ["run", "layer-geometry", "--model", "models/my model #2", "--corpus", "a: b.txt", "--layers", "3",
+                 "--print-config"]
+    try:
+        main(main_args)
+    except SystemExit as exc:
+        assert exc.code in (None, 0)
+    printed = yaml.safe_load(capsys.readouterr().out)
+    assert printed["model"] == "models/my model #2" and printed["corpus"] == "a: b.txt" and printed["layers"] == 3
+    try:
+        main(["run", "istar", "--lambdas", "-1,0.5", "--train-size", "null", "--print-config"])
+    except SystemExit as exc:
+        assert exc.code in (None, 0)
+    printed = yaml.safe_load(capsys.readouterr().out)
+    assert printed["lambdas"] == [-1.0, 0.5] and printed["train_size"] is None

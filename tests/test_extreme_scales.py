@@ -154,3 +154,27 @@ def test_partition_isotropy_at_extreme_scales():
     assert iso.partition_isotropy((X + [1.0, 0, 0]) * 1e200) == 0.0  # exp(-2e200) underflows to 0
     with pytest.raises(IsotropyValueError, match=r"projections overflow; I\(W\) depends on the scale of X"):
         iso.partition_isotropy(np.array([[1.5e308, 1.5e308], [-1.5e308, 1.4e308]]))
+
+
+@pytest.mark.parametrize("scale", SCALES)
+def test_covariance_accumulator_at_extreme_scales(cloud, scale):
+    X, _ = cloud
+    reference = iso.CovarianceAccumulator().update(X)
+    acc = iso.CovarianceAccumulator().update(X[:40] * scale).update(torch.tensor(X[40:70]) * scale)
+    acc.merge(iso.CovarianceAccumulator().update(X[70:] * scale))
+    for name in ("isoscore", "participation_ratio", "cosine_similarity_mean"):
+        assert getattr(acc, name)() == pytest.approx(getattr(reference, name)(), rel=1e-9), name
+    # IsoScore* with the identity is not scale-invariant: the exact value of the scaled data
+    assert acc.isoscore_star() == pytest.approx(iso.isoscore_star(X * scale), rel=1e-9)
+
+
+def test_covariance_accumulator_mixes_scales_and_refuses_what_overflows(cloud):
+    X, _ = cloud
+    acc = iso.CovarianceAccumulator().update(X[:45] * 1e-200).update(X[45:] * 1e200)
+    both = np.vstack([X[:45] * 1e-200, X[45:] * 1e200])  # the small rows are points at the origin, to 1e-400
+    assert acc.isoscore() == pytest.approx(iso.isoscore(both), rel=1e-9)
+    assert acc.isoscore() == pytest.approx(iso.isoscore(np.vstack([np.zeros((45, 5)), X[45:]])), rel=1e-9)
+    assert acc.cosine_similarity_mean() == pytest.approx(iso.cosine_similarity_mean(X), rel=1e-9)  # directions only
+    with pytest.raises(IsotropyValueError, match=r"covariance of data at scale 2\*\*\d+ overflows float64"):
+        acc.covariance()
+    np.testing.assert_allclose(acc.mean(), np.vstack([X[:45] * 1e-200, X[45:] * 1e200]).mean(axis=0), rtol=1e-12)

@@ -30,7 +30,7 @@ from sklearn.metrics import calinski_harabasz_score, davies_bouldin_score, silho
 
 import isotropy as iso
 
-SETTINGS = settings(max_examples=60, deadline=None, derandomize=True,
+SETTINGS = settings(max_examples=40, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 
 # exponent range per dtype: from subnormal (refused) to near the largest finite value
@@ -182,7 +182,7 @@ def test_cluster_metrics(X, seed):
         _check(name, kind, value, expected, X)
 
 
-@settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=20, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(X=data_matrices(max_rows=20), seed=st.integers(0, 2**16))
 def test_torch_agrees_with_numpy(X, seed):
     if X.dtype not in (np.float64, np.float32):

@@ -23,8 +23,7 @@ VECTORS = np.random.default_rng(7).normal(size=(5, 3)).astype("<f4")
 def _word2vec_binary(path, n_words, dim, X=VECTORS, newline=True):
     with open(path, "wb") as handle:
         handle.write(f"{n_words} {dim}\n".encode())
-        for i, row in enumerate(X):
-            handle.write(f"w{i} ".encode() + row.tobytes() + (b"\n" if newline else b""))
+        handle.writelines(f"w{i} ".encode() + row.tobytes() + (b"\n" if newline else b"") for i, row in enumerate(X))
     return path
 
 

@@ -71,10 +71,11 @@ def test_json_to_a_fifo_is_refused_at_once(x_file, tmp_path):
     os.mkfifo(fifo)
     # a real process: a writer that opened the FIFO would block forever (timeout = the hang)
     result = subprocess.run([str(ISOTROPY), "measure", str(path), "--metrics", "isoscore", "--json", str(fifo)],
-                            capture_output=True, text=True, timeout=60)
+                            capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 2
-    assert result.stderr.strip().splitlines() == [f"Error: The --json {str(fifo)!r} is a FIFO; expected a regular "
-                                                  f"file path (it would be replaced, not written into)."]
+    expected = (f"Error: The --json {str(fifo)!r} is a FIFO; expected a regular file path (it would be replaced, "
+                f"not written into).")
+    assert result.stderr.strip().splitlines() == [expected]
     assert result.stdout == ""  # refused before any work
     assert fifo.is_fifo()
 
@@ -158,7 +159,7 @@ def test_an_interruption_writes_what_finished(x_file, tmp_path, monkeypatch):
 
 # ------------------------------------------------------------------------------ cost of O(n²) metrics
 def test_quadratic_metrics_announce_their_cost(x_file, monkeypatch):
-    import isotropy.measure_cli as measure_cli
+    from isotropy import measure_cli
 
     path, _ = x_file
     monkeypatch.setattr(measure_cli, "_COST_NOTE_SECONDS", 0.0)  # note every estimate, however short
@@ -174,3 +175,32 @@ def test_cost_estimate_scales_as_n_squared_and_reads_well():
     assert large == pytest.approx(4 * small, rel=1e-12)
     assert estimate_seconds("dunn", 10_000, 768) > estimate_seconds("dunn", 10_000, 16) > 0
     assert [format_duration(s) for s in (4.4, 600, 4 * 3600)] == ["4 s", "10 min", "4.0 h"]
+
+
+# ------------------------------------------------------------------------------ progress inside O(n²) metrics
+@pytest.mark.parametrize("name", ["silhouette_score", "dunn_index", "twonn_dimension", "mle_dimension"])
+def test_quadratic_kernels_report_every_block(name):
+    import isotropy
+    from isotropy._progress import reporting
+
+    X = np.random.default_rng(0).normal(size=(700, 3))
+    labels = np.arange(700) % 4
+    calls = []
+    function = getattr(isotropy, name)
+    args = (X, labels) if name in ("silhouette_score", "dunn_index") else (X,)
+    kwargs = {"chunk_size": 100} if name == "dunn_index" else {}
+    with reporting(lambda done, total: calls.append((done, total))):
+        value = function(*args, **kwargs)
+    assert calls and calls[-1][0] == calls[-1][1]  # finished: done == total
+    assert sorted(done for done, _ in calls) == list(range(1, calls[-1][1] + 1))  # each block once
+    assert function(*args, **kwargs) == value  # without a reporter: same value, nothing reported
+
+
+def test_measure_progress_shows_inside_a_metric_when_not_a_terminal(tmp_path):
+    np.save(tmp_path / "x.npy", np.random.default_rng(0).normal(size=(3000, 4)))
+    (tmp_path / "y.txt").write_text("".join(f"c{i % 3}\n" for i in range(3000)))
+    result = invoke(tmp_path / "x.npy", "--labels", tmp_path / "y.txt", "--metrics", "dunn", "--progress")
+    assert result.exit_code == 0, result.output
+    assert "dunn 100%" in result.stderr  # CliRunner's stderr is not a terminal
+    quiet = invoke(tmp_path / "x.npy", "--labels", tmp_path / "y.txt", "--metrics", "dunn")
+    assert "%" not in quiet.stderr

@@ -1,4 +1,4 @@
-"""Where data sets live on disk."""
+"""Where data sets live on disk: the one rule every loader and experiment uses."""
 
 from __future__ import annotations
 
@@ -9,7 +9,13 @@ __all__ = ["data_dir"]
 
 
 def data_dir(explicit: str | os.PathLike | None = None) -> Path:
-    """Where data sets live: ``explicit``, else ``$ISOTROPY_DATA``, else ``./data``."""
-    if explicit is not None:
-        return Path(explicit)
-    return Path(os.environ.get("ISOTROPY_DATA", "data"))
+    """Where data sets live: ``explicit``, else ``$ISOTROPY_DATA``, else ``./data`` (``~`` expanded).
+
+    Examples
+    --------
+    >>> data_dir("~/corpora").name
+    'corpora'
+    """
+    if explicit is None:
+        explicit = os.environ.get("ISOTROPY_DATA") or "data"
+    return Path(explicit).expanduser()

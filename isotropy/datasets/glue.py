@@ -9,12 +9,12 @@ are mapped onto the ids of ``label_names``; labels given as integers are taken a
 from __future__ import annotations
 
 import csv
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from isotropy.datasets._paths import data_dir as resolve_data_dir
 from isotropy.datasets._types import LabeledTexts
 
 __all__ = ["GLUE_TASKS", "find_glue_root", "glue_task_path", "load_glue_task"]
@@ -61,7 +61,7 @@ def find_glue_root(data_dir=None) -> Path:
 
     ``data_dir`` defaults to ``$ISOTROPY_DATA``, else ``./data``.
     """
-    base = Path(data_dir if data_dir is not None else os.environ.get("ISOTROPY_DATA", "data")).expanduser()
+    base = resolve_data_dir(data_dir)
     if (base / "glue_data").is_dir():
         return base / "glue_data"
     if base.name == "glue_data" or any((base / t.folder).is_dir() for t in GLUE_TASKS.values()):

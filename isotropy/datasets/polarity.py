@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
 
+from isotropy.datasets._paths import data_dir as resolve_data_dir
 from isotropy.datasets._types import LabeledTexts
 
 __all__ = ["POLARITY_URL", "load_polarity"]
@@ -16,7 +16,7 @@ _FILES = ("rt-polarity.neg", "rt-polarity.pos")
 
 
 def _find(data_dir) -> Path:
-    base = Path(data_dir if data_dir is not None else os.environ.get("ISOTROPY_DATA", "data")).expanduser()
+    base = resolve_data_dir(data_dir)
     for candidate in (base / "rt-polaritydata", base / "rt-polaritydata" / "rt-polaritydata", base):
         if all((candidate / f).is_file() for f in _FILES):
             return candidate

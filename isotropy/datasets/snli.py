@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 from pathlib import Path
 
 import numpy as np
 
+from isotropy.datasets._paths import data_dir as resolve_data_dir
 from isotropy.datasets._types import LabeledTexts
 
 __all__ = ["SNLI_LABELS", "SNLI_URL", "load_snli"]
@@ -19,7 +19,7 @@ _SPLITS = {"dev": "dev", "validation": "dev", "train": "train", "test": "test"}
 
 
 def _find(split: str, data_dir) -> Path:
-    base = Path(data_dir if data_dir is not None else os.environ.get("ISOTROPY_DATA", "data")).expanduser()
+    base = resolve_data_dir(data_dir)
     if base.is_file():
         return base
     stem = f"snli_1.0_{split}"

@@ -8,13 +8,12 @@ spelled exactly like it (no morphological reduction: ``"dogs"`` is not the noun 
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 
+from isotropy.datasets._paths import data_dir as resolve_data_dir
 from isotropy.datasets._types import LabeledTexts
 
 __all__ = ["POS_LABELS", "load_wordnet", "wordnet_pos_items", "wordnet_supersense_items"]
@@ -36,8 +35,8 @@ def load_wordnet(*, data_dir=None):
         from nltk.corpus import wordnet
     except ImportError:
         raise ImportError("WordNet tasks need the 'nltk' package: pip install nltk") from None
-    base = data_dir if data_dir is not None else os.environ.get("ISOTROPY_DATA")
-    extra = [str(Path(base).expanduser() / "nltk_data"), str(Path(base).expanduser())] if base else []
+    base = resolve_data_dir(data_dir)
+    extra = [str(base / "nltk_data"), str(base)]
     for folder in reversed(extra):
         if folder not in nltk.data.path:
             nltk.data.path.insert(0, folder)

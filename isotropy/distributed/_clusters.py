@@ -93,14 +93,21 @@ def _silhouette_tile(P, Q, metric, n_clusters):
     return (sums_q, sums_p) if swap else (sums_p, sums_q)
 
 
-def _block_coefficients(sums, prep, counts, metric):
-    """Silhouette coefficients of one row block, in the block's own row order."""
+def _largest_q(prep):
+    return float(prep[0][:, -1].astype(np.float64).max())
+
+
+def _block_coefficients(sums, prep, counts, q_max, metric):
+    """Silhouette coefficients of one row block, in the block's own row order.
+
+    The kernel's resolution (below which a = b = 0) depends on the largest squared norm of all
+    the blocks, ``q_max``: appended to the block's, it gives the in-memory resolution.
+    """
     from isotropy.silhouette import _coefficients_numpy, _resolution
 
     R, local, present, order = prep
-    # a = b = 0 below the product kernel's resolution (duplicates) gives s = 0, as in memory; the
-    # resolution here comes from this block's operands (in memory: from all rows)
-    resolution = _resolution(R[:, -1].astype(np.float64), R.dtype, R.shape[1] - 2, metric)
+    q = np.append(R[:, -1].astype(np.float64), q_max)
+    resolution = _resolution(q, R.dtype, R.shape[1] - 2, metric)[:-1]
     s = np.empty(order.size)
     s[order] = _coefficients_numpy(sums, present[local], counts, resolution)
     return s
@@ -116,7 +123,7 @@ def _silhouette_graph(X, ids, metric, chunk_size, caller):
 
     check_option(metric, "metric", _METRICS, caller=caller)
     n_clusters = _check_n_clusters(ids, X.shape[0], caller)
-    X = check_dask_X(X, caller=caller, rows=check_tile_rows(chunk_size, caller))
+    X = check_dask_X(X, caller=caller, rows=check_tile_rows(chunk_size, caller, X.shape[-1]))
     blocks = finite_blocks(X, caller)
     starts = row_starts(X)
     mean = _centre(X, blocks, metric)
@@ -131,8 +138,9 @@ def _silhouette_graph(X, ids, metric, chunk_size, caller):
             if j != i:
                 parts[j].append(out[1])
     counts = np.bincount(ids, minlength=n_clusters).astype(np.float64)
+    q_max = tree_reduce([delayed(_largest_q, pure=True)(p) for p in preps], max, name="isotropy-largest-norm")
     coefficients = delayed(_block_coefficients, pure=True)
-    return [coefficients(tree_reduce(row, _add, name="isotropy-merge-cluster-sums"), p, counts, metric)
+    return [coefficients(tree_reduce(row, _add, name="isotropy-merge-cluster-sums"), p, counts, q_max, metric)
             for row, p in zip(parts, preps)], starts
 
 
@@ -268,7 +276,7 @@ def dunn_index(X, labels, *, metric="euclidean", chunk_size=None):
     check_option(metric, "metric", _METRICS, caller=caller)
     ids = host_labels(labels, X.shape[0], caller)
     _check_n_clusters(ids, X.shape[0], caller)
-    X = check_dask_X(X, caller=caller, rows=check_tile_rows(chunk_size, caller))
+    X = check_dask_X(X, caller=caller, rows=check_tile_rows(chunk_size, caller, X.shape[-1]))
     blocks = finite_blocks(X, caller)
     starts = row_starts(X)
     mean = _centre(X, blocks, metric)

@@ -16,6 +16,7 @@ from isotropy._validation import IsotropyValueError, check_labels, check_scalar
 
 # Rows per block of the tiled (pairwise) computations: a 4096 x 4096 float32 tile is 64 MiB.
 DEFAULT_TILE_ROWS = 4096
+_TILE_BLOCK_BYTES = 32 * 2**20  # wide data: fewer rows per tile, so that a tile's blocks stay small
 # Rows per chunk of the streaming (covariance) computations when the input's chunks are wider.
 _STREAM_ELEMENTS = 1 << 24  # 128 MiB of float64 per chunk
 
@@ -155,9 +156,12 @@ def host_labels(labels, n_samples, caller):
     return check_labels(labels, n_samples=n_samples, caller=caller)
 
 
-def check_tile_rows(chunk_size, caller):
+def check_tile_rows(chunk_size, caller, n_features):
+    """Rows per tile: ``chunk_size``, or 4096 rows, fewer for wide data (a block of at most ~32 MiB in float64)."""
     check_scalar(chunk_size, "chunk_size", caller=caller, kind=numbers.Integral, low=1, allow_none=True)
-    return int(chunk_size) if chunk_size is not None else DEFAULT_TILE_ROWS
+    if chunk_size is not None:
+        return int(chunk_size)
+    return int(min(DEFAULT_TILE_ROWS, max(256, _TILE_BLOCK_BYTES // (8 * max(1, n_features)))))
 
 
 def sample_rows(X, ids, sample_size, random_state, caller):

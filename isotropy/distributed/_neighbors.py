@@ -111,7 +111,7 @@ def _neighbour_blocks(X, n_neighbors, metric, chunk_size, caller):
     n = X.shape[0]
     check_scalar(n_neighbors, "n_neighbors", caller=caller, kind=numbers.Integral, low=1, high=n - 1)
     m = _n_candidates(int(n_neighbors), n)
-    X = check_dask_X(X, caller=caller, min_samples=2, rows=max(check_tile_rows(chunk_size, caller), m + 1))
+    X = check_dask_X(X, caller=caller, min_samples=2, rows=max(check_tile_rows(chunk_size, caller, X.shape[-1]), m + 1))
     starts = row_starts(X)
     preps = [delayed(_knn_block, pure=True, nout=2)(b, metric, caller) for b in finite_blocks(X, caller)]
     tile = delayed(_knn_tile, pure=True, nout=2)

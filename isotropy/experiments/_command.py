@@ -35,19 +35,26 @@ def parse_formats(value: str) -> tuple[str, ...]:
     return formats
 
 
-def _shortcut_sets(experiment, given: dict) -> list[str]:
-    """``--model X`` -> ``model=X``; a list shortcut turns ``a,b`` into ``[a, b]`` (items parsed as YAML)."""
-    sets = []
+def _shortcut_values(experiment, given: dict) -> tuple[list[str], dict]:
+    """``--set`` strings and verbatim values from the shortcut flags.
+
+    A key ending in ``:str`` takes the text as it is (paths, model names: no YAML parsing that a
+    ``#`` or ``: `` could cut short); one ending in ``[]`` turns ``a,b`` into ``[a, b]`` (items
+    parsed as YAML); any other key is parsed as YAML like ``--set`` (``16``, ``null``).
+    """
+    sets, verbatim = [], {}
     for flag, key, _ in experiment.shortcuts:
         value = given.get(_param_name(flag))
         if value is None:
             continue
-        if key.endswith("[]"):
+        if key.endswith(":str"):
+            verbatim[key.removesuffix(":str")] = value
+        elif key.endswith("[]"):
             items = [v.strip() for v in value.split(",") if v.strip()]
             sets.append(f"{key[:-2]}=[{', '.join(items)}]")
         else:
             sets.append(f"{key}={value}")
-    return sets
+    return sets, verbatim
 
 
 def _param_name(flag: str) -> str:
@@ -64,10 +71,11 @@ def make_command(experiment) -> click.Command:
 
         from isotropy.experiments._runner import execute
 
-        all_sets = [*_shortcut_sets(experiment, shortcuts), *sets]
+        shortcut_sets, verbatim = _shortcut_values(experiment, shortcuts)
+        all_sets = [*shortcut_sets, *sets]
         if seeds is not None:
             all_sets.append(f"seeds=[{', '.join(map(str, seeds))}]")
-        config = experiment.config(setup, sets=all_sets)
+        config = experiment.config(setup, sets=all_sets, **verbatim)
         if print_config:
             click.echo(yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False), nl=False)
             return
@@ -90,7 +98,7 @@ def make_command(experiment) -> click.Command:
                      help="Comma-separated seeds (the config's 'seeds')."),
         click.Option(["--device"], default="auto", show_default=True, metavar="auto|cpu|cuda[:N]",
                      help="Torch device; auto = CUDA when torch sees one, else CPU."),
-        click.Option(["--threads"], type=click.IntRange(min=1), default=None,
+        click.Option(["--threads"], type=click.IntRange(min=1), default=None, metavar="N",
                      help="CPU threads for torch and BLAS during the run (restored after) [default: the libraries']."),
         click.Option(["--resume"], is_flag=True,
                      help="Keep the finished parts in --results-dir (same config) and run the rest."),
@@ -102,8 +110,8 @@ def make_command(experiment) -> click.Command:
         click.Option(["--quiet"], is_flag=True, help="No progress bars or messages."),
     ]
     for flag, key, help_text in experiment.shortcuts:
-        shown = key.removesuffix("[]")
-        params.append(click.Option([flag, _param_name(flag)], default=None,
+        shown = key.removesuffix("[]").removesuffix(":str")
+        params.append(click.Option([flag, _param_name(flag)], default=None, metavar="VALUE",
                                    help=f"{help_text} (same as --set {shown}=...)"))
     return click.Command(experiment.name, callback=callback, params=params, help=experiment.help,
                          short_help=experiment.help.split("\n")[0] if experiment.help else None)

@@ -29,9 +29,11 @@ __all__ = ["RunContext", "resolve_device", "thread_limits"]
 
 def resolve_device(device: str | None) -> str:
     """``auto`` (or None): ``cuda`` when torch sees a GPU, else ``cpu``; ``cpu``, ``cuda``, ``cuda:N`` checked."""
+    text = "auto" if device is None else str(device).strip()
+    if text == "cpu":  # no need to import torch for that
+        return "cpu"
     import torch
 
-    text = "auto" if device is None else str(device).strip()
     if text == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     try:

@@ -109,7 +109,14 @@ class Replacement:
         self.committed = False
 
     def recover(self) -> bool:
-        """Restore files a killed run left in ``.previous/`` (call with the lock held); True if it did."""
+        """Clean up after a killed run (call with the lock held); True if it had moved results aside.
+
+        Temporary files of interrupted atomic writes (``.<name>.<random>.tmp``) are removed, and
+        results moved into ``.previous/`` by a run killed before its first result are restored.
+        """
+        for tmp in self.results_dir.rglob(".*.tmp"):
+            if tmp.is_file():
+                tmp.unlink(missing_ok=True)
         if not self.previous.is_dir():
             return False
         self.restore()

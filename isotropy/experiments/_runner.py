@@ -93,8 +93,13 @@ class Experiment:
         Config keys that may differ on ``--resume`` (e.g. ``seeds``: add seeds to a finished run).
     max_seeds : int, optional
         How many seeds one run takes (1 for experiments that are deterministic given one seed).
+    partial : bool
+        True when ``run`` keeps finished parts (``ctx.read_part``): ``--resume`` then always
+        re-enters ``run``, which skips what is finished. False for one-shot experiments: ``--resume``
+        keeps a finished run of the same config as it is and re-runs anything else.
     shortcuts : tuple of (flag, key, help)
-        Convenience flags: ``--model X`` is ``--set model=X``; a key ending in ``[]`` takes a
+        Convenience flags: ``("--lr", "lr", ...)`` makes ``--lr X`` mean ``--set lr=X``; a key
+        ending in ``:str`` takes the text verbatim (paths, model names), one ending in ``[]`` a
         comma-separated list.
     report : callable ``(results, results_dir) -> str``, optional
         What the command prints when the run has finished (a table, a summary line).
@@ -110,6 +115,7 @@ class Experiment:
     default_setup: str = "default"
     resume_keys: frozenset = frozenset({"seeds"})
     max_seeds: int | None = None
+    partial: bool = True
     shortcuts: tuple = ()
     report: Callable[[dict, Path], str] | None = None
     help: str = ""
@@ -261,9 +267,10 @@ def execute(experiment: Experiment, config, *, results_dir=None, setup: str | No
         replacement = Replacement(results_dir)
         if replacement.recover():
             ctx.log(f"{results_dir}: restored the results a killed run had moved aside")
-        if resume and _check_resume(experiment, results_dir, values, ignore):
+        finished = resume and _check_resume(experiment, results_dir, values, ignore)
+        if finished and not experiment.partial:
             ctx.log(f"{results_dir}: this run has already finished with this config; nothing to run.")
-            outcome = RunOutcome(results=_previous_meta(results_dir) or {}, results_dir=results_dir, skipped=True)
+            outcome = RunOutcome(results={}, results_dir=results_dir, skipped=True)
         else:
             outcome = _run_locked(experiment, config, ctx, replacement)
         if plot:

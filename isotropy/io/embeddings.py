@@ -13,6 +13,7 @@ expected: :class:`FileNotFoundError` for a missing file, :class:`~isotropy.Isotr
 from __future__ import annotations
 
 import csv
+import importlib
 import os
 from pathlib import Path
 
@@ -127,6 +128,14 @@ def read_embeddings(path: str | os.PathLike, *, key: str | None = None,
                 f"one of {', '.join(EMBEDDING_EXTENSIONS)}, or a word2vec file with a '<n_words> <n_features>' header")
 
 
+def _import_optional(module: str, path, packages: str):
+    """Import an optional reader dependency, or fail with one line naming the extra that installs it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise ImportError(f"Reading {str(path)!r} needs {packages}: pip install 'isotropy[io]'") from None
+
+
 def _no_key(path, key, what: str) -> None:
     if key is not None:
         raise _fail(path, f"key={key!r} was given but {what} hold a single array",
@@ -219,9 +228,8 @@ def _read_torch(path, key):
 
 
 def _read_safetensors(path, key):
+    load_file = _import_optional("safetensors.numpy", path, "safetensors").load_file
     try:
-        from safetensors.numpy import load_file
-
         arrays = load_file(str(path))
     except Exception as exc:  # noqa: BLE001 -- header errors, bfloat16 (not in numpy), truncated file
         raise _fail(path, f"not a readable .safetensors file ({_short(exc)})",
@@ -238,7 +246,7 @@ def _is_float(token: str) -> bool:
 
 
 def _read_delimited(path, sep: str):
-    import pandas as pd
+    pd = _import_optional("pandas", path, "pandas")
 
     try:
         with open(path, encoding="utf-8", errors="replace", newline="") as handle:
@@ -294,7 +302,8 @@ def _check_numeric_columns(df, path, *, line_offset: int | None) -> None:
 
 
 def _read_parquet(path, key):
-    import pandas as pd
+    pd = _import_optional("pandas", path, "pandas and pyarrow")
+    _import_optional("pyarrow", path, "pandas and pyarrow")
 
     try:
         df = pd.read_parquet(path)

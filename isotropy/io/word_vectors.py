@@ -13,7 +13,7 @@ import numpy as np
 
 from isotropy._validation import IsotropyValueError
 
-__all__ = ["read_word_vectors", "packaged_glove", "PACKAGED_GLOVE"]
+__all__ = ["PACKAGED_GLOVE", "packaged_glove", "read_word_vectors"]
 
 PACKAGED_GLOVE = "glove-6b-50d"
 
@@ -144,7 +144,7 @@ def _read_text(path: Path, limit, encoding):
                 dim = len(parts) - 1
             if len(parts) - 1 != dim:
                 source = "the header says" if announced is not None else "line 1 has"
-                raise IsotropyValueError(f"{str(path)}:{lineno}: expected a word and {dim} numbers ({source} {dim}), "
+                raise IsotropyValueError(f"{path!s}:{lineno}: expected a word and {dim} numbers ({source} {dim}), "
                                  f"got {len(parts) - 1} numbers.")
             words.append(parts[0])
             rows.append(parts[1:])

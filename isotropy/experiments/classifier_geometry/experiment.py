@@ -69,8 +69,8 @@ EXPERIMENT = Experiment(
     report=_report,
     default_setup="demo",
     resume_keys=frozenset({"seeds"}),
-    shortcuts=(("--model", "model", "Sentence-transformers model or word vectors (glove-6b-50d, a vector file)"),
-               ("--data-path", "data_path", "A specific data file or folder (the table setup's CSV/TSV/JSONL)"),
+    shortcuts=(("--model", "model:str", "Sentence-transformers model or word vectors (glove-6b-50d, a vector file)"),
+               ("--data-path", "data_path:str", "A specific data file or folder (the table setup's CSV/TSV/JSONL)"),
                ("--updates", "updates", "Number of full-batch Adam updates"),
                ("--lr", "lr", "Adam learning rate")),
     help="""Optimise embeddings under a linear classifier; record IsoScore and silhouette (Mickus et al., 2024).

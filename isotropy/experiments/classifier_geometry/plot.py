@@ -78,7 +78,7 @@ def plot_glue_grid(results_dir) -> dict:
 
     models = [model_label(m) for m in (config.get("models") or [config["model"]])]
     tasks = list(config["tasks"])
-    fig = _figure(figsize=(2.6 * len(tasks), 2.2 * len(models)))
+    fig = _figure(figsize=(3.0 * len(tasks), 2.3 * len(models)))
     axes = fig.subplots(len(models), len(tasks), squeeze=False)
     for i, model in enumerate(models):
         for j, task in enumerate(tasks):
@@ -96,6 +96,8 @@ def plot_glue_grid(results_dir) -> dict:
             ax.tick_params(labelsize=7)
             right.tick_params(labelsize=7, colors="tab:orange")
             ax.tick_params(axis="y", colors="tab:blue")
+            ax.set_ylabel("IsoScore", fontsize=8, color="tab:blue")
+            right.set_ylabel("silhouette", fontsize=8, color="tab:orange")
             if i == len(models) - 1:
                 ax.set_xlabel("update", fontsize=8)
     fig.suptitle("GLUE: IsoScore (blue, left) and silhouette (orange, right), mean ± 1 std over seeds", fontsize=9)

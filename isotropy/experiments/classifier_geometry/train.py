@@ -20,6 +20,8 @@ import time
 
 import numpy as np
 
+from isotropy._sampling import subsample_indices
+
 __all__ = ["COLUMNS", "train_seed"]
 
 COLUMNS = ("step", "loss", "accuracy", "micro_f1", "isoscore", "silhouette")
@@ -106,14 +108,15 @@ def _train(problem, *, seed, updates, lr, metric_interval, sample_size, device, 
             with torch.no_grad():
                 rows = E.detach()
                 if sample_size is not None and n_rows > sample_size:
-                    rows = rows[torch.as_tensor(rng.choice(n_rows, sample_size, replace=False), device=device)]
+                    chosen = subsample_indices(n_rows, sample_size, random_state=rng, sort=False)
+                    rows = rows[torch.as_tensor(chosen, device=device)]
                 iso = float(isoscore(rows))
                 sync()
                 t2 = time.perf_counter()
                 items = reps.detach()
                 item_labels = labels_np
                 if sample_size is not None and n_items > sample_size:
-                    chosen = rng.choice(n_items, sample_size, replace=False)
+                    chosen = subsample_indices(n_items, sample_size, random_state=rng, sort=False)
                     items = items[torch.as_tensor(chosen, device=device)]
                     item_labels = labels_np[chosen]
                 sil = float(silhouette_score(items, item_labels))

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from isotropy._sampling import subsample_indices
 from isotropy.datasets._types import LabeledTexts
 
 __all__ = ["GLUE_METRICS", "Tokenised", "load_splits", "subsample", "task_metric", "tokenise"]
@@ -59,7 +60,7 @@ def subsample(data: LabeledTexts, size, *, seed: int) -> LabeledTexts:
     """A random subset of ``size`` items (all when ``size`` is None or not smaller than the data)."""
     if size is None or size >= len(data):
         return data
-    idx = np.sort(np.random.default_rng(seed).choice(len(data), size=int(size), replace=False))
+    idx = subsample_indices(len(data), int(size), random_state=seed)
     return LabeledTexts(data.name, [data.text_a[i] for i in idx],
                         None if data.text_b is None else [data.text_b[i] for i in idx],
                         np.asarray(data.labels)[idx], list(data.label_names),

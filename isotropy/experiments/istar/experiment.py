@@ -103,7 +103,7 @@ EXPERIMENT = Experiment(
     report=_report,
     default_setup="sst2-cpu",
     resume_keys=frozenset({"seeds", "lambdas", "baseline", "cosreg"}),
-    shortcuts=(("--model", "model", "Packaged model name or a local transformers model directory"),
+    shortcuts=(("--model", "model:str", "Packaged model name or a local transformers model directory"),
                ("--lambdas", "lambdas[]", "Comma-separated I-STAR weights, e.g. -5,-1,1,5"),
                ("--train-size", "train_size", "Training subsample size (null: the whole split)")),
     help="""Fine-tune an encoder with I-STAR (λ sweep), CosReg and no regularisation over seeds (Rudman & Eickhoff, 2024).

@@ -51,10 +51,9 @@ def pool(hidden, attention_mask, pooling: str):
     ``"mean"`` averages the non-padding tokens (as sentence-transformers' mean pooling);
     ``"cls"`` takes the first token.
     """
-    if pooling == "cls":
-        return hidden[:, 0]
-    mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
-    return (hidden * mask).sum(1) / mask.sum(1).clamp_min(1.0)
+    from isotropy.training.probe import pool_hidden_states  # the library's pooling, shared with the callbacks
+
+    return pool_hidden_states(hidden, attention_mask, pooling)
 
 
 def layer_indices(layers, n_hidden_states: int) -> list[int]:
@@ -86,11 +85,10 @@ def select_states(hidden_states, attention_mask, *, layers, level: str, pooling:
     ``level="token"`` keeps every non-padding token of every chosen layer (the authors pool all
     layers' token states); ``level="sentence"`` pools each chosen layer per sentence first.
     """
-    chosen = [hidden_states[i] for i in layer_indices(layers, len(hidden_states))]
-    if level == "token":
-        keep = attention_mask.bool()
-        return torch.cat([h[keep] for h in chosen], dim=0)
-    return torch.cat([pool(h, attention_mask, pooling) for h in chosen], dim=0)
+    from isotropy.training.regularisers import regularised_states  # the drop-ins' selection: one source of truth
+
+    return regularised_states(hidden_states, attention_mask, layers=layer_indices(layers, len(hidden_states)),
+                              level=level, pooling=pooling, caller="istar")
 
 
 @dataclass

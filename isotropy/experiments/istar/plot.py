@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
+
 __all__ = ["plot_results"]
 
 _METRIC_NAMES = {"accuracy": "accuracy", "f1": "F1", "matthews": "Matthews correlation"}
@@ -16,6 +18,19 @@ def _label(row) -> str:
     if row["method"] == "cosreg":
         return f"CosReg ({row['lambda']:g})"
     return f"λ={row['lambda']:g}"
+
+
+def _lambda_colours(lams) -> dict:
+    """λ < 0 in blues, λ > 0 in reds, darker for larger |λ|; never the pale middle of a diverging map."""
+    import matplotlib
+
+    colours = {}
+    for sign, name in ((-1, "Blues"), (1, "Reds")):
+        side = sorted((lam for lam in lams if np.sign(lam) == sign), key=abs)
+        cmap = matplotlib.colormaps[name]
+        for i, lam in enumerate(side):
+            colours[lam] = cmap(0.5 + 0.45 * (i / max(1, len(side) - 1)) if len(side) > 1 else 0.75)
+    return colours
 
 
 def plot_results(results_dir) -> dict:
@@ -32,7 +47,6 @@ def plot_results(results_dir) -> dict:
     dict of str to matplotlib.figure.Figure
         Keyed by the path of each figure relative to ``results_dir``, without suffix.
     """
-    import matplotlib
     from matplotlib.figure import Figure
 
     results_dir = Path(results_dir)
@@ -49,16 +63,15 @@ def plot_results(results_dir) -> dict:
     partial = "" if results.get("complete", True) else (
         f" — partial: {results['finished_runs']} of {results['planned_runs']} runs")
     figures = {}
-    cmap = matplotlib.colormaps["coolwarm"]
-    lams = [r["lambda"] for r in rows if r["method"] == "istar"]
-    span = max((abs(v) for v in lams), default=1.0) or 1.0
+    lams = sorted({r["lambda"] for r in rows if r["method"] == "istar"})
+    colours = _lambda_colours(lams)
 
     def colour(row):
         if row["method"] == "none":
             return "black"
         if row["method"] == "cosreg":
             return "tab:green"
-        return cmap(0.5 + 0.5 * row["lambda"] / span)
+        return colours[row["lambda"]]
 
     # Figure 5 of Rudman & Eickhoff: task performance against IsoScore* of validation representations
     fig = Figure(figsize=(6.4, 4.6), layout="constrained")

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from isotropy._sampling import subsample_indices
 from isotropy.experiments.istar.model import SentenceClassifier, select_states
 from isotropy.torch import cosine_penalty, istar_penalty
 from isotropy.torch import shrinkage_covariance as torch_shrinkage_covariance
@@ -227,7 +228,7 @@ def train_run(spec: RunSpec, config: dict, encoder, n_classes: int, train, valid
     while step < total_steps:
         epoch, offset = divmod(step, steps_per_epoch)
         if offset == 0 or shrink is None:  # Σ_S refreshed at the start of every epoch
-            sample = np.random.default_rng([seed, epoch, 1]).choice(len(train), size=sample_size, replace=False)
+            sample = subsample_indices(len(train), sample_size, random_state=[seed, epoch, 1], sort=False)
             shrink = shrinkage_covariance(model, train, sample, config=config, device=device)
         order = np.random.default_rng([seed, epoch]).permutation(len(train))
         batch = train.batch(order[offset * batch_size:(offset + 1) * batch_size], device)
@@ -251,7 +252,7 @@ def train_run(spec: RunSpec, config: dict, encoder, n_classes: int, train, valid
             raise KeyboardInterrupt(f"interrupted after step {step} of {spec.run_id}")
     # validation: task metric and the geometry of the sentence representations
     preds, X = evaluate(model, valid, batch_size=int(config["eval_batch_size"]), device=device)
-    sample = np.random.default_rng([seed, epochs, 1]).choice(len(train), size=sample_size, replace=False)
+    sample = subsample_indices(len(train), sample_size, random_state=[seed, epochs, 1], sort=False)
     sentence_cov = shrinkage_covariance(model, train, sample, config=config, device=device, sentence_level=True)
     zeta = float(istar["zeta"])
     tail = max(1, len(history["iso_star"]) // 10)

@@ -82,8 +82,9 @@ EXPERIMENT = Experiment(
     default_setup="minilm-wikitext2",
     resume_keys=frozenset(),
     max_seeds=1,
-    shortcuts=(("--model", "model", "all-MiniLM-L6-v2 (packaged), a local transformers model directory or a hub name"),
-               ("--corpus", "corpus", "wikitext-2, ptb, or a path to a plain-text file"),
+    partial=False,
+    shortcuts=(("--model", "model:str", "all-MiniLM-L6-v2 (packaged), a local transformers model directory or a hub name"),
+               ("--corpus", "corpus:str", "wikitext-2, ptb, or a path to a plain-text file"),
                ("--layers", "layers", "'all' or comma-separated hidden-state indices, e.g. 0,3,6")),
     help="""Geometry of a transformer's contextual embeddings, layer by layer (Cai et al. 2021).
 

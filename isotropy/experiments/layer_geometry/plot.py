@@ -22,63 +22,72 @@ def _series(rows, key):
     return np.array([np.nan if r.get(key) is None else r[key] for r in rows], dtype=float)
 
 
-def _static_line(ax, static, key, color):
+def _static_line(ax, static, key, color, label=None):
     if static and static.get(key) is not None and not math.isnan(static[key]):
-        ax.axhline(static[key], color=color, linestyle=":", linewidth=1.2)
+        ax.axhline(static[key], color=color, linestyle=":", linewidth=1.4,
+                   label=f"{label}, {static['name']} (static)" if label else f"{static['name']} (static)")
 
 
 def _layer_figure(results):
+    """Four panels in a 2 x 2 grid, 7 inches wide: legible at the width of a two-column paper's figure*."""
+    import matplotlib
     from matplotlib.figure import Figure
     from matplotlib.ticker import MaxNLocator
 
     rows, static = results["layers"], results.get("static")
     layers = [r["layer"] for r in rows]
-    fig = Figure(figsize=(17, 3.8), layout="constrained")
-    axes = fig.subplots(1, 4)
-    ax = axes[0]
-    for key, label, color, style in [("s_inter", "S_inter", "C0", "-"), ("s_intra", "S_intra", "C1", "-"),
-                                     ("s_inter_centered", "S_inter, cluster-centred", "C0", "--"),
-                                     ("s_intra_centered", "S_intra, cluster-centred", "C1", "--")]:
-        ax.plot(layers, _series(rows, key), style, marker="o", color=color, label=label)
-    _static_line(ax, static, "s_inter", "C0")
-    ax.axhline(0.0, color="grey", linewidth=0.6)
-    ax.set(title="Cosine similarity", xlabel="layer", ylabel="mean cosine")
-    ax.legend(fontsize=7)
-    ax = axes[1]
-    ax.plot(layers, _series(rows, "isoscore"), marker="o", color="C2", label="IsoScore")
-    ax.plot(layers, _series(rows, "isoscore_centered"), "--", marker="o", color="C2", label="cluster-centred")
-    _static_line(ax, static, "isoscore", "C2")
-    ax.set(title="IsoScore (1 = isotropic)", xlabel="layer", ylim=(0, None))
-    ax.legend(fontsize=7)
-    ax = axes[2]
-    for key, label, color in [("lid_euclidean", "euclidean", "C3"), ("lid_cosine", "cosine", "C4")]:
-        ax.plot(layers, _series(rows, key), marker="o", color=color, label=label)
-        _static_line(ax, static, key, color)
-    ax.set(title=f"Mean local intrinsic dimension (k={results['metric_options']['n_neighbors']})", xlabel="layer",
-           ylim=(0, None))
-    ax.legend(fontsize=7)
-    ax = axes[3]
-    ax.bar(layers, _series(rows, "n_clusters"), color="C5", alpha=0.6, label="k (K-means)")
-    ax.set(title="Clusters chosen by silhouette", xlabel="layer", ylabel="k")
-    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    twin = ax.twinx()
-    twin.plot(layers, _series(rows, "silhouette"), marker="o", color="C6", label="best silhouette")
-    twin.axhline(results["metric_options"]["min_silhouette"], color="C6", linestyle=":", linewidth=1)
-    twin.set_ylabel("silhouette")
-    for a in axes:
-        a.set_xticks(layers)
-    note = f" — dotted: {static['name']} (static)" if static else ""
-    fig.suptitle(f"{Path(str(results['model'])).name} on {results['corpus']}: "
-                 f"{results['n_tokens']:,} tokens, {results['n_types']:,} types{note}", fontsize=10)
+    with matplotlib.rc_context({"font.size": 8, "legend.fontsize": 7, "axes.titlesize": 9}):
+        fig = Figure(figsize=(7.0, 5.6), layout="constrained")
+        axes = fig.subplots(2, 2).ravel()
+        ax = axes[0]
+        for key, label, color, style in [("s_inter", "S_inter", "C0", "-"), ("s_intra", "S_intra", "C1", "-"),
+                                         ("s_inter_centered", "S_inter, cluster-centred", "C0", "--"),
+                                         ("s_intra_centered", "S_intra, cluster-centred", "C1", "--")]:
+            ax.plot(layers, _series(rows, key), style, marker="o", markersize=3, color=color, label=label)
+        _static_line(ax, static, "s_inter", "C0", "S_inter")
+        ax.axhline(0.0, color="grey", linewidth=0.6)
+        ax.set(title="Cosine similarity", ylabel="mean cosine")
+        ax.legend(loc="best")
+        ax = axes[1]
+        ax.plot(layers, _series(rows, "isoscore"), marker="o", markersize=3, color="C2", label="IsoScore")
+        ax.plot(layers, _series(rows, "isoscore_centered"), "--", marker="o", markersize=3, color="C2",
+                label="IsoScore, cluster-centred")
+        _static_line(ax, static, "isoscore", "C2")
+        ax.set(title="IsoScore (1 = isotropic)", ylim=(0, None))
+        ax.legend(loc="best")
+        ax = axes[2]
+        for key, label, color in [("lid_euclidean", "euclidean", "C3"), ("lid_cosine", "cosine", "C4")]:
+            ax.plot(layers, _series(rows, key), marker="o", markersize=3, color=color, label=label)
+            _static_line(ax, static, key, color, label)
+        ax.set(title=f"Mean local intrinsic dimension (MLE, k={results['metric_options']['n_neighbors']})",
+               xlabel="layer", ylim=(0, None))
+        ax.legend(loc="best")
+        ax = axes[3]
+        bars = ax.bar(layers, _series(rows, "n_clusters"), color="C5", alpha=0.6, label="k (K-means)")
+        ax.set(title="Clusters chosen by silhouette", xlabel="layer", ylabel="k")
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        twin = ax.twinx()
+        (line,) = twin.plot(layers, _series(rows, "silhouette"), marker="o", markersize=3, color="C6",
+                            label="best silhouette")
+        threshold = twin.axhline(results["metric_options"]["min_silhouette"], color="C6", linestyle=":",
+                                 linewidth=1, label="k = 1 below this")
+        twin.set_ylabel("silhouette")
+        twin.legend(handles=[bars, line, threshold], loc="best")  # on the twin: drawn above both
+        for a in axes:
+            a.set_xticks(layers)
+        fig.suptitle(f"{Path(str(results['model'])).name} on {results['corpus']}: "
+                     f"{results['n_tokens']:,} tokens, {results['n_types']:,} types", fontsize=9)
     return fig
 
 
 def _draw(ax, coords, values, kind, *, three_d: bool, fig):
+    import matplotlib
+
     xyz = (coords[:, 0], coords[:, 1], coords[:, 2]) if three_d else (coords[:, 0], coords[:, 1])
     size = 2 if three_d else 3
     if kind == "cluster":
         k = int(values.max()) + 1
-        cmap = plt_colormap("tab10" if k <= 10 else "tab20")
+        cmap = matplotlib.colormaps["tab10" if k <= 10 else "tab20"]
         for j in range(k):
             mask = values == j
             ax.scatter(*(c[mask] for c in xyz), color=cmap(j % cmap.N), s=size, alpha=0.6, rasterized=True,
@@ -93,12 +102,6 @@ def _draw(ax, coords, values, kind, *, three_d: bool, fig):
     ax.set_ylabel("PC 2")
     if three_d:
         ax.set_zlabel("PC 3")
-
-
-def plt_colormap(name):
-    import matplotlib
-
-    return matplotlib.colormaps[name]
 
 
 def _projection_figures(results, path: Path) -> dict:

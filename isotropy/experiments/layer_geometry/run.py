@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from isotropy._atomic import atomic_write
+from isotropy._sampling import subsample_indices
 from isotropy.experiments._results import write_json, write_text
 from isotropy.experiments.layer_geometry.metrics import (
     DEFAULT_METRICS,
@@ -74,8 +75,7 @@ def _write_projection(path: Path, X: np.ndarray, labels, frequency, words, *, ma
     from sklearn.decomposition import PCA
 
     coords = PCA(n_components=min(3, X.shape[1]), random_state=seed).fit_transform(X.astype(np.float64))
-    rng = np.random.default_rng(seed)
-    keep = np.sort(rng.choice(len(X), size=min(max_points, len(X)), replace=False))
+    keep = subsample_indices(len(X), max_points, random_state=seed)
     with atomic_write(path, "wb") as handle:
         np.savez_compressed(handle, coords=coords[keep].astype(np.float32), cluster=np.asarray(labels)[keep],
                             frequency=np.asarray(frequency)[keep], words=np.asarray(words, dtype=object)[keep]

@@ -83,8 +83,9 @@ EXPERIMENT = Experiment(
     default_setup="paper",
     resume_keys=frozenset(),
     max_seeds=1,
-    shortcuts=(("--model", "model", "all-MiniLM-L6-v2 (packaged) or a local model directory"),
-               ("--fit-on", "fit_on", "What the transforms are fitted on: self, stsb-train, wikitext-2 or a text file"),
+    partial=False,
+    shortcuts=(("--model", "model:str", "all-MiniLM-L6-v2 (packaged) or a local model directory"),
+               ("--fit-on", "fit_on:str", "What the transforms are fitted on: self, stsb-train, wikitext-2 or a text file"),
                ("--datasets", "datasets[]", f"Comma-separated data sets from {', '.join(DATASETS)}")),
     help="""Isotropy-enhancing transforms on STS 2012-2016, STS-B and SICK (Rajaee & Pilehvar, 2021).
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from isotropy._sampling import subsample_indices
 from isotropy.experiments._results import write_json, write_text
 
 __all__ = ["METHODS", "cosine_rows", "embed_texts", "fit_sentences", "make_method", "prepare", "report", "run"]
@@ -89,9 +90,7 @@ def fit_sentences(fit_on: str, *, data_dir=None, max_sentences: int, seed: int) 
                                     f"sentence a line). Got {fit_on!r}, which is not a file.")
         corpus = load_text_file(path)
         sentences, source = [" ".join(line) for line in corpus.lines], corpus.source
-    if len(sentences) > max_sentences:
-        keep = np.sort(np.random.default_rng(seed).choice(len(sentences), max_sentences, replace=False))
-        sentences = [sentences[i] for i in keep]
+    sentences = [sentences[i] for i in subsample_indices(len(sentences), max_sentences, random_state=seed)]
     return sentences, {**source, "n_sentences": len(sentences)}
 
 
@@ -107,7 +106,7 @@ def isotropy_metrics(Y: np.ndarray, *, sample: int, seed: int) -> dict:
     from isotropy import isoscore, partition_isotropy
 
     if sample and Y.shape[0] > sample:
-        Y = Y[np.sort(np.random.default_rng(seed).choice(Y.shape[0], sample, replace=False))]
+        Y = Y[subsample_indices(Y.shape[0], sample, random_state=seed)]
     return {"I(W)": float(partition_isotropy(Y)), "IsoScore": float(isoscore(Y))}
 
 
@@ -131,7 +130,7 @@ def _load_data(config, data_dir):
     for name in config["datasets"]:
         d = load_sts(name, data_dir=data_dir)
         if config.get("limit") and len(d) > config["limit"]:
-            keep = np.sort(np.random.default_rng(config["seed"]).choice(len(d), config["limit"], replace=False))
+            keep = subsample_indices(len(d), config["limit"], random_state=config["seed"])
             d = type(d)(name=d.name, text_a=[d.text_a[i] for i in keep], text_b=[d.text_b[i] for i in keep],
                         scores=d.scores[keep], subsets=d.subsets[keep],
                         source={**d.source, "limit": config["limit"], "seed": config["seed"]})

@@ -1,0 +1,188 @@
+"""An ordinary Hugging Face Trainer script with isotropy's geometry callback and I-STAR drop-in added.
+
+Fine-tunes MiniLM (the packaged all-MiniLM-L6-v2) on a subsample of GLUE SST-2 with I-STAR weight
+λ ∈ {−1, 0, +1} (0 = no regulariser), logs per-layer IsoScore* (and IsoScore, mean cosine, rogue
+share) of a fixed probe of SST-2 dev sentences every ``--every`` steps to trainer_state.json and
+TensorBoard, and draws per-layer IsoScore* over training steps for the three runs.
+
+    python examples/training_geometry_sst2.py --out results/training-demo \
+        --figure docs/figures/training/minilm_sst2_isoscore_star.png
+
+CPU-sized (the defaults): 2,000 training sentences, 200 steps of batch 16 (1.6 epochs), max length
+64, probe of 256 dev sentences, Σ_S of IsoScore* from 512 training sentences. The paper's setting
+(the whole training set, 3 epochs, BERT-base, λ ∈ {−5 … 5}) runs with ``--train-size 0 --epochs 3
+--model DIR`` on a GPU. Everything the run wrote (trainer_state.json, TensorBoard events,
+summary.json with the resolved settings, seeds and package versions) is under ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path("results/training-demo"))
+    parser.add_argument("--figure", type=Path, default=None, help="also save the figure here (.png; .svg beside)")
+    parser.add_argument("--lambdas", type=float, nargs="+", default=[-1.0, 0.0, 1.0])
+    parser.add_argument("--model", default="all-MiniLM-L6-v2")
+    parser.add_argument("--data-dir", default=None, help="folder holding glue_data (default: ../shared/data)")
+    parser.add_argument("--train-size", type=int, default=2000, help="0 = the whole training split")
+    parser.add_argument("--probe-size", type=int, default=256)
+    parser.add_argument("--sample-size", type=int, default=512, help="sentences whose covariance is Σ_S")
+    parser.add_argument("--max-steps", type=int, default=200)
+    parser.add_argument("--epochs", type=float, default=1.0, help="used when --max-steps is 0")
+    parser.add_argument("--every", type=int, default=20)
+    parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--lr", type=float, default=5e-5)
+    parser.add_argument("--zeta", type=float, default=0.2)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1, ...")
+    parser.add_argument("--plot-only", action="store_true", help="redraw the figure from the runs under --out")
+    return parser.parse_args(argv)
+
+
+def run_one(lam, args, tokenizer, train, probe, sample, dev):
+    import torch
+    from transformers import (
+        AutoModelForSequenceClassification,
+        DataCollatorWithPadding,
+        Trainer,
+        TrainingArguments,
+    )
+
+    from isotropy.encoders import resolve_model
+    from isotropy.training import HFGeometryCallback, HFRegulariser
+
+    out = args.out / f"lambda_{lam:g}"
+    torch.manual_seed(args.seed)
+    model = AutoModelForSequenceClassification.from_pretrained(resolve_model(args.model), num_labels=2)
+    training_args = TrainingArguments(
+        output_dir=str(out), per_device_train_batch_size=args.batch_size, per_device_eval_batch_size=128,
+        learning_rate=args.lr, max_steps=args.max_steps or -1, num_train_epochs=args.epochs,
+        warmup_steps=max(1, round(0.1 * args.max_steps)) if args.max_steps else 0,
+        weight_decay=0.01, logging_steps=args.every, save_strategy="no", report_to=["tensorboard"],
+        use_cpu=args.device == "cpu", seed=args.seed, disable_tqdm=True)
+
+    # --- the two lines this toolkit adds to an existing Trainer script -------------------------
+    geometry = HFGeometryCallback(probe, every_n_steps=args.every, layers="all", pooling="mean",
+                                  shrinkage_sample=sample, zeta=args.zeta)
+    istar = HFRegulariser("istar", weight=lam, zeta=args.zeta, shrinkage_sample=sample) if lam else None
+    # -------------------------------------------------------------------------------------------
+
+    def accuracy(prediction):
+        return {"accuracy": float((prediction.predictions.argmax(-1) == prediction.label_ids).mean())}
+
+    trainer = Trainer(model=model, args=training_args, train_dataset=train, eval_dataset=dev,
+                      processing_class=tokenizer, data_collator=DataCollatorWithPadding(tokenizer),
+                      compute_metrics=accuracy, compute_loss_func=istar,
+                      callbacks=[geometry] + ([istar] if istar else []))
+    if args.device != "cpu":
+        trainer.model.to(args.device)
+    trainer.train()
+    metrics = trainer.evaluate()  # dev accuracy (geometry was measured at this step already)
+    trainer.state.save_to_json(str(out / "trainer_state.json"))
+    return {"lambda": lam, "dev_accuracy": metrics["eval_accuracy"], "steps": trainer.state.global_step,
+            "trainer_state": str(out / "trainer_state.json")}
+
+
+def curves(trainer_state, metric="isoscore_star"):
+    """{layer: (steps, values)} of ``geometry/<metric>/layer_<i>`` from a trainer_state.json."""
+    history = json.loads(Path(trainer_state).read_text())["log_history"]
+    found = {}
+    for entry in history:
+        for key, value in entry.items():
+            if key.startswith(f"geometry/{metric}/layer_"):
+                found.setdefault(int(key.rsplit("_", 1)[1]), {})[entry["step"]] = value
+    return {layer: (np.array(sorted(v)), np.array([v[s] for s in sorted(v)])) for layer, v in sorted(found.items())}
+
+
+def plot(records, args):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(records), figsize=(4.2 * len(records), 3.4), sharey=True, squeeze=False)
+    cmap = plt.get_cmap("viridis")
+    for ax, record in zip(axes[0], records):
+        layers = curves(record["trainer_state"])
+        for k, (layer, (steps, values)) in enumerate(layers.items()):
+            ax.plot(steps, values, marker="o", ms=2.5, lw=1.2, color=cmap(k / max(1, len(layers) - 1)),
+                    label=f"layer {layer}")
+        lam = record["lambda"]
+        name = "no regulariser" if lam == 0 else f"I-STAR λ = {lam:+g}"
+        ax.set_title(f"{name}\ndev accuracy {record['dev_accuracy']:.3f}", fontsize=10)
+        ax.set_xlabel("training step")
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel(f"IsoScore* (ζ = {args.zeta:g}) of the probe")
+    axes[0][-1].legend(fontsize=8, loc="best")
+    fig.suptitle(f"MiniLM fine-tuned on SST-2 ({args.train_size or 'all'} sentences, {records[0]['steps']} steps): "
+                 f"per-layer IsoScore* of {args.probe_size} dev sentences", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    import torch
+    from transformers import AutoTokenizer
+
+    from isotropy._atomic import atomic_write
+    from isotropy._versions import package_versions
+    from isotropy.datasets.glue import load_glue_task
+    from isotropy.encoders import resolve_model
+
+    torch.manual_seed(args.seed)
+    tokenizer = AutoTokenizer.from_pretrained(resolve_model(args.model))
+    train_all = load_glue_task("sst2", "train", data_dir=args.data_dir)
+    dev_all = load_glue_task("sst2", "dev", data_dir=args.data_dir)
+    rng = np.random.default_rng(args.seed)
+    n = len(train_all.text_a)
+    order = rng.permutation(n)
+    train_rows = order[:args.train_size] if args.train_size else order
+    sample_rows = order[-args.sample_size:]  # disjoint from the training subsample when it is smaller
+    probe_rows = np.random.default_rng([args.seed, 1]).choice(len(dev_all.text_a), args.probe_size, replace=False)
+
+    def encode(texts, labels):
+        enc = tokenizer(list(texts), truncation=True, max_length=64)
+        return [{"input_ids": i, "attention_mask": m, "labels": int(y)}
+                for i, m, y in zip(enc["input_ids"], enc["attention_mask"], labels)]
+
+    train = encode([train_all.text_a[i] for i in train_rows], train_all.labels[train_rows])
+    dev = encode(dev_all.text_a, dev_all.labels)
+    probe = [dev_all.text_a[i] for i in probe_rows]
+    sample = [train_all.text_a[i] for i in sample_rows]
+    args.out.mkdir(parents=True, exist_ok=True)
+    records = []
+    for lam in args.lambdas:
+        done = args.out / f"lambda_{lam:g}" / "record.json"
+        if args.plot_only:
+            records.append(json.loads(done.read_text()))
+            continue
+        records.append(run_one(lam, args, tokenizer, train, probe, sample, dev))
+        with atomic_write(done) as handle:
+            json.dump(records[-1], handle, indent=2)
+    summary = {"settings": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+               "runs": records, "seeds": {"torch": args.seed, "data": args.seed},
+               "command": " ".join(["python", *sys.argv]), "versions": package_versions(["torchmetrics"])}
+    with atomic_write(args.out / "summary.json") as handle:
+        json.dump(summary, handle, indent=2)
+    fig = plot(records, args)
+    targets = [args.out / "isoscore_star.png"] + ([args.figure] if args.figure else [])
+    for target in targets:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        for path in (target, target.with_suffix(".svg")):
+            with atomic_write(path, "wb") as handle:
+                fig.savefig(handle, format=path.suffix[1:], dpi=130, bbox_inches="tight")
+    for record in records:
+        print(f"lambda={record['lambda']:+g}  dev accuracy={record['dev_accuracy']:.4f}  steps={record['steps']}")
+
+
+if __name__ == "__main__":
+    main()

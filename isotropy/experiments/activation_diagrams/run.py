@@ -1,0 +1,165 @@
+"""``prepare`` / ``run`` of the activation diagrams: the pre-trained encoder and the istar experiment's fine-tuned ones.
+
+The fine-tuning is the istar experiment's own: its packaged setup (``fine_tune_setup``, with
+``fine_tune`` overrides) gives the training settings, :func:`isotropy.experiments.istar.run.prepare`
+loads the data and the encoder, and :func:`isotropy.experiments.istar.train.train_run` trains one
+model per (λ, seed) exactly as ``isotropy run istar`` does (same seeds → same numbers: the record
+it returns is kept beside the diagram). The sentence embeddings are the validation representations
+that run evaluates (:func:`isotropy.experiments.istar.train.evaluate`: the pooled last layer).
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import numpy as np
+
+from isotropy.experiments.activation_diagrams.science import profile_summary
+
+__all__ = ["EXPERIMENT", "istar_config", "markdown_table", "prepare", "run", "summarise"]
+
+EXPERIMENT = "activation-diagrams"
+
+
+def istar_config(config):
+    """The istar experiment's validated config for this run: its setup, then ``fine_tune``, model, λs and seeds."""
+    from isotropy.experiments.istar.experiment import EXPERIMENT as ISTAR
+
+    overrides = {**config.fine_tune, "model": config.model, "seeds": list(config.seeds),
+                 "lambdas": [float(v) for v in config.lambdas], "baseline": True}
+    overrides["cosreg"] = None if config.cosreg is None else float(config.cosreg)
+    return ISTAR.config(config.fine_tune_setup, **overrides)
+
+
+def prepare(config, ctx) -> dict:
+    """Validate the fine-tuning settings, load the data and the encoder (istar's ``prepare``); writes nothing."""
+    from isotropy.experiments.istar.run import prepare as istar_prepare
+    from isotropy.experiments.istar.run import resolve
+
+    settings = istar_config(config)
+    return {"istar": resolve(settings), **istar_prepare(settings, ctx)}
+
+
+def _train_in_place(encoder):
+    """``encoder`` wrapped so that ``train_run`` trains it in place (its deep copy is itself).
+
+    ``train_run`` trains a deep copy of the encoder it is given and keeps only the numbers; the
+    activation diagram needs the trained weights, so it is handed a fresh copy whose ``__deepcopy__``
+    returns the object itself.
+    """
+    import torch
+
+    class _InPlace(torch.nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        @property
+        def config(self):
+            return self.inner.config
+
+        def forward(self, **kwargs):
+            return self.inner(**kwargs)
+
+        def __deepcopy__(self, memo):
+            return self
+
+    return _InPlace(copy.deepcopy(encoder))
+
+
+def _embeddings(encoder, prepared: dict, istar: dict, device) -> np.ndarray:
+    """Validation sentence embeddings ``(n, d)`` as istar's ``evaluate`` computes them (eval mode, pooled last layer)."""
+    from isotropy.experiments.istar.model import SentenceClassifier
+    from isotropy.experiments.istar.train import evaluate
+
+    n_classes = len(prepared["train_data"].label_names)
+    model = SentenceClassifier(encoder, n_classes, pooling=istar["pooling"], dropout=0.0).to(device)
+    _, pooled = evaluate(model, prepared["valid"], batch_size=int(istar["eval_batch_size"]), device=device)
+    return pooled
+
+
+def summarise(states: list[dict]) -> list[dict]:
+    """Per condition (pretrained, base, istar:λ, cosreg:w): the profile and the statistics averaged over seeds."""
+    out = []
+    for condition in dict.fromkeys(s["condition"] for s in states):
+        mine = [s for s in states if s["condition"] == condition]
+        row = {"condition": condition, "n_seeds": len(mine), "profile": np.mean([s["profile"] for s in mine], 0).tolist()}
+        for key in ("max_over_median", "mean_cosine", "isoscore", "accuracy"):
+            values = [s[key] for s in mine if s.get(key) is not None]
+            row[key] = float(np.mean(values)) if values else None
+            row[f"{key}_sd"] = float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
+        row["rogue_share"] = {k: float(np.mean([s["rogue_share"][k] for s in mine])) for k in mine[0]["rogue_share"]}
+        row["top_dimensions"] = mine[0]["top_dimensions"]
+        row["top_cosine_dimensions"] = mine[0]["top_cosine_dimensions"]
+        out.append(row)
+    return out
+
+
+def markdown_table(results: dict) -> str:
+    """One row per condition: accuracy, IsoScore, mean cosine, max/median magnitude, rogue shares, top dimensions."""
+    ks = list(results["summary"][0]["rogue_share"])
+    lines = [(f"Sentence embeddings of {results['n_validation']} {results['task']} validation sentences "
+              f"({results['model']}, {results['pooling']}-pooled last layer); fine-tuning: istar setup "
+              f"'{results['fine_tune_setup']}', {results['n_train']} training sentences, {results['epochs']} "
+              f"epoch(s), {len(results['seeds'])} seed(s)."), "",
+             "| model | accuracy (%) | IsoScore | mean cosine | max / median mean abs. value | " +
+             " | ".join(f"rogue share k={k}" for k in ks) + " | top dims (magnitude) | top dims (cosine) |",
+             "|---|---|---|---|---|" + "---|" * len(ks) + "---|---|"]
+    for r in results["summary"]:
+        acc = "–" if r["accuracy"] is None else f"{100 * r['accuracy']:.1f}"
+        lines.append(f"| {r['condition']} | {acc} | {r['isoscore']:.3f} | {r['mean_cosine']:.3f} | "
+                     f"{r['max_over_median']:.1f} | " + " | ".join(f"{r['rogue_share'][k]:.3f}" for k in ks) +
+                     f" | {', '.join(map(str, r['top_dimensions'][:3]))} | "
+                     f"{', '.join(map(str, r['top_cosine_dimensions'][:3]))} |")
+    return "\n".join(lines) + "\n"
+
+
+def run(config, results_dir, ctx) -> dict:
+    """Diagram of the pre-trained encoder, then one per fine-tuned (condition, seed); writes parts, results, table."""
+    import torch
+
+    from isotropy.experiments._results import write_json, write_text
+    from isotropy.experiments.istar.run import sweep_specs
+    from isotropy.experiments.istar.train import train_run
+
+    results_dir = Path(results_dir)
+    prepared = ctx.prepared if ctx.prepared is not None else prepare(config, ctx)
+    istar = prepared["istar"]
+    device = torch.device(ctx.device)
+    top_k = [int(k) for k in config.top_k]
+    specs = sweep_specs(istar)
+    ctx.record(fine_tune=istar, data={"train": prepared["train_data"].source,
+                                      "validation": prepared["valid_data"].source})
+    states = []
+    first = int(config.seeds[0])
+    pretrained = ctx.read_part("states/pretrained.json", seed=first)
+    if pretrained is None:
+        ctx.log("pre-trained encoder: embedding the validation sentences")
+        X = _embeddings(prepared["encoder"], prepared, istar, device)
+        pretrained = {"condition": "pretrained", "accuracy": None, **profile_summary(X, top_k=top_k)}
+        ctx.write_part("states/pretrained.json", pretrained, seed=first)
+    states.append(pretrained)
+    n_classes = len(prepared["train_data"].label_names)
+    for k, spec in enumerate(specs, start=1):
+        part = f"states/{spec.run_id}.json"
+        state = ctx.read_part(part, seed=spec.seed)
+        if state is None:
+            ctx.log(f"[{k}/{len(specs)}] fine-tuning {spec.run_id} (istar's train_run)")
+            holder = _train_in_place(prepared["encoder"])
+            record = train_run(spec, istar, holder, n_classes, prepared["train"], prepared["valid"], device=device,
+                               checkpoint=None, log=ctx.log)
+            X = _embeddings(holder.inner, prepared, istar, device)
+            state = {"condition": spec.condition, "accuracy": record["accuracy"], "run": record,
+                     **profile_summary(X, top_k=top_k)}
+            ctx.write_part(part, state, seed=spec.seed)
+            ctx.log(f"[{k}/{len(specs)}] {spec.run_id}: accuracy {record['accuracy']:.3f}, IsoScore "
+                    f"{state['isoscore']:.3f}, rogue share (k=1) {state['rogue_share'][str(top_k[0])]:.3f}")
+        states.append(state)
+    results = {"experiment": EXPERIMENT, "model": istar["model"], "task": istar["task"], "pooling": istar["pooling"],
+               "fine_tune_setup": config.fine_tune_setup, "epochs": istar["epochs"],
+               "n_train": len(prepared["train_data"]), "n_validation": len(prepared["valid_data"]),
+               "seeds": list(config.seeds), "top_k": top_k, "summary": summarise(states)}
+    write_json(results_dir / "results.json", results)
+    write_text(results_dir / "results.md", markdown_table(results))
+    return results

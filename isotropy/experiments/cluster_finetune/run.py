@@ -1,0 +1,266 @@
+"""``prepare`` / ``run`` of the cluster fine-tuning experiment (Rajaee & Pilehvar, "Fine-Tuning BERT").
+
+For every seed, the encoder is fine-tuned twice on a GLUE pair task (RTE by default) with the Hugging
+Face ``Trainer``: once as is (``baseline``) and once with the in-batch cluster-based isotropy transform
+(:class:`isotropy.training.InBatchClusterIsotropy`: k-means on the batch of pooled vectors, subtract each
+cluster's mean, remove each cluster's top directions) between the pooled [CLS] vector and the classifier.
+:class:`isotropy.training.HFGeometryCallback` records the per-layer geometry of the pooled vectors of a
+probe (validation pairs) over training, through the Trainer's own log. After training: validation
+accuracy, I(W) of the classifier's input, and per layer I(W), IsoScore and the zero-mean ratio of the
+pooled vectors, beside the same numbers for the pre-trained encoder.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from isotropy.experiments.cluster_finetune.science import layer_geometry
+
+__all__ = ["EXPERIMENT", "PAPER", "markdown_table", "prepare", "run", "summarise"]
+
+EXPERIMENT = "cluster-finetune"
+
+# Rajaee & Pilehvar, slide "Fine-tuning results" (../shared/papers/003_*): BERT-base, dev sets; accuracy in %,
+# isotropy I(W) of the [CLS] vectors.
+PAPER = {"rte": {"baseline": {"accuracy": 65.3, "partition_isotropy": 4.86e-5},
+                 "cluster": {"accuracy": 62.8, "partition_isotropy": 0.29}},
+         "wic": {"baseline": {"accuracy": 64.04, "partition_isotropy": 8.26e-4},
+                 "cluster": {"accuracy": 62.1, "partition_isotropy": 0.13}}}
+_GEOMETRY_KEY = re.compile(r"^geometry/(?P<metric>[^/]+)/layer_(?P<layer>\d+)$")
+
+
+def prepare(config, ctx) -> dict:
+    """Load and tokenise the task, load the encoder; writes nothing."""
+    from isotropy.datasets.glue import load_glue_task
+    from isotropy.experiments.istar.data import subsample, tokenise
+    from isotropy.experiments.istar.model import load_encoder
+
+    train = load_glue_task(config.task, "train", data_dir=ctx.data_dir)
+    valid = load_glue_task(config.task, config.validation_split, data_dir=ctx.data_dir)
+    train = subsample(train, config.train_size, seed=config.data_seed)
+    valid = subsample(valid, config.validation_size, seed=config.data_seed)
+    if "cluster" in config.conditions:  # every batch the transform sees needs at least n_clusters rows
+        k = config.transform.n_clusters
+        for name, n, size in (("train_size", len(train), config.batch_size),
+                              ("validation_size", len(valid), config.eval_batch_size)):
+            if 0 < n % size < k and (name == "train_size" or config.transform.at_evaluation):
+                raise ValueError(f"The '{name}' setting of cluster-finetune gives {n} items, whose last batch of "
+                                 f"{n % size} has fewer rows than transform.n_clusters={k}; choose a size or batch "
+                                 f"size whose remainder is 0 or at least {k}.")
+    tokenizer, encoder = load_encoder(config.model)
+    return {"train_data": train, "valid_data": valid, "tokenizer": tokenizer, "encoder": encoder,
+            "train": tokenise(tokenizer, train, max_length=config.max_length),
+            "valid": tokenise(tokenizer, valid, max_length=config.max_length)}
+
+
+def _rows(tokenised) -> list[dict]:
+    """The Trainer's data set: one dict of unpadded ids per item (the collator pads a batch)."""
+    rows = []
+    for i, ids in enumerate(tokenised.input_ids):
+        row = {"input_ids": list(ids), "attention_mask": [1] * len(ids), "labels": int(tokenised.labels[i])}
+        if tokenised.token_type_ids is not None:
+            row["token_type_ids"] = list(tokenised.token_type_ids[i])
+        rows.append(row)
+    return rows
+
+
+def _probe(tokenised, size: int | None, seed: int) -> dict:
+    """Padded tensors of (a random subset of) the validation items: the callback's probe."""
+    n = len(tokenised)
+    idx = np.arange(n) if size is None or size >= n else np.sort(np.random.default_rng(seed).choice(n, size, replace=False))
+    batch = tokenised.batch(idx, "cpu")
+    return {k: v for k, v in batch.items() if k != "labels"}
+
+
+def _make_transform(config):
+    from isotropy.training import InBatchClusterIsotropy
+
+    t = config.transform
+    return InBatchClusterIsotropy(n_clusters=t.n_clusters, n_components=t.n_components)
+
+
+def _pooled_states(model, tokenised, *, batch_size: int, device) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
+    """Per transformer layer (1..L) the pooled vectors of every item, the pooled last layer and the classifier input.
+
+    Computed in eval mode, batch by batch (so an evaluation-time transform sees the batches the Trainer's
+    evaluation sees).
+    """
+    import torch
+
+    was_training = model.training
+    model.eval()
+    layers, raw, features = None, [], []
+    with torch.no_grad():
+        for start in range(0, len(tokenised), batch_size):
+            batch = tokenised.batch(list(range(start, min(start + batch_size, len(tokenised)))), device)
+            r, f, out = model.pooled(batch["input_ids"], batch["attention_mask"], batch.get("token_type_ids"),
+                                     output_hidden_states=True)
+            mask = batch["attention_mask"].unsqueeze(-1)
+            # layers 1..L: the embedding output's [CLS] is the same vector for every input (no variance)
+            per_layer = [h[:, 0] if model.pooling == "cls" else (h * mask).sum(1) / mask.sum(1).clamp_min(1)
+                         for h in out.hidden_states[1:]]
+            layers = [[] for _ in per_layer] if layers is None else layers
+            for store, p in zip(layers, per_layer):
+                store.append(p.double().cpu().numpy())
+            raw.append(r.double().cpu().numpy())
+            features.append(f.double().cpu().numpy())
+    model.train(was_training)
+    return [np.concatenate(s) for s in layers], np.concatenate(raw), np.concatenate(features)
+
+
+def _curves(log_history: list[dict]) -> list[dict]:
+    """``{step, metric, layer, value}`` of every geometry entry the callback logged through the Trainer."""
+    out = []
+    for entry in log_history:
+        for key, value in entry.items():
+            match = _GEOMETRY_KEY.match(key)
+            if match:
+                out.append({"step": int(entry.get("step", 0)), "metric": match["metric"], "layer": int(match["layer"]),
+                            "value": float(value)})
+    return out
+
+
+def _train_one(config, prepared, condition: str, seed: int, device: str, ctx) -> dict:
+    import torch
+    from transformers import DataCollatorWithPadding, Trainer, TrainingArguments
+
+    from isotropy.experiments.cluster_finetune.model import PairClassifier, PartitionIsotropyMetric
+    from isotropy.training import HFGeometryCallback
+    from isotropy.training.probe import METRICS
+
+    torch.manual_seed(seed)
+    transform = _make_transform(config) if condition == "cluster" else None
+    model = PairClassifier(copy.deepcopy(prepared["encoder"]), len(prepared["train_data"].label_names),
+                           pooling=config.pooling, transform=transform,
+                           transform_at_eval=config.transform.at_evaluation, dropout=config.dropout)
+    geometry = config.geometry
+    callback = HFGeometryCallback(
+        _probe(prepared["valid"], geometry.probe_size, seed), every_n_steps=geometry.every_n_steps, layers="all",
+        pooling=config.pooling, batch_size=config.eval_batch_size,
+        metrics={"partition_isotropy": PartitionIsotropyMetric, "isoscore": METRICS["isoscore"],
+                 "mean_cosine": METRICS["mean_cosine"]})
+
+    def accuracy(prediction):
+        return {"accuracy": float((np.argmax(prediction.predictions, -1) == prediction.label_ids).mean())}
+
+    with tempfile.TemporaryDirectory(prefix="isotropy-trainer-") as scratch:  # nothing of the Trainer's is kept
+        args = TrainingArguments(
+            output_dir=scratch, num_train_epochs=config.epochs, per_device_train_batch_size=config.batch_size,
+            per_device_eval_batch_size=config.eval_batch_size, learning_rate=config.lr,
+            weight_decay=config.weight_decay, max_grad_norm=config.max_grad_norm,
+            warmup_steps=float(config.warmup_ratio),  # transformers reads a float in [0, 1) as a share of the steps
+            lr_scheduler_type="linear", seed=seed, data_seed=seed, logging_steps=geometry.every_n_steps,
+            eval_strategy="epoch", save_strategy="no", report_to=[], use_cpu=str(device) == "cpu",
+            dataloader_num_workers=0, disable_tqdm=ctx.quiet)
+        trainer = Trainer(model=model, args=args, train_dataset=_rows(prepared["train"]),
+                          eval_dataset=_rows(prepared["valid"]),
+                          data_collator=DataCollatorWithPadding(prepared["tokenizer"]),
+                          processing_class=prepared["tokenizer"], compute_metrics=accuracy, callbacks=[callback])
+        trainer.train()
+        final = trainer.evaluate()
+        history = list(trainer.state.log_history)
+    states, raw, features = _pooled_states(model, prepared["valid"], batch_size=config.eval_batch_size,
+                                           device=next(model.parameters()).device)
+    from isotropy import isoscore, partition_isotropy
+
+    return {"condition": condition, "seed": int(seed), "accuracy": float(final["eval_accuracy"]),
+            "partition_isotropy": float(partition_isotropy(features)), "isoscore": float(isoscore(features)),
+            "partition_isotropy_pooled": float(partition_isotropy(raw)),
+            "layers": layer_geometry(states), "curves": _curves(history),
+            "epochs": [{"epoch": e.get("epoch"), "accuracy": e["eval_accuracy"]} for e in history if "eval_accuracy" in e],
+            "train_loss": [{"step": e["step"], "loss": e["loss"]} for e in history if "loss" in e],
+            "steps": int(trainer.state.global_step)}
+
+
+def summarise(runs: list[dict], conditions: list[str]) -> list[dict]:
+    """Mean and sd (ddof=1) over seeds per condition: accuracy, I(W), and per-layer I(W) / zero-mean ratio."""
+    out = []
+    for condition in conditions:
+        mine = [r for r in runs if r["condition"] == condition]
+        if not mine:
+            continue
+        row = {"condition": condition, "n_seeds": len(mine)}
+        for key in ("accuracy", "partition_isotropy", "isoscore", "partition_isotropy_pooled"):
+            values = np.array([r[key] for r in mine if r.get(key) is not None], dtype=float)
+            row[key] = float(values.mean()) if values.size else None
+            row[f"{key}_sd"] = float(values.std(ddof=1)) if values.size > 1 else 0.0
+        row["layers"] = [{key: float(np.mean([r["layers"][i][key] for r in mine])) if key != "layer" else layer[key]
+                          for key in layer} for i, layer in enumerate(mine[0]["layers"])]
+        out.append(row)
+    return out
+
+
+def markdown_table(results: dict) -> str:
+    """Paper vs ours (accuracy, I(W)), then per-layer I(W) and zero-mean ratio of the pooled vectors."""
+    paper = PAPER.get(results["task"], {})
+    pooled = "[CLS]" if results["pooling"] == "cls" else "mean-pooled"
+    lines = [(f"{results['task']} ({results['n_train']} training / {results['n_validation']} validation pairs), "
+              f"{results['model']} fine-tuned {results['epochs']} epoch(s), {len(results['seeds'])} seed(s); "
+              f"I(W) of the classifier's input ({pooled} vector, after the transform where there is one)."), "",
+             "| | paper accuracy | paper I(W) | our accuracy (%) | our I(W) | our I(W) before the transform |",
+             "|---|---|---|---|---|---|"]
+    for row in results["summary"]:
+        ref = paper.get(row["condition"], {})
+        acc = "–" if row["accuracy"] is None else f"{100 * row['accuracy']:.1f} ± {100 * row['accuracy_sd']:.1f}"
+        lines.append(f"| {row['condition']} | {ref.get('accuracy', '–')} | {ref.get('partition_isotropy', '–')} | "
+                     f"{acc} | {row['partition_isotropy']:.3g} | {row['partition_isotropy_pooled']:.3g} |")
+    lines += ["", (f"Per layer ({pooled} vectors of the validation pairs): I(W) / zero-mean ratio "
+                   f"‖mean‖ / mean ‖x‖."), "",
+              "| layer | " + " | ".join(r["condition"] for r in results["summary"]) + " |",
+              "|---|" + "---|" * len(results["summary"])]
+    for i, layer in enumerate(results["summary"][0]["layers"]):
+        cells = [f"{r['layers'][i]['partition_isotropy']:.3g} / {r['layers'][i]['zero_mean_ratio']:.3f}"
+                 for r in results["summary"]]
+        lines.append(f"| {layer['layer']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def run(config, results_dir, ctx) -> dict:
+    """Pre-trained geometry, then every (condition, seed) fine-tuned; parts, ``results.json``, ``results.md``."""
+    import torch
+
+    from isotropy.experiments._results import write_json, write_text
+    from isotropy.experiments.cluster_finetune.model import PairClassifier
+
+    results_dir = Path(results_dir)
+    prepared = ctx.prepared if ctx.prepared is not None else prepare(config, ctx)
+    ctx.record(data={"train": prepared["train_data"].source, "validation": prepared["valid_data"].source})
+    first = int(config.seeds[0])
+    pretrained = ctx.read_part("runs/pretrained.json", seed=first)
+    if pretrained is None:
+        ctx.log("pre-trained encoder: per-layer geometry of the validation pairs")
+        model = PairClassifier(prepared["encoder"], len(prepared["train_data"].label_names), pooling=config.pooling)
+        states, raw, _ = _pooled_states(model.to(torch.device(ctx.device)), prepared["valid"],
+                                        batch_size=config.eval_batch_size, device=torch.device(ctx.device))
+        from isotropy import isoscore, partition_isotropy
+
+        pretrained = {"condition": "pretrained", "accuracy": None, "partition_isotropy": float(partition_isotropy(raw)),
+                      "isoscore": float(isoscore(raw)), "partition_isotropy_pooled": float(partition_isotropy(raw)),
+                      "layers": layer_geometry(states)}
+        ctx.write_part("runs/pretrained.json", pretrained, seed=first)
+    runs = [pretrained]
+    for seed in config.seeds:
+        for condition in config.conditions:
+            part = f"runs/{condition}_seed{seed}.json"
+            record = ctx.read_part(part, seed=seed)
+            if record is None:
+                ctx.log(f"fine-tuning {condition}, seed {seed}")
+                record = _train_one(config, prepared, condition, seed, ctx.device, ctx)
+                ctx.write_part(part, record, seed=seed)
+                ctx.log(f"{condition} seed {seed}: accuracy {100 * record['accuracy']:.1f} %, "
+                        f"I(W) {record['partition_isotropy']:.3g}")
+            runs.append(record)
+    results = {"experiment": EXPERIMENT, "task": config.task, "model": config.model, "pooling": config.pooling,
+               "epochs": config.epochs, "seeds": list(config.seeds), "n_train": len(prepared["train_data"]),
+               "n_validation": len(prepared["valid_data"]), "transform": config.transform.model_dump(),
+               "summary": summarise(runs, ["pretrained", *config.conditions]),
+               "curves": {f"{r['condition']}_seed{r['seed']}": r["curves"] for r in runs if "curves" in r},
+               "paper": PAPER}
+    write_json(results_dir / "results.json", results)
+    write_text(results_dir / "results.md", markdown_table(results))
+    return results

@@ -1,0 +1,115 @@
+"""``run(config, results_dir) -> results`` of the frozen-encoder classification test (never plots).
+
+The training subset and the validation split are encoded once (mean-pooled hidden states of one layer,
+cached on disk by :func:`isotropy.encoders.encode_mean_pooled`); every method is then evaluated for every
+seed by :func:`~isotropy.experiments.frozen_classification.science.evaluate_method`. The seeds change
+only the clustering; deterministic methods give the same numbers for every seed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from isotropy.experiments.frozen_classification.science import DETERMINISTIC, evaluate_method, make_transform
+
+__all__ = ["EXPERIMENT", "PAPER", "markdown_table", "prepare", "report", "run", "summarise"]
+
+EXPERIMENT = "frozen-classification"
+
+# Rajaee & Pilehvar, slide "Test on Classification Task" (../shared/papers/003_*): pre-trained BERT-base on
+# SST-2; accuracy in %, isotropy I(W). The slide prints 84.36 as the isotropy of the proposed algorithm
+# (I(W) is at most 1: presumably 0.8436 or a percentage).
+PAPER = {"task": "sst2", "model": "bert-base",
+         "baseline": {"accuracy": 55.67, "partition_isotropy": 7.97e-6},
+         "kmeans+mean+pca": {"accuracy": 56.08, "partition_isotropy_as_printed": 84.36}}
+
+
+def _encode(config, split: str, size, ctx):
+    from isotropy.datasets.glue import load_glue_task
+    from isotropy.encoders import encode_mean_pooled
+
+    data = load_glue_task(config.task, split, data_dir=ctx.data_dir)
+    idx = np.arange(len(data))
+    if size is not None and size < len(data):
+        idx = np.sort(np.random.default_rng(config.data_seed).choice(len(data), size=size, replace=False))
+    ctx.log(f"encoding {len(idx)} sentences of {config.task}/{split} with {config.model}")
+    X = encode_mean_pooled([data.text_a[i] for i in idx], model=config.model, device=ctx.device, layer=config.layer,
+                           batch_size=config.encode_batch_size, max_length=config.max_length)
+    return (np.asarray(X, dtype=np.float64), np.asarray(data.labels)[idx],
+            {**data.source, "n_sentences": len(idx), "subset_seed": config.data_seed if size else None})
+
+
+def summarise(records: list[dict], methods: list[str]) -> list[dict]:
+    """Mean and sd (ddof=1; 0 for one seed) over seeds of every measure, per method in ``methods`` order."""
+    rows = []
+    for method in methods:
+        mine = [r for r in records if r["method"] == method]
+        row = {"method": method, "n_seeds": len(mine)}
+        for key in ("accuracy", "train_accuracy", "partition_isotropy", "isoscore", "partition_isotropy_train"):
+            values = np.array([r[key] for r in mine])
+            row[key] = float(values.mean())
+            row[f"{key}_sd"] = float(values.std(ddof=1)) if len(values) > 1 else 0.0
+        rows.append(row)
+    return rows
+
+
+def markdown_table(results: dict) -> str:
+    """Validation accuracy (%) and I(W) per method, mean ± sd over seeds."""
+    n_train, n_valid = results["data"]["train"]["n_sentences"], results["data"]["validation"]["n_sentences"]
+    lines = [(f"{results['task']} with frozen {results['model']} (mean-pooled layer {results['layer']}); "
+              f"logistic regression on {n_train} training sentences, accuracy on {n_valid} validation sentences; "
+              f"{len(results['seeds'])} seed(s) of the clustering."), "",
+             "| method | accuracy (%) | I(W) | IsoScore | train accuracy (%) |", "|---|---|---|---|---|"]
+    for r in results["summary"]:
+        lines.append(f"| {r['method']} | {100 * r['accuracy']:.2f} ± {100 * r['accuracy_sd']:.2f} | "
+                     f"{r['partition_isotropy']:.3g} ± {r['partition_isotropy_sd']:.2g} | "
+                     f"{r['isoscore']:.3f} ± {r['isoscore_sd']:.3f} | {100 * r['train_accuracy']:.2f} |")
+    return "\n".join(lines) + "\n"
+
+
+def prepare(config, ctx) -> dict:
+    """Encode the training subset and the validation split (cached on disk); writes nothing."""
+    X_train, y_train, train_source = _encode(config, "train", config.train_size, ctx)
+    X_valid, y_valid, valid_source = _encode(config, config.validation_split, None, ctx)
+    return {"train": (X_train, y_train, train_source), "valid": (X_valid, y_valid, valid_source)}
+
+
+def run(config, results_dir, ctx) -> dict:
+    """Evaluate every method for every seed, write ``results.json`` and ``results.md``; never plots."""
+    from isotropy.experiments._results import write_json, write_text
+
+    results_dir = Path(results_dir)
+    prepared = ctx.prepared if ctx.prepared is not None else prepare(config, ctx)
+    X_train, y_train, train_source = prepared["train"]
+    X_valid, y_valid, valid_source = prepared["valid"]
+    ctx.record(data={"train": train_source, "validation": valid_source})
+    log = ctx.log
+    records = []
+    for method in config.methods:
+        for seed in config.seeds:
+            if method in DETERMINISTIC and seed != config.seeds[0]:  # no randomness: the first seed's numbers
+                records.append({**records[-1], "seed": seed})
+                continue
+            transform = make_transform(method, n_clusters=config.n_clusters, n_components=config.n_components,
+                                       random_state=seed)
+            record = {"method": method, "seed": seed,
+                      **evaluate_method(X_train, y_train, X_valid, y_valid, transform, C=config.C,
+                                        max_iter=config.max_iter)}
+            records.append(record)
+            log(f"{method} seed {seed}: accuracy {100 * record['accuracy']:.2f} %, "
+                f"I(W) {record['partition_isotropy']:.3g}, IsoScore {record['isoscore']:.3f}")
+    results = {"experiment": EXPERIMENT, "task": config.task, "model": config.model, "layer": config.layer,
+               "seeds": list(config.seeds), "n_features": int(X_train.shape[1]),
+               "majority_class": float(np.bincount(y_valid).max() / len(y_valid)),
+               "data": {"train": train_source, "validation": valid_source},
+               "records": records, "summary": summarise(records, list(config.methods)), "paper": PAPER}
+    write_json(results_dir / "results.json", results)
+    write_text(results_dir / "results.md", markdown_table(results))
+    return results
+
+
+def report(results: dict, results_dir) -> str:
+    """What the command prints at the end: the table."""
+    return (Path(results_dir) / "results.md").read_text()

@@ -1,0 +1,1 @@
+"""Mini-batch stability of IsoScore and IsoScore* (Rudman & Eickhoff, Figure 4): ``isotropy run minibatch-stability``."""

@@ -1,0 +1,156 @@
+"""Rogue dimensions (Timkey & van Schijndel 2021): the few dimensions that carry the expected cosine similarity.
+
+The mean cosine similarity over the distinct pairs of rows splits exactly into one term per
+dimension, because cos(x, y) = Σᵢ x̂ᵢŷᵢ with x̂ = x/‖x‖. With s = Σⱼ x̂ⱼ and q = Σⱼ x̂ⱼ² (sums
+over rows, per dimension), the contribution of dimension i is (sᵢ² − qᵢ)/(n(n − 1)): O(n·d),
+no n×n matrix, and the sums can be accumulated batch by batch
+(:class:`isotropy.training.RogueDimensionShare`).
+"""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+
+import numpy as np
+
+from isotropy._backend import is_torch, to_output
+from isotropy._validation import check_scalar, check_X
+from isotropy.cosine import _unit_rows
+
+__all__ = ["cosine_contributions", "rogue_dimension_share"]
+
+
+def _contributions_from_sums(unit_sum, unit_sq_sum, n_samples):
+    """CCᵢ = (sᵢ² − qᵢ) / (n(n − 1)) from the per-dimension sums of unit rows and of their squares."""
+    return (unit_sum * unit_sum - unit_sq_sum) / (n_samples * (n_samples - 1))
+
+
+def _share_from_contributions(cc, n_dimensions, *, caller):
+    """Σ of the ``n_dimensions`` largest CCᵢ over Σᵢ CCᵢ; NaN with a warning when the expected cosine is not positive."""
+    total = cc.sum()
+    value = float(total.detach() if is_torch(total) else total)
+    if value <= 0.0:
+        warnings.warn(f"{caller}: the share is undefined (NaN) when the mean cosine similarity is not positive: no "
+                      f"direction is shared by the rows, so no dimension dominates it. Got a mean cosine similarity "
+                      f"of {value:.3g}.", RuntimeWarning, stacklevel=3)
+        return total * float("nan")
+    if is_torch(cc):
+        import torch
+
+        top = torch.topk(cc, n_dimensions).values
+    else:
+        top = np.sort(cc)[::-1][:n_dimensions]
+    return top.sum() / total
+
+
+def _check_n_dimensions(n_dimensions, n_features, *, caller):
+    check_scalar(n_dimensions, "n_dimensions", caller=caller, kind=numbers.Integral, low=1, high=n_features)
+    return int(n_dimensions)
+
+
+def cosine_contributions(X):
+    """Contribution of each dimension to the mean cosine similarity of the rows of ``X``.
+
+    Parameters
+    ----------
+    X : array-like or torch.Tensor of shape (n_samples, n_features)
+        One vector per row, ``n_samples >= 2``; no all-zero rows.
+
+    Returns
+    -------
+    cc : ndarray or torch.Tensor of shape (n_features,)
+        ``cc[i]`` = mean over distinct pairs (j, k) of x̂ⱼᵢ·x̂ₖᵢ; ``cc.sum()`` is
+        :func:`isotropy.cosine_similarity_mean`. float64 numpy for numpy input; the input's
+        device and dtype (differentiable) for a tensor.
+
+    Notes
+    -----
+    With x̂ⱼ = xⱼ/‖xⱼ‖, sᵢ = Σⱼ x̂ⱼᵢ and qᵢ = Σⱼ x̂ⱼᵢ²,
+
+    .. math:: CC_i = \\frac{1}{n(n-1)} \\sum_{j \\neq k} \\hat x_{ji} \\hat x_{ki}
+              = \\frac{s_i^2 - q_i}{n(n-1)},
+              \\qquad \\sum_i CC_i = \\overline{\\cos}.
+
+    Timkey & van Schijndel estimate the same quantity from randomly drawn pairs; this is the exact
+    mean over all distinct pairs.
+
+    References
+    ----------
+    .. [1] W. Timkey and M. van Schijndel, "All Bark and No Bite: Rogue Dimensions in Transformer
+       Language Models Obscure Representational Quality", EMNLP 2021.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from isotropy.rogue import cosine_contributions
+    >>> X = np.array([[3.0, 4.0], [3.0, -4.0], [1.0, 0.0]])  # pair cosines -0.28, 0.6, 0.6
+    >>> cosine_contributions(X).round(4)                    # (0.36 + 0.6 + 0.6)/3, -0.64/3
+    array([ 0.52  , -0.2133])
+    """
+    caller = "cosine_contributions"
+    X = check_X(X, caller=caller)
+    U = _unit_rows(X, caller=caller)
+    return _contributions_from_sums(U.sum(0), (U * U).sum(0), X.shape[0])
+
+
+def rogue_dimension_share(X, *, n_dimensions=1):
+    """Share of the expected cosine similarity carried by the top ``n_dimensions`` dimensions.
+
+    Parameters
+    ----------
+    X : array-like or torch.Tensor of shape (n_samples, n_features)
+        One vector per row (e.g. sentence embeddings), ``n_samples >= 2``; no all-zero rows.
+    n_dimensions : int in [1, n_features], default=1
+        k, the number of largest contributions summed.
+
+    Returns
+    -------
+    share : float or torch.Tensor
+        Σ of the k largest :func:`cosine_contributions` over their total (the mean cosine
+        similarity). k/d or less when every dimension contributes alike; near 1 (it can exceed 1
+        when other dimensions contribute negatively) when k "rogue" dimensions dominate the
+        cosine similarity. Python float for numpy input (float64); a 0-dim tensor on the input's
+        device and dtype for a tensor.
+
+        NaN, with a ``RuntimeWarning``, when the mean cosine similarity is not positive (centred or
+        isotropic data): the share is then undefined.
+
+    Raises
+    ------
+    IsotropyValueError
+        If ``X`` is not 2-d, has NaN/inf or all-zero rows, or if ``n_dimensions`` is out of range.
+
+    Notes
+    -----
+    With CCᵢ the contribution of dimension i (see :func:`cosine_contributions`) and T the indices
+    of the k largest CCᵢ,
+
+    .. math:: \\mathrm{share}_k = \\frac{\\sum_{i \\in T} CC_i}{\\sum_{i=1}^{d} CC_i}.
+
+    Timkey & van Schijndel find that in GPT-2, BERT and other transformers one to three
+    dimensions carry most of the expected cosine similarity; Rudman & Eickhoff (ICLR 2024) relate
+    them to anisotropy.
+
+    References
+    ----------
+    .. [1] W. Timkey and M. van Schijndel, "All Bark and No Bite: Rogue Dimensions in Transformer
+       Language Models Obscure Representational Quality", EMNLP 2021.
+
+    Examples
+    --------
+    One dimension holds a large common offset, the others are noise:
+
+    >>> import numpy as np
+    >>> from isotropy import rogue_dimension_share
+    >>> X = np.random.default_rng(0).normal(size=(500, 8))
+    >>> X[:, 3] += 10.0
+    >>> round(rogue_dimension_share(X), 2)
+    1.0
+    """
+    caller = "rogue_dimension_share"
+    X = check_X(X, caller=caller)
+    k = _check_n_dimensions(n_dimensions, X.shape[1], caller=caller)
+    U = _unit_rows(X, caller=caller)
+    cc = _contributions_from_sums(U.sum(0), (U * U).sum(0), X.shape[0])
+    return to_output(_share_from_contributions(cc, k, caller=caller), X)

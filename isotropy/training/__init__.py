@@ -1,0 +1,63 @@
+"""Geometry inside the training loops people use (optional extra ``isotropy[train]``).
+
+- torchmetrics metrics, exact over batches, ``merge_state`` and DDP: :class:`IsoScore`,
+  :class:`IsoScoreStar`, :class:`MeanCosine`, :class:`RogueDimensionShare`, :class:`TwoNNDimension`;
+- callbacks that log per-layer geometry of a probe set through the trainer's own logging:
+  :class:`HFGeometryCallback` (Hugging Face ``Trainer``) and :class:`LightningGeometryCallback`;
+- regularisers as drop-ins: :class:`HFRegulariser` (the Trainer's ``compute_loss_func`` plus the
+  callback that refreshes Σ_S) and :class:`LightningRegulariser`;
+- the Rajaee & Pilehvar cluster transform inside a forward pass: :func:`in_batch_cluster_isotropy`,
+  :class:`InBatchClusterIsotropy`.
+
+Names are imported on first use: ``import isotropy.training`` imports neither torch nor
+transformers nor lightning.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+_EXPORTS = {
+    "IsoScore": "isotropy.training.metrics",
+    "IsoScoreStar": "isotropy.training.metrics",
+    "MeanCosine": "isotropy.training.metrics",
+    "RogueDimensionShare": "isotropy.training.metrics",
+    "TwoNNDimension": "isotropy.training.metrics",
+    "GeometryProbe": "isotropy.training.probe",
+    "HFGeometryCallback": "isotropy.training.hf_callback",
+    "LightningGeometryCallback": "isotropy.training.lightning_callback",
+    "HiddenStateRegulariser": "isotropy.training.regularisers",
+    "HFRegulariser": "isotropy.training.hf_regulariser",
+    "LightningRegulariser": "isotropy.training.lightning_regulariser",
+    "InBatchClusterIsotropy": "isotropy.training.cluster_transform",
+    "in_batch_cluster_isotropy": "isotropy.training.cluster_transform",
+}
+
+__all__ = [  # noqa: RUF022 (grouped as in _EXPORTS)
+    "IsoScore",
+    "IsoScoreStar",
+    "MeanCosine",
+    "RogueDimensionShare",
+    "TwoNNDimension",
+    "GeometryProbe",
+    "HFGeometryCallback",
+    "LightningGeometryCallback",
+    "HiddenStateRegulariser",
+    "HFRegulariser",
+    "LightningRegulariser",
+    "InBatchClusterIsotropy",
+    "in_batch_cluster_isotropy",
+]
+
+
+def __getattr__(name):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'isotropy.training' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,125 @@
+"""Per-layer geometry of a probe set, logged from a Hugging Face ``Trainer`` (a ``TrainerCallback``)."""
+
+from __future__ import annotations
+
+import inspect
+import numbers
+
+from transformers import Trainer, TrainerCallback
+
+from isotropy._validation import IsotropyValueError, check_scalar
+from isotropy.training.probe import DEFAULT_METRICS, GeometryProbe
+
+__all__ = ["HFGeometryCallback"]
+
+
+def _calling_trainer():
+    """The ``Trainer`` whose loop is calling the current callback event (found on the call stack)."""
+    frame = inspect.currentframe()
+    try:
+        while frame is not None:
+            candidate = frame.f_locals.get("self")
+            if isinstance(candidate, Trainer):
+                return candidate
+            frame = frame.f_back
+    finally:
+        del frame
+    return None
+
+
+class HFGeometryCallback(TrainerCallback):
+    """Log IsoScore, IsoScore*, mean cosine, ... of every layer of the model being trained.
+
+    At the start of training (step 0), every ``every_n_steps`` optimiser steps and after every
+    evaluation, the probe is embedded by the model being trained (eval mode, no gradients, then
+    back to train mode), each chosen layer is pooled to one vector per probe row, and the metrics
+    are logged through the Trainer's own ``log`` as ``geometry/<metric>/layer_<i>``: they land in
+    ``trainer_state.json``'s ``log_history`` and in every logger the run reports to
+    (``report_to``: TensorBoard, W&B, ...).
+
+    Parameters
+    ----------
+    probe : list of str or dict of tensors
+        Texts, tokenised with the Trainer's ``processing_class`` (or ``tokenizer``), or encoded
+        inputs (``input_ids``, optional ``attention_mask``). Keep it small (hundreds of rows): it is
+        embedded every ``every_n_steps`` steps.
+    every_n_steps : int, default=100
+        Measure when ``global_step`` is a multiple of this.
+    layers : "all", "last", int or list of int, default="all"
+        Entries of ``hidden_states``: ``"all"`` = every transformer layer 1..L; 0 (embedding
+        output) only when listed.
+    pooling : {"mean", "cls", "last"}, default="mean"
+        Masked mean, first token ([CLS]) or last non-padding token.
+    metrics : sequence of str or dict, default=("isoscore", "isoscore_star", "mean_cosine", "rogue_share")
+        See :class:`isotropy.training.GeometryProbe`; add ``"twonn"`` for the TwoNN dimension.
+    shrinkage_sample : list of str or dict of tensors, optional
+        A larger sample whose per-layer covariance (under the current model) is Σ_S of
+        ``isoscore_star``; ``None`` uses the identity. See :class:`isotropy.training.GeometryProbe`.
+    zeta : float in [0, 1], default=0.2
+        Shrinkage weight of ``isoscore_star``.
+    tokenizer : transformers tokenizer, optional
+        Overrides the Trainer's ``processing_class`` for text probes.
+    batch_size : int, default=32
+    max_length : int, default=128
+    on_evaluate : bool, default=True
+        Also measure after each evaluation (once per step).
+
+    Notes
+    -----
+    Under DDP every process embeds its share of the probe (rows ``rank::world_size``) and the
+    metric states are summed across processes, so the logged value is that of the whole probe.
+    The model is called as ``model(**inputs, output_hidden_states=True, return_dict=True)`` on the
+    device of its parameters.
+
+    Examples
+    --------
+    >>> from isotropy.training import HFGeometryCallback
+    >>> callback = HFGeometryCallback(["a probe sentence", "another one", "and a third"], every_n_steps=50)
+    >>> callback.probe.n_rows, callback.every_n_steps
+    (3, 50)
+
+    Add it to an existing script with ``Trainer(..., callbacks=[callback])`` or
+    ``trainer.add_callback(callback)``.
+    """
+
+    def __init__(self, probe, *, every_n_steps=100, layers="all", pooling="mean", metrics=DEFAULT_METRICS,
+                 shrinkage_sample=None, zeta=0.2, tokenizer=None, batch_size=32, max_length=128, on_evaluate=True):
+        caller = "HFGeometryCallback"
+        self.every_n_steps = int(check_scalar(every_n_steps, "every_n_steps", caller=caller, kind=numbers.Integral,
+                                              low=1))
+        self.probe = GeometryProbe(probe, layers=layers, pooling=pooling, metrics=metrics, batch_size=batch_size,
+                                   max_length=max_length, shrinkage_sample=shrinkage_sample, zeta=zeta, caller=caller)
+        self.probe.set_tokenizer(tokenizer)
+        self._user_tokenizer = tokenizer is not None
+        self.measure_on_evaluate = bool(on_evaluate)
+        self._last_step = None
+        self.history = []  # (global_step, values) of every measurement, on every rank
+
+    def _measure_and_log(self, state, control, model, kwargs):
+        if model is None or self._last_step == state.global_step:
+            return
+        if not self._user_tokenizer:
+            self.probe.set_tokenizer(kwargs.get("processing_class") or kwargs.get("tokenizer"))
+        trainer = _calling_trainer()
+        if trainer is None:
+            raise IsotropyValueError("HFGeometryCallback must be called by a transformers Trainer (its events log "
+                                     "through Trainer.log). Got an event from outside a Trainer instead.")
+        values = self.probe.measure(model)
+        self._last_step = state.global_step
+        self.history.append((state.global_step, values))
+        # Trainer.log runs the on_log events, which clear control.should_log: keep the Trainer's own plans
+        flags = (control.should_log, control.should_evaluate, control.should_save)
+        trainer.log(dict(values))
+        control.should_log, control.should_evaluate, control.should_save = flags
+
+    def on_train_begin(self, args, state, control, model=None, **kwargs):
+        self._last_step = None
+        self._measure_and_log(state, control, model, kwargs)
+
+    def on_step_end(self, args, state, control, model=None, **kwargs):
+        if state.global_step % self.every_n_steps == 0:
+            self._measure_and_log(state, control, model, kwargs)
+
+    def on_evaluate(self, args, state, control, model=None, **kwargs):
+        if self.measure_on_evaluate:
+            self._measure_and_log(state, control, model, kwargs)

@@ -1,0 +1,107 @@
+"""I-STAR / CosReg as a drop-in for a Hugging Face ``Trainer``: its ``compute_loss_func`` and a callback."""
+
+from __future__ import annotations
+
+import torch
+from transformers import TrainerCallback
+
+from isotropy._validation import IsotropyValueError
+from isotropy.training.probe import _hidden_states
+from isotropy.training.regularisers import HiddenStateRegulariser
+
+__all__ = ["HFRegulariser"]
+
+
+def _default_task_loss(outputs, labels, num_items_in_batch=None):
+    """Cross-entropy (integer labels, -100 ignored) or mean squared error (one output or float labels)."""
+    logits = outputs["logits"] if isinstance(outputs, dict) else outputs.logits
+    if logits.shape[-1] == 1 or labels.is_floating_point():
+        return torch.nn.functional.mse_loss(logits.squeeze(-1), labels.to(logits.dtype))
+    flat_logits, flat_labels = logits.reshape(-1, logits.shape[-1]), labels.reshape(-1).to(logits.device)
+    if num_items_in_batch is None:
+        return torch.nn.functional.cross_entropy(flat_logits, flat_labels, ignore_index=-100)
+    total = torch.nn.functional.cross_entropy(flat_logits, flat_labels, ignore_index=-100, reduction="sum")
+    return total / num_items_in_batch
+
+
+class HFRegulariser(HiddenStateRegulariser, TrainerCallback):
+    """I-STAR / CosReg for a Hugging Face ``Trainer``: its ``compute_loss_func`` and a callback.
+
+    ``Trainer(..., compute_loss_func=reg, callbacks=[reg])``. As a callback it makes the model
+    return hidden states during training (a forward pre-hook adds ``output_hidden_states=True``
+    and remembers the ``attention_mask``) and refreshes Σ_S from ``shrinkage_sample`` at the
+    start of every epoch; as ``compute_loss_func`` it returns
+    ``task_loss(outputs, labels) + penalty``.
+
+    Parameters
+    ----------
+    method, weight, zeta, shrinkage_sample, layers, level, pooling, batch_size, max_length
+        See :class:`HiddenStateRegulariser`.
+    task_loss : callable, optional
+        ``task_loss(outputs, labels, num_items_in_batch)``; default cross-entropy on
+        ``outputs.logits`` (integer labels, -100 ignored) or MSE for one output / float labels.
+        Causal language models need their own (shifted labels).
+    tokenizer : transformers tokenizer, optional
+        For a text ``shrinkage_sample``; default the Trainer's ``processing_class``.
+
+    Examples
+    --------
+    >>> from isotropy.training import HFRegulariser
+    >>> reg = HFRegulariser("istar", weight=-1.0, zeta=0.2, shrinkage_sample=["a", "b c", "d e f"])
+    >>> reg.method, reg.weight
+    ('istar', -1.0)
+    """
+
+    def __init__(self, method="istar", *, weight=1.0, zeta=0.2, shrinkage_sample=None, layers="all",
+                 level="token", pooling="mean", task_loss=None, tokenizer=None, batch_size=32, max_length=128):
+        super().__init__(method, weight=weight, zeta=zeta, shrinkage_sample=shrinkage_sample, layers=layers,
+                         level=level, pooling=pooling, batch_size=batch_size, max_length=max_length,
+                         caller="HFRegulariser")
+        if task_loss is not None and not callable(task_loss):
+            raise TypeError(f"The 'task_loss' parameter of HFRegulariser must be callable or None. "
+                            f"Got {type(task_loss).__name__} instead.")
+        self.task_loss = task_loss or _default_task_loss
+        self.set_tokenizer(tokenizer)
+        self._hook = None
+        self._attention_mask = None
+        self._hooked_model = None
+
+    # ------------------------------------------------------------- the callback
+    def _pre_forward(self, module, args, kwargs):
+        if not module.training:
+            return None
+        mask = kwargs.get("attention_mask")
+        if mask is None and "input_ids" in kwargs:
+            mask = torch.ones_like(kwargs["input_ids"])
+        self._attention_mask = mask
+        return args, {**kwargs, "output_hidden_states": True}
+
+    def on_train_begin(self, args, state, control, model=None, **kwargs):
+        self.set_tokenizer(kwargs.get("processing_class") or kwargs.get("tokenizer"))
+        if model is not None and self._hooked_model is not model:
+            if self._hook is not None:
+                self._hook.remove()
+            self._hook = model.register_forward_pre_hook(self._pre_forward, with_kwargs=True)
+            self._hooked_model = model
+        if model is not None:
+            self.refresh(model)
+
+    def on_epoch_begin(self, args, state, control, model=None, **kwargs):
+        if model is not None and state.epoch and state.epoch > 0:  # epoch 0 was refreshed at train begin
+            self.refresh(model)
+
+    def on_train_end(self, args, state, control, model=None, **kwargs):
+        if self._hook is not None:
+            self._hook.remove()
+        self._hook, self._hooked_model, self._attention_mask = None, None, None
+
+    # ------------------------------------------------------------- compute_loss_func
+    def __call__(self, outputs, labels, num_items_in_batch=None):
+        task = self.task_loss(outputs, labels, num_items_in_batch)
+        if not torch.is_grad_enabled():  # evaluation and prediction: the task loss alone
+            return task
+        if self._hook is None:
+            raise IsotropyValueError("HFRegulariser must also be one of the Trainer's callbacks: "
+                                     "Trainer(..., compute_loss_func=reg, callbacks=[reg]).")
+        hidden = _hidden_states(outputs, self.caller)
+        return task + self.penalty(hidden, self._attention_mask)

@@ -1,0 +1,119 @@
+"""Per-layer geometry of a probe set, logged from a Lightning ``Trainer`` (a ``lightning.Callback``)."""
+
+from __future__ import annotations
+
+import numbers
+
+import torch
+from lightning.pytorch.callbacks import Callback
+
+from isotropy._validation import IsotropyValueError, check_scalar
+from isotropy.training.probe import DEFAULT_METRICS, GeometryProbe
+
+__all__ = ["LightningGeometryCallback", "resolve_submodule"]
+
+
+def resolve_submodule(pl_module, model, caller):
+    """The module to call: ``pl_module`` itself, its attribute named ``model``, or ``model(pl_module)``."""
+    if model is None:
+        return pl_module
+    if isinstance(model, str):
+        found = getattr(pl_module, model, None)
+        if not isinstance(found, torch.nn.Module):
+            raise IsotropyValueError(f"The 'model' parameter of {caller} must name a torch.nn.Module attribute of the "
+                                     f"LightningModule. Got {model!r} ({type(found).__name__}) instead.")
+        return found
+    if callable(model):
+        return model(pl_module)
+    raise TypeError(f"The 'model' parameter of {caller} must be None, an attribute name or a callable. "
+                    f"Got {type(model).__name__} instead.")
+
+
+def _find_tokenizer(trainer, pl_module):
+    for owner in (pl_module, getattr(trainer, "datamodule", None)):
+        tokenizer = getattr(owner, "tokenizer", None) if owner is not None else None
+        if tokenizer is not None:
+            return tokenizer
+    return None
+
+
+class LightningGeometryCallback(Callback):
+    """Log IsoScore, IsoScore*, mean cosine, ... of every layer of a model trained with Lightning.
+
+    Every ``every_n_steps`` optimiser steps (``trainer.global_step``) and at the end of every
+    validation epoch, the probe is embedded by the model (eval mode, no gradients, then back to
+    train mode) and the per-layer metrics are logged with ``pl_module.log`` as
+    ``geometry/<metric>/layer_<i>``, so every logger of the Trainer (TensorBoard, CSV, W&B) gets
+    them. The shared core is :class:`isotropy.training.GeometryProbe`.
+
+    Parameters
+    ----------
+    probe : list of str or dict of tensors
+        Texts (tokenised with ``tokenizer``, else ``pl_module.tokenizer``, else
+        ``trainer.datamodule.tokenizer``) or encoded inputs (``input_ids``, ``attention_mask``).
+    every_n_steps : int, default=100
+    layers, pooling, metrics, shrinkage_sample, zeta, batch_size, max_length
+        As :class:`isotropy.training.HFGeometryCallback`.
+    model : None, str or callable, default=None
+        What to call for hidden states: the LightningModule itself (``None``), its attribute of that
+        name (e.g. ``"model"`` for a wrapped transformers model) or ``model(pl_module)``. It is
+        called as ``model(**inputs, output_hidden_states=True, return_dict=True)``.
+    tokenizer : transformers tokenizer, optional
+    on_validation : bool, default=True
+        Also measure at the end of each validation epoch (not during the sanity check).
+
+    Notes
+    -----
+    Under DDP every process embeds its share of the probe and the metric states are summed
+    across processes inside ``compute``; the values are therefore already global and are logged
+    with ``sync_dist=False``.
+
+    Examples
+    --------
+    >>> from isotropy.training import LightningGeometryCallback
+    >>> callback = LightningGeometryCallback(["one", "two", "three"], every_n_steps=10, model="model")
+    >>> callback.every_n_steps
+    10
+    """
+
+    def __init__(self, probe, *, every_n_steps=100, layers="all", pooling="mean", metrics=DEFAULT_METRICS,
+                 shrinkage_sample=None, zeta=0.2, model=None, tokenizer=None, batch_size=32, max_length=128,
+                 on_validation=True):
+        caller = "LightningGeometryCallback"
+        self.every_n_steps = int(check_scalar(every_n_steps, "every_n_steps", caller=caller, kind=numbers.Integral,
+                                              low=1))
+        self.probe = GeometryProbe(probe, layers=layers, pooling=pooling, metrics=metrics, batch_size=batch_size,
+                                   max_length=max_length, shrinkage_sample=shrinkage_sample, zeta=zeta, caller=caller)
+        self.model = model
+        self.tokenizer = tokenizer
+        self.measure_on_validation = bool(on_validation)
+        self._last_step = None
+        self.history = []  # (global_step, values) of every measurement, on every rank
+
+    def _measure(self, trainer, pl_module):
+        self.probe.set_tokenizer(self.tokenizer or _find_tokenizer(trainer, pl_module))
+        values = self.probe.measure(resolve_submodule(pl_module, self.model, "LightningGeometryCallback"))
+        self._last_step = trainer.global_step
+        self.history.append((trainer.global_step, values))
+        return values
+
+    @staticmethod
+    def _as_tensors(values):
+        # float64 tensors: Lightning would turn Python floats into float32 ones
+        return {key: torch.tensor(value, dtype=torch.float64) for key, value in values.items()}
+
+    def on_train_start(self, trainer, pl_module):
+        self._last_step = None
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        step = trainer.global_step
+        if step % self.every_n_steps or step == self._last_step:
+            return
+        values = self._as_tensors(self._measure(trainer, pl_module))
+        pl_module.log_dict(values, on_step=True, on_epoch=False, sync_dist=False, batch_size=1)
+
+    def on_validation_epoch_end(self, trainer, pl_module):
+        if not self.measure_on_validation or trainer.sanity_checking or trainer.global_step == self._last_step:
+            return
+        values = self._as_tensors(self._measure(trainer, pl_module))
+        pl_module.log_dict(values, on_step=False, on_epoch=True, sync_dist=False, batch_size=1)

@@ -1,0 +1,332 @@
+"""The core shared by the geometry callbacks: embed a probe set with the model being trained, per layer.
+
+:class:`GeometryProbe` holds the probe (texts or a dict of tensors), the layers, the pooling and
+the metrics. :meth:`GeometryProbe.measure` puts the model in eval mode, embeds this process's share
+of the probe without gradients, pools every chosen layer, feeds the per-layer torchmetrics metrics
+(:mod:`isotropy.training.metrics`), restores the training mode and returns
+``{"geometry/<metric>/layer_<i>": value}``. Under ``torch.distributed`` each rank embeds the rows
+``rank, rank + world_size, ...`` and the metrics' states are reduced across processes in
+``compute``, so every rank returns the values of the whole probe.
+"""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+from collections.abc import Mapping, Sequence
+
+import torch
+
+from isotropy._validation import IsotropyValueError, check_option, check_scalar
+
+__all__ = ["DEFAULT_METRICS", "METRICS", "POOLINGS", "GeometryProbe", "layer_indices", "pool_hidden_states"]
+
+POOLINGS = ("mean", "cls", "last")
+
+
+def _isoscore(d):
+    from isotropy.training.metrics import IsoScore
+
+    return IsoScore(n_features=d)
+
+
+def _isoscore_star(d):
+    from isotropy.training.metrics import IsoScoreStar
+
+    return IsoScoreStar(n_features=d, zeta=0.2)
+
+
+def _mean_cosine(d):
+    from isotropy.training.metrics import MeanCosine
+
+    return MeanCosine(n_features=d)
+
+
+def _rogue_share(d):
+    from isotropy.training.metrics import RogueDimensionShare
+
+    return RogueDimensionShare(n_features=d, n_dimensions=1)
+
+
+def _twonn(d):
+    from isotropy.training.metrics import TwoNNDimension
+
+    return TwoNNDimension(max_samples=4096, random_state=0)
+
+
+# name in the logged key -> factory(n_features) -> torchmetrics Metric
+METRICS = {
+    "isoscore": _isoscore,
+    "isoscore_star": _isoscore_star,
+    "mean_cosine": _mean_cosine,
+    "rogue_share": _rogue_share,
+    "twonn": _twonn,
+}
+DEFAULT_METRICS = ("isoscore", "isoscore_star", "mean_cosine", "rogue_share")
+
+
+def pool_hidden_states(hidden, attention_mask, pooling):
+    """Sentence vectors ``(batch, d)`` from token states ``(batch, seq, d)``.
+
+    ``"cls"``: the first token; ``"mean"``: the mean over the tokens whose mask is 1; ``"last"``:
+    the last token whose mask is 1 (right or left padding alike, for decoder models).
+    """
+    if pooling == "cls":
+        return hidden[:, 0]
+    mask = attention_mask.to(hidden.device)
+    if pooling == "mean":
+        weights = mask.unsqueeze(-1).to(hidden.dtype)
+        return (hidden * weights).sum(1) / weights.sum(1).clamp_min(1.0)
+    positions = torch.arange(mask.shape[1], device=mask.device).expand_as(mask)
+    last = torch.where(mask.bool(), positions, torch.full_like(positions, -1)).max(dim=1).values.clamp_min(0)
+    return hidden[torch.arange(hidden.shape[0], device=hidden.device), last]
+
+
+def _hidden_states(output, caller):
+    """The tuple of per-layer token states ``(batch, seq, d)`` from a model output."""
+    states = getattr(output, "hidden_states", None)
+    if states is None and isinstance(output, Mapping):
+        states = output.get("hidden_states")
+    if states is None and isinstance(output, (tuple, list)) and output and all(
+            isinstance(h, torch.Tensor) and h.ndim == 3 for h in output):
+        states = output
+    if states is None and isinstance(output, torch.Tensor) and output.ndim == 3:
+        states = (output,)
+    if states is None:
+        raise TypeError(f"{caller}: the model's output has no hidden states. Expected an output with "
+                        f"'hidden_states' (a transformers model called with output_hidden_states=True), a tuple of "
+                        f"(batch, seq, hidden) tensors or one such tensor. Got {type(output).__name__} instead.")
+    return tuple(states)
+
+
+def layer_indices(layers, n_states, caller):
+    """Indices into ``hidden_states`` (0 = embedding output, ``k`` = output of transformer layer ``k``).
+
+    ``"all"`` is every transformer layer, 1..L (as I-STAR regularises them; the embedding output
+    only when listed, ``layers=[0, ...]``); ``"last"`` is ``[L]``; ints (negative from the end)
+    select entries.
+    """
+    if isinstance(layers, str):
+        check_option(layers, "layers", ("all", "last"), caller=caller)
+        return (list(range(1, n_states)) or [0]) if layers == "all" else [n_states - 1]
+    chosen = [layers] if isinstance(layers, numbers.Integral) and not isinstance(layers, bool) else list(layers)
+    if not chosen or any(isinstance(i, bool) or not isinstance(i, numbers.Integral) or not -n_states <= i < n_states
+                         for i in chosen):
+        raise IsotropyValueError(f"The 'layers' parameter of {caller} must be 'all', 'last' or hidden-state indices in "
+                                 f"[-{n_states}, {n_states - 1}] (0 = embedding output). Got {layers!r} instead.")
+    return sorted({int(i) % n_states for i in chosen})
+
+
+class _Rows:
+    """Probe rows: texts (tokenised on demand) or encoded tensors; ``encode(rows)`` pads a batch."""
+
+    def __init__(self, probe, *, name, caller, max_length):
+        self.caller, self.max_length, self.tokenizer = caller, max_length, None
+        if isinstance(probe, Mapping):
+            if "input_ids" not in probe or not isinstance(probe["input_ids"], torch.Tensor) or \
+                    probe["input_ids"].ndim != 2:
+                raise IsotropyValueError(f"The '{name}' parameter of {caller} must be a list of texts or a dict with an "
+                                         f"'input_ids' tensor of shape (n_rows, seq). Got keys {sorted(probe)} instead.")
+            n = probe["input_ids"].shape[0]
+            self.encoded = {k: v for k, v in probe.items() if isinstance(v, torch.Tensor) and v.shape[:1] == (n,)}
+            self.encoded.setdefault("attention_mask", torch.ones_like(probe["input_ids"]))
+            self.texts = None
+        elif isinstance(probe, Sequence) and not isinstance(probe, str) and probe and \
+                all(isinstance(t, str) for t in probe):
+            self.texts, self.encoded = list(probe), None
+            n = len(self.texts)
+        else:
+            raise IsotropyValueError(f"The '{name}' parameter of {caller} must be a non-empty list of texts or a dict "
+                                     f"of tensors with 'input_ids'. Got {type(probe).__name__} instead.")
+        if n < 3:
+            raise IsotropyValueError(f"The '{name}' parameter of {caller} must have at least 3 rows (texts). "
+                                     f"Got {n} instead.")
+        self.n_rows = n
+
+    def encode(self, rows):
+        """Inputs for the rows ``rows`` (padded to the longest of them, on the CPU)."""
+        if self.encoded is not None:
+            return {k: v[rows] for k, v in self.encoded.items()}
+        if self.tokenizer is None:
+            raise IsotropyValueError(f"{self.caller}: the probe is a list of texts but no tokenizer was found; pass "
+                                     f"tokenizer=... (or a dict of encoded tensors as the probe).")
+        encoded = self.tokenizer([self.texts[i] for i in rows], truncation=True, max_length=self.max_length)
+        width = max(len(ids) for ids in encoded["input_ids"])
+        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+        out = {}
+        for key, values in encoded.items():
+            if key not in ("input_ids", "attention_mask", "token_type_ids"):
+                continue
+            fill = pad if key == "input_ids" else 0
+            out[key] = torch.tensor([list(v) + [fill] * (width - len(v)) for v in values], dtype=torch.long)
+        out.setdefault("attention_mask", (torch.arange(width)[None, :] <
+                                          torch.tensor([len(v) for v in encoded["input_ids"]])[:, None]).long())
+        return out
+
+
+class GeometryProbe:
+    """Per-layer geometry of a fixed probe set under the model being trained (the callbacks' core).
+
+    Parameters
+    ----------
+    probe : list of str, or dict of tensors
+        Texts (tokenised with :meth:`set_tokenizer`'s tokenizer, one row per text) or already
+        encoded inputs: a dict with ``input_ids`` of shape ``(n_rows, seq)`` and optionally
+        ``attention_mask`` (all ones if absent) and other per-row tensors (``token_type_ids``).
+    layers : "all", "last", int or list of int, default="all"
+        Entries of the model's ``hidden_states`` to measure: ``"all"`` is every transformer layer
+        1..L; 0 (the embedding output) only when listed; negative indices count from the end.
+        Logged as ``layer_<i>`` with ``i >= 0``.
+    pooling : {"mean", "cls", "last"}, default="mean"
+        Sentence vector per row: masked mean of the tokens, the first token ([CLS]) or the last
+        non-padding token.
+    metrics : sequence of str or dict, default=("isoscore", "isoscore_star", "mean_cosine", "rogue_share")
+        Names from :data:`METRICS` (``isoscore``, ``isoscore_star`` (see ``shrinkage_sample``), ``mean_cosine``,
+        ``rogue_share`` (top 1 dimension), ``twonn``), or a dict ``name -> factory(n_features)``
+        returning a fresh torchmetrics ``Metric``.
+    batch_size : int, default=32
+        Probe rows per forward pass.
+    max_length : int, default=128
+        Truncation length when tokenising texts.
+    prefix : str, default="geometry"
+        First part of the logged keys ``<prefix>/<metric>/layer_<i>``.
+    shrinkage_sample : list of str or dict of tensors, optional
+        A larger sample (e.g. a few hundred training sentences), embedded at each measurement just
+        before the probe: its per-layer covariance is Σ_S of ``isoscore_star``, as Rudman & Eickhoff
+        compute IsoScore* of a mini-batch. ``None`` uses Σ_S = I (the reference implementation's
+        default; scale-dependent: with small hidden-state variances the identity dominates).
+    zeta : float in [0, 1], default=0.2
+        Shrinkage weight of ``isoscore_star``.
+    """
+
+    def __init__(self, probe, *, layers="all", pooling="mean", metrics=DEFAULT_METRICS, batch_size=32,
+                 max_length=128, prefix="geometry", shrinkage_sample=None, zeta=0.2, caller="GeometryProbe"):
+        self.caller = caller
+        self.max_length = int(check_scalar(max_length, "max_length", caller=caller, kind=numbers.Integral, low=1))
+        self.rows = _Rows(probe, name="probe", caller=caller, max_length=self.max_length)
+        self.n_rows = self.rows.n_rows
+        self.shrinkage_rows = None if shrinkage_sample is None else _Rows(
+            shrinkage_sample, name="shrinkage_sample", caller=caller, max_length=self.max_length)
+        self.zeta = float(check_scalar(zeta, "zeta", caller=caller, low=0.0, high=1.0))
+        self.layers = layers
+        self.pooling = check_option(pooling, "pooling", POOLINGS, caller=caller)
+        if isinstance(metrics, Mapping):
+            self.metric_factories = dict(metrics)
+        else:
+            names = [metrics] if isinstance(metrics, str) else list(metrics)
+            for name in names:
+                check_option(name, "metrics", tuple(METRICS), caller=caller)
+            if not names:
+                raise IsotropyValueError(f"The 'metrics' parameter of {caller} must name at least one metric of "
+                                         f"{list(METRICS)}. Got an empty list instead.")
+            self.metric_factories = {name: METRICS[name] for name in names}
+        self.batch_size = int(check_scalar(batch_size, "batch_size", caller=caller, kind=numbers.Integral, low=1))
+        self.prefix = str(prefix)
+
+    # ----------------------------------------------------------------- inputs
+    def set_tokenizer(self, tokenizer):
+        """Tokenise text probes with ``tokenizer`` (a transformers tokenizer or text processor) from now on."""
+        if tokenizer is not None:
+            for rows in (self.rows, self.shrinkage_rows):
+                if rows is not None and rows.texts is not None:
+                    rows.tokenizer = getattr(tokenizer, "tokenizer", tokenizer)  # a processor wraps its tokenizer
+        return self
+
+    def _embed(self, model, source, rows, device, forward_kwargs):
+        """Yield ``(inputs, hidden_states)`` for the rows ``rows`` of ``source``, a batch at a time.
+
+        A rank with no rows still runs one forward pass (on row 0) and yields ``None`` inputs: it
+        needs the shapes to join the metrics' sync.
+        """
+        batches = [rows[i:i + self.batch_size] for i in range(0, len(rows), self.batch_size)] or [[0]]
+        for batch_rows in batches:
+            inputs = {k: v.to(device) for k, v in source.encode(batch_rows).items()}
+            output = model(**inputs, output_hidden_states=True, return_dict=True, **(forward_kwargs or {}))
+            yield (inputs if rows else None), _hidden_states(output, self.caller)
+
+    def _shrinkage_covariances(self, model, rank, world_size, device, forward_kwargs):
+        """Per-layer Σ_S: the covariance of the pooled shrinkage sample (summed across ranks)."""
+        from isotropy.training.metrics import IsoScore
+
+        share = list(range(rank, self.shrinkage_rows.n_rows, world_size))
+        accumulators = None
+        for inputs, states in self._embed(model, self.shrinkage_rows, share, device, forward_kwargs):
+            if accumulators is None:
+                layer_ids = layer_indices(self.layers, len(states), self.caller)
+                accumulators = {i: IsoScore(n_features=states[i].shape[-1]) for i in layer_ids}
+            if inputs is not None:
+                for i, accumulator in accumulators.items():
+                    accumulator.update(pool_hidden_states(states[i], inputs["attention_mask"], self.pooling))
+        covariances = {}
+        for i, accumulator in accumulators.items():
+            with accumulator.sync_context():
+                covariances[i] = accumulator._covariance()
+        return covariances
+
+    # ----------------------------------------------------------------- measuring
+    def _make_metric(self, name, factory, n_features, shrink, layer):
+        if name == "isoscore_star" and factory is METRICS["isoscore_star"]:
+            from isotropy.training.metrics import IsoScoreStar
+
+            return IsoScoreStar(n_features=n_features, zeta=self.zeta,
+                                shrinkage_cov=None if shrink is None else shrink[layer])
+        return factory(n_features)
+
+    @torch.no_grad()
+    def measure(self, model, *, rank=None, world_size=None, forward_kwargs=None):
+        """Embed this rank's share of the probe with ``model`` and return every logged value.
+
+        Parameters
+        ----------
+        model : torch.nn.Module
+            Called as ``model(**inputs, output_hidden_states=True, return_dict=True)`` (a transformers
+            model, or a module accepting those arguments); its device is that of its parameters.
+        rank, world_size : int, optional
+            This process's share of the probe; default from ``torch.distributed`` when initialised,
+            else the whole probe. Every rank must call ``measure`` (the metrics sync in ``compute``).
+        forward_kwargs : dict, optional
+            Extra keyword arguments of the forward call.
+
+        Returns
+        -------
+        dict
+            ``{"<prefix>/<metric>/layer_<i>": float}``. A metric that is undefined for the probe
+            (e.g. identical rows) gives NaN with a warning.
+        """
+        distributed = torch.distributed.is_available() and torch.distributed.is_initialized()
+        if rank is None:
+            rank = torch.distributed.get_rank() if distributed else 0
+        if world_size is None:
+            world_size = torch.distributed.get_world_size() if distributed else 1
+        parameter = next(iter(model.parameters()), None)
+        device = parameter.device if parameter is not None else torch.device("cpu")
+        rows = list(range(rank, self.n_rows, world_size))
+        was_training = model.training
+        model.eval()
+        try:
+            shrink = None if self.shrinkage_rows is None else self._shrinkage_covariances(
+                model, rank, world_size, device, forward_kwargs)
+            metrics, layer_ids = None, None
+            for inputs, states in self._embed(model, self.rows, rows, device, forward_kwargs):
+                if metrics is None:
+                    layer_ids = layer_indices(self.layers, len(states), self.caller)
+                    metrics = {(name, i): self._make_metric(name, factory, states[i].shape[-1], shrink, i)
+                               for i in layer_ids for name, factory in self.metric_factories.items()}
+                if inputs is None:
+                    continue
+                for i in layer_ids:
+                    pooled = pool_hidden_states(states[i], inputs["attention_mask"], self.pooling)
+                    for name in self.metric_factories:
+                        metrics[(name, i)].update(pooled)
+        finally:
+            model.train(was_training)
+        values = {}
+        for (name, i), metric in metrics.items():
+            key = f"{self.prefix}/{name}/layer_{i}"
+            try:
+                values[key] = float(metric.compute())
+            except IsotropyValueError as exc:
+                warnings.warn(f"{self.caller}: {key} is undefined for this probe ({exc}); logged as NaN.",
+                              RuntimeWarning, stacklevel=2)
+                values[key] = float("nan")
+        return values

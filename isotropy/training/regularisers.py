@@ -1,0 +1,155 @@
+"""I-STAR and CosReg as drop-ins for a Hugging Face ``Trainer`` script or a Lightning module.
+
+One core, :class:`HiddenStateRegulariser`, picks the regularised states out of a forward pass
+(token states of the chosen layers without padding, or one pooled vector per sentence and layer),
+returns the signed penalty of :mod:`isotropy.torch`, and refreshes Σ_S, the shrinkage covariance
+of I-STAR, from a stored sample embedded by the current model (eval mode, no gradients) at the
+start of every epoch, as the ``istar`` experiment does. Sign convention (as :mod:`isotropy.torch`):
+``total = task_loss + penalty`` with ``penalty = −λ·IsoScore*(H)`` (I-STAR) or ``λ·mean_cos(H)``
+(CosReg), so λ > 0 raises isotropy and λ < 0 lowers it.
+
+- :class:`isotropy.training.HFRegulariser` is the Trainer's ``compute_loss_func`` *and* a ``TrainerCallback``:
+  ``Trainer(..., compute_loss_func=reg, callbacks=[reg])``.
+- :class:`isotropy.training.LightningRegulariser` is a Lightning ``Callback`` with a ``penalty`` method for
+  ``training_step``.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import torch
+
+from isotropy._validation import check_option, check_scalar
+from isotropy.training.probe import POOLINGS, _hidden_states, _Rows, layer_indices, pool_hidden_states
+
+__all__ = ["HiddenStateRegulariser", "regularised_states"]
+
+METHODS = ("istar", "cosreg")
+LEVELS = ("token", "sentence")
+
+
+def regularised_states(hidden_states, attention_mask, *, layers="all", level="token", pooling="mean",
+                       caller="regularised_states"):
+    """The matrix ``(n_states, d)`` a regulariser sees, from the ``hidden_states`` of one forward pass.
+
+    Parameters
+    ----------
+    hidden_states : sequence of tensors of shape (batch, seq, d)
+        A transformers model's ``hidden_states`` (index 0 = embedding output).
+    attention_mask : tensor of shape (batch, seq)
+    layers : "all", "last", int or list of int, default="all"
+        ``"all"`` = every transformer layer 1..L (see :func:`isotropy.training.probe.layer_indices`).
+    level : {"token", "sentence"}, default="token"
+        ``"token"``: every non-padding token state of every chosen layer, stacked (the authors' I-STAR
+        setting); ``"sentence"``: one pooled vector per sentence and chosen layer.
+    pooling : {"mean", "cls", "last"}, default="mean"
+        Used with ``level="sentence"``.
+
+    Returns
+    -------
+    H : torch.Tensor of shape (n_states, d)
+        With the graph of ``hidden_states``.
+    """
+    check_option(level, "level", LEVELS, caller=caller)
+    chosen = [hidden_states[i] for i in layer_indices(layers, len(hidden_states), caller)]
+    mask = attention_mask.to(chosen[0].device)
+    if level == "token":
+        keep = mask.bool()
+        return torch.cat([h[keep] for h in chosen], dim=0)
+    return torch.cat([pool_hidden_states(h, mask, pooling) for h in chosen], dim=0)
+
+
+class HiddenStateRegulariser:
+    """I-STAR or CosReg on the hidden states of a transformers-style model (the drop-ins' core).
+
+    Parameters
+    ----------
+    method : {"istar", "cosreg"}, default="istar"
+        I-STAR (penalty ``−λ·IsoScore*(H)``) or CosReg (``λ·mean_cos(H)``).
+    weight : float, default=1.0
+        λ. λ > 0 raises isotropy, λ < 0 lowers it (Rudman & Eickhoff find λ < 0 helps fine-tuning).
+    zeta : float in [0, 1], default=0.2
+        Shrinkage weight of IsoScore* (I-STAR only).
+    shrinkage_sample : list of str or dict of tensors, optional
+        The stored sample (texts, or ``input_ids`` / ``attention_mask``) whose regularised states
+        give Σ_S, recomputed with the current model at the start of every epoch (I-STAR only).
+        ``None``: Σ_S = I (scale-dependent; give a sample).
+    layers, level, pooling
+        Which states are regularised; see :func:`regularised_states`.
+    batch_size, max_length : int
+        Batching and truncation when embedding the shrinkage sample.
+
+    Attributes
+    ----------
+    shrinkage_cov : torch.Tensor or None
+        The current Σ_S (no graph).
+    """
+
+    def __init__(self, method="istar", *, weight=1.0, zeta=0.2, shrinkage_sample=None, layers="all", level="token",
+                 pooling="mean", batch_size=32, max_length=128, caller="HiddenStateRegulariser"):
+        self.caller = caller
+        self.method = check_option(method, "method", METHODS, caller=caller)
+        self.weight = float(check_scalar(weight, "weight", caller=caller))
+        self.zeta = float(check_scalar(zeta, "zeta", caller=caller, low=0.0, high=1.0))
+        self.layers = layers
+        if isinstance(layers, str):
+            check_option(layers, "layers", ("all", "last"), caller=caller)
+        self.level = check_option(level, "level", LEVELS, caller=caller)
+        self.pooling = check_option(pooling, "pooling", POOLINGS, caller=caller)
+        self.batch_size = int(check_scalar(batch_size, "batch_size", caller=caller, kind=numbers.Integral, low=1))
+        max_length = int(check_scalar(max_length, "max_length", caller=caller, kind=numbers.Integral, low=1))
+        self.sample = None if shrinkage_sample is None else _Rows(shrinkage_sample, name="shrinkage_sample",
+                                                                  caller=caller, max_length=max_length)
+        self.shrinkage_cov = None
+        self.last_penalty = None
+
+    def set_tokenizer(self, tokenizer):
+        """Tokenise a text ``shrinkage_sample`` with ``tokenizer`` (or a processor's tokenizer)."""
+        if tokenizer is not None and self.sample is not None and self.sample.texts is not None \
+                and self.sample.tokenizer is None:
+            self.sample.tokenizer = getattr(tokenizer, "tokenizer", tokenizer)
+        return self
+
+    def states(self, hidden_states, attention_mask):
+        """The regularised states ``(n_states, d)`` of one forward pass (see :func:`regularised_states`)."""
+        return regularised_states(hidden_states, attention_mask, layers=self.layers, level=self.level,
+                                  pooling=self.pooling, caller=self.caller)
+
+    def penalty(self, hidden_states, attention_mask):
+        """``−λ·IsoScore*(H)`` or ``λ·mean_cos(H)`` of the regularised states: add it to the task loss."""
+        from isotropy.torch import cosine_penalty, istar_penalty
+
+        H = self.states(hidden_states, attention_mask)
+        if self.method == "istar":
+            value = self.weight * istar_penalty(H, shrinkage_cov=self.shrinkage_cov, zeta=self.zeta)
+        else:
+            value = self.weight * cosine_penalty(H)
+        self.last_penalty = float(value.detach())
+        return value
+
+    @torch.no_grad()
+    def refresh(self, model, *, forward_kwargs=None):
+        """Recompute Σ_S from the stored sample with ``model`` (eval mode, no gradients); returns ``self``.
+
+        ``model`` is called as ``model(**inputs, output_hidden_states=True, return_dict=True)``.
+        """
+        from isotropy.torch import shrinkage_covariance
+
+        if self.method != "istar" or self.sample is None:
+            return self
+        parameter = next(iter(model.parameters()), None)
+        device = parameter.device if parameter is not None else torch.device("cpu")
+        was_training = model.training
+        model.eval()
+        try:
+            parts = []
+            for start in range(0, self.sample.n_rows, self.batch_size):
+                inputs = {k: v.to(device) for k, v in
+                          self.sample.encode(list(range(start, min(start + self.batch_size, self.sample.n_rows)))).items()}
+                output = model(**inputs, output_hidden_states=True, return_dict=True, **(forward_kwargs or {}))
+                parts.append(self.states(_hidden_states(output, self.caller), inputs["attention_mask"]))
+        finally:
+            model.train(was_training)
+        self.shrinkage_cov = shrinkage_covariance(parts)
+        return self

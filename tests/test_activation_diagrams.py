@@ -1,0 +1,83 @@
+"""Activation diagrams (Rudman & Eickhoff, Figure 1) on a tiny randomly initialised BERT.
+
+References: numpy for the diagram, ``isotropy.rogue`` for the shares, and the istar experiment run
+on its own with the same settings (the fine-tuned models must be the ones istar trains).
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from _repro_models import make_tiny_bert_with_minilm_tokenizer
+from conftest import shared_data_path
+from isotropy.rogue import cosine_contributions, rogue_dimension_share
+from pydantic import ValidationError
+
+from isotropy.experiments._runner import execute
+from isotropy.experiments.activation_diagrams.config import ActivationDiagramsConfig
+from isotropy.experiments.activation_diagrams.experiment import EXPERIMENT
+from isotropy.experiments.activation_diagrams.science import activation_profile, profile_summary
+
+TINY_FINE_TUNE = {"train_size": 24, "validation_size": 40, "batch_size": 8, "eval_batch_size": 16, "max_length": 32,
+                  "istar": {"layers": "all", "level": "token", "zeta": 0.2, "shrinkage_sample": 8}}
+
+
+@pytest.fixture(scope="module")
+def tiny_bert_dir(tmp_path_factory):
+    return make_tiny_bert_with_minilm_tokenizer(tmp_path_factory.mktemp("tiny-bert"))
+
+
+def test_activation_profile_and_summary():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 12))
+    X[:, 5] += 8.0  # one rogue dimension: a large common offset
+    np.testing.assert_allclose(activation_profile(X), np.abs(X).mean(0))
+    summary = profile_summary(X, top_k=[1, 3, 20])
+    assert summary["top_dimensions"][0] == 5 and summary["top_cosine_dimensions"][0] == 5
+    assert summary["rogue_share"]["1"] == pytest.approx(rogue_dimension_share(X, n_dimensions=1))
+    assert summary["rogue_share"]["3"] == pytest.approx(np.sort(cosine_contributions(X))[::-1][:3].sum()
+                                                        / cosine_contributions(X).sum())
+    assert "20" not in summary["rogue_share"]  # k above n_features is left out
+    assert summary["rogue_share"]["1"] > 0.9
+    assert summary["max_over_median"] == pytest.approx(np.abs(X).mean(0).max() / np.median(np.abs(X).mean(0)))
+    with pytest.raises(ValueError, match="'X' parameter of activation_profile"):
+        activation_profile(np.ones(4))
+
+
+def test_config_validation():
+    base = {"model": "m", "fine_tune_setup": "sst2-cpu", "fine_tune": {}, "top_k": [1], "seeds": [0]}
+    with pytest.raises(ValidationError, match="lambdas"):
+        ActivationDiagramsConfig(**base, lambdas=[0.0, 1.0])
+    with pytest.raises(ValidationError, match="fine_tune"):
+        ActivationDiagramsConfig(**{**base, "fine_tune": {"seeds": [1]}}, lambdas=[1.0])
+    for setup in ("minilm", "bert-base"):
+        assert EXPERIMENT.config(setup).top_k == [1, 3, 10]
+
+
+def test_run_matches_the_istar_experiment(tmp_path, tiny_bert_dir, one_torch_thread):
+    shared_data_path("glue_data", "SST-2", "train.tsv")
+    from isotropy.experiments.istar.experiment import EXPERIMENT as ISTAR
+
+    data_dir = shared_data_path()
+    config = EXPERIMENT.config(model=str(tiny_bert_dir), fine_tune=TINY_FINE_TUNE, lambdas=[-1.0], top_k=[1, 3])
+    results = execute(EXPERIMENT, config, results_dir=tmp_path / "ad", device="cpu", data_dir=data_dir,
+                      quiet=True).results
+    assert [r["condition"] for r in results["summary"]] == ["pretrained", "base", "istar:-1"]
+    assert (tmp_path / "ad" / "figures" / "activation_diagrams.png").is_file()
+    # the same sweep run by the istar experiment itself gives the same numbers for the same seed
+    istar_config = ISTAR.config("sst2-cpu", **{**TINY_FINE_TUNE, "model": str(tiny_bert_dir), "seeds": [0],
+                                               "lambdas": [-1.0], "cosreg": None})
+    execute(ISTAR, istar_config, results_dir=tmp_path / "istar", device="cpu", data_dir=data_dir, quiet=True,
+            plot=False)
+    for run_id in ("base_seed0", "istar_-1_seed0"):
+        ours = json.loads((tmp_path / "ad" / "states" / f"{run_id}.json").read_text())
+        theirs = json.loads((tmp_path / "istar" / "runs" / f"{run_id}.json").read_text())
+        assert ours["run"]["accuracy"] == theirs["accuracy"]
+        assert ours["run"]["isoscore"] == pytest.approx(theirs["isoscore"], rel=1e-9)
+        # the diagram is drawn from the trained model istar evaluated: same IsoScore of the same embeddings
+        assert ours["isoscore"] == pytest.approx(theirs["isoscore"], rel=1e-6)
+    pretrained = json.loads((tmp_path / "ad" / "states" / "pretrained.json").read_text())
+    assert pretrained["isoscore"] != pytest.approx(ours["isoscore"], rel=1e-6)  # training moved the weights
+    assert len(pretrained["profile"]) == 32 and all(v > 0 for v in pretrained["profile"])

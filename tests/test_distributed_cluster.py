@@ -1,0 +1,152 @@
+"""The metrics on a real ``dask.distributed.LocalCluster`` of 2 worker processes with a memory limit.
+
+- every metric equals the in-memory function on the materialised array;
+- a worker process killed (SIGKILL) in the middle of a silhouette: the scheduler reruns the lost
+  tasks and the value is still exact;
+- shards larger than a worker's ``memory_limit`` are measured exactly, by the library and by
+  ``isotropy measure SHARD_DIR --workers 2`` (a fresh process starting its own cluster).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import dask.array as da
+import numpy as np
+import pytest
+from distributed import Client, LocalCluster
+
+import isotropy
+from isotropy import CovarianceAccumulator
+from isotropy.io.shards import read_shards
+
+REPO = Path(__file__).resolve().parent.parent
+WORKER_MEMORY = 400 * 2**20  # bytes per worker process
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def client():
+    with LocalCluster(n_workers=2, processes=True, threads_per_worker=1, memory_limit=WORKER_MEMORY,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def big_shards(tmp_path_factory):
+    """600 MB of float64 shards (1.4x a worker's memory limit) with labels; streamed statistics as reference."""
+    root = tmp_path_factory.mktemp("big") / "shards"
+    root.mkdir()
+    rng = np.random.default_rng(0)
+    reference = CovarianceAccumulator()
+    labels = []
+    for k in range(6):
+        part = rng.standard_normal((97_656, 128)) * np.linspace(0.5, 3.0, 128) + k  # 100 MB
+        np.save(root / f"part-{k:02d}.npy", part)
+        reference.update(part)
+        labels.append(np.full(part.shape[0], k % 3))
+    labels = np.concatenate(labels)
+    np.savetxt(root.parent / "labels.txt", labels, fmt="%d")
+    return root, reference, labels
+
+
+def test_every_metric_equals_in_memory_on_the_cluster(client):
+    rng = np.random.default_rng(5)
+    labels = rng.integers(0, 3, 900)
+    X = rng.normal(size=(900, 6)) + labels[:, None] * 1.5
+    Xd = da.from_array(X, chunks=(128, 6))
+    for name in ("isoscore", "isoscore_star", "participation_ratio", "cosine_similarity_mean", "partition_isotropy",
+                 "twonn_dimension", "mle_dimension"):
+        assert getattr(isotropy, name)(Xd) == pytest.approx(getattr(isotropy, name)(X), rel=1e-10), name
+    for name in ("silhouette_score", "calinski_harabasz_score", "davies_bouldin_score", "dunn_index"):
+        assert getattr(isotropy, name)(Xd, labels) == pytest.approx(getattr(isotropy, name)(X, labels), rel=1e-10)
+    np.testing.assert_allclose(isotropy.local_mle_dimension(Xd, n_neighbors=8).compute(),
+                               isotropy.local_mle_dimension(X, n_neighbors=8), rtol=1e-10)
+    assert isotropy.silhouette_score(Xd, labels, metric="cosine") == pytest.approx(
+        isotropy.silhouette_score(X, labels, metric="cosine"), rel=1e-10)
+
+
+def _finished_tiles(dask_scheduler):
+    """Tiles computed so far (from the scheduler's log: a finished tile is soon released by its reduction)."""
+    return sum(1 for entry in dask_scheduler.transition_log if "_silhouette_tile" in str(entry[0]) and entry[2] == "memory")
+
+
+def test_killing_a_worker_mid_silhouette_gives_the_exact_value(client):
+    labels = np.random.default_rng(6).integers(0, 4, 12_000)
+    Xd = da.random.default_rng(6).normal(size=(12_000, 128), chunks=(2000, 128))  # 6 row blocks: 21 tiles
+    Xd = Xd + da.from_array(labels[:, None] * 0.2, chunks=(2000, 1))
+    expected = isotropy.silhouette_score(Xd.compute(), labels)
+    pids = set(client.run(os.getpid).values())
+    result = []
+    worker = threading.Thread(target=lambda: result.append(isotropy.silhouette_score(Xd, labels)))
+    worker.start()
+    deadline = time.monotonic() + 120
+    while client.run_on_scheduler(_finished_tiles) < 3 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert worker.is_alive(), "the silhouette finished before a worker could be killed"
+    victim = max(client.run(lambda dask_worker: (len(dask_worker.data), os.getpid())).values())[1]
+    os.kill(victim, signal.SIGKILL)  # its results in memory are lost; the nanny starts a new process
+    worker.join(timeout=300)
+    assert result and result[0] == pytest.approx(expected, rel=1e-10)
+    client.wait_for_workers(2, timeout=600)  # the nanny restarts the killed worker (slow on a loaded machine)
+    after = set(client.run(os.getpid).values())
+    assert victim not in after and len(after) == 2 and after != pids
+
+
+def test_data_larger_than_a_worker_memory_limit(client, big_shards):
+    root, reference, labels = big_shards
+    X = read_shards(root, chunk_rows=32_768)  # 32 MiB chunks
+    assert X.nbytes > 1.4 * WORKER_MEMORY
+    assert isotropy.isoscore(X) == pytest.approx(reference.isoscore(), rel=1e-10)
+    assert isotropy.participation_ratio(X) == pytest.approx(reference.participation_ratio(), rel=1e-10)
+    full_ch = isotropy.calinski_harabasz_score(X, labels)
+    assert full_ch > 0
+    peaks = client.run(lambda: __import__("resource").getrusage(__import__("resource").RUSAGE_SELF).ru_maxrss * 1024)
+    assert max(peaks.values()) < WORKER_MEMORY  # no worker ever held the data
+
+
+def test_measure_workers_2_on_shards_larger_than_worker_memory(big_shards, tmp_path):
+    """From a fresh process, as a user would run it; the worker memory limit comes from the dask config."""
+    root, reference, _ = big_shards
+    env = dict(os.environ, PYTHONPATH=str(REPO), DASK_ISOTROPY__MEMORY_LIMIT=str(WORKER_MEMORY))
+    out = tmp_path / "m.json"
+    run = subprocess.run([sys.executable, "-m", "isotropy", "measure", str(root), "--workers", "2", "--metrics",
+                          "isoscore,participation_ratio,cosine_similarity_mean", "--json", str(out), "--progress"],
+                         check=False, capture_output=True, text=True, env=env, timeout=600)
+    assert run.returncode == 0, run.stderr
+    record = json.loads(out.read_text())
+    assert record["values"]["isoscore"] == pytest.approx(reference.isoscore(), rel=1e-10)
+    assert record["values"]["cosine_similarity_mean"] == pytest.approx(reference.cosine_similarity_mean(), rel=1e-10)
+    assert record["workers"] == 2 and f"memory_limit={WORKER_MEMORY}" in record["scheduler"]
+    assert record["n_samples"] * record["n_features"] * 8 > 1.4 * WORKER_MEMORY
+    assert record["chunking"]["n_chunks"] >= 12
+    assert "100% Completed" in run.stderr  # distributed's progress bar, on stderr
+    assert "100% Completed" not in run.stdout
+
+
+def test_measure_scheduler_address_and_progress(client, tmp_path):
+    X = np.random.default_rng(8).normal(size=(300, 4))
+    np.save(tmp_path / "x.npy", X)
+    out = tmp_path / "m.json"
+    from click.testing import CliRunner
+
+    from isotropy.cli import cli
+
+    address = client.scheduler.address
+    result = CliRunner().invoke(cli, ["measure", str(tmp_path / "x.npy"), "--scheduler", address, "--metrics",
+                                      "isoscore,twonn_dimension", "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    record = json.loads(out.read_text())
+    assert record["scheduler"] == address and record["workers"] == 2
+    assert record["values"]["twonn_dimension"] == pytest.approx(isotropy.twonn_dimension(X), rel=1e-10)
+    with isotropy.distributed.show_progress():
+        isotropy.isoscore(da.from_array(X, chunks=(50, 4)))
+    bad = CliRunner().invoke(cli, ["measure", str(tmp_path / "x.npy"), "--scheduler", "tcp://127.0.0.1:9"])
+    assert bad.exit_code == 2 and bad.stderr.startswith("Error: --scheduler 'tcp://127.0.0.1:9': cannot connect")

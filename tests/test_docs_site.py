@@ -1,0 +1,110 @@
+"""The documentation site's configuration, LICENSE and CITATION.cff.
+
+``mkdocs build --strict`` itself runs in .ci/run; these are the fast checks of what it builds from.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+import isotropy
+
+REPO = Path(__file__).resolve().parent.parent
+DOCS = REPO / "docs"
+
+
+def _load_hooks():
+    spec = importlib.util.spec_from_file_location("docs_hooks", DOCS / "_hooks.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _mkdocs_config() -> dict:
+    # mkdocs.yml has no custom YAML tags, so the plain loader reads it
+    return yaml.safe_load((REPO / "mkdocs.yml").read_text())
+
+
+def test_every_page_is_in_the_navigation():
+    hooks = _load_hooks()
+    config = hooks.on_config({**_mkdocs_config(), "docs_dir": str(DOCS)})
+    listed = hooks._paths(config["nav"])
+    pages = {p.relative_to(DOCS).as_posix() for p in DOCS.rglob("*.md")}
+    assert pages - listed == set(), "pages missing from the navigation"
+    assert {p for p in listed if not (DOCS / p).is_file()} == set(), "navigation entries without a page"
+
+
+def test_hook_adds_new_experiment_pages_and_drops_missing_guides(tmp_path):
+    hooks = _load_hooks()
+    (tmp_path / "experiments").mkdir()
+    for name in ("index.md", "istar.md", "zeta-new.md", "alpha-new.md"):
+        (tmp_path / "experiments" / name).write_text("# x\n")
+    (tmp_path / "scaling.md").write_text("# x\n")
+    nav = [{"Home": "index.md"},
+           {"Experiments": ["experiments/index.md", {"istar": "experiments/istar.md"}]},
+           {"Guides": [{"Scaling": "scaling.md"}, {"Models": "models.md"}]},
+           {"Typo": "typo.md"}]
+    config = hooks.on_config({"nav": nav, "docs_dir": str(tmp_path)})
+    assert config["nav"][1] == {"Experiments": ["experiments/index.md", {"istar": "experiments/istar.md"},
+                                                {"alpha-new": "experiments/alpha-new.md"},
+                                                {"zeta-new": "experiments/zeta-new.md"}]}
+    assert config["nav"][2] == {"Guides": [{"Scaling": "scaling.md"}]}   # models.md is not written yet
+    assert config["nav"][3] == {"Typo": "typo.md"}                        # left for mkdocs to report
+
+
+def test_mkdocstrings_reads_numpy_docstrings():
+    config = _mkdocs_config()
+    plugins = {next(iter(p)) if isinstance(p, dict) else p: p for p in config["plugins"]}
+    options = plugins["mkdocstrings"]["mkdocstrings"]["handlers"]["python"]["options"]
+    assert options["docstring_style"] == "numpy"
+    assert config["strict"] is True
+
+
+@pytest.mark.parametrize("page", sorted(DOCS.rglob("*.md")), ids=lambda p: p.relative_to(DOCS).as_posix())
+def test_api_references_name_real_objects(page):
+    """Every ``::: isotropy.x.y`` directive names an object that exists (mkdocstrings would fail the build)."""
+    for target in re.findall(r"^::: (isotropy[\w.]*)\s*$", page.read_text(), flags=re.MULTILINE):
+        module, _, name = target.rpartition(".")
+        try:
+            obj = getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError):
+            obj = importlib.import_module(target)
+        assert obj is not None
+
+
+def test_license_is_bsd3_with_the_projects_holder():
+    text = (REPO / "LICENSE").read_text()
+    assert text.startswith("BSD 3-Clause License")
+    assert "Copyright (c) 2026, The isotropy developers" in text
+    assert 'license = "BSD-3-Clause"' in (REPO / "pyproject.toml").read_text()
+
+
+def test_citation_matches_the_package():
+    citation = yaml.safe_load((REPO / "CITATION.cff").read_text())
+    assert citation["cff-version"] == "1.2.0"
+    assert str(citation["version"]) == isotropy.__version__
+    assert citation["license"] == "BSD-3-Clause"
+    assert citation["authors"] == [{"name": "The isotropy developers"}]
+    assert {ref["year"] for ref in citation["references"]} <= set(range(2015, 2027))
+
+
+def test_readme_links_resolve():
+    """The README's relative links (to the docs pages, LICENSE, CITATION.cff) point at files."""
+    text = (REPO / "README.md").read_text()
+    targets = [t for t in re.findall(r"\]\(([^)#\s]+)\)", text) if "://" not in t]
+    assert len(targets) >= 10
+    assert [t for t in targets if not (REPO / t).is_file()] == []
+
+
+def test_hook_points_lazy_exports_at_their_module():
+    hooks = _load_hooks()
+    markdown = "::: isotropy.isoscore_star\n\n::: isotropy.io.embeddings.read_embeddings\n::: isotropy.nonexistent\n"
+    out = hooks.on_page_markdown(markdown, None, None, None)
+    assert out.splitlines() == ["::: isotropy.isoscore.isoscore_star", "",
+                                "::: isotropy.io.embeddings.read_embeddings", "::: isotropy.nonexistent"]

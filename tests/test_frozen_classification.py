@@ -1,0 +1,110 @@
+"""Frozen-encoder classification with the isotropy transforms (Rajaee & Pilehvar, "Test on Classification Task").
+
+References: scikit-learn's LogisticRegression on independently built representations, scikit-learn's
+PCA for the removed directions, and ``partition_isotropy`` for I(W).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from _repro_models import make_tiny_bert_with_minilm_tokenizer
+from conftest import shared_data_path
+from sklearn.decomposition import PCA
+from sklearn.linear_model import LogisticRegression
+
+from isotropy import partition_isotropy
+from isotropy.experiments._config import ConfigError
+from isotropy.experiments._runner import execute
+from isotropy.experiments.frozen_classification.experiment import EXPERIMENT
+from isotropy.experiments.frozen_classification.science import METHODS, evaluate_method, make_transform
+
+
+@pytest.fixture(scope="module")
+def tiny_bert_dir(tmp_path_factory):
+    return make_tiny_bert_with_minilm_tokenizer(tmp_path_factory.mktemp("tiny-bert"))
+
+
+def _blobs(n, seed):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, size=n)
+    X = rng.normal(size=(n, 10)) + 0.8 * y[:, None] * np.eye(10)[0] + 20.0  # a large common offset
+    X[:, 1] *= 6.0  # one dominant direction that carries no label information
+    return X, y
+
+
+def test_baseline_is_sklearn_logistic_regression():
+    X, y = _blobs(300, 0)
+    Xv, yv = _blobs(100, 1)
+    got = evaluate_method(X, y, Xv, yv, None, C=0.5)
+    clf = LogisticRegression(C=0.5, max_iter=2000).fit(X, y)
+    assert got["accuracy"] == pytest.approx(clf.score(Xv, yv))
+    assert got["train_accuracy"] == pytest.approx(clf.score(X, y))
+    assert got["partition_isotropy"] == pytest.approx(partition_isotropy(Xv))
+
+
+def test_mean_pca_removes_the_top_directions_of_the_training_data():
+    X, y = _blobs(300, 0)
+    Xv, yv = _blobs(100, 1)
+    transform = make_transform("mean+pca", n_clusters=3, n_components=1)
+    got = evaluate_method(X, y, Xv, yv, transform)
+    pca = PCA(n_components=1).fit(X)
+    Zv = (Xv - X.mean(0)) - ((Xv - X.mean(0)) @ pca.components_.T) @ pca.components_
+    Z = (X - X.mean(0)) - ((X - X.mean(0)) @ pca.components_.T) @ pca.components_
+    clf = LogisticRegression(max_iter=2000).fit(Z, y)
+    assert got["accuracy"] == pytest.approx(clf.score(Zv, yv))
+    assert got["partition_isotropy"] == pytest.approx(partition_isotropy(Zv), rel=1e-6)
+    # the offset and the label-free dominant direction are gone: I(W) rises by orders of magnitude
+    assert got["partition_isotropy"] > 100 * evaluate_method(X, y, Xv, yv, None)["partition_isotropy"]
+
+
+def test_cluster_method_centres_every_cluster():
+    X, y = _blobs(300, 0)
+    transform = make_transform("kmeans+mean", n_clusters=4, n_components=0, random_state=0)
+    evaluate_method(X, y, X[:50], y[:50], transform)
+    Z = transform.transform(X)
+    for j in range(4):
+        np.testing.assert_allclose(Z[transform.labels_ == j].mean(0), 0.0, atol=1e-9)
+
+
+def test_make_transform_rejects_unknown_method():
+    assert len(METHODS) == 6
+    with pytest.raises(ValueError, match="'method' parameter of make_transform"):
+        make_transform("whitening", n_clusters=2, n_components=1)
+
+
+@pytest.mark.parametrize("setup", ["minilm", "gemma-3-270m", "bert-base"])
+def test_packaged_setups_validate(setup):
+    config = EXPERIMENT.config(setup)
+    assert config.n_clusters == 27 and config.n_components == 12 and "kmeans+mean+pca" in config.methods
+
+
+def test_config_validation():
+    with pytest.raises(ConfigError, match=r"'methods\[1\]' setting of frozen-classification .* Got 'whiten'"):
+        EXPERIMENT.config(methods=["baseline", "whiten"])
+    with pytest.raises(ConfigError, match="'train_size' setting of frozen-classification"):
+        EXPERIMENT.config(train_size=1)
+
+
+def test_run_tiny_model(tmp_path, tiny_bert_dir, one_torch_thread):
+    shared_data_path("glue_data", "SST-2", "train.tsv")
+    from isotropy.datasets.glue import load_glue_task
+    from isotropy.encoders import encode_mean_pooled
+
+    data_dir = str(shared_data_path())
+    config = EXPERIMENT.config(model=str(tiny_bert_dir), max_length=32, train_size=300, n_clusters=3, n_components=2,
+                               methods=["baseline", "kmeans+mean+pca"], seeds=[0, 1])
+    results = execute(EXPERIMENT, config, results_dir=tmp_path, device="cpu", data_dir=data_dir, quiet=True).results
+    assert (tmp_path / "figures" / "frozen_classification.png").is_file()
+    train = load_glue_task("sst2", "train", data_dir=data_dir)
+    idx = np.sort(np.random.default_rng(0).choice(len(train), size=300, replace=False))
+    dev = load_glue_task("sst2", "dev", data_dir=data_dir)
+    X = encode_mean_pooled([train.text_a[i] for i in idx], model=str(tiny_bert_dir), max_length=32, use_cache=False)
+    Xv = encode_mean_pooled(dev.text_a, model=str(tiny_bert_dir), max_length=32, use_cache=False)
+    clf = LogisticRegression(max_iter=2000).fit(X.astype(float), train.labels[idx])
+    base = results["summary"][0]
+    assert base["method"] == "baseline" and base["accuracy_sd"] == 0.0
+    assert base["accuracy"] == pytest.approx(clf.score(Xv.astype(float), dev.labels), abs=2 / len(dev))
+    assert base["partition_isotropy"] == pytest.approx(partition_isotropy(Xv.astype(float)), rel=1e-3)
+    assert len(results["records"]) == 4
+    assert "| kmeans+mean+pca |" in (tmp_path / "results.md").read_text()

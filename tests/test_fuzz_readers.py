@@ -1,0 +1,184 @@
+"""Fuzz suite for the readers (issue 11): random bytes, truncated files and lying headers.
+
+For every input a reader must either return the right array (the one written, or for a file cut
+at a line boundary of a text format, its first rows) or refuse with one line: a ``ValueError``
+(``IsotropyValueError``) or ``FileNotFoundError``, never another exception, never wrong numbers.
+"""
+
+from __future__ import annotations
+
+import io
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from isotropy.io.embeddings import read_embeddings
+from isotropy.io.labels import read_labels
+
+SETTINGS = settings(max_examples=40, deadline=None, derandomize=True,
+                    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+EMBEDDING_SUFFIXES = [".npy", ".npz", ".txt", ".vec", ".bin", ".csv", ".tsv", ".pt", ".safetensors", ".parquet"]
+LABEL_SUFFIXES = [".txt", ".csv", ".tsv", ".npy"]
+
+
+def _read(path, reader=read_embeddings, **kwargs):
+    """('ok', result) or ('refused', message); any other exception fails the test."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return "ok", reader(path, **kwargs)
+        except (ValueError, FileNotFoundError) as exc:
+            message = str(exc)
+            assert "\n" not in message.strip() and len(message) < 800, message
+            return "refused", message
+
+
+@st.composite
+def matrices(draw):
+    n, d = draw(st.integers(1, 6)), draw(st.integers(1, 5))
+    values = draw(st.lists(st.integers(-999, 999), min_size=n * d, max_size=n * d))
+    return (np.array(values, dtype=np.float64).reshape(n, d) / 8.0).astype(np.float32)  # exact in float32
+
+
+def _encode(X, suffix, tmp_path):
+    """Write X in the format of ``suffix``; return the bytes and the row names written (or None)."""
+    path = tmp_path / f"src{suffix}"
+    names = None
+    if suffix == ".npy":
+        np.save(path, X)
+    elif suffix == ".npz":
+        np.savez(path, X=X)
+    elif suffix in (".csv", ".tsv"):
+        sep = "," if suffix == ".csv" else "\t"
+        path.write_text("".join(sep.join(repr(float(v)) for v in row) + "\n" for row in X))
+    elif suffix in (".txt", ".vec"):
+        names = [f"w{i}" for i in range(len(X))]
+        path.write_text(f"{X.shape[0]} {X.shape[1]}\n" + "".join(
+            f"{w} " + " ".join(repr(float(v)) for v in row) + "\n" for w, row in zip(names, X)))
+    elif suffix == ".bin":
+        names = [f"w{i}" for i in range(len(X))]
+        path.write_bytes(f"{X.shape[0]} {X.shape[1]}\n".encode() + b"".join(
+            f"{w} ".encode() + row.astype("<f4").tobytes() + b"\n" for w, row in zip(names, X)))
+    elif suffix == ".pt":
+        import torch
+
+        torch.save(torch.from_numpy(X), path)
+    elif suffix == ".safetensors":
+        from safetensors.numpy import save_file
+
+        save_file({"X": X}, str(path))
+    elif suffix == ".parquet":
+        import pandas as pd
+
+        pd.DataFrame({"vector": list(X)}).to_parquet(path)
+    return path.read_bytes(), names
+
+
+def _check_ok(result, X, names, *, prefix_allowed):
+    got, got_names = result
+    assert got.ndim == 2 and got.dtype.kind == "f"
+    if prefix_allowed and got.shape[0] < X.shape[0]:
+        X = X[: got.shape[0]]
+        names = None if names is None else names[: got.shape[0]]
+    np.testing.assert_array_equal(got, X)
+    if names is not None:
+        assert got_names == names
+
+
+@SETTINGS
+@given(X=matrices(), suffix=st.sampled_from(EMBEDDING_SUFFIXES))
+def test_round_trip(tmp_path_factory, X, suffix):
+    tmp = tmp_path_factory.mktemp("rt")
+    data, names = _encode(X, suffix, tmp)
+    path = tmp / f"x{suffix}"
+    path.write_bytes(data)
+    kind, result = _read(path)
+    assert kind == "ok", result
+    _check_ok(result, X, names, prefix_allowed=False)
+
+
+@SETTINGS
+@given(X=matrices(), suffix=st.sampled_from(EMBEDDING_SUFFIXES), cut=st.floats(0.0, 0.999))
+def test_truncated_files_are_refused_or_a_prefix(tmp_path_factory, X, suffix, cut):
+    tmp = tmp_path_factory.mktemp("cut")
+    data, names = _encode(X, suffix, tmp)
+    path = tmp / f"x{suffix}"
+    cut_data = data[: int(len(data) * cut)]
+    path.write_bytes(cut_data)
+    kind, result = _read(path)
+    if kind == "ok":  # only text formats may still be read: each complete line as written
+        assert suffix in (".csv", ".tsv", ".txt", ".vec"), (suffix, result)
+        got, got_names = result
+        # a last line without its newline is whatever its bytes say (a file may lack the final newline)
+        complete = cut_data.count(b"\n") - (1 if suffix in (".txt", ".vec") else 0)
+        assert got.shape[0] <= X.shape[0] and complete <= got.shape[0]
+        np.testing.assert_array_equal(got[:complete], X[:complete])
+        if names is not None:
+            assert got_names[:complete] == names[:complete]
+
+
+@SETTINGS
+@given(X=matrices(), suffix=st.sampled_from([".txt", ".vec", ".bin"]), dn=st.integers(-3, 3), dd=st.integers(-3, 3))
+def test_lying_word2vec_headers_are_refused(tmp_path_factory, X, suffix, dn, dd):
+    tmp = tmp_path_factory.mktemp("lie")
+    data, names = _encode(X, suffix, tmp)
+    n, d = X.shape
+    _, _, rest = data.partition(b"\n")
+    path = tmp / f"x{suffix}"
+    path.write_bytes(f"{max(n + dn, 0)} {max(d + dd, 0)}\n".encode() + rest)
+    kind, result = _read(path)
+    if (max(n + dn, 0), max(d + dd, 0)) != (n, d):
+        assert kind == "refused", (suffix, n, d, dn, dd, result)
+    else:
+        _check_ok(result, X, names, prefix_allowed=False)
+
+
+@SETTINGS
+@given(data=st.binary(max_size=300), suffix=st.sampled_from(EMBEDDING_SUFFIXES + [".w2v", ""]),
+       header=st.sampled_from([b"", b"3 2\n", b"\x93NUMPY", b"PK\x03\x04", b"PAR1", b"w,a\n"]))
+def test_random_bytes_never_crash(tmp_path_factory, data, suffix, header):
+    path = tmp_path_factory.mktemp("rnd") / f"x{suffix}"
+    path.write_bytes(header + data)
+    kind, result = _read(path)
+    if kind == "ok":
+        X, names = result
+        assert X.ndim == 2 and X.dtype.kind == "f" and X.shape[0] >= 1
+        assert names is None or len(names) == X.shape[0]
+
+
+@SETTINGS
+@given(data=st.binary(max_size=200), suffix=st.sampled_from(LABEL_SUFFIXES), n_rows=st.integers(1, 8))
+def test_labels_random_bytes_never_crash(tmp_path_factory, data, suffix, n_rows):
+    path = tmp_path_factory.mktemp("lab") / f"y{suffix}"
+    path.write_bytes(data)
+    kind, result = _read(path, read_labels, n_rows=n_rows)
+    if kind == "ok":
+        assert result.shape[0] == n_rows
+
+
+@SETTINGS
+@given(labels=st.lists(st.sampled_from(["a", "b", "0", "1", "pos", "7"]), min_size=2, max_size=8),
+       header=st.sampled_from([None, "label", "class"]), stray=st.sampled_from([None, "x", "0"]))
+def test_labels_never_shift(tmp_path_factory, labels, header, stray):
+    path = tmp_path_factory.mktemp("shift") / "y.csv"
+    lines = ([header] if header else []) + labels + ([stray] if stray else [])
+    path.write_text("\n".join(lines) + "\n")
+    kind, result = _read(path, read_labels, n_rows=len(labels))
+    if stray is not None:
+        assert kind == "refused"  # one line too many: an error, never a shift
+    else:
+        assert kind == "ok" and result.tolist() == labels
+
+
+def test_npy_header_lies_about_shape(tmp_path):
+    buffer = io.BytesIO()
+    np.save(buffer, np.arange(6, dtype=np.float32).reshape(3, 2))
+    data = buffer.getvalue().replace(b"(3, 2)", b"(9, 2)")
+    (tmp_path / "x.npy").write_bytes(data)
+    kind, message = _read(tmp_path / "x.npy")
+    assert kind == "refused" and "x.npy" in message
+    with pytest.raises(ValueError):
+        read_embeddings(tmp_path / "x.npy", mmap_mode="r")

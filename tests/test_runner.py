@@ -1,0 +1,257 @@
+"""The experiment contract's run safety, on the template experiment (fast) and the classifier-geometry CLI.
+
+Each test reproduces a case of issue 11 (items 2, 3, 7, 8) that the code before the contract got wrong:
+old results deleted before the model had loaded, no lock, ``run.json`` never marked finished or
+failed, ``--resume`` trusting any seed file. The fault suite kills a run with SIGKILL at random
+points and checks that ``--resume`` then gives exactly the numbers of an uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from isotropy.experiments._context import resolve_device
+from isotropy.experiments._runner import execute
+from isotropy.experiments._template import experiment as template
+
+REPO = Path(__file__).resolve().parent.parent
+TEMPLATE = template.EXPERIMENT
+SMALL = ["sample_sizes=[50, 400]", "n_features=16"]
+
+
+def _run(results_dir, *, sets=SMALL, resume=False, plot=True, threads=None):
+    return execute(TEMPLATE, TEMPLATE.config(sets=sets), results_dir=results_dir, device="cpu", resume=resume,
+                   quiet=True, plot=plot, threads=threads)
+
+
+def _snapshot(directory: Path) -> dict:
+    return {p.relative_to(directory).as_posix(): p.read_bytes() for p in sorted(directory.rglob("*"))
+            if p.is_file() and not p.name.startswith(".isotropy.")}
+
+
+def _population_isoscore(variances: np.ndarray) -> float:
+    """IsoScore of a covariance with these eigenvalues, by the closed form of Rudman et al. (2022), Alg. 1."""
+    n = len(variances)
+    normalised = np.sqrt(n) * variances / np.linalg.norm(variances)
+    defect = np.linalg.norm(normalised - 1) / np.sqrt(2 * (n - np.sqrt(n)))
+    phi = (n - defect ** 2 * (n - np.sqrt(n))) ** 2 / n ** 2
+    return float((n * phi - 1) / (n - 1))
+
+
+def test_template_end_to_end_matches_the_closed_form_and_is_reproducible(tmp_path):
+    outcome = _run(tmp_path / "a", sets=[])
+    summary = outcome.results
+    expected = _population_isoscore(0.8 ** np.arange(20))  # the default setup: 20 features, decay 0.8
+    assert abs(summary["isoscore_mean"][-1] - expected) < 0.02  # n = 1600 samples
+    assert abs(summary["isoscore_mean"][0] - expected) > abs(summary["isoscore_mean"][-1] - expected)
+    meta = json.loads((tmp_path / "a" / "run.json").read_text())
+    assert meta["status"] == "finished" and meta["ended"] and meta["results_dir"] == str((tmp_path / "a").resolve())
+    assert meta["config"]["seeds"] == [0, 1, 2] and meta["device"] == "cpu" and meta["versions"]["numpy"]
+    assert sorted(p.name for p in (tmp_path / "a" / "figures").iterdir()) == ["isoscore_vs_n.png", "isoscore_vs_n.svg"]
+    _run(tmp_path / "b", sets=[])  # same seeds, same numbers
+    assert (tmp_path / "a" / "summary.json").read_bytes() == (tmp_path / "b" / "summary.json").read_bytes()
+    assert not (tmp_path / "a" / ".previous").exists()
+
+
+def test_failed_run_is_marked_failed_and_resume_finishes_it_identically(tmp_path, monkeypatch):
+    reference = _run(tmp_path / "ref", plot=False).results
+    original = template._one_seed
+
+    def failing(spectrum, sizes, seed):
+        if seed == 2:
+            raise RuntimeError("disk on fire")
+        return original(spectrum, sizes, seed)
+
+    monkeypatch.setattr(template, "_one_seed", failing)
+    with pytest.raises(RuntimeError):
+        _run(tmp_path / "run", plot=False)
+    meta = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert meta["status"] == "failed" and meta["error"] == "RuntimeError: disk on fire" and meta["ended"]
+    assert sorted(p.name for p in (tmp_path / "run" / "seeds").iterdir()) == ["seed_0.json", "seed_1.json"]
+    monkeypatch.setattr(template, "_one_seed", original)
+    resumed = _run(tmp_path / "run", resume=True, plot=False).results
+    assert resumed == reference
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["status"] == "finished"
+
+
+def test_failing_fresh_run_keeps_the_previous_results(tmp_path, monkeypatch):
+    _run(tmp_path)
+    before = _snapshot(tmp_path)
+
+    def failing(*args):
+        raise RuntimeError("out of memory")
+
+    monkeypatch.setattr(template, "_one_seed", failing)
+    with pytest.raises(RuntimeError):
+        _run(tmp_path, sets=[*SMALL, "decay=0.5"])
+    assert _snapshot(tmp_path) == before  # byte for byte, run.json included
+    assert not (tmp_path / ".previous").exists()
+
+
+def test_bad_model_into_a_finished_results_dir_changes_nothing(tmp_path, capsys):
+    """Issue 11, item 2: `--model /nonexistent.vec` into a directory holding a finished run."""
+    from isotropy.cli import main
+    from isotropy.datasets.lexicon import load_nrc_emotion_lexicon
+
+    words = load_nrc_emotion_lexicon().text_a[:80]  # small word vectors over the demo's words: a fast run
+    vectors = tmp_path / "tiny.vec"
+    rows = np.random.default_rng(0).normal(size=(len(words), 6))
+    vectors.write_text(f"{len(words)} 6\n" + "".join(f"{w} {' '.join(f'{v:.5f}' for v in r)}\n"
+                                                      for w, r in zip(words, rows)))
+    out = tmp_path / "results"
+    common = ["run", "classifier-geometry", "--setup", "demo", "--updates", "2", "--seeds", "0", "--device", "cpu",
+              "--threads", "1", "--quiet", "--no-plot", "--results-dir", str(out)]
+    main([*common, "--model", str(vectors)])
+    before = _snapshot(out)
+    assert json.loads(before["run.json"])["status"] == "finished" and "summary.json" in before
+    with pytest.raises(SystemExit) as exit_info:
+        main([*common, "--model", str(tmp_path / "nonexistent.vec")])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and "nonexistent.vec" in err and len(err.strip().splitlines()) == 1
+    assert _snapshot(out) == before
+
+
+def test_second_run_is_refused_with_one_line_naming_the_first(tmp_path, capsys):
+    from isotropy.cli import main
+    from isotropy.experiments._results_dir import ResultsLock
+
+    out = tmp_path / "busy"
+    with ResultsLock(out):  # the "first run": this process holds the lock
+        with pytest.raises(SystemExit) as exit_info:
+            main(["run", "classifier-geometry", "--results-dir", str(out), "--device", "cpu", "--quiet"])
+        err = capsys.readouterr().err
+        assert exit_info.value.code == 2 and len(err.strip().splitlines()) == 1
+        assert f"is in use by another run (pid {os.getpid()} on " in err and "started 20" in err
+        assert not (out / "run.json").exists()
+    _run(out, plot=False)  # released: the directory is usable again
+
+
+def test_concurrent_runs_one_wins_the_other_is_refused(tmp_path):
+    code = ("import sys; from isotropy.experiments._template.experiment import EXPERIMENT as E; "
+            "from isotropy.experiments._runner import execute; "
+            "execute(E, E.config(sets=['seeds=[0,1,2,3,4,5]', 'sample_sizes=[50, 400]', 'n_features=16']), "
+            "results_dir=sys.argv[1], device='cpu', quiet=True, plot=False)")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "r")], env=env, stderr=subprocess.PIPE,
+                              text=True) for _ in range(2)]
+    results = [(p.wait(timeout=300), p.stderr.read()) for p in procs]
+    codes = sorted(code for code, _ in results)
+    assert codes[0] == 0, results
+    if codes[1] != 0:  # they overlapped: the loser names the winner and wrote nothing
+        loser = next(err for code, err in results if code != 0)
+        assert "is in use by another run" in loser
+    meta = json.loads((tmp_path / "r" / "run.json").read_text())
+    assert meta["status"] == "finished" and len(list((tmp_path / "r" / "seeds").iterdir())) == 6
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda p: p.with_name("seed_1.json").write_bytes(p.read_bytes()), "holds seed 0, not 1"),
+    (lambda p: p.write_text(json.dumps({**json.loads(p.read_text()), "config_hash": "0" * 16})),
+     "was written under another config"),
+    (lambda p: p.write_text(json.dumps({k: v for k, v in json.loads(p.read_text()).items() if k != "complete"})),
+     "is incomplete"),
+    (lambda p: p.write_text("{}"), "is incomplete"),
+    (lambda p: p.write_text("{not json"), "is not a readable part file"),
+])
+def test_resume_refuses_duplicate_foreign_and_incomplete_seed_files(tmp_path, damage, message):
+    _run(tmp_path, sets=[*SMALL, "seeds=[0]"], plot=False)
+    damage(tmp_path / "seeds" / "seed_0.json")
+    with pytest.raises(ValueError, match=message) as info:
+        _run(tmp_path, sets=[*SMALL, "seeds=[0, 1]"], resume=True, plot=False)
+    assert "\n" not in str(info.value) and "--resume" in str(info.value)
+
+
+def test_resume_refuses_another_config_and_accepts_more_seeds(tmp_path):
+    _run(tmp_path, sets=[*SMALL, "seeds=[0]"], plot=False)
+    with pytest.raises(ValueError, match=r"Cannot resume .*\['decay'\]"):
+        _run(tmp_path, sets=[*SMALL, "seeds=[0]", "decay=0.5"], resume=True, plot=False)
+    more = _run(tmp_path, sets=[*SMALL, "seeds=[0, 1]"], resume=True, plot=False).results
+    assert more["seeds"] == [0, 1]
+    assert more == _run(tmp_path / "fresh", sets=[*SMALL, "seeds=[0, 1]"], plot=False).results
+
+
+def test_a_results_dir_holding_other_files_is_refused(tmp_path):
+    (tmp_path / "thesis.tex").write_text("precious")
+    with pytest.raises(ValueError, match="holds files but no run.json"):
+        _run(tmp_path)
+    assert (tmp_path / "thesis.tex").read_text() == "precious" and len(list(tmp_path.iterdir())) == 1
+
+
+def test_threads_are_set_during_the_run_and_restored(tmp_path, monkeypatch):
+    import torch
+    from threadpoolctl import threadpool_info
+
+    seen = []
+    original = template._one_seed
+
+    def recording(*args):
+        seen.append((torch.get_num_threads(), {pool["num_threads"] for pool in threadpool_info()}))
+        return original(*args)
+
+    monkeypatch.setattr(template, "_one_seed", recording)
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        _run(tmp_path, threads=1, plot=False)
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
+    assert seen and all(t == 1 and pools <= {1} for t, pools in seen)
+
+
+def test_device_auto_and_bad_devices():
+    import torch
+
+    assert resolve_device("auto") == ("cuda" if torch.cuda.is_available() else "cpu")
+    assert resolve_device("cpu") == "cpu"
+    for bad in ("gpu", "cuda:x", "cpu:1", ""):
+        with pytest.raises(ValueError, match="--device must be auto, cpu, cuda or cuda:N"):
+            resolve_device(bad)
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="torch sees no CUDA device"):
+            resolve_device("cuda:0")
+
+
+# ---------------------------------------------------------------- fault suite: kill -9, then --resume
+_KILL_CODE = """
+import sys
+from isotropy.experiments._template.experiment import EXPERIMENT as E
+from isotropy.experiments._runner import execute
+execute(E, E.config(sets=sys.argv[2:]), results_dir=sys.argv[1], device="cpu", quiet=True, plot=False)
+"""
+_KILL_SETS = ["seeds=[0, 1, 2, 3, 4, 5, 6, 7]", "sample_sizes=[50, 800]", "n_features=24"]
+
+
+def test_kill_9_at_random_points_then_resume_gives_identical_results(tmp_path):
+    reference = _run(tmp_path / "ref", sets=_KILL_SETS, plot=False)
+    expected = _snapshot(tmp_path / "ref")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    rng = np.random.default_rng(12345)
+    out = tmp_path / "killed"
+    for attempt in range(3):
+        proc = subprocess.Popen([sys.executable, "-c", _KILL_CODE, str(out), *_KILL_SETS], env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        # wait until the child holds the results directory, then kill it at a random point of its work
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None and not (out / ".isotropy.owner.json").exists():
+            time.sleep(0.005)
+        time.sleep(float(rng.uniform(0.0, 0.4)) * attempt)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=60)
+        resumed = _run(out, sets=_KILL_SETS, resume=True, plot=False)
+        assert resumed.results == reference.results, attempt
+        got = _snapshot(out)
+        assert {k: v for k, v in got.items() if k not in ("run.json", "config.yaml")} == \
+               {k: v for k, v in expected.items() if k not in ("run.json", "config.yaml")}, attempt
+        assert json.loads((out / "run.json").read_text())["status"] == "finished"
+        assert not (out / ".previous").exists()
+        # the next attempt starts a fresh run over these finished results and is killed in turn

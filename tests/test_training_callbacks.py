@@ -1,0 +1,163 @@
+"""The geometry callbacks in real training runs: a Hugging Face Trainer and a two-process DDP Lightning run.
+
+Both runs train tiny randomly initialised BERTs built here; the logged values are read back from
+what the trainers wrote (trainer_state.json, TensorBoard events, Lightning's metrics.csv) and
+checked against a recomputation from the saved weights that does not use the callbacks.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+pytest.importorskip("lightning")
+
+from _tiny_models import make_tiny_bert
+
+HERE = Path(__file__).resolve().parent
+TEXTS = ["the cat sat on the mat .", "a dog ran .", "the dog sat on a cat .", "unbelievable cats",
+         "cats ran on the mat", "a mat , a cat", "the dog ran far", "a cat sat .", "the mat , the dog"]
+
+
+# ----------------------------------------------------------------------------- independent references
+def _isoscore_from_eigenvalues(C):
+    lam = np.linalg.eigvalsh(C)
+    return ((lam.sum() ** 2 / (lam ** 2).sum()) - 1) / (C.shape[0] - 1)
+
+
+def _pairwise_cosine_stats(X):
+    """Mean cosine over distinct pairs and the top-1 rogue share, from the full n×n product tensor."""
+    U = X / np.linalg.norm(X, axis=1, keepdims=True)
+    off = ~np.eye(len(X), dtype=bool)
+    per_dim = (U[:, None, :] * U[None, :, :])[off].mean(axis=0)
+    return per_dim.sum(), per_dim.max() / per_dim.sum()
+
+
+def _mean_pooled_layers(model_dir, tokenizer, texts):
+    """Per-layer mean-pooled states, one text at a time (no padding), float64 numpy."""
+    from transformers import AutoModelForSequenceClassification
+
+    model = AutoModelForSequenceClassification.from_pretrained(model_dir).eval()
+    rows = []
+    with torch.no_grad():
+        for text in texts:
+            enc = tokenizer(text, return_tensors="pt")
+            out = model(**enc, output_hidden_states=True)
+            rows.append([h[0].double().mean(0).numpy() for h in out.hidden_states])
+    return [np.stack([r[i] for r in rows]) for i in range(len(rows[0]))]
+
+
+# ----------------------------------------------------------------------------- Hugging Face Trainer
+@pytest.fixture(scope="module")
+def hf_run(tmp_path_factory):
+    from transformers import BertForSequenceClassification, BertTokenizerFast, Trainer, TrainingArguments
+
+    from isotropy.training import HFGeometryCallback
+
+    root = tmp_path_factory.mktemp("hf_geometry")
+    bert = make_tiny_bert(root / "bert", n_layers=2, hidden_size=16)
+    tokenizer = BertTokenizerFast.from_pretrained(bert)
+    torch.manual_seed(0)
+    model = BertForSequenceClassification.from_pretrained(bert, num_labels=2)
+    enc = tokenizer(TEXTS * 3)
+    train = [{"input_ids": ids, "attention_mask": mask, "labels": i % 2}
+             for i, (ids, mask) in enumerate(zip(enc["input_ids"], enc["attention_mask"]))]
+    args = TrainingArguments(output_dir=str(root / "out"), per_device_train_batch_size=4, max_steps=4,
+                             learning_rate=5e-3, logging_steps=2, save_strategy="steps", save_steps=4,
+                             report_to=["tensorboard"], use_cpu=True, seed=0,
+                             disable_tqdm=True)
+    callback = HFGeometryCallback(TEXTS[:7], every_n_steps=2, layers="all", pooling="mean",
+                                  shrinkage_sample=TEXTS, zeta=0.3)
+    from transformers import DataCollatorWithPadding
+
+    trainer = Trainer(model=model, args=args, train_dataset=train, processing_class=tokenizer,
+                      data_collator=DataCollatorWithPadding(tokenizer), callbacks=[callback])
+    trainer.train()
+    return root, tokenizer
+
+
+def test_hf_trainer_logs_geometry_equal_to_a_recomputation_from_the_saved_model(hf_run):
+    root, tokenizer = hf_run
+    checkpoint = root / "out" / "checkpoint-4"
+    history = json.loads((checkpoint / "trainer_state.json").read_text())["log_history"]
+    geometry = {entry["step"]: entry for entry in history if "geometry/isoscore/layer_1" in entry}
+    assert sorted(geometry) == [0, 2, 4]
+    assert any("loss" in entry and entry["step"] == 2 for entry in history)  # the Trainer's own logs still happen
+    logged = geometry[4]
+    probe_layers = _mean_pooled_layers(checkpoint, tokenizer, TEXTS[:7])
+    sample_layers = _mean_pooled_layers(checkpoint, tokenizer, TEXTS)
+    assert len(probe_layers) == 3 and "geometry/isoscore/layer_0" not in logged  # layers="all": 1..L
+    for i, (X, S) in list(enumerate(zip(probe_layers, sample_layers)))[1:]:
+        C, Sigma = np.cov(X, rowvar=False), np.cov(S, rowvar=False)
+        mean_cos, rogue = _pairwise_cosine_stats(X)
+        expected = {"isoscore": _isoscore_from_eigenvalues(C),
+                    "isoscore_star": _isoscore_from_eigenvalues(0.7 * C + 0.3 * Sigma),
+                    "mean_cosine": mean_cos, "rogue_share": rogue}
+        for name, value in expected.items():
+            # float32 forward passes of padded batches vs one text at a time: agree to ~1e-6
+            assert logged[f"geometry/{name}/layer_{i}"] == pytest.approx(value, rel=2e-4, abs=2e-5), (name, i)
+
+
+def test_hf_trainer_geometry_reaches_tensorboard(hf_run):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    root, _ = hf_run
+    events = sorted(root.rglob("events.out.tfevents.*"))
+    assert events
+    accumulator = EventAccumulator(str(events[0].parent)).Reload()
+    tags = accumulator.Tags()["scalars"]
+    assert "train/geometry/isoscore_star/layer_2" in tags  # the Trainer's TensorBoard callback adds "train/"
+    history = json.loads((root / "out" / "checkpoint-4" / "trainer_state.json").read_text())["log_history"]
+    written = {e.step: e.value for e in accumulator.Scalars("train/geometry/mean_cosine/layer_1")}
+    logged = {e["step"]: e["geometry/mean_cosine/layer_1"] for e in history if "geometry/mean_cosine/layer_1" in e}
+    assert sorted(written) == sorted(logged) == [0, 2, 4]
+    for step, value in logged.items():
+        assert written[step] == pytest.approx(value, rel=1e-6)  # TensorBoard stores float32
+
+
+# ----------------------------------------------------------------------------- Lightning, 2 processes
+@pytest.mark.slow
+def test_lightning_ddp_two_processes_log_the_one_process_value_on_all_rows(tmp_path):
+    sys.path.insert(0, str(HERE))
+    import _lightning_geometry_run as run
+
+    from isotropy import cosine_similarity_mean, isoscore, isoscore_star, rogue_dimension_share, twonn_dimension
+    from isotropy.training import GeometryProbe
+    from isotropy.training.probe import pool_hidden_states
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE.parent), os.environ.get("PYTHONPATH", "")]),
+           "OMP_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, str(HERE / "_lightning_geometry_run.py"), str(tmp_path), "2"],
+                          check=False, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (metrics_csv,) = (tmp_path / "csv").rglob("metrics.csv")
+    rows = list(csv.DictReader(metrics_csv.open()))
+    last = max((r for r in rows if r.get("geometry/isoscore/layer_1")), key=lambda r: int(r["step"]))
+
+    model = run.tiny_bert()
+    model.load_state_dict(torch.load(tmp_path / "final.pt"))
+    model.eval()
+    probe = torch.load(tmp_path / "probe.pt")
+    names = ("isoscore", "isoscore_star", "mean_cosine", "rogue_share", "twonn")
+    one_process = GeometryProbe(probe, metrics=names, pooling="mean").measure(model, rank=0, world_size=1)
+    assert sorted(one_process) == sorted(f"geometry/{n}/layer_{i}" for n in names for i in (1, 2))
+    with torch.no_grad():
+        states = model(**probe, output_hidden_states=True).hidden_states
+    for i, hidden in list(enumerate(states))[1:]:  # layers="all": the transformer layers
+        X = pool_hidden_states(hidden, probe["attention_mask"], "mean").numpy()
+        pure = {"isoscore": isoscore(X), "isoscore_star": isoscore_star(X, zeta=0.2),
+                "mean_cosine": cosine_similarity_mean(X), "rogue_share": rogue_dimension_share(X),
+                "twonn": twonn_dimension(X)}
+        for name in names:
+            key = f"geometry/{name}/layer_{i}"
+            assert float(last[key]) == pytest.approx(one_process[key], rel=1e-10, abs=1e-10), key
+            assert one_process[key] == pytest.approx(pure[name], rel=1e-10, abs=1e-10), key

@@ -1,0 +1,199 @@
+"""isotropy.training metrics against the pure functions: any batch split, merge_state, reset, device, errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("torchmetrics")
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from isotropy import (
+    cosine_similarity_mean,
+    isoscore,
+    isoscore_star,
+    rogue_dimension_share,
+    twonn_dimension,
+)
+from isotropy._validation import IsotropyValueError
+from isotropy.rogue import cosine_contributions
+from isotropy.training import (
+    IsoScore,
+    IsoScoreStar,
+    MeanCosine,
+    RogueDimensionShare,
+    TwoNNDimension,
+)
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
+def _data(seed=0, n=120, d=7):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)) * np.linspace(0.5, 3.0, d) + rng.normal(scale=2.0, size=d)
+    return X
+
+
+SHRINK = np.cov(np.random.default_rng(5).normal(size=(400, 7)) * np.arange(1, 8), rowvar=False)
+
+# metric factory, pure function on all rows (float64 numpy)
+CASES = {
+    "isoscore": (lambda: IsoScore(), isoscore),
+    "isoscore_star_identity": (lambda: IsoScoreStar(zeta=0.3), lambda X: isoscore_star(X, zeta=0.3)),
+    "isoscore_star_sigma": (lambda: IsoScoreStar(shrinkage_cov=SHRINK, zeta=0.2),
+                            lambda X: isoscore_star(X, shrinkage_cov=SHRINK, zeta=0.2)),
+    "mean_cosine": (lambda: MeanCosine(), cosine_similarity_mean),
+    "rogue_share": (lambda: RogueDimensionShare(n_dimensions=2), lambda X: rogue_dimension_share(X, n_dimensions=2)),
+    "twonn": (lambda: TwoNNDimension(), twonn_dimension),
+}
+
+
+def _split_points(draw_cuts, n):
+    cuts = sorted({c for c in draw_cuts if 0 < c < n})
+    return np.split(np.arange(n), cuts)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+@settings(max_examples=15, deadline=None)
+@given(cuts=st.lists(st.integers(min_value=1, max_value=119), max_size=6), seed=st.integers(0, 3))
+def test_any_batch_split_equals_pure_function(name, cuts, seed):
+    make, reference = CASES[name]
+    X = _data(seed)
+    metric = make()
+    for rows in _split_points(cuts, X.shape[0]):
+        metric.update(torch.tensor(X[rows], dtype=torch.float64))
+    value = metric.compute()
+    assert value.dtype == torch.float64 and value.ndim == 0
+    assert float(value) == pytest.approx(reference(X), rel=1e-10, abs=1e-10)
+
+
+@pytest.mark.filterwarnings("ignore:The ``compute`` method")  # the merged metric itself saw no update()
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_merge_state_equals_pure_function_on_the_union(name):
+    make, reference = CASES[name]
+    X = _data(1)
+    parts = np.array_split(np.arange(X.shape[0]), 3)
+    metrics = [make() for _ in parts]
+    for metric, rows in zip(metrics, parts):
+        metric.update(torch.tensor(X[rows]))
+    merged = make()  # an empty metric absorbs the others
+    for metric in metrics:
+        merged.merge_state(metric)
+    assert float(merged.compute()) == pytest.approx(reference(X), rel=1e-10, abs=1e-10)
+    metrics[0].merge_state(metrics[1].metric_state)  # from a state dict, too
+    metrics[0].merge_state(metrics[2])
+    assert float(metrics[0].compute()) == pytest.approx(reference(X), rel=1e-10, abs=1e-10)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_reset_forgets_and_float32_input_is_accumulated_in_float64(name):
+    make, reference = CASES[name]
+    X = _data(2)
+    metric = make()
+    metric.update(torch.tensor(_data(3)[:50]))
+    metric.reset()
+    metric.update(torch.tensor(X, dtype=torch.float32))
+    X32 = np.asarray(torch.tensor(X, dtype=torch.float32).double())
+    assert float(metric.compute()) == pytest.approx(reference(X32), rel=1e-10, abs=1e-10)
+
+
+def test_isoscore_metric_closed_form_and_published_value():
+    # covariance diag(1, 0, 0) shrunk toward I with ζ = 0.2: IsoScore* = 0.407407 (docstring of isoscore_star)
+    metric = IsoScoreStar(zeta=0.2)
+    metric.update(torch.tensor([[-1.0, 0, 0]], dtype=torch.float64) / 2 ** 0.5)
+    metric.update(torch.tensor([[1.0, 0, 0]], dtype=torch.float64) / 2 ** 0.5)
+    assert float(metric.compute()) == pytest.approx(11 / 27, abs=1e-12)
+    # the isoscore package 2.0.1 (the authors' reference implementation; takes (n_samples, n_features))
+    isoscore_pkg = pytest.importorskip("IsoScore.IsoScore")
+    X = _data(4, n=500, d=5)
+    metric = IsoScore()
+    for batch in np.array_split(X, 4):
+        metric.update(batch)  # numpy batches are accepted too
+    assert float(metric.compute()) == pytest.approx(float(isoscore_pkg.IsoScore(X)), rel=1e-6)
+
+
+def test_rogue_share_against_a_brute_force_pair_average():
+    X = _data(6, n=40, d=5)
+    U = X / np.linalg.norm(X, axis=1, keepdims=True)
+    products = U[:, None, :] * U[None, :, :]  # (n, n, d): x̂ⱼᵢ·x̂ₖᵢ
+    off = ~np.eye(40, dtype=bool)
+    cc = products[off].mean(axis=0)
+    np.testing.assert_allclose(cosine_contributions(X), cc, rtol=1e-12, atol=1e-15)
+    top = np.sort(cc)[::-1]
+    assert rogue_dimension_share(X, n_dimensions=2) == pytest.approx(top[:2].sum() / cc.sum(), rel=1e-12)
+    metric = RogueDimensionShare(n_dimensions=2)
+    metric.update(torch.tensor(X[:13])); metric.update(torch.tensor(X[13:]))
+    assert float(metric.compute()) == pytest.approx(top[:2].sum() / cc.sum(), rel=1e-10)
+
+
+def test_rogue_share_is_nan_with_a_warning_when_the_mean_cosine_is_not_positive():
+    X = np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, 1.0], [0.0, -1.0]])  # mean cosine −1/3
+    with pytest.warns(RuntimeWarning, match="undefined"):
+        assert np.isnan(rogue_dimension_share(X))
+    metric = RogueDimensionShare()
+    metric.update(torch.tensor(X))
+    with pytest.warns(RuntimeWarning, match="undefined"):
+        assert torch.isnan(metric.compute())
+
+
+def test_twonn_cap_keeps_a_seeded_uniform_sample():
+    g = torch.Generator().manual_seed(0)
+    X = torch.randn(900, 2, generator=g, dtype=torch.float64) @ torch.randn(2, 6, generator=g, dtype=torch.float64)
+    values = []
+    for _ in range(2):
+        metric = TwoNNDimension(max_samples=400, random_state=3)
+        for batch in X.split(128):
+            metric.update(batch)
+        rows = torch.cat(metric.rows)
+        assert rows.shape == (400, 6)
+        values.append(float(metric.compute()))
+        assert values[-1] == pytest.approx(twonn_dimension(rows.numpy()), rel=1e-12)
+    assert values[0] == values[1]  # same seed, same split -> same rows
+    assert values[0] == pytest.approx(2.0, abs=0.3)
+
+
+def test_state_follows_the_input_and_values_are_on_its_device():
+    metric = IsoScore()
+    assert metric.device.type == "cpu"
+    metric.update(torch.tensor(_data(0)))
+    assert metric.sum_xxt.dtype == torch.float64 and metric.compute().device == metric.device
+
+
+# every device this machine has (CPU always; CUDA where present): the test never skips
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_input_device_keeps_states_and_value_on_it(device):
+    X = torch.tensor(_data(0), device=device)
+    for name, (make, reference) in CASES.items():
+        metric = make().to(device)
+        metric.update(X[:60])
+        metric.update(X[60:])
+        value = metric.compute()
+        assert value.device.type == device, name
+        assert float(value) == pytest.approx(reference(_data(0)), rel=1e-10, abs=1e-10), name
+
+
+def test_errors_name_the_argument_and_value():
+    metric = IsoScore()
+    metric.update(torch.zeros(3, 4) + 1.0)
+    with pytest.raises(IsotropyValueError, match="identical"):
+        metric.compute()
+    with pytest.raises(IsotropyValueError, match="must have 4 features"):
+        metric.update(torch.zeros(2, 5))
+    with pytest.raises(IsotropyValueError, match="at least 2 rows"):
+        IsoScore().compute()
+    with pytest.raises(IsotropyValueError, match="2-d"):
+        IsoScore().update(torch.zeros(4))
+    with pytest.raises(IsotropyValueError, match="'zeta' parameter of IsoScoreStar"):
+        IsoScoreStar(zeta=1.5)
+    with pytest.raises(IsotropyValueError, match="zero vectors"):
+        MeanCosine().update(torch.zeros(2, 3))
+    with pytest.raises(IsotropyValueError, match="'max_samples' parameter of TwoNNDimension"):
+        TwoNNDimension(max_samples=1)
+    with pytest.raises(IsotropyValueError, match="shrinkage_cov"):
+        IsoScoreStar(shrinkage_cov=np.eye(3), n_features=4)

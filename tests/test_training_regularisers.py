@@ -1,0 +1,169 @@
+"""I-STAR / CosReg drop-ins in real runs: the HF Trainer's logged loss and Lightning's Σ_S, recomputed independently."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+pytest.importorskip("lightning")
+
+from _tiny_models import make_tiny_bert
+
+from isotropy._validation import IsotropyValueError
+from isotropy.training.regularisers import HiddenStateRegulariser, regularised_states
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+TEXTS = ["the cat sat on the mat .", "a dog ran .", "the dog sat on a cat .", "unbelievable cats",
+         "cats ran on the mat", "a mat , a cat"]
+SAMPLE = ["the dog ran far", "a cat sat .", "the mat , the dog", "cats sat on a dog", "a dog , a mat .",
+          "the cat ran", "unbelievable dogs ran on the mat"]
+
+
+def _isoscore_star_eig(C, S, zeta):
+    lam = np.linalg.eigvalsh((1 - zeta) * C + zeta * S)
+    return ((lam.sum() ** 2 / (lam ** 2).sum()) - 1) / (C.shape[0] - 1)
+
+
+def _token_states(model, enc):
+    """Token states of layers 1..L without padding, float64 numpy."""
+    with torch.no_grad():
+        hidden = model(**enc, output_hidden_states=True).hidden_states
+    keep = enc["attention_mask"].bool()
+    return torch.cat([h[keep] for h in hidden[1:]]).double().numpy()
+
+
+def test_hf_trainer_loss_is_task_loss_minus_lambda_isoscore_star(tmp_path):
+    from transformers import (
+        BertForSequenceClassification,
+        BertTokenizerFast,
+        DataCollatorWithPadding,
+        Trainer,
+        TrainingArguments,
+    )
+
+    from isotropy.training import HFRegulariser
+
+    bert = make_tiny_bert(tmp_path / "bert", n_layers=2, hidden_size=16)
+    tokenizer = BertTokenizerFast.from_pretrained(bert)
+
+    def fresh_model():
+        torch.manual_seed(0)
+        return BertForSequenceClassification.from_pretrained(bert, num_labels=2, hidden_dropout_prob=0.0,
+                                                             attention_probs_dropout_prob=0.0)
+
+    labels = [0, 1, 1, 0, 1, 0]
+    enc = tokenizer(TEXTS)
+    train = [{"input_ids": i, "attention_mask": m, "labels": y} for i, m, y in
+             zip(enc["input_ids"], enc["attention_mask"], labels)]
+    reg = HFRegulariser("istar", weight=-1.0, zeta=0.2, shrinkage_sample=SAMPLE)
+    args = TrainingArguments(output_dir=str(tmp_path / "out"), per_device_train_batch_size=len(TEXTS), max_steps=2,
+                             learning_rate=1e-2, logging_steps=1, save_strategy="no", report_to=[], use_cpu=True,
+                             seed=0, disable_tqdm=True)
+    trainer = Trainer(model=fresh_model(), args=args, train_dataset=train, processing_class=tokenizer,
+                      data_collator=DataCollatorWithPadding(tokenizer), compute_loss_func=reg, callbacks=[reg])
+    trainer.train()
+    logged = next(e["loss"] for e in trainer.state.log_history if e.get("step") == 1 and "loss" in e)
+
+    # independent: the initial model, the whole (padded) batch, Σ_S from the sample one text at a time
+    model = fresh_model().eval()
+    batch = tokenizer(TEXTS, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        logits = model(**batch).logits
+    task = float(torch.nn.functional.cross_entropy(logits, torch.tensor(labels)))
+    H = _token_states(model, batch)
+    S = np.cov(np.concatenate([_token_states(model, tokenizer([t], return_tensors="pt")) for t in SAMPLE]),
+               rowvar=False)
+    expected = task + 1.0 * _isoscore_star_eig(np.cov(H, rowvar=False), S, 0.2)  # λ = −1: task + IsoScore*
+    assert logged == pytest.approx(expected, rel=1e-5)
+    assert reg._hook is None  # the forward hook is removed after training
+
+
+def test_lightning_regulariser_refreshes_sigma_from_the_current_model():
+    import lightning as L
+    from transformers import BertConfig, BertModel
+
+    from isotropy.training import LightningRegulariser
+
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=19, hidden_size=8, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=16, max_position_embeddings=16)
+    g = torch.Generator().manual_seed(3)
+    sample = {"input_ids": torch.randint(5, 19, (9, 6), generator=g),
+              "attention_mask": (torch.arange(6)[None] < torch.tensor([6, 4, 5, 6, 3, 6, 2, 5, 6])[:, None]).long()}
+    data = [{"input_ids": torch.randint(5, 19, (6,), generator=g), "attention_mask": torch.ones(6, dtype=torch.long)}
+            for _ in range(8)]
+
+    reg = LightningRegulariser("istar", weight=1.0, zeta=0.2, shrinkage_sample=sample, model="encoder",
+                               level="sentence", pooling="mean")
+
+    class Module(L.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.encoder = BertModel(config).double()
+
+        def training_step(self, batch, batch_idx):
+            out = self.encoder(**batch, output_hidden_states=True)
+            return out.last_hidden_state.pow(2).mean() + reg.penalty(out.hidden_states, batch["attention_mask"])
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.5)
+
+    class Record(L.Callback):
+        def on_train_epoch_start(self, trainer, pl_module):
+            self.weights = copy.deepcopy(pl_module.encoder.state_dict())
+            self.sigma = reg.shrinkage_cov.clone()
+
+    record = Record()
+    trainer = L.Trainer(accelerator="cpu", max_epochs=2, callbacks=[reg, record], logger=False,
+                        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False)
+    module = Module()
+    initial = copy.deepcopy(module.encoder.state_dict())
+    trainer.fit(module, torch.utils.data.DataLoader(data, batch_size=4))
+
+    encoder = BertModel(config).double().eval()
+    sigmas = []
+    for weights in (initial, record.weights):
+        encoder.load_state_dict(weights)
+        with torch.no_grad():
+            hidden = encoder(**sample, output_hidden_states=True).hidden_states
+        mask = sample["attention_mask"].unsqueeze(-1).double()
+        pooled = torch.cat([(h * mask).sum(1) / mask.sum(1) for h in hidden[1:]]).numpy()  # layers 1..L
+        sigmas.append(np.cov(pooled, rowvar=False))
+    np.testing.assert_allclose(record.sigma.numpy(), sigmas[1], rtol=1e-10, atol=1e-12)
+    assert not np.allclose(sigmas[0], sigmas[1])  # training moved it: the refresh is not a leftover
+    assert reg.last_penalty is not None and -1.0 <= reg.last_penalty <= 0.0
+
+
+def test_regularised_states_match_the_istar_experiment_selection():
+    from isotropy.experiments.istar.model import select_states
+
+    g = torch.Generator().manual_seed(0)
+    hidden = tuple(torch.randn(3, 5, 4, generator=g) for _ in range(4))
+    mask = torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1], [1, 1, 0, 0, 0]])
+    for level in ("token", "sentence"):
+        for layers in ("all", "last", [1, 3]):
+            ours = regularised_states(hidden, mask, layers=layers, level=level, pooling="mean")
+            theirs = select_states(hidden, mask, layers=layers, level=level, pooling="mean")
+            assert torch.equal(ours, theirs), (level, layers)
+
+
+def test_cosreg_penalty_and_errors():
+    from isotropy import cosine_similarity_mean
+
+    g = torch.Generator().manual_seed(1)
+    hidden = tuple(torch.randn(4, 3, 6, generator=g, dtype=torch.float64) for _ in range(3))
+    mask = torch.ones(4, 3, dtype=torch.long)
+    reg = HiddenStateRegulariser("cosreg", weight=0.5, level="sentence", layers="last")
+    expected = 0.5 * cosine_similarity_mean(hidden[2].mean(1).numpy())
+    assert float(reg.penalty(hidden, mask)) == pytest.approx(expected, rel=1e-12)
+    with pytest.raises(IsotropyValueError, match="'method' parameter of HiddenStateRegulariser"):
+        HiddenStateRegulariser("whitening")
+    with pytest.raises(IsotropyValueError, match="'level' parameter"):
+        HiddenStateRegulariser(level="word")
+    with pytest.raises(IsotropyValueError, match="'shrinkage_sample' parameter"):
+        HiddenStateRegulariser(shrinkage_sample=["only", "two"])
