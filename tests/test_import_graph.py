@@ -18,9 +18,6 @@ KNOWN_EDGES = {
     ("isotropy._validation", "isotropy._magnitude"),
     # measure_cli <-> distributed.measure (the dask path reuses the command's report)
     ("isotropy.measure_cli", "isotropy.distributed.measure"),
-    # the metrics dispatch dask arrays to isotropy.distributed, whose kernels call the metrics back
-    *((f"isotropy.{m}", "isotropy.distributed")
-      for m in ("isoscore", "covariance", "dimension", "neighbors", "silhouette", "cluster_indices")),
 }
 
 

@@ -24,15 +24,15 @@ _METRICS = ("euclidean", "cosine")
 
 
 def _knn_block(block, metric, caller):
-    from isotropy.neighbors import _prepare
+    from isotropy._neighbors_kernels import _prepare
 
     return _prepare(np.asarray(block), metric, caller)
 
 
 def _operands(X, scale, caller):
     """[c, ‖c‖²/2, 1] rows and [c, −1, −‖c‖²/2] rows of the tile's points, centred on the tile."""
+    from isotropy._neighbors_kernels import _augmented
     from isotropy._validation import IsotropyValueError
-    from isotropy.neighbors import _augmented
 
     A = _augmented(X, scale, X.dtype)
     if A is None and X.dtype == np.float32:
@@ -50,7 +50,7 @@ def _operands(X, scale, caller):
 
 def _exact_candidates(X, scale, best_v, best_i, rows, to_global, n_total):
     """Exact float64 squared distances of the kept candidates, with global indices (invalid: inf, n)."""
-    from isotropy.neighbors import _exact_sq_distances
+    from isotropy._neighbors_kernels import _exact_sq_distances
 
     sq = _exact_sq_distances(X, scale, rows, best_i)
     invalid = np.isneginf(best_v)
@@ -62,7 +62,7 @@ def _exact_candidates(X, scale, best_v, best_i, rows, to_global, n_total):
 
 def _knn_tile(P, Q, start_p, start_q, m, n_total, caller):
     """Best ``m`` candidates (exact squared distance, global index) of P's rows and Q's rows in this tile."""
-    from isotropy.neighbors import _update_cols, _update_rows
+    from isotropy._neighbors_kernels import _update_cols, _update_rows
 
     n_p = P[0].shape[0]
     if Q is None:
@@ -87,14 +87,14 @@ def _knn_tile(P, Q, start_p, start_q, m, n_total, caller):
 
 
 def _merge_candidates(a, b):
-    from isotropy.neighbors import _sort_candidates
+    from isotropy._neighbors_kernels import _sort_candidates
 
     m = a[0].shape[1]
     return _sort_candidates(np.concatenate([a[0], b[0]], axis=1), np.concatenate([a[1], b[1]], axis=1), m)
 
 
 def _final(cands, n_neighbors, metric):
-    from isotropy.neighbors import _finish, _sort_candidates
+    from isotropy._neighbors_kernels import _finish, _sort_candidates
 
     sq, index = _sort_candidates(*cands, n_neighbors)
     return _finish(np.array(sq), metric), index
@@ -104,8 +104,8 @@ def _neighbour_blocks(X, n_neighbors, metric, chunk_size, caller):
     """Delayed (distances, indices) per row block, and the row starts."""
     from dask import delayed
 
+    from isotropy._neighbors_kernels import _n_candidates
     from isotropy._validation import check_option, check_scalar
-    from isotropy.neighbors import _n_candidates
 
     check_option(metric, "metric", _METRICS, caller=caller)
     n = X.shape[0]
@@ -187,7 +187,7 @@ def twonn_dimension(X, *, discard_fraction=0.1, method="linear", metric="euclide
 
 
 def _local_block(dist, caller, start):
-    from isotropy.dimension import _local_mle
+    from isotropy._dimension_kernels import _local_mle
 
     with warnings.catch_warnings():  # counted and reported once, on the client
         warnings.simplefilter("ignore")
@@ -223,8 +223,8 @@ def local_mle_dimension(X, *, n_neighbors=100, metric="euclidean", chunk_size=No
 
 def mle_dimension(X, *, n_neighbors=20, metric="euclidean", averaging="mean", chunk_size=None):
     """:func:`isotropy.mle_dimension` of a dask array (see there)."""
+    from isotropy._dimension_kernels import _AVERAGING, _pool
     from isotropy._validation import check_option
-    from isotropy.dimension import _AVERAGING, _pool
 
     caller = "mle_dimension"
     averaging = check_option(averaging, "averaging", _AVERAGING, caller=caller)
