@@ -1,6 +1,6 @@
 """``isotropy measure`` on sharded data or on a dask cluster (``--scheduler`` / ``--workers``).
 
-The command's options, table and JSON are those of :mod:`isotropy.measure_cli`; this module opens
+The command's options, table and JSON are those of :mod:`isotropy.measure_cli` (:mod:`isotropy._measure_report`); this module opens
 the cluster, reads the embeddings lazily (:func:`isotropy.io.shards.read_shards`) and hands the
 dask array to the same metric functions, which dispatch to :mod:`isotropy.distributed`.
 """
@@ -44,8 +44,8 @@ def _lazy_embeddings(embeddings, key):
     """The embeddings as a dask array: shards (and single .npy files) read lazily, others in memory."""
     from pathlib import Path
 
+    from isotropy._measure_report import _guard
     from isotropy.io.shards import is_sharded, read_shards
-    from isotropy.measure_cli import _guard
 
     if is_sharded(embeddings) or Path(str(embeddings)).suffix.lower() in (".npy", ".parquet"):
         return _guard(read_shards, embeddings, key=key), None
@@ -61,9 +61,9 @@ def run(embeddings, *, labels_path, metric_names, needing_labels, json_path, sam
         key, progress, scheduler, workers):
     """The body of ``isotropy measure`` for sharded input or a dask cluster."""
 
+    from isotropy._measure_report import InputError, _guard, _Input, report
     from isotropy._validation import check_labels
     from isotropy.distributed import show_progress
-    from isotropy.measure_cli import InputError, _guard, _Input, report
 
     X, _ = _lazy_embeddings(embeddings, key)
     n_rows, n_features = X.shape
