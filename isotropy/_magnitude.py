@@ -18,7 +18,7 @@ import math
 import numpy as np
 
 from isotropy._backend import is_torch
-from isotropy._validation import IsotropyValueError
+from isotropy._errors import IsotropyValueError
 
 __all__ = ["extremes", "rescaled", "safe_exponent_range", "unit_scale"]
 

@@ -14,6 +14,7 @@ import numbers
 import numpy as np
 
 from isotropy._backend import is_torch
+from isotropy._errors import IsotropyValueError
 
 __all__ = [
     "IsotropyValueError",
@@ -23,10 +24,6 @@ __all__ = [
     "check_random_state",
     "check_scalar",
 ]
-
-
-class IsotropyValueError(ValueError):
-    """A bad value given to a public function of :mod:`isotropy`."""
 
 
 def _describe(value) -> str:
