@@ -66,7 +66,7 @@ def report(data, embeddings, *, metric_names, json_path, key, labels_path, sampl
 
     Shared by the in-memory path and the dask path (:mod:`isotropy.distributed.measure`), which
     passes a dask array as ``data.X``, its cluster description in ``header_extra`` and the
-    scheduler, workers and chunking in ``record_extra``.
+    scheduler, workers, memory_limit and chunking in ``record_extra``.
     """
     to_stdout = json_path == "-"
     echo = _Echo(err=to_stdout)  # with --json -, stdout carries the JSON alone
@@ -227,7 +227,7 @@ def _record(data, embeddings, *, key, labels_path, sample_size, random_state, di
         "warnings": results.notes,
         "errors": results.errors,
         "complete": not results.errors and not results.interrupted,
-        "scheduler": None, "workers": None, "chunking": None,  # in memory (dask runs: isotropy.distributed)
+        "scheduler": None, "workers": None, "memory_limit": None, "chunking": None,  # in memory (dask runs: isotropy.distributed)
         "versions": package_versions(),
     }
 

@@ -20,6 +20,22 @@ from isotropy.measure_model import model_options, run_cli
 __all__ = ["CLUSTER", "LABEL_FREE", "METRICS", "QUADRATIC", "command"]
 
 
+def _parse_memory_limit(ctx, param, value):
+    """``--memory-limit``: 'auto' or a positive size in bytes (``2GB``, ``512MiB``, ``1e9``), as dask parses it."""
+    if value is None or value.strip().lower() == "auto":
+        return None if value is None else "auto"
+    from dask.utils import parse_bytes
+
+    try:
+        size = parse_bytes(value.strip())
+    except (ValueError, TypeError):
+        size = None
+    if size is None or size <= 0:
+        raise click.BadParameter(f"got {value!r}; expected a positive size such as 2GB or 512MiB, or 'auto'.",
+                                 ctx, param)
+    return size
+
+
 def _parse_metrics(ctx, param, value):
     if value is None:
         return None
@@ -62,9 +78,12 @@ def _parse_metrics(ctx, param, value):
 @click.option("--workers", type=click.IntRange(min=1), default=None, metavar="N",
               help="Run on a local dask cluster of N worker processes. A directory, glob or Zarr "
                    "EMBEDDINGS is read lazily in chunks either way (see docs/scaling.md).")
+@click.option("--memory-limit", callback=_parse_memory_limit, default=None, metavar="SIZE",
+              help="Memory of each --workers process, e.g. 2GB or 512MiB; default: the dask config key "
+                   "isotropy.memory-limit, else 'auto' (the machine's memory divided among the workers).")
 @model_options
 def command(embeddings, labels_path, metric_names, json_path, sample_size, random_state, distance, key, progress,
-            scheduler, workers, **model_kwargs):
+            scheduler, workers, memory_limit, **model_kwargs):
     """Measure the geometry of the embeddings in EMBEDDINGS.
 
     EMBEDDINGS is a .npy, .npz, .pt/.pth, .safetensors, .csv/.tsv or .parquet file of shape
@@ -82,8 +101,9 @@ def command(embeddings, labels_path, metric_names, json_path, sample_size, rando
     if (embeddings is None) == (model_kwargs["model"] is None):
         raise click.UsageError("give EMBEDDINGS, or --model NAME with --texts FILE (not both).")
     if model_kwargs["model"] is not None:
-        if scheduler is not None or workers is not None:
-            raise click.UsageError("--scheduler and --workers measure EMBEDDINGS files; they do not apply to --model.")
+        if scheduler is not None or workers is not None or memory_limit is not None:
+            raise click.UsageError("--scheduler, --workers and --memory-limit measure EMBEDDINGS files; "
+                                   "they do not apply to --model.")
         return run_cli(**model_kwargs, labels_path=labels_path, metric_names=metric_names, json_path=json_path,
                        sample_size=sample_size, random_state=random_state, progress=progress)
     if metric_names is None:
@@ -93,6 +113,9 @@ def command(embeddings, labels_path, metric_names, json_path, sample_size, rando
         raise click.UsageError(f"metric {needing_labels[0]!r} needs --labels FILE (one label per row of EMBEDDINGS).")
     if scheduler is not None and workers is not None:
         raise click.UsageError("--scheduler and --workers exclude each other (an existing cluster, or a new local one).")
+    if memory_limit is not None and workers is None:
+        raise click.UsageError("--memory-limit sets the memory of each --workers process; give --workers N with it "
+                               "(the workers of a --scheduler cluster have their own --memory-limit).")
     to_stdout = json_path == "-"
     if json_path is not None and not to_stdout:
         from isotropy._atomic import check_writable_destination
@@ -105,7 +128,7 @@ def command(embeddings, labels_path, metric_names, json_path, sample_size, rando
 
         return run(embeddings, labels_path=labels_path, metric_names=metric_names, needing_labels=needing_labels,
                    json_path=json_path, sample_size=sample_size, random_state=random_state, distance=distance,
-                   key=key, progress=progress, scheduler=scheduler, workers=workers)
+                   key=key, progress=progress, scheduler=scheduler, workers=workers, memory_limit=memory_limit)
 
     data = _load_input(embeddings, labels_path, key=key, sample_size=sample_size, random_state=random_state,
                        needing_labels=needing_labels)
