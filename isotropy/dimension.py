@@ -10,7 +10,8 @@ distinct point once (neighbours are searched among the distinct points), and in
 ``TwoNN`` instead drops the points whose first neighbour is at distance 0 but keeps them as
 neighbours of the others, and its ``MLE`` gives duplicated points a local estimate of 0 (so a
 harmonic mean of 0); results differ on data with duplicates.
-For torch input with duplicates the second search runs on the CPU.
+For torch input with duplicates the second search runs on the CPU; for a dask array the duplicates
+are found by a hashing pass over the chunks (:mod:`isotropy.distributed`), with the same result.
 """
 
 from __future__ import annotations
