@@ -3,7 +3,10 @@
 Samples are stored sorted by cluster as the rows of an augmented, centred matrix ``R`` such
 that ``L @ R[J].T`` (``L`` built from ``R[I]``) is the block ``(I, J)`` of squared euclidean or of
 cosine distances; :class:`_BlockKernel` turns one block into per-cluster distance sums and
-:func:`_run_tasks` spreads blocks over the cores.
+:func:`_run_tasks` spreads blocks over the cores. The cluster-count check, the seeded subsample
+and the step from cluster sums to coefficients (:func:`_coefficients_numpy`, :func:`_resolution`)
+live here too: :mod:`isotropy.silhouette` and :mod:`isotropy.distributed` both use them, and the
+dask path must not import the public module (which hands dask arrays to it).
 """
 
 from __future__ import annotations
