@@ -67,6 +67,7 @@ def run_one(lam, args, tokenizer, train, probe, sample, dev):
         learning_rate=args.lr, max_steps=args.max_steps or -1, num_train_epochs=args.epochs,
         warmup_steps=max(1, round(0.1 * args.max_steps)) if args.max_steps else 0,
         weight_decay=0.01, logging_steps=args.every, save_strategy="no", report_to=["tensorboard"],
+        train_sampling_strategy="group_by_length",  # batches of similar lengths: little padding
         use_cpu=args.device == "cpu", seed=args.seed, disable_tqdm=True)
 
     # --- the two lines this toolkit adds to an existing Trainer script -------------------------
@@ -88,42 +89,66 @@ def run_one(lam, args, tokenizer, train, probe, sample, dev):
     metrics = trainer.evaluate()  # dev accuracy (geometry was measured at this step already)
     trainer.state.save_to_json(str(out / "trainer_state.json"))
     return {"lambda": lam, "dev_accuracy": metrics["eval_accuracy"], "steps": trainer.state.global_step,
-            "trainer_state": str(out / "trainer_state.json")}
+            "trainer_state": str(out / "trainer_state.json"), "run_dir": str(out)}
 
 
-def curves(trainer_state, metric="isoscore_star"):
-    """{layer: (steps, values)} of ``geometry/<metric>/layer_<i>`` from a trainer_state.json."""
-    history = json.loads(Path(trainer_state).read_text())["log_history"]
+def curves(record, metric="isoscore_star"):
+    """{layer: (steps, values)} of ``geometry/<metric>/layer_<i>``, from trainer_state.json or TensorBoard.
+
+    A run that was stopped early has no trainer_state.json yet; its TensorBoard events (written as
+    the run goes, under ``train/geometry/...``) give the curves up to where it stopped.
+    """
     found = {}
-    for entry in history:
-        for key, value in entry.items():
-            if key.startswith(f"geometry/{metric}/layer_"):
-                found.setdefault(int(key.rsplit("_", 1)[1]), {})[entry["step"]] = value
+    if record.get("trainer_state") and Path(record["trainer_state"]).is_file():
+        for entry in json.loads(Path(record["trainer_state"]).read_text())["log_history"]:
+            for key, value in entry.items():
+                if key.startswith(f"geometry/{metric}/layer_"):
+                    found.setdefault(int(key.rsplit("_", 1)[1]), {})[entry["step"]] = value
+    else:
+        from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+        for events in sorted(Path(record["run_dir"]).rglob("events.out.tfevents.*")):
+            accumulator = EventAccumulator(str(events)).Reload()
+            for tag in accumulator.Tags()["scalars"]:
+                if tag.startswith(f"train/geometry/{metric}/layer_"):
+                    for event in accumulator.Scalars(tag):
+                        found.setdefault(int(tag.rsplit("_", 1)[1]), {})[event.step] = event.value
     return {layer: (np.array(sorted(v)), np.array([v[s] for s in sorted(v)])) for layer, v in sorted(found.items())}
 
 
 def plot(records, args):
+    """Row 1: per-layer IsoScore* over training steps, one panel per λ; row 2: mean cosine similarity."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(records), figsize=(4.2 * len(records), 3.4), sharey=True, squeeze=False)
+    rows = (("isoscore_star", f"IsoScore* (ζ = {args.zeta:g})"), ("mean_cosine", "mean cosine similarity"))
+    fig, axes = plt.subplots(len(rows), len(records), figsize=(4.2 * len(records), 6.2), sharex=True, sharey="row",
+                             squeeze=False)
     cmap = plt.get_cmap("viridis")
-    for ax, record in zip(axes[0], records):
-        layers = curves(record["trainer_state"])
-        for k, (layer, (steps, values)) in enumerate(layers.items()):
-            ax.plot(steps, values, marker="o", ms=2.5, lw=1.2, color=cmap(k / max(1, len(layers) - 1)),
-                    label=f"layer {layer}")
+    for column, record in enumerate(records):
+        last = 0
+        for row, (metric, label) in enumerate(rows):
+            ax = axes[row][column]
+            layers = curves(record, metric)
+            for k, (layer, (steps, values)) in enumerate(layers.items()):
+                ax.plot(steps, values, marker="o", ms=2.5, lw=1.2, color=cmap(k / max(1, len(layers) - 1)),
+                        label=f"layer {layer}")
+                last = max(last, int(steps[-1]))
+            ax.grid(alpha=0.3)
+            if column == 0:
+                ax.set_ylabel(label)
+            if row == len(rows) - 1:
+                ax.set_xlabel("training step")
         lam = record["lambda"]
-        name = "no regulariser" if lam == 0 else f"I-STAR λ = {lam:+g}"
-        ax.set_title(f"{name}\ndev accuracy {record['dev_accuracy']:.3f}", fontsize=10)
-        ax.set_xlabel("training step")
-        ax.grid(alpha=0.3)
-    axes[0][0].set_ylabel(f"IsoScore* (ζ = {args.zeta:g}) of the probe")
+        name = "no regulariser (λ = 0)" if lam == 0 else f"I-STAR λ = {lam:+g}"
+        detail = (f"dev accuracy {record['dev_accuracy']:.3f}" if record.get("dev_accuracy") is not None
+                  else f"stopped at step {last}, not evaluated")
+        axes[0][column].set_title(f"{name}\n{detail}", fontsize=10)
     axes[0][-1].legend(fontsize=8, loc="best")
-    fig.suptitle(f"MiniLM fine-tuned on SST-2 ({args.train_size or 'all'} sentences, {records[0]['steps']} steps): "
-                 f"per-layer IsoScore* of {args.probe_size} dev sentences", fontsize=10)
+    fig.suptitle(f"MiniLM fine-tuned on SST-2 ({args.train_size or 'all'} training sentences, batch {args.batch_size}): "
+                 f"geometry of {args.probe_size} dev sentences per layer", fontsize=10)
     fig.tight_layout()
     return fig
 
@@ -138,36 +163,39 @@ def main(argv=None):
     from isotropy.datasets.glue import load_glue_task
     from isotropy.encoders import resolve_model
 
-    torch.manual_seed(args.seed)
-    tokenizer = AutoTokenizer.from_pretrained(resolve_model(args.model))
-    train_all = load_glue_task("sst2", "train", data_dir=args.data_dir)
-    dev_all = load_glue_task("sst2", "dev", data_dir=args.data_dir)
-    rng = np.random.default_rng(args.seed)
-    n = len(train_all.text_a)
-    order = rng.permutation(n)
-    train_rows = order[:args.train_size] if args.train_size else order
-    sample_rows = order[-args.sample_size:]  # disjoint from the training subsample when it is smaller
-    probe_rows = np.random.default_rng([args.seed, 1]).choice(len(dev_all.text_a), args.probe_size, replace=False)
-
-    def encode(texts, labels):
-        enc = tokenizer(list(texts), truncation=True, max_length=64)
-        return [{"input_ids": i, "attention_mask": m, "labels": int(y)}
-                for i, m, y in zip(enc["input_ids"], enc["attention_mask"], labels)]
-
-    train = encode([train_all.text_a[i] for i in train_rows], train_all.labels[train_rows])
-    dev = encode(dev_all.text_a, dev_all.labels)
-    probe = [dev_all.text_a[i] for i in probe_rows]
-    sample = [train_all.text_a[i] for i in sample_rows]
-    args.out.mkdir(parents=True, exist_ok=True)
     records = []
-    for lam in args.lambdas:
-        done = args.out / f"lambda_{lam:g}" / "record.json"
-        if args.plot_only:
-            records.append(json.loads(done.read_text()))
-            continue
-        records.append(run_one(lam, args, tokenizer, train, probe, sample, dev))
-        with atomic_write(done) as handle:
-            json.dump(records[-1], handle, indent=2)
+    if not args.plot_only:
+        torch.manual_seed(args.seed)
+        tokenizer = AutoTokenizer.from_pretrained(resolve_model(args.model))
+        train_all = load_glue_task("sst2", "train", data_dir=args.data_dir)
+        dev_all = load_glue_task("sst2", "dev", data_dir=args.data_dir)
+        rng = np.random.default_rng(args.seed)
+        n = len(train_all.text_a)
+        order = rng.permutation(n)
+        train_rows = order[:args.train_size] if args.train_size else order
+        sample_rows = order[-args.sample_size:]  # disjoint from the training subsample when it is smaller
+        probe_rows = np.random.default_rng([args.seed, 1]).choice(len(dev_all.text_a), args.probe_size, replace=False)
+
+        def encode(texts, labels):
+            enc = tokenizer(list(texts), truncation=True, max_length=64)
+            return [{"input_ids": i, "attention_mask": m, "labels": int(y)}
+                    for i, m, y in zip(enc["input_ids"], enc["attention_mask"], labels)]
+
+        train = encode([train_all.text_a[i] for i in train_rows], train_all.labels[train_rows])
+        dev = encode(dev_all.text_a, dev_all.labels)
+        probe = [dev_all.text_a[i] for i in probe_rows]
+        sample = [train_all.text_a[i] for i in sample_rows]
+        args.out.mkdir(parents=True, exist_ok=True)
+        for lam in args.lambdas:
+            done = args.out / f"lambda_{lam:g}" / "record.json"
+            records.append(run_one(lam, args, tokenizer, train, probe, sample, dev))
+            with atomic_write(done) as handle:
+                json.dump(records[-1], handle, indent=2)
+    else:  # finished runs have a record; a stopped one is read from its TensorBoard events
+        for lam in args.lambdas:
+            done = args.out / f"lambda_{lam:g}" / "record.json"
+            records.append(json.loads(done.read_text()) if done.is_file() else
+                           {"lambda": lam, "dev_accuracy": None, "steps": None, "run_dir": str(done.parent)})
     summary = {"settings": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
                "runs": records, "seeds": {"torch": args.seed, "data": args.seed},
                "command": " ".join(["python", *sys.argv]), "versions": package_versions(["torchmetrics"])}
@@ -181,7 +209,10 @@ def main(argv=None):
             with atomic_write(path, "wb") as handle:
                 fig.savefig(handle, format=path.suffix[1:], dpi=130, bbox_inches="tight")
     for record in records:
-        print(f"lambda={record['lambda']:+g}  dev accuracy={record['dev_accuracy']:.4f}  steps={record['steps']}")
+        for metric in ("isoscore_star", "isoscore", "mean_cosine", "rogue_share"):
+            values = {layer: (round(float(v[0]), 4), round(float(v[-1]), 4)) for layer, (_, v) in curves(record, metric).items()}
+            print(f"lambda={record['lambda']:+g}  {metric} first->last per layer: {values}")
+        print(f"lambda={record['lambda']:+g}  dev accuracy={record['dev_accuracy']}  steps={record['steps']}")
 
 
 if __name__ == "__main__":

@@ -124,7 +124,8 @@ def _load_cached(path: Path | None, n: int) -> np.ndarray | None:
 def encode_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, layers: Sequence[int] = (-1,),
                   pooling: str = "mean", device: str | None = None, batch_size: int = 64, max_length: int = 128,
                   cache_dir: str | os.PathLike | None = None, use_cache: bool = True,
-                  show_progress: bool = False, _other_layers_budget: int = 0) -> dict[int, np.ndarray]:
+                  show_progress: bool = False, _other_layers_budget: int = 0, _caller: str = "encode_pooled",
+                  _name: str = "layers") -> dict[int, np.ndarray]:
     """Pooled token states of any transformers encoder or decoder at several hidden layers, cached per layer.
 
     Each text is tokenised (truncated to ``max_length`` tokens, special tokens such as [CLS] or
@@ -220,7 +221,7 @@ def encode_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, layers: S
                 files.update({i: cache_file(i) for i in extra})
             for layer in todo:
                 if not -len(hidden) <= layer < len(hidden):
-                    raise ValueError(f"The 'layers' parameter of {caller} must hold indices in [{-len(hidden)}, "
+                    raise ValueError(f"The '{_name}' parameter of {_caller} must be in [{-len(hidden)}, "
                                      f"{len(hidden) - 1}] for {model!r}. Got {layer} instead.")
                 pooled = pool_hidden_states(hidden[layer], batch["attention_mask"], pooling=pooling)
                 if layer not in fresh:
@@ -264,7 +265,8 @@ def encode_mean_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, devi
         # further pass); a cached layer is read back without loading the model
         only = encode_pooled(texts, model=model, layers=[layer], pooling=pooling, device=device,
                              batch_size=batch_size, max_length=max_length, cache_dir=cache_dir, use_cache=True,
-                             _other_layers_budget=_ALL_LAYERS_CACHE_BYTES)
+                             _other_layers_budget=_ALL_LAYERS_CACHE_BYTES, _caller="encode_mean_pooled", _name="layer")
         return only[layer]
     return encode_pooled(texts, model=model, layers=[layer], pooling=pooling, device=device, batch_size=batch_size,
-                         max_length=max_length, cache_dir=cache_dir, use_cache=False)[layer]
+                         max_length=max_length, cache_dir=cache_dir, use_cache=False, _caller="encode_mean_pooled",
+                         _name="layer")[layer]

@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 from _repro_models import make_tiny_bert_with_minilm_tokenizer
 from conftest import shared_data_path
-from isotropy.rogue import cosine_contributions, rogue_dimension_share
 from pydantic import ValidationError
 
 from isotropy.experiments._runner import execute
 from isotropy.experiments.activation_diagrams.config import ActivationDiagramsConfig
 from isotropy.experiments.activation_diagrams.experiment import EXPERIMENT
 from isotropy.experiments.activation_diagrams.science import activation_profile, profile_summary
+from isotropy.rogue import cosine_contributions, rogue_dimension_share
 
 TINY_FINE_TUNE = {"train_size": 24, "validation_size": 40, "batch_size": 8, "eval_batch_size": 16, "max_length": 32,
                   "istar": {"layers": "all", "level": "token", "zeta": 0.2, "shrinkage_sample": 8}}

@@ -209,7 +209,7 @@ def test_cli_runs_and_plot_redraws(tmp_path):
     result = _invoke(["--setup", "demo", "--updates", "4", "--seeds", "0", "--set", "metric_interval=2",
                       "--set", "n_items=300", "--threads", "1", "--device", "cpu"], tmp_path)
     assert result.exception is None, result.output
-    assert "| lexicon | 299 | 4 | 1 |" in result.output  # the correlation table
+    assert "| demo | 299 | 4 | 1 |" in result.output  # the correlation table, labelled by the setup
     assert f"figure: {tmp_path / 'figures' / 'fig2_metrics_vs_updates.png'}" in result.output
     (tmp_path / "figures" / "fig2_metrics_vs_updates.png").unlink()
     redraw = CliRunner().invoke(cli, ["plot", str(tmp_path), "--format", "png,pdf", "--dpi", "50"],

@@ -153,10 +153,11 @@ def test_encode_mean_pooled_matches_sentence_transformers_and_caches(tmp_path):
     # all-MiniLM-L6-v2 = mean pooling of the last layer, then L2 normalisation
     ref = encode_sentences(texts, device="cpu", use_cache=False, show_progress=False)
     np.testing.assert_allclose(X / np.linalg.norm(X, axis=1, keepdims=True), ref, atol=1e-5)
-    assert len(list(tmp_path.glob("*.npy"))) == 1
+    # the one forward pass caches the layer asked for (-1) and every hidden state 0..6 of the 6-layer model
+    assert len(list(tmp_path.glob("*.npy"))) == 8
     np.testing.assert_array_equal(encode_mean_pooled(texts, device="cpu", cache_dir=tmp_path), X)
     X0 = encode_mean_pooled(texts, device="cpu", layer=0, cache_dir=tmp_path)
-    assert len(list(tmp_path.glob("*.npy"))) == 2 and not np.allclose(X0, X)
+    assert len(list(tmp_path.glob("*.npy"))) == 8 and not np.allclose(X0, X)
     with pytest.raises(ValueError, match="'layer' parameter of encode_mean_pooled must be in"):
         encode_mean_pooled(texts, device="cpu", layer=40, use_cache=False)
 

@@ -137,11 +137,13 @@ def test_lightning_ddp_two_processes_log_the_one_process_value_on_all_rows(tmp_p
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE.parent), os.environ.get("PYTHONPATH", "")]),
            "OMP_NUM_THREADS": "1"}
     done = subprocess.run([sys.executable, str(HERE / "_lightning_geometry_run.py"), str(tmp_path), "2"],
-                          check=False, env=env, capture_output=True, text=True, timeout=600)
+                          check=False, env=env, capture_output=True, text=True, timeout=1200)
     assert done.returncode == 0, done.stderr[-3000:]
     (metrics_csv,) = (tmp_path / "csv").rglob("metrics.csv")
     rows = list(csv.DictReader(metrics_csv.open()))
-    last = max((r for r in rows if r.get("geometry/isoscore/layer_1")), key=lambda r: int(r["step"]))
+    geometry_rows = [r for r in rows if r.get("geometry/isoscore/layer_1")]
+    assert sorted(int(r["step"]) for r in geometry_rows) == [2, 4]  # every 2 steps, each value once
+    last = max(geometry_rows, key=lambda r: int(r["step"]))
 
     model = run.tiny_bert()
     model.load_state_dict(torch.load(tmp_path / "final.pt"))

@@ -79,7 +79,8 @@ def make_command(experiment) -> click.Command:
         if print_config:
             click.echo(yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False), nl=False)
             return
-        outcome = execute(experiment, config, results_dir=results_dir, setup=setup, device=device, threads=threads,
+        outcome = execute(experiment, config, results_dir=results_dir, setup=setup or experiment.default_setup,
+                          device=device, threads=threads,
                           resume=resume, data_dir=data_dir, quiet=quiet, plot=not no_plot)
         if experiment.report is not None and not outcome.skipped:
             click.echo(experiment.report(outcome.results, outcome.results_dir), nl=False)

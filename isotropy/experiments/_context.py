@@ -10,6 +10,7 @@ An experiment never reads flags or environment variables itself; it asks its con
   (a seed, a run of a sweep) with its seed, the config hash and a completeness mark, and refuse a
   part file that is foreign, duplicated or incomplete;
 - ``ctx.log`` and ``ctx.progress``: messages on stderr and tqdm bars, both silent with ``--quiet``;
+- ``ctx.setup``: the name of the setup (a packaged name, or a YAML file's stem), for labels;
 - ``ctx.prepared``: what the experiment's ``prepare`` loaded (model, data) before the results
   directory was touched.
 """
@@ -86,6 +87,7 @@ class RunContext:
 
     experiment: str
     results_dir: Path
+    setup: str | None = None
     device: str = "cpu"
     threads: int | None = None
     resume: bool = False

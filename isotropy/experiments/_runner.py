@@ -246,8 +246,8 @@ def execute(experiment: Experiment, config, *, results_dir=None, setup: str | No
             plot: bool = True, formats=("png", "svg"), dpi: int = 150) -> RunOutcome:
     """Run ``experiment`` with a validated ``config`` into ``results_dir`` (see the module docstring).
 
-    ``config`` may also be a plain mapping (validated here). ``results_dir`` defaults to
-    ``results/<experiment>/<setup>``.
+    ``config`` may also be a plain mapping (validated here). ``setup`` (the name the config came
+    from) labels tables and figures; ``results_dir`` defaults to ``results/<experiment>/<setup>``.
     """
     if not isinstance(config, experiment.config_model):
         config = validate(experiment.config_model, dict(config), experiment=experiment.name)
@@ -259,7 +259,8 @@ def execute(experiment: Experiment, config, *, results_dir=None, setup: str | No
     ignore = set(experiment.resume_keys)
     from isotropy.datasets._paths import data_dir as resolve_data_dir
 
-    ctx = RunContext(experiment=experiment.name, results_dir=results_dir, device=resolve_device(device),
+    label = Path(setup).stem if setup and str(setup).endswith((".yaml", ".yml")) else setup
+    ctx = RunContext(experiment=experiment.name, results_dir=results_dir, setup=label, device=resolve_device(device),
                      threads=threads, resume=resume, data_dir=resolve_data_dir(data_dir), quiet=quiet,
                      config_hash=config_hash(values, ignore=ignore))
     check_results_dir(results_dir)

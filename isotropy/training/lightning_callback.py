@@ -42,9 +42,10 @@ class LightningGeometryCallback(Callback):
 
     Every ``every_n_steps`` optimiser steps (``trainer.global_step``) and at the end of every
     validation epoch, the probe is embedded by the model (eval mode, no gradients, then back to
-    train mode) and the per-layer metrics are logged with ``pl_module.log`` as
-    ``geometry/<metric>/layer_<i>``, so every logger of the Trainer (TensorBoard, CSV, W&B) gets
-    them. The shared core is :class:`isotropy.training.GeometryProbe`.
+    train mode) and the per-layer metrics are sent to every logger of the Trainer (TensorBoard,
+    CSV, W&B) as ``geometry/<metric>/layer_<i>`` at step ``trainer.global_step``, and put in
+    ``trainer.callback_metrics`` (for ``ModelCheckpoint(monitor=...)`` and the like). The shared
+    core is :class:`isotropy.training.GeometryProbe`.
 
     Parameters
     ----------
@@ -65,8 +66,9 @@ class LightningGeometryCallback(Callback):
     Notes
     -----
     Under DDP every process embeds its share of the probe and the metric states are summed
-    across processes inside ``compute``; the values are therefore already global and are logged
-    with ``sync_dist=False``.
+    across processes inside ``compute``; the values are therefore already global (the loggers
+    write them from rank 0). They go to the loggers directly rather than through
+    ``pl_module.log``, which would repeat the last value at every later step of the epoch.
 
     Examples
     --------
@@ -97,10 +99,15 @@ class LightningGeometryCallback(Callback):
         self.history.append((trainer.global_step, values))
         return values
 
-    @staticmethod
-    def _as_tensors(values):
-        # float64 tensors: Lightning would turn Python floats into float32 ones
-        return {key: torch.tensor(value, dtype=torch.float64) for key, value in values.items()}
+    def _log(self, trainer, values):
+        # straight to the Trainer's loggers at the current global step: pl_module.log would re-send
+        # the last value at every later step of the epoch (Lightning keeps step results until the
+        # epoch ends), drawing flat segments between two measurements
+        for logger in trainer.loggers:
+            logger.log_metrics(dict(values), step=trainer.global_step)
+        # and visible to the other callbacks (ModelCheckpoint(monitor=...), EarlyStopping, ...)
+        trainer.callback_metrics.update({key: torch.tensor(value, dtype=torch.float64)
+                                         for key, value in values.items()})
 
     def on_train_start(self, trainer, pl_module):
         self._last_step = None
@@ -109,11 +116,9 @@ class LightningGeometryCallback(Callback):
         step = trainer.global_step
         if step % self.every_n_steps or step == self._last_step:
             return
-        values = self._as_tensors(self._measure(trainer, pl_module))
-        pl_module.log_dict(values, on_step=True, on_epoch=False, sync_dist=False, batch_size=1)
+        self._log(trainer, self._measure(trainer, pl_module))
 
     def on_validation_epoch_end(self, trainer, pl_module):
         if not self.measure_on_validation or trainer.sanity_checking or trainer.global_step == self._last_step:
             return
-        values = self._as_tensors(self._measure(trainer, pl_module))
-        pl_module.log_dict(values, on_step=False, on_epoch=True, sync_dist=False, batch_size=1)
+        self._log(trainer, self._measure(trainer, pl_module))

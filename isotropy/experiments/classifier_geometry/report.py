@@ -61,7 +61,8 @@ def summarise(problem_info: dict, config: dict, seed_records: list[dict]) -> dic
     metric_names = ("isoscore", "silhouette", "accuracy", "micro_f1", "loss")
     timing = {int(r["seed"]): r["timing"] for r in seed_records}
     return {
-        "setup": config.get("task") if config.get("task") != "glue" else f"{config['model_label']}/{config['glue_task']}",
+        "setup": (f"{config['model_label']}/{config['glue_task']}" if config.get("task") == "glue"
+                  else config.get("label") or config.get("task")),
         "data": problem_info,
         "updates": int(config["updates"]),
         "metric_interval": int(config["metric_interval"]),

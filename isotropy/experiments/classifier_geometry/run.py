@@ -51,7 +51,7 @@ def prepare(config, ctx) -> list:
     """Load the data and embed it (every problem of the GLUE grid) before the results directory is touched."""
     from isotropy.experiments.classifier_geometry.problem import build_problem
 
-    values = config.model_dump()
+    values = {**config.model_dump(), "label": ctx.setup}  # the setup's name labels tables and figures
     return [(prefix, sub, build_problem(sub, data_dir=ctx.data_dir, device=ctx.device,
                                         show_progress=ctx.show_progress))
             for prefix, sub in _units(values)]
@@ -78,7 +78,9 @@ def run(config, results_dir, ctx) -> dict:
 
 
 def _name(config: dict) -> str:
-    return config["task"] if config["task"] != "glue" else f"{config['model_label']}/{config['glue_task']}"
+    if config["task"] == "glue":
+        return f"{config['model_label']}/{config['glue_task']}"
+    return config.get("label") or config["task"]
 
 
 def _run_one(config: dict, problem, out_dir: Path, prefix: str, ctx) -> dict:

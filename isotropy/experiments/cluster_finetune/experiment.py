@@ -40,7 +40,7 @@ EXPERIMENT = Experiment(
     plot=_plot,
     report=_report,
     default_setup="minilm",
-    resume_keys=frozenset({"seeds"}),
+    resume_keys=frozenset({"seeds", "conditions"}),
     shortcuts=(("--model", "model", "all-MiniLM-L6-v2 (packaged) or a local transformers model directory"),
                ("--task", "task", "GLUE task: rte (default), mrpc, qnli, wnli, sst2 or cola")),
     help="""Fine-tuning with and without the in-batch cluster transform (Rajaee & Pilehvar, "Fine-Tuning BERT").

@@ -25,7 +25,7 @@ def _layers_figure(results: dict):
     pooled = "[CLS]" if results["pooling"] == "cls" else "mean-pooled"
     ax_iso.set_yscale("log")
     ax_iso.set_ylabel(f"I(W) of {pooled} vectors")
-    ax_mean.set_ylabel("‖mean‖ / mean ‖x‖  (0 = zero-mean)")
+    ax_mean.set_ylabel("zero-mean ratio (0 = zero-mean)")
     ax_mean.set_ylim(0, 1)
     for ax in (ax_iso, ax_mean):
         ax.set_xlabel("transformer layer")

@@ -161,6 +161,11 @@ def _train_one(config, prepared, condition: str, seed: int, device: str, ctx) ->
                           eval_dataset=_rows(prepared["valid"]),
                           data_collator=DataCollatorWithPadding(prepared["tokenizer"]),
                           processing_class=prepared["tokenizer"], compute_metrics=accuracy, callbacks=[callback])
+        if ctx.quiet:  # --quiet: neither the Trainer's progress bars nor its printed log lines
+            from transformers import PrinterCallback, ProgressCallback
+
+            trainer.remove_callback(PrinterCallback)
+            trainer.remove_callback(ProgressCallback)
         trainer.train()
         final = trainer.evaluate()
         history = list(trainer.state.log_history)
