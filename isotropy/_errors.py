@@ -1,4 +1,9 @@
-"""The toolkit's error class, in a module of its own so that every helper can raise it without cycles."""
+"""The library's exception for bad values, in a module of its own.
+
+Private: :mod:`isotropy._validation` (the argument checks) and :mod:`isotropy._magnitude` (the
+rescaling that refuses data out of range) both raise it without importing each other; it is public
+as :class:`isotropy.IsotropyValueError`.
+"""
 
 from __future__ import annotations
 

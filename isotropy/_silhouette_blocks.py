@@ -3,16 +3,22 @@
 Samples are stored sorted by cluster as the rows of an augmented, centred matrix ``R`` such
 that ``L @ R[J].T`` (``L`` built from ``R[I]``) is the block ``(I, J)`` of squared euclidean or of
 cosine distances; :class:`_BlockKernel` turns one block into per-cluster distance sums and
-:func:`_run_tasks` spreads blocks over the cores.
+:func:`_run_tasks` spreads blocks over the cores. The cluster-count check, the seeded subsample
+and the step from cluster sums to coefficients (:func:`_coefficients_numpy`, :func:`_resolution`)
+live here too: :mod:`isotropy.silhouette` and :mod:`isotropy.distributed` both use them, and the
+dask path must not import the public module (which hands dask arrays to it).
 """
 
 from __future__ import annotations
 
+import numbers
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+
+from isotropy._validation import IsotropyValueError
 
 
 def _unit_rows(block):
@@ -176,3 +182,54 @@ def _segments(sorted_ids, first, start, stop):
     clusters = np.arange(sorted_ids[start], sorted_ids[stop - 1] + 1)
     starts = np.maximum(first[clusters], start) - start
     return clusters, starts
+
+
+def _check_n_clusters(ids, n_samples, caller):
+    n_clusters = int(ids.max()) + 1 if ids.size else 0
+    if not 2 <= n_clusters <= n_samples - 1:
+        raise IsotropyValueError(
+            f"The 'labels' parameter of {caller} must define between 2 and n_samples - 1 = {n_samples - 1} "
+            f"clusters. Got {n_clusters} cluster{'s' if n_clusters != 1 else ''} instead.")
+    return n_clusters
+
+
+def _sample_indices(n_samples, sample_size, random_state, caller):
+    """Indices of the subsample, chosen exactly as scikit-learn chooses them."""
+    if isinstance(random_state, (np.random.Generator, np.random.RandomState)):
+        permutation = random_state.permutation(n_samples)
+    elif random_state is None or (isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool)):
+        permutation = np.random.RandomState(random_state).permutation(n_samples)
+    else:
+        raise TypeError(f"The 'random_state' parameter of {caller} must be None, an int, a numpy RandomState "
+                        f"or a numpy Generator. Got {random_state!r} instead.")
+    return permutation[:sample_size]
+
+
+def _resolution(q, dtype, d, metric):
+    """The smallest mean distance the product kernel resolves, per sample.
+
+    A distance from ``q_i + q_j - s·u_i·u_j`` carries a rounding error up to about
+    ``c·eps·(q_i + q_j)`` (``q`` the squared norms of the centred operands, ``c`` growing like
+    √d), and the euclidean distance is its square root. Below this, a distance is
+    indistinguishable from 0: a sample whose own cluster and nearest other cluster both lie
+    within it has a = b = 0, hence s = 0 (as scikit-learn gives for exact duplicates), not the
+    ±1 that rounding noise would decide.
+    """
+    eps = float(np.finfo(dtype).eps)
+    error = 4.0 * np.sqrt(d + 2.0) * eps * (q + q.max())
+    return np.sqrt(error) if metric == "euclidean" else error
+
+
+def _coefficients_numpy(sums, ids, counts, resolution):
+    """s_i from the cluster sums of rows i (cluster ids ``ids``), the cluster sizes and the kernel's resolution."""
+    rows = np.arange(sums.shape[0])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a = sums[rows, ids] / (counts[ids] - 1.0)
+        means = sums / counts
+        means[rows, ids] = np.inf
+        b = means.min(axis=1)
+        s = (b - a) / np.maximum(a, b)
+    s[(a <= resolution) & (b <= resolution)] = 0.0  # a = b = 0 to the kernel's precision
+    return np.nan_to_num(s, nan=0.0, posinf=0.0, neginf=0.0)  # singletons (a = 0/0) and a = b = 0
+
+

@@ -13,9 +13,10 @@ import numbers
 import numpy as np
 
 from isotropy._backend import get_namespace, is_dask, is_torch, to_output
+from isotropy._cluster_kernels import _pair_distance, _scalar
 from isotropy._progress import blocks
+from isotropy._silhouette_blocks import _check_n_clusters
 from isotropy._validation import check_labels, check_option, check_scalar, check_X
-from isotropy.silhouette import _check_n_clusters
 
 __all__ = ["calinski_harabasz_score", "davies_bouldin_score", "dunn_index"]
 
@@ -46,10 +47,6 @@ def _centroids(Xw, ids, n_clusters, xp):
     counts = xp.sum(onehot, axis=0)
     centroids = (onehot.T @ Xw) / counts[:, None]
     return counts, centroids, onehot, ids_x
-
-
-def _scalar(value) -> float:
-    return float(value.detach()) if is_torch(value) else float(value)
 
 
 def _sqrt(x, xp):
@@ -192,16 +189,6 @@ def _operands(Xw, metric, xp):
     U = Xw - xp.mean(Xw, axis=0)
     q = xp.sum(U**2, axis=1)
     return (U, q, 2.0) if metric == "euclidean" else (U, (q + zero) / 2.0, 1.0)
-
-
-def _pair_distance(X, i, j, metric, xp):
-    """d(x_i, x_j) straight from the data (keeps a torch graph)."""
-    if metric == "euclidean":
-        return xp.sqrt(xp.sum((X[i, :] - X[j, :]) ** 2))
-    ni, nj = xp.sqrt(xp.sum(X[i, :] ** 2)), xp.sqrt(xp.sum(X[j, :] ** 2))
-    if _scalar(ni) == 0.0 or _scalar(nj) == 0.0:
-        return xp.sum(X[i, :]) * 0.0 + (0.0 if i == j else 1.0)
-    return 1.0 - xp.sum(X[i, :] * X[j, :]) / (ni * nj)
 
 
 def dunn_index(X, labels, *, metric="euclidean", chunk_size=None):

@@ -10,7 +10,8 @@ distinct point once (neighbours are searched among the distinct points), and in
 ``TwoNN`` instead drops the points whose first neighbour is at distance 0 but keeps them as
 neighbours of the others, and its ``MLE`` gives duplicated points a local estimate of 0 (so a
 harmonic mean of 0); results differ on data with duplicates.
-For torch input with duplicates the second search runs on the CPU.
+For torch input with duplicates the second search runs on the CPU; for a dask array the duplicates
+are found by a hashing pass over the chunks (:mod:`isotropy.distributed`), with the same result.
 """
 
 from __future__ import annotations
@@ -23,19 +24,12 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import validate_data
 
 from isotropy._backend import is_dask, is_torch
+from isotropy._dimension_kernels import _AVERAGING, _local_mle, _pool
+from isotropy._neighbors_kernels import _METRICS, _finish, _prepare, _representation
 from isotropy._validation import IsotropyValueError, check_option, check_scalar, check_X
-from isotropy.neighbors import (
-    _METRICS,
-    _finish,
-    _kneighbors_numpy,
-    _kneighbors_torch,
-    _prepare,
-    _representation,
-)
+from isotropy.neighbors import _kneighbors_numpy, _kneighbors_torch
 
 __all__ = ["MLE", "TwoNN", "local_mle_dimension", "mle_dimension", "twonn_dimension"]
-
-_AVERAGING = ("mean", "harmonic", "median")
 
 
 def _neighbour_distances(X, *, n_neighbors: int, metric: str, caller: str):
@@ -160,19 +154,6 @@ def twonn_dimension(X, *, discard_fraction: float = 0.1, method: str = "linear",
     return _output(d, X)
 
 
-def _local_mle(dist: np.ndarray, caller: str) -> np.ndarray:
-    """Levina–Bickel local estimates from sorted neighbour distances (n, k), k >= 2."""
-    k = dist.shape[1]
-    total = np.log(dist[:, -1:] / dist[:, :-1]).sum(axis=1)
-    flat = int(np.count_nonzero(total == 0))
-    if flat:
-        warnings.warn(
-            f"{caller}: {flat} points have all their {k} nearest neighbours at the same distance; their local "
-            f"MLE dimension is infinite (increase n_neighbors).", UserWarning, stacklevel=3)
-    with np.errstate(divide="ignore"):
-        return (k - 1) / total
-
-
 def local_mle_dimension(X, *, n_neighbors: int = 100, metric: str = "euclidean"):
     """Local intrinsic dimension of every point: the Levina–Bickel MLE on its neighbourhood.
 
@@ -285,15 +266,6 @@ def mle_dimension(X, *, n_neighbors: int = 20, metric: str = "euclidean", averag
     check_scalar(n_neighbors, "n_neighbors", caller=caller, kind=numbers.Integral, low=2, high=X.shape[0] - 1)
     dist, _ = _neighbour_distances(X, n_neighbors=n_neighbors, metric=metric, caller=caller)
     return _output(_pool(_local_mle(dist, caller), averaging), X)
-
-
-def _pool(local: np.ndarray, averaging: str) -> float:
-    """Pool local estimates: arithmetic mean, harmonic mean (inverse of the mean inverse) or median."""
-    if averaging == "mean":
-        return float(local.mean())
-    if averaging == "median":
-        return float(np.median(local))
-    return float(1.0 / np.mean(1.0 / local))
 
 
 class _DimensionEstimator(BaseEstimator):

@@ -24,9 +24,16 @@ import numbers
 import numpy as np
 
 from isotropy._backend import is_dask, is_torch
-from isotropy._silhouette_blocks import _augmented_numpy, _BlockKernel, _run_tasks
+from isotropy._silhouette_blocks import (
+    _augmented_numpy,
+    _BlockKernel,
+    _check_n_clusters,
+    _coefficients_numpy,
+    _resolution,
+    _run_tasks,
+    _sample_indices,
+)
 from isotropy._validation import (
-    IsotropyValueError,
     check_labels,
     check_option,
     check_scalar,
@@ -51,27 +58,6 @@ def _validate(X, labels, metric, chunk_size, caller):
     check_option(metric, "metric", _METRICS, caller=caller)
     check_scalar(chunk_size, "chunk_size", caller=caller, kind=numbers.Integral, low=1, allow_none=True)
     return X, ids
-
-
-def _check_n_clusters(ids, n_samples, caller):
-    n_clusters = int(ids.max()) + 1 if ids.size else 0
-    if not 2 <= n_clusters <= n_samples - 1:
-        raise IsotropyValueError(
-            f"The 'labels' parameter of {caller} must define between 2 and n_samples - 1 = {n_samples - 1} "
-            f"clusters. Got {n_clusters} cluster{'s' if n_clusters != 1 else ''} instead.")
-    return n_clusters
-
-
-def _sample_indices(n_samples, sample_size, random_state, caller):
-    """Indices of the subsample, chosen exactly as scikit-learn chooses them."""
-    if isinstance(random_state, (np.random.Generator, np.random.RandomState)):
-        permutation = random_state.permutation(n_samples)
-    elif random_state is None or (isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool)):
-        permutation = np.random.RandomState(random_state).permutation(n_samples)
-    else:
-        raise TypeError(f"The 'random_state' parameter of {caller} must be None, an int, a numpy RandomState "
-                        f"or a numpy Generator. Got {random_state!r} instead.")
-    return permutation[:sample_size]
 
 
 def _silhouette_numpy(X, ids, n_clusters, metric, chunk_size):
@@ -180,34 +166,6 @@ def _resolution_torch(q, X, metric):
 
 # ----------------------------------------------------------------------------------------------
 # from the sums to the coefficients (any namespace with numpy-like semantics)
-
-
-def _resolution(q, dtype, d, metric):
-    """The smallest mean distance the product kernel resolves, per sample.
-
-    A distance from ``q_i + q_j - s·u_i·u_j`` carries a rounding error up to about
-    ``c·eps·(q_i + q_j)`` (``q`` the squared norms of the centred operands, ``c`` growing like
-    √d), and the euclidean distance is its square root. Below this, a distance is
-    indistinguishable from 0: a sample whose own cluster and nearest other cluster both lie
-    within it has a = b = 0, hence s = 0 (as scikit-learn gives for exact duplicates), not the
-    ±1 that rounding noise would decide.
-    """
-    eps = float(np.finfo(dtype).eps)
-    error = 4.0 * np.sqrt(d + 2.0) * eps * (q + q.max())
-    return np.sqrt(error) if metric == "euclidean" else error
-
-
-def _coefficients_numpy(sums, ids, counts, resolution):
-    """s_i from the cluster sums of rows i (cluster ids ``ids``), the cluster sizes and the kernel's resolution."""
-    rows = np.arange(sums.shape[0])
-    with np.errstate(divide="ignore", invalid="ignore"):
-        a = sums[rows, ids] / (counts[ids] - 1.0)
-        means = sums / counts
-        means[rows, ids] = np.inf
-        b = means.min(axis=1)
-        s = (b - a) / np.maximum(a, b)
-    s[(a <= resolution) & (b <= resolution)] = 0.0  # a = b = 0 to the kernel's precision
-    return np.nan_to_num(s, nan=0.0, posinf=0.0, neginf=0.0)  # singletons (a = 0/0) and a = b = 0
 
 
 def _coefficients_torch(sums, ids, resolution):

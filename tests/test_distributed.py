@@ -185,14 +185,56 @@ def test_bad_dask_input_gets_the_in_memory_messages(blobs):
         isotropy.isoscore(da.from_array(X[:, :1], chunks=100))
 
 
-def test_duplicates_are_an_error_for_the_dask_dimension_estimators(blobs):
-    X, _ = blobs
-    X = X.copy()
-    X[400] = X[17]
-    with pytest.raises(IsotropyValueError, match=r"no duplicate rows when it is a dask array.*first at row 17"):
-        isotropy.twonn_dimension(da.from_array(X, chunks=(100, 9)))
-    with pytest.raises(IsotropyValueError, match="no duplicate rows"):
-        isotropy.local_mle_dimension(da.from_array(X, chunks=(100, 9)), n_neighbors=5).compute()
+def _with_duplicates(X):
+    """X with 57 duplicate rows: rows repeated up to 3 times, across and within chunks, in shuffled order."""
+    rng = np.random.default_rng(3)
+    X = np.vstack([X, X[:40], X[100:108], X[100:108], X[550:551]])
+    X = X[rng.permutation(X.shape[0])]
+    return X, 57
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
+@pytest.mark.parametrize(("name", "kwargs"), [("twonn_dimension", {}), ("twonn_dimension", {"method": "mle"}),
+                                              ("mle_dimension", {"n_neighbors": 7, "averaging": "harmonic"}),
+                                              ("local_mle_dimension", {"n_neighbors": 7})])
+def test_dask_dimension_estimators_merge_duplicates_as_in_memory(blobs, name, kwargs, metric):
+    X, n_dup = _with_duplicates(blobs[0])
+    function = getattr(isotropy, name)
+    with pytest.warns(UserWarning) as in_memory:
+        want = function(X, metric=metric, **kwargs)
+    with pytest.warns(UserWarning) as dask_path:
+        got = _compute(function(da.from_array(X, chunks=(101, 9)), metric=metric, **kwargs))
+    message = (f"{name}: X has {n_dup} duplicate rows (at {metric} distance 0 from another row); each distinct "
+               f"point is counted once and neighbours are searched among the 600 distinct points.")
+    assert [str(w.message) for w in dask_path] == [str(w.message) for w in in_memory] == [message]
+    assert dask_path[0].filename == __file__  # attributed to the caller's line, as in memory
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    if name == "local_mle_dimension":  # one estimate per row; a duplicate has its point's
+        assert got.shape == (X.shape[0],) and np.unique(got).size == 600
+
+
+def test_dask_duplicate_merging_compares_rows_not_hashes(blobs, monkeypatch):
+    """Every row's hash colliding (the worst case) still merges exactly the identical rows."""
+    from isotropy.distributed import _duplicates
+
+    X, n_dup = _with_duplicates(blobs[0])
+    monkeypatch.setattr(_duplicates, "_row_hashes", lambda block, metric, caller: np.zeros(len(block), np.uint64))
+    with pytest.warns(UserWarning, match=f"X has {n_dup} duplicate rows"):
+        got = isotropy.mle_dimension(da.from_array(X, chunks=(101, 9)), n_neighbors=7)
+    with pytest.warns(UserWarning, match=f"X has {n_dup} duplicate rows"):
+        assert got == pytest.approx(isotropy.mle_dimension(X, n_neighbors=7), rel=1e-12)
+    distinct = blobs[0][:300]  # no duplicate: no warning, the plain search
+    assert isotropy.twonn_dimension(da.from_array(distinct, chunks=(97, 9))) == pytest.approx(
+        isotropy.twonn_dimension(distinct), rel=1e-12)
+
+
+def test_dask_too_few_distinct_points_is_the_in_memory_error(blobs):
+    X = np.repeat(blobs[0][:5], 4, axis=0)
+    message = r"must have more than n_neighbors=5 distinct points. Got 5 distinct points \(15 duplicate rows\)"
+    with pytest.raises(IsotropyValueError, match=message):
+        isotropy.mle_dimension(X, n_neighbors=5)
+    with pytest.raises(IsotropyValueError, match=message):
+        isotropy.mle_dimension(da.from_array(X, chunks=(6, 9)), n_neighbors=5)
 
 
 def test_numpy_users_never_import_dask():

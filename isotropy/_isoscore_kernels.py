@@ -1,0 +1,276 @@
+"""The covariance -> IsoScore math, shared by :mod:`isotropy.isoscore`, :mod:`isotropy.covariance` and :mod:`isotropy.distributed`.
+
+Both scores depend on the covariance matrix only through its trace and its squared Frobenius
+norm: the scatter statistics of a point cloud (:func:`_scatter_stats`), the zero-variance check
+and the score from those moments live here, together with :func:`isoscore_from_covariance`, so
+that the public metric functions (which hand dask arrays to :mod:`isotropy.distributed`) and the
+dask reductions import this module instead of each other. Public names are re-exported from
+:mod:`isotropy.isoscore`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from isotropy._backend import is_torch, to_output
+from isotropy._magnitude import safe_exponent_range
+from isotropy._validation import IsotropyValueError, check_scalar
+
+# Data whose total variance is below (_FLOOR_ULPS * eps)^2 * ||mean||^2 per sample is treated as
+# constant: the residual of exact centring of identical rows is a few ulps of the mean.
+_FLOOR_ULPS = 8.0
+_CHUNK_ELEMENTS = 1 << 21  # float64 rows converted at a time by the numpy path (16 MiB)
+
+
+class _ScatterStats(NamedTuple):
+    """Statistics of the centred scatter matrix S = Σ (x − μ)(x − μ)ᵀ (unnormalised, ddof-free)."""
+
+    trace: object  # tr S = ||Xc||_F²
+    frob_sq: object  # ||S||_F²
+    scatter: object  # S (d×d) when n_samples >= n_features, else None
+    centred: object  # Xc (n×d) when n_samples < n_features, else None
+    mean_sq: float  # ||μ||², for the zero-variance test
+
+
+def _as_float(value) -> float:
+    return float(value.detach()) if is_torch(value) else float(value)
+
+
+def _eps(X) -> float:
+    if is_torch(X):
+        import torch
+
+        return float(torch.finfo(X.dtype).eps)
+    return float(np.finfo(np.float64).eps)
+
+
+def _numpy_scatter(X):
+    """Float64 scatter matrix and mean of a numpy ``X`` (n ≥ 1), in one pass, without a float64 copy.
+
+    Rows are converted a chunk at a time and shifted by K, the mean of the first chunk (a shift
+    close to the mean keeps the large-offset precision of two-pass centring):
+    with m = mean(x − K), Σ(x − μ)(x − μ)ᵀ = Σ(x − K)(x − K)ᵀ − n·m·mᵀ and μ = K + m.
+    """
+    n, d = X.shape
+    step = max(1, _CHUNK_ELEMENTS // max(d, 1))
+    shift = X[:step].mean(axis=0, dtype=np.float64)
+    scatter = np.zeros((d, d))
+    total = np.zeros(d)
+    buffer = np.empty((min(step, n), d))  # one float64 chunk, reused: peak memory O(chunk), not O(n)
+    for start in range(0, n, step):
+        B = buffer[: min(step, n - start)]
+        np.copyto(B, X[start:start + step])
+        B -= shift
+        total += B.sum(axis=0)
+        scatter += B.T @ B  # BLAS syrk
+    m = total / n
+    scatter -= n * np.outer(m, m)
+    return scatter, shift + m
+
+
+def _torch_outer(v):
+    """v vᵀ for a 1-d tensor (differentiable)."""
+    return v[:, None] * v[None, :]
+
+
+def _scatter_stats(X) -> _ScatterStats:
+    """Centred-scatter statistics of ``X``: float64 for numpy input, ``X``'s dtype/graph for torch.
+
+    ``||S||_F² = ||Xcᵀ Xc||_F² = ||Xc Xcᵀ||_F²`` (both Σσᵢ⁴ over the singular values of Xc), so
+    the cheaper Gram side is formed: d×d when n ≥ d, else n×n. Centring is two-pass in effect
+    (the mean r of the residuals after subtracting the mean is removed, as S − n·r·rᵀ when the
+    d×d side is formed) so float32 and large offsets lose no precision.
+    """
+    n, d = X.shape
+    if is_torch(X):
+        mean = X.mean(dim=0, keepdim=True)
+        Xc = X - mean
+        resid = Xc.mean(dim=0)  # rounding error of the first mean, removed below
+        mean_sq = float((mean.detach() ** 2).sum())
+        if n >= d:
+            S = Xc.T @ Xc - n * _torch_outer(resid)
+            return _ScatterStats(S.diagonal().sum(), (S * S).sum(), S, None, mean_sq)
+        Xc = Xc - resid
+        G = Xc @ Xc.T  # tr G = tr S
+        return _ScatterStats(G.diagonal().sum(), (G * G).sum(), None, Xc, mean_sq)
+    if n >= d:
+        S, mean = _numpy_scatter(X)
+        return _ScatterStats(np.trace(S), np.vdot(S, S), S, None, float(mean @ mean))
+    Xc = np.array(X, dtype=np.float64, copy=True)  # n < d: the copy is smaller than a d×d matrix
+    mean = Xc.mean(axis=0)
+    Xc -= mean
+    Xc -= Xc.mean(axis=0)
+    G = Xc @ Xc.T  # tr G = tr S
+    return _ScatterStats(np.trace(G), np.vdot(G, G), None, Xc, float(mean @ mean))
+
+
+def _check_variance(trace, *, n_samples, mean_sq_norm, eps, caller, name="X"):
+    """Raise a clear error when the data are (numerically) constant: the score would be 0/0."""
+    if _as_float(trace) <= n_samples * (_FLOOR_ULPS * eps) ** 2 * mean_sq_norm:
+        raise IsotropyValueError(
+            f"The '{name}' parameter of {caller} must have non-zero variance. Got {n_samples} "
+            f"(numerically) identical samples instead, whose covariance is zero, so the score is undefined.")
+
+
+def _score_from_moments(trace, frob_sq, n_features):
+    """((tr C)² / ||C||_F² − 1) / (d − 1): IsoScore from the two covariance moments."""
+    return (trace * trace / frob_sq - 1.0) / (n_features - 1)
+
+
+def _check_shrinkage_cov(shrinkage_cov, n_features, *, like, caller, name="shrinkage_cov"):
+    """Validate Σ_S: a symmetric (n_features, n_features) matrix; returned in ``like``'s backend.
+
+    Never modifies the caller's matrix (symmetrising makes a new array).
+
+    numpy ``like``: float64 ndarray. torch ``like``: tensor on ``like``'s device and dtype.
+    """
+    if is_torch(shrinkage_cov) and not is_torch(like):
+        S = shrinkage_cov.detach().cpu().double().numpy()
+    elif is_torch(like):
+        import torch
+
+        S = torch.as_tensor(shrinkage_cov, device=like.device, dtype=like.dtype)
+    else:
+        S = np.asarray(shrinkage_cov, dtype=np.float64)
+    shape = tuple(S.shape)
+    if shape != (n_features, n_features):
+        raise IsotropyValueError(
+            f"The '{name}' parameter of {caller} must be a covariance matrix of shape "
+            f"({n_features}, {n_features}) (n_features of X). Got an array with shape {shape} instead.")
+    if is_torch(S):
+        finite = bool(S.isfinite().all())
+        asym = float((S - S.T).abs().max().detach()) if n_features else 0.0
+        scale = float(S.abs().max().detach())
+        eps = _eps(S)
+    else:
+        finite = bool(np.isfinite(S).all())
+        asym = float(np.abs(S - S.T).max())
+        scale = float(np.abs(S).max())
+        eps = float(np.finfo(np.float64).eps)
+    if not finite:
+        raise IsotropyValueError(f"The '{name}' parameter of {caller} must contain only finite values. "
+                                 f"Got NaN or inf instead.")
+    # tolerate the rounding asymmetry of a covariance computed in float32, then symmetrise exactly
+    if asym > max(1e-5, 1e3 * eps) * max(scale, np.finfo(np.float64).tiny):
+        raise IsotropyValueError(f"The '{name}' parameter of {caller} must be a symmetric covariance "
+                                 f"matrix. Got a matrix with max |S - Sᵀ| = {asym:.3g} instead.")
+    return S if asym == 0 else (S + S.T) / 2
+
+
+def torch_eigvalsh(C):
+    """Eigenvalues of a symmetric tensor, computed in float64 on its device (half precision has no solver)."""
+    import torch
+
+    return torch.linalg.eigvalsh(C.to(torch.float64))
+
+
+def _eye_like(C):
+    if is_torch(C):
+        import torch
+
+        return torch.eye(C.shape[0], device=C.device, dtype=C.dtype)
+    return np.eye(C.shape[0])
+
+
+def _shrinkage_weights(zeta, exponent_c=0, exponent_s=0):
+    """Weights (a, b) ∝ ((1 − ζ)·2^(2·e_c), ζ·2^e_s), the larger one 1 when an exponent is non-zero.
+
+    Σ_ζ = (1 − ζ)·C + ζ·S with C = 4^e_c·Ĉ and S = 2^e_s·Ŝ (Ĉ, Ŝ at unit scale); the score is
+    invariant to a common factor, so a·Ĉ + b·Ŝ gives it without forming 4^e_c (which overflows
+    float64 for data beyond ~1e77). A weight far below the other underflows to 0: its term is
+    below float64's precision.
+    """
+    if exponent_c == 0 and exponent_s == 0:
+        return 1.0 - zeta, zeta
+    if zeta in (0.0, 1.0):
+        return 1.0 - zeta, zeta
+    log_a, log_b = math.log2(1.0 - zeta) + 2 * exponent_c, math.log2(zeta) + exponent_s
+    top = max(log_a, log_b)
+    return 2.0 ** (log_a - top), 2.0 ** (log_b - top)
+
+
+def _shrunk_moments(trace_c, frob_sq_c, inner_cs, trace_s, frob_sq_s, a, b):
+    """Trace and ||·||_F² of a·C + b·S from those of C, S and ⟨C, S⟩_F."""
+    trace = a * trace_c + b * trace_s
+    frob_sq = a * a * frob_sq_c + 2.0 * a * b * inner_cs + b * b * frob_sq_s
+    return trace, frob_sq
+
+
+def _matrix_exponent(S) -> int:
+    """Binary exponent of max|S| when outside the safe range for its backend and dtype, else 0."""
+    top = float(S.abs().max().detach()) if is_torch(S) else float(np.abs(S).max())
+    if top == 0.0:
+        return 0
+    exponent = math.frexp(top)[1]
+    return exponent if abs(exponent) > safe_exponent_range(S) else 0
+
+
+def isoscore_from_covariance(cov, *, shrinkage_cov=None, zeta=0.0):
+    """IsoScore (or IsoScore*) of a given covariance matrix.
+
+    Use when the covariance is known (a Gaussian's Σ) or accumulated elsewhere
+    (:class:`isotropy.CovarianceAccumulator`).
+
+    Parameters
+    ----------
+    cov : array-like or torch.Tensor of shape (n_features, n_features)
+        A symmetric positive semi-definite covariance matrix, n_features >= 2.
+    shrinkage_cov : array-like or torch.Tensor of shape (n_features, n_features), default=None
+        Σ_S for IsoScore*; ``None`` means the identity (only used when ``zeta > 0``).
+    zeta : float in [0, 1], default=0.0
+        Shrinkage weight; the default 0 gives plain IsoScore.
+
+    Returns
+    -------
+    score : float or torch.Tensor
+        Python float for numpy input, 0-dim tensor (with graph) for torch input.
+
+    Notes
+    -----
+    ι = ((tr Σ_ζ)²/‖Σ_ζ‖²_F − 1)/(d − 1) with Σ_ζ = (1 − ζ)·cov + ζ·Σ_S; equal to the
+    eigenvalue formula of Rudman et al. for symmetric PSD matrices (see :func:`isoscore`).
+
+    References
+    ----------
+    .. [1] W. Rudman, N. Gillman, T. Rayne and C. Eickhoff, "IsoScore: Measuring the Uniformity
+       of Embedding Space Utilization", Findings of ACL 2022.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from isotropy.isoscore import isoscore_from_covariance
+    >>> isoscore_from_covariance(np.diag([1.0, 1.0, 1.0, 1.0]))
+    1.0
+    >>> round(isoscore_from_covariance(np.diag([1.0, 0.0, 0.0]), zeta=0.2), 6)
+    0.407407
+    """
+    caller = "isoscore_from_covariance"
+    zeta = float(check_scalar(zeta, "zeta", caller=caller, low=0.0, high=1.0))
+    if not is_torch(cov):
+        cov = np.asarray(cov, dtype=np.float64)
+    shape = tuple(cov.shape)
+    if len(shape) != 2 or shape[0] != shape[1] or shape[0] < 2:
+        raise IsotropyValueError(f"The 'cov' parameter of {caller} must be a square matrix of shape "
+                                 f"(n_features, n_features) with n_features >= 2. Got an array with shape {shape} instead.")
+    d = shape[0]
+    C = _check_shrinkage_cov(cov, d, like=cov, caller=caller, name="cov")  # finite, symmetric
+    eig = (torch_eigvalsh(C.detach()) if is_torch(C) else np.linalg.eigvalsh(np.asarray(C, dtype=np.float64)))
+    lowest, largest = float(eig.min()), float(abs(eig).max())
+    if lowest < -1e-8 * max(largest, np.finfo(np.float64).tiny):
+        raise IsotropyValueError(f"The 'cov' parameter of {caller} must be positive semi-definite (a covariance "
+                                 f"matrix). Got a smallest eigenvalue of {lowest:.3g} instead.")
+    if zeta > 0.0:
+        if shrinkage_cov is None:
+            C = (1.0 - zeta) * C + zeta * _eye_like(C)
+        else:
+            S = _check_shrinkage_cov(shrinkage_cov, d, like=C, caller=caller)
+            C = (1.0 - zeta) * C + zeta * S
+    trace = C.diagonal().sum() if is_torch(C) else np.asarray(np.trace(C))
+    if _as_float(trace) <= 0.0:
+        raise IsotropyValueError(f"The 'cov' parameter of {caller} must be a non-zero covariance matrix "
+                                 f"(positive trace). Got trace {_as_float(trace):.3g} instead.")
+    frob_sq = (C * C).sum()
+    return to_output(_score_from_moments(trace, frob_sq, d), cov)

@@ -1,0 +1,354 @@
+"""What ``isotropy measure`` reports, shared by the in-memory command and the dask path.
+
+The metric table (:data:`METRICS`), the input checks, the per-metric run with its timing and
+failure handling, the printed table and the JSON record live here; :mod:`isotropy.measure_cli`
+(the click command) and :mod:`isotropy.distributed.measure` (sharded data, a dask cluster) both
+import this module, never each other. Kept light at import (``isotropy --help`` imports the
+command): click and the standard library only; numpy, the readers and the metric modules are
+imported inside the functions.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import math
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import click
+
+__all__ = ["CLUSTER", "LABEL_FREE", "METRICS", "QUADRATIC", "InputError", "report"]
+
+
+# name shown to the user -> (module, function, needs labels)
+METRICS = {
+    "isoscore": ("isotropy.isoscore", "isoscore", False),
+    "isoscore_star": ("isotropy.isoscore", "isoscore_star", False),
+    "partition_isotropy": ("isotropy.partition", "partition_isotropy", False),
+    "cosine_similarity_mean": ("isotropy.cosine", "cosine_similarity_mean", False),
+    "participation_ratio": ("isotropy.covariance", "participation_ratio", False),
+    "rogue_dimension_share": ("isotropy.rogue", "rogue_dimension_share", False),
+    "twonn_dimension": ("isotropy.dimension", "twonn_dimension", False),
+    "mle_dimension": ("isotropy.dimension", "mle_dimension", False),
+    "silhouette": ("isotropy.silhouette", "silhouette_score", True),
+    "calinski_harabasz": ("isotropy.cluster_indices", "calinski_harabasz_score", True),
+    "davies_bouldin": ("isotropy.cluster_indices", "davies_bouldin_score", True),
+    "dunn": ("isotropy.cluster_indices", "dunn_index", True),
+}
+
+
+LABEL_FREE = [name for name, (_, _, labelled) in METRICS.items() if not labelled]
+
+
+CLUSTER = [name for name, (_, _, labelled) in METRICS.items() if labelled]
+
+
+class InputError(click.ClickException):
+    """Bad input data: printed as one line ``Error: ...``, exit status 2."""
+
+    exit_code = 2
+
+
+# O(n²) metrics: the cost note before they start (see _cost_note)
+QUADRATIC = {"silhouette", "dunn", "twonn_dimension", "mle_dimension"}
+
+
+_COST_NOTE_SECONDS = 10.0  # estimates below this are not worth a note
+
+
+def report(data, embeddings, *, metric_names, json_path, key, labels_path, sample_size, random_state, distance,
+           progress, header_extra="", record_extra=None):
+    """Measure ``data`` metric by metric: print each line as it finishes, write the JSON, set the exit status.
+
+    Shared by the in-memory path and the dask path (:mod:`isotropy.distributed.measure`), which
+    passes a dask array as ``data.X``, its cluster description in ``header_extra`` and the
+    scheduler, workers, memory_limit and chunking in ``record_extra``.
+    """
+    to_stdout = json_path == "-"
+    echo = _Echo(err=to_stdout)  # with --json -, stdout carries the JSON alone
+    header = f"{embeddings}: {data.n_samples} samples x {data.n_features} features{data.where}"
+    if data.n_clusters is not None:
+        header += f", {data.n_clusters} clusters"
+    if distance != "euclidean":
+        header += f", {distance} distance"
+    echo(header + header_extra)
+    rows = _TableRows(metric_names)
+    echo(rows.head())
+
+    results = _Results()
+    try:
+        for name, outcome in _measure(metric_names, data, distance=distance, random_state=random_state,
+                                      progress=progress):
+            results.add(name, outcome)
+            echo(rows.row(name, outcome))
+    except KeyboardInterrupt:
+        results.interrupted = True
+        click.echo("Error: interrupted; the JSON holds the metrics that finished.", err=True)
+    if json_path is not None:
+        record = _record(data, embeddings, key=key, labels_path=labels_path, sample_size=sample_size,
+                         random_state=random_state, distance=distance, results=results, metric_names=metric_names)
+        record.update(record_extra or {})
+        if to_stdout:
+            click.echo(json.dumps(record, indent=2))
+        else:
+            _guard(_write_json, Path(json_path), record)
+    if results.interrupted:
+        sys.exit(130)
+    if results.errors:
+        failed = ", ".join(results.errors)
+        click.echo(f"Error: {len(results.errors)} of {len(metric_names)} metrics failed ({failed}); "
+                   f"the others are above{' and in the JSON' if json_path is not None else ''}.", err=True)
+        sys.exit(2 if all(kind == "input" for kind in results.error_kinds.values()) else 1)
+
+
+class _Echo:
+    """Print a line at once (flushed), to stdout or to stderr."""
+
+    def __init__(self, *, err: bool):
+        self.err = err
+
+    def __call__(self, line: str) -> None:
+        click.echo(line, err=self.err)
+        (sys.stderr if self.err else sys.stdout).flush()
+
+
+class _TableRows:
+    """The table, one row at a time: widths fixed by the metric names, not by values yet to come."""
+
+    VALUE, SECONDS = 12, 9
+
+    def __init__(self, metric_names):
+        self.width = max(len("metric"), *(len(name) for name in metric_names))
+
+    def _line(self, name, value, seconds):
+        return f"{name:<{self.width}}  {value:>{self.VALUE}}  {seconds:>{self.SECONDS}}"
+
+    def head(self) -> str:
+        return self._line("metric", "value", "seconds")
+
+    def row(self, name, outcome) -> str:
+        value = "failed" if outcome.error is not None else f"{outcome.value:.6g}"
+        return self._line(name, value, f"{outcome.seconds:.3f}")
+
+
+class _Results:
+    """What has finished: values, seconds, warnings and errors by metric name."""
+
+    def __init__(self):
+        self.values, self.seconds, self.notes, self.errors, self.error_kinds = {}, {}, {}, {}, {}
+        self.interrupted = False
+
+    def add(self, name, outcome) -> None:
+        self.seconds[name] = outcome.seconds
+        if outcome.notes:
+            self.notes[name] = outcome.notes
+        if outcome.error is not None:
+            self.errors[name], self.error_kinds[name] = outcome.error, outcome.error_kind
+        else:
+            self.values[name] = outcome.value
+
+
+@dataclasses.dataclass
+class _Input:
+    """The rows to measure and what the table and the JSON say about them."""
+
+    X: object  # ndarray (n_samples, n_features), float32 or float64
+    n_rows: int
+    n_samples: int
+    n_features: int
+    where: str
+    cluster_ids: object
+    n_clusters: int | None
+
+
+def _load_input(embeddings, labels_path, *, key, sample_size, random_state, needing_labels) -> _Input:
+    """Read EMBEDDINGS (and LABELS), draw the sample, check finiteness and the clusters."""
+    import numpy as np
+
+    from isotropy._validation import check_labels
+    from isotropy.io.embeddings import read_embeddings
+
+    # a sample reads only its rows from a memory-mapped .npy; all rows are read into memory once
+    X, row_names = _guard(read_embeddings, embeddings, key=key, mmap_mode="r" if sample_size is not None else None)
+    n_rows, n_features = X.shape
+    labels = None
+    if labels_path is not None:
+        from isotropy.io.labels import read_labels
+
+        labels = _guard(read_labels, labels_path, n_rows=n_rows)
+    rows = np.arange(n_rows)
+    if sample_size is not None and sample_size < n_rows:
+        rows = np.sort(np.random.default_rng(random_state).choice(n_rows, size=sample_size, replace=False))
+        X = X[rows]
+        labels = None if labels is None else labels[rows]
+    # an own array in the file's float dtype (never the memory map itself); metrics accumulate in float64
+    dtype = X.dtype if X.dtype in (np.float32, np.float64) else np.float64
+    X = np.array(X, dtype=dtype, order="C") if isinstance(X, np.memmap) else np.ascontiguousarray(X, dtype=dtype)
+    _check_finite(X, embeddings, row_names, rows)
+    n_samples = X.shape[0]
+    where = f" (a sample of {n_samples} of its {n_rows} rows)" if n_samples < n_rows else ""
+    if n_samples < 2:
+        raise InputError(f"EMBEDDINGS {embeddings!r} has {n_samples} row{'s' if n_samples != 1 else ''}; "
+                         f"expected at least 2 rows (points).")
+    n_clusters = cluster_ids = None
+    if labels is not None:
+        cluster_ids = _guard(check_labels, labels, n_samples=n_samples, caller="isotropy measure", name="labels")
+        n_clusters = int(cluster_ids.max()) + 1
+        if needing_labels and n_clusters < 2:
+            raise InputError(f"LABELS {str(labels_path)!r} puts all {n_samples} rows{where} in a single cluster; "
+                             f"the cluster metrics ({', '.join(needing_labels)}) need at least 2 clusters.")
+        if needing_labels and n_clusters > n_samples - 1:
+            raise InputError(f"LABELS {str(labels_path)!r} has {n_clusters} clusters for {n_samples} rows{where}; "
+                             f"the cluster metrics need between 2 and n_samples - 1 = {n_samples - 1} clusters.")
+    return _Input(X=X, n_rows=n_rows, n_samples=n_samples, n_features=n_features, where=where,
+                  cluster_ids=cluster_ids, n_clusters=n_clusters)
+
+
+def _record(data, embeddings, *, key, labels_path, sample_size, random_state, distance, results, metric_names):
+    from isotropy._versions import package_versions
+
+    return {
+        "file": str(embeddings),
+        "key": key,
+        "labels": None if labels_path is None else str(labels_path),
+        "n_rows": int(data.n_rows),
+        "n_samples": int(data.n_samples),
+        "n_features": int(data.n_features),
+        "n_clusters": data.n_clusters,
+        "sample_size": sample_size,
+        "random_state": random_state,
+        "metric": distance,
+        "values": {name: _json_float(results.values[name]) for name in metric_names if name in results.values},
+        "seconds": {name: round(results.seconds[name], 6) for name in metric_names if name in results.seconds},
+        "warnings": results.notes,
+        "errors": results.errors,
+        "complete": not results.errors and not results.interrupted,
+        "scheduler": None, "workers": None, "memory_limit": None, "chunking": None,  # in memory (dask runs: isotropy.distributed)
+        "versions": package_versions(),
+    }
+
+
+def _guard(function, *args, **kwargs):
+    """Call a reader or validator; turn its ValueError/OSError into a one-line error, exit status 2."""
+    try:
+        return function(*args, **kwargs)
+    except (ValueError, TypeError, OSError) as exc:
+        raise InputError(" ".join(str(exc).split())) from None
+
+
+def _check_finite(X, embeddings, row_names, rows) -> None:
+    """Reject NaN and inf in the rows measured; name the first one by its row in the file."""
+    import numpy as np
+
+    if X.size == 0 or (np.isfinite(X.min()) and np.isfinite(X.max())):  # NaN propagates: no n x d temporary
+        return
+    finite = np.isfinite(X)
+    i, column = (int(i) for i in np.argwhere(~finite)[0])
+    row = int(rows[i])
+    name = f" (row name {row_names[row]!r})" if row_names is not None else ""
+    raise InputError(f"EMBEDDINGS {embeddings!r} has a non-finite value {X[i, column]} at row {row}{name}, "
+                     f"column {column}; expected finite numbers (no NaN or inf).")
+
+
+class _Outcome:
+    """One metric's result: a value, or an error message (kind "input" for a ValueError/TypeError)."""
+
+    def __init__(self, value=None, seconds=0.0, notes=(), error=None, error_kind=None):
+        self.value, self.seconds, self.notes, self.error, self.error_kind = value, seconds, list(notes), error, error_kind
+
+
+def _measure(metric_names, data, *, distance, random_state, progress):
+    """Yield ``(name, _Outcome)`` for each metric as soon as it is computed; a failure does not stop the rest."""
+    import importlib
+    import inspect
+
+    from tqdm import tqdm
+
+    from isotropy.io.embeddings import EmbeddingsReadError
+
+    X, cluster_ids = data.X, data.cluster_ids
+    show = sys.stderr.isatty() if progress is None else progress
+    bar = tqdm(metric_names, desc="metrics", unit="metric", file=sys.stderr, leave=False, disable=not show)
+    for name in bar:
+        bar.set_postfix_str(name)
+        module, function_name, labelled = METRICS[name]
+        if name in QUADRATIC:
+            note = _cost_note(name, *X.shape)
+            if note:
+                bar.write(note, file=sys.stderr)
+        function = getattr(importlib.import_module(module), function_name)
+        accepted = inspect.signature(function).parameters
+        kwargs = {}
+        if "metric" in accepted:
+            kwargs["metric"] = distance
+        if "random_state" in accepted:
+            kwargs["random_state"] = random_state
+        args = (X, cluster_ids) if labelled else (X,)
+        start = time.perf_counter()
+        error = kind = value = None
+        with warnings.catch_warnings(record=True) as caught, _reporting_to(bar, name):
+            warnings.simplefilter("always")
+            try:
+                value = float(function(*args, **kwargs))
+            except EmbeddingsReadError as exc:  # a lazily read shard is bad: the data, not this metric
+                bar.close()
+                raise InputError(" ".join(str(exc).split())) from None
+            except (ValueError, TypeError) as exc:  # the data do not suit this metric
+                error, kind = " ".join(str(exc).split()), "input"
+            except Exception as exc:  # noqa: BLE001 - a failing metric must not lose the others
+                error, kind = f"{type(exc).__name__}: {' '.join(str(exc).split())}", "internal"
+        seconds = time.perf_counter() - start
+        notes = list(dict.fromkeys(" ".join(str(w.message).split()) for w in caught))
+        for message in notes:  # one line each, not the file:line form of the warnings module
+            bar.write(f"Warning: {name}: {message}", file=sys.stderr)
+        if error is not None:
+            bar.write(f"Error: {name}: {error}", file=sys.stderr)
+        yield name, _Outcome(value, seconds, notes, error, kind)
+    bar.close()
+
+
+def _reporting_to(bar, name):
+    """Within a metric, its kernel's blocks move the bar's label on ('silhouette 37%')."""
+    from isotropy._progress import reporting
+
+    if bar.disable:
+        return contextlib.nullcontext()
+
+    def show(done, total):
+        percent = 100 * done // total
+        if percent != getattr(show, "last", None):  # at most 101 refreshes per metric
+            show.last = percent
+            bar.set_postfix_str(f"{name} {percent}%")
+
+    return reporting(show)
+
+
+def _cost_note(name, n_samples, n_features) -> str | None:
+    """A one-line estimate of an O(n²) metric's time, or None when it is short (see _COST_NOTE_SECONDS)."""
+    from isotropy._cost import estimate_seconds, format_duration
+
+    seconds = estimate_seconds(name, n_samples, n_features)
+    if seconds < _COST_NOTE_SECONDS:
+        return None
+    sample = int(n_samples * math.sqrt(_COST_NOTE_SECONDS / seconds))  # time grows as n²
+    sample = max(2, int(float(f"{sample:.2g}")))
+    return (f"Note: {name} compares all {n_samples} x {n_samples} pairs (O(n²)): about "
+            f"{format_duration(seconds)} on this machine. --sample-size {sample} takes about "
+            f"{format_duration(_COST_NOTE_SECONDS)}; for all rows, use the distributed path (--workers N).")
+
+
+def _json_float(value: float):
+    return value if math.isfinite(value) else None
+
+
+def _write_json(path: Path, record: dict) -> None:
+    """Write ``record`` as JSON through the toolkit's one atomic writer."""
+    from isotropy._atomic import atomic_write
+
+    with atomic_write(path, name="--json") as handle:
+        json.dump(record, handle, indent=2)
+        handle.write("\n")

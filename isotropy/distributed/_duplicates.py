@@ -1,0 +1,90 @@
+"""Duplicate rows of a dask array, merged as the in-memory dimension estimators merge them.
+
+The in-memory estimators (:mod:`isotropy.dimension`) count each distinct point once: rows whose
+metric representation (:func:`isotropy._neighbors_kernels._representation`: the row, or the row
+over its norm for the cosine metric) is identical are one point, and a per-row result is that of
+its point. Here one pass over the chunks hashes every row's representation (64 bits, on the
+workers); only rows whose hash is shared are fetched to the client and compared exactly, so the
+client holds n_samples integers and the candidate duplicate rows, never the data.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import NamedTuple
+
+import numpy as np
+
+from isotropy.distributed._graph import compute, finite_blocks
+
+__all__ = ["Distinct", "distinct_rows"]
+
+
+class Distinct(NamedTuple):
+    """The distinct points of ``X``: ``rows`` (sorted indices of their first rows) and ``inverse``
+    (for every row of ``X``, the position of its point in ``rows``)."""
+
+    rows: np.ndarray
+    inverse: np.ndarray
+
+
+def _representation(block, metric, caller):
+    from isotropy._neighbors_kernels import _prepare, _representation
+
+    return _representation(*_prepare(np.asarray(block), metric, caller)) + 0.0  # + 0.0: -0.0 becomes 0.0
+
+
+def _row_hashes(block, metric, caller):
+    """A 64-bit hash of each row's representation (a multiply-add over its float64 bit patterns)."""
+    bits = _representation(block, metric, caller).view(np.uint64)
+    multipliers = np.random.default_rng(0x150).integers(1, 2**63, size=bits.shape[1], dtype=np.uint64) | np.uint64(1)
+    with np.errstate(over="ignore"):
+        h = (bits * multipliers).sum(axis=1, dtype=np.uint64)
+        h ^= h >> np.uint64(31)
+        h *= np.uint64(0x9E3779B97F4A7C15)
+        h ^= h >> np.uint64(29)
+    return h
+
+
+def distinct_rows(X, *, n_neighbors, metric, caller, stacklevel=4):
+    """None when the rows of the (checked, row-chunked) dask array ``X`` are distinct, else :class:`Distinct`.
+
+    With duplicates, warns as the in-memory estimators do (how many duplicate rows, how many
+    distinct points), and raises when fewer than ``n_neighbors + 1`` distinct points remain.
+    """
+    from dask import delayed
+
+    from isotropy._validation import IsotropyValueError
+
+    hash_block = delayed(_row_hashes, pure=True)
+    parts = compute(*[hash_block(b, metric, caller) for b in finite_blocks(X, caller)])
+    hashes = np.concatenate(parts)
+    n = hashes.shape[0]
+    order = np.argsort(hashes, kind="stable")
+    shared = hashes[order][1:] == hashes[order][:-1]
+    if not shared.any():
+        return None
+    candidate = np.zeros(n, dtype=bool)
+    candidate[order[1:][shared]] = True
+    candidate[order[:-1][shared]] = True
+    candidates = np.flatnonzero(candidate)  # sorted: np.unique's first index is the smallest row
+    (rows,) = compute(X[candidates])
+    _, first, inverse = np.unique(_representation(rows, metric, caller), axis=0, return_index=True,
+                                  return_inverse=True)
+    first_row = np.arange(n)
+    first_row[candidates] = candidates[first[inverse.reshape(-1)]]
+    keep = first_row == np.arange(n)
+    n_distinct = int(np.count_nonzero(keep))
+    n_dup = n - n_distinct
+    if n_dup == 0:  # hash collisions of distinct rows only
+        return None
+    if n_distinct - 1 < n_neighbors:
+        raise IsotropyValueError(
+            f"The 'X' parameter of {caller} must have more than n_neighbors={n_neighbors} distinct points. "
+            f"Got {n_distinct} distinct points ({n_dup} duplicate rows) instead.")
+    warnings.warn(
+        f"{caller}: X has {n_dup} duplicate rows (at {metric} distance 0 from another row); each distinct point "
+        f"is counted once and neighbours are searched among the {n_distinct} distinct points.",
+        UserWarning, stacklevel=stacklevel)
+    position = np.cumsum(keep) - 1
+    return Distinct(rows=np.flatnonzero(keep), inverse=position[first_row])
