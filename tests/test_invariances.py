@@ -106,6 +106,9 @@ REGISTRY = [
            "isotropy", frozenset({ROTATION, SCALE, RELABEL, ROW_ORDER}), changes=frozenset({TRANSLATION})),
     Metric("intra_type_cosine", "intra_type_cosine", _fn("intra_type_cosine", labelled=True), "isotropy",
            frozenset({ROTATION, SCALE, RELABEL, ROW_ORDER}), changes=frozenset({TRANSLATION})),
+    # per-dimension shares of the mean cosine: a rotation or a shift moves them between dimensions
+    Metric("rogue_dimension_share", "rogue_dimension_share", _fn("rogue_dimension_share", n_dimensions=2),
+           "isotropy", frozenset({SCALE, ROW_ORDER}), changes=frozenset({ROTATION, TRANSLATION})),
     Metric("participation_ratio", "participation_ratio", _fn("participation_ratio"), "isotropy",
            frozenset({*GEOMETRIC, ROW_ORDER})),
     Metric("isoscore_from_covariance", "isoscore_from_covariance", _from_covariance, "isotropy",
