@@ -37,7 +37,7 @@ _EXPORTS = {
     "IsotropyValueError": "isotropy._validation",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = sorted(_EXPORTS)  # noqa: PLE0605 (the lazy exports are the public names)
 
 
 def __getattr__(name):
@@ -56,4 +56,4 @@ def __dir__():
 # ``isoscore`` names both a submodule and its function. Bind the function now (numpy only, no
 # torch): otherwise a later ``import isotropy.isoscore`` would set the package attribute to the
 # module and ``from isotropy import isoscore`` would return the module instead of the function.
-from isotropy.isoscore import isoscore  # noqa: E402
+from isotropy.isoscore import isoscore as isoscore

@@ -16,7 +16,6 @@ from isotropy import (
     intra_type_cosine,
 )
 
-
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 

@@ -22,7 +22,6 @@ from isotropy import (
     participation_ratio,
 )
 
-
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 

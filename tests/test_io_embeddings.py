@@ -108,8 +108,7 @@ def test_word2vec_text_binary_glove(tmp_path, X):
     (tmp_path / "w2v.vec").write_text(f"{len(WORDS)} 4\n" + "\n".join(lines) + "\n")
     with open(tmp_path / "w2v.bin", "wb") as handle:
         handle.write(f"{len(WORDS)} 4\n".encode())
-        for word, row in zip(WORDS, X32):
-            handle.write(word.encode() + b" " + struct.pack("<4f", *row) + b"\n")
+        handle.writelines(word.encode() + b" " + struct.pack("<4f", *row) + b"\n" for word, row in zip(WORDS, X32))
     # a word2vec file with an unusual extension is recognised by its header line
     (tmp_path / "vectors.data").write_bytes((tmp_path / "w2v.vec").read_bytes())
     for name in ("glove.txt", "w2v.vec", "w2v.bin", "vectors.data"):

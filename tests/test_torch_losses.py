@@ -15,7 +15,6 @@ from isotropy.torch import (
     shrinkage_covariance,
 )
 
-
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
