@@ -298,10 +298,7 @@ def format_table(result: dict) -> str:
 
 def plot_layers(result: dict, path: str | os.PathLike) -> Path:
     """One panel per metric against the layer index; written atomically (format from the suffix)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure  # no pyplot: the user's backend is never switched
     from matplotlib.ticker import MaxNLocator
 
     from isotropy._atomic import atomic_write
@@ -311,7 +308,8 @@ def plot_layers(result: dict, path: str | os.PathLike) -> Path:
     titles = {**{m: LAYER_METRICS[m][4] for m in result["metrics"]}, "norm_max_over_median": "max / median norm"}
     n_cols = min(4, len(names))
     n_rows = math.ceil(len(names) / n_cols)
-    fig, axes = plt.subplots(n_rows, n_cols, figsize=(3.2 * n_cols, 2.6 * n_rows), squeeze=False)
+    fig = Figure(figsize=(3.2 * n_cols, 2.6 * n_rows))
+    axes = fig.subplots(n_rows, n_cols, squeeze=False)
     layers = [r["layer"] for r in result["rows"]]
     for ax, name in zip(axes.flat, names):
         ax.plot(layers, [r[name] for r in result["rows"]], marker="o", ms=3)
@@ -330,7 +328,6 @@ def plot_layers(result: dict, path: str | os.PathLike) -> Path:
     suffix = path.suffix.lower().lstrip(".") or "png"
     with atomic_write(path, "wb", name="--plot") as handle:
         fig.savefig(handle, format=suffix, dpi=120)
-    plt.close(fig)
     return path
 
 
