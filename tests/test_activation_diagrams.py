@@ -11,9 +11,9 @@ import json
 import numpy as np
 import pytest
 from _repro_models import make_tiny_bert_with_minilm_tokenizer
-from conftest import shared_data_path
 from pydantic import ValidationError
 
+from conftest import shared_data_path
 from isotropy.experiments._runner import execute
 from isotropy.experiments.activation_diagrams.config import ActivationDiagramsConfig
 from isotropy.experiments.activation_diagrams.experiment import EXPERIMENT

@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-from conftest import shared_data_path
 from scipy import stats
 
+from conftest import shared_data_path
 from isotropy.cli import cli
 from isotropy.experiments._runner import execute
 from isotropy.experiments.classifier_geometry import train as train_module

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import torch
 from _repro_models import make_tiny_bert_with_minilm_tokenizer
-from conftest import shared_data_path
 
+from conftest import shared_data_path
 from isotropy import isoscore, partition_isotropy
 from isotropy.experiments.cluster_finetune.science import layer_geometry, zero_mean_ratio
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from conftest import shared_data_path
 
+from conftest import shared_data_path
 from isotropy.datasets.corpora import (
     corpus_path,
     load_corpus,

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import shared_data_path
 
+from conftest import shared_data_path
 from isotropy.datasets.glue import load_glue_task
 from isotropy.datasets.lexicon import load_nrc_emotion_lexicon
 from isotropy.datasets.polarity import load_polarity

@@ -9,10 +9,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from _repro_models import make_tiny_bert_with_minilm_tokenizer
-from conftest import shared_data_path
 from sklearn.decomposition import PCA
 from sklearn.linear_model import LogisticRegression
 
+from conftest import shared_data_path
 from isotropy import partition_isotropy
 from isotropy.experiments._config import ConfigError
 from isotropy.experiments._runner import execute

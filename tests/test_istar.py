@@ -13,8 +13,8 @@ import json
 import numpy as np
 import pytest
 import torch
-from conftest import shared_data_path
 
+from conftest import shared_data_path
 from isotropy import isoscore_star
 from isotropy.experiments._config import ConfigError
 from isotropy.experiments._runner import execute

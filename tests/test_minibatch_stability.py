@@ -12,8 +12,8 @@ import csv
 import numpy as np
 import pytest
 from _repro_models import make_tiny_bert_with_minilm_tokenizer
-from conftest import shared_data_path
 
+from conftest import shared_data_path
 from isotropy import isoscore, isoscore_star
 from isotropy.experiments._config import ConfigError
 from isotropy.experiments._runner import execute

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import shared_data_path
 from scipy.stats import rankdata
 
+from conftest import shared_data_path
 from isotropy._validation import IsotropyValueError
 from isotropy.datasets.sts import load_sts, sts_correlations
 

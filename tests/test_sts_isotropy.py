@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import yaml
 from click.testing import CliRunner
-from conftest import shared_data_path
 from scipy.stats import pearsonr, spearmanr
 
+from conftest import shared_data_path
 from isotropy.cli import cli
 
 
