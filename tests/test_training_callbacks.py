@@ -163,3 +163,43 @@ def test_lightning_ddp_two_processes_log_the_one_process_value_on_all_rows(tmp_p
             key = f"geometry/{name}/layer_{i}"
             assert float(last[key]) == pytest.approx(one_process[key], rel=1e-10, abs=1e-10), key
             assert one_process[key] == pytest.approx(pure[name], rel=1e-10, abs=1e-10), key
+
+
+# ----------------------------------------------------------------------------- Hugging Face Trainer, 2 processes
+@pytest.mark.slow
+def test_hf_trainer_ddp_two_processes_log_the_one_process_value_on_all_rows(tmp_path):
+    """torchrun with two CPU processes (gloo): each rank embeds half the probe, the logged value is the whole probe's."""
+    sys.path.insert(0, str(HERE))
+    import _lightning_geometry_run as run
+
+    from isotropy import cosine_similarity_mean, isoscore, isoscore_star, rogue_dimension_share, twonn_dimension
+    from isotropy.training.probe import pool_hidden_states
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE.parent), os.environ.get("PYTHONPATH", "")]),
+           "OMP_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+                           str(HERE / "_hf_geometry_run.py"), str(tmp_path)],
+                          check=False, env=env, capture_output=True, text=True, timeout=1200)
+    assert done.returncode == 0, done.stderr[-3000:]
+    history = json.loads((tmp_path / "log_history.json").read_text())
+    geometry = {entry["step"]: entry for entry in history if "geometry/isoscore/layer_1" in entry}
+    assert sorted(geometry) == [0, 2, 4]
+    # both ranks computed the same (synced) values at every measurement
+    rank0, rank1 = (json.loads((tmp_path / f"history_rank{r}.json").read_text()) for r in (0, 1))
+    assert [step for step, _ in rank0] == [step for step, _ in rank1] == [0, 2, 4]
+    for (_, a), (_, b) in zip(rank0, rank1):
+        assert a == pytest.approx(b, rel=1e-12, abs=1e-12)
+
+    model = run.tiny_bert()
+    model.load_state_dict(torch.load(tmp_path / "final.pt"))
+    model.eval()
+    probe = run.probe_inputs()
+    with torch.no_grad():
+        states = model(**probe, output_hidden_states=True).hidden_states
+    for i, hidden in list(enumerate(states))[1:]:  # layers="all": the transformer layers
+        X = pool_hidden_states(hidden, probe["attention_mask"], "mean").numpy()
+        pure = {"isoscore": isoscore(X), "isoscore_star": isoscore_star(X, zeta=0.2),
+                "mean_cosine": cosine_similarity_mean(X), "rogue_share": rogue_dimension_share(X),
+                "twonn": twonn_dimension(X)}
+        for name, value in pure.items():
+            assert geometry[4][f"geometry/{name}/layer_{i}"] == pytest.approx(value, rel=1e-10, abs=1e-10), (name, i)
