@@ -8,7 +8,7 @@ For float32 data of n samples x d features (near a 10-dimensional subspace, 10 c
 - the same functions on a row-chunked dask array on a ``LocalCluster`` of 1 and of 2 worker
   processes (one thread each), the array scattered to the workers first (not timed);
 
-with the peak resident memory of each worker process (``ru_maxrss``) and of this process, the
+with the peak resident memory of each worker process (``VmHWM``) and of this process, the
 ratios (in memory / dask), the tiles' count and bytes moved, and the measured cost of one tile
 (one process, one thread) that the cost model in docs/scaling.md scales from. Every value of a
 table comes from the same run; timings on a shared machine are noisy, compare the ratios.
@@ -30,6 +30,17 @@ from _common import low_rank_data
 
 def _peak_rss_mib():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+
+
+def _worker_peak_rss_mib():
+    """Peak resident memory of this process's own address space (VmHWM, Linux).
+
+    Not ``ru_maxrss``: Linux carries the parent's peak over fork and exec into it, so a worker
+    spawned by this (large) process would report at least the parent's peak.
+    """
+    with open("/proc/self/status") as status:
+        line = next(line for line in status if line.startswith("VmHWM:"))
+    return int(line.split()[1]) / 1024  # KiB
 
 
 def _labels(X, k=10, seed=0):
@@ -84,7 +95,7 @@ def _on_cluster(X, labels, n_workers, tile):
         dist, _ = kneighbors(Xd, n_neighbors=10)
         times["knn_checksum"] = float(dist.sum().compute())
         times["knn"] = time.perf_counter() - start
-        peaks = client.run(_peak_rss_mib)
+        peaks = client.run(_worker_peak_rss_mib)
         times["peak_worker_mib"] = max(peaks.values())
     return times
 
