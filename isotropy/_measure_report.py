@@ -302,7 +302,8 @@ def _measure(metric_names, data, *, distance, random_state, progress):
             except Exception as exc:  # noqa: BLE001 - a failing metric must not lose the others
                 error, kind = f"{type(exc).__name__}: {' '.join(str(exc).split())}", "internal"
         seconds = time.perf_counter() - start
-        notes = list(dict.fromkeys(" ".join(str(w.message).split()) for w in caught))
+        # one line each; a message that already starts with the metric's name does not repeat it
+        notes = list(dict.fromkeys(" ".join(str(w.message).split()).removeprefix(f"{name}: ") for w in caught))
         for message in notes:  # one line each, not the file:line form of the warnings module
             bar.write(f"Warning: {name}: {message}", file=sys.stderr)
         if error is not None:

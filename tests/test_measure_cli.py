@@ -268,3 +268,13 @@ def test_packaged_glove_name(tmp_path):
     record = json.loads(out.read_text())
     assert (record["n_rows"], record["n_samples"], record["n_features"]) == (400_000, 2000, 50)
     assert 0.0 < record["values"]["isoscore"] < 1.0
+
+
+def test_a_warning_that_names_its_metric_does_not_repeat_the_name(tmp_path):
+    X = np.random.default_rng(0).normal(size=(6, 50))  # mean cosine <= 0: the rogue share is NaN with a warning
+    X -= X.mean(axis=0)
+    np.save(tmp_path / "x.npy", X)
+    result = invoke(tmp_path / "x.npy", "--metrics", "rogue_dimension_share")
+    assert result.exit_code == 0, result.output
+    (note,) = [line for line in result.stderr.splitlines() if line.startswith("Warning: ")]
+    assert note.startswith("Warning: rogue_dimension_share: the share is undefined (NaN)"), note
