@@ -83,8 +83,8 @@ def plot_results(results_dir) -> dict:
                     markersize=7, label=_label(row))
     ax.set_xlabel("IsoScore* of validation sentence representations")
     ax.set_ylabel(f"validation {metric}")
-    ax.set_title(f"Performance vs isotropy (mean ± std over {seeds} seed{'s' if seeds > 1 else ''}){partial}",
-                 fontsize=10)
+    spread = f"mean ± std over {seeds} seeds" if seeds > 1 else "1 seed"
+    ax.set_title(f"Performance vs isotropy ({spread}){partial}", fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, ncol=2, loc="best")
     figures["figures/performance_vs_isoscore_star"] = fig
