@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _lightning_geometry_run import probe_inputs, tiny_bert  # noqa: E402
+from _lightning_geometry_run import probe_inputs, tiny_bert
 
 
 def main(out_dir: Path):

@@ -11,7 +11,6 @@ import importlib.util
 import json
 import os
 
-import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
