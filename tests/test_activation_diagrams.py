@@ -81,3 +81,18 @@ def test_run_matches_the_istar_experiment(tmp_path, tiny_bert_dir, one_torch_thr
     pretrained = json.loads((tmp_path / "ad" / "states" / "pretrained.json").read_text())
     assert pretrained["isoscore"] != pytest.approx(ours["isoscore"], rel=1e-6)  # training moved the weights
     assert len(pretrained["profile"]) == 32 and all(v > 0 for v in pretrained["profile"])
+
+
+def test_the_figure_draws_every_dimension_at_its_height():
+    """Each dimension is one vertical line from 0 to its mean magnitude (thin bars could vanish when rendered)."""
+    from isotropy.experiments.activation_diagrams.plot import make_figure
+
+    profile = np.abs(np.random.default_rng(0).normal(size=640))
+    profile[393] = 30.0
+    row = {"profile": profile.tolist(), "top_dimensions": [393, 1, 2], "condition": "pretrained",
+           "max_over_median": 30.0, "rogue_share": {"1": 0.3}}
+    fig = make_figure({"summary": [row], "model": "gemma-3-270m", "task": "sst2"})
+    (lines,) = fig.axes[0].collections
+    segments = lines.get_segments()
+    assert len(segments) == 640
+    assert segments[393][0].tolist() == [393.0, 0.0] and segments[393][1].tolist() == [393.0, 30.0]

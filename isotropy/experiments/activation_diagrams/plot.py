@@ -29,7 +29,9 @@ def make_figure(results: dict):
     axes = fig.subplots(n_rows, n_cols, squeeze=False, sharex=True).ravel()
     for ax, row in zip(axes, rows):
         profile = np.asarray(row["profile"])
-        ax.bar(np.arange(profile.size), profile, width=1.0, color="#0072B2")
+        # one line per dimension: bars narrower than a pixel are snapped away by the renderer, which hid
+        # some of the tallest dimensions; a line is always drawn at least one pixel wide
+        ax.vlines(np.arange(profile.size), 0.0, profile, color="#0072B2", linewidth=0.6)
         for i in row["top_dimensions"][:3]:
             ax.annotate(str(i), (i, profile[i]), textcoords="offset points", xytext=(0, 2), ha="center", fontsize=7,
                         color="#D55E00")
