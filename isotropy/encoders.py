@@ -34,10 +34,13 @@ def load_sentence_model(model: str = DEFAULT_MODEL, *, device: str | None = None
     """Load a :class:`sentence_transformers.SentenceTransformer` (``device=None``: CUDA if present, else CPU)."""
     from sentence_transformers import SentenceTransformer
 
+    from isotropy.models._safety import NO_REMOTE_CODE, refuse_remote_code
+
     location = resolve_model(model)
+    refuse_remote_code(location)
     try:
-        return SentenceTransformer(location, device=device)
-    except OSError as exc:
+        return SentenceTransformer(location, device=device, **NO_REMOTE_CODE)
+    except (OSError, ValueError) as exc:
         raise OSError(f"Could not load the sentence-transformers model {model!r} (resolved to {location!r}): "
                       f"expected a local model directory, the packaged 'all-MiniLM-L6-v2', or a hub name "
                       f"while online. ({exc.__class__.__name__}: {str(exc).splitlines()[0]})") from None

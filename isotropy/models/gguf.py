@@ -146,8 +146,9 @@ def _convert(path: Path, out: Path, *, sha256: str, source: str) -> None:
     from isotropy._versions import package_versions
 
     try:
-        tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
-        network = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32)
+        tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name, trust_remote_code=False)
+        network = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32,
+                                                       trust_remote_code=False)
     except (ValueError, KeyError, OSError, NotImplementedError) as exc:
         first = (str(exc).strip().splitlines() or [exc.__class__.__name__])[0]
         raise ValueError(f"The GGUF file {str(path)!r} could not be read by transformers: expected a GGUF "

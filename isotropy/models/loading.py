@@ -66,10 +66,13 @@ def load_transformer(model: str = "all-MiniLM-L6-v2", *, device=None):
     import torch
     from transformers import AutoConfig, AutoModel, AutoTokenizer
 
+    from isotropy.models._safety import NO_REMOTE_CODE, refuse_remote_code
+
+    refuse_remote_code(location)
     try:
-        config = AutoConfig.from_pretrained(location)
-        tokenizer = AutoTokenizer.from_pretrained(location, use_fast=True)
-    except OSError as exc:
+        config = AutoConfig.from_pretrained(location, **NO_REMOTE_CODE)
+        tokenizer = AutoTokenizer.from_pretrained(location, use_fast=True, **NO_REMOTE_CODE)
+    except (OSError, ValueError) as exc:
         raise OSError(f"Could not load the model {model!r} (resolved to {location!r}): expected a local model "
                       f"directory, a .gguf file, the packaged 'all-MiniLM-L6-v2' or 'gemma-3-270m', or a hub name "
                       f"while online. ({exc.__class__.__name__}: {str(exc).splitlines()[0]})") from None
@@ -84,14 +87,14 @@ def load_transformer(model: str = "all-MiniLM-L6-v2", *, device=None):
     # (transformers 4 refuses such input, transformers 5 silently accepts it)
     pre_tokenizer = getattr(getattr(tokenizer, "backend_tokenizer", None), "pre_tokenizer", None)
     if "ByteLevel" in repr(pre_tokenizer) and not getattr(tokenizer, "add_prefix_space", False):
-        tokenizer = AutoTokenizer.from_pretrained(location, use_fast=True, add_prefix_space=True)
+        tokenizer = AutoTokenizer.from_pretrained(location, use_fast=True, add_prefix_space=True, **NO_REMOTE_CODE)
     tokenizer.padding_side = "right"
     if tokenizer.pad_token is None:
         fallback = tokenizer.eos_token or tokenizer.unk_token
         if fallback is None:
             raise IsotropyValueError(f"The tokenizer of {model!r} has no pad, end or unknown token to pad with.")
         tokenizer.pad_token = fallback
-    network = AutoModel.from_pretrained(location)
+    network = AutoModel.from_pretrained(location, **NO_REMOTE_CODE)
     if device is None:
         device = "cuda" if torch.cuda.is_available() else "cpu"
     network = network.to(torch.device(device)).eval()

@@ -32,11 +32,13 @@ def load_encoder(model: str):
     from transformers import AutoModel, AutoTokenizer
 
     from isotropy.encoders import resolve_model
+    from isotropy.models._safety import NO_REMOTE_CODE, refuse_remote_code
 
     location = resolve_model(model)
+    refuse_remote_code(location)
     try:
-        tokenizer = AutoTokenizer.from_pretrained(location)
-        encoder = AutoModel.from_pretrained(location)
+        tokenizer = AutoTokenizer.from_pretrained(location, **NO_REMOTE_CODE)
+        encoder = AutoModel.from_pretrained(location, **NO_REMOTE_CODE)
     except (OSError, ValueError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__
         raise OSError(f"The 'model' option of istar could not be loaded from {model!r} (resolved to {location!r}): "

@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from isotropy._sampling import subsample_indices
+from isotropy._validation import IsotropyValueError
 from isotropy.experiments.istar.model import SentenceClassifier, select_states
 from isotropy.torch import cosine_penalty, istar_penalty
 from isotropy.torch import shrinkage_covariance as torch_shrinkage_covariance
@@ -213,7 +214,14 @@ def train_run(spec: RunSpec, config: dict, encoder, n_classes: int, train, valid
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _lr_lambda(total_steps, max(1, warmup)))
     step, shrink, history = 0, None, {"loss": [], "task_loss": [], "iso_star": [], "mean_cos": []}
     if checkpoint is not None and Path(checkpoint).is_file():
-        state = torch.load(checkpoint, map_location=device, weights_only=False)
+        from isotropy.models._safety import load_checkpoint
+
+        state = load_checkpoint(checkpoint, map_location=device, what=f"checkpoint of run {spec.run_id}")
+        missing = {"model", "optimizer", "scheduler", "step", "shrinkage_cov", "history", "rng"} - set(state)
+        if missing:
+            raise IsotropyValueError(f"The checkpoint {str(checkpoint)!r} of run {spec.run_id} lacks "
+                                     f"{sorted(missing)}: expected a checkpoint written by isotropy; delete it "
+                                     f"to start over.")
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
