@@ -3,7 +3,7 @@
 For float32 data of n samples x d features (near a 10-dimensional subspace, 10 clusters), prints
 (markdown) the wall time of
 
-- ``isotropy.silhouette_score`` and ``isotropy.neighbors.kneighbors(n_neighbors=10)`` in memory
+- ``isotropy.silhouette_score`` and ``isotropy.metrics.neighbors.kneighbors(n_neighbors=10)`` in memory
   (numpy input: the in-process threaded kernels, all cores);
 - the same functions on a row-chunked dask array on a ``LocalCluster`` of 1 and of 2 worker
   processes (one thread each), the array scattered to the workers first (not timed);
@@ -55,7 +55,7 @@ def _tile_costs(X, labels, tile, repeats=3):
     """Seconds for one silhouette tile and one k-NN tile of tile x tile rows, in this process."""
     from isotropy.distributed._clusters import _silhouette_block, _silhouette_tile
     from isotropy.distributed._neighbors import _knn_block, _knn_tile
-    from isotropy.neighbors import _n_candidates
+    from isotropy.metrics.neighbors import _n_candidates
 
     A, B = X[:tile], X[tile:2 * tile]
     mean = X[: 2 * tile].mean(axis=0, dtype=np.float64)
@@ -83,7 +83,7 @@ def _on_cluster(X, labels, n_workers, tile):
     from distributed import Client, LocalCluster, wait
 
     import isotropy
-    from isotropy.neighbors import kneighbors
+    from isotropy.metrics.neighbors import kneighbors
 
     with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
             Client(cluster) as client:
@@ -112,7 +112,7 @@ def main():
     args = parser.parse_args()
 
     import isotropy
-    from isotropy.neighbors import kneighbors
+    from isotropy.metrics.neighbors import kneighbors
 
     X = low_rank_data(args.n, args.d)
     labels = _labels(X)

@@ -6,7 +6,7 @@ Every measurement runs in a fresh process, so one metric's arrays cannot hide an
   call (numpy registers its buffers with tracemalloc) and the process's VmHWM (peak resident
   memory) before and after the call;
 - ``measure``: ``isotropy measure FILE --metrics <all covariance metrics>``; reports VmHWM at exit,
-  and the same for a bare ``python -c "import numpy, isotropy.measure_cli"`` (the interpreter's own
+  and the same for a bare ``python -c "import numpy, isotropy.measure.command"`` (the interpreter's own
   memory), so that the part due to the data can be read as the difference.
 
 All figures are given as multiples of the input (n·d·4 bytes). Usage::

@@ -1,4 +1,4 @@
-"""Benchmark: exact k-nearest neighbours of every point (``isotropy.neighbors.kneighbors``) vs
+"""Benchmark: exact k-nearest neighbours of every point (``isotropy.metrics.neighbors.kneighbors``) vs
 scikit-learn's ``NearestNeighbors`` (``algorithm="brute"`` and the default ``"auto"``).
 
 Data: float32, n = 100,000 x d = 384, points near a 10-dimensional linear subspace (Gaussian
@@ -24,7 +24,7 @@ import numpy as np
 from _common import low_rank_data, timed
 from sklearn.neighbors import NearestNeighbors
 
-from isotropy.neighbors import kneighbors
+from isotropy.metrics.neighbors import kneighbors
 
 
 def main(argv=None):

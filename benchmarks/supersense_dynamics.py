@@ -37,7 +37,7 @@ def problem_for(model: str):
 
 def gemma_vector_file(out: Path, n_words: int = 20000) -> Path:
     """Gemma's input rows for the first ``n_words`` GloVe words, as a word2vec text file (GloVe's order)."""
-    from isotropy._atomic import atomic_write
+    from isotropy._utils.atomic import atomic_write
     from isotropy.io.word_vectors import read_word_vectors
     from isotropy.models import input_word_vectors
 
@@ -119,7 +119,7 @@ def main(out: Path) -> None:
         print(f"{name}: {record['n_items']} x {record['dim']}, IsoScore {iso[0]:.3f} -> min {iso[low]:.3f} at "
               f"update {record['step'][low]} -> {iso[-1]:.3f}; BCE {record['loss'][0]:.3f} -> {record['loss'][-1]:.4f}",
               flush=True)
-    from isotropy._atomic import atomic_write
+    from isotropy._utils.atomic import atomic_write
 
     with atomic_write(out / "dynamics.json") as handle:
         json.dump(results, handle)

@@ -56,7 +56,7 @@ def run_one(lam, args, tokenizer, train, probe, sample, dev):
         TrainingArguments,
     )
 
-    from isotropy.encoders import resolve_model
+    from isotropy.models.encoders import resolve_model
     from isotropy.training import HFGeometryCallback, HFRegulariser
 
     out = args.out / f"lambda_{lam:g}"
@@ -158,10 +158,10 @@ def main(argv=None):
     import torch
     from transformers import AutoTokenizer
 
-    from isotropy._atomic import atomic_write
-    from isotropy._versions import package_versions
+    from isotropy._utils.atomic import atomic_write
+    from isotropy._utils.versions import package_versions
     from isotropy.datasets.glue import load_glue_task
-    from isotropy.encoders import resolve_model
+    from isotropy.models.encoders import resolve_model
 
     records = []
     if not args.plot_only:

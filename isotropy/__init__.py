@@ -5,36 +5,66 @@ Exact, fast metrics of isotropy (IsoScore, IsoScore*, I(W), cosine statistics), 
 participation ratio), for numpy arrays and torch tensors of shape ``(n_samples, n_features)``.
 
 Submodules are imported on first use, so ``import isotropy`` stays fast and never imports torch.
+
+The package is laid out in floors, each importing only from the floors below it:
+``_utils`` (validation, errors, backend) < ``_kernels`` (array kernels, the streaming accumulator) <
+``distributed`` (the same kernels on dask) < ``metrics`` (the public functions and the metric table) <
+``transforms``, ``io``, ``models``, ``datasets``, ``torch`` < ``measure``, ``training`` < ``experiments`` < ``cli``.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.abc
+import importlib.util
+import sys
+import warnings
 
 __version__ = "0.1.0"
 
 # public name -> submodule that defines it (PEP 562 lazy attributes)
 _EXPORTS = {
-    "isoscore": "isotropy.isoscore",
-    "isoscore_star": "isotropy.isoscore",
-    "isoscore_from_covariance": "isotropy.isoscore",
-    "partition_isotropy": "isotropy.partition",
-    "cosine_similarity_mean": "isotropy.cosine",
-    "inter_type_cosine": "isotropy.cosine",
-    "intra_type_cosine": "isotropy.cosine",
-    "participation_ratio": "isotropy.covariance",
-    "CovarianceAccumulator": "isotropy.covariance",
-    "silhouette_samples": "isotropy.silhouette",
-    "silhouette_score": "isotropy.silhouette",
-    "calinski_harabasz_score": "isotropy.cluster_indices",
-    "davies_bouldin_score": "isotropy.cluster_indices",
-    "dunn_index": "isotropy.cluster_indices",
-    "twonn_dimension": "isotropy.dimension",
-    "rogue_dimension_share": "isotropy.rogue",
-    "mle_dimension": "isotropy.dimension",
-    "local_mle_dimension": "isotropy.dimension",
-    "extract_token_embeddings": "isotropy.contextual",
-    "IsotropyValueError": "isotropy._validation",
+    "isoscore": "isotropy.metrics.isoscore",
+    "isoscore_star": "isotropy.metrics.isoscore",
+    "isoscore_from_covariance": "isotropy.metrics.isoscore",
+    "partition_isotropy": "isotropy.metrics.partition",
+    "cosine_similarity_mean": "isotropy.metrics.cosine",
+    "inter_type_cosine": "isotropy.metrics.cosine",
+    "intra_type_cosine": "isotropy.metrics.cosine",
+    "participation_ratio": "isotropy.metrics.covariance",
+    "CovarianceAccumulator": "isotropy.metrics.covariance",
+    "silhouette_samples": "isotropy.metrics.silhouette",
+    "silhouette_score": "isotropy.metrics.silhouette",
+    "calinski_harabasz_score": "isotropy.metrics.cluster_indices",
+    "davies_bouldin_score": "isotropy.metrics.cluster_indices",
+    "dunn_index": "isotropy.metrics.cluster_indices",
+    "twonn_dimension": "isotropy.metrics.dimension",
+    "rogue_dimension_share": "isotropy.metrics.rogue",
+    "mle_dimension": "isotropy.metrics.dimension",
+    "local_mle_dimension": "isotropy.metrics.dimension",
+    "kneighbors": "isotropy.metrics.neighbors",
+    "TwoNN": "isotropy.metrics.dimension",
+    "MLE": "isotropy.metrics.dimension",
+    "IsotropyValueError": "isotropy._utils.errors",
+}
+
+# Names and module paths that moved in 0.2 (the "one house" layout): still importable for one release, with a
+# DeprecationWarning that gives the new place.
+_MOVED_NAMES = {"extract_token_embeddings": "isotropy.models.contextual"}
+_MOVED_MODULES = {
+    "isotropy.partition": "isotropy.metrics.partition",
+    "isotropy.cosine": "isotropy.metrics.cosine",
+    "isotropy.covariance": "isotropy.metrics.covariance",
+    "isotropy.silhouette": "isotropy.metrics.silhouette",
+    "isotropy.cluster_indices": "isotropy.metrics.cluster_indices",
+    "isotropy.dimension": "isotropy.metrics.dimension",
+    "isotropy.neighbors": "isotropy.metrics.neighbors",
+    "isotropy.rogue": "isotropy.metrics.rogue",
+    "isotropy.encoders": "isotropy.models.encoders",
+    "isotropy.contextual": "isotropy.models.contextual",
+    "isotropy.measure_cli": "isotropy.measure.command",
+    "isotropy.measure_model": "isotropy.measure.from_model",
+    "isotropy.distributed.measure": "isotropy.measure.distributed",
 }
 
 __all__ = sorted(_EXPORTS)  # noqa: PLE0605 (the lazy exports are the public names)
@@ -42,6 +72,11 @@ __all__ = sorted(_EXPORTS)  # noqa: PLE0605 (the lazy exports are the public nam
 
 def __getattr__(name):
     module = _EXPORTS.get(name)
+    if module is None and name in _MOVED_NAMES:
+        module = _MOVED_NAMES[name]
+        warnings.warn(f"isotropy.{name} moved to {module}.{name}; the old name goes in the next release.",
+                      DeprecationWarning, stacklevel=2)
+        return getattr(importlib.import_module(module), name)
     if module is None:
         raise AttributeError(f"module 'isotropy' has no attribute {name!r}")
     value = getattr(importlib.import_module(module), name)
@@ -53,7 +88,31 @@ def __dir__():
     return sorted(set(globals()) | set(__all__))
 
 
-# ``isoscore`` names both a submodule and its function. Bind the function now (numpy only, no
-# torch): otherwise a later ``import isotropy.isoscore`` would set the package attribute to the
-# module and ``from isotropy import isoscore`` would return the module instead of the function.
-from isotropy.isoscore import isoscore as isoscore
+class _MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Imports an old module path (``isotropy.silhouette``) as its new module, with a DeprecationWarning."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname in _MOVED_MODULES:
+            return importlib.util.spec_from_loader(fullname, self)
+        return None
+
+    def create_module(self, spec):
+        new = _MOVED_MODULES[spec.name]
+        warnings.warn(f"{spec.name} moved to {new}; the old path goes in the next release.",
+                      DeprecationWarning, stacklevel=2)
+        return importlib.import_module(new)
+
+    def exec_module(self, module):
+        pass  # the new module is already executed
+
+
+if not any(isinstance(finder, _MovedModuleFinder) for finder in sys.meta_path):
+    sys.meta_path.append(_MovedModuleFinder())
+
+# ``isoscore`` names the function; the old module path ``isotropy.isoscore`` (now isotropy.metrics.isoscore) is
+# registered as an alias without a warning, because the package attribute of that name must stay the function
+# (an import through a finder would rebind it to the module).
+from isotropy.metrics import isoscore as _isoscore_module
+
+sys.modules.setdefault("isotropy.isoscore", _isoscore_module)
+isoscore = _isoscore_module.isoscore

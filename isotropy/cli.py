@@ -67,7 +67,7 @@ class _ExperimentGroup(click.Group):
         return make_command(load_experiment(name))
 
 
-@click.group(cls=_LazyGroup, lazy={"measure": "isotropy.measure_cli:command"},
+@click.group(cls=_LazyGroup, lazy={"measure": "isotropy.measure.command:command"},
              context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="isotropy")
 def cli():

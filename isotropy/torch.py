@@ -26,9 +26,9 @@ import numbers
 import torch
 from torch import nn
 
-from isotropy._validation import check_scalar
-from isotropy.cosine import cosine_similarity_mean
-from isotropy.isoscore import _check_shrinkage_cov, _isoscore_star
+from isotropy._utils.validation import check_scalar
+from isotropy.metrics.cosine import cosine_similarity_mean
+from isotropy.metrics.isoscore import _check_shrinkage_cov, _isoscore_star
 
 __all__ = ["CosRegLoss", "IStarLoss", "cosine_penalty", "istar_penalty", "shrinkage_covariance"]
 

@@ -11,7 +11,7 @@ def make_tiny_bert_with_minilm_tokenizer(directory: Path, *, n_layers: int = 2, 
     import torch
     from transformers import AutoTokenizer, BertConfig, BertModel
 
-    from isotropy.encoders import resolve_model
+    from isotropy.models.encoders import resolve_model
 
     directory = Path(directory)
     tokenizer = AutoTokenizer.from_pretrained(resolve_model("all-MiniLM-L6-v2"))

@@ -1,6 +1,6 @@
 """Activation diagrams (Rudman & Eickhoff, Figure 1) on a tiny randomly initialised BERT.
 
-References: numpy for the diagram, ``isotropy.rogue`` for the shares, and the istar experiment run
+References: numpy for the diagram, ``isotropy.metrics.rogue`` for the shares, and the istar experiment run
 on its own with the same settings (the fine-tuned models must be the ones istar trains).
 """
 
@@ -18,7 +18,7 @@ from isotropy.experiments._runner import execute
 from isotropy.experiments.activation_diagrams.config import ActivationDiagramsConfig
 from isotropy.experiments.activation_diagrams.experiment import EXPERIMENT
 from isotropy.experiments.activation_diagrams.science import activation_profile, profile_summary
-from isotropy.rogue import cosine_contributions, rogue_dimension_share
+from isotropy.metrics.rogue import cosine_contributions, rogue_dimension_share
 
 TINY_FINE_TUNE = {"train_size": 24, "validation_size": 40, "batch_size": 8, "eval_batch_size": 16, "max_length": 32,
                   "istar": {"layers": "all", "level": "token", "zeta": 0.2, "shrinkage_sample": 8}}

@@ -188,7 +188,7 @@ def test_snli_problem_pairs_rows_of_distinct_sentences(monkeypatch):
         captured["texts"] = list(texts)
         return np.arange(len(texts) * 2, dtype=np.float32).reshape(-1, 2)
 
-    monkeypatch.setattr("isotropy.encoders.encode_sentences", fake_encode)
+    monkeypatch.setattr("isotropy.models.encoders.encode_sentences", fake_encode)
     config = CG.config("snli").model_dump()
     problem = build_problem(config, data_dir=shared_data_path(), show_progress=False)
     assert problem.n_items == 9_842 and problem.embeddings.shape[0] == 12_982
@@ -255,7 +255,7 @@ def test_glue_grid_runs_each_task_and_draws_figure_4(tmp_path, monkeypatch):
         rng = np.random.default_rng(len(texts))
         return rng.normal(size=(len(texts), 8)).astype(np.float32)
 
-    monkeypatch.setattr("isotropy.encoders.encode_sentences", fake_encode)
+    monkeypatch.setattr("isotropy.models.encoders.encode_sentences", fake_encode)
     config = CG.config("glue", tasks=["rte", "cola"], n_items=80, updates=4, seeds=[0, 1], metric_interval=2,
                        sample_size=50)
     result = run(config, results_dir=tmp_path, data_dir=shared_data_path())

@@ -1,4 +1,4 @@
-"""Token-level extraction (isotropy.contextual) on tiny random BERT and GPT-2 models and the packaged MiniLM."""
+"""Token-level extraction (isotropy.models.contextual) on tiny random BERT and GPT-2 models and the packaged MiniLM."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch")
 
 import itertools
 
-from isotropy.contextual import extract_token_embeddings, load_transformer, parse_layers
+from isotropy.models.contextual import extract_token_embeddings, load_transformer, parse_layers
 
 LINES = [["the", "unbelievable", "cat", "sat", "on", "the", "mat"], ["a", "dog", "ran"],
          ["the", "cats", "sat"], ["the", "dog", "sat", "on", "a", "mat", "."]]
@@ -134,7 +134,7 @@ def test_layers_subset_and_float16(tiny_gpt2):
 def test_packaged_minilm_matches_sentence_transformers():
     from sentence_transformers import SentenceTransformer
 
-    from isotropy.encoders import resolve_model
+    from isotropy.models.encoders import resolve_model
 
     words = ["the", "cat", "sat", "on", "the", "mat"]  # one WordPiece each
     emb = _extract("all-MiniLM-L6-v2", [words], layers="all")
@@ -169,7 +169,7 @@ def test_errors(tiny_bert, tmp_path):
         _extract(tiny_bert, [["."]], skip_types=["."])
 
 
-@pytest.mark.parametrize("module", ["isotropy.contextual", "isotropy.datasets.corpora",
+@pytest.mark.parametrize("module", ["isotropy.models.contextual", "isotropy.datasets.corpora",
                                     "isotropy.experiments.layer_geometry.metrics"])
 def test_docstring_examples_run(module):
     import doctest
@@ -182,7 +182,7 @@ def test_docstring_examples_run(module):
 @given(pieces=st.lists(st.integers(0, 6), min_size=1, max_size=40), budget=st.integers(1, 10))
 @settings(max_examples=200, deadline=None)
 def test_windows_cover_every_word_once_within_budget(pieces, budget):
-    from isotropy.contextual import _windows
+    from isotropy.models.contextual import _windows
 
     word_ids = [w for w, p in enumerate(pieces) for _ in range(p)] + [None]  # a special token at the end
     windows, counted = _windows(word_ids, len(pieces), budget)

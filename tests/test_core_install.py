@@ -137,7 +137,7 @@ def test_measure_runs_without_extras(tmp_path):
     """, tmp_path)
     assert result.returncode == 0, result.stderr
     values = json.loads((tmp_path / "out.json").read_text())["values"]
-    from isotropy.measure_cli import METRICS
+    from isotropy.measure.command import METRICS
 
     assert sorted(values) == sorted(METRICS)  # every label-free metric and every cluster metric
 

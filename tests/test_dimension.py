@@ -8,8 +8,8 @@ from sklearn.neighbors import NearestNeighbors
 from sklearn.utils.estimator_checks import check_estimator
 
 from isotropy import local_mle_dimension, mle_dimension, twonn_dimension
-from isotropy._validation import IsotropyValueError
-from isotropy.dimension import MLE, TwoNN
+from isotropy._utils.validation import IsotropyValueError
+from isotropy.metrics.dimension import MLE, TwoNN
 
 
 def _embedded_cube(n, d, D, seed):

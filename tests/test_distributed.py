@@ -118,7 +118,7 @@ def test_kneighbors_against_sklearn_brute_force(metric):
     ref_dist, ref_ind = NearestNeighbors(n_neighbors=5, algorithm="brute", metric=metric).fit(X).kneighbors()
     np.testing.assert_allclose(dist, ref_dist, rtol=1e-10, atol=1e-12)
     np.testing.assert_array_equal(ind, ref_ind)
-    _same_dist, same_ind = isotropy.neighbors.kneighbors(da.from_array(X, chunks=(700, 6)), n_neighbors=5,
+    _same_dist, same_ind = isotropy.metrics.neighbors.kneighbors(da.from_array(X, chunks=(700, 6)), n_neighbors=5,
                                                         metric=metric)
     np.testing.assert_array_equal(same_ind.compute(), ind)  # the public function dispatches
 

@@ -106,5 +106,5 @@ def test_hook_points_lazy_exports_at_their_module():
     hooks = _load_hooks()
     markdown = "::: isotropy.isoscore_star\n\n::: isotropy.io.embeddings.read_embeddings\n::: isotropy.nonexistent\n"
     out = hooks.on_page_markdown(markdown, None, None, None)
-    assert out.splitlines() == ["::: isotropy.isoscore.isoscore_star", "",
+    assert out.splitlines() == ["::: isotropy.metrics.isoscore.isoscore_star", "",
                                 "::: isotropy.io.embeddings.read_embeddings", "::: isotropy.nonexistent"]

@@ -89,7 +89,7 @@ def test_config_validation():
 def test_run_tiny_model(tmp_path, tiny_bert_dir, one_torch_thread):
     shared_data_path("glue_data", "SST-2", "train.tsv")
     from isotropy.datasets.glue import load_glue_task
-    from isotropy.encoders import encode_mean_pooled
+    from isotropy.models.encoders import encode_mean_pooled
 
     data_dir = str(shared_data_path())
     config = EXPERIMENT.config(model=str(tiny_bert_dir), max_length=32, train_size=300, n_clusters=3, n_components=2,

@@ -73,7 +73,7 @@ def test_measure_layers_on_the_real_model_equals_a_direct_recomputation(converte
     from IsoScore import IsoScore as reference
     from transformers import AutoModel, AutoTokenizer
 
-    from isotropy.measure_model import measure_layers
+    from isotropy.measure.from_model import measure_layers
 
     directory, _ = converted
     texts = ["The cat sat on the mat.", "Stock markets fell sharply on Monday.", "A dog ran across the park.",

@@ -137,8 +137,8 @@ def _manual(network, tokenizer, text, layer, pooling):
 
 @pytest.mark.parametrize("pooling", ["mean", "last"])
 def test_encode_pooled_equals_a_manual_unpadded_computation(converted, pooling):
-    from isotropy.encoders import encode_pooled
     from isotropy.models import load_transformer
+    from isotropy.models.encoders import encode_pooled
 
     directory, _ = converted
     out = encode_pooled(SENTENCES, model=str(directory), layers=[0, -1], pooling=pooling, device="cpu",
@@ -151,8 +151,8 @@ def test_encode_pooled_equals_a_manual_unpadded_computation(converted, pooling):
 
 
 def test_first_token_pooling_is_refused_for_a_decoder(converted):
-    from isotropy.encoders import encode_pooled
     from isotropy.models import check_pooling, is_decoder
+    from isotropy.models.encoders import encode_pooled
 
     assert is_decoder(tiny_gemma_config())
     with pytest.raises(ValueError, match="first token sees only itself"):
@@ -164,7 +164,7 @@ def test_first_token_pooling_is_refused_for_a_decoder(converted):
 def test_sentence_transformers_reads_the_converted_directory(converted):
     from sentence_transformers import SentenceTransformer
 
-    from isotropy.encoders import encode_pooled
+    from isotropy.models.encoders import encode_pooled
 
     directory, _ = converted
     st = SentenceTransformer(str(directory), device="cpu")
@@ -234,7 +234,7 @@ def test_one_forward_pass_caches_every_layer(converted, tmp_path, monkeypatch):
 
 
 def test_pre_split_words_get_their_running_text_pieces(converted):
-    from isotropy.contextual import extract_token_embeddings
+    from isotropy.models.contextual import extract_token_embeddings
 
     # Gemma's tokenizer marks a preceding space with "▁" but adds none to a pre-split word: without
     # a leading space "cat" would become c-a-t (glued to the previous word) instead of "▁cat"

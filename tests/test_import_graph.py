@@ -81,7 +81,7 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_the_graph_is_built_from_real_imports():
     graph = import_graph()
     assert "isotropy.experiments._runner" in graph["isotropy.experiments._template.experiment"]
-    assert "isotropy._atomic" in graph["isotropy.experiments._results"]
+    assert "isotropy._utils.atomic" in graph["isotropy.experiments._results"]
     # the checker finds a planted cycle
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
@@ -100,6 +100,49 @@ def test_the_library_never_imports_the_experiments():
                  for m, targets in graph.items()
                  if not m.startswith("isotropy.experiments") and m != "isotropy.cli"}
     assert {m: t for m, t in offenders.items() if t} == {}
+
+
+# The floors, lowest first: a module may import from its own floor and the floors below, never from above.
+FLOORS = [
+    ("isotropy._utils",),
+    ("isotropy._kernels",),
+    ("isotropy.distributed",),
+    ("isotropy.metrics", "isotropy"),  # the face (isotropy/__init__.py) re-exports the metrics
+    ("isotropy.transforms", "isotropy.io", "isotropy.models", "isotropy.datasets", "isotropy.torch"),
+    ("isotropy.measure", "isotropy.training"),
+    ("isotropy.experiments",),
+    ("isotropy.cli", "isotropy.__main__"),
+]
+
+
+def floor_of(module: str) -> int:
+    """The floor of ``module``: its longest matching prefix in FLOORS."""
+    best = None
+    for level, prefixes in enumerate(FLOORS):
+        for prefix in prefixes:
+            if module == prefix or module.startswith(prefix + "."):
+                if best is None or len(prefix) > best[0]:
+                    best = (len(prefix), level)
+    assert best is not None, f"{module} is on no floor: add it to FLOORS"
+    return best[1]
+
+
+def test_no_arrow_goes_from_a_lower_floor_to_a_higher_one():
+    graph = import_graph()
+    upward = sorted(f"{source} -> {target}" for source, targets in graph.items() for target in targets
+                    if floor_of(target) > floor_of(source))
+    assert upward == []
+
+
+def test_the_floor_checker_sees_an_upward_arrow():
+    assert floor_of("isotropy._utils.validation") < floor_of("isotropy._kernels.accumulator") < floor_of(
+        "isotropy.metrics.isoscore") < floor_of("isotropy.measure.command") < floor_of("isotropy.experiments.istar")
+    assert floor_of("isotropy") == floor_of("isotropy.metrics.silhouette") < floor_of("isotropy.cli")
+
+
+def test_at_most_a_dozen_modules_at_the_top_level():
+    top = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert len(top) <= 12, top
 
 
 def test_no_plotting_code_switches_the_matplotlib_backend_or_uses_pyplot():

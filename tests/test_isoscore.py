@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from isotropy import IsotropyValueError, isoscore, isoscore_star
-from isotropy.isoscore import isoscore_from_covariance
+from isotropy.metrics.isoscore import isoscore_from_covariance
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -206,14 +206,14 @@ def test_docstring_examples_run(module):
     import doctest
     import importlib
 
-    result = doctest.testmod(importlib.import_module(f"isotropy.{module}"), optionflags=doctest.ELLIPSIS)
+    result = doctest.testmod(importlib.import_module(f"isotropy.metrics.{module}"), optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
 
 
 def test_chunked_float64_path_matches_reference(rng, monkeypatch):
     import sys
 
-    monkeypatch.setattr(sys.modules["isotropy._isoscore_kernels"], "_CHUNK_ELEMENTS", 50)  # 5 rows of 10 per chunk
+    monkeypatch.setattr(sys.modules["isotropy._kernels.isoscore"], "_CHUNK_ELEMENTS", 50)  # 5 rows of 10 per chunk
     X = (_anisotropic(rng, 203, 10) + 1e4).astype(np.float32)
     X_before = X.copy()
     ref = _eigen_reference(X.astype(np.float64))

@@ -44,7 +44,7 @@ def tiny_model_dir(tmp_path_factory):
     """A 2-layer, 32-d BERT with random weights and the packaged MiniLM tokenizer, saved as a model directory."""
     from transformers import AutoTokenizer, BertConfig, BertModel
 
-    from isotropy.encoders import resolve_model
+    from isotropy.models.encoders import resolve_model
 
     path = tmp_path_factory.mktemp("tiny-bert")
     tokenizer = AutoTokenizer.from_pretrained(resolve_model("all-MiniLM-L6-v2"))
@@ -151,9 +151,9 @@ def test_mean_pooling_matches_sentence_transformers():
     """The classifier's pooled representation of the packaged MiniLM is sentence-transformers' embedding."""
     from sentence_transformers import SentenceTransformer
 
-    from isotropy.encoders import resolve_model
     from isotropy.experiments.istar.model import load_encoder
     from isotropy.experiments.istar.train import evaluate
+    from isotropy.models.encoders import resolve_model
 
     tokenizer, encoder = load_encoder("all-MiniLM-L6-v2")
     model = SentenceClassifier(encoder, 2)

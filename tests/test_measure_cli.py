@@ -20,7 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 from isotropy.cli import cli
-from isotropy.measure_cli import CLUSTER, LABEL_FREE, METRICS
+from isotropy.measure.command import CLUSTER, LABEL_FREE, METRICS
 
 ISOTROPY = Path(sys.executable).parent / "isotropy"
 

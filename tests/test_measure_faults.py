@@ -18,9 +18,9 @@ import pytest
 from click.testing import CliRunner
 
 from isotropy import isoscore, participation_ratio
-from isotropy._cost import estimate_seconds, format_duration
+from isotropy._kernels.cost import estimate_seconds, format_duration
 from isotropy.cli import cli
-from isotropy.measure_cli import METRICS
+from isotropy.measure.command import METRICS
 
 ISOTROPY = Path(sys.executable).parent / "isotropy"
 
@@ -181,7 +181,7 @@ def test_cost_estimate_scales_as_n_squared_and_reads_well():
 @pytest.mark.parametrize("name", ["silhouette_score", "dunn_index", "twonn_dimension", "mle_dimension"])
 def test_quadratic_kernels_report_every_block(name):
     import isotropy
-    from isotropy._progress import reporting
+    from isotropy._utils.progress import reporting
 
     X = np.random.default_rng(0).normal(size=(700, 3))
     labels = np.arange(700) % 4

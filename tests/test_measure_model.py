@@ -10,7 +10,7 @@ from _tiny_models import make_tiny_bert, make_tiny_gemma_gguf
 from click.testing import CliRunner
 
 from isotropy.cli import cli
-from isotropy.measure_model import measure_layers, read_texts
+from isotropy.measure.from_model import measure_layers, read_texts
 
 torch = pytest.importorskip("torch")
 

@@ -24,7 +24,7 @@ from isotropy.experiments.minibatch_stability.science import (
     power_law_spectrum,
     summarise_scores,
 )
-from isotropy.isoscore import isoscore_from_covariance
+from isotropy.metrics.isoscore import isoscore_from_covariance
 
 
 @pytest.fixture(scope="module")
@@ -144,7 +144,7 @@ def _held_out_cov(config):
 def test_run_embeddings_tiny_model(tmp_path, tiny_bert_dir, one_torch_thread):
     shared_data_path("glue_data", "SST-2", "dev.tsv")
     from isotropy.datasets.glue import load_glue_task
-    from isotropy.encoders import encode_mean_pooled
+    from isotropy.models.encoders import encode_mean_pooled
 
     config = {"sources": ["embeddings"], "batch_sizes": [8, 512, 1024], "zetas": [0.0, 0.9], "n_batches": 2,
               "shrinkage_sample": 64, "embeddings.model": str(tiny_bert_dir), "embeddings.max_length": 32}

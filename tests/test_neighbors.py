@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.neighbors import NearestNeighbors
 
-from isotropy._validation import IsotropyValueError
-from isotropy.neighbors import kneighbors
+from isotropy._utils.validation import IsotropyValueError
+from isotropy.metrics.neighbors import kneighbors
 
 
 def _full_reference(X, metric):

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import torch
 
-from isotropy._validation import IsotropyValueError
+from isotropy._utils.validation import IsotropyValueError
 
 
 class _Payload:
@@ -70,8 +70,8 @@ def remote_code_dirs(tmp_path_factory):
     (where, loader) for where in ("config.json", "tokenizer_config.json")
     for loader in ("load_transformer", "load_sentence_model", "load_encoder")] + [("modules.json", "load_sentence_model")])
 def test_a_model_directory_with_custom_code_is_refused_and_never_runs(remote_code_dirs, where, loader, monkeypatch):
-    from isotropy.encoders import load_sentence_model
     from isotropy.experiments.istar.model import load_encoder
+    from isotropy.models.encoders import load_sentence_model
     from isotropy.models.loading import load_transformer
 
     dirs, marker = remote_code_dirs

@@ -41,7 +41,7 @@ def test_closed_form_two_pairs():
 @pytest.mark.parametrize("metric", ["euclidean", "cosine"])
 def test_many_clusters_row_panels_match_sklearn(rng, monkeypatch, metric):
     # a cluster-sum table over the memory budget switches to row panels (every block formed)
-    import isotropy.silhouette as module
+    import isotropy.metrics.silhouette as module
 
     monkeypatch.setattr(module, "_SUMS_BUDGET", 1000)
     X, labels = _blobs(rng, 400, 6, 150)
@@ -212,7 +212,7 @@ def test_torch_device_kernel_matches_numpy_kernel(rng, metric):
     # on CPU against sklearn, in float64 and (to 1e-6) in float32, with uneven blocks.
     import torch
 
-    from isotropy.silhouette import _cluster_sums_torch, _coefficients_numpy, _resolution_torch
+    from isotropy.metrics.silhouette import _cluster_sums_torch, _coefficients_numpy, _resolution_torch
 
     X, labels = _blobs(rng, 333, 9, 5, offset=30.0)
     expected = skm.silhouette_samples(X, labels, metric=metric)
@@ -233,7 +233,7 @@ def test_duplicates_have_a_equal_b_equal_0_not_rounding_noise(metric):
     # hence s = 0 (scikit-learn), but the product kernel's rounding noise gave it +1 or -1
     import torch
 
-    from isotropy.silhouette import _cluster_sums_torch, _coefficients_numpy, _resolution_torch
+    from isotropy.metrics.silhouette import _cluster_sums_torch, _coefficients_numpy, _resolution_torch
 
     X = np.array([[1.0, 2.0], [0.0, 1.0]] + [[1.0, 2.0]] * 13)
     labels = np.array([2, 1, 1, 0, 0, 0, 0, 0, 0, 2, 1, 2, 1, 1, 2])

@@ -7,7 +7,7 @@ import pytest
 from scipy.stats import rankdata
 
 from conftest import shared_data_path
-from isotropy._validation import IsotropyValueError
+from isotropy._utils.validation import IsotropyValueError
 from isotropy.datasets.sts import load_sts, sts_correlations
 
 

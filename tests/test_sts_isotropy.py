@@ -60,7 +60,7 @@ def test_run_writes_tables_figures_and_metadata(small_run):
 def test_baseline_and_transformed_rows_match_an_independent_computation(small_run, data_root):
     from isotropy import isoscore, partition_isotropy
     from isotropy.datasets.sts import load_sts
-    from isotropy.encoders import encode_sentences
+    from isotropy.models.encoders import encode_sentences
 
     _, results = small_run
     d = load_sts("STSB", data_dir=data_root)
@@ -146,7 +146,7 @@ def test_cosine_rows_matches_sklearn(rng):
 
 
 def test_encode_mean_pooled_matches_sentence_transformers_and_caches(tmp_path):
-    from isotropy.encoders import encode_mean_pooled, encode_sentences
+    from isotropy.models.encoders import encode_mean_pooled, encode_sentences
 
     texts = ["a girl is styling her hair .", "a group of men play soccer on the beach .", "hi"]
     X = encode_mean_pooled(texts, device="cpu", cache_dir=tmp_path)
@@ -164,7 +164,7 @@ def test_encode_mean_pooled_matches_sentence_transformers_and_caches(tmp_path):
 
 def test_fit_on_a_text_file_uses_the_corpus_mean(data_root, tmp_path):
     from isotropy.datasets.sts import load_sts
-    from isotropy.encoders import encode_sentences
+    from isotropy.models.encoders import encode_sentences
 
     corpus = load_sts("STSB", split="train", data_dir=data_root).text_a[:80]
     path = tmp_path / "corpus.txt"

@@ -18,8 +18,8 @@ from isotropy import (
     rogue_dimension_share,
     twonn_dimension,
 )
-from isotropy._validation import IsotropyValueError
-from isotropy.rogue import cosine_contributions
+from isotropy._utils.validation import IsotropyValueError
+from isotropy.metrics.rogue import cosine_contributions
 from isotropy.training import (
     IsoScore,
     IsoScoreStar,

@@ -13,7 +13,7 @@ pytest.importorskip("lightning")
 
 from _tiny_models import make_tiny_bert
 
-from isotropy._validation import IsotropyValueError
+from isotropy._utils.validation import IsotropyValueError
 from isotropy.training.regularisers import HiddenStateRegulariser, regularised_states
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

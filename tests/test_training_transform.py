@@ -10,7 +10,7 @@ torch = pytest.importorskip("torch")
 from sklearn.cluster import KMeans
 from sklearn.metrics import adjusted_rand_score
 
-from isotropy._validation import IsotropyValueError
+from isotropy._utils.validation import IsotropyValueError
 from isotropy.training import InBatchClusterIsotropy, in_batch_cluster_isotropy
 from isotropy.transforms._all_but_the_top import top_directions
 from isotropy.transforms._cluster_isotropy import _apply

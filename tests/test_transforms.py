@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from sklearn.datasets import make_blobs
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from isotropy._validation import IsotropyValueError
+from isotropy._utils.validation import IsotropyValueError
 from isotropy.transforms import (
     AllButTheTop,
     ClusterCentering,

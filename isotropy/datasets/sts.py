@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from isotropy._validation import IsotropyValueError, check_option
+from isotropy._utils.validation import IsotropyValueError, check_option
 
 __all__ = [
     "STS_DATASETS",

@@ -2,7 +2,7 @@
 Calinski-Harabasz and Davies-Bouldin from per-chunk centroid statistics.
 
 The distance matrix is cut into tiles (I, J ≥ I) of row blocks. Each tile is one task: it runs the
-in-memory silhouette kernel (:class:`isotropy._silhouette_blocks._BlockKernel`) on the two blocks
+in-memory silhouette kernel (:class:`isotropy._kernels.silhouette._BlockKernel`) on the two blocks
 and returns, for the rows of I, their distance sums to each cluster's members in J, and (the tile
 transposed) for the rows of J their sums to the members in I: arrays of shape
 (block rows, n_clusters), never a block of the n×n matrix. The sums of a row block are added up
@@ -54,7 +54,7 @@ def _centre(X, blocks, metric):
 # ---------------------------------------------------------------------------------------------- silhouette
 def _silhouette_block(block, ids, metric, mean):
     """Row block ready for the kernel: augmented rows sorted by cluster, dense local cluster ids."""
-    from isotropy._silhouette_blocks import _augmented_numpy
+    from isotropy._kernels.silhouette import _augmented_numpy
 
     dtype = np.float64 if block.dtype == np.float64 else np.float32
     order = np.argsort(ids, kind="stable")
@@ -70,7 +70,7 @@ def _silhouette_tile(P, Q, metric, n_clusters):
     blocks are stacked with Q's local ids shifted past P's, so each block's clusters are
     contiguous and dense. ``Q=None`` is a diagonal tile.
     """
-    from isotropy._silhouette_blocks import _BlockKernel
+    from isotropy._kernels.silhouette import _BlockKernel
 
     if Q is None:
         R, local, present, _ = P
@@ -103,7 +103,7 @@ def _block_coefficients(sums, prep, counts, q_max, metric):
     The kernel's resolution (below which a = b = 0) depends on the largest squared norm of all
     the blocks, ``q_max``: appended to the block's, it gives the in-memory resolution.
     """
-    from isotropy._silhouette_blocks import _coefficients_numpy, _resolution
+    from isotropy._kernels.silhouette import _coefficients_numpy, _resolution
 
     R, local, present, order = prep
     q = np.append(R[:, -1].astype(np.float64), q_max)
@@ -117,8 +117,8 @@ def _silhouette_graph(X, ids, metric, chunk_size, caller):
     """Delayed per-block coefficient arrays (tiles I ≤ J, tree-reduced sums per row block)."""
     from dask import delayed
 
-    from isotropy._silhouette_blocks import _check_n_clusters
-    from isotropy._validation import check_option
+    from isotropy._kernels.silhouette import _check_n_clusters
+    from isotropy._utils.validation import check_option
     from isotropy.distributed._covariance import _add
 
     check_option(metric, "metric", _METRICS, caller=caller)
@@ -195,7 +195,7 @@ def _cluster_statistics(X, labels, caller):
     """Sizes, centroids, overall mean, within-cluster Σ‖x − μ_c‖² and per-cluster mean ‖x − μ_c‖."""
     from dask import delayed
 
-    from isotropy._silhouette_blocks import _check_n_clusters
+    from isotropy._kernels.silhouette import _check_n_clusters
 
     ids = host_labels(labels, X.shape[0], caller)
     n_clusters = _check_n_clusters(ids, X.shape[0], caller)
@@ -268,9 +268,9 @@ def dunn_index(X, labels, *, metric="euclidean", chunk_size=None):
     """:func:`isotropy.dunn_index` of a dask array (see there): extreme pairs found tile by tile."""
     from dask import delayed
 
-    from isotropy._cluster_kernels import _pair_distance
-    from isotropy._silhouette_blocks import _check_n_clusters
-    from isotropy._validation import check_option
+    from isotropy._kernels.clusters import _pair_distance
+    from isotropy._kernels.silhouette import _check_n_clusters
+    from isotropy._utils.validation import check_option
 
     caller = "dunn_index"
     check_option(metric, "metric", _METRICS, caller=caller)

@@ -25,13 +25,13 @@ __all__ = [
 
 
 def _chunk_accumulator(block):
-    from isotropy._accumulator import CovarianceAccumulator
+    from isotropy._kernels.accumulator import CovarianceAccumulator
 
     return CovarianceAccumulator().update(block)
 
 
 def _merge_accumulators(a, b):
-    from isotropy._accumulator import CovarianceAccumulator
+    from isotropy._kernels.accumulator import CovarianceAccumulator
 
     return CovarianceAccumulator().merge(a).merge(b)
 
@@ -64,7 +64,7 @@ def covariance_accumulator(X):
 
 def _variance_checked(acc, caller):
     """Run the accumulator's zero-variance check under the public caller's name."""
-    from isotropy._isoscore_kernels import _check_variance
+    from isotropy._kernels.isoscore import _check_variance
 
     _check_variance(np.trace(acc._scatter), n_samples=acc.n_samples_, mean_sq_norm=float(acc._mean @ acc._mean),
                     eps=float(np.finfo(np.float64).eps), caller=caller)
@@ -80,7 +80,7 @@ def isoscore(X):
 
 def isoscore_star(X, *, shrinkage_cov=None, zeta=0.2):
     """:func:`isotropy.isoscore_star` of a dask array (see there)."""
-    from isotropy._validation import check_scalar
+    from isotropy._utils.validation import check_scalar
 
     caller = "isoscore_star"
     zeta = float(check_scalar(zeta, "zeta", caller=caller, low=0.0, high=1.0))
@@ -100,7 +100,7 @@ def participation_ratio(X):
 
 def cosine_similarity_mean(X):
     """:func:`isotropy.cosine_similarity_mean` of a dask array (see there)."""
-    from isotropy._validation import IsotropyValueError
+    from isotropy._utils.validation import IsotropyValueError
 
     caller = "cosine_similarity_mean"
     (acc,) = compute(_accumulator_graph(X, caller))

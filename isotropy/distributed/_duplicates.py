@@ -1,7 +1,7 @@
 """Duplicate rows of a dask array, merged as the in-memory dimension estimators merge them.
 
-The in-memory estimators (:mod:`isotropy.dimension`) count each distinct point once: rows whose
-metric representation (:func:`isotropy._neighbors_kernels._representation`: the row, or the row
+The in-memory estimators (:mod:`isotropy.metrics.dimension`) count each distinct point once: rows whose
+metric representation (:func:`isotropy._kernels.neighbors._representation`: the row, or the row
 over its norm for the cosine metric) is identical are one point, and a per-row result is that of
 its point. Here one pass over the chunks hashes every row's representation (64 bits, on the
 workers); only rows whose hash is shared are fetched to the client and compared exactly, so the
@@ -29,7 +29,7 @@ class Distinct(NamedTuple):
 
 
 def _representation(block, metric, caller):
-    from isotropy._neighbors_kernels import _prepare, _representation
+    from isotropy._kernels.neighbors import _prepare, _representation
 
     return _representation(*_prepare(np.asarray(block), metric, caller)) + 0.0  # + 0.0: -0.0 becomes 0.0
 
@@ -54,7 +54,7 @@ def distinct_rows(X, *, n_neighbors, metric, caller, stacklevel=4):
     """
     from dask import delayed
 
-    from isotropy._validation import IsotropyValueError
+    from isotropy._utils.validation import IsotropyValueError
 
     hash_block = delayed(_row_hashes, pure=True)
     parts = compute(*[hash_block(b, metric, caller) for b in finite_blocks(X, caller)])

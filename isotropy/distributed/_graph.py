@@ -12,7 +12,7 @@ import numbers
 
 import numpy as np
 
-from isotropy._validation import IsotropyValueError, check_labels, check_scalar
+from isotropy._utils.validation import IsotropyValueError, check_labels, check_scalar
 
 # Rows per block of the tiled (pairwise) computations: a 4096 x 4096 float32 tile is 64 MiB.
 DEFAULT_TILE_ROWS = 4096
@@ -94,7 +94,7 @@ def tree_reduce(items, combine, *, name):
 def check_dask_X(X, *, caller: str, min_samples: int = 2, min_features: int = 1, rows: int | None = None):
     """Check a dask array of shape (n_samples, n_features); return it row-chunked (one column chunk).
 
-    Same messages as :func:`isotropy._validation.check_X`. Finiteness is checked chunk by chunk
+    Same messages as :func:`isotropy._utils.validation.check_X`. Finiteness is checked chunk by chunk
     when the chunks are computed (:func:`finite_blocks`). ``rows`` rechunks to that many rows per
     chunk (the tile size of the pairwise computations).
     """
@@ -149,7 +149,7 @@ def row_starts(X):
 
 def host_labels(labels, n_samples, caller):
     """Integer cluster ids (numpy, n_samples) from labels given as numpy, a list or a dask array."""
-    from isotropy._backend import is_dask
+    from isotropy._utils.backend import is_dask
 
     if is_dask(labels):
         labels = labels.compute()
@@ -166,7 +166,7 @@ def check_tile_rows(chunk_size, caller, n_features):
 
 def sample_rows(X, ids, sample_size, random_state, caller):
     """The seeded subsample of :func:`isotropy.silhouette_score`: the same rows for the same seed."""
-    from isotropy._silhouette_blocks import _sample_indices
+    from isotropy._kernels.silhouette import _sample_indices
 
     check_scalar(sample_size, "sample_size", caller=caller, kind=numbers.Integral, low=2, high=X.shape[0],
                  allow_none=True)

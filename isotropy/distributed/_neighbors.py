@@ -1,6 +1,6 @@
 """Exact k-nearest neighbours of a dask array as tiles, and TwoNN / Levina–Bickel MLE on them.
 
-Tile (I, J ≥ I) runs the in-memory search's kernels (:mod:`isotropy.neighbors`: augmented
+Tile (I, J ≥ I) runs the in-memory search's kernels (:mod:`isotropy.metrics.neighbors`: augmented
 operands, grouped-threshold selection for rows and, transposed, for columns) on the two row
 blocks, recomputes the squared distances of its candidates exactly in float64 from the original
 rows, and returns each row's best ``m`` candidates (distance, global index). A row block's
@@ -25,15 +25,15 @@ _METRICS = ("euclidean", "cosine")
 
 
 def _knn_block(block, metric, caller):
-    from isotropy._neighbors_kernels import _prepare
+    from isotropy._kernels.neighbors import _prepare
 
     return _prepare(np.asarray(block), metric, caller)
 
 
 def _operands(X, scale, caller):
     """[c, ‖c‖²/2, 1] rows and [c, −1, −‖c‖²/2] rows of the tile's points, centred on the tile."""
-    from isotropy._neighbors_kernels import _augmented
-    from isotropy._validation import IsotropyValueError
+    from isotropy._kernels.neighbors import _augmented
+    from isotropy._utils.validation import IsotropyValueError
 
     A = _augmented(X, scale, X.dtype)
     if A is None and X.dtype == np.float32:
@@ -51,7 +51,7 @@ def _operands(X, scale, caller):
 
 def _exact_candidates(X, scale, best_v, best_i, rows, to_global, n_total):
     """Exact float64 squared distances of the kept candidates, with global indices (invalid: inf, n)."""
-    from isotropy._neighbors_kernels import _exact_sq_distances
+    from isotropy._kernels.neighbors import _exact_sq_distances
 
     sq = _exact_sq_distances(X, scale, rows, best_i)
     invalid = np.isneginf(best_v)
@@ -63,7 +63,7 @@ def _exact_candidates(X, scale, best_v, best_i, rows, to_global, n_total):
 
 def _knn_tile(P, Q, start_p, start_q, m, n_total, caller):
     """Best ``m`` candidates (exact squared distance, global index) of P's rows and Q's rows in this tile."""
-    from isotropy._neighbors_kernels import _update_cols, _update_rows
+    from isotropy._kernels.neighbors import _update_cols, _update_rows
 
     n_p = P[0].shape[0]
     if Q is None:
@@ -88,14 +88,14 @@ def _knn_tile(P, Q, start_p, start_q, m, n_total, caller):
 
 
 def _merge_candidates(a, b):
-    from isotropy._neighbors_kernels import _sort_candidates
+    from isotropy._kernels.neighbors import _sort_candidates
 
     m = a[0].shape[1]
     return _sort_candidates(np.concatenate([a[0], b[0]], axis=1), np.concatenate([a[1], b[1]], axis=1), m)
 
 
 def _final(cands, n_neighbors, metric):
-    from isotropy._neighbors_kernels import _finish, _sort_candidates
+    from isotropy._kernels.neighbors import _finish, _sort_candidates
 
     sq, index = _sort_candidates(*cands, n_neighbors)
     return _finish(np.array(sq), metric), index
@@ -105,8 +105,8 @@ def _neighbour_blocks(X, n_neighbors, metric, chunk_size, caller):
     """Delayed (distances, indices) per row block, and the row starts."""
     from dask import delayed
 
-    from isotropy._neighbors_kernels import _n_candidates
-    from isotropy._validation import check_option, check_scalar
+    from isotropy._kernels.neighbors import _n_candidates
+    from isotropy._utils.validation import check_option, check_scalar
 
     check_option(metric, "metric", _METRICS, caller=caller)
     n = X.shape[0]
@@ -129,7 +129,7 @@ def _neighbour_blocks(X, n_neighbors, metric, chunk_size, caller):
 
 
 def kneighbors(X, *, n_neighbors, metric="euclidean", chunk_size=None):
-    """:func:`isotropy.neighbors.kneighbors` of a dask array: lazy dask arrays (distances, indices).
+    """:func:`isotropy.metrics.neighbors.kneighbors` of a dask array: lazy dask arrays (distances, indices).
 
     ``chunk_size`` is the rows per tile (default 4096). Each point's neighbours are exact (float64
     input: those of a brute-force search; ties broken by the smaller index).
@@ -147,7 +147,7 @@ def kneighbors(X, *, n_neighbors, metric="euclidean", chunk_size=None):
 
 def _no_duplicates(dist, caller, start=0):
     """A zero first-neighbour distance left after merging duplicates (:mod:`._duplicates`) is an error."""
-    from isotropy._validation import IsotropyValueError
+    from isotropy._utils.validation import IsotropyValueError
 
     zero = np.flatnonzero(dist[:, 0] == 0)
     if zero.size:
@@ -162,7 +162,7 @@ def twonn_dimension(X, *, discard_fraction=0.1, method="linear", metric="euclide
     """:func:`isotropy.twonn_dimension` of a dask array (see there): exact two nearest neighbours by tiles."""
     from dask import delayed
 
-    from isotropy._validation import IsotropyValueError, check_option, check_scalar
+    from isotropy._utils.validation import IsotropyValueError, check_option, check_scalar
 
     caller = "twonn_dimension"
     X = check_dask_X(X, caller=caller, min_samples=3)
@@ -192,7 +192,7 @@ def twonn_dimension(X, *, discard_fraction=0.1, method="linear", metric="euclide
 
 
 def _local_block(dist, caller, start):
-    from isotropy._dimension_kernels import _local_mle
+    from isotropy._kernels.dimension import _local_mle
 
     with warnings.catch_warnings():  # counted and reported once, on the client
         warnings.simplefilter("ignore")
@@ -204,7 +204,7 @@ def _local_graph(X, n_neighbors, metric, chunk_size, caller):
     import dask.array as da
     from dask import delayed
 
-    from isotropy._validation import check_option, check_scalar
+    from isotropy._utils.validation import check_option, check_scalar
 
     X = check_dask_X(X, caller=caller, min_samples=3)
     check_scalar(n_neighbors, "n_neighbors", caller=caller, kind=numbers.Integral, low=2, high=X.shape[0] - 1)
@@ -234,8 +234,8 @@ def local_mle_dimension(X, *, n_neighbors=100, metric="euclidean", chunk_size=No
 
 def mle_dimension(X, *, n_neighbors=20, metric="euclidean", averaging="mean", chunk_size=None):
     """:func:`isotropy.mle_dimension` of a dask array (see there)."""
-    from isotropy._dimension_kernels import _AVERAGING, _pool
-    from isotropy._validation import check_option
+    from isotropy._kernels.dimension import _AVERAGING, _pool
+    from isotropy._utils.validation import check_option
 
     caller = "mle_dimension"
     averaging = check_option(averaging, "averaging", _AVERAGING, caller=caller)

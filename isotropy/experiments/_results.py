@@ -1,4 +1,4 @@
-"""Writing results: JSON and text files, each written atomically through :func:`isotropy._atomic.atomic_write`.
+"""Writing results: JSON and text files, each written atomically through :func:`isotropy._utils.atomic.atomic_write`.
 
 ``run.json`` and ``config.yaml`` are written by the runner (:mod:`isotropy.experiments._runner`),
 figures by :func:`isotropy.experiments._runner.save_figures`; experiments write their numbers here.
@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from isotropy._atomic import atomic_write
+from isotropy._utils.atomic import atomic_write
 
 __all__ = ["write_json", "write_text"]
 

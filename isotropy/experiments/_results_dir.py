@@ -20,7 +20,7 @@ import socket
 import sys
 from pathlib import Path
 
-from isotropy._atomic import atomic_write
+from isotropy._utils.atomic import atomic_write
 
 __all__ = ["LOCK_NAME", "OWNER_NAME", "PREVIOUS_NAME", "Replacement", "ResultsLock", "check_results_dir"]
 

@@ -158,7 +158,7 @@ class RunOutcome:
 
 def save_figures(figures: dict, results_dir, *, formats=("png", "svg"), dpi: int = 150) -> list[Path]:
     """Save each figure of ``plot`` as ``results_dir/<key>.<format>`` (atomic writes); returns the paths."""
-    from isotropy._atomic import atomic_write
+    from isotropy._utils.atomic import atomic_write
 
     results_dir = Path(results_dir)
     paths = []
@@ -179,7 +179,7 @@ class _Metadata:
     """``run.json`` and ``config.yaml``: written when the run starts, updated as it goes and when it ends."""
 
     def __init__(self, experiment: Experiment, config, ctx: RunContext):
-        from isotropy._versions import package_versions
+        from isotropy._utils.versions import package_versions
 
         self.path = ctx.results_dir / "run.json"
         self.config = config.model_dump(mode="json")

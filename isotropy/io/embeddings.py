@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from isotropy._validation import IsotropyValueError
+from isotropy._utils.validation import IsotropyValueError
 from isotropy.io.word_vectors import PACKAGED_GLOVE, read_word_vectors
 
 __all__ = ["EMBEDDING_EXTENSIONS", "read_embeddings"]

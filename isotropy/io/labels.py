@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from isotropy._validation import IsotropyValueError
+from isotropy._utils.validation import IsotropyValueError
 
 __all__ = ["LABEL_EXTENSIONS", "read_labels"]
 

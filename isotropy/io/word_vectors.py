@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from isotropy._validation import IsotropyValueError
+from isotropy._utils.validation import IsotropyValueError
 
 __all__ = ["PACKAGED_GLOVE", "packaged_glove", "read_word_vectors"]
 

@@ -20,7 +20,7 @@ import json
 import os
 from pathlib import Path
 
-from isotropy._validation import IsotropyValueError
+from isotropy._utils.validation import IsotropyValueError
 
 __all__ = ["NO_REMOTE_CODE", "load_checkpoint", "refuse_remote_code"]
 

@@ -142,8 +142,8 @@ def _convert(path: Path, out: Path, *, sha256: str, source: str) -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from isotropy._atomic import atomic_write
-    from isotropy._versions import package_versions
+    from isotropy._utils.atomic import atomic_write
+    from isotropy._utils.versions import package_versions
 
     try:
         tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name, trust_remote_code=False)

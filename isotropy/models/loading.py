@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from isotropy._validation import IsotropyValueError
+from isotropy._utils.validation import IsotropyValueError
 
 __all__ = ["is_decoder", "load_transformer"]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from isotropy._validation import IsotropyValueError
+from isotropy._utils.validation import IsotropyValueError
 
 __all__ = ["POOLINGS", "check_pooling", "pool_hidden_states"]
 

@@ -36,7 +36,7 @@ def input_word_vectors(words: Sequence[str], *, model: str = "gemma-3-270m", pie
     """
     import torch
 
-    from isotropy._validation import check_option
+    from isotropy._utils.validation import check_option
     from isotropy.models.loading import load_transformer
 
     check_option(pieces, "pieces", ("mean", "single"), caller="input_word_vectors")

@@ -14,7 +14,7 @@ import numbers
 import torch
 from torch import nn
 
-from isotropy._validation import IsotropyValueError, check_scalar, check_X
+from isotropy._utils.validation import IsotropyValueError, check_scalar, check_X
 
 __all__ = ["InBatchClusterIsotropy", "in_batch_cluster_isotropy", "kmeans_labels"]
 

@@ -7,7 +7,7 @@ import numbers
 
 from transformers import Trainer, TrainerCallback
 
-from isotropy._validation import IsotropyValueError, check_scalar
+from isotropy._utils.validation import IsotropyValueError, check_scalar
 from isotropy.training.probe import DEFAULT_METRICS, GeometryProbe
 
 __all__ = ["HFGeometryCallback"]

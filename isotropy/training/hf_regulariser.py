@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from transformers import TrainerCallback
 
-from isotropy._validation import IsotropyValueError
+from isotropy._utils.validation import IsotropyValueError
 from isotropy.training.probe import _hidden_states
 from isotropy.training.regularisers import HiddenStateRegulariser
 

@@ -7,7 +7,7 @@ import numbers
 import torch
 from lightning.pytorch.callbacks import Callback
 
-from isotropy._validation import IsotropyValueError, check_scalar
+from isotropy._utils.validation import IsotropyValueError, check_scalar
 from isotropy.training.probe import DEFAULT_METRICS, GeometryProbe
 
 __all__ = ["LightningGeometryCallback", "resolve_submodule"]

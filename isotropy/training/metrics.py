@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from torchmetrics import Metric
 
-from isotropy._validation import IsotropyValueError, check_scalar, check_X
+from isotropy._utils.validation import IsotropyValueError, check_scalar, check_X
 
 __all__ = ["IsoScore", "IsoScoreStar", "MeanCosine", "RogueDimensionShare", "TwoNNDimension"]
 
@@ -114,7 +114,7 @@ class _CovarianceMetric(_SumMetric):
 
 
 def _score(trace, frob_sq, d):
-    from isotropy.isoscore import _score_from_moments
+    from isotropy.metrics.isoscore import _score_from_moments
 
     return _score_from_moments(trace, frob_sq, d)
 
@@ -206,7 +206,7 @@ class IsoScoreStar(_CovarianceMetric):
         self.zeta = float(check_scalar(zeta, "zeta", caller=caller, low=0.0, high=1.0))
         S = None
         if shrinkage_cov is not None:
-            from isotropy.isoscore import _check_shrinkage_cov
+            from isotropy.metrics.isoscore import _check_shrinkage_cov
 
             S = torch.as_tensor(shrinkage_cov).detach().to(torch.float64)
             d = S.shape[0] if S.ndim == 2 else -1
@@ -332,7 +332,7 @@ class RogueDimensionShare(_UnitSumMetric):
         super().__init__(n_features=n_features, **kwargs)
 
     def compute(self):
-        from isotropy.rogue import _check_n_dimensions, _contributions_from_sums, _share_from_contributions
+        from isotropy.metrics.rogue import _check_n_dimensions, _contributions_from_sums, _share_from_contributions
 
         n = self._require()
         k = _check_n_dimensions(self.n_dimensions, self.unit_sum.shape[0], caller="RogueDimensionShare")
@@ -438,7 +438,7 @@ class TwoNNDimension(Metric):
         self._generator = None
 
     def compute(self):
-        from isotropy.dimension import twonn_dimension
+        from isotropy.metrics.dimension import twonn_dimension
 
         if not self._has_data():
             raise IsotropyValueError("TwoNNDimension.compute needs at least 3 rows; call update() with data first. "

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 
 import torch
 
-from isotropy._validation import IsotropyValueError, check_option, check_scalar
+from isotropy._utils.validation import IsotropyValueError, check_option, check_scalar
 
 __all__ = ["DEFAULT_METRICS", "METRICS", "POOLINGS", "GeometryProbe", "layer_indices", "pool_hidden_states"]
 

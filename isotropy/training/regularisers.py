@@ -20,7 +20,7 @@ import numbers
 
 import torch
 
-from isotropy._validation import check_option, check_scalar
+from isotropy._utils.validation import check_option, check_scalar
 from isotropy.training.probe import POOLINGS, _hidden_states, _Rows, layer_indices, pool_hidden_states
 
 __all__ = ["HiddenStateRegulariser", "regularised_states"]

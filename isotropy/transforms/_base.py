@@ -6,8 +6,8 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from isotropy._backend import is_torch
-from isotropy._validation import check_X
+from isotropy._utils.backend import is_torch
+from isotropy._utils.validation import check_X
 
 __all__ = ["IsotropyTransformer", "like_input", "to_numpy"]
 

@@ -7,7 +7,7 @@ import warnings
 
 import numpy as np
 
-from isotropy._validation import (
+from isotropy._utils.validation import (
     IsotropyValueError,
     check_option,
     check_random_state,
@@ -20,7 +20,7 @@ __all__ = ["ClusterCentering", "cluster_center"]
 
 def _silhouette(X, labels, *, sample_size, seed) -> float:
     """Mean silhouette (Euclidean), on a random subsample of ``sample_size`` points when n is larger."""
-    from isotropy.silhouette import silhouette_score
+    from isotropy.metrics.silhouette import silhouette_score
 
     n = X.shape[0]
     if sample_size is not None and n > sample_size:

@@ -7,7 +7,7 @@ import warnings
 
 import numpy as np
 
-from isotropy._validation import (
+from isotropy._utils.validation import (
     IsotropyValueError,
     check_option,
     check_random_state,

@@ -6,7 +6,7 @@ import numbers
 
 import numpy as np
 
-from isotropy._validation import IsotropyValueError, check_scalar
+from isotropy._utils.validation import IsotropyValueError, check_scalar
 from isotropy.transforms._base import IsotropyTransformer, like_input, to_numpy
 
 __all__ = ["Whitening", "whiten"]

@@ -3,7 +3,7 @@
 An *activation diagram* is the mean magnitude of every dimension over a set of sentence embeddings:
 a few "rogue" dimensions with magnitudes far above the rest are the visible face of anisotropy.
 Timkey & van Schijndel (2021) measure their weight in the geometry by the share of the expected
-cosine similarity that the top-k dimensions carry (:func:`isotropy.rogue.rogue_dimension_share`).
+cosine similarity that the top-k dimensions carry (:func:`isotropy.metrics.rogue.rogue_dimension_share`).
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def profile_summary(X, *, top_k=(1, 3, 10), n_listed: int = 5) -> dict:
         ``isoscore``.
     """
     from isotropy import cosine_similarity_mean, isoscore
-    from isotropy.rogue import cosine_contributions, rogue_dimension_share
+    from isotropy.metrics.rogue import cosine_contributions, rogue_dimension_share
 
     X = np.asarray(X, dtype=np.float64)
     profile = activation_profile(X)

@@ -158,7 +158,7 @@ def build_problem(config, *, data_dir=None, device: str | None = None, show_prog
         source["items_without_vector"] = int((~keep).sum())
         source["encoder"] = {"kind": "static word vectors", "model": config["model"]}
     else:
-        from isotropy.encoders import encode_sentences
+        from isotropy.models.encoders import encode_sentences
 
         embeddings = encode_sentences(unique, model=config["model"], device=device,
                                       show_progress=show_progress)

@@ -20,7 +20,7 @@ import time
 
 import numpy as np
 
-from isotropy._sampling import subsample_indices
+from isotropy._utils.sampling import subsample_indices
 
 __all__ = ["COLUMNS", "train_seed"]
 

@@ -1,7 +1,7 @@
 """``run(config, results_dir) -> results`` of the frozen-encoder classification test (never plots).
 
 The training subset and the validation split are encoded once (mean-pooled hidden states of one layer,
-cached on disk by :func:`isotropy.encoders.encode_mean_pooled`); every method is then evaluated for every
+cached on disk by :func:`isotropy.models.encoders.encode_mean_pooled`); every method is then evaluated for every
 seed by :func:`~isotropy.experiments.frozen_classification.science.evaluate_method`. The seeds change
 only the clustering; deterministic methods give the same numbers for every seed.
 """
@@ -28,7 +28,7 @@ PAPER = {"task": "sst2", "model": "bert-base",
 
 def _encode(config, split: str, size, ctx):
     from isotropy.datasets.glue import load_glue_task
-    from isotropy.encoders import encode_mean_pooled
+    from isotropy.models.encoders import encode_mean_pooled
 
     data = load_glue_task(config.task, split, data_dir=ctx.data_dir)
     idx = np.arange(len(data))

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from isotropy._sampling import subsample_indices
+from isotropy._utils.sampling import subsample_indices
 from isotropy.datasets._types import LabeledTexts
 
 __all__ = ["GLUE_METRICS", "Tokenised", "load_splits", "subsample", "task_metric", "tokenise"]

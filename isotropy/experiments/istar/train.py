@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from isotropy._sampling import subsample_indices
-from isotropy._validation import IsotropyValueError
+from isotropy._utils.sampling import subsample_indices
+from isotropy._utils.validation import IsotropyValueError
 from isotropy.experiments.istar.model import SentenceClassifier, select_states
 from isotropy.torch import cosine_penalty, istar_penalty
 from isotropy.torch import shrinkage_covariance as torch_shrinkage_covariance
@@ -160,7 +160,7 @@ def _lr_lambda(total_steps: int, warmup: int):
 
 
 def _save_checkpoint(path: Path, state: dict):
-    from isotropy._atomic import atomic_write
+    from isotropy._utils.atomic import atomic_write
 
     with atomic_write(path, "wb") as handle:
         torch.save(state, handle)

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from isotropy._atomic import atomic_write
-from isotropy._sampling import subsample_indices
+from isotropy._utils.atomic import atomic_write
+from isotropy._utils.sampling import subsample_indices
 from isotropy.experiments._results import write_json, write_text
 from isotropy.experiments.layer_geometry.metrics import (
     DEFAULT_METRICS,
@@ -84,8 +84,8 @@ def _write_projection(path: Path, X: np.ndarray, labels, frequency, words, *, ma
 
 def prepare(config, ctx) -> dict:
     """Load the corpus and the transformer, check the layers: before the results directory is touched."""
-    from isotropy.contextual import load_transformer, n_transformer_layers, parse_layers
     from isotropy.datasets.corpora import load_corpus
+    from isotropy.models.contextual import load_transformer, n_transformer_layers, parse_layers
 
     config = config.model_dump() if hasattr(config, "model_dump") else dict(config)
     corpus = load_corpus(config["corpus"], split=config["split"], data_dir=ctx.data_dir)
@@ -118,7 +118,7 @@ def run(config, results_dir, ctx) -> dict:
     for the figures; null: the middle layer), ``pca_max_points``. Device, threads and the data
     directory come from ``ctx``.
     """
-    from isotropy.contextual import extract_token_embeddings
+    from isotropy.models.contextual import extract_token_embeddings
 
     config = config.model_dump() if hasattr(config, "model_dump") else dict(config)
     prepared = ctx.prepared if ctx.prepared is not None else prepare(config, ctx)

@@ -29,7 +29,7 @@ from isotropy.experiments.minibatch_stability.science import (
     power_law_spectrum,
     summarise_scores,
 )
-from isotropy.isoscore import isoscore_from_covariance
+from isotropy.metrics.isoscore import isoscore_from_covariance
 
 __all__ = ["EXPERIMENT", "embed_split", "markdown_table", "prepare", "report", "run"]
 
@@ -46,7 +46,7 @@ def _subset(n: int, size: int, seed) -> np.ndarray:
 def embed_split(spec, split: str, *, data_dir=None, device=None, rows: int | None = None, seed: int = 0):
     """Mean-pooled embeddings (n_sentences, n_features) of ``split`` of ``spec.task`` (all or ``rows`` sentences)."""
     from isotropy.datasets.glue import load_glue_task
-    from isotropy.encoders import encode_mean_pooled
+    from isotropy.models.encoders import encode_mean_pooled
 
     data = load_glue_task(spec.task, split, data_dir=data_dir)
     idx = np.arange(len(data)) if rows is None else _subset(len(data), rows, seed)
@@ -171,7 +171,7 @@ def markdown_table(results: dict) -> str:
 
 
 def _write_scores(path: Path, results: dict) -> None:
-    from isotropy._atomic import atomic_write
+    from isotropy._utils.atomic import atomic_write
 
     buffer = io.StringIO()
     writer = csv.writer(buffer)

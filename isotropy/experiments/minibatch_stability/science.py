@@ -1,7 +1,7 @@
 """The science of the mini-batch stability experiment (Rudman & Eickhoff, Figure 4), as pure functions.
 
 A point cloud of *known* isotropy is a Gaussian N(0, Σ) whose covariance is given, so its IsoScore is
-the closed form :func:`isotropy.isoscore.isoscore_from_covariance` of Σ. Mini-batches of ``b`` rows drawn
+the closed form :func:`isotropy.metrics.isoscore.isoscore_from_covariance` of Σ. Mini-batches of ``b`` rows drawn
 from it have sample covariances S = W/m, W ~ Wishart_d(m, Σ) with m = b − 1, whose first two moments are
 known (:func:`expected_batch_isoscore`): this predicts how far IsoScore and IsoScore* of a mini-batch fall
 below the value of the whole cloud, without sampling.

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from isotropy._sampling import subsample_indices
+from isotropy._utils.sampling import subsample_indices
 from isotropy.experiments._results import write_json, write_text
 
 __all__ = ["METHODS", "cosine_rows", "embed_texts", "fit_sentences", "make_method", "prepare", "report", "run"]
@@ -49,7 +49,7 @@ def make_method(name: str, config, *, seed: int):
 
 def embed_texts(texts, config, *, device=None, progress=False) -> np.ndarray:
     """Embed ``texts`` with the configured model and pooling (both cached on disk); float32 (n, d)."""
-    from isotropy.encoders import encode_mean_pooled, encode_sentences
+    from isotropy.models.encoders import encode_mean_pooled, encode_sentences
 
     if config["pooling"] == "mean":
         return encode_mean_pooled(texts, model=config["model"], device=device, layer=config["layer"],
@@ -187,7 +187,7 @@ def _values(config) -> dict:
 def _check_model(model: str) -> None:
     import os
 
-    from isotropy.encoders import resolve_model
+    from isotropy.models.encoders import resolve_model
 
     location = resolve_model(model)
     offline = os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0") or os.environ.get("TRANSFORMERS_OFFLINE", "") \

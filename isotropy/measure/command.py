@@ -1,8 +1,8 @@
 """``isotropy measure``: the isotropy, cluster and dimension metrics of an embeddings file.
 
 The click command only; what it measures and reports (the metric table, the printed table, the
-JSON record) is :mod:`isotropy._measure_report`, shared with the dask path
-(:mod:`isotropy.distributed.measure`).
+JSON record) is :mod:`isotropy.measure.report`, shared with the dask path
+(:mod:`isotropy.measure.distributed`).
 
 Kept light at import (``isotropy --help`` imports it): numpy, the readers and the metric
 modules are imported inside the command.
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import click
 
-from isotropy._measure_report import CLUSTER, LABEL_FREE, METRICS, QUADRATIC, _guard, _load_input, report
-from isotropy.measure_model import model_options, run_cli
+from isotropy.measure.from_model import model_options, run_cli
+from isotropy.measure.report import CLUSTER, LABEL_FREE, METRICS, QUADRATIC, _guard, _load_input, report
 
 __all__ = ["CLUSTER", "LABEL_FREE", "METRICS", "QUADRATIC", "command"]
 
@@ -96,7 +96,7 @@ def command(embeddings, labels_path, metric_names, json_path, sample_size, rando
     data do not suit that metric) and the JSON holds every value that was computed.
 
     With --model NAME --texts FILE instead of EMBEDDINGS: embeds the texts with the model and
-    prints one row per hidden layer (isotropy.measure_model).
+    prints one row per hidden layer (isotropy.measure.from_model).
     """
     if (embeddings is None) == (model_kwargs["model"] is None):
         raise click.UsageError("give EMBEDDINGS, or --model NAME with --texts FILE (not both).")
@@ -118,13 +118,13 @@ def command(embeddings, labels_path, metric_names, json_path, sample_size, rando
                                "(the workers of a --scheduler cluster have their own --memory-limit).")
     to_stdout = json_path == "-"
     if json_path is not None and not to_stdout:
-        from isotropy._atomic import check_writable_destination
+        from isotropy._utils.atomic import check_writable_destination
 
         _guard(check_writable_destination, json_path, name="--json")  # refuse a FIFO or a directory now, not later
     from isotropy.io.shards import is_sharded
 
     if scheduler is not None or workers is not None or is_sharded(embeddings):  # dask: isotropy.distributed
-        from isotropy.distributed.measure import run
+        from isotropy.measure.distributed import run
 
         return run(embeddings, labels_path=labels_path, metric_names=metric_names, needing_labels=needing_labels,
                    json_path=json_path, sample_size=sample_size, random_state=random_state, distance=distance,

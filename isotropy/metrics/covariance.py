@@ -3,16 +3,16 @@
 The accumulator keeps exact float64 sufficient statistics (count, mean, centred scatter matrix,
 sum of unit vectors), merged chunk by chunk with the pairwise update of Chan, Golub & LeVeque, and
 hands the covariance to the same covariance -> score functions as the in-memory metrics
-(:func:`isotropy.isoscore.isoscore_from_covariance`). The accumulator is defined in the private
-:mod:`isotropy._accumulator` (shared with :mod:`isotropy.distributed`) and re-exported here.
+(:func:`isotropy.metrics.isoscore.isoscore_from_covariance`). The accumulator is defined in the private
+:mod:`isotropy._kernels.accumulator` (shared with :mod:`isotropy.distributed`) and re-exported here.
 """
 
 from __future__ import annotations
 
-from isotropy._accumulator import CovarianceAccumulator
-from isotropy._backend import is_dask, to_output
-from isotropy._isoscore_kernels import _check_variance, _eps, _scatter_stats
-from isotropy._validation import check_X
+from isotropy._kernels.accumulator import CovarianceAccumulator
+from isotropy._kernels.isoscore import _check_variance, _eps, _scatter_stats
+from isotropy._utils.backend import is_dask, to_output
+from isotropy._utils.validation import check_X
 
 __all__ = ["CovarianceAccumulator", "participation_ratio"]
 

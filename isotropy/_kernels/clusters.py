@@ -1,4 +1,4 @@
-"""Distance of one pair of samples for the cluster indices, shared by :mod:`isotropy.cluster_indices` and :mod:`isotropy.distributed`.
+"""Distance of one pair of samples for the cluster indices, shared by :mod:`isotropy.metrics.cluster_indices` and :mod:`isotropy.distributed`.
 
 Private: the Dunn index locates its extreme pairs on a product kernel, then recomputes their
 distances straight from the data with :func:`_pair_distance` (numpy or torch, in memory or on a
@@ -7,7 +7,7 @@ dask worker).
 
 from __future__ import annotations
 
-from isotropy._backend import is_torch
+from isotropy._utils.backend import is_torch
 
 
 def _scalar(value) -> float:

@@ -1,11 +1,11 @@
-"""The covariance -> IsoScore math, shared by :mod:`isotropy.isoscore`, :mod:`isotropy.covariance` and :mod:`isotropy.distributed`.
+"""The covariance -> IsoScore math, shared by :mod:`isotropy.metrics.isoscore`, :mod:`isotropy.metrics.covariance` and :mod:`isotropy.distributed`.
 
 Both scores depend on the covariance matrix only through its trace and its squared Frobenius
 norm: the scatter statistics of a point cloud (:func:`_scatter_stats`), the zero-variance check
 and the score from those moments live here, together with :func:`isoscore_from_covariance`, so
 that the public metric functions (which hand dask arrays to :mod:`isotropy.distributed`) and the
 dask reductions import this module instead of each other. Public names are re-exported from
-:mod:`isotropy.isoscore`.
+:mod:`isotropy.metrics.isoscore`.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from isotropy._backend import is_torch, to_output
-from isotropy._magnitude import safe_exponent_range
-from isotropy._validation import IsotropyValueError, check_scalar
+from isotropy._utils.backend import is_torch, to_output
+from isotropy._utils.magnitude import safe_exponent_range
+from isotropy._utils.validation import IsotropyValueError, check_scalar
 
 # Data whose total variance is below (_FLOOR_ULPS * eps)^2 * ||mean||^2 per sample is treated as
 # constant: the residual of exact centring of identical rows is a few ulps of the mean.
@@ -241,7 +241,7 @@ def isoscore_from_covariance(cov, *, shrinkage_cov=None, zeta=0.0):
     Examples
     --------
     >>> import numpy as np
-    >>> from isotropy.isoscore import isoscore_from_covariance
+    >>> from isotropy.metrics.isoscore import isoscore_from_covariance
     >>> isoscore_from_covariance(np.diag([1.0, 1.0, 1.0, 1.0]))
     1.0
     >>> round(isoscore_from_covariance(np.diag([1.0, 0.0, 0.0]), zeta=0.2), 6)

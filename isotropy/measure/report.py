@@ -1,8 +1,8 @@
 """What ``isotropy measure`` reports, shared by the in-memory command and the dask path.
 
 The metric table (:data:`METRICS`), the input checks, the per-metric run with its timing and
-failure handling, the printed table and the JSON record live here; :mod:`isotropy.measure_cli`
-(the click command) and :mod:`isotropy.distributed.measure` (sharded data, a dask cluster) both
+failure handling, the printed table and the JSON record live here; :mod:`isotropy.measure.command`
+(the click command) and :mod:`isotropy.measure.distributed` (sharded data, a dask cluster) both
 import this module, never each other. Kept light at import (``isotropy --help`` imports the
 command): click and the standard library only; numpy, the readers and the metric modules are
 imported inside the functions.
@@ -26,18 +26,18 @@ __all__ = ["CLUSTER", "LABEL_FREE", "METRICS", "QUADRATIC", "InputError", "repor
 
 # name shown to the user -> (module, function, needs labels)
 METRICS = {
-    "isoscore": ("isotropy.isoscore", "isoscore", False),
-    "isoscore_star": ("isotropy.isoscore", "isoscore_star", False),
-    "partition_isotropy": ("isotropy.partition", "partition_isotropy", False),
-    "cosine_similarity_mean": ("isotropy.cosine", "cosine_similarity_mean", False),
-    "participation_ratio": ("isotropy.covariance", "participation_ratio", False),
-    "rogue_dimension_share": ("isotropy.rogue", "rogue_dimension_share", False),
-    "twonn_dimension": ("isotropy.dimension", "twonn_dimension", False),
-    "mle_dimension": ("isotropy.dimension", "mle_dimension", False),
-    "silhouette": ("isotropy.silhouette", "silhouette_score", True),
-    "calinski_harabasz": ("isotropy.cluster_indices", "calinski_harabasz_score", True),
-    "davies_bouldin": ("isotropy.cluster_indices", "davies_bouldin_score", True),
-    "dunn": ("isotropy.cluster_indices", "dunn_index", True),
+    "isoscore": ("isotropy.metrics.isoscore", "isoscore", False),
+    "isoscore_star": ("isotropy.metrics.isoscore", "isoscore_star", False),
+    "partition_isotropy": ("isotropy.metrics.partition", "partition_isotropy", False),
+    "cosine_similarity_mean": ("isotropy.metrics.cosine", "cosine_similarity_mean", False),
+    "participation_ratio": ("isotropy.metrics.covariance", "participation_ratio", False),
+    "rogue_dimension_share": ("isotropy.metrics.rogue", "rogue_dimension_share", False),
+    "twonn_dimension": ("isotropy.metrics.dimension", "twonn_dimension", False),
+    "mle_dimension": ("isotropy.metrics.dimension", "mle_dimension", False),
+    "silhouette": ("isotropy.metrics.silhouette", "silhouette_score", True),
+    "calinski_harabasz": ("isotropy.metrics.cluster_indices", "calinski_harabasz_score", True),
+    "davies_bouldin": ("isotropy.metrics.cluster_indices", "davies_bouldin_score", True),
+    "dunn": ("isotropy.metrics.cluster_indices", "dunn_index", True),
 }
 
 
@@ -64,7 +64,7 @@ def report(data, embeddings, *, metric_names, json_path, key, labels_path, sampl
            progress, header_extra="", record_extra=None):
     """Measure ``data`` metric by metric: print each line as it finishes, write the JSON, set the exit status.
 
-    Shared by the in-memory path and the dask path (:mod:`isotropy.distributed.measure`), which
+    Shared by the in-memory path and the dask path (:mod:`isotropy.measure.distributed`), which
     passes a dask array as ``data.X``, its cluster description in ``header_extra`` and the
     scheduler, workers, memory_limit and chunking in ``record_extra``.
     """
@@ -169,7 +169,7 @@ def _load_input(embeddings, labels_path, *, key, sample_size, random_state, need
     """Read EMBEDDINGS (and LABELS), draw the sample, check finiteness and the clusters."""
     import numpy as np
 
-    from isotropy._validation import check_labels
+    from isotropy._utils.validation import check_labels
     from isotropy.io.embeddings import read_embeddings
 
     # a sample reads only its rows from a memory-mapped .npy; all rows are read into memory once
@@ -209,7 +209,7 @@ def _load_input(embeddings, labels_path, *, key, sample_size, random_state, need
 
 
 def _record(data, embeddings, *, key, labels_path, sample_size, random_state, distance, results, metric_names):
-    from isotropy._versions import package_versions
+    from isotropy._utils.versions import package_versions
 
     return {
         "file": str(embeddings),
@@ -314,7 +314,7 @@ def _measure(metric_names, data, *, distance, random_state, progress):
 
 def _reporting_to(bar, name):
     """Within a metric, its kernel's blocks move the bar's label on ('silhouette 37%')."""
-    from isotropy._progress import reporting
+    from isotropy._utils.progress import reporting
 
     if bar.disable:
         return contextlib.nullcontext()
@@ -330,7 +330,7 @@ def _reporting_to(bar, name):
 
 def _cost_note(name, n_samples, n_features) -> str | None:
     """A one-line estimate of an O(n²) metric's time, or None when it is short (see _COST_NOTE_SECONDS)."""
-    from isotropy._cost import estimate_seconds, format_duration
+    from isotropy._kernels.cost import estimate_seconds, format_duration
 
     seconds = estimate_seconds(name, n_samples, n_features)
     if seconds < _COST_NOTE_SECONDS:
@@ -348,7 +348,7 @@ def _json_float(value: float):
 
 def _write_json(path: Path, record: dict) -> None:
     """Write ``record`` as JSON through the toolkit's one atomic writer."""
-    from isotropy._atomic import atomic_write
+    from isotropy._utils.atomic import atomic_write
 
     with atomic_write(path, name="--json") as handle:
         json.dump(record, handle, indent=2)

@@ -1,8 +1,8 @@
-"""The streaming covariance accumulator, shared by :mod:`isotropy.covariance` and :mod:`isotropy.distributed`.
+"""The streaming covariance accumulator, shared by :mod:`isotropy.metrics.covariance` and :mod:`isotropy.distributed`.
 
 Exact float64 sufficient statistics (count, mean, centred scatter matrix, sum of unit vectors),
 merged chunk by chunk with the pairwise update of Chan, Golub & LeVeque. The class is public as
-:class:`isotropy.CovarianceAccumulator` (re-exported by :mod:`isotropy.covariance`); it lives here
+:class:`isotropy.CovarianceAccumulator` (re-exported by :mod:`isotropy.metrics.covariance`); it lives here
 so that the dask reductions can build it without importing the public metric modules, which hand
 dask arrays to :mod:`isotropy.distributed`.
 """
@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from isotropy._backend import is_torch
-from isotropy._isoscore_kernels import (
+from isotropy._kernels.isoscore import (
     _CHUNK_ELEMENTS,
     _check_variance,
     _numpy_scatter,
     _shrinkage_weights,
     isoscore_from_covariance,
 )
-from isotropy._magnitude import rescaled
-from isotropy._validation import IsotropyValueError, check_X
+from isotropy._utils.backend import is_torch
+from isotropy._utils.magnitude import rescaled
+from isotropy._utils.validation import IsotropyValueError, check_X
 
 
 def _host_array(X):

@@ -5,7 +5,7 @@ matrix products (``‖x‖² + ‖y‖² − 2·x·yᵀ``) over square blocks of
 symmetric distance matrix, each point keeps its best candidates, and their distances are then
 recomputed directly (``‖x − y‖`` in float64 from the original rows), so the returned distances
 do not suffer the cancellation of the matrix-product formula. Extra memory is bounded by the
-block size. Used by the intrinsic-dimension estimators of :mod:`isotropy.dimension`.
+block size. Used by the intrinsic-dimension estimators of :mod:`isotropy.metrics.dimension`.
 """
 
 from __future__ import annotations
@@ -14,8 +14,7 @@ import numbers
 
 import numpy as np
 
-from isotropy._backend import is_dask, is_torch
-from isotropy._neighbors_kernels import (
+from isotropy._kernels.neighbors import (
     _METRICS,
     _augmented,
     _exact_sq_distances,
@@ -26,8 +25,9 @@ from isotropy._neighbors_kernels import (
     _update_cols,
     _update_rows,
 )
-from isotropy._progress import blocks
-from isotropy._validation import IsotropyValueError, check_option, check_scalar, check_X
+from isotropy._utils.backend import is_dask, is_torch
+from isotropy._utils.progress import blocks
+from isotropy._utils.validation import IsotropyValueError, check_option, check_scalar, check_X
 
 __all__ = ["kneighbors"]
 
@@ -175,7 +175,7 @@ def kneighbors(X, *, n_neighbors: int, metric: str = "euclidean", chunk_size: in
     Examples
     --------
     >>> import numpy as np
-    >>> from isotropy.neighbors import kneighbors
+    >>> from isotropy.metrics.neighbors import kneighbors
     >>> X = np.array([[0.0, 0.0], [1.0, 0.0], [3.0, 0.0]])
     >>> dist, ind = kneighbors(X, n_neighbors=1)
     >>> dist.ravel().tolist(), ind.ravel().tolist()

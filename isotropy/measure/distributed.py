@@ -1,6 +1,6 @@
 """``isotropy measure`` on sharded data or on a dask cluster (``--scheduler`` / ``--workers``).
 
-The command's options, table and JSON are those of :mod:`isotropy.measure_cli` (:mod:`isotropy._measure_report`); this module opens
+The command's options, table and JSON are those of :mod:`isotropy.measure.command` (:mod:`isotropy.measure.report`); this module opens
 the cluster, reads the embeddings lazily (:func:`isotropy.io.shards.read_shards`) and hands the
 dask array to the same metric functions, which dispatch to :mod:`isotropy.distributed`.
 """
@@ -49,8 +49,8 @@ def _lazy_embeddings(embeddings, key):
     """The embeddings as a dask array: shards (and single .npy files) read lazily, others in memory."""
     from pathlib import Path
 
-    from isotropy._measure_report import _guard
     from isotropy.io.shards import is_sharded, read_shards
+    from isotropy.measure.report import _guard
 
     if is_sharded(embeddings) or Path(str(embeddings)).suffix.lower() in (".npy", ".parquet"):
         return _guard(read_shards, embeddings, key=key), None
@@ -66,9 +66,9 @@ def run(embeddings, *, labels_path, metric_names, needing_labels, json_path, sam
         key, progress, scheduler, workers, memory_limit=None):
     """The body of ``isotropy measure`` for sharded input or a dask cluster."""
 
-    from isotropy._measure_report import InputError, _guard, _Input, report
-    from isotropy._validation import check_labels
+    from isotropy._utils.validation import check_labels
     from isotropy.distributed import show_progress
+    from isotropy.measure.report import InputError, _guard, _Input, report
 
     X, _ = _lazy_embeddings(embeddings, key)
     n_rows, n_features = X.shape
@@ -98,7 +98,7 @@ def run(embeddings, *, labels_path, metric_names, needing_labels, json_path, sam
                   cluster_ids=cluster_ids, n_clusters=n_clusters)
     try:
         with open_cluster(scheduler, workers, memory_limit) as where_run, show_progress(show):
-            from isotropy._versions import package_versions
+            from isotropy._utils.versions import package_versions
 
             record_extra = {
                 "scheduler": where_run["scheduler"],

@@ -29,14 +29,14 @@ _DEFAULT_TOKEN_SAMPLE = 10_000
 
 # column -> (module, function, needs labels, keyword arguments, table header)
 LAYER_METRICS = {
-    "isoscore": ("isotropy.isoscore", "isoscore", False, {}, "IsoScore"),
-    "isoscore_star": ("isotropy.isoscore", "isoscore_star", False, {}, "IsoScore*"),
-    "partition_isotropy": ("isotropy.partition", "partition_isotropy", False, {}, "I(W)"),
-    "cosine_similarity_mean": ("isotropy.cosine", "cosine_similarity_mean", False, {}, "mean cos"),
-    "twonn_dimension": ("isotropy.dimension", "twonn_dimension", False, {}, "TwoNN"),
-    "silhouette": ("isotropy.silhouette", "silhouette_score", True, {"sample_size": 5000}, "silhouette"),
-    "calinski_harabasz": ("isotropy.cluster_indices", "calinski_harabasz_score", True, {}, "CH"),
-    "davies_bouldin": ("isotropy.cluster_indices", "davies_bouldin_score", True, {}, "DB"),
+    "isoscore": ("isotropy.metrics.isoscore", "isoscore", False, {}, "IsoScore"),
+    "isoscore_star": ("isotropy.metrics.isoscore", "isoscore_star", False, {}, "IsoScore*"),
+    "partition_isotropy": ("isotropy.metrics.partition", "partition_isotropy", False, {}, "I(W)"),
+    "cosine_similarity_mean": ("isotropy.metrics.cosine", "cosine_similarity_mean", False, {}, "mean cos"),
+    "twonn_dimension": ("isotropy.metrics.dimension", "twonn_dimension", False, {}, "TwoNN"),
+    "silhouette": ("isotropy.metrics.silhouette", "silhouette_score", True, {"sample_size": 5000}, "silhouette"),
+    "calinski_harabasz": ("isotropy.metrics.cluster_indices", "calinski_harabasz_score", True, {}, "CH"),
+    "davies_bouldin": ("isotropy.metrics.cluster_indices", "davies_bouldin_score", True, {}, "DB"),
 }
 
 
@@ -158,7 +158,7 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
     layers : "all", str or sequence of int, default="all"
         Hidden states (0 = embedding output, ``n_layers`` = last layer), e.g. ``"0,6,12"``.
     level : {"sentence", "token"}, default="sentence"
-        ``"sentence"``: one pooled vector per text (:func:`isotropy.encoders.encode_pooled`, cached);
+        ``"sentence"``: one pooled vector per text (:func:`isotropy.models.encoders.encode_pooled`, cached);
         ``"token"``: one vector per token (special tokens such as [CLS] or ``<bos>`` left out unless
         ``keep_special``).
     pooling : {"mean", "last", "first"}, default="mean"
@@ -196,8 +196,8 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
 
     import numpy as np
 
-    from isotropy._validation import check_option, check_scalar
-    from isotropy.contextual import n_transformer_layers, parse_layers
+    from isotropy._utils.validation import check_option, check_scalar
+    from isotropy.models.contextual import n_transformer_layers, parse_layers
     from isotropy.models.pooling import check_pooling
 
     texts = [str(t) for t in texts]
@@ -230,7 +230,7 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
     layers = parse_layers(layers, n_layers, caller=_CALLER)
     if level == "sentence":
         check_pooling(pooling, network.config, caller=_CALLER)
-        from isotropy.encoders import encode_pooled
+        from isotropy.models.encoders import encode_pooled
 
         states = encode_pooled(texts, model=location, layers=layers, pooling=pooling, device=device,
                                batch_size=batch_size, max_length=max_length, show_progress=progress)
@@ -248,7 +248,7 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
     del network
     row_labels = None if labels is None else labels[text_of_row]
     if row_labels is not None and any(LAYER_METRICS[m][2] for m in metrics):
-        from isotropy._validation import check_labels
+        from isotropy._utils.validation import check_labels
 
         ids = check_labels(row_labels, n_samples=len(row_labels), caller=_CALLER)
         if not 2 <= int(ids.max()) + 1 <= len(ids) - 1:
@@ -301,7 +301,7 @@ def plot_layers(result: dict, path: str | os.PathLike) -> Path:
     from matplotlib.figure import Figure  # no pyplot: the user's backend is never switched
     from matplotlib.ticker import MaxNLocator
 
-    from isotropy._atomic import atomic_write
+    from isotropy._utils.atomic import atomic_write
 
     path = Path(path)
     names = [*result["metrics"], "norm_max_over_median"]
@@ -401,8 +401,8 @@ def run_cli(*, model, texts_path, text_column, layers, level, pooling, keep_spec
                + f", {n} {unit} x {result['n_features']} features per layer{sampled}")
     click.echo(format_table(result))
     if json_path is not None:
-        from isotropy._atomic import atomic_write
-        from isotropy._versions import package_versions
+        from isotropy._utils.atomic import atomic_write
+        from isotropy._utils.versions import package_versions
 
         record = {**result, "texts": str(texts_path), "text_column": text_column,
                   "labels": None if labels_path is None else str(labels_path),

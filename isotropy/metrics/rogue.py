@@ -14,9 +14,9 @@ import warnings
 
 import numpy as np
 
-from isotropy._backend import is_torch, to_output
-from isotropy._validation import check_scalar, check_X
-from isotropy.cosine import _unit_rows
+from isotropy._utils.backend import is_torch, to_output
+from isotropy._utils.validation import check_scalar, check_X
+from isotropy.metrics.cosine import _unit_rows
 
 __all__ = ["cosine_contributions", "rogue_dimension_share"]
 
@@ -83,7 +83,7 @@ def cosine_contributions(X):
     Examples
     --------
     >>> import numpy as np
-    >>> from isotropy.rogue import cosine_contributions
+    >>> from isotropy.metrics.rogue import cosine_contributions
     >>> X = np.array([[3.0, 4.0], [3.0, -4.0], [1.0, 0.0]])  # pair cosines -0.28, 0.6, 0.6
     >>> cosine_contributions(X).round(4)                    # (0.36 + 0.6 + 0.6)/3, -0.64/3
     array([ 0.52  , -0.2133])

@@ -5,7 +5,7 @@ that ``L @ R[J].T`` (``L`` built from ``R[I]``) is the block ``(I, J)`` of squar
 cosine distances; :class:`_BlockKernel` turns one block into per-cluster distance sums and
 :func:`_run_tasks` spreads blocks over the cores. The cluster-count check, the seeded subsample
 and the step from cluster sums to coefficients (:func:`_coefficients_numpy`, :func:`_resolution`)
-live here too: :mod:`isotropy.silhouette` and :mod:`isotropy.distributed` both use them, and the
+live here too: :mod:`isotropy.metrics.silhouette` and :mod:`isotropy.distributed` both use them, and the
 dask path must not import the public module (which hands dask arrays to it).
 """
 
@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from isotropy._validation import IsotropyValueError
+from isotropy._utils.validation import IsotropyValueError
 
 
 def _unit_rows(block):
@@ -77,14 +77,14 @@ def _run_tasks(fn, tasks, *, progress=False):
     """Run fn(*task, state) for every task on one thread per core (state: a per-thread dict).
 
     With ``progress``, each finished task is reported to the caller's progress reporter, if any
-    (:mod:`isotropy._progress`).
+    (:mod:`isotropy._utils.progress`).
 
     Each worker runs single-threaded BLAS (threadpoolctl, restored on exit): independent
     workers keep both the products and the element-wise work busy on every core, and do not
     stall on BLAS's internal thread barriers when the machine is oversubscribed.
     """
     if progress:
-        from isotropy._progress import blocks
+        from isotropy._utils.progress import blocks
 
         advance, inner = blocks(len(tasks)), fn
 

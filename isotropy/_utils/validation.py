@@ -13,8 +13,8 @@ import numbers
 
 import numpy as np
 
-from isotropy._backend import is_torch
-from isotropy._errors import IsotropyValueError
+from isotropy._utils.backend import is_torch
+from isotropy._utils.errors import IsotropyValueError
 
 __all__ = [
     "IsotropyValueError",
@@ -41,7 +41,7 @@ def check_X(X, *, caller: str, name: str = "X", min_samples: int = 2, min_featur
     except with ``rescale=True`` (for scale-invariant metrics) when the largest ``|x|`` lies
     outside the range where the metric's products and squares are safe in the working
     precision: then ``X`` is multiplied by a power of two (exact, never rounds a normal number)
-    that brings it to unit scale (see :func:`isotropy._magnitude.unit_scale`). Data whose
+    that brings it to unit scale (see :func:`isotropy._utils.magnitude.unit_scale`). Data whose
     largest ``|x|`` is subnormal are refused: they have already lost their significant digits.
     """
     if is_torch(X):
@@ -82,7 +82,7 @@ def check_X(X, *, caller: str, name: str = "X", min_samples: int = 2, min_featur
             f"The '{name}' parameter of {caller} must have at least {min_features} features (columns). Got {shape[1]} instead.")
     if allow_nonfinite:
         return X
-    from isotropy._magnitude import extremes, unit_scale
+    from isotropy._utils.magnitude import extremes, unit_scale
 
     low, high = extremes(X)  # NaN propagates through min and max: one read of X, no n x d temporary
     if not (np.isfinite(low) and np.isfinite(high)):

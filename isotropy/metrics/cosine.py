@@ -12,8 +12,8 @@ import numbers
 
 import numpy as np
 
-from isotropy._backend import is_dask, is_torch, to_output
-from isotropy._validation import (
+from isotropy._utils.backend import is_dask, is_torch, to_output
+from isotropy._utils.validation import (
     IsotropyValueError,
     check_labels,
     check_option,

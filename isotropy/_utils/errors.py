@@ -1,6 +1,6 @@
 """The library's exception for bad values, in a module of its own.
 
-Private: :mod:`isotropy._validation` (the argument checks) and :mod:`isotropy._magnitude` (the
+Private: :mod:`isotropy._utils.validation` (the argument checks) and :mod:`isotropy._utils.magnitude` (the
 rescaling that refuses data out of range) both raise it without importing each other; it is public
 as :class:`isotropy.IsotropyValueError`.
 """

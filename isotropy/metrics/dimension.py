@@ -1,7 +1,7 @@
 """Intrinsic dimension from nearest-neighbour distances: TwoNN and the Levina–Bickel MLE.
 
 Both estimators read only the distances from each point to its nearest neighbours, found by the
-exact chunked search of :func:`isotropy.neighbors.kneighbors`.
+exact chunked search of :func:`isotropy.metrics.neighbors.kneighbors`.
 
 Duplicate points (distance 0 to another point, under the chosen metric) would make the
 distance ratios infinite or undefined. They are merged with a warning: the estimators see each
@@ -23,11 +23,11 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import validate_data
 
-from isotropy._backend import is_dask, is_torch
-from isotropy._dimension_kernels import _AVERAGING, _local_mle, _pool
-from isotropy._neighbors_kernels import _METRICS, _finish, _prepare, _representation
-from isotropy._validation import IsotropyValueError, check_option, check_scalar, check_X
-from isotropy.neighbors import _kneighbors_numpy, _kneighbors_torch
+from isotropy._kernels.dimension import _AVERAGING, _local_mle, _pool
+from isotropy._kernels.neighbors import _METRICS, _finish, _prepare, _representation
+from isotropy._utils.backend import is_dask, is_torch
+from isotropy._utils.validation import IsotropyValueError, check_option, check_scalar, check_X
+from isotropy.metrics.neighbors import _kneighbors_numpy, _kneighbors_torch
 
 __all__ = ["MLE", "TwoNN", "local_mle_dimension", "mle_dimension", "twonn_dimension"]
 
@@ -295,7 +295,7 @@ class TwoNN(_DimensionEstimator):
     Examples
     --------
     >>> import numpy as np
-    >>> from isotropy.dimension import TwoNN
+    >>> from isotropy.metrics.dimension import TwoNN
     >>> rng = np.random.default_rng(0)
     >>> plane = rng.random((2000, 2)) @ rng.standard_normal((2, 50))
     >>> round(TwoNN().fit(plane).dimension_)
@@ -341,7 +341,7 @@ class MLE(_DimensionEstimator):
     Examples
     --------
     >>> import numpy as np
-    >>> from isotropy.dimension import MLE
+    >>> from isotropy.metrics.dimension import MLE
     >>> rng = np.random.default_rng(0)
     >>> cube = rng.random((2000, 3)) @ rng.standard_normal((3, 40))
     >>> est = MLE(n_neighbors=20).fit(cube)

@@ -109,7 +109,7 @@ def encode_sentences(texts: Sequence[str], *, model: str = DEFAULT_MODEL, device
 
 
 def _save(path: Path, X: np.ndarray) -> None:
-    from isotropy._atomic import atomic_write
+    from isotropy._utils.atomic import atomic_write
 
     with atomic_write(path, "wb") as handle:
         np.save(handle, X)
@@ -163,7 +163,7 @@ def encode_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, layers: S
     dict of int to ndarray of shape (n_samples, n_features), float32
         Keyed by the layers as given.
     """
-    from isotropy._validation import check_scalar
+    from isotropy._utils.validation import check_scalar
     from isotropy.models.pooling import check_pooling
 
     caller = "encode_pooled"

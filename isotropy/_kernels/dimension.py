@@ -1,4 +1,4 @@
-"""Kernels of the nearest-neighbour dimension estimators, shared by :mod:`isotropy.dimension` and :mod:`isotropy.distributed`.
+"""Kernels of the nearest-neighbour dimension estimators, shared by :mod:`isotropy.metrics.dimension` and :mod:`isotropy.distributed`.
 
 Private: the maximum-likelihood terms of Levina & Bickel (2004) from neighbour distances and their
 pooling over samples; the public estimators (in memory) and the dask ones both call them.

@@ -17,8 +17,8 @@ import math
 
 import numpy as np
 
-from isotropy._backend import is_torch
-from isotropy._errors import IsotropyValueError
+from isotropy._utils.backend import is_torch
+from isotropy._utils.errors import IsotropyValueError
 
 __all__ = ["extremes", "rescaled", "safe_exponent_range", "unit_scale"]
 

@@ -12,11 +12,11 @@ import numbers
 
 import numpy as np
 
-from isotropy._backend import get_namespace, is_dask, is_torch, to_output
-from isotropy._cluster_kernels import _pair_distance, _scalar
-from isotropy._progress import blocks
-from isotropy._silhouette_blocks import _check_n_clusters
-from isotropy._validation import check_labels, check_option, check_scalar, check_X
+from isotropy._kernels.clusters import _pair_distance, _scalar
+from isotropy._kernels.silhouette import _check_n_clusters
+from isotropy._utils.backend import get_namespace, is_dask, is_torch, to_output
+from isotropy._utils.progress import blocks
+from isotropy._utils.validation import check_labels, check_option, check_scalar, check_X
 
 __all__ = ["calinski_harabasz_score", "davies_bouldin_score", "dunn_index"]
 

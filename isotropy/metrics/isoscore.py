@@ -3,16 +3,15 @@
 Both scores depend on the covariance matrix only through its trace and its squared Frobenius
 norm, so they need no eigendecomposition (see :func:`isoscore` Notes). The covariance -> score
 step lives in one place, :func:`isoscore_from_covariance` / ``_score_from_moments`` (defined in
-the private :mod:`isotropy._isoscore_kernels`, re-exported here), shared with
-:mod:`isotropy.covariance` (participation ratio, streaming accumulator) and :mod:`isotropy.distributed`.
+the private :mod:`isotropy._kernels.isoscore`, re-exported here), shared with
+:mod:`isotropy.metrics.covariance` (participation ratio, streaming accumulator) and :mod:`isotropy.distributed`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from isotropy._backend import is_dask, is_torch, to_output
-from isotropy._isoscore_kernels import (
+from isotropy._kernels.isoscore import (
     _as_float,
     _check_shrinkage_cov,
     _check_variance,
@@ -24,8 +23,9 @@ from isotropy._isoscore_kernels import (
     _shrunk_moments,
     isoscore_from_covariance,
 )
-from isotropy._magnitude import rescaled
-from isotropy._validation import IsotropyValueError, check_scalar, check_X
+from isotropy._utils.backend import is_dask, is_torch, to_output
+from isotropy._utils.magnitude import rescaled
+from isotropy._utils.validation import IsotropyValueError, check_scalar, check_X
 
 __all__ = ["isoscore", "isoscore_from_covariance", "isoscore_star"]
 

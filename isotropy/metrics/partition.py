@@ -6,9 +6,9 @@ import math
 
 import numpy as np
 
-from isotropy._backend import is_dask, is_torch, to_output
-from isotropy._magnitude import rescaled
-from isotropy._validation import IsotropyValueError, check_X
+from isotropy._utils.backend import is_dask, is_torch, to_output
+from isotropy._utils.magnitude import rescaled
+from isotropy._utils.validation import IsotropyValueError, check_X
 
 __all__ = ["partition_isotropy"]
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from isotropy._validation import (
+from isotropy._utils.validation import (
     IsotropyValueError,
     check_option,
     check_random_state,

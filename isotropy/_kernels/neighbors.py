@@ -1,6 +1,6 @@
-"""Kernels of the exact k-nearest-neighbour search, shared by :mod:`isotropy.neighbors` and :mod:`isotropy.distributed`.
+"""Kernels of the exact k-nearest-neighbour search, shared by :mod:`isotropy.metrics.neighbors` and :mod:`isotropy.distributed`.
 
-Private: the in-memory search (:func:`isotropy.neighbors.kneighbors`) runs them over blocks of one
+Private: the in-memory search (:func:`isotropy.metrics.neighbors.kneighbors`) runs them over blocks of one
 array, the dask search over tiles of a chunked one; keeping them here lets both import them without
 the public module and the dask package importing each other.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from isotropy._validation import IsotropyValueError
+from isotropy._utils.validation import IsotropyValueError
 
 # Entries per group in the grouped selection of _update_rows / _update_cols.
 _GROUP = 8

@@ -23,8 +23,7 @@ import numbers
 
 import numpy as np
 
-from isotropy._backend import is_dask, is_torch
-from isotropy._silhouette_blocks import (
+from isotropy._kernels.silhouette import (
     _augmented_numpy,
     _BlockKernel,
     _check_n_clusters,
@@ -33,7 +32,8 @@ from isotropy._silhouette_blocks import (
     _run_tasks,
     _sample_indices,
 )
-from isotropy._validation import (
+from isotropy._utils.backend import is_dask, is_torch
+from isotropy._utils.validation import (
     check_labels,
     check_option,
     check_scalar,

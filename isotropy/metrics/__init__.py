@@ -1,0 +1,7 @@
+"""The public metric modules: isotropy (:mod:`~isotropy.metrics.isoscore`, :mod:`~isotropy.metrics.partition`,
+:mod:`~isotropy.metrics.cosine`, :mod:`~isotropy.metrics.covariance`, :mod:`~isotropy.metrics.rogue`),
+clusters (:mod:`~isotropy.metrics.silhouette`, :mod:`~isotropy.metrics.cluster_indices`) and intrinsic
+dimension (:mod:`~isotropy.metrics.dimension`, :mod:`~isotropy.metrics.neighbors`).
+
+Users call them from the package face (``isotropy.isoscore(X)``); the modules are imported on first use.
+"""
