@@ -120,9 +120,9 @@ def floor_of(module: str) -> int:
     best = None
     for level, prefixes in enumerate(FLOORS):
         for prefix in prefixes:
-            if module == prefix or module.startswith(prefix + "."):
-                if best is None or len(prefix) > best[0]:
-                    best = (len(prefix), level)
+            matches = module == prefix or module.startswith(prefix + ".")
+            if matches and (best is None or len(prefix) > best[0]):
+                best = (len(prefix), level)
     assert best is not None, f"{module} is on no floor: add it to FLOORS"
     return best[1]
 
