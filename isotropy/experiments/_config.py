@@ -96,8 +96,10 @@ def parse_yaml_value(text: str, *, where: str) -> Any:
     """Parse one YAML scalar or flow value (``3e-5``, ``null``, ``[1, 2]``); one-line error naming ``where``."""
     import yaml
 
+    from isotropy._utils.yaml import safe_load
+
     try:
-        return yaml.load(text, Loader=_loader())
+        return safe_load(text)  # bounded: aliases, depth, duplicate keys, non-finite numbers
     except yaml.YAMLError as exc:
         raise ConfigError(f"{where}: {text!r} is not a valid YAML value ({_yaml_reason(exc)}).") from None
 
@@ -113,6 +115,8 @@ def load_yaml(path: str | Path, *, name: str = "config file") -> dict:
     """Read a YAML mapping from ``path``; every problem (missing, malformed, empty, not a mapping, tags) is one line."""
     import yaml
 
+    from isotropy._utils.yaml import safe_load
+
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -121,7 +125,7 @@ def load_yaml(path: str | Path, *, name: str = "config file") -> dict:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"The {name} {str(path)!r} cannot be read: {exc}.") from None
     try:
-        data = yaml.load(text, Loader=_loader())
+        data = safe_load(text)
     except yaml.YAMLError as exc:
         raise ConfigError(f"The {name} {str(path)!r} is not valid YAML: {_yaml_reason(exc)}.") from None
     if data is None:

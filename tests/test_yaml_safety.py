@@ -1,0 +1,151 @@
+"""Bounded work on YAML configs (issue 19): aliases, depth, duplicate keys and non-finite numbers are refused in one line.
+
+The hostile files of the issue: a 435-byte "billion laughs" on a known key took 107 s and 7.9 GB
+before a MemoryError traceback; a 20,000-deep list was a RecursionError; a duplicate key silently
+took the last value; ``lr: 1e400`` and ``lr: .inf`` passed validation.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from isotropy._utils.yaml import EXCERPT, MAX_DEPTH, UnsafeYAMLError, safe_load
+from isotropy.experiments._config import ConfigError, load_yaml, parse_yaml_value
+
+SETTINGS = settings(max_examples=60, deadline=None, derandomize=True,
+                    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+
+
+def billion_laughs(levels: int = 9, key: str = "lr") -> str:
+    text = 'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n'
+    for i in range(1, levels):
+        text += f"{chr(97 + i)}: &{chr(97 + i)} [" + ",".join([f"*{chr(96 + i)}"] * 9) + "]\n"
+    return text + f"{key}: *{chr(96 + levels)}\n"
+
+
+HOSTILE = {
+    "billion laughs": (billion_laughs(), "expands to more than"),
+    "recursive alias": ("lr: &a [*a]\n", "recursive alias"),
+    "deep list": ("lr: " + "[" * 20_000 + "]" * 20_000 + "\n", "nesting deeper than"),
+    "deep mapping": ("a:\n" + "".join(" " * i + "b:\n" for i in range(1, 200)), "nesting deeper than"),
+    "duplicate key": ("lr: 0.1\nlr: 0.2\n", "duplicate key 'lr'"),
+    "duplicate nested key": ("a: {b: 1, b: 2}\n", "duplicate key 'b'"),
+    "1e400": ("lr: 1e400\n", "'1e400' is not finite"),
+    ".inf": ("lr: .inf\n", "'.inf' is not finite"),
+    "-.inf": ("lr: -.Inf\n", "is not finite"),
+    ".nan": ("lr: .nan\n", "'.nan' is not finite"),
+    "huge int": ("updates: " + "9" * 20_000 + "\n", "too many digits"),
+}
+
+
+@pytest.mark.parametrize("name", list(HOSTILE))
+def test_hostile_yaml_is_refused_quickly(name):
+    text, message = HOSTILE[name]
+    start = time.perf_counter()
+    with pytest.raises(UnsafeYAMLError) as info:
+        safe_load(text)
+    assert time.perf_counter() - start < 5
+    reason = " ".join(str(info.value.problem).split())
+    assert message in reason, reason
+    assert len(reason) < 200
+
+
+def test_billion_laughs_is_435_bytes_and_needs_no_memory():
+    assert len(billion_laughs(10)) < 500
+    start = time.perf_counter()
+    with pytest.raises(UnsafeYAMLError):
+        safe_load(billion_laughs(10))
+    assert time.perf_counter() - start < 1
+
+
+@pytest.mark.parametrize("name", ["billion laughs", "deep list", "duplicate key", "1e400", ".inf", ".nan"])
+def test_hostile_setup_file_is_one_line(tmp_path, name):
+    # the command line prints a ConfigError as "Error: <message>", exit 2
+    # (test_experiment_config.py::test_every_bad_config_file_is_one_line_and_exit_2)
+    path = tmp_path / "hostile.yaml"
+    path.write_text(HOSTILE[name][0])
+    start = time.perf_counter()
+    with pytest.raises(ConfigError) as info:
+        load_yaml(path)
+    message = str(info.value)
+    assert time.perf_counter() - start < 10
+    assert "\n" not in message and len(message) < 400, message[:500]
+    assert HOSTILE[name][1] in message and str(path) in message
+
+
+@pytest.mark.parametrize("value", ["1e400", ".inf", ".nan", "[1, 1e999]"])
+def test_set_values_refuse_non_finite_numbers(value):
+    with pytest.raises(ConfigError, match="not finite"):
+        parse_yaml_value(value, where="--set lr")
+
+
+def test_messages_quote_only_an_excerpt_of_a_value():
+    key = "k" * 1000
+    with pytest.raises(UnsafeYAMLError) as info:
+        safe_load(f"{key}: 1\n{key}: 2\n")
+    assert len(info.value.problem) < EXCERPT + 120
+
+
+def test_ordinary_yaml_keeps_its_meaning():
+    text = ("lr: 1e-3\nwarmup: 5E+2\nseeds: [0, 1, 2]\nname: run\nbase: &b {a: 1, c: 2}\n"
+            "x:\n  <<: *b\n  a: 3\nshared: *b\nflag: true\nnothing: null\n")
+    assert safe_load(text) == {"lr": 0.001, "warmup": 500.0, "seeds": [0, 1, 2], "name": "run",
+                               "base": {"a": 1, "c": 2}, "x": {"a": 3, "c": 2}, "shared": {"a": 1, "c": 2},
+                               "flag": True, "nothing": None}
+    assert safe_load("[" * (MAX_DEPTH - 1) + "]" * (MAX_DEPTH - 1)) is not None
+
+
+def test_python_tags_stay_refused():
+    with pytest.raises(yaml.YAMLError):
+        safe_load("x: !!python/object/apply:os.system ['true']\n")
+
+
+# ---------------------------------------------------------------- fuzz: YAML setups
+_scalars = st.one_of(st.none(), st.booleans(), st.integers(-10**12, 10**12),
+                     st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=12))
+_values = st.recursive(_scalars, lambda inner: st.one_of(st.lists(inner, max_size=4),
+                                                         st.dictionaries(st.text(max_size=6), inner, max_size=4)),
+                       max_leaves=20)
+
+
+@SETTINGS
+@given(data=st.dictionaries(st.text(min_size=1, max_size=8), _values, min_size=1, max_size=5))
+def test_fuzz_yaml_setups_round_trip(tmp_path_factory, data):
+    path = tmp_path_factory.mktemp("yaml") / "setup.yaml"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    loaded = load_yaml(path)
+    assert loaded == data
+
+
+@SETTINGS
+@given(text=st.lists(st.sampled_from(list("ab:-&*[]{},!\n .e19<>'\"#|?%@") + ["  ", ".inf", ".nan", "<<", "&a", "*a"]),
+                    max_size=60).map("".join))
+def test_fuzz_yaml_setups_are_a_mapping_or_one_line(tmp_path_factory, text):
+    path = tmp_path_factory.mktemp("yaml") / "setup.yaml"
+    path.write_text(text, encoding="utf-8")
+    try:
+        data = load_yaml(path)
+    except ConfigError as exc:
+        message = str(exc)
+        assert "\n" not in message and len(message) < 600, message
+        return
+    assert isinstance(data, dict)
+    _assert_finite(data)
+
+
+def _assert_finite(value):
+    if isinstance(value, float):
+        assert math.isfinite(value)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _assert_finite(key)
+            _assert_finite(item)
+    elif isinstance(value, list):
+        for item in value:
+            _assert_finite(item)
