@@ -1,0 +1,190 @@
+"""Alignment and uniformity of embeddings on the hypersphere (Wang & Isola, ICML 2020).
+
+Alignment: how close the embeddings of positive pairs are (lower is better aligned).
+Uniformity: how evenly the embeddings spread over the unit sphere, as the log of the average
+Gaussian potential between all pairs (lower is more uniform). Both are defined on L2-normalised
+embeddings, which is the default here (``normalize=True``).
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from isotropy._utils.backend import is_dask, is_torch, to_output
+from isotropy._utils.errors import IsotropyValueError
+from isotropy._utils.validation import check_scalar, check_X
+
+__all__ = ["alignment", "uniformity"]
+
+_BLOCK_ROWS, _BLOCK_COLS = 1024, 8192  # uniformity's tiles: 1024 x 8192 float64 distances (64 MB) at a time
+
+
+def _normalized(X, *, caller: str, name: str):
+    if is_torch(X):
+        norms = X.norm(dim=1, keepdim=True)
+        if bool((norms == 0).any()):
+            raise IsotropyValueError(f"The '{name}' parameter of {caller} has a zero row, which has no direction "
+                                     f"on the sphere: expected non-zero rows (or normalize=False).")
+        return X / norms
+    X = np.asarray(X, dtype=np.float64)
+    norms = np.linalg.norm(X, axis=1, keepdims=True)
+    if (norms == 0).any():
+        raise IsotropyValueError(f"The '{name}' parameter of {caller} has a zero row, which has no direction on "
+                                 f"the sphere: expected non-zero rows (or normalize=False).")
+    return X / norms
+
+
+def _check_bool(value, name, caller):
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"The '{name}' parameter of {caller} must be a bool. Got {type(value).__name__} instead.")
+
+
+def alignment(X, Y, *, alpha: float = 2, normalize: bool = True):
+    """Alignment of positive pairs: the mean of ``‖x_i − y_i‖^α`` over the rows.
+
+    Parameters
+    ----------
+    X, Y : array-like or torch.Tensor of shape (n_samples, n_features)
+        Row ``i`` of ``X`` and row ``i`` of ``Y`` embed the two sides of the ``i``-th positive pair
+        (two augmentations, a sentence and its paraphrase, a query and its document).
+    alpha : float, default=2
+        The exponent (the paper's default is 2).
+    normalize : bool, default=True
+        Project every row onto the unit sphere first, as the paper's definition assumes.
+
+    Returns
+    -------
+    align : float or torch.Tensor
+        In ``[0, 2^α]`` with ``normalize``; 0 when every pair coincides. Python float for numpy
+        input; a differentiable 0-dim tensor for torch input.
+
+    Notes
+    -----
+    .. math:: \\mathcal{L}_{\\text{align}} = \\mathbb{E}_{(x, y) \\sim p_{\\text{pos}}}
+              \\lVert f(x) - f(y) \\rVert_2^{\\alpha}
+
+    References
+    ----------
+    .. [1] T. Wang and P. Isola, "Understanding Contrastive Representation Learning through
+       Alignment and Uniformity on the Hypersphere", ICML 2020.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from isotropy.metrics.contrastive import alignment
+    >>> X = np.array([[1.0, 0.0], [0.0, 1.0]])
+    >>> round(alignment(X, X[::-1]), 12)          # orthogonal unit pairs: squared distance 2
+    2.0
+    """
+    caller = "alignment"
+    check_scalar(alpha, "alpha", caller=caller, kind=numbers.Real, low=0, closed="neither")
+    _check_bool(normalize, "normalize", caller)
+    if is_dask(X) or is_dask(Y):
+        import dask.array as da
+
+        X, Y = da.asarray(X), da.asarray(Y)
+        if X.shape != Y.shape or X.ndim != 2:
+            raise IsotropyValueError(f"The 'Y' parameter of {caller} must have the shape of 'X' {X.shape}. "
+                                     f"Got {Y.shape} instead.")
+        X, Y = X.astype(np.float64), Y.rechunk(X.chunks).astype(np.float64)
+        if normalize:
+            X = X / da.linalg.norm(X, axis=1, keepdims=True)
+            Y = Y / da.linalg.norm(Y, axis=1, keepdims=True)
+        value = float((da.linalg.norm(X - Y, axis=1) ** float(alpha)).mean().compute())
+        if not np.isfinite(value):
+            raise IsotropyValueError(f"The 'X' and 'Y' parameters of {caller} must be finite with non-zero rows. "
+                                     f"Got a result of {value} instead.")
+        return value
+    X = check_X(X, caller=caller, min_samples=1)
+    Y = check_X(Y, caller=caller, name="Y", min_samples=1)
+    if tuple(X.shape) != tuple(Y.shape):
+        raise IsotropyValueError(f"The 'Y' parameter of {caller} must have the shape of 'X' {tuple(X.shape)}. "
+                                 f"Got {tuple(Y.shape)} instead.")
+    if normalize:
+        X, Y = _normalized(X, caller=caller, name="X"), _normalized(Y, caller=caller, name="Y")
+    if is_torch(X):
+        return (X - Y).norm(dim=1).pow(float(alpha)).mean()
+    diff = np.asarray(X, dtype=np.float64) - np.asarray(Y, dtype=np.float64)
+    return to_output(np.mean(np.linalg.norm(diff, axis=1) ** float(alpha)), X)
+
+
+def uniformity(X, *, t: float = 2, normalize: bool = True):
+    """Uniformity: the log of the mean Gaussian potential ``exp(−t ‖x_i − x_j‖²)`` over all pairs ``i < j``.
+
+    Parameters
+    ----------
+    X : array-like or torch.Tensor of shape (n_samples, n_features)
+        The embeddings, one sample per row.
+    t : float, default=2
+        The potential's scale (the paper's default is 2).
+    normalize : bool, default=True
+        Project every row onto the unit sphere first, as the paper's definition assumes.
+
+    Returns
+    -------
+    unif : float or torch.Tensor
+        ``≤ 0``; more negative is more uniform, 0 when all rows coincide. Python float for numpy
+        input; a differentiable 0-dim tensor for torch input.
+
+    Notes
+    -----
+    .. math:: \\mathcal{L}_{\\text{uniform}} = \\log \\frac{2}{n(n-1)} \\sum_{i<j}
+              e^{-t \\lVert f(x_i) - f(x_j) \\rVert_2^2}
+
+    Exact over all ``n(n − 1)/2`` pairs, as the paper's reference code (``torch.pdist``). numpy
+    input: float64 tiles on and above the diagonal of the Gram matrix (each pair once, bounded
+    memory), ``‖x − y‖² = ‖x‖² + ‖y‖² − 2x·y`` clipped at 0, and a running log-sum-exp so that a
+    large ``t`` does not underflow to ``log 0``. On the unit sphere the rounding of a squared
+    distance is about 1e-16 in absolute terms, far below what moves the potential. Torch input
+    is computed in one differentiable ``torch.pdist``, as in training.
+
+    References
+    ----------
+    .. [1] T. Wang and P. Isola, "Understanding Contrastive Representation Learning through
+       Alignment and Uniformity on the Hypersphere", ICML 2020.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from isotropy.metrics.contrastive import uniformity
+    >>> X = np.array([[1.0, 0.0], [-1.0, 0.0]])       # antipodal: squared distance 4
+    >>> uniformity(X, t=2)
+    -8.0
+    """
+    caller = "uniformity"
+    check_scalar(t, "t", caller=caller, kind=numbers.Real, low=0, closed="neither")
+    _check_bool(normalize, "normalize", caller)
+    if is_dask(X):
+        raise IsotropyValueError(f"The 'X' parameter of {caller} is a dask array: uniformity needs every pair of "
+                                 f"rows; expected an in-memory array (compute a sample with X[idx].compute()).")
+    X = check_X(X, caller=caller)
+    if normalize:
+        X = _normalized(X, caller=caller, name="X")
+    t = float(t)
+    if is_torch(X):
+        import torch
+
+        sq = torch.pdist(X, p=2).pow(2)
+        return torch.logsumexp(-t * sq, dim=0) - float(np.log(sq.numel()))
+    X = np.asarray(X, dtype=np.float64)
+    n = X.shape[0]
+    sq = np.einsum("ij,ij->i", X, X)
+    top, total = -np.inf, 0.0  # running log-sum-exp over the tiles: total = Σ exp(v − top)
+    for i0 in range(0, n, _BLOCK_ROWS):
+        i1 = min(i0 + _BLOCK_ROWS, n)
+        for j0 in range(i0, n, _BLOCK_COLS):  # tiles on and above the diagonal: each pair once
+            j1 = min(j0 + _BLOCK_COLS, n)
+            d2 = sq[i0:i1, None] + sq[None, j0:j1] - 2.0 * (X[i0:i1] @ X[j0:j1].T)
+            v = -t * np.maximum(d2, 0.0)
+            if j0 < i1:  # the tile crosses the diagonal: keep j > i only
+                v = np.where(np.arange(j0, j1)[None, :] > np.arange(i0, i1)[:, None], v, -np.inf)
+            tile_top = v.max()
+            if tile_top == -np.inf:
+                continue
+            if tile_top > top:
+                total = total * np.exp(top - tile_top) if np.isfinite(top) else 0.0
+                top = tile_top
+            total += np.exp(v - top).sum()
+    return float(top + np.log(total) - np.log(n * (n - 1) / 2))

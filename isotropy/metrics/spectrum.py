@@ -1,0 +1,201 @@
+"""Effective rank of an embedding matrix (Roy & Vetterli, 2007) and RankMe (Garrido et al., 2023).
+
+Both are the exponential of the Shannon entropy of the normalised singular values of ``X``: a
+smooth count of the dimensions the embeddings use, from 1 (one direction) to ``min(n, d)``
+(every singular value equal). RankMe is the same quantity with a small ε added to each
+normalised singular value, as its paper defines it for detecting dimensional collapse.
+
+Maximum rank. ``n`` rows span at most ``min(n, d)`` dimensions, and after centring at most
+``min(n − 1, d)`` (the centred rows sum to zero). A normalised rank (``normalize=True``) divides by
+the bound that applies, so that one is reachable: dividing a centred rank by ``min(n, d)`` would
+cap it below 1 whenever ``n ≤ d``.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from isotropy._utils.backend import is_dask, is_torch, to_output
+from isotropy._utils.errors import IsotropyValueError
+from isotropy._utils.validation import check_scalar, check_X
+
+__all__ = ["effective_rank", "rankme", "singular_values"]
+
+
+def singular_values(X, *, center: bool = False):
+    """Singular values of ``X`` (or of ``X`` minus its column means), largest first.
+
+    numpy and dask input give a float64 numpy array (dask by the tall-and-skinny QR of
+    :func:`dask.array.linalg.svd`: exact, never an ``n x n`` array); torch input a tensor on its
+    device, differentiable. The values are scaled by the power of two that brought ``X`` to unit
+    scale (exact), so only their ratios are meaningful, which is all the ranks use.
+    """
+    caller = "singular_values"
+    if not isinstance(center, (bool, np.bool_)):
+        raise TypeError(f"The 'center' parameter of {caller} must be a bool. Got {type(center).__name__} instead.")
+    if is_dask(X):
+        import dask.array as da
+
+        if X.ndim != 2 or X.shape[0] < 2:
+            raise IsotropyValueError(f"The 'X' parameter of {caller} must be a 2-d array with at least 2 rows. "
+                                     f"Got shape {X.shape} instead.")
+        X = X.astype(np.float64)
+        scale = float(da.abs(X).max().compute())
+        if not np.isfinite(scale):
+            raise IsotropyValueError(f"The 'X' parameter of {caller} must contain only finite values. "
+                                     f"Got NaN or inf instead.")
+        if scale == 0:
+            return np.zeros(min(X.shape))
+        X = X * 2.0 ** -np.frexp(scale)[1]
+        if center:
+            X = X - X.mean(axis=0)
+        if X.numblocks[1] != 1:
+            X = X.rechunk({1: -1})
+        _, s, _ = da.linalg.svd(X)
+        return np.asarray(s.compute())
+    X = check_X(X, caller=caller, rescale=True)
+    if is_torch(X):
+        import torch
+
+        Z = X - X.mean(dim=0, keepdim=True) if center else X
+        return torch.linalg.svdvals(Z)
+    Z = np.asarray(X, dtype=np.float64)
+    if center:
+        Z = Z - Z.mean(axis=0)
+    return np.linalg.svd(Z, compute_uv=False)
+
+
+def _rank_bound(n_samples: int, n_features: int, center: bool) -> int:
+    return min(n_samples - 1 if center else n_samples, n_features)
+
+
+def _entropy_rank(s, *, epsilon: float, caller: str, like):
+    """exp(−Σ p log p), p = s/Σs + ε (terms with p = 0 contribute 0)."""
+    if is_torch(s):
+        import torch
+
+        total = s.sum()
+        if float(total.detach()) == 0:
+            raise IsotropyValueError(f"The 'X' parameter of {caller} must not be all zero (after centring when "
+                                     f"center=True): every singular value is 0.")
+        p = s / total + epsilon
+        terms = torch.where(p > 0, p * torch.log(torch.where(p > 0, p, torch.ones_like(p))), torch.zeros_like(p))
+        return torch.exp(-terms.sum())
+    s = np.asarray(s, dtype=np.float64)
+    total = s.sum()
+    if total == 0:
+        raise IsotropyValueError(f"The 'X' parameter of {caller} must not be all zero (after centring when "
+                                 f"center=True): every singular value is 0.")
+    p = s / total + epsilon
+    p = p[p > 0]
+    return float(np.exp(-np.sum(p * np.log(p))))
+
+
+def _shape(X) -> tuple[int, int]:
+    return int(X.shape[0]), int(X.shape[1])
+
+
+def effective_rank(X, *, center: bool = False, normalize: bool = False):
+    """Effective rank of ``X``: the exponential of the entropy of its normalised singular values.
+
+    Parameters
+    ----------
+    X : array-like, torch.Tensor or dask array of shape (n_samples, n_features)
+        The embeddings, one sample per row.
+    center : bool, default=False
+        Subtract the column means first (the rank of the point cloud's spread rather than of the
+        matrix; Roy & Vetterli define it on the matrix as given).
+    normalize : bool, default=False
+        Divide by the largest rank ``X`` can have: ``min(n_samples, n_features)``, or
+        ``min(n_samples − 1, n_features)`` when ``center`` (centred rows span one dimension fewer).
+
+    Returns
+    -------
+    erank : float or torch.Tensor
+        In ``[1, min(n, d)]`` (``(0, 1]`` when ``normalize``). Python float for numpy and dask
+        input; a differentiable 0-dim tensor for torch input.
+
+    Notes
+    -----
+    With :math:`\\sigma_1 \\ge \\dots \\ge \\sigma_K` the singular values of ``X``,
+    :math:`K = \\min(n, d)`,
+
+    .. math:: p_k = \\frac{\\sigma_k}{\\sum_j \\sigma_j}, \\qquad
+              \\operatorname{erank}(X) = \\exp\\Big(-\\sum_{k: p_k > 0} p_k \\log p_k\\Big).
+
+    It is invariant to scaling ``X`` and to orthogonal transforms of its rows or columns.
+
+    References
+    ----------
+    .. [1] O. Roy and M. Vetterli, "The effective rank: a measure of effective dimensionality",
+       15th European Signal Processing Conference (EUSIPCO), 2007.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from isotropy.metrics.spectrum import effective_rank
+    >>> round(effective_rank(np.diag([1.0, 1.0, 1.0, 0.0])), 12)      # three equal directions
+    3.0
+    >>> round(effective_rank(np.eye(5), center=True, normalize=True), 12)   # 5 centred rows span 4 dimensions
+    1.0
+    """
+    return _rank(X, center=center, normalize=normalize, epsilon=0.0, caller="effective_rank")
+
+
+def rankme(X, *, epsilon: float = 1e-7, center: bool = False, normalize: bool = False):
+    """RankMe: the smooth rank of an embedding matrix used to detect dimensional collapse.
+
+    Parameters
+    ----------
+    X : array-like, torch.Tensor or dask array of shape (n_samples, n_features)
+        The embeddings, one sample per row (the paper uses ``n ≥ d`` source embeddings).
+    epsilon : float, default=1e-7
+        Added to each normalised singular value, as in the paper.
+    center : bool, default=False
+        Subtract the column means first (the paper does not).
+    normalize : bool, default=False
+        Divide by ``min(n_samples, n_features)``, or ``min(n_samples − 1, n_features)`` when
+        ``center``.
+
+    Returns
+    -------
+    rank : float or torch.Tensor
+        Python float for numpy and dask input; a differentiable 0-dim tensor for torch input.
+
+    Notes
+    -----
+    .. math:: p_k = \\frac{\\sigma_k(X)}{\\lVert \\sigma(X) \\rVert_1} + \\varepsilon, \\qquad
+              \\operatorname{RankMe}(X) = \\exp\\Big(-\\sum_{k=1}^{\\min(n, d)} p_k \\log p_k\\Big).
+
+    With ``epsilon=0`` it equals :func:`effective_rank`.
+
+    References
+    ----------
+    .. [1] Q. Garrido, R. Balestriero, L. Najman and Y. LeCun, "RankMe: Assessing the Downstream
+       Performance of Pretrained Self-Supervised Representations by Their Rank", ICML 2023.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from isotropy.metrics.spectrum import rankme
+    >>> round(rankme(np.diag([2.0, 2.0, 0.0])), 5)
+    2.0
+    """
+    check_scalar(epsilon, "epsilon", caller="rankme", kind=numbers.Real, low=0, high=1)
+    return _rank(X, center=center, normalize=normalize, epsilon=float(epsilon), caller="rankme")
+
+
+def _rank(X, *, center, normalize, epsilon, caller):
+    for name, value in (("center", center), ("normalize", normalize)):
+        if not isinstance(value, (bool, np.bool_)):
+            raise TypeError(f"The '{name}' parameter of {caller} must be a bool. Got {type(value).__name__} instead.")
+    if not is_dask(X):
+        X = check_X(X, caller=caller, rescale=True)
+    n, d = _shape(X)
+    s = singular_values(X, center=center)
+    rank = _entropy_rank(s, epsilon=epsilon, caller=caller, like=X)
+    if normalize:
+        rank = rank / _rank_bound(n, d, center)
+    return rank if is_torch(X) else to_output(np.asarray(rank), X if not is_dask(X) else np.zeros(1))

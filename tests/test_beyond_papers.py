@@ -1,0 +1,174 @@
+"""Effective rank, RankMe, alignment and uniformity against closed forms and direct implementations of their papers.
+
+References written here from the definitions (not from the library): Roy & Vetterli (2007) and
+Garrido et al. (2023) from ``numpy.linalg.svd``; Wang & Isola (2020) as their paper's PyTorch
+snippet (``(x - y).norm(dim=1).pow(alpha).mean()`` and ``torch.pdist(x).pow(2).mul(-t).exp().mean().log()``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.stats import ortho_group
+
+from isotropy import IsotropyValueError
+from isotropy.metrics.contrastive import alignment, uniformity
+from isotropy.metrics.spectrum import effective_rank, rankme
+
+
+def _erank_reference(X, epsilon=0.0):
+    s = np.linalg.svd(np.asarray(X, dtype=np.float64), compute_uv=False)
+    p = s / s.sum() + epsilon
+    p = p[p > 0]
+    return float(np.exp(-(p * np.log(p)).sum()))
+
+
+def _normalise(X):
+    return X / np.linalg.norm(X, axis=1, keepdims=True)
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(7)
+
+
+# --- effective rank and RankMe ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("k", [1, 2, 5, 17])
+def test_effective_rank_of_k_equal_directions_is_k(k):
+    X = np.zeros((40, 20))
+    X[np.arange(k), np.arange(k)] = 3.0
+    assert effective_rank(X) == pytest.approx(k, rel=1e-12)
+    assert effective_rank(X, normalize=True) == pytest.approx(k / 20, rel=1e-12)
+
+
+def test_effective_rank_closed_form_of_two_unequal_directions():
+    X = np.diag([3.0, 1.0])
+    p = np.array([0.75, 0.25])
+    assert effective_rank(X) == pytest.approx(np.exp(-(p * np.log(p)).sum()), rel=1e-13)
+
+
+def test_effective_rank_and_rankme_equal_the_svd_reference(rng):
+    X = rng.normal(size=(300, 24)) * np.geomspace(0.01, 10, 24)
+    assert effective_rank(X) == pytest.approx(_erank_reference(X), rel=1e-12)
+    assert rankme(X) == pytest.approx(_erank_reference(X, 1e-7), rel=1e-12)
+    assert rankme(X, epsilon=0.0) == pytest.approx(effective_rank(X), rel=1e-12)
+    centred = X - X.mean(axis=0)
+    assert effective_rank(X, center=True) == pytest.approx(_erank_reference(centred), rel=1e-12)
+
+
+def test_a_normalised_centred_rank_divides_by_n_minus_one():
+    """n centred rows span n − 1 dimensions: n points in general position reach a normalised rank of 1."""
+    X = np.eye(6)[:5] * 4.0 + 1.0  # 5 rows in 6 dimensions; centred, a regular simplex: 4 equal directions
+    assert effective_rank(X, center=True, normalize=True) == pytest.approx(1.0, rel=1e-12)
+    assert effective_rank(X, center=True) == pytest.approx(4.0, rel=1e-12)
+    # the uncentred rank is bounded by min(n, d) = 5
+    assert effective_rank(X, normalize=True) == pytest.approx(effective_rank(X) / 5, rel=1e-12)
+
+
+def test_rankme_of_a_collapsed_embedding_is_about_one(rng):
+    X = np.outer(rng.normal(size=500), rng.normal(size=32)) + 1e-9 * rng.normal(size=(500, 32))
+    assert 1.0 <= rankme(X) < 1.01
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), exponent=st.integers(-300, 300))
+def test_ranks_are_invariant_to_scale_and_rotation(seed, exponent):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(40, 8)) * rng.uniform(0.1, 3, size=8)
+    Q = ortho_group.rvs(8, random_state=seed)
+    for center in (False, True):
+        base = effective_rank(X, center=center)
+        assert effective_rank(X * 2.0 ** exponent, center=center) == pytest.approx(base, rel=1e-10)
+        assert effective_rank(X @ Q, center=center) == pytest.approx(base, rel=1e-9)
+    assert rankme(X * 2.0 ** exponent) == pytest.approx(rankme(X), rel=1e-10)
+
+
+def test_ranks_on_torch_are_differentiable_and_on_dask_exact(rng):
+    import dask.array as da
+
+    X = rng.normal(size=(400, 12)) * np.linspace(0.2, 2, 12)
+    T = torch.tensor(X, requires_grad=True)
+    value = rankme(T, center=True)
+    value.backward()
+    assert float(value) == pytest.approx(rankme(X, center=True), rel=1e-10)
+    assert T.grad is not None and torch.isfinite(T.grad).all()
+    Xd = da.from_array(X, chunks=(64, -1))
+    assert effective_rank(Xd) == pytest.approx(effective_rank(X), rel=1e-10)
+    assert rankme(Xd, center=True, normalize=True) == pytest.approx(rankme(X, center=True, normalize=True), rel=1e-10)
+
+
+@pytest.mark.parametrize(("call", "match"), [
+    (lambda: effective_rank(np.zeros((5, 3))), "all zero"),
+    (lambda: effective_rank(np.ones((5, 3)), center=True), "all zero"),
+    (lambda: rankme(np.eye(3), epsilon=-1), "'epsilon'"),
+    (lambda: effective_rank(np.eye(3), normalize="yes"), "'normalize'"),
+    (lambda: effective_rank(np.array([[np.nan, 1.0], [1.0, 2.0]])), "finite"),
+])
+def test_ranks_refuse_bad_input_in_one_line(call, match):
+    with pytest.raises((IsotropyValueError, TypeError), match=match) as info:
+        call()
+    assert "\n" not in str(info.value)
+
+
+# --- alignment and uniformity -------------------------------------------------------------------------
+
+def test_alignment_and_uniformity_equal_the_papers_code(rng):
+    X, Y = rng.normal(size=(257, 16)), rng.normal(size=(257, 16))
+    Y = X + 0.3 * Y
+    x, y = torch.from_numpy(_normalise(X)), torch.from_numpy(_normalise(Y))
+    assert alignment(X, Y) == pytest.approx(float((x - y).norm(dim=1).pow(2).mean()), rel=1e-12)
+    assert alignment(X, Y, alpha=1) == pytest.approx(float((x - y).norm(dim=1).pow(1).mean()), rel=1e-12)
+    for t in (1.0, 2.0, 10.0):
+        reference = float(torch.pdist(x, p=2).pow(2).mul(-t).exp().mean().log())
+        assert uniformity(X, t=t) == pytest.approx(reference, rel=1e-12)
+
+
+def test_uniformity_tiles_cover_every_pair_once(rng, monkeypatch):
+    import isotropy.metrics.contrastive as module
+
+    X = rng.normal(size=(53, 5))
+    whole = uniformity(X)
+    monkeypatch.setattr(module, "_BLOCK_ROWS", 7)
+    monkeypatch.setattr(module, "_BLOCK_COLS", 11)
+    assert uniformity(X) == pytest.approx(whole, rel=1e-13)
+    assert uniformity(X, normalize=False, t=0.1) == pytest.approx(
+        float(torch.pdist(torch.from_numpy(X)).pow(2).mul(-0.1).exp().mean().log()), rel=1e-12)
+
+
+def test_uniformity_closed_forms():
+    antipodal = np.array([[1.0, 0.0], [-1.0, 0.0]])
+    assert uniformity(antipodal, t=2) == -8.0
+    assert uniformity(np.ones((4, 3))) == 0.0   # every pair coincides
+    # a large t underflows exp(-t d^2) to 0 for every pair, but not its logarithm
+    simplex = np.eye(3)
+    assert uniformity(simplex, t=1000) == pytest.approx(-2000.0, rel=1e-12)
+
+
+def test_alignment_and_uniformity_on_torch_and_dask(rng):
+    import dask.array as da
+
+    X, Y = rng.normal(size=(64, 8)), rng.normal(size=(64, 8))
+    tx = torch.tensor(X, requires_grad=True)
+    (alignment(tx, torch.from_numpy(Y)) + uniformity(tx)).backward()
+    assert tx.grad is not None and torch.isfinite(tx.grad).all()
+    assert alignment(da.from_array(X, chunks=(16, -1)), da.from_array(Y, chunks=(32, -1))) == pytest.approx(
+        alignment(X, Y), rel=1e-12)
+    with pytest.raises(IsotropyValueError, match="dask array"):
+        uniformity(da.from_array(X, chunks=(16, -1)))
+
+
+@pytest.mark.parametrize(("call", "match"), [
+    (lambda: alignment(np.eye(3), np.eye(4)[:3]), "shape of 'X'"),
+    (lambda: alignment(np.eye(3), np.eye(3), alpha=0), "'alpha'"),
+    (lambda: uniformity(np.eye(3), t=-1), "'t'"),
+    (lambda: uniformity(np.vstack([np.eye(3), np.zeros((1, 3))])), "zero row"),
+    (lambda: uniformity(np.eye(3)[:1]), "at least 2 samples"),
+])
+def test_alignment_and_uniformity_refuse_bad_input_in_one_line(call, match):
+    with pytest.raises((IsotropyValueError, TypeError), match=match) as info:
+        call()
+    assert "\n" not in str(info.value)
