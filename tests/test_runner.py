@@ -22,6 +22,7 @@ import pytest
 from isotropy.experiments._context import resolve_device
 from isotropy.experiments._runner import execute
 from isotropy.experiments._template import experiment as template
+from isotropy.experiments._template import run as template_run
 
 REPO = Path(__file__).resolve().parent.parent
 TEMPLATE = template.EXPERIMENT
@@ -64,20 +65,20 @@ def test_template_end_to_end_matches_the_closed_form_and_is_reproducible(tmp_pat
 
 def test_failed_run_is_marked_failed_and_resume_finishes_it_identically(tmp_path, monkeypatch):
     reference = _run(tmp_path / "ref", plot=False).results
-    original = template._one_seed
+    original = template_run._one_seed
 
     def failing(spectrum, sizes, seed):
         if seed == 2:
             raise RuntimeError("disk on fire")
         return original(spectrum, sizes, seed)
 
-    monkeypatch.setattr(template, "_one_seed", failing)
+    monkeypatch.setattr(template_run, "_one_seed", failing)
     with pytest.raises(RuntimeError):
         _run(tmp_path / "run", plot=False)
     meta = json.loads((tmp_path / "run" / "run.json").read_text())
     assert meta["status"] == "failed" and meta["error"] == "RuntimeError: disk on fire" and meta["ended"]
     assert sorted(p.name for p in (tmp_path / "run" / "seeds").iterdir()) == ["seed_0.json", "seed_1.json"]
-    monkeypatch.setattr(template, "_one_seed", original)
+    monkeypatch.setattr(template_run, "_one_seed", original)
     resumed = _run(tmp_path / "run", resume=True, plot=False).results
     assert resumed == reference
     assert json.loads((tmp_path / "run" / "run.json").read_text())["status"] == "finished"
@@ -90,7 +91,7 @@ def test_failing_fresh_run_keeps_the_previous_results(tmp_path, monkeypatch):
     def failing(*args):
         raise RuntimeError("out of memory")
 
-    monkeypatch.setattr(template, "_one_seed", failing)
+    monkeypatch.setattr(template_run, "_one_seed", failing)
     with pytest.raises(RuntimeError):
         _run(tmp_path, sets=[*SMALL, "decay=0.5"])
     assert _snapshot(tmp_path) == before  # byte for byte, run.json included
@@ -191,13 +192,13 @@ def test_threads_are_set_during_the_run_and_restored(tmp_path, monkeypatch):
     from threadpoolctl import threadpool_info
 
     seen = []
-    original = template._one_seed
+    original = template_run._one_seed
 
     def recording(*args):
         seen.append((torch.get_num_threads(), {pool["num_threads"] for pool in threadpool_info()}))
         return original(*args)
 
-    monkeypatch.setattr(template, "_one_seed", recording)
+    monkeypatch.setattr(template_run, "_one_seed", recording)
     before = torch.get_num_threads()
     torch.set_num_threads(2)
     try:
@@ -255,3 +256,41 @@ def test_kill_9_at_random_points_then_resume_gives_identical_results(tmp_path):
         assert json.loads((out / "run.json").read_text())["status"] == "finished"
         assert not (out / ".previous").exists()
         # the next attempt starts a fresh run over these finished results and is killed in turn
+
+
+# ---------------------------------------------------------------- the template is a real experiment of the one layout
+def test_template_has_the_layout_and_its_record_binds_the_science_by_module_name(tmp_path):
+    import importlib
+
+    from click.testing import CliRunner
+
+    from isotropy.experiments._template import config as template_config
+
+    for module in ("config", "run", "plot", "experiment"):
+        importlib.import_module(f"isotropy.experiments._template.{module}")
+    assert TEMPLATE.package == "isotropy.experiments._template"
+    assert TEMPLATE.config_model is template_config.TemplateConfig
+    from isotropy.experiments._command import make_command
+
+    result = CliRunner().invoke(make_command(TEMPLATE), ["--set", "sample_sizes=[50, 100]", "--set", "n_features=8",
+                                                         "--seeds", "0,1", "--results-dir", str(tmp_path / "t"),
+                                                         "--quiet", "--no-plot"])
+    assert result.exit_code == 0, result.output
+    table = (tmp_path / "t" / "summary.md").read_text()
+    assert result.output.startswith(table)  # the runner reads the report file back, once
+    assert json.loads((tmp_path / "t" / "run.json").read_text())["status"] == "finished"
+    figures = TEMPLATE.plot(tmp_path / "t")
+    assert list(figures) == ["figures/isoscore_vs_n"]
+
+
+def test_runner_always_hands_run_the_prepared_data(tmp_path, monkeypatch):
+    seen = []
+    original = template_run.run
+
+    def spying(config, results_dir, ctx):
+        seen.append(ctx.prepared)
+        return original(config, results_dir, ctx)
+
+    monkeypatch.setattr(template_run, "run", spying)
+    _run(tmp_path / "p", plot=False)
+    assert len(seen) == 1 and set(seen[0]) == {"spectrum"}

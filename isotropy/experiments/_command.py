@@ -35,26 +35,24 @@ def parse_formats(value: str) -> tuple[str, ...]:
     return formats
 
 
-def _shortcut_values(experiment, given: dict) -> tuple[list[str], dict]:
-    """``--set`` strings and verbatim values from the shortcut flags.
+def _shortcut_sets(experiment, given: dict) -> list[str]:
+    """``--set`` strings from the shortcut flags.
 
-    A key ending in ``:str`` takes the text as it is (paths, model names: no YAML parsing that a
-    ``#`` or ``: `` could cut short); one ending in ``[]`` turns ``a,b`` into ``[a, b]`` (items
-    parsed as YAML); any other key is parsed as YAML like ``--set`` (``16``, ``null``).
+    A key ending in ``[]`` turns ``a,b`` into ``[a, b]`` (items parsed as YAML); any other key is
+    read like ``--set``: verbatim when its field is text (paths, model names: a ``#`` or ``: `` is
+    kept), parsed as YAML otherwise (``16``, ``null``).
     """
-    sets, verbatim = [], {}
+    sets = []
     for flag, key, _ in experiment.shortcuts:
         value = given.get(_param_name(flag))
         if value is None:
             continue
-        if key.endswith(":str"):
-            verbatim[key.removesuffix(":str")] = value
-        elif key.endswith("[]"):
+        if key.endswith("[]"):
             items = [v.strip() for v in value.split(",") if v.strip()]
             sets.append(f"{key[:-2]}=[{', '.join(items)}]")
         else:
             sets.append(f"{key}={value}")
-    return sets, verbatim
+    return sets
 
 
 def _param_name(flag: str) -> str:
@@ -71,18 +69,17 @@ def make_command(experiment) -> click.Command:
 
         from isotropy.experiments._runner import execute
 
-        shortcut_sets, verbatim = _shortcut_values(experiment, shortcuts)
-        all_sets = [*shortcut_sets, *sets]
+        all_sets = [*_shortcut_sets(experiment, shortcuts), *sets]
         if seeds is not None:
             all_sets.append(f"seeds=[{', '.join(map(str, seeds))}]")
-        config = experiment.config(setup, sets=all_sets, **verbatim)
+        config = experiment.config(setup, sets=all_sets)
         if print_config:
             click.echo(yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False), nl=False)
             return
         outcome = execute(experiment, config, results_dir=results_dir, setup=setup or experiment.default_setup,
                           device=device, threads=threads,
                           resume=resume, data_dir=data_dir, quiet=quiet, plot=not no_plot)
-        if experiment.report is not None and not outcome.skipped:
+        if not outcome.skipped:
             click.echo(experiment.report(outcome.results, outcome.results_dir), nl=False)
         for path in outcome.figures:
             click.echo(f"figure: {path}")
@@ -111,7 +108,7 @@ def make_command(experiment) -> click.Command:
         click.Option(["--quiet"], is_flag=True, help="No progress bars or messages."),
     ]
     for flag, key, help_text in experiment.shortcuts:
-        shown = key.removesuffix("[]").removesuffix(":str")
+        shown = key.removesuffix("[]")
         params.append(click.Option([flag, _param_name(flag)], default=None, metavar="VALUE",
                                    help=f"{help_text} (same as --set {shown}=...)"))
     return click.Command(experiment.name, callback=callback, params=params, help=experiment.help,

@@ -58,12 +58,20 @@ import platform
 import socket
 import sys
 import traceback
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from isotropy.experiments._config import ConfigError, config_hash, resolve_config, validate
+from isotropy.experiments._config import (
+    ConfigError,
+    config_hash,
+    merge,
+    parse_set_options,
+    parse_yaml_value,
+    resolve_config,
+    validate,
+)
 from isotropy.experiments._context import RunContext, resolve_device, thread_limits
 from isotropy.experiments._results_dir import Replacement, ResultsLock, check_results_dir
 
@@ -72,21 +80,25 @@ __all__ = ["Experiment", "RunOutcome", "execute", "save_figures"]
 
 @dataclass(frozen=True)
 class Experiment:
-    """One reproducible experiment.
+    """One reproducible experiment, bound to its package by module name.
+
+    The record names the experiment's package; the science is found there by convention and
+    imported only when it is called (``isotropy --help`` loads no torch):
+
+    - ``<package>.run``: ``prepare(config, ctx)`` (optional), ``run(config, results_dir, ctx)``
+      and, optionally, ``report(results, results_dir) -> str``;
+    - ``<package>.plot``: ``plot_results(results_dir) -> dict[str, Figure]``.
 
     Attributes
     ----------
     name : str
         The command name (``isotropy run NAME``) and the folder of its packaged setups.
+    package : str
+        The experiment's package (``"isotropy.experiments.istar"``; ``__package__`` in its
+        ``experiment.py``).
     config_model : pydantic model class
-        The config schema (a subclass of ``ExperimentConfig``); must have a ``seeds`` field.
-    run : callable ``(config, results_dir, ctx) -> dict``
-        Computes and writes the results; never plots.
-    plot : callable ``(results_dir) -> dict[str, Figure]``
-        Figures from a results directory, keyed by their path relative to it without suffix
-        (``"figures/fig2"``); never saves, never changes the matplotlib backend.
-    prepare : callable ``(config, ctx) -> Any``, optional
-        Loads the model and data before the results directory is touched; stored as ``ctx.prepared``.
+        The config schema (a subclass of ``ExperimentConfig``, in ``<package>.config``); must have
+        a ``seeds`` field.
     default_setup : str
         The packaged setup whose values are the defaults under a user's partial YAML.
     resume_keys : set of str
@@ -98,27 +110,52 @@ class Experiment:
         re-enters ``run``, which skips what is finished. False for one-shot experiments: ``--resume``
         keeps a finished run of the same config as it is and re-runs anything else.
     shortcuts : tuple of (flag, key, help)
-        Convenience flags: ``("--lr", "lr", ...)`` makes ``--lr X`` mean ``--set lr=X``; a key
-        ending in ``:str`` takes the text verbatim (paths, model names), one ending in ``[]`` a
+        Convenience flags: ``("--lr", "lr", ...)`` makes ``--lr X`` mean ``--set lr=X`` (a text
+        field takes the text verbatim, as ``--set`` does); a key ending in ``[]`` takes a
         comma-separated list.
-    report : callable ``(results, results_dir) -> str``, optional
-        What the command prints when the run has finished (a table, a summary line).
+    report_file : str
+        The table the command prints when the run has finished (read back once, by the runner),
+        unless ``<package>.run`` defines ``report``.
     help : str
         The command's help text.
     """
 
     name: str
+    package: str
     config_model: type
-    run: Callable[..., dict]
-    plot: Callable[[Path], dict]
-    prepare: Callable[..., Any] | None = None
     default_setup: str = "default"
     resume_keys: frozenset = frozenset({"seeds"})
     max_seeds: int | None = None
     partial: bool = True
     shortcuts: tuple = ()
-    report: Callable[[dict, Path], str] | None = None
+    report_file: str = "results.md"
     help: str = ""
+
+    def _science(self, module: str, attr: str):
+        import importlib
+
+        return getattr(importlib.import_module(f"{self.package}.{module}"), attr, None)
+
+    def prepare(self, config, ctx) -> Any:
+        """``<package>.run.prepare(config, ctx)``: load the model and data, write nothing (None when undefined)."""
+        function = self._science("run", "prepare")
+        return None if function is None else function(config, ctx)
+
+    def run(self, config, results_dir, ctx) -> dict:
+        """``<package>.run.run(config, results_dir, ctx)``: compute and write the results; never plot."""
+        return self._science("run", "run")(config, results_dir, ctx)
+
+    def plot(self, results_dir) -> dict:
+        """``<package>.plot.plot_results(results_dir)``: Figures keyed by their path under ``results_dir``."""
+        return self._science("plot", "plot_results")(results_dir)
+
+    def report(self, results: dict, results_dir) -> str:
+        """What the command prints when the run has finished: ``<package>.run.report`` or ``report_file``."""
+        function = self._science("run", "report")
+        if function is not None:
+            return function(results, results_dir)
+        path = Path(results_dir) / self.report_file
+        return path.read_text(encoding="utf-8") if path.is_file() else ""
 
     def config(self, setup: str | None = None, *, sets: Iterable[str] = (), **overrides):
         """The validated config of ``setup`` (default: the default setup) with ``overrides`` and ``--set`` strings."""
@@ -129,8 +166,9 @@ class Experiment:
             for part in parts[:-1]:
                 node = node.setdefault(part, {})
             node[parts[-1]] = value
+        nested = merge(nested, _set_layer(self.config_model, sets, experiment=self.name))
         config = resolve_config(self.config_model, experiment=self.name, setup=setup,
-                                default_setup=self.default_setup, sets=sets, overrides=nested)
+                                default_setup=self.default_setup, overrides=nested)
         self.check_seeds(config)
         return config
 
@@ -144,6 +182,76 @@ class Experiment:
         """``results/<experiment>/<setup>`` (a YAML file's stem for a user's setup)."""
         name = Path(setup).stem if setup and str(setup).endswith((".yaml", ".yml")) else (setup or self.default_setup)
         return Path("results") / self.name / name
+
+
+def _field_annotation(model, path: list[str]):
+    """The type annotation of the config key at ``path`` (dotted keys walk sub-models); None when unknown."""
+    from pydantic import BaseModel
+
+    node, annotation = model, None
+    for part in path:
+        info = node.model_fields.get(part) if isinstance(node, type) and issubclass(node, BaseModel) else None
+        if info is None:
+            return None
+        annotation = info.annotation
+        node = annotation
+    return annotation
+
+
+def _members(annotation) -> tuple:
+    import types
+    import typing
+
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return typing.get_args(annotation)
+    return (annotation,)
+
+
+def _accepts(members: tuple, value) -> bool:
+    """Whether a non-text member of the field's type takes ``value`` as YAML parsed it (null, a number, a list)."""
+    import typing
+
+    for member in members:
+        origin = typing.get_origin(member) or member
+        if isinstance(value, bool):
+            taken = member is bool
+        elif isinstance(value, (int, float)):
+            taken = member is float or (member is int and isinstance(value, int))
+        else:
+            taken = (value is None and member is type(None)) or (isinstance(value, list) and origin is list) \
+                or (isinstance(value, dict) and origin is dict)
+        if taken:
+            return True
+    return False
+
+
+def _set_layer(model, pairs, *, experiment: str) -> dict:
+    """``--set KEY=VALUE`` strings as one nested mapping; a text field takes its value verbatim.
+
+    A field typed ``str`` (a model name, a path) keeps the text as it is: YAML would cut
+    ``models/my model #2`` at the ``#`` and refuse ``a: b``. Where the field also takes another
+    type (``str | None``, ``int | str``) a value that YAML reads as one of those (``null``, ``3``)
+    keeps that meaning.
+    """
+    layer: dict = {}
+    for pair in pairs:
+        key, sep, text = str(pair).partition("=")
+        path = key.strip().split(".")
+        members = _members(_field_annotation(model, path)) if sep and all(path) else ()
+        if str not in members:
+            layer = merge(layer, parse_set_options([pair], experiment=experiment))
+            continue
+        try:
+            value = parse_yaml_value(text, where=f"--set {key.strip()}")
+        except ConfigError:
+            value = text
+        if isinstance(value, str) or not _accepts(members, value):
+            value = text
+        node = {path[-1]: value}
+        for part in reversed(path[:-1]):
+            node = {part: node}
+        layer = merge(layer, node)
+    return layer
 
 
 @dataclass
@@ -281,8 +389,7 @@ def execute(experiment: Experiment, config, *, results_dir=None, setup: str | No
 
 def _run_locked(experiment: Experiment, config, ctx: RunContext, replacement: Replacement) -> RunOutcome:
     with thread_limits(ctx.threads):
-        if experiment.prepare is not None:
-            ctx.prepared = experiment.prepare(config, ctx)  # nothing written yet: a failure here changes nothing
+        ctx.prepared = experiment.prepare(config, ctx)  # nothing written yet: a failure here changes nothing
         if not ctx.resume:
             replacement.move_aside()
         else:

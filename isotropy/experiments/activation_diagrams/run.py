@@ -124,7 +124,7 @@ def run(config, results_dir, ctx) -> dict:
     from isotropy.experiments.istar.train import train_run
 
     results_dir = Path(results_dir)
-    prepared = ctx.prepared if ctx.prepared is not None else prepare(config, ctx)
+    prepared = ctx.prepared
     istar = prepared["istar"]
     device = torch.device(ctx.device)
     top_k = [int(k) for k in config.top_k]

@@ -1,76 +1,25 @@
-"""``isotropy run classifier-geometry``: the config schema and the :class:`Experiment` record."""
+"""``isotropy run classifier-geometry``: the :class:`~isotropy.experiments._runner.Experiment` record.
+
+The schema is in ``config.py``; ``run.py`` holds ``prepare`` and ``run``, ``plot.py`` holds
+``plot_results`` (bound by module name, imported when called).
+"""
 
 from __future__ import annotations
 
-from typing import Literal
-
-from pydantic import Field
-
-from isotropy.experiments._config import ExperimentConfig, Seeds, expects
 from isotropy.experiments._runner import Experiment
-from isotropy.experiments.classifier_geometry.problem import TASKS
+from isotropy.experiments.classifier_geometry.config import ClassifierGeometryConfig
 
-__all__ = ["EXPERIMENT", "ClassifierGeometryConfig"]
-
-
-class ClassifierGeometryConfig(ExperimentConfig):
-    """One setup of Mickus et al. (2024); the packaged setups are ``isotropy/configs/classifier-geometry/*.yaml``."""
-
-    task: Literal[TASKS] = expects(f"one of {', '.join(TASKS)}")
-    model: str = Field(min_length=1)
-    vocab_limit: int | None = Field(None, ge=1)
-    n_items: int | None = Field(None, ge=3)
-    updates: int = Field(ge=1)
-    lr: float = Field(gt=0)
-    seeds: Seeds
-    metric_interval: int = Field(ge=1)
-    sample_size: int | None = Field(None, ge=3)
-    data_path: str | None = None
-    split: str | None = None
-    tasks: list[str] | None = expects("a list of GLUE task names such as [cola, rte]", default=None)
-    models: list[str] | None = expects("a list of sentence-transformers models", default=None)
-    text_column: str = "text"
-    text_pair_column: str | None = None
-    label_column: str | list[str] = expects("a column name or a list of 0/1 indicator columns", default="label")
-    multilabel: bool = False
-    label_sep: str = ","
-
-
-def _prepare(config, ctx):
-    from isotropy.experiments.classifier_geometry.run import prepare
-
-    return prepare(config, ctx)
-
-
-def _run(config, results_dir, ctx):
-    from isotropy.experiments.classifier_geometry.run import run
-
-    return run(config, results_dir, ctx)
-
-
-def _plot(results_dir):
-    from isotropy.experiments.classifier_geometry.plot import plot_results
-
-    return plot_results(results_dir)
-
-
-def _report(results, results_dir):
-    from isotropy.experiments.classifier_geometry.run import report
-
-    return report(results, results_dir)
-
+__all__ = ["EXPERIMENT"]
 
 EXPERIMENT = Experiment(
     name="classifier-geometry",
+    package=__package__,
     config_model=ClassifierGeometryConfig,
-    prepare=_prepare,
-    run=_run,
-    plot=_plot,
-    report=_report,
+    report_file="correlations.md",
     default_setup="demo",
     resume_keys=frozenset({"seeds"}),
-    shortcuts=(("--model", "model:str", "Sentence-transformers model or word vectors (glove-6b-50d, a vector file)"),
-               ("--data-path", "data_path:str", "A specific data file or folder (the table setup's CSV/TSV/JSONL)"),
+    shortcuts=(("--model", "model", "Sentence-transformers model or word vectors (glove-6b-50d, a vector file)"),
+               ("--data-path", "data_path", "A specific data file or folder (the table setup's CSV/TSV/JSONL)"),
                ("--updates", "updates", "Number of full-batch Adam updates"),
                ("--lr", "lr", "Adam learning rate")),
     help="""Optimise embeddings under a linear classifier; record IsoScore and silhouette (Mickus et al., 2024).

@@ -21,7 +21,7 @@ from pathlib import Path
 from isotropy.experiments._results import write_json, write_text
 from isotropy.experiments.classifier_geometry.report import model_label
 
-__all__ = ["model_label", "prepare", "report", "run"]
+__all__ = ["model_label", "prepare", "run"]
 
 
 def _seed_part(prefix: str, seed: int) -> str:
@@ -65,7 +65,7 @@ def run(config, results_dir, ctx) -> dict:
     from isotropy.experiments.classifier_geometry.report import correlation_markdown
 
     results_dir = Path(results_dir)
-    problems = ctx.prepared if ctx.prepared is not None else prepare(config, ctx)
+    problems = ctx.prepared
     summaries = {}
     for prefix, sub, problem in problems:
         summaries[_name(sub)] = _run_one(sub, problem, results_dir / prefix, prefix, ctx)
@@ -128,8 +128,3 @@ def _run_one(config: dict, problem, out_dir: Path, prefix: str, ctx) -> dict:
             f"-> {summary['final']['silhouette']['mean']:.3f}, "
             f"Pearson r {summary['correlation']['seed_means']['pearson_r']:.3f}")
     return summary
-
-
-def report(results: dict, results_dir) -> str:
-    """What the command prints: the correlation table."""
-    return (Path(results_dir) / "correlations.md").read_text()

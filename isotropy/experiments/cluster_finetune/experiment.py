@@ -1,4 +1,8 @@
-"""``isotropy run cluster-finetune``: the :class:`Experiment` record (config schema in ``config.py``)."""
+"""``isotropy run cluster-finetune``: the :class:`~isotropy.experiments._runner.Experiment` record.
+
+The schema is in ``config.py``; ``run.py`` holds ``prepare`` and ``run``, ``plot.py`` holds
+``plot_results`` (bound by module name, imported when called).
+"""
 
 from __future__ import annotations
 
@@ -7,38 +11,10 @@ from isotropy.experiments.cluster_finetune.config import ClusterFinetuneConfig
 
 __all__ = ["EXPERIMENT"]
 
-
-def _prepare(config, ctx):
-    from isotropy.experiments.cluster_finetune.run import prepare
-
-    return prepare(config, ctx)
-
-
-def _run(config, results_dir, ctx):
-    from isotropy.experiments.cluster_finetune.run import run
-
-    return run(config, results_dir, ctx)
-
-
-def _plot(results_dir):
-    from isotropy.experiments.cluster_finetune.plot import plot_results
-
-    return plot_results(results_dir)
-
-
-def _report(results, results_dir):
-    from isotropy.experiments.cluster_finetune.run import markdown_table
-
-    return markdown_table(results)
-
-
 EXPERIMENT = Experiment(
     name="cluster-finetune",
+    package=__package__,
     config_model=ClusterFinetuneConfig,
-    prepare=_prepare,
-    run=_run,
-    plot=_plot,
-    report=_report,
     default_setup="minilm",
     resume_keys=frozenset({"seeds", "conditions"}),
     shortcuts=(("--model", "model", "all-MiniLM-L6-v2 (packaged) or a local transformers model directory"),

@@ -233,7 +233,7 @@ def run(config, results_dir, ctx) -> dict:
     from isotropy.experiments.cluster_finetune.model import PairClassifier
 
     results_dir = Path(results_dir)
-    prepared = ctx.prepared if ctx.prepared is not None else prepare(config, ctx)
+    prepared = ctx.prepared
     ctx.record(data={"train": prepared["train_data"].source, "validation": prepared["valid_data"].source})
     first = int(config.seeds[0])
     pretrained = ctx.read_part("runs/pretrained.json", seed=first)

@@ -14,7 +14,7 @@ import numpy as np
 
 from isotropy.experiments.frozen_classification.science import DETERMINISTIC, evaluate_method, make_transform
 
-__all__ = ["EXPERIMENT", "PAPER", "markdown_table", "prepare", "report", "run", "summarise"]
+__all__ = ["EXPERIMENT", "PAPER", "markdown_table", "prepare", "run", "summarise"]
 
 EXPERIMENT = "frozen-classification"
 
@@ -81,7 +81,7 @@ def run(config, results_dir, ctx) -> dict:
     from isotropy.experiments._results import write_json, write_text
 
     results_dir = Path(results_dir)
-    prepared = ctx.prepared if ctx.prepared is not None else prepare(config, ctx)
+    prepared = ctx.prepared
     X_train, y_train, train_source = prepared["train"]
     X_valid, y_valid, valid_source = prepared["valid"]
     ctx.record(data={"train": train_source, "validation": valid_source})
@@ -108,8 +108,3 @@ def run(config, results_dir, ctx) -> dict:
     write_json(results_dir / "results.json", results)
     write_text(results_dir / "results.md", markdown_table(results))
     return results
-
-
-def report(results: dict, results_dir) -> str:
-    """What the command prints at the end: the table."""
-    return (Path(results_dir) / "results.md").read_text()

@@ -14,7 +14,7 @@ from pathlib import Path
 from isotropy.experiments.istar.tables import collect_results, markdown_table, summarise
 from isotropy.experiments.istar.train import RunSpec
 
-__all__ = ["EXPERIMENT", "markdown_table", "prepare", "report", "resolve", "run", "summarise", "sweep_specs"]
+__all__ = ["EXPERIMENT", "markdown_table", "prepare", "resolve", "run", "summarise", "sweep_specs"]
 
 EXPERIMENT = "istar"
 
@@ -70,7 +70,7 @@ def run(config, results_dir, ctx) -> dict:
 
     config = resolve(config)
     results_dir = Path(results_dir)
-    prepared = ctx.prepared if ctx.prepared is not None else prepare(config, ctx)
+    prepared = ctx.prepared
     device = torch.device(ctx.device)
     started = time.perf_counter()
     train_data, valid_data = prepared["train_data"], prepared["valid_data"]
@@ -96,8 +96,3 @@ def run(config, results_dir, ctx) -> dict:
                         metric=config["metric"])  # an interrupted sweep keeps its partial table
     return collect_results(results_dir, planned=[s.run_id for s in specs], metric=config["metric"],
                            seconds=round(time.perf_counter() - started, 1))
-
-
-def report(results: dict, results_dir) -> str:
-    """What the command prints: the summary table."""
-    return (Path(results_dir) / "results.md").read_text()

@@ -24,7 +24,7 @@ from isotropy.experiments.layer_geometry.metrics import (
     static_space,
 )
 
-__all__ = ["EXPERIMENT", "markdown_table", "prepare", "projection_path", "report", "run"]
+__all__ = ["EXPERIMENT", "markdown_table", "prepare", "projection_path", "run"]
 
 EXPERIMENT = "layer-geometry"
 _TABLE_KEYS = ["n", "d", "n_types", *METRIC_LABELS]
@@ -121,7 +121,7 @@ def run(config, results_dir, ctx) -> dict:
     from isotropy.models.contextual import extract_token_embeddings
 
     config = config.model_dump() if hasattr(config, "model_dump") else dict(config)
-    prepared = ctx.prepared if ctx.prepared is not None else prepare(config, ctx)
+    prepared = ctx.prepared
     log = ctx.log
     results_dir = Path(results_dir)
     seed = int(config["seeds"][0])
@@ -181,8 +181,3 @@ def run(config, results_dir, ctx) -> dict:
     write_json(results_dir / "metrics.json", results)
     write_text(results_dir / "metrics.md", markdown_table(results))
     return results
-
-
-def report(results: dict, results_dir) -> str:
-    """What the command prints: the per-layer table."""
-    return (Path(results_dir) / "metrics.md").read_text()

@@ -31,7 +31,7 @@ from isotropy.experiments.minibatch_stability.science import (
 )
 from isotropy.metrics.isoscore import isoscore_from_covariance
 
-__all__ = ["EXPERIMENT", "embed_split", "markdown_table", "prepare", "report", "run"]
+__all__ = ["EXPERIMENT", "embed_split", "markdown_table", "prepare", "run"]
 
 EXPERIMENT = "minibatch-stability"
 
@@ -191,7 +191,7 @@ def run(config, results_dir, ctx) -> dict:
     from isotropy.experiments._results import write_json, write_text
 
     results_dir = Path(results_dir)
-    prepared = ctx.prepared if ctx.prepared is not None else prepare(config, ctx)
+    prepared = ctx.prepared
     clouds = {}
     if "synthetic" in config.sources:
         clouds["synthetic"] = _synthetic(config, ctx.log)
@@ -206,8 +206,3 @@ def run(config, results_dir, ctx) -> dict:
     write_json(results_dir / "results.json", compact)
     write_text(results_dir / "results.md", markdown_table(results))
     return results
-
-
-def report(results: dict, results_dir) -> str:
-    """What the command prints at the end: the tables."""
-    return (Path(results_dir) / "results.md").read_text()

@@ -16,7 +16,7 @@ import numpy as np
 from isotropy._utils.sampling import subsample_indices
 from isotropy.experiments._results import write_json, write_text
 
-__all__ = ["METHODS", "cosine_rows", "embed_texts", "fit_sentences", "make_method", "prepare", "report", "run"]
+__all__ = ["METHODS", "cosine_rows", "embed_texts", "fit_sentences", "make_method", "prepare", "run"]
 
 METHODS = ("Baseline", "Mean", "Mean + PCA", "K-means + Mean", "GMM + Mean + PCA", "K-means + Mean + PCA",
            "Whitening")
@@ -219,7 +219,7 @@ def run(config, results_dir, ctx) -> dict:
 
     config = _values(config)
     results_dir = Path(results_dir)
-    prepared = ctx.prepared if ctx.prepared is not None else prepare(config, ctx)
+    prepared = ctx.prepared
     device, progress, log = ctx.device, ctx.show_progress, ctx.log
     started = time.perf_counter()
     data = prepared["data"]
@@ -242,8 +242,3 @@ def run(config, results_dir, ctx) -> dict:
     write_json(results_dir / "results.json", results)
     write_text(results_dir / "results.md", markdown_report(results))
     return results
-
-
-def report(results: dict, results_dir) -> str:
-    """What the command prints: the results table."""
-    return (Path(results_dir) / "results.md").read_text()
