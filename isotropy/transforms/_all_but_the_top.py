@@ -7,7 +7,7 @@ import numbers
 import numpy as np
 
 from isotropy._utils.validation import IsotropyValueError, check_scalar
-from isotropy.transforms._base import IsotropyTransformer, like_input, to_numpy
+from isotropy.transforms._base import SameFeaturesTransformer, like_input, to_numpy
 
 __all__ = ["AllButTheTop", "all_but_the_top"]
 
@@ -90,7 +90,7 @@ def all_but_the_top(X, *, n_components="auto"):
     return like_input(remove_directions(Xn - mean, components), X)
 
 
-class AllButTheTop(IsotropyTransformer):
+class AllButTheTop(SameFeaturesTransformer):
     """All-But-The-Top as a scikit-learn transformer (Mu & Viswanath, 2018).
 
     See :func:`all_but_the_top` for the parameter, formula and reference.

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from isotropy._utils.backend import is_torch
 from isotropy._utils.validation import check_X
 
-__all__ = ["IsotropyTransformer", "like_input", "to_numpy"]
+__all__ = ["IsotropyTransformer", "NewFeaturesTransformer", "SameFeaturesTransformer", "like_input", "to_numpy"]
 
 
 def to_numpy(X, *, caller: str, min_samples: int = 2) -> np.ndarray:
@@ -60,3 +60,18 @@ class IsotropyTransformer(TransformerMixin, BaseEstimator):
     def fit_transform(self, X, y=None, **fit_params):
         """Fit on ``X`` and return the transformed ``X`` (same as ``fit(X).transform(X)``)."""
         return self.fit(X, y).transform(X)
+
+
+class SameFeaturesTransformer(OneToOneFeatureMixin, IsotropyTransformer):
+    """A transform whose output column ``j`` is a modified input column ``j`` (centring, removing directions).
+
+    ``get_feature_names_out`` returns the input's names (``x0, x1, ...`` for an array), and
+    ``set_output(transform="pandas")`` gives a DataFrame with those columns.
+    """
+
+
+class NewFeaturesTransformer(ClassNamePrefixFeaturesOutMixin, IsotropyTransformer):
+    """A transform whose output columns are new directions (whitening): named ``<classname>0, <classname>1, ...``.
+
+    Subclasses set ``_n_features_out`` when fitted.
+    """

@@ -13,7 +13,7 @@ from isotropy._utils.validation import (
     check_random_state,
     check_scalar,
 )
-from isotropy.transforms._base import IsotropyTransformer, like_input, to_numpy
+from isotropy.transforms._base import SameFeaturesTransformer, like_input, to_numpy
 
 __all__ = ["ClusterCentering", "cluster_center"]
 
@@ -154,7 +154,7 @@ def cluster_center(X, *, n_clusters="auto", k_range=(2, 15), min_silhouette=0.1,
     return like_input(Xn - centers[labels], X), labels
 
 
-class ClusterCentering(IsotropyTransformer):
+class ClusterCentering(SameFeaturesTransformer):
     """Per-cluster centring as a scikit-learn transformer (Cai et al., 2021).
 
     ``fit`` finds K-means clusters (choosing k by silhouette with ``n_clusters="auto"``);

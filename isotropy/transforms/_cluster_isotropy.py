@@ -14,7 +14,7 @@ from isotropy._utils.validation import (
     check_scalar,
 )
 from isotropy.transforms._all_but_the_top import remove_directions, top_directions
-from isotropy.transforms._base import IsotropyTransformer, like_input, to_numpy
+from isotropy.transforms._base import SameFeaturesTransformer, like_input, to_numpy
 
 __all__ = ["ClusterIsotropy", "cluster_isotropy"]
 
@@ -129,7 +129,7 @@ def cluster_isotropy(X, *, n_clusters=27, n_components=12, clustering="kmeans", 
     return like_input(_apply(Xn, labels, centers, components), X), labels
 
 
-class ClusterIsotropy(IsotropyTransformer):
+class ClusterIsotropy(SameFeaturesTransformer):
     """Cluster-based isotropy enhancement as a scikit-learn transformer (Rajaee & Pilehvar, 2021).
 
     ``fit`` clusters the training points and learns every cluster's mean and top directions;

@@ -7,7 +7,7 @@ import numbers
 import numpy as np
 
 from isotropy._utils.validation import IsotropyValueError, check_scalar
-from isotropy.transforms._base import IsotropyTransformer, like_input, to_numpy
+from isotropy.transforms._base import NewFeaturesTransformer, like_input, to_numpy
 
 __all__ = ["Whitening", "whiten"]
 
@@ -80,7 +80,7 @@ def whiten(X, *, n_components=None, eps=0.0):
     return like_input((Xn - mean) @ W, X)
 
 
-class Whitening(IsotropyTransformer):
+class Whitening(NewFeaturesTransformer):
     """Whitening as a scikit-learn transformer (Su et al., 2021).
 
     See :func:`whiten` for the parameters, formula and reference.
@@ -115,6 +115,10 @@ class Whitening(IsotropyTransformer):
                                                                 caller="Whitening")
         self.components_ = W.T
         self.n_components_ = int(W.shape[1])
+
+    @property
+    def _n_features_out(self):
+        return self.n_components_
 
     def _transform(self, X):
         return (X - self.mean_) @ self.components_.T
