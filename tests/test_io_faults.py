@@ -8,6 +8,8 @@ file with one line too many lost its first label to a "header" found by counting
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 from click.testing import CliRunner
@@ -115,3 +117,80 @@ def test_measure_refuses_the_savetxt_case_no_more(tmp_path):
     result = CliRunner().invoke(cli, ["measure", str(tmp_path / "m.txt"), "--metrics", "participation_ratio"])
     assert result.exit_code == 0, result.output
     assert "4 samples x 2 features" in result.stdout.splitlines()[0]
+
+
+# ---------------------------------------------------------------- issue 19: nothing silently dropped, say what a path is
+@pytest.mark.parametrize("rows", [[[3, 1], [5, 6], [7, 8], [9, 10]], [[4, 1], [1, 2], [3, 4], [5, 6], [7, 8]],
+                                  [[2, 2], [1, 2], [3, 4]]])
+@pytest.mark.parametrize("name", ["m.txt", "m.dat", "m"])
+def test_savetxt_integer_matrix_is_decided_on_the_whole_file(tmp_path, rows, name):
+    # first row '3 1' and three more rows of two numbers: a consistent word2vec header for 1-d vectors
+    # of the "words" 5, 7, 9 when judged on the first lines; the whole file is a 4 x 2 matrix
+    np.savetxt(tmp_path / name, np.array(rows), fmt="%d")
+    X, names = read_embeddings(tmp_path / name)
+    assert names is None
+    np.testing.assert_array_equal(X, rows)
+
+
+def test_word2vec_with_word_tokens_and_one_dimension_stays_word_vectors(tmp_path):
+    (tmp_path / "w.txt").write_text("2 1\ncat 0.5\ndog 1.5\n")
+    X, names = read_embeddings(tmp_path / "w.txt")
+    assert names == ["cat", "dog"]
+    np.testing.assert_array_equal(X, [[0.5], [1.5]])
+
+
+def _special_paths(tmp_path):
+    (tmp_path / "loop.npy").symlink_to(tmp_path / "loop.npy")
+    (tmp_path / "dangling.npy").symlink_to(tmp_path / "gone.npy")
+    os.mkfifo(tmp_path / "fifo.npy")
+    return {"loop.npy": "symbolic link loop", "dangling.npy": "dangling symbolic link",
+            "fifo.npy": "FIFO (named pipe)", "/dev/zero": "character device", "dir.npy": "is a directory"}
+
+
+@pytest.mark.parametrize("reader", ["embeddings", "labels", "word_vectors", "texts"])
+def test_a_path_that_is_not_a_file_is_named_for_what_it_is(tmp_path, reader):
+    from isotropy.io.word_vectors import read_word_vectors
+    from isotropy.measure.from_model import read_texts
+
+    (tmp_path / "dir.npy").mkdir()
+    read = {"embeddings": read_embeddings, "labels": lambda p: read_labels(p, n_rows=3),
+            "word_vectors": read_word_vectors, "texts": read_texts}[reader]
+    for name, kind in _special_paths(tmp_path).items():
+        path = name if name.startswith("/") else tmp_path / name
+        with pytest.raises(ValueError) as info:
+            read(path)
+        message = str(info.value)
+        assert kind in message and str(path) in message and "does not exist" not in message.replace(
+            "which does not exist", ""), message
+        assert "\n" not in message
+
+
+def test_measure_dev_zero_and_link_loop_are_one_line_exit_2(tmp_path):
+    (tmp_path / "loop.npy").symlink_to(tmp_path / "loop.npy")
+    for path, kind in (("/dev/zero", "character device"), (tmp_path / "loop.npy", "symbolic link loop")):
+        result = CliRunner().invoke(cli, ["measure", str(path)])
+        assert result.exit_code == 2 and kind in result.output and "does not exist" not in result.output
+        assert result.output.count("\n") == 1, result.output
+
+
+@pytest.mark.parametrize("how", ["glob", "directory"])
+@pytest.mark.parametrize("kind", ["dangling", "loop", "fifo"])
+def test_a_dangling_shard_is_an_error_that_names_it(tmp_path, how, kind):
+    from isotropy.io.shards import read_shards
+
+    root = tmp_path / "shards"
+    root.mkdir()
+    for k in range(2):
+        np.save(root / f"part-{k}.npy", np.full((100, 3), float(k)))
+    bad = root / "part-2.npy"
+    if kind == "dangling":
+        bad.symlink_to(tmp_path / "moved-away.npy")
+    elif kind == "loop":
+        bad.symlink_to(bad)
+    else:
+        os.mkfifo(bad)
+    source = root if how == "directory" else root / "part-*.npy"
+    with pytest.raises(ValueError, match="part-2.npy"):
+        read_shards(source)
+    result = CliRunner().invoke(cli, ["measure", str(source), "--metrics", "isoscore"])
+    assert result.exit_code == 2 and "part-2.npy" in result.output and "200" not in result.output, result.output

@@ -199,8 +199,39 @@ def test_quadratic_kernels_report_every_block(name):
 def test_measure_progress_shows_inside_a_metric_when_not_a_terminal(tmp_path):
     np.save(tmp_path / "x.npy", np.random.default_rng(0).normal(size=(3000, 4)))
     (tmp_path / "y.txt").write_text("".join(f"c{i % 3}\n" for i in range(3000)))
-    result = invoke(tmp_path / "x.npy", "--labels", tmp_path / "y.txt", "--metrics", "dunn", "--progress")
+    result = invoke(tmp_path / "x.npy", "--labels", tmp_path / "y.txt", "--metrics", "dunn_index", "--progress")
     assert result.exit_code == 0, result.output
-    assert "dunn 100%" in result.stderr  # CliRunner's stderr is not a terminal
-    quiet = invoke(tmp_path / "x.npy", "--labels", tmp_path / "y.txt", "--metrics", "dunn")
+    assert "dunn_index 100%" in result.stderr  # CliRunner's stderr is not a terminal
+    quiet = invoke(tmp_path / "x.npy", "--labels", tmp_path / "y.txt", "--metrics", "dunn_index")
     assert "%" not in quiet.stderr
+
+
+# ------------------------------------------------------------------------------ issue 19: --json to a stream
+@pytest.mark.parametrize("dest", ["/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"])
+def test_json_to_dev_stdout_redirected_to_a_file_keeps_the_table(x_file, tmp_path, dest):
+    path, X = x_file
+    out = tmp_path / "out.txt"
+    with open(out, "w") as handle:
+        proc = subprocess.run([str(ISOTROPY), "measure", str(path), "--metrics", "isoscore", "--json", dest],
+                              stdout=handle, stderr=subprocess.PIPE, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    text = out.read_text()
+    table, _, rest = text.partition("{")
+    assert "isoscore" in table and "metric" in table  # the printed table is still there
+    record = json.loads("{" + rest)
+    assert record["values"]["isoscore"] == pytest.approx(isoscore(X), rel=1e-12)
+    assert out.is_file() and not out.is_symlink()
+
+
+def test_json_to_dev_stderr_and_an_inherited_descriptor(x_file, tmp_path):
+    path, X = x_file
+    result = invoke(path, "--metrics", "isoscore", "--json", "/dev/stderr")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stderr)["values"]["isoscore"] == pytest.approx(isoscore(X), rel=1e-12)
+    read, write = os.pipe()
+    proc = subprocess.run([str(ISOTROPY), "measure", str(path), "--metrics", "isoscore", "--json", f"/dev/fd/{write}"],
+                          pass_fds=(write,), capture_output=True, text=True, timeout=120)
+    os.close(write)
+    with os.fdopen(read) as handle:
+        record = json.loads(handle.read())
+    assert proc.returncode == 0 and record["values"]["isoscore"] == pytest.approx(isoscore(X), rel=1e-12)

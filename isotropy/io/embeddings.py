@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from isotropy._utils.validation import IsotropyValueError
+from isotropy.io._paths import path_kind
 from isotropy.io.word_vectors import PACKAGED_GLOVE, read_word_vectors
 
 __all__ = ["EMBEDDING_EXTENSIONS", "read_embeddings"]
@@ -99,10 +100,11 @@ def read_embeddings(path: str | os.PathLike, *, key: str | None = None,
         words, X = read_word_vectors(PACKAGED_GLOVE)
         return X, words
     path = Path(path)
-    if path.is_dir():
-        raise _fail(path, "it is a directory")
-    if not path.is_file():
+    kind = path_kind(path)
+    if kind == "does not exist":
         raise FileNotFoundError(f"The embeddings file {str(path)!r} does not exist; expected {_EXPECTED}.")
+    if kind is not None:  # a directory, a device such as /dev/zero, a link loop or a dangling link
+        raise _fail(path, f"it {kind}")
     suffix = path.suffix.lower()
     if suffix == ".npy":
         _no_key(path, key, ".npy files")
@@ -120,7 +122,7 @@ def read_embeddings(path: str | os.PathLike, *, key: str | None = None,
         return _read_parquet(path, key)
     if suffix in _WORD_VECTOR_EXTENSIONS or _has_word2vec_header(path):
         _no_key(path, key, "word-vector files")
-        if suffix == ".txt" and _is_numeric_text(path):
+        if suffix not in (".vec", ".w2v", ".bin") and _is_numeric_text(path):
             return _read_numeric_text(path), None
         words, X = read_word_vectors(path)
         return _as_matrix(X, path), words
@@ -364,26 +366,27 @@ def _has_word2vec_header(path: Path) -> bool:
 
 
 def _is_numeric_text(path: Path) -> bool:
-    """A ``.txt`` file of numbers only (e.g. ``np.savetxt``), not word vectors.
+    """A text file of numbers only (e.g. ``np.savetxt``), not word vectors: decided on the whole file.
 
-    A first line of two integers is a word2vec header ``<n_words> <n_features>`` only when the
-    next line agrees with it (a word and n_features numbers): ``np.savetxt(..., fmt="%d")`` of a
-    4 x 2 matrix starts with two integers too, and its next line has two fields, not three.
+    A first line of two integers looks like a word2vec header ``<n_words> <n_features>``, and so
+    does the first row of ``np.savetxt(..., fmt="%d")`` of an (n, 2) matrix. The file is a numeric
+    matrix when every non-empty line has as many fields as the first and starts with a number;
+    word vectors have one field more than their header (the word) on every other line. The one
+    reading both fit, 1-d vectors of words that are all numbers, is taken as a matrix.
     """
     with open(path, encoding="utf-8", errors="replace") as handle:
-        parts = handle.readline().split()
-        second = handle.readline().split()
-        if len(parts) < 2 or not all(_is_float(p) for p in parts):
-            return False
-        if not (len(parts) == 2 and all(p.isdigit() for p in parts)):  # no word2vec '<n_words> <n_features>'
-            return True
-        if len(second) != int(parts[1]) + 1:
-            return True
-        if second and not all(_is_float(p) for p in second):
-            return False  # a word, then the announced number of values: word vectors
-        # numbers only, and the right width: a header only if the line count agrees too
-        n_lines = 1 + sum(1 for line in handle if line.strip())
-    return n_lines != int(parts[0])
+        width = None
+        for line in handle:
+            parts = line.split(None, 1)
+            if not parts:
+                continue
+            if not _is_float(parts[0]):
+                return False  # a word
+            if width is None:
+                width = len(line.split())
+            elif len(line.split()) != width:
+                return False
+    return width is not None
 
 
 def _read_numeric_text(path: Path) -> np.ndarray:

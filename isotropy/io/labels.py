@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from isotropy._utils.validation import IsotropyValueError
+from isotropy.io._paths import path_kind
 
 __all__ = ["LABEL_EXTENSIONS", "read_labels"]
 
@@ -60,10 +61,11 @@ def read_labels(path: str | os.PathLike, *, n_rows: int | None) -> np.ndarray:
     ['pos', 'neg', 'pos']
     """
     path = Path(path)
-    if path.is_dir():
-        raise _fail(path, "it is a directory")
-    if not path.is_file():
+    kind = path_kind(path)
+    if kind == "does not exist":
         raise FileNotFoundError(f"The labels file {str(path)!r} does not exist; expected {_EXPECTED}.")
+    if kind is not None:  # a directory, a device such as /dev/zero, a link loop or a dangling link
+        raise _fail(path, f"it {kind}")
     suffix = path.suffix.lower()
     if suffix == ".npy":
         labels = _read_npy(path)

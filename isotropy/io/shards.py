@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from isotropy.io._paths import path_kind
 from isotropy.io.embeddings import _as_matrix, _fail, _load_npy, _read_parquet, _short
 
 __all__ = ["SHARD_EXTENSIONS", "is_sharded", "read_shards"]
@@ -44,9 +45,12 @@ def _shard_paths(source) -> list[Path]:
     text = str(source)
     path = Path(text)
     if path.is_dir():
-        paths = [p for p in path.iterdir() if p.is_file() and p.suffix.lower() in SHARD_EXTENSIONS]
+        paths = [p for p in path.iterdir() if p.suffix.lower() in SHARD_EXTENSIONS and not p.is_dir()]
     else:
-        paths = [Path(p) for p in glob.glob(text) if Path(p).is_file()]
+        paths = [Path(p) for p in glob.glob(text) if not Path(p).is_dir()]
+    for p in paths:  # a shard that cannot be opened is an error, never skipped (its rows would be lost)
+        if not p.is_file():
+            raise _fail(p, f"this shard {path_kind(p)}", _EXPECTED)
         others = [p for p in paths if p.suffix.lower() not in SHARD_EXTENSIONS]
         if others:
             raise _fail(others[0], f"the pattern {text!r} matches a file of unsupported type {others[0].suffix!r}",

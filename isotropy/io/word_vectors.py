@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from isotropy._utils.validation import IsotropyValueError
+from isotropy.io._paths import check_regular_file
 
 __all__ = ["PACKAGED_GLOVE", "packaged_glove", "read_word_vectors"]
 
@@ -70,10 +71,8 @@ def read_word_vectors(path: str | os.PathLike, *, binary: bool | None = None, li
     """
     if str(path) == PACKAGED_GLOVE:
         return packaged_glove(limit=limit)
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"The word-vector file {str(path)!r} does not exist; expected a word2vec (text or "
-                                f"binary) or GloVe text file, or {PACKAGED_GLOVE!r} for the packaged GloVe vectors.")
+    path = check_regular_file(path, "The word-vector file", f"a word2vec (text or binary) or GloVe text file, or "
+                              f"{PACKAGED_GLOVE!r} for the packaged GloVe vectors", value_error=IsotropyValueError)
     if binary is None:
         binary = _looks_binary(path)
     return (_read_binary if binary else _read_text)(path, limit, encoding)

@@ -116,8 +116,9 @@ def command(embeddings, labels_path, metric_names, json_path, sample_size, rando
     if memory_limit is not None and workers is None:
         raise click.UsageError("--memory-limit sets the memory of each --workers process; give --workers N with it "
                                "(the workers of a --scheduler cluster have their own --memory-limit).")
-    to_stdout = json_path == "-"
-    if json_path is not None and not to_stdout:
+    from isotropy.measure._json_output import stream_fd
+
+    if json_path is not None and stream_fd(json_path) is None:  # a stream (-, /dev/stdout) is written to as is
         from isotropy._utils.atomic import check_writable_destination
 
         _guard(check_writable_destination, json_path, name="--json")  # refuse a FIFO or a directory now, not later

@@ -12,7 +12,6 @@ Kept light at import (``isotropy --help`` imports it through ``measure_cli``): c
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import sys
@@ -63,10 +62,11 @@ def read_texts(path: str | os.PathLike, *, column: str | None = None) -> list[st
     >>> read_texts(path, column="text")
     ['a cat', 'a dog']
     """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"The texts file {str(path)!r} does not exist; expected a text file (one text a "
-                                f"line), a CSV/TSV file or a JSON-lines file.")
+    from isotropy._utils.errors import IsotropyValueError
+    from isotropy.io._paths import check_regular_file
+
+    path = check_regular_file(path, "The texts file", "a text file (one text a line), a CSV/TSV file or a "
+                              "JSON-lines file", value_error=IsotropyValueError)
     suffix = path.suffix.lower()
     if suffix in (".csv", ".tsv", ".jsonl", ".ndjson"):
         import pandas as pd
@@ -401,19 +401,14 @@ def run_cli(*, model, texts_path, text_column, layers, level, pooling, keep_spec
                + f", {n} {unit} x {result['n_features']} features per layer{sampled}")
     click.echo(format_table(result))
     if json_path is not None:
-        from isotropy._utils.atomic import atomic_write
         from isotropy._utils.versions import package_versions
+        from isotropy.measure._json_output import write_json_output
 
         record = {**result, "texts": str(texts_path), "text_column": text_column,
                   "labels": None if labels_path is None else str(labels_path),
                   "rows": [{k: (v if not isinstance(v, float) or math.isfinite(v) else None) for k, v in r.items()}
                            for r in result["rows"]],
                   "versions": package_versions(["gguf"])}
-        if str(json_path) == "-":
-            click.echo(json.dumps(record, indent=2))
-        else:
-            with atomic_write(json_path, name="--json") as handle:
-                json.dump(record, handle, indent=2)
-                handle.write("\n")
+        write_json_output(json_path, record)
     if plot_path is not None:
         click.echo(str(plot_layers(result, plot_path)))

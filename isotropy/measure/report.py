@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import math
 import sys
 import time
 import warnings
-from pathlib import Path
 
 import click
 
@@ -92,10 +90,9 @@ def report(data, embeddings, *, metric_names, json_path, key, labels_path, sampl
         record = _record(data, embeddings, key=key, labels_path=labels_path, sample_size=sample_size,
                          random_state=random_state, distance=distance, results=results, metric_names=metric_names)
         record.update(record_extra or {})
-        if to_stdout:
-            click.echo(json.dumps(record, indent=2))
-        else:
-            _guard(_write_json, Path(json_path), record)
+        from isotropy.measure._json_output import write_json_output
+
+        _guard(write_json_output, json_path, record)
     if results.interrupted:
         sys.exit(130)
     if results.errors:
@@ -344,12 +341,3 @@ def _cost_note(name, n_samples, n_features) -> str | None:
 
 def _json_float(value: float):
     return value if math.isfinite(value) else None
-
-
-def _write_json(path: Path, record: dict) -> None:
-    """Write ``record`` as JSON through the toolkit's one atomic writer."""
-    from isotropy._utils.atomic import atomic_write
-
-    with atomic_write(path, name="--json") as handle:
-        json.dump(record, handle, indent=2)
-        handle.write("\n")

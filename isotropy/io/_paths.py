@@ -1,0 +1,61 @@
+"""What a path that is not a readable regular file really is: a message says so instead of "does not exist".
+
+``/dev/zero`` exists (reading it never ends), a symbolic link loop exists (opening it fails with
+ELOOP), a dangling link exists as a link: each gets its own words, and only a path that is not
+there at all "does not exist".
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+
+__all__ = ["check_regular_file", "path_kind"]
+
+
+def path_kind(path) -> str | None:
+    """``None`` for a regular file (or a link to one); else a phrase such as ``"is a symbolic link loop"``."""
+    path = Path(path)
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "is a symbolic link loop"
+        if exc.errno == errno.ENOENT:
+            if os.path.islink(path):
+                try:
+                    target = os.readlink(path)
+                except OSError:
+                    target = "?"
+                return f"is a dangling symbolic link (to {target!r}, which does not exist)"
+            return "does not exist"
+        if exc.errno == errno.ENOTDIR:
+            return "does not exist (a part of the path is a file, not a directory)"
+        if exc.errno == errno.EACCES:
+            return "cannot be examined (permission denied)"
+        return f"cannot be examined ({exc.strerror or type(exc).__name__})"
+    if stat.S_ISREG(mode):
+        return None
+    for test, words in ((stat.S_ISDIR, "is a directory"), (stat.S_ISCHR, "is a character device"),
+                        (stat.S_ISBLK, "is a block device"), (stat.S_ISFIFO, "is a FIFO (named pipe)"),
+                        (stat.S_ISSOCK, "is a socket")):
+        if test(mode):
+            return f"{words}, not a regular file"
+    return "is not a regular file"
+
+
+def check_regular_file(path, what: str, expected: str, *, value_error=ValueError) -> Path:
+    """``path`` if it is a regular file; else ``FileNotFoundError`` (not there) or ``value_error`` (something else).
+
+    The message names ``what`` (``"The embeddings file"``), the path, what it really is and ``expected``.
+    """
+    path = Path(path)
+    kind = path_kind(path)
+    if kind is None:
+        return path
+    message = f"{what} {str(path)!r} {kind}; expected {expected}."
+    if kind == "does not exist":
+        raise FileNotFoundError(message)
+    raise value_error(message)
