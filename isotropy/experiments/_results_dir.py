@@ -8,6 +8,11 @@
   result, :meth:`Replacement.restore` puts them back when the new run fails before that. A run
   killed before its first result leaves ``.previous/``; the next run in the directory restores it
   first, so a run that had nothing to write never replaced anything.
+- Only what the toolkit wrote is ever moved or removed: when a run releases the lock, the names
+  it created or changed in the directory (and those of earlier runs still there) are listed in
+  ``.isotropy.files.json``; a fresh run moves aside only those, so a user's own ``NOTES.md`` beside
+  the results stays. A directory from before this list existed counts as the toolkit's whatever is
+  not newer than its ``run.json``.
 """
 
 from __future__ import annotations
@@ -27,12 +32,47 @@ __all__ = ["LOCK_NAME", "OWNER_NAME", "PREVIOUS_NAME", "Replacement", "ResultsLo
 LOCK_NAME = ".isotropy.lock"
 OWNER_NAME = ".isotropy.owner.json"
 PREVIOUS_NAME = ".previous"
-_OURS = {LOCK_NAME, OWNER_NAME, PREVIOUS_NAME}
+MANIFEST_NAME = ".isotropy.files.json"  # the names the toolkit wrote in this results directory
+_KEPT_NAME = ".kept.json"  # in .previous/: the user's entries a fresh run left in place
+_OURS = {LOCK_NAME, OWNER_NAME, PREVIOUS_NAME, MANIFEST_NAME}
 
 
 def _entries(results_dir: Path) -> list[Path]:
     """Everything in ``results_dir`` but the lock, its owner file and ``.previous``."""
     return sorted(p for p in results_dir.iterdir() if p.name not in _OURS)
+
+
+def _snapshot(results_dir: Path) -> dict[str, int]:
+    """Name -> modification time (ns, not following links) of every entry but the toolkit's own bookkeeping."""
+    stamps = {}
+    for entry in _entries(results_dir):
+        try:
+            stamps[entry.name] = entry.lstat().st_mtime_ns
+        except OSError:
+            pass
+    return stamps
+
+
+def _read_names(path: Path) -> set[str] | None:
+    try:
+        names = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return {n for n in names if isinstance(n, str) and "/" not in n} if isinstance(names, list) else None
+
+
+def toolkit_entries(results_dir: Path) -> list[Path]:
+    """The entries of ``results_dir`` that the toolkit wrote (see the module docstring); never a user's own file."""
+    results_dir = Path(results_dir)
+    names = _read_names(results_dir / MANIFEST_NAME)
+    entries = _entries(results_dir)
+    if names is not None:
+        return [p for p in entries if p.name in names]
+    run_json = results_dir / "run.json"
+    if not run_json.is_file():
+        return []
+    limit = run_json.stat().st_mtime_ns + 2 * 10**9  # a directory from before the list: not newer than run.json
+    return [p for p in entries if p.lstat().st_mtime_ns <= limit]
 
 
 def check_results_dir(results_dir: Path) -> None:
@@ -52,6 +92,7 @@ class ResultsLock:
         self.results_dir = Path(results_dir)
         self._lock = None
         self._created = False
+        self._before: dict[str, int] = {}
 
     def acquire(self) -> None:
         from filelock import FileLock, Timeout
@@ -65,6 +106,7 @@ class ResultsLock:
             raise ValueError(f"--results-dir {str(self.results_dir)!r} is in use by another run "
                              f"({self._describe_owner()}); wait for it to finish or choose another directory.") from None
         self._lock = lock
+        self._before = _snapshot(self.results_dir)
         owner = {"pid": os.getpid(), "host": socket.gethostname(),
                  "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
                  "started": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
@@ -83,6 +125,7 @@ class ResultsLock:
         """Release the lock; a directory this run created and left empty (it failed early) is removed."""
         if self._lock is not None:
             (self.results_dir / OWNER_NAME).unlink(missing_ok=True)
+            self._write_manifest()
             self._lock.release()
             self._lock = None
             if self._created and not _entries(self.results_dir) and not (self.results_dir / PREVIOUS_NAME).exists():
@@ -91,6 +134,20 @@ class ResultsLock:
                     self.results_dir.rmdir()
                 except OSError:
                     pass
+
+    def _write_manifest(self) -> None:
+        """List what the toolkit wrote: names created or changed while the lock was held, and earlier runs' still there."""
+        now = _snapshot(self.results_dir)
+        earlier = _read_names(self.results_dir / MANIFEST_NAME) or set()
+        ours = sorted(n for n, stamp in now.items() if n in earlier or self._before.get(n) != stamp)
+        if not ours:
+            (self.results_dir / MANIFEST_NAME).unlink(missing_ok=True)
+            return
+        try:
+            with atomic_write(self.results_dir / MANIFEST_NAME) as handle:
+                json.dump(ours, handle, indent=0)
+        except OSError:
+            pass
 
     def __enter__(self):
         self.acquire()
@@ -123,9 +180,13 @@ class Replacement:
         return True
 
     def move_aside(self) -> None:
-        """Move every entry of the results directory into ``.previous/``."""
+        """Move the entries the toolkit wrote into ``.previous/``; a user's own files stay where they are."""
+        ours = toolkit_entries(self.results_dir)
+        kept = sorted(p.name for p in _entries(self.results_dir) if p not in ours)
         self.previous.mkdir(parents=True, exist_ok=True)
-        for entry in _entries(self.results_dir):
+        with atomic_write(self.previous / _KEPT_NAME) as handle:
+            json.dump(kept, handle)
+        for entry in ours:
             os.replace(entry, self.previous / entry.name)
 
     def commit(self) -> None:
@@ -135,8 +196,12 @@ class Replacement:
             shutil.rmtree(self.previous, ignore_errors=True)
 
     def restore(self) -> None:
-        """Remove what the new run wrote and put the previous run's files back."""
+        """Remove what the new run wrote (never the user's files left in place) and put the previous run's files back."""
+        kept = _read_names(self.previous / _KEPT_NAME) or set()
+        (self.previous / _KEPT_NAME).unlink(missing_ok=True)
         for entry in _entries(self.results_dir):
+            if entry.name in kept:
+                continue
             shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
         if self.previous.is_dir():
             for entry in sorted(self.previous.iterdir()):
