@@ -245,7 +245,7 @@ def test_pre_split_words_get_their_running_text_pieces(converted):
 
 
 def test_istar_refuses_cls_pooling_of_a_decoder(converted):
-    from isotropy.experiments.istar.model import SentenceClassifier, load_encoder
+    from isotropy.experiments._finetune.model import SentenceClassifier, load_encoder
 
     _, encoder = load_encoder(str(converted[0]))
     assert SentenceClassifier(encoder, 2, pooling="mean").head.in_features == 16

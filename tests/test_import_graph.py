@@ -115,6 +115,23 @@ FLOORS = [
 ]
 
 
+def _experiment_of(module: str) -> str | None:
+    """``istar`` for ``isotropy.experiments.istar.run``; None outside an experiment (``_``-prefixed shared code, the runner)."""
+    parts = module.split(".")
+    if parts[:2] != ["isotropy", "experiments"] or len(parts) < 3 or parts[2].startswith("_"):
+        return None
+    return parts[2]
+
+
+def test_no_experiment_imports_a_sibling_experiment():
+    """What two experiments share lives in a ``_``-prefixed package (``experiments._finetune``), never in one of them."""
+    crossings = sorted((a, b) for a, targets in import_graph().items() for b in targets
+                       if _experiment_of(a) and _experiment_of(b) and _experiment_of(a) != _experiment_of(b))
+    assert not crossings, crossings
+    assert _experiment_of("isotropy.experiments.istar.run") == "istar"
+    assert _experiment_of("isotropy.experiments._finetune.train") is None
+
+
 def floor_of(module: str) -> int:
     """The floor of ``module``: its longest matching prefix in FLOORS."""
     best = None

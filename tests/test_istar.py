@@ -17,21 +17,21 @@ import torch
 from conftest import shared_data_path
 from isotropy import isoscore_star
 from isotropy.experiments._config import ConfigError
-from isotropy.experiments._runner import execute
-from isotropy.experiments.istar import train as train_module
-from isotropy.experiments.istar.data import subsample, tokenise
-from isotropy.experiments.istar.experiment import EXPERIMENT as IS
-from isotropy.experiments.istar.model import (
+from isotropy.experiments._finetune import train as train_module
+from isotropy.experiments._finetune.config import resolve
+from isotropy.experiments._finetune.data import subsample, tokenise
+from isotropy.experiments._finetune.model import (
     SentenceClassifier,
     layer_indices,
     select_states,
 )
-from isotropy.experiments.istar.run import resolve
-from isotropy.experiments.istar.train import (
+from isotropy.experiments._finetune.train import (
     regularised_loss,
     shrinkage_covariance,
     training_step,
 )
+from isotropy.experiments._runner import execute
+from isotropy.experiments.istar.experiment import EXPERIMENT as IS
 
 SENTENCES = ["a gripping , funny film", "dull and lifeless", "the best movie of the year",
              "i hated every minute", "an uneven but rewarding ride", "painfully slow",
@@ -58,7 +58,7 @@ def tiny_model_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def tiny(tiny_model_dir):
-    from isotropy.experiments.istar.model import load_encoder
+    from isotropy.experiments._finetune.model import load_encoder
 
     return load_encoder(str(tiny_model_dir))
 
@@ -151,8 +151,8 @@ def test_mean_pooling_matches_sentence_transformers():
     """The classifier's pooled representation of the packaged MiniLM is sentence-transformers' embedding."""
     from sentence_transformers import SentenceTransformer
 
-    from isotropy.experiments.istar.model import load_encoder
-    from isotropy.experiments.istar.train import evaluate
+    from isotropy.experiments._finetune.model import load_encoder
+    from isotropy.experiments._finetune.train import evaluate
     from isotropy.models.encoders import resolve_model
 
     tokenizer, encoder = load_encoder("all-MiniLM-L6-v2")

@@ -70,7 +70,7 @@ def remote_code_dirs(tmp_path_factory):
     (where, loader) for where in ("config.json", "tokenizer_config.json")
     for loader in ("load_transformer", "load_sentence_model", "load_encoder")] + [("modules.json", "load_sentence_model")])
 def test_a_model_directory_with_custom_code_is_refused_and_never_runs(remote_code_dirs, where, loader, monkeypatch):
-    from isotropy.experiments.istar.model import load_encoder
+    from isotropy.experiments._finetune.model import load_encoder
     from isotropy.models.encoders import load_sentence_model
     from isotropy.models.loading import load_transformer
 
@@ -138,8 +138,8 @@ def test_a_checkpoint_of_plain_data_is_read_back_exactly(tmp_path):
 
 def test_istar_resume_refuses_a_planted_checkpoint(tmp_path, monkeypatch):
     from conftest import shared_data_path
+    from isotropy.experiments._finetune import train as train_module
     from isotropy.experiments._runner import execute
-    from isotropy.experiments.istar import train as train_module
     from isotropy.experiments.istar.experiment import EXPERIMENT
 
     model_dir = _tiny_bert_dir(tmp_path / "tiny")

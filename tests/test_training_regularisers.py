@@ -140,7 +140,7 @@ def test_lightning_regulariser_refreshes_sigma_from_the_current_model():
 
 
 def test_regularised_states_match_the_istar_experiment_selection():
-    from isotropy.experiments.istar.model import select_states
+    from isotropy.experiments._finetune.model import select_states
 
     g = torch.Generator().manual_seed(0)
     hidden = tuple(torch.randn(3, 5, 4, generator=g) for _ in range(4))

@@ -1,16 +1,15 @@
 """``prepare`` / ``run`` of the activation diagrams: the pre-trained encoder and the istar experiment's fine-tuned ones.
 
 The fine-tuning is the istar experiment's own: its packaged setup (``fine_tune_setup``, with
-``fine_tune`` overrides) gives the training settings, :func:`isotropy.experiments.istar.run.prepare`
-loads the data and the encoder, and :func:`isotropy.experiments.istar.train.train_run` trains one
+``fine_tune`` overrides) gives the training settings, :func:`isotropy.experiments._finetune.data.prepare`
+loads the data and the encoder, and :func:`isotropy.experiments._finetune.train.train_model` trains one
 model per (λ, seed) exactly as ``isotropy run istar`` does (same seeds → same numbers: the record
 it returns is kept beside the diagram). The sentence embeddings are the validation representations
-that run evaluates (:func:`isotropy.experiments.istar.train.evaluate`: the pooled last layer).
+that run evaluates (:func:`isotropy.experiments._finetune.train.evaluate`: the pooled last layer).
 """
 
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 
 import numpy as np
@@ -23,55 +22,28 @@ EXPERIMENT = "activation-diagrams"
 
 
 def istar_config(config):
-    """The istar experiment's validated config for this run: its setup, then ``fine_tune``, model, λs and seeds."""
-    from isotropy.experiments.istar.experiment import EXPERIMENT as ISTAR
+    """The fine-tuning settings of this run: the istar setup, then ``fine_tune``, model, λs and seeds."""
+    from isotropy.experiments._finetune.config import finetune_setup
 
     overrides = {**config.fine_tune, "model": config.model, "seeds": list(config.seeds),
                  "lambdas": [float(v) for v in config.lambdas], "baseline": True}
     overrides["cosreg"] = None if config.cosreg is None else float(config.cosreg)
-    return ISTAR.config(config.fine_tune_setup, **overrides)
+    return finetune_setup(config.fine_tune_setup, **overrides)
 
 
 def prepare(config, ctx) -> dict:
-    """Validate the fine-tuning settings, load the data and the encoder (istar's ``prepare``); writes nothing."""
-    from isotropy.experiments.istar.run import prepare as istar_prepare
-    from isotropy.experiments.istar.run import resolve
+    """Validate the fine-tuning settings, load the data and the encoder (as istar does); writes nothing."""
+    from isotropy.experiments._finetune.config import resolve
+    from isotropy.experiments._finetune.data import prepare as prepare_finetuning
 
-    settings = istar_config(config)
-    return {"istar": resolve(settings), **istar_prepare(settings, ctx)}
-
-
-def _train_in_place(encoder):
-    """``encoder`` wrapped so that ``train_run`` trains it in place (its deep copy is itself).
-
-    ``train_run`` trains a deep copy of the encoder it is given and keeps only the numbers; the
-    activation diagram needs the trained weights, so it is handed a fresh copy whose ``__deepcopy__``
-    returns the object itself.
-    """
-    import torch
-
-    class _InPlace(torch.nn.Module):
-        def __init__(self, inner):
-            super().__init__()
-            self.inner = inner
-
-        @property
-        def config(self):
-            return self.inner.config
-
-        def forward(self, **kwargs):
-            return self.inner(**kwargs)
-
-        def __deepcopy__(self, memo):
-            return self
-
-    return _InPlace(copy.deepcopy(encoder))
+    settings = resolve(istar_config(config))
+    return {"istar": settings, **prepare_finetuning(settings, data_dir=ctx.data_dir)}
 
 
 def _embeddings(encoder, prepared: dict, istar: dict, device) -> np.ndarray:
-    """Validation sentence embeddings ``(n, d)`` as istar's ``evaluate`` computes them (eval mode, pooled last layer)."""
-    from isotropy.experiments.istar.model import SentenceClassifier
-    from isotropy.experiments.istar.train import evaluate
+    """Validation sentence embeddings ``(n, d)`` as the fine-tuning's ``evaluate`` computes them (eval mode, pooled last layer)."""
+    from isotropy.experiments._finetune.model import SentenceClassifier
+    from isotropy.experiments._finetune.train import evaluate
 
     n_classes = len(prepared["train_data"].label_names)
     model = SentenceClassifier(encoder, n_classes, pooling=istar["pooling"], dropout=0.0).to(device)
@@ -119,9 +91,9 @@ def run(config, results_dir, ctx) -> dict:
     """Diagram of the pre-trained encoder, then one per fine-tuned (condition, seed); writes parts, results, table."""
     import torch
 
+    from isotropy.experiments._finetune.config import sweep_specs
+    from isotropy.experiments._finetune.train import train_model
     from isotropy.experiments._results import write_json, write_text
-    from isotropy.experiments.istar.run import sweep_specs
-    from isotropy.experiments.istar.train import train_run
 
     results_dir = Path(results_dir)
     prepared = ctx.prepared
@@ -145,11 +117,10 @@ def run(config, results_dir, ctx) -> dict:
         part = f"states/{spec.run_id}.json"
         state = ctx.read_part(part, seed=spec.seed)
         if state is None:
-            ctx.log(f"[{k}/{len(specs)}] fine-tuning {spec.run_id} (istar's train_run)")
-            holder = _train_in_place(prepared["encoder"])
-            record = train_run(spec, istar, holder, n_classes, prepared["train"], prepared["valid"], device=device,
-                               checkpoint=None, log=ctx.log)
-            X = _embeddings(holder.inner, prepared, istar, device)
+            ctx.log(f"[{k}/{len(specs)}] fine-tuning {spec.run_id} (istar's training)")
+            record, model = train_model(spec, istar, prepared["encoder"], n_classes, prepared["train"],
+                                        prepared["valid"], device=device, checkpoint=None, log=ctx.log)
+            X = _embeddings(model.encoder, prepared, istar, device)
             state = {"condition": spec.condition, "accuracy": record["accuracy"], "run": record,
                      **profile_summary(X, top_k=top_k)}
             ctx.write_part(part, state, seed=spec.seed)

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from isotropy.experiments._config import ExperimentConfig, Seeds, expects
+from isotropy.experiments._finetune.config import Pooling
 
 __all__ = ["ClusterFinetuneConfig", "GeometrySettings", "TransformSettings"]
 
@@ -33,7 +34,7 @@ class ClusterFinetuneConfig(ExperimentConfig):
     task: Literal["rte", "mrpc", "qnli", "wnli", "sst2", "cola"]
     validation_split: str = Field(min_length=1)
     model: str = Field(min_length=1)
-    pooling: Literal["cls", "mean"]
+    pooling: Pooling
     max_length: int = Field(ge=2)
     train_size: int | None = Field(None, ge=2)
     validation_size: int | None = Field(None, ge=2)

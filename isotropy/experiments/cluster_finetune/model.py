@@ -6,6 +6,8 @@ import functools
 
 from torch import nn
 
+from isotropy.experiments._finetune.model import pool
+
 __all__ = ["PairClassifier", "PartitionIsotropyMetric"]
 
 
@@ -17,7 +19,7 @@ class PairClassifier(nn.Module):
     encoder : transformers.PreTrainedModel
         Called with ``input_ids``, ``attention_mask`` (and ``token_type_ids``); returns hidden states.
     n_classes : int
-    pooling : {"cls", "mean"}, default="cls"
+    pooling : {"first", "mean"}, default="first"
     transform : torch.nn.Module, optional
         Maps the batch of pooled vectors ``(batch, d)`` to ``(batch, d)`` (e.g.
         :class:`isotropy.training.InBatchClusterIsotropy`), in training and, with
@@ -32,11 +34,12 @@ class PairClassifier(nn.Module):
     hidden states.
     """
 
-    def __init__(self, encoder, n_classes: int, *, pooling: str = "cls", transform=None, transform_at_eval=True,
+    def __init__(self, encoder, n_classes: int, *, pooling: str = "first", transform=None, transform_at_eval=True,
                  dropout: float = 0.1):
         super().__init__()
-        if pooling not in ("cls", "mean"):
-            raise ValueError(f"The 'pooling' parameter of PairClassifier must be 'cls' or 'mean'. Got {pooling!r} instead.")
+        if pooling not in ("first", "mean"):
+            raise ValueError(f"The 'pooling' parameter of PairClassifier must be 'first' or 'mean'. "
+                             f"Got {pooling!r} instead.")
         self.encoder = encoder
         self.pooling = pooling
         self.transform = transform
@@ -51,11 +54,7 @@ class PairClassifier(nn.Module):
             inputs["token_type_ids"] = token_type_ids
         out = self.encoder(**inputs, output_hidden_states=output_hidden_states, return_dict=True)
         hidden = out.last_hidden_state
-        if self.pooling == "cls":
-            raw = hidden[:, 0]
-        else:
-            mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
-            raw = (hidden * mask).sum(1) / mask.sum(1).clamp_min(1.0)
+        raw = pool(hidden, attention_mask, self.pooling)
         use = self.transform is not None and (self.training or self.transform_at_eval)
         return raw, (self.transform(raw) if use else raw), out
 

@@ -22,7 +22,7 @@ def _layers_figure(results: dict):
                     label=row["condition"])
         ax_mean.plot(layers, [r["zero_mean_ratio"] for r in row["layers"]], marker="o", ms=3, color=color,
                      label=row["condition"])
-    pooled = "[CLS]" if results["pooling"] == "cls" else "mean-pooled"
+    pooled = "[CLS]" if results["pooling"] in ("first", "cls") else "mean-pooled"
     ax_iso.set_yscale("log")
     ax_iso.set_ylabel(f"I(W) of {pooled} vectors")
     ax_mean.set_ylabel("zero-mean ratio (0 = zero-mean)")

@@ -25,7 +25,7 @@ __all__ = ["EXPERIMENT", "PAPER", "markdown_table", "prepare", "run", "summarise
 
 EXPERIMENT = "cluster-finetune"
 
-# Rajaee & Pilehvar, slide "Fine-tuning results" (../shared/papers/003_*): BERT-base, dev sets; accuracy in %,
+# Rajaee & Pilehvar, slide "Fine-tuning results" (the paper's slides): BERT-base, dev sets; accuracy in %,
 # isotropy I(W) of the [CLS] vectors.
 PAPER = {"rte": {"baseline": {"accuracy": 65.3, "partition_isotropy": 4.86e-5},
                  "cluster": {"accuracy": 62.8, "partition_isotropy": 0.29}},
@@ -37,8 +37,8 @@ _GEOMETRY_KEY = re.compile(r"^geometry/(?P<metric>[^/]+)/layer_(?P<layer>\d+)$")
 def prepare(config, ctx) -> dict:
     """Load and tokenise the task, load the encoder; writes nothing."""
     from isotropy.datasets.glue import load_glue_task
-    from isotropy.experiments.istar.data import subsample, tokenise
-    from isotropy.experiments.istar.model import load_encoder
+    from isotropy.experiments._finetune.data import subsample, tokenise
+    from isotropy.experiments._finetune.model import load_encoder
 
     train = load_glue_task(config.task, "train", data_dir=ctx.data_dir)
     valid = load_glue_task(config.task, config.validation_split, data_dir=ctx.data_dir)
@@ -92,6 +92,8 @@ def _pooled_states(model, tokenised, *, batch_size: int, device) -> tuple[list[n
     """
     import torch
 
+    from isotropy.experiments._finetune.model import pool
+
     was_training = model.training
     model.eval()
     layers, raw, features = None, [], []
@@ -100,10 +102,8 @@ def _pooled_states(model, tokenised, *, batch_size: int, device) -> tuple[list[n
             batch = tokenised.batch(list(range(start, min(start + batch_size, len(tokenised)))), device)
             r, f, out = model.pooled(batch["input_ids"], batch["attention_mask"], batch.get("token_type_ids"),
                                      output_hidden_states=True)
-            mask = batch["attention_mask"].unsqueeze(-1)
             # layers 1..L: the embedding output's [CLS] is the same vector for every input (no variance)
-            per_layer = [h[:, 0] if model.pooling == "cls" else (h * mask).sum(1) / mask.sum(1).clamp_min(1)
-                         for h in out.hidden_states[1:]]
+            per_layer = [pool(h, batch["attention_mask"], model.pooling) for h in out.hidden_states[1:]]
             layers = [[] for _ in per_layer] if layers is None else layers
             for store, p in zip(layers, per_layer):
                 store.append(p.double().cpu().numpy())
@@ -203,7 +203,7 @@ def summarise(runs: list[dict], conditions: list[str]) -> list[dict]:
 def markdown_table(results: dict) -> str:
     """Paper vs ours (accuracy, I(W)), then per-layer I(W) and zero-mean ratio of the pooled vectors."""
     paper = PAPER.get(results["task"], {})
-    pooled = "[CLS]" if results["pooling"] == "cls" else "mean-pooled"
+    pooled = "[CLS]" if results["pooling"] in ("first", "cls") else "mean-pooled"
     lines = [(f"{results['task']} ({results['n_train']} training / {results['n_validation']} validation pairs), "
               f"{results['model']} fine-tuned {results['epochs']} epoch(s), {len(results['seeds'])} seed(s); "
               f"I(W) of the classifier's input ({pooled} vector, after the transform where there is one)."), "",

@@ -18,7 +18,7 @@ __all__ = ["EXPERIMENT", "PAPER", "markdown_table", "prepare", "run", "summarise
 
 EXPERIMENT = "frozen-classification"
 
-# Rajaee & Pilehvar, slide "Test on Classification Task" (../shared/papers/003_*): pre-trained BERT-base on
+# Rajaee & Pilehvar, slide "Test on Classification Task" (the paper's slides): pre-trained BERT-base on
 # SST-2; accuracy in %, isotropy I(W). The slide prints 84.36 as the isotropy of the proposed algorithm
 # (I(W) is at most 1: presumably 0.8436 or a percentage).
 PAPER = {"task": "sst2", "model": "bert-base",

@@ -11,51 +11,19 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from isotropy.experiments._finetune.config import resolve, sweep_specs
 from isotropy.experiments.istar.tables import collect_results, markdown_table, summarise
-from isotropy.experiments.istar.train import RunSpec
 
-__all__ = ["EXPERIMENT", "markdown_table", "prepare", "resolve", "run", "summarise", "sweep_specs"]
+__all__ = ["EXPERIMENT", "markdown_table", "prepare", "run", "summarise"]
 
 EXPERIMENT = "istar"
 
 
-def resolve(config) -> dict:
-    """The validated config as a plain dict, ``metric: auto`` filled from the task, ``cosreg: false/0`` as None."""
-    from isotropy.experiments.istar.data import GLUE_METRICS
-
-    config = config.model_dump() if hasattr(config, "model_dump") else dict(config)
-    if config.get("metric", "auto") == "auto":
-        config["metric"] = GLUE_METRICS.get(str(config.get("task")).lower(), "accuracy")
-    if config.get("cosreg") is False or config.get("cosreg") == 0:
-        config["cosreg"] = None
-    return config
-
-
-def sweep_specs(config: dict) -> list[RunSpec]:
-    """The runs of the sweep, seed-major: for each seed, base, the I-STAR λs, then CosReg."""
-    specs = []
-    for seed in config["seeds"]:
-        if config.get("baseline", True):
-            specs.append(RunSpec("none", 0.0, seed))
-        specs += [RunSpec("istar", float(lam), seed) for lam in config["lambdas"]]
-        if config.get("cosreg") is not None:
-            specs.append(RunSpec("cosreg", float(config["cosreg"]), seed))
-    return specs
-
-
 def prepare(config, ctx) -> dict:
     """Load and tokenise the data, load the encoder: before the results directory is touched."""
-    from isotropy.experiments.istar.data import load_splits, subsample, tokenise
-    from isotropy.experiments.istar.model import load_encoder
+    from isotropy.experiments._finetune.data import prepare as prepare_finetuning
 
-    config = resolve(config)
-    train_data, valid_data = load_splits(config, data_dir=ctx.data_dir)
-    train_data = subsample(train_data, config.get("train_size"), seed=int(config.get("data_seed", 0)))
-    valid_data = subsample(valid_data, config.get("validation_size"), seed=int(config.get("data_seed", 0)))
-    tokenizer, encoder = load_encoder(config["model"])
-    return {"train_data": train_data, "valid_data": valid_data, "encoder": encoder,
-            "train": tokenise(tokenizer, train_data, max_length=config["max_length"]),
-            "valid": tokenise(tokenizer, valid_data, max_length=config["max_length"])}
+    return prepare_finetuning(resolve(config), data_dir=ctx.data_dir)
 
 
 def run(config, results_dir, ctx) -> dict:
@@ -66,7 +34,7 @@ def run(config, results_dir, ctx) -> dict:
     """
     import torch
 
-    from isotropy.experiments.istar import train as train_module
+    from isotropy.experiments._finetune import train as train_module
 
     config = resolve(config)
     results_dir = Path(results_dir)

@@ -18,7 +18,7 @@ __all__ = [
     "select_states",
 ]
 
-POOLINGS = ("mean", "cls")
+POOLINGS = ("mean", "first")
 LEVELS = ("token", "sentence")
 
 
@@ -51,11 +51,12 @@ def pool(hidden, attention_mask, pooling: str):
     """Sentence representations ``(batch, d)`` from token states ``(batch, seq, d)``.
 
     ``"mean"`` averages the non-padding tokens (as sentence-transformers' mean pooling);
-    ``"cls"`` takes the first token.
+    ``"first"`` takes the first real token (an encoder's [CLS]). The library's pooling:
+    :func:`isotropy.models.pooling.pool_hidden_states`.
     """
-    from isotropy.training.probe import pool_hidden_states  # the library's pooling, shared with the callbacks
+    from isotropy.models.pooling import pool_hidden_states
 
-    return pool_hidden_states(hidden, attention_mask, pooling)
+    return pool_hidden_states(hidden, attention_mask, pooling=pooling)
 
 
 def layer_indices(layers, n_hidden_states: int) -> list[int]:
@@ -87,8 +88,11 @@ def select_states(hidden_states, attention_mask, *, layers, level: str, pooling:
     ``level="token"`` keeps every non-padding token of every chosen layer (the authors pool all
     layers' token states); ``level="sentence"`` pools each chosen layer per sentence first.
     """
+    from isotropy.training import probe
     from isotropy.training.regularisers import regularised_states  # the drop-ins' selection: one source of truth
 
+    if pooling == "first" and "first" not in probe.POOLINGS:  # until the training probe speaks the library's names
+        pooling = "cls"
     return regularised_states(hidden_states, attention_mask, layers=layer_indices(layers, len(hidden_states)),
                               level=level, pooling=pooling, caller="istar")
 
@@ -109,7 +113,7 @@ class SentenceClassifier(nn.Module):
         A model whose forward accepts ``input_ids``, ``attention_mask`` (and ``token_type_ids``)
         and returns ``hidden_states`` when asked.
     n_classes : int
-    pooling : {"mean", "cls"}, default="mean"
+    pooling : {"mean", "first"}, default="mean"
     dropout : float, default=0.1
         Dropout on the pooled representation before the head.
     """
@@ -118,7 +122,7 @@ class SentenceClassifier(nn.Module):
         super().__init__()
         if pooling not in POOLINGS:
             raise ValueError(f"The 'pooling' option of istar must be one of {list(POOLINGS)}. Got {pooling!r} instead.")
-        if pooling == "cls":  # a causal decoder's first token is the same for every input: refused there
+        if pooling == "first":  # a causal decoder's first token is the same for every input: refused there
             from isotropy.models.pooling import check_pooling
 
             check_pooling(pooling, encoder.config, caller="istar")

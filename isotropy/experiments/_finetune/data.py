@@ -1,4 +1,4 @@
-"""Train/validation data for the I-STAR sweep: GLUE tasks or a user's table, tokenised once, batched."""
+"""Train/validation data for fine-tuning: GLUE tasks or a user's table, tokenised once, batched."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 from isotropy._utils.sampling import subsample_indices
 from isotropy.datasets._types import LabeledTexts
 
-__all__ = ["GLUE_METRICS", "Tokenised", "load_splits", "subsample", "task_metric", "tokenise"]
+__all__ = ["GLUE_METRICS", "Tokenised", "load_splits", "prepare", "subsample", "task_metric", "tokenise"]
 
 # the validation metric GLUE reports for each task (MRPC: F1 of the positive class 'equivalent')
 GLUE_METRICS = {"sst2": "accuracy", "cola": "matthews", "mrpc": "f1", "rte": "accuracy", "qnli": "accuracy",
@@ -121,3 +121,20 @@ def task_metric(name: str, labels, predictions) -> float:
     if name == "matthews":
         return float(matthews_corrcoef(labels, predictions))
     raise ValueError(f"The 'metric' option of istar must be one of {list(METRICS)} or 'auto'. Got {name!r} instead.")
+
+
+def prepare(config: dict, *, data_dir=None) -> dict:
+    """Load, subsample and tokenise the splits of a resolved fine-tuning ``config``; load its encoder.
+
+    Returns ``{"train_data", "valid_data", "encoder", "train", "valid"}`` (the tokenised splits
+    under ``train`` and ``valid``); writes nothing.
+    """
+    from isotropy.experiments._finetune.model import load_encoder
+
+    train_data, valid_data = load_splits(config, data_dir=data_dir)
+    train_data = subsample(train_data, config.get("train_size"), seed=int(config.get("data_seed", 0)))
+    valid_data = subsample(valid_data, config.get("validation_size"), seed=int(config.get("data_seed", 0)))
+    tokenizer, encoder = load_encoder(config["model"])
+    return {"train_data": train_data, "valid_data": valid_data, "encoder": encoder,
+            "train": tokenise(tokenizer, train_data, max_length=config["max_length"]),
+            "valid": tokenise(tokenizer, valid_data, max_length=config["max_length"])}

@@ -18,7 +18,7 @@ import torch
 
 from isotropy._utils.sampling import subsample_indices
 from isotropy._utils.validation import IsotropyValueError
-from isotropy.experiments.istar.model import SentenceClassifier, select_states
+from isotropy.experiments._finetune.model import SentenceClassifier, select_states
 from isotropy.torch import cosine_penalty, istar_penalty
 from isotropy.torch import shrinkage_covariance as torch_shrinkage_covariance
 
@@ -28,6 +28,7 @@ __all__ = [
     "evaluate",
     "regularised_loss",
     "shrinkage_covariance",
+    "train_model",
     "train_run",
     "training_step",
 ]
@@ -132,7 +133,7 @@ def evaluate(model, data, *, batch_size: int, device):
 def training_step(model, batch: dict, optimizer, *, method: str, lam: float, shrinkage_cov, config: dict) -> dict:
     """One optimiser step on ``batch`` with the regularised loss; returns the loss parts as floats.
 
-    The regularised states are :func:`~isotropy.experiments.istar.model.select_states` of the
+    The regularised states are :func:`~isotropy.experiments._finetune.model.select_states` of the
     forward pass (``config["istar"]``: layers, level); gradients are clipped to
     ``config["max_grad_norm"]`` when set.
     """
@@ -168,6 +169,14 @@ def _save_checkpoint(path: Path, state: dict):
 
 def train_run(spec: RunSpec, config: dict, encoder, n_classes: int, train, valid, *, device,
               checkpoint: Path | None = None, interrupt_at_step: int | None = None, log=None) -> dict:
+    """Fine-tune a copy of ``encoder`` under ``spec``; the run's record (see :func:`train_model`)."""
+    return train_model(spec, config, encoder, n_classes, train, valid, device=device, checkpoint=checkpoint,
+                       interrupt_at_step=interrupt_at_step, log=log)[0]
+
+
+def train_model(spec: RunSpec, config: dict, encoder, n_classes: int, train, valid, *, device,
+                checkpoint: Path | None = None, interrupt_at_step: int | None = None,
+                log=None) -> tuple[dict, SentenceClassifier]:
     """Fine-tune a copy of ``encoder`` under ``spec`` and measure the validation set.
 
     Parameters
@@ -188,13 +197,15 @@ def train_run(spec: RunSpec, config: dict, encoder, n_classes: int, train, valid
 
     Returns
     -------
-    dict
+    record : dict
         The run's record: validation metric, accuracy, IsoScore* / IsoScore / TwoNN dimension of
         the validation sentence representations, and the IsoScore* of the regularised training
         states at the start and end of training.
+    model : SentenceClassifier
+        The trained classifier (its ``encoder`` is the trained copy).
     """
     from isotropy import isoscore, isoscore_star, twonn_dimension
-    from isotropy.experiments.istar.data import task_metric
+    from isotropy.experiments._finetune.data import task_metric
 
     started = time.perf_counter()
     device = torch.device(device)
@@ -281,4 +292,4 @@ def train_run(spec: RunSpec, config: dict, encoder, n_classes: int, train, valid
     }
     if checkpoint is not None and Path(checkpoint).is_file():
         Path(checkpoint).unlink()
-    return record
+    return record, model
