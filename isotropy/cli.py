@@ -35,7 +35,10 @@ def _load(target: str):
 def load_experiment(name: str):
     """The :class:`~isotropy.experiments._runner.Experiment` record called ``name``."""
     if name not in EXPERIMENTS:
-        raise ValueError(f"Unknown experiment {name!r}; expected one of {', '.join(sorted(EXPERIMENTS))}.")
+        from isotropy._utils.suggest import did_you_mean
+
+        raise ValueError(f"Unknown experiment {name!r}; expected one of {', '.join(sorted(EXPERIMENTS))}."
+                         f"{did_you_mean(name, EXPERIMENTS)}")
     return _load(EXPERIMENTS[name])
 
 
@@ -52,6 +55,21 @@ class _LazyGroup(click.Group):
             return _load(self._lazy[name])
         return super().get_command(ctx, name)
 
+    def resolve_command(self, ctx, args):
+        return _resolve_or_suggest(self, ctx, args)
+
+
+def _resolve_or_suggest(group: click.Group, ctx, args):
+    """Resolve a subcommand; an unknown name is a one-line usage error with the closest name and every choice."""
+    name = args[0] if args else None
+    if name is not None and not name.startswith("-") and group.get_command(ctx, name) is None:
+        from isotropy._utils.suggest import did_you_mean
+
+        choices = group.list_commands(ctx)
+        raise click.UsageError(f"Unknown command {name!r} for '{ctx.command_path}'; expected one of "
+                               f"{', '.join(choices)}.{did_you_mean(name, choices)}")
+    return super(type(group), group).resolve_command(ctx, args)
+
 
 class _ExperimentGroup(click.Group):
     """``isotropy run NAME``: each command is made by the one factory from the experiment's record."""
@@ -65,6 +83,9 @@ class _ExperimentGroup(click.Group):
         from isotropy.experiments._command import make_command
 
         return make_command(load_experiment(name))
+
+    def resolve_command(self, ctx, args):
+        return _resolve_or_suggest(self, ctx, args)
 
 
 @click.group(cls=_LazyGroup, lazy={"measure": "isotropy.measure.command:command"},
@@ -124,6 +145,10 @@ def main(argv=None):
     try:
         cli.main(args=argv, prog_name="isotropy", standalone_mode=False)
     except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.UsageError as exc:  # one line, as every other refusal: the usage block is one --help away
+        hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
+        click.echo(f"Error: {' '.join(exc.format_message().split())}{hint}", err=True)
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
         exc.show()

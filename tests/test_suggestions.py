@@ -1,0 +1,66 @@
+"""Misspelt names get a one-line refusal with the closest accepted name; an unknown model fails in seconds offline."""
+
+from __future__ import annotations
+
+import pytest
+
+from isotropy import IsotropyValueError
+from isotropy._utils.suggest import did_you_mean
+from isotropy.cli import main
+
+
+def _cli(args, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(args)
+    captured = capsys.readouterr()
+    return info.value.code, captured.out, captured.err
+
+
+def test_did_you_mean_finds_the_closest_name_case_insensitively():
+    assert did_you_mean("ISOSCOR", ["isoscore", "isoscore_star"]) == " Did you mean 'isoscore'?"
+    assert did_you_mean("nothing-like-it", ["isoscore"]) == ""
+    assert did_you_mean(3, ["isoscore"]) == ""
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (["run", "classifer-geometry"], "Did you mean 'classifier-geometry'?"),
+    (["run", "istra"], "Did you mean 'istar'?"),
+    (["mesure", "x.npy"], "Did you mean 'measure'?"),
+])
+def test_a_misspelt_command_is_one_line_with_a_suggestion(args, expected, capsys):
+    code, out, err = _cli(args, capsys)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("Error: ") and expected in err, err
+
+
+def test_a_usage_error_is_one_line_that_points_at_help(capsys):
+    code, _, err = _cli(["plot"], capsys)
+    assert code == 2 and err.count("\n") == 1 and "Missing argument 'RESULTS_DIR'" in err and "isotropy plot --help" in err
+
+
+@pytest.mark.parametrize(("name", "suggestion"), [("gemma-3-27m", "gemma-3-270m"),
+                                                  ("all-MiniLM-L6-v3", "all-minilm-l6-v2"),
+                                                  ("some-org/unknown-model", None)])
+def test_an_unknown_model_name_fails_fast_offline_with_the_accepted_forms(name, suggestion, monkeypatch):
+    from isotropy.models.resolve import resolve_model
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(IsotropyValueError, match="hub cannot be reached") as info:
+        resolve_model(name)
+    message = str(info.value)
+    assert "packaged name (all-MiniLM-L6-v2, gemma-3-270m)" in message and "\n" not in message
+    assert (f"Did you mean '{suggestion}'?" in message) if suggestion else "Did you mean" not in message
+
+
+def test_a_missing_path_is_named_as_a_path(tmp_path):
+    from isotropy.models.resolve import resolve_model
+
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        resolve_model(str(tmp_path / "no-such-model"))
+
+
+def test_the_hub_check_honours_offline_mode(monkeypatch):
+    from isotropy.models import resolve
+
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
+    assert resolve._hub_reachable() is False
