@@ -146,7 +146,7 @@ def test_measure_runs_without_extras(tmp_path):
     from isotropy import isoscore
 
     labels = np.repeat([0, 1], 60)
-    assert values["silhouette"] == pytest.approx(silhouette_score(X, labels), abs=1e-10)
+    assert values["silhouette_score"] == pytest.approx(silhouette_score(X, labels), abs=1e-10)
     assert values["isoscore"] == pytest.approx(isoscore(X), abs=1e-12)
 
 

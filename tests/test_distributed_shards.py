@@ -115,7 +115,7 @@ def invoke(*args):
 def test_measure_on_a_shard_directory_equals_the_in_memory_command(shards, tmp_path):
     root, full, _labels = shards
     np.save(tmp_path / "full.npy", full)
-    metrics = "isoscore,participation_ratio,twonn_dimension,silhouette,calinski_harabasz,dunn"
+    metrics = "isoscore,participation_ratio,twonn_dimension,silhouette_score,calinski_harabasz_score,dunn_index"
     sharded = invoke(root, "--labels", tmp_path / "labels.txt", "--metrics", metrics, "--json", tmp_path / "s.json")
     assert sharded.exit_code == 0, sharded.output
     memory = invoke(tmp_path / "full.npy", "--labels", tmp_path / "labels.txt", "--metrics", metrics,
@@ -134,7 +134,7 @@ def test_measure_on_a_shard_directory_equals_the_in_memory_command(shards, tmp_p
 def test_measure_sample_of_shards_takes_the_in_memory_rows(shards, tmp_path):
     root, full, _labels = shards
     np.save(tmp_path / "full.npy", full)
-    args = ("--labels", tmp_path / "labels.txt", "--metrics", "silhouette,isoscore", "--sample-size", 60,
+    args = ("--labels", tmp_path / "labels.txt", "--metrics", "silhouette_score,isoscore", "--sample-size", 60,
             "--random-state", 4)
     sharded, memory = invoke(root, *args), invoke(tmp_path / "full.npy", *args)
     assert sharded.exit_code == memory.exit_code == 0, sharded.output + memory.output

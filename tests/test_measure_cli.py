@@ -7,7 +7,6 @@ closed form IsoScore = ((tr C)² / ||C||_F² − 1) / (d − 1) of Rudman et al.
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import json
 import re
@@ -44,8 +43,7 @@ def invoke(*args):
 
 
 def _library_value(name, X, labels, *, distance="euclidean", random_state=0):
-    module, function_name, labelled = METRICS[name]
-    function = getattr(importlib.import_module(module), function_name)
+    function, labelled = METRICS[name].function, METRICS[name].needs_labels
     params = inspect.signature(function).parameters
     kwargs = {k: v for k, v in (("metric", distance), ("random_state", random_state)) if k in params}
     return function(X, labels, **kwargs) if labelled else function(X, **kwargs)
@@ -78,14 +76,14 @@ def test_values_against_independent_references(data, tmp_path):
 
     root, X, labels = data
     out = tmp_path / "m.json"
-    result = invoke(root / "x.npy", "--labels", root / "y.txt", "--metrics", "isoscore,silhouette", "--json", out)
+    result = invoke(root / "x.npy", "--labels", root / "y.txt", "--metrics", "isoscore,silhouette_score", "--json", out)
     assert result.exit_code == 0, result.output
     values = json.loads(out.read_text())["values"]
     C = np.cov(X, rowvar=False)
     d = X.shape[1]
     closed_form = (np.trace(C) ** 2 / np.sum(C * C) - 1) / (d - 1)
     assert values["isoscore"] == pytest.approx(closed_form, rel=1e-10)
-    assert values["silhouette"] == pytest.approx(silhouette_score(X, labels), rel=1e-10)
+    assert values["silhouette_score"] == pytest.approx(silhouette_score(X, labels), rel=1e-10)
 
 
 def test_cluster_indices_against_sklearn(data, tmp_path):
@@ -93,12 +91,12 @@ def test_cluster_indices_against_sklearn(data, tmp_path):
 
     root, X, labels = data
     out = tmp_path / "m.json"
-    result = invoke(root / "x.npy", "--labels", root / "y.txt", "--metrics", "calinski_harabasz,davies_bouldin",
+    result = invoke(root / "x.npy", "--labels", root / "y.txt", "--metrics", "calinski_harabasz_score,davies_bouldin_score",
                     "--json", out)
     assert result.exit_code == 0, result.output
     values = json.loads(out.read_text())["values"]
-    assert values["calinski_harabasz"] == pytest.approx(calinski_harabasz_score(X, labels), rel=1e-10)
-    assert values["davies_bouldin"] == pytest.approx(davies_bouldin_score(X, labels), rel=1e-10)
+    assert values["calinski_harabasz_score"] == pytest.approx(calinski_harabasz_score(X, labels), rel=1e-10)
+    assert values["davies_bouldin_score"] == pytest.approx(davies_bouldin_score(X, labels), rel=1e-10)
 
 
 def test_cosine_metric_and_sample_size(data, tmp_path):
@@ -106,13 +104,13 @@ def test_cosine_metric_and_sample_size(data, tmp_path):
 
     root, X, labels = data
     out = tmp_path / "m.json"
-    result = invoke(root / "x.npy", "--labels", root / "y.txt", "--metrics", "silhouette", "--metric", "cosine",
+    result = invoke(root / "x.npy", "--labels", root / "y.txt", "--metrics", "silhouette_score", "--metric", "cosine",
                     "--sample-size", 50, "--random-state", 3, "--json", out)
     assert result.exit_code == 0, result.output
     record = json.loads(out.read_text())
     rows = np.sort(np.random.default_rng(3).choice(120, size=50, replace=False))
     assert (record["n_rows"], record["n_samples"], record["metric"]) == (120, 50, "cosine")
-    assert record["values"]["silhouette"] == pytest.approx(
+    assert record["values"]["silhouette_score"] == pytest.approx(
         silhouette_score(X[rows], labels[rows], metric="cosine"), rel=1e-10)
     assert "a sample of 50 of its 120 rows" in result.stdout
 
@@ -149,10 +147,10 @@ def test_multilabel_csv(tmp_path):
     np.save(tmp_path / "x.npy", X)
     np.savetxt(tmp_path / "y.csv", Y, fmt="%d", delimiter=",", header="joy,anger", comments="")
     out = tmp_path / "m.json"
-    result = invoke(tmp_path / "x.npy", "--labels", tmp_path / "y.csv", "--metrics", "silhouette", "--json", out)
+    result = invoke(tmp_path / "x.npy", "--labels", tmp_path / "y.csv", "--metrics", "silhouette_score", "--json", out)
     assert result.exit_code == 0, result.output
     ids = Y[:, 0] * 2 + Y[:, 1]  # each distinct label vector is one cluster
-    assert json.loads(out.read_text())["values"]["silhouette"] == pytest.approx(silhouette_score(X, ids), rel=1e-10)
+    assert json.loads(out.read_text())["values"]["silhouette_score"] == pytest.approx(silhouette_score(X, ids), rel=1e-10)
 
 
 def test_progress_bar_goes_to_stderr(data):
@@ -193,7 +191,7 @@ def test_bad_input_one_line_exit_2(tmp_path, case):
         expect = r"all 10 rows in a single cluster; the cluster metrics .* need at least 2 clusters"
     elif case == "too_many_clusters":
         (tmp_path / "y.txt").write_text("".join(f"c{i}\n" for i in range(10)))
-        args = [_write(tmp_path, "x.npy", X), "--labels", tmp_path / "y.txt", "--metrics", "silhouette"]
+        args = [_write(tmp_path, "x.npy", X), "--labels", tmp_path / "y.txt", "--metrics", "silhouette_score"]
         expect = r"has 10 clusters for 10 rows; the cluster metrics need between 2 and n_samples - 1 = 9 clusters"
     elif case == "missing":
         args, expect = [tmp_path / "nope.npy"], r"'.*nope\.npy' does not exist; expected"
@@ -204,9 +202,10 @@ def test_bad_input_one_line_exit_2(tmp_path, case):
         (tmp_path / "x.npy").write_bytes(b"not numpy at all")
         args, expect = [tmp_path / "x.npy"], r"not a readable \.npy array"
     elif case == "unknown_metric":
-        args, expect = [_write(tmp_path, "x.npy", X), "--metrics", "isoscore,isoscroe"], r"unknown metric 'isoscroe'"
+        args, expect = [_write(tmp_path, "x.npy", X), "--metrics", "isoscore,isoscroe"], \
+            r"Got 'isoscroe' instead\. Did you mean 'isoscore'\?"
     elif case == "needs_labels":
-        args, expect = [_write(tmp_path, "x.npy", X), "--metrics", "dunn"], r"metric 'dunn' needs --labels FILE"
+        args, expect = [_write(tmp_path, "x.npy", X), "--metrics", "dunn_index"], r"metric 'dunn_index' needs --labels FILE"
     elif case == "bad_sample_size":
         args, expect = [_write(tmp_path, "x.npy", X), "--sample-size", "1"], r"--sample-size.*1 is not in the range x>=2"
     elif case == "missing_key":
@@ -239,7 +238,7 @@ def test_console_script_and_module_entry(data, tmp_path):
 
 @pytest.mark.parametrize("args,expect", [
     (["missing.npy"], "does not exist"),
-    (["x.npy", "--metrics", "nope"], "unknown metric 'nope'"),
+    (["x.npy", "--metrics", "nope"], "Got 'nope' instead."),
 ])
 def test_console_errors_one_line(tmp_path, args, expect):
     np.save(tmp_path / "x.npy", np.ones((4, 2)))
@@ -278,3 +277,14 @@ def test_a_warning_that_names_its_metric_does_not_repeat_the_name(tmp_path):
     assert result.exit_code == 0, result.output
     (note,) = [line for line in result.stderr.splitlines() if line.startswith("Warning: ")]
     assert note.startswith("Warning: rogue_dimension_share: the share is undefined (NaN)"), note
+
+
+@pytest.mark.parametrize("old,new", [("silhouette", "silhouette_score"), ("dunn", "dunn_index"),
+                                     ("mean_cosine", "cosine_similarity_mean"), ("twonn", "twonn_dimension"),
+                                     ("rogue_share", "rogue_dimension_share")])
+def test_an_old_metric_name_is_refused_with_the_new_one(data, old, new):
+    root, _, _ = data
+    result = invoke(root / "x.npy", "--labels", root / "y.txt", "--metrics", f"isoscore,{old}")
+    assert result.exit_code == 2
+    assert f"Got {old!r} instead. Did you mean {new!r}?" in result.output
+    assert len([line for line in result.output.splitlines() if line.strip()]) <= 3  # usage line + one error line

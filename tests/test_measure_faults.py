@@ -112,6 +112,13 @@ def test_a_failing_metric_does_not_lose_the_others(tmp_path):
     assert "all-zero row" in record["errors"]["cosine_similarity_mean"] and record["complete"] is False
 
 
+def _register(monkeypatch, function_name):
+    """Put a fake metric (a function of this module) in the metric table for one test."""
+    from isotropy.metrics.table import MetricSpec
+
+    monkeypatch.setitem(METRICS, function_name, MetricSpec(function_name, __name__, "covariance", False, function_name))
+
+
 def _probe_seen_by_second_metric(X):
     """A metric that records what stdout held when it started (was the first line already printed?)."""
     sys.stdout.flush()
@@ -129,8 +136,8 @@ def _interrupting_metric(X):
 
 def test_each_line_is_printed_as_the_metric_finishes(x_file, monkeypatch):
     path, X = x_file
-    monkeypatch.setitem(METRICS, "probe", (__name__, "_probe_seen_by_second_metric", False))
-    result = invoke(path, "--metrics", "isoscore,probe")
+    _register(monkeypatch, "_probe_seen_by_second_metric")
+    result = invoke(path, "--metrics", "isoscore,_probe_seen_by_second_metric")
     assert result.exit_code == 0, result.output
     seen = _probe_seen_by_second_metric.seen.splitlines()
     assert seen[1].split() == ["metric", "value", "seconds"]
@@ -139,19 +146,19 @@ def test_each_line_is_printed_as_the_metric_finishes(x_file, monkeypatch):
 
 def test_an_internal_error_exits_1_and_keeps_the_rest(x_file, tmp_path, monkeypatch):
     path, X = x_file
-    monkeypatch.setitem(METRICS, "broken", (__name__, "_broken_metric", False))
+    _register(monkeypatch, "_broken_metric")
     out = tmp_path / "m.json"
-    result = invoke(path, "--metrics", "broken,isoscore", "--json", out)
+    result = invoke(path, "--metrics", "_broken_metric,isoscore", "--json", out)
     assert result.exit_code == 1
-    assert "Error: broken: RuntimeError: simulated bug" in result.stderr and "Traceback" not in result.output
+    assert "Error: _broken_metric: RuntimeError: simulated bug" in result.stderr and "Traceback" not in result.output
     assert json.loads(out.read_text())["values"] == {"isoscore": pytest.approx(isoscore(X), rel=1e-12)}
 
 
 def test_an_interruption_writes_what_finished(x_file, tmp_path, monkeypatch):
     path, X = x_file
-    monkeypatch.setitem(METRICS, "interrupt", (__name__, "_interrupting_metric", False))
+    _register(monkeypatch, "_interrupting_metric")
     out = tmp_path / "m.json"
-    result = invoke(path, "--metrics", "isoscore,interrupt,participation_ratio", "--json", out)
+    result = invoke(path, "--metrics", "isoscore,_interrupting_metric,participation_ratio", "--json", out)
     assert result.exit_code == 130
     record = json.loads(out.read_text())
     assert record["values"] == {"isoscore": pytest.approx(isoscore(X), rel=1e-12)} and record["complete"] is False
@@ -159,7 +166,7 @@ def test_an_interruption_writes_what_finished(x_file, tmp_path, monkeypatch):
 
 # ------------------------------------------------------------------------------ cost of O(n²) metrics
 def test_quadratic_metrics_announce_their_cost(x_file, monkeypatch):
-    from isotropy import _measure_report
+    from isotropy.measure import report as _measure_report
 
     path, _ = x_file
     monkeypatch.setattr(_measure_report, "_COST_NOTE_SECONDS", 0.0)  # note every estimate, however short
@@ -171,9 +178,9 @@ def test_quadratic_metrics_announce_their_cost(x_file, monkeypatch):
 
 
 def test_cost_estimate_scales_as_n_squared_and_reads_well():
-    small, large = estimate_seconds("silhouette", 10_000, 384), estimate_seconds("silhouette", 20_000, 384)
+    small, large = estimate_seconds("silhouette_score", 10_000, 384), estimate_seconds("silhouette_score", 20_000, 384)
     assert large == pytest.approx(4 * small, rel=1e-12)
-    assert estimate_seconds("dunn", 10_000, 768) > estimate_seconds("dunn", 10_000, 16) > 0
+    assert estimate_seconds("dunn_index", 10_000, 768) > estimate_seconds("dunn_index", 10_000, 16) > 0
     assert [format_duration(s) for s in (4.4, 600, 4 * 3600)] == ["4 s", "10 min", "4.0 h"]
 
 

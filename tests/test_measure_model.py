@@ -101,8 +101,8 @@ def test_cluster_metrics_with_labels(files):
     result = measure_layers(TEXTS, model=str(files / "bert"), layers=[1], labels=LABELS, device="cpu")
     X = np.stack([s[1].mean(0) for s in states]).astype(np.float64)
     row = result["rows"][0]
-    assert row["silhouette"] == pytest.approx(silhouette_score(X, LABELS), rel=1e-4)
-    assert row["calinski_harabasz"] == pytest.approx(calinski_harabasz_score(X, LABELS), rel=1e-4)
+    assert row["silhouette_score"] == pytest.approx(silhouette_score(X, LABELS), rel=1e-4)
+    assert row["calinski_harabasz_score"] == pytest.approx(calinski_harabasz_score(X, LABELS), rel=1e-4)
 
 
 def test_cli_table_json_and_plot(files, tmp_path):
@@ -138,8 +138,9 @@ def test_cli_on_a_gguf_decoder(files, tmp_path):
     (["--texts", "TEXTS"], "give EMBEDDINGS, or --model NAME with --texts FILE"),
     (["--model", "BERT"], "--model needs --texts FILE"),
     (["--model", "BERT", "--texts", "CSV"], "name the text column"),
-    (["--model", "BERT", "--texts", "TEXTS", "--layers", "7"], "must be 'all' or hidden-state indices"),
-    (["--model", "BERT", "--texts", "TEXTS", "--metrics", "dunn"], "'dunn' is not measured per layer"),
+    (["--model", "BERT", "--texts", "TEXTS", "--layers", "7"], "must be 'all', 'last' or hidden-state indices"),
+    (["--model", "BERT", "--texts", "TEXTS", "--pooling", "cls"], "Got 'cls' instead. Did you mean 'first'?"),
+    (["--model", "BERT", "--texts", "TEXTS", "--metrics", "dunn"], "Did you mean 'dunn_index'?"),
     (["--model", "BERT", "--texts", "TEXTS", "--labels", "TEXTS"], None),
 ])
 def test_cli_errors_are_one_line(files, args, message):

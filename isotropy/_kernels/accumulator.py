@@ -9,6 +9,9 @@ dask arrays to :mod:`isotropy.distributed`.
 
 from __future__ import annotations
 
+import math
+from typing import NamedTuple
+
 import numpy as np
 
 from isotropy._kernels.isoscore import (
@@ -60,9 +63,67 @@ def _unit_vector_sum(A):
     return total, n_zero
 
 
-def _common_exponent(a: int, b: int) -> int:
-    """The exponent both sets of statistics are stored at: the larger data dominate the sums."""
-    return max(a, b)
+class Moments(NamedTuple):
+    """Count, mean and centred scatter of some rows, the mean and scatter stored in units of ``2**exponent``.
+
+    The rows are ``x = 2**exponent · y`` with ``mean = mean(y)`` and ``scatter = Σ(y − mean)(y − mean)ᵀ``;
+    ``mean`` and ``scatter`` are numpy arrays or torch tensors (float64), ``n_samples`` and
+    ``exponent`` Python ints.
+    """
+
+    n_samples: int
+    mean: object
+    scatter: object
+    exponent: int = 0
+
+
+def _ldexp(A, shift: int):
+    """``A · 2**shift`` for a numpy array or a torch tensor (exact; ``shift <= 0`` here, so nothing overflows)."""
+    if shift == 0:
+        return A
+    if is_torch(A):
+        return A * math.ldexp(1.0, shift)
+    return np.ldexp(A, shift)
+
+
+def _outer(v):
+    if is_torch(v):
+        import torch
+
+        return torch.outer(v, v)
+    return np.outer(v, v)
+
+
+def merge_moments(first: Moments, second: Moments) -> Moments:
+    """The :class:`Moments` of the union of two sets of rows (Chan, Golub & LeVeque's pairwise update).
+
+    Both are first brought to the larger exponent (exact powers of two; the smaller data's parts
+    may underflow, below float64's precision relative to the larger anyway). With δ = μ_B − μ_A and
+    n = n_A + n_B: μ = μ_A + δ·n_B/n and M = M_A + M_B + δδᵀ·n_A·n_B/n. An empty side (``n = 0``)
+    returns the other unchanged. Works on numpy arrays and on torch tensors (one device).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.arange(12.0).reshape(6, 2) ** 2
+    >>> def moments(A):
+    ...     return Moments(len(A), A.mean(0), (A - A.mean(0)).T @ (A - A.mean(0)))
+    >>> merged = merge_moments(moments(X[:2]), moments(X[2:]))
+    >>> bool(np.allclose(merged.scatter, moments(X).scatter))
+    True
+    """
+    if second.n_samples == 0:
+        return first
+    if first.n_samples == 0:
+        return second
+    exponent = max(first.exponent, second.exponent)  # the larger data dominate the sums
+    mean_a, scatter_a = _ldexp(first.mean, first.exponent - exponent), _ldexp(first.scatter, 2 * (first.exponent - exponent))
+    mean_b, scatter_b = _ldexp(second.mean, second.exponent - exponent), _ldexp(second.scatter,
+                                                                               2 * (second.exponent - exponent))
+    n_a, n_b = first.n_samples, second.n_samples
+    n = n_a + n_b
+    delta = mean_b - mean_a
+    return Moments(n, mean_a + delta * (n_b / n), scatter_a + scatter_b + _outer(delta) * (n_a * n_b / n), exponent)
 
 
 class CovarianceAccumulator:
@@ -115,13 +176,22 @@ class CovarianceAccumulator:
         self._n_zero_rows = 0
         self._exponent = 0  # mean and scatter are stored in units of 2**_exponent (data far from unit scale)
 
-    def _rescale_to(self, exponent: int) -> None:
-        """Store the mean and scatter at ``2**exponent`` (exact powers of two; tiny parts may underflow)."""
-        if self._scatter is not None and exponent != self._exponent:
-            shift = self._exponent - exponent
-            self._mean = np.ldexp(self._mean, shift)
-            self._scatter = np.ldexp(self._scatter, 2 * shift)
-        self._exponent = exponent
+    def _moments(self) -> Moments:
+        return Moments(self.n_samples_, self._mean, self._scatter, self._exponent)
+
+    def _set_moments(self, moments: Moments) -> None:
+        self.n_samples_, self._mean, self._scatter, self._exponent = moments
+
+    @classmethod
+    def _from_moments(cls, moments: Moments, *, n_features: int, unit_sum=None, n_zero_rows: int = 0):
+        """An accumulator holding these statistics (numpy float64), e.g. merged elsewhere (the torchmetrics classes)."""
+        acc = cls()
+        if moments.n_samples:
+            acc._set_moments(moments)
+            acc.n_features_ = int(n_features)
+            acc._unit_sum = np.zeros(n_features) if unit_sum is None else unit_sum
+            acc._n_zero_rows = int(n_zero_rows)
+        return acc
 
     def update(self, X_chunk):
         """Add a chunk of rows (array or tensor of shape ``(n_chunk, n_features)``); returns ``self``."""
@@ -131,24 +201,13 @@ class CovarianceAccumulator:
             raise IsotropyValueError(f"The 'X_chunk' parameter of {caller} must have {self.n_features_} features "
                                      f"(columns), like the previous chunks. Got {X.shape[1]} instead.")
         A = _host_array(X)  # a numpy view of the chunk: read, never written
-        _, chunk_exponent = rescaled(A, caller=caller, name="X_chunk")  # 0 for data at a safe scale
-        exponent = chunk_exponent if self.n_features_ is None else _common_exponent(self._exponent, chunk_exponent)
-        self._rescale_to(exponent)
-        scatter_b, mean_b = _numpy_scatter(np.ldexp(A, -exponent) if exponent else A)  # float64, by sub-chunks
+        scaled, exponent = rescaled(A, caller=caller, name="X_chunk")  # (A, 0) for data at a safe scale
+        scatter_b, mean_b = _numpy_scatter(scaled)  # float64, by sub-chunks
         unit_sum_b, n_zero = _unit_vector_sum(A)
         self._n_zero_rows += n_zero
-        n_b = A.shape[0]
-        if self.n_features_ is None:
-            self.n_features_ = A.shape[1]
-            self.n_samples_, self._mean, self._scatter, self._unit_sum = n_b, mean_b, scatter_b, unit_sum_b
-            return self
-        n_a = self.n_samples_
-        n = n_a + n_b
-        delta = mean_b - self._mean
-        self._mean = self._mean + delta * (n_b / n)
-        self._scatter = self._scatter + scatter_b + np.outer(delta, delta) * (n_a * n_b / n)
-        self._unit_sum = self._unit_sum + unit_sum_b
-        self.n_samples_ = n
+        self._unit_sum = unit_sum_b if self._unit_sum is None else self._unit_sum + unit_sum_b
+        self.n_features_ = A.shape[1]
+        self._set_moments(merge_moments(self._moments(), Moments(A.shape[0], mean_b, scatter_b, exponent)))
         return self
 
     def _require(self, caller, min_samples=2):
@@ -246,24 +305,13 @@ class CovarianceAccumulator:
         if self.n_features_ is not None and other.n_features_ != self.n_features_:
             raise IsotropyValueError(f"The 'other' parameter of {caller} must have {self.n_features_} features, "
                                      f"like this accumulator. Got {other.n_features_} instead.")
-        if self.n_samples_ == 0:
-            self.n_features_, self.n_samples_ = other.n_features_, other.n_samples_
-            self._mean, self._scatter = other._mean.copy(), other._scatter.copy()
-            self._unit_sum, self._n_zero_rows = other._unit_sum.copy(), other._n_zero_rows
-            self._exponent = other._exponent
-            return self
-        exponent = _common_exponent(self._exponent, other._exponent)
-        self._rescale_to(exponent)
-        shift = other._exponent - exponent
-        other_mean, other_scatter = np.ldexp(other._mean, shift), np.ldexp(other._scatter, 2 * shift)
-        n_a, n_b = self.n_samples_, other.n_samples_
-        n = n_a + n_b
-        delta = other_mean - self._mean
-        self._mean = self._mean + delta * (n_b / n)
-        self._scatter = self._scatter + other_scatter + np.outer(delta, delta) * (n_a * n_b / n)
-        self._unit_sum = self._unit_sum + other._unit_sum
+        self.n_features_ = other.n_features_
+        self._unit_sum = other._unit_sum.copy() if self._unit_sum is None else self._unit_sum + other._unit_sum
         self._n_zero_rows += other._n_zero_rows
-        self.n_samples_ = n
+        theirs = other._moments()
+        if self.n_samples_ == 0:  # keep no array of other's: it may go on updating
+            theirs = Moments(theirs.n_samples, theirs.mean.copy(), theirs.scatter.copy(), theirs.exponent)
+        self._set_moments(merge_moments(self._moments(), theirs))
         return self
 
     def reset(self):

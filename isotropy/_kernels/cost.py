@@ -26,7 +26,7 @@ __all__ = ["estimate_seconds", "format_duration", "machine_speed"]
 # α·d/F is the product per pair (large blocks run faster than the calibration product, hence
 # α < 2), β/E the element-wise work per pair (the symmetric silhouette forms half the blocks;
 # the Dunn index and the neighbour search scan every block for extremes or a running top-k).
-_PAIR_COST = {"silhouette": (0.07, 7.0), "dunn": (0.15, 28.0), "twonn_dimension": (0.2, 10.0),
+_PAIR_COST = {"silhouette_score": (0.07, 7.0), "dunn_index": (0.15, 28.0), "twonn_dimension": (0.2, 10.0),
               "mle_dimension": (0.25, 12.0)}
 
 

@@ -42,11 +42,12 @@ def _parse_metrics(ctx, param, value):
     names = [name.strip() for name in value.split(",") if name.strip()]
     if not names:
         raise click.BadParameter(f"got {value!r}; expected a comma-separated list of metric names.", ctx, param)
-    unknown = [name for name in names if name not in METRICS]
-    if unknown:
-        raise click.BadParameter(f"unknown metric {unknown[0]!r}; expected a comma-separated list of "
-                                 f"{', '.join(METRICS)}.", ctx, param)
-    return list(dict.fromkeys(names))
+    from isotropy.metrics.table import check_metric_names
+
+    try:
+        return check_metric_names(names, caller="isotropy measure", name="--metrics")
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), ctx, param) from None
 
 
 @click.command(name="measure")
@@ -108,7 +109,7 @@ def command(embeddings, labels_path, metric_names, json_path, sample_size, rando
                        sample_size=sample_size, random_state=random_state, progress=progress)
     if metric_names is None:
         metric_names = LABEL_FREE + (CLUSTER if labels_path is not None else [])
-    needing_labels = [name for name in metric_names if METRICS[name][2]]
+    needing_labels = [name for name in metric_names if METRICS[name].needs_labels]
     if needing_labels and labels_path is None:
         raise click.UsageError(f"metric {needing_labels[0]!r} needs --labels FILE (one label per row of EMBEDDINGS).")
     if scheduler is not None and workers is not None:

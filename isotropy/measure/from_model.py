@@ -20,23 +20,15 @@ from pathlib import Path
 
 import click
 
-__all__ = ["LAYER_METRICS", "LEVELS", "format_table", "measure_layers", "model_options", "plot_layers", "read_texts", "run_cli"]
+__all__ = ["DEFAULT_LAYER_METRICS", "LEVELS", "format_table", "measure_layers", "model_options", "plot_layers", "read_texts", "run_cli"]
 
 LEVELS = ("sentence", "token")
 _CALLER = "measure_layers"
 _DEFAULT_TOKEN_SAMPLE = 10_000
 
-# column -> (module, function, needs labels, keyword arguments, table header)
-LAYER_METRICS = {
-    "isoscore": ("isotropy.metrics.isoscore", "isoscore", False, {}, "IsoScore"),
-    "isoscore_star": ("isotropy.metrics.isoscore", "isoscore_star", False, {}, "IsoScore*"),
-    "partition_isotropy": ("isotropy.metrics.partition", "partition_isotropy", False, {}, "I(W)"),
-    "cosine_similarity_mean": ("isotropy.metrics.cosine", "cosine_similarity_mean", False, {}, "mean cos"),
-    "twonn_dimension": ("isotropy.metrics.dimension", "twonn_dimension", False, {}, "TwoNN"),
-    "silhouette": ("isotropy.metrics.silhouette", "silhouette_score", True, {"sample_size": 5000}, "silhouette"),
-    "calinski_harabasz": ("isotropy.metrics.cluster_indices", "calinski_harabasz_score", True, {}, "CH"),
-    "davies_bouldin": ("isotropy.metrics.cluster_indices", "davies_bouldin_score", True, {}, "DB"),
-}
+# measured per layer when --metrics is not given (any name of isotropy.metrics.table.METRICS may be asked for)
+DEFAULT_LAYER_METRICS = ("isoscore", "isoscore_star", "partition_isotropy", "cosine_similarity_mean", "twonn_dimension",
+                         "silhouette_score", "calinski_harabasz_score", "davies_bouldin_score")
 
 
 def read_texts(path: str | os.PathLike, *, column: str | None = None) -> list[str]:
@@ -155,8 +147,9 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
     texts : sequence of str
     model : str
         Any name :func:`isotropy.models.resolve_model` accepts.
-    layers : "all", str or sequence of int, default="all"
-        Hidden states (0 = embedding output, ``n_layers`` = last layer), e.g. ``"0,6,12"``.
+    layers : "all", "last", str or sequence of int, default="all"
+        Hidden states (0 = embedding output, ``n_layers`` = last layer), e.g. ``"0,6,12"`` or ``-1``
+        (:func:`isotropy.models.select_layers`).
     level : {"sentence", "token"}, default="sentence"
         ``"sentence"``: one pooled vector per text (:func:`isotropy.models.encoders.encode_pooled`, cached);
         ``"token"``: one vector per token (special tokens such as [CLS] or ``<bos>`` left out unless
@@ -167,7 +160,8 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
         One label per text (repeated for each of its tokens at token level); enables the cluster
         metrics.
     metrics : list of str or None
-        Keys of :data:`LAYER_METRICS`; default: the label-free ones, plus the cluster ones with labels.
+        Names from :data:`isotropy.metrics.table.METRICS`; default: :data:`DEFAULT_LAYER_METRICS`
+        (the cluster metrics only with labels).
     device, batch_size, max_length
         Where and how the model runs; texts are truncated to ``max_length`` tokens.
     keep_special : bool, default=False
@@ -192,12 +186,12 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
     above ~3 flag outlier vectors (raw decoders put 5-16x norms on ``<bos>`` in their middle layers),
     which dominate covariance-based scores such as IsoScore.
     """
-    import importlib
-
     import numpy as np
 
     from isotropy._utils.validation import check_option, check_scalar
-    from isotropy.models.contextual import n_transformer_layers, parse_layers
+    from isotropy.metrics.table import METRICS, check_metric_names
+    from isotropy.models.contextual import n_transformer_layers
+    from isotropy.models.layers import check_layers, select_layers
     from isotropy.models.pooling import check_pooling
 
     texts = [str(t) for t in texts]
@@ -214,12 +208,10 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
             raise ValueError(f"The 'labels' parameter of {_CALLER} must hold one label per text ({len(texts)}). "
                              f"Got {labels.shape[0]} instead.")
     if metrics is None:
-        metrics = [m for m, spec in LAYER_METRICS.items() if not spec[2] or labels is not None]
-    unknown = [m for m in metrics if m not in LAYER_METRICS]
-    if unknown:
-        raise ValueError(f"The 'metrics' parameter of {_CALLER} must list names from {list(LAYER_METRICS)}. "
-                         f"Got {unknown[0]!r} instead.")
-    if labels is None and any(LAYER_METRICS[m][2] for m in metrics):
+        metrics = [m for m in DEFAULT_LAYER_METRICS if not METRICS[m].needs_labels or labels is not None]
+    metrics = check_metric_names(metrics, caller=_CALLER)
+    check_layers(layers, caller=_CALLER)  # the form now; the range once the model is loaded
+    if labels is None and any(METRICS[m].needs_labels for m in metrics):
         raise ValueError(f"The cluster metrics need labels (one per text); got metrics={metrics!r} without labels.")
     rng = np.random.default_rng(random_state)
 
@@ -227,7 +219,7 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
 
     tokenizer, network, location = load_transformer(model, device=device)
     n_layers = n_transformer_layers(network.config)
-    layers = parse_layers(layers, n_layers, caller=_CALLER)
+    layers = select_layers(layers, n_layers + 1, caller=_CALLER)
     if level == "sentence":
         check_pooling(pooling, network.config, caller=_CALLER)
         from isotropy.models.encoders import encode_pooled
@@ -247,7 +239,7 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
             rng=rng)
     del network
     row_labels = None if labels is None else labels[text_of_row]
-    if row_labels is not None and any(LAYER_METRICS[m][2] for m in metrics):
+    if row_labels is not None and any(METRICS[m].needs_labels for m in metrics):
         from isotropy._utils.validation import check_labels
 
         ids = check_labels(row_labels, n_samples=len(row_labels), caller=_CALLER)
@@ -261,9 +253,8 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
         record = {"layer": layer, "n_samples": int(X.shape[0]),
                   "norm_max_over_median": float(norms.max() / max(np.median(norms), np.finfo(float).tiny))}
         for name in metrics:
-            module, function, labelled, kwargs, _ = LAYER_METRICS[name]
-            fn = getattr(importlib.import_module(module), function)
-            if name == "silhouette":
+            fn, labelled, kwargs = METRICS[name].function, METRICS[name].needs_labels, {}
+            if name == "silhouette_score":
                 kwargs = {"sample_size": 5000 if X.shape[0] > 5000 else None, "random_state": random_state}
             try:
                 with warnings.catch_warnings(record=True) as caught:
@@ -288,8 +279,10 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
 
 def format_table(result: dict) -> str:
     """The per-layer table as aligned text (one row per layer)."""
+    from isotropy.metrics.table import METRICS
+
     names = ["n_samples", *result["metrics"], "norm_max_over_median"]
-    header = ["layer", "n", *(LAYER_METRICS[m][4] for m in result["metrics"]), "max/med norm"]
+    header = ["layer", "n", *(METRICS[m].display_name for m in result["metrics"]), "max/med norm"]
     cells = [header] + [[str(r["layer"]), str(r["n_samples"])] + [f"{r[m]:.4g}" if math.isfinite(r[m]) else "nan" for m in names[1:]]
                         for r in result["rows"]]
     width = [max(len(row[i]) for row in cells) for i in range(len(header))]
@@ -302,10 +295,11 @@ def plot_layers(result: dict, path: str | os.PathLike) -> Path:
     from matplotlib.ticker import MaxNLocator
 
     from isotropy._utils.atomic import atomic_write
+    from isotropy.metrics.table import METRICS
 
     path = Path(path)
     names = [*result["metrics"], "norm_max_over_median"]
-    titles = {**{m: LAYER_METRICS[m][4] for m in result["metrics"]}, "norm_max_over_median": "max / median norm"}
+    titles = {**{m: METRICS[m].display_name for m in result["metrics"]}, "norm_max_over_median": "max / median norm"}
     n_cols = min(4, len(names))
     n_rows = math.ceil(len(names) / n_cols)
     fig = Figure(figsize=(3.2 * n_cols, 2.6 * n_rows))
@@ -347,12 +341,13 @@ def model_options(function):
         click.option("--text-column", default=None, metavar="COL", help="The text column of a CSV/TSV/JSON-lines "
                                                                        "--texts file."),
         click.option("--layers", default="all", show_default=True, metavar="LIST",
-                     help="With --model: 'all' or comma-separated hidden states (0 = embedding output)."),
+                     help="With --model: 'all', 'last' or comma-separated hidden states (0 = embedding output, "
+                          "-1 = last layer)."),
         click.option("--level", type=click.Choice(LEVELS), default="sentence", show_default=True,
                      help="With --model: one pooled vector per text, or one vector per token."),
-        click.option("--pooling", type=click.Choice(["mean", "last", "first"]), default="mean", show_default=True,
-                     help="With --level sentence: masked mean, last token, or first token ([CLS]; refused for "
-                          "decoders)."),
+        click.option("--pooling", default="mean", show_default=True, metavar="NAME",
+                     help="With --level sentence: mean (masked mean), last (last token) or first (first token, "
+                          "[CLS]; refused for decoders)."),
         click.option("--keep-special", is_flag=True, help="With --level token: also measure [CLS], <bos>, ..."),
         click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
                      metavar="OUT", help="With --model: write a per-layer figure (.png, .svg, .pdf)."),
@@ -372,11 +367,6 @@ def run_cli(*, model, texts_path, text_column, layers, level, pooling, keep_spec
     """``isotropy measure --model``: measure, print the table, write --json and --plot."""
     if texts_path is None:
         raise click.UsageError("--model needs --texts FILE (one text a line, or a CSV/TSV/JSON-lines column).")
-    if metric_names is not None:
-        unsupported = [m for m in metric_names if m not in LAYER_METRICS]
-        if unsupported:
-            raise click.UsageError(f"metric {unsupported[0]!r} is not measured per layer; with --model use "
-                                   f"{', '.join(LAYER_METRICS)}.")
     try:
         texts = read_texts(texts_path, column=text_column)
         labels = None

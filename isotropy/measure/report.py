@@ -1,10 +1,10 @@
 """What ``isotropy measure`` reports, shared by the in-memory command and the dask path.
 
-The metric table (:data:`METRICS`), the input checks, the per-metric run with its timing and
+The metric names (:data:`METRICS`, read from :mod:`isotropy.metrics.table`), the input checks, the per-metric run with its timing and
 failure handling, the printed table and the JSON record live here; :mod:`isotropy.measure.command`
 (the click command) and :mod:`isotropy.measure.distributed` (sharded data, a dask cluster) both
 import this module, never each other. Kept light at import (``isotropy --help`` imports the
-command): click and the standard library only; numpy, the readers and the metric modules are
+command): click, the standard library and the metric table only; numpy, the readers and the metric modules are
 imported inside the functions.
 """
 
@@ -19,30 +19,19 @@ import warnings
 
 import click
 
+from isotropy.metrics import table as _table
+
 __all__ = ["CLUSTER", "LABEL_FREE", "METRICS", "QUADRATIC", "InputError", "report"]
 
 
-# name shown to the user -> (module, function, needs labels)
-METRICS = {
-    "isoscore": ("isotropy.metrics.isoscore", "isoscore", False),
-    "isoscore_star": ("isotropy.metrics.isoscore", "isoscore_star", False),
-    "partition_isotropy": ("isotropy.metrics.partition", "partition_isotropy", False),
-    "cosine_similarity_mean": ("isotropy.metrics.cosine", "cosine_similarity_mean", False),
-    "participation_ratio": ("isotropy.metrics.covariance", "participation_ratio", False),
-    "rogue_dimension_share": ("isotropy.metrics.rogue", "rogue_dimension_share", False),
-    "twonn_dimension": ("isotropy.metrics.dimension", "twonn_dimension", False),
-    "mle_dimension": ("isotropy.metrics.dimension", "mle_dimension", False),
-    "silhouette": ("isotropy.metrics.silhouette", "silhouette_score", True),
-    "calinski_harabasz": ("isotropy.metrics.cluster_indices", "calinski_harabasz_score", True),
-    "davies_bouldin": ("isotropy.metrics.cluster_indices", "davies_bouldin_score", True),
-    "dunn": ("isotropy.metrics.cluster_indices", "dunn_index", True),
-}
+# the one metric table (isotropy.metrics.table): names, functions, families, labels
+METRICS = _table.METRICS
 
 
-LABEL_FREE = [name for name, (_, _, labelled) in METRICS.items() if not labelled]
+LABEL_FREE = _table.metric_names(needs_labels=False)
 
 
-CLUSTER = [name for name, (_, _, labelled) in METRICS.items() if labelled]
+CLUSTER = _table.metric_names(needs_labels=True)
 
 
 class InputError(click.ClickException):
@@ -52,7 +41,7 @@ class InputError(click.ClickException):
 
 
 # O(n²) metrics: the cost note before they start (see _cost_note)
-QUADRATIC = {"silhouette", "dunn", "twonn_dimension", "mle_dimension"}
+QUADRATIC = {name for name, spec in METRICS.items() if spec.pairwise}
 
 
 _COST_NOTE_SECONDS = 10.0  # estimates below this are not worth a note
@@ -260,7 +249,6 @@ class _Outcome:
 
 def _measure(metric_names, data, *, distance, random_state, progress):
     """Yield ``(name, _Outcome)`` for each metric as soon as it is computed; a failure does not stop the rest."""
-    import importlib
     import inspect
 
     from tqdm import tqdm
@@ -272,12 +260,13 @@ def _measure(metric_names, data, *, distance, random_state, progress):
     bar = tqdm(metric_names, desc="metrics", unit="metric", file=sys.stderr, leave=False, disable=not show)
     for name in bar:
         bar.set_postfix_str(name)
-        module, function_name, labelled = METRICS[name]
+        spec = METRICS[name]
+        labelled = spec.needs_labels
         if name in QUADRATIC:
             note = _cost_note(name, *X.shape)
             if note:
                 bar.write(note, file=sys.stderr)
-        function = getattr(importlib.import_module(module), function_name)
+        function = spec.function
         accepted = inspect.signature(function).parameters
         kwargs = {}
         if "metric" in accepted:

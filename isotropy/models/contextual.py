@@ -30,6 +30,7 @@ from isotropy._utils.validation import (
     check_random_state,
     check_scalar,
 )
+from isotropy.models.layers import select_layers
 from isotropy.models.loading import load_transformer
 
 __all__ = ["TokenEmbeddings", "extract_token_embeddings", "load_transformer", "n_transformer_layers", "parse_layers"]
@@ -105,32 +106,13 @@ def n_transformer_layers(config) -> int:
 
 
 def parse_layers(layers, n_layers: int, *, caller: str = _CALLER, name: str = "layers") -> list[int]:
-    """Turn ``"all"``, ``"0,3,6"`` or a sequence of ints into sorted hidden-state indices in ``0..n_layers``.
+    """Deprecated: :func:`isotropy.models.select_layers` with ``n_hidden_states = n_layers + 1``."""
+    import warnings
 
-    Examples
-    --------
-    >>> parse_layers("all", 3)
-    [0, 1, 2, 3]
-    >>> parse_layers("3,0", 6)
-    [0, 3]
-    """
-    valid = f"'all' or hidden-state indices in the range [0, {n_layers}] (0 = embedding output, {n_layers} = last layer)"
-    if isinstance(layers, str):
-        if layers.strip().lower() == "all":
-            return list(range(n_layers + 1))
-        try:
-            layers = [int(part) for part in layers.split(",") if part.strip()]
-        except ValueError:
-            raise IsotropyValueError(f"The '{name}' parameter of {caller} must be {valid}. Got {layers!r} instead.") from None
-    if isinstance(layers, (int, np.integer)):
-        layers = [layers]
-    layers = list(layers)
-    if not layers:
-        raise IsotropyValueError(f"The '{name}' parameter of {caller} must be {valid}. Got no layer instead.")
-    for layer in layers:
-        if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)) or not 0 <= layer <= n_layers:
-            raise IsotropyValueError(f"The '{name}' parameter of {caller} must be {valid}. Got {layer!r} instead.")
-    return sorted({int(layer) for layer in layers})
+    warnings.warn("isotropy.models.contextual.parse_layers(layers, n_layers) is deprecated; use "
+                  "isotropy.models.select_layers(layers, n_layers + 1). It goes in the next release.",
+                  DeprecationWarning, stacklevel=2)
+    return select_layers(layers, n_layers + 1, caller=caller, name=name)
 
 
 def _as_lines(lines) -> list[list[str]]:
@@ -206,7 +188,7 @@ def extract_token_embeddings(lines, *, model: str = "all-MiniLM-L6-v2", layers="
         The packaged MiniLM (a 6-layer BERT), a local transformers model directory, or a hub name.
     layers : "all", str or sequence of int, default="all"
         Hidden states to keep: ``0`` is the embedding output, ``n_layers`` the last layer;
-        ``"0,3,6"`` or ``[0, 3, 6]``.
+        ``"0,3,6"``, ``[0, 3, 6]``, ``"last"`` or negative indices (see :func:`isotropy.models.select_layers`).
     pooling : {"first", "mean"}, default="first"
         A word is its first sub-word piece, or the mean of its pieces.
     max_tokens : int or None
@@ -276,7 +258,7 @@ def extract_token_embeddings(lines, *, model: str = "all-MiniLM-L6-v2", layers="
     else:
         tokenizer, network = tokenizer_and_model
     n_layers = n_transformer_layers(network.config)
-    layers = parse_layers(layers, n_layers)
+    layers = select_layers(layers, n_layers + 1, caller=_CALLER)
     model_max = getattr(network.config, "max_position_embeddings", None) or getattr(network.config, "n_positions", None)
     if model_max is not None:
         max_length = min(max_length, int(model_max))

@@ -2,24 +2,28 @@
 
 from __future__ import annotations
 
-from isotropy._utils.validation import IsotropyValueError
+from isotropy._utils.errors import IsotropyValueError
 
 __all__ = ["POOLINGS", "check_pooling", "pool_hidden_states"]
 
 POOLINGS = ("mean", "last", "first")
-_ALIASES = {"cls": "first"}
+_RENAMED = {"cls": "first"}  # the training probe's name before 0.2: refused, with the new name suggested
 
 
 def check_pooling(pooling: str, config=None, *, caller: str = "pool_hidden_states") -> str:
-    """Validate a pooling name (``"cls"`` means ``"first"``); refuse first-token pooling of a decoder.
+    """Validate a pooling name; refuse first-token pooling of a decoder.
 
     A causal decoder's first token attends only to itself, so its state is identical for every
-    input: a sentence vector taken there would carry no information about the sentence.
+    input: a sentence vector taken there would carry no information about the sentence. An
+    unknown name (``"cls"``, ``"avg"``) is refused in one line with the closest name suggested
+    (``"first"``, ``"mean"``).
     """
-    name = _ALIASES.get(pooling, pooling)
+    name = pooling
     if name not in POOLINGS:
+        from isotropy.metrics.table import suggest_name
+
         raise IsotropyValueError(f"The 'pooling' parameter of {caller} must be one of {list(POOLINGS)}. "
-                                 f"Got {pooling!r} instead.")
+                                 f"Got {pooling!r} instead.{suggest_name(pooling, POOLINGS, _RENAMED)}")
     if name == "first" and config is not None:
         from isotropy.models.loading import is_decoder
 
@@ -41,8 +45,8 @@ def pool_hidden_states(hidden, attention_mask, *, pooling: str = "mean"):
     pooling : {"mean", "last", "first"}, default="mean"
         ``"mean"``: average of the real tokens (special tokens such as ``<bos>`` included, as
         sentence-transformers' mean pooling); ``"last"``: the last real token (for a causal
-        decoder, the one that has seen the whole sentence); ``"first"`` (alias ``"cls"``): the
-        first real token (an encoder's [CLS]).
+        decoder, the one that has seen the whole sentence); ``"first"``: the first real token (an
+        encoder's [CLS]).
 
     Returns
     -------

@@ -1,0 +1,196 @@
+"""The metric table: every metric of the toolkit once, under one name, and the name checks that read it.
+
+Each row (:class:`MetricSpec`) gives a metric's canonical name, which is the name of its function on
+the package face (``isotropy.isoscore``, ``isotropy.silhouette_score``, ...), its family, whether it
+needs cluster labels, the short name shown in printed tables and the name of its torchmetrics class in
+:mod:`isotropy.training.metrics`, if it has one. Every place that takes metric names reads this
+table: ``isotropy measure --metrics`` and the keys of its JSON, ``isotropy measure --model``, the
+training probe and callbacks (``geometry/<name>/layer_<i>``) and the torchmetrics classes. An unknown
+name, old or misspelt, is refused in one line with a suggestion (:func:`check_metric_names`).
+
+Kept light at import (``isotropy --help`` reads it): the standard library only; a row's function is
+imported when :attr:`MetricSpec.function` is first read.
+
+Examples
+--------
+>>> from isotropy.metrics.table import METRICS, metric_names
+>>> METRICS["cosine_similarity_mean"].display_name, METRICS["cosine_similarity_mean"].torchmetric
+('mean cos', 'MeanCosine')
+>>> metric_names(family="clusters")
+['silhouette_score', 'calinski_harabasz_score', 'davies_bouldin_score', 'dunn_index']
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from isotropy._utils.errors import IsotropyValueError
+
+__all__ = ["FAMILIES", "METRICS", "MetricSpec", "check_metric_names", "metric_names", "suggest_name"]
+
+FAMILIES = ("covariance", "neighbours", "clusters")
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One row of the metric table.
+
+    Attributes
+    ----------
+    name : str
+        Canonical name: the function's name on the package face, the ``--metrics`` name, the JSON key
+        and the ``<metric>`` of the training callbacks' keys.
+    module : str
+        The module that defines the function.
+    family : {"covariance", "neighbours", "clusters"}
+        ``"covariance"``: a function of the covariance or of the unit-vector sums (streams exactly,
+        O(n·d²)); ``"neighbours"``: of the nearest-neighbour distances (O(n²)); ``"clusters"``: of
+        the rows and their cluster labels.
+    needs_labels : bool
+        Called as ``function(X, labels)`` rather than ``function(X)``.
+    display_name : str
+        Short name for table headers and figure titles (``"IsoScore*"``, ``"I(W)"``).
+    torchmetric : str or None
+        Name of the torchmetrics class in :mod:`isotropy.training.metrics`, ``None`` when there is none.
+    pairwise : bool
+        Compares all n² pairs of rows (the cost note of ``isotropy measure`` is shown for these).
+    """
+
+    name: str
+    module: str
+    family: str
+    needs_labels: bool
+    display_name: str
+    torchmetric: str | None = None
+    pairwise: bool = False
+
+    @property
+    def function(self):
+        """The metric's function (imported on first use)."""
+        return getattr(importlib.import_module(self.module), self.name)
+
+
+_ROWS = (
+    MetricSpec("isoscore", "isotropy.metrics.isoscore", "covariance", False, "IsoScore", "IsoScore"),
+    MetricSpec("isoscore_star", "isotropy.metrics.isoscore", "covariance", False, "IsoScore*", "IsoScoreStar"),
+    MetricSpec("partition_isotropy", "isotropy.metrics.partition", "covariance", False, "I(W)"),
+    MetricSpec("cosine_similarity_mean", "isotropy.metrics.cosine", "covariance", False, "mean cos", "MeanCosine"),
+    MetricSpec("participation_ratio", "isotropy.metrics.covariance", "covariance", False, "PR", "ParticipationRatio"),
+    MetricSpec("rogue_dimension_share", "isotropy.metrics.rogue", "covariance", False, "rogue share",
+               "RogueDimensionShare"),
+    MetricSpec("twonn_dimension", "isotropy.metrics.dimension", "neighbours", False, "TwoNN", "TwoNNDimension",
+               pairwise=True),
+    MetricSpec("mle_dimension", "isotropy.metrics.dimension", "neighbours", False, "MLE", pairwise=True),
+    MetricSpec("silhouette_score", "isotropy.metrics.silhouette", "clusters", True, "silhouette", pairwise=True),
+    MetricSpec("calinski_harabasz_score", "isotropy.metrics.cluster_indices", "clusters", True, "CH"),
+    MetricSpec("davies_bouldin_score", "isotropy.metrics.cluster_indices", "clusters", True, "DB"),
+    MetricSpec("dunn_index", "isotropy.metrics.cluster_indices", "clusters", True, "Dunn", pairwise=True),
+)
+
+#: Canonical name -> :class:`MetricSpec`, in the order tables print them. Read it, do not change it (the tests
+#: register a fake metric here for the duration of one test).
+METRICS = {row.name: row for row in _ROWS}
+
+# Names used before the one table (0.1), so that a user who types one is told the new name.
+_RENAMED = {
+    "mean_cosine": "cosine_similarity_mean",
+    "rogue_share": "rogue_dimension_share",
+    "twonn": "twonn_dimension",
+    "mle": "mle_dimension",
+    "silhouette": "silhouette_score",
+    "calinski_harabasz": "calinski_harabasz_score",
+    "davies_bouldin": "davies_bouldin_score",
+    "dunn": "dunn_index",
+}
+
+
+def metric_names(*, family: str | None = None, needs_labels: bool | None = None,
+                 torchmetric: bool | None = None) -> list[str]:
+    """Canonical names of the table's rows, in table order, optionally filtered.
+
+    Parameters
+    ----------
+    family : {"covariance", "neighbours", "clusters"}, optional
+    needs_labels : bool, optional
+    torchmetric : bool, optional
+        ``True``: only the metrics with a torchmetrics class; ``False``: only those without.
+
+    Returns
+    -------
+    list of str
+    """
+    return [row.name for row in METRICS.values()
+            if (family is None or row.family == family)
+            and (needs_labels is None or row.needs_labels == needs_labels)
+            and (torchmetric is None or (row.torchmetric is not None) == torchmetric)]
+
+
+def suggest_name(value, choices: Iterable[str], renamed=None) -> str:
+    """``" Did you mean 'x'?"`` for a refused name, or ``""``: its new name if it was renamed, else the closest choice.
+
+    ``renamed`` maps names used before 0.2 to their replacement (default: the metric renames); the
+    closest choice comes from :func:`isotropy._utils.suggest.did_you_mean` (:mod:`difflib`). The
+    one helper behind the did-you-mean of metric and pooling names.
+
+    Examples
+    --------
+    >>> suggest_name("isoscor", ["isoscore", "isoscore_star"])
+    " Did you mean 'isoscore'?"
+    >>> suggest_name("cls", ["mean", "last", "first"], renamed={"cls": "first"})
+    " Did you mean 'first'?"
+    """
+    from isotropy._utils.suggest import did_you_mean
+
+    choices = list(choices)
+    target = (_RENAMED if renamed is None else renamed).get(value) if isinstance(value, str) else None
+    if target in choices:
+        return f" Did you mean {target!r}?"
+    return did_you_mean(value, choices)
+
+
+def check_metric_names(names, *, caller: str, name: str = "metrics", allowed: Iterable[str] | None = None) -> list[str]:
+    """Validate metric names against the table; return them in the order given, without repeats.
+
+    Parameters
+    ----------
+    names : str or iterable of str
+        One name or several (a comma-separated string is *not* split here).
+    caller : str
+        The function, class or command named in the message.
+    name : str, default="metrics"
+        The argument named in the message.
+    allowed : iterable of str, optional
+        A subset of the table's names accepted here (e.g. those with a torchmetrics class); default:
+        every name in the table.
+
+    Returns
+    -------
+    list of str
+
+    Raises
+    ------
+    IsotropyValueError
+        One line naming the argument, the value and the accepted names, with the closest accepted name
+        (:func:`suggest_name`: the new name of an old one, else the closest by :mod:`difflib`), e.g.
+        ``The 'metrics' parameter of HFGeometryCallback must name metrics of [...]. Got 'mean_cosine'
+        instead. Did you mean 'cosine_similarity_mean'?``
+
+    Examples
+    --------
+    >>> check_metric_names(["isoscore", "twonn_dimension", "isoscore"], caller="example")
+    ['isoscore', 'twonn_dimension']
+    """
+    accepted = list(METRICS) if allowed is None else list(allowed)
+    given = [names] if isinstance(names, str) else list(names)
+    if not given:
+        raise IsotropyValueError(f"The {name!r} parameter of {caller} must name at least one metric of {accepted}. "
+                                 f"Got an empty list instead.")
+    for value in given:
+        if value not in accepted:
+            hint = suggest_name(value, accepted)
+            where = " here" if value in METRICS else ""
+            raise IsotropyValueError(f"The {name!r} parameter of {caller} must name metrics of {accepted}. "
+                                     f"Got {value!r}{where} instead.{hint}")
+    return list(dict.fromkeys(given))
