@@ -145,3 +145,42 @@ def test_path_shortcuts_are_taken_verbatim_and_value_shortcuts_as_yaml(capsys):
         assert exc.code in (None, 0)
     printed = yaml.safe_load(capsys.readouterr().out)
     assert printed["lambdas"] == [-1.0, 0.5] and printed["train_size"] is None
+
+
+# ---------------------------------------------------------------- text fields are verbatim
+_MODEL_KEY = {"minibatch-stability": "embeddings.model"}  # the other experiments: model
+
+
+def _printed(argv, capsys) -> dict:
+    import yaml
+
+    try:
+        main(argv)
+    except SystemExit as exc:
+        assert exc.code in (None, 0), capsys.readouterr().err
+    return yaml.safe_load(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("name", sorted(EXPERIMENTS))
+@pytest.mark.parametrize("how", ["--set", "--model"])
+def test_a_text_option_keeps_a_hash_and_a_colon_in_every_experiment(name, how, capsys):
+    """A string field takes the text as it is: YAML would cut ``models/my model #2`` at the ``#``."""
+    key = _MODEL_KEY.get(name, "model")
+    text = "models/my model #2: final"
+    argv = ["--set", f"{key}={text}"] if how == "--set" else ["--model", text]
+    printed = _printed(["run", name, *argv, "--print-config"], capsys)
+    node = printed
+    for part in key.split(".")[:-1]:
+        node = node[part]
+    assert node[key.split(".")[-1]] == text
+
+
+def test_a_text_field_that_also_takes_null_or_a_number_keeps_that_meaning():
+    cg = load_experiment("classifier-geometry")
+    assert cg.config(sets=["data_path=null"]).data_path is None  # str | None: null is None
+    assert cg.config(sets=["data_path=my data #1.csv"]).data_path == "my data #1.csv"
+    assert cg.config(sets=["label_column=[a, b]"]).label_column == ["a", "b"]  # str | list[str]: a list
+    lg = load_experiment("layer-geometry")
+    assert lg.config(sets=["layers=3"]).layers == 3  # int | str | list[int]: an int stays an int
+    assert lg.config(sets=["layers=0,3,6"]).layers == "0,3,6"
+    assert load_experiment("istar").config(sets=["model=123"]).model == "123"  # a str field: the text
