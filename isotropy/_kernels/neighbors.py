@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from isotropy._utils.progress import blocks
 from isotropy._utils.validation import IsotropyValueError
 
 # Entries per group in the grouped selection of _update_rows / _update_cols.
@@ -177,28 +178,220 @@ def _update_cols(best_v, best_i, a2: int, S: np.ndarray, row0: int, first: bool)
     _merge_sparse(best_v, best_i, a2, cols[keep], rows[keep] + row0, vals[keep])
 
 
-def _augmented(X: np.ndarray, scale, dtype):
-    """Rows ``[c_i, ‖c_i‖²/2, 1]`` of the centred points in ``dtype``; None if the scores could overflow."""
-    n, d = X.shape
-    A = np.empty((n, d + 2), dtype=dtype)
-    if scale is None:
-        mean = X.mean(axis=0, dtype=np.float64)
-        A[:, :d] = X
-    else:
-        mean = np.einsum("i,ij->j", scale, X, dtype=np.float64) / n
-        np.multiply(X, scale[:, None].astype(dtype), out=A[:, :d])
-    A[:, :d] -= mean.astype(dtype)  # centring keeps c·c small
-    with np.errstate(over="ignore"):
-        A[:, d] = np.einsum("ij,ij->i", A[:, :d], A[:, :d]) / 2
-    if not np.all(A[:, d] <= np.finfo(dtype).max / 8):  # |s_ij| <= ‖c_i‖² + ‖c_j‖² must not overflow
-        return None
-    A[:, d + 1] = 1
-    return A
-
-
 def _finish(sq: np.ndarray, metric: str) -> np.ndarray:
     """Squared euclidean distances of the representation -> distances of ``metric`` (in place)."""
     if metric == "cosine":
         sq /= 2  # 1 - cos(x, y) = ‖u - v‖² / 2 for unit vectors u, v
         return sq
     return np.sqrt(sq, out=sq)
+
+
+# ---------------------------------------------------------------------------------------------
+# The exact search: candidates from float32 blocks of the upper triangle, exact float64 distances,
+# a certificate per row from the float32 error bound, and exact fallbacks where it fails.
+# ---------------------------------------------------------------------------------------------
+
+# Rows (and columns) of one square block of the score matrix.
+_BLOCK = 4096
+# Rows sampled for the centre (a coordinate-wise median: a few rows of huge norm do not move it).
+_CENTRE_SAMPLE = 4096
+# Scores per chunk of the float64 fallbacks (rows x all points).
+_FALLBACK_SCORES = 2**22
+
+
+def _centre(X: np.ndarray, scale) -> np.ndarray:
+    """Coordinate-wise median (float64) of up to ``_CENTRE_SAMPLE`` evenly spaced rows of ``X·scale``.
+
+    Any centre gives the same distances; a median keeps the centred norms of the bulk of the
+    points small even when a few rows are ``10^12`` times larger than the rest (a mean would be
+    dragged to them, and the float32 scores of the bulk would lose every digit).
+    """
+    n = X.shape[0]
+    rows = np.unique(np.linspace(0, n - 1, min(n, _CENTRE_SAMPLE)).astype(np.intp))
+    return np.median(_representation(X[rows], None if scale is None else scale[rows]), axis=0)
+
+
+def _operands(X: np.ndarray, scale, centre: np.ndarray, dtype):
+    """``(A, q)``: rows ``[c_i, ‖c_i‖²/2, 1]`` of ``c_i = X[i]·scale[i] − centre`` in ``dtype``, and
+    ``q_i = ‖c_i‖²`` in float64; ``A`` is None when ``dtype`` cannot hold the scores."""
+    n, d = X.shape
+    A = np.empty((n, d + 2), dtype=dtype)
+    q = np.empty(n, dtype=np.float64)
+    step = max(1, (1 << 21) // max(d, 1))
+    for s in range(0, n, step):
+        c = _representation(X[s:s + step], None if scale is None else scale[s:s + step]) - centre
+        q[s:s + step] = np.einsum("ij,ij->i", c, c)
+        A[s:s + step, :d] = c
+    if not np.all(q <= np.finfo(dtype).max / 8):  # |s_ij| <= ‖c_i‖² + ‖c_j‖² must not overflow
+        return None, q
+    with np.errstate(under="ignore"):
+        A[:, d] = np.einsum("ij,ij->i", A[:, :d], A[:, :d]) / 2
+    A[:, d + 1] = 1
+    return A, q
+
+
+def _right(A: np.ndarray, rows: slice, out: np.ndarray) -> np.ndarray:
+    """Rows ``[c_j, −1, −‖c_j‖²/2]``: ``A[i]·B[j] = c_i·c_j − ‖c_i‖²/2 − ‖c_j‖²/2 = −‖c_i − c_j‖²/2``."""
+    d = A.shape[1] - 2
+    B = out[: (rows.stop - rows.start) * (d + 2)].reshape(rows.stop - rows.start, d + 2)
+    B[:, :d] = A[rows, :d]
+    B[:, d] = -1
+    B[:, d + 1] = -A[rows, d]
+    return B
+
+
+def _error_factor(dtype, n_features: int) -> float:
+    """``γ`` with ``|s̃_ij − s_ij| <= γ·(q_i + q_j)`` for the scores of :func:`_operands` in ``dtype``.
+
+    With ``u`` the unit roundoff: rounding ``c`` to ``dtype`` moves ``−‖c_i − c_j‖²/2`` by at most
+    ``2u(q_i + q_j)``, the rounded ``‖ĉ_i‖²/2`` by ``(d + 1)u·q_i/2``, and a dot product of ``d + 2``
+    terms in any summation order by ``(d + 2)u·Σ|a_k b_k| <= (d + 2)u·(q_i + q_j)`` (Higham 2002,
+    §3.1): ``γ = (1.5d + 4.5)u``, taken as ``(1.5d + 6)u`` with a 2 % margin for second-order terms.
+    """
+    u = float(np.finfo(dtype).eps) / 2
+    return 1.02 * (1.5 * n_features + 6) * u
+
+
+def _certified(tau, kth_sq, q, gamma: float, floor: float, n_features: int) -> np.ndarray:
+    """Rows whose ``k`` nearest are provably among their candidates.
+
+    ``tau[i]`` is row i's ``m``-th best approximate score: every other point j has
+    ``s̃_ij <= tau[i]``, hence ``d²_ij >= −2·tau[i] − 2γ(q_i + q_j) − floor``, and, by the triangle
+    inequality around the centre, ``d_ij >= √q_j − √q_i``. The row is certified when every
+    ``q_j >= 0`` makes one of the two bounds exceed the exact ``k``-th squared distance (inflated by
+    the float64 rounding of the exact distances).
+    """
+    kth = kth_sq * (1 + (n_features + 4) * float(np.finfo(np.float64).eps)) + floor
+    with np.errstate(invalid="ignore", over="ignore"):
+        base = -2.0 * tau.astype(np.float64) - 2.0 * gamma * q - floor  # bound at q_j = 0
+        ok = base - 2.0 * gamma * q > kth  # every q_j <= q_i (the first bound decreases in q_j)
+        q1 = (base - kth) / (2.0 * gamma)  # beyond q1 the first bound no longer suffices
+        shrink = 1 - 4 * (n_features + 2) * float(np.finfo(np.float64).eps)
+        far = (np.sqrt(np.maximum(q1, q)) * shrink - np.sqrt(q)) ** 2 > kth
+    return ok & (far | (q1 > q.max()))
+
+
+def _candidate_pass(A: np.ndarray, m: int, b: int):
+    """Best ``m`` approximate scores and their indices of every row, from the upper triangle of blocks.
+
+    The diagonal blocks come first, so that every point already holds ``m`` candidates among its
+    own block (a finite threshold) when the off-diagonal blocks are offered to it; each off-diagonal
+    block is computed once and offered to its rows and, transposed, to its columns.
+    """
+    n, d2 = A.shape
+    n_panels = -(-n // b)
+    b = -(-n // n_panels)  # equal panels
+    starts = list(range(0, n, b))
+    best_v = np.full((n, m), -np.inf, dtype=A.dtype)
+    best_i = np.zeros((n, m), dtype=np.intp)
+    S_buf = np.empty(min(n, b) ** 2, dtype=A.dtype)
+    B_buf = np.empty(min(n, b) * d2, dtype=A.dtype)
+    advance = blocks(n_panels * (n_panels + 1) // 2)  # progress, when a caller asked for it
+    pairs = [(a, a) for a in starts] + [(a, a2) for a in starts for a2 in starts if a2 > a]
+    for a, a2 in pairs:
+        e, e2 = min(n, a + b), min(n, a2 + b)
+        B = _right(A, slice(a2, e2), B_buf)
+        S = np.matmul(A[a:e], B.T, out=S_buf[: (e - a) * (e2 - a2)].reshape(e - a, e2 - a2))
+        if a2 == a:
+            np.fill_diagonal(S, -np.inf)  # a point is not its own neighbour
+            _update_rows(best_v, best_i, a, S, a2, first=True)
+        else:
+            _update_rows(best_v, best_i, a, S, a2, first=False)
+            _update_cols(best_v, best_i, a2, S, a, first=False)
+        advance()
+    return best_v, best_i
+
+
+def _exact_rows(X, scale, rows: np.ndarray, n_neighbors: int):
+    """Exact search for a few rows: float64 differences to every point, ties by index."""
+    n = X.shape[0]
+    step = max(1, _GATHER_MEMORY // max(1, X.shape[1] * 8))
+    best_sq = np.full((rows.size, n_neighbors), np.inf)
+    best_i = np.zeros((rows.size, n_neighbors), dtype=np.intp)
+    for s in range(0, n, step):
+        cols = np.arange(s, min(n, s + step))
+        sq = _exact_sq_distances(X, scale, rows, np.broadcast_to(cols, (rows.size, cols.size)))
+        sq[rows[:, None] == cols[None, :]] = np.inf
+        best_sq, best_i = _sort_candidates(np.concatenate([best_sq, sq], axis=1),
+                                           np.concatenate([best_i, np.broadcast_to(cols, sq.shape)], axis=1),
+                                           n_neighbors)
+    return best_sq, best_i
+
+
+def _float64_candidates(X, scale, centre, q, rows: np.ndarray, m: int):
+    """Best ``m`` float64 scores (and indices) of ``rows`` against every point."""
+    n = X.shape[0]
+    C = _representation(X[rows], None if scale is None else scale[rows]) - centre
+    best_v = np.full((rows.size, m), -np.inf)
+    best_i = np.zeros((rows.size, m), dtype=np.intp)
+    step = max(m + 1, _FALLBACK_SCORES // max(1, rows.size))
+    for s in range(0, n, step):
+        e = min(n, s + step)
+        c = _representation(X[s:e], None if scale is None else scale[s:e]) - centre
+        S = C @ c.T - q[rows, None] / 2 - q[None, s:e] / 2
+        S[(rows[:, None] == np.arange(s, e)[None, :])] = -np.inf
+        v = np.concatenate([best_v, S], axis=1)
+        i = np.concatenate([best_i, np.broadcast_to(np.arange(s, e), S.shape)], axis=1)
+        top = np.argpartition(v, v.shape[1] - m, axis=1)[:, -m:]
+        best_v, best_i = np.take_along_axis(v, top, axis=1), np.take_along_axis(i, top, axis=1)
+    return best_v, best_i
+
+
+def _refine(X, scale, rows, best_v, best_i, n_neighbors, q, gamma, floor):
+    """Exact float64 distances of the candidates, sorted; and which rows are certified."""
+    dist = np.empty((rows.size, n_neighbors), dtype=np.float64)
+    ind = np.empty((rows.size, n_neighbors), dtype=np.intp)
+    for s in range(0, rows.size, 4 * _BLOCK):
+        e = min(rows.size, s + 4 * _BLOCK)
+        sq = _exact_sq_distances(X, scale, rows[s:e], best_i[s:e])
+        dist[s:e], ind[s:e] = _sort_candidates(sq, best_i[s:e], n_neighbors)
+    ok = _certified(best_v.min(axis=1), dist[:, -1], q[rows], gamma, floor, X.shape[1])
+    return dist, ind, ok
+
+
+def exact_knn(X: np.ndarray, scale, n_neighbors: int, *, block: int | None = None, caller: str = "kneighbors"):
+    """Squared distances (float64, sorted) and indices of the ``n_neighbors`` nearest other points.
+
+    The metric is the euclidean distance between the rows ``y_i = X[i]·scale[i]`` (see
+    :func:`_prepare`). Three stages, each exact where the one before cannot prove it is:
+
+    1. scores ``s̃_ij ≈ −‖c_i − c_j‖²/2`` of the centred rows ``c`` (centre: :func:`_centre`) as
+       BLAS products of float32 blocks (float64 when float32 cannot hold them), over the blocks on
+       and above the diagonal only, each offered to its rows and its columns; every row keeps its
+       ``m = n_neighbors + max(8, n_neighbors // 8)`` best;
+    2. their squared distances ``Σ (y_i − y_j)²`` in float64 from the differences, sorted by
+       (distance, index);
+    3. a certificate per row (:func:`_certified`, from the rounding bound of stage 1): a row
+       whose ``k``-th exact distance is not provably below every non-candidate's is searched again
+       with float64 scores, and if still not certified, by float64 differences to every point.
+
+    Memory: one ``block × block`` score buffer, the ``n × (d + 2)`` operands and ``n × m`` candidates.
+    """
+    n, d = X.shape
+    m = _n_candidates(n_neighbors, n)
+    centre = _centre(X, scale)
+    A, q = _operands(X, scale, centre, np.float32)
+    if A is None:  # squares overflow float32: float64 products
+        A, q = _operands(X, scale, centre, np.float64)
+    if A is None:
+        raise IsotropyValueError(f"The 'X' parameter of {caller} must have values whose squared distances fit in "
+                                 f"float64. Got values too large instead.")
+    b = max(block or _BLOCK, m + 1)  # a diagonal block must hold m other points
+    best_v, best_i = _candidate_pass(A, m, b)
+    gamma = _error_factor(A.dtype, d)
+    floor = 4.0 * (d + 2) * float(np.finfo(A.dtype).tiny)
+    del A
+    rows = np.arange(n)
+    dist, ind, ok = _refine(X, scale, rows, best_v, best_i, n_neighbors, q, gamma, floor)
+    if m >= n - 1:  # every other point is a candidate
+        return dist, ind
+    rows = np.flatnonzero(~ok)
+    if rows.size:  # stage 3a: float64 scores for the rows float32 could not certify
+        v, i = _float64_candidates(X, scale, centre, q, rows, m)
+        d64, i64, ok64 = _refine(X, scale, rows, v, i, n_neighbors, q, _error_factor(np.float64, d),
+                                 4.0 * (d + 2) * float(np.finfo(np.float64).tiny))
+        dist[rows], ind[rows] = d64, i64
+        rows = rows[~ok64]
+    if rows.size:  # stage 3b: differences to every point
+        dist[rows], ind[rows] = _exact_rows(X, scale, rows, n_neighbors)
+    return dist, ind

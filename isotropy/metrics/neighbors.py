@@ -14,74 +14,21 @@ import numbers
 
 import numpy as np
 
-from isotropy._kernels.neighbors import (
-    _METRICS,
-    _augmented,
-    _exact_sq_distances,
-    _finish,
-    _n_candidates,
-    _prepare,
-    _sort_candidates,
-    _update_cols,
-    _update_rows,
-)
+from isotropy._kernels.neighbors import _METRICS, _finish, _n_candidates, _prepare, exact_knn
 from isotropy._utils.backend import is_dask, is_torch
-from isotropy._utils.progress import blocks
+from isotropy._utils.magnitude import rescaled
 from isotropy._utils.validation import IsotropyValueError, check_option, check_scalar, check_X
 
 __all__ = ["kneighbors"]
 
-# Rows (and columns) of one square block of the score matrix.
-_BLOCK = 4096
-
 
 def _kneighbors_numpy(X: np.ndarray, scale, n_neighbors: int, chunk_size: int | None, caller: str = "kneighbors"):
-    """Squared distances and indices of the nearest neighbours of the points ``X[i]·scale[i]``.
+    """Squared distances (float64, sorted) and indices of the nearest neighbours of the rows ``X[i]·scale[i]``.
 
-    On the centred data ``c`` the score ``s_ij = c_i·c_j − ‖c_i‖²/2 − ‖c_j‖²/2 = −‖c_i − c_j‖²/2``
-    is one matrix product of ``[c, ‖c‖²/2, 1]`` and ``[c, −1, −‖c‖²/2]``, symmetric, so only
-    the square blocks of the upper triangle are computed; each serves its rows and its columns.
-    Each block is offered to its rows (:func:`_update_rows`) and columns (:func:`_update_cols`).
+    The exact kernel :func:`isotropy._kernels.neighbors.exact_knn` (float32 candidate blocks of the
+    upper triangle, exact float64 distances, a rounding certificate per row, exact fallbacks).
     """
-    n, d = X.shape
-    m = _n_candidates(n_neighbors, n)
-    A = _augmented(X, scale, X.dtype)
-    if A is None and X.dtype == np.float32:  # squares overflow float32: work in float64
-        A = _augmented(X, scale, np.float64)
-    if A is None:
-        raise IsotropyValueError(f"The 'X' parameter of {caller} must have values whose squared distances fit in "
-                                 f"float64. Got values too large instead.")
-    compute_dtype = A.dtype
-    b = max(chunk_size or _BLOCK, m + 1)  # a first block must hold m other points
-    best_v = np.full((n, m), -np.inf, dtype=compute_dtype)
-    best_i = np.zeros((n, m), dtype=np.intp)
-    S_buf = np.empty(min(n, b) ** 2, dtype=compute_dtype)  # reused: no page faults per block
-    B_buf = np.empty(min(n, b) * (d + 2), dtype=compute_dtype)
-    n_blocks = -(-n // b)
-    advance = blocks(n_blocks * (n_blocks + 1) // 2)  # progress, when a caller asked for it
-    for a in range(0, n, b):
-        e = min(n, a + b)
-        for a2 in range(a, n, b):  # upper triangle of blocks: rows a:e, columns a2:e2
-            e2 = min(n, a2 + b)
-            B = B_buf[: (e2 - a2) * (d + 2)].reshape(e2 - a2, d + 2)  # [c, -1, -‖c‖²/2]
-            B[:, :d] = A[a2:e2, :d]
-            B[:, d] = -1
-            B[:, d + 1] = -A[a2:e2, d]
-            S = np.matmul(A[a:e], B.T, out=S_buf[: (e - a) * (e2 - a2)].reshape(e - a, e2 - a2))
-            if a2 == a:
-                np.fill_diagonal(S, -np.inf)  # a point is not its own neighbour
-            _update_rows(best_v, best_i, a, S, a2, first=a2 == 0)  # rows a:e met columns 0:a before
-            if a2 != a:
-                _update_cols(best_v, best_i, a2, S, a, first=a == 0)
-            advance()
-    dist = np.empty((n, n_neighbors), dtype=np.float64)
-    ind = np.empty((n, n_neighbors), dtype=np.intp)
-    rows = np.arange(n)
-    for a in range(0, n, 4 * _BLOCK):
-        e = min(n, a + 4 * _BLOCK)
-        sq = _exact_sq_distances(X, scale, rows[a:e], best_i[a:e])
-        dist[a:e], ind[a:e] = _sort_candidates(sq, best_i[a:e], n_neighbors)
-    return dist, ind
+    return exact_knn(X, scale, n_neighbors, block=chunk_size, caller=caller)
 
 
 def _kneighbors_torch(X, n_neighbors: int, metric: str, chunk_size: int | None, caller: str):
@@ -193,8 +140,9 @@ def kneighbors(X, *, n_neighbors: int, metric: str = "euclidean", chunk_size: in
     n_neighbors = int(n_neighbors)
     if is_torch(X):
         return _kneighbors_torch(X, n_neighbors, metric, chunk_size, caller)
+    X, exponent = rescaled(X, caller=caller) if metric == "euclidean" else (X, 0)  # exact: a power of two
     X, scale = _prepare(X, metric, caller)
     sq, ind = _kneighbors_numpy(X, scale, n_neighbors, chunk_size)
-    return _finish(sq, metric), ind
+    return np.ldexp(_finish(sq, metric), exponent), ind
 
 
