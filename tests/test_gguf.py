@@ -123,9 +123,10 @@ def test_bad_files_give_one_line_errors(tmp_path):
         convert_gguf(tmp_path / "absent.gguf", cache_dir=tmp_path)
     junk = tmp_path / "junk.gguf"
     junk.write_bytes(b"not a gguf file at all")
-    with pytest.raises(ValueError, match="could not be read by transformers"):
+    with pytest.raises(ValueError, match="junk.gguf' does not start with the GGUF magic bytes"):
         convert_gguf(junk, cache_dir=tmp_path, show_progress=False)
-    assert not any(p.name.startswith("gguf-") and p.is_dir() for p in (tmp_path / "models").iterdir())
+    assert not (tmp_path / "models").exists() or not any(
+        p.name.startswith("gguf-") and p.is_dir() for p in (tmp_path / "models").iterdir())
 
 
 def _manual(network, tokenizer, text, layer, pooling):

