@@ -23,31 +23,22 @@ them only once it has written its first result (restored if it fails before that
 says ``running`` from the start and ``finished`` or ``failed`` (with the error) at the end;
 torch/BLAS threads are restored afterwards; ``run`` never plots, figures come from ``plot``.
 
-Writing a fifth experiment
+Writing another experiment
 --------------------------
 Copy ``isotropy/experiments/_template/`` (a complete, tested experiment) to
 ``isotropy/experiments/<name>/``, put its default setup in ``isotropy/configs/<name>/``, and add one
-line to ``EXPERIMENTS`` in :mod:`isotropy.cli`. In short::
+line to ``EXPERIMENTS`` in :mod:`isotropy.cli`. Its layout::
 
-    class Config(ExperimentConfig):           # typed, range-checked; defaults in configs/<name>/*.yaml
-        seeds: list[NonNegativeInt]
-        n_samples: int = Field(ge=2)
+    config.py       class Config(ExperimentConfig): ...   # the one place of the schema
+    run.py          def prepare(config, ctx): ...        # load model and data; write nothing
+                    def run(config, results_dir, ctx):   # compute and write numbers; never plot
+                        data = ctx.prepared              # always set by the runner
+    plot.py         def plot_results(results_dir): ...   # matplotlib Figures keyed by their path
+    experiment.py   EXPERIMENT = Experiment(name="my-experiment", package=__package__,
+                                            config_model=Config, default_setup="default")
 
-    def prepare(config, ctx):                 # load model and data; write nothing
-        return load_my_data(ctx.data_dir)
-
-    def run(config, results_dir, ctx):        # compute and write numbers; never plot
-        for seed in config.seeds:
-            if ctx.read_part(f"seeds/seed_{seed}.json", seed=seed) is None:
-                ctx.write_part(f"seeds/seed_{seed}.json", compute(ctx.prepared, seed), seed=seed)
-        write_json(results_dir / "summary.json", ...)
-        return {"summary": ...}
-
-    def plot(results_dir):                    # matplotlib Figures (no pyplot, no backend change)
-        return {"figures/my_figure": figure}
-
-    EXPERIMENT = Experiment(name="my-experiment", config_model=Config, run=run, plot=plot,
-                            prepare=prepare, default_setup="default", resume_keys={"seeds"})
+The record binds ``prepare``, ``run``, ``plot_results`` and ``report`` by module name (no
+wrappers); the command prints ``report_file`` (``results.md``) once the run has finished.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The experiment to copy: a small, complete experiment on the contract of :mod:`isotropy.experiments._runner`.
 
-To write a fifth experiment: copy this folder to ``isotropy/experiments/<your_name>/``, copy
+To write another experiment: copy this folder to ``isotropy/experiments/<your_name>/``, copy
 ``isotropy/configs/_template/default.yaml`` to ``isotropy/configs/<your-name>/default.yaml``,
 and keep the shape:
 
