@@ -242,3 +242,12 @@ def test_json_to_dev_stderr_and_an_inherited_descriptor(x_file, tmp_path):
     with os.fdopen(read) as handle:
         record = json.loads(handle.read())
     assert proc.returncode == 0 and record["values"]["isoscore"] == pytest.approx(isoscore(X), rel=1e-12)
+
+
+@pytest.mark.parametrize("value", ["1", "0", "-3", "x", "2.5"])
+def test_bad_sample_size_is_one_line_not_a_usage_block(x_file, value):
+    path, _ = x_file
+    result = invoke(path, "--sample-size", value, "--metrics", "isoscore")
+    assert result.exit_code == 2 and "Usage:" not in result.output, result.output
+    assert result.output.strip().splitlines() == [f"Error: --sample-size {value!r}: expected an integer number of "
+                                                  f"rows of at least 2."]

@@ -15,7 +15,7 @@ from pathlib import Path
 import click
 
 from isotropy.measure.from_model import model_options, run_cli
-from isotropy.measure.report import CLUSTER, LABEL_FREE, METRICS, QUADRATIC, _guard, _load_input, report
+from isotropy.measure.report import CLUSTER, LABEL_FREE, METRICS, QUADRATIC, InputError, _guard, _load_input, report
 
 __all__ = ["CLUSTER", "LABEL_FREE", "METRICS", "QUADRATIC", "command"]
 
@@ -50,6 +50,19 @@ def _parse_metrics(ctx, param, value):
         raise click.BadParameter(str(exc), ctx, param) from None
 
 
+def _parse_sample_size(ctx, param, value):
+    """``--sample-size``: an int >= 2, refused in one line (exit 2), not with a usage block."""
+    if value is None:
+        return None
+    try:
+        size = int(value)
+    except ValueError:
+        size = None
+    if size is None or size < 2:
+        raise InputError(f"--sample-size {value!r}: expected an integer number of rows of at least 2.")
+    return size
+
+
 @click.command(name="measure")
 @click.argument("embeddings", metavar="EMBEDDINGS", required=False)
 @click.option("--labels", "labels_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -62,7 +75,7 @@ def _parse_metrics(ctx, param, value):
               help="Also write the values, sizes, file and package versions as JSON to OUT (a regular file, "
                    "written atomically; a symbolic link writes its target). '-' writes the JSON to stdout "
                    "and the table to stderr.")
-@click.option("--sample-size", type=click.IntRange(min=2), default=None, metavar="N",
+@click.option("--sample-size", callback=_parse_sample_size, default=None, metavar="N",
               help="Measure a uniform random sample of N rows (without replacement) instead of all rows.")
 @click.option("--random-state", type=int, default=0, show_default=True, metavar="S",
               help="Seed of the row sample and of randomised metrics.")
