@@ -107,32 +107,52 @@ def _formats(ctx, param, value):
 
 
 @cli.command()
-@click.argument("results_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("path", type=click.Path(exists=True, path_type=Path))
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Where the figures go (default: PATH, whose figures/ folder gets an experiment's figures; "
+                   "PATH/geometry-figures for a training log).")
 @click.option("--format", "formats", default="png,svg", show_default=True, callback=_formats,
               help="Comma-separated figure formats, e.g. png,svg,pdf.")
 @click.option("--dpi", type=click.IntRange(min=10, max=2400), default=150, show_default=True,
               help="Resolution of raster formats (dots per inch).")
-def plot(results_dir: Path, formats, dpi: int):
-    """Redraw the figures of RESULTS_DIR (into RESULTS_DIR/figures) without re-running the experiment."""
+def plot(path: Path, out_dir: Path | None, formats, dpi: int):
+    """Draw the figures of PATH without re-running anything.
+
+    PATH is either the results directory of an 'isotropy run' (it has a run.json: the experiment's
+    figures are redrawn), or a training log of the geometry callbacks: a Hugging Face output
+    directory (trainer_state.json), a Lightning CSVLogger directory (metrics.csv) or a TensorBoard
+    event directory. For a log, each geometry metric is drawn against the step, one line per layer,
+    beside a layer x step heat map, and the values are written to geometry.csv.
+    """
     import matplotlib
 
     matplotlib.use("Agg")  # this command only writes files: no GUI backend (a library call never does this)
     from isotropy.experiments._runner import save_figures
 
-    meta = results_dir / "run.json"
-    if not meta.is_file():
-        raise click.UsageError(f"RESULTS_DIR {str(results_dir)!r} has no run.json; expected the directory an "
-                               f"'isotropy run' command wrote.")
-    try:
-        experiment = json.loads(meta.read_text()).get("experiment")
-    except ValueError:
-        raise click.UsageError(f"{str(meta)!r} is not valid JSON.") from None
-    if experiment not in EXPERIMENTS:
-        raise click.UsageError(f"run.json in {str(results_dir)!r} names experiment {experiment!r}; "
-                               f"expected one of {sorted(EXPERIMENTS)}.")
-    figures = load_experiment(experiment).plot(results_dir)
-    for path in save_figures(figures, results_dir, formats=formats, dpi=dpi):
-        click.echo(str(path))
+    meta = path / "run.json"
+    if path.is_dir() and meta.is_file():
+        try:
+            experiment = json.loads(meta.read_text()).get("experiment")
+        except ValueError:
+            raise click.UsageError(f"{str(meta)!r} is not valid JSON.") from None
+        if experiment not in EXPERIMENTS:
+            raise click.UsageError(f"run.json in {str(path)!r} names experiment {experiment!r}; "
+                                   f"expected one of {sorted(EXPERIMENTS)}.")
+        figures = load_experiment(experiment).plot(path)
+        for saved in save_figures(figures, out_dir or path, formats=formats, dpi=dpi):
+            click.echo(str(saved))
+        return
+    from isotropy._utils.atomic import atomic_write
+    from isotropy.training.logs import plot_geometry_log, read_geometry_log
+
+    frame = read_geometry_log(path)
+    out_dir = out_dir or (path if path.is_dir() else path.parent) / "geometry-figures"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with atomic_write(out_dir / "geometry.csv") as handle:
+        frame.to_csv(handle, index=False)
+    click.echo(str(out_dir / "geometry.csv"))
+    for saved in save_figures(plot_geometry_log(frame), out_dir, formats=formats, dpi=dpi):
+        click.echo(str(saved))
 
 
 def main(argv=None):

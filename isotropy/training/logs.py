@@ -1,0 +1,217 @@
+"""Geometry logged during training, read back from the loggers' own files and drawn.
+
+The callbacks (:class:`~isotropy.training.HFGeometryCallback`,
+:class:`~isotropy.training.LightningGeometryCallback`) log ``geometry/<metric>/layer_<i>``
+through the framework's loggers. :func:`read_geometry_log` reads those values back from what the
+frameworks write — a Hugging Face output directory (``trainer_state.json``, also inside
+``checkpoint-*``), a Lightning ``CSVLogger`` directory (``metrics.csv``), or a TensorBoard event
+directory (``events.out.tfevents.*``, where HF prefixes ``train/``) — into one tidy table, and
+:func:`plot_geometry_log` draws each metric against the step, one line per layer, with a
+layer × step heat map beside it. ``isotropy plot PATH`` does both from the shell.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import re
+from pathlib import Path
+
+from isotropy._utils.errors import IsotropyValueError
+
+__all__ = ["find_geometry_logs", "plot_geometry_log", "read_geometry_log"]
+
+COLUMNS = ["metric", "layer", "step", "value", "source"]
+
+
+def _key_pattern(prefix: str) -> re.Pattern:
+    # "geometry/isoscore/layer_3", also under a logger's own prefix ("train/geometry/...")
+    return re.compile(rf"^(?:.*/)?{re.escape(prefix)}/(?P<metric>[^/]+)/layer_(?P<layer>\d+)$")
+
+
+def find_geometry_logs(path: str | os.PathLike) -> list[Path]:
+    """The log files under ``path`` that :func:`read_geometry_log` reads, by kind of log.
+
+    The first kind found wins, in the order ``trainer_state.json`` (the top-level one, else the
+    latest ``checkpoint-*``: it holds the whole history so far), ``metrics.csv`` (every
+    Lightning version), TensorBoard event files.
+    """
+    path = Path(path).expanduser()
+    if path.is_file():
+        return [path]
+    if not path.is_dir():
+        raise FileNotFoundError(f"The training log {str(path)!r} does not exist: expected a Hugging Face output "
+                                f"directory, a Lightning CSVLogger directory or a TensorBoard event directory.")
+    top = path / "trainer_state.json"
+    if top.is_file():
+        return [top]
+    states = sorted(path.glob("checkpoint-*/trainer_state.json"),
+                    key=lambda p: int(p.parent.name.rsplit("-", 1)[-1]) if p.parent.name.rsplit("-", 1)[-1].isdigit()
+                    else -1)
+    if states:
+        return [states[-1]]
+    for pattern in ("**/metrics.csv", "**/events.out.tfevents.*"):
+        found = sorted(p for p in path.glob(pattern) if p.is_file())
+        if found:
+            return found
+    raise IsotropyValueError(f"The directory {str(path)!r} holds no training log: expected trainer_state.json "
+                             f"(Hugging Face), metrics.csv (Lightning CSVLogger) or events.out.tfevents.* "
+                             f"(TensorBoard).")
+
+
+def _rows_trainer_state(file: Path, pattern):
+    try:
+        history = json.loads(file.read_text(encoding="utf-8")).get("log_history")
+    except (UnicodeDecodeError, json.JSONDecodeError, AttributeError):
+        raise IsotropyValueError(f"The file {str(file)!r} is not a Hugging Face trainer_state.json: expected a JSON "
+                                 f"object with a 'log_history' list.") from None
+    if not isinstance(history, list):
+        raise IsotropyValueError(f"The file {str(file)!r} has no 'log_history' list: expected a Hugging Face "
+                                 f"trainer_state.json.")
+    for entry in history:
+        if not isinstance(entry, dict) or "step" not in entry:
+            continue
+        for key, value in entry.items():
+            match = pattern.match(str(key))
+            if match and isinstance(value, (int, float)):
+                yield match["metric"], int(match["layer"]), int(entry["step"]), float(value)
+
+
+def _rows_csv(file: Path, pattern):
+    with open(file, newline="", encoding="utf-8") as handle:
+        reader = csv.DictReader(handle)
+        if reader.fieldnames is None or "step" not in reader.fieldnames:
+            raise IsotropyValueError(f"The file {str(file)!r} has no 'step' column: expected a Lightning CSVLogger "
+                                     f"metrics.csv.")
+        keys = [(k, pattern.match(k)) for k in reader.fieldnames]
+        keys = [(k, m) for k, m in keys if m]
+        for row in reader:
+            for key, match in keys:
+                text = row.get(key)
+                if text not in (None, ""):
+                    yield match["metric"], int(match["layer"]), int(float(row["step"])), float(text)
+
+
+def _rows_tensorboard(file: Path, pattern):
+    try:
+        from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    except ImportError:
+        raise ImportError("Reading TensorBoard event files needs tensorboard: pip install \"isotropy[train]\"") from None
+    accumulator = EventAccumulator(str(file), size_guidance={"scalars": 0}).Reload()
+    for tag in accumulator.Tags().get("scalars", []):
+        match = pattern.match(tag)
+        if match:
+            for event in accumulator.Scalars(tag):
+                yield match["metric"], int(match["layer"]), int(event.step), float(event.value)
+
+
+def read_geometry_log(path: str | os.PathLike, *, prefix: str = "geometry"):
+    """Read the geometry a training run logged into a tidy table.
+
+    Parameters
+    ----------
+    path : path-like
+        A Hugging Face output directory or its ``trainer_state.json``; a Lightning ``CSVLogger``
+        directory or its ``metrics.csv``; a TensorBoard event directory or event file.
+    prefix : str, default="geometry"
+        The first part of the logged keys ``<prefix>/<metric>/layer_<i>`` (the callbacks' ``prefix``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``metric``, ``layer``, ``step``, ``value``, ``source`` (the file read), one row per
+        logged value, sorted by metric, layer and step. A value logged twice for the same step
+        (a resumed run) keeps the last one.
+
+    Raises
+    ------
+    IsotropyValueError
+        When the log holds no ``<prefix>/<metric>/layer_<i>`` value.
+
+    Examples
+    --------
+    >>> import json, tempfile, pathlib
+    >>> run = pathlib.Path(tempfile.mkdtemp())
+    >>> history = [{"step": 0, "geometry/isoscore/layer_1": 0.1}, {"step": 10, "loss": 0.7},
+    ...            {"step": 10, "geometry/isoscore/layer_1": 0.05}]
+    >>> _ = (run / "trainer_state.json").write_text(json.dumps({"log_history": history}))
+    >>> read_geometry_log(run)[["metric", "layer", "step", "value"]].values.tolist()
+    [['isoscore', 1, 0, 0.1], ['isoscore', 1, 10, 0.05]]
+    """
+    import pandas as pd
+
+    if not isinstance(prefix, str) or not prefix:
+        raise IsotropyValueError(f"The 'prefix' parameter of read_geometry_log must be a non-empty str. Got {prefix!r}.")
+    pattern = _key_pattern(prefix)
+    rows = []
+    for file in find_geometry_logs(path):
+        if file.name.endswith(".json"):
+            reader = _rows_trainer_state
+        elif file.suffix == ".csv":
+            reader = _rows_csv
+        elif "tfevents" in file.name:
+            reader = _rows_tensorboard
+        else:
+            raise IsotropyValueError(f"The file {str(file)!r} is not a training log: expected trainer_state.json, "
+                                     f"a metrics.csv or a TensorBoard events.out.tfevents.* file.")
+        rows.extend((*row, str(file)) for row in reader(file, pattern))
+    rows = [r for r in rows if math.isfinite(r[3])]
+    if not rows:
+        raise IsotropyValueError(f"The training log {str(path)!r} holds no '{prefix}/<metric>/layer_<i>' value: "
+                                 f"expected a run logged with HFGeometryCallback or LightningGeometryCallback.")
+    frame = pd.DataFrame(rows, columns=COLUMNS)
+    frame = frame.drop_duplicates(subset=["metric", "layer", "step"], keep="last")
+    return frame.sort_values(["metric", "layer", "step"], kind="stable").reset_index(drop=True)
+
+
+def plot_geometry_log(frame) -> dict:
+    """Figures of a geometry log: per metric, the value against the step (one line per layer) and a heat map.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        The table :func:`read_geometry_log` returns.
+
+    Returns
+    -------
+    dict
+        ``{"geometry_<metric>": Figure}``; each figure has two panels: the curves (viridis from the
+        first layer to the last) and the layer × step heat map of the same values.
+    """
+    import numpy as np
+    from matplotlib.figure import Figure
+
+    figures = {}
+    for metric, part in frame.groupby("metric", sort=True):
+        layers = sorted(part["layer"].unique())
+        steps = sorted(part["step"].unique())
+        fig = Figure(figsize=(11, 4.2), layout="constrained")
+        ax_lines, ax_map = fig.subplots(1, 2, width_ratios=[1.15, 1])
+        import matplotlib
+
+        cmap = matplotlib.colormaps["viridis"]
+        for k, layer in enumerate(layers):
+            rows = part[part["layer"] == layer]
+            ax_lines.plot(rows["step"], rows["value"], marker="o", ms=3, lw=1.3,
+                          color=cmap(k / max(1, len(layers) - 1)), label=f"layer {layer}")
+        ax_lines.set_xlabel("training step")
+        ax_lines.set_ylabel(metric)
+        ax_lines.grid(alpha=0.3)
+        ax_lines.legend(fontsize=8, ncols=1 + len(layers) // 10, loc="best")
+        grid = np.full((len(layers), len(steps)), np.nan)
+        li, si = {v: i for i, v in enumerate(layers)}, {v: i for i, v in enumerate(steps)}
+        for layer, step, value in part[["layer", "step", "value"]].itertuples(index=False):
+            grid[li[layer], si[step]] = value
+        image = ax_map.imshow(np.ma.masked_invalid(grid), aspect="auto", origin="lower", cmap="viridis",
+                              interpolation="nearest")
+        ax_map.set_yticks(range(len(layers)), [str(v) for v in layers])
+        every = max(1, len(steps) // 8)
+        ax_map.set_xticks(range(0, len(steps), every), [str(steps[i]) for i in range(0, len(steps), every)])
+        ax_map.set_xlabel("training step")
+        ax_map.set_ylabel("layer")
+        fig.colorbar(image, ax=ax_map, label=metric)
+        fig.suptitle(f"{metric} per layer during training", fontsize=11)
+        figures[f"geometry_{metric}"] = fig
+    return figures

@@ -1,0 +1,160 @@
+"""Reading logged geometry back (isotropy.training.logs) from real Hugging Face, Lightning and TensorBoard logs.
+
+The runs are real (a tiny random BERT trained a few steps by each framework with the geometry
+callbacks); the expected values are those the frameworks wrote, read with json, csv and
+TensorBoard's own EventAccumulator, independently of the reader under test.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from isotropy import IsotropyValueError
+from isotropy.cli import main
+from isotropy.training.logs import plot_geometry_log, read_geometry_log
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+
+def _data():
+    g = torch.Generator().manual_seed(2)
+    return [{"input_ids": torch.randint(5, 19, (7,), generator=g), "attention_mask": torch.ones(7, dtype=torch.long),
+             "labels": torch.tensor(i % 2)} for i in range(24)]
+
+
+@pytest.fixture(scope="module")
+def hf_dir(tmp_path_factory):
+    from _lightning_geometry_run import probe_inputs, tiny_bert
+    from transformers import Trainer, TrainingArguments
+
+    from isotropy.training import HFGeometryCallback
+
+    out = tmp_path_factory.mktemp("hf") / "out"
+    callback = HFGeometryCallback(probe_inputs(), every_n_steps=2, pooling="mean", metrics=("isoscore",))
+    args = TrainingArguments(output_dir=str(out), per_device_train_batch_size=4, max_steps=4, learning_rate=0.5,
+                             optim="sgd", logging_steps=1, save_strategy="steps", save_steps=4,
+                             report_to=["tensorboard"], use_cpu=True, seed=0, disable_tqdm=True)
+    torch.manual_seed(0)
+    Trainer(model=tiny_bert(), args=args, train_dataset=_data(), callbacks=[callback]).train()
+    return out
+
+
+@pytest.fixture(scope="module")
+def lightning_dir(tmp_path_factory):
+    import lightning as L
+    from _lightning_geometry_run import Module, probe_inputs
+    from lightning.pytorch.loggers import CSVLogger
+
+    from isotropy.training import LightningGeometryCallback
+
+    out = tmp_path_factory.mktemp("lightning")
+    callback = LightningGeometryCallback(probe_inputs(), every_n_steps=2, model="model", pooling="mean",
+                                         metrics=("isoscore",))
+    trainer = L.Trainer(accelerator="cpu", devices=1, max_steps=4, logger=CSVLogger(out, name="run"),
+                        callbacks=[callback], enable_checkpointing=False, enable_progress_bar=False,
+                        enable_model_summary=False, log_every_n_steps=1, deterministic=True)
+    trainer.fit(Module(), torch.utils.data.DataLoader(_data(), batch_size=4))
+    return out
+
+
+def _as_dict(frame):
+    return {(m, int(layer), int(step)): float(v) for m, layer, step, v in
+            frame[["metric", "layer", "step", "value"]].itertuples(index=False)}
+
+
+def test_a_hugging_face_output_directory_reads_back_its_trainer_state(hf_dir):
+    history = json.loads((hf_dir / "checkpoint-4" / "trainer_state.json").read_text())["log_history"]
+    expected = {("isoscore", int(k.rsplit("_", 1)[1]), e["step"]): v for e in history for k, v in e.items()
+                if k.startswith("geometry/isoscore/layer_")}
+    assert len(expected) >= 6
+    frame = read_geometry_log(hf_dir)
+    assert list(frame.columns) == ["metric", "layer", "step", "value", "source"]
+    assert _as_dict(frame) == expected
+    assert _as_dict(read_geometry_log(hf_dir / "checkpoint-4" / "trainer_state.json")) == expected
+
+
+def test_tensorboard_events_read_back_under_the_trainers_prefix(hf_dir):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    (events_dir,) = {p.parent for p in hf_dir.rglob("events.out.tfevents.*")}
+    accumulator = EventAccumulator(str(events_dir)).Reload()
+    expected = {("isoscore", int(tag.rsplit("_", 1)[1]), e.step): e.value for tag in accumulator.Tags()["scalars"]
+                if tag.startswith("train/geometry/isoscore/layer_") for e in accumulator.Scalars(tag)}
+    assert len(expected) >= 6
+    frame = read_geometry_log(events_dir)
+    got = _as_dict(frame)
+    assert got.keys() == expected.keys()
+    assert all(got[k] == pytest.approx(expected[k], rel=1e-7) for k in expected)
+    hf = _as_dict(read_geometry_log(hf_dir))
+    assert all(got[k] == pytest.approx(hf[k], rel=1e-6) for k in hf)  # TensorBoard stores float32
+
+
+def test_a_lightning_csv_logger_directory_reads_back_its_metrics(lightning_dir):
+    (metrics,) = lightning_dir.rglob("metrics.csv")
+    expected = {}
+    for row in csv.DictReader(metrics.open()):
+        for key, value in row.items():
+            if key.startswith("geometry/isoscore/layer_") and value:
+                expected[("isoscore", int(key.rsplit("_", 1)[1]), int(row["step"]))] = float(value)
+    assert len(expected) >= 4
+    assert _as_dict(read_geometry_log(lightning_dir)) == expected
+
+
+def test_isotropy_plot_draws_a_training_log(hf_dir, lightning_dir, tmp_path, capsys):
+    for run, out in ((hf_dir, tmp_path / "hf"), (lightning_dir, tmp_path / "lightning")):
+        main(["plot", str(run), "--out", str(out), "--format", "png", "--dpi", "40"])
+        printed = capsys.readouterr().out.split()
+        assert sorted(printed) == sorted([str(out / "geometry.csv"), str(out / "geometry_isoscore.png")])
+        assert (out / "geometry_isoscore.png").read_bytes().startswith(b"\x89PNG")
+        table = list(csv.DictReader((out / "geometry.csv").open()))
+        assert {r["metric"] for r in table} == {"isoscore"} and len(table) == len(read_geometry_log(run))
+
+
+def test_the_figure_has_one_line_per_layer_and_a_heat_map():
+    import pandas as pd
+
+    frame = pd.DataFrame({"metric": ["a"] * 6, "layer": [1, 1, 1, 2, 2, 2], "step": [0, 5, 10] * 2,
+                          "value": [0.1, 0.2, 0.3, 0.4, 0.5, np.nan], "source": "x"})
+    (fig,) = plot_geometry_log(frame).values()
+    lines_ax, map_ax = fig.axes[:2]
+    assert [line.get_label() for line in lines_ax.get_lines()] == ["layer 1", "layer 2"]
+    image = map_ax.get_images()[0].get_array()
+    assert image.shape == (2, 3) and image.mask[1, 2] and image[0, 2] == pytest.approx(0.3)
+
+
+@pytest.mark.parametrize(("content", "name", "match"), [
+    ('{"log_history": [{"step": 1, "loss": 0.5}]}', "trainer_state.json", "holds no 'geometry/<metric>/layer_<i>'"),
+    ("not json", "trainer_state.json", "not a Hugging Face trainer_state.json"),
+    ("epoch,loss\n0,1\n", "metrics.csv", "no 'step' column"),
+])
+def test_logs_without_geometry_are_refused_in_one_line(tmp_path, content, name, match):
+    (tmp_path / name).write_text(content)
+    with pytest.raises(IsotropyValueError, match=match) as info:
+        read_geometry_log(tmp_path)
+    assert "\n" not in str(info.value)
+
+
+def test_a_directory_without_a_log_is_refused(tmp_path, capsys):
+    with pytest.raises(IsotropyValueError, match="holds no training log"):
+        read_geometry_log(tmp_path)
+    with pytest.raises(SystemExit) as info:
+        main(["plot", str(tmp_path)])
+    assert info.value.code == 2 and "holds no training log" in capsys.readouterr().err
+
+
+def test_the_latest_checkpoint_wins_and_a_resumed_step_keeps_its_last_value(tmp_path):
+    for step, value in ((2, 0.5), (10, 0.7)):
+        folder = tmp_path / f"checkpoint-{step}"
+        folder.mkdir()
+        history = [{"step": 0, "geometry/x/layer_0": 0.1}, {"step": step, "geometry/x/layer_0": 0.2},
+                   {"step": step, "geometry/x/layer_0": value}]
+        (folder / "trainer_state.json").write_text(json.dumps({"log_history": history}))
+    assert _as_dict(read_geometry_log(tmp_path)) == {("x", 0, 0): 0.1, ("x", 0, 10): 0.7}
