@@ -93,27 +93,17 @@ def run_one(lam, args, tokenizer, train, probe, sample, dev):
 
 
 def curves(record, metric="isoscore_star"):
-    """{layer: (steps, values)} of ``geometry/<metric>/layer_<i>``, from trainer_state.json or TensorBoard.
+    """{layer: (steps, values)} of ``geometry/<metric>/layer_<i>``, read by :func:`isotropy.training.logs.read_geometry_log`.
 
-    A run that was stopped early has no trainer_state.json yet; its TensorBoard events (written as
-    the run goes, under ``train/geometry/...``) give the curves up to where it stopped.
+    From trainer_state.json; a run that was stopped early has none yet, and its TensorBoard
+    events (written as the run goes) give the curves up to where it stopped.
     """
-    found = {}
-    if record.get("trainer_state") and Path(record["trainer_state"]).is_file():
-        for entry in json.loads(Path(record["trainer_state"]).read_text())["log_history"]:
-            for key, value in entry.items():
-                if key.startswith(f"geometry/{metric}/layer_"):
-                    found.setdefault(int(key.rsplit("_", 1)[1]), {})[entry["step"]] = value
-    else:
-        from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from isotropy.training.logs import read_geometry_log
 
-        for events in sorted(Path(record["run_dir"]).rglob("events.out.tfevents.*")):
-            accumulator = EventAccumulator(str(events)).Reload()
-            for tag in accumulator.Tags()["scalars"]:
-                if tag.startswith(f"train/geometry/{metric}/layer_"):
-                    for event in accumulator.Scalars(tag):
-                        found.setdefault(int(tag.rsplit("_", 1)[1]), {})[event.step] = event.value
-    return {layer: (np.array(sorted(v)), np.array([v[s] for s in sorted(v)])) for layer, v in sorted(found.items())}
+    state = record.get("trainer_state")
+    frame = read_geometry_log(state if state and Path(state).is_file() else record["run_dir"])
+    part = frame[frame["metric"] == metric]
+    return {int(layer): (rows["step"].to_numpy(), rows["value"].to_numpy()) for layer, rows in part.groupby("layer")}
 
 
 def plot(records, args):
