@@ -1,22 +1,63 @@
 """Kernels of the nearest-neighbour dimension estimators, shared by :mod:`isotropy.metrics.dimension` and :mod:`isotropy.distributed`.
 
-Private: the maximum-likelihood terms of Levina & Bickel (2004) from neighbour distances and their
-pooling over samples; the public estimators (in memory) and the dask ones both call them.
+Private: the TwoNN fit of Facco et al. (2017) and the maximum-likelihood terms of Levina & Bickel
+(2004) from neighbour distances, and their pooling over samples. The in-memory estimators and the
+dask ones call these (and only these) on the distances of the same exact kNN kernel
+(:func:`isotropy._kernels.neighbors.exact_knn`), so both give the same numbers.
 """
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
 
+from isotropy._utils.validation import IsotropyValueError
+
 _AVERAGING = ("mean", "harmonic", "median")
 
 
+def _computed(value: float, caller: str) -> float:
+    """``value`` as a float; a NaN (no estimate can be formed from these distances) is an error."""
+    value = float(value)
+    if math.isnan(value):
+        raise IsotropyValueError(f"The 'X' parameter of {caller} must give finite neighbour distance ratios. Got an "
+                                 f"undefined (NaN) estimate instead (distances at the limits of float64).")
+    return value
+
+
+def _twonn(dist: np.ndarray, discard_fraction: float, method: str, caller: str) -> float:
+    """TwoNN estimate from sorted neighbour distances ``dist`` (n, >= 2), no zero first distance.
+
+    ``μ_i = r2/r1`` sorted; the ``K = ⌊N(1 − f)⌋`` smallest kept; ``"linear"``: the least-squares
+    slope through the origin of ``−log(1 − i/N)`` on ``log μ_(i)``; ``"mle"``:
+    ``(K − 1) / (Σ_{i≤K} log μ_(i) + (N − K) log μ_(K))`` (Facco et al. 2017).
+    """
+    mu = np.sort(dist[:, 1] / dist[:, 0])
+    N = mu.shape[0]
+    n_keep = int(N * (1 - discard_fraction))
+    if method == "linear" and n_keep == N:
+        raise IsotropyValueError(
+            f"The 'discard_fraction' parameter of {caller} must leave out at least the largest ratio with "
+            f"method='linear' (where F(mu) = 1 and -log(1 - F) is infinite). Got {discard_fraction!r} instead.")
+    if n_keep < 2:
+        raise IsotropyValueError(f"The 'discard_fraction' parameter of {caller} must keep at least 2 of the {N} "
+                                 f"distinct points. Got {discard_fraction!r} instead.")
+    log_mu = np.log(mu[:n_keep])
+    if method == "mle":
+        return _computed((n_keep - 1) / (log_mu.sum() + (N - n_keep) * log_mu[-1]), caller)
+    y = -np.log1p(-np.arange(1, n_keep + 1) / N)
+    return _computed(np.dot(log_mu, y) / np.dot(log_mu, log_mu), caller)
+
+
 def _local_mle(dist: np.ndarray, caller: str) -> np.ndarray:
-    """Levina–Bickel local estimates from sorted neighbour distances (n, k), k >= 2."""
+    """Levina–Bickel local estimates ``(k − 1) / Σ_{j<k} log(T_k/T_j)`` from sorted distances (n, k), k >= 2."""
     k = dist.shape[1]
     total = np.log(dist[:, -1:] / dist[:, :-1]).sum(axis=1)
+    if np.isnan(total).any():
+        raise IsotropyValueError(f"The 'X' parameter of {caller} must give finite neighbour distance ratios. Got "
+                                 f"undefined (NaN) ratios instead (distances at the limits of float64).")
     flat = int(np.count_nonzero(total == 0))
     if flat:
         warnings.warn(
@@ -26,10 +67,10 @@ def _local_mle(dist: np.ndarray, caller: str) -> np.ndarray:
         return (k - 1) / total
 
 
-def _pool(local: np.ndarray, averaging: str) -> float:
+def _pool(local: np.ndarray, averaging: str, caller: str = "mle_dimension") -> float:
     """Pool local estimates: arithmetic mean, harmonic mean (inverse of the mean inverse) or median."""
     if averaging == "mean":
-        return float(local.mean())
+        return _computed(local.mean(), caller)
     if averaging == "median":
-        return float(np.median(local))
-    return float(1.0 / np.mean(1.0 / local))
+        return _computed(np.median(local), caller)
+    return _computed(1.0 / np.mean(1.0 / local), caller)

@@ -302,31 +302,29 @@ def _candidate_pass(A: np.ndarray, m: int, b: int):
     return best_v, best_i
 
 
-def _exact_rows(X, scale, rows: np.ndarray, n_neighbors: int):
-    """Exact search for a few rows: float64 differences to every point, ties by index."""
-    n = X.shape[0]
+def _exact_rows(X, scale, rows: np.ndarray, n_neighbors: int, cols: tuple[int, int]):
+    """Exact search for a few rows among the points ``cols[0]:cols[1]``: float64 differences, ties by index."""
     step = max(1, _GATHER_MEMORY // max(1, X.shape[1] * 8))
     best_sq = np.full((rows.size, n_neighbors), np.inf)
     best_i = np.zeros((rows.size, n_neighbors), dtype=np.intp)
-    for s in range(0, n, step):
-        cols = np.arange(s, min(n, s + step))
-        sq = _exact_sq_distances(X, scale, rows, np.broadcast_to(cols, (rows.size, cols.size)))
-        sq[rows[:, None] == cols[None, :]] = np.inf
+    for s in range(cols[0], cols[1], step):
+        c = np.arange(s, min(cols[1], s + step))
+        sq = _exact_sq_distances(X, scale, rows, np.broadcast_to(c, (rows.size, c.size)))
+        sq[rows[:, None] == c[None, :]] = np.inf  # a point is not its own neighbour
         best_sq, best_i = _sort_candidates(np.concatenate([best_sq, sq], axis=1),
-                                           np.concatenate([best_i, np.broadcast_to(cols, sq.shape)], axis=1),
+                                           np.concatenate([best_i, np.broadcast_to(c, sq.shape)], axis=1),
                                            n_neighbors)
     return best_sq, best_i
 
 
-def _float64_candidates(X, scale, centre, q, rows: np.ndarray, m: int):
-    """Best ``m`` float64 scores (and indices) of ``rows`` against every point."""
-    n = X.shape[0]
+def _float64_candidates(X, scale, centre, q, rows: np.ndarray, m: int, cols: tuple[int, int]):
+    """Best ``m`` float64 scores (and indices) of ``rows`` against the points ``cols[0]:cols[1]``."""
     C = _representation(X[rows], None if scale is None else scale[rows]) - centre
     best_v = np.full((rows.size, m), -np.inf)
     best_i = np.zeros((rows.size, m), dtype=np.intp)
     step = max(m + 1, _FALLBACK_SCORES // max(1, rows.size))
-    for s in range(0, n, step):
-        e = min(n, s + step)
+    for s in range(cols[0], cols[1], step):
+        e = min(cols[1], s + step)
         c = _representation(X[s:e], None if scale is None else scale[s:e]) - centre
         S = C @ c.T - q[rows, None] / 2 - q[None, s:e] / 2
         S[(rows[:, None] == np.arange(s, e)[None, :])] = -np.inf
@@ -338,15 +336,49 @@ def _float64_candidates(X, scale, centre, q, rows: np.ndarray, m: int):
 
 
 def _refine(X, scale, rows, best_v, best_i, n_neighbors, q, gamma, floor):
-    """Exact float64 distances of the candidates, sorted; and which rows are certified."""
+    """Exact float64 distances of the candidates, sorted; and which rows are certified.
+
+    Unfilled candidates (score ``−inf``: fewer other points than candidates) are at distance
+    ``inf``; a row with one has no point outside its candidates, hence is certified.
+    """
     dist = np.empty((rows.size, n_neighbors), dtype=np.float64)
     ind = np.empty((rows.size, n_neighbors), dtype=np.intp)
     for s in range(0, rows.size, 4 * _BLOCK):
         e = min(rows.size, s + 4 * _BLOCK)
         sq = _exact_sq_distances(X, scale, rows[s:e], best_i[s:e])
+        sq[np.isneginf(best_v[s:e])] = np.inf
         dist[s:e], ind[s:e] = _sort_candidates(sq, best_i[s:e], n_neighbors)
-    ok = _certified(best_v.min(axis=1), dist[:, -1], q[rows], gamma, floor, X.shape[1])
+    tau = best_v.min(axis=1)
+    ok = np.isneginf(tau) | _certified(tau, dist[:, -1], q[rows], gamma, floor, X.shape[1])
     return dist, ind, ok
+
+
+def _exact_selection(X, scale, centre, q, rows, best_v, best_i, n_neighbors, dtype, cols):
+    """Stages 2 and 3 of :func:`exact_knn` for ``rows`` searched among the points ``cols[0]:cols[1]``."""
+    d = X.shape[1]
+    dist, ind, ok = _refine(X, scale, rows, best_v, best_i, n_neighbors, q, _error_factor(dtype, d),
+                            4.0 * (d + 2) * float(np.finfo(dtype).tiny))
+    failed = np.flatnonzero(~ok)
+    if failed.size:  # stage 3a: float64 scores for the rows float32 could not certify
+        v, i = _float64_candidates(X, scale, centre, q, rows[failed], best_v.shape[1], cols)
+        d64, i64, ok64 = _refine(X, scale, rows[failed], v, i, n_neighbors, q, _error_factor(np.float64, d),
+                                 4.0 * (d + 2) * float(np.finfo(np.float64).tiny))
+        dist[failed], ind[failed] = d64, i64
+        failed = failed[~ok64]
+    if failed.size:  # stage 3b: differences to every point
+        dist[failed], ind[failed] = _exact_rows(X, scale, rows[failed], n_neighbors, cols)
+    return dist, ind
+
+
+def _operands_any(X, scale, centre, caller):
+    """:func:`_operands` in float32, or in float64 where float32 cannot hold the scores."""
+    A, q = _operands(X, scale, centre, np.float32)
+    if A is None:
+        A, q = _operands(X, scale, centre, np.float64)
+    if A is None:
+        raise IsotropyValueError(f"The 'X' parameter of {caller} must have values whose squared distances fit in "
+                                 f"float64. Got values too large instead.")
+    return A, q
 
 
 def exact_knn(X: np.ndarray, scale, n_neighbors: int, *, block: int | None = None, caller: str = "kneighbors"):
@@ -367,31 +399,41 @@ def exact_knn(X: np.ndarray, scale, n_neighbors: int, *, block: int | None = Non
 
     Memory: one ``block × block`` score buffer, the ``n × (d + 2)`` operands and ``n × m`` candidates.
     """
-    n, d = X.shape
+    n = X.shape[0]
     m = _n_candidates(n_neighbors, n)
     centre = _centre(X, scale)
-    A, q = _operands(X, scale, centre, np.float32)
-    if A is None:  # squares overflow float32: float64 products
-        A, q = _operands(X, scale, centre, np.float64)
-    if A is None:
-        raise IsotropyValueError(f"The 'X' parameter of {caller} must have values whose squared distances fit in "
-                                 f"float64. Got values too large instead.")
-    b = max(block or _BLOCK, m + 1)  # a diagonal block must hold m other points
-    best_v, best_i = _candidate_pass(A, m, b)
-    gamma = _error_factor(A.dtype, d)
-    floor = 4.0 * (d + 2) * float(np.finfo(A.dtype).tiny)
+    A, q = _operands_any(X, scale, centre, caller)
+    best_v, best_i = _candidate_pass(A, m, max(block or _BLOCK, m + 1))  # a diagonal block holds m others
+    dtype = A.dtype
     del A
-    rows = np.arange(n)
-    dist, ind, ok = _refine(X, scale, rows, best_v, best_i, n_neighbors, q, gamma, floor)
-    if m >= n - 1:  # every other point is a candidate
-        return dist, ind
-    rows = np.flatnonzero(~ok)
-    if rows.size:  # stage 3a: float64 scores for the rows float32 could not certify
-        v, i = _float64_candidates(X, scale, centre, q, rows, m)
-        d64, i64, ok64 = _refine(X, scale, rows, v, i, n_neighbors, q, _error_factor(np.float64, d),
-                                 4.0 * (d + 2) * float(np.finfo(np.float64).tiny))
-        dist[rows], ind[rows] = d64, i64
-        rows = rows[~ok64]
-    if rows.size:  # stage 3b: differences to every point
-        dist[rows], ind[rows] = _exact_rows(X, scale, rows, n_neighbors)
-    return dist, ind
+    return _exact_selection(X, scale, centre, q, np.arange(n), best_v, best_i, n_neighbors, dtype, (0, n))
+
+
+def exact_knn_cross(X: np.ndarray, scale, n_p: int, n_neighbors: int, *, caller: str = "kneighbors"):
+    """:func:`exact_knn` between two parts of ``X``: rows ``:n_p`` among rows ``n_p:``, and back.
+
+    One product of the two parts (the off-diagonal block of :func:`exact_knn`), offered to the
+    rows and, transposed, to the columns, then the same exact stages 2 and 3. Returns
+    ``(sq_p, ind_p), (sq_q, ind_q)`` with indices into ``X``; a part with fewer points than
+    ``n_neighbors`` pads with ``inf``. The dask search runs it on each tile.
+    """
+    n = X.shape[0]
+    n_q = n - n_p
+    centre = _centre(X, scale)
+    A, q = _operands_any(X, scale, centre, caller)
+    B = _right(A, slice(n_p, n), np.empty(n_q * A.shape[1], dtype=A.dtype))
+    S = A[:n_p] @ B.T
+    out = []
+    for size, other, cols, update in ((n_p, n_q, (n_p, n), _update_rows), (n_q, n_p, (0, n_p), _update_cols)):
+        m = min(_n_candidates(n_neighbors, n), other)
+        best_v, best_i = np.full((size, m), -np.inf, dtype=A.dtype), np.zeros((size, m), dtype=np.intp)
+        update(best_v, best_i, 0, S, 0, first=True)
+        rows = np.arange(size) + (0 if update is _update_rows else n_p)
+        best_i += n_p if update is _update_rows else 0
+        k = min(n_neighbors, m)
+        sq, ind = _exact_selection(X, scale, centre, q, rows, best_v, best_i, k, A.dtype, cols)
+        if k < n_neighbors:
+            sq = np.pad(sq, ((0, 0), (0, n_neighbors - k)), constant_values=np.inf)
+            ind = np.pad(ind, ((0, 0), (0, n_neighbors - k)), constant_values=n)
+        out.append((sq, ind))
+    return out[0], out[1]

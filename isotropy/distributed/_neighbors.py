@@ -30,61 +30,36 @@ def _knn_block(block, metric, caller):
     return _prepare(np.asarray(block), metric, caller)
 
 
-def _operands(X, scale, caller):
-    """[c, ‖c‖²/2, 1] rows and [c, −1, −‖c‖²/2] rows of the tile's points, centred on the tile."""
-    from isotropy._kernels.neighbors import _augmented
-    from isotropy._utils.validation import IsotropyValueError
+def _knn_tile(P, Q, start_p, start_q, k, n_total, caller):
+    """Exact ``k`` nearest (squared distance, global index) of P's rows and Q's rows within this tile.
 
-    A = _augmented(X, scale, X.dtype)
-    if A is None and X.dtype == np.float32:
-        A = _augmented(X, scale, np.float64)
-    if A is None:
-        raise IsotropyValueError(f"The 'X' parameter of {caller} must have values whose squared distances fit in "
-                                 f"float64. Got values too large instead.")
-    d = X.shape[1]
-    B = np.empty_like(A)
-    B[:, :d] = A[:, :d]
-    B[:, d] = -1
-    B[:, d + 1] = -A[:, d]
-    return A, B
+    The in-memory kernel itself: :func:`~isotropy._kernels.neighbors.exact_knn` on a diagonal tile,
+    :func:`~isotropy._kernels.neighbors.exact_knn_cross` (its off-diagonal block) on the others.
+    Each tile's ``k`` nearest are exact, so the ``k`` nearest of a row are among its tiles' and the
+    merge by (distance, index) is exact. Missing neighbours (a part smaller than ``k``): ``inf``, ``n_total``.
+    """
+    from isotropy._kernels.neighbors import exact_knn, exact_knn_cross
 
+    def to_global(sq, ind, local_size, start):
+        ind = ind + start
+        ind[np.isinf(sq)] = n_total
+        return sq, ind
 
-def _exact_candidates(X, scale, best_v, best_i, rows, to_global, n_total):
-    """Exact float64 squared distances of the kept candidates, with global indices (invalid: inf, n)."""
-    from isotropy._kernels.neighbors import _exact_sq_distances
-
-    sq = _exact_sq_distances(X, scale, rows, best_i)
-    invalid = np.isneginf(best_v)
-    sq[invalid] = np.inf
-    index = to_global(best_i)
-    index[invalid] = n_total
-    return sq, index
-
-
-def _knn_tile(P, Q, start_p, start_q, m, n_total, caller):
-    """Best ``m`` candidates (exact squared distance, global index) of P's rows and Q's rows in this tile."""
-    from isotropy._kernels.neighbors import _update_cols, _update_rows
-
-    n_p = P[0].shape[0]
     if Q is None:
         X, scale = P
-        A, B = _operands(X, scale, caller)
-        S = A @ B.T
-        np.fill_diagonal(S, -np.inf)  # a point is not its own neighbour
-        best_v, best_i = np.full((n_p, m), -np.inf, dtype=S.dtype), np.zeros((n_p, m), dtype=np.intp)
-        _update_rows(best_v, best_i, 0, S, 0, first=True)
-        return _exact_candidates(X, scale, best_v, best_i, np.arange(n_p), lambda i: i + start_p, n_total), None
+        n_p = X.shape[0]
+        if n_p < 2:
+            return (np.full((n_p, k), np.inf), np.full((n_p, k), n_total, dtype=np.intp)), None
+        sq, ind = exact_knn(X, scale, min(k, n_p - 1), caller=caller)
+        if sq.shape[1] < k:
+            sq = np.pad(sq, ((0, 0), (0, k - sq.shape[1])), constant_values=np.inf)
+            ind = np.pad(ind, ((0, 0), (0, k - ind.shape[1])))
+        return to_global(sq, ind, n_p, start_p), None
+    n_p = P[0].shape[0]
     X = np.concatenate([P[0], Q[0]])
     scale = None if P[1] is None else np.concatenate([P[1], Q[1]])
-    A, B = _operands(X, scale, caller)
-    S = A[:n_p] @ B[n_p:].T
-    n_q = S.shape[1]
-    vp, ip = np.full((n_p, m), -np.inf, dtype=S.dtype), np.zeros((n_p, m), dtype=np.intp)
-    vq, iq = np.full((n_q, m), -np.inf, dtype=S.dtype), np.zeros((n_q, m), dtype=np.intp)
-    _update_rows(vp, ip, 0, S, n_p, first=True)  # columns are tile rows n_p:
-    _update_cols(vq, iq, 0, S, 0, first=True)
-    return (_exact_candidates(X, scale, vp, ip, np.arange(n_p), lambda i: i - n_p + start_q, n_total),
-            _exact_candidates(X, scale, vq, iq, np.arange(n_p, n_p + n_q), lambda i: i + start_p, n_total))
+    (sq_p, ind_p), (sq_q, ind_q) = exact_knn_cross(X, scale, n_p, k, caller=caller)
+    return to_global(sq_p, ind_p - n_p, n_p, start_q), to_global(sq_q, ind_q, n_p, start_p)
 
 
 def _merge_candidates(a, b):
@@ -94,37 +69,35 @@ def _merge_candidates(a, b):
     return _sort_candidates(np.concatenate([a[0], b[0]], axis=1), np.concatenate([a[1], b[1]], axis=1), m)
 
 
-def _final(cands, n_neighbors, metric):
-    from isotropy._kernels.neighbors import _finish, _sort_candidates
+def _final(cands, metric):
+    from isotropy._kernels.neighbors import _finish
 
-    sq, index = _sort_candidates(*cands, n_neighbors)
-    return _finish(np.array(sq), metric), index
+    return _finish(np.array(cands[0]), metric), cands[1]
 
 
 def _neighbour_blocks(X, n_neighbors, metric, chunk_size, caller):
     """Delayed (distances, indices) per row block, and the row starts."""
     from dask import delayed
 
-    from isotropy._kernels.neighbors import _n_candidates
     from isotropy._utils.validation import check_option, check_scalar
 
     check_option(metric, "metric", _METRICS, caller=caller)
     n = X.shape[0]
     check_scalar(n_neighbors, "n_neighbors", caller=caller, kind=numbers.Integral, low=1, high=n - 1)
-    m = _n_candidates(int(n_neighbors), n)
-    X = check_dask_X(X, caller=caller, min_samples=2, rows=max(check_tile_rows(chunk_size, caller, X.shape[-1]), m + 1))
+    k = int(n_neighbors)
+    X = check_dask_X(X, caller=caller, min_samples=2, rows=check_tile_rows(chunk_size, caller, X.shape[-1]))
     starts = row_starts(X)
     preps = [delayed(_knn_block, pure=True, nout=2)(b, metric, caller) for b in finite_blocks(X, caller)]
     tile = delayed(_knn_tile, pure=True, nout=2)
     parts = [[] for _ in preps]
     for i in range(len(preps)):
         for j in range(i, len(preps)):
-            out = tile(preps[i], None if i == j else preps[j], starts[i], starts[j], m, n, caller)
+            out = tile(preps[i], None if i == j else preps[j], starts[i], starts[j], k, n, caller)
             parts[i].append(out[0])
             if j != i:
                 parts[j].append(out[1])
     final = delayed(_final, pure=True, nout=2)
-    return [final(tree_reduce(p, _merge_candidates, name="isotropy-merge-neighbours"), int(n_neighbors), metric)
+    return [final(tree_reduce(p, _merge_candidates, name="isotropy-merge-neighbours"), metric)
             for p in parts], starts
 
 
@@ -162,7 +135,8 @@ def twonn_dimension(X, *, discard_fraction=0.1, method="linear", metric="euclide
     """:func:`isotropy.twonn_dimension` of a dask array (see there): exact two nearest neighbours by tiles."""
     from dask import delayed
 
-    from isotropy._utils.validation import IsotropyValueError, check_option, check_scalar
+    from isotropy._kernels.dimension import _twonn
+    from isotropy._utils.validation import check_option, check_scalar
 
     caller = "twonn_dimension"
     X = check_dask_X(X, caller=caller, min_samples=3)
@@ -174,21 +148,7 @@ def twonn_dimension(X, *, discard_fraction=0.1, method="linear", metric="euclide
         X = X[distinct.rows]
     blocks, _ = _neighbour_blocks(X, 2, metric, chunk_size, caller)
     (dist,) = compute(delayed(np.concatenate, pure=True)([b[0] for b in blocks]))
-    mu = np.sort(_no_duplicates(dist, caller)[:, 1] / dist[:, 0])
-    N = mu.shape[0]
-    n_keep = int(N * (1 - discard_fraction))
-    if method == "linear" and n_keep == N:
-        raise IsotropyValueError(
-            f"The 'discard_fraction' parameter of {caller} must leave out at least the largest ratio with "
-            f"method='linear' (where F(mu) = 1 and -log(1 - F) is infinite). Got {discard_fraction!r} instead.")
-    if n_keep < 2:
-        raise IsotropyValueError(f"The 'discard_fraction' parameter of {caller} must keep at least 2 of the {N} "
-                                 f"distinct points. Got {discard_fraction!r} instead.")
-    log_mu = np.log(mu[:n_keep])
-    if method == "mle":
-        return float((n_keep - 1) / (log_mu.sum() + (N - n_keep) * log_mu[-1]))
-    y = -np.log1p(-np.arange(1, n_keep + 1) / N)
-    return float(np.dot(log_mu, y) / np.dot(log_mu, log_mu))
+    return _twonn(_no_duplicates(dist, caller), discard_fraction, method, caller)
 
 
 def _local_block(dist, caller, start):
@@ -241,4 +201,4 @@ def mle_dimension(X, *, n_neighbors=20, metric="euclidean", averaging="mean", ch
     averaging = check_option(averaging, "averaging", _AVERAGING, caller=caller)
     (local,) = compute(_local_graph(X, n_neighbors, metric, chunk_size, caller)[0])
     _warn_flat(local, n_neighbors, caller)
-    return _pool(local, averaging)
+    return _pool(local, averaging, caller)

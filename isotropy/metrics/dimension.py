@@ -23,7 +23,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import validate_data
 
-from isotropy._kernels.dimension import _AVERAGING, _local_mle, _pool
+from isotropy._kernels.dimension import _AVERAGING, _local_mle, _pool, _twonn
 from isotropy._kernels.neighbors import _METRICS, _finish, _prepare, _representation
 from isotropy._utils.backend import is_dask, is_torch
 from isotropy._utils.validation import IsotropyValueError, check_option, check_scalar, check_X
@@ -134,24 +134,7 @@ def twonn_dimension(X, *, discard_fraction: float = 0.1, method: str = "linear",
     method = check_option(method, "method", ("linear", "mle"), caller=caller)
     metric = check_option(metric, "metric", _METRICS, caller=caller)
     dist, _ = _neighbour_distances(X, n_neighbors=2, metric=metric, caller=caller)
-    mu = np.sort(dist[:, 1] / dist[:, 0])
-    N = mu.shape[0]
-    n_keep = int(N * (1 - discard_fraction))
-    if method == "linear" and n_keep == N:
-        raise IsotropyValueError(
-            f"The 'discard_fraction' parameter of {caller} must leave out at least the largest ratio with "
-            f"method='linear' (where F(mu) = 1 and -log(1 - F) is infinite). Got {discard_fraction!r} instead.")
-    if n_keep < 2:
-        raise IsotropyValueError(
-            f"The 'discard_fraction' parameter of {caller} must keep at least 2 of the {N} distinct points. "
-            f"Got {discard_fraction!r} instead.")
-    log_mu = np.log(mu[:n_keep])
-    if method == "mle":
-        d = (n_keep - 1) / (log_mu.sum() + (N - n_keep) * log_mu[-1])
-    else:
-        y = -np.log1p(-np.arange(1, n_keep + 1) / N)
-        d = np.dot(log_mu, y) / np.dot(log_mu, log_mu)
-    return _output(d, X)
+    return _output(_twonn(dist, discard_fraction, method, caller), X)
 
 
 def local_mle_dimension(X, *, n_neighbors: int = 100, metric: str = "euclidean"):
@@ -265,7 +248,7 @@ def mle_dimension(X, *, n_neighbors: int = 20, metric: str = "euclidean", averag
     averaging = check_option(averaging, "averaging", _AVERAGING, caller=caller)
     check_scalar(n_neighbors, "n_neighbors", caller=caller, kind=numbers.Integral, low=2, high=X.shape[0] - 1)
     dist, _ = _neighbour_distances(X, n_neighbors=n_neighbors, metric=metric, caller=caller)
-    return _output(_pool(_local_mle(dist, caller), averaging), X)
+    return _output(_pool(_local_mle(dist, caller), averaging, caller), X)
 
 
 class _DimensionEstimator(BaseEstimator):
