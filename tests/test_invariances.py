@@ -149,7 +149,9 @@ REGISTRY = [
            frozenset({*GEOMETRIC, ROW_ORDER}), per_sample=True, min_samples=3),
 ]
 IDS = [m.id for m in REGISTRY]
-NOT_METRICS = {"IsotropyValueError", "extract_token_embeddings"}  # an error class and an extractor
+# an error class; the estimator classes wrap twonn_dimension / mle_dimension (covered above and in
+# test_dimension.py); kneighbors is the neighbour search itself (test_neighbors.py)
+NOT_METRICS = {"IsotropyValueError", "TwoNN", "MLE", "kneighbors"}
 
 
 def test_registry_covers_every_public_metric():

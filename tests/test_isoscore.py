@@ -206,7 +206,8 @@ def test_docstring_examples_run(module):
     import doctest
     import importlib
 
-    result = doctest.testmod(importlib.import_module(f"isotropy.metrics.{module}"), optionflags=doctest.ELLIPSIS)
+    name = "isotropy.torch" if module == "torch" else f"isotropy.metrics.{module}"
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
 
 
