@@ -29,7 +29,7 @@ from isotropy._utils.backend import is_dask, is_torch
 from isotropy._utils.validation import IsotropyValueError, check_option, check_scalar, check_X
 from isotropy.metrics.neighbors import _kneighbors_numpy, _kneighbors_torch
 
-__all__ = ["MLE", "TwoNN", "local_mle_dimension", "mle_dimension", "twonn_dimension"]
+__all__ = ["MLE", "TwoNN", "local_mle_dimension", "mle_dimension", "neighbour_dimensions", "twonn_dimension"]
 
 
 def _neighbour_distances(X, *, n_neighbors: int, metric: str, caller: str):
@@ -249,6 +249,87 @@ def mle_dimension(X, *, n_neighbors: int = 20, metric: str = "euclidean", averag
     check_scalar(n_neighbors, "n_neighbors", caller=caller, kind=numbers.Integral, low=2, high=X.shape[0] - 1)
     dist, _ = _neighbour_distances(X, n_neighbors=n_neighbors, metric=metric, caller=caller)
     return _output(_pool(_local_mle(dist, caller), averaging, caller), X)
+
+
+def neighbour_dimensions(X, *, twonn: bool = True, mle: bool = True, local_mle: bool = False,
+                         n_neighbors: int = 20, discard_fraction: float = 0.1, method: str = "linear",
+                         averaging: str = "mean", metric: str = "euclidean") -> dict:
+    """TwoNN, the MLE and the local MLE from one exact neighbour search.
+
+    Equal to :func:`twonn_dimension`, :func:`mle_dimension` and :func:`local_mle_dimension` with
+    the same options, at the cost of one search with ``k = max(2, n_neighbors)`` neighbours (the
+    TwoNN ratio reads the first two columns, the MLE all ``k``) instead of one search each.
+
+    Parameters
+    ----------
+    X : array-like or torch.Tensor of shape (n_samples, n_features)
+        The points.
+    twonn, mle, local_mle : bool, default=True, True, False
+        Which estimates to return.
+    n_neighbors : int, default=20
+        ``k`` of the MLE and the local MLE.
+    discard_fraction, method : as in :func:`twonn_dimension`.
+    averaging : as in :func:`mle_dimension`.
+    metric : {"euclidean", "cosine"}, default="euclidean"
+
+    Returns
+    -------
+    dimensions : dict
+        ``{"twonn_dimension": float, "mle_dimension": float, "local_mle_dimension": ndarray of shape
+        (n_samples,)}``, the requested keys only.
+
+    Notes
+    -----
+    TwoNN (Facco et al. 2017): ``μ = r2/r1``, ``F(μ) = 1 − μ^(−d)``; MLE (Levina & Bickel 2005):
+    ``m̂_k(x) = [ (1/(k − 1)) Σ_{j<k} log(T_k / T_j) ]⁻¹``, pooled by ``averaging``. The ``k``
+    nearest neighbours are exact and ties are broken by index, so the first two of them are the two
+    nearest of a search with ``k = 2``: the values equal the separate functions'.
+
+    References
+    ----------
+    E. Facco, M. d'Errico, A. Rodriguez and A. Laio, Scientific Reports 7, 12140 (2017).
+    E. Levina and P. J. Bickel, NeurIPS 17 (2005).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from isotropy.metrics.dimension import neighbour_dimensions
+    >>> rng = np.random.default_rng(0)
+    >>> cube = rng.random((2000, 3)) @ rng.standard_normal((3, 40))
+    >>> out = neighbour_dimensions(cube, n_neighbors=20)
+    >>> round(out["twonn_dimension"]), round(out["mle_dimension"])
+    (3, 3)
+    """
+    caller = "neighbour_dimensions"
+    if is_dask(X):  # the dask estimators, one after the other
+        out = {}
+        if twonn:
+            out["twonn_dimension"] = twonn_dimension(X, discard_fraction=discard_fraction, method=method, metric=metric)
+        if mle:
+            out["mle_dimension"] = mle_dimension(X, n_neighbors=n_neighbors, metric=metric, averaging=averaging)
+        if local_mle:
+            out["local_mle_dimension"] = local_mle_dimension(X, n_neighbors=n_neighbors, metric=metric)
+        return out
+    X = check_X(X, caller=caller, min_samples=3, rescale=True)
+    metric = check_option(metric, "metric", _METRICS, caller=caller)
+    check_scalar(discard_fraction, "discard_fraction", caller=caller, low=0, high=1, closed="left")
+    method = check_option(method, "method", ("linear", "mle"), caller=caller)
+    averaging = check_option(averaging, "averaging", _AVERAGING, caller=caller)
+    k = 2
+    if mle or local_mle:
+        check_scalar(n_neighbors, "n_neighbors", caller=caller, kind=numbers.Integral, low=2, high=X.shape[0] - 1)
+        k = int(n_neighbors)
+    dist, inverse = _neighbour_distances(X, n_neighbors=k, metric=metric, caller=caller)
+    out = {}
+    if twonn:
+        out["twonn_dimension"] = _output(_twonn(dist[:, :2], discard_fraction, method, caller), X)
+    if mle or local_mle:
+        local = _local_mle(dist, caller)
+        if mle:
+            out["mle_dimension"] = _output(_pool(local, averaging, caller), X)
+        if local_mle:
+            out["local_mle_dimension"] = _output(local if inverse is None else local[inverse], X)
+    return out
 
 
 class _DimensionEstimator(BaseEstimator):

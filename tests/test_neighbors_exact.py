@@ -1,0 +1,132 @@
+"""The exact kNN kernel at any scale (issue 19 item 4) and the one-pass dimension table (issue 20 item 2).
+
+References: scipy's ``cdist`` (float64 differences, sorted stably: ties by index), scikit-learn's
+``NearestNeighbors(algorithm="brute")`` on well-scaled data, scikit-dimension's TwoNN / MLE.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.spatial.distance import cdist
+from sklearn.neighbors import NearestNeighbors
+
+import isotropy as iso
+from isotropy.metrics.dimension import neighbour_dimensions
+from isotropy.metrics.neighbors import kneighbors
+
+
+def _reference(X, k):
+    D = cdist(np.asarray(X, dtype=np.float64), np.asarray(X, dtype=np.float64))
+    np.fill_diagonal(D, np.inf)
+    order = np.argsort(D, axis=1, kind="stable")[:, :k]
+    return np.take_along_axis(D, order, axis=1), order
+
+
+def _twonn_reference(X, discard_fraction=0.1):
+    d, _ = _reference(X, 2)
+    mu = np.sort(d[:, 1] / d[:, 0])
+    n_keep = int(mu.size * (1 - discard_fraction))
+    x = np.log(mu[:n_keep])
+    y = -np.log1p(-np.arange(1, n_keep + 1) / mu.size)
+    return x @ y / (x @ x)
+
+
+def _adversarial(scale, rows=3, dtype=np.float64):
+    X = np.random.default_rng(0).standard_normal((500, 24))
+    X[:rows] *= scale
+    return X.astype(dtype)
+
+
+@pytest.mark.parametrize("scale", [1e12, 1e8, 1e-8, 1e150, 1e-150])
+def test_kneighbors_exact_with_a_few_rows_of_another_magnitude(scale):
+    X = _adversarial(scale)
+    dist, ind = kneighbors(X, n_neighbors=5)
+    ref_d, ref_i = _reference(X, 5)
+    np.testing.assert_allclose(dist, ref_d, rtol=1e-12, atol=0)
+    bulk = slice(3, None)  # the huge rows' neighbours among the bulk tie in float64 (1e150: all at |x|)
+    if scale < 1e100:
+        np.testing.assert_array_equal(ind[bulk], ref_i[bulk])
+
+
+@pytest.mark.parametrize("scale", [1e12, 1e-8, 1e8])
+def test_kneighbors_exact_float32_rows_of_another_magnitude(scale):
+    X = _adversarial(scale, dtype=np.float32)
+    dist, ind = kneighbors(X, n_neighbors=4, chunk_size=128)
+    ref_d, ref_i = _reference(X, 4)
+    np.testing.assert_allclose(dist, ref_d, rtol=1e-12, atol=0)
+    np.testing.assert_array_equal(ind, ref_i)
+
+
+@pytest.mark.parametrize("scale", [1e12, 1e150, 1e-150])
+def test_twonn_exact_with_a_few_rows_of_another_magnitude(scale):
+    X = _adversarial(scale)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning needed: the value is right
+        assert iso.twonn_dimension(X) == pytest.approx(_twonn_reference(X), rel=1e-10)
+
+
+@pytest.mark.parametrize("scale", [1e150, 1e-150])
+def test_whole_data_at_extreme_scales_is_finite_and_unchanged(scale):
+    X = _adversarial(1.0)
+    assert iso.twonn_dimension(X * scale) == pytest.approx(iso.twonn_dimension(X), rel=1e-10)
+    assert iso.mle_dimension(X * scale) == pytest.approx(iso.mle_dimension(X), rel=1e-10)
+    dist, _ = kneighbors(X * scale, n_neighbors=3)
+    np.testing.assert_allclose(dist, _reference(X, 3)[0] * scale, rtol=1e-12)
+
+
+def test_dask_tiles_run_the_same_exact_kernel():
+    da = pytest.importorskip("dask.array")
+    X = _adversarial(1e12)
+    import isotropy.distributed
+
+    dist, ind = isotropy.distributed.kneighbors(da.from_array(X, chunks=(120, 24)), n_neighbors=5)
+    ref_d, ref_i = _reference(X, 5)
+    np.testing.assert_allclose(dist.compute(), ref_d, rtol=1e-12)
+    np.testing.assert_array_equal(ind.compute(), ref_i)
+    assert iso.twonn_dimension(da.from_array(X, chunks=(120, 24))) == pytest.approx(_twonn_reference(X), rel=1e-10)
+
+
+def test_matches_sklearn_brute_on_well_scaled_float32():
+    X = np.random.default_rng(3).standard_normal((700, 40)).astype(np.float32)
+    dist, ind = kneighbors(X, n_neighbors=20, chunk_size=150)
+    ref_d, ref_i = NearestNeighbors(n_neighbors=20, algorithm="brute").fit(X.astype(np.float64)).kneighbors()
+    np.testing.assert_allclose(dist, ref_d, rtol=1e-9)
+    np.testing.assert_array_equal(ind, ref_i)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**16), power=st.integers(-400, 400), shift=st.floats(-1e3, 1e3))
+def test_invariant_under_power_of_two_scaling_translation_and_rotation(seed, power, shift):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((60, 5))
+    Q, _ = np.linalg.qr(rng.standard_normal((5, 5)))
+    d0, i0 = kneighbors(X, n_neighbors=4)
+    d1, i1 = kneighbors(np.ldexp(X, power), n_neighbors=4)  # exact: a power of two
+    np.testing.assert_array_equal(i1, i0)
+    np.testing.assert_allclose(np.ldexp(d1, -power), d0, rtol=1e-12)
+    d2, i2 = kneighbors(X @ Q + shift, n_neighbors=4)
+    np.testing.assert_array_equal(i2, i0)
+    np.testing.assert_allclose(d2, d0, rtol=1e-9, atol=1e-9 * (1 + abs(shift)))
+    assert iso.twonn_dimension(np.ldexp(X, power)) == pytest.approx(iso.twonn_dimension(X), rel=1e-12)
+
+
+def test_one_pass_equals_the_separate_estimators():
+    X = np.random.default_rng(5).standard_normal((900, 9))
+    out = neighbour_dimensions(X, n_neighbors=15, local_mle=True, averaging="harmonic")
+    assert out["twonn_dimension"] == iso.twonn_dimension(X)
+    assert out["mle_dimension"] == iso.mle_dimension(X, n_neighbors=15, averaging="harmonic")
+    np.testing.assert_array_equal(out["local_mle_dimension"], iso.local_mle_dimension(X, n_neighbors=15))
+    assert set(neighbour_dimensions(X, mle=False)) == {"twonn_dimension"}
+
+
+def test_one_pass_matches_skdim():
+    skdim = pytest.importorskip("skdim")
+    X = np.random.default_rng(6).random((1500, 4)) @ np.random.default_rng(7).standard_normal((4, 30))
+    out = neighbour_dimensions(X, n_neighbors=20, averaging="harmonic")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert out["twonn_dimension"] == pytest.approx(skdim.id.TwoNN().fit(X).dimension_, rel=1e-8)
+        assert out["mle_dimension"] == pytest.approx(skdim.id.MLE().fit(X, n_neighbors=20).dimension_, rel=1e-8)
