@@ -51,7 +51,7 @@ class _Centre(torch.nn.Module):
         return X - X.mean(0, keepdim=True)
 
 
-@pytest.mark.parametrize("pooling", ["cls", "mean"])
+@pytest.mark.parametrize("pooling", ["first", "mean"])
 def test_pair_classifier_pools_and_transforms(tiny_bert_dir, pooling, one_torch_thread):
     from transformers import AutoModel, AutoTokenizer
 
@@ -66,7 +66,7 @@ def test_pair_classifier_pools_and_transforms(tiny_bert_dir, pooling, one_torch_
     raw, features, _ = model.pooled(**batch, output_hidden_states=True)
     hidden = encoder(**batch).last_hidden_state
     mask = batch["attention_mask"].unsqueeze(-1).float()
-    expected = hidden[:, 0] if pooling == "cls" else (hidden * mask).sum(1) / mask.sum(1)
+    expected = hidden[:, 0] if pooling == "first" else (hidden * mask).sum(1) / mask.sum(1)
     torch.testing.assert_close(raw, expected)
     torch.testing.assert_close(features, expected - expected.mean(0, keepdim=True))  # transform_at_eval
     output = model(**batch, labels=labels, output_hidden_states=True)

@@ -16,6 +16,7 @@ __all__ = [
     "load_encoder",
     "pool",
     "select_states",
+    "training_pooling",
 ]
 
 POOLINGS = ("mean", "first")
@@ -88,13 +89,17 @@ def select_states(hidden_states, attention_mask, *, layers, level: str, pooling:
     ``level="token"`` keeps every non-padding token of every chosen layer (the authors pool all
     layers' token states); ``level="sentence"`` pools each chosen layer per sentence first.
     """
-    from isotropy.training import probe
     from isotropy.training.regularisers import regularised_states  # the drop-ins' selection: one source of truth
 
-    if pooling == "first" and "first" not in probe.POOLINGS:  # until the training probe speaks the library's names
-        pooling = "cls"
     return regularised_states(hidden_states, attention_mask, layers=layer_indices(layers, len(hidden_states)),
-                              level=level, pooling=pooling, caller="istar")
+                              level=level, pooling=training_pooling(pooling), caller="istar")
+
+
+def training_pooling(pooling: str) -> str:
+    """``pooling`` as :mod:`isotropy.training` names it (``"first"`` was ``"cls"`` there before the names were unified)."""
+    from isotropy.training import probe
+
+    return "cls" if pooling == "first" and "first" not in probe.POOLINGS else pooling
 
 
 @dataclass

@@ -129,6 +129,7 @@ def _train_one(config, prepared, condition: str, seed: int, device: str, ctx) ->
     import torch
     from transformers import DataCollatorWithPadding, Trainer, TrainingArguments
 
+    from isotropy.experiments._finetune.model import training_pooling
     from isotropy.experiments.cluster_finetune.model import PairClassifier, PartitionIsotropyMetric
     from isotropy.training import HFGeometryCallback
     from isotropy.training.probe import METRICS
@@ -141,7 +142,7 @@ def _train_one(config, prepared, condition: str, seed: int, device: str, ctx) ->
     geometry = config.geometry
     callback = HFGeometryCallback(
         _probe(prepared["valid"], geometry.probe_size, seed), every_n_steps=geometry.every_n_steps, layers="all",
-        pooling=config.pooling, batch_size=config.eval_batch_size,
+        pooling=training_pooling(config.pooling), batch_size=config.eval_batch_size,
         metrics={"partition_isotropy": PartitionIsotropyMetric, "isoscore": METRICS["isoscore"],
                  "mean_cosine": METRICS["mean_cosine"]})
 
