@@ -15,6 +15,7 @@ from isotropy import (
     cosine_similarity_mean,
     isoscore,
     isoscore_star,
+    participation_ratio,
     rogue_dimension_share,
     twonn_dimension,
 )
@@ -24,6 +25,7 @@ from isotropy.training import (
     IsoScore,
     IsoScoreStar,
     MeanCosine,
+    ParticipationRatio,
     RogueDimensionShare,
     TwoNNDimension,
 )
@@ -45,10 +47,13 @@ CASES = {
     "isoscore_star_identity": (lambda: IsoScoreStar(zeta=0.3), lambda X: isoscore_star(X, zeta=0.3)),
     "isoscore_star_sigma": (lambda: IsoScoreStar(shrinkage_cov=SHRINK, zeta=0.2),
                             lambda X: isoscore_star(X, shrinkage_cov=SHRINK, zeta=0.2)),
-    "mean_cosine": (lambda: MeanCosine(), cosine_similarity_mean),
-    "rogue_share": (lambda: RogueDimensionShare(n_dimensions=2), lambda X: rogue_dimension_share(X, n_dimensions=2)),
-    "twonn": (lambda: TwoNNDimension(), twonn_dimension),
+    "cosine_similarity_mean": (lambda: MeanCosine(), cosine_similarity_mean),
+    "participation_ratio": (lambda: ParticipationRatio(), participation_ratio),
+    "rogue_dimension_share": (lambda: RogueDimensionShare(n_dimensions=2),
+                              lambda X: rogue_dimension_share(X, n_dimensions=2)),
+    "twonn_dimension": (lambda: TwoNNDimension(), twonn_dimension),
 }
+MOMENT_CASES = sorted(name for name in CASES if name != "twonn_dimension")
 
 
 def _split_points(draw_cuts, n):
@@ -159,7 +164,7 @@ def test_state_follows_the_input_and_values_are_on_its_device():
     metric = IsoScore()
     assert metric.device.type == "cpu"
     metric.update(torch.tensor(_data(0)))
-    assert metric.sum_xxt.dtype == torch.float64 and metric.compute().device == metric.device
+    assert metric.scatter.dtype == torch.float64 and metric.compute().device == metric.device
 
 
 # every device this machine has (CPU always; CUDA where present): the test never skips
@@ -197,3 +202,81 @@ def test_errors_name_the_argument_and_value():
         TwoNNDimension(max_samples=1)
     with pytest.raises(IsotropyValueError, match="shrinkage_cov"):
         IsoScoreStar(shrinkage_cov=np.eye(3), n_features=4)
+
+
+# ------------------------------------------------------------------ far from the origin, far from unit scale
+@pytest.mark.parametrize("name", MOMENT_CASES)
+@pytest.mark.parametrize("transform", ["offset 1e8", "scale 1e150", "scale 1e-150", "scale 1e160"])
+def test_far_data_equal_the_function(name, transform):
+    """Raw Σxxᵀ − nμμᵀ gave 0.593 for 0.600 at an offset of 1e7 and NaN or −1/(n − 1) at 1e160: now exact."""
+    make, reference = CASES[name]
+    X = _data(7)
+    kind, amount = transform.split()
+    X = X + float(amount) if kind == "offset" else X * float(amount)
+    metric = make()
+    for rows in np.array_split(np.arange(X.shape[0]), 5):
+        metric.update(torch.tensor(X[rows]))
+    assert float(metric.compute()) == pytest.approx(reference(X), rel=1e-10, abs=1e-10)
+
+
+@pytest.mark.parametrize("name", MOMENT_CASES)
+def test_batches_at_different_scales_merge_exactly(name):
+    make, reference = CASES[name]
+    X = _data(8)
+    X[:40] *= 1e150  # one batch dominates: the others underflow relative to it, as in the function
+    metric = make()
+    for rows in np.array_split(np.arange(X.shape[0]), 3):
+        metric.update(torch.tensor(X[rows]))
+    assert float(metric.compute()) == pytest.approx(reference(X), rel=1e-10, abs=1e-10)
+
+
+# ------------------------------------------------------------------ forward: metric(batch) in a training step
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_forward_works_on_the_first_call_and_with_a_one_row_last_batch(name):
+    make, reference = CASES[name]
+    X = _data(9, n=121)
+    metric = make()  # no n_features
+    values = [metric(torch.tensor(X[rows])) for rows in (np.arange(0, 60), np.arange(60, 120), np.arange(120, 121))]
+    assert float(values[0]) == pytest.approx(reference(X[:60]), rel=1e-10, abs=1e-10)  # the batch's own value
+    assert torch.isnan(values[-1])  # one row alone defines no value; it still counts
+    assert float(metric.compute()) == pytest.approx(reference(X), rel=1e-10, abs=1e-10)
+
+
+# ------------------------------------------------------------------ DDP: gathered states merge exactly
+@pytest.mark.parametrize("name", MOMENT_CASES)
+def test_a_gather_across_processes_merges_exactly(name):
+    """What torchmetrics' sync does with dist_reduce_fx="cat": stack every process's states, then compute."""
+    make, reference = CASES[name]
+    X = _data(10) + 1e8
+    ranks = [make() for _ in range(3)]
+    for metric, rows in zip(ranks, np.array_split(np.arange(X.shape[0]), 3)):
+        metric.update(torch.tensor(X[rows]))
+    gathered = make()
+
+    def fake_gather(tensor, group=None):
+        return [getattr(rank, name_of[id(tensor)]) for rank in ranks]
+
+    gathered.update(torch.tensor(X[:1]))  # some state of this process's shape, replaced by the gather below
+    name_of = {id(getattr(gathered, state)): state for state in gathered._defaults}
+    gathered._sync_dist(fake_gather)
+    assert float(gathered.compute()) == pytest.approx(reference(X), rel=1e-10, abs=1e-10)
+
+
+def test_merge_state_of_another_width_is_refused_in_one_line():
+    for make in (IsoScore, MeanCosine, TwoNNDimension):
+        first, second = make(), make()
+        first.update(torch.randn(5, 3, dtype=torch.float64))
+        second.update(torch.randn(5, 4, dtype=torch.float64))
+        with pytest.raises(IsotropyValueError, match="has 4 features and this metric 3") as info:
+            first.merge_state(second)
+        assert "\n" not in str(info.value)
+
+
+def test_metric_from_name_reads_the_table():
+    from isotropy.metrics.table import METRICS, metric_names
+    from isotropy.training.metrics import metric_from_name
+
+    for name in metric_names(torchmetric=True):
+        assert type(metric_from_name(name)).__name__ == METRICS[name].torchmetric
+    with pytest.raises(IsotropyValueError, match="Did you mean 'cosine_similarity_mean'"):
+        metric_from_name("mean_cosine")

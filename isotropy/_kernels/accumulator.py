@@ -66,15 +66,20 @@ def _unit_vector_sum(A):
 class Moments(NamedTuple):
     """Count, mean and centred scatter of some rows, the mean and scatter stored in units of ``2**exponent``.
 
-    The rows are ``x = 2**exponent · y`` with ``mean = mean(y)`` and ``scatter = Σ(y − mean)(y − mean)ᵀ``;
-    ``mean`` and ``scatter`` are numpy arrays or torch tensors (float64), ``n_samples`` and
-    ``exponent`` Python ints.
+    The rows are ``x = 2**exponent · y`` with ``mean(y) = shift + mean`` and
+    ``scatter = Σ(y − mean(y))(y − mean(y))ᵀ``; ``shift``, ``mean`` and ``scatter`` are numpy arrays
+    or torch tensors (float64), ``n_samples`` and ``exponent`` Python ints. The mean is kept in two
+    parts, a shift near the data (e.g. a first estimate of the mean) and the small remainder, so
+    that data far from the origin (an offset of 1e8) lose no digits to the rounding of their mean:
+    the difference of two means, which the merge needs, is formed from the exact difference of the
+    shifts and the difference of the remainders.
     """
 
     n_samples: int
     mean: object
     scatter: object
     exponent: int = 0
+    shift: object = 0.0
 
 
 def _ldexp(A, shift: int):
@@ -117,13 +122,19 @@ def merge_moments(first: Moments, second: Moments) -> Moments:
     if first.n_samples == 0:
         return second
     exponent = max(first.exponent, second.exponent)  # the larger data dominate the sums
-    mean_a, scatter_a = _ldexp(first.mean, first.exponent - exponent), _ldexp(first.scatter, 2 * (first.exponent - exponent))
-    mean_b, scatter_b = _ldexp(second.mean, second.exponent - exponent), _ldexp(second.scatter,
-                                                                               2 * (second.exponent - exponent))
+    shift_a, mean_a, scatter_a = _at(first, exponent)
+    shift_b, mean_b, scatter_b = _at(second, exponent)
     n_a, n_b = first.n_samples, second.n_samples
     n = n_a + n_b
-    delta = mean_b - mean_a
-    return Moments(n, mean_a + delta * (n_b / n), scatter_a + scatter_b + _outer(delta) * (n_a * n_b / n), exponent)
+    delta = (shift_b - shift_a) + (mean_b - mean_a)
+    return Moments(n, mean_a + delta * (n_b / n), scatter_a + scatter_b + _outer(delta) * (n_a * n_b / n), exponent,
+                   shift_a)
+
+
+def _at(moments: Moments, exponent: int):
+    """``(shift, mean, scatter)`` of ``moments`` in units of ``2**exponent``."""
+    step = moments.exponent - exponent
+    return _ldexp(moments.shift, step), _ldexp(moments.mean, step), _ldexp(moments.scatter, 2 * step)
 
 
 class CovarianceAccumulator:
@@ -175,12 +186,13 @@ class CovarianceAccumulator:
         self._unit_sum = None
         self._n_zero_rows = 0
         self._exponent = 0  # mean and scatter are stored in units of 2**_exponent (data far from unit scale)
+        self._shift = 0.0  # the mean is _shift + _mean (see Moments)
 
     def _moments(self) -> Moments:
-        return Moments(self.n_samples_, self._mean, self._scatter, self._exponent)
+        return Moments(self.n_samples_, self._mean, self._scatter, self._exponent, self._shift)
 
     def _set_moments(self, moments: Moments) -> None:
-        self.n_samples_, self._mean, self._scatter, self._exponent = moments
+        self.n_samples_, self._mean, self._scatter, self._exponent, self._shift = moments
 
     @classmethod
     def _from_moments(cls, moments: Moments, *, n_features: int, unit_sum=None, n_zero_rows: int = 0):
@@ -202,12 +214,12 @@ class CovarianceAccumulator:
                                      f"(columns), like the previous chunks. Got {X.shape[1]} instead.")
         A = _host_array(X)  # a numpy view of the chunk: read, never written
         scaled, exponent = rescaled(A, caller=caller, name="X_chunk")  # (A, 0) for data at a safe scale
-        scatter_b, mean_b = _numpy_scatter(scaled)  # float64, by sub-chunks
+        scatter_b, shift_b, mean_b = _numpy_scatter(scaled, split_mean=True)  # float64, by sub-chunks
         unit_sum_b, n_zero = _unit_vector_sum(A)
         self._n_zero_rows += n_zero
         self._unit_sum = unit_sum_b if self._unit_sum is None else self._unit_sum + unit_sum_b
         self.n_features_ = A.shape[1]
-        self._set_moments(merge_moments(self._moments(), Moments(A.shape[0], mean_b, scatter_b, exponent)))
+        self._set_moments(merge_moments(self._moments(), Moments(A.shape[0], mean_b, scatter_b, exponent, shift_b)))
         return self
 
     def _require(self, caller, min_samples=2):
@@ -219,7 +231,7 @@ class CovarianceAccumulator:
         """Mean vector, float64 array of shape (n_features,)."""
         self._require("mean", min_samples=1)
         with np.errstate(over="ignore"):  # checked by _representable
-            return self._representable(np.ldexp(self._mean, self._exponent), "mean")
+            return self._representable(np.ldexp(self._shift + self._mean, self._exponent), "mean")
 
     def covariance(self):
         """Sample covariance (ddof=1), float64 array of shape (n_features, n_features)."""
@@ -240,7 +252,7 @@ class CovarianceAccumulator:
 
     def _check_variance(self, caller):
         self._require(caller)
-        _check_variance(np.trace(self._scatter), n_samples=self.n_samples_, mean_sq_norm=float(self._mean @ self._mean),
+        _check_variance(np.trace(self._scatter), n_samples=self.n_samples_, mean_sq_norm=float(np.sum((self._shift + self._mean) ** 2)),
                         eps=float(np.finfo(np.float64).eps), caller=f"CovarianceAccumulator.{caller}", name="data")
 
     def isoscore(self):
@@ -310,7 +322,8 @@ class CovarianceAccumulator:
         self._n_zero_rows += other._n_zero_rows
         theirs = other._moments()
         if self.n_samples_ == 0:  # keep no array of other's: it may go on updating
-            theirs = Moments(theirs.n_samples, theirs.mean.copy(), theirs.scatter.copy(), theirs.exponent)
+            theirs = Moments(theirs.n_samples, theirs.mean.copy(), theirs.scatter.copy(), theirs.exponent,
+                             np.copy(theirs.shift))
         self._set_moments(merge_moments(self._moments(), theirs))
         return self
 

@@ -47,12 +47,13 @@ def _eps(X) -> float:
     return float(np.finfo(np.float64).eps)
 
 
-def _numpy_scatter(X):
+def _numpy_scatter(X, *, split_mean=False):
     """Float64 scatter matrix and mean of a numpy ``X`` (n ≥ 1), in one pass, without a float64 copy.
 
     Rows are converted a chunk at a time and shifted by K, the mean of the first chunk (a shift
     close to the mean keeps the large-offset precision of two-pass centring):
-    with m = mean(x − K), Σ(x − μ)(x − μ)ᵀ = Σ(x − K)(x − K)ᵀ − n·m·mᵀ and μ = K + m.
+    with m = mean(x − K), Σ(x − μ)(x − μ)ᵀ = Σ(x − K)(x − K)ᵀ − n·m·mᵀ and μ = K + m. With
+    ``split_mean`` returns ``(scatter, K, m)``: μ kept as K + m loses nothing to the rounding of μ.
     """
     n, d = X.shape
     step = max(1, _CHUNK_ELEMENTS // max(d, 1))
@@ -68,7 +69,7 @@ def _numpy_scatter(X):
         scatter += B.T @ B  # BLAS syrk
     m = total / n
     scatter -= n * np.outer(m, m)
-    return scatter, shift + m
+    return (scatter, shift, m) if split_mean else (scatter, shift + m)
 
 
 def _torch_outer(v):

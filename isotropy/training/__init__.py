@@ -1,7 +1,8 @@
 """Geometry inside the training loops people use (optional extra ``isotropy[train]``).
 
 - torchmetrics metrics, exact over batches, ``merge_state`` and DDP: :class:`IsoScore`,
-  :class:`IsoScoreStar`, :class:`MeanCosine`, :class:`RogueDimensionShare`, :class:`TwoNNDimension`;
+  :class:`IsoScoreStar`, :class:`ParticipationRatio`, :class:`MeanCosine`, :class:`RogueDimensionShare`,
+  :class:`TwoNNDimension` (their names, as logged by the callbacks, are in :mod:`isotropy.metrics.table`);
 - callbacks that log per-layer geometry of a probe set through the trainer's own logging:
   :class:`HFGeometryCallback` (Hugging Face ``Trainer``) and :class:`LightningGeometryCallback`;
 - regularisers as drop-ins: :class:`HFRegulariser` (the Trainer's ``compute_loss_func`` plus the
@@ -21,6 +22,7 @@ _EXPORTS = {
     "IsoScore": "isotropy.training.metrics",
     "IsoScoreStar": "isotropy.training.metrics",
     "MeanCosine": "isotropy.training.metrics",
+    "ParticipationRatio": "isotropy.training.metrics",
     "RogueDimensionShare": "isotropy.training.metrics",
     "TwoNNDimension": "isotropy.training.metrics",
     "GeometryProbe": "isotropy.training.probe",
@@ -37,6 +39,7 @@ __all__ = [  # noqa: RUF022 (grouped as in _EXPORTS)
     "IsoScore",
     "IsoScoreStar",
     "MeanCosine",
+    "ParticipationRatio",
     "RogueDimensionShare",
     "TwoNNDimension",
     "GeometryProbe",

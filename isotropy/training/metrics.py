@@ -1,11 +1,20 @@
-"""torchmetrics metrics of embedding geometry: IsoScore, IsoScore*, mean cosine, rogue-dimension share, TwoNN.
+"""torchmetrics metrics of embedding geometry: IsoScore, IsoScore*, participation ratio, mean cosine, rogue share, TwoNN.
 
-Each metric is a thin stateful wrapper around the toolkit's pure function: ``update`` adds a batch of
-rows of shape ``(n_samples, n_features)``, ``compute`` returns the pure function's value on every
-row seen. The covariance and cosine metrics keep float64 sums (``dist_reduce_fx="sum"``), so the
-value after any split into batches, after ``merge_state`` or after a sync across DDP processes is
-the pure function on all rows (to float64 rounding). TwoNN is not a function of sums: it keeps the
-rows (``dist_reduce_fx="cat"``), optionally capped by a seeded uniform sample.
+Each metric is a thin stateful wrapper around the toolkit's streaming covariance
+(:class:`isotropy.CovarianceAccumulator`, :func:`isotropy._kernels.accumulator.merge_moments`):
+``update`` adds a batch of rows of shape ``(n_samples, n_features)``, ``compute`` returns the pure
+function's value on every row seen. The states are the count, mean and *centred* scatter matrix of
+the rows (in units of a power of two, so data at 1e±150 neither over- nor underflows), merged with
+the pairwise update of Chan, Golub & LeVeque: after any split into batches, after ``merge_state``
+and after a sync across DDP processes (``dist_reduce_fx="cat"`` gathers every process's states,
+``compute`` merges them) the value is the pure function on all rows, to float64 rounding, however
+far the data sit from the origin. TwoNN is not a function of moments: it keeps the rows
+(``dist_reduce_fx="cat"``), optionally capped by a seeded uniform sample.
+
+``metric(batch)`` (torchmetrics' ``forward``, the usual call in a Lightning step) adds the batch
+and returns the value of that batch alone: NaN when the batch alone does not define it (one row),
+while the rows still count towards ``compute``. Names, families and classes are listed once in
+:mod:`isotropy.metrics.table`; :func:`metric_from_name` builds a class from its table name.
 
 States live on the device of the first batch (or wherever ``.to(device)`` put the metric); values
 are returned as 0-dim float64 tensors there (MPS, which has no float64, accumulates on the CPU).
@@ -13,16 +22,19 @@ are returned as 0-dim float64 tensors there (MPS, which has no float64, accumula
 
 from __future__ import annotations
 
+import math
 import numbers
-from typing import ClassVar
 
 import numpy as np
 import torch
 from torchmetrics import Metric
 
+from isotropy._kernels.accumulator import CovarianceAccumulator, Moments, merge_moments
+from isotropy._utils.magnitude import rescaled
 from isotropy._utils.validation import IsotropyValueError, check_scalar, check_X
 
-__all__ = ["IsoScore", "IsoScoreStar", "MeanCosine", "RogueDimensionShare", "TwoNNDimension"]
+__all__ = ["IsoScore", "IsoScoreStar", "MeanCosine", "ParticipationRatio", "RogueDimensionShare", "TwoNNDimension",
+           "metric_from_name"]
 
 
 def _as_rows(X, metric):
@@ -37,89 +49,196 @@ def _as_rows(X, metric):
     return X.detach().to(device=metric.device, dtype=torch.float64)
 
 
-class _SumMetric(Metric):
-    """Common base: float64 per-feature sum states, sized by ``n_features`` or by the first batch."""
+def _check_width(caller, expected, got, what="the previous batches"):
+    if expected and got != expected:
+        raise IsotropyValueError(f"The 'X' parameter of {caller} must have {expected} features (columns), like "
+                                 f"{what}. Got {got} instead.")
+
+
+class _MomentMetric(Metric):
+    """Common base: per-part count, mean, centred scatter and exponent (and unit-vector sums), float64.
+
+    Every state has a leading "part" axis: one part on a process (each batch is merged into it at
+    once), one per process after a DDP gather (``dist_reduce_fx="cat"``); ``compute`` merges the
+    parts (:func:`~isotropy._kernels.accumulator.merge_moments`) and hands the result to a
+    :class:`~isotropy.CovarianceAccumulator`, whose methods give the value. The width is fixed by
+    ``n_features`` or by the first batch.
+    """
 
     full_state_update = False
     is_differentiable = False
-    _sum_states: ClassVar[dict] = {}  # name -> number of (n_features,)-sized axes: 1 = vector, 2 = matrix
+    _moments = True  # count, mean, scatter, exponent (the covariance metrics)
+    _units = False  # sums of unit vectors and of their squares (the cosine metrics)
 
     def __init__(self, *, n_features=None, **kwargs):
         super().__init__(**kwargs)
         check_scalar(n_features, "n_features", caller=type(self).__name__, kind=numbers.Integral, low=1,
                      allow_none=True)
         self.n_features = None if n_features is None else int(n_features)
-        d = self.n_features or 0
-        self.add_state("n_samples", default=torch.zeros((), dtype=torch.float64), dist_reduce_fx="sum")
-        for name, n_axes in self._sum_states.items():
-            self.add_state(name, default=torch.zeros((d,) * n_axes, dtype=torch.float64), dist_reduce_fx="sum")
+        self._batch_value = False
+        for name, shape in self._state_shapes(self.n_features or 0).items():
+            self.add_state(name, default=torch.zeros(shape, dtype=torch.float64), dist_reduce_fx="cat")
 
+    def _state_shapes(self, d):
+        shapes = {"n_samples": (1,)}
+        if self._moments:
+            shapes.update(shift=(1, d), mean=(1, d), scatter=(1, d, d), exponent=(1,))
+        if self._units:
+            shapes.update(unit_sum=(1, d), unit_sq_sum=(1, d))
+        return shapes
+
+    # ------------------------------------------------------------------ states
     def _has_data(self):
-        return bool(self.n_samples.item() > 0)
+        return bool(self.n_samples.sum().item() > 0)
 
-    def _ensure_shape(self, d):
-        first = next(iter(self._sum_states))
-        current = getattr(self, first).shape[0]
+    def _width(self, state=None):
+        state = self.metric_state if state is None else state
+        key = "mean" if self._moments else "unit_sum"
+        return int(state[key].shape[-1])
+
+    def _ensure_width(self, d):
+        current = self._width()
         if current == 0:
-            for name, n_axes in self._sum_states.items():
-                setattr(self, name, torch.zeros((d,) * n_axes, dtype=torch.float64, device=self.device))
-        elif current != d:
-            raise IsotropyValueError(f"The 'X' parameter of {type(self).__name__}.update must have {current} features "
-                                     f"(columns), like the previous batches. Got {d} instead.")
+            for name, shape in self._state_shapes(d).items():
+                setattr(self, name, torch.zeros(shape, dtype=torch.float64, device=self.device))
+        else:
+            _check_width(f"{type(self).__name__}.update", current, d)
+
+    def _parts(self, state):
+        """The state as a list of parts ``{name: tensor without the part axis}`` (a gathered state has several)."""
+        d = self._width(state)
+        shapes = self._state_shapes(d)
+        flat = {name: state[name].reshape(-1, *shapes[name][1:]).to(self.device) for name in shapes}
+        return [{name: flat[name][i] for name in shapes} for i in range(flat["n_samples"].shape[0])]
+
+    def _merged(self, parts):
+        """One part holding all rows of ``parts`` (Chan, Golub & LeVeque pairwise, as a balanced tree)."""
+        parts = [p for p in parts if p["n_samples"].item() > 0]
+        if not parts:
+            return None
+        while len(parts) > 1:
+            parts = [self._merge_two(*parts[i:i + 2]) if i + 1 < len(parts) else parts[i]
+                     for i in range(0, len(parts), 2)]
+        return parts[0]
+
+    def _merge_two(self, a, b):
+        out = {"n_samples": a["n_samples"] + b["n_samples"]}
+        if self._moments:
+            merged = merge_moments(self._as_moments(a), self._as_moments(b))
+            out.update(shift=merged.shift, mean=merged.mean, scatter=merged.scatter,
+                       exponent=torch.tensor(float(merged.exponent), dtype=torch.float64, device=self.device))
+        if self._units:
+            out.update(unit_sum=a["unit_sum"] + b["unit_sum"], unit_sq_sum=a["unit_sq_sum"] + b["unit_sq_sum"])
+        return out
+
+    @staticmethod
+    def _as_moments(part):
+        return Moments(int(part["n_samples"].item()), part["mean"], part["scatter"], int(part["exponent"].item()),
+                       part["shift"])
+
+    def _store(self, part):
+        for name, value in part.items():
+            setattr(self, name, value.reshape(1, *value.shape).to(self.device))
+
+    def _reduce_states(self, incoming_state):
+        """Merge another state (a ``forward`` call's running state, or ``merge_state``'s) into this one."""
+        theirs, mine = self._width(incoming_state), self._width()
+        if theirs and mine and theirs != mine:
+            raise IsotropyValueError(f"{type(self).__name__}.merge_state: the incoming state has {theirs} features "
+                                     f"and this metric {mine}; both must have the same width.")
+        parts = (self._parts(incoming_state) if theirs else []) + (self._parts(self.metric_state) if mine else [])
+        merged = self._merged(parts)
+        if merged is not None:
+            self._store(merged)
 
     def merge_state(self, incoming_state):
-        """Add the state of another instance (or its ``metric_state`` dict); an empty side is allowed."""
+        """Add the rows of another instance (or of its ``metric_state`` dict); an empty side is allowed."""
         other = incoming_state.metric_state if isinstance(incoming_state, Metric) else incoming_state
-        first = next(iter(self._sum_states))
-        if other[first].numel() == 0:
-            return
-        self._ensure_shape(other[first].shape[0])
-        super().merge_state({key: value.to(self.device) for key, value in other.items()})
+        self._reduce_states(other)
 
-    def _require(self, min_samples=2):
-        n = int(self.n_samples.item())
+    # ------------------------------------------------------------------ update
+    def update(self, X):
+        """Add a batch ``X`` of shape ``(n_samples, n_features)`` (tensor or array; float64 accumulation)."""
+        caller = f"{type(self).__name__}.update"
+        X = _as_rows(X, self)
+        _check_width(caller, self.n_features, X.shape[1], "n_features")
+        part = {"n_samples": torch.tensor(float(X.shape[0]), dtype=torch.float64, device=self.device)}
+        if self._units:
+            part.update(self._unit_sums(X, caller))
+        self._ensure_width(X.shape[1])
+        if self._moments:
+            scaled, exponent = rescaled(X, caller=caller)  # (X, 0) at a safe scale; else exact powers of two
+            shift = scaled.mean(0)  # the mean in two parts, shift + rest (see Moments): no digit lost far out
+            centred = scaled - shift
+            rest = centred.mean(0)
+            part.update(shift=shift, mean=rest, scatter=centred.T @ centred - X.shape[0] * torch.outer(rest, rest),
+                        exponent=torch.tensor(float(exponent), dtype=torch.float64, device=self.device))
+        merged = self._merged(self._parts(self.metric_state) + [part])
+        self._store(merged)
+
+    @staticmethod
+    def _unit_sums(X, caller):
+        top = X.abs().amax(1)
+        zero = int((top == 0).sum())
+        if zero:
+            raise IsotropyValueError(f"The 'X' parameter of {caller} must not contain zero vectors, for which cosine "
+                                     f"similarity is undefined. Got {zero} all-zero row(s) instead.")
+        shift = -torch.frexp(top).exponent.to(X.dtype)[:, None]  # each row to unit scale (exact): no overflow
+        half = torch.floor(shift / 2)
+        U = X * torch.pow(2.0, half) * torch.pow(2.0, shift - half)
+        U = U / torch.linalg.vector_norm(U, dim=1, keepdim=True)
+        return {"unit_sum": U.sum(0), "unit_sq_sum": (U * U).sum(0)}
+
+    # ------------------------------------------------------------------ compute
+    def forward(self, *args, **kwargs):
+        """Add the batch and return the value of that batch alone (NaN where one batch does not define it)."""
+        self._batch_value = True
+        try:
+            return super().forward(*args, **kwargs)
+        finally:
+            self._batch_value = False
+
+    def _all_rows(self, min_samples=2):
+        """The merged part of every row seen (all processes after a sync); raises below ``min_samples`` rows."""
+        merged = self._merged(self._parts(self.metric_state)) if self._width() else None
+        n = 0 if merged is None else int(merged["n_samples"].item())
         if n < min_samples:
             raise IsotropyValueError(f"{type(self).__name__}.compute needs at least {min_samples} rows; call update() "
                                      f"with data first. Got {n} instead.")
-        return n
+        return merged
+
+    def to_accumulator(self):
+        """The :class:`~isotropy.CovarianceAccumulator` of the rows seen (of every process inside ``sync_context``)."""
+        part = self._all_rows(min_samples=1)
+        moments = Moments(int(part["n_samples"].item()), part["mean"].cpu().numpy(), part["scatter"].cpu().numpy(),
+                          int(part["exponent"].item()), part["shift"].cpu().numpy())
+        return CovarianceAccumulator._from_moments(moments, n_features=moments.mean.shape[0])
+
+    def _value(self, read):
+        """``read()`` as a 0-dim float64 tensor on the metric's device; NaN for a batch value it cannot define."""
+        try:
+            value = read()
+        except IsotropyValueError:
+            if not self._batch_value:
+                raise
+            value = math.nan
+        return torch.tensor(float(value), dtype=torch.float64, device=self.device)
+
+    def _from_accumulator(self, method, **kwargs):
+        caller = f"{type(self).__name__}.compute"
+
+        def read():
+            self._all_rows(min_samples=2)
+            accumulator = self.to_accumulator()
+            try:
+                return getattr(accumulator, method)(**kwargs)
+            except IsotropyValueError as exc:  # name the metric, not the accumulator it wraps
+                raise IsotropyValueError(str(exc).replace(f"CovarianceAccumulator.{method}", caller)) from None
+
+        return self._value(read)
 
 
-class _CovarianceMetric(_SumMetric):
-    """States n, Σx and Σxxᵀ (float64); the covariance follows as (Σxxᵀ − n·μμᵀ)/(n − 1)."""
-
-    _sum_states: ClassVar[dict] = {"sum_x": 1, "sum_xxt": 2}
-
-    def update(self, X):
-        """Add a batch ``X`` of shape ``(n_samples, n_features)`` (tensor or array; float64 accumulation)."""
-        X = _as_rows(X, self)
-        self._ensure_shape(X.shape[1])
-        self.n_samples += X.shape[0]
-        self.sum_x += X.sum(0)
-        self.sum_xxt += X.T @ X
-
-    def _covariance(self):
-        """Sample covariance (ddof=1) of all rows seen; raises when they are (numerically) identical."""
-        n = self._require()
-        if self.sum_x.shape[0] < 2:
-            raise IsotropyValueError(f"{type(self).__name__}.compute needs at least 2 features. "
-                                     f"Got {self.sum_x.shape[0]} instead.")
-        mean = self.sum_x / n
-        scatter = self.sum_xxt - n * torch.outer(mean, mean)
-        # Σxxᵀ − nμμᵀ cancels to a few ulps of tr Σxxᵀ when every row is the same
-        if float(scatter.diagonal().sum()) <= 64 * float(torch.finfo(torch.float64).eps) * float(
-                self.sum_xxt.diagonal().sum()):
-            raise IsotropyValueError(f"{type(self).__name__}.compute: the {n} rows seen are (numerically) identical; "
-                                     f"their covariance is zero, so the score is undefined.")
-        return scatter / (n - 1)
-
-
-def _score(trace, frob_sq, d):
-    from isotropy.metrics.isoscore import _score_from_moments
-
-    return _score_from_moments(trace, frob_sq, d)
-
-
-class IsoScore(_CovarianceMetric):
+class IsoScore(_MomentMetric):
     """IsoScore of all rows seen, as a torchmetrics metric (exact over batches, merges and DDP).
 
     Parameters
@@ -127,21 +246,24 @@ class IsoScore(_CovarianceMetric):
     n_features : int, optional
         Width of the rows. Optional on one process (taken from the first batch); under DDP give it
         (or make sure every process updates before ``compute``) so every process holds states of
-        the same shape for the sum across processes.
+        the same shape for the gather across processes.
     **kwargs
         Passed to :class:`torchmetrics.Metric` (``sync_on_compute``, ``process_group``, ...).
 
     Notes
     -----
-    States: n, Σx (d,) and Σxxᵀ (d, d), float64, reduced by sum. ``compute`` forms
-    C = (Σxxᵀ − n·μμᵀ)/(n − 1) and returns ((tr C)²/‖C‖²_F − 1)/(d − 1), the closed form of
-    :func:`isotropy.isoscore`, which it equals on the concatenated rows to float64 rounding. Memory
-    O(d²), time O(n·d²).
+    States per part: n, μ (d,, kept as a shift plus a remainder), the centred scatter M = Σ(x − μ)(x − μ)ᵀ (d, d) and a power-of-two
+    exponent, float64, gathered by ``cat`` and merged (Chan et al.) in ``compute``, which forms
+    C = M/(n − 1) and returns ((tr C)²/‖C‖²_F − 1)/(d − 1), the closed form of :func:`isotropy.isoscore`.
+    It equals the function on the concatenated rows to float64 rounding, also for data offset by
+    1e8 or scaled by 1e±150. Memory O(d²), time O(n·d²).
 
     References
     ----------
     .. [1] W. Rudman, N. Gillman, T. Rayne and C. Eickhoff, "IsoScore: Measuring the Uniformity
        of Embedding Space Utilization", Findings of ACL 2022.
+    .. [2] T. F. Chan, G. H. Golub and R. J. LeVeque, "Updating Formulae and a Pairwise Algorithm
+       for Computing Sample Variances", Stanford CS report STAN-CS-79-773, 1979.
 
     Examples
     --------
@@ -151,7 +273,7 @@ class IsoScore(_CovarianceMetric):
     >>> X = torch.randn(300, 5, generator=torch.Generator().manual_seed(0)) * torch.tensor([1.0, 1, 2, 2, 3])
     >>> metric = IsoScore()
     >>> for batch in X.split(64):
-    ...     metric.update(batch)
+    ...     _ = metric(batch)   # forward: adds the batch, returns its own IsoScore
     >>> abs(float(metric.compute()) - isoscore(X.double().numpy())) < 1e-12
     True
     """
@@ -159,11 +281,41 @@ class IsoScore(_CovarianceMetric):
     higher_is_better = True
 
     def compute(self):
-        C = self._covariance()
-        return _score(C.diagonal().sum(), (C * C).sum(), C.shape[0])
+        return self._from_accumulator("isoscore")
 
 
-class IsoScoreStar(_CovarianceMetric):
+class ParticipationRatio(_MomentMetric):
+    """Participation ratio (Σλ)²/Σλ² of the covariance of all rows seen, as a torchmetrics metric.
+
+    Parameters
+    ----------
+    n_features : int, optional
+        As :class:`IsoScore`.
+    **kwargs
+        Passed to :class:`torchmetrics.Metric`.
+
+    Notes
+    -----
+    Same states as :class:`IsoScore`; (tr C)²/‖C‖²_F equals :func:`isotropy.participation_ratio` on all
+    rows seen (to float64 rounding): between 1 (one direction) and d (isotropic).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from isotropy.training import ParticipationRatio
+    >>> metric = ParticipationRatio()
+    >>> metric.update(torch.randn(2000, 4, generator=torch.Generator().manual_seed(0)))
+    >>> round(float(metric.compute()))
+    4
+    """
+
+    higher_is_better = None
+
+    def compute(self):
+        return self._from_accumulator("participation_ratio")
+
+
+class IsoScoreStar(_MomentMetric):
     """IsoScore* (IsoScore of (1 − ζ)·C + ζ·Σ_S) of all rows seen, as a torchmetrics metric.
 
     Parameters
@@ -219,45 +371,22 @@ class IsoScoreStar(_CovarianceMetric):
         self.register_buffer("shrinkage_cov", S, persistent=False)
 
     def compute(self):
-        C = self._covariance()
-        d = C.shape[0]
-        if self.shrinkage_cov is None:
-            trace_s = frob_sq_s = torch.tensor(float(d), dtype=torch.float64, device=C.device)
-            inner = C.diagonal().sum()
-        else:
-            S = self.shrinkage_cov.to(C.device)
-            if S.shape[0] != d:
-                raise IsotropyValueError(f"IsoScoreStar.compute: 'shrinkage_cov' has shape {tuple(S.shape)} but the "
-                                         f"rows have {d} features.")
-            trace_s, frob_sq_s, inner = S.diagonal().sum(), (S * S).sum(), (C * S).sum()
-        # tr and ‖·‖²_F of Σ_ζ = a·C + b·Σ_S from those of C, Σ_S and ⟨C, Σ_S⟩_F
-        a, b = 1.0 - self.zeta, self.zeta
-        trace = a * C.diagonal().sum() + b * trace_s
-        frob_sq = a * a * (C * C).sum() + 2.0 * a * b * inner + b * b * frob_sq_s
-        return _score(trace, frob_sq, d)
+        S = None if self.shrinkage_cov is None else self.shrinkage_cov.cpu().numpy()
+        return self._from_accumulator("isoscore_star", shrinkage_cov=S, zeta=self.zeta)
 
 
-class _UnitSumMetric(_SumMetric):
-    """States n, Σ x̂ and Σ x̂² over the unit-normalised rows x̂ = x/‖x‖ (float64)."""
+class _UnitMetric(_MomentMetric):
+    """States n, Σ x̂ and Σ x̂² over the unit-normalised rows x̂ = x/‖x‖ (float64; sums, merged by adding)."""
 
-    _sum_states: ClassVar[dict] = {"unit_sum": 1, "unit_sq_sum": 1}
+    _moments = False
+    _units = True
 
-    def update(self, X):
-        """Add a batch ``X`` of shape ``(n_samples, n_features)``; all-zero rows are rejected."""
-        X = _as_rows(X, self)
-        norms = torch.linalg.vector_norm(X, dim=1)
-        zero = int((norms == 0).sum())
-        if zero:
-            raise IsotropyValueError(f"The 'X' parameter of {type(self).__name__}.update must not contain zero vectors, "
-                                     f"for which cosine similarity is undefined. Got {zero} all-zero row(s) instead.")
-        self._ensure_shape(X.shape[1])
-        U = X / norms[:, None]
-        self.n_samples += X.shape[0]
-        self.unit_sum += U.sum(0)
-        self.unit_sq_sum += (U * U).sum(0)
+    def _sums(self):
+        part = self._all_rows()
+        return int(part["n_samples"].item()), part["unit_sum"], part["unit_sq_sum"]
 
 
-class MeanCosine(_UnitSumMetric):
+class MeanCosine(_UnitMetric):
     """Mean cosine similarity over the distinct pairs of all rows seen, as a torchmetrics metric.
 
     Parameters
@@ -270,7 +399,8 @@ class MeanCosine(_UnitSumMetric):
     Notes
     -----
     (‖Σ x̂‖² − n)/(n(n − 1)) with x̂ = x/‖x‖, as :func:`isotropy.cosine_similarity_mean`, from float64
-    sums (exact over batches, merges and DDP).
+    sums (exact over batches, merges and DDP). Each row is brought to unit scale by a power of two
+    before its norm is taken, so rows at 1e±160 count like any other.
 
     Examples
     --------
@@ -285,11 +415,14 @@ class MeanCosine(_UnitSumMetric):
     higher_is_better = False
 
     def compute(self):
-        n = self._require()
-        return ((self.unit_sum * self.unit_sum).sum() - n) / (n * (n - 1))
+        def read():
+            n, unit_sum, _ = self._sums()
+            return float(((unit_sum * unit_sum).sum() - n) / (n * (n - 1)))
+
+        return self._value(read)
 
 
-class RogueDimensionShare(_UnitSumMetric):
+class RogueDimensionShare(_UnitMetric):
     """Share of the mean cosine similarity carried by the top ``n_dimensions`` dimensions (torchmetrics).
 
     Parameters
@@ -334,10 +467,13 @@ class RogueDimensionShare(_UnitSumMetric):
     def compute(self):
         from isotropy.metrics.rogue import _check_n_dimensions, _contributions_from_sums, _share_from_contributions
 
-        n = self._require()
-        k = _check_n_dimensions(self.n_dimensions, self.unit_sum.shape[0], caller="RogueDimensionShare")
-        cc = _contributions_from_sums(self.unit_sum, self.unit_sq_sum, n)
-        return _share_from_contributions(cc, k, caller="RogueDimensionShare")
+        def read():
+            n, unit_sum, unit_sq_sum = self._sums()
+            k = _check_n_dimensions(self.n_dimensions, unit_sum.shape[0], caller="RogueDimensionShare")
+            cc = _contributions_from_sums(unit_sum, unit_sq_sum, n)
+            return float(_share_from_contributions(cc, k, caller="RogueDimensionShare"))
+
+        return self._value(read)
 
 
 class TwoNNDimension(Metric):
@@ -385,9 +521,12 @@ class TwoNNDimension(Metric):
     higher_is_better = None
 
     def __init__(self, *, max_samples=None, random_state=0, discard_fraction=0.1, method="linear",
-                 metric="euclidean", **kwargs):
+                 metric="euclidean", n_features=None, **kwargs):
         super().__init__(**kwargs)
         caller = "TwoNNDimension"
+        check_scalar(n_features, "n_features", caller=caller, kind=numbers.Integral, low=1, allow_none=True)
+        self.n_features = None if n_features is None else int(n_features)
+        self._batch_value = False
         check_scalar(max_samples, "max_samples", caller=caller, kind=numbers.Integral, low=3, allow_none=True)
         check_scalar(random_state, "random_state", caller=caller, kind=numbers.Integral, low=0)
         self.max_samples = None if max_samples is None else int(max_samples)
@@ -418,13 +557,17 @@ class TwoNNDimension(Metric):
         keep = torch.topk(keys, self.max_samples, largest=False).indices.sort().values
         return rows[keep], keys[keep]
 
+    def _width(self, rows=None):
+        rows = self.rows if rows is None else rows
+        if isinstance(rows, list):
+            return int(rows[0].shape[1]) if rows else 0
+        return int(rows.shape[1]) if rows.numel() else 0
+
     def update(self, X):
         """Add a batch ``X`` of shape ``(n_samples, n_features)``."""
         X = _as_rows(X, self)
-        if self._has_data() and self._cat(self.rows).shape[1] != X.shape[1]:
-            raise IsotropyValueError(f"The 'X' parameter of TwoNNDimension.update must have "
-                                     f"{self._cat(self.rows).shape[1]} features (columns), like the previous "
-                                     f"batches. Got {X.shape[1]} instead.")
+        _check_width("TwoNNDimension.update", self.n_features, X.shape[1], "n_features")
+        _check_width("TwoNNDimension.update", self._width(), X.shape[1])
         keys = self._keys(X.shape[0])
         if self.max_samples is None:
             self.rows.append(X)
@@ -433,16 +576,71 @@ class TwoNNDimension(Metric):
         rows, keys = self._keep_smallest(torch.cat([*self.rows, X]), torch.cat([*self.keys, keys]))
         self.rows, self.keys = [rows], [keys]
 
+    def merge_state(self, incoming_state):
+        """Add the rows of another instance (or of its ``metric_state`` dict); both must have the same width."""
+        other = incoming_state.metric_state if isinstance(incoming_state, Metric) else incoming_state
+        theirs, mine = self._width(other["rows"]), self._width()
+        if theirs and mine and theirs != mine:
+            raise IsotropyValueError(f"TwoNNDimension.merge_state: the incoming state has {theirs} features and this "
+                                     f"metric {mine}; both must have the same width.")
+        super().merge_state(incoming_state)
+
+    def forward(self, *args, **kwargs):
+        """Add the batch and return the TwoNN dimension of that batch alone (NaN below 3 rows)."""
+        self._batch_value = True
+        try:
+            return super().forward(*args, **kwargs)
+        finally:
+            self._batch_value = False
+
     def reset(self):
         super().reset()
-        self._generator = None
+        if not self._batch_value:  # forward resets between batches: the key stream goes on
+            self._generator = None
 
     def compute(self):
         from isotropy.metrics.dimension import twonn_dimension
 
         if not self._has_data():
+            if self._batch_value:
+                return torch.tensor(math.nan, dtype=torch.float64, device=self.device)
             raise IsotropyValueError("TwoNNDimension.compute needs at least 3 rows; call update() with data first. "
                                      "Got 0 instead.")
         rows, _ = self._keep_smallest(self._cat(self.rows), self._cat(self.keys))
-        value = twonn_dimension(rows, **self.twonn_kwargs)
+        try:
+            value = twonn_dimension(rows, **self.twonn_kwargs)
+        except IsotropyValueError:
+            if not self._batch_value:
+                raise
+            value = math.nan
         return torch.as_tensor(value, dtype=torch.float64, device=rows.device)
+
+
+def metric_from_name(name, *, n_features=None, **options):
+    """A fresh torchmetrics metric for a name of the metric table (:mod:`isotropy.metrics.table`).
+
+    Parameters
+    ----------
+    name : str
+        A table name whose row has a torchmetrics class (``"isoscore"``, ``"isoscore_star"``,
+        ``"participation_ratio"``, ``"cosine_similarity_mean"``, ``"rogue_dimension_share"``,
+        ``"twonn_dimension"``); another name is refused in one line with a did-you-mean.
+    n_features : int, optional
+        Width of the rows (see :class:`IsoScore`).
+    **options
+        Passed to the class (``zeta=``, ``n_dimensions=``, ``max_samples=``, ...).
+
+    Returns
+    -------
+    torchmetrics.Metric
+
+    Examples
+    --------
+    >>> from isotropy.training.metrics import metric_from_name
+    >>> type(metric_from_name("cosine_similarity_mean", n_features=8)).__name__
+    'MeanCosine'
+    """
+    from isotropy.metrics.table import METRICS, check_metric_names, metric_names
+
+    (name,) = check_metric_names([name], caller="metric_from_name", name="name", allowed=metric_names(torchmetric=True))
+    return globals()[METRICS[name].torchmetric](n_features=n_features, **options)
