@@ -15,7 +15,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from isotropy._utils.yaml import EXCERPT, MAX_DEPTH, UnsafeYAMLError, safe_load
+from isotropy._utils.yaml import _EXPONENT_FLOAT, EXCERPT, MAX_DEPTH, UnsafeYAMLError, safe_load
 from isotropy.experiments._config import ConfigError, load_yaml, parse_yaml_value
 
 SETTINGS = settings(max_examples=60, deadline=None, derandomize=True,
@@ -107,15 +107,18 @@ def test_python_tags_stay_refused():
 
 
 # ---------------------------------------------------------------- fuzz: YAML setups
+# strings like '1e5' are left out: yaml.safe_dump writes them unquoted (YAML 1.1 reads them as strings)
+# and the config loader reads them as the float they look like, on purpose
+_texts = st.text(max_size=12).filter(lambda t: not _EXPONENT_FLOAT.match(t.strip()))
 _scalars = st.one_of(st.none(), st.booleans(), st.integers(-10**12, 10**12),
-                     st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=12))
+                     st.floats(allow_nan=False, allow_infinity=False), _texts)
 _values = st.recursive(_scalars, lambda inner: st.one_of(st.lists(inner, max_size=4),
                                                          st.dictionaries(st.text(max_size=6), inner, max_size=4)),
                        max_leaves=20)
 
 
 @SETTINGS
-@given(data=st.dictionaries(st.text(min_size=1, max_size=8), _values, min_size=1, max_size=5))
+@given(data=st.dictionaries(_texts.filter(bool), _values, min_size=1, max_size=5))
 def test_fuzz_yaml_setups_round_trip(tmp_path_factory, data):
     path = tmp_path_factory.mktemp("yaml") / "setup.yaml"
     path.write_text(yaml.safe_dump(data), encoding="utf-8")
