@@ -20,26 +20,85 @@ from pathlib import Path
 # the Markdown renderer shows verbatim. Rewrite them in the rendered HTML of the API pages.
 _ROLE = re.compile(r":(?:func|class|meth|mod|attr|data|obj|exc):(?=<code>)")
 _MATH = re.compile(r"<p>\.\. math::\s*(.*?)</p>", flags=re.DOTALL)
+_INLINE_MATH = re.compile(r":math:<code>(.*?)</code>", flags=re.DOTALL)
+
+
+def mathml(latex: str, *, display: bool) -> str:
+    """LaTeX (HTML-escaped, as in the rendered page) to MathML, which browsers render natively.
+
+    Converted when the site is built (latex2mathml), so the pages need no script and read offline;
+    a formula the converter cannot read is shown as its LaTeX source in a code span, never dropped.
+    """
+    import html as _html
+
+    from latex2mathml.converter import convert
+
+    source = " ".join(_html.unescape(latex).split())
+    try:
+        rendered = convert(source, display="block" if display else "inline")
+    except Exception:  # noqa: BLE001 - the converter raises many kinds; the source is shown instead
+        return f"<code>{_html.escape(source)}</code>"
+    return f'<div class="doc-math">{rendered}</div>' if display else rendered
 _CITATION = re.compile(r"(?:^|(?<=\s)|(?<=<p>))\.\. \[(\d+)\]")
 _SEE_ALSO = re.compile(r'(<details class="see-also"[^>]*>\s*<summary>See Also</summary>\s*<p>)(.*?)(</p>)', re.DOTALL)
 _SEE_ALSO_ITEM = re.compile(r"^\s*([\w.]+)\s*:\s*(.*)$")
 
 
-def _see_also(match) -> str:
-    """One ``name : description`` entry of a numpydoc See Also section per line."""
-    lines = []
-    for line in match.group(2).split("\n"):
-        item = _SEE_ALSO_ITEM.match(line)
-        lines.append(f"<code>{item.group(1)}</code>: {item.group(2)}" if item else line)
-    return match.group(1) + "<br>\n".join(lines) + match.group(3)
+@functools.cache
+def _api_anchors() -> dict[str, tuple[str, str]]:
+    """``{name: (page url, anchor)}`` for every object an API page documents with ``::: isotropy...``.
+
+    Read from the Markdown sources (so a See Also can link to a page rendered after its own); an
+    object is findable by its full path, by the path of its public face (``isotropy.isoscore``) and
+    by its bare name.
+    """
+    anchors: dict[str, tuple[str, str]] = {}
+    docs = REPO / "docs"
+    for page in sorted(docs.rglob("*.md")):
+        url = page.relative_to(docs).with_suffix("").as_posix() + "/"
+        url = url.removesuffix("index/")
+        for target in re.findall(r"^::: (isotropy[\w.]*)\s*$", page.read_text(), flags=re.MULTILINE):
+            match = _DIRECTIVE.match(f"::: {target}")
+            full = target
+            if match and (module := _lazy_exports(match.group(1)).get(match.group(2))):
+                full = f"{module}.{match.group(2)}"
+            for key in (full, target, full.rsplit(".", 1)[-1]):
+                anchors.setdefault(key, (url, full))
+    return anchors
+
+
+def _relative(from_url: str, to_url: str) -> str:
+    depth = from_url.count("/")
+    return "../" * depth + to_url
+
+
+def _see_also_for(page_url: str):
+    def render(match) -> str:
+        """One ``name : description`` entry of a numpydoc See Also section per line, the name linked to its entry."""
+        lines = []
+        for line in match.group(2).split("\n"):
+            item = _SEE_ALSO_ITEM.match(line)
+            if not item:
+                lines.append(line)
+                continue
+            name = item.group(1)
+            target = _api_anchors().get(name) or _api_anchors().get(name.rsplit(".", 1)[-1])
+            label = f"<code>{name}</code>"
+            if target:
+                label = f'<a href="{_relative(page_url, target[0])}#{target[1]}">{label}</a>'
+            lines.append(f"{label}: {item.group(2)}")
+        return match.group(1) + "<br>\n".join(lines) + match.group(3)
+
+    return render
 
 
 def on_page_content(html, page, config, files):
     if "doc-contents" not in html:  # only pages with mkdocstrings output
         return html
     html = _ROLE.sub("", html)
-    html = _SEE_ALSO.sub(_see_also, html)
-    html = _MATH.sub(lambda m: f'<div class="doc-math">{" ".join(m.group(1).split())}</div>', html)
+    html = _SEE_ALSO.sub(_see_also_for(getattr(page, "url", "") or ""), html)
+    html = _MATH.sub(lambda m: mathml(m.group(1), display=True), html)
+    html = _INLINE_MATH.sub(lambda m: mathml(m.group(1), display=False), html)
     first = True
 
     def citation(match):
@@ -79,4 +138,17 @@ def on_page_markdown(markdown, page, config, files):
         module = _lazy_exports(package).get(name)
         return f"::: {module}.{name}" if module else match.group(0)
 
-    return _DIRECTIVE.sub(resolve, markdown)
+    return _HEADING_BRACES.sub(_keep_braces, _DIRECTIVE.sub(resolve, markdown))
+
+
+# attr_list reads a trailing "{...}" of a heading as attributes and drops it, even when it is text
+# ("λ ∈ {−1, 0, +1}"); braces that do not open an attribute list ({: ...}, {#id}, {.class}, {key=value})
+# are written as entities so that the heading keeps them.
+_HEADING_BRACES = re.compile(r"^(#{1,6} .*?)\{([^}]*)\}[ \t]*$", flags=re.MULTILINE)
+
+
+def _keep_braces(match) -> str:
+    inner = match.group(2).strip()
+    if inner.startswith((":", "#", ".")) or re.fullmatch(r"[\w-]+=\S+( [\w-]+=\S+)*", inner):
+        return match.group(0)
+    return f"{match.group(1)}&#123;{match.group(2)}&#125;"

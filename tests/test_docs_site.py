@@ -102,3 +102,33 @@ def test_hook_points_lazy_exports_at_their_module():
     out = hooks.on_page_markdown(markdown, None, None, None)
     assert out.splitlines() == ["::: isotropy.metrics.isoscore.isoscore_star", "",
                                 "::: isotropy.io.embeddings.read_embeddings", "::: isotropy.nonexistent"]
+
+
+def test_hook_renders_docstring_math_as_mathml():
+    hooks = _load_hooks()
+    html = ('<div class="doc-contents"><p>.. math:: PR = \\frac{a}{b} &lt; 1</p>'
+            "<p>with :math:<code>\\mu_j</code> the mean</p></div>")
+    out = hooks.on_page_content(html, None, None, None)
+    assert ".. math::" not in out and ":math:" not in out
+    assert out.count("<math") == 2 and "<mfrac>" in out and "    assert out.count("<math") == 2 and "<mfrac>" in out and "&lt;" in out.split('display="block"')[1]#x0003C;" in out  # the unescaped '<' as MathML
+    assert '<div class="doc-math"><math' in out
+
+
+def test_hook_keeps_braces_that_are_heading_text():
+    hooks = _load_hooks()
+    markdown = "## λ ∈ {−1, 0, +1}\n## Kept {#anchor}\n## Also kept {: .cls}\ntext {x}\n"
+    out = hooks.on_page_markdown(markdown, None, None, None).splitlines()
+    assert out == ["## λ ∈ &#123;−1, 0, +1&#125;", "## Kept {#anchor}", "## Also kept {: .cls}", "text {x}"]
+
+
+def test_hook_links_see_also_entries_to_their_api_entry():
+    hooks = _load_hooks()
+
+    class Page:
+        url = "api/cluster/"
+
+    html = ('<div class="doc-contents"><details class="see-also" open>\n  <summary>See Also</summary>\n'
+            "  <p>isoscore_star : shrunk.\nnot_an_api_name : plain.</p>\n</details></div>")
+    out = hooks.on_page_content(html, Page(), None, None)
+    assert '<a href="../../api/isotropy/#isotropy.metrics.isoscore.isoscore_star"><code>isoscore_star</code></a>' in out
+    assert "<code>not_an_api_name</code>: plain." in out
