@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import math
 import sys
 import time
@@ -256,6 +257,7 @@ def _measure(metric_names, data, *, distance, random_state, progress):
     from isotropy.io.embeddings import EmbeddingsReadError
 
     X, cluster_ids = data.X, data.cluster_ids
+    shared = {}  # the one neighbour pass of TwoNN and MLE (_one_neighbour_pass)
     show = sys.stderr.isatty() if progress is None else progress
     bar = tqdm(metric_names, desc="metrics", unit="metric", file=sys.stderr, leave=False, disable=not show)
     for name in bar:
@@ -267,6 +269,8 @@ def _measure(metric_names, data, *, distance, random_state, progress):
             if note:
                 bar.write(note, file=sys.stderr)
         function = spec.function
+        if name in _ONE_PASS and _ONE_PASS <= set(metric_names):  # one neighbour search for both
+            function = functools.partial(_one_neighbour_pass, shared, name)
         accepted = inspect.signature(function).parameters
         kwargs = {}
         if "metric" in accepted:
@@ -296,6 +300,31 @@ def _measure(metric_names, data, *, distance, random_state, progress):
             bar.write(f"Error: {name}: {error}", file=sys.stderr)
         yield name, _Outcome(value, seconds, notes, error, kind)
     bar.close()
+
+
+_ONE_PASS = {"twonn_dimension", "mle_dimension"}
+
+
+def _one_neighbour_pass(shared, name, X, *, metric):
+    """``name``'s value from one search for both TwoNN and MLE (:func:`~isotropy.metrics.dimension.neighbour_dimensions`).
+
+    The first call searches; its warnings and its error, if any, are repeated for the second.
+    """
+    from isotropy.metrics.dimension import neighbour_dimensions
+
+    if not shared:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                shared["result"] = neighbour_dimensions(X, metric=metric)
+            except Exception as exc:  # noqa: BLE001 - raised again for each of the two metrics
+                shared["result"] = exc
+        shared["warnings"] = caught
+    for w in shared["warnings"]:
+        warnings.warn(w.message, w.category, stacklevel=2)
+    if isinstance(shared["result"], Exception):
+        raise shared["result"]
+    return shared["result"][name]
 
 
 def _reporting_to(bar, name):
