@@ -28,7 +28,7 @@ def main(out_dir: Path):
     data = [{"input_ids": torch.randint(5, 19, (7,), generator=g), "attention_mask": torch.ones(7, dtype=torch.long),
              "labels": torch.tensor(i % 2)} for i in range(32)]
     callback = HFGeometryCallback(probe_inputs(), every_n_steps=2, pooling="mean",
-                                  metrics=("isoscore", "isoscore_star", "mean_cosine", "rogue_share", "twonn"))
+                                  metrics=("isoscore", "isoscore_star", "cosine_similarity_mean", "rogue_dimension_share", "twonn_dimension"))
     args = TrainingArguments(output_dir=str(out_dir / "out"), per_device_train_batch_size=4, max_steps=4,
                              learning_rate=0.5, optim="sgd", lr_scheduler_type="constant", logging_steps=1,
                              save_strategy="no", report_to=[], use_cpu=True, seed=0, disable_tqdm=True,

@@ -64,7 +64,7 @@ def main(out_dir: Path, devices: int):
     probe = probe_inputs()
     torch.save(probe, out_dir / "probe.pt")
     callback = LightningGeometryCallback(probe, every_n_steps=2, model="model", pooling="mean",
-                                         metrics=("isoscore", "isoscore_star", "mean_cosine", "rogue_share", "twonn"))
+                                         metrics=("isoscore", "isoscore_star", "cosine_similarity_mean", "rogue_dimension_share", "twonn_dimension"))
     trainer = L.Trainer(accelerator="cpu", devices=devices, strategy="ddp" if devices > 1 else "auto",
                         max_steps=4, logger=CSVLogger(out_dir / "csv", name="run"), callbacks=[callback, SaveFinal(out_dir / "final.pt")],
                         enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,

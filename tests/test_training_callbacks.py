@@ -101,7 +101,7 @@ def test_hf_trainer_logs_geometry_equal_to_a_recomputation_from_the_saved_model(
         mean_cos, rogue = _pairwise_cosine_stats(X)
         expected = {"isoscore": _isoscore_from_eigenvalues(C),
                     "isoscore_star": _isoscore_from_eigenvalues(0.7 * C + 0.3 * Sigma),
-                    "mean_cosine": mean_cos, "rogue_share": rogue}
+                    "cosine_similarity_mean": mean_cos, "rogue_dimension_share": rogue}
         for name, value in expected.items():
             # float32 forward passes of padded batches vs one text at a time: agree to ~1e-6
             assert logged[f"geometry/{name}/layer_{i}"] == pytest.approx(value, rel=2e-4, abs=2e-5), (name, i)
@@ -117,8 +117,8 @@ def test_hf_trainer_geometry_reaches_tensorboard(hf_run):
     tags = accumulator.Tags()["scalars"]
     assert "train/geometry/isoscore_star/layer_2" in tags  # the Trainer's TensorBoard callback adds "train/"
     history = json.loads((root / "out" / "checkpoint-4" / "trainer_state.json").read_text())["log_history"]
-    written = {e.step: e.value for e in accumulator.Scalars("train/geometry/mean_cosine/layer_1")}
-    logged = {e["step"]: e["geometry/mean_cosine/layer_1"] for e in history if "geometry/mean_cosine/layer_1" in e}
+    written = {e.step: e.value for e in accumulator.Scalars("train/geometry/cosine_similarity_mean/layer_1")}
+    logged = {e["step"]: e["geometry/cosine_similarity_mean/layer_1"] for e in history if "geometry/cosine_similarity_mean/layer_1" in e}
     assert sorted(written) == sorted(logged) == [0, 2, 4]
     for step, value in logged.items():
         assert written[step] == pytest.approx(value, rel=1e-6)  # TensorBoard stores float32
@@ -131,8 +131,8 @@ def test_lightning_ddp_two_processes_log_the_one_process_value_on_all_rows(tmp_p
     import _lightning_geometry_run as run
 
     from isotropy import cosine_similarity_mean, isoscore, isoscore_star, rogue_dimension_share, twonn_dimension
+    from isotropy.models import pool_hidden_states
     from isotropy.training import GeometryProbe
-    from isotropy.training.probe import pool_hidden_states
 
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE.parent), os.environ.get("PYTHONPATH", "")]),
            "OMP_NUM_THREADS": "1"}
@@ -149,16 +149,16 @@ def test_lightning_ddp_two_processes_log_the_one_process_value_on_all_rows(tmp_p
     model.load_state_dict(torch.load(tmp_path / "final.pt"))
     model.eval()
     probe = torch.load(tmp_path / "probe.pt")
-    names = ("isoscore", "isoscore_star", "mean_cosine", "rogue_share", "twonn")
+    names = ("isoscore", "isoscore_star", "cosine_similarity_mean", "rogue_dimension_share", "twonn_dimension")
     one_process = GeometryProbe(probe, metrics=names, pooling="mean").measure(model, rank=0, world_size=1)
     assert sorted(one_process) == sorted(f"geometry/{n}/layer_{i}" for n in names for i in (1, 2))
     with torch.no_grad():
         states = model(**probe, output_hidden_states=True).hidden_states
     for i, hidden in list(enumerate(states))[1:]:  # layers="all": the transformer layers
-        X = pool_hidden_states(hidden, probe["attention_mask"], "mean").numpy()
+        X = pool_hidden_states(hidden, probe["attention_mask"], pooling="mean").numpy()
         pure = {"isoscore": isoscore(X), "isoscore_star": isoscore_star(X, zeta=0.2),
-                "mean_cosine": cosine_similarity_mean(X), "rogue_share": rogue_dimension_share(X),
-                "twonn": twonn_dimension(X)}
+                "cosine_similarity_mean": cosine_similarity_mean(X), "rogue_dimension_share": rogue_dimension_share(X),
+                "twonn_dimension": twonn_dimension(X)}
         for name in names:
             key = f"geometry/{name}/layer_{i}"
             assert float(last[key]) == pytest.approx(one_process[key], rel=1e-10, abs=1e-10), key
@@ -173,7 +173,7 @@ def test_hf_trainer_ddp_two_processes_log_the_one_process_value_on_all_rows(tmp_
     import _lightning_geometry_run as run
 
     from isotropy import cosine_similarity_mean, isoscore, isoscore_star, rogue_dimension_share, twonn_dimension
-    from isotropy.training.probe import pool_hidden_states
+    from isotropy.models import pool_hidden_states
 
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE.parent), os.environ.get("PYTHONPATH", "")]),
            "OMP_NUM_THREADS": "1"}
@@ -197,9 +197,33 @@ def test_hf_trainer_ddp_two_processes_log_the_one_process_value_on_all_rows(tmp_
     with torch.no_grad():
         states = model(**probe, output_hidden_states=True).hidden_states
     for i, hidden in list(enumerate(states))[1:]:  # layers="all": the transformer layers
-        X = pool_hidden_states(hidden, probe["attention_mask"], "mean").numpy()
+        X = pool_hidden_states(hidden, probe["attention_mask"], pooling="mean").numpy()
         pure = {"isoscore": isoscore(X), "isoscore_star": isoscore_star(X, zeta=0.2),
-                "mean_cosine": cosine_similarity_mean(X), "rogue_share": rogue_dimension_share(X),
-                "twonn": twonn_dimension(X)}
+                "cosine_similarity_mean": cosine_similarity_mean(X), "rogue_dimension_share": rogue_dimension_share(X),
+                "twonn_dimension": twonn_dimension(X)}
         for name, value in pure.items():
             assert geometry[4][f"geometry/{name}/layer_{i}"] == pytest.approx(value, rel=1e-10, abs=1e-10), (name, i)
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"metrics": ("isoscore", "mean_cosine")}, "Got 'mean_cosine' instead. Did you mean 'cosine_similarity_mean'?"),
+    ({"metrics": ("twonn",)}, "Did you mean 'twonn_dimension'?"),
+    ({"metrics": ("partition_isotropy",)}, "Got 'partition_isotropy' here instead."),
+    ({"pooling": "cls"}, "Got 'cls' instead. Did you mean 'first'?"),
+    ({"layers": "al"}, "The 'layers' parameter of GeometryProbe must be 'all', 'last' or hidden-state indices"),
+])
+def test_the_probe_refuses_old_or_bad_names_in_its_constructor(kwargs, message):
+    from isotropy._utils.validation import IsotropyValueError
+    from isotropy.training import GeometryProbe
+
+    with pytest.raises(IsotropyValueError) as info:
+        GeometryProbe(["one", "two", "three"], **kwargs)
+    assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_every_table_name_with_a_class_is_accepted_by_the_probe():
+    from isotropy.metrics.table import metric_names
+    from isotropy.training import GeometryProbe
+
+    probe = GeometryProbe(["one", "two", "three"], metrics=metric_names(torchmetric=True))
+    assert list(probe.metric_factories) == metric_names(torchmetric=True)

@@ -45,13 +45,14 @@ class HFGeometryCallback(TrainerCallback):
         embedded every ``every_n_steps`` steps.
     every_n_steps : int, default=100
         Measure when ``global_step`` is a multiple of this.
-    layers : "all", "last", int or list of int, default="all"
-        Entries of ``hidden_states``: ``"all"`` = every transformer layer 1..L; 0 (embedding
-        output) only when listed.
-    pooling : {"mean", "cls", "last"}, default="mean"
-        Masked mean, first token ([CLS]) or last non-padding token.
-    metrics : sequence of str or dict, default=("isoscore", "isoscore_star", "mean_cosine", "rogue_share")
-        See :class:`isotropy.training.GeometryProbe`; add ``"twonn"`` for the TwoNN dimension.
+    layers : "all", "last", int, str or list of int, default="all"
+        Entries of ``hidden_states`` (:func:`isotropy.models.select_layers`): ``"all"`` = every
+        transformer layer 1..L; 0 (embedding output) only when listed. Checked here.
+    pooling : {"mean", "last", "first"}, default="mean"
+        Masked mean, last non-padding token or first token ([CLS]).
+    metrics : sequence of str or dict, default=("isoscore", "isoscore_star", "cosine_similarity_mean", "rogue_dimension_share")
+        Names of :mod:`isotropy.metrics.table` (see :class:`isotropy.training.GeometryProbe`); add
+        ``"twonn_dimension"`` or ``"participation_ratio"``.
     shrinkage_sample : list of str or dict of tensors, optional
         A larger sample whose per-layer covariance (under the current model) is Σ_S of
         ``isoscore_star``; ``None`` uses the identity. See :class:`isotropy.training.GeometryProbe`.

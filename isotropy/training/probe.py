@@ -17,69 +17,16 @@ from collections.abc import Mapping, Sequence
 
 import torch
 
-from isotropy._utils.validation import IsotropyValueError, check_option, check_scalar
+from isotropy._utils.validation import IsotropyValueError, check_scalar
+from isotropy.metrics.table import check_metric_names, metric_names
+from isotropy.models.layers import check_layers, select_layers
+from isotropy.models.pooling import check_pooling, pool_hidden_states
 
-__all__ = ["DEFAULT_METRICS", "METRICS", "POOLINGS", "GeometryProbe", "layer_indices", "pool_hidden_states"]
+__all__ = ["DEFAULT_METRICS", "GeometryProbe"]
 
-POOLINGS = ("mean", "cls", "last")
-
-
-def _isoscore(d):
-    from isotropy.training.metrics import IsoScore
-
-    return IsoScore(n_features=d)
-
-
-def _isoscore_star(d):
-    from isotropy.training.metrics import IsoScoreStar
-
-    return IsoScoreStar(n_features=d, zeta=0.2)
-
-
-def _mean_cosine(d):
-    from isotropy.training.metrics import MeanCosine
-
-    return MeanCosine(n_features=d)
-
-
-def _rogue_share(d):
-    from isotropy.training.metrics import RogueDimensionShare
-
-    return RogueDimensionShare(n_features=d, n_dimensions=1)
-
-
-def _twonn(d):
-    from isotropy.training.metrics import TwoNNDimension
-
-    return TwoNNDimension(max_samples=4096, random_state=0)
-
-
-# name in the logged key -> factory(n_features) -> torchmetrics Metric
-METRICS = {
-    "isoscore": _isoscore,
-    "isoscore_star": _isoscore_star,
-    "mean_cosine": _mean_cosine,
-    "rogue_share": _rogue_share,
-    "twonn": _twonn,
-}
-DEFAULT_METRICS = ("isoscore", "isoscore_star", "mean_cosine", "rogue_share")
-
-
-def pool_hidden_states(hidden, attention_mask, pooling):
-    """Sentence vectors ``(batch, d)`` from token states ``(batch, seq, d)``.
-
-    ``"cls"``: the first token; ``"mean"``: the mean over the tokens whose mask is 1; ``"last"``:
-    the last token whose mask is 1 (right or left padding alike, for decoder models).
-    """
-    if pooling == "cls":
-        return hidden[:, 0]
-    mask = attention_mask.to(hidden.device)
-    if pooling == "mean":
-        weights = mask.unsqueeze(-1).to(hidden.dtype)
-        return (hidden * weights).sum(1) / weights.sum(1).clamp_min(1.0)
-    positions = torch.arange(mask.shape[1], device=mask.device).expand_as(mask)
-    last = torch.where(mask.bool(), positions, torch.full_like(positions, -1)).max(dim=1).values.clamp_min(0)
-    return hidden[torch.arange(hidden.shape[0], device=hidden.device), last]
+# names from the metric table (isotropy.metrics.table), logged as <prefix>/<name>/layer_<i>
+DEFAULT_METRICS = ("isoscore", "isoscore_star", "cosine_similarity_mean", "rogue_dimension_share")
+_PROBE_OPTIONS = {"twonn_dimension": {"max_samples": 4096, "random_state": 0}}  # a bounded cost per measurement
 
 
 def _hidden_states(output, caller):
@@ -97,24 +44,6 @@ def _hidden_states(output, caller):
                         f"'hidden_states' (a transformers model called with output_hidden_states=True), a tuple of "
                         f"(batch, seq, hidden) tensors or one such tensor. Got {type(output).__name__} instead.")
     return tuple(states)
-
-
-def layer_indices(layers, n_states, caller):
-    """Indices into ``hidden_states`` (0 = embedding output, ``k`` = output of transformer layer ``k``).
-
-    ``"all"`` is every transformer layer, 1..L (as I-STAR regularises them; the embedding output
-    only when listed, ``layers=[0, ...]``); ``"last"`` is ``[L]``; ints (negative from the end)
-    select entries.
-    """
-    if isinstance(layers, str):
-        check_option(layers, "layers", ("all", "last"), caller=caller)
-        return (list(range(1, n_states)) or [0]) if layers == "all" else [n_states - 1]
-    chosen = [layers] if isinstance(layers, numbers.Integral) and not isinstance(layers, bool) else list(layers)
-    if not chosen or any(isinstance(i, bool) or not isinstance(i, numbers.Integral) or not -n_states <= i < n_states
-                         for i in chosen):
-        raise IsotropyValueError(f"The 'layers' parameter of {caller} must be 'all', 'last' or hidden-state indices in "
-                                 f"[-{n_states}, {n_states - 1}] (0 = embedding output). Got {layers!r} instead.")
-    return sorted({int(i) % n_states for i in chosen})
 
 
 class _Rows:
@@ -173,17 +102,20 @@ class GeometryProbe:
         Texts (tokenised with :meth:`set_tokenizer`'s tokenizer, one row per text) or already
         encoded inputs: a dict with ``input_ids`` of shape ``(n_rows, seq)`` and optionally
         ``attention_mask`` (all ones if absent) and other per-row tensors (``token_type_ids``).
-    layers : "all", "last", int or list of int, default="all"
-        Entries of the model's ``hidden_states`` to measure: ``"all"`` is every transformer layer
-        1..L; 0 (the embedding output) only when listed; negative indices count from the end.
-        Logged as ``layer_<i>`` with ``i >= 0``.
-    pooling : {"mean", "cls", "last"}, default="mean"
-        Sentence vector per row: masked mean of the tokens, the first token ([CLS]) or the last
-        non-padding token.
-    metrics : sequence of str or dict, default=("isoscore", "isoscore_star", "mean_cosine", "rogue_share")
-        Names from :data:`METRICS` (``isoscore``, ``isoscore_star`` (see ``shrinkage_sample``), ``mean_cosine``,
-        ``rogue_share`` (top 1 dimension), ``twonn``), or a dict ``name -> factory(n_features)``
-        returning a fresh torchmetrics ``Metric``.
+    layers : "all", "last", int, str or list of int, default="all"
+        Entries of the model's ``hidden_states`` to measure (:func:`isotropy.models.select_layers`
+        with ``include_embeddings=False``): ``"all"`` is every transformer layer 1..L; 0 (the
+        embedding output) only when listed; negative indices count from the end. Checked here,
+        bounded at the first measurement. Logged as ``layer_<i>`` with ``i >= 0``.
+    pooling : {"mean", "last", "first"}, default="mean"
+        Sentence vector per row (:func:`isotropy.models.pool_hidden_states`): masked mean of the
+        tokens, the last non-padding token or the first token ([CLS]).
+    metrics : sequence of str or dict, default=("isoscore", "isoscore_star", "cosine_similarity_mean", "rogue_dimension_share")
+        Names from the metric table (:mod:`isotropy.metrics.table`) that have a torchmetrics class:
+        ``isoscore``, ``isoscore_star`` (see ``shrinkage_sample``), ``participation_ratio``,
+        ``cosine_similarity_mean``, ``rogue_dimension_share`` (top 1 dimension), ``twonn_dimension``
+        (at most 4096 rows); or a dict ``name -> factory(n_features)`` returning a fresh torchmetrics
+        ``Metric``.
     batch_size : int, default=32
         Probe rows per forward pass.
     max_length : int, default=128
@@ -208,18 +140,14 @@ class GeometryProbe:
         self.shrinkage_rows = None if shrinkage_sample is None else _Rows(
             shrinkage_sample, name="shrinkage_sample", caller=caller, max_length=self.max_length)
         self.zeta = float(check_scalar(zeta, "zeta", caller=caller, low=0.0, high=1.0))
+        check_layers(layers, caller=caller)  # the form now; the range once the model's depth is known
         self.layers = layers
-        self.pooling = check_option(pooling, "pooling", POOLINGS, caller=caller)
+        self.pooling = check_pooling(pooling, caller=caller)
         if isinstance(metrics, Mapping):
             self.metric_factories = dict(metrics)
         else:
-            names = [metrics] if isinstance(metrics, str) else list(metrics)
-            for name in names:
-                check_option(name, "metrics", tuple(METRICS), caller=caller)
-            if not names:
-                raise IsotropyValueError(f"The 'metrics' parameter of {caller} must name at least one metric of "
-                                         f"{list(METRICS)}. Got an empty list instead.")
-            self.metric_factories = {name: METRICS[name] for name in names}
+            names = check_metric_names(metrics, caller=caller, allowed=metric_names(torchmetric=True))
+            self.metric_factories = {name: None for name in names}  # None: the table's class (_make_metric)
         self.batch_size = int(check_scalar(batch_size, "batch_size", caller=caller, kind=numbers.Integral, low=1))
         self.prefix = str(prefix)
 
@@ -252,25 +180,30 @@ class GeometryProbe:
         accumulators = None
         for inputs, states in self._embed(model, self.shrinkage_rows, share, device, forward_kwargs):
             if accumulators is None:
-                layer_ids = layer_indices(self.layers, len(states), self.caller)
+                layer_ids = self._layer_ids(len(states))
                 accumulators = {i: IsoScore(n_features=states[i].shape[-1]) for i in layer_ids}
             if inputs is not None:
                 for i, accumulator in accumulators.items():
-                    accumulator.update(pool_hidden_states(states[i], inputs["attention_mask"], self.pooling))
+                    accumulator.update(pool_hidden_states(states[i], inputs["attention_mask"], pooling=self.pooling))
         covariances = {}
         for i, accumulator in accumulators.items():
             with accumulator.sync_context():
-                covariances[i] = accumulator._covariance()
+                covariances[i] = accumulator.to_accumulator().covariance()
         return covariances
+
+    def _layer_ids(self, n_states):
+        return select_layers(self.layers, n_states, include_embeddings=False, caller=self.caller)
 
     # ----------------------------------------------------------------- measuring
     def _make_metric(self, name, factory, n_features, shrink, layer):
-        if name == "isoscore_star" and factory is METRICS["isoscore_star"]:
-            from isotropy.training.metrics import IsoScoreStar
+        if factory is not None:
+            return factory(n_features)
+        from isotropy.training.metrics import metric_from_name
 
-            return IsoScoreStar(n_features=n_features, zeta=self.zeta,
-                                shrinkage_cov=None if shrink is None else shrink[layer])
-        return factory(n_features)
+        options = dict(_PROBE_OPTIONS.get(name, {}))
+        if name == "isoscore_star":
+            options.update(zeta=self.zeta, shrinkage_cov=None if shrink is None else shrink[layer])
+        return metric_from_name(name, n_features=n_features, **options)
 
     @torch.no_grad()
     def measure(self, model, *, rank=None, world_size=None, forward_kwargs=None):
@@ -309,13 +242,13 @@ class GeometryProbe:
             metrics, layer_ids = None, None
             for inputs, states in self._embed(model, self.rows, rows, device, forward_kwargs):
                 if metrics is None:
-                    layer_ids = layer_indices(self.layers, len(states), self.caller)
+                    layer_ids = self._layer_ids(len(states))
                     metrics = {(name, i): self._make_metric(name, factory, states[i].shape[-1], shrink, i)
                                for i in layer_ids for name, factory in self.metric_factories.items()}
                 if inputs is None:
                     continue
                 for i in layer_ids:
-                    pooled = pool_hidden_states(states[i], inputs["attention_mask"], self.pooling)
+                    pooled = pool_hidden_states(states[i], inputs["attention_mask"], pooling=self.pooling)
                     for name in self.metric_factories:
                         metrics[(name, i)].update(pooled)
         finally:

@@ -21,7 +21,9 @@ import numbers
 import torch
 
 from isotropy._utils.validation import check_option, check_scalar
-from isotropy.training.probe import POOLINGS, _hidden_states, _Rows, layer_indices, pool_hidden_states
+from isotropy.models.layers import check_layers, select_layers
+from isotropy.models.pooling import check_pooling, pool_hidden_states
+from isotropy.training.probe import _hidden_states, _Rows
 
 __all__ = ["HiddenStateRegulariser", "regularised_states"]
 
@@ -39,12 +41,12 @@ def regularised_states(hidden_states, attention_mask, *, layers="all", level="to
         A transformers model's ``hidden_states`` (index 0 = embedding output).
     attention_mask : tensor of shape (batch, seq)
     layers : "all", "last", int or list of int, default="all"
-        ``"all"`` = every transformer layer 1..L (see :func:`isotropy.training.probe.layer_indices`).
+        ``"all"`` = every transformer layer 1..L (see :func:`isotropy.models.select_layers`).
     level : {"token", "sentence"}, default="token"
         ``"token"``: every non-padding token state of every chosen layer, stacked (the authors' I-STAR
         setting); ``"sentence"``: one pooled vector per sentence and chosen layer.
-    pooling : {"mean", "cls", "last"}, default="mean"
-        Used with ``level="sentence"``.
+    pooling : {"mean", "last", "first"}, default="mean"
+        Used with ``level="sentence"`` (:func:`isotropy.models.pool_hidden_states`).
 
     Returns
     -------
@@ -52,12 +54,13 @@ def regularised_states(hidden_states, attention_mask, *, layers="all", level="to
         With the graph of ``hidden_states``.
     """
     check_option(level, "level", LEVELS, caller=caller)
-    chosen = [hidden_states[i] for i in layer_indices(layers, len(hidden_states), caller)]
+    chosen = [hidden_states[i] for i in select_layers(layers, len(hidden_states), include_embeddings=False,
+                                                      caller=caller)]
     mask = attention_mask.to(chosen[0].device)
     if level == "token":
         keep = mask.bool()
         return torch.cat([h[keep] for h in chosen], dim=0)
-    return torch.cat([pool_hidden_states(h, mask, pooling) for h in chosen], dim=0)
+    return torch.cat([pool_hidden_states(h, mask, pooling=pooling) for h in chosen], dim=0)
 
 
 class HiddenStateRegulariser:
@@ -92,11 +95,10 @@ class HiddenStateRegulariser:
         self.method = check_option(method, "method", METHODS, caller=caller)
         self.weight = float(check_scalar(weight, "weight", caller=caller))
         self.zeta = float(check_scalar(zeta, "zeta", caller=caller, low=0.0, high=1.0))
+        check_layers(layers, caller=caller)  # the form now; the range at the first forward pass
         self.layers = layers
-        if isinstance(layers, str):
-            check_option(layers, "layers", ("all", "last"), caller=caller)
         self.level = check_option(level, "level", LEVELS, caller=caller)
-        self.pooling = check_option(pooling, "pooling", POOLINGS, caller=caller)
+        self.pooling = check_pooling(pooling, caller=caller)
         self.batch_size = int(check_scalar(batch_size, "batch_size", caller=caller, kind=numbers.Integral, low=1))
         max_length = int(check_scalar(max_length, "max_length", caller=caller, kind=numbers.Integral, low=1))
         self.sample = None if shrinkage_sample is None else _Rows(shrinkage_sample, name="shrinkage_sample",
