@@ -170,14 +170,14 @@ def test_cosreg_penalty_and_errors():
 
 
 def test_pooling_cls_mean_and_last_token_with_left_or_right_padding():
-    from isotropy.training.probe import pool_hidden_states
+    from isotropy.models import pool_hidden_states
 
     g = torch.Generator().manual_seed(2)
     hidden = torch.randn(2, 4, 3, generator=g)
     right = torch.tensor([[1, 1, 1, 0], [1, 1, 0, 0]])
     left = torch.tensor([[0, 1, 1, 1], [0, 0, 1, 1]])
-    assert torch.equal(pool_hidden_states(hidden, right, "last"), torch.stack([hidden[0, 2], hidden[1, 1]]))
-    assert torch.equal(pool_hidden_states(hidden, left, "last"), torch.stack([hidden[0, 3], hidden[1, 3]]))
-    assert torch.equal(pool_hidden_states(hidden, right, "cls"), hidden[:, 0])
+    assert torch.equal(pool_hidden_states(hidden, right, pooling="last"), torch.stack([hidden[0, 2], hidden[1, 1]]))
+    assert torch.equal(pool_hidden_states(hidden, left, pooling="last"), torch.stack([hidden[0, 3], hidden[1, 3]]))
+    assert torch.equal(pool_hidden_states(hidden, right, pooling="first"), hidden[:, 0])
     expected = torch.stack([hidden[0, :3].mean(0), hidden[1, :2].mean(0)])
-    assert torch.allclose(pool_hidden_states(hidden, right, "mean"), expected, atol=1e-6)
+    assert torch.allclose(pool_hidden_states(hidden, right, pooling="mean"), expected, atol=1e-6)

@@ -98,7 +98,7 @@ def load_transformer(model: str = "all-MiniLM-L6-v2", *, device=None):
             raise IsotropyValueError(f"The tokenizer of {model!r} has no pad, end or unknown token to pad with.")
         tokenizer.pad_token = fallback
     network = AutoModel.from_pretrained(location, **NO_REMOTE_CODE)
-    if device is None:
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    network = network.to(torch.device(device)).eval()
+    from isotropy._utils.device import resolve_device
+
+    network = network.to(torch.device(resolve_device(device, caller="load_transformer"))).eval()
     return tokenizer, network, location
