@@ -1,8 +1,9 @@
 """isotropy: the geometry of embedding spaces.
 
 Exact, fast metrics of isotropy (IsoScore, IsoScore*, I(W), cosine statistics), of clusters
-(silhouette, Calinski-Harabasz, Davies-Bouldin, Dunn) and of intrinsic dimension (TwoNN, MLE,
-participation ratio), for numpy arrays and torch tensors of shape ``(n_samples, n_features)``.
+(silhouette, Calinski-Harabasz, Davies-Bouldin, Dunn), of intrinsic dimension (TwoNN, MLE,
+participation ratio, effective rank, RankMe) and of contrastive geometry (alignment, uniformity),
+for numpy arrays and torch tensors of shape ``(n_samples, n_features)``.
 
 Submodules are imported on first use, so ``import isotropy`` stays fast and never imports torch.
 
@@ -43,6 +44,10 @@ _EXPORTS = {
     "mle_dimension": "isotropy.metrics.dimension",
     "local_mle_dimension": "isotropy.metrics.dimension",
     "kneighbors": "isotropy.metrics.neighbors",
+    "effective_rank": "isotropy.metrics.spectrum",
+    "rankme": "isotropy.metrics.spectrum",
+    "alignment": "isotropy.metrics.contrastive",
+    "uniformity": "isotropy.metrics.contrastive",
     "TwoNN": "isotropy.metrics.dimension",
     "MLE": "isotropy.metrics.dimension",
     "IsotropyValueError": "isotropy._utils.errors",

@@ -111,6 +111,16 @@ REGISTRY = [
            "isotropy", frozenset({SCALE, ROW_ORDER}), changes=frozenset({ROTATION, TRANSLATION})),
     Metric("participation_ratio", "participation_ratio", _fn("participation_ratio"), "isotropy",
            frozenset({*GEOMETRIC, ROW_ORDER})),
+    # entropy of the normalised singular values: of the matrix as given (a shift changes them), or centred
+    Metric("effective_rank", "effective_rank", _fn("effective_rank"), "isotropy",
+           frozenset({ROTATION, SCALE, ROW_ORDER}), changes=frozenset({TRANSLATION})),
+    Metric("effective_rank[center]", "effective_rank", _fn("effective_rank", center=True), "isotropy",
+           frozenset({*GEOMETRIC, ROW_ORDER})),
+    Metric("rankme", "rankme", _fn("rankme"), "isotropy",
+           frozenset({ROTATION, SCALE, ROW_ORDER}), changes=frozenset({TRANSLATION})),
+    # Gaussian potential between directions on the unit sphere: a shift moves the directions
+    Metric("uniformity", "uniformity", _fn("uniformity"), "isotropy",
+           frozenset({ROTATION, SCALE, ROW_ORDER}), changes=frozenset({TRANSLATION})),
     Metric("isoscore_from_covariance", "isoscore_from_covariance", _from_covariance, "isotropy",
            frozenset({*GEOMETRIC, ROW_ORDER}), min_samples=None, x_name="cov", shape_error="square matrix of shape"),
     Metric("CovarianceAccumulator.isoscore", "CovarianceAccumulator", _accumulated("isoscore"), "isotropy",
@@ -151,7 +161,8 @@ REGISTRY = [
 IDS = [m.id for m in REGISTRY]
 # an error class; the estimator classes wrap twonn_dimension / mle_dimension (covered above and in
 # test_dimension.py); kneighbors is the neighbour search itself (test_neighbors.py)
-NOT_METRICS = {"IsotropyValueError", "TwoNN", "MLE", "kneighbors"}
+# alignment takes paired inputs (X, Y): its invariances are those of the pairs (tests/test_beyond_papers.py)
+NOT_METRICS = {"IsotropyValueError", "TwoNN", "MLE", "kneighbors", "alignment"}
 
 
 def test_registry_covers_every_public_metric():
