@@ -14,6 +14,7 @@ torch = pytest.importorskip("torch")
 
 import itertools
 
+from isotropy.models import select_layers
 from isotropy.models.contextual import extract_token_embeddings, load_transformer, parse_layers
 
 LINES = [["the", "unbelievable", "cat", "sat", "on", "the", "mat"], ["a", "dog", "ran"],
@@ -144,17 +145,19 @@ def test_packaged_minilm_matches_sentence_transformers():
     np.testing.assert_allclose(emb.hidden_states[6], np.asarray(tokens)[1:-1], rtol=1e-4, atol=1e-4)
 
 
-def test_parse_layers():
-    assert parse_layers("all", 2) == [0, 1, 2]
-    assert parse_layers([2, 0, 2], 2) == [0, 2]
-    with pytest.raises(ValueError, match=r"range \[0, 6\].*Got 7 instead"):
-        parse_layers("0,7", 6)
+def test_select_layers_is_the_one_layer_selector():
+    assert select_layers("all", 3) == [0, 1, 2] and select_layers("all", 3, include_embeddings=False) == [1, 2]
+    assert select_layers([2, 0, 2], 3) == [0, 2] and select_layers("last", 3) == [2] and select_layers("0,-1", 7) == [0, 6]
+    with pytest.raises(ValueError, match=r"in \[-7, 6\] \(0 = embedding output, 6 = last layer\)\. Got '0,7' instead"):
+        select_layers("0,7", 7)
     with pytest.raises(ValueError, match="Got 'x' instead"):
-        parse_layers("x", 6)
+        select_layers("x", 7)
+    with pytest.warns(DeprecationWarning, match="select_layers"):
+        assert parse_layers("all", 2) == [0, 1, 2]  # the old name, for one release
 
 
 def test_errors(tiny_bert, tmp_path):
-    with pytest.raises(ValueError, match=r"'layers'.*range \[0, 2\].*Got 5 instead"):
+    with pytest.raises(ValueError, match=r"'layers'.*in \[-3, 2\].*Got '0,5' instead"):
         _extract(tiny_bert, layers="0,5")
     with pytest.raises(ValueError, match="empty corpus"):
         _extract(tiny_bert, [[], [" "]])
