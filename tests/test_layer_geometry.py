@@ -165,7 +165,7 @@ def test_cli_end_to_end_on_a_tiny_model(tiny_bert, corpus_file, tmp_path, capsys
 def test_cli_errors(tiny_bert, corpus_file, tmp_path, capsys):
     base = ["run", "layer-geometry", "--device", "cpu", "--quiet", "--results-dir", str(tmp_path / "r")]
     code, _, err = _cli([*base, "--model", tiny_bert, "--corpus", str(corpus_file), "--layers", "0,9"], capsys)
-    assert code == 2 and "'layers'" in err and "range [0, 2]" in err and "Got 9 instead" in err
+    assert code == 2 and "'layers'" in err and "in [-3, 2]" in err and "Got '0,9' instead" in err
     empty = tmp_path / "empty.txt"
     empty.write_text("\n \n")
     code, _, err = _cli([*base, "--model", tiny_bert, "--corpus", str(empty)], capsys)

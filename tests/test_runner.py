@@ -215,7 +215,7 @@ def test_device_auto_and_bad_devices():
     assert resolve_device("auto") == ("cuda" if torch.cuda.is_available() else "cpu")
     assert resolve_device("cpu") == "cpu"
     for bad in ("gpu", "cuda:x", "cpu:1", ""):
-        with pytest.raises(ValueError, match="--device must be auto, cpu, cuda or cuda:N"):
+        with pytest.raises(ValueError, match="--device must be auto, cpu, cuda, cuda:N"):
             resolve_device(bad)
     if not torch.cuda.is_available():
         with pytest.raises(ValueError, match="torch sees no CUDA device"):

@@ -29,28 +29,10 @@ __all__ = ["RunContext", "resolve_device", "thread_limits"]
 
 
 def resolve_device(device: str | None) -> str:
-    """``auto`` (or None): ``cuda`` when torch sees a GPU, else ``cpu``; ``cpu``, ``cuda``, ``cuda:N`` checked."""
-    text = "auto" if device is None else str(device).strip()
-    if text == "cpu":  # no need to import torch for that
-        return "cpu"
-    import torch
+    """``--device``: the library's one device rule (:func:`isotropy._utils.device.resolve_device`)."""
+    from isotropy._utils.device import resolve_device as resolve
 
-    if text == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    try:
-        parsed = torch.device(text)
-    except (RuntimeError, TypeError, ValueError):
-        parsed = None
-    if parsed is None or parsed.type not in ("cpu", "cuda") or (parsed.type == "cpu" and parsed.index):
-        raise ValueError(f"--device must be auto, cpu, cuda or cuda:N. Got {text!r} instead.")
-    if parsed.type == "cuda":
-        if not torch.cuda.is_available():
-            raise ValueError(f"--device is {text!r}, but torch sees no CUDA device here; use --device cpu or auto.")
-        count = torch.cuda.device_count()
-        if parsed.index is not None and parsed.index >= count:
-            raise ValueError(f"--device is {text!r}, but torch sees {count} CUDA device(s) (cuda:0 to "
-                             f"cuda:{count - 1}).")
-    return str(parsed)
+    return resolve(device, name="--device")
 
 
 @contextlib.contextmanager

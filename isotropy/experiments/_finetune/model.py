@@ -16,7 +16,6 @@ __all__ = [
     "load_encoder",
     "pool",
     "select_states",
-    "training_pooling",
 ]
 
 POOLINGS = ("mean", "first")
@@ -64,23 +63,12 @@ def layer_indices(layers, n_hidden_states: int) -> list[int]:
     """Indices into ``hidden_states`` (``0`` = embedding output, ``k`` = output of layer ``k``).
 
     ``"all"`` means the outputs of every transformer layer (1..L); ``"last"`` means ``[L]``; a
-    list of ints selects those entries (negative ints count from the end).
+    list of ints selects those entries (negative ints count from the end). The library's layer
+    selector (:func:`isotropy.models.select_layers`) decides.
     """
-    n_layers = n_hidden_states - 1
-    if layers == "all":
-        return list(range(1, n_hidden_states))
-    if layers == "last":
-        return [n_layers]
-    if isinstance(layers, int) and not isinstance(layers, bool):
-        layers = [layers]
-    if isinstance(layers, (list, tuple)) and layers and all(isinstance(i, int) and not isinstance(i, bool)
-                                                            for i in layers):
-        bad = [i for i in layers if not -n_hidden_states <= i < n_hidden_states]
-        if not bad:
-            return sorted({i % n_hidden_states for i in layers})
-    raise ValueError(f"The 'istar.layers' option of istar must be 'all', 'last' or a list of hidden-state indices "
-                     f"in [-{n_hidden_states}, {n_hidden_states - 1}] (0 = embeddings, {n_layers} = last layer). "
-                     f"Got {layers!r} instead.")
+    from isotropy.models.layers import select_layers
+
+    return select_layers(layers, n_hidden_states, include_embeddings=False, caller="istar", name="istar.layers")
 
 
 def select_states(hidden_states, attention_mask, *, layers, level: str, pooling: str):
@@ -92,14 +80,7 @@ def select_states(hidden_states, attention_mask, *, layers, level: str, pooling:
     from isotropy.training.regularisers import regularised_states  # the drop-ins' selection: one source of truth
 
     return regularised_states(hidden_states, attention_mask, layers=layer_indices(layers, len(hidden_states)),
-                              level=level, pooling=training_pooling(pooling), caller="istar")
-
-
-def training_pooling(pooling: str) -> str:
-    """``pooling`` as :mod:`isotropy.training` names it (``"first"`` was ``"cls"`` there before the names were unified)."""
-    from isotropy.training import probe
-
-    return "cls" if pooling == "first" and "first" not in probe.POOLINGS else pooling
+                              level=level, pooling=pooling, caller="istar")
 
 
 @dataclass

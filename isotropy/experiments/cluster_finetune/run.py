@@ -129,10 +129,9 @@ def _train_one(config, prepared, condition: str, seed: int, device: str, ctx) ->
     import torch
     from transformers import DataCollatorWithPadding, Trainer, TrainingArguments
 
-    from isotropy.experiments._finetune.model import training_pooling
     from isotropy.experiments.cluster_finetune.model import PairClassifier, PartitionIsotropyMetric
     from isotropy.training import HFGeometryCallback
-    from isotropy.training.probe import METRICS
+    from isotropy.training.metrics import metric_from_name
 
     torch.manual_seed(seed)
     transform = _make_transform(config) if condition == "cluster" else None
@@ -142,9 +141,10 @@ def _train_one(config, prepared, condition: str, seed: int, device: str, ctx) ->
     geometry = config.geometry
     callback = HFGeometryCallback(
         _probe(prepared["valid"], geometry.probe_size, seed), every_n_steps=geometry.every_n_steps, layers="all",
-        pooling=training_pooling(config.pooling), batch_size=config.eval_batch_size,
-        metrics={"partition_isotropy": PartitionIsotropyMetric, "isoscore": METRICS["isoscore"],
-                 "mean_cosine": METRICS["mean_cosine"]})
+        pooling=config.pooling, batch_size=config.eval_batch_size,
+        metrics={"partition_isotropy": PartitionIsotropyMetric,
+                 "isoscore": lambda d: metric_from_name("isoscore", n_features=d),
+                 "mean_cosine": lambda d: metric_from_name("cosine_similarity_mean", n_features=d)})
 
     def accuracy(prediction):
         return {"accuracy": float((np.argmax(prediction.predictions, -1) == prediction.label_ids).mean())}

@@ -85,17 +85,18 @@ def _write_projection(path: Path, X: np.ndarray, labels, frequency, words, *, ma
 def prepare(config, ctx) -> dict:
     """Load the corpus and the transformer, check the layers: before the results directory is touched."""
     from isotropy.datasets.corpora import load_corpus
-    from isotropy.models.contextual import load_transformer, n_transformer_layers, parse_layers
+    from isotropy.models.contextual import load_transformer, n_transformer_layers
+    from isotropy.models.layers import select_layers
 
     config = config.model_dump() if hasattr(config, "model_dump") else dict(config)
     corpus = load_corpus(config["corpus"], split=config["split"], data_dir=ctx.data_dir)
     ctx.log(f"corpus {corpus.name}: {len(corpus):,} lines, {corpus.n_words:,} words")
     tokenizer, network, location = load_transformer(config["model"], device=ctx.device)
     n_layers = n_transformer_layers(network.config)
-    layers = parse_layers(config["layers"], n_layers)
+    layers = select_layers(config["layers"], n_layers + 1, caller=EXPERIMENT)
     pca_layers = config["pca_layers"]
     pca_layers = [layers[len(layers) // 2]] if pca_layers is None else pca_layers
-    pca_layers = parse_layers(pca_layers, n_layers, caller=EXPERIMENT, name="pca_layers") if pca_layers else []
+    pca_layers = select_layers(pca_layers, n_layers + 1, caller=EXPERIMENT, name="pca_layers") if pca_layers else []
     if not set(pca_layers) <= set(layers):
         raise ValueError(f"The 'pca_layers' setting of {EXPERIMENT} must list extracted layers, here {layers}. "
                          f"Got {pca_layers!r} instead.")
