@@ -1,0 +1,180 @@
+"""Claims as data: the verdict logic of isotropy.experiments._claims, claims.json, and the docs tables built from them."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from isotropy.experiments._claims import (
+    MIN_SEEDS,
+    VERDICTS,
+    Claim,
+    Rule,
+    bootstrap_interval,
+    claim,
+    command_of,
+    decide,
+    markdown_table,
+    not_run,
+    read_claims,
+    seed_interval,
+    write_claims,
+)
+
+REPO = Path(__file__).resolve().parent.parent
+FIELDS = ["id", "paper", "claim", "paper_value", "model", "statistic", "ours", "interval", "n_seeds", "rule",
+          "verdict", "command"]
+ABOVE = Rule("holds if the change is above 0 in every seed", above=0.0)
+
+
+def _claim(values, rule=ABOVE, **kw):
+    return claim(id="x", paper="P, Fig. 1", claim="c", paper_value=1.0, model="m", statistic="s", values=values,
+                 rule=rule, command="isotropy run x", **kw)
+
+
+def test_fields_are_the_issue_s():
+    assert list(Claim.__dataclass_fields__) == FIELDS
+    assert VERDICTS == ("holds", "does not hold", "not established")
+
+
+def test_one_seed_is_not_established_even_when_clear():
+    assert _claim([5.0]).verdict == "not established"
+    assert _claim([-5.0]).verdict == "not established"
+    assert decide([5.0, 6.0], ABOVE, seed_interval([5.0, 6.0])) == "not established"
+    assert MIN_SEEDS == 3
+
+
+def test_three_seeds_clearing_the_rule_decide():
+    assert _claim([1.0, 2.0, 3.0]).verdict == "holds"
+    assert _claim([-1.0, -2.0, -3.0]).verdict == "does not hold"
+
+
+def test_an_interval_straddling_the_threshold_is_not_established():
+    assert _claim([-1.0, 2.0, 3.0]).verdict == "not established"
+    # every seed above, but an interval reaching below the threshold does not clear the rule
+    assert decide([1.0, 2.0, 3.0], ABOVE, {"low": -0.5, "high": 3.0, "how": "x"}) == "not established"
+
+
+def test_deterministic_values_decide_with_one_seed():
+    rule = Rule("holds if the ratio is below 5", below=5.0, random=False)
+    assert _claim([1.76], rule=rule).verdict == "holds"
+    assert _claim([30.9], rule=rule).verdict == "does not hold"
+
+
+def test_nan_and_missing_interval_are_not_established():
+    assert decide([float("nan")] * 3, ABOVE, {"low": float("nan"), "high": 1.0, "how": "x"}) == "not established"
+    assert decide([1.0, 2.0, 3.0], ABOVE, None) == "not established"
+    record = not_run(id="y", paper="P", claim="c", paper_value="yes", model="m", statistic="s", rule=ABOVE,
+                     command="isotropy run y", reason="one seed")
+    assert record.verdict == "not established" and record.ours is None and "one seed" in record.interval["how"]
+
+
+def test_rule_needs_one_threshold():
+    with pytest.raises(ValueError, match="exactly one"):
+        Rule("x")
+    with pytest.raises(ValueError, match="exactly one"):
+        Rule("x", below=1.0, above=0.0)
+
+
+def test_seed_spread_and_bootstrap_intervals():
+    assert seed_interval([0.3, 0.1, 0.2])["low"] == 0.1 and seed_interval([0.3, 0.1, 0.2])["high"] == 0.3
+    rng = np.random.default_rng(0)
+    items = [rng.random(500) < 0.7 for _ in range(3)]
+    span = bootstrap_interval(items, lambda a: float(np.mean(a)), n_resamples=300)
+    assert 0.6 < span["low"] < 0.7 < span["high"] < 0.8 and "union over 3 seeds" in span["how"]
+    # paired items are resampled together: the difference of identical arrays is exactly 0
+    paired = bootstrap_interval([(items[0], items[0])], lambda a, b: float(np.mean(a) - np.mean(b)), n_resamples=50)
+    assert paired["low"] == paired["high"] == 0.0
+
+
+def test_both_is_the_union_and_can_block_a_verdict():
+    items = [np.r_[np.ones(10), -np.ones(10)] + 0.1 for _ in range(3)]  # mean 0.1, bootstrap straddles 0
+    only_seeds = _claim([0.1, 0.1, 0.1])
+    both = _claim([0.1, 0.1, 0.1], interval="both", items=items, item_statistic=lambda a: float(np.mean(a)))
+    assert only_seeds.verdict == "holds" and both.verdict == "not established"
+    assert both.interval["how"].startswith("both:")
+    with pytest.raises(ValueError, match="needs 'items'"):
+        _claim([1.0, 2.0, 3.0], interval="both")
+
+
+def test_write_and_read_claims(tmp_path):
+    records = [_claim([1.0, 2.0, 3.0]), not_run(id="y", paper="P", claim="c", paper_value="yes", model="m",
+                                                  statistic="s", rule=ABOVE, command="c", reason="r")]
+    path = write_claims(tmp_path, records)
+    assert path.name == "claims.json"
+    back = read_claims(tmp_path)
+    assert [list(r) for r in back] == [FIELDS, FIELDS] and back[0]["verdict"] == "holds"
+    with pytest.raises(ValueError, match="unique"):
+        write_claims(tmp_path, [records[0], records[0]])
+    bad = {**records[0].to_dict(), "verdict": "yes"}
+    with pytest.raises(ValueError, match="must be one of"):
+        write_claims(tmp_path, [bad])
+
+
+def test_command_of_hides_local_paths(tmp_path):
+    (tmp_path / "run.json").write_text(json.dumps({"command": "isotropy run x --setup a --data-dir /home/me/data "
+                                                              "--results-dir /tmp/r --no-plot --seeds 0,1,2"}))
+    assert command_of(tmp_path, "f") == "isotropy run x --setup a --data-dir DATA_DIR --seeds 0,1,2"
+    assert command_of(tmp_path / "missing", "f") == "f"
+
+
+def test_markdown_table_has_every_record():
+    table = markdown_table([_claim([1.0, 2.0, 3.0]).to_dict()])
+    assert "**holds**" in table and "[1, 3]" in table and "`isotropy run x`" in table
+
+
+# --- the docs: "paper vs ours" tables and the index claims table come only from committed claims.json ---
+
+_MARKER = re.compile(r"<!-- claims: ([\w.-]+/[\w.-]+) -->")
+_INDEX_MARKER = "<!-- claims-index -->"
+EXPERIMENT_PAGES = sorted(p for p in (REPO / "docs" / "experiments").glob("*.md")
+                          if p.stem not in ("index", "contract"))
+
+
+def _section(text: str, heading: str) -> str:
+    match = re.search(rf"^## {re.escape(heading)}\s*$(.*?)(?=^## |\Z)", text, flags=re.MULTILINE | re.DOTALL)
+    return match.group(1) if match else ""
+
+
+@pytest.mark.parametrize("page", EXPERIMENT_PAGES, ids=lambda p: p.stem)
+def test_paper_vs_ours_is_only_the_generated_table(page):
+    section = _section(page.read_text(encoding="utf-8"), "Paper vs ours")
+    assert section, f"{page.name} has no '## Paper vs ours' section"
+    markers = _MARKER.findall(section)
+    assert markers, f"{page.name}: the 'Paper vs ours' section has no <!-- claims: experiment/setup --> marker"
+    table_lines = [line for line in section.splitlines() if line.lstrip().startswith("|")]
+    assert not table_lines, f"{page.name}: a hand-typed table in 'Paper vs ours': {table_lines[:2]}"
+    for target in markers:
+        path = REPO / "docs" / "runs" / target / "claims.json"
+        assert path.is_file(), f"{page.name}: {path} is missing"
+        assert target.split("/")[0] == page.stem
+        for record in read_claims(path):
+            assert list(record) == FIELDS and record["verdict"] in VERDICTS
+            if record["ours"] is not None and record["n_seeds"] < MIN_SEEDS and record["verdict"] != "not established":
+                # only a value that depends on no randomness may be decided on fewer seeds
+                assert "no randomness" in record["rule"], record["id"]
+
+
+def test_index_table_is_generated_and_agrees_with_the_pages():
+    import importlib.util
+
+    index = (REPO / "docs" / "experiments" / "index.md").read_text(encoding="utf-8")
+    assert _INDEX_MARKER in index
+    spec = importlib.util.spec_from_file_location("docs_hooks", REPO / "docs" / "_hooks.py")
+    hooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hooks)
+    rendered_index = hooks.render_claims(index, "experiments/index.md")
+    index_rows = {}
+    for line in rendered_index.splitlines():
+        match = re.match(r"\| \[(.*?)\]\(([\w.-]+)\.md\) \|.*\| \*\*(.*?)\*\* \|$", line)
+        if match:
+            index_rows.setdefault(match.group(2), []).append((match.group(1), match.group(3)))
+    assert index_rows
+    for page in EXPERIMENT_PAGES:
+        rendered = hooks.render_claims(page.read_text(encoding="utf-8"), f"experiments/{page.name}")
+        page_verdicts = re.findall(r"\*\*(holds|does not hold|not established)\*\* \|$", rendered, flags=re.MULTILINE)
+        assert [v for _, v in index_rows.get(page.stem, [])] == page_verdicts, page.stem
