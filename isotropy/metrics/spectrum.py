@@ -17,6 +17,7 @@ import numbers
 
 import numpy as np
 
+from isotropy._kernels.accumulator import entropy_rank
 from isotropy._utils.backend import is_dask, is_torch, to_output
 from isotropy._utils.errors import IsotropyValueError
 from isotropy._utils.validation import check_scalar, check_X
@@ -83,14 +84,7 @@ def _entropy_rank(s, *, epsilon: float, caller: str, like):
         p = s / total + epsilon
         terms = torch.where(p > 0, p * torch.log(torch.where(p > 0, p, torch.ones_like(p))), torch.zeros_like(p))
         return torch.exp(-terms.sum())
-    s = np.asarray(s, dtype=np.float64)
-    total = s.sum()
-    if total == 0:
-        raise IsotropyValueError(f"The 'X' parameter of {caller} must not be all zero (after centring when "
-                                 f"center=True): every singular value is 0.")
-    p = s / total + epsilon
-    p = p[p > 0]
-    return float(np.exp(-np.sum(p * np.log(p))))
+    return entropy_rank(s, epsilon=epsilon, caller=caller)
 
 
 def _shape(X) -> tuple[int, int]:

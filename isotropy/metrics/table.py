@@ -28,9 +28,10 @@ from dataclasses import dataclass
 
 from isotropy._utils.errors import IsotropyValueError
 
-__all__ = ["FAMILIES", "METRICS", "MetricSpec", "check_metric_names", "metric_names", "suggest_name"]
+__all__ = ["FAMILIES", "ISOSCORE_STAR_NOTE", "ISOSCORE_STAR_WARNING", "LEFT_OUT", "METRICS", "MetricSpec",
+           "check_metric_names", "default_metric_names", "metric_names", "suggest_name"]
 
-FAMILIES = ("covariance", "neighbours", "clusters")
+FAMILIES = ("covariance", "neighbours", "pairs", "clusters")
 
 
 @dataclass(frozen=True)
@@ -44,9 +45,10 @@ class MetricSpec:
         and the ``<metric>`` of the training callbacks' keys.
     module : str
         The module that defines the function.
-    family : {"covariance", "neighbours", "clusters"}
-        ``"covariance"``: a function of the covariance or of the unit-vector sums (streams exactly,
-        O(n·d²)); ``"neighbours"``: of the nearest-neighbour distances (O(n²)); ``"clusters"``: of
+    family : {"covariance", "neighbours", "pairs", "clusters"}
+        ``"covariance"``: a function of the count, mean and centred scatter or of the unit-vector
+        sums (streams exactly, O(n·d²)); ``"neighbours"``: of the nearest-neighbour distances
+        (O(n²)); ``"pairs"``: of every pairwise distance (O(n²), not streamable); ``"clusters"``: of
         the rows and their cluster labels.
     needs_labels : bool
         Called as ``function(X, labels)`` rather than ``function(X)``.
@@ -56,6 +58,11 @@ class MetricSpec:
         Name of the torchmetrics class in :mod:`isotropy.training.metrics`, ``None`` when there is none.
     pairwise : bool
         Compares all n² pairs of rows (the cost note of ``isotropy measure`` is shown for these).
+    default : bool
+        Measured when no metric is named (``isotropy measure`` without ``--metrics``). ``False`` for
+        the metrics added beyond the four papers (``effective_rank``, ``rankme``, ``uniformity``),
+        which are measured on request. ``isoscore_star`` is in the default table only with a
+        shrinkage sample (see :data:`ISOSCORE_STAR_NOTE`).
     """
 
     name: str
@@ -65,6 +72,7 @@ class MetricSpec:
     display_name: str
     torchmetric: str | None = None
     pairwise: bool = False
+    default: bool = True
 
     @property
     def function(self):
@@ -87,7 +95,30 @@ _ROWS = (
     MetricSpec("calinski_harabasz_score", "isotropy.metrics.cluster_indices", "clusters", True, "CH"),
     MetricSpec("davies_bouldin_score", "isotropy.metrics.cluster_indices", "clusters", True, "DB"),
     MetricSpec("dunn_index", "isotropy.metrics.cluster_indices", "clusters", True, "Dunn", pairwise=True),
+    # beyond the four papers: measured on request, not in the default tables
+    MetricSpec("effective_rank", "isotropy.metrics.spectrum", "covariance", False, "erank", "EffectiveRank",
+               default=False),
+    MetricSpec("rankme", "isotropy.metrics.spectrum", "covariance", False, "RankMe", "RankMe", default=False),
+    MetricSpec("uniformity", "isotropy.metrics.contrastive", "pairs", False, "uniformity", pairwise=True,
+               default=False),
 )
+
+#: Metrics of the package face that are not rows of the table, with the reason (shown when one is asked for).
+LEFT_OUT = {
+    "alignment": "alignment compares the two sides of positive pairs, alignment(X, Y): it is not a function of "
+                 "one embedding matrix, which is what every user of this table measures; call "
+                 "isotropy.alignment(X, Y) on the paired rows",
+}
+
+#: The one-line note of a default table that leaves IsoScore* out (no shrinkage sample given).
+ISOSCORE_STAR_NOTE = ("isoscore_star left out: without a shrinkage sample its Σ_S is the identity and it tracks the "
+                      "vector norms (0.7-0.999 on real embeddings where isoscore reads 0.03-0.08); give a shrinkage "
+                      "sample to measure it")
+
+#: The warning when IsoScore* is asked for by name without a shrinkage sample.
+ISOSCORE_STAR_WARNING = ("isoscore_star without a shrinkage sample shrinks toward the identity (Σ_S = I): the value "
+                         "then tracks the vector norms, not isotropy (0.7-0.999 on real embeddings where isoscore "
+                         "reads 0.03-0.08); give a shrinkage sample")
 
 #: Canonical name -> :class:`MetricSpec`, in the order tables print them. Read it, do not change it (the tests
 #: register a fake metric here for the duration of one test).
@@ -125,6 +156,24 @@ def metric_names(*, family: str | None = None, needs_labels: bool | None = None,
             if (family is None or row.family == family)
             and (needs_labels is None or row.needs_labels == needs_labels)
             and (torchmetric is None or (row.torchmetric is not None) == torchmetric)]
+
+
+def default_metric_names(*, labels: bool, shrinkage: bool) -> list[str]:
+    """The metrics of ``isotropy measure``'s default table, in table order.
+
+    Every row with ``default=True``, the cluster metrics only when ``labels``, and
+    ``isoscore_star`` only when ``shrinkage`` (a shrinkage sample was given: without one it
+    tracks vector norms, see :data:`ISOSCORE_STAR_NOTE`).
+
+    Examples
+    --------
+    >>> "isoscore_star" in default_metric_names(labels=False, shrinkage=False)
+    False
+    >>> "isoscore_star" in default_metric_names(labels=False, shrinkage=True)
+    True
+    """
+    return [row.name for row in METRICS.values()
+            if row.default and (labels or not row.needs_labels) and (shrinkage or row.name != "isoscore_star")]
 
 
 def suggest_name(value, choices: Iterable[str], renamed=None) -> str:
@@ -189,6 +238,9 @@ def check_metric_names(names, *, caller: str, name: str = "metrics", allowed: It
                                  f"Got an empty list instead.")
     for value in given:
         if value not in accepted:
+            if value in LEFT_OUT:
+                raise IsotropyValueError(f"The {name!r} parameter of {caller} must name metrics of {accepted}. "
+                                         f"Got {value!r} instead: {LEFT_OUT[value]}.")
             hint = suggest_name(value, accepted)
             where = " here" if value in METRICS else ""
             raise IsotropyValueError(f"The {name!r} parameter of {caller} must name metrics of {accepted}. "

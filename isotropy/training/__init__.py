@@ -1,7 +1,7 @@
 """Geometry inside the training loops people use (optional extra ``isotropy[train]``).
 
 - torchmetrics metrics, exact over batches, ``merge_state`` and DDP: :class:`IsoScore`,
-  :class:`IsoScoreStar`, :class:`ParticipationRatio`, :class:`MeanCosine`, :class:`RogueDimensionShare`,
+  :class:`IsoScoreStar`, :class:`ParticipationRatio`, :class:`EffectiveRank`, :class:`RankMe`, :class:`MeanCosine`, :class:`RogueDimensionShare`,
   :class:`TwoNNDimension` (their names, as logged by the callbacks, are in :mod:`isotropy.metrics.table`);
 - callbacks that log per-layer geometry of a probe set through the trainer's own logging:
   :class:`HFGeometryCallback` (Hugging Face ``Trainer``) and :class:`LightningGeometryCallback`;
@@ -19,10 +19,12 @@ from __future__ import annotations
 import importlib
 
 _EXPORTS = {
+    "EffectiveRank": "isotropy.training.metrics",
     "IsoScore": "isotropy.training.metrics",
     "IsoScoreStar": "isotropy.training.metrics",
     "MeanCosine": "isotropy.training.metrics",
     "ParticipationRatio": "isotropy.training.metrics",
+    "RankMe": "isotropy.training.metrics",
     "RogueDimensionShare": "isotropy.training.metrics",
     "TwoNNDimension": "isotropy.training.metrics",
     "GeometryProbe": "isotropy.training.probe",
@@ -36,10 +38,12 @@ _EXPORTS = {
 }
 
 __all__ = [  # noqa: RUF022 (grouped as in _EXPORTS)
+    "EffectiveRank",
     "IsoScore",
     "IsoScoreStar",
     "MeanCosine",
     "ParticipationRatio",
+    "RankMe",
     "RogueDimensionShare",
     "TwoNNDimension",
     "GeometryProbe",

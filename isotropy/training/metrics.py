@@ -1,4 +1,4 @@
-"""torchmetrics metrics of embedding geometry: IsoScore, IsoScore*, participation ratio, mean cosine, rogue share, TwoNN.
+"""torchmetrics metrics of embedding geometry: IsoScore, IsoScore*, participation ratio, effective rank, RankMe, mean cosine, rogue share, TwoNN.
 
 Each metric is a thin stateful wrapper around the toolkit's streaming covariance
 (:class:`isotropy.CovarianceAccumulator`, :func:`isotropy._kernels.accumulator.merge_moments`):
@@ -33,8 +33,8 @@ from isotropy._kernels.accumulator import CovarianceAccumulator, Moments, merge_
 from isotropy._utils.magnitude import rescaled
 from isotropy._utils.validation import IsotropyValueError, check_scalar, check_X
 
-__all__ = ["IsoScore", "IsoScoreStar", "MeanCosine", "ParticipationRatio", "RogueDimensionShare", "TwoNNDimension",
-           "metric_from_name"]
+__all__ = ["EffectiveRank", "IsoScore", "IsoScoreStar", "MeanCosine", "ParticipationRatio", "RankMe",
+           "RogueDimensionShare", "TwoNNDimension", "metric_from_name"]
 
 
 def _as_rows(X, metric):
@@ -375,6 +375,114 @@ class IsoScoreStar(_MomentMetric):
         return self._from_accumulator("isoscore_star", shrinkage_cov=S, zeta=self.zeta)
 
 
+def _check_bool(value, name, caller):
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"The {name!r} parameter of {caller} must be a bool. Got {type(value).__name__} instead.")
+    return bool(value)
+
+
+class EffectiveRank(_MomentMetric):
+    """Effective rank (Roy & Vetterli) of all rows seen, as a torchmetrics metric (exact over batches, merges, DDP).
+
+    Parameters
+    ----------
+    center : bool, default=False
+        Of the rows minus their mean, as :func:`isotropy.effective_rank`.
+    normalize : bool, default=False
+        Divide by ``min(n_samples, n_features)`` (``min(n_samples − 1, n_features)`` when ``center``).
+    n_features : int, optional
+        As :class:`IsoScore`.
+    **kwargs
+        Passed to :class:`torchmetrics.Metric`.
+
+    Notes
+    -----
+    Same states as :class:`IsoScore` (count n, mean μ, centred scatter M). The singular values of
+    the rows are the square roots of the eigenvalues of the second-moment matrix
+    ``XᵀX = M + n·μμᵀ`` (of ``M`` when ``center``), and
+
+    .. math:: p_k = \\frac{\\sigma_k}{\\sum_j \\sigma_j}, \\qquad
+              \\operatorname{erank} = \\exp\\Big(-\\sum_k p_k \\log p_k\\Big).
+
+    The function takes the SVD of the rows instead; the two agree to about 1e-10 relative on
+    well-conditioned data (an eigenvalue's rounding, ~1e-16·λ_max, is ~1e-8·σ_max on a singular
+    value). Memory O(d²), time O(n·d² + d³).
+
+    References
+    ----------
+    .. [1] O. Roy and M. Vetterli, "The effective rank: a measure of effective dimensionality",
+       EUSIPCO 2007.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from isotropy import effective_rank
+    >>> from isotropy.training import EffectiveRank
+    >>> X = torch.randn(300, 6, generator=torch.Generator().manual_seed(0)) * torch.tensor([1.0, 1, 2, 2, 3, 4])
+    >>> metric = EffectiveRank()
+    >>> for batch in X.split(64):
+    ...     metric.update(batch)
+    >>> abs(float(metric.compute()) / effective_rank(X.double().numpy()) - 1) < 1e-10
+    True
+    """
+
+    higher_is_better = None
+
+    def __init__(self, *, center=False, normalize=False, n_features=None, **kwargs):
+        caller = type(self).__name__
+        self.center = _check_bool(center, "center", caller)
+        self.normalize = _check_bool(normalize, "normalize", caller)
+        super().__init__(n_features=n_features, **kwargs)
+
+    def compute(self):
+        return self._from_accumulator("effective_rank", center=self.center, normalize=self.normalize)
+
+
+class RankMe(EffectiveRank):
+    """RankMe (Garrido et al.) of all rows seen, as a torchmetrics metric: :class:`EffectiveRank` with ε.
+
+    Parameters
+    ----------
+    epsilon : float in [0, 1], default=1e-7
+        Added to each normalised singular value, as :func:`isotropy.rankme`.
+    center, normalize, n_features, **kwargs
+        As :class:`EffectiveRank`.
+
+    Notes
+    -----
+    .. math:: p_k = \\frac{\\sigma_k}{\\lVert \\sigma \\rVert_1} + \\varepsilon, \\qquad
+              \\operatorname{RankMe} = \\exp\\Big(-\\sum_{k=1}^{\\min(n, d)} p_k \\log p_k\\Big),
+
+    with the singular values from the streamed second-moment matrix (see :class:`EffectiveRank`:
+    equal to the function's SVD to about 1e-10 relative on well-conditioned data).
+
+    References
+    ----------
+    .. [1] Q. Garrido, R. Balestriero, L. Najman and Y. LeCun, "RankMe: Assessing the Downstream
+       Performance of Pretrained Self-Supervised Representations by Their Rank", ICML 2023.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from isotropy import rankme
+    >>> from isotropy.training import RankMe
+    >>> X = torch.randn(200, 5, generator=torch.Generator().manual_seed(0))
+    >>> metric = RankMe()
+    >>> metric.update(X[:120]); metric.update(X[120:])
+    >>> abs(float(metric.compute()) / rankme(X.double().numpy()) - 1) < 1e-10
+    True
+    """
+
+    higher_is_better = True
+
+    def __init__(self, *, epsilon=1e-7, center=False, normalize=False, n_features=None, **kwargs):
+        self.epsilon = float(check_scalar(epsilon, "epsilon", caller="RankMe", kind=numbers.Real, low=0, high=1))
+        super().__init__(center=center, normalize=normalize, n_features=n_features, **kwargs)
+
+    def compute(self):
+        return self._from_accumulator("rankme", epsilon=self.epsilon, center=self.center, normalize=self.normalize)
+
+
 class _UnitMetric(_MomentMetric):
     """States n, Σ x̂ and Σ x̂² over the unit-normalised rows x̂ = x/‖x‖ (float64; sums, merged by adding)."""
 
@@ -624,7 +732,8 @@ def metric_from_name(name, *, n_features=None, **options):
     name : str
         A table name whose row has a torchmetrics class (``"isoscore"``, ``"isoscore_star"``,
         ``"participation_ratio"``, ``"cosine_similarity_mean"``, ``"rogue_dimension_share"``,
-        ``"twonn_dimension"``); another name is refused in one line with a did-you-mean.
+        ``"twonn_dimension"``, ``"effective_rank"``, ``"rankme"``); another name is refused in one
+        line with a did-you-mean.
     n_features : int, optional
         Width of the rows (see :class:`IsoScore`).
     **options
