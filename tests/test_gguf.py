@@ -7,6 +7,7 @@ causal LM, F32 tensors named as llama.cpp writes them), so no download or real m
 from __future__ import annotations
 
 import json
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -252,3 +253,97 @@ def test_istar_refuses_cls_pooling_of_a_decoder(converted):
     assert SentenceClassifier(encoder, 2, pooling="mean").head.in_features == 16
     with pytest.raises(ValueError, match="'cls' for the causal decoder"):
         SentenceClassifier(encoder, 2, pooling="cls")
+
+
+def _converted_through_transformers(path, cache, monkeypatch):
+    """The conversion as it was before the vectorised reader: transformers' own GGUF loader."""
+    from isotropy.models import convert_gguf, gguf
+
+    with monkeypatch.context() as patch:
+        patch.setattr(gguf, "_FAST_ARCHITECTURES", frozenset())
+        return convert_gguf(path, cache_dir=cache, show_progress=False)
+
+
+def assert_same_conversion(ours, theirs):
+    """Every tensor bitwise equal, and every other file of the two directories byte for byte."""
+    from safetensors.numpy import load_file
+
+    a, b = load_file(ours / "model.safetensors"), load_file(theirs / "model.safetensors")
+    assert sorted(a) == sorted(b)
+    for name in a:
+        assert a[name].dtype == b[name].dtype == np.float32 and np.array_equal(a[name], b[name]), name
+    files = sorted(p.relative_to(theirs) for p in theirs.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(ours) for p in ours.rglob("*") if p.is_file())
+    for name in files:
+        if name.name != "model.safetensors":
+            assert (ours / name).read_bytes() == (theirs / name).read_bytes(), name
+
+
+def test_vectorised_conversion_equals_the_transformers_path(tiny_gguf, converted, tmp_path, monkeypatch):
+    from isotropy.models import gguf
+
+    assert "gemma3" in gguf._FAST_ARCHITECTURES  # the tiny file took the vectorised path
+    reference = _converted_through_transformers(tiny_gguf[0], tmp_path, monkeypatch)
+    assert_same_conversion(converted[0], reference)
+
+
+def _count_weight_reads(monkeypatch) -> Counter:
+    """Count tensors dequantised from a GGUF file and safetensors files opened by transformers."""
+    import gguf.quants
+    from transformers import modeling_utils
+
+    counts = Counter()
+    dequantize, safe_open = gguf.quants.dequantize, modeling_utils.safe_open
+
+    def counted_dequantize(*args, **kwargs):
+        counts["gguf tensors"] += 1
+        return dequantize(*args, **kwargs)
+
+    def counted_safe_open(*args, **kwargs):
+        counts["safetensors files"] += 1
+        return safe_open(*args, **kwargs)
+
+    monkeypatch.setattr(gguf.quants, "dequantize", counted_dequantize)
+    monkeypatch.setattr(modeling_utils, "safe_open", counted_safe_open)
+    return counts
+
+
+def test_a_cold_cache_reads_the_weights_once(tiny_gguf, tmp_path, monkeypatch):
+    import gguf as gguf_lib
+
+    from isotropy.models import load_transformer
+
+    n_tensors = len(gguf_lib.GGUFReader(str(tiny_gguf[0])).tensors)
+    monkeypatch.setenv("ISOTROPY_CACHE", str(tmp_path))
+    counts = _count_weight_reads(monkeypatch)
+    _, cold, _ = load_transformer(str(tiny_gguf[0]), device="cpu")
+    assert counts == {"gguf tensors": n_tensors}  # converted, and the model built from memory
+    counts.clear()
+    tokenizer, warm, _ = load_transformer(str(tiny_gguf[0]), device="cpu")
+    assert counts == {"safetensors files": 1}  # a cache hit reads the converted file once
+    assert cold.state_dict().keys() == warm.state_dict().keys()
+    for name, tensor in warm.state_dict().items():
+        assert torch.equal(cold.state_dict()[name], tensor), name
+    batch = tokenizer(SENTENCES, return_tensors="pt", padding=True)
+    with torch.inference_mode():
+        for a, b in zip(cold(**batch, output_hidden_states=True).hidden_states,
+                        warm(**batch, output_hidden_states=True).hidden_states):
+            assert torch.equal(a, b)
+
+
+def test_measure_model_on_a_cold_cache_reads_the_weights_once(tiny_gguf, tmp_path, monkeypatch):
+    import gguf as gguf_lib
+
+    from isotropy.measure.from_model import measure_layers
+
+    n_tensors = len(gguf_lib.GGUFReader(str(tiny_gguf[0])).tensors)
+    monkeypatch.setenv("ISOTROPY_CACHE", str(tmp_path))
+    counts = _count_weight_reads(monkeypatch)
+    cold = measure_layers(SENTENCES, model=str(tiny_gguf[0]), level="sentence", metrics=["isoscore"], device="cpu")
+    assert counts == {"gguf tensors": n_tensors}
+    counts.clear()
+    for path in (tmp_path / "embeddings").glob("*.npy"):  # new texts, converted model cached
+        path.unlink()
+    warm = measure_layers(SENTENCES, model=str(tiny_gguf[0]), level="sentence", metrics=["isoscore"], device="cpu")
+    assert counts == {"safetensors files": 1}
+    assert [row["isoscore"] for row in cold["rows"]] == [row["isoscore"] for row in warm["rows"]]

