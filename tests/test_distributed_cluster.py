@@ -153,3 +153,18 @@ def test_measure_scheduler_address_and_progress(client, tmp_path):
         isotropy.isoscore(da.from_array(X, chunks=(50, 4)))
     bad = CliRunner().invoke(cli, ["measure", str(tmp_path / "x.npy"), "--scheduler", "tcp://127.0.0.1:9"])
     assert bad.exit_code == 2 and bad.stderr.startswith("Error: --scheduler 'tcp://127.0.0.1:9': cannot connect")
+
+
+def test_a_failing_task_on_the_local_cluster_prints_no_worker_traceback(capfd):
+    import dask
+    import pytest
+
+    from isotropy.measure.distributed import open_cluster
+
+    def boom(x):
+        raise ValueError("bad shard")
+
+    with open_cluster(None, 1), pytest.raises(ValueError, match="bad shard"):
+        dask.delayed(boom)(1).compute()
+    captured = capfd.readouterr()
+    assert "Traceback" not in captured.err and "bad shard" not in captured.err, captured.err[-2000:]
