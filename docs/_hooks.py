@@ -138,6 +138,7 @@ def on_page_markdown(markdown, page, config, files):
         module = _lazy_exports(package).get(name)
         return f"::: {module}.{name}" if module else match.group(0)
 
+    markdown = render_claims(markdown, getattr(getattr(page, "file", None), "src_uri", "") or "")
     return _HEADING_BRACES.sub(_keep_braces, _DIRECTIVE.sub(resolve, markdown))
 
 
@@ -152,3 +153,44 @@ def _keep_braces(match) -> str:
     if inner.startswith((":", "#", ".")) or re.fullmatch(r"[\w-]+=\S+( [\w-]+=\S+)*", inner):
         return match.group(0)
     return f"{match.group(1)}&#123;{match.group(2)}&#125;"
+
+
+# "Paper vs ours" tables are never typed: ``<!-- claims: EXPERIMENT/SETUP -->`` on an experiment page becomes the
+# table of docs/runs/EXPERIMENT/SETUP/claims.json (written by the experiment's report), and ``<!-- claims-index -->``
+# on the experiments index becomes one table of every claim of every page, in page order, linked to its page;
+# ``<!-- run-file: EXPERIMENT/SETUP/results.md -->`` inlines a committed table of that run.
+_CLAIMS_MARKER = re.compile(r"<!-- claims: ([\w.-]+)/([\w.-]+) -->")
+_CLAIMS_INDEX = "<!-- claims-index -->"
+_RUN_FILE = re.compile(r"<!-- run-file: ([\w.-]+)/([\w.-]+)/([\w.-]+\.md) -->")
+
+
+def _claims_file(experiment: str, setup: str) -> Path:
+    path = REPO / "docs" / "runs" / experiment / setup / "claims.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"claims marker {experiment}/{setup}: {path} does not exist (run the experiment and "
+                                f"copy its small outputs to docs/runs/{experiment}/{setup}/)")
+    return path
+
+
+def render_claims(markdown: str, src_uri: str = "") -> str:
+    """Replace the claims markers of a page by the tables generated from the committed ``claims.json`` files."""
+    if "<!-- claims" not in markdown and "<!-- run-file" not in markdown:
+        return markdown
+    from isotropy.experiments._claims import markdown_table, read_claims
+
+    def page_table(match) -> str:
+        return markdown_table(read_claims(_claims_file(match.group(1), match.group(2))))
+
+    markdown = _CLAIMS_MARKER.sub(page_table, markdown)
+    markdown = _RUN_FILE.sub(lambda m: _claims_file(m.group(1), m.group(2)).with_name(m.group(3)).read_text(
+        encoding="utf-8"), markdown)
+    if _CLAIMS_INDEX in markdown:
+        pages = sorted(p for p in (REPO / "docs" / "experiments").glob("*.md") if p.stem not in ("index", "contract"))
+        rows = []
+        for page in pages:
+            for experiment, setup in _CLAIMS_MARKER.findall(page.read_text(encoding="utf-8")):
+                table = markdown_table(read_claims(_claims_file(experiment, setup)), link=page.name)
+                rows += table.splitlines()[2:]
+        header = "| claim | paper | model | ours | verdict |\n|---|---|---|---|---|\n"
+        markdown = markdown.replace(_CLAIMS_INDEX, header + "\n".join(rows) + "\n")
+    return markdown

@@ -29,9 +29,10 @@ from isotropy.experiments.minibatch_stability.science import (
     power_law_spectrum,
     summarise_scores,
 )
+from isotropy.experiments._claims import Rule
 from isotropy.metrics.isoscore import isoscore_from_covariance
 
-__all__ = ["EXPERIMENT", "embed_split", "markdown_table", "prepare", "run"]
+__all__ = ["EXPERIMENT", "claims", "embed_split", "markdown_table", "prepare", "report", "run"]
 
 EXPERIMENT = "minibatch-stability"
 
@@ -206,3 +207,97 @@ def run(config, results_dir, ctx) -> dict:
     write_json(results_dir / "results.json", compact)
     write_text(results_dir / "results.md", markdown_table(results))
     return results
+
+
+# --- claims: the rules are fixed here, before the numbers are seen (Rudman & Eickhoff, poster) ---------------------
+
+_PAPER = "Rudman & Eickhoff, ICLR 2024 (arXiv 2305.19358), poster"
+_COMMAND = "isotropy run minibatch-stability --setup minilm --seeds 0,1,2 --data-dir DATA_DIR"
+_UNSTABLE = Rule("holds if the mean IsoScore of 8-row batches is below half the whole cloud's, in every seed and "
+                 "across the interval", below=0.5)
+_STABLE = Rule("holds if, at ζ = 0.9, the batch mean is within 25 % of the whole cloud's IsoScore* at every batch "
+               "size, in every seed", below=0.25)
+_APPROACHES = Rule("holds if, at ζ = 0.2, IsoScore* exceeds IsoScore by less than 25 % (of IsoScore) at the largest "
+                   "batch, in every seed", below=0.25)
+_IDENTITY = Rule("holds if IsoScore* at ζ = 0 equals IsoScore to 1e-12 (no randomness)", below=1e-12, random=False)
+
+
+def _lookup(mapping: dict, zeta: float):
+    return mapping[zeta] if zeta in mapping else mapping[str(float(zeta))]
+
+
+def _per_batch(results: dict, results_dir) -> dict:
+    """``{(cloud, seed, size, zeta): [score per batch]}`` from the results (or ``scores.csv`` beside them)."""
+    out: dict = {}
+    clouds = results["clouds"]
+    if all("scores" in c for c in clouds.values()):
+        rows = [(name, r["seed"], r["batch_size"], r["zeta"], r["score"]) for name, c in clouds.items() for r in c["scores"]]
+    else:
+        with open(Path(results_dir) / "scores.csv", newline="", encoding="utf-8") as handle:
+            rows = [(r["cloud"], int(r["seed"]), int(r["batch_size"]), float(r["zeta"]), float(r["score"]))
+                    for r in csv.DictReader(handle)]
+    for name, seed, size, zeta, score in rows:
+        out.setdefault((name, int(seed), int(size), float(zeta)), []).append(float(score))
+    return out
+
+
+def claims(results: dict, results_dir) -> list:
+    """The poster's mini-batch claims on every cloud, decided by the rules above."""
+    from isotropy.experiments._claims import claim, command_of, not_run
+
+    command = command_of(results_dir, _COMMAND)
+    scores = _per_batch(results, results_dir)
+    seeds = [int(s) for s in results["seeds"]]
+    out = []
+    for name, cloud in results["clouds"].items():
+        model = (f"Gaussian N(0, diag(i^-{cloud['decay']:g})), d = {cloud['n_features']}" if cloud["kind"] == "synthetic"
+                 else f"{cloud['model']} on {cloud['task']}/{cloud['split']} ({cloud['n_samples']} sentences)")
+        sizes = [int(b) for b in cloud["batch_sizes"]]
+        zetas = [float(z) for z in results["zetas"]]
+        whole = float(cloud["whole_cloud"])
+        if 0.0 in zetas and sizes:
+            smallest = sizes[0]
+            ratios = [np.asarray(scores[(name, s, smallest, 0.0)]) / whole for s in seeds]
+            out.append(claim(
+                id=f"isoscore-unstable-{name}", paper=f"{_PAPER}, 'Can we regularize using IsoScore?'",
+                claim="IsoScore is not stable on mini-batch computations.",
+                paper_value="not stable on mini-batch computations", model=model,
+                statistic=f"mean IsoScore of {smallest}-row batches / whole-cloud IsoScore ({whole:.4f})",
+                values=[float(r.mean()) for r in ratios], rule=_UNSTABLE, command=command, interval="both",
+                items=ratios, item_statistic=lambda a: float(np.mean(a))))
+        if 0.9 in zetas and sizes:
+            star = float(_lookup(cloud["whole_cloud_star"], 0.9))
+            values = [max(abs(np.mean(scores[(name, s, b, 0.9)]) - star) / star for b in sizes) for s in seeds]
+            out.append(claim(
+                id=f"isoscore-star-stable-{name}", paper=f"{_PAPER}, 'IsoScore*'",
+                claim="IsoScore* (RDA shrinkage) is stable on mini-batch computations.",
+                paper_value="stable on mini-batch computations", model=model,
+                statistic=(f"largest |batch mean − whole-cloud IsoScore*| / whole-cloud IsoScore* ({star:.4f}) over "
+                           f"batch sizes {sizes[0]}–{sizes[-1]}, ζ = 0.9"),
+                values=values, rule=_STABLE, command=command))
+        if 0.0 in zetas and 0.2 in zetas and sizes:
+            largest = sizes[-1]
+            values = [(np.mean(scores[(name, s, largest, 0.2)]) - np.mean(scores[(name, s, largest, 0.0)]))
+                      / np.mean(scores[(name, s, largest, 0.0)]) for s in seeds]
+            out.append(claim(
+                id=f"isoscore-star-approaches-{name}", paper=f"{_PAPER}, 'IsoScore*'",
+                claim="IsoScore* approaches IsoScore when the number of samples is large.",
+                paper_value="approaches IsoScore when the number of samples is large", model=model,
+                statistic=f"(IsoScore* − IsoScore) / IsoScore, batch means at {largest} rows, ζ = 0.2",
+                values=values, rule=_APPROACHES, command=command))
+        out.append(not_run(
+            id=f"zeta-zero-{name}", paper=f"{_PAPER}, 'IsoScore*'",
+            claim="IsoScore* is equivalent to IsoScore when no RDA shrinkage is performed.",
+            paper_value="equivalent to IsoScore at ζ = 0", model=model, statistic="|IsoScore*(ζ = 0) − IsoScore|",
+            rule=_IDENTITY, command="pytest tests/test_isoscore.py",
+            reason="this run scores ζ = 0 with IsoScore itself; the identity is checked by the unit tests, not here"))
+    return out
+
+
+def report(results: dict, results_dir) -> str:
+    """Write ``claims.json`` beside the results; the command prints ``results.md``."""
+    from isotropy.experiments._claims import write_claims
+
+    write_claims(results_dir, claims(results, results_dir))
+    path = Path(results_dir) / "results.md"
+    return path.read_text(encoding="utf-8") if path.is_file() else ""
