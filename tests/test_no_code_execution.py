@@ -179,3 +179,16 @@ def test_embeddings_readers_never_unpickle(tmp_path):
             read_embeddings(tmp_path / name)
         assert "\n" not in str(info.value)
     assert not marker.exists()
+
+
+def test_the_sentence_transformers_loader_refuses_pickled_weights(tmp_path):
+    """A sentence-transformers directory whose weights are a pickle is refused before anything is unpickled."""
+    from isotropy.models.encoders import load_sentence_model
+
+    model_dir = _tiny_bert_dir(tmp_path / "st")
+    (model_dir / "model.safetensors").unlink()
+    marker = tmp_path / "RAN"
+    torch.save({"payload": _Payload(marker)}, model_dir / "pytorch_model.bin")
+    with pytest.raises(IsotropyValueError, match="never unpickles") as info:
+        load_sentence_model(str(model_dir))
+    assert "\n" not in str(info.value) and not marker.exists()

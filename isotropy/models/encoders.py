@@ -35,9 +35,11 @@ def load_sentence_model(model: str = DEFAULT_MODEL, *, device: str | None = None
     from sentence_transformers import SentenceTransformer
 
     from isotropy.models._safety import NO_REMOTE_CODE, refuse_remote_code
+    from isotropy.models._weights import check_model_weights
 
     location = resolve_model(model)
     refuse_remote_code(location)
+    check_model_weights(location)  # truncated or random safetensors, pickled weights: one line, never unpickled
     try:
         return SentenceTransformer(location, device=device, **NO_REMOTE_CODE)
     except (OSError, ValueError) as exc:
