@@ -49,7 +49,7 @@ def test_directory_glob_and_zarr_read_lazily(shards, tmp_path):
     root, full, _ = shards
     X = read_shards(root, chunk_rows=16)
     assert X.shape == full.shape and X.dtype == np.float64
-    assert X.chunks[0] == (16, 16, 8, 16, 9, 16, 15, 18)  # .npy shards split, parquet whole
+    assert X.chunks[0] == (16, 16, 16, 16, 16, 16, 18)  # .npy shards cut and joined, parquet whole
     np.testing.assert_array_equal(X.compute(), full)
     assert read_shards(str(root / "part-[02].npy")).shape == (71, 5)
     da.to_zarr(da.from_array(full, chunks=(30, 5)), str(tmp_path / "x.zarr"))  # zarr 2 and 3 alike
@@ -126,7 +126,7 @@ def test_measure_on_a_shard_directory_equals_the_in_memory_command(shards, tmp_p
         assert s["values"][name] == pytest.approx(value, rel=1e-10), name
     assert (s["n_samples"], s["n_features"], s["n_clusters"]) == (114, 5, 4)
     assert s["scheduler"] == "threads (dask default)" and s["workers"] is None
-    assert s["chunking"]["n_chunks"] == 4 and s["chunking"]["dtype"] == "float64"
+    assert s["chunking"]["n_chunks"] == 1 and s["chunking"]["dtype"] == "float64"  # 4 small shards, one chunk
     assert (m["scheduler"], m["workers"], m["chunking"]) == (None, None, None)
     assert s["versions"]["dask"] == dask.__version__
 
@@ -180,3 +180,39 @@ def test_measure_bad_memory_limit_is_one_line_exit_2(shards, args, message):
     result = invoke(root, *args)
     assert result.exit_code == 2
     assert message in result.stderr.strip().splitlines()[-1]
+
+
+def test_many_small_shards_are_coalesced_into_few_chunks(tmp_path):
+    """1,000 one-row shards (and a Parquet one) are one chunk read by one task; values as in memory."""
+    rng = np.random.default_rng(3)
+    full = rng.normal(size=(1_030, 6))
+    root = tmp_path / "tiny"
+    root.mkdir()
+    for i in range(1_000):
+        np.save(root / f"part-{i:04d}.npy", full[i:i + 1])
+    pd.DataFrame({"vector": list(full[1_000:])}).to_parquet(root / "part-1000.parquet")
+    X = read_shards(root)
+    assert X.chunks[0] == (1_030,)
+    assert len(X.__dask_graph__()) <= 2  # the read task (and dask's alias of it), not one per shard
+    np.testing.assert_array_equal(X.compute(), full)
+    labels = np.arange(1_030) % 3
+    assert isotropy.isoscore(X) == pytest.approx(isotropy.isoscore(full), rel=1e-10)
+    assert isotropy.silhouette_score(X, labels) == pytest.approx(isotropy.silhouette_score(full, labels), rel=1e-10)
+    assert isotropy.twonn_dimension(X) == pytest.approx(isotropy.twonn_dimension(full), rel=1e-10)
+    cut = read_shards(root, chunk_rows=300)  # one-row shards joined up to 300 rows, the 30-row parquet with them
+    assert cut.chunks[0] == (300, 300, 300, 130)
+    np.testing.assert_array_equal(cut.compute(), full)
+
+
+def test_a_bad_row_in_a_coalesced_chunk_names_its_shard(tmp_path):
+    root = tmp_path / "tiny"
+    root.mkdir()
+    for i in range(5):
+        row = np.ones((1, 3))
+        if i == 3:
+            row[0, 2] = np.nan
+        np.save(root / f"part-{i}.npy", row)
+    assert read_shards(root).chunks[0] == (5,)
+    assert _error(root) == (f"Cannot read embeddings from {str(root / 'part-3.npy')!r}: a non-finite value nan at "
+                            f"row 0 of the shard (row 3 of all shards), column 2; expected finite numbers "
+                            f"(no NaN or inf).")

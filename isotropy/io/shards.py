@@ -3,8 +3,9 @@
 A *sharded* source is a directory (or a glob pattern) of ``.npy`` / ``.parquet`` files whose rows
 are concatenated in the order of their sorted names, or a Zarr array. Only the shards' headers
 (``.npy`` shape, Parquet row counts and first row, Zarr metadata) are read when the array is built;
-the rows are read by the tasks that need them, ``.npy`` shards through a memory map, a chunk of
-rows at a time, so no process ever holds more than a few chunks.
+the shards are then cut and joined into chunks of about 64 MiB (large shards split, small ones
+grouped), and each chunk's rows are read by one task, ``.npy`` shards through a memory map, so no
+process ever holds more than a few chunks and many small shards are not many tasks.
 
 Problems are reported as one line naming the shard, like :func:`isotropy.io.embeddings.read_embeddings`
 does for a single file: an unreadable shard or one of another width when the array is built, a NaN
@@ -153,8 +154,10 @@ def read_shards(source: str | os.PathLike, *, key: str | None = None, chunk_rows
         The column of vectors of the Parquet shards, or the array inside a Zarr group, as
         ``read_embeddings``'s ``key``.
     chunk_rows : int or None, default=None
-        Rows per chunk of ``.npy`` and Zarr input (default: about 64 MiB per chunk). A Parquet
-        shard is one chunk.
+        Rows per chunk (default: about 64 MiB per chunk). Shards are cut and joined into chunks
+        of that many rows, in order, before any metric runs: a large ``.npy`` shard is split, many
+        small shards are read by one task (1,500 one-row shards are one chunk, as one file of
+        those rows would be). A Parquet shard is read whole, so a chunk holding one may be larger.
 
     Returns
     -------
@@ -179,8 +182,10 @@ def read_shards(source: str | os.PathLike, *, key: str | None = None, chunk_rows
     >>> for k in range(3):
     ...     np.save(root / f"part-{k}.npy", np.full((4, 2), float(k)))
     >>> X = read_shards(root)
-    >>> X.shape, X.chunks[0], float(X.sum().compute())
-    ((12, 2), (4, 4, 4), 24.0)
+    >>> X.shape, X.chunks[0], float(X.sum().compute())  # small shards: one chunk
+    ((12, 2), (12,), 24.0)
+    >>> read_shards(root, chunk_rows=5).chunks[0]  # large ones split
+    (5, 5, 2)
     """
     import dask.array as da
     from dask import delayed
@@ -210,19 +215,52 @@ def read_shards(source: str | os.PathLike, *, key: str | None = None, chunk_rows
             raise _fail(shard, f"the shard has {d} features (columns) but {paths[0].name!r} has {width}",
                         "shards of one width")
     dtype = np.result_type(*[h[2] for h in headers])
-    pieces, row = [], 0
-    for shard, (n_rows, _, _) in zip(paths, headers):
-        stamp = shard.stat().st_mtime_ns
-        if shard.suffix.lower() == ".npy":
-            step = chunk_rows or max(1, _CHUNK_BYTES // (width * dtype.itemsize))
-            for start in range(0, n_rows, step):
-                stop = min(n_rows, start + step)
-                task = delayed(_load_npy_rows)(str(shard), start, stop, dtype, row + start,
-                                               dask_key_name=f"read-npy-{tokenize(str(shard), stamp, start, stop)}")
-                pieces.append(da.from_delayed(task, shape=(stop - start, width), dtype=dtype))
+    rows = chunk_rows or max(1, _CHUNK_BYTES // (width * dtype.itemsize))
+    chunks = []
+    for group in _coalesce(paths, [h[0] for h in headers], rows):
+        n = sum(piece[-1] - piece[-2] for piece in group)
+        stamps = [(*piece, Path(piece[1]).stat().st_mtime_ns) for piece in group]  # a changed shard: a new key
+        task = delayed(_load_group)(group, key, dtype, dask_key_name=f"read-shards-{tokenize(stamps, key, dtype)}")
+        chunks.append(da.from_delayed(task, shape=(n, width), dtype=dtype))
+    return chunks[0] if len(chunks) == 1 else da.concatenate(chunks, axis=0)
+
+
+def _coalesce(paths: list[Path], n_rows: list[int], rows: int) -> list[list[tuple]]:
+    """Cut the concatenated shards into chunks of ``rows`` rows: large ``.npy`` shards split, small shards joined.
+
+    Each chunk is a list of pieces ``(kind, path, global first row, first row, stop row)`` read by
+    one task (:func:`_load_group`), so 1,500 one-row shards make one chunk, not 1,500 tasks. A
+    Parquet shard is read whole, so it is never split: it closes the chunk before it when both
+    would pass ``rows``.
+    """
+    groups, current, filled, row = [], [], 0, 0
+    for path, n in zip(paths, n_rows):
+        if path.suffix.lower() != ".npy":
+            if current and filled + n > rows:
+                groups.append(current)
+                current, filled = [], 0
+            current.append(("parquet", str(path), row, 0, n))
+            filled += n
         else:
-            task = delayed(_load_parquet)(str(shard), key, n_rows, dtype, row,
-                                          dask_key_name=f"read-parquet-{tokenize(str(shard), stamp, key)}")
-            pieces.append(da.from_delayed(task, shape=(n_rows, width), dtype=dtype))
-        row += n_rows
-    return da.concatenate(pieces, axis=0)
+            start = 0
+            while start < n:
+                take = min(n - start, rows - filled)
+                current.append(("npy", str(path), row + start, start, start + take))
+                filled, start = filled + take, start + take
+                if filled >= rows:
+                    groups.append(current)
+                    current, filled = [], 0
+        if filled >= rows:
+            groups.append(current)
+            current, filled = [], 0
+        row += n
+    if current:
+        groups.append(current)
+    return groups
+
+
+def _load_group(group: list[tuple], key, dtype) -> np.ndarray:
+    """The rows of one chunk: each piece read (checked for NaN and inf, named by its shard), then stacked."""
+    blocks = [_load_npy_rows(path, start, stop, dtype, global_row) if kind == "npy"
+              else _load_parquet(path, key, stop, dtype, global_row) for kind, path, global_row, start, stop in group]
+    return blocks[0] if len(blocks) == 1 else np.concatenate(blocks, axis=0)
