@@ -6,6 +6,8 @@ PCA for the removed directions, and ``partition_isotropy`` for I(W).
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from _repro_models import make_tiny_bert_with_minilm_tokenizer
@@ -108,3 +110,12 @@ def test_run_tiny_model(tmp_path, tiny_bert_dir, one_torch_thread):
     assert base["partition_isotropy"] == pytest.approx(partition_isotropy(Xv.astype(float)), rel=1e-3)
     assert len(results["records"]) == 4
     assert "| kmeans+mean+pca |" in (tmp_path / "results.md").read_text()
+    # the report writes claims.json: two clustering seeds decide nothing; the accuracy interval bootstraps the items
+    assert len(results["records"][0]["valid_correct"]) == len(dev)
+    EXPERIMENT.report(results, tmp_path)
+    claims = {c["id"]: c for c in json.loads((tmp_path / "claims.json").read_text())}
+    assert sorted(claims) == ["accuracy-kept", "isotropy-up"]
+    assert claims["accuracy-kept"]["interval"]["how"].startswith("both:")
+    assert claims["accuracy-kept"]["ours"] == pytest.approx(
+        100 * (results["summary"][1]["accuracy"] - base["accuracy"]))
+    assert {c["verdict"] for c in claims.values()} == {"not established"}

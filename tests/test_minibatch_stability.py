@@ -8,6 +8,7 @@ prediction of anisotropic clouds, and an independent re-encoding of the sentence
 from __future__ import annotations
 
 import csv
+import json
 
 import numpy as np
 import pytest
@@ -131,6 +132,12 @@ def test_run_synthetic(tmp_path):
             np.diag(power_law_spectrum(12, decay=0.8)), row["batch_size"], zeta=row["zeta"],
             shrinkage_cov=_held_out_cov(config)))
     assert (tmp_path / "results.md").read_text().count("| 64 |") == 1
+    # the report writes claims.json: two seeds decide nothing that depends on sampling
+    EXPERIMENT.report(results, tmp_path)
+    claims = json.loads((tmp_path / "claims.json").read_text())
+    assert [c["id"] for c in claims] == ["isoscore-unstable-synthetic", "zeta-zero-synthetic"]
+    assert claims[0]["n_seeds"] == 2 and claims[0]["interval"]["how"].startswith("both:")
+    assert {c["verdict"] for c in claims} == {"not established"}
 
 
 def _held_out_cov(config):

@@ -269,7 +269,7 @@ def _interval(record: dict) -> str:
 
 
 def _cell(text) -> str:
-    return re.sub(r"\s+", " ", str(text)).replace("|", "\\|")
+    return re.sub(r"\s+", " ", str(text)).replace("|", "\\|").replace("*", "\\*")
 
 
 def markdown_table(records: Sequence[dict], *, link: str | None = None) -> str:

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import numpy as np
 
+from isotropy.experiments._claims import Rule
 from isotropy.experiments.frozen_classification.science import DETERMINISTIC, evaluate_method, make_transform
 
-__all__ = ["EXPERIMENT", "PAPER", "markdown_table", "prepare", "run", "summarise"]
+__all__ = ["EXPERIMENT", "PAPER", "claims", "markdown_table", "prepare", "report", "run", "summarise"]
 
 EXPERIMENT = "frozen-classification"
 
@@ -108,3 +109,64 @@ def run(config, results_dir, ctx) -> dict:
     write_json(results_dir / "results.json", results)
     write_text(results_dir / "results.md", markdown_table(results))
     return results
+
+
+# --- claims: the rules are fixed here, before the numbers are seen (Rajaee & Pilehvar, slide "Test on
+# Classification Task": pre-trained BERT-base on SST-2, 55.67 % / I(W) 7.97e-6 -> 56.08 % / 84.36 as printed) ------
+
+_PAPER = "Rajaee & Pilehvar, ACL 2021, slide 'Test on Classification Task'"
+_COMMAND = "isotropy run frozen-classification --setup minilm --data-dir DATA_DIR"
+_METHOD = "kmeans+mean+pca"
+_ISOTROPY_UP = Rule("holds if log10 I(W) after the transform minus log10 I(W) of the baseline is above 0 in every "
+                    "clustering seed", above=0.0)
+_ACCURACY_KEPT = Rule("holds if the accuracy change is above −1 point in every seed and across the interval; does "
+                      "not hold if it is at or below −1 point throughout", above=-1.0)
+
+
+def claims(results: dict, results_dir) -> list:
+    """The slide's two claims (isotropy up, accuracy kept) for the cluster-based method, per clustering seed."""
+    from isotropy.experiments._claims import claim, command_of, not_run
+
+    command = command_of(results_dir, _COMMAND)
+    records = results["records"]
+    model = (f"{results['model']} (frozen, mean-pooled layer {results['layer']}), {results['task']} validation "
+             f"({results['data']['validation']['n_sentences']} sentences)")
+    base = next((r for r in records if r["method"] == "baseline"), None)
+    mine = [r for r in records if r["method"] == _METHOD]
+    texts = {"isotropy": ("The cluster-based method (K-means, per-cluster mean and PCA removal) raises the isotropy "
+                          "I(W) of frozen sentence representations."),
+             "accuracy": "The cluster-based method keeps (slightly raises) the frozen-classifier accuracy."}
+    if base is None or not mine:
+        reason = "the run has no baseline or no kmeans+mean+pca rows"
+        return [not_run(id="isotropy-up", paper=_PAPER, claim=texts["isotropy"], paper_value="7.97e-6 → 84.36 (as printed)",
+                        model=model, statistic="log10 I(W) ratio", rule=_ISOTROPY_UP, command=command, reason=reason),
+                not_run(id="accuracy-kept", paper=_PAPER, claim=texts["accuracy"], paper_value="55.67 → 56.08 % (+0.41)",
+                        model=model, statistic="accuracy change (points)", rule=_ACCURACY_KEPT, command=command,
+                        reason=reason)]
+    out = [claim(id="isotropy-up", paper=_PAPER, claim=texts["isotropy"], paper_value="7.97e-6 → 84.36 (as printed)",
+                 model=model, statistic=(f"log10 I(W) of the validation vectors, {_METHOD} minus baseline "
+                                         f"(baseline I(W) {base['partition_isotropy']:.3g})"),
+                 values=[np.log10(r["partition_isotropy"]) - np.log10(base["partition_isotropy"]) for r in mine],
+                 rule=_ISOTROPY_UP, command=command)]
+    changes = [100.0 * (r["accuracy"] - base["accuracy"]) for r in mine]
+    statistic = f"validation accuracy change (points), {_METHOD} minus baseline ({100 * base['accuracy']:.2f} %)"
+    if base.get("valid_correct") and all(r.get("valid_correct") for r in mine):
+        as_array = lambda s: np.frombuffer(s.encode("ascii"), dtype=np.uint8) - ord("0")  # noqa: E731
+        items = [(as_array(r["valid_correct"]), as_array(base["valid_correct"])) for r in mine]
+        out.append(claim(id="accuracy-kept", paper=_PAPER, claim=texts["accuracy"], paper_value="55.67 → 56.08 % (+0.41)",
+                         model=model, statistic=statistic, values=changes, rule=_ACCURACY_KEPT, command=command,
+                         interval="both", items=items,
+                         item_statistic=lambda a, b: 100.0 * float(np.mean(a) - np.mean(b))))
+    else:
+        out.append(claim(id="accuracy-kept", paper=_PAPER, claim=texts["accuracy"], paper_value="55.67 → 56.08 % (+0.41)",
+                         model=model, statistic=statistic, values=changes, rule=_ACCURACY_KEPT, command=command))
+    return out
+
+
+def report(results: dict, results_dir) -> str:
+    """Write ``claims.json`` beside the results; the command prints ``results.md``."""
+    from isotropy.experiments._claims import write_claims
+
+    write_claims(results_dir, claims(results, results_dir))
+    path = Path(results_dir) / "results.md"
+    return path.read_text(encoding="utf-8") if path.is_file() else ""

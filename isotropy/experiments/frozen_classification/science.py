@@ -66,7 +66,8 @@ def evaluate_method(X_train, y_train, X_valid, y_valid, transform=None, *, C: fl
     dict
         ``accuracy`` (validation), ``train_accuracy``, ``partition_isotropy`` (I(W) of the transformed
         validation representations, as Rajaee & Pilehvar report it), ``isoscore`` of the same, and
-        ``partition_isotropy_train``.
+        ``partition_isotropy_train``, and ``valid_correct``: one character per validation item, ``"1"``
+        where the classifier is right (for a bootstrap over the items).
     """
     from sklearn.linear_model import LogisticRegression
 
@@ -76,6 +77,8 @@ def evaluate_method(X_train, y_train, X_valid, y_valid, transform=None, *, C: fl
         Z_train = transform.fit(Z_train).transform(Z_train)
         Z_valid = transform.transform(Z_valid)
     clf = LogisticRegression(C=float(C), max_iter=int(max_iter)).fit(Z_train, y_train)
-    return {"accuracy": float(clf.score(Z_valid, y_valid)), "train_accuracy": float(clf.score(Z_train, y_train)),
+    correct = clf.predict(Z_valid) == np.asarray(y_valid)
+    return {"accuracy": float(correct.mean()), "train_accuracy": float(clf.score(Z_train, y_train)),
             "partition_isotropy": float(partition_isotropy(Z_valid)), "isoscore": float(isoscore(Z_valid)),
-            "partition_isotropy_train": float(partition_isotropy(Z_train))}
+            "partition_isotropy_train": float(partition_isotropy(Z_train)),
+            "valid_correct": "".join("1" if c else "0" for c in correct)}

@@ -262,7 +262,8 @@ def claims(results: dict, results_dir) -> list:
                 id=f"isoscore-unstable-{name}", paper=f"{_PAPER}, 'Can we regularize using IsoScore?'",
                 claim="IsoScore is not stable on mini-batch computations.",
                 paper_value="not stable on mini-batch computations", model=model,
-                statistic=f"mean IsoScore of {smallest}-row batches / whole-cloud IsoScore ({whole:.4f})",
+                statistic=(f"mean IsoScore of {smallest}-row batches / whole-cloud IsoScore ({whole:.4f}); the items "
+                           f"of the bootstrap are each seed's batches"),
                 values=[float(r.mean()) for r in ratios], rule=_UNSTABLE, command=command, interval="both",
                 items=ratios, item_statistic=lambda a: float(np.mean(a))))
         if 0.9 in zetas and sizes:
