@@ -56,6 +56,25 @@ def test_config_validation():
         assert EXPERIMENT.config(setup).top_k == [1, 3, 10]
 
 
+@pytest.mark.parametrize("setup, train_size, epochs, fine_tune_setup", [
+    ("bert-base", None, 3, "sst2"),  # "the whole SST-2 training split for 3 epochs" (it inherited 640 before)
+    ("minilm", 640, 1, "sst2-cpu"),
+    ("gemma-3-270m", 512, 1, "sst2-gemma-cpu"),
+])
+def test_packaged_setups_fine_tune_as_their_comments_say(setup, train_size, epochs, fine_tune_setup):
+    from isotropy.experiments._finetune.config import finetune_setup, resolve
+    from isotropy.experiments.activation_diagrams.run import istar_config
+
+    config = EXPERIMENT.config(setup)
+    settings = resolve(istar_config(config))
+    assert config.fine_tune_setup == fine_tune_setup
+    assert (settings.train_size, settings.epochs) == (train_size, epochs)
+    # apart from what the setup states at its top level, the fine-tuning is the istar setup's own
+    own = finetune_setup(fine_tune_setup)
+    differs = {k for k, v in settings.model_dump().items() if v != own.model_dump()[k]}
+    assert differs <= {"model", "seeds", "lambdas", "baseline", "cosreg", "metric", *config.fine_tune}
+
+
 def test_run_matches_the_istar_experiment(tmp_path, tiny_bert_dir, one_torch_thread):
     shared_data_path("glue_data", "SST-2", "train.tsv")
     from isotropy.experiments.istar.experiment import EXPERIMENT as ISTAR

@@ -19,6 +19,9 @@ from isotropy.experiments.activation_diagrams.science import profile_summary
 __all__ = ["EXPERIMENT", "istar_config", "markdown_table", "prepare", "run", "summarise"]
 
 EXPERIMENT = "activation-diagrams"
+# what summarise reads back from a states/*.json part on --resume
+STATE_KEYS = ("condition", "accuracy", "profile", "max_over_median", "mean_cosine", "isoscore", "rogue_share",
+              "top_dimensions", "top_cosine_dimensions")
 
 
 def istar_config(config):
@@ -40,14 +43,14 @@ def prepare(config, ctx) -> dict:
     return {"istar": settings, **prepare_finetuning(settings, data_dir=ctx.data_dir)}
 
 
-def _embeddings(encoder, prepared: dict, istar: dict, device) -> np.ndarray:
+def _embeddings(encoder, prepared: dict, istar, device) -> np.ndarray:
     """Validation sentence embeddings ``(n, d)`` as the fine-tuning's ``evaluate`` computes them (eval mode, pooled last layer)."""
     from isotropy.experiments._finetune.model import SentenceClassifier
     from isotropy.experiments._finetune.train import evaluate
 
     n_classes = len(prepared["train_data"].label_names)
-    model = SentenceClassifier(encoder, n_classes, pooling=istar["pooling"], dropout=0.0).to(device)
-    _, pooled = evaluate(model, prepared["valid"], batch_size=int(istar["eval_batch_size"]), device=device)
+    model = SentenceClassifier(encoder, n_classes, pooling=istar.pooling, dropout=0.0).to(device)
+    _, pooled = evaluate(model, prepared["valid"], batch_size=int(istar.eval_batch_size), device=device)
     return pooled
 
 
@@ -101,11 +104,11 @@ def run(config, results_dir, ctx) -> dict:
     device = torch.device(ctx.device)
     top_k = [int(k) for k in config.top_k]
     specs = sweep_specs(istar)
-    ctx.record(fine_tune=istar, data={"train": prepared["train_data"].source,
+    ctx.record(fine_tune=istar.model_dump(), data={"train": prepared["train_data"].source,
                                       "validation": prepared["valid_data"].source})
     states = []
     first = int(config.seeds[0])
-    pretrained = ctx.read_part("states/pretrained.json", seed=first)
+    pretrained = ctx.read_part("states/pretrained.json", seed=first, keys=STATE_KEYS)
     if pretrained is None:
         ctx.log("pre-trained encoder: embedding the validation sentences")
         X = _embeddings(prepared["encoder"], prepared, istar, device)
@@ -115,7 +118,7 @@ def run(config, results_dir, ctx) -> dict:
     n_classes = len(prepared["train_data"].label_names)
     for k, spec in enumerate(specs, start=1):
         part = f"states/{spec.run_id}.json"
-        state = ctx.read_part(part, seed=spec.seed)
+        state = ctx.read_part(part, seed=spec.seed, keys=STATE_KEYS)
         if state is None:
             ctx.log(f"[{k}/{len(specs)}] fine-tuning {spec.run_id} (istar's training)")
             record, model = train_model(spec, istar, prepared["encoder"], n_classes, prepared["train"],
@@ -127,8 +130,8 @@ def run(config, results_dir, ctx) -> dict:
             ctx.log(f"[{k}/{len(specs)}] {spec.run_id}: accuracy {record['accuracy']:.3f}, IsoScore "
                     f"{state['isoscore']:.3f}, rogue share (k=1) {state['rogue_share'][str(top_k[0])]:.3f}")
         states.append(state)
-    results = {"experiment": EXPERIMENT, "model": istar["model"], "task": istar["task"], "pooling": istar["pooling"],
-               "fine_tune_setup": config.fine_tune_setup, "epochs": istar["epochs"],
+    results = {"experiment": EXPERIMENT, "model": istar.model, "task": istar.task, "pooling": istar.pooling,
+               "fine_tune_setup": config.fine_tune_setup, "epochs": istar.epochs,
                "n_train": len(prepared["train_data"]), "n_validation": len(prepared["valid_data"]),
                "seeds": list(config.seeds), "top_k": top_k, "summary": summarise(states)}
     write_json(results_dir / "results.json", results)

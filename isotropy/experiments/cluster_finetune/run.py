@@ -24,6 +24,8 @@ from isotropy.experiments.cluster_finetune.science import layer_geometry
 __all__ = ["EXPERIMENT", "PAPER", "markdown_table", "prepare", "run", "summarise"]
 
 EXPERIMENT = "cluster-finetune"
+# what summarise reads back from a runs/*.json part on --resume
+PART_KEYS = ("condition", "accuracy", "partition_isotropy", "isoscore", "partition_isotropy_pooled", "layers")
 
 # Rajaee & Pilehvar, slide "Fine-tuning results" (the paper's slides): BERT-base, dev sets; accuracy in %,
 # isotropy I(W) of the [CLS] vectors.
@@ -237,7 +239,7 @@ def run(config, results_dir, ctx) -> dict:
     prepared = ctx.prepared
     ctx.record(data={"train": prepared["train_data"].source, "validation": prepared["valid_data"].source})
     first = int(config.seeds[0])
-    pretrained = ctx.read_part("runs/pretrained.json", seed=first)
+    pretrained = ctx.read_part("runs/pretrained.json", seed=first, keys=PART_KEYS)
     if pretrained is None:
         ctx.log("pre-trained encoder: per-layer geometry of the validation pairs")
         model = PairClassifier(prepared["encoder"], len(prepared["train_data"].label_names), pooling=config.pooling)
@@ -253,7 +255,7 @@ def run(config, results_dir, ctx) -> dict:
     for seed in config.seeds:
         for condition in config.conditions:
             part = f"runs/{condition}_seed{seed}.json"
-            record = ctx.read_part(part, seed=seed)
+            record = ctx.read_part(part, seed=seed, keys=PART_KEYS)
             if record is None:
                 ctx.log(f"fine-tuning {condition}, seed {seed}")
                 record = _train_one(config, prepared, condition, seed, ctx.device, ctx)
