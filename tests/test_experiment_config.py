@@ -87,6 +87,21 @@ def test_missing_setup_file_and_unknown_setup(tmp_path, capsys):
     assert code == 2 and "does not exist" in err
     code, _, err = _cli(["run", CG, "--setup", "nope"], capsys)
     assert code == 2 and "neither a packaged setup (demo, glue, polarity" in err
+    assert "Did you mean" not in err  # nothing close: no guess
+
+
+@pytest.mark.parametrize("argv, suggestion", [
+    (["--setup", "sst2-cu"], "Did you mean 'sst2-cpu'?"),
+    (["--setup", "SST2"], "Did you mean 'sst2'?"),
+    (["--set", "lamdas=1"], "did you mean 'lambdas'?"),
+    (["--set", "istar.zetta=0.5"], "did you mean 'zeta'?"),
+])
+def test_a_misspelt_setup_or_key_is_one_line_with_the_closest_name(argv, suggestion, capsys):
+    code, _, err = _cli(["run", "istar", *argv, "--print-config"], capsys)
+    line = err.strip()
+    assert code == 2 and "\n" not in line and line.endswith(suggestion), err
+    if argv[0] == "--setup":  # the line lists every packaged setup
+        assert "(cola, mrpc, rte, sst2, sst2-cpu, sst2-gemma-cpu)" in line
 
 
 def test_print_config_shows_the_resolved_config_and_runs_nothing(tmp_path, capsys):

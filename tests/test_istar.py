@@ -209,6 +209,42 @@ def test_resume_after_interrupt_gives_identical_results(tiny_model_dir, tmp_path
     assert not (tmp_path / "cut" / "checkpoints" / "istar_-3_seed0.pt").exists()
 
 
+def test_resume_refuses_a_finished_run_file_without_its_metrics(tiny_model_dir, tmp_path):
+    """A runs/*.json with a valid mark but no metrics: one line naming the file (a KeyError traceback before)."""
+    config = _sweep_config(tiny_model_dir, lambdas=[-3.0], checkpoint_every=0)
+    run(config, tmp_path)
+    part = tmp_path / "runs" / "base_seed0.json"
+    record = json.loads(part.read_text())
+    part.write_text(json.dumps({k: v for k, v in record.items() if k not in ("score", "isoscore_star")}))
+    with pytest.raises(ValueError, match=r"is marked complete but lacks \['score', 'isoscore_star'\]") as info:
+        run(config, tmp_path, resume=True)
+    assert "\n" not in str(info.value) and str(part) in str(info.value)
+    part.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)))  # a random file in its place
+    with pytest.raises(ValueError, match="is not a readable part file"):
+        run(config, tmp_path, resume=True)
+
+
+def test_quiet_silences_every_progress_bar_and_restores_the_switches(tiny_model_dir, tmp_path, capfd):
+    """--quiet: not even transformers' own "Loading weights" bar; its and the hub's settings come back after."""
+    import shutil
+
+    from huggingface_hub.utils import are_progress_bars_disabled
+    from transformers.utils import logging as hf_logging
+
+    fresh = tmp_path / "model"
+    shutil.copytree(tiny_model_dir, fresh)  # a directory no earlier test has loaded
+    config = _sweep_config(fresh, lambdas=[-3.0], checkpoint_every=0)
+    assert hf_logging.is_progress_bar_enabled() and not are_progress_bars_disabled()
+    capfd.readouterr()
+    run(config, tmp_path / "quiet", quiet=True)
+    quiet = capfd.readouterr()
+    assert "Loading weights" not in quiet.err and "it/s]" not in quiet.err and "%|" not in quiet.err, quiet.err
+    assert quiet.out == ""
+    assert hf_logging.is_progress_bar_enabled() and not are_progress_bars_disabled()  # restored
+    run(config, tmp_path / "loud", quiet=False)  # the reference: the same run draws the bar without --quiet
+    assert "Loading weights" in capfd.readouterr().err
+
+
 @pytest.mark.parametrize(("override", "match"), [
     ({"istar": {"zeta": 1.5, "level": "token", "layers": "all", "shrinkage_sample": 8}}, "'istar.zeta'.*Got 1.5"),
     ({"istar": {"zeta": 0.2, "level": "word", "layers": "all", "shrinkage_sample": 8}}, "'istar.level'.*'word'"),

@@ -171,6 +171,36 @@ def test_resume_refuses_duplicate_foreign_and_incomplete_seed_files(tmp_path, da
     assert "\n" not in str(info.value) and "--resume" in str(info.value)
 
 
+def _drop(key):
+    def damage(path):
+        path.write_text(json.dumps({k: v for k, v in json.loads(path.read_text()).items() if k != key}))
+    return damage
+
+
+@pytest.mark.parametrize("damage, message", [
+    # a valid mark (complete, seed, config hash) but not the numbers: a KeyError traceback before issue 19
+    (_drop("isoscore"), (r"is marked complete but lacks \['isoscore'\]: expected a finished part holding "
+                         r"\['isoscore', 'sample_sizes'\]")),
+    (lambda p: p.write_bytes(np.random.default_rng(0).bytes(300)), "is not a readable part file"),  # random bytes
+    (lambda p: p.write_bytes(p.read_bytes()[: len(p.read_bytes()) // 2]), "is not a readable part file"),  # cut short
+    (lambda p: p.write_text("[" * 100_000 + "]" * 100_000), "is not a readable part file"),  # nested past the stack
+    (lambda p: p.write_text(""), "is not a readable part file"),  # empty
+])
+def test_resume_refuses_a_marked_part_without_its_numbers_and_unreadable_part_files(tmp_path, damage, message):
+    """Refused, not re-run: a damaged part file may be the only copy of a long run's numbers (issue 19 item 7)."""
+    _run(tmp_path, sets=[*SMALL, "seeds=[0]"], plot=False)
+    part = tmp_path / "seeds" / "seed_0.json"
+    damage(part)
+    with pytest.raises(ValueError, match=message) as info:
+        _run(tmp_path, sets=[*SMALL, "seeds=[0, 1]"], resume=True, plot=False)
+    text = str(info.value)
+    assert "\n" not in text and len(text) < 600 and text.startswith(f"--resume: {str(part)!r}")
+    assert text.endswith("delete it to run that part again.")
+    part.unlink()  # what the message says to do: the part runs again, and the numbers are the fresh run's
+    resumed = _run(tmp_path, sets=[*SMALL, "seeds=[0, 1]"], resume=True, plot=False).results
+    assert resumed == _run(tmp_path / "fresh", sets=[*SMALL, "seeds=[0, 1]"], plot=False).results
+
+
 def test_resume_refuses_another_config_and_accepts_more_seeds(tmp_path):
     _run(tmp_path, sets=[*SMALL, "seeds=[0]"], plot=False)
     with pytest.raises(ValueError, match=r"Cannot resume .*\['decay'\]"):

@@ -142,8 +142,11 @@ def setup_path(experiment: str, setup: str) -> Path:
         return Path(setup)
     path = CONFIG_ROOT / experiment / f"{setup}.yaml"
     if not path.is_file():
+        from isotropy._utils.suggest import did_you_mean
+
+        setups = available_setups(experiment)
         raise ConfigError(f"The setup {setup!r} of {experiment} is neither a packaged setup "
-                          f"({', '.join(available_setups(experiment))}) nor a path to a .yaml file.")
+                          f"({', '.join(setups)}) nor a path to a .yaml file.{did_you_mean(setup, setups)}")
     return path
 
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from isotropy.datasets._paths import data_dir as resolve_data_dir
 
-__all__ = ["RunContext", "resolve_device", "thread_limits"]
+__all__ = ["RunContext", "quiet_progress", "resolve_device", "thread_limits"]
 
 
 def resolve_device(device: str | None) -> str:
@@ -55,6 +55,46 @@ def thread_limits(threads: int | None):
             yield
     finally:
         torch.set_num_threads(previous)
+
+
+@contextlib.contextmanager
+def quiet_progress(quiet: bool):
+    """With ``quiet``, no library draws a progress bar inside the block; each one's setting is restored after.
+
+    The experiments' own bars are off through ``ctx.progress`` / ``ctx.show_progress``; this also silences the
+    bars that transformers draws by itself ("Loading weights", through its ``utils.logging`` switch) and the
+    Hugging Face hub's download bars. transformers is imported only when it is installed.
+    """
+    if not quiet:
+        yield
+        return
+    import importlib.util
+
+    restore = []
+    if importlib.util.find_spec("huggingface_hub") is not None:
+        from huggingface_hub.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
+
+        if not are_progress_bars_disabled():
+            disable_progress_bars()
+            restore.append(enable_progress_bars)
+    if importlib.util.find_spec("transformers") is not None:
+        from transformers.utils import logging as hf_logging
+
+        if hf_logging.is_progress_bar_enabled():
+            hub_disabled = not restore  # transformers' switch turns the hub's bars back on too
+            hf_logging.disable_progress_bar()
+
+            def _enable_transformers():
+                hf_logging.enable_progress_bar()
+                if hub_disabled:
+                    disable_progress_bars()
+
+            restore.insert(0, _enable_transformers)
+    try:
+        yield
+    finally:
+        for undo in restore:
+            undo()
 
 
 def _echo(message: str) -> None:
@@ -114,16 +154,24 @@ class RunContext:
         return write_json(self.results_dir / relpath,
                           {**record, "seed": int(seed), "config_hash": self.config_hash, "complete": True})
 
-    def read_part(self, relpath: str | Path, *, seed: int) -> dict | None:
-        """A finished part to keep on ``--resume`` (None when absent or not resuming); refuses a bad part file."""
+    def read_part(self, relpath: str | Path, *, seed: int, keys=()) -> dict | None:
+        """A finished part to keep on ``--resume`` (None when absent or not resuming); refuses a bad part file.
+
+        ``keys`` are the entries the experiment reads back from the part (its numbers): a part that is
+        marked complete but lacks one is refused in one line, as is a file that is not JSON (random or
+        cut short). Refused rather than re-run: a marked file without its numbers was not written by
+        ``write_part`` as it stands (damaged, or edited), so which parts can be trusted is the user's
+        call; deleting the file runs that part again.
+        """
         path = self.results_dir / relpath
         if not self.resume or not path.is_file():
             return None
         try:
-            record = json.loads(path.read_text())
-        except (OSError, ValueError) as exc:
-            raise ValueError(f"--resume: {str(path)!r} is not a readable part file ({exc}); delete it to run "
-                             f"that part again.") from None
+            record = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError, RecursionError) as exc:  # UnicodeDecodeError and JSONDecodeError: ValueError
+            reason = " ".join(str(exc).split())[:200] or type(exc).__name__
+            raise ValueError(f"--resume: {str(path)!r} is not a readable part file ({reason}); expected the JSON "
+                             f"written by a finished part; delete it to run that part again.") from None
         problem = None
         if not isinstance(record, dict) or not record.get("complete"):
             problem = "is incomplete (no 'complete' mark)"
@@ -132,6 +180,9 @@ class RunContext:
         elif record.get("config_hash") != self.config_hash:
             problem = (f"was written under another config (hash {record.get('config_hash')!r}, this run's "
                        f"{self.config_hash!r})")
+        elif missing := [key for key in keys if key not in record]:
+            problem = (f"is marked complete but lacks {missing}: expected a finished part holding "
+                       f"{sorted(keys)}")
         if problem:
             raise ValueError(f"--resume: {str(path)!r} {problem}; delete it to run that part again.")
         return record

@@ -100,27 +100,27 @@ def finetune_setup(setup: str, **overrides) -> FinetuneConfig:
                           overrides=overrides)
 
 
-def resolve(config) -> dict:
-    """The validated config as a plain dict, ``metric: auto`` filled from the task, ``cosreg: false/0`` as None."""
+def resolve(config: FinetuneConfig) -> FinetuneConfig:
+    """A copy of the validated ``config`` with ``metric: auto`` filled from the task and ``cosreg: false/0`` as None."""
     from isotropy.experiments._finetune.data import GLUE_METRICS
 
-    config = config.model_dump() if hasattr(config, "model_dump") else dict(config)
-    if config.get("metric", "auto") == "auto":
-        config["metric"] = GLUE_METRICS.get(str(config.get("task")).lower(), "accuracy")
-    if config.get("cosreg") is False or config.get("cosreg") == 0:
-        config["cosreg"] = None
-    return config
+    update = {}
+    if config.metric == "auto":
+        update["metric"] = GLUE_METRICS.get(str(config.task).lower(), "accuracy")
+    if config.cosreg is False or config.cosreg == 0:
+        update["cosreg"] = None
+    return config.model_copy(update=update)
 
 
-def sweep_specs(config: dict) -> list:
-    """The runs of the sweep, seed-major: for each seed, base, the I-STAR λs, then CosReg."""
+def sweep_specs(config: FinetuneConfig) -> list:
+    """The runs of the sweep of a resolved ``config``, seed-major: for each seed, base, the I-STAR λs, then CosReg."""
     from isotropy.experiments._finetune.train import RunSpec
 
     specs = []
-    for seed in config["seeds"]:
-        if config.get("baseline", True):
+    for seed in config.seeds:
+        if config.baseline:
             specs.append(RunSpec("none", 0.0, seed))
-        specs += [RunSpec("istar", float(lam), seed) for lam in config["lambdas"]]
-        if config.get("cosreg") is not None:
-            specs.append(RunSpec("cosreg", float(config["cosreg"]), seed))
+        specs += [RunSpec("istar", float(lam), seed) for lam in config.lambdas]
+        if config.cosreg is not None:
+            specs.append(RunSpec("cosreg", float(config.cosreg), seed))
     return specs

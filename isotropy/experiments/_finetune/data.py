@@ -30,30 +30,30 @@ def _remap(data: LabeledTexts, names: list[str], where: str) -> LabeledTexts:
     return LabeledTexts(data.name, data.text_a, data.text_b, labels, list(names), data.source)
 
 
-def load_splits(config: dict, *, data_dir=None) -> tuple[LabeledTexts, LabeledTexts]:
-    """``(train, validation)`` for ``config["task"]``: a GLUE task name (under ``data_dir``), or ``"table"``."""
-    task = str(config.get("task", "")).lower()
+def load_splits(config, *, data_dir=None) -> tuple[LabeledTexts, LabeledTexts]:
+    """``(train, validation)`` for ``config.task``: a GLUE task name (under ``data_dir``), or ``"table"``."""
+    task = str(config.task).lower()
     if task == "table":
         from isotropy.datasets.tables import load_table
 
-        spec = dict(config.get("table") or {})
-        if not spec.get("train") or not spec.get("validation"):
+        spec = config.table
+        if spec is None:  # its schema (TableSpec) requires both paths once the section is given
             raise ValueError("The 'table' option of istar must give 'train' and 'validation' file paths "
-                             f"(CSV, TSV or JSON lines) when task is 'table'. Got {spec!r} instead.")
-        options = {"text_column": spec.get("text_column", "text"), "label_column": spec.get("label_column", "label"),
-                   "text_pair_column": spec.get("text_pair_column")}
-        train = load_table(spec["train"], **options)
-        valid = load_table(spec["validation"], **options)
+                             "(CSV, TSV or JSON lines) when task is 'table'. Got None instead.")
+        options = {"text_column": spec.text_column, "label_column": spec.label_column,
+                   "text_pair_column": spec.text_pair_column}
+        train = load_table(spec.train, **options)
+        valid = load_table(spec.validation, **options)
         if train.is_multilabel:
-            raise ValueError(f"The 'table' option of istar needs single-label data; {spec['train']} is multi-label.")
+            raise ValueError(f"The 'table' option of istar needs single-label data; {spec.train} is multi-label.")
         return train, _remap(valid, train.label_names, "validation")
     from isotropy.datasets.glue import GLUE_TASKS, load_glue_task
 
     if task not in GLUE_TASKS:
         raise ValueError(f"The 'task' option of istar must be one of {sorted(GLUE_TASKS)} or 'table'. "
-                         f"Got {config.get('task')!r} instead.")
+                         f"Got {config.task!r} instead.")
     return (load_glue_task(task, "train", data_dir=data_dir),
-            load_glue_task(task, config.get("validation_split", "dev"), data_dir=data_dir))
+            load_glue_task(task, config.validation_split, data_dir=data_dir))
 
 
 def subsample(data: LabeledTexts, size, *, seed: int) -> LabeledTexts:
@@ -123,7 +123,7 @@ def task_metric(name: str, labels, predictions) -> float:
     raise ValueError(f"The 'metric' option of istar must be one of {list(METRICS)} or 'auto'. Got {name!r} instead.")
 
 
-def prepare(config: dict, *, data_dir=None) -> dict:
+def prepare(config, *, data_dir=None) -> dict:
     """Load, subsample and tokenise the splits of a resolved fine-tuning ``config``; load its encoder.
 
     Returns ``{"train_data", "valid_data", "encoder", "train", "valid"}`` (the tokenised splits
@@ -132,9 +132,9 @@ def prepare(config: dict, *, data_dir=None) -> dict:
     from isotropy.experiments._finetune.model import load_encoder
 
     train_data, valid_data = load_splits(config, data_dir=data_dir)
-    train_data = subsample(train_data, config.get("train_size"), seed=int(config.get("data_seed", 0)))
-    valid_data = subsample(valid_data, config.get("validation_size"), seed=int(config.get("data_seed", 0)))
-    tokenizer, encoder = load_encoder(config["model"])
+    train_data = subsample(train_data, config.train_size, seed=int(config.data_seed))
+    valid_data = subsample(valid_data, config.validation_size, seed=int(config.data_seed))
+    tokenizer, encoder = load_encoder(config.model)
     return {"train_data": train_data, "valid_data": valid_data, "encoder": encoder,
-            "train": tokenise(tokenizer, train_data, max_length=config["max_length"]),
-            "valid": tokenise(tokenizer, valid_data, max_length=config["max_length"])}
+            "train": tokenise(tokenizer, train_data, max_length=config.max_length),
+            "valid": tokenise(tokenizer, valid_data, max_length=config.max_length)}

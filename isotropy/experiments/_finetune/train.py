@@ -24,6 +24,7 @@ from isotropy.torch import shrinkage_covariance as torch_shrinkage_covariance
 
 __all__ = [
     "METHODS",
+    "RECORD_KEYS",
     "RunSpec",
     "evaluate",
     "regularised_loss",
@@ -34,6 +35,9 @@ __all__ = [
 ]
 
 METHODS = ("none", "istar", "cosreg")
+# the entries of a run's record that the sweep's tables read back (istar's runs/<run_id>.json on --resume)
+RECORD_KEYS = ("run_id", "condition", "method", "lambda", "metric", "score", "accuracy", "isoscore_star", "isoscore",
+               "twonn_dimension", "train_isoscore_star_first", "train_isoscore_star_last")
 
 
 @dataclass(frozen=True)
@@ -86,7 +90,7 @@ def _set_train(model, flag: bool):
 
 
 @torch.no_grad()
-def shrinkage_covariance(model, data, idx, *, config: dict, device, sentence_level: bool = False):
+def shrinkage_covariance(model, data, idx, *, config, device, sentence_level: bool = False):
     """Σ_S: covariance (ddof=1) of the regularised states of the stored sample ``idx``, in eval mode.
 
     With ``sentence_level=True``, the covariance of the pooled sentence representations instead
@@ -94,16 +98,16 @@ def shrinkage_covariance(model, data, idx, *, config: dict, device, sentence_lev
     """
     was_training = model.training
     _set_train(model, False)
-    istar = config["istar"]
-    size = int(config["eval_batch_size"])
+    istar = config.istar
+    size = int(config.eval_batch_size)
     order = np.asarray(idx)[np.argsort(data.lengths()[np.asarray(idx)], kind="stable")]
     parts = []
     for start in range(0, len(order), size):
         batch = data.batch(order[start:start + size], device)
         out = model(batch)
         parts.append(out.pooled if sentence_level else
-                     select_states(out.hidden_states, batch["attention_mask"], layers=istar["layers"],
-                                   level=istar["level"], pooling=config["pooling"]))
+                     select_states(out.hidden_states, batch["attention_mask"], layers=istar.layers,
+                                   level=istar.level, pooling=config.pooling))
     _set_train(model, was_training)
     if sum(len(p) for p in parts) < 2:
         raise ValueError(f"The 'istar.shrinkage_sample' option of istar must give at least 2 states. "
@@ -130,23 +134,23 @@ def evaluate(model, data, *, batch_size: int, device):
     return preds, pooled
 
 
-def training_step(model, batch: dict, optimizer, *, method: str, lam: float, shrinkage_cov, config: dict) -> dict:
+def training_step(model, batch: dict, optimizer, *, method: str, lam: float, shrinkage_cov, config) -> dict:
     """One optimiser step on ``batch`` with the regularised loss; returns the loss parts as floats.
 
     The regularised states are :func:`~isotropy.experiments._finetune.model.select_states` of the
-    forward pass (``config["istar"]``: layers, level); gradients are clipped to
-    ``config["max_grad_norm"]`` when set.
+    forward pass (``config.istar``: layers, level); gradients are clipped to
+    ``config.max_grad_norm`` when set.
     """
-    istar = config["istar"]
+    istar = config.istar
     out = model(batch)
-    states = select_states(out.hidden_states, batch["attention_mask"], layers=istar["layers"],
-                           level=istar["level"], pooling=config["pooling"])
+    states = select_states(out.hidden_states, batch["attention_mask"], layers=istar.layers,
+                           level=istar.level, pooling=config.pooling)
     total, task, iso, cos = regularised_loss(out.logits, batch["labels"], states, method=method, lam=lam,
-                                             shrinkage_cov=shrinkage_cov, zeta=float(istar["zeta"]))
+                                             shrinkage_cov=shrinkage_cov, zeta=float(istar.zeta))
     optimizer.zero_grad(set_to_none=True)
     total.backward()
-    if config.get("max_grad_norm"):
-        torch.nn.utils.clip_grad_norm_(model.parameters(), float(config["max_grad_norm"]))
+    if config.max_grad_norm:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), float(config.max_grad_norm))
     optimizer.step()
     return {key: None if value is None else float(value.detach())
             for key, value in (("loss", total), ("task_loss", task), ("iso_star", iso), ("mean_cos", cos))}
@@ -167,14 +171,14 @@ def _save_checkpoint(path: Path, state: dict):
         torch.save(state, handle)
 
 
-def train_run(spec: RunSpec, config: dict, encoder, n_classes: int, train, valid, *, device,
+def train_run(spec: RunSpec, config, encoder, n_classes: int, train, valid, *, device,
               checkpoint: Path | None = None, interrupt_at_step: int | None = None, log=None) -> dict:
     """Fine-tune a copy of ``encoder`` under ``spec``; the run's record (see :func:`train_model`)."""
     return train_model(spec, config, encoder, n_classes, train, valid, device=device, checkpoint=checkpoint,
                        interrupt_at_step=interrupt_at_step, log=log)[0]
 
 
-def train_model(spec: RunSpec, config: dict, encoder, n_classes: int, train, valid, *, device,
+def train_model(spec: RunSpec, config, encoder, n_classes: int, train, valid, *, device,
                 checkpoint: Path | None = None, interrupt_at_step: int | None = None,
                 log=None) -> tuple[dict, SentenceClassifier]:
     """Fine-tune a copy of ``encoder`` under ``spec`` and measure the validation set.
@@ -182,8 +186,9 @@ def train_model(spec: RunSpec, config: dict, encoder, n_classes: int, train, val
     Parameters
     ----------
     spec : RunSpec
-    config : dict
-        The resolved experiment config (keys as in ``configs/istar/sst2-cpu.yaml``).
+    config : FinetuneConfig
+        The resolved fine-tuning config (:func:`isotropy.experiments._finetune.config.resolve`; keys as in
+        ``configs/istar/sst2-cpu.yaml``).
     encoder : transformers model
         The pre-trained encoder; a deep copy is trained, ``encoder`` itself is not modified.
     n_classes : int
@@ -191,7 +196,7 @@ def train_model(spec: RunSpec, config: dict, encoder, n_classes: int, train, val
     device : torch.device or str
     checkpoint : path, optional
         Mid-run state (weights, optimiser, scheduler, RNG, Σ_S, step) is saved here every
-        ``config["checkpoint_every"]`` steps and restored from here if present.
+        ``config.checkpoint_every`` steps and restored from here if present.
     interrupt_at_step : int, optional
         Save a checkpoint and raise ``KeyboardInterrupt`` after this global step (tests).
 
@@ -209,19 +214,19 @@ def train_model(spec: RunSpec, config: dict, encoder, n_classes: int, train, val
 
     started = time.perf_counter()
     device = torch.device(device)
-    seed, istar = int(spec.seed), config["istar"]
+    seed, istar = int(spec.seed), config.istar
     torch.manual_seed(seed)
-    model = SentenceClassifier(copy.deepcopy(encoder), n_classes, pooling=config["pooling"],
-                               dropout=float(config["dropout"])).to(device)
+    model = SentenceClassifier(copy.deepcopy(encoder), n_classes, pooling=config.pooling,
+                               dropout=float(config.dropout)).to(device)
     model.train()
-    batch_size, epochs = int(config["batch_size"]), int(config["epochs"])
+    batch_size, epochs = int(config.batch_size), int(config.epochs)
     steps_per_epoch = math.ceil(len(train) / batch_size)
     total_steps = steps_per_epoch * epochs
-    head_lr = float(config.get("head_lr") or config["lr"])  # the new head may learn faster than the encoder
-    optimizer = torch.optim.AdamW([{"params": model.encoder.parameters(), "lr": float(config["lr"])},
+    head_lr = float(config.head_lr or config.lr)  # the new head may learn faster than the encoder
+    optimizer = torch.optim.AdamW([{"params": model.encoder.parameters(), "lr": float(config.lr)},
                                    {"params": model.head.parameters(), "lr": head_lr}],
-                                  weight_decay=float(config["weight_decay"]))
-    warmup = round(float(config["warmup_ratio"]) * total_steps)
+                                  weight_decay=float(config.weight_decay))
+    warmup = round(float(config.warmup_ratio) * total_steps)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _lr_lambda(total_steps, max(1, warmup)))
     step, shrink, history = 0, None, {"loss": [], "task_loss": [], "iso_star": [], "mean_cos": []}
     if checkpoint is not None and Path(checkpoint).is_file():
@@ -242,8 +247,8 @@ def train_model(spec: RunSpec, config: dict, encoder, n_classes: int, train, val
             torch.cuda.set_rng_state(state["cuda_rng"], device)
         if log:
             log(f"{spec.run_id}: resumed at step {step}/{total_steps}")
-    every = int(config.get("checkpoint_every") or 0)
-    sample_size = min(int(istar["shrinkage_sample"]), len(train))
+    every = int(config.checkpoint_every or 0)
+    sample_size = min(int(istar.shrinkage_sample), len(train))
     while step < total_steps:
         epoch, offset = divmod(step, steps_per_epoch)
         if offset == 0 or shrink is None:  # Σ_S refreshed at the start of every epoch
@@ -270,16 +275,16 @@ def train_model(spec: RunSpec, config: dict, encoder, n_classes: int, train, val
         if step == interrupt_at_step:
             raise KeyboardInterrupt(f"interrupted after step {step} of {spec.run_id}")
     # validation: task metric and the geometry of the sentence representations
-    preds, X = evaluate(model, valid, batch_size=int(config["eval_batch_size"]), device=device)
+    preds, X = evaluate(model, valid, batch_size=int(config.eval_batch_size), device=device)
     sample = subsample_indices(len(train), sample_size, random_state=[seed, epochs, 1], sort=False)
     sentence_cov = shrinkage_covariance(model, train, sample, config=config, device=device, sentence_level=True)
-    zeta = float(istar["zeta"])
+    zeta = float(istar.zeta)
     tail = max(1, len(history["iso_star"]) // 10)
     iso_hist = [v for v in history["iso_star"] if v is not None]
     record = {
         "run_id": spec.run_id, "condition": spec.condition, "method": spec.method,
         "lambda": float(spec.lam) if spec.method != "none" else 0.0, "seed": seed,
-        "metric": config["metric"], "score": task_metric(config["metric"], valid.labels, preds),
+        "metric": config.metric, "score": task_metric(config.metric, valid.labels, preds),
         "accuracy": task_metric("accuracy", valid.labels, preds),
         "isoscore_star": isoscore_star(X, shrinkage_cov=sentence_cov.double().cpu().numpy(), zeta=zeta),
         "isoscore": isoscore(X),

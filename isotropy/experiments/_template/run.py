@@ -11,6 +11,7 @@ from isotropy.experiments._results import write_json, write_text
 __all__ = ["prepare", "run"]
 
 NAME = "_template"
+PART_KEYS = ("sample_sizes", "isoscore")  # what run reads back from a seed's part file on --resume
 
 
 def prepare(config, ctx) -> dict:
@@ -32,7 +33,7 @@ def run(config, results_dir, ctx) -> dict:
     records = []
     for seed in ctx.progress(iterable=config.seeds, desc=NAME, unit="seed"):
         part = f"seeds/seed_{seed}.json"
-        record = ctx.read_part(part, seed=seed)
+        record = ctx.read_part(part, seed=seed, keys=PART_KEYS)
         if record is None:
             record = _one_seed(spectrum, config.sample_sizes, seed)
             ctx.write_part(part, record, seed=seed)

@@ -65,15 +65,15 @@ def _vocabulary(config) -> tuple[list[str], np.ndarray | None]:
     """Ordered vocabulary (and vectors) of the static vectors, or of the packaged GloVe for sentence models."""
     from isotropy.io.word_vectors import PACKAGED_GLOVE, read_word_vectors
 
-    model = config["model"]
+    model = config.model
     source = model if is_static_vectors(model) else PACKAGED_GLOVE
-    words, X = read_word_vectors(source, limit=config.get("vocab_limit"))
+    words, X = read_word_vectors(source, limit=config.vocab_limit)
     return words, (X if source == model else None)
 
 
-def _load_labelled(config, data_dir) -> LabeledTexts:
-    task = config["task"]
-    path = config.get("data_path") or data_dir
+def _load_labelled(config, data_dir, glue_task: str | None) -> LabeledTexts:
+    task = config.task
+    path = config.data_path or data_dir
     if task == "polarity":
         from isotropy.datasets.polarity import load_polarity
 
@@ -81,25 +81,24 @@ def _load_labelled(config, data_dir) -> LabeledTexts:
     if task == "snli":
         from isotropy.datasets.snli import load_snli
 
-        return load_snli(config.get("split") or "dev", data_dir=path)
+        return load_snli(config.split or "dev", data_dir=path)
     if task == "glue":
         from isotropy.datasets.glue import load_glue_task
 
-        return load_glue_task(config["glue_task"], config.get("split") or "train", data_dir=path)
+        return load_glue_task(glue_task, config.split or "train", data_dir=path)
     if task == "table":
         from isotropy.datasets.tables import load_table
 
-        if not config.get("data_path"):
+        if not config.data_path:
             raise ValueError("The table setup needs a data file: pass --data-path FILE (CSV, TSV or JSON lines) and "
                              "set text_column / label_column in the config.")
-        return load_table(config["data_path"], text_column=config.get("text_column", "text"),
-                          label_column=config.get("label_column", "label"),
-                          text_pair_column=config.get("text_pair_column"), multilabel=bool(config.get("multilabel")),
-                          label_sep=config.get("label_sep", ","))
+        return load_table(config.data_path, text_column=config.text_column, label_column=config.label_column,
+                          text_pair_column=config.text_pair_column, multilabel=bool(config.multilabel),
+                          label_sep=config.label_sep)
     if task == "lexicon":
         from isotropy.datasets.lexicon import load_nrc_emotion_lexicon
 
-        return load_nrc_emotion_lexicon(config.get("data_path"))
+        return load_nrc_emotion_lexicon(config.data_path)
     raise ValueError(f"The 'task' config value of classifier-geometry must be one of {list(TASKS)}. Got {task!r} instead.")
 
 
@@ -109,13 +108,16 @@ def _first(data: LabeledTexts, n: int) -> LabeledTexts:
                         source={**data.source, "first_n_items": n})
 
 
-def load_task_data(config, *, data_dir=None) -> tuple[LabeledTexts, tuple[list[str], np.ndarray] | None]:
-    """Load the labelled items of ``config["task"]``, and the word vectors when ``config["model"]`` is static.
+def load_task_data(config, *, data_dir=None,
+                   glue_task: str | None = None) -> tuple[LabeledTexts, tuple[list[str], np.ndarray] | None]:
+    """Load the labelled items of ``config.task``, and the word vectors when ``config.model`` is static.
 
-    ``n_items`` selects the WordNet items (pos, supersense) and otherwise keeps the first ``n_items`` items.
+    ``config`` is a :class:`~isotropy.experiments.classifier_geometry.config.ClassifierGeometryConfig`;
+    ``glue_task`` names the GLUE task of one problem of the ``task: glue`` grid. ``n_items`` selects the
+    WordNet items (pos, supersense) and otherwise keeps the first ``n_items`` items.
     """
-    task = config["task"]
-    static = is_static_vectors(config["model"])
+    task = config.task
+    static = is_static_vectors(config.model)
     vectors = None
     if task in ("pos", "supersense"):
         from isotropy.datasets.wordnet import (
@@ -125,19 +127,24 @@ def load_task_data(config, *, data_dir=None) -> tuple[LabeledTexts, tuple[list[s
 
         words, X = _vocabulary(config)
         select = wordnet_pos_items if task == "pos" else wordnet_supersense_items
-        data = select(words, n_items=int(config["n_items"]), data_dir=data_dir)
+        data = select(words, n_items=int(config.n_items), data_dir=data_dir)
         return data, ((words, X) if static else None)
-    data = _load_labelled(config, data_dir)
-    if config.get("n_items"):
-        data = _first(data, int(config["n_items"]))
+    data = _load_labelled(config, data_dir, glue_task)
+    if config.n_items:
+        data = _first(data, int(config.n_items))
     if static:
         vectors = _vocabulary(config)
     return data, vectors
 
 
-def build_problem(config, *, data_dir=None, device: str | None = None, show_progress: bool = True) -> Problem:
-    """Load the data of ``config`` and embed every distinct text (or look up every word) once (on ``device``)."""
-    data, vectors = load_task_data(config, data_dir=data_dir)
+def build_problem(config, *, glue_task: str | None = None, data_dir=None, device: str | None = None,
+                  show_progress: bool = True) -> Problem:
+    """Load the data of ``config`` and embed every distinct text (or look up every word) once (on ``device``).
+
+    ``config`` is the typed config (``EXPERIMENT.config(...)``); ``glue_task`` names the GLUE task of one
+    problem of the ``task: glue`` grid.
+    """
+    data, vectors = load_task_data(config, data_dir=data_dir, glue_task=glue_task)
     texts = data.text_a + (data.text_b or [])
     unique = list(dict.fromkeys(texts))
     row = {t: i for i, t in enumerate(unique)}
@@ -156,13 +163,13 @@ def build_problem(config, *, data_dir=None, device: str | None = None, show_prog
         row = {t: i for i, t in enumerate(unique)}
         embeddings = np.ascontiguousarray(X[[position[t] for t in unique]], dtype=np.float32)
         source["items_without_vector"] = int((~keep).sum())
-        source["encoder"] = {"kind": "static word vectors", "model": config["model"]}
+        source["encoder"] = {"kind": "static word vectors", "model": config.model}
     else:
         from isotropy.models.encoders import encode_sentences
 
-        embeddings = encode_sentences(unique, model=config["model"], device=device,
+        embeddings = encode_sentences(unique, model=config.model, device=device,
                                       show_progress=show_progress)
-        source["encoder"] = {"kind": "sentence-transformers", "model": config["model"]}
+        source["encoder"] = {"kind": "sentence-transformers", "model": config.model}
     index = np.array([[row[a]] + ([row[b]] if data.text_b is not None else [])
                       for a, b, k in zip(data.text_a, data.text_b or data.text_a, keep) if k], dtype=np.int64)
     labels = np.asarray(data.labels)[keep]

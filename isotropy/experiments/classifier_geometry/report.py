@@ -53,19 +53,18 @@ def correlations(frame) -> dict:
             "per_seed_max": {k: float(np.max(values(k))) for k in ("pearson_r", "spearman_rho")}}
 
 
-def summarise(problem_info: dict, config: dict, seed_records: list[dict]) -> dict:
-    """The summary written to ``summary.json``."""
+def summarise(problem_info: dict, config, seed_records: list[dict], *, setup: str) -> dict:
+    """The summary written to ``summary.json``: ``setup`` names the problem (the setup, or ``model/task`` of the grid)."""
     frame = seed_frame(seed_records)
     c = curves(frame)
     first, last = c.iloc[0], c.iloc[-1]
     metric_names = ("isoscore", "silhouette", "accuracy", "micro_f1", "loss")
     timing = {int(r["seed"]): r["timing"] for r in seed_records}
     return {
-        "setup": (f"{config['model_label']}/{config['glue_task']}" if config.get("task") == "glue"
-                  else config.get("label") or config.get("task")),
+        "setup": setup,
         "data": problem_info,
-        "updates": int(config["updates"]),
-        "metric_interval": int(config["metric_interval"]),
+        "updates": int(config.updates),
+        "metric_interval": int(config.metric_interval),
         "seeds": sorted(int(r["seed"]) for r in seed_records),
         "initial": {m: {"mean": float(first[f"{m}_mean"]), "std": float(first[f"{m}_std"])} for m in metric_names},
         "final": {m: {"mean": float(last[f"{m}_mean"]), "std": float(last[f"{m}_std"])} for m in metric_names},

@@ -16,34 +16,48 @@ and the grid's table and Figure 4 at the top.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from isotropy.experiments._results import write_json, write_text
+from isotropy.experiments.classifier_geometry.config import ClassifierGeometryConfig
 from isotropy.experiments.classifier_geometry.report import model_label
 
-__all__ = ["model_label", "prepare", "run"]
+__all__ = ["Unit", "model_label", "prepare", "run"]
+
+
+PART_KEYS = ("metrics", "timing")  # what the tables read back from a seeds/seed_<s>.json part on --resume
 
 
 def _seed_part(prefix: str, seed: int) -> str:
     return f"{prefix}seeds/seed_{seed}.json"
 
 
-def _units(config: dict) -> list[tuple[str, dict]]:
-    """``(sub-directory, config)`` of each optimisation problem: one, or one per GLUE model and task."""
-    if config["task"] != "glue":
-        return [("", config)]
+@dataclass(frozen=True)
+class Unit:
+    """One optimisation problem of a run: the typed config (its ``model`` the problem's), the GLUE task, the name."""
+
+    config: ClassifierGeometryConfig
+    name: str  # labels tables and figures: the setup's name, its task, or ``model/task`` in the GLUE grid
+    glue_task: str | None = None
+
+
+def _units(config: ClassifierGeometryConfig, setup: str | None) -> list[tuple[str, Unit]]:
+    """``(sub-directory, unit)`` of each optimisation problem: one, or one per GLUE model and task."""
+    if config.task != "glue":
+        return [("", Unit(config, setup or config.task))]
     from isotropy.datasets.glue import GLUE_TASKS
 
-    tasks = list(config.get("tasks") or [])
+    tasks = list(config.tasks or [])
     unknown = [t for t in tasks if t not in GLUE_TASKS]
     if not tasks or unknown:
         raise ValueError(f"The 'tasks' setting of classifier-geometry must be a non-empty list of GLUE tasks from "
                          f"{sorted(GLUE_TASKS)}. Got {tasks!r} instead.")
     units = []
-    for model in config.get("models") or [config["model"]]:
+    for model in config.models or [config.model]:
         for task in tasks:
-            sub = {**config, "model": model, "glue_task": task, "model_label": model_label(model)}
-            units.append((f"{model_label(model)}/{task}/", sub))
+            unit = Unit(config.model_copy(update={"model": model}), f"{model_label(model)}/{task}", glue_task=task)
+            units.append((f"{model_label(model)}/{task}/", unit))
     return units
 
 
@@ -51,10 +65,9 @@ def prepare(config, ctx) -> list:
     """Load the data and embed it (every problem of the GLUE grid) before the results directory is touched."""
     from isotropy.experiments.classifier_geometry.problem import build_problem
 
-    values = {**config.model_dump(), "label": ctx.setup}  # the setup's name labels tables and figures
-    return [(prefix, sub, build_problem(sub, data_dir=ctx.data_dir, device=ctx.device,
-                                        show_progress=ctx.show_progress))
-            for prefix, sub in _units(values)]
+    return [(prefix, unit, build_problem(unit.config, glue_task=unit.glue_task, data_dir=ctx.data_dir,
+                                         device=ctx.device, show_progress=ctx.show_progress))
+            for prefix, unit in _units(config, ctx.setup)]  # the setup's name labels tables and figures
 
 
 def run(config, results_dir, ctx) -> dict:
@@ -67,8 +80,8 @@ def run(config, results_dir, ctx) -> dict:
     results_dir = Path(results_dir)
     problems = ctx.prepared
     summaries = {}
-    for prefix, sub, problem in problems:
-        summaries[_name(sub)] = _run_one(sub, problem, results_dir / prefix, prefix, ctx)
+    for prefix, unit, problem in problems:
+        summaries[unit.name] = _run_one(unit, problem, results_dir / prefix, prefix, ctx)
     if config.task != "glue":
         return {"summary": next(iter(summaries.values()))}
     write_json(results_dir / "correlations.json", {k: s["correlation"] for k, s in summaries.items()})
@@ -77,13 +90,7 @@ def run(config, results_dir, ctx) -> dict:
     return {"summary": summaries}
 
 
-def _name(config: dict) -> str:
-    if config["task"] == "glue":
-        return f"{config['model_label']}/{config['glue_task']}"
-    return config.get("label") or config["task"]
-
-
-def _run_one(config: dict, problem, out_dir: Path, prefix: str, ctx) -> dict:
+def _run_one(unit: Unit, problem, out_dir: Path, prefix: str, ctx) -> dict:
     from isotropy.experiments.classifier_geometry import train as train_module
     from isotropy.experiments.classifier_geometry.report import correlation_markdown, curves, seed_frame, summarise
 
@@ -94,32 +101,32 @@ def _run_one(config: dict, problem, out_dir: Path, prefix: str, ctx) -> dict:
             "isoscore_on": "embedding matrix (distinct texts/words, unpaired)",
             "silhouette_on": "item representations (pairs: concatenation [premise; hypothesis]) with item labels"}
     ctx.record(**({"data": info} if not prefix else {f"data:{prefix.rstrip('/')}": info}))
+    config, name = unit.config, unit.name
     records = {}
-    for seed in config["seeds"]:
-        record = ctx.read_part(_seed_part(prefix, seed), seed=seed)
+    for seed in config.seeds:
+        record = ctx.read_part(_seed_part(prefix, seed), seed=seed, keys=PART_KEYS)
         if record is not None:
             records[seed] = record
-    todo = [s for s in config["seeds"] if s not in records]
+    todo = [s for s in config.seeds if s not in records]
     if todo:
-        bar = ctx.progress(total=len(todo) * config["updates"], desc=f"{_name(config)} ({problem.name})",
+        bar = ctx.progress(total=len(todo) * config.updates, desc=f"{name} ({problem.name})",
                            unit="update")
         try:
             for seed in todo:
                 bar.set_postfix(seed=seed)
-                record = train_module.train_seed(problem, seed=seed, updates=config["updates"], lr=config["lr"],
-                                                 metric_interval=config["metric_interval"],
-                                                 sample_size=config["sample_size"], device=ctx.device,
+                record = train_module.train_seed(problem, seed=seed, updates=config.updates, lr=config.lr,
+                                                 metric_interval=config.metric_interval,
+                                                 sample_size=config.sample_size, device=ctx.device,
                                                  progress=bar.update)
                 ctx.write_part(_seed_part(prefix, seed), record, seed=seed)
                 records[seed] = record
         finally:
             bar.close()
-    ordered = [records[s] for s in config["seeds"]]
+    ordered = [records[s] for s in config.seeds]
     frame = seed_frame(ordered)
     write_text(out_dir / "metrics.csv", frame.to_csv(index=False))
     write_text(out_dir / "curves.csv", curves(frame).to_csv(index=False))
-    summary = summarise(info, config, ordered)
-    name = _name(config)
+    summary = summarise(info, config, ordered, setup=name)
     write_json(out_dir / "summary.json", summary)
     write_json(out_dir / "correlations.json", {name: summary["correlation"]})
     write_text(out_dir / "correlations.md", correlation_markdown({name: summary}))

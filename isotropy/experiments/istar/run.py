@@ -45,11 +45,11 @@ def run(config, results_dir, ctx) -> dict:
     specs = sweep_specs(config)
     ctx.record(data={"train": train_data.source, "validation": valid_data.source,
                      "n_train": len(train_data), "n_validation": len(valid_data)},
-               runs=[s.run_id for s in specs], resolved_metric=config["metric"])
+               runs=[s.run_id for s in specs], resolved_metric=config.metric)
     n_classes = len(train_data.label_names)
     for k, spec in enumerate(specs, start=1):
         part = f"runs/{spec.run_id}.json"
-        if ctx.read_part(part, seed=spec.seed) is not None:
+        if ctx.read_part(part, seed=spec.seed, keys=train_module.RECORD_KEYS) is not None:
             ctx.log(f"[{k}/{len(specs)}] {spec.run_id}: finished earlier, skipped")
             continue
         record = train_module.train_run(spec, config, prepared["encoder"], n_classes, prepared["train"],
@@ -61,6 +61,6 @@ def run(config, results_dir, ctx) -> dict:
                 f"IsoScore*={record['isoscore_star']:.4f} TwoNN={record['twonn_dimension']:.2f} "
                 f"({record['seconds']:.0f} s)")
         collect_results(results_dir, planned=[s.run_id for s in specs],
-                        metric=config["metric"])  # an interrupted sweep keeps its partial table
-    return collect_results(results_dir, planned=[s.run_id for s in specs], metric=config["metric"],
+                        metric=config.metric)  # an interrupted sweep keeps its partial table
+    return collect_results(results_dir, planned=[s.run_id for s in specs], metric=config.metric,
                            seconds=round(time.perf_counter() - started, 1))

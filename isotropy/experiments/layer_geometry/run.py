@@ -18,7 +18,6 @@ from isotropy._utils.atomic import atomic_write
 from isotropy._utils.sampling import subsample_indices
 from isotropy.experiments._results import write_json, write_text
 from isotropy.experiments.layer_geometry.metrics import (
-    DEFAULT_METRICS,
     METRIC_LABELS,
     space_metrics,
     static_space,
@@ -88,21 +87,17 @@ def prepare(config, ctx) -> dict:
     from isotropy.models.contextual import load_transformer, n_transformer_layers
     from isotropy.models.layers import select_layers
 
-    config = config.model_dump() if hasattr(config, "model_dump") else dict(config)
-    corpus = load_corpus(config["corpus"], split=config["split"], data_dir=ctx.data_dir)
+    corpus = load_corpus(config.corpus, split=config.split, data_dir=ctx.data_dir)
     ctx.log(f"corpus {corpus.name}: {len(corpus):,} lines, {corpus.n_words:,} words")
-    tokenizer, network, location = load_transformer(config["model"], device=ctx.device)
+    tokenizer, network, location = load_transformer(config.model, device=ctx.device)
     n_layers = n_transformer_layers(network.config)
-    layers = select_layers(config["layers"], n_layers + 1, caller=EXPERIMENT)
-    pca_layers = config["pca_layers"]
+    layers = select_layers(config.layers, n_layers + 1, caller=EXPERIMENT)
+    pca_layers = config.pca_layers
     pca_layers = [layers[len(layers) // 2]] if pca_layers is None else pca_layers
     pca_layers = select_layers(pca_layers, n_layers + 1, caller=EXPERIMENT, name="pca_layers") if pca_layers else []
     if not set(pca_layers) <= set(layers):
         raise ValueError(f"The 'pca_layers' setting of {EXPERIMENT} must list extracted layers, here {layers}. "
                          f"Got {pca_layers!r} instead.")
-    if config["static_vocabulary"] not in ("corpus", "kept"):
-        raise ValueError(f"The 'static_vocabulary' setting of {EXPERIMENT} must be 'corpus' or 'kept'. "
-                         f"Got {config['static_vocabulary']!r} instead.")
     return {"corpus": corpus, "tokenizer": tokenizer, "network": network, "location": location,
             "n_layers": n_layers, "layers": layers, "pca_layers": pca_layers}
 
@@ -110,7 +105,7 @@ def prepare(config, ctx) -> dict:
 def run(config, results_dir, ctx) -> dict:
     """Run the layer-geometry experiment described by ``config``; return (and write) the results.
 
-    ``config`` keys (see ``isotropy/configs/layer-geometry/*.yaml``): ``model``, ``corpus``
+    ``config`` (a :class:`~isotropy.experiments.layer_geometry.config.LayerGeometryConfig`) keys (see ``isotropy/configs/layer-geometry/*.yaml``): ``model``, ``corpus``
     (``wikitext-2``, ``ptb`` or a text file), ``split``, ``layers``, ``pooling``, ``max_tokens``,
     ``max_per_type``, ``skip_types``, ``shuffle``, ``max_length``, ``batch_size``, ``dtype``,
     ``seeds`` (one), ``metrics`` (see :data:`~isotropy.experiments.layer_geometry.metrics.DEFAULT_METRICS`),
@@ -121,22 +116,21 @@ def run(config, results_dir, ctx) -> dict:
     """
     from isotropy.models.contextual import extract_token_embeddings
 
-    config = config.model_dump() if hasattr(config, "model_dump") else dict(config)
     prepared = ctx.prepared
     log = ctx.log
     results_dir = Path(results_dir)
-    seed = int(config["seeds"][0])
-    metric_options = {**DEFAULT_METRICS, **(config.get("metrics") or {})}
+    seed = int(config.seeds[0])
+    metric_options = config.metrics.model_dump()  # the keyword arguments of space_metrics, as DEFAULT_METRICS
     timings = {}
     start = time.perf_counter()
     corpus, network, layers = prepared["corpus"], prepared["network"], prepared["layers"]
     pca_layers = prepared["pca_layers"]
     emb = extract_token_embeddings(
-        corpus, model=config["model"], layers=layers, pooling=config["pooling"],
-        max_tokens=config["max_tokens"], max_per_type=config["max_per_type"],
-        skip_types=config["skip_types"] or (), shuffle=bool(config["shuffle"]), random_state=seed,
-        max_length=int(config["max_length"]), batch_size=int(config["batch_size"]),
-        dtype=config["dtype"], show_progress=ctx.show_progress, tokenizer_and_model=(prepared["tokenizer"], network))
+        corpus, model=config.model, layers=layers, pooling=config.pooling,
+        max_tokens=config.max_tokens, max_per_type=config.max_per_type,
+        skip_types=config.skip_types or (), shuffle=bool(config.shuffle), random_state=seed,
+        max_length=int(config.max_length), batch_size=int(config.batch_size),
+        dtype=config.dtype, show_progress=ctx.show_progress, tokenizer_and_model=(prepared["tokenizer"], network))
     device_used = str(next(network.parameters()).device)
     prepared.pop("network", None)
     del network
@@ -155,25 +149,25 @@ def run(config, results_dir, ctx) -> dict:
             + f" ({rows[-1]['seconds']:.0f} s)")
         if layer in pca_layers:
             _write_projection(projection_path(results_dir, layer), emb.hidden_states[layer], labels,
-                              emb.token_frequency, emb.words, max_points=int(config["pca_max_points"]), seed=seed)
+                              emb.token_frequency, emb.words, max_points=int(config.pca_max_points), seed=seed)
     timings["layers_s"] = sum(r["seconds"] for r in rows)
 
     static = None
-    if config.get("static"):
+    if config.static:
         t = time.perf_counter()
-        skip = set(config["skip_types"] or ())
-        vocabulary = config["static_vocabulary"]
+        skip = set(config.skip_types or ())
+        vocabulary = config.static_vocabulary
         types = corpus.word_counts() if vocabulary == "corpus" else emb.types
-        X, words = static_space([w for w in types if w not in skip], vectors=config["static"])
-        static = {"name": "GloVe 6B 50d" if config["static"] == "glove-6b-50d" else str(config["static"]),
-                  "vectors": str(config["static"]), "vocabulary": vocabulary,
+        X, words = static_space([w for w in types if w not in skip], vectors=config.static)
+        static = {"name": "GloVe 6B 50d" if config.static == "glove-6b-50d" else str(config.static),
+                  "vectors": str(config.static), "vocabulary": vocabulary,
                   **space_metrics(X, np.arange(len(words)), seed=seed, **metric_options)}
         timings["static_s"] = time.perf_counter() - t
         log(f"static {static['name']}: {len(words):,} of the corpus types; LID (cosine) {static['lid_cosine']:.2f}")
     timings["total_s"] = time.perf_counter() - start
 
     results = {
-        "experiment": EXPERIMENT, "model": str(config["model"]), "model_location": prepared["location"],
+        "experiment": EXPERIMENT, "model": str(config.model), "model_location": prepared["location"],
         "device": device_used, "corpus": corpus.name, "corpus_source": corpus.source,
         "n_layers": prepared["n_layers"], "pooling": emb.pooling, "n_tokens": emb.n_tokens, "n_types": len(emb.types),
         "extraction": emb.stats, "metric_options": metric_options, "pca_layers": pca_layers,

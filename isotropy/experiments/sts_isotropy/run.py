@@ -32,15 +32,15 @@ def make_method(name: str, config, *, seed: int):
         Whitening,
     )
 
-    k, D = config["n_clusters"], config["n_components"]
+    k, D = config.n_clusters, config.n_components
     factories = {
         "Baseline": lambda: None,
         "Mean": lambda: AllButTheTop(n_components=0),
-        "Mean + PCA": lambda: AllButTheTop(n_components=config["abtt_components"]),
+        "Mean + PCA": lambda: AllButTheTop(n_components=config.abtt_components),
         "K-means + Mean": lambda: ClusterCentering(n_clusters=k, random_state=seed),
         "GMM + Mean + PCA": lambda: ClusterIsotropy(k, D, clustering="gmm", random_state=seed),
         "K-means + Mean + PCA": lambda: ClusterIsotropy(k, D, clustering="kmeans", random_state=seed),
-        "Whitening": lambda: Whitening(config["whitening_components"], eps=config["whitening_eps"]),
+        "Whitening": lambda: Whitening(config.whitening_components, eps=config.whitening_eps),
     }
     if name not in factories:
         raise ValueError(f"The 'methods' config entry must list names from {list(METHODS)}. Got {name!r} instead.")
@@ -51,10 +51,10 @@ def embed_texts(texts, config, *, device=None, progress=False) -> np.ndarray:
     """Embed ``texts`` with the configured model and pooling (both cached on disk); float32 (n, d)."""
     from isotropy.models.encoders import encode_mean_pooled, encode_sentences
 
-    if config["pooling"] == "mean":
-        return encode_mean_pooled(texts, model=config["model"], device=device, layer=config["layer"],
-                                  batch_size=config["batch_size"], max_length=config["max_length"])
-    return encode_sentences(texts, model=config["model"], device=device, batch_size=config["batch_size"],
+    if config.pooling == "mean":
+        return encode_mean_pooled(texts, model=config.model, device=device, layer=config.layer,
+                                  batch_size=config.batch_size, max_length=config.max_length)
+    return encode_sentences(texts, model=config.model, device=device, batch_size=config.batch_size,
                             show_progress=progress)
 
 
@@ -126,14 +126,14 @@ def _apply(name, config, X_fit, X, *, seed, fitted=None):
 def _load_data(config, data_dir):
     from isotropy.datasets.sts import load_sts
 
-    data = {}
-    for name in config["datasets"]:
+    data, seed = {}, _seed(config)
+    for name in config.datasets:
         d = load_sts(name, data_dir=data_dir)
-        if config.get("limit") and len(d) > config["limit"]:
-            keep = subsample_indices(len(d), config["limit"], random_state=config["seed"])
+        if config.limit and len(d) > config.limit:
+            keep = subsample_indices(len(d), config.limit, random_state=seed)
             d = type(d)(name=d.name, text_a=[d.text_a[i] for i in keep], text_b=[d.text_b[i] for i in keep],
                         scores=d.scores[keep], subsets=d.subsets[keep],
-                        source={**d.source, "limit": config["limit"], "seed": config["seed"]})
+                        source={**d.source, "limit": config.limit, "seed": seed})
         data[name] = d
     return data
 
@@ -141,12 +141,12 @@ def _load_data(config, data_dir):
 def _evaluate(name, d, X, X_fit, config, log, fitted):
     from isotropy.datasets.sts import sts_correlations
 
-    n, seed, rows = len(d), config["seed"], {}
-    for method in config["methods"]:
+    n, seed, rows = len(d), _seed(config), {}
+    for method in config.methods:
         start = time.perf_counter()
         Y = _apply(method, config, X if X_fit is None else X_fit, X, seed=seed, fitted=fitted)
         corr = sts_correlations(cosine_rows(Y[:n], Y[n:]), d.scores, d.subsets)
-        rows[method] = {**corr, **isotropy_metrics(Y, sample=config["metric_sample"], seed=seed),
+        rows[method] = {**corr, **isotropy_metrics(Y, sample=config.metric_sample, seed=seed),
                         "seconds": round(time.perf_counter() - start, 3)}
         log(f"  {name:6s} {method:22s} Spearman {100 * corr['all']['spearman']:6.2f}  "
             f"I(W) {rows[method]['I(W)']:.3g}  IsoScore {rows[method]['IsoScore']:.3g}")
@@ -156,32 +156,40 @@ def _evaluate(name, d, X, X_fit, config, log, fitted):
 def _sweep(data, embeddings, X_fit, config, log) -> list[dict]:
     from isotropy.datasets.sts import sts_correlations
 
-    points = []
-    sweep = config.get("sweep") or {}
-    for name in sweep.get("datasets") or []:
+    points, seed = [], _seed(config)
+    if config.sweep is None:
+        return points
+    sweep = config.sweep
+    for name in sweep.datasets:
         d, X = data[name], embeddings[name]
         n = len(d)
         base = X if X_fit is None else X_fit
-        grid = [("n_clusters", k, {"n_clusters": k}) for k in sweep.get("n_clusters") or []]
-        grid += [("n_components", D, {"n_components": D}) for D in sweep.get("n_components") or []]
+        grid = [("n_clusters", k, {"n_clusters": k}) for k in sweep.n_clusters]
+        grid += [("n_components", D, {"n_components": D}) for D in sweep.n_components]
         for param, value, override in grid:
-            cfg = {**config, **override}
-            if cfg["n_clusters"] > base.shape[0] or cfg["n_components"] > base.shape[1]:
+            cfg = config.model_copy(update=override)
+            if cfg.n_clusters > base.shape[0] or cfg.n_components > base.shape[1]:
                 continue
-            Y = _apply("K-means + Mean + PCA", cfg, base, X, seed=config["seed"])
+            Y = _apply("K-means + Mean + PCA", cfg, base, X, seed=seed)
             corr = sts_correlations(cosine_rows(Y[:n], Y[n:]), d.scores, d.subsets)
-            point = {"dataset": name, "param": param, "value": value, "n_clusters": cfg["n_clusters"],
-                     "n_components": cfg["n_components"], "pearson": corr["all"]["pearson"],
+            point = {"dataset": name, "param": param, "value": value, "n_clusters": cfg.n_clusters,
+                     "n_components": cfg.n_components, "pearson": corr["all"]["pearson"],
                      "spearman": corr["all"]["spearman"],
-                     **isotropy_metrics(Y, sample=config["metric_sample"], seed=config["seed"])}
+                     **isotropy_metrics(Y, sample=config.metric_sample, seed=seed)}
             points.append(point)
             log(f"  sweep {name} {param}={value}: Spearman {100 * point['spearman']:.2f} I(W) {point['I(W)']:.3g}")
     return points
 
 
-def _values(config) -> dict:
-    values = config.model_dump() if hasattr(config, "model_dump") else dict(config)
-    return {**values, "seed": int(values["seeds"][0]), "sweep": values.get("sweep") or {}}
+def _seed(config) -> int:
+    """The run's one seed (data-set sample, fitting corpus sample, clustering, metric sample)."""
+    return int(config.seeds[0])
+
+
+def _results_config(config) -> dict:
+    """The config as ``results.json`` records it (with its ``seed``; ``sweep: {}`` for none), for the report."""
+    return {**config.model_dump(), "seed": _seed(config),
+            "sweep": {} if config.sweep is None else config.sweep.model_dump()}
 
 
 def _check_model(model: str) -> None:
@@ -199,17 +207,16 @@ def _check_model(model: str) -> None:
 
 def prepare(config, ctx) -> dict:
     """Load the STS data sets and the fitting corpus, check the model: before the results directory is touched."""
-    values = _values(config)
-    _check_model(values["model"])
-    for name in values["sweep"].get("datasets") or []:
-        if name not in values["datasets"]:
+    _check_model(config.model)
+    for name in [] if config.sweep is None else config.sweep.datasets:
+        if name not in config.datasets:
             raise ValueError(f"The 'sweep.datasets' setting of sts-isotropy lists {name!r}, which is not among "
-                             f"the evaluated datasets {values['datasets']}.")
-    data = _load_data(values, ctx.data_dir)
+                             f"the evaluated datasets {config.datasets}.")
+    data = _load_data(config, ctx.data_dir)
     fit = None
-    if values["fit_on"] != "self":
-        fit = fit_sentences(values["fit_on"], data_dir=ctx.data_dir, max_sentences=values["fit_max_sentences"],
-                            seed=values["seed"])
+    if config.fit_on != "self":
+        fit = fit_sentences(config.fit_on, data_dir=ctx.data_dir, max_sentences=config.fit_max_sentences,
+                            seed=_seed(config))
     return {"data": data, "fit": fit}
 
 
@@ -217,7 +224,6 @@ def run(config, results_dir, ctx) -> dict:
     """Run the comparison; write ``results.json`` and ``results.md`` (figures come from ``plot``)."""
     from isotropy.experiments.sts_isotropy.report import markdown_report
 
-    config = _values(config)
     results_dir = Path(results_dir)
     prepared = ctx.prepared
     device, progress, log = ctx.device, ctx.show_progress, ctx.log
@@ -226,7 +232,7 @@ def run(config, results_dir, ctx) -> dict:
     X_fit, fit_source = None, {"fit_on": "self"}
     if prepared["fit"] is not None:
         sentences, fit_source = prepared["fit"]
-        log(f"fitting corpus {config['fit_on']}: {len(sentences)} sentences")
+        log(f"fitting corpus {config.fit_on}: {len(sentences)} sentences")
         X_fit = embed_texts(sentences, config, device=device, progress=progress).astype(np.float64)
     # a separate corpus is fitted once per method (same seed, same fit) and reused for every data set
     embeddings, table, fitted = {}, {}, (None if X_fit is None else {})
@@ -237,7 +243,7 @@ def run(config, results_dir, ctx) -> dict:
         table[name] = {"n_pairs": len(d), "subsets": d.subset_names, "source": d.source,
                        "methods": _evaluate(name, d, X, X_fit, config, log, fitted)}
     sweep = _sweep(data, embeddings, X_fit, config, log)
-    results = {"config": config, "fit": fit_source, "n_features": int(next(iter(embeddings.values())).shape[1]),
+    results = {"config": _results_config(config), "fit": fit_source, "n_features": int(next(iter(embeddings.values())).shape[1]),
                "datasets": table, "sweep": sweep, "seconds": round(time.perf_counter() - started, 1)}
     write_json(results_dir / "results.json", results)
     write_text(results_dir / "results.md", markdown_report(results))
