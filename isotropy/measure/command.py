@@ -16,8 +16,12 @@ import click
 
 from isotropy.measure.from_model import model_options, run_cli
 from isotropy.measure.report import CLUSTER, LABEL_FREE, METRICS, QUADRATIC, InputError, _guard, _load_input, report
+from isotropy.metrics.table import default_metric_names
 
 __all__ = ["CLUSTER", "LABEL_FREE", "METRICS", "QUADRATIC", "command"]
+
+DEFAULT = default_metric_names(labels=False, shrinkage=False)  # the label-free default table (shown in --help)
+ON_REQUEST = [name for name in LABEL_FREE if not METRICS[name].default]
 
 
 def _parse_memory_limit(ctx, param, value):
@@ -50,6 +54,19 @@ def _parse_metrics(ctx, param, value):
         raise click.BadParameter(str(exc), ctx, param) from None
 
 
+def _parse_shrinkage_sample(ctx, param, value):
+    """``--shrinkage-sample``: an int N >= 2 (rows drawn from the input) or the path of a file of rows."""
+    if value is None:
+        return None
+    try:
+        size = int(value)
+    except ValueError:
+        return Path(value)
+    if size < 2:
+        raise InputError(f"--shrinkage-sample {value!r}: expected a number of rows of at least 2 or a file of rows.")
+    return size
+
+
 def _parse_sample_size(ctx, param, value):
     """``--sample-size``: an int >= 2, refused in one line (exit 2), not with a usage block."""
     if value is None:
@@ -69,8 +86,15 @@ def _parse_sample_size(ctx, param, value):
               help="Labels, one per row: text (one per line), CSV/TSV (one column, or several 0/1 columns "
                    "for multi-label) or .npy. Enables the cluster metrics.")
 @click.option("--metrics", "metric_names", callback=_parse_metrics, default=None, metavar="LIST",
-              help=f"Comma-separated metrics. Default: all label-free ones ({', '.join(LABEL_FREE)}), "
-                   f"plus {', '.join(CLUSTER)} when --labels is given.")
+              help=f"Comma-separated metrics. Default: {', '.join(DEFAULT)} (isoscore_star too with "
+                   f"--shrinkage-sample), plus {', '.join(CLUSTER)} when --labels is given. Also: "
+                   f"{', '.join(ON_REQUEST)}.")
+@click.option("--shrinkage-sample", callback=_parse_shrinkage_sample, default=None, metavar="N|FILE",
+              help="Σ_S of isoscore_star: the covariance of N rows drawn (seeded by --random-state) from all rows "
+                   "of the input, or of the rows of FILE (an embeddings file of the same width); with --model, "
+                   "N texts drawn from --texts or a FILE of texts, embedded by the model at each layer. Without "
+                   "it isoscore_star shrinks toward the identity and tracks vector norms, so the default table "
+                   "leaves it out.")
 @click.option("--json", "json_path", default=None, metavar="OUT",
               help="Also write the values, sizes, file and package versions as JSON to OUT (a regular file, "
                    "written atomically; a symbolic link writes its target). '-' writes the JSON to stdout "
@@ -96,8 +120,8 @@ def _parse_sample_size(ctx, param, value):
               help="Memory of each --workers process, e.g. 2GB or 512MiB; default: the dask config key "
                    "isotropy.memory-limit, else 'auto' (the machine's memory divided among the workers).")
 @model_options
-def command(embeddings, labels_path, metric_names, json_path, sample_size, random_state, distance, key, progress,
-            scheduler, workers, memory_limit, **model_kwargs):
+def command(embeddings, labels_path, metric_names, shrinkage_sample, json_path, sample_size, random_state, distance,
+            key, progress, scheduler, workers, memory_limit, **model_kwargs):
     """Measure the geometry of the embeddings in EMBEDDINGS.
 
     EMBEDDINGS is a .npy, .npz, .pt/.pth, .safetensors, .csv/.tsv or .parquet file of shape
@@ -119,9 +143,11 @@ def command(embeddings, labels_path, metric_names, json_path, sample_size, rando
             raise click.UsageError("--scheduler, --workers and --memory-limit measure EMBEDDINGS files; "
                                    "they do not apply to --model.")
         return run_cli(**model_kwargs, labels_path=labels_path, metric_names=metric_names, json_path=json_path,
-                       sample_size=sample_size, random_state=random_state, progress=progress)
-    if metric_names is None:
-        metric_names = LABEL_FREE + (CLUSTER if labels_path is not None else [])
+                       sample_size=sample_size, random_state=random_state, progress=progress,
+                       shrinkage_sample=shrinkage_sample)
+    default_table = metric_names is None
+    if default_table:
+        metric_names = default_metric_names(labels=labels_path is not None, shrinkage=shrinkage_sample is not None)
     needing_labels = [name for name in metric_names if METRICS[name].needs_labels]
     if needing_labels and labels_path is None:
         raise click.UsageError(f"metric {needing_labels[0]!r} needs --labels FILE (one label per row of EMBEDDINGS).")
@@ -143,11 +169,13 @@ def command(embeddings, labels_path, metric_names, json_path, sample_size, rando
 
         return run(embeddings, labels_path=labels_path, metric_names=metric_names, needing_labels=needing_labels,
                    json_path=json_path, sample_size=sample_size, random_state=random_state, distance=distance,
-                   key=key, progress=progress, scheduler=scheduler, workers=workers, memory_limit=memory_limit)
+                   key=key, progress=progress, scheduler=scheduler, workers=workers, memory_limit=memory_limit,
+                   shrinkage_sample=shrinkage_sample, default_table=default_table)
 
     data = _load_input(embeddings, labels_path, key=key, sample_size=sample_size, random_state=random_state,
-                       needing_labels=needing_labels)
+                       needing_labels=needing_labels, shrinkage_sample=shrinkage_sample)
     report(data, embeddings, metric_names=metric_names, json_path=json_path, key=key, labels_path=labels_path,
-           sample_size=sample_size, random_state=random_state, distance=distance, progress=progress)
+           sample_size=sample_size, random_state=random_state, distance=distance, progress=progress,
+           shrinkage_sample=shrinkage_sample, default_table=default_table)
 
 

@@ -66,12 +66,12 @@ def _lazy_embeddings(embeddings, key):
 
 
 def run(embeddings, *, labels_path, metric_names, needing_labels, json_path, sample_size, random_state, distance,
-        key, progress, scheduler, workers, memory_limit=None):
+        key, progress, scheduler, workers, memory_limit=None, shrinkage_sample=None, default_table=False):
     """The body of ``isotropy measure`` for sharded input or a dask cluster."""
 
     from isotropy._utils.validation import check_labels
     from isotropy.distributed import show_progress
-    from isotropy.measure.report import InputError, _guard, _Input, report
+    from isotropy.measure.report import InputError, _guard, _Input, report, shrinkage_covariance
 
     X, _ = _lazy_embeddings(embeddings, key)
     n_rows, n_features = X.shape
@@ -80,6 +80,8 @@ def run(embeddings, *, labels_path, metric_names, needing_labels, json_path, sam
         from isotropy.io.labels import read_labels
 
         labels = _guard(read_labels, labels_path, n_rows=n_rows)
+    shrinkage_cov = None if shrinkage_sample is None else shrinkage_covariance(
+        shrinkage_sample, X, key=key, random_state=random_state, n_features=n_features)
     if sample_size is not None and sample_size < n_rows:  # the rows the in-memory path measures
         rows = np.sort(np.random.default_rng(random_state).choice(n_rows, size=sample_size, replace=False))
         X = X[rows]
@@ -98,7 +100,7 @@ def run(embeddings, *, labels_path, metric_names, needing_labels, json_path, sam
                              f"the cluster metrics need between 2 and n_samples - 1 = {n_samples - 1} clusters.")
     show = sys.stderr.isatty() if progress is None else progress
     data = _Input(X=X, n_rows=n_rows, n_samples=n_samples, n_features=n_features, where=where,
-                  cluster_ids=cluster_ids, n_clusters=n_clusters)
+                  cluster_ids=cluster_ids, n_clusters=n_clusters, shrinkage_cov=shrinkage_cov)
     try:
         with open_cluster(scheduler, workers, memory_limit) as where_run, show_progress(show):
             from isotropy._utils.versions import package_versions
@@ -114,6 +116,6 @@ def run(embeddings, *, labels_path, metric_names, needing_labels, json_path, sam
             report(data, embeddings, metric_names=metric_names, json_path=json_path, key=key,
                    labels_path=labels_path, sample_size=sample_size, random_state=random_state, distance=distance,
                    progress=False, header_extra=f"; dask: {where_run['scheduler']}, {len(X.chunks[0])} chunks",
-                   record_extra=record_extra)
+                   record_extra=record_extra, shrinkage_sample=shrinkage_sample, default_table=default_table)
     except OSError as exc:  # no scheduler at that address, ports refused
         raise InputError(f"--scheduler {scheduler!r}: cannot connect ({' '.join(str(exc).split())}).") from None

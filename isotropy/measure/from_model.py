@@ -26,9 +26,15 @@ LEVELS = ("sentence", "token")
 _CALLER = "measure_layers"
 _DEFAULT_TOKEN_SAMPLE = 10_000
 
-# measured per layer when --metrics is not given (any name of isotropy.metrics.table.METRICS may be asked for)
-DEFAULT_LAYER_METRICS = ("isoscore", "isoscore_star", "partition_isotropy", "cosine_similarity_mean", "twonn_dimension",
-                         "silhouette_score", "calinski_harabasz_score", "davies_bouldin_score")
+# measured per layer when --metrics is not given (any name of isotropy.metrics.table.METRICS may be asked for);
+# isoscore_star joins them when a shrinkage sample is given (isotropy.metrics.table.ISOSCORE_STAR_NOTE)
+DEFAULT_LAYER_METRICS = ("isoscore", "partition_isotropy", "cosine_similarity_mean", "rogue_dimension_share",
+                         "twonn_dimension", "silhouette_score", "calinski_harabasz_score", "davies_bouldin_score")
+
+# texts are cut to this many characters per token of max_length before tokenisation, so that a huge text (a
+# 17 MB line) is never tokenised whole; no token of the shipped tokenizers covers more (WordPiece makes a word
+# longer than 100 characters one [UNK])
+_CHARS_PER_TOKEN = 100
 
 
 def read_texts(path: str | os.PathLike, *, column: str | None = None) -> list[str]:
@@ -139,7 +145,7 @@ def _token_states(texts, tokenizer, network, layers, *, batch_size, max_length, 
 def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", pooling: str = "mean",
                    labels=None, metrics=None, device=None, batch_size: int = 32, max_length: int = 128,
                    keep_special: bool = False, sample_size: int | None = None, random_state: int = 0,
-                   progress: bool = False) -> dict:
+                   progress: bool = False, shrinkage_sample=None) -> dict:
     """Geometry of every selected hidden layer of ``model`` on ``texts``: one record per layer.
 
     Parameters
@@ -163,7 +169,8 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
         Names from :data:`isotropy.metrics.table.METRICS`; default: :data:`DEFAULT_LAYER_METRICS`
         (the cluster metrics only with labels).
     device, batch_size, max_length
-        Where and how the model runs; texts are truncated to ``max_length`` tokens.
+        Where and how the model runs; texts are truncated to ``max_length`` tokens (and, before
+        tokenisation, to ``100 · max_length`` characters, so that a huge text is never tokenised whole).
     keep_special : bool, default=False
         Token level: also measure the special tokens.
     sample_size : int or None
@@ -171,6 +178,12 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
         sentence level: every text).
     random_state : int, default=0
     progress : bool, default=False
+    shrinkage_sample : int or sequence of str, optional
+        Σ_S of ``isoscore_star`` at each layer: the covariance of N rows drawn (seeded by
+        ``random_state``) from that layer's rows before ``sample_size`` (sentence level: all texts;
+        token level: the measured tokens), or of the rows of these texts, embedded by the model at
+        the same level and pooling. Without it ``isoscore_star`` is left out of the default
+        metrics, and asking for it warns (Σ_S = I tracks vector norms).
 
     Returns
     -------
@@ -182,6 +195,12 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
 
     Notes
     -----
+    A sentence-transformers directory (``modules.json`` with modules after the transformer, such as
+    the packaged ``all-MiniLM-L6-v2``'s Pooling and Normalize) gets one more row at sentence level,
+    ``layer="output"``: the model's own output, ``SentenceTransformer.encode`` (its pooling, its
+    normalisation, its ``max_seq_length``), whatever ``pooling`` says for the hidden layers;
+    ``output_modules`` names the modules applied.
+
     ``norm_max_over_median`` is the largest vector norm divided by the median norm: values far
     above ~3 flag outlier vectors (raw decoders put 5-16x norms on ``<bos>`` in their middle layers),
     which dominate covariance-based scores such as IsoScore.
@@ -207,9 +226,28 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
         if labels.shape[0] != len(texts):
             raise ValueError(f"The 'labels' parameter of {_CALLER} must hold one label per text ({len(texts)}). "
                              f"Got {labels.shape[0]} instead.")
-    if metrics is None:
+    if isinstance(shrinkage_sample, str) or not (shrinkage_sample is None or isinstance(shrinkage_sample, int)
+                                                  or all(isinstance(t, str) for t in shrinkage_sample)):
+        raise TypeError(f"The 'shrinkage_sample' parameter of {_CALLER} must be an int or a list of texts. "
+                        f"Got {type(shrinkage_sample).__name__} instead.")
+    if isinstance(shrinkage_sample, int):
+        check_scalar(shrinkage_sample, "shrinkage_sample", caller=_CALLER, kind=int, low=2)
+    elif shrinkage_sample is not None:
+        shrinkage_sample = [str(t)[:_CHARS_PER_TOKEN * max_length] for t in shrinkage_sample]
+        if len(shrinkage_sample) < 2:
+            raise ValueError(f"The 'shrinkage_sample' parameter of {_CALLER} must hold at least 2 texts. "
+                             f"Got {len(shrinkage_sample)} instead.")
+    default_metrics = metrics is None
+    if default_metrics:
         metrics = [m for m in DEFAULT_LAYER_METRICS if not METRICS[m].needs_labels or labels is not None]
+        if shrinkage_sample is not None:
+            metrics.insert(1, "isoscore_star")
     metrics = check_metric_names(metrics, caller=_CALLER)
+    if "isoscore_star" in metrics and shrinkage_sample is None:
+        from isotropy.metrics.table import ISOSCORE_STAR_WARNING
+
+        warnings.warn(f"{_CALLER}: {ISOSCORE_STAR_WARNING} (shrinkage_sample=).", UserWarning, stacklevel=2)
+    texts = [t[:_CHARS_PER_TOKEN * max_length] for t in texts]  # never tokenise a huge text whole
     check_layers(layers, caller=_CALLER)  # the form now; the range once the model is loaded
     if labels is None and any(METRICS[m].needs_labels for m in metrics):
         raise ValueError(f"The cluster metrics need labels (one per text); got metrics={metrics!r} without labels.")
@@ -225,10 +263,10 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
         from isotropy.models.encoders import encode_pooled
 
         states = encode_pooled(texts, model=location, layers=layers, pooling=pooling, device=device,
-                               batch_size=batch_size, max_length=max_length, show_progress=progress,
-                               _loaded=(tokenizer, network))
+                               batch_size=batch_size, max_length=max_length, show_progress=progress)
         text_of_row = np.arange(len(texts))
         n_total = len(texts)
+        full_states = states
         if sample_size is not None and sample_size < n_total:
             keep = np.sort(rng.choice(n_total, size=sample_size, replace=False))
             states = {layer: X[keep] for layer, X in states.items()}
@@ -238,7 +276,7 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
             texts, tokenizer, network, layers, batch_size=batch_size, max_length=max_length,
             keep_special=keep_special, sample_size=_DEFAULT_TOKEN_SAMPLE if sample_size is None else sample_size,
             rng=rng)
-    del network
+        full_states = states
     row_labels = None if labels is None else labels[text_of_row]
     if row_labels is not None and any(METRICS[m].needs_labels for m in metrics):
         from isotropy._utils.validation import check_labels
@@ -247,8 +285,32 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
         if not 2 <= int(ids.max()) + 1 <= len(ids) - 1:
             raise ValueError(f"The labels put the {len(ids)} measured rows in {int(ids.max()) + 1} clusters; "
                              f"the cluster metrics need between 2 and n_samples - 1.")
-    rows, notes = [], []
-    for layer in layers:
+    shrink = {}  # layer -> Σ_S of isoscore_star
+    if shrinkage_sample is not None and "isoscore_star" in metrics:
+        shrink = _shrinkage_covariances(shrinkage_sample, states, full_states, tokenizer, network, layers,
+                                        level=level, location=location, pooling=pooling, device=device,
+                                        batch_size=batch_size, max_length=max_length, keep_special=keep_special,
+                                        random_state=random_state)
+    output_modules = []
+    if level == "sentence":
+        output_modules = _sentence_transformer_modules(location)
+    if output_modules:
+        from isotropy.models.encoders import load_sentence_model
+
+        encoder = load_sentence_model(location, device=device)
+        output = encoder.encode(texts, batch_size=batch_size, convert_to_numpy=True, show_progress_bar=False)
+        states["output"] = output[text_of_row] if len(text_of_row) < len(texts) else output
+        if shrink:  # Σ_S of the output row: the same sample, through the model's own modules
+            drawn = output[np.sort(np.random.default_rng([random_state, 1]).choice(
+                len(output), size=shrinkage_sample, replace=False))] if isinstance(shrinkage_sample, int) else \
+                encoder.encode(shrinkage_sample, batch_size=batch_size, convert_to_numpy=True, show_progress_bar=False)
+            from isotropy.metrics.covariance import CovarianceAccumulator
+
+            shrink["output"] = CovarianceAccumulator().update(np.asarray(drawn, dtype=np.float64)).covariance()
+        del encoder
+    del network
+    rows, notes, seen = [], [], {}
+    for layer in [*layers, *(["output"] if output_modules else [])]:
         X = np.asarray(states[layer], dtype=np.float64)
         norms = np.linalg.norm(X, axis=1)
         record = {"layer": layer, "n_samples": int(X.shape[0]),
@@ -257,6 +319,8 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
             fn, labelled, kwargs = METRICS[name].function, METRICS[name].needs_labels, {}
             if name == "silhouette_score":
                 kwargs = {"sample_size": 5000 if X.shape[0] > 5000 else None, "random_state": random_state}
+            if name == "isoscore_star" and layer in shrink:
+                kwargs = {"shrinkage_cov": shrink[layer]}
             try:
                 with warnings.catch_warnings(record=True) as caught:
                     warnings.simplefilter("always")
@@ -266,16 +330,65 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
                 caught = [exc]
             for message in dict.fromkeys(" ".join(str(getattr(w, "message", w)).split()).removeprefix(f"{name}: ")
                                          for w in caught):
-                notes.append(f"layer {layer}: {name}: {message}")
-                print(f"Warning: layer {layer}: {name}: {message}", file=sys.stderr, flush=True)
+                seen.setdefault((name, message), []).append(layer)  # one warning for every layer that gives it
         rows.append(record)
         if progress:
             print(f"layer {layer}: " + ", ".join(f"{k}={record[k]:.4g}" for k in metrics), file=sys.stderr, flush=True)
+    for (name, message), where in seen.items():
+        named = f"layer {where[0]}" if len(where) == 1 else f"layers {', '.join(map(str, where))}"
+        notes.append(f"{named}: {name}: {message}")
+        print(f"Warning: {named}: {name}: {message}", file=sys.stderr, flush=True)
     return {"model": str(model), "location": location, "level": level,
             "pooling": pooling if level == "sentence" else None, "keep_special": keep_special if level == "token" else None,
             "n_layers": n_layers, "n_features": int(states[layers[0]].shape[1]), "n_texts": len(texts),
             "n_rows_total": int(n_total), "metrics": list(metrics), "max_length": max_length,
-            "sample_size": sample_size, "random_state": random_state, "rows": rows, "warnings": notes}
+            "sample_size": sample_size, "random_state": random_state, "rows": rows, "warnings": notes,
+            "shrinkage_sample": (shrinkage_sample if shrinkage_sample is None or isinstance(shrinkage_sample, int)
+                                 else f"{len(shrinkage_sample)} texts"),
+            "isoscore_star_left_out": default_metrics and shrinkage_sample is None,
+            "output_modules": output_modules}
+
+
+def _sentence_transformer_modules(location) -> list[str]:
+    """The modules after the transformer in a sentence-transformers directory (``modules.json``), e.g. ``["Pooling", "Normalize"]``."""
+    import json
+
+    path = Path(str(location)) / "modules.json"
+    if not path.is_file():
+        return []
+    try:
+        modules = json.loads(path.read_text(encoding="utf-8"))
+        kinds = [str(m["type"]).rsplit(".", 1)[-1] for m in sorted(modules, key=lambda m: m.get("idx", 0))]
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return []
+    return kinds[1:] if kinds and kinds[0] == "Transformer" and len(kinds) > 1 else []
+
+
+def _shrinkage_covariances(sample, states, full_states, tokenizer, network, layers, *, level, location, pooling,
+                           device, batch_size, max_length, keep_special, random_state) -> dict:
+    """Σ_S per layer: the covariance of ``sample`` rows drawn from the layer's rows, or of the texts ``sample`` embedded."""
+    import numpy as np
+
+    from isotropy.metrics.covariance import CovarianceAccumulator
+
+    if isinstance(sample, int):
+        n = len(full_states[layers[0]])
+        if sample > n:
+            raise ValueError(f"The 'shrinkage_sample' parameter of {_CALLER} draws {sample} rows from {n}; expected "
+                             f"at most {n} (or a list of texts).")
+        rows = np.sort(np.random.default_rng([random_state, 1]).choice(n, size=sample, replace=False))
+        drawn = {layer: np.asarray(full_states[layer])[rows] for layer in layers}
+    elif level == "sentence":
+        from isotropy.models.encoders import encode_pooled
+
+        drawn = encode_pooled(sample, model=location, layers=layers, pooling=pooling, device=device,
+                              batch_size=batch_size, max_length=max_length, show_progress=False)
+    else:
+        drawn, _, _ = _token_states(sample, tokenizer, network, layers, batch_size=batch_size, max_length=max_length,
+                                    keep_special=keep_special, sample_size=_DEFAULT_TOKEN_SAMPLE,
+                                    rng=np.random.default_rng([random_state, 1]))
+    return {layer: CovarianceAccumulator().update(np.asarray(drawn[layer], dtype=np.float64)).covariance()
+            for layer in layers}
 
 
 def format_table(result: dict) -> str:
@@ -305,9 +418,14 @@ def plot_layers(result: dict, path: str | os.PathLike) -> Path:
     n_rows = math.ceil(len(names) / n_cols)
     fig = Figure(figsize=(3.2 * n_cols, 2.6 * n_rows))
     axes = fig.subplots(n_rows, n_cols, squeeze=False)
-    layers = [r["layer"] for r in result["rows"]]
+    hidden = [r for r in result["rows"] if r["layer"] != "output"]
+    output = [r for r in result["rows"] if r["layer"] == "output"]  # a sentence-transformers model's own output
+    layers = [r["layer"] for r in hidden]
     for ax, name in zip(axes.flat, names):
-        ax.plot(layers, [r[name] for r in result["rows"]], marker="o", ms=3)
+        ax.plot(layers, [r[name] for r in hidden], marker="o", ms=3)
+        if output:
+            ax.plot([layers[-1] + 1], [output[0][name]], marker="*", ms=7, linestyle="none", label="model output")
+            ax.legend(fontsize=6)
         ax.set_title(titles[name], fontsize=9)
         ax.set_xlabel("layer", fontsize=8)
         values = [r[name] for r in result["rows"] if math.isfinite(r[name]) and r[name] > 0]
@@ -364,7 +482,7 @@ def model_options(function):
 
 def run_cli(*, model, texts_path, text_column, layers, level, pooling, keep_special, plot_path, device, batch_size,
             max_length, labels_path=None, metric_names=None, json_path=None, sample_size=None, random_state=0,
-            progress=None) -> None:
+            progress=None, shrinkage_sample=None) -> None:
     """``isotropy measure --model``: measure, print the table, write --json and --plot."""
     if texts_path is None:
         raise click.UsageError("--model needs --texts FILE (one text a line, or a CSV/TSV/JSON-lines column).")
@@ -378,12 +496,31 @@ def run_cli(*, model, texts_path, text_column, layers, level, pooling, keep_spec
             if getattr(labels, "ndim", 1) != 1:
                 raise ValueError(f"--labels {str(labels_path)!r} is multi-label; --model needs one label per text.")
         show = sys.stderr.isatty() if progress is None else progress
-        result = measure_layers(texts, model=model, layers=layers, level=level, pooling=pooling, labels=labels,
-                                metrics=metric_names, device=device, batch_size=batch_size, max_length=max_length,
-                                keep_special=keep_special, sample_size=sample_size, random_state=random_state,
-                                progress=show)
+        shrink = shrinkage_sample if shrinkage_sample is None or isinstance(shrinkage_sample, int) else \
+            read_texts(shrinkage_sample)
+        from isotropy.metrics.table import ISOSCORE_STAR_WARNING
+
+        with warnings.catch_warnings(record=True) as caught:  # the IsoScore* warning, as one line of the command
+            warnings.simplefilter("always", UserWarning)
+            result = measure_layers(texts, model=model, layers=layers, level=level, pooling=pooling, labels=labels,
+                                    metrics=metric_names, device=device, batch_size=batch_size,
+                                    max_length=max_length, keep_special=keep_special, sample_size=sample_size,
+                                    random_state=random_state, progress=show, shrinkage_sample=shrink)
+        for w in caught:
+            if ISOSCORE_STAR_WARNING in str(w.message):
+                click.echo(f"Warning: {ISOSCORE_STAR_WARNING} (--shrinkage-sample).", err=True)
+            else:
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     except (ValueError, TypeError, OSError, ImportError) as exc:
         raise _InputError(" ".join(str(exc).split())) from None
+    if result["isoscore_star_left_out"]:
+        from isotropy.metrics.table import ISOSCORE_STAR_NOTE
+
+        click.echo(f"Note: {ISOSCORE_STAR_NOTE} (--shrinkage-sample).", err=True)
+    if result["output_modules"]:
+        click.echo(f"Note: {model} is a sentence-transformers model: the row 'output' is its own output "
+                   f"(SentenceTransformer.encode: {', '.join(result['output_modules'])}); the hidden layers use "
+                   f"--pooling {pooling}.", err=True)
     n = result["rows"][0]["n_samples"]
     unit = "texts" if level == "sentence" else "tokens"
     sampled = f" (a sample of {n} of {result['n_rows_total']} {unit})" if n < result["n_rows_total"] else ""

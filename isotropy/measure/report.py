@@ -22,14 +22,14 @@ import click
 
 from isotropy.metrics import table as _table
 
-__all__ = ["CLUSTER", "LABEL_FREE", "METRICS", "QUADRATIC", "InputError", "report"]
+__all__ = ["CLUSTER", "LABEL_FREE", "METRICS", "QUADRATIC", "InputError", "report", "shrinkage_covariance"]
 
 
 # the one metric table (isotropy.metrics.table): names, functions, families, labels
 METRICS = _table.METRICS
 
 
-LABEL_FREE = _table.metric_names(needs_labels=False)
+LABEL_FREE = _table.metric_names(needs_labels=False)  # every label-free metric (the default table: _table.default_metric_names)
 
 
 CLUSTER = _table.metric_names(needs_labels=True)
@@ -49,12 +49,13 @@ _COST_NOTE_SECONDS = 10.0  # estimates below this are not worth a note
 
 
 def report(data, embeddings, *, metric_names, json_path, key, labels_path, sample_size, random_state, distance,
-           progress, header_extra="", record_extra=None):
+           progress, header_extra="", record_extra=None, shrinkage_sample=None, default_table=False):
     """Measure ``data`` metric by metric: print each line as it finishes, write the JSON, set the exit status.
 
     Shared by the in-memory path and the dask path (:mod:`isotropy.measure.distributed`), which
     passes a dask array as ``data.X``, its cluster description in ``header_extra`` and the
-    scheduler, workers, memory_limit and chunking in ``record_extra``.
+    scheduler, workers, memory_limit and chunking in ``record_extra``. ``default_table``: no
+    ``--metrics`` was given (the note on a left-out IsoScore* is then printed).
     """
     to_stdout = json_path == "-"
     echo = _Echo(err=to_stdout)  # with --json -, stdout carries the JSON alone
@@ -64,6 +65,7 @@ def report(data, embeddings, *, metric_names, json_path, key, labels_path, sampl
     if distance != "euclidean":
         header += f", {distance} distance"
     echo(header + header_extra)
+    _isoscore_star_note(metric_names, has_shrinkage=data.shrinkage_cov is not None, default_table=default_table)
     rows = _TableRows(metric_names)
     echo(rows.head())
 
@@ -78,7 +80,8 @@ def report(data, embeddings, *, metric_names, json_path, key, labels_path, sampl
         click.echo("Error: interrupted; the JSON holds the metrics that finished.", err=True)
     if json_path is not None:
         record = _record(data, embeddings, key=key, labels_path=labels_path, sample_size=sample_size,
-                         random_state=random_state, distance=distance, results=results, metric_names=metric_names)
+                         random_state=random_state, distance=distance, results=results, metric_names=metric_names,
+                         shrinkage_sample=shrinkage_sample)
         record.update(record_extra or {})
         from isotropy.measure._json_output import write_json_output
 
@@ -150,10 +153,12 @@ class _Input:
     where: str
     cluster_ids: object
     n_clusters: int | None
+    shrinkage_cov: object = None  # Σ_S of isoscore_star from --shrinkage-sample (float64, d x d), or None
 
 
-def _load_input(embeddings, labels_path, *, key, sample_size, random_state, needing_labels) -> _Input:
-    """Read EMBEDDINGS (and LABELS), draw the sample, check finiteness and the clusters."""
+def _load_input(embeddings, labels_path, *, key, sample_size, random_state, needing_labels,
+                shrinkage_sample=None) -> _Input:
+    """Read EMBEDDINGS (and LABELS), draw the sample, check finiteness and the clusters; Σ_S of --shrinkage-sample."""
     import numpy as np
 
     from isotropy._utils.validation import check_labels
@@ -167,6 +172,8 @@ def _load_input(embeddings, labels_path, *, key, sample_size, random_state, need
         from isotropy.io.labels import read_labels
 
         labels = _guard(read_labels, labels_path, n_rows=n_rows)
+    shrinkage_cov = None if shrinkage_sample is None else shrinkage_covariance(
+        shrinkage_sample, X, key=key, random_state=random_state, n_features=n_features)
     rows = np.arange(n_rows)
     if sample_size is not None and sample_size < n_rows:
         rows = np.sort(np.random.default_rng(random_state).choice(n_rows, size=sample_size, replace=False))
@@ -192,10 +199,11 @@ def _load_input(embeddings, labels_path, *, key, sample_size, random_state, need
             raise InputError(f"LABELS {str(labels_path)!r} has {n_clusters} clusters for {n_samples} rows{where}; "
                              f"the cluster metrics need between 2 and n_samples - 1 = {n_samples - 1} clusters.")
     return _Input(X=X, n_rows=n_rows, n_samples=n_samples, n_features=n_features, where=where,
-                  cluster_ids=cluster_ids, n_clusters=n_clusters)
+                  cluster_ids=cluster_ids, n_clusters=n_clusters, shrinkage_cov=shrinkage_cov)
 
 
-def _record(data, embeddings, *, key, labels_path, sample_size, random_state, distance, results, metric_names):
+def _record(data, embeddings, *, key, labels_path, sample_size, random_state, distance, results, metric_names,
+            shrinkage_sample=None):
     from isotropy._utils.versions import package_versions
 
     return {
@@ -209,6 +217,7 @@ def _record(data, embeddings, *, key, labels_path, sample_size, random_state, di
         "sample_size": sample_size,
         "random_state": random_state,
         "metric": distance,
+        "shrinkage_sample": shrinkage_sample if shrinkage_sample is None or isinstance(shrinkage_sample, int) else str(shrinkage_sample),
         "values": {name: _json_float(results.values[name]) for name in metric_names if name in results.values},
         "seconds": {name: round(results.seconds[name], 6) for name in metric_names if name in results.seconds},
         "warnings": results.notes,
@@ -254,6 +263,7 @@ def _measure(metric_names, data, *, distance, random_state, progress):
 
     from tqdm import tqdm
 
+    from isotropy._utils.backend import is_dask
     from isotropy.io.embeddings import EmbeddingsReadError
 
     X, cluster_ids = data.X, data.cluster_ids
@@ -265,7 +275,7 @@ def _measure(metric_names, data, *, distance, random_state, progress):
         spec = METRICS[name]
         labelled = spec.needs_labels
         if name in QUADRATIC:
-            note = _cost_note(name, *X.shape)
+            note = _cost_note(name, *X.shape, distributed=is_dask(X))
             if note:
                 bar.write(note, file=sys.stderr)
         function = spec.function
@@ -277,6 +287,8 @@ def _measure(metric_names, data, *, distance, random_state, progress):
             kwargs["metric"] = distance
         if "random_state" in accepted:
             kwargs["random_state"] = random_state
+        if name == "isoscore_star" and data.shrinkage_cov is not None:
+            kwargs["shrinkage_cov"] = data.shrinkage_cov
         args = (X, cluster_ids) if labelled else (X,)
         start = time.perf_counter()
         error = kind = value = None
@@ -343,8 +355,11 @@ def _reporting_to(bar, name):
     return reporting(show)
 
 
-def _cost_note(name, n_samples, n_features) -> str | None:
-    """A one-line estimate of an O(n²) metric's time, or None when it is short (see _COST_NOTE_SECONDS)."""
+def _cost_note(name, n_samples, n_features, *, distributed=False) -> str | None:
+    """A one-line estimate of an O(n²) metric's time, or None when it is short (see _COST_NOTE_SECONDS).
+
+    ``distributed``: the data are already on the dask path, so ``--workers N`` is not suggested again.
+    """
     from isotropy._kernels.cost import estimate_seconds, format_duration
 
     seconds = estimate_seconds(name, n_samples, n_features)
@@ -352,9 +367,52 @@ def _cost_note(name, n_samples, n_features) -> str | None:
         return None
     sample = int(n_samples * math.sqrt(_COST_NOTE_SECONDS / seconds))  # time grows as n²
     sample = max(2, int(float(f"{sample:.2g}")))
+    where = "one process of this machine" if distributed else "this machine"
+    advice = "" if distributed else "; for all rows, use the distributed path (--workers N)"
     return (f"Note: {name} compares all {n_samples} x {n_samples} pairs (O(n²)): about "
-            f"{format_duration(seconds)} on this machine. --sample-size {sample} takes about "
-            f"{format_duration(_COST_NOTE_SECONDS)}; for all rows, use the distributed path (--workers N).")
+            f"{format_duration(seconds)} on {where}. --sample-size {sample} takes about "
+            f"{format_duration(_COST_NOTE_SECONDS)}{advice}.")
+
+
+def _isoscore_star_note(metric_names, *, has_shrinkage, default_table) -> None:
+    """The IsoScore* rule: a note when a default table leaves it out, a warning when it is asked for without Σ_S."""
+    if has_shrinkage:
+        return
+    if default_table and "isoscore_star" not in metric_names:
+        click.echo(f"Note: {_table.ISOSCORE_STAR_NOTE} (--shrinkage-sample).", err=True)
+    elif "isoscore_star" in metric_names:
+        click.echo(f"Warning: {_table.ISOSCORE_STAR_WARNING} (--shrinkage-sample).", err=True)
+
+
+def shrinkage_covariance(spec, X_full, *, key, random_state, n_features):
+    """Σ_S of ``--shrinkage-sample``: the covariance of ``spec`` rows drawn from ``X_full``, or of a file's rows.
+
+    ``spec`` is an int N (N rows drawn without replacement, seeded by ``random_state``, from all rows
+    of EMBEDDINGS, whether or not ``--sample-size`` measures fewer) or a path to an embeddings file
+    of the same width (read with ``key``). ``X_full`` is the whole input (numpy, memory map or dask).
+    """
+    import numpy as np
+
+    from isotropy._utils.backend import is_dask
+    from isotropy.metrics.covariance import CovarianceAccumulator
+
+    if isinstance(spec, int):
+        n_rows = X_full.shape[0]
+        if spec > n_rows:
+            raise InputError(f"--shrinkage-sample {spec}: EMBEDDINGS has {n_rows} rows; expected at most {n_rows} "
+                             f"rows to draw, or a file of rows.")
+        rows = np.sort(np.random.default_rng([random_state, 1]).choice(n_rows, size=spec, replace=False))
+        S = X_full[rows]
+        S = S.compute() if is_dask(S) else S
+    else:
+        from isotropy.io.embeddings import read_embeddings
+
+        S, _ = _guard(read_embeddings, spec, key=key)
+        if S.ndim != 2 or S.shape[1] != n_features or S.shape[0] < 2:
+            raise InputError(f"--shrinkage-sample {str(spec)!r} has shape {tuple(S.shape)}; expected at least 2 rows "
+                             f"of {n_features} features, like EMBEDDINGS.")
+    accumulator = _guard(CovarianceAccumulator().update, np.asarray(S))
+    return _guard(accumulator.covariance)
 
 
 def _json_float(value: float):

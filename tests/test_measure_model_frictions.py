@@ -1,0 +1,121 @@
+"""``measure --model`` frictions (issue 21): the sentence-transformers output row, the default table, one
+warning for many layers, texts cut before tokenisation, and ``shrinkage_sample``."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from _tiny_models import make_tiny_bert
+from click.testing import CliRunner
+
+from isotropy.cli import cli
+from isotropy.measure.from_model import DEFAULT_LAYER_METRICS, measure_layers
+
+torch = pytest.importorskip("torch")
+
+TEXTS = ["the cat sat on the mat .", "a dog ran .", "the dog sat on a mat", "a cat ran", "the mat .",
+         "dog sat", "the cat ran on the mat", "a dog sat ."]
+
+
+@pytest.fixture(scope="module")
+def bert(tmp_path_factory):
+    return make_tiny_bert(tmp_path_factory.mktemp("frictions") / "bert")
+
+
+def test_sentence_transformers_output_row_equals_encode():
+    pytest.importorskip("sentence_transformers")
+    from isotropy import cosine_similarity_mean, isoscore
+    from isotropy.models.encoders import load_sentence_model
+
+    result = measure_layers(TEXTS, model="all-MiniLM-L6-v2", layers="last", device="cpu",
+                            metrics=["isoscore", "cosine_similarity_mean"])
+    assert result["output_modules"] == ["Pooling", "Normalize"]
+    assert [r["layer"] for r in result["rows"]] == [6, "output"]
+    encoded = load_sentence_model("all-MiniLM-L6-v2", device="cpu").encode(TEXTS, convert_to_numpy=True)
+    output = result["rows"][-1]
+    assert output["isoscore"] == pytest.approx(isoscore(encoded.astype(np.float64)), rel=1e-6)
+    assert output["cosine_similarity_mean"] == pytest.approx(cosine_similarity_mean(encoded.astype(np.float64)),
+                                                             rel=1e-6)
+    assert output["norm_max_over_median"] == pytest.approx(1.0, abs=1e-6)  # Normalize applied
+    assert result["rows"][0]["norm_max_over_median"] != pytest.approx(1.0, abs=1e-6)
+
+
+def test_plain_transformers_directory_has_no_output_row_and_rogue_share_is_in_the_table(bert):
+    assert "rogue_dimension_share" in DEFAULT_LAYER_METRICS and "isoscore_star" not in DEFAULT_LAYER_METRICS
+    result = measure_layers(TEXTS, model=str(bert), device="cpu")
+    assert [r["layer"] for r in result["rows"]] == [0, 1, 2] and result["output_modules"] == []
+    assert "rogue_dimension_share" in result["metrics"] and "isoscore_star" not in result["metrics"]
+    assert result["isoscore_star_left_out"]
+
+
+def test_isoscore_star_with_and_without_a_shrinkage_sample(bert):
+    from isotropy import isoscore_star
+
+    with pytest.warns(UserWarning, match="tracks the vector norms"):
+        measure_layers(TEXTS, model=str(bert), device="cpu", layers="2", metrics=["isoscore_star"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        result = measure_layers(TEXTS, model=str(bert), device="cpu", layers="2", shrinkage_sample=5,
+                                random_state=1)
+    assert result["metrics"][:2] == ["isoscore", "isoscore_star"] and not result["isoscore_star_left_out"]
+    from isotropy.models.encoders import encode_pooled
+
+    X = encode_pooled(TEXTS, model=str(bert), layers=[2], device="cpu")[2].astype(np.float64)
+    rows = np.sort(np.random.default_rng([1, 1]).choice(len(TEXTS), size=5, replace=False))
+    expected = isoscore_star(X, shrinkage_cov=np.cov(X[rows], rowvar=False))
+    assert result["rows"][0]["isoscore_star"] == pytest.approx(expected, rel=1e-6)
+    texts = measure_layers(TEXTS, model=str(bert), device="cpu", layers="2", metrics=["isoscore_star"],
+                           shrinkage_sample=TEXTS[:6])
+    S = encode_pooled(TEXTS[:6], model=str(bert), layers=[2], device="cpu")[2].astype(np.float64)
+    assert texts["rows"][0]["isoscore_star"] == pytest.approx(
+        isoscore_star(X, shrinkage_cov=np.cov(S, rowvar=False)), rel=1e-6)
+
+
+def test_one_warning_names_every_layer_that_gives_it(bert, capsys):
+    duplicated = TEXTS[:4] * 2  # identical rows at every layer
+    measure_layers(duplicated, model=str(bert), device="cpu", metrics=["twonn_dimension"])
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("Warning:")]
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("Warning: layers 0, 1, 2: twonn_dimension:")
+
+
+def test_texts_are_cut_before_tokenisation(bert, monkeypatch):
+    from isotropy.models import loading
+
+    seen = []
+    real = loading.load_transformer
+
+    class Recording:
+        def __init__(self, tokenizer):
+            self._tokenizer = tokenizer
+
+        def __call__(self, texts, *args, **kwargs):
+            seen.extend(len(t) for t in ([texts] if isinstance(texts, str) else texts))
+            return self._tokenizer(texts, *args, **kwargs)
+
+        def __getattr__(self, name):
+            return getattr(self._tokenizer, name)
+
+    def load(*args, **kwargs):
+        tokenizer, network, location = real(*args, **kwargs)
+        return Recording(tokenizer), network, location
+
+    monkeypatch.setattr(loading, "load_transformer", load)
+    long_text = "word " * 400_000  # 2 MB on one line
+    result = measure_layers([long_text, *TEXTS], model=str(bert), device="cpu", level="token", layers="1",
+                            max_length=16, metrics=["isoscore"])
+    assert seen and max(seen) <= 100 * 16
+    assert result["n_texts"] == len(TEXTS) + 1
+
+
+def test_cli_says_what_the_output_row_is_and_what_was_left_out(tmp_path):
+    pytest.importorskip("sentence_transformers")
+    (tmp_path / "t.txt").write_text("\n".join(TEXTS) + "\n")
+    result = CliRunner().invoke(cli, ["measure", "--model", "all-MiniLM-L6-v2", "--texts", str(tmp_path / "t.txt"),
+                                      "--layers", "last", "--device", "cpu"])
+    assert result.exit_code == 0, result.output
+    assert "row 'output' is its own output (SentenceTransformer.encode: Pooling, Normalize)" in result.stderr
+    assert "Note: isoscore_star left out" in result.stderr
+    assert result.stdout.splitlines()[-1].split()[0] == "output"
