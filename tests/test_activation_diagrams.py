@@ -100,6 +100,13 @@ def test_run_matches_the_istar_experiment(tmp_path, tiny_bert_dir, one_torch_thr
     pretrained = json.loads((tmp_path / "ad" / "states" / "pretrained.json").read_text())
     assert pretrained["isoscore"] != pytest.approx(ours["isoscore"], rel=1e-6)  # training moved the weights
     assert len(pretrained["profile"]) == 32 and all(v > 0 for v in pretrained["profile"])
+    # claims.json: the pre-trained diagram has no randomness (decided on one seed); one λ gives no I-STAR claim
+    EXPERIMENT.report(results, tmp_path / "ad")
+    claims = {c["id"]: c for c in json.loads((tmp_path / "ad" / "claims.json").read_text())}
+    assert claims["rogue-pretrained"]["ours"] == pytest.approx(pretrained["max_over_median"])
+    assert claims["rogue-pretrained"]["verdict"] == ("holds" if pretrained["max_over_median"] > 5 else "does not hold")
+    assert claims["istar-sharper"]["verdict"] == claims["istar-isoscore"]["verdict"] == "not established"
+    assert claims["istar-sharper"]["ours"] is None
 
 
 def test_the_figure_draws_every_dimension_at_its_height():

@@ -115,6 +115,15 @@ def test_run_tiny_model_end_to_end(tmp_path, tiny_bert_dir, one_torch_thread):
     assert cluster["partition_isotropy"] > cluster["partition_isotropy_pooled"]  # the transform's whole point
     assert 0.0 <= baseline["accuracy"] <= 1.0
     assert "| cluster | 62.8 | 0.29 |" in (tmp_path / "results.md").read_text()
+    # claims.json: one seed of training decides nothing
+    import json
+
+    EXPERIMENT.report(results, tmp_path)
+    claims = json.loads((tmp_path / "claims.json").read_text())
+    assert [c["id"] for c in claims] == ["accuracy-cost", "isotropy-up", "cls-not-improved", "cls-zero-mean"]
+    assert all(c["n_seeds"] == 1 and c["verdict"] == "not established" for c in claims)
+    assert claims[1]["ours"] == pytest.approx(np.log10(cluster["partition_isotropy"]) -
+                                              np.log10(baseline["partition_isotropy"]))
 
 
 def test_small_last_batch_is_refused(tmp_path, tiny_bert_dir):

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 __all__ = ["INTERVALS", "MIN_SEEDS", "VERDICTS", "Claim", "Rule", "bootstrap_interval", "claim", "command_of",
-           "decide", "markdown_table", "not_run", "read_claims", "seed_interval", "write_claims"]
+           "decide", "markdown_table", "not_run", "read_claims", "run_config", "seed_interval", "write_claims"]
 
 VERDICTS = ("holds", "does not hold", "not established")
 INTERVALS = ("seed spread", "bootstrap over items", "both")
@@ -223,6 +223,15 @@ def command_of(results_dir, fallback: str) -> str:
             continue
         out.append(word)
     return " ".join(shlex.quote(w) for w in out)
+
+
+def run_config(results_dir) -> dict:
+    """The resolved config recorded in ``run.json`` of ``results_dir`` (``{}`` when there is none)."""
+    try:
+        config = json.loads((Path(results_dir) / "run.json").read_text(encoding="utf-8")).get("config")
+    except (OSError, ValueError, TypeError, AttributeError):
+        return {}
+    return config if isinstance(config, dict) else {}
 
 
 def write_claims(results_dir, claims: Sequence[Claim]) -> Path:

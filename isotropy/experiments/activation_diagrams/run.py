@@ -14,9 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
+from isotropy.experiments._claims import Rule
 from isotropy.experiments.activation_diagrams.science import profile_summary
 
-__all__ = ["EXPERIMENT", "istar_config", "markdown_table", "prepare", "run", "summarise"]
+__all__ = ["EXPERIMENT", "claims", "istar_config", "markdown_table", "prepare", "report", "run", "summarise"]
 
 EXPERIMENT = "activation-diagrams"
 # what summarise reads back from a states/*.json part on --resume
@@ -137,3 +138,71 @@ def run(config, results_dir, ctx) -> dict:
     write_json(results_dir / "results.json", results)
     write_text(results_dir / "results.md", markdown_table(results))
     return results
+
+
+# --- claims: the rules are fixed here, before the numbers are seen (Rudman & Eickhoff, Figure 1) --------------------
+
+_PAPER = "Rudman & Eickhoff, ICLR 2024 (arXiv 2305.19358), Figure 1"
+_COMMAND = "isotropy run activation-diagrams --setup minilm --seeds 0,1,2 --data-dir DATA_DIR"
+_ROGUE = Rule("holds if the largest mean magnitude is at least 5 times the median one (no randomness: the "
+              "pre-trained encoder)", above=5.0, random=False)
+_SHARPER = Rule("holds if largest / median mean magnitude is higher at the most negative λ than at the most positive "
+                "λ, in every seed", above=0.0)
+_ISOSCORE = Rule("holds if IsoScore is lower at the most negative λ than at the most positive λ, in every seed",
+                 below=0.0)
+
+
+def _states(results_dir) -> list[dict]:
+    """Every finished part (``states/*.json``): the pre-trained encoder and each (condition, seed)."""
+    import json
+
+    return [json.loads(p.read_text(encoding="utf-8")) for p in sorted((Path(results_dir) / "states").glob("*.json"))]
+
+
+def claims(results: dict, results_dir) -> list:
+    """Figure 1's claims: rogue dimensions in the pre-trained encoder; I-STAR's λ moves them and IsoScore."""
+    from isotropy.experiments._claims import claim, command_of, not_run
+
+    command = command_of(results_dir, _COMMAND)
+    states = _states(results_dir)
+    model = f"{results['model']} ({results['pooling']}-pooled last layer), {results['task']} validation"
+    out = []
+    pre = [s for s in states if s["condition"] == "pretrained"]
+    text = "A few dimensions dominate the average activation diagram of pre-trained sentence embeddings."
+    if pre:
+        out.append(claim(id="rogue-pretrained", paper=_PAPER, claim=text, paper_value="shown (BERT, ALBERT, DistilBERT)",
+                         model=model, statistic="largest / median mean absolute value per dimension",
+                         values=[pre[0]["max_over_median"]], rule=_ROGUE, command=command))
+    else:
+        out.append(not_run(id="rogue-pretrained", paper=_PAPER, claim=text, paper_value="shown", model=model,
+                           statistic="largest / median mean magnitude", rule=_ROGUE, command=command,
+                           reason="no pre-trained state in the run"))
+    lams = sorted({float(s["condition"].split(":")[1]) for s in states if s["condition"].startswith("istar:")})
+    texts = {"sharper": ("Fine-tuning with I-STAR towards lower isotropy concentrates the activations in fewer "
+                         "dimensions than towards higher isotropy."),
+             "isoscore": "I-STAR moves isotropy in the direction of its sign: lower IsoScore with λ < 0 than with λ > 0."}
+    if len(lams) < 2 or lams[0] >= 0 or lams[-1] <= 0:
+        for key, rule in (("sharper", _SHARPER), ("isoscore", _ISOSCORE)):
+            out.append(not_run(id=f"istar-{key}", paper=_PAPER, claim=texts[key], paper_value="shown", model=model,
+                               statistic="difference between the most negative and the most positive λ", rule=rule,
+                               command=command, reason="the run has no negative and positive I-STAR λ"))
+        return out
+    low, high = f"istar:{lams[0]:g}", f"istar:{lams[-1]:g}"
+    by = {(s["condition"], s["seed"]): s for s in states}
+    seeds = [s for s in results["seeds"] if (low, s) in by and (high, s) in by]
+    for key, field, rule in (("sharper", "max_over_median", _SHARPER), ("isoscore", "isoscore", _ISOSCORE)):
+        values = [by[(low, s)][field] - by[(high, s)][field] for s in seeds]
+        out.append(claim(id=f"istar-{key}", paper=_PAPER, claim=texts[key], paper_value="shown (diagrams per λ)",
+                         model=f"{model}, fine-tuned {results['n_train']} sentences, {results['epochs']} epoch(s)",
+                         statistic=f"{field} at λ = {lams[0]:g} minus at λ = {lams[-1]:g}", values=values, rule=rule,
+                         command=command))
+    return out
+
+
+def report(results: dict, results_dir) -> str:
+    """Write ``claims.json`` beside the results; the command prints ``results.md``."""
+    from isotropy.experiments._claims import write_claims
+
+    write_claims(results_dir, claims(results, results_dir))
+    path = Path(results_dir) / "results.md"
+    return path.read_text(encoding="utf-8") if path.is_file() else ""

@@ -19,9 +19,10 @@ from pathlib import Path
 
 import numpy as np
 
+from isotropy.experiments._claims import Rule
 from isotropy.experiments.cluster_finetune.science import layer_geometry
 
-__all__ = ["EXPERIMENT", "PAPER", "markdown_table", "prepare", "run", "summarise"]
+__all__ = ["EXPERIMENT", "PAPER", "claims", "markdown_table", "prepare", "report", "run", "summarise"]
 
 EXPERIMENT = "cluster-finetune"
 # what summarise reads back from a runs/*.json part on --resume
@@ -272,3 +273,71 @@ def run(config, results_dir, ctx) -> dict:
     write_json(results_dir / "results.json", results)
     write_text(results_dir / "results.md", markdown_table(results))
     return results
+
+
+# --- claims: the rules are fixed here, before the numbers are seen (Rajaee & Pilehvar, slides "Fine-tuning
+# results" (RTE re-implemented, BERT-base: 65.3 % / I(W) 4.86e-5 -> 62.8 % / 0.29) and "CLS Token Analysis") --------
+
+_PAPER = "Rajaee & Pilehvar, ACL 2021"
+_COMMAND = "isotropy run cluster-finetune --setup minilm --seeds 0,1,2 --data-dir DATA_DIR"
+_COST = Rule("holds if the accuracy change (transform minus baseline, same seed) is below 0 in every seed and across "
+             "the interval; does not hold if it is at or above 0 throughout", below=0.0)
+_ISOTROPY = Rule("holds if log10 I(W) of the classifier's input, transform minus baseline, is above 0 in every seed",
+                 above=0.0)
+_CLS_NOT_IMPROVED = Rule("holds if log10 I(W) of the raw pooled vector, transform minus baseline, is below 1 (less "
+                         "than a tenfold gain) in every seed", below=1.0)
+_ZERO_MEAN = Rule("holds if the last layer's zero-mean ratio ‖mean‖ / mean ‖x‖ after baseline fine-tuning is below "
+                  "0.1 in every seed", below=0.1)
+
+
+def claims(results: dict, results_dir) -> list:
+    """The slides' fine-tuning claims, per seed from the finished parts ``runs/{condition}_seed{seed}.json``."""
+    import json
+
+    from isotropy.experiments._claims import claim, command_of, not_run
+
+    command = command_of(results_dir, _COMMAND)
+    runs = {}
+    for path in sorted((Path(results_dir) / "runs").glob("*_seed*.json")):
+        record = json.loads(path.read_text(encoding="utf-8"))
+        runs[(record["condition"], int(record["seed"]))] = record
+    seeds = [int(s) for s in results["seeds"] if ("baseline", int(s)) in runs and ("cluster", int(s)) in runs]
+    pooled = "[CLS]" if results["pooling"] in ("first", "cls") else "mean-pooled"
+    model = (f"{results['model']} fine-tuned on {results['task']} ({results['n_train']} pairs, {results['epochs']:g} "
+             f"epoch(s)), {results['n_validation']} validation pairs")
+    specs = [
+        ("accuracy-cost", "slide 'Fine-tuning results'", "The in-batch cluster transform lowers the fine-tuned accuracy.",
+         "RTE 65.3 → 62.8 % (−2.5)", "accuracy change (points), transform minus baseline", _COST,
+         lambda b, c: 100.0 * (c["accuracy"] - b["accuracy"])),
+        ("isotropy-up", "slide 'Fine-tuning results'", "The transform raises I(W) of the classifier's input.",
+         "RTE 4.86e-5 → 0.29", f"log10 I(W) of the {pooled} vector after the transform, minus baseline", _ISOTROPY,
+         lambda b, c: float(np.log10(c["partition_isotropy"]) - np.log10(b["partition_isotropy"]))),
+        ("cls-not-improved", "slide 'CLS Token Analysis'",
+         "The algorithm cannot improve the isotropy of the CLS tokens during fine-tuning.",
+         "can not improve the isotropy of CLS tokens", f"log10 I(W) of the raw {pooled} vector, transform minus baseline",
+         _CLS_NOT_IMPROVED,
+         lambda b, c: float(np.log10(c["partition_isotropy_pooled"]) - np.log10(b["partition_isotropy_pooled"]))),
+        ("cls-zero-mean", "slide 'CLS Token Analysis'", "After fine-tuning, the CLS tokens are zero-mean.",
+         "CLS token already are zero-mean", f"zero-mean ratio of the last layer's {pooled} vectors, baseline",
+         _ZERO_MEAN, lambda b, c: float(b["layers"][-1]["zero_mean_ratio"])),
+    ]
+    out = []
+    for id_, where, text, paper_value, statistic, rule, value in specs:
+        if seeds:
+            out.append(claim(id=id_, paper=f"{_PAPER}, {where}", claim=text, paper_value=paper_value, model=model,
+                             statistic=statistic, values=[value(runs[("baseline", s)], runs[("cluster", s)]) for s in seeds],
+                             rule=rule, command=command))
+        else:
+            out.append(not_run(id=id_, paper=f"{_PAPER}, {where}", claim=text, paper_value=paper_value, model=model,
+                               statistic=statistic, rule=rule, command=command,
+                               reason="the run has no seed with both the baseline and the cluster condition"))
+    return out
+
+
+def report(results: dict, results_dir) -> str:
+    """Write ``claims.json`` beside the results; the command prints ``results.md``."""
+    from isotropy.experiments._claims import write_claims
+
+    write_claims(results_dir, claims(results, results_dir))
+    path = Path(results_dir) / "results.md"
+    return path.read_text(encoding="utf-8") if path.is_file() else ""
