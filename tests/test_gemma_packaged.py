@@ -92,3 +92,11 @@ def test_measure_layers_on_the_real_model_equals_a_direct_recomputation(converte
     for row in result["rows"]:
         X = ((states[row["layer"]].double() * mask).sum(1) / mask.sum(1)).numpy()  # masked mean, <bos> kept
         assert row["isoscore"] == pytest.approx(float(reference.IsoScore(X)), rel=1e-4, abs=1e-6), row["layer"]
+
+
+def test_vectorised_conversion_equals_the_transformers_path(converted, tmp_path, monkeypatch):
+    """The real Q4_K_M file: every tensor bitwise and every other file byte for byte as transformers' loader gives."""
+    from test_gguf import _converted_through_transformers, assert_same_conversion
+
+    directory, _ = converted
+    assert_same_conversion(directory, _converted_through_transformers("gemma-3-270m", tmp_path, monkeypatch))

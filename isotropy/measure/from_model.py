@@ -263,7 +263,8 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
         from isotropy.models.encoders import encode_pooled
 
         states = encode_pooled(texts, model=location, layers=layers, pooling=pooling, device=device,
-                               batch_size=batch_size, max_length=max_length, show_progress=progress)
+                               batch_size=batch_size, max_length=max_length, show_progress=progress,
+                               _loaded=(tokenizer, network))
         text_of_row = np.arange(len(texts))
         n_total = len(texts)
         full_states = states
