@@ -8,7 +8,7 @@ import numbers
 from transformers import Trainer, TrainerCallback
 
 from isotropy._utils.validation import IsotropyValueError, check_scalar
-from isotropy.training.probe import DEFAULT_METRICS, GeometryProbe
+from isotropy.training.probe import GeometryProbe, check_flag, check_tokenizer
 
 __all__ = ["HFGeometryCallback"]
 
@@ -50,9 +50,11 @@ class HFGeometryCallback(TrainerCallback):
         transformer layer 1..L; 0 (embedding output) only when listed. Checked here.
     pooling : {"mean", "last", "first"}, default="mean"
         Masked mean, last non-padding token or first token ([CLS]).
-    metrics : sequence of str or dict, default=("isoscore", "isoscore_star", "cosine_similarity_mean", "rogue_dimension_share")
-        Names of :mod:`isotropy.metrics.table` (see :class:`isotropy.training.GeometryProbe`); add
-        ``"twonn_dimension"`` or ``"participation_ratio"``.
+    metrics : sequence of str or dict, optional
+        Names of :mod:`isotropy.metrics.table` (see :class:`isotropy.training.GeometryProbe`). Default:
+        ``isoscore``, ``cosine_similarity_mean``, ``rogue_dimension_share``, plus ``isoscore_star``
+        when ``shrinkage_sample`` is given (asked for without one, it warns: it then tracks vector
+        norms). Add ``"twonn_dimension"``, ``"participation_ratio"``, ``"effective_rank"``, ``"rankme"``.
     shrinkage_sample : list of str or dict of tensors, optional
         A larger sample whose per-layer covariance (under the current model) is Σ_S of
         ``isoscore_star``; ``None`` uses the identity. See :class:`isotropy.training.GeometryProbe`.
@@ -83,16 +85,16 @@ class HFGeometryCallback(TrainerCallback):
     ``trainer.add_callback(callback)``.
     """
 
-    def __init__(self, probe, *, every_n_steps=100, layers="all", pooling="mean", metrics=DEFAULT_METRICS,
+    def __init__(self, probe, *, every_n_steps=100, layers="all", pooling="mean", metrics=None,
                  shrinkage_sample=None, zeta=0.2, tokenizer=None, batch_size=32, max_length=128, on_evaluate=True):
         caller = "HFGeometryCallback"
         self.every_n_steps = int(check_scalar(every_n_steps, "every_n_steps", caller=caller, kind=numbers.Integral,
                                               low=1))
         self.probe = GeometryProbe(probe, layers=layers, pooling=pooling, metrics=metrics, batch_size=batch_size,
                                    max_length=max_length, shrinkage_sample=shrinkage_sample, zeta=zeta, caller=caller)
-        self.probe.set_tokenizer(tokenizer)
+        self.probe.set_tokenizer(check_tokenizer(tokenizer, caller))
         self._user_tokenizer = tokenizer is not None
-        self.measure_on_evaluate = bool(on_evaluate)
+        self.measure_on_evaluate = check_flag(on_evaluate, "on_evaluate", caller)
         self._last_step = None
         self.history = []  # (global_step, values) of every measurement, on every rank
 

@@ -6,7 +6,7 @@ import torch
 from transformers import TrainerCallback
 
 from isotropy._utils.validation import IsotropyValueError
-from isotropy.training.probe import _hidden_states
+from isotropy.training.probe import _hidden_states, check_tokenizer
 from isotropy.training.regularisers import HiddenStateRegulariser
 
 __all__ = ["HFRegulariser"]
@@ -31,7 +31,11 @@ class HFRegulariser(HiddenStateRegulariser, TrainerCallback):
     return hidden states during training (a forward pre-hook adds ``output_hidden_states=True``
     and remembers the ``attention_mask``) and refreshes Σ_S from ``shrinkage_sample`` at the
     start of every epoch; as ``compute_loss_func`` it returns
-    ``task_loss(outputs, labels) + penalty``.
+    ``task_loss(outputs, labels) + penalty``. At each of the Trainer's logging steps it also logs
+    the mean task loss and the mean penalty since the last log (averaged over processes), as
+    ``regulariser/task_loss`` and ``regulariser/penalty``, beside the Trainer's ``loss`` (their sum).
+    Registered only as a callback (no ``compute_loss_func=reg``), it raises at the end of the first
+    step instead of training without the penalty.
 
     Parameters
     ----------
@@ -61,7 +65,8 @@ class HFRegulariser(HiddenStateRegulariser, TrainerCallback):
             raise TypeError(f"The 'task_loss' parameter of HFRegulariser must be callable or None. "
                             f"Got {type(task_loss).__name__} instead.")
         self.task_loss = task_loss or _default_task_loss
-        self.set_tokenizer(tokenizer)
+        self.set_tokenizer(check_tokenizer(tokenizer, "HFRegulariser"))
+        self._called = False  # as compute_loss_func since the training began
         self._hook = None
         self._attention_mask = None
         self._hooked_model = None
@@ -83,8 +88,25 @@ class HFRegulariser(HiddenStateRegulariser, TrainerCallback):
                 self._hook.remove()
             self._hook = model.register_forward_pre_hook(self._pre_forward, with_kwargs=True)
             self._hooked_model = model
+        self._called = False
+        self.logged_means(reduce=False)  # forget a previous run's sums
         if model is not None:
             self.refresh(model)
+
+    def on_step_end(self, args, state, control, model=None, **kwargs):
+        if not self._called:
+            raise IsotropyValueError("HFRegulariser is one of the Trainer's callbacks but the Trainer never called it "
+                                     "for the loss: pass it as compute_loss_func too, "
+                                     "Trainer(..., compute_loss_func=reg, callbacks=[reg]).")
+        if control.should_log:  # the Trainer logs its loss at this step: the two parts beside it
+            from isotropy.training.hf_callback import _calling_trainer
+
+            means = self.logged_means()
+            trainer = _calling_trainer()
+            if means and trainer is not None:
+                flags = (control.should_log, control.should_evaluate, control.should_save)
+                trainer.log(means)
+                control.should_log, control.should_evaluate, control.should_save = flags
 
     def on_epoch_begin(self, args, state, control, model=None, **kwargs):
         if model is not None and state.epoch and state.epoch > 0:  # epoch 0 was refreshed at train begin
@@ -104,4 +126,7 @@ class HFRegulariser(HiddenStateRegulariser, TrainerCallback):
             raise IsotropyValueError("HFRegulariser must also be one of the Trainer's callbacks: "
                                      "Trainer(..., compute_loss_func=reg, callbacks=[reg]).")
         hidden = _hidden_states(outputs, self.caller)
-        return task + self.penalty(hidden, self._attention_mask)
+        penalty = self.penalty(hidden, self._attention_mask)
+        self._called = True
+        self._record(task.detach(), penalty.detach())
+        return task + penalty

@@ -8,9 +8,17 @@ import torch
 from lightning.pytorch.callbacks import Callback
 
 from isotropy._utils.validation import IsotropyValueError, check_scalar
-from isotropy.training.probe import DEFAULT_METRICS, GeometryProbe
+from isotropy.training.probe import GeometryProbe, check_flag, check_tokenizer
 
-__all__ = ["LightningGeometryCallback", "resolve_submodule"]
+__all__ = ["LightningGeometryCallback", "check_model", "resolve_submodule"]
+
+
+def check_model(model, caller):
+    """``None``, an attribute name or a callable: the ``model`` option of the Lightning classes (checked at construction)."""
+    if model is not None and not isinstance(model, str) and not callable(model):
+        raise TypeError(f"The 'model' parameter of {caller} must be None, an attribute name or a callable. "
+                        f"Got {type(model).__name__} instead.")
+    return model
 
 
 def resolve_submodule(pl_module, model, caller):
@@ -40,12 +48,18 @@ def _find_tokenizer(trainer, pl_module):
 class LightningGeometryCallback(Callback):
     """Log IsoScore, IsoScore*, mean cosine, ... of every layer of a model trained with Lightning.
 
-    Every ``every_n_steps`` optimiser steps (``trainer.global_step``) and at the end of every
-    validation epoch, the probe is embedded by the model (eval mode, no gradients, then back to
-    train mode) and the per-layer metrics are sent to every logger of the Trainer (TensorBoard,
-    CSV, W&B) as ``geometry/<metric>/layer_<i>`` at step ``trainer.global_step``, and put in
-    ``trainer.callback_metrics`` (for ``ModelCheckpoint(monitor=...)`` and the like). The shared
-    core is :class:`isotropy.training.GeometryProbe`.
+    Before the first step (step 0), every ``every_n_steps`` optimiser steps (``trainer.global_step``),
+    after the last step and at the end of every validation epoch, the probe is embedded by the model
+    (eval mode, no gradients, then back to train mode) and the per-layer metrics are sent to every
+    logger of the Trainer (TensorBoard, CSV, W&B) as ``geometry/<metric>/layer_<i>`` at step
+    ``trainer.global_step``, and put in ``trainer.callback_metrics`` (for
+    ``ModelCheckpoint(monitor=...)`` and the like). The shared core is
+    :class:`isotropy.training.GeometryProbe`.
+
+    Same keys and steps as :class:`isotropy.training.HFGeometryCallback`: the value at step ``s``
+    is that of the weights after ``s`` optimiser steps. It is measured at the start of the batch
+    that trains from those weights, so it sits at the step of that batch's own ``self.log``
+    values (Lightning logs a batch at the number of optimiser steps before it), not one step later.
 
     Parameters
     ----------
@@ -78,7 +92,7 @@ class LightningGeometryCallback(Callback):
     10
     """
 
-    def __init__(self, probe, *, every_n_steps=100, layers="all", pooling="mean", metrics=DEFAULT_METRICS,
+    def __init__(self, probe, *, every_n_steps=100, layers="all", pooling="mean", metrics=None,
                  shrinkage_sample=None, zeta=0.2, model=None, tokenizer=None, batch_size=32, max_length=128,
                  on_validation=True):
         caller = "LightningGeometryCallback"
@@ -86,9 +100,9 @@ class LightningGeometryCallback(Callback):
                                               low=1))
         self.probe = GeometryProbe(probe, layers=layers, pooling=pooling, metrics=metrics, batch_size=batch_size,
                                    max_length=max_length, shrinkage_sample=shrinkage_sample, zeta=zeta, caller=caller)
-        self.model = model
-        self.tokenizer = tokenizer
-        self.measure_on_validation = bool(on_validation)
+        self.model = check_model(model, caller)
+        self.tokenizer = check_tokenizer(tokenizer, caller)
+        self.measure_on_validation = check_flag(on_validation, "on_validation", caller)
         self._last_step = None
         self.history = []  # (global_step, values) of every measurement, on every rank
 
@@ -112,11 +126,20 @@ class LightningGeometryCallback(Callback):
     def on_train_start(self, trainer, pl_module):
         self._last_step = None
 
-    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+    def _due(self, trainer):
         step = trainer.global_step
-        if step % self.every_n_steps or step == self._last_step:
-            return
-        self._log(trainer, self._measure(trainer, pl_module))
+        return step % self.every_n_steps == 0 and step != self._last_step
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+        # the weights after global_step optimiser steps, before this batch trains them: step 0 included, and the
+        # same step as this batch's own logged values
+        if self._due(trainer):
+            self._log(trainer, self._measure(trainer, pl_module))
+
+    def on_train_end(self, trainer, pl_module):
+        # the last multiple of every_n_steps is reached after the last batch (as HF's on_step_end sees it)
+        if self._due(trainer):
+            self._log(trainer, self._measure(trainer, pl_module))
 
     def on_validation_epoch_end(self, trainer, pl_module):
         if not self.measure_on_validation or trainer.sanity_checking or trainer.global_step == self._last_step:

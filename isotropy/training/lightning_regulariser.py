@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from lightning.pytorch.callbacks import Callback
 
-from isotropy.training.lightning_callback import _find_tokenizer, resolve_submodule
-from isotropy.training.regularisers import HiddenStateRegulariser
+from isotropy._utils.validation import IsotropyValueError
+from isotropy.training.lightning_callback import _find_tokenizer, check_model, resolve_submodule
+from isotropy.training.probe import check_tokenizer
+from isotropy.training.regularisers import LOG_KEYS, HiddenStateRegulariser
 
 __all__ = ["LightningRegulariser"]
 
@@ -16,7 +18,11 @@ class LightningRegulariser(HiddenStateRegulariser, Callback):
     Register it (``Trainer(callbacks=[reg])``) and add ``reg.penalty(out.hidden_states,
     batch["attention_mask"])`` to the loss in ``training_step`` (call the model with
     ``output_hidden_states=True``). Σ_S is recomputed from ``shrinkage_sample`` at the start
-    of every training epoch.
+    of every training epoch. After each batch the penalty and the task loss (the loss returned
+    by ``training_step`` minus the penalty) are logged with ``pl_module.log`` as
+    ``regulariser/penalty`` and ``regulariser/task_loss``, at the batch's own step, as
+    :class:`HFRegulariser` logs them. A batch whose ``training_step`` did not call ``penalty`` raises
+    (registered as a callback but not wired into the loss).
 
     Parameters
     ----------
@@ -40,8 +46,30 @@ class LightningRegulariser(HiddenStateRegulariser, Callback):
         super().__init__(method, weight=weight, zeta=zeta, shrinkage_sample=shrinkage_sample, layers=layers,
                          level=level, pooling=pooling, batch_size=batch_size, max_length=max_length,
                          caller="LightningRegulariser")
-        self.model = model
-        self.set_tokenizer(tokenizer)
+        self.model = check_model(model, "LightningRegulariser")
+        self.set_tokenizer(check_tokenizer(tokenizer, "LightningRegulariser"))
+        self._batch_penalty = None  # the sum of this batch's penalties (None: penalty not called yet)
+
+    def penalty(self, hidden_states, attention_mask):
+        """``−λ·IsoScore*(H)`` or ``λ·mean_cos(H)``: add it to the loss returned by ``training_step``."""
+        value = super().penalty(hidden_states, attention_mask)
+        if value.requires_grad or self._batch_penalty is not None:
+            self._batch_penalty = (self._batch_penalty or 0.0) + float(value.detach())
+        return value
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+        self._batch_penalty = None
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        if self._batch_penalty is None:
+            raise IsotropyValueError("LightningRegulariser is one of the Trainer's callbacks but training_step never "
+                                     "called reg.penalty(...): add it to the loss, e.g. loss = out.loss + "
+                                     "reg.penalty(out.hidden_states, batch['attention_mask']).")
+        loss = outputs.get("loss") if isinstance(outputs, dict) else outputs
+        options = {"on_step": True, "on_epoch": False, "batch_size": 1}
+        pl_module.log(LOG_KEYS[1], self._batch_penalty, **options)
+        if loss is not None:
+            pl_module.log(LOG_KEYS[0], float(loss.detach()) - self._batch_penalty, **options)
 
     def on_train_epoch_start(self, trainer, pl_module):
         self.set_tokenizer(_find_tokenizer(trainer, pl_module))

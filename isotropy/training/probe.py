@@ -11,6 +11,7 @@ of the probe without gradients, pools every chosen layer, feeds the per-layer to
 
 from __future__ import annotations
 
+import logging
 import numbers
 import warnings
 from collections.abc import Mapping, Sequence
@@ -22,11 +23,28 @@ from isotropy.metrics.table import check_metric_names, metric_names
 from isotropy.models.layers import check_layers, select_layers
 from isotropy.models.pooling import check_pooling, pool_hidden_states
 
-__all__ = ["DEFAULT_METRICS", "GeometryProbe"]
+__all__ = ["DEFAULT_METRICS", "GeometryProbe", "check_flag", "check_tokenizer"]
 
-# names from the metric table (isotropy.metrics.table), logged as <prefix>/<name>/layer_<i>
-DEFAULT_METRICS = ("isoscore", "isoscore_star", "cosine_similarity_mean", "rogue_dimension_share")
+# names from the metric table (isotropy.metrics.table), logged as <prefix>/<name>/layer_<i>; isoscore_star joins
+# them when a shrinkage sample is given (without one it tracks vector norms: isotropy.metrics.table.ISOSCORE_STAR_NOTE)
+DEFAULT_METRICS = ("isoscore", "cosine_similarity_mean", "rogue_dimension_share")
+_LOG = logging.getLogger("isotropy.training")
 _PROBE_OPTIONS = {"twonn_dimension": {"max_samples": 4096, "random_state": 0}}  # a bounded cost per measurement
+
+
+def check_flag(value, name, caller) -> bool:
+    """A bool option of a training class, refused in one line otherwise."""
+    if not isinstance(value, bool):
+        raise TypeError(f"The {name!r} parameter of {caller} must be a bool. Got {type(value).__name__} instead.")
+    return value
+
+
+def check_tokenizer(tokenizer, caller):
+    """``None`` or a callable tokenizer (a transformers tokenizer or processor), refused in one line otherwise."""
+    if tokenizer is not None and not callable(tokenizer):
+        raise TypeError(f"The 'tokenizer' parameter of {caller} must be a transformers tokenizer (callable) or None. "
+                        f"Got {type(tokenizer).__name__} instead.")
+    return tokenizer
 
 
 def _hidden_states(output, caller):
@@ -110,12 +128,15 @@ class GeometryProbe:
     pooling : {"mean", "last", "first"}, default="mean"
         Sentence vector per row (:func:`isotropy.models.pool_hidden_states`): masked mean of the
         tokens, the last non-padding token or the first token ([CLS]).
-    metrics : sequence of str or dict, default=("isoscore", "isoscore_star", "cosine_similarity_mean", "rogue_dimension_share")
+    metrics : sequence of str or dict, optional
         Names from the metric table (:mod:`isotropy.metrics.table`) that have a torchmetrics class:
         ``isoscore``, ``isoscore_star`` (see ``shrinkage_sample``), ``participation_ratio``,
         ``cosine_similarity_mean``, ``rogue_dimension_share`` (top 1 dimension), ``twonn_dimension``
-        (at most 4096 rows); or a dict ``name -> factory(n_features)`` returning a fresh torchmetrics
-        ``Metric``.
+        (at most 4096 rows), ``effective_rank``, ``rankme``; or a dict ``name -> factory(n_features)``
+        returning a fresh torchmetrics ``Metric``. Default (``None``): ``isoscore``,
+        ``cosine_similarity_mean``, ``rogue_dimension_share``, and ``isoscore_star`` when a
+        ``shrinkage_sample`` is given (without one it is left out, with a note in the
+        ``isotropy.training`` log; asked for by name without one, it warns: Σ_S = I tracks vector norms).
     batch_size : int, default=32
         Probe rows per forward pass.
     max_length : int, default=128
@@ -131,7 +152,7 @@ class GeometryProbe:
         Shrinkage weight of ``isoscore_star``.
     """
 
-    def __init__(self, probe, *, layers="all", pooling="mean", metrics=DEFAULT_METRICS, batch_size=32,
+    def __init__(self, probe, *, layers="all", pooling="mean", metrics=None, batch_size=32,
                  max_length=128, prefix="geometry", shrinkage_sample=None, zeta=0.2, caller="GeometryProbe"):
         self.caller = caller
         self.max_length = int(check_scalar(max_length, "max_length", caller=caller, kind=numbers.Integral, low=1))
@@ -145,11 +166,30 @@ class GeometryProbe:
         self.pooling = check_pooling(pooling, caller=caller)
         if isinstance(metrics, Mapping):
             self.metric_factories = dict(metrics)
+            for name, factory in self.metric_factories.items():
+                if not callable(factory):
+                    raise TypeError(f"The 'metrics' parameter of {caller} must map names to factories "
+                                    f"factory(n_features). Got {type(factory).__name__} for {name!r} instead.")
         else:
-            names = check_metric_names(metrics, caller=caller, allowed=metric_names(torchmetric=True))
+            from isotropy.metrics.table import ISOSCORE_STAR_NOTE, ISOSCORE_STAR_WARNING
+
+            if metrics is None:
+                names = list(DEFAULT_METRICS)
+                if shrinkage_sample is not None:
+                    names.insert(1, "isoscore_star")
+                else:
+                    _LOG.info("%s: %s (shrinkage_sample=).", caller, ISOSCORE_STAR_NOTE)
+            else:
+                names = check_metric_names(metrics, caller=caller, allowed=metric_names(torchmetric=True))
+                if "isoscore_star" in names and shrinkage_sample is None:
+                    warnings.warn(f"{caller}: {ISOSCORE_STAR_WARNING} (shrinkage_sample=).", UserWarning,
+                                  stacklevel=3)
             self.metric_factories = {name: None for name in names}  # None: the table's class (_make_metric)
         self.batch_size = int(check_scalar(batch_size, "batch_size", caller=caller, kind=numbers.Integral, low=1))
-        self.prefix = str(prefix)
+        if not isinstance(prefix, str) or not prefix or prefix.startswith("/") or prefix.endswith("/"):
+            raise IsotropyValueError(f"The 'prefix' parameter of {caller} must be a non-empty str without a leading "
+                                     f"or trailing '/'. Got {prefix!r} instead.")
+        self.prefix = prefix
 
     # ----------------------------------------------------------------- inputs
     def set_tokenizer(self, tokenizer):

@@ -6,7 +6,11 @@ returns the signed penalty of :mod:`isotropy.torch`, and refreshes Σ_S, the shr
 of I-STAR, from a stored sample embedded by the current model (eval mode, no gradients) at the
 start of every epoch, as the ``istar`` experiment does. Sign convention (as :mod:`isotropy.torch`):
 ``total = task_loss + penalty`` with ``penalty = −λ·IsoScore*(H)`` (I-STAR) or ``λ·mean_cos(H)``
-(CosReg), so λ > 0 raises isotropy and λ < 0 lowers it.
+(CosReg), so λ > 0 raises isotropy and λ < 0 lowers it. Both drop-ins log the task loss and the
+penalty on their own, as ``regulariser/task_loss`` and ``regulariser/penalty`` (:data:`LOG_KEYS`), at
+the framework's logging steps; the framework's ``loss`` stays the optimised total. Registered as a
+callback but never called for the loss, either drop-in raises at the end of the first training
+step rather than train without its penalty.
 
 - :class:`isotropy.training.HFRegulariser` is the Trainer's ``compute_loss_func`` *and* a ``TrainerCallback``:
   ``Trainer(..., compute_loss_func=reg, callbacks=[reg])``.
@@ -25,10 +29,12 @@ from isotropy.models.layers import check_layers, select_layers
 from isotropy.models.pooling import check_pooling, pool_hidden_states
 from isotropy.training.probe import _hidden_states, _Rows
 
-__all__ = ["HiddenStateRegulariser", "regularised_states"]
+__all__ = ["LOG_KEYS", "HiddenStateRegulariser", "regularised_states"]
 
 METHODS = ("istar", "cosreg")
 LEVELS = ("token", "sentence")
+#: The keys under which both drop-ins log the task loss and the penalty (their sum is the optimised loss).
+LOG_KEYS = ("regulariser/task_loss", "regulariser/penalty")
 
 
 def regularised_states(hidden_states, attention_mask, *, layers="all", level="token", pooling="mean",
@@ -105,6 +111,32 @@ class HiddenStateRegulariser:
                                                                   caller=caller, max_length=max_length)
         self.shrinkage_cov = None
         self.last_penalty = None
+        self._sums = [0.0, 0.0, 0]  # task loss, penalty, batches since the last log (see logged_means)
+
+    def _record(self, task_loss, penalty):
+        """Count one training batch's task loss and penalty towards the next logged means."""
+        self._sums[0] += float(task_loss)
+        self._sums[1] += float(penalty)
+        self._sums[2] += 1
+
+    def logged_means(self, *, reduce=True):
+        """``{LOG_KEYS[0]: mean task loss, LOG_KEYS[1]: mean penalty}`` since the last call, then reset.
+
+        Under ``torch.distributed`` (``reduce=True``) the sums are added across processes first, as
+        a Trainer averages its own loss over processes; every process must then call this. Empty
+        (``{}``) when no batch was counted.
+        """
+        task, penalty, count = self._sums
+        self._sums = [0.0, 0.0, 0]
+        if reduce and torch.distributed.is_available() and torch.distributed.is_initialized():
+            totals = torch.tensor([task, penalty, float(count)], dtype=torch.float64)
+            if torch.distributed.get_backend() == "nccl":
+                totals = totals.cuda()
+            torch.distributed.all_reduce(totals)
+            task, penalty, count = (float(v) for v in totals.cpu())
+        if not count:
+            return {}
+        return {LOG_KEYS[0]: task / count, LOG_KEYS[1]: penalty / count}
 
     def set_tokenizer(self, tokenizer):
         """Tokenise a text ``shrinkage_sample`` with ``tokenizer`` (or a processor's tokenizer)."""
