@@ -35,7 +35,7 @@ def test_a_misspelt_command_is_one_line_with_a_suggestion(args, expected, capsys
 
 def test_a_usage_error_is_one_line_that_points_at_help(capsys):
     code, _, err = _cli(["plot"], capsys)
-    assert code == 2 and err.count("\n") == 1 and "Missing argument 'RESULTS_DIR'" in err and "isotropy plot --help" in err
+    assert code == 2 and err.count("\n") == 1 and "Missing argument 'PATH'" in err and "isotropy plot --help" in err
 
 
 @pytest.mark.parametrize(("name", "suggestion"), [("gemma-3-27m", "gemma-3-270m"),

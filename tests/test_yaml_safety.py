@@ -15,7 +15,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from isotropy._utils.yaml import _EXPONENT_FLOAT, EXCERPT, MAX_DEPTH, UnsafeYAMLError, safe_load
+from isotropy.experiments._yaml import _EXPONENT_FLOAT, EXCERPT, MAX_DEPTH, UnsafeYAMLError, safe_load
 from isotropy.experiments._config import ConfigError, load_yaml, parse_yaml_value
 
 SETTINGS = settings(max_examples=60, deadline=None, derandomize=True,
@@ -113,7 +113,7 @@ _texts = st.text(max_size=12).filter(lambda t: not _EXPONENT_FLOAT.match(t.strip
 _scalars = st.one_of(st.none(), st.booleans(), st.integers(-10**12, 10**12),
                      st.floats(allow_nan=False, allow_infinity=False), _texts)
 _values = st.recursive(_scalars, lambda inner: st.one_of(st.lists(inner, max_size=4),
-                                                         st.dictionaries(st.text(max_size=6), inner, max_size=4)),
+                                                         st.dictionaries(_texts, inner, max_size=4)),
                        max_leaves=20)
 
 

@@ -96,7 +96,7 @@ def parse_yaml_value(text: str, *, where: str) -> Any:
     """Parse one YAML scalar or flow value (``3e-5``, ``null``, ``[1, 2]``); one-line error naming ``where``."""
     import yaml
 
-    from isotropy._utils.yaml import safe_load
+    from isotropy.experiments._yaml import safe_load
 
     try:
         return safe_load(text)  # bounded: aliases, depth, duplicate keys, non-finite numbers
@@ -115,7 +115,7 @@ def load_yaml(path: str | Path, *, name: str = "config file") -> dict:
     """Read a YAML mapping from ``path``; every problem (missing, malformed, empty, not a mapping, tags) is one line."""
     import yaml
 
-    from isotropy._utils.yaml import safe_load
+    from isotropy.experiments._yaml import safe_load
 
     path = Path(path)
     try:
