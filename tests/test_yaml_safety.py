@@ -15,8 +15,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from isotropy.experiments._yaml import _EXPONENT_FLOAT, EXCERPT, MAX_DEPTH, UnsafeYAMLError, safe_load
 from isotropy.experiments._config import ConfigError, load_yaml, parse_yaml_value
+from isotropy.experiments._yaml import _EXPONENT_FLOAT, EXCERPT, MAX_DEPTH, UnsafeYAMLError, safe_load
 
 SETTINGS = settings(max_examples=60, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
