@@ -246,13 +246,13 @@ def test_pre_split_words_get_their_running_text_pieces(converted):
     assert emb.n_pieces.tolist() == [1, 1, 1, 1, 1, 1, 2]  # "▁." is not in the tiny vocabulary: ▁ + .
 
 
-def test_istar_refuses_cls_pooling_of_a_decoder(converted):
+def test_istar_refuses_first_token_pooling_of_a_decoder(converted):
     from isotropy.experiments._finetune.model import SentenceClassifier, load_encoder
 
     _, encoder = load_encoder(str(converted[0]))
     assert SentenceClassifier(encoder, 2, pooling="mean").head.in_features == 16
-    with pytest.raises(ValueError, match="'cls' for the causal decoder"):
-        SentenceClassifier(encoder, 2, pooling="cls")
+    with pytest.raises(ValueError, match="'first' for the causal decoder"):
+        SentenceClassifier(encoder, 2, pooling="first")
 
 
 def _converted_through_transformers(path, cache, monkeypatch):

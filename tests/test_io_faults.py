@@ -190,3 +190,11 @@ def test_a_dangling_shard_is_an_error_that_names_it(tmp_path, how, kind):
         read_shards(source)
     result = CliRunner().invoke(cli, ["measure", str(source), "--metrics", "isoscore"])
     assert result.exit_code == 2 and "part-2.npy" in result.output and "200" not in result.output, result.output
+
+
+@pytest.mark.parametrize("X", [np.zeros((1, 1), "<f4"), np.zeros((3, 4), "<f4"), np.full((2, 2), 1.0, "<f4")])
+def test_word2vec_binary_whose_bytes_decode_as_text_is_still_binary(tmp_path, X):
+    # float32 zeros are NUL bytes, valid UTF-8: the layout, not the decoding, says binary
+    X_read, names = read_embeddings(_word2vec_binary(tmp_path / "w.bin", len(X), X.shape[1], X=X))
+    assert names == [f"w{i}" for i in range(len(X))]
+    np.testing.assert_array_equal(X_read, X)

@@ -46,6 +46,15 @@ def _looks_binary(path: Path) -> bool:
         rest.decode("utf-8")
     except UnicodeDecodeError:
         return True
+    # bytes that happen to decode (zeros, small integers as float32): text only if the first vector line reads
+    # as a word and numbers, as a text file's does (how many is the text reader's to check)
+    line = rest.split(b"\n", 1)[0].split()
+    if len(line) < 2:
+        return True
+    try:
+        [float(v) for v in line[1:]]
+    except ValueError:
+        return True
     return False
 
 
