@@ -201,6 +201,22 @@ def test_resume_refuses_a_marked_part_without_its_numbers_and_unreadable_part_fi
     assert resumed == _run(tmp_path / "fresh", sets=[*SMALL, "seeds=[0, 1]"], plot=False).results
 
 
+def test_quiet_restores_the_progress_switches_when_it_is_the_first_to_import_transformers():
+    """transformers copies the hub's switch when first imported: --quiet must not leave its bars off for good."""
+    code = ("import sys\nfrom isotropy.experiments._context import quiet_progress\n"
+            "assert 'transformers' not in sys.modules\n"
+            "with quiet_progress(True):\n"
+            "    from transformers.utils import logging\n"
+            "    from huggingface_hub.utils import are_progress_bars_disabled\n"
+            "    assert not logging.is_progress_bar_enabled() and are_progress_bars_disabled()\n"
+            "print(logging.is_progress_bar_enabled(), are_progress_bars_disabled())\n")
+    env = {k: v for k, v in os.environ.items() if k != "HF_HUB_DISABLE_PROGRESS_BARS"}
+    done = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, env=env, cwd=REPO,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "False"]
+
+
 def test_resume_refuses_another_config_and_accepts_more_seeds(tmp_path):
     _run(tmp_path, sets=[*SMALL, "seeds=[0]"], plot=False)
     with pytest.raises(ValueError, match=r"Cannot resume .*\['decay'\]"):

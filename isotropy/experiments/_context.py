@@ -70,31 +70,28 @@ def quiet_progress(quiet: bool):
         return
     import importlib.util
 
-    restore = []
+    restore, hub_was_disabled = [], None
     if importlib.util.find_spec("huggingface_hub") is not None:
         from huggingface_hub.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
 
-        if not are_progress_bars_disabled():
-            disable_progress_bars()
-            restore.append(enable_progress_bars)
+        hub_was_disabled = are_progress_bars_disabled()
     if importlib.util.find_spec("transformers") is not None:
+        # imported before any switch moves: on import, transformers copies the hub's switch into its own
         from transformers.utils import logging as hf_logging
 
         if hf_logging.is_progress_bar_enabled():
-            hub_disabled = not restore  # transformers' switch turns the hub's bars back on too
             hf_logging.disable_progress_bar()
-
-            def _enable_transformers():
-                hf_logging.enable_progress_bar()
-                if hub_disabled:
-                    disable_progress_bars()
-
-            restore.insert(0, _enable_transformers)
+            restore.append(hf_logging.enable_progress_bar)
+    if hub_was_disabled is False:
+        disable_progress_bars()
+        restore.append(enable_progress_bars)
     try:
         yield
     finally:
         for undo in restore:
             undo()
+        if hub_was_disabled:  # transformers' switch turns the hub's bars back on with its own
+            disable_progress_bars()
 
 
 def _echo(message: str) -> None:
