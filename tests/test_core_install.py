@@ -137,9 +137,12 @@ def test_measure_runs_without_extras(tmp_path):
     """, tmp_path)
     assert result.returncode == 0, result.stderr
     values = json.loads((tmp_path / "out.json").read_text())["values"]
-    from isotropy.measure.command import METRICS
+    from isotropy.metrics.table import default_metric_names
 
-    assert sorted(values) == sorted(METRICS)  # every label-free metric and every cluster metric
+    # the default table with labels: every default label-free metric and every cluster metric (IsoScore* only
+    # with a shrinkage sample)
+    assert sorted(values) == sorted(default_metric_names(labels=True, shrinkage=False))
+    assert "silhouette_score" in values and "isoscore_star" not in values
 
     from sklearn.metrics import silhouette_score
 
