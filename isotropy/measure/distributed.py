@@ -11,8 +11,6 @@ import contextlib
 import logging
 import sys
 
-import numpy as np
-
 __all__ = ["open_cluster", "run"]
 
 
@@ -69,38 +67,13 @@ def run(embeddings, *, labels_path, metric_names, needing_labels, json_path, sam
         key, progress, scheduler, workers, memory_limit=None, shrinkage_sample=None, default_table=False):
     """The body of ``isotropy measure`` for sharded input or a dask cluster."""
 
-    from isotropy._utils.validation import check_labels
     from isotropy.distributed import show_progress
-    from isotropy.measure.report import InputError, _guard, _Input, report, shrinkage_covariance
+    from isotropy.measure.report import InputError, prepare_input, report
 
-    X, _ = _lazy_embeddings(embeddings, key)
-    n_rows, n_features = X.shape
-    labels = None
-    if labels_path is not None:
-        from isotropy.io.labels import read_labels
-
-        labels = _guard(read_labels, labels_path, n_rows=n_rows)
-    shrinkage_cov = None if shrinkage_sample is None else shrinkage_covariance(
-        shrinkage_sample, X, key=key, random_state=random_state, n_features=n_features)
-    if sample_size is not None and sample_size < n_rows:  # the rows the in-memory path measures
-        rows = np.sort(np.random.default_rng(random_state).choice(n_rows, size=sample_size, replace=False))
-        X = X[rows]
-        labels = None if labels is None else labels[rows]
-    n_samples = X.shape[0]
-    where = f" (a sample of {n_samples} of its {n_rows} rows)" if n_samples < n_rows else ""
-    if n_samples < 2:
-        raise InputError(f"EMBEDDINGS {embeddings!r} has {n_samples} row{'s' if n_samples != 1 else ''}; "
-                         f"expected at least 2 rows (points).")
-    n_clusters = cluster_ids = None
-    if labels is not None:
-        cluster_ids = _guard(check_labels, labels, n_samples=n_samples, caller="isotropy measure", name="labels")
-        n_clusters = int(cluster_ids.max()) + 1
-        if needing_labels and not 2 <= n_clusters <= n_samples - 1:
-            raise InputError(f"LABELS {str(labels_path)!r} has {n_clusters} cluster(s) for {n_samples} rows{where}; "
-                             f"the cluster metrics need between 2 and n_samples - 1 = {n_samples - 1} clusters.")
+    X, row_names = _lazy_embeddings(embeddings, key)
+    data = prepare_input(X, row_names, embeddings, labels_path, key=key, sample_size=sample_size,
+                         random_state=random_state, needing_labels=needing_labels, shrinkage_sample=shrinkage_sample)
     show = sys.stderr.isatty() if progress is None else progress
-    data = _Input(X=X, n_rows=n_rows, n_samples=n_samples, n_features=n_features, where=where,
-                  cluster_ids=cluster_ids, n_clusters=n_clusters, shrinkage_cov=shrinkage_cov)
     try:
         with open_cluster(scheduler, workers, memory_limit) as where_run, show_progress(show):
             from isotropy._utils.versions import package_versions
@@ -109,13 +82,13 @@ def run(embeddings, *, labels_path, metric_names, needing_labels, json_path, sam
                 "scheduler": where_run["scheduler"],
                 "workers": where_run["workers"],
                 "memory_limit": where_run["memory_limit"],
-                "chunking": {"n_chunks": len(X.chunks[0]), "rows_per_chunk": sorted(set(map(int, X.chunks[0]))),
-                             "dtype": str(X.dtype)},
+                "chunking": {"n_chunks": len(data.X.chunks[0]),
+                             "rows_per_chunk": sorted(set(map(int, data.X.chunks[0]))), "dtype": str(data.X.dtype)},
                 "versions": package_versions(extra=("dask", "distributed", "zarr")),
             }
             report(data, embeddings, metric_names=metric_names, json_path=json_path, key=key,
                    labels_path=labels_path, sample_size=sample_size, random_state=random_state, distance=distance,
-                   progress=False, header_extra=f"; dask: {where_run['scheduler']}, {len(X.chunks[0])} chunks",
+                   progress=False, header_extra=f"; dask: {where_run['scheduler']}, {len(data.X.chunks[0])} chunks",
                    record_extra=record_extra, shrinkage_sample=shrinkage_sample, default_table=default_table)
     except OSError as exc:  # no scheduler at that address, ports refused
         raise InputError(f"--scheduler {scheduler!r}: cannot connect ({' '.join(str(exc).split())}).") from None

@@ -111,6 +111,8 @@ def _token_states(texts, tokenizer, network, layers, *, batch_size, max_length, 
     import numpy as np
     import torch
 
+    from isotropy._utils.sampling import subsample_indices
+
     encoded = tokenizer(texts, truncation=True, max_length=max_length, return_special_tokens_mask=True)
     positions = []  # (text, token position) of every measurable token
     for i, special in enumerate(encoded["special_tokens_mask"]):
@@ -120,7 +122,7 @@ def _token_states(texts, tokenizer, network, layers, *, batch_size, max_length, 
     positions = np.asarray(positions, dtype=np.int64)
     n_total = len(positions)
     if sample_size is not None and sample_size < n_total:
-        positions = positions[np.sort(rng.choice(n_total, size=sample_size, replace=False))]
+        positions = positions[subsample_indices(n_total, sample_size, random_state=rng)]
     wanted: dict[int, list[tuple[int, int]]] = {}
     for row, (i, t) in enumerate(positions):
         wanted.setdefault(int(i), []).append((int(t), row))
@@ -207,6 +209,7 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
     """
     import numpy as np
 
+    from isotropy._utils.sampling import subsample_indices
     from isotropy._utils.validation import check_option, check_scalar
     from isotropy.metrics.table import METRICS, check_metric_names
     from isotropy.models.contextual import n_transformer_layers
@@ -269,7 +272,7 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
         n_total = len(texts)
         full_states = states
         if sample_size is not None and sample_size < n_total:
-            keep = np.sort(rng.choice(n_total, size=sample_size, replace=False))
+            keep = subsample_indices(n_total, sample_size, random_state=rng)
             states = {layer: X[keep] for layer, X in states.items()}
             text_of_row = keep
     else:
@@ -302,8 +305,8 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
         output = encoder.encode(texts, batch_size=batch_size, convert_to_numpy=True, show_progress_bar=False)
         states["output"] = output[text_of_row] if len(text_of_row) < len(texts) else output
         if shrink:  # Σ_S of the output row: the same sample, through the model's own modules
-            drawn = output[np.sort(np.random.default_rng([random_state, 1]).choice(
-                len(output), size=shrinkage_sample, replace=False))] if isinstance(shrinkage_sample, int) else \
+            drawn = output[subsample_indices(len(output), shrinkage_sample, random_state=[random_state, 1])] \
+                if isinstance(shrinkage_sample, int) else \
                 encoder.encode(shrinkage_sample, batch_size=batch_size, convert_to_numpy=True, show_progress_bar=False)
             from isotropy.metrics.covariance import CovarianceAccumulator
 
@@ -370,6 +373,7 @@ def _shrinkage_covariances(sample, states, full_states, tokenizer, network, laye
     """Σ_S per layer: the covariance of ``sample`` rows drawn from the layer's rows, or of the texts ``sample`` embedded."""
     import numpy as np
 
+    from isotropy._utils.sampling import subsample_indices
     from isotropy.metrics.covariance import CovarianceAccumulator
 
     if isinstance(sample, int):
@@ -377,7 +381,7 @@ def _shrinkage_covariances(sample, states, full_states, tokenizer, network, laye
         if sample > n:
             raise ValueError(f"The 'shrinkage_sample' parameter of {_CALLER} draws {sample} rows from {n}; expected "
                              f"at most {n} (or a list of texts).")
-        rows = np.sort(np.random.default_rng([random_state, 1]).choice(n, size=sample, replace=False))
+        rows = subsample_indices(n, sample, random_state=[random_state, 1])
         drawn = {layer: np.asarray(full_states[layer])[rows] for layer in layers}
     elif level == "sentence":
         from isotropy.models.encoders import encode_pooled

@@ -158,14 +158,31 @@ class _Input:
 
 def _load_input(embeddings, labels_path, *, key, sample_size, random_state, needing_labels,
                 shrinkage_sample=None) -> _Input:
-    """Read EMBEDDINGS (and LABELS), draw the sample, check finiteness and the clusters; Σ_S of --shrinkage-sample."""
-    import numpy as np
-
-    from isotropy._utils.validation import check_labels
+    """Read EMBEDDINGS into memory, then :func:`prepare_input` (the sample, finiteness, clusters, Σ_S)."""
     from isotropy.io.embeddings import read_embeddings
 
     # a sample reads only its rows from a memory-mapped .npy; all rows are read into memory once
     X, row_names = _guard(read_embeddings, embeddings, key=key, mmap_mode="r" if sample_size is not None else None)
+    return prepare_input(X, row_names, embeddings, labels_path, key=key, sample_size=sample_size,
+                         random_state=random_state, needing_labels=needing_labels, shrinkage_sample=shrinkage_sample)
+
+
+def prepare_input(X, row_names, embeddings, labels_path, *, key, sample_size, random_state, needing_labels,
+                  shrinkage_sample=None) -> _Input:
+    """The one input path of ``isotropy measure``, in process and on dask: labels, Σ_S, the sample, the checks.
+
+    ``X`` is the whole input, a numpy array (or memory map) or a lazy dask array. The labels are read and
+    checked against its rows, Σ_S of ``--shrinkage-sample`` is drawn from all of them, then ``--sample-size``
+    rows are drawn (:func:`isotropy._utils.sampling.subsample_indices`, the same rows on both paths), and
+    the cluster count is checked. A numpy input becomes an own C-contiguous array in its float dtype and is
+    checked for NaN/inf here (naming the row); a dask input stays lazy and is checked by the metrics.
+    """
+    import numpy as np
+
+    from isotropy._utils.backend import is_dask
+    from isotropy._utils.sampling import subsample_indices
+    from isotropy._utils.validation import check_labels
+
     n_rows, n_features = X.shape
     labels = None
     if labels_path is not None:
@@ -174,15 +191,15 @@ def _load_input(embeddings, labels_path, *, key, sample_size, random_state, need
         labels = _guard(read_labels, labels_path, n_rows=n_rows)
     shrinkage_cov = None if shrinkage_sample is None else shrinkage_covariance(
         shrinkage_sample, X, key=key, random_state=random_state, n_features=n_features)
-    rows = np.arange(n_rows)
-    if sample_size is not None and sample_size < n_rows:
-        rows = np.sort(np.random.default_rng(random_state).choice(n_rows, size=sample_size, replace=False))
+    rows = subsample_indices(n_rows, sample_size, random_state=random_state)
+    if len(rows) < n_rows:
         X = X[rows]
         labels = None if labels is None else labels[rows]
-    # an own array in the file's float dtype (never the memory map itself); metrics accumulate in float64
-    dtype = X.dtype if X.dtype in (np.float32, np.float64) else np.float64
-    X = np.array(X, dtype=dtype, order="C") if isinstance(X, np.memmap) else np.ascontiguousarray(X, dtype=dtype)
-    _check_finite(X, embeddings, row_names, rows)
+    if not is_dask(X):
+        # an own array in the file's float dtype (never the memory map itself); metrics accumulate in float64
+        dtype = X.dtype if X.dtype in (np.float32, np.float64) else np.float64
+        X = np.array(X, dtype=dtype, order="C") if isinstance(X, np.memmap) else np.ascontiguousarray(X, dtype=dtype)
+        _check_finite(X, embeddings, row_names, rows)
     n_samples = X.shape[0]
     where = f" (a sample of {n_samples} of its {n_rows} rows)" if n_samples < n_rows else ""
     if n_samples < 2:
@@ -394,6 +411,7 @@ def shrinkage_covariance(spec, X_full, *, key, random_state, n_features):
     import numpy as np
 
     from isotropy._utils.backend import is_dask
+    from isotropy._utils.sampling import subsample_indices
     from isotropy.metrics.covariance import CovarianceAccumulator
 
     if isinstance(spec, int):
@@ -401,7 +419,7 @@ def shrinkage_covariance(spec, X_full, *, key, random_state, n_features):
         if spec > n_rows:
             raise InputError(f"--shrinkage-sample {spec}: EMBEDDINGS has {n_rows} rows; expected at most {n_rows} "
                              f"rows to draw, or a file of rows.")
-        rows = np.sort(np.random.default_rng([random_state, 1]).choice(n_rows, size=spec, replace=False))
+        rows = subsample_indices(n_rows, spec, random_state=[random_state, 1])
         S = X_full[rows]
         S = S.compute() if is_dask(S) else S
     else:
