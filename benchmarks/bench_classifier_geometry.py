@@ -51,13 +51,13 @@ def main(argv=None):
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    config = EXPERIMENT.config("polarity", updates=args.updates, seeds=[0]).model_dump()
+    config = EXPERIMENT.config("polarity", updates=args.updates, seeds=[0])
     start = time.perf_counter()
     problem = build_problem(config, data_dir=args.data_dir, device=args.device, show_progress=False)
     prepare = time.perf_counter() - start
     start = time.perf_counter()
-    record = train_seed(problem, seed=0, updates=args.updates, lr=config["lr"], metric_interval=1,
-                        sample_size=config["sample_size"], device=args.device, threads=args.threads)
+    record = train_seed(problem, seed=0, updates=args.updates, lr=config.lr, metric_interval=1,
+                        sample_size=config.sample_size, device=args.device, threads=args.threads)
     wall = time.perf_counter() - start
     t = record["timing"]
     per_update = {k: t[k] / args.updates for k in ("optimisation", "isoscore", "silhouette")}

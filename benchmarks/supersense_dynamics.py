@@ -29,9 +29,10 @@ UPDATES, EVERY = 1000, 20
 
 
 def problem_for(model: str):
+    from isotropy.experiments.classifier_geometry.experiment import EXPERIMENT
     from isotropy.experiments.classifier_geometry.problem import build_problem
 
-    config = {"task": "supersense", "model": model, "n_items": 2275, "vocab_limit": 200000}
+    config = EXPERIMENT.config("supersense", model=model, n_items=2275, vocab_limit=200000)
     return build_problem(config, data_dir=DATA, show_progress=False)
 
 
