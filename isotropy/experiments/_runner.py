@@ -137,8 +137,18 @@ class Experiment:
         return self._science("run", "run")(config, results_dir, ctx)
 
     def plot(self, results_dir) -> dict:
-        """``<package>.plot.plot_results(results_dir)``: Figures keyed by their path under ``results_dir``."""
-        return self._science("plot", "plot_results")(results_dir)
+        """``<package>.plot.plot_results(results_dir)``: Figures keyed by their path under ``results_dir``.
+
+        Drawn in the house style (:mod:`isotropy.experiments._style`): the same text sizes for every
+        experiment, no text under 8 pt, tick labels thinned where they would run together.
+        """
+        from isotropy.experiments._style import declutter, house_style
+
+        with house_style():
+            figures = self._science("plot", "plot_results")(results_dir)
+            for fig in figures.values():
+                declutter(fig)
+        return figures
 
     def report(self, results: dict, results_dir) -> str:
         """What the command prints when the run has finished: ``<package>.run.report`` or ``report_file``."""
