@@ -13,6 +13,7 @@ The experiments draw with plain matplotlib (``plot.py`` of each); the runner dra
 from __future__ import annotations
 
 import contextlib
+import itertools
 
 __all__ = ["MIN_FONT_SIZE", "RC", "declutter", "house_style"]
 
@@ -44,7 +45,7 @@ def house_style():
 def _overlaps(labels, renderer) -> bool:
     boxes = [label.get_window_extent(renderer) for label in labels if label.get_visible() and label.get_text()]
     boxes.sort(key=lambda b: b.x0)
-    return any(a.x1 > b.x0 + 0.5 for a, b in zip(boxes, boxes[1:]))
+    return any(a.x1 > b.x0 + 0.5 for a, b in itertools.pairwise(boxes))
 
 
 def _thin_x_axis(ax, renderer) -> None:
