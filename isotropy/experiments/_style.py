@@ -85,3 +85,23 @@ def declutter(fig) -> None:
     renderer = fig.canvas.get_renderer()
     for ax in fig.axes:
         _thin_x_axis(ax, renderer)
+
+
+def mark_zeros_on_log_axis(ax, x, y, *, color=None, label: str = "0 (off the log axis)") -> None:
+    """On a log y axis, show where ``y`` is 0 (or below) instead of silently dropping those points.
+
+    A value of 0 has no place on a log axis, and matplotlib leaves it out without a mark; I(W) of a
+    raw model's layer underflows to exactly 0. Each such point is drawn as a downward triangle on
+    the bottom edge of the axes (x in data coordinates), labelled once per axes.
+    """
+    import numpy as np
+    from matplotlib.transforms import blended_transform_factory
+
+    x, y = np.asarray(x), np.asarray(y, dtype=float)
+    zero = ~(y > 0)
+    if not zero.any():
+        return
+    labelled = any(line.get_label() == label for line in ax.get_lines())
+    ax.plot(x[zero], np.full(int(zero.sum()), 0.0), linestyle="none", marker="v", ms=6, color=color,
+            clip_on=False, transform=blended_transform_factory(ax.transData, ax.transAxes),
+            label="_nolegend_" if labelled else label)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from isotropy.experiments._style import mark_zeros_on_log_axis
+
 __all__ = ["make_figures", "plot_results"]
 
 _COLORS = {"pretrained": "0.4", "baseline": "#0072B2", "cluster": "#D55E00"}
@@ -18,8 +20,9 @@ def _layers_figure(results: dict):
     for row in results["summary"]:
         layers = [r["layer"] for r in row["layers"]]
         color = _COLORS.get(row["condition"], None)
-        ax_iso.plot(layers, [r["partition_isotropy"] for r in row["layers"]], marker="o", ms=3, color=color,
-                    label=row["condition"])
+        values = [r["partition_isotropy"] for r in row["layers"]]
+        ax_iso.plot(layers, values, marker="o", ms=3, color=color, label=row["condition"])
+        mark_zeros_on_log_axis(ax_iso, layers, values, color=color)
         ax_mean.plot(layers, [r["zero_mean_ratio"] for r in row["layers"]], marker="o", ms=3, color=color,
                      label=row["condition"])
     pooled = "[CLS]" if results["pooling"] in ("first", "cls") else "mean-pooled"
@@ -31,6 +34,9 @@ def _layers_figure(results: dict):
         ax.set_xlabel("transformer layer")
         ax.grid(alpha=0.3)
     ax_mean.legend(fontsize=8, frameon=False)
+    if any(line.get_marker() == "v" for line in ax_iso.get_lines()):
+        ax_iso.legend(handles=[line for line in ax_iso.get_lines() if line.get_marker() == "v"][:1], fontsize=8,
+                      frameon=False)
     fig.suptitle(f"{results['task']} validation, {Path(results['model']).name} after {results['epochs']} epoch(s)",
                  fontsize=10)
     return fig
@@ -50,7 +56,9 @@ def _curves_figure(results: dict, metric: str = "partition_isotropy"):
         for layer in range(n_layers):
             points = sorted((c["step"], c["value"]) for c in curve if c["layer"] == layer)
             if points:
-                ax.plot(*zip(*points), color=cmap(layer / max(1, n_layers - 1)), label=f"layer {layer}")
+                color = cmap(layer / max(1, n_layers - 1))
+                ax.plot(*zip(*points), color=color, label=f"layer {layer}")
+                mark_zeros_on_log_axis(ax, *zip(*points), color=color)
         ax.set_title(name, fontsize=9)
         ax.set_xlabel("training step")
         ax.set_yscale("log")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from isotropy.experiments._style import mark_zeros_on_log_axis
+
 __all__ = ["make_figure", "plot_results"]
 
 
@@ -26,6 +28,9 @@ def make_figure(results: dict):
     ax_acc.set_ylabel("validation accuracy (%)")
     ax_iso.bar(x, [r["partition_isotropy"] for r in rows], color="#D55E00")
     ax_iso.set_yscale("log")
+    mark_zeros_on_log_axis(ax_iso, list(x), [r["partition_isotropy"] for r in rows], color="#D55E00")
+    if any(line.get_marker() == "v" for line in ax_iso.get_lines()):
+        ax_iso.legend(fontsize=8, frameon=False)
     ax_iso.set_ylabel("I(W), validation (log scale)")
     for ax in (ax_acc, ax_iso):
         ax.set_xticks(list(x), names, rotation=30, ha="right", fontsize=8)
