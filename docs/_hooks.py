@@ -155,13 +155,14 @@ def _keep_braces(match) -> str:
     return f"{match.group(1)}&#123;{match.group(2)}&#125;"
 
 
-# "Paper vs ours" tables are never typed: ``<!-- claims: EXPERIMENT/SETUP -->`` on an experiment page becomes the
+# "Paper vs ours" tables are never typed: ``<!-- claims: EXPERIMENT/SETUP -->`` alone on a line of an experiment page is the
 # table of docs/runs/EXPERIMENT/SETUP/claims.json (written by the experiment's report), and ``<!-- claims-index -->``
 # on the experiments index becomes one table of every claim of every page, in page order, linked to its page;
-# ``<!-- run-file: EXPERIMENT/SETUP/results.md -->`` inlines a committed table of that run.
-_CLAIMS_MARKER = re.compile(r"<!-- claims: ([\w.-]+)/([\w.-]+) -->")
-_CLAIMS_INDEX = "<!-- claims-index -->"
-_RUN_FILE = re.compile(r"<!-- run-file: ([\w.-]+)/([\w.-]+)/([\w.-]+\.md) -->")
+# ``<!-- run-table: EXPERIMENT/SETUP -->`` is the experiment's own ``markdown_table`` of that run's committed
+# results.json (the table its command prints).
+_CLAIMS_MARKER = re.compile(r"^<!-- claims: ([\w.-]+)/([\w.-]+) -->[ \t]*$", flags=re.MULTILINE)
+_CLAIMS_INDEX = re.compile(r"^<!-- claims-index -->[ \t]*$", flags=re.MULTILINE)
+_RUN_TABLE = re.compile(r"^<!-- run-table: ([\w.-]+)/([\w.-]+) -->[ \t]*$", flags=re.MULTILINE)
 
 
 def _claims_file(experiment: str, setup: str) -> Path:
@@ -172,9 +173,19 @@ def _claims_file(experiment: str, setup: str) -> Path:
     return path
 
 
+def _run_table(match) -> str:
+    import importlib
+    import json
+
+    results = json.loads(_claims_file(match.group(1), match.group(2)).with_name("results.json").read_text(
+        encoding="utf-8"))
+    module = importlib.import_module(f"isotropy.experiments.{match.group(1).replace('-', '_')}.run")
+    return module.markdown_table(results)
+
+
 def render_claims(markdown: str, src_uri: str = "") -> str:
     """Replace the claims markers of a page by the tables generated from the committed ``claims.json`` files."""
-    if "<!-- claims" not in markdown and "<!-- run-file" not in markdown:
+    if "<!-- claims" not in markdown and "<!-- run-table" not in markdown:
         return markdown
     from isotropy.experiments._claims import markdown_table, read_claims
 
@@ -182,9 +193,8 @@ def render_claims(markdown: str, src_uri: str = "") -> str:
         return markdown_table(read_claims(_claims_file(match.group(1), match.group(2))))
 
     markdown = _CLAIMS_MARKER.sub(page_table, markdown)
-    markdown = _RUN_FILE.sub(lambda m: _claims_file(m.group(1), m.group(2)).with_name(m.group(3)).read_text(
-        encoding="utf-8"), markdown)
-    if _CLAIMS_INDEX in markdown:
+    markdown = _RUN_TABLE.sub(_run_table, markdown)
+    if _CLAIMS_INDEX.search(markdown):
         pages = sorted(p for p in (REPO / "docs" / "experiments").glob("*.md") if p.stem not in ("index", "contract"))
         rows = []
         for page in pages:
@@ -192,5 +202,5 @@ def render_claims(markdown: str, src_uri: str = "") -> str:
                 table = markdown_table(read_claims(_claims_file(experiment, setup)), link=page.name)
                 rows += table.splitlines()[2:]
         header = "| claim | paper | model | ours | verdict |\n|---|---|---|---|---|\n"
-        markdown = markdown.replace(_CLAIMS_INDEX, header + "\n".join(rows) + "\n")
+        markdown = _CLAIMS_INDEX.sub(lambda _: header + "\n".join(rows) + "\n", markdown)
     return markdown

@@ -164,7 +164,7 @@ def markdown_table(results: dict) -> str:
                 row = next(r for r in cloud["summary"] if r["batch_size"] == size and r["zeta"] == z)
                 cells.append(f"{row['mean']:.3f} ± {row['std']:.3f}")
             lines.append(f"| {size} | " + " | ".join(cells) + " |")
-        lines.append("| whole cloud | " + " | ".join(_fmt(cloud["whole_cloud_star"][z]) for z in zetas) + " |")
+        lines.append("| whole cloud | " + " | ".join(_fmt(_lookup(cloud["whole_cloud_star"], z)) for z in zetas) + " |")
         if cloud["skipped_batch_sizes"]:
             lines += ["", f"Left out (more rows than the cloud has): {cloud['skipped_batch_sizes']}."]
         lines.append("")
