@@ -1,50 +1,69 @@
 """Benchmark: the exact neighbour family (TwoNN, MLE, kneighbors) against the half-GEMM floor, before and after.
 
 The floor is the minimal exact work: the float32 blocks on and above the diagonal of ``X·Xᵀ``
-(4096-row blocks, ``n²d`` multiply-adds), timed in the same run, before and after each case (the
-smaller of the two is used). "before" is the kernel at commit ``7acb82b`` (read from git history at
-run time, so this script needs the repository's history); "after" is the current one. The last
-rows time the two-estimator table (TwoNN and MLE from one neighbour pass,
-:func:`isotropy.metrics.dimension.neighbour_dimensions`) against TwoNN alone and against the two
-separate calls. On a shared CPU read the ratios, measured in the same run, not the absolute times.
+(4096-row blocks, ``n²d`` multiply-adds, multi-threaded BLAS), timed in the same run. Three kernels
+run the same exact search (``n_neighbors = k``, euclidean): the one of commit ``7acb82b`` and the
+one of commit ``b79a661`` (both read from git history at run time, so this script needs the
+repository's history) and the current one. The floor and the kernels are interleaved, each timed
+``--repeat`` times, and each ratio is the kernel's fastest time over the floor's fastest.
+
+The last rows run the ``isotropy measure`` command in subprocesses on the same data saved as
+``.npy``: the default table (all default metrics) against ``--metrics twonn_dimension`` alone
+(interleaved, fastest of ``--repeat``; the metrics' own seconds from ``--json``, and the whole
+commands), and the default table's peak resident memory above the
+same command's on a 100-row file (the interpreter and its imports) against the input's size.
+On a shared CPU read the ratios, measured in the same run, not the absolute times.
 
 Usage::
 
-    nice -n 5 .venv/bin/python benchmarks/bench_neighbors_floor.py [--n 20000] [--d 384]
+    nice -n 5 .venv/bin/python benchmarks/bench_neighbors_floor.py [--n 20000] [--d 384] [--repeat 2]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
+import tempfile
 import types
 from pathlib import Path
 
 import numpy as np
 from _common import low_rank_data, timed
 
-from isotropy import mle_dimension, twonn_dimension
-from isotropy.metrics.dimension import neighbour_dimensions
-from isotropy.metrics.neighbors import _kneighbors_numpy
+from isotropy._kernels.neighbors import exact_knn
 
-BEFORE = "7acb82b"
+BEFORE = "7acb82b"  # the kernel before the exact rewrite
+START = "b79a661"  # the exact kernel before this round (two passes per block, one thread)
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _old_kernel():
+def _source(commit, path):
+    return subprocess.run(["git", "show", f"{commit}:{path}"], cwd=ROOT, check=True, capture_output=True,
+                          text=True).stdout
+
+
+def _module(name, text):
+    module = types.ModuleType(name)
+    exec(compile(text, name, "exec"), module.__dict__)  # noqa: S102 - our own history
+    sys.modules[name] = module
+    return module
+
+
+def _kernel_before():
     """``_kneighbors_numpy`` of commit ``BEFORE`` (its kernels module loaded under another name)."""
-    def source(path):
-        return subprocess.run(["git", "show", f"{BEFORE}:{path}"], cwd=ROOT, check=True, capture_output=True,
-                              text=True).stdout
-    kernels = types.ModuleType("_old_neighbour_kernels")
-    exec(compile(source("isotropy/_kernels/neighbors.py"), kernels.__name__, "exec"), kernels.__dict__)  # noqa: S102 - our own history
-    sys.modules[kernels.__name__] = kernels
-    public = types.ModuleType("_old_neighbours")
-    text = source("isotropy/metrics/neighbors.py").replace("from isotropy._kernels.neighbors import",
-                                                         f"from {kernels.__name__} import")
-    exec(compile(text, public.__name__, "exec"), public.__dict__)  # noqa: S102 - our own history
-    return public._kneighbors_numpy
+    kernels = _module("_before_neighbour_kernels", _source(BEFORE, "isotropy/_kernels/neighbors.py"))
+    text = _source(BEFORE, "isotropy/metrics/neighbors.py").replace("from isotropy._kernels.neighbors import",
+                                                                  f"from {kernels.__name__} import")
+    public = _module("_before_neighbours", text)
+    return lambda X, k: public._kneighbors_numpy(X, None, k, None)
+
+
+def _kernel_start():
+    """``exact_knn`` of commit ``START``."""
+    kernels = _module("_start_neighbour_kernels", _source(START, "isotropy/_kernels/neighbors.py"))
+    return lambda X, k: kernels.exact_knn(X, None, k)
 
 
 def _floor(X, b=4096):
@@ -57,30 +76,75 @@ def _floor(X, b=4096):
             np.matmul(X[a:e], X[a2:e2].T, out=buf[: (e - a) * (e2 - a2)].reshape(e - a, e2 - a2))
 
 
+_CHILD = """
+import resource, subprocess, sys, time
+start = time.perf_counter()
+done = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+seconds = time.perf_counter() - start
+if done.returncode:
+    sys.exit(done.stderr)
+print(seconds, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024)
+"""
+
+
+def _measure_command(path, *metrics):
+    """``isotropy measure path [--metrics ...]`` in a fresh process: its metrics' own seconds (summed, from
+    ``--json``), the whole command's wall seconds and its peak resident bytes."""
+    record = Path(path).with_suffix(".json")
+    command = [sys.executable, "-c", "from isotropy.cli import main; main()", "measure", str(path), "--no-progress",
+               "--json", str(record)]
+    if metrics:
+        command += ["--metrics", ",".join(metrics)]
+    out = subprocess.run([sys.executable, "-c", _CHILD, *command], check=True, capture_output=True, text=True,
+                         cwd=ROOT).stdout.split()
+    return sum(json.loads(record.read_text())["seconds"].values()), float(out[0]), int(out[1])
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=20_000)
     parser.add_argument("--d", type=int, default=384)
+    parser.add_argument("--repeat", type=int, default=2)
     args = parser.parse_args(argv)
     X = low_rank_data(args.n, args.d)
-    old = _old_kernel()
-    print(f"data: float32, n={args.n:,}, d={args.d}; floor = blocks on and above the diagonal of X·Xᵀ (float32)",
-          flush=True)
-    print("| case | k | before / floor | after / floor |", flush=True)
-    print("|---|---|---|---|", flush=True)
+    kernels = {BEFORE: _kernel_before(), START: _kernel_start(), "after": lambda X, k: exact_knn(X, None, k)}
+    print(f"data: float32, n={args.n:,}, d={args.d}; floor = blocks on and above the diagonal of X·Xᵀ (float32); "
+          f"fastest of {args.repeat}, interleaved", flush=True)
+    print(f"| case | k | {BEFORE} / floor | {START} / floor | after / floor | same values |", flush=True)
+    print("|---|---|---|---|---|---|", flush=True)
     for name, k in (("TwoNN", 2), ("MLE", 20), ("kneighbors", 100)):
-        ratios = []
-        for kernel in (old, _kneighbors_numpy):
-            floor_a = timed(lambda: _floor(X))[1]
-            spent = timed(lambda kernel=kernel, k=k: kernel(X, None, k, None))[1]
-            floor_b = timed(lambda: _floor(X))[1]
-            ratios.append(spent / min(floor_a, floor_b))
-        print(f"| {name} | {k} | {ratios[0]:.2f} | {ratios[1]:.2f} |", flush=True)
-    alone = timed(lambda: twonn_dimension(X))[1]
-    table = timed(lambda: neighbour_dimensions(X, n_neighbors=20))[1]
-    separate = timed(lambda: (twonn_dimension(X), mle_dimension(X, n_neighbors=20)))[1]
-    print(f"TwoNN + MLE (k=20) from one pass / TwoNN alone: {table / alone:.2f}; "
-          f"two separate calls / TwoNN alone: {separate / alone:.2f}", flush=True)
+        floor, spent, values = [], {key: [] for key in kernels}, {}
+        for _ in range(args.repeat):
+            for key, kernel in kernels.items():
+                floor.append(timed(lambda: _floor(X))[1])
+                values[key], seconds, _ = timed(lambda kernel=kernel, k=k: kernel(X, k))
+                spent[key].append(seconds)
+            floor.append(timed(lambda: _floor(X))[1])
+        same = all(np.array_equal(values[key][0], values["after"][0]) and np.array_equal(values[key][1], values["after"][1])
+                   for key in (START,))
+        ratios = " | ".join(f"{min(spent[key]) / min(floor):.2f}" for key in kernels)
+        print(f"| {name} | {k} | {ratios} | {'yes' if same else 'NO'} (after vs {START}) |", flush=True)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path, tiny = Path(tmp) / "X.npy", Path(tmp) / "tiny.npy"
+        np.save(path, X)
+        np.save(tiny, X[:100])
+        table, alone, peaks = [], [], []
+        for _ in range(args.repeat):
+            *seconds, peak = _measure_command(path)
+            table.append(seconds)
+            peaks.append(peak)
+            alone.append(_measure_command(path, "twonn_dimension")[:2])
+        base = min(_measure_command(tiny)[2] for _ in range(2))
+    metrics = min(t[0] for t in table) / min(a[0] for a in alone)
+    whole = min(t[1] for t in table) / min(a[1] for a in alone)
+    print(f"`isotropy measure` default table / `--metrics twonn_dimension` alone, fastest of {args.repeat}: "
+          f"{metrics:.2f} in the metrics' own seconds (goal <= 1.3), {whole:.2f} as whole commands (imports "
+          f"and reading included)", flush=True)
+    print(f"default table peak memory above the interpreter's own (the same command on 100 rows) / input "
+          f"({X.nbytes / 2**20:.1f} MiB): {(min(peaks) - base) / X.nbytes:.2f} (goal <= 2)", flush=True)
+    print(json.dumps({"table_s": table, "twonn_alone_s": alone, "peak_bytes": peaks, "interpreter_bytes": base}),
+          flush=True)
 
 
 if __name__ == "__main__":

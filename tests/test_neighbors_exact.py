@@ -130,3 +130,39 @@ def test_one_pass_matches_skdim():
         warnings.simplefilter("ignore")
         assert out["twonn_dimension"] == pytest.approx(skdim.id.TwoNN().fit(X).dimension_, rel=1e-8)
         assert out["mle_dimension"] == pytest.approx(skdim.id.MLE().fit(X, n_neighbors=20).dimension_, rel=1e-8)
+
+
+@pytest.mark.parametrize("chunk_size", [3, 16, 61, None])
+@pytest.mark.parametrize("k", [1, 5, 40])
+def test_uneven_blocks_and_ties_match_cdist(chunk_size, k):
+    """Blocks of unequal sides (the last panel), threads finishing them in any order, duplicated rows (ties
+    broken by index), float32 and float64: the same neighbours as a stable sort of cdist."""
+    rng = np.random.default_rng(k)
+    X = rng.standard_normal((157, 9))
+    X[100:130] = X[:30]  # exact duplicates: distance-0 ties
+    X[140:] = np.round(X[140:])  # coarse values: more ties
+    for dtype in (np.float64, np.float32):
+        Y = X.astype(dtype)
+        dist, ind = kneighbors(Y, n_neighbors=k, chunk_size=chunk_size)
+        ref_d, ref_i = _reference(Y, k)
+        np.testing.assert_allclose(dist, ref_d, rtol=1e-12, atol=0)
+        np.testing.assert_array_equal(ind, ref_i)
+        again = kneighbors(Y, n_neighbors=k, chunk_size=chunk_size)
+        np.testing.assert_array_equal(again[0], dist)  # the same bits whatever order the blocks finished in
+        np.testing.assert_array_equal(again[1], ind)
+
+
+@pytest.mark.parametrize("n_p", [1, 7, 60, 150])
+def test_cross_kernel_matches_cdist(n_p):
+    from isotropy._kernels.neighbors import exact_knn_cross
+
+    X = np.random.default_rng(n_p).standard_normal((157, 5))
+    (sq_p, ind_p), (sq_q, ind_q) = exact_knn_cross(X, None, n_p, 6)
+    D = cdist(X, X) ** 2
+    for rows, cols, sq, ind in ((slice(0, n_p), slice(n_p, None), sq_p, ind_p), (slice(n_p, None), slice(0, n_p), sq_q, ind_q)):
+        block = D[rows, cols]
+        k = min(6, block.shape[1])
+        order = np.argsort(block, axis=1, kind="stable")[:, :k]
+        np.testing.assert_allclose(sq[:, :k], np.take_along_axis(block, order, axis=1), rtol=1e-12, atol=1e-300)
+        np.testing.assert_array_equal(ind[:, :k], order + cols.indices(157)[0])
+        assert np.all(np.isinf(sq[:, k:]))

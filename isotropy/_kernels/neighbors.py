@@ -7,12 +7,13 @@ the public module and the dask package importing each other.
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
-from isotropy._utils.progress import blocks
 from isotropy._utils.validation import IsotropyValueError
 
-# Entries per group in the grouped selection of _update_rows / _update_cols.
+# Entries per group of the first threshold of a point (_group_threshold).
 _GROUP = 8
 # Gathered candidate rows for the exact recomputation, in bytes (small: stays in cache).
 _GATHER_MEMORY = 2 * 2**20
@@ -38,15 +39,20 @@ def _exact_sq_distances(X: np.ndarray, scale, rows: np.ndarray, cand: np.ndarray
     n_rows, m = cand.shape
     out = np.empty((n_rows, m), dtype=np.float64)
     step = max(1, _GATHER_MEMORY // max(1, m * X.shape[1] * 8))
+    gathered = np.empty((min(step, n_rows), m, X.shape[1]), dtype=X.dtype)
+    diff = np.empty(gathered.shape, dtype=np.float64)
     for s in range(0, n_rows, step):
         e = min(n_rows, s + step)
-        diff = np.take(X, cand[s:e], axis=0).astype(np.float64, copy=False)  # (b, m, d)
+        g, dd = gathered[: e - s], diff[: e - s]
+        np.take(X, cand[s:e], axis=0, out=g)
         query = X[rows[s:e]].astype(np.float64)
         if scale is not None:
-            diff *= scale[cand[s:e], None]
+            np.multiply(g, scale[cand[s:e], None], out=dd)
             query *= scale[rows[s:e], None]
-        diff -= query[:, None, :]
-        out[s:e] = np.einsum("bmd,bmd->bm", diff, diff)
+            dd -= query[:, None, :]
+        else:
+            np.subtract(g, query[:, None, :], out=dd)
+        out[s:e] = np.einsum("bmd,bmd->bm", dd, dd)
     return out
 
 
@@ -80,104 +86,6 @@ def _representation(X: np.ndarray, scale) -> np.ndarray:
     return R if scale is None else R * scale[:, None]
 
 
-def _merge(best_v, best_i, rows, vals, cols) -> None:
-    """Keep, for ``rows``, the ``m`` largest of the running best and the new candidates (2-d)."""
-    m = best_v.shape[1]
-    v = np.concatenate([best_v[rows], vals], axis=1)
-    i = np.concatenate([best_i[rows], cols], axis=1)
-    top = np.argpartition(v, v.shape[1] - m, axis=1)[:, -m:]
-    best_v[rows] = np.take_along_axis(v, top, axis=1)
-    best_i[rows] = np.take_along_axis(i, top, axis=1)
-
-
-def _merge_sparse(best_v, best_i, base: int, rel_rows, cols, vals) -> None:
-    """Merge candidates ``(base + rel_rows[t], cols[t], vals[t])``, ``rel_rows`` non-decreasing."""
-    if rel_rows.size == 0:
-        return
-    counts = np.bincount(rel_rows)
-    rows = np.flatnonzero(counts)
-    counts = counts[rows]
-    which = np.repeat(np.arange(rows.size), counts)
-    pos = np.arange(rel_rows.size) - np.repeat(np.cumsum(counts) - counts, counts)
-    packed_v = np.full((rows.size, int(counts.max())), -np.inf, dtype=best_v.dtype)
-    packed_v[which, pos] = vals
-    packed_i = np.zeros(packed_v.shape, dtype=best_i.dtype)
-    packed_i[which, pos] = cols
-    _merge(best_v, best_i, base + rows, packed_v, packed_i)
-
-
-def _threshold(best_v, rows, maxima, axis: int, first: bool):
-    """Entries a point must reach to enter its best ``m``: ``(τ, comparison)``.
-
-    Later blocks: above the current ``m``-th best. A first block: at least the ``m``-th largest
-    group maximum (``m`` groups reach it, so at least ``m`` entries do, and every entry among
-    the ``m`` largest does).
-    """
-    m = best_v.shape[1]
-    if not first:
-        return best_v[rows].min(axis=1), np.greater
-    g = 0 if maxima is None else maxima.shape[axis]
-    if g < m:
-        return np.full(best_v[rows].shape[0], -np.inf, dtype=best_v.dtype), np.greater
-    return np.take(np.partition(maxima, g - m, axis=axis), g - m, axis=axis), np.greater_equal
-
-
-def _update_rows(best_v, best_i, a: int, S: np.ndarray, col0: int, first: bool) -> None:
-    """Offer the scores ``S`` of rows ``a:a+r`` against columns ``col0:col0+c`` to those rows.
-
-    The columns are cut into ``_GROUP`` interleaved groups (column ``t·g + q`` is in group
-    ``q``); a group whose maximum does not reach a row's threshold ``τ`` (see
-    :func:`_threshold`) is skipped after one vectorised max-reduction, and only the entries
-    of the other groups that reach it are merged.
-    """
-    r, c = S.shape
-    g = c // _GROUP
-    if g == 0:
-        maxima, flat = None, np.arange(r * c).reshape(r, c, 1)
-    else:
-        maxima = S[:, :g].copy()  # maxima of the column groups, one slab at a time (fast)
-        for t in range(1, _GROUP):
-            np.maximum(maxima, S[:, t * g:(t + 1) * g], out=maxima)
-    tau, reaches = _threshold(best_v, slice(a, a + r), maxima, 1, first)
-    if g:
-        qr, qq = np.nonzero(reaches(maxima, tau[:, None]))  # sorted by row
-        flat = (qr * c + qq)[:, None] + g * np.arange(_GROUP)
-        if c > g * _GROUP:  # leftover columns: candidates of every row
-            extra = np.arange(r)[:, None] * c + np.arange(g * _GROUP, c)
-            flat = np.concatenate([flat.ravel(), extra.ravel()])
-            flat.sort()
-    flat = flat.ravel()
-    vals = np.take(S, flat)
-    rows, cols = np.divmod(flat, c)
-    keep = reaches(vals, tau[rows])
-    _merge_sparse(best_v, best_i, a, rows[keep], cols[keep] + col0, vals[keep])
-
-
-def _update_cols(best_v, best_i, a2: int, S: np.ndarray, row0: int, first: bool) -> None:
-    """Offer the scores ``S`` (rows ``row0:``, columns ``a2:a2+c``) to the points ``a2:a2+c``.
-
-    The same as :func:`_update_rows` on ``Sᵀ`` without transposing: groups of rows of ``S``.
-    """
-    r, c = S.shape
-    g = r // _GROUP
-    maxima = S[: g * _GROUP].reshape(_GROUP, g, c).max(axis=0) if g else None
-    tau, reaches = _threshold(best_v, slice(a2, a2 + c), maxima, 0, first)
-    if g:
-        qj, qq = np.nonzero(reaches(maxima, tau[None, :]).T)  # sorted by column of S
-        rows = (qq[:, None] + g * np.arange(_GROUP)).ravel()
-        cols = np.repeat(qj, _GROUP)
-        if r > g * _GROUP:  # leftover rows: candidates of every column
-            extra_r = np.broadcast_to(np.arange(g * _GROUP, r), (c, r - g * _GROUP)).ravel()
-            extra_c = np.repeat(np.arange(c), r - g * _GROUP)
-            order = np.argsort(np.concatenate([cols, extra_c]), kind="stable")
-            rows, cols = np.concatenate([rows, extra_r])[order], np.concatenate([cols, extra_c])[order]
-    else:
-        rows, cols = np.tile(np.arange(r), c), np.repeat(np.arange(c), r)
-    vals = np.take(S, rows * c + cols)
-    keep = reaches(vals, tau[cols])
-    _merge_sparse(best_v, best_i, a2, cols[keep], rows[keep] + row0, vals[keep])
-
-
 def _finish(sq: np.ndarray, metric: str) -> np.ndarray:
     """Squared euclidean distances of the representation -> distances of ``metric`` (in place)."""
     if metric == "cosine":
@@ -192,7 +100,7 @@ def _finish(sq: np.ndarray, metric: str) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 
 # Rows (and columns) of one square block of the score matrix.
-_BLOCK = 4096
+_BLOCK = 1024
 # Rows sampled for the centre (a coordinate-wise median: a few rows of huge norm do not move it).
 _CENTRE_SAMPLE = 4096
 # Scores per chunk of the float64 fallbacks (rows x all points).
@@ -271,36 +179,235 @@ def _certified(tau, kth_sq, q, gamma: float, floor: float, n_features: int) -> n
     return ok & (far | (q1 > q.max()))
 
 
-def _candidate_pass(A: np.ndarray, m: int, b: int):
-    """Best ``m`` approximate scores and their indices of every row, from the upper triangle of blocks.
+# Key of an unfilled slot: score −inf, index 0 (the old kernel's unfilled candidate).
+_EMPTY = np.int64(((0xFF800000 ^ 0x7FFFFFFF) - (1 << 32)) << 32 | 0xFFFFFFFF)
 
-    The diagonal blocks come first, so that every point already holds ``m`` candidates among its
-    own block (a finite threshold) when the off-diagonal blocks are offered to it; each off-diagonal
-    block is computed once and offered to its rows and, transposed, to its columns.
+
+def _keys(vals: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """One int64 per float32 entry, ordered as (score ascending, index descending): the order-preserving
+    bits of the score, then the index reversed (``+ 0`` turns ``−0`` into ``+0``)."""
+    bits = (vals + np.float32(0)).view(np.int32)
+    key = (bits ^ ((bits >> 31) & 0x7FFFFFFF)).astype(np.int64) << 32
+    key |= 0xFFFFFFFF - index
+    return key
+
+
+def _scores(keys: np.ndarray) -> np.ndarray:
+    """The float32 scores of :func:`_keys`."""
+    o = (keys >> 32).astype(np.int32)
+    return (o ^ ((o >> 31) & 0x7FFFFFFF)).view(np.float32)
+
+
+def _indices(keys: np.ndarray) -> np.ndarray:
+    """The indices of :func:`_keys`."""
+    return (0xFFFFFFFF - (keys & 0xFFFFFFFF)).astype(np.intp)
+
+
+class _Best:
+    """The running best ``m`` candidates ``(score, index)`` of the points ``offset:offset + size`` (float32 scores).
+
+    Kept under a total order (higher score first, then smaller index), so that the final set is the
+    best ``m`` of everything offered whatever the order the blocks arrive in (the worker threads
+    finish them in any order). Each point has ``capacity = 2m`` slots of :func:`_keys`: new entries
+    are appended, and a point whose slots are full is compacted to its best ``m`` (one partition).
+    ``tau`` is each point's ``m``-th best score at its last compaction (``−inf`` before the first):
+    an entry below it cannot be among the best ``m``.
     """
-    n, d2 = A.shape
-    n_panels = -(-n // b)
-    b = -(-n // n_panels)  # equal panels
-    starts = list(range(0, n, b))
-    best_v = np.full((n, m), -np.inf, dtype=A.dtype)
-    best_i = np.zeros((n, m), dtype=np.intp)
-    S_buf = np.empty(min(n, b) ** 2, dtype=A.dtype)
-    B_buf = np.empty(min(n, b) * d2, dtype=A.dtype)
-    advance = blocks(n_panels * (n_panels + 1) // 2)  # progress, when a caller asked for it
-    pairs = [(a, a) for a in starts] + [(a, a2) for a in starts for a2 in starts if a2 > a]
-    for a, a2 in pairs:
-        e, e2 = min(n, a + b), min(n, a2 + b)
-        B = _right(A, slice(a2, e2), B_buf)
-        S = np.matmul(A[a:e], B.T, out=S_buf[: (e - a) * (e2 - a2)].reshape(e - a, e2 - a2))
-        if a2 == a:
-            np.fill_diagonal(S, -np.inf)  # a point is not its own neighbour
-            _update_rows(best_v, best_i, a, S, a2, first=True)
-        else:
-            _update_rows(best_v, best_i, a, S, a2, first=False)
-            _update_cols(best_v, best_i, a2, S, a, first=False)
-        advance()
-    return best_v, best_i
 
+    def __init__(self, size: int, m: int, offset: int = 0):
+        self.m, self.capacity, self.offset = m, 2 * m, offset
+        self.keys = np.full((size, self.capacity), _EMPTY, dtype=np.int64)
+        self.fill = np.zeros(size, dtype=np.intp)
+        self.tau = np.full(size, -np.inf, dtype=np.float32)
+        self.lock = threading.Lock()
+
+    def thresholds(self, targets: slice, S: np.ndarray, axis: int) -> np.ndarray:
+        """Entries of ``S`` a target must reach (targets along ``axis`` of ``S``: 1 rows, 0 columns).
+
+        The current ``tau`` (a snapshot: it only rises, so a stale one is still valid); for a target
+        without one, the ``m``-th largest maximum of ``_GROUP``-entry groups of its line of ``S``
+        (``m`` groups reach it, hence at least ``m`` entries do, and every entry below it has ``m``
+        entries strictly above it). Never ``−inf``: the diagonal's ``−inf`` never enters.
+        """
+        thr = self.tau[targets.start - self.offset: targets.stop - self.offset].copy()
+        low = np.isneginf(thr)
+        if low.any():
+            thr[low] = _group_threshold(S, axis, self.m)[low]
+        return np.maximum(thr, -np.finfo(thr.dtype).max, out=thr)
+
+    def _compact(self, rows: np.ndarray, extra: np.ndarray | None = None) -> None:
+        """Keep the best ``m`` of the slots of ``rows`` (and of ``extra``, one row of keys per row)."""
+        keys = self.keys[rows] if extra is None else np.concatenate([self.keys[rows], extra], axis=1)
+        width, m = keys.shape[1], self.m
+        keys.partition(width - m, axis=1)
+        self.keys[rows, :m] = keys[:, width - m:]
+        self.keys[rows, m:] = _EMPTY
+        self.fill[rows] = m
+        self.tau[rows] = _scores(keys[:, width - m])
+
+    def merge(self, targets: np.ndarray, others: np.ndarray, vals: np.ndarray) -> None:
+        """Offer the entries ``(targets[t], others[t], vals[t])`` (targets relative to ``offset``)."""
+        if targets.size == 0:
+            return
+        if targets.size > 1 and np.any(targets[1:] < targets[:-1]):
+            order = _group_order(targets)
+            targets, others, vals = targets[order], others[order], vals[order]
+        keys = _keys(vals, others)
+        counts = np.bincount(targets)
+        rows = np.flatnonzero(counts)
+        counts = counts[rows]
+        first = np.cumsum(counts) - counts
+        pos = np.arange(targets.size) - np.repeat(first, counts)
+        m, capacity = self.m, self.capacity
+        with self.lock:
+            over = self.fill[rows] + counts > capacity
+            if over.any():
+                huge = over & (counts > capacity - m)  # more than fit even after a compaction
+                if huge.any():  # merged at once: their slots and their new keys, padded
+                    which = np.repeat(huge, counts)
+                    width = int(counts[huge].max())
+                    extra = np.full((int(huge.sum()), width), _EMPTY, dtype=np.int64)
+                    extra[np.repeat(np.arange(extra.shape[0]), counts[huge]), pos[which]] = keys[which]
+                    self._compact(rows[huge], extra)
+                    keep = ~which
+                    targets, keys, pos = targets[keep], keys[keep], pos[keep]
+                    rows, counts, over = rows[~huge], counts[~huge], over[~huge]
+                if over.any():
+                    self._compact(rows[over])
+            self.keys[targets, self.fill[targets] + pos] = keys
+            self.fill[rows] += counts
+            fresh = rows[np.isneginf(self.tau[rows]) & (self.fill[rows] >= m)]
+            if fresh.size:  # the first m: a threshold from now on
+                self._compact(fresh)
+
+    def result(self):
+        """``(scores, indices)`` of the best ``m`` of every point (unfilled: ``−inf``, index 0)."""
+        self._compact(np.arange(self.keys.shape[0]))
+        keys = self.keys[:, : self.m]
+        return _scores(keys), _indices(keys)
+
+
+class _Best64:
+    """:class:`_Best` for float64 scores (float32 could not hold them): every merge keeps the best ``m`` at once."""
+
+    def __init__(self, size: int, m: int, offset: int = 0):
+        self.m, self.offset = m, offset
+        self.v = np.full((size, m), -np.inf)
+        self.i = np.zeros((size, m), dtype=np.intp)
+        self.tau = np.full(size, -np.inf)
+        self.lock = threading.Lock()
+
+    thresholds = _Best.thresholds
+
+    def merge(self, targets, others, vals) -> None:
+        if targets.size == 0:
+            return
+        order = _group_order(targets)
+        targets, others, vals = targets[order], others[order], vals[order]
+        counts = np.bincount(targets)
+        rows = np.flatnonzero(counts)
+        counts = counts[rows]
+        m = self.m
+        which = np.repeat(np.arange(rows.size), counts)
+        pos = np.arange(targets.size) - np.repeat(np.cumsum(counts) - counts, counts) + m
+        V = np.full((rows.size, m + int(counts.max())), -np.inf)
+        V[which, pos] = vals
+        Ind = np.zeros(V.shape, dtype=np.intp)
+        Ind[which, pos] = others
+        with self.lock:
+            V[:, :m], Ind[:, :m] = self.v[rows], self.i[rows]
+            top = np.lexsort((Ind, -V), axis=1)[:, :m]
+            self.v[rows] = v = np.take_along_axis(V, top, axis=1)
+            self.i[rows] = np.take_along_axis(Ind, top, axis=1)
+            self.tau[rows] = v.min(axis=1)
+
+    def result(self):
+        return self.v, self.i
+
+
+def _group_order(targets: np.ndarray) -> np.ndarray:
+    """Stable order grouping equal ``targets`` (a radix sort when they fit in 16 bits)."""
+    if targets.max() < 2**15:
+        targets = targets.astype(np.int16)
+    return np.argsort(targets, kind="stable")
+
+
+def _best(size: int, m: int, dtype, offset: int = 0):
+    """The running best ``m`` of ``size`` points for scores of ``dtype``."""
+    return _Best(size, m, offset) if dtype == np.float32 else _Best64(size, m, offset)
+
+
+def _group_threshold(S: np.ndarray, axis: int, m: int) -> np.ndarray:
+    """Per line of ``S`` along ``axis``: the ``m``-th largest maximum of interleaved ``_GROUP``-entry groups."""
+    g = S.shape[axis] // _GROUP  # groups per line
+    if g < m:
+        return np.full(S.shape[1 - axis], -np.inf, dtype=S.dtype)
+    if axis == 1:
+        maxima = S[:, :g].copy()
+        for t in range(1, _GROUP):
+            np.maximum(maxima, S[:, t * g:(t + 1) * g], out=maxima)
+        return np.partition(maxima, g - m, axis=1)[:, g - m]
+    maxima = S[: g * _GROUP].reshape(_GROUP, g, S.shape[1]).max(axis=0)
+    return np.partition(maxima, g - m, axis=0)[g - m]
+
+
+def _offer(S: np.ndarray, best: _Best, targets: slice, other0: int, axis: int, mask: np.ndarray) -> None:
+    """Offer the block ``S`` to its rows (``axis=1``) or, through the transpose, its columns (``axis=0``).
+
+    One comparison with the targets' thresholds and one scan of the mask; only the entries that
+    reach them (few once every target holds ``m``) are merged.
+    """
+    thr = best.thresholds(targets, S, axis)
+    np.greater_equal(S, thr[:, None] if axis == 1 else thr[None, :], out=mask)
+    flat = np.flatnonzero(mask)
+    if flat.size == 0:
+        return
+    r, c = np.divmod(flat, S.shape[1])
+    vals = S.ravel()[flat]
+    if axis == 1:
+        best.merge(r + (targets.start - best.offset), c + other0, vals)
+    else:
+        best.merge(c + (targets.start - best.offset), r + other0, vals)
+
+
+def _panels(start: int, stop: int, b: int) -> list:
+    """Equal panels of at most ``b`` points covering ``start:stop``."""
+    count = max(1, -(-(stop - start) // b))
+    size = -(-(stop - start) // count)
+    return [slice(s, min(stop, s + size)) for s in range(start, stop, size)]
+
+
+def _candidate_pass(A: np.ndarray, sides, pairs, b: int) -> None:
+    """Offer the score blocks ``(rows I, columns J)`` of ``pairs`` to ``sides`` on one worker per core.
+
+    ``sides = (row_best, col_best)``: a diagonal block (``I is J``) is offered to its rows only, the
+    others to their rows and, transposed, to their columns. Each worker computes its blocks into its
+    own buffer with single-threaded BLAS (:func:`isotropy._kernels.silhouette._run_tasks`), so that the
+    selection of one block overlaps the products of the others.
+    """
+    from isotropy._kernels.silhouette import _run_tasks
+
+    d2 = A.shape[1]
+    row_best, col_best = sides
+
+    def block(I, J, state):
+        if "S" not in state:
+            state.update(S=np.empty(b * b, dtype=A.dtype), mask=np.empty(b * b, dtype=bool),
+                         B=np.empty(b * d2, dtype=A.dtype), J=None)
+        if state["J"] != (J.start, J.stop):
+            state["J"] = (J.start, J.stop)
+            state["right"] = _right(A, J, state["B"])
+        r, c = I.stop - I.start, J.stop - J.start
+        S = np.matmul(A[I], state["right"].T, out=state["S"][: r * c].reshape(r, c))
+        mask = state["mask"][: r * c].reshape(r, c)
+        if I == J:
+            np.fill_diagonal(S, -np.inf)  # a point is not its own neighbour
+            _offer(S, row_best, I, J.start, 1, mask)
+            return
+        _offer(S, row_best, I, J.start, 1, mask)
+        _offer(S, col_best, J, I.start, 0, mask)
+
+    _run_tasks(block, pairs, progress=True)
 
 def _exact_rows(X, scale, rows: np.ndarray, n_neighbors: int, cols: tuple[int, int]):
     """Exact search for a few rows among the points ``cols[0]:cols[1]``: float64 differences, ties by index."""
@@ -339,19 +446,59 @@ def _refine(X, scale, rows, best_v, best_i, n_neighbors, q, gamma, floor):
     """Exact float64 distances of the candidates, sorted; and which rows are certified.
 
     Unfilled candidates (score ``−inf``: fewer other points than candidates) are at distance
-    ``inf``; a row with one has no point outside its candidates, hence is certified.
+    ``inf``; a row with one has no point outside its candidates, hence is certified. Rows are
+    refined in chunks on one worker per core.
     """
+    from isotropy._kernels.silhouette import _run_tasks
+
     dist = np.empty((rows.size, n_neighbors), dtype=np.float64)
     ind = np.empty((rows.size, n_neighbors), dtype=np.intp)
-    for s in range(0, rows.size, 4 * _BLOCK):
-        e = min(rows.size, s + 4 * _BLOCK)
-        sq = _exact_sq_distances(X, scale, rows[s:e], best_i[s:e])
-        sq[np.isneginf(best_v[s:e])] = np.inf
-        dist[s:e], ind[s:e] = _sort_candidates(sq, best_i[s:e], n_neighbors)
-    tau = best_v.min(axis=1)
-    ok = np.isneginf(tau) | _certified(tau, dist[:, -1], q[rows], gamma, floor, X.shape[1])
+    ok = np.empty(rows.size, dtype=bool)
+    step = max(1, min(1024, -(-rows.size // 8)))
+
+    def chunk(s, state):
+        e = min(rows.size, s + step)
+        dist[s:e], ind[s:e], ok[s:e] = _refine_chunk(X, scale, rows[s:e], best_v[s:e], best_i[s:e], n_neighbors,
+                                                     q, gamma, floor)
+
+    _run_tasks(chunk, [(s,) for s in range(0, rows.size, step)])
     return dist, ind, ok
 
+
+def _refine_chunk(X, scale, rows, best_v, best_i, k, q, gamma, floor):
+    """:func:`_refine` for a few rows.
+
+    The exact distances of the ``k`` best candidates by score bound the ``k``-th exact distance
+    (``U``, inflated by its float64 rounding); a further candidate is recomputed only when the
+    rounding bound of its score (the one of :func:`_certified`) does not put it beyond ``U``; the
+    others are not among the ``k`` nearest, exactly as a non-candidate the certificate excludes.
+    """
+    n_rows, m = best_v.shape
+    d = X.shape[1]
+    order = np.argsort(best_v, axis=1)[:, ::-1]  # best score first
+    v = np.take_along_axis(best_v, order, axis=1).astype(np.float64)
+    cand = np.take_along_axis(best_i, order, axis=1)
+    filled = ~np.isneginf(v)
+    sq = np.full((n_rows, m), np.inf)
+    sq[:, :k] = _exact_sq_distances(X, scale, rows, np.ascontiguousarray(cand[:, :k]))
+    sq[:, :k][~filled[:, :k]] = np.inf
+    if m > k:
+        bound = sq[:, :k].max(axis=1) * (1 + (d + 4) * float(np.finfo(np.float64).eps)) + floor
+        with np.errstate(invalid="ignore", over="ignore"):
+            low = -2.0 * v[:, k:] - 2.0 * gamma * (q[rows, None] + q[cand[:, k:]]) - floor
+            need = filled[:, k:] & ~(low > bound[:, None])
+        pr, pc = np.nonzero(need)
+        if pr.size:
+            sq[pr, pc + k] = _exact_pair_distances(X, scale, rows[pr], cand[pr, pc + k])
+    dist, ind = _sort_candidates(sq, cand, k)
+    tau = best_v.min(axis=1)
+    ok = np.isneginf(tau) | _certified(tau, dist[:, -1], q[rows], gamma, floor, d)
+    return dist, ind, ok
+
+
+def _exact_pair_distances(X: np.ndarray, scale, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """``‖y_rows[t] − y_cols[t]‖²`` in float64 by direct differences (the arithmetic of :func:`_exact_sq_distances`)."""
+    return _exact_sq_distances(X, scale, rows, cols[:, None])[:, 0]
 
 def _exact_selection(X, scale, centre, q, rows, best_v, best_i, n_neighbors, dtype, cols):
     """Stages 2 and 3 of :func:`exact_knn` for ``rows`` searched among the points ``cols[0]:cols[1]``."""
@@ -390,20 +537,29 @@ def exact_knn(X: np.ndarray, scale, n_neighbors: int, *, block: int | None = Non
     1. scores ``s̃_ij ≈ −‖c_i − c_j‖²/2`` of the centred rows ``c`` (centre: :func:`_centre`) as
        BLAS products of float32 blocks (float64 when float32 cannot hold them), over the blocks on
        and above the diagonal only, each offered to its rows and its columns; every row keeps its
-       ``m = n_neighbors + max(8, n_neighbors // 8)`` best;
+       ``m = n_neighbors + max(8, n_neighbors // 8)`` best (:class:`_Best`: the same set whatever
+       order the worker threads finish the blocks in);
     2. their squared distances ``Σ (y_i − y_j)²`` in float64 from the differences, sorted by
        (distance, index);
     3. a certificate per row (:func:`_certified`, from the rounding bound of stage 1): a row
        whose ``k``-th exact distance is not provably below every non-candidate's is searched again
        with float64 scores, and if still not certified, by float64 differences to every point.
 
-    Memory: one ``block × block`` score buffer, the ``n × (d + 2)`` operands and ``n × m`` candidates.
+    Memory: a ``block × block`` score buffer and mask per worker thread, the ``n × (d + 2)`` operands and
+    ``n × 2m`` candidate keys.
     """
     n = X.shape[0]
     m = _n_candidates(n_neighbors, n)
     centre = _centre(X, scale)
     A, q = _operands_any(X, scale, centre, caller)
-    best_v, best_i = _candidate_pass(A, m, max(block or _BLOCK, m + 1))  # a diagonal block holds m others
+    b = max(block or _BLOCK, m + 1)  # a diagonal block holds m others
+    best = _best(n, m, A.dtype)
+    panels = _panels(0, n, b)
+    # diagonal blocks first (every point then has a threshold); then by column panel, so that a worker's
+    # consecutive blocks share their right operand
+    pairs = [(I, I) for I in panels] + [(I, J) for t, J in enumerate(panels) for I in panels[:t]]
+    _candidate_pass(A, (best, best), pairs, b)
+    best_v, best_i = best.result()
     dtype = A.dtype
     del A
     return _exact_selection(X, scale, centre, q, np.arange(n), best_v, best_i, n_neighbors, dtype, (0, n))
@@ -421,15 +577,14 @@ def exact_knn_cross(X: np.ndarray, scale, n_p: int, n_neighbors: int, *, caller:
     n_q = n - n_p
     centre = _centre(X, scale)
     A, q = _operands_any(X, scale, centre, caller)
-    B = _right(A, slice(n_p, n), np.empty(n_q * A.shape[1], dtype=A.dtype))
-    S = A[:n_p] @ B.T
+    sides = [_best(size, min(_n_candidates(n_neighbors, n), other), A.dtype, offset)
+             for size, other, offset in ((n_p, n_q, 0), (n_q, n_p, n_p))]
+    b = _BLOCK
+    _candidate_pass(A, sides, [(I, J) for J in _panels(n_p, n, b) for I in _panels(0, n_p, b)], b)
     out = []
-    for size, other, cols, update in ((n_p, n_q, (n_p, n), _update_rows), (n_q, n_p, (0, n_p), _update_cols)):
-        m = min(_n_candidates(n_neighbors, n), other)
-        best_v, best_i = np.full((size, m), -np.inf, dtype=A.dtype), np.zeros((size, m), dtype=np.intp)
-        update(best_v, best_i, 0, S, 0, first=True)
-        rows = np.arange(size) + (0 if update is _update_rows else n_p)
-        best_i += n_p if update is _update_rows else 0
+    for best, cols in zip(sides, ((n_p, n), (0, n_p))):
+        (best_v, best_i), m = best.result(), best.m
+        rows = np.arange(best_v.shape[0]) + best.offset
         k = min(n_neighbors, m)
         sq, ind = _exact_selection(X, scale, centre, q, rows, best_v, best_i, k, A.dtype, cols)
         if k < n_neighbors:

@@ -90,7 +90,7 @@ def kneighbors(X, *, n_neighbors: int, metric: str = "euclidean", chunk_size: in
         ``u = x/‖x‖`` (no cancellation for nearly parallel vectors). Zero rows are rejected.
     chunk_size : int or None, default=None
         Rows (and columns) of one square block of the score matrix (numpy input: memory about
-        ``3·chunk_size²`` floats; default 4096) or query rows per block (torch input: default
+        ``2·chunk_size²`` floats per core; default 1024) or query rows per block (torch input: default
         about 128 MiB of ``chunk_size × n_samples`` scores).
 
     Returns
@@ -110,8 +110,9 @@ def kneighbors(X, *, n_neighbors: int, metric: str = "euclidean", chunk_size: in
     of the upper triangle are computed, and each block is offered to its rows and, transposed,
     to its columns: half the ``n²·d`` multiply-adds of a plain search. Each point keeps its
     ``m = n_neighbors + max(8, n_neighbors // 8)`` best scores; a block's entries are compared
-    with the current ``m``-th best only through maxima of groups of 8 entries, so after the
-    first blocks almost nothing but a max-reduction is spent on them. The ``m`` candidates'
+    once with each side's current ``m``-th best, and only the few that reach it are merged. The
+    blocks run on one worker thread per core (single-threaded BLAS each), so that the selection
+    of one block overlaps the products of the others. The ``m`` candidates'
     squared distances are then recomputed as ``Σ (x_i − x_j)²`` in float64 from the original
     rows, sorted, and the first ``n_neighbors`` returned. Time ``O(n²·d/2)`` in BLAS; extra
     memory ``O(chunk_size² + n·m)`` besides one copy of ``X``. For float64 input the result is
