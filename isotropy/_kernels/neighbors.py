@@ -454,7 +454,7 @@ def _refine(X, scale, rows, best_v, best_i, n_neighbors, q, gamma, floor):
     dist = np.empty((rows.size, n_neighbors), dtype=np.float64)
     ind = np.empty((rows.size, n_neighbors), dtype=np.intp)
     ok = np.empty(rows.size, dtype=bool)
-    step = max(1, min(1024, -(-rows.size // 8)))
+    step = min(1024, max(256, -(-rows.size // 8)))  # one task (no threads) for a few rows
 
     def chunk(s, state):
         e = min(rows.size, s + step)
