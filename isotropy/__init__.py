@@ -53,6 +53,10 @@ _EXPORTS = {
     "IsotropyValueError": "isotropy._utils.errors",
 }
 
+# sub-packages reachable as attributes of the package (imported on first use)
+_SUBPACKAGES = frozenset({"datasets", "distributed", "experiments", "io", "measure", "metrics", "models", "torch",
+                          "training", "transforms"})
+
 # Names and module paths that moved in 0.2 (the "one house" layout): still importable for one release, with a
 # DeprecationWarning that gives the new place.
 _MOVED_NAMES = {"extract_token_embeddings": "isotropy.models.contextual"}
@@ -82,6 +86,8 @@ def __getattr__(name):
         warnings.warn(f"isotropy.{name} moved to {module}.{name}; the old name goes in the next release.",
                       DeprecationWarning, stacklevel=2)
         return getattr(importlib.import_module(module), name)
+    if module is None and name in _SUBPACKAGES:  # isotropy.distributed.kneighbors(...) without importing it first
+        return importlib.import_module(f"isotropy.{name}")
     if module is None:
         raise AttributeError(f"module 'isotropy' has no attribute {name!r}")
     value = getattr(importlib.import_module(module), name)

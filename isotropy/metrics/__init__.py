@@ -7,3 +7,13 @@ training callbacks and the torchmetrics classes use.
 
 Users call them from the package face (``isotropy.isoscore(X)``); the modules are imported on first use.
 """
+
+
+def __getattr__(name):
+    """``isotropy.metrics.silhouette`` and the like without importing them first (imported on first use)."""
+    import importlib
+    import importlib.util
+
+    if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
