@@ -178,3 +178,54 @@ def test_index_table_is_generated_and_agrees_with_the_pages():
         rendered = hooks.render_claims(page.read_text(encoding="utf-8"), f"experiments/{page.name}")
         page_verdicts = re.findall(r"\*\*(holds|does not hold|not established)\*\* \|$", rendered, flags=re.MULTILINE)
         assert [v for _, v in index_rows.get(page.stem, [])] == page_verdicts, page.stem
+
+
+# --- the reports of the experiments whose runs are not re-run here: their claims from (fake) results ---
+
+def test_istar_claims_from_the_runs(tmp_path):
+    from isotropy.experiments.istar.run import claims as istar_claims
+
+    (tmp_path / "runs").mkdir()
+    for seed in range(3):
+        for lam in (-5.0, 5.0):
+            record = {"method": "istar", "lambda": lam, "seed": seed, "score": 0.70 + 0.01 * seed,
+                      "isoscore_star": 0.2 if lam < 0 else 0.3, "twonn_dimension": 28.0 if lam < 0 else 41.0}
+            (tmp_path / "runs" / f"istar_{lam:g}_seed{seed}.json").write_text(json.dumps(record))
+    (tmp_path / "run.json").write_text(json.dumps({"command": "isotropy run istar --data-dir /d",
+                                                   "config": {"model": "m"}}))
+    got = {c.id: c for c in istar_claims({}, tmp_path)}
+    assert got["istar-moves-isotropy"].verdict == "holds" and got["istar-moves-isotropy"].n_seeds == 3
+    assert got["lower-isotropy-lower-dimension"].verdict == "holds"
+    assert got["lower-isotropy-better-performance"].verdict == "does not hold"  # equal scores: not higher
+    assert got["minimising-isoscore-maximises-silhouette"].verdict == "not established"
+    assert got["istar-moves-isotropy"].command == "isotropy run istar --data-dir DATA_DIR"
+    assert {c.verdict for c in istar_claims(None, None, model="m", reason="r")} == {"not established"}
+
+
+def test_classifier_geometry_claims_per_seed():
+    from isotropy.experiments.classifier_geometry.run import claims as cg_claims
+
+    summary = {"setup": "demo", "updates": 10, "data": {}, "correlation": {"per_seed": {
+        "0": {"spearman_rho": -0.9}, "1": {"spearman_rho": -0.8}, "2": {"spearman_rho": -0.95}}}}
+    (claim_,) = cg_claims({"summary": summary}, None)
+    assert claim_.verdict == "holds" and claim_.interval["low"] == -0.95
+    summary["correlation"]["per_seed"] = {"0": {"spearman_rho": -0.9}}
+    assert cg_claims({"summary": summary}, None)[0].verdict == "not established"  # one seed
+
+
+def test_layer_geometry_and_sts_claims_are_one_sample():
+    from isotropy.experiments.layer_geometry.run import claims as lg_claims
+    from isotropy.experiments.sts_isotropy.run import claims as sts_claims
+
+    layers = [{"s_inter": 0.9, "s_inter_centered": 0.01, "isoscore_centered": 0.05},
+              {"s_inter": 0.6, "s_inter_centered": 0.03, "isoscore_centered": 0.08}]
+    got = {c.id: c for c in lg_claims({"model": "m", "layers": layers}, None)}
+    assert got["anisotropic-globally"].ours == 0.6 and got["centring-near-isotropic-isoscore"].ours == 0.05
+    assert {c.verdict for c in got.values()} == {"not established"}  # one token sample
+    methods = {"Baseline": {"all": {"spearman": 0.5}, "I(W)": 1e-5},
+               "Mean + PCA": {"all": {"spearman": 0.55}, "I(W)": 1e-3},
+               "K-means + Mean + PCA": {"all": {"spearman": 0.6}, "I(W)": 0.5}}
+    got = {c.id: c for c in sts_claims({"datasets": {"STSB": {"methods": methods}}}, None)}
+    assert got["cluster-raises-sts"].ours == pytest.approx(10.0)
+    assert got["cluster-beats-global-pca"].ours == pytest.approx(5.0)
+    assert got["cluster-raises-isotropy"].n_seeds == 1 and got["cluster-raises-isotropy"].verdict == "not established"

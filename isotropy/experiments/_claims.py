@@ -198,6 +198,8 @@ def command_of(results_dir, fallback: str) -> str:
 
     ``--results-dir``, ``--no-plot`` and ``--quiet`` are dropped: they do not change the numbers.
     """
+    if results_dir is None:
+        return fallback
     path = Path(results_dir) / "run.json"
     try:
         command = json.loads(path.read_text(encoding="utf-8"))["command"]
@@ -227,6 +229,8 @@ def command_of(results_dir, fallback: str) -> str:
 
 def run_config(results_dir) -> dict:
     """The resolved config recorded in ``run.json`` of ``results_dir`` (``{}`` when there is none)."""
+    if results_dir is None:
+        return {}
     try:
         config = json.loads((Path(results_dir) / "run.json").read_text(encoding="utf-8")).get("config")
     except (OSError, ValueError, TypeError, AttributeError):

@@ -135,3 +135,51 @@ def _run_one(unit: Unit, problem, out_dir: Path, prefix: str, ctx) -> dict:
             f"-> {summary['final']['silhouette']['mean']:.3f}, "
             f"Pearson r {summary['correlation']['seed_means']['pearson_r']:.3f}")
     return summary
+
+
+# --- claims: the rule is fixed here, before the numbers are seen (Mickus, Grönroos & Attieh, ACL 2024: Section 3.2
+# and Figure 3, Table 3 for GLUE: IsoScore and silhouette strongly negatively correlated over the updates) -----------
+
+_PAPER = "Mickus, Grönroos & Attieh, ACL 2024, Section 3.2 and Figure 3 (Table 3 for GLUE)"
+
+
+def claims(results, results_dir, *, setup: str | None = None, model: str | None = None,
+           reason: str | None = None) -> list:
+    """One claim per problem: the per-seed Spearman ρ between IsoScore and silhouette over the recorded updates."""
+    from isotropy.experiments._claims import Rule, claim, command_of, not_run, run_config
+
+    rule = Rule("holds if Spearman ρ(IsoScore, silhouette) over the recorded updates is below −0.5 in every seed and "
+                "across the interval; does not hold if at or above −0.5 throughout", below=-0.5)
+    text = ("Optimised under a linear classifier, IsoScore and silhouette are strongly negatively correlated: "
+            "isotropy falls as the classes cluster.")
+    statistic = "Spearman ρ between IsoScore and silhouette over the recorded updates, per seed"
+    if results is None:  # a setup whose run is not committed
+        return [not_run(id=f"isoscore-silhouette-anticorrelated-{setup}", paper=_PAPER, claim=text,
+                        paper_value="strongly negative in every setup", model=f"{setup}: {model}", statistic=statistic,
+                        rule=rule, command=f"isotropy run classifier-geometry --setup {setup} --data-dir DATA_DIR",
+                        reason=reason or "no committed run")]
+    config = run_config(results_dir)
+    command = command_of(results_dir, "isotropy run classifier-geometry --data-dir DATA_DIR")
+    summary = results["summary"]
+    problems = {summary.get("setup", "run"): summary} if "correlation" in summary else dict(summary)
+    out = []
+    for name, s in problems.items():
+        per_seed = s["correlation"]["per_seed"]
+        values = [float(v["spearman_rho"]) for _, v in sorted(per_seed.items(), key=lambda kv: int(kv[0]))]
+        model = str(config.get("model") or s.get("data", {}).get("model") or "–")
+        out.append(claim(id=f"isoscore-silhouette-anticorrelated-{str(name).replace('/', '-')}", paper=_PAPER,
+                         claim=text,
+                         paper_value="strongly negative in every setup",
+                         model=f"{name}: {model}, {s.get('updates', '?')} updates",
+                         statistic=statistic,
+                         values=values, rule=rule, command=command))
+    return out
+
+
+def report(results, results_dir) -> str:
+    """Write ``claims.json`` beside the results; the command prints ``correlations.md``."""
+    from isotropy.experiments._claims import write_claims
+
+    write_claims(results_dir, claims(results, results_dir))
+    path = Path(results_dir) / "correlations.md"
+    return path.read_text(encoding="utf-8") if path.is_file() else ""

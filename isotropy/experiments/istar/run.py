@@ -64,3 +64,80 @@ def run(config, results_dir, ctx) -> dict:
                         metric=config.metric)  # an interrupted sweep keeps its partial table
     return collect_results(results_dir, planned=[s.run_id for s in specs], metric=config.metric,
                            seconds=round(time.perf_counter() - started, 1))
+
+
+# --- claims: the rules are fixed here, before the numbers are seen (Rudman & Eickhoff, ICLR 2024, poster:
+# Figure 5 "Further Decreasing Isotropy with I-STAR Improves Performance", Figure 7 TwoNN, "Minimizing IsoScore
+# Maximizes Silhouette Scores") -----------------------------------------------------------------------------------
+
+_PAPER = "Rudman & Eickhoff, ICLR 2024 (arXiv 2305.19358), poster"
+_COMMAND = "isotropy run istar --setup sst2-cpu --data-dir DATA_DIR"
+
+
+def claims(results, results_dir, *, model: str | None = None, reason: str | None = None) -> list:
+    """Figure 5 and 7's claims, per seed, from the finished runs ``runs/*.json`` (most negative vs most positive λ)."""
+    import json
+
+    from isotropy.experiments._claims import Rule, claim, command_of, not_run, run_config
+
+    rules = {
+        "isotropy": Rule("holds if IsoScore* (validation) is lower at the most negative λ than at the most positive λ, "
+                         "in every seed", below=0.0),
+        "performance": Rule("holds if the task score is higher at the most negative λ than at the most positive λ, in "
+                            "every seed and across the interval; does not hold if lower or equal throughout",
+                            above=0.0),
+        "dimension": Rule("holds if the TwoNN intrinsic dimension is lower at the most negative λ than at the most "
+                          "positive λ, in every seed", below=0.0),
+        "silhouette": Rule("holds if the silhouette of the classes is higher at the most negative λ than at the most "
+                           "positive λ, in every seed", above=0.0),
+    }
+    specs = [("istar-moves-isotropy", "Figure 5", "I-STAR moves isotropy with the sign of λ (λ < 0 decreases it).",
+              "IsoScore* falls as λ decreases", "isoscore_star", "IsoScore* of the validation sentence embeddings",
+              "isotropy"),
+             ("lower-isotropy-better-performance", "Figures 5 and 6",
+              "Further decreasing isotropy with I-STAR improves performance.",
+              "better on average over 9 benchmarks at negative λ", "score", "validation score (accuracy or the task's "
+              "metric)", "performance"),
+             ("lower-isotropy-lower-dimension", "Figure 7",
+              "Decreasing isotropy with I-STAR lowers the intrinsic dimension of the sentence embeddings.",
+              "TwoNN dimension falls with λ", "twonn_dimension", "TwoNN intrinsic dimension (validation)", "dimension"),
+             ("minimising-isoscore-maximises-silhouette", "'Minimizing IsoScore Maximizes Silhouette Scores'",
+              "Minimising IsoScore maximises the silhouette score of the classes.", "shown",
+              "silhouette", "silhouette of the validation sentence embeddings by class", "silhouette")]
+    command = command_of(results_dir, _COMMAND) if results_dir is not None else _COMMAND
+    records = []
+    if results_dir is not None:
+        for path in sorted((Path(results_dir) / "runs").glob("*.json")):
+            records.append(json.loads(path.read_text(encoding="utf-8")))
+    istar = [r for r in records if r.get("method") == "istar"]
+    lams = sorted({float(r["lambda"]) for r in istar})
+    if model is None:
+        model = str(run_config(results_dir).get("model", "the fine-tuned encoder")) if results_dir else "–"
+    out = []
+    for id_, where, text, paper_value, field, statistic, key in specs:
+        values = []
+        if len(lams) >= 2 and lams[0] < 0 < lams[-1]:
+            by = {(float(r["lambda"]), int(r["seed"])): r for r in istar}
+            for seed in sorted({int(r["seed"]) for r in istar}):
+                low, high = by.get((lams[0], seed)), by.get((lams[-1], seed))
+                if low and high and low.get(field) is not None and high.get(field) is not None:
+                    values.append(float(low[field]) - float(high[field]))
+        if values:
+            out.append(claim(id=id_, paper=f"{_PAPER}, {where}", claim=text, paper_value=paper_value, model=model,
+                             statistic=f"{statistic} at λ = {lams[0]:g} minus at λ = {lams[-1]:g}", values=values,
+                             rule=rules[key], command=command))
+        else:
+            why = reason or ("no run of this setup" if not records else
+                             f"the run records no {field!r} at a negative and a positive λ")
+            out.append(not_run(id=id_, paper=f"{_PAPER}, {where}", claim=text, paper_value=paper_value, model=model,
+                               statistic=statistic, rule=rules[key], command=command, reason=why))
+    return out
+
+
+def report(results, results_dir) -> str:
+    """Write ``claims.json`` beside the results; the command prints ``results.md``."""
+    from isotropy.experiments._claims import write_claims
+
+    write_claims(results_dir, claims(results, results_dir))
+    path = Path(results_dir) / "results.md"
+    return path.read_text(encoding="utf-8") if path.is_file() else ""

@@ -176,3 +176,57 @@ def run(config, results_dir, ctx) -> dict:
     write_json(results_dir / "metrics.json", results)
     write_text(results_dir / "metrics.md", markdown_table(results))
     return results
+
+
+# --- claims: the rules are fixed here, before the numbers are seen (Cai, Huang, Bian & Church, ICLR 2021, slides:
+# S_inter / S_intra high; cluster-centring reveals near-isotropy, worded here by the mean cosine and by IsoScore) -----
+
+_PAPER = "Cai, Huang, Bian & Church, ICLR 2021, slides"
+
+
+def claims(results, results_dir, *, model: str | None = None, reason: str | None = None) -> list:
+    """Cai et al.'s space-level claims over the layers of one token sample (a sample is one seed)."""
+    from isotropy.experiments._claims import Rule, claim, command_of, not_run, run_config
+
+    rules = {
+        "s_inter": Rule("holds if S_inter (mean cosine of tokens of different types) is above 0.3 at every layer, in "
+                        "every token sample", above=0.3),
+        "s_inter_centered": Rule("holds if S_inter after cluster-centring is below 0.1 at every layer, in every token "
+                                 "sample", below=0.1),
+        "isoscore_centered": Rule("holds if IsoScore after cluster-centring is above 0.5 at every layer, in every token "
+                                  "sample", above=0.5),
+    }
+    specs = [("anisotropic-globally", "S_inter is high at every layer: contextual token spaces are anisotropic.",
+              "high for every model and layer", "smallest S_inter over the layers", "s_inter", min),
+             ("centring-near-isotropic-cosine", "Cluster-centring reveals near-isotropy (by the mean cosine).",
+              "adjusted S_inter near 0", "largest S_inter after cluster-centring over the layers", "s_inter_centered",
+              max),
+             ("centring-near-isotropic-isoscore", "Cluster-centring reveals near-isotropy (by IsoScore).",
+              "near-isotropic after centring", "smallest IsoScore after cluster-centring over the layers",
+              "isoscore_centered", min)]
+    config = run_config(results_dir) if results_dir is not None else {}
+    command = (command_of(results_dir, "isotropy run layer-geometry --data-dir DATA_DIR") if results_dir is not None
+               else "isotropy run layer-geometry --data-dir DATA_DIR")
+    model = model or str((results or {}).get("model") or config.get("model", "–"))
+    layers = (results or {}).get("layers") or []
+    out = []
+    for id_, text, paper_value, statistic, key, pick in specs:
+        values = [float(r[key]) for r in layers if r.get(key) is not None]
+        if values:
+            out.append(claim(id=id_, paper=_PAPER, claim=text, paper_value=paper_value, model=model,
+                             statistic=f"{statistic} (one token sample)", values=[pick(values)], rule=rules[key],
+                             command=command))
+        else:
+            out.append(not_run(id=id_, paper=_PAPER, claim=text, paper_value=paper_value, model=model,
+                               statistic=statistic, rule=rules[key], command=command,
+                               reason=reason or f"the run has no {key!r} per layer"))
+    return out
+
+
+def report(results, results_dir) -> str:
+    """Write ``claims.json`` beside the results; the command prints ``metrics.md``."""
+    from isotropy.experiments._claims import write_claims
+
+    write_claims(results_dir, claims(results, results_dir))
+    path = Path(results_dir) / "metrics.md"
+    return path.read_text(encoding="utf-8") if path.is_file() else ""
