@@ -289,3 +289,23 @@ def test_an_old_metric_name_is_refused_with_the_new_one(data, old, new):
     assert result.exit_code == 2
     assert f"Got {old!r} instead. Did you mean {new!r}?" in result.output
     assert len([line for line in result.output.splitlines() if line.strip()]) <= 3  # usage line + one error line
+
+
+def test_twonn_is_not_refused_for_mles_sake_on_a_few_rows(tmp_path):
+    """The shared neighbour pass uses MLE's k = 20; on 4 rows it cannot, so each runs alone: TwoNN gives its value
+    (as twonn_dimension alone does) and MLE's error names mle_dimension."""
+    import subprocess
+    import sys
+
+    from isotropy import twonn_dimension
+
+    X = np.random.default_rng(3).normal(size=(4, 2))
+    np.save(tmp_path / "x.npy", X)
+    out = subprocess.run([sys.executable, "-m", "isotropy", "measure", str(tmp_path / "x.npy"), "--metrics",
+                          "twonn_dimension,mle_dimension", "--json", str(tmp_path / "m.json")],
+                         capture_output=True, text=True, timeout=300, check=False)
+    assert out.returncode == 2
+    record = json.loads((tmp_path / "m.json").read_text())
+    assert record["values"]["twonn_dimension"] == pytest.approx(twonn_dimension(X), rel=1e-12)
+    assert "mle_dimension: The 'n_neighbors' parameter of mle_dimension" in out.stderr
+    assert "neighbour_dimensions" not in out.stderr

@@ -337,7 +337,9 @@ _ONE_PASS = {"twonn_dimension", "mle_dimension"}
 def _one_neighbour_pass(shared, name, X, *, metric):
     """``name``'s value from one search for both TwoNN and MLE (:func:`~isotropy.metrics.dimension.neighbour_dimensions`).
 
-    The first call searches; its warnings and its error, if any, are repeated for the second.
+    The first call searches; its warnings are repeated for the second. When the shared search fails (MLE's
+    ``k`` does not fit a few rows, say), each metric runs alone, so that its own error names it and TwoNN,
+    which needs only 2 neighbours, is not refused for MLE's sake.
     """
     from isotropy.metrics.dimension import neighbour_dimensions
 
@@ -346,13 +348,13 @@ def _one_neighbour_pass(shared, name, X, *, metric):
             warnings.simplefilter("always")
             try:
                 shared["result"] = neighbour_dimensions(X, metric=metric)
-            except Exception as exc:  # noqa: BLE001 - raised again for each of the two metrics
+            except Exception as exc:  # noqa: BLE001 - each metric then runs alone
                 shared["result"] = exc
         shared["warnings"] = caught
+    if isinstance(shared["result"], Exception):
+        return METRICS[name].function(X, metric=metric)
     for w in shared["warnings"]:
         warnings.warn(w.message, w.category, stacklevel=2)
-    if isinstance(shared["result"], Exception):
-        raise shared["result"]
     return shared["result"][name]
 
 
