@@ -4,14 +4,22 @@ Writes ``--n-shards`` one-row ``.npy`` shards (float32, ``--dim`` features) and 
 the same rows, then times ``isotropy measure`` (default metrics, in this process through click's
 runner, a ``LocalCluster`` of ``--workers`` processes each time) on
 
-- **after**: the shard directory as :func:`isotropy.io.shards.read_shards` reads it now (shards
-  cut and joined into chunks of about 64 MiB before any metric runs: here one chunk);
-- **before**: the same directory read one chunk per shard (``_CHUNK_BYTES`` set to one byte,
-  which for one-row shards is the graph of the reader before coalescing: one task per shard),
-  on ``--before-shards`` shards (default 300: the 1,500-shard run did not finish in 300 s);
-- the one file of the same rows, for each;
+- **now**: the shard directory as :func:`isotropy.io.shards.read_shards` reads it now (shards
+  cut and joined into chunks of about 64 MiB before any metric runs, here one chunk; each ``.npy``
+  header read once, its rows then read with one plain read, no memory map);
+- **a1f8c9e**: the same directory read by ``read_shards`` as of commit ``--previous`` (default
+  a1f8c9e: coalesced, but each shard opened twice, through a memory map, and the list of shards
+  checked once per shard), loaded from ``git show`` and patched in for that run;
+- the one file of the same rows;
 
-and prints the ratios shards / one file. The values of each pair are equal (checked here and in
+interleaved for ``--repeats`` rounds (minimum of each), and
+
+- **before coalescing**: the same directory read one chunk per shard (``_CHUNK_BYTES`` set to one
+  byte, which for one-row shards is the graph of the reader before coalescing: one task per
+  shard), on ``--before-shards`` shards (default 300: the 1,500-shard run did not finish in 300 s;
+  0 skips it), against the one file of those rows, once;
+
+and prints the ratios shards / one file. The values of each are equal to the one file's (checked here and in
 tests/test_distributed_shards.py). Timings on a shared machine are noisy; compare the ratios.
 
     nice -n 10 .venv/bin/python benchmarks/bench_shards.py
@@ -50,38 +58,77 @@ def _write(root: Path, X: np.ndarray) -> tuple[Path, Path]:
     return shards, single
 
 
+def _previous_reader(commit: str):
+    """``read_shards`` of ``commit`` (``git show``), a module outside ``sys.modules`` (pickled by value to the workers)."""
+    import subprocess
+    import types
+
+    root = Path(__file__).resolve().parents[1]
+    source = subprocess.run(["git", "show", f"{commit}:isotropy/io/shards.py"], cwd=root, capture_output=True,
+                            text=True, check=True).stdout
+    module = types.ModuleType(f"shards_{commit}")
+    exec(compile(source, f"shards_{commit}.py", "exec"), module.__dict__)  # noqa: S102 -- our own history
+    return module.read_shards
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n-shards", type=int, default=1500)
     parser.add_argument("--before-shards", type=int, default=300)
     parser.add_argument("--dim", type=int, default=384)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--previous", default="a1f8c9e", help="commit whose read_shards is the 'previous' row")
     args = parser.parse_args()
     from isotropy.io import shards as shards_module
 
     X = low_rank_data(args.n_shards, args.dim)
-    rows = []
+    current, previous = shards_module.read_shards, _previous_reader(args.previous)
+    times = {"now": [], args.previous: [], "one file": []}
+    values = {}
     with tempfile.TemporaryDirectory() as work:
         root = Path(work)
         _measure(_write(root, X[:100])[1], root / "warm.json", args.workers)  # imports, not timed
-        for label, n, chunk_bytes in (("after", args.n_shards, shards_module._CHUNK_BYTES),
-                                      ("before", args.before_shards, 1)):
-            shards, single = _write(root, X[:n])
+        shards, single = _write(root, X)
+        for _ in range(args.repeats):
+            for label, reader, source in (("now", current, shards), (args.previous, previous, shards),
+                                          ("one file", current, single)):
+                shards_module.read_shards = reader
+                try:
+                    values[label], seconds, _ = timed(lambda: _measure(source, root / "m.json", args.workers))  # noqa: B023
+                finally:
+                    shards_module.read_shards = current
+                times[label].append(seconds)
+        for label in ("now", args.previous):
+            for name, value in values["one file"]["values"].items():
+                if not np.isclose(values[label]["values"][name], value, rtol=1e-9, equal_nan=True):
+                    raise AssertionError(f"{label}: {name} {values[label]['values'][name]} != {value}")
+        coalescing = None
+        if args.before_shards:
+            shards_b, single_b = _write(root, X[:args.before_shards])
             default = shards_module._CHUNK_BYTES
-            shards_module._CHUNK_BYTES = chunk_bytes
+            shards_module._CHUNK_BYTES = 1
             try:
-                sharded, t_shards, _ = timed(lambda: _measure(shards, root / "s.json", args.workers))  # noqa: B023
+                sharded, t_shards, _ = timed(lambda: _measure(shards_b, root / "s.json", args.workers))
             finally:
                 shards_module._CHUNK_BYTES = default
-            one, t_one, _ = timed(lambda: _measure(single, root / "o.json", args.workers))  # noqa: B023
+            one, t_one, _ = timed(lambda: _measure(single_b, root / "o.json", args.workers))
             for name, value in one["values"].items():
                 if not np.isclose(sharded["values"][name], value, rtol=1e-9, equal_nan=True):
-                    raise AssertionError(f"{label}: {name} {sharded['values'][name]} != {value}")
-            rows.append((label, n, sharded["chunking"]["n_chunks"], t_shards, t_one))
-    print(f"isotropy measure --workers {args.workers}, default metrics, {args.dim} float32 features\n")
-    print("| reader | one-row shards | chunks | shards s | one file s | shards / one file |\n|---|---:|---:|---:|---:|---:|")
-    for label, n, chunks, t_shards, t_one in rows:
-        print(f"| {label} | {n} | {chunks} | {t_shards:.1f} | {t_one:.1f} | {t_shards / t_one:.2f} |")
+                    raise AssertionError(f"before coalescing: {name} {sharded['values'][name]} != {value}")
+            coalescing = (sharded["chunking"]["n_chunks"], t_shards, t_one)
+    best = {label: min(t) for label, t in times.items()}
+    print(f"isotropy measure --workers {args.workers}, default metrics, {args.dim} float32 features; "
+          f"min of {args.repeats} interleaved runs\n")
+    print("| reader | one-row shards | chunks | shards s | one file s | shards / one file |\n"
+          "|---|---:|---:|---:|---:|---:|")
+    for label in ("now", args.previous):
+        print(f"| {label} | {args.n_shards} | {values[label]['chunking']['n_chunks']} | {best[label]:.2f} | "
+              f"{best['one file']:.2f} | {best[label] / best['one file']:.2f} |")
+    if coalescing:
+        chunks, t_shards, t_one = coalescing
+        print(f"| before coalescing (1 run) | {args.before_shards} | {chunks} | {t_shards:.1f} | {t_one:.1f} | "
+              f"{t_shards / t_one:.2f} |")
 
 
 if __name__ == "__main__":

@@ -216,3 +216,36 @@ def test_a_bad_row_in_a_coalesced_chunk_names_its_shard(tmp_path):
     assert _error(root) == (f"Cannot read embeddings from {str(root / 'part-3.npy')!r}: a non-finite value nan at "
                             f"row 0 of the shard (row 3 of all shards), column 2; expected finite numbers "
                             f"(no NaN or inf).")
+
+
+def test_npy_shards_are_opened_once_and_read_without_a_memory_map(tmp_path, monkeypatch):
+    """Each .npy header is read once, when the array is built: the chunk task reads the rows with one plain read
+    (no np.load, no memory map) and gives the same values, dtypes converted as before (int -> float64, float16 ->
+    float32); a Fortran-ordered shard, and one rewritten after the array was built, go through np.load."""
+    import isotropy.io.shards as shards_module
+
+    rng = np.random.default_rng(5)
+    parts = [rng.normal(size=(3, 4)), rng.integers(-5, 5, size=(2, 4)), rng.normal(size=(4, 4)).astype(np.float16),
+             rng.normal(size=(5, 4)).astype(np.float32)]
+    root = tmp_path / "mixed"
+    root.mkdir()
+    for k, part in enumerate(parts):
+        np.save(root / f"part-{k}.npy", part)
+    full = np.vstack([p.astype(np.float64) for p in parts])
+    loads = []
+    real = shards_module._load_npy
+    monkeypatch.setattr(shards_module, "_load_npy", lambda path, mode=None: loads.append(path) or real(path, mode))
+    X = read_shards(root, chunk_rows=5)  # shards split across chunks too
+    assert loads == []  # headers read by np.lib.format, once
+    np.testing.assert_array_equal(X.compute(), full)
+    assert X.dtype == np.float64 and loads == []  # rows read by offset, no np.load
+    np.save(root / "part-4.npy", np.asfortranarray(rng.normal(size=(3, 4))))
+    full = np.vstack([full, np.load(root / "part-4.npy")])
+    X = read_shards(root)
+    assert [p.name for p in loads] == ["part-4.npy"]  # the general path, for that shard only
+    np.testing.assert_array_equal(X.compute(), full)
+    loads.clear()
+    later = rng.normal(size=(3, 4))
+    np.save(root / "part-0.npy", later.astype(np.float32))  # rewritten (another header) after the array was built
+    np.testing.assert_array_equal(X.compute()[:3], later.astype(np.float32).astype(np.float64))
+    assert "part-0.npy" in [p.name for p in loads]

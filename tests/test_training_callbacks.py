@@ -227,3 +227,37 @@ def test_every_table_name_with_a_class_is_accepted_by_the_probe():
 
     probe = GeometryProbe(["one", "two", "three"], metrics=metric_names(torchmetric=True))
     assert list(probe.metric_factories) == metric_names(torchmetric=True)
+
+
+_FIRST_MEASUREMENT = r"""
+import sys
+sys.path.insert(0, sys.argv[1])
+import torch
+from _lightning_geometry_run import probe_inputs, tiny_bert
+from isotropy.training import HFGeometryCallback, LightningGeometryCallback, HiddenStateRegulariser
+
+names = ["isoscore", "isoscore_star", "cosine_similarity_mean", "rogue_dimension_share", "twonn_dimension"]
+for cls in (HFGeometryCallback, LightningGeometryCallback):
+    callback = cls(probe_inputs(), metrics=names, shrinkage_sample=probe_inputs())
+    for module in ("torchmetrics", "isotropy.training.metrics", "isotropy.metrics.isoscore", "isotropy.metrics.rogue",
+                   "isotropy.metrics.dimension"):
+        assert module in sys.modules, (cls.__name__, module)
+HiddenStateRegulariser("cosreg")
+assert "isotropy.torch" in sys.modules
+model = tiny_bert()
+before = set(sys.modules)
+callback.probe.measure(model)
+new = sorted(m for m in set(sys.modules) - before if m.split(".")[0] in ("isotropy", "torchmetrics", "scipy",
+                                                                          "sklearn", "lightning_utilities"))
+assert not new, new
+print("ok")
+"""
+
+
+def test_the_callbacks_import_at_construction_what_the_first_measurement_needs(tmp_path):
+    """A fresh interpreter: the callbacks' constructors import torchmetrics, the metric classes and the modules
+    their compute reads (the regulariser its penalties), so the first measurement imports none of them."""
+    script = tmp_path / "first.py"
+    script.write_text(_FIRST_MEASUREMENT)
+    done = subprocess.run([sys.executable, str(script), str(HERE)], check=False, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-2000:]

@@ -4,8 +4,11 @@ A *sharded* source is a directory (or a glob pattern) of ``.npy`` / ``.parquet``
 are concatenated in the order of their sorted names, or a Zarr array. Only the shards' headers
 (``.npy`` shape, Parquet row counts and first row, Zarr metadata) are read when the array is built;
 the shards are then cut and joined into chunks of about 64 MiB (large shards split, small ones
-grouped), and each chunk's rows are read by one task, ``.npy`` shards through a memory map, so no
-process ever holds more than a few chunks and many small shards are not many tasks.
+grouped), and each chunk's rows are read by one task, so no process ever holds more than a few
+chunks and many small shards are not many tasks. A ``.npy`` shard is opened once when the array is
+built (its header and first row, by ``np.lib.format``); the task then reads its rows with one plain
+read at the offset found there (no memory map, no second header parse), falling back to ``np.load``
+for a Fortran-ordered shard or one rewritten since.
 
 Problems are reported as one line naming the shard, like :func:`isotropy.io.embeddings.read_embeddings`
 does for a single file: an unreadable shard or one of another width when the array is built, a NaN
@@ -49,10 +52,10 @@ def _shard_paths(source) -> list[Path]:
         paths = [p for p in path.iterdir() if p.suffix.lower() in SHARD_EXTENSIONS and not p.is_dir()]
     else:
         paths = [Path(p) for p in glob.glob(text) if not Path(p).is_dir()]
+    others = [p for p in paths if p.suffix.lower() not in SHARD_EXTENSIONS]  # once: not once per shard
     for p in paths:  # a shard that cannot be opened is an error, never skipped (its rows would be lost)
         if not p.is_file():
             raise _fail(p, f"this shard {path_kind(p)}", _EXPECTED)
-        others = [p for p in paths if p.suffix.lower() not in SHARD_EXTENSIONS]
         if others:
             raise _fail(others[0], f"the pattern {text!r} matches a file of unsupported type {others[0].suffix!r}",
                         _EXPECTED)
@@ -73,9 +76,43 @@ class _NamedBuffer(io.BytesIO):
 
 
 def _npy_header(path: Path):
+    """``(n_rows, n_features, dtype, layout)`` of a ``.npy`` shard from its header and first row (no full read).
+
+    ``layout`` is ``(data offset, stored dtype, size, mtime)`` of a C-ordered shard whose data are all
+    there, which :func:`_load_npy_rows` then reads with one plain read (no second header parse, no
+    memory map) while the file keeps that size and mtime;
+    ``None`` for any other shard (Fortran order, a header that promises more bytes than the file
+    holds, an unusual header), which goes through ``np.load`` and its one-line errors as before.
+    """
+    fast = _npy_fast_header(path)
+    if fast is not None:
+        return fast
     arr = _load_npy(path, "r")
     probe = _as_matrix(arr[:1] if arr.ndim == 2 and arr.shape[0] else arr, path)  # no full read
-    return arr.shape[0], arr.shape[1], probe.dtype
+    return arr.shape[0], arr.shape[1], probe.dtype, None
+
+
+def _npy_fast_header(path: Path):
+    """:func:`_npy_header` of a plain 2-d C-ordered numeric shard in one open, or ``None`` (the general path)."""
+    fmt = np.lib.format
+    try:
+        with open(path, "rb") as handle:
+            version = fmt.read_magic(handle)
+            if version == (1, 0):
+                shape, fortran, stored = fmt.read_array_header_1_0(handle)
+            elif version == (2, 0):
+                shape, fortran, stored = fmt.read_array_header_2_0(handle)
+            else:
+                return None
+            offset, stat = handle.tell(), os.fstat(handle.fileno())
+            if fortran or len(shape) != 2 or not shape[0] or not shape[1] or stored.kind not in "biuf" \
+                    or stored.hasobject or stat.st_size < offset + shape[0] * shape[1] * stored.itemsize:
+                return None
+            first = np.fromfile(handle, dtype=stored, count=shape[1]).reshape(1, shape[1])
+    except Exception:  # noqa: BLE001 -- anything odd: the general path says what is wrong
+        return None
+    probe = _as_matrix(first, path)
+    return shape[0], shape[1], probe.dtype, (offset, stored.str, stat.st_size, stat.st_mtime_ns)
 
 
 def _parquet_header(path: Path, key):
@@ -105,9 +142,27 @@ def _check_finite(block, path, first_row, global_row):
     return block
 
 
-def _load_npy_rows(path, start, stop, dtype, global_row):
-    arr = _load_npy(Path(path), "r")
-    block = np.array(arr[start:stop], dtype=dtype)  # reads only these rows
+def _load_npy_rows(path, start, stop, dtype, global_row, layout=None, width=None):
+    block = None
+    if layout is not None:  # the header read when the array was built: one plain read of these rows
+        offset, stored, size, mtime = layout
+        stored = np.dtype(stored)
+        count = (stop - start) * width
+        try:
+            with open(path, "rb") as handle:
+                stat = os.fstat(handle.fileno())
+                if (stat.st_size, stat.st_mtime_ns) == (size, mtime):  # else rewritten since: read as a new file
+                    handle.seek(offset + start * width * stored.itemsize)
+                    block = np.fromfile(handle, dtype=stored, count=count)
+        except OSError:
+            block = None  # the general path names the problem
+        if block is not None and block.size == count:
+            block = block.reshape(stop - start, width).astype(dtype, copy=False)
+        else:
+            block = None
+    if block is None:
+        arr = _load_npy(Path(path), "r")
+        block = np.array(arr[start:stop], dtype=dtype)  # reads only these rows
     return _check_finite(block, path, start, global_row)
 
 
@@ -208,33 +263,37 @@ def read_shards(source: str | os.PathLike, *, key: str | None = None, chunk_rows
                             "no key with .npy shards")
             headers.append(_npy_header(shard))
         else:
-            headers.append(_parquet_header(shard, key))
+            headers.append((*_parquet_header(shard, key), None))
     width = headers[0][1]
-    for shard, (_, d, _) in zip(paths, headers):
+    for shard, (_, d, _, _) in zip(paths, headers):
         if d != width:
             raise _fail(shard, f"the shard has {d} features (columns) but {paths[0].name!r} has {width}",
                         "shards of one width")
     dtype = np.result_type(*[h[2] for h in headers])
     rows = chunk_rows or max(1, _CHUNK_BYTES // (width * dtype.itemsize))
     chunks = []
-    for group in _coalesce(paths, [h[0] for h in headers], rows):
-        n = sum(piece[-1] - piece[-2] for piece in group)
-        stamps = [(*piece, Path(piece[1]).stat().st_mtime_ns) for piece in group]  # a changed shard: a new key
+    for group in _coalesce(paths, [h[0] for h in headers], rows, [h[3] for h in headers], width):
+        n = sum(piece[4] - piece[3] for piece in group)
+        # a changed shard: a new key (a .npy piece with a layout carries its size and mtime already)
+        stamps = [piece if len(piece) > 5 else (*piece, os.stat(piece[1]).st_mtime_ns) for piece in group]
         task = delayed(_load_group)(group, key, dtype, dask_key_name=f"read-shards-{tokenize(stamps, key, dtype)}")
         chunks.append(da.from_delayed(task, shape=(n, width), dtype=dtype))
     return chunks[0] if len(chunks) == 1 else da.concatenate(chunks, axis=0)
 
 
-def _coalesce(paths: list[Path], n_rows: list[int], rows: int) -> list[list[tuple]]:
+def _coalesce(paths: list[Path], n_rows: list[int], rows: int, layouts=None, width=None) -> list[list[tuple]]:
     """Cut the concatenated shards into chunks of ``rows`` rows: large ``.npy`` shards split, small shards joined.
 
     Each chunk is a list of pieces ``(kind, path, global first row, first row, stop row)`` read by
-    one task (:func:`_load_group`), so 1,500 one-row shards make one chunk, not 1,500 tasks. A
+    one task (:func:`_load_group`), so 1,500 one-row shards make one chunk, not 1,500 tasks; a
+    ``.npy`` piece whose header was read (``layouts``: see :func:`_npy_header`) also carries
+    ``(data offset, stored dtype, size, mtime)`` and ``width``, so the task reads its rows without opening
+    the header again. A
     Parquet shard is read whole, so it is never split: it closes the chunk before it when both
     would pass ``rows``.
     """
     groups, current, filled, row = [], [], 0, 0
-    for path, n in zip(paths, n_rows):
+    for path, n, layout in zip(paths, n_rows, layouts or [None] * len(paths)):
         if path.suffix.lower() != ".npy":
             if current and filled + n > rows:
                 groups.append(current)
@@ -245,7 +304,8 @@ def _coalesce(paths: list[Path], n_rows: list[int], rows: int) -> list[list[tupl
             start = 0
             while start < n:
                 take = min(n - start, rows - filled)
-                current.append(("npy", str(path), row + start, start, start + take))
+                piece = ("npy", str(path), row + start, start, start + take)
+                current.append(piece if layout is None else (*piece, layout, width))
                 filled, start = filled + take, start + take
                 if filled >= rows:
                     groups.append(current)
@@ -261,6 +321,6 @@ def _coalesce(paths: list[Path], n_rows: list[int], rows: int) -> list[list[tupl
 
 def _load_group(group: list[tuple], key, dtype) -> np.ndarray:
     """The rows of one chunk: each piece read (checked for NaN and inf, named by its shard), then stacked."""
-    blocks = [_load_npy_rows(path, start, stop, dtype, global_row) if kind == "npy"
-              else _load_parquet(path, key, stop, dtype, global_row) for kind, path, global_row, start, stop in group]
+    blocks = [_load_npy_rows(path, start, stop, dtype, global_row, *extra) if kind == "npy"
+              else _load_parquet(path, key, stop, dtype, global_row) for kind, path, global_row, start, stop, *extra in group]
     return blocks[0] if len(blocks) == 1 else np.concatenate(blocks, axis=0)

@@ -261,13 +261,18 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
     tokenizer, network, location = load_transformer(model, device=device)
     n_layers = n_transformer_layers(network.config)
     layers = select_layers(layers, n_layers + 1, caller=_CALLER)
+    output_modules, encoder, collected = [], None, None
     if level == "sentence":
         check_pooling(pooling, network.config, caller=_CALLER)
         from isotropy.models.encoders import encode_pooled
 
+        output_modules = _sentence_transformer_modules(location)
+        if output_modules:  # the model's own output, from the network already loaded and its forward pass below
+            encoder = _sentence_model_around(location, network, device)
+            collected = _OutputRows(encoder, texts, max_length)
         states = encode_pooled(texts, model=location, layers=layers, pooling=pooling, device=device,
                                batch_size=batch_size, max_length=max_length, show_progress=progress,
-                               _loaded=(tokenizer, network))
+                               _loaded=(tokenizer, network), _on_batch=collected)
         text_of_row = np.arange(len(texts))
         n_total = len(texts)
         full_states = states
@@ -295,14 +300,8 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
                                         level=level, location=location, pooling=pooling, device=device,
                                         batch_size=batch_size, max_length=max_length, keep_special=keep_special,
                                         random_state=random_state)
-    output_modules = []
-    if level == "sentence":
-        output_modules = _sentence_transformer_modules(location)
     if output_modules:
-        from isotropy.models.encoders import load_sentence_model
-
-        encoder = load_sentence_model(location, device=device)
-        output = encoder.encode(texts, batch_size=batch_size, convert_to_numpy=True, show_progress_bar=False)
+        output = collected.result(batch_size)
         states["output"] = output[text_of_row] if len(text_of_row) < len(texts) else output
         if shrink:  # Σ_S of the output row: the same sample, through the model's own modules
             drawn = output[subsample_indices(len(output), shrinkage_sample, random_state=[random_state, 1])] \
@@ -366,6 +365,104 @@ def _sentence_transformer_modules(location) -> list[str]:
     except (ValueError, KeyError, TypeError, AttributeError):
         return []
     return kinds[1:] if kinds and kinds[0] == "Transformer" and len(kinds) > 1 else []
+
+
+def _sentence_model_around(location, network, device):
+    """``SentenceTransformer(location)`` built around ``network``, already loaded: its weights are not read again.
+
+    The Transformer module gets ``network`` instead of loading the weights (the modules after it,
+    Pooling, Normalize, Dense, are read from their folders as usual). Where this
+    sentence-transformers version builds its Transformer otherwise, the model is loaded as
+    :func:`isotropy.models.encoders.load_sentence_model` does (the weights read a second time).
+    """
+    from isotropy.models._safety import NO_REMOTE_CODE, refuse_remote_code
+    from isotropy.models.encoders import load_sentence_model
+
+    refuse_remote_code(location)
+    try:
+        from sentence_transformers import SentenceTransformer
+        from sentence_transformers.base.modules.transformer import Transformer
+    except ImportError:
+        return load_sentence_model(location, device=device)
+    original = vars(Transformer).get("_load_model")
+    if original is None:
+        return load_sentence_model(location, device=device)
+    Transformer._load_model = lambda self, *args, **kwargs: network
+    try:
+        encoder = SentenceTransformer(location, device=device, **NO_REMOTE_CODE)
+    except (OSError, ValueError) as exc:
+        raise OSError(f"Could not load the sentence-transformers model {str(location)!r}: "
+                      f"({exc.__class__.__name__}: {str(exc).splitlines()[0]})") from None
+    finally:
+        Transformer._load_model = original
+    first = encoder[0]
+    if getattr(first, "model", None) is not network and getattr(first, "auto_model", None) is not network:
+        return load_sentence_model(location, device=device)
+    return encoder
+
+
+class _OutputRows:
+    """``SentenceTransformer.encode(texts)`` from the hidden layers' own forward pass (``encode_pooled``'s ``_on_batch``).
+
+    Each batch's last hidden state goes through the modules after the Transformer (Pooling,
+    Normalize, Dense). A text is taken from that pass only when sentence-transformers would feed
+    the network the same tokens (the same token ids as its own tokenizer gives, after its
+    ``strip``, at its ``max_seq_length``) and the model has no lower-casing, prompt or
+    ``truncate_dim``; every other text (and every text when no pass ran, all layers cached) is
+    encoded by ``encoder.encode``, which runs the same network.
+    """
+
+    def __init__(self, encoder, texts, max_length):
+        self.encoder, self.texts, self.max_length = encoder, texts, max_length
+        self.modules = list(encoder)[1:]
+        first = encoder[0]
+        self.seq = getattr(encoder, "max_seq_length", None)
+        tokenizer = getattr(encoder, "tokenizer", None)
+        self.usable = (self.seq is not None and callable(tokenizer) and not getattr(first, "do_lower_case", False)
+                       and getattr(encoder, "default_prompt_name", None) is None
+                       and getattr(encoder, "truncate_dim", None) is None)
+        self.ids = None
+        if self.usable:
+            try:
+                self.ids = tokenizer([t.strip() for t in texts], truncation=True, max_length=self.seq)["input_ids"]
+            except Exception:  # noqa: BLE001 -- a processor that wants other inputs: encode() does it all
+                self.usable = False
+        import numpy as np
+
+        self.output = None
+        self.done = np.zeros(len(texts), dtype=bool)
+
+    def __call__(self, rows, batch, last_hidden):
+        if not self.usable:
+            return
+        import numpy as np
+
+        mask = batch["attention_mask"]
+        features = {"token_embeddings": last_hidden, "attention_mask": mask}
+        for module in self.modules:
+            features = module(features)
+        vectors = features["sentence_embedding"].float().cpu().numpy()
+        if self.output is None:
+            self.output = np.empty((len(self.texts), vectors.shape[1]), dtype=np.float32)
+        ids, keep = batch["input_ids"], mask.bool()
+        for b, row in enumerate(rows):
+            # the very tokens sentence-transformers feeds the network (its strip, its max_seq_length): its output
+            if self.ids[row] == ids[b][keep[b]].tolist():
+                self.output[row] = vectors[b]
+                self.done[row] = True
+
+    def result(self, batch_size):
+        """The output rows of every text (the ones not taken from the pass encoded by the model itself)."""
+        import numpy as np
+
+        redo = np.flatnonzero(~self.done)
+        if len(redo) == len(self.texts):
+            return self.encoder.encode(self.texts, batch_size=batch_size, convert_to_numpy=True,
+                                       show_progress_bar=False)
+        if len(redo):
+            self.output[redo] = self.encoder.encode([self.texts[i] for i in redo], batch_size=batch_size,
+                                                    convert_to_numpy=True, show_progress_bar=False)
+        return self.output
 
 
 def _shrinkage_covariances(sample, states, full_states, tokenizer, network, layers, *, level, location, pooling,

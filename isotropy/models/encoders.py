@@ -130,7 +130,7 @@ def encode_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, layers: S
                   pooling: str = "mean", device: str | None = None, batch_size: int = 64, max_length: int = 128,
                   cache_dir: str | os.PathLike | None = None, use_cache: bool = True,
                   show_progress: bool = False, _other_layers_budget: int = 0, _caller: str = "encode_pooled",
-                  _name: str = "layers", _loaded: tuple | None = None) -> dict[int, np.ndarray]:
+                  _name: str = "layers", _loaded: tuple | None = None, _on_batch=None) -> dict[int, np.ndarray]:
     """Pooled token states of any transformers encoder or decoder at several hidden layers, cached per layer.
 
     Each text is tokenised (truncated to ``max_length`` tokens, special tokens such as [CLS] or
@@ -206,7 +206,8 @@ def encode_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, layers: S
     from isotropy.models.loading import load_transformer
     from isotropy.models.pooling import pool_hidden_states
 
-    # _loaded: (tokenizer, network) the caller already holds, so one command reads the weights once
+    # _loaded: (tokenizer, network) the caller already holds, so one command reads the weights once;
+    # _on_batch(rows, batch, last_hidden_state) sees every batch of the forward pass (when one runs)
     tokenizer, network = _loaded if _loaded is not None else load_transformer(model, device=device)[:2]
     check_pooling(pooling, network.config, caller=caller)
     order = np.argsort([len(t) for t in texts], kind="stable")  # similar lengths per batch: less padding
@@ -218,7 +219,10 @@ def encode_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, layers: S
             batch = tokenizer([texts[i] for i in rows], padding=True, truncation=True, max_length=max_length,
                               return_tensors="pt").to(network.device)
             inputs = {k: v for k, v in batch.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
-            hidden = network(**inputs, output_hidden_states=True).hidden_states
+            output = network(**inputs, output_hidden_states=True)
+            hidden = output.hidden_states
+            if _on_batch is not None:  # e.g. a sentence-transformers model's own output, from this same pass
+                _on_batch(rows, batch, output.last_hidden_state)
             if start == 0 and use_cache and _other_layers_budget:
                 # also keep the other layers of this pass when they fit the budget (non-negative indices)
                 size = len(texts) * hidden[0].shape[-1] * 4 * len(hidden)

@@ -23,13 +23,30 @@ from isotropy.metrics.table import check_metric_names, metric_names
 from isotropy.models.layers import check_layers, select_layers
 from isotropy.models.pooling import check_pooling, pool_hidden_states
 
-__all__ = ["DEFAULT_METRICS", "GeometryProbe", "check_flag", "check_tokenizer"]
+__all__ = ["DEFAULT_METRICS", "GeometryProbe", "check_flag", "check_tokenizer", "import_for_measuring"]
 
 # names from the metric table (isotropy.metrics.table), logged as <prefix>/<name>/layer_<i>; isoscore_star joins
 # them when a shrinkage sample is given (without one it tracks vector norms: isotropy.metrics.table.ISOSCORE_STAR_NOTE)
 DEFAULT_METRICS = ("isoscore", "cosine_similarity_mean", "rogue_dimension_share")
 _LOG = logging.getLogger("isotropy.training")
 _PROBE_OPTIONS = {"twonn_dimension": {"max_samples": 4096, "random_state": 0}}  # a bounded cost per measurement
+# the modules a table metric's compute() imports on its first call, imported when the probe is built instead
+_COMPUTE_MODULES = {"isoscore_star": ("isotropy.metrics.isoscore",), "rogue_dimension_share": ("isotropy.metrics.rogue",),
+                    "twonn_dimension": ("isotropy.metrics.dimension",)}
+
+
+def import_for_measuring(names=()):
+    """Import now what a measurement of the table metrics ``names`` would import on its first call.
+
+    torchmetrics, the metric classes, their kernels and the modules their ``compute`` reads: 2-3 s
+    that would otherwise land on the first measurement inside the training loop.
+    """
+    import importlib
+
+    importlib.import_module("isotropy.training.metrics")  # torchmetrics and the accumulator kernels
+    for name in names:
+        for module in _COMPUTE_MODULES.get(name, ()):
+            importlib.import_module(module)
 
 
 def check_flag(value, name, caller) -> bool:
@@ -185,6 +202,8 @@ class GeometryProbe:
                     warnings.warn(f"{caller}: {ISOSCORE_STAR_WARNING} (shrinkage_sample=).", UserWarning,
                                   stacklevel=3)
             self.metric_factories = {name: None for name in names}  # None: the table's class (_make_metric)
+        # the imports of the first measurement, now: it then costs what the later ones cost
+        import_for_measuring(name for name, factory in self.metric_factories.items() if factory is None)
         self.batch_size = int(check_scalar(batch_size, "batch_size", caller=caller, kind=numbers.Integral, low=1))
         if not isinstance(prefix, str) or not prefix or prefix.startswith("/") or prefix.endswith("/"):
             raise IsotropyValueError(f"The 'prefix' parameter of {caller} must be a non-empty str without a leading "

@@ -27,6 +27,7 @@ import torch
 from isotropy._utils.validation import check_option, check_scalar
 from isotropy.models.layers import check_layers, select_layers
 from isotropy.models.pooling import check_pooling, pool_hidden_states
+from isotropy.torch import cosine_penalty, istar_penalty, shrinkage_covariance  # at import: never in the loop
 from isotropy.training.probe import _hidden_states, _Rows
 
 __all__ = ["LOG_KEYS", "HiddenStateRegulariser", "regularised_states"]
@@ -152,8 +153,6 @@ class HiddenStateRegulariser:
 
     def penalty(self, hidden_states, attention_mask):
         """``−λ·IsoScore*(H)`` or ``λ·mean_cos(H)`` of the regularised states: add it to the task loss."""
-        from isotropy.torch import cosine_penalty, istar_penalty
-
         H = self.states(hidden_states, attention_mask)
         if self.method == "istar":
             value = self.weight * istar_penalty(H, shrinkage_cov=self.shrinkage_cov, zeta=self.zeta)
@@ -168,8 +167,6 @@ class HiddenStateRegulariser:
 
         ``model`` is called as ``model(**inputs, output_hidden_states=True, return_dict=True)``.
         """
-        from isotropy.torch import shrinkage_covariance
-
         if self.method != "istar" or self.sample is None:
             return self
         parameter = next(iter(model.parameters()), None)

@@ -1,0 +1,167 @@
+"""The overhead of ``HFGeometryCallback`` at its defaults on the packaged MiniLM SST-2 fine-tuning loop, in one run.
+
+The loop is that of ``examples/training_geometry_sst2.py`` (all-MiniLM-L6-v2 with a classification
+head, ``--train-size`` SST-2 training sentences from ``--data-dir``, batch 16, max length 64,
+``group_by_length``, learning rate 5e-5) without the I-STAR drop-in, for ``--max-steps`` steps on
+the CPU. Each run is a fresh interpreter (so the imports of the first measurement are as a user
+meets them) that times ``trainer.train()`` only; the contenders alternate for ``--repeats`` rounds
+and the minimum of each is kept:
+
+- **without**: the same Trainer, no callback;
+- **with**: ``HFGeometryCallback(probe)`` at its defaults (every 100 steps, all layers, mean
+  pooling, default metrics) on a probe of ``--probe-size`` SST-2 dev sentences;
+- **before** (one run): the same callback with the imports left to the first measurement (as the
+  callbacks did before they imported at construction: ``import_for_measuring`` made a no-op).
+
+Each run with the callback also times ``--later`` measurements after training (the cost of every
+measurement after the first). It prints the step time without the callback, the per-measurement
+cost, the overhead at the defaults (one measurement per 100 steps: later / (100 x step time)),
+the ratio of the first measurement to the later ones, and the wall ratio with / without over the
+short run (which holds the step-0 measurement).
+
+    nice -n 10 .venv/bin/python benchmarks/bench_callbacks.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+
+def child(args) -> None:
+    """One training run; prints a JSON line with its train seconds and the callback's measurement seconds."""
+    import numpy as np
+    import torch
+    from transformers import (
+        AutoModelForSequenceClassification,
+        AutoTokenizer,
+        DataCollatorWithPadding,
+        Trainer,
+        TrainingArguments,
+    )
+    from transformers.utils import logging as hf_logging
+
+    from isotropy.datasets.glue import load_glue_task
+    from isotropy.models.encoders import resolve_model
+
+    hf_logging.set_verbosity_error()
+    torch.set_num_threads(args.threads)
+    location = resolve_model("all-MiniLM-L6-v2")
+    tokenizer = AutoTokenizer.from_pretrained(location)
+    train_all = load_glue_task("sst2", "train", data_dir=args.data_dir)
+    dev_all = load_glue_task("sst2", "dev", data_dir=args.data_dir)
+    rows = np.random.default_rng(0).permutation(len(train_all.text_a))[:args.train_size]
+    enc = tokenizer([train_all.text_a[i] for i in rows], truncation=True, max_length=64)
+    train = [{"input_ids": i, "attention_mask": m, "labels": int(train_all.labels[r])}
+             for i, m, r in zip(enc["input_ids"], enc["attention_mask"], rows)]
+    probe_rows = np.random.default_rng([0, 1]).choice(len(dev_all.text_a), args.probe_size, replace=False)
+    probe = [dev_all.text_a[i] for i in probe_rows]
+    callbacks, spent = [], []
+    if args.child != "without":
+        import isotropy.training.probe as probe_module
+
+        if args.child == "before":
+            probe_module.import_for_measuring = lambda names=(): None  # the imports land on the first measurement
+        from isotropy.training import HFGeometryCallback
+
+        callback = HFGeometryCallback(probe)  # its defaults
+        measure = callback.probe.measure
+
+        def timed_measure(model, **kwargs):
+            start = time.perf_counter()
+            try:
+                return measure(model, **kwargs)
+            finally:
+                spent.append(time.perf_counter() - start)
+
+        callback.probe.measure = timed_measure
+        callbacks.append(callback)
+    torch.manual_seed(0)
+    model = AutoModelForSequenceClassification.from_pretrained(location, num_labels=2)
+    training_args = TrainingArguments(
+        output_dir=args.out, per_device_train_batch_size=16, learning_rate=5e-5, max_steps=args.max_steps,
+        warmup_steps=max(1, round(0.1 * args.max_steps)), weight_decay=0.01, logging_steps=10**9,
+        save_strategy="no", report_to=[], train_sampling_strategy="group_by_length", use_cpu=True, seed=0,
+        disable_tqdm=True)
+    trainer = Trainer(model=model, args=training_args, train_dataset=train, processing_class=tokenizer,
+                      data_collator=DataCollatorWithPadding(tokenizer), callbacks=callbacks)
+    start = time.perf_counter()
+    trainer.train()
+    seconds = time.perf_counter() - start
+    in_loop = len(spent)
+    for _ in range(args.later if callbacks else 0):  # later measurements, as the loop's next ones would be
+        callbacks[0].probe.measure(trainer.model)
+    print(json.dumps({"train_s": seconds, "measure_s": spent, "in_loop": in_loop, "steps": trainer.state.global_step}))
+
+
+_THREADS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def run(kind, args) -> dict:
+    command = [sys.executable, __file__, "--child", kind, "--max-steps", str(args.max_steps), "--train-size",
+               str(args.train_size), "--probe-size", str(args.probe_size), "--later", str(args.later), "--threads", str(args.threads), "--out", args.out]
+    command += ["--data-dir", args.data_dir]
+    done = subprocess.run(command, check=False, capture_output=True, text=True, env={**os.environ, "TOKENIZERS_PARALLELISM": "false",
+                                                                          **{k: str(args.threads) for k in _THREADS}})
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr[-3000:])
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--max-steps", type=int, default=30)
+    parser.add_argument("--later", type=int, default=3, help="measurements timed after training (the later ones)")
+    parser.add_argument("--train-size", type=int, default=2000)
+    parser.add_argument("--probe-size", type=int, default=256)
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=1, help="torch and BLAS threads of each run (steadier "
+                                                               "under load)")
+    parser.add_argument("--data-dir", default=None, help="folder holding glue_data (default: $ISOTROPY_DATA, else ../shared/data)")
+    parser.add_argument("--out", default=None, help="Trainer output_dir (default: a temporary folder)")
+    parser.add_argument("--child", choices=("with", "without", "before"), default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.data_dir is None:  # $ISOTROPY_DATA, else the shared data beside the checkout
+        from pathlib import Path
+
+        args.data_dir = os.environ.get("ISOTROPY_DATA") or str(Path(__file__).resolve().parents[2] / "shared" / "data")
+    if args.child:
+        child(args)
+        return
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as work:
+        args.out = args.out or work
+        runs = {"without": [], "with": [], "before": []}
+        for k in range(args.repeats):
+            for kind in ("without", "with") + (("before",) if k == 0 else ()):
+                runs[kind].append(run(kind, args))
+    best = {kind: min(r, key=lambda x: x["train_s"]) for kind, r in runs.items()}
+    base, steps = best["without"]["train_s"], best["without"]["steps"]
+    step = base / steps
+    print(f"HFGeometryCallback at its defaults (every 100 steps, all 6 layers, default metrics), probe of "
+          f"{args.probe_size} SST-2 dev sentences; MiniLM, {steps} steps of batch 16 on the CPU, {args.threads} "
+          f"thread(s); min of "
+          f"{args.repeats} interleaved runs (before: 1 run); first = the measurement at step 0 inside the loop, "
+          f"later = {args.later} more after training (min)\n")
+    print("| run | train s | step s | first s | later s | first / later | one measurement / 100 steps |\n"
+          "|---|---:|---:|---:|---:|---:|---:|")
+    print(f"| without | {base:.1f} | {step:.3f} | | | | |")
+    later = {}
+    for kind in ("with", "before"):
+        r = best[kind]
+        first = min(x["measure_s"][0] for x in runs[kind])
+        later[kind] = min(t for x in runs[kind] for t in x["measure_s"][x["in_loop"]:])
+        print(f"| {kind} | {r['train_s']:.1f} | {r['train_s'] / steps:.3f} | {first:.2f} | {later[kind]:.2f} | "
+              f"{first / later[kind]:.2f} | {later[kind] / (100 * step):.1%} |")
+    print(f"\ncallback overhead at its defaults (one later measurement per 100 steps of the loop without it): "
+          f"{later['with'] / (100 * step):.1%} of the step time; wall with / without over {steps} steps (the step-0 "
+          f"measurement included): {best['with']['train_s'] / base:.3f}")
+
+
+if __name__ == "__main__":
+    main()

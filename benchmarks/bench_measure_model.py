@@ -1,0 +1,179 @@
+"""``isotropy measure --model`` against loading the weights plus the bare forward pass, in one run.
+
+On ``--model`` (default the packaged all-MiniLM-L6-v2) and the first sentences of the 1,379 STS-B
+test pairs (``--data-dir``, default ``$ISOTROPY_DATA`` else ``../shared/data``), one process times,
+in alternation for ``--repeats`` rounds (minimum of each, after one untimed warm-up of each):
+
+- **floor**: :func:`isotropy.models.load_transformer` (tokenizer and weights from safetensors) plus
+  the bare forward pass with every hidden state over the same texts, in length-sorted batches of
+  ``--batch-size`` (tokenised before the clock starts);
+- **now**: the command (``measure.from_model.run_cli``, what ``isotropy measure --model M --texts
+  FILE --json OUT`` runs after parsing its options: all layers, the default metrics, the table,
+  the JSON), with an empty embeddings cache each time (``$ISOTROPY_CACHE`` a fresh folder);
+- **previous** (``--previous``, default a1f8c9e): the same command as of that commit
+  (``measure/from_model.py`` from ``git show``), which reloads a sentence-transformers model for
+  its ``output`` row and runs a second forward pass for it;
+
+then profiles one more run of the command (cProfile) and prints where its time goes: loading,
+tokenisation, the forward pass, pooling, the ``output`` row, each metric over all layers, the JSON.
+
+    nice -n 10 .venv/bin/python benchmarks/bench_measure_model.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import cProfile
+import io
+import os
+import pstats
+import subprocess
+import tempfile
+import time
+import types
+from pathlib import Path
+
+
+def _command(run_cli, texts_path: Path, json_path: Path, model: str, batch_size: int) -> None:
+    with tempfile.TemporaryDirectory() as cache, contextlib.redirect_stdout(io.StringIO()), \
+            contextlib.redirect_stderr(io.StringIO()):
+        old = os.environ.get("ISOTROPY_CACHE")
+        os.environ["ISOTROPY_CACHE"] = cache  # embeddings not cached: the texts are new
+        try:
+            run_cli(model=model, texts_path=texts_path, text_column=None, layers="all", level="sentence",
+                    pooling="mean", keep_special=False, plot_path=None, device="cpu", batch_size=batch_size,
+                    max_length=128, json_path=json_path, progress=False)
+        finally:
+            if old is None:
+                os.environ.pop("ISOTROPY_CACHE")
+            else:
+                os.environ["ISOTROPY_CACHE"] = old
+
+
+def _floor(texts, model: str, batch_size: int) -> tuple[float, float]:
+    """Seconds to load tokenizer and weights, and of the bare forward pass with all hidden states."""
+    import numpy as np
+    import torch
+
+    from isotropy.models.loading import load_transformer
+
+    start = time.perf_counter()
+    tokenizer, network, _ = load_transformer(model, device="cpu")
+    loaded = time.perf_counter()
+    order = np.argsort([len(t) for t in texts], kind="stable")
+    batches = []
+    for s in range(0, len(texts), batch_size):
+        batch = tokenizer([texts[i] for i in order[s:s + batch_size]], padding=True, truncation=True, max_length=128,
+                          return_tensors="pt")
+        batches.append({k: v for k, v in batch.items() if k in ("input_ids", "attention_mask", "token_type_ids")})
+    forward = time.perf_counter()
+    with torch.inference_mode():
+        for batch in batches:
+            network(**batch, output_hidden_states=True)
+    return loaded - start, time.perf_counter() - forward
+
+
+def _previous_run_cli(commit: str):
+    root = Path(__file__).resolve().parents[1]
+    source = subprocess.run(["git", "show", f"{commit}:isotropy/measure/from_model.py"], cwd=root,
+                            capture_output=True, text=True, check=True).stdout
+    module = types.ModuleType(f"from_model_{commit}")
+    exec(compile(source, f"from_model_{commit}.py", "exec"), module.__dict__)  # noqa: S102 -- our own history
+    return module.run_cli
+
+
+# (label, file part, function name, how): the parts of the command in the profile; "max" takes the largest
+# cumulative time of the matching functions (the outermost forward), "sum" adds them (disjoint calls)
+_PARTS = (
+    ("load tokenizer and weights", "isotropy/models/loading.py", "load_transformer", "max"),
+    ("the output row's model, around the loaded network", "measure/from_model.py", "_sentence_model_around", "max"),
+    ("encode_pooled (tokenise, forward, pool)", "isotropy/models/encoders.py", "encode_pooled", "max"),
+    ("  tokenisation and padding (and the output row's token ids)", "tokenization_utils_base.py", "__call__", "max"),
+    ("  forward pass, all hidden states", "transformers/models/", "forward", "max"),
+    ("  pooling", "isotropy/models/pooling.py", "pool_hidden_states", "sum"),
+    ("  output row from the same pass", "measure/from_model.py", "__call__", "sum"),
+    ("  embeddings cache written", "isotropy/models/encoders.py", "_save", "sum"),
+    ("output row: texts encoded again", "measure/from_model.py", "result", "sum"),
+    ("JSON", "isotropy/measure/_json_output.py", "write_json_output", "sum"),
+)
+
+
+def _profile(run_cli, texts_path, json_path, model, batch_size):
+    from isotropy.measure.from_model import DEFAULT_LAYER_METRICS
+    from isotropy.metrics.table import METRICS
+
+    profiler = cProfile.Profile()
+    start = time.perf_counter()
+    profiler.runcall(_command, run_cli, texts_path, json_path, model, batch_size)
+    total = time.perf_counter() - start
+    stats = pstats.Stats(profiler).stats  # (file, line, name) -> (cc, nc, tt, ct, callers)
+
+    def seconds(part, name, how):
+        times = [v[3] for (file, _, fn), v in stats.items() if fn == name and part in file]
+        return (max(times) if how == "max" else sum(times)) if times else 0.0
+
+    rows = [(label, seconds(part, name, how)) for label, part, name, how in _PARTS]
+    for metric in DEFAULT_LAYER_METRICS:
+        function = METRICS[metric].function
+        times = [v[3] for (file, _, fn), v in stats.items()
+                 if fn == function.__name__ and file.endswith(function.__code__.co_filename.split("isotropy/")[-1])]
+        if times:
+            rows.append((f"metric {metric}, all layers", max(times)))
+    return total, rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="all-MiniLM-L6-v2")
+    parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--n-texts", type=int, default=1379)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--previous", default="a1f8c9e", help="commit whose measure --model is the 'previous' row")
+    args = parser.parse_args()
+    data_dir = args.data_dir or os.environ.get("ISOTROPY_DATA") or str(Path(__file__).resolve().parents[2] / "shared" / "data")
+    import torch
+
+    from isotropy.datasets.sts import load_sts
+    from isotropy.measure.from_model import run_cli
+    from isotropy.models.resolve import resolve_model
+
+    texts = load_sts("STSB", split="test", data_dir=data_dir).text_a[:args.n_texts]
+    model = resolve_model(args.model)
+    previous = _previous_run_cli(args.previous)
+    times = {"floor": [], "now": [], args.previous: []}
+    parts = {"load": [], "forward": []}
+    with tempfile.TemporaryDirectory() as work:
+        texts_path, json_path = Path(work) / "texts.txt", Path(work) / "out.json"
+        texts_path.write_text("\n".join(texts) + "\n", encoding="utf-8")
+        _floor(texts[:64], model, args.batch_size)  # warm-up: imports, first calls
+        _command(run_cli, texts_path, json_path, model, args.batch_size)
+        for _ in range(args.repeats):
+            load, forward = _floor(texts, model, args.batch_size)
+            parts["load"].append(load)
+            parts["forward"].append(forward)
+            times["floor"].append(load + forward)
+            for label, cli in (("now", run_cli), (args.previous, previous)):
+                start = time.perf_counter()
+                _command(cli, texts_path, json_path, model, args.batch_size)
+                times[label].append(time.perf_counter() - start)
+        total, rows = _profile(run_cli, texts_path, json_path, model, args.batch_size)
+    best = {k: min(v) for k, v in times.items()}
+    print(f"isotropy measure --model {args.model} --texts ({len(texts)} STS-B test sentences), all layers, default "
+          f"metrics, --json, CPU ({torch.get_num_threads()} torch threads), empty embeddings cache; min of "
+          f"{args.repeats} interleaved runs\n")
+    print("| contender | seconds | / floor |\n|---|---:|---:|")
+    print(f"| floor: load ({min(parts['load']):.2f} s) + bare forward, all hidden states "
+          f"({min(parts['forward']):.2f} s) | {best['floor']:.2f} | 1.00 |")
+    for label in ("now", args.previous):
+        print(f"| measure --model ({label}) | {best[label]:.2f} | {best[label] / best['floor']:.2f} |")
+    print(f"\nwhere the command's time goes (one more run under cProfile: {total:.2f} s; indented rows are part of "
+          f"the row above them)\n")
+    print("| part | seconds | share |\n|---|---:|---:|")
+    for label, seconds in rows:
+        print(f"| {label} | {seconds:.2f} | {seconds / total:.0%} |")
+
+
+if __name__ == "__main__":
+    main()
