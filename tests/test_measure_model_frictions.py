@@ -119,3 +119,32 @@ def test_cli_says_what_the_output_row_is_and_what_was_left_out(tmp_path):
     assert "row 'output' is its own output (SentenceTransformer.encode: Pooling, Normalize)" in result.stderr
     assert "Note: isoscore_star left out" in result.stderr
     assert result.stdout.splitlines()[-1].split()[0] == "output"
+
+
+def test_sentence_transformers_directory_reads_its_weights_once(monkeypatch, tmp_path):
+    """The output row's SentenceTransformer is built around the network already loaded: model.safetensors is
+    opened by the command only as often as one load_transformer opens it (load_sentence_model reloaded it), and
+    the row's value is still SentenceTransformer.encode's, texts cut differently included."""
+    pytest.importorskip("sentence_transformers")
+    from transformers import modeling_utils
+
+    from isotropy import isoscore
+    from isotropy.models.encoders import load_sentence_model
+
+    monkeypatch.setenv("ISOTROPY_CACHE", str(tmp_path))  # no embeddings cached: the forward pass runs
+    opened = []
+    real = modeling_utils.safe_open
+    monkeypatch.setattr(modeling_utils, "safe_open", lambda *args, **kwargs: opened.append(args) or real(*args, **kwargs))
+    long_text = " ".join(["word"] * 40)  # cut at max_length=16 here, at 256 by sentence-transformers: encoded apart
+    texts = [*TEXTS, long_text, "  spaced out  "]
+    result = measure_layers(texts, model="all-MiniLM-L6-v2", layers="last", device="cpu", metrics=["isoscore"],
+                            max_length=16)
+    assert result["rows"][-1]["layer"] == "output"
+    from isotropy.models.loading import load_transformer
+
+    in_command, opened[:] = len(opened), []
+    load_transformer("all-MiniLM-L6-v2", device="cpu")  # the one load (transformers also opens the header for the dtype)
+    assert in_command == len(opened) >= 1
+    monkeypatch.setattr(modeling_utils, "safe_open", real)
+    encoded = load_sentence_model("all-MiniLM-L6-v2", device="cpu").encode(texts, convert_to_numpy=True)
+    assert result["rows"][-1]["isoscore"] == pytest.approx(isoscore(encoded.astype(np.float64)), rel=1e-6)
