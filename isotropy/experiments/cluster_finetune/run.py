@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from isotropy._utils.sampling import subsample_indices
 from isotropy.experiments._claims import Rule
 from isotropy.experiments.cluster_finetune.science import layer_geometry
 
@@ -75,7 +76,7 @@ def _rows(tokenised) -> list[dict]:
 def _probe(tokenised, size: int | None, seed: int) -> dict:
     """Padded tensors of (a random subset of) the validation items: the callback's probe."""
     n = len(tokenised)
-    idx = np.arange(n) if size is None or size >= n else np.sort(np.random.default_rng(seed).choice(n, size, replace=False))
+    idx = subsample_indices(n, size, random_state=seed)
     batch = tokenised.batch(idx, "cpu")
     return {k: v for k, v in batch.items() if k != "labels"}
 

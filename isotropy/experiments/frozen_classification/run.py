@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from isotropy._utils.sampling import subsample_indices
 from isotropy.experiments._claims import Rule
 from isotropy.experiments.frozen_classification.science import DETERMINISTIC, evaluate_method, make_transform
 
@@ -32,9 +33,7 @@ def _encode(config, split: str, size, ctx):
     from isotropy.models.encoders import encode_mean_pooled
 
     data = load_glue_task(config.task, split, data_dir=ctx.data_dir)
-    idx = np.arange(len(data))
-    if size is not None and size < len(data):
-        idx = np.sort(np.random.default_rng(config.data_seed).choice(len(data), size=size, replace=False))
+    idx = subsample_indices(len(data), size, random_state=config.data_seed)
     ctx.log(f"encoding {len(idx)} sentences of {config.task}/{split} with {config.model}")
     X = encode_mean_pooled([data.text_a[i] for i in idx], model=config.model, device=ctx.device, layer=config.layer,
                            batch_size=config.encode_batch_size, max_length=config.max_length)
@@ -151,7 +150,7 @@ def claims(results: dict, results_dir) -> list:
     changes = [100.0 * (r["accuracy"] - base["accuracy"]) for r in mine]
     statistic = f"validation accuracy change (points), {_METHOD} minus baseline ({100 * base['accuracy']:.2f} %)"
     if base.get("valid_correct") and all(r.get("valid_correct") for r in mine):
-        as_array = lambda s: np.frombuffer(s.encode("ascii"), dtype=np.uint8) - ord("0")  # noqa: E731
+        as_array = lambda s: np.frombuffer(s.encode("ascii"), dtype=np.uint8) - ord("0")
         items = [(as_array(r["valid_correct"]), as_array(base["valid_correct"])) for r in mine]
         out.append(claim(id="accuracy-kept", paper=_PAPER, claim=texts["accuracy"], paper_value="55.67 → 56.08 % (+0.41)",
                          model=model, statistic=statistic, values=changes, rule=_ACCURACY_KEPT, command=command,

@@ -23,13 +23,14 @@ from pathlib import Path
 import numpy as np
 
 from isotropy import isoscore, isoscore_star
+from isotropy._utils.sampling import subsample_indices
+from isotropy.experiments._claims import Rule
 from isotropy.experiments.minibatch_stability.science import (
     batch_scores,
     expected_batch_isoscore,
     power_law_spectrum,
     summarise_scores,
 )
-from isotropy.experiments._claims import Rule
 from isotropy.metrics.isoscore import isoscore_from_covariance
 
 __all__ = ["EXPERIMENT", "claims", "embed_split", "markdown_table", "prepare", "report", "run"]
@@ -38,10 +39,8 @@ EXPERIMENT = "minibatch-stability"
 
 
 def _subset(n: int, size: int, seed) -> np.ndarray:
-    """Sorted indices of ``min(size, n)`` rows chosen without replacement."""
-    if size >= n:
-        return np.arange(n)
-    return np.sort(np.random.default_rng(seed).choice(n, size=size, replace=False))
+    """Sorted indices of ``min(size, n)`` rows chosen without replacement (:func:`subsample_indices`)."""
+    return subsample_indices(n, size, random_state=seed)
 
 
 def embed_split(spec, split: str, *, data_dir=None, device=None, rows: int | None = None, seed: int = 0):
@@ -127,7 +126,7 @@ def _embeddings(config, prepared: dict, log) -> dict:
         log(f"{spec.task}/{spec.split} cloud ({n} x {d}, IsoScore {whole:.4f}): seed {seed}")
 
         def draw(size, index, seed=seed):
-            return X[np.random.default_rng([seed, 0, size, index]).choice(n, size=size, replace=False)]
+            return X[subsample_indices(n, size, random_state=[seed, 0, size, index], sort=False)]
 
         rows += [{**r, "seed": seed} for r in batch_scores(draw, sizes, config.zetas, n_batches=config.n_batches,
                                                            shrinkage_cov=shrink)]
