@@ -24,9 +24,9 @@ import json
 import math
 import re
 import shlex
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable, Sequence
 
 __all__ = ["INTERVALS", "MIN_SEEDS", "VERDICTS", "Claim", "Rule", "bootstrap_interval", "claim", "command_of",
            "decide", "markdown_table", "not_run", "read_claims", "run_config", "seed_interval", "write_claims"]

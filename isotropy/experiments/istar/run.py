@@ -96,8 +96,7 @@ def claims(results, results_dir, *, model: str | None = None, reason: str | None
               "isotropy"),
              ("lower-isotropy-better-performance", "Figures 5 and 6",
               "Further decreasing isotropy with I-STAR improves performance.",
-              "better on average over 9 benchmarks at negative λ", "score", "validation score (accuracy or the task's "
-              "metric)", "performance"),
+              "better on average over 9 benchmarks at negative λ", "score", "validation score (accuracy or the task's metric)", "performance"),
              ("lower-isotropy-lower-dimension", "Figure 7",
               "Decreasing isotropy with I-STAR lowers the intrinsic dimension of the sentence embeddings.",
               "TwoNN dimension falls with λ", "twonn_dimension", "TwoNN intrinsic dimension (validation)", "dimension"),
