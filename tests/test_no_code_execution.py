@@ -192,3 +192,17 @@ def test_the_sentence_transformers_loader_refuses_pickled_weights(tmp_path):
     with pytest.raises(IsotropyValueError, match="never unpickles") as info:
         load_sentence_model(str(model_dir))
     assert "\n" not in str(info.value) and not marker.exists()
+
+
+def test_refusals_never_repeat_torchs_advice_to_unpickle(tmp_path):
+    """torch's UnpicklingError says how to load the file with weights_only=False; our one line must not."""
+    from isotropy.io.embeddings import read_embeddings
+    from isotropy.models._safety import load_checkpoint
+
+    torch.save({"X": torch.zeros(3, 2), "payload": _Payload(tmp_path / "RAN")}, tmp_path / "x.pt")
+    for call in (lambda: read_embeddings(tmp_path / "x.pt"), lambda: load_checkpoint(tmp_path / "x.pt")):
+        with pytest.raises(ValueError) as info:
+            call()
+        message = str(info.value)
+        assert "never unpickles" in message and "weights_only=False" not in message and "can still be loaded" not in message
+    assert not (tmp_path / "RAN").exists()

@@ -214,9 +214,18 @@ def _read_torch(path, key):
         import torch
     except ImportError:
         raise ImportError(f"Reading {str(path)!r} needs PyTorch: pip install torch") from None
+    import pickle
+
     try:
         obj = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:  # noqa: BLE001 -- UnpicklingError (disallowed objects), corrupt zip, truncated file
+    except pickle.UnpicklingError as exc:
+        if "Weights only load failed" in str(exc):  # torch's message then advises weights_only=False: not repeated
+            raise _fail(path, "torch.load(weights_only=True) failed: it holds pickled Python objects besides tensors, "
+                              "which isotropy never unpickles (they can run code)",
+                        "a tensor, or a dict of tensors, saved with torch.save") from None
+        raise _fail(path, f"torch.load(weights_only=True) failed ({_short(exc)})",
+                    "a tensor, or a dict of tensors, saved with torch.save") from None
+    except Exception as exc:  # noqa: BLE001 -- corrupt zip, truncated file
         raise _fail(path, f"torch.load(weights_only=True) failed ({_short(exc)})",
                     "a tensor, or a dict of tensors, saved with torch.save") from None
     if isinstance(obj, torch.Tensor):

@@ -94,8 +94,13 @@ def load_checkpoint(path: str | os.PathLike, *, map_location="cpu", what: str = 
 
     try:
         state = torch.load(path, map_location=map_location, weights_only=True)
-    except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, TypeError, AttributeError,
-            OSError, KeyError, IndexError) as exc:
+    except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, TypeError, AttributeError, OSError, KeyError,
+            IndexError) as exc:
+        if "Weights only load failed" in str(exc):  # torch's message then advises weights_only=False: not repeated
+            raise IsotropyValueError(f"The {what} {str(path)!r} could not be read as tensors and plain data "
+                                     f"(torch.load(weights_only=True) refused the pickled Python objects it holds; "
+                                     f"isotropy never unpickles, as that can run code): expected a checkpoint written "
+                                     f"by isotropy; delete it to start over.") from None
         first = (str(exc).strip().splitlines() or [exc.__class__.__name__])[0][:160]
         raise IsotropyValueError(f"The {what} {str(path)!r} could not be read as tensors and plain data "
                                  f"(torch.load(weights_only=True): {first}): expected a checkpoint written by "
