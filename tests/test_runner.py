@@ -340,3 +340,24 @@ def test_runner_always_hands_run_the_prepared_data(tmp_path, monkeypatch):
     monkeypatch.setattr(template_run, "run", spying)
     _run(tmp_path / "p", plot=False)
     assert len(seen) == 1 and set(seen[0]) == {"spectrum"}
+
+
+def test_run_json_records_the_command_shell_quoted(monkeypatch, tmp_path):
+    """A --set value with a space is recorded quoted, so the command in run.json (and claims.json) re-runs as given."""
+    import shlex
+    import sys
+
+    from click.testing import CliRunner
+
+    from isotropy.experiments._claims import command_of
+    from isotropy.experiments._command import make_command
+
+    args = ["--set", "sample_sizes=[50, 100]", "--set", "n_features=8", "--seeds", "0", "--results-dir",
+            str(tmp_path / "t"), "--quiet", "--no-plot"]
+    monkeypatch.setattr(sys, "argv", ["isotropy", "run", "_template", *args])
+    result = CliRunner().invoke(make_command(TEMPLATE), args)
+    assert result.exit_code == 0, result.output
+    recorded = json.loads((tmp_path / "t" / "run.json").read_text())["command"]
+    assert shlex.split(recorded) == ["isotropy", "run", "_template", *args]
+    assert "--set sample_sizes=[50, 100]" not in recorded  # quoted, not joined with a bare space
+    assert shlex.split(command_of(tmp_path / "t", "x"))[3:5] == ["--set", "sample_sizes=[50, 100]"]

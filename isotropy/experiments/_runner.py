@@ -46,6 +46,7 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import platform
+import shlex
 import socket
 import sys
 import traceback
@@ -297,7 +298,7 @@ class _Metadata:
             "config_hash": ctx.config_hash, "seeds": list(self.config.get("seeds") or []),
             "results_dir": str(ctx.results_dir.resolve()), "device": ctx.device, "threads": ctx.threads,
             "data_dir": str(ctx.data_dir), "resumed": ctx.resume,
-            "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]), "pid": os.getpid(),
+            "command": shlex.join([Path(sys.argv[0]).name, *sys.argv[1:]]), "pid": os.getpid(),
             "host": socket.gethostname(), "started": _now(), "ended": None,
             "platform": platform.platform(), "versions": package_versions(),
         }
