@@ -18,7 +18,7 @@ import numbers
 import numpy as np
 
 from isotropy._kernels.accumulator import entropy_rank
-from isotropy._utils.backend import is_dask, is_torch, to_output
+from isotropy._utils.backend import is_dask, is_torch
 from isotropy._utils.errors import IsotropyValueError
 from isotropy._utils.validation import check_scalar, check_X
 
@@ -34,14 +34,32 @@ def singular_values(X, *, center: bool = False):
     scale (exact), so only their ratios are meaningful, which is all the ranks use.
     """
     caller = "singular_values"
-    if not isinstance(center, (bool, np.bool_)):
-        raise TypeError(f"The 'center' parameter of {caller} must be a bool. Got {type(center).__name__} instead.")
+    _check_flags(caller, center=center)
+    return _singular_values(_validated(X, caller), center=center, caller=caller)
+
+
+def _check_flags(caller: str, **flags) -> None:
+    for name, value in flags.items():
+        if not isinstance(value, (bool, np.bool_)):
+            raise TypeError(f"The '{name}' parameter of {caller} must be a bool. Got {type(value).__name__} instead.")
+
+
+def _validated(X, caller: str):
+    """``X`` checked once: numpy/torch by :func:`check_X` (rescaled to unit scale); dask by its shape (its values
+    are checked in the one pass that finds its scale)."""
+    if not is_dask(X):
+        return check_X(X, caller=caller, rescale=True)
+    if X.ndim != 2 or X.shape[0] < 2:
+        raise IsotropyValueError(f"The 'X' parameter of {caller} must be a 2-d array with at least 2 rows. "
+                                 f"Got shape {X.shape} instead.")
+    return X
+
+
+def _singular_values(X, *, center: bool, caller: str):
+    """Singular values of an already validated ``X`` (see :func:`singular_values`)."""
     if is_dask(X):
         import dask.array as da
 
-        if X.ndim != 2 or X.shape[0] < 2:
-            raise IsotropyValueError(f"The 'X' parameter of {caller} must be a 2-d array with at least 2 rows. "
-                                     f"Got shape {X.shape} instead.")
         X = X.astype(np.float64)
         scale = float(da.abs(X).max().compute())
         if not np.isfinite(scale):
@@ -56,11 +74,10 @@ def singular_values(X, *, center: bool = False):
             X = X.rechunk({1: -1})
         _, s, _ = da.linalg.svd(X)
         return np.asarray(s.compute())
-    X = check_X(X, caller=caller, rescale=True)
     if is_torch(X):
+        Z = X - X.mean(dim=0, keepdim=True) if center else X
         import torch
 
-        Z = X - X.mean(dim=0, keepdim=True) if center else X
         return torch.linalg.svdvals(Z)
     Z = np.asarray(X, dtype=np.float64)
     if center:
@@ -72,8 +89,8 @@ def _rank_bound(n_samples: int, n_features: int, center: bool) -> int:
     return min(n_samples - 1 if center else n_samples, n_features)
 
 
-def _entropy_rank(s, *, epsilon: float, caller: str, like):
-    """exp(−Σ p log p), p = s/Σs + ε (terms with p = 0 contribute 0)."""
+def _entropy_rank(s, *, epsilon: float, caller: str):
+    """exp(−Σ p log p), p = s/Σs + ε (terms with p = 0 contribute 0): torch here, numpy in the accumulator's kernel."""
     if is_torch(s):
         import torch
 
@@ -85,10 +102,6 @@ def _entropy_rank(s, *, epsilon: float, caller: str, like):
         terms = torch.where(p > 0, p * torch.log(torch.where(p > 0, p, torch.ones_like(p))), torch.zeros_like(p))
         return torch.exp(-terms.sum())
     return entropy_rank(s, epsilon=epsilon, caller=caller)
-
-
-def _shape(X) -> tuple[int, int]:
-    return int(X.shape[0]), int(X.shape[1])
 
 
 def effective_rank(X, *, center: bool = False, normalize: bool = False):
@@ -182,14 +195,10 @@ def rankme(X, *, epsilon: float = 1e-7, center: bool = False, normalize: bool = 
 
 
 def _rank(X, *, center, normalize, epsilon, caller):
-    for name, value in (("center", center), ("normalize", normalize)):
-        if not isinstance(value, (bool, np.bool_)):
-            raise TypeError(f"The '{name}' parameter of {caller} must be a bool. Got {type(value).__name__} instead.")
-    if not is_dask(X):
-        X = check_X(X, caller=caller, rescale=True)
-    n, d = _shape(X)
-    s = singular_values(X, center=center)
-    rank = _entropy_rank(s, epsilon=epsilon, caller=caller, like=X)
+    _check_flags(caller, center=center, normalize=normalize)
+    X = _validated(X, caller)
+    s = _singular_values(X, center=center, caller=caller)
+    rank = _entropy_rank(s, epsilon=epsilon, caller=caller)
     if normalize:
-        rank = rank / _rank_bound(n, d, center)
-    return rank if is_torch(X) else to_output(np.asarray(rank), X if not is_dask(X) else np.zeros(1))
+        rank = rank / _rank_bound(int(X.shape[0]), int(X.shape[1]), center)
+    return rank if is_torch(X) else float(rank)
