@@ -138,6 +138,13 @@ def check_scalar(value, name: str, *, caller: str, kind=numbers.Real, low=None, 
     return value
 
 
+def check_bool(value, name: str, *, caller: str) -> bool:
+    """Check a bool option (a numpy bool counts); return it as a Python bool."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"The {name!r} parameter of {caller} must be a bool. Got {type(value).__name__} instead.")
+    return bool(value)
+
+
 def check_option(value, name: str, options, *, caller: str):
     """Check that ``value`` is one of ``options``."""
     if value not in options:

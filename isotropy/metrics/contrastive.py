@@ -14,7 +14,7 @@ import numpy as np
 
 from isotropy._utils.backend import is_dask, is_torch, to_output
 from isotropy._utils.errors import IsotropyValueError
-from isotropy._utils.validation import check_scalar, check_X
+from isotropy._utils.validation import check_bool, check_scalar, check_X
 
 __all__ = ["alignment", "uniformity"]
 
@@ -34,11 +34,6 @@ def _normalized(X, *, caller: str, name: str):
         raise IsotropyValueError(f"The '{name}' parameter of {caller} has a zero row, which has no direction on "
                                  f"the sphere: expected non-zero rows (or normalize=False).")
     return X / norms
-
-
-def _check_bool(value, name, caller):
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"The '{name}' parameter of {caller} must be a bool. Got {type(value).__name__} instead.")
 
 
 def alignment(X, Y, *, alpha: float = 2, normalize: bool = True):
@@ -80,7 +75,7 @@ def alignment(X, Y, *, alpha: float = 2, normalize: bool = True):
     """
     caller = "alignment"
     check_scalar(alpha, "alpha", caller=caller, kind=numbers.Real, low=0, closed="neither")
-    _check_bool(normalize, "normalize", caller)
+    check_bool(normalize, "normalize", caller=caller)
     if is_dask(X) or is_dask(Y):
         import dask.array as da
 
@@ -155,7 +150,7 @@ def uniformity(X, *, t: float = 2, normalize: bool = True):
     """
     caller = "uniformity"
     check_scalar(t, "t", caller=caller, kind=numbers.Real, low=0, closed="neither")
-    _check_bool(normalize, "normalize", caller)
+    check_bool(normalize, "normalize", caller=caller)
     if is_dask(X):
         raise IsotropyValueError(f"The 'X' parameter of {caller} is a dask array: uniformity needs every pair of "
                                  f"rows; expected an in-memory array (compute a sample with X[idx].compute()).")

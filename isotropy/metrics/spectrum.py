@@ -20,7 +20,7 @@ import numpy as np
 from isotropy._kernels.accumulator import entropy_rank
 from isotropy._utils.backend import is_dask, is_torch
 from isotropy._utils.errors import IsotropyValueError
-from isotropy._utils.validation import check_scalar, check_X
+from isotropy._utils.validation import check_bool, check_scalar, check_X
 
 __all__ = ["effective_rank", "rankme", "singular_values"]
 
@@ -34,14 +34,8 @@ def singular_values(X, *, center: bool = False):
     scale (exact), so only their ratios are meaningful, which is all the ranks use.
     """
     caller = "singular_values"
-    _check_flags(caller, center=center)
+    check_bool(center, "center", caller=caller)
     return _singular_values(_validated(X, caller), center=center, caller=caller)
-
-
-def _check_flags(caller: str, **flags) -> None:
-    for name, value in flags.items():
-        if not isinstance(value, (bool, np.bool_)):
-            raise TypeError(f"The '{name}' parameter of {caller} must be a bool. Got {type(value).__name__} instead.")
 
 
 def _validated(X, caller: str):
@@ -195,7 +189,8 @@ def rankme(X, *, epsilon: float = 1e-7, center: bool = False, normalize: bool = 
 
 
 def _rank(X, *, center, normalize, epsilon, caller):
-    _check_flags(caller, center=center, normalize=normalize)
+    check_bool(center, "center", caller=caller)
+    check_bool(normalize, "normalize", caller=caller)
     X = _validated(X, caller)
     s = _singular_values(X, center=center, caller=caller)
     rank = _entropy_rank(s, epsilon=epsilon, caller=caller)

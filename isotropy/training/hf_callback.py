@@ -7,8 +7,8 @@ import numbers
 
 from transformers import Trainer, TrainerCallback
 
-from isotropy._utils.validation import IsotropyValueError, check_scalar
-from isotropy.training.probe import GeometryProbe, check_flag, check_tokenizer
+from isotropy._utils.validation import IsotropyValueError, check_bool, check_scalar
+from isotropy.training.probe import GeometryProbe, check_tokenizer
 
 __all__ = ["HFGeometryCallback"]
 
@@ -94,7 +94,7 @@ class HFGeometryCallback(TrainerCallback):
                                    max_length=max_length, shrinkage_sample=shrinkage_sample, zeta=zeta, caller=caller)
         self.probe.set_tokenizer(check_tokenizer(tokenizer, caller))
         self._user_tokenizer = tokenizer is not None
-        self.measure_on_evaluate = check_flag(on_evaluate, "on_evaluate", caller)
+        self.measure_on_evaluate = check_bool(on_evaluate, "on_evaluate", caller=caller)
         self._last_step = None
         self.history = []  # (global_step, values) of every measurement, on every rank
 

@@ -7,8 +7,8 @@ import numbers
 import torch
 from lightning.pytorch.callbacks import Callback
 
-from isotropy._utils.validation import IsotropyValueError, check_scalar
-from isotropy.training.probe import GeometryProbe, check_flag, check_tokenizer
+from isotropy._utils.validation import IsotropyValueError, check_bool, check_scalar
+from isotropy.training.probe import GeometryProbe, check_tokenizer
 
 __all__ = ["LightningGeometryCallback", "check_model", "resolve_submodule"]
 
@@ -102,7 +102,7 @@ class LightningGeometryCallback(Callback):
                                    max_length=max_length, shrinkage_sample=shrinkage_sample, zeta=zeta, caller=caller)
         self.model = check_model(model, caller)
         self.tokenizer = check_tokenizer(tokenizer, caller)
-        self.measure_on_validation = check_flag(on_validation, "on_validation", caller)
+        self.measure_on_validation = check_bool(on_validation, "on_validation", caller=caller)
         self._last_step = None
         self.history = []  # (global_step, values) of every measurement, on every rank
 

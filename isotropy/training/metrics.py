@@ -31,7 +31,7 @@ from torchmetrics import Metric
 
 from isotropy._kernels.accumulator import CovarianceAccumulator, Moments, merge_moments
 from isotropy._utils.magnitude import rescaled
-from isotropy._utils.validation import IsotropyValueError, check_scalar, check_X
+from isotropy._utils.validation import IsotropyValueError, check_bool, check_scalar, check_X
 
 __all__ = ["EffectiveRank", "IsoScore", "IsoScoreStar", "MeanCosine", "ParticipationRatio", "RankMe",
            "RogueDimensionShare", "TwoNNDimension", "metric_from_name"]
@@ -375,12 +375,6 @@ class IsoScoreStar(_MomentMetric):
         return self._from_accumulator("isoscore_star", shrinkage_cov=S, zeta=self.zeta)
 
 
-def _check_bool(value, name, caller):
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"The {name!r} parameter of {caller} must be a bool. Got {type(value).__name__} instead.")
-    return bool(value)
-
-
 class EffectiveRank(_MomentMetric):
     """Effective rank (Roy & Vetterli) of all rows seen, as a torchmetrics metric (exact over batches, merges, DDP).
 
@@ -430,8 +424,8 @@ class EffectiveRank(_MomentMetric):
 
     def __init__(self, *, center=False, normalize=False, n_features=None, **kwargs):
         caller = type(self).__name__
-        self.center = _check_bool(center, "center", caller)
-        self.normalize = _check_bool(normalize, "normalize", caller)
+        self.center = check_bool(center, "center", caller=caller)
+        self.normalize = check_bool(normalize, "normalize", caller=caller)
         super().__init__(n_features=n_features, **kwargs)
 
     def compute(self):

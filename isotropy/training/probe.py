@@ -23,7 +23,7 @@ from isotropy.metrics.table import check_metric_names, metric_names
 from isotropy.models.layers import check_layers, select_layers
 from isotropy.models.pooling import check_pooling, pool_hidden_states
 
-__all__ = ["DEFAULT_METRICS", "GeometryProbe", "check_flag", "check_tokenizer", "import_for_measuring"]
+__all__ = ["DEFAULT_METRICS", "GeometryProbe", "check_tokenizer", "import_for_measuring"]
 
 # names from the metric table (isotropy.metrics.table), logged as <prefix>/<name>/layer_<i>; isoscore_star joins
 # them when a shrinkage sample is given (without one it tracks vector norms: isotropy.metrics.table.ISOSCORE_STAR_NOTE)
@@ -47,13 +47,6 @@ def import_for_measuring(names=()):
     for name in names:
         for module in _COMPUTE_MODULES.get(name, ()):
             importlib.import_module(module)
-
-
-def check_flag(value, name, caller) -> bool:
-    """A bool option of a training class, refused in one line otherwise."""
-    if not isinstance(value, bool):
-        raise TypeError(f"The {name!r} parameter of {caller} must be a bool. Got {type(value).__name__} instead.")
-    return value
 
 
 def check_tokenizer(tokenizer, caller):
