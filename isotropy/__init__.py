@@ -2,8 +2,8 @@
 
 Exact, fast metrics of isotropy (IsoScore, IsoScore*, I(W), cosine statistics), of clusters
 (silhouette, Calinski-Harabasz, Davies-Bouldin, Dunn), of intrinsic dimension (TwoNN, MLE,
-participation ratio, effective rank, RankMe) and of contrastive geometry (alignment, uniformity),
-for numpy arrays and torch tensors of shape ``(n_samples, n_features)``.
+participation ratio, effective rank, RankMe), of contrastive geometry (alignment, uniformity) and
+the outlier tokens of a layer (token norms over their median), for numpy arrays and torch tensors of shape ``(n_samples, n_features)``.
 
 Submodules are imported on first use, so ``import isotropy`` stays fast and never imports torch.
 
@@ -48,6 +48,7 @@ _EXPORTS = {
     "rankme": "isotropy.metrics.spectrum",
     "alignment": "isotropy.metrics.contrastive",
     "uniformity": "isotropy.metrics.contrastive",
+    "token_norms": "isotropy.metrics.norms",
     "TwoNN": "isotropy.metrics.dimension",
     "MLE": "isotropy.metrics.dimension",
     "IsotropyValueError": "isotropy._utils.errors",

@@ -124,6 +124,30 @@ def test_caps_frequencies_and_skipped_types(tiny_bert):
     assert shuffled.n_tokens == 5
 
 
+def test_special_norms_of_every_window(tiny_bert, tiny_gpt2):
+    from isotropy.models.contextual import TokenEmbeddings
+
+    emb = _extract(tiny_bert, batch_size=3, layers="0,2")  # padded batches: padding is no special token
+    assert sorted(emb.special_norms) == [0, 2]
+    for layer in emb.layers:
+        expected = []
+        for line in LINES:  # one window per line, run alone: its [CLS] and [SEP]
+            hidden, word_ids, tokens = _manual_hidden(tiny_bert, line)
+            expected += [(tokens[t], float(np.linalg.norm(hidden[layer][t]))) for t, w in enumerate(word_ids) if w is None]
+        got = emb.special_norms[layer]
+        assert len(got) == 2 * len(LINES) and {t for t, _ in got} == {"[CLS]", "[SEP]"}
+        assert all(isinstance(t, str) and isinstance(n, float) for t, n in got)
+        for token in ("[CLS]", "[SEP]"):  # the windows run in the order of their lengths
+            np.testing.assert_allclose(sorted(n for t, n in got if t == token),
+                                       sorted(n for t, n in expected if t == token), rtol=1e-5)
+    windows = _extract(tiny_bert, [LINES[0]], max_length=6)  # three windows, each with its [CLS] and [SEP]
+    assert [t for t, _ in windows.special_norms[2]] == ["[CLS]", "[SEP]"] * 3
+    assert _extract(tiny_gpt2).special_norms == {0: [], 1: [], 2: []}  # GPT-2 adds no special token
+    bare = TokenEmbeddings(hidden_states={}, type_ids=np.array([]), types=[], type_frequency=np.array([]),
+                           positions=np.zeros((0, 2)), n_pieces=np.array([]), model="m", pooling="first", n_layers=0)
+    assert bare.special_norms == {}  # the field has a default: existing constructors still work
+
+
 def test_layers_subset_and_float16(tiny_gpt2):
     full = _extract(tiny_gpt2)
     sub = _extract(tiny_gpt2, layers="2,0", dtype="float16")

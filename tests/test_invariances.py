@@ -162,7 +162,9 @@ IDS = [m.id for m in REGISTRY]
 # an error class; the estimator classes wrap twonn_dimension / mle_dimension (covered above and in
 # test_dimension.py); kneighbors is the neighbour search itself (test_neighbors.py)
 # alignment takes paired inputs (X, Y): its invariances are those of the pairs (tests/test_beyond_papers.py)
-NOT_METRICS = {"IsotropyValueError", "TwoNN", "MLE", "kneighbors", "alignment"}
+# token_norms returns a dict of named tokens, not a number: its invariances (scale, row order) are in
+# tests/test_token_norms.py
+NOT_METRICS = {"IsotropyValueError", "TwoNN", "MLE", "kneighbors", "alignment", "token_norms"}
 
 
 def test_registry_covers_every_public_metric():

@@ -77,6 +77,7 @@ def test_sentence_level_equals_manual_mean_pooling(files):
         assert row["twonn_dimension"] == pytest.approx(twonn_dimension(X), rel=1e-3)
         norms = np.linalg.norm(X, axis=1)
         assert row["norm_max_over_median"] == pytest.approx(norms.max() / np.median(norms), rel=1e-4)
+        assert "token_norms" not in row  # token level only
 
 
 def test_token_level_leaves_out_special_tokens_unless_asked(files):
@@ -92,6 +93,72 @@ def test_token_level_leaves_out_special_tokens_unless_asked(files):
     sampled = measure_layers(TEXTS, model=str(files / "bert"), level="token", layers="2", device="cpu",
                              sample_size=20, random_state=3)
     assert sampled["rows"][0]["n_samples"] == 20
+
+
+def test_token_level_names_the_largest_norms_with_the_special_tokens_apart(files):
+    from transformers import AutoTokenizer
+
+    from isotropy import token_norms
+
+    states = _bert_states(files / "bert")
+    tokenizer = AutoTokenizer.from_pretrained(files / "bert")
+    pieces = [tokenizer.convert_ids_to_tokens(tokenizer(text)["input_ids"]) for text in TEXTS]
+    assert all(p[0] == "[CLS]" and p[-1] == "[SEP]" for p in pieces)
+    result = measure_layers(TEXTS, model=str(files / "bert"), level="token", layers="0,2", device="cpu")
+    kept = measure_layers(TEXTS, model=str(files / "bert"), level="token", layers="0,2", device="cpu",
+                          keep_special=True)
+    for row, kept_row in zip(result["rows"], kept["rows"]):
+        layer = row["layer"]
+        # the reference: each text run alone, its [CLS] and [SEP] measured apart
+        X = np.concatenate([s[layer][1:-1] for s in states]).astype(np.float64)
+        special = [(p[t], float(np.linalg.norm(s[layer][t]))) for p, s in zip(pieces, states) for t in (0, -1)]
+        expected = token_norms(X, [t for p in pieces for t in p[1:-1]], special=special, top=len(X))
+        got = row["token_norms"]
+        assert set(got) == {"max_over_median", "median_norm", "top", "special"}
+        assert got["max_over_median"] == pytest.approx(expected["max_over_median"], rel=1e-4)
+        assert got["median_norm"] == pytest.approx(expected["median_norm"], rel=1e-4)
+        # the values; near-ties (layer 0 is a LayerNorm output: every norm close to the median) may swap two tokens
+        np.testing.assert_allclose([r for _, r in got["top"]], [r for _, r in expected["top"][:5]], rtol=1e-4)
+        best = dict(map(tuple, expected["top"]))
+        assert all(r == pytest.approx(best[t], rel=1e-4) for t, r in got["top"])
+        assert sorted(t for t, _ in got["special"]) == ["[CLS]", "[SEP]"]
+        assert dict(map(tuple, got["special"])) == pytest.approx(dict(map(tuple, expected["special"])), rel=1e-4)
+        assert got["max_over_median"] == pytest.approx(row["norm_max_over_median"], rel=1e-9)
+        # --keep-special: the specials are rows too (in the median and in top), and still listed apart
+        assert sorted(t for t, _ in kept_row["token_norms"]["special"]) == ["[CLS]", "[SEP]"]
+        X_kept = np.concatenate([s[layer] for s in states]).astype(np.float64)
+        expected_kept = token_norms(X_kept, [t for p in pieces for t in p], special=special)
+        assert dict(map(tuple, kept_row["token_norms"]["special"])) == pytest.approx(
+            dict(map(tuple, expected_kept["special"])), rel=1e-4)
+        assert kept_row["token_norms"]["median_norm"] == pytest.approx(expected_kept["median_norm"], rel=1e-4)
+
+
+def test_token_norms_in_the_json_table_and_plot(files, tmp_path):
+    out, figure = tmp_path / "t.json", tmp_path / "t.png"
+    result = invoke("--model", files / "bert", "--texts", files / "texts.txt", "--level", "token", "--layers", "1,2",
+                    "--json", out, "--plot", figure, "--device", "cpu")
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[1].split()[:2] == ["layer", "n"] and "token" not in lines[1]  # the table leaves the dict out
+    assert [line.split()[0] for line in lines[2:4]] == ["1", "2"]
+    record = json.loads(out.read_text())
+    for row in record["rows"]:
+        norms = row["token_norms"]
+        assert norms["max_over_median"] == pytest.approx(row["norm_max_over_median"], rel=1e-9)
+        assert 1 <= len(norms["top"]) <= 5 and all(isinstance(t, str) and r > 0 for t, r in norms["top"])
+        assert sorted(t for t, _ in norms["special"]) == ["[CLS]", "[SEP]"]
+    assert figure.stat().st_size > 1000
+
+
+def test_json_rows_map_nan_to_null_also_inside_token_norms():
+    from isotropy.measure.from_model import _json_safe
+
+    row = {"layer": 1, "isoscore": float("nan"), "n_samples": 3,
+           "token_norms": {"max_over_median": float("inf"), "median_norm": 0.0, "top": [["a", float("nan")]],
+                           "special": [("[CLS]", 2.0)]}}
+    assert json.loads(json.dumps(_json_safe(row), allow_nan=False)) == {
+        "layer": 1, "isoscore": None, "n_samples": 3,
+        "token_norms": {"max_over_median": None, "median_norm": 0.0, "top": [["a", None]], "special": [["[CLS]", 2.0]]}}
 
 
 def test_cluster_metrics_with_labels(files):
@@ -132,6 +199,7 @@ def test_cli_on_a_gguf_decoder(files, tmp_path):
     assert tokens.exit_code == 0, tokens.output
     record = json.loads(tokens.stdout[tokens.stdout.index("{"):])
     assert record["level"] == "token" and record["rows"][0]["n_samples"] == record["n_rows_total"]
+    assert [t for t, _ in record["rows"][0]["token_norms"]["special"]] == ["<bos>"]  # Gemma's one special token
 
 
 @pytest.mark.parametrize(("args", "message"), [

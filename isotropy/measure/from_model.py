@@ -107,7 +107,12 @@ def read_texts(path: str | os.PathLike, *, column: str | None = None) -> list[st
 
 
 def _token_states(texts, tokenizer, network, layers, *, batch_size, max_length, keep_special, sample_size, rng):
-    """Hidden states of (a seeded sample of) the tokens of ``texts``: {layer: (n, d)}, and each row's text index."""
+    """Hidden states of (a seeded sample of) the tokens of ``texts``.
+
+    Returns ``{layer: (n, d)}``, each row's text index, the number of measurable tokens, each row's token
+    string (``tokenizer.convert_ids_to_tokens``) and ``{layer: [(token, norm), ...]}``: the norm of every
+    special token of the texts that went through the forward pass (computed in float32 on the device).
+    """
     import numpy as np
     import torch
 
@@ -129,6 +134,13 @@ def _token_states(texts, tokenizer, network, layers, *, batch_size, max_length, 
     d = int(network.config.hidden_size)
     out = {layer: np.empty((len(positions), d), dtype=np.float32) for layer in layers}
     used = sorted(wanted, key=lambda i: len(encoded["input_ids"][i]))
+    pieces = {i: tokenizer.convert_ids_to_tokens(encoded["input_ids"][i]) for i in used}
+    row_tokens = [""] * len(positions)
+    for i in used:
+        for t, row in wanted[i]:
+            row_tokens[row] = pieces[i][t]
+    special_at = {i: [t for t, s in enumerate(encoded["special_tokens_mask"][i]) if s] for i in used}
+    special_norms = {layer: [] for layer in layers}
     device = next(network.parameters()).device
     with torch.inference_mode():
         for start in range(0, len(used), batch_size):
@@ -139,9 +151,15 @@ def _token_states(texts, tokenizer, network, layers, *, batch_size, max_length, 
             b_idx = [b for b, i in enumerate(chunk) for _ in wanted[i]]
             t_idx = [t for i in chunk for t, _ in wanted[i]]
             rows = [r for i in chunk for _, r in wanted[i]]
+            s_b = [b for b, i in enumerate(chunk) for _ in special_at[i]]
+            s_t = [t for i in chunk for t in special_at[i]]
+            s_names = [pieces[i][t] for i in chunk for t in special_at[i]]
             for layer in layers:
                 out[layer][rows] = hidden[layer][b_idx, t_idx].float().cpu().numpy()
-    return out, positions[:, 0], n_total
+                if s_b:
+                    norms = hidden[layer][s_b, s_t].float().norm(dim=-1).cpu().tolist()
+                    special_norms[layer].extend(zip(s_names, norms))
+    return out, positions[:, 0], n_total, row_tokens, special_norms
 
 
 def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", pooling: str = "mean",
@@ -192,8 +210,12 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
     dict
         ``rows`` (one dict per layer: ``layer``, ``n_samples``, the metric values and
         ``norm_max_over_median``; NaN where a metric is undefined at that layer, with the reason in
-        ``warnings``), ``n_layers``, ``n_features``, ``n_texts``, ``n_rows_total`` and the
-        options used.
+        ``warnings``; at token level also ``token_norms``, the dict of
+        :func:`isotropy.metrics.norms.token_norms` on the measured tokens: ``max_over_median``,
+        ``median_norm``, the ``top`` 5 token strings by norm over the median and, in ``special``, the
+        special tokens ([CLS], [SEP], ``<bos>``) of the texts that went through the model, listed apart
+        whether or not ``keep_special``), ``n_layers``, ``n_features``, ``n_texts``, ``n_rows_total``
+        and the options used.
 
     Notes
     -----
@@ -205,12 +227,14 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
 
     ``norm_max_over_median`` is the largest vector norm divided by the median norm: values far
     above ~3 flag outlier vectors (raw decoders put 5-16x norms on ``<bos>`` in their middle layers),
-    which dominate covariance-based scores such as IsoScore.
+    which dominate covariance-based scores such as IsoScore. At token level, ``token_norms`` says which
+    tokens they are.
     """
     import numpy as np
 
     from isotropy._utils.sampling import subsample_indices
     from isotropy._utils.validation import check_option, check_scalar
+    from isotropy.metrics.norms import token_norms
     from isotropy.metrics.table import METRICS, check_metric_names
     from isotropy.models.contextual import n_transformer_layers
     from isotropy.models.layers import check_layers, select_layers
@@ -281,7 +305,7 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
             states = {layer: X[keep] for layer, X in states.items()}
             text_of_row = keep
     else:
-        states, text_of_row, n_total = _token_states(
+        states, text_of_row, n_total, row_tokens, special_norms = _token_states(
             texts, tokenizer, network, layers, batch_size=batch_size, max_length=max_length,
             keep_special=keep_special, sample_size=_DEFAULT_TOKEN_SAMPLE if sample_size is None else sample_size,
             rng=rng)
@@ -318,6 +342,13 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
         norms = np.linalg.norm(X, axis=1)
         record = {"layer": layer, "n_samples": int(X.shape[0]),
                   "norm_max_over_median": float(norms.max() / max(np.median(norms), np.finfo(float).tiny))}
+        if level == "token":
+            try:
+                record["token_norms"] = token_norms(X, row_tokens, special=special_norms[layer])
+            except ValueError as exc:  # a zero median norm: undefined at this layer, said so, not fatal
+                record["token_norms"] = {"max_over_median": float("nan"), "median_norm": float(np.median(norms)),
+                                         "top": [], "special": []}
+                seen.setdefault(("token_norms", " ".join(str(exc).split())), []).append(layer)
         for name in metrics:
             fn, labelled, kwargs = METRICS[name].function, METRICS[name].needs_labels, {}
             if name == "silhouette_score":
@@ -486,9 +517,9 @@ def _shrinkage_covariances(sample, states, full_states, tokenizer, network, laye
         drawn = encode_pooled(sample, model=location, layers=layers, pooling=pooling, device=device,
                               batch_size=batch_size, max_length=max_length, show_progress=False)
     else:
-        drawn, _, _ = _token_states(sample, tokenizer, network, layers, batch_size=batch_size, max_length=max_length,
-                                    keep_special=keep_special, sample_size=_DEFAULT_TOKEN_SAMPLE,
-                                    rng=np.random.default_rng([random_state, 1]))
+        drawn, *_ = _token_states(sample, tokenizer, network, layers, batch_size=batch_size, max_length=max_length,
+                                  keep_special=keep_special, sample_size=_DEFAULT_TOKEN_SAMPLE,
+                                  rng=np.random.default_rng([random_state, 1]))
     return {layer: CovarianceAccumulator().update(np.asarray(drawn[layer], dtype=np.float64)).covariance()
             for layer in layers}
 
@@ -544,6 +575,17 @@ def plot_layers(result: dict, path: str | os.PathLike) -> Path:
     with atomic_write(path, "wb", name="--plot") as handle:
         fig.savefig(handle, format=suffix, dpi=120)
     return path
+
+
+def _json_safe(value):
+    """``value`` with every non-finite float (also inside dicts and lists, such as ``token_norms``) as None."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    return value
 
 
 class _InputError(click.ClickException):
@@ -636,8 +678,7 @@ def run_cli(*, model, texts_path, text_column, layers, level, pooling, keep_spec
 
         record = {**result, "texts": str(texts_path), "text_column": text_column,
                   "labels": None if labels_path is None else str(labels_path),
-                  "rows": [{k: (v if not isinstance(v, float) or math.isfinite(v) else None) for k, v in r.items()}
-                           for r in result["rows"]],
+                  "rows": [_json_safe(r) for r in result["rows"]],
                   "versions": package_versions(["gguf"])}
         write_json_output(json_path, record)
     if plot_path is not None:

@@ -1,7 +1,8 @@
 """The public metric modules: isotropy (:mod:`~isotropy.metrics.isoscore`, :mod:`~isotropy.metrics.partition`,
 :mod:`~isotropy.metrics.cosine`, :mod:`~isotropy.metrics.covariance`, :mod:`~isotropy.metrics.rogue`),
 clusters (:mod:`~isotropy.metrics.silhouette`, :mod:`~isotropy.metrics.cluster_indices`) and intrinsic
-dimension (:mod:`~isotropy.metrics.dimension`, :mod:`~isotropy.metrics.neighbors`), and the metric table
+dimension (:mod:`~isotropy.metrics.dimension`, :mod:`~isotropy.metrics.neighbors`), outlier tokens
+(:mod:`~isotropy.metrics.norms`), and the metric table
 (:mod:`~isotropy.metrics.table`): every metric once, with the one name the command line, the JSON records, the
 training callbacks and the torchmetrics classes use.
 

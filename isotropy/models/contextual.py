@@ -63,6 +63,12 @@ class TokenEmbeddings:
         Number of transformer layers of the model (hidden states ``0..n_layers``).
     stats : dict
         Counts of the extraction (lines, windows, words seen, kept, truncated).
+    special_norms : dict of int to list of (str, float)
+        Layer index to the ``(token, norm)`` of every special-token position ([CLS] and [SEP] for
+        BERT, ``<bos>`` for Gemma; none for GPT-2) of every window that went through the model, in the
+        order of the forward passes: the norms that :func:`isotropy.metrics.norms.token_norms` lists
+        apart (``special=``), e.g. to show a decoder's massive ``<bos>`` activations. Empty when
+        not recorded.
     """
 
     hidden_states: dict[int, np.ndarray]
@@ -75,6 +81,7 @@ class TokenEmbeddings:
     pooling: str
     n_layers: int
     stats: dict = field(default_factory=dict)
+    special_norms: dict[int, list[tuple[str, float]]] = field(default_factory=dict)
 
     @property
     def layers(self) -> list[int]:
@@ -306,6 +313,7 @@ def extract_token_embeddings(lines, *, model: str = "all-MiniLM-L6-v2", layers="
     np_dtype = np.float32 if dtype == "float32" else np.float16
     out = {layer: np.empty((n_out, d), dtype=np_dtype) for layer in layers}
     filled = np.zeros(n_out, dtype=bool)
+    special_norms: dict[int, list[tuple[str, float]]] = {layer: [] for layer in layers}
     device_ = next(network.parameters()).device
 
     from tqdm.auto import tqdm
@@ -326,6 +334,12 @@ def extract_token_embeddings(lines, *, model: str = "all-MiniLM-L6-v2", layers="
                 b_idx.append(b)
                 t_idx.append(t)
                 r_idx.append(wanted[w])
+        # special-token positions ([CLS], [SEP], <bos>): no word, not padding
+        mask = enc["attention_mask"].tolist() if "attention_mask" in enc else None
+        specials = [(b, t) for b in range(len(batch)) for t, w in enumerate(enc.word_ids(b))
+                    if w is None and (mask is None or mask[b][t])]
+        s_b, s_t = [b for b, _ in specials], [t for _, t in specials]
+        s_names = tokenizer.convert_ids_to_tokens(enc["input_ids"][s_b, s_t].tolist()) if specials else []
         with torch.inference_mode():
             inputs = {k: v.to(device_) for k, v in enc.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
             hidden = network(**inputs, output_hidden_states=True).hidden_states
@@ -341,8 +355,13 @@ def extract_token_embeddings(lines, *, model: str = "all-MiniLM-L6-v2", layers="
                 counts = torch.bincount(inv, minlength=len(unique)).clamp_min(1).to(sums.dtype)
                 picked, rows = sums / counts[None, :, None], unique
             values = picked.cpu().numpy()
+            if s_b:  # norms in float32 on the device; only the norms come to the CPU
+                special = stacked[:, torch.tensor(s_b, device=device_), torch.tensor(s_t, device=device_)]
+                special = special.float().norm(dim=-1).cpu().tolist()  # (L, n_special)
         for j, layer in enumerate(layers):
             out[layer][rows] = values[j]
+            if s_b:
+                special_norms[layer].extend(zip(s_names, special[j]))
         filled[rows] = True
     if not filled.all():  # every kept word has a piece inside its window by construction
         raise RuntimeError(f"{int((~filled).sum())} kept tokens received no embedding; please report this.")
@@ -363,4 +382,5 @@ def extract_token_embeddings(lines, *, model: str = "all-MiniLM-L6-v2", layers="
         stats={"n_lines": len(lines), "n_lines_used": len(used), "n_windows": len(jobs),
                "n_words": sum(frequency.values()), "n_kept": n_out, "n_without_pieces": n_without,
                "n_truncated": n_truncated},
+        special_norms=special_norms,
     )
