@@ -25,7 +25,8 @@ def data_root():
 def small_run(data_root, tmp_path_factory):
     """One run on 60 pairs of STS-B test and SICK test (fit on self), with a two-point sweep.
 
-    The setup file is partial: it holds only what differs from the packaged defaults.
+    The setup file is partial: it holds only what differs from the packaged defaults (seeds [0, 1, 2]
+    included: the random rows run three times, the embeddings are encoded once).
     """
     tmp = tmp_path_factory.mktemp("sts")
     config = {"datasets": ["STSB", "SICK"], "limit": 60, "n_clusters": 3, "n_components": 2,
@@ -99,9 +100,10 @@ def test_spearman_bars_start_at_zero_and_show_negative_values(small_run, tmp_pat
 
     from isotropy.experiments.sts_isotropy.plot import plot_results
 
-    out, results = small_run
+    out, _ = small_run
     copy = tmp_path / "copy"
     shutil.copytree(out, copy)
+    results = json.loads((out / "results.json").read_text())  # a copy: the fixture's dict stays as the run wrote it
     results["datasets"]["STSB"]["methods"]["Mean"]["all"]["spearman"] = -0.25  # a method that hurts
     (copy / "results.json").write_text(json.dumps(results))
     ax = plot_results(copy)["figures/sts_spearman"].axes[0]
@@ -187,3 +189,146 @@ def test_fit_on_a_text_file_uses_the_corpus_mean(data_root, tmp_path):
     cos = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
     got = results["datasets"]["STSB"]["methods"]["Mean"]["all"]["spearman"]
     assert got == pytest.approx(spearmanr(cos, d.scores[keep])[0], abs=1e-5)
+
+
+# --- several seeds: per-seed rows, the seed mean and spread, and the claims from the run ---
+
+DETERMINISTIC = ("Baseline", "Mean", "Mean + PCA", "Whitening")
+RANDOM = ("K-means + Mean", "GMM + Mean + PCA", "K-means + Mean + PCA")
+
+
+def test_random_rows_run_once_per_seed_deterministic_rows_once(small_run):
+    _, results = small_run
+    assert results["seeds"] == [0, 1, 2] and results["sweep_seed"] == 0
+    for block in results["datasets"].values():
+        for method, row in block["methods"].items():
+            assert [r["seed"] for r in row["per_seed"]] == [0, 1, 2]
+            assert row["depends_on_seed"] is (method in RANDOM)
+            spearman = [r["all"]["spearman"] for r in row["per_seed"]]
+            assert row["all"]["spearman"] == pytest.approx(np.mean(spearman), abs=1e-12)
+            assert row["I(W)"] == pytest.approx(np.mean([r["I(W)"] for r in row["per_seed"]]), rel=1e-12)
+            if method in DETERMINISTIC:  # computed once, recorded for every seed
+                assert all(r == {**row["per_seed"][0], "seed": r["seed"]} for r in row["per_seed"])
+    # 120 sentences, 3 clusters: at least one clustering row differs between the seeds
+    assert any(len({r["all"]["spearman"] for r in results["datasets"][n]["methods"][m]["per_seed"]}) > 1
+               for n in results["datasets"] for m in RANDOM)
+
+
+def test_each_seed_row_is_a_fit_with_that_seed(small_run, data_root):
+    from isotropy.datasets.sts import load_sts
+    from isotropy.models.encoders import encode_sentences
+    from isotropy.transforms import ClusterIsotropy
+
+    _, results = small_run
+    d = load_sts("SICK", data_dir=data_root)
+    keep = np.sort(np.random.default_rng(0).choice(len(d), 60, replace=False))  # the first seed's pairs, for all seeds
+    X = encode_sentences([d.text_a[i] for i in keep] + [d.text_b[i] for i in keep], device="cpu",
+                         show_progress=False).astype(np.float64)
+    for entry in results["datasets"]["SICK"]["methods"]["K-means + Mean + PCA"]["per_seed"]:
+        Y = ClusterIsotropy(3, 2, clustering="kmeans", random_state=entry["seed"]).fit_transform(X)
+        cos = (Y[:60] * Y[60:]).sum(1) / np.linalg.norm(Y[:60], axis=1) / np.linalg.norm(Y[60:], axis=1)
+        assert entry["all"]["spearman"] == pytest.approx(spearmanr(cos, d.scores[keep])[0], abs=1e-6)
+
+
+def test_tables_show_the_seed_mean_and_the_spread_of_random_rows(small_run):
+    from isotropy.experiments.sts_isotropy.run import markdown_table
+
+    out, results = small_run
+    md = (out / "results.md").read_text()
+    assert "Mean over 3 seeds (0, 1, 2)" in md and "seed 0 only: the sweep is exploratory" in md
+    table = markdown_table(results)  # the docs' run table
+    spearman_table = table.split("\n\n")[1]  # caption, Spearman table, I(W) caption and table, IsoScore ...
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in spearman_table.splitlines() if line.startswith("| ")}
+    assert "–" not in rows["Baseline"] and "–" not in rows["Whitening"]
+    row = results["datasets"]["STSB"]["methods"]["K-means + Mean + PCA"]
+    values = [100 * r["all"]["spearman"] for r in row["per_seed"]]
+    assert f"{100 * row['all']['spearman']:.2f} ({min(values):.2f}–{max(values):.2f})" in rows["K-means + Mean + PCA"]
+
+
+def test_claims_from_the_run_use_every_seed(small_run):
+    import math
+
+    from isotropy.experiments._claims import decide
+    from isotropy.experiments.sts_isotropy.claims import RULES
+
+    out, results = small_run
+    records = {r["id"]: r for r in json.loads((out / "claims.json").read_text())}
+    assert list(records) == ["cluster-raises-sts", "cluster-raises-isotropy", "cluster-beats-global-pca"]
+
+    def seed_row(name, method, i):
+        return results["datasets"][name]["methods"][method]["per_seed"][i]
+
+    def rise(name, i, other="Baseline"):
+        return 100 * (seed_row(name, "K-means + Mean + PCA", i)["all"]["spearman"] - seed_row(name, other, i)["all"]["spearman"])
+
+    values = {"cluster-raises-sts": [(rise("STSB", i) + rise("SICK", i)) / 2 for i in range(3)],
+              "cluster-raises-isotropy": [min(math.log10(seed_row(n, "K-means + Mean + PCA", i)["I(W)"])
+                                              - math.log10(seed_row(n, "Baseline", i)["I(W)"]) for n in ("STSB", "SICK"))
+                                          for i in range(3)],
+              "cluster-beats-global-pca": [rise("STSB", i, "Mean + PCA") for i in range(3)]}
+    keys = {"cluster-raises-sts": "sts", "cluster-raises-isotropy": "isotropy", "cluster-beats-global-pca": "ranking"}
+    for id_, record in records.items():
+        assert record["n_seeds"] == 3 and record["ours"] == pytest.approx(np.mean(values[id_]))
+        assert record["interval"]["low"] <= min(values[id_]) and record["interval"]["high"] >= max(values[id_])
+        assert record["verdict"] == decide(values[id_], RULES[keys[id_]], record["interval"])
+        assert "pooled sentence vectors" in record["statistic"] and "pooled sentence vectors" in record["model"]
+        assert record["command"].startswith("isotropy run sts-isotropy") and "DATA_DIR" in record["command"]
+    assert records["cluster-raises-sts"]["interval"]["how"].startswith("both: seed spread: min–max over 3 seed(s); "
+                                                                       "bootstrap over the 120 sentence pairs")
+    assert records["cluster-raises-isotropy"]["interval"]["how"] == "seed spread: min–max over 3 seed(s)"
+    assert "bootstrap over the 60 STS-B pairs" in records["cluster-beats-global-pca"]["interval"]["how"]
+    # the claims are rebuilt from results.json alone (the bootstrap over pairs is stored there)
+    from isotropy.experiments.sts_isotropy.run import claims
+
+    assert {c.id: c.to_dict() for c in claims(results, out)} == records
+
+
+def test_one_seed_is_not_established(small_run):
+    import copy
+
+    from isotropy.experiments.sts_isotropy.run import claims
+
+    _, results = small_run
+    one = copy.deepcopy(results)
+    for block in one["datasets"].values():
+        for row in block["methods"].values():
+            row["per_seed"] = row["per_seed"][:1]
+    one["bootstrap"] = {}
+    got = claims(one, None)
+    assert {c.n_seeds for c in got} == {1} and {c.verdict for c in got} == {"not established"}
+
+
+def test_resume_keeps_a_finished_run(small_run, data_root, tmp_path):
+    import shutil
+
+    out, results = small_run
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    setup = copy / "config.yaml"
+    result = CliRunner().invoke(cli, ["run", "sts-isotropy", "--setup", str(setup), "--data-dir", str(data_root),
+                                      "--results-dir", str(copy), "--device", "cpu", "--resume", "--no-plot"])
+    assert result.exit_code == 0, result.output
+    assert "already finished" in result.output
+    assert json.loads((copy / "results.json").read_text()) == results
+
+
+def test_seeded_samples_make_a_deterministic_transform_a_random_row(data_root, tmp_path):
+    """A metric sample smaller than the sentences, or a fitting corpus larger than fit_max_sentences, differs per seed."""
+    from isotropy.datasets.sts import load_sts
+
+    corpus = load_sts("STSB", split="train", data_dir=data_root).text_a[:80]
+    path = tmp_path / "corpus.txt"
+    path.write_text("\n".join(corpus) + "\n")
+    out = tmp_path / "results"
+    result = CliRunner().invoke(cli, ["run", "sts-isotropy", "--fit-on", str(path), "--datasets", "STSB", "--set",
+                                      "limit=30", "--set", "metric_sample=40", "--set", "fit_max_sentences=50", "--set",
+                                      "methods=[Baseline, Mean]", "--set", "sweep=null", "--data-dir", str(data_root),
+                                      "--results-dir", str(out), "--device", "cpu", "--quiet", "--no-plot"])
+    assert result.exit_code == 0, result.output
+    results = json.loads((out / "results.json").read_text())
+    assert results["fit_per_seed"] is True and results["fit"]["n_sentences"] == 50
+    base, mean = (results["datasets"]["STSB"]["methods"][m] for m in ("Baseline", "Mean"))
+    assert base["depends_on_seed"] and mean["depends_on_seed"]
+    assert len({r["I(W)"] for r in base["per_seed"]}) == 3  # a different 40 of the 60 sentences per seed
+    assert len({r["all"]["spearman"] for r in base["per_seed"]}) == 1  # the cosines do not change
+    assert len({r["all"]["spearman"] for r in mean["per_seed"]}) == 3  # a different corpus mean per seed

@@ -17,7 +17,6 @@ EXPERIMENT = Experiment(
     config_model=StsIsotropyConfig,
     default_setup="paper",
     resume_keys=frozenset(),
-    max_seeds=1,
     partial=False,
     shortcuts=(("--model", "model", "all-MiniLM-L6-v2 (packaged) or a local model directory"),
                ("--fit-on", "fit_on", "What the transforms are fitted on: self, stsb-train, wikitext-2 or a text file"),
@@ -26,5 +25,7 @@ EXPERIMENT = Experiment(
 
     Rows: Baseline, Mean, Mean + PCA (All-But-The-Top), K-means + Mean, GMM + Mean + PCA,
     K-means + Mean + PCA, Whitening. Columns per data set: Pearson, Spearman, I(W), IsoScore.
-    Writes results.json, results.md and figures/ (Spearman per method, the sweep).""",
+    The embeddings are encoded once; K-means, GMM and the seeded samples run once per seed (the
+    sweep on the first seed only). Writes results.json (per-seed values), results.md (seed mean
+    and spread), claims.json and figures/ (Spearman per method, the sweep).""",
 )

@@ -12,7 +12,7 @@ def _methods_figure(results):
     import matplotlib
     from matplotlib.figure import Figure
 
-    from isotropy.experiments.sts_isotropy.report import correlation
+    from isotropy.experiments.sts_isotropy.report import correlation, seed_values
 
     agg = results["config"]["aggregate"]
     names = list(results["datasets"])
@@ -22,14 +22,20 @@ def _methods_figure(results):
     width = 0.8 / len(methods)
     cmap = matplotlib.colormaps["tab10"]
     for m, method in enumerate(methods):
-        ys = [100 * correlation(results["datasets"][n]["methods"][method], "spearman", agg) for n in names]
+        rows = [results["datasets"][n]["methods"][method] for n in names]
+        ys = [100 * correlation(row, "spearman", agg) for row in rows]
+        spread = [[100 * v for v in seed_values(row, "spearman", agg)] for row in rows]
+        # the seed spread (min-max) of a row that depends on the seed, as an error bar
+        yerr = [[y - min(s) for y, s in zip(ys, spread)], [max(s) - y for y, s in zip(ys, spread)]]
+        random = any(row.get("depends_on_seed") for row in rows)
         ax.bar([i + (m - (len(methods) - 1) / 2) * width for i in range(len(names))], ys, width, label=method,
-               color=cmap(m))
+               color=cmap(m), yerr=yerr if random else None, error_kw={"elinewidth": 0.8, "capsize": 1.5})
         iw = [results["datasets"][n]["methods"][method]["I(W)"] for n in names]
         iso = [results["datasets"][n]["methods"][method]["IsoScore"] for n in names]
         ax_iso.scatter([sum(iw) / len(iw)], [sum(iso) / len(iso)], color=cmap(m), s=40)
     ax.set_xticks(range(len(names)), names)
-    ax.set_ylabel("Spearman x100")
+    seeds = results.get("seeds") or []
+    ax.set_ylabel("Spearman x100" + (f" (mean of {len(seeds)} seeds, bars: min-max)" if len(seeds) > 1 else ""))
     values = [100 * correlation(results["datasets"][n]["methods"][m], "spearman", agg) for n in names for m in methods]
     # bars start at zero: a negative correlation is drawn below the axis, never cut off
     ax.set_ylim(min(0.0, min(values) * 1.1), max(0.0, max(values)) * 1.08 + 1)
@@ -69,7 +75,9 @@ def _sweep_figure(results):
         handles = ax.get_legend_handles_labels()[0] + iso_ax.get_legend_handles_labels()[0]
         labels = ax.get_legend_handles_labels()[1] + iso_ax.get_legend_handles_labels()[1]
         ax.legend(handles, labels, fontsize=7, loc="lower right")
-    fig.suptitle("K-means + Mean + PCA: choosing the number of clusters and of removed directions", fontsize=10)
+    seed = results.get("sweep_seed")
+    fig.suptitle("K-means + Mean + PCA: choosing the number of clusters and of removed directions"
+                 + ("" if seed is None else f" (seed {seed})"), fontsize=10)
     return fig
 
 

@@ -1,8 +1,8 @@
-"""Markdown tables of an sts-isotropy results dictionary."""
+"""Markdown tables of an sts-isotropy results dictionary: the seed mean, with the seed spread for the random rows."""
 
 from __future__ import annotations
 
-__all__ = ["correlation", "markdown_report", "metric_table"]
+__all__ = ["correlation", "markdown_report", "markdown_table", "metric_table", "seed_values"]
 
 _AGGREGATE_TEXT = {
     "all": "SentEval's \"all\" value (the correlation over the pooled pairs of all sub-files)",
@@ -12,8 +12,16 @@ _AGGREGATE_TEXT = {
 
 
 def correlation(row: dict, measure: str, aggregate: str) -> float:
-    """The table value of ``measure`` ("pearson"/"spearman") of one method on one data set."""
+    """The table value of ``measure`` ("pearson"/"spearman") of one method on one data set (its seed mean)."""
     return row[aggregate][measure]
+
+
+def seed_values(row: dict, metric: str, aggregate: str) -> list[float]:
+    """The per-seed values of ``metric`` of one method on one data set (one value for a one-seed results file)."""
+    rows = row.get("per_seed") or [row]
+    if metric in ("pearson", "spearman"):
+        return [float(r[aggregate][metric]) for r in rows]
+    return [float(r[metric]) for r in rows]
 
 
 def _fmt(value: float, kind: str) -> str:
@@ -22,24 +30,56 @@ def _fmt(value: float, kind: str) -> str:
     return f"{value:.3f}" if value >= 1e-3 else f"{value:.2e}"
 
 
+def _cell(mean: float, values: list[float], kind: str, *, spread: bool) -> str:
+    """``mean`` and, for a row that depends on the seed, its seed spread ``(min–max)``."""
+    if not spread or len(values) < 2:
+        return _fmt(mean, kind)
+    return f"{_fmt(mean, kind)} ({_fmt(min(values), kind)}–{_fmt(max(values), kind)})"
+
+
+def _random(row: dict) -> bool:
+    return bool(row.get("depends_on_seed", False))
+
+
 def metric_table(results: dict, metric: str) -> str:
-    """Rows = methods, columns = data sets (+ the average for correlations)."""
+    """Rows = methods, columns = data sets (+ the average for correlations); seed mean (min–max) for random rows."""
     agg = results["config"]["aggregate"]
     names = list(results["datasets"])
     methods = list(next(iter(results["datasets"].values()))["methods"])
     is_corr = metric in ("pearson", "spearman")
+    kind = "corr" if is_corr else "iso"
     header = ["Method", *names, *(["Avg."] if is_corr and len(names) > 1 else [])]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for method in methods:
-        values = []
-        for name in names:
-            row = results["datasets"][name]["methods"][method]
-            values.append(correlation(row, metric, agg) if is_corr else row[metric])
-        cells = [_fmt(v, "corr" if is_corr else "iso") for v in values]
+        rows = [results["datasets"][name]["methods"][method] for name in names]
+        per_name = [seed_values(row, metric, agg) for row in rows]
+        means = [correlation(row, metric, agg) if is_corr else row[metric] for row in rows]
+        cells = [_cell(m, v, kind, spread=_random(row)) for m, v, row in zip(means, per_name, rows)]
         if is_corr and len(names) > 1:
-            cells.append(f"{100 * sum(values) / len(values):.2f}")
+            n_seeds = min(len(v) for v in per_name)
+            averages = [sum(v[i] if len(v) > 1 else v[0] for v in per_name) / len(names) for i in range(n_seeds)]
+            cells.append(_cell(sum(means) / len(means), averages, kind, spread=any(_random(r) for r in rows)))
         lines.append("| " + " | ".join([method, *cells]) + " |")
     return "\n".join(lines)
+
+
+def _seeds_text(results: dict) -> str:
+    seeds = results.get("seeds") or results["config"].get("seeds") or []
+    if len(seeds) < 2:
+        return f"One seed ({', '.join(map(str, seeds))}): no seed spread."
+    return (f"Mean over {len(seeds)} seeds ({', '.join(map(str, seeds))}); in brackets the seed spread (min–max) of "
+            f"the rows that depend on the seed (K-means, GMM, and any row whose I(W)/IsoScore or fitting corpus "
+            f"is a seeded sample); the other rows are computed once.")
+
+
+def markdown_table(results: dict) -> str:
+    """Spearman × 100 and the isotropy of every method: the tables the docs render from a committed run."""
+    seeds = _seeds_text(results)
+    return "\n".join([
+        f"Spearman × 100 (STS12-16: {results['config']['aggregate']}). {seeds}", "",
+        metric_table(results, "spearman"), "",
+        "I(W) of the transformed embeddings (1 = isotropic):", "", metric_table(results, "I(W)"), "",
+        "IsoScore of the transformed embeddings (1 = isotropic):", "", metric_table(results, "IsoScore"), ""])
 
 
 def _per_dataset(results: dict, name: str) -> str:
@@ -48,30 +88,35 @@ def _per_dataset(results: dict, name: str) -> str:
     lines = [f"#### {name} ({block['n_pairs']:,} pairs)", "",
              "| Method | Pearson | Spearman | I(W) | IsoScore |", "|---|---|---|---|---|"]
     for method, row in block["methods"].items():
-        lines.append(f"| {method} | {_fmt(correlation(row, 'pearson', agg), 'corr')} | "
-                     f"{_fmt(correlation(row, 'spearman', agg), 'corr')} | {_fmt(row['I(W)'], 'iso')} | "
-                     f"{_fmt(row['IsoScore'], 'iso')} |")
+        spread = _random(row)
+        cells = [_cell(correlation(row, m, agg), seed_values(row, m, agg), "corr", spread=spread)
+                 for m in ("pearson", "spearman")]
+        cells += [_cell(row[m], seed_values(row, m, agg), "iso", spread=spread) for m in ("I(W)", "IsoScore")]
+        lines.append(f"| {method} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
 def describe(results: dict) -> str:
-    """One paragraph: model, pooling, what the transforms were fitted on, what the values are."""
+    """One paragraph: model, pooling, what the transforms were fitted on, what the values are, the seeds."""
     c, fit = results["config"], results["fit"]
     fitted = ("on the sentences of each evaluated data set itself (both sides of every pair), as Rajaee & "
               "Pilehvar do" if c["fit_on"] == "self" else
-              f"once on a separate corpus, {c['fit_on']} ({fit.get('n_sentences', '?'):,} sentences), and "
-              f"applied unchanged to every data set")
+              f"once on a separate corpus, {c['fit_on']} ({fit.get('n_sentences', '?'):,} sentences"
+              f"{', a seeded sample per seed' if results.get('fit_per_seed') else ''}), and applied unchanged to "
+              f"every data set")
     pooling = ("its sentence-transformers pipeline" if c["pooling"] == "sentence-transformers"
                else f"the attention-masked mean of hidden layer {c['layer']}")
-    limit = f" At most {c['limit']} pairs per data set (seeded sample)." if c.get("limit") else ""
-    return (f"Model `{c['model']}` ({results['n_features']}-d, {pooling}). Transforms fitted {fitted}. "
+    seeds = results.get("seeds") or c.get("seeds") or []
+    limit = f" At most {c['limit']} pairs per data set (the same sample for every seed)." if c.get("limit") else ""
+    return (f"Model `{c['model']}` ({results['n_features']}-d, {pooling}); the transforms act on these pooled "
+            f"sentence vectors (the paper transforms token vectors). Transforms fitted {fitted}. "
             f"Pearson and Spearman (x100) between the cosine similarity of the two sentence embeddings and the "
             f"gold score; STS12-16: {_AGGREGATE_TEXT[c['aggregate']]}; STS-B and SICK: their test splits. "
             f"I(W) (Mu & Viswanath's partition measure) and IsoScore of the transformed embeddings of all "
-            f"the data set's sentences (at most {c['metric_sample']:,}, seeded sample); 1 = isotropic. "
+            f"the data set's sentences (at most {c['metric_sample']:,}, a seeded sample per seed); 1 = isotropic. "
             f"Clusters: {c['n_clusters']}, directions removed per cluster: {c['n_components']}, "
-            f"Mean + PCA removes {c['abtt_components']} global direction(s) (auto = round(d/100)); seed "
-            f"{c['seed']}.{limit}")
+            f"Mean + PCA removes {c['abtt_components']} global direction(s) (auto = round(d/100)); seeds "
+            f"{', '.join(map(str, seeds))}. {_seeds_text(results)}{limit}")
 
 
 def markdown_report(results: dict) -> str:
@@ -84,11 +129,18 @@ def markdown_report(results: dict) -> str:
     for name in results["datasets"]:
         parts += [_per_dataset(results, name), ""]
     if results.get("sweep"):
-        parts += ["### Sweep (K-means + Mean + PCA; one parameter varied, the other at its configured value)", "",
+        seed = results.get("sweep_seed", (results.get("seeds") or [None])[0])
+        parts += [(f"### Sweep (K-means + Mean + PCA; one parameter varied, the other at its configured value; "
+                   f"seed {seed} only: the sweep is exploratory)"), "",
                   "| Data set | Varied | Value | Spearman | Pearson | I(W) | IsoScore |", "|---|---|---|---|---|---|---|"]
         for p in results["sweep"]:
             parts.append(f"| {p['dataset']} | {p['param']} | {p['value']} | {_fmt(p['spearman'], 'corr')} | "
                          f"{_fmt(p['pearson'], 'corr')} | {_fmt(p['I(W)'], 'iso')} | {_fmt(p['IsoScore'], 'iso')} |")
+        parts.append("")
+    boot = results.get("bootstrap") or {}
+    if boot:
+        parts += ["### Bootstrap over sentence pairs (for claims.json)", ""]
+        parts += [f"- `{key}`: [{value['low']:.2f}, {value['high']:.2f}] ({value['how']})" for key, value in boot.items()]
         parts.append("")
     parts.append(f"Runtime: {results['seconds']} s.")
     return "\n".join(parts) + "\n"

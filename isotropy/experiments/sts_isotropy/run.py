@@ -4,6 +4,10 @@ For every data set the sentences of both sides are embedded, each method is fitt
 sentences, ``fit_on: self``, as Rajaee & Pilehvar do, or once on a separate corpus) and applied,
 and the cosine similarity of each pair is correlated with the gold score (SentEval's way, per
 sub-file and pooled). The isotropy of the transformed embeddings is measured with I(W) and IsoScore.
+
+Seeds: the embeddings do not depend on the seed (each data set is encoded once); K-means, the GMM,
+the I(W)/IsoScore sample (``metric_sample``) and the fitting-corpus sample (``fit_max_sentences``)
+are drawn per seed. The evaluated pairs (``limit``) and the sweep use the first seed only.
 """
 
 from __future__ import annotations
@@ -16,10 +20,12 @@ import numpy as np
 from isotropy._utils.sampling import subsample_indices
 from isotropy.experiments._results import write_json, write_text
 
-__all__ = ["METHODS", "cosine_rows", "embed_texts", "fit_sentences", "make_method", "prepare", "run"]
+__all__ = ["METHODS", "RANDOM_METHODS", "claims", "cosine_rows", "depends_on_seed", "embed_texts", "fit_sentences",
+           "make_method", "markdown_table", "prepare", "report", "run"]
 
 METHODS = ("Baseline", "Mean", "Mean + PCA", "K-means + Mean", "GMM + Mean + PCA", "K-means + Mean + PCA",
            "Whitening")
+RANDOM_METHODS = frozenset({"K-means + Mean", "GMM + Mean + PCA", "K-means + Mean + PCA"})  # run once per seed
 POOLINGS = ("sentence-transformers", "mean")
 
 
@@ -110,23 +116,24 @@ def isotropy_metrics(Y: np.ndarray, *, sample: int, seed: int) -> dict:
     return {"I(W)": float(partition_isotropy(Y)), "IsoScore": float(isoscore(Y))}
 
 
-def _apply(name, config, X_fit, X, *, seed, fitted=None):
-    """Fit method ``name`` on ``X_fit`` and transform ``X``; ``fitted`` caches fits of a shared corpus."""
-    if fitted is not None and name in fitted:
-        method = fitted[name]
+def _apply(name, config, X_fit, X, *, seed, fitted=None, key=None):
+    """Fit method ``name`` on ``X_fit`` and transform ``X``; ``fitted`` caches fits of a shared corpus under ``key``."""
+    if fitted is not None and key in fitted:
+        method = fitted[key]
     else:
         method = make_method(name, config, seed=seed)
         if method is not None:
             method.fit(X_fit)
         if fitted is not None:
-            fitted[name] = method
+            fitted[key] = method
     return X.astype(np.float64) if method is None else method.transform(X)
 
 
 def _load_data(config, data_dir):
+    """The STS data sets; ``limit`` draws the same pairs for every seed (with the first seed)."""
     from isotropy.datasets.sts import load_sts
 
-    data, seed = {}, _seed(config)
+    data, seed = {}, _first_seed(config)
     for name in config.datasets:
         d = load_sts(name, data_dir=data_dir)
         if config.limit and len(d) > config.limit:
@@ -138,25 +145,44 @@ def _load_data(config, data_dir):
     return data
 
 
-def _evaluate(name, d, X, X_fit, config, log, fitted):
+def depends_on_seed(method: str, config, n_sentences: int, *, fit_varies: bool) -> bool:
+    """Whether a row's numbers change with the seed: a clustering, a seeded metric sample or fitting-corpus sample."""
+    sampled = bool(config.metric_sample) and n_sentences > config.metric_sample
+    return method in RANDOM_METHODS or sampled or fit_varies
+
+
+def _evaluate(name, d, X, fits, config, log, fitted, *, seed, first: dict, fit_varies: bool):
+    """Every method on one data set for one ``seed``: ``{method: (row, cosines)}``.
+
+    A row that does not depend on the seed is computed for the first seed only and reused (``first``).
+    """
     from isotropy.datasets.sts import sts_correlations
 
-    n, seed, rows = len(d), _seed(config), {}
+    n, out = len(d), {}
+    X_fit = fits[seed][0]
     for method in config.methods:
+        random = depends_on_seed(method, config, X.shape[0], fit_varies=fit_varies)
+        if not random and method in first:
+            out[method] = first[method]
+            continue
         start = time.perf_counter()
-        Y = _apply(method, config, X if X_fit is None else X_fit, X, seed=seed, fitted=fitted)
-        corr = sts_correlations(cosine_rows(Y[:n], Y[n:]), d.scores, d.subsets)
-        rows[method] = {**corr, **isotropy_metrics(Y, sample=config.metric_sample, seed=seed),
-                        "seconds": round(time.perf_counter() - start, 3)}
-        log(f"  {name:6s} {method:22s} Spearman {100 * corr['all']['spearman']:6.2f}  "
-            f"I(W) {rows[method]['I(W)']:.3g}  IsoScore {rows[method]['IsoScore']:.3g}")
-    return rows
+        key = (method, seed if (method in RANDOM_METHODS or fit_varies) else None)
+        Y = _apply(method, config, X if X_fit is None else X_fit, X, seed=seed, fitted=fitted, key=key)
+        cos = cosine_rows(Y[:n], Y[n:])
+        corr = sts_correlations(cos, d.scores, d.subsets)
+        row = {**corr, **isotropy_metrics(Y, sample=config.metric_sample, seed=seed),
+               "seconds": round(time.perf_counter() - start, 3)}
+        out[method] = (row, cos)
+        log(f"  seed {seed} {name:6s} {method:22s} Spearman {100 * corr['all']['spearman']:6.2f}  "
+            f"I(W) {row['I(W)']:.3g}  IsoScore {row['IsoScore']:.3g}")
+    return out
 
 
-def _sweep(data, embeddings, X_fit, config, log) -> list[dict]:
+def _sweep(data, embeddings, X_fit, config, log, *, seed: int) -> list[dict]:
+    """K-means + Mean + PCA with one parameter varied at a time, for one seed (the first: the sweep is exploratory)."""
     from isotropy.datasets.sts import sts_correlations
 
-    points, seed = [], _seed(config)
+    points = []
     if config.sweep is None:
         return points
     sweep = config.sweep
@@ -181,15 +207,33 @@ def _sweep(data, embeddings, X_fit, config, log) -> list[dict]:
     return points
 
 
-def _seed(config) -> int:
-    """The run's one seed (data-set sample, fitting corpus sample, clustering, metric sample)."""
+def _first_seed(config) -> int:
+    """The seed of what is drawn once for the whole run: the ``limit`` pairs and the sweep."""
     return int(config.seeds[0])
 
 
 def _results_config(config) -> dict:
-    """The config as ``results.json`` records it (with its ``seed``; ``sweep: {}`` for none), for the report."""
-    return {**config.model_dump(), "seed": _seed(config),
-            "sweep": {} if config.sweep is None else config.sweep.model_dump()}
+    """The config as ``results.json`` records it (``sweep: {}`` for none), for the report."""
+    return {**config.model_dump(), "sweep": {} if config.sweep is None else config.sweep.model_dump()}
+
+
+def _mean(values: list):
+    """The mean over seeds of equally shaped rows (nested dicts of numbers); equal ints (counts) stay ints."""
+    first = values[0]
+    if isinstance(first, dict):
+        return {k: _mean([v[k] for v in values]) for k in first}
+    if isinstance(first, bool) or not isinstance(first, (int, float)):
+        return first
+    if isinstance(first, int) and all(v == first for v in values):
+        return first
+    return float(sum(values) / len(values))
+
+
+def _method_record(rows: list[dict], seeds: list[int], *, random: bool) -> dict:
+    """One method on one data set: the seed mean of every number, and the per-seed rows (without sub-files)."""
+    mean = _mean([{k: v for k, v in r.items() if k != "seconds"} for r in rows])
+    per_seed = [{"seed": s, **{k: v for k, v in r.items() if k != "subsets"}} for s, r in zip(seeds, rows)]
+    return {**mean, "depends_on_seed": random, "per_seed": per_seed}
 
 
 def _check_model(model: str) -> None:
@@ -206,7 +250,7 @@ def _check_model(model: str) -> None:
 
 
 def prepare(config, ctx) -> dict:
-    """Load the STS data sets and the fitting corpus, check the model: before the results directory is touched."""
+    """Load the STS data sets and the fitting corpus (one sample per seed), check the model: before writing."""
     _check_model(config.model)
     for name in [] if config.sweep is None else config.sweep.datasets:
         if name not in config.datasets:
@@ -215,99 +259,95 @@ def prepare(config, ctx) -> dict:
     data = _load_data(config, ctx.data_dir)
     fit = None
     if config.fit_on != "self":
-        fit = fit_sentences(config.fit_on, data_dir=ctx.data_dir, max_sentences=config.fit_max_sentences,
-                            seed=_seed(config))
+        fit = {int(seed): fit_sentences(config.fit_on, data_dir=ctx.data_dir, max_sentences=config.fit_max_sentences,
+                                        seed=int(seed)) for seed in config.seeds}
     return {"data": data, "fit": fit}
 
 
+def _fit_embeddings(prepared_fit, config, *, device, progress, log) -> tuple[dict, dict, bool]:
+    """``({seed: (X_fit or None, sentences)}, fit source, whether the fitting corpus differs between seeds)``."""
+    seeds = [int(s) for s in config.seeds]
+    if prepared_fit is None:
+        return {s: (None, None) for s in seeds}, {"fit_on": "self"}, False
+    fits, done = {}, []
+    for seed in seeds:
+        sentences = prepared_fit[seed][0]
+        same = next((X for other, X in done if other == sentences), None)  # the same sample: embedded once
+        if same is None:
+            log(f"fitting corpus {config.fit_on}: {len(sentences)} sentences (seed {seed})")
+            same = embed_texts(sentences, config, device=device, progress=progress).astype(np.float64)
+            done.append((sentences, same))
+        fits[seed] = (same, sentences)
+    return fits, prepared_fit[seeds[0]][1], len(done) > 1
+
+
 def run(config, results_dir, ctx) -> dict:
-    """Run the comparison; write ``results.json`` and ``results.md`` (figures come from ``plot``)."""
+    """Run the comparison for every seed; write ``results.json`` and ``results.md`` (figures come from ``plot``).
+
+    The embeddings do not depend on the seed: each data set is encoded once. The rows that depend on
+    the seed (K-means, GMM; a seeded I(W)/IsoScore sample or fitting-corpus sample) are computed per
+    seed; the others once, and recorded identically for every seed (``depends_on_seed: false``).
+    """
+    from isotropy.experiments.sts_isotropy.claims import BASE, CLUSTER, GLOBAL, pair_bootstrap
     from isotropy.experiments.sts_isotropy.report import markdown_report
 
     results_dir = Path(results_dir)
     prepared = ctx.prepared
     device, progress, log = ctx.device, ctx.show_progress, ctx.log
     started = time.perf_counter()
+    seeds = [int(s) for s in config.seeds]
     data = prepared["data"]
-    X_fit, fit_source = None, {"fit_on": "self"}
-    if prepared["fit"] is not None:
-        sentences, fit_source = prepared["fit"]
-        log(f"fitting corpus {config.fit_on}: {len(sentences)} sentences")
-        X_fit = embed_texts(sentences, config, device=device, progress=progress).astype(np.float64)
-    # a separate corpus is fitted once per method (same seed, same fit) and reused for every data set
-    embeddings, table, fitted = {}, {}, (None if X_fit is None else {})
+    fits, fit_source, fit_varies = _fit_embeddings(prepared["fit"], config, device=device, progress=progress, log=log)
+    embeddings = {}
     for name, d in data.items():
         log(f"{name}: {len(d)} pairs")
-        X = embed_texts(d.sentences(), config, device=device, progress=progress).astype(np.float64)
-        embeddings[name] = X
-        table[name] = {"n_pairs": len(d), "subsets": d.subset_names, "source": d.source,
-                       "methods": _evaluate(name, d, X, X_fit, config, log, fitted)}
-    sweep = _sweep(data, embeddings, X_fit, config, log)
-    results = {"config": _results_config(config), "fit": fit_source, "n_features": int(next(iter(embeddings.values())).shape[1]),
-               "datasets": table, "sweep": sweep, "seconds": round(time.perf_counter() - started, 1)}
+        embeddings[name] = embed_texts(d.sentences(), config, device=device, progress=progress).astype(np.float64)
+    # per seed: a separate corpus is fitted once per method and reused for every data set
+    rows = {name: {m: [] for m in config.methods} for name in data}
+    cosines = {s: {name: {} for name in data} for s in seeds}
+    firsts = {name: {} for name in data}
+    shared = {}  # fits that do not depend on the seed (a separate corpus, the same for every seed)
+    for seed in seeds:
+        fitted = None if fits[seed][0] is None else shared
+        for name, d in data.items():
+            out = _evaluate(name, d, embeddings[name], fits, config, log, fitted, seed=seed, first=firsts[name],
+                            fit_varies=fit_varies)
+            for method, (row, cos) in out.items():
+                rows[name][method].append(row)
+                if method in (BASE, GLOBAL, CLUSTER):
+                    cosines[seed][name][method] = cos
+            if seed == seeds[0]:
+                firsts[name].update(out)
+    table = {}
+    for name, d in data.items():
+        table[name] = {"n_pairs": len(d), "subsets": d.subset_names, "source": d.source, "methods": {
+            m: _method_record(rows[name][m], seeds, random=depends_on_seed(m, config, embeddings[name].shape[0],
+                                                                            fit_varies=fit_varies))
+            for m in config.methods}}
+    sweep = _sweep(data, embeddings, fits[seeds[0]][0], config, log, seed=seeds[0])
+    log("bootstrap over the sentence pairs")
+    bootstrap = pair_bootstrap(cosines, {name: np.asarray(d.scores, dtype=np.float64) for name, d in data.items()})
+    results = {"config": _results_config(config), "seeds": seeds, "fit": fit_source,
+               "fit_per_seed": fit_varies, "n_features": int(next(iter(embeddings.values())).shape[1]),
+               "datasets": table, "sweep": sweep, "sweep_seed": seeds[0] if sweep else None, "bootstrap": bootstrap,
+               "seconds": round(time.perf_counter() - started, 1)}
     write_json(results_dir / "results.json", results)
     write_text(results_dir / "results.md", markdown_report(results))
     return results
 
 
-# --- claims: the rules are fixed here, before the numbers are seen (Rajaee & Pilehvar, ACL 2021, slides "Pre-trained
-# BERT results" and "Our proposed algorithm in comparison to other studies"; sentence-level transform, see the page) --
-
-_PAPER = "Rajaee & Pilehvar, ACL 2021"
-_CLUSTER, _BASE, _GLOBAL = "K-means + Mean + PCA", "Baseline", "Mean + PCA"
-
-
 def claims(results, results_dir, *, model: str | None = None, reason: str | None = None) -> list:
-    """The slides' STS claims for the cluster-based transform; one value per run (the run's one clustering seed)."""
-    import math
+    """The slides' STS claims (:func:`isotropy.experiments.sts_isotropy.claims.claims`)."""
+    from isotropy.experiments.sts_isotropy.claims import claims as sts_claims
 
-    from isotropy.experiments._claims import Rule, claim, command_of, not_run, run_config
+    return sts_claims(results, results_dir, model=model, reason=reason)
 
-    rules = {
-        "sts": Rule("holds if the mean Spearman × 100 over the data sets rises with K-means + Mean + PCA, in every seed "
-                    "and across the interval; does not hold if it falls throughout", above=0.0),
-        "isotropy": Rule("holds if log10 I(W) rises with K-means + Mean + PCA on every data set, in every seed "
-                         "(the smallest rise is above 0)", above=0.0),
-        "ranking": Rule("holds if K-means + Mean + PCA beats global Mean + PCA on STS-B (Spearman × 100), in every seed",
-                        above=0.0),
-    }
-    specs = [("cluster-raises-sts", "slide 'Pre-trained BERT results'",
-              "The cluster-based transform raises the STS correlations of pre-trained representations.",
-              "every data set rises (STS-B 54.09 → 67.50)",
-              "mean over the data sets of Spearman × 100, K-means + Mean + PCA minus Baseline", "sts"),
-             ("cluster-raises-isotropy", "slide 'Pre-trained BERT results'",
-              "The cluster-based transform raises the isotropy I(W).", "every data set rises (STS-B 3.36e-5 → 0.63)",
-              "smallest over the data sets of log10 I(W), K-means + Mean + PCA minus Baseline", "isotropy"),
-             ("cluster-beats-global-pca", "slide 'Our proposed algorithm in comparison to other studies'",
-              "The cluster-based transform beats global Mean + PCA on STS-B.", "67.50 vs 46.67",
-              "STS-B Spearman × 100, K-means + Mean + PCA minus Mean + PCA", "ranking")]
-    config = run_config(results_dir) if results_dir is not None else {}
-    command = (command_of(results_dir, "isotropy run sts-isotropy --data-dir DATA_DIR") if results_dir is not None
-               else "isotropy run sts-isotropy --data-dir DATA_DIR")
-    model = model or str(config.get("model", "–"))
-    table = (results or {}).get("datasets") or {}
 
-    def spearman(name, method):
-        return 100.0 * float(table[name]["methods"][method]["all"]["spearman"])
+def markdown_table(results: dict) -> str:
+    """The docs' run table (``<!-- run-table: sts-isotropy/SETUP -->``): Spearman and isotropy, seed mean and spread."""
+    from isotropy.experiments.sts_isotropy.report import markdown_table as table
 
-    values = {}
-    if table and all(_CLUSTER in t["methods"] and _BASE in t["methods"] for t in table.values()):
-        values["sts"] = sum(spearman(n, _CLUSTER) - spearman(n, _BASE) for n in table) / len(table)
-        values["isotropy"] = min(math.log10(table[n]["methods"][_CLUSTER]["I(W)"]) -
-                                 math.log10(table[n]["methods"][_BASE]["I(W)"]) for n in table)
-        stsb = next((n for n in table if n.lower() in ("stsb", "sts-b", "stsbenchmark")), None)
-        if stsb and _GLOBAL in table[stsb]["methods"]:
-            values["ranking"] = spearman(stsb, _CLUSTER) - spearman(stsb, _GLOBAL)
-    out = []
-    for id_, where, text, paper_value, statistic, key in specs:
-        if key in values:
-            out.append(claim(id=id_, paper=f"{_PAPER}, {where}", claim=text, paper_value=paper_value, model=model,
-                             statistic=statistic, values=[values[key]], rule=rules[key], command=command))
-        else:
-            out.append(not_run(id=id_, paper=f"{_PAPER}, {where}", claim=text, paper_value=paper_value, model=model,
-                               statistic=statistic, rule=rules[key], command=command,
-                               reason=reason or "the run has no such rows"))
-    return out
+    return table(results)
 
 
 def report(results, results_dir) -> str:
