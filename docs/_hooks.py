@@ -159,7 +159,7 @@ def _keep_braces(match) -> str:
 # table of docs/runs/EXPERIMENT/SETUP/claims.json (written by the experiment's report), and ``<!-- claims-index -->``
 # on the experiments index becomes one table of every claim of every page, in page order, linked to its page;
 # ``<!-- run-table: EXPERIMENT/SETUP -->`` is the experiment's own ``markdown_table`` of that run's committed
-# results.json (the table its command prints).
+# results.json (or metrics.json, layer-geometry's name for it): the table its command prints.
 _CLAIMS_MARKER = re.compile(r"^<!-- claims: ([\w.-]+)/([\w.-]+) -->[ \t]*$", flags=re.MULTILINE)
 _CLAIMS_INDEX = re.compile(r"^<!-- claims-index -->[ \t]*$", flags=re.MULTILINE)
 _RUN_TABLE = re.compile(r"^<!-- run-table: ([\w.-]+)/([\w.-]+) -->[ \t]*$", flags=re.MULTILINE)
@@ -177,8 +177,9 @@ def _run_table(match) -> str:
     import importlib
     import json
 
-    results = json.loads(_claims_file(match.group(1), match.group(2)).with_name("results.json").read_text(
-        encoding="utf-8"))
+    folder = _claims_file(match.group(1), match.group(2)).parent
+    name = next((n for n in ("results.json", "metrics.json") if (folder / n).is_file()), "results.json")
+    results = json.loads((folder / name).read_text(encoding="utf-8"))
     module = importlib.import_module(f"isotropy.experiments.{match.group(1).replace('-', '_')}.run")
     return module.markdown_table(results)
 

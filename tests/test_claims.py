@@ -189,7 +189,8 @@ def test_istar_claims_from_the_runs(tmp_path):
     for seed in range(3):
         for lam in (-5.0, 5.0):
             record = {"method": "istar", "lambda": lam, "seed": seed, "score": 0.70 + 0.01 * seed,
-                      "isoscore_star": 0.2 if lam < 0 else 0.3, "twonn_dimension": 28.0 if lam < 0 else 41.0}
+                      "isoscore_star": 0.2 if lam < 0 else 0.3, "twonn_dimension": 28.0 if lam < 0 else 41.0,
+                      "silhouette": (0.05 if lam < 0 else 0.08) + 0.01 * seed}
             (tmp_path / "runs" / f"istar_{lam:g}_seed{seed}.json").write_text(json.dumps(record))
     (tmp_path / "run.json").write_text(json.dumps({"command": "isotropy run istar --data-dir /d",
                                                    "config": {"model": "m"}}))
@@ -197,7 +198,8 @@ def test_istar_claims_from_the_runs(tmp_path):
     assert got["istar-moves-isotropy"].verdict == "holds" and got["istar-moves-isotropy"].n_seeds == 3
     assert got["lower-isotropy-lower-dimension"].verdict == "holds"
     assert got["lower-isotropy-better-performance"].verdict == "does not hold"  # equal scores: not higher
-    assert got["minimising-isoscore-maximises-silhouette"].verdict == "not established"
+    silhouette = got["minimising-isoscore-maximises-silhouette"]  # lower at λ < 0 in every seed: the opposite
+    assert silhouette.verdict == "does not hold" and silhouette.ours == pytest.approx(-0.03)
     assert got["istar-moves-isotropy"].command == "isotropy run istar --data-dir DATA_DIR"
     assert {c.verdict for c in istar_claims(None, None, model="m", reason="r")} == {"not established"}
 
@@ -217,11 +219,19 @@ def test_layer_geometry_and_sts_claims_are_one_sample():
     from isotropy.experiments.layer_geometry.run import claims as lg_claims
     from isotropy.experiments.sts_isotropy.run import claims as sts_claims
 
-    layers = [{"s_inter": 0.9, "s_inter_centered": 0.01, "isoscore_centered": 0.05},
-              {"s_inter": 0.6, "s_inter_centered": 0.03, "isoscore_centered": 0.08}]
-    got = {c.id: c for c in lg_claims({"model": "m", "layers": layers}, None)}
+    layers = [{"s_inter": 0.9, "s_inter_centered": 0.01, "isoscore_centered": 0.05, "pc1_frequency_rho": 0.7},
+              {"s_inter": 0.6, "s_inter_centered": 0.03, "isoscore_centered": 0.08, "pc1_frequency_rho": 0.2}]
+    got = {c.id: c for c in lg_claims({"model": "m", "samples": [{"seed": 0, "layers": layers}]}, None)}
     assert got["anisotropic-globally"].ours == 0.6 and got["centring-near-isotropic-isoscore"].ours == 0.05
+    assert got["frequency-manifold"].ours == 0.7
     assert {c.verdict for c in got.values()} == {"not established"}  # one token sample
+    shifted = [{**r, "s_inter": r["s_inter"] - 0.1 * i} for r in layers for i in (1,)]
+    three = [{"seed": 0, "layers": layers}, {"seed": 1, "layers": shifted}, {"seed": 2, "layers": layers}]
+    got = {c.id: c for c in lg_claims({"model": "m", "samples": three}, None)}
+    assert got["anisotropic-globally"].verdict == "holds" and got["anisotropic-globally"].n_seeds == 3  # 0.5 > 0.3
+    assert got["anisotropic-globally"].interval["low"] == pytest.approx(0.5)
+    assert got["centring-near-isotropic-cosine"].verdict == "holds"  # largest 0.03 < 0.1 in every sample
+    assert got["centring-near-isotropic-isoscore"].verdict == "does not hold"  # smallest 0.05 <= 0.5
     methods = {"Baseline": {"all": {"spearman": 0.5}, "I(W)": 1e-5},
                "Mean + PCA": {"all": {"spearman": 0.55}, "I(W)": 1e-3},
                "K-means + Mean + PCA": {"all": {"spearman": 0.6}, "I(W)": 0.5}}

@@ -194,6 +194,24 @@ def test_errors(tiny_bert, tmp_path):
         _extract(tiny_bert, pooling="max")
     with pytest.raises(ValueError, match="No word token is left"):
         _extract(tiny_bert, [["."]], skip_types=["."])
+    for bad in ("yes", 1, None):
+        with pytest.raises(ValueError, match=r"'leading_space' parameter of extract_token_embeddings must be 'auto', "
+                                             r"True or False\. Got " + repr(bad)):
+            _extract(tiny_bert, leading_space=bad)
+
+
+def test_leading_space_choice(tiny_bert, tiny_gpt2):
+    """auto: a space only where the tokenizer needs one; True / False force it, and stats say which was used."""
+    lines = [["the", "cats", "sat"], ["a", "dog"]]
+    auto = _extract(tiny_bert, lines)
+    assert auto.stats["leading_space"] is False  # WordPiece encodes pre-split words as in running text
+    forced = _extract(tiny_bert, lines, leading_space=True)
+    assert forced.stats["leading_space"] is True
+    for layer in auto.layers:  # BERT's basic tokenizer strips the space: the same pieces, the same states
+        np.testing.assert_array_equal(forced.hidden_states[layer], auto.hidden_states[layer])
+    gpt2_auto = _extract(tiny_gpt2, lines)
+    gpt2_plain = _extract(tiny_gpt2, lines, leading_space=False)
+    assert gpt2_auto.stats["leading_space"] is False and gpt2_plain.n_pieces.tolist() == gpt2_auto.n_pieces.tolist()
 
 
 @pytest.mark.parametrize("module", ["isotropy.models.contextual", "isotropy.datasets.corpora",

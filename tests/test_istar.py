@@ -300,7 +300,7 @@ def test_cli_end_to_end_on_sst2(tiny_model_dir, tmp_path, capsys):
     for record in results["runs"]:
         assert record["metric"] == "accuracy" and record["n_validation"] == 24 and record["n_train"] == 16
         assert 0 <= record["score"] <= 1 and 0 <= record["isoscore"] <= 1 and 0 <= record["isoscore_star"] <= 1
-        assert record["twonn_dimension"] > 0
+        assert record["twonn_dimension"] > 0 and -1 <= record["silhouette"] <= 1
         assert (record["score"] * 24) == pytest.approx(round(record["score"] * 24))  # a count of 24 items
     row = results["summary"][1]
     scores = [r["score"] for r in results["runs"] if r["condition"] == "istar:-1"]
@@ -315,6 +315,20 @@ def test_cli_end_to_end_on_sst2(tiny_model_dir, tmp_path, capsys):
     (out / "figures" / "twonn_dimension.png").unlink()
     main(["plot", str(out)])
     assert (out / "figures" / "twonn_dimension.png").is_file()
+
+
+def test_class_silhouette_matches_sklearn():
+    """Rudman & Eickhoff's silhouette of the classes: sklearn's euclidean silhouette; None without two classes."""
+    from sklearn.metrics import silhouette_score
+
+    from isotropy.experiments._finetune.train import _class_silhouette
+
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 3, size=60)
+    X = rng.normal(size=(60, 5)) + labels[:, None] * 2.0
+    assert _class_silhouette(X, labels) == pytest.approx(silhouette_score(X, labels), rel=1e-10)
+    assert _class_silhouette(X, np.zeros(60, dtype=np.int64)) is None
+    assert _class_silhouette(X, np.linspace(0, 1, 60)) is None  # a regression target has no classes
 
 
 def test_subsample_is_fixed_by_seed():

@@ -181,8 +181,6 @@ def test_cli_errors(tiny_bert, corpus_file, tmp_path, capsys):
     assert code == 2 and "'pca_layers'" in err and "[0, 2]" in err
     code, _, err = _cli([*base, "--model", tiny_bert, "--corpus", str(corpus_file), "--set", "max_tokens=0"], capsys)
     assert code == 2 and "'max_tokens' setting of layer-geometry" in err and "Got 0 instead" in err
-    code, _, err = _cli([*base, "--seeds", "0,1"], capsys)
-    assert code == 2 and "at most 1 seed" in err
     assert not (tmp_path / "r").exists()  # every failure came before the results directory was made
 
 
@@ -213,3 +211,74 @@ def test_packaged_configs_share_one_schema():
                 mine = values[key] if sub is None else values[key][sub]
                 theirs = defaults[key] if sub is None else defaults[key][sub]
                 assert mine != theirs, (setup, key, sub)
+
+
+def test_pc1_frequency_rho_matches_sklearn_pca_and_scipy():
+    from scipy.stats import spearmanr
+    from sklearn.decomposition import PCA
+
+    from isotropy.experiments.layer_geometry.metrics import pc1_frequency_rho
+
+    rng = np.random.default_rng(4)
+    frequency = rng.integers(1, 500, size=300)
+    X = rng.normal(size=(300, 10)) + np.log(frequency)[:, None] * rng.normal(size=10)  # frequency along one line
+    pc1 = PCA(n_components=1).fit_transform(X)[:, 0]
+    expected = abs(spearmanr(pc1, np.log(frequency)).statistic)
+    assert pc1_frequency_rho(X, frequency) == pytest.approx(expected, rel=1e-10)
+    assert expected > 0.85
+    assert math.isnan(pc1_frequency_rho(X, np.full(300, 7)))  # one frequency: no order to find
+
+
+def test_several_token_samples_give_means_spreads_and_claims(tiny_bert, corpus_file, tmp_path, capsys):
+    """--seeds 0,1,2: one token sample per seed; the table is the mean, the claims read one value per sample."""
+    results_dir = tmp_path / "results"
+    from isotropy.cli import main
+
+    main(["run", "layer-geometry", "--model", tiny_bert, "--corpus", str(corpus_file), "--layers", "0,2",
+          "--set", "max_tokens=40", "--set", "pca_layers=[2]", "--set", "static=null", "--seeds", "0,1,2",
+          "--device", "cpu", "--results-dir", str(results_dir), "--quiet", "--threads", "1",
+          "--set", "metrics.k_range=[2, 4]", "--set", "metrics.n_neighbors=10"])
+    capsys.readouterr()
+    results = json.loads((results_dir / "metrics.json").read_text())
+    samples = results["samples"]
+    assert [s["seed"] for s in samples] == [0, 1, 2] and results["seeds"] == [0, 1, 2]
+    assert all(s["n_tokens"] == 40 for s in samples)
+    # different lines visited per seed: the samples differ
+    assert len({round(s["layers"][1]["s_inter"], 12) for s in samples}) > 1
+    for j, row in enumerate(results["layers"]):
+        for key in ("s_inter", "isoscore", "isoscore_centered", "pc1_frequency_rho"):
+            values = [s["layers"][j][key] for s in samples]
+            assert row[key] == pytest.approx(float(np.mean(values)), rel=1e-12)
+            assert row["spread"][key] == pytest.approx([min(values), max(values)], rel=1e-12)
+    table = (results_dir / "metrics.md").read_text()
+    assert "Mean over 3 token samples (seeds 0, 1, 2)" in table and "PC1–frequency |ρ|" in table
+    # outliers in view: per layer the largest norm over the median, the words that carry it, the specials apart
+    norms = samples[0]["layers"][1]["token_norms"]
+    assert norms["max_over_median"] == pytest.approx(samples[0]["layers"][1]["norm_max_over_median"])
+    assert {w for w, _ in norms["special"]} == {"[CLS]", "[SEP]"} and len(norms["top"]) == 5
+    assert "| layer | max / median | largest words (ratio) | special tokens (largest ratio) |" in table
+    claims = {c["id"]: c for c in json.loads((results_dir / "claims.json").read_text())}
+    assert set(claims) == {"anisotropic-globally", "centring-near-isotropic-cosine", "centring-near-isotropic-isoscore",
+                           "frequency-manifold"}
+    smallest = [min(r["s_inter"] for r in s["layers"]) for s in samples]
+    c = claims["anisotropic-globally"]
+    assert c["n_seeds"] == 3 and c["ours"] == pytest.approx(float(np.mean(smallest)))
+    assert [c["interval"]["low"], c["interval"]["high"]] == pytest.approx([min(smallest), max(smallest)])
+    expected = "holds" if min(smallest) > 0.3 else "does not hold" if max(smallest) <= 0.3 else "not established"
+    assert c["verdict"] == expected
+    assert c["command"].startswith("isotropy run layer-geometry")
+
+
+def test_pca_view_pins_an_outlier_to_the_border():
+    """One point 1,000x away from the rest must not set the axes: it is pinned, the bulk fills the view."""
+    from isotropy.experiments.layer_geometry.plot import clip_to_view
+
+    rng = np.random.default_rng(0)
+    coords = rng.normal(size=(1000, 3))
+    coords[7] = [1000.0, -1000.0, 0.0]
+    clipped, outside, limits = clip_to_view(coords)
+    assert outside[7] and outside.sum() < 20  # the outlier, and at most the tails beyond the 0.5/99.5 percentiles
+    for axis, (low, high) in enumerate(limits):
+        assert -5 < low < -2 and 2 < high < 5  # set by the bulk (about ±2.6 sd), not by the outlier
+        assert clipped[:, axis].min() >= low and clipped[:, axis].max() <= high
+    np.testing.assert_array_equal(clipped[~outside], coords[~outside])

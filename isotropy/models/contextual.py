@@ -151,13 +151,19 @@ def _select(lines, order, *, skip, max_tokens, max_per_type):
     return kept
 
 
-def _space_prefixer(tokenizer):
+def _space_prefixer(tokenizer, leading_space="auto"):
     """How to hand pre-split words to ``tokenizer`` so each is encoded as in running text.
 
-    Probes the tokenizer: if the second of two pre-split words gets other pieces than in the text
-    ``"a cat"`` and a leading space restores them (SentencePiece with a ``▁``-replacing normalizer
-    and no prefix, e.g. Gemma), every word is given with a leading space; otherwise unchanged.
+    ``"auto"`` probes the tokenizer: if the second of two pre-split words gets other pieces than in
+    the text ``"a cat"`` and a leading space restores them (SentencePiece with a ``▁``-replacing
+    normalizer and no prefix, e.g. Gemma), every word is given with a leading space; otherwise
+    unchanged. ``True`` always prefixes a space, ``False`` never does (words as given).
     """
+    if leading_space is True:
+        return lambda words: [" " + w for w in words]
+    if leading_space is False:
+        return list
+
     def pieces(words):
         return tokenizer(words, is_split_into_words=True, add_special_tokens=False)["input_ids"]
 
@@ -184,7 +190,8 @@ def extract_token_embeddings(lines, *, model: str = "all-MiniLM-L6-v2", layers="
                              max_tokens: int | None = None, max_per_type: int | None = None,
                              skip_types: Sequence[str] = (), shuffle: bool = False, random_state=None,
                              max_length: int = 128, batch_size: int = 32, device=None, dtype: str = "float32",
-                             show_progress: bool = True, tokenizer_and_model=None) -> TokenEmbeddings:
+                             leading_space="auto", show_progress: bool = True,
+                             tokenizer_and_model=None) -> TokenEmbeddings:
     """Contextual embedding of every corpus word at every selected hidden layer.
 
     Parameters
@@ -217,6 +224,10 @@ def extract_token_embeddings(lines, *, model: str = "all-MiniLM-L6-v2", layers="
         ``None``: CUDA when available, else CPU.
     dtype : {"float32", "float16"}, default="float32"
         Storage type of the returned arrays (the model itself runs in its own precision).
+    leading_space : {"auto", True, False}, default="auto"
+        Give each word to the tokenizer with a leading space: ``"auto"`` where the tokenizer needs
+        it to encode a word as in running text (``▁cat`` in Gemma's SentencePiece), ``True`` always,
+        ``False`` never (words as given: ``cat``, a word-initial piece the model rarely sees mid-text).
     show_progress : bool, default=True
         A tqdm progress bar over batches.
     tokenizer_and_model : (tokenizer, model) or None
@@ -254,6 +265,9 @@ def extract_token_embeddings(lines, *, model: str = "all-MiniLM-L6-v2", layers="
     lines = _as_lines(lines)
     check_option(pooling, "pooling", ("first", "mean"), caller=_CALLER)
     check_option(dtype, "dtype", ("float32", "float16"), caller=_CALLER)
+    if not (isinstance(leading_space, bool) or isinstance(leading_space, str) and leading_space == "auto"):
+        raise IsotropyValueError(f"The 'leading_space' parameter of {_CALLER} must be 'auto', True or False. "
+                                 f"Got {leading_space!r} instead.")
     check_scalar(max_tokens, "max_tokens", caller=_CALLER, kind=int, low=1, allow_none=True)
     check_scalar(max_per_type, "max_per_type", caller=_CALLER, kind=int, low=1, allow_none=True)
     check_scalar(max_length, "max_length", caller=_CALLER, kind=int, low=4)
@@ -283,7 +297,7 @@ def extract_token_embeddings(lines, *, model: str = "all-MiniLM-L6-v2", layers="
 
     # word -> piece mapping of every used line, then windows of whole words
     used = sorted(kept)
-    as_words = _space_prefixer(tokenizer)
+    as_words = _space_prefixer(tokenizer, leading_space)
     encoded = tokenizer([as_words(lines[li]) for li in used], is_split_into_words=True, add_special_tokens=False)
     jobs = []  # (n_pieces, line index, start word, stop word, [kept word indices in window])
     pieces_of: dict[tuple[int, int], int] = {}
@@ -381,6 +395,6 @@ def extract_token_embeddings(lines, *, model: str = "all-MiniLM-L6-v2", layers="
         n_layers=n_layers,
         stats={"n_lines": len(lines), "n_lines_used": len(used), "n_windows": len(jobs),
                "n_words": sum(frequency.values()), "n_kept": n_out, "n_without_pieces": n_without,
-               "n_truncated": n_truncated},
+               "n_truncated": n_truncated, "leading_space": as_words is not list},
         special_norms=special_norms,
     )

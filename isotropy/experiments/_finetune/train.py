@@ -37,7 +37,19 @@ __all__ = [
 METHODS = ("none", "istar", "cosreg")
 # the entries of a run's record that the sweep's tables read back (istar's runs/<run_id>.json on --resume)
 RECORD_KEYS = ("run_id", "condition", "method", "lambda", "metric", "score", "accuracy", "isoscore_star", "isoscore",
-               "twonn_dimension", "train_isoscore_star_first", "train_isoscore_star_last")
+               "twonn_dimension", "silhouette", "train_isoscore_star_first", "train_isoscore_star_last")
+
+
+def _class_silhouette(X, labels) -> float | None:
+    """Silhouette (euclidean, exact) of the validation representations by gold class (Rudman & Eickhoff's
+    "minimising IsoScore maximises silhouette"); None for a regression task or fewer than two classes."""
+    from isotropy import silhouette_score
+
+    labels = np.asarray(labels)
+    if not np.issubdtype(labels.dtype, np.integer):
+        return None
+    n_classes = np.unique(labels).size
+    return float(silhouette_score(X, labels)) if 2 <= n_classes < len(labels) else None
 
 
 @dataclass(frozen=True)
@@ -203,7 +215,7 @@ def train_model(spec: RunSpec, config, encoder, n_classes: int, train, valid, *,
     Returns
     -------
     record : dict
-        The run's record: validation metric, accuracy, IsoScore* / IsoScore / TwoNN dimension of
+        The run's record: validation metric, accuracy, IsoScore* / IsoScore / TwoNN dimension / class silhouette of
         the validation sentence representations, and the IsoScore* of the regularised training
         states at the start and end of training.
     model : SentenceClassifier
@@ -289,6 +301,7 @@ def train_model(spec: RunSpec, config, encoder, n_classes: int, train, valid, *,
         "isoscore_star": isoscore_star(X, shrinkage_cov=sentence_cov.double().cpu().numpy(), zeta=zeta),
         "isoscore": isoscore(X),
         "twonn_dimension": twonn_dimension(X),
+        "silhouette": _class_silhouette(X, valid.labels),
         "train_isoscore_star_first": float(np.mean(iso_hist[:tail])) if iso_hist else None,
         "train_isoscore_star_last": float(np.mean(iso_hist[-tail:])) if iso_hist else None,
         "train_task_loss_last": float(np.mean(history["task_loss"][-tail:])),

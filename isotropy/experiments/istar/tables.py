@@ -14,8 +14,8 @@ __all__ = ["collect_results", "markdown_table", "summarise"]
 
 def summarise(records: list[dict]) -> list[dict]:
     """Mean and standard deviation (ddof=1; 0 for one seed) over seeds, one row per condition."""
-    fields = ("score", "accuracy", "isoscore_star", "isoscore", "twonn_dimension", "train_isoscore_star_first",
-              "train_isoscore_star_last")
+    fields = ("score", "accuracy", "isoscore_star", "isoscore", "twonn_dimension", "silhouette",
+              "train_isoscore_star_first", "train_isoscore_star_last")
     rows, order = [], {"none": 0, "istar": 1, "cosreg": 2}
     for condition in sorted({r["condition"] for r in records},
                             key=lambda c: next((order[r["method"]], r["lambda"]) for r in records if r["condition"] == c)):
@@ -30,23 +30,25 @@ def summarise(records: list[dict]) -> list[dict]:
     return rows
 
 
-def markdown_table(rows: list[dict]) -> str:
-    """The summary as a Markdown table (mean ± std over seeds)."""
+def markdown_table(rows) -> str:
+    """The summary as a Markdown table (mean ± std over seeds): ``rows`` is :func:`summarise`'s list or ``results.json``."""
+    if isinstance(rows, dict):  # results.json of a sweep (the docs' run tables)
+        rows = rows.get("summary") or []
     def cell(row, field, digits):
-        mean, std = row[f"{field}_mean"], row[f"{field}_std"]
+        mean, std = row.get(f"{field}_mean"), row.get(f"{field}_std")  # older runs lack a field: "–"
         return "–" if mean is None else f"{mean:.{digits}f} ± {std:.{digits}f}"
 
     metric = rows[0]["metric"] if rows else "score"
     lines = [(f"| condition | λ | seeds | {metric} | IsoScore* (val) | IsoScore (val) | TwoNN ID (val) | "
-             f"IsoScore* of regularised train states (first → last 10% of steps) |"),
-             "|---|---|---|---|---|---|---|---|"]
+             f"class silhouette (val) | IsoScore* of regularised train states (first → last 10% of steps) |"),
+             "|---|---|---|---|---|---|---|---|---|"]
     for row in rows:
         lam = "–" if row["method"] == "none" else f"{row['lambda']:g}"
         first, last = row["train_isoscore_star_first_mean"], row["train_isoscore_star_last_mean"]
         trend = "–" if first is None else f"{first:.3f} → {last:.3f}"
         lines.append(f"| {row['method'] if row['method'] != 'none' else 'base (no reg.)'} | {lam} | {row['n_seeds']} | "
                      f"{cell(row, 'score', 4)} | {cell(row, 'isoscore_star', 4)} | {cell(row, 'isoscore', 4)} | "
-                     f"{cell(row, 'twonn_dimension', 2)} | {trend} |")
+                     f"{cell(row, 'twonn_dimension', 2)} | {cell(row, 'silhouette', 3)} | {trend} |")
     return "\n".join(lines) + "\n"
 
 

@@ -37,6 +37,7 @@ class LayerGeometryConfig(ExperimentConfig):
     skip_types: list[str] = expects("a list of words", default_factory=list)
     shuffle: bool
     max_length: int = Field(ge=2)
+    leading_space: bool | Literal["auto"] = expects("'auto', true or false", default="auto")
     batch_size: int = Field(ge=1)
     dtype: Literal["float32", "float16"] = expects("float32 or float16")
     seeds: Seeds

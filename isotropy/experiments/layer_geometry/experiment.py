@@ -18,7 +18,6 @@ EXPERIMENT = Experiment(
     report_file="metrics.md",
     default_setup="minilm-wikitext2",
     resume_keys=frozenset(),
-    max_seeds=1,
     partial=False,
     shortcuts=(("--model", "model", "all-MiniLM-L6-v2 (packaged), a local transformers model directory or a hub name"),
                ("--corpus", "corpus", "wikitext-2, ptb, or a path to a plain-text file"),

@@ -12,7 +12,7 @@ import warnings
 
 import numpy as np
 
-__all__ = ["DEFAULT_METRICS", "METRIC_LABELS", "space_metrics", "static_space"]
+__all__ = ["DEFAULT_METRICS", "METRIC_LABELS", "pc1_frequency_rho", "space_metrics", "static_space"]
 
 DEFAULT_METRICS = {
     "intra_max_instances": 1000,  # S_intra: up to 1,000 instances per type (Cai et al.)
@@ -127,6 +127,34 @@ def space_metrics(X, type_ids, *, seed: int = 0, intra_max_instances: int | None
             out[f"lid_{metric}"] = _mean_finite(local_mle_dimension(X, n_neighbors=k, metric=metric))
     out = {key: (float(v) if isinstance(v, (float, np.floating)) else v) for key, v in out.items()}
     return (out, cc.labels_) if return_labels else out
+
+
+def pc1_frequency_rho(X, frequency) -> float:
+    """|Spearman ρ| between the first principal component of ``X`` and the corpus frequency of each row's word.
+
+    Cai et al. (2021, Section 4) see contextual tokens lie on a manifold ordered by word frequency;
+    this is the one-number version of their frequency-coloured PCA pictures. The sign of a principal
+    component is arbitrary, so the absolute value is returned (ranks make log frequency and frequency
+    the same). NaN when the frequencies or the projections are all equal.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> t = np.arange(1.0, 50.0)
+    >>> X = np.c_[t, np.sin(t) * 0.01]  # spread along the first axis, in order of frequency
+    >>> round(pc1_frequency_rho(X, 1000 - t), 6)
+    1.0
+    """
+    from scipy.stats import spearmanr
+
+    X = np.asarray(X, dtype=np.float64)
+    frequency = np.asarray(frequency, dtype=np.float64)
+    centred = X - X.mean(axis=0)
+    _, vectors = np.linalg.eigh(centred.T @ centred)
+    pc1 = centred @ vectors[:, -1]
+    if np.ptp(frequency) == 0 or np.ptp(pc1) == 0:
+        return math.nan
+    return float(abs(spearmanr(pc1, frequency).statistic))
 
 
 def static_space(types, *, vectors="glove-6b-50d", lowercase: bool = True):

@@ -2,9 +2,11 @@
 
 ``plot_results(results_dir)`` reads ``metrics.json`` and ``projection_layer<L>.npz`` and returns
 matplotlib Figures: ``figures/layer_metrics`` (S_inter / S_intra raw and cluster-centred, IsoScore,
-mean LID, clusters per layer, static row dotted), ``figures/pca_layer<L>_2d`` and
+mean LID, clusters per layer, static row dotted; the min–max over token samples shaded),
+``figures/pca_layer<L>_2d`` and
 ``figures/pca_layer<L>_3d`` (a sample of tokens coloured by K-means cluster, a panel drawn only
-when there is more than one cluster, and by log corpus frequency).
+when there is more than one cluster, and by log corpus frequency; points beyond the percentile view
+pinned to its border, see :func:`clip_to_view`).
 """
 
 from __future__ import annotations
@@ -15,11 +17,19 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["plot_results"]
+__all__ = ["clip_to_view", "plot_results"]
 
 
 def _series(rows, key):
     return np.array([np.nan if r.get(key) is None else r[key] for r in rows], dtype=float)
+
+
+def _band(ax, layers, rows, key, color):
+    """The min–max over the token samples (``spread``), shaded; nothing for a single sample."""
+    spread = [(r.get("spread") or {}).get(key) for r in rows]
+    if len(rows) and all(s is not None for s in spread) and rows[0].get("n_samples", 1) > 1:
+        low, high = np.array(spread, dtype=float).T
+        ax.fill_between(layers, low, high, color=color, alpha=0.18, linewidth=0)
 
 
 def _static_line(ax, static, key, color, label=None):
@@ -44,6 +54,7 @@ def _layer_figure(results):
                                          ("s_inter_centered", "S_inter, cluster-centred", "C0", "--"),
                                          ("s_intra_centered", "S_intra, cluster-centred", "C1", "--")]:
             ax.plot(layers, _series(rows, key), style, marker="o", markersize=3, color=color, label=label)
+            _band(ax, layers, rows, key, color)
         _static_line(ax, static, "s_inter", "C0", "S_inter")
         ax.axhline(0.0, color="grey", linewidth=0.6)
         ax.set(title="Cosine similarity", ylabel="mean cosine")
@@ -52,12 +63,15 @@ def _layer_figure(results):
         ax.plot(layers, _series(rows, "isoscore"), marker="o", markersize=3, color="C2", label="IsoScore")
         ax.plot(layers, _series(rows, "isoscore_centered"), "--", marker="o", markersize=3, color="C2",
                 label="IsoScore, cluster-centred")
+        _band(ax, layers, rows, "isoscore", "C2")
+        _band(ax, layers, rows, "isoscore_centered", "C2")
         _static_line(ax, static, "isoscore", "C2")
         ax.set(title="IsoScore (1 = isotropic)", ylim=(0, None))
         ax.legend(loc="best")
         ax = axes[2]
         for key, label, color in [("lid_euclidean", "euclidean", "C3"), ("lid_cosine", "cosine", "C4")]:
             ax.plot(layers, _series(rows, key), marker="o", markersize=3, color=color, label=label)
+            _band(ax, layers, rows, key, color)
             _static_line(ax, static, key, color, label)
         ax.set(title=f"Mean local intrinsic dimension (MLE, k={results['metric_options']['n_neighbors']})",
                xlabel="layer", ylim=(0, None))
@@ -75,14 +89,36 @@ def _layer_figure(results):
         twin.legend(handles=[bars, line, threshold], loc="best")  # on the twin: drawn above both
         for a in axes:
             a.set_xticks(layers)
+        n_samples = len(results.get("seeds") or [0])
         fig.suptitle(f"{Path(str(results['model'])).name} on {results['corpus']}: "
-                     f"{results['n_tokens']:,} tokens, {results['n_types']:,} types", fontsize=9)
+                     f"{results['n_tokens']:,} tokens, {results['n_types']:,} types"
+                     + (f"; mean of {n_samples} token samples, min–max shaded" if n_samples > 1 else ""), fontsize=9)
     return fig
+
+
+# PCA axes span the 0.5th-99.5th percentile of each coordinate, widened by this share of that range; points
+# beyond are drawn on the border (as triangles) and counted in the title, so one outlier token (a massive
+# activation) cannot set the axes and squeeze every other point into a corner
+CLIP_PERCENTILES = (0.5, 99.5)
+CLIP_MARGIN = 0.1
+
+
+def clip_to_view(coords: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[tuple[float, float]]]:
+    """Coordinates pinned into the view (see :data:`CLIP_PERCENTILES`), which rows were pinned, and the limits."""
+    coords = np.asarray(coords, dtype=np.float64)
+    low, high = np.percentile(coords, CLIP_PERCENTILES, axis=0)
+    pad = (high - low) * CLIP_MARGIN
+    pad = np.where(pad > 0, pad, 1.0)
+    low, high = low - pad, high + pad
+    clipped = np.clip(coords, low, high)
+    outside = np.any((coords < low) | (coords > high), axis=1)
+    return clipped, outside, list(zip(low.tolist(), high.tolist()))
 
 
 def _draw(ax, coords, values, kind, *, three_d: bool, fig):
     import matplotlib
 
+    coords, outside, limits = clip_to_view(coords)
     xyz = (coords[:, 0], coords[:, 1], coords[:, 2]) if three_d else (coords[:, 0], coords[:, 1])
     size = 2 if three_d else 3
     if kind == "cluster":
@@ -98,9 +134,16 @@ def _draw(ax, coords, values, kind, *, three_d: bool, fig):
         sc = ax.scatter(*xyz, c=np.log10(np.maximum(values, 1)), cmap="viridis", s=size, alpha=0.6, rasterized=True)
         ax.set_title("log10 corpus frequency of the word")
         fig.colorbar(sc, ax=ax, shrink=0.6 if three_d else 0.8, pad=0.12 if three_d else 0.04)
+    if outside.any():
+        ax.scatter(*(c[outside] for c in xyz), marker="^", s=18, facecolors="none", edgecolors="black",
+                   linewidths=0.6, label=f"{int(outside.sum())} beyond the axes (pinned)")
+        ax.set_title(ax.get_title() + f"; {int(outside.sum())} points pinned to the border", fontsize=9)
+    ax.set_xlim(*limits[0])
+    ax.set_ylim(*limits[1])
     ax.set_xlabel("PC 1")
     ax.set_ylabel("PC 2")
     if three_d:
+        ax.set_zlim(*limits[2])
         ax.set_zlabel("PC 3")
 
 

@@ -19,6 +19,7 @@ from isotropy._utils.sampling import subsample_indices
 from isotropy.experiments._results import write_json, write_text
 from isotropy.experiments.layer_geometry.metrics import (
     METRIC_LABELS,
+    pc1_frequency_rho,
     space_metrics,
     static_space,
 )
@@ -26,7 +27,11 @@ from isotropy.experiments.layer_geometry.metrics import (
 __all__ = ["EXPERIMENT", "markdown_table", "prepare", "projection_path", "run"]
 
 EXPERIMENT = "layer-geometry"
-_TABLE_KEYS = ["n", "d", "n_types", *METRIC_LABELS]
+_LABELS = {**METRIC_LABELS, "pc1_frequency_rho": "PC1–frequency |ρ|", "norm_max_over_median": "max norm / median"}
+_TABLE_KEYS = ["n", "d", "n_types", *_LABELS]
+# the spread table: the numbers the claims read, and the frequency manifold
+_SPREAD_KEYS = ["s_inter", "s_inter_centered", "isoscore", "isoscore_centered", "pc1_frequency_rho", "lid_cosine",
+                "norm_max_over_median"]
 
 
 def projection_path(results_dir, layer: int) -> Path:
@@ -40,18 +45,47 @@ def _fmt(value) -> str:
     return f"{value:,}" if isinstance(value, int) else str(value)
 
 
+def _cell(row: dict, key: str) -> str:
+    per_sample = (row.get("per_sample") or {}).get(key)
+    if per_sample:  # an integer count that differs between token samples: every sample's value
+        return "/".join(f"{v:,}" for v in per_sample)
+    return _fmt(row.get(key, math.nan))
+
+
 def markdown_table(results: dict) -> str:
-    """The per-layer table (and the static comparison row) as Markdown."""
-    header = ["layer", "n", "d", "types", *METRIC_LABELS.values()]
+    """The per-layer table (means over the token samples), the static row, the spread and the clusters."""
+    header = ["layer", "n", "d", "types", *_LABELS.values()]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     rows = [(str(r["layer"]), r) for r in results["layers"]]
     if results.get("static"):
         rows.append((results["static"]["name"] + " (static)", results["static"]))
     for name, row in rows:
-        lines.append("| " + " | ".join([name, *(_fmt(row[k]) for k in _TABLE_KEYS)]) + " |")
+        lines.append("| " + " | ".join([name, *(_cell(row, k) for k in _TABLE_KEYS)]) + " |")
+    n_samples = len(results.get("seeds") or [0])
+    if n_samples > 1:
+        lines += ["", (f"Mean over {n_samples} token samples (seeds {', '.join(map(str, results['seeds']))}); "
+                      "k and types list every sample's value where they differ. Spread over the samples (min–max):"), "",
+                  "| layer | " + " | ".join(_LABELS[k] for k in _SPREAD_KEYS) + " |",
+                  "|---|" + "---|" * len(_SPREAD_KEYS)]
+        for r in results["layers"]:
+            spread = r.get("spread") or {}
+            cells = [f"{_fmt(spread[k][0])}–{_fmt(spread[k][1])}" if k in spread else "–" for k in _SPREAD_KEYS]
+            lines.append(f"| {r['layer']} | " + " | ".join(cells) + " |")
+    with_norms = [r for r in results["layers"] if r.get("token_norms")]
+    if with_norms:
+        lines += ["", "Token norms over the median norm of the measured words"
+                  + (" (the first token sample)" if n_samples > 1 else "")
+                  + ": the largest, the words that carry the largest, and the special tokens (never measured)", "",
+                  "| layer | max / median | largest words (ratio) | special tokens (largest ratio) |", "|---|---|---|---|"]
+        for r in with_norms:
+            norms = r["token_norms"]
+            top = ", ".join(f"`{w}` {v:.1f}" for w, v in norms["top"])
+            special = ", ".join(f"`{w}` {v:.1f}" for w, v in norms["special"]) or "–"
+            lines.append(f"| {r['layer']} | {_fmt(norms['max_over_median'])} | {top} | {special} |")
     clustered = [r for r in results["layers"] if r.get("n_clusters", 1) > 1 and r.get("clusters")]
     if clustered:
-        lines += ["", "K-means clusters (k > 1): size and most frequent words", ""]
+        lines += ["", "K-means clusters (k > 1"
+                  + (", the first token sample" if n_samples > 1 else "") + "): size and most frequent words", ""]
         lines += ["| layer | cluster | size | most frequent words |", "|---|---|---|---|"]
         for r in clustered:
             lines += [f"| {r['layer']} | {c['cluster']} | {c['size']:,} | {' '.join(c['top_words'])} |"
@@ -102,76 +136,132 @@ def prepare(config, ctx) -> dict:
             "n_layers": n_layers, "layers": layers, "pca_layers": pca_layers}
 
 
+def _sample(config, prepared, seed, *, results_dir, log, show_progress, project: bool) -> dict:
+    """One token sample (drawn with ``seed``): extract it, measure every layer; write the projections if ``project``."""
+    from isotropy.metrics.norms import token_norms
+    from isotropy.models.contextual import extract_token_embeddings
+
+    metric_options = config.metrics.model_dump()  # the keyword arguments of space_metrics, as DEFAULT_METRICS
+    start = time.perf_counter()
+    emb = extract_token_embeddings(
+        prepared["corpus"], model=config.model, layers=prepared["layers"], pooling=config.pooling,
+        max_tokens=config.max_tokens, max_per_type=config.max_per_type,
+        skip_types=config.skip_types or (), shuffle=bool(config.shuffle), random_state=seed,
+        max_length=int(config.max_length), batch_size=int(config.batch_size),
+        dtype=config.dtype, leading_space=config.leading_space, show_progress=show_progress,
+        tokenizer_and_model=(prepared["tokenizer"], prepared["network"]))
+    extraction_s = time.perf_counter() - start
+    log(f"seed {seed}: extracted {emb.n_tokens:,} tokens of {len(emb.types):,} types at layers "
+        f"{prepared['layers']} ({extraction_s:.0f} s)")
+    frequency = emb.token_frequency
+    rows = []
+    for layer in prepared["layers"]:
+        t = time.perf_counter()
+        X = emb.hidden_states[layer]
+        metrics, labels = space_metrics(X, emb.type_ids, seed=seed, return_labels=True, **metric_options)
+        metrics["pc1_frequency_rho"] = pc1_frequency_rho(X, frequency)
+        norms = token_norms(X, emb.words, special=emb.special_norms.get(layer))
+        metrics["norm_max_over_median"] = norms["max_over_median"]
+        metrics["special_max_over_median"] = max((r for _, r in norms["special"]), default=math.nan)
+        metrics["token_norms"] = norms
+        rows.append({"layer": layer, **metrics, "clusters": _cluster_summary(labels, emb.type_ids, emb.types),
+                     "seconds": time.perf_counter() - t})
+        log(f"seed {seed}, layer {layer}: " + ", ".join(f"{k}={_fmt(metrics[k])}" for k in _LABELS)
+            + f" ({rows[-1]['seconds']:.0f} s)")
+        if project and layer in prepared["pca_layers"]:
+            _write_projection(projection_path(results_dir, layer), X, labels, frequency, emb.words,
+                              max_points=int(config.pca_max_points), seed=seed)
+    return {"seed": seed, "n_tokens": emb.n_tokens, "n_types": len(emb.types), "extraction": emb.stats,
+            "extraction_s": extraction_s, "layers": rows, "types": emb.types}
+
+
+def _aggregate(samples: list[dict]) -> list[dict]:
+    """One row per layer over the token samples: the mean of every number, its min–max in ``spread``.
+
+    Integer counts that differ between samples (``n_types``, ``k``) keep every sample's value in
+    ``per_sample``; the cluster summary is the first sample's (the one the figures show).
+    """
+    rows = []
+    for j, first in enumerate(samples[0]["layers"]):
+        group = [s["layers"][j] for s in samples]
+        row = {"layer": first["layer"], "n_samples": len(group), "spread": {}, "per_sample": {}}
+        for key, value in first.items():
+            if key in ("layer", "clusters", "seconds"):
+                continue
+            values = [g[key] for g in group]
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                row[key] = value
+            elif isinstance(value, int) and all(isinstance(v, int) for v in values):
+                row[key] = value if len(set(values)) == 1 else float(np.mean(values))
+                if len(set(values)) > 1:
+                    row["per_sample"][key] = values
+            else:
+                finite = [float(v) for v in values if v is not None and math.isfinite(v)]
+                row[key] = float(np.mean(finite)) if len(finite) == len(values) else math.nan
+                row["spread"][key] = [min(finite), max(finite)] if finite else [math.nan, math.nan]
+        row["clusters"] = first.get("clusters", [])
+        row["seconds"] = float(sum(g.get("seconds", 0.0) for g in group))
+        rows.append(row)
+    return rows
+
+
 def run(config, results_dir, ctx) -> dict:
     """Run the layer-geometry experiment described by ``config``; return (and write) the results.
 
     ``config`` (a :class:`~isotropy.experiments.layer_geometry.config.LayerGeometryConfig`) keys (see ``isotropy/configs/layer-geometry/*.yaml``): ``model``, ``corpus``
     (``wikitext-2``, ``ptb`` or a text file), ``split``, ``layers``, ``pooling``, ``max_tokens``,
-    ``max_per_type``, ``skip_types``, ``shuffle``, ``max_length``, ``batch_size``, ``dtype``,
-    ``seeds`` (one), ``metrics`` (see :data:`~isotropy.experiments.layer_geometry.metrics.DEFAULT_METRICS`),
+    ``max_per_type``, ``skip_types``, ``shuffle``, ``max_length``, ``leading_space`` (``auto``: where
+    the tokenizer needs it, as in running text), ``batch_size``, ``dtype``, ``seeds`` (one token sample per seed: the lines visited, the instance draws and K-means),
+    ``metrics`` (see :data:`~isotropy.experiments.layer_geometry.metrics.DEFAULT_METRICS`),
     ``static`` (static vectors for the comparison row, or null), ``static_vocabulary`` (``corpus``:
     every corpus word type; ``kept``: the types of the kept tokens), ``pca_layers`` (layers projected
-    for the figures; null: the middle layer), ``pca_max_points``. Device, threads and the data
-    directory come from ``ctx``.
-    """
-    from isotropy.models.contextual import extract_token_embeddings
+    for the figures, from the first seed's sample; null: the middle layer), ``pca_max_points``.
+    Device, threads and the data directory come from ``ctx``.
 
+    ``metrics.json`` holds every sample (``samples``: per seed, per layer) and ``layers``, one row per
+    layer with the mean over the samples and the min–max in ``spread``; the table shows the means.
+    """
     prepared = ctx.prepared
     log = ctx.log
     results_dir = Path(results_dir)
-    seed = int(config.seeds[0])
-    metric_options = config.metrics.model_dump()  # the keyword arguments of space_metrics, as DEFAULT_METRICS
+    seeds = [int(s) for s in config.seeds]
+    metric_options = config.metrics.model_dump()
     timings = {}
     start = time.perf_counter()
-    corpus, network, layers = prepared["corpus"], prepared["network"], prepared["layers"]
-    pca_layers = prepared["pca_layers"]
-    emb = extract_token_embeddings(
-        corpus, model=config.model, layers=layers, pooling=config.pooling,
-        max_tokens=config.max_tokens, max_per_type=config.max_per_type,
-        skip_types=config.skip_types or (), shuffle=bool(config.shuffle), random_state=seed,
-        max_length=int(config.max_length), batch_size=int(config.batch_size),
-        dtype=config.dtype, show_progress=ctx.show_progress, tokenizer_and_model=(prepared["tokenizer"], network))
+    corpus, network = prepared["corpus"], prepared["network"]
     device_used = str(next(network.parameters()).device)
+    samples = [_sample(config, prepared, seed, results_dir=results_dir, log=log, show_progress=ctx.show_progress,
+                       project=i == 0) for i, seed in enumerate(seeds)]
     prepared.pop("network", None)
     del network
-    timings["extraction_s"] = time.perf_counter() - start
-    log(f"extracted {emb.n_tokens:,} tokens of {len(emb.types):,} types at layers {layers} "
-        f"({timings['extraction_s']:.0f} s)")
-
-    rows = []
-    for layer in layers:
-        t = time.perf_counter()
-        metrics, labels = space_metrics(emb.hidden_states[layer], emb.type_ids, seed=seed, return_labels=True,
-                                        **metric_options)
-        rows.append({"layer": layer, **metrics, "clusters": _cluster_summary(labels, emb.type_ids, emb.types),
-                     "seconds": time.perf_counter() - t})
-        log(f"layer {layer}: " + ", ".join(f"{k}={_fmt(metrics[k])}" for k in METRIC_LABELS)
-            + f" ({rows[-1]['seconds']:.0f} s)")
-        if layer in pca_layers:
-            _write_projection(projection_path(results_dir, layer), emb.hidden_states[layer], labels,
-                              emb.token_frequency, emb.words, max_points=int(config.pca_max_points), seed=seed)
-    timings["layers_s"] = sum(r["seconds"] for r in rows)
+    timings["extraction_s"] = sum(s.pop("extraction_s") for s in samples)
+    kept_types = samples[0]["types"]
+    for sample in samples:
+        del sample["types"]
+    timings["layers_s"] = sum(r["seconds"] for s in samples for r in s["layers"])
 
     static = None
     if config.static:
         t = time.perf_counter()
         skip = set(config.skip_types or ())
         vocabulary = config.static_vocabulary
-        types = corpus.word_counts() if vocabulary == "corpus" else emb.types
+        types = corpus.word_counts() if vocabulary == "corpus" else kept_types  # kept: the first sample's types
         X, words = static_space([w for w in types if w not in skip], vectors=config.static)
         static = {"name": "GloVe 6B 50d" if config.static == "glove-6b-50d" else str(config.static),
                   "vectors": str(config.static), "vocabulary": vocabulary,
-                  **space_metrics(X, np.arange(len(words)), seed=seed, **metric_options)}
+                  **space_metrics(X, np.arange(len(words)), seed=seeds[0], **metric_options)}
         timings["static_s"] = time.perf_counter() - t
         log(f"static {static['name']}: {len(words):,} of the corpus types; LID (cosine) {static['lid_cosine']:.2f}")
     timings["total_s"] = time.perf_counter() - start
 
+    first = samples[0]
     results = {
         "experiment": EXPERIMENT, "model": str(config.model), "model_location": prepared["location"],
         "device": device_used, "corpus": corpus.name, "corpus_source": corpus.source,
-        "n_layers": prepared["n_layers"], "pooling": emb.pooling, "n_tokens": emb.n_tokens, "n_types": len(emb.types),
-        "extraction": emb.stats, "metric_options": metric_options, "pca_layers": pca_layers,
-        "layers": rows, "static": static, "timings": timings,
+        "n_layers": prepared["n_layers"], "pooling": config.pooling, "seeds": seeds,
+        "n_tokens": first["n_tokens"], "n_types": first["n_types"], "extraction": first["extraction"],
+        "metric_options": metric_options, "pca_layers": prepared["pca_layers"],
+        "layers": _aggregate(samples), "samples": samples, "static": static, "timings": timings,
     }
     write_json(results_dir / "metrics.json", results)
     write_text(results_dir / "metrics.md", markdown_table(results))
@@ -179,13 +269,14 @@ def run(config, results_dir, ctx) -> dict:
 
 
 # --- claims: the rules are fixed here, before the numbers are seen (Cai, Huang, Bian & Church, ICLR 2021, slides:
-# S_inter / S_intra high; cluster-centring reveals near-isotropy, worded here by the mean cosine and by IsoScore) -----
+# S_inter / S_intra high; cluster-centring reveals near-isotropy, worded here by the mean cosine and by IsoScore;
+# Section 4: tokens lie on a manifold ordered by word frequency) -------------------------------------------------
 
 _PAPER = "Cai, Huang, Bian & Church, ICLR 2021, slides"
 
 
 def claims(results, results_dir, *, model: str | None = None, reason: str | None = None) -> list:
-    """Cai et al.'s space-level claims over the layers of one token sample (a sample is one seed)."""
+    """Cai et al.'s space-level claims over the layers, one value per token sample (a sample is one seed)."""
     from isotropy.experiments._claims import Rule, claim, command_of, not_run, run_config
 
     rules = {
@@ -195,6 +286,8 @@ def claims(results, results_dir, *, model: str | None = None, reason: str | None
                                  "sample", below=0.1),
         "isoscore_centered": Rule("holds if IsoScore after cluster-centring is above 0.5 at every layer, in every token "
                                   "sample", above=0.5),
+        "pc1_frequency_rho": Rule("holds if |Spearman ρ| between the first principal component and the word's corpus "
+                                  "frequency is above 0.5 at some layer, in every token sample", above=0.5),
     }
     specs = [("anisotropic-globally", "S_inter is high at every layer: contextual token spaces are anisotropic.",
               "high for every model and layer", "smallest S_inter over the layers", "s_inter", min),
@@ -203,19 +296,27 @@ def claims(results, results_dir, *, model: str | None = None, reason: str | None
               max),
              ("centring-near-isotropic-isoscore", "Cluster-centring reveals near-isotropy (by IsoScore).",
               "near-isotropic after centring", "smallest IsoScore after cluster-centring over the layers",
-              "isoscore_centered", min)]
+              "isoscore_centered", min),
+             ("frequency-manifold", ("Tokens lie on a manifold ordered by word frequency (Section 4, the frequency-"
+              "coloured PCA figures)."), "frequency-ordered manifolds (Swiss roll in GPT-2)",
+              "largest |ρ| between the first principal component and corpus frequency over the layers",
+              "pc1_frequency_rho", max)]
     config = run_config(results_dir) if results_dir is not None else {}
     command = (command_of(results_dir, "isotropy run layer-geometry --data-dir DATA_DIR") if results_dir is not None
                else "isotropy run layer-geometry --data-dir DATA_DIR")
     model = model or str((results or {}).get("model") or config.get("model", "–"))
-    layers = (results or {}).get("layers") or []
+    samples = (results or {}).get("samples") or []
     out = []
     for id_, text, paper_value, statistic, key, pick in specs:
-        values = [float(r[key]) for r in layers if r.get(key) is not None]
+        values = []  # one per token sample: the smallest (or largest) value over the layers
+        for sample in samples:
+            per_layer = [float(r[key]) for r in sample["layers"] if r.get(key) is not None and math.isfinite(r[key])]
+            if per_layer:
+                values.append(pick(per_layer))
         if values:
             out.append(claim(id=id_, paper=_PAPER, claim=text, paper_value=paper_value, model=model,
-                             statistic=f"{statistic} (one token sample)", values=[pick(values)], rule=rules[key],
-                             command=command))
+                             statistic=f"{statistic} ({len(values)} token sample(s), one per seed)", values=values,
+                             rule=rules[key], command=command))
         else:
             out.append(not_run(id=id_, paper=_PAPER, claim=text, paper_value=paper_value, model=model,
                                statistic=statistic, rule=rules[key], command=command,
