@@ -96,10 +96,10 @@ def _layer_figure(results):
     return fig
 
 
-# PCA axes span the 0.5th-99.5th percentile of each coordinate, widened by this share of that range; points
+# PCA axes span the 0.1st-99.9th percentile of each coordinate, widened by this share of that range; points
 # beyond are drawn on the border (as triangles) and counted in the title, so one outlier token (a massive
 # activation) cannot set the axes and squeeze every other point into a corner
-CLIP_PERCENTILES = (0.5, 99.5)
+CLIP_PERCENTILES = (0.1, 99.9)
 CLIP_MARGIN = 0.1
 
 
@@ -118,7 +118,7 @@ def clip_to_view(coords: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[tuple
 def _draw(ax, coords, values, kind, *, three_d: bool, fig):
     import matplotlib
 
-    coords, outside, limits = clip_to_view(coords)
+    coords, outside, limits = clip_to_view(coords if three_d else coords[:, :2])
     xyz = (coords[:, 0], coords[:, 1], coords[:, 2]) if three_d else (coords[:, 0], coords[:, 1])
     size = 2 if three_d else 3
     if kind == "cluster":
@@ -137,7 +137,8 @@ def _draw(ax, coords, values, kind, *, three_d: bool, fig):
     if outside.any():
         ax.scatter(*(c[outside] for c in xyz), marker="^", s=18, facecolors="none", edgecolors="black",
                    linewidths=0.6, label=f"{int(outside.sum())} beyond the axes (pinned)")
-        ax.set_title(ax.get_title() + f"; {int(outside.sum())} points pinned to the border", fontsize=9)
+        n_out = int(outside.sum())
+        ax.set_title(ax.get_title() + f"; {n_out} point{'s' if n_out != 1 else ''} pinned to the border", fontsize=9)
     ax.set_xlim(*limits[0])
     ax.set_ylim(*limits[1])
     ax.set_xlabel("PC 1")

@@ -82,7 +82,8 @@ def markdown_table(results: dict) -> str:
             top = ", ".join(f"`{w}` {v:.1f}" for w, v in norms["top"])
             special = ", ".join(f"`{w}` {v:.1f}" for w, v in norms["special"]) or "–"
             lines.append(f"| {r['layer']} | {_fmt(norms['max_over_median'])} | {top} | {special} |")
-    clustered = [r for r in results["layers"] if r.get("n_clusters", 1) > 1 and r.get("clusters")]
+    first = (results.get("samples") or [results])[0]["layers"]  # the clusters of the first sample (its figures)
+    clustered = [r for r in first if r.get("n_clusters", 1) > 1 and r.get("clusters")]
     if clustered:
         lines += ["", "K-means clusters (k > 1"
                   + (", the first token sample" if n_samples > 1 else "") + "): size and most frequent words", ""]
