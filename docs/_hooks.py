@@ -163,6 +163,9 @@ def _keep_braces(match) -> str:
 _CLAIMS_MARKER = re.compile(r"^<!-- claims: ([\w.-]+)/([\w.-]+) -->[ \t]*$", flags=re.MULTILINE)
 _CLAIMS_INDEX = re.compile(r"^<!-- claims-index -->[ \t]*$", flags=re.MULTILINE)
 _RUN_TABLE = re.compile(r"^<!-- run-table: ([\w.-]+)/([\w.-]+) -->[ \t]*$", flags=re.MULTILINE)
+# ``<!-- run-compare: EXPERIMENT/SETUP_A,SETUP_B,... -->``: the experiment's ``compare_table`` of those committed runs
+# (the first is the reference), e.g. how extraction choices move layer-geometry's numbers
+_RUN_COMPARE = re.compile(r"^<!-- run-compare: ([\w.-]+)/([\w.,-]+) -->[ \t]*$", flags=re.MULTILINE)
 
 
 def _claims_file(experiment: str, setup: str) -> Path:
@@ -184,9 +187,22 @@ def _run_table(match) -> str:
     return module.markdown_table(results)
 
 
+def _run_compare(match) -> str:
+    import importlib
+    import json
+
+    named = {}
+    for setup in match.group(2).split(","):
+        folder = _claims_file(match.group(1), setup).parent
+        name = next((n for n in ("results.json", "metrics.json") if (folder / n).is_file()), "results.json")
+        named[setup] = json.loads((folder / name).read_text(encoding="utf-8"))
+    module = importlib.import_module(f"isotropy.experiments.{match.group(1).replace('-', '_')}.run")
+    return module.compare_table(named)
+
+
 def render_claims(markdown: str, src_uri: str = "") -> str:
     """Replace the claims markers of a page by the tables generated from the committed ``claims.json`` files."""
-    if "<!-- claims" not in markdown and "<!-- run-table" not in markdown:
+    if "<!-- claims" not in markdown and "<!-- run-" not in markdown:
         return markdown
     from isotropy.experiments._claims import markdown_table, read_claims
 
@@ -195,6 +211,7 @@ def render_claims(markdown: str, src_uri: str = "") -> str:
 
     markdown = _CLAIMS_MARKER.sub(page_table, markdown)
     markdown = _RUN_TABLE.sub(_run_table, markdown)
+    markdown = _RUN_COMPARE.sub(_run_compare, markdown)
     if _CLAIMS_INDEX.search(markdown):
         pages = sorted(p for p in (REPO / "docs" / "experiments").glob("*.md") if p.stem not in ("index", "contract"))
         rows = []

@@ -282,3 +282,16 @@ def test_pca_view_pins_an_outlier_to_the_border():
         assert -6 < low < -2 and 2 < high < 6  # set by the bulk (about ±3.1 sd, widened), not by the outlier
         assert clipped[:, axis].min() >= low and clipped[:, axis].max() <= high
     np.testing.assert_array_equal(clipped[~outside], coords[~outside])
+
+
+def test_compare_table_gives_each_choice_against_the_reference_and_its_sample_spread():
+    from isotropy.experiments.layer_geometry.run import compare_table
+
+    ref = {"layers": [{"layer": 0, "isoscore": 0.2, "s_inter": 0.5, "spread": {"isoscore": [0.19, 0.21]}},
+                      {"layer": 3, "isoscore": 0.1, "s_inter": 0.9}]}
+    other = {"layers": [{"layer": 3, "isoscore": 0.25, "s_inter": 0.8}, {"layer": 6, "isoscore": 0.3, "s_inter": 0.1}]}
+    table = compare_table({"space": ref, "no-space": other})
+    assert "| 3 | 0.100 | – | 0.250 (+0.150) |" in table  # only the layers both runs have
+    assert "| 3 | 0.900 | – | 0.800 (-0.100) |" in table and "| 0 |" not in table and "| 6 |" not in table
+    with pytest.raises(ValueError, match="at least 2 runs"):
+        compare_table({"space": ref})

@@ -24,7 +24,7 @@ from isotropy.experiments.layer_geometry.metrics import (
     static_space,
 )
 
-__all__ = ["EXPERIMENT", "markdown_table", "prepare", "projection_path", "run"]
+__all__ = ["EXPERIMENT", "compare_table", "markdown_table", "prepare", "projection_path", "run"]
 
 EXPERIMENT = "layer-geometry"
 _LABELS = {**METRIC_LABELS, "pc1_frequency_rho": "PC1–frequency |ρ|", "norm_max_over_median": "max norm / median"}
@@ -92,6 +92,37 @@ def markdown_table(results: dict) -> str:
             lines += [f"| {r['layer']} | {c['cluster']} | {c['size']:,} | {' '.join(c['top_words'])} |"
                       for c in r["clusters"]]
     return "\n".join(lines) + "\n"
+
+
+def compare_table(named: dict, *, keys=("isoscore", "s_inter")) -> str:
+    """How extraction choices move the per-layer numbers: one column per run and metric, and the change.
+
+    ``named`` maps a label to a run's ``metrics.json`` (the first is the reference); each run's
+    ``layers`` rows are its means over token samples. Layers present in every run are compared; a
+    ``Δ`` column gives each other run's value minus the reference's, and the reference's own
+    min–max over token samples (when it has several) shows how large a change sampling alone makes.
+    """
+    labels = list(named)
+    if len(labels) < 2:
+        raise ValueError(f"compare_table needs at least 2 runs. Got {len(labels)} instead.")
+    rows = {label: {r["layer"]: r for r in named[label]["layers"]} for label in labels}
+    layers = [layer for layer in rows[labels[0]] if all(layer in rows[label] for label in labels[1:])]
+    lines = []
+    for key in keys:
+        title = _LABELS.get(key, key)
+        header = ["layer", f"{labels[0]}", "sample spread", *(f"{label} (Δ)" for label in labels[1:])]
+        lines += [f"{title}:", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        for layer in layers:
+            ref = rows[labels[0]][layer]
+            spread = (ref.get("spread") or {}).get(key)
+            cells = [str(layer), _fmt(ref.get(key, math.nan)),
+                     f"{_fmt(spread[0])}–{_fmt(spread[1])}" if spread else "–"]
+            for label in labels[1:]:
+                value = rows[label][layer].get(key, math.nan)
+                cells.append(f"{_fmt(value)} ({value - ref.get(key, math.nan):+.3f})")
+            lines.append("| " + " | ".join(cells) + " |")
+        lines.append("")
+    return "\n".join(lines)
 
 
 def _cluster_summary(labels, type_ids, types, *, top: int = 8) -> list[dict]:
