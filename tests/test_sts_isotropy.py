@@ -332,3 +332,61 @@ def test_seeded_samples_make_a_deterministic_transform_a_random_row(data_root, t
     assert len({r["I(W)"] for r in base["per_seed"]}) == 3  # a different 40 of the 60 sentences per seed
     assert len({r["all"]["spearman"] for r in base["per_seed"]}) == 1  # the cosines do not change
     assert len({r["all"]["spearman"] for r in mean["per_seed"]}) == 3  # a different corpus mean per seed
+
+
+# ---------------------------------------------------------------- the paper's own level: tokens transformed, then pooled
+
+@pytest.fixture(scope="module")
+def token_run(data_root, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("sts-tokens")
+    config = {"datasets": ["STSB"], "limit": 40, "n_clusters": 3, "n_components": 2, "sweep": None,
+              "methods": ["Baseline", "Mean + PCA", "K-means + Mean + PCA"],
+              "token_level": {"datasets": ["STSB"], "methods": ["Baseline", "Mean + PCA", "K-means + Mean + PCA"],
+                              "fit_max_tokens": 100000}}
+    setup = tmp / "tokens.yaml"
+    setup.write_text(yaml.safe_dump(config))
+    out = tmp / "results"
+    result = CliRunner().invoke(cli, ["run", "sts-isotropy", "--setup", str(setup), "--data-dir", str(data_root),
+                                      "--results-dir", str(out), "--device", "cpu", "--quiet", "--no-plot"])
+    assert result.exit_code == 0, result.output
+    return out, json.loads((out / "results.json").read_text())
+
+
+def test_token_states_pool_to_the_models_own_sentence_vectors():
+    """The mean of MiniLM's last-layer token states is sentence-transformers' embedding (before its normalisation)."""
+    from types import SimpleNamespace
+
+    from isotropy.experiments.sts_isotropy.tokens import pool_tokens, token_states
+    from isotropy.models.encoders import load_sentence_model
+
+    texts = ["A man is playing a guitar.", "Two dogs run across a snowy field near the old barn.", "Hi."]
+    config = SimpleNamespace(model="all-MiniLM-L6-v2", pooling="sentence-transformers", layer=-1, max_length=128,
+                             batch_size=2)
+    T, owner = token_states(texts, config, device="cpu")
+    assert np.bincount(owner).tolist() == [9, 14, 4]  # [CLS] + pieces + [SEP] of each text
+    Y = pool_tokens(T, owner, len(texts))
+    reference = load_sentence_model("all-MiniLM-L6-v2", device="cpu").encode(texts, convert_to_numpy=True)
+    Y /= np.linalg.norm(Y, axis=1, keepdims=True)
+    np.testing.assert_allclose(Y, reference, atol=2e-5)
+
+
+def test_token_level_rows_and_claims(token_run):
+    out, results = token_run
+    level = results["token_level"]
+    stsb = level["datasets"]["STSB"]
+    assert level["fit"] == "self" and stsb["n_pairs"] == 40 and stsb["n_tokens"] > 80 * 5
+    # the token-level baseline is the sentence-level one: the same mean of the same token states (cosine ignores
+    # sentence-transformers' normalisation)
+    token_base = stsb["methods"]["Baseline"]["all"]["spearman"]
+    sentence_base = results["datasets"]["STSB"]["methods"]["Baseline"]["all"]["spearman"]
+    assert token_base == pytest.approx(sentence_base, abs=1e-6)
+    cluster = stsb["methods"]["K-means + Mean + PCA"]
+    assert [r["seed"] for r in cluster["per_seed"]] == [0, 1, 2] and cluster["depends_on_seed"]
+    assert len({round(r["all"]["spearman"], 12) for r in cluster["per_seed"]}) > 1  # K-means per seed
+    claims = {c["id"]: c for c in json.loads((out / "claims.json").read_text())}
+    token = claims["token-cluster-raises-sts"]
+    rises = [100 * (c["all"]["spearman"] - b["all"]["spearman"])
+             for c, b in zip(cluster["per_seed"], stsb["methods"]["Baseline"]["per_seed"])]
+    assert token["n_seeds"] == 3 and token["ours"] == pytest.approx(float(np.mean(rises)))
+    assert "token vectors, pooled afterwards" in token["model"]
+    assert claims["cluster-raises-sts"]["n_seeds"] == 3  # the sentence-level claims stay beside them

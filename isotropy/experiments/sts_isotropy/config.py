@@ -23,6 +23,14 @@ class SweepConfig(ExperimentConfig):
     n_components: list[int] = expects("a list of ints >= 0", default_factory=list)
 
 
+class TokenLevelConfig(ExperimentConfig):
+    """The paper's own level (``tokens.py``): methods fitted on token states, tokens transformed, then pooled."""
+
+    datasets: list[Dataset] = expects(f"a non-empty list of data sets from {', '.join(DATASETS)}", min_length=1)
+    methods: list[Literal[METHODS]] = expects(f"a non-empty list of methods from {', '.join(METHODS)}", min_length=1)
+    fit_max_tokens: int = Field(ge=2)
+
+
 class StsIsotropyConfig(ExperimentConfig):
     """Rajaee & Pilehvar (2021); the packaged setups are ``isotropy/configs/sts-isotropy/*.yaml``."""
 
@@ -44,5 +52,6 @@ class StsIsotropyConfig(ExperimentConfig):
     whitening_eps: float = Field(ge=0)
     metric_sample: int | None = Field(None, ge=2)
     sweep: SweepConfig | None = None
+    token_level: TokenLevelConfig | None = None
     seeds: Seeds
     batch_size: int = Field(ge=1)

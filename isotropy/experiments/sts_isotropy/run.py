@@ -256,6 +256,10 @@ def prepare(config, ctx) -> dict:
         if name not in config.datasets:
             raise ValueError(f"The 'sweep.datasets' setting of sts-isotropy lists {name!r}, which is not among "
                              f"the evaluated datasets {config.datasets}.")
+    for name in [] if config.token_level is None else config.token_level.datasets:
+        if name not in config.datasets:
+            raise ValueError(f"The 'token_level.datasets' setting of sts-isotropy lists {name!r}, which is not among "
+                             f"the evaluated datasets {config.datasets}.")
     data = _load_data(config, ctx.data_dir)
     fit = None
     if config.fit_on != "self":
@@ -325,11 +329,18 @@ def run(config, results_dir, ctx) -> dict:
                                                                             fit_varies=fit_varies))
             for m in config.methods}}
     sweep = _sweep(data, embeddings, fits[seeds[0]][0], config, log, seed=seeds[0])
+    token_level = None
+    if config.token_level is not None:  # the paper's own level: tokens transformed, then pooled
+        from isotropy.experiments.sts_isotropy.tokens import run_token_level
+
+        fit_texts = None if prepared["fit"] is None else {s: prepared["fit"][s][0] for s in seeds}
+        token_level = run_token_level(config, data, fit_texts, device=device, log=log)
     log("bootstrap over the sentence pairs")
     bootstrap = pair_bootstrap(cosines, {name: np.asarray(d.scores, dtype=np.float64) for name, d in data.items()})
     results = {"config": _results_config(config), "seeds": seeds, "fit": fit_source,
                "fit_per_seed": fit_varies, "n_features": int(next(iter(embeddings.values())).shape[1]),
                "datasets": table, "sweep": sweep, "sweep_seed": seeds[0] if sweep else None, "bootstrap": bootstrap,
+               "token_level": token_level,
                "seconds": round(time.perf_counter() - started, 1)}
     write_json(results_dir / "results.json", results)
     write_text(results_dir / "results.md", markdown_report(results))
@@ -338,9 +349,13 @@ def run(config, results_dir, ctx) -> dict:
 
 def claims(results, results_dir, *, model: str | None = None, reason: str | None = None) -> list:
     """The slides' STS claims (:func:`isotropy.experiments.sts_isotropy.claims.claims`)."""
+    from isotropy.experiments.sts_isotropy.claims import _model_text
     from isotropy.experiments.sts_isotropy.claims import claims as sts_claims
+    from isotropy.experiments.sts_isotropy.tokens import token_claims
 
-    return sts_claims(results, results_dir, model=model, reason=reason)
+    sentence = sts_claims(results, results_dir, model=model, reason=reason)
+    config = (results or {}).get("config") or {}
+    return sentence + token_claims(results, results_dir, model=model or _model_text(config))
 
 
 def markdown_table(results: dict) -> str:

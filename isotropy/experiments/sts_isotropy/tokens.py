@@ -1,0 +1,194 @@
+"""Rajaee & Pilehvar's own level: the transforms fitted on *token* states, every token transformed, then pooled.
+
+The paper (ACL 2021, slide "Proposed Method") clusters the word (token) representations, removes
+each cluster's mean and its dominant directions, and builds sentence vectors from the transformed
+tokens. The main table of ``sts-isotropy`` transforms pooled sentence vectors instead; this module
+runs the paper's order on the data sets of ``token_level.datasets``:
+
+1. the hidden states of every non-padding token at the configured layer (special tokens included,
+   as the attention-masked mean pooling includes them), of the evaluated sentences;
+2. each method is fitted on token states: those of the evaluated sentences (``fit_on: self``), or
+   of the fitting corpus (``fit_on: stsb-train``, ...), at most ``token_level.fit_max_tokens`` of
+   them (a seeded sample);
+3. every token is transformed, and each sentence vector is the mean of its transformed tokens;
+4. cosine per pair, Spearman / Pearson against the gold scores, I(W) and IsoScore of the sentence
+   vectors — as the sentence-level rows.
+
+For ``pooling: sentence-transformers`` (the packaged MiniLM, whose own pooling is the mean of the
+last layer) the token states are those of the last layer; for ``pooling: mean`` those of ``layer``.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from isotropy._utils.sampling import subsample_indices
+
+__all__ = ["DEFAULT_TOKEN_METHODS", "pool_tokens", "run_token_level", "token_claims", "token_states"]
+
+DEFAULT_TOKEN_METHODS = ("Baseline", "Mean + PCA", "K-means + Mean + PCA")
+
+
+def token_states(texts, config, *, device=None, log=None) -> tuple[np.ndarray, np.ndarray]:
+    """``(T, owner)``: the states of every non-padding token of ``texts`` at the configured layer.
+
+    ``T`` has shape (n_tokens, n_features), float32; ``owner[i]`` is the index of the text token
+    ``i`` belongs to. Texts are cut at ``config.max_length`` tokens, as the sentence-level pooling.
+    """
+    import torch
+
+    from isotropy.models.contextual import n_transformer_layers
+    from isotropy.models.layers import select_layers
+    from isotropy.models.loading import load_transformer
+
+    tokenizer, network, _ = load_transformer(config.model, device=device)
+    n_layers = n_transformer_layers(network.config)
+    layer = -1 if config.pooling == "sentence-transformers" else int(config.layer)
+    (layer,) = select_layers([layer], n_layers + 1, caller="sts-isotropy token_level", name="layer")
+    texts = [str(t) for t in texts]
+    lengths = [len(ids) for ids in tokenizer(texts, truncation=True, max_length=config.max_length)["input_ids"]]
+    order = np.argsort(lengths, kind="stable")  # length-sorted batches: little padding
+    d = int(network.config.hidden_size)
+    T = np.empty((int(sum(lengths)), d), dtype=np.float32)
+    owner = np.empty(T.shape[0], dtype=np.intp)
+    starts = np.concatenate([[0], np.cumsum([lengths[i] for i in order])])
+    dev = next(network.parameters()).device
+    with torch.inference_mode():
+        for b in range(0, len(order), config.batch_size):
+            rows = order[b:b + config.batch_size]
+            enc = tokenizer([texts[i] for i in rows], truncation=True, max_length=config.max_length, padding=True,
+                            return_tensors="pt")
+            hidden = network(input_ids=enc["input_ids"].to(dev), attention_mask=enc["attention_mask"].to(dev),
+                             output_hidden_states=True).hidden_states[layer]
+            mask = enc["attention_mask"].bool()
+            states = hidden[mask.to(dev)].float().cpu().numpy()  # row-major: text by text, in the batch order
+            T[starts[b]:starts[b] + states.shape[0]] = states
+            owner[starts[b]:starts[b] + states.shape[0]] = np.repeat(rows, mask.sum(dim=1).numpy())
+    if log is not None:
+        log(f"  token states: {T.shape[0]:,} tokens of {len(texts):,} texts at hidden layer {layer}")
+    return T, owner
+
+
+def pool_tokens(T: np.ndarray, owner: np.ndarray, n_texts: int) -> np.ndarray:
+    """The mean of each text's token rows (float64, shape (n_texts, n_features))."""
+    sums = np.zeros((n_texts, T.shape[1]), dtype=np.float64)
+    np.add.at(sums, owner, T)
+    counts = np.bincount(owner, minlength=n_texts).astype(np.float64)
+    return sums / np.maximum(counts, 1)[:, None]
+
+
+def _transform_in_chunks(method, T: np.ndarray, *, chunk: int = 65536) -> np.ndarray:
+    if method is None:
+        return T
+    return np.vstack([np.asarray(method.transform(T[s:s + chunk]), dtype=np.float32) for s in range(0, len(T), chunk)])
+
+
+def run_token_level(config, data: dict, fit_texts: dict | None, *, device=None, log=print) -> dict:
+    """Every ``token_level.methods`` on ``token_level.datasets`` at the token level, for every seed.
+
+    Parameters
+    ----------
+    config : StsIsotropyConfig
+    data : dict
+        The loaded STS data sets by name.
+    fit_texts : dict or None
+        ``{seed: sentences}`` of the fitting corpus (None: fit on the evaluated sentences' tokens).
+
+    Returns
+    -------
+    dict
+        ``{"datasets": {name: {"n_pairs", "n_tokens", "methods": {method: record}}}, "fit": ...}``
+        where a record holds the seed mean of the correlations and isotropy and ``per_seed``.
+    """
+    from isotropy.datasets.sts import sts_correlations
+    from isotropy.experiments.sts_isotropy.run import (
+        RANDOM_METHODS,
+        _method_record,
+        cosine_rows,
+        isotropy_metrics,
+        make_method,
+    )
+
+    options = config.token_level
+    seeds = [int(s) for s in config.seeds]
+    fit_states = {}
+    if fit_texts is not None:
+        done = []
+        for seed in seeds:
+            same = next((T for texts, T in done if texts == fit_texts[seed]), None)
+            if same is None:
+                log(f"token level: fitting corpus {config.fit_on}, {len(fit_texts[seed])} sentences (seed {seed})")
+                same, _ = token_states(fit_texts[seed], config, device=device, log=log)
+                done.append((fit_texts[seed], same))
+            fit_states[seed] = same
+    out = {"datasets": {}, "fit": "self" if fit_texts is None else config.fit_on,
+           "fit_max_tokens": options.fit_max_tokens, "methods": list(options.methods)}
+    for name in options.datasets:
+        d = data[name]
+        n = len(d)
+        started = time.perf_counter()
+        log(f"token level: {name}, {n} pairs")
+        T, owner = token_states(d.sentences(), config, device=device, log=log)
+        rows = {m: [] for m in options.methods}
+        for seed in seeds:
+            F = T if fit_texts is None else fit_states[seed]
+            F = F[subsample_indices(len(F), options.fit_max_tokens, random_state=[seed, 7])] \
+                if len(F) > options.fit_max_tokens else F
+            for method_name in options.methods:
+                if method_name not in RANDOM_METHODS and seed != seeds[0] and len(F) == len(T) and fit_texts is None:
+                    rows[method_name].append(rows[method_name][0])  # nothing random: the first seed's row
+                    continue
+                method = make_method(method_name, config, seed=seed)
+                if method is not None:
+                    method.fit(F.astype(np.float64))
+                Y = pool_tokens(_transform_in_chunks(method, T), owner, 2 * n)
+                corr = sts_correlations(cosine_rows(Y[:n], Y[n:]), d.scores, d.subsets)
+                rows[method_name].append({**corr, **isotropy_metrics(Y, sample=config.metric_sample, seed=seed)})
+                log(f"  token level, seed {seed} {name:6s} {method_name:22s} Spearman "
+                    f"{100 * corr['all']['spearman']:6.2f}")
+        out["datasets"][name] = {
+            "n_pairs": n, "n_tokens": int(T.shape[0]), "seconds": round(time.perf_counter() - started, 1),
+            "methods": {m: _method_record(rows[m], seeds, random=m in RANDOM_METHODS or len(T) > options.fit_max_tokens
+                                          or fit_texts is not None) for m in options.methods}}
+    return out
+
+
+_TOKEN_SPECS = (
+    ("token-cluster-raises-sts", "slides 'Proposed Method' and 'Pre-trained BERT results'",
+     ("Clustering the token representations and removing each cluster's mean and dominant directions raises the "
+     "STS correlation of the pooled sentence vectors."), "STS-B 54.09 → 67.50",
+     ("Spearman × 100 of the sentence vectors pooled from transformed tokens, K-means + Mean + PCA minus Baseline, "
+     "mean over the token-level data sets"), "sts"),
+    ("token-cluster-beats-global-pca", "slide 'Our proposed algorithm in comparison to other studies'",
+     "At the token level, the cluster-based transform beats global Mean + PCA.", "67.50 vs 46.67 (STS-B)",
+     ("Spearman × 100 of the sentence vectors pooled from transformed tokens, K-means + Mean + PCA minus Mean + PCA, "
+     "mean over the token-level data sets"), "ranking"),
+)
+
+
+def token_claims(results, results_dir, *, model: str) -> list:
+    """The two STS claims at the paper's own level (tokens transformed, then pooled), one value per seed."""
+    from isotropy.experiments._claims import claim, command_of, not_run
+    from isotropy.experiments.sts_isotropy.claims import BASE, CLUSTER, GLOBAL, PAPER, RULES
+
+    command = command_of(results_dir, "isotropy run sts-isotropy --data-dir DATA_DIR")
+    table = ((results or {}).get("token_level") or {}).get("datasets") or {}
+    model = model.replace("the transforms act on pooled sentence vectors", "the transforms act on token vectors, "
+                          "pooled afterwards (the paper's order)")
+    out = []
+    for id_, where, text, paper_value, statistic, key in _TOKEN_SPECS:
+        other = BASE if key == "sts" else GLOBAL
+        common = {"id": id_, "paper": f"{PAPER}, {where}", "claim": text, "paper_value": paper_value, "model": model,
+                  "statistic": statistic, "rule": RULES[key], "command": command}
+        if not table or not all(CLUSTER in t["methods"] and other in t["methods"] for t in table.values()):
+            out.append(not_run(**common, reason="the run has no token-level rows (token_level: null)"))
+            continue
+        names = list(table)
+        per = {name: ([r["all"]["spearman"] for r in table[name]["methods"][CLUSTER]["per_seed"]],
+                      [r["all"]["spearman"] for r in table[name]["methods"][other]["per_seed"]]) for name in names}
+        n_seeds = len(per[names[0]][0])
+        values = [100.0 * float(np.mean([per[name][0][i] - per[name][1][i] for name in names])) for i in range(n_seeds)]
+        out.append(claim(**common, values=values))
+    return out
