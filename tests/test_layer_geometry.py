@@ -295,3 +295,9 @@ def test_compare_table_gives_each_choice_against_the_reference_and_its_sample_sp
     assert "| 3 | 0.900 | – | 0.800 (-0.100) |" in table and "| 0 |" not in table and "| 6 |" not in table
     with pytest.raises(ValueError, match="at least 2 runs"):
         compare_table({"space": ref})
+    # one-sample variants of seed 1: compared with the reference's own seed-1 sample (the same tokens)
+    ref["samples"] = [{"seed": 0, "layers": ref["layers"]},
+                      {"seed": 1, "layers": [{"layer": 3, "isoscore": 0.12, "s_inter": 0.88}]}]
+    table = compare_table({"space": ref, "no-space": {**other, "seeds": [1]}})
+    assert "| layer | space (seed 1) | space: spread over samples | no-space (Δ) |" in table
+    assert "| 3 | 0.120 | – | 0.250 (+0.130) |" in table

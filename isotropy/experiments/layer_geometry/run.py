@@ -97,29 +97,39 @@ def markdown_table(results: dict) -> str:
 def compare_table(named: dict, *, keys=("isoscore", "s_inter")) -> str:
     """How extraction choices move the per-layer numbers: one column per run and metric, and the change.
 
-    ``named`` maps a label to a run's ``metrics.json`` (the first is the reference); each run's
-    ``layers`` rows are its means over token samples. Layers present in every run are compared; a
-    ``Δ`` column gives each other run's value minus the reference's, and the reference's own
-    min–max over token samples (when it has several) shows how large a change sampling alone makes.
+    ``named`` maps a label to a run's ``metrics.json``; the first is the reference. When the other
+    runs are one token sample each, all with the same seed, and the reference holds that seed's
+    sample, the changes (``Δ``) are taken against that very sample (the same tokens, only the
+    extraction differs); otherwise against the reference's mean over its samples. The reference's
+    min–max over its token samples shows how large a change sampling alone makes. Only the layers
+    present in every run are compared.
     """
     labels = list(named)
     if len(labels) < 2:
         raise ValueError(f"compare_table needs at least 2 runs. Got {len(labels)} instead.")
-    rows = {label: {r["layer"]: r for r in named[label]["layers"]} for label in labels}
+    reference = named[labels[0]]
+    other_seeds = {tuple(named[label].get("seeds") or []) for label in labels[1:]}
+    by_seed = {s.get("seed"): s for s in reference.get("samples") or []}
+    paired = None
+    if len(other_seeds) == 1 and len(next(iter(other_seeds))) == 1 and next(iter(other_seeds))[0] in by_seed:
+        paired = next(iter(other_seeds))[0]
+    ref_rows = by_seed[paired]["layers"] if paired is not None else reference["layers"]
+    spread_rows = {r["layer"]: (r.get("spread") or {}) for r in reference["layers"]}
+    rows = {labels[0]: {r["layer"]: r for r in ref_rows}}
+    rows.update({label: {r["layer"]: r for r in named[label]["layers"]} for label in labels[1:]})
     layers = [layer for layer in rows[labels[0]] if all(layer in rows[label] for label in labels[1:])]
+    ref_label = f"{labels[0]} (seed {paired})" if paired is not None else labels[0]
     lines = []
     for key in keys:
-        title = _LABELS.get(key, key)
-        header = ["layer", f"{labels[0]}", "sample spread", *(f"{label} (Δ)" for label in labels[1:])]
-        lines += [f"{title}:", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        header = ["layer", ref_label, f"{labels[0]}: spread over samples", *(f"{label} (Δ)" for label in labels[1:])]
+        lines += [f"{_LABELS.get(key, key)}:", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         for layer in layers:
-            ref = rows[labels[0]][layer]
-            spread = (ref.get("spread") or {}).get(key)
-            cells = [str(layer), _fmt(ref.get(key, math.nan)),
-                     f"{_fmt(spread[0])}–{_fmt(spread[1])}" if spread else "–"]
+            ref = rows[labels[0]][layer].get(key, math.nan)
+            spread = spread_rows.get(layer, {}).get(key)
+            cells = [str(layer), _fmt(ref), f"{_fmt(spread[0])}–{_fmt(spread[1])}" if spread else "–"]
             for label in labels[1:]:
                 value = rows[label][layer].get(key, math.nan)
-                cells.append(f"{_fmt(value)} ({value - ref.get(key, math.nan):+.3f})")
+                cells.append(f"{_fmt(value)} ({value - ref:+.3f})")
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
     return "\n".join(lines)
