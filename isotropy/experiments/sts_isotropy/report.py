@@ -72,6 +72,23 @@ def _seeds_text(results: dict) -> str:
             f"is a seeded sample); the other rows are computed once.")
 
 
+def token_tables(results: dict) -> str:
+    """The token-level rows (the paper's order: tokens transformed, then pooled), or "" when the run has none."""
+    level = results.get("token_level") or {}
+    if not level.get("datasets"):
+        return ""
+    as_results = {"config": results["config"], "datasets": level["datasets"]}
+    fit = "the evaluated sentences' tokens" if level.get("fit") == "self" else f"the tokens of {level.get('fit')}"
+    return "\n".join([
+        (f"At the token level (the paper's order): each method fitted on {fit} (at most "
+        f"{level.get('fit_max_tokens', 0):,}), every token transformed, each sentence the mean of its tokens. "
+        f"Spearman × 100; in brackets the seed spread of the rows that depend on the seed:"), "",
+        metric_table(as_results, "spearman"), "",
+        "I(W) of the sentence vectors pooled from the transformed tokens (not normalised, unlike "
+        "sentence-transformers' own output):", "", metric_table(as_results, "I(W)"), "",
+        "IsoScore of the same sentence vectors:", "", metric_table(as_results, "IsoScore"), ""])
+
+
 def markdown_table(results: dict) -> str:
     """Spearman × 100 and the isotropy of every method: the tables the docs render from a committed run."""
     seeds = _seeds_text(results)
@@ -79,7 +96,8 @@ def markdown_table(results: dict) -> str:
         f"Spearman × 100 (STS12-16: {results['config']['aggregate']}). {seeds}", "",
         metric_table(results, "spearman"), "",
         "I(W) of the transformed embeddings (1 = isotropic):", "", metric_table(results, "I(W)"), "",
-        "IsoScore of the transformed embeddings (1 = isotropic):", "", metric_table(results, "IsoScore"), ""])
+        "IsoScore of the transformed embeddings (1 = isotropic):", "", metric_table(results, "IsoScore"), "",
+        token_tables(results)])
 
 
 def _per_dataset(results: dict, name: str) -> str:
@@ -137,6 +155,8 @@ def markdown_report(results: dict) -> str:
             parts.append(f"| {p['dataset']} | {p['param']} | {p['value']} | {_fmt(p['spearman'], 'corr')} | "
                          f"{_fmt(p['pearson'], 'corr')} | {_fmt(p['I(W)'], 'iso')} | {_fmt(p['IsoScore'], 'iso')} |")
         parts.append("")
+    if results.get("token_level"):
+        parts += ["### Token level", "", token_tables(results)]
     boot = results.get("bootstrap") or {}
     if boot:
         parts += ["### Bootstrap over sentence pairs (for claims.json)", ""]
