@@ -84,8 +84,8 @@ def token_tables(results: dict) -> str:
         f"{level.get('fit_max_tokens', 0):,}), every token transformed, each sentence the mean of its tokens. "
         f"Spearman × 100; in brackets the seed spread of the rows that depend on the seed:"), "",
         metric_table(as_results, "spearman"), "",
-        "I(W) of the sentence vectors pooled from the transformed tokens (not normalised, unlike "
-        "sentence-transformers' own output):", "", metric_table(as_results, "I(W)"), "",
+        ("I(W) of the sentence vectors pooled from the transformed tokens (not normalised, unlike "
+        "sentence-transformers' own output):"), "", metric_table(as_results, "I(W)"), "",
         "IsoScore of the same sentence vectors:", "", metric_table(as_results, "IsoScore"), ""])
 
 
