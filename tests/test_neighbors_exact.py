@@ -152,6 +152,35 @@ def test_uneven_blocks_and_ties_match_cdist(chunk_size, k):
         np.testing.assert_array_equal(again[1], ind)
 
 
+@pytest.mark.parametrize("rows", [1, 7, 50])
+def test_blocks_scored_a_few_rows_at_a_time_match_cdist(rows, monkeypatch):
+    """The operand panels are built from X per task and each block is scored ``_ROWS`` rows at a time
+    (the diagonal of a diagonal block falling anywhere in them): the same neighbours as cdist."""
+    from isotropy._kernels import neighbors as kernels
+
+    monkeypatch.setattr(kernels, "_ROWS", rows)
+    X = np.random.default_rng(rows).standard_normal((157, 9)).astype(np.float32)
+    X[100:110] = X[:10]
+    for chunk_size in (16, 61):
+        dist, ind = kneighbors(X, n_neighbors=5, chunk_size=chunk_size)
+        ref_d, ref_i = _reference(X, 5)
+        np.testing.assert_allclose(dist, ref_d, rtol=1e-12, atol=0)
+        np.testing.assert_array_equal(ind, ref_i)
+
+
+@pytest.mark.parametrize("n_panels", [1, 2, 5, 6])
+def test_tasks_cover_each_block_once(n_panels):
+    from isotropy._kernels.neighbors import _panels, _tasks
+
+    panels = _panels(0, 10 * n_panels, 10)
+    blocks = [(I.start, J.start) for I, Js in _tasks(panels, panels, diagonal=True) for J in Js]
+    assert sorted(blocks) == sorted((I.start, J.start) for t, J in enumerate(panels) for I in panels[:t + 1])
+    assert blocks[:n_panels] == [(I.start, I.start) for I in panels]  # the diagonal first
+    other = _panels(10 * n_panels, 10 * n_panels + 35, 10)
+    blocks = [(I.start, J.start) for I, Js in _tasks(panels, other, diagonal=False) for J in Js]
+    assert sorted(blocks) == sorted((I.start, J.start) for I in panels for J in other)
+
+
 @pytest.mark.parametrize("n_p", [1, 7, 60, 150])
 def test_cross_kernel_matches_cdist(n_p):
     from isotropy._kernels.neighbors import exact_knn_cross

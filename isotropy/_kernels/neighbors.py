@@ -16,7 +16,7 @@ from isotropy._utils.validation import IsotropyValueError
 # Entries per group of the first threshold of a point (_group_threshold).
 _GROUP = 8
 # Gathered candidate rows for the exact recomputation, in bytes (small: stays in cache).
-_GATHER_MEMORY = 2 * 2**20
+_GATHER_MEMORY = 2**20
 
 
 _METRICS = ("euclidean", "cosine")
@@ -44,7 +44,7 @@ def _exact_sq_distances(X: np.ndarray, scale, rows: np.ndarray, cand: np.ndarray
     for s in range(0, n_rows, step):
         e = min(n_rows, s + step)
         g, dd = gathered[: e - s], diff[: e - s]
-        np.take(X, cand[s:e], axis=0, out=g)
+        np.take(X, cand[s:e], axis=0, out=g, mode="clip")  # valid indices; "clip" writes to out unbuffered
         query = X[rows[s:e]].astype(np.float64)
         if scale is not None:
             np.multiply(g, scale[cand[s:e], None], out=dd)
@@ -101,10 +101,14 @@ def _finish(sq: np.ndarray, metric: str) -> np.ndarray:
 
 # Rows (and columns) of one square block of the score matrix.
 _BLOCK = 1024
+# Rows of a block scored at a time (the score buffer of a worker: _ROWS x _BLOCK).
+_ROWS = 512
 # Rows sampled for the centre (a coordinate-wise median: a few rows of huge norm do not move it).
 _CENTRE_SAMPLE = 4096
 # Scores per chunk of the float64 fallbacks (rows x all points).
 _FALLBACK_SCORES = 2**22
+# Float64 entries of X converted at a time when the operands are built (4 MiB).
+_OPERAND_ELEMENTS = 2**19
 
 
 def _centre(X: np.ndarray, scale) -> np.ndarray:
@@ -112,44 +116,90 @@ def _centre(X: np.ndarray, scale) -> np.ndarray:
 
     Any centre gives the same distances; a median keeps the centred norms of the bulk of the
     points small even when a few rows are ``10^12`` times larger than the rest (a mean would be
-    dragged to them, and the float32 scores of the bulk would lose every digit).
+    dragged to them, and the float32 scores of the bulk would lose every digit). Taken a few
+    columns at a time (each column's median alone), so that the float64 sample stays small.
     """
-    n = X.shape[0]
-    rows = np.unique(np.linspace(0, n - 1, min(n, _CENTRE_SAMPLE)).astype(np.intp))
-    return np.median(_representation(X[rows], None if scale is None else scale[rows]), axis=0)
-
-
-def _operands(X: np.ndarray, scale, centre: np.ndarray, dtype):
-    """``(A, q)``: rows ``[c_i, ‖c_i‖²/2, 1]`` of ``c_i = X[i]·scale[i] − centre`` in ``dtype``, and
-    ``q_i = ‖c_i‖²`` in float64; ``A`` is None when ``dtype`` cannot hold the scores."""
     n, d = X.shape
-    A = np.empty((n, d + 2), dtype=dtype)
-    q = np.empty(n, dtype=np.float64)
-    step = max(1, (1 << 21) // max(d, 1))
-    for s in range(0, n, step):
-        c = _representation(X[s:s + step], None if scale is None else scale[s:s + step]) - centre
-        q[s:s + step] = np.einsum("ij,ij->i", c, c)
-        A[s:s + step, :d] = c
-    if not np.all(q <= np.finfo(dtype).max / 8):  # |s_ij| <= ‖c_i‖² + ‖c_j‖² must not overflow
-        return None, q
-    with np.errstate(under="ignore"):
-        A[:, d] = np.einsum("ij,ij->i", A[:, :d], A[:, :d]) / 2
-    A[:, d + 1] = 1
-    return A, q
+    rows = np.unique(np.linspace(0, n - 1, min(n, _CENTRE_SAMPLE)).astype(np.intp))
+    sample, rows_scale = X[rows], None if scale is None else scale[rows]
+    centre = np.empty(d)
+    step = max(1, _OPERAND_ELEMENTS // max(rows.size, 1))
+    for s in range(0, d, step):
+        centre[s:s + step] = np.median(_representation(sample[:, s:s + step], rows_scale), axis=0)
+    return centre
 
 
-def _right(A: np.ndarray, rows: slice, out: np.ndarray) -> np.ndarray:
-    """Rows ``[c_j, −1, −‖c_j‖²/2]``: ``A[i]·B[j] = c_i·c_j − ‖c_i‖²/2 − ‖c_j‖²/2 = −‖c_i − c_j‖²/2``."""
-    d = A.shape[1] - 2
-    B = out[: (rows.stop - rows.start) * (d + 2)].reshape(rows.stop - rows.start, d + 2)
-    B[:, :d] = A[rows, :d]
-    B[:, d] = -1
-    B[:, d + 1] = -A[rows, d]
-    return B
+class _Operands:
+    """The score operands of :func:`exact_knn`, built a panel of rows at a time (never the ``n × (d + 2)`` matrix).
+
+    Left rows ``[c_i, ‖c_i‖²/2, 1]`` and right rows ``[c_j, −1, −‖c_j‖²/2]`` of the centred rows
+    ``c_i = X[i]·scale[i] − centre`` in ``dtype`` (float32, or float64 where float32 cannot hold the
+    scores), so that ``left[i]·right[j] = c_i·c_j − ‖c_i‖²/2 − ‖c_j‖²/2 = −‖c_i − c_j‖²/2``; and
+    ``q_i = ‖c_i‖²`` in float64 for every row. A worker builds the panels of its blocks from ``X``
+    into its own buffers (one more read of ``b·d`` entries for two ``b × b`` blocks, :func:`_tasks`)
+    instead of an ``n × (d + 2)`` copy of ``X`` held throughout.
+    """
+
+    def __init__(self, X: np.ndarray, scale, centre: np.ndarray, caller: str):
+        self.X, self.scale, self.centre = X, scale, centre
+        n, self.d = X.shape
+        self.q = np.empty(n, dtype=np.float64)
+        half = np.empty(n, dtype=np.float32)  # ‖ĉ_i‖²/2 of the float32 operands, if they can be used
+        step = max(1, _OPERAND_ELEMENTS // max(self.d, 1))
+        for s in range(0, n, step):
+            c = self._centred(slice(s, min(n, s + step)))
+            self.q[s:s + step] = np.einsum("ij,ij->i", c, c)
+            with np.errstate(over="ignore", under="ignore"):  # not used when it overflows (below)
+                low = c.astype(np.float32)
+                half[s:s + step] = np.einsum("ij,ij->i", low, low) / 2
+        # |s_ij| <= ‖c_i‖² + ‖c_j‖² must not overflow the products' dtype
+        if np.all(self.q <= np.finfo(np.float32).max / 8):
+            self.dtype, self.half = np.dtype(np.float32), half
+        elif np.all(self.q <= np.finfo(np.float64).max / 8):
+            self.dtype = np.dtype(np.float64)
+            with np.errstate(under="ignore"):
+                self.half = self.q / 2  # ĉ = c in float64
+        else:
+            raise IsotropyValueError(f"The 'X' parameter of {caller} must have values whose squared distances fit "
+                                     f"in float64. Got values too large instead.")
+
+    def _centred(self, rows: slice) -> np.ndarray:
+        """Float64 ``X[rows]·scale[rows] − centre`` (an own array)."""
+        c = np.array(self.X[rows], dtype=np.float64)
+        if self.scale is not None:
+            c *= self.scale[rows, None]
+        c -= self.centre
+        return c
+
+    def _panel(self, rows: slice, out: np.ndarray) -> np.ndarray:
+        """``[ĉ, ‖ĉ‖²/2, 1]`` of ``rows`` in ``out`` (``ĉ``: ``c`` rounded to ``dtype``)."""
+        d, r = self.d, rows.stop - rows.start
+        P = out[: r * (d + 2)].reshape(r, d + 2)
+        if self.scale is None:  # one pass: the float64 difference, rounded to dtype as it is stored
+            np.subtract(self.X[rows], self.centre, out=P[:, :d], dtype=np.float64, casting="unsafe")
+        else:
+            step = max(1, _OPERAND_ELEMENTS // 8 // max(d, 1))
+            for s in range(0, r, step):
+                P[s:min(r, s + step), :d] = self._centred(slice(rows.start + s, rows.start + min(r, s + step)))
+        P[:, d] = self.half[rows]
+        P[:, d + 1] = 1
+        return P
+
+    def left(self, rows: slice, out: np.ndarray) -> np.ndarray:
+        """Rows ``[ĉ_i, ‖ĉ_i‖²/2, 1]`` in ``out``."""
+        return self._panel(rows, out)
+
+    def right(self, rows: slice, out: np.ndarray) -> np.ndarray:
+        """Rows ``[ĉ_j, −1, −‖ĉ_j‖²/2]`` in ``out``."""
+        P = self._panel(rows, out)
+        d = self.d
+        np.negative(P[:, d], out=P[:, d + 1])
+        P[:, d] = -1
+        return P
 
 
 def _error_factor(dtype, n_features: int) -> float:
-    """``γ`` with ``|s̃_ij − s_ij| <= γ·(q_i + q_j)`` for the scores of :func:`_operands` in ``dtype``.
+    """``γ`` with ``|s̃_ij − s_ij| <= γ·(q_i + q_j)`` for the scores of :class:`_Operands` in ``dtype``.
 
     With ``u`` the unit roundoff: rounding ``c`` to ``dtype`` moves ``−‖c_i − c_j‖²/2`` by at most
     ``2u(q_i + q_j)``, the rounded ``‖ĉ_i‖²/2`` by ``(d + 1)u·q_i/2``, and a dot product of ``d + 2``
@@ -281,10 +331,21 @@ class _Best:
                 self._compact(fresh)
 
     def result(self):
-        """``(scores, indices)`` of the best ``m`` of every point (unfilled: ``−inf``, index 0)."""
-        self._compact(np.arange(self.keys.shape[0]))
-        keys = self.keys[:, : self.m]
-        return _scores(keys), _indices(keys)
+        """``(scores, indices)`` of the best ``m`` of every point (unfilled: ``−inf``, index 0).
+
+        A few rows at a time (no temporary of the size of the slots), after which the slots are
+        released: call it once, after the last merge.
+        """
+        n, m = self.keys.shape[0], self.m
+        scores, indices = np.empty((n, m), dtype=np.float32), np.empty((n, m), dtype=np.intp)
+        step = max(1, _GATHER_MEMORY // (8 * self.capacity))
+        for s in range(0, n, step):
+            rows = np.arange(s, min(n, s + step))
+            self._compact(rows)
+            keys = self.keys[rows, :m]
+            scores[rows], indices[rows] = _scores(keys), _indices(keys)
+        self.keys = None
+        return scores, indices
 
 
 class _Best64:
@@ -377,37 +438,69 @@ def _panels(start: int, stop: int, b: int) -> list:
     return [slice(s, min(stop, s + size)) for s in range(start, stop, size)]
 
 
-def _candidate_pass(A: np.ndarray, sides, pairs, b: int) -> None:
-    """Offer the score blocks ``(rows I, columns J)`` of ``pairs`` to ``sides`` on one worker per core.
+def _tasks(rows, columns, *, diagonal: bool) -> list:
+    """Tasks ``(I, (J, J'))`` of :func:`_candidate_pass`: each row panel against two column panels at a time.
+
+    ``diagonal``: ``rows`` and ``columns`` are the same panels and only the blocks on and above the
+    diagonal are wanted, the diagonal ones first (every point then has a threshold). Then by pair
+    of column panels, so that a worker's consecutive tasks share their right operands and each left
+    operand it builds serves two blocks.
+    """
+    tasks = [(I, (I,)) for I in rows] if diagonal else []
+    for t in range(0, len(columns), 2):
+        Js = tuple(columns[t:t + 2])
+        tasks += [(I, Js) for I in (rows[:t] if diagonal else rows)]
+        if diagonal and len(Js) == 2:
+            tasks.append((Js[0], Js[1:]))
+    return tasks
+
+
+def _candidate_pass(ops: _Operands, sides, tasks, b: int) -> None:
+    """Offer the score blocks ``(rows I, columns J)`` of ``tasks`` (:func:`_tasks`) to ``sides`` on one worker per core.
 
     ``sides = (row_best, col_best)``: a diagonal block (``I is J``) is offered to its rows only, the
-    others to their rows and, transposed, to their columns. Each worker computes its blocks into its
-    own buffer with single-threaded BLAS (:func:`isotropy._kernels.silhouette._run_tasks`), so that the
-    selection of one block overlaps the products of the others.
+    others to their rows and, transposed, to their columns. Each worker builds the operand panels of
+    its blocks from ``X`` (:class:`_Operands`; the right ones are kept while consecutive tasks share
+    them) and computes its blocks into its own buffer with single-threaded BLAS
+    (:func:`isotropy._kernels.silhouette._run_tasks`), so that the selection of one block overlaps
+    the products of the others.
     """
     from isotropy._kernels.silhouette import _run_tasks
 
-    d2 = A.shape[1]
+    d2 = ops.d + 2
     row_best, col_best = sides
 
-    def block(I, J, state):
-        if "S" not in state:
-            state.update(S=np.empty(b * b, dtype=A.dtype), mask=np.empty(b * b, dtype=bool),
-                         B=np.empty(b * d2, dtype=A.dtype), J=None)
-        if state["J"] != (J.start, J.stop):
-            state["J"] = (J.start, J.stop)
-            state["right"] = _right(A, J, state["B"])
-        r, c = I.stop - I.start, J.stop - J.start
-        S = np.matmul(A[I], state["right"].T, out=state["S"][: r * c].reshape(r, c))
-        mask = state["mask"][: r * c].reshape(r, c)
-        if I == J:
-            np.fill_diagonal(S, -np.inf)  # a point is not its own neighbour
-            _offer(S, row_best, I, J.start, 1, mask)
-            return
-        _offer(S, row_best, I, J.start, 1, mask)
-        _offer(S, col_best, J, I.start, 0, mask)
+    h = min(b, _ROWS)
 
-    _run_tasks(block, pairs, progress=True)
+    def buffers():
+        return {"S": np.empty(h * b, dtype=ops.dtype), "mask": np.empty(h * b, dtype=bool),
+                "L": np.empty(h * d2, dtype=ops.dtype), "right": [None, None],
+                "B": [np.empty(b * d2, dtype=ops.dtype) for _ in range(2)]}
+
+    def task(I, Js, state):
+        rights = []
+        for slot, J in enumerate(Js):
+            key, right = state["right"][slot] or (None, None)
+            if key != (J.start, J.stop):
+                right = ops.right(J, state["B"][slot])
+                state["right"][slot] = ((J.start, J.stop), right)
+            rights.append(right)
+        for start in range(I.start, I.stop, h):  # h rows of the block at a time: a small score buffer
+            rows = slice(start, min(I.stop, start + h))
+            left = ops.left(rows, state["L"])
+            for J, right in zip(Js, rights):
+                r, c = rows.stop - rows.start, J.stop - J.start
+                S = np.matmul(left, right.T, out=state["S"][: r * c].reshape(r, c))
+                mask = state["mask"][: r * c].reshape(r, c)
+                if I == J:
+                    np.fill_diagonal(S[:, start - J.start:], -np.inf)  # a point is not its own neighbour
+                    _offer(S, row_best, rows, J.start, 1, mask)
+                    continue
+                _offer(S, row_best, rows, J.start, 1, mask)
+                _offer(S, col_best, J, rows.start, 0, mask)
+
+    _run_tasks(task, tasks, progress=True, make_state=buffers)
+
 
 def _exact_rows(X, scale, rows: np.ndarray, n_neighbors: int, cols: tuple[int, int]):
     """Exact search for a few rows among the points ``cols[0]:cols[1]``: float64 differences, ties by index."""
@@ -517,17 +610,6 @@ def _exact_selection(X, scale, centre, q, rows, best_v, best_i, n_neighbors, dty
     return dist, ind
 
 
-def _operands_any(X, scale, centre, caller):
-    """:func:`_operands` in float32, or in float64 where float32 cannot hold the scores."""
-    A, q = _operands(X, scale, centre, np.float32)
-    if A is None:
-        A, q = _operands(X, scale, centre, np.float64)
-    if A is None:
-        raise IsotropyValueError(f"The 'X' parameter of {caller} must have values whose squared distances fit in "
-                                 f"float64. Got values too large instead.")
-    return A, q
-
-
 def exact_knn(X: np.ndarray, scale, n_neighbors: int, *, block: int | None = None, caller: str = "kneighbors"):
     """Squared distances (float64, sorted) and indices of the ``n_neighbors`` nearest other points.
 
@@ -545,24 +627,20 @@ def exact_knn(X: np.ndarray, scale, n_neighbors: int, *, block: int | None = Non
        whose ``k``-th exact distance is not provably below every non-candidate's is searched again
        with float64 scores, and if still not certified, by float64 differences to every point.
 
-    Memory: a ``block × block`` score buffer and mask per worker thread, the ``n × (d + 2)`` operands and
-    ``n × 2m`` candidate keys.
+    Memory: per worker thread a ``512 × block`` score buffer and mask and three operand panels
+    (built from ``X``, :class:`_Operands`); the ``n × 2m`` candidate keys; no copy of ``X``.
     """
     n = X.shape[0]
     m = _n_candidates(n_neighbors, n)
     centre = _centre(X, scale)
-    A, q = _operands_any(X, scale, centre, caller)
+    ops = _Operands(X, scale, centre, caller)
     b = max(block or _BLOCK, m + 1)  # a diagonal block holds m others
-    best = _best(n, m, A.dtype)
+    best = _best(n, m, ops.dtype)
     panels = _panels(0, n, b)
-    # diagonal blocks first (every point then has a threshold); then by column panel, so that a worker's
-    # consecutive blocks share their right operand
-    pairs = [(I, I) for I in panels] + [(I, J) for t, J in enumerate(panels) for I in panels[:t]]
-    _candidate_pass(A, (best, best), pairs, b)
+    _candidate_pass(ops, (best, best), _tasks(panels, panels, diagonal=True), b)
     best_v, best_i = best.result()
-    dtype = A.dtype
-    del A
-    return _exact_selection(X, scale, centre, q, np.arange(n), best_v, best_i, n_neighbors, dtype, (0, n))
+    del best
+    return _exact_selection(X, scale, centre, ops.q, np.arange(n), best_v, best_i, n_neighbors, ops.dtype, (0, n))
 
 
 def exact_knn_cross(X: np.ndarray, scale, n_p: int, n_neighbors: int, *, caller: str = "kneighbors"):
@@ -576,17 +654,17 @@ def exact_knn_cross(X: np.ndarray, scale, n_p: int, n_neighbors: int, *, caller:
     n = X.shape[0]
     n_q = n - n_p
     centre = _centre(X, scale)
-    A, q = _operands_any(X, scale, centre, caller)
-    sides = [_best(size, min(_n_candidates(n_neighbors, n), other), A.dtype, offset)
+    ops = _Operands(X, scale, centre, caller)
+    sides = [_best(size, min(_n_candidates(n_neighbors, n), other), ops.dtype, offset)
              for size, other, offset in ((n_p, n_q, 0), (n_q, n_p, n_p))]
     b = _BLOCK
-    _candidate_pass(A, sides, [(I, J) for J in _panels(n_p, n, b) for I in _panels(0, n_p, b)], b)
+    _candidate_pass(ops, sides, _tasks(_panels(0, n_p, b), _panels(n_p, n, b), diagonal=False), b)
     out = []
     for best, cols in zip(sides, ((n_p, n), (0, n_p))):
         (best_v, best_i), m = best.result(), best.m
         rows = np.arange(best_v.shape[0]) + best.offset
         k = min(n_neighbors, m)
-        sq, ind = _exact_selection(X, scale, centre, q, rows, best_v, best_i, k, A.dtype, cols)
+        sq, ind = _exact_selection(X, scale, centre, ops.q, rows, best_v, best_i, k, ops.dtype, cols)
         if k < n_neighbors:
             sq = np.pad(sq, ((0, 0), (0, n_neighbors - k)), constant_values=np.inf)
             ind = np.pad(ind, ((0, 0), (0, n_neighbors - k)), constant_values=n)

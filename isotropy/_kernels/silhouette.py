@@ -73,7 +73,15 @@ def _left_operand_numpy(R_rows, metric, d):
 _PARALLEL = threading.Lock()  # one parallel section at a time: BLAS thread limits are process-wide
 
 
-def _run_tasks(fn, tasks, *, progress=False):
+def _cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # no sched_getaffinity (macOS, Windows)
+        return os.cpu_count() or 1
+
+
+def _run_tasks(fn, tasks, *, progress=False, make_state=None, max_workers=None):
     """Run fn(*task, state) for every task on one thread per core (state: a per-thread dict).
 
     With ``progress``, each finished task is reported to the caller's progress reporter, if any
@@ -82,6 +90,11 @@ def _run_tasks(fn, tasks, *, progress=False):
     Each worker runs single-threaded BLAS (threadpoolctl, restored on exit): independent
     workers keep both the products and the element-wise work busy on every core, and do not
     stall on BLAS's internal thread barriers when the machine is oversubscribed.
+
+    ``make_state``: builds each worker's state (its buffers) in the calling thread, before the
+    workers start, instead of an empty dict: memory allocated there is reused by the caller's own
+    allocations once the workers are done (a worker thread's allocator arena is not).
+    ``max_workers``: at most this many workers (e.g. to bound the memory of their buffers).
     """
     if progress:
         from isotropy._utils.progress import blocks
@@ -91,24 +104,22 @@ def _run_tasks(fn, tasks, *, progress=False):
         def fn(*args):
             inner(*args)
             advance()
-    try:
-        workers = min(len(os.sched_getaffinity(0)), len(tasks))
-    except AttributeError:  # no sched_getaffinity (macOS, Windows)
-        workers = min(os.cpu_count() or 1, len(tasks))
+    workers = min(_cores(), len(tasks), max_workers or len(tasks))
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:
         workers = 1
     if workers <= 1:
-        state = {}
+        state = {} if make_state is None else make_state()
         for task in tasks:
             fn(*task, state)
         return
     local = threading.local()
+    states = [] if make_state is None else [make_state() for _ in range(workers)]
 
     def run(task):
         if not hasattr(local, "state"):
-            local.state = {}
+            local.state = states.pop() if states else {}  # list.pop is atomic
         fn(*task, local.state)
 
     with _PARALLEL, threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(workers) as pool:
