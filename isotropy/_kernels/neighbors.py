@@ -412,11 +412,12 @@ def _group_threshold(S: np.ndarray, axis: int, m: int) -> np.ndarray:
     return np.partition(maxima, g - m, axis=0)[g - m]
 
 
-def _offer(S: np.ndarray, best: _Best, targets: slice, other0: int, axis: int, mask: np.ndarray) -> None:
+def _offer(S: np.ndarray, best: _Best, targets: slice, other0: int, axis: int, mask: np.ndarray, into: list) -> None:
     """Offer the block ``S`` to its rows (``axis=1``) or, through the transpose, its columns (``axis=0``).
 
     One comparison with the targets' thresholds and one scan of the mask; only the entries that
-    reach them (few once every target holds ``m``) are merged.
+    reach them (few once every target holds ``m``) are kept, as ``(targets, others, scores)`` appended
+    to ``into`` for one merge (:func:`_merge`) of the parts of a block.
     """
     thr = best.thresholds(targets, S, axis)
     np.greater_equal(S, thr[:, None] if axis == 1 else thr[None, :], out=mask)
@@ -426,9 +427,18 @@ def _offer(S: np.ndarray, best: _Best, targets: slice, other0: int, axis: int, m
     r, c = np.divmod(flat, S.shape[1])
     vals = S.ravel()[flat]
     if axis == 1:
-        best.merge(r + (targets.start - best.offset), c + other0, vals)
+        into.append((r + (targets.start - best.offset), c + other0, vals))
     else:
-        best.merge(c + (targets.start - best.offset), r + other0, vals)
+        into.append((c + (targets.start - best.offset), r + other0, vals))
+
+
+def _merge(best, offered: list) -> None:
+    """Merge the entries :func:`_offer` kept into ``best`` (once for the parts of a block), and forget them."""
+    if not offered:
+        return
+    targets, others, vals = offered[0] if len(offered) == 1 else (np.concatenate(part) for part in zip(*offered))
+    best.merge(targets, others, vals)
+    offered.clear()
 
 
 def _panels(start: int, stop: int, b: int) -> list:
@@ -485,19 +495,23 @@ def _candidate_pass(ops: _Operands, sides, tasks, b: int) -> None:
                 right = ops.right(J, state["B"][slot])
                 state["right"][slot] = ((J.start, J.stop), right)
             rights.append(right)
+        offered = [([], []) for _ in Js]  # per block: the entries for its rows and for its columns
         for start in range(I.start, I.stop, h):  # h rows of the block at a time: a small score buffer
             rows = slice(start, min(I.stop, start + h))
             left = ops.left(rows, state["L"])
-            for J, right in zip(Js, rights):
+            for J, right, (to_rows, to_columns) in zip(Js, rights, offered):
                 r, c = rows.stop - rows.start, J.stop - J.start
                 S = np.matmul(left, right.T, out=state["S"][: r * c].reshape(r, c))
                 mask = state["mask"][: r * c].reshape(r, c)
                 if I == J:
                     np.fill_diagonal(S[:, start - J.start:], -np.inf)  # a point is not its own neighbour
-                    _offer(S, row_best, rows, J.start, 1, mask)
+                    _offer(S, row_best, rows, J.start, 1, mask, to_rows)
                     continue
-                _offer(S, row_best, rows, J.start, 1, mask)
-                _offer(S, col_best, J, rows.start, 0, mask)
+                _offer(S, row_best, rows, J.start, 1, mask, to_rows)
+                _offer(S, col_best, J, rows.start, 0, mask, to_columns)
+        for to_rows, to_columns in offered:  # one merge per side of each block
+            _merge(row_best, to_rows)
+            _merge(col_best, to_columns)
 
     _run_tasks(task, tasks, progress=True, make_state=buffers)
 
