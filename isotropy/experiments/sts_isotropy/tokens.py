@@ -169,10 +169,17 @@ _TOKEN_SPECS = (
 
 
 def token_claims(results, results_dir, *, model: str) -> list:
-    """The two STS claims at the paper's own level (tokens transformed, then pooled), one value per seed."""
+    """The two STS claims at the paper's own level (tokens transformed, then pooled), one value per seed.
+
+    None for a run whose config has no ``token_level`` (it makes no token-level claim); ``results=None``
+    (no run) gives the two claims as not measured.
+    """
     from isotropy.experiments._claims import claim, command_of, not_run
     from isotropy.experiments.sts_isotropy.claims import BASE, CLUSTER, GLOBAL, PAPER, RULES
 
+    config = (results or {}).get("config") or {}
+    if results is not None and not config.get("token_level"):
+        return []  # a run without token_level makes no token-level claim
     command = command_of(results_dir, "isotropy run sts-isotropy --data-dir DATA_DIR")
     table = ((results or {}).get("token_level") or {}).get("datasets") or {}
     model = model.replace("the transforms act on pooled sentence vectors", "the transforms act on token vectors, "
