@@ -25,10 +25,11 @@ def big():
 
 
 @pytest.mark.parametrize("name", ["isoscore", "isoscore_star", "participation_ratio", "cosine_similarity_mean",
-                                  "partition_isotropy"])
+                                  "partition_isotropy", "rogue_dimension_share"])
 def test_covariance_metrics_allocate_less_than_half_the_input(big, name, monkeypatch):
     # 2**16-element chunks (512 KiB) wherever the chunk size is defined or imported: an 11 MiB input, many chunks
-    for name_ in ("isotropy._kernels.isoscore", "isotropy._kernels.accumulator", "isotropy.metrics.cosine", "isotropy.metrics.partition"):
+    for name_ in ("isotropy._kernels.isoscore", "isotropy._kernels.accumulator", "isotropy._kernels.rows",
+                  "isotropy.metrics.partition"):
         monkeypatch.setattr(importlib.import_module(name_), "_CHUNK_ELEMENTS", 1 << 16)
     tracemalloc.start()
     try:

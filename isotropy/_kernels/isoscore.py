@@ -54,21 +54,12 @@ def _numpy_scatter(X, *, split_mean=False):
     close to the mean keeps the large-offset precision of two-pass centring):
     with m = mean(x − K), Σ(x − μ)(x − μ)ᵀ = Σ(x − K)(x − K)ᵀ − n·m·mᵀ and μ = K + m. With
     ``split_mean`` returns ``(scatter, K, m)``: μ kept as K + m loses nothing to the rounding of μ.
+    The pass is :func:`isotropy._kernels.rows.row_statistics` (shared with the other covariance
+    metrics of an ``isotropy measure`` table).
     """
-    n, d = X.shape
-    step = max(1, _CHUNK_ELEMENTS // max(d, 1))
-    shift = X[:step].mean(axis=0, dtype=np.float64)
-    scatter = np.zeros((d, d))
-    total = np.zeros(d)
-    buffer = np.empty((min(step, n), d))  # one float64 chunk, reused: peak memory O(chunk), not O(n)
-    for start in range(0, n, step):
-        B = buffer[: min(step, n - start)]
-        np.copyto(B, X[start:start + step])
-        B -= shift
-        total += B.sum(axis=0)
-        scatter += B.T @ B  # BLAS syrk
-    m = total / n
-    scatter -= n * np.outer(m, m)
+    from isotropy._kernels.rows import row_statistics
+
+    scatter, shift, m = row_statistics(X, ("scatter",))["scatter"]  # may be shared: read, never changed
     return (scatter, shift, m) if split_mean else (scatter, shift + m)
 
 

@@ -22,8 +22,6 @@ from isotropy._utils.validation import (
     check_X,
 )
 
-_CHUNK_ELEMENTS = 1 << 21  # float64 entries converted at a time by the numpy path (16 MiB)
-
 __all__ = ["cosine_similarity_mean", "inter_type_cosine", "intra_type_cosine"]
 
 
@@ -47,16 +45,12 @@ def _refuse_rows(bad, subnormal, *, caller, name, offset=0):
 def _unit_rows_numpy(B, *, caller, name, offset=0):
     """Unit rows of a float64 block (the caller's own copy, scaled in place); rows whose squared norm over- or underflows are first
     brought to unit scale by a power of two (exact), so norms never overflow (data up to 1.8e308)."""
-    sq = np.einsum("ij,ij->i", B, B)
-    lo, hi = _norm_range(np.finfo(np.float64))
-    odd = np.flatnonzero(~((sq > lo) & (sq < hi)))  # also inf and 0
-    if odd.size:
-        top = np.abs(B[odd]).max(axis=1)
-        _refuse_rows(odd[top == 0], odd[(top > 0) & (top < np.finfo(np.float64).tiny)],
-                     caller=caller, name=name, offset=offset)
-        B[odd] = np.ldexp(B[odd], -np.frexp(top)[1][:, None])
-        sq[odd] = np.einsum("ij,ij->i", B[odd], B[odd])
-    B /= np.sqrt(sq)[:, None]  # B is the caller's own float64 block
+    from isotropy._kernels.rows import _unit_rows_block
+
+    zero, subnormal = [], []
+    _unit_rows_block(B, 0, zero, subnormal)
+    if zero or subnormal:
+        _refuse_rows(np.concatenate(zero), np.concatenate(subnormal), caller=caller, name=name, offset=offset)
     return B
 
 
@@ -83,15 +77,20 @@ def _unit_row_sum(X, *, caller, name="X"):
     """Σ x̂ᵢ over the rows of ``X``: float64, a block of rows at a time for numpy (no n×d float64 copy)."""
     if is_torch(X):
         return _unit_rows(X, caller=caller, name=name).sum(0)
-    n, d = X.shape
-    step = max(1, _CHUNK_ELEMENTS // max(d, 1))
-    total = np.zeros(d)
-    buffer = np.empty((min(step, n), d))  # one float64 chunk, reused
-    for start in range(0, n, step):
-        B = buffer[: min(step, n - start)]
-        np.copyto(B, X[start:start + step])
-        total += _unit_rows_numpy(B, caller=caller, name=name, offset=start).sum(0)
-    return total
+    return _unit_sums(X, caller=caller, name=name).sum
+
+
+def _unit_sums(X, *, caller, name="X", squares=False):
+    """:class:`isotropy._kernels.rows.Units` of a numpy ``X`` (Σ x̂ᵢ, and Σ x̂ᵢ² with ``squares``); zero rows raise.
+
+    One chunked float64 pass (:func:`isotropy._kernels.rows.row_statistics`), shared with the other
+    covariance metrics of an ``isotropy measure`` table.
+    """
+    from isotropy._kernels.rows import row_statistics
+
+    units = row_statistics(X, ("units", "unit_squares") if squares else ("units",))["units"]
+    _refuse_rows(units.zero, units.subnormal, caller=caller, name=name)
+    return units
 
 
 def _mean_pairwise_cosine_of_units(sum_vec, count):

@@ -14,6 +14,7 @@ __all__ = ["partition_isotropy"]
 
 
 _CHUNK_ELEMENTS = 1 << 21  # float64 entries converted at a time by the numpy path (16 MiB)
+_ONE_THREAD_EIGH = 1024  # largest n_features whose eigenvectors are found on one BLAS thread
 
 
 def _logsumexp_columns(P):
@@ -66,34 +67,65 @@ def _numpy_log_z(X, exponent):
         if not np.isfinite(P).all():
             _refuse_overflow(exponent)
         return np.concatenate([_logsumexp_columns(P), _logsumexp_columns(-P)])
-    step = max(1, _CHUNK_ELEMENTS // (2 * d))  # rows per chunk; the projections P have 2d columns
-    buffer = np.empty((min(step, n), d))  # one float64 chunk, reused
-    A = np.zeros((d, d))
-    for start in range(0, n, step):
-        B = buffer[: min(step, n - start)]
+    from isotropy._kernels.rows import _workers_for, in_order, row_statistics
+
+    A = row_statistics(X, ("second",))["second"]  # XᵀX, float64 (shared with the other metrics of a table)
+    U = _eigenvectors(A)
+    step = max(1, _CHUNK_ELEMENTS // (4 * d))  # rows per chunk: a worker holds the chunk and its projections
+    starts = range(0, n, step)
+
+    def chunk(c, state, slot):
+        """Per column of [U, −U]: the largest projection of the chunk's rows and Σ exp(projection − it)."""
+        start = starts[c]
+        B = state["B"][: min(step, n - start)]
         np.copyto(B, X[start:start + step])
-        A += B.T @ B
-    _, U = np.linalg.eigh(A)
-    U = np.hstack([U, -U])
-    top = np.full(2 * d, -np.inf)
-    total = np.zeros(2 * d)
-    projections = np.empty((buffer.shape[0], 2 * d))  # reused too
-    for start in range(0, n, step):  # streaming log-sum-exp over row blocks: no n×d matrix
-        B = buffer[: min(step, n - start)]
-        np.copyto(B, X[start:start + step])
-        P = np.matmul(B, U, out=projections[: B.shape[0]])
+        P = np.matmul(B, U, out=state["P"][: B.shape[0]])  # the projections on −u are −P
         if exponent:
             with np.errstate(over="ignore"):  # checked just below
                 P = np.ldexp(P, exponent, out=P)
-        if not (np.isfinite(P.max()) and np.isfinite(P.min())):
-            _refuse_overflow(exponent)
-        new_top = np.maximum(top, P.max(axis=0))
+        high, low = P.max(axis=0), P.min(axis=0)
+        if not (np.isfinite(high).all() and np.isfinite(low).all()):
+            return None
+        sums = np.empty(2 * d)
+        E = np.subtract(P, high, out=B)  # the chunk is no longer needed: its buffer takes exp(P - high)
+        sums[:d] = np.exp(E, out=E).sum(axis=0)
+        np.subtract(low, P, out=P)  # -P - (-low)
+        sums[d:] = np.exp(P, out=P).sum(axis=0)
+        return np.concatenate([high, -low]), sums
+
+    top, total, overflow = np.full(2 * d, -np.inf), np.zeros(2 * d), [False]
+
+    def merge(c, result):  # streaming log-sum-exp, chunk after chunk: no n×d matrix
+        nonlocal top, total
+        if result is None:
+            overflow[0] = True
+            return
+        chunk_top, sums = result
+        new_top = np.maximum(top, chunk_top)
         with np.errstate(over="ignore"):  # a difference below -1.8e308 is -inf: its exp is 0, as it should be
-            P -= new_top
-            np.exp(P, out=P)
-            total = total * np.exp(top - new_top) + P.sum(axis=0)
+            total = total * np.exp(top - new_top) + sums * np.exp(chunk_top - new_top)
         top = new_top
+
+    in_order(chunk, len(starts), merge, lambda: {"B": np.empty((min(step, n), d)), "P": np.empty((min(step, n), d))},
+             max_workers=_workers_for(len(starts)))
+    if overflow[0]:
+        _refuse_overflow(exponent)
     return top + np.log(total)
+
+
+def _eigenvectors(A):
+    """Eigenvectors of the symmetric ``A`` (numpy), on one BLAS thread when ``A`` is small.
+
+    A d × d eigendecomposition with d up to about a thousand is many small BLAS calls: on several
+    threads each waits at a barrier for the others, which costs seconds instead of tens of
+    milliseconds when the cores are busy with other work.
+    """
+    if A.shape[0] > _ONE_THREAD_EIGH:
+        return np.linalg.eigh(A)[1]
+    from isotropy._kernels.rows import _one_blas_thread
+
+    with _one_blas_thread():
+        return np.linalg.eigh(A)[1]
 
 
 def partition_isotropy(X):

@@ -16,7 +16,7 @@ import numpy as np
 
 from isotropy._utils.backend import is_torch, to_output
 from isotropy._utils.validation import check_scalar, check_X
-from isotropy.metrics.cosine import _unit_rows
+from isotropy.metrics.cosine import _unit_rows, _unit_sums
 
 __all__ = ["cosine_contributions", "rogue_dimension_share"]
 
@@ -42,6 +42,15 @@ def _share_from_contributions(cc, n_dimensions, *, caller):
     else:
         top = np.sort(cc)[::-1][:n_dimensions]
     return top.sum() / total
+
+
+def _sums(X, caller):
+    """Σ x̂ and Σ x̂² over the rows (per dimension): numpy input in float64 a chunk of rows at a time, no n×d copy."""
+    if is_torch(X):
+        U = _unit_rows(X, caller=caller)
+        return U.sum(0), (U * U).sum(0)
+    units = _unit_sums(X, caller=caller, squares=True)
+    return units.sum, units.squares
 
 
 def _check_n_dimensions(n_dimensions, n_features, *, caller):
@@ -90,8 +99,7 @@ def cosine_contributions(X):
     """
     caller = "cosine_contributions"
     X = check_X(X, caller=caller)
-    U = _unit_rows(X, caller=caller)
-    return _contributions_from_sums(U.sum(0), (U * U).sum(0), X.shape[0])
+    return _contributions_from_sums(*_sums(X, caller), X.shape[0])
 
 
 def rogue_dimension_share(X, *, n_dimensions=1):
@@ -151,6 +159,5 @@ def rogue_dimension_share(X, *, n_dimensions=1):
     caller = "rogue_dimension_share"
     X = check_X(X, caller=caller)
     k = _check_n_dimensions(n_dimensions, X.shape[1], caller=caller)
-    U = _unit_rows(X, caller=caller)
-    cc = _contributions_from_sums(U.sum(0), (U * U).sum(0), X.shape[0])
+    cc = _contributions_from_sums(*_sums(X, caller), X.shape[0])
     return to_output(_share_from_contributions(cc, k, caller=caller), X)

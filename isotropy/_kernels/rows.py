@@ -1,0 +1,277 @@
+"""One float64 pass over the rows of ``X`` for the covariance metrics, shared by a table of them.
+
+The covariance metrics of a numpy ``X`` read it for four statistics, each accumulated in float64 a
+chunk of rows at a time (one reused float64 chunk, never a float64 copy of ``X``):
+
+- ``"scatter"``: the centred scatter ``Σ(x − μ)(x − μ)ᵀ`` with ``μ = K + m`` in two parts (``K`` the
+  mean of the first chunk): IsoScore, IsoScore* and the participation ratio
+  (:func:`isotropy._kernels.isoscore._numpy_scatter`);
+- ``"second"``: the uncentred ``XᵀX``, whose eigenvectors I(W) projects on
+  (:mod:`isotropy.metrics.partition`);
+- ``"units"``: ``Σ x/‖x‖`` (the mean cosine similarity), and ``"unit_squares"``: ``Σ (x/‖x‖)²`` per
+  dimension (the rogue-dimension share), with the rows that leave them undefined (zero, or made
+  only of subnormal numbers).
+
+:func:`row_statistics` computes what one metric asks for. Within :func:`shared_statistics` (which
+``isotropy measure`` opens around its table), the first metric that asks for statistics of the
+registered array computes every statistic the table's metrics need (:data:`METRIC_STATISTICS`) in
+one pass, and the others read them. The values are the same either way: a chunk's statistics do not
+depend on which others are computed with them, and the chunks are added in order.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import math
+from collections import Counter
+from typing import NamedTuple
+
+import numpy as np
+
+_CHUNK_ELEMENTS = 1 << 20  # float64 entries of a chunk (8 MiB)
+
+#: The statistics each covariance metric of the table reads from :func:`row_statistics`.
+METRIC_STATISTICS = {
+    "isoscore": ("scatter",),
+    "isoscore_star": ("scatter",),
+    "participation_ratio": ("scatter",),
+    "partition_isotropy": ("second",),
+    "cosine_similarity_mean": ("units",),
+    "rogue_dimension_share": ("units", "unit_squares"),
+}
+
+_STATISTICS = ("scatter", "second", "units", "unit_squares")
+
+
+class Scatter(NamedTuple):
+    """``Σ(x − μ)(x − μ)ᵀ`` (float64, d × d) and ``μ = shift + mean`` (see :func:`isotropy._kernels.isoscore._numpy_scatter`)."""
+
+    scatter: np.ndarray
+    shift: np.ndarray
+    mean: np.ndarray
+
+
+class Units(NamedTuple):
+    """``Σ x/‖x‖`` and ``Σ (x/‖x‖)²`` (None unless asked for) over the rows, and the rows that leave them undefined.
+
+    ``zero`` and ``subnormal``: indices of the all-zero rows and of the rows made only of subnormal
+    numbers (their direction is lost); the sums are meaningless when either is not empty.
+    """
+
+    sum: np.ndarray
+    squares: np.ndarray | None
+    zero: np.ndarray
+    subnormal: np.ndarray
+
+
+def _unit_rows_block(B: np.ndarray, start: int, zero: list, subnormal: list) -> np.ndarray:
+    """Rows of the float64 block ``B`` scaled to unit norm, in place; undefined rows are recorded (offset ``start``).
+
+    Rows whose squared norm would over- or underflow are first brought to unit scale by a power of
+    two (exact), so every row's direction counts, whatever its length (data up to 1.8e308).
+    """
+    sq = np.einsum("ij,ij->i", B, B)
+    info = np.finfo(np.float64)
+    lo, hi = float(info.tiny / info.eps), float(info.max * info.eps)  # squared norms formed without over- or underflow
+    odd = np.flatnonzero(~((sq > lo) & (sq < hi)))  # also inf and 0
+    if odd.size:
+        top = np.abs(B[odd]).max(axis=1)
+        bad = (top == 0) | (top < info.tiny)
+        zero.append(odd[top == 0] + start)
+        subnormal.append(odd[(top > 0) & (top < info.tiny)] + start)
+        top[bad] = 1.0  # left as they are; the sums are not used (see Units)
+        B[odd] = np.ldexp(B[odd], -np.frexp(top)[1][:, None])
+        sq[odd] = np.einsum("ij,ij->i", B[odd], B[odd])
+        sq[odd[bad]] = 1.0
+    B /= np.sqrt(sq)[:, None]
+    return B
+
+
+def in_order(fn, n_chunks: int, merge, make_state, *, max_workers: int | None = None, make_slot=None,
+             blas: bool = True) -> None:
+    """``merge(c, fn(c, state, slot))`` for ``c = 0, 1, …, n_chunks − 1``: ``fn`` on one worker per core, ``merge`` in order.
+
+    Each worker runs single-threaded BLAS with its own ``state`` (:func:`make_state`, its buffers;
+    :func:`isotropy._kernels.silhouette._run_tasks`); ``merge`` is called under a lock, chunk after
+    chunk, whatever order the workers finish in, so that sums over the chunks are the same on any
+    number of cores. A worker waits before a chunk more than one round of workers ahead of the last
+    merged one: at most one result per worker is held, and chunk ``c`` may write its result into
+    ``slot`` number ``c`` modulo the number of workers (``make_slot()``, built here, or None).
+    Every buffer is allocated in this thread: its memory serves this thread's later allocations
+    once the pass is over. One worker (a small ``X``) runs in this thread, single-threaded BLAS too
+    when ``blas`` (``fn`` calls BLAS: on several threads each small call waits at BLAS's barriers).
+    """
+    import threading
+
+    from isotropy._kernels.silhouette import _cores, _run_tasks
+
+    ahead = max(1, min(_cores(), n_chunks, max_workers or n_chunks))
+    slots = [None if make_slot is None else make_slot() for _ in range(ahead)]
+    if ahead == 1:
+        with _one_blas_thread() if blas else contextlib.nullcontext():
+            state = make_state()
+            for c in range(n_chunks):
+                merge(c, fn(c, state, slots[0]))
+        return
+    done = threading.Condition()
+    pending, merged = {}, [0]
+
+    def task(c, state):
+        with done:
+            done.wait_for(lambda: c < merged[0] + ahead)  # chunk c - ahead, the last user of its slot, is merged
+        result = fn(c, state, slots[c % ahead])
+        with done:
+            pending[c] = result
+            while merged[0] in pending:
+                merge(merged[0], pending.pop(merged[0]))
+                merged[0] += 1
+            done.notify_all()
+
+    _run_tasks(task, [(c,) for c in range(n_chunks)], make_state=make_state, max_workers=ahead)
+
+
+def _one_blas_thread():
+    """Single-threaded BLAS within the block (threadpoolctl), or nothing without threadpoolctl."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=1, user_api="blas")
+
+
+def _workers_for(n_chunks: int) -> int:
+    """Workers of a pass over ``n_chunks`` chunks: their float64 chunks hold at most a quarter of all of them."""
+    return max(1, n_chunks // 4)
+
+
+def _pass(X: np.ndarray, statistics) -> dict:
+    """The ``statistics`` (names of :data:`_STATISTICS`) of the rows of ``X``, in one pass over its chunks.
+
+    The chunks are read on one worker per core (:func:`in_order`); each converts its chunk to
+    float64 in its own buffer (for a float32 ``X``, a quarter of ``X``'s size in all, at most).
+    """
+    wanted = set(statistics)
+    n, d = X.shape
+    step = max(1, _CHUNK_ELEMENTS // max(d, 1))
+    starts = range(0, n, step)
+    units = "units" in wanted or "unit_squares" in wanted
+    squares = "unit_squares" in wanted
+    shift = X[:step].mean(axis=0, dtype=np.float64) if "scatter" in wanted else None
+    products = [name for name in ("second", "scatter") if name in wanted]  # d × d, per chunk into a slot
+    acc = {**{name: np.zeros((d, d)) for name in products}, "total": np.zeros(d), "unit_sum": np.zeros(d),
+           "unit_squares": np.zeros(d), "zero": [], "subnormal": []}
+
+    def chunk(c, state, slot):
+        start = starts[c]
+        B = state["B"][: min(step, n - start)]
+        np.copyto(B, X[start:start + step])
+        out = {}
+        if "second" in wanted:
+            out["second"] = np.matmul(B.T, B, out=slot["second"])  # BLAS syrk
+        if shift is not None:
+            B -= shift
+            out["total"] = B.sum(axis=0)
+            out["scatter"] = np.matmul(B.T, B, out=slot["scatter"])
+            if units:
+                np.copyto(B, X[start:start + step])  # converted again rather than a second float64 chunk
+        if units:
+            out["zero"], out["subnormal"] = [], []
+            _unit_rows_block(B, start, out["zero"], out["subnormal"])
+            out["unit_sum"] = B.sum(axis=0)
+            if squares:
+                out["unit_squares"] = np.multiply(B, B, out=B).sum(axis=0)
+        return out
+
+    def merge(c, out):
+        for name, value in out.items():
+            acc[name] += value  # arrays in place, lists extended: chunk after chunk
+
+    in_order(chunk, len(starts), merge, lambda: {"B": np.empty((min(step, n), d))},
+             max_workers=_workers_for(len(starts)), make_slot=lambda: {name: np.empty((d, d)) for name in products},
+             blas=bool(products))
+    result = {}
+    if shift is not None:
+        mean = acc["total"] / n
+        scatter = acc["scatter"]
+        scatter -= n * np.outer(mean, mean)
+        result["scatter"] = Scatter(scatter, shift, mean)
+    if "second" in wanted:
+        result["second"] = acc["second"]
+    if units:
+        rows = [np.concatenate(found) if found else np.empty(0, dtype=np.intp) for found in (acc["zero"], acc["subnormal"])]
+        result["units"] = result["unit_squares"] = Units(acc["unit_sum"], acc["unit_squares"] if squares else None,
+                                                         *rows)
+    return result
+
+
+class _Scope:
+    """The array of a table and the statistics its metrics need: computed at the first request, each
+    released once every metric that reads it has had it (a d × d matrix is not kept through the rest
+    of the table)."""
+
+    def __init__(self, X, metric_names):
+        needs = [s for name in metric_names for s in METRIC_STATISTICS.get(name, ())]
+        self.X, self.statistics, self.readers, self.values = X, tuple(dict.fromkeys(needs)), Counter(needs), None
+
+    def get(self, statistics) -> dict:
+        if self.values is None:
+            self.values = _pass(self.X, _usable(self.X, self.statistics))
+        if not all(name in self.values for name in statistics):
+            return _pass(self.X, statistics)  # not announced by the table, or already released
+        out = {name: self.values[name] for name in statistics}
+        for name in statistics:
+            self.readers[name] -= 1
+            if self.readers[name] <= 0:
+                del self.values[name]
+        return out
+
+
+_SCOPE: contextvars.ContextVar = contextvars.ContextVar("isotropy_row_statistics", default=None)
+
+
+def _usable(X, statistics):
+    """The statistics the metrics compute on ``X`` itself: only the unit-row sums when ``X`` is not at a safe scale.
+
+    IsoScore, the participation ratio and I(W) work on ``X`` brought to unit scale by a power of two
+    when its magnitude is extreme (:mod:`isotropy._utils.magnitude`), that is on another array; the
+    cosine statistics scale each row themselves.
+    """
+    from isotropy._utils.magnitude import extremes, safe_exponent_range
+
+    low, high = extremes(X)
+    top = max(abs(low), abs(high))
+    if top == 0.0 or not math.isfinite(top) or abs(math.frexp(top)[1]) <= safe_exponent_range(X):
+        return statistics
+    return tuple(name for name in statistics if name in ("units", "unit_squares"))
+
+
+def row_statistics(X: np.ndarray, statistics) -> dict:
+    """``{name: value}`` for the ``statistics`` of the rows of the numpy array ``X`` (at least those asked for).
+
+    From the table's one pass when ``X`` is the array of an open :func:`shared_statistics`, else
+    computed now. The arrays may be shared with other metrics: read them, do not change them.
+    """
+    scope = _SCOPE.get()
+    if scope is not None and scope.X is X and isinstance(X, np.ndarray):
+        return scope.get(statistics)
+    return _pass(X, statistics)
+
+
+@contextlib.contextmanager
+def shared_statistics(X, metric_names):
+    """Within the block, the covariance metrics among ``metric_names`` read ``X``'s statistics from one pass.
+
+    ``X`` is the array the metrics are called with (a numpy array; anything else shares nothing).
+    The pass runs when the first of them asks (its time counts as that metric's), for the
+    statistics of every metric named (:data:`METRIC_STATISTICS`).
+    """
+    scope = _Scope(X, metric_names)
+    if not isinstance(X, np.ndarray) or X.ndim != 2 or X.dtype.kind != "f" or not scope.statistics:
+        yield
+        return
+    token = _SCOPE.set(scope)
+    try:
+        yield
+    finally:
+        _SCOPE.reset(token)

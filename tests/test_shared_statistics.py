@@ -1,0 +1,127 @@
+"""One float64 pass over X for the covariance metrics of a table (issue 20, item 2): isotropy._kernels.rows.
+
+Within ``shared_statistics`` (what ``isotropy measure`` opens around its table) the first covariance
+metric computes every statistic the table needs in one pass; the values must be those of the metrics
+called alone, bit for bit, on any number of workers, and a statistic one metric cannot use (zero rows
+for the cosine) must not fail the others.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import isotropy as iso
+from isotropy._kernels import rows
+from isotropy._utils.errors import IsotropyValueError
+
+COVARIANCE = ["isoscore", "partition_isotropy", "cosine_similarity_mean", "participation_ratio",
+              "rogue_dimension_share"]
+
+
+@pytest.fixture
+def X():
+    rng = np.random.default_rng(3)
+    return (rng.standard_normal((3000, 24)) @ rng.standard_normal((24, 24)) + 2.0).astype(np.float32)
+
+
+@pytest.fixture
+def small_chunks(monkeypatch):
+    monkeypatch.setattr(rows, "_CHUNK_ELEMENTS", 24 * 97)  # 97-row chunks: 31 of them, the last one short
+
+
+def _values(X, names):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return {name: getattr(iso, name)(X) for name in names}
+
+
+def test_the_table_values_are_those_of_the_metrics_alone(X, small_chunks, monkeypatch):
+    alone = _values(X, COVARIANCE)
+    calls = []
+    real = rows._pass
+    monkeypatch.setattr(rows, "_pass", lambda X_, statistics: calls.append(tuple(statistics)) or real(X_, statistics))
+    with rows.shared_statistics(X, COVARIANCE + ["twonn_dimension"]):
+        shared = _values(X, COVARIANCE)
+    assert shared == alone  # bit for bit
+    assert calls == [("scatter", "second", "units", "unit_squares")]  # one pass for the five metrics
+
+
+def test_the_statistics_do_not_depend_on_the_number_of_workers(X, small_chunks, monkeypatch):
+    wanted = ("scatter", "second", "units", "unit_squares")
+    monkeypatch.setattr(rows, "_workers_for", lambda n_chunks: 1)
+    one = rows._pass(X, wanted)
+    monkeypatch.setattr(rows, "_workers_for", lambda n_chunks: 7)
+    seven = rows._pass(X, wanted)
+    assert np.array_equal(one["second"], seven["second"])
+    assert all(np.array_equal(a, b) for a, b in zip(one["scatter"], seven["scatter"]))
+    assert np.array_equal(one["units"].sum, seven["units"].sum)
+    assert np.array_equal(one["units"].squares, seven["units"].squares)
+    # and each statistic alone is the same as computed with the others
+    for name in wanted:
+        alone = rows._pass(X, (name,))[name]
+        together = one[name]
+        if name == "second":
+            assert np.array_equal(alone, together)
+        elif name == "scatter":
+            assert all(np.array_equal(a, b) for a, b in zip(alone, together))
+        else:
+            assert np.array_equal(alone.sum, together.sum)
+
+
+def test_the_statistics_match_float64_references(X, small_chunks):
+    out = rows._pass(X, ("scatter", "second", "units", "unit_squares"))
+    X64 = X.astype(np.float64)
+    centred = X64 - X64.mean(axis=0)
+    scatter, shift, mean = out["scatter"]
+    np.testing.assert_allclose(scatter, centred.T @ centred, rtol=1e-10, atol=1e-9)
+    np.testing.assert_allclose(shift + mean, X64.mean(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(out["second"], X64.T @ X64, rtol=1e-12)
+    U = X64 / np.linalg.norm(X64, axis=1, keepdims=True)
+    np.testing.assert_allclose(out["units"].sum, U.sum(axis=0), rtol=1e-10, atol=1e-9)
+    np.testing.assert_allclose(out["units"].squares, (U * U).sum(axis=0), rtol=1e-10)
+
+
+def test_zero_rows_fail_the_cosine_metrics_only(X, small_chunks):
+    X = X.copy()
+    X[[500, 2000]] = 0.0
+    with rows.shared_statistics(X, COVARIANCE):
+        assert iso.isoscore(X) == iso.isoscore(X.copy())  # the shared pass served it, as the pass alone would
+        for name in ("cosine_similarity_mean", "rogue_dimension_share"):
+            with pytest.raises(IsotropyValueError, match=r"2 all-zero row\(s\) \(first at index 500\)"):
+                getattr(iso, name)(X)
+
+
+def test_data_at_an_extreme_scale_share_only_the_unit_sums(X, small_chunks, monkeypatch):
+    big = X.astype(np.float64) * 2.0**900  # IsoScore and I(W) rescale it: they work on another array
+    alone = _values(big, ["isoscore", "cosine_similarity_mean", "rogue_dimension_share"])
+    calls = []
+    real = rows._pass
+    monkeypatch.setattr(rows, "_pass", lambda X_, statistics: calls.append(tuple(statistics)) or real(X_, statistics))
+    with rows.shared_statistics(big, COVARIANCE):
+        shared = _values(big, ["isoscore", "cosine_similarity_mean", "rogue_dimension_share"])
+    assert shared == alone
+    assert ("units", "unit_squares") in calls and ("scatter", "second", "units", "unit_squares") not in calls
+
+
+def test_outside_a_table_nothing_is_kept(X, small_chunks, monkeypatch):
+    calls = []
+    real = rows._pass
+    monkeypatch.setattr(rows, "_pass", lambda X_, statistics: calls.append(tuple(statistics)) or real(X_, statistics))
+    iso.isoscore(X)
+    iso.participation_ratio(X)
+    assert calls == [("scatter",), ("scatter",)]
+
+
+def test_a_statistic_is_released_once_its_metrics_have_read_it(X, small_chunks):
+    with rows.shared_statistics(X, ["isoscore", "participation_ratio", "partition_isotropy"]):
+        scope = rows._SCOPE.get()
+        iso.isoscore(X)
+        assert set(scope.values) == {"scatter", "second"}  # participation_ratio still to read the scatter
+        iso.partition_isotropy(X)
+        assert set(scope.values) == {"scatter"}
+        iso.participation_ratio(X)
+        assert scope.values == {}
+    assert rows._SCOPE.get() is None
