@@ -177,6 +177,21 @@ def test_quadratic_metrics_announce_their_cost(x_file, monkeypatch):
     assert "--sample-size" in notes[0] and "--workers" in notes[0]
 
 
+def test_twonn_and_mle_announce_their_one_search_once(x_file, monkeypatch):
+    from isotropy.measure import report as _measure_report
+
+    path, _ = x_file
+    monkeypatch.setattr(_measure_report, "_COST_NOTE_SECONDS", 0.0)
+    result = invoke(path, "--metrics", "mle_dimension,twonn_dimension", "--no-progress")
+    assert result.exit_code == 0, result.output
+    lines = result.stderr.splitlines()
+    notes = [line for line in lines if line.startswith("Note: ")]
+    assert len(notes) == 1 and notes[0].startswith("Note: mle_dimension and twonn_dimension compare (one neighbour "
+                                                   "search) all 60 x 60 pairs (O(n²))")
+    rows = result.stdout.splitlines()
+    assert [row.split()[0] for row in rows[2:]] == ["mle_dimension", "twonn_dimension"]
+
+
 def test_cost_estimate_scales_as_n_squared_and_reads_well():
     small, large = estimate_seconds("silhouette_score", 10_000, 384), estimate_seconds("silhouette_score", 20_000, 384)
     assert large == pytest.approx(4 * small, rel=1e-12)

@@ -125,3 +125,21 @@ def test_a_statistic_is_released_once_its_metrics_have_read_it(X, small_chunks):
         iso.participation_ratio(X)
         assert scope.values == {}
     assert rows._SCOPE.get() is None
+
+
+def test_isotropy_measure_reads_x_once_for_its_covariance_metrics(X, tmp_path, monkeypatch):
+    import json
+
+    from click.testing import CliRunner
+
+    from isotropy.cli import cli
+
+    np.save(tmp_path / "x.npy", X)
+    calls = []
+    real = rows._pass
+    monkeypatch.setattr(rows, "_pass", lambda X_, statistics: calls.append(tuple(statistics)) or real(X_, statistics))
+    result = CliRunner().invoke(cli, ["measure", str(tmp_path / "x.npy"), "--json", str(tmp_path / "m.json")])
+    assert result.exit_code == 0, result.output
+    assert calls == [("scatter", "second", "units", "unit_squares")]
+    values = json.loads((tmp_path / "m.json").read_text())["values"]
+    assert {name: values[name] for name in COVARIANCE} == _values(X, COVARIANCE)  # the metrics alone, bit for bit

@@ -275,7 +275,19 @@ class _Outcome:
 
 
 def _measure(metric_names, data, *, distance, random_state, progress):
-    """Yield ``(name, _Outcome)`` for each metric as soon as it is computed; a failure does not stop the rest."""
+    """Yield ``(name, _Outcome)`` for each metric as soon as it is computed; a failure does not stop the rest.
+
+    The covariance metrics read ``X``'s float64 statistics from one pass (:mod:`isotropy._kernels.rows`),
+    TwoNN and MLE their neighbours from one search (:func:`_one_neighbour_pass`).
+    """
+    from isotropy._kernels.rows import shared_statistics
+
+    with shared_statistics(data.X, metric_names):
+        yield from _measure_each(metric_names, data, distance=distance, random_state=random_state, progress=progress)
+
+
+def _measure_each(metric_names, data, *, distance, random_state, progress):
+    """The metrics of :func:`_measure`, one after the other."""
     import inspect
 
     from tqdm import tqdm
@@ -285,18 +297,21 @@ def _measure(metric_names, data, *, distance, random_state, progress):
 
     X, cluster_ids = data.X, data.cluster_ids
     shared = {}  # the one neighbour pass of TwoNN and MLE (_one_neighbour_pass)
+    one_pass = [name for name in metric_names if name in _ONE_PASS] if _ONE_PASS <= set(metric_names) else []
     show = sys.stderr.isatty() if progress is None else progress
     bar = tqdm(metric_names, desc="metrics", unit="metric", file=sys.stderr, leave=False, disable=not show)
     for name in bar:
         bar.set_postfix_str(name)
         spec = METRICS[name]
         labelled = spec.needs_labels
-        if name in QUADRATIC:
-            note = _cost_note(name, *X.shape, distributed=is_dask(X))
+        search = name in one_pass  # TwoNN and MLE from one search: one note, before it
+        if name in QUADRATIC and not (search and shared):
+            note = _cost_note(_SHARED_SEARCH if search else name, *X.shape, distributed=is_dask(X),
+                              names=one_pass if search else None)
             if note:
                 bar.write(note, file=sys.stderr)
         function = spec.function
-        if name in _ONE_PASS and _ONE_PASS <= set(metric_names):  # one neighbour search for both
+        if search:
             function = functools.partial(_one_neighbour_pass, shared, name)
         accepted = inspect.signature(function).parameters
         kwargs = {}
@@ -332,6 +347,7 @@ def _measure(metric_names, data, *, distance, random_state, progress):
 
 
 _ONE_PASS = {"twonn_dimension", "mle_dimension"}
+_SHARED_SEARCH = "mle_dimension"  # the one pass searches MLE's neighbours: its cost is the pass's
 
 
 def _one_neighbour_pass(shared, name, X, *, metric):
@@ -374,10 +390,11 @@ def _reporting_to(bar, name):
     return reporting(show)
 
 
-def _cost_note(name, n_samples, n_features, *, distributed=False) -> str | None:
+def _cost_note(name, n_samples, n_features, *, distributed=False, names=None) -> str | None:
     """A one-line estimate of an O(n²) metric's time, or None when it is short (see _COST_NOTE_SECONDS).
 
     ``distributed``: the data are already on the dask path, so ``--workers N`` is not suggested again.
+    ``names``: the metrics that share this search (the note names them all), default ``[name]``.
     """
     from isotropy._kernels.cost import estimate_seconds, format_duration
 
@@ -388,7 +405,8 @@ def _cost_note(name, n_samples, n_features, *, distributed=False) -> str | None:
     sample = max(2, int(float(f"{sample:.2g}")))
     where = "one process of this machine" if distributed else "this machine"
     advice = "" if distributed else "; for all rows, use the distributed path (--workers N)"
-    return (f"Note: {name} compares all {n_samples} x {n_samples} pairs (O(n²)): about "
+    subject = f"{name} compares" if names is None else f"{' and '.join(names)} compare (one neighbour search)"
+    return (f"Note: {subject} all {n_samples} x {n_samples} pairs (O(n²)): about "
             f"{format_duration(seconds)} on {where}. --sample-size {sample} takes about "
             f"{format_duration(_COST_NOTE_SECONDS)}{advice}.")
 
