@@ -262,16 +262,20 @@ def row_statistics(X: np.ndarray, statistics) -> dict:
 def shared_statistics(X, metric_names):
     """Within the block, the covariance metrics among ``metric_names`` read ``X``'s statistics from one pass.
 
-    ``X`` is the array the metrics are called with (a numpy array; anything else shares nothing).
-    The pass runs when the first of them asks (its time counts as that metric's), for the
-    statistics of every metric named (:data:`METRIC_STATISTICS`).
+    ``X`` is the array the metrics are called with (a numpy array; anything else shares nothing),
+    and must not change within the block. The pass runs when the first of them asks (its time
+    counts as that metric's), for the statistics of every metric named (:data:`METRIC_STATISTICS`);
+    the minimum and maximum of ``X`` that every metric's check reads are found once too.
     """
+    from isotropy._utils.magnitude import remembered_extremes
+
     scope = _Scope(X, metric_names)
-    if not isinstance(X, np.ndarray) or X.ndim != 2 or X.dtype.kind != "f" or not scope.statistics:
+    if not isinstance(X, np.ndarray) or X.ndim != 2 or X.dtype.kind != "f":
         yield
         return
-    token = _SCOPE.set(scope)
+    token = _SCOPE.set(scope if scope.statistics else None)
     try:
-        yield
+        with remembered_extremes(X):  # every metric checks X's magnitude: one read of it for all
+            yield
     finally:
         _SCOPE.reset(token)

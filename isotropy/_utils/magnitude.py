@@ -13,6 +13,8 @@ read of ``X`` for its minimum and maximum, which also serves the NaN/inf check.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
 
 import numpy as np
@@ -30,6 +32,22 @@ __all__ = ["extremes", "rescaled", "safe_exponent_range", "unit_scale"]
 _SAFE_EXPONENT = {("numpy", 8): 100, ("torch", 8): 100, ("numpy", 4): 40, ("torch", 4): 8}
 
 
+_REMEMBERED: contextvars.ContextVar = contextvars.ContextVar("isotropy_remembered_extremes", default=None)
+
+
+@contextlib.contextmanager
+def remembered_extremes(X):
+    """Within the block, :func:`extremes` of this very array reads it once (the metrics of a table each check it).
+
+    The array must not change within the block.
+    """
+    token = _REMEMBERED.set([X, None])
+    try:
+        yield
+    finally:
+        _REMEMBERED.reset(token)
+
+
 def extremes(X) -> tuple[float, float]:
     """``(min(X), max(X))`` as Python floats (NaN when ``X`` holds a NaN); ``(0, 0)`` when empty."""
     if is_torch(X):
@@ -41,6 +59,11 @@ def extremes(X) -> tuple[float, float]:
         return float(low), float(high)
     if X.size == 0:
         return 0.0, 0.0
+    remembered = _REMEMBERED.get()
+    if remembered is not None and remembered[0] is X:
+        if remembered[1] is None:
+            remembered[1] = (float(X.min()), float(X.max()))
+        return remembered[1]
     return float(X.min()), float(X.max())
 
 
