@@ -7,7 +7,9 @@ chunk of rows at a time (one reused float64 chunk, never a float64 copy of ``X``
   mean of the first chunk): IsoScore, IsoScore* and the participation ratio
   (:func:`isotropy._kernels.isoscore._numpy_scatter`);
 - ``"second"``: the uncentred ``XᵀX``, whose eigenvectors I(W) projects on
-  (:mod:`isotropy.metrics.partition`);
+  (:mod:`isotropy.metrics.partition`), from the same centred products:
+  ``Σ(x − K)(x − K)ᵀ + K tᵀ + t Kᵀ + n K Kᵀ`` with ``t = Σ(x − K)`` (as accurate as ``Σ x xᵀ``, one
+  product per chunk for both);
 - ``"units"``: ``Σ x/‖x‖`` (the mean cosine similarity), and ``"unit_squares"``: ``Σ (x/‖x‖)²`` per
   dimension (the rogue-dimension share), with the rows that leave them undefined (zero, or made
   only of subnormal numbers).
@@ -157,9 +159,9 @@ def _pass(X: np.ndarray, statistics) -> dict:
     starts = range(0, n, step)
     units = "units" in wanted or "unit_squares" in wanted
     squares = "unit_squares" in wanted
-    shift = X[:step].mean(axis=0, dtype=np.float64) if "scatter" in wanted else None
-    products = [name for name in ("second", "scatter") if name in wanted]  # d × d, per chunk into a slot
-    acc = {**{name: np.zeros((d, d)) for name in products}, "total": np.zeros(d), "unit_sum": np.zeros(d),
+    centred = "scatter" in wanted or "second" in wanted
+    shift = X[:step].mean(axis=0, dtype=np.float64) if centred else None
+    acc = {"scatter": np.zeros((d, d)) if centred else None, "total": np.zeros(d), "unit_sum": np.zeros(d),
            "unit_squares": np.zeros(d), "zero": [], "subnormal": []}
 
     def chunk(c, state, slot):
@@ -167,12 +169,10 @@ def _pass(X: np.ndarray, statistics) -> dict:
         B = state["B"][: min(step, n - start)]
         np.copyto(B, X[start:start + step])
         out = {}
-        if "second" in wanted:
-            out["second"] = np.matmul(B.T, B, out=slot["second"])  # BLAS syrk
-        if shift is not None:
+        if centred:
             B -= shift
             out["total"] = B.sum(axis=0)
-            out["scatter"] = np.matmul(B.T, B, out=slot["scatter"])
+            out["scatter"] = np.matmul(B.T, B, out=slot["scatter"])  # BLAS syrk
             if units:
                 np.copyto(B, X[start:start + step])  # converted again rather than a second float64 chunk
         if units:
@@ -188,16 +188,17 @@ def _pass(X: np.ndarray, statistics) -> dict:
             acc[name] += value  # arrays in place, lists extended: chunk after chunk
 
     in_order(chunk, len(starts), merge, lambda: {"B": np.empty((min(step, n), d))},
-             max_workers=_workers_for(len(starts)), make_slot=lambda: {name: np.empty((d, d)) for name in products},
-             blas=bool(products))
+             max_workers=_workers_for(len(starts)), make_slot=lambda: {"scatter": np.empty((d, d)) if centred else None},
+             blas=centred)
     result = {}
-    if shift is not None:
+    if "second" in wanted:  # Σ x xᵀ = Σ(x − K)(x − K)ᵀ + K tᵀ + t Kᵀ + n K Kᵀ, t = Σ(x − K)
+        cross = np.outer(shift, acc["total"])
+        result["second"] = acc["scatter"] + (cross + cross.T) + n * np.outer(shift, shift)
+    if "scatter" in wanted:
         mean = acc["total"] / n
         scatter = acc["scatter"]
         scatter -= n * np.outer(mean, mean)
         result["scatter"] = Scatter(scatter, shift, mean)
-    if "second" in wanted:
-        result["second"] = acc["second"]
     if units:
         rows = [np.concatenate(found) if found else np.empty(0, dtype=np.intp) for found in (acc["zero"], acc["subnormal"])]
         result["units"] = result["unit_squares"] = Units(acc["unit_sum"], acc["unit_squares"] if squares else None,
