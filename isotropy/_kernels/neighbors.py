@@ -34,25 +34,27 @@ def _n_candidates(n_neighbors: int, n_samples: int) -> int:
 def _exact_sq_distances(X: np.ndarray, scale, rows: np.ndarray, cand: np.ndarray) -> np.ndarray:
     """``‖y_rows[i] − y_cand[i, j]‖²`` in float64 by direct differences, ``y_i = X[i]·scale[i]``.
 
-    Works through the candidates a few rows at a time so that the gathered rows stay in cache.
+    Works through the candidates a few rows at a time so that the gathered rows stay in cache,
+    gathered candidate-major (``j`` outer, ``i`` inner): the query rows are then subtracted from
+    whole ``rows × d`` slabs.
     """
     n_rows, m = cand.shape
     out = np.empty((n_rows, m), dtype=np.float64)
     step = max(1, _GATHER_MEMORY // max(1, m * X.shape[1] * 8))
-    gathered = np.empty((min(step, n_rows), m, X.shape[1]), dtype=X.dtype)
+    gathered = np.empty((m, min(step, n_rows), X.shape[1]), dtype=X.dtype)
     diff = np.empty(gathered.shape, dtype=np.float64)
     for s in range(0, n_rows, step):
         e = min(n_rows, s + step)
-        g, dd = gathered[: e - s], diff[: e - s]
-        np.take(X, cand[s:e], axis=0, out=g, mode="clip")  # valid indices; "clip" writes to out unbuffered
+        g, dd, which = gathered[:, : e - s], diff[:, : e - s], cand[s:e].T
+        np.take(X, which, axis=0, out=g, mode="clip")  # valid indices; "clip" writes to out unbuffered
         query = X[rows[s:e]].astype(np.float64)
         if scale is not None:
-            np.multiply(g, scale[cand[s:e], None], out=dd)
+            np.multiply(g, scale[which, None], out=dd)
             query *= scale[rows[s:e], None]
-            dd -= query[:, None, :]
+            dd -= query
         else:
-            np.subtract(g, query[:, None, :], out=dd)
-        out[s:e] = np.einsum("bmd,bmd->bm", dd, dd)
+            np.subtract(g, query, out=dd)
+        out[s:e] = np.einsum("mbd,mbd->mb", dd, dd).T
     return out
 
 
