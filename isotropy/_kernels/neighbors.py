@@ -482,7 +482,7 @@ def _candidate_pass(ops: _Operands, sides, tasks, b: int) -> None:
     d2 = ops.d + 2
     row_best, col_best = sides
 
-    h = min(b, _ROWS)
+    h = b if len(tasks) == 1 else min(b, _ROWS)  # one task (a few points) runs whole, on BLAS's own threads
 
     def buffers():
         return {"S": np.empty(h * b, dtype=ops.dtype), "mask": np.empty(h * b, dtype=bool),
