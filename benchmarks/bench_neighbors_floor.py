@@ -12,17 +12,23 @@ The last rows run the ``isotropy measure`` command in subprocesses on the same d
 (interleaved, fastest of ``--repeat``; the metrics' own seconds from ``--json``, and the whole
 commands), and the default table's peak resident memory above the
 same command's on a 100-row file (the interpreter and its imports) against the input's size.
-On a shared CPU read the ratios, measured in the same run, not the absolute times.
+``--compare DIR`` runs the same commands from another checkout too (``git worktree add DIR
+COMMIT``; its package first on ``PYTHONPATH``), interleaved with this one's, one row each, and adds
+that checkout's kernel as a column of the kernel table.
+``--measure-only`` skips the kernel table. On a shared CPU read the ratios, measured in the same
+run, not the absolute times.
 
 Usage::
 
     nice -n 5 .venv/bin/python benchmarks/bench_neighbors_floor.py [--n 20000] [--d 384] [--repeat 2]
+        [--measure-only] [--compare DIR]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -87,17 +93,49 @@ print(seconds, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024)
 """
 
 
-def _measure_command(path, *metrics):
-    """``isotropy measure path [--metrics ...]`` in a fresh process: its metrics' own seconds (summed, from
-    ``--json``), the whole command's wall seconds and its peak resident bytes."""
+def _measure_command(path, *metrics, tree=ROOT):
+    """``isotropy measure path [--metrics ...]`` in a fresh process, with the package of the checkout ``tree``:
+    its metrics' own seconds (summed, from ``--json``), the whole command's wall seconds and its peak
+    resident bytes."""
     record = Path(path).with_suffix(".json")
     command = [sys.executable, "-c", "from isotropy.cli import main; main()", "measure", str(path), "--no-progress",
                "--json", str(record)]
     if metrics:
         command += ["--metrics", ",".join(metrics)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(tree), os.environ.get("PYTHONPATH")]))}
     out = subprocess.run([sys.executable, "-c", _CHILD, *command], check=True, capture_output=True, text=True,
-                         cwd=ROOT).stdout.split()
+                         cwd=tree, env=env).stdout.split()
     return sum(json.loads(record.read_text())["seconds"].values()), float(out[0]), int(out[1])
+
+
+def _measure_rows(X, trees, repeat):
+    """The default table against TwoNN alone, and its peak memory, for each checkout of ``trees`` (interleaved)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path, tiny = Path(tmp) / "X.npy", Path(tmp) / "tiny.npy"
+        np.save(path, X)
+        np.save(tiny, X[:100])
+        runs = {name: {"table": [], "alone": [], "peaks": []} for name in trees}
+        for _ in range(repeat):
+            for name, tree in trees.items():
+                *seconds, peak = _measure_command(path, tree=tree)
+                runs[name]["table"].append(seconds)
+                runs[name]["peaks"].append(peak)
+                runs[name]["alone"].append(_measure_command(path, "twonn_dimension", tree=tree)[:2])
+        for name, tree in trees.items():
+            runs[name]["interpreter_bytes"] = min(_measure_command(tiny, tree=tree)[2] for _ in range(2))
+    print(f"`isotropy measure` default table / `--metrics twonn_dimension` alone (fastest of {repeat}, interleaved), "
+          f"and the table's peak resident memory above the interpreter's own (the same command on 100 rows) / input "
+          f"({X.nbytes / 2**20:.1f} MiB):", flush=True)
+    print("| checkout | metrics' own seconds (goal <= 1.3) | whole commands | peak memory / input (goal <= 2) |",
+          flush=True)
+    print("|---|---|---|---|", flush=True)
+    for name, run in runs.items():
+        metrics = min(t[0] for t in run["table"]) / min(a[0] for a in run["alone"])
+        whole = min(t[1] for t in run["table"]) / min(a[1] for a in run["alone"])
+        memory = (min(run["peaks"]) - run["interpreter_bytes"]) / X.nbytes
+        print(f"| {name} | {metrics:.2f} | {whole:.2f} | {memory:.2f} |", flush=True)
+    print(json.dumps({name: {"table_s": run["table"], "twonn_alone_s": run["alone"], "peak_bytes": run["peaks"],
+                             "interpreter_bytes": run["interpreter_bytes"]} for name, run in runs.items()}), flush=True)
 
 
 def main(argv=None):
@@ -105,46 +143,51 @@ def main(argv=None):
     parser.add_argument("--n", type=int, default=20_000)
     parser.add_argument("--d", type=int, default=384)
     parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--measure-only", action="store_true", help="only the `isotropy measure` rows")
+    parser.add_argument("--compare", metavar="DIR", action="append", default=[],
+                        help="also run the `isotropy measure` rows from this checkout (repeatable)")
     args = parser.parse_args(argv)
     X = low_rank_data(args.n, args.d)
-    kernels = {BEFORE: _kernel_before(), START: _kernel_start(), "after": lambda X, k: exact_knn(X, None, k)}
-    print(f"data: float32, n={args.n:,}, d={args.d}; floor = blocks on and above the diagonal of X·Xᵀ (float32); "
-          f"fastest of {args.repeat}, interleaved", flush=True)
-    print(f"| case | k | {BEFORE} / floor | {START} / floor | after / floor | same values |", flush=True)
-    print("|---|---|---|---|---|---|", flush=True)
+    if not args.measure_only:
+        _kernel_rows(X, args.repeat, args.compare)
+    trees = {f"{_commit(tree)} ({tree})": Path(tree).resolve() for tree in args.compare}
+    trees[f"this checkout ({_commit(ROOT)} + working tree)"] = ROOT
+    _measure_rows(X, trees, args.repeat)
+
+
+def _commit(tree):
+    return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=tree, check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def _kernel_of(tree):
+    """``exact_knn`` of the checkout ``tree`` (its kernels module loaded under another name)."""
+    path = Path(tree) / "isotropy" / "_kernels" / "neighbors.py"
+    kernels = _module(f"_neighbour_kernels_{_commit(tree)}", path.read_text())
+    return lambda X, k: kernels.exact_knn(X, None, k)
+
+
+def _kernel_rows(X, repeat, compare=()):
+    """The kernels of BEFORE, START, the ``compare`` checkouts and this one against the floor, one row per case."""
+    kernels = {BEFORE: _kernel_before(), START: _kernel_start(), **{_commit(tree): _kernel_of(tree) for tree in compare},
+               "after": lambda X, k: exact_knn(X, None, k)}
+    print(f"data: float32, n={X.shape[0]:,}, d={X.shape[1]}; floor = blocks on and above the diagonal of X·Xᵀ "
+          f"(float32); fastest of {repeat}, interleaved", flush=True)
+    print(f"| case | k | {' | '.join(f'{key} / floor' for key in kernels)} | same values |", flush=True)
+    print(f"|---|---|{'---|' * len(kernels)}---|", flush=True)
     for name, k in (("TwoNN", 2), ("MLE", 20), ("kneighbors", 100)):
         floor, spent, values = [], {key: [] for key in kernels}, {}
-        for _ in range(args.repeat):
+        for _ in range(repeat):
             for key, kernel in kernels.items():
                 floor.append(timed(lambda: _floor(X))[1])
                 values[key], seconds, _ = timed(lambda kernel=kernel, k=k: kernel(X, k))
                 spent[key].append(seconds)
             floor.append(timed(lambda: _floor(X))[1])
+        checked = [key for key in kernels if key not in (BEFORE, "after")]
         same = all(np.array_equal(values[key][0], values["after"][0]) and np.array_equal(values[key][1], values["after"][1])
-                   for key in (START,))
+                   for key in checked)
         ratios = " | ".join(f"{min(spent[key]) / min(floor):.2f}" for key in kernels)
-        print(f"| {name} | {k} | {ratios} | {'yes' if same else 'NO'} (after vs {START}) |", flush=True)
-
-    with tempfile.TemporaryDirectory() as tmp:
-        path, tiny = Path(tmp) / "X.npy", Path(tmp) / "tiny.npy"
-        np.save(path, X)
-        np.save(tiny, X[:100])
-        table, alone, peaks = [], [], []
-        for _ in range(args.repeat):
-            *seconds, peak = _measure_command(path)
-            table.append(seconds)
-            peaks.append(peak)
-            alone.append(_measure_command(path, "twonn_dimension")[:2])
-        base = min(_measure_command(tiny)[2] for _ in range(2))
-    metrics = min(t[0] for t in table) / min(a[0] for a in alone)
-    whole = min(t[1] for t in table) / min(a[1] for a in alone)
-    print(f"`isotropy measure` default table / `--metrics twonn_dimension` alone, fastest of {args.repeat}: "
-          f"{metrics:.2f} in the metrics' own seconds (goal <= 1.3), {whole:.2f} as whole commands (imports "
-          f"and reading included)", flush=True)
-    print(f"default table peak memory above the interpreter's own (the same command on 100 rows) / input "
-          f"({X.nbytes / 2**20:.1f} MiB): {(min(peaks) - base) / X.nbytes:.2f} (goal <= 2)", flush=True)
-    print(json.dumps({"table_s": table, "twonn_alone_s": alone, "peak_bytes": peaks, "interpreter_bytes": base}),
-          flush=True)
+        print(f"| {name} | {k} | {ratios} | {'yes' if same else 'NO'} (after vs {', '.join(checked)}) |", flush=True)
 
 
 if __name__ == "__main__":
