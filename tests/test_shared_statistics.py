@@ -156,3 +156,19 @@ def test_the_magnitude_check_reads_x_once_in_a_table(X):
         assert extremes(Y) == first
         assert extremes(Y.copy()) != first  # another array is read
     assert extremes(Y)[1] == 1e6
+
+
+def test_a_failing_chunk_stops_the_pass_without_hanging(monkeypatch):
+    from isotropy._kernels import silhouette
+
+    monkeypatch.setattr(silhouette, "_cores", lambda: 3)
+
+    def fn(c, state, slot):
+        if c == 2:
+            raise MemoryError("chunk 2")
+        return c
+
+    merged = []
+    with pytest.raises(MemoryError, match="chunk 2"):
+        rows.in_order(fn, 40, lambda c, value: merged.append(value), dict, max_workers=3)
+    assert merged == [0, 1]  # in order, and nothing after the failed chunk

@@ -1,7 +1,8 @@
 """One float64 pass over the rows of ``X`` for the covariance metrics, shared by a table of them.
 
 The covariance metrics of a numpy ``X`` read it for four statistics, each accumulated in float64 a
-chunk of rows at a time (one reused float64 chunk, never a float64 copy of ``X``):
+chunk of rows at a time, on one worker per core (a reused float64 chunk each, never a float64 copy
+of ``X``; the chunks added in order, :func:`in_order`):
 
 - ``"scatter"``: the centred scatter ``Σ(x − μ)(x − μ)ᵀ`` with ``μ = K + m`` in two parts (``K`` the
   mean of the first chunk): IsoScore, IsoScore* and the participation ratio
@@ -117,18 +118,26 @@ def in_order(fn, n_chunks: int, merge, make_state, *, max_workers: int | None = 
                 merge(c, fn(c, state, slots[0]))
         return
     done = threading.Condition()
-    pending, merged = {}, [0]
+    pending, merged, failed = {}, [0], [False]
 
     def task(c, state):
-        with done:
-            done.wait_for(lambda: c < merged[0] + ahead)  # chunk c - ahead, the last user of its slot, is merged
-        result = fn(c, state, slots[c % ahead])
-        with done:
-            pending[c] = result
-            while merged[0] in pending:
-                merge(merged[0], pending.pop(merged[0]))
-                merged[0] += 1
-            done.notify_all()
+        with done:  # chunk c - ahead, the last user of its slot, must be merged
+            done.wait_for(lambda: c < merged[0] + ahead or failed[0])
+            if failed[0]:
+                return
+        try:
+            result = fn(c, state, slots[c % ahead])
+            with done:
+                pending[c] = result
+                while merged[0] in pending:
+                    merge(merged[0], pending.pop(merged[0]))
+                    merged[0] += 1
+        except BaseException:
+            failed[0] = True  # the workers waiting for this chunk give up; _run_tasks raises the error
+            raise
+        finally:
+            with done:
+                done.notify_all()
 
     _run_tasks(task, [(c,) for c in range(n_chunks)], make_state=make_state, max_workers=ahead)
 
