@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 COVARIANCE_METRICS = ["isoscore", "isoscore_star", "participation_ratio", "cosine_similarity_mean",
-                      "partition_isotropy"]
+                      "partition_isotropy", "rogue_dimension_share"]
 
 _CHILD = """
 import sys, tracemalloc
