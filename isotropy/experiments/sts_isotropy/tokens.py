@@ -103,12 +103,12 @@ def run_token_level(config, data: dict, fit_texts: dict | None, *, device=None, 
         where a record holds the seed mean of the correlations and isotropy and ``per_seed``.
     """
     from isotropy.datasets.sts import sts_correlations
-    from isotropy.experiments.sts_isotropy.run import (
+    from isotropy.experiments.sts_isotropy.methods import (
         RANDOM_METHODS,
-        _method_record,
         cosine_rows,
         isotropy_metrics,
         make_method,
+        method_record,
     )
 
     options = config.token_level
@@ -150,7 +150,7 @@ def run_token_level(config, data: dict, fit_texts: dict | None, *, device=None, 
                     f"{100 * corr['all']['spearman']:6.2f}")
         out["datasets"][name] = {
             "n_pairs": n, "n_tokens": int(T.shape[0]), "seconds": round(time.perf_counter() - started, 1),
-            "methods": {m: _method_record(rows[m], seeds, random=m in RANDOM_METHODS or len(T) > options.fit_max_tokens
+            "methods": {m: method_record(rows[m], seeds, random=m in RANDOM_METHODS or len(T) > options.fit_max_tokens
                                           or fit_texts is not None) for m in options.methods}}
     return out
 
