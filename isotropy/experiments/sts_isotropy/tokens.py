@@ -132,12 +132,15 @@ def run_token_level(config, data: dict, fit_texts: dict | None, *, device=None, 
         log(f"token level: {name}, {n} pairs")
         T, owner = token_states(d.sentences(), config, device=device, log=log)
         rows = {m: [] for m in options.methods}
+        # a row without a clustering still changes with the seed when the fit or the metrics use a seeded sample
+        sampled = len(T) > options.fit_max_tokens or fit_texts is not None or \
+            bool(config.metric_sample) and 2 * n > config.metric_sample
         for seed in seeds:
             F = T if fit_texts is None else fit_states[seed]
             F = F[subsample_indices(len(F), options.fit_max_tokens, random_state=[seed, 7])] \
                 if len(F) > options.fit_max_tokens else F
             for method_name in options.methods:
-                if method_name not in RANDOM_METHODS and seed != seeds[0] and len(F) == len(T) and fit_texts is None:
+                if method_name not in RANDOM_METHODS and seed != seeds[0] and not sampled:
                     rows[method_name].append(rows[method_name][0])  # nothing random: the first seed's row
                     continue
                 method = make_method(method_name, config, seed=seed)
@@ -150,8 +153,8 @@ def run_token_level(config, data: dict, fit_texts: dict | None, *, device=None, 
                     f"{100 * corr['all']['spearman']:6.2f}")
         out["datasets"][name] = {
             "n_pairs": n, "n_tokens": int(T.shape[0]), "seconds": round(time.perf_counter() - started, 1),
-            "methods": {m: method_record(rows[m], seeds, random=m in RANDOM_METHODS or len(T) > options.fit_max_tokens
-                                          or fit_texts is not None) for m in options.methods}}
+            "methods": {m: method_record(rows[m], seeds, random=m in RANDOM_METHODS or sampled)
+                        for m in options.methods}}
     return out
 
 
