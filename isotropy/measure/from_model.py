@@ -20,7 +20,8 @@ from pathlib import Path
 
 import click
 
-__all__ = ["DEFAULT_LAYER_METRICS", "LEVELS", "format_table", "measure_layers", "model_options", "plot_layers", "read_texts", "run_cli"]
+__all__ = ["DEFAULT_LAYER_METRICS", "LEVELS", "format_table", "measure_layers", "model_options", "plot_layers", "read_texts",
+           "run_cli", "token_hidden_states"]
 
 LEVELS = ("sentence", "token")
 _CALLER = "measure_layers"
@@ -106,7 +107,7 @@ def read_texts(path: str | os.PathLike, *, column: str | None = None) -> list[st
     return texts
 
 
-def _token_states(texts, tokenizer, network, layers, *, batch_size, max_length, keep_special, sample_size, rng):
+def token_hidden_states(texts, tokenizer, network, layers, *, batch_size, max_length, keep_special, sample_size, rng):
     """Hidden states of (a seeded sample of) the tokens of ``texts``.
 
     Returns ``{layer: (n, d)}``, each row's text index, the number of measurable tokens, each row's token
@@ -305,7 +306,7 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
             states = {layer: X[keep] for layer, X in states.items()}
             text_of_row = keep
     else:
-        states, text_of_row, n_total, row_tokens, special_norms = _token_states(
+        states, text_of_row, n_total, row_tokens, special_norms = token_hidden_states(
             texts, tokenizer, network, layers, batch_size=batch_size, max_length=max_length,
             keep_special=keep_special, sample_size=_DEFAULT_TOKEN_SAMPLE if sample_size is None else sample_size,
             rng=rng)
@@ -517,7 +518,7 @@ def _shrinkage_covariances(sample, states, full_states, tokenizer, network, laye
         drawn = encode_pooled(sample, model=location, layers=layers, pooling=pooling, device=device,
                               batch_size=batch_size, max_length=max_length, show_progress=False)
     else:
-        drawn, *_ = _token_states(sample, tokenizer, network, layers, batch_size=batch_size, max_length=max_length,
+        drawn, *_ = token_hidden_states(sample, tokenizer, network, layers, batch_size=batch_size, max_length=max_length,
                                   keep_special=keep_special, sample_size=_DEFAULT_TOKEN_SAMPLE,
                                   rng=np.random.default_rng([random_state, 1]))
     return {layer: CovarianceAccumulator().update(np.asarray(drawn[layer], dtype=np.float64)).covariance()

@@ -35,48 +35,35 @@ def token_states(texts, config, *, device=None, log=None) -> tuple[np.ndarray, n
     """``(T, owner)``: the states of every non-padding token of ``texts`` at the configured layer.
 
     ``T`` has shape (n_tokens, n_features), float32; ``owner[i]`` is the index of the text token
-    ``i`` belongs to. Texts are cut at ``config.max_length`` tokens, as the sentence-level pooling.
+    ``i`` belongs to. Texts are cut at ``config.max_length`` tokens, as the sentence-level pooling;
+    special tokens are kept (the mean pooling includes them). The forward pass is ``measure``'s
+    (:func:`isotropy.measure.from_model.token_hidden_states`).
     """
-    import torch
-
+    from isotropy.measure.from_model import token_hidden_states
     from isotropy.models.contextual import n_transformer_layers
     from isotropy.models.layers import select_layers
     from isotropy.models.loading import load_transformer
 
     tokenizer, network, _ = load_transformer(config.model, device=device)
-    n_layers = n_transformer_layers(network.config)
     layer = -1 if config.pooling == "sentence-transformers" else int(config.layer)
-    (layer,) = select_layers([layer], n_layers + 1, caller="sts-isotropy token_level", name="layer")
-    texts = [str(t) for t in texts]
-    lengths = [len(ids) for ids in tokenizer(texts, truncation=True, max_length=config.max_length)["input_ids"]]
-    order = np.argsort(lengths, kind="stable")  # length-sorted batches: little padding
-    d = int(network.config.hidden_size)
-    T = np.empty((int(sum(lengths)), d), dtype=np.float32)
-    owner = np.empty(T.shape[0], dtype=np.intp)
-    starts = np.concatenate([[0], np.cumsum([lengths[i] for i in order])])
-    dev = next(network.parameters()).device
-    with torch.inference_mode():
-        for b in range(0, len(order), config.batch_size):
-            rows = order[b:b + config.batch_size]
-            enc = tokenizer([texts[i] for i in rows], truncation=True, max_length=config.max_length, padding=True,
-                            return_tensors="pt")
-            hidden = network(input_ids=enc["input_ids"].to(dev), attention_mask=enc["attention_mask"].to(dev),
-                             output_hidden_states=True).hidden_states[layer]
-            mask = enc["attention_mask"].bool()
-            states = hidden[mask.to(dev)].float().cpu().numpy()  # row-major: text by text, in the batch order
-            T[starts[b]:starts[b] + states.shape[0]] = states
-            owner[starts[b]:starts[b] + states.shape[0]] = np.repeat(rows, mask.sum(dim=1).numpy())
+    (layer,) = select_layers([layer], n_transformer_layers(network.config) + 1, caller="sts-isotropy token_level",
+                             name="layer")
+    states, owner, *_ = token_hidden_states([str(t) for t in texts], tokenizer, network, [layer],
+                                            batch_size=config.batch_size, max_length=config.max_length,
+                                            keep_special=True, sample_size=None, rng=None)
     if log is not None:
-        log(f"  token states: {T.shape[0]:,} tokens of {len(texts):,} texts at hidden layer {layer}")
-    return T, owner
+        log(f"  token states: {len(owner):,} tokens of {len(texts):,} texts at hidden layer {layer}")
+    return states[layer], np.asarray(owner, dtype=np.intp)
 
 
 def pool_tokens(T: np.ndarray, owner: np.ndarray, n_texts: int) -> np.ndarray:
-    """The mean of each text's token rows (float64, shape (n_texts, n_features))."""
-    sums = np.zeros((n_texts, T.shape[1]), dtype=np.float64)
-    np.add.at(sums, owner, T)
+    """The mean of each text's token rows (float64, shape (n_texts, n_features)), as one sparse product."""
+    from scipy.sparse import csr_matrix
+
     counts = np.bincount(owner, minlength=n_texts).astype(np.float64)
-    return sums / np.maximum(counts, 1)[:, None]
+    weights = 1.0 / np.maximum(counts, 1)[owner]
+    P = csr_matrix((weights, (owner, np.arange(len(owner)))), shape=(n_texts, len(owner)))
+    return np.asarray(P @ T.astype(np.float64))
 
 
 def _transform_in_chunks(method, T: np.ndarray, *, chunk: int = 65536) -> np.ndarray:
