@@ -176,28 +176,28 @@ def _claims_file(experiment: str, setup: str) -> Path:
     return path
 
 
-def _run_table(match) -> str:
-    import importlib
+def _run_results(experiment: str, setup: str) -> dict:
+    """The committed results of one run: ``results.json``, or ``metrics.json`` (layer-geometry's name for it)."""
     import json
 
-    folder = _claims_file(match.group(1), match.group(2)).parent
+    folder = _claims_file(experiment, setup).parent
     name = next((n for n in ("results.json", "metrics.json") if (folder / n).is_file()), "results.json")
-    results = json.loads((folder / name).read_text(encoding="utf-8"))
-    module = importlib.import_module(f"isotropy.experiments.{match.group(1).replace('-', '_')}.run")
-    return module.markdown_table(results)
+    return json.loads((folder / name).read_text(encoding="utf-8"))
+
+
+def _run_module(experiment: str):
+    import importlib
+
+    return importlib.import_module(f"isotropy.experiments.{experiment.replace('-', '_')}.run")
+
+
+def _run_table(match) -> str:
+    return _run_module(match.group(1)).markdown_table(_run_results(match.group(1), match.group(2)))
 
 
 def _run_compare(match) -> str:
-    import importlib
-    import json
-
-    named = {}
-    for setup in match.group(2).split(","):
-        folder = _claims_file(match.group(1), setup).parent
-        name = next((n for n in ("results.json", "metrics.json") if (folder / n).is_file()), "results.json")
-        named[setup] = json.loads((folder / name).read_text(encoding="utf-8"))
-    module = importlib.import_module(f"isotropy.experiments.{match.group(1).replace('-', '_')}.run")
-    return module.compare_table(named)
+    named = {setup: _run_results(match.group(1), setup) for setup in match.group(2).split(",")}
+    return _run_module(match.group(1)).compare_table(named)
 
 
 def render_claims(markdown: str, src_uri: str = "") -> str:
