@@ -164,13 +164,20 @@ def test_encode_mean_pooled_matches_sentence_transformers_and_caches(tmp_path):
         encode_mean_pooled(texts, device="cpu", layer=40, use_cache=False)
 
 
+def _stsb_train_corpus(data_root, tmp_path):
+    """A text file of 80 STS-B training sentences, one a line (a user's own fitting corpus)."""
+    from isotropy.datasets.sts import load_sts
+
+    path = tmp_path / "corpus.txt"
+    path.write_text("\n".join(load_sts("STSB", split="train", data_dir=data_root).text_a[:80]) + "\n")
+    return path
+
+
 def test_fit_on_a_text_file_uses_the_corpus_mean(data_root, tmp_path):
     from isotropy.datasets.sts import load_sts
     from isotropy.models.encoders import encode_sentences
 
-    corpus = load_sts("STSB", split="train", data_dir=data_root).text_a[:80]
-    path = tmp_path / "corpus.txt"
-    path.write_text("\n".join(corpus) + "\n")
+    path = _stsb_train_corpus(data_root, tmp_path)
     out = tmp_path / "results"
     result = CliRunner().invoke(cli, ["run", "sts-isotropy", "--fit-on", str(path), "--datasets", "STSB", "--set",
                                       "limit=30", "--set", "n_clusters=2", "--set", "n_components=1", "--set",
@@ -181,6 +188,7 @@ def test_fit_on_a_text_file_uses_the_corpus_mean(data_root, tmp_path):
     assert results["fit"]["n_sentences"] == 80
     assert "once on a separate corpus" in (out / "results.md").read_text()
     # "Mean" subtracts the corpus mean (not the evaluated sentences' mean): recompute by hand
+    corpus = path.read_text().splitlines()
     mu = encode_sentences(corpus, device="cpu", show_progress=False).astype(np.float64).mean(axis=0)
     d = load_sts("STSB", data_dir=data_root)
     keep = np.sort(np.random.default_rng(0).choice(len(d), 30, replace=False))
@@ -315,11 +323,7 @@ def test_resume_keeps_a_finished_run(small_run, data_root, tmp_path):
 
 def test_seeded_samples_make_a_deterministic_transform_a_random_row(data_root, tmp_path):
     """A metric sample smaller than the sentences, or a fitting corpus larger than fit_max_sentences, differs per seed."""
-    from isotropy.datasets.sts import load_sts
-
-    corpus = load_sts("STSB", split="train", data_dir=data_root).text_a[:80]
-    path = tmp_path / "corpus.txt"
-    path.write_text("\n".join(corpus) + "\n")
+    path = _stsb_train_corpus(data_root, tmp_path)
     out = tmp_path / "results"
     result = CliRunner().invoke(cli, ["run", "sts-isotropy", "--fit-on", str(path), "--datasets", "STSB", "--set",
                                       "limit=30", "--set", "metric_sample=40", "--set", "fit_max_sentences=50", "--set",
