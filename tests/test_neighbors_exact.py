@@ -195,3 +195,31 @@ def test_cross_kernel_matches_cdist(n_p):
         np.testing.assert_allclose(sq[:, :k], np.take_along_axis(block, order, axis=1), rtol=1e-12, atol=1e-300)
         np.testing.assert_array_equal(ind[:, :k], order + cols.indices(157)[0])
         assert np.all(np.isinf(sq[:, k:]))
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_locality_order_changes_no_result(metric, dtype, monkeypatch):
+    """The search in the locality order (panels of near points; used from ``_ORDER_NEIGHBOURS`` on) gives
+    the bits of the search in the input's order, and the neighbours of a stable sort of cdist, with ties."""
+    from isotropy._kernels import neighbors as kernels
+
+    rng = np.random.default_rng(3)
+    X = (rng.standard_normal((400, 3)) @ rng.standard_normal((3, 12)) + 0.05 * rng.standard_normal((400, 12)) + 2)
+    X[300:340] = X[:40]  # duplicates: distance-0 ties
+    X[380:] = np.round(X[380:])
+    X = X.astype(dtype)
+    order = kernels._locality_order(*kernels._prepare(X, metric, "test"), np.zeros(12))
+    np.testing.assert_array_equal(np.sort(order), np.arange(400))  # a permutation
+    results = []
+    for start in (1, 10**9):  # every k in the order, then never
+        monkeypatch.setattr(kernels, "_ORDER_NEIGHBOURS", start)
+        results.append([kneighbors(X, n_neighbors=k, metric=metric, chunk_size=chunk) for k, chunk in ((7, 61), (30, 50))])
+    for (d0, i0), (d1, i1) in zip(*results):
+        np.testing.assert_array_equal(d0, d1)
+        np.testing.assert_array_equal(i0, i1)
+    D = cdist(X.astype(np.float64), X.astype(np.float64), metric=metric)
+    np.fill_diagonal(D, np.inf)
+    ref_i = np.argsort(D, axis=1, kind="stable")[:, :7]
+    np.testing.assert_allclose(results[0][0][0], np.take_along_axis(D, ref_i, axis=1), rtol=1e-12, atol=1e-15)
+    np.testing.assert_array_equal(results[0][0][1], ref_i)

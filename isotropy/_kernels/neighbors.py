@@ -48,12 +48,11 @@ def _exact_sq_distances(X: np.ndarray, scale, rows: np.ndarray, cand: np.ndarray
         g, dd, which = gathered[:, : e - s], diff[:, : e - s], cand[s:e].T
         np.take(X, which, axis=0, out=g, mode="clip")  # valid indices; "clip" writes to out unbuffered
         query = X[rows[s:e]].astype(np.float64)
+        np.copyto(dd, g)  # one cast, then float64 operations (faster than mixed-dtype ones, the same values)
         if scale is not None:
-            np.multiply(g, scale[which, None], out=dd)
+            dd *= scale[which, None]
             query *= scale[rows[s:e], None]
-            dd -= query
-        else:
-            np.subtract(g, query, out=dd)
+        dd -= query
         out[s:e] = np.einsum("mbd,mbd->mb", dd, dd).T
     return out
 
@@ -106,7 +105,7 @@ _BLOCK = 1024
 # Rows of a block scored at a time (the score buffer of a worker: _ROWS x _BLOCK).
 _ROWS = 512
 # Rows sampled for the centre (a coordinate-wise median: a few rows of huge norm do not move it).
-_CENTRE_SAMPLE = 4096
+_CENTRE_SAMPLE = 1025
 # Scores per chunk of the float64 fallbacks (rows x all points).
 _FALLBACK_SCORES = 2**22
 # Float64 entries of X converted at a time when the operands are built (4 MiB).
@@ -114,20 +113,23 @@ _OPERAND_ELEMENTS = 2**19
 
 
 def _centre(X: np.ndarray, scale) -> np.ndarray:
-    """Coordinate-wise median (float64) of up to ``_CENTRE_SAMPLE`` evenly spaced rows of ``X·scale``.
+    """Coordinate-wise lower median (float64) of up to ``_CENTRE_SAMPLE`` evenly spaced rows of ``X·scale``.
 
     Any centre gives the same distances; a median keeps the centred norms of the bulk of the
     points small even when a few rows are ``10^12`` times larger than the rest (a mean would be
     dragged to them, and the float32 scores of the bulk would lose every digit). Taken a few
-    columns at a time (each column's median alone), so that the float64 sample stays small.
+    columns at a time, each column contiguous (one partition per column), so that the float64
+    sample stays small and the centre costs a few milliseconds whatever ``n``.
     """
     n, d = X.shape
     rows = np.unique(np.linspace(0, n - 1, min(n, _CENTRE_SAMPLE)).astype(np.intp))
     sample, rows_scale = X[rows], None if scale is None else scale[rows]
     centre = np.empty(d)
+    middle = (rows.size - 1) // 2
     step = max(1, _OPERAND_ELEMENTS // max(rows.size, 1))
     for s in range(0, d, step):
-        centre[s:s + step] = np.median(_representation(sample[:, s:s + step], rows_scale), axis=0)
+        columns = np.ascontiguousarray(_representation(sample[:, s:s + step], rows_scale).T)
+        centre[s:s + step] = np.partition(columns, middle, axis=1)[:, middle]
     return centre
 
 
@@ -142,9 +144,12 @@ class _Operands:
     instead of an ``n × (d + 2)`` copy of ``X`` held throughout.
     """
 
-    def __init__(self, X: np.ndarray, scale, centre: np.ndarray, caller: str):
-        self.X, self.scale, self.centre = X, scale, centre
+    def __init__(self, X: np.ndarray, scale, centre: np.ndarray, caller: str, order: np.ndarray | None = None):
+        self.X, self.scale, self.centre, self.order = X, scale, centre, order
         n, self.d = X.shape
+        # float32 rows, a float32 centre: their float32 difference is their float64 difference rounded to float32
+        low = centre.astype(np.float32)
+        self.low_centre = low if X.dtype == np.float32 and scale is None and np.array_equal(low, centre) else None
         self.q = np.empty(n, dtype=np.float64)
         half = np.empty(n, dtype=np.float32)  # ‖ĉ_i‖²/2 of the float32 operands, if they can be used
         step = max(1, _OPERAND_ELEMENTS // max(self.d, 1))
@@ -165,19 +170,30 @@ class _Operands:
             raise IsotropyValueError(f"The 'X' parameter of {caller} must have values whose squared distances fit "
                                      f"in float64. Got values too large instead.")
 
+    def points(self, rows: slice) -> np.ndarray | slice:
+        """The points (indices into ``X``) at the positions ``rows`` of the order."""
+        return rows if self.order is None else self.order[rows]
+
     def _centred(self, rows: slice) -> np.ndarray:
-        """Float64 ``X[rows]·scale[rows] − centre`` (an own array)."""
-        c = np.array(self.X[rows], dtype=np.float64)
+        """Float64 ``X[i]·scale[i] − centre`` of the points at the positions ``rows`` (an own array)."""
+        points = self.points(rows)
+        c = np.array(self.X[points], dtype=np.float64)
         if self.scale is not None:
-            c *= self.scale[rows, None]
+            c *= self.scale[points, None]
         c -= self.centre
         return c
 
     def _panel(self, rows: slice, out: np.ndarray) -> np.ndarray:
-        """``[ĉ, ‖ĉ‖²/2, 1]`` of ``rows`` in ``out`` (``ĉ``: ``c`` rounded to ``dtype``)."""
+        """``[ĉ, ‖ĉ‖²/2, 1]`` of the positions ``rows`` in ``out`` (``ĉ``: ``c`` rounded to ``dtype``)."""
         d, r = self.d, rows.stop - rows.start
         P = out[: r * (d + 2)].reshape(r, d + 2)
-        if self.scale is None:  # one pass: the float64 difference, rounded to dtype as it is stored
+        if self.low_centre is not None and self.dtype == np.float32:  # float32 throughout: one rounding
+            if self.order is None:
+                np.subtract(self.X[rows], self.low_centre, out=P[:, :d])
+            else:
+                np.take(self.X, self.order[rows], axis=0, out=P[:, :d], mode="clip")  # valid indices: unbuffered
+                P[:, :d] -= self.low_centre
+        elif self.scale is None and self.order is None:  # the float64 difference, rounded to dtype as stored
             np.subtract(self.X[rows], self.centre, out=P[:, :d], dtype=np.float64, casting="unsafe")
         else:
             step = max(1, _OPERAND_ELEMENTS // 8 // max(d, 1))
@@ -198,6 +214,53 @@ class _Operands:
         np.negative(P[:, d], out=P[:, d + 1])
         P[:, d] = -1
         return P
+
+
+# Leading principal directions of the locality order (:func:`_locality_order`), and its cells' size.
+_ORDER_DIRECTIONS = 16
+_ORDER_LEAF = 64
+# Neighbours from which the search runs in the locality order. Below, its thresholds gain less than
+# gathering the panels and ordering cost (n = 20,000, d = 384: k = 2 and 20 faster without it, 100 with it).
+_ORDER_NEIGHBOURS = 50
+
+
+def _locality_order(X: np.ndarray, scale, centre: np.ndarray) -> np.ndarray:
+    """A permutation of the points in which near points sit at near positions.
+
+    The order of the leaves of a k-d tree (each cell halved at the median of its widest coordinate,
+    down to ``_ORDER_LEAF`` points) over the coordinates of the centred rows on their
+    ``_ORDER_DIRECTIONS`` leading principal directions (two subspace iterations on the centre's
+    sample, :func:`_centre`). It changes no result, only the work: a panel of consecutive positions
+    is then a region of the space, so the diagonal blocks of :func:`exact_knn` give each point
+    thresholds near its final ones and the later blocks offer few entries; and the rows refined
+    together share most of their candidates. Costs ``O(n·d·p)``: one product with the directions.
+    """
+    n, d = X.shape
+    rows = np.unique(np.linspace(0, n - 1, min(n, _CENTRE_SAMPLE)).astype(np.intp))
+    sample = _representation(X[rows], None if scale is None else scale[rows]) - centre
+    p = min(_ORDER_DIRECTIONS, d, rows.size)
+    V = np.random.default_rng(0).standard_normal((d, p))
+    for _ in range(2):
+        V, _ = np.linalg.qr(sample.T @ (sample @ V))
+    V = V.astype(X.dtype)
+    Z = np.empty((n, p), dtype=np.float64)
+    step = max(1, _OPERAND_ELEMENTS // max(d, 1))
+    for s in range(0, n, step):
+        z = X[s:s + step] @ V
+        Z[s:s + step] = z if scale is None else z * scale[s:s + step, None]
+    Z -= centre @ V
+    order = np.arange(n)
+    cells = [(0, n)]
+    while cells:
+        s, e = cells.pop()
+        if e - s <= _ORDER_LEAF:
+            continue
+        z = Z[order[s:e]]
+        along = z[:, int(np.argmax(z.max(axis=0) - z.min(axis=0)))]
+        h = (e - s) // 2
+        order[s:e] = order[s:e][np.argpartition(along, h)]
+        cells += [(s, s + h), (s + h, e)]
+    return order
 
 
 def _error_factor(dtype, n_features: int) -> float:
@@ -272,6 +335,7 @@ class _Best:
         self.fill = np.zeros(size, dtype=np.intp)
         self.tau = np.full(size, -np.inf, dtype=np.float32)
         self.lock = threading.Lock()
+        self.live = 1.0  # share of the targets of the last block offered that had an entry to keep (_offer)
 
     def thresholds(self, targets: slice, S: np.ndarray, axis: int) -> np.ndarray:
         """Entries of ``S`` a target must reach (targets along ``axis`` of ``S``: 1 rows, 0 columns).
@@ -359,6 +423,7 @@ class _Best64:
         self.i = np.zeros((size, m), dtype=np.intp)
         self.tau = np.full(size, -np.inf)
         self.lock = threading.Lock()
+        self.live = 1.0
 
     thresholds = _Best.thresholds
 
@@ -417,17 +482,37 @@ def _group_threshold(S: np.ndarray, axis: int, m: int) -> np.ndarray:
 def _offer(S: np.ndarray, best: _Best, targets: slice, other0: int, axis: int, mask: np.ndarray, into: list) -> None:
     """Offer the block ``S`` to its rows (``axis=1``) or, through the transpose, its columns (``axis=0``).
 
-    One comparison with the targets' thresholds and one scan of the mask; only the entries that
-    reach them (few once every target holds ``m``) are kept, as ``(targets, others, scores)`` appended
-    to ``into`` for one merge (:func:`_merge`) of the parts of a block.
+    When the side's last block left few of its targets reachable (:attr:`_Best.live`), the block's
+    maximum per target comes first (a reduction, no mask) and only the lines of the targets it can
+    reach are compared and scanned; otherwise the whole block is, at once. Only the entries that
+    reach the thresholds (few once every target holds ``m``) are kept, as ``(targets, others,
+    scores)`` appended to ``into`` for one merge (:func:`_merge`) of the parts of a block.
     """
     thr = best.thresholds(targets, S, axis)
-    np.greater_equal(S, thr[:, None] if axis == 1 else thr[None, :], out=mask)
-    flat = np.flatnonzero(mask)
-    if flat.size == 0:
+    if best.live < 0.25:
+        live = np.flatnonzero(S.max(axis=axis) >= thr)
+        best.live = live.size / thr.size
+        if live.size == 0:
+            return
+    else:
+        live = None
+    if live is None or 4 * live.size > thr.size:
+        np.greater_equal(S, thr[:, None] if axis == 1 else thr[None, :], out=mask)
+        flat = np.flatnonzero(mask)
+        r, c = np.divmod(flat, S.shape[1])
+        vals = S.ravel()[flat]
+        if live is None:  # a heuristic only (the entries kept are the same either way): not locked
+            best.live = np.count_nonzero(np.bincount(r if axis == 1 else c)) / thr.size
+    elif axis == 1:
+        lines = S[live]
+        r, c = np.nonzero(lines >= thr[live, None])
+        vals, r = lines[r, c], live[r]
+    else:
+        lines = S[:, live]
+        r, c = np.nonzero(lines >= thr[None, live])
+        vals, c = lines[r, c], live[c]
+    if r.size == 0:
         return
-    r, c = np.divmod(flat, S.shape[1])
-    vals = S.ravel()[flat]
     if axis == 1:
         into.append((r + (targets.start - best.offset), c + other0, vals))
     else:
@@ -649,14 +734,27 @@ def exact_knn(X: np.ndarray, scale, n_neighbors: int, *, block: int | None = Non
     n = X.shape[0]
     m = _n_candidates(n_neighbors, n)
     centre = _centre(X, scale)
-    ops = _Operands(X, scale, centre, caller)
+    if X.dtype == np.float32 and scale is None:  # a float32 centre: the operands are float32 differences
+        centre = centre.astype(np.float32).astype(np.float64)
     b = max(block or _BLOCK, m + 1)  # a diagonal block holds m others
+    order = _locality_order(X, scale, centre) if n > b and n_neighbors >= _ORDER_NEIGHBOURS else None
+    ops = _Operands(X, scale, centre, caller, order)
     best = _best(n, m, ops.dtype)
     panels = _panels(0, n, b)
     _candidate_pass(ops, (best, best), _tasks(panels, panels, diagonal=True), b)
     best_v, best_i = best.result()
     del best
-    return _exact_selection(X, scale, centre, ops.q, np.arange(n), best_v, best_i, n_neighbors, ops.dtype, (0, n))
+    if order is None:
+        return _exact_selection(X, scale, centre, ops.q, np.arange(n), best_v, best_i, n_neighbors, ops.dtype,
+                                (0, n))
+    q, dtype = np.empty(n), ops.dtype
+    q[order] = ops.q  # by point
+    del ops
+    np.take(order, best_i, out=best_i)  # positions -> points
+    sq, ind = _exact_selection(X, scale, centre, q, order, best_v, best_i, n_neighbors, dtype, (0, n))
+    out_sq, out_ind = np.empty_like(sq), np.empty_like(ind)
+    out_sq[order], out_ind[order] = sq, ind
+    return out_sq, out_ind
 
 
 def exact_knn_cross(X: np.ndarray, scale, n_p: int, n_neighbors: int, *, caller: str = "kneighbors"):
