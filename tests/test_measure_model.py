@@ -218,3 +218,32 @@ def test_cli_errors_are_one_line(files, args, message):
     if message is not None:
         assert message in result.output
     assert result.output.strip().splitlines()[-1].startswith("Error:")
+
+
+def test_every_metric_gives_on_float32_states_the_value_of_their_float64_copy():
+    """measure_layers hands a float32 model's states to the metrics as they are (no float64 copy, one shared
+    covariance pass): that changes no value for any metric outside ``_FLOAT64_INPUT``, which get the copy."""
+    import warnings
+
+    from isotropy._kernels.rows import shared_statistics
+    from isotropy.measure.from_model import _FLOAT64_INPUT
+    from isotropy.metrics.table import METRICS
+
+    rng = np.random.default_rng(0)
+    X = (rng.standard_normal((300, 4)) @ rng.standard_normal((4, 24)) + 0.1 * rng.standard_normal((300, 24)) + 0.5)
+    X = X.astype(np.float32)
+    labels = rng.integers(0, 3, 300)
+    names = list(METRICS)
+    differing = set()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with shared_statistics(X, names):
+            values = {name: float(METRICS[name].function(*((X, labels) if METRICS[name].needs_labels else (X,))))
+                      for name in names}
+        X64 = X.astype(np.float64)
+        for name in names:
+            spec = METRICS[name]
+            if float(spec.function(*((X64, labels) if spec.needs_labels else (X64,)))) != values[name]:
+                differing.add(name)
+    assert differing <= _FLOAT64_INPUT
+    assert "silhouette_score" in differing  # the test can see a difference: the float32 distance blocks

@@ -32,6 +32,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from isotropy._utils.threads import one_blas_thread
+
 _CHUNK_ELEMENTS = 1 << 20  # float64 entries of a chunk (8 MiB)
 
 #: The statistics each covariance metric of the table reads from :func:`row_statistics`.
@@ -112,7 +114,7 @@ def in_order(fn, n_chunks: int, merge, make_state, *, max_workers: int | None = 
     ahead = max(1, min(_cores(), n_chunks, max_workers or n_chunks))
     slots = [None if make_slot is None else make_slot() for _ in range(ahead)]
     if ahead == 1:
-        with _one_blas_thread() if blas else contextlib.nullcontext():
+        with one_blas_thread() if blas else contextlib.nullcontext():
             state = make_state()
             for c in range(n_chunks):
                 merge(c, fn(c, state, slots[0]))
@@ -140,15 +142,6 @@ def in_order(fn, n_chunks: int, merge, make_state, *, max_workers: int | None = 
                 done.notify_all()
 
     _run_tasks(task, [(c,) for c in range(n_chunks)], make_state=make_state, max_workers=ahead)
-
-
-def _one_blas_thread():
-    """Single-threaded BLAS within the block (threadpoolctl), or nothing without threadpoolctl."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=1, user_api="blas")
 
 
 def _workers_for(n_chunks: int) -> int:

@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from isotropy._utils.threads import one_blas_thread
 from isotropy._utils.validation import IsotropyValueError
 
 
@@ -106,7 +107,7 @@ def _run_tasks(fn, tasks, *, progress=False, make_state=None, max_workers=None):
             advance()
     workers = min(_cores(), len(tasks), max_workers or len(tasks))
     try:
-        from threadpoolctl import threadpool_limits
+        import threadpoolctl  # noqa: F401 - present: workers run one BLAS thread each
     except ImportError:
         workers = 1
     if workers <= 1:
@@ -122,7 +123,7 @@ def _run_tasks(fn, tasks, *, progress=False, make_state=None, max_workers=None):
             local.state = states.pop() if states else {}  # list.pop is atomic
         fn(*task, local.state)
 
-    with _PARALLEL, threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(workers) as pool:
+    with _PARALLEL, one_blas_thread(), ThreadPoolExecutor(workers) as pool:
         list(pool.map(run, tasks))
 
 

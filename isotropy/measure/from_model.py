@@ -26,6 +26,9 @@ __all__ = ["DEFAULT_LAYER_METRICS", "LEVELS", "format_table", "measure_layers", 
 LEVELS = ("sentence", "token")
 _CALLER = "measure_layers"
 _DEFAULT_TOKEN_SAMPLE = 10_000
+# Metrics that compute in their input's dtype (silhouette's distance blocks): given the float64 copy of
+# a layer's states. Every other metric gives the same value on float32 states as on their float64 copy.
+_FLOAT64_INPUT = frozenset({"silhouette_score"})
 
 # measured per layer when --metrics is not given (any name of isotropy.metrics.table.METRICS may be asked for);
 # isoscore_star joins them when a shrinkage sample is given (isotropy.metrics.table.ISOSCORE_STAR_NOTE)
@@ -337,9 +340,15 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
             shrink["output"] = CovarianceAccumulator().update(np.asarray(drawn, dtype=np.float64)).covariance()
         del encoder
     del network
+    from isotropy._kernels.rows import shared_statistics
+
     rows, notes, seen = [], [], {}
     for layer in [*layers, *(["output"] if output_modules else [])]:
         X = np.asarray(states[layer], dtype=np.float64)
+        # the metrics read the states as computed (float32 from a float32 model): each metric gives the
+        # same value as on their float64 copy (it computes in float64 itself; tests/test_measure_from_model.py),
+        # except those of _FLOAT64_INPUT, and the covariance metrics share one pass over them
+        low = states[layer] if isinstance(states[layer], np.ndarray) and states[layer].dtype == np.float32 else X
         norms = np.linalg.norm(X, axis=1)
         record = {"layer": layer, "n_samples": int(X.shape[0]),
                   "norm_max_over_median": float(norms.max() / max(np.median(norms), np.finfo(float).tiny))}
@@ -350,22 +359,24 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
                 record["token_norms"] = {"max_over_median": float("nan"), "median_norm": float(np.median(norms)),
                                          "top": [], "special": []}
                 seen.setdefault(("token_norms", " ".join(str(exc).split())), []).append(layer)
-        for name in metrics:
-            fn, labelled, kwargs = METRICS[name].function, METRICS[name].needs_labels, {}
-            if name == "silhouette_score":
-                kwargs = {"sample_size": 5000 if X.shape[0] > 5000 else None, "random_state": random_state}
-            if name == "isoscore_star" and layer in shrink:
-                kwargs = {"shrinkage_cov": shrink[layer]}
-            try:
-                with warnings.catch_warnings(record=True) as caught:
-                    warnings.simplefilter("always")
-                    record[name] = float(fn(X, row_labels, **kwargs) if labelled else fn(X, **kwargs))
-            except ValueError as exc:  # e.g. identical vectors at this layer: undefined here, said so, not fatal
-                record[name] = float("nan")
-                caught = [exc]
-            for message in dict.fromkeys(" ".join(str(getattr(w, "message", w)).split()).removeprefix(f"{name}: ")
-                                         for w in caught):
-                seen.setdefault((name, message), []).append(layer)  # one warning for every layer that gives it
+        with shared_statistics(low, metrics):
+            for name in metrics:
+                fn, labelled, kwargs = METRICS[name].function, METRICS[name].needs_labels, {}
+                if name == "silhouette_score":
+                    kwargs = {"sample_size": 5000 if X.shape[0] > 5000 else None, "random_state": random_state}
+                if name == "isoscore_star" and layer in shrink:
+                    kwargs = {"shrinkage_cov": shrink[layer]}
+                data = X if name in _FLOAT64_INPUT else low
+                try:
+                    with warnings.catch_warnings(record=True) as caught:
+                        warnings.simplefilter("always")
+                        record[name] = float(fn(data, row_labels, **kwargs) if labelled else fn(data, **kwargs))
+                except ValueError as exc:  # e.g. identical vectors at this layer: undefined here, said so, not fatal
+                    record[name] = float("nan")
+                    caught = [exc]
+                for message in dict.fromkeys(" ".join(str(getattr(w, "message", w)).split())
+                                             .removeprefix(f"{name}: ") for w in caught):
+                    seen.setdefault((name, message), []).append(layer)  # one warning for every layer giving it
         rows.append(record)
         if progress:
             print(f"layer {layer}: " + ", ".join(f"{k}={record[k]:.4g}" for k in metrics), file=sys.stderr, flush=True)

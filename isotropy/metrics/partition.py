@@ -122,9 +122,9 @@ def _eigenvectors(A):
     """
     if A.shape[0] > _ONE_THREAD_EIGH:
         return np.linalg.eigh(A)[1]
-    from isotropy._kernels.rows import _one_blas_thread
+    from isotropy._utils.threads import one_blas_thread
 
-    with _one_blas_thread():
+    with one_blas_thread():
         return np.linalg.eigh(A)[1]
 
 

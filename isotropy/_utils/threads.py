@@ -1,0 +1,36 @@
+"""Single-threaded BLAS for a block of code, without rescanning the process's libraries each time.
+
+``threadpoolctl.threadpool_limits`` reads ``/proc/self/maps`` and matches every loaded library on
+each call: about 5 ms with numpy alone, more with torch loaded, paid by every metric of every layer
+of ``isotropy measure --model``. One :class:`threadpoolctl.ThreadpoolController` is kept instead and
+found again only when modules were imported since (a new extension module may bring its own BLAS).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import threading
+
+_LOCK = threading.Lock()
+_CACHED: list = [None, -1]  # the controller, and len(sys.modules) when it was made
+
+
+def _controller():
+    """The process's thread-pool controller, found again when modules were imported since."""
+    from threadpoolctl import ThreadpoolController
+
+    with _LOCK:
+        if _CACHED[0] is None or _CACHED[1] != len(sys.modules):
+            _CACHED[1] = len(sys.modules)  # counted first: ThreadpoolController imports nothing new after
+            _CACHED[0] = ThreadpoolController()
+        return _CACHED[0]
+
+
+def one_blas_thread():
+    """Context manager: BLAS on one thread within the block, restored on exit (nothing without threadpoolctl)."""
+    try:
+        controller = _controller()
+    except ImportError:
+        return contextlib.nullcontext()
+    return controller.limit(limits=1, user_api="blas")
