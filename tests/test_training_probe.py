@@ -1,0 +1,226 @@
+"""GeometryProbe's forward passes (issue 20, item 4): rows length-sorted, each batch padded to its own longest row,
+the pooled vectors put back in probe order, the texts tokenised once, and each DDP share embedded exactly."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+pytest.importorskip("torchmetrics")
+
+from _tiny_models import make_tiny_bert
+
+# float32 forward passes of other batch compositions (other padded widths: other BLAS blockings and reduction
+# orders) differ by a few float32 ulps per operation; the tiny BERT's pooled vectors are O(1) (LayerNorm outputs),
+# so 1e-5 is ~100 ulps (eps = 1.2e-7). Measured: pooled vectors within 1.2e-7 (1 ulp) of the one-text-at-a-time
+# vectors at batch sizes 2, 4 and 32; metric values within 1.0e-6 (twonn_dimension, ~7.7: 1.3e-7 relative) of
+# those at batch_size=1.
+ATOL = 1e-5
+NAMES = ("isoscore", "cosine_similarity_mean", "rogue_dimension_share", "twonn_dimension", "participation_ratio")
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    from transformers import BertModel, BertTokenizerFast
+
+    directory = make_tiny_bert(tmp_path_factory.mktemp("tiny_bert"), n_layers=2, hidden_size=16)
+    words = ["the", "cat", "sat", "on", "mat", "a", "dog", "ran", "unbelievable", "cats", ".", ","]
+    rng = random.Random(0)
+    texts = [" ".join(rng.choices(words, k=rng.randint(1, 20))) for _ in range(37)]  # 3 to 22+ tokens, unsorted
+    return BertModel.from_pretrained(directory).eval(), BertTokenizerFast.from_pretrained(directory), texts
+
+
+def _recorder(store):
+    """A metric factory whose metric keeps the rows it is given, in the order given (compute: their count)."""
+    from torchmetrics import Metric
+
+    class Rows(Metric):
+        def __init__(self, batches):
+            super().__init__()
+            self.add_state("n", default=torch.zeros(()), dist_reduce_fx="sum")
+            self.batches = batches
+
+        def update(self, X):
+            self.batches.append(X.detach().clone())
+            self.n += X.shape[0]
+
+        def compute(self):
+            return self.n
+
+    def factory(n_features):
+        store.append([])
+        return Rows(store[-1])
+
+    return factory
+
+
+def _pooled_rows(model, tokenizer, texts, **kwargs):
+    """``[(n_rows, d) pooled matrix of each layer]`` as GeometryProbe hands them to its metrics."""
+    from isotropy.training import GeometryProbe
+
+    store = []
+    GeometryProbe(texts, metrics={"rows": _recorder(store)}, **kwargs).set_tokenizer(tokenizer).measure(model)
+    return [torch.cat(batches) for batches in store]
+
+
+def _one_at_a_time(model, tokenizer, texts):
+    """Each text alone (no padding), mean-pooled: ``[(n_rows, d) per transformer layer]``."""
+    from isotropy.models import pool_hidden_states
+
+    rows = []
+    with torch.no_grad():
+        for text in texts:
+            inputs = tokenizer([text], truncation=True, max_length=128, return_tensors="pt")
+            states = model(**inputs, output_hidden_states=True).hidden_states
+            rows.append([pool_hidden_states(h, inputs["attention_mask"]) for h in states[1:]])
+    return [torch.cat(layer) for layer in zip(*rows)]
+
+
+def test_sorted_batches_give_the_unpadded_vectors_in_probe_order(tiny):
+    model, tokenizer, texts = tiny
+    alone = _one_at_a_time(model, tokenizer, texts)
+    for batch_size in (1, 4, 32):
+        got = _pooled_rows(model, tokenizer, texts, batch_size=batch_size)
+        assert len(got) == len(alone) == 2
+        for layer, expected in zip(got, alone):
+            assert layer.shape == expected.shape == (len(texts), 16)
+            torch.testing.assert_close(layer, expected, rtol=0, atol=ATOL)  # row k is text k: order restored
+            # rows in another order would differ by O(1): the check above can tell orders apart
+            assert (layer[1:] - expected[:-1]).abs().max() > 100 * ATOL
+
+
+def test_logged_values_equal_those_of_one_row_per_batch(tiny):
+    from isotropy.training import GeometryProbe
+
+    model, tokenizer, texts = tiny
+    reference = GeometryProbe(texts, metrics=NAMES, batch_size=1).set_tokenizer(tokenizer).measure(model)
+    for batch_size in (4, 32):
+        values = GeometryProbe(texts, metrics=NAMES, batch_size=batch_size).set_tokenizer(tokenizer).measure(model)
+        assert values.keys() == reference.keys()
+        for key, value in reference.items():
+            assert values[key] == pytest.approx(value, rel=ATOL, abs=ATOL), key
+
+
+def test_each_batch_is_padded_to_its_own_longest_row_and_texts_are_tokenised_once(tiny):
+    from isotropy.training import GeometryProbe
+
+    model, tokenizer, texts = tiny
+    calls = []
+
+    class Counting:  # a tokenizer that counts its calls
+        pad_token_id = tokenizer.pad_token_id
+
+        def __call__(self, *args, **kwargs):
+            calls.append(len(args[0]))
+            return tokenizer(*args, **kwargs)
+
+    probe = GeometryProbe(texts, metrics=("isoscore",), batch_size=8).set_tokenizer(Counting())
+    lengths = probe.rows.lengths
+    widths = []
+    encode = probe.rows.encode
+    probe.rows.encode = lambda rows: widths.append((rows, encode(rows)["input_ids"].shape[1])) or encode(rows)
+    probe.measure(model)
+    probe.measure(model)
+    assert calls == [len(texts)]  # all texts at once, once for both measurements
+    batches = [rows for rows, _ in widths[:len(widths) // 2]]
+    assert sorted(i for rows in batches for i in rows) == list(range(len(texts)))
+    assert all(width == max(lengths[i] for i in rows) for rows, width in widths)  # no padding beyond the batch
+    # longest first: every batch's rows are at least as long as the next batch's
+    assert all(min(lengths[i] for i in a) >= max(lengths[i] for i in b) for a, b in itertools.pairwise(batches))
+    padded = sum(len(rows) * width for rows, width in widths[:len(widths) // 2])
+    unsorted = sum(len(texts[k:k + 8]) * max(lengths[k:k + 8]) for k in range(0, len(texts), 8))
+    assert padded < unsorted
+
+
+def test_a_new_tokenizer_retokenises(tiny):
+    from isotropy.training import GeometryProbe
+
+    _, tokenizer, texts = tiny
+    probe = GeometryProbe(texts, metrics=("isoscore",)).set_tokenizer(tokenizer)
+    first = probe.rows.lengths
+
+    class Truncating:  # another tokenizer: at most 4 tokens
+        pad_token_id = tokenizer.pad_token_id
+
+        def __call__(self, texts, **kwargs):
+            return tokenizer(texts, **{**kwargs, "max_length": 4})
+
+    probe.set_tokenizer(Truncating())
+    assert probe.rows.lengths == [min(n, 4) for n in first]
+
+
+def test_sorting_windows_keep_the_probe_order(tiny, monkeypatch):
+    """Windows of a few batches (here 3 rows rounded up to 2 batches of 2): vectors still in probe order."""
+    import isotropy.training.probe as probe_module
+
+    model, tokenizer, texts = tiny
+    monkeypatch.setattr(probe_module, "_SORT_WINDOW", 3)
+    alone = _one_at_a_time(model, tokenizer, texts)
+    for layer, expected in zip(_pooled_rows(model, tokenizer, texts, batch_size=2), alone):
+        torch.testing.assert_close(layer, expected, rtol=0, atol=ATOL)
+
+
+@pytest.mark.filterwarnings("ignore:The ``compute`` method of metric IsoScore was called before")
+def test_each_rank_embeds_exactly_its_share_and_the_shares_add_up_to_the_probe(tiny):
+    from isotropy.training import GeometryProbe
+    from isotropy.training.metrics import IsoScore
+
+    model, tokenizer, texts = tiny
+    alone = _one_at_a_time(model, tokenizer, texts)
+    world = 3
+    for rank in range(world):
+        store = []
+        GeometryProbe(texts, metrics={"rows": _recorder(store)}, batch_size=4).set_tokenizer(tokenizer).measure(
+            model, rank=rank, world_size=world)
+        for batches, expected in zip(store, alone):
+            torch.testing.assert_close(torch.cat(batches), expected[rank::world], rtol=0, atol=ATOL)
+    # the metric states of the shares, merged (as the DDP sync sums them), give the whole probe's value
+    shares = []
+    for rank in range(world):
+        shares.append([])
+
+        def keep(d, kept=shares[-1]):
+            kept.append(IsoScore(n_features=d))
+            return kept[-1]
+
+        GeometryProbe(texts, metrics={"isoscore": keep}, batch_size=4).set_tokenizer(tokenizer).measure(
+            model, rank=rank, world_size=world)
+    whole = GeometryProbe(texts, metrics=("isoscore",), batch_size=1).set_tokenizer(tokenizer).measure(model)
+    for layer in range(2):
+        merged = IsoScore(n_features=16)  # a fresh one: a computed metric keeps its value across merge_state
+        for share in shares:
+            merged.merge_state(share[layer])
+        assert float(merged.compute()) == pytest.approx(whole[f"geometry/isoscore/layer_{layer + 1}"], abs=ATOL)
+
+
+def test_encoded_probes_are_sorted_and_trimmed_to_each_batch(tiny):
+    """A dict probe padded on the right far beyond its rows: trailing all-padding columns are cut per batch
+    (same vectors); a left-padded probe keeps its width (its last column is real in every row)."""
+    from isotropy.training import GeometryProbe
+
+    model, tokenizer, texts = tiny
+    alone = _one_at_a_time(model, tokenizer, texts)
+    encoded = tokenizer(texts, padding="max_length", max_length=40, return_tensors="pt")
+    store = []
+    probe = GeometryProbe(dict(encoded), metrics={"rows": _recorder(store)}, batch_size=8)
+    widths = []
+    encode = probe.rows.encode
+    probe.rows.encode = lambda rows: widths.append(encode(rows)["attention_mask"].shape[1]) or encode(rows)
+    probe.measure(model)
+    lengths = encoded["attention_mask"].sum(1)
+    assert max(widths) == int(lengths.max()) < 40 and min(widths) < max(widths)
+    for batches, expected in zip(store, alone):
+        torch.testing.assert_close(torch.cat(batches), expected, rtol=0, atol=ATOL)
+
+    tokenizer.padding_side = "left"
+    try:
+        left = tokenizer(texts, padding="longest", return_tensors="pt")
+    finally:
+        tokenizer.padding_side = "right"
+    probe = GeometryProbe(dict(left), metrics=("isoscore",), batch_size=8)
+    assert all(probe.rows.encode(rows)["input_ids"].shape[1] == left["input_ids"].shape[1]
+               for rows in ([0, 1, 2], list(range(len(texts)))))
