@@ -17,7 +17,12 @@ in alternation for ``--repeats`` rounds (minimum of each, after one untimed warm
 then profiles one more run of the command (cProfile) and prints where its time goes: loading,
 tokenisation, the forward pass, pooling, the ``output`` row, each metric over all layers, the JSON.
 
-    nice -n 10 .venv/bin/python benchmarks/bench_measure_model.py
+``--compare DIR`` measures instead this checkout against another one (``git worktree add DIR COMMIT``)
+side by side: each round runs, for each checkout in turn, a fresh interpreter with that checkout's
+package first on ``PYTHONPATH`` that times one floor and one command after a warm-up of each; each
+checkout's ratio is its fastest command over its fastest floor.
+
+    nice -n 10 .venv/bin/python benchmarks/bench_measure_model.py [--compare DIR]
 """
 
 from __future__ import annotations
@@ -26,13 +31,17 @@ import argparse
 import contextlib
 import cProfile
 import io
+import json
 import os
 import pstats
 import subprocess
+import sys
 import tempfile
 import time
 import types
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _command(run_cli, texts_path: Path, json_path: Path, model: str, batch_size: int) -> None:
@@ -123,6 +132,40 @@ def _profile(run_cli, texts_path, json_path, model, batch_size):
     return total, rows
 
 
+def _one_round(run_cli, texts, model, batch_size) -> None:
+    """One floor and one command after a warm-up of each, printed as JSON (the child of :func:`_compare`)."""
+    with tempfile.TemporaryDirectory() as work:
+        texts_path, json_path = Path(work) / "texts.txt", Path(work) / "out.json"
+        texts_path.write_text("\n".join(texts) + "\n", encoding="utf-8")
+        _floor(texts[:64], model, batch_size)
+        _command(run_cli, texts_path, json_path, model, batch_size)
+        load, forward = _floor(texts, model, batch_size)
+        start = time.perf_counter()
+        _command(run_cli, texts_path, json_path, model, batch_size)
+        command = time.perf_counter() - start
+    print(json.dumps({"floor": load + forward, "command": command}))
+
+
+def _compare(args, data_dir) -> None:
+    """This checkout and ``args.compare`` side by side, a fresh interpreter per checkout and round."""
+    trees = {"this checkout": ROOT, Path(args.compare).name: Path(args.compare).resolve()}
+    best = {name: {"floor": float("inf"), "command": float("inf")} for name in trees}
+    for _ in range(args.repeats):
+        for name, tree in trees.items():
+            env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(tree), os.environ.get("PYTHONPATH")]))}
+            out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--one-round", "--model", args.model,
+                                  "--data-dir", data_dir, "--n-texts", str(args.n_texts), "--batch-size",
+                                  str(args.batch_size)], cwd=tree, env=env, check=True, capture_output=True,
+                                 text=True).stdout
+            for key, value in json.loads(out.splitlines()[-1]).items():
+                best[name][key] = min(best[name][key], value)
+    print(f"isotropy measure --model {args.model} against load + bare forward, {args.n_texts} STS-B test sentences, "
+          f"each checkout in its own interpreter, {args.repeats} alternating rounds, fastest of each\n")
+    print("| checkout | floor s | command s | command / floor |\n|---|---:|---:|---:|")
+    for name, b in best.items():
+        print(f"| {name} | {b['floor']:.2f} | {b['command']:.2f} | {b['command'] / b['floor']:.3f} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="all-MiniLM-L6-v2")
@@ -131,8 +174,12 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--previous", default="a1f8c9e", help="commit whose measure --model is the 'previous' row")
+    parser.add_argument("--compare", default=None, help="another checkout, measured side by side with this one")
+    parser.add_argument("--one-round", action="store_true", help=argparse.SUPPRESS)  # a child of --compare
     args = parser.parse_args()
     data_dir = args.data_dir or os.environ.get("ISOTROPY_DATA") or str(Path(__file__).resolve().parents[2] / "shared" / "data")
+    if args.compare:
+        return _compare(args, data_dir)
     import torch
 
     from isotropy.datasets.sts import load_sts
@@ -141,6 +188,8 @@ def main() -> None:
 
     texts = load_sts("STSB", split="test", data_dir=data_dir).text_a[:args.n_texts]
     model = resolve_model(args.model)
+    if args.one_round:
+        return _one_round(run_cli, texts, model, args.batch_size)
     previous = _previous_run_cli(args.previous)
     times = {"floor": [], "now": [], args.previous: []}
     parts = {"load": [], "forward": []}

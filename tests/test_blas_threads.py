@@ -24,3 +24,41 @@ def test_the_controller_is_found_once_until_a_module_is_imported(monkeypatch):
     assert threads._controller() is first  # no second scan of the process's libraries
     monkeypatch.setitem(sys.modules, "_isotropy_test_new_module", object())
     assert threads._controller() is not first  # a new module may bring its own BLAS: scanned again
+
+
+def test_kernel_tasks_run_once_each_on_threads_kept_between_calls(monkeypatch):
+    import threading
+    import time
+
+    import pytest
+
+    from isotropy._kernels import silhouette
+
+    monkeypatch.setattr(silhouette, "_cores", lambda: 2)
+    done, idents = [], []
+
+    def task(i, state):
+        time.sleep(0.002)  # long enough for both workers to take tasks
+        done.append(i)
+        idents.append(threading.get_ident())
+
+    silhouette._run_tasks(task, [(i,) for i in range(50)])
+    assert sorted(done) == list(range(50))
+    first = set(idents)
+    assert len(first) == 2 and threading.get_ident() not in first
+    idents.clear()
+    silhouette._run_tasks(task, [(i,) for i in range(50)])
+    assert set(idents) <= first  # no new thread: the same workers again
+
+    def failing(i, state):
+        if i == 7:
+            raise RuntimeError("task 7")
+        done.append(i)
+
+    done.clear()
+    with pytest.raises(RuntimeError, match="task 7"):
+        silhouette._run_tasks(failing, [(i,) for i in range(20)])
+    assert sorted(done) == [i for i in range(20) if i != 7]  # the other worker ran the rest
+    done.clear()
+    silhouette._run_tasks(task, [(i,) for i in range(5)])  # still usable
+    assert sorted(done) == list(range(5))

@@ -4,6 +4,8 @@ neighbours), hand-computed values, data of known dimension, duplicates and bad a
 import numpy as np
 import pytest
 import skdim
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.neighbors import NearestNeighbors
 from sklearn.utils.estimator_checks import check_estimator
 
@@ -114,6 +116,30 @@ def test_cosine_duplicates_are_parallel_vectors():
     with pytest.warns(UserWarning, match="10 duplicate rows"):
         lid = local_mle_dimension(np.vstack([X, 2.0 * X[:10]]), n_neighbors=8, metric="cosine")
     np.testing.assert_allclose(lid[300:], lid[:10], rtol=1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 40), st.integers(0, 30), st.sampled_from([None, "cosine"]))
+def test_distinct_rows_from_the_repeated_ones_match_numpy_unique(seed, n, n_copies, metric):
+    """The distinct points found by comparing only the rows at distance 0 from another are those of
+    ``np.unique(axis=0)`` over every row: the same sets of equal rows, each with its first row."""
+    from isotropy._kernels.neighbors import _prepare, _representation
+    from isotropy.metrics.dimension import _distinct
+
+    rng = np.random.default_rng(seed)
+    X = rng.integers(-2, 3, (n, 3)).astype(np.float64)  # coarse values: chance duplicates too
+    X = np.vstack([X, X[rng.integers(0, n, n_copies)]])
+    X[np.all(X == 0, axis=1)] = 1.0  # no zero rows (undefined for the cosine)
+    X, scale = _prepare(X, metric or "euclidean", "test")
+    R = _representation(X, scale)
+    _, ref_first, ref_inverse = np.unique(R, axis=0, return_index=True, return_inverse=True)
+    repeated = np.array([(np.all(R == R[i], axis=1).sum() > 1) for i in range(R.shape[0])])
+    first, inverse = _distinct(X, scale, repeated)
+    np.testing.assert_array_equal(first, np.sort(ref_first))
+    np.testing.assert_array_equal(R[first][inverse], R)  # every row is its distinct point
+    np.testing.assert_array_equal(first[inverse] <= np.arange(R.shape[0]), True)  # the first equal row
+    # the same partition of the rows as numpy's
+    np.testing.assert_array_equal(ref_inverse.reshape(-1)[first][inverse], ref_inverse.reshape(-1))
 
 
 def test_too_few_distinct_points():

@@ -108,6 +108,10 @@ _ROWS = 512
 _CENTRE_SAMPLE = 1025
 # Scores per chunk of the float64 fallbacks (rows x all points).
 _FALLBACK_SCORES = 2**22
+# Points up to which a search (its candidate blocks, its refinement) runs on one worker thread with
+# BLAS on its own threads: below, the per-block Python work of two worker threads contends for the
+# GIL and costs more than the second core brings (n = 1,379 to 4,000, d = 384: 10-15 % slower).
+_ONE_WORKER = 4096
 # Float64 entries of X converted at a time when the operands are built (4 MiB).
 _OPERAND_ELEMENTS = 2**19
 
@@ -153,12 +157,17 @@ class _Operands:
         self.q = np.empty(n, dtype=np.float64)
         half = np.empty(n, dtype=np.float32)  # ‖ĉ_i‖²/2 of the float32 operands, if they can be used
         step = max(1, _OPERAND_ELEMENTS // max(self.d, 1))
-        for s in range(0, n, step):
+
+        def norms(s, state):
             c = self._centred(slice(s, min(n, s + step)))
             self.q[s:s + step] = np.einsum("ij,ij->i", c, c)
             with np.errstate(over="ignore", under="ignore"):  # not used when it overflows (below)
                 low = c.astype(np.float32)
                 half[s:s + step] = np.einsum("ij,ij->i", low, low) / 2
+
+        from isotropy._kernels.silhouette import _run_tasks
+
+        _run_tasks(norms, [(s,) for s in range(0, n, step)], max_workers=1 if n <= _ONE_WORKER else None)
         # |s_ij| <= ‖c_i‖² + ‖c_j‖² must not overflow the products' dtype
         if np.all(self.q <= np.finfo(np.float32).max / 8):
             self.dtype, self.half = np.dtype(np.float32), half
@@ -600,7 +609,8 @@ def _candidate_pass(ops: _Operands, sides, tasks, b: int) -> None:
             _merge(row_best, to_rows)
             _merge(col_best, to_columns)
 
-    _run_tasks(task, tasks, progress=True, make_state=buffers)
+    points = ops.X.shape[0]  # small searches: one worker, BLAS on its own threads (see _ONE_WORKER)
+    _run_tasks(task, tasks, progress=True, make_state=buffers, max_workers=1 if points <= _ONE_WORKER else None)
 
 
 def _exact_rows(X, scale, rows: np.ndarray, n_neighbors: int, cols: tuple[int, int]):
@@ -655,7 +665,7 @@ def _refine(X, scale, rows, best_v, best_i, n_neighbors, q, gamma, floor):
         dist[s:e], ind[s:e], ok[s:e] = _refine_chunk(X, scale, rows[s:e], best_v[s:e], best_i[s:e], n_neighbors,
                                                      q, gamma, floor)
 
-    _run_tasks(chunk, [(s,) for s in range(0, rows.size, step)])
+    _run_tasks(chunk, [(s,) for s in range(0, rows.size, step)], max_workers=1 if rows.size <= _ONE_WORKER else None)
     return dist, ind, ok
 
 

@@ -11,6 +11,7 @@ dask path must not import the public module (which hands dask arrays to it).
 
 from __future__ import annotations
 
+import contextlib
 import numbers
 import os
 import threading
@@ -115,16 +116,46 @@ def _run_tasks(fn, tasks, *, progress=False, make_state=None, max_workers=None):
         for task in tasks:
             fn(*task, state)
         return
-    local = threading.local()
-    states = [] if make_state is None else [make_state() for _ in range(workers)]
+    pending, take, stop = iter(tasks), threading.Lock(), threading.Event()
 
-    def run(task):
-        if not hasattr(local, "state"):
-            local.state = states.pop() if states else {}  # list.pop is atomic
-        fn(*task, local.state)
+    def worker(state):
+        while not stop.is_set():
+            with take:
+                task = next(pending, None)
+            if task is None:
+                return
+            fn(*task, state)
 
-    with _PARALLEL, one_blas_thread(), ThreadPoolExecutor(workers) as pool:
-        list(pool.map(run, tasks))
+    states = [{} if make_state is None else make_state() for _ in range(workers)]
+    with _PARALLEL, one_blas_thread():
+        futures = [_threads(workers).submit(worker, state) for state in states]
+        try:
+            errors = [future.exception() for future in futures]  # waits for every worker
+        except BaseException:  # interrupted: no new task starts; the running ones finish before the limits go
+            stop.set()
+            for future in futures:
+                with contextlib.suppress(BaseException):
+                    future.exception()
+            raise
+    for error in errors:
+        if error is not None:
+            raise error
+
+
+# The worker threads of _run_tasks, kept between calls (starting threads costs ~1 ms each, which small
+# problems called often, such as the metrics of every layer, paid several times per call); new in a
+# forked child, whose copy of the parent's threads does not run.
+_THREADS: list = [None, 0, 0]  # executor, its size, the process that started it
+
+
+def _threads(workers: int) -> ThreadPoolExecutor:
+    """At least ``workers`` idle worker threads (only one parallel section runs at a time: ``_PARALLEL``)."""
+    pool, size, pid = _THREADS
+    if pool is None or pid != os.getpid() or size < workers:
+        size = max(workers, _cores())
+        pool = ThreadPoolExecutor(size, thread_name_prefix="isotropy-kernel")
+        _THREADS[:] = [pool, size, os.getpid()]
+    return pool
 
 
 class _BlockKernel:

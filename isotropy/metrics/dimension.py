@@ -48,13 +48,14 @@ def _neighbour_distances(X, *, n_neighbors: int, metric: str, caller: str):
         if not (dist[:, 0] == 0).any():
             return dist, None
         X, scale = _prepare(X.detach().cpu().numpy(), metric, caller)
+        repeated = np.ones(X.shape[0], dtype=bool)  # device arithmetic: every row compared
     else:
         X, scale = _prepare(X, metric, caller)
         dist = _finish(_kneighbors_numpy(X, scale, n_neighbors, None, caller)[0], metric)
-        if not (dist[:, 0] == 0).any():
+        repeated = dist[:, 0] == 0  # exact float64 differences: 0 exactly for the rows that equal another
+        if not repeated.any():
             return dist, None
-    _, first, inverse = np.unique(_representation(X, scale), axis=0, return_index=True, return_inverse=True)
-    inverse = inverse.reshape(-1)
+    first, inverse = _distinct(X, scale, repeated)
     n_distinct = first.size
     n_dup = n - n_distinct
     if n_distinct - 1 < n_neighbors:
@@ -67,6 +68,23 @@ def _neighbour_distances(X, *, n_neighbors: int, metric: str, caller: str):
         UserWarning, stacklevel=3)
     sq, _ = _kneighbors_numpy(X[first], None if scale is None else scale[first], n_neighbors, None, caller)
     return _finish(sq, metric), inverse
+
+
+def _distinct(X, scale, repeated):
+    """The distinct rows ``X[i]·scale[i]``: ``first`` (each one's first row, ascending) and ``inverse`` (each row's).
+
+    Only the ``repeated`` rows are compared (``np.unique`` over them, axis 0): a superset of the rows that
+    equal another, such as those at exact distance 0 from their nearest neighbour, usually few; every
+    other row is a distinct point of its own.
+    """
+    n = X.shape[0]
+    among = np.flatnonzero(repeated)
+    _, first_among, inverse_among = np.unique(_representation(X[among], None if scale is None else scale[among]),
+                                              axis=0, return_index=True, return_inverse=True)
+    representative = np.arange(n)
+    representative[among] = among[first_among][inverse_among.reshape(-1)]  # each row's first equal row
+    first, inverse = np.unique(representative, return_inverse=True)  # sorted by that row's index
+    return first, inverse.reshape(-1)
 
 
 def _output(value, like):
