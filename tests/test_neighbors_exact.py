@@ -197,29 +197,52 @@ def test_cross_kernel_matches_cdist(n_p):
         assert np.all(np.isinf(sq[:, k:]))
 
 
-@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_locality_order_changes_no_result(metric, dtype, monkeypatch):
-    """The search in the locality order (panels of near points; used from ``_ORDER_NEIGHBOURS`` on) gives
-    the bits of the search in the input's order, and the neighbours of a stable sort of cdist, with ties."""
+
+def test_blocks_between_far_clusters_prefiltered_by_their_maxima(monkeypatch):
+    """Blocks between far clusters have no entry any target can keep: after the first, a side compares
+    only the lines its block maxima can reach (or none). The same neighbours as cdist, ties included."""
     from isotropy._kernels import neighbors as kernels
 
-    rng = np.random.default_rng(3)
-    X = (rng.standard_normal((400, 3)) @ rng.standard_normal((3, 12)) + 0.05 * rng.standard_normal((400, 12)) + 2)
-    X[300:340] = X[:40]  # duplicates: distance-0 ties
-    X[380:] = np.round(X[380:])
-    X = X.astype(dtype)
-    order = kernels._locality_order(*kernels._prepare(X, metric, "test"), np.zeros(12))
-    np.testing.assert_array_equal(np.sort(order), np.arange(400))  # a permutation
-    results = []
-    for start in (1, 10**9):  # every k in the order, then never
-        monkeypatch.setattr(kernels, "_ORDER_NEIGHBOURS", start)
-        results.append([kneighbors(X, n_neighbors=k, metric=metric, chunk_size=chunk) for k, chunk in ((7, 61), (30, 50))])
-    for (d0, i0), (d1, i1) in zip(*results):
-        np.testing.assert_array_equal(d0, d1)
-        np.testing.assert_array_equal(i0, i1)
-    D = cdist(X.astype(np.float64), X.astype(np.float64), metric=metric)
-    np.fill_diagonal(D, np.inf)
-    ref_i = np.argsort(D, axis=1, kind="stable")[:, :7]
-    np.testing.assert_allclose(results[0][0][0], np.take_along_axis(D, ref_i, axis=1), rtol=1e-12, atol=1e-15)
-    np.testing.assert_array_equal(results[0][0][1], ref_i)
+    rng = np.random.default_rng(5)
+    centres = rng.standard_normal((6, 8)) * 100
+    X = (centres[np.arange(600) // 100] + rng.standard_normal((600, 8))).astype(np.float32)  # clusters in turn
+    X[590:] = X[:10]  # duplicates
+    calls = []
+    offer = kernels._offer
+
+    def counting(S, best, *args):
+        calls.append(best.live < 0.25)
+        return offer(S, best, *args)
+
+    monkeypatch.setattr(kernels, "_offer", counting)
+    dist, ind = kneighbors(X, n_neighbors=6, chunk_size=40)
+    assert sum(calls) > len(calls) // 2  # most blocks took the prefiltered path
+    ref_d, ref_i = _reference(X, 6)
+    np.testing.assert_allclose(dist, ref_d, rtol=1e-12, atol=0)
+    np.testing.assert_array_equal(ind, ref_i)
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+@pytest.mark.parametrize("reachable", [0, 3, 40])
+def test_prefiltered_offer_keeps_the_entries_of_the_full_comparison(axis, reachable):
+    """``_offer`` through the block maxima (few targets reachable) keeps exactly the entries the whole
+    comparison keeps, for rows (axis 1) and, transposed, for columns (axis 0)."""
+    from isotropy._kernels.neighbors import _Best, _offer
+
+    rng = np.random.default_rng(reachable + 10 * axis)
+    S = rng.standard_normal((40, 50)).astype(np.float32)
+    n_targets = S.shape[1 - axis]
+    kept, chosen = [], rng.permutation(n_targets)[:reachable]
+    for live in (0.0, 1.0):  # prefiltered, whole
+        best = _Best(n_targets, 4)
+        best.tau[:] = 10.0  # nothing reaches ...
+        best.tau[chosen] = 0.5  # ... but these targets
+        best.live = live
+        into = []
+        _offer(S, best, slice(0, n_targets), 100, axis, np.empty(S.shape, dtype=bool), into)
+        entries = set() if not into else set(zip(*(part.tolist() for part in into[0])))
+        kept.append(entries)
+    assert kept[0] == kept[1]
+    expected = {(t, o + 100) for t, o in zip(*np.nonzero((S if axis == 1 else S.T) >= 0.5))
+                if best.tau[t] == 0.5}
+    assert {(t, o) for t, o, _ in kept[0]} == expected

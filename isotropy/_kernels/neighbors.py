@@ -148,8 +148,8 @@ class _Operands:
     instead of an ``n × (d + 2)`` copy of ``X`` held throughout.
     """
 
-    def __init__(self, X: np.ndarray, scale, centre: np.ndarray, caller: str, order: np.ndarray | None = None):
-        self.X, self.scale, self.centre, self.order = X, scale, centre, order
+    def __init__(self, X: np.ndarray, scale, centre: np.ndarray, caller: str):
+        self.X, self.scale, self.centre = X, scale, centre
         n, self.d = X.shape
         # float32 rows, a float32 centre: their float32 difference is their float64 difference rounded to float32
         low = centre.astype(np.float32)
@@ -157,17 +157,12 @@ class _Operands:
         self.q = np.empty(n, dtype=np.float64)
         half = np.empty(n, dtype=np.float32)  # ‖ĉ_i‖²/2 of the float32 operands, if they can be used
         step = max(1, _OPERAND_ELEMENTS // max(self.d, 1))
-
-        def norms(s, state):
+        for s in range(0, n, step):  # one chunk at a time (on the workers, their chunks raised the peak memory)
             c = self._centred(slice(s, min(n, s + step)))
             self.q[s:s + step] = np.einsum("ij,ij->i", c, c)
             with np.errstate(over="ignore", under="ignore"):  # not used when it overflows (below)
                 low = c.astype(np.float32)
                 half[s:s + step] = np.einsum("ij,ij->i", low, low) / 2
-
-        from isotropy._kernels.silhouette import _run_tasks
-
-        _run_tasks(norms, [(s,) for s in range(0, n, step)], max_workers=1 if n <= _ONE_WORKER else None)
         # |s_ij| <= ‖c_i‖² + ‖c_j‖² must not overflow the products' dtype
         if np.all(self.q <= np.finfo(np.float32).max / 8):
             self.dtype, self.half = np.dtype(np.float32), half
@@ -179,30 +174,21 @@ class _Operands:
             raise IsotropyValueError(f"The 'X' parameter of {caller} must have values whose squared distances fit "
                                      f"in float64. Got values too large instead.")
 
-    def points(self, rows: slice) -> np.ndarray | slice:
-        """The points (indices into ``X``) at the positions ``rows`` of the order."""
-        return rows if self.order is None else self.order[rows]
-
     def _centred(self, rows: slice) -> np.ndarray:
-        """Float64 ``X[i]·scale[i] − centre`` of the points at the positions ``rows`` (an own array)."""
-        points = self.points(rows)
-        c = np.array(self.X[points], dtype=np.float64)
+        """Float64 ``X[rows]·scale[rows] − centre`` (an own array)."""
+        c = np.array(self.X[rows], dtype=np.float64)
         if self.scale is not None:
-            c *= self.scale[points, None]
+            c *= self.scale[rows, None]
         c -= self.centre
         return c
 
     def _panel(self, rows: slice, out: np.ndarray) -> np.ndarray:
-        """``[ĉ, ‖ĉ‖²/2, 1]`` of the positions ``rows`` in ``out`` (``ĉ``: ``c`` rounded to ``dtype``)."""
+        """``[ĉ, ‖ĉ‖²/2, 1]`` of ``rows`` in ``out`` (``ĉ``: ``c`` rounded to ``dtype``)."""
         d, r = self.d, rows.stop - rows.start
         P = out[: r * (d + 2)].reshape(r, d + 2)
         if self.low_centre is not None and self.dtype == np.float32:  # float32 throughout: one rounding
-            if self.order is None:
-                np.subtract(self.X[rows], self.low_centre, out=P[:, :d])
-            else:
-                np.take(self.X, self.order[rows], axis=0, out=P[:, :d], mode="clip")  # valid indices: unbuffered
-                P[:, :d] -= self.low_centre
-        elif self.scale is None and self.order is None:  # the float64 difference, rounded to dtype as stored
+            np.subtract(self.X[rows], self.low_centre, out=P[:, :d])
+        elif self.scale is None:  # the float64 difference, rounded to dtype as stored
             np.subtract(self.X[rows], self.centre, out=P[:, :d], dtype=np.float64, casting="unsafe")
         else:
             step = max(1, _OPERAND_ELEMENTS // 8 // max(d, 1))
@@ -223,53 +209,6 @@ class _Operands:
         np.negative(P[:, d], out=P[:, d + 1])
         P[:, d] = -1
         return P
-
-
-# Leading principal directions of the locality order (:func:`_locality_order`), and its cells' size.
-_ORDER_DIRECTIONS = 16
-_ORDER_LEAF = 64
-# Neighbours from which the search runs in the locality order. Below, its thresholds gain less than
-# gathering the panels and ordering cost (n = 20,000, d = 384: k = 2 and 20 faster without it, 100 with it).
-_ORDER_NEIGHBOURS = 50
-
-
-def _locality_order(X: np.ndarray, scale, centre: np.ndarray) -> np.ndarray:
-    """A permutation of the points in which near points sit at near positions.
-
-    The order of the leaves of a k-d tree (each cell halved at the median of its widest coordinate,
-    down to ``_ORDER_LEAF`` points) over the coordinates of the centred rows on their
-    ``_ORDER_DIRECTIONS`` leading principal directions (two subspace iterations on the centre's
-    sample, :func:`_centre`). It changes no result, only the work: a panel of consecutive positions
-    is then a region of the space, so the diagonal blocks of :func:`exact_knn` give each point
-    thresholds near its final ones and the later blocks offer few entries; and the rows refined
-    together share most of their candidates. Costs ``O(n·d·p)``: one product with the directions.
-    """
-    n, d = X.shape
-    rows = np.unique(np.linspace(0, n - 1, min(n, _CENTRE_SAMPLE)).astype(np.intp))
-    sample = _representation(X[rows], None if scale is None else scale[rows]) - centre
-    p = min(_ORDER_DIRECTIONS, d, rows.size)
-    V = np.random.default_rng(0).standard_normal((d, p))
-    for _ in range(2):
-        V, _ = np.linalg.qr(sample.T @ (sample @ V))
-    V = V.astype(X.dtype)
-    Z = np.empty((n, p), dtype=np.float64)
-    step = max(1, _OPERAND_ELEMENTS // max(d, 1))
-    for s in range(0, n, step):
-        z = X[s:s + step] @ V
-        Z[s:s + step] = z if scale is None else z * scale[s:s + step, None]
-    Z -= centre @ V
-    order = np.arange(n)
-    cells = [(0, n)]
-    while cells:
-        s, e = cells.pop()
-        if e - s <= _ORDER_LEAF:
-            continue
-        z = Z[order[s:e]]
-        along = z[:, int(np.argmax(z.max(axis=0) - z.min(axis=0)))]
-        h = (e - s) // 2
-        order[s:e] = order[s:e][np.argpartition(along, h)]
-        cells += [(s, s + h), (s + h, e)]
-    return order
 
 
 def _error_factor(dtype, n_features: int) -> float:
@@ -747,24 +686,13 @@ def exact_knn(X: np.ndarray, scale, n_neighbors: int, *, block: int | None = Non
     if X.dtype == np.float32 and scale is None:  # a float32 centre: the operands are float32 differences
         centre = centre.astype(np.float32).astype(np.float64)
     b = max(block or _BLOCK, m + 1)  # a diagonal block holds m others
-    order = _locality_order(X, scale, centre) if n > b and n_neighbors >= _ORDER_NEIGHBOURS else None
-    ops = _Operands(X, scale, centre, caller, order)
+    ops = _Operands(X, scale, centre, caller)
     best = _best(n, m, ops.dtype)
     panels = _panels(0, n, b)
     _candidate_pass(ops, (best, best), _tasks(panels, panels, diagonal=True), b)
     best_v, best_i = best.result()
     del best
-    if order is None:
-        return _exact_selection(X, scale, centre, ops.q, np.arange(n), best_v, best_i, n_neighbors, ops.dtype,
-                                (0, n))
-    q, dtype = np.empty(n), ops.dtype
-    q[order] = ops.q  # by point
-    del ops
-    np.take(order, best_i, out=best_i)  # positions -> points
-    sq, ind = _exact_selection(X, scale, centre, q, order, best_v, best_i, n_neighbors, dtype, (0, n))
-    out_sq, out_ind = np.empty_like(sq), np.empty_like(ind)
-    out_sq[order], out_ind[order] = sq, ind
-    return out_sq, out_ind
+    return _exact_selection(X, scale, centre, ops.q, np.arange(n), best_v, best_i, n_neighbors, ops.dtype, (0, n))
 
 
 def exact_knn_cross(X: np.ndarray, scale, n_p: int, n_neighbors: int, *, caller: str = "kneighbors"):
