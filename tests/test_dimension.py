@@ -142,6 +142,26 @@ def test_distinct_rows_from_the_repeated_ones_match_numpy_unique(seed, n, n_copi
     np.testing.assert_array_equal(ref_inverse.reshape(-1)[first][inverse], ref_inverse.reshape(-1))
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 40), st.integers(0, 30), st.integers(1, 40),
+       st.sampled_from(["euclidean", "cosine"]))
+def test_candidate_duplicates_hold_every_repeated_row(seed, n, n_copies, d, metric):
+    """The rows compared whole for duplicates (equal on a few columns) include every row equal to another,
+    ``-0.0`` and ``0.0`` alike, and for the cosine every positive multiple of another row."""
+    from isotropy._kernels.neighbors import _prepare, _representation
+    from isotropy.metrics.dimension import _maybe_repeated
+
+    rng = np.random.default_rng(seed)
+    X = rng.integers(-2, 3, (n, d)).astype(np.float64)
+    X[np.all(X == 0, axis=1), 0] = 1.0  # no zero rows (undefined for the cosine)
+    copies = X[rng.integers(0, n, n_copies)] * (2.0 if metric == "cosine" else 1.0)
+    copies[copies == 0] = -0.0
+    X, scale = _prepare(np.vstack([X, copies]), metric, "test")
+    R = _representation(X, scale)
+    repeated = np.array([(np.all(R == R[i], axis=1).sum() > 1) for i in range(R.shape[0])])
+    assert np.all(_maybe_repeated(X, scale)[repeated])
+
+
 def test_too_few_distinct_points():
     X = np.repeat(np.eye(3), 4, axis=0)  # 12 rows, 3 distinct points
     with pytest.raises(IsotropyValueError, match=r"more than n_neighbors=3 distinct points. Got 3 distinct points \(9 duplicate"):

@@ -48,14 +48,12 @@ def _neighbour_distances(X, *, n_neighbors: int, metric: str, caller: str):
         if not (dist[:, 0] == 0).any():
             return dist, None
         X, scale = _prepare(X.detach().cpu().numpy(), metric, caller)
-        repeated = np.ones(X.shape[0], dtype=bool)  # device arithmetic: every row compared
-    else:
+        first, inverse = _distinct(X, scale, np.ones(X.shape[0], dtype=bool))  # device arithmetic: every row
+    else:  # the duplicates first, so that the search runs once, on the distinct points
         X, scale = _prepare(X, metric, caller)
-        dist = _finish(_kneighbors_numpy(X, scale, n_neighbors, None, caller)[0], metric)
-        repeated = dist[:, 0] == 0  # exact float64 differences: 0 exactly for the rows that equal another
-        if not repeated.any():
-            return dist, None
-    first, inverse = _distinct(X, scale, repeated)
+        first, inverse = _distinct(X, scale, _maybe_repeated(X, scale))
+        if first.size == n:
+            return _finish(_kneighbors_numpy(X, scale, n_neighbors, None, caller)[0], metric), None
     n_distinct = first.size
     n_dup = n - n_distinct
     if n_distinct - 1 < n_neighbors:
@@ -70,12 +68,32 @@ def _neighbour_distances(X, *, n_neighbors: int, metric: str, caller: str):
     return _finish(sq, metric), inverse
 
 
+# Columns of the rows compared to find the candidate duplicates (_maybe_repeated).
+_KEY_COLUMNS = 16
+
+
+def _maybe_repeated(X, scale) -> np.ndarray:
+    """The rows ``X[i]·scale[i]`` equal to another row on ``_KEY_COLUMNS`` evenly spaced columns.
+
+    A superset of the rows equal to another (:func:`_distinct` compares them whole), found in
+    ``O(n)`` work on a few columns: the bits of their values (``+ 0.0``: ``−0.0`` is ``0.0``), one
+    wrapping integer combination per row, the rows whose combinations repeat.
+    """
+    d = X.shape[1]
+    columns = np.unique(np.linspace(0, d - 1, min(d, _KEY_COLUMNS)).astype(np.intp))
+    bits = (_representation(X[:, columns], scale) + 0.0).view(np.uint64)
+    weights = np.random.default_rng(0).integers(1, 2**63, columns.size, dtype=np.uint64) | np.uint64(1)
+    with np.errstate(over="ignore"):
+        keys = (bits * weights).sum(axis=1, dtype=np.uint64)  # modulo 2⁶⁴
+    _, inverse, counts = np.unique(keys, return_inverse=True, return_counts=True)
+    return counts[inverse.reshape(-1)] > 1
+
+
 def _distinct(X, scale, repeated):
     """The distinct rows ``X[i]·scale[i]``: ``first`` (each one's first row, ascending) and ``inverse`` (each row's).
 
     Only the ``repeated`` rows are compared (``np.unique`` over them, axis 0): a superset of the rows that
-    equal another, such as those at exact distance 0 from their nearest neighbour, usually few; every
-    other row is a distinct point of its own.
+    equal another (:func:`_maybe_repeated`), usually few; every other row is a distinct point of its own.
     """
     n = X.shape[0]
     among = np.flatnonzero(repeated)
