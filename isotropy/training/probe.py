@@ -15,7 +15,7 @@ probe order before the metrics see them, in the batches of that order: the value
 an unsorted pass to float32 rounding of the forward passes (``tests/test_training_probe.py``, a
 tiny float32 BERT: pooled vectors within 1.2e-7 of each text embedded alone, values within 1.0e-6
 of those at ``batch_size=1``; checked to 1e-5). The forward runs under ``torch.no_grad()``,
-not ``inference_mode``: buffers a model builds lazily in its forward (position caches) would
+not ``inference_mode``: buffers a model builds lazily in its forward (position caches)
 could otherwise become inference tensors that the training loop's backward pass refuses.
 """
 
