@@ -361,3 +361,18 @@ def test_run_json_records_the_command_shell_quoted(monkeypatch, tmp_path):
     assert shlex.split(recorded) == ["isotropy", "run", "_template", *args]
     assert "--set sample_sizes=[50, 100]" not in recorded  # quoted, not joined with a bare space
     assert shlex.split(command_of(tmp_path / "t", "x"))[3:5] == ["--set", "sample_sizes=[50, 100]"]
+
+
+def test_run_and_measure_share_their_silencing_flags():
+    """`isotropy run` takes --no-progress as --quiet, `isotropy measure` takes --quiet as --no-progress."""
+    from isotropy.cli import load_experiment
+    from isotropy.experiments._command import make_command
+    from isotropy.measure.command import command as measure_command
+
+    run = make_command(load_experiment("classifier-geometry"))
+    for flag in ("--quiet", "--no-progress"):
+        assert run.make_context("classifier-geometry", [flag]).params["quiet"] is True
+    assert run.make_context("classifier-geometry", []).params["quiet"] is False
+    for flag, expected in (("--quiet", False), ("--no-progress", False), ("--progress", True)):
+        assert measure_command.make_context("measure", ["x.npy", flag]).params["progress"] is expected
+    assert measure_command.make_context("measure", ["x.npy"]).params["progress"] is None

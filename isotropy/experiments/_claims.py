@@ -196,7 +196,8 @@ def not_run(*, id: str, paper: str, claim: str, paper_value, model: str, statist
 def command_of(results_dir, fallback: str) -> str:
     """The command of ``run.json`` in ``results_dir`` with the data directory written ``DATA_DIR`` (else ``fallback``).
 
-    ``--results-dir``, ``--no-plot``, ``--quiet`` and ``--resume`` are dropped: they do not change the numbers.
+    ``--results-dir``, ``--no-plot``, ``--quiet`` (or ``--no-progress``) and ``--resume`` are dropped: they do not
+    change the numbers.
     """
     if results_dir is None:
         return fallback
@@ -221,7 +222,7 @@ def command_of(results_dir, fallback: str) -> str:
         if word.startswith(("--results-dir=", "--data-dir=")):
             out += ["--data-dir", "DATA_DIR"] if word.startswith("--data-dir=") else []
             continue
-        if word in ("--no-plot", "--quiet", "--resume"):  # none of them changes the numbers
+        if word in ("--no-plot", "--quiet", "--no-progress", "--resume"):  # none of them changes the numbers
             continue
         out.append(word)
     return " ".join(shlex.quote(w) for w in out)

@@ -105,7 +105,8 @@ def make_command(experiment) -> click.Command:
         click.Option(["--data-dir"], type=click.Path(path_type=Path), default=None,
                      help="Folder holding the data sets [default: $ISOTROPY_DATA, else ./data]."),
         click.Option(["--no-plot"], is_flag=True, help="Write no figures (redraw later with 'isotropy plot DIR')."),
-        click.Option(["--quiet"], is_flag=True, help="No progress bars or messages."),
+        click.Option(["--quiet", "--no-progress", "quiet"], is_flag=True,
+                     help="No progress bars or messages (--no-progress: the same, as in 'isotropy measure')."),
     ]
     for flag, key, help_text in experiment.shortcuts:
         shown = key.removesuffix("[]")

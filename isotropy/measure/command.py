@@ -108,9 +108,9 @@ def _parse_sample_size(ctx, param, value):
 @click.option("--key", default=None, metavar="K",
               help="Array to read from a container holding several (.npz member, .pt dict key, "
                    ".safetensors tensor, .parquet column).")
-@click.option("--progress/--no-progress", default=None,
+@click.option("--progress/--no-progress", " /--quiet", default=None,
               help="Show a progress bar on stderr (default: when stderr is a terminal; --progress also "
-                   "when it is not, e.g. in a log file).")
+                   "when it is not, e.g. in a log file). --quiet: the same as --no-progress, as in 'isotropy run'.")
 @click.option("--scheduler", default=None, metavar="ADDRESS",
               help="Run on the dask.distributed cluster whose scheduler is at ADDRESS (e.g. tcp://host:8786).")
 @click.option("--workers", type=click.IntRange(min=1), default=None, metavar="N",
