@@ -94,6 +94,20 @@ def test_merge_state_equals_pure_function_on_the_union(name):
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
+def test_a_merge_after_compute_is_seen_by_the_next_compute(name):
+    """compute() caches its value; a merge_state afterwards must not leave the stale value in place."""
+    make, reference = CASES[name]
+    X = _data(3)
+    half = X.shape[0] // 2
+    metric, other = make(), make()
+    metric.update(torch.tensor(X[:half]))
+    other.update(torch.tensor(X[half:]))
+    assert float(metric.compute()) == pytest.approx(reference(X[:half]), rel=1e-10, abs=1e-10)
+    metric.merge_state(other)
+    assert float(metric.compute()) == pytest.approx(reference(X), rel=1e-10, abs=1e-10)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
 def test_reset_forgets_and_float32_input_is_accumulated_in_float64(name):
     make, reference = CASES[name]
     X = _data(2)

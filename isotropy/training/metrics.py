@@ -155,6 +155,7 @@ class _MomentMetric(Metric):
         """Add the rows of another instance (or of its ``metric_state`` dict); an empty side is allowed."""
         other = incoming_state.metric_state if isinstance(incoming_state, Metric) else incoming_state
         self._reduce_states(other)
+        self._computed = None  # a value computed before the merge is stale (torchmetrics keeps it otherwise)
 
     # ------------------------------------------------------------------ update
     def update(self, X):
@@ -686,6 +687,7 @@ class TwoNNDimension(Metric):
             raise IsotropyValueError(f"TwoNNDimension.merge_state: the incoming state has {theirs} features and this "
                                      f"metric {mine}; both must have the same width.")
         super().merge_state(incoming_state)
+        self._computed = None  # a value computed before the merge is stale (torchmetrics keeps it otherwise)
 
     def forward(self, *args, **kwargs):
         """Add the batch and return the TwoNN dimension of that batch alone (NaN below 3 rows)."""
