@@ -161,6 +161,23 @@ def test_json_rows_map_nan_to_null_also_inside_token_norms():
         "token_norms": {"max_over_median": None, "median_norm": 0.0, "top": [["a", None]], "special": [["[CLS]", 2.0]]}}
 
 
+def test_twonn_and_mle_of_a_layer_share_one_neighbour_search(files, monkeypatch):
+    """Asked for together, TwoNN and MLE read one neighbour search per layer, with the values of each alone."""
+    from isotropy.metrics import neighbors
+
+    alone = {name: measure_layers(TEXTS, model=str(files / "bert"), level="token", layers=[1, 2], metrics=[name],
+                                  device="cpu")["rows"] for name in ("twonn_dimension", "mle_dimension")}
+    searches = []
+    search = neighbors.exact_knn
+    monkeypatch.setattr(neighbors, "exact_knn", lambda *a, **k: searches.append(1) or search(*a, **k))
+    both = measure_layers(TEXTS, model=str(files / "bert"), level="token", layers=[1, 2],
+                          metrics=["twonn_dimension", "mle_dimension"], device="cpu")["rows"]
+    assert len(searches) == 2  # one per layer
+    for name, rows in alone.items():
+        assert [r[name] for r in both] == [r[name] for r in rows]
+        assert all(np.isfinite(r[name]) for r in rows)
+
+
 def test_cluster_metrics_with_labels(files):
     from sklearn.metrics import calinski_harabasz_score, silhouette_score
 

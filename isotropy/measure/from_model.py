@@ -340,13 +340,17 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
             shrink["output"] = CovarianceAccumulator().update(np.asarray(drawn, dtype=np.float64)).covariance()
         del encoder
     del network
-    from isotropy._kernels.rows import shared_statistics
+    import functools
 
+    from isotropy._kernels.rows import shared_statistics
+    from isotropy.measure.report import _ONE_PASS, _one_neighbour_pass
+
+    one_pass = _ONE_PASS <= set(metrics)  # TwoNN and MLE both asked for: one neighbour search per layer
     rows, notes, seen = [], [], {}
     for layer in [*layers, *(["output"] if output_modules else [])]:
         X = np.asarray(states[layer], dtype=np.float64)
         # the metrics read the states as computed (float32 from a float32 model): each metric gives the
-        # same value as on their float64 copy (it computes in float64 itself; tests/test_measure_from_model.py),
+        # same value as on their float64 copy (it computes in float64 itself; tests/test_measure_model.py),
         # except those of _FLOAT64_INPUT, and the covariance metrics share one pass over them
         low = states[layer] if isinstance(states[layer], np.ndarray) and states[layer].dtype == np.float32 else X
         norms = np.linalg.norm(X, axis=1)
@@ -360,8 +364,11 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
                                          "top": [], "special": []}
                 seen.setdefault(("token_norms", " ".join(str(exc).split())), []).append(layer)
         with shared_statistics(low, metrics):
+            search = {}  # the one search of TwoNN and MLE at this layer (isotropy.measure.report)
             for name in metrics:
                 fn, labelled, kwargs = METRICS[name].function, METRICS[name].needs_labels, {}
+                if one_pass and name in _ONE_PASS:
+                    fn = functools.partial(_one_neighbour_pass, search, name, metric="euclidean")
                 if name == "silhouette_score":
                     kwargs = {"sample_size": 5000 if X.shape[0] > 5000 else None, "random_state": random_state}
                 if name == "isoscore_star" and layer in shrink:
