@@ -70,6 +70,11 @@ class Units(NamedTuple):
     subnormal: np.ndarray
 
 
+def norm_range(dtype_info) -> tuple[float, float]:
+    """Squared norms inside ``(lo, hi)`` were formed without overflow or precision lost to underflow."""
+    return float(dtype_info.tiny / dtype_info.eps), float(dtype_info.max * dtype_info.eps)
+
+
 def _unit_rows_block(B: np.ndarray, start: int, zero: list, subnormal: list) -> np.ndarray:
     """Rows of the float64 block ``B`` scaled to unit norm, in place; undefined rows are recorded (offset ``start``).
 
@@ -78,7 +83,7 @@ def _unit_rows_block(B: np.ndarray, start: int, zero: list, subnormal: list) -> 
     """
     sq = np.einsum("ij,ij->i", B, B)
     info = np.finfo(np.float64)
-    lo, hi = float(info.tiny / info.eps), float(info.max * info.eps)  # squared norms formed without over- or underflow
+    lo, hi = norm_range(info)
     odd = np.flatnonzero(~((sq > lo) & (sq < hi)))  # also inf and 0
     if odd.size:
         top = np.abs(B[odd]).max(axis=1)

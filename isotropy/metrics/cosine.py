@@ -12,6 +12,7 @@ import numbers
 
 import numpy as np
 
+from isotropy._kernels.rows import norm_range
 from isotropy._utils.backend import is_dask, is_torch, to_output
 from isotropy._utils.validation import (
     IsotropyValueError,
@@ -23,11 +24,6 @@ from isotropy._utils.validation import (
 )
 
 __all__ = ["cosine_similarity_mean", "inter_type_cosine", "intra_type_cosine"]
-
-
-def _norm_range(dtype_info):
-    """Squared norms inside (lo, hi) were formed without overflow or precision lost to underflow."""
-    return float(dtype_info.tiny / dtype_info.eps), float(dtype_info.max * dtype_info.eps)
 
 
 def _refuse_rows(bad, subnormal, *, caller, name, offset=0):
@@ -61,7 +57,7 @@ def _unit_rows(X, *, caller, name="X"):
     import torch
 
     sq = (X.detach() * X.detach()).sum(dim=1)
-    lo, hi = _norm_range(torch.finfo(X.dtype))
+    lo, hi = norm_range(torch.finfo(X.dtype))
     odd = ~((sq > lo) & (sq < hi))
     if bool(odd.any()):
         top = X.detach().abs().amax(dim=1)

@@ -161,7 +161,7 @@ _TOKEN_SPECS = (
 def token_claims(results, results_dir, *, model: str) -> list:
     """The two STS claims at the paper's own level (tokens transformed, then pooled), one value per seed.
 
-    None for a run whose config has no ``token_level`` (it makes no token-level claim); ``results=None``
+    Nothing (``[]``) for a run whose config has no ``token_level`` (it makes no token-level claim); ``results=None``
     (no run) gives the two claims as not measured.
     """
     from isotropy.experiments._claims import claim, command_of, not_run
