@@ -2,13 +2,14 @@
 
 References: scipy's ``cdist`` (float64 differences, sorted stably: ties by index), scikit-learn's
 ``NearestNeighbors(algorithm="brute")`` on well-scaled data, scikit-dimension's TwoNN / MLE.
+Every test runs twice: on the numpy loops (``ISOTROPY_JIT=0``) and on the compiled ones (``=1``, numba).
 """
 
 import warnings
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.spatial.distance import cdist
 from sklearn.neighbors import NearestNeighbors
@@ -16,6 +17,13 @@ from sklearn.neighbors import NearestNeighbors
 import isotropy as iso
 from isotropy.metrics.dimension import neighbour_dimensions
 from isotropy.metrics.neighbors import kneighbors
+
+
+@pytest.fixture(autouse=True, params=["0", "1"], ids=["numpy", "compiled"])
+def jit(request, monkeypatch):
+    """The search's loops: numpy (``ISOTROPY_JIT=0``) or compiled by numba (``1``; test extra)."""
+    monkeypatch.setenv("ISOTROPY_JIT", request.param)
+    return request.param
 
 
 def _reference(X, k):
@@ -198,7 +206,8 @@ def test_cross_kernel_matches_cdist(n_p):
 
 
 
-def test_blocks_between_far_clusters_prefiltered_by_their_maxima(monkeypatch):
+@pytest.mark.parametrize("jit", ["0"], indirect=True)  # the numpy loops' prefilter
+def test_blocks_between_far_clusters_prefiltered_by_their_maxima(jit, monkeypatch):
     """Blocks between far clusters have no entry any target can keep: after the first, a side compares
     only the lines its block maxima can reach (or none). The same neighbours as cdist, ties included."""
     from isotropy._kernels import neighbors as kernels
@@ -222,9 +231,10 @@ def test_blocks_between_far_clusters_prefiltered_by_their_maxima(monkeypatch):
     np.testing.assert_array_equal(ind, ref_i)
 
 
+@pytest.mark.parametrize("jit", ["0"], indirect=True)  # a function of the numpy loops
 @pytest.mark.parametrize("axis", [0, 1])
 @pytest.mark.parametrize("reachable", [0, 3, 40])
-def test_prefiltered_offer_keeps_the_entries_of_the_full_comparison(axis, reachable):
+def test_prefiltered_offer_keeps_the_entries_of_the_full_comparison(jit, axis, reachable):
     """``_offer`` through the block maxima (few targets reachable) keeps exactly the entries the whole
     comparison keeps, for rows (axis 1) and, transposed, for columns (axis 0)."""
     from isotropy._kernels.neighbors import _Best, _offer
@@ -246,3 +256,108 @@ def test_prefiltered_offer_keeps_the_entries_of_the_full_comparison(axis, reacha
     expected = {(t, o + 100) for t, o in zip(*np.nonzero((S if axis == 1 else S.T) >= 0.5))
                 if best.tau[t] == 0.5}
     assert {(t, o) for t, o, _ in kept[0]} == expected
+
+
+@pytest.mark.parametrize("jit", ["0"], indirect=True)  # each test below sets the variable itself
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**16), n=st.integers(2, 90), d=st.integers(1, 12), k=st.integers(1, 12),
+       dtype=st.sampled_from([np.float32, np.float64]), levels=st.sampled_from([0, 3]),
+       metric=st.sampled_from(["euclidean", "cosine"]))
+def test_compiled_loops_give_the_numpy_loops_neighbours(jit, seed, n, d, k, dtype, levels, metric):
+    """The same neighbours from both loops, distances equal up to the order of their float64 sums (``levels``:
+    integer-valued data full of ties; a tie that only one sum breaks may pick another point at that distance)."""
+    import os
+
+    rng = np.random.default_rng(seed)
+    X = (rng.integers(0, levels, (n, d)) if levels else rng.standard_normal((n, d))).astype(dtype)
+    if metric == "cosine":
+        X[np.all(X == 0, axis=1), 0] = 1
+    k = min(k, n - 1)
+    out = {}
+    for mode in "01":
+        os.environ["ISOTROPY_JIT"] = mode
+        try:
+            out[mode] = kneighbors(X, n_neighbors=k, metric=metric, chunk_size=7)
+        finally:
+            os.environ["ISOTROPY_JIT"] = "0"
+    tol = 4 * (d + 4) * np.finfo(np.float64).eps
+    np.testing.assert_allclose(out["1"][0], out["0"][0], rtol=tol, atol=tol)
+    # indices differ only between points at the same distance up to rounding (a tie the two sums break apart)
+    D = cdist(X.astype(np.float64), X.astype(np.float64), metric)
+    rows, cols = np.nonzero(out["1"][1] != out["0"][1])
+    np.testing.assert_allclose(D[rows, out["1"][1][rows, cols]], D[rows, out["0"][1][rows, cols]], rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("jit", ["0"], indirect=True)
+def test_which_loops_run(jit, monkeypatch):
+    """``ISOTROPY_JIT``: "0" never compiled, "1" always, "auto" from the size of the search alone; a bad value
+    or "1" without numba is a one-line error that names the variable."""
+    from isotropy._kernels import neighbors as kernels
+
+    monkeypatch.setenv("ISOTROPY_JIT", "0")
+    assert kernels.compiled_kernels(10**6, 1000) is None
+    monkeypatch.setenv("ISOTROPY_JIT", "1")
+    assert kernels.compiled_kernels(10, 2).__name__ == "isotropy._kernels._neighbors_jit"
+    monkeypatch.setenv("ISOTROPY_JIT", "auto")
+    assert kernels.compiled_kernels(1000, 384) is None
+    assert kernels.compiled_kernels(10**6, 384) is not None
+    monkeypatch.delenv("ISOTROPY_JIT")
+    assert kernels.compiled_kernels(10**6, 384) is not None  # unset: "auto"
+    monkeypatch.setenv("ISOTROPY_JIT", "yes")
+    with pytest.raises(iso.IsotropyValueError, match=r"ISOTROPY_JIT environment variable must be 'auto', '0' or "
+                                                     r"'1'\. Got 'yes' instead"):
+        kernels.compiled_kernels(10, 2)
+    monkeypatch.setattr(kernels.importlib.util, "find_spec", lambda name: None)  # numba not installed
+    monkeypatch.setenv("ISOTROPY_JIT", "auto")
+    assert kernels.compiled_kernels(10**6, 384) is None
+    monkeypatch.setenv("ISOTROPY_JIT", "1")
+    with pytest.raises(iso.IsotropyValueError, match=r"isotropy\[fast\]"):
+        kernels.compiled_kernels(10, 2)
+
+
+@pytest.mark.parametrize("jit", ["0"], indirect=True)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(values=st.lists(st.integers(-5, 5), min_size=1, max_size=60), data=st.data())
+def test_compiled_selection_orders_around_the_kth(jit, values, data):
+    """The compiled quickselect against numpy's partition: the same value at ``kth``, none larger before it,
+    none smaller after it, the same multiset."""
+    from isotropy._kernels._neighbors_jit import _select
+
+    a = np.array(values, dtype=np.int64)
+    kth = data.draw(st.integers(0, a.size - 1))
+    b = a.copy()
+    _select(b, 0, b.size, kth)
+    assert b[kth] == np.partition(a, kth)[kth]
+    assert np.all(b[:kth] <= b[kth]) and np.all(b[kth + 1:] >= b[kth])
+    np.testing.assert_array_equal(np.sort(b), np.sort(a))
+
+
+@pytest.mark.parametrize("jit", ["0"], indirect=True)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_compiled_scan_and_push_keep_the_sets_of_offer_and_merge(jit, seed):
+    """A block scanned and pushed by the compiled loops leaves every point the same best ``m`` as
+    ``_offer`` and ``_Best.merge`` (scores drawn from few values: ties by index, and ``-0.0``)."""
+    from isotropy._kernels import _neighbors_jit as compiled
+    from isotropy._kernels import neighbors as kernels
+
+    rng = np.random.default_rng(seed)
+    m, n_rows, n_cols = 5, 30, 40
+    sets = []
+    for use in ("numpy", "compiled"):
+        rows_best, cols_best = kernels._Best(n_rows, m), kernels._Best(n_cols, m, offset=n_rows)
+        for block in range(4):
+            S = np.ascontiguousarray(rng.choice(np.array([-1.0, -0.0, 0.0, 0.5, 2.0], np.float32), (n_rows, n_cols))
+                                     if block % 2 else rng.standard_normal((n_rows, n_cols)).astype(np.float32))
+            rows, cols = slice(0, n_rows), slice(n_rows, n_rows + n_cols)
+            if use == "numpy":
+                into_rows, into_cols, mask = [], [], np.empty(S.shape, dtype=bool)
+                kernels._offer(S, rows_best, rows, cols.start, 1, mask, into_rows)
+                kernels._offer(S, cols_best, cols, rows.start, 0, mask, into_cols)
+                kernels._merge(rows_best, into_rows)
+                kernels._merge(cols_best, into_cols)
+            else:
+                found = [np.empty((64, 2), dtype=np.int64) for _ in range(2)]  # a few rows per scan: resumed
+                kernels._scan(S, (rows_best, cols_best), rows, cols, False, found, compiled)
+        rng = np.random.default_rng(seed)  # the same blocks for both
+        sets.append([tuple(map(tuple, np.sort(best.result()[1], axis=1))) for best in (rows_best, cols_best)])
+    assert sets[0] == sets[1]

@@ -7,6 +7,8 @@ the public module and the dask package importing each other.
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import threading
 
 import numpy as np
@@ -31,15 +33,20 @@ def _n_candidates(n_neighbors: int, n_samples: int) -> int:
     return min(n_samples - 1, n_neighbors + max(8, n_neighbors // 8))
 
 
-def _exact_sq_distances(X: np.ndarray, scale, rows: np.ndarray, cand: np.ndarray) -> np.ndarray:
+def _exact_sq_distances(X: np.ndarray, scale, rows: np.ndarray, cand: np.ndarray, jit=None) -> np.ndarray:
     """``‖y_rows[i] − y_cand[i, j]‖²`` in float64 by direct differences, ``y_i = X[i]·scale[i]``.
 
-    Works through the candidates a few rows at a time so that the gathered rows stay in cache,
-    gathered candidate-major (``j`` outer, ``i`` inner): the query rows are then subtracted from
-    whole ``rows × d`` slabs.
+    With the compiled kernels (``jit``, :func:`compiled_kernels`), one pass; otherwise through the
+    candidates a few rows at a time so that the gathered rows stay in cache, gathered
+    candidate-major (``j`` outer, ``i`` inner): the query rows are then subtracted from whole
+    ``rows × d`` slabs.
     """
     n_rows, m = cand.shape
     out = np.empty((n_rows, m), dtype=np.float64)
+    if jit is not None:
+        jit.sq_distances(X, _NO_SCALE if scale is None else scale, np.ascontiguousarray(rows, dtype=np.intp),
+                         np.ascontiguousarray(cand, dtype=np.intp), out)
+        return out
     step = max(1, _GATHER_MEMORY // max(1, m * X.shape[1] * 8))
     gathered = np.empty((m, min(step, n_rows), X.shape[1]), dtype=X.dtype)
     diff = np.empty(gathered.shape, dtype=np.float64)
@@ -99,6 +106,42 @@ def _finish(sq: np.ndarray, metric: str) -> np.ndarray:
 # The exact search: candidates from float32 blocks of the upper triangle, exact float64 distances,
 # a certificate per row from the float32 error bound, and exact fallbacks where it fails.
 # ---------------------------------------------------------------------------------------------
+
+# The compiled kernels (numba, the ``fast`` extra): "auto" (used when installed, for searches of at least
+# _COMPILED_WORK multiply-adds), "1" (always; an error when numba is missing) or "0" (never).
+_JIT_VARIABLE = "ISOTROPY_JIT"
+# n²·d at which "auto" uses them: loading numba and its cached kernels costs about a second in a new
+# process, which the faster selection and recomputation repay from about this size on (n = 20,000 at
+# d = 384 is 1.5e11; see docs/benchmarks.md).
+_COMPILED_WORK = 1e11
+# ``scale`` for the compiled kernels when there is none.
+_NO_SCALE = np.empty(0)
+# Entries found per side of a block before they are pushed to the heaps (compiled kernels).
+_FOUND = 2**15
+
+
+def compiled_kernels(n_samples: int, n_features: int):
+    """The compiled loops of the search (:mod:`isotropy._kernels._neighbors_jit`), or ``None`` for the numpy ones.
+
+    Decided by the environment variable ``ISOTROPY_JIT`` and the size of the search alone (never
+    by what the process imported before), so that the same data gives the same values in every
+    process of one installation.
+    """
+    mode = os.environ.get(_JIT_VARIABLE, "auto").strip().lower() or "auto"
+    if mode not in ("auto", "0", "1"):
+        raise IsotropyValueError(f"The {_JIT_VARIABLE} environment variable must be 'auto', '0' or '1'. "
+                                 f"Got {mode!r} instead.")
+    if mode == "0" or (mode == "auto" and float(n_samples) ** 2 * n_features < _COMPILED_WORK):
+        return None
+    if importlib.util.find_spec("numba") is None:
+        if mode == "1":
+            raise IsotropyValueError(f"The {_JIT_VARIABLE} environment variable is '1', which needs numba. "
+                                     f"Install it with pip install 'isotropy[fast]', or unset {_JIT_VARIABLE}.")
+        return None
+    from isotropy._kernels import _neighbors_jit
+
+    return _neighbors_jit
+
 
 # Rows (and columns) of one square block of the score matrix.
 _BLOCK = 1024
@@ -500,7 +543,27 @@ def _tasks(rows, columns, *, diagonal: bool) -> list:
     return tasks
 
 
-def _candidate_pass(ops: _Operands, sides, tasks, b: int) -> None:
+def _scan(S: np.ndarray, sides, rows: slice, J: slice, diagonal: bool, found: list, jit) -> None:
+    """:func:`_offer` and :func:`_merge` of a float32 block for its rows and (off the diagonal) its columns, compiled.
+
+    One scan of the block finds the entries that reach either side's thresholds, as keys
+    (:func:`_keys`); they are appended to the sides' slots (:class:`_Best`, compacted as its
+    ``merge`` does) whenever the buffers ``found`` fill, and at the end.
+    """
+    row_best, col_best = sides
+    row_thr = row_best.thresholds(rows, S, 1)
+    col_thr = row_thr if diagonal else col_best.thresholds(J, S, 0)
+    offsets = np.array([rows.start - row_best.offset, J.start, J.start - col_best.offset, rows.start])
+    start = 0
+    while start < S.shape[0]:
+        start, n_row, n_col = jit.scan(S, S.view(np.int32), row_thr, col_thr, offsets, start, not diagonal, *found)
+        for best, entries, count in ((row_best, found[0], n_row), (col_best, found[1], n_col)):
+            if count:
+                with best.lock:
+                    jit.push(best.keys, best.fill, best.tau.view(np.int32), best.m, entries, count, _EMPTY)
+
+
+def _candidate_pass(ops: _Operands, sides, tasks, b: int, jit=None) -> None:
     """Offer the score blocks ``(rows I, columns J)`` of ``tasks`` (:func:`_tasks`) to ``sides`` on one worker per core.
 
     ``sides = (row_best, col_best)``: a diagonal block (``I is J``) is offered to its rows only, the
@@ -516,11 +579,16 @@ def _candidate_pass(ops: _Operands, sides, tasks, b: int) -> None:
     row_best, col_best = sides
 
     h = b if len(tasks) == 1 else min(b, _ROWS)  # one task (a few points) runs whole, on BLAS's own threads
+    select = jit if ops.dtype == np.float32 else None  # compiled for float32 scores (float64 ones: rare, _Best64)
 
     def buffers():
-        return {"S": np.empty(h * b, dtype=ops.dtype), "mask": np.empty(h * b, dtype=bool),
-                "L": np.empty(h * d2, dtype=ops.dtype), "right": [None, None],
-                "B": [np.empty(b * d2, dtype=ops.dtype) for _ in range(2)]}
+        state = {"S": np.empty(h * b, dtype=ops.dtype), "L": np.empty(h * d2, dtype=ops.dtype), "right": [None, None],
+                 "B": [np.empty(b * d2, dtype=ops.dtype) for _ in range(2)]}
+        if select is None:
+            state["mask"] = np.empty(h * b, dtype=bool)
+        else:  # a row's entries always fit
+            state["found"] = [np.empty((max(_FOUND, b), 2), dtype=np.int64) for _ in range(2)]
+        return state
 
     def task(I, Js, state):
         rights = []
@@ -537,9 +605,13 @@ def _candidate_pass(ops: _Operands, sides, tasks, b: int) -> None:
             for J, right, (to_rows, to_columns) in zip(Js, rights, offered):
                 r, c = rows.stop - rows.start, J.stop - J.start
                 S = np.matmul(left, right.T, out=state["S"][: r * c].reshape(r, c))
-                mask = state["mask"][: r * c].reshape(r, c)
                 if I == J:
                     np.fill_diagonal(S[:, start - J.start:], -np.inf)  # a point is not its own neighbour
+                if select is not None:
+                    _scan(S, sides, rows, J, I == J, state["found"], select)
+                    continue
+                mask = state["mask"][: r * c].reshape(r, c)
+                if I == J:
                     _offer(S, row_best, rows, J.start, 1, mask, to_rows)
                     continue
                 _offer(S, row_best, rows, J.start, 1, mask, to_rows)
@@ -552,14 +624,14 @@ def _candidate_pass(ops: _Operands, sides, tasks, b: int) -> None:
     _run_tasks(task, tasks, progress=True, make_state=buffers, max_workers=1 if points <= _ONE_WORKER else None)
 
 
-def _exact_rows(X, scale, rows: np.ndarray, n_neighbors: int, cols: tuple[int, int]):
+def _exact_rows(X, scale, rows: np.ndarray, n_neighbors: int, cols: tuple[int, int], jit=None):
     """Exact search for a few rows among the points ``cols[0]:cols[1]``: float64 differences, ties by index."""
     step = max(1, _GATHER_MEMORY // max(1, X.shape[1] * 8))
     best_sq = np.full((rows.size, n_neighbors), np.inf)
     best_i = np.zeros((rows.size, n_neighbors), dtype=np.intp)
     for s in range(cols[0], cols[1], step):
         c = np.arange(s, min(cols[1], s + step))
-        sq = _exact_sq_distances(X, scale, rows, np.broadcast_to(c, (rows.size, c.size)))
+        sq = _exact_sq_distances(X, scale, rows, np.broadcast_to(c, (rows.size, c.size)), jit)
         sq[rows[:, None] == c[None, :]] = np.inf  # a point is not its own neighbour
         best_sq, best_i = _sort_candidates(np.concatenate([best_sq, sq], axis=1),
                                            np.concatenate([best_i, np.broadcast_to(c, sq.shape)], axis=1),
@@ -585,7 +657,7 @@ def _float64_candidates(X, scale, centre, q, rows: np.ndarray, m: int, cols: tup
     return best_v, best_i
 
 
-def _refine(X, scale, rows, best_v, best_i, n_neighbors, q, gamma, floor):
+def _refine(X, scale, rows, best_v, best_i, n_neighbors, q, gamma, floor, jit=None):
     """Exact float64 distances of the candidates, sorted; and which rows are certified.
 
     Unfilled candidates (score ``−inf``: fewer other points than candidates) are at distance
@@ -602,13 +674,13 @@ def _refine(X, scale, rows, best_v, best_i, n_neighbors, q, gamma, floor):
     def chunk(s, state):
         e = min(rows.size, s + step)
         dist[s:e], ind[s:e], ok[s:e] = _refine_chunk(X, scale, rows[s:e], best_v[s:e], best_i[s:e], n_neighbors,
-                                                     q, gamma, floor)
+                                                     q, gamma, floor, jit)
 
     _run_tasks(chunk, [(s,) for s in range(0, rows.size, step)], max_workers=1 if rows.size <= _ONE_WORKER else None)
     return dist, ind, ok
 
 
-def _refine_chunk(X, scale, rows, best_v, best_i, k, q, gamma, floor):
+def _refine_chunk(X, scale, rows, best_v, best_i, k, q, gamma, floor, jit=None):
     """:func:`_refine` for a few rows.
 
     The exact distances of the ``k`` best candidates by score bound the ``k``-th exact distance
@@ -623,7 +695,7 @@ def _refine_chunk(X, scale, rows, best_v, best_i, k, q, gamma, floor):
     cand = np.take_along_axis(best_i, order, axis=1)
     filled = ~np.isneginf(v)
     sq = np.full((n_rows, m), np.inf)
-    sq[:, :k] = _exact_sq_distances(X, scale, rows, np.ascontiguousarray(cand[:, :k]))
+    sq[:, :k] = _exact_sq_distances(X, scale, rows, np.ascontiguousarray(cand[:, :k]), jit)
     sq[:, :k][~filled[:, :k]] = np.inf
     if m > k:
         bound = sq[:, :k].max(axis=1) * (1 + (d + 4) * float(np.finfo(np.float64).eps)) + floor
@@ -632,31 +704,32 @@ def _refine_chunk(X, scale, rows, best_v, best_i, k, q, gamma, floor):
             need = filled[:, k:] & ~(low > bound[:, None])
         pr, pc = np.nonzero(need)
         if pr.size:
-            sq[pr, pc + k] = _exact_pair_distances(X, scale, rows[pr], cand[pr, pc + k])
+            sq[pr, pc + k] = _exact_pair_distances(X, scale, rows[pr], cand[pr, pc + k], jit)
     dist, ind = _sort_candidates(sq, cand, k)
     tau = best_v.min(axis=1)
     ok = np.isneginf(tau) | _certified(tau, dist[:, -1], q[rows], gamma, floor, d)
     return dist, ind, ok
 
 
-def _exact_pair_distances(X: np.ndarray, scale, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+def _exact_pair_distances(X: np.ndarray, scale, rows: np.ndarray, cols: np.ndarray, jit=None) -> np.ndarray:
     """``‖y_rows[t] − y_cols[t]‖²`` in float64 by direct differences (the arithmetic of :func:`_exact_sq_distances`)."""
-    return _exact_sq_distances(X, scale, rows, cols[:, None])[:, 0]
+    return _exact_sq_distances(X, scale, rows, cols[:, None], jit)[:, 0]
 
-def _exact_selection(X, scale, centre, q, rows, best_v, best_i, n_neighbors, dtype, cols):
+
+def _exact_selection(X, scale, centre, q, rows, best_v, best_i, n_neighbors, dtype, cols, jit=None):
     """Stages 2 and 3 of :func:`exact_knn` for ``rows`` searched among the points ``cols[0]:cols[1]``."""
     d = X.shape[1]
     dist, ind, ok = _refine(X, scale, rows, best_v, best_i, n_neighbors, q, _error_factor(dtype, d),
-                            4.0 * (d + 2) * float(np.finfo(dtype).tiny))
+                            4.0 * (d + 2) * float(np.finfo(dtype).tiny), jit)
     failed = np.flatnonzero(~ok)
     if failed.size:  # stage 3a: float64 scores for the rows float32 could not certify
         v, i = _float64_candidates(X, scale, centre, q, rows[failed], best_v.shape[1], cols)
         d64, i64, ok64 = _refine(X, scale, rows[failed], v, i, n_neighbors, q, _error_factor(np.float64, d),
-                                 4.0 * (d + 2) * float(np.finfo(np.float64).tiny))
+                                 4.0 * (d + 2) * float(np.finfo(np.float64).tiny), jit)
         dist[failed], ind[failed] = d64, i64
         failed = failed[~ok64]
     if failed.size:  # stage 3b: differences to every point
-        dist[failed], ind[failed] = _exact_rows(X, scale, rows[failed], n_neighbors, cols)
+        dist[failed], ind[failed] = _exact_rows(X, scale, rows[failed], n_neighbors, cols, jit)
     return dist, ind
 
 
@@ -677,10 +750,15 @@ def exact_knn(X: np.ndarray, scale, n_neighbors: int, *, block: int | None = Non
        whose ``k``-th exact distance is not provably below every non-candidate's is searched again
        with float64 scores, and if still not certified, by float64 differences to every point.
 
+    With numba installed, large searches run the selection and the recomputation in compiled loops
+    (:func:`compiled_kernels`): the same candidates, and distances equal up to the order of their
+    float64 sums.
+
     Memory: per worker thread a ``512 × block`` score buffer and mask and three operand panels
     (built from ``X``, :class:`_Operands`); the ``n × 2m`` candidate keys; no copy of ``X``.
     """
     n = X.shape[0]
+    jit = compiled_kernels(n, X.shape[1])
     m = _n_candidates(n_neighbors, n)
     centre = _centre(X, scale)
     if X.dtype == np.float32 and scale is None:  # a float32 centre: the operands are float32 differences
@@ -689,10 +767,11 @@ def exact_knn(X: np.ndarray, scale, n_neighbors: int, *, block: int | None = Non
     ops = _Operands(X, scale, centre, caller)
     best = _best(n, m, ops.dtype)
     panels = _panels(0, n, b)
-    _candidate_pass(ops, (best, best), _tasks(panels, panels, diagonal=True), b)
+    _candidate_pass(ops, (best, best), _tasks(panels, panels, diagonal=True), b, jit)
     best_v, best_i = best.result()
     del best
-    return _exact_selection(X, scale, centre, ops.q, np.arange(n), best_v, best_i, n_neighbors, ops.dtype, (0, n))
+    return _exact_selection(X, scale, centre, ops.q, np.arange(n), best_v, best_i, n_neighbors, ops.dtype, (0, n),
+                            jit)
 
 
 def exact_knn_cross(X: np.ndarray, scale, n_p: int, n_neighbors: int, *, caller: str = "kneighbors"):
@@ -705,18 +784,19 @@ def exact_knn_cross(X: np.ndarray, scale, n_p: int, n_neighbors: int, *, caller:
     """
     n = X.shape[0]
     n_q = n - n_p
+    jit = compiled_kernels(n, X.shape[1])
     centre = _centre(X, scale)
     ops = _Operands(X, scale, centre, caller)
     sides = [_best(size, min(_n_candidates(n_neighbors, n), other), ops.dtype, offset)
              for size, other, offset in ((n_p, n_q, 0), (n_q, n_p, n_p))]
     b = _BLOCK
-    _candidate_pass(ops, sides, _tasks(_panels(0, n_p, b), _panels(n_p, n, b), diagonal=False), b)
+    _candidate_pass(ops, sides, _tasks(_panels(0, n_p, b), _panels(n_p, n, b), diagonal=False), b, jit)
     out = []
     for best, cols in zip(sides, ((n_p, n), (0, n_p))):
         (best_v, best_i), m = best.result(), best.m
         rows = np.arange(best_v.shape[0]) + best.offset
         k = min(n_neighbors, m)
-        sq, ind = _exact_selection(X, scale, centre, ops.q, rows, best_v, best_i, k, ops.dtype, cols)
+        sq, ind = _exact_selection(X, scale, centre, ops.q, rows, best_v, best_i, k, ops.dtype, cols, jit)
         if k < n_neighbors:
             sq = np.pad(sq, ((0, 0), (0, n_neighbors - k)), constant_values=np.inf)
             ind = np.pad(ind, ((0, 0), (0, n_neighbors - k)), constant_values=n)
