@@ -4,14 +4,20 @@ The floor is the minimal exact work: the float32 blocks on and above the diagona
 (4096-row blocks, ``n²d`` multiply-adds, multi-threaded BLAS), timed in the same run. Three kernels
 run the same exact search (``n_neighbors = k``, euclidean): the one of commit ``7acb82b`` and the
 one of commit ``b79a661`` (both read from git history at run time, so this script needs the
-repository's history) and the current one. The floor and the kernels are interleaved, each timed
+repository's history) and the current one, on its numpy loops (``ISOTROPY_JIT=0``) and on its compiled ones
+(``ISOTROPY_JIT=1``, numba: the ``fast`` extra). The floor and the kernels are interleaved, each timed
 ``--repeat`` times, and each ratio is the kernel's fastest time over the floor's fastest.
+
+``--cold N,N,...`` times one search (k = 20) in a fresh interpreter per call, with each loop, for each
+``n``: what a single call costs, loading numba and its cached kernels included, and what
+``ISOTROPY_JIT=auto`` picks there.
 
 The last rows run the ``isotropy measure`` command in subprocesses on the same data saved as
 ``.npy``: the default table (all default metrics) against ``--metrics twonn_dimension`` alone
 (interleaved, fastest of ``--repeat``; the metrics' own seconds from ``--json``, and the whole
 commands), and the default table's peak resident memory above the
-same command's on a 100-row file (the interpreter and its imports) against the input's size.
+same command's on a 100-row file (the interpreter and its imports) against the input's size; this
+checkout's rows run with ``ISOTROPY_JIT`` unset (auto) and with ``ISOTROPY_JIT=1``.
 ``--compare DIR`` runs the same commands from another checkout too (``git worktree add DIR
 COMMIT``; its package first on ``PYTHONPATH``), interleaved with this one's, one row each, and adds
 that checkout's kernel as a column of the kernel table.
@@ -21,7 +27,7 @@ run, not the absolute times.
 Usage::
 
     nice -n 5 .venv/bin/python benchmarks/bench_neighbors_floor.py [--n 20000] [--d 384] [--repeat 2]
-        [--measure-only] [--compare DIR]
+        [--measure-only] [--compare DIR] [--cold 10000,20000,40000]
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ from pathlib import Path
 import numpy as np
 from _common import low_rank_data, timed
 
-from isotropy._kernels.neighbors import exact_knn
+from isotropy._kernels.neighbors import compiled_kernels, exact_knn
 
 BEFORE = "7acb82b"  # the kernel before the exact rewrite
 START = "b79a661"  # the exact kernel before this round (two passes per block, one thread)
@@ -93,7 +99,7 @@ print(seconds, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024)
 """
 
 
-def _measure_command(path, *metrics, tree=ROOT):
+def _measure_command(path, *metrics, tree=ROOT, jit=None):
     """``isotropy measure path [--metrics ...]`` in a fresh process, with the package of the checkout ``tree``:
     its metrics' own seconds (summed, from ``--json``), the whole command's wall seconds and its peak
     resident bytes."""
@@ -103,26 +109,30 @@ def _measure_command(path, *metrics, tree=ROOT):
     if metrics:
         command += ["--metrics", ",".join(metrics)]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(tree), os.environ.get("PYTHONPATH")]))}
+    env.pop("ISOTROPY_JIT", None)
+    if jit is not None:
+        env["ISOTROPY_JIT"] = jit
     out = subprocess.run([sys.executable, "-c", _CHILD, *command], check=True, capture_output=True, text=True,
                          cwd=tree, env=env).stdout.split()
     return sum(json.loads(record.read_text())["seconds"].values()), float(out[0]), int(out[1])
 
 
 def _measure_rows(X, trees, repeat):
-    """The default table against TwoNN alone, and its peak memory, for each checkout of ``trees`` (interleaved)."""
+    """The default table against TwoNN alone, and its peak memory, for each ``(checkout, ISOTROPY_JIT)`` of ``trees``
+    (interleaved)."""
     with tempfile.TemporaryDirectory() as tmp:
         path, tiny = Path(tmp) / "X.npy", Path(tmp) / "tiny.npy"
         np.save(path, X)
         np.save(tiny, X[:100])
         runs = {name: {"table": [], "alone": [], "peaks": []} for name in trees}
         for _ in range(repeat):
-            for name, tree in trees.items():
-                *seconds, peak = _measure_command(path, tree=tree)
+            for name, (tree, jit) in trees.items():
+                *seconds, peak = _measure_command(path, tree=tree, jit=jit)
                 runs[name]["table"].append(seconds)
                 runs[name]["peaks"].append(peak)
-                runs[name]["alone"].append(_measure_command(path, "twonn_dimension", tree=tree)[:2])
-        for name, tree in trees.items():
-            runs[name]["interpreter_bytes"] = min(_measure_command(tiny, tree=tree)[2] for _ in range(2))
+                runs[name]["alone"].append(_measure_command(path, "twonn_dimension", tree=tree, jit=jit)[:2])
+        for name, (tree, jit) in trees.items():
+            runs[name]["interpreter_bytes"] = min(_measure_command(tiny, tree=tree, jit=jit)[2] for _ in range(2))
     print(f"`isotropy measure` default table / `--metrics twonn_dimension` alone (fastest of {repeat}, interleaved), "
           f"and the table's peak resident memory above the interpreter's own (the same command on 100 rows) / input "
           f"({X.nbytes / 2**20:.1f} MiB):", flush=True)
@@ -146,13 +156,53 @@ def main(argv=None):
     parser.add_argument("--measure-only", action="store_true", help="only the `isotropy measure` rows")
     parser.add_argument("--compare", metavar="DIR", action="append", default=[],
                         help="also run the `isotropy measure` rows from this checkout (repeatable)")
+    parser.add_argument("--cold", metavar="N,N,...", help="only one search per fresh interpreter at these n, per loop")
     args = parser.parse_args(argv)
+    if args.cold:
+        _cold_rows([int(n) for n in args.cold.split(",")], args.d, args.repeat)
+        return
     X = low_rank_data(args.n, args.d)
     if not args.measure_only:
         _kernel_rows(X, args.repeat, args.compare)
-    trees = {f"{_commit(tree)} ({tree})": Path(tree).resolve() for tree in args.compare}
-    trees[f"this checkout ({_commit(ROOT)} + working tree)"] = ROOT
+    trees = {f"{_commit(tree)} ({tree})": (Path(tree).resolve(), None) for tree in args.compare}
+    here = f"this checkout ({_commit(ROOT)} + working tree)"
+    trees[here] = (ROOT, None)
+    trees[f"{here}, ISOTROPY_JIT=1"] = (ROOT, "1")
     _measure_rows(X, trees, args.repeat)
+
+
+_COLD = """
+import sys, time
+sys.path[:0] = [sys.argv[1], sys.argv[1] + "/benchmarks"]
+from _common import low_rank_data
+X = low_rank_data(int(sys.argv[2]), int(sys.argv[3]))
+start = time.perf_counter()
+from isotropy._kernels.neighbors import compiled_kernels, exact_knn
+exact_knn(X, None, 20)
+print(time.perf_counter() - start, compiled_kernels(*X.shape) is not None)
+"""
+
+
+def _cold_rows(sizes, d, repeat):
+    """One k = 20 search per fresh interpreter (import and numba's loading included) on each loop, per ``n``."""
+    print(f"one search (k = 20, d = {d}) in a fresh interpreter, fastest of {repeat}, interleaved: compiled loops "
+          f"(ISOTROPY_JIT=1, loading numba included) / numpy loops (ISOTROPY_JIT=0)", flush=True)
+    print("| n | compiled / numpy | ISOTROPY_JIT=auto picks |", flush=True)
+    print("|---|---|---|", flush=True)
+    for n in sizes:
+        spent = {"0": [], "1": []}
+        for _ in range(repeat):
+            for jit, seconds in spent.items():
+                out = subprocess.run([sys.executable, "-c", _COLD, str(ROOT), str(n), str(d)], check=True, text=True,
+                                     capture_output=True, env={**os.environ, "ISOTROPY_JIT": jit}).stdout.split()
+                seconds.append(float(out[0]))
+        previous = os.environ.pop("ISOTROPY_JIT", None)
+        try:
+            auto = "compiled" if compiled_kernels(n, d) is not None else "numpy"
+        finally:
+            if previous is not None:
+                os.environ["ISOTROPY_JIT"] = previous
+        print(f"| {n:,} | {min(spent['1']) / min(spent['0']):.2f} | {auto} |", flush=True)
 
 
 def _commit(tree):
@@ -170,7 +220,7 @@ def _kernel_of(tree):
 def _kernel_rows(X, repeat, compare=()):
     """The kernels of BEFORE, START, the ``compare`` checkouts and this one against the floor, one row per case."""
     kernels = {BEFORE: _kernel_before(), START: _kernel_start(), **{_commit(tree): _kernel_of(tree) for tree in compare},
-               "after": lambda X, k: exact_knn(X, None, k)}
+               "after": lambda X, k: _with_loops("0", X, k), "after, compiled": lambda X, k: _with_loops("1", X, k)}
     print(f"data: float32, n={X.shape[0]:,}, d={X.shape[1]}; floor = blocks on and above the diagonal of X·Xᵀ "
           f"(float32); fastest of {repeat}, interleaved", flush=True)
     print(f"| case | k | {' | '.join(f'{key} / floor' for key in kernels)} | same values |", flush=True)
@@ -183,11 +233,28 @@ def _kernel_rows(X, repeat, compare=()):
                 values[key], seconds, _ = timed(lambda kernel=kernel, k=k: kernel(X, k))
                 spent[key].append(seconds)
             floor.append(timed(lambda: _floor(X))[1])
-        checked = [key for key in kernels if key not in (BEFORE, "after")]
+        checked = [key for key in kernels if key not in (BEFORE, "after", "after, compiled")]
         same = all(np.array_equal(values[key][0], values["after"][0]) and np.array_equal(values[key][1], values["after"][1])
                    for key in checked)
+        (d0, i0), (d1, i1) = values["after"], values["after, compiled"]
+        compiled = f"indices {'equal' if np.array_equal(i0, i1) else 'DIFFER'}, distances within " \
+                   f"{np.max(np.abs(d1 - d0) / np.maximum(d0, np.finfo(np.float64).tiny)):.0e} relative"
         ratios = " | ".join(f"{min(spent[key]) / min(floor):.2f}" for key in kernels)
-        print(f"| {name} | {k} | {ratios} | {'yes' if same else 'NO'} (after vs {', '.join(checked)}) |", flush=True)
+        print(f"| {name} | {k} | {ratios} | {'yes' if same else 'NO'} (after vs {', '.join(checked)}); compiled: "
+              f"{compiled} |", flush=True)
+
+
+def _with_loops(jit, X, k):
+    """``exact_knn`` of this checkout on its numpy (``"0"``) or compiled (``"1"``) loops."""
+    before = os.environ.get("ISOTROPY_JIT")
+    os.environ["ISOTROPY_JIT"] = jit
+    try:
+        return exact_knn(X, None, k)
+    finally:
+        if before is None:
+            del os.environ["ISOTROPY_JIT"]
+        else:
+            os.environ["ISOTROPY_JIT"] = before
 
 
 if __name__ == "__main__":

@@ -357,6 +357,7 @@ def test_compiled_scan_and_push_keep_the_sets_of_offer_and_merge(jit, seed):
                 kernels._merge(cols_best, into_cols)
             else:
                 found = [np.empty((64, 2), dtype=np.int64) for _ in range(2)]  # a few rows per scan: resumed
+                found.append(np.full(48, 255, dtype=np.uint8))  # the mask (40 columns: stale bytes after them)
                 kernels._scan(S, (rows_best, cols_best), rows, cols, False, found, compiled)
         rng = np.random.default_rng(seed)  # the same blocks for both
         sets.append([tuple(map(tuple, np.sort(best.result()[1], axis=1))) for best in (rows_best, cols_best)])

@@ -46,34 +46,47 @@ def sq_distances(X, scale, rows, cand, out):
 
 
 @numba.njit(**_OPTIONS)
-def scan(S, bits, row_thr, col_thr, offsets, start, both, row_found, col_found):
+def scan(S, bits, row_thr, col_thr, offsets, start, both, row_found, col_found, mask):
     """Entries of ``S`` (float32) reaching their row's threshold (and, if ``both``, their column's), from row ``start`` on.
 
     Appends ``(target, key)`` to ``row_found`` and ``col_found`` (``capacity × 2``), ``key`` as
     :func:`isotropy._kernels.neighbors._keys` builds it from the score (``bits``: ``S`` viewed as
     int32) and the other point: ``(a + i, key(b + j))`` for the rows and ``(c + j, key(e + i))``
     for the columns, with ``offsets = (a, b, c, e)`` (targets numbered as their side numbers them).
-    Stops before a row whose entries might not fit and returns ``(next row, row count, column count)``.
+    Each row is first compared whole into ``mask`` (uint8, a multiple of 8 bytes: a loop that
+    vectorises), then read 8 entries at a time as one uint64, so that only the groups holding an
+    entry to keep (few once every point has a threshold) are looked at entry by entry. Stops before
+    a row whose entries might not fit and returns ``(next row, row count, column count)``.
     """
     n_rows, n_cols = S.shape
     capacity = row_found.shape[0]
+    words = mask.view(np.uint64)
     n_row = n_col = 0
     for i in range(start, n_rows):
         if n_row + n_cols > capacity or n_col + n_cols > capacity:
             return i, n_row, n_col
         threshold = row_thr[i]
-        for j in range(n_cols):
-            s = S[i, j]
-            to_row = s >= threshold
-            to_col = both and s >= col_thr[j]
-            if to_row or to_col:
+        row = S[i]
+        if both:
+            for j in range(n_cols):
+                mask[j] = (row[j] >= threshold) | (row[j] >= col_thr[j])
+        else:
+            for j in range(n_cols):
+                mask[j] = row[j] >= threshold
+        for w in range((n_cols + 7) // 8):
+            if words[w] == 0:  # (past n_cols: stale bytes, at most a group looked at for nothing)
+                continue
+            for j in range(8 * w, min(n_cols, 8 * w + 8)):
+                if mask[j] == 0:
+                    continue
+                s = row[j]
                 b = np.int64(0) if s == 0 else np.int64(bits[i, j])  # -0 as +0
                 order = (b ^ ((b >> 31) & 0x7FFFFFFF)) << 32
-                if to_row:
+                if s >= threshold:
                     row_found[n_row, 0] = offsets[0] + i
                     row_found[n_row, 1] = order | (0xFFFFFFFF - (offsets[1] + j))
                     n_row += 1
-                if to_col:
+                if both and s >= col_thr[j]:
                     col_found[n_col, 0] = offsets[2] + j
                     col_found[n_col, 1] = order | (0xFFFFFFFF - (offsets[3] + i))
                     n_col += 1

@@ -548,7 +548,7 @@ def _scan(S: np.ndarray, sides, rows: slice, J: slice, diagonal: bool, found: li
 
     One scan of the block finds the entries that reach either side's thresholds, as keys
     (:func:`_keys`); they are appended to the sides' slots (:class:`_Best`, compacted as its
-    ``merge`` does) whenever the buffers ``found`` fill, and at the end.
+    ``merge`` does) whenever the buffers ``found`` (and the scan's mask) fill, and at the end.
     """
     row_best, col_best = sides
     row_thr = row_best.thresholds(rows, S, 1)
@@ -557,7 +557,7 @@ def _scan(S: np.ndarray, sides, rows: slice, J: slice, diagonal: bool, found: li
     start = 0
     while start < S.shape[0]:
         start, n_row, n_col = jit.scan(S, S.view(np.int32), row_thr, col_thr, offsets, start, not diagonal, *found)
-        for best, entries, count in ((row_best, found[0], n_row), (col_best, found[1], n_col)):
+        for best, entries, count in ((row_best, found[0], n_row), (col_best, found[1], n_col)):  # found[2]: the mask
             if count:
                 with best.lock:
                     jit.push(best.keys, best.fill, best.tau.view(np.int32), best.m, entries, count, _EMPTY)
@@ -586,8 +586,9 @@ def _candidate_pass(ops: _Operands, sides, tasks, b: int, jit=None) -> None:
                  "B": [np.empty(b * d2, dtype=ops.dtype) for _ in range(2)]}
         if select is None:
             state["mask"] = np.empty(h * b, dtype=bool)
-        else:  # a row's entries always fit
+        else:  # a row's entries always fit; a mask of b bytes read as uint64 words
             state["found"] = [np.empty((max(_FOUND, b), 2), dtype=np.int64) for _ in range(2)]
+            state["found"].append(np.zeros(-(-b // 8), dtype=np.uint64).view(np.uint8))
         return state
 
     def task(I, Js, state):
