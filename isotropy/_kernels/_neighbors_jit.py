@@ -158,3 +158,29 @@ def push(keys, fill, tau_bits, m, found, count, empty):
         fill[t] = f + 1
         if f + 1 == m and tau_bits[t] == no_threshold:
             compact(keys, fill, tau_bits, t, m, empty)
+
+
+@numba.njit(**_OPTIONS)
+def locality_order(cand):
+    """The points ``0..n−1`` in breadth-first order of the graph ``i → cand[i, j]`` (from point 0, then
+    the first point not reached yet): a point comes soon after the points it is a candidate of."""
+    n = cand.shape[0]
+    seen = np.zeros(n, dtype=np.bool_)
+    order = np.empty(n, dtype=np.int64)
+    head = tail = 0
+    for first in range(n):
+        if seen[first]:
+            continue
+        seen[first] = True
+        order[tail] = first
+        tail += 1
+        while head < tail:
+            v = order[head]
+            head += 1
+            for j in range(cand.shape[1]):
+                u = cand[v, j]
+                if not seen[u]:
+                    seen[u] = True
+                    order[tail] = u
+                    tail += 1
+    return order

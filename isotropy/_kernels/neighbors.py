@@ -663,7 +663,10 @@ def _refine(X, scale, rows, best_v, best_i, n_neighbors, q, gamma, floor, jit=No
 
     Unfilled candidates (score ``−inf``: fewer other points than candidates) are at distance
     ``inf``; a row with one has no point outside its candidates, hence is certified. Rows are
-    refined in chunks on one worker per core.
+    refined in chunks on one worker per core. With the compiled kernels, when ``rows`` are all the
+    points, in the breadth-first order of the candidate graph (:func:`_neighbors_jit.locality_order`):
+    consecutive rows then share most of their candidates, which stay in cache for the gathers; each
+    row's values do not depend on the order.
     """
     from isotropy._kernels.silhouette import _run_tasks
 
@@ -671,11 +674,13 @@ def _refine(X, scale, rows, best_v, best_i, n_neighbors, q, gamma, floor, jit=No
     ind = np.empty((rows.size, n_neighbors), dtype=np.intp)
     ok = np.empty(rows.size, dtype=bool)
     step = min(1024, max(256, -(-rows.size // 8)))  # one task (no threads) for a few rows
+    order = jit.locality_order(best_i) if jit is not None and rows.size == X.shape[0] else None
 
     def chunk(s, state):
         e = min(rows.size, s + step)
-        dist[s:e], ind[s:e], ok[s:e] = _refine_chunk(X, scale, rows[s:e], best_v[s:e], best_i[s:e], n_neighbors,
-                                                     q, gamma, floor, jit)
+        at = slice(s, e) if order is None else order[s:e]
+        dist[at], ind[at], ok[at] = _refine_chunk(X, scale, rows[at], best_v[at], best_i[at], n_neighbors, q, gamma,
+                                                  floor, jit)
 
     _run_tasks(chunk, [(s,) for s in range(0, rows.size, step)], max_workers=1 if rows.size <= _ONE_WORKER else None)
     return dist, ind, ok
