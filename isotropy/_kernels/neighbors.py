@@ -110,10 +110,11 @@ def _finish(sq: np.ndarray, metric: str) -> np.ndarray:
 # The compiled kernels (numba, the ``fast`` extra): "auto" (used when installed, for searches of at least
 # _COMPILED_WORK multiply-adds), "1" (always; an error when numba is missing) or "0" (never).
 _JIT_VARIABLE = "ISOTROPY_JIT"
-# n²·d at which "auto" uses them: loading numba and its cached kernels costs about a second in a new
-# process, which the faster selection and recomputation repay from about this size on (n = 20,000 at
-# d = 384 is 1.5e11; see docs/benchmarks.md).
-_COMPILED_WORK = 1e11
+# n²·d from which "auto" uses them: loading numba and its cached kernels in a new process costs about
+# what the compiled loops save on a search of this size (n ≈ 32,000 at d = 384; measured with
+# benchmarks/bench_neighbors_floor.py --cold, docs/benchmarks.md); larger searches gain, and smaller ones
+# keep the numpy loops, which need no import.
+_COMPILED_WORK = 4e11
 # ``scale`` for the compiled kernels when there is none.
 _NO_SCALE = np.empty(0)
 # Entries found per side of a block before they are pushed to the heaps (compiled kernels).
