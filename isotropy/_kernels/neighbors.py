@@ -7,7 +7,7 @@ the public module and the dask package importing each other.
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import os
 import threading
 
@@ -134,14 +134,14 @@ def compiled_kernels(n_samples: int, n_features: int):
                                  f"Got {mode!r} instead.")
     if mode == "0" or (mode == "auto" and float(n_samples) ** 2 * n_features < _COMPILED_WORK):
         return None
-    if importlib.util.find_spec("numba") is None:
+    try:
+        compiled = importlib.import_module("isotropy._kernels._neighbors_jit")
+    except ImportError:  # numba missing (or broken): the numpy loops, unless they were refused
         if mode == "1":
             raise IsotropyValueError(f"The {_JIT_VARIABLE} environment variable is '1', which needs numba. "
-                                     f"Install it with pip install 'isotropy[fast]', or unset {_JIT_VARIABLE}.")
+                                     f"Install it with pip install 'isotropy[fast]', or unset {_JIT_VARIABLE}.") from None
         return None
-    from isotropy._kernels import _neighbors_jit
-
-    return _neighbors_jit
+    return compiled
 
 
 # Rows (and columns) of one square block of the score matrix.
