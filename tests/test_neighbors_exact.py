@@ -304,16 +304,55 @@ def test_which_loops_run(jit, monkeypatch):
     assert kernels.compiled_kernels(10**6, 384) is not None
     monkeypatch.delenv("ISOTROPY_JIT")
     assert kernels.compiled_kernels(10**6, 384) is not None  # unset: "auto"
-    monkeypatch.setenv("ISOTROPY_JIT", "yes")
+    monkeypatch.setenv("ISOTROPY_JIT", " Yes ")
     with pytest.raises(iso.IsotropyValueError, match=r"ISOTROPY_JIT environment variable must be 'auto', '0' or "
-                                                     r"'1'\. Got 'yes' instead"):
+                                                     r"'1'\. Got ' Yes ' instead"):
         kernels.compiled_kernels(10, 2)
+    monkeypatch.setenv("ISOTROPY_JIT", " 1 ")  # spaces and case do not matter
+    assert kernels.compiled_kernels(10, 2) is not None
     monkeypatch.setitem(sys.modules, "isotropy._kernels._neighbors_jit", None)  # as if numba were not installed
+    monkeypatch.setattr(kernels, "_installed", lambda name: False)
     monkeypatch.setenv("ISOTROPY_JIT", "auto")
     assert kernels.compiled_kernels(10**6, 384) is None
     monkeypatch.setenv("ISOTROPY_JIT", "1")
     with pytest.raises(iso.IsotropyValueError, match=r"isotropy\[fast\]"):
         kernels.compiled_kernels(10, 2)
+
+
+@pytest.mark.parametrize("jit", ["0"], indirect=True)
+def test_numba_that_fails_to_load(jit, monkeypatch):
+    """numba installed but failing to load (no writable cache directory, a numpy it does not support): the numpy
+    loops under auto, and under "1" a one-line error that gives the cause."""
+    from isotropy._kernels import neighbors as kernels
+
+    def failing(name):
+        raise RuntimeError("cannot cache function 'sq_distances':\n no locator available")
+
+    monkeypatch.setattr(kernels.importlib, "import_module", failing)
+    monkeypatch.setenv("ISOTROPY_JIT", "auto")
+    assert kernels.compiled_kernels(10**6, 384) is None
+    _, ind = kneighbors(np.eye(4), n_neighbors=1)  # the numpy loops
+    np.testing.assert_array_equal(ind.ravel(), [1, 0, 0, 0])
+    monkeypatch.setenv("ISOTROPY_JIT", "1")
+    with pytest.raises(iso.IsotropyValueError) as error:
+        kernels.compiled_kernels(10, 2)
+    assert str(error.value) == ("The ISOTROPY_JIT environment variable is '1', but numba could not be loaded "
+                                "(RuntimeError: cannot cache function 'sq_distances': no locator available). "
+                                "Unset ISOTROPY_JIT to use the numpy loops.")
+
+
+@pytest.mark.parametrize("jit", ["0"], indirect=True)
+def test_scan_refuses_buffers_a_row_does_not_fit_in(jit):
+    """The compiled scan has no bounds checks: buffers smaller than a block's row are refused before it runs."""
+    from isotropy._kernels import _neighbors_jit as compiled
+    from isotropy._kernels import neighbors as kernels
+
+    S = np.zeros((4, 40), dtype=np.float32)
+    sides = (kernels._Best(4, 2), kernels._Best(40, 2, offset=4))
+    for found in ([np.empty((39, 2), np.int64), np.empty((64, 2), np.int64), np.zeros(40, np.uint8)],
+                  [np.empty((64, 2), np.int64), np.empty((64, 2), np.int64), np.zeros(32, np.uint8)]):
+        with pytest.raises(ValueError, match="for a block of 40 columns"):
+            kernels._scan(S, sides, slice(0, 4), slice(4, 44), False, found, compiled)
 
 
 @pytest.mark.parametrize("jit", ["0"], indirect=True)

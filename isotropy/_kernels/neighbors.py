@@ -8,6 +8,7 @@ the public module and the dask package importing each other.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import threading
 
@@ -45,7 +46,7 @@ def _exact_sq_distances(X: np.ndarray, scale, rows: np.ndarray, cand: np.ndarray
     out = np.empty((n_rows, m), dtype=np.float64)
     if jit is not None:
         jit.sq_distances(X, _NO_SCALE if scale is None else scale, np.ascontiguousarray(rows, dtype=np.intp),
-                         np.ascontiguousarray(cand, dtype=np.intp), out)
+                         np.asarray(cand, dtype=np.intp), out)  # a broadcast cand (_exact_rows) is not copied
         return out
     step = max(1, _GATHER_MEMORY // max(1, m * X.shape[1] * 8))
     gathered = np.empty((m, min(step, n_rows), X.shape[1]), dtype=X.dtype)
@@ -121,27 +122,42 @@ _NO_SCALE = np.empty(0)
 _FOUND = 2**15
 
 
+def _installed(name: str) -> bool:
+    """Whether the top-level package ``name`` can be found (not imported)."""
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):  # an import hook that refuses it
+        return False
+
+
 def compiled_kernels(n_samples: int, n_features: int):
     """The compiled loops of the search (:mod:`isotropy._kernels._neighbors_jit`), or ``None`` for the numpy ones.
 
     Decided by the environment variable ``ISOTROPY_JIT`` and the size of the search alone (never
     by what the process imported before), so that the same data gives the same values in every
-    process of one installation.
+    process on one machine (a dask worker follows its own environment). Under ``auto``, numba
+    missing or failing to load (an old numba for this numpy, no writable cache directory) means
+    the numpy loops; under ``1`` it is an error that says which.
     """
-    mode = os.environ.get(_JIT_VARIABLE, "auto").strip().lower() or "auto"
+    raw = os.environ.get(_JIT_VARIABLE, "auto")
+    mode = raw.strip().lower() or "auto"
     if mode not in ("auto", "0", "1"):
         raise IsotropyValueError(f"The {_JIT_VARIABLE} environment variable must be 'auto', '0' or '1'. "
-                                 f"Got {mode!r} instead.")
+                                 f"Got {raw!r} instead.")
     if mode == "0" or (mode == "auto" and float(n_samples) ** 2 * n_features < _COMPILED_WORK):
         return None
     try:
-        compiled = importlib.import_module("isotropy._kernels._neighbors_jit")
-    except ImportError:  # numba missing (or broken): the numpy loops, unless they were refused
-        if mode == "1":
+        return importlib.import_module("isotropy._kernels._neighbors_jit")
+    except Exception as error:  # any failure to load numba means the numpy loops under auto
+        if mode != "1":
+            return None
+        if not _installed("numba"):
             raise IsotropyValueError(f"The {_JIT_VARIABLE} environment variable is '1', which needs numba. "
-                                     f"Install it with pip install 'isotropy[fast]', or unset {_JIT_VARIABLE}.") from None
-        return None
-    return compiled
+                                     f"Install it with pip install 'isotropy[fast]', or unset {_JIT_VARIABLE}."
+                                     ) from None
+        cause = " ".join(f"{type(error).__name__}: {error}".split())
+        raise IsotropyValueError(f"The {_JIT_VARIABLE} environment variable is '1', but numba could not be "
+                                 f"loaded ({cause}). Unset {_JIT_VARIABLE} to use the numpy loops.") from error
 
 
 # Rows (and columns) of one square block of the score matrix.
@@ -552,6 +568,9 @@ def _scan(S: np.ndarray, sides, rows: slice, J: slice, diagonal: bool, found: li
     ``merge`` does) whenever the buffers ``found`` (and the scan's mask) fill, and at the end.
     """
     row_best, col_best = sides
+    if min(found[0].shape[0], found[1].shape[0], found[2].size) < S.shape[1]:  # a row must fit (no bounds checks)
+        raise ValueError(f"scan buffers of {found[0].shape[0]}/{found[1].shape[0]} entries and a mask of "
+                         f"{found[2].size} bytes for a block of {S.shape[1]} columns")
     row_thr = row_best.thresholds(rows, S, 1)
     col_thr = row_thr if diagonal else col_best.thresholds(J, S, 0)
     offsets = np.array([rows.start - row_best.offset, J.start, J.start - col_best.offset, rows.start])
@@ -761,8 +780,9 @@ def exact_knn(X: np.ndarray, scale, n_neighbors: int, *, block: int | None = Non
     (:func:`compiled_kernels`): the same candidates, and distances equal up to the order of their
     float64 sums.
 
-    Memory: per worker thread a ``512 × block`` score buffer and mask and three operand panels
-    (built from ``X``, :class:`_Operands`); the ``n × 2m`` candidate keys; no copy of ``X``.
+    Memory: per worker thread a ``512 × block`` score buffer and mask (with the compiled loops,
+    a ``block``-byte mask and two buffers of ``max(2¹⁵, block)`` found entries instead) and three
+    operand panels (built from ``X``, :class:`_Operands`); the ``n × 2m`` candidate keys; no copy of ``X``.
     """
     n = X.shape[0]
     jit = compiled_kernels(n, X.shape[1])
