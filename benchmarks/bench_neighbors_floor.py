@@ -2,9 +2,10 @@
 
 The floor is the minimal exact work: the float32 blocks on and above the diagonal of ``X·Xᵀ``
 (4096-row blocks, ``n²d`` multiply-adds, multi-threaded BLAS), timed in the same run. Three kernels
-run the same exact search (``n_neighbors = k``, euclidean): the one of commit ``7acb82b`` and the
-one of commit ``b79a661`` (both read from git history at run time, so this script needs the
-repository's history) and the current one, on its numpy loops (``ISOTROPY_JIT=0``) and on its compiled ones
+run the same exact search (``n_neighbors = k``, euclidean): with ``--history``, the one of commit
+``7acb82b`` and the one of commit ``b79a661`` (both read from git history at run time, so this
+script then needs the repository's history); those of the ``--compare`` checkouts; and the current
+one, on its numpy loops (``ISOTROPY_JIT=0``) and on its compiled ones
 (``ISOTROPY_JIT=1``, numba: the ``fast`` extra). The floor and the kernels are interleaved, each timed
 ``--repeat`` times, and each ratio is the kernel's fastest time over the floor's fastest.
 
@@ -27,7 +28,7 @@ run, not the absolute times.
 Usage::
 
     nice -n 5 .venv/bin/python benchmarks/bench_neighbors_floor.py [--n 20000] [--d 384] [--repeat 2]
-        [--measure-only] [--compare DIR] [--cold 10000,20000,40000]
+        [--measure-only] [--compare DIR] [--history] [--cold 10000,20000,40000]
 """
 
 from __future__ import annotations
@@ -156,6 +157,7 @@ def main(argv=None):
     parser.add_argument("--measure-only", action="store_true", help="only the `isotropy measure` rows")
     parser.add_argument("--compare", metavar="DIR", action="append", default=[],
                         help="also run the `isotropy measure` rows from this checkout (repeatable)")
+    parser.add_argument("--history", action="store_true", help="also the kernels of 7acb82b and b79a661 (slow)")
     parser.add_argument("--cold", metavar="N,N,...", help="only one search per fresh interpreter at these n, per loop")
     args = parser.parse_args(argv)
     if args.cold:
@@ -163,7 +165,7 @@ def main(argv=None):
         return
     X = low_rank_data(args.n, args.d)
     if not args.measure_only:
-        _kernel_rows(X, args.repeat, args.compare)
+        _kernel_rows(X, args.repeat, args.compare, history=args.history)
     trees = {f"{_commit(tree)} ({tree})": (Path(tree).resolve(), None) for tree in args.compare}
     here = f"this checkout ({_commit(ROOT)} + working tree)"
     trees[here] = (ROOT, None)
@@ -217,9 +219,11 @@ def _kernel_of(tree):
     return lambda X, k: kernels.exact_knn(X, None, k)
 
 
-def _kernel_rows(X, repeat, compare=()):
-    """The kernels of BEFORE, START, the ``compare`` checkouts and this one against the floor, one row per case."""
-    kernels = {BEFORE: _kernel_before(), START: _kernel_start(), **{_commit(tree): _kernel_of(tree) for tree in compare},
+def _kernel_rows(X, repeat, compare=(), history=False):
+    """The kernels of BEFORE and START (``history``), the ``compare`` checkouts and this one against the floor, one
+    row per case."""
+    kernels = {BEFORE: _kernel_before(), START: _kernel_start()} if history else {}
+    kernels = {**kernels, **{_commit(tree): _kernel_of(tree) for tree in compare},
                "after": lambda X, k: _with_loops("0", X, k), "after, compiled": lambda X, k: _with_loops("1", X, k)}
     print(f"data: float32, n={X.shape[0]:,}, d={X.shape[1]}; floor = blocks on and above the diagonal of X·Xᵀ "
           f"(float32); fastest of {repeat}, interleaved", flush=True)
@@ -240,8 +244,8 @@ def _kernel_rows(X, repeat, compare=()):
         compiled = f"indices {'equal' if np.array_equal(i0, i1) else 'DIFFER'}, distances within " \
                    f"{np.max(np.abs(d1 - d0) / np.maximum(d0, np.finfo(np.float64).tiny)):.0e} relative"
         ratios = " | ".join(f"{min(spent[key]) / min(floor):.2f}" for key in kernels)
-        print(f"| {name} | {k} | {ratios} | {'yes' if same else 'NO'} (after vs {', '.join(checked)}); compiled: "
-              f"{compiled} |", flush=True)
+        versus = f"{'yes' if same else 'NO'} (after vs {', '.join(checked)}); " if checked else ""
+        print(f"| {name} | {k} | {ratios} | {versus}compiled: {compiled} |", flush=True)
 
 
 def _with_loops(jit, X, k):
