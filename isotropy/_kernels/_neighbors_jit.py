@@ -1,14 +1,15 @@
 """Compiled loops of the exact neighbour search (numba, the ``fast`` extra): imported only by :func:`isotropy._kernels.neighbors.compiled_kernels`.
 
-Three loops that numpy runs as several passes over memory: the scan of a score block against the
-thresholds of its rows and of its columns (one pass for both sides), the insertion of the entries
-found into each point's heap of its best ``m``, and the exact squared distances of gathered pairs
-(the gather, the differences and the sum of squares in one pass). They run without the GIL, on the
-worker threads of :func:`isotropy._kernels.silhouette._run_tasks`, and compute what the numpy path
-of :mod:`isotropy._kernels.neighbors` computes: the same candidate sets, and squared distances that
+Loops that numpy runs as several passes over memory: the scan of a score block against the
+thresholds of its rows and of its columns (one pass for both sides), the appending of the entries
+found to each point's slots with their compaction to its best ``m`` (the slots of
+:class:`isotropy._kernels.neighbors._Best`), the exact squared distances of gathered pairs (the
+gather, the differences and the sum of squares in one pass), and a cache-friendly order of the rows
+for them. They run without the GIL, on the worker threads of
+:func:`isotropy._kernels.silhouette._run_tasks`, and compute what the numpy loops of
+:mod:`isotropy._kernels.neighbors` compute: the same candidate sets, and squared distances that
 differ from numpy's only in the order of the float64 sum (both within the bound the certificate
-allows for, ``(d + 4)·ε`` relative).
-"""
+allows for, ``(d + 4)·ε`` relative)."""
 
 from __future__ import annotations
 

@@ -108,8 +108,8 @@ def _finish(sq: np.ndarray, metric: str) -> np.ndarray:
 # a certificate per row from the float32 error bound, and exact fallbacks where it fails.
 # ---------------------------------------------------------------------------------------------
 
-# The compiled kernels (numba, the ``fast`` extra): "auto" (used when installed, for searches of at least
-# _COMPILED_WORK multiply-adds), "1" (always; an error when numba is missing) or "0" (never).
+# The compiled kernels (numba, the ``fast`` extra): "auto" (used when installed, for searches whose n²·d is at
+# least _COMPILED_WORK), "1" (always; an error when numba is missing) or "0" (never).
 _JIT_VARIABLE = "ISOTROPY_JIT"
 # n²·d from which "auto" uses them: loading numba and its cached kernels in a new process costs about
 # what the compiled loops save on a search of this size (n ≈ 32,000 at d = 384; measured with
@@ -118,7 +118,7 @@ _JIT_VARIABLE = "ISOTROPY_JIT"
 _COMPILED_WORK = 4e11
 # ``scale`` for the compiled kernels when there is none.
 _NO_SCALE = np.empty(0)
-# Entries found per side of a block before they are pushed to the heaps (compiled kernels).
+# Entries found per side of a block before they are appended to the slots (compiled kernels).
 _FOUND = 2**15
 
 
