@@ -120,8 +120,8 @@ def kneighbors(X, *, n_neighbors: int, metric: str = "euclidean", chunk_size: in
     ``O(n²·d/2)`` in BLAS; extra memory ``O(chunk_size² + n·m)``, no copy of ``X``.
 
     With numba installed (``pip install "isotropy[fast]"``), searches of at least ``4·10¹¹``
-    ``n²·d`` run the selection and the recomputation in compiled loops, which load in about a
-    second in a new process and then save more than that; the environment variable
+    ``n²·d`` run the selection and the recomputation in compiled loops, whose loading in a new
+    process such searches repay (smaller ones do not); the environment variable
     ``ISOTROPY_JIT`` sets this: ``auto`` (the default), ``1`` (always) or ``0`` (never). Both
     give the same neighbours and distances equal up to the order of their float64 sums (a
     relative ``(d + 4)·ε``), so two points at the same distance up to that rounding may trade
