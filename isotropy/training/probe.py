@@ -13,8 +13,8 @@ measurement, again only if the tokenizer changes); the rows of this rank's share
 first, each batch padded only to its own longest row, and the pooled vectors are put back in
 probe order before the metrics see them, in the batches of that order: the values are those of
 an unsorted pass to float32 rounding of the forward passes (``tests/test_training_probe.py``, a
-tiny float32 BERT: pooled vectors within 1.2e-7 of each text embedded alone, values within 1.0e-6
-of those at ``batch_size=1``; checked to 1e-5). The forward runs under ``torch.no_grad()``,
+tiny float32 BERT: pooled vectors against each text embedded alone, and values against those at
+``batch_size=1``, to 1e-5). The forward runs under ``torch.no_grad()``,
 not ``inference_mode``: buffers a model builds lazily in its forward (position caches)
 could otherwise become inference tensors that the training loop's backward pass refuses.
 """
