@@ -12,6 +12,7 @@ Kept light at import (``isotropy --help`` imports it through ``measure_cli``): c
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import sys
@@ -340,8 +341,6 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
             shrink["output"] = CovarianceAccumulator().update(np.asarray(drawn, dtype=np.float64)).covariance()
         del encoder
     del network
-    import functools
-
     from isotropy._kernels.rows import shared_statistics
     from isotropy.measure.report import _ONE_PASS, _one_neighbour_pass
 
