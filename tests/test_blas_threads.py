@@ -2,6 +2,7 @@
 
 import sys
 
+import pytest
 from threadpoolctl import threadpool_info
 
 from isotropy._utils import threads
@@ -62,3 +63,16 @@ def test_kernel_tasks_run_once_each_on_threads_kept_between_calls(monkeypatch):
     done.clear()
     silhouette._run_tasks(task, [(i,) for i in range(5)])  # still usable
     assert sorted(done) == list(range(5))
+
+
+def test_a_larger_set_of_kernel_threads_ends_the_smaller_one():
+    """Asking for more workers than the kept threads replaces them, and the old threads are let go."""
+    from isotropy._kernels import silhouette
+
+    old = silhouette._threads(1)
+    size = silhouette._THREADS[1]
+    bigger = silhouette._threads(size + 1)
+    assert bigger is not old and silhouette._THREADS[1] == size + 1
+    with pytest.raises(RuntimeError, match="shutdown"):
+        old.submit(int)
+    assert silhouette._threads(size + 1) is bigger  # kept from then on

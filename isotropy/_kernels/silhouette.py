@@ -152,6 +152,8 @@ def _threads(workers: int) -> ThreadPoolExecutor:
     """At least ``workers`` idle worker threads (only one parallel section runs at a time: ``_PARALLEL``)."""
     pool, size, pid = _THREADS
     if pool is None or pid != os.getpid() or size < workers:
+        if pool is not None and pid == os.getpid():  # too few: this process's idle threads end (a fork's never ran)
+            pool.shutdown(wait=False)
         size = max(workers, _cores())
         pool = ThreadPoolExecutor(size, thread_name_prefix="isotropy-kernel")
         _THREADS[:] = [pool, size, os.getpid()]
