@@ -357,10 +357,11 @@ def test_scan_refuses_buffers_a_row_does_not_fit_in(jit):
 
 @pytest.mark.parametrize("jit", ["0"], indirect=True)
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(values=st.lists(st.integers(-5, 5), min_size=1, max_size=60), data=st.data())
+@given(values=st.one_of(st.lists(st.integers(-5, 5), min_size=1, max_size=300),
+                        st.lists(st.integers(-2**63, 2**63 - 1), min_size=1, max_size=300)), data=st.data())
 def test_compiled_selection_orders_around_the_kth(jit, values, data):
     """The compiled quickselect against numpy's partition: the same value at ``kth``, none larger before it,
-    none smaller after it, the same multiset."""
+    none smaller after it, the same multiset (short and long ranges, few distinct values or all distinct)."""
     from isotropy._kernels._neighbors_jit import _select
 
     a = np.array(values, dtype=np.int64)
@@ -370,6 +371,23 @@ def test_compiled_selection_orders_around_the_kth(jit, values, data):
     assert b[kth] == np.partition(a, kth)[kth]
     assert np.all(b[:kth] <= b[kth]) and np.all(b[kth + 1:] >= b[kth])
     np.testing.assert_array_equal(np.sort(b), np.sort(a))
+
+
+@pytest.mark.parametrize("jit", ["0"], indirect=True)
+@pytest.mark.parametrize("size", [33, 224, 1000])
+def test_compiled_selection_finishes_on_equal_values(jit, size):
+    """Equal values move the branch-free partition's boundary by one per round: after its rounds, Hoare's
+    partition finishes the range (the selection ends, and every value stays)."""
+    from isotropy._kernels._neighbors_jit import _select
+
+    a = np.full(size, 7, dtype=np.int64)
+    a[-1] = 8
+    for kth in (0, size // 2, size - 2, size - 1):
+        b = a.copy()
+        _select(b, 0, size, kth)
+        assert b[kth] == (8 if kth == size - 1 else 7)
+        assert np.all(b[:kth] <= b[kth]) and np.all(b[kth + 1:] >= b[kth])
+        np.testing.assert_array_equal(np.sort(b), a)
 
 
 @pytest.mark.parametrize("jit", ["0"], indirect=True)

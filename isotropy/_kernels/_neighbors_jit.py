@@ -46,6 +46,14 @@ def sq_distances(X, scale, rows, cand, out):
             out[r, j] = total
 
 
+# The position of a word's lowest set bit: _DE_BRUIJN_POSITION[((w & -w) * _DE_BRUIJN) >> 58] (a de Bruijn sequence:
+# each 6-bit window of it is distinct, so the product's top 6 bits name the bit).
+_DE_BRUIJN = np.uint64(0x03F79D71B4CB0A89)
+_DE_BRUIJN_POSITION = np.zeros(64, dtype=np.int64)
+for _bit in range(64):
+    _DE_BRUIJN_POSITION[((1 << _bit) * 0x03F79D71B4CB0A89 % 2**64) >> 58] = _bit
+
+
 @numba.njit(**_OPTIONS)
 def scan(S, bits, row_thr, col_thr, offsets, start, both, row_found, col_found, mask):
     """Entries of ``S`` (float32) reaching their row's threshold (and, if ``both``, their column's), from row ``start`` on.
@@ -55,13 +63,16 @@ def scan(S, bits, row_thr, col_thr, offsets, start, both, row_found, col_found, 
     int32) and the other point: ``(a + i, key(b + j))`` for the rows and ``(c + j, key(e + i))``
     for the columns, with ``offsets = (a, b, c, e)`` (targets numbered as their side numbers them).
     Each row is first compared whole into ``mask`` (uint8, a multiple of 8 bytes: a loop that
-    vectorises), then read 8 entries at a time as one uint64, so that only the groups holding an
-    entry to keep (few once every point has a threshold) are looked at entry by entry. Stops before
-    a row whose entries might not fit and returns ``(next row, row count, column count)``.
+    vectorises; bit 0 of a byte for its row, bit 1 for its column), then read 8 entries at a time
+    as one uint64, and only the entries whose byte is set are visited, the lowest first (found by
+    its bit, without a branch per entry); each is written to both buffers and counted where kept.
+    Stops before a row whose entries might not fit and returns ``(next row, row count, column count)``.
     """
     n_rows, n_cols = S.shape
     capacity = row_found.shape[0]
     words = mask.view(np.uint64)
+    one, byte = np.uint64(1), np.uint64(0xFF)
+    n_words = (n_cols + 7) // 8
     n_row = n_col = 0
     for i in range(start, n_rows):
         if n_row + n_cols > capacity or n_col + n_cols > capacity:
@@ -70,34 +81,81 @@ def scan(S, bits, row_thr, col_thr, offsets, start, both, row_found, col_found, 
         row = S[i]
         if both:
             for j in range(n_cols):
-                mask[j] = (row[j] >= threshold) | (row[j] >= col_thr[j])
+                mask[j] = (row[j] >= threshold) | ((row[j] >= col_thr[j]) << 1)
         else:
             for j in range(n_cols):
                 mask[j] = row[j] >= threshold
-        for w in range((n_cols + 7) // 8):
-            if words[w] == 0:  # (past n_cols: stale bytes, at most a group looked at for nothing)
-                continue
-            for j in range(8 * w, min(n_cols, 8 * w + 8)):
-                if mask[j] == 0:
-                    continue
-                s = row[j]
-                b = np.int64(0) if s == 0 else np.int64(bits[i, j])  # -0 as +0
+        for j in range(n_cols, 8 * n_words):  # the last word's bytes past the row
+            mask[j] = 0
+        for w in range(n_words):
+            word = words[w]
+            while word != 0:
+                low = word & (~word + one)
+                position = _DE_BRUIJN_POSITION[(low * _DE_BRUIJN) >> np.uint64(58)] >> 3
+                word &= ~(byte << np.uint64(8 * position))
+                j = 8 * w + position
+                kept = mask[j]
+                b = np.int64(bits[i, j]) if row[j] != 0 else np.int64(0)  # -0 as +0
                 order = (b ^ ((b >> 31) & 0x7FFFFFFF)) << 32
-                if s >= threshold:
-                    row_found[n_row, 0] = offsets[0] + i
-                    row_found[n_row, 1] = order | (0xFFFFFFFF - (offsets[1] + j))
-                    n_row += 1
-                if both and s >= col_thr[j]:
-                    col_found[n_col, 0] = offsets[2] + j
-                    col_found[n_col, 1] = order | (0xFFFFFFFF - (offsets[3] + i))
-                    n_col += 1
+                row_found[n_row, 0] = offsets[0] + i
+                row_found[n_row, 1] = order | (0xFFFFFFFF - (offsets[1] + j))
+                n_row += kept & 1
+                col_found[n_col, 0] = offsets[2] + j
+                col_found[n_col, 1] = order | (0xFFFFFFFF - (offsets[3] + i))
+                n_col += kept >> 1
     return n_rows, n_row, n_col
+
+
+@numba.njit(**_OPTIONS)
+def _median3(a, x, y, z):
+    """The position among ``x``, ``y``, ``z`` of the median of their values in ``a``."""
+    if a[x] < a[y]:
+        if a[y] < a[z]:
+            return y
+        return z if a[x] < a[z] else x
+    if a[x] < a[z]:
+        return x
+    return z if a[y] < a[z] else y
+
+
+# Length below which the selection runs the branching partition (Hoare's), faster on a few values.
+_SMALL = 32
 
 
 @numba.njit(**_OPTIONS)
 def _select(a, lo, hi, kth):
     """Reorder ``a[lo:hi]`` in place so that ``a[kth]`` is the value sorted order puts there, smaller ones
-    before it and larger ones after (quickselect, median-of-three pivots)."""
+    before it and larger ones after (quickselect).
+
+    Long ranges are partitioned without branches on the values (Lomuto's scheme with the swap
+    always done and the boundary advanced by the comparison: the slots' keys arrive in no
+    predictable order, and a mispredicted branch per value cost more than the partition itself),
+    around the median of three medians of three; short ones, and ranges that a run of poor pivots
+    leaves long (many equal values), by Hoare's partition with median-of-three pivots.
+    """
+    rounds = 0
+    while hi - lo > _SMALL and rounds < 64:
+        rounds += 1
+        n = hi - lo
+        q = n >> 2
+        p = _median3(a, _median3(a, lo, lo + 1, lo + 2), _median3(a, lo + q, lo + 2 * q, lo + 3 * q),
+                     _median3(a, hi - 3, hi - 2, hi - 1))
+        last = hi - 1
+        a[p], a[last] = a[last], a[p]
+        pivot = a[last]
+        store = lo
+        for i in range(lo, last):  # a[lo:store] < pivot <= a[store:i]
+            x = a[i]
+            a[i] = a[store]
+            a[store] = x
+            store += x < pivot
+        a[store], a[last] = a[last], a[store]
+        if kth == store:
+            return
+        if kth < store:
+            hi = store
+        else:
+            lo = store + 1
     hi -= 1
     while hi > lo:
         mid = (lo + hi) >> 1
