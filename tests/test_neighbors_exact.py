@@ -374,6 +374,26 @@ def test_compiled_selection_orders_around_the_kth(jit, values, data):
 
 
 @pytest.mark.parametrize("jit", ["0"], indirect=True)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=st.integers(1, 4), width=st.integers(1, 40), few=st.booleans(), data=st.data())
+def test_compiled_row_sort_matches_lexsort(jit, rows, width, few, data):
+    """The compiled insertion sort of the refinement keeps, per row, the first ``k`` by (distance, index) that
+    numpy's lexsort keeps: rows in any order, equal distances (ties by index), ``inf``, repeated indices."""
+    from isotropy._kernels import _neighbors_jit as compiled
+    from isotropy._kernels import neighbors as kernels
+
+    values = st.sampled_from([0.0, 1.0, 2.5, np.inf]) if few else st.floats(0, 1e300) | st.just(np.inf)
+    sq = np.array(data.draw(st.lists(values, min_size=rows * width, max_size=rows * width))).reshape(rows, width)
+    cand = np.array(data.draw(st.lists(st.integers(0, 50), min_size=rows * width, max_size=rows * width)),
+                    dtype=np.intp).reshape(rows, width)
+    k = data.draw(st.integers(1, width))
+    dist, ind = kernels._sort_candidates(sq, cand, k, compiled)
+    ref_dist, ref_ind = kernels._sort_candidates(sq, cand, k)
+    np.testing.assert_array_equal(dist, ref_dist)
+    np.testing.assert_array_equal(ind, ref_ind)
+
+
+@pytest.mark.parametrize("jit", ["0"], indirect=True)
 @pytest.mark.parametrize("size", [33, 224, 1000])
 def test_compiled_selection_finishes_on_equal_values(jit, size):
     """Equal values move the branch-free partition's boundary by one per round: after its rounds, Hoare's

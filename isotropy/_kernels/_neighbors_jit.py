@@ -243,3 +243,29 @@ def locality_order(cand):
                     order[tail] = u
                     tail += 1
     return order
+
+
+@numba.njit(**_OPTIONS)
+def sort_rows(sq, cand, k, out_sq, out_ind):
+    """Each row of ``(sq, cand)`` sorted by (distance, index), its first ``k`` into ``out_sq`` and ``out_ind``.
+
+    By insertion: the candidates arrive in the order of their scores, which is their order by
+    distance up to rounding, so that a row takes about one comparison per candidate (the caller
+    bounds the row length, hence the cost of rows that arrive in another order).
+    """
+    n_rows, m = sq.shape
+    vals = np.empty(m)
+    idx = np.empty(m, dtype=cand.dtype)
+    for r in range(n_rows):
+        for j in range(m):
+            v, c = sq[r, j], cand[r, j]
+            t = j - 1
+            while t >= 0 and (vals[t] > v or (vals[t] == v and idx[t] > c)):
+                vals[t + 1] = vals[t]
+                idx[t + 1] = idx[t]
+                t -= 1
+            vals[t + 1] = v
+            idx[t + 1] = c
+        for j in range(k):
+            out_sq[r, j] = vals[j]
+            out_ind[r, j] = idx[j]

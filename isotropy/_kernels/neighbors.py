@@ -65,8 +65,18 @@ def _exact_sq_distances(X: np.ndarray, scale, rows: np.ndarray, cand: np.ndarray
     return out
 
 
-def _sort_candidates(sq: np.ndarray, cand: np.ndarray, n_neighbors: int):
-    """Sort each row by (distance, index) and keep the first ``n_neighbors``."""
+# Candidates per row up to which the compiled loops sort a row by insertion (_neighbors_jit.sort_rows):
+# at most _INSERTION² / 4 moves for a row in an unfavourable order (many equal distances).
+_INSERTION = 256
+
+
+def _sort_candidates(sq: np.ndarray, cand: np.ndarray, n_neighbors: int, jit=None):
+    """Sort each row by (distance, index) and keep the first ``n_neighbors`` (``jit``: :func:`compiled_kernels`)."""
+    if jit is not None and sq.shape[1] <= _INSERTION:
+        dist = np.empty((sq.shape[0], n_neighbors), dtype=sq.dtype)
+        ind = np.empty((sq.shape[0], n_neighbors), dtype=cand.dtype)
+        jit.sort_rows(sq, np.ascontiguousarray(cand), n_neighbors, dist, ind)
+        return dist, ind
     order = np.lexsort((cand, sq), axis=-1)[:, :n_neighbors]
     return np.take_along_axis(sq, order, axis=1), np.take_along_axis(cand, order, axis=1)
 
@@ -731,7 +741,7 @@ def _refine_chunk(X, scale, rows, best_v, best_i, k, q, gamma, floor, jit=None):
         pr, pc = np.nonzero(need)
         if pr.size:
             sq[pr, pc + k] = _exact_pair_distances(X, scale, rows[pr], cand[pr, pc + k], jit)
-    dist, ind = _sort_candidates(sq, cand, k)
+    dist, ind = _sort_candidates(sq, cand, k, jit)
     tau = best_v.min(axis=1)
     ok = np.isneginf(tau) | _certified(tau, dist[:, -1], q[rows], gamma, floor, d)
     return dist, ind, ok
