@@ -269,3 +269,22 @@ def sort_rows(sq, cand, k, out_sq, out_ind):
         for j in range(k):
             out_sq[r, j] = vals[j]
             out_ind[r, j] = idx[j]
+
+
+@numba.njit(**_OPTIONS)
+def finish(keys, fill, m, scores, indices):
+    """The best ``m`` of every point's slots (:meth:`isotropy._kernels.neighbors._Best.result`): scores (float32,
+    through ``scores.view(np.int32)``) and indices; slots past a point's fill hold the unfilled key."""
+    bits = scores.view(np.int32)
+    for t in range(keys.shape[0]):
+        row = keys[t]
+        f = fill[t]
+        first = 0
+        if f > m:
+            _select(row, 0, f, f - m)
+            first = f - m
+        for u in range(m):
+            key = row[first + u]
+            o = np.int32(key >> 32)
+            bits[t, u] = o ^ ((o >> 31) & 0x7FFFFFFF)
+            indices[t, u] = 0xFFFFFFFF - (key & 0xFFFFFFFF)

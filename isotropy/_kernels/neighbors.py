@@ -336,6 +336,37 @@ def _indices(keys: np.ndarray) -> np.ndarray:
     return (0xFFFFFFFF - (keys & 0xFFFFFFFF)).astype(np.intp)
 
 
+# Points per lock of the running best (_Stripes): about a panel, so that two workers appending to
+# different panels do not wait for each other.
+_STRIPE = 1024
+
+
+class _Stripes:
+    """One lock per ``_STRIPE`` consecutive points; ``hold(start, stop)`` takes those of the points
+    ``start:stop`` in increasing order (the same order for every caller: no deadlock)."""
+
+    def __init__(self, size: int):
+        self.locks = [threading.Lock() for _ in range(max(1, -(-size // _STRIPE)))]
+
+    def hold(self, start: int, stop: int) -> _Held:
+        return _Held(self.locks[start // _STRIPE: max(start, stop - 1) // _STRIPE + 1])
+
+
+class _Held:
+    """The locks of :meth:`_Stripes.hold`, held inside a ``with`` block."""
+
+    def __init__(self, locks: list):
+        self.locks = locks
+
+    def __enter__(self):
+        for lock in self.locks:
+            lock.acquire()
+
+    def __exit__(self, *exc):
+        for lock in reversed(self.locks):
+            lock.release()
+
+
 class _Best:
     """The running best ``m`` candidates ``(score, index)`` of the points ``offset:offset + size`` (float32 scores).
 
@@ -352,7 +383,7 @@ class _Best:
         self.keys = np.full((size, self.capacity), _EMPTY, dtype=np.int64)
         self.fill = np.zeros(size, dtype=np.intp)
         self.tau = np.full(size, -np.inf, dtype=np.float32)
-        self.lock = threading.Lock()
+        self.stripes = _Stripes(size)  # a target's slots, fill and tau change under its stripe's lock
         self.live = 1.0  # share of the targets of the last block offered that had an entry to keep (_offer)
 
     def thresholds(self, targets: slice, S: np.ndarray, axis: int) -> np.ndarray:
@@ -393,7 +424,7 @@ class _Best:
         first = np.cumsum(counts) - counts
         pos = np.arange(targets.size) - np.repeat(first, counts)
         m, capacity = self.m, self.capacity
-        with self.lock:
+        with self.stripes.hold(int(targets[0]), int(targets[-1]) + 1):  # targets are sorted
             over = self.fill[rows] + counts > capacity
             if over.any():
                 huge = over & (counts > capacity - m)  # more than fit even after a compaction
@@ -414,14 +445,19 @@ class _Best:
             if fresh.size:  # the first m: a threshold from now on
                 self._compact(fresh)
 
-    def result(self):
+    def result(self, jit=None):
         """``(scores, indices)`` of the best ``m`` of every point (unfilled: ``−inf``, index 0).
 
-        A few rows at a time (no temporary of the size of the slots), after which the slots are
-        released: call it once, after the last merge.
+        A few rows at a time (no temporary of the size of the slots), or in one compiled loop
+        (``jit``: :func:`compiled_kernels`), after which the slots are released: call it once,
+        after the last merge.
         """
         n, m = self.keys.shape[0], self.m
         scores, indices = np.empty((n, m), dtype=np.float32), np.empty((n, m), dtype=np.intp)
+        if jit is not None:
+            jit.finish(self.keys, self.fill, m, scores, indices)
+            self.keys = None
+            return scores, indices
         step = max(1, _GATHER_MEMORY // (8 * self.capacity))
         for s in range(0, n, step):
             rows = np.arange(s, min(n, s + step))
@@ -440,7 +476,7 @@ class _Best64:
         self.v = np.full((size, m), -np.inf)
         self.i = np.zeros((size, m), dtype=np.intp)
         self.tau = np.full(size, -np.inf)
-        self.lock = threading.Lock()
+        self.stripes = _Stripes(size)
         self.live = 1.0
 
     thresholds = _Best.thresholds
@@ -460,14 +496,14 @@ class _Best64:
         V[which, pos] = vals
         Ind = np.zeros(V.shape, dtype=np.intp)
         Ind[which, pos] = others
-        with self.lock:
+        with self.stripes.hold(int(rows[0]), int(rows[-1]) + 1):
             V[:, :m], Ind[:, :m] = self.v[rows], self.i[rows]
             top = np.lexsort((Ind, -V), axis=1)[:, :m]
             self.v[rows] = v = np.take_along_axis(V, top, axis=1)
             self.i[rows] = np.take_along_axis(Ind, top, axis=1)
             self.tau[rows] = v.min(axis=1)
 
-    def result(self):
+    def result(self, jit=None):
         return self.v, self.i
 
 
@@ -587,9 +623,9 @@ def _scan(S: np.ndarray, sides, rows: slice, J: slice, diagonal: bool, found: li
     start = 0
     while start < S.shape[0]:
         start, n_row, n_col = jit.scan(S, S.view(np.int32), row_thr, col_thr, offsets, start, not diagonal, *found)
-        for best, entries, count in ((row_best, found[0], n_row), (col_best, found[1], n_col)):  # found[2]: the mask
-            if count:
-                with best.lock:
+        for best, entries, count, targets in ((row_best, found[0], n_row, rows), (col_best, found[1], n_col, J)):
+            if count:  # (found[2]: the mask)
+                with best.stripes.hold(targets.start - best.offset, targets.stop - best.offset):
                     jit.push(best.keys, best.fill, best.tau.view(np.int32), best.m, entries, count, _EMPTY)
 
 
@@ -805,7 +841,7 @@ def exact_knn(X: np.ndarray, scale, n_neighbors: int, *, block: int | None = Non
     best = _best(n, m, ops.dtype)
     panels = _panels(0, n, b)
     _candidate_pass(ops, (best, best), _tasks(panels, panels, diagonal=True), b, jit)
-    best_v, best_i = best.result()
+    best_v, best_i = best.result(jit)
     del best
     return _exact_selection(X, scale, centre, ops.q, np.arange(n), best_v, best_i, n_neighbors, ops.dtype, (0, n),
                             jit)
@@ -830,7 +866,7 @@ def exact_knn_cross(X: np.ndarray, scale, n_p: int, n_neighbors: int, *, caller:
     _candidate_pass(ops, sides, _tasks(_panels(0, n_p, b), _panels(n_p, n, b), diagonal=False), b, jit)
     out = []
     for best, cols in zip(sides, ((n_p, n), (0, n_p))):
-        (best_v, best_i), m = best.result(), best.m
+        (best_v, best_i), m = best.result(jit), best.m
         rows = np.arange(best_v.shape[0]) + best.offset
         k = min(n_neighbors, m)
         sq, ind = _exact_selection(X, scale, centre, ops.q, rows, best_v, best_i, k, ops.dtype, cols, jit)
