@@ -21,7 +21,9 @@ same command's on a 100-row file (the interpreter and its imports) against the i
 checkout's rows run with ``ISOTROPY_JIT`` unset (auto) and with ``ISOTROPY_JIT=1``.
 ``--compare DIR`` runs the same commands from another checkout too (``git worktree add DIR
 COMMIT``; its package first on ``PYTHONPATH``), interleaved with this one's, one row each, and adds
-that checkout's kernel as a column of the kernel table.
+that checkout's kernel as columns of the kernel table: on its numpy loops, and on its compiled loops
+if it has them (its own ``_neighbors_jit.py``). Each column's values are compared bit for bit with
+this checkout's on the same loops.
 ``--measure-only`` skips the kernel table. On a shared CPU read the ratios, measured in the same
 run, not the absolute times.
 
@@ -34,6 +36,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import subprocess
@@ -212,19 +215,30 @@ def _commit(tree):
                           text=True).stdout.strip()
 
 
-def _kernel_of(tree):
-    """``exact_knn`` of the checkout ``tree`` (its kernels module loaded under another name)."""
-    path = Path(tree) / "isotropy" / "_kernels" / "neighbors.py"
-    kernels = _module(f"_neighbour_kernels_{_commit(tree)}", path.read_text())
-    return lambda X, k: kernels.exact_knn(X, None, k)
+def _kernels_of(tree):
+    """``exact_knn`` of the checkout ``tree`` on its numpy loops and, if it has them, on its compiled loops (its
+    kernels modules loaded under other names, each told which loops to use)."""
+    commit, folder = _commit(tree), Path(tree) / "isotropy" / "_kernels"
+    numpy_loops = _module(f"_neighbour_kernels_{commit}", (folder / "neighbors.py").read_text())
+    numpy_loops.compiled_kernels = lambda n, d: None
+    kernels = {commit: lambda X, k: numpy_loops.exact_knn(X, None, k)}
+    if (folder / "_neighbors_jit.py").exists():
+        spec = importlib.util.spec_from_file_location(f"_neighbour_jit_{commit}", folder / "_neighbors_jit.py")
+        loops = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(loops)  # numba caches its compiled loops beside that file
+        compiled = _module(f"_neighbour_kernels_{commit}_compiled", (folder / "neighbors.py").read_text())
+        compiled.compiled_kernels = lambda n, d: loops
+        kernels[f"{commit}, compiled"] = lambda X, k: compiled.exact_knn(X, None, k)
+    return kernels
 
 
 def _kernel_rows(X, repeat, compare=(), history=False):
     """The kernels of BEFORE and START (``history``), the ``compare`` checkouts and this one against the floor, one
     row per case."""
     kernels = {BEFORE: _kernel_before(), START: _kernel_start()} if history else {}
-    kernels = {**kernels, **{_commit(tree): _kernel_of(tree) for tree in compare},
-               "after": lambda X, k: _with_loops("0", X, k), "after, compiled": lambda X, k: _with_loops("1", X, k)}
+    for tree in compare:
+        kernels.update(_kernels_of(tree))
+    kernels.update({"after": lambda X, k: _with_loops("0", X, k), "after, compiled": lambda X, k: _with_loops("1", X, k)})
     print(f"data: float32, n={X.shape[0]:,}, d={X.shape[1]}; floor = blocks on and above the diagonal of X·Xᵀ "
           f"(float32); fastest of {repeat}, interleaved", flush=True)
     print(f"| case | k | {' | '.join(f'{key} / floor' for key in kernels)} | same values |", flush=True)
@@ -238,14 +252,20 @@ def _kernel_rows(X, repeat, compare=(), history=False):
                 spent[key].append(seconds)
             floor.append(timed(lambda: _floor(X))[1])
         checked = [key for key in kernels if key not in (BEFORE, "after", "after, compiled")]
-        same = all(np.array_equal(values[key][0], values["after"][0]) and np.array_equal(values[key][1], values["after"][1])
-                   for key in checked)
+        same = all(np.array_equal(values[key][0], values[_peer(key)][0])
+                   and np.array_equal(values[key][1], values[_peer(key)][1]) for key in checked)
         (d0, i0), (d1, i1) = values["after"], values["after, compiled"]
         compiled = f"indices {'equal' if np.array_equal(i0, i1) else 'DIFFER'}, distances within " \
                    f"{np.max(np.abs(d1 - d0) / np.maximum(d0, np.finfo(np.float64).tiny)):.0e} relative"
         ratios = " | ".join(f"{min(spent[key]) / min(floor):.2f}" for key in kernels)
-        versus = f"{'yes' if same else 'NO'} (after vs {', '.join(checked)}); " if checked else ""
+        versus = f"{'yes' if same else 'NO'} (bit for bit: {', '.join(f'{key} vs {_peer(key)}' for key in checked)}); " \
+            if checked else ""
         print(f"| {name} | {k} | {ratios} | {versus}compiled: {compiled} |", flush=True)
+
+
+def _peer(key):
+    """The column of this checkout that runs the same loops as the column ``key`` (its values must be the same bits)."""
+    return "after, compiled" if key.endswith(", compiled") else "after"
 
 
 def _with_loops(jit, X, k):
