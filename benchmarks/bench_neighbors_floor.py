@@ -24,13 +24,15 @@ COMMIT``; its package first on ``PYTHONPATH``), interleaved with this one's, one
 that checkout's kernel as columns of the kernel table: on its numpy loops, and on its compiled loops
 if it has them (its own ``_neighbors_jit.py``). Each column's values are compared bit for bit with
 this checkout's on the same loops.
+``--stages`` only splits each search (on each loop) into its candidate pass, the read-out of the
+candidates' slots and the exact distances with their certificate, each against the floor.
 ``--measure-only`` skips the kernel table. On a shared CPU read the ratios, measured in the same
 run, not the absolute times.
 
 Usage::
 
     nice -n 5 .venv/bin/python benchmarks/bench_neighbors_floor.py [--n 20000] [--d 384] [--repeat 2]
-        [--measure-only] [--compare DIR] [--history] [--cold 10000,20000,40000]
+        [--measure-only] [--compare DIR] [--history] [--cold 10000,20000,40000] [--stages]
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 import types
 from pathlib import Path
 
@@ -162,9 +165,13 @@ def main(argv=None):
                         help="also run the `isotropy measure` rows from this checkout (repeatable)")
     parser.add_argument("--history", action="store_true", help="also the kernels of 7acb82b and b79a661 (slow)")
     parser.add_argument("--cold", metavar="N,N,...", help="only one search per fresh interpreter at these n, per loop")
+    parser.add_argument("--stages", action="store_true", help="only where each search's time goes, against the floor")
     args = parser.parse_args(argv)
     if args.cold:
         _cold_rows([int(n) for n in args.cold.split(",")], args.d, args.repeat)
+        return
+    if args.stages:
+        _stage_rows(low_rank_data(args.n, args.d), args.repeat)
         return
     X = low_rank_data(args.n, args.d)
     if not args.measure_only:
@@ -210,6 +217,55 @@ def _cold_rows(sizes, d, repeat):
         print(f"| {n:,} | {min(spent['1']) / min(spent['0']):.2f} | {auto} |", flush=True)
 
 
+_STAGES = {"_candidate_pass": "candidate pass", "result": "slots read out", "_exact_selection": "exact distances"}
+
+
+def _stage_rows(X, repeat):
+    """Each case's search on each loop split into its stages (the functions of ``_STAGES``, timed by wrapping them),
+    as fractions of the floor; the fastest of ``repeat`` searches, interleaved with the floor."""
+    import isotropy._kernels.neighbors as kernels
+
+    seconds = {}
+
+    def timing(owner, name):
+        inner = getattr(owner, name)
+
+        def stage(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                seconds[name] = seconds.get(name, 0.0) + time.perf_counter() - start
+        return inner, stage
+
+    patched = [(owner, name, *timing(owner, name)) for owner, name in
+               ((kernels, "_candidate_pass"), (kernels._Best, "result"), (kernels, "_exact_selection"))]
+    print(f"where a search's time goes (n={X.shape[0]:,}, d={X.shape[1]}, float32): each stage / floor, from the "
+          f"fastest of {repeat} searches (interleaved with the floor); the rest: centre, operands, the thread pool",
+          flush=True)
+    print(f"| case | k | loops | search / floor | {' | '.join(_STAGES.values())} | rest |", flush=True)
+    print(f"|---|---|---|---|{'---|' * len(_STAGES)}---|", flush=True)
+    try:
+        for owner, name, _, stage in patched:
+            setattr(owner, name, stage)
+        for case, k in (("TwoNN", 2), ("MLE", 20), ("kneighbors", 100)):
+            for jit, loops in (("0", "numpy"), ("1", "compiled")):
+                floor, runs = [], []
+                for _ in range(repeat):
+                    floor.append(timed(lambda: _floor(X))[1])
+                    seconds.clear()
+                    total = timed(lambda jit=jit, k=k: _with_loops(jit, X, k))[1]
+                    runs.append((total, dict(seconds)))
+                total, parts = min(runs, key=lambda run: run[0])
+                least = min(floor)
+                cells = " | ".join(f"{parts.get(name, 0.0) / least:.2f}" for name in _STAGES)
+                print(f"| {case} | {k} | {loops} | {total / least:.2f} | {cells} | "
+                      f"{(total - sum(parts.values())) / least:.2f} |", flush=True)
+    finally:
+        for owner, name, inner, _ in patched:
+            setattr(owner, name, inner)
+
+
 def _commit(tree):
     return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=tree, check=True, capture_output=True,
                           text=True).stdout.strip()
@@ -225,7 +281,8 @@ def _kernels_of(tree):
     if (folder / "_neighbors_jit.py").exists():
         spec = importlib.util.spec_from_file_location(f"_neighbour_jit_{commit}", folder / "_neighbors_jit.py")
         loops = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(loops)  # numba caches its compiled loops beside that file
+        sys.modules[spec.name] = loops  # numba finds the module of a cached loop by its name
+        spec.loader.exec_module(loops)  # (and caches the compiled loops beside that file)
         compiled = _module(f"_neighbour_kernels_{commit}_compiled", (folder / "neighbors.py").read_text())
         compiled.compiled_kernels = lambda n, d: loops
         kernels[f"{commit}, compiled"] = lambda X, k: compiled.exact_knn(X, None, k)
