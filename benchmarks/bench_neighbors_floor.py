@@ -9,9 +9,9 @@ one, on its numpy loops (``ISOTROPY_JIT=0``) and on its compiled ones
 (``ISOTROPY_JIT=1``, numba: the ``fast`` extra). The floor and the kernels are interleaved, each timed
 ``--repeat`` times, and each ratio is the kernel's fastest time over the floor's fastest.
 
-``--cold N,N,...`` times one search (k = 20) in a fresh interpreter per call, with each loop, for each
-``n``: what a single call costs, loading numba and its cached kernels included, and what
-``ISOTROPY_JIT=auto`` picks there.
+``--cold N,N,...`` times one search (``n_neighbors`` from ``--cold-k K,K,...``, 20 by default) in a
+fresh interpreter per call, with each loop, for each ``n`` and ``k``: what a single call costs,
+loading numba and its cached kernels included, and what ``ISOTROPY_JIT=auto`` picks there.
 
 The last rows run the ``isotropy measure`` command in subprocesses on the same data saved as
 ``.npy``: the default table (all default metrics) against ``--metrics twonn_dimension`` alone
@@ -32,7 +32,7 @@ run, not the absolute times.
 Usage::
 
     nice -n 5 .venv/bin/python benchmarks/bench_neighbors_floor.py [--n 20000] [--d 384] [--repeat 2]
-        [--measure-only] [--compare DIR] [--history] [--cold 10000,20000,40000] [--stages]
+        [--measure-only | --kernels-only] [--compare DIR] [--history] [--cold 10000,20000,40000 [--cold-k 20,100]] [--stages]
 """
 
 from __future__ import annotations
@@ -161,14 +161,16 @@ def main(argv=None):
     parser.add_argument("--d", type=int, default=384)
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--measure-only", action="store_true", help="only the `isotropy measure` rows")
+    parser.add_argument("--kernels-only", action="store_true", help="only the kernels against the floor")
     parser.add_argument("--compare", metavar="DIR", action="append", default=[],
                         help="also run the `isotropy measure` rows from this checkout (repeatable)")
     parser.add_argument("--history", action="store_true", help="also the kernels of 7acb82b and b79a661 (slow)")
     parser.add_argument("--cold", metavar="N,N,...", help="only one search per fresh interpreter at these n, per loop")
+    parser.add_argument("--cold-k", metavar="K,K,...", default="20", help="the n_neighbors of the --cold searches")
     parser.add_argument("--stages", action="store_true", help="only where each search's time goes, against the floor")
     args = parser.parse_args(argv)
     if args.cold:
-        _cold_rows([int(n) for n in args.cold.split(",")], args.d, args.repeat)
+        _cold_rows([int(n) for n in args.cold.split(",")], args.d, args.repeat, [int(k) for k in args.cold_k.split(",")])
         return
     if args.stages:
         _stage_rows(low_rank_data(args.n, args.d), args.repeat)
@@ -176,6 +178,8 @@ def main(argv=None):
     X = low_rank_data(args.n, args.d)
     if not args.measure_only:
         _kernel_rows(X, args.repeat, args.compare, history=args.history)
+    if args.kernels_only:
+        return
     trees = {f"{_commit(tree)} ({tree})": (Path(tree).resolve(), None) for tree in args.compare}
     here = f"this checkout ({_commit(ROOT)} + working tree)"
     trees[here] = (ROOT, None)
@@ -189,32 +193,33 @@ sys.path[:0] = [sys.argv[1], sys.argv[1] + "/benchmarks"]
 from _common import low_rank_data
 X = low_rank_data(int(sys.argv[2]), int(sys.argv[3]))
 start = time.perf_counter()
-from isotropy._kernels.neighbors import compiled_kernels, exact_knn
-exact_knn(X, None, 20)
-print(time.perf_counter() - start, compiled_kernels(*X.shape) is not None)
+from isotropy._kernels.neighbors import exact_knn
+exact_knn(X, None, int(sys.argv[4]))
+print(time.perf_counter() - start)
 """
 
 
-def _cold_rows(sizes, d, repeat):
-    """One k = 20 search per fresh interpreter (import and numba's loading included) on each loop, per ``n``."""
-    print(f"one search (k = 20, d = {d}) in a fresh interpreter, fastest of {repeat}, interleaved: compiled loops "
+def _cold_rows(sizes, d, repeat, neighbors=(20,)):
+    """One search per fresh interpreter (import and numba's loading included) on each loop, per ``n`` and ``k``."""
+    print(f"one search (d = {d}) in a fresh interpreter, fastest of {repeat}, interleaved: compiled loops "
           f"(ISOTROPY_JIT=1, loading numba included) / numpy loops (ISOTROPY_JIT=0)", flush=True)
-    print("| n | compiled / numpy | ISOTROPY_JIT=auto picks |", flush=True)
-    print("|---|---|---|", flush=True)
-    for n in sizes:
-        spent = {"0": [], "1": []}
-        for _ in range(repeat):
-            for jit, seconds in spent.items():
-                out = subprocess.run([sys.executable, "-c", _COLD, str(ROOT), str(n), str(d)], check=True, text=True,
-                                     capture_output=True, env={**os.environ, "ISOTROPY_JIT": jit}).stdout.split()
-                seconds.append(float(out[0]))
-        previous = os.environ.pop("ISOTROPY_JIT", None)
-        try:
-            auto = "compiled" if compiled_kernels(n, d) is not None else "numpy"
-        finally:
-            if previous is not None:
-                os.environ["ISOTROPY_JIT"] = previous
-        print(f"| {n:,} | {min(spent['1']) / min(spent['0']):.2f} | {auto} |", flush=True)
+    print("| n | k | compiled / numpy | ISOTROPY_JIT=auto picks |", flush=True)
+    print("|---|---|---|---|", flush=True)
+    for k in neighbors:
+        for n in sizes:
+            spent = {"0": [], "1": []}
+            for _ in range(repeat):
+                for jit, seconds in spent.items():
+                    out = subprocess.run([sys.executable, "-c", _COLD, str(ROOT), str(n), str(d), str(k)], check=True,
+                                         text=True, capture_output=True, env={**os.environ, "ISOTROPY_JIT": jit})
+                    seconds.append(float(out.stdout.split()[0]))
+            previous = os.environ.pop("ISOTROPY_JIT", None)
+            try:
+                auto = "compiled" if compiled_kernels(n, d, k) is not None else "numpy"
+            finally:
+                if previous is not None:
+                    os.environ["ISOTROPY_JIT"] = previous
+            print(f"| {n:,} | {k} | {min(spent['1']) / min(spent['0']):.2f} | {auto} |", flush=True)
 
 
 _STAGES = {"_candidate_pass": "candidate pass", "result": "slots read out", "_exact_selection": "exact distances"}
@@ -276,7 +281,7 @@ def _kernels_of(tree):
     kernels modules loaded under other names, each told which loops to use)."""
     commit, folder = _commit(tree), Path(tree) / "isotropy" / "_kernels"
     numpy_loops = _module(f"_neighbour_kernels_{commit}", (folder / "neighbors.py").read_text())
-    numpy_loops.compiled_kernels = lambda n, d: None
+    numpy_loops.compiled_kernels = lambda *size: None
     kernels = {commit: lambda X, k: numpy_loops.exact_knn(X, None, k)}
     if (folder / "_neighbors_jit.py").exists():
         spec = importlib.util.spec_from_file_location(f"_neighbour_jit_{commit}", folder / "_neighbors_jit.py")
@@ -284,7 +289,7 @@ def _kernels_of(tree):
         sys.modules[spec.name] = loops  # numba finds the module of a cached loop by its name
         spec.loader.exec_module(loops)  # (and caches the compiled loops beside that file)
         compiled = _module(f"_neighbour_kernels_{commit}_compiled", (folder / "neighbors.py").read_text())
-        compiled.compiled_kernels = lambda n, d: loops
+        compiled.compiled_kernels = lambda *size: loops
         kernels[f"{commit}, compiled"] = lambda X, k: compiled.exact_knn(X, None, k)
     return kernels
 

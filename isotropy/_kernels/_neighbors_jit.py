@@ -15,35 +15,140 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 _OPTIONS = {"nogil": True, "cache": True, "boundscheck": False}
 
 
+@intrinsic
+def _prefetch(typingctx, array, row, line):
+    """Ask the CPU to bring cache line ``line`` (64 bytes) of row ``row`` of a C-ordered 2-d ``array`` into
+    its caches (LLVM's ``llvm.prefetch``: a hint, for reading, kept in every level; no effect on values)."""
+    def codegen(context, builder, signature, args):
+        array_type = signature.args[0]
+        data = context.make_array(array_type)(context, builder, args[0])
+        start = cgutils.get_item_pointer(context, builder, array_type, data,
+                                         [args[1], context.get_constant(types.intp, 0)], wraparound=False)
+        byte = ir.IntType(8).as_pointer()
+        address = builder.gep(builder.bitcast(start, byte), [builder.mul(args[2], context.get_constant(types.intp, 64))])
+        i32 = ir.IntType(32)
+        hint = builder.module.declare_intrinsic("llvm.prefetch", [byte],
+                                                fnty=ir.FunctionType(ir.VoidType(), [byte, i32, i32, i32]))
+        builder.call(hint, [address, i32(0), i32(3), i32(1)])
+        return context.get_dummy_value()
+
+    return types.void(array, row, line), codegen
+
+
+# Candidates ahead whose rows sq_distances asks the caches for, and the cache lines of each row it asks for (the
+# hardware's own prefetcher follows a row once it is being read; its first lines are what a gather waits for).
+# 2 ahead and 8 lines: 24 % faster than none on 20,000 x 384 float32 at k = 100 (in the order of locality_order),
+# the same values; 1-3 ahead and 6-12 lines were within a few % of it, whole 1.5 KB rows slower.
+_AHEAD = 2
+_LINES = 8
+
+
+@numba.njit(**_OPTIONS)
+def _prefetch_lines(X):
+    """Cache lines of a row of ``X`` that :func:`_prefetch` asks for (none unless its rows are contiguous)."""
+    return min(_LINES, (X.shape[1] * X.itemsize + 63) // 64) if X.strides[1] == X.itemsize else 0
+
+
+@numba.njit(**_OPTIONS)
+def _query(X, scale, i, scaled, query):
+    """``query = X[i]·s_i`` in float64."""
+    s_i = scale[i] if scaled else 1.0
+    for t in range(X.shape[1]):
+        query[t] = X[i, t] * s_i if scaled else np.float64(X[i, t])
+
+
 @numba.njit(fastmath={"reassoc"}, **_OPTIONS)
+def _squared(X, scale, c, scaled, query):
+    """``Σ_t (X[c, t]·s_c − query[t])²`` in float64 (``s_c = scale[c]`` if ``scaled``, else 1)."""
+    total = 0.0
+    if scaled:
+        s_c = scale[c]
+        for t in range(X.shape[1]):
+            e = X[c, t] * s_c - query[t]
+            total += e * e
+    else:
+        for t in range(X.shape[1]):
+            e = np.float64(X[c, t]) - query[t]
+            total += e * e
+    return total
+
+
+@numba.njit(**_OPTIONS)
 def sq_distances(X, scale, rows, cand, out):
-    """``out[r, j] = Σ_t (X[cand[r, j], t]·s_c − X[rows[r], t]·s_i)²`` in float64 (``s``: ``scale``, empty for 1)."""
+    """``out[r, j] = Σ_t (X[cand[r, j], t]·s_c − X[rows[r], t]·s_i)²`` in float64 (``s``: ``scale``, empty for 1).
+
+    Each candidate's row is asked for (:func:`_prefetch`) ``_AHEAD`` candidates before it is read.
+    """
     n_rows, m = cand.shape
-    d = X.shape[1]
-    query = np.empty(d)
+    lines = _prefetch_lines(X)
+    query = np.empty(X.shape[1])
+    scaled = scale.size > 0
+    for r in range(n_rows):
+        _query(X, scale, rows[r], scaled, query)
+        for j in range(m):
+            ahead = j + _AHEAD  # the candidate _AHEAD places on, in this row or the next
+            if ahead < m or r + 1 < n_rows:
+                coming = cand[r, ahead] if ahead < m else cand[r + 1, min(ahead - m, m - 1)]
+                for line in range(lines):
+                    _prefetch(X, coming, line)
+            out[r, j] = _squared(X, scale, cand[r, j], scaled, query)
+
+
+@numba.njit(**_OPTIONS)
+def refine_rows(X, scale, rows, best_v, best_i, order, k, q, gamma, floor, rounding, dist, ind):
+    """The refinement of :func:`isotropy._kernels.neighbors._refine_chunk` in one loop per row.
+
+    Row ``r``'s candidates ``best_i[r, order[r, j]]`` (``order``: best score first) get their exact
+    squared distances (:func:`_squared`) for ``j < k``; those of an unfilled one (score ``−inf``)
+    are ``inf``. Their largest, times ``rounding`` plus ``floor``, bounds the ``k``-th exact distance;
+    a further filled candidate is recomputed unless its score's rounding bound
+    ``−2v − 2γ(q_i + q_c) − floor`` exceeds it (``inf`` otherwise). The first ``k`` by (distance,
+    index) go to ``dist`` and ``ind`` (:func:`_sort_row`). The same arithmetic, in the same order,
+    as the numpy loops of ``_refine_chunk``.
+    """
+    n_rows, m = best_v.shape
+    lines = _prefetch_lines(X)
+    query = np.empty(X.shape[1])
+    sq = np.empty(m)
+    cand = np.empty(m, dtype=best_i.dtype)
+    vals = np.empty(m)
+    idx = np.empty(m, dtype=best_i.dtype)
     scaled = scale.size > 0
     for r in range(n_rows):
         i = rows[r]
-        s_i = scale[i] if scaled else 1.0
-        for t in range(d):
-            query[t] = X[i, t] * s_i if scaled else np.float64(X[i, t])
+        _query(X, scale, i, scaled, query)
         for j in range(m):
-            c = cand[r, j]
-            total = 0.0
-            if scaled:
-                s_c = scale[c]
-                for t in range(d):
-                    e = X[c, t] * s_c - query[t]
-                    total += e * e
+            cand[j] = best_i[r, order[r, j]]
+        largest = 0.0
+        for j in range(k):
+            if j + _AHEAD < k:
+                for line in range(lines):
+                    _prefetch(X, cand[j + _AHEAD], line)
+            if best_v[r, order[r, j]] == -np.inf:
+                sq[j] = np.inf
             else:
-                for t in range(d):
-                    e = np.float64(X[c, t]) - query[t]
-                    total += e * e
-            out[r, j] = total
+                sq[j] = _squared(X, scale, cand[j], scaled, query)
+            largest = max(largest, sq[j])
+        bound = largest * rounding + floor
+        for j in range(k, m):
+            v = np.float64(best_v[r, order[r, j]])
+            sq[j] = np.inf
+            if v != -np.inf:
+                low = -2.0 * v - 2.0 * gamma * (q[i] + q[cand[j]]) - floor
+                if not low > bound:
+                    sq[j] = _squared(X, scale, cand[j], scaled, query)
+        _sort_row(sq, cand, vals, idx)
+        for j in range(k):
+            dist[r, j] = vals[j]
+            ind[r, j] = idx[j]
 
 
 # The position of a word's lowest set bit: _DE_BRUIJN_POSITION[((w & -w) * _DE_BRUIJN) >> 58] (a de Bruijn sequence:
@@ -210,10 +315,14 @@ def push(keys, fill, tau_bits, m, found, count, empty):
     no_threshold = np.int32(-8388608)  # the bits of float32 -inf
     for e in range(count):
         t = found[e, 0]
+        key = found[e, 1]
+        o = tau_bits[t]  # the point's threshold now (it may have risen since the entry was found): below it, dropped
+        if (key >> 32) < (o ^ ((o >> 31) & 0x7FFFFFFF)):
+            continue
         if fill[t] == capacity:
             compact(keys, fill, tau_bits, t, m, empty)
         f = fill[t]
-        keys[t, f] = found[e, 1]
+        keys[t, f] = key
         fill[t] = f + 1
         if f + 1 == m and tau_bits[t] == no_threshold:
             compact(keys, fill, tau_bits, t, m, empty)
@@ -246,6 +355,20 @@ def locality_order(cand):
 
 
 @numba.njit(**_OPTIONS)
+def _sort_row(sq, cand, vals, idx):
+    """``(vals, idx)``: the row ``(sq, cand)`` sorted by (distance, index), by insertion (see :func:`sort_rows`)."""
+    for j in range(sq.size):
+        v, c = sq[j], cand[j]
+        t = j - 1
+        while t >= 0 and (vals[t] > v or (vals[t] == v and idx[t] > c)):
+            vals[t + 1] = vals[t]
+            idx[t + 1] = idx[t]
+            t -= 1
+        vals[t + 1] = v
+        idx[t + 1] = c
+
+
+@numba.njit(**_OPTIONS)
 def sort_rows(sq, cand, k, out_sq, out_ind):
     """Each row of ``(sq, cand)`` sorted by (distance, index), its first ``k`` into ``out_sq`` and ``out_ind``.
 
@@ -257,15 +380,7 @@ def sort_rows(sq, cand, k, out_sq, out_ind):
     vals = np.empty(m)
     idx = np.empty(m, dtype=cand.dtype)
     for r in range(n_rows):
-        for j in range(m):
-            v, c = sq[r, j], cand[r, j]
-            t = j - 1
-            while t >= 0 and (vals[t] > v or (vals[t] == v and idx[t] > c)):
-                vals[t + 1] = vals[t]
-                idx[t + 1] = idx[t]
-                t -= 1
-            vals[t + 1] = v
-            idx[t + 1] = c
+        _sort_row(sq[r], cand[r], vals, idx)
         for j in range(k):
             out_sq[r, j] = vals[j]
             out_ind[r, j] = idx[j]

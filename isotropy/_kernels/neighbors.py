@@ -118,14 +118,20 @@ def _finish(sq: np.ndarray, metric: str) -> np.ndarray:
 # a certificate per row from the float32 error bound, and exact fallbacks where it fails.
 # ---------------------------------------------------------------------------------------------
 
-# The compiled kernels (numba, the ``fast`` extra): "auto" (used when installed, for searches whose n²·d is at
-# least _COMPILED_WORK), "1" (always; an error when numba is missing) or "0" (never).
+# The compiled kernels (numba, the ``fast`` extra): "auto" (used when installed, for searches whose work
+# n²·d + _RECOMPUTATION_WEIGHT·n·k·d is at least _COMPILED_WORK), "1" (always; an error when numba is
+# missing) or "0" (never).
 _JIT_VARIABLE = "ISOTROPY_JIT"
-# n²·d from which "auto" uses them: loading numba and its cached kernels in a new process costs about
-# what the compiled loops save on a search of this size (n ≈ 32,000 at d = 384; measured with
-# benchmarks/bench_neighbors_floor.py --cold, docs/benchmarks.md); larger searches gain, and smaller ones
+# What the compiled loops save grows with the candidate pass (n²·d: the entries scanned and appended) and
+# with the float64 recomputation of the n·k neighbours (n·k·d: numpy's separate gather, cast, subtraction
+# and sum passes against one compiled pass), the latter about this many times faster per unit (the two
+# loops' stages against the floor: benchmarks/bench_neighbors_floor.py --stages, docs/benchmarks.md).
+_RECOMPUTATION_WEIGHT = 500.0
+# The work from which "auto" uses them: loading numba and its cached kernels in a new process costs about
+# what the compiled loops save on a search of this size (n ≈ 30,000 at d = 384 and k = 20, n ≈ 16,000 at
+# k = 100; measured with benchmarks/bench_neighbors_floor.py --cold); larger searches gain, and smaller ones
 # keep the numpy loops, which need no import.
-_COMPILED_WORK = 4e11
+_COMPILED_WORK = 5e11
 # ``scale`` for the compiled kernels when there is none.
 _NO_SCALE = np.empty(0)
 # Entries found per side of a block before they are appended to the slots (compiled kernels).
@@ -140,11 +146,11 @@ def _installed(name: str) -> bool:
         return False
 
 
-def compiled_kernels(n_samples: int, n_features: int):
+def compiled_kernels(n_samples: int, n_features: int, n_neighbors: int = 2):
     """The compiled loops of the search (:mod:`isotropy._kernels._neighbors_jit`), or ``None`` for the numpy ones.
 
-    Decided by the environment variable ``ISOTROPY_JIT`` and the size of the search alone (never
-    by what the process imported before), so that the same data gives the same values in every
+    Decided by the environment variable ``ISOTROPY_JIT`` and the size of the search alone (its
+    work ``n²·d + w·n·k·d``, never what the process imported before), so that the same data gives the same values in every
     process on one machine (a dask worker follows its own environment). Under ``auto``, numba
     missing or failing to load (an old numba for this numpy, no writable cache directory) means
     the numpy loops; under ``1`` it is an error that says which.
@@ -154,7 +160,8 @@ def compiled_kernels(n_samples: int, n_features: int):
     if mode not in ("auto", "0", "1"):
         raise IsotropyValueError(f"The {_JIT_VARIABLE} environment variable must be 'auto', '0' or '1'. "
                                  f"Got {raw!r} instead.")
-    if mode == "0" or (mode == "auto" and float(n_samples) ** 2 * n_features < _COMPILED_WORK):
+    work = float(n_samples) * n_features * (n_samples + _RECOMPUTATION_WEIGHT * n_neighbors)
+    if mode == "0" or (mode == "auto" and work < _COMPILED_WORK):
         return None
     try:
         return importlib.import_module("isotropy._kernels._neighbors_jit")
@@ -759,25 +766,33 @@ def _refine_chunk(X, scale, rows, best_v, best_i, k, q, gamma, floor, jit=None):
     (``U``, inflated by its float64 rounding); a further candidate is recomputed only when the
     rounding bound of its score (the one of :func:`_certified`) does not put it beyond ``U``; the
     others are not among the ``k`` nearest, exactly as a non-candidate the certificate excludes.
+    With the compiled loops, one loop per row does all of it (``_neighbors_jit.refine_rows``).
     """
     n_rows, m = best_v.shape
     d = X.shape[1]
     order = np.argsort(best_v, axis=1)[:, ::-1]  # best score first
-    v = np.take_along_axis(best_v, order, axis=1).astype(np.float64)
-    cand = np.take_along_axis(best_i, order, axis=1)
-    filled = ~np.isneginf(v)
-    sq = np.full((n_rows, m), np.inf)
-    sq[:, :k] = _exact_sq_distances(X, scale, rows, np.ascontiguousarray(cand[:, :k]), jit)
-    sq[:, :k][~filled[:, :k]] = np.inf
-    if m > k:
-        bound = sq[:, :k].max(axis=1) * (1 + (d + 4) * float(np.finfo(np.float64).eps)) + floor
-        with np.errstate(invalid="ignore", over="ignore"):
-            low = -2.0 * v[:, k:] - 2.0 * gamma * (q[rows, None] + q[cand[:, k:]]) - floor
-            need = filled[:, k:] & ~(low > bound[:, None])
-        pr, pc = np.nonzero(need)
-        if pr.size:
-            sq[pr, pc + k] = _exact_pair_distances(X, scale, rows[pr], cand[pr, pc + k], jit)
-    dist, ind = _sort_candidates(sq, cand, k, jit)
+    rounding = 1 + (d + 4) * float(np.finfo(np.float64).eps)  # the float64 rounding of an exact distance
+    if jit is not None and m <= _INSERTION:
+        dist = np.empty((n_rows, k), dtype=np.float64)
+        ind = np.empty((n_rows, k), dtype=best_i.dtype)
+        jit.refine_rows(X, _NO_SCALE if scale is None else scale, np.ascontiguousarray(rows, dtype=np.intp), best_v,
+                        best_i, order, k, q, gamma, floor, rounding, dist, ind)
+    else:
+        v = np.take_along_axis(best_v, order, axis=1).astype(np.float64)
+        cand = np.take_along_axis(best_i, order, axis=1)
+        filled = ~np.isneginf(v)
+        sq = np.full((n_rows, m), np.inf)
+        sq[:, :k] = _exact_sq_distances(X, scale, rows, np.ascontiguousarray(cand[:, :k]), jit)
+        sq[:, :k][~filled[:, :k]] = np.inf
+        if m > k:
+            bound = sq[:, :k].max(axis=1) * rounding + floor
+            with np.errstate(invalid="ignore", over="ignore"):
+                low = -2.0 * v[:, k:] - 2.0 * gamma * (q[rows, None] + q[cand[:, k:]]) - floor
+                need = filled[:, k:] & ~(low > bound[:, None])
+            pr, pc = np.nonzero(need)
+            if pr.size:
+                sq[pr, pc + k] = _exact_pair_distances(X, scale, rows[pr], cand[pr, pc + k], jit)
+        dist, ind = _sort_candidates(sq, cand, k, jit)
     tau = best_v.min(axis=1)
     ok = np.isneginf(tau) | _certified(tau, dist[:, -1], q[rows], gamma, floor, d)
     return dist, ind, ok
@@ -831,7 +846,7 @@ def exact_knn(X: np.ndarray, scale, n_neighbors: int, *, block: int | None = Non
     operand panels (built from ``X``, :class:`_Operands`); the ``n × 2m`` candidate keys; no copy of ``X``.
     """
     n = X.shape[0]
-    jit = compiled_kernels(n, X.shape[1])
+    jit = compiled_kernels(n, X.shape[1], n_neighbors)
     m = _n_candidates(n_neighbors, n)
     centre = _centre(X, scale)
     if X.dtype == np.float32 and scale is None:  # a float32 centre: the operands are float32 differences
@@ -857,7 +872,7 @@ def exact_knn_cross(X: np.ndarray, scale, n_p: int, n_neighbors: int, *, caller:
     """
     n = X.shape[0]
     n_q = n - n_p
-    jit = compiled_kernels(n, X.shape[1])
+    jit = compiled_kernels(n, X.shape[1], n_neighbors)
     centre = _centre(X, scale)
     ops = _Operands(X, scale, centre, caller)
     sides = [_best(size, min(_n_candidates(n_neighbors, n), other), ops.dtype, offset)
