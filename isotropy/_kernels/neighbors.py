@@ -461,8 +461,14 @@ class _Best:
         """
         n, m = self.keys.shape[0], self.m
         scores, indices = np.empty((n, m), dtype=np.float32), np.empty((n, m), dtype=np.intp)
-        if jit is not None:
-            jit.finish(self.keys, self.fill, m, scores, indices)
+        if jit is not None:  # a stripe of points per task, on one worker per core (the loop runs without the GIL)
+            from isotropy._kernels.silhouette import _run_tasks
+
+            def stripe(s, state):
+                e = min(n, s + _STRIPE)
+                jit.finish(self.keys[s:e], self.fill[s:e], m, scores[s:e], indices[s:e])
+
+            _run_tasks(stripe, [(s,) for s in range(0, n, _STRIPE)], max_workers=1 if n <= _ONE_WORKER else None)
             self.keys = None
             return scores, indices
         step = max(1, _GATHER_MEMORY // (8 * self.capacity))
