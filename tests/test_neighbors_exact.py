@@ -490,3 +490,65 @@ def test_compiled_scan_and_push_keep_the_sets_of_offer_and_merge(jit, seed):
     for (i0, s0), (i1, s1) in zip(*sets):
         np.testing.assert_array_equal(i0, i1)
         np.testing.assert_array_equal(s0, s1)  # bit for bit (the -0.0 entries read as +0.0 on both)
+
+
+@pytest.mark.parametrize("jit", ["1"], indirect=True)
+@pytest.mark.parametrize("k", [3, 20])
+def test_blocks_offered_in_cell_order_match_cdist(jit, k, monkeypatch):
+    """The candidate pass over the points grouped by their nearest evenly spaced point (``_cell_order``: the
+    panels gather their rows, the slots are read back into the points' own order), on two workers and small
+    stripes, with duplicates and ties: the same neighbours as cdist, bit for bit those of the points' own order."""
+    from isotropy._kernels import neighbors as kernels
+    from isotropy._kernels import silhouette
+
+    monkeypatch.setattr(kernels, "_ONE_WORKER", 0)
+    monkeypatch.setattr(kernels, "_STRIPE", 16)
+    monkeypatch.setattr(silhouette, "_cores", lambda: 2)
+    rng = np.random.default_rng(k)
+    X = (rng.standard_normal((400, 9)) + 6 * rng.integers(0, 3, (400, 1))).astype(np.float32)  # three clusters
+    X[300:340] = X[:40]  # distance-0 ties
+    X[360:] = np.round(X[360:])
+    orders = []
+    cell_order = kernels._cell_order
+    monkeypatch.setattr(kernels, "_cell_order", lambda *args: orders.append(cell_order(*args)) or orders[-1])
+    ref_d, ref_i = _reference(X, k)
+    for chunk_size in (16, 61):
+        runs = []
+        for ordered in (1, 10**9):  # _ORDERED: the cell order from one candidate on, or never
+            monkeypatch.setattr(kernels, "_ORDERED", ordered)
+            runs.append(kneighbors(X, n_neighbors=k, chunk_size=chunk_size))
+        np.testing.assert_allclose(runs[0][0], ref_d, rtol=1e-12, atol=0)
+        np.testing.assert_array_equal(runs[0][1], ref_i)
+        for a, b in zip(*runs):
+            np.testing.assert_array_equal(a, b)
+    assert len(orders) == 2  # one per ordered search, each a permutation
+    for order in orders:
+        np.testing.assert_array_equal(np.sort(order), np.arange(X.shape[0]))
+
+
+@pytest.mark.parametrize("jit", ["0"], indirect=True)
+@pytest.mark.parametrize("seed", [0, 1])
+def test_slots_read_out_in_an_order(jit, seed):
+    """Slots filled for the points in an order are read out, on both loops, into the points' own rows with
+    the points' own indices: ``result(order)[order[p]]`` holds ``order`` of what row ``p`` holds."""
+    from isotropy._kernels import _neighbors_jit as compiled
+    from isotropy._kernels import neighbors as kernels
+
+    rng = np.random.default_rng(seed)
+    n, m = 50, 6
+    order = rng.permutation(n)
+    targets = np.repeat(np.arange(n), 20)
+    others = rng.integers(0, n, targets.size)
+    vals = rng.choice(np.array([-1.0, -0.0, 0.5, 2.0], np.float32), targets.size)
+    sets = []
+    for loops, by in ((None, None), (None, order), (compiled, order)):
+        best = kernels._Best(n, m)
+        best.merge(targets, others, vals)
+        scores, indices = best.result(loops, by)
+        if by is None:  # what the ordered read-outs must give, row order[p] for slot row p
+            scores[order], indices[order] = scores.copy(), order[indices]
+        key = np.lexsort((indices, scores.view(np.int32)), axis=1)
+        sets.append((np.take_along_axis(scores, key, 1).view(np.int32), np.take_along_axis(indices, key, 1)))
+    for s, i in sets[1:]:
+        np.testing.assert_array_equal(s, sets[0][0])
+        np.testing.assert_array_equal(i, sets[0][1])

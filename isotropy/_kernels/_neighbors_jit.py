@@ -151,6 +151,16 @@ def refine_rows(X, scale, rows, best_v, best_i, order, k, q, gamma, floor, round
             ind[r, j] = idx[j]
 
 
+@numba.njit(**_OPTIONS)
+def centred_rows(X, rows, centre, out):
+    """``out[r, t] = X[rows[r], t] − centre[t]`` for ``t < d``, in ``X``'s dtype (float32: numpy's subtraction, bit for
+    bit), gathered and subtracted in one pass (numpy's ``X[rows]`` first copies the rows)."""
+    for r in range(rows.size):
+        i = rows[r]
+        for t in range(X.shape[1]):
+            out[r, t] = X[i, t] - centre[t]
+
+
 # The position of a word's lowest set bit: _DE_BRUIJN_POSITION[((w & -w) * _DE_BRUIJN) >> 58] (a de Bruijn sequence:
 # each 6-bit window of it is distinct, so the product's top 6 bits name the bit).
 _DE_BRUIJN = np.uint64(0x03F79D71B4CB0A89)
@@ -387,19 +397,26 @@ def sort_rows(sq, cand, k, out_sq, out_ind):
 
 
 @numba.njit(**_OPTIONS)
-def finish(keys, fill, m, scores, indices):
-    """The best ``m`` of every point's slots (:meth:`isotropy._kernels.neighbors._Best.result`): scores (float32,
-    through ``scores.view(np.int32)``) and indices; slots past a point's fill hold the unfilled key."""
+def finish(keys, fill, m, scores, indices, first, order):
+    """The best ``m`` of the slots of points ``first, first + 1, ...`` (:meth:`isotropy._kernels.neighbors._Best.result`):
+    scores (float32, through ``scores.view(np.int32)``) and indices; slots past a point's fill hold the unfilled key.
+
+    ``order`` (empty: none): the slots are those of the points in this order, so that slot row ``t`` goes
+    to row ``order[first + t]`` and an index ``j`` reads ``order[j]``.
+    """
     bits = scores.view(np.int32)
+    ordered = order.size > 0
     for t in range(keys.shape[0]):
         row = keys[t]
         f = fill[t]
-        first = 0
+        start = 0
         if f > m:
             _select(row, 0, f, f - m)
-            first = f - m
+            start = f - m
+        at = order[first + t] if ordered else first + t
         for u in range(m):
-            key = row[first + u]
+            key = row[start + u]
             o = np.int32(key >> 32)
-            bits[t, u] = o ^ ((o >> 31) & 0x7FFFFFFF)
-            indices[t, u] = 0xFFFFFFFF - (key & 0xFFFFFFFF)
+            bits[at, u] = o ^ ((o >> 31) & 0x7FFFFFFF)
+            j = 0xFFFFFFFF - (key & 0xFFFFFFFF)
+            indices[at, u] = order[j] if ordered else j
