@@ -124,14 +124,15 @@ def _finish(sq: np.ndarray, metric: str) -> np.ndarray:
 _JIT_VARIABLE = "ISOTROPY_JIT"
 # What the compiled loops save grows with the candidate pass (n²·d: the entries scanned and appended) and
 # with the float64 recomputation of the n·k neighbours (n·k·d: numpy's separate gather, cast, subtraction
-# and sum passes against one compiled pass), the latter about this many times faster per unit (the two
-# loops' stages against the floor: benchmarks/bench_neighbors_floor.py --stages, docs/benchmarks.md).
-_RECOMPUTATION_WEIGHT = 500.0
+# and sum passes against one compiled pass, and from _ORDERED candidates on the points offered in cells),
+# the latter about this many times more per unit.
+_RECOMPUTATION_WEIGHT = 1600.0
 # The work from which "auto" uses them: loading numba and its cached kernels in a new process costs about
-# what the compiled loops save on a search of this size (n ≈ 30,000 at d = 384 and k = 20, n ≈ 16,000 at
-# k = 100; measured with benchmarks/bench_neighbors_floor.py --cold); larger searches gain, and smaller ones
-# keep the numpy loops, which need no import.
-_COMPILED_WORK = 5e11
+# what the compiled loops save on a search of this size. Both constants fit the crossovers of one search
+# per fresh interpreter at d = 384 (benchmarks/bench_neighbors_floor.py --cold, docs/benchmarks.md):
+# n ≈ 27,500 at k = 20, n ≈ 16,500 at k = 50 and n ≈ 9,500 at k = 100. Larger searches gain, and smaller
+# ones keep the numpy loops, which need no import.
+_COMPILED_WORK = 6.4e11
 # ``scale`` for the compiled kernels when there is none.
 _NO_SCALE = np.empty(0)
 # Entries found per side of a block before they are appended to the slots (compiled kernels).

@@ -119,9 +119,10 @@ def kneighbors(X, *, n_neighbors: int, metric: str = "euclidean", chunk_size: in
     searched again in float64. The result is that of an exact float64 brute-force search. Time
     ``O(n²·d/2)`` in BLAS; extra memory ``O(chunk_size² + n·m)``, no copy of ``X``.
 
-    With numba installed (``pip install "isotropy[fast]"``), searches of at least ``4·10¹¹``
-    ``n²·d`` run the selection and the recomputation in compiled loops, whose loading in a new
-    process such searches repay (smaller ones do not); the environment variable
+    With numba installed (``pip install "isotropy[fast]"``), searches whose work
+    ``n·d·(n + 1600·n_neighbors)`` is at least ``6.4·10¹¹`` run the selection and the
+    recomputation in compiled loops, whose loading in a new process such searches repay
+    (smaller ones do not); the environment variable
     ``ISOTROPY_JIT`` sets this: ``auto`` (the default), ``1`` (always) or ``0`` (never). Both
     give the same neighbours and distances equal up to the order of their float64 sums (a
     relative ``(d + 4)·ε``), so two points at the same distance up to that rounding may trade
