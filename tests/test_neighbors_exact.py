@@ -552,3 +552,25 @@ def test_slots_read_out_in_an_order(jit, seed):
     for s, i in sets[1:]:
         np.testing.assert_array_equal(s, sets[0][0])
         np.testing.assert_array_equal(i, sets[0][1])
+
+
+@pytest.mark.parametrize("jit", ["0"], indirect=True)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=st.integers(1, 40), cols=st.integers(1, 300), m=st.integers(1, 120), few=st.booleans(),
+       axis=st.sampled_from([0, 1]), seed=st.integers(0, 2**16))
+def test_first_threshold_lets_at_least_m_entries_through(jit, rows, cols, m, few, axis, seed):
+    """``_group_threshold`` with groups of 8 down to single entries (by the line's length against ``m``): at
+    least ``m`` entries of every line reach it, ties and ``-inf`` entries included; ``-inf`` when a line has
+    fewer groups than ``m``."""
+    from isotropy._kernels import neighbors as kernels
+
+    rng = np.random.default_rng(seed)
+    S = (rng.integers(-2, 3, (rows, cols)) if few else rng.standard_normal((rows, cols))).astype(np.float32)
+    S[rng.random(S.shape) < 0.05] = -np.inf
+    thr = kernels._group_threshold(S, axis, m)
+    assert thr.shape == (S.shape[1 - axis],)
+    reached = (S >= (thr[:, None] if axis == 1 else thr[None, :])).sum(axis=axis)
+    finite = ~np.isneginf(thr)
+    assert np.all(reached[finite] >= m)
+    if S.shape[axis] < m:
+        assert not finite.any()
