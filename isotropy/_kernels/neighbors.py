@@ -153,8 +153,8 @@ def compiled_kernels(n_samples: int, n_features: int, n_neighbors: int = 2):
     """The compiled loops of the search (:mod:`isotropy._kernels._neighbors_jit`), or ``None`` for the numpy ones.
 
     Decided by the environment variable ``ISOTROPY_JIT`` and the size of the search alone (its
-    work ``n²·d + w·n·k·d``, never what the process imported before), so that the same data gives the same values in every
-    process on one machine (a dask worker follows its own environment). Under ``auto``, numba
+    work ``n²·d + w·n·k·d``, never what the process imported before), so that the same data gives
+    the same values in every process on one machine (a dask worker follows its own environment). Under ``auto``, numba
     missing or failing to load (an old numba for this numpy, no writable cache directory) means
     the numpy loops; under ``1`` it is an error that says which.
     """
@@ -436,9 +436,9 @@ class _Best:
         """Entries of ``S`` a target must reach (targets along ``axis`` of ``S``: 1 rows, 0 columns).
 
         The current ``tau`` (a snapshot: it only rises, so a stale one is still valid); for a target
-        without one, the ``m``-th largest maximum of groups of entries of its line of ``S`` (:func:`_group_threshold`)
-        (``m`` groups reach it, hence at least ``m`` entries do, and every entry below it has ``m``
-        entries strictly above it). Never ``−inf``: the diagonal's ``−inf`` never enters.
+        without one, the ``m``-th largest maximum of groups of entries of its line of ``S``
+        (:func:`_group_threshold`: ``m`` groups reach it, hence at least ``m`` entries do, and every
+        entry below it has ``m`` entries strictly above it). Never ``−inf``: the diagonal's ``−inf`` never enters.
         """
         thr = self.tau[targets.start - self.offset: targets.stop - self.offset].copy()
         low = np.isneginf(thr)
