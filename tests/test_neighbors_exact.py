@@ -398,6 +398,22 @@ def test_scan_refuses_buffers_a_row_does_not_fit_in(jit):
             kernels._scan(S, sides, slice(0, 4), slice(4, 44), False, found, compiled)
 
 
+def test_prefetch_takes_any_integer_row_and_leaves_values_alone():
+    """The prefetch hint compiles for int32, uint16 and int64 row and line numbers and changes nothing it reads."""
+    import numba
+
+    from isotropy._kernels._neighbors_jit import _prefetch
+
+    @numba.njit
+    def first_of(X, row, line):
+        _prefetch(X, row, line)
+        return X[row, 0]
+
+    X = np.arange(24, dtype=np.float32).reshape(4, 6)
+    for row, line in ((np.int32(3), np.int32(0)), (np.uint16(2), np.int64(0)), (1, 0)):
+        assert first_of(X, row, line) == X[int(row), 0]
+
+
 @pytest.mark.parametrize("jit", ["0"], indirect=True)
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(values=st.one_of(st.lists(st.integers(-5, 5), min_size=1, max_size=300),

@@ -30,10 +30,12 @@ def _prefetch(typingctx, array, row, line):
     def codegen(context, builder, signature, args):
         array_type = signature.args[0]
         data = context.make_array(array_type)(context, builder, args[0])
+        row_at, line_at = (context.cast(builder, value, kind, types.intp)  # any integer type, as intp
+                           for value, kind in zip(args[1:], signature.args[1:]))
         start = cgutils.get_item_pointer(context, builder, array_type, data,
-                                         [args[1], context.get_constant(types.intp, 0)], wraparound=False)
+                                         [row_at, context.get_constant(types.intp, 0)], wraparound=False)
         byte = ir.IntType(8).as_pointer()
-        address = builder.gep(builder.bitcast(start, byte), [builder.mul(args[2], context.get_constant(types.intp, 64))])
+        address = builder.gep(builder.bitcast(start, byte), [builder.mul(line_at, context.get_constant(types.intp, 64))])
         i32 = ir.IntType(32)
         hint = builder.module.declare_intrinsic("llvm.prefetch", [byte],
                                                 fnty=ir.FunctionType(ir.VoidType(), [byte, i32, i32, i32]))

@@ -315,7 +315,8 @@ def _cell_order(ops: _Operands, size: int) -> np.ndarray:
 
     The candidate pass offers its blocks in this order (:attr:`_Operands.order`), so that a point's
     first block, on the diagonal, holds points near it: its first threshold is then near its final
-    one, and fewer entries reach the thresholds of the blocks after it. Any order gives the same candidates.
+    one, and fewer entries reach the thresholds of the blocks after it. Any order gives the same
+    neighbours (among candidates of equal scores, the order may keep others: the exact stages decide ties).
     """
     n, d = ops.X.shape
     centres = np.unique(np.linspace(0, n - 1, max(2, n // size)).astype(np.intp))
@@ -492,7 +493,7 @@ class _Best:
                 self._compact(fresh)
 
     def result(self, jit=None, order=None):
-        """``(scores, indices)`` of the best ``m`` of every point (unfilled: ``−inf``, index 0).
+        """``(scores, indices)`` of the best ``m`` of every point (unfilled: ``−inf``, index 0, or ``order[0]``).
 
         ``order`` (a permutation, or ``None``): the points were offered in this order (slot row
         ``t`` and index ``j`` are the points ``order[t]`` and ``order[j]``); the rows and indices
@@ -892,7 +893,8 @@ def exact_knn(X: np.ndarray, scale, n_neighbors: int, *, block: int | None = Non
        ``m = n_neighbors + max(8, n_neighbors // 8)`` best (:class:`_Best`: the same set whatever
        order the worker threads finish the blocks in); with the compiled loops and at least
        ``_ORDERED`` candidates, the blocks hold the points grouped by :func:`_cell_order`, so that
-       the thresholds rise sooner (the same set);
+       the thresholds rise sooner (the same neighbours: among equal scores the set may differ, and a row
+       whose ``k``-th distance such a tie could reach is not certified and goes to the stages below);
     2. their squared distances ``Σ (y_i − y_j)²`` in float64 from the differences, sorted by
        (distance, index);
     3. a certificate per row (:func:`_certified`, from the rounding bound of stage 1): a row
