@@ -49,8 +49,8 @@ _EXPORTS = {
     "alignment": "isotropy.metrics.contrastive",
     "uniformity": "isotropy.metrics.contrastive",
     "token_norms": "isotropy.metrics.norms",
-    "TwoNN": "isotropy.metrics.dimension",
-    "MLE": "isotropy.metrics.dimension",
+    "TwoNN": "isotropy.metrics.estimators",
+    "MLE": "isotropy.metrics.estimators",
     "IsotropyValueError": "isotropy._utils.errors",
 }
 

@@ -11,7 +11,7 @@ from sklearn.utils.estimator_checks import check_estimator
 
 from isotropy import local_mle_dimension, mle_dimension, twonn_dimension
 from isotropy._utils.validation import IsotropyValueError
-from isotropy.metrics.dimension import MLE, TwoNN
+from isotropy.metrics.estimators import MLE, TwoNN
 
 
 def _embedded_cube(n, d, D, seed):

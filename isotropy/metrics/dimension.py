@@ -20,8 +20,6 @@ import numbers
 import warnings
 
 import numpy as np
-from sklearn.base import BaseEstimator
-from sklearn.utils.validation import validate_data
 
 from isotropy._kernels.dimension import _AVERAGING, _local_mle, _pool, _twonn
 from isotropy._kernels.neighbors import _METRICS, _finish, _prepare, _representation
@@ -29,7 +27,7 @@ from isotropy._utils.backend import is_dask, is_torch
 from isotropy._utils.validation import IsotropyValueError, check_option, check_scalar, check_X
 from isotropy.metrics.neighbors import _kneighbors_numpy, _kneighbors_torch
 
-__all__ = ["MLE", "TwoNN", "local_mle_dimension", "mle_dimension", "neighbour_dimensions", "twonn_dimension"]
+__all__ = ["local_mle_dimension", "mle_dimension", "neighbour_dimensions", "twonn_dimension"]
 
 
 def _neighbour_distances(X, *, n_neighbors: int, metric: str, caller: str):
@@ -368,110 +366,17 @@ def neighbour_dimensions(X, *, twonn: bool = True, mle: bool = True, local_mle: 
     return out
 
 
-class _DimensionEstimator(BaseEstimator):
-    """Shared ``fit`` plumbing: scikit-learn input validation, then the pure function."""
-
-    def _validate(self, X):
-        return validate_data(self, X, dtype=[np.float64, np.float32], ensure_min_samples=3)
-
-
-class TwoNN(_DimensionEstimator):
-    """TwoNN intrinsic dimension as a scikit-learn estimator (a thin wrapper of :func:`twonn_dimension`).
-
-    Parameters
-    ----------
-    discard_fraction : float, default=0.1
-    method : {"linear", "mle"}, default="linear"
-    metric : {"euclidean", "cosine"}, default="euclidean"
-        As in :func:`twonn_dimension`.
-
-    Attributes
-    ----------
-    dimension_ : float
-        The estimated intrinsic dimension.
-    n_features_in_ : int
-        Number of features seen in ``fit``.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from isotropy.metrics.dimension import TwoNN
-    >>> rng = np.random.default_rng(0)
-    >>> plane = rng.random((2000, 2)) @ rng.standard_normal((2, 50))
-    >>> round(TwoNN().fit(plane).dimension_)
-    2
-    """
-
-    def __init__(self, *, discard_fraction=0.1, method="linear", metric="euclidean"):
-        self.discard_fraction = discard_fraction
-        self.method = method
-        self.metric = metric
-
-    def fit(self, X, y=None):
-        """Estimate the dimension of ``X`` of shape (n_samples, n_features); return ``self``."""
-        X = self._validate(X)
-        self.dimension_ = twonn_dimension(X, discard_fraction=self.discard_fraction, method=self.method,
-                                          metric=self.metric)
-        return self
+# The scikit-learn estimators TwoNN and MLE moved to isotropy.metrics.estimators, the one metrics module that imports
+# scikit-learn (about 0.8 s and 140 MiB on first import), so that these functions, and `isotropy measure`, which calls
+# them, do not load it. The old path still gives them for one release, with a DeprecationWarning.
+_MOVED_ESTIMATORS = ("MLE", "TwoNN")
 
 
-class MLE(_DimensionEstimator):
-    """Levina–Bickel MLE as a scikit-learn estimator (wraps :func:`local_mle_dimension`).
+def __getattr__(name):
+    if name in _MOVED_ESTIMATORS:
+        warnings.warn(f"isotropy.metrics.dimension.{name} moved to isotropy.metrics.estimators.{name} (also "
+                      f"isotropy.{name}); the old path goes in the next release.", DeprecationWarning, stacklevel=2)
+        from isotropy.metrics import estimators
 
-    Parameters
-    ----------
-    n_neighbors : int, default=20
-        Neighbours per point; lowered to the number of distinct points minus one, with a
-        warning, for smaller data (as scikit-dimension does).
-    metric : {"euclidean", "cosine"}, default="euclidean"
-    averaging : {"mean", "harmonic", "median"}, default="mean"
-        As in :func:`mle_dimension`.
-
-    Attributes
-    ----------
-    dimension_ : float
-        The pooled estimate, equal to :func:`mle_dimension`.
-    dimension_pw_ : ndarray of shape (n_samples,)
-        The local estimates, equal to :func:`local_mle_dimension`.
-    n_neighbors_ : int
-        Neighbours used.
-    n_features_in_ : int
-        Number of features seen in ``fit``.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from isotropy.metrics.dimension import MLE
-    >>> rng = np.random.default_rng(0)
-    >>> cube = rng.random((2000, 3)) @ rng.standard_normal((3, 40))
-    >>> est = MLE(n_neighbors=20).fit(cube)
-    >>> round(est.dimension_), est.dimension_pw_.shape
-    (3, (2000,))
-    """
-
-    def __init__(self, *, n_neighbors=20, metric="euclidean", averaging="mean"):
-        self.n_neighbors = n_neighbors
-        self.metric = metric
-        self.averaging = averaging
-
-    def fit(self, X, y=None):
-        """Estimate the local and pooled dimension of ``X`` (n_samples, n_features); return ``self``."""
-        caller = "MLE.fit"
-        X = self._validate(X)
-        metric = check_option(self.metric, "metric", _METRICS, caller=caller)
-        averaging = check_option(self.averaging, "averaging", _AVERAGING, caller=caller)
-        check_scalar(self.n_neighbors, "n_neighbors", caller=caller, kind=numbers.Integral, low=2)
-        n_distinct = np.unique(_representation(*_prepare(X, metric, caller)), axis=0).shape[0]
-        k = min(int(self.n_neighbors), n_distinct - 1)
-        if k < 2:
-            raise IsotropyValueError(f"The 'X' parameter of {caller} must have at least 3 distinct points. "
-                                     f"Got {n_distinct} instead.")
-        if k < self.n_neighbors:
-            warnings.warn(f"{caller}: n_neighbors={self.n_neighbors} is not below the {n_distinct} distinct "
-                          f"points; using n_neighbors={k}.", UserWarning, stacklevel=2)
-        dist, inverse = _neighbour_distances(X, n_neighbors=k, metric=metric, caller=caller)
-        local = _local_mle(dist, caller)
-        self.n_neighbors_ = k
-        self.dimension_ = _pool(local, averaging)
-        self.dimension_pw_ = local if inverse is None else local[inverse]
-        return self
+        return getattr(estimators, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

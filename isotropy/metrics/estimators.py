@@ -1,0 +1,132 @@
+"""scikit-learn estimators of the intrinsic dimension: :class:`TwoNN` and :class:`MLE`.
+
+Thin wrappers of the functions of :mod:`isotropy.metrics.dimension` (the source of truth), with
+scikit-learn's input validation and parameters (``get_params``, ``clone``, ``check_estimator``), as
+scikit-dimension's estimators are. A module of their own so that the functions do not import
+scikit-learn; ``isotropy.TwoNN`` and ``isotropy.MLE`` are these classes.
+"""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import validate_data
+
+from isotropy._kernels.dimension import _AVERAGING, _local_mle, _pool
+from isotropy._kernels.neighbors import _METRICS, _prepare, _representation
+from isotropy._utils.validation import IsotropyValueError, check_option, check_scalar
+from isotropy.metrics.dimension import _neighbour_distances, twonn_dimension
+
+__all__ = ["MLE", "TwoNN"]
+
+
+class _DimensionEstimator(BaseEstimator):
+    """Shared ``fit`` plumbing: scikit-learn input validation, then the pure function."""
+
+    def _validate(self, X):
+        return validate_data(self, X, dtype=[np.float64, np.float32], ensure_min_samples=3)
+
+
+class TwoNN(_DimensionEstimator):
+    """TwoNN intrinsic dimension as a scikit-learn estimator (a thin wrapper of :func:`twonn_dimension`).
+
+    Parameters
+    ----------
+    discard_fraction : float, default=0.1
+    method : {"linear", "mle"}, default="linear"
+    metric : {"euclidean", "cosine"}, default="euclidean"
+        As in :func:`twonn_dimension`.
+
+    Attributes
+    ----------
+    dimension_ : float
+        The estimated intrinsic dimension.
+    n_features_in_ : int
+        Number of features seen in ``fit``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from isotropy.metrics.estimators import TwoNN
+    >>> rng = np.random.default_rng(0)
+    >>> plane = rng.random((2000, 2)) @ rng.standard_normal((2, 50))
+    >>> round(TwoNN().fit(plane).dimension_)
+    2
+    """
+
+    def __init__(self, *, discard_fraction=0.1, method="linear", metric="euclidean"):
+        self.discard_fraction = discard_fraction
+        self.method = method
+        self.metric = metric
+
+    def fit(self, X, y=None):
+        """Estimate the dimension of ``X`` of shape (n_samples, n_features); return ``self``."""
+        X = self._validate(X)
+        self.dimension_ = twonn_dimension(X, discard_fraction=self.discard_fraction, method=self.method,
+                                          metric=self.metric)
+        return self
+
+
+class MLE(_DimensionEstimator):
+    """Levina–Bickel MLE as a scikit-learn estimator (wraps :func:`local_mle_dimension`).
+
+    Parameters
+    ----------
+    n_neighbors : int, default=20
+        Neighbours per point; lowered to the number of distinct points minus one, with a
+        warning, for smaller data (as scikit-dimension does).
+    metric : {"euclidean", "cosine"}, default="euclidean"
+    averaging : {"mean", "harmonic", "median"}, default="mean"
+        As in :func:`mle_dimension`.
+
+    Attributes
+    ----------
+    dimension_ : float
+        The pooled estimate, equal to :func:`mle_dimension`.
+    dimension_pw_ : ndarray of shape (n_samples,)
+        The local estimates, equal to :func:`local_mle_dimension`.
+    n_neighbors_ : int
+        Neighbours used.
+    n_features_in_ : int
+        Number of features seen in ``fit``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from isotropy.metrics.estimators import MLE
+    >>> rng = np.random.default_rng(0)
+    >>> cube = rng.random((2000, 3)) @ rng.standard_normal((3, 40))
+    >>> est = MLE(n_neighbors=20).fit(cube)
+    >>> round(est.dimension_), est.dimension_pw_.shape
+    (3, (2000,))
+    """
+
+    def __init__(self, *, n_neighbors=20, metric="euclidean", averaging="mean"):
+        self.n_neighbors = n_neighbors
+        self.metric = metric
+        self.averaging = averaging
+
+    def fit(self, X, y=None):
+        """Estimate the local and pooled dimension of ``X`` (n_samples, n_features); return ``self``."""
+        caller = "MLE.fit"
+        X = self._validate(X)
+        metric = check_option(self.metric, "metric", _METRICS, caller=caller)
+        averaging = check_option(self.averaging, "averaging", _AVERAGING, caller=caller)
+        check_scalar(self.n_neighbors, "n_neighbors", caller=caller, kind=numbers.Integral, low=2)
+        n_distinct = np.unique(_representation(*_prepare(X, metric, caller)), axis=0).shape[0]
+        k = min(int(self.n_neighbors), n_distinct - 1)
+        if k < 2:
+            raise IsotropyValueError(f"The 'X' parameter of {caller} must have at least 3 distinct points. "
+                                     f"Got {n_distinct} instead.")
+        if k < self.n_neighbors:
+            warnings.warn(f"{caller}: n_neighbors={self.n_neighbors} is not below the {n_distinct} distinct "
+                          f"points; using n_neighbors={k}.", UserWarning, stacklevel=2)
+        dist, inverse = _neighbour_distances(X, n_neighbors=k, metric=metric, caller=caller)
+        local = _local_mle(dist, caller)
+        self.n_neighbors_ = k
+        self.dimension_ = _pool(local, averaging)
+        self.dimension_pw_ = local if inverse is None else local[inverse]
+        return self
