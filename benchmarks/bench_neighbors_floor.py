@@ -26,6 +26,9 @@ if it has them (its own ``_neighbors_jit.py``). Each column's values are compare
 this checkout's on the same loops.
 ``--stages`` only splits each search (on each loop) into its candidate pass, the read-out of the
 candidates' slots and the exact distances with their certificate, each against the floor.
+``--live-memory`` only prints, for each case and each kernel (the ``--compare`` checkouts' and this one's, on
+each loop), the most memory the search's arrays held at once above what was held before it (``tracemalloc``:
+numpy's allocations; the compiled loops allocate nothing of their own size): one search each, no timing.
 ``--measure-only`` skips the kernel table. On a shared CPU read the ratios, measured in the same
 run, not the absolute times.
 
@@ -33,6 +36,7 @@ Usage::
 
     nice -n 5 .venv/bin/python benchmarks/bench_neighbors_floor.py [--n 20000] [--d 384] [--repeat 2]
         [--measure-only | --kernels-only] [--compare DIR] [--history] [--cold 10000,20000,40000 [--cold-k 20,100]] [--stages]
+        [--live-memory]
 """
 
 from __future__ import annotations
@@ -168,12 +172,16 @@ def main(argv=None):
     parser.add_argument("--cold", metavar="N,N,...", help="only one search per fresh interpreter at these n, per loop")
     parser.add_argument("--cold-k", metavar="K,K,...", default="20", help="the n_neighbors of the --cold searches")
     parser.add_argument("--stages", action="store_true", help="only where each search's time goes, against the floor")
+    parser.add_argument("--live-memory", action="store_true", help="only the most memory each search's arrays hold")
     args = parser.parse_args(argv)
     if args.cold:
         _cold_rows([int(n) for n in args.cold.split(",")], args.d, args.repeat, [int(k) for k in args.cold_k.split(",")])
         return
     if args.stages:
         _stage_rows(low_rank_data(args.n, args.d), args.repeat)
+        return
+    if args.live_memory:
+        _live_memory_rows(low_rank_data(args.n, args.d), args.compare)
         return
     X = low_rank_data(args.n, args.d)
     if not args.measure_only:
@@ -328,6 +336,32 @@ def _kernel_rows(X, repeat, compare=(), history=False):
 def _peer(key):
     """The column of this checkout that runs the same loops as the column ``key`` (its values must be the same bits)."""
     return "after, compiled" if key.endswith(", compiled") else "after"
+
+
+def _live_memory_rows(X, compare=()):
+    """The most memory each kernel's search holds in numpy arrays at once above what was held before it (MiB)."""
+    import tracemalloc
+
+    kernels = {}
+    for tree in compare:
+        kernels.update(_kernels_of(tree))
+    kernels.update({"after": lambda X, k: _with_loops("0", X, k), "after, compiled": lambda X, k: _with_loops("1", X, k)})
+    for kernel in kernels.values():  # compiled loops loaded and compiled before anything is traced
+        kernel(X[:3000], 2)
+    print(f"the most memory a search's numpy arrays hold at once, above what was held before it (MiB; tracemalloc; "
+          f"float32, n={X.shape[0]:,}, d={X.shape[1]}, X itself {X.nbytes / 2**20:.1f} MiB)", flush=True)
+    print(f"| case | k | {' | '.join(kernels)} |", flush=True)
+    print(f"|---|---|{'---|' * len(kernels)}", flush=True)
+    for name, k in (("TwoNN", 2), ("MLE", 20), ("kneighbors", 100)):
+        peaks = []
+        for kernel in kernels.values():
+            tracemalloc.start()
+            held = tracemalloc.get_traced_memory()[0]
+            result = kernel(X, k)
+            peaks.append((tracemalloc.get_traced_memory()[1] - held) / 2**20)
+            tracemalloc.stop()
+            del result
+        print(f"| {name} | {k} | {' | '.join(f'{peak:.1f}' for peak in peaks)} |", flush=True)
 
 
 def _with_loops(jit, X, k):

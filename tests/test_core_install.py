@@ -155,8 +155,8 @@ def test_measure_runs_without_extras(tmp_path):
 
 
 def test_default_table_leaves_scikit_learn_unimported(tmp_path):
-    """The default table of a .npy file computes its metrics without importing scikit-learn or pandas (about
-    0.8 s and 140 MiB on first import); the scikit-learn estimators are reached on demand, from their module and (deprecated) from the old one."""
+    """The default table of a .npy file computes its metrics without importing scikit-learn or pandas (most of a
+    small table's time and memory); the scikit-learn estimators are reached on demand, from their module and (deprecated) from the old one."""
     import numpy as np
 
     np.save(tmp_path / "x.npy", np.random.default_rng(0).normal(size=(200, 6)))

@@ -367,7 +367,7 @@ def neighbour_dimensions(X, *, twonn: bool = True, mle: bool = True, local_mle: 
 
 
 # The scikit-learn estimators TwoNN and MLE moved to isotropy.metrics.estimators, the one metrics module that imports
-# scikit-learn (about 0.8 s and 140 MiB on first import), so that these functions, and `isotropy measure`, which calls
+# scikit-learn (with pandas, most of a small `isotropy measure`'s time and memory: docs/benchmarks.md), so that these functions, and `isotropy measure`, which calls
 # them, do not load it. The old path still gives them for one release, with a DeprecationWarning.
 _MOVED_ESTIMATORS = ("MLE", "TwoNN")
 
