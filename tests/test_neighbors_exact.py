@@ -508,6 +508,34 @@ def test_compiled_scan_and_push_keep_the_sets_of_offer_and_merge(jit, seed):
         np.testing.assert_array_equal(s0, s1)  # bit for bit (the -0.0 entries read as +0.0 on both)
 
 
+@pytest.mark.parametrize("panels", [1, 2, 3])
+def test_column_panels_per_task_give_the_same_neighbours(panels, monkeypatch):
+    """Tasks of one, two or three column panels (``_COLUMN_PANELS``: the blocks within a group of the diagonal are
+    tasks of their own) cover every block on and above the diagonal once: the neighbours of cdist, bit for bit
+    the same whatever the grouping, on two workers."""
+    from isotropy._kernels import neighbors as kernels
+    from isotropy._kernels import silhouette
+
+    monkeypatch.setattr(kernels, "_ONE_WORKER", 0)
+    monkeypatch.setattr(silhouette, "_cores", lambda: 2)
+    rng = np.random.default_rng(panels)
+    X = (rng.standard_normal((350, 7)) + 5 * rng.integers(0, 3, (350, 1))).astype(np.float32)
+    panels_of = kernels._panels(0, 350, 40)
+    monkeypatch.setattr(kernels, "_COLUMN_PANELS", panels)
+    tasks = kernels._tasks(panels_of, panels_of, diagonal=True)
+    blocks = sorted((I.start, J.start) for I, Js in tasks for J in Js)
+    assert blocks == sorted((I.start, J.start) for a, I in enumerate(panels_of) for J in panels_of[a:])
+    assert all(len(Js) <= panels for _, Js in tasks)
+    runs = [kneighbors(X, n_neighbors=6, chunk_size=40)]
+    monkeypatch.setattr(kernels, "_COLUMN_PANELS", 1)
+    runs.append(kneighbors(X, n_neighbors=6, chunk_size=40))
+    ref_d, ref_i = _reference(X, 6)
+    np.testing.assert_allclose(runs[0][0], ref_d, rtol=1e-12, atol=0)
+    np.testing.assert_array_equal(runs[0][1], ref_i)
+    for a, b in zip(*runs):
+        np.testing.assert_array_equal(a, b)
+
+
 @pytest.mark.parametrize("jit", ["1"], indirect=True)
 @pytest.mark.parametrize("k", [3, 20])
 def test_blocks_offered_in_cell_order_match_cdist(jit, k, monkeypatch):

@@ -185,8 +185,8 @@ _BLOCK = 1024
 # Rows of a block scored at a time (the score buffer of a worker: _ROWS x _BLOCK).
 _ROWS = 512
 # Column panels per task of the candidate pass (_tasks): each worker holds this many right operand panels. One: a
-# left panel is built for every block instead of every second one (b·d more reads of X per block, ~1.5 % of the
-# search at d = 384), and each worker holds 1.5 MiB less (n = 20,000, d = 384: the search's peak 4.5 MiB lower).
+# left panel is built for every block instead of every second one (b·d more reads of X per block), and each worker
+# holds one b x (d + 2) panel less (benchmarks/bench_neighbors_floor.py --live-memory, docs/benchmarks.md).
 _COLUMN_PANELS = 1
 # Rows sampled for the centre (a coordinate-wise median: a few rows of huge norm do not move it).
 _CENTRE_SAMPLE = 1025
@@ -320,7 +320,7 @@ def _cell_order(ops: _Operands, size: int) -> np.ndarray:
     The candidate pass offers its blocks in this order (:attr:`_Operands.order`), so that a point's
     first block, on the diagonal, holds points near it: its first threshold is then near its final
     one, and fewer entries reach the thresholds of the blocks after it. Any order gives the same
-    neighbours (among candidates of equal scores, the order may keep others: the exact stages decide ties).
+    neighbours (among candidates of equal scores the order may keep others; the exact stages decide ties).
     """
     n, d = ops.X.shape
     centres = np.unique(np.linspace(0, n - 1, max(2, n // size)).astype(np.intp))
@@ -423,9 +423,9 @@ class _Best:
 
     Kept under a total order (higher score first, then smaller index), so that the final set is the
     best ``m`` of everything offered whatever the order the blocks arrive in (the worker threads
-    finish them in any order). Each point has ``capacity = 1.5m`` slots of :func:`_keys` (2m held 1.8 MiB
-    more at n = 20,000, k = 20, for no speed, measured interleaved): new entries
-    are appended, and a point whose slots are full is compacted to its best ``m`` (one partition).
+    finish them in any order). Each point has ``capacity = 1.5m`` slots of :func:`_keys` (``2m``
+    held ``n·m/2`` keys more for no speed): new entries are appended, and a point whose slots are
+    full is compacted to its best ``m`` (one partition).
     ``tau`` is each point's ``m``-th best score at its last compaction (``−inf`` before the first):
     an entry below it cannot be among the best ``m``.
     """
@@ -914,7 +914,8 @@ def exact_knn(X: np.ndarray, scale, n_neighbors: int, *, block: int | None = Non
 
     Memory: per worker thread a ``512 × block`` score buffer and mask (with the compiled loops,
     a ``block``-byte mask and two buffers of ``max(2¹⁵, block)`` found entries instead), a left
-    operand panel of 512 rows and ``_COLUMN_PANELS`` right ones of ``block`` rows (built from ``X``, :class:`_Operands`); the ``n × 1.5m`` candidate keys; no copy of ``X``.
+    operand panel of 512 rows and ``_COLUMN_PANELS`` right ones of ``block`` rows (built from
+    ``X``, :class:`_Operands`); the ``n × 1.5m`` candidate keys; no copy of ``X``.
     """
     n = X.shape[0]
     jit = compiled_kernels(n, X.shape[1], n_neighbors)
