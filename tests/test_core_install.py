@@ -201,10 +201,10 @@ def test_neighbour_search_without_numba(tmp_path):
         import os
         import numpy as np
         from isotropy import IsotropyValueError
-        from isotropy._kernels.neighbors import compiled_kernels
+        from isotropy._kernels.neighbors import compiled_kernels, uses_compiled_kernels
         from isotropy.metrics.neighbors import kneighbors
         os.environ["ISOTROPY_JIT"] = "auto"
-        print(compiled_kernels(10**6, 384))
+        print(compiled_kernels(10**6, 384), uses_compiled_kernels(10**6, 384))
         os.environ["ISOTROPY_JIT"] = "1"
         try:
             kneighbors(np.eye(3), n_neighbors=1)
@@ -213,5 +213,5 @@ def test_neighbour_search_without_numba(tmp_path):
     """, tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [
-        "None", ("The ISOTROPY_JIT environment variable is '1', which needs numba. Install it with pip install "
+        "None False", ("The ISOTROPY_JIT environment variable is '1', which needs numba. Install it with pip install "
                  "'isotropy[fast]', or unset ISOTROPY_JIT.")]

@@ -199,6 +199,36 @@ def test_cost_estimate_scales_as_n_squared_and_reads_well():
     assert [format_duration(s) for s in (4.4, 600, 4 * 3600)] == ["4 s", "10 min", "4.0 h"]
 
 
+def test_cost_estimate_follows_the_loops_the_neighbour_search_will_run(monkeypatch):
+    """TwoNN's and MLE's estimates take the constants of the loops the search would run (numba not loaded to
+    know it); a bad ISOTROPY_JIT leaves the note to the numpy loops' constants (the search itself refuses it)."""
+    from isotropy._kernels import cost, neighbors
+
+    flops, elements = cost.machine_speed()
+    n, d = 80_000, 384
+
+    def expected(table, name):
+        alpha, beta = table[name]
+        return n * n * (alpha * d / flops + beta / elements)
+
+    for name in ("twonn_dimension", "mle_dimension"):
+        monkeypatch.setenv("ISOTROPY_JIT", "0")
+        assert estimate_seconds(name, n, d) == pytest.approx(expected(cost._PAIR_COST, name), rel=1e-12)
+        monkeypatch.setenv("ISOTROPY_JIT", "1")
+        assert estimate_seconds(name, n, d) == pytest.approx(expected(cost._PAIR_COST_COMPILED, name), rel=1e-12)
+        monkeypatch.setenv("ISOTROPY_JIT", "yes")
+        assert estimate_seconds(name, n, d) == pytest.approx(expected(cost._PAIR_COST, name), rel=1e-12)
+    assert cost._PAIR_COST_COMPILED["twonn_dimension"] != cost._PAIR_COST["twonn_dimension"]
+    monkeypatch.setenv("ISOTROPY_JIT", "auto")  # the same choice as the search makes (numba is in the test extra)
+    for size, k in [(1_000, 20), (20_000, 2), (20_000, 100), (80_000, 2), (80_000, 20)]:
+        chosen = neighbors.compiled_kernels(size, d, k) is not None
+        assert neighbors.uses_compiled_kernels(size, d, k) is chosen
+    assert neighbors.uses_compiled_kernels(80_000, d, 20) and not neighbors.uses_compiled_kernels(1_000, d, 20)
+    # silhouette and Dunn do not depend on the loops
+    monkeypatch.setenv("ISOTROPY_JIT", "1")
+    assert estimate_seconds("dunn_index", n, d) == pytest.approx(expected(cost._PAIR_COST, "dunn_index"), rel=1e-12)
+
+
 # ------------------------------------------------------------------------------ progress inside O(n²) metrics
 @pytest.mark.parametrize("name", ["silhouette_score", "dunn_index", "twonn_dimension", "mle_dimension"])
 def test_quadratic_kernels_report_every_block(name):

@@ -9,8 +9,9 @@ square root, per-cluster sums or neighbour selection). Their time is therefore c
 with F the float32 product speed (flop/s) and E the element-wise speed (elements/s) of this
 machine, both measured once per process by a tiny calibration (a 512 x 256 x 512 product and a
 square root over 512² elements, about 10 ms), and α, β per-metric constants fitted on this code
-(``_PAIR_COST``). The estimate is good to about a factor of two: enough to choose between
-waiting, ``--sample-size`` and the distributed path.
+(``_PAIR_COST``; for the neighbour search, per loop). On the machine they were fitted on, the
+estimates fall within 1.5× of the measured times (``benchmarks/bench_cost_notes.py``); on others,
+about a factor of two: enough to choose between waiting, ``--sample-size`` and the distributed path.
 """
 
 from __future__ import annotations
@@ -22,12 +23,18 @@ import numpy as np
 
 __all__ = ["estimate_seconds", "format_duration", "machine_speed"]
 
-# (α, β) fitted to measured times of this code (n = 4,000-8,000, d = 32-384, float32, 2 cores):
-# α·d/F is the product per pair (large blocks run faster than the calibration product, hence
-# α < 2), β/E the element-wise work per pair (the symmetric silhouette forms half the blocks;
-# the Dunn index and the neighbour search scan every block for extremes or a running top-k).
-_PAIR_COST = {"silhouette_score": (0.07, 7.0), "dunn_index": (0.15, 28.0), "twonn_dimension": (0.2, 10.0),
-              "mle_dimension": (0.25, 12.0)}
+# (α, β) fitted to this code's measured times by ``benchmarks/bench_cost_notes.py --fit`` (float32 data near a
+# 10-dimensional subspace, 10 clusters, d = 50, 128 and 384 at the n where the notes appear, 2 cores; the page
+# docs/benchmarks.md gives the run): α·d/F is the product per pair (the large blocks of the kernels run at
+# about the calibration's speed or faster), β/E the element-wise work per pair (the silhouette and the
+# neighbour search form the blocks on and above the diagonal only; the Dunn index every block, and scans each
+# for extremes).
+_PAIR_COST = {"silhouette_score": (0.82, 0.77), "dunn_index": (1.74, 11.9), "twonn_dimension": (0.76, 1.47),
+              "mle_dimension": (0.92, 1.49)}
+# The neighbour search on its compiled loops (isotropy._kernels.neighbors.compiled_kernels).
+_PAIR_COST_COMPILED = {"twonn_dimension": (0.92, 0.51), "mle_dimension": (0.85, 0.67)}
+# The neighbours each searches for (the search TwoNN and MLE share in a table is MLE's).
+_NEIGHBOURS = {"twonn_dimension": 2, "mle_dimension": 20}
 
 
 @functools.lru_cache(maxsize=1)
@@ -55,6 +62,16 @@ def estimate_seconds(name: str, n_samples: int, n_features: int) -> float:
     flops, elements = machine_speed()
     pairs = float(n_samples) * float(n_samples)
     alpha, beta = _PAIR_COST.get(name, (0.25, 28.0))
+    if name in _NEIGHBOURS:
+        from isotropy._kernels.neighbors import uses_compiled_kernels
+        from isotropy._utils.validation import IsotropyValueError
+
+        try:
+            compiled = uses_compiled_kernels(n_samples, n_features, _NEIGHBOURS[name])
+        except IsotropyValueError:  # a bad ISOTROPY_JIT: the search itself says so; the note is not the place
+            compiled = False
+        if compiled:
+            alpha, beta = _PAIR_COST_COMPILED[name]
     return pairs * (alpha * n_features / flops + beta / elements)
 
 

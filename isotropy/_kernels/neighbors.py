@@ -149,6 +149,33 @@ def _installed(name: str) -> bool:
         return False
 
 
+def _jit_mode() -> str:
+    """``ISOTROPY_JIT`` read: ``"auto"``, ``"0"`` or ``"1"`` (anything else is an error that names it)."""
+    raw = os.environ.get(_JIT_VARIABLE, "auto")
+    mode = raw.strip().lower() or "auto"
+    if mode not in ("auto", "0", "1"):
+        raise IsotropyValueError(f"The {_JIT_VARIABLE} environment variable must be 'auto', '0' or '1'. "
+                                 f"Got {raw!r} instead.")
+    return mode
+
+
+def _compiled_work(n_samples: int, n_features: int, n_neighbors: int) -> bool:
+    """Whether a search of this size is large enough for the compiled loops under ``auto`` (see ``_COMPILED_WORK``)."""
+    return float(n_samples) * n_features * (n_samples + _RECOMPUTATION_WEIGHT * n_neighbors) >= _COMPILED_WORK
+
+
+def uses_compiled_kernels(n_samples: int, n_features: int, n_neighbors: int = 2) -> bool:
+    """Whether :func:`compiled_kernels` would choose the compiled loops for this search, without loading numba.
+
+    True under ``ISOTROPY_JIT=1``, and under ``auto`` for a search large enough when numba can be
+    found (whether it then loads is not known before it is imported). For the time estimates of
+    :mod:`isotropy._kernels.cost`.
+    """
+    mode = _jit_mode()
+    return mode == "1" or (mode == "auto" and _compiled_work(n_samples, n_features, n_neighbors)
+                           and _installed("numba"))
+
+
 def compiled_kernels(n_samples: int, n_features: int, n_neighbors: int = 2):
     """The compiled loops of the search (:mod:`isotropy._kernels._neighbors_jit`), or ``None`` for the numpy ones.
 
@@ -158,13 +185,8 @@ def compiled_kernels(n_samples: int, n_features: int, n_neighbors: int = 2):
     missing or failing to load (an old numba for this numpy, no writable cache directory) means
     the numpy loops; under ``1`` it is an error that says which.
     """
-    raw = os.environ.get(_JIT_VARIABLE, "auto")
-    mode = raw.strip().lower() or "auto"
-    if mode not in ("auto", "0", "1"):
-        raise IsotropyValueError(f"The {_JIT_VARIABLE} environment variable must be 'auto', '0' or '1'. "
-                                 f"Got {raw!r} instead.")
-    work = float(n_samples) * n_features * (n_samples + _RECOMPUTATION_WEIGHT * n_neighbors)
-    if mode == "0" or (mode == "auto" and work < _COMPILED_WORK):
+    mode = _jit_mode()
+    if mode == "0" or (mode == "auto" and not _compiled_work(n_samples, n_features, n_neighbors)):
         return None
     try:
         return importlib.import_module("isotropy._kernels._neighbors_jit")

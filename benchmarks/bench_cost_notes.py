@@ -1,0 +1,118 @@
+"""Benchmark: the time the O(n²) notes of ``isotropy measure`` announce against the time the metric takes.
+
+``isotropy measure`` prints, before an O(n²) metric starts, the time it expects it to take
+(:func:`isotropy._kernels.cost.estimate_seconds`: ``n² · (α·d/F + β/E)``, with this machine's
+product and element-wise speeds ``F`` and ``E`` measured once per process, and ``(α, β)`` per
+metric, and per loop for the neighbour search). For each metric the command announces (the
+silhouette and the Dunn index on 10 clusters; TwoNN alone, the neighbour search TwoNN and MLE share
+in the default table, on the numpy loops and, when numba is installed, on the compiled ones), at
+each ``--dims`` and at ``n`` chosen so that the note's estimate is about ``--seconds`` (the notes
+appear from 10 s), this prints the estimate, the measured time (the metric's own call, as
+``measure`` makes it; the compiled loops loaded beforehand) and their ratio. Goal: every ratio
+within 1.5× either way.
+
+``--fit`` also solves, per metric and loop, the ``(α, β)`` that the measured times give at the
+first two ``--dims`` (least squares over all of them), with the ``F`` and ``E`` of this run: the
+constants of ``isotropy/_kernels/cost.py`` come from this command's output.
+
+Usage::
+
+    nice -n 5 .venv/bin/python benchmarks/bench_cost_notes.py [--dims 384,50,128] [--seconds 15] [--fit]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import time
+
+import numpy as np
+from _common import low_rank_data
+
+from isotropy._kernels import cost
+from isotropy._kernels.neighbors import _installed
+from isotropy.metrics.cluster_indices import dunn_index
+from isotropy.metrics.dimension import neighbour_dimensions, twonn_dimension
+from isotropy.metrics.silhouette import silhouette_score
+
+_CLUSTERS = 10
+
+
+def _cases(compiled: bool):
+    """``(label, estimate name, jit, call(X, labels))`` for each note ``measure`` prints."""
+    cases = [("silhouette_score", "silhouette_score", None, lambda X, y: silhouette_score(X, y)),
+             ("dunn_index", "dunn_index", None, lambda X, y: dunn_index(X, y))]
+    for jit in ("0", "1") if compiled else ("0",):
+        loop = "compiled" if jit == "1" else "numpy"
+        cases += [(f"twonn_dimension ({loop})", "twonn_dimension", jit, lambda X, y: twonn_dimension(X)),
+                  (f"twonn + mle search ({loop})", "mle_dimension", jit, lambda X, y: neighbour_dimensions(X))]
+    return cases
+
+
+def _size(name, d, seconds, jit):
+    """The ``n`` at which the estimate for ``name`` is ``seconds`` (rounded to a thousand)."""
+    with _jit(jit):
+        per_pair = cost.estimate_seconds(name, 1000, d) / 1000**2
+    return max(1000, int(round(math.sqrt(seconds / per_pair), -3)))
+
+
+class _jit:
+    """``ISOTROPY_JIT`` set to ``value`` (``None``: left as it is) within the block."""
+
+    def __init__(self, value):
+        self.value, self.old = value, os.environ.get("ISOTROPY_JIT")
+
+    def __enter__(self):
+        if self.value is not None:
+            os.environ["ISOTROPY_JIT"] = self.value
+
+    def __exit__(self, *exc):
+        if self.value is not None:
+            if self.old is None:
+                os.environ.pop("ISOTROPY_JIT", None)
+            else:
+                os.environ["ISOTROPY_JIT"] = self.old
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dims", default="384,50,128", help="comma-separated n_features")
+    parser.add_argument("--seconds", type=float, default=15.0, help="the estimate each run is sized for")
+    parser.add_argument("--fit", action="store_true", help="also solve (α, β) per metric from the measured times")
+    args = parser.parse_args(argv)
+    dims = [int(v) for v in args.dims.split(",")]
+    compiled = _installed("numba")
+    if compiled:  # loaded before the timings (a note's run pays it once, under 1 s of the >= 10 s)
+        with _jit("1"):
+            twonn_dimension(low_rank_data(200, 8))
+    flops, elements = cost.machine_speed()
+    print(f"machine speed of this run: F = {flops:.3g} flop/s (float32 products), E = {elements:.3g} elements/s",
+          flush=True)
+    print("| metric | d | n | estimate (s) | measured (s) | estimate / measured (goal 0.67-1.5) |", flush=True)
+    print("|---|---|---|---|---|---|", flush=True)
+    measured = {}
+    for label, name, jit, call in _cases(compiled):
+        for d in dims:
+            n = _size(name, d, args.seconds, jit)
+            X = low_rank_data(n, d)
+            labels = np.random.default_rng(1).integers(0, _CLUSTERS, n)
+            with _jit(jit):
+                estimate = cost.estimate_seconds(name, n, d)
+                start = time.perf_counter()
+                call(X, labels)
+                seconds = time.perf_counter() - start
+            measured.setdefault(label, []).append((n, d, seconds))
+            print(f"| {label} | {d} | {n:,} | {estimate:.1f} | {seconds:.1f} | {estimate / seconds:.2f} |", flush=True)
+            del X
+    if args.fit:
+        print("\n(α, β) of t = n²·(α·d/F + β/E), least squares over the dims, with this run's F and E:", flush=True)
+        for label, rows in measured.items():
+            A = np.array([[n * n * d / flops, n * n / elements] for n, d, _ in rows])
+            t = np.array([s for _, _, s in rows])
+            (alpha, beta), *_ = np.linalg.lstsq(A / t[:, None], np.ones(len(rows)), rcond=None)  # relative errors
+            print(f"- {label}: ({alpha:.3g}, {beta:.3g})", flush=True)
+
+
+if __name__ == "__main__":
+    main()
