@@ -338,13 +338,16 @@ def test_which_loops_run(jit, monkeypatch):
     monkeypatch.setenv("ISOTROPY_JIT", "auto")
     assert kernels.compiled_kernels(1000, 384) is None
     assert kernels.compiled_kernels(10**6, 384) is not None
-    # the work n²·d + w·n·k·d against the threshold: the neighbours' recomputation counts at large k
+    # the work n² + w·n·k·d against the threshold: the neighbours' recomputation counts at large k
     w, work = kernels._RECOMPUTATION_WEIGHT, kernels._COMPILED_WORK
     n = 20_000
-    k_edge = (work / (n * 384) - n) / w  # the k from which a search of 20,000 × 384 is compiled
+    k_edge = (work - n * n) / (w * n * 384)  # the k from which a search of 20,000 × 384 is compiled
     assert kernels.compiled_kernels(n, 384, int(k_edge)) is None
     assert kernels.compiled_kernels(n, 384, int(k_edge) + 1) is not None
     assert kernels.compiled_kernels(n, 384, 2) is None  # TwoNN's search of the same points
+    # what the candidate pass saves does not grow with d: narrow data compile from about as many points as wide
+    assert kernels.compiled_kernels(60_000, 50, 2) is not None and kernels.compiled_kernels(20_000, 50, 20) is None
+    assert kernels.compiled_kernels(30_000, 1024, 2) is None
     monkeypatch.delenv("ISOTROPY_JIT")
     assert kernels.compiled_kernels(10**6, 384) is not None  # unset: "auto"
     monkeypatch.setenv("ISOTROPY_JIT", " Yes ")

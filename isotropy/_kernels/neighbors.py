@@ -121,20 +121,22 @@ def _finish(sq: np.ndarray, metric: str) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 
 # The compiled kernels (numba, the ``fast`` extra): "auto" (used when installed, for searches whose work
-# n²·d + _RECOMPUTATION_WEIGHT·n·k·d is at least _COMPILED_WORK), "1" (always; an error when numba is
+# n² + _RECOMPUTATION_WEIGHT·n·k·d is at least _COMPILED_WORK), "1" (always; an error when numba is
 # missing) or "0" (never).
 _JIT_VARIABLE = "ISOTROPY_JIT"
-# What the compiled loops save grows with the candidate pass (n²·d: the entries scanned and appended) and
-# with the float64 recomputation of the n·k neighbours (n·k·d: numpy's separate gather, cast, subtraction
-# and sum passes against one compiled pass, and from _ORDERED candidates on the points offered in cells),
-# the latter about this many times more per unit.
-_RECOMPUTATION_WEIGHT = 1600.0
+# What the compiled loops save grows with the score entries the candidate pass scans and appends (n², whatever
+# d: its products are the same BLAS calls on both loops) and with the float64 recomputation of the n·k
+# neighbours (n·k·d: numpy's separate gather, cast, subtraction and sum passes against one compiled pass),
+# the latter this many times more per unit.
+_RECOMPUTATION_WEIGHT = 3.0
 # The work from which "auto" uses them: loading numba and its cached kernels in a new process costs about
-# what the compiled loops save on a search of this size. Both constants fit the crossovers of one search
-# per fresh interpreter at d = 384 (benchmarks/bench_neighbors_floor.py --cold, docs/benchmarks.md):
-# n ≈ 27,500 at k = 20, n ≈ 16,500 at k = 50 and n ≈ 9,500 at k = 100. Larger searches gain, and smaller
-# ones keep the numpy loops, which need no import.
-_COMPILED_WORK = 6.4e11
+# what the compiled loops save on a search of this size. Both constants fit (in log n, least squares) the
+# crossovers of one search per fresh interpreter (benchmarks/bench_neighbors_floor.py --cold, the runs in
+# docs/benchmarks.md): n ≈ 31,500 and 32,500 at d = 50 (k = 2, 20); 27,500, 16,500 and 9,500 at d = 384
+# (k = 20, 50, 100); above 40,000 and about 25,000 at d = 768 (k = 2, 20). The rule puts them within about
+# a fifth of n, where the two loops are within a few per cent of each other. Larger searches gain, and
+# smaller ones keep the numpy loops, which need no import.
+_COMPILED_WORK = 1.4e9
 # ``scale`` for the compiled kernels when there is none.
 _NO_SCALE = np.empty(0)
 # Entries found per side of a block before they are appended to the slots (compiled kernels).
@@ -161,7 +163,8 @@ def _jit_mode() -> str:
 
 def _compiled_work(n_samples: int, n_features: int, n_neighbors: int) -> bool:
     """Whether a search of this size is large enough for the compiled loops under ``auto`` (see ``_COMPILED_WORK``)."""
-    return float(n_samples) * n_features * (n_samples + _RECOMPUTATION_WEIGHT * n_neighbors) >= _COMPILED_WORK
+    n = float(n_samples)
+    return n * n + _RECOMPUTATION_WEIGHT * n * n_neighbors * n_features >= _COMPILED_WORK
 
 
 def uses_compiled_kernels(n_samples: int, n_features: int, n_neighbors: int = 2) -> bool:
@@ -169,7 +172,8 @@ def uses_compiled_kernels(n_samples: int, n_features: int, n_neighbors: int = 2)
 
     True under ``ISOTROPY_JIT=1``, and under ``auto`` for a search large enough when numba can be
     found (whether it then loads is not known before it is imported). For the time estimates of
-    :mod:`isotropy._kernels.cost`.
+    :mod:`isotropy._kernels.cost`. Raises :class:`IsotropyValueError` for a bad ``ISOTROPY_JIT``, as
+    :func:`compiled_kernels` does.
     """
     mode = _jit_mode()
     return mode == "1" or (mode == "auto" and _compiled_work(n_samples, n_features, n_neighbors)
@@ -180,7 +184,7 @@ def compiled_kernels(n_samples: int, n_features: int, n_neighbors: int = 2):
     """The compiled loops of the search (:mod:`isotropy._kernels._neighbors_jit`), or ``None`` for the numpy ones.
 
     Decided by the environment variable ``ISOTROPY_JIT`` and the size of the search alone (its
-    work ``n²·d + w·n·k·d``, never what the process imported before), so that the same data gives
+    work ``n² + w·n·k·d``, never what the process imported before), so that the same data gives
     the same values in every process on one machine (a dask worker follows its own environment). Under ``auto``, numba
     missing or failing to load (an old numba for this numpy, no writable cache directory) means
     the numpy loops; under ``1`` it is an error that says which.

@@ -120,7 +120,7 @@ def kneighbors(X, *, n_neighbors: int, metric: str = "euclidean", chunk_size: in
     ``O(n²·d/2)`` in BLAS; extra memory ``O(chunk_size² + n·m)``, no copy of ``X``.
 
     With numba installed (``pip install "isotropy[fast]"``), searches whose work
-    ``n·d·(n + 1600·n_neighbors)`` is at least ``6.4·10¹¹`` run the selection and the
+    ``n² + 3·n·n_neighbors·d`` is at least ``1.4·10⁹`` run the selection and the
     recomputation in compiled loops, whose loading in a new process such searches repay
     (smaller ones do not); the environment variable
     ``ISOTROPY_JIT`` sets this: ``auto`` (the default), ``1`` (always) or ``0`` (never). Both
