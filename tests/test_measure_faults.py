@@ -200,8 +200,8 @@ def test_cost_estimate_scales_as_n_squared_and_reads_well():
 
 
 def test_cost_estimate_follows_the_loops_the_neighbour_search_will_run(monkeypatch):
-    """TwoNN's and MLE's estimates take the constants of the loops the search would run (numba not loaded to
-    know it); a bad ISOTROPY_JIT leaves the note to the numpy loops' constants (the search itself refuses it)."""
+    """TwoNN's and MLE's estimates take the constants of the loops the search would run; a bad ISOTROPY_JIT leaves
+    the note to the numpy loops' constants (the search itself refuses it)."""
     from isotropy._kernels import cost, neighbors
 
     flops, elements = cost.machine_speed()
@@ -212,21 +212,58 @@ def test_cost_estimate_follows_the_loops_the_neighbour_search_will_run(monkeypat
         return n * n * (alpha * d / flops + beta / elements)
 
     for name in ("twonn_dimension", "mle_dimension"):
+        assert cost._PAIR_COST_COMPILED[name] != cost._PAIR_COST[name]
         monkeypatch.setenv("ISOTROPY_JIT", "0")
         assert estimate_seconds(name, n, d) == pytest.approx(expected(cost._PAIR_COST, name), rel=1e-12)
         monkeypatch.setenv("ISOTROPY_JIT", "1")
         assert estimate_seconds(name, n, d) == pytest.approx(expected(cost._PAIR_COST_COMPILED, name), rel=1e-12)
         monkeypatch.setenv("ISOTROPY_JIT", "yes")
         assert estimate_seconds(name, n, d) == pytest.approx(expected(cost._PAIR_COST, name), rel=1e-12)
-    assert cost._PAIR_COST_COMPILED["twonn_dimension"] != cost._PAIR_COST["twonn_dimension"]
-    monkeypatch.setenv("ISOTROPY_JIT", "auto")  # the same choice as the search makes (numba is in the test extra)
-    for size, k in [(1_000, 20), (20_000, 2), (20_000, 100), (80_000, 2), (80_000, 20)]:
-        chosen = neighbors.compiled_kernels(size, d, k) is not None
-        assert neighbors.uses_compiled_kernels(size, d, k) is chosen
-    assert neighbors.uses_compiled_kernels(80_000, d, 20) and not neighbors.uses_compiled_kernels(1_000, d, 20)
     # silhouette and Dunn do not depend on the loops
     monkeypatch.setenv("ISOTROPY_JIT", "1")
     assert estimate_seconds("dunn_index", n, d) == pytest.approx(expected(cost._PAIR_COST, "dunn_index"), rel=1e-12)
+    monkeypatch.setenv("ISOTROPY_JIT", "auto")  # the same choice as the search makes
+    assert not neighbors.uses_compiled_kernels(1_000, d, 20)
+    if not neighbors._installed("numba"):  # the core install (numba is in the test extra)
+        assert not neighbors.uses_compiled_kernels(80_000, d, 20)
+        return
+    for size, width, k in [(1_000, 384, 20), (20_000, 384, 2), (20_000, 384, 100), (80_000, 384, 2),
+                           (60_000, 50, 2), (20_000, 50, 20), (30_000, 1024, 2), (10**6, 8, 2)]:
+        chosen = neighbors.compiled_kernels(size, width, k) is not None
+        assert neighbors.uses_compiled_kernels(size, width, k) is chosen, (size, width, k)
+    assert neighbors.uses_compiled_kernels(80_000, d, 20)
+
+
+def test_cost_note_does_not_load_numba():
+    """Whether the search will be compiled is known without importing numba (a note for a search that is)."""
+    code = ("import os, sys; os.environ['ISOTROPY_JIT'] = 'auto'\n"
+            "from isotropy._kernels.neighbors import _installed, uses_compiled_kernels\n"
+            "from isotropy.measure.report import _cost_note\n"
+            "note = _cost_note('mle_dimension', 10**6, 384)\n"
+            "print(note is not None, uses_compiled_kernels(10**6, 384, 20) is _installed('numba'), 'numba' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["True", "True", "False"]
+
+
+@pytest.mark.parametrize("speed", [None, (3e9, 2.5e7)])  # this machine; one 100 times slower
+@pytest.mark.parametrize("name", ["twonn_dimension", "mle_dimension", "silhouette_score"])
+@pytest.mark.parametrize("n_features", [8, 16, 384])
+def test_cost_note_sample_takes_what_it_says(name, n_features, speed, monkeypatch):
+    """The note's --sample-size is estimated at about the note's 10 s, by the same estimate (also where the sample
+    is small enough for the neighbour search to run on other loops than all the rows: on the slow machine)."""
+    import re
+
+    from isotropy.measure.report import _COST_NOTE_SECONDS, _cost_note
+
+    if speed is not None:
+        monkeypatch.setattr("isotropy._kernels.cost.machine_speed", lambda: speed)
+    monkeypatch.setenv("ISOTROPY_JIT", "auto")
+
+    for n in (300_000, 3_000_000):
+        note = _cost_note(name, n, n_features)
+        sample = int(re.search(r"--sample-size (\d+) takes about", note).group(1))
+        assert 0.8 * _COST_NOTE_SECONDS <= estimate_seconds(name, sample, n_features) <= 1.1 * _COST_NOTE_SECONDS
 
 
 # ------------------------------------------------------------------------------ progress inside O(n²) metrics

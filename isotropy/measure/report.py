@@ -401,7 +401,10 @@ def _cost_note(name, n_samples, n_features, *, distributed=False, names=None) ->
     seconds = estimate_seconds(name, n_samples, n_features)
     if seconds < _COST_NOTE_SECONDS:
         return None
-    sample = int(n_samples * math.sqrt(_COST_NOTE_SECONDS / seconds))  # time grows as n²
+    sample, estimate = n_samples, seconds
+    for _ in range(3):  # time grows as n² for one loop; a smaller sample may run on other loops (the neighbour search)
+        sample = max(2, int(sample * math.sqrt(_COST_NOTE_SECONDS / estimate)))
+        estimate = estimate_seconds(name, sample, n_features)
     sample = max(2, int(float(f"{sample:.2g}")))
     where = "one process of this machine" if distributed else "this machine"
     advice = "" if distributed else "; for all rows, use the distributed path (--workers N)"
