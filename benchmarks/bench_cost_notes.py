@@ -3,17 +3,19 @@
 ``isotropy measure`` prints, before an O(n²) metric starts, the time it expects it to take
 (:func:`isotropy._kernels.cost.estimate_seconds`: ``n² · (α·d/F + β/E)``, with this machine's
 product and element-wise speeds ``F`` and ``E`` measured once per process, and ``(α, β)`` per
-metric, and per loop for the neighbour search). For each metric the command announces (the
-silhouette and the Dunn index on 10 clusters; TwoNN alone, the neighbour search TwoNN and MLE share
-in the default table, on the numpy loops and, when numba is installed, on the compiled ones), at
-each ``--dims`` and at ``n`` chosen so that the note's estimate is about ``--seconds`` (the notes
-appear from 10 s), this prints the estimate, the measured time (the metric's own call, as
-``measure`` makes it; the compiled loops loaded beforehand) and their ratio. Goal: every ratio
-within 1.5× either way.
+metric, ``β`` per loop for the neighbour search). For each metric the command announces (the
+silhouette and the Dunn index on 10 clusters; the uniformity; TwoNN alone and the neighbour search
+TwoNN and MLE share in the default table, on the numpy loops and, when numba is installed, on the
+compiled ones), at each ``--dims`` and at ``n`` chosen so that the note's estimate is about
+``--seconds`` (the notes appear from 10 s), this prints the estimate, the measured time (the
+metric's own call, as ``measure`` makes it; the compiled loops loaded beforehand) and their ratio.
+Goal: every ratio within 1.5× either way.
 
-``--fit`` also solves, per metric and loop, the ``(α, β)`` that the measured times give at the
-first two ``--dims`` (least squares over all of them), with the ``F`` and ``E`` of this run: the
-constants of ``isotropy/_kernels/cost.py`` come from this command's output.
+``--fit`` also solves, per metric, the ``(α, β)`` that the measured times give (least squares of
+the relative errors over all ``--dims``, at least two of them, non-negative; for the neighbour
+search one ``α``, its products being the same BLAS calls on both loops, and one ``β`` per loop),
+with the ``F`` and ``E`` of this run: the constants of ``isotropy/_kernels/cost.py`` come from this
+command's output.
 
 Usage::
 
@@ -33,6 +35,7 @@ from _common import low_rank_data
 from isotropy._kernels import cost
 from isotropy._kernels.neighbors import _installed
 from isotropy.metrics.cluster_indices import dunn_index
+from isotropy.metrics.contrastive import uniformity
 from isotropy.metrics.dimension import neighbour_dimensions, twonn_dimension
 from isotropy.metrics.silhouette import silhouette_score
 
@@ -42,7 +45,8 @@ _CLUSTERS = 10
 def _cases(compiled: bool):
     """``(label, estimate name, jit, call(X, labels))`` for each note ``measure`` prints."""
     cases = [("silhouette_score", "silhouette_score", None, lambda X, y: silhouette_score(X, y)),
-             ("dunn_index", "dunn_index", None, lambda X, y: dunn_index(X, y))]
+             ("dunn_index", "dunn_index", None, lambda X, y: dunn_index(X, y)),
+             ("uniformity", "uniformity", None, lambda X, y: uniformity(X))]
     for jit in ("0", "1") if compiled else ("0",):
         loop = "compiled" if jit == "1" else "numpy"
         cases += [(f"twonn_dimension ({loop})", "twonn_dimension", jit, lambda X, y: twonn_dimension(X)),
@@ -82,6 +86,8 @@ def main(argv=None):
     parser.add_argument("--fit", action="store_true", help="also solve (α, β) per metric from the measured times")
     args = parser.parse_args(argv)
     dims = [int(v) for v in args.dims.split(",")]
+    if args.fit and len(set(dims)) < 2:
+        parser.error(f"--fit needs at least two different --dims to separate α from β. Got {args.dims!r} instead.")
     compiled = _installed("numba")
     if compiled:  # loaded before the timings (a note's run pays it once, under 1 s of the >= 10 s)
         with _jit("1"):
@@ -102,17 +108,24 @@ def main(argv=None):
                 start = time.perf_counter()
                 call(X, labels)
                 seconds = time.perf_counter() - start
-            measured.setdefault(label, []).append((n, d, seconds))
+            measured.setdefault(name, []).append((n, d, jit, seconds))
             print(f"| {label} | {d} | {n:,} | {estimate:.1f} | {seconds:.1f} | {estimate / seconds:.2f} |", flush=True)
             del X
     if args.fit:
-        print("\n(α, β) of t = n²·(α·d/F + β/E), least squares over the dims, with this run's F and E:", flush=True)
-        for label, rows in measured.items():
-            A = np.array([[n * n * d / flops, n * n / elements] for n, d, _ in rows])
-            t = np.array([s for _, _, s in rows])
-            (alpha, beta), *_ = np.linalg.lstsq(A / t[:, None], np.ones(len(rows)), rcond=None)  # relative errors
-            print(f"- {label}: ({alpha:.3g}, {beta:.3g})", flush=True)
+        from scipy.optimize import nnls
 
+        print("\n(α, β) of t = n²·(α·d/F + β/E), least squares of the relative errors over the dims, with this "
+              "run's F and E (the neighbour search: one α, β per loop):", flush=True)
+        for name, rows in measured.items():
+            loops = sorted({jit for _, _, jit, _ in rows}, key=str)
+            A = np.zeros((len(rows), 1 + len(loops)))
+            for r, (n, d, jit, seconds) in enumerate(rows):
+                A[r, 0] = n * n * d / flops / seconds
+                A[r, 1 + loops.index(jit)] = n * n / elements / seconds
+            theta, _ = nnls(A, np.ones(len(rows)))
+            betas = ", ".join(f"β = {b:.3g}" + ("" if jit is None else f" ({'compiled' if jit == '1' else 'numpy'})")
+                              for jit, b in zip(loops, theta[1:]))
+            print(f"- {name}: α = {theta[0]:.3g}, {betas}", flush=True)
 
 if __name__ == "__main__":
     main()
