@@ -234,6 +234,16 @@ def test_cost_estimate_follows_the_loops_the_neighbour_search_will_run(monkeypat
     assert neighbors.uses_compiled_kernels(80_000, d, 20)
 
 
+def test_every_pairwise_metric_has_its_cost_constants():
+    """measure announces every pairwise metric of the table: each has its fitted (α, β), none a made-up default."""
+    from isotropy._kernels import cost
+    from isotropy.metrics.table import METRICS
+
+    pairwise = {name for name, spec in METRICS.items() if spec.pairwise}
+    assert pairwise == set(cost._PAIR_COST) and set(cost._PAIR_COST_COMPILED) <= pairwise
+    assert all(alpha > 0 and beta > 0 for alpha, beta in [*cost._PAIR_COST.values(), *cost._PAIR_COST_COMPILED.values()])
+
+
 def test_cost_note_does_not_load_numba():
     """Whether the search will be compiled is known without importing numba (a note for a search that is)."""
     code = ("import os, sys; os.environ['ISOTROPY_JIT'] = 'auto'\n"

@@ -1,6 +1,6 @@
 """Expected running time of the O(n²) metrics, from n, d and this machine's measured speed.
 
-The pairwise metrics (silhouette, Dunn, TwoNN, MLE) form every block of the n x n distance
+The pairwise metrics (silhouette, Dunn, uniformity, TwoNN, MLE) form the blocks of the n x n distance
 matrix: one product of d-long rows per pair, plus a few element-wise passes per pair (clip,
 square root, per-cluster sums or neighbour selection). Their time is therefore close to
 
@@ -10,8 +10,9 @@ with F the float32 product speed (flop/s) and E the element-wise speed (elements
 machine, both measured once per process by a tiny calibration (a 512 x 256 x 512 product and a
 square root over 512² elements, about 10 ms), and α, β per-metric constants fitted on this code
 (``_PAIR_COST``; for the neighbour search, per loop). On the machine they were fitted on, the
-estimates fall within 1.5× of the measured times (``benchmarks/bench_cost_notes.py``); on others,
-about a factor of two: enough to choose between waiting, ``--sample-size`` and the distributed path.
+estimates fall within 1.5× of the measured times at widths and sizes the fit did not see
+(``benchmarks/bench_cost_notes.py``, docs/benchmarks.md); on other machines they were not measured.
+Enough to choose between waiting, ``--sample-size`` and the distributed path.
 """
 
 from __future__ import annotations
@@ -23,16 +24,16 @@ import numpy as np
 
 __all__ = ["estimate_seconds", "format_duration", "machine_speed"]
 
-# (α, β) fitted to this code's measured times by ``benchmarks/bench_cost_notes.py --fit`` (float32 data near a
-# 10-dimensional subspace, 10 clusters, d = 50, 128 and 384 at the n where the notes appear, 2 cores; the page
-# docs/benchmarks.md gives the run): α·d/F is the product per pair (the large blocks of the kernels run at
-# about the calibration's speed or faster), β/E the element-wise work per pair (the silhouette and the
-# neighbour search form the blocks on and above the diagonal only; the Dunn index every block, and scans each
-# for extremes).
-_PAIR_COST = {"silhouette_score": (0.82, 0.77), "dunn_index": (1.74, 11.9), "twonn_dimension": (0.76, 1.47),
-              "mle_dimension": (0.92, 1.49)}
-# The neighbour search on its compiled loops (isotropy._kernels.neighbors.compiled_kernels).
-_PAIR_COST_COMPILED = {"twonn_dimension": (0.92, 0.51), "mle_dimension": (0.85, 0.67)}
+# (α, β) from ``benchmarks/bench_cost_notes.py --fit`` (float32 data near a 10-dimensional subspace, 10 clusters,
+# d = 50, 128 and 384, n where the estimate is 15 s, 2 cores; docs/benchmarks.md gives the run): α·d/F is the
+# product per pair, β/E the element-wise work per pair (the silhouette and the neighbour search form the
+# blocks on and above the diagonal only; the Dunn index and the uniformity every block, the former scanning
+# each for extremes, the latter taking an exponential per pair).
+_PAIR_COST = {"silhouette_score": (0.83, 0.735), "dunn_index": (2.95, 9.38), "uniformity": (1.94, 14.2),
+              "twonn_dimension": (0.862, 1.34), "mle_dimension": (0.81, 1.47)}
+# The neighbour search on its compiled loops (isotropy._kernels.neighbors.compiled_kernels): the same products
+# (α), a cheaper selection (β).
+_PAIR_COST_COMPILED = {"twonn_dimension": (0.862, 0.458), "mle_dimension": (0.81, 0.56)}
 # The neighbours each searches for (the search TwoNN and MLE share in a table is MLE's).
 _NEIGHBOURS = {"twonn_dimension": 2, "mle_dimension": 20}
 
@@ -58,10 +59,10 @@ def machine_speed() -> tuple[float, float]:
 
 
 def estimate_seconds(name: str, n_samples: int, n_features: int) -> float:
-    """Expected seconds of the O(n²) metric ``name`` on ``n_samples`` x ``n_features`` data here."""
+    """Expected seconds of the O(n²) metric ``name`` (a key of ``_PAIR_COST``) on ``n_samples`` x ``n_features`` data here."""
     flops, elements = machine_speed()
     pairs = float(n_samples) * float(n_samples)
-    alpha, beta = _PAIR_COST.get(name, (0.25, 28.0))
+    alpha, beta = _PAIR_COST[name]
     if name in _NEIGHBOURS:
         from isotropy._kernels.neighbors import uses_compiled_kernels
         from isotropy._utils.validation import IsotropyValueError
