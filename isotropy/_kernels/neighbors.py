@@ -132,9 +132,9 @@ _RECOMPUTATION_WEIGHT = 3.0
 # The work from which "auto" uses them: loading numba and its cached kernels in a new process costs about
 # what the compiled loops save on a search of this size. Both constants fit (in log n, least squares) the
 # crossovers of one search per fresh interpreter (benchmarks/bench_neighbors_floor.py --cold, the runs in
-# docs/benchmarks.md): n ≈ 31,500 and 32,500 at d = 50 (k = 2, 20); 27,500, 16,500 and 9,500 at d = 384
-# (k = 20, 50, 100); above 40,000 and about 25,000 at d = 768 (k = 2, 20). The rule puts them within about
-# a fifth of n, where the two loops are within a few per cent of each other. Larger searches gain, and
+# docs/benchmarks.md): n ≈ 32,000 at d = 50 (k = 2 and 20); 27,500, 16,500 and 9,500 at d = 384 (k = 20,
+# 50, 100); about 40,000 and 22,000 to 25,000 at d = 768 (k = 2, 20). The rule puts them within about a
+# fifth of n, where the two loops are within a few per cent of each other. Larger searches gain, and
 # smaller ones keep the numpy loops, which need no import.
 _COMPILED_WORK = 1.4e9
 # ``scale`` for the compiled kernels when there is none.
