@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import time
 
 import numpy as np
@@ -20,3 +22,20 @@ def timed(fn):
     wall, cpu = time.perf_counter(), time.process_time()
     value = fn()
     return value, time.perf_counter() - wall, time.process_time() - cpu
+
+
+@contextlib.contextmanager
+def isotropy_jit(value):
+    """``ISOTROPY_JIT`` set to ``value`` within the block (``None``: unset, so ``auto``), then restored."""
+    before = os.environ.get("ISOTROPY_JIT")
+    if value is None:
+        os.environ.pop("ISOTROPY_JIT", None)
+    else:
+        os.environ["ISOTROPY_JIT"] = value
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("ISOTROPY_JIT", None)
+        else:
+            os.environ["ISOTROPY_JIT"] = before

@@ -25,12 +25,12 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
-import os
 import time
 
 import numpy as np
-from _common import low_rank_data
+from _common import isotropy_jit, low_rank_data
 
 from isotropy._kernels import cost
 from isotropy._kernels.neighbors import _installed
@@ -54,29 +54,16 @@ def _cases(compiled: bool):
     return cases
 
 
+def _loops(jit):
+    """``ISOTROPY_JIT`` set to ``jit`` within the block; left as it is for ``None`` (the metrics that do not read it)."""
+    return contextlib.nullcontext() if jit is None else isotropy_jit(jit)
+
+
 def _size(name, d, seconds, jit):
     """The ``n`` at which the estimate for ``name`` is ``seconds`` (rounded to a thousand)."""
-    with _jit(jit):
+    with _loops(jit):
         per_pair = cost.estimate_seconds(name, 1000, d) / 1000**2
     return max(1000, int(round(math.sqrt(seconds / per_pair), -3)))
-
-
-class _jit:
-    """``ISOTROPY_JIT`` set to ``value`` (``None``: left as it is) within the block."""
-
-    def __init__(self, value):
-        self.value, self.old = value, os.environ.get("ISOTROPY_JIT")
-
-    def __enter__(self):
-        if self.value is not None:
-            os.environ["ISOTROPY_JIT"] = self.value
-
-    def __exit__(self, *exc):
-        if self.value is not None:
-            if self.old is None:
-                os.environ.pop("ISOTROPY_JIT", None)
-            else:
-                os.environ["ISOTROPY_JIT"] = self.old
 
 
 def main(argv=None):
@@ -90,7 +77,7 @@ def main(argv=None):
         parser.error(f"--fit needs at least two different --dims to separate α from β. Got {args.dims!r} instead.")
     compiled = _installed("numba")
     if compiled:  # loaded before the timings (a note's run pays it once, under 1 s of the >= 10 s)
-        with _jit("1"):
+        with isotropy_jit("1"):
             twonn_dimension(low_rank_data(200, 8))
     flops, elements = cost.machine_speed()
     print(f"machine speed of this run: F = {flops:.3g} flop/s (float32 products), E = {elements:.3g} elements/s",
@@ -103,7 +90,7 @@ def main(argv=None):
             n = _size(name, d, args.seconds, jit)
             X = low_rank_data(n, d)
             labels = np.random.default_rng(1).integers(0, _CLUSTERS, n)
-            with _jit(jit):
+            with _loops(jit):
                 estimate = cost.estimate_seconds(name, n, d)
                 start = time.perf_counter()
                 call(X, labels)
@@ -126,6 +113,7 @@ def main(argv=None):
             betas = ", ".join(f"β = {b:.3g}" + ("" if jit is None else f" ({'compiled' if jit == '1' else 'numpy'})")
                               for jit, b in zip(loops, theta[1:]))
             print(f"- {name}: α = {theta[0]:.3g}, {betas}", flush=True)
+
 
 if __name__ == "__main__":
     main()

@@ -53,7 +53,7 @@ import types
 from pathlib import Path
 
 import numpy as np
-from _common import low_rank_data, timed
+from _common import isotropy_jit, low_rank_data, timed
 
 from isotropy._kernels.neighbors import compiled_kernels, exact_knn
 
@@ -221,12 +221,8 @@ def _cold_rows(sizes, d, repeat, neighbors=(20,)):
                     out = subprocess.run([sys.executable, "-c", _COLD, str(ROOT), str(n), str(d), str(k)], check=True,
                                          text=True, capture_output=True, env={**os.environ, "ISOTROPY_JIT": jit})
                     seconds.append(float(out.stdout.split()[0]))
-            previous = os.environ.pop("ISOTROPY_JIT", None)
-            try:
+            with isotropy_jit(None):
                 auto = "compiled" if compiled_kernels(n, d, k) is not None else "numpy"
-            finally:
-                if previous is not None:
-                    os.environ["ISOTROPY_JIT"] = previous
             print(f"| {n:,} | {k} | {min(spent['1']) / min(spent['0']):.2f} | {auto} |", flush=True)
 
 
@@ -366,15 +362,8 @@ def _live_memory_rows(X, compare=()):
 
 def _with_loops(jit, X, k):
     """``exact_knn`` of this checkout on its numpy (``"0"``) or compiled (``"1"``) loops."""
-    before = os.environ.get("ISOTROPY_JIT")
-    os.environ["ISOTROPY_JIT"] = jit
-    try:
+    with isotropy_jit(jit):
         return exact_knn(X, None, k)
-    finally:
-        if before is None:
-            del os.environ["ISOTROPY_JIT"]
-        else:
-            os.environ["ISOTROPY_JIT"] = before
 
 
 if __name__ == "__main__":
