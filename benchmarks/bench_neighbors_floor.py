@@ -18,7 +18,8 @@ The last rows run the ``isotropy measure`` command in subprocesses on the same d
 (interleaved, fastest of ``--repeat``; the metrics' own seconds from ``--json``, and the whole
 commands), and the default table's peak resident memory above the
 same command's on a 100-row file (the interpreter and its imports) against the input's size; this
-checkout's rows run with ``ISOTROPY_JIT`` unset (auto) and with ``ISOTROPY_JIT=1``.
+checkout's rows run with ``ISOTROPY_JIT`` unset (auto), and also with ``ISOTROPY_JIT=1`` where auto would run
+the numpy loops at this size (the search of the table, k = 20).
 ``--compare DIR`` runs the same commands from another checkout too (``git worktree add DIR
 COMMIT``; its package first on ``PYTHONPATH``), interleaved with this one's, one row each, and adds
 that checkout's kernel as columns of the kernel table: on its numpy loops, and on its compiled loops
@@ -55,7 +56,7 @@ from pathlib import Path
 import numpy as np
 from _common import isotropy_jit, low_rank_data, timed
 
-from isotropy._kernels.neighbors import compiled_kernels, exact_knn
+from isotropy._kernels.neighbors import compiled_kernels, exact_knn, uses_compiled_kernels
 
 BEFORE = "7acb82b"  # the kernel before the exact rewrite
 START = "b79a661"  # the exact kernel before this round (two passes per block, one thread)
@@ -191,7 +192,10 @@ def main(argv=None):
     trees = {f"{_commit(tree)} ({tree})": (Path(tree).resolve(), None) for tree in args.compare}
     here = f"this checkout ({_commit(ROOT)} + working tree)"
     trees[here] = (ROOT, None)
-    trees[f"{here}, ISOTROPY_JIT=1"] = (ROOT, "1")
+    with isotropy_jit(None):  # the compiled row only where auto would not already run the compiled loops
+        auto_compiles = uses_compiled_kernels(args.n, args.d, 20)
+    if not auto_compiles:
+        trees[f"{here}, ISOTROPY_JIT=1"] = (ROOT, "1")
     _measure_rows(X, trees, args.repeat)
 
 
