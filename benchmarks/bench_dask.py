@@ -1,31 +1,48 @@
-"""Exact silhouette and k-NN on dask: 1 worker, 2 workers and in memory, in one run.
+"""Exact silhouette, k-NN and MLE on dask: 1 worker, 2 workers and in memory, in one run.
 
 For float32 data of n samples x d features (near a 10-dimensional subspace, 10 clusters), prints
 (markdown) the wall time of
 
-- ``isotropy.silhouette_score`` and ``isotropy.metrics.neighbors.kneighbors(n_neighbors=10)`` in memory
-  (numpy input: the in-process threaded kernels, all cores);
+- ``isotropy.silhouette_score``, ``kneighbors(n_neighbors=10)`` and ``isotropy.mle_dimension`` (k = 20)
+  in memory (numpy input: the in-process threaded kernels, all cores; fastest of two calls);
 - the same functions on a row-chunked dask array on a ``LocalCluster`` of 1 and of 2 worker
   processes (one thread each), the array scattered to the workers first (not timed);
 
 with the peak resident memory of each worker process (``VmHWM``) and of this process, the
-ratios (in memory / dask), the tiles' count and bytes moved, and the measured cost of one tile
-(one process, one thread) that the cost model in docs/scaling.md scales from. Every value of a
-table comes from the same run; timings on a shared machine are noisy, compare the ratios.
+ratios (in memory / dask), the parallel efficiency of the 2 workers (1-worker wall / (2 x 2-worker
+wall)), and, per tile: one off-diagonal tile of each computation run alone (one process, one
+thread) against its floor (the float32 product of its two blocks on one thread, the tile's
+minimal exact work; a diagonal tile against half of it), the loops the neighbour tiles run (numpy or
+compiled: those of the in-memory search of all n points), and the share of the 1-worker wall that
+the tiles' own work explains (the diagonal tiles and the others, each at its cost alone; the rest is
+scheduling, transfers and reductions). The in-memory
+searches' own floor ratios are in ``bench_neighbors_floor.py``. Every value of a table comes from the
+same run; timings on a shared machine are noisy, compare the ratios.
+
+``--compare DIR`` (repeatable) also runs the in-memory and dask timings (the public functions only)
+with the package of another checkout (``git worktree add DIR COMMIT``) first on ``PYTHONPATH``, in a child
+interpreter, on the same data, and prints its rows beside this checkout's.
 
     nice -n 10 .venv/bin/python benchmarks/bench_dask.py            # n = 100,000, d = 384
-    nice -n 10 .venv/bin/python benchmarks/bench_dask.py --n 20000  # a quicker run
+    nice -n 10 .venv/bin/python benchmarks/bench_dask.py --n 40000 --compare DIR
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 from _common import low_rank_data
+
+COMPUTATIONS = ("silhouette", "knn", "mle")
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _peak_rss_mib():
@@ -52,30 +69,46 @@ def _labels(X, k=10, seed=0):
 
 
 def _tile_costs(X, labels, tile, repeats=3):
-    """Seconds for one silhouette tile and one k-NN tile of tile x tile rows, in this process."""
+    """Seconds of one off-diagonal tile of each computation (tile x tile rows) on one thread, and of its floor."""
+    from threadpoolctl import threadpool_limits
+
+    from isotropy._kernels.neighbors import uses_compiled_kernels
     from isotropy.distributed._clusters import _silhouette_block, _silhouette_tile
     from isotropy.distributed._neighbors import _knn_block, _knn_tile
-    from isotropy.metrics.neighbors import _n_candidates
 
+    n = X.shape[0]
     A, B = X[:tile], X[tile:2 * tile]
     mean = X[: 2 * tile].mean(axis=0, dtype=np.float64)
     P = _silhouette_block(A, labels[:tile], "euclidean", mean)
     Q = _silhouette_block(B, labels[tile:2 * tile], "euclidean", mean)
-    m = _n_candidates(10, X.shape[0])
     kp, kq = _knn_block(A, "euclidean", "bench"), _knn_block(B, "euclidean", "bench")
-    from threadpoolctl import threadpool_limits
-
     out = {}
-    for name, fn in (("silhouette", lambda: _silhouette_tile(P, Q, "euclidean", int(labels.max()) + 1)),
-                     ("knn", lambda: _knn_tile(kp, kq, 0, tile, m, X.shape[0], "bench"))):
+    n_clusters = int(labels.max()) + 1
+    for name, fn in (("floor", lambda: A @ B.T),
+                     ("silhouette", lambda: _silhouette_tile(P, Q, "euclidean", n_clusters)),
+                     ("silhouette_diagonal", lambda: _silhouette_tile(P, None, "euclidean", n_clusters)),
+                     ("knn", lambda: _knn_tile(kp, kq, 0, tile, 10, n, "bench")),
+                     ("knn_diagonal", lambda: _knn_tile(kp, None, 0, 0, 10, n, "bench")),
+                     ("mle", lambda: _knn_tile(kp, kq, 0, tile, 20, n, "bench")),
+                     ("mle_diagonal", lambda: _knn_tile(kp, None, 0, 0, 20, n, "bench"))):
         times = []
         with threadpool_limits(1):  # as a worker runs it (threads_per_worker=1, one BLAS thread)
+            fn()  # first call: the loops loaded
             for _ in range(repeats):
                 start = time.perf_counter()
                 fn()
                 times.append(time.perf_counter() - start)
         out[name] = float(np.median(times))
+    out["loops"] = {k: "compiled" if uses_compiled_kernels(n, X.shape[1], k) else "numpy" for k in (10, 20)}
     return out
+
+
+def _kneighbors():
+    try:
+        from isotropy.metrics.neighbors import kneighbors
+    except ImportError:  # a checkout from before the package's folders (--compare)
+        from isotropy.neighbors import kneighbors
+    return kneighbors
 
 
 def _on_cluster(X, labels, n_workers, tile):
@@ -83,8 +116,8 @@ def _on_cluster(X, labels, n_workers, tile):
     from distributed import Client, LocalCluster, wait
 
     import isotropy
-    from isotropy.metrics.neighbors import kneighbors
 
+    kneighbors = _kneighbors()
     with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
             Client(cluster) as client:
         Xd = da.from_array(X, chunks=(tile, -1)).persist()  # the data on the workers, as shards would be
@@ -96,11 +129,57 @@ def _on_cluster(X, labels, n_workers, tile):
         times["silhouette"] = time.perf_counter() - start
         start = time.perf_counter()
         dist, _ = kneighbors(Xd, n_neighbors=10)
-        times["knn_checksum"] = float(dist.sum().compute())
+        times["knn_value"] = float(dist.sum().compute())
         times["knn"] = time.perf_counter() - start
+        start = time.perf_counter()
+        times["mle_value"] = float(isotropy.mle_dimension(Xd))
+        times["mle"] = time.perf_counter() - start
         peaks = client.run(_worker_peak_rss_mib)
         times["peak_worker_mib"] = max(peaks.values())
     return times
+
+
+def _in_memory(X, labels, repeats=2):
+    """The same functions in memory, fastest of ``repeats`` (the first call of a process loads numba, if it runs)."""
+    import isotropy
+
+    kneighbors = _kneighbors()
+    calls = {"silhouette": lambda: isotropy.silhouette_score(X, labels),
+             "knn": lambda: float(kneighbors(X, n_neighbors=10)[0].sum()),
+             "mle": lambda: float(isotropy.mle_dimension(X))}
+    times = {}
+    for name, call in calls.items():
+        seconds = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            times[f"{name}_value"] = call()
+            seconds.append(time.perf_counter() - start)
+        times[name] = min(seconds)
+    times["peak_process_mib"] = _peak_rss_mib()
+    return times
+
+
+def _timings(X, labels, tile):
+    """The public functions in memory and on 1 and 2 workers (what ``--compare`` runs with another checkout)."""
+    results = {f"{workers}_workers": _on_cluster(X, labels, workers, tile) for workers in (1, 2)}
+    results["in_memory"] = _in_memory(X, labels)
+    return results
+
+
+def _other_checkout(tree, args):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(tree), os.environ.get("PYTHONPATH")]))}
+    out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", "--n", str(args.n), "--d",
+                          str(args.d), "--tile", str(args.tile)], cwd=tree, env=env, check=True,
+                         capture_output=True, text=True).stdout
+    return json.loads(out.splitlines()[-1])
+
+
+def _print_rows(name, results):
+    one, two, memory = results["1_workers"], results["2_workers"], results["in_memory"]
+    for key in COMPUTATIONS:
+        print(f"| {name} | {key} | {memory[key]:.1f} | {one[key]:.1f} | {two[key]:.1f} | "
+              f"{one[key] / (2 * two[key]):.2f} | {two[key] / memory[key]:.2f} | "
+              f"{one['peak_worker_mib']:.0f} / {two['peak_worker_mib']:.0f} |")
 
 
 def main():
@@ -108,53 +187,68 @@ def main():
     parser.add_argument("--n", type=int, default=100_000)
     parser.add_argument("--d", type=int, default=384)
     parser.add_argument("--tile", type=int, default=4096)
+    parser.add_argument("--compare", metavar="DIR", action="append", default=[],
+                        help="also time another checkout's package (repeatable)")
     parser.add_argument("--json", default=None, help="also write the numbers to this file")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)  # the --compare child
     args = parser.parse_args()
-
-    import isotropy
-    from isotropy.metrics.neighbors import kneighbors
 
     X = low_rank_data(args.n, args.d)
     labels = _labels(X)
+    if args.child:
+        print(json.dumps(_timings(X, labels, args.tile)))
+        return
     n_blocks = -(-args.n // args.tile)
     n_tiles = n_blocks * (n_blocks + 1) // 2
-    tile_costs = _tile_costs(X, labels, min(args.tile, args.n // 2))
-
-    results = {"n": args.n, "d": args.d, "tile_rows": args.tile, "n_tiles": n_tiles, "tile_seconds": tile_costs}
-    for workers in (1, 2):
-        results[f"{workers}_workers"] = _on_cluster(X, labels, workers, args.tile)
-    memory = {}
-    start = time.perf_counter()
-    memory["silhouette_value"] = isotropy.silhouette_score(X, labels)
-    memory["silhouette"] = time.perf_counter() - start
-    start = time.perf_counter()
-    dist, _ = kneighbors(X, n_neighbors=10)
-    memory["knn_checksum"] = float(dist.sum())
-    memory["knn"] = time.perf_counter() - start
-    memory["peak_process_mib"] = _peak_rss_mib()
-    results["in_memory"] = memory
+    tile = min(args.tile, args.n // 2)
+    tile_costs = _tile_costs(X, labels, tile)
+    checkouts = {}
+    for tree in args.compare:
+        checkouts[f"`{_commit(tree)}`"] = _other_checkout(Path(tree).resolve(), args)
+    here = _timings(X, labels, args.tile)
+    checkouts[f"`{_commit(ROOT)}` (this checkout{' + working tree' if _dirty(ROOT) else ''})"] = here
+    results = {"n": args.n, "d": args.d, "tile_rows": args.tile, "n_tiles": n_tiles, "tile_seconds": tile_costs,
+               "checkouts": checkouts}
 
     block_bytes = args.tile * (args.d + 2) * 4
     print(f"n = {args.n:,}, d = {args.d}, float32, 10 clusters, tiles of {args.tile} rows: {n_tiles} tiles, "
-          f"each reading 2 blocks ({2 * block_bytes / 2**20:.1f} MiB)\n")
-    print("| computation | in memory (s) | 1 worker (s) | 2 workers (s) | 1 worker / 2 workers | "
-          "in memory / 2 workers | peak RSS per worker, 1 / 2 workers (MiB) |")
-    print("|---|---|---|---|---|---|---|")
-    one, two = results["1_workers"], results["2_workers"]
-    for key in ("silhouette", "knn"):
-        print(f"| {key} | {memory[key]:.1f} | {one[key]:.1f} | {two[key]:.1f} | {one[key] / two[key]:.2f} | "
-              f"{memory[key] / two[key]:.2f} | {one['peak_worker_mib']:.0f} / {two['peak_worker_mib']:.0f} |")
+          f"each reading 2 blocks ({2 * block_bytes / 2**20:.1f} MiB); k-NN k = 10, MLE k = 20\n")
+    print("| checkout | computation | in memory (s) | 1 worker (s) | 2 workers (s) | parallel efficiency "
+          "(1 worker / (2 x 2 workers)) | 2 workers / in memory | peak RSS per worker, 1 / 2 workers (MiB) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, timings in checkouts.items():
+        _print_rows(name, timings)
+    one, memory = here["1_workers"], here["in_memory"]
+    floor = tile_costs["floor"]
+    print(f"\none off-diagonal tile ({tile} x {tile} rows, one thread), this checkout; floor: the float32 "
+          f"product of its two blocks, {floor:.3f} s")
+    print("\n| computation | tile (s) | tile / floor | diagonal tile / half the floor | loops | "
+          "the tiles' own work / 1-worker wall |\n|---|---|---|---|---|---|")
+    loops = {"silhouette": "numpy", "knn": tile_costs["loops"][10], "mle": tile_costs["loops"][20]}
+    for key in COMPUTATIONS:
+        work = n_blocks * tile_costs[f"{key}_diagonal"] + (n_tiles - n_blocks) * tile_costs[key]
+        print(f"| {key} | {tile_costs[key]:.3f} | {tile_costs[key] / floor:.2f} | "
+              f"{tile_costs[f'{key}_diagonal'] / (floor / 2):.2f} | {loops[key]} | {work / one[key]:.2f} |")
     print(f"\npeak RSS of this process (in-memory runs, holding X): {memory['peak_process_mib']:.0f} MiB")
-    print(f"one tile ({min(args.tile, args.n // 2)} x {min(args.tile, args.n // 2)} rows, one thread): "
-          f"silhouette {tile_costs['silhouette']:.3f} s, k-NN {tile_costs['knn']:.3f} s")
-    print(f"per tile on 1 worker (wall / {n_tiles} tiles, with scheduling and reductions): "
-          f"silhouette {one['silhouette'] / n_tiles:.3f} s, k-NN {one['knn'] / n_tiles:.3f} s")
-    print(f"same values: silhouette |dask - memory| = "
-          f"{abs(two['silhouette_value'] - memory['silhouette_value']):.2e}, k-NN distance sums "
-          f"{two['knn_checksum']:.6e} vs {memory['knn_checksum']:.6e}")
+    for name, timings in checkouts.items():
+        t_two, t_mem = timings["2_workers"], timings["in_memory"]
+        print(f"same values, {name}: silhouette |dask - memory| = "
+              f"{abs(t_two['silhouette_value'] - t_mem['silhouette_value']):.2e}, k-NN distance sums "
+              f"{t_two['knn_value']:.9e} vs {t_mem['knn_value']:.9e}, MLE {t_two['mle_value']:.12g} vs "
+              f"{t_mem['mle_value']:.12g}")
     if args.json:
         with open(args.json, "w") as handle:
             json.dump(results, handle, indent=2)
+
+
+def _dirty(tree):
+    return bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=tree,
+                               capture_output=True, text=True, check=True).stdout.strip())
+
+
+def _commit(tree):
+    return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=tree, capture_output=True, text=True,
+                          check=True).stdout.strip()
 
 
 if __name__ == "__main__":

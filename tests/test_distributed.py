@@ -123,6 +123,67 @@ def test_kneighbors_against_sklearn_brute_force(metric):
     np.testing.assert_array_equal(same_ind.compute(), ind)  # the public function dispatches
 
 
+def test_tiles_pick_the_loops_of_the_whole_search(monkeypatch):
+    """Every tile asks for the loops of all n points (what the in-memory search runs), not of its own two blocks."""
+    import isotropy._kernels.neighbors as kernels
+
+    asked = []
+    choose = kernels.compiled_kernels
+
+    def recording(n_samples, n_features, n_neighbors=2):
+        asked.append((n_samples, n_features, n_neighbors))
+        return choose(n_samples, n_features, n_neighbors)
+
+    monkeypatch.setattr(kernels, "compiled_kernels", recording)
+    X = np.random.default_rng(3).normal(size=(300, 5)).astype(np.float32)
+    dist, _ = isotropy.distributed.kneighbors(da.from_array(X, chunks=(80, 5)), n_neighbors=4, chunk_size=64)
+    dist.compute()
+    assert len(asked) == 15  # 5 blocks of 64 rows: 5 diagonal tiles and 10 off-diagonal ones
+    assert set(asked) == {(300, 5, 4)}
+
+
+def test_a_tile_runs_in_the_thread_dask_gives_it(monkeypatch):
+    """A k-NN tile starts no worker threads of its own (dask runs the tiles in parallel); the same search outside
+    a tile does, and the tile's neighbours are those of a brute-force search."""
+    from scipy.spatial.distance import cdist
+
+    import isotropy._kernels.silhouette as silhouette
+    from isotropy._kernels.neighbors import _prepare, exact_knn_cross
+    from isotropy.distributed._neighbors import _knn_block, _knn_tile
+
+    def no_threads(workers):
+        raise AssertionError("worker threads started")
+
+    monkeypatch.setattr(silhouette, "_cores", lambda: 4)  # as on a machine with several cores
+    monkeypatch.setattr(silhouette, "_threads", no_threads)
+    X = np.random.default_rng(5).normal(size=(9000, 6))
+    n_p = 4500  # 9,000 points: more than one worker's worth (_ONE_WORKER) outside a tile
+    (sq_p, ind_p), (sq_q, ind_q) = _knn_tile(_knn_block(X[:n_p], "euclidean", "t"),
+                                             _knn_block(X[n_p:], "euclidean", "t"), 0, n_p, 3, 9000, "t")
+    assert not getattr(silhouette._CALLING_THREAD, "only", False)  # restored on the way out
+    D = cdist(X[:n_p], X[n_p:], "sqeuclidean")
+    np.testing.assert_array_equal(ind_p, np.argsort(D, axis=1, kind="stable")[:, :3] + n_p)
+    np.testing.assert_array_equal(ind_q, np.argsort(D.T, axis=1, kind="stable")[:, :3])
+    np.testing.assert_allclose(sq_p, np.sort(D, axis=1)[:, :3], rtol=1e-12)
+    with pytest.raises(AssertionError, match="worker threads started"):
+        exact_knn_cross(*_prepare(X, "euclidean", "t"), n_p, 3)
+
+
+@pytest.mark.parametrize("jit", ["0", "1"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_tiles_give_the_in_memory_distances_bit_for_bit(monkeypatch, jit, dtype):
+    """On either loops, the tiles' merged neighbours are the in-memory search's: the same indices, the same bits."""
+    monkeypatch.setenv("ISOTROPY_JIT", jit)  # "1": numba, in the test extra
+    rng = np.random.default_rng(4)
+    X = (rng.normal(size=(600, 12)) @ rng.normal(size=(12, 12)) + 5.0).astype(dtype)
+    X[7] = X[3]  # a duplicate: a tie at distance 0, broken by the smaller index on both paths
+    want = isotropy.metrics.neighbors.kneighbors(X, n_neighbors=9)
+    dist, ind = dask.compute(*isotropy.distributed.kneighbors(da.from_array(X, chunks=(150, 12)), n_neighbors=9,
+                                                              chunk_size=128))
+    np.testing.assert_array_equal(ind, want[1])
+    np.testing.assert_array_equal(dist, want[0])
+
+
 def test_float32_input_matches_in_memory_to_float32_rounding(blobs):
     X, labels = blobs
     X32 = X.astype(np.float32)

@@ -83,6 +83,25 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
+_CALLING_THREAD = threading.local()  # .only: _run_tasks runs its tasks in the calling thread (tasks_in_this_thread)
+
+
+@contextlib.contextmanager
+def tasks_in_this_thread():
+    """Within the block, :func:`_run_tasks` runs every task in the calling thread, with no worker threads.
+
+    For kernels called by a scheduler that already runs one call per core: a dask tile. Dask runs
+    ``threads_per_worker`` tiles at once in each worker (and its nanny limits BLAS to one thread);
+    worker threads of the tile's own, one per core, would put several threads on every core.
+    """
+    before = getattr(_CALLING_THREAD, "only", False)
+    _CALLING_THREAD.only = True
+    try:
+        yield
+    finally:
+        _CALLING_THREAD.only = before
+
+
 def _run_tasks(fn, tasks, *, progress=False, make_state=None, max_workers=None):
     """Run fn(*task, state) for every task on one thread per core (state: a per-thread dict).
 
@@ -96,7 +115,8 @@ def _run_tasks(fn, tasks, *, progress=False, make_state=None, max_workers=None):
     ``make_state``: builds each worker's state (its buffers) in the calling thread, before the
     workers start, instead of an empty dict: memory allocated there is reused by the caller's own
     allocations once the workers are done (a worker thread's allocator arena is not).
-    ``max_workers``: at most this many workers (e.g. to bound the memory of their buffers).
+    ``max_workers``: at most this many workers (e.g. to bound the memory of their buffers). Within
+    :func:`tasks_in_this_thread`, the tasks run in the calling thread.
     """
     if progress:
         from isotropy._utils.progress import blocks
@@ -106,7 +126,7 @@ def _run_tasks(fn, tasks, *, progress=False, make_state=None, max_workers=None):
         def fn(*args):
             inner(*args)
             advance()
-    workers = min(_cores(), len(tasks), max_workers or len(tasks))
+    workers = 1 if getattr(_CALLING_THREAD, "only", False) else min(_cores(), len(tasks), max_workers or len(tasks))
     try:
         import threadpoolctl  # noqa: F401 - present: workers run one BLAS thread each
     except ImportError:
