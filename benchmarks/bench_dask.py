@@ -14,14 +14,16 @@ wall)), and, per tile: one off-diagonal tile of each computation run alone (one 
 thread) against its floor (the float32 product of its two blocks on one thread, the tile's
 minimal exact work; a diagonal tile against half of it), the loops the neighbour tiles run (numpy or
 compiled: those of the in-memory search of all n points), and the share of the 1-worker wall that
-the tiles' own work explains (the diagonal tiles and the others, each at its cost alone; the rest is
-scheduling, transfers and reductions). The in-memory
+the tiles' own work explains (an estimate: the diagonal tiles and the others, each at its cost alone,
+over the wall; the rest is scheduling, transfers and reductions; a partial last block makes it read
+high). The workers import the package and load the compiled loops before the clock starts. The in-memory
 searches' own floor ratios are in ``bench_neighbors_floor.py``. Every value of a table comes from the
 same run; timings on a shared machine are noisy, compare the ratios.
 
 ``--compare DIR`` (repeatable) also runs the in-memory and dask timings (the public functions only)
 with the package of another checkout (``git worktree add DIR COMMIT``) first on ``PYTHONPATH``, in a child
-interpreter, on the same data, and prints its rows beside this checkout's.
+interpreter, on the same data, and prints its rows beside this checkout's (the checkouts run one after
+the other, each once).
 
     nice -n 10 .venv/bin/python benchmarks/bench_dask.py            # n = 100,000, d = 384
     nice -n 10 .venv/bin/python benchmarks/bench_dask.py --n 40000 --compare DIR
@@ -30,6 +32,7 @@ interpreter, on the same data, and prints its rows beside this checkout's.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
@@ -111,6 +114,15 @@ def _kneighbors():
     return kneighbors
 
 
+def _warm():
+    """A worker's imports, and the compiled neighbour loops where this checkout has them and numba loads."""
+    import importlib
+
+    importlib.import_module("isotropy.distributed")
+    with contextlib.suppress(Exception):  # an older checkout, or no numba: the numpy loops, nothing to load
+        importlib.import_module("isotropy._kernels._neighbors_jit")
+
+
 def _on_cluster(X, labels, n_workers, tile):
     import dask.array as da
     from distributed import Client, LocalCluster, wait
@@ -122,7 +134,7 @@ def _on_cluster(X, labels, n_workers, tile):
             Client(cluster) as client:
         Xd = da.from_array(X, chunks=(tile, -1)).persist()  # the data on the workers, as shards would be
         wait(Xd)
-        client.run(lambda: __import__("isotropy.distributed"))  # imports are not part of the timing
+        client.run(_warm)  # imports (and numba's loops, where installed) are not part of the timing
         times = {}
         start = time.perf_counter()
         times["silhouette_value"] = isotropy.silhouette_score(Xd, labels)
@@ -168,10 +180,12 @@ def _timings(X, labels, tile):
 
 def _other_checkout(tree, args):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(tree), os.environ.get("PYTHONPATH")]))}
-    out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", "--n", str(args.n), "--d",
-                          str(args.d), "--tile", str(args.tile)], cwd=tree, env=env, check=True,
-                         capture_output=True, text=True).stdout
-    return json.loads(out.splitlines()[-1])
+    run = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", "--n", str(args.n), "--d",
+                          str(args.d), "--tile", str(args.tile)], check=False, cwd=tree, env=env, capture_output=True,
+                         text=True)
+    if run.returncode:
+        raise SystemExit(f"--compare {tree}: the child run failed (exit {run.returncode}):\n{run.stderr[-3000:]}")
+    return json.loads(run.stdout.splitlines()[-1])
 
 
 def _print_rows(name, results):
@@ -193,6 +207,9 @@ def main():
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)  # the --compare child
     args = parser.parse_args()
 
+    if args.n < 2 * args.tile:
+        parser.error(f"--n must be at least twice --tile (one off-diagonal tile is timed alone). Got --n {args.n} "
+                     f"and --tile {args.tile}.")
     X = low_rank_data(args.n, args.d)
     labels = _labels(X)
     if args.child:
@@ -200,7 +217,7 @@ def main():
         return
     n_blocks = -(-args.n // args.tile)
     n_tiles = n_blocks * (n_blocks + 1) // 2
-    tile = min(args.tile, args.n // 2)
+    tile = args.tile
     tile_costs = _tile_costs(X, labels, tile)
     checkouts = {}
     for tree in args.compare:
@@ -223,7 +240,7 @@ def main():
     print(f"\none off-diagonal tile ({tile} x {tile} rows, one thread), this checkout; floor: the float32 "
           f"product of its two blocks, {floor:.3f} s")
     print("\n| computation | tile (s) | tile / floor | diagonal tile / half the floor | loops | "
-          "the tiles' own work / 1-worker wall |\n|---|---|---|---|---|---|")
+          "estimate: the tiles' own work / 1-worker wall |\n|---|---|---|---|---|---|")
     loops = {"silhouette": "numpy", "knn": tile_costs["loops"][10], "mle": tile_costs["loops"][20]}
     for key in COMPUTATIONS:
         work = n_blocks * tile_costs[f"{key}_diagonal"] + (n_tiles - n_blocks) * tile_costs[key]

@@ -135,19 +135,22 @@ def test_tiles_pick_the_loops_of_the_whole_search(monkeypatch):
         return choose(n_samples, n_features, n_neighbors)
 
     monkeypatch.setattr(kernels, "compiled_kernels", recording)
-    X = np.random.default_rng(3).normal(size=(300, 5)).astype(np.float32)
+    X = np.random.default_rng(3).normal(size=(259, 5)).astype(np.float32)
     dist, _ = isotropy.distributed.kneighbors(da.from_array(X, chunks=(80, 5)), n_neighbors=4, chunk_size=64)
     dist.compute()
-    assert len(asked) == 15  # 5 blocks of 64 rows: 5 diagonal tiles and 10 off-diagonal ones
-    assert set(asked) == {(300, 5, 4)}
+    assert len(asked) == 15  # 4 blocks of 64 rows and one of 3: 5 diagonal tiles and 10 off-diagonal ones
+    assert set(asked) == {(259, 5, 4)}  # also the last block's own search, which has 2 neighbours to give
 
 
 def test_a_tile_runs_in_the_thread_dask_gives_it(monkeypatch):
-    """A k-NN tile starts no worker threads of its own (dask runs the tiles in parallel); the same search outside
-    a tile does, and the tile's neighbours are those of a brute-force search."""
+    """Where BLAS runs on one thread (a dask worker started by its nanny), a k-NN tile starts no worker threads of
+    its own: dask runs the tiles in parallel. The same search outside a tile does, and so does a tile where BLAS has
+    several threads (dask's threaded scheduler, whose tiles cannot set the process's BLAS limits for themselves).
+    The tile's neighbours are those of a brute-force search."""
     from scipy.spatial.distance import cdist
+    from threadpoolctl import threadpool_limits
 
-    import isotropy._kernels.silhouette as silhouette
+    from isotropy._kernels import silhouette
     from isotropy._kernels.neighbors import _prepare, exact_knn_cross
     from isotropy.distributed._neighbors import _knn_block, _knn_tile
 
@@ -158,28 +161,40 @@ def test_a_tile_runs_in_the_thread_dask_gives_it(monkeypatch):
     monkeypatch.setattr(silhouette, "_threads", no_threads)
     X = np.random.default_rng(5).normal(size=(9000, 6))
     n_p = 4500  # 9,000 points: more than one worker's worth (_ONE_WORKER) outside a tile
-    (sq_p, ind_p), (sq_q, ind_q) = _knn_tile(_knn_block(X[:n_p], "euclidean", "t"),
-                                             _knn_block(X[n_p:], "euclidean", "t"), 0, n_p, 3, 9000, "t")
-    assert not getattr(silhouette._CALLING_THREAD, "only", False)  # restored on the way out
+    parts = (_knn_block(X[:n_p], "euclidean", "t"), _knn_block(X[n_p:], "euclidean", "t"))
+    with threadpool_limits(limits=1, user_api="blas"):
+        (sq_p, ind_p), (_sq_q, ind_q) = _knn_tile(*parts, 0, n_p, 3, 9000, "t")
+        assert not getattr(silhouette._CALLING_THREAD, "only", False)  # restored on the way out
+        with pytest.raises(AssertionError, match="worker threads started"):
+            exact_knn_cross(*_prepare(X, "euclidean", "t"), n_p, 3)
     D = cdist(X[:n_p], X[n_p:], "sqeuclidean")
     np.testing.assert_array_equal(ind_p, np.argsort(D, axis=1, kind="stable")[:, :3] + n_p)
     np.testing.assert_array_equal(ind_q, np.argsort(D.T, axis=1, kind="stable")[:, :3])
     np.testing.assert_allclose(sq_p, np.sort(D, axis=1)[:, :3], rtol=1e-12)
-    with pytest.raises(AssertionError, match="worker threads started"):
-        exact_knn_cross(*_prepare(X, "euclidean", "t"), n_p, 3)
+    with threadpool_limits(limits=2, user_api="blas"), pytest.raises(AssertionError, match="worker threads started"):
+        _knn_tile(*parts, 0, n_p, 3, 9000, "t")
 
 
-@pytest.mark.parametrize("jit", ["0", "1"])
+@pytest.mark.parametrize("jit", ["0", "1", "auto"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_tiles_give_the_in_memory_distances_bit_for_bit(monkeypatch, jit, dtype):
-    """On either loops, the tiles' merged neighbours are the in-memory search's: the same indices, the same bits."""
+@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
+def test_tiles_give_the_in_memory_distances_bit_for_bit(monkeypatch, jit, dtype, metric):
+    """On either loops, the tiles' merged neighbours are the in-memory search's: the same indices, the same bits.
+
+    Under ``auto`` the threshold is lowered so that the in-memory search of these 515 points runs the compiled
+    loops while a tile of 256 (or a diagonal tile of the last 3 rows, which asks for 2 neighbours) alone would
+    not: the tiles must follow the whole search, not their own size.
+    """
+    import isotropy._kernels.neighbors as kernels
+
     monkeypatch.setenv("ISOTROPY_JIT", jit)  # "1": numba, in the test extra
+    monkeypatch.setattr(kernels, "_COMPILED_WORK", 4e5)  # auto compiles 515 points, k = 9, d = 12: 432,000
     rng = np.random.default_rng(4)
-    X = (rng.normal(size=(600, 12)) @ rng.normal(size=(12, 12)) + 5.0).astype(dtype)
+    X = (rng.normal(size=(515, 12)) @ rng.normal(size=(12, 12)) + 5.0).astype(dtype)
     X[7] = X[3]  # a duplicate: a tie at distance 0, broken by the smaller index on both paths
-    want = isotropy.metrics.neighbors.kneighbors(X, n_neighbors=9)
+    want = isotropy.metrics.neighbors.kneighbors(X, n_neighbors=9, metric=metric)
     dist, ind = dask.compute(*isotropy.distributed.kneighbors(da.from_array(X, chunks=(150, 12)), n_neighbors=9,
-                                                              chunk_size=128))
+                                                              metric=metric, chunk_size=128))
     np.testing.assert_array_equal(ind, want[1])
     np.testing.assert_array_equal(dist, want[0])
 

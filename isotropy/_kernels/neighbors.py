@@ -206,6 +206,12 @@ def compiled_kernels(n_samples: int, n_features: int, n_neighbors: int = 2):
                                  f"loaded ({cause}). Unset {_JIT_VARIABLE} to use the numpy loops.") from error
 
 
+def _loops(X, n_neighbors, search):
+    """:func:`compiled_kernels` for a search of ``X``, or for the whole ``search = (n_samples, n_neighbors)`` it is part of."""
+    n_samples, n_neighbors = (X.shape[0], n_neighbors) if search is None else search
+    return compiled_kernels(n_samples, X.shape[1], n_neighbors)
+
+
 # Rows (and columns) of one square block of the score matrix.
 _BLOCK = 1024
 # Rows of a block scored at a time (the score buffer of a worker: _ROWS x _BLOCK).
@@ -915,7 +921,7 @@ def _exact_selection(X, scale, centre, q, rows, best_v, best_i, n_neighbors, dty
 
 
 def exact_knn(X: np.ndarray, scale, n_neighbors: int, *, block: int | None = None, caller: str = "kneighbors",
-              search_size: int | None = None):
+              search: tuple[int, int] | None = None):
     """Squared distances (float64, sorted) and indices of the ``n_neighbors`` nearest other points.
 
     The metric is the euclidean distance between the rows ``y_i = X[i]·scale[i]`` (see
@@ -937,10 +943,10 @@ def exact_knn(X: np.ndarray, scale, n_neighbors: int, *, block: int | None = Non
 
     With numba installed, large searches run the selection and the recomputation in compiled loops
     (:func:`compiled_kernels`): the same candidates, and distances equal up to the order of their
-    float64 sums. ``search_size``: the points of the whole search this one is part of (a dask tile's
-    search, :mod:`isotropy.distributed._neighbors`), by which the loops are chosen instead of
-    ``n_samples``: every tile then runs the loops the in-memory search of the same data runs, and a
-    worker loads numba once for all its tiles.
+    float64 sums. ``search``: ``(n_samples, n_neighbors)`` of the whole search this one is part of
+    (a dask tile's, :mod:`isotropy.distributed._neighbors`), by which the loops are chosen instead
+    of this search's own: every tile then runs the loops the in-memory search of the same data runs,
+    and a worker loads numba once for all its tiles.
 
     Memory: per worker thread a ``512 × block`` score buffer and mask (with the compiled loops,
     a ``block``-byte mask and two buffers of ``max(2¹⁵, block)`` found entries instead), a left
@@ -948,7 +954,7 @@ def exact_knn(X: np.ndarray, scale, n_neighbors: int, *, block: int | None = Non
     ``X``, :class:`_Operands`); the ``n × 1.5m`` candidate keys; no copy of ``X``.
     """
     n = X.shape[0]
-    jit = compiled_kernels(n if search_size is None else search_size, X.shape[1], n_neighbors)
+    jit = _loops(X, n_neighbors, search)
     m = _n_candidates(n_neighbors, n)
     centre = _centre(X, scale)
     if X.dtype == np.float32 and scale is None:  # a float32 centre: the operands are float32 differences
@@ -967,18 +973,18 @@ def exact_knn(X: np.ndarray, scale, n_neighbors: int, *, block: int | None = Non
 
 
 def exact_knn_cross(X: np.ndarray, scale, n_p: int, n_neighbors: int, *, caller: str = "kneighbors",
-                    search_size: int | None = None):
+                    search: tuple[int, int] | None = None):
     """:func:`exact_knn` between two parts of ``X``: rows ``:n_p`` among rows ``n_p:``, and back.
 
     One product of the two parts (the off-diagonal block of :func:`exact_knn`), offered to the
     rows and, transposed, to the columns, then the same exact stages 2 and 3. Returns
     ``(sq_p, ind_p), (sq_q, ind_q)`` with indices into ``X``; a part with fewer points than
     ``n_neighbors`` pads with ``inf``. The dask search runs it on each tile, with the loops chosen for
-    its ``search_size`` (as in :func:`exact_knn`).
+    its ``search`` (as in :func:`exact_knn`).
     """
     n = X.shape[0]
     n_q = n - n_p
-    jit = compiled_kernels(n if search_size is None else search_size, X.shape[1], n_neighbors)
+    jit = _loops(X, n_neighbors, search)
     centre = _centre(X, scale)
     ops = _Operands(X, scale, centre, caller)
     sides = [_best(size, min(_n_candidates(n_neighbors, n), other), ops.dtype, offset)

@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from isotropy._utils.threads import one_blas_thread
+from isotropy._utils.threads import blas_on_one_thread, one_blas_thread
 from isotropy._utils.validation import IsotropyValueError
 
 
@@ -88,14 +88,17 @@ _CALLING_THREAD = threading.local()  # .only: _run_tasks runs its tasks in the c
 
 @contextlib.contextmanager
 def tasks_in_this_thread():
-    """Within the block, :func:`_run_tasks` runs every task in the calling thread, with no worker threads.
+    """Within the block, :func:`_run_tasks` runs every task in the calling thread where BLAS runs on one thread.
 
-    For kernels called by a scheduler that already runs one call per core: a dask tile. Dask runs
-    ``threads_per_worker`` tiles at once in each worker (and its nanny limits BLAS to one thread);
-    worker threads of the tile's own, one per core, would put several threads on every core.
+    For kernels called by a scheduler that already runs one call per core: a dask tile. A dask
+    worker runs ``threads_per_worker`` tiles at once, and the nanny that starts it sets BLAS to
+    one thread: worker threads of the tile's own, one per core, would put several threads on every
+    core. Where BLAS is not on one thread (dask's threaded scheduler, in this process), the tasks
+    keep the kernel's worker threads, one parallel section at a time (``_PARALLEL``), each on one
+    BLAS thread: the BLAS limits belong to the process, so a tile cannot set them for itself.
     """
     before = getattr(_CALLING_THREAD, "only", False)
-    _CALLING_THREAD.only = True
+    _CALLING_THREAD.only = blas_on_one_thread()
     try:
         yield
     finally:

@@ -34,3 +34,15 @@ def one_blas_thread():
     except ImportError:
         return contextlib.nullcontext()
     return controller.limit(limits=1, user_api="blas")
+
+
+def blas_on_one_thread() -> bool:
+    """Whether every BLAS of the process runs on one thread now (as in a dask worker started by its nanny).
+
+    False without threadpoolctl (the limits cannot be read).
+    """
+    try:
+        controller = _controller()
+    except ImportError:
+        return False
+    return all(lib["num_threads"] == 1 for lib in controller.info() if lib["user_api"] == "blas")

@@ -37,8 +37,8 @@ def _knn_tile(P, Q, start_p, start_q, k, n_total, caller):
     :func:`~isotropy._kernels.neighbors.exact_knn_cross` (its off-diagonal block) on the others.
     Each tile's ``k`` nearest are exact, so the ``k`` nearest of a row are among its tiles' and the
     merge by (distance, index) is exact. Missing neighbours (a part smaller than ``k``): ``inf``, ``n_total``.
-    The loops (numpy or compiled) are those the in-memory search of all ``n_total`` points runs
-    (``search_size``): the same distances, bit for bit, and numba loaded once per worker, not
+    The loops (numpy or compiled) are those the in-memory search of all ``n_total`` points for ``k``
+    neighbours runs (``search``): the same distances, bit for bit, and numba loaded once per worker, not
     left out because one tile is small. A tile runs in the thread dask gives it
     (:func:`~isotropy._kernels.silhouette.tasks_in_this_thread`): dask runs the tiles in parallel.
     """
@@ -61,7 +61,7 @@ def _knn_tile_here(P, Q, start_p, start_q, k, n_total, caller):
         n_p = X.shape[0]
         if n_p < 2:
             return (np.full((n_p, k), np.inf), np.full((n_p, k), n_total, dtype=np.intp)), None
-        sq, ind = exact_knn(X, scale, min(k, n_p - 1), caller=caller, search_size=n_total)
+        sq, ind = exact_knn(X, scale, min(k, n_p - 1), caller=caller, search=(n_total, k))
         if sq.shape[1] < k:
             sq = np.pad(sq, ((0, 0), (0, k - sq.shape[1])), constant_values=np.inf)
             ind = np.pad(ind, ((0, 0), (0, k - ind.shape[1])))
@@ -69,7 +69,7 @@ def _knn_tile_here(P, Q, start_p, start_q, k, n_total, caller):
     n_p = P[0].shape[0]
     X = np.concatenate([P[0], Q[0]])
     scale = None if P[1] is None else np.concatenate([P[1], Q[1]])
-    (sq_p, ind_p), (sq_q, ind_q) = exact_knn_cross(X, scale, n_p, k, caller=caller, search_size=n_total)
+    (sq_p, ind_p), (sq_q, ind_q) = exact_knn_cross(X, scale, n_p, k, caller=caller, search=(n_total, k))
     return to_global(sq_p, ind_p - n_p, n_p, start_q), to_global(sq_q, ind_q, n_p, start_p)
 
 
