@@ -20,6 +20,43 @@ def test_limits_blas_to_one_thread_and_restores_it():
     assert _blas_threads() == before
 
 
+_POOL_OF_METRICS = """
+import json
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+from threadpoolctl import threadpool_info
+
+import isotropy
+
+def blas():
+    return sorted(lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas")
+
+X = np.random.default_rng(0).normal(size=(3000, 256))
+before = blas()
+with ThreadPoolExecutor(4) as pool:
+    values = sorted(set(pool.map(lambda _: isotropy.partition_isotropy(X), range(40))))
+print(json.dumps({"before": before, "after": blas(), "values": values, "alone": isotropy.partition_isotropy(X)}))
+"""
+
+
+def test_metrics_called_from_a_thread_pool_leave_the_blas_limits_as_they_found_them():
+    """One-BLAS-thread blocks of several threads at once (I(W)'s eigenvectors) restore the process's limits. They
+    used to overlap, and the main thread was left with BLAS on one thread (its products then ran at half speed on
+    two cores). A fresh interpreter whose main thread never set a limit, as a user's script is."""
+    import json
+    import os
+    import subprocess
+
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "2"}  # BLAS on two threads, whatever this machine has
+    out = subprocess.run([sys.executable, "-c", _POOL_OF_METRICS], capture_output=True, text=True, check=True,
+                         env=env, timeout=300).stdout
+    got = json.loads(out.splitlines()[-1])
+    assert got["before"] == [2]
+    assert got["after"] == got["before"]
+    assert got["values"] == [got["alone"]]
+
+
 def test_the_controller_is_found_once_until_a_module_is_imported(monkeypatch):
     first = threads._controller()
     assert threads._controller() is first  # no second scan of the process's libraries

@@ -27,13 +27,28 @@ def _controller():
         return _CACHED[0]
 
 
+# one_blas_thread's blocks in different threads run one at a time (a block nested in one thread's block just runs)
+_BLOCKS = threading.RLock()
+
+
+@contextlib.contextmanager
 def one_blas_thread():
-    """Context manager: BLAS on one thread within the block, restored on exit (nothing without threadpoolctl)."""
+    """Context manager: BLAS on one thread within the block, restored on exit (nothing without threadpoolctl).
+
+    BLAS thread limits belong to the process, and OpenBLAS does not raise its thread count again
+    when the call comes from another thread than the one that lowered it. Blocks in different
+    threads therefore run one at a time, each restoring in its own thread what it found: two
+    threads' overlapping blocks (metrics called from a thread pool) left BLAS on one thread for the
+    rest of the process. Nothing inside a block waits for another thread's block (the kernels'
+    worker threads never enter one), so the lock cannot deadlock.
+    """
     try:
         controller = _controller()
     except ImportError:
-        return contextlib.nullcontext()
-    return controller.limit(limits=1, user_api="blas")
+        yield
+        return
+    with _BLOCKS, controller.limit(limits=1, user_api="blas"):
+        yield
 
 
 def blas_on_one_thread() -> bool:
