@@ -123,41 +123,13 @@ def _warm():
         importlib.import_module("isotropy._kernels._neighbors_jit")
 
 
-def _on_cluster(X, labels, n_workers, tile):
-    import dask.array as da
-    from distributed import Client, LocalCluster, wait
-
-    import isotropy
-
-    kneighbors = _kneighbors()
-    with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
-            Client(cluster) as client:
-        Xd = da.from_array(X, chunks=(tile, -1)).persist()  # the data on the workers, as shards would be
-        wait(Xd)
-        client.run(_warm)  # imports (and numba's loops, where installed) are not part of the timing
-        times = {}
-        start = time.perf_counter()
-        times["silhouette_value"] = isotropy.silhouette_score(Xd, labels)
-        times["silhouette"] = time.perf_counter() - start
-        start = time.perf_counter()
-        dist, _ = kneighbors(Xd, n_neighbors=10)
-        times["knn_value"] = float(dist.sum().compute())
-        times["knn"] = time.perf_counter() - start
-        start = time.perf_counter()
-        times["mle_value"] = float(isotropy.mle_dimension(Xd))
-        times["mle"] = time.perf_counter() - start
-        peaks = client.run(_worker_peak_rss_mib)
-        times["peak_worker_mib"] = max(peaks.values())
-    return times
-
-
-def _in_memory(X, labels, repeats=2):
-    """The same functions in memory, fastest of ``repeats`` (the first call of a process loads numba, if it runs)."""
+def _timed_calls(X, labels, repeats):
+    """Each computation on ``X`` (a numpy or a dask array): its value and its fastest of ``repeats`` wall times."""
     import isotropy
 
     kneighbors = _kneighbors()
     calls = {"silhouette": lambda: isotropy.silhouette_score(X, labels),
-             "knn": lambda: float(kneighbors(X, n_neighbors=10)[0].sum()),
+             "knn": lambda: float(kneighbors(X, n_neighbors=10)[0].sum()),  # a dask array's sum is computed here
              "mle": lambda: float(isotropy.mle_dimension(X))}
     times = {}
     for name, call in calls.items():
@@ -167,6 +139,26 @@ def _in_memory(X, labels, repeats=2):
             times[f"{name}_value"] = call()
             seconds.append(time.perf_counter() - start)
         times[name] = min(seconds)
+    return times
+
+
+def _on_cluster(X, labels, n_workers, tile):
+    import dask.array as da
+    from distributed import Client, LocalCluster, wait
+
+    with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        Xd = da.from_array(X, chunks=(tile, -1)).persist()  # the data on the workers, as shards would be
+        wait(Xd)
+        client.run(_warm)  # imports (and numba's loops, where installed) are not part of the timing
+        times = _timed_calls(Xd, labels, 1)
+        times["peak_worker_mib"] = max(client.run(_worker_peak_rss_mib).values())
+    return times
+
+
+def _in_memory(X, labels, repeats=2):
+    """The same functions in memory, fastest of ``repeats`` (the first call of a process loads numba, if it runs)."""
+    times = _timed_calls(X, labels, repeats)
     times["peak_process_mib"] = _peak_rss_mib()
     return times
 
