@@ -76,6 +76,7 @@ def _tile_costs(X, labels, tile, repeats=3):
     from threadpoolctl import threadpool_limits
 
     from isotropy._kernels.neighbors import uses_compiled_kernels
+    from isotropy._utils.threads import blas_on_one_thread
     from isotropy.distributed._clusters import _silhouette_block, _silhouette_tile
     from isotropy.distributed._neighbors import _knn_block, _knn_tile
 
@@ -87,16 +88,23 @@ def _tile_costs(X, labels, tile, repeats=3):
     kp, kq = _knn_block(A, "euclidean", "bench"), _knn_block(B, "euclidean", "bench")
     out = {}
     n_clusters = int(labels.max()) + 1
-    for name, fn in (("floor", lambda: A @ B.T),
-                     ("silhouette", lambda: _silhouette_tile(P, Q, "euclidean", n_clusters)),
-                     ("silhouette_diagonal", lambda: _silhouette_tile(P, None, "euclidean", n_clusters)),
-                     ("knn", lambda: _knn_tile(kp, kq, 0, tile, 10, n, "bench")),
-                     ("knn_diagonal", lambda: _knn_tile(kp, None, 0, 0, 10, n, "bench")),
-                     ("mle", lambda: _knn_tile(kp, kq, 0, tile, 20, n, "bench")),
-                     ("mle_diagonal", lambda: _knn_tile(kp, None, 0, 0, 20, n, "bench"))):
+    calls = (("floor", lambda: A @ B.T),
+             ("silhouette", lambda: _silhouette_tile(P, Q, "euclidean", n_clusters)),
+             ("silhouette_diagonal", lambda: _silhouette_tile(P, None, "euclidean", n_clusters)),
+             ("knn", lambda: _knn_tile(kp, kq, 0, tile, 10, n, "bench")),
+             ("knn_diagonal", lambda: _knn_tile(kp, None, 0, 0, 10, n, "bench")),
+             ("mle", lambda: _knn_tile(kp, kq, 0, tile, 20, n, "bench")),
+             ("mle_diagonal", lambda: _knn_tile(kp, None, 0, 0, 20, n, "bench")))
+    # one untimed call of each first: loading numba imports scipy, whose own OpenBLAS arrives after any
+    # limit already set and runs on every core; the limits below are then set on it too, as a worker's
+    # nanny sets them (OPENBLAS_NUM_THREADS=1) for every BLAS it will load
+    for _, fn in calls:
+        fn()
+    for name, fn in calls:
         times = []
         with threadpool_limits(1):  # as a worker runs it (threads_per_worker=1, one BLAS thread)
-            fn()  # first call: the loops loaded
+            if not blas_on_one_thread():
+                raise RuntimeError("a BLAS library is not on one thread: the tile would start its own worker threads")
             for _ in range(repeats):
                 start = time.perf_counter()
                 fn()
