@@ -19,7 +19,10 @@ cost, the overhead at the defaults (one measurement per 100 steps: later / (100 
 the ratio of the first measurement to the later ones, and the wall ratio with / without over the
 short run (which holds the step-0 measurement).
 
-    nice -n 10 .venv/bin/python benchmarks/bench_callbacks.py
+``--compare DIR`` (repeatable) adds the callback of another checkout (``git worktree add DIR COMMIT``), its
+package first on ``PYTHONPATH``, run in the same rounds as the others.
+
+    nice -n 10 .venv/bin/python benchmarks/bench_callbacks.py [--compare DIR]
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 
 def child(args) -> None:
@@ -46,7 +50,7 @@ def child(args) -> None:
     from transformers.utils import logging as hf_logging
 
     from isotropy.datasets.glue import load_glue_task
-    from isotropy.models.encoders import resolve_model
+    from isotropy.models.resolve import resolve_model
 
     hf_logging.set_verbosity_error()
     torch.set_num_threads(args.threads)
@@ -101,12 +105,15 @@ def child(args) -> None:
 _THREADS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
-def run(kind, args) -> dict:
-    command = [sys.executable, __file__, "--child", kind, "--max-steps", str(args.max_steps), "--train-size",
+def run(kind, args, tree=None) -> dict:
+    """One child run of ``kind``; with ``tree`` (a checkout), that checkout's package first on ``PYTHONPATH``."""
+    command = [sys.executable, os.path.abspath(__file__), "--child", kind, "--max-steps", str(args.max_steps), "--train-size",
                str(args.train_size), "--probe-size", str(args.probe_size), "--later", str(args.later), "--threads", str(args.threads), "--out", args.out]
     command += ["--data-dir", args.data_dir]
-    done = subprocess.run(command, check=False, capture_output=True, text=True, env={**os.environ, "TOKENIZERS_PARALLELISM": "false",
-                                                                          **{k: str(args.threads) for k in _THREADS}})
+    env = {**os.environ, "TOKENIZERS_PARALLELISM": "false", **{k: str(args.threads) for k in _THREADS}}
+    if tree is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tree), os.environ.get("PYTHONPATH")]))
+    done = subprocess.run(command, check=False, capture_output=True, text=True, env=env, cwd=tree)
     if done.returncode != 0:
         raise RuntimeError(done.stderr[-3000:])
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -123,11 +130,11 @@ def main() -> None:
                                                                "under load)")
     parser.add_argument("--data-dir", default=None, help="folder holding glue_data (default: $ISOTROPY_DATA, else ../shared/data)")
     parser.add_argument("--out", default=None, help="Trainer output_dir (default: a temporary folder)")
+    parser.add_argument("--compare", metavar="DIR", action="append", default=[],
+                        help="also the callback of another checkout (git worktree add DIR COMMIT), in the same rounds")
     parser.add_argument("--child", choices=("with", "without", "before"), default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.data_dir is None:  # $ISOTROPY_DATA, else the shared data beside the checkout
-        from pathlib import Path
-
         args.data_dir = os.environ.get("ISOTROPY_DATA") or str(Path(__file__).resolve().parents[2] / "shared" / "data")
     if args.child:
         child(args)
@@ -136,10 +143,13 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as work:
         args.out = args.out or work
-        runs = {"without": [], "with": [], "before": []}
+        others = {f"with, `{_commit(tree)}`": Path(tree).resolve() for tree in args.compare}
+        runs = {"without": [], "with": [], "before": [], **{name: [] for name in others}}
         for k in range(args.repeats):
             for kind in ("without", "with") + (("before",) if k == 0 else ()):
                 runs[kind].append(run(kind, args))
+            for name, tree in others.items():
+                runs[name].append(run("with", args, tree))
     best = {kind: min(r, key=lambda x: x["train_s"]) for kind, r in runs.items()}
     base, steps = best["without"]["train_s"], best["without"]["steps"]
     step = base / steps
@@ -152,7 +162,7 @@ def main() -> None:
           "|---|---:|---:|---:|---:|---:|---:|")
     print(f"| without | {base:.1f} | {step:.3f} | | | | |")
     later = {}
-    for kind in ("with", "before"):
+    for kind in [kind for kind in runs if kind != "without"]:
         r = best[kind]
         first = min(x["measure_s"][0] for x in runs[kind])
         later[kind] = min(t for x in runs[kind] for t in x["measure_s"][x["in_loop"]:])
@@ -161,6 +171,11 @@ def main() -> None:
     print(f"\ncallback overhead at its defaults (one later measurement per 100 steps of the loop without it): "
           f"{later['with'] / (100 * step):.1%} of the step time; wall with / without over {steps} steps (the step-0 "
           f"measurement included): {best['with']['train_s'] / base:.3f}")
+
+
+def _commit(tree) -> str:
+    return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=tree, capture_output=True, text=True,
+                          check=True).stdout.strip()
 
 
 if __name__ == "__main__":

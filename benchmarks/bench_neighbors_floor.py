@@ -288,6 +288,8 @@ def _kernels_of(tree):
     """``exact_knn`` of the checkout ``tree`` on its numpy loops and, if it has them, on its compiled loops (its
     kernels modules loaded under other names, each told which loops to use)."""
     commit, folder = _commit(tree), Path(tree) / "isotropy" / "_kernels"
+    if not (folder / "neighbors.py").exists():  # the flat layout of the package before its folders (8e450e5)
+        return {commit: _flat_kernel(Path(tree) / "isotropy", commit)}
     numpy_loops = _module(f"_neighbour_kernels_{commit}", (folder / "neighbors.py").read_text())
     numpy_loops.compiled_kernels = lambda *size: None
     kernels = {commit: lambda X, k: numpy_loops.exact_knn(X, None, k)}
@@ -300,6 +302,27 @@ def _kernels_of(tree):
         compiled.compiled_kernels = lambda *size: loops
         kernels[f"{commit}, compiled"] = lambda X, k: compiled.exact_knn(X, None, k)
     return kernels
+
+
+# the flat layout's helper modules and where the same names live now (each used by the search as it was: the
+# error class, the progress hook and the backend tests; none of them times anything)
+_FLAT_IMPORTS = {"isotropy._validation": "isotropy._utils.validation", "isotropy._progress": "isotropy._utils.progress",
+                 "isotropy._backend": "isotropy._utils.backend"}
+
+
+def _flat_kernel(package, commit):
+    """``_kneighbors_numpy`` of a checkout with the flat layout (``isotropy/_neighbors_kernels.py`` beside
+    ``isotropy/neighbors.py``): both loaded under other names, their helper imports pointed at this package."""
+    def text(name):
+        source = (package / name).read_text()
+        for old, new in _FLAT_IMPORTS.items():
+            source = source.replace(f"from {old} import", f"from {new} import")
+        return source
+
+    kernels = _module(f"_flat_neighbour_kernels_{commit}", text("_neighbors_kernels.py"))
+    public = _module(f"_flat_neighbours_{commit}", text("neighbors.py").replace(
+        "from isotropy._neighbors_kernels import", f"from {kernels.__name__} import"))
+    return lambda X, k: public._kneighbors_numpy(X, None, k, None)
 
 
 def _kernel_rows(X, repeat, compare=(), history=False):
