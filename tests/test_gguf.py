@@ -331,6 +331,51 @@ def test_a_cold_cache_reads_the_weights_once(tiny_gguf, tmp_path, monkeypatch):
             assert torch.equal(a, b)
 
 
+def test_the_base_model_gets_exactly_its_own_weights_from_memory(tiny_gguf, tmp_path):
+    """The causal LM's state handed on by a cold conversion holds the tied LM head too; the base model built from it
+    gets its own tensors only: nothing unexpected (transformers would print a load report), nothing missing."""
+    from transformers import AutoConfig
+    from transformers.models.auto.modeling_auto import MODEL_MAPPING
+
+    from isotropy.models.gguf import _convert_gguf
+    from isotropy.models.loading import _base_model_weights
+
+    location, weights = _convert_gguf(tiny_gguf[0], cache_dir=tmp_path, show_progress=False)
+    assert "lm_head.weight" in weights  # what made the report: the head, tied to the embeddings
+    config = AutoConfig.from_pretrained(location)
+    cls = MODEL_MAPPING[type(config)]
+    given = _base_model_weights(weights, cls)
+    assert "lm_head.weight" not in given and len(given) == len(weights) - 1
+    _, info = cls.from_pretrained(None, config=config, state_dict=given, output_loading_info=True)
+    assert not info["unexpected_keys"] and not info["missing_keys"], info
+    assert _base_model_weights({"embeddings.weight": 1}, cls) == {"embeddings.weight": 1}  # no prefix: as given
+
+
+@pytest.mark.parametrize("bars_before", [True, False])
+def test_loading_prints_nothing_of_transformers(tiny_gguf, tmp_path, monkeypatch, capfd, bars_before):
+    """A cold cache (conversion, then the base model built from the causal LM's state in memory) and a warm one
+    write nothing to stderr: no progress bars of transformers ("Loading weights", "Writing model shards") and no
+    load report (the LM head, tied to the embeddings, given to the base model: "lm_head.weight | UNEXPECTED").
+    The user's own progress-bar setting is left as it was."""
+    from transformers.utils import logging as hf_logging
+
+    from isotropy.models import load_transformer
+
+    monkeypatch.setenv("ISOTROPY_CACHE", str(tmp_path))
+    (hf_logging.enable_progress_bar if bars_before else hf_logging.disable_progress_bar)()
+    try:
+        capfd.readouterr()
+        _, cold, _ = load_transformer(str(tiny_gguf[0]), device="cpu")  # converted just now: from memory
+        _, warm, _ = load_transformer(str(tiny_gguf[0]), device="cpu")  # from the converted file
+        err = capfd.readouterr().err
+        assert hf_logging.is_progress_bar_enabled() is bars_before
+    finally:
+        hf_logging.enable_progress_bar()
+    assert err.strip() == "" or all(line.startswith("isotropy: convert") for line in err.strip().splitlines()), err
+    assert "lm_head" not in err and "UNEXPECTED" not in err and "%|" not in err
+    assert cold.state_dict().keys() == warm.state_dict().keys()
+
+
 def test_measure_model_on_a_cold_cache_reads_the_weights_once(tiny_gguf, tmp_path, monkeypatch):
     import gguf as gguf_lib
 

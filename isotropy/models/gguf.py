@@ -151,7 +151,10 @@ def _convert_locked(model: str, path, sha256: str, description: str, target: Pat
 
             package = importlib.import_module(PACKAGED_GGUF[model.lower()])
             path = package.assemble(work / "source" / package.MODEL_NAME)
-        weights = _convert(path, work / "model", sha256=sha256, source=description)
+        from isotropy.models.loading import quiet_transformers
+
+        with quiet_transformers():  # our two lines above and below say what happens, not transformers' bars
+            weights = _convert(path, work / "model", sha256=sha256, source=description)
         if target.exists():  # a leftover without marker (older layout or manual edits): replace it
             shutil.rmtree(target)
         os.replace(work / "model", target)

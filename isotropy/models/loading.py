@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -25,6 +26,38 @@ def is_decoder(config) -> bool:
     if getattr(config, "is_decoder", False) or getattr(config, "model_type", None) in _DECODER_TYPES:
         return True
     return any("CausalLM" in name or "LMHead" in name for name in (getattr(config, "architectures", None) or []))
+
+
+@contextlib.contextmanager
+def quiet_transformers():
+    """Within the block, transformers draws no progress bars of its own (restored on exit).
+
+    Loading and converting a model print transformers' bars ("Loading weights", "Writing model
+    shards", the GGUF reader's) on stderr whether or not it is a terminal. The commands report
+    their own progress (``isotropy: converting ... / converted in N s``), and a bar under the
+    table, in a log or beside ``--json`` is noise.
+    """
+    from transformers.utils import logging
+
+    was = logging.is_progress_bar_enabled()
+    logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was:
+            logging.enable_progress_bar()
+
+
+def _base_model_weights(weights: dict, cls) -> dict:
+    """The causal LM's state ``weights`` less what its base model ``cls`` does not hold (the LM head).
+
+    What the converted ``model.safetensors`` holds (``save_pretrained`` writes a tied head once, under
+    the embeddings' name): given whole, transformers reports ``lm_head.weight`` as an unexpected key.
+    """
+    prefix = f"{cls.base_model_prefix}."
+    if not any(name.startswith(prefix) for name in weights):
+        return weights
+    return {name: tensor for name, tensor in weights.items() if name.startswith(prefix)}
 
 
 def load_transformer(model: str = "all-MiniLM-L6-v2", *, device=None):
@@ -63,15 +96,23 @@ def load_transformer(model: str = "all-MiniLM-L6-v2", *, device=None):
                                 f"directory, a .gguf file, the packaged 'all-MiniLM-L6-v2' or 'gemma-3-270m', or a "
                                 f"hub name while online.")
 
-    import torch
-    from transformers import AutoConfig, AutoModel, AutoTokenizer
-
-    from isotropy.models._safety import NO_REMOTE_CODE, refuse_remote_code
+    from isotropy.models._safety import refuse_remote_code
 
     refuse_remote_code(location)
     from isotropy.models._weights import check_model_weights
 
     check_model_weights(location)  # truncated or random safetensors, pickled weights: one line, never a traceback
+    with quiet_transformers():
+        return _load(model, location, weights, device)
+
+
+def _load(model: str, location: str, weights, device):
+    """:func:`load_transformer` once ``location`` is checked: the tokenizer and the model built (``weights``: see there)."""
+    import torch
+    from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+    from isotropy.models._safety import NO_REMOTE_CODE
+
     try:
         config = AutoConfig.from_pretrained(location, **NO_REMOTE_CODE)
         tokenizer = AutoTokenizer.from_pretrained(location, use_fast=True, **NO_REMOTE_CODE)
@@ -102,7 +143,8 @@ def load_transformer(model: str = "all-MiniLM-L6-v2", *, device=None):
     else:  # a cold GGUF cache: the converted weights are in memory, not read back from model.safetensors
         from transformers.models.auto.modeling_auto import MODEL_MAPPING
 
-        network = MODEL_MAPPING[type(config)].from_pretrained(None, config=config, state_dict=weights)
+        cls = MODEL_MAPPING[type(config)]
+        network = cls.from_pretrained(None, config=config, state_dict=_base_model_weights(weights, cls))
         del weights
     from isotropy._utils.device import resolve_device
 
