@@ -148,7 +148,9 @@ def _one_round(run_cli, texts, model, batch_size) -> None:
 
 def _compare(args, data_dir) -> None:
     """This checkout and ``args.compare`` side by side, a fresh interpreter per checkout and round."""
-    trees = {"this checkout": ROOT, Path(args.compare).name: Path(args.compare).resolve()}
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=args.compare, capture_output=True, text=True,
+                            check=True).stdout.strip()
+    trees = {"this checkout": ROOT, f"`{commit}`": Path(args.compare).resolve()}
     best = {name: {"floor": float("inf"), "command": float("inf")} for name in trees}
     for _ in range(args.repeats):
         for name, tree in trees.items():

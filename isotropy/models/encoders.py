@@ -40,8 +40,11 @@ def load_sentence_model(model: str = DEFAULT_MODEL, *, device: str | None = None
     location = resolve_model(model)
     refuse_remote_code(location)
     check_model_weights(location)  # truncated or random safetensors, pickled weights: one line, never unpickled
+    from isotropy.models._quiet import quiet_transformers
+
     try:
-        return SentenceTransformer(location, device=device, **NO_REMOTE_CODE)
+        with quiet_transformers():
+            return SentenceTransformer(location, device=device, **NO_REMOTE_CODE)
     except (OSError, ValueError) as exc:
         raise OSError(f"Could not load the sentence-transformers model {model!r} (resolved to {location!r}): "
                       f"expected a local model directory, the packaged 'all-MiniLM-L6-v2', or a hub name "

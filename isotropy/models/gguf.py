@@ -151,7 +151,7 @@ def _convert_locked(model: str, path, sha256: str, description: str, target: Pat
 
             package = importlib.import_module(PACKAGED_GGUF[model.lower()])
             path = package.assemble(work / "source" / package.MODEL_NAME)
-        from isotropy.models.loading import quiet_transformers
+        from isotropy.models._quiet import quiet_transformers
 
         with quiet_transformers():  # our two lines above and below say what happens, not transformers' bars
             weights = _convert(path, work / "model", sha256=sha256, source=description)

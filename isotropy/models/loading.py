@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 from pathlib import Path
 
@@ -26,26 +25,6 @@ def is_decoder(config) -> bool:
     if getattr(config, "is_decoder", False) or getattr(config, "model_type", None) in _DECODER_TYPES:
         return True
     return any("CausalLM" in name or "LMHead" in name for name in (getattr(config, "architectures", None) or []))
-
-
-@contextlib.contextmanager
-def quiet_transformers():
-    """Within the block, transformers draws no progress bars of its own (restored on exit).
-
-    Loading and converting a model print transformers' bars ("Loading weights", "Writing model
-    shards", the GGUF reader's) on stderr whether or not it is a terminal. The commands report
-    their own progress (``isotropy: converting ... / converted in N s``), and a bar under the
-    table, in a log or beside ``--json`` is noise.
-    """
-    from transformers.utils import logging
-
-    was = logging.is_progress_bar_enabled()
-    logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        if was:
-            logging.enable_progress_bar()
 
 
 def _base_model_weights(weights: dict, cls) -> dict:
@@ -102,6 +81,8 @@ def load_transformer(model: str = "all-MiniLM-L6-v2", *, device=None):
     from isotropy.models._weights import check_model_weights
 
     check_model_weights(location)  # truncated or random safetensors, pickled weights: one line, never a traceback
+    from isotropy.models._quiet import quiet_transformers
+
     with quiet_transformers():
         return _load(model, location, weights, device)
 
