@@ -10,7 +10,8 @@ For float32 data of n samples x d features (near a 10-dimensional subspace, 10 c
 
 with the peak resident memory of each worker process (``VmHWM``) and of this process, the
 ratios (in memory / dask), the parallel efficiency of the 2 workers (1-worker wall / (2 x 2-worker
-wall)), and, per tile: one off-diagonal tile of each computation run alone (one process, one
+wall)), and, per tile: one off-diagonal tile of each computation, at the rows per block it takes by
+default (4096 for the silhouette, 8192 for the neighbour searches, fewer for wide data), run alone (one process, one
 thread) against its floor (the float32 product of its two blocks on one thread, the tile's
 minimal exact work; a diagonal tile against half of it), the loops the neighbour tiles run (numpy or
 compiled: those of the in-memory search of all n points), and the share of the 1-worker wall that
@@ -27,6 +28,7 @@ the other, each once).
 
     nice -n 10 .venv/bin/python benchmarks/bench_dask.py            # n = 100,000, d = 384
     nice -n 10 .venv/bin/python benchmarks/bench_dask.py --n 40000 --compare DIR
+    nice -n 10 .venv/bin/python benchmarks/bench_dask.py --tile-sweep 4096,8192,16384   # neighbour tiles alone
 """
 
 from __future__ import annotations
@@ -71,8 +73,22 @@ def _labels(X, k=10, seed=0):
     return sq.argmin(axis=1)
 
 
-def _tile_costs(X, labels, tile, repeats=3):
-    """Seconds of one off-diagonal tile of each computation (tile x tile rows) on one thread, and of its floor."""
+def _default_rows(d):
+    """Rows per tile each computation takes by default for d features (this checkout's defaults)."""
+    from isotropy.distributed._graph import check_tile_rows
+
+    try:
+        from isotropy.distributed._graph import NEIGHBOUR_TILE_ROWS
+    except ImportError:  # a checkout from before the neighbour tiles had their own default
+        NEIGHBOUR_TILE_ROWS = None
+    neighbours = check_tile_rows(None, "bench", d) if NEIGHBOUR_TILE_ROWS is None else \
+        check_tile_rows(None, "bench", d, default=NEIGHBOUR_TILE_ROWS)
+    return {"silhouette": check_tile_rows(None, "bench", d), "knn": neighbours, "mle": neighbours}
+
+
+def _tile_costs(X, labels, rows, repeats=3):
+    """Seconds of one off-diagonal and one diagonal tile of each computation (``rows[name]`` rows per block) on one
+    thread, and of the floor of each size (the float32 product of the two blocks)."""
     from threadpoolctl import threadpool_limits
 
     from isotropy._kernels.neighbors import uses_compiled_kernels
@@ -81,26 +97,30 @@ def _tile_costs(X, labels, tile, repeats=3):
     from isotropy.distributed._neighbors import _knn_block, _knn_tile
 
     n = X.shape[0]
-    A, B = X[:tile], X[tile:2 * tile]
-    mean = X[: 2 * tile].mean(axis=0, dtype=np.float64)
-    P = _silhouette_block(A, labels[:tile], "euclidean", mean)
-    Q = _silhouette_block(B, labels[tile:2 * tile], "euclidean", mean)
-    kp, kq = _knn_block(A, "euclidean", "bench"), _knn_block(B, "euclidean", "bench")
-    out = {}
     n_clusters = int(labels.max()) + 1
-    calls = (("floor", lambda: A @ B.T),
-             ("silhouette", lambda: _silhouette_tile(P, Q, "euclidean", n_clusters)),
-             ("silhouette_diagonal", lambda: _silhouette_tile(P, None, "euclidean", n_clusters)),
-             ("knn", lambda: _knn_tile(kp, kq, 0, tile, 10, n, "bench")),
-             ("knn_diagonal", lambda: _knn_tile(kp, None, 0, 0, 10, n, "bench")),
-             ("mle", lambda: _knn_tile(kp, kq, 0, tile, 20, n, "bench")),
-             ("mle_diagonal", lambda: _knn_tile(kp, None, 0, 0, 20, n, "bench")))
+    calls = []
+    for b in sorted(set(rows.values())):
+        A, B = X[:b], X[b:2 * b]
+        calls.append((("floor", b), lambda A=A, B=B: A @ B.T))
+        names = [name for name, size in rows.items() if size == b]
+        if "silhouette" in names:
+            mean = X[: 2 * b].mean(axis=0, dtype=np.float64)
+            P = _silhouette_block(A, labels[:b], "euclidean", mean)
+            Q = _silhouette_block(B, labels[b:2 * b], "euclidean", mean)
+            calls += [(("silhouette", b), lambda P=P, Q=Q: _silhouette_tile(P, Q, "euclidean", n_clusters)),
+                      (("silhouette_diagonal", b), lambda P=P: _silhouette_tile(P, None, "euclidean", n_clusters))]
+        kp, kq = _knn_block(A, "euclidean", "bench"), _knn_block(B, "euclidean", "bench")
+        for name, k in (("knn", 10), ("mle", 20)):
+            if name in names:
+                calls += [((name, b), lambda kp=kp, kq=kq, b=b, k=k: _knn_tile(kp, kq, 0, b, k, n, "bench")),
+                          ((f"{name}_diagonal", b), lambda kp=kp, k=k: _knn_tile(kp, None, 0, 0, k, n, "bench"))]
     # one untimed call of each first: loading numba imports scipy, whose own OpenBLAS arrives after any
     # limit already set and runs on every core; the limits below are then set on it too, as a worker's
     # nanny sets them (OPENBLAS_NUM_THREADS=1) for every BLAS it will load
     for _, fn in calls:
         fn()
-    for name, fn in calls:
+    out = {}
+    for key, fn in calls:
         times = []
         with threadpool_limits(1):  # as a worker runs it (threads_per_worker=1, one BLAS thread)
             if not blas_on_one_thread():
@@ -109,9 +129,25 @@ def _tile_costs(X, labels, tile, repeats=3):
                 start = time.perf_counter()
                 fn()
                 times.append(time.perf_counter() - start)
-        out[name] = float(np.median(times))
+        out[key] = float(np.median(times))
     out["loops"] = {k: "compiled" if uses_compiled_kernels(n, X.shape[1], k) else "numpy" for k in (10, 20)}
     return out
+
+
+def _tile_rows_table(costs, rows, n, one=None):
+    """Markdown rows: each computation's tiles alone against their floor (and, with ``one``, the share of the
+    1-worker wall that the tiles' own work explains)."""
+    loops = {"silhouette": "numpy", "knn": costs["loops"][10], "mle": costs["loops"][20]}
+    lines = []
+    for key, b in rows:
+        floor = costs[("floor", b)]
+        blocks = -(-n // b)
+        tiles = blocks * (blocks + 1) // 2
+        work = blocks * costs[(f"{key}_diagonal", b)] + (tiles - blocks) * costs[(key, b)]
+        share = f" {work / one[key]:.2f} |" if one is not None else ""
+        lines.append(f"| {key} | {b} | {tiles} | {floor:.3f} | {costs[(key, b)]:.3f} | {costs[(key, b)] / floor:.2f} | "
+                     f"{costs[(f'{key}_diagonal', b)] / (floor / 2):.2f} | {loops[key]} |{share}")
+    return lines
 
 
 def _kneighbors():
@@ -200,52 +236,64 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n", type=int, default=100_000)
     parser.add_argument("--d", type=int, default=384)
-    parser.add_argument("--tile", type=int, default=4096)
+    parser.add_argument("--tile", type=int, default=4096, help="rows per chunk of the dask array handed to the "
+                                                                 "functions (each re-chunks to its own tile rows)")
     parser.add_argument("--compare", metavar="DIR", action="append", default=[],
                         help="also time another checkout's package (repeatable)")
     parser.add_argument("--json", default=None, help="also write the numbers to this file")
+    parser.add_argument("--tile-sweep", metavar="R,R,...", default=None,
+                        help="only the neighbour tiles alone against their floor, at these rows per block")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)  # the --compare child
     args = parser.parse_args()
 
-    if args.n < 2 * args.tile:
-        parser.error(f"--n must be at least twice --tile (one off-diagonal tile is timed alone). Got --n {args.n} "
-                     f"and --tile {args.tile}.")
     X = low_rank_data(args.n, args.d)
     labels = _labels(X)
     if args.child:
         print(json.dumps(_timings(X, labels, args.tile)))
         return
-    n_blocks = -(-args.n // args.tile)
-    n_tiles = n_blocks * (n_blocks + 1) // 2
-    tile = args.tile
-    tile_costs = _tile_costs(X, labels, tile)
+    rows = _default_rows(args.d)
+    if args.tile_sweep:
+        sweep = [int(b) for b in args.tile_sweep.split(",")]
+        if args.n < 2 * max(sweep):
+            parser.error(f"--n must be at least twice the largest --tile-sweep size. Got --n {args.n}.")
+        pairs = [(name, b) for b in sweep for name in ("knn", "mle")]
+        costs = {}
+        for b in sweep:
+            costs.update(_tile_costs(X, labels, {"knn": b, "mle": b}))
+        print(f"neighbour tiles alone (one thread), n = {args.n:,}, d = {args.d}, float32, k-NN k = 10, MLE k = 20; "
+              f"floor: the float32 product of a tile's two blocks\n")
+        print("| computation | rows per block | tiles for n | floor (s) | off-diagonal tile (s) | tile / floor | "
+              "diagonal tile / half the floor | loops |\n|---|---|---|---|---|---|---|---|")
+        print("\n".join(_tile_rows_table(costs, pairs, args.n)))
+        return
+    if args.n < 2 * max(rows.values()):
+        parser.error(f"--n must be at least twice the rows of the largest tile ({max(rows.values())}: one "
+                     f"off-diagonal tile is timed alone). Got --n {args.n}.")
+    tile_costs = _tile_costs(X, labels, rows)
     checkouts = {}
     for tree in args.compare:
         checkouts[f"`{_commit(tree)}`"] = _other_checkout(Path(tree).resolve(), args)
     here = _timings(X, labels, args.tile)
     checkouts[f"`{_commit(ROOT)}` (this checkout{' + working tree' if _dirty(ROOT) else ''})"] = here
-    results = {"n": args.n, "d": args.d, "tile_rows": args.tile, "n_tiles": n_tiles, "tile_seconds": tile_costs,
+    results = {"n": args.n, "d": args.d, "input_chunk_rows": args.tile, "tile_rows": rows,
+               "tile_seconds": {f"{key[0]}@{key[1]}" if isinstance(key, tuple) else key: value
+                                for key, value in tile_costs.items()},
                "checkouts": checkouts}
 
-    block_bytes = args.tile * (args.d + 2) * 4
-    print(f"n = {args.n:,}, d = {args.d}, float32, 10 clusters, tiles of {args.tile} rows: {n_tiles} tiles, "
-          f"each reading 2 blocks ({2 * block_bytes / 2**20:.1f} MiB); k-NN k = 10, MLE k = 20\n")
+    print(f"n = {args.n:,}, d = {args.d}, float32, 10 clusters, the dask array in chunks of {args.tile} rows; "
+          f"rows per tile (each computation's default in this checkout): "
+          f"{', '.join(f'{name} {b}' for name, b in rows.items())}; k-NN k = 10, MLE k = 20\n")
     print("| checkout | computation | in memory (s) | 1 worker (s) | 2 workers (s) | parallel efficiency "
           "(1 worker / (2 x 2 workers)) | 2 workers / in memory | peak RSS per worker, 1 / 2 workers (MiB) |")
     print("|---|---|---|---|---|---|---|---|")
     for name, timings in checkouts.items():
         _print_rows(name, timings)
     one, memory = here["1_workers"], here["in_memory"]
-    floor = tile_costs["floor"]
-    print(f"\none off-diagonal tile ({tile} x {tile} rows, one thread), this checkout; floor: the float32 "
-          f"product of its two blocks, {floor:.3f} s")
-    print("\n| computation | tile (s) | tile / floor | diagonal tile / half the floor | loops | "
-          "estimate: the tiles' own work / 1-worker wall |\n|---|---|---|---|---|---|")
-    loops = {"silhouette": "numpy", "knn": tile_costs["loops"][10], "mle": tile_costs["loops"][20]}
-    for key in COMPUTATIONS:
-        work = n_blocks * tile_costs[f"{key}_diagonal"] + (n_tiles - n_blocks) * tile_costs[key]
-        print(f"| {key} | {tile_costs[key]:.3f} | {tile_costs[key] / floor:.2f} | "
-              f"{tile_costs[f'{key}_diagonal'] / (floor / 2):.2f} | {loops[key]} | {work / one[key]:.2f} |")
+    print("\ntiles alone (one thread), this checkout; floor: the float32 product of a tile's two blocks\n")
+    print("| computation | rows per block | tiles | floor (s) | off-diagonal tile (s) | tile / floor | "
+          "diagonal tile / half the floor | loops | estimate: the tiles' own work / 1-worker wall |\n"
+          "|---|---|---|---|---|---|---|---|---|")
+    print("\n".join(_tile_rows_table(tile_costs, list(rows.items()), args.n, one)))
     print(f"\npeak RSS of this process (in-memory runs, holding X): {memory['peak_process_mib']:.0f} MiB")
     for name, timings in checkouts.items():
         t_two, t_mem = timings["2_workers"], timings["in_memory"]

@@ -142,6 +142,25 @@ def test_tiles_pick_the_loops_of_the_whole_search(monkeypatch):
     assert set(asked) == {(259, 5, 4)}  # also the last block's own search, which has 2 neighbours to give
 
 
+def test_neighbour_tiles_take_8192_rows_by_default():
+    """The neighbour searches tile by 8192 rows (fewer for wide data, as the silhouette's 4096): what a tile does per
+    row beyond its products is a smaller share of a larger tile. 20,000 rows: 3 row blocks, 6 tiles (4096: 15)."""
+    from isotropy.distributed._graph import DEFAULT_TILE_ROWS, NEIGHBOUR_TILE_ROWS, check_tile_rows
+
+    assert check_tile_rows(None, "t", 384, default=NEIGHBOUR_TILE_ROWS) == NEIGHBOUR_TILE_ROWS == 8192
+    assert check_tile_rows(None, "t", 768, default=NEIGHBOUR_TILE_ROWS) == 5461  # a block of 32 MiB in float64
+    assert check_tile_rows(None, "t", 384) == DEFAULT_TILE_ROWS == 4096
+    assert check_tile_rows(300, "t", 384, default=NEIGHBOUR_TILE_ROWS) == 300
+    X = da.from_array(np.random.default_rng(0).normal(size=(20000, 4)), chunks=(1000, 4))
+
+    def tiles(array):
+        return sum(str(key[0] if isinstance(key, tuple) else key).startswith("_knn_tile-")
+                   for key in array.__dask_graph__())
+
+    assert tiles(isotropy.distributed.kneighbors(X, n_neighbors=3)[0]) == 6
+    assert tiles(isotropy.distributed.kneighbors(X, n_neighbors=3, chunk_size=4096)[0]) == 15
+
+
 def test_a_tile_runs_in_the_thread_dask_gives_it(monkeypatch):
     """Where BLAS runs on one thread (a dask worker started by its nanny), a k-NN tile starts no worker threads of
     its own: dask runs the tiles in parallel. The same search outside a tile does, and so does a tile where BLAS has

@@ -16,6 +16,12 @@ from isotropy._utils.validation import IsotropyValueError, check_labels, check_s
 
 # Rows per block of the tiled (pairwise) computations: a 4096 x 4096 float32 tile is 64 MiB.
 DEFAULT_TILE_ROWS = 4096
+# Rows per block of the neighbour tiles. Their kernel scores 512 x 1024 at a time (no b x b product is held),
+# and what a tile does per row beyond its products (first thresholds that start from nothing, the exact
+# distances of its candidates) is a share of the tile that halves as b doubles: an MLE tile (k = 20, d = 384)
+# ran at 2.1 of its floor at 4096 rows, 1.5 at 8192 and 1.4 at 16,384 (one thread; benchmarks/bench_dask.py,
+# docs/scaling.md). 8192 keeps a tile's blocks at 12 MiB each (float32, d = 384) and n = 100,000 at 91 tiles.
+NEIGHBOUR_TILE_ROWS = 8192
 _TILE_BLOCK_BYTES = 32 * 2**20  # wide data: fewer rows per tile, so that a tile's blocks stay small
 # Rows per chunk of the streaming (covariance) computations when the input's chunks are wider.
 _STREAM_ELEMENTS = 1 << 24  # 128 MiB of float64 per chunk
@@ -156,12 +162,12 @@ def host_labels(labels, n_samples, caller):
     return check_labels(labels, n_samples=n_samples, caller=caller)
 
 
-def check_tile_rows(chunk_size, caller, n_features):
-    """Rows per tile: ``chunk_size``, or 4096 rows, fewer for wide data (a block of at most ~32 MiB in float64)."""
+def check_tile_rows(chunk_size, caller, n_features, *, default=DEFAULT_TILE_ROWS):
+    """Rows per tile: ``chunk_size``, or ``default`` rows, fewer for wide data (a block of at most ~32 MiB in float64)."""
     check_scalar(chunk_size, "chunk_size", caller=caller, kind=numbers.Integral, low=1, allow_none=True)
     if chunk_size is not None:
         return int(chunk_size)
-    return int(min(DEFAULT_TILE_ROWS, max(256, _TILE_BLOCK_BYTES // (8 * max(1, n_features)))))
+    return int(min(default, max(256, _TILE_BLOCK_BYTES // (8 * max(1, n_features)))))
 
 
 def sample_rows(X, ids, sample_size, random_state, caller):

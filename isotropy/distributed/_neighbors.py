@@ -17,7 +17,15 @@ import warnings
 import numpy as np
 
 from isotropy.distributed._duplicates import distinct_rows
-from isotropy.distributed._graph import check_dask_X, check_tile_rows, compute, finite_blocks, row_starts, tree_reduce
+from isotropy.distributed._graph import (
+    NEIGHBOUR_TILE_ROWS,
+    check_dask_X,
+    check_tile_rows,
+    compute,
+    finite_blocks,
+    row_starts,
+    tree_reduce,
+)
 
 __all__ = ["kneighbors", "local_mle_dimension", "mle_dimension", "twonn_dimension"]
 
@@ -96,7 +104,8 @@ def _neighbour_blocks(X, n_neighbors, metric, chunk_size, caller):
     n = X.shape[0]
     check_scalar(n_neighbors, "n_neighbors", caller=caller, kind=numbers.Integral, low=1, high=n - 1)
     k = int(n_neighbors)
-    X = check_dask_X(X, caller=caller, min_samples=2, rows=check_tile_rows(chunk_size, caller, X.shape[-1]))
+    rows = check_tile_rows(chunk_size, caller, X.shape[-1], default=NEIGHBOUR_TILE_ROWS)
+    X = check_dask_X(X, caller=caller, min_samples=2, rows=rows)
     starts = row_starts(X)
     preps = [delayed(_knn_block, pure=True, nout=2)(b, metric, caller) for b in finite_blocks(X, caller)]
     tile = delayed(_knn_tile, pure=True, nout=2)
@@ -115,7 +124,8 @@ def _neighbour_blocks(X, n_neighbors, metric, chunk_size, caller):
 def kneighbors(X, *, n_neighbors, metric="euclidean", chunk_size=None):
     """:func:`isotropy.metrics.neighbors.kneighbors` of a dask array: lazy dask arrays (distances, indices).
 
-    ``chunk_size`` is the rows per tile (default 4096). Each point's neighbours are exact (float64
+    ``chunk_size`` is the rows per tile (default 8192, fewer for data wider than 512 features: a block of at
+    most 32 MiB in float64). Each point's neighbours are exact (float64
     input: those of a brute-force search; ties broken by the smaller index).
     """
     import dask.array as da
