@@ -81,8 +81,9 @@ def test_measure_layers_on_the_real_model_equals_a_direct_recomputation(converte
              "Rain is expected tomorrow afternoon.", "He fixed the bicycle himself."]
     result = measure_layers(texts, model=str(directory), level="sentence", pooling="mean", layers="0,9,18",
                             metrics=["isoscore"], device="cpu")
-    # the converted directory is a sentence-transformers model (mean pooling): its own output row comes last
-    assert [row["layer"] for row in result["rows"]] == [0, 9, 18, "output"] and result["n_features"] == 640
+    # no "output" row: the converted directory's mean Pooling (so that sentence-transformers reads it) is isotropy's
+    # own, not the model's output, and its row would repeat layer 18's
+    assert [row["layer"] for row in result["rows"]] == [0, 9, 18] and result["n_features"] == 640
 
     tokenizer = AutoTokenizer.from_pretrained(directory)
     model = AutoModel.from_pretrained(directory).eval()
@@ -91,8 +92,7 @@ def test_measure_layers_on_the_real_model_equals_a_direct_recomputation(converte
         states = model(**batch, output_hidden_states=True).hidden_states
     mask = batch["attention_mask"].unsqueeze(-1).double()
     for row in result["rows"]:
-        layer = len(states) - 1 if row["layer"] == "output" else row["layer"]  # output: Pooling(mean) of the last
-        X = ((states[layer].double() * mask).sum(1) / mask.sum(1)).numpy()  # masked mean, <bos> kept
+        X = ((states[row["layer"]].double() * mask).sum(1) / mask.sum(1)).numpy()  # masked mean, <bos> kept
         assert row["isoscore"] == pytest.approx(float(reference.IsoScore(X)), rel=1e-4, abs=1e-6), row["layer"]
 
 

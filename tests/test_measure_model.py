@@ -25,6 +25,7 @@ def files(tmp_path_factory):
     make_tiny_bert(root / "bert")
     make_tiny_gemma_gguf(root / "gemma.gguf")
     (root / "texts.txt").write_text("\n".join(TEXTS) + "\n\n")
+    np.save(root / "emb.npy", np.random.default_rng(0).normal(size=(40, 6)).astype(np.float32))
     (root / "labels.txt").write_text("\n".join(LABELS) + "\n")
     (root / "texts.csv").write_text("id,sentence\n" + "".join(f'{i},"{t}"\n' for i, t in enumerate(TEXTS)))
     (root / "texts.jsonl").write_text("".join(json.dumps({"text": t, "y": y}) + "\n" for t, y in zip(TEXTS, LABELS)))
@@ -204,23 +205,52 @@ def test_cli_table_json_and_plot(files, tmp_path):
     assert figure.stat().st_size > 1000
 
 
+def test_table_cells_say_when_i_w_underflowed():
+    """I(W) is positive; a 0.0 is float64 underflow (min Z / max Z below 2**-1074, as on Gemma's middle layers)."""
+    from isotropy.measure.from_model import format_table
+
+    result = {"metrics": ["isoscore", "partition_isotropy"],
+              "rows": [{"layer": 1, "n_samples": 3, "isoscore": 0.0, "partition_isotropy": 0.0, "norm_max_over_median": 2.0},
+                       {"layer": 2, "n_samples": 3, "isoscore": float("nan"), "partition_isotropy": 1.23456e-5,
+                        "norm_max_over_median": 1.0}]}
+    rows = [line.split() for line in format_table(result).splitlines()]
+    assert rows[1] == ["1", "3", "0", "<5e-324", "2"] and rows[2] == ["2", "3", "nan", "1.235e-05", "1"]
+
+
+def test_cli_device_auto_and_json_on_stdout(files):
+    """--device auto (what the error for an absent CUDA suggests) runs where there is no GPU; with --json - stdout holds
+    the JSON alone, the table goes to stderr."""
+    result = invoke("--model", files / "bert", "--texts", files / "texts.txt", "--device", "auto", "--layers", "1",
+                    "--json", "-")
+    assert result.exit_code == 0, result.output
+    record = json.loads(result.stdout)
+    assert [row["layer"] for row in record["rows"]] == [1] and record["n_texts"] == len(TEXTS)
+    assert "features per layer" in result.stderr and "features per layer" not in result.stdout
+
+
 def test_cli_on_a_gguf_decoder(files, tmp_path):
     result = invoke("--model", files / "gemma.gguf", "--texts", files / "texts.txt", "--device", "cpu",
                     "--pooling", "last", "--layers", "1,2")
     assert result.exit_code == 0, result.output
-    assert "8 texts x 16 features per layer" in result.stdout.splitlines()[0]
+    assert "8 texts, sentence level (last pooling), 16 features per layer" in result.stdout.splitlines()[0]
     refused = invoke("--model", files / "gemma.gguf", "--texts", files / "texts.txt", "--pooling", "first")
     assert refused.exit_code == 2 and "first token sees only itself" in refused.output
     tokens = invoke("--model", files / "gemma.gguf", "--texts", files / "texts.txt", "--level", "token",
                     "--layers", "2", "--json", "-")
     assert tokens.exit_code == 0, tokens.output
-    record = json.loads(tokens.stdout[tokens.stdout.index("{"):])
+    record = json.loads(tokens.stdout)  # --json -: stdout holds the JSON alone (the table went to stderr)
     assert record["level"] == "token" and record["rows"][0]["n_samples"] == record["n_rows_total"]
     assert [t for t, _ in record["rows"][0]["token_norms"]["special"]] == ["<bos>"]  # Gemma's one special token
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--texts", "TEXTS"], "give EMBEDDINGS, or --model NAME with --texts FILE"),
+    (["--texts", "TEXTS"], "or --model NAME with --texts FILE."),
+    (["EMB", "--model", "BERT", "--texts", "TEXTS"], "not both"),
+    (["EMB", "--device", "cpu"], "--device applies to --model NAME --texts FILE only"),
+    (["EMB", "--texts", "TEXTS", "--layers", "1", "--plot", "OUT"], "--texts, --layers, --plot apply to --model"),
+    (["TEXTS"], "To embed sentences with a model: isotropy measure --model NAME --texts FILE."),
+    (["--model", "BERT", "--texts", "TEXTS", "--layers", "9"], "Error: --layers must be 'all', 'last' or"),
+    (["--model", "BERT", "--texts", "TEXTS", "--device", "gpu"], "Error: --device must be auto, cpu, cuda"),
     (["--model", "BERT"], "--model needs --texts FILE"),
     (["--model", "BERT", "--texts", "CSV"], "name the text column"),
     (["--model", "BERT", "--texts", "TEXTS", "--layers", "7"], "must be 'all', 'last' or hidden-state indices"),
@@ -229,7 +259,8 @@ def test_cli_on_a_gguf_decoder(files, tmp_path):
     (["--model", "BERT", "--texts", "TEXTS", "--labels", "TEXTS"], None),
 ])
 def test_cli_errors_are_one_line(files, args, message):
-    paths = {"TEXTS": files / "texts.txt", "CSV": files / "texts.csv", "BERT": files / "bert"}
+    paths = {"TEXTS": files / "texts.txt", "CSV": files / "texts.csv", "BERT": files / "bert", "EMB": files / "emb.npy",
+             "OUT": files / "figure.png"}
     result = invoke(*[paths.get(a, a) for a in args])
     assert result.exit_code == 2, result.output
     if message is not None:

@@ -19,7 +19,7 @@ DEFAULT_TILE_ROWS = 4096
 # Rows per block of the neighbour tiles. Their kernel scores 512 x 1024 at a time (no b x b product is held),
 # and what a tile does per row beyond its products (first thresholds that start from nothing, the exact
 # distances of its candidates) is a share of the tile that halves as b doubles: an MLE tile (k = 20, d = 384)
-# ran at 2.1 of its floor at 4096 rows, 1.5 at 8192 and 1.4 at 16,384 (one thread; benchmarks/bench_dask.py,
+# ran at 1.95 of its floor at 4096 rows, 1.55 at 8192 and 1.34 at 16,384 (one thread; bench_dask.py --tile-sweep,
 # docs/scaling.md). 8192 keeps a tile's blocks at 12 MiB each (float32, d = 384) and n = 100,000 at 91 tiles.
 NEIGHBOUR_TILE_ROWS = 8192
 _TILE_BLOCK_BYTES = 32 * 2**20  # wide data: fewer rows per tile, so that a tile's blocks stay small

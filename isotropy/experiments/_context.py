@@ -28,6 +28,16 @@ from isotropy.datasets._paths import data_dir as resolve_data_dir
 __all__ = ["RunContext", "quiet_progress", "resolve_device", "thread_limits"]
 
 
+def _stderr_is_a_terminal() -> bool:
+    """Whether stderr, where the bars go, is a terminal (not a file, a pipe or a test's capture)."""
+    import sys
+
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):  # replaced by an object without isatty, or closed
+        return False
+
+
 def resolve_device(device: str | None) -> str:
     """``--device``: the library's one device rule (:func:`isotropy._utils.device.resolve_device`)."""
     from isotropy._utils.device import resolve_device as resolve
@@ -119,7 +129,8 @@ class RunContext:
 
     @property
     def show_progress(self) -> bool:
-        return not self.quiet
+        """Bars of the libraries a run calls: on a terminal and without ``--quiet`` (a log file gets no bars)."""
+        return not self.quiet and _stderr_is_a_terminal()
 
     def log(self, message: str) -> None:
         """A progress message on stderr (nothing with ``--quiet``)."""
@@ -127,10 +138,12 @@ class RunContext:
             _echo(message)
 
     def progress(self, **kwargs):
-        """A tqdm bar (disabled with ``--quiet``); keyword arguments as for ``tqdm``."""
+        """A tqdm bar, drawn on a terminal only (as ``isotropy measure`` draws its own) and never with ``--quiet``;
+        keyword arguments as for ``tqdm``. Redirected to a file, stderr keeps the ``log`` lines without the bars'
+        carriage-return updates."""
         from tqdm.auto import tqdm
 
-        return tqdm(disable=self.quiet, **kwargs)
+        return tqdm(disable=True if self.quiet else not _stderr_is_a_terminal(), **kwargs)
 
     def record(self, **facts) -> None:
         """Add facts (data sizes, sources) to ``run.json``."""

@@ -150,6 +150,14 @@ def _read_text(path: Path, limit, encoding):
                 continue  # a blank line
             if dim is None:
                 dim = len(parts) - 1
+                try:  # the first vector's numbers: a file of sentences is not word vectors, and says so here
+                    [float(x) for x in parts[1:]]
+                except ValueError:
+                    shown = " ".join(parts)[:60]
+                    raise IsotropyValueError(
+                        f"{path!s}:{lineno}: expected a word vector '<word> <x1> ... <xd>' (a GloVe or word2vec text "
+                        f"file), got {shown!r}. To embed sentences with a model: isotropy measure --model NAME "
+                        f"--texts FILE.") from None
             if len(parts) - 1 != dim:
                 source = "the header says" if announced is not None else "line 1 has"
                 raise IsotropyValueError(f"{path!s}:{lineno}: expected a word and {dim} numbers ({source} {dim}), "

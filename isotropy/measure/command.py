@@ -97,8 +97,8 @@ def _parse_sample_size(ctx, param, value):
                    "leaves it out.")
 @click.option("--json", "json_path", default=None, metavar="OUT",
               help="Also write the values, sizes, file and package versions as JSON to OUT (a regular file, "
-                   "written atomically; a symbolic link writes its target). '-' writes the JSON to stdout "
-                   "and the table to stderr.")
+                   "written atomically, its folder created if missing; a symbolic link writes its target). '-' "
+                   "writes the JSON to stdout and the table to stderr.")
 @click.option("--sample-size", callback=_parse_sample_size, default=None, metavar="N",
               help="Measure a uniform random sample of N rows (without replacement) instead of all rows.")
 @click.option("--random-state", type=int, default=0, show_default=True, metavar="S",
@@ -136,8 +136,20 @@ def command(embeddings, labels_path, metric_names, shrinkage_sample, json_path, 
     With --model NAME --texts FILE instead of EMBEDDINGS: embeds the texts with the model and
     prints one row per hidden layer (isotropy.measure.from_model).
     """
-    if (embeddings is None) == (model_kwargs["model"] is None):
-        raise click.UsageError("give EMBEDDINGS, or --model NAME with --texts FILE (not both).")
+    if embeddings is not None and model_kwargs["model"] is not None:
+        raise click.UsageError("give EMBEDDINGS or --model NAME with --texts FILE, not both.")
+    if embeddings is None and model_kwargs["model"] is None:
+        raise click.UsageError("give EMBEDDINGS (a file, a folder of shards or 'glove-6b-50d'), or --model NAME with "
+                               "--texts FILE.")
+    if model_kwargs["model"] is None:  # the options of --model, given without it, would be silently ignored
+        context = click.get_current_context()
+        given = [f"--{name.removesuffix('_path').replace('_', '-')}" for name in model_kwargs
+                 if name != "model" and context.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE]
+        if given:
+            one = len(given) == 1
+            raise click.UsageError(f"{', '.join(given)} appl{'ies' if one else 'y'} to --model NAME --texts FILE only; "
+                                   f"EMBEDDINGS are measured as they are. Leave {'it' if one else 'them'} out, or give "
+                                   f"--model instead of EMBEDDINGS.")
     if model_kwargs["model"] is not None:
         if scheduler is not None or workers is not None or memory_limit is not None:
             raise click.UsageError("--scheduler, --workers and --memory-limit measure EMBEDDINGS files; "

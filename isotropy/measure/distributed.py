@@ -14,6 +14,11 @@ import sys
 __all__ = ["open_cluster", "run"]
 
 
+def _chunks(count: int) -> str:
+    """``1 chunk``, ``3 chunks``: the header's count of the dask array's row chunks."""
+    return f"{count} chunk" if count == 1 else f"{count} chunks"
+
+
 @contextlib.contextmanager
 def open_cluster(scheduler: str | None, workers: int | None, memory_limit: int | str | None = None):
     """Yield a description of where the work runs: a client of ``scheduler``, a LocalCluster of
@@ -88,7 +93,7 @@ def run(embeddings, *, labels_path, metric_names, needing_labels, json_path, sam
             }
             report(data, embeddings, metric_names=metric_names, json_path=json_path, key=key,
                    labels_path=labels_path, sample_size=sample_size, random_state=random_state, distance=distance,
-                   progress=False, header_extra=f"; dask: {where_run['scheduler']}, {len(data.X.chunks[0])} chunks",
+                   progress=False, header_extra=f"; dask: {where_run['scheduler']}, {_chunks(len(data.X.chunks[0]))}",
                    record_extra=record_extra, shrinkage_sample=shrinkage_sample, default_table=default_table)
     except OSError as exc:  # no scheduler at that address, ports refused
         raise InputError(f"--scheduler {scheduler!r}: cannot connect ({' '.join(str(exc).split())}).") from None

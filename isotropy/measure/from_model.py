@@ -194,7 +194,8 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
         Names from :data:`isotropy.metrics.table.METRICS`; default: :data:`DEFAULT_LAYER_METRICS`
         (the cluster metrics only with labels).
     device, batch_size, max_length
-        Where and how the model runs; texts are truncated to ``max_length`` tokens (and, before
+        Where and how the model runs (``device``: ``"auto"`` or ``None`` for CUDA when present, else
+        the CPU; :func:`isotropy._utils.device.resolve_device`); texts are truncated to ``max_length`` tokens (and, before
         tokenisation, to ``100 · max_length`` characters, so that a huge text is never tokenised whole).
     keep_special : bool, default=False
         Token level: also measure the special tokens.
@@ -225,7 +226,8 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
     Notes
     -----
     A sentence-transformers directory (``modules.json`` with modules after the transformer, such as
-    the packaged ``all-MiniLM-L6-v2``'s Pooling and Normalize) gets one more row at sentence level,
+    the packaged ``all-MiniLM-L6-v2``'s Pooling and Normalize; not a GGUF model, whose converted
+    directory holds a Pooling written by isotropy) gets one more row at sentence level,
     ``layer="output"``: the model's own output, ``SentenceTransformer.encode`` (its pooling, its
     normalisation, its ``max_seq_length``), whatever ``pooling`` says for the hidden layers;
     ``output_modules`` names the modules applied.
@@ -253,6 +255,9 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
     check_scalar(batch_size, "batch_size", caller=_CALLER, kind=int, low=1)
     check_scalar(max_length, "max_length", caller=_CALLER, kind=int, low=2)
     check_scalar(sample_size, "sample_size", caller=_CALLER, kind=int, low=2, allow_none=True)
+    from isotropy._utils.device import resolve_device
+
+    device = resolve_device(device, caller=_CALLER)  # "auto"/None -> cuda or cpu: one device for every step below
     if labels is not None:
         labels = np.asarray(labels)
         if labels.shape[0] != len(texts):
@@ -402,11 +407,18 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
 
 
 def _sentence_transformer_modules(location) -> list[str]:
-    """The modules after the transformer in a sentence-transformers directory (``modules.json``), e.g. ``["Pooling", "Normalize"]``."""
+    """The modules after the transformer in a sentence-transformers directory (``modules.json``), e.g. ``["Pooling", "Normalize"]``.
+
+    None for a directory converted from GGUF by :func:`isotropy.models.convert_gguf`: its mean Pooling
+    is isotropy's own addition (so that ``SentenceTransformer`` reads it), not a model's output, and
+    its row would repeat the last layer's.
+    """
     import json
 
+    from isotropy.models.gguf import _MARKER
+
     path = Path(str(location)) / "modules.json"
-    if not path.is_file():
+    if not path.is_file() or (path.parent / _MARKER).is_file():
         return []
     try:
         modules = json.loads(path.read_text(encoding="utf-8"))
@@ -542,13 +554,22 @@ def _shrinkage_covariances(sample, states, full_states, tokenizer, network, laye
             for layer in layers}
 
 
+def _cell(metric: str, value: float) -> str:
+    """A value of the table: 4 significant digits; I(W) below float64's smallest number (it is > 0) as ``<5e-324``."""
+    if not math.isfinite(value):
+        return "nan"
+    if metric == "partition_isotropy" and value == 0.0:  # underflowed: min Z / max Z under 2**-1074 (Gemma's layers)
+        return "<5e-324"
+    return f"{value:.4g}"
+
+
 def format_table(result: dict) -> str:
     """The per-layer table as aligned text (one row per layer)."""
     from isotropy.metrics.table import METRICS
 
     names = ["n_samples", *result["metrics"], "norm_max_over_median"]
     header = ["layer", "n", *(METRICS[m].display_name for m in result["metrics"]), "max/med norm"]
-    cells = [header] + [[str(r["layer"]), str(r["n_samples"])] + [f"{r[m]:.4g}" if math.isfinite(r[m]) else "nan" for m in names[1:]]
+    cells = [header] + [[str(r["layer"]), str(r["n_samples"])] + [_cell(m, r[m]) for m in names[1:]]
                         for r in result["rows"]]
     width = [max(len(row[i]) for row in cells) for i in range(len(header))]
     return "\n".join("  ".join(cell.rjust(w) for cell, w in zip(row, width)) for row in cells)
@@ -642,13 +663,39 @@ def model_options(function):
     return function
 
 
+# the functions behind ``measure --model`` whose parameters are the command's options: their errors name the option
+_BEHIND_THE_COMMAND = ("measure_layers", "load_transformer", "encode_pooled", "select_layers", "check_layers",
+                       "check_pooling")
+_OPTION_OF = {"layers": "--layers", "level": "--level", "pooling": "--pooling", "device": "--device",
+              "batch_size": "--batch-size", "max_length": "--max-length", "sample_size": "--sample-size",
+              "texts": "--texts", "labels": "--labels", "shrinkage_sample": "--shrinkage-sample",
+              "metrics": "--metrics"}
+
+
+def _option_names(message: str) -> str:
+    """``The 'layers' parameter of measure_layers ...`` -> ``--layers ...``: a command's error names its option."""
+    import re
+
+    def option(match):
+        return _OPTION_OF.get(match.group(1), match.group(0))
+
+    callers = "|".join(_BEHIND_THE_COMMAND)
+    return re.sub(rf"The '(\w+)' parameter of (?:{callers})\b", option, message)
+
+
 def run_cli(*, model, texts_path, text_column, layers, level, pooling, keep_special, plot_path, device, batch_size,
             max_length, labels_path=None, metric_names=None, json_path=None, sample_size=None, random_state=0,
             progress=None, shrinkage_sample=None) -> None:
     """``isotropy measure --model``: measure, print the table, write --json and --plot."""
     if texts_path is None:
         raise click.UsageError("--model needs --texts FILE (one text a line, or a CSV/TSV/JSON-lines column).")
+    from isotropy.measure._json_output import stream_fd
+
+    to_err = stream_fd(json_path) == 1 if json_path is not None else False  # --json -: stdout holds the JSON alone
     try:
+        from isotropy._utils.device import resolve_device
+
+        device = resolve_device(device, name="--device")  # "auto" (or none given): CUDA when present, else the CPU
         texts = read_texts(texts_path, column=text_column)
         labels = None
         if labels_path is not None:
@@ -674,7 +721,7 @@ def run_cli(*, model, texts_path, text_column, layers, level, pooling, keep_spec
             else:
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     except (ValueError, TypeError, OSError, ImportError) as exc:
-        raise _InputError(" ".join(str(exc).split())) from None
+        raise _InputError(_option_names(" ".join(str(exc).split()))) from None
     if result["isoscore_star_left_out"]:
         from isotropy.metrics.table import ISOSCORE_STAR_NOTE
 
@@ -686,10 +733,11 @@ def run_cli(*, model, texts_path, text_column, layers, level, pooling, keep_spec
     n = result["rows"][0]["n_samples"]
     unit = "texts" if level == "sentence" else "tokens"
     sampled = f" (a sample of {n} of {result['n_rows_total']} {unit})" if n < result["n_rows_total"] else ""
+    rows = f"{n} tokens x " if level == "token" else ""
     click.echo(f"{model} on {texts_path}: {len(texts)} texts, {level} level"
                + (f" ({pooling} pooling)" if level == "sentence" else "")
-               + f", {n} {unit} x {result['n_features']} features per layer{sampled}")
-    click.echo(format_table(result))
+               + f", {rows}{result['n_features']} features per layer{sampled}", err=to_err)
+    click.echo(format_table(result), err=to_err)
     if json_path is not None:
         from isotropy._utils.versions import package_versions
         from isotropy.measure._json_output import write_json_output
@@ -700,4 +748,4 @@ def run_cli(*, model, texts_path, text_column, layers, level, pooling, keep_spec
                   "versions": package_versions(["gguf"])}
         write_json_output(json_path, record)
     if plot_path is not None:
-        click.echo(str(plot_layers(result, plot_path)))
+        click.echo(str(plot_layers(result, plot_path)), err=to_err)

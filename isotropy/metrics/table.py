@@ -112,13 +112,13 @@ LEFT_OUT = {
 
 #: The one-line note of a default table that leaves IsoScore* out (no shrinkage sample given).
 ISOSCORE_STAR_NOTE = ("isoscore_star left out: without a shrinkage sample its Σ_S is the identity and it tracks the "
-                      "vector norms (0.7-0.999 on real embeddings where isoscore reads 0.03-0.08); give a shrinkage "
+                      "vector norms (0.7-0.999 on contextual embeddings whose isoscore is 0.03-0.08); give a shrinkage "
                       "sample to measure it")
 
 #: The warning when IsoScore* is asked for by name without a shrinkage sample.
 ISOSCORE_STAR_WARNING = ("isoscore_star without a shrinkage sample shrinks toward the identity (Σ_S = I): the value "
-                         "then tracks the vector norms, not isotropy (0.7-0.999 on real embeddings where isoscore "
-                         "reads 0.03-0.08); give a shrinkage sample")
+                         "then tracks the vector norms, not isotropy (0.7-0.999 on contextual embeddings whose "
+                         "isoscore is 0.03-0.08); give a shrinkage sample")
 
 #: Canonical name -> :class:`MetricSpec`, in the order tables print them. Read it, do not change it (the tests
 #: register a fake metric here for the duration of one test).
