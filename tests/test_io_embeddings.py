@@ -225,6 +225,23 @@ def test_ragged_word_vectors_and_key_on_single_array(tmp_path, X):
         read_embeddings(tmp_path / "x.npy", key="emb")
 
 
+@pytest.mark.parametrize(("text", "line"), [("The cat sat on the mat.\nA dog ran.\n", 1),  # sentences
+                                            ("Introduction\nthe cat sat on the mat .\n", 1),  # a one-word heading
+                                            ("Chapter 1\nthe cat sat on the mat .\n", 2)])  # a heading that parses
+def test_a_file_of_sentences_is_not_word_vectors_and_says_how_to_embed_it(tmp_path, text, line):
+    (tmp_path / "texts.txt").write_text(text)
+    with pytest.raises(IsotropyValueError, match=rf"texts.txt:{line}: expected a word vector .* isotropy measure "
+                                                 rf"--model NAME --texts FILE"):
+        read_embeddings(tmp_path / "texts.txt")
+
+
+def test_word_vectors_with_exponents_signs_and_a_header_still_read(tmp_path):
+    (tmp_path / "w.txt").write_text("2 3\nthe 1e-3 -0.5 2\nof +4 0.25 -1E2\n")
+    X, words = read_embeddings(tmp_path / "w.txt")
+    assert words == ["the", "of"]
+    np.testing.assert_array_equal(X, np.array([[1e-3, -0.5, 2], [4, 0.25, -100]], dtype=np.float32))
+
+
 # ------------------------------------------------------------------------------ labels
 def test_labels_text_csv_npy(tmp_path):
     (tmp_path / "y.txt").write_text("pos\nneg\npos\n\n")

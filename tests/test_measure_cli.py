@@ -309,3 +309,18 @@ def test_twonn_is_not_refused_for_mles_sake_on_a_few_rows(tmp_path):
     assert record["values"]["twonn_dimension"] == pytest.approx(twonn_dimension(X), rel=1e-12)
     assert "mle_dimension: The 'n_neighbors' parameter of mle_dimension" in out.stderr
     assert "neighbour_dimensions" not in out.stderr
+
+
+def test_an_underflowed_i_w_prints_as_below_the_smallest_double(tmp_path):
+    """I(W) is positive; where min Z / max Z is below float64's smallest number it is 0.0 in the JSON, and the table
+    says <5e-324 (as the per-layer table of --model does) rather than a bare 0."""
+    from isotropy import partition_isotropy
+
+    X = np.random.default_rng(0).normal(size=(200, 6))
+    X[:, 0] += 2000.0  # every row far along one axis: Z(+e0) / Z(-e0) underflows
+    assert partition_isotropy(X) == 0.0
+    np.save(tmp_path / "far.npy", X)
+    result = invoke(tmp_path / "far.npy", "--metrics", "partition_isotropy,isoscore", "--json", tmp_path / "out.json")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[2].split()[:2] == ["partition_isotropy", "<5e-324"]
+    assert json.loads((tmp_path / "out.json").read_text())["values"]["partition_isotropy"] == 0.0

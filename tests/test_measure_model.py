@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -226,6 +228,13 @@ def test_cli_device_auto_and_json_on_stdout(files):
     record = json.loads(result.stdout)
     assert [row["layer"] for row in record["rows"]] == [1] and record["n_texts"] == len(TEXTS)
     assert "features per layer" in result.stderr and "features per layer" not in result.stdout
+    out = files / "to_stdout.txt"  # --json /dev/stdout > file: the table, then the JSON, as for EMBEDDINGS
+    done = subprocess.run([sys.executable, "-m", "isotropy", "measure", "--model", str(files / "bert"), "--texts",
+                           str(files / "texts.txt"), "--device", "cpu", "--layers", "1", "--json", "/dev/stdout"],
+                          stdout=out.open("w"), stderr=subprocess.PIPE, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    text = out.read_text()
+    assert "features per layer" in text.splitlines()[0] and json.loads(text[text.index("{"):])["rows"][0]["layer"] == 1
 
 
 def test_cli_on_a_gguf_decoder(files, tmp_path):
@@ -251,6 +260,7 @@ def test_cli_on_a_gguf_decoder(files, tmp_path):
     (["TEXTS"], "To embed sentences with a model: isotropy measure --model NAME --texts FILE."),
     (["--model", "BERT", "--texts", "TEXTS", "--layers", "9"], "Error: --layers must be 'all', 'last' or"),
     (["--model", "BERT", "--texts", "TEXTS", "--device", "gpu"], "Error: --device must be auto, cpu, cuda"),
+    (["--model", "BERT", "--texts", "TEXTS", "--metric", "cosine", "--key", "x"], "--metric, --key apply to EMBEDDINGS"),
     (["--model", "BERT"], "--model needs --texts FILE"),
     (["--model", "BERT", "--texts", "CSV"], "name the text column"),
     (["--model", "BERT", "--texts", "TEXTS", "--layers", "7"], "must be 'all', 'last' or hidden-state indices"),

@@ -376,3 +376,23 @@ def test_run_and_measure_share_their_silencing_flags():
     for flag, expected in (("--quiet", False), ("--no-progress", False), ("--progress", True)):
         assert measure_command.make_context("measure", ["x.npy", flag]).params["progress"] is expected
     assert measure_command.make_context("measure", ["x.npy"]).params["progress"] is None
+
+
+def test_progress_bars_are_drawn_on_a_terminal_only(monkeypatch):
+    """An experiment's bars (and those of the libraries it calls) go to a terminal, never into a log file: redirected,
+    stderr keeps the log lines without hundreds of carriage-return updates. --quiet draws none anywhere."""
+    import io
+
+    from isotropy.experiments._context import RunContext
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    for stream, quiet, drawn in ((io.StringIO(), False, False), (Terminal(), False, True), (Terminal(), True, False)):
+        monkeypatch.setattr(sys, "stderr", stream)
+        context = RunContext(experiment="t", results_dir=Path("unused"), quiet=quiet)
+        assert context.show_progress is drawn
+        with context.progress(total=3, file=stream) as bar:
+            bar.update(3)
+        assert ("3/3" in stream.getvalue()) is drawn

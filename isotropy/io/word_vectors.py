@@ -137,6 +137,25 @@ def _read_binary(path: Path, limit, encoding):
     return words, X
 
 
+def _numbers(fields) -> bool:
+    """Whether every field parses as a float (``1e-3``, ``-0.5``, ``nan`` and ``inf`` do)."""
+    try:
+        for field in fields:
+            float(field)
+    except ValueError:
+        return False
+    return True
+
+
+def _not_vectors(path, lineno, parts) -> IsotropyValueError:
+    """The error for a line that is no word vector at all (prose, a heading): what the file should be, and the
+    command for texts."""
+    shown = " ".join(parts)[:60]
+    return IsotropyValueError(f"{path!s}:{lineno}: expected a word vector '<word> <x1> ... <xd>' (a GloVe or word2vec "
+                              f"text file), got {shown!r}. To embed sentences with a model: isotropy measure --model "
+                              f"NAME --texts FILE.")
+
+
 def _read_text(path: Path, limit, encoding):
     """word2vec text (header '<n_words> <n_features>', checked against the file) or GloVe (no header)."""
     words, rows, dim, announced = [], [], None, None
@@ -150,18 +169,14 @@ def _read_text(path: Path, limit, encoding):
                 continue  # a blank line
             if dim is None:
                 dim = len(parts) - 1
-                try:  # the first vector's numbers: a file of sentences is not word vectors, and says so here
-                    [float(x) for x in parts[1:]]
-                except ValueError:
-                    shown = " ".join(parts)[:60]
-                    raise IsotropyValueError(
-                        f"{path!s}:{lineno}: expected a word vector '<word> <x1> ... <xd>' (a GloVe or word2vec text "
-                        f"file), got {shown!r}. To embed sentences with a model: isotropy measure --model NAME "
-                        f"--texts FILE.") from None
+                if dim == 0 or not _numbers(parts[1:]):  # a file of sentences is not word vectors: said here
+                    raise _not_vectors(path, lineno, parts)
             if len(parts) - 1 != dim:
+                if not _numbers(parts[1:]):
+                    raise _not_vectors(path, lineno, parts)
                 source = "the header says" if announced is not None else "line 1 has"
                 raise IsotropyValueError(f"{path!s}:{lineno}: expected a word and {dim} numbers ({source} {dim}), "
-                                 f"got {len(parts) - 1} numbers.")
+                                 f"got {len(parts) - 1} number{'' if len(parts) == 2 else 's'}.")
             words.append(parts[0])
             rows.append(parts[1:])
             if limit is not None and len(words) >= limit:

@@ -555,12 +555,10 @@ def _shrinkage_covariances(sample, states, full_states, tokenizer, network, laye
 
 
 def _cell(metric: str, value: float) -> str:
-    """A value of the table: 4 significant digits; I(W) below float64's smallest number (it is > 0) as ``<5e-324``."""
-    if not math.isfinite(value):
-        return "nan"
-    if metric == "partition_isotropy" and value == 0.0:  # underflowed: min Z / max Z under 2**-1074 (Gemma's layers)
-        return "<5e-324"
-    return f"{value:.4g}"
+    """A value of the table: 4 significant digits (:func:`isotropy.measure.report.value_text`), ``nan`` if not finite."""
+    from isotropy.measure.report import value_text
+
+    return value_text(metric, value, 4) if math.isfinite(value) else "nan"
 
 
 def format_table(result: dict) -> str:
@@ -689,9 +687,7 @@ def run_cli(*, model, texts_path, text_column, layers, level, pooling, keep_spec
     """``isotropy measure --model``: measure, print the table, write --json and --plot."""
     if texts_path is None:
         raise click.UsageError("--model needs --texts FILE (one text a line, or a CSV/TSV/JSON-lines column).")
-    from isotropy.measure._json_output import stream_fd
-
-    to_err = stream_fd(json_path) == 1 if json_path is not None else False  # --json -: stdout holds the JSON alone
+    to_err = json_path is not None and str(json_path) == "-"  # --json -: stdout holds the JSON alone (as for EMBEDDINGS)
     try:
         from isotropy._utils.device import resolve_device
 

@@ -121,7 +121,7 @@ class _TableRows:
         return self._line("metric", "value", "seconds")
 
     def row(self, name, outcome) -> str:
-        value = "failed" if outcome.error is not None else f"{outcome.value:.6g}"
+        value = "failed" if outcome.error is not None else value_text(name, outcome.value, 6)
         return self._line(name, value, f"{outcome.seconds:.3f}")
 
 
@@ -454,6 +454,14 @@ def shrinkage_covariance(spec, X_full, *, key, random_state, n_features):
                              f"of {n_features} features, like EMBEDDINGS.")
     accumulator = _guard(CovarianceAccumulator().update, np.asarray(S))
     return _guard(accumulator.covariance)
+
+
+def value_text(metric: str, value: float, digits: int) -> str:
+    """A metric's value in a printed table, ``digits`` significant digits; I(W), which is positive, as ``<5e-324``
+    where it underflowed to 0.0 (min Z / max Z below float64's smallest number, as on Gemma's middle layers)."""
+    if metric == "partition_isotropy" and value == 0.0:
+        return "<5e-324"
+    return f"{value:.{digits}g}"
 
 
 def _json_float(value: float):
