@@ -219,6 +219,24 @@ def test_table_cells_say_when_i_w_underflowed():
     assert rows[1] == ["1", "3", "0", "<5e-324", "2"] and rows[2] == ["2", "3", "nan", "1.235e-05", "1"]
 
 
+def test_plot_marks_the_layers_where_i_w_underflowed(tmp_path, monkeypatch):
+    """On the log-scale I(W) panel a 0.0 (underflow) cannot be drawn: those layers get their own marker."""
+    from matplotlib.figure import Figure
+
+    from isotropy.measure.from_model import plot_layers
+
+    figures = []
+    monkeypatch.setattr(Figure, "savefig", lambda self, *args, **kwargs: figures.append(self))
+    rows = [{"layer": i, "n_samples": 5, "partition_isotropy": v, "norm_max_over_median": 1.5}
+            for i, v in enumerate([4e-11, 3e-314, 0.0, 0.0, 1e-42])]
+    plot_layers({"metrics": ["partition_isotropy"], "rows": rows, "model": "m", "level": "sentence",
+                 "pooling": "mean"}, tmp_path / "layers.png")
+    panel = figures[0].axes[0]
+    assert panel.get_yscale() == "log"
+    marked = [line for line in panel.lines if line.get_label() == "< 5e-324 (underflow)"]
+    assert len(marked) == 1 and list(marked[0].get_xdata()) == [2, 3] and max(marked[0].get_ydata()) < 3e-314
+
+
 def test_cli_device_auto_and_json_on_stdout(files):
     """--device auto (what the error for an absent CUDA suggests) runs where there is no GPU; with --json - stdout holds
     the JSON alone, the table goes to stderr."""

@@ -601,6 +601,11 @@ def plot_layers(result: dict, path: str | os.PathLike) -> Path:
         values = [r[name] for r in result["rows"] if math.isfinite(r[name]) and r[name] > 0]
         if name in ("partition_isotropy", "norm_max_over_median") and values and max(values) > 20 * min(values):
             ax.set_yscale("log")
+            under = [r["layer"] for r in hidden if name == "partition_isotropy" and r[name] == 0.0]
+            if under:  # I(W) underflowed to 0.0, which a log axis cannot show: marked below the smallest value
+                ax.plot(under, [min(values) / 10] * len(under), marker="v", ms=4, linestyle="none", color="C3",
+                        label="< 5e-324 (underflow)")
+                ax.legend(fontsize=6)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.tick_params(labelsize=7)
     for ax in list(axes.flat)[len(names):]:
