@@ -31,7 +31,7 @@ def parse_args(argv=None):
     parser.add_argument("--figure", type=Path, default=None, help="also save the figure here (.png; .svg beside)")
     parser.add_argument("--lambdas", type=float, nargs="+", default=[-1.0, 0.0, 1.0])
     parser.add_argument("--model", default="all-MiniLM-L6-v2")
-    parser.add_argument("--data-dir", default=None, help="folder holding glue_data (default: ../shared/data)")
+    parser.add_argument("--data-dir", default=None, help="folder holding glue_data/SST-2 (default: $ISOTROPY_DATA, else ./data)")
     parser.add_argument("--train-size", type=int, default=2000, help="0 = the whole training split")
     parser.add_argument("--probe-size", type=int, default=256)
     parser.add_argument("--sample-size", type=int, default=512, help="sentences whose covariance is Σ_S")
@@ -102,6 +102,9 @@ def curves(record, metric="isoscore_star"):
 
     state = record.get("trainer_state")
     frame = read_geometry_log(state if state and Path(state).is_file() else record["run_dir"])
+    if len(frame) and metric not in set(frame["metric"]):  # a name the callback does not log: say so, never plot nothing
+        raise SystemExit(f"error: the geometry log of {record['run_dir']} has no metric {metric!r}; it holds "
+                         f"{sorted(set(frame['metric']))}.")
     part = frame[frame["metric"] == metric]
     return {int(layer): (rows["step"].to_numpy(), rows["value"].to_numpy()) for layer, rows in part.groupby("layer")}
 
@@ -113,7 +116,7 @@ def plot(records, args):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = (("isoscore_star", f"IsoScore* (ζ = {args.zeta:g})"), ("mean_cosine", "mean cosine similarity"))
+    rows = (("isoscore_star", f"IsoScore* (ζ = {args.zeta:g})"), ("cosine_similarity_mean", "mean cosine similarity"))
     fig, axes = plt.subplots(len(rows), len(records), figsize=(4.2 * len(records), 6.2), sharex=True, sharey="row",
                              squeeze=False)
     cmap = plt.get_cmap("viridis")
@@ -157,8 +160,11 @@ def main(argv=None):
     if not args.plot_only:
         torch.manual_seed(args.seed)
         tokenizer = AutoTokenizer.from_pretrained(resolve_model(args.model))
-        train_all = load_glue_task("sst2", "train", data_dir=args.data_dir)
-        dev_all = load_glue_task("sst2", "dev", data_dir=args.data_dir)
+        try:
+            train_all = load_glue_task("sst2", "train", data_dir=args.data_dir)
+            dev_all = load_glue_task("sst2", "dev", data_dir=args.data_dir)
+        except (OSError, ValueError) as exc:  # no SST-2 where it was looked for: one line, not a traceback
+            raise SystemExit(f"error: {' '.join(str(exc).split())}")
         rng = np.random.default_rng(args.seed)
         n = len(train_all.text_a)
         order = rng.permutation(n)
@@ -199,7 +205,7 @@ def main(argv=None):
             with atomic_write(path, "wb") as handle:
                 fig.savefig(handle, format=path.suffix[1:], dpi=130, bbox_inches="tight")
     for record in records:
-        for metric in ("isoscore_star", "isoscore", "mean_cosine", "rogue_share"):
+        for metric in ("isoscore_star", "isoscore", "cosine_similarity_mean", "rogue_dimension_share"):
             values = {layer: (round(float(v[0]), 4), round(float(v[-1]), 4)) for layer, (_, v) in curves(record, metric).items()}
             print(f"lambda={record['lambda']:+g}  {metric} first->last per layer: {values}")
         print(f"lambda={record['lambda']:+g}  dev accuracy={record['dev_accuracy']}  steps={record['steps']}")

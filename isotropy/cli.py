@@ -95,7 +95,7 @@ def cli():
     """Geometry of embedding spaces: isotropy, clusters and intrinsic dimension."""
 
 
-@cli.group(cls=_ExperimentGroup)
+@cli.group(cls=_ExperimentGroup, short_help="Run a published experiment of the four papers.")
 def run():
     """Run a published experiment (one config file per setup; every value overridable with --set)."""
 
@@ -165,6 +165,9 @@ def main(argv=None):
     try:
         cli.main(args=argv, prog_name="isotropy", standalone_mode=False)
     except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.exceptions.NoArgsIsHelpError as exc:  # `isotropy`, `isotropy run`: the help itself, as --help lays it out
+        click.echo(exc.ctx.get_help(), err=True)
         sys.exit(exc.exit_code)
     except click.UsageError as exc:  # one line, as every other refusal: the usage block is one --help away
         hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""

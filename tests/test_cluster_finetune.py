@@ -87,7 +87,7 @@ def test_partition_isotropy_metric_over_batches():
     assert float(metric.compute()) == pytest.approx(partition_isotropy(X.numpy()))
 
 
-def test_run_tiny_model_end_to_end(tmp_path, tiny_bert_dir, one_torch_thread):
+def test_run_tiny_model_end_to_end(tmp_path, tiny_bert_dir, one_torch_thread, capfd):
     shared_data_path("glue_data", "RTE", "train.tsv")
     from isotropy.experiments._runner import execute
     from isotropy.experiments.cluster_finetune.experiment import EXPERIMENT
@@ -96,8 +96,12 @@ def test_run_tiny_model_end_to_end(tmp_path, tiny_bert_dir, one_torch_thread):
                                eval_batch_size=10, max_length=32, **{"geometry.every_n_steps": 1,
                                                                       "geometry.probe_size": None})
     results = execute(EXPERIMENT, config, results_dir=tmp_path, device="cpu", data_dir=shared_data_path(),
-                      quiet=True).results
+                      quiet=False).results
+    printed = capfd.readouterr()  # not --quiet, stderr not a terminal: no Trainer log dicts, no bars
+    assert "{'" not in printed.out and "geometry/" not in printed.out and "%|" not in printed.err, printed
     assert [r["condition"] for r in results["summary"]] == ["pretrained", "baseline", "cluster"]
+    assert {c["metric"] for c in results["curves"]["baseline_seed0"]} == {"partition_isotropy", "isoscore",
+                                                                          "cosine_similarity_mean"}
     assert sorted(p.name for p in (tmp_path / "figures").glob("*.png")) == ["layers.png", "training_curves.png"]
     pretrained = results["summary"][0]["layers"]
     assert [r["layer"] for r in pretrained] == [1, 2]

@@ -224,12 +224,15 @@ def test_resume_refuses_a_finished_run_file_without_its_metrics(tiny_model_dir, 
         run(config, tmp_path, resume=True)
 
 
-def test_quiet_silences_every_progress_bar_and_restores_the_switches(tiny_model_dir, tmp_path, capfd):
-    """--quiet: not even transformers' own "Loading weights" bar; its and the hub's settings come back after."""
+def test_quiet_silences_every_progress_bar_and_restores_the_switches(tiny_model_dir, tmp_path, capfd, monkeypatch):
+    """--quiet: not even transformers' own "Loading weights" bar; its and the hub's settings come back after. Without
+    --quiet the libraries' bars follow the run's: drawn on a terminal, not into a pipe or a log file."""
     import shutil
 
     from huggingface_hub.utils import are_progress_bars_disabled
     from transformers.utils import logging as hf_logging
+
+    import isotropy.experiments._runner as runner
 
     fresh = tmp_path / "model"
     shutil.copytree(tiny_model_dir, fresh)  # a directory no earlier test has loaded
@@ -241,7 +244,11 @@ def test_quiet_silences_every_progress_bar_and_restores_the_switches(tiny_model_
     assert "Loading weights" not in quiet.err and "it/s]" not in quiet.err and "%|" not in quiet.err, quiet.err
     assert quiet.out == ""
     assert hf_logging.is_progress_bar_enabled() and not are_progress_bars_disabled()  # restored
-    run(config, tmp_path / "loud", quiet=False)  # the reference: the same run draws the bar without --quiet
+    run(config, tmp_path / "piped", quiet=False)  # stderr is pytest's capture, not a terminal: no bar either
+    assert "Loading weights" not in capfd.readouterr().err
+    assert hf_logging.is_progress_bar_enabled() and not are_progress_bars_disabled()  # restored
+    monkeypatch.setattr(runner, "_stderr_is_a_terminal", lambda: True)
+    run(config, tmp_path / "loud", quiet=False)  # the reference: on a terminal the same run draws the bar
     assert "Loading weights" in capfd.readouterr().err
 
 

@@ -324,3 +324,16 @@ def test_an_underflowed_i_w_prints_as_below_the_smallest_double(tmp_path):
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines()[2].split()[:2] == ["partition_isotropy", "<5e-324"]
     assert json.loads((tmp_path / "out.json").read_text())["values"]["partition_isotropy"] == 0.0
+
+
+@pytest.mark.parametrize("argv", [[], ["run"]])
+def test_no_arguments_print_the_help_as_help_lays_it_out(argv, capsys):
+    """`isotropy` and `isotropy run` alone: the help on several lines (not squeezed into one 'Error:' line)."""
+    from isotropy.cli import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and not err.startswith("Error:")
+    assert err.splitlines()[0].startswith(f"Usage: isotropy {' '.join(argv)}".rstrip()) and "Commands:" in err
+    assert len(err.splitlines()) > 8 and "every..." not in err

@@ -28,7 +28,7 @@ from isotropy.datasets._paths import data_dir as resolve_data_dir
 __all__ = ["RunContext", "quiet_progress", "resolve_device", "thread_limits"]
 
 
-def _stderr_is_a_terminal() -> bool:
+def _stderr_is_a_terminal() -> bool:  # also the runner's: the libraries' bars follow the run's
     """Whether stderr, where the bars go, is a terminal (not a file, a pipe or a test's capture)."""
     import sys
 

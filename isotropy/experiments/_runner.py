@@ -64,7 +64,13 @@ from isotropy.experiments._config import (
     resolve_config,
     validate,
 )
-from isotropy.experiments._context import RunContext, quiet_progress, resolve_device, thread_limits
+from isotropy.experiments._context import (
+    RunContext,
+    _stderr_is_a_terminal,
+    quiet_progress,
+    resolve_device,
+    thread_limits,
+)
 from isotropy.experiments._results_dir import Replacement, ResultsLock, check_results_dir
 
 __all__ = ["Experiment", "RunOutcome", "execute", "save_figures"]
@@ -374,7 +380,8 @@ def execute(experiment: Experiment, config, *, results_dir=None, setup: str | No
                      threads=threads, resume=resume, data_dir=resolve_data_dir(data_dir), quiet=quiet,
                      config_hash=config_hash(values, ignore=ignore))
     check_results_dir(results_dir)
-    with ResultsLock(results_dir), quiet_progress(quiet):
+    # the libraries' own bars (transformers' "Loading weights", the hub's) follow the run's: a terminal only
+    with ResultsLock(results_dir), quiet_progress(quiet or not _stderr_is_a_terminal()):
         replacement = Replacement(results_dir)
         if replacement.recover():
             ctx.log(f"{results_dir}: restored the results a killed run had moved aside")

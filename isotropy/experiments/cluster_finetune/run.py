@@ -38,6 +38,17 @@ PAPER = {"rte": {"baseline": {"accuracy": 65.3, "partition_isotropy": 4.86e-5},
 _GEOMETRY_KEY = re.compile(r"^geometry/(?P<metric>[^/]+)/layer_(?P<layer>\d+)$")
 
 
+def _bars_only():
+    """transformers' ``ProgressCallback`` without its ``on_log``, which writes every log entry to stdout."""
+    from transformers import ProgressCallback
+
+    class BarsOnly(ProgressCallback):
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            return None
+
+    return BarsOnly()
+
+
 def prepare(config, ctx) -> dict:
     """Load and tokenise the task, load the encoder; writes nothing."""
     from isotropy.datasets.glue import load_glue_task
@@ -148,7 +159,7 @@ def _train_one(config, prepared, condition: str, seed: int, device: str, ctx) ->
         pooling=config.pooling, batch_size=config.eval_batch_size,
         metrics={"partition_isotropy": PartitionIsotropyMetric,
                  "isoscore": lambda d: metric_from_name("isoscore", n_features=d),
-                 "mean_cosine": lambda d: metric_from_name("cosine_similarity_mean", n_features=d)})
+                 "cosine_similarity_mean": lambda d: metric_from_name("cosine_similarity_mean", n_features=d)})
 
     def accuracy(prediction):
         return {"accuracy": float((np.argmax(prediction.predictions, -1) == prediction.label_ids).mean())}
@@ -161,16 +172,19 @@ def _train_one(config, prepared, condition: str, seed: int, device: str, ctx) ->
             warmup_steps=float(config.warmup_ratio),  # transformers reads a float in [0, 1) as a share of the steps
             lr_scheduler_type="linear", seed=seed, data_seed=seed, logging_steps=geometry.every_n_steps,
             eval_strategy="epoch", save_strategy="no", report_to=[], use_cpu=str(device) == "cpu",
-            dataloader_num_workers=0, disable_tqdm=ctx.quiet)
+            dataloader_num_workers=0, disable_tqdm=not ctx.show_progress)
         trainer = Trainer(model=model, args=args, train_dataset=_rows(prepared["train"]),
                           eval_dataset=_rows(prepared["valid"]),
                           data_collator=DataCollatorWithPadding(prepared["tokenizer"]),
                           processing_class=prepared["tokenizer"], compute_metrics=accuracy, callbacks=[callback])
-        if ctx.quiet:  # --quiet: neither the Trainer's progress bars nor its printed log lines
-            from transformers import PrinterCallback, ProgressCallback
+        # the Trainer prints each log entry (the geometry dicts every few steps) on stdout, ahead of the results
+        # table: never; its progress bars only where the run draws its own (a terminal, without --quiet)
+        from transformers import PrinterCallback, ProgressCallback
 
-            trainer.remove_callback(PrinterCallback)
-            trainer.remove_callback(ProgressCallback)
+        trainer.remove_callback(PrinterCallback)
+        trainer.remove_callback(ProgressCallback)
+        if ctx.show_progress:
+            trainer.add_callback(_bars_only())
         trainer.train()
         final = trainer.evaluate()
         history = list(trainer.state.log_history)
