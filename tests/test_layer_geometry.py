@@ -178,7 +178,7 @@ def test_cli_errors(tiny_bert, corpus_file, tmp_path, capsys):
     assert code == 2 and "nope.txt" in err and "does not exist" in err
     code, _, err = _cli([*base, "--model", tiny_bert, "--corpus", str(corpus_file), "--layers", "0,2",
                          "--set", "pca_layers=[1]"], capsys)
-    assert code == 2 and "'pca_layers'" in err and "[0, 2]" in err
+    assert code == 2 and "'pca_layers'" in err and "[0, 2]" in err and "--set pca_layers=null" in err
     code, _, err = _cli([*base, "--model", tiny_bert, "--corpus", str(corpus_file), "--set", "max_tokens=0"], capsys)
     assert code == 2 and "'max_tokens' setting of layer-geometry" in err and "Got 0 instead" in err
     assert not (tmp_path / "r").exists()  # every failure came before the results directory was made

@@ -173,7 +173,8 @@ def prepare(config, ctx) -> dict:
     pca_layers = select_layers(pca_layers, n_layers + 1, caller=EXPERIMENT, name="pca_layers") if pca_layers else []
     if not set(pca_layers) <= set(layers):
         raise ValueError(f"The 'pca_layers' setting of {EXPERIMENT} must list extracted layers, here {layers}. "
-                         f"Got {pca_layers!r} instead.")
+                         f"Got {pca_layers!r} instead (the setup's, unless set): give --set "
+                         f"'pca_layers=[{layers[-1]}]' or --set pca_layers=null (the middle extracted layer).")
     return {"corpus": corpus, "tokenizer": tokenizer, "network": network, "location": location,
             "n_layers": n_layers, "layers": layers, "pca_layers": pca_layers}
 
