@@ -80,9 +80,15 @@ class _ExperimentGroup(click.Group):
     def get_command(self, ctx, name):
         if name not in EXPERIMENTS:
             return None
-        from isotropy.experiments._command import make_command
+        try:
+            from isotropy.experiments._command import make_command
 
-        return make_command(load_experiment(name))
+            return make_command(load_experiment(name))
+        except ImportError as exc:  # a core install: the experiments need their extra (pydantic, torch, ...)
+            missing = click.ClickException(f"isotropy run needs the experiments extra: pip install "
+                                           f"'isotropy[experiments]' ({' '.join(str(exc).split())}).")
+            missing.exit_code = 2  # as every other missing optional package
+            raise missing from None
 
     def resolve_command(self, ctx, args):
         return _resolve_or_suggest(self, ctx, args)

@@ -215,3 +215,15 @@ def test_neighbour_search_without_numba(tmp_path):
     assert result.stdout.splitlines() == [
         "None False", ("The ISOTROPY_JIT environment variable is '1', which needs numba. Install it with pip install "
                  "'isotropy[fast]', or unset ISOTROPY_JIT.")]
+
+
+def test_run_names_the_extra_it_needs(tmp_path):
+    """On the core install `isotropy run` (alone, or with an experiment) says which extra installs the experiments."""
+    for argv in ('["run"]', '["run", "classifier-geometry", "--setup", "demo"]', '["run", "--help"]'):
+        result = _run_without_extras(f"""
+            from isotropy.cli import main
+            main({argv})
+        """, tmp_path)
+        assert result.returncode == 2, (argv, result.stderr)
+        assert "isotropy run needs the experiments extra: pip install 'isotropy[experiments]'" in result.stderr, argv
+        assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr, result.stderr

@@ -326,9 +326,9 @@ def test_an_underflowed_i_w_prints_as_below_the_smallest_double(tmp_path):
     assert json.loads((tmp_path / "out.json").read_text())["values"]["partition_isotropy"] == 0.0
 
 
-@pytest.mark.parametrize("argv", [[], ["run"]])
+@pytest.mark.parametrize("argv", [[]])  # `isotropy run` alone: tests/test_runner.py (it needs the experiments extra)
 def test_no_arguments_print_the_help_as_help_lays_it_out(argv, capsys):
-    """`isotropy` and `isotropy run` alone: the help on several lines (not squeezed into one 'Error:' line)."""
+    """`isotropy` alone: the help on several lines (not squeezed into one 'Error:' line)."""
     from isotropy.cli import main
 
     with pytest.raises(SystemExit) as stop:

@@ -396,3 +396,15 @@ def test_progress_bars_are_drawn_on_a_terminal_only(monkeypatch):
         with context.progress(total=3, file=stream) as bar:
             bar.update(3)
         assert ("3/3" in stream.getvalue()) is drawn
+
+
+def test_run_alone_prints_its_help_as_help_lays_it_out(capsys):
+    """`isotropy run` alone: the help and the list of experiments on several lines, not one squeezed 'Error:' line."""
+    from isotropy.cli import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(["run"])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and not err.startswith("Error:")
+    assert err.splitlines()[0].startswith("Usage: isotropy run") and "classifier-geometry" in err
+    assert len(err.splitlines()) > 8
