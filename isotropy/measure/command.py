@@ -155,8 +155,8 @@ def command(embeddings, labels_path, metric_names, shrinkage_sample, json_path, 
         given = [option for name, option in (("distance", "--metric"), ("key", "--key"))
                  if context.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE]
         if given:  # they read EMBEDDINGS; the command would otherwise ignore them without a word
-            raise click.UsageError(f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} to EMBEDDINGS only; "
-                                   f"--model measures every layer with the euclidean distance.")
+            raise click.UsageError(f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} to EMBEDDINGS only "
+                                   f"(--model reads --texts and measures each layer with the euclidean distance).")
         if scheduler is not None or workers is not None or memory_limit is not None:
             raise click.UsageError("--scheduler, --workers and --memory-limit measure EMBEDDINGS files; "
                                    "they do not apply to --model.")
