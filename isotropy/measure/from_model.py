@@ -409,7 +409,7 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
 def _sentence_transformer_modules(location) -> list[str]:
     """The modules after the transformer in a sentence-transformers directory (``modules.json``), e.g. ``["Pooling", "Normalize"]``.
 
-    None for a directory converted from GGUF by :func:`isotropy.models.convert_gguf`: its mean Pooling
+    Empty for a directory converted from GGUF by :func:`isotropy.models.convert_gguf`: its mean Pooling
     is isotropy's own addition (so that ``SentenceTransformer`` reads it), not a model's output, and
     its row would repeat the last layer's.
     """
