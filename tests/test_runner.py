@@ -408,3 +408,17 @@ def test_run_alone_prints_its_help_as_help_lays_it_out(capsys):
     assert stop.value.code == 2 and not err.startswith("Error:")
     assert err.splitlines()[0].startswith("Usage: isotropy run") and "classifier-geometry" in err
     assert len(err.splitlines()) > 8
+
+
+def test_resume_without_plotting_says_the_figures_are_the_earlier_runs(tmp_path, capfd):
+    """--resume --no-plot leaves figures drawn from fewer seeds: the run says so, and how to redraw them."""
+    config = TEMPLATE.config(sets=[*SMALL, "seeds=[0]"])
+    execute(TEMPLATE, config, results_dir=tmp_path, device="cpu", quiet=False, plot=True)
+    capfd.readouterr()
+    more = TEMPLATE.config(sets=[*SMALL, "seeds=[0, 1]"])
+    execute(TEMPLATE, more, results_dir=tmp_path, device="cpu", resume=True, quiet=False, plot=False)
+    err = capfd.readouterr().err
+    assert "drawn from an earlier run's results" in err and f"isotropy plot {tmp_path}" in err
+    execute(TEMPLATE, TEMPLATE.config(sets=[*SMALL, "seeds=[0, 1, 2]"]), results_dir=tmp_path, device="cpu",
+            resume=True, quiet=False, plot=True)
+    assert "earlier run's results" not in capfd.readouterr().err  # redrawn: nothing to say

@@ -393,6 +393,9 @@ def execute(experiment: Experiment, config, *, results_dir=None, setup: str | No
             outcome = _run_locked(experiment, config, ctx, replacement)
         if plot:
             outcome.figures = save_figures(experiment.plot(results_dir), results_dir, formats=formats, dpi=dpi)
+        elif not outcome.skipped and any((Path(results_dir) / "figures").glob("*")):  # --resume --no-plot
+            ctx.log(f"{Path(results_dir) / 'figures'}: drawn from an earlier run's results, not from these "
+                    f"(--no-plot); redraw them with: isotropy plot {results_dir}")
     return outcome
 
 
