@@ -80,28 +80,27 @@ def quiet_progress(quiet: bool):
         return
     import importlib.util
 
-    restore, hub_was_disabled = [], None
+    hub_was_disabled = None
     if importlib.util.find_spec("huggingface_hub") is not None:
         from huggingface_hub.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
 
         hub_was_disabled = are_progress_bars_disabled()
-    if importlib.util.find_spec("transformers") is not None:
-        # imported before any switch moves: on import, transformers copies the hub's switch into its own
-        from transformers.utils import logging as hf_logging
+    with contextlib.ExitStack() as stack:
+        if importlib.util.find_spec("transformers") is not None:
+            # entered (transformers imported) before the hub's switch moves: on import, transformers copies the
+            # hub's switch into its own
+            from isotropy.models._quiet import quiet_transformers
 
-        if hf_logging.is_progress_bar_enabled():
-            hf_logging.disable_progress_bar()
-            restore.append(hf_logging.enable_progress_bar)
-    if hub_was_disabled is False:
-        disable_progress_bars()
-        restore.append(enable_progress_bars)
-    try:
-        yield
-    finally:
-        for undo in restore:
-            undo()
-        if hub_was_disabled:  # transformers' switch turns the hub's bars back on with its own
+            stack.enter_context(quiet_transformers())
+        if hub_was_disabled is False:
             disable_progress_bars()
+            stack.callback(enable_progress_bars)  # undone before transformers' switch (last in, first out)
+        try:
+            yield
+        finally:
+            stack.close()
+            if hub_was_disabled:  # transformers' switch turns the hub's bars back on with its own
+                disable_progress_bars()
 
 
 def _echo(message: str) -> None:
