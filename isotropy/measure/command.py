@@ -80,6 +80,13 @@ def _parse_sample_size(ctx, param, value):
     return size
 
 
+def _given(names) -> list[str]:
+    """The options among the parameters ``names`` of the running command that the command line set, as spelled there."""
+    context = click.get_current_context()
+    return [next(opt for opt in param.opts if opt.startswith("--")) for param in context.command.params
+            if param.name in names and context.get_parameter_source(param.name) == click.core.ParameterSource.COMMANDLINE]
+
+
 @click.command(name="measure")
 @click.argument("embeddings", metavar="EMBEDDINGS", required=False)
 @click.option("--labels", "labels_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -142,18 +149,14 @@ def command(embeddings, labels_path, metric_names, shrinkage_sample, json_path, 
         raise click.UsageError("give EMBEDDINGS (a file, a folder of shards or 'glove-6b-50d'), or --model NAME with "
                                "--texts FILE.")
     if model_kwargs["model"] is None:  # the options of --model, given without it, would be silently ignored
-        context = click.get_current_context()
-        given = [f"--{name.removesuffix('_path').replace('_', '-')}" for name in model_kwargs
-                 if name != "model" and context.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE]
+        given = _given([name for name in model_kwargs if name != "model"])
         if given:
             one = len(given) == 1
             raise click.UsageError(f"{', '.join(given)} appl{'ies' if one else 'y'} to --model NAME --texts FILE only; "
                                    f"EMBEDDINGS are measured as they are. Leave {'it' if one else 'them'} out, or give "
                                    f"--model instead of EMBEDDINGS.")
     if model_kwargs["model"] is not None:
-        context = click.get_current_context()
-        given = [option for name, option in (("distance", "--metric"), ("key", "--key"))
-                 if context.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE]
+        given = _given(["distance", "key"])
         if given:  # they read EMBEDDINGS; the command would otherwise ignore them without a word
             raise click.UsageError(f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} to EMBEDDINGS only "
                                    f"(--model reads --texts and measures each layer with the euclidean distance).")
