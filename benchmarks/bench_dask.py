@@ -75,14 +75,9 @@ def _labels(X, k=10, seed=0):
 
 def _default_rows(d):
     """Rows per tile each computation takes by default for d features (this checkout's defaults)."""
-    from isotropy.distributed._graph import check_tile_rows
+    from isotropy.distributed._graph import NEIGHBOUR_TILE_ROWS, check_tile_rows
 
-    try:
-        from isotropy.distributed._graph import NEIGHBOUR_TILE_ROWS
-    except ImportError:  # a checkout from before the neighbour tiles had their own default
-        NEIGHBOUR_TILE_ROWS = None
-    neighbours = check_tile_rows(None, "bench", d) if NEIGHBOUR_TILE_ROWS is None else \
-        check_tile_rows(None, "bench", d, default=NEIGHBOUR_TILE_ROWS)
+    neighbours = check_tile_rows(None, "bench", d, default=NEIGHBOUR_TILE_ROWS)
     return {"silhouette": check_tile_rows(None, "bench", d), "knn": neighbours, "mle": neighbours}
 
 
