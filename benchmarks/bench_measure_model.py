@@ -5,8 +5,10 @@ test pairs (``--data-dir``, default ``$ISOTROPY_DATA`` else ``../shared/data``),
 in alternation for ``--repeats`` rounds (minimum of each, after one untimed warm-up of each):
 
 - **floor**: :func:`isotropy.models.load_transformer` (tokenizer and weights from safetensors) plus
-  the bare forward pass with every hidden state over the same texts, in length-sorted batches of
-  ``--batch-size`` (tokenised before the clock starts);
+  the bare forward pass with every hidden state over the same texts, in batches of ``--batch-size``
+  (tokenised and padded by the tokenizer before the clock starts), timed for two orders of the texts:
+  by length in characters (the floor of issue 20) and by token count (the order the command's
+  batches take since 2026-11-27, which pads less); the token positions of each are printed;
 - **now**: the command (``measure.from_model.run_cli``, what ``isotropy measure --model M --texts
   FILE --json OUT`` runs after parsing its options: all layers, the default metrics, the table,
   the JSON), with an empty embeddings cache each time (``$ISOTROPY_CACHE`` a fresh folder);
@@ -39,6 +41,7 @@ import sys
 import tempfile
 import time
 import types
+import warnings
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,8 +63,17 @@ def _command(run_cli, texts_path: Path, json_path: Path, model: str, batch_size:
                 os.environ["ISOTROPY_CACHE"] = old
 
 
-def _floor(texts, model: str, batch_size: int) -> tuple[float, float]:
-    """Seconds to load tokenizer and weights, and of the bare forward pass with all hidden states."""
+# The floor's two batch orders: by length in characters (the floor of issue 20, and of the runs before
+# 2026-11-27), and by token count (what the command does since then: less padding, a faster forward pass).
+ORDERS = ("characters", "tokens")
+
+
+def _floor(texts, model: str, batch_size: int) -> tuple[float, dict, dict]:
+    """Seconds to load tokenizer and weights; per batch order (:data:`ORDERS`), seconds of the bare forward pass
+    with all hidden states and the token positions it runs (padding included).
+
+    The batches are tokenised and padded by the tokenizer itself, before the clock starts.
+    """
     import numpy as np
     import torch
 
@@ -69,18 +81,24 @@ def _floor(texts, model: str, batch_size: int) -> tuple[float, float]:
 
     start = time.perf_counter()
     tokenizer, network, _ = load_transformer(model, device="cpu")
-    loaded = time.perf_counter()
-    order = np.argsort([len(t) for t in texts], kind="stable")
-    batches = []
-    for s in range(0, len(texts), batch_size):
-        batch = tokenizer([texts[i] for i in order[s:s + batch_size]], padding=True, truncation=True, max_length=128,
-                          return_tensors="pt")
-        batches.append({k: v for k, v in batch.items() if k in ("input_ids", "attention_mask", "token_type_ids")})
-    forward = time.perf_counter()
-    with torch.inference_mode():
-        for batch in batches:
-            network(**batch, output_hidden_states=True)
-    return loaded - start, time.perf_counter() - forward
+    loaded = time.perf_counter() - start
+    lengths = {"characters": [len(t) for t in texts],
+               "tokens": [len(ids) for ids in tokenizer(texts, truncation=True, max_length=128)["input_ids"]]}
+    forward, positions = {}, {}
+    for by in ORDERS:
+        order = np.argsort(lengths[by], kind="stable")
+        batches = []
+        for s in range(0, len(texts), batch_size):
+            batch = tokenizer([texts[i] for i in order[s:s + batch_size]], padding=True, truncation=True,
+                              max_length=128, return_tensors="pt")
+            batches.append({k: v for k, v in batch.items() if k in ("input_ids", "attention_mask", "token_type_ids")})
+        positions[by] = sum(b["input_ids"].numel() for b in batches)
+        begin = time.perf_counter()
+        with torch.inference_mode():
+            for batch in batches:
+                network(**batch, output_hidden_states=True)
+        forward[by] = time.perf_counter() - begin
+    return loaded, forward, positions
 
 
 def _previous_run_cli(commit: str):
@@ -98,7 +116,8 @@ _PARTS = (
     ("load tokenizer and weights", "isotropy/models/loading.py", "load_transformer", "max"),
     ("the output row's model, around the loaded network", "measure/from_model.py", "_sentence_model_around", "max"),
     ("encode_pooled (tokenise, forward, pool)", "isotropy/models/encoders.py", "encode_pooled", "max"),
-    ("  tokenisation and padding (and the output row's token ids)", "tokenization_utils_base.py", "__call__", "max"),
+    ("  tokenisation (and the output row's token ids)", "tokenization_utils_base.py", "__call__", "max"),
+    ("  padding", "isotropy/models/batching.py", "pad_rows", "sum"),
     ("  forward pass, all hidden states", "transformers/models/", "forward", "max"),
     ("  pooling", "isotropy/models/pooling.py", "pool_hidden_states", "sum"),
     ("  output row from the same pass", "measure/from_model.py", "__call__", "sum"),
@@ -139,11 +158,11 @@ def _one_round(run_cli, texts, model, batch_size) -> None:
         texts_path.write_text("\n".join(texts) + "\n", encoding="utf-8")
         _floor(texts[:64], model, batch_size)
         _command(run_cli, texts_path, json_path, model, batch_size)
-        load, forward = _floor(texts, model, batch_size)
+        load, forward, _ = _floor(texts, model, batch_size)
         start = time.perf_counter()
         _command(run_cli, texts_path, json_path, model, batch_size)
         command = time.perf_counter() - start
-    print(json.dumps({"floor": load + forward, "command": command}))
+    print(json.dumps({**{f"floor by {by}": load + forward[by] for by in ORDERS}, "command": command}))
 
 
 def _compare(args, data_dir) -> None:
@@ -151,7 +170,7 @@ def _compare(args, data_dir) -> None:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=args.compare, capture_output=True, text=True,
                             check=True).stdout.strip()
     trees = {"this checkout": ROOT, f"`{commit}`": Path(args.compare).resolve()}
-    best = {name: {"floor": float("inf"), "command": float("inf")} for name in trees}
+    best = {name: {key: float("inf") for key in (*(f"floor by {by}" for by in ORDERS), "command")} for name in trees}
     for _ in range(args.repeats):
         for name, tree in trees.items():
             env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(tree), os.environ.get("PYTHONPATH")]))}
@@ -163,9 +182,14 @@ def _compare(args, data_dir) -> None:
                 best[name][key] = min(best[name][key], value)
     print(f"isotropy measure --model {args.model} against load + bare forward, {args.n_texts} STS-B test sentences, "
           f"each checkout in its own interpreter, {args.repeats} alternating rounds, fastest of each\n")
-    print("| checkout | floor s | command s | command / floor |\n|---|---:|---:|---:|")
+    print("floor: load + bare forward in batches sorted by length in characters (the floor of issue 20) or by token "
+          "count (the command's batches since 2026-11-27); each ratio is the command over that floor\n")
+    print("| checkout | floor, by characters s | floor, by tokens s | command s | command / floor by characters "
+          "| command / floor by tokens |\n|---|---:|---:|---:|---:|---:|")
     for name, b in best.items():
-        print(f"| {name} | {b['floor']:.2f} | {b['command']:.2f} | {b['command'] / b['floor']:.3f} |")
+        chars, tokens = b["floor by characters"], b["floor by tokens"]
+        print(f"| {name} | {chars:.2f} | {tokens:.2f} | {b['command']:.2f} | {b['command'] / chars:.3f} "
+              f"| {b['command'] / tokens:.3f} |")
 
 
 def main() -> None:
@@ -189,7 +213,9 @@ def main() -> None:
 
     try:  # a --compare checkout from before the measure folder (8e450e5) has isotropy/measure_model.py (asked
         # first: the editable install of this checkout would otherwise answer isotropy.measure for it)
-        from isotropy.measure_model import run_cli
+        with warnings.catch_warnings():  # this checkout's own isotropy.measure_model says it moved
+            warnings.simplefilter("ignore", DeprecationWarning)
+            from isotropy.measure_model import run_cli
     except ImportError:
         from isotropy.measure.from_model import run_cli
 
@@ -198,18 +224,19 @@ def main() -> None:
     if args.one_round:
         return _one_round(run_cli, texts, model, args.batch_size)
     previous = _previous_run_cli(args.previous)
-    times = {"floor": [], "now": [], args.previous: []}
-    parts = {"load": [], "forward": []}
+    times = {**{f"floor by {by}": [] for by in ORDERS}, "now": [], args.previous: []}
+    parts = {"load": [], **{by: [] for by in ORDERS}}
     with tempfile.TemporaryDirectory() as work:
         texts_path, json_path = Path(work) / "texts.txt", Path(work) / "out.json"
         texts_path.write_text("\n".join(texts) + "\n", encoding="utf-8")
         _floor(texts[:64], model, args.batch_size)  # warm-up: imports, first calls
         _command(run_cli, texts_path, json_path, model, args.batch_size)
         for _ in range(args.repeats):
-            load, forward = _floor(texts, model, args.batch_size)
+            load, forward, positions = _floor(texts, model, args.batch_size)
             parts["load"].append(load)
-            parts["forward"].append(forward)
-            times["floor"].append(load + forward)
+            for by in ORDERS:
+                parts[by].append(forward[by])
+                times[f"floor by {by}"].append(load + forward[by])
             for label, cli in (("now", run_cli), (args.previous, previous)):
                 start = time.perf_counter()
                 _command(cli, texts_path, json_path, model, args.batch_size)
@@ -219,11 +246,16 @@ def main() -> None:
     print(f"isotropy measure --model {args.model} --texts ({len(texts)} STS-B test sentences), all layers, default "
           f"metrics, --json, CPU ({torch.get_num_threads()} torch threads), empty embeddings cache; min of "
           f"{args.repeats} interleaved runs\n")
-    print("| contender | seconds | / floor |\n|---|---:|---:|")
-    print(f"| floor: load ({min(parts['load']):.2f} s) + bare forward, all hidden states "
-          f"({min(parts['forward']):.2f} s) | {best['floor']:.2f} | 1.00 |")
+    print(f"token positions of the forward pass, padding included (batches of "
+          f"{args.batch_size}): " + ", ".join(f"{positions[by]:,} with the texts sorted by {by}" for by in ORDERS) + "\n")
+    chars, tokens = best["floor by characters"], best["floor by tokens"]
+    print("| contender | seconds | / floor by characters | / floor by tokens |\n|---|---:|---:|---:|")
+    for by in ORDERS:
+        print(f"| floor by {by}: load ({min(parts['load']):.2f} s) + bare forward, all hidden states, batches sorted "
+              f"by {by} ({min(parts[by]):.2f} s) | {best[f'floor by {by}']:.2f} | {best[f'floor by {by}'] / chars:.2f} "
+              f"| {best[f'floor by {by}'] / tokens:.2f} |")
     for label in ("now", args.previous):
-        print(f"| measure --model ({label}) | {best[label]:.2f} | {best[label] / best['floor']:.2f} |")
+        print(f"| measure --model ({label}) | {best[label]:.2f} | {best[label] / chars:.2f} | {best[label] / tokens:.2f} |")
     print(f"\nwhere the command's time goes (one more run under cProfile: {total:.2f} s; indented rows are part of "
           f"the row above them)\n")
     print("| part | seconds | share |\n|---|---:|---:|")

@@ -10,6 +10,8 @@
 - :func:`input_word_vectors` reads static word vectors from a model's input embedding matrix.
 - :func:`select_layers` turns ``"all"``, ``"last"``, ``"0,6,12"`` or indices into hidden-state indices: the one
   layer selector of ``measure --model``, token extraction and the training callbacks.
+- :mod:`isotropy.models.batching` tokenises texts once and runs them in batches of similar token
+  counts, each padded to its own longest row (``measure --model`` and the training probe).
 - :func:`pool_hidden_states` pools token states into sentence vectors (masked mean, last or first
   token), refusing first-token pooling for a causal decoder.
 

@@ -206,6 +206,7 @@ def encode_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, layers: S
     import torch
     from tqdm.auto import tqdm
 
+    from isotropy.models.batching import pad_rows, token_count_batches, tokenize_texts
     from isotropy.models.loading import load_transformer
     from isotropy.models.pooling import pool_hidden_states
 
@@ -213,20 +214,18 @@ def encode_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, layers: S
     # _on_batch(rows, batch, last_hidden_state) sees every batch of the forward pass (when one runs)
     tokenizer, network = _loaded if _loaded is not None else load_transformer(model, device=device)[:2]
     check_pooling(pooling, network.config, caller=caller)
-    order = np.argsort([len(t) for t in texts], kind="stable")  # similar lengths per batch: less padding
+    tokens = tokenize_texts(tokenizer, texts, max_length=max_length)
+    batches = token_count_batches([len(ids) for ids in tokens["input_ids"]], batch_size)  # least padding
     fresh: dict[int, np.ndarray] = {}
-    starts = range(0, len(texts), batch_size)
     with torch.inference_mode():
-        for start in tqdm(starts, desc="batches", unit="batch", disable=not show_progress):
-            rows = order[start:start + batch_size]
-            batch = tokenizer([texts[i] for i in rows], padding=True, truncation=True, max_length=max_length,
-                              return_tensors="pt").to(network.device)
-            inputs = {k: v for k, v in batch.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
-            output = network(**inputs, output_hidden_states=True)
+        for number, rows in enumerate(tqdm(batches, desc="batches", unit="batch", disable=not show_progress)):
+            batch = {k: v.to(network.device) for k, v in
+                     pad_rows(tokens, rows, pad_id=tokenizer.pad_token_id).items()}
+            output = network(**batch, output_hidden_states=True)
             hidden = output.hidden_states
             if _on_batch is not None:  # e.g. a sentence-transformers model's own output, from this same pass
                 _on_batch(rows, batch, output.last_hidden_state)
-            if start == 0 and use_cache and _other_layers_budget:
+            if number == 0 and use_cache and _other_layers_budget:
                 # also keep the other layers of this pass when they fit the budget (non-negative indices)
                 size = len(texts) * hidden[0].shape[-1] * 4 * len(hidden)
                 extra = [i for i in range(len(hidden)) if i not in todo] if size <= _other_layers_budget else []

@@ -30,6 +30,7 @@ import torch
 
 from isotropy._utils.validation import IsotropyValueError, check_scalar
 from isotropy.metrics.table import check_metric_names, metric_names
+from isotropy.models.batching import pad_rows, tokenize_texts
 from isotropy.models.layers import check_layers, select_layers
 from isotropy.models.pooling import check_pooling, pool_hidden_states
 
@@ -125,9 +126,7 @@ class _Rows:
             raise IsotropyValueError(f"{self.caller}: the probe is a list of texts but no tokenizer was found; pass "
                                      f"tokenizer=... (or a dict of encoded tensors as the probe).")
         if self._tokens is None or self._tokenised_by is not self.tokenizer:
-            encoded = self.tokenizer(self.texts, truncation=True, max_length=self.max_length)
-            self._tokens = {key: [list(v) for v in encoded[key]] for key in ("input_ids", "attention_mask",
-                                                                             "token_type_ids") if key in encoded}
+            self._tokens = tokenize_texts(self.tokenizer, self.texts, max_length=self.max_length)
             self._tokenised_by = self.tokenizer
         return self._tokens
 
@@ -152,17 +151,7 @@ class _Rows:
             if width < seq:  # every seq-wide tensor loses its all-padding tail
                 batch = {k: v[:, :width] if v.ndim >= 2 and v.shape[1] == seq else v for k, v in batch.items()}
             return batch
-        tokens = self._tokenised()
-        ids = [tokens["input_ids"][i] for i in rows]
-        width = max(len(v) for v in ids)
-        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
-        out = {}
-        for key, values in tokens.items():
-            fill = pad if key == "input_ids" else 0
-            out[key] = torch.tensor([values[i] + [fill] * (width - len(values[i])) for i in rows], dtype=torch.long)
-        out.setdefault("attention_mask", (torch.arange(width)[None, :] <
-                                          torch.tensor([len(v) for v in ids])[:, None]).long())
-        return out
+        return pad_rows(self._tokenised(), rows, pad_id=self.tokenizer.pad_token_id)
 
 
 class GeometryProbe:

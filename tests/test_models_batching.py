@@ -1,0 +1,92 @@
+"""Token batches (:mod:`isotropy.models.batching`): the tokenizer's own padding, grouped by token count."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from _tiny_models import make_tiny_bert, make_tiny_gpt2
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from isotropy.models.batching import pad_rows, token_count_batches, tokenize_texts
+
+# token counts under the tiny BERT vocabulary, [CLS] and [SEP] included: the order by characters is not the
+# order by tokens ("unbelievable cats": 17 characters, 5 word pieces; "a a a a a a a": 13 characters, 7 tokens)
+TEXTS = ["unbelievable", "a a a a a a a", "the cat", "unbelievable cats", "a", "the dog ran on the mat ."]
+COUNTS = [5, 9, 4, 7, 3, 9]
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    root = tmp_path_factory.mktemp("batching")
+    return make_tiny_bert(root / "bert"), make_tiny_gpt2(root / "gpt2")
+
+
+@pytest.mark.parametrize("which", [0, 1])
+def test_padded_rows_are_the_tokenizers_own_padding(models, which):
+    from isotropy.models.loading import load_transformer
+
+    tokenizer, _, _ = load_transformer(str(models[which]), device="cpu")  # GPT-2: pad token set to its eos
+    texts = TEXTS if which == 0 else ["the cat sat .", "a dog", "the dog ran far away , the dog sat ."]
+    tokens = tokenize_texts(tokenizer, texts, max_length=6)
+    rows = [2, 0, 1] if which else [3, 4, 1]
+    ours = pad_rows(tokens, rows, pad_id=tokenizer.pad_token_id)
+    theirs = tokenizer([texts[i] for i in rows], padding=True, truncation=True, max_length=6, return_tensors="pt")
+    assert set(ours) == {k for k in theirs if k in ("input_ids", "attention_mask", "token_type_ids")}
+    for key, value in ours.items():
+        assert value.dtype == theirs[key].dtype
+        assert value.tolist() == theirs[key].tolist(), key
+
+
+def test_token_counts_and_batches(models):
+    from isotropy.models.loading import load_transformer
+
+    tokenizer, _, _ = load_transformer(str(models[0]), device="cpu")
+    tokens = tokenize_texts(tokenizer, TEXTS, max_length=64)
+    assert [len(ids) for ids in tokens["input_ids"]] == COUNTS
+    batches = token_count_batches(COUNTS, 2)
+    assert [b.tolist() for b in batches] == [[4, 2], [0, 3], [1, 5]]  # 3 4 | 5 7 | 9 9 (stable among equals)
+    # positions run: 2·4 + 2·7 + 2·9 = 40, against 2·4 + 2·9 + 2·9 = 44 with the texts sorted by characters
+    assert sum(len(b) * max(COUNTS[i] for i in b) for b in batches) == 40
+    by_chars = np.argsort([len(t) for t in TEXTS], kind="stable")
+    assert sum(2 * max(COUNTS[i] for i in by_chars[s:s + 2]) for s in range(0, 6, 2)) == 44
+
+
+def test_no_attention_mask_given_gets_one():
+    tokens = {"input_ids": [[5, 6, 7], [8]]}
+    out = pad_rows(tokens, [1, 0], pad_id=None)
+    assert out["input_ids"].tolist() == [[8, 0, 0], [5, 6, 7]]
+    assert out["attention_mask"].tolist() == [[1, 0, 0], [1, 1, 1]]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(1, 50), min_size=1, max_size=40), st.integers(1, 9))
+def test_batches_cover_every_row_once_in_token_order(lengths, batch_size):
+    batches = token_count_batches(lengths, batch_size)
+    flat = np.concatenate(batches)
+    assert sorted(flat.tolist()) == list(range(len(lengths)))
+    assert all(1 <= len(b) <= batch_size for b in batches) and all(len(b) == batch_size for b in batches[:-1])
+    assert np.all(np.diff(np.asarray(lengths)[flat]) >= 0)
+
+
+def test_encode_pooled_runs_the_batches_by_token_count_with_the_values_of_one_text_at_a_time(models, monkeypatch):
+    from transformers import BertModel
+
+    from isotropy.models.encoders import encode_pooled
+
+    seen = []
+    forward = BertModel.forward
+
+    def spy(self, *args, **kwargs):
+        seen.append(tuple(kwargs["input_ids"].shape))
+        return forward(self, *args, **kwargs)
+
+    monkeypatch.setattr(BertModel, "forward", spy)
+    batched = encode_pooled(TEXTS, model=str(models[0]), layers=[1, 2], device="cpu", batch_size=2, use_cache=False)
+    assert seen == [(2, 4), (2, 7), (2, 9)]  # the batches of test_token_counts_and_batches
+    seen.clear()
+    one = encode_pooled(TEXTS, model=str(models[0]), layers=[1, 2], device="cpu", batch_size=1, use_cache=False)
+    assert sorted(seen) == sorted((1, c) for c in COUNTS)  # no padding at all
+    for layer in (1, 2):
+        assert batched[layer].dtype == np.float32
+        np.testing.assert_allclose(batched[layer], one[layer], rtol=1e-5, atol=1e-6)
