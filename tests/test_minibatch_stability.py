@@ -163,3 +163,12 @@ def test_run_embeddings_tiny_model(tmp_path, tiny_bert_dir, one_torch_thread):
     assert cloud["whole_cloud"] == pytest.approx(isoscore(X), rel=1e-5)
     assert cloud["skipped_batch_sizes"] == [1024]
     assert cloud["batch_sizes"] == [8, 512]
+
+
+def test_missing_data_fails_before_any_encoding_line(tmp_path, capsys):
+    config = {"sources": ["embeddings"], "batch_sizes": [4], "zetas": [0.0], "n_batches": 2, "seeds": [0]}
+    with pytest.raises(FileNotFoundError) as error:
+        execute(EXPERIMENT, EXPERIMENT.config(**config), results_dir=tmp_path / "out", device="cpu", quiet=False,
+                data_dir=tmp_path / "no-data")
+    assert "sst2" in str(error.value).lower()
+    assert "encoding" not in capsys.readouterr().err

@@ -43,14 +43,21 @@ def _subset(n: int, size: int, seed) -> np.ndarray:
     return subsample_indices(n, size, random_state=seed)
 
 
-def embed_split(spec, split: str, *, data_dir=None, device=None, rows: int | None = None, seed: int = 0):
-    """Mean-pooled embeddings (n_sentences, n_features) of ``split`` of ``spec.task`` (all or ``rows`` sentences)."""
+def embed_split(spec, split: str, *, data_dir=None, device=None, rows: int | None = None, seed: int = 0,
+                log=None, purpose: str = ""):
+    """Mean-pooled embeddings (n_sentences, n_features) of ``split`` of ``spec.task`` (all or ``rows`` sentences).
+
+    ``log``: told what is encoded once the data is read (a missing data set is then an error before any
+    "encoding" line); ``purpose`` ends that line.
+    """
     from isotropy.datasets.glue import load_glue_task
     from isotropy.models.encoders import encode_mean_pooled
 
     data = load_glue_task(spec.task, split, data_dir=data_dir)
     idx = np.arange(len(data)) if rows is None else _subset(len(data), rows, seed)
     texts = [data.text_a[i] for i in idx]
+    if log is not None:
+        log(f"encoding {len(texts):,} sentences of {spec.task}/{split} with {spec.model} (layer {spec.layer}){purpose}")
     X = encode_mean_pooled(texts, model=spec.model, device=device, layer=spec.layer, batch_size=spec.batch_size,
                            max_length=spec.max_length)
     return np.asarray(X, dtype=np.float64), {**data.source, "n_sentences": len(texts)}
@@ -98,14 +105,12 @@ def prepare(config, ctx) -> dict:
     if "embeddings" not in config.sources:
         return {}
     spec = config.embeddings
-    ctx.log(f"encoding {spec.task}/{spec.split} with {spec.model} (layer {spec.layer})")
-    X, source = embed_split(spec, spec.split, data_dir=ctx.data_dir, device=ctx.device)
+    X, source = embed_split(spec, spec.split, data_dir=ctx.data_dir, device=ctx.device, log=ctx.log)
     prepared = {"X": X, "source": source, "held_out": None, "held_out_source": None}
     if config.shrinkage == "sample":
-        ctx.log(f"encoding {config.shrinkage_sample} sentences of {spec.task}/{spec.shrinkage_split} for Σ_S")
         prepared["held_out"], prepared["held_out_source"] = embed_split(
             spec, spec.shrinkage_split, data_dir=ctx.data_dir, device=ctx.device, rows=config.shrinkage_sample,
-            seed=[config.seeds[0], 1])
+            seed=[config.seeds[0], 1], log=ctx.log, purpose=" for Σ_S")
     return prepared
 
 
