@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
 import re
 import subprocess
 import sys
@@ -337,3 +338,33 @@ def test_no_arguments_print_the_help_as_help_lays_it_out(argv, capsys):
     assert stop.value.code == 2 and not err.startswith("Error:")
     assert err.splitlines()[0].startswith(f"Usage: isotropy {' '.join(argv)}".rstrip()) and "Commands:" in err
     assert len(err.splitlines()) > 8 and "every..." not in err
+
+
+def _completions(line: str) -> list[str]:
+    """What bash completion offers for ``line`` (click's protocol, through the installed entry point's ``main``)."""
+    words = line.split()
+    cword = len(words) if line.endswith(" ") else len(words) - 1
+    env = {**os.environ, "_ISOTROPY_COMPLETE": "bash_complete", "COMP_WORDS": line,
+           "COMP_CWORD": str(cword)}
+    out = subprocess.run([sys.executable, "-m", "isotropy"], env=env, capture_output=True, text=True, check=True)
+    return out.stdout.splitlines()
+
+
+def test_shell_completion_of_commands_experiments_and_option_values():
+    from isotropy.cli import EXPERIMENTS
+
+    assert _completions("isotropy ") == ["plain,measure", "plain,plot", "plain,run"]
+    assert _completions("isotropy run ") == [f"plain,{name}" for name in sorted(EXPERIMENTS)]
+    assert _completions("isotropy measure x.npy --metrics iso") == ["plain,isoscore", "plain,isoscore_star"]
+    # the last name of the list is completed; the names already in it are not offered again
+    assert _completions("isotropy measure x.npy --metrics isoscore,twonn_dimension,pa") == [
+        "plain,isoscore,twonn_dimension,participation_ratio", "plain,isoscore,twonn_dimension,partition_isotropy"]
+    offered = _completions("isotropy measure x.npy --metrics isoscore,")
+    assert "plain,isoscore,isoscore" not in offered
+    assert sorted(offered) == sorted(f"plain,isoscore,{name}" for name in METRICS if name != "isoscore")
+    assert _completions("isotropy measure --model gem") == ["plain,gemma-3-270m", "file,gem"]
+    assert _completions("isotropy measure --device c") == ["plain,cpu", "plain,cuda"]
+    assert _completions("isotropy measure --pooling ") == ["plain,mean", "plain,last", "plain,first"]
+    completion_script = subprocess.run([sys.executable, "-m", "isotropy"], capture_output=True, text=True, check=True,
+                                       env={**os.environ, "_ISOTROPY_COMPLETE": "bash_source"}).stdout
+    assert "complete -o nosort -F _isotropy_completion isotropy" in completion_script

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import click
 
+from isotropy.measure._completion import complete_metrics
 from isotropy.measure.from_model import model_options, run_cli
 from isotropy.measure.report import CLUSTER, LABEL_FREE, METRICS, QUADRATIC, InputError, _guard, _load_input, report
 from isotropy.metrics.table import default_metric_names
@@ -93,6 +94,7 @@ def _given(names) -> list[str]:
               help="Labels, one per row: text (one per line), CSV/TSV (one column, or several 0/1 columns "
                    "for multi-label) or .npy. Enables the cluster metrics.")
 @click.option("--metrics", "metric_names", callback=_parse_metrics, default=None, metavar="LIST",
+              shell_complete=complete_metrics,
               help=f"Comma-separated metrics. Default: {', '.join(DEFAULT)} (isoscore_star too with "
                    f"--shrinkage-sample), plus {', '.join(CLUSTER)} when --labels is given. Also: "
                    f"{', '.join(ON_REQUEST)}.")

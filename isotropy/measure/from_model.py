@@ -636,8 +636,10 @@ class _InputError(click.ClickException):
 
 def model_options(function):
     """The click options of ``isotropy measure --model`` (applied to the ``measure`` command)."""
+    from isotropy.measure._completion import complete_device, complete_model, complete_pooling
+
     options = [
-        click.option("--model", default=None, metavar="NAME",
+        click.option("--model", default=None, metavar="NAME", shell_complete=complete_model,
                      help="Measure a model's hidden layers instead of an embeddings file: all-MiniLM-L6-v2, "
                           "gemma-3-270m (packaged), a .gguf file or a transformers directory. Needs --texts."),
         click.option("--texts", "texts_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -650,13 +652,13 @@ def model_options(function):
                           "-1 = last layer)."),
         click.option("--level", type=click.Choice(LEVELS), default="sentence", show_default=True,
                      help="With --model: one pooled vector per text, or one vector per token."),
-        click.option("--pooling", default="mean", show_default=True, metavar="NAME",
+        click.option("--pooling", default="mean", show_default=True, metavar="NAME", shell_complete=complete_pooling,
                      help="With --level sentence: mean (masked mean), last (last token) or first (first token, "
                           "[CLS]; refused for decoders)."),
         click.option("--keep-special", is_flag=True, help="With --level token: also measure [CLS], <bos>, ..."),
         click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
                      metavar="OUT", help="With --model: write a per-layer figure (.png, .svg, .pdf)."),
-        click.option("--device", default=None, help="With --model: torch device (default: CUDA when present)."),
+        click.option("--device", default=None, shell_complete=complete_device, help="With --model: torch device (default: CUDA when present)."),
         click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True),
         click.option("--max-length", type=click.IntRange(min=2), default=128, show_default=True,
                      help="With --model: tokens per text (longer texts are truncated)."),
