@@ -13,7 +13,9 @@ ratios (in memory / dask), the parallel efficiency of the 2 workers (1-worker wa
 wall)), and, per tile: one off-diagonal tile of each computation, at the rows per block it takes by
 default (4096 for the silhouette, 8192 for the neighbour searches, fewer for wide data), run alone (one process, one
 thread) against its floor (the float32 product of its two blocks on one thread, the tile's
-minimal exact work; a diagonal tile against half of it), the loops the neighbour tiles run (numpy or
+minimal exact work; a diagonal tile against half of it), the in-memory function's kernel on the tile's
+two blocks (2b rows, on the same one thread, with the same loops) against two floors (the same
+(2b)²/2 pairs: the per-tile ratio the tiles are to match), the loops the neighbour tiles run (numpy or
 compiled: those of the in-memory search of all n points), and the share of the 1-worker wall that
 the tiles' own work explains (an estimate: the diagonal tiles and the others, each at its cost alone,
 over the wall; the rest is scheduling, transfers and reductions; a partial last block makes it read
@@ -86,7 +88,9 @@ def _tile_costs(X, labels, rows, repeats=3):
     thread, and of the floor of each size (the float32 product of the two blocks)."""
     from threadpoolctl import threadpool_limits
 
-    from isotropy._kernels.neighbors import uses_compiled_kernels
+    from isotropy import silhouette_samples
+    from isotropy._kernels.neighbors import exact_knn, uses_compiled_kernels
+    from isotropy._kernels.silhouette import tasks_in_this_thread
     from isotropy._utils.threads import blas_on_one_thread
     from isotropy.distributed._clusters import _silhouette_block, _silhouette_tile
     from isotropy.distributed._neighbors import _knn_block, _knn_tile
@@ -103,12 +107,15 @@ def _tile_costs(X, labels, rows, repeats=3):
             P = _silhouette_block(A, labels[:b], "euclidean", mean)
             Q = _silhouette_block(B, labels[b:2 * b], "euclidean", mean)
             calls += [(("silhouette", b), lambda P=P, Q=Q: _silhouette_tile(P, Q, "euclidean", n_clusters)),
-                      (("silhouette_diagonal", b), lambda P=P: _silhouette_tile(P, None, "euclidean", n_clusters))]
+                      (("silhouette_diagonal", b), lambda P=P: _silhouette_tile(P, None, "euclidean", n_clusters)),
+                      (("silhouette_memory", b), lambda b=b: silhouette_samples(X[:2 * b], labels[:2 * b]))]
         kp, kq = _knn_block(A, "euclidean", "bench"), _knn_block(B, "euclidean", "bench")
         for name, k in (("knn", 10), ("mle", 20)):
             if name in names:
                 calls += [((name, b), lambda kp=kp, kq=kq, b=b, k=k: _knn_tile(kp, kq, 0, b, k, n, "bench")),
-                          ((f"{name}_diagonal", b), lambda kp=kp, k=k: _knn_tile(kp, None, 0, 0, k, n, "bench"))]
+                          ((f"{name}_diagonal", b), lambda kp=kp, k=k: _knn_tile(kp, None, 0, 0, k, n, "bench")),
+                          # the in-memory search of the tile's two blocks, with the loops of the whole search
+                          ((f"{name}_memory", b), lambda b=b, k=k: exact_knn(X[:2 * b], None, k, search=(n, k)))]
     # one untimed call of each first: loading numba imports scipy, whose own OpenBLAS arrives after any
     # limit already set and runs on every core; the limits below are then set on it too, as a worker's
     # nanny sets them (OPENBLAS_NUM_THREADS=1) for every BLAS it will load
@@ -117,7 +124,8 @@ def _tile_costs(X, labels, rows, repeats=3):
     out = {}
     for key, fn in calls:
         times = []
-        with threadpool_limits(1):  # as a worker runs it (threads_per_worker=1, one BLAS thread)
+        # as a worker runs it (threads_per_worker=1, one BLAS thread); an in-memory search on this thread alone
+        with threadpool_limits(1), tasks_in_this_thread():
             if not blas_on_one_thread():
                 raise RuntimeError("a BLAS library is not on one thread: the tile would start its own worker threads")
             for _ in range(repeats):
@@ -141,7 +149,8 @@ def _tile_rows_table(costs, rows, n, one=None):
         work = blocks * costs[(f"{key}_diagonal", b)] + (tiles - blocks) * costs[(key, b)]
         share = f" {work / one[key]:.2f} |" if one is not None else ""
         lines.append(f"| {key} | {b} | {tiles} | {floor:.3f} | {costs[(key, b)]:.3f} | {costs[(key, b)] / floor:.2f} | "
-                     f"{costs[(f'{key}_diagonal', b)] / (floor / 2):.2f} | {loops[key]} |{share}")
+                     f"{costs[(f'{key}_diagonal', b)] / (floor / 2):.2f} | {costs[(f'{key}_memory', b)] / (2 * floor):.2f} "
+                     f"| {loops[key]} |{share}")
     return lines
 
 
@@ -258,7 +267,7 @@ def main():
         print(f"neighbour tiles alone (one thread), n = {args.n:,}, d = {args.d}, float32, k-NN k = 10, MLE k = 20; "
               f"floor: the float32 product of a tile's two blocks\n")
         print("| computation | rows per block | tiles for n | floor (s) | off-diagonal tile (s) | tile / floor | "
-              "diagonal tile / half the floor | loops |\n|---|---|---|---|---|---|---|---|")
+              "diagonal tile / half the floor | in-memory kernel on the 2 blocks / 2 floors | loops |\n|---|---|---|---|---|---|---|---|---|")
         print("\n".join(_tile_rows_table(costs, pairs, args.n)))
         return
     if args.n < 2 * max(rows.values()):
@@ -286,8 +295,8 @@ def main():
     one, memory = here["1_workers"], here["in_memory"]
     print("\ntiles alone (one thread), this checkout; floor: the float32 product of a tile's two blocks\n")
     print("| computation | rows per block | tiles | floor (s) | off-diagonal tile (s) | tile / floor | "
-          "diagonal tile / half the floor | loops | estimate: the tiles' own work / 1-worker wall |\n"
-          "|---|---|---|---|---|---|---|---|---|")
+          "diagonal tile / half the floor | in-memory kernel on the 2 blocks / 2 floors | loops | estimate: the tiles' own work / 1-worker wall |\n"
+          "|---|---|---|---|---|---|---|---|---|---|")
     print("\n".join(_tile_rows_table(tile_costs, list(rows.items()), args.n, one)))
     print(f"\npeak RSS of this process (in-memory runs, holding X): {memory['peak_process_mib']:.0f} MiB")
     for name, timings in checkouts.items():
