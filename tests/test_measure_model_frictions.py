@@ -148,3 +148,24 @@ def test_sentence_transformers_directory_reads_its_weights_once(monkeypatch, tmp
     monkeypatch.setattr(modeling_utils, "safe_open", real)
     encoded = load_sentence_model("all-MiniLM-L6-v2", device="cpu").encode(texts, convert_to_numpy=True)
     assert result["rows"][-1]["isoscore"] == pytest.approx(isoscore(encoded.astype(np.float64)), rel=1e-6)
+
+
+def test_output_row_of_repeated_texts_comes_from_the_one_pass(monkeypatch, tmp_path):
+    """Texts with the same tokens run once (encode_pooled); their output rows are copied from that pass, not
+    encoded again, and equal SentenceTransformer.encode's."""
+    pytest.importorskip("sentence_transformers")
+    from sentence_transformers import SentenceTransformer
+
+    from isotropy import isoscore
+    from isotropy.models.encoders import load_sentence_model
+
+    monkeypatch.setenv("ISOTROPY_CACHE", str(tmp_path))
+    texts = [*TEXTS, TEXTS[0], TEXTS[1].upper(), TEXTS[0]]  # MiniLM lower-cases: the same tokens
+    encoded = load_sentence_model("all-MiniLM-L6-v2", device="cpu").encode(texts, convert_to_numpy=True)
+    calls = []
+    real = SentenceTransformer.encode
+    monkeypatch.setattr(SentenceTransformer, "encode", lambda self, *a, **k: calls.append(a) or real(self, *a, **k))
+    result = measure_layers(texts, model="all-MiniLM-L6-v2", layers="last", device="cpu", metrics=["isoscore"])
+    assert calls == []
+    assert result["rows"][-1]["layer"] == "output"
+    assert result["rows"][-1]["isoscore"] == pytest.approx(isoscore(encoded.astype(np.float64)), rel=1e-6)

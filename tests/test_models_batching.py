@@ -90,3 +90,30 @@ def test_encode_pooled_runs_the_batches_by_token_count_with_the_values_of_one_te
     for layer in (1, 2):
         assert batched[layer].dtype == np.float32
         np.testing.assert_allclose(batched[layer], one[layer], rtol=1e-5, atol=1e-6)
+
+
+def test_texts_with_the_same_tokens_run_once_and_get_the_same_vectors(models, monkeypatch):
+    from transformers import BertModel
+
+    from isotropy.models.encoders import encode_pooled
+
+    rows_run = []
+    forward = BertModel.forward
+
+    def spy(self, *args, **kwargs):
+        rows_run.append(kwargs["input_ids"].shape[0])
+        return forward(self, *args, **kwargs)
+
+    monkeypatch.setattr(BertModel, "forward", spy)
+    # the tiny BERT tokenizer lower-cases: "The cat" and "the cat" are the same tokens; the long text is cut
+    texts = ["the cat", "a dog ran", "The cat", "the cat", "a dog ran on the mat .", "a dog ran on the mat . a"]
+    out = encode_pooled(texts, model=str(models[0]), layers=[2], device="cpu", batch_size=2, use_cache=False,
+                        max_length=9)
+    assert sum(rows_run) == 3  # "the cat", "a dog ran", and the two texts cut to the same 9 tokens
+    X = out[2]
+    for a, b in ((0, 2), (0, 3), (4, 5)):
+        assert np.array_equal(X[a], X[b])
+    assert not np.array_equal(X[0], X[1])
+    alone = encode_pooled(texts, model=str(models[0]), layers=[2], device="cpu", batch_size=1, use_cache=False,
+                          max_length=9)[2]
+    np.testing.assert_allclose(X, alone, rtol=1e-5, atol=1e-6)

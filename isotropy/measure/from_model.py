@@ -513,9 +513,20 @@ class _OutputRows:
                 self.done[row] = True
 
     def result(self, batch_size):
-        """The output rows of every text (the ones not taken from the pass encoded by the model itself)."""
+        """The output rows of every text (the ones not taken from the pass encoded by the model itself).
+
+        A text the pass did not run because an earlier one has the same tokens (``encode_pooled`` runs
+        each token sequence once) takes that text's row when sentence-transformers' tokens are the same too.
+        """
         import numpy as np
 
+        if self.output is not None:
+            done = {tuple(self.ids[row]): row for row in np.flatnonzero(self.done)}
+            for row in np.flatnonzero(~self.done):
+                same = done.get(tuple(self.ids[row]))
+                if same is not None:
+                    self.output[row] = self.output[same]
+                    self.done[row] = True
         redo = np.flatnonzero(~self.done)
         if len(redo) == len(self.texts):
             return self.encoder.encode(self.texts, batch_size=batch_size, convert_to_numpy=True,

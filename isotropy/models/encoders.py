@@ -139,7 +139,9 @@ def encode_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, layers: S
     Each text is tokenised (truncated to ``max_length`` tokens, special tokens such as [CLS] or
     ``<bos>`` added as the model does), run once through the model, and the hidden states of every
     requested layer are pooled (see :func:`isotropy.models.pool_hidden_states`). Layers already
-    in the cache are not recomputed.
+    in the cache are not recomputed. The texts run in batches of similar token counts
+    (:mod:`isotropy.models.batching`); texts with the same tokens run once and get the same vectors
+    (their rows are exact duplicates, whatever batch they would have been in).
 
     Parameters
     ----------
@@ -215,7 +217,15 @@ def encode_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, layers: S
     tokenizer, network = _loaded if _loaded is not None else load_transformer(model, device=device)[:2]
     check_pooling(pooling, network.config, caller=caller)
     tokens = tokenize_texts(tokenizer, texts, max_length=max_length)
-    batches = token_count_batches([len(ids) for ids in tokens["input_ids"]], batch_size)  # least padding
+    # texts with the same tokens run once: the same vectors whatever their batch mates (float32 results depend
+    # on a batch's padded width, and near-duplicates at distance 1e-7 would reach TwoNN as distinct points)
+    source = np.empty(len(texts), dtype=np.intp)
+    first: dict = {}
+    for row in range(len(texts)):
+        source[row] = first.setdefault(tuple(tuple(values[row]) for values in tokens.values()), row)
+    distinct = np.flatnonzero(source == np.arange(len(texts)))
+    batches = [distinct[at] for at in
+               token_count_batches([len(tokens["input_ids"][i]) for i in distinct], batch_size)]  # least padding
     fresh: dict[int, np.ndarray] = {}
     with torch.inference_mode():
         for number, rows in enumerate(tqdm(batches, desc="batches", unit="batch", disable=not show_progress)):
@@ -239,7 +249,9 @@ def encode_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, layers: S
                 if layer not in fresh:
                     fresh[layer] = np.empty((len(texts), pooled.shape[1]), dtype=np.float32)
                 fresh[layer][rows] = pooled.float().cpu().numpy()
+    repeated = np.flatnonzero(source != np.arange(len(texts)))
     for layer, X in fresh.items():
+        X[repeated] = X[source[repeated]]
         if files[layer] is not None:
             _save(files[layer], X)
     out.update(fresh)
