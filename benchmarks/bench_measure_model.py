@@ -6,9 +6,11 @@ in alternation for ``--repeats`` rounds (minimum of each, after one untimed warm
 
 - **floor**: :func:`isotropy.models.load_transformer` (tokenizer and weights from safetensors) plus
   the bare forward pass with every hidden state over the same texts, in batches of ``--batch-size``
-  (tokenised and padded by the tokenizer before the clock starts), timed for two orders of the texts:
-  by length in characters (the floor of issue 20) and by token count (the order the command's
-  batches take since 2026-11-27, which pads less); the token positions of each are printed;
+  (tokenised and padded by the tokenizer before the clock starts), timed three ways: the texts
+  sorted by length in characters (the floor of issue 20); sorted by token count (the order of the
+  command's batches since 2026-11-27, which pads less); and each distinct token sequence once, sorted
+  by token count (the command's own forward work since then: texts with the same tokens run once).
+  The token positions of each are printed, and the command's ratio to each floor;
 - **now**: the command (``measure.from_model.run_cli``, what ``isotropy measure --model M --texts
   FILE --json OUT`` runs after parsing its options: all layers, the default metrics, the table,
   the JSON), with an empty embeddings cache each time (``$ISOTROPY_CACHE`` a fresh folder);
@@ -63,9 +65,14 @@ def _command(run_cli, texts_path: Path, json_path: Path, model: str, batch_size:
                 os.environ["ISOTROPY_CACHE"] = old
 
 
-# The floor's two batch orders: by length in characters (the floor of issue 20, and of the runs before
-# 2026-11-27), and by token count (what the command does since then: less padding, a faster forward pass).
-ORDERS = ("characters", "tokens")
+# The floor's forward passes, each over the same texts: sorted by length in characters (the floor of issue 20, and
+# of the runs before 2026-11-27); sorted by token count (the command's batches since then: less padding); and
+# sorted by token count with each distinct token sequence once (the command's own forward work since then: it runs
+# texts with the same tokens once)
+ORDERS = ("characters", "tokens", "distinct")
+_ORDER_TEXT = {"characters": "the texts sorted by length in characters",
+               "tokens": "the texts sorted by token count",
+               "distinct": "each distinct token sequence once, sorted by token count"}
 
 
 def _floor(texts, model: str, batch_size: int) -> tuple[float, dict, dict]:
@@ -82,13 +89,20 @@ def _floor(texts, model: str, batch_size: int) -> tuple[float, dict, dict]:
     start = time.perf_counter()
     tokenizer, network, _ = load_transformer(model, device="cpu")
     loaded = time.perf_counter() - start
-    lengths = {"characters": [len(t) for t in texts],
-               "tokens": [len(ids) for ids in tokenizer(texts, truncation=True, max_length=128)["input_ids"]]}
+    ids = tokenizer(texts, truncation=True, max_length=128)["input_ids"]
+    counts = np.array([len(v) for v in ids])
+    first = {}
+    for row, v in enumerate(ids):
+        first.setdefault(tuple(v), row)
+    distinct = np.array(sorted(first.values()))
+    orders = {"characters": np.argsort([len(t) for t in texts], kind="stable"),
+              "tokens": np.argsort(counts, kind="stable"),
+              "distinct": distinct[np.argsort(counts[distinct], kind="stable")]}
     forward, positions = {}, {}
     for by in ORDERS:
-        order = np.argsort(lengths[by], kind="stable")
+        order = orders[by]
         batches = []
-        for s in range(0, len(texts), batch_size):
+        for s in range(0, order.size, batch_size):
             batch = tokenizer([texts[i] for i in order[s:s + batch_size]], padding=True, truncation=True,
                               max_length=128, return_tensors="pt")
             batches.append({k: v for k, v in batch.items() if k in ("input_ids", "attention_mask", "token_type_ids")})
@@ -182,14 +196,14 @@ def _compare(args, data_dir) -> None:
                 best[name][key] = min(best[name][key], value)
     print(f"isotropy measure --model {args.model} against load + bare forward, {args.n_texts} STS-B test sentences, "
           f"each checkout in its own interpreter, {args.repeats} alternating rounds, fastest of each\n")
-    print("floor: load + bare forward in batches sorted by length in characters (the floor of issue 20) or by token "
-          "count (the command's batches since 2026-11-27); each ratio is the command over that floor\n")
-    print("| checkout | floor, by characters s | floor, by tokens s | command s | command / floor by characters "
-          "| command / floor by tokens |\n|---|---:|---:|---:|---:|---:|")
+    print("floors: load + bare forward over " + "; ".join(f"{by}: {_ORDER_TEXT[by]}" for by in ORDERS)
+          + " (characters: the floor of issue 20); each ratio is the command over that floor\n")
+    print("| checkout | " + " | ".join(f"floor, {by} s" for by in ORDERS) + " | command s | "
+          + " | ".join(f"command / floor, {by}" for by in ORDERS) + " |\n|---|" + "---:|" * (2 * len(ORDERS) + 1))
     for name, b in best.items():
-        chars, tokens = b["floor by characters"], b["floor by tokens"]
-        print(f"| {name} | {chars:.2f} | {tokens:.2f} | {b['command']:.2f} | {b['command'] / chars:.3f} "
-              f"| {b['command'] / tokens:.3f} |")
+        floors = [b[f"floor by {by}"] for by in ORDERS]
+        print(f"| {name} | " + " | ".join(f"{f:.2f}" for f in floors) + f" | {b['command']:.2f} | "
+              + " | ".join(f"{b['command'] / f:.3f}" for f in floors) + " |")
 
 
 def main() -> None:
@@ -246,16 +260,18 @@ def main() -> None:
     print(f"isotropy measure --model {args.model} --texts ({len(texts)} STS-B test sentences), all layers, default "
           f"metrics, --json, CPU ({torch.get_num_threads()} torch threads), empty embeddings cache; min of "
           f"{args.repeats} interleaved runs\n")
-    print(f"token positions of the forward pass, padding included (batches of "
-          f"{args.batch_size}): " + ", ".join(f"{positions[by]:,} with the texts sorted by {by}" for by in ORDERS) + "\n")
-    chars, tokens = best["floor by characters"], best["floor by tokens"]
-    print("| contender | seconds | / floor by characters | / floor by tokens |\n|---|---:|---:|---:|")
+    print(f"token positions of the forward pass, padding included (batches of {args.batch_size}): "
+          + ", ".join(f"{positions[by]:,} with {_ORDER_TEXT[by]}" for by in ORDERS) + "\n")
+    floors = [best[f"floor by {by}"] for by in ORDERS]
+    print("| contender | seconds | " + " | ".join(f"/ floor, {by}" for by in ORDERS) + " |\n|---|---:|"
+          + "---:|" * len(ORDERS))
     for by in ORDERS:
-        print(f"| floor by {by}: load ({min(parts['load']):.2f} s) + bare forward, all hidden states, batches sorted "
-              f"by {by} ({min(parts[by]):.2f} s) | {best[f'floor by {by}']:.2f} | {best[f'floor by {by}'] / chars:.2f} "
-              f"| {best[f'floor by {by}'] / tokens:.2f} |")
+        seconds = best[f"floor by {by}"]
+        print(f"| floor, {by}: load ({min(parts['load']):.2f} s) + bare forward, all hidden states, {_ORDER_TEXT[by]} "
+              f"({min(parts[by]):.2f} s) | {seconds:.2f} | " + " | ".join(f"{seconds / f:.2f}" for f in floors) + " |")
     for label in ("now", args.previous):
-        print(f"| measure --model ({label}) | {best[label]:.2f} | {best[label] / chars:.2f} | {best[label] / tokens:.2f} |")
+        print(f"| measure --model ({label}) | {best[label]:.2f} | "
+              + " | ".join(f"{best[label] / f:.2f}" for f in floors) + " |")
     print(f"\nwhere the command's time goes (one more run under cProfile: {total:.2f} s; indented rows are part of "
           f"the row above them)\n")
     print("| part | seconds | share |\n|---|---:|---:|")
