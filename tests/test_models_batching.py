@@ -8,7 +8,7 @@ from _tiny_models import make_tiny_bert, make_tiny_gpt2
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from isotropy.models.batching import pad_rows, token_count_batches, tokenize_texts
+from isotropy.models.batching import distinct_sequences, pad_rows, token_count_batches, tokenize_texts
 
 # token counts under the tiny BERT vocabulary, [CLS] and [SEP] included: the order by characters is not the
 # order by tokens ("unbelievable cats": 17 characters, 5 word pieces; "a a a a a a a": 13 characters, 7 tokens)
@@ -50,6 +50,14 @@ def test_token_counts_and_batches(models):
     assert sum(len(b) * max(COUNTS[i] for i in b) for b in batches) == 40
     by_chars = np.argsort([len(t) for t in TEXTS], kind="stable")
     assert sum(2 * max(COUNTS[i] for i in by_chars[s:s + 2]) for s in range(0, 6, 2)) == 44
+
+
+def test_distinct_sequences_compare_every_key():
+    tokens = {"input_ids": [[1, 5], [1, 5], [1, 6], [1, 5], [1, 5]],
+              "token_type_ids": [[0, 0], [0, 0], [0, 0], [0, 1], [0, 1]]}
+    distinct, source = distinct_sequences(tokens)
+    assert distinct.tolist() == [0, 2, 3]  # row 3 has other token types than row 0
+    assert source.tolist() == [0, 0, 2, 3, 3]
 
 
 def test_no_attention_mask_given_gets_one():

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["INPUT_KEYS", "pad_rows", "token_count_batches", "tokenize_texts"]
+__all__ = ["INPUT_KEYS", "distinct_sequences", "pad_rows", "token_count_batches", "tokenize_texts"]
 
 #: The tokenizer outputs a forward pass takes (others, such as offsets, are dropped).
 INPUT_KEYS = ("input_ids", "attention_mask", "token_type_ids")
@@ -28,6 +28,22 @@ def tokenize_texts(tokenizer, texts: Sequence[str], *, max_length: int) -> dict[
     """
     encoded = tokenizer(list(texts), truncation=True, max_length=max_length)
     return {key: [list(v) for v in encoded[key]] for key in INPUT_KEYS if key in encoded}
+
+
+def distinct_sequences(tokens: dict[str, list[list[int]]]) -> tuple[np.ndarray, np.ndarray]:
+    """``(distinct, source)``: the first row of each distinct token sequence, and for every row that first row.
+
+    Rows whose every key of ``tokens`` holds the same ids are the same input to a model: running the
+    first of them once and copying its output to the others (``X[rows] = X[source[rows]]``) gives them
+    exactly equal vectors. Run in different batches, their float32 results would differ by the rounding
+    of each batch's padded width, and a neighbour metric would see near-duplicates instead of duplicates.
+    """
+    n = len(tokens["input_ids"])
+    source = np.empty(n, dtype=np.intp)
+    first: dict = {}
+    for row in range(n):
+        source[row] = first.setdefault(tuple(tuple(values[row]) for values in tokens.values()), row)
+    return np.flatnonzero(source == np.arange(n)), source
 
 
 def token_count_batches(lengths: Sequence[int], batch_size: int) -> list[np.ndarray]:

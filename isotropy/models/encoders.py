@@ -208,7 +208,7 @@ def encode_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, layers: S
     import torch
     from tqdm.auto import tqdm
 
-    from isotropy.models.batching import pad_rows, token_count_batches, tokenize_texts
+    from isotropy.models.batching import distinct_sequences, pad_rows, token_count_batches, tokenize_texts
     from isotropy.models.loading import load_transformer
     from isotropy.models.pooling import pool_hidden_states
 
@@ -219,11 +219,7 @@ def encode_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, layers: S
     tokens = tokenize_texts(tokenizer, texts, max_length=max_length)
     # texts with the same tokens run once: the same vectors whatever their batch mates (float32 results depend
     # on a batch's padded width, and near-duplicates at distance 1e-7 would reach TwoNN as distinct points)
-    source = np.empty(len(texts), dtype=np.intp)
-    first: dict = {}
-    for row in range(len(texts)):
-        source[row] = first.setdefault(tuple(tuple(values[row]) for values in tokens.values()), row)
-    distinct = np.flatnonzero(source == np.arange(len(texts)))
+    distinct, source = distinct_sequences(tokens)
     batches = [distinct[at] for at in
                token_count_batches([len(tokens["input_ids"][i]) for i in distinct], batch_size)]  # least padding
     fresh: dict[int, np.ndarray] = {}
