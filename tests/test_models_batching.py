@@ -8,7 +8,7 @@ from _tiny_models import make_tiny_bert, make_tiny_gpt2
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from isotropy.models.batching import distinct_sequences, pad_rows, token_count_batches, tokenize_texts
+from isotropy.models.batching import TokenRows, distinct_sequences, pad_rows, token_count_batches, tokenize_texts
 
 # token counts under the tiny BERT vocabulary, [CLS] and [SEP] included: the order by characters is not the
 # order by tokens ("unbelievable cats": 17 characters, 5 word pieces; "a a a a a a a": 13 characters, 7 tokens)
@@ -43,7 +43,7 @@ def test_token_counts_and_batches(models):
 
     tokenizer, _, _ = load_transformer(str(models[0]), device="cpu")
     tokens = tokenize_texts(tokenizer, TEXTS, max_length=64)
-    assert [len(ids) for ids in tokens["input_ids"]] == COUNTS
+    assert tokens.lengths.tolist() == COUNTS
     batches = token_count_batches(COUNTS, 2)
     assert [b.tolist() for b in batches] == [[4, 2], [0, 3], [1, 5]]  # 3 4 | 5 7 | 9 9 (stable among equals)
     # positions run: 2·4 + 2·7 + 2·9 = 40, against 2·4 + 2·9 + 2·9 = 44 with the texts sorted by characters
@@ -53,15 +53,15 @@ def test_token_counts_and_batches(models):
 
 
 def test_distinct_sequences_compare_every_key():
-    tokens = {"input_ids": [[1, 5], [1, 5], [1, 6], [1, 5], [1, 5]],
-              "token_type_ids": [[0, 0], [0, 0], [0, 0], [0, 1], [0, 1]]}
+    tokens = TokenRows.from_lists({"input_ids": [[1, 5], [1, 5], [1, 6], [1, 5], [1, 5]],
+                                   "token_type_ids": [[0, 0], [0, 0], [0, 0], [0, 1], [0, 1]]})
     distinct, source = distinct_sequences(tokens)
     assert distinct.tolist() == [0, 2, 3]  # row 3 has other token types than row 0
     assert source.tolist() == [0, 0, 2, 3, 3]
 
 
 def test_no_attention_mask_given_gets_one():
-    tokens = {"input_ids": [[5, 6, 7], [8]]}
+    tokens = TokenRows.from_lists({"input_ids": [[5, 6, 7], [8]]})
     out = pad_rows(tokens, [1, 0], pad_id=None)
     assert out["input_ids"].tolist() == [[8, 0, 0], [5, 6, 7]]
     assert out["attention_mask"].tolist() == [[1, 0, 0], [1, 1, 1]]
@@ -125,3 +125,36 @@ def test_texts_with_the_same_tokens_run_once_and_get_the_same_vectors(models, mo
     alone = encode_pooled(texts, model=str(models[0]), layers=[2], device="cpu", batch_size=1, use_cache=False,
                           max_length=9)[2]
     np.testing.assert_allclose(X, alone, rtol=1e-5, atol=1e-6)
+
+
+def test_a_cache_file_of_the_batching_before_is_not_read_back(models, tmp_path):
+    """Files cached before texts with the same tokens ran once (their repeated rows differ by float32 rounding)
+    are not read back: the cache key names the batching. The old key below is the one of 561ca82."""
+    import hashlib
+
+    from isotropy.models.encoders import _cache_key, encode_pooled, resolve_model
+
+    texts = ["the cat", "a dog ran", "the cat"]
+    location = resolve_model(str(models[0]))
+    base = _cache_key(location, texts, False)
+    old = hashlib.sha256(f"{base}|mean-pooled|layer=2|max_length=128".encode()).hexdigest()[:32]
+    stale = np.full((3, 16), 7.0, dtype=np.float32)
+    np.save(tmp_path / f"{old}.npy", stale)
+    X = encode_pooled(texts, model=str(models[0]), layers=[2], device="cpu", cache_dir=tmp_path)[2]
+    assert not np.array_equal(X, stale) and np.array_equal(X[0], X[2])
+    again = encode_pooled(texts, model=str(models[0]), layers=[2], device="cpu", cache_dir=tmp_path)[2]
+    assert np.array_equal(again, X)  # the new file is read back
+
+
+def test_tokenised_a_chunk_at_a_time_as_in_one_call(models, monkeypatch):
+    from isotropy.models import batching
+    from isotropy.models.loading import load_transformer
+
+    tokenizer, _, _ = load_transformer(str(models[0]), device="cpu")
+    whole = tokenizer(TEXTS, truncation=True, max_length=8)
+    monkeypatch.setattr(batching, "_TOKENIZE_CHUNK", 4)  # 6 texts: chunks of 4 and 2
+    tokens = tokenize_texts(tokenizer, TEXTS, max_length=8)
+    assert set(tokens.values) == {"input_ids", "attention_mask", "token_type_ids"}
+    for key, values in tokens.values.items():
+        assert values.dtype == np.int32
+        assert [tokens.row(key, i).tolist() for i in range(len(TEXTS))] == whole[key]

@@ -1,11 +1,15 @@
 """Token batches of texts: tokenised once, grouped by token count, padded batch by batch.
 
-The one batching of texts for a forward pass, shared by :func:`isotropy.models.encoders.encode_pooled`
-(``isotropy measure --model``) and the training probe (:mod:`isotropy.training.probe`). Grouping
-rows by their token counts rather than by their lengths in characters pads less: on the 1,379
-STS-B test sentences under all-MiniLM-L6-v2 in batches of 32, 20,161 token positions instead of
-25,121 for 19,592 tokens (``benchmarks/bench_measure_model.py`` prints both), and the forward
-pass's work is proportional to the positions.
+The batching of sentence-level texts for a forward pass, shared by
+:func:`isotropy.models.encoders.encode_pooled` (``isotropy measure --model``) and the training probe
+(:mod:`isotropy.training.probe`). Grouping rows by their token counts rather than by their lengths
+in characters pads less: on the 1,379 STS-B test sentences under all-MiniLM-L6-v2 in batches of 32,
+20,161 token positions instead of 25,121 for 19,592 tokens (``benchmarks/bench_measure_model.py``
+prints both), and the forward pass's work is proportional to the positions.
+
+The token ids of all texts are held flat (:class:`TokenRows`: one int32 array per key and the rows'
+offsets, about 4 bytes a token), not as Python lists (about 40 bytes a token), and texts are
+tokenised a chunk at a time: a file of 100,000 texts costs tens of MiB, not gigabytes.
 """
 
 from __future__ import annotations
@@ -14,35 +18,82 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["INPUT_KEYS", "distinct_sequences", "pad_rows", "token_count_batches", "tokenize_texts"]
+__all__ = ["INPUT_KEYS", "TokenRows", "distinct_sequences", "pad_rows", "token_count_batches", "tokenize_texts"]
 
 #: The tokenizer outputs a forward pass takes (others, such as offsets, are dropped).
 INPUT_KEYS = ("input_ids", "attention_mask", "token_type_ids")
+# Texts handed to the tokenizer at a time: its per-text objects (offsets, tokens) exist for one chunk only.
+_TOKENIZE_CHUNK = 4096
 
 
-def tokenize_texts(tokenizer, texts: Sequence[str], *, max_length: int) -> dict[str, list[list[int]]]:
-    """``{key: one id list per text}`` of :data:`INPUT_KEYS`, truncated to ``max_length`` tokens, unpadded.
+class TokenRows:
+    """The unpadded token ids of many rows: ``values[key][offsets[i]:offsets[i + 1]]`` is row ``i``'s.
 
-    One call of the tokenizer for all texts (a fast tokenizer encodes them in parallel), special
-    tokens added as the model does.
+    ``values`` maps each key of :data:`INPUT_KEYS` that the tokenizer gave to one int32 array of all
+    rows' ids, one after the other; ``offsets`` (int64, ``n_rows + 1``) are where each row starts.
     """
-    encoded = tokenizer(list(texts), truncation=True, max_length=max_length)
-    return {key: [list(v) for v in encoded[key]] for key in INPUT_KEYS if key in encoded}
+
+    def __init__(self, values: dict[str, np.ndarray], offsets: np.ndarray):
+        self.values, self.offsets = values, offsets
+
+    @classmethod
+    def from_lists(cls, lists: dict[str, Sequence[Sequence[int]]]) -> TokenRows:
+        """From one list of ids per row for each key (every key with the same row lengths)."""
+        first = next(iter(lists.values()))
+        offsets = np.zeros(len(first) + 1, dtype=np.int64)
+        np.cumsum([len(ids) for ids in first], out=offsets[1:])
+        flat = {key: np.fromiter((t for ids in rows for t in ids), dtype=np.int32, count=int(offsets[-1]))
+                for key, rows in lists.items()}
+        return cls(flat, offsets)
+
+    def __len__(self) -> int:
+        return self.offsets.size - 1
+
+    @property
+    def lengths(self) -> np.ndarray:
+        """The token count of every row."""
+        return np.diff(self.offsets)
+
+    def row(self, key: str, i: int) -> np.ndarray:
+        """The ids of row ``i`` under ``key``."""
+        return self.values[key][self.offsets[i]:self.offsets[i + 1]]
 
 
-def distinct_sequences(tokens: dict[str, list[list[int]]]) -> tuple[np.ndarray, np.ndarray]:
+def tokenize_texts(tokenizer, texts: Sequence[str], *, max_length: int) -> TokenRows:
+    """The ids of :data:`INPUT_KEYS` of every text, truncated to ``max_length`` tokens, unpadded.
+
+    The tokenizer gets ``_TOKENIZE_CHUNK`` texts a call (a fast tokenizer encodes each call's texts
+    in parallel), special tokens added as the model does.
+    """
+    parts: dict[str, list[np.ndarray]] = {}
+    lengths = []
+    for start in range(0, len(texts), _TOKENIZE_CHUNK):
+        encoded = tokenizer(list(texts[start:start + _TOKENIZE_CHUNK]), truncation=True, max_length=max_length)
+        counts = [len(ids) for ids in encoded["input_ids"]]
+        lengths += counts
+        for key in INPUT_KEYS:
+            if key in encoded:
+                parts.setdefault(key, []).append(
+                    np.fromiter((t for ids in encoded[key] for t in ids), dtype=np.int32, count=sum(counts)))
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return TokenRows({key: np.concatenate(chunks) for key, chunks in parts.items()}, offsets)
+
+
+def distinct_sequences(tokens: TokenRows) -> tuple[np.ndarray, np.ndarray]:
     """``(distinct, source)``: the first row of each distinct token sequence, and for every row that first row.
 
-    Rows whose every key of ``tokens`` holds the same ids are the same input to a model: running the
-    first of them once and copying its output to the others (``X[rows] = X[source[rows]]``) gives them
-    exactly equal vectors. Run in different batches, their float32 results would differ by the rounding
-    of each batch's padded width, and a neighbour metric would see near-duplicates instead of duplicates.
+    Rows whose every key holds the same ids are the same input to a model: running the first of them
+    once and copying its output to the others (``X[rows] = X[source[rows]]``) gives them exactly equal
+    vectors. Run in different batches, their float32 results would differ by the rounding of each
+    batch's padded width, and a neighbour metric would see near-duplicates instead of duplicates.
     """
-    n = len(tokens["input_ids"])
+    n = len(tokens)
     source = np.empty(n, dtype=np.intp)
-    first: dict = {}
-    for row in range(n):
-        source[row] = first.setdefault(tuple(tuple(values[row]) for values in tokens.values()), row)
+    first: dict[bytes, int] = {}
+    keys = list(tokens.values)
+    for row in range(n):  # equal ids have equal lengths: the keys' bytes one after the other are unambiguous
+        source[row] = first.setdefault(b"".join(tokens.row(key, row).tobytes() for key in keys), row)
     return np.flatnonzero(source == np.arange(n)), source
 
 
@@ -56,7 +107,7 @@ def token_count_batches(lengths: Sequence[int], batch_size: int) -> list[np.ndar
     return [order[s:s + batch_size] for s in range(0, order.size, batch_size)]
 
 
-def pad_rows(tokens: dict[str, list[list[int]]], rows, *, pad_id: int | None) -> dict:
+def pad_rows(tokens: TokenRows, rows, *, pad_id: int | None) -> dict:
     """CPU ``torch.long`` tensors of the rows ``rows`` of ``tokens``, padded on the right to the longest of them.
 
     ``input_ids`` are padded with ``pad_id`` (0 when ``None``), every other key with 0; an
@@ -64,16 +115,16 @@ def pad_rows(tokens: dict[str, list[list[int]]], rows, *, pad_id: int | None) ->
     """
     import torch
 
-    ids = tokens["input_ids"]
-    counts = [len(ids[i]) for i in rows]
-    width = max(counts)
+    rows = np.asarray(rows, dtype=np.intp)
+    counts = tokens.lengths[rows]
+    width = int(counts.max())
     out = {}
-    for key, values in tokens.items():
+    for key, values in tokens.values.items():
         fill = (pad_id if pad_id is not None else 0) if key == "input_ids" else 0
-        block = np.full((len(counts), width), fill, dtype=np.int64)
+        block = np.full((rows.size, width), fill, dtype=np.int64)
         for r, i in enumerate(rows):
-            block[r, :counts[r]] = values[i]
+            block[r, :counts[r]] = values[tokens.offsets[i]:tokens.offsets[i + 1]]
         out[key] = torch.from_numpy(block)
     if "attention_mask" not in out:
-        out["attention_mask"] = (torch.arange(width)[None, :] < torch.tensor(counts)[:, None]).long()
+        out["attention_mask"] = torch.from_numpy((np.arange(width)[None, :] < counts[:, None]).astype(np.int64))
     return out

@@ -129,6 +129,10 @@ def _load_cached(path: Path | None, n: int) -> np.ndarray | None:
 
 
 
+# How encode_pooled computes its rows, part of its cache keys: batches by token count, each token sequence once.
+_BATCHING = "batches=token-count,distinct-sequences"
+
+
 def encode_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, layers: Sequence[int] = (-1,),
                   pooling: str = "mean", device: str | None = None, batch_size: int = 64, max_length: int = 128,
                   cache_dir: str | os.PathLike | None = None, use_cache: bool = True,
@@ -192,7 +196,9 @@ def encode_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, layers: S
 
     def cache_file(layer: int) -> Path:
         tag = "mean-pooled" if pooling == "mean" else f"{pooling}-pooled"
-        key = hashlib.sha256(f"{base}|{tag}|layer={layer}|max_length={max_length}".encode()).hexdigest()[:32]
+        # _BATCHING names how the rows were computed: files of the batching before it (repeated texts run apart,
+        # so not exactly equal) are not read back
+        key = hashlib.sha256(f"{base}|{tag}|layer={layer}|max_length={max_length}|{_BATCHING}".encode()).hexdigest()[:32]
         return cache_root / f"{key}.npy"
 
     if use_cache:
@@ -221,7 +227,7 @@ def encode_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, layers: S
     # on a batch's padded width, and near-duplicates at distance 1e-7 would reach TwoNN as distinct points)
     distinct, source = distinct_sequences(tokens)
     batches = [distinct[at] for at in
-               token_count_batches([len(tokens["input_ids"][i]) for i in distinct], batch_size)]  # least padding
+               token_count_batches(tokens.lengths[distinct], batch_size)]  # least padding
     fresh: dict[int, np.ndarray] = {}
     with torch.inference_mode():
         for number, rows in enumerate(tqdm(batches, desc="batches", unit="batch", disable=not show_progress)):

@@ -121,7 +121,7 @@ class _Rows:
         self.n_rows = n
 
     def _tokenised(self):
-        """``{key: list of per-row id lists}`` of the texts under the current tokenizer (tokenised once)."""
+        """The :class:`~isotropy.models.batching.TokenRows` of the texts under the current tokenizer (tokenised once)."""
         if self.tokenizer is None:
             raise IsotropyValueError(f"{self.caller}: the probe is a list of texts but no tokenizer was found; pass "
                                      f"tokenizer=... (or a dict of encoded tensors as the probe).")
@@ -135,7 +135,7 @@ class _Rows:
         """The token count of every row (list of int)."""
         if self.encoded is not None:
             return self.encoded["attention_mask"].ne(0).sum(1).tolist()
-        return [len(ids) for ids in self._tokenised()["input_ids"]]
+        return self._tokenised().lengths.tolist()
 
     def encode(self, rows):
         """Inputs for the rows ``rows``, padded (on the right) to the longest of them, on the CPU.
