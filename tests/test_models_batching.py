@@ -158,3 +158,14 @@ def test_tokenised_a_chunk_at_a_time_as_in_one_call(models, monkeypatch):
     for key, values in tokens.values.items():
         assert values.dtype == np.int32
         assert [tokens.row(key, i).tolist() for i in range(len(TEXTS))] == whole[key]
+
+
+def test_a_text_without_tokens_is_a_clear_error(models):
+    from isotropy.models.encoders import encode_pooled
+
+    # GPT-2's tokenizer adds no start token: "" is no token at all (the model would fail on an empty batch)
+    with pytest.raises(ValueError, match=r"at least one token .* Got 1 without any \(the first at index 1: ''\)"):
+        encode_pooled(["the cat", "", "a dog"], model=str(models[1]), layers=[1], device="cpu", use_cache=False)
+    # BERT's adds [CLS] and [SEP]: "" has two tokens and a vector
+    X = encode_pooled(["the cat", ""], model=str(models[0]), layers=[1], device="cpu", use_cache=False)[1]
+    assert np.isfinite(X).all()

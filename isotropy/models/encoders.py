@@ -223,6 +223,11 @@ def encode_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, layers: S
     tokenizer, network = _loaded if _loaded is not None else load_transformer(model, device=device)[:2]
     check_pooling(pooling, network.config, caller=caller)
     tokens = tokenize_texts(tokenizer, texts, max_length=max_length)
+    empty = np.flatnonzero(tokens.lengths == 0)
+    if empty.size:  # e.g. "" under a decoder that adds no start token: nothing to run the model on
+        raise ValueError(f"The 'texts' parameter of {_caller} must have texts with at least one token under "
+                         f"{model!r}'s tokenizer. Got {empty.size} without any (the first at index {empty[0]}: "
+                         f"{texts[empty[0]]!r}); remove them.")
     # texts with the same tokens run once: the same vectors whatever their batch mates (float32 results depend
     # on a batch's padded width, and near-duplicates at distance 1e-7 would reach TwoNN as distinct points)
     distinct, source = distinct_sequences(tokens)
