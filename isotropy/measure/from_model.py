@@ -482,10 +482,12 @@ class _OutputRows:
         self.usable = (self.seq is not None and callable(tokenizer) and not getattr(first, "do_lower_case", False)
                        and getattr(encoder, "default_prompt_name", None) is None
                        and getattr(encoder, "truncate_dim", None) is None)
-        self.ids = None
+        self.ids = None  # sentence-transformers' token ids of every text (isotropy.models.batching.TokenRows)
         if self.usable:
+            from isotropy.models.batching import tokenize_texts
+
             try:
-                self.ids = tokenizer([t.strip() for t in texts], truncation=True, max_length=self.seq)["input_ids"]
+                self.ids = tokenize_texts(tokenizer, [t.strip() for t in texts], max_length=self.seq)
             except Exception:  # noqa: BLE001 -- a processor that wants other inputs: encode() does it all
                 self.usable = False
         import numpy as np
@@ -505,10 +507,10 @@ class _OutputRows:
         vectors = features["sentence_embedding"].float().cpu().numpy()
         if self.output is None:
             self.output = np.empty((len(self.texts), vectors.shape[1]), dtype=np.float32)
-        ids, keep = batch["input_ids"], mask.bool()
+        ids, keep = batch["input_ids"].cpu().numpy(), mask.bool().cpu().numpy()
         for b, row in enumerate(rows):
             # the very tokens sentence-transformers feeds the network (its strip, its max_seq_length): its output
-            if self.ids[row] == ids[b][keep[b]].tolist():
+            if np.array_equal(self.ids.row("input_ids", row), ids[b][keep[b]]):
                 self.output[row] = vectors[b]
                 self.done[row] = True
 
@@ -521,9 +523,9 @@ class _OutputRows:
         import numpy as np
 
         if self.output is not None:
-            done = {tuple(self.ids[row]): row for row in np.flatnonzero(self.done)}
+            done = {self.ids.row("input_ids", row).tobytes(): row for row in np.flatnonzero(self.done)}
             for row in np.flatnonzero(~self.done):
-                same = done.get(tuple(self.ids[row]))
+                same = done.get(self.ids.row("input_ids", row).tobytes())
                 if same is not None:
                     self.output[row] = self.output[same]
                     self.done[row] = True
