@@ -224,3 +224,28 @@ def test_encoded_probes_are_sorted_and_trimmed_to_each_batch(tiny):
     probe = GeometryProbe(dict(left), metrics=("isoscore",), batch_size=8)
     assert all(probe.rows.encode(rows)["input_ids"].shape[1] == left["input_ids"].shape[1]
                for rows in ([0, 1, 2], list(range(len(texts)))))
+
+
+def test_texts_with_the_same_tokens_run_once_and_get_equal_rows(tiny):
+    from transformers import BertModel
+
+    model, tokenizer, texts = tiny
+    probe_texts = [*texts[:10], texts[3], texts[3].upper(), texts[7]]  # the tiny BERT tokenizer lower-cases
+    rows_run = []
+    forward = BertModel.forward
+
+    def spy(self, *args, **kwargs):
+        rows_run.append(kwargs["input_ids"].shape[0])
+        return forward(self, *args, **kwargs)
+
+    BertModel.forward = spy
+    try:
+        got = _pooled_rows(model, tokenizer, probe_texts, batch_size=4)
+    finally:
+        BertModel.forward = forward
+    assert sum(rows_run) == 10  # 13 rows, 10 distinct token sequences
+    alone = _one_at_a_time(model, tokenizer, probe_texts)
+    for layer, expected in zip(got, alone):
+        for a, b in ((3, 10), (3, 11), (7, 12)):
+            assert torch.equal(layer[a], layer[b])
+        torch.testing.assert_close(layer, expected, rtol=0, atol=ATOL)

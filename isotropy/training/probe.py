@@ -30,7 +30,7 @@ import torch
 
 from isotropy._utils.validation import IsotropyValueError, check_scalar
 from isotropy.metrics.table import check_metric_names, metric_names
-from isotropy.models.batching import pad_rows, tokenize_texts
+from isotropy.models.batching import distinct_sequences, pad_rows, tokenize_texts
 from isotropy.models.layers import check_layers, select_layers
 from isotropy.models.pooling import check_pooling, pool_hidden_states
 
@@ -99,6 +99,7 @@ class _Rows:
     def __init__(self, probe, *, name, caller, max_length):
         self.caller, self.max_length, self.tokenizer = caller, max_length, None
         self._tokens, self._tokenised_by = None, None  # the tokenised texts and the tokenizer that made them
+        self._first, self._first_of = None, None  # each row's first row with the same tokens, and of which tokens
         if isinstance(probe, Mapping):
             if "input_ids" not in probe or not isinstance(probe["input_ids"], torch.Tensor) or \
                     probe["input_ids"].ndim != 2:
@@ -129,6 +130,16 @@ class _Rows:
             self._tokens = tokenize_texts(self.tokenizer, self.texts, max_length=self.max_length)
             self._tokenised_by = self.tokenizer
         return self._tokens
+
+    def first_rows(self):
+        """For a text probe, each row's first row with the same tokens
+        (:func:`~isotropy.models.batching.distinct_sequences`); ``None`` for encoded tensors."""
+        if self.encoded is not None:
+            return None
+        tokens = self._tokenised()
+        if self._first_of is not tokens:
+            self._first, self._first_of = distinct_sequences(tokens)[1], tokens
+        return self._first
 
     @property
     def lengths(self):
@@ -255,23 +266,29 @@ class GeometryProbe:
         see the rows as an unsorted pass would give them (to float32 rounding: other batch
         compositions). A rank with no rows still runs one forward pass (on row 0) and yields its
         vectors with ``real=False``: it needs the layers and widths to join the metrics' sync.
+        Texts with the same tokens run once per window and share its vectors (exactly equal rows, as
+        :func:`isotropy.models.encoders.encode_pooled` gives them).
         """
         size = self.batch_size
         if not rows:
             inputs = {k: v.to(device) for k, v in source.encode([0]).items()}
             yield self._forward_pooled(model, inputs, forward_kwargs), False
             return
-        lengths = source.lengths
+        lengths, first = source.lengths, source.first_rows()
         window = size * max(1, -(-_SORT_WINDOW // size))  # whole batches of the unsorted order
         for start in range(0, len(rows), window):
             part = rows[start:start + window]
-            order = sorted(range(len(part)), key=lambda j: -lengths[part[j]])  # longest first, stable
+            run = part if first is None else list(dict.fromkeys(int(first[r]) for r in part))  # each sequence once
+            order = sorted(range(len(run)), key=lambda j: -lengths[run[j]])  # longest first, stable
             chunks = []
             for k in range(0, len(order), size):
-                inputs = {key: v.to(device) for key, v in source.encode([part[j] for j in order[k:k + size]]).items()}
+                inputs = {key: v.to(device) for key, v in source.encode([run[j] for j in order[k:k + size]]).items()}
                 chunks.append(self._forward_pooled(model, inputs, forward_kwargs))
             back = torch.empty(len(order), dtype=torch.long)
-            back[torch.tensor(order)] = torch.arange(len(order))  # the sorted position of each row of part
+            back[torch.tensor(order)] = torch.arange(len(order))  # the sorted position of each row of run
+            if first is not None:  # each row of part: the sorted position of its first row
+                at = {row: j for j, row in enumerate(run)}
+                back = back[torch.tensor([at[int(first[r])] for r in part], dtype=torch.long)]
             pooled = {i: torch.cat([c[i] for c in chunks])[back.to(chunks[0][i].device)] for i in chunks[0]}
             for k in range(0, len(part), size):
                 yield {i: vectors[k:k + size] for i, vectors in pooled.items()}, True
