@@ -193,7 +193,8 @@ class GeometryProbe:
         ``isotropy.training`` log; asked for by name without one, it warns: Σ_S = I tracks vector norms).
     batch_size : int, default=32
         Probe rows per forward pass (taken longest first, each batch padded to its own longest
-        row; the metrics get the pooled vectors back in probe order, ``batch_size`` at a time).
+        row, texts with the same tokens run once; the metrics get the pooled vectors back in probe
+        order, ``batch_size`` at a time).
     max_length : int, default=128
         Truncation length when tokenising texts.
     prefix : str, default="geometry"
