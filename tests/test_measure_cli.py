@@ -355,6 +355,8 @@ def test_shell_completion_of_commands_experiments_and_option_values():
 
     assert _completions("isotropy ") == ["plain,measure", "plain,plot", "plain,run"]
     assert _completions("isotropy run ") == [f"plain,{name}" for name in sorted(EXPERIMENTS)]
+    assert _completions("isotropy run mini") == ["plain,minibatch-stability"]
+    assert _completions("isotropy run --") == ["plain,--help"]
     assert _completions("isotropy measure x.npy --metrics iso") == ["plain,isoscore", "plain,isoscore_star"]
     # the last name of the list is completed; the names already in it are not offered again
     assert _completions("isotropy measure x.npy --metrics isoscore,twonn_dimension,pa") == [

@@ -156,7 +156,7 @@ def test_tokenised_a_chunk_at_a_time_as_in_one_call(models, monkeypatch):
     tokens = tokenize_texts(tokenizer, TEXTS, max_length=8)
     assert set(tokens.values) == {"input_ids", "attention_mask", "token_type_ids"}
     for key, values in tokens.values.items():
-        assert values.dtype == np.int32
+        assert values.dtype == np.int64
         assert [tokens.row(key, i).tolist() for i in range(len(TEXTS))] == whole[key]
 
 
@@ -164,8 +164,49 @@ def test_a_text_without_tokens_is_a_clear_error(models):
     from isotropy.models.encoders import encode_pooled
 
     # GPT-2's tokenizer adds no start token: "" is no token at all (the model would fail on an empty batch)
-    with pytest.raises(ValueError, match=r"at least one token .* Got 1 without any \(the first at index 1: ''\)"):
+    with pytest.raises(ValueError, match=r"The 'texts' parameter of encode_pooled must have texts with at least one "
+                                         r"token .* Got 1 without any \(the first: '', at index 1\)"):
         encode_pooled(["the cat", "", "a dog"], model=str(models[1]), layers=[1], device="cpu", use_cache=False)
     # BERT's adds [CLS] and [SEP]: "" has two tokens and a vector
     X = encode_pooled(["the cat", ""], model=str(models[0]), layers=[1], device="cpu", use_cache=False)[1]
     assert np.isfinite(X).all()
+
+
+def test_a_key_with_other_lengths_than_the_ids_is_an_error():
+    with pytest.raises(ValueError, match=r"'token_type_ids' must have one value per token .* Got 3 values for 2 tokens "
+                                         r"in row 0"):
+        TokenRows.from_lists({"input_ids": [[1, 2], [3, 4, 5]], "token_type_ids": [[7, 7, 7], [8, 8, 8, 8]]})
+
+    class Ragged:  # a tokenizer whose token types are one longer than its ids
+        def __call__(self, texts, **kwargs):
+            ids = [[1] * (len(t) + 1) for t in texts]
+            return {"input_ids": ids, "token_type_ids": [[0] * (len(v) + 1) for v in ids]}
+
+    with pytest.raises(ValueError, match="one value per token"):
+        tokenize_texts(Ragged(), ["ab", "c"], max_length=8)
+
+
+def test_ids_beyond_int32_are_kept():
+    tokens = TokenRows.from_lists({"input_ids": [[2**31 + 5, 1]]})
+    assert pad_rows(tokens, [0], pad_id=0)["input_ids"].tolist() == [[2**31 + 5, 1]]
+
+
+def test_a_probe_text_without_tokens_is_a_clear_error(models):
+    from isotropy.models.loading import load_transformer
+    from isotropy.training import GeometryProbe
+    from isotropy.training.probe import IsotropyValueError
+
+    tokenizer, network, _ = load_transformer(str(models[1]), device="cpu")
+    probe = GeometryProbe(["the cat sat .", "", "a dog"], metrics=("isoscore",)).set_tokenizer(tokenizer)
+    with pytest.raises(IsotropyValueError, match=r"The 'probe' parameter of GeometryProbe must have texts with at "
+                                                 r"least one token .* \(the first: '', at index 1\)"):
+        probe.measure(network)
+
+
+def test_a_shrinkage_text_without_tokens_names_the_shrinkage_sample(models):
+    from isotropy.measure.from_model import measure_layers
+
+    with pytest.raises(ValueError, match=r"The 'shrinkage_sample' parameter of measure_layers must have texts with "
+                                         r"at least one token"):
+        measure_layers(["the cat sat .", "a dog ran .", "the dog sat ."], model=str(models[1]), device="cpu",
+                       shrinkage_sample=["the cat", "", "a dog"], metrics=["isoscore_star"])

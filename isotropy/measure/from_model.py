@@ -558,7 +558,8 @@ def _shrinkage_covariances(sample, states, full_states, tokenizer, network, laye
         from isotropy.models.encoders import encode_pooled
 
         drawn = encode_pooled(sample, model=location, layers=layers, pooling=pooling, device=device,
-                              batch_size=batch_size, max_length=max_length, show_progress=False)
+                              batch_size=batch_size, max_length=max_length, show_progress=False, _caller=_CALLER,
+                              _texts_name="shrinkage_sample")
     else:
         drawn, *_ = token_hidden_states(sample, tokenizer, network, layers, batch_size=batch_size, max_length=max_length,
                                   keep_special=keep_special, sample_size=_DEFAULT_TOKEN_SAMPLE,

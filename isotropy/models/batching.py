@@ -7,9 +7,9 @@ in characters pads less: on the 1,379 STS-B test sentences under all-MiniLM-L6-v
 20,161 token positions instead of 25,121 for 19,592 tokens (``benchmarks/bench_measure_model.py``
 prints both), and the forward pass's work is proportional to the positions.
 
-The token ids of all texts are held flat (:class:`TokenRows`: one int32 array per key and the rows'
-offsets, about 4 bytes a token), not as Python lists (about 40 bytes a token), and texts are
-tokenised a chunk at a time: a file of 100,000 texts costs tens of MiB, not gigabytes.
+The token ids of all texts are held flat (:class:`TokenRows`: one int64 array per key and the rows'
+offsets, 8 bytes a token and key), not as Python lists (about 40 bytes a token and key), and texts
+are tokenised a chunk at a time: a file of 100,000 texts costs tens of MiB, not gigabytes.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ _TOKENIZE_CHUNK = 4096
 class TokenRows:
     """The unpadded token ids of many rows: ``values[key][offsets[i]:offsets[i + 1]]`` is row ``i``'s.
 
-    ``values`` maps each key of :data:`INPUT_KEYS` that the tokenizer gave to one int32 array of all
+    ``values`` maps each key of :data:`INPUT_KEYS` that the tokenizer gave to one int64 array of all
     rows' ids, one after the other; ``offsets`` (int64, ``n_rows + 1``) are where each row starts.
     """
 
@@ -42,7 +42,8 @@ class TokenRows:
         first = next(iter(lists.values()))
         offsets = np.zeros(len(first) + 1, dtype=np.int64)
         np.cumsum([len(ids) for ids in first], out=offsets[1:])
-        flat = {key: np.fromiter((t for ids in rows for t in ids), dtype=np.int32, count=int(offsets[-1]))
+        _check_lengths(lists, [len(ids) for ids in first])
+        flat = {key: np.fromiter((t for ids in rows for t in ids), dtype=np.int64, count=int(offsets[-1]))
                 for key, rows in lists.items()}
         return cls(flat, offsets)
 
@@ -71,13 +72,23 @@ def tokenize_texts(tokenizer, texts: Sequence[str], *, max_length: int) -> Token
         encoded = tokenizer(list(texts[start:start + _TOKENIZE_CHUNK]), truncation=True, max_length=max_length)
         counts = [len(ids) for ids in encoded["input_ids"]]
         lengths += counts
-        for key in INPUT_KEYS:
-            if key in encoded:
-                parts.setdefault(key, []).append(
-                    np.fromiter((t for ids in encoded[key] for t in ids), dtype=np.int32, count=sum(counts)))
+        keys = {key: encoded[key] for key in INPUT_KEYS if key in encoded}
+        _check_lengths(keys, counts)
+        for key, rows in keys.items():
+            parts.setdefault(key, []).append(
+                np.fromiter((t for ids in rows for t in ids), dtype=np.int64, count=sum(counts)))
     offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     return TokenRows({key: np.concatenate(chunks) for key, chunks in parts.items()}, offsets)
+
+
+def _check_lengths(keys: dict, counts: list[int]) -> None:
+    """Every key has, row by row, as many ids as ``input_ids`` (``counts``): one position per token."""
+    for key, rows in keys.items():
+        bad = next((i for i, (ids, n) in enumerate(zip(rows, counts, strict=True)) if len(ids) != n), None)
+        if bad is not None:
+            raise ValueError(f"The tokenizer's {key!r} must have one value per token of 'input_ids'. Got "
+                             f"{len(rows[bad])} values for {counts[bad]} tokens in row {bad} instead.")
 
 
 def distinct_sequences(tokens: TokenRows) -> tuple[np.ndarray, np.ndarray]:

@@ -136,7 +136,7 @@ _BATCHING = "batches=token-count,distinct-sequences"
 def encode_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, layers: Sequence[int] = (-1,),
                   pooling: str = "mean", device: str | None = None, batch_size: int = 64, max_length: int = 128,
                   cache_dir: str | os.PathLike | None = None, use_cache: bool = True,
-                  show_progress: bool = False, _other_layers_budget: int = 0, _caller: str = "encode_pooled",
+                  show_progress: bool = False, _other_layers_budget: int = 0, _caller: str = "encode_pooled", _texts_name: str = "texts",
                   _name: str = "layers", _loaded: tuple | None = None, _on_batch=None) -> dict[int, np.ndarray]:
     """Pooled token states of any transformers encoder or decoder at several hidden layers, cached per layer.
 
@@ -225,9 +225,9 @@ def encode_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, layers: S
     tokens = tokenize_texts(tokenizer, texts, max_length=max_length)
     empty = np.flatnonzero(tokens.lengths == 0)
     if empty.size:  # e.g. "" under a decoder that adds no start token: nothing to run the model on
-        raise ValueError(f"The 'texts' parameter of {_caller} must have texts with at least one token under "
-                         f"{model!r}'s tokenizer. Got {empty.size} without any (the first at index {empty[0]}: "
-                         f"{texts[empty[0]]!r}); remove them.")
+        raise ValueError(f"The '{_texts_name}' parameter of {_caller} must have texts with at least one token under "
+                         f"the tokenizer of {model!r}. Got {empty.size} without any (the first: {texts[empty[0]]!r}, "
+                         f"at index {empty[0]}); remove them.")
     # texts with the same tokens run once: the same vectors whatever their batch mates (float32 results depend
     # on a batch's padded width, and near-duplicates at distance 1e-7 would reach TwoNN as distinct points)
     distinct, source = distinct_sequences(tokens)

@@ -26,6 +26,7 @@ import numbers
 import warnings
 from collections.abc import Mapping, Sequence
 
+import numpy as np
 import torch
 
 from isotropy._utils.validation import IsotropyValueError, check_scalar
@@ -97,7 +98,7 @@ class _Rows:
     """
 
     def __init__(self, probe, *, name, caller, max_length):
-        self.caller, self.max_length, self.tokenizer = caller, max_length, None
+        self.caller, self.name, self.max_length, self.tokenizer = caller, name, max_length, None
         self._tokens, self._tokenised_by = None, None  # the tokenised texts and the tokenizer that made them
         self._first, self._first_of = None, None  # each row's first row with the same tokens, and of which tokens
         if isinstance(probe, Mapping):
@@ -127,8 +128,13 @@ class _Rows:
             raise IsotropyValueError(f"{self.caller}: the probe is a list of texts but no tokenizer was found; pass "
                                      f"tokenizer=... (or a dict of encoded tensors as the probe).")
         if self._tokens is None or self._tokenised_by is not self.tokenizer:
-            self._tokens = tokenize_texts(self.tokenizer, self.texts, max_length=self.max_length)
-            self._tokenised_by = self.tokenizer
+            tokens = tokenize_texts(self.tokenizer, self.texts, max_length=self.max_length)
+            empty = np.flatnonzero(tokens.lengths == 0)
+            if empty.size:  # e.g. "" under a decoder that adds no start token: nothing to pool
+                raise IsotropyValueError(f"The '{self.name}' parameter of {self.caller} must have texts with at least "
+                                         f"one token under its tokenizer. Got {empty.size} without any (the first: "
+                                         f"{self.texts[empty[0]]!r}, at index {empty[0]}); remove them.")
+            self._tokens, self._tokenised_by = tokens, self.tokenizer
         return self._tokens
 
     def first_rows(self):
