@@ -25,7 +25,7 @@ def complete_metrics(ctx, param, incomplete: str) -> list[CompletionItem]:
 
 
 def complete_model(ctx, param, incomplete: str) -> list[CompletionItem]:
-    """``--model``: the packaged model names that start with the word, then files and folders (a .gguf, a model directory)."""
+    """``--model``: the packaged model names that start with the word, then files and folders (.gguf, directories)."""
     from isotropy.models.resolve import DEFAULT_MODEL, PACKAGED_MODELS
 
     names = [DEFAULT_MODEL, *(key for key in PACKAGED_MODELS if "/" not in key and key != DEFAULT_MODEL.lower())]

@@ -18,7 +18,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["INPUT_KEYS", "TokenRows", "distinct_sequences", "pad_rows", "token_count_batches", "tokenize_texts"]
+__all__ = ["INPUT_KEYS", "TokenRows", "distinct_sequences", "pad_rows", "refuse_empty_rows", "token_count_batches",
+           "tokenize_texts"]
 
 #: The tokenizer outputs a forward pass takes (others, such as offsets, are dropped).
 INPUT_KEYS = ("input_ids", "attention_mask", "token_type_ids")
@@ -80,6 +81,20 @@ def tokenize_texts(tokenizer, texts: Sequence[str], *, max_length: int) -> Token
     offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     return TokenRows({key: np.concatenate(chunks) for key, chunks in parts.items()}, offsets)
+
+
+def refuse_empty_rows(tokens: TokenRows, texts: Sequence[str], *, name: str, caller: str, tokenizer_of: str) -> None:
+    """An error that names the first text with no token at all (``""`` under a decoder that adds no start token).
+
+    A model cannot run on it, and a batch of such rows fails inside torch with a reshape error.
+    """
+    from isotropy._utils.validation import IsotropyValueError
+
+    empty = np.flatnonzero(tokens.lengths == 0)
+    if empty.size:
+        raise IsotropyValueError(f"The '{name}' parameter of {caller} must have texts with at least one token under "
+                                 f"{tokenizer_of}. Got {empty.size} without any (the first: {texts[empty[0]]!r}, at "
+                                 f"index {empty[0]}); remove them.")
 
 
 def _check_lengths(keys: dict, counts: list[int]) -> None:

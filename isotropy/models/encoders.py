@@ -136,8 +136,9 @@ _BATCHING = "batches=token-count,distinct-sequences"
 def encode_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, layers: Sequence[int] = (-1,),
                   pooling: str = "mean", device: str | None = None, batch_size: int = 64, max_length: int = 128,
                   cache_dir: str | os.PathLike | None = None, use_cache: bool = True,
-                  show_progress: bool = False, _other_layers_budget: int = 0, _caller: str = "encode_pooled", _texts_name: str = "texts",
-                  _name: str = "layers", _loaded: tuple | None = None, _on_batch=None) -> dict[int, np.ndarray]:
+                  show_progress: bool = False, _other_layers_budget: int = 0, _caller: str = "encode_pooled",
+                  _texts_name: str = "texts", _name: str = "layers", _loaded: tuple | None = None,
+                  _on_batch=None) -> dict[int, np.ndarray]:
     """Pooled token states of any transformers encoder or decoder at several hidden layers, cached per layer.
 
     Each text is tokenised (truncated to ``max_length`` tokens, special tokens such as [CLS] or
@@ -198,7 +199,8 @@ def encode_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, layers: S
         tag = "mean-pooled" if pooling == "mean" else f"{pooling}-pooled"
         # _BATCHING names how the rows were computed: files of the batching before it (repeated texts run apart,
         # so not exactly equal) are not read back
-        key = hashlib.sha256(f"{base}|{tag}|layer={layer}|max_length={max_length}|{_BATCHING}".encode()).hexdigest()[:32]
+        key = f"{base}|{tag}|layer={layer}|max_length={max_length}|{_BATCHING}"
+        key = hashlib.sha256(key.encode()).hexdigest()[:32]
         return cache_root / f"{key}.npy"
 
     if use_cache:
@@ -214,7 +216,7 @@ def encode_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, layers: S
     import torch
     from tqdm.auto import tqdm
 
-    from isotropy.models.batching import distinct_sequences, pad_rows, token_count_batches, tokenize_texts
+    from isotropy.models import batching
     from isotropy.models.loading import load_transformer
     from isotropy.models.pooling import pool_hidden_states
 
@@ -222,22 +224,19 @@ def encode_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, layers: S
     # _on_batch(rows, batch, last_hidden_state) sees every batch of the forward pass (when one runs)
     tokenizer, network = _loaded if _loaded is not None else load_transformer(model, device=device)[:2]
     check_pooling(pooling, network.config, caller=caller)
-    tokens = tokenize_texts(tokenizer, texts, max_length=max_length)
-    empty = np.flatnonzero(tokens.lengths == 0)
-    if empty.size:  # e.g. "" under a decoder that adds no start token: nothing to run the model on
-        raise ValueError(f"The '{_texts_name}' parameter of {_caller} must have texts with at least one token under "
-                         f"the tokenizer of {model!r}. Got {empty.size} without any (the first: {texts[empty[0]]!r}, "
-                         f"at index {empty[0]}); remove them.")
+    tokens = batching.tokenize_texts(tokenizer, texts, max_length=max_length)
+    batching.refuse_empty_rows(tokens, texts, name=_texts_name, caller=_caller,
+                               tokenizer_of=f"the tokenizer of {model!r}")
     # texts with the same tokens run once: the same vectors whatever their batch mates (float32 results depend
     # on a batch's padded width, and near-duplicates at distance 1e-7 would reach TwoNN as distinct points)
-    distinct, source = distinct_sequences(tokens)
+    distinct, source = batching.distinct_sequences(tokens)
     batches = [distinct[at] for at in
-               token_count_batches(tokens.lengths[distinct], batch_size)]  # least padding
+               batching.token_count_batches(tokens.lengths[distinct], batch_size)]  # least padding
     fresh: dict[int, np.ndarray] = {}
     with torch.inference_mode():
         for number, rows in enumerate(tqdm(batches, desc="batches", unit="batch", disable=not show_progress)):
             batch = {k: v.to(network.device) for k, v in
-                     pad_rows(tokens, rows, pad_id=tokenizer.pad_token_id).items()}
+                     batching.pad_rows(tokens, rows, pad_id=tokenizer.pad_token_id).items()}
             output = network(**batch, output_hidden_states=True)
             hidden = output.hidden_states
             if _on_batch is not None:  # e.g. a sentence-transformers model's own output, from this same pass

@@ -26,12 +26,11 @@ import numbers
 import warnings
 from collections.abc import Mapping, Sequence
 
-import numpy as np
 import torch
 
 from isotropy._utils.validation import IsotropyValueError, check_scalar
 from isotropy.metrics.table import check_metric_names, metric_names
-from isotropy.models.batching import distinct_sequences, pad_rows, tokenize_texts
+from isotropy.models.batching import distinct_sequences, pad_rows, refuse_empty_rows, tokenize_texts
 from isotropy.models.layers import check_layers, select_layers
 from isotropy.models.pooling import check_pooling, pool_hidden_states
 
@@ -123,17 +122,13 @@ class _Rows:
         self.n_rows = n
 
     def _tokenised(self):
-        """The :class:`~isotropy.models.batching.TokenRows` of the texts under the current tokenizer (tokenised once)."""
+        """The :class:`~isotropy.models.batching.TokenRows` of the texts under the current tokenizer (made once)."""
         if self.tokenizer is None:
             raise IsotropyValueError(f"{self.caller}: the probe is a list of texts but no tokenizer was found; pass "
                                      f"tokenizer=... (or a dict of encoded tensors as the probe).")
         if self._tokens is None or self._tokenised_by is not self.tokenizer:
             tokens = tokenize_texts(self.tokenizer, self.texts, max_length=self.max_length)
-            empty = np.flatnonzero(tokens.lengths == 0)
-            if empty.size:  # e.g. "" under a decoder that adds no start token: nothing to pool
-                raise IsotropyValueError(f"The '{self.name}' parameter of {self.caller} must have texts with at least "
-                                         f"one token under its tokenizer. Got {empty.size} without any (the first: "
-                                         f"{self.texts[empty[0]]!r}, at index {empty[0]}); remove them.")
+            refuse_empty_rows(tokens, self.texts, name=self.name, caller=self.caller, tokenizer_of="its tokenizer")
             self._tokens, self._tokenised_by = tokens, self.tokenizer
         return self._tokens
 
