@@ -210,3 +210,29 @@ def test_a_shrinkage_text_without_tokens_names_the_shrinkage_sample(models):
                                          r"at least one token"):
         measure_layers(["the cat sat .", "a dog ran .", "the dog sat ."], model=str(models[1]), device="cpu",
                        shrinkage_sample=["the cat", "", "a dog"], metrics=["isoscore_star"])
+
+
+def test_encode_sentences_encodes_each_distinct_text_once(tmp_path, monkeypatch):
+    """A repeated text gets exactly its first occurrence's vector; a file cached before (under the key of
+    561ca82, which holds no tag) is not read back."""
+    pytest.importorskip("sentence_transformers")
+    from sentence_transformers import SentenceTransformer
+
+    from isotropy.models.encoders import _cache_key, encode_sentences, load_sentence_model, resolve_model
+
+    texts = ["a girl is styling her hair .", "hi", "a girl is styling her hair .", "a man plays a guitar .", "hi"]
+    old = _cache_key(resolve_model("all-MiniLM-L6-v2"), texts, False)
+    np.save(tmp_path / f"{old}.npy", np.zeros((5, 384), dtype=np.float32))
+    seen = []
+    real = SentenceTransformer.encode
+    monkeypatch.setattr(SentenceTransformer, "encode", lambda self, sentences, **k: seen.append(list(sentences))
+                        or real(self, sentences, **k))
+    X = encode_sentences(texts, device="cpu", cache_dir=tmp_path, show_progress=False)
+    assert seen == [["a girl is styling her hair .", "hi", "a man plays a guitar ."]]
+    assert np.array_equal(X[0], X[2]) and np.array_equal(X[1], X[4]) and np.abs(X).max() > 0
+    model = load_sentence_model("all-MiniLM-L6-v2", device="cpu")
+    alone = np.vstack([real(model, [t], convert_to_numpy=True) for t in texts])
+    np.testing.assert_allclose(X, alone, rtol=1e-5, atol=1e-6)
+    seen.clear()
+    np.testing.assert_array_equal(encode_sentences(texts, device="cpu", cache_dir=tmp_path, show_progress=False), X)
+    assert seen == []  # the second call read the new file

@@ -51,8 +51,9 @@ def load_sentence_model(model: str = DEFAULT_MODEL, *, device: str | None = None
                       f"while online. ({exc.__class__.__name__}: {str(exc).splitlines()[0]})") from None
 
 
-def _cache_key(model_location: str, texts: Sequence[str], normalize: bool) -> str:
+def _cache_key(model_location: str, texts: Sequence[str], normalize: bool, tag: str = "") -> str:
     digest = hashlib.sha256()
+    digest.update(tag.encode())
     # a local model is identified by its path and the size/mtime of its weight files
     digest.update(model_location.encode())
     location = Path(model_location)
@@ -72,6 +73,8 @@ def encode_sentences(texts: Sequence[str], *, model: str = DEFAULT_MODEL, device
                      batch_size: int = 128, normalize: bool = False, cache_dir: str | os.PathLike | None = None,
                      use_cache: bool = True, show_progress: bool = True) -> np.ndarray:
     """Embed ``texts`` with a sentence-transformers model, with an on-disk cache.
+
+    Each distinct text is encoded once: a repeated text gets exactly its first occurrence's vector.
 
     Parameters
     ----------
@@ -100,14 +103,21 @@ def encode_sentences(texts: Sequence[str], *, model: str = DEFAULT_MODEL, device
     cache_file = None
     if use_cache:
         cache_root = Path(cache_dir) if cache_dir is not None else default_cache_dir() / "embeddings"
-        cache_file = cache_root / f"{_cache_key(location, texts, normalize)}.npy"
+        # the tag: each distinct text encoded once (files from before, with repeated texts encoded apart, not read)
+        cache_file = cache_root / f"{_cache_key(location, texts, normalize, tag='distinct-texts')}.npy"
         if cache_file.is_file():
             X = np.load(cache_file)
             if X.shape[0] == len(texts):
                 return X
     encoder = load_sentence_model(model, device=device)
-    X = encoder.encode(texts, batch_size=batch_size, convert_to_numpy=True, normalize_embeddings=normalize,
+    # each distinct text once: a repeated text gets exactly its first occurrence's vector (encoded in another
+    # batch, it would differ by float32 rounding, and a neighbour metric would see two points 1e-7 apart)
+    first: dict[str, int] = {}
+    row_of = np.fromiter((first.setdefault(t, len(first)) for t in texts), dtype=np.intp, count=len(texts))
+    X = encoder.encode(list(first), batch_size=batch_size, convert_to_numpy=True, normalize_embeddings=normalize,
                        show_progress_bar=show_progress).astype(np.float32, copy=False)
+    if len(first) < len(texts):
+        X = X[row_of]
     if cache_file is not None:
         _save(cache_file, X)
     return X
