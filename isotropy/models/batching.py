@@ -9,7 +9,8 @@ prints both), and the forward pass's work is proportional to the positions.
 
 The token ids of all texts are held flat (:class:`TokenRows`: one int64 array per key and the rows'
 offsets, 8 bytes a token and key), not as Python lists (about 40 bytes a token and key), and texts
-are tokenised a chunk at a time: a file of 100,000 texts costs tens of MiB, not gigabytes.
+are tokenised a chunk at a time: 100,000 sentences of 17 tokens on average are 39 MiB of ids, where
+lists of them took about a gigabyte.
 """
 
 from __future__ import annotations
