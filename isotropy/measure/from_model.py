@@ -523,12 +523,12 @@ class _OutputRows:
         import numpy as np
 
         if self.output is not None:
-            done = {self.ids.row("input_ids", row).tobytes(): row for row in np.flatnonzero(self.done)}
-            for row in np.flatnonzero(~self.done):
-                same = done.get(self.ids.row("input_ids", row).tobytes())
-                if same is not None:
-                    self.output[row] = self.output[same]
-                    self.done[row] = True
+            from isotropy.models.batching import distinct_sequences
+
+            first = distinct_sequences(self.ids)[1]  # each text's first text with sentence-transformers' same tokens
+            copy = ~self.done & self.done[first]
+            self.output[copy] = self.output[first[copy]]
+            self.done |= copy
         redo = np.flatnonzero(~self.done)
         if len(redo) == len(self.texts):
             return self.encoder.encode(self.texts, batch_size=batch_size, convert_to_numpy=True,
