@@ -8,9 +8,9 @@ in characters pads less: on the 1,379 STS-B test sentences under all-MiniLM-L6-v
 prints both), and the forward pass's work is proportional to the positions.
 
 The token ids of all texts are held flat (:class:`TokenRows`: one int64 array per key and the rows'
-offsets, 8 bytes a token and key), not as Python lists (about 40 bytes a token and key), and texts
-are tokenised a chunk at a time: 100,000 sentences of 17 tokens on average are 39 MiB of ids, where
-lists of them took about a gigabyte.
+offsets, 8 bytes a token and key, where a Python list holds an 8-byte pointer to a 28-byte int
+object for most ids), and texts are tokenised a chunk at a time, so that the tokenizer's per-text
+objects exist for one chunk only.
 """
 
 from __future__ import annotations
