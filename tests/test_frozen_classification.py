@@ -119,3 +119,16 @@ def test_run_tiny_model(tmp_path, tiny_bert_dir, one_torch_thread):
     assert claims["accuracy-kept"]["ours"] == pytest.approx(
         100 * (results["summary"][1]["accuracy"] - base["accuracy"]))
     assert {c["verdict"] for c in claims.values()} == {"not established"}
+
+
+def test_table_shows_a_rounding_level_spread_as_zero():
+    from isotropy.experiments.frozen_classification.run import markdown_table
+
+    row = {"method": "mean", "accuracy": 0.8, "accuracy_sd": 0.0, "partition_isotropy": 0.191,
+           "partition_isotropy_sd": 3.4e-17, "isoscore": 0.25, "isoscore_sd": 0.0, "train_accuracy": 0.87}
+    results = {"task": "sst2", "model": "m", "layer": -1, "seeds": [0, 1, 2], "summary": [row, {
+        **row, "method": "kmeans", "partition_isotropy": 7.97e-6, "partition_isotropy_sd": 1.2e-7}],
+        "data": {"train": {"n_sentences": 5000}, "validation": {"n_sentences": 872}}}
+    lines = markdown_table(results).splitlines()
+    assert "| 0.191 ± 0 |" in lines[-2]  # the same value from every seed, up to its last bit
+    assert "| 7.97e-06 ± 1.2e-07 |" in lines[-1]  # a spread at the value's own scale is kept

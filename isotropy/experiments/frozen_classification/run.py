@@ -8,6 +8,7 @@ only the clustering; deterministic methods give the same numbers for every seed.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -55,6 +56,13 @@ def summarise(records: list[dict], methods: list[str]) -> list[dict]:
     return rows
 
 
+def _spread(mean: float, sd: float) -> str:
+    """``sd`` to two significant digits, or ``0`` when it is below the last digit ``mean`` is shown with
+    (``.3g``): the spread of a seed-free method is rounding (1e-17), not a spread."""
+    last = 10.0 ** (math.floor(math.log10(abs(mean))) - 2) if mean and math.isfinite(mean) else 0.0
+    return "0" if sd < last / 2 else f"{sd:.2g}"
+
+
 def markdown_table(results: dict) -> str:
     """Validation accuracy (%) and I(W) per method, mean ± sd over seeds."""
     n_train, n_valid = results["data"]["train"]["n_sentences"], results["data"]["validation"]["n_sentences"]
@@ -64,7 +72,7 @@ def markdown_table(results: dict) -> str:
              "| method | accuracy (%) | I(W) | IsoScore | train accuracy (%) |", "|---|---|---|---|---|"]
     for r in results["summary"]:
         lines.append(f"| {r['method']} | {100 * r['accuracy']:.2f} ± {100 * r['accuracy_sd']:.2f} | "
-                     f"{r['partition_isotropy']:.3g} ± {r['partition_isotropy_sd']:.2g} | "
+                     f"{r['partition_isotropy']:.3g} ± {_spread(r['partition_isotropy'], r['partition_isotropy_sd'])} | "
                      f"{r['isoscore']:.3f} ± {r['isoscore_sd']:.3f} | {100 * r['train_accuracy']:.2f} |")
     return "\n".join(lines) + "\n"
 
