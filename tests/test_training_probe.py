@@ -249,3 +249,64 @@ def test_texts_with_the_same_tokens_run_once_and_get_equal_rows(tiny):
         for a, b in ((3, 10), (3, 11), (7, 12)):
             assert torch.equal(layer[a], layer[b])
         torch.testing.assert_close(layer, expected, rtol=0, atol=ATOL)
+
+
+def _forward_rows(model, tokenizer, texts, **kwargs):
+    """``(_pooled_rows(...), rows run by the model)``."""
+    from transformers import BertModel
+
+    rows_run = []
+    forward = BertModel.forward
+
+    def spy(self, *args, **kw):
+        rows_run.append(kw["input_ids"].shape[0])
+        return forward(self, *args, **kw)
+
+    BertModel.forward = spy
+    try:
+        got = _pooled_rows(model, tokenizer, texts, **kwargs)
+    finally:
+        BertModel.forward = forward
+    return got, sum(rows_run)
+
+
+def test_texts_repeated_in_later_windows_run_once_and_get_equal_rows(tiny, monkeypatch):
+    """Windows of 4 rows (3 rounded up to 2 batches of 2): texts 3 and 7 come back in the third window, and text 3
+    again as the whole fourth window, which then runs nothing."""
+    import isotropy.training.probe as probe_module
+
+    model, tokenizer, texts = tiny
+    monkeypatch.setattr(probe_module, "_SORT_WINDOW", 3)
+    probe_texts = [*texts[:10], texts[3], texts[7], texts[3]]
+    got, run = _forward_rows(model, tokenizer, probe_texts, batch_size=2)
+    assert run == 10  # 13 rows, 10 distinct token sequences
+    alone = _one_at_a_time(model, tokenizer, probe_texts)
+    for layer, expected in zip(got, alone):
+        for a, b in ((3, 10), (3, 12), (7, 11)):
+            assert torch.equal(layer[a], layer[b])
+        torch.testing.assert_close(layer, expected, rtol=0, atol=ATOL)
+
+
+def test_each_rank_runs_all_rows_of_its_sequences(tiny):
+    """Under DDP the rows of one token sequence go to one rank, so they get one vector there."""
+    from isotropy.training import GeometryProbe
+
+    model, tokenizer, texts = tiny
+    probe_texts = [*texts[:10], texts[3], texts[7], texts[3].upper(), texts[4]]  # the tokenizer lower-cases
+    alone = _one_at_a_time(model, tokenizer, probe_texts)
+    sequence = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 3, 7, 3, 4]
+    world, covered = 3, []
+    for rank in range(world):
+        store = []
+        probe = GeometryProbe(probe_texts, metrics={"rows": _recorder(store)}, batch_size=4).set_tokenizer(tokenizer)
+        share = probe._share(rank, world)
+        assert share == [r for r in range(len(probe_texts)) if sequence[r] % world == rank]
+        covered += share
+        probe.measure(model, rank=rank, world_size=world)
+        for batches, expected in zip(store, alone):
+            rows = torch.cat(batches)
+            torch.testing.assert_close(rows, expected[share], rtol=0, atol=ATOL)
+            for a, b in ((3, 10), (3, 12), (7, 11), (4, 13)):
+                if a in share:
+                    assert torch.equal(rows[share.index(a)], rows[share.index(b)])
+    assert sorted(covered) == list(range(len(probe_texts)))

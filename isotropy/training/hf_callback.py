@@ -69,8 +69,9 @@ class HFGeometryCallback(TrainerCallback):
 
     Notes
     -----
-    Under DDP every process embeds its share of the probe (rows ``rank::world_size``) and the
-    metric states are summed across processes, so the logged value is that of the whole probe.
+    Under DDP every process embeds its share of the probe (rows ``rank::world_size``; of a probe
+    of texts, every ``world_size``-th distinct token sequence with all its rows) and the metric
+    states are summed across processes, so the logged value is that of the whole probe.
     The model is called as ``model(**inputs, output_hidden_states=True, return_dict=True)`` on the
     device of its parameters.
 

@@ -26,6 +26,7 @@ import numbers
 import warnings
 from collections.abc import Mapping, Sequence
 
+import numpy as np
 import torch
 
 from isotropy._utils.validation import IsotropyValueError, check_scalar
@@ -268,8 +269,9 @@ class GeometryProbe:
         see the rows as an unsorted pass would give them (to float32 rounding: other batch
         compositions). A rank with no rows still runs one forward pass (on row 0) and yields its
         vectors with ``real=False``: it needs the layers and widths to join the metrics' sync.
-        Texts with the same tokens run once per window and share its vectors (exactly equal rows, as
-        :func:`isotropy.models.encoders.encode_pooled` gives them).
+        Texts with the same tokens run once and share their vectors (exactly equal rows, as
+        :func:`isotropy.models.encoders.encode_pooled` gives them), also across windows: the vectors
+        of a sequence that comes back in a later window are kept until then.
         """
         size = self.batch_size
         if not rows:
@@ -278,20 +280,49 @@ class GeometryProbe:
             return
         lengths, first = source.lengths, source.first_rows()
         window = size * max(1, -(-_SORT_WINDOW // size))  # whole batches of the unsorted order
-        for start in range(0, len(rows), window):
+        starts = range(0, len(rows), window)
+        # the sequences (first rows) that come back in a later window: their vectors are kept from the window that
+        # runs them, so that every row of one sequence gets the same vector, however far apart the rows are
+        again, seen = set(), {}
+        for start in starts if first is not None else ():
+            for r in rows[start:start + window]:
+                if seen.setdefault(int(first[r]), start) != start:
+                    again.add(int(first[r]))
+        kept = {}  # sequence -> {layer: (d,) vector}
+        for start in starts:
             part = rows[start:start + window]
-            run = part if first is None else list(dict.fromkeys(int(first[r]) for r in part))  # each sequence once
+            if first is None:
+                run, sequence_of = part, None
+            else:  # each sequence once, and not again once kept
+                sequence_of = [int(first[r]) for r in part]
+                run = [q for q in dict.fromkeys(sequence_of) if q not in kept]
             order = sorted(range(len(run)), key=lambda j: -lengths[run[j]])  # longest first, stable
             chunks = []
             for k in range(0, len(order), size):
                 inputs = {key: v.to(device) for key, v in source.encode([run[j] for j in order[k:k + size]]).items()}
                 chunks.append(self._forward_pooled(model, inputs, forward_kwargs))
-            back = torch.empty(len(order), dtype=torch.long)
-            back[torch.tensor(order)] = torch.arange(len(order))  # the sorted position of each row of run
-            if first is not None:  # each row of part: the sorted position of its first row
-                at = {row: j for j, row in enumerate(run)}
-                back = back[torch.tensor([at[int(first[r])] for r in part], dtype=torch.long)]
-            pooled = {i: torch.cat([c[i] for c in chunks])[back.to(chunks[0][i].device)] for i in chunks[0]}
+            computed = {}  # layer -> (len(run), d) vectors in the order of run
+            if chunks:
+                back = torch.empty(len(order), dtype=torch.long)
+                back[torch.tensor(order)] = torch.arange(len(order))  # the sorted position of each row of run
+                computed = {i: torch.cat([c[i] for c in chunks])[back.to(chunks[0][i].device)] for i in chunks[0]}
+            if sequence_of is None:
+                pooled = computed
+            else:
+                at = {q: j for j, q in enumerate(run)}
+                for q in again.intersection(at):
+                    kept[q] = {i: vectors[at[q]] for i, vectors in computed.items()}
+                reused = [q for q in dict.fromkeys(sequence_of) if q not in at]  # run in an earlier window
+                source_of = {**at, **{q: len(run) + j for j, q in enumerate(reused)}}
+                index = torch.tensor([source_of[q] for q in sequence_of], dtype=torch.long)
+                layers = computed.keys() if computed else kept[reused[0]].keys()
+                pooled = {}
+                for i in layers:
+                    rows_of = [computed[i]] if computed else []
+                    if reused:
+                        rows_of.append(torch.stack([kept[q][i] for q in reused]))
+                    stacked = torch.cat(rows_of) if len(rows_of) > 1 else rows_of[0]
+                    pooled[i] = stacked[index.to(stacked.device)]
             for k in range(0, len(part), size):
                 yield {i: vectors[k:k + size] for i, vectors in pooled.items()}, True
 
@@ -334,6 +365,16 @@ class GeometryProbe:
             options.update(zeta=self.zeta, shrinkage_cov=None if shrink is None else shrink[layer])
         return metric_from_name(name, n_features=n_features, **options)
 
+    def _share(self, rank, world_size):
+        """The rows rank ``rank`` embeds: every ``world_size``-th row of encoded tensors; of a text probe, every
+        ``world_size``-th distinct token sequence with all its rows, so that the rows of one sequence run on one
+        rank and get one vector (two ranks would run them in other batches: vectors a few ulps apart)."""
+        first = self.rows.first_rows() if world_size > 1 else None
+        if first is None:
+            return list(range(rank, self.n_rows, world_size))
+        sequence = np.searchsorted(np.unique(first), first)  # the distinct sequences in order of first appearance
+        return np.flatnonzero(sequence % world_size == rank).tolist()
+
     @torch.no_grad()
     def measure(self, model, *, rank=None, world_size=None, forward_kwargs=None):
         """Embed this rank's share of the probe with ``model`` and return every logged value.
@@ -362,7 +403,7 @@ class GeometryProbe:
             world_size = torch.distributed.get_world_size() if distributed else 1
         parameter = next(iter(model.parameters()), None)
         device = parameter.device if parameter is not None else torch.device("cpu")
-        rows = list(range(rank, self.n_rows, world_size))
+        rows = self._share(rank, world_size)
         was_training = model.training
         model.eval()
         try:
