@@ -132,3 +132,5 @@ def test_table_shows_a_rounding_level_spread_as_zero():
     lines = markdown_table(results).splitlines()
     assert "| 0.191 ± 0 |" in lines[-2]  # the same value from every seed, up to its last bit
     assert "| 7.97e-06 ± 1.2e-07 |" in lines[-1]  # a spread at the value's own scale is kept
+    row["partition_isotropy_sd"] = 4e-4  # a real spread below the mean's last shown digit: still shown
+    assert "| 0.191 ± 0.0004 |" in markdown_table(results).splitlines()[-2]

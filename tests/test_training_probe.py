@@ -310,3 +310,23 @@ def test_each_rank_runs_all_rows_of_its_sequences(tiny):
                 if a in share:
                     assert torch.equal(rows[share.index(a)], rows[share.index(b)])
     assert sorted(covered) == list(range(len(probe_texts)))
+
+
+def test_vectors_kept_for_later_windows_are_copies_and_are_dropped_after_their_last_window(tiny, monkeypatch):
+    """Only what a later window needs is held between windows: one (d,) copy per layer and text, not the window."""
+    import isotropy.training.probe as probe_module
+    from isotropy.training import GeometryProbe
+
+    model, tokenizer, texts = tiny
+    monkeypatch.setattr(probe_module, "_SORT_WINDOW", 4)
+    probe_texts = [*texts[:12], texts[1], texts[5]]  # windows 0-3, 4-7, 8-11, 12-13: texts 1 and 5 come back last
+    probe = GeometryProbe(probe_texts, metrics=("isoscore",), batch_size=2).set_tokenizer(tokenizer)
+    batches = probe._pooled(model, probe.rows, list(range(len(probe_texts))), torch.device("cpu"), None)
+    held = []
+    for _ in batches:
+        kept = batches.gi_frame.f_locals["kept"]
+        held.append(sorted(kept))
+        for vectors in kept.values():
+            for v in vectors.values():
+                assert v.untyped_storage().nbytes() == v.numel() * v.element_size()  # its own storage
+    assert held[:2] == [[1], [1]] and held[2:6] == [[1, 5]] * 4 and held[-1] == []  # batches of 2, 4 per window

@@ -43,18 +43,43 @@ def source_revision() -> str | None:
 def _git_revision(root: Path, package: str) -> str | None:
     """The commit of the git checkout ``root`` (``+modified`` when tracked files under ``package`` differ), or ``None``.
 
-    ``None`` when git is missing or fails (not a checkout, a broken one, a timeout). Configuration
-    that would make ``git status`` start a program (a file system monitor) is turned off.
+    ``None`` when git is missing or fails (not a checkout, one git refuses, a broken one, a
+    timeout). Git only reads the repository here (``rev-parse``, ``ls-tree``): the files of the
+    working tree are compared with the commit's blobs in Python, byte for byte, because a command
+    that reads them (``git status``) can start programs a checkout configures (a file system
+    monitor, a clean filter). A file a filter would rewrite on checkout then counts as modified.
+    The environment's ``GIT_*`` variables (``GIT_DIR`` of a hook that runs this) are left out, so
+    the repository is the one at ``root``.
     """
-    git = ["git", "-C", str(root), "-c", "core.fsmonitor=false"]
-    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}  # status takes no lock; plain messages
+    git = ["git", "-C", str(root)]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(GIT_OPTIONAL_LOCKS="0", LC_ALL="C")
     try:
         top = subprocess.run([*git, "rev-parse", "--show-toplevel", "HEAD"], capture_output=True, text=True,
-                             timeout=10, env=env, check=True).stdout.split()
+                             timeout=10, env=env, check=True).stdout.splitlines()
         if len(top) != 2 or Path(top[0]).resolve() != root.resolve():  # a checkout of something else around it
             return None
-        changed = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no", "--", package],
-                                 capture_output=True, text=True, timeout=10, env=env, check=True).stdout.strip()
+        tree = subprocess.run([*git, "ls-tree", "-r", "-z", "--full-tree", top[1], "--", package],
+                              capture_output=True, timeout=10, env=env, check=True).stdout
     except (OSError, subprocess.SubprocessError):
         return None
-    return top[1] + ("+modified" if changed else "")
+    return top[1] + ("+modified" if _differs(root, tree) else "")
+
+
+def _differs(root: Path, tree: bytes) -> bool:
+    """Whether any file of ``tree`` (``git ls-tree -r -z`` output) differs from the same path under ``root``."""
+    import hashlib
+
+    for entry in filter(None, tree.split(b"\0")):
+        meta, _, name = entry.partition(b"\t")
+        mode, kind, blob = meta.split()
+        if kind != b"blob":  # a submodule: its own commit
+            continue
+        path = root / os.fsdecode(name)
+        try:
+            content = os.fsencode(os.readlink(path)) if mode == b"120000" else path.read_bytes()
+        except OSError:  # deleted, or a link where a file was
+            return True
+        if hashlib.sha1(b"blob %d\0" % len(content) + content).hexdigest().encode() != blob:
+            return True
+    return False

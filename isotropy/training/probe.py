@@ -42,7 +42,8 @@ __all__ = ["DEFAULT_METRICS", "GeometryProbe", "check_tokenizer", "import_for_me
 DEFAULT_METRICS = ("isoscore", "cosine_similarity_mean", "rogue_dimension_share")
 _LOG = logging.getLogger("isotropy.training")
 # the probe's forward passes sort the rows by length within windows of this many rows (rounded up to whole
-# batches): the pooled vectors of one window (rows x width x layers) are held to put them back in probe order
+# batches): the pooled vectors of one window (rows x width x layers) are held to put them back in probe order, and
+# those of a text that comes back in a later window until then (one vector per layer and text)
 _SORT_WINDOW = 1024
 _PROBE_OPTIONS = {"twonn_dimension": {"max_samples": 4096, "random_state": 0}}  # a bounded cost per measurement
 # the modules a table metric's compute() imports on its first call, imported when the probe is built instead
@@ -283,12 +284,11 @@ class GeometryProbe:
         starts = range(0, len(rows), window)
         # the sequences (first rows) that come back in a later window: their vectors are kept from the window that
         # runs them, so that every row of one sequence gets the same vector, however far apart the rows are
-        again, seen = set(), {}
+        last = {}  # sequence -> the last window it is in
         for start in starts if first is not None else ():
             for r in rows[start:start + window]:
-                if seen.setdefault(int(first[r]), start) != start:
-                    again.add(int(first[r]))
-        kept = {}  # sequence -> {layer: (d,) vector}
+                last[int(first[r])] = start
+        kept = {}  # sequence -> {layer: (d,) vector}, from its first window to its last
         for start in starts:
             part = rows[start:start + window]
             if first is None:
@@ -310,8 +310,9 @@ class GeometryProbe:
                 pooled = computed
             else:
                 at = {q: j for j, q in enumerate(run)}
-                for q in again.intersection(at):
-                    kept[q] = {i: vectors[at[q]] for i, vectors in computed.items()}
+                for q in at:
+                    if last[q] != start:  # a copy: a view would hold the window's vectors
+                        kept[q] = {i: vectors[at[q]].clone() for i, vectors in computed.items()}
                 reused = [q for q in dict.fromkeys(sequence_of) if q not in at]  # run in an earlier window
                 source_of = {**at, **{q: len(run) + j for j, q in enumerate(reused)}}
                 index = torch.tensor([source_of[q] for q in sequence_of], dtype=torch.long)
@@ -323,6 +324,9 @@ class GeometryProbe:
                         rows_of.append(torch.stack([kept[q][i] for q in reused]))
                     stacked = torch.cat(rows_of) if len(rows_of) > 1 else rows_of[0]
                     pooled[i] = stacked[index.to(stacked.device)]
+                for q in reused:
+                    if last[q] == start:  # not met again
+                        del kept[q]
             for k in range(0, len(part), size):
                 yield {i: vectors[k:k + size] for i, vectors in pooled.items()}, True
 

@@ -8,7 +8,6 @@ only the clustering; deterministic methods give the same numbers for every seed.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import numpy as np
@@ -57,10 +56,9 @@ def summarise(records: list[dict], methods: list[str]) -> list[dict]:
 
 
 def _spread(mean: float, sd: float) -> str:
-    """``sd`` to two significant digits, or ``0`` when it is below the last digit ``mean`` is shown with
-    (``.3g``): the spread of a seed-free method is rounding (1e-17), not a spread."""
-    last = 10.0 ** (math.floor(math.log10(abs(mean))) - 2) if mean and math.isfinite(mean) else 0.0
-    return "0" if sd < last / 2 else f"{sd:.2g}"
+    """``sd`` to two significant digits, or ``0`` when it is rounding: below ``1e-9`` of ``mean`` (a method
+    that does not depend on the seed gives the same value in every seed up to its last bits, 1e-17)."""
+    return "0" if sd <= 1e-9 * abs(mean) else f"{sd:.2g}"
 
 
 def markdown_table(results: dict) -> str:
