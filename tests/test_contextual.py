@@ -241,3 +241,37 @@ def test_windows_cover_every_word_once_within_budget(pieces, budget):
         assert size <= budget or sum(1 for p in pieces[start:stop] if p) == 1
     for (start, stop), (nxt, _) in itertools.pairwise(windows):
         assert sum(pieces[start:stop]) + pieces[nxt] > budget
+
+
+@pytest.mark.parametrize("pooling", ["first", "mean"])
+def test_windows_with_the_same_words_run_once_and_give_equal_rows(tiny_bert, pooling):
+    """A repeated line in another batch would give its tokens vectors a few ulps from its first copy's (another
+    padded width): near-duplicates the neighbour metrics read as distinct points. It runs once; every row is still
+    its own line's state."""
+    from transformers import BertModel
+
+    lines = [*LINES, LINES[1], ["x"] * 9, LINES[1]]  # batches of 2: the repeats of line 1 fall in other batches
+    run, forward = [], BertModel.forward
+
+    def spy(self, *args, **kwargs):
+        run.append(int(kwargs["input_ids"].shape[0]))
+        return forward(self, *args, **kwargs)
+
+    BertModel.forward = spy
+    try:
+        emb = _extract(tiny_bert, lines, batch_size=2, layers="0,2", pooling=pooling)
+    finally:
+        BertModel.forward = forward
+    assert sum(run) == len(lines) - 2  # the two repeats of line 1 did not run
+    assert emb.stats["n_windows"] == len(lines) and emb.stats["n_windows_run"] == len(lines) - 2
+    rows = {tuple(p): r for r, p in enumerate(emb.positions.tolist())}
+    alone = _extract(tiny_bert, [LINES[1]], layers="0,2", pooling=pooling)
+    for layer in (0, 2):
+        H = emb.hidden_states[layer]
+        for wi in range(len(LINES[1])):
+            first, *repeats = (rows[(li, wi)] for li in (1, len(LINES), len(LINES) + 2))
+            for r in repeats:
+                assert np.array_equal(H[first], H[r])
+            np.testing.assert_allclose(H[first], alone.hidden_states[layer][wi], rtol=1e-5, atol=1e-6)
+    names = [name for name, _ in emb.special_norms[2]]
+    assert names.count("[CLS]") == len(lines) and names.count("[SEP]") == len(lines)  # every window's, as before

@@ -323,3 +323,41 @@ def test_every_metric_gives_on_float32_states_the_value_of_their_float64_copy():
                 differing.add(name)
     assert differing <= _FLOAT64_INPUT
     assert "silhouette_score" in differing  # the test can see a difference: the float32 distance blocks
+
+
+def test_token_level_runs_repeated_texts_once_and_their_rows_are_equal(files):
+    """A repeated text in another batch would get rows a few ulps away from its first copy's (another padded width):
+    near-duplicates TwoNN reads as distinct points. It runs once; its rows and special-token norms are its copy's."""
+    from transformers import AutoModel, AutoTokenizer
+
+    from isotropy.measure.from_model import token_hidden_states
+
+    tokenizer = AutoTokenizer.from_pretrained(files / "bert")
+    network = AutoModel.from_pretrained(files / "bert").eval()
+    texts = [*TEXTS, TEXTS[0], TEXTS[4].upper()]  # the tiny tokenizer lower-cases: both repeat a text
+    seen = []
+    forward = type(network).forward
+
+    def spy(self, *args, **kwargs):
+        seen.append(int(kwargs["input_ids"].shape[0]))
+        return forward(self, *args, **kwargs)
+
+    type(network).forward = spy
+    try:
+        out, owner, _, _, special = token_hidden_states(
+            texts, tokenizer, network, [0, 2], batch_size=3, max_length=32, keep_special=True, sample_size=None,
+            rng=None)
+    finally:
+        type(network).forward = forward
+    assert sum(seen) == len(TEXTS)  # 10 texts, 8 distinct token sequences
+    for layer in (0, 2):
+        for a, b in ((0, 8), (4, 9)):
+            assert np.array_equal(out[layer][owner == a], out[layer][owner == b])
+    reference = _bert_states(files / "bert")
+    for i, text in enumerate(texts):  # every row is its text's own state (to float32 rounding of other widths)
+        expected = reference[TEXTS.index(text.lower())][2]
+        np.testing.assert_allclose(out[2][owner == i], expected, rtol=0, atol=1e-5)
+    counts = {}
+    for name, _ in special[2]:
+        counts[name] = counts.get(name, 0) + 1
+    assert counts == {"[CLS]": len(texts), "[SEP]": len(texts)}  # each text's special tokens, repeats included

@@ -116,7 +116,8 @@ def token_hidden_states(texts, tokenizer, network, layers, *, batch_size, max_le
 
     Returns ``{layer: (n, d)}``, each row's text index, the number of measurable tokens, each row's token
     string (``tokenizer.convert_ids_to_tokens``) and ``{layer: [(token, norm), ...]}``: the norm of every
-    special token of the texts that went through the forward pass (computed in float32 on the device).
+    special token of the texts with a row (computed in float32 on the device). Texts with the same
+    tokens run once: their rows are equal, whatever batches they would have fallen in.
     """
     import numpy as np
     import torch
@@ -133,9 +134,17 @@ def token_hidden_states(texts, tokenizer, network, layers, *, batch_size, max_le
     n_total = len(positions)
     if sample_size is not None and sample_size < n_total:
         positions = positions[subsample_indices(n_total, sample_size, random_state=rng)]
+    # texts with the same tokens run once (in other batches, other padded widths would give them vectors a few ulps
+    # apart, which neighbour metrics read as distinct points): a repeated text's rows are read from its first copy
+    first: dict[tuple, int] = {}
+    copies: dict[int, int] = {}  # each text that runs -> how many texts it stands for
     wanted: dict[int, list[tuple[int, int]]] = {}
     for row, (i, t) in enumerate(positions):
-        wanted.setdefault(int(i), []).append((int(t), row))
+        runs = first.setdefault(tuple(encoded["input_ids"][int(i)]), int(i))
+        wanted.setdefault(runs, []).append((int(t), row))
+    for i in np.unique(positions[:, 0]):  # the texts with a row: each one's special tokens, as if it ran
+        runs = first[tuple(encoded["input_ids"][int(i)])]
+        copies[runs] = copies.get(runs, 0) + 1
     d = int(network.config.hidden_size)
     out = {layer: np.empty((len(positions), d), dtype=np.float32) for layer in layers}
     used = sorted(wanted, key=lambda i: len(encoded["input_ids"][i]))
@@ -159,11 +168,13 @@ def token_hidden_states(texts, tokenizer, network, layers, *, batch_size, max_le
             s_b = [b for b, i in enumerate(chunk) for _ in special_at[i]]
             s_t = [t for i in chunk for t in special_at[i]]
             s_names = [pieces[i][t] for i in chunk for t in special_at[i]]
+            s_copies = [copies[i] for i in chunk for _ in special_at[i]]  # a repeated text's special tokens, each time
             for layer in layers:
                 out[layer][rows] = hidden[layer][b_idx, t_idx].float().cpu().numpy()
                 if s_b:
                     norms = hidden[layer][s_b, s_t].float().norm(dim=-1).cpu().tolist()
-                    special_norms[layer].extend(zip(s_names, norms))
+                    special_norms[layer].extend(pair for pair, c in zip(zip(s_names, norms), s_copies)
+                                                for _ in range(c))
     return out, positions[:, 0], n_total, row_tokens, special_norms
 
 

@@ -219,7 +219,9 @@ def extract_token_embeddings(lines, *, model: str = "all-MiniLM-L6-v2", layers="
         Window length in pieces, special tokens included; longer lines are cut into windows of
         whole words.
     batch_size : int, default=32
-        Windows per forward pass (windows are sorted by length to limit padding).
+        Windows per forward pass (windows are sorted by length to limit padding). Windows with
+        the same words run once (``stats["n_windows_run"]`` of ``stats["n_windows"]``): their
+        tokens get equal vectors, whatever batches they would have fallen in.
     device : str, torch.device or None
         ``None``: CUDA when available, else CPU.
     dtype : {"float32", "float16"}, default="float32"
@@ -332,26 +334,36 @@ def extract_token_embeddings(lines, *, model: str = "all-MiniLM-L6-v2", layers="
 
     from tqdm.auto import tqdm
 
-    batches = [jobs[i:i + batch_size] for i in range(0, len(jobs), batch_size)]
+    # windows with the same words (a repeated line, a heading) run once: in other batches, other padded widths would
+    # give their tokens vectors a few ulps apart, which the neighbour metrics read as distinct points
+    same: dict[tuple, list] = {}
+    for job in jobs:
+        same.setdefault(tuple(lines[job[1]][job[2]:job[3]]), []).append(job)
+    runs = list(same.values())  # in the order of the jobs: by length
+    batches = [runs[i:i + batch_size] for i in range(0, len(runs), batch_size)]
     for batch in tqdm(batches, desc="windows", unit="batch", disable=not show_progress):
-        words = [as_words(lines[li][start:stop]) for _, li, start, stop, _ in batch]
+        words = [as_words(lines[li][start:stop]) for (_, li, start, stop, _), *_ in batch]
         enc = tokenizer(words, is_split_into_words=True, padding=True, truncation=True, max_length=max_length,
                         return_tensors="pt")
         b_idx, t_idx, r_idx = [], [], []
-        for b, (_, li, start, stop, inside) in enumerate(batch):
-            wanted = {wi - start: row_of[(li, wi)] for wi in inside}
+        for b, group in enumerate(batch):
+            wanted: dict[int, list[int]] = {}  # word of the window -> the output rows of every window like it
+            for _, li, start, _, inside in group:
+                for wi in inside:
+                    wanted.setdefault(wi - start, []).append(row_of[(li, wi)])
             seen = set()
             for t, w in enumerate(enc.word_ids(b)):
                 if w is None or w not in wanted or (pooling == "first" and w in seen):
                     continue
                 seen.add(w)
-                b_idx.append(b)
-                t_idx.append(t)
-                r_idx.append(wanted[w])
-        # special-token positions ([CLS], [SEP], <bos>): no word, not padding
+                for row in wanted[w]:
+                    b_idx.append(b)
+                    t_idx.append(t)
+                    r_idx.append(row)
+        # special-token positions ([CLS], [SEP], <bos>): no word, not padding; counted once per window like it
         mask = enc["attention_mask"].tolist() if "attention_mask" in enc else None
         specials = [(b, t) for b in range(len(batch)) for t, w in enumerate(enc.word_ids(b))
-                    if w is None and (mask is None or mask[b][t])]
+                    if w is None and (mask is None or mask[b][t]) for _ in batch[b]]
         s_b, s_t = [b for b, _ in specials], [t for _, t in specials]
         s_names = tokenizer.convert_ids_to_tokens(enc["input_ids"][s_b, s_t].tolist()) if specials else []
         with torch.inference_mode():
@@ -393,7 +405,7 @@ def extract_token_embeddings(lines, *, model: str = "all-MiniLM-L6-v2", layers="
         model=str(model),
         pooling=pooling,
         n_layers=n_layers,
-        stats={"n_lines": len(lines), "n_lines_used": len(used), "n_windows": len(jobs),
+        stats={"n_lines": len(lines), "n_lines_used": len(used), "n_windows": len(jobs), "n_windows_run": len(runs),
                "n_words": sum(frequency.values()), "n_kept": n_out, "n_without_pieces": n_without,
                "n_truncated": n_truncated, "leading_space": as_words is not list},
         special_norms=special_norms,
