@@ -364,7 +364,17 @@ def test_shell_completion_of_commands_experiments_and_option_values():
     offered = _completions("isotropy measure x.npy --metrics isoscore,")
     assert "plain,isoscore,isoscore" not in offered
     assert sorted(offered) == sorted(f"plain,isoscore,{name}" for name in METRICS if name != "isoscore")
-    assert _completions("isotropy measure --model gem") == ["plain,gemma-3-270m", "file,gem"]
+    # names or files, never both: bash's script drops the names gathered before a file item
+    assert _completions("isotropy measure --model gem") == ["plain,gemma-3-270m"]
+    assert _completions("isotropy measure --model ./my") == ["file,./my"]
+    assert _completions("isotropy measure --model ") == ["plain,all-MiniLM-L6-v2", "plain,gemma-3-270m"]
+    assert _completions("isotropy measure emb.") == ["file,emb."]
+    assert _completions("isotropy measure ") == ["file,"]
+    assert _completions("isotropy measure glo") == ["plain,glove-6b-50d"]
+    from isotropy.io.word_vectors import PACKAGED_GLOVE
+    from isotropy.measure._completion import _PACKAGED_GLOVE
+
+    assert _PACKAGED_GLOVE == PACKAGED_GLOVE
     assert _completions("isotropy measure --device c") == ["plain,cpu", "plain,cuda"]
     assert _completions("isotropy measure --pooling ") == ["plain,mean", "plain,last", "plain,first"]
     completion_script = subprocess.run([sys.executable, "-m", "isotropy"], capture_output=True, text=True, check=True,

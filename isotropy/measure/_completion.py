@@ -11,6 +11,8 @@ from click.shell_completion import CompletionItem
 
 # what --device takes besides an indexed device such as cuda:1
 _DEVICES = ("auto", "cpu", "cuda", "mps")
+# isotropy.io.word_vectors.PACKAGED_GLOVE (not imported: it loads numpy, at every <Tab>); a test checks they agree
+_PACKAGED_GLOVE = "glove-6b-50d"
 
 
 def complete_metrics(ctx, param, incomplete: str) -> list[CompletionItem]:
@@ -24,13 +26,28 @@ def complete_metrics(ctx, param, incomplete: str) -> list[CompletionItem]:
             if name.startswith(last.strip()) and name not in typed]
 
 
+def _names_or_files(names, incomplete: str) -> list[CompletionItem]:
+    """The names that start with the word; files and folders when none does.
+
+    Never both: bash's completion script drops the names it has gathered when a file item follows
+    (it hands the word to the shell's own file completion), so names and files cannot be offered
+    together. A path (``./``, ``/``, ``~``) matches no name, so it completes as a file.
+    """
+    items = [CompletionItem(name) for name in names if name.lower().startswith(incomplete.lower())]
+    return items or [CompletionItem(incomplete, type="file")]
+
+
 def complete_model(ctx, param, incomplete: str) -> list[CompletionItem]:
-    """``--model``: the packaged model names that start with the word, then files and folders (.gguf, directories)."""
+    """``--model``: the packaged model names that start with the word, else files and folders (.gguf, directories)."""
     from isotropy.models.resolve import DEFAULT_MODEL, PACKAGED_MODELS
 
     names = [DEFAULT_MODEL, *(key for key in PACKAGED_MODELS if "/" not in key and key != DEFAULT_MODEL.lower())]
-    items = [CompletionItem(name) for name in names if name.lower().startswith(incomplete.lower())]
-    return items + [CompletionItem(incomplete, type="file")]
+    return _names_or_files(names, incomplete)
+
+
+def complete_embeddings(ctx, param, incomplete: str) -> list[CompletionItem]:
+    """``EMBEDDINGS``: ``glove-6b-50d`` (the packaged vectors) when the word starts it, else files and folders."""
+    return _names_or_files([_PACKAGED_GLOVE], incomplete) if incomplete else [CompletionItem("", type="file")]
 
 
 def complete_device(ctx, param, incomplete: str) -> list[CompletionItem]:

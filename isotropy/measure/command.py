@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from isotropy.measure._completion import complete_metrics
+from isotropy.measure._completion import complete_embeddings, complete_metrics
 from isotropy.measure.from_model import model_options, run_cli
 from isotropy.measure.report import CLUSTER, LABEL_FREE, METRICS, QUADRATIC, InputError, _guard, _load_input, report
 from isotropy.metrics.table import default_metric_names
@@ -89,7 +89,7 @@ def _given(names) -> list[str]:
 
 
 @click.command(name="measure")
-@click.argument("embeddings", metavar="EMBEDDINGS", required=False)
+@click.argument("embeddings", metavar="EMBEDDINGS", required=False, shell_complete=complete_embeddings)
 @click.option("--labels", "labels_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Labels, one per row: text (one per line), CSV/TSV (one column, or several 0/1 columns "
                    "for multi-label) or .npy. Enables the cluster metrics.")
