@@ -52,13 +52,17 @@ def test_plain_transformers_directory_has_no_output_row_and_rogue_share_is_in_th
 
 def test_isoscore_star_with_and_without_a_shrinkage_sample(bert):
     from isotropy import isoscore_star
+    from isotropy.metrics.table import ISOSCORE_STAR_WARNING
 
     with pytest.warns(UserWarning, match="tracks the vector norms"):
-        measure_layers(TEXTS, model=str(bert), device="cpu", layers="2", metrics=["isoscore_star"])
+        warned = measure_layers(TEXTS, model=str(bert), device="cpu", layers="2", metrics=["isoscore_star"])
+    assert [note for note in warned["warnings"] if "Σ_S = I" in note] == [  # kept with the values (the JSON)
+        f"every layer: isoscore_star: {ISOSCORE_STAR_WARNING} (shrinkage_sample=)."]
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
         result = measure_layers(TEXTS, model=str(bert), device="cpu", layers="2", shrinkage_sample=5,
                                 random_state=1)
+    assert not any("isoscore_star" in note for note in result["warnings"])
     assert result["metrics"][:2] == ["isoscore", "isoscore_star"] and not result["isoscore_star_left_out"]
     from isotropy.models.encoders import encode_pooled
 

@@ -124,15 +124,17 @@ def test_isoscore_star_rule_of_the_default_table(X, tmp_path):
     assert plain.exit_code == 0, plain.output
     assert "isoscore_star" not in _values(plain)
     assert "Note: isoscore_star left out" in plain.stderr and "--shrinkage-sample" in plain.stderr
-    asked = invoke(tmp_path / "x.npy", "--metrics", "isoscore,isoscore_star")
+    asked = invoke(tmp_path / "x.npy", "--metrics", "isoscore,isoscore_star", "--json", tmp_path / "w.json")
     assert asked.exit_code == 0, asked.output
     assert "Warning: isoscore_star without a shrinkage sample" in asked.stderr and "vector norms" in asked.stderr
+    noted = json.loads((tmp_path / "w.json").read_text())["warnings"]  # the warning stays with the saved value
+    assert list(noted) == ["isoscore_star"] and "Σ_S = I" in noted["isoscore_star"][0]
     drawn = invoke(tmp_path / "x.npy", "--shrinkage-sample", "150", "--random-state", "4", "--json", tmp_path / "a.json")
     assert drawn.exit_code == 0, drawn.output
     assert "isoscore_star" in _values(drawn) and "left out" not in drawn.stderr and "Warning" not in drawn.stderr
     rows = np.sort(np.random.default_rng([4, 1]).choice(len(X), size=150, replace=False))
     record = json.loads((tmp_path / "a.json").read_text())
-    assert record["shrinkage_sample"] == 150
+    assert record["shrinkage_sample"] == 150 and record["warnings"] == {}
     expected = isoscore_star(X, shrinkage_cov=np.cov(X[rows], rowvar=False))
     assert record["values"]["isoscore_star"] == pytest.approx(expected, rel=1e-10)
     np.save(tmp_path / "s.npy", X[:50] * 2)
@@ -146,6 +148,10 @@ def test_isoscore_star_rule_of_the_default_table(X, tmp_path):
     assert bad.exit_code == 2 and "12 features" in bad.output
     too_many = invoke(tmp_path / "x.npy", "--shrinkage-sample", "5000")
     assert too_many.exit_code == 2 and "--shrinkage-sample 5000" in too_many.output
+    neither = invoke(tmp_path / "x.npy", "--shrinkage-sample", "abc")  # no number and no file: this option, not the input
+    assert neither.exit_code == 2 and neither.output.strip().splitlines()[-1] == (
+        "Error: --shrinkage-sample 'abc': expected a number of rows of at least 2 or a file of rows; that path does "
+        "not exist.")
 
 
 def test_cost_note_does_not_advise_workers_on_the_dask_path(monkeypatch):

@@ -62,7 +62,13 @@ def _parse_shrinkage_sample(ctx, param, value):
     try:
         size = int(value)
     except ValueError:
-        return Path(value)
+        path = Path(value)
+        if not path.exists():  # not a number either: name this option, not "the embeddings file"
+            from isotropy.io._paths import path_kind
+
+            raise InputError(f"--shrinkage-sample {value!r}: expected a number of rows of at least 2 or a file of "
+                             f"rows; that path {path_kind(path) or 'cannot be read'}.") from None
+        return path
     if size < 2:
         raise InputError(f"--shrinkage-sample {value!r}: expected a number of rows of at least 2 or a file of rows.")
     return size
@@ -162,6 +168,12 @@ def command(embeddings, labels_path, metric_names, shrinkage_sample, json_path, 
         if given:  # they read EMBEDDINGS; the command would otherwise ignore them without a word
             raise click.UsageError(f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} to EMBEDDINGS only "
                                    f"(--model reads --texts and measures each layer with the euclidean distance).")
+        level = model_kwargs.get("level")  # options of the other level would be ignored as silently
+        given = _given(["pooling"] if level == "token" else ["keep_special"])
+        if given:
+            other, what = (("sentence", "measures each token, unpooled") if level == "token" else
+                           ("token", "pools each text, its special tokens included as the model gives them"))
+            raise click.UsageError(f"{given[0]} applies to --level {other} only (--level {level} {what}).")
         if scheduler is not None or workers is not None or memory_limit is not None:
             raise click.UsageError("--scheduler, --workers and --memory-limit measure EMBEDDINGS files; "
                                    "they do not apply to --model.")

@@ -402,6 +402,10 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
         rows.append(record)
         if progress:
             print(f"layer {layer}: " + ", ".join(f"{k}={record[k]:.4g}" for k in metrics), file=sys.stderr, flush=True)
+    if "isoscore_star" in metrics and shrinkage_sample is None:  # warned above; kept with the values
+        from isotropy.metrics.table import ISOSCORE_STAR_WARNING
+
+        notes.append(f"every layer: isoscore_star: {ISOSCORE_STAR_WARNING} (shrinkage_sample=).")
     for (name, message), where in seen.items():
         named = f"layer {where[0]}" if len(where) == 1 else f"layers {', '.join(map(str, where))}"
         notes.append(f"{named}: {name}: {message}")

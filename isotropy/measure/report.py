@@ -78,6 +78,8 @@ def report(data, embeddings, *, metric_names, json_path, key, labels_path, sampl
     except KeyboardInterrupt:
         results.interrupted = True
         click.echo("Error: interrupted; the JSON holds the metrics that finished.", err=True)
+    if "isoscore_star" in results.values and data.shrinkage_cov is None:  # the warning above, kept with the value
+        results.notes.setdefault("isoscore_star", []).insert(0, f"{_table.ISOSCORE_STAR_WARNING} (--shrinkage-sample).")
     if json_path is not None:
         record = _record(data, embeddings, key=key, labels_path=labels_path, sample_size=sample_size,
                          random_state=random_state, distance=distance, results=results, metric_names=metric_names,
