@@ -275,3 +275,34 @@ def test_windows_with_the_same_words_run_once_and_give_equal_rows(tiny_bert, poo
             np.testing.assert_allclose(H[first], alone.hidden_states[layer][wi], rtol=1e-5, atol=1e-6)
     names = [name for name, _ in emb.special_norms[2]]
     assert names.count("[CLS]") == len(lines) and names.count("[SEP]") == len(lines)  # every window's, as before
+
+
+def test_a_decoder_s_tokens_with_the_same_prefix_get_one_vector(tiny_gpt2, tiny_bert):
+    """A causal decoder's token is a function of its prefix: lines that start alike give their first words one
+    vector (copied from the first such row), whatever batches the lines fell in; an encoder's are left alone."""
+    from transformers import GPT2Model
+
+    lines = [["the", "cat", "sat"], ["x"] * 9, ["the", "cat", "ran", "far"], ["the", "dog"], ["a", "b", "c", "d", "e"]]
+    forward = GPT2Model.forward
+
+    def rounding_of_the_width(self, *args, **kwargs):  # a real model's float32 results move with the padded width
+        output = forward(self, *args, **kwargs)
+        output.hidden_states = tuple(h + 1e-6 * h.shape[1] for h in output.hidden_states)
+        return output
+
+    GPT2Model.forward = rounding_of_the_width
+    try:
+        gpt = _extract(tiny_gpt2, lines, batch_size=2, layers="0,2")
+    finally:
+        GPT2Model.forward = forward
+    rows = {tuple(p): r for r, p in enumerate(gpt.positions.tolist())}
+    same = [(rows[(0, 0)], rows[(2, 0)]), (rows[(0, 0)], rows[(3, 0)]), (rows[(0, 1)], rows[(2, 1)])]
+    for layer in gpt.layers:
+        for a, b in same:
+            assert np.array_equal(gpt.hidden_states[layer][a], gpt.hidden_states[layer][b])
+        assert not np.array_equal(gpt.hidden_states[2][rows[(0, 2)]], gpt.hidden_states[2][rows[(2, 2)]])  # sat/ran
+    # at least those (the tiny vocabulary also splits "x" and "a" into the same first piece "Ġ" + a letter)
+    assert gpt.stats["n_same_prefix"] >= len(same)
+    alone = _extract(tiny_gpt2, [lines[0]], layers="0,2")  # the first copy's values: line 0's own (to the shift)
+    np.testing.assert_allclose(gpt.hidden_states[2][rows[(2, 1)]], alone.hidden_states[2][1], rtol=1e-5, atol=1e-4)
+    assert _extract(tiny_bert, lines, batch_size=2).stats["n_same_prefix"] == 0  # an encoder's tokens see the window

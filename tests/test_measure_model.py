@@ -364,3 +364,34 @@ def test_token_level_runs_repeated_texts_once_and_their_rows_are_equal(files):
     for name, _ in special[2]:
         counts[name] = counts.get(name, 0) + 1
     assert counts == {"[CLS]": len(texts), "[SEP]": len(texts)}  # each text's special tokens, repeats included
+
+
+def test_token_level_gives_a_decoder_s_tokens_with_the_same_prefix_one_vector(files):
+    """Gemma (causal): "<bos> the" opens 4 of the texts and "<bos> the cat" 2; each prefix's rows are one vector."""
+    from isotropy.measure.from_model import token_hidden_states
+    from isotropy.models.loading import load_transformer
+
+    tokenizer, network, _ = load_transformer(str(files / "gemma.gguf"), device="cpu")
+    forward = type(network).forward
+
+    def rounding_of_the_width(self, *args, **kwargs):  # a real model's float32 results move with the padded width
+        output = forward(self, *args, **kwargs)
+        output.hidden_states = tuple(h + 1e-6 * h.shape[1] for h in output.hidden_states)
+        return output
+
+    type(network).forward = rounding_of_the_width
+    try:
+        out, owner, _, _, _ = token_hidden_states(TEXTS, tokenizer, network, [1, 2], batch_size=3, max_length=32,
+                                                  keep_special=True, sample_size=None, rng=None)
+    finally:
+        type(network).forward = forward
+    encoded = tokenizer(TEXTS, truncation=True, max_length=32)["input_ids"]
+    position = np.concatenate([np.arange(len(ids)) for ids in encoded])
+    groups = {}
+    for row, (i, t) in enumerate(zip(owner, position)):
+        groups.setdefault(tuple(encoded[i][:t + 1]), []).append(row)
+    shared = [rows for rows in groups.values() if len(rows) > 1]
+    assert max(map(len, shared)) == len(TEXTS) and len(shared) >= 3  # <bos> opens every text; <bos> the, <bos> a, ...
+    for layer in (1, 2):
+        for rows in shared:
+            assert all(np.array_equal(out[layer][rows[0]], out[layer][r]) for r in rows[1:])

@@ -236,3 +236,23 @@ def test_encode_sentences_encodes_each_distinct_text_once(tmp_path, monkeypatch)
     seen.clear()
     np.testing.assert_array_equal(encode_sentences(texts, device="cpu", cache_dir=tmp_path, show_progress=False), X)
     assert seen == []  # the second call read the new file
+
+
+def test_copy_same_prefix_rows_copies_a_decoder_s_rows_with_right_padding_only():
+    from types import SimpleNamespace
+
+    from isotropy.models.batching import copy_same_prefix_rows
+
+    decoder = SimpleNamespace(config=SimpleNamespace(model_type="gpt2", architectures=["GPT2LMHeadModel"]))
+    encoder = SimpleNamespace(config=SimpleNamespace(model_type="bert", architectures=["BertModel"]))
+    right, left = SimpleNamespace(padding_side="right"), SimpleNamespace(padding_side="left")
+    prefixes = [(2, 5), (2, 5, 7), (2, 5), (3,), (2, 5, 7), (2, 5)]
+    rng = np.random.default_rng(0)
+    states = {0: rng.normal(size=(6, 4)).astype(np.float32), 3: rng.normal(size=(6, 4)).astype(np.float32)}
+    before = {k: v.copy() for k, v in states.items()}
+    for network, tokenizer in ((encoder, right), (decoder, left)):
+        assert copy_same_prefix_rows(states, prefixes, network=network, tokenizer=tokenizer) == 0
+        assert all(np.array_equal(states[k], before[k]) for k in states)
+    assert copy_same_prefix_rows(states, prefixes, network=decoder, tokenizer=right) == 3
+    for k, X in states.items():
+        np.testing.assert_array_equal(X, before[k][[0, 1, 0, 3, 1, 0]])  # each row: the first with its prefix

@@ -117,7 +117,8 @@ def token_hidden_states(texts, tokenizer, network, layers, *, batch_size, max_le
     Returns ``{layer: (n, d)}``, each row's text index, the number of measurable tokens, each row's token
     string (``tokenizer.convert_ids_to_tokens``) and ``{layer: [(token, norm), ...]}``: the norm of every
     special token of the texts with a row (computed in float32 on the device). Texts with the same
-    tokens run once: their rows are equal, whatever batches they would have fallen in.
+    tokens run once: their rows are equal, whatever batches they would have fallen in; so are a causal
+    decoder's tokens with the same prefix (:func:`isotropy.models.batching.copy_same_prefix_rows`).
     """
     import numpy as np
     import torch
@@ -175,6 +176,10 @@ def token_hidden_states(texts, tokenizer, network, layers, *, batch_size, max_le
                     norms = hidden[layer][s_b, s_t].float().norm(dim=-1).cpu().tolist()
                     special_norms[layer].extend(pair for pair, c in zip(zip(s_names, norms), s_copies)
                                                 for _ in range(c))
+    from isotropy.models.batching import copy_same_prefix_rows
+
+    prefixes = [tuple(encoded["input_ids"][int(i)][:int(t) + 1]) for i, t in positions]
+    copy_same_prefix_rows(out, prefixes, network=network, tokenizer=tokenizer)  # a decoder's shared prefixes
     return out, positions[:, 0], n_total, row_tokens, special_norms
 
 

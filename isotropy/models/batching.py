@@ -19,8 +19,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["INPUT_KEYS", "TokenRows", "distinct_sequences", "pad_rows", "refuse_empty_rows", "token_count_batches",
-           "tokenize_texts"]
+__all__ = ["INPUT_KEYS", "TokenRows", "copy_same_prefix_rows", "distinct_sequences", "pad_rows", "refuse_empty_rows",
+           "token_count_batches", "tokenize_texts"]
 
 #: The tokenizer outputs a forward pass takes (others, such as offsets, are dropped).
 INPUT_KEYS = ("input_ids", "attention_mask", "token_type_ids")
@@ -122,6 +122,32 @@ def distinct_sequences(tokens: TokenRows) -> tuple[np.ndarray, np.ndarray]:
     for row in range(n):  # equal ids have equal lengths: the keys' bytes one after the other are unambiguous
         source[row] = first.setdefault(b"".join(tokens.row(key, row).tobytes() for key in keys), row)
     return np.flatnonzero(source == np.arange(n)), source
+
+
+def copy_same_prefix_rows(states: dict, prefixes: Sequence[tuple], *, network, tokenizer) -> int:
+    """Give token rows with the same prefix exactly the vector of the first of them, for a causal decoder.
+
+    A causal decoder's state of a token is a function of the tokens up to it (its prefix, start
+    token included): the same word after the same prefix (a window's first word after ``<bos>``)
+    is one point. Computed in batches of other padded widths, its copies come out a few float32
+    ulps apart, near-duplicates that neighbour metrics (TwoNN, LID) read as distinct points. This
+    holds with right padding only, where the real tokens sit at positions ``0..t`` in every batch;
+    for left padding, or an encoder (whose tokens see the whole window), nothing is copied.
+
+    ``states``: ``{layer: (n_rows, d)}``, changed in place; ``prefixes[r]``: row ``r``'s token ids up to
+    and including its last piece. Returns the number of rows copied.
+    """
+    from isotropy.models.loading import is_decoder
+
+    if not is_decoder(network.config) or getattr(tokenizer, "padding_side", "right") != "right":
+        return 0
+    first: dict[tuple, int] = {}
+    source = np.fromiter((first.setdefault(key, row) for row, key in enumerate(prefixes)), dtype=np.intp,
+                         count=len(prefixes))
+    copies = np.flatnonzero(source != np.arange(len(prefixes)))
+    for X in states.values():
+        X[copies] = X[source[copies]]
+    return int(copies.size)
 
 
 def token_count_batches(lengths: Sequence[int], batch_size: int) -> list[np.ndarray]:

@@ -221,7 +221,9 @@ def extract_token_embeddings(lines, *, model: str = "all-MiniLM-L6-v2", layers="
     batch_size : int, default=32
         Windows per forward pass (windows are sorted by length to limit padding). Windows with
         the same words run once (``stats["n_windows_run"]`` of ``stats["n_windows"]``): their
-        tokens get equal vectors, whatever batches they would have fallen in.
+        tokens get equal vectors, whatever batches they would have fallen in; so do a causal
+        decoder's tokens with the same prefix (``stats["n_same_prefix"]`` rows copied,
+        :func:`isotropy.models.batching.copy_same_prefix_rows`).
     device : str, torch.device or None
         ``None``: CUDA when available, else CPU.
     dtype : {"float32", "float16"}, default="float32"
@@ -341,11 +343,13 @@ def extract_token_embeddings(lines, *, model: str = "all-MiniLM-L6-v2", layers="
         same.setdefault(tuple(lines[job[1]][job[2]:job[3]]), []).append(job)
     runs = list(same.values())  # in the order of the jobs: by length
     batches = [runs[i:i + batch_size] for i in range(0, len(runs), batch_size)]
+    prefix_of: list[tuple] = [()] * n_out  # each row's token ids up to its word's last piece
     for batch in tqdm(batches, desc="windows", unit="batch", disable=not show_progress):
         words = [as_words(lines[li][start:stop]) for (_, li, start, stop, _), *_ in batch]
         enc = tokenizer(words, is_split_into_words=True, padding=True, truncation=True, max_length=max_length,
                         return_tensors="pt")
         b_idx, t_idx, r_idx = [], [], []
+        ids = enc["input_ids"].tolist()
         for b, group in enumerate(batch):
             wanted: dict[int, list[int]] = {}  # word of the window -> the output rows of every window like it
             for _, li, start, _, inside in group:
@@ -360,6 +364,7 @@ def extract_token_embeddings(lines, *, model: str = "all-MiniLM-L6-v2", layers="
                     b_idx.append(b)
                     t_idx.append(t)
                     r_idx.append(row)
+                    prefix_of[row] = tuple(ids[b][:t + 1])  # up to its last piece (positions rise)
         # special-token positions ([CLS], [SEP], <bos>): no word, not padding; counted once per window like it
         mask = enc["attention_mask"].tolist() if "attention_mask" in enc else None
         specials = [(b, t) for b in range(len(batch)) for t, w in enumerate(enc.word_ids(b))
@@ -391,6 +396,9 @@ def extract_token_embeddings(lines, *, model: str = "all-MiniLM-L6-v2", layers="
         filled[rows] = True
     if not filled.all():  # every kept word has a piece inside its window by construction
         raise RuntimeError(f"{int((~filled).sum())} kept tokens received no embedding; please report this.")
+    from isotropy.models.batching import copy_same_prefix_rows
+
+    n_same_prefix = copy_same_prefix_rows(out, prefix_of, network=network, tokenizer=tokenizer)
 
     type_index: dict[str, int] = {}
     type_ids = np.array([type_index.setdefault(lines[li][wi], len(type_index)) for li, wi in ordered], dtype=np.intp)
@@ -406,6 +414,7 @@ def extract_token_embeddings(lines, *, model: str = "all-MiniLM-L6-v2", layers="
         pooling=pooling,
         n_layers=n_layers,
         stats={"n_lines": len(lines), "n_lines_used": len(used), "n_windows": len(jobs), "n_windows_run": len(runs),
+               "n_same_prefix": n_same_prefix,
                "n_words": sum(frequency.values()), "n_kept": n_out, "n_without_pieces": n_without,
                "n_truncated": n_truncated, "leading_space": as_words is not list},
         special_norms=special_norms,
