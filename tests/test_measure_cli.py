@@ -115,6 +115,25 @@ def test_cosine_metric_and_sample_size(data, tmp_path):
     assert record["values"]["silhouette_score"] == pytest.approx(
         silhouette_score(X[rows], labels[rows], metric="cosine"), rel=1e-10)
     assert "a sample of 50 of its 120 rows" in result.stdout
+    assert "about half the dimension" not in result.output and record["warnings"] == {}
+
+
+def test_cosine_dimension_estimates_come_with_what_they_mean(tmp_path):
+    """TwoNN on 1 - cos reads about half the dimension of the unit-sphere rows: a note says so, and the JSON keeps it."""
+    from isotropy import twonn_dimension
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(2000, 8)) @ rng.normal(size=(8, 40))  # rows on an 8-d subspace: a 7-sphere once normalised
+    np.save(tmp_path / "x.npy", X)
+    cosine = invoke(tmp_path / "x.npy", "--metrics", "twonn_dimension,isoscore", "--metric", "cosine",
+                    "--json", tmp_path / "c.json")
+    assert cosine.exit_code == 0, cosine.output
+    assert "Note: twonn_dimension: the cosine distance 1 - cos" in cosine.stderr
+    record = json.loads((tmp_path / "c.json").read_text())
+    assert list(record["warnings"]) == ["twonn_dimension"] and "about half" in record["warnings"]["twonn_dimension"][0]
+    unit = X / np.linalg.norm(X, axis=1, keepdims=True)
+    sphere = twonn_dimension(unit)
+    assert 6 < sphere < 8 and record["values"]["twonn_dimension"] == pytest.approx(sphere / 2, rel=0.1)
 
 
 def test_nan_in_a_sample_is_named_by_its_row_in_the_file(tmp_path):

@@ -119,7 +119,9 @@ def _given(names) -> list[str]:
 @click.option("--random-state", type=int, default=0, show_default=True, metavar="S",
               help="Seed of the row sample and of randomised metrics.")
 @click.option("--metric", "distance", type=click.Choice(["euclidean", "cosine"]), default="euclidean",
-              show_default=True, help="Distance for the metrics that take one (silhouette, mle_dimension, ...).")
+              show_default=True, help="Distance for the metrics that take one (silhouette, mle_dimension, ...). "
+                                      "cosine is 1 - cos: TwoNN and MLE then read about half the dimension of the "
+                                      "normalised rows.")
 @click.option("--key", default=None, metavar="K",
               help="Array to read from a container holding several (.npz member, .pt dict key, "
                    ".safetensors tensor, .parquet column).")

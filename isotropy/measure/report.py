@@ -66,6 +66,8 @@ def report(data, embeddings, *, metric_names, json_path, key, labels_path, sampl
         header += f", {distance} distance"
     echo(header + header_extra)
     _isoscore_star_note(metric_names, has_shrinkage=data.shrinkage_cov is not None, default_table=default_table)
+    if distance == "cosine" and _COSINE_HALVES.intersection(metric_names):
+        click.echo(f"Note: {', '.join(sorted(_COSINE_HALVES.intersection(metric_names)))}: {_COSINE_NOTE}", err=True)
     rows = _TableRows(metric_names)
     echo(rows.head())
 
@@ -78,6 +80,8 @@ def report(data, embeddings, *, metric_names, json_path, key, labels_path, sampl
     except KeyboardInterrupt:
         results.interrupted = True
         click.echo("Error: interrupted; the JSON holds the metrics that finished.", err=True)
+    for name in _COSINE_HALVES.intersection(results.values) if distance == "cosine" else ():  # kept with the value
+        results.notes.setdefault(name, []).insert(0, _COSINE_NOTE)
     if "isoscore_star" in results.values and data.shrinkage_cov is None:  # the warning above, kept with the value
         results.notes.setdefault("isoscore_star", []).insert(0, f"{_table.ISOSCORE_STAR_WARNING} (--shrinkage-sample).")
     if json_path is not None:
@@ -414,6 +418,13 @@ def _cost_note(name, n_samples, n_features, *, distributed=False, names=None) ->
     return (f"Note: {subject} all {n_samples} x {n_samples} pairs (O(n²)): about "
             f"{format_duration(seconds)} on {where}. --sample-size {sample} takes about "
             f"{format_duration(_COST_NOTE_SECONDS)}{advice}.")
+
+
+# the neighbour-distance dimension estimators, whose value under --metric cosine is about half the sphere's dimension
+_COSINE_HALVES = {"twonn_dimension", "mle_dimension"}
+_COSINE_NOTE = ("the cosine distance 1 - cos grows as the square of the angle between near neighbours, so the "
+                "estimate is about half the dimension the rows have on the unit sphere; for that dimension, measure "
+                "the normalised rows with --metric euclidean.")
 
 
 def _isoscore_star_note(metric_names, *, has_shrinkage, default_table) -> None:
