@@ -173,3 +173,21 @@ def test_output_row_of_repeated_texts_comes_from_the_one_pass(monkeypatch, tmp_p
     assert calls == []
     assert result["rows"][-1]["layer"] == "output"
     assert result["rows"][-1]["isoscore"] == pytest.approx(isoscore(encoded.astype(np.float64)), rel=1e-6)
+
+
+def test_measuring_other_layers_of_the_same_texts_runs_no_forward_pass(monkeypatch, tmp_path):
+    """The layers' cache (encode_pooled) and the output row's cache: a second measurement of the same texts, the
+    output row included, runs the network on nothing, and reads back the values of the first."""
+    pytest.importorskip("sentence_transformers")
+    from transformers import BertModel
+
+    monkeypatch.setenv("ISOTROPY_CACHE", str(tmp_path))
+    first = measure_layers(TEXTS, model="all-MiniLM-L6-v2", layers="all", device="cpu", metrics=["isoscore"])
+    calls = []
+    forward = BertModel.forward
+    monkeypatch.setattr(BertModel, "forward", lambda self, *a, **k: calls.append(1) or forward(self, *a, **k))
+    again = measure_layers(TEXTS, model="all-MiniLM-L6-v2", layers="2,6", device="cpu", metrics=["isoscore"])
+    assert calls == []
+    by_layer = {row["layer"]: row["isoscore"] for row in first["rows"]}
+    assert [row["layer"] for row in again["rows"]] == [2, 6, "output"]
+    assert all(row["isoscore"] == by_layer[row["layer"]] for row in again["rows"])

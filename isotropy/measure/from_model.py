@@ -317,9 +317,14 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
         from isotropy.models.encoders import encode_pooled
 
         output_modules = _sentence_transformer_modules(location)
-        if output_modules:  # the model's own output, from the network already loaded and its forward pass below
-            encoder = _sentence_model_around(location, network, device)
-            collected = _OutputRows(encoder, texts, max_length)
+        if output_modules:  # the model's own output: cached, or from the network and its forward pass below
+            from isotropy.models.encoders import _load_cached, output_row_file
+
+            row_file = output_row_file(location, texts)
+            cached_output = _load_cached(row_file, len(texts))
+            if cached_output is None:
+                encoder = _sentence_model_around(location, network, device)
+                collected = _OutputRows(encoder, texts, max_length)
         states = encode_pooled(texts, model=location, layers=layers, pooling=pooling, device=device,
                                batch_size=batch_size, max_length=max_length, show_progress=progress,
                                _loaded=(tokenizer, network), _on_batch=collected)
@@ -351,12 +356,19 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
                                         batch_size=batch_size, max_length=max_length, keep_special=keep_special,
                                         random_state=random_state)
     if output_modules:
-        output = collected.result(batch_size)
+        if collected is None:  # read back: the layers' cache and this row's come from the same texts
+            output = cached_output
+        else:
+            from isotropy.models.encoders import _save
+
+            output = collected.result(batch_size)
+            _save(row_file, output)
         states["output"] = output[text_of_row] if len(text_of_row) < len(texts) else output
         if shrink:  # Σ_S of the output row: the same sample, through the model's own modules
             drawn = output[subsample_indices(len(output), shrinkage_sample, random_state=[random_state, 1])] \
                 if isinstance(shrinkage_sample, int) else \
-                encoder.encode(shrinkage_sample, batch_size=batch_size, convert_to_numpy=True, show_progress_bar=False)
+                (encoder or _sentence_model_around(location, network, device)).encode(
+                    shrinkage_sample, batch_size=batch_size, convert_to_numpy=True, show_progress_bar=False)
             from isotropy.metrics.covariance import CovarianceAccumulator
 
             shrink["output"] = CovarianceAccumulator().update(np.asarray(drawn, dtype=np.float64)).covariance()

@@ -143,6 +143,17 @@ def _load_cached(path: Path | None, n: int) -> np.ndarray | None:
 _BATCHING = "batches=token-count,distinct-sequences"
 
 
+def output_row_file(location: str, texts: Sequence[str], cache_dir: str | os.PathLike | None = None) -> Path:
+    """Where ``isotropy measure --model`` keeps a sentence-transformers model's own output row of ``texts``.
+
+    The row is ``SentenceTransformer.encode(texts)`` (the model's pooling and normalisation), taken
+    from the hidden layers' forward pass where the tokens agree; kept beside the layers' cache
+    (:func:`encode_pooled`) so that measuring other layers of the same texts later runs no pass.
+    """
+    root = Path(cache_dir) if cache_dir is not None else default_cache_dir() / "embeddings"
+    return root / f"{_cache_key(location, texts, False, tag=f'measure-output-row|{_BATCHING}')}.npy"
+
+
 def encode_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, layers: Sequence[int] = (-1,),
                   pooling: str = "mean", device: str | None = None, batch_size: int = 64, max_length: int = 128,
                   cache_dir: str | os.PathLike | None = None, use_cache: bool = True,
