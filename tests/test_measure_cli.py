@@ -116,6 +116,9 @@ def test_cosine_metric_and_sample_size(data, tmp_path):
         silhouette_score(X[rows], labels[rows], metric="cosine"), rel=1e-10)
     assert "a sample of 50 of its 120 rows" in result.stdout
     assert "about half the dimension" not in result.output and record["warnings"] == {}
+    whole = invoke(root / "x.npy", "--metrics", "isoscore", "--sample-size", 500)
+    assert whole.exit_code == 0 and "Note: --sample-size 500 is not below the 120 rows" in whole.stderr
+    assert "--sample-size" not in result.stderr
 
 
 def test_cosine_dimension_estimates_come_with_what_they_mean(tmp_path):

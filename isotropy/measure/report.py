@@ -208,6 +208,9 @@ def prepare_input(X, row_names, embeddings, labels_path, *, key, sample_size, ra
         _check_finite(X, embeddings, row_names, rows)
     n_samples = X.shape[0]
     where = f" (a sample of {n_samples} of its {n_rows} rows)" if n_samples < n_rows else ""
+    if sample_size is not None and sample_size >= n_rows:  # not silently: the JSON still says what was asked
+        click.echo(f"Note: --sample-size {sample_size} is not below the {n_rows} rows of {embeddings}: every row is "
+                   f"measured.", err=True)
     if n_samples < 2:
         raise InputError(f"EMBEDDINGS {embeddings!r} has {n_samples} row{'s' if n_samples != 1 else ''}; "
                          f"expected at least 2 rows (points).")
