@@ -418,7 +418,9 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
                     seen.setdefault((name, message), []).append(layer)  # one warning for every layer giving it
         rows.append(record)
         if progress:
-            print(f"layer {layer}: " + ", ".join(f"{k}={record[k]:.4g}" for k in metrics), file=sys.stderr, flush=True)
+            # progress only: the values come once, in the table (a terminal showed each of them twice)
+            print(f"layer {layer} measured ({len(rows)} of {len(layers) + bool(output_modules)})", file=sys.stderr,
+                  flush=True)
     if "isoscore_star" in metrics and shrinkage_sample is None:  # warned above; kept with the values
         from isotropy.metrics.table import ISOSCORE_STAR_WARNING
 
