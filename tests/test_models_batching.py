@@ -256,3 +256,12 @@ def test_copy_same_prefix_rows_copies_a_decoder_s_rows_with_right_padding_only()
     assert copy_same_prefix_rows(states, prefixes, network=decoder, tokenizer=right) == 3
     for k, X in states.items():
         np.testing.assert_array_equal(X, before[k][[0, 1, 0, 3, 1, 0]])  # each row: the first with its prefix
+
+
+def test_prefixes_name_equal_prefixes_alike_and_only_them():
+    from isotropy.models.batching import Prefixes
+
+    trie = Prefixes()
+    a, b, c = trie.ids([5, 7, 9]), trie.ids([5, 7, 2]), trie.ids([7])
+    assert a[:2] == b[:2] and a[2] != b[2] and c[0] not in (a[0], a[1], a[2], b[2])
+    assert trie.ids(np.array([5, 7, 9], dtype=np.int64)) == a  # numpy ids as ints

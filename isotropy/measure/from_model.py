@@ -176,9 +176,12 @@ def token_hidden_states(texts, tokenizer, network, layers, *, batch_size, max_le
                     norms = hidden[layer][s_b, s_t].float().norm(dim=-1).cpu().tolist()
                     special_norms[layer].extend(pair for pair, c in zip(zip(s_names, norms), s_copies)
                                                 for _ in range(c))
-    from isotropy.models.batching import copy_same_prefix_rows
+    from isotropy.models.batching import Prefixes, copy_same_prefix_rows
 
-    prefixes = [tuple(encoded["input_ids"][int(i)][:int(t) + 1]) for i, t in positions]
+    trie, of_text = Prefixes(), {}
+    for i in dict.fromkeys(positions[:, 0].tolist()):
+        of_text[i] = trie.ids(encoded["input_ids"][i])
+    prefixes = [of_text[int(i)][int(t)] for i, t in positions]
     copy_same_prefix_rows(out, prefixes, network=network, tokenizer=tokenizer)  # a decoder's shared prefixes
     return out, positions[:, 0], n_total, row_tokens, special_norms
 

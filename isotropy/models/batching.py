@@ -19,8 +19,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["INPUT_KEYS", "TokenRows", "copy_same_prefix_rows", "distinct_sequences", "pad_rows", "refuse_empty_rows",
-           "token_count_batches", "tokenize_texts"]
+__all__ = ["INPUT_KEYS", "Prefixes", "TokenRows", "copy_same_prefix_rows", "distinct_sequences", "pad_rows",
+           "refuse_empty_rows", "token_count_batches", "tokenize_texts"]
 
 #: The tokenizer outputs a forward pass takes (others, such as offsets, are dropped).
 INPUT_KEYS = ("input_ids", "attention_mask", "token_type_ids")
@@ -124,7 +124,25 @@ def distinct_sequences(tokens: TokenRows) -> tuple[np.ndarray, np.ndarray]:
     return np.flatnonzero(source == np.arange(n)), source
 
 
-def copy_same_prefix_rows(states: dict, prefixes: Sequence[tuple], *, network, tokenizer) -> int:
+class Prefixes:
+    """One int per distinct token prefix (a trie's nodes): ``ids(tokens)[t]`` names ``tokens[:t + 1]``.
+
+    Equal prefixes get equal ids across every sequence given, in memory of one entry per distinct
+    (prefix, next token), not a copy of each prefix.
+    """
+
+    def __init__(self):
+        self._node: dict[tuple[int, int], int] = {}
+
+    def ids(self, tokens) -> list[int]:
+        out, node = [], 0
+        for token in tokens:
+            node = self._node.setdefault((node, int(token)), len(self._node) + 1)
+            out.append(node)
+        return out
+
+
+def copy_same_prefix_rows(states: dict, prefixes: Sequence, *, network, tokenizer) -> int:
     """Give token rows with the same prefix exactly the vector of the first of them, for a causal decoder.
 
     A causal decoder's state of a token is a function of the tokens up to it (its prefix, start
@@ -135,7 +153,7 @@ def copy_same_prefix_rows(states: dict, prefixes: Sequence[tuple], *, network, t
     for left padding, or an encoder (whose tokens see the whole window), nothing is copied.
 
     ``states``: ``{layer: (n_rows, d)}``, changed in place; ``prefixes[r]``: row ``r``'s token ids up to
-    and including its last piece. Returns the number of rows copied.
+    and including its last piece, or an id of them (:class:`Prefixes`). Returns the number of rows copied.
     """
     from isotropy.models.loading import is_decoder
 

@@ -343,14 +343,19 @@ def extract_token_embeddings(lines, *, model: str = "all-MiniLM-L6-v2", layers="
         same.setdefault(tuple(lines[job[1]][job[2]:job[3]]), []).append(job)
     runs = list(same.values())  # in the order of the jobs: by length
     batches = [runs[i:i + batch_size] for i in range(0, len(runs), batch_size)]
-    prefix_of: list[tuple] = [()] * n_out  # each row's token ids up to its word's last piece
+    from isotropy.models.batching import Prefixes
+
+    trie = Prefixes()
+    prefix_of: list[int] = [0] * n_out  # each row's prefix (its token ids up to its word's last piece), as an id
     for batch in tqdm(batches, desc="windows", unit="batch", disable=not show_progress):
         words = [as_words(lines[li][start:stop]) for (_, li, start, stop, _), *_ in batch]
         enc = tokenizer(words, is_split_into_words=True, padding=True, truncation=True, max_length=max_length,
                         return_tensors="pt")
         b_idx, t_idx, r_idx = [], [], []
         ids = enc["input_ids"].tolist()
+        real = enc["attention_mask"].sum(1).tolist() if "attention_mask" in enc else [len(row) for row in ids]
         for b, group in enumerate(batch):
+            nodes = trie.ids(ids[b][:real[b]])  # the window's prefixes (its real tokens lead: right padding)
             wanted: dict[int, list[int]] = {}  # word of the window -> the output rows of every window like it
             for _, li, start, _, inside in group:
                 for wi in inside:
@@ -364,7 +369,7 @@ def extract_token_embeddings(lines, *, model: str = "all-MiniLM-L6-v2", layers="
                     b_idx.append(b)
                     t_idx.append(t)
                     r_idx.append(row)
-                    prefix_of[row] = tuple(ids[b][:t + 1])  # up to its last piece (positions rise)
+                    prefix_of[row] = nodes[t] if t < len(nodes) else -1 - row  # its last piece's (t rises)
         # special-token positions ([CLS], [SEP], <bos>): no word, not padding; counted once per window like it
         mask = enc["attention_mask"].tolist() if "attention_mask" in enc else None
         specials = [(b, t) for b in range(len(batch)) for t, w in enumerate(enc.word_ids(b))
