@@ -265,3 +265,27 @@ def test_prefixes_name_equal_prefixes_alike_and_only_them():
     a, b, c = trie.ids([5, 7, 9]), trie.ids([5, 7, 2]), trie.ids([7])
     assert a[:2] == b[:2] and a[2] != b[2] and c[0] not in (a[0], a[1], a[2], b[2])
     assert trie.ids(np.array([5, 7, 9], dtype=np.int64)) == a  # numpy ids as ints
+
+
+@pytest.mark.parametrize(("model_type", "architectures", "is_decoder_flag", "copies"), [
+    ("gemma3_text", ["Gemma3ForCausalLM"], False, True),  # a known decoder type
+    ("newlm", ["NewLMForCausalLM"], False, True),  # a causal-LM head by its class name
+    ("bert", ["BertLMHeadModel"], True, True),  # the config says it runs causally
+    ("xlnet", ["XLNetLMHeadModel"], False, False),  # "LMHead" over bidirectional attention
+    ("xlm", ["XLMWithLMHeadModel"], False, False),
+    ("flaubert", ["FlaubertWithLMHeadModel"], False, False),
+    ("openai-gpt", ["OpenAIGPTLMHeadModel"], False, False),  # only guessed from a name: not copied
+    ("bert", ["BertModel"], False, False),
+])
+def test_prefixes_are_copied_only_for_models_known_to_be_causal(model_type, architectures, is_decoder_flag, copies):
+    from types import SimpleNamespace
+
+    from isotropy.models.batching import copies_prefixes
+    from isotropy.models.loading import is_decoder
+
+    config = SimpleNamespace(model_type=model_type, architectures=architectures, is_decoder=is_decoder_flag)
+    network = SimpleNamespace(config=config)
+    assert copies_prefixes(network, SimpleNamespace(padding_side="right")) is copies
+    assert copies_prefixes(network, SimpleNamespace(padding_side="left")) is False
+    if model_type in ("xlnet", "xlm", "flaubert"):
+        assert not is_decoder(config)  # nor is "first" pooling refused for them

@@ -138,14 +138,14 @@ def token_hidden_states(texts, tokenizer, network, layers, *, batch_size, max_le
     # texts with the same tokens run once (in other batches, other padded widths would give them vectors a few ulps
     # apart, which neighbour metrics read as distinct points): a repeated text's rows are read from its first copy
     first: dict[tuple, int] = {}
+    runs_for: dict[int, int] = {}  # each text with a row -> the text that runs for it (the first with its tokens)
     copies: dict[int, int] = {}  # each text that runs -> how many texts it stands for
+    for i in dict.fromkeys(positions[:, 0].tolist()):
+        runs_for[i] = first.setdefault(tuple(encoded["input_ids"][i]), i)
+        copies[runs_for[i]] = copies.get(runs_for[i], 0) + 1  # its special tokens count as if it ran
     wanted: dict[int, list[tuple[int, int]]] = {}
-    for row, (i, t) in enumerate(positions):
-        runs = first.setdefault(tuple(encoded["input_ids"][int(i)]), int(i))
-        wanted.setdefault(runs, []).append((int(t), row))
-    for i in np.unique(positions[:, 0]):  # the texts with a row: each one's special tokens, as if it ran
-        runs = first[tuple(encoded["input_ids"][int(i)])]
-        copies[runs] = copies.get(runs, 0) + 1
+    for row, (i, t) in enumerate(positions.tolist()):
+        wanted.setdefault(runs_for[i], []).append((t, row))
     d = int(network.config.hidden_size)
     out = {layer: np.empty((len(positions), d), dtype=np.float32) for layer in layers}
     used = sorted(wanted, key=lambda i: len(encoded["input_ids"][i]))
@@ -176,13 +176,13 @@ def token_hidden_states(texts, tokenizer, network, layers, *, batch_size, max_le
                     norms = hidden[layer][s_b, s_t].float().norm(dim=-1).cpu().tolist()
                     special_norms[layer].extend(pair for pair, c in zip(zip(s_names, norms), s_copies)
                                                 for _ in range(c))
-    from isotropy.models.batching import Prefixes, copy_same_prefix_rows
+    from isotropy.models.batching import Prefixes, copies_prefixes, copy_same_prefix_rows
 
-    trie, of_text = Prefixes(), {}
-    for i in dict.fromkeys(positions[:, 0].tolist()):
-        of_text[i] = trie.ids(encoded["input_ids"][i])
-    prefixes = [of_text[int(i)][int(t)] for i, t in positions]
-    copy_same_prefix_rows(out, prefixes, network=network, tokenizer=tokenizer)  # a decoder's shared prefixes
+    if copies_prefixes(network, tokenizer):  # a causal decoder's tokens with the same prefix: one vector
+        trie = Prefixes()
+        of_text = {i: trie.ids(encoded["input_ids"][i]) for i in runs_for}
+        prefixes = [of_text[i][t] for i, t in positions.tolist()]
+        copy_same_prefix_rows(out, prefixes, network=network, tokenizer=tokenizer)
     return out, positions[:, 0], n_total, row_tokens, special_norms
 
 

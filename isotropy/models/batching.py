@@ -19,8 +19,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["INPUT_KEYS", "Prefixes", "TokenRows", "copy_same_prefix_rows", "distinct_sequences", "pad_rows",
-           "refuse_empty_rows", "token_count_batches", "tokenize_texts"]
+__all__ = ["INPUT_KEYS", "Prefixes", "TokenRows", "copies_prefixes", "copy_same_prefix_rows", "distinct_sequences",
+           "pad_rows", "refuse_empty_rows", "token_count_batches", "tokenize_texts"]
 
 #: The tokenizer outputs a forward pass takes (others, such as offsets, are dropped).
 INPUT_KEYS = ("input_ids", "attention_mask", "token_type_ids")
@@ -142,6 +142,14 @@ class Prefixes:
         return out
 
 
+def copies_prefixes(network, tokenizer) -> bool:
+    """Whether :func:`copy_same_prefix_rows` copies for this model and tokenizer: a model known to be causal
+    (:func:`isotropy.models.loading.is_certainly_causal`, never a guess from a name) that pads on the right."""
+    from isotropy.models.loading import is_certainly_causal
+
+    return is_certainly_causal(network.config) and getattr(tokenizer, "padding_side", "right") == "right"
+
+
 def copy_same_prefix_rows(states: dict, prefixes: Sequence, *, network, tokenizer) -> int:
     """Give token rows with the same prefix exactly the vector of the first of them, for a causal decoder.
 
@@ -149,15 +157,14 @@ def copy_same_prefix_rows(states: dict, prefixes: Sequence, *, network, tokenize
     token included): the same word after the same prefix (a window's first word after ``<bos>``)
     is one point. Computed in batches of other padded widths, its copies come out a few float32
     ulps apart, near-duplicates that neighbour metrics (TwoNN, LID) read as distinct points. This
-    holds with right padding only, where the real tokens sit at positions ``0..t`` in every batch;
-    for left padding, or an encoder (whose tokens see the whole window), nothing is copied.
+    holds with right padding only, where the real tokens sit at positions ``0..t`` in every batch,
+    and for a model known to be causal (:func:`copies_prefixes`); for left padding, an encoder
+    (whose tokens see the whole window) or a model whose causality is only guessed, nothing is copied.
 
     ``states``: ``{layer: (n_rows, d)}``, changed in place; ``prefixes[r]``: row ``r``'s token ids up to
     and including its last piece, or an id of them (:class:`Prefixes`). Returns the number of rows copied.
     """
-    from isotropy.models.loading import is_decoder
-
-    if not is_decoder(network.config) or getattr(tokenizer, "padding_side", "right") != "right":
+    if not copies_prefixes(network, tokenizer):
         return 0
     first: dict[tuple, int] = {}
     source = np.fromiter((first.setdefault(key, row) for row, key in enumerate(prefixes)), dtype=np.intp,

@@ -343,9 +343,9 @@ def extract_token_embeddings(lines, *, model: str = "all-MiniLM-L6-v2", layers="
         same.setdefault(tuple(lines[job[1]][job[2]:job[3]]), []).append(job)
     runs = list(same.values())  # in the order of the jobs: by length
     batches = [runs[i:i + batch_size] for i in range(0, len(runs), batch_size)]
-    from isotropy.models.batching import Prefixes
+    from isotropy.models.batching import Prefixes, copies_prefixes
 
-    trie = Prefixes()
+    trie = Prefixes() if copies_prefixes(network, tokenizer) else None  # only a causal decoder's are copied
     prefix_of: list[int] = [0] * n_out  # each row's prefix (its token ids up to its word's last piece), as an id
     for batch in tqdm(batches, desc="windows", unit="batch", disable=not show_progress):
         words = [as_words(lines[li][start:stop]) for (_, li, start, stop, _), *_ in batch]
@@ -355,7 +355,7 @@ def extract_token_embeddings(lines, *, model: str = "all-MiniLM-L6-v2", layers="
         ids = enc["input_ids"].tolist()
         real = enc["attention_mask"].sum(1).tolist() if "attention_mask" in enc else [len(row) for row in ids]
         for b, group in enumerate(batch):
-            nodes = trie.ids(ids[b][:real[b]])  # the window's prefixes (its real tokens lead: right padding)
+            nodes = trie.ids(ids[b][:real[b]]) if trie is not None else []  # its prefixes (real tokens lead)
             wanted: dict[int, list[int]] = {}  # word of the window -> the output rows of every window like it
             for _, li, start, _, inside in group:
                 for wi in inside:
@@ -403,7 +403,8 @@ def extract_token_embeddings(lines, *, model: str = "all-MiniLM-L6-v2", layers="
         raise RuntimeError(f"{int((~filled).sum())} kept tokens received no embedding; please report this.")
     from isotropy.models.batching import copy_same_prefix_rows
 
-    n_same_prefix = copy_same_prefix_rows(out, prefix_of, network=network, tokenizer=tokenizer)
+    n_same_prefix = copy_same_prefix_rows(out, prefix_of, network=network, tokenizer=tokenizer) \
+        if trie is not None else 0
 
     type_index: dict[str, int] = {}
     type_ids = np.array([type_index.setdefault(lines[li][wi], len(type_index)) for li, wi in ordered], dtype=np.intp)

@@ -9,6 +9,9 @@ from isotropy._utils.validation import IsotropyValueError
 
 __all__ = ["is_decoder", "load_transformer"]
 
+# language-model heads over bidirectional attention, whose architecture names say "LMHead" (XLNetLMHeadModel,
+# XLMWithLMHeadModel, FlaubertWithLMHeadModel): not causal
+_BIDIRECTIONAL_LM_HEADS = {"xlnet", "xlm", "flaubert"}
 _DECODER_TYPES = {"gpt2", "gpt_neo", "gpt_neox", "gptj", "llama", "mistral", "mixtral", "qwen2", "qwen3", "gemma",
                   "gemma2", "gemma3", "gemma3_text", "phi", "phi3", "falcon", "bloom", "opt", "stablelm",
                   "starcoder2", "olmo", "olmo2"}
@@ -24,7 +27,22 @@ def is_decoder(config) -> bool:
         return False
     if getattr(config, "is_decoder", False) or getattr(config, "model_type", None) in _DECODER_TYPES:
         return True
+    if getattr(config, "model_type", None) in _BIDIRECTIONAL_LM_HEADS:
+        return False
     return any("CausalLM" in name or "LMHead" in name for name in (getattr(config, "architectures", None) or []))
+
+
+def is_certainly_causal(config) -> bool:
+    """Whether a config is known to describe a causal decoder, not guessed from an architecture's name.
+
+    For what is only right for a causal model (copying the states of tokens with the same prefix,
+    :func:`isotropy.models.batching.copy_same_prefix_rows`): the config says so (``is_decoder``), its
+    model type is a known decoder, or an architecture is a ``...ForCausalLM``.
+    """
+    if getattr(config, "is_encoder_decoder", False) or getattr(config, "model_type", None) in _BIDIRECTIONAL_LM_HEADS:
+        return False
+    return bool(getattr(config, "is_decoder", False) or getattr(config, "model_type", None) in _DECODER_TYPES
+                or any(name.endswith("ForCausalLM") for name in (getattr(config, "architectures", None) or [])))
 
 
 def _base_model_weights(weights: dict, cls) -> dict:
