@@ -362,17 +362,18 @@ def test_no_arguments_print_the_help_as_help_lays_it_out(argv, capsys):
     assert len(err.splitlines()) > 8 and "every..." not in err
 
 
-def _completions(line: str) -> list[str]:
+def _completions(line: str, cwd=None) -> list[str]:
     """What bash completion offers for ``line`` (click's protocol, through the installed entry point's ``main``)."""
     words = line.split()
     cword = len(words) if line.endswith(" ") else len(words) - 1
     env = {**os.environ, "_ISOTROPY_COMPLETE": "bash_complete", "COMP_WORDS": line,
-           "COMP_CWORD": str(cword)}
-    out = subprocess.run([sys.executable, "-m", "isotropy"], env=env, capture_output=True, text=True, check=True)
+           "COMP_CWORD": str(cword), "PYTHONPATH": os.pathsep.join(sys.path)}
+    out = subprocess.run([sys.executable, "-m", "isotropy"], env=env, capture_output=True, text=True, check=True,
+                         cwd=cwd)
     return out.stdout.splitlines()
 
 
-def test_shell_completion_of_commands_experiments_and_option_values():
+def test_shell_completion_of_commands_experiments_and_option_values(tmp_path):
     from isotropy.cli import EXPERIMENTS
 
     assert _completions("isotropy ") == ["plain,measure", "plain,plot", "plain,run"]
@@ -386,13 +387,20 @@ def test_shell_completion_of_commands_experiments_and_option_values():
     offered = _completions("isotropy measure x.npy --metrics isoscore,")
     assert "plain,isoscore,isoscore" not in offered
     assert sorted(offered) == sorted(f"plain,isoscore,{name}" for name in METRICS if name != "isoscore")
-    # names or files, never both: bash's script drops the names gathered before a file item
-    assert _completions("isotropy measure --model gem") == ["plain,gemma-3-270m"]
-    assert _completions("isotropy measure --model ./my") == ["file,./my"]
-    assert _completions("isotropy measure --model ") == ["plain,all-MiniLM-L6-v2", "plain,gemma-3-270m"]
-    assert _completions("isotropy measure emb.") == ["file,emb."]
-    assert _completions("isotropy measure ") == ["file,"]
-    assert _completions("isotropy measure glo") == ["plain,glove-6b-50d"]
+    # bash's script drops the names gathered before a file item: where a name matches, the folder's matching
+    # entries come as plain items (a folder with its /), and a file item only where no name matches
+    (tmp_path / "gpt2-local").mkdir()
+    (tmp_path / "glove-mine.npy").write_bytes(b"")
+    (tmp_path / "emb.npy").write_bytes(b"")
+    assert _completions("isotropy measure --model gem", tmp_path) == ["plain,gemma-3-270m"]
+    assert _completions("isotropy measure --model g", tmp_path) == [
+        "plain,gemma-3-270m", "plain,glove-mine.npy", "plain,gpt2-local/"]
+    assert _completions("isotropy measure --model ./my", tmp_path) == ["file,./my"]
+    assert _completions("isotropy measure --model ", tmp_path) == [
+        "plain,all-MiniLM-L6-v2", "plain,gemma-3-270m", "plain,emb.npy", "plain,glove-mine.npy", "plain,gpt2-local/"]
+    assert _completions("isotropy measure emb.", tmp_path) == ["file,emb."]
+    assert _completions("isotropy measure ", tmp_path) == ["file,"]
+    assert _completions("isotropy measure glo", tmp_path) == ["plain,glove-6b-50d", "plain,glove-mine.npy"]
     from isotropy.io.word_vectors import PACKAGED_GLOVE
     from isotropy.measure._completion import _PACKAGED_GLOVE
 

@@ -27,14 +27,27 @@ def complete_metrics(ctx, param, incomplete: str) -> list[CompletionItem]:
 
 
 def _names_or_files(names, incomplete: str) -> list[CompletionItem]:
-    """The names that start with the word; files and folders when none does.
+    """The names that start with the word, with the files and folders that start with it too; files when no name does.
 
-    Never both: bash's completion script drops the names it has gathered when a file item follows
-    (it hands the word to the shell's own file completion), so names and files cannot be offered
-    together. A path (``./``, ``/``, ``~``) matches no name, so it completes as a file.
+    Bash's completion script drops the names it has gathered when a file item follows (it hands the
+    word to the shell's own file completion), so where a name matches, the matching entries of the
+    word's folder are listed here as plain items (a folder with its ``/``), or ``g<Tab>`` would
+    complete to a packaged name over a local ``gpt2-local/``. A path (``./``, ``/``, ``~``) matches no
+    name, so it completes as a file.
     """
+    import os
+
     items = [CompletionItem(name) for name in names if name.lower().startswith(incomplete.lower())]
-    return items or [CompletionItem(incomplete, type="file")]
+    if not items:
+        return [CompletionItem(incomplete, type="file")]
+    folder, start = os.path.split(incomplete)
+    try:
+        with os.scandir(folder or ".") as entries:
+            local = sorted(os.path.join(folder, e.name) + ("/" if e.is_dir() else "") for e in entries
+                           if e.name.startswith(start) and not e.name.startswith("."))
+    except OSError:
+        local = []
+    return items + [CompletionItem(path) for path in local if path.rstrip("/") not in names]
 
 
 def complete_model(ctx, param, incomplete: str) -> list[CompletionItem]:
