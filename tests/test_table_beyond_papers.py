@@ -116,6 +116,17 @@ def test_measure_new_metrics_on_dask_shards(X, tmp_path):
     values = json.loads(out.read_text())["values"]
     assert values["effective_rank"] == pytest.approx(effective_rank(X), rel=1e-10)
     assert values["rankme"] == pytest.approx(rankme(X), rel=1e-10)
+    # uniformity has no distributed form: a --sample-size sample is read into memory for it, else a one-line error
+    from isotropy._utils.sampling import subsample_indices
+    from isotropy.metrics.contrastive import uniformity
+
+    sampled = invoke(shards, "--metrics", "uniformity,isoscore", "--sample-size", 60, "--json", out)
+    assert sampled.exit_code == 0, sampled.output
+    rows = subsample_indices(len(X), 60, random_state=0)
+    assert json.loads(out.read_text())["values"]["uniformity"] == pytest.approx(uniformity(X[rows]), rel=1e-10)
+    whole = invoke(shards, "--metrics", "uniformity")
+    assert whole.exit_code == 2 and "Error: uniformity: it needs every pair of rows in memory" in whole.stderr
+    assert "give --sample-size N" in whole.stderr
 
 
 def test_isoscore_star_rule_of_the_default_table(X, tmp_path):

@@ -299,12 +299,14 @@ def _measure_each(metric_names, data, *, distance, random_state, progress):
     """The metrics of :func:`_measure`, one after the other."""
     import inspect
 
+    import numpy as np
     from tqdm import tqdm
 
     from isotropy._utils.backend import is_dask
     from isotropy.io.embeddings import EmbeddingsReadError
 
     X, cluster_ids = data.X, data.cluster_ids
+    in_memory = None  # a dask input's --sample-size rows, read for the metrics of _IN_MEMORY_ONLY
     shared = {}  # the one neighbour pass of TwoNN and MLE (_one_neighbour_pass)
     one_pass = [name for name in metric_names if name in _ONE_PASS] if _ONE_PASS <= set(metric_names) else []
     show = sys.stderr.isatty() if progress is None else progress
@@ -330,12 +332,21 @@ def _measure_each(metric_names, data, *, distance, random_state, progress):
             kwargs["random_state"] = random_state
         if name == "isoscore_star" and data.shrinkage_cov is not None:
             kwargs["shrinkage_cov"] = data.shrinkage_cov
-        args = (X, cluster_ids) if labelled else (X,)
+        rows = X
+        if name in _IN_MEMORY_ONLY and is_dask(X) and data.n_samples < data.n_rows:  # the sample, read once
+            if in_memory is None:
+                in_memory = np.asarray(X.compute())
+            rows = in_memory
+        args = (rows, cluster_ids) if labelled else (rows,)
         start = time.perf_counter()
         error = kind = value = None
         with warnings.catch_warnings(record=True) as caught, _reporting_to(bar, name):
             warnings.simplefilter("always")
             try:
+                if name in _IN_MEMORY_ONLY and is_dask(rows):
+                    raise ValueError("it needs every pair of rows in memory, which the distributed path does not "
+                                     "hold; give --sample-size N (those N rows are read into memory) or measure "
+                                     "without --workers/--scheduler")
                 value = float(function(*args, **kwargs))
             except EmbeddingsReadError as exc:  # a lazily read shard is bad: the data, not this metric
                 bar.close()
@@ -355,6 +366,8 @@ def _measure_each(metric_names, data, *, distance, random_state, progress):
     bar.close()
 
 
+# metrics with no distributed form: on the dask path they read a --sample-size sample into memory
+_IN_MEMORY_ONLY = {"uniformity"}
 _ONE_PASS = {"twonn_dimension", "mle_dimension"}
 _SHARED_SEARCH = "mle_dimension"  # the one pass searches MLE's neighbours: its cost is the pass's
 
