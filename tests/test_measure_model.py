@@ -395,3 +395,27 @@ def test_token_level_gives_a_decoder_s_tokens_with_the_same_prefix_one_vector(fi
     for layer in (1, 2):
         for rows in shared:
             assert all(np.array_equal(out[layer][rows[0]], out[layer][r]) for r in rows[1:])
+
+
+def test_plot_joins_adjacent_layers_only_and_gives_the_output_row_its_own_tick(tmp_path, monkeypatch):
+    """Layers 0, 6, 7 and the output row: 6-7 joined by a solid line, 0-6 by a dotted one (layers 1-5 were not
+    measured), and the output star at a tick labelled 'output', not at a layer number."""
+    from matplotlib.figure import Figure
+
+    from isotropy.measure.from_model import plot_layers
+
+    figures = []
+    monkeypatch.setattr(Figure, "savefig", lambda self, *args, **kwargs: figures.append(self))
+    rows = [{"layer": layer, "n_samples": 5, "isoscore": v, "norm_max_over_median": 1.5}
+            for layer, v in ((0, 0.1), (6, 0.2), (7, 0.3), ("output", 0.4))]
+    plot_layers({"metrics": ["isoscore"], "rows": rows, "model": "m", "level": "sentence", "pooling": "mean"},
+                tmp_path / "layers.png")
+    panel = figures[0].axes[0]
+    solid = [list(line.get_xdata()) for line in panel.lines  # (the output's vertical separator left out)
+             if line.get_linestyle() == "-" and len(set(line.get_xdata())) > 1]
+    dotted = [list(line.get_xdata()) for line in panel.lines if line.get_linestyle() == ":"]
+    assert solid == [[6, 7]] and dotted == [[0, 6]]
+    labels = [tick.get_text() for tick in panel.get_xticklabels()]
+    assert labels == ["0", "6", "7", "output"]
+    star = next(line for line in panel.lines if line.get_label() == "model output")
+    assert star.get_xdata()[0] == panel.get_xticks()[-1] and star.get_xdata()[0] not in (0, 6, 7)

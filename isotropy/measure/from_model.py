@@ -627,7 +627,6 @@ def format_table(result: dict) -> str:
 def plot_layers(result: dict, path: str | os.PathLike) -> Path:
     """One panel per metric against the layer index; written atomically (format from the suffix)."""
     from matplotlib.figure import Figure  # no pyplot: the user's backend is never switched
-    from matplotlib.ticker import MaxNLocator
 
     from isotropy._utils.atomic import atomic_write
     from isotropy.metrics.table import METRICS
@@ -642,10 +641,22 @@ def plot_layers(result: dict, path: str | os.PathLike) -> Path:
     hidden = [r for r in result["rows"] if r["layer"] != "output"]
     output = [r for r in result["rows"] if r["layer"] == "output"]  # a sentence-transformers model's own output
     layers = [r["layer"] for r in hidden]
+    # solid lines join adjacent layers only; a dotted one crosses layers that were not measured
+    breaks = [i for i in range(1, len(layers)) if layers[i] != layers[i - 1] + 1]
+    runs = [slice(a, b) for a, b in zip([0, *breaks], [*breaks, len(layers)])]
+    ticks = layers if len(layers) <= 12 else layers[::math.ceil(len(layers) / 12)]
+    at = layers[-1] + max(1, (layers[-1] - layers[0]) // 10)  # the output row: its own tick, apart from the layers
     for ax, name in zip(axes.flat, names):
-        ax.plot(layers, [r[name] for r in hidden], marker="o", ms=3)
+        y = [r[name] for r in hidden]
+        for part in runs:
+            ax.plot(layers[part], y[part], marker="o", ms=3, color="C0")
+        for i in breaks:
+            ax.plot(layers[i - 1:i + 1], y[i - 1:i + 1], linestyle=":", linewidth=1, color="C0")
+        ax.set_xticks(ticks, [str(layer) for layer in ticks])
         if output:
-            ax.plot([layers[-1] + 1], [output[0][name]], marker="*", ms=7, linestyle="none", label="model output")
+            ax.axvline((layers[-1] + at) / 2, color="0.8", linewidth=0.8)
+            ax.plot([at], [output[0][name]], marker="*", ms=7, linestyle="none", color="C1", label="model output")
+            ax.set_xticks([*ticks, at], [*map(str, ticks), "output"])
             ax.legend(fontsize=6)
         ax.set_title(titles[name], fontsize=9)
         ax.set_xlabel("layer", fontsize=8)
@@ -657,7 +668,6 @@ def plot_layers(result: dict, path: str | os.PathLike) -> Path:
                 ax.plot(under, [min(values) / 10] * len(under), marker="v", ms=4, linestyle="none", color="C3",
                         label="< 5e-324 (underflow)")
                 ax.legend(fontsize=6)
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.tick_params(labelsize=7)
     for ax in list(axes.flat)[len(names):]:
         ax.axis("off")
