@@ -344,9 +344,9 @@ def _measure_each(metric_names, data, *, distance, random_state, progress):
             warnings.simplefilter("always")
             try:
                 if name in _IN_MEMORY_ONLY and is_dask(rows):
-                    raise ValueError("it needs every pair of rows in memory, which the distributed path does not "
-                                     "hold; give --sample-size N (those N rows are read into memory) or measure "
-                                     "without --workers/--scheduler")
+                    raise ValueError("it needs every pair of rows in memory, which a lazily read input (a folder "
+                                     "of shards, --workers, --scheduler) does not hold; give --sample-size N (those "
+                                     "N rows are read into memory)")
                 value = float(function(*args, **kwargs))
             except EmbeddingsReadError as exc:  # a lazily read shard is bad: the data, not this metric
                 bar.close()
