@@ -226,31 +226,6 @@ def test_encoded_probes_are_sorted_and_trimmed_to_each_batch(tiny):
                for rows in ([0, 1, 2], list(range(len(texts)))))
 
 
-def test_texts_with_the_same_tokens_run_once_and_get_equal_rows(tiny):
-    from transformers import BertModel
-
-    model, tokenizer, texts = tiny
-    probe_texts = [*texts[:10], texts[3], texts[3].upper(), texts[7]]  # the tiny BERT tokenizer lower-cases
-    rows_run = []
-    forward = BertModel.forward
-
-    def spy(self, *args, **kwargs):
-        rows_run.append(kwargs["input_ids"].shape[0])
-        return forward(self, *args, **kwargs)
-
-    BertModel.forward = spy
-    try:
-        got = _pooled_rows(model, tokenizer, probe_texts, batch_size=4)
-    finally:
-        BertModel.forward = forward
-    assert sum(rows_run) == 10  # 13 rows, 10 distinct token sequences
-    alone = _one_at_a_time(model, tokenizer, probe_texts)
-    for layer, expected in zip(got, alone):
-        for a, b in ((3, 10), (3, 11), (7, 12)):
-            assert torch.equal(layer[a], layer[b])
-        torch.testing.assert_close(layer, expected, rtol=0, atol=ATOL)
-
-
 def _forward_rows(model, tokenizer, texts, **kwargs):
     """``(_pooled_rows(...), rows run by the model)``."""
     from transformers import BertModel
@@ -268,6 +243,18 @@ def _forward_rows(model, tokenizer, texts, **kwargs):
     finally:
         BertModel.forward = forward
     return got, sum(rows_run)
+
+
+def test_texts_with_the_same_tokens_run_once_and_get_equal_rows(tiny):
+    model, tokenizer, texts = tiny
+    probe_texts = [*texts[:10], texts[3], texts[3].upper(), texts[7]]  # the tiny BERT tokenizer lower-cases
+    got, run = _forward_rows(model, tokenizer, probe_texts, batch_size=4)
+    assert run == 10  # 13 rows, 10 distinct token sequences
+    alone = _one_at_a_time(model, tokenizer, probe_texts)
+    for layer, expected in zip(got, alone):
+        for a, b in ((3, 10), (3, 11), (7, 12)):
+            assert torch.equal(layer[a], layer[b])
+        torch.testing.assert_close(layer, expected, rtol=0, atol=ATOL)
 
 
 def test_texts_repeated_in_later_windows_run_once_and_get_equal_rows(tiny, monkeypatch):
