@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 
 __all__ = ["INPUT_KEYS", "Prefixes", "TokenRows", "copies_prefixes", "copy_same_prefix_rows", "distinct_sequences",
-           "pad_rows", "refuse_empty_rows", "token_count_batches", "tokenize_texts"]
+           "first_of_equal", "pad_rows", "refuse_empty_rows", "token_count_batches", "tokenize_texts"]
 
 #: The tokenizer outputs a forward pass takes (others, such as offsets, are dropped).
 INPUT_KEYS = ("input_ids", "attention_mask", "token_type_ids")
@@ -49,6 +49,14 @@ class TokenRows:
                 for key, rows in lists.items()}
         return cls(flat, offsets)
 
+    @classmethod
+    def concatenate(cls, parts: Sequence[TokenRows]) -> TokenRows:
+        """The rows of ``parts``, one part after the other."""
+        if not parts:
+            return cls({}, np.zeros(1, dtype=np.int64))
+        offsets = np.concatenate([[0], *(np.diff(part.offsets) for part in parts)]).cumsum()
+        return cls({key: np.concatenate([part.values[key] for part in parts]) for key in parts[0].values}, offsets)
+
     def __len__(self) -> int:
         return self.offsets.size - 1
 
@@ -68,20 +76,11 @@ def tokenize_texts(tokenizer, texts: Sequence[str], *, max_length: int) -> Token
     The tokenizer gets ``_TOKENIZE_CHUNK`` texts a call (a fast tokenizer encodes each call's texts
     in parallel), special tokens added as the model does.
     """
-    parts: dict[str, list[np.ndarray]] = {}
-    lengths = []
+    chunks = []
     for start in range(0, len(texts), _TOKENIZE_CHUNK):
         encoded = tokenizer(list(texts[start:start + _TOKENIZE_CHUNK]), truncation=True, max_length=max_length)
-        counts = [len(ids) for ids in encoded["input_ids"]]
-        lengths += counts
-        keys = {key: encoded[key] for key in INPUT_KEYS if key in encoded}
-        _check_lengths(keys, counts)
-        for key, rows in keys.items():
-            parts.setdefault(key, []).append(
-                np.fromiter((t for ids in rows for t in ids), dtype=np.int64, count=sum(counts)))
-    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    return TokenRows({key: np.concatenate(chunks) for key, chunks in parts.items()}, offsets)
+        chunks.append(TokenRows.from_lists({key: encoded[key] for key in INPUT_KEYS if key in encoded}))
+    return TokenRows.concatenate(chunks)
 
 
 def refuse_empty_rows(tokens: TokenRows, texts: Sequence[str], *, name: str, caller: str, tokenizer_of: str) -> None:
@@ -116,12 +115,16 @@ def distinct_sequences(tokens: TokenRows) -> tuple[np.ndarray, np.ndarray]:
     batch's padded width, and a neighbour metric would see near-duplicates instead of duplicates.
     """
     n = len(tokens)
-    source = np.empty(n, dtype=np.intp)
-    first: dict[bytes, int] = {}
     keys = list(tokens.values)
-    for row in range(n):  # equal ids have equal lengths: the keys' bytes one after the other are unambiguous
-        source[row] = first.setdefault(b"".join(tokens.row(key, row).tobytes() for key in keys), row)
+    # equal ids have equal lengths: the keys' bytes one after the other are unambiguous
+    source = first_of_equal(b"".join(tokens.row(key, row).tobytes() for key in keys) for row in range(n))
     return np.flatnonzero(source == np.arange(n)), source
+
+
+def first_of_equal(keys) -> np.ndarray:
+    """For each of ``keys`` (hashable, in order), the index of the first key equal to it (intp)."""
+    first: dict = {}
+    return np.fromiter((first.setdefault(key, row) for row, key in enumerate(keys)), dtype=np.intp)
 
 
 class Prefixes:
@@ -166,9 +169,7 @@ def copy_same_prefix_rows(states: dict, prefixes: Sequence, *, network, tokenize
     """
     if not copies_prefixes(network, tokenizer):
         return 0
-    first: dict[tuple, int] = {}
-    source = np.fromiter((first.setdefault(key, row) for row, key in enumerate(prefixes)), dtype=np.intp,
-                         count=len(prefixes))
+    source = first_of_equal(prefixes)
     copies = np.flatnonzero(source != np.arange(len(prefixes)))
     for X in states.values():
         X[copies] = X[source[copies]]
