@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 # a hand-made WordPiece vocabulary: "unbelievable" -> un ##believ ##able, "cats" -> cat ##s
@@ -125,3 +126,22 @@ def make_tiny_gemma_gguf(path: Path, *, n_layers: int = 2, hidden_size: int = 16
     writer.write_tensors_to_file()
     writer.close()
     return path, state
+
+
+@contextlib.contextmanager
+def width_rounding(model_class):
+    """Within the block, ``model_class``'s hidden states move with the padded width of their batch (1e-6 per
+    position), as a real model's float32 results do; a tiny model's do not, so tests of what is copied between
+    batches could not fail without it."""
+    forward = model_class.forward
+
+    def shifted(self, *args, **kwargs):
+        output = forward(self, *args, **kwargs)
+        output.hidden_states = tuple(h + 1e-6 * h.shape[1] for h in output.hidden_states)
+        return output
+
+    model_class.forward = shifted
+    try:
+        yield
+    finally:
+        model_class.forward = forward

@@ -6,7 +6,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from _tiny_models import make_tiny_bert, make_tiny_gpt2
+from _tiny_models import make_tiny_bert, make_tiny_gpt2, width_rounding
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -283,18 +283,8 @@ def test_a_decoder_s_tokens_with_the_same_prefix_get_one_vector(tiny_gpt2, tiny_
     from transformers import GPT2Model
 
     lines = [["the", "cat", "sat"], ["x"] * 9, ["the", "cat", "ran", "far"], ["the", "dog"], ["a", "b", "c", "d", "e"]]
-    forward = GPT2Model.forward
-
-    def rounding_of_the_width(self, *args, **kwargs):  # a real model's float32 results move with the padded width
-        output = forward(self, *args, **kwargs)
-        output.hidden_states = tuple(h + 1e-6 * h.shape[1] for h in output.hidden_states)
-        return output
-
-    GPT2Model.forward = rounding_of_the_width
-    try:
+    with width_rounding(GPT2Model):
         gpt = _extract(tiny_gpt2, lines, batch_size=2, layers="0,2")
-    finally:
-        GPT2Model.forward = forward
     rows = {tuple(p): r for r, p in enumerate(gpt.positions.tolist())}
     same = [(rows[(0, 0)], rows[(2, 0)]), (rows[(0, 0)], rows[(3, 0)]), (rows[(0, 1)], rows[(2, 1)])]
     for layer in gpt.layers:

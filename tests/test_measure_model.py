@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 import pytest
-from _tiny_models import make_tiny_bert, make_tiny_gemma_gguf
+from _tiny_models import make_tiny_bert, make_tiny_gemma_gguf, width_rounding
 from click.testing import CliRunner
 
 from isotropy.cli import cli
@@ -372,19 +372,9 @@ def test_token_level_gives_a_decoder_s_tokens_with_the_same_prefix_one_vector(fi
     from isotropy.models.loading import load_transformer
 
     tokenizer, network, _ = load_transformer(str(files / "gemma.gguf"), device="cpu")
-    forward = type(network).forward
-
-    def rounding_of_the_width(self, *args, **kwargs):  # a real model's float32 results move with the padded width
-        output = forward(self, *args, **kwargs)
-        output.hidden_states = tuple(h + 1e-6 * h.shape[1] for h in output.hidden_states)
-        return output
-
-    type(network).forward = rounding_of_the_width
-    try:
+    with width_rounding(type(network)):
         out, owner, _, _, _ = token_hidden_states(TEXTS, tokenizer, network, [1, 2], batch_size=3, max_length=32,
                                                   keep_special=True, sample_size=None, rng=None)
-    finally:
-        type(network).forward = forward
     encoded = tokenizer(TEXTS, truncation=True, max_length=32)["input_ids"]
     position = np.concatenate([np.arange(len(ids)) for ids in encoded])
     groups = {}
