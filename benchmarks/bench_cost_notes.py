@@ -42,15 +42,17 @@ from isotropy.metrics.silhouette import silhouette_score
 _CLUSTERS = 10
 
 
-def _cases(compiled: bool):
-    """``(label, estimate name, jit, call(X, labels))`` for each note ``measure`` prints."""
-    cases = [("silhouette_score", "silhouette_score", None, lambda X, y: silhouette_score(X, y)),
-             ("dunn_index", "dunn_index", None, lambda X, y: dunn_index(X, y)),
-             ("uniformity", "uniformity", None, lambda X, y: uniformity(X))]
+def _cases(compiled: bool, ks, neighbours_only: bool):
+    """``(label, estimate name, jit, k, call(X, labels))`` for each note ``measure`` prints (``k``: the search's neighbours)."""
+    cases = [] if neighbours_only else [
+        ("silhouette_score", "silhouette_score", None, None, lambda X, y: silhouette_score(X, y)),
+        ("dunn_index", "dunn_index", None, None, lambda X, y: dunn_index(X, y)),
+        ("uniformity", "uniformity", None, None, lambda X, y: uniformity(X))]
     for jit in ("0", "1") if compiled else ("0",):
         loop = "compiled" if jit == "1" else "numpy"
-        cases += [(f"twonn_dimension ({loop})", "twonn_dimension", jit, lambda X, y: twonn_dimension(X)),
-                  (f"twonn + mle search ({loop})", "mle_dimension", jit, lambda X, y: neighbour_dimensions(X))]
+        cases.append((f"twonn_dimension ({loop})", "twonn_dimension", jit, 2, lambda X, y: twonn_dimension(X)))
+        cases += [(f"twonn + mle search, k = {k} ({loop})", "mle_dimension", jit, k,
+                   lambda X, y, k=k: neighbour_dimensions(X, n_neighbors=k)) for k in ks]
     return cases
 
 
@@ -59,10 +61,10 @@ def _loops(jit):
     return contextlib.nullcontext() if jit is None else isotropy_jit(jit)
 
 
-def _size(name, d, seconds, jit):
-    """The ``n`` at which the estimate for ``name`` is ``seconds`` (rounded to a thousand)."""
+def _size(name, d, seconds, jit, k):
+    """The ``n`` at which the estimate for ``name`` (``k`` neighbours) is ``seconds`` (rounded to a thousand)."""
     with _loops(jit):
-        per_pair = cost.estimate_seconds(name, 1000, d) / 1000**2
+        per_pair = cost.estimate_seconds(name, 1000, d, n_neighbors=k) / 1000**2
     return max(1000, int(round(math.sqrt(seconds / per_pair), -3)))
 
 
@@ -71,6 +73,8 @@ def main(argv=None):
     parser.add_argument("--dims", default="384,50,128", help="comma-separated n_features")
     parser.add_argument("--seconds", type=float, default=15.0, help="the estimate each run is sized for")
     parser.add_argument("--fit", action="store_true", help="also solve (α, β) per metric from the measured times")
+    parser.add_argument("--n-neighbors", default="20", help="comma-separated k of the shared TwoNN + MLE search")
+    parser.add_argument("--neighbours-only", action="store_true", help="only the neighbour searches")
     args = parser.parse_args(argv)
     dims = [int(v) for v in args.dims.split(",")]
     if args.fit and len(set(dims)) < 2:
@@ -85,17 +89,18 @@ def main(argv=None):
     print("| metric | d | n | estimate (s) | measured (s) | estimate / measured (goal 0.67-1.5) |", flush=True)
     print("|---|---|---|---|---|---|", flush=True)
     measured = {}
-    for label, name, jit, call in _cases(compiled):
+    ks = [int(v) for v in args.n_neighbors.split(",")]
+    for label, name, jit, k, call in _cases(compiled, ks, args.neighbours_only):
         for d in dims:
-            n = _size(name, d, args.seconds, jit)
+            n = _size(name, d, args.seconds, jit, k)
             X = low_rank_data(n, d)
             labels = np.random.default_rng(1).integers(0, _CLUSTERS, n)
             with _loops(jit):
-                estimate = cost.estimate_seconds(name, n, d)
+                estimate = cost.estimate_seconds(name, n, d, n_neighbors=k)
                 start = time.perf_counter()
                 call(X, labels)
                 seconds = time.perf_counter() - start
-            measured.setdefault(name, []).append((n, d, jit, seconds))
+            measured.setdefault(name, []).append((n, d, jit, k, seconds))
             print(f"| {label} | {d} | {n:,} | {estimate:.1f} | {seconds:.1f} | {estimate / seconds:.2f} |", flush=True)
             del X
     if args.fit:
@@ -104,9 +109,9 @@ def main(argv=None):
         print("\n(α, β) of t = n²·(α·d/F + β/E), least squares of the relative errors over the dims, with this "
               "run's F and E (the neighbour search: one α, β per loop):", flush=True)
         for name, rows in measured.items():
-            loops = sorted({jit for _, _, jit, _ in rows}, key=str)
+            loops = sorted({jit for _, _, jit, _, _ in rows}, key=str)
             A = np.zeros((len(rows), 1 + len(loops)))
-            for r, (n, d, jit, seconds) in enumerate(rows):
+            for r, (n, d, jit, _, seconds) in enumerate(rows):
                 A[r, 0] = n * n * d / flops / seconds
                 A[r, 1 + loops.index(jit)] = n * n / elements / seconds
             theta, _ = nnls(A, np.ones(len(rows)))

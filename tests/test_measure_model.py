@@ -409,3 +409,46 @@ def test_plot_joins_adjacent_layers_only_and_gives_the_output_row_its_own_tick(t
     assert labels == ["0", "6", "7", "output"]
     star = next(line for line in panel.lines if line.get_label() == "model output")
     assert star.get_xdata()[0] == panel.get_xticks()[-1] and star.get_xdata()[0] not in (0, 6, 7)
+
+
+def test_n_neighbors_sets_the_mle_of_every_layer(files, tmp_path):
+    """``--n-neighbors`` is k of each layer's MLE (the reference: mle_dimension on the manually pooled states)."""
+    from isotropy import mle_dimension, twonn_dimension
+
+    out = tmp_path / "k.json"
+    result = invoke("--model", files / "bert", "--texts", files / "texts.txt", "--metrics",
+                    "twonn_dimension,mle_dimension", "--n-neighbors", 3, "--device", "cpu", "--json", out)
+    assert result.exit_code == 0, result.output
+    record = json.loads(out.read_text())
+    assert record["n_neighbors"] == 3 and record["errors"] == {}
+    states = _bert_states(files / "bert")
+    for row in record["rows"]:
+        X = np.stack([s[row["layer"]].mean(0) for s in states]).astype(np.float64)
+        assert row["mle_dimension"] == pytest.approx(mle_dimension(X, n_neighbors=3), rel=1e-3)
+        assert row["twonn_dimension"] == pytest.approx(twonn_dimension(X), rel=1e-3)
+        assert abs(mle_dimension(X, n_neighbors=3) - mle_dimension(X, n_neighbors=5)) > 1e-3  # k matters here
+
+
+def test_a_metric_failing_at_every_layer_is_an_error_with_exit_2(files, tmp_path):
+    """As on an embeddings file: the metric's error in one line naming the option, the others measured, exit 2."""
+    out = tmp_path / "f.json"
+    result = invoke("--model", files / "bert", "--texts", files / "texts.txt", "--metrics",
+                    "twonn_dimension,mle_dimension", "--device", "cpu", "--json", out)  # k = 20 > 8 texts - 1
+    assert result.exit_code == 2, result.output
+    assert ("Error: mle_dimension (every layer): --n-neighbors must be an int in the range [2, 7]. Got 20 instead."
+            in result.output)
+    assert "Error: 1 of 2 metrics failed (mle_dimension); the others are above and in the JSON." in result.output
+    assert "Warning:" not in result.output  # said once, as the error, not also per layer
+    record = json.loads(out.read_text())
+    assert list(record["errors"]) == ["mle_dimension"]
+    assert all(r["mle_dimension"] is None and r["twonn_dimension"] > 0 for r in record["rows"])
+
+
+def test_measure_layers_returns_and_warns_a_metric_that_failed_at_every_layer(files):
+    from isotropy.measure.from_model import MetricFailedWarning
+
+    with pytest.warns(MetricFailedWarning, match="mle_dimension failed at every layer: The 'n_neighbors' parameter"):
+        result = measure_layers(TEXTS, model=str(files / "bert"), metrics=["mle_dimension"], device="cpu")
+    assert list(result["errors"]) == ["mle_dimension"]
+    with pytest.raises(ValueError, match="The 'n_neighbors' parameter of measure_layers must be"):
+        measure_layers(TEXTS, model=str(files / "bert"), metrics=["mle_dimension"], device="cpu", n_neighbors=1)

@@ -22,6 +22,8 @@ import time
 
 import numpy as np
 
+from isotropy._kernels.dimension import DEFAULT_MLE_NEIGHBOURS
+
 __all__ = ["estimate_seconds", "format_duration", "machine_speed"]
 
 # (α, β) from ``benchmarks/bench_cost_notes.py --fit`` (float32 data near a 10-dimensional subspace, 10 clusters,
@@ -35,7 +37,7 @@ _PAIR_COST = {"silhouette_score": (0.83, 0.735), "dunn_index": (2.95, 9.38), "un
 # (α), a cheaper selection (β).
 _PAIR_COST_COMPILED = {"twonn_dimension": (0.862, 0.458), "mle_dimension": (0.81, 0.56)}
 # The neighbours each searches for (the search TwoNN and MLE share in a table is MLE's).
-_NEIGHBOURS = {"twonn_dimension": 2, "mle_dimension": 20}
+_NEIGHBOURS = {"twonn_dimension": 2, "mle_dimension": DEFAULT_MLE_NEIGHBOURS}
 
 
 @functools.lru_cache(maxsize=1)
@@ -58,8 +60,12 @@ def machine_speed() -> tuple[float, float]:
     return flops, elements
 
 
-def estimate_seconds(name: str, n_samples: int, n_features: int) -> float:
-    """Expected seconds of the O(n²) metric ``name`` (a key of ``_PAIR_COST``) on ``n_samples`` x ``n_features`` data here."""
+def estimate_seconds(name: str, n_samples: int, n_features: int, *, n_neighbors: int | None = None) -> float:
+    """Expected seconds of the O(n²) metric ``name`` (a key of ``_PAIR_COST``) on ``n_samples`` x ``n_features`` data here.
+
+    ``n_neighbors``: the neighbours the search of ``twonn_dimension`` or ``mle_dimension`` takes (default: the
+    metric's own, ``_NEIGHBOURS``); ignored by the other metrics.
+    """
     flops, elements = machine_speed()
     pairs = float(n_samples) * float(n_samples)
     alpha, beta = _PAIR_COST[name]
@@ -68,7 +74,7 @@ def estimate_seconds(name: str, n_samples: int, n_features: int) -> float:
         from isotropy._utils.validation import IsotropyValueError
 
         try:
-            compiled = uses_compiled_kernels(n_samples, n_features, _NEIGHBOURS[name])
+            compiled = uses_compiled_kernels(n_samples, n_features, n_neighbors or _NEIGHBOURS[name])
         except IsotropyValueError:  # a bad ISOTROPY_JIT: the search itself says so; the note is not the place
             compiled = False
         if compiled:

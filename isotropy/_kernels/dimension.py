@@ -15,6 +15,10 @@ import numpy as np
 
 from isotropy._utils.validation import IsotropyValueError
 
+#: ``k`` of the MLE when none is given (``mle_dimension``, ``neighbour_dimensions``, :class:`~isotropy.MLE`, the
+#: dask estimator, ``isotropy measure --n-neighbors``): scikit-dimension's default.
+DEFAULT_MLE_NEIGHBOURS = 20
+
 _AVERAGING = ("mean", "harmonic", "median")
 
 

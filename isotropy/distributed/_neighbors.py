@@ -16,6 +16,7 @@ import warnings
 
 import numpy as np
 
+from isotropy._kernels.dimension import DEFAULT_MLE_NEIGHBOURS
 from isotropy.distributed._duplicates import distinct_rows
 from isotropy.distributed._graph import (
     NEIGHBOUR_TILE_ROWS,
@@ -213,7 +214,7 @@ def local_mle_dimension(X, *, n_neighbors=100, metric="euclidean", chunk_size=No
     return local if distinct is None else local[distinct.inverse]  # a duplicate row gets its point's estimate
 
 
-def mle_dimension(X, *, n_neighbors=20, metric="euclidean", averaging="mean", chunk_size=None):
+def mle_dimension(X, *, n_neighbors=DEFAULT_MLE_NEIGHBOURS, metric="euclidean", averaging="mean", chunk_size=None):
     """:func:`isotropy.mle_dimension` of a dask array (see there)."""
     from isotropy._kernels.dimension import _AVERAGING, _pool
     from isotropy._utils.validation import check_option

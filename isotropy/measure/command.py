@@ -14,6 +14,7 @@ from pathlib import Path
 
 import click
 
+from isotropy._kernels.dimension import DEFAULT_MLE_NEIGHBOURS
 from isotropy.measure._completion import complete_embeddings, complete_metrics
 from isotropy.measure.from_model import model_options, run_cli
 from isotropy.measure.report import CLUSTER, LABEL_FREE, METRICS, QUADRATIC, InputError, _guard, _load_input, report
@@ -87,11 +88,32 @@ def _parse_sample_size(ctx, param, value):
     return size
 
 
+def _parse_n_neighbors(ctx, param, value):
+    """``--n-neighbors``: an int >= 2, refused in one line (exit 2), not with a usage block."""
+    if value is None:
+        return None
+    try:
+        k = int(value)
+    except ValueError:
+        k = None
+    if k is None or k < 2:
+        raise InputError(f"--n-neighbors {value!r}: expected an integer number of neighbours of at least 2 "
+                         f"(k of mle_dimension).")
+    return k
+
+
 def _given(names) -> list[str]:
     """The options among the parameters ``names`` of the running command that the command line set, as spelled there."""
     context = click.get_current_context()
     return [next(opt for opt in param.opts if opt.startswith("--")) for param in context.command.params
             if param.name in names and context.get_parameter_source(param.name) == click.core.ParameterSource.COMMANDLINE]
+
+
+def _check_n_neighbors(n_neighbors, metric_names) -> None:
+    """Refuse ``--n-neighbors`` when no metric it sets is measured: it would be ignored without a word."""
+    if n_neighbors is not None and metric_names is not None and "mle_dimension" not in metric_names:
+        raise click.UsageError(f"--n-neighbors sets k of mle_dimension, which --metrics {','.join(metric_names)} "
+                               f"leaves out; add mle_dimension or leave --n-neighbors out.")
 
 
 @click.command(name="measure")
@@ -122,6 +144,9 @@ def _given(names) -> list[str]:
               show_default=True, help="Distance for the metrics that take one (silhouette, mle_dimension, ...). "
                                       "cosine is 1 - cos: TwoNN and MLE then read about half the dimension of the "
                                       "normalised rows.")
+@click.option("--n-neighbors", callback=_parse_n_neighbors, default=None, metavar="K",
+              help=f"Neighbours per point of mle_dimension (Levina & Bickel's k; default {DEFAULT_MLE_NEIGHBOURS}, "
+                   f"as scikit-dimension). TwoNN reads the first two of the same search.")
 @click.option("--key", default=None, metavar="K",
               help="Array to read from a container holding several (.npz member, .pt dict key, "
                    ".safetensors tensor, .parquet column).")
@@ -138,7 +163,7 @@ def _given(names) -> list[str]:
                    "isotropy.memory-limit, else 'auto' (the machine's memory divided among the workers).")
 @model_options
 def command(embeddings, labels_path, metric_names, shrinkage_sample, json_path, sample_size, random_state, distance,
-            key, progress, scheduler, workers, memory_limit, **model_kwargs):
+            n_neighbors, key, progress, scheduler, workers, memory_limit, **model_kwargs):
     """Measure the geometry of the embeddings in EMBEDDINGS.
 
     EMBEDDINGS is a .npy, .npz, .pt/.pth, .safetensors, .csv/.tsv or .parquet file of shape
@@ -179,12 +204,14 @@ def command(embeddings, labels_path, metric_names, shrinkage_sample, json_path, 
         if scheduler is not None or workers is not None or memory_limit is not None:
             raise click.UsageError("--scheduler, --workers and --memory-limit measure EMBEDDINGS files; "
                                    "they do not apply to --model.")
+        _check_n_neighbors(n_neighbors, metric_names)
         return run_cli(**model_kwargs, labels_path=labels_path, metric_names=metric_names, json_path=json_path,
                        sample_size=sample_size, random_state=random_state, progress=progress,
-                       shrinkage_sample=shrinkage_sample)
+                       shrinkage_sample=shrinkage_sample, n_neighbors=n_neighbors)
     default_table = metric_names is None
     if default_table:
         metric_names = default_metric_names(labels=labels_path is not None, shrinkage=shrinkage_sample is not None)
+    _check_n_neighbors(n_neighbors, metric_names)
     needing_labels = [name for name in metric_names if METRICS[name].needs_labels]
     if needing_labels and labels_path is None:
         raise click.UsageError(f"metric {needing_labels[0]!r} needs --labels FILE (one label per row of EMBEDDINGS).")
@@ -207,12 +234,12 @@ def command(embeddings, labels_path, metric_names, shrinkage_sample, json_path, 
         return run(embeddings, labels_path=labels_path, metric_names=metric_names, needing_labels=needing_labels,
                    json_path=json_path, sample_size=sample_size, random_state=random_state, distance=distance,
                    key=key, progress=progress, scheduler=scheduler, workers=workers, memory_limit=memory_limit,
-                   shrinkage_sample=shrinkage_sample, default_table=default_table)
+                   shrinkage_sample=shrinkage_sample, default_table=default_table, n_neighbors=n_neighbors)
 
     data = _load_input(embeddings, labels_path, key=key, sample_size=sample_size, random_state=random_state,
                        needing_labels=needing_labels, shrinkage_sample=shrinkage_sample)
     report(data, embeddings, metric_names=metric_names, json_path=json_path, key=key, labels_path=labels_path,
            sample_size=sample_size, random_state=random_state, distance=distance, progress=progress,
-           shrinkage_sample=shrinkage_sample, default_table=default_table)
+           shrinkage_sample=shrinkage_sample, default_table=default_table, n_neighbors=n_neighbors)
 
 

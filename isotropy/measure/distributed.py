@@ -69,7 +69,8 @@ def _lazy_embeddings(embeddings, key):
 
 
 def run(embeddings, *, labels_path, metric_names, needing_labels, json_path, sample_size, random_state, distance,
-        key, progress, scheduler, workers, memory_limit=None, shrinkage_sample=None, default_table=False):
+        key, progress, scheduler, workers, memory_limit=None, shrinkage_sample=None, default_table=False,
+        n_neighbors=None):
     """The body of ``isotropy measure`` for sharded input or a dask cluster."""
 
     from isotropy.distributed import show_progress
@@ -94,6 +95,7 @@ def run(embeddings, *, labels_path, metric_names, needing_labels, json_path, sam
             report(data, embeddings, metric_names=metric_names, json_path=json_path, key=key,
                    labels_path=labels_path, sample_size=sample_size, random_state=random_state, distance=distance,
                    progress=False, header_extra=f"; dask: {where_run['scheduler']}, {_chunks(len(data.X.chunks[0]))}",
-                   record_extra=record_extra, shrinkage_sample=shrinkage_sample, default_table=default_table)
+                   record_extra=record_extra, shrinkage_sample=shrinkage_sample, default_table=default_table,
+                   n_neighbors=n_neighbors)
     except OSError as exc:  # no scheduler at that address, ports refused
         raise InputError(f"--scheduler {scheduler!r}: cannot connect ({' '.join(str(exc).split())}).") from None

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import click
 
-__all__ = ["DEFAULT_LAYER_METRICS", "LEVELS", "format_table", "measure_layers", "model_options", "plot_layers", "read_texts",
+__all__ = ["DEFAULT_LAYER_METRICS", "LEVELS", "MetricFailedWarning", "format_table", "measure_layers", "model_options", "plot_layers", "read_texts",
            "run_cli", "token_hidden_states"]
 
 LEVELS = ("sentence", "token")
@@ -186,10 +186,14 @@ def token_hidden_states(texts, tokenizer, network, layers, *, batch_size, max_le
     return out, positions[:, 0], n_total, row_tokens, special_norms
 
 
+class MetricFailedWarning(UserWarning):
+    """A metric of :func:`measure_layers` failed at every layer (``result["errors"]``): it was not measured."""
+
+
 def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", pooling: str = "mean",
                    labels=None, metrics=None, device=None, batch_size: int = 32, max_length: int = 128,
                    keep_special: bool = False, sample_size: int | None = None, random_state: int = 0,
-                   progress: bool = False, shrinkage_sample=None) -> dict:
+                   progress: bool = False, shrinkage_sample=None, n_neighbors: int | None = None) -> dict:
     """Geometry of every selected hidden layer of ``model`` on ``texts``: one record per layer.
 
     Parameters
@@ -229,6 +233,9 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
         token level: the measured tokens), or of the rows of these texts, embedded by the model at
         the same level and pooling. Without it ``isoscore_star`` is left out of the default
         metrics, and asking for it warns (Σ_S = I tracks vector norms).
+    n_neighbors : int or None
+        ``k`` of ``mle_dimension`` at every layer (``None``: its default, 20); TwoNN reads the first two
+        neighbours of the same search.
 
     Returns
     -------
@@ -239,8 +246,9 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
         :func:`isotropy.metrics.norms.token_norms` on the measured tokens: ``max_over_median``,
         ``median_norm``, the ``top`` 5 token strings by norm over the median and, in ``special``, the
         special tokens ([CLS], [SEP], ``<bos>``) of the texts that went through the model, listed apart
-        whether or not ``keep_special``), ``n_layers``, ``n_features``, ``n_texts``, ``n_rows_total``
-        and the options used.
+        whether or not ``keep_special``), ``n_layers``, ``n_features``, ``n_texts``, ``n_rows_total``,
+        ``errors`` (``{metric: message}`` for a metric that failed at every layer: not measured at all, as
+        a metric that fails on an embeddings file) and the options used.
 
     Notes
     -----
@@ -274,6 +282,7 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
     check_scalar(batch_size, "batch_size", caller=_CALLER, kind=int, low=1)
     check_scalar(max_length, "max_length", caller=_CALLER, kind=int, low=2)
     check_scalar(sample_size, "sample_size", caller=_CALLER, kind=int, low=2, allow_none=True)
+    check_scalar(n_neighbors, "n_neighbors", caller=_CALLER, kind=int, low=2, allow_none=True)
     from isotropy._utils.device import resolve_device
 
     device = resolve_device(device, caller=_CALLER)  # "auto"/None -> cuda or cpu: one device for every step below
@@ -377,11 +386,12 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
             shrink["output"] = CovarianceAccumulator().update(np.asarray(drawn, dtype=np.float64)).covariance()
         del encoder
     del network
+    from isotropy._kernels.dimension import DEFAULT_MLE_NEIGHBOURS
     from isotropy._kernels.rows import shared_statistics
     from isotropy.measure.report import _ONE_PASS, _one_neighbour_pass
 
     one_pass = _ONE_PASS <= set(metrics)  # TwoNN and MLE both asked for: one neighbour search per layer
-    rows, notes, seen = [], [], {}
+    rows, notes, seen, failed = [], [], {}, {}
     for layer in [*layers, *(["output"] if output_modules else [])]:
         X = np.asarray(states[layer], dtype=np.float64)
         # the metrics read the states as computed (float32 from a float32 model): each metric gives the
@@ -403,7 +413,9 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
             for name in metrics:
                 fn, labelled, kwargs = METRICS[name].function, METRICS[name].needs_labels, {}
                 if one_pass and name in _ONE_PASS:
-                    fn = functools.partial(_one_neighbour_pass, search, name, metric="euclidean")
+                    fn = functools.partial(_one_neighbour_pass, search, name, metric="euclidean", n_neighbors=n_neighbors)
+                elif name == "mle_dimension" and n_neighbors is not None:
+                    kwargs = {"n_neighbors": n_neighbors}
                 if name == "silhouette_score":
                     kwargs = {"sample_size": 5000 if X.shape[0] > 5000 else None, "random_state": random_state}
                 if name == "isoscore_star" and layer in shrink:
@@ -416,6 +428,7 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
                 except ValueError as exc:  # e.g. identical vectors at this layer: undefined here, said so, not fatal
                     record[name] = float("nan")
                     caught = [exc]
+                    failed.setdefault(name, {})[layer] = " ".join(str(exc).split()).removeprefix(f"{name}: ")
                 for message in dict.fromkeys(" ".join(str(getattr(w, "message", w)).split())
                                              .removeprefix(f"{name}: ") for w in caught):
                     seen.setdefault((name, message), []).append(layer)  # one warning for every layer giving it
@@ -428,7 +441,15 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
         from isotropy.metrics.table import ISOSCORE_STAR_WARNING
 
         notes.append(f"every layer: isoscore_star: {ISOSCORE_STAR_WARNING} (shrinkage_sample=).")
+    measured = [row["layer"] for row in rows]
+    # a metric that failed at every layer was not measured at all: an error, as on an embeddings file
+    errors = {name: next(iter(dict.fromkeys(by_layer.values()))) for name, by_layer in failed.items()
+              if list(by_layer) == measured}
+    for name, message in errors.items():  # run_cli says it as the metric's error, with the option's name
+        warnings.warn(f"{_CALLER}: {name} failed at every layer: {message}", MetricFailedWarning, stacklevel=2)
     for (name, message), where in seen.items():
+        if name in errors and message == errors[name] and where == measured:
+            continue  # said once above, not as a warning of every layer
         named = f"layer {where[0]}" if len(where) == 1 else f"layers {', '.join(map(str, where))}"
         notes.append(f"{named}: {name}: {message}")
         print(f"Warning: {named}: {name}: {message}", file=sys.stderr, flush=True)
@@ -437,6 +458,8 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
             "n_layers": n_layers, "n_features": int(states[layers[0]].shape[1]), "n_texts": len(texts),
             "n_rows_total": int(n_total), "metrics": list(metrics), "max_length": max_length,
             "sample_size": sample_size, "random_state": random_state, "rows": rows, "warnings": notes,
+            "errors": errors,
+            "n_neighbors": (n_neighbors or DEFAULT_MLE_NEIGHBOURS) if "mle_dimension" in metrics else None,
             "shrinkage_sample": (shrinkage_sample if shrinkage_sample is None or isinstance(shrinkage_sample, int)
                                  else f"{len(shrinkage_sample)} texts"),
             "isoscore_star_left_out": default_metrics and shrinkage_sample is None,
@@ -729,29 +752,9 @@ def model_options(function):
     return function
 
 
-# the functions behind ``measure --model`` whose parameters are the command's options: their errors name the option
-_BEHIND_THE_COMMAND = ("measure_layers", "load_transformer", "encode_pooled", "select_layers", "check_layers",
-                       "check_pooling")
-_OPTION_OF = {"layers": "--layers", "level": "--level", "pooling": "--pooling", "device": "--device",
-              "batch_size": "--batch-size", "max_length": "--max-length", "sample_size": "--sample-size",
-              "texts": "--texts", "labels": "--labels", "shrinkage_sample": "--shrinkage-sample",
-              "metrics": "--metrics"}
-
-
-def _option_names(message: str) -> str:
-    """``The 'layers' parameter of measure_layers ...`` -> ``--layers ...``: a command's error names its option."""
-    import re
-
-    def option(match):
-        return _OPTION_OF.get(match.group(1), match.group(0))
-
-    callers = "|".join(_BEHIND_THE_COMMAND)
-    return re.sub(rf"The '(\w+)' parameter of (?:{callers})\b", option, message)
-
-
 def run_cli(*, model, texts_path, text_column, layers, level, pooling, keep_special, plot_path, device, batch_size,
             max_length, labels_path=None, metric_names=None, json_path=None, sample_size=None, random_state=0,
-            progress=None, shrinkage_sample=None) -> None:
+            progress=None, shrinkage_sample=None, n_neighbors=None) -> None:
     """``isotropy measure --model``: measure, print the table, write --json and --plot."""
     if texts_path is None:
         raise click.UsageError("--model needs --texts FILE (one text a line, or a CSV/TSV/JSON-lines column).")
@@ -778,14 +781,19 @@ def run_cli(*, model, texts_path, text_column, layers, level, pooling, keep_spec
             result = measure_layers(texts, model=model, layers=layers, level=level, pooling=pooling, labels=labels,
                                     metrics=metric_names, device=device, batch_size=batch_size,
                                     max_length=max_length, keep_special=keep_special, sample_size=sample_size,
-                                    random_state=random_state, progress=show, shrinkage_sample=shrink)
+                                    random_state=random_state, progress=show, shrinkage_sample=shrink,
+                                    n_neighbors=n_neighbors)
         for w in caught:
+            if issubclass(w.category, MetricFailedWarning):
+                continue  # in result["errors"]: said below as the metric's error, with the option's name
             if ISOSCORE_STAR_WARNING in str(w.message):
                 click.echo(f"Warning: {ISOSCORE_STAR_WARNING} (--shrinkage-sample).", err=True)
             else:
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     except (ValueError, TypeError, OSError, ImportError) as exc:
-        raise _InputError(_option_names(" ".join(str(exc).split()))) from None
+        from isotropy.measure.report import option_names
+
+        raise _InputError(option_names(" ".join(str(exc).split()))) from None
     if result["isoscore_star_left_out"]:
         from isotropy.metrics.table import ISOSCORE_STAR_NOTE
 
@@ -813,3 +821,12 @@ def run_cli(*, model, texts_path, text_column, layers, level, pooling, keep_spec
         write_json_output(json_path, record)
     if plot_path is not None:
         click.echo(str(plot_layers(result, plot_path)), err=to_err)
+    if result["errors"]:  # as on an embeddings file: each failed metric in one line, then exit status 2
+        from isotropy.measure.report import option_names
+
+        for name, message in result["errors"].items():
+            click.echo(f"Error: {name} (every layer): {option_names(message)}", err=True)
+        failed = ", ".join(result["errors"])
+        click.echo(f"Error: {len(result['errors'])} of {len(result['metrics'])} metrics failed ({failed}); the others "
+                   f"are above{' and in the JSON' if json_path is not None else ''}.", err=True)
+        sys.exit(2)

@@ -49,13 +49,14 @@ _COST_NOTE_SECONDS = 10.0  # estimates below this are not worth a note
 
 
 def report(data, embeddings, *, metric_names, json_path, key, labels_path, sample_size, random_state, distance,
-           progress, header_extra="", record_extra=None, shrinkage_sample=None, default_table=False):
+           progress, header_extra="", record_extra=None, shrinkage_sample=None, default_table=False, n_neighbors=None):
     """Measure ``data`` metric by metric: print each line as it finishes, write the JSON, set the exit status.
 
     Shared by the in-memory path and the dask path (:mod:`isotropy.measure.distributed`), which
     passes a dask array as ``data.X``, its cluster description in ``header_extra`` and the
     scheduler, workers, memory_limit and chunking in ``record_extra``. ``default_table``: no
-    ``--metrics`` was given (the note on a left-out IsoScore* is then printed).
+    ``--metrics`` was given (the note on a left-out IsoScore* is then printed). ``n_neighbors``: ``k`` of
+    ``mle_dimension`` (``--n-neighbors``; ``None``: its default).
     """
     to_stdout = json_path == "-"
     echo = _Echo(err=to_stdout)  # with --json -, stdout carries the JSON alone
@@ -74,7 +75,7 @@ def report(data, embeddings, *, metric_names, json_path, key, labels_path, sampl
     results = _Results()
     try:
         for name, outcome in _measure(metric_names, data, distance=distance, random_state=random_state,
-                                      progress=progress):
+                                      progress=progress, n_neighbors=n_neighbors):
             results.add(name, outcome)
             echo(rows.row(name, outcome))
     except KeyboardInterrupt:
@@ -87,7 +88,7 @@ def report(data, embeddings, *, metric_names, json_path, key, labels_path, sampl
     if json_path is not None:
         record = _record(data, embeddings, key=key, labels_path=labels_path, sample_size=sample_size,
                          random_state=random_state, distance=distance, results=results, metric_names=metric_names,
-                         shrinkage_sample=shrinkage_sample)
+                         shrinkage_sample=shrinkage_sample, n_neighbors=n_neighbors)
         record.update(record_extra or {})
         from isotropy.measure._json_output import write_json_output
 
@@ -229,7 +230,7 @@ def prepare_input(X, row_names, embeddings, labels_path, *, key, sample_size, ra
 
 
 def _record(data, embeddings, *, key, labels_path, sample_size, random_state, distance, results, metric_names,
-            shrinkage_sample=None):
+            shrinkage_sample=None, n_neighbors=None):
     from isotropy._utils.versions import package_versions
 
     return {
@@ -243,6 +244,7 @@ def _record(data, embeddings, *, key, labels_path, sample_size, random_state, di
         "sample_size": sample_size,
         "random_state": random_state,
         "metric": distance,
+        "n_neighbors": _mle_neighbours(n_neighbors) if "mle_dimension" in metric_names else None,
         "shrinkage_sample": shrinkage_sample if shrinkage_sample is None or isinstance(shrinkage_sample, int) else str(shrinkage_sample),
         "values": {name: _json_float(results.values[name]) for name in metric_names if name in results.values},
         "seconds": {name: round(results.seconds[name], 6) for name in metric_names if name in results.seconds},
@@ -252,6 +254,27 @@ def _record(data, embeddings, *, key, labels_path, sample_size, random_state, di
         "scheduler": None, "workers": None, "memory_limit": None, "chunking": None,  # in memory (dask runs: isotropy.distributed)
         "versions": package_versions(),
     }
+
+
+# the functions behind ``measure`` (and ``measure --model``) whose parameters are the command's options: their
+# errors name the option
+_BEHIND_THE_COMMAND = ("measure_layers", "load_transformer", "encode_pooled", "select_layers", "check_layers",
+                       "check_pooling", "mle_dimension", "neighbour_dimensions")
+_OPTION_OF = {"layers": "--layers", "level": "--level", "pooling": "--pooling", "device": "--device",
+              "batch_size": "--batch-size", "max_length": "--max-length", "sample_size": "--sample-size",
+              "texts": "--texts", "labels": "--labels", "shrinkage_sample": "--shrinkage-sample",
+              "metrics": "--metrics", "n_neighbors": "--n-neighbors"}
+
+
+def option_names(message: str) -> str:
+    """``The 'layers' parameter of measure_layers ...`` -> ``--layers ...``: a command's error names its option."""
+    import re
+
+    def option(match):
+        return _OPTION_OF.get(match.group(1), match.group(0))
+
+    callers = "|".join(_BEHIND_THE_COMMAND)
+    return re.sub(rf"The '(\w+)' parameter of (?:{callers})\b", option, message)
 
 
 def _guard(function, *args, **kwargs):
@@ -283,7 +306,7 @@ class _Outcome:
         self.value, self.seconds, self.notes, self.error, self.error_kind = value, seconds, list(notes), error, error_kind
 
 
-def _measure(metric_names, data, *, distance, random_state, progress):
+def _measure(metric_names, data, *, distance, random_state, progress, n_neighbors=None):
     """Yield ``(name, _Outcome)`` for each metric as soon as it is computed; a failure does not stop the rest.
 
     The covariance metrics read ``X``'s float64 statistics from one pass (:mod:`isotropy._kernels.rows`),
@@ -292,10 +315,18 @@ def _measure(metric_names, data, *, distance, random_state, progress):
     from isotropy._kernels.rows import shared_statistics
 
     with shared_statistics(data.X, metric_names):
-        yield from _measure_each(metric_names, data, distance=distance, random_state=random_state, progress=progress)
+        yield from _measure_each(metric_names, data, distance=distance, random_state=random_state, progress=progress,
+                                 n_neighbors=n_neighbors)
 
 
-def _measure_each(metric_names, data, *, distance, random_state, progress):
+def _mle_neighbours(n_neighbors) -> int:
+    """``k`` of ``mle_dimension``: ``n_neighbors``, or its default when ``None``."""
+    from isotropy._kernels.dimension import DEFAULT_MLE_NEIGHBOURS
+
+    return DEFAULT_MLE_NEIGHBOURS if n_neighbors is None else int(n_neighbors)
+
+
+def _measure_each(metric_names, data, *, distance, random_state, progress, n_neighbors=None):
     """The metrics of :func:`_measure`, one after the other."""
     import inspect
 
@@ -318,18 +349,20 @@ def _measure_each(metric_names, data, *, distance, random_state, progress):
         search = name in one_pass  # TwoNN and MLE from one search: one note, before it
         if name in QUADRATIC and not (search and shared):
             note = _cost_note(_SHARED_SEARCH if search else name, *X.shape, distributed=is_dask(X),
-                              names=one_pass if search else None)
+                              names=one_pass if search else None, n_neighbors=n_neighbors)
             if note:
                 bar.write(note, file=sys.stderr)
         function = spec.function
         if search:
-            function = functools.partial(_one_neighbour_pass, shared, name)
+            function = functools.partial(_one_neighbour_pass, shared, name, n_neighbors=n_neighbors)
         accepted = inspect.signature(function).parameters
         kwargs = {}
         if "metric" in accepted:
             kwargs["metric"] = distance
         if "random_state" in accepted:
             kwargs["random_state"] = random_state
+        if name == "mle_dimension" and n_neighbors is not None and not search:
+            kwargs["n_neighbors"] = n_neighbors
         if name == "isoscore_star" and data.shrinkage_cov is not None:
             kwargs["shrinkage_cov"] = data.shrinkage_cov
         rows = X
@@ -352,7 +385,7 @@ def _measure_each(metric_names, data, *, distance, random_state, progress):
                 bar.close()
                 raise InputError(" ".join(str(exc).split())) from None
             except (ValueError, TypeError) as exc:  # the data do not suit this metric
-                error, kind = " ".join(str(exc).split()), "input"
+                error, kind = option_names(" ".join(str(exc).split())), "input"
             except Exception as exc:  # noqa: BLE001 - a failing metric must not lose the others
                 error, kind = f"{type(exc).__name__}: {' '.join(str(exc).split())}", "internal"
         seconds = time.perf_counter() - start
@@ -372,12 +405,13 @@ _ONE_PASS = {"twonn_dimension", "mle_dimension"}
 _SHARED_SEARCH = "mle_dimension"  # the one pass searches MLE's neighbours: its cost is the pass's
 
 
-def _one_neighbour_pass(shared, name, X, *, metric):
+def _one_neighbour_pass(shared, name, X, *, metric, n_neighbors=None):
     """``name``'s value from one search for both TwoNN and MLE (:func:`~isotropy.metrics.dimension.neighbour_dimensions`).
 
     The first call searches; its warnings are repeated for the second. When the shared search fails (MLE's
     ``k`` does not fit a few rows, say), each metric runs alone, so that its own error names it and TwoNN,
-    which needs only 2 neighbours, is not refused for MLE's sake.
+    which needs only 2 neighbours, is not refused for MLE's sake. ``n_neighbors``: MLE's ``k`` (``None``: its
+    default).
     """
     from isotropy.metrics.dimension import neighbour_dimensions
 
@@ -385,12 +419,13 @@ def _one_neighbour_pass(shared, name, X, *, metric):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
-                shared["result"] = neighbour_dimensions(X, metric=metric)
+                shared["result"] = neighbour_dimensions(X, metric=metric, n_neighbors=_mle_neighbours(n_neighbors))
             except Exception as exc:  # noqa: BLE001 - each metric then runs alone
                 shared["result"] = exc
         shared["warnings"] = caught
     if isinstance(shared["result"], Exception):
-        return METRICS[name].function(X, metric=metric)
+        alone = {"n_neighbors": _mle_neighbours(n_neighbors)} if name == "mle_dimension" else {}
+        return METRICS[name].function(X, metric=metric, **alone)
     for w in shared["warnings"]:
         warnings.warn(w.message, w.category, stacklevel=2)
     return shared["result"][name]
@@ -412,21 +447,23 @@ def _reporting_to(bar, name):
     return reporting(show)
 
 
-def _cost_note(name, n_samples, n_features, *, distributed=False, names=None) -> str | None:
+def _cost_note(name, n_samples, n_features, *, distributed=False, names=None, n_neighbors=None) -> str | None:
     """A one-line estimate of an O(n²) metric's time, or None when it is short (see _COST_NOTE_SECONDS).
 
     ``distributed``: the data are already on the dask path, so ``--workers N`` is not suggested again.
     ``names``: the metrics that share this search (the note names them all), default ``[name]``.
+    ``n_neighbors``: MLE's ``k`` (``None``: its default), which the search of ``mle_dimension`` takes.
     """
     from isotropy._kernels.cost import estimate_seconds, format_duration
 
-    seconds = estimate_seconds(name, n_samples, n_features)
+    k = _mle_neighbours(n_neighbors) if name == "mle_dimension" else None
+    seconds = estimate_seconds(name, n_samples, n_features, n_neighbors=k)
     if seconds < _COST_NOTE_SECONDS:
         return None
     sample, estimate = n_samples, seconds
     for _ in range(3):  # time grows as n² for one loop; a smaller sample may run on other loops (the neighbour search)
         sample = max(2, int(sample * math.sqrt(_COST_NOTE_SECONDS / estimate)))
-        estimate = estimate_seconds(name, sample, n_features)
+        estimate = estimate_seconds(name, sample, n_features, n_neighbors=k)
     sample = max(2, int(float(f"{sample:.2g}")))
     where = "one process of this machine" if distributed else "this machine"
     advice = "" if distributed else "; for all rows, use the distributed path (--workers N)"

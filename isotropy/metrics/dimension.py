@@ -21,7 +21,7 @@ import warnings
 
 import numpy as np
 
-from isotropy._kernels.dimension import _AVERAGING, _local_mle, _pool, _twonn
+from isotropy._kernels.dimension import _AVERAGING, DEFAULT_MLE_NEIGHBOURS, _local_mle, _pool, _twonn
 from isotropy._kernels.neighbors import _METRICS, _finish, _prepare, _representation
 from isotropy._utils.backend import is_dask, is_torch
 from isotropy._utils.validation import IsotropyValueError, check_option, check_scalar, check_X
@@ -229,7 +229,7 @@ def local_mle_dimension(X, *, n_neighbors: int = 100, metric: str = "euclidean")
     return _output(local, X)
 
 
-def mle_dimension(X, *, n_neighbors: int = 20, metric: str = "euclidean", averaging: str = "mean"):
+def mle_dimension(X, *, n_neighbors: int = DEFAULT_MLE_NEIGHBOURS, metric: str = "euclidean", averaging: str = "mean"):
     """Global Levina–Bickel maximum-likelihood intrinsic dimension.
 
     Parameters
@@ -286,7 +286,7 @@ def mle_dimension(X, *, n_neighbors: int = 20, metric: str = "euclidean", averag
 
 
 def neighbour_dimensions(X, *, twonn: bool = True, mle: bool = True, local_mle: bool = False,
-                         n_neighbors: int = 20, discard_fraction: float = 0.1, method: str = "linear",
+                         n_neighbors: int = DEFAULT_MLE_NEIGHBOURS, discard_fraction: float = 0.1, method: str = "linear",
                          averaging: str = "mean", metric: str = "euclidean") -> dict:
     """TwoNN, the MLE and the local MLE from one exact neighbour search.
 

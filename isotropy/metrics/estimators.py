@@ -15,7 +15,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import validate_data
 
-from isotropy._kernels.dimension import _AVERAGING, _local_mle, _pool
+from isotropy._kernels.dimension import _AVERAGING, DEFAULT_MLE_NEIGHBOURS, _local_mle, _pool
 from isotropy._kernels.neighbors import _METRICS, _prepare, _representation
 from isotropy._utils.validation import IsotropyValueError, check_option, check_scalar
 from isotropy.metrics.dimension import _neighbour_distances, twonn_dimension
@@ -104,7 +104,7 @@ class MLE(_DimensionEstimator):
     (3, (2000,))
     """
 
-    def __init__(self, *, n_neighbors=20, metric="euclidean", averaging="mean"):
+    def __init__(self, *, n_neighbors=DEFAULT_MLE_NEIGHBOURS, metric="euclidean", averaging="mean"):
         self.n_neighbors = n_neighbors
         self.metric = metric
         self.averaging = averaging

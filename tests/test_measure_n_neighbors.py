@@ -1,0 +1,121 @@
+"""``isotropy measure --n-neighbors``: k of mle_dimension on every path (a file, shards on dask, a model's layers).
+
+References: :func:`isotropy.mle_dimension` with the same ``n_neighbors`` (itself tested against
+scikit-dimension in tests/test_dimension.py) and the Levina-Bickel formula written out here.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from isotropy.cli import cli
+from isotropy.metrics.dimension import mle_dimension, twonn_dimension
+
+
+def invoke(*args):
+    return CliRunner().invoke(cli, ["measure", *map(str, args)])
+
+
+@pytest.fixture(scope="module")
+def points(tmp_path_factory):
+    root = tmp_path_factory.mktemp("k")
+    rng = np.random.default_rng(3)
+    X = (rng.random((300, 4)) @ rng.standard_normal((4, 12))).astype(np.float32)
+    np.save(root / "x.npy", X)
+    return root, X
+
+
+def _levina_bickel(X, k):
+    """The MLE of Levina & Bickel (2005), mean of the local estimates, from scipy's exact distances."""
+    from scipy.spatial.distance import cdist
+
+    D = cdist(X.astype(np.float64), X.astype(np.float64))
+    np.fill_diagonal(D, np.inf)
+    T = np.sort(D, axis=1)[:, :k]
+    local = 1.0 / (np.log(T[:, -1:] / T[:, :-1]).sum(axis=1) / (k - 1))
+    return float(local.mean())
+
+
+@pytest.mark.parametrize("k", [5, 50])
+def test_file_mode_takes_k_and_records_it(points, tmp_path, k):
+    root, X = points
+    out = tmp_path / "m.json"
+    result = invoke(root / "x.npy", "--n-neighbors", k, "--metrics", "twonn_dimension,mle_dimension", "--json", out)
+    assert result.exit_code == 0, result.output
+    record = json.loads(out.read_text())
+    assert record["n_neighbors"] == k
+    assert record["values"]["mle_dimension"] == pytest.approx(mle_dimension(X, n_neighbors=k), rel=1e-12)
+    assert record["values"]["mle_dimension"] == pytest.approx(_levina_bickel(X, k), rel=1e-9)
+    assert record["values"]["twonn_dimension"] == pytest.approx(twonn_dimension(X), rel=1e-12)  # unchanged by k
+
+
+def test_default_k_is_recorded_and_differs_from_another_k(points, tmp_path):
+    root, X = points
+    default, other = tmp_path / "d.json", tmp_path / "o.json"
+    assert invoke(root / "x.npy", "--json", default).exit_code == 0
+    assert invoke(root / "x.npy", "--n-neighbors", 5, "--json", other).exit_code == 0
+    d, o = json.loads(default.read_text()), json.loads(other.read_text())
+    assert d["n_neighbors"] == 20 and o["n_neighbors"] == 5
+    assert d["values"]["mle_dimension"] == pytest.approx(_levina_bickel(X, 20), rel=1e-9)
+    assert abs(d["values"]["mle_dimension"] - o["values"]["mle_dimension"]) > 1e-3
+    without = tmp_path / "w.json"
+    assert invoke(root / "x.npy", "--metrics", "isoscore", "--json", without).exit_code == 0
+    assert json.loads(without.read_text())["n_neighbors"] is None  # no MLE measured: no k to record
+
+
+def test_mle_alone_takes_k(points):
+    root, X = points
+    result = invoke(root / "x.npy", "--metrics", "mle_dimension", "--n-neighbors", 7, "--json", "-")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["values"]["mle_dimension"] == pytest.approx(_levina_bickel(X, 7), rel=1e-9)
+
+
+@pytest.mark.parametrize("value", ["1", "0", "-3", "abc", "2.5"])
+def test_bad_k_is_one_line_exit_2(points, value):
+    root, _ = points
+    result = invoke(root / "x.npy", "--n-neighbors", value)
+    assert result.exit_code == 2
+    assert f"--n-neighbors {value!r}: expected an integer number of neighbours of at least 2" in result.output
+    assert "Usage:" not in result.output
+
+
+def test_k_without_mle_is_refused(points):
+    root, _ = points
+    result = invoke(root / "x.npy", "--metrics", "isoscore,twonn_dimension", "--n-neighbors", 5)
+    assert result.exit_code == 2
+    assert "--n-neighbors sets k of mle_dimension, which --metrics isoscore,twonn_dimension leaves out" in result.output
+
+
+def test_too_large_k_names_the_option_and_keeps_twonn(points):
+    root, X = points
+    result = invoke(root / "x.npy", "--metrics", "twonn_dimension,mle_dimension", "--n-neighbors", 300)
+    assert result.exit_code == 2
+    assert "Error: mle_dimension: --n-neighbors must be an int in the range [2, 299]. Got 300 instead." in result.output
+    assert f"{twonn_dimension(X):.6g}" in result.output  # TwoNN, which needs 2 neighbours, is still measured
+
+
+def test_shards_on_dask_take_k(points, tmp_path):
+    _, X = points
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    for i, part in enumerate(np.array_split(X, 3)):
+        np.save(shards / f"part-{i}.npy", part)
+    result = invoke(shards, "--metrics", "mle_dimension", "--n-neighbors", 9, "--json", "-")
+    assert result.exit_code == 0, result.output
+    record = json.loads(result.stdout)
+    assert record["n_neighbors"] == 9 and record["chunking"] is not None  # the dask path
+    assert record["values"]["mle_dimension"] == pytest.approx(_levina_bickel(X, 9), rel=1e-9)
+
+
+def test_cost_note_estimate_follows_k(monkeypatch):
+    from isotropy._kernels import cost, neighbors
+
+    seen = []
+    monkeypatch.setattr(neighbors, "uses_compiled_kernels", lambda n, d, k=2: seen.append(k) or False)
+    cost.estimate_seconds("mle_dimension", 10_000, 64, n_neighbors=50)
+    cost.estimate_seconds("mle_dimension", 10_000, 64)
+    assert seen == [50, 20]  # the loops are chosen for the search's own k
