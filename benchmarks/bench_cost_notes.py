@@ -12,14 +12,16 @@ metric's own call, as ``measure`` makes it; the compiled loops loaded beforehand
 Goal: every ratio within 1.5× either way.
 
 ``--fit`` also solves, per metric, the ``(α, β)`` that the measured times give (least squares of
-the relative errors over all ``--dims``, at least two of them, non-negative; for the neighbour
-search one ``α``, its products being the same BLAS calls on both loops, and one ``β`` per loop),
-with the ``F`` and ``E`` of this run: the constants of ``isotropy/_kernels/cost.py`` come from this
-command's output.
+the relative errors over all ``--dims``, at least two of them, non-negative), and for the neighbour
+search (TwoNN alone, k = 2, and the search TwoNN and MLE share at each ``--n-neighbors``) the
+``(α, β₀, β₁, γ)`` of ``n²·(α·d/F + (β₀ + β₁·k)/E) + γ·n·k·d/E``: one ``α``, its products being
+the same BLAS calls on both loops, the rest per loop. Both use the ``F`` and ``E`` of this run: the
+constants of ``isotropy/_kernels/cost.py`` come from this command's output.
 
 Usage::
 
     nice -n 5 .venv/bin/python benchmarks/bench_cost_notes.py [--dims 384,50,128] [--seconds 15] [--fit]
+        [--n-neighbors 5,20,100] [--neighbours-only]
 """
 
 from __future__ import annotations
@@ -63,9 +65,11 @@ def _loops(jit):
 
 def _size(name, d, seconds, jit, k):
     """The ``n`` at which the estimate for ``name`` (``k`` neighbours) is ``seconds`` (rounded to a thousand)."""
+    n = 1000
     with _loops(jit):
-        per_pair = cost.estimate_seconds(name, 1000, d, n_neighbors=k) / 1000**2
-    return max(1000, int(round(math.sqrt(seconds / per_pair), -3)))
+        for _ in range(8):  # n² dominates; the neighbour search's n·k·d term makes one step not enough
+            n = max(1000, n * math.sqrt(seconds / cost.estimate_seconds(name, int(n), d, n_neighbors=k)))
+    return int(round(n, -3))
 
 
 def main(argv=None):
@@ -106,8 +110,10 @@ def main(argv=None):
     if args.fit:
         from scipy.optimize import nnls
 
-        print("\n(α, β) of t = n²·(α·d/F + β/E), least squares of the relative errors over the dims, with this "
-              "run's F and E (the neighbour search: one α, β per loop):", flush=True)
+        search = [row for name in cost._NEIGHBOURS for row in measured.pop(name, [])]
+        if measured:
+            print("\n(α, β) of t = n²·(α·d/F + β/E), least squares of the relative errors over the dims, with this "
+                  "run's F and E:", flush=True)
         for name, rows in measured.items():
             loops = sorted({jit for _, _, jit, _, _ in rows}, key=str)
             A = np.zeros((len(rows), 1 + len(loops)))
@@ -118,6 +124,30 @@ def main(argv=None):
             betas = ", ".join(f"β = {b:.3g}" + ("" if jit is None else f" ({'compiled' if jit == '1' else 'numpy'})")
                               for jit, b in zip(loops, theta[1:]))
             print(f"- {name}: α = {theta[0]:.3g}, {betas}", flush=True)
+        if search:
+            _fit_search(search, flops, elements)
+
+
+def _fit_search(rows, flops, elements):
+    """(α, β₀, β₁, γ) of the neighbour search, ``t = n²·(α·d/F + (β₀ + β₁·k)/E) + γ·n·k·d/E``: one α, the rest per loop."""
+    from scipy.optimize import nnls
+
+    loops = sorted({jit for _, _, jit, _, _ in rows}, key=str)
+    A = np.zeros((len(rows), 1 + 3 * len(loops)))
+    for r, (n, d, jit, k, seconds) in enumerate(rows):
+        at = 1 + 3 * loops.index(jit)
+        A[r, 0] = n * n * d / flops / seconds
+        A[r, at:at + 3] = n * n / elements / seconds, n * n * k / elements / seconds, n * k * d / elements / seconds
+    theta, _ = nnls(A, np.ones(len(rows)))
+    print("\n(α, β₀, β₁, γ) of the neighbour search, t = n²·(α·d/F + (β₀ + β₁·k)/E) + γ·n·k·d/E (one α; "
+          "the rest per loop), from every TwoNN and MLE row above; _SEARCH_COST in isotropy/_kernels/cost.py:",
+          flush=True)
+    for i, jit in enumerate(loops):
+        loop = "compiled" if jit == "1" else "numpy"
+        b0, b1, g = theta[1 + 3 * i: 4 + 3 * i]
+        print(f"- {loop}: ({theta[0]:.3g}, {b0:.3g}, {b1:.3g}, {g:.3g})", flush=True)
+    fitted = A @ theta
+    print(f"fitted / measured over these rows: {fitted.min():.2f} to {fitted.max():.2f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -154,8 +154,18 @@ def test_measure_scheduler_address_and_progress(client, tmp_path):
     assert record["values"]["twonn_dimension"] == pytest.approx(isotropy.twonn_dimension(X), rel=1e-10)
     with isotropy.distributed.show_progress():
         isotropy.isoscore(da.from_array(X, chunks=(50, 4)))
-    bad = CliRunner().invoke(cli, ["measure", str(tmp_path / "x.npy"), "--scheduler", "tcp://127.0.0.1:9"])
-    assert bad.exit_code == 2 and bad.stderr.startswith("Error: --scheduler 'tcp://127.0.0.1:9': cannot connect")
+    import dask
+
+    start = time.perf_counter()
+    with dask.config.set({"distributed.comm.timeouts.connect": "2s"}):  # dask's key: the wait for a dead address
+        bad = CliRunner().invoke(cli, ["measure", str(tmp_path / "x.npy"), "--scheduler", "tcp://127.0.0.1:9",
+                                       "--progress"])
+    waited = time.perf_counter() - start
+    assert bad.exit_code == 2, bad.output
+    assert bad.stderr.splitlines()[0] == "Connecting to the dask scheduler at tcp://127.0.0.1:9 (up to 2 s) ..."
+    assert bad.stderr.splitlines()[1].startswith("Error: --scheduler 'tcp://127.0.0.1:9': cannot connect")
+    assert "distributed.comm.timeouts.connect" in bad.stderr
+    assert waited < 20  # the key's 2 s, not the 30 s default
 
 
 def test_a_failing_task_on_the_local_cluster_prints_no_worker_traceback(capfd):
@@ -171,3 +181,19 @@ def test_a_failing_task_on_the_local_cluster_prints_no_worker_traceback(capfd):
         dask.delayed(boom)(1).compute()
     captured = capfd.readouterr()
     assert "Traceback" not in captured.err and "bad shard" not in captured.err, captured.err[-2000:]
+
+
+def test_scheduler_wait_comes_from_dask_config_and_a_bad_value_is_one_line():
+    import dask
+    import pytest
+
+    from isotropy.measure.distributed import connect_timeout
+    from isotropy.measure.report import InputError
+
+    assert connect_timeout() == 30.0  # dask's default
+    with dask.config.set({"distributed.comm.timeouts.connect": "7s"}):
+        assert connect_timeout() == 7.0
+    for bad in ("soon", "0s", None):
+        with dask.config.set({"distributed.comm.timeouts.connect": bad}), \
+                pytest.raises(InputError, match="distributed.comm.timeouts.connect is .*; expected a positive duration"):
+            connect_timeout()

@@ -207,21 +207,26 @@ def test_cost_estimate_follows_the_loops_the_neighbour_search_will_run(monkeypat
     flops, elements = cost.machine_speed()
     n, d = 80_000, 384
 
-    def expected(table, name):
-        alpha, beta = table[name]
-        return n * n * (alpha * d / flops + beta / elements)
+    def expected(loop, k):
+        alpha, beta0, beta1, gamma = cost._SEARCH_COST[loop]
+        return n * n * (alpha * d / flops + (beta0 + beta1 * k) / elements) + gamma * n * k * d / elements
 
-    for name in ("twonn_dimension", "mle_dimension"):
-        assert cost._PAIR_COST_COMPILED[name] != cost._PAIR_COST[name]
+    assert cost._SEARCH_COST["numpy"] != cost._SEARCH_COST["compiled"]
+    for name, k in (("twonn_dimension", 2), ("mle_dimension", 20)):
         monkeypatch.setenv("ISOTROPY_JIT", "0")
-        assert estimate_seconds(name, n, d) == pytest.approx(expected(cost._PAIR_COST, name), rel=1e-12)
+        assert estimate_seconds(name, n, d) == pytest.approx(expected("numpy", k), rel=1e-12)
+        assert estimate_seconds(name, n, d, n_neighbors=100) == pytest.approx(expected("numpy", 100), rel=1e-12)
         monkeypatch.setenv("ISOTROPY_JIT", "1")
-        assert estimate_seconds(name, n, d) == pytest.approx(expected(cost._PAIR_COST_COMPILED, name), rel=1e-12)
+        assert estimate_seconds(name, n, d) == pytest.approx(expected("compiled", k), rel=1e-12)
         monkeypatch.setenv("ISOTROPY_JIT", "yes")
-        assert estimate_seconds(name, n, d) == pytest.approx(expected(cost._PAIR_COST, name), rel=1e-12)
+        assert estimate_seconds(name, n, d) == pytest.approx(expected("numpy", k), rel=1e-12)
+    monkeypatch.setenv("ISOTROPY_JIT", "0")  # a larger k costs more: more candidates, more exact distances
+    assert estimate_seconds("mle_dimension", n, d, n_neighbors=100) > estimate_seconds("mle_dimension", n, d)
     # silhouette and Dunn do not depend on the loops
     monkeypatch.setenv("ISOTROPY_JIT", "1")
-    assert estimate_seconds("dunn_index", n, d) == pytest.approx(expected(cost._PAIR_COST, "dunn_index"), rel=1e-12)
+    alpha, beta = cost._PAIR_COST["dunn_index"]
+    assert estimate_seconds("dunn_index", n, d) == pytest.approx(n * n * (alpha * d / flops + beta / elements),
+                                                                 rel=1e-12)
     monkeypatch.setenv("ISOTROPY_JIT", "auto")  # the same choice as the search makes
     assert not neighbors.uses_compiled_kernels(1_000, d, 20)
     if not neighbors._installed("numba"):  # the core install (numba is in the test extra)
@@ -240,8 +245,10 @@ def test_every_pairwise_metric_has_its_cost_constants():
     from isotropy.metrics.table import METRICS
 
     pairwise = {name for name, spec in METRICS.items() if spec.pairwise}
-    assert pairwise == set(cost._PAIR_COST) and set(cost._PAIR_COST_COMPILED) <= pairwise
-    assert all(alpha > 0 and beta > 0 for alpha, beta in [*cost._PAIR_COST.values(), *cost._PAIR_COST_COMPILED.values()])
+    assert pairwise == set(cost._PAIR_COST) | set(cost._NEIGHBOURS) and not set(cost._PAIR_COST) & set(cost._NEIGHBOURS)
+    assert all(alpha > 0 and beta > 0 for alpha, beta in cost._PAIR_COST.values())
+    assert set(cost._SEARCH_COST) == {"numpy", "compiled"}
+    assert all(alpha > 0 and beta0 > 0 and min(beta1, gamma) >= 0 for alpha, beta0, beta1, gamma in cost._SEARCH_COST.values())
 
 
 def test_cost_note_does_not_load_numba():

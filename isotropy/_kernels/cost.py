@@ -9,7 +9,13 @@ square root, per-cluster sums or neighbour selection). Their time is therefore c
 with F the float32 product speed (flop/s) and E the element-wise speed (elements/s) of this
 machine, both measured once per process by a tiny calibration (a 512 x 256 x 512 product and a
 square root over 512² elements, about 10 ms), and α, β per-metric constants fitted on this code
-(``_PAIR_COST``; for the neighbour search, per loop). On the machine they were fitted on, the
+(``_PAIR_COST``). The exact neighbour search of TwoNN and MLE also grows with its ``k`` neighbours:
+its selection keeps more candidates per pair, and it recomputes the ``n·k`` neighbour distances
+exactly (``n·k·d`` memory-bound operations), so for it
+
+    t ≈ n² · (α · d / F + (β₀ + β₁ · k) / E) + γ · n · k · d / E
+
+with one set of constants per loop (``_SEARCH_COST``: numpy, compiled). On the machine they were fitted on, the
 estimates fall within 1.5× of the measured times at widths and sizes the fit did not see
 (``benchmarks/bench_cost_notes.py``, docs/benchmarks.md); on other machines they were not measured.
 Enough to choose between waiting, ``--sample-size`` and the distributed path.
@@ -31,12 +37,12 @@ __all__ = ["estimate_seconds", "format_duration", "machine_speed"]
 # product per pair, β/E the element-wise work per pair (the silhouette and the neighbour search form the
 # blocks on and above the diagonal only; the Dunn index and the uniformity every block, the former scanning
 # each for extremes, the latter taking an exponential per pair).
-_PAIR_COST = {"silhouette_score": (0.83, 0.735), "dunn_index": (2.95, 9.38), "uniformity": (1.94, 14.2),
-              "twonn_dimension": (0.862, 1.34), "mle_dimension": (0.81, 1.47)}
-# The neighbour search on its compiled loops (isotropy._kernels.neighbors.compiled_kernels): the same products
-# (α), a cheaper selection (β).
-_PAIR_COST_COMPILED = {"twonn_dimension": (0.862, 0.458), "mle_dimension": (0.81, 0.56)}
-# The neighbours each searches for (the search TwoNN and MLE share in a table is MLE's).
+_PAIR_COST = {"silhouette_score": (0.83, 0.735), "dunn_index": (2.95, 9.38), "uniformity": (1.94, 14.2)}
+# (α, β₀, β₁, γ) of the exact neighbour search per loop (numpy; compiled: isotropy._kernels.neighbors.compiled_kernels),
+# from ``benchmarks/bench_cost_notes.py --neighbours-only --n-neighbors 5,20,100 --fit`` (d = 50 and 384, k = 2
+# for TwoNN alone and 5, 20, 100 for the search TwoNN and MLE share; docs/benchmarks.md gives the run).
+_SEARCH_COST = {"numpy": (0.88, 1.72, 0.00877, 3.13), "compiled": (0.88, 0.684, 0.000825, 0.995)}
+# The neighbours each searches for by default (the search TwoNN and MLE share in a table is MLE's).
 _NEIGHBOURS = {"twonn_dimension": 2, "mle_dimension": DEFAULT_MLE_NEIGHBOURS}
 
 
@@ -68,18 +74,20 @@ def estimate_seconds(name: str, n_samples: int, n_features: int, *, n_neighbors:
     """
     flops, elements = machine_speed()
     pairs = float(n_samples) * float(n_samples)
-    alpha, beta = _PAIR_COST[name]
-    if name in _NEIGHBOURS:
-        from isotropy._kernels.neighbors import uses_compiled_kernels
-        from isotropy._utils.validation import IsotropyValueError
+    if name not in _NEIGHBOURS:
+        alpha, beta = _PAIR_COST[name]
+        return pairs * (alpha * n_features / flops + beta / elements)
+    from isotropy._kernels.neighbors import uses_compiled_kernels
+    from isotropy._utils.validation import IsotropyValueError
 
-        try:
-            compiled = uses_compiled_kernels(n_samples, n_features, n_neighbors or _NEIGHBOURS[name])
-        except IsotropyValueError:  # a bad ISOTROPY_JIT: the search itself says so; the note is not the place
-            compiled = False
-        if compiled:
-            alpha, beta = _PAIR_COST_COMPILED[name]
-    return pairs * (alpha * n_features / flops + beta / elements)
+    k = int(n_neighbors or _NEIGHBOURS[name])
+    try:
+        compiled = uses_compiled_kernels(n_samples, n_features, k)
+    except IsotropyValueError:  # a bad ISOTROPY_JIT: the search itself says so; the note is not the place
+        compiled = False
+    alpha, beta0, beta1, gamma = _SEARCH_COST["compiled" if compiled else "numpy"]
+    return (pairs * (alpha * n_features / flops + (beta0 + beta1 * k) / elements)
+            + gamma * float(n_samples) * k * n_features / elements)
 
 
 def format_duration(seconds: float) -> str:

@@ -19,6 +19,28 @@ def _chunks(count: int) -> str:
     return f"{count} chunk" if count == 1 else f"{count} chunks"
 
 
+# dask's own key for how long a client tries to reach a scheduler (environment DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT)
+_CONNECT_KEY = "distributed.comm.timeouts.connect"
+
+
+def connect_timeout() -> float:
+    """Seconds ``--scheduler`` tries to reach its address: dask's config key ``distributed.comm.timeouts.connect`` (30 s)."""
+    import dask
+    from dask.utils import parse_timedelta
+
+    value = dask.config.get(_CONNECT_KEY, "30s")
+    try:
+        seconds = float(parse_timedelta(value, default="seconds"))
+    except (ValueError, TypeError, KeyError):
+        seconds = -1.0
+    if not seconds > 0:
+        from isotropy.measure.report import InputError
+
+        raise InputError(f"The dask config key {_CONNECT_KEY} is {value!r}; expected a positive duration such as "
+                         f"'30s' (environment DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT).")
+    return seconds
+
+
 @contextlib.contextmanager
 def open_cluster(scheduler: str | None, workers: int | None, memory_limit: int | str | None = None):
     """Yield a description of where the work runs: a client of ``scheduler``, a LocalCluster of
@@ -37,7 +59,7 @@ def open_cluster(scheduler: str | None, workers: int | None, memory_limit: int |
     from distributed import Client, LocalCluster
 
     if scheduler is not None:
-        with Client(scheduler, timeout="30s") as client:
+        with Client(scheduler, timeout=connect_timeout()) as client:
             yield {"scheduler": scheduler, "workers": len(client.scheduler_info(n_workers=-1)["workers"]),
                    "memory_limit": None}
         return
@@ -80,6 +102,9 @@ def run(embeddings, *, labels_path, metric_names, needing_labels, json_path, sam
     data = prepare_input(X, row_names, embeddings, labels_path, key=key, sample_size=sample_size,
                          random_state=random_state, needing_labels=needing_labels, shrinkage_sample=shrinkage_sample)
     show = sys.stderr.isatty() if progress is None else progress
+    if scheduler is not None and show:  # a wrong address is only known once the wait is over
+        print(f"Connecting to the dask scheduler at {scheduler} (up to {connect_timeout():g} s) ...", file=sys.stderr,
+              flush=True)
     try:
         with open_cluster(scheduler, workers, memory_limit) as where_run, show_progress(show):
             from isotropy._utils.versions import package_versions
@@ -98,4 +123,6 @@ def run(embeddings, *, labels_path, metric_names, needing_labels, json_path, sam
                    record_extra=record_extra, shrinkage_sample=shrinkage_sample, default_table=default_table,
                    n_neighbors=n_neighbors)
     except OSError as exc:  # no scheduler at that address, ports refused
-        raise InputError(f"--scheduler {scheduler!r}: cannot connect ({' '.join(str(exc).split())}).") from None
+        raise InputError(f"--scheduler {scheduler!r}: cannot connect ({' '.join(str(exc).split())}); check the address "
+                         f"(the wait is the dask config key {_CONNECT_KEY}, environment "
+                         f"DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT).") from None
