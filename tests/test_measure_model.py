@@ -452,3 +452,30 @@ def test_measure_layers_returns_and_warns_a_metric_that_failed_at_every_layer(fi
     assert list(result["errors"]) == ["mle_dimension"]
     with pytest.raises(ValueError, match="The 'n_neighbors' parameter of measure_layers must be"):
         measure_layers(TEXTS, model=str(files / "bert"), metrics=["mle_dimension"], device="cpu", n_neighbors=1)
+
+
+def test_texts_in_another_encoding(files, tmp_path):
+    """--encoding reads a latin-1 / cp1252 / utf-16 file; without it the error says where and names the option."""
+    texts = ["café au lait", "naïve – text", "plain line"]
+    for name, encoding in [("t.txt", "latin-1"), ("t.csv", "cp1252"), ("u.txt", "utf-16")]:
+        path = tmp_path / name
+        body = ("sentence\n" + "".join(f'"{t}"\n' for t in texts)) if name.endswith(".csv") else "\n".join(texts)
+        if encoding == "latin-1":
+            body = body.replace("–", "-")
+        path.write_bytes(body.encode(encoding))
+        expected = [t.replace("–", "-") for t in texts] if encoding == "latin-1" else texts
+        assert read_texts(path, encoding=encoding) == expected
+        with pytest.raises(ValueError, match=rf"{name}' is not utf-8 text \(.* at byte \d+\); give its encoding "
+                                             r"\(--encoding"):
+            read_texts(path)
+    with pytest.raises(ValueError, match="The 'encoding' parameter of read_texts must be a text encoding"):
+        read_texts(tmp_path / "t.txt", encoding="no-such-codec")
+    result = invoke("--model", files / "bert", "--texts", tmp_path / "t.txt", "--metrics", "isoscore", "--device", "cpu")
+    assert result.exit_code == 2 and "give its encoding (--encoding, e.g. latin-1 or cp1252)" in result.output
+    result = invoke("--model", files / "bert", "--texts", tmp_path / "t.txt", "--encoding", "latin-1", "--metrics",
+                    "isoscore", "--device", "cpu", "--json", "-")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["n_texts"] == 3 and json.loads(result.stdout)["encoding"] == "latin-1"
+    result = invoke("--model", files / "bert", "--texts", tmp_path / "t.txt", "--encoding", "nope")
+    assert result.exit_code == 2
+    assert "Error: --encoding must be a text encoding such as 'utf-8', 'latin-1' or 'cp1252'. Got 'nope'" in result.output

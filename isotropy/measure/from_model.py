@@ -42,7 +42,7 @@ DEFAULT_LAYER_METRICS = ("isoscore", "partition_isotropy", "cosine_similarity_me
 _CHARS_PER_TOKEN = 100
 
 
-def read_texts(path: str | os.PathLike, *, column: str | None = None) -> list[str]:
+def read_texts(path: str | os.PathLike, *, column: str | None = None, encoding: str = "utf-8") -> list[str]:
     """Texts from a file: one text per line (``.txt`` and others), or a column of a CSV/TSV or JSON-lines file.
 
     Parameters
@@ -52,6 +52,9 @@ def read_texts(path: str | os.PathLike, *, column: str | None = None) -> list[st
         file as plain text, one text per line (blank lines skipped).
     column : str or None
         The text column of a table; may be omitted when the table has a single column.
+    encoding : str, default="utf-8"
+        The file's text encoding, any name Python's codecs know (``"latin-1"``, ``"cp1252"``,
+        ``"utf-16"``, ...). Bytes that are not text in it are an error that says where.
 
     Returns
     -------
@@ -65,9 +68,16 @@ def read_texts(path: str | os.PathLike, *, column: str | None = None) -> list[st
     >>> read_texts(path, column="text")
     ['a cat', 'a dog']
     """
+    import codecs
+
     from isotropy._utils.errors import IsotropyValueError
     from isotropy.io._paths import check_regular_file
 
+    try:
+        codecs.lookup(encoding)
+    except (LookupError, TypeError):
+        raise IsotropyValueError(f"The 'encoding' parameter of read_texts must be a text encoding such as 'utf-8', "
+                                 f"'latin-1' or 'cp1252'. Got {encoding!r} instead.") from None
     path = check_regular_file(path, "The texts file", "a text file (one text a line), a CSV/TSV file or a "
                               "JSON-lines file", value_error=IsotropyValueError)
     suffix = path.suffix.lower()
@@ -76,10 +86,12 @@ def read_texts(path: str | os.PathLike, *, column: str | None = None) -> list[st
 
         try:
             if suffix in (".jsonl", ".ndjson"):
-                table = pd.read_json(path, lines=True, dtype=False)
+                table = pd.read_json(path, lines=True, dtype=False, encoding=encoding)
             else:
                 table = pd.read_csv(path, sep="\t" if suffix == ".tsv" else ",", dtype=str, keep_default_na=False,
-                                    quoting=3 if suffix == ".tsv" else 0)
+                                    quoting=3 if suffix == ".tsv" else 0, encoding=encoding)
+        except UnicodeDecodeError as exc:
+            raise _not_text(path, encoding, exc) from None
         except ValueError as exc:
             raise ValueError(f"The texts file {str(path)!r} could not be read as {suffix[1:]}: "
                              f"{' '.join(str(exc).split())}") from None
@@ -102,13 +114,21 @@ def read_texts(path: str | os.PathLike, *, column: str | None = None) -> list[st
             raise ValueError(f"--text-column {column!r} needs a CSV/TSV or JSON-lines file; {str(path)!r} is read "
                              f"as plain text, one text a line.")
         try:
-            texts = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+            texts = [line for line in path.read_text(encoding=encoding).splitlines() if line.strip()]
         except UnicodeDecodeError as exc:
-            raise ValueError(f"The texts file {str(path)!r} is not UTF-8 text ({exc.reason} at byte "
-                             f"{exc.start}).") from None
+            raise _not_text(path, encoding, exc) from None
     if len(texts) < 2:
         raise ValueError(f"The texts file {str(path)!r} holds {len(texts)} text(s); expected at least 2.")
     return texts
+
+
+def _not_text(path, encoding: str, exc: UnicodeDecodeError) -> ValueError:
+    """The one-line error of a texts file whose bytes are not text in ``encoding``."""
+    import codecs
+
+    name = codecs.lookup(encoding).name
+    return ValueError(f"The texts file {str(path)!r} is not {name} text ({exc.reason} at byte {exc.start}); give its "
+                      f"encoding (--encoding, e.g. latin-1 or cp1252).")
 
 
 def token_hidden_states(texts, tokenizer, network, layers, *, batch_size, max_length, keep_special, sample_size, rng):
@@ -731,6 +751,9 @@ def model_options(function):
                                           "(--text-column)."),
         click.option("--text-column", default=None, metavar="COL", help="The text column of a CSV/TSV/JSON-lines "
                                                                        "--texts file."),
+        click.option("--encoding", default="utf-8", show_default=True, metavar="NAME",
+                     help="With --model: the text encoding of --texts and of a --shrinkage-sample file of texts "
+                          "(latin-1, cp1252, utf-16, ...)."),
         click.option("--layers", default="all", show_default=True, metavar="LIST",
                      help="With --model: 'all', 'last' or comma-separated hidden states (0 = embedding output, "
                           "-1 = last layer)."),
@@ -752,7 +775,7 @@ def model_options(function):
     return function
 
 
-def run_cli(*, model, texts_path, text_column, layers, level, pooling, keep_special, plot_path, device, batch_size,
+def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, pooling, keep_special, plot_path, device, batch_size,
             max_length, labels_path=None, metric_names=None, json_path=None, sample_size=None, random_state=0,
             progress=None, shrinkage_sample=None, n_neighbors=None) -> None:
     """``isotropy measure --model``: measure, print the table, write --json and --plot."""
@@ -763,7 +786,7 @@ def run_cli(*, model, texts_path, text_column, layers, level, pooling, keep_spec
         from isotropy._utils.device import resolve_device
 
         device = resolve_device(device, name="--device")  # "auto" (or none given): CUDA when present, else the CPU
-        texts = read_texts(texts_path, column=text_column)
+        texts = read_texts(texts_path, column=text_column, encoding=encoding)
         labels = None
         if labels_path is not None:
             from isotropy.io.labels import read_labels
@@ -773,7 +796,7 @@ def run_cli(*, model, texts_path, text_column, layers, level, pooling, keep_spec
                 raise ValueError(f"--labels {str(labels_path)!r} is multi-label; --model needs one label per text.")
         show = sys.stderr.isatty() if progress is None else progress
         shrink = shrinkage_sample if shrinkage_sample is None or isinstance(shrinkage_sample, int) else \
-            read_texts(shrinkage_sample)
+            read_texts(shrinkage_sample, encoding=encoding)
         from isotropy.metrics.table import ISOSCORE_STAR_WARNING
 
         with warnings.catch_warnings(record=True) as caught:  # the IsoScore* warning, as one line of the command
@@ -814,7 +837,7 @@ def run_cli(*, model, texts_path, text_column, layers, level, pooling, keep_spec
         from isotropy._utils.versions import package_versions
         from isotropy.measure._json_output import write_json_output
 
-        record = {**result, "texts": str(texts_path), "text_column": text_column,
+        record = {**result, "texts": str(texts_path), "text_column": text_column, "encoding": encoding,
                   "labels": None if labels_path is None else str(labels_path),
                   "rows": [_json_safe(r) for r in result["rows"]],
                   "versions": package_versions(["gguf"])}

@@ -259,11 +259,11 @@ def _record(data, embeddings, *, key, labels_path, sample_size, random_state, di
 # the functions behind ``measure`` (and ``measure --model``) whose parameters are the command's options: their
 # errors name the option
 _BEHIND_THE_COMMAND = ("measure_layers", "load_transformer", "encode_pooled", "select_layers", "check_layers",
-                       "check_pooling", "mle_dimension", "neighbour_dimensions")
+                       "check_pooling", "mle_dimension", "neighbour_dimensions", "read_texts")
 _OPTION_OF = {"layers": "--layers", "level": "--level", "pooling": "--pooling", "device": "--device",
               "batch_size": "--batch-size", "max_length": "--max-length", "sample_size": "--sample-size",
               "texts": "--texts", "labels": "--labels", "shrinkage_sample": "--shrinkage-sample",
-              "metrics": "--metrics", "n_neighbors": "--n-neighbors"}
+              "metrics": "--metrics", "n_neighbors": "--n-neighbors", "encoding": "--encoding"}
 
 
 def option_names(message: str) -> str:
