@@ -283,6 +283,28 @@ def test_cost_note_sample_takes_what_it_says(name, n_features, speed, monkeypatc
         assert 0.8 * _COST_NOTE_SECONDS <= estimate_seconds(name, sample, n_features) <= 1.1 * _COST_NOTE_SECONDS
 
 
+def test_cost_note_prices_the_search_at_its_k_and_suggests_a_sample_the_search_accepts(monkeypatch):
+    """measure --n-neighbors K: the note's estimate and its sample are those of the search with k = K, and the
+    sample keeps more rows than K (the MLE refuses fewer), with the time that sample takes."""
+    import re
+
+    from isotropy._kernels import cost
+    from isotropy.measure.report import _cost_note
+
+    monkeypatch.setenv("ISOTROPY_JIT", "0")
+    n, d = 300_000, 64
+    for k in (5, 100):
+        note = _cost_note("mle_dimension", n, d, names=["twonn_dimension", "mle_dimension"], n_neighbors=k)
+        assert f"about {cost.format_duration(estimate_seconds('mle_dimension', n, d, n_neighbors=k))} on" in note
+    assert _cost_note("mle_dimension", n, d, n_neighbors=100) != _cost_note("mle_dimension", n, d, n_neighbors=5)
+    monkeypatch.setattr(cost, "machine_speed", lambda: (1e7, 1e5))  # so slow that 10 s holds a few rows only
+    note = _cost_note("mle_dimension", 20_000, d, n_neighbors=500)
+    sample = int(re.search(r"--sample-size (\d+) takes about", note).group(1))
+    assert sample == 501
+    took = cost.format_duration(estimate_seconds("mle_dimension", sample, d, n_neighbors=500))
+    assert f"--sample-size 501 takes about {took}" in note
+
+
 # ------------------------------------------------------------------------------ progress inside O(n²) metrics
 @pytest.mark.parametrize("name", ["silhouette_score", "dunn_index", "twonn_dimension", "mle_dimension"])
 def test_quadratic_kernels_report_every_block(name):

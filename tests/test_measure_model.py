@@ -468,8 +468,16 @@ def test_texts_in_another_encoding(files, tmp_path):
         with pytest.raises(ValueError, match=rf"{name}' is not utf-8 text \(.* at byte \d+\); give its encoding "
                                              r"\(--encoding"):
             read_texts(path)
-    with pytest.raises(ValueError, match="The 'encoding' parameter of read_texts must be a text encoding"):
-        read_texts(tmp_path / "t.txt", encoding="no-such-codec")
+    for codec in ("no-such-codec", "rot13", "base64"):  # the last two are codecs, not text encodings
+        with pytest.raises(ValueError, match="The 'encoding' parameter of read_texts must be a text encoding"):
+            read_texts(tmp_path / "t.txt", encoding=codec)
+    long = tmp_path / "long.csv"  # the offset is the bad byte's in the file, far beyond a reader's first buffer
+    long.write_bytes(("text\n" + "plain line\n" * 5000 + "café\n").encode("latin-1"))
+    with pytest.raises(ValueError, match=f"at byte {long.read_bytes().index(bytes([0xE9]))}\\)"):
+        read_texts(long)
+    bom = tmp_path / "bom.csv"  # a UTF-8 file with a byte-order mark (spreadsheet exports): the column keeps its name
+    bom.write_bytes("text,y\ncafé,1\nthé,0\n".encode("utf-8-sig"))
+    assert read_texts(bom, column="text") == ["café", "thé"]
     result = invoke("--model", files / "bert", "--texts", tmp_path / "t.txt", "--metrics", "isoscore", "--device", "cpu")
     assert result.exit_code == 2 and "give its encoding (--encoding, e.g. latin-1 or cp1252)" in result.output
     result = invoke("--model", files / "bert", "--texts", tmp_path / "t.txt", "--encoding", "latin-1", "--metrics",
@@ -479,3 +487,26 @@ def test_texts_in_another_encoding(files, tmp_path):
     result = invoke("--model", files / "bert", "--texts", tmp_path / "t.txt", "--encoding", "nope")
     assert result.exit_code == 2
     assert "Error: --encoding must be a text encoding such as 'utf-8', 'latin-1' or 'cp1252'. Got 'nope'" in result.output
+
+
+def test_failed_metric_reads_the_same_in_the_table_and_json_as_on_an_embeddings_file(files, tmp_path):
+    out = tmp_path / "f.json"
+    result = invoke("--model", files / "bert", "--texts", files / "texts.txt", "--metrics",
+                    "isoscore,mle_dimension", "--n-neighbors", 9, "--device", "cpu", "--json", out)
+    assert result.exit_code == 2
+    table = result.stdout.splitlines()[1:]
+    assert table[0].split() == ["layer", "n", "IsoScore", "MLE", "max/med", "norm"]
+    assert all(line.split()[3] == "failed" for line in table[1:])
+    record = json.loads(out.read_text())
+    assert record["complete"] is False
+    assert record["errors"] == {"mle_dimension": "--n-neighbors must be an int in the range [2, 7]. Got 9 instead."}
+    fine = json.loads(invoke("--model", files / "bert", "--texts", files / "texts.txt", "--metrics", "isoscore",
+                             "--device", "cpu", "--json", "-").stdout)
+    assert fine["complete"] is True and fine["errors"] == {}
+
+
+def test_n_neighbors_with_the_default_model_table_is_refused(files):
+    """The default --model table has no MLE: --n-neighbors would be ignored without a word."""
+    result = invoke("--model", files / "bert", "--texts", files / "texts.txt", "--n-neighbors", 5)
+    assert result.exit_code == 2
+    assert "--n-neighbors sets k of mle_dimension, which the default table of --model leaves out" in result.output

@@ -119,3 +119,22 @@ def test_cost_note_estimate_follows_k(monkeypatch):
     cost.estimate_seconds("mle_dimension", 10_000, 64, n_neighbors=50)
     cost.estimate_seconds("mle_dimension", 10_000, 64)
     assert seen == [50, 20]  # the loops are chosen for the search's own k
+
+
+def test_duplicate_rows_name_the_option_and_are_warned_once_per_metric_on_dask(tmp_path):
+    """Too few distinct rows for k names --n-neighbors; the dask path's duplicate warning reads once per metric."""
+    X = np.repeat(np.random.default_rng(0).standard_normal((10, 5)), 30, axis=0)
+    np.save(tmp_path / "dup.npy", X)
+    result = invoke(tmp_path / "dup.npy", "--metrics", "twonn_dimension,mle_dimension")
+    assert result.exit_code == 2
+    assert ("Error: mle_dimension: The 'X' parameter of mle_dimension must have more than --n-neighbors 20 distinct "
+            "points. Got 10 distinct points (290 duplicate rows) instead." in result.output)
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    for i, part in enumerate(np.array_split(X, 3)):
+        np.save(shards / f"p{i}.npy", part)
+    result = invoke(shards, "--metrics", "twonn_dimension,mle_dimension", "--n-neighbors", 5)
+    assert result.exit_code == 0, result.output
+    warned = [line for line in result.output.splitlines() if line.startswith("Warning:")]
+    assert [line.split(":")[1].strip() for line in warned] == ["twonn_dimension", "mle_dimension"]
+    assert all(line.split(": ", 2)[2].startswith("X has 290 duplicate rows") for line in warned)

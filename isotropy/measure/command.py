@@ -109,11 +109,17 @@ def _given(names) -> list[str]:
             if param.name in names and context.get_parameter_source(param.name) == click.core.ParameterSource.COMMANDLINE]
 
 
-def _check_n_neighbors(n_neighbors, metric_names) -> None:
-    """Refuse ``--n-neighbors`` when no metric it sets is measured: it would be ignored without a word."""
-    if n_neighbors is not None and metric_names is not None and "mle_dimension" not in metric_names:
-        raise click.UsageError(f"--n-neighbors sets k of mle_dimension, which --metrics {','.join(metric_names)} "
-                               f"leaves out; add mle_dimension or leave --n-neighbors out.")
+def _check_n_neighbors(n_neighbors, metric_names, *, default_table: str | None = None) -> None:
+    """Refuse ``--n-neighbors`` when no metric it sets is measured: it would be ignored without a word.
+
+    ``metric_names``: those of ``--metrics``, or ``None`` for the default table, which ``default_table``
+    then names (``--model``'s leaves MLE out).
+    """
+    if n_neighbors is None or "mle_dimension" in (metric_names or ()):
+        return
+    which = f"--metrics {','.join(metric_names)}" if metric_names is not None else default_table
+    raise click.UsageError(f"--n-neighbors sets k of mle_dimension, which {which} leaves out; add mle_dimension "
+                           f"to --metrics or leave --n-neighbors out.")
 
 
 @click.command(name="measure")
@@ -204,7 +210,7 @@ def command(embeddings, labels_path, metric_names, shrinkage_sample, json_path, 
         if scheduler is not None or workers is not None or memory_limit is not None:
             raise click.UsageError("--scheduler, --workers and --memory-limit measure EMBEDDINGS files; "
                                    "they do not apply to --model.")
-        _check_n_neighbors(n_neighbors, metric_names)
+        _check_n_neighbors(n_neighbors, metric_names, default_table="the default table of --model")
         return run_cli(**model_kwargs, labels_path=labels_path, metric_names=metric_names, json_path=json_path,
                        sample_size=sample_size, random_state=random_state, progress=progress,
                        shrinkage_sample=shrinkage_sample, n_neighbors=n_neighbors)

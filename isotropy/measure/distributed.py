@@ -19,8 +19,9 @@ def _chunks(count: int) -> str:
     return f"{count} chunk" if count == 1 else f"{count} chunks"
 
 
-# dask's own key for how long a client tries to reach a scheduler (environment DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT)
+# dask's own key for how long a client tries to reach a scheduler, and the environment variable that sets it
 _CONNECT_KEY = "distributed.comm.timeouts.connect"
+_CONNECT_VARIABLE = "DASK_" + _CONNECT_KEY.upper().replace(".", "__").replace("-", "_")
 
 
 def connect_timeout() -> float:
@@ -37,7 +38,7 @@ def connect_timeout() -> float:
         from isotropy.measure.report import InputError
 
         raise InputError(f"The dask config key {_CONNECT_KEY} is {value!r}; expected a positive duration such as "
-                         f"'30s' (environment DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT).")
+                         f"'30s' (environment {_CONNECT_VARIABLE}).")
     return seconds
 
 
@@ -124,5 +125,4 @@ def run(embeddings, *, labels_path, metric_names, needing_labels, json_path, sam
                    n_neighbors=n_neighbors)
     except OSError as exc:  # no scheduler at that address, ports refused
         raise InputError(f"--scheduler {scheduler!r}: cannot connect ({' '.join(str(exc).split())}); check the address "
-                         f"(the wait is the dask config key {_CONNECT_KEY}, environment "
-                         f"DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT).") from None
+                         f"(the wait is the dask config key {_CONNECT_KEY}, environment {_CONNECT_VARIABLE}).") from None

@@ -74,24 +74,32 @@ def read_texts(path: str | os.PathLike, *, column: str | None = None, encoding: 
     from isotropy.io._paths import check_regular_file
 
     try:
-        codecs.lookup(encoding)
+        text_codec = getattr(codecs.lookup(encoding), "_is_text_encoding", True)  # not rot13, hex, base64, zlib
     except (LookupError, TypeError):
+        text_codec = False
+    if not text_codec:
         raise IsotropyValueError(f"The 'encoding' parameter of read_texts must be a text encoding such as 'utf-8', "
                                  f"'latin-1' or 'cp1252'. Got {encoding!r} instead.") from None
     path = check_regular_file(path, "The texts file", "a text file (one text a line), a CSV/TSV file or a "
                               "JSON-lines file", value_error=IsotropyValueError)
     suffix = path.suffix.lower()
+    name = codecs.lookup(encoding).name
+    try:  # decoded here, whatever the format: a bad byte is then said at its offset in the file
+        content = path.read_bytes().decode("utf-8-sig" if name == "utf-8" else encoding)  # without a leading BOM
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"The texts file {str(path)!r} is not {name} text ({exc.reason} at byte {exc.start}); give "
+                         f"its encoding (--encoding, e.g. latin-1 or cp1252).") from None
     if suffix in (".csv", ".tsv", ".jsonl", ".ndjson"):
+        import io
+
         import pandas as pd
 
         try:
             if suffix in (".jsonl", ".ndjson"):
-                table = pd.read_json(path, lines=True, dtype=False, encoding=encoding)
+                table = pd.read_json(io.StringIO(content), lines=True, dtype=False)
             else:
-                table = pd.read_csv(path, sep="\t" if suffix == ".tsv" else ",", dtype=str, keep_default_na=False,
-                                    quoting=3 if suffix == ".tsv" else 0, encoding=encoding)
-        except UnicodeDecodeError as exc:
-            raise _not_text(path, encoding, exc) from None
+                table = pd.read_csv(io.StringIO(content), sep="\t" if suffix == ".tsv" else ",", dtype=str,
+                                    keep_default_na=False, quoting=3 if suffix == ".tsv" else 0)
         except ValueError as exc:
             raise ValueError(f"The texts file {str(path)!r} could not be read as {suffix[1:]}: "
                              f"{' '.join(str(exc).split())}") from None
@@ -113,22 +121,10 @@ def read_texts(path: str | os.PathLike, *, column: str | None = None, encoding: 
         if column is not None:
             raise ValueError(f"--text-column {column!r} needs a CSV/TSV or JSON-lines file; {str(path)!r} is read "
                              f"as plain text, one text a line.")
-        try:
-            texts = [line for line in path.read_text(encoding=encoding).splitlines() if line.strip()]
-        except UnicodeDecodeError as exc:
-            raise _not_text(path, encoding, exc) from None
+        texts = [line for line in content.splitlines() if line.strip()]
     if len(texts) < 2:
         raise ValueError(f"The texts file {str(path)!r} holds {len(texts)} text(s); expected at least 2.")
     return texts
-
-
-def _not_text(path, encoding: str, exc: UnicodeDecodeError) -> ValueError:
-    """The one-line error of a texts file whose bytes are not text in ``encoding``."""
-    import codecs
-
-    name = codecs.lookup(encoding).name
-    return ValueError(f"The texts file {str(path)!r} is not {name} text ({exc.reason} at byte {exc.start}); give its "
-                      f"encoding (--encoding, e.g. latin-1 or cp1252).")
 
 
 def token_hidden_states(texts, tokenizer, network, layers, *, batch_size, max_length, keep_special, sample_size, rng):
@@ -406,9 +402,8 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
             shrink["output"] = CovarianceAccumulator().update(np.asarray(drawn, dtype=np.float64)).covariance()
         del encoder
     del network
-    from isotropy._kernels.dimension import DEFAULT_MLE_NEIGHBOURS
     from isotropy._kernels.rows import shared_statistics
-    from isotropy.measure.report import _ONE_PASS, _one_neighbour_pass
+    from isotropy.measure.report import _ONE_PASS, _mle_neighbours, _one_neighbour_pass
 
     one_pass = _ONE_PASS <= set(metrics)  # TwoNN and MLE both asked for: one neighbour search per layer
     rows, notes, seen, failed = [], [], {}, {}
@@ -479,7 +474,7 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
             "n_rows_total": int(n_total), "metrics": list(metrics), "max_length": max_length,
             "sample_size": sample_size, "random_state": random_state, "rows": rows, "warnings": notes,
             "errors": errors,
-            "n_neighbors": (n_neighbors or DEFAULT_MLE_NEIGHBOURS) if "mle_dimension" in metrics else None,
+            "n_neighbors": _mle_neighbours(n_neighbors) if "mle_dimension" in metrics else None,
             "shrinkage_sample": (shrinkage_sample if shrinkage_sample is None or isinstance(shrinkage_sample, int)
                                  else f"{len(shrinkage_sample)} texts"),
             "isoscore_star_left_out": default_metrics and shrinkage_sample is None,
@@ -661,7 +656,9 @@ def format_table(result: dict) -> str:
 
     names = ["n_samples", *result["metrics"], "norm_max_over_median"]
     header = ["layer", "n", *(METRICS[m].display_name for m in result["metrics"]), "max/med norm"]
-    cells = [header] + [[str(r["layer"]), str(r["n_samples"])] + [_cell(m, r[m]) for m in names[1:]]
+    failed = result.get("errors", {})  # not measured at any layer: "failed", as in the table of an embeddings file
+    cells = [header] + [[str(r["layer"]), str(r["n_samples"])] + ["failed" if m in failed else _cell(m, r[m])
+                                                                  for m in names[1:]]
                         for r in result["rows"]]
     width = [max(len(row[i]) for row in cells) for i in range(len(header))]
     return "\n".join("  ".join(cell.rjust(w) for cell, w in zip(row, width)) for row in cells)
@@ -833,23 +830,24 @@ def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, 
                + (f" ({pooling} pooling)" if level == "sentence" else "")
                + f", {rows}{result['n_features']} features per layer{sampled}", err=to_err)
     click.echo(format_table(result), err=to_err)
+    from isotropy.measure.report import option_names
+
+    errors = {name: option_names(message) for name, message in result["errors"].items()}  # the command's words
     if json_path is not None:
         from isotropy._utils.versions import package_versions
         from isotropy.measure._json_output import write_json_output
 
         record = {**result, "texts": str(texts_path), "text_column": text_column, "encoding": encoding,
                   "labels": None if labels_path is None else str(labels_path),
-                  "rows": [_json_safe(r) for r in result["rows"]],
+                  "rows": [_json_safe(r) for r in result["rows"]], "errors": errors, "complete": not errors,
                   "versions": package_versions(["gguf"])}
         write_json_output(json_path, record)
     if plot_path is not None:
         click.echo(str(plot_layers(result, plot_path)), err=to_err)
-    if result["errors"]:  # as on an embeddings file: each failed metric in one line, then exit status 2
-        from isotropy.measure.report import option_names
+    if errors:  # as on an embeddings file: each failed metric in one line, then exit status 2
+        from isotropy.measure.report import failed_line
 
-        for name, message in result["errors"].items():
-            click.echo(f"Error: {name} (every layer): {option_names(message)}", err=True)
-        failed = ", ".join(result["errors"])
-        click.echo(f"Error: {len(result['errors'])} of {len(result['metrics'])} metrics failed ({failed}); the others "
-                   f"are above{' and in the JSON' if json_path is not None else ''}.", err=True)
+        for name, message in errors.items():
+            click.echo(f"Error: {name} (every layer): {message}", err=True)
+        click.echo(failed_line(errors, result["metrics"], json_path), err=True)
         sys.exit(2)

@@ -96,10 +96,14 @@ def report(data, embeddings, *, metric_names, json_path, key, labels_path, sampl
     if results.interrupted:
         sys.exit(130)
     if results.errors:
-        failed = ", ".join(results.errors)
-        click.echo(f"Error: {len(results.errors)} of {len(metric_names)} metrics failed ({failed}); "
-                   f"the others are above{' and in the JSON' if json_path is not None else ''}.", err=True)
+        click.echo(failed_line(results.errors, metric_names, json_path), err=True)
         sys.exit(2 if all(kind == "input" for kind in results.error_kinds.values()) else 1)
+
+
+def failed_line(errors, metric_names, json_path) -> str:
+    """The command's last line when metrics failed: how many of how many, which, and where the others are."""
+    return (f"Error: {len(errors)} of {len(metric_names)} metrics failed ({', '.join(errors)}); the others are above"
+            f"{' and in the JSON' if json_path is not None else ''}.")
 
 
 class _Echo:
@@ -274,7 +278,10 @@ def option_names(message: str) -> str:
         return _OPTION_OF.get(match.group(1), match.group(0))
 
     callers = "|".join(_BEHIND_THE_COMMAND)
-    return re.sub(rf"The '(\w+)' parameter of (?:{callers})\b", option, message)
+    message = re.sub(rf"The '(\w+)' parameter of (?:{callers})\b", option, message)
+    # MLE's k against the distinct rows (isotropy.metrics.dimension): k is the command's --n-neighbors
+    return re.sub(r"(of (?:mle_dimension|neighbour_dimensions) must have more than )n_neighbors=(\d+)",
+                  r"\1--n-neighbors \2", message)
 
 
 def _guard(function, *args, **kwargs):
@@ -317,6 +324,14 @@ def _measure(metric_names, data, *, distance, random_state, progress, n_neighbor
     with shared_statistics(data.X, metric_names):
         yield from _measure_each(metric_names, data, distance=distance, random_state=random_state, progress=progress,
                                  n_neighbors=n_neighbors)
+
+
+def _without_prefix(message: str, names) -> str:
+    """``message`` without a leading ``"<name>: "`` for the first of ``names`` it starts with."""
+    for name in names:
+        if message.startswith(f"{name}: "):
+            return message[len(name) + 2:]
+    return message
 
 
 def _mle_neighbours(n_neighbors) -> int:
@@ -389,8 +404,10 @@ def _measure_each(metric_names, data, *, distance, random_state, progress, n_nei
             except Exception as exc:  # noqa: BLE001 - a failing metric must not lose the others
                 error, kind = f"{type(exc).__name__}: {' '.join(str(exc).split())}", "internal"
         seconds = time.perf_counter() - start
-        # one line each; a message that already starts with the metric's name does not repeat it
-        notes = list(dict.fromkeys(" ".join(str(w.message).split()).removeprefix(f"{name}: ") for w in caught))
+        # one line each; a message that already starts with the name of the metric, or of the search it shares
+        # (the dask path warns once per estimator, each under its own name), does not repeat it
+        prefixes = [name, *(sorted(_ONE_PASS) + ["neighbour_dimensions"] if name in _ONE_PASS else [])]
+        notes = list(dict.fromkeys(_without_prefix(" ".join(str(w.message).split()), prefixes) for w in caught))
         for message in notes:  # one line each, not the file:line form of the warnings module
             bar.write(f"Warning: {name}: {message}", file=sys.stderr)
         if error is not None:
@@ -464,13 +481,17 @@ def _cost_note(name, n_samples, n_features, *, distributed=False, names=None, n_
     for _ in range(3):  # time grows as n² for one loop; a smaller sample may run on other loops (the neighbour search)
         sample = max(2, int(sample * math.sqrt(_COST_NOTE_SECONDS / estimate)))
         estimate = estimate_seconds(name, sample, n_features, n_neighbors=k)
-    sample = max(2, int(float(f"{sample:.2g}")))
+    # a sample the metric accepts: more rows than the search's neighbours (TwoNN's 2, MLE's k), and 3 at least
+    fewest = max(3, (k or 2) + 1) if name in _ONE_PASS else 2
+    sample = max(fewest, int(float(f"{sample:.2g}")))
     where = "one process of this machine" if distributed else "this machine"
     advice = "" if distributed else "; for all rows, use the distributed path (--workers N)"
     subject = f"{name} compares" if names is None else f"{' and '.join(names)} compare (one neighbour search)"
+    smaller = "" if sample >= n_samples else (
+        f" --sample-size {sample} takes about "
+        f"{format_duration(max(_COST_NOTE_SECONDS, estimate_seconds(name, sample, n_features, n_neighbors=k)))}")
     return (f"Note: {subject} all {n_samples} x {n_samples} pairs (O(n²)): about "
-            f"{format_duration(seconds)} on {where}. --sample-size {sample} takes about "
-            f"{format_duration(_COST_NOTE_SECONDS)}{advice}.")
+            f"{format_duration(seconds)} on {where}.{smaller}{advice}.")
 
 
 # the neighbour-distance dimension estimators, whose value under --metric cosine is about half the sphere's dimension
