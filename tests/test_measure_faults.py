@@ -305,6 +305,36 @@ def test_cost_note_prices_the_search_at_its_k_and_suggests_a_sample_the_search_a
     assert f"--sample-size 501 takes about {took}" in note
 
 
+def test_cost_note_reads_as_sentences_and_gives_only_advice_that_works(monkeypatch, tmp_path):
+    """No '.;' when the sample would be every row; the in-memory-only uniformity is never sent to the distributed
+    path, and on that path without a sample (where it refuses at once) it gets no note at all."""
+    from isotropy.measure.report import _cost_note
+
+    monkeypatch.setattr("isotropy._kernels.cost.machine_speed", lambda: (3e9, 2.5e7))
+    every_row = 0
+    for name in ("uniformity", "silhouette_score", "twonn_dimension"):
+        for n in np.unique(np.geomspace(5_000, 300_000, 400).astype(int)):  # also just above the note's 10 s
+            for distributed in (False, True):
+                note = _cost_note(name, int(n), 64, distributed=distributed)
+                if note is None:
+                    continue
+                assert ".;" not in note and ".." not in note and note.endswith("."), note
+                assert ("distributed path" in note) is (not distributed and name != "uniformity"), note
+                every_row += "--sample-size" not in note  # the sample would be every row: not suggested
+    assert every_row > 0
+    X = np.random.default_rng(0).normal(size=(3000, 8)).astype(np.float32)
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    np.save(shards / "a.npy", X[:1500])
+    np.save(shards / "b.npy", X[1500:])
+    monkeypatch.setattr("isotropy.measure.report._COST_NOTE_SECONDS", 1e-9)  # every pairwise metric gets its note
+    result = CliRunner().invoke(cli, ["measure", str(shards), "--metrics", "uniformity"])
+    assert result.exit_code == 2 and "give --sample-size N" in result.output
+    assert "Note: uniformity compares" not in result.output
+    result = CliRunner().invoke(cli, ["measure", str(shards), "--metrics", "uniformity", "--sample-size", "500"])
+    assert result.exit_code == 0 and "Note: uniformity compares all 500 x 500 pairs" in result.output
+
+
 # ------------------------------------------------------------------------------ progress inside O(n²) metrics
 @pytest.mark.parametrize("name", ["silhouette_score", "dunn_index", "twonn_dimension", "mle_dimension"])
 def test_quadratic_kernels_report_every_block(name):

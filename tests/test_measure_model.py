@@ -475,6 +475,9 @@ def test_texts_in_another_encoding(files, tmp_path):
     long.write_bytes(("text\n" + "plain line\n" * 5000 + "café\n").encode("latin-1"))
     with pytest.raises(ValueError, match=f"at byte {long.read_bytes().index(bytes([0xE9]))}\\)"):
         read_texts(long)
+    ellipsis = tmp_path / "ellipsis.txt"  # 0x85 is U+0085 in latin-1 (a line break to str.splitlines), not a new text
+    ellipsis.write_bytes("it was ok\x85 I guess\r\nsecond line\rthird\u2028 part\n".encode("latin-1", "replace"))
+    assert read_texts(ellipsis, encoding="latin-1") == ["it was ok\x85 I guess", "second line", "third? part"]
     bom = tmp_path / "bom.csv"  # a UTF-8 file with a byte-order mark (spreadsheet exports): the column keeps its name
     bom.write_bytes("text,y\ncafé,1\nthé,0\n".encode("utf-8-sig"))
     assert read_texts(bom, column="text") == ["café", "thé"]

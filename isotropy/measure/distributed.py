@@ -42,6 +42,26 @@ def connect_timeout() -> float:
     return seconds
 
 
+def check_scheduler_address(address: str) -> None:
+    """Refuse an address dask cannot connect to whatever the wait (no port, an unknown scheme, a port out of range)."""
+    from distributed.comm import registry
+    from distributed.comm.addressing import parse_address, parse_host_port
+
+    from isotropy.measure.report import InputError
+
+    expected = "expected an address such as tcp://host:8786"
+    try:
+        scheme, location = parse_address(address)
+        if scheme not in registry.backends:
+            raise ValueError(f"unknown scheme {scheme!r} (dask knows {', '.join(sorted(registry.backends))})")
+        if scheme in ("tcp", "tls", "ws", "wss"):
+            port = parse_host_port(location)[1]
+            if not 0 < int(port) < 65536:
+                raise ValueError(f"port {port} is out of range (1 to 65535)")
+    except (ValueError, TypeError) as exc:
+        raise InputError(f"--scheduler {address!r}: {' '.join(str(exc).split())}; {expected}.") from None
+
+
 @contextlib.contextmanager
 def open_cluster(scheduler: str | None, workers: int | None, memory_limit: int | str | None = None):
     """Yield a description of where the work runs: a client of ``scheduler``, a LocalCluster of
@@ -95,6 +115,8 @@ def run(embeddings, *, labels_path, metric_names, needing_labels, json_path, sam
         key, progress, scheduler, workers, memory_limit=None, shrinkage_sample=None, default_table=False,
         n_neighbors=None):
     """The body of ``isotropy measure`` for sharded input or a dask cluster."""
+    if scheduler is not None:  # before any data is read
+        check_scheduler_address(scheduler)
 
     from isotropy.distributed import show_progress
     from isotropy.measure.report import InputError, prepare_input, report

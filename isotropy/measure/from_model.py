@@ -121,7 +121,11 @@ def read_texts(path: str | os.PathLike, *, column: str | None = None, encoding: 
         if column is not None:
             raise ValueError(f"--text-column {column!r} needs a CSV/TSV or JSON-lines file; {str(path)!r} is read "
                              f"as plain text, one text a line.")
-        texts = [line for line in content.splitlines() if line.strip()]
+        # lines end at \n, \r\n or \r only: str.splitlines would also end one at U+0085 (the byte 0x85 of a
+        # latin-1 file, cp1252's "…"), U+2028 and the like, and give more texts than the file has lines
+        import re
+
+        texts = [line for line in re.split(r"\r\n|\r|\n", content) if line.strip()]
     if len(texts) < 2:
         raise ValueError(f"The texts file {str(path)!r} holds {len(texts)} text(s); expected at least 2.")
     return texts

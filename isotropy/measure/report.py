@@ -362,7 +362,8 @@ def _measure_each(metric_names, data, *, distance, random_state, progress, n_nei
         spec = METRICS[name]
         labelled = spec.needs_labels
         search = name in one_pass  # TwoNN and MLE from one search: one note, before it
-        if name in QUADRATIC and not (search and shared):
+        refused = name in _IN_MEMORY_ONLY and is_dask(X) and data.n_samples == data.n_rows  # fails at once, below
+        if name in QUADRATIC and not (search and shared) and not refused:
             note = _cost_note(_SHARED_SEARCH if search else name, *X.shape, distributed=is_dask(X),
                               names=one_pass if search else None, n_neighbors=n_neighbors)
             if note:
@@ -485,13 +486,16 @@ def _cost_note(name, n_samples, n_features, *, distributed=False, names=None, n_
     fewest = max(3, (k or 2) + 1) if name in _ONE_PASS else 2
     sample = max(fewest, int(float(f"{sample:.2g}")))
     where = "one process of this machine" if distributed else "this machine"
-    advice = "" if distributed else "; for all rows, use the distributed path (--workers N)"
     subject = f"{name} compares" if names is None else f"{' and '.join(names)} compare (one neighbour search)"
-    smaller = "" if sample >= n_samples else (
-        f" --sample-size {sample} takes about "
-        f"{format_duration(max(_COST_NOTE_SECONDS, estimate_seconds(name, sample, n_features, n_neighbors=k)))}")
-    return (f"Note: {subject} all {n_samples} x {n_samples} pairs (O(n²)): about "
-            f"{format_duration(seconds)} on {where}.{smaller}{advice}.")
+    advice = []
+    if sample < n_samples:
+        took = max(_COST_NOTE_SECONDS, estimate_seconds(name, sample, n_features, n_neighbors=k))
+        advice.append(f"--sample-size {sample} takes about {format_duration(took)}")
+    if not distributed and name not in _IN_MEMORY_ONLY:  # the in-memory-only metrics refuse the distributed path
+        advice.append("for all rows, use the distributed path (--workers N)")
+    advice = "; ".join(advice)
+    return (f"Note: {subject} all {n_samples} x {n_samples} pairs (O(n²)): about {format_duration(seconds)} on "
+            f"{where}." + (f" {advice[0].upper()}{advice[1:]}." if advice else ""))
 
 
 # the neighbour-distance dimension estimators, whose value under --metric cosine is about half the sphere's dimension
