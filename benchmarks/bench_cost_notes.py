@@ -14,7 +14,7 @@ Goal: every ratio within 1.5× either way.
 ``--fit`` also solves, per metric, the ``(α, β)`` that the measured times give (least squares of
 the relative errors over all ``--dims``, at least two of them, non-negative), and for the neighbour
 search (TwoNN alone, k = 2, and the search TwoNN and MLE share at each ``--n-neighbors``) the
-``(α, β₀, β₁, γ)`` of ``n²·(α·d/F + (β₀ + β₁·k)/E) + γ·n·k·d/E``: one ``α``, its products being
+``(α, β, γ, δ)`` of ``n²·(α·d/F + β/E) + (γ·d + δ·ln(1 + n/k))·n·k/E``: one ``α``, its products being
 the same BLAS calls on both loops, the rest per loop. Both use the ``F`` and ``E`` of this run: the
 constants of ``isotropy/_kernels/cost.py`` come from this command's output.
 
@@ -129,7 +129,7 @@ def main(argv=None):
 
 
 def _fit_search(rows, flops, elements):
-    """(α, β₀, β₁, γ) of the neighbour search, ``t = n²·(α·d/F + (β₀ + β₁·k)/E) + γ·n·k·d/E``: one α, the rest per loop."""
+    """(α, β, γ, δ) of the neighbour search, ``t = n²·(α·d/F + β/E) + (γ·d + δ·ln(1 + n/k))·n·k/E``: one α, the rest per loop."""
     from scipy.optimize import nnls
 
     loops = sorted({jit for _, _, jit, _, _ in rows}, key=str)
@@ -137,15 +137,16 @@ def _fit_search(rows, flops, elements):
     for r, (n, d, jit, k, seconds) in enumerate(rows):
         at = 1 + 3 * loops.index(jit)
         A[r, 0] = n * n * d / flops / seconds
-        A[r, at:at + 3] = n * n / elements / seconds, n * n * k / elements / seconds, n * k * d / elements / seconds
+        A[r, at:at + 3] = (n * n / elements / seconds, n * k * d / elements / seconds,
+                           n * k * math.log1p(n / k) / elements / seconds)
     theta, _ = nnls(A, np.ones(len(rows)))
-    print("\n(α, β₀, β₁, γ) of the neighbour search, t = n²·(α·d/F + (β₀ + β₁·k)/E) + γ·n·k·d/E (one α; "
+    print("\n(α, β, γ, δ) of the neighbour search, t = n²·(α·d/F + β/E) + (γ·d + δ·ln(1 + n/k))·n·k/E (one α; "
           "the rest per loop), from every TwoNN and MLE row above; _SEARCH_COST in isotropy/_kernels/cost.py:",
           flush=True)
     for i, jit in enumerate(loops):
         loop = "compiled" if jit == "1" else "numpy"
-        b0, b1, g = theta[1 + 3 * i: 4 + 3 * i]
-        print(f"- {loop}: ({theta[0]:.3g}, {b0:.3g}, {b1:.3g}, {g:.3g})", flush=True)
+        beta, gamma, delta = theta[1 + 3 * i: 4 + 3 * i]
+        print(f"- {loop}: ({theta[0]:.3g}, {beta:.3g}, {gamma:.3g}, {delta:.3g})", flush=True)
     fitted = A @ theta
     print(f"fitted / measured over these rows: {fitted.min():.2f} to {fitted.max():.2f}", flush=True)
 

@@ -10,10 +10,11 @@ with F the float32 product speed (flop/s) and E the element-wise speed (elements
 machine, both measured once per process by a tiny calibration (a 512 x 256 x 512 product and a
 square root over 512² elements, about 10 ms), and α, β per-metric constants fitted on this code
 (``_PAIR_COST``). The exact neighbour search of TwoNN and MLE also grows with its ``k`` neighbours:
-its selection keeps more candidates per pair, and it recomputes the ``n·k`` neighbour distances
-exactly (``n·k·d`` memory-bound operations), so for it
+it recomputes the ``n·k`` neighbour distances exactly (``n·k·d`` memory-bound operations), and each
+row's candidates are replaced about ``k·ln(n/k)`` times as the blocks go by (the expected number of
+updates of a running top ``k`` over ``n`` values in random order), so for it
 
-    t ≈ n² · (α · d / F + (β₀ + β₁ · k) / E) + γ · n · k · d / E
+    t ≈ n² · (α · d / F + β / E) + γ · n · k · d / E + δ · n · k · ln(1 + n/k) / E
 
 with one set of constants per loop (``_SEARCH_COST``: numpy, compiled). On the machine they were fitted on, the
 estimates fall within 1.5× of the measured times at widths and sizes the fit did not see
@@ -24,6 +25,7 @@ Enough to choose between waiting, ``--sample-size`` and the distributed path.
 from __future__ import annotations
 
 import functools
+import math
 import time
 
 import numpy as np
@@ -38,10 +40,10 @@ __all__ = ["estimate_seconds", "format_duration", "machine_speed"]
 # blocks on and above the diagonal only; the Dunn index and the uniformity every block, the former scanning
 # each for extremes, the latter taking an exponential per pair).
 _PAIR_COST = {"silhouette_score": (0.83, 0.735), "dunn_index": (2.95, 9.38), "uniformity": (1.94, 14.2)}
-# (α, β₀, β₁, γ) of the exact neighbour search per loop (numpy; compiled: isotropy._kernels.neighbors.compiled_kernels),
-# from ``benchmarks/bench_cost_notes.py --neighbours-only --n-neighbors 5,20,100 --fit`` (d = 50 and 384, k = 2
-# for TwoNN alone and 5, 20, 100 for the search TwoNN and MLE share; docs/benchmarks.md gives the run).
-_SEARCH_COST = {"numpy": (0.88, 1.72, 0.00877, 3.13), "compiled": (0.88, 0.684, 0.000825, 0.995)}
+# (α, β, γ, δ) of the exact neighbour search per loop (numpy; compiled: isotropy._kernels.neighbors.compiled_kernels),
+# from ``benchmarks/bench_cost_notes.py --neighbours-only --n-neighbors 5,20,100,1000 --fit`` (d = 50 and 384, k = 2
+# for TwoNN alone and 5 to 1000 for the search TwoNN and MLE share; docs/benchmarks.md gives the run).
+_SEARCH_COST = {"numpy": (0.906, 1.43, 2.41, 181.0), "compiled": (0.906, 0.521, 0.585, 88.5)}
 # The neighbours each searches for by default (the search TwoNN and MLE share in a table is MLE's).
 _NEIGHBOURS = {"twonn_dimension": 2, "mle_dimension": DEFAULT_MLE_NEIGHBOURS}
 
@@ -85,9 +87,10 @@ def estimate_seconds(name: str, n_samples: int, n_features: int, *, n_neighbors:
         compiled = uses_compiled_kernels(n_samples, n_features, k)
     except IsotropyValueError:  # a bad ISOTROPY_JIT: the search itself says so; the note is not the place
         compiled = False
-    alpha, beta0, beta1, gamma = _SEARCH_COST["compiled" if compiled else "numpy"]
-    return (pairs * (alpha * n_features / flops + (beta0 + beta1 * k) / elements)
-            + gamma * float(n_samples) * k * n_features / elements)
+    alpha, beta, gamma, delta = _SEARCH_COST["compiled" if compiled else "numpy"]
+    rows = float(n_samples) * k
+    return (pairs * (alpha * n_features / flops + beta / elements)
+            + (gamma * n_features + delta * math.log1p(n_samples / k)) * rows / elements)
 
 
 def format_duration(seconds: float) -> str:

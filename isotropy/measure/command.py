@@ -16,7 +16,7 @@ import click
 
 from isotropy._kernels.dimension import DEFAULT_MLE_NEIGHBOURS
 from isotropy.measure._completion import complete_embeddings, complete_metrics
-from isotropy.measure.from_model import model_options, run_cli
+from isotropy.measure.from_model import DEFAULT_LAYER_METRICS, model_options, run_cli
 from isotropy.measure.report import CLUSTER, LABEL_FREE, METRICS, QUADRATIC, InputError, _guard, _load_input, report
 from isotropy.metrics.table import default_metric_names
 
@@ -130,8 +130,9 @@ def _check_n_neighbors(n_neighbors, metric_names, *, default_table: str | None =
 @click.option("--metrics", "metric_names", callback=_parse_metrics, default=None, metavar="LIST",
               shell_complete=complete_metrics,
               help=f"Comma-separated metrics. Default: {', '.join(DEFAULT)} (isoscore_star too with "
-                   f"--shrinkage-sample), plus {', '.join(CLUSTER)} when --labels is given. Also: "
-                   f"{', '.join(ON_REQUEST)}.")
+                   f"--shrinkage-sample), plus {', '.join(CLUSTER)} when --labels is given; with --model: "
+                   f"{', '.join(m for m in DEFAULT_LAYER_METRICS if not METRICS[m].needs_labels)} (the cluster "
+                   f"metrics with --labels). Also: {', '.join(ON_REQUEST)}.")
 @click.option("--shrinkage-sample", callback=_parse_shrinkage_sample, default=None, metavar="N|FILE",
               help="Σ_S of isoscore_star: the covariance of N rows drawn (seeded by --random-state) from all rows "
                    "of the input, or of the rows of FILE (an embeddings file of the same width); with --model, "
@@ -147,9 +148,10 @@ def _check_n_neighbors(n_neighbors, metric_names, *, default_table: str | None =
 @click.option("--random-state", type=int, default=0, show_default=True, metavar="S",
               help="Seed of the row sample and of randomised metrics.")
 @click.option("--metric", "distance", type=click.Choice(["euclidean", "cosine"]), default="euclidean",
-              show_default=True, help="Distance for the metrics that take one (silhouette, mle_dimension, ...). "
-                                      "cosine is 1 - cos: TwoNN and MLE then read about half the dimension of the "
-                                      "normalised rows.")
+              show_default=True, help="Distance for the metrics that take one (silhouette, mle_dimension, ...), "
+                                      "EMBEDDINGS only (--model measures with the euclidean distance). cosine is "
+                                      "1 - cos: TwoNN and MLE then read about half the dimension of the normalised "
+                                      "rows.")
 @click.option("--n-neighbors", callback=_parse_n_neighbors, default=None, metavar="K",
               help=f"Neighbours per point of mle_dimension (Levina & Bickel's k; default {DEFAULT_MLE_NEIGHBOURS}, "
                    f"as scikit-dimension). TwoNN reads the first two of the same search.")

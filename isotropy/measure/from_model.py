@@ -407,7 +407,7 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
         del encoder
     del network
     from isotropy._kernels.rows import shared_statistics
-    from isotropy.measure.report import _ONE_PASS, _mle_neighbours, _one_neighbour_pass
+    from isotropy.measure.report import _ONE_PASS, _mle_neighbours, _one_neighbour_pass, own_message
 
     one_pass = _ONE_PASS <= set(metrics)  # TwoNN and MLE both asked for: one neighbour search per layer
     rows, notes, seen, failed = [], [], {}, {}
@@ -447,9 +447,8 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
                 except ValueError as exc:  # e.g. identical vectors at this layer: undefined here, said so, not fatal
                     record[name] = float("nan")
                     caught = [exc]
-                    failed.setdefault(name, {})[layer] = " ".join(str(exc).split()).removeprefix(f"{name}: ")
-                for message in dict.fromkeys(" ".join(str(getattr(w, "message", w)).split())
-                                             .removeprefix(f"{name}: ") for w in caught):
+                    failed.setdefault(name, {})[layer] = own_message(name, exc)
+                for message in dict.fromkeys(own_message(name, getattr(w, "message", w)) for w in caught):
                     seen.setdefault((name, message), []).append(layer)  # one warning for every layer giving it
         rows.append(record)
         if progress:
@@ -466,12 +465,15 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
               if list(by_layer) == measured}
     for name, message in errors.items():  # run_cli says it as the metric's error, with the option's name
         warnings.warn(f"{_CALLER}: {name} failed at every layer: {message}", MetricFailedWarning, stacklevel=2)
+    said = {}  # (layers, message) -> the metrics giving it: TwoNN and MLE share one search, hence its warnings
     for (name, message), where in seen.items():
         if name in errors and message == errors[name] and where == measured:
             continue  # said once above, not as a warning of every layer
+        said.setdefault((tuple(where), message), []).append(name)
+    for (where, message), names in said.items():
         named = f"layer {where[0]}" if len(where) == 1 else f"layers {', '.join(map(str, where))}"
-        notes.append(f"{named}: {name}: {message}")
-        print(f"Warning: {named}: {name}: {message}", file=sys.stderr, flush=True)
+        notes.append(f"{named}: {', '.join(names)}: {message}")
+        print(f"Warning: {named}: {', '.join(names)}: {message}", file=sys.stderr, flush=True)
     return {"model": str(model), "location": location, "level": level,
             "pooling": pooling if level == "sentence" else None, "keep_special": keep_special if level == "token" else None,
             "n_layers": n_layers, "n_features": int(states[layers[0]].shape[1]), "n_texts": len(texts),

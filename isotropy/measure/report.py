@@ -326,12 +326,17 @@ def _measure(metric_names, data, *, distance, random_state, progress, n_neighbor
                                  n_neighbors=n_neighbors)
 
 
-def _without_prefix(message: str, names) -> str:
-    """``message`` without a leading ``"<name>: "`` for the first of ``names`` it starts with."""
-    for name in names:
-        if message.startswith(f"{name}: "):
-            return message[len(name) + 2:]
-    return message
+def own_message(name: str, message) -> str:
+    """A warning or error of metric ``name`` as one line, without a leading ``"<name>: "``.
+
+    Nor the name of the search TwoNN and MLE share (``neighbour_dimensions``, or on the dask path each
+    estimator's own), so that the warning of that search reads the same under both metrics.
+    """
+    text = " ".join(str(message).split())
+    for prefix in [name, *(sorted(_ONE_PASS) + ["neighbour_dimensions"] if name in _ONE_PASS else [])]:
+        if text.startswith(f"{prefix}: "):
+            return text[len(prefix) + 2:]
+    return text
 
 
 def _mle_neighbours(n_neighbors) -> int:
@@ -405,10 +410,7 @@ def _measure_each(metric_names, data, *, distance, random_state, progress, n_nei
             except Exception as exc:  # noqa: BLE001 - a failing metric must not lose the others
                 error, kind = f"{type(exc).__name__}: {' '.join(str(exc).split())}", "internal"
         seconds = time.perf_counter() - start
-        # one line each; a message that already starts with the name of the metric, or of the search it shares
-        # (the dask path warns once per estimator, each under its own name), does not repeat it
-        prefixes = [name, *(sorted(_ONE_PASS) + ["neighbour_dimensions"] if name in _ONE_PASS else [])]
-        notes = list(dict.fromkeys(_without_prefix(" ".join(str(w.message).split()), prefixes) for w in caught))
+        notes = list(dict.fromkeys(own_message(name, w.message) for w in caught))
         for message in notes:  # one line each, not the file:line form of the warnings module
             bar.write(f"Warning: {name}: {message}", file=sys.stderr)
         if error is not None:
@@ -479,7 +481,8 @@ def _cost_note(name, n_samples, n_features, *, distributed=False, names=None, n_
     if seconds < _COST_NOTE_SECONDS:
         return None
     sample, estimate = n_samples, seconds
-    for _ in range(3):  # time grows as n² for one loop; a smaller sample may run on other loops (the neighbour search)
+    for _ in range(8):  # time grows as n² for one loop, less for the neighbour search at large k; a smaller sample may
+        # run on other loops (the neighbour search)
         sample = max(2, int(sample * math.sqrt(_COST_NOTE_SECONDS / estimate)))
         estimate = estimate_seconds(name, sample, n_features, n_neighbors=k)
     # a sample the metric accepts: more rows than the search's neighbours (TwoNN's 2, MLE's k), and 3 at least
