@@ -14,7 +14,7 @@ Goal: every ratio within 1.5× either way.
 ``--fit`` also solves, per metric, the ``(α, β)`` that the measured times give (least squares of
 the relative errors over all ``--dims``, at least two of them, non-negative), and for the neighbour
 search (TwoNN alone, k = 2, and the search TwoNN and MLE share at each ``--n-neighbors``) the
-``(α, β, γ, δ)`` of ``n²·(α·d/F + β/E) + (γ·d + δ·ln(1 + n/k))·n·k/E``: one ``α``, its products being
+``(α, β, γ, δ, ε)`` of ``n²·(α·d/F + β/E) + (γ·d + δ·ln(1 + n/k) + ε·k)·n·k/E``: one ``α``, its products being
 the same BLAS calls on both loops, the rest per loop. Both use the ``F`` and ``E`` of this run: the
 constants of ``isotropy/_kernels/cost.py`` come from this command's output.
 
@@ -129,24 +129,24 @@ def main(argv=None):
 
 
 def _fit_search(rows, flops, elements):
-    """(α, β, γ, δ) of the neighbour search, ``t = n²·(α·d/F + β/E) + (γ·d + δ·ln(1 + n/k))·n·k/E``: one α, the rest per loop."""
+    """(α, β, γ, δ, ε) of the neighbour search, ``t = n²·(α·d/F + β/E) + (γ·d + δ·ln(1 + n/k) + ε·k)·n·k/E``: one α,
+    the rest per loop."""
     from scipy.optimize import nnls
 
     loops = sorted({jit for _, _, jit, _, _ in rows}, key=str)
-    A = np.zeros((len(rows), 1 + 3 * len(loops)))
+    A = np.zeros((len(rows), 1 + 4 * len(loops)))
     for r, (n, d, jit, k, seconds) in enumerate(rows):
-        at = 1 + 3 * loops.index(jit)
+        at = 1 + 4 * loops.index(jit)
         A[r, 0] = n * n * d / flops / seconds
-        A[r, at:at + 3] = (n * n / elements / seconds, n * k * d / elements / seconds,
-                           n * k * math.log1p(n / k) / elements / seconds)
+        A[r, at:at + 4] = np.array([n * n, n * k * d, n * k * math.log1p(n / k), n * k * k]) / elements / seconds
     theta, _ = nnls(A, np.ones(len(rows)))
-    print("\n(α, β, γ, δ) of the neighbour search, t = n²·(α·d/F + β/E) + (γ·d + δ·ln(1 + n/k))·n·k/E (one α; "
+    print("\n(α, β, γ, δ, ε) of the neighbour search, t = n²·(α·d/F + β/E) + (γ·d + δ·ln(1 + n/k) + ε·k)·n·k/E (one α; "
           "the rest per loop), from every TwoNN and MLE row above; _SEARCH_COST in isotropy/_kernels/cost.py:",
           flush=True)
     for i, jit in enumerate(loops):
         loop = "compiled" if jit == "1" else "numpy"
-        beta, gamma, delta = theta[1 + 3 * i: 4 + 3 * i]
-        print(f"- {loop}: ({theta[0]:.3g}, {beta:.3g}, {gamma:.3g}, {delta:.3g})", flush=True)
+        beta, gamma, delta, epsilon = theta[1 + 4 * i: 5 + 4 * i]
+        print(f"- {loop}: ({theta[0]:.3g}, {beta:.3g}, {gamma:.3g}, {delta:.3g}, {epsilon:.3g})", flush=True)
     fitted = A @ theta
     print(f"fitted / measured over these rows: {fitted.min():.2f} to {fitted.max():.2f}", flush=True)
 

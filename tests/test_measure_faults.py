@@ -208,8 +208,9 @@ def test_cost_estimate_follows_the_loops_the_neighbour_search_will_run(monkeypat
     n, d = 80_000, 384
 
     def expected(loop, k):
-        alpha, beta, gamma, delta = cost._SEARCH_COST[loop]
-        return n * n * (alpha * d / flops + beta / elements) + (gamma * d + delta * np.log(1 + n / k)) * n * k / elements
+        alpha, beta, gamma, delta, epsilon = cost._SEARCH_COST[loop]
+        return (n * n * (alpha * d / flops + beta / elements)
+                + (gamma * d + delta * np.log(1 + n / k) + epsilon * k) * n * k / elements)
 
     assert cost._SEARCH_COST["numpy"] != cost._SEARCH_COST["compiled"]
     for name, k in (("twonn_dimension", 2), ("mle_dimension", 20)):
@@ -248,7 +249,7 @@ def test_every_pairwise_metric_has_its_cost_constants():
     assert pairwise == set(cost._PAIR_COST) | set(cost._NEIGHBOURS) and not set(cost._PAIR_COST) & set(cost._NEIGHBOURS)
     assert all(alpha > 0 and beta > 0 for alpha, beta in cost._PAIR_COST.values())
     assert set(cost._SEARCH_COST) == {"numpy", "compiled"}
-    assert all(alpha > 0 and beta > 0 and min(gamma, delta) >= 0 for alpha, beta, gamma, delta in cost._SEARCH_COST.values())
+    assert all(alpha > 0 and beta > 0 and min(rest) >= 0 for alpha, beta, *rest in cost._SEARCH_COST.values())
 
 
 def test_cost_note_does_not_load_numba():

@@ -417,16 +417,16 @@ def test_n_neighbors_sets_the_mle_of_every_layer(files, tmp_path):
 
     out = tmp_path / "k.json"
     result = invoke("--model", files / "bert", "--texts", files / "texts.txt", "--metrics",
-                    "twonn_dimension,mle_dimension", "--n-neighbors", 3, "--device", "cpu", "--json", out)
+                    "twonn_dimension,mle_dimension", "--n-neighbors", 4, "--device", "cpu", "--json", out)
     assert result.exit_code == 0, result.output
     record = json.loads(out.read_text())
-    assert record["n_neighbors"] == 3 and record["errors"] == {}
+    assert record["n_neighbors"] == 4 and record["errors"] == {}
     states = _bert_states(files / "bert")
     for row in record["rows"]:
         X = np.stack([s[row["layer"]].mean(0) for s in states]).astype(np.float64)
-        assert row["mle_dimension"] == pytest.approx(mle_dimension(X, n_neighbors=3), rel=1e-3)
+        assert row["mle_dimension"] == pytest.approx(mle_dimension(X, n_neighbors=4), rel=1e-3)
         assert row["twonn_dimension"] == pytest.approx(twonn_dimension(X), rel=1e-3)
-        assert abs(mle_dimension(X, n_neighbors=3) - mle_dimension(X, n_neighbors=5)) > 1e-3  # k matters here
+        assert abs(mle_dimension(X, n_neighbors=4) - mle_dimension(X, n_neighbors=6)) > 1e-3  # k matters here
 
 
 def test_a_metric_failing_at_every_layer_is_an_error_with_exit_2(files, tmp_path):

@@ -195,11 +195,11 @@ def test_measuring_other_layers_of_the_same_texts_runs_no_forward_pass(monkeypat
 
 def test_the_shared_search_warns_once_for_twonn_and_mle(bert, capsys):
     """TwoNN and MLE share one neighbour search: its duplicate-rows warning is one line naming both."""
-    duplicated = TEXTS[:4] * 2  # identical rows at every layer
+    duplicated = TEXTS[:6] * 2  # identical rows at every layer
     result = measure_layers(duplicated, model=str(bert), device="cpu", metrics=["twonn_dimension", "mle_dimension"],
-                            n_neighbors=2)
+                            n_neighbors=4)
     lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("Warning:")]
     assert len(lines) == 1, lines
-    assert lines[0].startswith("Warning: layers 0, 1, 2: twonn_dimension, mle_dimension: X has 4 duplicate rows")
+    assert lines[0].startswith("Warning: layers 0, 1, 2: twonn_dimension, mle_dimension: X has 6 duplicate rows")
     assert "neighbour_dimensions" not in lines[0]
     assert result["warnings"] == [lines[0].removeprefix("Warning: ")]

@@ -138,3 +138,25 @@ def test_duplicate_rows_name_the_option_and_are_warned_once_per_metric_on_dask(t
     warned = [line for line in result.output.splitlines() if line.startswith("Warning:")]
     assert [line.split(":")[1].strip() for line in warned] == ["twonn_dimension", "mle_dimension"]
     assert all(line.split(": ", 2)[2].startswith("X has 290 duplicate rows") for line in warned)
+
+
+@pytest.mark.parametrize(("k", "what"), [(2, "expectation"), (3, "variance")])
+def test_a_k_whose_mean_has_a_heavy_tail_is_warned_of(points, k, what):
+    """At k = 2 the local MLE (k - 1)/S, S ~ Gamma(k - 1), has no finite mean; at k = 3 no finite variance."""
+    import warnings
+
+    from isotropy import MLE
+
+    root, X = points
+    result = invoke(root / "x.npy", "--metrics", "mle_dimension", "--n-neighbors", k, "--json", "-")
+    assert result.exit_code == 0, result.output
+    record = json.loads(result.stdout)
+    assert record["values"]["mle_dimension"] == pytest.approx(_levina_bickel(X, k), rel=1e-9)  # still the formula
+    message = f"with n_neighbors={k} the mean of the local estimates has no finite {what}"
+    assert any(message in note for note in record["warnings"]["mle_dimension"])
+    with pytest.warns(UserWarning, match=message):
+        MLE(n_neighbors=k).fit(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        mle_dimension(X, n_neighbors=4)  # from k = 4 on: no warning
+        mle_dimension(X, n_neighbors=k, averaging="harmonic")  # the harmonic mean is not heavy-tailed

@@ -10,11 +10,12 @@ with F the float32 product speed (flop/s) and E the element-wise speed (elements
 machine, both measured once per process by a tiny calibration (a 512 x 256 x 512 product and a
 square root over 512² elements, about 10 ms), and α, β per-metric constants fitted on this code
 (``_PAIR_COST``). The exact neighbour search of TwoNN and MLE also grows with its ``k`` neighbours:
-it recomputes the ``n·k`` neighbour distances exactly (``n·k·d`` memory-bound operations), and each
+it recomputes the ``n·k`` neighbour distances exactly (``n·k·d`` memory-bound operations), each
 row's candidates are replaced about ``k·ln(n/k)`` times as the blocks go by (the expected number of
-updates of a running top ``k`` over ``n`` values in random order), so for it
+updates of a running top ``k`` over ``n`` values in random order), and at large ``k`` the row's
+slots of ``k`` candidates are passed over again as they fill (``n·k²``), so for it
 
-    t ≈ n² · (α · d / F + β / E) + γ · n · k · d / E + δ · n · k · ln(1 + n/k) / E
+    t ≈ n² · (α · d / F + β / E) + (γ · d + δ · ln(1 + n/k) + ε · k) · n · k / E
 
 with one set of constants per loop (``_SEARCH_COST``: numpy, compiled). On the machine they were fitted on, the
 estimates fall within 1.5× of the measured times at widths and sizes the fit did not see
@@ -40,10 +41,10 @@ __all__ = ["estimate_seconds", "format_duration", "machine_speed"]
 # blocks on and above the diagonal only; the Dunn index and the uniformity every block, the former scanning
 # each for extremes, the latter taking an exponential per pair).
 _PAIR_COST = {"silhouette_score": (0.83, 0.735), "dunn_index": (2.95, 9.38), "uniformity": (1.94, 14.2)}
-# (α, β, γ, δ) of the exact neighbour search per loop (numpy; compiled: isotropy._kernels.neighbors.compiled_kernels),
-# from ``benchmarks/bench_cost_notes.py --neighbours-only --n-neighbors 5,20,100,1000 --fit`` (d = 50 and 384, k = 2
-# for TwoNN alone and 5 to 1000 for the search TwoNN and MLE share; docs/benchmarks.md gives the run).
-_SEARCH_COST = {"numpy": (0.906, 1.43, 2.41, 181.0), "compiled": (0.906, 0.521, 0.585, 88.5)}
+# (α, β, γ, δ, ε) of the exact neighbour search per loop (numpy; compiled: isotropy._kernels.neighbors.compiled_kernels),
+# from ``benchmarks/bench_cost_notes.py --neighbours-only --n-neighbors 5,20,100,1000,3000 --fit`` (d = 50 and 384,
+# k = 2 for TwoNN alone and 5 to 3000 for the search TwoNN and MLE share; docs/benchmarks.md gives the run).
+_SEARCH_COST = {"numpy": (0.899, 1.47, 1.74, 160.0, 0.198), "compiled": (0.899, 0.537, 0.294, 78.7, 0.0726)}
 # The neighbours each searches for by default (the search TwoNN and MLE share in a table is MLE's).
 _NEIGHBOURS = {"twonn_dimension": 2, "mle_dimension": DEFAULT_MLE_NEIGHBOURS}
 
@@ -87,10 +88,10 @@ def estimate_seconds(name: str, n_samples: int, n_features: int, *, n_neighbors:
         compiled = uses_compiled_kernels(n_samples, n_features, k)
     except IsotropyValueError:  # a bad ISOTROPY_JIT: the search itself says so; the note is not the place
         compiled = False
-    alpha, beta, gamma, delta = _SEARCH_COST["compiled" if compiled else "numpy"]
+    alpha, beta, gamma, delta, epsilon = _SEARCH_COST["compiled" if compiled else "numpy"]
     rows = float(n_samples) * k
     return (pairs * (alpha * n_features / flops + beta / elements)
-            + (gamma * n_features + delta * math.log1p(n_samples / k)) * rows / elements)
+            + (gamma * n_features + delta * math.log1p(n_samples / k) + epsilon * k) * rows / elements)
 
 
 def format_duration(seconds: float) -> str:

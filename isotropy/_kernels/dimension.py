@@ -71,8 +71,20 @@ def _local_mle(dist: np.ndarray, caller: str) -> np.ndarray:
         return (k - 1) / total
 
 
-def _pool(local: np.ndarray, averaging: str, caller: str = "mle_dimension") -> float:
-    """Pool local estimates: arithmetic mean, harmonic mean (inverse of the mean inverse) or median."""
+def _pool(local: np.ndarray, averaging: str, caller: str = "mle_dimension", n_neighbors: int | None = None) -> float:
+    """Pool local estimates: arithmetic mean, harmonic mean (inverse of the mean inverse) or median.
+
+    The mean of ``k`` neighbours' local estimates ``(k − 1)/S``, with ``S ~ Gamma(k − 1)`` under the
+    estimator's own Poisson model, has no finite expectation at ``k = 2`` and no finite variance at
+    ``k = 3``: it is then warned of (``n_neighbors``), since one point with two almost equal
+    distances can carry it beyond the number of features.
+    """
+    if averaging == "mean" and n_neighbors is not None and n_neighbors <= 3:
+        warnings.warn(f"{caller}: with n_neighbors={n_neighbors} the mean of the local estimates has no finite "
+                      f"{'expectation' if n_neighbors == 2 else 'variance'} (one point whose nearest distances "
+                      f"are almost equal can carry it beyond the number of features); Levina and Bickel use "
+                      f"10 to 20 neighbours, or pool with averaging='harmonic' or 'median'.", UserWarning,
+                      stacklevel=3)
     if averaging == "mean":
         return _computed(local.mean(), caller)
     if averaging == "median":

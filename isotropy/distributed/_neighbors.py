@@ -223,4 +223,4 @@ def mle_dimension(X, *, n_neighbors=DEFAULT_MLE_NEIGHBOURS, metric="euclidean", 
     averaging = check_option(averaging, "averaging", _AVERAGING, caller=caller)
     (local,) = compute(_local_graph(X, n_neighbors, metric, chunk_size, caller)[0])
     _warn_flat(local, n_neighbors, caller)
-    return _pool(local, averaging, caller)
+    return _pool(local, averaging, caller, n_neighbors)

@@ -282,7 +282,7 @@ def mle_dimension(X, *, n_neighbors: int = DEFAULT_MLE_NEIGHBOURS, metric: str =
     averaging = check_option(averaging, "averaging", _AVERAGING, caller=caller)
     check_scalar(n_neighbors, "n_neighbors", caller=caller, kind=numbers.Integral, low=2, high=X.shape[0] - 1)
     dist, _ = _neighbour_distances(X, n_neighbors=n_neighbors, metric=metric, caller=caller)
-    return _output(_pool(_local_mle(dist, caller), averaging, caller), X)
+    return _output(_pool(_local_mle(dist, caller), averaging, caller, n_neighbors), X)
 
 
 def neighbour_dimensions(X, *, twonn: bool = True, mle: bool = True, local_mle: bool = False,
@@ -360,7 +360,7 @@ def neighbour_dimensions(X, *, twonn: bool = True, mle: bool = True, local_mle: 
     if mle or local_mle:
         local = _local_mle(dist, caller)
         if mle:
-            out["mle_dimension"] = _output(_pool(local, averaging, caller), X)
+            out["mle_dimension"] = _output(_pool(local, averaging, caller, k), X)
         if local_mle:
             out["local_mle_dimension"] = _output(local if inverse is None else local[inverse], X)
     return out

@@ -127,6 +127,6 @@ class MLE(_DimensionEstimator):
         dist, inverse = _neighbour_distances(X, n_neighbors=k, metric=metric, caller=caller)
         local = _local_mle(dist, caller)
         self.n_neighbors_ = k
-        self.dimension_ = _pool(local, averaging)
+        self.dimension_ = _pool(local, averaging, caller, k)
         self.dimension_pw_ = local if inverse is None else local[inverse]
         return self
