@@ -237,7 +237,9 @@ def mle_dimension(X, *, n_neighbors: int = DEFAULT_MLE_NEIGHBOURS, metric: str =
     X : array-like or torch.Tensor of shape (n_samples, n_features)
         The points.
     n_neighbors : int, default=20
-        Neighbours per point, ``2 <= n_neighbors <= n_samples - 1``.
+        Neighbours per point, ``2 <= n_neighbors <= n_samples - 1``. Under the estimator's own
+        Poisson model the local estimate is ``(k − 1)/S`` with ``S ~ Gamma(k − 1)``: its mean is
+        infinite at ``k = 2`` and its variance at ``k = 3``, so ``averaging="mean"`` warns there.
     metric : {"euclidean", "cosine"}, default="euclidean"
         Distance between points; ``"cosine"`` is ``1 − cos(x, y)``.
     averaging : {"mean", "harmonic", "median"}, default="mean"
