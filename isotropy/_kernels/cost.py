@@ -44,7 +44,7 @@ _PAIR_COST = {"silhouette_score": (0.83, 0.735), "dunn_index": (2.95, 9.38), "un
 # (α, β, γ, δ, ε) of the exact neighbour search per loop (numpy; compiled: isotropy._kernels.neighbors.compiled_kernels),
 # from ``benchmarks/bench_cost_notes.py --neighbours-only --n-neighbors 5,20,100,1000,3000 --fit`` (d = 50 and 384,
 # k = 2 for TwoNN alone and 5 to 3000 for the search TwoNN and MLE share; docs/benchmarks.md gives the run).
-_SEARCH_COST = {"numpy": (0.899, 1.47, 1.74, 160.0, 0.198), "compiled": (0.899, 0.537, 0.294, 78.7, 0.0726)}
+_SEARCH_COST = {"numpy": (0.896, 1.69, 1.93, 205.0, 0.107), "compiled": (0.896, 0.593, 0.441, 89.0, 0.0617)}
 # The neighbours each searches for by default (the search TwoNN and MLE share in a table is MLE's).
 _NEIGHBOURS = {"twonn_dimension": 2, "mle_dimension": DEFAULT_MLE_NEIGHBOURS}
 
