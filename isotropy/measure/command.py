@@ -75,31 +75,28 @@ def _parse_shrinkage_sample(ctx, param, value):
     return size
 
 
-def _parse_sample_size(ctx, param, value):
-    """``--sample-size``: an int >= 2, refused in one line (exit 2), not with a usage block."""
+def _count_of_at_least_two(value, option: str, expected: str):
+    """An option's int >= 2 (``None`` when not given), refused in one line (exit 2), not with a usage block."""
     if value is None:
         return None
     try:
-        size = int(value)
+        count = int(value)
     except ValueError:
-        size = None
-    if size is None or size < 2:
-        raise InputError(f"--sample-size {value!r}: expected an integer number of rows of at least 2.")
-    return size
+        count = None
+    if count is None or count < 2:
+        raise InputError(f"{option} {value!r}: expected {expected}.")
+    return count
+
+
+def _parse_sample_size(ctx, param, value):
+    """``--sample-size``: rows of the sample."""
+    return _count_of_at_least_two(value, "--sample-size", "an integer number of rows of at least 2")
 
 
 def _parse_n_neighbors(ctx, param, value):
-    """``--n-neighbors``: an int >= 2, refused in one line (exit 2), not with a usage block."""
-    if value is None:
-        return None
-    try:
-        k = int(value)
-    except ValueError:
-        k = None
-    if k is None or k < 2:
-        raise InputError(f"--n-neighbors {value!r}: expected an integer number of neighbours of at least 2 "
-                         f"(k of mle_dimension).")
-    return k
+    """``--n-neighbors``: k of mle_dimension."""
+    return _count_of_at_least_two(value, "--n-neighbors",
+                                  "an integer number of neighbours of at least 2 (k of mle_dimension)")
 
 
 def _given(names) -> list[str]:
