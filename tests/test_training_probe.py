@@ -245,16 +245,20 @@ def _forward_rows(model, tokenizer, texts, **kwargs):
     return got, sum(rows_run)
 
 
+def _assert_copies_and_values(got, alone, pairs):
+    """Rows ``a`` and ``b`` of each pair are equal at every layer, and every row is its text's value run alone."""
+    for layer, expected in zip(got, alone, strict=True):
+        for a, b in pairs:
+            assert torch.equal(layer[a], layer[b])
+        torch.testing.assert_close(layer, expected, rtol=0, atol=ATOL)
+
+
 def test_texts_with_the_same_tokens_run_once_and_get_equal_rows(tiny):
     model, tokenizer, texts = tiny
     probe_texts = [*texts[:10], texts[3], texts[3].upper(), texts[7]]  # the tiny BERT tokenizer lower-cases
     got, run = _forward_rows(model, tokenizer, probe_texts, batch_size=4)
     assert run == 10  # 13 rows, 10 distinct token sequences
-    alone = _one_at_a_time(model, tokenizer, probe_texts)
-    for layer, expected in zip(got, alone):
-        for a, b in ((3, 10), (3, 11), (7, 12)):
-            assert torch.equal(layer[a], layer[b])
-        torch.testing.assert_close(layer, expected, rtol=0, atol=ATOL)
+    _assert_copies_and_values(got, _one_at_a_time(model, tokenizer, probe_texts), [(3, 10), (3, 11), (7, 12)])
 
 
 def test_texts_repeated_in_later_windows_run_once_and_get_equal_rows(tiny, monkeypatch):
@@ -267,11 +271,7 @@ def test_texts_repeated_in_later_windows_run_once_and_get_equal_rows(tiny, monke
     probe_texts = [*texts[:10], texts[3], texts[7], texts[3]]
     got, run = _forward_rows(model, tokenizer, probe_texts, batch_size=2)
     assert run == 10  # 13 rows, 10 distinct token sequences
-    alone = _one_at_a_time(model, tokenizer, probe_texts)
-    for layer, expected in zip(got, alone):
-        for a, b in ((3, 10), (3, 12), (7, 11)):
-            assert torch.equal(layer[a], layer[b])
-        torch.testing.assert_close(layer, expected, rtol=0, atol=ATOL)
+    _assert_copies_and_values(got, _one_at_a_time(model, tokenizer, probe_texts), [(3, 10), (3, 12), (7, 11)])
 
 
 def test_each_rank_runs_all_rows_of_its_sequences(tiny):
