@@ -487,6 +487,10 @@ def test_texts_in_another_encoding(files, tmp_path):
                     "isoscore", "--device", "cpu", "--json", "-")
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["n_texts"] == 3 and json.loads(result.stdout)["encoding"] == "latin-1"
+    result = invoke("--model", files / "bert", "--texts", files / "texts.txt", "--shrinkage-sample", tmp_path / "t.txt",
+                    "--metrics", "isoscore_star", "--device", "cpu")  # the sample's file is named by its option
+    assert result.exit_code == 2
+    assert f"Error: --shrinkage-sample: the texts file {str(tmp_path / 't.txt')!r} is not utf-8 text" in result.output
     result = invoke("--model", files / "bert", "--texts", tmp_path / "t.txt", "--encoding", "nope")
     assert result.exit_code == 2
     assert "Error: --encoding must be a text encoding such as 'utf-8', 'latin-1' or 'cp1252'. Got 'nope'" in result.output

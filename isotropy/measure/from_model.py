@@ -460,7 +460,9 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
 
         notes.append(f"every layer: isoscore_star: {ISOSCORE_STAR_WARNING} (shrinkage_sample=).")
     measured = [row["layer"] for row in rows]
-    # a metric that failed at every layer was not measured at all: an error, as on an embeddings file
+    # a metric that failed at every layer was not measured at all: an error, as on an embeddings file. The
+    # output row counts as a layer here: a metric it measures was measured (its value is in the table), so one
+    # that failed only at the requested layers reads nan there with a warning, as any partial failure does
     errors = {name: next(iter(dict.fromkeys(by_layer.values()))) for name, by_layer in failed.items()
               if list(by_layer) == measured}
     for name, message in errors.items():  # run_cli says it as the metric's error, with the option's name
@@ -798,8 +800,13 @@ def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, 
             if getattr(labels, "ndim", 1) != 1:
                 raise ValueError(f"--labels {str(labels_path)!r} is multi-label; --model needs one label per text.")
         show = sys.stderr.isatty() if progress is None else progress
-        shrink = shrinkage_sample if shrinkage_sample is None or isinstance(shrinkage_sample, int) else \
-            read_texts(shrinkage_sample, encoding=encoding)
+        shrink = shrinkage_sample
+        if shrinkage_sample is not None and not isinstance(shrinkage_sample, int):
+            try:
+                shrink = read_texts(shrinkage_sample, encoding=encoding)
+            except ValueError as exc:  # "The texts file ..." of --texts' reader: said as this option's file
+                message = str(exc)
+                raise type(exc)(f"--shrinkage-sample: {message[:1].lower()}{message[1:]}") from None
         from isotropy.metrics.table import ISOSCORE_STAR_WARNING
 
         with warnings.catch_warnings(record=True) as caught:  # the IsoScore* warning, as one line of the command
