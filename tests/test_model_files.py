@@ -169,3 +169,27 @@ def test_fuzz_gguf_headers(tiny_gguf, tmp_path_factory, cut, flips):
     path = tmp_path_factory.mktemp("gguf") / "x.gguf"
     path.write_bytes(bytes(data[: max(0, len(data) - cut)]))
     _refused_or_fine(check_gguf_header, path)
+
+
+# ---------------------------------------------------------------- hostile headers (audit)
+_DEEP = "[" * 100_000 + "]" * 100_000  # beyond json's recursion limit: was a RecursionError traceback
+
+
+def test_a_deeply_nested_config_json_is_one_line(bert_dir, tmp_path):
+    from isotropy.models._safety import refuse_remote_code
+
+    refuse_remote_code(bert_dir)  # the intact directory passes
+    model = _copy_model(bert_dir, tmp_path / "m")
+    (model / "config.json").write_text(_DEEP)
+    line = _one_line(_measure_model(model, tmp_path))
+    assert line == (f"Error: The model file {str(model / 'config.json')!r} is not valid JSON (JSONDecodeError): "
+                    f"expected a Hugging Face configuration file.")
+
+
+def test_a_deeply_nested_safetensors_header_is_one_line(bert_dir, tmp_path):
+    model = _copy_model(bert_dir, tmp_path / "m")
+    header = _DEEP.encode()
+    (model / "model.safetensors").write_bytes(struct.pack("<Q", len(header)) + header)
+    line = _one_line(_measure_model(model, tmp_path))
+    assert line == (f"Error: The weights file {str(model / 'model.safetensors')!r} has a header that is not JSON "
+                    f"(not a safetensors file); expected a complete .safetensors file (as written by save_pretrained).")

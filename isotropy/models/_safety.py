@@ -20,6 +20,7 @@ import json
 import os
 from pathlib import Path
 
+from isotropy._utils import jsontext
 from isotropy._utils.validation import IsotropyValueError
 
 __all__ = ["NO_REMOTE_CODE", "load_checkpoint", "refuse_remote_code"]
@@ -35,7 +36,7 @@ def _read_json(path: Path) -> object:
         if path.stat().st_size > _MAX_JSON_BYTES:
             raise IsotropyValueError(f"The model file {str(path)!r} is {path.stat().st_size} bytes: expected a JSON "
                                      f"configuration of at most {_MAX_JSON_BYTES} bytes.")
-        return json.loads(path.read_text(encoding="utf-8"))
+        return jsontext.loads(path.read_text(encoding="utf-8"))  # deep nesting: JSONDecodeError too
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise IsotropyValueError(f"The model file {str(path)!r} is not valid JSON ({exc.__class__.__name__}): "
                                  f"expected a Hugging Face configuration file.") from None

@@ -12,11 +12,11 @@
 
 from __future__ import annotations
 
-import json
 import os
 import struct
 from pathlib import Path
 
+from isotropy._utils import jsontext
 from isotropy._utils.validation import IsotropyValueError
 
 __all__ = ["check_gguf_header", "check_model_weights", "check_safetensors"]
@@ -47,7 +47,7 @@ def check_safetensors(path: str | os.PathLike) -> None:
                           expected)
         raw = handle.read(n)
     try:
-        header = json.loads(raw.decode("utf-8"))
+        header = jsontext.loads(raw.decode("utf-8"))  # 100k '[' is a JSONDecodeError, not a RecursionError
     except (UnicodeDecodeError, ValueError):
         raise _refuse(path, "has a header that is not JSON (not a safetensors file)", expected) from None
     if not isinstance(header, dict):
