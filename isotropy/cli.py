@@ -7,12 +7,13 @@ input are printed as one line (``Error: ...``) with exit status 2 and no traceba
 from __future__ import annotations
 
 import importlib
-import json
 import os
 import sys
 from pathlib import Path
 
 import click
+
+from isotropy._utils import jsontext
 
 # experiment name -> "module:attribute" of its Experiment record (isotropy.experiments._runner.Experiment)
 EXPERIMENTS = {
@@ -146,9 +147,10 @@ def plot(path: Path, out_dir: Path | None, formats, dpi: int):
     meta = path / "run.json"
     if path.is_dir() and meta.is_file():
         try:
-            experiment = json.loads(meta.read_text()).get("experiment")
-        except ValueError:
+            record = jsontext.loads(meta.read_text(encoding="utf-8"))
+        except ValueError:  # not UTF-8, not JSON, nested too deeply
             raise click.UsageError(f"{str(meta)!r} is not valid JSON.") from None
+        experiment = record.get("experiment") if isinstance(record, dict) else None
         if experiment not in EXPERIMENTS:
             raise click.UsageError(f"run.json in {str(path)!r} names experiment {experiment!r}; "
                                    f"expected one of {sorted(EXPERIMENTS)}.")

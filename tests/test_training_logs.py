@@ -15,6 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from isotropy import IsotropyValueError
 from isotropy.cli import main
@@ -134,6 +136,14 @@ def test_the_figure_has_one_line_per_layer_and_a_heat_map():
     ('{"log_history": [{"step": 1, "loss": 0.5}]}', "trainer_state.json", "holds no 'geometry/<metric>/layer_<i>'"),
     ("not json", "trainer_state.json", "not a Hugging Face trainer_state.json"),
     ("epoch,loss\n0,1\n", "metrics.csv", "no 'step' column"),
+    # hostile or corrupt files: one line each, not a RecursionError, OverflowError or csv.Error traceback
+    ("[" * 100_000, "trainer_state.json", "not a Hugging Face trainer_state.json"),
+    ('{"log_history": [{"step": 1e400, "geometry/x/layer_0": 0.1}]}', "trainer_state.json",
+     "has the step 'inf': expected a finite number"),
+    ("step,geometry/x/layer_0\ninf,0.1\n", "metrics.csv", "has the step 'inf': expected a finite number"),
+    ("step,geometry/x/layer_0\n1,abc\n", "metrics.csv", "has the value 'abc' in column 'geometry/x/layer_0'"),
+    ("step,geometry/x/layer_0\n" + "1," + "9" * 200_000 + "\n", "metrics.csv",
+     "is not a readable CSV \\(field larger than field limit"),
 ])
 def test_logs_without_geometry_are_refused_in_one_line(tmp_path, content, name, match):
     (tmp_path / name).write_text(content)
@@ -158,3 +168,23 @@ def test_the_latest_checkpoint_wins_and_a_resumed_step_keeps_its_last_value(tmp_
                    {"step": step, "geometry/x/layer_0": value}]
         (folder / "trainer_state.json").write_text(json.dumps({"log_history": history}))
     assert _as_dict(read_geometry_log(tmp_path)) == {("x", 0, 0): 0.1, ("x", 0, 10): 0.7}
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.binary(max_size=400), name=st.sampled_from(["trainer_state.json", "metrics.csv"]),
+       mutate=st.booleans())
+def test_fuzzed_logs_read_or_are_refused_in_one_line(tmp_path, data, name, mutate):
+    """Any bytes, or a real log with bytes spliced in: a table of finite values, or one IsotropyValueError line."""
+    if mutate:  # a valid log of each kind with the fuzzed bytes inside it
+        valid = (json.dumps({"log_history": [{"step": 3, "geometry/x/layer_1": 0.25}]}) if name.endswith(".json")
+                 else "step,geometry/x/layer_1\n3,0.25\n").encode()
+        cut = len(data) % (len(valid) + 1)
+        data = valid[:cut] + data + valid[cut:]
+    (tmp_path / name).write_bytes(data)
+    try:
+        frame = read_geometry_log(tmp_path / name)
+    except IsotropyValueError as exc:
+        assert "\n" not in str(exc)
+    else:
+        assert list(frame.columns) == ["metric", "layer", "step", "value", "source"]
+        assert np.isfinite(frame["value"]).all() and (frame["layer"] >= 0).all()

@@ -19,6 +19,7 @@ import os
 import re
 from pathlib import Path
 
+from isotropy._utils import jsontext
 from isotropy._utils.errors import IsotropyValueError
 
 __all__ = ["find_geometry_logs", "plot_geometry_log", "read_geometry_log"]
@@ -27,8 +28,9 @@ COLUMNS = ["metric", "layer", "step", "value", "source"]
 
 
 def _key_pattern(prefix: str) -> re.Pattern:
-    # "geometry/isoscore/layer_3", also under a logger's own prefix ("train/geometry/...")
-    return re.compile(rf"^(?:.*/)?{re.escape(prefix)}/(?P<metric>[^/]+)/layer_(?P<layer>\d+)$")
+    # "geometry/isoscore/layer_3", also under a logger's own prefix ("train/geometry/..."); a layer index has at
+    # most 9 digits (a key of 10,000 digits is not a layer: int() of it would refuse, or take quadratic time)
+    return re.compile(rf"^(?:.*/)?{re.escape(prefix)}/(?P<metric>[^/]+)/layer_(?P<layer>\d{{1,9}})$")
 
 
 def find_geometry_logs(path: str | os.PathLike) -> list[Path]:
@@ -63,7 +65,7 @@ def find_geometry_logs(path: str | os.PathLike) -> list[Path]:
 
 def _rows_trainer_state(file: Path, pattern):
     try:
-        history = json.loads(file.read_text(encoding="utf-8")).get("log_history")
+        history = jsontext.loads(file.read_text(encoding="utf-8")).get("log_history")
     except (UnicodeDecodeError, json.JSONDecodeError, AttributeError):
         raise IsotropyValueError(f"The file {str(file)!r} is not a Hugging Face trainer_state.json: expected a JSON "
                                  f"object with a 'log_history' list.") from None
@@ -76,10 +78,30 @@ def _rows_trainer_state(file: Path, pattern):
         for key, value in entry.items():
             match = pattern.match(str(key))
             if match and isinstance(value, (int, float)):
-                yield match["metric"], int(match["layer"]), int(entry["step"]), float(value)
+                yield match["metric"], int(match["layer"]), _step(entry["step"], file), float(value)
+
+
+def _step(value, file: Path) -> int:
+    """A logged step as an int; anything that is not a finite number is a corrupt log, refused in one line."""
+    try:
+        step = float(value)
+    except (TypeError, ValueError):
+        step = math.nan
+    if not math.isfinite(step) or isinstance(value, bool):
+        raise IsotropyValueError(f"The training log {str(file)!r} has the step {str(value)[:40]!r}: expected a "
+                                 f"finite number.")
+    return int(step)
 
 
 def _rows_csv(file: Path, pattern):
+    try:
+        yield from _csv_rows(file, pattern)
+    except (csv.Error, UnicodeDecodeError) as exc:  # a field past csv's limit, a NUL byte, not UTF-8
+        raise IsotropyValueError(f"The file {str(file)!r} is not a readable CSV ({' '.join(str(exc).split())[:120]}): "
+                                 f"expected a Lightning CSVLogger metrics.csv.") from None
+
+
+def _csv_rows(file: Path, pattern):
     with open(file, newline="", encoding="utf-8") as handle:
         reader = csv.DictReader(handle)
         if reader.fieldnames is None or "step" not in reader.fieldnames:
@@ -91,7 +113,12 @@ def _rows_csv(file: Path, pattern):
             for key, match in keys:
                 text = row.get(key)
                 if text not in (None, ""):
-                    yield match["metric"], int(match["layer"]), int(float(row["step"])), float(text)
+                    try:
+                        value = float(text)
+                    except ValueError:
+                        raise IsotropyValueError(f"The file {str(file)!r} has the value {text[:40]!r} in column "
+                                                 f"{key!r}: expected a number.") from None
+                    yield match["metric"], int(match["layer"]), _step(row["step"], file), value
 
 
 def _rows_tensorboard(file: Path, pattern):
