@@ -193,3 +193,41 @@ def test_a_deeply_nested_safetensors_header_is_one_line(bert_dir, tmp_path):
     line = _one_line(_measure_model(model, tmp_path))
     assert line == (f"Error: The weights file {str(model / 'model.safetensors')!r} has a header that is not JSON "
                     f"(not a safetensors file); expected a complete .safetensors file (as written by save_pretrained).")
+
+
+def _safetensors(path, header: dict, data: bytes = b"\0" * 16):
+    import json
+
+    raw = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<Q", len(raw)) + raw + data)
+    return path
+
+
+@pytest.mark.parametrize("shape, reason", [
+    ([10**3999] * 50, "describes tensor 'x' wrongly"),  # 4000-digit dimensions: past numpy's 2^63
+    ([2**62] * 800, "is cut short or corrupt: tensor 'x' has a shape of more elements than the 16 bytes of data"),
+    ([17, 1], "is cut short or corrupt: tensor 'x' has a shape of more elements than the 16 bytes of data"),
+    ([0, 2**63], "describes tensor 'x' wrongly"),
+])
+def test_a_huge_safetensors_shape_is_refused_at_once(tmp_path, shape, reason):
+    import time
+
+    path = _safetensors(tmp_path / "model.safetensors", {"x": {"dtype": "F32", "shape": shape, "data_offsets": [0, 16]}})
+    start = time.perf_counter()
+    with pytest.raises(ValueError) as info:
+        check_safetensors(path)
+    assert time.perf_counter() - start < 5  # the full product of 800 4000-digit numbers took 33 s
+    assert str(info.value) == (f"The weights file {str(path)!r} {reason}; expected a complete .safetensors file "
+                               f"(as written by save_pretrained).")
+
+
+def test_safetensors_shapes_that_fit_their_bytes_pass(tmp_path):
+    from safetensors.numpy import load_file
+
+    path = _safetensors(tmp_path / "model.safetensors", {
+        "x": {"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 16]},
+        "empty": {"dtype": "F32", "shape": [0, 2**40], "data_offsets": [16, 16]},  # a 0: any dimension fits
+        "scalar": {"dtype": "U8", "shape": [], "data_offsets": [16, 17]}}, b"\0" * 17)
+    check_safetensors(path)
+    tensors = load_file(str(path))
+    assert tensors["x"].shape == (2, 2) and tensors["empty"].shape == (0, 2**40) and tensors["scalar"].shape == ()
