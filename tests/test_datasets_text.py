@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from conftest import shared_data_path
 from isotropy.datasets.glue import load_glue_task
@@ -131,6 +133,81 @@ def test_table_errors(tmp_path):
     (tmp_path / "a.xlsx").write_text("")
     with pytest.raises(ValueError, match=r"'format' parameter of load_table"):
         load_table(tmp_path / "a.xlsx")
+
+
+_VALID_TABLES = {"csv": 'text,label\n"a, b",1\nc,0\n', "tsv": "text\tlabel\na\t1\nc\t0\n",
+                 "jsonl": '{"text": "a", "label": 1}\n{"text": "c", "label": 0}\n'}
+
+
+@pytest.mark.parametrize(("name", "content", "match"), [
+    ("deep.jsonl", "[" * 100_000 + "\n", r"deep.jsonl:1: not a JSON object \(nested too deeply"),
+    ("list.jsonl", '{"text": "a", "label": 1}\n[1, 2]\n', r"list.jsonl:2: a JSON list, not an object"),
+    ("short.jsonl", '{"text": "a", "label": 1}\n{"text": "b"}\n', r"data row 2 has no value in the column\(s\) \['label'\]"),
+    ("long.csv", "text,label\n" + "x" * 200_000 + ",1\n", r"not a readable CSV file \(field larger than field limit"),
+    ("nul.csv", b"text,label\n\x80\x00,1\n", r"not a readable CSV file \('utf-8' codec can't decode"),
+    ("inf.csv", "text,joy,fear\nhi,inf,0\n", r"indicator columns \['joy', 'fear'\] must hold 0 or 1"),
+])
+def test_table_refuses_corrupt_files_in_one_line(tmp_path, name, content, match):
+    path = tmp_path / name
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    columns = ["joy", "fear"] if name == "inf.csv" else "label"
+    with pytest.raises(ValueError, match=match) as info:
+        load_table(path, label_column=columns)
+    assert "\n" not in str(info.value)
+    (tmp_path / "big.csv").write_text("text,label\na," + "1" * 5000 + "\nb,2\n")  # a label of 5000 digits: a name
+    assert load_table(tmp_path / "big.csv").label_names == ["2", "1" * 5000]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.binary(max_size=300), fmt=st.sampled_from(sorted(_VALID_TABLES)), splice=st.booleans())
+def test_fuzzed_tables_load_or_are_refused_in_one_line(tmp_path, data, fmt, splice):
+    """Any bytes, or a valid table with bytes spliced in: a LabeledTexts whose sizes agree, or one ValueError line."""
+    if splice:
+        valid = _VALID_TABLES[fmt].encode()
+        cut = len(data) % (len(valid) + 1)
+        data = valid[:cut] + data + valid[cut:]
+    path = tmp_path / f"t.{fmt}"
+    path.write_bytes(data)
+    try:
+        table = load_table(path)
+    except ValueError as exc:
+        assert "\n" not in str(exc)
+    else:
+        assert len(table.text_a) == len(table.labels) >= 1
+        assert table.labels.min() >= 0 and table.labels.max() < len(table.label_names)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.binary(max_size=300), suffix=st.sampled_from([".jsonl", ".txt"]), splice=st.booleans())
+def test_fuzzed_snli_files_load_or_are_refused_in_one_line(tmp_path, data, suffix, splice):
+    if splice:
+        valid = (json.dumps({"gold_label": "neutral", "sentence1": "A.", "sentence2": "B."}) + "\n" if suffix == ".jsonl"
+                 else "gold_label\tsentence1\tsentence2\nneutral\tA.\tB.\n").encode()
+        cut = len(data) % (len(valid) + 1)
+        data = valid[:cut] + data + valid[cut:]
+    folder = tmp_path / "snli_1.0"
+    folder.mkdir(exist_ok=True)
+    for old in folder.iterdir():
+        old.unlink()
+    (folder / f"snli_1.0_dev{suffix}").write_bytes(data)
+    try:
+        pairs = load_snli("dev", data_dir=tmp_path)
+    except ValueError as exc:
+        assert "\n" not in str(exc)
+    else:
+        assert len(pairs.text_a) == len(pairs.text_b) == len(pairs.labels)
+
+
+@pytest.mark.parametrize(("content", "match"), [
+    ("[" * 100_000, "not readable JSON \\(nested too deeply"),
+    ('{"cat": [{"x": 1}]}', "expected a JSON object mapping words to lists of labels"),
+    ("\udcff", "not readable JSON"),
+])
+def test_lexicon_refuses_corrupt_files_in_one_line(tmp_path, content, match):
+    path = tmp_path / "lexicon.json"
+    path.write_bytes(content.encode("utf-8", "surrogateescape"))
+    with pytest.raises(ValueError, match=match):
+        load_nrc_emotion_lexicon(path)
 
 
 # ---------------------------------------------------------------- NRC emotion lexicon

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import csv
-import json
 from pathlib import Path
 
 import numpy as np
 
+from isotropy._utils import jsontext
 from isotropy.datasets._paths import data_dir as resolve_data_dir
 from isotropy.datasets._types import LabeledTexts
 
@@ -66,14 +66,21 @@ def load_snli(split: str = "dev", *, data_dir=None) -> LabeledTexts:
         raise ValueError(f"The 'split' parameter of load_snli must be one of {sorted(_SPLITS)}. Got {split!r} instead.")
     split = _SPLITS[split]
     path = _find(split, data_dir)
-    with open(path, encoding="utf-8") as handle:
-        if path.suffix == ".jsonl":
-            records = [json.loads(line) for line in handle if line.strip()]
-        else:
-            records = list(csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE))
-    missing = [k for k in ("gold_label", "sentence1", "sentence2") if records and k not in records[0]]
-    if missing:
-        raise ValueError(f"{path}: records lack the field(s) {missing}; expected SNLI's official field names.")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            if path.suffix == ".jsonl":
+                records = [jsontext.loads(line) for line in handle if line.strip()]
+            else:
+                records = list(csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE))
+    except (ValueError, csv.Error) as exc:  # not JSON, nested too deeply, not UTF-8, a field past csv's limit
+        raise ValueError(f"{path}: not a readable SNLI file ({' '.join(str(exc).split())[:120]}); expected SNLI's "
+                         f"official JSON-lines or tab-separated release.") from None
+    fields = ("gold_label", "sentence1", "sentence2")
+    broken = next((i for i, r in enumerate(records) if not isinstance(r, dict) or
+                   not all(isinstance(r.get(k), str) for k in fields)), None)
+    if broken is not None:
+        raise ValueError(f"{path}: record {broken} lacks a text field among {list(fields)}; expected SNLI's "
+                         f"official field names.")
     kept = [r for r in records if r["gold_label"] in SNLI_LABELS]
     return LabeledTexts(
         name=f"snli/{split}", text_a=[r["sentence1"].strip() for r in kept], text_b=[r["sentence2"].strip() for r in kept],

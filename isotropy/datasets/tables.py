@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from isotropy._utils import jsontext
 from isotropy.datasets._types import LabeledTexts
 
 __all__ = ["load_table"]
@@ -16,19 +17,28 @@ _FORMATS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl": "jsonl", ".nd
 
 
 def _read_rows(path: Path, fmt: str) -> list[dict]:
-    with open(path, encoding="utf-8-sig", newline="") as handle:
-        if fmt == "jsonl":
-            rows = []
-            for line_no, line in enumerate(handle, start=1):
-                if line.strip():
-                    try:
-                        rows.append(json.loads(line))
-                    except json.JSONDecodeError as exc:
-                        raise ValueError(f"{path}:{line_no}: not a JSON object ({exc.msg}); expected one JSON object a line.") from None
-            return rows
-        if fmt == "tsv":  # tab-separated files rarely quote; quotes are kept as text
-            return list(csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE))
-        return list(csv.DictReader(handle))
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as handle:
+            if fmt == "jsonl":
+                rows = []
+                for line_no, line in enumerate(handle, start=1):
+                    if line.strip():
+                        try:
+                            row = jsontext.loads(line)
+                        except json.JSONDecodeError as exc:
+                            raise ValueError(f"{path}:{line_no}: not a JSON object ({exc.msg}); expected one JSON "
+                                             f"object a line.") from None
+                        if not isinstance(row, dict):
+                            raise ValueError(f"{path}:{line_no}: a JSON {type(row).__name__}, not an object; expected "
+                                             f"one JSON object a line.")
+                        rows.append(row)
+                return rows
+            if fmt == "tsv":  # tab-separated files rarely quote; quotes are kept as text
+                return list(csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE))
+            return list(csv.DictReader(handle))
+    except (csv.Error, UnicodeDecodeError) as exc:  # a field past csv's limit, a NUL byte, bytes that are not UTF-8
+        raise ValueError(f"{path}: not a readable {fmt.upper()} file ({' '.join(str(exc).split())[:120]}); expected "
+                         f"UTF-8 text with a header row.") from None
 
 
 def load_table(path, *, text_column: str = "text", label_column: str | list[str] = "label",
@@ -89,12 +99,17 @@ def load_table(path, *, text_column: str = "text", label_column: str | list[str]
     for column in needed:
         if column not in present:
             raise ValueError(f"{path}: no column {column!r}; the columns are {present}.")
+    for line, row in enumerate(rows, start=2):  # a JSON-lines row without a key; a CSV row cut short (None)
+        missing = [c for c in needed if row.get(c) is None]
+        if missing:
+            raise ValueError(f"{path}: data row {line - 1} has no value in the column(s) {missing}; expected every row "
+                             f"to fill {needed}.")
     text_a = [str(r[text_column]).strip() for r in rows]
     text_b = [str(r[text_pair_column]).strip() for r in rows] if text_pair_column else None
     if len(label_columns) > 1:
         try:
             labels = np.asarray([[int(float(r[c])) for c in label_columns] for r in rows])
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):  # OverflowError: "inf"
             raise ValueError(f"{path}: indicator columns {label_columns} must hold 0 or 1.") from None
         if not np.isin(labels, (0, 1)).all():
             raise ValueError(f"{path}: indicator columns {label_columns} must hold 0 or 1.")
@@ -113,7 +128,10 @@ def load_table(path, *, text_column: str = "text", label_column: str | list[str]
             labels[i, [index[t] for t in s]] = 1
     else:
         values = [str(r[label_columns[0]]).strip() for r in rows]
-        names = sorted(set(values), key=lambda v: (not v.lstrip("-").isdigit(), int(v) if v.lstrip("-").isdigit() else 0, v))
+        def numeric(v):  # class ids sort as numbers ("2" before "10"); 19 digits at most, no unbounded int()
+            return v.lstrip("-").isdecimal() and v.isascii() and len(v) <= 19
+
+        names = sorted(set(values), key=lambda v: (not numeric(v), int(v) if numeric(v) else 0, v))
         index = {n: j for j, n in enumerate(names)}
         labels = np.asarray([index[v] for v in values], dtype=np.int64)
     return LabeledTexts(name=name or path.stem, text_a=text_a, text_b=text_b, labels=labels, label_names=list(names),

@@ -496,15 +496,14 @@ def _sentence_transformer_modules(location) -> list[str]:
     is isotropy's own addition (so that ``SentenceTransformer`` reads it), not a model's output, and
     its row would repeat the last layer's.
     """
-    import json
-
+    from isotropy._utils import jsontext
     from isotropy.models.gguf import _MARKER
 
     path = Path(str(location)) / "modules.json"
     if not path.is_file() or (path.parent / _MARKER).is_file():
         return []
     try:
-        modules = json.loads(path.read_text(encoding="utf-8"))
+        modules = jsontext.loads(path.read_text(encoding="utf-8"))
         kinds = [str(m["type"]).rsplit(".", 1)[-1] for m in sorted(modules, key=lambda m: m.get("idx", 0))]
     except (ValueError, KeyError, TypeError, AttributeError):
         return []
