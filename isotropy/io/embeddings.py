@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import csv
 import importlib
+import math
 import os
 from pathlib import Path
 
 import numpy as np
 
 from isotropy._utils.validation import IsotropyValueError
+from isotropy.io._archives import MAX_EXPANSION, expansion_problem
 from isotropy.io._paths import path_kind
 from isotropy.io.word_vectors import PACKAGED_GLOVE, read_word_vectors
 
@@ -191,11 +193,40 @@ def _read_npz(path, key):
         return _as_matrix(archive, path)
     with archive:
         name = _pick(path, {n: n for n in archive.files}, key, ".npz archive")
+        _check_npz_member(path, archive.zip, name if name in archive.zip.namelist() else name + ".npy")
         try:
             arr = archive[name]
         except Exception as exc:  # noqa: BLE001
             raise _fail(path, f"member {name!r} is not readable ({_short(exc)})", "a numeric .npz archive") from None
     return _as_matrix(arr, path)
+
+
+def _check_npz_member(path, archive, member: str) -> None:
+    """Refuse a member that would expand too far, or whose size is not what its .npy header declares.
+
+    Only the zip directory and the member's .npy header are read (numpy would allocate the declared
+    shape before reading a byte of data).
+    """
+    info = archive.getinfo(member)
+    problem = expansion_problem(f"member {member[:100]!r}", info.file_size, info.compress_size)
+    if problem is not None:
+        raise _fail(path, problem, f"a member expanding at most {MAX_EXPANSION}x; if the file is genuine, save the "
+                                   f"array uncompressed (np.save, or np.savez rather than np.savez_compressed)")
+    fmt = np.lib.format
+    try:
+        with archive.open(member) as handle:
+            version = fmt.read_magic(handle)
+            read_header = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
+            shape, _, dtype = read_header(handle)
+            header = handle.tell()
+    except Exception:  # noqa: BLE001 -- not a .npy member, or an unreadable header: numpy says what is wrong
+        return
+    if dtype.hasobject:
+        return  # refused by allow_pickle=False
+    declared = header + math.prod(shape) * dtype.itemsize
+    if declared != info.file_size:
+        raise _fail(path, f"member {member[:100]!r} declares shape {shape} of {dtype} ({declared} bytes with its "
+                          f"header) but holds {info.file_size} bytes", "a complete .npz archive written by np.savez")
 
 
 def _tensor_to_numpy(tensor):

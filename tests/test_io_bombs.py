@@ -1,0 +1,73 @@
+"""Compressed files that would expand far beyond their size, and incomplete stores, are refused in one line.
+
+Each hostile file is built small (a few hundred KB at most) in ``tmp_path``; the same kind of file
+written the ordinary way still reads with its values.
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+
+import numpy as np
+import pytest
+
+from isotropy import IsotropyValueError
+from isotropy.io._archives import EXPANSION_FLOOR_BYTES, MAX_EXPANSION, expansion_problem
+from isotropy.io.embeddings import read_embeddings
+
+
+def _npy_header(shape, dtype="<f8") -> bytes:
+    buf = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buf, {"descr": dtype, "fortran_order": False, "shape": shape})
+    return buf.getvalue()
+
+
+def _zeros_member(archive: zipfile.ZipFile, name: str, n_bytes: int, header: bytes = b"") -> None:
+    """Write ``header`` then ``n_bytes`` zero bytes as one deflated member, without holding them in memory."""
+    with archive.open(name, "w", force_zip64=True) as member:
+        member.write(header)
+        chunk = bytes(2**22)
+        for _ in range(n_bytes // len(chunk)):
+            member.write(chunk)
+
+
+_BOMB_ROWS, _BOMB_COLS = 9 * 2**10, 2**10  # float64: 72 MiB, just above the 64 MiB floor
+
+
+def test_the_cap_is_the_documented_one():
+    assert (MAX_EXPANSION, EXPANSION_FLOOR_BYTES) == (100, 64 * 2**20)
+    assert expansion_problem("x", EXPANSION_FLOOR_BYTES, 1) is None  # at the floor: any ratio
+    assert expansion_problem("x", EXPANSION_FLOOR_BYTES + 1, 2**20) is None  # above it, 64x: fine
+    assert "x expands from 1 to 67108865 bytes (67108865x" in expansion_problem("x", EXPANSION_FLOOR_BYTES + 1, 1)
+
+
+def test_npz_zip_bomb_is_refused_naming_member_and_sizes(tmp_path):
+    path = tmp_path / "bomb.npz"
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
+        _zeros_member(archive, "x.npy", _BOMB_ROWS * _BOMB_COLS * 8, _npy_header((_BOMB_ROWS, _BOMB_COLS)))
+    assert path.stat().st_size < 2**20
+    with pytest.raises(IsotropyValueError) as err:
+        read_embeddings(path)
+    message = str(err.value)
+    assert "\n" not in message and str(path) in message and "member 'x.npy'" in message
+    assert f"to {128 + _BOMB_ROWS * _BOMB_COLS * 8} bytes" in message and "more than 100x above 64 MiB" in message
+    assert "np.savez rather than np.savez_compressed" in message
+
+
+@pytest.mark.parametrize("shape", [(10**6, 10**6), (40000, 40000)])
+def test_npz_member_shorter_than_its_header_declares_is_refused(tmp_path, shape):
+    path = tmp_path / "lie.npz"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("x.npy", _npy_header(shape) + bytes(64))
+    with pytest.raises(IsotropyValueError, match=r"member 'x.npy' declares shape \(\d+, \d+\) of float64 "
+                                                 r"\(\d+ bytes with its header\) but holds 192 bytes"):
+        read_embeddings(path)
+
+
+def test_compressed_npz_of_zeros_and_of_random_values_still_read(tmp_path):
+    zeros, rng = np.zeros((500, 64)), np.random.default_rng(0).normal(size=(300, 16))
+    np.savez_compressed(tmp_path / "z.npz", zeros=zeros, x=rng)  # zeros compress ~1000x, below the floor
+    X, names = read_embeddings(tmp_path / "z.npz", key="zeros")
+    assert names is None and X.shape == (500, 64) and not X.any()
+    np.testing.assert_array_equal(read_embeddings(tmp_path / "z.npz", key="x")[0], rng)
