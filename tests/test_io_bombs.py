@@ -71,3 +71,49 @@ def test_compressed_npz_of_zeros_and_of_random_values_still_read(tmp_path):
     X, names = read_embeddings(tmp_path / "z.npz", key="zeros")
     assert names is None and X.shape == (500, 64) and not X.any()
     np.testing.assert_array_equal(read_embeddings(tmp_path / "z.npz", key="x")[0], rng)
+
+
+def _torch_bomb(path, torch) -> None:
+    """A torch.save zip whose ``data/0`` entry is deflated and expands to 72 MiB (torch.save stores entries)."""
+    buf = io.BytesIO()
+    torch.save(torch.zeros(4), buf)
+    with zipfile.ZipFile(buf) as source, zipfile.ZipFile(path, "w") as archive:
+        for info in source.infolist():
+            if info.filename.endswith("data/0"):
+                archive.compression, archive.compresslevel = zipfile.ZIP_DEFLATED, 1
+                _zeros_member(archive, info.filename, _BOMB_ROWS * _BOMB_COLS * 8)
+                archive.compression = zipfile.ZIP_STORED
+            else:
+                archive.writestr(info, source.read(info.filename))
+
+
+def test_pt_with_a_deflated_bomb_entry_is_refused_by_both_readers(tmp_path):
+    torch = pytest.importorskip("torch")
+    from isotropy.models._safety import load_checkpoint
+
+    path = tmp_path / "bomb.pt"
+    _torch_bomb(path, torch)
+    assert path.stat().st_size < 2**20
+    expands = f"member '{zipfile.ZipFile(path).namelist()[0].split('/')[0]}/data/0' expands from "
+    with pytest.raises(IsotropyValueError) as err:
+        read_embeddings(path)
+    message = str(err.value)
+    assert "\n" not in message and str(path) in message and expands in message
+    assert f" to {_BOMB_ROWS * _BOMB_COLS * 8} bytes" in message and "torch.save it again" in message
+    with pytest.raises(IsotropyValueError) as err:
+        load_checkpoint(path, what="checkpoint of run r1")
+    message = str(err.value)
+    assert "\n" not in message and f"checkpoint of run r1 {str(path)!r}" in message and expands in message
+
+
+def test_pt_written_by_torch_save_zip_and_legacy_still_reads(tmp_path):
+    torch = pytest.importorskip("torch")
+    from isotropy.models._safety import load_checkpoint
+
+    X = torch.arange(12, dtype=torch.float32).reshape(4, 3)
+    torch.save({"x": X}, tmp_path / "new.pt")
+    torch.save({"x": X}, tmp_path / "old.pt", _use_new_zipfile_serialization=False)
+    for name in ("new.pt", "old.pt"):
+        np.testing.assert_array_equal(read_embeddings(tmp_path / name)[0], X.numpy())
+        assert torch.equal(load_checkpoint(tmp_path / name)["x"], X)
+    assert zipfile.is_zipfile(tmp_path / "new.pt") and not zipfile.is_zipfile(tmp_path / "old.pt")

@@ -45,7 +45,7 @@ def zip_expansion_problem(path: str | os.PathLike) -> str | None:
         with zipfile.ZipFile(path) as archive:
             infos = archive.infolist()
         size = os.path.getsize(path)
-    except (OSError, zipfile.BadZipFile, ValueError, EOFError):
+    except (OSError, zipfile.BadZipFile, ValueError, EOFError, TypeError):  # TypeError: not a path
         return None
     for info in infos:
         problem = expansion_problem(f"member {info.filename!r}", info.file_size, info.compress_size)

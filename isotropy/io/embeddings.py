@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from isotropy._utils.validation import IsotropyValueError
-from isotropy.io._archives import MAX_EXPANSION, expansion_problem
+from isotropy.io._archives import MAX_EXPANSION, expansion_problem, zip_expansion_problem
 from isotropy.io._paths import path_kind
 from isotropy.io.word_vectors import PACKAGED_GLOVE, read_word_vectors
 
@@ -247,6 +247,10 @@ def _read_torch(path, key):
         raise ImportError(f"Reading {str(path)!r} needs PyTorch: pip install torch") from None
     import pickle
 
+    problem = zip_expansion_problem(path)  # torch.save stores its entries: a deflated one may be a bomb
+    if problem is not None:
+        raise _fail(path, problem, "a tensor, or a dict of tensors, saved with torch.save (which does not compress); "
+                                   "if the file is genuine, load it and torch.save it again")
     try:
         obj = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as exc:

@@ -86,13 +86,21 @@ def refuse_remote_code(location: str | os.PathLike) -> None:
 def load_checkpoint(path: str | os.PathLike, *, map_location="cpu", what: str = "checkpoint") -> dict:
     """Read a checkpoint of tensors and plain data (``torch.load(weights_only=True)``).
 
-    A file that holds anything else (a pickled object, a truncated or random file) is refused in
-    one line naming the file; nothing in it is executed.
+    A file that holds anything else (a pickled object, a truncated or random file, a compressed
+    entry that would expand as a decompression bomb: see :mod:`isotropy.io._archives`) is refused
+    in one line naming the file; nothing in it is executed.
     """
     import pickle
 
     import torch
 
+    from isotropy.io._archives import zip_expansion_problem
+
+    problem = zip_expansion_problem(path)  # torch.save stores its entries: a deflated one may be a bomb
+    if problem is not None:
+        raise IsotropyValueError(f"The {what} {str(path)!r} could not be read as tensors and plain data ({problem}): "
+                                 f"expected a checkpoint written by isotropy (torch.save does not compress); delete "
+                                 f"it to start over.")
     try:
         state = torch.load(path, map_location=map_location, weights_only=True)
     except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, TypeError, AttributeError, OSError, KeyError,
