@@ -117,3 +117,33 @@ def test_pt_written_by_torch_save_zip_and_legacy_still_reads(tmp_path):
         np.testing.assert_array_equal(read_embeddings(tmp_path / name)[0], X.numpy())
         assert torch.equal(load_checkpoint(tmp_path / name)["x"], X)
     assert zipfile.is_zipfile(tmp_path / "new.pt") and not zipfile.is_zipfile(tmp_path / "old.pt")
+
+
+def test_parquet_bomb_of_dictionary_encoded_zeros_is_refused(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    path, block = tmp_path / "bomb.parquet", pa.table({"a": np.zeros(2**20)})
+    with pq.ParquetWriter(path, block.schema, compression="zstd") as writer:
+        for _ in range(9):  # 9 row groups of 2**20 float64 zeros: 72 MiB decoded, just above the floor
+            writer.write_table(block)
+    size = path.stat().st_size
+    assert size < 2**20 and pq.ParquetFile(path).metadata.num_rows == 9 * 2**20
+    with pytest.raises(IsotropyValueError) as err:
+        read_embeddings(path)
+    message = str(err.value)
+    assert "\n" not in message and str(path) in message
+    assert f"its data ({9 * 2**20} rows) expands from {size} to {9 * 2**23} bytes" in message
+    assert "save the array with np.save" in message
+
+
+def test_parquet_of_zeros_below_the_floor_and_of_vectors_still_read(tmp_path):
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    pd.DataFrame({"a": np.zeros(100_000), "b": np.ones(100_000)}).to_parquet(tmp_path / "z.parquet")
+    X, names = read_embeddings(tmp_path / "z.parquet")
+    assert names is None and X.shape == (100_000, 2) and not X[:, 0].any() and (X[:, 1] == 1).all()
+    V = np.random.default_rng(1).normal(size=(50, 8))
+    pd.DataFrame({"word": [f"w{i}" for i in range(50)], "v": list(V)}).to_parquet(tmp_path / "v.parquet")
+    X, names = read_embeddings(tmp_path / "v.parquet")
+    np.testing.assert_array_equal(X, V)
+    assert names == [f"w{i}" for i in range(50)]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import csv
 import importlib
+import io
 import math
 import os
 from pathlib import Path
@@ -351,6 +352,7 @@ def _read_parquet(path, key):
     pd = _import_optional("pandas", path, "pandas and pyarrow")
     _import_optional("pyarrow", path, "pandas and pyarrow")
 
+    _check_parquet_expansion(path)
     try:
         df = pd.read_parquet(path)
     except Exception as exc:  # noqa: BLE001
@@ -391,6 +393,39 @@ def _read_parquet(path, key):
                     "numeric columns, or one column whose entries are vectors")
     _check_numeric_columns(numeric, path, line_offset=None)
     return _as_matrix(numeric.to_numpy(), path), names
+
+
+# bytes per value once decoded, by Parquet physical type (BYTE_ARRAY: at least a pointer per value)
+_PARQUET_WIDTHS = {"BOOLEAN": 1, "INT32": 4, "INT64": 8, "INT96": 12, "FLOAT": 4, "DOUBLE": 8, "BYTE_ARRAY": 8}
+
+
+def _check_parquet_expansion(path) -> None:
+    """Refuse a Parquet file whose metadata declares far more decoded data than the file holds (a bomb).
+
+    Dictionary and run-length encoding make ``total_uncompressed_size`` small too (2**27 zeros: 260 KB), so
+    each column chunk counts at least its number of values times the width of its type.
+    """
+    import pyarrow.parquet as pq
+
+    try:
+        metadata = pq.ParquetFile(path).metadata
+        size = path.getbuffer().nbytes if isinstance(path, io.BytesIO) else os.path.getsize(path)
+        decoded = 0
+        for i in range(metadata.num_row_groups):
+            group = metadata.row_group(i)
+            for j in range(group.num_columns):
+                column = group.column(j)
+                width = _PARQUET_WIDTHS.get(column.physical_type) or max(1, metadata.schema.column(j).length or 1)
+                decoded += max(column.total_uncompressed_size, column.num_values * width)
+    except Exception:  # noqa: BLE001 -- a corrupt footer: pandas says what is wrong
+        return
+    finally:
+        if isinstance(path, io.BytesIO):
+            path.seek(0)
+    problem = expansion_problem(f"its data ({metadata.num_rows} rows)", decoded, size)
+    if problem is not None:
+        raise _fail(path, problem, f"a Parquet file expanding at most {MAX_EXPANSION}x; if the file is genuine, "
+                                   f"save the array with np.save and read the .npy file")
 
 
 def _is_list_column(values) -> bool:
