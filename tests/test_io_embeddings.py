@@ -263,6 +263,24 @@ def test_labels_multilabel(tmp_path):
     np.testing.assert_array_equal(read_labels(tmp_path / "m.npy", n_rows=3), [[1, 0], [0, 1], [1, 1]])
 
 
+def test_labels_from_a_named_column(tmp_path):
+    (tmp_path / "t.csv").write_text('text,label\n"a, b",pos\nc,neg\n')
+    assert read_labels(tmp_path / "t.csv", n_rows=2, column="label").tolist() == ["pos", "neg"]
+    assert read_labels(tmp_path / "t.csv", n_rows=2, column="text").tolist() == ["a, b", "c"]
+    (tmp_path / "t.tsv").write_text('text\tlabel\n"a\t1\nb"\t0\n')  # quotes are text in a .tsv
+    assert read_labels(tmp_path / "t.tsv", n_rows=2, column="label").tolist() == ["1", "0"]
+    for content, match in [("text,label\na,\n", "line 2 has no label in column 'label'"),
+                           ("text,label\na,1,2\n", "line 2 has 3 columns, the header 2"),
+                           ("text,label\n", "it has a header and no rows"),
+                           ("text,lab\na,1\n", r"it has no column 'label' \(its header: \['text', 'lab'\]\)")]:
+        (tmp_path / "bad.csv").write_text(content)
+        with pytest.raises(IsotropyValueError, match=match):
+            read_labels(tmp_path / "bad.csv", n_rows=None, column="label")
+    (tmp_path / "y.txt").write_text("a\nb\n")
+    with pytest.raises(IsotropyValueError, match=r"a label column \('label'\) was named, but a \.txt file has no columns"):
+        read_labels(tmp_path / "y.txt", n_rows=2, column="label")
+
+
 def test_labels_errors(tmp_path):
     (tmp_path / "y.txt").write_text("a\nb\n")
     with pytest.raises(IsotropyValueError, match="it has 2 labels but the embeddings have 3 rows"):

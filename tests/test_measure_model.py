@@ -192,6 +192,34 @@ def test_cluster_metrics_with_labels(files):
     assert row["calinski_harabasz_score"] == pytest.approx(calinski_harabasz_score(X, LABELS), rel=1e-4)
 
 
+def test_labels_from_a_column_of_the_texts_table(files, tmp_path):
+    """--labels TABLE --label-column COL: the labels of a table with a header, the --texts file itself included."""
+    table = tmp_path / "pairs.tsv"  # quotes are text in a .tsv, for the texts and the labels alike
+    table.write_text("sentence\tlabel\tid\n" + "".join(f'{t} "q\t{y}\t{i}\n' for i, (t, y) in enumerate(zip(TEXTS, LABELS))))
+    args = ("--model", files / "bert", "--texts", table, "--text-column", "sentence", "--layers", "1", "--metrics",
+            "silhouette_score", "--device", "cpu", "--json", "-")
+    result = invoke(*args, "--labels", table, "--label-column", "label")
+    assert result.exit_code == 0, result.output
+    record = json.loads(result.stdout)
+    assert record["label_column"] == "label" and record["n_texts"] == len(TEXTS)
+    expected = measure_layers([f'{t} "q' for t in TEXTS], model=str(files / "bert"), layers=[1], labels=LABELS,
+                              metrics=["silhouette_score"], device="cpu")["rows"][0]["silhouette_score"]
+    assert record["rows"][0]["silhouette_score"] == pytest.approx(expected, rel=1e-12)
+    result = invoke(*args, "--labels", table)  # the whole table read as labels: one line that names the option
+    assert result.exit_code == 2 and "(--label-column; column= in Python)" in result.output
+    assert "np.str_" not in result.output
+    result = invoke(*args, "--labels", table, "--label-column", "y")
+    assert result.exit_code == 2
+    assert "it has no column 'y' (its header: ['sentence', 'label', 'id'])" in result.output
+    result = invoke(*args, "--label-column", "label")
+    assert result.exit_code == 2 and "--label-column names a column of --labels FILE; give --labels too." in result.output
+    short = tmp_path / "short.txt"
+    short.write_text("x\ny\n")
+    result = invoke(*args, "--labels", short)
+    assert result.exit_code == 2 and f"it has 2 labels for {len(TEXTS)} texts; expected one label per row of the texts" \
+        in result.output
+
+
 def test_cli_table_json_and_plot(files, tmp_path):
     out, figure = tmp_path / "m.json", tmp_path / "m.png"
     result = invoke("--model", files / "bert", "--texts", files / "texts.jsonl", "--text-column", "text",

@@ -31,7 +31,8 @@ def _fail(path, reason: str, expected: str = _EXPECTED) -> IsotropyValueError:
     return IsotropyValueError(f"Cannot read labels from {str(path)!r}: {reason}; expected {expected}.")
 
 
-def read_labels(path: str | os.PathLike, *, n_rows: int | None) -> np.ndarray:
+def read_labels(path: str | os.PathLike, *, n_rows: int | None, column: str | None = None,
+                row_kind: str = "embedding rows") -> np.ndarray:
     """Read labels, one per embedding row.
 
     Parameters
@@ -44,6 +45,12 @@ def read_labels(path: str | os.PathLike, *, n_rows: int | None) -> np.ndarray:
         content says so: in one column, a usual header name (``label``, ``class``, ``y``, ...)
         that is not also a label, or a non-numeric word above integer labels; in several 0/1
         columns, a first line that is not all 0/1. The number of lines never decides.
+    column : str, optional
+        The label column of a ``.csv``/``.tsv`` file whose first line is a header (a table of
+        texts and labels, say): its cells are the labels, the other columns are ignored. In a
+        ``.tsv`` file quotes are text, as in :func:`isotropy.measure.from_model.read_texts`.
+    row_kind : str, default="embedding rows"
+        What the ``n_rows`` rows are, in the message of a count that differs (``"texts"``).
 
     Returns
     -------
@@ -69,6 +76,11 @@ def read_labels(path: str | os.PathLike, *, n_rows: int | None) -> np.ndarray:
     suffix = path.suffix.lower()
     if suffix == ".npy":
         labels = _read_npy(path)
+    elif column is not None:
+        if suffix not in (".csv", ".tsv"):
+            raise _fail(path, f"a label column ({column!r}) was named, but a {suffix or 'plain text'} file has no "
+                              f"columns", "a .csv or .tsv file with a header line")
+        labels = _read_column(path, "\t" if suffix == ".tsv" else ",", column)
     elif suffix in (".csv", ".tsv"):
         labels = _read_delimited(path, "\t" if suffix == ".tsv" else ",")
     elif suffix in _TEXT_EXTENSIONS:
@@ -80,8 +92,11 @@ def read_labels(path: str | os.PathLike, *, n_rows: int | None) -> np.ndarray:
         if suffix in (".csv", ".tsv") and labels.shape[0] == n_rows + 1 and labels.ndim == 1:
             hint = (f" (line 1 {str(labels[0])!r} was read as a label, not a header; a header names the "
                     f"column, e.g. 'label'; or is the last line {str(labels[-1])!r} a stray one?)")
-        raise _fail(path, f"it has {labels.shape[0]} labels but the embeddings have {n_rows} rows{hint}",
-                    "one label per embedding row")
+        if row_kind == "embedding rows":
+            raise _fail(path, f"it has {labels.shape[0]} labels but the embeddings have {n_rows} rows{hint}",
+                        "one label per embedding row")
+        raise _fail(path, f"it has {labels.shape[0]} labels for {n_rows} {row_kind}{hint}", f"one label per row of "
+                          f"the {row_kind}")
     return labels
 
 
@@ -122,7 +137,11 @@ def _indicator(values: np.ndarray, path) -> np.ndarray:
         if ok.all():
             return (values.astype(str) == "1").astype(np.int8)
         bad = values[~ok][0]
-    raise _fail(path, f"a matrix of labels must hold 0/1 indicators (multi-label); found {bad!r}")
+    bad = bad.item() if isinstance(bad, np.generic) else bad  # 'x', not np.str_('x')
+    shown = repr(bad) if len(repr(bad)) <= 60 else repr(bad)[:57] + "..."
+    raise _fail(path, f"a matrix of labels must hold 0/1 indicators (multi-label); found {shown}",
+                "0/1 columns, one label column, or the name of the label column of a table with a header "
+                "(--label-column; column= in Python)")
 
 
 def _read_npy(path) -> np.ndarray:
@@ -156,6 +175,38 @@ def _read_text(path) -> np.ndarray:
     if empty:
         raise _fail(path, f"line {empty[0]} is empty", "one non-empty label per line")
     return np.asarray(lines)
+
+
+def _read_column(path, sep: str, column: str) -> np.ndarray:
+    """The cells of the column ``column`` of a delimited file whose first line names its columns."""
+    quoting = csv.QUOTE_NONE if sep == "\t" else csv.QUOTE_MINIMAL
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as handle:
+            rows = [[cell.strip() for cell in row] for row in csv.reader(handle, delimiter=sep, quoting=quoting)]
+    except UnicodeDecodeError:
+        raise _fail(path, "it is not UTF-8 text") from None
+    except csv.Error as exc:
+        raise _fail(path, f"not a readable {path.suffix} file ({' '.join(str(exc).split())[:120]})") from None
+    while rows and not any(rows[-1]):
+        rows.pop()
+    if not rows:
+        raise _fail(path, "the file is empty")
+    header = rows[0]
+    if column not in header:
+        shown = [name[:40] for name in header[:20]]
+        raise _fail(path, f"it has no column {column!r} (its header: {shown}{' ...' if len(header) > 20 else ''})",
+                    "the name of a column of its first line")
+    j, labels = header.index(column), []
+    for line, row in enumerate(rows[1:], start=2):
+        if len(row) != len(header):
+            raise _fail(path, f"line {line} has {len(row)} columns, the header {len(header)}",
+                        "the same number of columns on every line")
+        if not row[j]:
+            raise _fail(path, f"line {line} has no label in column {column!r}", "a label in every row")
+        labels.append(row[j])
+    if not labels:
+        raise _fail(path, "it has a header and no rows")
+    return np.asarray(labels)
 
 
 def _read_delimited(path, sep: str) -> np.ndarray:

@@ -124,6 +124,8 @@ def _check_n_neighbors(n_neighbors, metric_names, *, default_table: str | None =
 @click.option("--labels", "labels_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Labels, one per row: text (one per line), CSV/TSV (one column, or several 0/1 columns "
                    "for multi-label) or .npy. Enables the cluster metrics.")
+@click.option("--label-column", default=None, metavar="COL",
+              help="The label column of a CSV/TSV --labels file with a header (e.g. the --texts table itself).")
 @click.option("--metrics", "metric_names", callback=_parse_metrics, default=None, metavar="LIST",
               shell_complete=complete_metrics,
               help=f"Comma-separated metrics. Default: {', '.join(DEFAULT)} (isoscore_star too with "
@@ -167,8 +169,8 @@ def _check_n_neighbors(n_neighbors, metric_names, *, default_table: str | None =
               help="Memory of each --workers process, e.g. 2GB or 512MiB; default: the dask config key "
                    "isotropy.memory-limit, else 'auto' (the machine's memory divided among the workers).")
 @model_options
-def command(embeddings, labels_path, metric_names, shrinkage_sample, json_path, sample_size, random_state, distance,
-            n_neighbors, key, progress, scheduler, workers, memory_limit, **model_kwargs):
+def command(embeddings, labels_path, label_column, metric_names, shrinkage_sample, json_path, sample_size,
+            random_state, distance, n_neighbors, key, progress, scheduler, workers, memory_limit, **model_kwargs):
     """Measure the geometry of the embeddings in EMBEDDINGS.
 
     EMBEDDINGS is a .npy, .npz, .pt/.pth, .safetensors, .csv/.tsv or .parquet file of shape
@@ -185,6 +187,8 @@ def command(embeddings, labels_path, metric_names, shrinkage_sample, json_path, 
     """
     if embeddings is not None and model_kwargs["model"] is not None:
         raise click.UsageError("give EMBEDDINGS or --model NAME with --texts FILE, not both.")
+    if label_column is not None and labels_path is None:
+        raise click.UsageError("--label-column names a column of --labels FILE; give --labels too.")
     if embeddings is None and model_kwargs["model"] is None:
         raise click.UsageError("give EMBEDDINGS (a file, a folder of shards or 'glove-6b-50d'), or --model NAME with "
                                "--texts FILE.")
@@ -210,7 +214,8 @@ def command(embeddings, labels_path, metric_names, shrinkage_sample, json_path, 
             raise click.UsageError("--scheduler, --workers and --memory-limit measure EMBEDDINGS files; "
                                    "they do not apply to --model.")
         _check_n_neighbors(n_neighbors, metric_names, default_table="the default table of --model")
-        return run_cli(**model_kwargs, labels_path=labels_path, metric_names=metric_names, json_path=json_path,
+        return run_cli(**model_kwargs, labels_path=labels_path, label_column=label_column, metric_names=metric_names,
+                       json_path=json_path,
                        sample_size=sample_size, random_state=random_state, progress=progress,
                        shrinkage_sample=shrinkage_sample, n_neighbors=n_neighbors)
     default_table = metric_names is None
@@ -239,12 +244,14 @@ def command(embeddings, labels_path, metric_names, shrinkage_sample, json_path, 
         return run(embeddings, labels_path=labels_path, metric_names=metric_names, needing_labels=needing_labels,
                    json_path=json_path, sample_size=sample_size, random_state=random_state, distance=distance,
                    key=key, progress=progress, scheduler=scheduler, workers=workers, memory_limit=memory_limit,
-                   shrinkage_sample=shrinkage_sample, default_table=default_table, n_neighbors=n_neighbors)
+                   shrinkage_sample=shrinkage_sample, default_table=default_table, n_neighbors=n_neighbors,
+                   label_column=label_column)
 
     data = _load_input(embeddings, labels_path, key=key, sample_size=sample_size, random_state=random_state,
-                       needing_labels=needing_labels, shrinkage_sample=shrinkage_sample)
+                       needing_labels=needing_labels, shrinkage_sample=shrinkage_sample, label_column=label_column)
     report(data, embeddings, metric_names=metric_names, json_path=json_path, key=key, labels_path=labels_path,
            sample_size=sample_size, random_state=random_state, distance=distance, progress=progress,
-           shrinkage_sample=shrinkage_sample, default_table=default_table, n_neighbors=n_neighbors)
+           shrinkage_sample=shrinkage_sample, default_table=default_table, n_neighbors=n_neighbors,
+           label_column=label_column)
 
 

@@ -113,7 +113,7 @@ def _lazy_embeddings(embeddings, key):
 
 def run(embeddings, *, labels_path, metric_names, needing_labels, json_path, sample_size, random_state, distance,
         key, progress, scheduler, workers, memory_limit=None, shrinkage_sample=None, default_table=False,
-        n_neighbors=None):
+        n_neighbors=None, label_column=None):
     """The body of ``isotropy measure`` for sharded input or a dask cluster."""
     if scheduler is not None:  # before any data is read
         check_scheduler_address(scheduler)
@@ -123,7 +123,8 @@ def run(embeddings, *, labels_path, metric_names, needing_labels, json_path, sam
 
     X, row_names = _lazy_embeddings(embeddings, key)
     data = prepare_input(X, row_names, embeddings, labels_path, key=key, sample_size=sample_size,
-                         random_state=random_state, needing_labels=needing_labels, shrinkage_sample=shrinkage_sample)
+                         random_state=random_state, needing_labels=needing_labels, shrinkage_sample=shrinkage_sample,
+                         label_column=label_column)
     show = sys.stderr.isatty() if progress is None else progress
     if scheduler is not None and show:  # a wrong address is only known once the wait is over
         print(f"Connecting to the dask scheduler at {scheduler} (up to {connect_timeout():g} s) ...", file=sys.stderr,
@@ -144,7 +145,7 @@ def run(embeddings, *, labels_path, metric_names, needing_labels, json_path, sam
                    labels_path=labels_path, sample_size=sample_size, random_state=random_state, distance=distance,
                    progress=False, header_extra=f"; dask: {where_run['scheduler']}, {_chunks(len(data.X.chunks[0]))}",
                    record_extra=record_extra, shrinkage_sample=shrinkage_sample, default_table=default_table,
-                   n_neighbors=n_neighbors)
+                   n_neighbors=n_neighbors, label_column=label_column)
     except OSError as exc:  # no scheduler at that address, ports refused
         raise InputError(f"--scheduler {scheduler!r}: cannot connect ({' '.join(str(exc).split())}); check the address "
                          f"(the wait is the dask config key {_CONNECT_KEY}, environment {_CONNECT_VARIABLE}).") from None

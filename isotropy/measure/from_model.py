@@ -780,7 +780,8 @@ def model_options(function):
 
 
 def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, pooling, keep_special, plot_path, device, batch_size,
-            max_length, labels_path=None, metric_names=None, json_path=None, sample_size=None, random_state=0,
+            max_length, labels_path=None, label_column=None, metric_names=None, json_path=None, sample_size=None,
+            random_state=0,
             progress=None, shrinkage_sample=None, n_neighbors=None) -> None:
     """``isotropy measure --model``: measure, print the table, write --json and --plot."""
     if texts_path is None:
@@ -795,7 +796,7 @@ def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, 
         if labels_path is not None:
             from isotropy.io.labels import read_labels
 
-            labels = read_labels(labels_path, n_rows=len(texts))
+            labels = read_labels(labels_path, n_rows=len(texts), column=label_column, row_kind="texts")
             if getattr(labels, "ndim", 1) != 1:
                 raise ValueError(f"--labels {str(labels_path)!r} is multi-label; --model needs one label per text.")
         show = sys.stderr.isatty() if progress is None else progress
@@ -850,7 +851,7 @@ def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, 
         from isotropy.measure._json_output import write_json_output
 
         record = {**result, "texts": str(texts_path), "text_column": text_column, "encoding": encoding,
-                  "labels": None if labels_path is None else str(labels_path),
+                  "labels": None if labels_path is None else str(labels_path), "label_column": label_column,
                   "rows": [_json_safe(r) for r in result["rows"]], "errors": errors, "complete": not errors,
                   "versions": package_versions(["gguf"])}
         write_json_output(json_path, record)

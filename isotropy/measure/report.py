@@ -49,7 +49,8 @@ _COST_NOTE_SECONDS = 10.0  # estimates below this are not worth a note
 
 
 def report(data, embeddings, *, metric_names, json_path, key, labels_path, sample_size, random_state, distance,
-           progress, header_extra="", record_extra=None, shrinkage_sample=None, default_table=False, n_neighbors=None):
+           progress, header_extra="", record_extra=None, shrinkage_sample=None, default_table=False, n_neighbors=None,
+           label_column=None):
     """Measure ``data`` metric by metric: print each line as it finishes, write the JSON, set the exit status.
 
     Shared by the in-memory path and the dask path (:mod:`isotropy.measure.distributed`), which
@@ -88,7 +89,7 @@ def report(data, embeddings, *, metric_names, json_path, key, labels_path, sampl
     if json_path is not None:
         record = _record(data, embeddings, key=key, labels_path=labels_path, sample_size=sample_size,
                          random_state=random_state, distance=distance, results=results, metric_names=metric_names,
-                         shrinkage_sample=shrinkage_sample, n_neighbors=n_neighbors)
+                         shrinkage_sample=shrinkage_sample, n_neighbors=n_neighbors, label_column=label_column)
         record.update(record_extra or {})
         from isotropy.measure._json_output import write_json_output
 
@@ -168,18 +169,19 @@ class _Input:
 
 
 def _load_input(embeddings, labels_path, *, key, sample_size, random_state, needing_labels,
-                shrinkage_sample=None) -> _Input:
+                shrinkage_sample=None, label_column=None) -> _Input:
     """Read EMBEDDINGS into memory, then :func:`prepare_input` (the sample, finiteness, clusters, Σ_S)."""
     from isotropy.io.embeddings import read_embeddings
 
     # a sample reads only its rows from a memory-mapped .npy; all rows are read into memory once
     X, row_names = _guard(read_embeddings, embeddings, key=key, mmap_mode="r" if sample_size is not None else None)
     return prepare_input(X, row_names, embeddings, labels_path, key=key, sample_size=sample_size,
-                         random_state=random_state, needing_labels=needing_labels, shrinkage_sample=shrinkage_sample)
+                         random_state=random_state, needing_labels=needing_labels, shrinkage_sample=shrinkage_sample,
+                         label_column=label_column)
 
 
 def prepare_input(X, row_names, embeddings, labels_path, *, key, sample_size, random_state, needing_labels,
-                  shrinkage_sample=None) -> _Input:
+                  shrinkage_sample=None, label_column=None) -> _Input:
     """The one input path of ``isotropy measure``, in process and on dask: labels, Σ_S, the sample, the checks.
 
     ``X`` is the whole input, a numpy array (or memory map) or a lazy dask array. The labels are read and
@@ -199,7 +201,7 @@ def prepare_input(X, row_names, embeddings, labels_path, *, key, sample_size, ra
     if labels_path is not None:
         from isotropy.io.labels import read_labels
 
-        labels = _guard(read_labels, labels_path, n_rows=n_rows)
+        labels = _guard(read_labels, labels_path, n_rows=n_rows, column=label_column)
     shrinkage_cov = None if shrinkage_sample is None else shrinkage_covariance(
         shrinkage_sample, X, key=key, random_state=random_state, n_features=n_features)
     rows = subsample_indices(n_rows, sample_size, random_state=random_state)
@@ -234,13 +236,14 @@ def prepare_input(X, row_names, embeddings, labels_path, *, key, sample_size, ra
 
 
 def _record(data, embeddings, *, key, labels_path, sample_size, random_state, distance, results, metric_names,
-            shrinkage_sample=None, n_neighbors=None):
+            shrinkage_sample=None, n_neighbors=None, label_column=None):
     from isotropy._utils.versions import package_versions
 
     return {
         "file": str(embeddings),
         "key": key,
         "labels": None if labels_path is None else str(labels_path),
+        "label_column": label_column,
         "n_rows": int(data.n_rows),
         "n_samples": int(data.n_samples),
         "n_features": int(data.n_features),
