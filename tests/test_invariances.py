@@ -255,8 +255,10 @@ def test_declared_non_invariance_is_real(metric, kind):
 def test_rejects_non_finite(metric, bad, backend):
     X, labels = blobs(0, 20, 3, 2)
     X[4, 1] = bad
-    with pytest.raises(IsotropyValueError, match=rf"'{metric.x_name}' parameter of .*finite"):
+    with pytest.raises(IsotropyValueError, match=rf"'{metric.x_name}' parameter of .*finite") as info:
         metric(backend(X), labels)
+    if metric.x_name == "X":  # said where, as the command line says it
+        assert f"Got {bad} at row 4, column 1 instead." in str(info.value)
 
 
 @pytest.mark.parametrize("metric", REGISTRY, ids=IDS)

@@ -86,8 +86,30 @@ def check_X(X, *, caller: str, name: str = "X", min_samples: int = 2, min_featur
 
     low, high = extremes(X)  # NaN propagates through min and max: one read of X, no n x d temporary
     if not (np.isfinite(low) and np.isfinite(high)):
-        raise IsotropyValueError(f"The '{name}' parameter of {caller} must contain only finite values. Got NaN or inf instead.")
+        raise IsotropyValueError(f"The '{name}' parameter of {caller} must contain only finite values. Got "
+                                 f"{_first_nonfinite(X)} instead.")
     return unit_scale(X, max(abs(low), abs(high)), caller=caller, name=name) if rescale else X
+
+
+def _first_nonfinite(X) -> str:
+    """``"nan at row 3, column 2"``: the first non-finite entry of a 2-d ``X`` in row order (read only on failure,
+    a block of rows at a time: no n x d temporary)."""
+    step = max(1, 2**20 // max(1, X.shape[1]))
+    for start in range(0, X.shape[0], step):
+        block = X[start:start + step]
+        if is_torch(block):
+            import torch
+
+            bad = torch.nonzero(~torch.isfinite(block))
+            if bad.shape[0]:
+                r, c = (int(v) for v in bad[0])
+                return f"{float(block[r, c])} at row {start + r}, column {c}"
+        else:
+            bad = np.argwhere(~np.isfinite(block))
+            if bad.size:
+                r, c = (int(v) for v in bad[0])
+                return f"{float(block[r, c])} at row {start + r}, column {c}"
+    return "NaN or inf"
 
 
 def check_labels(labels, *, n_samples: int, caller: str, name: str = "labels") -> np.ndarray:
