@@ -94,6 +94,32 @@ def test_interrupted_conversion_leaves_no_cache_entry(tiny_gguf, tmp_path, monke
     assert (directory / "model.safetensors").is_file()
 
 
+def test_a_killed_conversion_leaves_a_work_folder_that_the_next_one_removes(tiny_gguf, tmp_path):
+    import subprocess
+    import sys
+
+    # SIGKILL (or timeout's SIGTERM) runs no `finally`: the work folder and the lock file stay behind
+    script = ("import os, signal, sys\n"
+              "from isotropy.models import convert_gguf, gguf\n"
+              "def dies(path, out, **kwargs):\n"
+              "    out.mkdir(parents=True); (out / 'model.safetensors').write_bytes(b'half')\n"
+              "    os.kill(os.getpid(), signal.SIGKILL)\n"
+              "gguf._convert = dies\n"
+              "convert_gguf(sys.argv[1], cache_dir=sys.argv[2], show_progress=False)\n")
+    killed = subprocess.run([sys.executable, "-c", script, str(tiny_gguf[0]), str(tmp_path)],
+                            check=False, timeout=300)
+    assert killed.returncode == -9
+    models = tmp_path / "models"
+    (leftover,) = [p for p in models.iterdir() if p.name.endswith(".tmp")]
+    assert leftover.name.startswith(".gguf-") and (leftover / "model" / "model.safetensors").read_bytes() == b"half"
+    assert [p.name for p in models.iterdir() if p.name.endswith(".lock")] == [leftover.name.split(".")[1] + ".lock"]
+    from isotropy.models import convert_gguf
+
+    directory = convert_gguf(tiny_gguf[0], cache_dir=tmp_path, show_progress=False)  # the next conversion cleans up
+    assert sorted(p.name for p in models.iterdir()) == [directory.name]
+    assert (directory / "model.safetensors").stat().st_size > 4
+
+
 def test_resolve_model_routes_gguf_paths_through_the_cache(tiny_gguf, converted, monkeypatch):
     from isotropy.models import resolve_model
 

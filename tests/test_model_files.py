@@ -231,3 +231,75 @@ def test_safetensors_shapes_that_fit_their_bytes_pass(tmp_path):
     check_safetensors(path)
     tensors = load_file(str(path))
     assert tensors["x"].shape == (2, 2) and tensors["empty"].shape == (0, 2**40) and tensors["scalar"].shape == ()
+
+
+def _gguf(path, entries: bytes, n_kv: int):
+    """A GGUF v3 file of no tensors and these metadata entries."""
+    path.write_bytes(b"GGUF" + struct.pack("<IQQ", 3, 0, n_kv) + entries)
+    return path
+
+
+def _key(name: str) -> bytes:
+    return struct.pack("<Q", len(name)) + name.encode()
+
+
+_ARCH = _key("general.architecture") + struct.pack("<I", 8) + _key("llama")
+
+
+def _u8_array(name: str, count: int) -> bytes:
+    return _key(name) + struct.pack("<IIQ", 9, 0, count) + b"\0" * count
+
+
+def _measure_gguf(path, tmp_path):
+    texts = tmp_path / "texts.txt"
+    texts.write_text("the cat sat\na dog ran\n")
+    cache = tmp_path / "cache"
+    result = CliRunner().invoke(cli, ["measure", "--model", str(path), "--texts", str(texts)],
+                                env={"ISOTROPY_CACHE": str(cache)})
+    return _one_line(result), cache
+
+
+def test_a_gguf_metadata_array_of_millions_is_one_line_at_once(tmp_path):
+    from isotropy.models._weights import _GGUF_MAX_ARRAY
+
+    # announced, not written: 5 million empty strings made a 40 MB file that transformers' reader
+    # took past 60 s and 2.6 GB to parse; the count alone is refused
+    bad = _gguf(tmp_path / "bad.gguf", _ARCH + _key("tokenizer.ggml.tokens") + struct.pack("<IIQ", 9, 8, 5_000_000)
+                + struct.pack("<Q", 0) * 64, 2)
+    line, cache = _measure_gguf(bad, tmp_path)
+    assert line == (f"Error: The GGUF file {str(bad)!r} has a metadata array of 5000000 elements; expected at most "
+                    f"1048576 (the largest tokenizer vocabularies hold about 262,144).")
+    assert _GGUF_MAX_ARRAY == 2**20 and not cache.exists()  # refused before any hashing, locking or temp folder
+    check_gguf_header(_gguf(tmp_path / "fits.gguf", _ARCH + _u8_array("x", 2**20), 2))  # the cap itself passes
+
+
+def test_gguf_metadata_values_are_capped_in_all(tmp_path):
+    # 3 entries and 2^20 + 2^20 - 3 array elements are the 2^21 values allowed; one element more is refused
+    fits = _gguf(tmp_path / "fits.gguf", _u8_array("a", 2**20) + _u8_array("b", 2**20 - 3) + _ARCH, 3)
+    check_gguf_header(fits)
+    bad = _gguf(tmp_path / "bad.gguf", _u8_array("a", 2**20) + _u8_array("b", 2**20 - 2) + _ARCH, 3)
+    with pytest.raises(ValueError) as info:
+        check_gguf_header(bad)
+    assert str(info.value) == (f"The GGUF file {str(bad)!r} holds more than 2097152 metadata values (entries and "
+                               f"array elements); expected at most 2097152 (real models hold under a million).")
+
+
+def test_a_gguf_metadata_array_of_arrays_is_one_line(tmp_path):
+    nested = _key("x") + struct.pack("<IIQ", 9, 9, 1) + struct.pack("<IQ", 4, 1) + struct.pack("<I", 7)
+    bad = _gguf(tmp_path / "bad.gguf", _ARCH + nested, 2)
+    line, _ = _measure_gguf(bad, tmp_path)
+    assert line == (f"Error: The GGUF file {str(bad)!r} has a metadata array of element type 9; expected arrays of "
+                    f"numbers or strings (GGUF version 2 or 3).")
+
+
+def test_a_gguf_the_layout_reader_cannot_take_is_named(tmp_path):
+    from isotropy.models import gguf
+
+    # past the header check (as a file changed after it would be): the layout reader's error names the file
+    bad = _gguf(tmp_path / "bad.gguf", _ARCH + _key("x") + struct.pack("<IIQ", 9, 9, 0), 2)
+    with pytest.raises(ValueError) as info:
+        gguf._convert(bad, tmp_path / "out", sha256="0" * 64, source=str(bad))
+    assert str(info.value) == (f"The GGUF file {str(bad)!r} could not be read: expected a GGUF checkpoint of an "
+                               f"architecture transformers supports. (a metadata array of element type 9 (numbers or "
+                               f"strings expected))")
+    assert not (tmp_path / "out").exists()

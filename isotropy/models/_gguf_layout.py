@@ -69,7 +69,8 @@ def _value(blob, pos: int, kind: int):
             if count <= 64:
                 return [_string(blob, p)[0] for p in _string_offsets(blob, start, count)], pos
             return ("array", inner, count), pos
-    raise ValueError(f"GGUF metadata value of type {kind}")
+        raise ValueError(f"a metadata array of element type {inner} (numbers or strings expected)")
+    raise ValueError(f"a metadata value of unknown type {kind}")
 
 
 def _string_offsets(blob, pos: int, count: int) -> list[int]:

@@ -7,7 +7,8 @@
   only weights of a model directory; a pickle can run code, and isotropy reads safetensors only;
 - **GGUF**: the header, every metadata entry and every tensor description are walked with their
   lengths checked against the file's size (a file cut short was a ``struct.error``, one claiming
-  2^62 tensors asked for that many).
+  2^62 tensors asked for that many), and the metadata's size capped (a 5-million-string array kept
+  the GGUF readers after this check busy for minutes).
 """
 
 from __future__ import annotations
@@ -104,11 +105,21 @@ def check_model_weights(directory: str | os.PathLike) -> None:
 # ---------------------------------------------------------------- GGUF
 _GGUF_SCALARS = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}  # type id -> bytes
 _GGUF_STRING, _GGUF_ARRAY = 8, 9
+# Metadata caps. The readers after this check (gguf.GGUFReader, behind transformers' GGUF loading)
+# build Python objects per array element: about 28 us and 1.5 KB each on a 2-core CPU, so a 40 MB
+# file with one 5-million-string array ran past 60 s at 2.6 GB. Real files stay far below: Gemma 3
+# 270M holds 33 entries and three tokenizer arrays of 262,144 (the largest vocabularies in use,
+# Gemma's and mT5/XLM-R's ~250k; BPE merges of Llama 3 / Qwen2 are ~150k-280k). One array may hold
+# 2^20 = 1,048,576 elements (4x the largest vocabulary) and the metadata 2^21 values in all (entries
+# plus array elements: 2.7x Gemma's 786,465), which keeps the slowest reader under about a minute.
+_GGUF_MAX_ARRAY = 2**20
+_GGUF_MAX_VALUES = 2**21
 
 
 class _Reader:
     def __init__(self, handle, size: int, path):
         self.handle, self.size, self.path = handle, size, path
+        self.values = 0  # metadata entries and array elements so far
 
     def take(self, n: int) -> bytes:
         if n < 0 or self.handle.tell() + n > self.size:
@@ -130,20 +141,31 @@ class _Reader:
     def string(self) -> None:
         self.skip(self.u64())
 
-    def value(self, kind: int, depth: int = 0) -> None:
+    def count(self, n: int) -> None:
+        self.values += n
+        if self.values > _GGUF_MAX_VALUES:
+            raise _refuse(self.path, f"holds more than {_GGUF_MAX_VALUES} metadata values (entries and array "
+                                     f"elements)", f"at most {_GGUF_MAX_VALUES} (real models hold under a million)")
+
+    def value(self, kind: int) -> None:
         if kind in _GGUF_SCALARS:
             self.skip(_GGUF_SCALARS[kind])
         elif kind == _GGUF_STRING:
             self.string()
-        elif kind == _GGUF_ARRAY and depth < 4:
+        elif kind == _GGUF_ARRAY:
             inner, count = self.u32(), self.u64()
+            if inner not in _GGUF_SCALARS and inner != _GGUF_STRING:  # arrays of arrays: no reader here takes them
+                raise _refuse(self.path, f"has a metadata array of element type {inner}",
+                              "arrays of numbers or strings (GGUF version 2 or 3)")
+            if count > _GGUF_MAX_ARRAY:
+                raise _refuse(self.path, f"has a metadata array of {count} elements",
+                              f"at most {_GGUF_MAX_ARRAY} (the largest tokenizer vocabularies hold about 262,144)")
+            self.count(count)
             if inner in _GGUF_SCALARS:
                 self.skip(count * _GGUF_SCALARS[inner])
             else:
-                if count > self.size:
-                    self.take(count)  # raises
                 for _ in range(count):
-                    self.value(inner, depth + 1)
+                    self.string()
         else:
             raise _refuse(self.path, f"has a metadata value of unknown type {kind}", "a GGUF file (version 2 or 3)")
 
@@ -166,6 +188,7 @@ def check_gguf_header(path: str | os.PathLike) -> None:
             raise _refuse(path, f"claims {n_tensors} tensors and {n_kv} metadata entries in {size} bytes",
                           "a complete GGUF file")
         for _ in range(n_kv):
+            reader.count(1)
             reader.string()
             reader.value(reader.u32())
         for _ in range(n_tensors):

@@ -144,6 +144,10 @@ def _convert_locked(model: str, path, sha256: str, description: str, target: Pat
         print(f"isotropy: converting {description} to safetensors under {target} (once; this takes a while)",
               file=sys.stderr, flush=True)
     start = time.perf_counter()
+    # a conversion killed outright (SIGKILL, SIGTERM, power loss) runs no `finally`: its work
+    # directory stays behind. Holding the lock for this target, none of its own is in use: removed.
+    for leftover in target.parent.glob(f".{target.name}.*.tmp"):
+        shutil.rmtree(leftover, ignore_errors=True)
     work = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"))
     try:
         if path is None:
@@ -177,15 +181,15 @@ def _convert(path: Path, out: Path, *, sha256: str, source: str) -> dict:
     from isotropy._utils.versions import package_versions
     from isotropy.models._gguf_layout import read_layout
 
-    layout = read_layout(path)
     try:
+        layout = read_layout(path)  # inside: a file this reader cannot take is named like any other
         if layout.metadata.get("general.architecture") in _FAST_ARCHITECTURES:
             tokenizer, fresh = _read_vectorised(path, layout)
         else:
             tokenizer, fresh = _read_with_transformers(path)
     except (ValueError, KeyError, OSError, NotImplementedError, EOFError, IndexError, struct.error) as exc:
         first = (str(exc).strip().splitlines() or [exc.__class__.__name__])[0]
-        raise ValueError(f"The GGUF file {str(path)!r} could not be read by transformers: expected a GGUF "
+        raise ValueError(f"The GGUF file {str(path)!r} could not be read: expected a GGUF "
                          f"checkpoint of an architecture transformers supports. ({first})") from None
     config = fresh.config
     out.mkdir(parents=True)
