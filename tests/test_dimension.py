@@ -167,7 +167,7 @@ def test_too_few_distinct_points():
     X = np.repeat(np.eye(3), 4, axis=0)  # 12 rows, 3 distinct points
     with pytest.raises(IsotropyValueError, match=r"more than n_neighbors=3 distinct points. Got 3 distinct points \(9 duplicate"):
         mle_dimension(X, n_neighbors=3)
-    with pytest.raises(IsotropyValueError, match="twonn_dimension must have more than n_neighbors=2 distinct points. Got 2"):
+    with pytest.raises(IsotropyValueError, match=r"twonn_dimension must have more than 2 distinct points \(TwoNN reads the two nearest neighbours of each\). Got 2"):
         twonn_dimension(X[:5])  # 4 copies of e1 and e2
 
 

@@ -22,6 +22,17 @@ DEFAULT_MLE_NEIGHBOURS = 20
 _AVERAGING = ("mean", "harmonic", "median")
 
 
+def too_few_distinct(caller: str, n_neighbors: int, n_distinct: int, n_dup: int) -> IsotropyValueError:
+    """The error of a search for ``n_neighbors`` among fewer distinct points (in memory and on dask alike).
+
+    TwoNN has no ``n_neighbors`` parameter: its message names the two neighbours it reads instead.
+    """
+    needs = (f"more than {n_neighbors} distinct points (TwoNN reads the two nearest neighbours of each)"
+             if caller == "twonn_dimension" else f"more than n_neighbors={n_neighbors} distinct points")
+    return IsotropyValueError(f"The 'X' parameter of {caller} must have {needs}. Got {n_distinct} distinct points "
+                              f"({n_dup} duplicate rows) instead.")
+
+
 def _computed(value: float, caller: str) -> float:
     """``value`` as a float; a NaN (no estimate can be formed from these distances) is an error."""
     value = float(value)

@@ -54,7 +54,6 @@ def distinct_rows(X, *, n_neighbors, metric, caller, stacklevel=4):
     """
     from dask import delayed
 
-    from isotropy._utils.validation import IsotropyValueError
 
     hash_block = delayed(_row_hashes, pure=True)
     parts = compute(*[hash_block(b, metric, caller) for b in finite_blocks(X, caller)])
@@ -79,9 +78,9 @@ def distinct_rows(X, *, n_neighbors, metric, caller, stacklevel=4):
     if n_dup == 0:  # hash collisions of distinct rows only
         return None
     if n_distinct - 1 < n_neighbors:
-        raise IsotropyValueError(
-            f"The 'X' parameter of {caller} must have more than n_neighbors={n_neighbors} distinct points. "
-            f"Got {n_distinct} distinct points ({n_dup} duplicate rows) instead.")
+        from isotropy._kernels.dimension import too_few_distinct
+
+        raise too_few_distinct(caller, n_neighbors, n_distinct, n_dup)
     warnings.warn(
         f"{caller}: X has {n_dup} duplicate rows (at {metric} distance 0 from another row); each distinct point "
         f"is counted once and neighbours are searched among the {n_distinct} distinct points.",

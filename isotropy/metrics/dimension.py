@@ -21,10 +21,17 @@ import warnings
 
 import numpy as np
 
-from isotropy._kernels.dimension import _AVERAGING, DEFAULT_MLE_NEIGHBOURS, _local_mle, _pool, _twonn
+from isotropy._kernels.dimension import (
+    _AVERAGING,
+    DEFAULT_MLE_NEIGHBOURS,
+    _local_mle,
+    _pool,
+    _twonn,
+    too_few_distinct,
+)
 from isotropy._kernels.neighbors import _METRICS, _finish, _prepare, _representation
 from isotropy._utils.backend import is_dask, is_torch
-from isotropy._utils.validation import IsotropyValueError, check_option, check_scalar, check_X
+from isotropy._utils.validation import check_option, check_scalar, check_X
 from isotropy.metrics.neighbors import _kneighbors_numpy, _kneighbors_torch
 
 __all__ = ["local_mle_dimension", "mle_dimension", "neighbour_dimensions", "twonn_dimension"]
@@ -55,9 +62,7 @@ def _neighbour_distances(X, *, n_neighbors: int, metric: str, caller: str):
     n_distinct = first.size
     n_dup = n - n_distinct
     if n_distinct - 1 < n_neighbors:
-        raise IsotropyValueError(
-            f"The 'X' parameter of {caller} must have more than n_neighbors={n_neighbors} distinct points. "
-            f"Got {n_distinct} distinct points ({n_dup} duplicate rows) instead.")
+        raise too_few_distinct(caller, n_neighbors, n_distinct, n_dup)
     warnings.warn(
         f"{caller}: X has {n_dup} duplicate rows (at {metric} distance 0 from another row); each distinct point "
         f"is counted once and neighbours are searched among the {n_distinct} distinct points.",
