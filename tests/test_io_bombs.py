@@ -147,3 +147,40 @@ def test_parquet_of_zeros_below_the_floor_and_of_vectors_still_read(tmp_path):
     X, names = read_embeddings(tmp_path / "v.parquet")
     np.testing.assert_array_equal(X, V)
     assert names == [f"w{i}" for i in range(50)]
+
+
+def test_zarr_declaring_chunks_it_does_not_store_is_refused(tmp_path):
+    zarr = pytest.importorskip("zarr")
+    pytest.importorskip("dask")
+    from isotropy.io.shards import _zarr_chunk_counts, read_shards
+
+    huge = tmp_path / "huge.zarr"  # 10**7 x 1000 float64 declared, metadata only
+    zarr.create_array(str(huge), shape=(10**7, 1000), chunks=(10**5, 1000), dtype="f8", fill_value=0.0)
+    with pytest.raises(IsotropyValueError) as err:
+        read_shards(huge)
+    message = str(err.value)
+    assert "\n" not in message and str(huge) in message
+    assert "the Zarr array stores 0 of its 100 chunks (the missing ones would read as the fill value 0.0)" in message
+    assert "write_empty_chunks=True" in message
+    part = zarr.create_array(str(tmp_path / "part.zarr"), shape=(30, 4), chunks=(10, 4), dtype="f4")
+    part[:20] = 1.0  # the last chunk never written
+    with pytest.raises(IsotropyValueError, match="stores 2 of its 3 chunks"):
+        read_shards(tmp_path / "part.zarr")
+    zarr.create_array(str(tmp_path / "grid.zarr"), shape=(10**12, 10), chunks=(1, 10), dtype="f4")
+    assert _zarr_chunk_counts(tmp_path / "grid.zarr", None) == (0, 10**12, 0.0)  # the files counted, not the grid
+
+
+@pytest.mark.parametrize("options", [{"zarr_format": 2}, {}, {"shards": (20, 6)},
+                                     {"chunk_key_encoding": {"name": "v2", "separator": "."}}])
+def test_complete_zarr_arrays_still_read(tmp_path, options):
+    zarr = pytest.importorskip("zarr")
+    pytest.importorskip("dask")
+    from isotropy.io.shards import read_shards
+
+    X = np.random.default_rng(2).normal(size=(50, 6)).astype(np.float32)
+    z = zarr.create_array(str(tmp_path / "x.zarr"), shape=X.shape, chunks=(10, 3), dtype="f4", **options)
+    z[:] = X
+    np.testing.assert_array_equal(read_shards(tmp_path / "x.zarr").compute(), X)
+    group = zarr.open_group(str(tmp_path / "g.zarr"), mode="w")
+    group.create_array("emb", shape=X.shape, chunks=(25, 6), dtype="f4")[:] = X
+    np.testing.assert_array_equal(read_shards(tmp_path / "g.zarr", key="emb").compute(), X)

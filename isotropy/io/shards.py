@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import glob
 import io
+import math
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -184,11 +186,53 @@ def _read_zarr(path: Path, key, chunk_rows):
     if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] == 0 or arr.dtype.kind not in "biuf":
         raise _fail(path, f"the array has shape {arr.shape} and dtype {arr.dtype}",
                     "a 2-d numeric Zarr array with at least one row and one column")
+    counts = _zarr_chunk_counts(path, key)
+    if counts is not None and counts[0] < counts[1]:
+        stored, total, fill = counts
+        raise _fail(path, f"the Zarr array stores {stored} of its {total} chunks (the missing ones would read as "
+                          f"the fill value {fill})", "a Zarr array with every chunk stored (missing chunks mean an "
+                          "incomplete or corrupt store; if chunks equal to the fill value were left out on purpose, "
+                          "write the array again with write_empty_chunks=True)")
     dtype = np.float64 if arr.dtype.kind in "biu" else (np.float32 if arr.dtype.itemsize < 4 else arr.dtype)
     rows = chunk_rows or max(1, _CHUNK_BYTES // (arr.shape[1] * np.dtype(dtype).itemsize))
     arr = arr.astype(dtype).rechunk({0: rows, 1: -1})
     starts = np.cumsum((0, *arr.chunks[0]))[:-1]
     return arr.map_blocks(_check_zarr_block, str(path), starts, dtype=dtype)
+
+
+def _zarr_chunk_counts(path: Path, key):
+    """``(stored, total, fill value)``: chunk objects (shards, when sharded) in the store and in the array's grid.
+
+    The stored ones are counted in one walk of the array's directory, each file name decoded as chunk
+    coordinates and checked by encoding them again (zarr 3's ``nchunks_initialized`` compares every
+    chunk of the grid with every stored key: quadratic, and unbounded for a grid declared huge). With
+    zarr 2, or a store that is not a directory, zarr counts. ``None`` when the array cannot be opened.
+    """
+    import zarr
+
+    try:
+        z = zarr.open_array(store=str(path), path=key or "", mode="r")
+        grid = getattr(z, "shards", None) or z.chunks
+        counts = tuple(-(-size // step) for size, step in zip(z.shape, grid))
+        encode = getattr(getattr(z, "metadata", None), "encode_chunk_key", None)
+        root = path / key if key else path
+        if encode is None or not root.is_dir():
+            return int(z.nchunks_initialized), int(z.nchunks), z.fill_value
+    except Exception:  # noqa: BLE001 -- opened by dask above; a store zarr cannot count is left as before
+        return None
+    stored = 0
+    for folder, _, files in os.walk(root):
+        prefix = os.path.relpath(folder, root).replace(os.sep, "/")
+        for name in files:
+            chunk_key = name if prefix == "." else f"{prefix}/{name}"
+            parts = re.split(r"[./]", chunk_key)
+            parts = parts[1:] if parts[0] == "c" else parts
+            if len(parts) != len(counts) or not all(p.isascii() and p.isdigit() for p in parts):
+                continue
+            coords = tuple(int(p) for p in parts)
+            if all(c < n for c, n in zip(coords, counts)) and encode(coords) == chunk_key:
+                stored += 1
+    return stored, math.prod(counts), z.fill_value
 
 
 def _check_zarr_block(block, path, starts, block_info=None):
