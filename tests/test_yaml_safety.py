@@ -79,6 +79,24 @@ def test_hostile_setup_file_is_one_line(tmp_path, name):
     assert HOSTILE[name][1] in message and str(path) in message
 
 
+def test_a_long_list_is_refused_as_it_is_composed_not_as_a_billion_laughs():
+    """500,000 plain values: refused once the 100,001st is composed, by what it is (no alias in it)."""
+    with pytest.raises(UnsafeYAMLError) as info:
+        safe_load("lr: [" + "1," * 500_000 + "1]\n")
+    assert info.value.problem == "more than 100,000 values; expected a config"
+    assert info.value.problem_mark.column < 2 * 100_002 + 6  # stopped at the 100,001st value, not at the end
+    assert len(safe_load("lr: [" + "1," * 99_995 + "1]\n")["lr"]) == 99_996  # with the mapping, key and list: 99,999
+
+
+def test_a_config_file_past_one_mib_is_not_read_whole(tmp_path):
+    big = tmp_path / "big.yaml"
+    big.write_text("# padding\n" * 120_000 + "lr: 0.1\n")
+    with pytest.raises(ConfigError, match=r"big.yaml' is larger than 1 MiB; expected a config file"):
+        load_yaml(big)
+    with pytest.raises(ConfigError, match=r"'/dev/zero' is larger than 1 MiB"):  # a device that never ends
+        load_yaml("/dev/zero")
+
+
 @pytest.mark.parametrize("value", ["1e400", ".inf", ".nan", "[1, 1e999]"])
 def test_set_values_refuse_non_finite_numbers(value):
     with pytest.raises(ConfigError, match="not finite"):

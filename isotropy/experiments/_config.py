@@ -79,19 +79,6 @@ Seeds = Annotated[list[NonNegativeInt], expects("a non-empty list of distinct no
 
 
 # ---------------------------------------------------------------- YAML
-def _loader():
-    import yaml
-
-    class Loader(yaml.SafeLoader):
-        """SafeLoader that reads ``1e-3`` and ``5E+2`` as floats (YAML 1.1 wants a dot: ``1.0e-3``)."""
-
-    Loader.add_implicit_resolver(
-        "tag:yaml.org,2002:float",
-        re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
-        list("-+0123456789"))
-    return Loader
-
-
 def parse_yaml_value(text: str, *, where: str) -> Any:
     """Parse one YAML scalar or flow value (``3e-5``, ``null``, ``[1, 2]``); one-line error naming ``where``."""
     import yaml
@@ -115,15 +102,20 @@ def load_yaml(path: str | Path, *, name: str = "config file") -> dict:
     """Read a YAML mapping from ``path``; every problem (missing, malformed, empty, not a mapping, tags) is one line."""
     import yaml
 
-    from isotropy.experiments._yaml import safe_load
+    from isotropy.experiments._yaml import MAX_BYTES, safe_load
 
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        with open(path, "rb") as handle:  # at most MAX_BYTES + 1 bytes: /dev/zero or a huge file is not read whole
+            raw = handle.read(MAX_BYTES + 1)
+        if len(raw) > MAX_BYTES:
+            raise ConfigError(f"The {name} {str(path)!r} is larger than {MAX_BYTES // 2**20} MiB; expected a config "
+                              f"file (a few kilobytes of YAML).")
+        text = raw.decode("utf-8")
     except FileNotFoundError:
         raise ConfigError(f"The {name} {str(path)!r} does not exist.") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"The {name} {str(path)!r} cannot be read: {exc}.") from None
+        raise ConfigError(f"The {name} {str(path)!r} cannot be read: {' '.join(str(exc).split())}.") from None
     try:
         data = safe_load(text)
     except yaml.YAMLError as exc:

@@ -3,6 +3,9 @@
 :func:`safe_load` is PyYAML's ``SafeLoader`` (no tags that build Python objects) with four more
 refusals, all made before anything is validated or merged:
 
+- **size**: more than :data:`MAX_NODES` values, counted as they are composed (a 4 MB flow list was
+  composed whole, a minute's work, before its size was checked), and files past :data:`MAX_BYTES`
+  (``isotropy.experiments._config.load_yaml``);
 - **aliases that expand** past :data:`MAX_NODES` nodes (the "billion laughs": a few hundred bytes of
   nested aliases that stand for billions of values), and recursive aliases (``&a [*a]``); the size
   is counted on the composed node graph, aliases expanded, before any value is built;
@@ -31,6 +34,7 @@ from yaml.nodes import MappingNode, SequenceNode
 __all__ = ["EXCERPT", "MAX_DEPTH", "MAX_NODES", "UnsafeYAMLError", "safe_load"]
 
 MAX_NODES = 100_000  # values in the document once every alias is expanded
+MAX_BYTES = 2**20  # a config file: the packaged ones are a few kilobytes
 MAX_DEPTH = 64  # nested sequences and mappings
 EXCERPT = 40  # characters of a value quoted in a message
 
@@ -56,6 +60,7 @@ class _Loader(yaml.SafeLoader):
     def __init__(self, stream):
         super().__init__(stream)
         self._depth = 0
+        self._composed = 0
 
     # -- composition: depth, then the expanded size of the whole document
     def compose_node(self, parent, index):
@@ -63,6 +68,9 @@ class _Loader(yaml.SafeLoader):
         try:
             if self._depth > MAX_DEPTH:
                 raise UnsafeYAMLError(f"nesting deeper than {MAX_DEPTH} levels", self.peek_event().start_mark)
+            self._composed += 1  # an alias counts once here; its expansion is counted in compose_document
+            if self._composed > MAX_NODES:
+                raise UnsafeYAMLError(f"more than {MAX_NODES:,} values; expected a config", self.peek_event().start_mark)
             return super().compose_node(parent, index)
         finally:
             self._depth -= 1
