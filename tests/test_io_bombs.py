@@ -184,3 +184,40 @@ def test_complete_zarr_arrays_still_read(tmp_path, options):
     group = zarr.open_group(str(tmp_path / "g.zarr"), mode="w")
     group.create_array("emb", shape=X.shape, chunks=(25, 6), dtype="f4")[:] = X
     np.testing.assert_array_equal(read_shards(tmp_path / "g.zarr", key="emb").compute(), X)
+
+
+@pytest.mark.parametrize("first", ["a" * 200_000 + ",1,2", '"' + "a" * 200_000 + ",1,2"])
+def test_csv_first_field_over_the_csv_limit_is_one_line(tmp_path, first):
+    path = tmp_path / "long.csv"
+    path.write_text(first + "\n" + "w,1,2\n")
+    with pytest.raises(IsotropyValueError) as err:
+        read_embeddings(path)
+    message = str(err.value)
+    assert "\n" not in message and str(path) in message
+    assert "line 1 is not a readable .csv row (field larger than field limit (131072))" in message
+
+
+def test_csv_first_line_is_read_bounded(tmp_path, monkeypatch):
+    from isotropy.io import embeddings
+
+    monkeypatch.setattr(embeddings, "_MAX_FIRST_LINE", 1000)
+    path = tmp_path / "wide.csv"
+    path.write_text(",".join(["1.5"] * 2000))  # 7,999 characters, no line break
+    with pytest.raises(IsotropyValueError, match=r"'.*wide\.csv': its first line is longer than 1000 characters; "
+                                                 r"expected rows of numbers, .* one row per line\.$"):
+        read_embeddings(path)
+    path.write_text("\n".join([",".join(["1.5"] * 200)] * 3))  # 599 characters a line: reads
+    X, names = read_embeddings(path)
+    assert names is None and X.shape == (3, 200) and (X == 1.5).all()
+
+
+def test_csv_unclosed_quote_is_one_line_and_quoted_names_still_read(tmp_path):
+    path = tmp_path / "q.tsv"
+    path.write_text('"w0\t1\t2\nw1\t3\t4\n')
+    with pytest.raises(IsotropyValueError) as err:
+        read_embeddings(path)
+    assert "\n" not in str(err.value) and str(path) in str(err.value)
+    path.write_text('"w 0"\t1\t2\n"w,1"\t3\t4\n')
+    X, names = read_embeddings(path)
+    np.testing.assert_array_equal(X, [[1, 2], [3, 4]])
+    assert names == ["w 0", "w,1"]

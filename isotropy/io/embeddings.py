@@ -292,16 +292,26 @@ def _is_float(token: str) -> bool:
     return True
 
 
+_MAX_FIRST_LINE = 16 * 2**20  # characters: about 900,000 columns of 18-character numbers
+
+
 def _read_delimited(path, sep: str):
     pd = _import_optional("pandas", path, "pandas")
 
+    rows = "rows of numbers, optionally a header and a first column of row names"
     try:
         with open(path, encoding="utf-8", errors="replace", newline="") as handle:
-            first = next(csv.reader([handle.readline()], delimiter=sep), [])
+            line = handle.readline(_MAX_FIRST_LINE + 1)  # bounded: a file of one 1 GB line is not read whole
     except OSError as exc:
         raise _fail(path, f"the file cannot be read ({_short(exc)})") from None
+    if len(line) > _MAX_FIRST_LINE:
+        raise _fail(path, f"its first line is longer than {_MAX_FIRST_LINE} characters", f"{rows}, one row per line")
+    try:
+        first = next(csv.reader([line], delimiter=sep), [])
+    except csv.Error as exc:  # a field over csv's limit (131072 characters), a stray quote
+        raise _fail(path, f"line 1 is not a readable {path.suffix} row ({_short(exc)})", rows) from None
     if not first:
-        raise _fail(path, "the file is empty", "rows of numbers, optionally a header and a first column of row names")
+        raise _fail(path, "the file is empty", rows)
     header = first[0] == "" or not all(_is_float(t) for t in (first[1:] or first))
     # pandas writes the column labels 0, 1, ..., d-1 of an unnamed frame as a numeric-looking header
     header = header or (len(first) > 1 and first == [str(i) for i in range(len(first))])
