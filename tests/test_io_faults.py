@@ -198,3 +198,27 @@ def test_word2vec_binary_whose_bytes_decode_as_text_is_still_binary(tmp_path, X)
     X_read, names = read_embeddings(_word2vec_binary(tmp_path / "w.bin", len(X), X.shape[1], X=X))
     assert names == [f"w{i}" for i in range(len(X))]
     np.testing.assert_array_equal(X_read, X)
+
+
+def test_word_vector_text_reads_in_blocks_and_refuses_a_line_it_cannot_hold(tmp_path):
+    """Rows parsed in float32 blocks give what numpy parses from the whole text; a 1 MiB+ line is one error."""
+    from isotropy.io import word_vectors
+    from isotropy.io.word_vectors import read_word_vectors
+
+    rng = np.random.default_rng(3)
+    n = 2 * word_vectors._ROWS_PER_BLOCK + 5  # three blocks, the last partial
+    V = rng.normal(size=(n, 4)).astype(np.float32)
+    lines = [f"w{i} " + " ".join(repr(float(v)) for v in row) for i, row in enumerate(V)]
+    (tmp_path / "g.txt").write_text("\n".join(lines) + "\n")
+    words, X = read_word_vectors(tmp_path / "g.txt")
+    assert words == [f"w{i}" for i in range(n)] and X.dtype == np.float32
+    np.testing.assert_array_equal(X, V)
+    words, X = read_word_vectors(tmp_path / "g.txt", limit=word_vectors._ROWS_PER_BLOCK + 1)
+    np.testing.assert_array_equal(X, V[: word_vectors._ROWS_PER_BLOCK + 1])
+    (tmp_path / "long.txt").write_text("the 0.5 1.5\nof " + "0.25 " * 300_000 + "\n")
+    with pytest.raises(IsotropyValueError, match=r"long.txt:2: a line of more than 1,048,576 characters"):
+        read_word_vectors(tmp_path / "long.txt")
+    with open(tmp_path / "nul.txt", "wb") as handle:  # a sparse file of NUL bytes: no line end anywhere
+        handle.truncate(2**31)
+    with pytest.raises(IsotropyValueError, match=r"nul.txt:1: a line of more than"):
+        read_word_vectors(tmp_path / "nul.txt", binary=False)

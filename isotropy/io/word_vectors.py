@@ -156,11 +156,40 @@ def _not_vectors(path, lineno, parts) -> IsotropyValueError:
                               f"NAME --texts FILE.")
 
 
+# Characters of one line of a word-vector text file: a 4096-d vector in full float32 precision is about 70,000; a
+# longer line (a file of NUL bytes, a binary file read as text) is refused before it is read whole.
+_MAX_LINE = 2**20
+# Lines parsed into float32 at a time: the file's text is never all held as Python strings (8x its size).
+_ROWS_PER_BLOCK = 8192
+
+
+def _lines(handle, path):
+    """``(line number, line)`` of a text file, each line read at most ``_MAX_LINE`` characters at a time."""
+    lineno = 0
+    while True:
+        line = handle.readline(_MAX_LINE + 1)
+        if not line:
+            return
+        lineno += 1
+        if len(line) > _MAX_LINE:
+            raise IsotropyValueError(f"{path!s}:{lineno}: a line of more than {_MAX_LINE:,} characters; expected a "
+                                     f"word vector '<word> <x1> ... <xd>' per line (a GloVe or word2vec text file).")
+        yield lineno, line
+
+
 def _read_text(path: Path, limit, encoding):
     """word2vec text (header '<n_words> <n_features>', checked against the file) or GloVe (no header)."""
-    words, rows, dim, announced = [], [], None, None
+    words, rows, blocks, dim, announced = [], [], [], None, None
+
+    def parse(rows):  # a block of rows of number strings -> float32, the strings let go
+        try:
+            blocks.append(np.asarray(rows, dtype=np.float32))
+        except ValueError:
+            raise IsotropyValueError(f"{str(path)!r} has a non-numeric vector entry; expected lines "
+                                     f"'<word> <x1> ... <xd>'.") from None
+
     with open(path, encoding=encoding, errors="replace") as handle:
-        for lineno, line in enumerate(handle, 1):
+        for lineno, line in _lines(handle, path):
             parts = line.rstrip("\n").rstrip().split(" ")
             if lineno == 1 and len(parts) == 2 and parts[0].isdigit() and parts[1].isdigit():
                 announced, dim = int(parts[0]), int(parts[1])  # word2vec text header
@@ -179,6 +208,9 @@ def _read_text(path: Path, limit, encoding):
                                  f"got {len(parts) - 1} number{'' if len(parts) == 2 else 's'}.")
             words.append(parts[0])
             rows.append(parts[1:])
+            if len(rows) == _ROWS_PER_BLOCK:
+                parse(rows)
+                rows = []
             if limit is not None and len(words) >= limit:
                 break
     if not words or dim == 0:
@@ -186,8 +218,6 @@ def _read_text(path: Path, limit, encoding):
     if announced is not None and len(words) != announced and (limit is None or len(words) < limit):
         raise IsotropyValueError(f"{str(path)!r} has {len(words)} word vectors but its header announces {announced}; "
                          f"expected a header '<n_words> <n_features>' that matches the file.")
-    try:
-        X = np.asarray(rows, dtype=np.float32)
-    except ValueError:
-        raise IsotropyValueError(f"{str(path)!r} has a non-numeric vector entry; expected lines '<word> <x1> ... <xd>'.") from None
-    return words, X
+    if rows:
+        parse(rows)
+    return words, (blocks[0] if len(blocks) == 1 else np.concatenate(blocks))
