@@ -222,3 +222,36 @@ def test_word_vector_text_reads_in_blocks_and_refuses_a_line_it_cannot_hold(tmp_
         handle.truncate(2**31)
     with pytest.raises(IsotropyValueError, match=r"nul.txt:1: a line of more than"):
         read_word_vectors(tmp_path / "nul.txt", binary=False)
+
+
+def test_a_csv_label_column_is_refused_as_a_feature_and_left_out_when_named(tmp_path):
+    """A 0/1 column headed 'label' changed IsoScore from 0.49 to another number without a word; now refused, and
+    --labels FILE --label-column label reads the labels from it and measures the other columns."""
+    import pandas as pd
+    from sklearn.metrics import silhouette_score as sk_silhouette
+
+    from isotropy import isoscore
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 5)) * np.linspace(0.2, 2, 5)
+    y = (X[:, 0] > 0).astype(int)
+    frame = pd.DataFrame(X)
+    frame.insert(0, "label", y)  # pandas' header: "label,0,1,2,3,4" (numbers after a named column: still a header)
+    frame.to_csv(tmp_path / "e.csv", index=False)
+    with pytest.raises(IsotropyValueError, match=r"its column 'label' holds integer labels, not a feature .* "
+                                                 r"--labels e.csv --label-column label"):
+        read_embeddings(tmp_path / "e.csv")
+    Z, names = read_embeddings(tmp_path / "e.csv", label_column="label")
+    np.testing.assert_array_equal(Z, X)
+    assert names is None
+    with pytest.raises(IsotropyValueError, match=r"it has no column 'class' to leave out as labels"):
+        read_embeddings(tmp_path / "e.csv", label_column="class")
+    result = CliRunner().invoke(cli, ["measure", str(tmp_path / "e.csv"), "--labels", str(tmp_path / "e.csv"),
+                                      "--label-column", "label", "--metrics", "isoscore,silhouette_score", "--json", "-"])
+    assert result.exit_code == 0, result.output
+    record = __import__("json").loads(result.stdout)
+    assert record["n_features"] == 5 and record["label_column"] == "label"
+    assert record["values"]["isoscore"] == pytest.approx(isoscore(X), rel=1e-12)
+    assert record["values"]["silhouette_score"] == pytest.approx(sk_silhouette(X, y), rel=1e-9)
+    pd.DataFrame({"x": X[:, 0], "y": np.round(X[:, 1])}).to_csv(tmp_path / "xy.csv", index=False)
+    assert read_embeddings(tmp_path / "xy.csv")[0].shape == (60, 2)  # a coordinate named y is a feature

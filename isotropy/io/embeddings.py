@@ -53,8 +53,8 @@ def _short(exc: BaseException) -> str:
     return text if len(text) <= 120 else text[:117] + "..."
 
 
-def read_embeddings(path: str | os.PathLike, *, key: str | None = None,
-                    mmap_mode: str | None = None) -> tuple[np.ndarray, list[str] | None]:
+def read_embeddings(path: str | os.PathLike, *, key: str | None = None, mmap_mode: str | None = None,
+                    label_column: str | None = None) -> tuple[np.ndarray, list[str] | None]:
     """Read embeddings of shape ``(n_samples, n_features)`` from a file.
 
     Parameters
@@ -69,6 +69,12 @@ def read_embeddings(path: str | os.PathLike, *, key: str | None = None,
     mmap_mode : {None, "r", "c"}, default=None
         For float32/float64 ``.npy`` files: memory-map instead of reading (see :func:`numpy.load`),
         so that taking a subset of the rows reads only those rows. Ignored for other formats.
+    label_column : str or None, default=None
+        A ``.csv``/``.tsv`` file with a header may hold its labels beside the features: the
+        column of that name is left out of ``X`` (read it with
+        :func:`isotropy.io.labels.read_labels` and the same ``column``). Without it, a column of
+        integers whose header names labels (``label``, ``class``, ``target``, ...) is refused
+        rather than measured as a feature.
 
     Returns
     -------
@@ -120,7 +126,7 @@ def read_embeddings(path: str | os.PathLike, *, key: str | None = None,
         return _read_safetensors(path, key), None
     if suffix in (".csv", ".tsv"):
         _no_key(path, key, f"{suffix} files")
-        return _read_delimited(path, "\t" if suffix == ".tsv" else ",")
+        return _read_delimited(path, "\t" if suffix == ".tsv" else ",", label_column)
     if suffix == ".parquet":
         return _read_parquet(path, key)
     if suffix in _WORD_VECTOR_EXTENSIONS or _has_word2vec_header(path):
@@ -295,7 +301,18 @@ def _is_float(token: str) -> bool:
 _MAX_FIRST_LINE = 16 * 2**20  # characters: about 900,000 columns of 18-character numbers
 
 
-def _read_delimited(path, sep: str):
+# Headers of a column of labels (not features) in a table of embeddings; "y", "type" and "group" are left out:
+# they name features too (the coordinates x, y)
+_LABEL_HEADERS = {"label", "labels", "class", "classes", "target", "targets", "category", "categories", "cluster",
+                  "clusters", "gold", "gold_label", "tag", "tags"}
+
+
+def _numbered_columns(cells, at_least: int = 2) -> bool:
+    """Whether ``cells`` are 0, 1, ..., n-1 (n >= ``at_least``): the column labels pandas writes for an unnamed frame."""
+    return len(cells) >= at_least and cells == [str(i) for i in range(len(cells))]
+
+
+def _read_delimited(path, sep: str, label_column=None):
     pd = _import_optional("pandas", path, "pandas")
 
     rows = "rows of numbers, optionally a header and a first column of row names"
@@ -313,13 +330,23 @@ def _read_delimited(path, sep: str):
     if not first:
         raise _fail(path, "the file is empty", rows)
     header = first[0] == "" or not all(_is_float(t) for t in (first[1:] or first))
-    # pandas writes the column labels 0, 1, ..., d-1 of an unnamed frame as a numeric-looking header
-    header = header or (len(first) > 1 and first == [str(i) for i in range(len(first))])
+    # pandas writes the column labels 0, 1, ..., d-1 of an unnamed frame as a numeric-looking header, also after
+    # a named first column ("label,0,1,...")
+    # (three at least after a name: a row "w,0,1" of a word and its 2-d vector stays data)
+    header = header or _numbered_columns(first) or (not _is_float(first[0]) and _numbered_columns(first[1:], 3))
+    if label_column is not None and (not header or label_column not in first):
+        raise _fail(path, f"it has no column {label_column!r} to leave out as labels"
+                          f"{' (no header line)' if not header else ''}",
+                    "a header line naming the label column")
     try:
         df = pd.read_csv(path, sep=sep, header=0 if header else None)
     except Exception as exc:  # noqa: BLE001
         raise _fail(path, f"not a readable {path.suffix} file ({_short(exc)})",
                     "rows of numbers, optionally a header and a first column of row names") from None
+    if label_column is not None:
+        df = df.drop(columns=[label_column])
+    elif header:
+        _refuse_label_columns(df, path)
     names = None
     first_is_index = header and (first[0] == "" or str(df.columns[0]).startswith("Unnamed: 0"))
     if first_is_index or _is_name_column(df.iloc[:, 0]):
@@ -329,6 +356,20 @@ def _read_delimited(path, sep: str):
         raise _fail(path, "there are no numeric columns", "numeric columns (the first column may hold row names)")
     _check_numeric_columns(df, path, line_offset=2 if header else 1)
     return _as_matrix(df.to_numpy(), path), names
+
+
+def _refuse_label_columns(df, path) -> None:
+    """A column of integers headed ``label`` (``class``, ``target``, ...) holds labels: measuring it as a feature
+    changes every metric without a word (a 0/1 column took IsoScore from 0.18 to 0.04), so it is refused."""
+    import pandas as pd
+
+    for column in df.columns:
+        values = df[column]
+        if str(column).strip().lower() in _LABEL_HEADERS and pd.api.types.is_numeric_dtype(values) and \
+                bool(np.all(np.mod(values.to_numpy(dtype=np.float64), 1) == 0)):
+            raise _fail(path, f"its column {str(column)!r} holds integer labels, not a feature (its header says so)",
+                        f"feature columns only: give the labels with --labels {path.name} --label-column {column} "
+                        f"(label_column= in Python), which also leaves the column out of the features")
 
 
 def _is_name_column(values) -> bool:

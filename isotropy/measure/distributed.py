@@ -94,7 +94,7 @@ def open_cluster(scheduler: str | None, workers: int | None, memory_limit: int |
                "memory_limit": int(limits.pop()) if len(limits) == 1 else None}
 
 
-def _lazy_embeddings(embeddings, key):
+def _lazy_embeddings(embeddings, key, label_column=None):
     """The embeddings as a dask array: shards (and single .npy files) read lazily, others in memory."""
     from pathlib import Path
 
@@ -107,7 +107,7 @@ def _lazy_embeddings(embeddings, key):
 
     from isotropy.io.embeddings import read_embeddings
 
-    X, row_names = _guard(read_embeddings, embeddings, key=key)
+    X, row_names = _guard(read_embeddings, embeddings, key=key, label_column=label_column)
     return da.from_array(X, chunks=(max(1, (64 << 20) // (X.shape[1] * X.itemsize)), -1)), row_names
 
 
@@ -119,9 +119,9 @@ def run(embeddings, *, labels_path, metric_names, needing_labels, json_path, sam
         check_scheduler_address(scheduler)
 
     from isotropy.distributed import show_progress
-    from isotropy.measure.report import InputError, prepare_input, report
+    from isotropy.measure.report import InputError, own_label_column, prepare_input, report
 
-    X, row_names = _lazy_embeddings(embeddings, key)
+    X, row_names = _lazy_embeddings(embeddings, key, own_label_column(embeddings, labels_path, label_column))
     data = prepare_input(X, row_names, embeddings, labels_path, key=key, sample_size=sample_size,
                          random_state=random_state, needing_labels=needing_labels, shrinkage_sample=shrinkage_sample,
                          label_column=label_column)

@@ -174,10 +174,21 @@ def _load_input(embeddings, labels_path, *, key, sample_size, random_state, need
     from isotropy.io.embeddings import read_embeddings
 
     # a sample reads only its rows from a memory-mapped .npy; all rows are read into memory once
-    X, row_names = _guard(read_embeddings, embeddings, key=key, mmap_mode="r" if sample_size is not None else None)
+    X, row_names = _guard(read_embeddings, embeddings, key=key, mmap_mode="r" if sample_size is not None else None,
+                          label_column=own_label_column(embeddings, labels_path, label_column))
     return prepare_input(X, row_names, embeddings, labels_path, key=key, sample_size=sample_size,
                          random_state=random_state, needing_labels=needing_labels, shrinkage_sample=shrinkage_sample,
                          label_column=label_column)
+
+
+def own_label_column(embeddings, labels_path, label_column):
+    """``label_column`` when the labels are a column of EMBEDDINGS itself (``--labels EMBEDDINGS --label-column COL``):
+    that column is then left out of the features; else ``None``."""
+    from pathlib import Path
+
+    if label_column is None or labels_path is None:
+        return None
+    return label_column if Path(labels_path).resolve() == Path(str(embeddings)).resolve() else None
 
 
 def prepare_input(X, row_names, embeddings, labels_path, *, key, sample_size, random_state, needing_labels,
