@@ -243,8 +243,14 @@ def test_cluster_isotropy_transform_assigns_new_points(rng):
 
 def test_cluster_isotropy_small_clusters_remove_at_most_n_minus_1(rng):
     X = np.vstack([rng.normal(size=(3, 5)), rng.normal(size=(30, 5)) + 50])
-    ci = ClusterIsotropy(n_clusters=2, n_components=4, random_state=0).fit(X)
+    with pytest.warns(UserWarning, match=r"ClusterIsotropy: 1 of 2 clusters have at most n_components=4 points "
+                                         r"\(3 points in all, the smallest 3\); every direction of theirs is removed"):
+        ci = ClusterIsotropy(n_clusters=2, n_components=4, random_state=0).fit(X)
     assert sorted(ci.n_components_.tolist()) == [2, 4]
+    Y = ci.transform(X)
+    small = ci.labels_ == ci.labels_[0]
+    np.testing.assert_allclose(Y[small], 0, atol=1e-12)  # what the warning says: the 3 points become 0
+    assert np.linalg.norm(Y[~small], axis=1).min() > 1e-3
 
 
 @pytest.mark.parametrize("kwargs, match", [

@@ -65,6 +65,13 @@ def fit_cluster_isotropy(X: np.ndarray, *, n_clusters=27, n_components=12, clust
         D = min(n_components, members.shape[0] - 1)
         components[j, :D] = top_directions(members - centers[j], D)
         n_removed[j] = D
+    sizes = np.bincount(labels, minlength=n_clusters)
+    flat = np.flatnonzero((sizes > 0) & (sizes <= n_components))
+    if n_components and flat.size:  # n_j points span n_j - 1 directions: removing them all leaves each point 0
+        warnings.warn(f"{caller}: {flat.size} of {n_clusters} clusters have at most n_components={n_components} "
+                      f"points ({int(sizes[flat].sum())} points in all, the smallest {int(sizes[flat].min())}); "
+                      f"every direction of theirs is removed and their points become the zero vector. Use fewer "
+                      f"clusters or components, or more rows.", UserWarning, stacklevel=3)
     return clusterer, labels, centers, components, n_removed
 
 
