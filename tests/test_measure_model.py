@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 from _tiny_models import make_tiny_bert, make_tiny_gemma_gguf, width_rounding
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from isotropy.cli import cli
 from isotropy.measure.from_model import measure_layers, read_texts
@@ -61,6 +63,38 @@ def test_read_texts_formats_and_errors(files):
         read_texts(files / "texts.jsonl", column="body")
     with pytest.raises(FileNotFoundError, match="does not exist"):
         read_texts(files / "absent.txt")
+
+
+_VALID_TEXTS = {".txt": "a cat\na dog\n", ".csv": 'text\n"a, cat"\na dog\n', ".tsv": "text\ta\na cat\t1\na dog\t0\n",
+                ".jsonl": '{"text": "a cat"}\n{"text": "a dog"}\n'}
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.binary(max_size=300), suffix=st.sampled_from(sorted(_VALID_TEXTS)), splice=st.booleans(),
+       encoding=st.sampled_from(["utf-8", "latin-1", "utf-16"]))
+def test_fuzzed_texts_files_read_or_are_refused_in_one_line(tmp_path, data, suffix, splice, encoding):
+    """Any bytes, or a valid texts file with bytes spliced in: at least 2 non-blank texts, or one ValueError line."""
+    if splice:
+        valid = _VALID_TEXTS[suffix].encode()
+        cut = len(data) % (len(valid) + 1)
+        data = valid[:cut] + data + valid[cut:]
+    path = tmp_path / f"t{suffix}"
+    path.write_bytes(data)
+    column = "text" if suffix == ".tsv" else None
+    try:
+        texts = read_texts(path, column=column, encoding=encoding)
+    except ValueError as exc:
+        assert "\n" not in str(exc)
+    else:
+        assert len(texts) >= 2 and all(isinstance(t, str) and t.strip() for t in texts)
+
+
+def test_a_texts_file_past_the_size_bound_is_not_read(tmp_path):
+    path = tmp_path / "big.txt"
+    with open(path, "wb") as handle:  # sparse: 2 GiB on disk in name only, refused before a byte is read
+        handle.truncate(2**31)
+    with pytest.raises(ValueError, match=r"big.txt' is 2.0 GiB; expected at most 1 GiB of texts"):
+        read_texts(path)
 
 
 def test_sentence_level_equals_manual_mean_pooling(files):
