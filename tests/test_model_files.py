@@ -210,13 +210,10 @@ def _safetensors(path, header: dict, data: bytes = b"\0" * 16):
     ([0, 2**63], "describes tensor 'x' wrongly"),
 ])
 def test_a_huge_safetensors_shape_is_refused_at_once(tmp_path, shape, reason):
-    import time
-
+    # the full product of 800 4000-digit numbers took 33 s: the bound stops it (performance is not asserted here)
     path = _safetensors(tmp_path / "model.safetensors", {"x": {"dtype": "F32", "shape": shape, "data_offsets": [0, 16]}})
-    start = time.perf_counter()
     with pytest.raises(ValueError) as info:
         check_safetensors(path)
-    assert time.perf_counter() - start < 5  # the full product of 800 4000-digit numbers took 33 s
     assert str(info.value) == (f"The weights file {str(path)!r} {reason}; expected a complete .safetensors file "
                                f"(as written by save_pretrained).")
 

@@ -17,6 +17,9 @@ def loads(text: str | bytes):
     """:func:`json.loads`, with nesting beyond the parser's recursion limit a :class:`json.JSONDecodeError`."""
     try:
         return json.loads(text)
-    except RecursionError:
+    except json.JSONDecodeError:
+        raise
+    except (RecursionError, ValueError) as exc:  # ValueError: an integer past Python's 4300 digits
         document = text if isinstance(text, str) else text.decode("utf-8", "replace")
-        raise json.JSONDecodeError("nested too deeply to parse (a corrupt or hostile file)", document[:80], 0) from None
+        why = "nested too deeply to parse" if isinstance(exc, RecursionError) else "an integer of too many digits"
+        raise json.JSONDecodeError(f"{why} (a corrupt or hostile file)", document[:80], 0) from None

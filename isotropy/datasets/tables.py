@@ -129,7 +129,7 @@ def load_table(path, *, text_column: str = "text", label_column: str | list[str]
     else:
         values = [str(r[label_columns[0]]).strip() for r in rows]
         def numeric(v):  # class ids sort as numbers ("2" before "10"); 19 digits at most, no unbounded int()
-            return v.lstrip("-").isdecimal() and v.isascii() and len(v) <= 19
+            return v.removeprefix("-").isdecimal() and v.isascii() and len(v) <= 19
 
         names = sorted(set(values), key=lambda v: (not numeric(v), int(v) if numeric(v) else 0, v))
         index = {n: j for j, n in enumerate(names)}

@@ -77,7 +77,7 @@ def _rows_trainer_state(file: Path, pattern):
             continue
         for key, value in entry.items():
             match = pattern.match(str(key))
-            if match and isinstance(value, (int, float)):
+            if match and isinstance(value, (int, float)) and abs(value) < 1e308:  # a finite float
                 yield match["metric"], int(match["layer"]), _step(entry["step"], file), float(value)
 
 
@@ -85,7 +85,7 @@ def _step(value, file: Path) -> int:
     """A logged step as an int; anything that is not a finite number is a corrupt log, refused in one line."""
     try:
         step = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an int of 400 digits
         step = math.nan
     if not math.isfinite(step) or isinstance(value, bool):
         raise IsotropyValueError(f"The training log {str(file)!r} has the step {str(value)[:40]!r}: expected a "
