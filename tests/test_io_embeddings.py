@@ -267,6 +267,8 @@ def test_labels_from_a_named_column(tmp_path):
     (tmp_path / "t.csv").write_text('text,label\n"a, b",pos\nc,neg\n')
     assert read_labels(tmp_path / "t.csv", n_rows=2, column="label").tolist() == ["pos", "neg"]
     assert read_labels(tmp_path / "t.csv", n_rows=2, column="text").tolist() == ["a, b", "c"]
+    (tmp_path / "blank.csv").write_text("text,label\na,1\n\nb,0\n")  # a blank line is skipped, as read_texts does
+    assert read_labels(tmp_path / "blank.csv", n_rows=2, column="label").tolist() == ["1", "0"]
     (tmp_path / "t.tsv").write_text('text\tlabel\n"a\t1\nb"\t0\n')  # quotes are text in a .tsv
     assert read_labels(tmp_path / "t.tsv", n_rows=2, column="label").tolist() == ["1", "0"]
     for content, match in [("text,label\na,\n", "line 2 has no label in column 'label'"),

@@ -198,6 +198,8 @@ def _read_column(path, sep: str, column: str) -> np.ndarray:
                     "the name of a column of its first line")
     j, labels = header.index(column), []
     for line, row in enumerate(rows[1:], start=2):
+        if not any(row):
+            continue  # a blank line, as read_texts skips it in the same table
         if len(row) != len(header):
             raise _fail(path, f"line {line} has {len(row)} columns, the header {len(header)}",
                         "the same number of columns on every line")
