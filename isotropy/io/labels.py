@@ -179,18 +179,8 @@ def _read_text(path) -> np.ndarray:
 
 def _read_column(path, sep: str, column: str) -> np.ndarray:
     """The cells of the column ``column`` of a delimited file whose first line names its columns."""
-    quoting = csv.QUOTE_NONE if sep == "\t" else csv.QUOTE_MINIMAL
-    try:
-        with open(path, encoding="utf-8-sig", newline="") as handle:
-            rows = [[cell.strip() for cell in row] for row in csv.reader(handle, delimiter=sep, quoting=quoting)]
-    except UnicodeDecodeError:
-        raise _fail(path, "it is not UTF-8 text") from None
-    except csv.Error as exc:
-        raise _fail(path, f"not a readable {path.suffix} file ({' '.join(str(exc).split())[:120]})") from None
-    while rows and not any(rows[-1]):
-        rows.pop()
-    if not rows:
-        raise _fail(path, "the file is empty")
+    # quotes are text in a .tsv, as read_texts reads the same table
+    rows = _table_rows(path, sep, encoding="utf-8-sig", quoting=csv.QUOTE_NONE if sep == "\t" else csv.QUOTE_MINIMAL)
     header = rows[0]
     if column not in header:
         shown = [name[:40] for name in header[:20]]
@@ -211,18 +201,24 @@ def _read_column(path, sep: str, column: str) -> np.ndarray:
     return np.asarray(labels)
 
 
-def _read_delimited(path, sep: str) -> np.ndarray:
+def _table_rows(path, sep: str, *, encoding: str = "utf-8", quoting=csv.QUOTE_MINIMAL) -> list[list[str]]:
+    """The stripped cells of every line of a delimited file, trailing blank lines left out; never empty."""
     try:
-        with open(path, encoding="utf-8", newline="") as handle:
-            rows = [[cell.strip() for cell in row] for row in csv.reader(handle, delimiter=sep)]
+        with open(path, encoding=encoding, newline="") as handle:
+            rows = [[cell.strip() for cell in row] for row in csv.reader(handle, delimiter=sep, quoting=quoting)]
     except UnicodeDecodeError:
         raise _fail(path, "it is not UTF-8 text") from None
     except csv.Error as exc:
-        raise _fail(path, f"not a readable {path.suffix} file ({exc})") from None
+        raise _fail(path, f"not a readable {path.suffix} file ({' '.join(str(exc).split())[:120]})") from None
     while rows and not any(rows[-1]):
         rows.pop()
     if not rows:
         raise _fail(path, "the file is empty")
+    return rows
+
+
+def _read_delimited(path, sep: str) -> np.ndarray:
+    rows = _table_rows(path, sep)
     widths = {len(row) for row in rows}
     if len(widths) > 1:
         line = next(i for i, row in enumerate(rows) if len(row) != len(rows[0])) + 1
