@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _fuzz import spliced
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -164,8 +165,7 @@ def test_fuzzed_tables_load_or_are_refused_in_one_line(tmp_path, data, fmt, spli
     """Any bytes, or a valid table with bytes spliced in: a LabeledTexts whose sizes agree, or one ValueError line."""
     if splice:
         valid = _VALID_TABLES[fmt].encode()
-        cut = len(data) % (len(valid) + 1)
-        data = valid[:cut] + data + valid[cut:]
+        data = spliced(valid, data)
     path = tmp_path / f"t.{fmt}"
     path.write_bytes(data)
     try:
@@ -183,8 +183,7 @@ def test_fuzzed_snli_files_load_or_are_refused_in_one_line(tmp_path, data, suffi
     if splice:
         valid = (json.dumps({"gold_label": "neutral", "sentence1": "A.", "sentence2": "B."}) + "\n" if suffix == ".jsonl"
                  else "gold_label\tsentence1\tsentence2\nneutral\tA.\tB.\n").encode()
-        cut = len(data) % (len(valid) + 1)
-        data = valid[:cut] + data + valid[cut:]
+        data = spliced(valid, data)
     folder = tmp_path / "snli_1.0"
     folder.mkdir(exist_ok=True)
     for old in folder.iterdir():

@@ -8,6 +8,7 @@ import sys
 
 import numpy as np
 import pytest
+from _fuzz import spliced
 from _tiny_models import make_tiny_bert, make_tiny_gemma_gguf, width_rounding
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
@@ -76,8 +77,7 @@ def test_fuzzed_texts_files_read_or_are_refused_in_one_line(tmp_path, data, suff
     """Any bytes, or a valid texts file with bytes spliced in: at least 2 non-blank texts, or one ValueError line."""
     if splice:
         valid = _VALID_TEXTS[suffix].encode()
-        cut = len(data) % (len(valid) + 1)
-        data = valid[:cut] + data + valid[cut:]
+        data = spliced(valid, data)
     path = tmp_path / f"t{suffix}"
     path.write_bytes(data)
     column = "text" if suffix == ".tsv" else None

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from _fuzz import spliced
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -181,8 +182,7 @@ def test_fuzzed_logs_read_or_are_refused_in_one_line(tmp_path, data, name, mutat
     if mutate:  # a valid log of each kind with the fuzzed bytes inside it
         valid = (json.dumps({"log_history": [{"step": 3, "geometry/x/layer_1": 0.25}]}) if name.endswith(".json")
                  else "step,geometry/x/layer_1\n3,0.25\n").encode()
-        cut = len(data) % (len(valid) + 1)
-        data = valid[:cut] + data + valid[cut:]
+        data = spliced(valid, data)
     (tmp_path / name).write_bytes(data)
     try:
         frame = read_geometry_log(tmp_path / name)
