@@ -10,6 +10,7 @@ naming the function, the argument, the value received and what was expected, e.g
 from __future__ import annotations
 
 import numbers
+from typing import NamedTuple
 
 import numpy as np
 
@@ -86,30 +87,65 @@ def check_X(X, *, caller: str, name: str = "X", min_samples: int = 2, min_featur
 
     low, high = extremes(X)  # NaN propagates through min and max: one read of X, no n x d temporary
     if not (np.isfinite(low) and np.isfinite(high)):
+        found = first_nonfinite(X)
         raise IsotropyValueError(f"The '{name}' parameter of {caller} must contain only finite values. Got "
-                                 f"{_first_nonfinite(X)} instead.")
+                                 f"{'NaN or inf' if found is None else found.at()} instead.")
     return unit_scale(X, max(abs(low), abs(high)), caller=caller, name=name) if rescale else X
 
 
-def _first_nonfinite(X) -> str:
-    """``"nan at row 3, column 2"``: the first non-finite entry of a 2-d ``X`` in row order (read only on failure,
-    a block of rows at a time: no n x d temporary)."""
-    step = max(1, 2**20 // max(1, X.shape[1]))
-    for start in range(0, X.shape[0], step):
-        block = X[start:start + step]
-        if is_torch(block):
-            import torch
+# entries per block of rows read by first_nonfinite: a boolean mask of 1 MiB (and a flag per row of the block)
+# is all it allocates, whatever the size of the array
+_NONFINITE_BLOCK = 2**20
 
-            bad = torch.nonzero(~torch.isfinite(block))
-            if bad.shape[0]:
-                r, c = (int(v) for v in bad[0])
-                return f"{float(block[r, c])} at row {start + r}, column {c}"
-        else:
-            bad = np.argwhere(~np.isfinite(block))
-            if bad.size:
-                r, c = (int(v) for v in bad[0])
-                return f"{float(block[r, c])} at row {start + r}, column {c}"
-    return "NaN or inf"
+
+class NonFinite(NamedTuple):
+    """The first non-finite entry of a 2-d array in row order: its row, its column and its value."""
+
+    row: int
+    column: int
+    value: float  # nan, inf or -inf
+
+    def at(self, row: int | None = None) -> str:
+        """``"nan at row 5, column 3"``: the one wording of every non-finite message.
+
+        ``row`` names the row as the caller counts it (a row of the file, of all shards, of the
+        whole dask array) instead of ``self.row``, the row in the array searched.
+        """
+        return f"{self.value} at row {self.row if row is None else row}, column {self.column}"
+
+
+def first_nonfinite(X) -> NonFinite | None:
+    """The first NaN or inf of a 2-d numpy array or torch tensor in row order, or ``None`` when all are finite.
+
+    Reads ``X`` a block of rows (about 2**20 entries) at a time: what it allocates is one boolean
+    mask of a block (reused from block to block for numpy) and a flag per row of the block, never
+    an ``n x d`` temporary, nor a list of every bad entry. torch is not imported unless ``X`` is a
+    tensor; a tensor stays on its device (only the position found and its value come back).
+    """
+    n_rows, n_columns = X.shape
+    step = max(1, _NONFINITE_BLOCK // max(1, n_columns))
+    if is_torch(X):
+        import torch
+
+        for start in range(0, n_rows, step):
+            block = X[start:start + step].detach()
+            finite = torch.isfinite(block)
+            if bool(finite.all()):
+                continue
+            r = int(finite.all(dim=1).to(torch.uint8).argmin())  # the first row holding a bad entry
+            c = int(finite[r].to(torch.uint8).argmin())
+            return NonFinite(start + r, c, float(block[r, c]))
+        return None
+    mask = np.empty((min(step, n_rows), n_columns), dtype=bool)
+    for start in range(0, n_rows, step):
+        block = X[start:start + step]
+        finite = np.isfinite(block, out=mask[:block.shape[0]])
+        if finite.all():
+            continue
+        r = int(np.argmin(finite.all(axis=1)))  # the first row holding a bad entry
+        c = int(np.argmin(finite[r]))
+        return NonFinite(start + r, c, float(block[r, c]))
+    return None
 
 
 def check_labels(labels, *, n_samples: int, caller: str, name: str = "labels") -> np.ndarray:
