@@ -86,7 +86,7 @@ def test_bad_shards_are_named(shards, tmp_path):
     bad[5, 3] = np.inf
     np.save(root / "part-4.npy", bad)
     assert _error(root) == (f"Cannot read embeddings from {str(root / 'part-4.npy')!r}: a non-finite value inf at "
-                            f"row 5 of the shard (row 119 of all shards), column 3; expected finite numbers "
+                            f"row 5, column 3 of the shard (row 119 of all shards); expected finite numbers "
                             f"(no NaN or inf).")
     (root / "part-4.npy").unlink()
     (root / "part-5.parquet").write_bytes(b"PAR1 not really")
@@ -151,8 +151,8 @@ def test_measure_bad_shard_is_one_line_exit_2(shards):
     result = invoke(root, "--metrics", "isoscore")
     assert result.exit_code == 2
     assert result.stderr.strip().splitlines() == [
-        (f"Error: Cannot read embeddings from {str(root / 'part-9.npy')!r}: a non-finite value nan at row 2 "
-        f"of the shard (row 116 of all shards), column 1; expected finite numbers (no NaN or inf).")]
+        (f"Error: Cannot read embeddings from {str(root / 'part-9.npy')!r}: a non-finite value nan at row 2, "
+        f"column 1 of the shard (row 116 of all shards); expected finite numbers (no NaN or inf).")]
     assert invoke(root, "--workers", 2, "--scheduler", "tcp://localhost:1").exit_code == 2
 
 
@@ -214,7 +214,7 @@ def test_a_bad_row_in_a_coalesced_chunk_names_its_shard(tmp_path):
         np.save(root / f"part-{i}.npy", row)
     assert read_shards(root).chunks[0] == (5,)
     assert _error(root) == (f"Cannot read embeddings from {str(root / 'part-3.npy')!r}: a non-finite value nan at "
-                            f"row 0 of the shard (row 3 of all shards), column 2; expected finite numbers "
+                            f"row 0, column 2 of the shard (row 3 of all shards); expected finite numbers "
                             f"(no NaN or inf).")
 
 

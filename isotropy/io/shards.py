@@ -136,11 +136,12 @@ def _parquet_header(path: Path, key):
 
 
 def _check_finite(block, path, first_row, global_row):
-    bad = ~np.isfinite(block)
-    if bad.any():
-        i, column = (int(v) for v in np.argwhere(bad)[0])
-        raise _fail(path, f"a non-finite value {block[i, column]} at row {first_row + i} of the shard (row "
-                          f"{global_row + i} of all shards), column {column}", "finite numbers (no NaN or inf)")
+    from isotropy._utils.validation import first_nonfinite
+
+    found = first_nonfinite(block)
+    if found is not None:
+        raise _fail(path, f"a non-finite value {found.at(first_row + found.row)} of the shard (row "
+                          f"{global_row + found.row} of all shards)", "finite numbers (no NaN or inf)")
     return block
 
 

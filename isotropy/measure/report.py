@@ -310,14 +310,15 @@ def _check_finite(X, embeddings, row_names, rows) -> None:
     """Reject NaN and inf in the rows measured; name the first one by its row in the file."""
     import numpy as np
 
+    from isotropy._utils.validation import first_nonfinite
+
     if X.size == 0 or (np.isfinite(X.min()) and np.isfinite(X.max())):  # NaN propagates: no n x d temporary
         return
-    finite = np.isfinite(X)
-    i, column = (int(i) for i in np.argwhere(~finite)[0])
-    row = int(rows[i])
+    found = first_nonfinite(X)  # a block of rows at a time: no n x d temporary either
+    row = int(rows[found.row])
     name = f" (row name {row_names[row]!r})" if row_names is not None else ""
-    raise InputError(f"EMBEDDINGS {embeddings!r} has a non-finite value {X[i, column]} at row {row}{name}, "
-                     f"column {column}; expected finite numbers (no NaN or inf).")
+    raise InputError(f"EMBEDDINGS {embeddings!r} has a non-finite value {found.at(row)}{name}; "
+                     f"expected finite numbers (no NaN or inf).")
 
 
 class _Outcome:
