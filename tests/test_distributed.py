@@ -266,7 +266,7 @@ def test_bad_dask_input_gets_the_in_memory_messages(blobs):
     bad = X.copy()
     bad[321, 4] = np.nan
     with pytest.raises(IsotropyValueError, match=r"'X' parameter of isoscore must contain only finite values. "
-                                                 r"Got NaN or inf instead \(first at row 321\)"):
+                                                 r"Got nan at row 321, column 4 instead\."):
         isotropy.isoscore(da.from_array(bad, chunks=(100, 9)))
     with pytest.raises(IsotropyValueError, match="must be a 2-d array of shape"):
         isotropy.silhouette_score(da.from_array(X[:, 0], chunks=100), labels)

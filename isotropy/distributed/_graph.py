@@ -131,11 +131,13 @@ def check_dask_X(X, *, caller: str, min_samples: int = 2, min_features: int = 1,
 
 
 def _finite_block(block, caller, start):
-    bad = ~np.isfinite(block)
-    if bad.any():
-        row = int(np.argwhere(bad)[0][0]) + start
+    """``block`` (rows ``start`` on of the whole array) when all finite; else its first NaN/inf, by global row."""
+    from isotropy._utils.validation import first_nonfinite
+
+    found = first_nonfinite(block)
+    if found is not None:
         raise IsotropyValueError(f"The 'X' parameter of {caller} must contain only finite values. "
-                                 f"Got NaN or inf instead (first at row {row}).")
+                                 f"Got {found.at(start + found.row)} instead.")
     return block
 
 
