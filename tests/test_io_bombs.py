@@ -7,6 +7,7 @@ written the ordinary way still reads with its values.
 from __future__ import annotations
 
 import io
+import re
 import zipfile
 
 import numpy as np
@@ -221,3 +222,86 @@ def test_csv_unclosed_quote_is_one_line_and_quoted_names_still_read(tmp_path):
     X, names = read_embeddings(path)
     np.testing.assert_array_equal(X, [[1, 2], [3, 4]])
     assert names == ["w 0", "w,1"]
+
+
+# ------------------------------------------------------------------------------ Parquet text columns
+_TEXT_ROWS, _TEXT_LENGTH = 9 * 2**10, 2**13  # one 8 KiB string in each of 9,216 rows: 72 MiB of text
+
+
+def _one_string_many_rows(pa, rows=_TEXT_ROWS, nested=False):
+    """A dictionary-encoded column whose one entry, an 8 KiB string, every row references (stored once)."""
+    column = pa.DictionaryArray.from_arrays(pa.array(np.zeros(rows, dtype=np.int32)), pa.array(["a" * _TEXT_LENGTH]))
+    if nested:  # a list of one string a row
+        column = pa.ListArray.from_arrays(pa.array(np.arange(rows + 1, dtype=np.int32)), column)
+    return pa.table({"name": column})
+
+
+@pytest.mark.parametrize("nested", [False, True])
+def test_parquet_dictionary_text_bomb_is_counted_as_decoded(tmp_path, nested):
+    pytest.importorskip("pyarrow")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from isotropy.io._archives import parquet_expansion_problem
+
+    path = tmp_path / "text-bomb.parquet"
+    pq.write_table(_one_string_many_rows(pa, nested=nested), path, compression="zstd")
+    size, column = path.stat().st_size, pq.ParquetFile(path).metadata.row_group(0).column(0)
+    assert size < 8192 and column.physical_type == "BYTE_ARRAY" and column.total_uncompressed_size < 2**15
+    problem = parquet_expansion_problem(path)  # 8 bytes a value, and the text of each: exactly what decoding makes
+    assert problem.startswith(f"its data ({_TEXT_ROWS} rows) expands from {size} to "
+                              f"{_TEXT_ROWS * (_TEXT_LENGTH + 8)} bytes (")
+    assert "\n" not in problem and "more than 100x above 64 MiB" in problem
+    with open(path, "rb") as handle:  # a file object (a shard read from memory) is measured and left where it was
+        handle.seek(3)
+        assert parquet_expansion_problem(handle) == problem and handle.tell() == 3
+
+
+def test_parquet_delta_byte_array_text_bomb_is_counted_a_batch_at_a_time(tmp_path):
+    pytest.importorskip("pyarrow")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from isotropy.io._archives import parquet_expansion_problem
+
+    path, block = tmp_path / "delta-bomb.parquet", pa.table({"name": pa.array(["a" * _TEXT_LENGTH] * 2**10)})
+    with pq.ParquetWriter(path, block.schema, compression="zstd", use_dictionary=False,
+                          column_encoding={"name": "DELTA_BYTE_ARRAY"}) as writer:
+        for _ in range(9):  # each value repeats the one before as its prefix: 8 KiB stored once a row group
+            writer.write_table(block)
+    size = path.stat().st_size
+    assert size < 8192 and "DELTA_BYTE_ARRAY" in pq.ParquetFile(path).metadata.row_group(0).column(0).encodings
+    problem = parquet_expansion_problem(path)
+    counted = int(re.fullmatch(rf"its data \({_TEXT_ROWS} rows\) expands from {size} to at least (\d+) bytes "
+                               rf"\(\d+x; isotropy refuses more than 100x above 64 MiB, as a decompression bomb "
+                               rf"would\)", problem).group(1))
+    assert EXPANSION_FLOOR_BYTES < counted <= _TEXT_ROWS * (_TEXT_LENGTH + 8)  # counting stopped past the cap
+
+
+def test_parquet_with_short_text_columns_is_not_refused_and_reads(tmp_path):
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from isotropy.io._archives import parquet_expansion_problem
+
+    V = np.random.default_rng(4).normal(size=(300, 4))
+    frame = pd.DataFrame({"id": [f"id-{i}" for i in range(300)], "v": list(V)})
+    frame.to_parquet(tmp_path / "vectors.parquet")
+    assert parquet_expansion_problem(tmp_path / "vectors.parquet") is None
+    X, names = read_embeddings(tmp_path / "vectors.parquet")
+    np.testing.assert_array_equal(X, V)
+    assert names == [f"id-{i}" for i in range(300)]
+    # 200,000 distinct ids (the dictionary outgrows its page, the rest is plain) or one short word in every row
+    # (dictionary-encoded): counted exactly, and allowed
+    rows, x = 200_000, np.arange(200_000, dtype=np.float64)
+    for name, texts in (("ids", [f"id-{i:06d}" for i in range(rows)]), ("split", ["train"] * rows)):
+        pq.write_table(pa.table({name: texts, "x": x}), tmp_path / f"{name}.parquet", write_statistics=False)
+        assert parquet_expansion_problem(tmp_path / f"{name}.parquet") is None
+        X, names = read_embeddings(tmp_path / f"{name}.parquet")
+        np.testing.assert_array_equal(X[:, 0], x)
+        assert names == texts
+    assert parquet_expansion_problem(tmp_path / "missing.parquet") is None  # no footer: the reader says why
+    (tmp_path / "junk.parquet").write_bytes(b"PAR1 not parquet")
+    assert parquet_expansion_problem(tmp_path / "junk.parquet") is None
