@@ -17,6 +17,7 @@ import importlib
 import io
 import math
 import os
+import shlex
 from pathlib import Path
 
 import numpy as np
@@ -72,9 +73,11 @@ def read_embeddings(path: str | os.PathLike, *, key: str | None = None, mmap_mod
     label_column : str or None, default=None
         A ``.csv``/``.tsv`` file with a header may hold its labels beside the features: the
         column of that name is left out of ``X`` (read it with
-        :func:`isotropy.io.labels.read_labels` and the same ``column``). Without it, a column of
-        integers whose header names labels (``label``, ``class``, ``target``, ...) is refused
-        rather than measured as a feature.
+        :func:`isotropy.io.labels.read_labels` and the same ``column``). Header names are matched
+        without a UTF-8 byte-order mark and the spaces around them. A column of integers whose
+        header names labels (``label``, ``class``, ``target``, ...) is refused rather than
+        measured as a feature: without ``label_column``, and beside it (one column is read as
+        labels). Refused for the other formats, which have no named columns.
 
     Returns
     -------
@@ -104,6 +107,8 @@ def read_embeddings(path: str | os.PathLike, *, key: str | None = None, mmap_mod
     >>> X.shape, names
     ((3, 3), None)
     """
+    if label_column is not None:  # silently ignored otherwise
+        _label_column_format(path, label_column)
     if str(path) == PACKAGED_GLOVE:
         _no_key(path, key, "the packaged GloVe vectors")
         words, X = read_word_vectors(PACKAGED_GLOVE)
@@ -145,6 +150,16 @@ def _import_optional(module: str, path, packages: str):
         return importlib.import_module(module)
     except ImportError:
         raise ImportError(f"Reading {str(path)!r} needs {packages}: pip install 'isotropy[io]'") from None
+
+
+def _label_column_format(path, label_column: str) -> None:
+    """Refuse ``label_column`` for a format without named columns (all but ``.csv``/``.tsv``)."""
+    suffix = Path(path).suffix.lower()
+    if str(path) != PACKAGED_GLOVE and suffix in (".csv", ".tsv"):
+        return
+    what = "the packaged GloVe vectors" if str(path) == PACKAGED_GLOVE else f"{suffix or 'extension-less'} files"
+    raise _fail(path, f"label_column={label_column!r} was given but {what} have no named columns",
+                "no label_column (it names a column of a .csv or .tsv file with a header line)")
 
 
 def _no_key(path, key, what: str) -> None:
@@ -307,6 +322,11 @@ _LABEL_HEADERS = {"label", "labels", "class", "classes", "target", "targets", "c
                   "clusters", "gold", "gold_label", "tag", "tags"}
 
 
+def _header_name(cell) -> str:
+    """A header cell as its name is matched: without a UTF-8 byte-order mark and the spaces around it."""
+    return str(cell).lstrip("\ufeff").strip()
+
+
 def _numbered_columns(cells, at_least: int = 2) -> bool:
     """Whether ``cells`` are 0, 1, ..., n-1 (n >= ``at_least``): the column labels pandas writes for an unnamed frame."""
     return len(cells) >= at_least and cells == [str(i) for i in range(len(cells))]
@@ -317,14 +337,14 @@ def _read_delimited(path, sep: str, label_column=None):
 
     rows = "rows of numbers, optionally a header and a first column of row names"
     try:
-        with open(path, encoding="utf-8", errors="replace", newline="") as handle:
+        with open(path, encoding="utf-8-sig", errors="replace", newline="") as handle:  # a leading BOM left out
             line = handle.readline(_MAX_FIRST_LINE + 1)  # bounded: a file of one 1 GB line is not read whole
     except OSError as exc:
         raise _fail(path, f"the file cannot be read ({_short(exc)})") from None
     if len(line) > _MAX_FIRST_LINE:
         raise _fail(path, f"its first line is longer than {_MAX_FIRST_LINE} characters", f"{rows}, one row per line")
     try:
-        first = next(csv.reader([line], delimiter=sep), [])
+        first = [_header_name(cell) for cell in next(csv.reader([line], delimiter=sep), [])]
     except csv.Error as exc:  # a field over csv's limit (131072 characters), a stray quote
         raise _fail(path, f"line 1 is not a readable {path.suffix} row ({_short(exc)})", rows) from None
     if not first:
@@ -334,19 +354,23 @@ def _read_delimited(path, sep: str, label_column=None):
     # a named first column ("label,0,1,...")
     # (three at least after a name: a row "w,0,1" of a word and its 2-d vector stays data)
     header = header or _numbered_columns(first) or (not _is_float(first[0]) and _numbered_columns(first[1:], 3))
-    if label_column is not None and (not header or label_column not in first):
+    if label_column is not None and (not header or _header_name(label_column) not in first):
         raise _fail(path, f"it has no column {label_column!r} to leave out as labels"
                           f"{' (no header line)' if not header else ''}",
                     "a header line naming the label column")
+    if label_column is not None and first.count(_header_name(label_column)) > 1:
+        raise _fail(path, f"its header has {first.count(_header_name(label_column))} columns named "
+                          f"{_header_name(label_column)!r}", "one column of that name to leave out as labels")
     try:
         df = pd.read_csv(path, sep=sep, header=0 if header else None)
     except Exception as exc:  # noqa: BLE001
         raise _fail(path, f"not a readable {path.suffix} file ({_short(exc)})",
                     "rows of numbers, optionally a header and a first column of row names") from None
     if label_column is not None:
-        df = df.drop(columns=[label_column])
-    elif header:
-        _refuse_label_columns(df, path)
+        name = _header_name(label_column)
+        df = df.drop(columns=[c for c in df.columns if _header_name(c) == name][:1])
+    if header:
+        _refuse_label_columns(df, path, None if label_column is None else _header_name(label_column))
     names = None
     first_is_index = header and (first[0] == "" or str(df.columns[0]).startswith("Unnamed: 0"))
     if first_is_index or _is_name_column(df.iloc[:, 0]):
@@ -358,18 +382,28 @@ def _read_delimited(path, sep: str, label_column=None):
     return _as_matrix(df.to_numpy(), path), names
 
 
-def _refuse_label_columns(df, path) -> None:
+def _refuse_label_columns(df, path, label_column: str | None = None) -> None:
     """A column of integers headed ``label`` (``class``, ``target``, ...) holds labels: measuring it as a feature
-    changes every metric without a word (a 0/1 column took IsoScore from 0.18 to 0.04), so it is refused."""
+    changes every metric without a word (a 0/1 column took IsoScore from 0.18 to 0.04), so it is refused.
+
+    ``label_column``: the column already left out as the labels; a second one beside it is refused too (one
+    column is read as labels), with the advice to remove it rather than to name it.
+    """
     import pandas as pd
 
     for column in df.columns:
         values = df[column]
-        if str(column).strip().lower() in _LABEL_HEADERS and pd.api.types.is_numeric_dtype(values) and \
+        name = _header_name(column)
+        if name.lower() in _LABEL_HEADERS and pd.api.types.is_numeric_dtype(values) and \
                 bool(np.all(np.mod(values.to_numpy(dtype=np.float64), 1) == 0)):
-            raise _fail(path, f"its column {str(column)!r} holds integer labels, not a feature (its header says so)",
-                        f"feature columns only: give the labels with --labels {path.name} --label-column {column} "
-                        f"(label_column= in Python), which also leaves the column out of the features")
+            reason = f"its column {str(column)!r} holds integer labels, not a feature (its header says so)"
+            if label_column is not None:
+                raise _fail(path, f"{reason}, besides the label column {label_column!r}",
+                            f"feature columns only: one --label-column (label_column= in Python) is read as labels, "
+                            f"so remove the column {name!r} from the file, or rename it if it is a feature")
+            raise _fail(path, reason, f"feature columns only: give the labels with --labels {shlex.quote(str(path))} "
+                                      f"--label-column {shlex.quote(name)} (label_column= in Python), which also "
+                                      f"leaves the column out of the features")
 
 
 def _is_name_column(values) -> bool:

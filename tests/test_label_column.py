@@ -1,0 +1,112 @@
+"""``--labels FILE --label-column COL`` and the refusal of a label column measured as a feature (review fixes).
+
+Each case was wrong before: a header cell with a UTF-8 byte-order mark or spaces around its name was not
+found by ``--label-column`` (and a numbered header behind a BOM was read as a row of data), the advice
+of the refusal could not be pasted for a path with a space, a second label column beside the one named
+by ``--label-column`` was measured as a feature, and ``read_embeddings(label_column=)`` on a
+``.npy`` file was ignored.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from isotropy import IsotropyValueError, isoscore
+from isotropy.cli import cli
+from isotropy.io.embeddings import read_embeddings
+
+X = np.random.default_rng(3).normal(size=(30, 3)) * [0.5, 1.0, 2.0]
+Y = np.arange(30) % 2
+
+
+def _table(path, header: str, *, bom: bool = False, extra=None):
+    """A CSV of the 0/1 labels ``Y`` (first), optionally ``extra`` integer columns, and the features ``X``."""
+    lines = [header]
+    for i, (label, row) in enumerate(zip(Y, X)):
+        cells = [str(int(label)), *([str(int(extra[i]))] if extra is not None else []), *(repr(float(v)) for v in row)]
+        lines.append(",".join(cells))
+    path.write_text(("\ufeff" if bom else "") + "\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def measure(*args):
+    return CliRunner().invoke(cli, ["measure", *map(str, args)])
+
+
+def _one_line_error(result) -> str:
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: ") and "Usage:" not in result.output, result.output
+    return lines[0]
+
+
+@pytest.mark.parametrize(("header", "bom"), [("label,a,b,c", True), (" label , a, b, c", False),
+                                             ("\ufeff label,a,b,c", False)])
+def test_the_label_column_is_found_behind_a_bom_or_spaces(tmp_path, header, bom):
+    path = _table(tmp_path / "e.csv", header, bom=bom)
+    with pytest.raises(IsotropyValueError, match=r"holds integer labels, not a feature .* --label-column label "):
+        read_embeddings(path)
+    Z, names = read_embeddings(path, label_column="label")
+    np.testing.assert_array_equal(Z, X)
+    assert names is None
+    result = measure(path, "--labels", path, "--label-column", "label", "--metrics", "isoscore,silhouette_score",
+                     "--json", "-")
+    assert result.exit_code == 0, result.output
+    record = json.loads(result.stdout)
+    assert record["n_features"] == 3 and record["n_clusters"] == 2
+    assert record["values"]["isoscore"] == pytest.approx(isoscore(X), rel=1e-12)
+
+
+def test_two_columns_of_the_same_name_but_for_spaces_are_refused(tmp_path):
+    path = _table(tmp_path / "e.csv", "label, label ,a,b,c", extra=np.arange(30) % 3)
+    with pytest.raises(IsotropyValueError, match=r"its header has 2 columns named 'label'; expected one column"):
+        read_embeddings(path, label_column="label")
+
+
+@pytest.mark.parametrize("header", ["\ufeff0,1,2", " 0, 1, 2"])
+def test_a_numbered_header_behind_a_bom_or_spaces_is_a_header(tmp_path, header):
+    """pandas' header of an unnamed frame, 0, 1, 2: with a BOM or spaces it was read as a row of data."""
+    path = tmp_path / "n.csv"
+    path.write_text(header + "\n" + "".join(",".join(repr(float(v)) for v in row) + "\n" for row in X),
+                    encoding="utf-8")
+    Z, _ = read_embeddings(path)
+    np.testing.assert_array_equal(Z, X)
+
+
+def test_the_advice_of_the_refusal_can_be_pasted(tmp_path):
+    """A path with a space and a header with spaces around the name: the advice, as shell words, measures."""
+    path = _table(tmp_path / "my embeddings.csv", " label ,a,b,c")
+    result = measure(path, "--metrics", "isoscore")
+    line = _one_line_error(result)
+    advice = line.split("give the labels with ", 1)[1].split(" (label_column= in Python)", 1)[0]
+    words = shlex.split(advice)
+    assert words == ["--labels", str(path), "--label-column", "label"]
+    result = measure(path, *words, "--metrics", "isoscore,silhouette_score", "--json", "-")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["n_features"] == 3
+
+
+def test_a_second_label_column_beside_the_named_one_is_refused(tmp_path):
+    """label and class, both integers: --label-column label left class among the features without a word."""
+    classes = np.arange(30) % 3
+    path = _table(tmp_path / "e.csv", "label,class,a,b,c", extra=classes)
+    with pytest.raises(IsotropyValueError, match=r"its column 'class' holds integer labels, not a feature .*besides "
+                                                 r"the label column 'label'.*remove the column 'class'"):
+        read_embeddings(path, label_column="label")
+    line = _one_line_error(measure(path, "--labels", path, "--label-column", "label", "--metrics", "isoscore"))
+    assert "'class'" in line and "--label-column" in line
+    with pytest.raises(IsotropyValueError, match=r"its column 'label' holds integer labels.*besides the label column "
+                                                 r"'class'"):
+        read_embeddings(path, label_column="class")
+
+
+def test_read_embeddings_refuses_label_column_on_a_file_without_columns(tmp_path):
+    np.save(tmp_path / "x.npy", X)
+    with pytest.raises(IsotropyValueError, match=r"label_column='label' was given but .npy files have no named "
+                                                 r"columns"):
+        read_embeddings(tmp_path / "x.npy", label_column="label")
