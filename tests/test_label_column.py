@@ -3,8 +3,7 @@
 Each case was wrong before: a header cell with a UTF-8 byte-order mark or spaces around its name was not
 found by ``--label-column`` (and a numbered header behind a BOM was read as a row of data), the advice
 of the refusal could not be pasted for a path with a space, a second label column beside the one named
-by ``--label-column`` was measured as a feature, and ``read_embeddings(label_column=)`` on a
-``.npy`` file was ignored.
+by ``--label-column`` was measured as a feature, and ``--label-column`` with ``.npy`` labels was ignored.
 """
 
 from __future__ import annotations
@@ -103,6 +102,24 @@ def test_a_second_label_column_beside_the_named_one_is_refused(tmp_path):
     with pytest.raises(IsotropyValueError, match=r"its column 'label' holds integer labels.*besides the label column "
                                                  r"'class'"):
         read_embeddings(path, label_column="class")
+
+
+@pytest.mark.parametrize("labels_name", ["y.npy", "y.txt", "y"])
+def test_label_column_with_labels_that_have_no_columns_is_refused(tmp_path, labels_name):
+    np.save(tmp_path / "x.npy", X)
+    labels = tmp_path / labels_name
+    if labels_name.endswith(".npy"):
+        np.save(labels, Y)
+    else:
+        labels.write_text("".join(f"{v}\n" for v in Y))
+    line = _one_line_error(measure(tmp_path / "x.npy", "--labels", labels, "--label-column", "label",
+                                   "--metrics", "isoscore,silhouette_score"))
+    assert "--label-column 'label'" in line and repr(str(labels)) in line and ".csv or .tsv" in line
+    # the same with --model, refused before any model is loaded
+    (tmp_path / "t.txt").write_text("".join(f"text {i}\n" for i in range(30)))
+    line = _one_line_error(measure("--model", tmp_path / "absent-model", "--texts", tmp_path / "t.txt", "--labels",
+                                   labels, "--label-column", "label"))
+    assert "--label-column 'label'" in line and ".csv or .tsv" in line
 
 
 def test_read_embeddings_refuses_label_column_on_a_file_without_columns(tmp_path):
