@@ -242,6 +242,53 @@ def test_word_vectors_with_exponents_signs_and_a_header_still_read(tmp_path):
     np.testing.assert_array_equal(X, np.array([[1e-3, -0.5, 2], [4, 0.25, -100]], dtype=np.float32))
 
 
+def test_word2vec_binary_first_line_is_read_bounded(tmp_path):
+    """A first line that never ends is one line, read no further than the text format's line cap."""
+    from isotropy.io.word_vectors import _MAX_LINE, read_word_vectors
+
+    assert _MAX_LINE == 2**20  # the cap of a line of the text format, shared
+    with open(tmp_path / "endless.bin", "wb") as handle:  # 2 MiB of NUL bytes, no line break: was read whole
+        handle.write(bytes(2**21))
+    with pytest.raises(IsotropyValueError) as err:
+        read_word_vectors(tmp_path / "endless.bin", binary=True)
+    assert str(err.value) == (f"{str(tmp_path / 'endless.bin')!r} is not a word2vec binary file: its first line is "
+                              f"longer than 1,048,576 bytes; expected a first line '<n_words> <n_features>'.")
+
+
+def test_word2vec_binary_words_are_read_bounded(tmp_path):
+    """A word past 1000 bytes, or a run of line breaks past the line cap before a word, is one line."""
+    from isotropy.io.word_vectors import read_word_vectors
+
+    row = np.array([0.5, -1.5], dtype="<f4").tobytes()
+    (tmp_path / "w.bin").write_bytes(b"2 2\n" + b"the " + row + b"\n" + b"x" * 1001 + b" " + row)
+    with pytest.raises(IsotropyValueError, match=r"w\.bin' has no word at vector 1 \(1000 bytes without a space\): "
+                                                 r"the header '2 2' does not match the file\.$"):
+        read_word_vectors(tmp_path / "w.bin", binary=True)
+    (tmp_path / "w.bin").write_bytes(b"1 2\n" + b"\n" * 2**21 + b"the " + row)  # line breaks, not the word
+    with pytest.raises(IsotropyValueError, match=r"w\.bin' has no word at vector 0 \(1,048,576 bytes of line breaks "
+                                                 r"without a space\): the header '1 2' does not match the file\.$"):
+        read_word_vectors(tmp_path / "w.bin", binary=True)
+    long = "w" * 1000  # the longest word there may be, after the line break of the vector before it
+    (tmp_path / "w.bin").write_bytes(b"2 2\n" + b"the " + row + b"\n\n" + long.encode() + b" " + row + b"\n")
+    words, X = read_word_vectors(tmp_path / "w.bin", binary=True)
+    assert words == ["the", long]
+    np.testing.assert_array_equal(X, [[0.5, -1.5], [0.5, -1.5]])
+
+
+def test_word2vec_header_counts_int_cannot_convert_are_one_line(tmp_path):
+    """A count past 4300 digits, or a digit that is not 0-9, was int()'s ValueError, naming no file."""
+    from isotropy.io.word_vectors import read_word_vectors
+
+    row = np.array([0.5, -1.5], dtype="<f4").tobytes()
+    (tmp_path / "w.bin").write_bytes(b"2 " + b"7" * 5000 + b"\nthe " + row)
+    (tmp_path / "w.txt").write_text("2 \u00b2\nthe 0.5\n")  # '²'.isdigit() is True
+    for name, shown in (("w.bin", "2 " + "7" * 55 + "..."), ("w.txt", "2 \u00b2")):
+        with pytest.raises(IsotropyValueError) as err:
+            read_word_vectors(tmp_path / name)
+        assert str(err.value) == (f"{str(tmp_path / name)!r} has the word2vec header {shown!r}; expected "
+                                  f"'<n_words> <n_features>', two counts of at most 18 digits 0-9.")
+
+
 # ------------------------------------------------------------------------------ labels
 def test_labels_text_csv_npy(tmp_path):
     (tmp_path / "y.txt").write_text("pos\nneg\npos\n\n")

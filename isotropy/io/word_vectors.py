@@ -94,10 +94,15 @@ def _read_binary(path: Path, limit, encoding):
     dimension) is refused, never read as shifted or missing vectors."""
     size = path.stat().st_size
     with open(path, "rb") as handle:
-        header = handle.readline().split()
+        line = handle.readline(_MAX_LINE + 1)  # bounded: a file of one 1 GB line (no line break) is not read whole
+        if len(line) > _MAX_LINE:
+            raise IsotropyValueError(f"{str(path)!r} is not a word2vec binary file: its first line is longer than "
+                                     f"{_MAX_LINE:,} bytes; expected a first line '<n_words> <n_features>'.")
+        header = line.split()
         if len(header) != 2 or not all(p.isdigit() for p in header):
             raise IsotropyValueError(f"{str(path)!r} is not a word2vec binary file: the first line must be "
                              f"'<n_words> <n_features>'.")
+        _check_counts(path, [p.decode("ascii") for p in header])
         n_words, dim = int(header[0]), int(header[1])
         if n_words < 1 or dim < 1:
             raise IsotropyValueError(f"{str(path)!r} has the word2vec header '{n_words} {dim}'; expected at least one word "
@@ -109,18 +114,7 @@ def _read_binary(path: Path, limit, encoding):
         n = n_words if limit is None else min(limit, n_words)
         words, X = [], np.empty((n, dim), dtype=np.float32)
         for i in range(n):
-            chars = bytearray()
-            while True:
-                ch = handle.read(1)
-                if not ch:
-                    raise IsotropyValueError(f"{str(path)!r} ends after {i} of {n_words} vectors (truncated word2vec binary).")
-                if ch == b" ":
-                    break
-                if ch != b"\n":
-                    chars += ch
-                if len(chars) > 1000:
-                    raise IsotropyValueError(f"{str(path)!r} has no word at vector {i} (1000 bytes without a space): the header "
-                                     f"'{n_words} {dim}' does not match the file.")
+            chars = _binary_word(handle, path, i, n_words, dim)
             if not chars:
                 raise IsotropyValueError(f"{str(path)!r} has an empty word at vector {i}: the header '{n_words} {dim}' does not "
                                  f"match the file.")
@@ -135,6 +129,49 @@ def _read_binary(path: Path, limit, encoding):
                 raise IsotropyValueError(f"{str(path)!r} goes on after the {n_words} vectors of {dim} features its header "
                                  f"announces; the header '{n_words} {dim}' does not match the file.")
     return words, X
+
+
+# Digits of a count of a word2vec header: 10**18 words or features is more than any file holds, and int() of a
+# longer one is bounded work only up to 4300 digits (past them it raises, naming no file)
+_MAX_COUNT_DIGITS = 18
+
+
+def _check_counts(path, parts) -> None:
+    """Refuse a word2vec header ``parts`` (two strings of digits) that are not ASCII counts of at most 18 digits."""
+    if all(part.isascii() and len(part) <= _MAX_COUNT_DIGITS for part in parts):
+        return
+    shown = " ".join(parts)
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    raise IsotropyValueError(f"{str(path)!r} has the word2vec header {shown!r}; expected '<n_words> <n_features>', "
+                             f"two counts of at most {_MAX_COUNT_DIGITS} digits 0-9.")
+
+
+# Bytes of one word of a word2vec binary file (its line breaks left out): more means the header does not match.
+_MAX_WORD = 1000
+
+
+def _binary_word(handle, path, i: int, n_words: int, dim: int) -> bytearray:
+    """The word of vector ``i`` of a word2vec binary file: the bytes up to the next space, line breaks left out.
+
+    Read a buffer at a time, never more than ``_MAX_WORD`` bytes of word nor ``_MAX_LINE`` bytes in all (a run of
+    line breaks, which are left out of the word, is bounded too); the space is consumed.
+    """
+    chars, read = bytearray(), 0
+    while True:
+        buffered = handle.peek(1)[:_MAX_LINE + 1 - read]
+        if not buffered:
+            raise IsotropyValueError(f"{str(path)!r} ends after {i} of {n_words} vectors (truncated word2vec binary).")
+        end = buffered.find(b" ")
+        taken = buffered if end < 0 else buffered[:end]
+        chars += taken.replace(b"\n", b"")
+        read += len(taken)
+        handle.read(len(taken) + (end >= 0))
+        if len(chars) > _MAX_WORD or read > _MAX_LINE:
+            shown = f"{_MAX_WORD} bytes" if len(chars) > _MAX_WORD else f"{_MAX_LINE:,} bytes of line breaks"
+            raise IsotropyValueError(f"{str(path)!r} has no word at vector {i} ({shown} without a space): the header "
+                                     f"'{n_words} {dim}' does not match the file.")
+        if end >= 0:
+            return chars
 
 
 def _numbers(fields) -> bool:
@@ -192,6 +229,7 @@ def _read_text(path: Path, limit, encoding):
         for lineno, line in _lines(handle, path):
             parts = line.rstrip("\n").rstrip().split(" ")
             if lineno == 1 and len(parts) == 2 and parts[0].isdigit() and parts[1].isdigit():
+                _check_counts(path, parts)
                 announced, dim = int(parts[0]), int(parts[1])  # word2vec text header
                 continue
             if parts == [""]:
