@@ -301,6 +301,65 @@ def test_labels_text_csv_npy(tmp_path):
     assert read_labels(tmp_path / "y.npy", n_rows=3).tolist() == [2, 0, 2]
 
 
+def test_labels_text_is_read_a_bounded_piece_at_a_time(tmp_path, monkeypatch):
+    """One label a line, read in pieces: a line past 1 MiB, a file past read_texts' 1 GiB cap and labels whose
+    array would be a bomb (one very long line among short ones) are each one line; line breaks are as before."""
+    from isotropy.io import labels
+    from isotropy.measure.from_model import _MAX_TEXTS_BYTES
+
+    assert labels._MAX_LABELS_BYTES == _MAX_TEXTS_BYTES == 2**30 and labels._MAX_LINE == 2**20
+    # the lines str.splitlines finds in the whole text, also across the pieces (\r then \n: one line break)
+    monkeypatch.setattr(labels, "_PIECE", 3)
+    (tmp_path / "y.txt").write_bytes("a\r\nbb\rc\x85d\u2028 e \x0cf\r\n\r\n \n".encode())
+    assert read_labels(tmp_path / "y.txt", n_rows=6).tolist() == ["a", "bb", "c", "d", "e", "f"]
+    (tmp_path / "gap.txt").write_text("a\nb\n\n \nc\n\n")
+    with pytest.raises(IsotropyValueError, match=r"gap\.txt': line 3 is empty; expected one non-empty label per line\.$"):
+        read_labels(tmp_path / "gap.txt", n_rows=None)
+    (tmp_path / "gap.txt").write_bytes(b"a\n\nb\n\xff\n")  # a byte that is not UTF-8 after the gap: said first
+    with pytest.raises(IsotropyValueError, match=r"gap\.txt': it is not UTF-8 text; expected a text file"):
+        read_labels(tmp_path / "gap.txt", n_rows=None)
+    monkeypatch.undo()
+    path = tmp_path / "long.txt"
+    path.write_text("pos\n" + "x" * 2**20 + "\nneg\n")
+    with pytest.raises(IsotropyValueError) as err:
+        read_labels(path, n_rows=None)
+    assert str(err.value) == (f"Cannot read labels from {str(path)!r}: line 2 is longer than 1,048,576 characters; "
+                              f"expected one label per line.")
+    path.write_bytes(bytes(2**21))  # NUL bytes, no line break
+    with pytest.raises(IsotropyValueError, match="line 1 is longer than 1,048,576 characters"):
+        read_labels(path, n_rows=None)
+    # 80 one-letter labels and one of 2**20 - 1 letters: 340 MB as a fixed-width array, from a 1 MB file
+    path = tmp_path / "wide.txt"
+    path.write_text("a\n" * 80 + "b" * (2**20 - 1) + "\n")
+    size = path.stat().st_size
+    with pytest.raises(IsotropyValueError) as err:
+        read_labels(path, n_rows=None)
+    assert str(err.value) == (f"Cannot read labels from {str(path)!r}: 81 labels as wide as its longest (1,048,575 "
+                              f"characters, line 81) would take {4 * 81 * (2**20 - 1):,} bytes as an array, more than "
+                              f"100x the file ({size:,} bytes) above 64 MiB; expected labels of similar lengths.")
+    path.write_text("a\n" * 80 + "b" * 2**16 + "\n")  # 21 MB as an array: below 64 MiB, read
+    got = read_labels(path, n_rows=81)
+    assert got.shape == (81,) and got[0] == "a" and got[-1] == "b" * 2**16
+    path = tmp_path / "wide.csv"
+    path.write_text("a\n" * 200 + "b" * 100_000 + "\n")  # cells are at most csv's 131,072 characters
+    with pytest.raises(IsotropyValueError, match=r"201 labels as wide as its longest \(100,000 characters\) would "
+                                                 r"take 80,400,000 bytes as an array"):
+        read_labels(path, n_rows=None)
+    with pytest.raises(IsotropyValueError, match=r"201 labels as wide as its longest"):
+        read_labels(path.rename(tmp_path / "wide.tsv"), n_rows=None)
+    for name in ("huge.txt", "huge.csv"):  # sparse files one byte past the cap: refused before a byte is read
+        with open(tmp_path / name, "wb") as handle:
+            handle.truncate(2**30 + 1)
+        with pytest.raises(IsotropyValueError) as err:
+            read_labels(tmp_path / name, n_rows=None)
+        assert str(err.value) == (f"Cannot read labels from {str(tmp_path / name)!r}: it is 1,073,741,825 bytes; "
+                                  f"expected at most 1,073,741,824 bytes (1 GiB) of labels, as read_texts reads.")
+    (tmp_path / "t.csv").write_text("text,label\n" + "a,1\n" * 10)
+    monkeypatch.setattr(labels, "_MAX_LABELS_BYTES", 50)  # a labels column of a texts table too
+    with pytest.raises(IsotropyValueError, match=r"t\.csv': it is 51 bytes; expected at most 50 bytes"):
+        read_labels(tmp_path / "t.csv", n_rows=None, column="label")
+
+
 def test_labels_multilabel(tmp_path):
     (tmp_path / "m.tsv").write_text("joy\tanger\n1\t0\n0\t1\n1\t1\n")
     got = read_labels(tmp_path / "m.tsv", n_rows=3)

@@ -6,6 +6,11 @@
   such as ``label``, or a word above numeric labels, or a non-0/1 line above 0/1 columns), never
   by the number of lines;
 * ``.npy``: a 1-d array of labels or a 2-d 0/1 matrix.
+
+Text and CSV/TSV files are read into memory, so bounded as :func:`isotropy.measure.from_model.read_texts` bounds
+the texts they go with: a file past 1 GiB is refused unread, a line of a text file past 1 MiB (the line cap of
+:mod:`isotropy.io.word_vectors`) before it is read whole, and labels whose fixed-width numpy array would take more
+than 100 times the file above 64 MiB (one very long line among short labels) before the array is made.
 """
 
 from __future__ import annotations
@@ -17,7 +22,9 @@ from pathlib import Path
 import numpy as np
 
 from isotropy._utils.validation import IsotropyValueError
+from isotropy.io._archives import EXPANSION_FLOOR_BYTES, MAX_EXPANSION
 from isotropy.io._paths import path_kind
+from isotropy.io.word_vectors import _MAX_LINE
 
 __all__ = ["LABEL_EXTENSIONS", "read_labels"]
 
@@ -25,6 +32,16 @@ _TEXT_EXTENSIONS = ("", ".txt", ".labels", ".lst")
 LABEL_EXTENSIONS = (".txt", ".labels", ".lst", ".csv", ".tsv", ".npy")
 _EXPECTED = ("one label per line (.txt), one label column or several 0/1 columns (.csv, .tsv), "
              "or a 1-d array or 2-d 0/1 array (.npy)")
+
+
+# A labels text file (one label a line, or a table) is read into memory: past this size it is refused, not read. The
+# cap of read_texts (isotropy.measure.from_model._MAX_TEXTS_BYTES), which reads the texts the labels go with;
+# written again here, as importing it would close an import cycle (from_model imports this module).
+_MAX_LABELS_BYTES = 2**30
+# Characters read at a time from a text file of one label a line (a line may be up to _MAX_LINE, 1 MiB, long)
+_PIECE = 2**18
+# Labels parsed into a numpy array at a time: a file's labels are never all held as Python strings
+_LABELS_PER_BLOCK = 8192
 
 
 def _fail(path, reason: str, expected: str = _EXPECTED) -> IsotropyValueError:
@@ -74,6 +91,11 @@ def read_labels(path: str | os.PathLike, *, n_rows: int | None, column: str | No
     if kind is not None:  # a directory, a device such as /dev/zero, a link loop or a dangling link
         raise _fail(path, f"it {kind}")
     suffix = path.suffix.lower()
+    if suffix in (".csv", ".tsv", *_TEXT_EXTENSIONS):
+        size = path.stat().st_size
+        if size > _MAX_LABELS_BYTES:  # read into memory below: a bound on it
+            raise _fail(path, f"it is {size:,} bytes", f"at most {_MAX_LABELS_BYTES:,} bytes "
+                              f"({_MAX_LABELS_BYTES // 2**30} GiB) of labels, as read_texts reads")
     if suffix == ".npy":
         labels = _read_npy(path)
     elif column is not None:
@@ -162,19 +184,78 @@ def _read_npy(path) -> np.ndarray:
 
 
 def _read_text(path) -> np.ndarray:
+    """One label a line, stripped; blank lines at the end left out, one elsewhere refused.
+
+    Lines are those of ``str.splitlines`` on the whole text (``\\r\\n``, ``\\r``, ``\\x85``, ``\\u2028``, ... end
+    one), found a piece of ``_PIECE`` characters at a time: a line longer than ``_MAX_LINE`` is refused before it
+    is read whole, and labels whose fixed-width array would take far more than the file are refused
+    (:func:`_check_width`) before the array is made.
+    """
+    size = path.stat().st_size
+    blocks, block, n, longest, longest_line, lineno, empty, gap = [], [], 0, 0, 0, 0, None, None
     try:
-        text = path.read_text(encoding="utf-8")
+        with open(path, encoding="utf-8", newline="") as handle:
+            rest = ""
+            while True:
+                piece = handle.read(_PIECE)
+                lines = (rest + piece).splitlines(keepends=True)
+                # the last line may go on in the next piece (a "\r" may be followed by its "\n"): kept for it
+                rest = lines.pop() if piece and lines else ""
+                if len(rest) > _MAX_LINE:
+                    lines.append(rest)
+                for line in lines:
+                    lineno += 1
+                    if len(line) > _MAX_LINE:
+                        raise _fail(path, f"line {lineno} is longer than {_MAX_LINE:,} characters", "one label per line")
+                    label = line.strip()
+                    if not label:
+                        empty = lineno if empty is None else empty
+                        continue
+                    if empty is not None and gap is None:
+                        gap = empty  # refused once the whole file is known to be UTF-8 text, as before
+                    empty = None
+                    if gap is not None:
+                        continue
+                    n += 1
+                    if len(label) > longest:
+                        longest, longest_line = len(label), lineno
+                    if 4 * n * longest > _width_limit(size):
+                        _check_width(path, n, longest, size, line=longest_line)
+                    block.append(label)
+                    if len(block) == _LABELS_PER_BLOCK:
+                        blocks.append(np.asarray(block))
+                        block = []
+                if not piece:
+                    break
     except UnicodeDecodeError:
         raise _fail(path, "it is not UTF-8 text", "a text file with one label per line") from None
-    lines = [line.strip() for line in text.splitlines()]
-    while lines and not lines[-1]:
-        lines.pop()
-    if not lines:
+    if gap is not None:
+        raise _fail(path, f"line {gap} is empty", "one non-empty label per line")
+    if block:
+        blocks.append(np.asarray(block))
+    if not blocks:
         raise _fail(path, "the file is empty")
-    empty = [i + 1 for i, line in enumerate(lines) if not line]
-    if empty:
-        raise _fail(path, f"line {empty[0]} is empty", "one non-empty label per line")
-    return np.asarray(lines)
+    return blocks[0] if len(blocks) == 1 else np.concatenate(blocks)
+
+
+def _width_limit(size: int) -> int:
+    """Bytes the array of a labels file of ``size`` bytes may take: 100x the file above 64 MiB, as for archives."""
+    return max(EXPANSION_FLOOR_BYTES, MAX_EXPANSION * size)
+
+
+def _check_width(path, n: int, longest: int, size: int, *, line: int | None = None) -> None:
+    """Refuse ``n`` labels whose array (each as wide as the ``longest``, 4 bytes a character) is too large.
+
+    A numpy array of strings gives every label the width of the longest: one line of a million characters among
+    short labels would make each of them 4 MB.
+    """
+    need = 4 * n * longest
+    if need <= _width_limit(size):
+        return
+    where = f"{longest:,} characters{'' if line is None else f', line {line}'}"
+    raise _fail(path, f"{n} labels as wide as its longest ({where}) would take {need:,} bytes as an array, more than "
+                      f"{MAX_EXPANSION}x the file ({size:,} bytes) above {EXPANSION_FLOOR_BYTES // 2**20} MiB",
+                "labels of similar lengths")
 
 
 def _read_column(path, sep: str, column: str) -> np.ndarray:
@@ -198,6 +279,7 @@ def _read_column(path, sep: str, column: str) -> np.ndarray:
         labels.append(row[j])
     if not labels:
         raise _fail(path, "it has a header and no rows")
+    _check_width(path, len(labels), max(map(len, labels)), path.stat().st_size)
     return np.asarray(labels)
 
 
@@ -227,6 +309,8 @@ def _read_delimited(path, sep: str) -> np.ndarray:
     width = len(rows[0])
     header = _is_header(rows, width)
     offset = 1 if header else 0
+    _check_width(path, (len(rows) - offset) * width, max((len(cell) for row in rows[offset:] for cell in row), default=0),
+                 path.stat().st_size)
     table = np.asarray(rows[offset:], dtype=str).reshape(-1, width)
     if table.size and (table == "").any():
         r, c = np.argwhere(table == "")[0]
