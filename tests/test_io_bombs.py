@@ -305,3 +305,23 @@ def test_parquet_with_short_text_columns_is_not_refused_and_reads(tmp_path):
     assert parquet_expansion_problem(tmp_path / "missing.parquet") is None  # no footer: the reader says why
     (tmp_path / "junk.parquet").write_bytes(b"PAR1 not parquet")
     assert parquet_expansion_problem(tmp_path / "junk.parquet") is None
+
+
+def test_parquet_text_bomb_is_refused_by_the_readers(tmp_path):
+    pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from isotropy.io.shards import read_shards
+
+    path = tmp_path / "text-bomb.parquet"
+    table = _one_string_many_rows(pa).append_column("x", pa.array(np.zeros(_TEXT_ROWS)))  # names and a feature
+    pq.write_table(table, path, compression="zstd")
+    size = path.stat().st_size
+    for read in (read_embeddings, lambda p: read_shards(p).compute()):
+        with pytest.raises(IsotropyValueError) as err:
+            read(path)
+        message = str(err.value)
+        assert "\n" not in message and str(path) in message and "save the array with np.save" in message
+        assert f"its data ({_TEXT_ROWS} rows) expands from {size} to {_TEXT_ROWS * (_TEXT_LENGTH + 16)} bytes" in message

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import csv
 import importlib
-import io
 import math
 import os
 import shlex
@@ -23,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from isotropy._utils.validation import IsotropyValueError
-from isotropy.io._archives import MAX_EXPANSION, expansion_problem, zip_expansion_problem
+from isotropy.io._archives import MAX_EXPANSION, expansion_problem, parquet_expansion_problem, zip_expansion_problem
 from isotropy.io._paths import path_kind
 from isotropy.io.word_vectors import PACKAGED_GLOVE, read_word_vectors
 
@@ -480,34 +479,10 @@ def _read_parquet(path, key):
     return _as_matrix(numeric.to_numpy(), path), names
 
 
-# bytes per value once decoded, by Parquet physical type (BYTE_ARRAY: at least a pointer per value)
-_PARQUET_WIDTHS = {"BOOLEAN": 1, "INT32": 4, "INT64": 8, "INT96": 12, "FLOAT": 4, "DOUBLE": 8, "BYTE_ARRAY": 8}
-
-
 def _check_parquet_expansion(path) -> None:
-    """Refuse a Parquet file whose metadata declares far more decoded data than the file holds (a bomb).
-
-    Dictionary and run-length encoding make ``total_uncompressed_size`` small too (2**27 zeros: 260 KB), so
-    each column chunk counts at least its number of values times the width of its type.
-    """
-    import pyarrow.parquet as pq
-
-    try:
-        metadata = pq.ParquetFile(path).metadata
-        size = path.getbuffer().nbytes if isinstance(path, io.BytesIO) else os.path.getsize(path)
-        decoded = 0
-        for i in range(metadata.num_row_groups):
-            group = metadata.row_group(i)
-            for j in range(group.num_columns):
-                column = group.column(j)
-                width = _PARQUET_WIDTHS.get(column.physical_type) or max(1, metadata.schema.column(j).length or 1)
-                decoded += max(column.total_uncompressed_size, column.num_values * width)
-    except Exception:  # noqa: BLE001 -- a corrupt footer: pandas says what is wrong
-        return
-    finally:
-        if isinstance(path, io.BytesIO):
-            path.seek(0)
-    problem = expansion_problem(f"its data ({metadata.num_rows} rows)", decoded, size)
+    """Refuse a Parquet file whose data would decode to far more than the file holds (a bomb), text columns
+    measured as decoded: :func:`isotropy.io._archives.parquet_expansion_problem`."""
+    problem = parquet_expansion_problem(path)
     if problem is not None:
         raise _fail(path, problem, f"a Parquet file expanding at most {MAX_EXPANSION}x; if the file is genuine, "
                                    f"save the array with np.save and read the .npy file")
