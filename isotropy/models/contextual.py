@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from isotropy._utils.device import resolve_device
 from isotropy._utils.validation import (
     IsotropyValueError,
     check_option,
@@ -225,7 +226,9 @@ def extract_token_embeddings(lines, *, model: str = "all-MiniLM-L6-v2", layers="
         decoder's tokens with the same prefix (``stats["n_same_prefix"]`` rows copied,
         :func:`isotropy.models.batching.copy_same_prefix_rows`).
     device : str, torch.device or None
-        ``None``: CUDA when available, else CPU.
+        ``"auto"``/``None`` (CUDA when available, else CPU), ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or
+        ``"mps"`` (:func:`isotropy._utils.device.resolve_device`); checked even when
+        ``tokenizer_and_model`` is given (the model then stays where it is).
     dtype : {"float32", "float16"}, default="float32"
         Storage type of the returned arrays (the model itself runs in its own precision).
     leading_space : {"auto", True, False}, default="auto"
@@ -277,6 +280,7 @@ def extract_token_embeddings(lines, *, model: str = "all-MiniLM-L6-v2", layers="
     check_scalar(max_length, "max_length", caller=_CALLER, kind=int, low=4)
     check_scalar(batch_size, "batch_size", caller=_CALLER, kind=int, low=1)
     rng = check_random_state(random_state, caller=_CALLER)
+    device = resolve_device(device, caller=_CALLER)
 
     if tokenizer_and_model is None:
         tokenizer, network, _ = load_transformer(model, device=device)

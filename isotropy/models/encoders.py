@@ -31,7 +31,13 @@ __all__ = [
 
 
 def load_sentence_model(model: str = DEFAULT_MODEL, *, device: str | None = None):
-    """Load a :class:`sentence_transformers.SentenceTransformer` (``device=None``: CUDA if present, else CPU)."""
+    """Load a :class:`sentence_transformers.SentenceTransformer` on ``device`` (``"auto"``/``None``: CUDA if present, else CPU).
+
+    ``device`` is checked (:func:`isotropy._utils.device.resolve_device`) before the model is resolved.
+    """
+    from isotropy._utils.device import resolve_device
+
+    device = resolve_device(device, caller="load_sentence_model")
     from sentence_transformers import SentenceTransformer
 
     from isotropy.models._safety import NO_REMOTE_CODE, refuse_remote_code
@@ -82,8 +88,10 @@ def encode_sentences(texts: Sequence[str], *, model: str = DEFAULT_MODEL, device
         The sentences, in order; row ``i`` of the result embeds ``texts[i]``.
     model : str, default="all-MiniLM-L6-v2"
         Packaged model name, local directory, or hub name (see :func:`resolve_model`).
-    device : str or None
-        Torch device for encoding; ``None`` lets sentence-transformers pick (CUDA when present).
+    device : str, torch.device or None
+        ``"auto"``/``None`` (CUDA when available, else CPU), ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or
+        ``"mps"``; checked before the cache is read, so a device this machine lacks is refused
+        whether or not the vectors are cached (:func:`isotropy._utils.device.resolve_device`).
     batch_size : int, default=128
     normalize : bool, default=False
         L2-normalise the embeddings.
@@ -99,6 +107,9 @@ def encode_sentences(texts: Sequence[str], *, model: str = DEFAULT_MODEL, device
     texts = [str(t) for t in texts]
     if not texts:
         raise ValueError("The 'texts' parameter of encode_sentences must hold at least one sentence. Got none.")
+    from isotropy._utils.device import resolve_device
+
+    device = resolve_device(device, caller="encode_sentences")  # before the cache: refused whether cached or not
     location = resolve_model(model)
     cache_file = None
     if use_cache:
@@ -181,8 +192,10 @@ def encode_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, layers: S
         Attention-masked mean (padding excluded, special tokens included, as sentence-transformers'
         mean pooling), the last real token, or the first token ([CLS]; refused for a causal decoder,
         whose first token is the same for every input).
-    device : str or None
-        ``None``: CUDA when available, else CPU.
+    device : str, torch.device or None
+        ``"auto"``/``None`` (CUDA when available, else CPU), ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or
+        ``"mps"``; checked before the cache is read, so a device this machine lacks is refused
+        whether or not the layers are cached (:func:`isotropy._utils.device.resolve_device`).
     batch_size : int, default=64
     max_length : int, default=128
     cache_dir : path-like or None
@@ -210,6 +223,9 @@ def encode_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, layers: S
     pooling = check_pooling(pooling, caller=caller)
     check_scalar(batch_size, "batch_size", caller=caller, kind=int, low=1)
     check_scalar(max_length, "max_length", caller=caller, kind=int, low=2)
+    from isotropy._utils.device import resolve_device
+
+    device = resolve_device(device, caller=_caller)  # before the cache: refused whether cached or not
     location = resolve_model(model)
     files: dict[int, Path | None] = dict.fromkeys(layers)
     out: dict[int, np.ndarray] = {}

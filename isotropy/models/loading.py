@@ -67,7 +67,8 @@ def load_transformer(model: str = "all-MiniLM-L6-v2", *, device=None):
         ``gemma-3-270m``, a ``.gguf`` file, a local model directory (``config.json`` plus
         weights), or a hub name (needs network).
     device : str, torch.device or None
-        ``None``: CUDA when available, else CPU.
+        ``"auto"``/``None`` (CUDA when available, else CPU), ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or
+        ``"mps"``; checked (:func:`isotropy._utils.device.resolve_device`) before the model is resolved.
 
     Returns
     -------
@@ -82,6 +83,9 @@ def load_transformer(model: str = "all-MiniLM-L6-v2", *, device=None):
         raise TypeError(f"The 'model' parameter of load_transformer must be a model name or directory. "
                         f"Got {type(model).__name__} instead.")
     model = str(model)
+    from isotropy._utils.device import resolve_device
+
+    device = resolve_device(device, caller="load_transformer")  # before a GGUF is converted or weights are read
     location, weights = _resolve(model)  # weights: those of a GGUF converted just now, else None
     path = Path(location).expanduser()
     if path.is_dir():
@@ -106,7 +110,10 @@ def load_transformer(model: str = "all-MiniLM-L6-v2", *, device=None):
 
 
 def _load(model: str, location: str, weights, device):
-    """:func:`load_transformer` once ``location`` is checked: the tokenizer and the model built (``weights``: see there)."""
+    """:func:`load_transformer` once ``location`` and ``device`` are checked: the tokenizer and the model built.
+
+    ``weights``: see :func:`load_transformer`.
+    """
     import torch
     from transformers import AutoConfig, AutoModel, AutoTokenizer
 
@@ -145,7 +152,5 @@ def _load(model: str, location: str, weights, device):
         cls = MODEL_MAPPING[type(config)]
         network = cls.from_pretrained(None, config=config, state_dict=_base_model_weights(weights, cls))
         del weights
-    from isotropy._utils.device import resolve_device
-
-    network = network.to(torch.device(resolve_device(device, caller="load_transformer"))).eval()
+    network = network.to(torch.device(device)).eval()  # device: resolved by load_transformer
     return tokenizer, network, location
