@@ -389,6 +389,26 @@ def test_labels_from_a_named_column(tmp_path):
         read_labels(tmp_path / "y.txt", n_rows=2, column="label")
 
 
+def test_labels_in_another_encoding(tmp_path):
+    """``encoding=`` reads text, CSV and column labels in it; UTF-8 is the default and its BOM is not a label."""
+    for name, content in [("y.txt", "négatif\nélevé\n"), ("y.csv", "label\nnégatif\nélevé\n")]:
+        (tmp_path / name).write_bytes(content.encode("cp1252"))
+        assert read_labels(tmp_path / name, n_rows=2, encoding="cp1252").tolist() == ["négatif", "élevé"]
+        with pytest.raises(IsotropyValueError, match=rf"{name}': it is not UTF-8 text"):
+            read_labels(tmp_path / name, n_rows=2)
+    (tmp_path / "t.csv").write_bytes("text,label\nun été,élevé\n".encode("latin-1"))
+    assert read_labels(tmp_path / "t.csv", n_rows=1, column="label", encoding="latin-1").tolist() == ["élevé"]
+    (tmp_path / "bom.csv").write_bytes("\ufeffpos\nneg\n".encode("utf-8"))  # was read as '\ufeffpos' before
+    assert read_labels(tmp_path / "bom.csv", n_rows=2).tolist() == ["pos", "neg"]
+    (tmp_path / "bad.txt").write_bytes(b"\x81\n")  # undefined in cp1252
+    with pytest.raises(IsotropyValueError, match=r"bad\.txt': it is not cp1252 text \(encoding='cp1252'\)"):
+        read_labels(tmp_path / "bad.txt", n_rows=1, encoding="cp1252")
+    for encoding in ("rot13", "nope", 7):
+        with pytest.raises(IsotropyValueError, match=rf"The 'encoding' parameter of read_labels must be a text "
+                                                     rf"encoding such as 'utf-8', 'latin-1' or 'cp1252'. Got {encoding!r}"):
+            read_labels(tmp_path / "y.txt", n_rows=2, encoding=encoding)
+
+
 def test_labels_errors(tmp_path):
     (tmp_path / "y.txt").write_text("a\nb\n")
     with pytest.raises(IsotropyValueError, match="it has 2 labels but the embeddings have 3 rows"):

@@ -254,8 +254,6 @@ def test_labels_from_a_column_of_the_texts_table(files, tmp_path):
         in result.output
 
 
-@pytest.mark.xfail(strict=True, reason="read_labels (isotropy/io/labels.py) takes no encoding yet, and run_cli does not "
-                                        "pass --encoding to it; remove this mark once both do")
 def test_label_column_reads_the_table_in_the_encoding_of_the_texts(files, tmp_path):
     """--encoding latin-1 reads --texts; the labels of the same latin-1 table (--label-column) were read as UTF-8."""
     table = tmp_path / "latin.csv"

@@ -23,6 +23,7 @@ import numpy as np
 
 from isotropy._utils.validation import IsotropyValueError
 from isotropy.io._archives import EXPANSION_FLOOR_BYTES, MAX_EXPANSION
+from isotropy.io._encoding import text_codec
 from isotropy.io._paths import path_kind
 from isotropy.io.word_vectors import _MAX_LINE
 
@@ -49,7 +50,7 @@ def _fail(path, reason: str, expected: str = _EXPECTED) -> IsotropyValueError:
 
 
 def read_labels(path: str | os.PathLike, *, n_rows: int | None, column: str | None = None,
-                row_kind: str = "embedding rows") -> np.ndarray:
+                row_kind: str = "embedding rows", encoding: str = "utf-8") -> np.ndarray:
     """Read labels, one per embedding row.
 
     Parameters
@@ -68,6 +69,10 @@ def read_labels(path: str | os.PathLike, *, n_rows: int | None, column: str | No
         ``.tsv`` file quotes are text, as in :func:`isotropy.measure.from_model.read_texts`.
     row_kind : str, default="embedding rows"
         What the ``n_rows`` rows are, in the message of a count that differs (``"texts"``).
+    encoding : str, default="utf-8"
+        The text encoding of a text, ``.csv`` or ``.tsv`` file (``"latin-1"``, ``"cp1252"``, ...),
+        as :func:`isotropy.measure.from_model.read_texts` takes it; a leading UTF-8 byte-order
+        mark is not part of the first label.
 
     Returns
     -------
@@ -84,6 +89,7 @@ def read_labels(path: str | os.PathLike, *, n_rows: int | None, column: str | No
     >>> read_labels(path, n_rows=3).tolist()
     ['pos', 'neg', 'pos']
     """
+    text = text_codec(encoding, caller="read_labels")
     path = Path(path)
     kind = path_kind(path)
     if kind == "does not exist":
@@ -102,11 +108,11 @@ def read_labels(path: str | os.PathLike, *, n_rows: int | None, column: str | No
         if suffix not in (".csv", ".tsv"):
             raise _fail(path, f"a label column ({column!r}) was named, but a {suffix or 'plain text'} file has no "
                               f"columns", "a .csv or .tsv file with a header line")
-        labels = _read_column(path, "\t" if suffix == ".tsv" else ",", column)
+        labels = _read_column(path, "\t" if suffix == ".tsv" else ",", column, text)
     elif suffix in (".csv", ".tsv"):
-        labels = _read_delimited(path, "\t" if suffix == ".tsv" else ",")
+        labels = _read_delimited(path, "\t" if suffix == ".tsv" else ",", text)
     elif suffix in _TEXT_EXTENSIONS:
-        labels = _read_text(path)
+        labels = _read_text(path, text)
     else:
         raise _fail(path, f"unknown file extension {suffix!r}", f"one of {', '.join(LABEL_EXTENSIONS)}")
     if n_rows is not None and labels.shape[0] != n_rows:
@@ -183,7 +189,7 @@ def _read_npy(path) -> np.ndarray:
     raise _fail(path, f"the array has shape {labels.shape}", "a 1-d array of labels or a 2-d 0/1 array")
 
 
-def _read_text(path) -> np.ndarray:
+def _read_text(path, text: tuple[str, str]) -> np.ndarray:
     """One label a line, stripped; blank lines at the end left out, one elsewhere refused.
 
     Lines are those of ``str.splitlines`` on the whole text (``\\r\\n``, ``\\r``, ``\\x85``, ``\\u2028``, ... end
@@ -194,7 +200,7 @@ def _read_text(path) -> np.ndarray:
     size = path.stat().st_size
     blocks, block, n, longest, longest_line, lineno, empty, gap = [], [], 0, 0, 0, 0, None, None
     try:
-        with open(path, encoding="utf-8", newline="") as handle:
+        with open(path, encoding=text[1], newline="") as handle:
             rest = ""
             while True:
                 piece = handle.read(_PIECE)
@@ -228,7 +234,7 @@ def _read_text(path) -> np.ndarray:
                 if not piece:
                     break
     except UnicodeDecodeError:
-        raise _fail(path, "it is not UTF-8 text", "a text file with one label per line") from None
+        raise _fail(path, _not_text(text), "a text file with one label per line") from None
     if gap is not None:
         raise _fail(path, f"line {gap} is empty", "one non-empty label per line")
     if block:
@@ -258,10 +264,10 @@ def _check_width(path, n: int, longest: int, size: int, *, line: int | None = No
                 "labels of similar lengths")
 
 
-def _read_column(path, sep: str, column: str) -> np.ndarray:
+def _read_column(path, sep: str, column: str, text: tuple[str, str]) -> np.ndarray:
     """The cells of the column ``column`` of a delimited file whose first line names its columns."""
     # quotes are text in a .tsv, as read_texts reads the same table
-    rows = _table_rows(path, sep, encoding="utf-8-sig", quoting=csv.QUOTE_NONE if sep == "\t" else csv.QUOTE_MINIMAL)
+    rows = _table_rows(path, sep, text, quoting=csv.QUOTE_NONE if sep == "\t" else csv.QUOTE_MINIMAL)
     header = rows[0]
     if column not in header:
         shown = [name[:40] for name in header[:20]]
@@ -283,13 +289,19 @@ def _read_column(path, sep: str, column: str) -> np.ndarray:
     return np.asarray(labels)
 
 
-def _table_rows(path, sep: str, *, encoding: str = "utf-8", quoting=csv.QUOTE_MINIMAL) -> list[list[str]]:
+def _not_text(text: tuple[str, str]) -> str:
+    """Why a file did not decode: "it is not UTF-8 text", or the encoding given and where to give another."""
+    name = text[0]
+    return "it is not UTF-8 text" if name == "utf-8" else f"it is not {name} text (encoding={text[1]!r})"
+
+
+def _table_rows(path, sep: str, text: tuple[str, str], *, quoting=csv.QUOTE_MINIMAL) -> list[list[str]]:
     """The stripped cells of every line of a delimited file, trailing blank lines left out; never empty."""
     try:
-        with open(path, encoding=encoding, newline="") as handle:
+        with open(path, encoding=text[1], newline="") as handle:
             rows = [[cell.strip() for cell in row] for row in csv.reader(handle, delimiter=sep, quoting=quoting)]
     except UnicodeDecodeError:
-        raise _fail(path, "it is not UTF-8 text") from None
+        raise _fail(path, _not_text(text)) from None
     except csv.Error as exc:
         raise _fail(path, f"not a readable {path.suffix} file ({' '.join(str(exc).split())[:120]})") from None
     while rows and not any(rows[-1]):
@@ -299,8 +311,8 @@ def _table_rows(path, sep: str, *, encoding: str = "utf-8", quoting=csv.QUOTE_MI
     return rows
 
 
-def _read_delimited(path, sep: str) -> np.ndarray:
-    rows = _table_rows(path, sep)
+def _read_delimited(path, sep: str, text: tuple[str, str]) -> np.ndarray:
+    rows = _table_rows(path, sep, text)
     widths = {len(row) for row in rows}
     if len(widths) > 1:
         line = next(i for i, row in enumerate(rows) if len(row) != len(rows[0])) + 1

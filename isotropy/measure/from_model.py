@@ -71,28 +71,20 @@ def read_texts(path: str | os.PathLike, *, column: str | None = None, encoding: 
     >>> read_texts(path, column="text")
     ['a cat', 'a dog']
     """
-    import codecs
-
     from isotropy._utils.errors import IsotropyValueError
+    from isotropy.io._encoding import text_codec
     from isotropy.io._paths import check_regular_file
 
-    try:
-        text_codec = getattr(codecs.lookup(encoding), "_is_text_encoding", True)  # not rot13, hex, base64, zlib
-    except (LookupError, TypeError):
-        text_codec = False
-    if not text_codec:
-        raise IsotropyValueError(f"The 'encoding' parameter of read_texts must be a text encoding such as 'utf-8', "
-                                 f"'latin-1' or 'cp1252'. Got {encoding!r} instead.") from None
+    name, decode_as = text_codec(encoding, caller="read_texts")
     path = check_regular_file(path, "The texts file", "a text file (one text a line), a CSV/TSV file or a "
                               "JSON-lines file", value_error=IsotropyValueError)
     suffix = path.suffix.lower()
-    name = codecs.lookup(encoding).name
     size = path.stat().st_size
     if size > _MAX_TEXTS_BYTES:  # read whole below: a bound on its memory (about 3 times the file at most)
         raise IsotropyValueError(f"The texts file {str(path)!r} is {size / 2**30:.1f} GiB; expected at most "
                                  f"{_MAX_TEXTS_BYTES // 2**30} GiB of texts (measure a sample of its lines).")
     try:  # decoded here, whatever the format: a bad byte is then said at its offset in the file
-        content = path.read_bytes().decode("utf-8-sig" if name == "utf-8" else encoding)  # without a leading BOM
+        content = path.read_bytes().decode(decode_as)  # without a leading BOM
     except UnicodeDecodeError as exc:
         raise ValueError(f"The texts file {str(path)!r} is not {name} text ({exc.reason} at byte {exc.start}); give "
                          f"its encoding (--encoding, e.g. latin-1 or cp1252).") from None
@@ -763,8 +755,8 @@ def model_options(function):
         click.option("--text-column", default=None, metavar="COL", help="The text column of a CSV/TSV/JSON-lines "
                                                                        "--texts file."),
         click.option("--encoding", default="utf-8", show_default=True, metavar="NAME",
-                     help="With --model: the text encoding of --texts and of a --shrinkage-sample file of texts "
-                          "(latin-1, cp1252, utf-16, ...)."),
+                     help="With --model: the text encoding of --texts, of a --shrinkage-sample file of texts and of "
+                          "a text or CSV/TSV --labels file (latin-1, cp1252, utf-16, ...)."),
         click.option("--layers", default="all", show_default=True, metavar="LIST",
                      help="With --model: 'all', 'last' or comma-separated hidden states (0 = embedding output, "
                           "-1 = last layer)."),
@@ -803,7 +795,8 @@ def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, 
         if labels_path is not None:
             from isotropy.io.labels import read_labels
 
-            labels = read_labels(labels_path, n_rows=len(texts), column=label_column, row_kind="texts")
+            labels = read_labels(labels_path, n_rows=len(texts), column=label_column, row_kind="texts",
+                                     encoding=encoding)
             if getattr(labels, "ndim", 1) != 1:
                 raise ValueError(f"--labels {str(labels_path)!r} is multi-label; --model needs one label per text.")
         show = sys.stderr.isatty() if progress is None else progress
