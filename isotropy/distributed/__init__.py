@@ -14,7 +14,9 @@ functions on the materialised array (to rounding: 1e-10 in float64).
 - exact k-NN as tiles with a top-k merge per row block, and TwoNN / MLE / local MLE on it.
 
 Per-sample results (:func:`silhouette_samples`, :func:`local_mle_dimension`, :func:`kneighbors`)
-come back as lazy dask arrays; scores as Python floats. Nothing here imports dask until called.
+come back as dask arrays chunked like X's rows (``X.chunks[0]``), whose tiles run when they are
+computed (:func:`local_mle_dimension` first runs, when called, one pass over the chunks that finds
+duplicate rows); scores as Python floats. Nothing here imports dask until called.
 """
 
 from __future__ import annotations

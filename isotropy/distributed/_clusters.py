@@ -19,6 +19,7 @@ from isotropy.distributed._graph import (
     compute,
     finite_blocks,
     host_labels,
+    like_rows,
     row_starts,
     sample_rows,
     tree_reduce,
@@ -145,17 +146,19 @@ def _silhouette_graph(X, ids, metric, chunk_size, caller):
 
 
 def silhouette_samples(X, labels, *, metric="euclidean", chunk_size=None):
-    """:func:`isotropy.silhouette_samples` of a dask array: a lazy dask array of shape (n_samples,).
+    """:func:`isotropy.silhouette_samples` of a dask array: a lazy dask array of shape (n_samples,), chunked like X's rows.
 
-    ``chunk_size`` is the number of rows per tile (default 4096: 64 MiB float32 tiles).
+    ``chunk_size`` is the number of rows per tile (default 4096: 64 MiB float32 tiles). Nothing runs
+    until the result is computed; then the tiles of all pairs of row blocks run.
     """
     import dask.array as da
 
     caller = "silhouette_samples"
+    rows = X.chunks[0]
     ids = host_labels(labels, X.shape[0], caller)
     parts, starts = _silhouette_graph(X, ids, metric, chunk_size, caller)
-    return da.concatenate([da.from_delayed(p, shape=(e - s,), dtype=np.float64)
-                           for p, s, e in zip(parts, starts, starts[1:])])
+    return like_rows(da.concatenate([da.from_delayed(p, shape=(e - s,), dtype=np.float64)
+                                     for p, s, e in zip(parts, starts, starts[1:])]), rows)
 
 
 def silhouette_score(X, labels, *, metric="euclidean", sample_size=None, random_state=None, chunk_size=None):

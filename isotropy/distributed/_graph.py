@@ -155,6 +155,15 @@ def row_starts(X):
     return [int(s) for s in np.cumsum((0, *X.chunks[0]))]
 
 
+def like_rows(result, rows):
+    """The per-sample dask array ``result`` rechunked to the row chunks ``rows`` of the input (``X.chunks[0]``).
+
+    The graph computes a result per tile row block; handing it back in the input's row chunks is a
+    lazy rechunk (slices and joins of those blocks), so that it lines up chunk for chunk with ``X``.
+    """
+    return result.rechunk({0: rows, **{axis: -1 for axis in range(1, result.ndim)}})
+
+
 def host_labels(labels, n_samples, caller):
     """Integer cluster ids (numpy, n_samples) from labels given as numpy, a list or a dask array."""
     from isotropy._utils.backend import is_dask

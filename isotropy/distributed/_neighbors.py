@@ -24,6 +24,7 @@ from isotropy.distributed._graph import (
     check_tile_rows,
     compute,
     finite_blocks,
+    like_rows,
     row_starts,
     tree_reduce,
 )
@@ -125,19 +126,21 @@ def _neighbour_blocks(X, n_neighbors, metric, chunk_size, caller):
 def kneighbors(X, *, n_neighbors, metric="euclidean", chunk_size=None):
     """:func:`isotropy.metrics.neighbors.kneighbors` of a dask array: lazy dask arrays (distances, indices).
 
-    ``chunk_size`` is the rows per tile (default 8192, fewer for data wider than 512 features: a block of at
-    most 32 MiB in float64). Each point's neighbours are exact (float64
-    input: those of a brute-force search; ties broken by the smaller index).
+    Both of shape (n_samples, n_neighbors), chunked like X's rows (one chunk across the neighbours);
+    nothing runs until they are computed. ``chunk_size`` is the rows per tile (default 8192, fewer for
+    data wider than 512 features: a block of at most 32 MiB in float64). Each point's neighbours are
+    exact (float64 input: those of a brute-force search; ties broken by the smaller index).
     """
     import dask.array as da
 
+    rows = X.chunks[0]
     blocks, starts = _neighbour_blocks(X, n_neighbors, metric, chunk_size, "kneighbors")
     k = int(n_neighbors)
     dist = da.concatenate([da.from_delayed(b[0], shape=(e - s, k), dtype=np.float64)
                            for b, s, e in zip(blocks, starts, starts[1:])])
     ind = da.concatenate([da.from_delayed(b[1], shape=(e - s, k), dtype=np.intp)
                           for b, s, e in zip(blocks, starts, starts[1:])])
-    return dist, ind
+    return like_rows(dist, rows), like_rows(ind, rows)
 
 
 def _no_duplicates(dist, caller, start=0):
@@ -209,9 +212,16 @@ def _warn_flat(local, n_neighbors, caller):
 
 
 def local_mle_dimension(X, *, n_neighbors=100, metric="euclidean", chunk_size=None):
-    """:func:`isotropy.local_mle_dimension` of a dask array: a lazy dask array of shape (n_samples,)."""
+    """:func:`isotropy.local_mle_dimension` of a dask array: a dask array of shape (n_samples,), chunked like X's rows.
+
+    The call runs one pass over the chunks, which hashes the rows to find duplicates (the graph
+    depends on them); the neighbour tiles run when the result is computed.
+    """
+    rows = X.chunks[0]
     local, distinct = _local_graph(X, n_neighbors, metric, chunk_size, "local_mle_dimension")
-    return local if distinct is None else local[distinct.inverse]  # a duplicate row gets its point's estimate
+    if distinct is not None:
+        local = local[distinct.inverse]  # a duplicate row gets its point's estimate
+    return like_rows(local, rows)
 
 
 def mle_dimension(X, *, n_neighbors=DEFAULT_MLE_NEIGHBOURS, metric="euclidean", averaging="mean", chunk_size=None):
