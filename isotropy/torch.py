@@ -26,7 +26,7 @@ import numbers
 import torch
 from torch import nn
 
-from isotropy._utils.validation import check_scalar
+from isotropy._utils.validation import check_scalar, check_tensor_data
 from isotropy.metrics.cosine import cosine_similarity_mean
 from isotropy.metrics.isoscore import _check_shrinkage_cov, _isoscore_star
 
@@ -37,7 +37,7 @@ def _check_tensor(H, caller):
     if not isinstance(H, torch.Tensor):
         raise TypeError(f"The 'H' parameter of {caller} must be a torch.Tensor of shape (n_samples, n_features). "
                         f"Got {type(H).__name__} instead.")
-    return H
+    return check_tensor_data(H, caller=caller, name="H")
 
 
 def istar_penalty(H, *, shrinkage_cov, zeta=0.2):
@@ -192,6 +192,7 @@ class IStarLoss(nn.Module):
         self.zeta = float(check_scalar(zeta, "zeta", caller="IStarLoss", low=0.0, high=1.0))
         self.weight = float(check_scalar(weight, "weight", caller="IStarLoss", kind=numbers.Real))
         if shrinkage_cov is not None:
+            check_tensor_data(shrinkage_cov, caller="IStarLoss", name="shrinkage_cov")
             shrinkage_cov = torch.as_tensor(shrinkage_cov).detach().clone()
             if not shrinkage_cov.is_floating_point():
                 shrinkage_cov = shrinkage_cov.to(torch.get_default_dtype())

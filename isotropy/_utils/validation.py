@@ -10,6 +10,7 @@ naming the function, the argument, the value received and what was expected, e.g
 from __future__ import annotations
 
 import numbers
+import sys
 from typing import NamedTuple
 
 import numpy as np
@@ -24,6 +25,7 @@ __all__ = [
     "check_option",
     "check_random_state",
     "check_scalar",
+    "check_tensor_data",
 ]
 
 
@@ -46,6 +48,7 @@ def check_X(X, *, caller: str, name: str = "X", min_samples: int = 2, min_featur
     largest ``|x|`` is subnormal are refused: they have already lost their significant digits.
     """
     if is_torch(X):
+        check_tensor_data(X, caller=caller, name=name)
         if X.is_complex() or not (X.is_floating_point() or X.dtype.is_signed or str(X.dtype) in {"torch.uint8", "torch.bool"}):
             raise TypeError(f"The '{name}' parameter of {caller} must be a real-valued tensor. Got dtype {X.dtype} instead.")
         import torch
@@ -91,6 +94,29 @@ def check_X(X, *, caller: str, name: str = "X", min_samples: int = 2, min_featur
         raise IsotropyValueError(f"The '{name}' parameter of {caller} must contain only finite values. Got "
                                  f"{'NaN or inf' if found is None else found.at()} instead.")
     return unit_scale(X, max(abs(low), abs(high)), caller=caller, name=name) if rescale else X
+
+
+def check_tensor_data(X, *, caller: str, name: str = "X"):
+    """Refuse a torch tensor that holds no data; return ``X`` (anything but a tensor as is).
+
+    A tensor on the ``meta`` device, or a FakeTensor (the stand-in torch.compile and torch.export
+    trace with, whatever device it reports), has a shape and a dtype but no values: torch's own
+    error would come later, from deep inside a metric (``Tensor.item() cannot be called on meta
+    tensors``), naming neither the argument nor the cause. Reads no value and syncs no device, so
+    the tensors torch.compile hands a traced loss (it sees their metadata, not FakeTensors) pass.
+    A tensor subclass without storage of its own (a wrapper such as DTensor, or functorch's) is not
+    refused: it may well hold data elsewhere, and one that does not raises its own error.
+    """
+    if not is_torch(X):
+        return X
+    if X.is_meta:
+        got = "a tensor on the 'meta' device"
+    else:
+        fake = sys.modules.get("torch._subclasses.fake_tensor")  # loaded by torch itself; None: no FakeTensor exists
+        if fake is None or not isinstance(X, fake.FakeTensor):
+            return X
+        got = "a FakeTensor (the stand-in with no values that torch.compile and torch.export trace with)"
+    raise IsotropyValueError(f"The '{name}' parameter of {caller} must be a tensor holding data. Got {got} instead.")
 
 
 # entries per block of rows read by first_nonfinite: a boolean mask of 1 MiB (and a flag per row of the block)
@@ -155,7 +181,7 @@ def check_labels(labels, *, n_samples: int, caller: str, name: str = "labels") -
     distinct row (label vector) is one cluster, as in Mickus et al. (2024).
     """
     if is_torch(labels):
-        labels = labels.detach().cpu().numpy()
+        labels = check_tensor_data(labels, caller=caller, name=name).detach().cpu().numpy()
     labels = np.asarray(labels)
     if labels.ndim not in (1, 2):
         raise IsotropyValueError(f"The '{name}' parameter of {caller} must be a 1-d label array or a 2-d 0/1 "

@@ -25,7 +25,7 @@ from isotropy._kernels.isoscore import (
 )
 from isotropy._utils.backend import is_dask, is_torch, to_output
 from isotropy._utils.magnitude import rescaled
-from isotropy._utils.validation import IsotropyValueError, check_scalar, check_X
+from isotropy._utils.validation import IsotropyValueError, check_scalar, check_tensor_data, check_X
 
 __all__ = ["isoscore", "isoscore_from_covariance", "isoscore_star"]
 
@@ -168,6 +168,7 @@ def _isoscore_star(X, *, shrinkage_cov, zeta, caller):
         S = None
         trace_s, frob_sq_s = float(d), float(d)
     else:
+        check_tensor_data(shrinkage_cov, caller=caller, name="shrinkage_cov")
         S = _check_shrinkage_cov(shrinkage_cov, d, like=X, caller=caller)
         exponent_s = _matrix_exponent(S)
         if exponent_s:

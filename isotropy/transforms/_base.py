@@ -7,7 +7,7 @@ from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, OneToOn
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from isotropy._utils.backend import is_torch
-from isotropy._utils.validation import check_X
+from isotropy._utils.validation import check_tensor_data, check_X
 
 __all__ = ["IsotropyTransformer", "NewFeaturesTransformer", "SameFeaturesTransformer", "like_input", "to_numpy"]
 
@@ -39,6 +39,7 @@ class IsotropyTransformer(TransformerMixin, BaseEstimator):
 
     def _validated(self, X, *, reset: bool) -> np.ndarray:
         if is_torch(X):
+            check_tensor_data(X, caller=f"{type(self).__name__}.{'fit' if reset else 'transform'}")
             X = X.detach().to("cpu").double().numpy()
         return validate_data(self, X, reset=reset, dtype=np.float64, ensure_min_samples=self._min_samples
                              if reset else 1)
