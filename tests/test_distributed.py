@@ -280,6 +280,20 @@ def test_bad_dask_input_gets_the_in_memory_messages(blobs):
         isotropy.isoscore(da.from_array(X[:, :1], chunks=100))
 
 
+@pytest.mark.parametrize("name", ["silhouette_samples", "silhouette_score", "calinski_harabasz_score",
+                                  "davies_bouldin_score", "dunn_index"])
+def test_unknown_chunk_sizes_blame_X_not_the_labels(blobs, name):
+    """Rows selected by a dask mask have unknown chunk sizes (nan): the error names X and the cure, as
+    isoscore's does, not the labels, which cannot be counted against nan samples."""
+    X, labels = blobs
+    keep = X[:, 0] > 0
+    unknown = da.from_array(X, chunks=(100, -1))[da.from_array(keep, chunks=100)]
+    assert np.isnan(unknown.shape[0])
+    with pytest.raises(IsotropyValueError, match=rf"^The 'X' parameter of {name} must be a dask array with known chunk "
+                                                 r"sizes\. Got .* instead \(call X\.compute_chunk_sizes\(\) first\)\.$"):
+        getattr(isotropy, name)(unknown, labels[keep])
+
+
 def _with_duplicates(X):
     """X with 57 duplicate rows: rows repeated up to 3 times, across and within chunks, in shuffled order."""
     rng = np.random.default_rng(3)

@@ -9,6 +9,7 @@ naming the function, the argument, the value received and what was expected, e.g
 
 from __future__ import annotations
 
+import math
 import numbers
 import sys
 from typing import NamedTuple
@@ -186,6 +187,11 @@ def check_labels(labels, *, n_samples: int, caller: str, name: str = "labels") -
     if labels.ndim not in (1, 2):
         raise IsotropyValueError(f"The '{name}' parameter of {caller} must be a 1-d label array or a 2-d 0/1 "
                                  f"matrix of shape (n_samples, n_labels). Got an array with shape {labels.shape} instead.")
+    if isinstance(n_samples, float) and math.isnan(n_samples):
+        # X's rows are not known (a dask array selected by a mask): X is at fault, not the labels, and the
+        # labels are checked before X on the dask path (isotropy.distributed), so the refusal is X's, said here
+        raise IsotropyValueError(f"The 'X' parameter of {caller} must be a dask array with known chunk sizes. Got "
+                                 f"an unknown number of samples (nan) instead (call X.compute_chunk_sizes() first).")
     if labels.shape[0] != n_samples:
         raise IsotropyValueError(f"The '{name}' parameter of {caller} must have one entry per sample ({n_samples}). "
                                  f"Got {labels.shape[0]} instead.")
