@@ -171,6 +171,31 @@ def test_too_few_distinct_points():
         twonn_dimension(X[:5])  # 4 copies of e1 and e2
 
 
+@pytest.mark.parametrize("how", ["function", "neighbour_dimensions", "dask"])
+def test_twonn_on_tied_neighbour_distances_names_the_ties(how):
+    """Binary data: most points have their first and second neighbours at the same distance, r2/r1 = 1,
+    so every ratio kept is 1, log(r2/r1) = 0 and the fit is 0/0. The error says so, with the count of
+    such points, and what to do; not "distances at the limits of float64" (scikit-dimension returns 0)."""
+    B = (np.random.default_rng(0).normal(size=(50, 6)) > 0).astype(float)  # 34 distinct rows, 32 with r2/r1 = 1
+    if how == "function":
+        call, caller = lambda: twonn_dimension(B), "twonn_dimension"
+    elif how == "neighbour_dimensions":
+        from isotropy.metrics.dimension import neighbour_dimensions
+
+        call, caller = lambda: neighbour_dimensions(B, mle=False), "neighbour_dimensions"
+    else:
+        da = pytest.importorskip("dask.array")
+        call, caller = lambda: twonn_dimension(da.from_array(B, chunks=20)), "twonn_dimension"
+    with pytest.warns(UserWarning, match="16 duplicate rows"), pytest.raises(IsotropyValueError) as info:
+        call()
+    message = str(info.value)
+    assert message.startswith(f"The 'X' parameter of {caller} must have unequal first and second neighbour distances "
+                              f"at more than 4 of its 34 distinct points")
+    assert "Got 2 instead: 32 points have r2/r1 = 1" in message
+    assert "jitter" in message and "another estimator" in message
+    assert "limits of float64" not in message and "\n" not in message
+
+
 def test_equidistant_neighbours_warn_and_give_inf():
     X = np.eye(6)  # all pairwise distances sqrt(2)
     with pytest.warns(UserWarning, match="6 points have all their 3 nearest neighbours at the same distance"):

@@ -63,7 +63,25 @@ def _twonn(dist: np.ndarray, discard_fraction: float, method: str, caller: str) 
     if method == "mle":
         return _computed((n_keep - 1) / (log_mu.sum() + (N - n_keep) * log_mu[-1]), caller)
     y = -np.log1p(-np.arange(1, n_keep + 1) / N)
+    if not log_mu.any():
+        # every ratio kept is 1 (tied first and second neighbour distances: a lattice, binary data), so the slope
+        # is 0/0, the NaN _computed refuses; said with its cause here. scikit-dimension's TwoNN (0.5) returns 0 for
+        # such data (its LinearRegression takes the minimum-norm slope of an all-zero x): we refuse rather than
+        # return 0, which reads as a dimension (a point) while it only says the ratios carry no information
+        raise _tied_ratios(mu, n_keep, discard_fraction, caller)
     return _computed(np.dot(log_mu, y) / np.dot(log_mu, log_mu), caller)
+
+
+def _tied_ratios(mu: np.ndarray, n_keep: int, discard_fraction: float, caller: str) -> IsotropyValueError:
+    """The error of a TwoNN fit whose kept ratios ``μ = r2/r1`` are all 1 (the count of such points, the cure)."""
+    N = mu.shape[0]
+    tied = int(np.count_nonzero(mu == 1.0))
+    return IsotropyValueError(
+        f"The 'X' parameter of {caller} must have unequal first and second neighbour distances at more than "
+        f"{N - n_keep} of its {N} distinct points (discard_fraction={discard_fraction!r} leaves out the {N - n_keep} "
+        f"largest ratios). Got {N - tied} instead: {tied} points have r2/r1 = 1 (tied neighbours, as on a lattice or binary "
+        f"data), so log(r2/r1) = 0 at every ratio kept and the fit is undefined; add a little noise to X (jitter) or "
+        f"use another estimator.")
 
 
 def _local_mle(dist: np.ndarray, caller: str) -> np.ndarray:
