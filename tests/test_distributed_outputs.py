@@ -100,3 +100,52 @@ def test_the_pass_over_all_pairs_runs_when_the_result_is_computed(client, data, 
     assert client.run_on_scheduler(_tiles_run(tile)) == before
     result.compute()
     assert client.run_on_scheduler(_tiles_run(tile)) >= before + 6  # 3 row blocks of 1000: 6 tiles
+
+
+@pytest.mark.parametrize(("chunks", "kwargs"), [
+    ((700, -1), {}),                                  # one tile row block (4096 rows per tile by default)
+    ((700, -1), {"chunk_size": 256}),                 # 12 row blocks: 78 tiles, the last of 184 rows
+    ((1000, 3), {"chunk_size": 1, "rows": 40}),       # one row per tile: diagonal tiles without pairs
+    ((700, -1), {"t": 50.0, "chunk_size": 500}),
+    ((10, -1), {"t": 1e5, "chunk_size": 16, "rows": 40}),  # every exp(-t d²) underflows: log-sum-exp
+    ((700, -1), {"normalize": False, "t": 0.5, "chunk_size": 999}),
+    ((700, -1), {"dtype": np.float32, "chunk_size": 1000}),
+])
+def test_uniformity_of_a_dask_array_equals_in_memory(client, data, chunks, kwargs):
+    X, _, _ = data
+    kwargs = dict(kwargs)
+    X = X[:kwargs.pop("rows", X.shape[0])].astype(kwargs.pop("dtype", np.float64))
+    Xd = da.from_array(X, chunks=chunks)
+    options = {key: kwargs[key] for key in ("t", "normalize") if key in kwargs}
+    expected = isotropy.uniformity(X, **options)
+    got = isotropy.distributed.uniformity(Xd, **kwargs)
+    assert isinstance(got, float)
+    assert got == pytest.approx(expected, rel=1e-10)
+    if kwargs.get("t") == 1e5:
+        assert expected < -746  # below log of the smallest float64: each exp(-t d²) alone is 0.0
+
+
+def test_uniformity_of_a_dask_array_refuses_what_in_memory_refuses(client, data):
+    X, _, _ = data
+    zero = X[:300].copy()
+    zero[123] = 0.0
+    with pytest.raises(isotropy.IsotropyValueError) as in_memory:
+        isotropy.uniformity(zero)
+    with pytest.raises(isotropy.IsotropyValueError) as on_dask:
+        isotropy.distributed.uniformity(da.from_array(zero, chunks=(100, -1)))
+    assert str(on_dask.value) == str(in_memory.value)
+    nan = X[:300].copy()
+    nan[250, 2] = np.nan
+    with pytest.raises(isotropy.IsotropyValueError, match=r"finite values\. Got nan at row 250, column 2 instead"):
+        isotropy.distributed.uniformity(da.from_array(nan, chunks=(100, -1)))
+    with pytest.raises(isotropy.IsotropyValueError, match="'t' parameter of uniformity"):
+        isotropy.distributed.uniformity(da.from_array(X, chunks=(700, -1)), t=0)
+    with pytest.raises(isotropy.IsotropyValueError, match="at least 2 samples"):
+        isotropy.distributed.uniformity(da.from_array(X[:1], chunks=(1, -1)))
+
+
+@pytest.mark.xfail(strict=True, reason="isotropy.uniformity (isotropy/metrics/contrastive.py) refuses a dask array "
+                                       "until it hands it to isotropy.distributed.uniformity")
+def test_isotropy_uniformity_hands_a_dask_array_to_the_tiles(client, data):
+    X, Xd, _ = data
+    assert isotropy.uniformity(Xd, t=3) == pytest.approx(isotropy.uniformity(X, t=3), rel=1e-10)

@@ -11,7 +11,8 @@ functions on the materialised array (to rounding: 1e-10 in float64).
 - silhouette and Dunn: the distance matrix as tiles (I, J ≥ I) of row blocks, each returning
   per-cluster distance sums (or extreme pairs) for its rows, never an n×n array;
   Calinski-Harabasz and Davies-Bouldin: per-chunk centroid statistics, two passes;
-- exact k-NN as tiles with a top-k merge per row block, and TwoNN / MLE / local MLE on it.
+- exact k-NN as tiles with a top-k merge per row block, and TwoNN / MLE / local MLE on it;
+- uniformity: the same tiles, each returning a shifted sum of exponentials merged by log-sum-exp.
 
 Per-sample results (:func:`silhouette_samples`, :func:`local_mle_dimension`, :func:`kneighbors`)
 come back as dask arrays chunked like X's rows (``X.chunks[0]``), whose tiles run when they are
@@ -28,6 +29,7 @@ from isotropy.distributed._clusters import (
     silhouette_samples,
     silhouette_score,
 )
+from isotropy.distributed._contrastive import uniformity
 from isotropy.distributed._covariance import (
     cosine_similarity_mean,
     covariance_accumulator,
@@ -56,4 +58,5 @@ __all__ = [
     "silhouette_samples",
     "silhouette_score",
     "twonn_dimension",
+    "uniformity",
 ]
