@@ -1,4 +1,4 @@
-"""The ``device`` argument of isotropy.models' public entries: one rule (isotropy._utils.device), checked before the cache.
+"""The ``device`` of isotropy.models' public entries: one rule (isotropy._utils.device), checked before the cache.
 
 A device this machine lacks (cuda without CUDA, mps without MPS), an unknown device string or the meta
 device is refused in one line naming the argument, the function and the value, whether or not the result

@@ -31,7 +31,7 @@ __all__ = [
 
 
 def load_sentence_model(model: str = DEFAULT_MODEL, *, device: str | None = None):
-    """Load a :class:`sentence_transformers.SentenceTransformer` on ``device`` (``"auto"``/``None``: CUDA if present, else CPU).
+    """Load a :class:`sentence_transformers.SentenceTransformer` on ``device`` (``"auto"``/``None``: CUDA, else CPU).
 
     ``device`` is checked (:func:`isotropy._utils.device.resolve_device`) before the model is resolved.
     """
