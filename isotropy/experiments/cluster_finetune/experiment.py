@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from isotropy.experiments._runner import Experiment
 from isotropy.experiments.cluster_finetune.config import ClusterFinetuneConfig
+from isotropy.models.resolve import MODEL_HELP
 
 __all__ = ["EXPERIMENT"]
 
@@ -17,7 +18,7 @@ EXPERIMENT = Experiment(
     config_model=ClusterFinetuneConfig,
     default_setup="minilm",
     resume_keys=frozenset({"seeds", "conditions"}),
-    shortcuts=(("--model", "model", "all-MiniLM-L6-v2 (packaged) or a local transformers model directory"),
+    shortcuts=(("--model", "model", MODEL_HELP),
                ("--task", "task", "GLUE task: rte (default), mrpc, qnli, wnli, sst2 or cola")),
     help="""Fine-tuning with and without the in-batch cluster transform (Rajaee & Pilehvar, "Fine-Tuning BERT").
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from isotropy.experiments._runner import Experiment
 from isotropy.experiments.frozen_classification.config import FrozenClassificationConfig
+from isotropy.models.resolve import MODEL_HELP
 
 __all__ = ["EXPERIMENT"]
 
@@ -17,7 +18,7 @@ EXPERIMENT = Experiment(
     config_model=FrozenClassificationConfig,
     default_setup="minilm",
     resume_keys=frozenset(),
-    shortcuts=(("--model", "model", "all-MiniLM-L6-v2 (packaged), gemma-3-270m or a local model directory"),),
+    shortcuts=(("--model", "model", MODEL_HELP),),
     help="""Frozen encoder + isotropy transform + logistic regression (Rajaee & Pilehvar, classification test).
 
     Rows: baseline, mean, mean+pca, kmeans+mean, kmeans+mean+pca (the proposed algorithm),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from isotropy.experiments._runner import Experiment
 from isotropy.experiments.istar.config import IstarConfig
+from isotropy.models.resolve import MODEL_HELP
 
 __all__ = ["EXPERIMENT"]
 
@@ -17,7 +18,7 @@ EXPERIMENT = Experiment(
     config_model=IstarConfig,
     default_setup="sst2-cpu",
     resume_keys=frozenset({"seeds", "lambdas", "baseline", "cosreg"}),
-    shortcuts=(("--model", "model", "Packaged model name or a local transformers model directory"),
+    shortcuts=(("--model", "model", MODEL_HELP),
                ("--lambdas", "lambdas[]", "Comma-separated I-STAR weights, e.g. -5,-1,1,5"),
                ("--train-size", "train_size", "Training subsample size (null: the whole split)")),
     help="""Fine-tune an encoder with I-STAR (λ sweep), CosReg and no regularisation over seeds (Rudman & Eickhoff, 2024).

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from isotropy.experiments._runner import Experiment
 from isotropy.experiments.layer_geometry.config import LayerGeometryConfig
+from isotropy.models.resolve import MODEL_HELP
 
 __all__ = ["EXPERIMENT"]
 
@@ -19,7 +20,7 @@ EXPERIMENT = Experiment(
     default_setup="minilm-wikitext2",
     resume_keys=frozenset(),
     partial=False,
-    shortcuts=(("--model", "model", "all-MiniLM-L6-v2 (packaged), a local transformers model directory or a hub name"),
+    shortcuts=(("--model", "model", MODEL_HELP),
                ("--corpus", "corpus", "wikitext-2, ptb, or a path to a plain-text file"),
                ("--layers", "layers", "'all' or comma-separated hidden-state indices, e.g. 0,3,6")),
     help="""Geometry of a transformer's contextual embeddings, layer by layer (Cai et al. 2021).

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from isotropy.experiments._runner import Experiment
 from isotropy.experiments.minibatch_stability.config import MinibatchStabilityConfig
+from isotropy.models.resolve import MODEL_HELP
 
 __all__ = ["EXPERIMENT"]
 
@@ -17,7 +18,7 @@ EXPERIMENT = Experiment(
     config_model=MinibatchStabilityConfig,
     default_setup="minilm",
     resume_keys=frozenset(),
-    shortcuts=(("--model", "embeddings.model", "all-MiniLM-L6-v2 (packaged), gemma-3-270m or a local model directory"),),
+    shortcuts=(("--model", "embeddings.model", MODEL_HELP),),
     help="""IsoScore and IsoScore* on mini-batches against the whole cloud (Rudman & Eickhoff, Figure 4).
 
     Clouds: a Gaussian of known isotropy (closed form; with the Wishart prediction of every batch

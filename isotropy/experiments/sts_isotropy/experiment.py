@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from isotropy.experiments._runner import Experiment
 from isotropy.experiments.sts_isotropy.config import DATASETS, StsIsotropyConfig
+from isotropy.models.resolve import MODEL_HELP
 
 __all__ = ["EXPERIMENT"]
 
@@ -18,7 +19,7 @@ EXPERIMENT = Experiment(
     default_setup="paper",
     resume_keys=frozenset(),
     partial=False,
-    shortcuts=(("--model", "model", "all-MiniLM-L6-v2 (packaged) or a local model directory"),
+    shortcuts=(("--model", "model", MODEL_HELP),
                ("--fit-on", "fit_on", "What the transforms are fitted on: self, stsb-train, wikitext-2 or a text file"),
                ("--datasets", "datasets[]", f"Comma-separated data sets from {', '.join(DATASETS)}")),
     help="""Isotropy-enhancing transforms on STS 2012-2016, STS-B and SICK (Rajaee & Pilehvar, 2021).
