@@ -1,6 +1,8 @@
 """Intrinsic dimension: TwoNN and Levina–Bickel MLE against scikit-dimension (same data, same
 neighbours), hand-computed values, data of known dimension, duplicates and bad arguments."""
 
+import re
+
 import numpy as np
 import pytest
 import skdim
@@ -169,6 +171,66 @@ def test_too_few_distinct_points():
         mle_dimension(X, n_neighbors=3)
     with pytest.raises(IsotropyValueError, match=r"twonn_dimension must have more than 2 distinct points \(TwoNN reads the two nearest neighbours of each\). Got 2"):
         twonn_dimension(X[:5])  # 4 copies of e1 and e2
+
+
+def _neighbour_dimensions(X, **kwargs):
+    from isotropy.metrics.dimension import neighbour_dimensions
+
+    return neighbour_dimensions(X, **kwargs)
+
+
+TEN_TIMES_THREE = np.repeat(np.random.default_rng(0).normal(size=(10, 4)), 3, axis=0)  # 30 rows, 10 distinct
+
+
+@pytest.mark.parametrize("func", [mle_dimension, local_mle_dimension, _neighbour_dimensions],
+                         ids=["mle_dimension", "local_mle_dimension", "neighbour_dimensions"])
+@pytest.mark.parametrize(("X", "k", "got"), [
+    (np.ones((5, 3)), None, "1 distinct point (4 duplicate rows)"),  # the default k (20, 100), past the 5 rows too
+    (TEN_TIMES_THREE, 10, "10 distinct points (20 duplicate rows)"),  # within [2, n_samples - 1]
+    (TEN_TIMES_THREE, 29, "10 distinct points (20 duplicate rows)"),
+    (TEN_TIMES_THREE, 30, "10 distinct points (20 duplicate rows)"),  # past n_samples - 1 as well
+    (TEN_TIMES_THREE, 500, "10 distinct points (20 duplicate rows)"),
+], ids=["5-identical-default", "k=10", "k=29", "k=30", "k=500"])
+def test_n_neighbors_limited_by_the_distinct_points_says_so(func, X, k, got):
+    """Where the duplicates are what limits k, every k past them gets the one message that says so, not a range
+    [2, n_samples - 1] that the distinct points do not allow either."""
+    name = func.__name__.lstrip("_")
+    kwargs = {} if k is None else {"n_neighbors": k}
+    k = (100 if func is local_mle_dimension else 20) if k is None else k  # their defaults
+    with pytest.raises(IsotropyValueError, match=rf"^The 'X' parameter of {name} must have more than n_neighbors={k} "
+                                                 rf"distinct points\. Got {re.escape(got)} instead\.$"):
+        func(X, **kwargs)
+
+
+@pytest.mark.parametrize("k", [1, 2.5])
+def test_an_n_neighbors_wrong_whatever_the_data_names_n_neighbors(k):
+    with pytest.raises((IsotropyValueError, TypeError), match=r"^The 'n_neighbors' parameter of mle_dimension must be "
+                                                             r"an int in the range \[2, 29\]"):
+        mle_dimension(TEN_TIMES_THREE, n_neighbors=k)
+
+
+def test_n_neighbors_past_the_rows_of_distinct_data_names_the_range():
+    torch = pytest.importorskip("torch")
+    X = np.random.default_rng(0).normal(size=(5, 3))
+    for data in (X, torch.tensor(X)):
+        with pytest.raises(IsotropyValueError, match=r"^The 'n_neighbors' parameter of mle_dimension must be an int in "
+                                                     r"the range \[2, 4\]\. Got 20 instead\.$"):
+            mle_dimension(data)
+    with pytest.raises(IsotropyValueError, match=r"^The 'X' parameter of mle_dimension must have more than "
+                                                 r"n_neighbors=20 distinct points\. Got 1 distinct point"):
+        mle_dimension(torch.ones(5, 3, dtype=torch.float64))
+
+
+def test_the_estimator_lowers_n_neighbors_to_the_distinct_points_as_documented():
+    """MLE (the scikit-learn estimator) lowers k to n_distinct - 1 with a warning, as scikit-dimension's MLE does
+    (its docstring says so); the function refuses. Both agree once k fits."""
+    with pytest.warns(UserWarning) as warned:
+        est = MLE(n_neighbors=500).fit(TEN_TIMES_THREE)
+    assert any("n_neighbors=500 is not below the 10 distinct points; using n_neighbors=9" in str(w.message)
+               for w in warned)
+    assert est.n_neighbors_ == 9
+    with pytest.warns(UserWarning, match="20 duplicate rows"):
+        assert est.dimension_ == pytest.approx(mle_dimension(TEN_TIMES_THREE, n_neighbors=9), rel=1e-12)
 
 
 @pytest.mark.parametrize("how", ["function", "neighbour_dimensions", "dask"])

@@ -29,8 +29,8 @@ def too_few_distinct(caller: str, n_neighbors: int, n_distinct: int, n_dup: int)
     """
     needs = (f"more than {n_neighbors} distinct points (TwoNN reads the two nearest neighbours of each)"
              if caller == "twonn_dimension" else f"more than n_neighbors={n_neighbors} distinct points")
-    return IsotropyValueError(f"The 'X' parameter of {caller} must have {needs}. Got {n_distinct} distinct points "
-                              f"({n_dup} duplicate rows) instead.")
+    return IsotropyValueError(f"The 'X' parameter of {caller} must have {needs}. Got {n_distinct} distinct "
+                              f"point{'' if n_distinct == 1 else 's'} ({n_dup} duplicate rows) instead.")
 
 
 def _computed(value: float, caller: str) -> float:

@@ -108,6 +108,27 @@ def _distinct(X, scale, repeated):
     return first, inverse.reshape(-1)
 
 
+def _check_n_neighbors(X, n_neighbors, metric: str, caller: str) -> int:
+    """``n_neighbors`` of the MLE: an int in ``[2, n_samples - 1]``; returned as int.
+
+    Past ``n_samples - 1``, when ``X`` has duplicate rows, it is the distinct points that limit ``k``
+    (no ``k`` of the range would do either once it reaches them): the error is then the one of a
+    ``k`` within the range that reaches them (:func:`too_few_distinct`), not the range of the rows.
+    The distinct points are counted only on that error path.
+    """
+    n = X.shape[0]
+    try:
+        check_scalar(n_neighbors, "n_neighbors", caller=caller, kind=numbers.Integral, low=2, high=n - 1)
+    except ValueError:
+        if isinstance(n_neighbors, numbers.Integral) and not isinstance(n_neighbors, bool) and n_neighbors > n - 1:
+            A, scale = _prepare(X.detach().cpu().numpy() if is_torch(X) else X, metric, caller)
+            n_distinct = _distinct(A, scale, _maybe_repeated(A, scale))[0].size
+            if n_distinct < n:
+                raise too_few_distinct(caller, int(n_neighbors), n_distinct, n - n_distinct) from None
+        raise
+    return int(n_neighbors)
+
+
 def _output(value, like):
     """Python float (numpy input) or a tensor on the input's device (torch input)."""
     if is_torch(like):
@@ -226,7 +247,7 @@ def local_mle_dimension(X, *, n_neighbors: int = 100, metric: str = "euclidean")
     caller = "local_mle_dimension"
     X = check_X(X, caller=caller, min_samples=3, rescale=True)
     metric = check_option(metric, "metric", _METRICS, caller=caller)
-    check_scalar(n_neighbors, "n_neighbors", caller=caller, kind=numbers.Integral, low=2, high=X.shape[0] - 1)
+    _check_n_neighbors(X, n_neighbors, metric, caller)
     dist, inverse = _neighbour_distances(X, n_neighbors=n_neighbors, metric=metric, caller=caller)
     local = _local_mle(dist, caller)
     if inverse is not None:
@@ -287,7 +308,7 @@ def mle_dimension(X, *, n_neighbors: int = DEFAULT_MLE_NEIGHBOURS, metric: str =
     X = check_X(X, caller=caller, min_samples=3, rescale=True)
     metric = check_option(metric, "metric", _METRICS, caller=caller)
     averaging = check_option(averaging, "averaging", _AVERAGING, caller=caller)
-    check_scalar(n_neighbors, "n_neighbors", caller=caller, kind=numbers.Integral, low=2, high=X.shape[0] - 1)
+    _check_n_neighbors(X, n_neighbors, metric, caller)
     dist, _ = _neighbour_distances(X, n_neighbors=n_neighbors, metric=metric, caller=caller)
     return _output(_pool(_local_mle(dist, caller), averaging, caller, n_neighbors), X)
 
@@ -358,8 +379,7 @@ def neighbour_dimensions(X, *, twonn: bool = True, mle: bool = True, local_mle: 
     averaging = check_option(averaging, "averaging", _AVERAGING, caller=caller)
     k = 2
     if mle or local_mle:
-        check_scalar(n_neighbors, "n_neighbors", caller=caller, kind=numbers.Integral, low=2, high=X.shape[0] - 1)
-        k = int(n_neighbors)
+        k = _check_n_neighbors(X, n_neighbors, metric, caller)
     dist, inverse = _neighbour_distances(X, n_neighbors=k, metric=metric, caller=caller)
     out = {}
     if twonn:
