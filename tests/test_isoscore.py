@@ -236,6 +236,19 @@ def test_half_precision_tensors_are_scored_in_float32():
     assert abs(float(value) - expected) < 1e-3
 
 
+@pytest.mark.parametrize("half", ["float16", "bfloat16"])
+@pytest.mark.parametrize("name", ["isoscore", "isoscore_star", "participation_ratio", "partition_isotropy",
+                                  "cosine_similarity_mean", "inter_type_cosine", "intra_type_cosine"])
+def test_half_precision_gives_float32_on_the_device_as_docs_api_isotropy_says(name, half):
+    """docs/api/isotropy.md: torch in gives a tensor on the input's device and dtype, float32 for half precision."""
+    import isotropy
+
+    X = torch.tensor(np.random.default_rng(4).standard_normal((60, 5)), dtype=getattr(torch, half))
+    labels = np.arange(60) % 3
+    value = getattr(isotropy, name)(*((X, labels) if name.endswith("type_cosine") else (X,)))
+    assert isinstance(value, torch.Tensor) and value.dtype == torch.float32 and value.device == X.device
+
+
 def test_isoscore_from_covariance_rejects_indefinite_matrices():
     with pytest.raises(IsotropyValueError, match="'cov' parameter of isoscore_from_covariance must be positive semi"):
         isoscore_from_covariance(np.diag([1.0, 1.0, -0.9]))
