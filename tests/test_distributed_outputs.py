@@ -144,8 +144,6 @@ def test_uniformity_of_a_dask_array_refuses_what_in_memory_refuses(client, data)
         isotropy.distributed.uniformity(da.from_array(X[:1], chunks=(1, -1)))
 
 
-@pytest.mark.xfail(strict=True, reason="isotropy.uniformity (isotropy/metrics/contrastive.py) refuses a dask array "
-                                       "until it hands it to isotropy.distributed.uniformity")
 def test_isotropy_uniformity_hands_a_dask_array_to_the_tiles(client, data):
     X, Xd, _ = data
     assert isotropy.uniformity(Xd, t=3) == pytest.approx(isotropy.uniformity(X, t=3), rel=1e-10)

@@ -116,7 +116,7 @@ def test_measure_new_metrics_on_dask_shards(X, tmp_path):
     values = json.loads(out.read_text())["values"]
     assert values["effective_rank"] == pytest.approx(effective_rank(X), rel=1e-10)
     assert values["rankme"] == pytest.approx(rankme(X), rel=1e-10)
-    # uniformity has no distributed form: a --sample-size sample is read into memory for it, else a one-line error
+    # uniformity by tiles of the pairs on the dask path: all rows, or a --sample-size sample of them
     from isotropy._utils.sampling import subsample_indices
     from isotropy.metrics.contrastive import uniformity
 
@@ -124,9 +124,9 @@ def test_measure_new_metrics_on_dask_shards(X, tmp_path):
     assert sampled.exit_code == 0, sampled.output
     rows = subsample_indices(len(X), 60, random_state=0)
     assert json.loads(out.read_text())["values"]["uniformity"] == pytest.approx(uniformity(X[rows]), rel=1e-10)
-    whole = invoke(shards, "--metrics", "uniformity")
-    assert whole.exit_code == 2 and "Error: uniformity: it needs every pair of rows in memory" in whole.stderr
-    assert "give --sample-size N" in whole.stderr
+    whole = invoke(shards, "--metrics", "uniformity", "--json", out)
+    assert whole.exit_code == 0, whole.output
+    assert json.loads(out.read_text())["values"]["uniformity"] == pytest.approx(uniformity(X), rel=1e-10)
 
 
 def test_isoscore_star_rule_of_the_default_table(X, tmp_path):
@@ -173,6 +173,6 @@ def test_cost_note_does_not_advise_workers_on_the_dask_path(monkeypatch):
     for name in ("silhouette_score", "uniformity"):
         note = report._cost_note(name, 10**6, 8, distributed=True)
         assert "--workers" not in note and "--sample-size" in note
-    # uniformity has no distributed form (it reads a --sample-size sample into memory): never sent there
+    # uniformity runs by tiles on the distributed path too: advised there like the silhouette
     note = report._cost_note("uniformity", 10**6, 8)
-    assert "--workers" not in note and "--sample-size" in note
+    assert "--workers N" in note and "--sample-size" in note

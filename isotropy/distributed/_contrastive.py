@@ -15,6 +15,7 @@ import numbers
 
 import numpy as np
 
+from isotropy._kernels.sphere import unit_rows
 from isotropy.distributed._graph import check_dask_X, check_tile_rows, compute, finite_blocks, tree_reduce
 
 __all__ = ["uniformity"]
@@ -24,20 +25,10 @@ _EMPTY = (-np.inf, 0.0)  # the log-sum-exp of no pairs
 
 
 def _uniformity_block(block, normalize, caller):
-    """Float64 rows of one block and their squared norms; with ``normalize`` the unit rows, as in memory.
-
-    The projection and its refusal of a zero row are those of ``isotropy.metrics.contrastive._normalized``
-    (which this floor of the package may not import): ``X / ‖X‖`` row by row in float64.
-    """
-    from isotropy._utils.errors import IsotropyValueError
-
+    """Float64 rows of one block and their squared norms; with ``normalize`` the unit rows, as in memory."""
     B = np.asarray(block, dtype=np.float64)
     if normalize:
-        norms = np.linalg.norm(B, axis=1, keepdims=True)
-        if (norms == 0).any():
-            raise IsotropyValueError(f"The 'X' parameter of {caller} has a zero row, which has no direction on "
-                                     f"the sphere: expected non-zero rows (or normalize=False).")
-        B = B / norms
+        B = unit_rows(B, caller=caller)
     return B, np.einsum("ij,ij->i", B, B)
 
 

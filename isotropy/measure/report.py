@@ -365,14 +365,12 @@ def _measure_each(metric_names, data, *, distance, random_state, progress, n_nei
     """The metrics of :func:`_measure`, one after the other."""
     import inspect
 
-    import numpy as np
     from tqdm import tqdm
 
     from isotropy._utils.backend import is_dask
     from isotropy.io.embeddings import EmbeddingsReadError
 
     X, cluster_ids = data.X, data.cluster_ids
-    in_memory = None  # a dask input's --sample-size rows, read for the metrics of _IN_MEMORY_ONLY
     shared = {}  # the one neighbour pass of TwoNN and MLE (_one_neighbour_pass)
     one_pass = [name for name in metric_names if name in _ONE_PASS] if _ONE_PASS <= set(metric_names) else []
     show = sys.stderr.isatty() if progress is None else progress
@@ -382,8 +380,7 @@ def _measure_each(metric_names, data, *, distance, random_state, progress, n_nei
         spec = METRICS[name]
         labelled = spec.needs_labels
         search = name in one_pass  # TwoNN and MLE from one search: one note, before it
-        refused = name in _IN_MEMORY_ONLY and is_dask(X) and data.n_samples == data.n_rows  # fails at once, below
-        if name in QUADRATIC and not (search and shared) and not refused:
+        if name in QUADRATIC and not (search and shared):
             note = _cost_note(_SHARED_SEARCH if search else name, *X.shape, distributed=is_dask(X),
                               names=one_pass if search else None, n_neighbors=n_neighbors)
             if note:
@@ -401,21 +398,12 @@ def _measure_each(metric_names, data, *, distance, random_state, progress, n_nei
             kwargs["n_neighbors"] = n_neighbors
         if name == "isoscore_star" and data.shrinkage_cov is not None:
             kwargs["shrinkage_cov"] = data.shrinkage_cov
-        rows = X
-        if name in _IN_MEMORY_ONLY and is_dask(X) and data.n_samples < data.n_rows:  # the sample, read once
-            if in_memory is None:
-                in_memory = np.asarray(X.compute())
-            rows = in_memory
-        args = (rows, cluster_ids) if labelled else (rows,)
+        args = (X, cluster_ids) if labelled else (X,)
         start = time.perf_counter()
         error = kind = value = None
         with warnings.catch_warnings(record=True) as caught, _reporting_to(bar, name):
             warnings.simplefilter("always")
             try:
-                if name in _IN_MEMORY_ONLY and is_dask(rows):
-                    raise ValueError("it needs every pair of rows in memory, which a lazily read input (a folder "
-                                     "of shards, --workers, --scheduler) does not hold; give --sample-size N (those "
-                                     "N rows are read into memory)")
                 value = float(function(*args, **kwargs))
             except EmbeddingsReadError as exc:  # a lazily read shard is bad: the data, not this metric
                 bar.close()
@@ -434,8 +422,6 @@ def _measure_each(metric_names, data, *, distance, random_state, progress, n_nei
     bar.close()
 
 
-# metrics with no distributed form: on the dask path they read a --sample-size sample into memory
-_IN_MEMORY_ONLY = {"uniformity"}
 _ONE_PASS = {"twonn_dimension", "mle_dimension"}
 _SHARED_SEARCH = "mle_dimension"  # the one pass searches MLE's neighbours: its cost is the pass's
 
@@ -509,7 +495,7 @@ def _cost_note(name, n_samples, n_features, *, distributed=False, names=None, n_
     if sample < n_samples:
         took = max(_COST_NOTE_SECONDS, estimate_seconds(name, sample, n_features, n_neighbors=k))
         advice.append(f"--sample-size {sample} takes about {format_duration(took)}")
-    if not distributed and name not in _IN_MEMORY_ONLY:  # the in-memory-only metrics refuse the distributed path
+    if not distributed:
         advice.append("for all rows, use the distributed path (--workers N)")
     advice = "; ".join(advice)
     return (f"Note: {subject} all {n_samples} x {n_samples} pairs (O(n²)): about {format_duration(seconds)} on "

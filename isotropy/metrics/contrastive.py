@@ -12,6 +12,7 @@ import numbers
 
 import numpy as np
 
+from isotropy._kernels.sphere import unit_rows
 from isotropy._utils.backend import is_dask, is_torch, to_output
 from isotropy._utils.errors import IsotropyValueError
 from isotropy._utils.validation import check_bool, check_scalar, check_X
@@ -19,21 +20,6 @@ from isotropy._utils.validation import check_bool, check_scalar, check_X
 __all__ = ["alignment", "uniformity"]
 
 _BLOCK_ROWS, _BLOCK_COLS = 1024, 8192  # uniformity's tiles: 1024 x 8192 float64 distances (64 MB) at a time
-
-
-def _normalized(X, *, caller: str, name: str):
-    if is_torch(X):
-        norms = X.norm(dim=1, keepdim=True)
-        if bool((norms == 0).any()):
-            raise IsotropyValueError(f"The '{name}' parameter of {caller} has a zero row, which has no direction "
-                                     f"on the sphere: expected non-zero rows (or normalize=False).")
-        return X / norms
-    X = np.asarray(X, dtype=np.float64)
-    norms = np.linalg.norm(X, axis=1, keepdims=True)
-    if (norms == 0).any():
-        raise IsotropyValueError(f"The '{name}' parameter of {caller} has a zero row, which has no direction on "
-                                 f"the sphere: expected non-zero rows (or normalize=False).")
-    return X / norms
 
 
 def alignment(X, Y, *, alpha: float = 2, normalize: bool = True):
@@ -98,7 +84,7 @@ def alignment(X, Y, *, alpha: float = 2, normalize: bool = True):
         raise IsotropyValueError(f"The 'Y' parameter of {caller} must have the shape of 'X' {tuple(X.shape)}. "
                                  f"Got {tuple(Y.shape)} instead.")
     if normalize:
-        X, Y = _normalized(X, caller=caller, name="X"), _normalized(Y, caller=caller, name="Y")
+        X, Y = unit_rows(X, caller=caller, name="X"), unit_rows(Y, caller=caller, name="Y")
     if is_torch(X):
         return (X - Y).norm(dim=1).pow(float(alpha)).mean()
     diff = np.asarray(X, dtype=np.float64) - np.asarray(Y, dtype=np.float64)
@@ -121,7 +107,8 @@ def uniformity(X, *, t: float = 2, normalize: bool = True):
     -------
     unif : float or torch.Tensor
         ``≤ 0``; more negative is more uniform, 0 when all rows coincide. Python float for numpy
-        input; a differentiable 0-dim tensor for torch input.
+        input, and for a dask array (every pair, by tiles: :func:`isotropy.distributed.uniformity`);
+        a differentiable 0-dim tensor for torch input.
 
     Notes
     -----
@@ -151,12 +138,13 @@ def uniformity(X, *, t: float = 2, normalize: bool = True):
     caller = "uniformity"
     check_scalar(t, "t", caller=caller, kind=numbers.Real, low=0, closed="neither")
     check_bool(normalize, "normalize", caller=caller)
-    if is_dask(X):
-        raise IsotropyValueError(f"The 'X' parameter of {caller} is a dask array: uniformity needs every pair of "
-                                 f"rows; expected an in-memory array (compute a sample with X[idx].compute()).")
+    if is_dask(X):  # a dask array: every pair once, by tiles on the dask scheduler (the same value)
+        from isotropy import distributed
+
+        return distributed.uniformity(X, t=t, normalize=normalize)
     X = check_X(X, caller=caller)
     if normalize:
-        X = _normalized(X, caller=caller, name="X")
+        X = unit_rows(X, caller=caller)
     t = float(t)
     if is_torch(X):
         import torch
