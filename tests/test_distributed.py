@@ -294,8 +294,6 @@ def test_unknown_chunk_sizes_blame_X_not_the_labels(blobs, name):
         getattr(isotropy, name)(unknown, labels[keep])
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="the dask MLE checks n_neighbors against the rows "
-                   "(isotropy/distributed/_neighbors.py); in memory, past the rows, the distinct points are named")
 def test_dask_n_neighbors_past_the_rows_of_duplicated_data_is_the_in_memory_error():
     X = np.repeat(np.random.default_rng(0).normal(size=(10, 4)), 3, axis=0)  # 30 rows, 10 distinct
     with pytest.raises(IsotropyValueError) as in_memory:

@@ -132,8 +132,6 @@ def test_a_tensor_without_data_is_refused_in_one_line(name, kind):
     assert message.endswith(" instead.") and "\n" not in message
 
 
-@pytest.mark.xfail(strict=True, raises=(RuntimeError, NotImplementedError),
-                   reason="'cov' is checked in isotropy/_kernels/isoscore.py, outside this change")
 def test_isoscore_from_covariance_refuses_a_meta_cov():
     with pytest.raises(IsotropyValueError, match=r"The 'cov' parameter of isoscore_from_covariance must be a tensor "
                                                  r"holding data"):

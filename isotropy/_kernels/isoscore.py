@@ -17,7 +17,7 @@ import numpy as np
 
 from isotropy._utils.backend import is_torch, to_output
 from isotropy._utils.magnitude import safe_exponent_range
-from isotropy._utils.validation import IsotropyValueError, check_scalar
+from isotropy._utils.validation import IsotropyValueError, check_scalar, check_tensor_data
 
 # Data whose total variance is below (_FLOOR_ULPS * eps)^2 * ||mean||^2 per sample is treated as
 # constant: the residual of exact centring of identical rows is a few ulps of the mean.
@@ -119,6 +119,7 @@ def _check_shrinkage_cov(shrinkage_cov, n_features, *, like, caller, name="shrin
 
     numpy ``like``: float64 ndarray. torch ``like``: tensor on ``like``'s device and dtype.
     """
+    check_tensor_data(shrinkage_cov, caller=caller, name=name)
     if is_torch(shrinkage_cov) and not is_torch(like):
         S = shrinkage_cov.detach().cpu().double().numpy()
     elif is_torch(like):

@@ -192,8 +192,13 @@ def _local_graph(X, n_neighbors, metric, chunk_size, caller):
     from isotropy._utils.validation import check_option, check_scalar
 
     X = check_dask_X(X, caller=caller, min_samples=3)
-    check_scalar(n_neighbors, "n_neighbors", caller=caller, kind=numbers.Integral, low=2, high=X.shape[0] - 1)
     check_option(metric, "metric", _METRICS, caller=caller)
+    try:
+        check_scalar(n_neighbors, "n_neighbors", caller=caller, kind=numbers.Integral, low=2, high=X.shape[0] - 1)
+    except ValueError:  # past the rows: when duplicates are what limit k, say so, as in memory
+        if isinstance(n_neighbors, numbers.Integral) and not isinstance(n_neighbors, bool) and n_neighbors >= 2:
+            distinct_rows(X, n_neighbors=int(n_neighbors), metric=metric, caller=caller)  # raises if duplicates
+        raise
     distinct = distinct_rows(X, n_neighbors=int(n_neighbors), metric=metric, caller=caller, stacklevel=5)
     if distinct is not None:  # merged as in memory: each distinct point once
         X = X[distinct.rows]
