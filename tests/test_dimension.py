@@ -233,7 +233,7 @@ def test_the_estimator_lowers_n_neighbors_to_the_distinct_points_as_documented()
         assert est.dimension_ == pytest.approx(mle_dimension(TEN_TIMES_THREE, n_neighbors=9), rel=1e-12)
 
 
-@pytest.mark.parametrize("how", ["function", "neighbour_dimensions", "dask"])
+@pytest.mark.parametrize("how", ["function", "method_mle", "neighbour_dimensions", "dask"])
 def test_twonn_on_tied_neighbour_distances_names_the_ties(how):
     """Binary data: most points have their first and second neighbours at the same distance, r2/r1 = 1,
     so every ratio kept is 1, log(r2/r1) = 0 and the fit is 0/0. The error says so, with the count of
@@ -241,6 +241,8 @@ def test_twonn_on_tied_neighbour_distances_names_the_ties(how):
     B = (np.random.default_rng(0).normal(size=(50, 6)) > 0).astype(float)  # 34 distinct rows, 32 with r2/r1 = 1
     if how == "function":
         call, caller = lambda: twonn_dimension(B), "twonn_dimension"
+    elif how == "method_mle":  # (K - 1) / 0: it gave inf
+        call, caller = lambda: twonn_dimension(B, method="mle"), "twonn_dimension"
     elif how == "neighbour_dimensions":
         from isotropy.metrics.dimension import neighbour_dimensions
 

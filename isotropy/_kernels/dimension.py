@@ -60,15 +60,15 @@ def _twonn(dist: np.ndarray, discard_fraction: float, method: str, caller: str) 
         raise IsotropyValueError(f"The 'discard_fraction' parameter of {caller} must keep at least 2 of the {N} "
                                  f"distinct points. Got {discard_fraction!r} instead.")
     log_mu = np.log(mu[:n_keep])
+    if not log_mu.any():
+        # every ratio kept is 1 (tied first and second neighbour distances: a lattice, binary data), so the linear
+        # slope is 0/0 and the maximum-likelihood estimate (K - 1)/0; said with its cause here. scikit-dimension's
+        # TwoNN (0.5) returns 0 for such data (its LinearRegression takes the minimum-norm slope of an all-zero x):
+        # we refuse rather than return 0 (or inf), which reads as a dimension while the ratios carry no information
+        raise _tied_ratios(mu, n_keep, discard_fraction, caller)
     if method == "mle":
         return _computed((n_keep - 1) / (log_mu.sum() + (N - n_keep) * log_mu[-1]), caller)
     y = -np.log1p(-np.arange(1, n_keep + 1) / N)
-    if not log_mu.any():
-        # every ratio kept is 1 (tied first and second neighbour distances: a lattice, binary data), so the slope
-        # is 0/0, the NaN _computed refuses; said with its cause here. scikit-dimension's TwoNN (0.5) returns 0 for
-        # such data (its LinearRegression takes the minimum-norm slope of an all-zero x): we refuse rather than
-        # return 0, which reads as a dimension (a point) while it only says the ratios carry no information
-        raise _tied_ratios(mu, n_keep, discard_fraction, caller)
     return _computed(np.dot(log_mu, y) / np.dot(log_mu, log_mu), caller)
 
 
