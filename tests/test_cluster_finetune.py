@@ -139,3 +139,16 @@ def test_small_last_batch_is_refused(tmp_path, tiny_bert_dir):
     with pytest.raises(ValueError, match="'train_size' setting of cluster-finetune gives 17 items"):
         execute(EXPERIMENT, config, results_dir=tmp_path / "r", device="cpu", data_dir=shared_data_path(), quiet=True)
     assert not (tmp_path / "r").exists()
+
+
+def test_first_token_pooling_of_a_decoder_is_refused():
+    """A causal decoder's first token sees only itself: [CLS]-style pooling would give every pair one vector."""
+    from transformers import GPT2Config, GPT2Model
+
+    from isotropy.experiments.cluster_finetune.model import PairClassifier
+
+    decoder = GPT2Model(GPT2Config(n_embd=16, n_layer=1, n_head=2, vocab_size=50, n_positions=32))
+    with pytest.raises(ValueError, match=r"^The 'pooling' parameter of cluster-finetune cannot be 'first' for the "
+                                         r"causal decoder 'gpt2': its first token sees only itself"):
+        PairClassifier(decoder, 2, pooling="first")
+    assert PairClassifier(decoder, 2, pooling="mean").pooling == "mean"

@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import Field, field_validator
 
 from isotropy.experiments._config import ExperimentConfig, Seeds, expects
+from isotropy.models.resolve import MODEL_HELP
 
 __all__ = ["ActivationDiagramsConfig"]
 
@@ -15,7 +16,7 @@ __all__ = ["ActivationDiagramsConfig"]
 class ActivationDiagramsConfig(ExperimentConfig):
     """Activation diagrams of the pre-trained encoder and of the istar experiment's fine-tuned ones."""
 
-    model: str = Field(min_length=1, description="Packaged model name or a local transformers directory.")
+    model: str = Field(min_length=1, description=MODEL_HELP + ".")
     fine_tune_setup: str = Field(min_length=1, description="The istar experiment's setup giving the training settings.")
     fine_tune: dict[str, Any] = Field(description="Overrides of that setup (istar keys, e.g. train_size, epochs).")
     lambdas: list[float] = expects("a list of distinct non-zero finite numbers (I-STAR weights)")

@@ -40,6 +40,10 @@ class PairClassifier(nn.Module):
         if pooling not in ("first", "mean"):
             raise ValueError(f"The 'pooling' parameter of PairClassifier must be 'first' or 'mean'. "
                              f"Got {pooling!r} instead.")
+        if pooling == "first":  # a causal decoder's first token is the same for every input: refused there
+            from isotropy.models.pooling import check_pooling
+
+            check_pooling(pooling, encoder.config, caller="cluster-finetune")
         self.encoder = encoder
         self.pooling = pooling
         self.transform = transform

@@ -8,6 +8,7 @@ from pydantic import Field, field_validator
 
 from isotropy.experiments._config import ExperimentConfig, Seeds, expects
 from isotropy.experiments.frozen_classification.science import METHODS
+from isotropy.models.resolve import MODEL_HELP
 
 __all__ = ["FrozenClassificationConfig"]
 
@@ -19,7 +20,7 @@ class FrozenClassificationConfig(ExperimentConfig):
 
     task: Literal["sst2", "cola"]
     validation_split: str = Field(min_length=1)
-    model: str = Field(description="Packaged model name or a local transformers directory.")
+    model: str = Field(description=MODEL_HELP + ".")
     layer: int = Field(description="Hidden-state index mean-pooled (0 = embeddings, -1 = last layer).")
     max_length: int = Field(ge=2)
     encode_batch_size: int = Field(ge=1)

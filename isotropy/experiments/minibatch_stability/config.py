@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from isotropy.experiments._config import ExperimentConfig, Seeds, expects
+from isotropy.models.resolve import MODEL_HELP
 
 __all__ = ["EmbeddingCloud", "MinibatchStabilityConfig", "SyntheticCloud"]
 
@@ -25,7 +26,7 @@ class EmbeddingCloud(ExperimentConfig):
     task: Literal["sst2", "cola"]
     split: str = Field(description="The cloud: every sentence of this split (SST-2 dev: 872).")
     shrinkage_split: str = Field(description="Split whose sentences give Σ_S (held out from the cloud).")
-    model: str = Field(description="Packaged model name or a local transformers directory.")
+    model: str = Field(description=MODEL_HELP + ".")
     layer: int = Field(description="Hidden-state index pooled (0 = embeddings, -1 = last layer).")
     max_length: int = Field(ge=2)
     batch_size: int = Field(ge=1, description="Sentences per forward pass when encoding.")

@@ -183,16 +183,10 @@ def _results_config(config) -> dict:
 
 
 def _check_model(model: str) -> None:
-    import os
-
+    """Refuse, before any work, a model :func:`resolve_model` cannot find (its one line names what it accepts)."""
     from isotropy.models.encoders import resolve_model
 
-    location = resolve_model(model)
-    offline = os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0") or os.environ.get("TRANSFORMERS_OFFLINE", "") \
-        not in ("", "0")
-    if not Path(location).is_dir() and (offline or Path(model).expanduser().is_absolute() or model.startswith(".")):
-        raise FileNotFoundError(f"The 'model' setting of sts-isotropy is {model!r}: not a local model directory "
-                                f"nor the packaged all-MiniLM-L6-v2{' (and the model hub is offline)' if offline else ''}.")
+    resolve_model(model)
 
 
 def prepare(config, ctx) -> dict:
