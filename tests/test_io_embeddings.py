@@ -305,9 +305,9 @@ def test_labels_text_is_read_a_bounded_piece_at_a_time(tmp_path, monkeypatch):
     """One label a line, read in pieces: a line past 1 MiB, a file past read_texts' 1 GiB cap and labels whose
     array would be a bomb (one very long line among short ones) are each one line; line breaks are as before."""
     from isotropy.io import labels
-    from isotropy.measure.from_model import _MAX_TEXTS_BYTES
+    from isotropy.io._encoding import MAX_TEXT_FILE_BYTES
 
-    assert labels._MAX_LABELS_BYTES == _MAX_TEXTS_BYTES == 2**30 and labels._MAX_LINE == 2**20
+    assert labels._MAX_LABELS_BYTES == MAX_TEXT_FILE_BYTES == 2**30 and labels._MAX_LINE == 2**20
     # the lines str.splitlines finds in the whole text, also across the pieces (\r then \n: one line break)
     monkeypatch.setattr(labels, "_PIECE", 3)
     (tmp_path / "y.txt").write_bytes("a\r\nbb\rc\x85d\u2028 e \x0cf\r\n\r\n \n".encode())

@@ -1,4 +1,4 @@
-"""The text encoding of a file the toolkit reads as text (texts, labels): one check, one decoding rule."""
+"""Text files the toolkit reads (texts, labels): one encoding check, one decoding rule, one size cap."""
 
 from __future__ import annotations
 
@@ -6,7 +6,12 @@ import codecs
 
 from isotropy._utils.errors import IsotropyValueError
 
-__all__ = ["text_codec"]
+__all__ = ["MAX_TEXT_FILE_BYTES", "text_codec"]
+
+#: A texts file (``measure --model --texts``) or a labels text file is read into memory: past this size it is
+#: refused, not read. A million sentences take about 100 MB; a forward pass over 1 GiB of text takes hours even on
+#: a GPU.
+MAX_TEXT_FILE_BYTES = 2**30
 
 
 def text_codec(encoding, *, caller: str) -> tuple[str, str]:

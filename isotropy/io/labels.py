@@ -23,7 +23,7 @@ import numpy as np
 
 from isotropy._utils.validation import IsotropyValueError
 from isotropy.io._archives import EXPANSION_FLOOR_BYTES, MAX_EXPANSION
-from isotropy.io._encoding import text_codec
+from isotropy.io._encoding import MAX_TEXT_FILE_BYTES, text_codec
 from isotropy.io._paths import path_kind
 from isotropy.io.word_vectors import _MAX_LINE
 
@@ -35,10 +35,9 @@ _EXPECTED = ("one label per line (.txt), one label column or several 0/1 columns
              "or a 1-d array or 2-d 0/1 array (.npy)")
 
 
-# A labels text file (one label a line, or a table) is read into memory: past this size it is refused, not read. The
-# cap of read_texts (isotropy.measure.from_model._MAX_TEXTS_BYTES), which reads the texts the labels go with;
-# written again here, as importing it would close an import cycle (from_model imports this module).
-_MAX_LABELS_BYTES = 2**30
+# A labels text file (one label a line, or a table) is read into memory: past this size it is refused, not read (the
+# cap of read_texts, which reads the texts the labels go with)
+_MAX_LABELS_BYTES = MAX_TEXT_FILE_BYTES
 # Characters read at a time from a text file of one label a line (a line may be up to _MAX_LINE, 1 MiB, long)
 _PIECE = 2**18
 # Labels parsed into a numpy array at a time: a file's labels are never all held as Python strings

@@ -40,9 +40,6 @@ DEFAULT_LAYER_METRICS = ("isoscore", "partition_isotropy", "cosine_similarity_me
 # 17 MB line) is never tokenised whole; no token of the shipped tokenizers covers more (WordPiece makes a word
 # longer than 100 characters one [UNK])
 _CHARS_PER_TOKEN = 100
-# A texts file is read whole (its encoding checked, its lines split): past this size it is refused, not read. A
-# million sentences take about 100 MB; a model's forward pass over 1 GiB of text takes hours even on a GPU.
-_MAX_TEXTS_BYTES = 2**30
 
 
 def read_texts(path: str | os.PathLike, *, column: str | None = None, encoding: str = "utf-8") -> list[str]:
@@ -72,7 +69,7 @@ def read_texts(path: str | os.PathLike, *, column: str | None = None, encoding: 
     ['a cat', 'a dog']
     """
     from isotropy._utils.errors import IsotropyValueError
-    from isotropy.io._encoding import text_codec
+    from isotropy.io._encoding import MAX_TEXT_FILE_BYTES, text_codec
     from isotropy.io._paths import check_regular_file
 
     name, decode_as = text_codec(encoding, caller="read_texts")
@@ -80,9 +77,9 @@ def read_texts(path: str | os.PathLike, *, column: str | None = None, encoding: 
                               "JSON-lines file", value_error=IsotropyValueError)
     suffix = path.suffix.lower()
     size = path.stat().st_size
-    if size > _MAX_TEXTS_BYTES:  # read whole below: a bound on its memory (about 3 times the file at most)
+    if size > MAX_TEXT_FILE_BYTES:  # read whole below: a bound on its memory (about 3 times the file at most)
         raise IsotropyValueError(f"The texts file {str(path)!r} is {size / 2**30:.1f} GiB; expected at most "
-                                 f"{_MAX_TEXTS_BYTES // 2**30} GiB of texts (measure a sample of its lines).")
+                                 f"{MAX_TEXT_FILE_BYTES // 2**30} GiB of texts (measure a sample of its lines).")
     try:  # decoded here, whatever the format: a bad byte is then said at its offset in the file
         content = path.read_bytes().decode(decode_as)  # without a leading BOM
     except UnicodeDecodeError as exc:
