@@ -158,6 +158,15 @@ def test_alignment_and_uniformity_on_torch_and_dask(rng):
     assert alignment(da.from_array(X, chunks=(16, -1)), da.from_array(Y, chunks=(32, -1))) == pytest.approx(
         alignment(X, Y), rel=1e-12)
     assert uniformity(da.from_array(X, chunks=(16, -1))) == pytest.approx(uniformity(X), rel=1e-12)
+    # column chunks: each row projected whole, as in memory; a zero row refused in the in-memory words
+    assert alignment(da.from_array(X, chunks=(16, 3)), da.from_array(Y, chunks=(9, 5))) == pytest.approx(
+        alignment(X, Y), rel=1e-12)
+    Z = X.copy()
+    Z[40] = 0.0
+    for name, args in (("X", (da.from_array(Z, chunks=(16, 3)), Y)), ("Y", (X, da.from_array(Z, chunks=(16, -1))))):
+        with pytest.raises(IsotropyValueError, match=rf"^The '{name}' parameter of alignment has a zero row, which has "
+                                                     r"no direction on the sphere"):
+            alignment(*args)
 
 
 @pytest.mark.parametrize(("call", "match"), [

@@ -368,3 +368,16 @@ def test_progress_bar_on_the_local_scheduler(blobs, capsys):
     with isotropy.distributed.show_progress():
         isotropy.isoscore(da.from_array(X, chunks=(100, 9)))
     assert "100% Completed" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", [n for n in isotropy.distributed.__all__ if n != "show_progress"])
+def test_the_distributed_functions_refuse_an_in_memory_array_in_one_line(name):
+    """``isotropy.distributed.f(numpy array)`` was an AttributeError ('rechunk', 'chunks'); the metrics take both."""
+    X, labels = np.random.default_rng(0).normal(size=(50, 4)), np.arange(50) % 2
+    function = getattr(isotropy.distributed, name)
+    args = (X, labels) if "labels" in function.__code__.co_varnames[:function.__code__.co_argcount] else (X,)
+    with pytest.raises(IsotropyValueError, match=rf"^The 'X' parameter of isotropy\.distributed\.{name} must be a dask "
+                                                 rf"array\. Got numpy\.ndarray instead \(the metrics of the isotropy "
+                                                 rf"package take in-memory arrays and dask arrays alike\)\.$"):
+        kwargs = {"n_neighbors": 3} if name == "kneighbors" else {}
+        function(*args, **kwargs)

@@ -20,6 +20,7 @@ from isotropy.distributed._graph import (
     finite_blocks,
     host_labels,
     like_rows,
+    row_chunks,
     row_starts,
     sample_rows,
     tree_reduce,
@@ -154,7 +155,7 @@ def silhouette_samples(X, labels, *, metric="euclidean", chunk_size=None):
     import dask.array as da
 
     caller = "silhouette_samples"
-    rows = X.chunks[0]
+    rows = row_chunks(X, caller=caller)
     ids = host_labels(labels, X.shape[0], caller)
     parts, starts = _silhouette_graph(X, ids, metric, chunk_size, caller)
     return like_rows(da.concatenate([da.from_delayed(p, shape=(e - s,), dtype=np.float64)

@@ -97,13 +97,26 @@ def tree_reduce(items, combine, *, name):
     return items[0]
 
 
+def row_chunks(X, *, caller: str) -> tuple:
+    """``X.chunks[0]`` of a dask array; anything else refused in one line (the in-memory function takes it)."""
+    from isotropy._utils.backend import is_dask
+
+    if not is_dask(X):
+        raise IsotropyValueError(f"The 'X' parameter of isotropy.distributed.{caller} must be a dask array. Got "
+                                 f"{type(X).__module__.split('.')[0]}.{type(X).__name__} instead (the metrics of the "
+                                 f"isotropy package take in-memory arrays and dask arrays alike).")
+    return X.chunks[0]
+
+
 def check_dask_X(X, *, caller: str, min_samples: int = 2, min_features: int = 1, rows: int | None = None):
     """Check a dask array of shape (n_samples, n_features); return it row-chunked (one column chunk).
 
     Same messages as :func:`isotropy._utils.validation.check_X`. Finiteness is checked chunk by chunk
     when the chunks are computed (:func:`finite_blocks`). ``rows`` rechunks to that many rows per
-    chunk (the tile size of the pairwise computations).
+    chunk (the tile size of the pairwise computations). Anything but a dask array is refused
+    (:func:`row_chunks`).
     """
+    row_chunks(X, caller=caller)
     shape = X.shape
     if len(shape) != 2:
         raise IsotropyValueError(f"The 'X' parameter of {caller} must be a 2-d array of shape (n_samples, "

@@ -25,6 +25,7 @@ from isotropy.distributed._graph import (
     compute,
     finite_blocks,
     like_rows,
+    row_chunks,
     row_starts,
     tree_reduce,
 )
@@ -133,7 +134,7 @@ def kneighbors(X, *, n_neighbors, metric="euclidean", chunk_size=None):
     """
     import dask.array as da
 
-    rows = X.chunks[0]
+    rows = row_chunks(X, caller="kneighbors")
     blocks, starts = _neighbour_blocks(X, n_neighbors, metric, chunk_size, "kneighbors")
     k = int(n_neighbors)
     dist = da.concatenate([da.from_delayed(b[0], shape=(e - s, k), dtype=np.float64)
@@ -222,7 +223,7 @@ def local_mle_dimension(X, *, n_neighbors=100, metric="euclidean", chunk_size=No
     The call runs one pass over the chunks, which hashes the rows to find duplicates (the graph
     depends on them); the neighbour tiles run when the result is computed.
     """
-    rows = X.chunks[0]
+    rows = row_chunks(X, caller="local_mle_dimension")
     local, distinct = _local_graph(X, n_neighbors, metric, chunk_size, "local_mle_dimension")
     if distinct is not None:
         local = local[distinct.inverse]  # a duplicate row gets its point's estimate

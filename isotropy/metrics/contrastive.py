@@ -8,6 +8,7 @@ embeddings, which is the default here (``normalize=True``).
 
 from __future__ import annotations
 
+import functools
 import numbers
 
 import numpy as np
@@ -69,10 +70,12 @@ def alignment(X, Y, *, alpha: float = 2, normalize: bool = True):
         if X.shape != Y.shape or X.ndim != 2:
             raise IsotropyValueError(f"The 'Y' parameter of {caller} must have the shape of 'X' {X.shape}. "
                                      f"Got {Y.shape} instead.")
-        X, Y = X.astype(np.float64), Y.rechunk(X.chunks).astype(np.float64)
-        if normalize:
-            X = X / da.linalg.norm(X, axis=1, keepdims=True)
-            Y = Y / da.linalg.norm(Y, axis=1, keepdims=True)
+        X = X.rechunk({1: -1}).astype(np.float64)  # whole rows per block: each is projected as in memory
+        Y = Y.rechunk(X.chunks).astype(np.float64)
+        if normalize:  # a zero row is refused by the same words as in memory, when its block is computed
+            # (map_blocks keeps its own name=: the parameter's name goes in through partial)
+            X = X.map_blocks(functools.partial(unit_rows, caller=caller, name="X"), dtype=np.float64)
+            Y = Y.map_blocks(functools.partial(unit_rows, caller=caller, name="Y"), dtype=np.float64)
         value = float((da.linalg.norm(X - Y, axis=1) ** float(alpha)).mean().compute())
         if not np.isfinite(value):
             raise IsotropyValueError(f"The 'X' and 'Y' parameters of {caller} must be finite with non-zero rows. "
