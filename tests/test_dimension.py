@@ -233,7 +233,7 @@ def test_the_estimator_lowers_n_neighbors_to_the_distinct_points_as_documented()
         assert est.dimension_ == pytest.approx(mle_dimension(TEN_TIMES_THREE, n_neighbors=9), rel=1e-12)
 
 
-@pytest.mark.parametrize("how", ["function", "method_mle", "neighbour_dimensions", "dask"])
+@pytest.mark.parametrize("how", ["function", "method_mle", "neighbour_dimensions"])
 def test_twonn_on_tied_neighbour_distances_names_the_ties(how):
     """Binary data: most points have their first and second neighbours at the same distance, r2/r1 = 1,
     so every ratio kept is 1, log(r2/r1) = 0 and the fit is 0/0. The error says so, with the count of
@@ -247,9 +247,7 @@ def test_twonn_on_tied_neighbour_distances_names_the_ties(how):
         from isotropy.metrics.dimension import neighbour_dimensions
 
         call, caller = lambda: neighbour_dimensions(B, mle=False), "neighbour_dimensions"
-    else:
-        da = pytest.importorskip("dask.array")
-        call, caller = lambda: twonn_dimension(da.from_array(B, chunks=20)), "twonn_dimension"
+    # (the dask path: tests/test_distributed.py, which the core install's CI job does not run)
     with pytest.warns(UserWarning, match="16 duplicate rows"), pytest.raises(IsotropyValueError) as info:
         call()
     message = str(info.value)

@@ -381,3 +381,15 @@ def test_the_distributed_functions_refuse_an_in_memory_array_in_one_line(name):
                                                  rf"package take in-memory arrays and dask arrays alike\)\.$"):
         kwargs = {"n_neighbors": 3} if name == "kneighbors" else {}
         function(*args, **kwargs)
+
+
+@pytest.mark.parametrize("method", ["linear", "mle"])
+def test_dask_twonn_on_tied_neighbour_distances_names_the_ties(method):
+    """The in-memory refusal (tests/test_dimension.py), on the dask path: binary data, 32 of 34 points r2/r1 = 1."""
+    B = (np.random.default_rng(0).normal(size=(50, 6)) > 0).astype(float)
+    with pytest.warns(UserWarning, match="16 duplicate rows"), pytest.raises(IsotropyValueError) as on_dask:
+        isotropy.twonn_dimension(da.from_array(B, chunks=20), method=method)
+    with pytest.warns(UserWarning, match="16 duplicate rows"), pytest.raises(IsotropyValueError) as in_memory:
+        isotropy.twonn_dimension(B, method=method)
+    assert str(on_dask.value) == str(in_memory.value)
+    assert "Got 2 instead: 32 points have r2/r1 = 1" in str(on_dask.value)
