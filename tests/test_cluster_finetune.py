@@ -149,6 +149,7 @@ def test_first_token_pooling_of_a_decoder_is_refused():
 
     decoder = GPT2Model(GPT2Config(n_embd=16, n_layer=1, n_head=2, vocab_size=50, n_positions=32))
     with pytest.raises(ValueError, match=r"^The 'pooling' parameter of cluster-finetune cannot be 'first' for the "
-                                         r"causal decoder 'gpt2': its first token sees only itself"):
+                                         r"causal decoder 'gpt2': its first token sees only itself, so every sentence would get "
+                                         r"the same vector\. Use 'mean'\.$"):
         PairClassifier(decoder, 2, pooling="first")
     assert PairClassifier(decoder, 2, pooling="mean").pooling == "mean"

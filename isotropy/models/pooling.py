@@ -10,13 +10,15 @@ POOLINGS = ("mean", "last", "first")
 _RENAMED = {"cls": "first"}  # the training probe's name before 0.2: refused, with the new name suggested
 
 
-def check_pooling(pooling: str, config=None, *, caller: str = "pool_hidden_states") -> str:
+def check_pooling(pooling: str, config=None, *, caller: str = "pool_hidden_states",
+                  instead: tuple[str, ...] = ("mean", "last")) -> str:
     """Validate a pooling name; refuse first-token pooling of a decoder.
 
     A causal decoder's first token attends only to itself, so its state is identical for every
-    input: a sentence vector taken there would carry no information about the sentence. An
-    unknown name (``"cls"``, ``"avg"``) is refused in one line with the closest name suggested
-    (``"first"``, ``"mean"``).
+    input: a sentence vector taken there would carry no information about the sentence; the
+    refusal advises the poolings of ``instead`` (those the caller takes). An unknown name
+    (``"cls"``, ``"avg"``) is refused in one line with the closest name suggested (``"first"``,
+    ``"mean"``).
     """
     name = pooling
     if name not in POOLINGS:
@@ -30,7 +32,8 @@ def check_pooling(pooling: str, config=None, *, caller: str = "pool_hidden_state
         if is_decoder(config):
             raise IsotropyValueError(f"The 'pooling' parameter of {caller} cannot be {pooling!r} for the causal "
                                      f"decoder {getattr(config, 'model_type', '?')!r}: its first token sees only "
-                                     f"itself, so every sentence would get the same vector. Use 'mean' or 'last'.")
+                                     f"itself, so every sentence would get the same vector. Use "
+                                     f"{' or '.join(repr(name) for name in instead)}.")
     return name
 
 

@@ -43,7 +43,7 @@ class PairClassifier(nn.Module):
         if pooling == "first":  # a causal decoder's first token is the same for every input: refused there
             from isotropy.models.pooling import check_pooling
 
-            check_pooling(pooling, encoder.config, caller="cluster-finetune")
+            check_pooling(pooling, encoder.config, caller="cluster-finetune", instead=("mean",))
         self.encoder = encoder
         self.pooling = pooling
         self.transform = transform

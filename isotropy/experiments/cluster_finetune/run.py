@@ -68,6 +68,10 @@ def prepare(config, ctx) -> dict:
                                  f"{n % size} has fewer rows than transform.n_clusters={k}; choose a size or batch "
                                  f"size whose remainder is 0 or at least {k}.")
     tokenizer, encoder = load_encoder(config.model)
+    if config.pooling == "first":  # a decoder's first token is the same for every input: refused before any work
+        from isotropy.models.pooling import check_pooling
+
+        check_pooling(config.pooling, encoder.config, caller="cluster-finetune", instead=("mean",))
     return {"train_data": train, "valid_data": valid, "tokenizer": tokenizer, "encoder": encoder,
             "train": tokenise(tokenizer, train, max_length=config.max_length),
             "valid": tokenise(tokenizer, valid, max_length=config.max_length)}
