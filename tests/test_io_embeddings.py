@@ -255,6 +255,30 @@ def test_word2vec_binary_first_line_is_read_bounded(tmp_path):
                               f"longer than 1,048,576 bytes; expected a first line '<n_words> <n_features>'.")
 
 
+def test_word_vector_line_cap_counts_no_line_break(tmp_path):
+    """A line of exactly the cap, 2**20 characters (bytes, the word2vec binary header), is read with its "\\n" or
+    "\\r\\n"; one more character is refused."""
+    from isotropy.io.word_vectors import read_word_vectors
+
+    k = 2**19 - 1  # "ww" and k times " 1": 2**20 characters
+    for newline in ("\n", "\r\n"):
+        (tmp_path / "w.txt").write_bytes(("ww" + " 1" * k + newline).encode())
+        words, X = read_word_vectors(tmp_path / "w.txt")
+        assert words == ["ww"] and X.shape == (1, k)
+        (tmp_path / "w.txt").write_bytes(("www" + " 1" * k + newline).encode())
+        with pytest.raises(IsotropyValueError, match=r"w\.txt:1: a line of more than 1,048,576 characters"):
+            read_word_vectors(tmp_path / "w.txt")
+    row = np.array([0.5, -1.5], dtype="<f4").tobytes()
+    for newline in (b"\n", b"\r\n"):
+        header = b"1 2" + b" " * (2**20 - 3)  # 2**20 bytes
+        (tmp_path / "w.bin").write_bytes(header + newline + b"the " + row)
+        words, X = read_word_vectors(tmp_path / "w.bin", binary=True)
+        assert words == ["the"] and X.tolist() == [[0.5, -1.5]]
+        (tmp_path / "w.bin").write_bytes(header + b" " + newline + b"the " + row)
+        with pytest.raises(IsotropyValueError, match=r"its first line is longer than 1,048,576 bytes"):
+            read_word_vectors(tmp_path / "w.bin", binary=True)
+
+
 def test_word2vec_binary_words_are_read_bounded(tmp_path):
     """A word past 1000 bytes, or a run of line breaks past the line cap before a word, is one line."""
     from isotropy.io.word_vectors import read_word_vectors
@@ -320,22 +344,35 @@ def test_labels_text_is_read_a_bounded_piece_at_a_time(tmp_path, monkeypatch):
         read_labels(tmp_path / "gap.txt", n_rows=None)
     monkeypatch.undo()
     path = tmp_path / "long.txt"
-    path.write_text("pos\n" + "x" * 2**20 + "\nneg\n")
-    with pytest.raises(IsotropyValueError) as err:
+    # the line cap is exact and counts no line break: 2**20 characters are read, 2**20 + 1 refused
+    for newline in ("\n", "\r\n", "\u2028"):
+        path.write_bytes(f"pos{newline}{'x' * 2**20}{newline}neg{newline}".encode())
+        assert [len(label) for label in read_labels(path, n_rows=3)] == [3, 2**20, 3]
+        path.write_bytes(f"pos{newline}{'x' * (2**20 + 1)}{newline}neg{newline}".encode())
+        with pytest.raises(IsotropyValueError) as err:
+            read_labels(path, n_rows=None)
+        assert str(err.value) == (f"Cannot read labels from {str(path)!r}: line 2 is longer than 1,048,576 "
+                                  f"characters; expected one label per line.")
+    path.write_text("x" * 2**20)  # the last line, without a line break
+    assert read_labels(path, n_rows=1)[0] == "x" * 2**20
+    path.write_text("x" * (2**20 + 1))
+    with pytest.raises(IsotropyValueError, match="line 1 is longer than 1,048,576 characters"):
         read_labels(path, n_rows=None)
-    assert str(err.value) == (f"Cannot read labels from {str(path)!r}: line 2 is longer than 1,048,576 characters; "
-                              f"expected one label per line.")
+    monkeypatch.setattr(labels, "_PIECE", 2**20)  # a "\r\n" split across two pieces, after the longest line
+    path.write_bytes(b"x" * 2**20 + b"\r\nneg\r\n")
+    assert [len(label) for label in read_labels(path, n_rows=2)] == [2**20, 3]
+    monkeypatch.undo()
     path.write_bytes(bytes(2**21))  # NUL bytes, no line break
     with pytest.raises(IsotropyValueError, match="line 1 is longer than 1,048,576 characters"):
         read_labels(path, n_rows=None)
-    # 80 one-letter labels and one of 2**20 - 1 letters: 340 MB as a fixed-width array, from a 1 MB file
+    # 80 one-letter labels and one of 2**20 letters (the line cap): 340 MB as a fixed-width array, from a 1 MB file
     path = tmp_path / "wide.txt"
-    path.write_text("a\n" * 80 + "b" * (2**20 - 1) + "\n")
+    path.write_text("a\n" * 80 + "b" * 2**20 + "\n")
     size = path.stat().st_size
     with pytest.raises(IsotropyValueError) as err:
         read_labels(path, n_rows=None)
-    assert str(err.value) == (f"Cannot read labels from {str(path)!r}: 81 labels as wide as its longest (1,048,575 "
-                              f"characters, line 81) would take {4 * 81 * (2**20 - 1):,} bytes as an array, more than "
+    assert str(err.value) == (f"Cannot read labels from {str(path)!r}: 81 labels as wide as its longest (1,048,576 "
+                              f"characters, line 81) would take {4 * 81 * 2**20:,} bytes as an array, more than "
                               f"100x the file ({size:,} bytes) above 64 MiB; expected labels of similar lengths.")
     path.write_text("a\n" * 80 + "b" * 2**16 + "\n")  # 21 MB as an array: below 64 MiB, read
     got = read_labels(path, n_rows=81)

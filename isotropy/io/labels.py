@@ -206,11 +206,11 @@ def _read_text(path, text: tuple[str, str]) -> np.ndarray:
                 lines = (rest + piece).splitlines(keepends=True)
                 # the last line may go on in the next piece (a "\r" may be followed by its "\n"): kept for it
                 rest = lines.pop() if piece and lines else ""
-                if len(rest) > _MAX_LINE:
+                if _line_length(rest) > _MAX_LINE:
                     lines.append(rest)
                 for line in lines:
                     lineno += 1
-                    if len(line) > _MAX_LINE:
+                    if _line_length(line) > _MAX_LINE:
                         raise _fail(path, f"line {lineno} is longer than {_MAX_LINE:,} characters", "one label per line")
                     label = line.strip()
                     if not label:
@@ -241,6 +241,17 @@ def _read_text(path, text: tuple[str, str]) -> np.ndarray:
     if not blocks:
         raise _fail(path, "the file is empty")
     return blocks[0] if len(blocks) == 1 else np.concatenate(blocks)
+
+
+# What str.splitlines ends a line at ("\r\n" too): a line break, not a character of the line
+_LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+
+
+def _line_length(line: str) -> int:
+    """The characters of ``line`` (one of ``str.splitlines(keepends=True)``) without its line break."""
+    if line.endswith("\r\n"):
+        return len(line) - 2
+    return len(line) - (line[-1:] in _LINE_BREAKS) if line else 0
 
 
 def _width_limit(size: int) -> int:

@@ -94,8 +94,9 @@ def _read_binary(path: Path, limit, encoding):
     dimension) is refused, never read as shifted or missing vectors."""
     size = path.stat().st_size
     with open(path, "rb") as handle:
-        line = handle.readline(_MAX_LINE + 1)  # bounded: a file of one 1 GB line (no line break) is not read whole
-        if len(line) > _MAX_LINE:
+        # bounded: a file of one 1 GB line (no line break) is not read whole; the line break is not counted
+        line = handle.readline(_MAX_LINE + 2)
+        if len(line) - (2 if line.endswith(b"\r\n") else line.endswith(b"\n")) > _MAX_LINE:
             raise IsotropyValueError(f"{str(path)!r} is not a word2vec binary file: its first line is longer than "
                                      f"{_MAX_LINE:,} bytes; expected a first line '<n_words> <n_features>'.")
         header = line.split()
@@ -208,7 +209,7 @@ def _lines(handle, path):
         if not line:
             return
         lineno += 1
-        if len(line) > _MAX_LINE:
+        if len(line) - line.endswith("\n") > _MAX_LINE:  # the line break (\n: universal newlines) not counted
             raise IsotropyValueError(f"{path!s}:{lineno}: a line of more than {_MAX_LINE:,} characters; expected a "
                                      f"word vector '<word> <x1> ... <xd>' per line (a GloVe or word2vec text file).")
         yield lineno, line
