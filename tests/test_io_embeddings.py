@@ -325,6 +325,114 @@ def test_labels_text_csv_npy(tmp_path):
     assert read_labels(tmp_path / "y.npy", n_rows=3).tolist() == [2, 0, 2]
 
 
+def _reference_read_text(path, text):
+    """``read_labels``' text reader as it was, one line at a time (a copy): what the reader parsing a piece at once
+    must give, labels and messages (line numbers included)."""
+    from isotropy.io import labels as L
+
+    size = path.stat().st_size
+    blocks, block, n, longest, longest_line, lineno, empty, gap = [], [], 0, 0, 0, 0, None, None
+
+    def length(line):  # without its line break
+        return len((line.splitlines() or [""])[0])
+
+    try:
+        with open(path, encoding=text[1], newline="") as handle:
+            rest = ""
+            while True:
+                piece = handle.read(L._PIECE)
+                lines = (rest + piece).splitlines(keepends=True)
+                rest = lines.pop() if piece and lines else ""
+                if length(rest) > L._MAX_LINE:
+                    lines.append(rest)
+                for line in lines:
+                    lineno += 1
+                    if length(line) > L._MAX_LINE:
+                        raise L._fail(path, f"line {lineno} is longer than {L._MAX_LINE:,} characters",
+                                      "one label per line")
+                    label = line.strip()
+                    if not label:
+                        empty = lineno if empty is None else empty
+                        continue
+                    if empty is not None and gap is None:
+                        gap = empty
+                    empty = None
+                    if gap is not None:
+                        continue
+                    n += 1
+                    if len(label) > longest:
+                        longest, longest_line = len(label), lineno
+                    if 4 * n * longest > L._width_limit(size):
+                        L._check_width(path, n, longest, size, line=longest_line)
+                    block.append(label)
+                    if len(block) == 3:
+                        blocks.append(np.asarray(block))
+                        block = []
+                if not piece:
+                    break
+    except UnicodeDecodeError:
+        raise L._fail(path, L._not_text(text), "a text file with one label per line") from None
+    if gap is not None:
+        raise L._fail(path, f"line {gap} is empty", "one non-empty label per line")
+    if block:
+        blocks.append(np.asarray(block))
+    if not blocks:
+        raise L._fail(path, "the file is empty")
+    return blocks[0] if len(blocks) == 1 else np.concatenate(blocks)
+
+
+def _outcome(read, *args, **kwargs):
+    try:
+        got = read(*args, **kwargs)
+    except IsotropyValueError as exc:
+        return "error", str(exc)
+    return "labels", got.tolist(), got.dtype.str
+
+
+def test_labels_text_read_a_piece_at_once_is_the_line_by_line_reader(tmp_path, monkeypatch):
+    """Random files: the same labels (and dtype) or the same message as the reader of one line at a time, for pieces
+    of 1 to 8 characters, UTF-8 (with a BOM, a byte that is not UTF-8) and UTF-16 (a truncated last character),
+    "\\r\\n" split across pieces, "\\r", "\\x85", "\\u2028", blank lines inside and at the end, lines past a small
+    line cap and labels past a small width limit."""
+    from isotropy.io import labels
+
+    rng = np.random.default_rng(2024)
+    tokens = ["a", "b", "cc", "ddd", "eeeee", "a", "b", "cc", "a", "b", " ", "\t", "\n", "\n", "\n", "\r", "\r\n", "\r\n", "\x85", "\u2028",
+              "\x0c", "\x1c", "\u00e9", "\u20ac", "\U0001f600"]
+    path = tmp_path / "y.txt"
+    seen = {}
+    for case in range(3000):
+        monkeypatch.setattr(labels, "_PIECE", int(rng.integers(1, 9)))
+        monkeypatch.setattr(labels, "_MAX_LINE", int(rng.choice([3, 6, 100, 100])))
+        monkeypatch.setattr(labels, "EXPANSION_FLOOR_BYTES", int(rng.choice([40, 80, 10**6])))
+        monkeypatch.setattr(labels, "MAX_EXPANSION", 1)
+        content = "".join(rng.choice(tokens, size=int(rng.integers(0, 30))))
+        if rng.random() < 0.5:
+            encoding, data = "utf-8", content.encode()
+            if rng.random() < 0.1:
+                data = b"\xef\xbb\xbf" + data
+            if rng.random() < 0.1:
+                at = int(rng.integers(0, len(data) + 1))
+                data = data[:at] + b"\xff" + data[at:]
+        else:
+            encoding, data = "utf-16", content.encode("utf-16")
+            if rng.random() < 0.1:
+                data = data[:-1]
+        path.write_bytes(data)
+        text = labels.text_codec(encoding, caller="test")
+        want = _outcome(_reference_read_text, path, text)
+        assert _outcome(labels._read_text, path, text) == want, (case, data)
+        if rng.random() < 0.2:  # through read_labels, with its count check
+            n = len(want[1]) if want[0] == "labels" else None
+            assert _outcome(read_labels, path, n_rows=n, encoding=encoding) == want, (case, data)
+        ways = {"no labels": "the file is empty", "longer": "is longer than", "gap": "is empty;",
+                "wide": "labels as wide as", "not text": "it is not"}
+        key = "labels" if want[0] == "labels" else next(k for k, said in ways.items() if said in want[1])
+        seen[key] = seen.get(key, 0) + 1
+    # every way out was taken, each many times
+    assert len(seen) == 6 and min(seen.values()) >= 30, seen
+
+
 def test_labels_text_is_read_a_bounded_piece_at_a_time(tmp_path, monkeypatch):
     """One label a line, read in pieces: a line past 1 MiB, a file past read_texts' 1 GiB cap and labels whose
     array would be a bomb (one very long line among short ones) are each one line; line breaks are as before."""

@@ -38,10 +38,9 @@ _EXPECTED = ("one label per line (.txt), one label column or several 0/1 columns
 # A labels text file (one label a line, or a table) is read into memory: past this size it is refused, not read (the
 # cap of read_texts, which reads the texts the labels go with)
 _MAX_LABELS_BYTES = MAX_TEXT_FILE_BYTES
-# Characters read at a time from a text file of one label a line (a line may be up to _MAX_LINE, 1 MiB, long)
+# Characters read at a time from a text file of one label a line (a line may be up to _MAX_LINE, 1 MiB, long); the
+# labels of a piece are parsed into a numpy array at once: a file's labels are never all held as Python strings
 _PIECE = 2**18
-# Labels parsed into a numpy array at a time: a file's labels are never all held as Python strings
-_LABELS_PER_BLOCK = 8192
 
 
 def _fail(path, reason: str, expected: str = _EXPECTED) -> IsotropyValueError:
@@ -192,12 +191,13 @@ def _read_text(path, text: tuple[str, str]) -> np.ndarray:
     """One label a line, stripped; blank lines at the end left out, one elsewhere refused.
 
     Lines are those of ``str.splitlines`` on the whole text (``\\r\\n``, ``\\r``, ``\\x85``, ``\\u2028``, ... end
-    one), found a piece of ``_PIECE`` characters at a time: a line longer than ``_MAX_LINE`` is refused before it
-    is read whole, and labels whose fixed-width array would take far more than the file are refused
-    (:func:`_check_width`) before the array is made.
+    one), found a piece of ``_PIECE`` characters at a time: a line longer than ``_MAX_LINE`` (its line break not
+    counted) is refused before it is read whole, and labels whose fixed-width array would take far more than the
+    file are refused (:func:`_check_width`) before the array is made. A piece is parsed at once; one with a blank
+    line, a line near the cap or labels near the width limit line by line (:func:`_read_lines`), which says where.
     """
     size = path.stat().st_size
-    blocks, block, n, longest, longest_line, lineno, empty, gap = [], [], 0, 0, 0, 0, None, None
+    state = _Lines(path, size)
     try:
         with open(path, encoding=text[1], newline="") as handle:
             rest = ""
@@ -208,39 +208,76 @@ def _read_text(path, text: tuple[str, str]) -> np.ndarray:
                 rest = lines.pop() if piece and lines else ""
                 if _line_length(rest) > _MAX_LINE:
                     lines.append(rest)
-                for line in lines:
-                    lineno += 1
-                    if _line_length(line) > _MAX_LINE:
-                        raise _fail(path, f"line {lineno} is longer than {_MAX_LINE:,} characters", "one label per line")
-                    label = line.strip()
-                    if not label:
-                        empty = lineno if empty is None else empty
-                        continue
-                    if empty is not None and gap is None:
-                        gap = empty  # refused once the whole file is known to be UTF-8 text, as before
-                    empty = None
-                    if gap is not None:
-                        continue
-                    n += 1
-                    if len(label) > longest:
-                        longest, longest_line = len(label), lineno
-                    if 4 * n * longest > _width_limit(size):
-                        _check_width(path, n, longest, size, line=longest_line)
-                    block.append(label)
-                    if len(block) == _LABELS_PER_BLOCK:
-                        blocks.append(np.asarray(block))
-                        block = []
+                if lines:
+                    _read_piece(state, lines)
                 if not piece:
                     break
     except UnicodeDecodeError:
         raise _fail(path, _not_text(text), "a text file with one label per line") from None
-    if gap is not None:
-        raise _fail(path, f"line {gap} is empty", "one non-empty label per line")
-    if block:
-        blocks.append(np.asarray(block))
-    if not blocks:
+    if state.gap is not None:
+        raise _fail(path, f"line {state.gap} is empty", "one non-empty label per line")
+    if not state.blocks:
         raise _fail(path, "the file is empty")
-    return blocks[0] if len(blocks) == 1 else np.concatenate(blocks)
+    return state.blocks[0] if len(state.blocks) == 1 else np.concatenate(state.blocks)
+
+
+class _Lines:
+    """Where :func:`_read_text` is in a file: the labels so far (arrays), lines read, the longest label and where it
+    is, the first of the blank lines just read (``empty``) and the first blank line followed by a label (``gap``)."""
+
+    def __init__(self, path, size: int):
+        self.path, self.size, self.limit = path, size, _width_limit(size)
+        self.blocks, self.n, self.longest, self.longest_line, self.lineno = [], 0, 0, 0, 0
+        self.empty = self.gap = None
+
+
+def _read_piece(state: _Lines, lines: list[str]) -> None:
+    """The labels of ``lines`` (whole lines, with their line breaks) at once: the usual piece, of labels only."""
+    long = max(map(len, lines)) > _MAX_LINE  # with its line break: a line near the cap, measured line by line
+    if state.gap is not None:  # a blank line before a label: the file is refused once read (as UTF-8 text)
+        if long:  # only a line past the cap is said before the gap
+            _read_lines(state, lines, list(map(str.strip, lines)))
+        else:
+            state.lineno += len(lines)
+        return
+    labels = list(map(str.strip, lines))
+    if long or state.empty is not None or "" in labels:
+        _read_lines(state, lines, labels)
+        return
+    widest = max(map(len, labels))
+    if 4 * (state.n + len(labels)) * max(state.longest, widest) > state.limit:
+        _read_lines(state, lines, labels)  # refused at the label that makes the array too large
+        return
+    if widest > state.longest:
+        state.longest, state.longest_line = widest, state.lineno + 1 + list(map(len, labels)).index(widest)
+    state.n += len(labels)
+    state.lineno += len(labels)
+    state.blocks.append(np.asarray(labels))
+
+
+def _read_lines(state: _Lines, lines: list[str], labels: list[str]) -> None:
+    """The labels of ``lines`` one at a time: a blank line, a line past the cap, the label past the width limit."""
+    kept = []
+    for line, label in zip(lines, labels):
+        state.lineno += 1
+        if _line_length(line) > _MAX_LINE:
+            raise _fail(state.path, f"line {state.lineno} is longer than {_MAX_LINE:,} characters", "one label per line")
+        if not label:
+            state.empty = state.lineno if state.empty is None else state.empty
+            continue
+        if state.empty is not None and state.gap is None:
+            state.gap = state.empty  # refused once the whole file is known to be UTF-8 text, as before
+        state.empty = None
+        if state.gap is not None:
+            continue
+        state.n += 1
+        if len(label) > state.longest:
+            state.longest, state.longest_line = len(label), state.lineno
+        if 4 * state.n * state.longest > state.limit:
+            _check_width(state.path, state.n, state.longest, state.size, line=state.longest_line)
+        kept.append(label)
+    if kept:
+        state.blocks.append(np.asarray(kept))
 
 
 # What str.splitlines ends a line at ("\r\n" too): a line break, not a character of the line
