@@ -534,6 +534,25 @@ def test_labels_from_a_named_column(tmp_path):
         read_labels(tmp_path / "y.txt", n_rows=2, column="label")
 
 
+@pytest.mark.parametrize(("name", "kind"), [("y.npy", "a .npy file"), ("y.NPY", "a .NPY file"), ("y.txt", "a .txt file"),
+                                            ("y", "a file without extension (plain text)"), ("y.dat", "a .dat file")])
+def test_a_label_column_of_labels_without_columns_is_refused_not_ignored(tmp_path, name, kind):
+    """A .npy file came before the column check: its column was ignored without a word (an unknown extension was
+    refused for its extension, not for the column)."""
+    path = tmp_path / name
+    if name.lower().endswith(".npy"):
+        with open(path, "wb") as handle:
+            np.save(handle, np.array([0, 1, 1]))
+        assert read_labels(path, n_rows=3).tolist() == [0, 1, 1]
+    else:
+        path.write_text("0\n1\n1\n")
+    with pytest.raises(IsotropyValueError) as err:
+        read_labels(path, n_rows=3, column="label")
+    assert str(err.value) == (f"Cannot read labels from {str(path)!r}: a label column ('label') was named, but {kind} "
+                              f"has no columns (leave the column out: that file holds the labels alone); expected a "
+                              f".csv or .tsv file with a header line naming the column.")
+
+
 def test_labels_in_another_encoding(tmp_path):
     """``encoding=`` reads text, CSV and column labels in it; UTF-8 is the default and its BOM is not a label."""
     for name, content in [("y.txt", "négatif\nélevé\n"), ("y.csv", "label\nnégatif\nélevé\n")]:

@@ -18,6 +18,7 @@ from click.testing import CliRunner
 from isotropy import IsotropyValueError, isoscore
 from isotropy.cli import cli
 from isotropy.io.embeddings import read_embeddings
+from isotropy.io.labels import read_labels
 
 X = np.random.default_rng(3).normal(size=(30, 3)) * [0.5, 1.0, 2.0]
 Y = np.arange(30) % 2
@@ -115,6 +116,10 @@ def test_label_column_with_labels_that_have_no_columns_is_refused(tmp_path, labe
     line = _one_line_error(measure(tmp_path / "x.npy", "--labels", labels, "--label-column", "label",
                                    "--metrics", "isoscore,silhouette_score"))
     assert "--label-column 'label'" in line and repr(str(labels)) in line and ".csv or .tsv" in line
+    # read_labels' own refusal, named by the option: one check for both
+    with pytest.raises(IsotropyValueError) as err:
+        read_labels(labels, n_rows=len(Y), column="label")
+    assert line == f"Error: --label-column 'label': {err.value}"
     # the same with --model, refused before any model is loaded
     (tmp_path / "t.txt").write_text("".join(f"text {i}\n" for i in range(30)))
     line = _one_line_error(measure("--model", tmp_path / "absent-model", "--texts", tmp_path / "t.txt", "--labels",

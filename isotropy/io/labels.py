@@ -94,6 +94,7 @@ def read_labels(path: str | os.PathLike, *, n_rows: int | None, column: str | No
         raise FileNotFoundError(f"The labels file {str(path)!r} does not exist; expected {_EXPECTED}.")
     if kind is not None:  # a directory, a device such as /dev/zero, a link loop or a dangling link
         raise _fail(path, f"it {kind}")
+    check_column(path, column)
     suffix = path.suffix.lower()
     if suffix in (".csv", ".tsv", *_TEXT_EXTENSIONS):
         size = path.stat().st_size
@@ -102,10 +103,7 @@ def read_labels(path: str | os.PathLike, *, n_rows: int | None, column: str | No
                               f"({_MAX_LABELS_BYTES // 2**30} GiB) of labels, as read_texts reads")
     if suffix == ".npy":
         labels = _read_npy(path)
-    elif column is not None:
-        if suffix not in (".csv", ".tsv"):
-            raise _fail(path, f"a label column ({column!r}) was named, but a {suffix or 'plain text'} file has no "
-                              f"columns", "a .csv or .tsv file with a header line")
+    elif column is not None:  # a .csv or .tsv file: check_column refused the others
         labels = _read_column(path, "\t" if suffix == ".tsv" else ",", column, text)
     elif suffix in (".csv", ".tsv"):
         labels = _read_delimited(path, "\t" if suffix == ".tsv" else ",", text)
@@ -124,6 +122,19 @@ def read_labels(path: str | os.PathLike, *, n_rows: int | None, column: str | No
         raise _fail(path, f"it has {labels.shape[0]} labels for {n_rows} {row_kind}{hint}", f"one label per row of "
                           f"the {row_kind}")
     return labels
+
+
+def check_column(path: str | os.PathLike, column: str | None) -> None:
+    """Refuse a label ``column`` of a labels file without columns (any but ``.csv``/``.tsv``), which would ignore it.
+
+    :func:`read_labels` checks it before it reads the file; ``isotropy measure`` before it reads anything (its
+    message prefixed with ``--label-column``).
+    """
+    suffix = Path(path).suffix
+    if column is not None and suffix.lower() not in (".csv", ".tsv"):
+        kind = f"a {suffix} file" if suffix else "a file without extension (plain text)"
+        raise _fail(path, f"a label column ({column!r}) was named, but {kind} has no columns (leave the column out: "
+                          f"that file holds the labels alone)", "a .csv or .tsv file with a header line naming the column")
 
 
 # first cells that name a column of labels (compared case-insensitively)

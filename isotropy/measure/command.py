@@ -189,11 +189,13 @@ def command(embeddings, labels_path, label_column, metric_names, shrinkage_sampl
         raise click.UsageError("give EMBEDDINGS or --model NAME with --texts FILE, not both.")
     if label_column is not None and labels_path is None:
         raise click.UsageError("--label-column names a column of --labels FILE; give --labels too.")
-    if label_column is not None and labels_path.suffix.lower() not in (".csv", ".tsv"):  # .npy: else ignored
-        kind = f"a {labels_path.suffix} file" if labels_path.suffix else "a file without extension (plain text)"
-        raise InputError(f"--label-column {label_column!r}: --labels {str(labels_path)!r} is {kind}, which has no "
-                         f"columns; expected --labels a .csv or .tsv file with a header line naming the column "
-                         f"(or leave --label-column out: that file holds the labels alone).")
+    if label_column is not None:  # labels without columns (.npy, text): refused, as read_labels refuses them
+        from isotropy.io.labels import check_column
+
+        try:
+            check_column(labels_path, label_column)
+        except ValueError as exc:
+            raise InputError(f"--label-column {label_column!r}: {exc}") from None
     if embeddings is None and model_kwargs["model"] is None:
         raise click.UsageError("give EMBEDDINGS (a file, a folder of shards or 'glove-6b-50d'), or --model NAME with "
                                "--texts FILE.")
