@@ -62,6 +62,41 @@ def test_the_label_column_is_found_behind_a_bom_or_spaces(tmp_path, header, bom)
     assert record["values"]["isoscore"] == pytest.approx(isoscore(X), rel=1e-12)
 
 
+@pytest.mark.parametrize(("header", "bom", "column"), [
+    ("\ufeff label ,a,b,c", True, "label"),  # a second byte-order mark (the codec drops the first) and spaces
+    (" \ufeff label,a,b,c", False, "label"),  # a space before the mark
+    (" label ,a,b,c", True, " label "),  # spaces around the name asked for
+    ("label,a,b,c", False, "\ufeff label"),  # a mark pasted into the name asked for
+])
+def test_one_label_column_names_the_column_for_both_readers(tmp_path, header, bom, column):
+    """read_embeddings(label_column=) left out a column read_labels(column=) did not find (it compared the names as
+    they were): names are matched one way, in both readers, for the header and the column asked for."""
+    path = _table(tmp_path / "e.csv", header, bom=bom)
+    Z, _ = read_embeddings(path, label_column=column)
+    np.testing.assert_array_equal(Z, X)
+    assert read_labels(path, n_rows=len(Y), column=column).tolist() == [str(v) for v in Y]
+    result = measure(path, "--labels", path, "--label-column", column, "--metrics", "isoscore,silhouette_score",
+                     "--json", "-")
+    assert result.exit_code == 0, result.output
+    record = json.loads(result.stdout)
+    assert record["n_features"] == 3 and record["n_clusters"] == 2
+
+
+def test_read_labels_refuses_two_columns_of_the_name_asked_for(tmp_path):
+    """As read_embeddings refuses them: which of the two holds the labels is not guessed."""
+    path = tmp_path / "t.csv"
+    path.write_text("label,text, label \n0,a,1\n1,b,0\n")
+    with pytest.raises(IsotropyValueError, match=r"its header has 2 columns named 'label'; expected one column of that "
+                                                 r"name to read the labels from\.$"):
+        read_labels(path, n_rows=2, column="label")
+
+
+def test_a_header_name_behind_a_second_byte_order_mark_is_a_header(tmp_path):
+    path = tmp_path / "y.csv"
+    path.write_text("\ufeff\ufeff label\npos\nneg\n", encoding="utf-8")
+    assert read_labels(path, n_rows=2).tolist() == ["pos", "neg"]
+
+
 def test_two_columns_of_the_same_name_but_for_spaces_are_refused(tmp_path):
     path = _table(tmp_path / "e.csv", "label, label ,a,b,c", extra=np.arange(30) % 3)
     with pytest.raises(IsotropyValueError, match=r"its header has 2 columns named 'label'; expected one column"):

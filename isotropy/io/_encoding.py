@@ -1,4 +1,5 @@
-"""Text files the toolkit reads (texts, labels): one encoding check, one decoding rule, one size cap."""
+"""Text files the toolkit reads (texts, labels): one encoding check, one decoding rule, one size cap, one way to
+match a header name."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import codecs
 
 from isotropy._utils.errors import IsotropyValueError
 
-__all__ = ["MAX_TEXT_FILE_BYTES", "text_codec"]
+__all__ = ["MAX_TEXT_FILE_BYTES", "header_name", "text_codec"]
 
 #: A texts file (``measure --model --texts``) or a labels text file is read into memory: past this size it is
 #: refused, not read. A million sentences take about 100 MB; a forward pass over 1 GiB of text takes hours even on
@@ -30,3 +31,9 @@ def text_codec(encoding, *, caller: str) -> tuple[str, str]:
         raise IsotropyValueError(f"The 'encoding' parameter of {caller} must be a text encoding such as 'utf-8', "
                                  f"'latin-1' or 'cp1252'. Got {encoding!r} instead.")
     return info.name, ("utf-8-sig" if info.name == "utf-8" else encoding)
+
+
+def header_name(cell) -> str:
+    """A header cell, or a column name asked for, as names are matched: without a UTF-8 byte-order mark and the
+    spaces around it (``read_embeddings(label_column=)`` and ``read_labels(column=)`` alike)."""
+    return str(cell).strip().lstrip("\ufeff").strip()

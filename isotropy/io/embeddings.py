@@ -23,6 +23,7 @@ import numpy as np
 
 from isotropy._utils.validation import IsotropyValueError
 from isotropy.io._archives import MAX_EXPANSION, expansion_problem, parquet_expansion_problem, zip_expansion_problem
+from isotropy.io._encoding import header_name as _header_name  # shared with read_labels' column=
 from isotropy.io._paths import path_kind
 from isotropy.io.word_vectors import PACKAGED_GLOVE, read_word_vectors
 
@@ -319,11 +320,6 @@ _MAX_FIRST_LINE = 16 * 2**20  # characters: about 900,000 columns of 18-characte
 # they name features too (the coordinates x, y)
 _LABEL_HEADERS = {"label", "labels", "class", "classes", "target", "targets", "category", "categories", "cluster",
                   "clusters", "gold", "gold_label", "tag", "tags"}
-
-
-def _header_name(cell) -> str:
-    """A header cell as its name is matched: without a UTF-8 byte-order mark and the spaces around it."""
-    return str(cell).lstrip("\ufeff").strip()
 
 
 def _numbered_columns(cells, at_least: int = 2) -> bool:

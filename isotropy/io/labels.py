@@ -23,7 +23,7 @@ import numpy as np
 
 from isotropy._utils.validation import IsotropyValueError
 from isotropy.io._archives import EXPANSION_FLOOR_BYTES, MAX_EXPANSION
-from isotropy.io._encoding import MAX_TEXT_FILE_BYTES, text_codec
+from isotropy.io._encoding import MAX_TEXT_FILE_BYTES, header_name, text_codec
 from isotropy.io._paths import path_kind
 from isotropy.io.word_vectors import _MAX_LINE
 
@@ -158,7 +158,7 @@ def _is_header(rows, width) -> bool:
     cell, others = first[0], {row[0] for row in rest}
     if cell in others:
         return False  # the same text lower down is a label
-    if cell.strip().lower() in _HEADER_NAMES:
+    if header_name(cell).lower() in _HEADER_NAMES:
         return True
     return bool(rest) and not _is_int(cell) and all(_is_int(row[0]) for row in rest)  # a word above integers
 
@@ -326,12 +326,16 @@ def _read_column(path, sep: str, column: str, text: tuple[str, str]) -> np.ndarr
     """The cells of the column ``column`` of a delimited file whose first line names its columns."""
     # quotes are text in a .tsv, as read_texts reads the same table
     rows = _table_rows(path, sep, text, quoting=csv.QUOTE_NONE if sep == "\t" else csv.QUOTE_MINIMAL)
-    header = rows[0]
-    if column not in header:
-        shown = [name[:40] for name in header[:20]]
+    # names matched as read_embeddings(label_column=) matches them: a byte-order mark and spaces around left out
+    header, name = list(map(header_name, rows[0])), header_name(column)
+    if name not in header:
+        shown = [cell[:40] for cell in header[:20]]
         raise _fail(path, f"it has no column {column!r} (its header: {shown}{' ...' if len(header) > 20 else ''})",
                     "the name of a column of its first line")
-    j, labels = header.index(column), []
+    if header.count(name) > 1:
+        raise _fail(path, f"its header has {header.count(name)} columns named {name!r}",
+                    "one column of that name to read the labels from")
+    j, labels = header.index(name), []
     for line, row in enumerate(rows[1:], start=2):
         if not any(row):
             continue  # a blank line, as read_texts skips it in the same table
