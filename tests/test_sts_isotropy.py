@@ -124,6 +124,19 @@ def test_cli_rejects_unknown_dataset(capsys):
     assert "'STS99'" in err
 
 
+def test_cli_checks_the_sweep_values_before_anything_runs(capsys):
+    """A sweep of 0 clusters or -1 components failed only after the seeds' runs, naming ClusterIsotropy."""
+    from isotropy.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", "sts-isotropy", "--print-config", "--set",
+              "sweep={datasets: [STSB], n_clusters: [3, 0], n_components: [-1]}"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and len(err.strip().splitlines()) == 1
+    assert "The 'sweep.n_clusters[1]' setting of sts-isotropy must be greater than or equal to 1. Got 0 instead." in err
+    assert "The 'sweep.n_components[0]' setting of sts-isotropy must be greater than or equal to 0. Got -1" in err
+
+
 def test_fit_on_separate_corpora(data_root):
     from isotropy.experiments.sts_isotropy.run import fit_sentences
 

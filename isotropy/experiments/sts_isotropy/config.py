@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -19,8 +19,8 @@ class SweepConfig(ExperimentConfig):
     """K-means + Mean + PCA on ``datasets``, one parameter varied at a time (empty lists: no sweep)."""
 
     datasets: list[Dataset] = expects(f"a list of data sets from {', '.join(DATASETS)}", default_factory=list)
-    n_clusters: list[int] = expects("a list of ints >= 1", default_factory=list)
-    n_components: list[int] = expects("a list of ints >= 0", default_factory=list)
+    n_clusters: list[Annotated[int, Field(ge=1)]] = expects("a list of ints >= 1", default_factory=list)
+    n_components: list[Annotated[int, Field(ge=0)]] = expects("a list of ints >= 0", default_factory=list)
 
 
 class TokenLevelConfig(ExperimentConfig):
