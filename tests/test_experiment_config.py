@@ -199,3 +199,15 @@ def test_a_text_field_that_also_takes_null_or_a_number_keeps_that_meaning():
     assert lg.config(sets=["layers=3"]).layers == 3  # int | str | list[int]: an int stays an int
     assert lg.config(sets=["layers=0,3,6"]).layers == "0,3,6"
     assert load_experiment("istar").config(sets=["model=123"]).model == "123"  # a str field: the text
+
+
+def test_a_list_shortcut_shows_the_list_form_of_set(capsys):
+    """'--lambdas (same as --set lambdas=...)' led to --set lambdas=-5,5, which is refused: the list form is shown."""
+    from isotropy.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", "istar", "--help"])
+    assert exit_info.value.code == 0
+    assert "(same as --set 'lambdas=[a, b]')" in " ".join(capsys.readouterr().out.split())
+    main(["run", "istar", "--set", "lambdas=[-5, 5]", "--print-config"])
+    assert "lambdas:\n- -5.0\n- 5.0\n" in capsys.readouterr().out

@@ -110,8 +110,9 @@ def make_command(experiment) -> click.Command:
     ]
     for flag, key, help_text in experiment.shortcuts:
         shown = key.removesuffix("[]")
+        same = f"--set '{shown}=[a, b]'" if key.endswith("[]") else f"--set {shown}=..."  # --set takes YAML: a list
         params.append(click.Option([flag, _param_name(flag)], default=None, metavar="VALUE",
-                                   help=f"{help_text} (same as --set {shown}=...)"))
+                                   help=f"{help_text} (same as {same})"))
     return click.Command(experiment.name, callback=callback, params=params, help=experiment.help,
                          short_help=experiment.help.split("\n")[0] if experiment.help else None)
 
