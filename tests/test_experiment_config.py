@@ -205,9 +205,7 @@ def test_a_list_shortcut_shows_the_list_form_of_set(capsys):
     """'--lambdas (same as --set lambdas=...)' led to --set lambdas=-5,5, which is refused: the list form is shown."""
     from isotropy.cli import main
 
-    with pytest.raises(SystemExit) as exit_info:
-        main(["run", "istar", "--help"])
-    assert exit_info.value.code == 0
+    main(["run", "istar", "--help"])
     assert "(same as --set 'lambdas=[a, b]')" in " ".join(capsys.readouterr().out.split())
     main(["run", "istar", "--set", "lambdas=[-5, 5]", "--print-config"])
     assert "lambdas:\n- -5.0\n- 5.0\n" in capsys.readouterr().out
