@@ -94,7 +94,7 @@ def test_missing_setup_file_and_unknown_setup(tmp_path, capsys):
     (["--setup", "sst2-cu"], "Did you mean 'sst2-cpu'?"),
     (["--setup", "SST2"], "Did you mean 'sst2'?"),
     (["--set", "lamdas=1"], "did you mean 'lambdas'?"),
-    (["--set", "istar.zetta=0.5"], "did you mean 'zeta'?"),
+    (["--set", "istar.zetta=0.5"], "did you mean 'istar.zeta'?"),
 ])
 def test_a_misspelt_setup_or_key_is_one_line_with_the_closest_name(argv, suggestion, capsys):
     code, _, err = _cli(["run", "istar", *argv, "--print-config"], capsys)

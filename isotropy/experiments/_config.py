@@ -251,7 +251,8 @@ def _format_errors(exc: ValidationError, model: type[BaseModel], data: dict, *, 
                                 f"with {_CONTEXT_KEYS[name]}.")
                 continue
             close = _suggest(str(name), known)
-            hint = f"; did you mean '{close[0]}'?" if close else f"; expected one of {', '.join(known)}."
+            prefix = key[: len(key) - len(str(name))]  # 'synthetic.' of a nested key: the suggestion is a whole key
+            hint = f"; did you mean '{prefix}{close[0]}'?" if close else f"; expected one of {', '.join(known)}."
             messages.append(f"Unknown config key '{key}' for {experiment}{hint}")
             continue
         if "missing" in kinds:
