@@ -325,3 +325,131 @@ def test_parquet_text_bomb_is_refused_by_the_readers(tmp_path):
         message = str(err.value)
         assert "\n" not in message and str(path) in message and "save the array with np.save" in message
         assert f"its data ({_TEXT_ROWS} rows) expands from {size} to {_TEXT_ROWS * (_TEXT_LENGTH + 16)} bytes" in message
+
+
+def _sentences(rows: int, seed: int = 0) -> list[str]:
+    """``rows`` distinct sentences of 5 to 40 words (about 120 characters), as text columns hold them."""
+    words = np.array(["the", "cat", "sat", "on", "mat", "dog", "ran", "far", "away", "blue", "sky", "river", "stone"])
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(5, 40, rows)
+    picks = np.split(rng.integers(0, len(words), int(lengths.sum())), np.cumsum(lengths)[:-1])
+    return [" ".join(words[pick]) + f" #{i}" for i, pick in enumerate(picks)]
+
+
+def _delta_text_file(pa, pq, path, texts, kind=None):
+    """``texts`` as a DELTA_BYTE_ARRAY column (of Arrow type ``kind``) beside a column of numbers."""
+    table = pa.table({"text": pa.array(texts, type=kind), "x": np.arange(len(texts), dtype=np.float64)})
+    pq.write_table(table, path, use_dictionary=False, column_encoding={"text": "DELTA_BYTE_ARRAY"})
+    assert "DELTA_BYTE_ARRAY" in pq.ParquetFile(path).metadata.row_group(0).column(0).encodings
+    return path
+
+
+def test_parquet_delta_text_is_counted_in_batches_sized_from_what_the_cap_allows(tmp_path, monkeypatch):
+    """200,000 sentences in one DELTA_BYTE_ARRAY chunk of 21 MB: a batch holds as many values of the chunk's length
+    as the bytes left under the cap (100x the file) allow, 45, not as 64 MiB allow (3 rows a batch: a cost that
+    grew as the square of the rows, 3 to 8 s for this column, which pyarrow reads in 0.2 s)."""
+    pytest.importorskip("pyarrow")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from isotropy.io import _archives
+
+    rows = 200_000
+    path = _delta_text_file(pa, pq, tmp_path / "sentences.parquet", _sentences(rows))
+    assert EXPANSION_FLOOR_BYTES // pq.ParquetFile(path).metadata.row_group(0).column(0).total_uncompressed_size < 5
+    measure, batches = _archives._arrow_text_bytes, []
+
+    def counted(array):
+        batches.append(len(array))
+        if len(batches) > rows // 20:  # stops a check that would take seconds (and reads as a bomb there)
+            raise AssertionError(f"{len(batches)} batches for {rows} rows")
+        return measure(array)
+
+    monkeypatch.setattr(_archives, "_arrow_text_bytes", counted)
+    assert _archives.parquet_expansion_problem(path) is None
+    assert sum(batches) == rows and len(batches) <= rows // 20
+
+
+def test_parquet_text_check_needs_no_arrow_type_that_pyarrow_12_lacks(tmp_path, monkeypatch):
+    """pyarrow before 16 has no list views or string views: their predicates are looked up, a plain string column
+    is measured (it was counted at its worst, 1 GB, and the file refused as a bomb)."""
+    pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from isotropy.io._archives import parquet_expansion_problem
+
+    texts = _sentences(5000)
+    path = _delta_text_file(pa, pq, tmp_path / "sentences.parquet", texts)
+    with monkeypatch.context() as pyarrow_12:  # pandas needs them to read the file
+        for name in ("is_list_view", "is_large_list_view", "is_string_view", "is_binary_view"):
+            pyarrow_12.delattr(pa.types, name, raising=False)
+        assert parquet_expansion_problem(path) is None
+    X, names = read_embeddings(path)
+    assert names == texts and X.shape == (5000, 1)
+
+
+def test_parquet_text_check_raises_its_own_errors_and_counts_unreadable_pages_at_their_worst(tmp_path, monkeypatch):
+    """Only what pyarrow raises on a file it cannot read makes a chunk count its worst case: an error of the check
+    itself is raised, not reported as a bomb."""
+    pytest.importorskip("pyarrow")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from isotropy.io import _archives
+
+    path = _delta_text_file(pa, pq, tmp_path / "sentences.parquet", _sentences(5000))
+    with monkeypatch.context() as patched:
+        patched.setattr(_archives, "_arrow_text_bytes", lambda array: 1 // 0)
+        with pytest.raises(ZeroDivisionError):
+            _archives.parquet_expansion_problem(path)
+    chunk, x = (pq.ParquetFile(path).metadata.row_group(0).column(j) for j in range(2))
+    data = bytearray(path.read_bytes())  # the text's pages overwritten, the footer intact: pyarrow cannot decode them
+    start = chunk.data_page_offset
+    data[start:start + chunk.total_compressed_size] = b"\xff" * chunk.total_compressed_size
+    path.write_bytes(bytes(data))
+    problem = _archives.parquet_expansion_problem(path)
+    worst = 5000 * 8 + 5000 * chunk.total_uncompressed_size + max(x.total_uncompressed_size, 5000 * 8)
+    assert f"expands from {len(data)} to up to {worst} bytes" in problem
+    names = tmp_path / "names.parquet"  # a column name that is not UTF-8: the reader says so
+    pq.write_table(pa.table({"é": ["a", "b"]}), names, store_schema=False)
+    names.write_bytes(names.read_bytes().replace("é".encode(), b"\xff\xfe"))
+    assert _archives.parquet_expansion_problem(names) is None
+
+
+def test_parquet_text_columns_are_read_by_index_not_by_dotted_name(tmp_path):
+    """A column named "a.b" after the field b of a struct a: both are measured, not the first one twice."""
+    pytest.importorskip("pyarrow")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from isotropy.io._archives import parquet_expansion_problem
+
+    path, bomb = tmp_path / "dotted.parquet", _one_string_many_rows(pa).column("name")
+    short = pa.StructArray.from_arrays([pa.array(["s"] * _TEXT_ROWS)], names=["b"])
+    pq.write_table(pa.table([short, bomb], names=["a", "a.b"]), path, compression="zstd")
+    assert [column.path for column in pq.ParquetFile(path).schema] == ["a.b", "a.b"]
+    problem = parquet_expansion_problem(path)
+    assert problem.startswith(f"its data ({_TEXT_ROWS} rows) expands from {path.stat().st_size} to "
+                              f"{_TEXT_ROWS * (8 + 1) + _TEXT_ROWS * (8 + _TEXT_LENGTH)} bytes (")
+
+
+@pytest.mark.parametrize("kind", ["large_string", "string_view", "json_"])
+def test_parquet_text_of_every_arrow_text_type_is_measured(tmp_path, kind):
+    """Text that pyarrow reads as large strings, string views (pyarrow 16) or JSON (pyarrow 19, an extension type)
+    is measured as text: a legitimate column is allowed (views and JSON were counted at their worst, the file
+    refused), a bomb is refused."""
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    from isotropy.io._archives import parquet_expansion_problem
+
+    if not hasattr(pa, kind):
+        pytest.skip(f"pyarrow {pa.__version__} has no {kind}")
+    texts = [f'"{text}"' for text in _sentences(5000)]  # JSON strings
+    assert parquet_expansion_problem(_delta_text_file(pa, pq, tmp_path / "texts.parquet", texts, getattr(pa, kind)())) is None
+    pq.write_table(pa.table({"text": pa.array(texts, type=getattr(pa, kind)())}), tmp_path / "dictionary.parquet")
+    assert parquet_expansion_problem(tmp_path / "dictionary.parquet") is None
+    bomb = _delta_text_file(pa, pq, tmp_path / "bomb.parquet", [f'"{"a" * _TEXT_LENGTH}"'] * _TEXT_ROWS, getattr(pa, kind)())
+    assert "to at least" in parquet_expansion_problem(bomb)

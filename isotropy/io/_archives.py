@@ -77,6 +77,15 @@ def _stored_size(source) -> int:
     return os.path.getsize(source)
 
 
+def _unreadable() -> tuple[type[BaseException], ...]:
+    """What pyarrow raises on a file it cannot read: a corrupt footer or page (``OSError``, ``ArrowInvalid``), an
+    encoding it cannot decode that way (``ArrowNotImplementedError``), a column name that is not UTF-8
+    (``UnicodeDecodeError``). Anything else is a bug here, and is not taken for a property of the file."""
+    import pyarrow as pa
+
+    return pa.ArrowException, OSError, UnicodeDecodeError
+
+
 def parquet_expansion_problem(source) -> str | None:
     """Why the Parquet file ``source`` would expand too far when read; ``None`` if not.
 
@@ -101,15 +110,19 @@ def parquet_expansion_problem(source) -> str | None:
     holding one long string that every row references, or ``DELTA_BYTE_ARRAY`` values that each
     repeat the one before as a prefix, decode to the string's length times the number of rows.
     The column encodings that the footer lists are not trusted (the pages say how they are
-    encoded), so every BYTE_ARRAY chunk is measured:
+    encoded), so every BYTE_ARRAY chunk is measured, found by its index (two columns may have
+    one dotted name: a column ``"a.b"`` and the field ``b`` of a struct ``a``):
 
     * read as an Arrow dictionary (what a dictionary page holds, plus one int32 index per value:
       memory within the footer's sizes, already checked above), its decoded size is the sum of
       the lengths of the entries the indices reference, computed without building the strings;
     * pages that cannot be read as a dictionary (``DELTA_BYTE_ARRAY``) are decoded a batch at a
-      time, a batch no larger than 64 MiB (no value is longer than the chunk's uncompressed bytes:
-      a value repeats at most the one before and adds bytes of the page), counting stops past
-      the cap;
+      time, counting stops past the cap. No value is longer than the chunk's uncompressed bytes
+      (a value repeats at most the one before and adds bytes of the page), so a batch of as many
+      values as fit, at that length, in the bytes the cap still allows (64 MiB at least, 2**16
+      values at most) takes no more memory than a file within the cap does when read. A column
+      takes about ``rows * uncompressed / (100 * stored)`` batches: as many as it has rows over
+      100 times its compression ratio, a cost that grows with the rows, not with their square;
     * a nested chunk (a list of strings) that cannot be read as a dictionary, or a chunk that
       cannot be read at all, counts its worst case: every value as long as the chunk's
       uncompressed bytes.
@@ -125,7 +138,7 @@ def parquet_expansion_problem(source) -> str | None:
             with pq.ParquetFile(source) as handle:
                 metadata = handle.metadata
             stored = _stored_size(source)
-        except Exception:  # noqa: BLE001 -- a corrupt footer: the reader says what is wrong
+        except _unreadable():  # a corrupt footer: the reader says what is wrong
             return None
         what = f"its data ({metadata.num_rows} rows)"
         decoded, texts = 0, []
@@ -137,15 +150,16 @@ def parquet_expansion_problem(source) -> str | None:
                 counted = max(column.total_uncompressed_size, column.num_values * width)
                 decoded += counted
                 if column.physical_type == "BYTE_ARRAY":
-                    texts.append((i, column, schema.max_repetition_level > 0, counted))
+                    texts.append((i, j, column, schema.max_repetition_level > 0, counted))
         problem = expansion_problem(what, decoded, stored)
         if problem is not None or not texts:
             return problem
         cap = max(EXPANSION_FLOOR_BYTES, MAX_EXPANSION * max(stored, 1))
-        for i, column, nested, counted in texts:
+        for i, j, column, nested, counted in texts:
             pointers = 8 * column.num_values
             # text past `limit` bytes takes the total past the cap: no need to count further
-            text, bound = _parquet_text_bytes(source, metadata, i, column, nested, limit=cap - decoded + counted - pointers)
+            text, bound = _parquet_text_bytes(source, metadata, i, j, column, nested,
+                                              limit=cap - decoded + counted - pointers)
             decoded += max(0, pointers + text - counted)
             if decoded > cap:
                 return expansion_problem(what, decoded, stored, bound=bound)
@@ -155,33 +169,76 @@ def parquet_expansion_problem(source) -> str | None:
             source.seek(start)
 
 
-def _parquet_text_bytes(source, metadata, group: int, column, nested: bool, *, limit: int) -> tuple[int, str]:
-    """The bytes of text the BYTE_ARRAY ``column`` of row group ``group`` decodes to, and how they bound it.
+def _parquet_text_bytes(source, metadata, group: int, index: int, column, nested: bool, *,
+                        limit: int) -> tuple[int, str]:
+    """The bytes of text the BYTE_ARRAY column ``index`` (a leaf of the schema) of row group ``group`` decodes to,
+    and how they bound it; ``column``: its chunk's metadata.
 
     ``(n, "")``: exactly ``n``; ``(n, "at least")``: counting stopped at ``n``, past ``limit``; ``(n, "up to")``:
     a worst case, the chunk not measured (see :func:`parquet_expansion_problem`).
     """
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    name = column.path_in_schema
+    chunk = None
     try:
-        with pq.ParquetFile(source, metadata=metadata, read_dictionary=[name]) as handle:
-            return _arrow_text_bytes(handle.read_row_group(group, columns=[name]).column(0)), ""
-    except Exception:  # noqa: BLE001 -- pyarrow reads DELTA_BYTE_ARRAY pages densely only: below
-        longest = max(column.total_uncompressed_size, 1)  # no value is longer than the bytes of its chunk
+        with pq.ParquetFile(source, metadata=metadata, read_dictionary=[index]) as handle:
+            # a type read densely all the same (JSON, an extension type of pyarrow 19; a decimal) is read below, a
+            # batch at a time: the whole chunk at once could be the bomb
+            if _reads_as_dictionary(handle.schema_arrow, index, metadata.num_columns):
+                chunk = handle.reader.read_row_group(group, column_indices=[index], use_threads=False).column(0)
+    except _unreadable():  # pyarrow reads DELTA_BYTE_ARRAY pages densely only: below
+        pass
+    if chunk is not None:
+        try:
+            return _arrow_text_bytes(chunk), ""
+        except pa.ArrowIndexError:  # an index past the dictionary (pyarrow reads them unchecked): a corrupt page
+            pass
+    longest = max(column.total_uncompressed_size, 1)  # no value is longer than the bytes of its chunk
     if nested:  # a row may hold every value of the chunk: counted at its worst
         return column.num_values * longest, "up to"
+    # a row is one value: a batch of at most max(64 MiB, limit) bytes of text, within what the cap allows anyway
+    batch_size = max(1, min(2**16, max(EXPANSION_FLOOR_BYTES, limit) // longest))
     total = 0
     try:
-        with pq.ParquetFile(source, metadata=metadata) as handle:  # a row is one value: 64 MiB of text a batch
-            for batch in handle.iter_batches(batch_size=max(1, min(2**16, EXPANSION_FLOOR_BYTES // longest)),
-                                             row_groups=[group], columns=[name]):
+        with pq.ParquetFile(source, metadata=metadata) as handle:
+            for batch in handle.reader.iter_batches(batch_size, [group], column_indices=[index], use_threads=False):
                 total += _arrow_text_bytes(batch.column(0))
                 if total > limit:
                     return total, "at least"
-    except Exception:  # noqa: BLE001 -- unreadable: counted at its worst, the reader says why
+    except _unreadable():  # counted at its worst, the reader says why
         return column.num_values * longest, "up to"
     return total, ""
+
+
+def _reads_as_dictionary(schema, index: int, leaves: int) -> bool:
+    """Whether pyarrow, reading with ``schema`` (its Arrow schema for the file), reads leaf ``index`` of the file's
+    ``leaves`` as a dictionary."""
+    types = [leaf for field in schema for leaf in _leaf_types(field.type)]
+    return len(types) == leaves and _has_type(types[index], "is_dictionary")
+
+
+def _leaf_types(kind) -> list:
+    """The Arrow types of the Parquet leaves that a field of type ``kind`` is read from, in the schema's order."""
+    import pyarrow as pa
+
+    if isinstance(kind, pa.BaseExtensionType):
+        return _leaf_types(kind.storage_type)
+    if _has_type(kind, "is_struct"):
+        return [leaf for i in range(kind.num_fields) for leaf in _leaf_types(kind.field(i).type)]
+    if _has_type(kind, "is_map"):
+        return _leaf_types(kind.key_type) + _leaf_types(kind.item_type)
+    if _has_type(kind, "is_list", "is_large_list", "is_fixed_size_list", "is_list_view", "is_large_list_view"):
+        return _leaf_types(kind.value_type)
+    return [kind]
+
+
+def _has_type(kind, *predicates: str) -> bool:
+    """Whether ``kind`` passes one of the ``pyarrow.types`` predicates named; one that this pyarrow lacks
+    (``is_list_view``, ``is_string_view``: pyarrow 16) is false, as no array of its type can be made."""
+    from pyarrow import types
+
+    return any(getattr(types, name, lambda _: False)(kind) for name in predicates)
 
 
 def _arrow_text_bytes(array) -> int:
@@ -192,14 +249,22 @@ def _arrow_text_bytes(array) -> int:
     if isinstance(array, pa.ChunkedArray):
         return sum(_arrow_text_bytes(chunk) for chunk in array.chunks)
     kind = array.type
-    if pa.types.is_dictionary(kind):
-        lengths = pc.binary_length(array.dictionary) if len(array.dictionary) else None
-        return 0 if lengths is None else int(pc.sum(pc.take(lengths, array.indices)).as_py() or 0)
-    if pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind) \
-            or pa.types.is_list_view(kind) or pa.types.is_large_list_view(kind) or pa.types.is_map(kind):
+    if _has_type(kind, "is_string", "is_large_string", "is_binary", "is_large_binary"):
+        return int(pc.sum(pc.binary_length(array)).as_py() or 0) if len(array) else 0
+    if _has_type(kind, "is_string_view", "is_binary_view"):  # binary_length has no kernel for views
+        return _arrow_text_bytes(array.cast(pa.large_binary()))
+    if _has_type(kind, "is_dictionary"):
+        values = array.dictionary
+        if _has_type(values.type, "is_string_view", "is_binary_view"):
+            values = values.cast(pa.large_binary())
+        if not _has_type(values.type, "is_string", "is_large_string", "is_binary", "is_large_binary"):
+            return _arrow_text_bytes(array.dictionary_decode())  # not text (a decimal): as wide as its type
+        return int(pc.sum(pc.take(pc.binary_length(values), array.indices)).as_py() or 0) if len(values) else 0
+    if isinstance(array, pa.ExtensionArray):  # JSON text (arrow.json): its storage
+        return _arrow_text_bytes(array.storage)
+    if _has_type(kind, "is_list", "is_large_list", "is_fixed_size_list", "is_list_view", "is_large_list_view",
+                 "is_map"):
         return _arrow_text_bytes(array.flatten())
-    if pa.types.is_struct(kind):
+    if _has_type(kind, "is_struct"):
         return sum(_arrow_text_bytes(field) for field in array.flatten())
-    if len(array) == 0:
-        return 0
-    return int(pc.sum(pc.binary_length(array)).as_py() or 0)
+    return array.nbytes  # a type of fixed width (a BYTE_ARRAY decimal): the bytes it takes
