@@ -79,8 +79,8 @@ def make_command(experiment) -> click.Command:
         outcome = execute(experiment, config, results_dir=results_dir, setup=setup or experiment.default_setup,
                           device=device, threads=threads,
                           resume=resume, data_dir=data_dir, quiet=quiet, plot=not no_plot)
-        if not outcome.skipped:
-            click.echo(experiment.report(outcome.results, outcome.results_dir), nl=False)
+        if not outcome.skipped:  # the report was written by the run, before run.json said finished
+            click.echo(outcome.report, nl=False)
         for path in outcome.figures:
             click.echo(f"figure: {path}")
         click.echo(f"Results in {outcome.results_dir}/")

@@ -12,7 +12,10 @@
   it created or changed in the directory (and those of earlier runs still there) are listed in
   ``.isotropy.files.json``; a fresh run moves aside only those, so a user's own ``NOTES.md`` beside
   the results stays. A directory from before this list existed counts as the toolkit's whatever is
-  not newer than its ``run.json``.
+  not newer than its ``run.json``. ``run.json``, ``config.yaml``, ``claims.json`` and ``figures/``
+  are always the run's (:data:`RUN_NAMES`): earlier versions wrote ``claims.json`` (and ``isotropy
+  plot`` its figures) without the lock, so older lists lack them, and a fresh run kept a previous
+  config's claims beside its own numbers.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from pathlib import Path
 
 from isotropy._utils.atomic import atomic_write
 
-__all__ = ["LOCK_NAME", "OWNER_NAME", "PREVIOUS_NAME", "Replacement", "ResultsLock", "check_results_dir"]
+__all__ = ["LOCK_NAME", "OWNER_NAME", "PREVIOUS_NAME", "RUN_NAMES", "Replacement", "ResultsLock", "check_results_dir"]
 
 LOCK_NAME = ".isotropy.lock"
 OWNER_NAME = ".isotropy.owner.json"
@@ -35,6 +38,8 @@ PREVIOUS_NAME = ".previous"
 MANIFEST_NAME = ".isotropy.files.json"  # the names the toolkit wrote in this results directory
 _KEPT_NAME = ".kept.json"  # in .previous/: the user's entries a fresh run left in place
 _OURS = {LOCK_NAME, OWNER_NAME, PREVIOUS_NAME, MANIFEST_NAME}
+# the names of the contract's layout (docs/experiments/contract.md): the run's whatever the list says
+RUN_NAMES = frozenset({"run.json", "config.yaml", "claims.json", "figures"})
 
 
 def _entries(results_dir: Path) -> list[Path]:
@@ -67,12 +72,12 @@ def toolkit_entries(results_dir: Path) -> list[Path]:
     names = _read_names(results_dir / MANIFEST_NAME)
     entries = _entries(results_dir)
     if names is not None:
-        return [p for p in entries if p.name in names]
+        return [p for p in entries if p.name in names or p.name in RUN_NAMES]
     run_json = results_dir / "run.json"
     if not run_json.is_file():
         return []
     limit = run_json.stat().st_mtime_ns + 2 * 10**9  # a directory from before the list: not newer than run.json
-    return [p for p in entries if p.lstat().st_mtime_ns <= limit]
+    return [p for p in entries if p.lstat().st_mtime_ns <= limit or p.name in RUN_NAMES]
 
 
 def check_results_dir(results_dir: Path) -> None:
@@ -93,6 +98,7 @@ class ResultsLock:
         self._lock = None
         self._created = False
         self._before: dict[str, int] = {}
+        self._earlier: set[str] = set()
 
     def acquire(self) -> None:
         from filelock import FileLock, Timeout
@@ -107,6 +113,9 @@ class ResultsLock:
                              f"({self._describe_owner()}); wait for it to finish or choose another directory.") from None
         self._lock = lock
         self._before = _snapshot(self.results_dir)
+        # what was the toolkit's when the lock was taken (the list, or the rule for a directory without one): a
+        # holder that only adds files (`isotropy plot`) must not narrow a directory from before the list to those
+        self._earlier = {p.name for p in toolkit_entries(self.results_dir)}
         owner = {"pid": os.getpid(), "host": socket.gethostname(),
                  "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
                  "started": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
@@ -138,7 +147,7 @@ class ResultsLock:
     def _write_manifest(self) -> None:
         """List what the toolkit wrote: names created or changed while the lock was held, and earlier runs' still there."""
         now = _snapshot(self.results_dir)
-        earlier = _read_names(self.results_dir / MANIFEST_NAME) or set()
+        earlier = (_read_names(self.results_dir / MANIFEST_NAME) or set()) | self._earlier
         ours = sorted(n for n, stamp in now.items() if n in earlier or self._before.get(n) != stamp)
         if not ours:
             (self.results_dir / MANIFEST_NAME).unlink(missing_ok=True)

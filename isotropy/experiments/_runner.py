@@ -14,14 +14,18 @@ and the same results directory::
                     start and end times, the results directory
     config.yaml     the resolved config (re-run it with --setup DIR/config.yaml)
     ...             the experiment's tables and numbers
+    claims.json     the paper's claims decided on these numbers (written by ``report``, when defined)
     figures/        every figure, PNG and SVG (``isotropy plot DIR --format png,svg,pdf --dpi N``)
 
 What :func:`execute` guarantees, in order: the config is validated (by the command) and the
 model and data are loaded (``prepare``) *before* the results directory is touched; a lock keeps a
 second run out of the directory; a fresh run moves the previous run's files aside and deletes
 them only once it has written its first result (restored if it fails before that); ``run.json``
-says ``running`` from the start and ``finished`` or ``failed`` (with the error) at the end;
-torch/BLAS threads are restored afterwards; ``run`` never plots, figures come from ``plot``.
+says ``running`` from the start and ``finished`` or ``failed`` (with the error) at the end, and
+``finished`` only once ``report`` has written ``claims.json``; torch/BLAS threads are restored
+afterwards; ``run`` never plots, figures come from ``plot`` (drawn after ``finished``, still under
+the lock). Everything written under the lock is listed as the run's and goes with it when a fresh
+run starts.
 
 Writing another experiment
 --------------------------
@@ -38,7 +42,8 @@ line to ``EXPERIMENTS`` in :mod:`isotropy.cli`. Its layout::
                                             config_model=Config, default_setup="default")
 
 The record binds ``prepare``, ``run``, ``plot_results`` and ``report`` by module name (no
-wrappers); the command prints ``report_file`` (``results.md``) once the run has finished.
+wrappers); the runner calls ``report`` as the run's last step and the command prints what it
+returned (by default ``report_file``, ``results.md``).
 """
 
 from __future__ import annotations
@@ -71,7 +76,7 @@ from isotropy.experiments._context import (
     resolve_device,
     thread_limits,
 )
-from isotropy.experiments._results_dir import Replacement, ResultsLock, check_results_dir
+from isotropy.experiments._results_dir import RUN_NAMES, Replacement, ResultsLock, check_results_dir, toolkit_entries
 
 __all__ = ["Experiment", "RunOutcome", "execute", "save_figures"]
 
@@ -264,12 +269,13 @@ def _set_layer(model, pairs, *, experiment: str) -> dict:
 
 @dataclass
 class RunOutcome:
-    """What :func:`execute` returns: the results, where they are and the figures written."""
+    """What :func:`execute` returns: the results, where they are, the report's text and the figures written."""
 
     results: dict
     results_dir: Path
     figures: list = field(default_factory=list)
     skipped: bool = False
+    report: str = ""  # what ``experiment.report`` returned (the command prints it); "" when skipped
 
 
 def save_figures(figures: dict, results_dir, *, formats=("png", "svg"), dpi: int = 150) -> list[Path]:
@@ -357,6 +363,31 @@ def _check_resume(experiment: Experiment, results_dir: Path, values: dict, ignor
     return meta.get("status") == "finished" and old == values
 
 
+def _claims_are_current(experiment: Experiment, results_dir: Path) -> bool:
+    """Whether a finished run's ``claims.json`` was written from its results: present, and no result is newer.
+
+    True for an experiment without a ``report`` (it writes no claims). A finished run of this version
+    always passes (the report is written after the numbers and before ``finished``); a directory an
+    earlier version left after a Ctrl-C while the figures were drawn holds the previous run's claims,
+    older than the numbers beside them.
+    """
+    if experiment._science("run", "report") is None:
+        return True
+    claims = results_dir / "claims.json"
+    if not claims.is_file():
+        return False
+    written = claims.stat().st_mtime_ns
+    for entry in toolkit_entries(results_dir):
+        if entry.name in RUN_NAMES:  # run.json is rewritten after the report, figures are drawn after it
+            continue
+        paths = [entry]
+        if entry.is_dir() and not entry.is_symlink():
+            paths = [p for p in entry.rglob("*") if not p.is_dir()]
+        if any(p.lstat().st_mtime_ns > written for p in paths):
+            return False
+    return True
+
+
 def execute(experiment: Experiment, config, *, results_dir=None, setup: str | None = None, device: str | None = "auto",
             threads: int | None = None, resume: bool = False, data_dir=None, quiet: bool = False,
             plot: bool = True, formats=("png", "svg"), dpi: int = 150) -> RunOutcome:
@@ -386,10 +417,15 @@ def execute(experiment: Experiment, config, *, results_dir=None, setup: str | No
         if replacement.recover():
             ctx.log(f"{results_dir}: restored the results a killed run had moved aside")
         finished = resume and _check_resume(experiment, results_dir, values, ignore)
-        if finished and not experiment.partial:
+        if finished and not experiment.partial and _claims_are_current(experiment, results_dir):
             ctx.log(f"{results_dir}: this run has already finished with this config; nothing to run.")
             outcome = RunOutcome(results={}, results_dir=results_dir, skipped=True)
         else:
+            if finished and not experiment.partial:
+                # Re-run rather than re-report: only `run` returns the results `report` takes (no experiment reads
+                # them back), and this repairs only directories of earlier versions or ones changed by hand.
+                ctx.log(f"{results_dir / 'claims.json'} is missing or older than the results; running again to "
+                        f"rewrite it.")
             outcome = _run_locked(experiment, config, ctx, replacement)
         if plot:
             outcome.figures = save_figures(experiment.plot(results_dir), results_dir, formats=formats, dpi=dpi)
@@ -412,6 +448,13 @@ def _run_locked(experiment: Experiment, config, ctx: RunContext, replacement: Re
         try:
             meta.write()
             results = experiment.run(config, ctx.results_dir, ctx)
+            replacement.commit()
+            # The report (claims.json) is the run's last step, not the command's after execute returns: written under
+            # the lock, it is listed in the manifest and goes aside with the numbers it was decided on when a fresh
+            # run starts; written before "finished", a run.json that says finished has this run's claims beside it
+            # even when the figures below are interrupted. (Written after the lock was released, it was kept as the
+            # user's file, and a Ctrl-C while the figures were drawn left a previous config's claims there.)
+            report = experiment.report(results, ctx.results_dir)
         except BaseException as exc:
             if not replacement.committed:
                 replacement.restore()  # the new run wrote no result: the previous run's files come back
@@ -421,6 +464,5 @@ def _run_locked(experiment: Experiment, config, ctx: RunContext, replacement: Re
                              "error": f"{type(exc).__name__}: {message}",
                              "traceback": traceback.format_exc(limit=8)})
             raise
-        replacement.commit()
         meta.update({"status": "finished", "ended": _now()})
-    return RunOutcome(results=results, results_dir=ctx.results_dir)
+    return RunOutcome(results=results, results_dir=ctx.results_dir, report=report)

@@ -1,0 +1,223 @@
+"""A run interrupted after its numbers, or killed mid-run, leaves no other run's claims or figures beside its run.json.
+
+A user trial found (1) ``claims.json`` written by the report step after the lock was released: it
+was never listed in ``.isotropy.files.json``, so a fresh run kept the old claims as the user's own
+file; a Ctrl-C while the figures were drawn left ``run.json`` "finished" beside the previous
+config's claims, and ``--resume`` said "nothing to run" without rewriting them; after ``kill -9``
+mid-run the old claims sat beside the new ``run.json``. (2) ``isotropy plot`` of an interrupted
+run printed ``[Errno 2] No such file or directory: '.../results.json'``.
+
+The template experiment stands in for a real one (seconds, no data), with a ``report`` that writes
+``claims.json`` as every paper's experiment does. Interruptions are deterministic: the figure step
+raises ``KeyboardInterrupt``, or a child process ``kill -9``s itself at a given seed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from isotropy.experiments import _runner
+from isotropy.experiments._results import write_json
+from isotropy.experiments._results_dir import MANIFEST_NAME, PREVIOUS_NAME
+from isotropy.experiments._runner import execute
+from isotropy.experiments._template import run as template_run
+from isotropy.experiments._template.experiment import EXPERIMENT as TEMPLATE
+
+REPO = Path(__file__).resolve().parent.parent
+SMALL = ["sample_sizes=[50, 200]", "n_features=8", "seeds=[0, 1, 2]"]
+TEMPLATE_TARGET = "isotropy.experiments._template.experiment:EXPERIMENT"
+
+
+def _report(results, results_dir) -> str:
+    """A report as the papers' experiments have one: ``claims.json`` from these results, then the table."""
+    write_json(Path(results_dir) / "claims.json", [{"id": "isoscore", "ours": results["isoscore_mean"][-1],
+                                                    "decay": json.loads((Path(results_dir) / "run.json").read_text())
+                                                    ["config"]["decay"]}])
+    return (Path(results_dir) / "summary.md").read_text()
+
+
+@pytest.fixture(autouse=True)
+def template_with_claims(monkeypatch):
+    """The template with a ``report`` writing ``claims.json``, reachable as ``isotropy run _template``."""
+    from isotropy import cli
+
+    monkeypatch.setattr(template_run, "report", _report, raising=False)
+    monkeypatch.setattr(cli, "EXPERIMENTS", {**cli.EXPERIMENTS, "_template": TEMPLATE_TARGET})
+
+
+def _cli(argv, capsys) -> tuple[int, str]:
+    from isotropy.cli import main
+
+    try:
+        main(argv)
+        code = 0
+    except SystemExit as stop:
+        code = stop.code
+    return code, capsys.readouterr().err
+
+
+def _run_cli(out, capsys, *sets, extra=()):
+    argv = ["run", "_template", "--device", "cpu", "--quiet", "--results-dir", str(out)]
+    for item in [*SMALL, *sets]:
+        argv += ["--set", item]
+    return _cli([*argv, *extra], capsys)
+
+
+def _claims(out) -> dict:
+    return json.loads((out / "claims.json").read_text())[0]
+
+
+def _meta(out) -> dict:
+    return json.loads((out / "run.json").read_text())
+
+
+def _interrupt_the_figures(monkeypatch):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(_runner, "save_figures", interrupted)
+
+
+_KILL_CODE = """
+import os, signal, sys
+from isotropy.experiments._template import run as R
+from isotropy.experiments._template.experiment import EXPERIMENT as E
+from isotropy.experiments._runner import execute
+kill_at, original = int(sys.argv[2]), R._one_seed
+def dying(spectrum, sizes, seed):
+    if seed == kill_at:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return original(spectrum, sizes, seed)
+R._one_seed = dying
+execute(E, E.config(sets=sys.argv[3:]), results_dir=sys.argv[1], device="cpu", quiet=True, plot=False)
+"""
+
+
+def _killed_run(out, *, at_seed: int, sets) -> None:
+    """A fresh run in ``out`` that ``kill -9``s itself when it reaches seed ``at_seed`` (0: before its first result)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-c", _KILL_CODE, str(out), str(at_seed), *SMALL, *sets], check=False,
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == -signal.SIGKILL, done.stderr
+
+
+# ---------------------------------------------------------------- 1. claims.json is the run's, written before "finished"
+def test_ctrl_c_while_the_figures_are_drawn_leaves_this_runs_claims_and_resume_keeps_them(tmp_path, capsys,
+                                                                                          monkeypatch):
+    out = tmp_path / "r"
+    assert _run_cli(out, capsys, "decay=0.8")[0] == 0
+    assert _claims(out)["decay"] == 0.8
+    with monkeypatch.context() as patch:
+        _interrupt_the_figures(patch)
+        code, err = _run_cli(out, capsys, "decay=0.5")
+    assert code == 130 and "Interrupted." in err
+    assert _meta(out)["status"] == "finished" and _meta(out)["config"]["decay"] == 0.5
+    assert _claims(out)["decay"] == 0.5  # was 0.8: the previous config's claims beside a "finished" run
+    assert "claims.json" in json.loads((out / MANIFEST_NAME).read_text())
+    assert _run_cli(out, capsys, "decay=0.5", extra=["--resume"])[0] == 0
+    assert _claims(out)["decay"] == 0.5 and _meta(out)["status"] == "finished"
+    assert (out / "figures" / "isoscore_vs_n.png").is_file()
+
+
+def test_run_json_says_finished_only_once_claims_json_is_written(tmp_path, monkeypatch):
+    seen = []
+
+    def report(results, results_dir):
+        seen.append(_meta(Path(results_dir))["status"])
+        return _report(results, results_dir)
+
+    monkeypatch.setattr(template_run, "report", report, raising=False)
+    outcome = execute(TEMPLATE, TEMPLATE.config(sets=SMALL), results_dir=tmp_path, device="cpu", quiet=True,
+                      plot=False)
+    assert seen == ["running"] and _meta(tmp_path)["status"] == "finished"
+    assert outcome.report == (tmp_path / "summary.md").read_text()  # what the command prints, computed once
+
+
+def test_a_failing_report_marks_the_run_failed(tmp_path, monkeypatch):
+    def report(results, results_dir):
+        raise RuntimeError("no claims today")
+
+    monkeypatch.setattr(template_run, "report", report, raising=False)
+    with pytest.raises(RuntimeError):
+        execute(TEMPLATE, TEMPLATE.config(sets=SMALL), results_dir=tmp_path, device="cpu", quiet=True, plot=False)
+    meta = _meta(tmp_path)
+    assert meta["status"] == "failed" and meta["error"] == "RuntimeError: no claims today"
+    assert (tmp_path / "summary.json").is_file()  # the new numbers exist: they are not swapped for the old ones
+
+
+def test_kill_9_mid_run_leaves_no_claims_of_the_previous_run(tmp_path, capsys):
+    out = tmp_path / "r"
+    assert _run_cli(out, capsys, "decay=0.8")[0] == 0
+    _killed_run(out, at_seed=1, sets=["decay=0.5"])  # after its first result: the previous run's files are gone
+    assert _meta(out)["status"] == "running" and _meta(out)["config"]["decay"] == 0.5
+    assert not (out / "claims.json").exists()  # was the decay=0.8 claims beside the decay=0.5 run.json
+    assert not (out / "figures").exists() and not (out / PREVIOUS_NAME).exists()
+
+
+def test_kill_9_before_the_first_result_moves_the_claims_aside_and_the_next_run_restores_them(tmp_path, capsys):
+    out = tmp_path / "r"
+    assert _run_cli(out, capsys, "decay=0.8")[0] == 0
+    _killed_run(out, at_seed=0, sets=["decay=0.5"])
+    assert not (out / "claims.json").exists() and not (out / "figures").exists()
+    assert _claims(out / PREVIOUS_NAME)["decay"] == 0.8 and (out / PREVIOUS_NAME / "figures").is_dir()
+    assert _run_cli(out, capsys, "decay=0.8", extra=["--resume"])[0] == 0  # restored, then resumed: all of 0.8
+    assert _claims(out)["decay"] == 0.8 and not (out / PREVIOUS_NAME).exists()
+
+
+# ---------------------------------------------------------------- a results directory an earlier version wrote
+def _as_an_earlier_version_left_it(out: Path, *, claims_decay: float) -> None:
+    """claims.json not in the manifest (written after the lock was released), older than the results."""
+    names = [n for n in json.loads((out / MANIFEST_NAME).read_text()) if n not in ("claims.json", "figures")]
+    (out / MANIFEST_NAME).write_text(json.dumps(names))
+    write_json(out / "claims.json", [{"id": "isoscore", "ours": None, "decay": claims_decay}])
+    oldest = min(p.stat().st_mtime_ns for p in out.iterdir()) - 10**10
+    os.utime(out / "claims.json", ns=(oldest, oldest))
+
+
+@pytest.mark.parametrize("partial", [False, True])
+def test_resume_rewrites_stale_claims_of_a_finished_run(tmp_path, monkeypatch, partial):
+    """The state the trial left: run.json finished with the new config, claims.json the old config's."""
+    experiment = dataclasses.replace(TEMPLATE, partial=partial)
+    config = experiment.config(sets=[*SMALL, "decay=0.5"])
+    execute(experiment, config, results_dir=tmp_path, device="cpu", quiet=True, plot=False)
+    _as_an_earlier_version_left_it(tmp_path, claims_decay=0.8)
+    outcome = execute(experiment, config, results_dir=tmp_path, device="cpu", quiet=True, plot=False, resume=True)
+    assert not outcome.skipped and _claims(tmp_path)["decay"] == 0.5 and _claims(tmp_path)["ours"] is not None
+    assert _meta(tmp_path)["status"] == "finished"
+    (tmp_path / "claims.json").unlink()  # missing: rewritten as well
+    execute(experiment, config, results_dir=tmp_path, device="cpu", quiet=True, plot=False, resume=True)
+    assert _claims(tmp_path)["decay"] == 0.5
+    skipped = execute(experiment, config, results_dir=tmp_path, device="cpu", quiet=True, plot=False, resume=True)
+    assert skipped.skipped is (not partial)  # current claims: a finished one-shot run is not run again
+
+
+def test_a_fresh_run_moves_aside_the_claims_an_earlier_version_left_unlisted(tmp_path):
+    config = TEMPLATE.config(sets=[*SMALL, "decay=0.8"])
+    execute(TEMPLATE, config, results_dir=tmp_path, device="cpu", quiet=True, plot=False)
+    _as_an_earlier_version_left_it(tmp_path, claims_decay=0.8)
+    (tmp_path / "NOTES.md").write_text("mine\n")
+
+    def failing(*args):
+        raise RuntimeError("out of memory")
+
+    original = template_run._one_seed
+    template_run._one_seed = failing
+    try:
+        with pytest.raises(RuntimeError):  # fails before its first result: the old claims come back
+            execute(TEMPLATE, TEMPLATE.config(sets=[*SMALL, "decay=0.5"]), results_dir=tmp_path, device="cpu",
+                    quiet=True, plot=False)
+    finally:
+        template_run._one_seed = original
+    assert _claims(tmp_path)["decay"] == 0.8 and _meta(tmp_path)["config"]["decay"] == 0.8
+    execute(TEMPLATE, TEMPLATE.config(sets=[*SMALL, "decay=0.5"]), results_dir=tmp_path, device="cpu", quiet=True,
+            plot=False)
+    assert _claims(tmp_path)["decay"] == 0.5 and (tmp_path / "NOTES.md").read_text() == "mine\n"
+    assert not (tmp_path / PREVIOUS_NAME).exists()
