@@ -154,8 +154,20 @@ def plot(path: Path, out_dir: Path | None, formats, dpi: int):
         if experiment not in EXPERIMENTS:
             raise click.UsageError(f"run.json in {str(path)!r} names experiment {experiment!r}; "
                                    f"expected one of {sorted(EXPERIMENTS)}.")
-        figures = load_experiment(experiment).plot(path)
-        for saved in save_figures(figures, out_dir or path, formats=formats, dpi=dpi):
+        import contextlib
+
+        from isotropy.experiments._results_dir import ResultsLock
+
+        # figures drawn into the run's directory are the run's: drawn under its lock, they are listed in its
+        # manifest and go aside with its numbers when a fresh run starts there
+        into_run = out_dir is None or _inside(out_dir, path)
+        unfinished = _unfinished_run(path, record, locking=into_run)
+        if unfinished is not None:
+            raise ValueError(unfinished)
+        with ResultsLock(_lock_dir(path)) if into_run else contextlib.nullcontext():
+            figures = load_experiment(experiment).plot(path)
+            written = save_figures(figures, out_dir or path, formats=formats, dpi=dpi)
+        for saved in written:
             click.echo(str(saved))
         return
     from isotropy._utils.atomic import atomic_write
@@ -169,6 +181,52 @@ def plot(path: Path, out_dir: Path | None, formats, dpi: int):
     click.echo(str(out_dir / "geometry.csv"))
     for saved in save_figures(plot_geometry_log(frame), out_dir, formats=formats, dpi=dpi):
         click.echo(str(saved))
+
+
+def _lock_dir(path: Path) -> Path:
+    """The directory whose lock covers ``path``: a run's ``.previous/`` is its run directory's."""
+    from isotropy.experiments._results_dir import PREVIOUS_NAME
+
+    return path.parent if path.name == PREVIOUS_NAME else path
+
+
+def _inside(child: Path, parent: Path) -> bool:
+    child, parent = child.resolve(), parent.resolve()
+    return child == parent or parent in child.parents
+
+
+def _unfinished_run(path: Path, record, *, locking: bool) -> str | None:
+    """One line saying why the run in ``path`` has no results to plot (running, failed, interrupted); None if it has.
+
+    From run.json's status and the directory's lock: "running" with no process holding the lock is a
+    run that was killed. Results a killed run had moved aside are in ``.previous/``: the line says so.
+    The lock is looked at only where it tells something: a run that says "running", or a plot that
+    will take the lock itself (``locking``); ``--out`` elsewhere reads a finished run's directory as
+    it is, also when it is read-only.
+    """
+    from isotropy.experiments._results_dir import PREVIOUS_NAME, lock_holder
+
+    status = record.get("status") if isinstance(record, dict) else None
+    holder = lock_holder(_lock_dir(path)) if locking or status == "running" else None
+    where = f"the run in {str(path)!r}"
+    previous = path / PREVIOUS_NAME
+    kept = previous.is_dir() and any(p.name != ".kept.json" for p in previous.iterdir())  # killed before a result
+    if holder is not None:
+        line = f"{where} is running ({holder}); plot it once it has finished."
+        if kept:
+            line += f" The previous run's results are in {str(previous)!r} until it writes its first result."
+        return line
+    if status == "running":
+        line = f"{where} was interrupted (run.json says 'running' but no process holds the directory)"
+    elif status == "failed":
+        error = " ".join(str(record.get("error") or "no error recorded").split())
+        line = f"{where} failed ({error if len(error) <= 200 else error[:199] + '…'})"
+    else:
+        return None
+    if kept:
+        return (f"{line} and has no results to plot. The previous run's results are in {str(previous)!r}; the next "
+                f"'isotropy run' there puts them back before it starts.")
+    return f"{line} and has no results to plot; run it again (with --resume to keep its finished parts)."
 
 
 def main(argv=None):

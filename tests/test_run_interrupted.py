@@ -26,7 +26,7 @@ import pytest
 
 from isotropy.experiments import _runner
 from isotropy.experiments._results import write_json
-from isotropy.experiments._results_dir import MANIFEST_NAME, PREVIOUS_NAME
+from isotropy.experiments._results_dir import MANIFEST_NAME, PREVIOUS_NAME, ResultsLock
 from isotropy.experiments._runner import execute
 from isotropy.experiments._template import run as template_run
 from isotropy.experiments._template.experiment import EXPERIMENT as TEMPLATE
@@ -221,3 +221,62 @@ def test_a_fresh_run_moves_aside_the_claims_an_earlier_version_left_unlisted(tmp
             plot=False)
     assert _claims(tmp_path)["decay"] == 0.5 and (tmp_path / "NOTES.md").read_text() == "mine\n"
     assert not (tmp_path / PREVIOUS_NAME).exists()
+
+
+# ---------------------------------------------------------------- figures drawn later by `isotropy plot` are the run's
+def test_figures_drawn_by_isotropy_plot_go_with_the_run_they_were_drawn_from(tmp_path, capsys):
+    out = tmp_path / "r"
+    assert _run_cli(out, capsys, "decay=0.8", extra=["--no-plot"])[0] == 0
+    assert _cli(["plot", str(out), "--format", "png", "--dpi", "30"], capsys)[0] == 0
+    assert (out / "figures" / "isoscore_vs_n.png").is_file()
+    assert "figures" in json.loads((out / MANIFEST_NAME).read_text())
+    assert _run_cli(out, capsys, "decay=0.5", extra=["--no-plot"])[0] == 0
+    assert not (out / "figures").exists()  # were the decay=0.8 figures beside the decay=0.5 numbers
+
+
+# ---------------------------------------------------------------- 2. `isotropy plot` of a run that has no results
+def test_plot_of_a_run_killed_before_its_first_result_names_the_state_and_the_previous_results(tmp_path, capsys):
+    out = tmp_path / "r"
+    assert _run_cli(out, capsys, "decay=0.8", extra=["--no-plot"])[0] == 0
+    _killed_run(out, at_seed=0, sets=["decay=0.5"])
+    code, err = _cli(["plot", str(out)], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "Errno" not in err and "interrupted" in err and "'running'" in err
+    assert str(out / PREVIOUS_NAME) in err
+    assert not (out / "figures").exists()
+
+
+def test_plot_of_a_run_killed_after_its_first_result_says_so_without_previous_results(tmp_path, capsys):
+    out = tmp_path / "r"
+    _killed_run(out, at_seed=1, sets=["decay=0.5"])
+    code, err = _cli(["plot", str(out)], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "Errno" not in err and "interrupted" in err and PREVIOUS_NAME not in err
+
+
+def test_plot_of_a_failed_run_names_its_error(tmp_path, capsys, monkeypatch):
+    out = tmp_path / "r"
+
+    original = template_run._one_seed
+
+    def failing(spectrum, sizes, seed):
+        if seed == 1:  # after its first result: the run is marked failed
+            raise RuntimeError("disk on fire")
+        return original(spectrum, sizes, seed)
+
+    monkeypatch.setattr(template_run, "_one_seed", failing)
+    with pytest.raises(RuntimeError):  # a bug in a run is a traceback, not a one-line refusal
+        _run_cli(out, capsys, "decay=0.5")
+    code, err = _cli(["plot", str(out)], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "failed" in err and "disk on fire" in err and "Errno" not in err
+
+
+def test_plot_while_a_run_holds_the_directory_says_it_is_running(tmp_path, capsys):
+    out = tmp_path / "r"
+    assert _run_cli(out, capsys, "decay=0.8", extra=["--no-plot"])[0] == 0
+    with ResultsLock(out):  # a run in progress (this process holds the lock)
+        code, err = _cli(["plot", str(out)], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "running" in err and f"pid {os.getpid()}" in err
+    assert not (out / "figures").exists()

@@ -16,6 +16,8 @@
   are always the run's (:data:`RUN_NAMES`): earlier versions wrote ``claims.json`` (and ``isotropy
   plot`` its figures) without the lock, so older lists lack them, and a fresh run kept a previous
   config's claims beside its own numbers.
+- ``isotropy plot`` takes the same lock to draw into a run directory, so its figures are listed
+  too; :func:`lock_holder` tells it whether a run is in progress.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ from pathlib import Path
 
 from isotropy._utils.atomic import atomic_write
 
-__all__ = ["LOCK_NAME", "OWNER_NAME", "PREVIOUS_NAME", "RUN_NAMES", "Replacement", "ResultsLock", "check_results_dir"]
+__all__ = ["LOCK_NAME", "OWNER_NAME", "PREVIOUS_NAME", "RUN_NAMES", "Replacement", "ResultsLock", "check_results_dir",
+           "lock_holder"]
 
 LOCK_NAME = ".isotropy.lock"
 OWNER_NAME = ".isotropy.owner.json"
@@ -164,6 +167,27 @@ class ResultsLock:
 
     def __exit__(self, *exc):
         self.release()
+
+
+def lock_holder(results_dir: Path) -> str | None:
+    """Who holds the lock of ``results_dir`` ("pid 12 on host, started ...: command"); None when no process does.
+
+    None too where that cannot be told (no lock file, a directory this user cannot write).
+    """
+    from filelock import FileLock, Timeout
+
+    results_dir = Path(results_dir)
+    if not (results_dir / LOCK_NAME).is_file() or not os.access(results_dir / LOCK_NAME, os.W_OK):
+        return None
+    lock = FileLock(str(results_dir / LOCK_NAME))
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        return ResultsLock(results_dir)._describe_owner()
+    except OSError:
+        return None
+    lock.release()
+    return None
 
 
 class Replacement:
