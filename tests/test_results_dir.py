@@ -84,3 +84,14 @@ def test_a_directory_from_before_the_list_keeps_files_newer_than_its_run_json(tm
     (out / "NOTES.md").write_text("my notes\n")
     _run(out, {"summary.json": "new"})
     assert (out / "NOTES.md").read_text() == "my notes\n" and (out / "summary.json").read_text() == "new"
+
+
+def test_a_results_dir_that_cannot_be_made_is_said_as_the_option(tmp_path):
+    """A file where a parent folder should be gave a bare '[Errno 20] Not a directory'."""
+    import pytest
+
+    (tmp_path / "file").write_text("x")
+    lock = ResultsLock(tmp_path / "file" / "sub")
+    with pytest.raises(ValueError, match=r"^--results-dir '.*file/sub' cannot be written \(not a directory\); expected "
+                                         r"a directory this user can create and write in\.$"):
+        lock.acquire()

@@ -107,10 +107,14 @@ class ResultsLock:
         from filelock import FileLock, Timeout
 
         self._created = not self.results_dir.exists()
-        self.results_dir.mkdir(parents=True, exist_ok=True)
         lock = FileLock(str(self.results_dir / LOCK_NAME))
         try:
+            self.results_dir.mkdir(parents=True, exist_ok=True)
             lock.acquire(timeout=0)
+        except OSError as exc:  # a parent that is a file, /proc, a read-only mount, no permission: said as the option
+            reason = exc.strerror or type(exc).__name__
+            raise ValueError(f"--results-dir {str(self.results_dir)!r} cannot be written ({reason.lower()}); "
+                             f"expected a directory this user can create and write in.") from None
         except Timeout:
             raise ValueError(f"--results-dir {str(self.results_dir)!r} is in use by another run "
                              f"({self._describe_owner()}); wait for it to finish or choose another directory.") from None
