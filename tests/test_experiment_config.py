@@ -209,3 +209,21 @@ def test_a_list_shortcut_shows_the_list_form_of_set(capsys):
     assert "(same as --set 'lambdas=[a, b]')" in " ".join(capsys.readouterr().out.split())
     main(["run", "istar", "--set", "lambdas=[-5, 5]", "--print-config"])
     assert "lambdas:\n- -5.0\n- 5.0\n" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("quiet", [[], ["--quiet"]])
+def test_a_warning_during_a_run_is_one_line(quiet, monkeypatch, tmp_path, capsys):
+    """A library warning printed its file:line and source line (with --quiet too); it is one 'Warning:' line."""
+    import types
+    import warnings
+
+    from isotropy.cli import main
+
+    def execute(*args, **kwargs):
+        warnings.warn("ClusterIsotropy: 3 of 27 clusters have at most\n 12 points", UserWarning, stacklevel=1)
+        return types.SimpleNamespace(skipped=False, report="", figures=[], results_dir=tmp_path)
+
+    monkeypatch.setattr("isotropy.experiments._runner.execute", execute)
+    main(["run", "istar", *quiet, "--results-dir", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert err == "Warning: ClusterIsotropy: 3 of 27 clusters have at most 12 points\n"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import click
@@ -59,6 +60,11 @@ def _param_name(flag: str) -> str:
     return "shortcut_" + flag.lstrip("-").replace("-", "_")
 
 
+def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """``Warning: <message>`` on stderr, in place of the ``file:line: Category: message`` and source-line form."""
+    click.echo(f"Warning: {' '.join(str(message).split())}", err=True)
+
+
 def make_command(experiment) -> click.Command:
     """The ``isotropy run <experiment.name>`` click command."""
     setups = ", ".join(available_setups(experiment.name))
@@ -76,9 +82,11 @@ def make_command(experiment) -> click.Command:
         if print_config:
             click.echo(yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False), nl=False)
             return
-        outcome = execute(experiment, config, results_dir=results_dir, setup=setup or experiment.default_setup,
-                          device=device, threads=threads,
-                          resume=resume, data_dir=data_dir, quiet=quiet, plot=not no_plot)
+        with warnings.catch_warnings():  # a warning about the numbers is kept (also with --quiet), as one line
+            warnings.showwarning = _one_line_warning
+            outcome = execute(experiment, config, results_dir=results_dir, setup=setup or experiment.default_setup,
+                              device=device, threads=threads,
+                              resume=resume, data_dir=data_dir, quiet=quiet, plot=not no_plot)
         if not outcome.skipped:  # the report was written by the run, before run.json said finished
             click.echo(outcome.report, nl=False)
         for path in outcome.figures:
