@@ -111,13 +111,14 @@ class ResultsLock:
         try:
             self.results_dir.mkdir(parents=True, exist_ok=True)
             lock.acquire(timeout=0)
-        except OSError as exc:  # a parent that is a file, /proc, a read-only mount, no permission: said as the option
-            reason = exc.strerror or type(exc).__name__
-            raise ValueError(f"--results-dir {str(self.results_dir)!r} cannot be written ({reason.lower()}); "
-                             f"expected a directory this user can create and write in.") from None
         except Timeout:
             raise ValueError(f"--results-dir {str(self.results_dir)!r} is in use by another run "
                              f"({self._describe_owner()}); wait for it to finish or choose another directory.") from None
+        except OSError as exc:  # after Timeout (a TimeoutError, so an OSError too): a parent that is a file,
+            # /proc, a read-only mount, no permission: said as the option
+            reason = exc.strerror or type(exc).__name__
+            raise ValueError(f"--results-dir {str(self.results_dir)!r} cannot be written ({reason.lower()}); "
+                             f"expected a directory this user can create and write in.") from None
         self._lock = lock
         self._before = _snapshot(self.results_dir)
         # what was the toolkit's when the lock was taken (the list, or the rule for a directory without one): a
