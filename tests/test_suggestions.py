@@ -39,7 +39,7 @@ def test_a_usage_error_is_one_line_that_points_at_help(capsys):
 
 
 @pytest.mark.parametrize(("name", "suggestion"), [("gemma-3-27m", "gemma-3-270m"),
-                                                  ("all-MiniLM-L6-v3", "all-minilm-l6-v2"),
+                                                  ("all-MiniLM-L6-v3", "all-MiniLM-L6-v2"),  # as written
                                                   ("some-org/unknown-model", None)])
 def test_an_unknown_model_name_fails_fast_offline_with_the_accepted_forms(name, suggestion, monkeypatch):
     from isotropy.models.resolve import resolve_model
@@ -50,6 +50,9 @@ def test_an_unknown_model_name_fails_fast_offline_with_the_accepted_forms(name, 
     message = str(info.value)
     assert "packaged name (all-MiniLM-L6-v2, gemma-3-270m)" in message and "\n" not in message
     assert (f"Did you mean '{suggestion}'?" in message) if suggestion else "Did you mean" not in message
+    from isotropy.models.resolve import _PACKAGED_NAMES, PACKAGED_MODELS
+
+    assert sorted(name.lower() for name in _PACKAGED_NAMES) == sorted(PACKAGED_MODELS)  # the same names, as written
 
 
 def test_a_missing_path_is_named_as_a_path(tmp_path):

