@@ -1,4 +1,5 @@
-"""Rows projected onto the unit sphere, for the contrastive metrics (in memory and on dask)."""
+"""Kernels of the contrastive metrics, in memory and on dask: rows projected onto the unit sphere, and the
+log-sum-exp of uniformity's Gaussian potentials over the pairs of two blocks of rows."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import numpy as np
 from isotropy._utils.backend import is_torch
 from isotropy._utils.errors import IsotropyValueError
 
-__all__ = ["unit_rows"]
+__all__ = ["EMPTY_SUM", "merge_sums", "pair_potentials", "unit_rows"]
 
 
 def unit_rows(X, *, caller: str, name: str = "X"):
@@ -26,3 +27,37 @@ def unit_rows(X, *, caller: str, name: str = "X"):
         raise IsotropyValueError(f"The '{name}' parameter of {caller} has a zero row, which has no direction on "
                                  f"the sphere: expected non-zero rows (or normalize=False).")
     return X / norms
+
+
+EMPTY_SUM = (-np.inf, 0.0)  # (shift, shifted sum) of no pairs
+
+
+def merge_sums(a, b):
+    """Two ``(shift, Σ exp(v − shift))`` pairs as one: the larger shift, the other sum rescaled to it."""
+    if a[0] < b[0]:
+        a, b = b, a
+    if b[0] == -np.inf:
+        return a
+    return a[0], a[1] + b[1] * float(np.exp(b[0] - a[0]))
+
+
+def pair_potentials(A, qa, B, qb, t: float, *, diagonal: bool, rows: int = 1024, cols: int = 8192):
+    """``(shift, Σ exp(v − shift))`` of ``v = −t‖a − b‖²`` over the pairs of float64 row blocks A and B.
+
+    ``qa``, ``qb`` are the squared row norms; ``‖a − b‖² = ‖a‖² + ‖b‖² − 2a·b`` clipped at 0, a
+    ``rows × cols`` slab at a time. ``diagonal``: A is B, and only its pairs i < j count. The shift
+    (the largest exponent) keeps a large ``t`` from underflowing to ``log 0``.
+    """
+    out = EMPTY_SUM
+    for i0 in range(0, A.shape[0], rows):
+        i1 = min(i0 + rows, A.shape[0])
+        for j0 in range(i0 if diagonal else 0, B.shape[0], cols):  # on a diagonal block: on and above it
+            j1 = min(j0 + cols, B.shape[0])
+            d2 = qa[i0:i1, None] + qb[None, j0:j1] - 2.0 * (A[i0:i1] @ B[j0:j1].T)
+            v = -t * np.maximum(d2, 0.0)
+            if diagonal and j0 < i1:  # the slab crosses the diagonal: keep j > i only
+                v = np.where(np.arange(j0, j1)[None, :] > np.arange(i0, i1)[:, None], v, -np.inf)
+            top = v.max() if v.size else -np.inf
+            if top != -np.inf:
+                out = merge_sums(out, (float(top), float(np.exp(v - top).sum())))
+    return out

@@ -15,13 +15,12 @@ import numbers
 
 import numpy as np
 
-from isotropy._kernels.sphere import unit_rows
+from isotropy._kernels.sphere import merge_sums, pair_potentials, unit_rows
 from isotropy.distributed._graph import check_dask_X, check_tile_rows, compute, finite_blocks, tree_reduce
 
 __all__ = ["uniformity"]
 
 _SLAB_ROWS = 512  # rows of the first block per product inside a tile: 512 x b float64 (16 MiB at b = 4096)
-_EMPTY = (-np.inf, 0.0)  # the log-sum-exp of no pairs
 
 
 def _uniformity_block(block, normalize, caller):
@@ -32,40 +31,11 @@ def _uniformity_block(block, normalize, caller):
     return B, np.einsum("ij,ij->i", B, B)
 
 
-def _shifted_sum(v):
-    """(max, Σ exp(v − max)) of the exponents ``v``; ``_EMPTY`` when there are none (or all are −inf)."""
-    top = v.max() if v.size else -np.inf
-    if top == -np.inf:
-        return _EMPTY
-    return float(top), float(np.exp(v - top).sum())
-
-
-def _merge_sums(a, b):
-    """Two (shift, shifted sum) pairs as one: the larger shift, the other sum rescaled to it."""
-    if a[0] < b[0]:
-        a, b = b, a
-    if b[0] == -np.inf:
-        return a
-    return a[0], a[1] + b[1] * float(np.exp(b[0] - a[0]))
-
-
 def _uniformity_tile(P, Q, t):
-    """(shift, shifted sum) of ``−t‖x − y‖²`` over the pairs of blocks P and Q; ``Q=None``: P's pairs i < j."""
-    diagonal = Q is None
+    """(shift, shifted sum) over the pairs of blocks P and Q (``Q=None``: P's pairs i < j), as in memory."""
     A, qa = P
-    B, qb = P if diagonal else Q
-    out = _EMPTY
-    for i0 in range(0, A.shape[0], _SLAB_ROWS):
-        i1 = min(i0 + _SLAB_ROWS, A.shape[0])
-        j0 = i0 + 1 if diagonal else 0  # a diagonal slab pairs its rows with the later rows only
-        if j0 >= B.shape[0]:
-            break
-        d2 = qa[i0:i1, None] + qb[None, j0:] - 2.0 * (A[i0:i1] @ B[j0:].T)
-        v = -t * np.maximum(d2, 0.0)
-        if diagonal:
-            v = np.where(np.arange(j0, B.shape[0])[None, :] > np.arange(i0, i1)[:, None], v, -np.inf)
-        out = _merge_sums(out, _shifted_sum(v))
-    return out
+    B, qb = P if Q is None else Q
+    return pair_potentials(A, qa, B, qb, t, diagonal=Q is None, rows=_SLAB_ROWS, cols=max(1, B.shape[0]))
 
 
 def uniformity(X, *, t=2, normalize=True, chunk_size=None):
@@ -90,5 +60,5 @@ def uniformity(X, *, t=2, normalize=True, chunk_size=None):
     tile = delayed(_uniformity_tile, pure=True)
     tiles = [tile(preps[i], None if i == j else preps[j], float(t))
              for i in range(len(preps)) for j in range(i, len(preps))]
-    ((top, total),) = compute(tree_reduce(tiles, _merge_sums, name="isotropy-merge-uniformity"))
+    ((top, total),) = compute(tree_reduce(tiles, merge_sums, name="isotropy-merge-uniformity"))
     return float(top + np.log(total) - np.log(n * (n - 1) / 2))

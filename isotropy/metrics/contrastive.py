@@ -13,7 +13,7 @@ import numbers
 
 import numpy as np
 
-from isotropy._kernels.sphere import unit_rows
+from isotropy._kernels.sphere import pair_potentials, unit_rows
 from isotropy._utils.backend import is_dask, is_torch, to_output
 from isotropy._utils.errors import IsotropyValueError
 from isotropy._utils.validation import check_bool, check_scalar, check_X
@@ -157,20 +157,6 @@ def uniformity(X, *, t: float = 2, normalize: bool = True):
     X = np.asarray(X, dtype=np.float64)
     n = X.shape[0]
     sq = np.einsum("ij,ij->i", X, X)
-    top, total = -np.inf, 0.0  # running log-sum-exp over the tiles: total = Σ exp(v − top)
-    for i0 in range(0, n, _BLOCK_ROWS):
-        i1 = min(i0 + _BLOCK_ROWS, n)
-        for j0 in range(i0, n, _BLOCK_COLS):  # tiles on and above the diagonal: each pair once
-            j1 = min(j0 + _BLOCK_COLS, n)
-            d2 = sq[i0:i1, None] + sq[None, j0:j1] - 2.0 * (X[i0:i1] @ X[j0:j1].T)
-            v = -t * np.maximum(d2, 0.0)
-            if j0 < i1:  # the tile crosses the diagonal: keep j > i only
-                v = np.where(np.arange(j0, j1)[None, :] > np.arange(i0, i1)[:, None], v, -np.inf)
-            tile_top = v.max()
-            if tile_top == -np.inf:
-                continue
-            if tile_top > top:
-                total = total * np.exp(top - tile_top) if np.isfinite(top) else 0.0
-                top = tile_top
-            total += np.exp(v - top).sum()
+    # every pair once, in tiles of _BLOCK_ROWS x _BLOCK_COLS on and above the diagonal (the dask tiles' kernel)
+    top, total = pair_potentials(X, sq, X, sq, t, diagonal=True, rows=_BLOCK_ROWS, cols=_BLOCK_COLS)
     return float(top + np.log(total) - np.log(n * (n - 1) / 2))
