@@ -134,3 +134,18 @@ def test_table_shows_a_rounding_level_spread_as_zero():
     assert "| 7.97e-06 ± 1.2e-07 |" in lines[-1]  # a spread at the value's own scale is kept
     row["partition_isotropy_sd"] = 4e-4  # a real spread below the mean's last shown digit: still shown
     assert "| 0.191 ± 0.0004 |" in markdown_table(results).splitlines()[-2]
+
+
+def test_resume_of_a_finished_run_runs_nothing(tmp_path, tiny_bert_dir, one_torch_thread, capsys):
+    """As sts-isotropy and layer-geometry: --resume of a finished run of this config is 'nothing to run'."""
+    config = EXPERIMENT.config(model=str(tiny_bert_dir), max_length=32, train_size=300, n_clusters=3, n_components=2,
+                               methods=["baseline", "mean"], seeds=[0])
+    data_dir = str(shared_data_path())
+    execute(EXPERIMENT, config, results_dir=tmp_path, device="cpu", data_dir=data_dir, quiet=True, plot=False)
+    written = {name: (tmp_path / name).stat().st_mtime_ns for name in ("results.json", "claims.json", "run.json")}
+    capsys.readouterr()
+    outcome = execute(EXPERIMENT, config, results_dir=tmp_path, device="cpu", data_dir=data_dir, resume=True,
+                      plot=False)
+    assert outcome.skipped
+    assert "already finished with this config; nothing to run" in capsys.readouterr().err
+    assert {name: (tmp_path / name).stat().st_mtime_ns for name in written} == written

@@ -295,7 +295,8 @@ def test_kill_9_at_random_points_then_resume_gives_identical_results(tmp_path):
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=60)
         resumed = _run(out, sets=_KILL_SETS, resume=True, plot=False)
-        assert resumed.results == reference.results, attempt
+        # killed after it finished: --resume has nothing to run (no results returned; the files are compared below)
+        assert resumed.skipped or resumed.results == reference.results, attempt
         got = _snapshot(out)
         assert {k: v for k, v in got.items() if k not in ("run.json", "config.yaml")} == \
                {k: v for k, v in expected.items() if k not in ("run.json", "config.yaml")}, attempt

@@ -106,12 +106,12 @@ class Experiment:
         The packaged setup whose values are the defaults under a user's partial YAML.
     resume_keys : set of str
         Config keys that may differ on ``--resume`` (e.g. ``seeds``: add seeds to a finished run).
+        ``--resume`` of a run that finished with exactly this config (and whose ``claims.json`` is
+        current) runs nothing, in every experiment; anything else re-enters ``run``, which keeps
+        the finished parts it reads back with ``ctx.read_part`` (an experiment without parts
+        computes everything again).
     max_seeds : int, optional
         How many seeds one run takes (1 for experiments that are deterministic given one seed).
-    partial : bool
-        True when ``run`` keeps finished parts (``ctx.read_part``): ``--resume`` then always
-        re-enters ``run``, which skips what is finished. False for one-shot experiments: ``--resume``
-        keeps a finished run of the same config as it is and re-runs anything else.
     shortcuts : tuple of (flag, key, help)
         Convenience flags: ``("--lr", "lr", ...)`` makes ``--lr X`` mean ``--set lr=X`` (a text
         field takes the text verbatim, as ``--set`` does); a key ending in ``[]`` takes a
@@ -129,7 +129,6 @@ class Experiment:
     default_setup: str = "default"
     resume_keys: frozenset = frozenset({"seeds"})
     max_seeds: int | None = None
-    partial: bool = True
     shortcuts: tuple = ()
     report_file: str = "results.md"
     help: str = ""
@@ -417,11 +416,13 @@ def execute(experiment: Experiment, config, *, results_dir=None, setup: str | No
         if replacement.recover():
             ctx.log(f"{results_dir}: restored the results a killed run had moved aside")
         finished = resume and _check_resume(experiment, results_dir, values, ignore)
-        if finished and not experiment.partial and _claims_are_current(experiment, results_dir):
+        # the same answer in every experiment, whether or not its `run` keeps parts: a finished run of this config
+        # (claims current) is not entered again (frozen-classification recomputed it, sts-isotropy did not)
+        if finished and _claims_are_current(experiment, results_dir):
             ctx.log(f"{results_dir}: this run has already finished with this config; nothing to run.")
             outcome = RunOutcome(results={}, results_dir=results_dir, skipped=True)
         else:
-            if finished and not experiment.partial:
+            if finished:
                 # Re-run rather than re-report: only `run` returns the results `report` takes (no experiment reads
                 # them back), and this repairs only directories of earlier versions or ones changed by hand.
                 ctx.log(f"{results_dir / 'claims.json'} is missing or older than the results; running again to "

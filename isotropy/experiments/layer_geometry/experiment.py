@@ -19,7 +19,6 @@ EXPERIMENT = Experiment(
     report_file="metrics.md",
     default_setup="minilm-wikitext2",
     resume_keys=frozenset(),
-    partial=False,
     shortcuts=(("--model", "model", MODEL_HELP),
                ("--corpus", "corpus", "wikitext-2, ptb, or a path to a plain-text file"),
                ("--layers", "layers", "'all' or comma-separated hidden-state indices, e.g. 0,3,6")),

@@ -18,7 +18,6 @@ EXPERIMENT = Experiment(
     config_model=StsIsotropyConfig,
     default_setup="paper",
     resume_keys=frozenset(),
-    partial=False,
     shortcuts=(("--model", "model", MODEL_HELP),
                ("--fit-on", "fit_on", "What the transforms are fitted on: self, stsb-train, wikitext-2 or a text file"),
                ("--datasets", "datasets[]", f"Comma-separated data sets from {', '.join(DATASETS)}")),
