@@ -227,3 +227,20 @@ def test_a_warning_during_a_run_is_one_line(quiet, monkeypatch, tmp_path, capsys
     main(["run", "istar", *quiet, "--results-dir", str(tmp_path)])
     err = capsys.readouterr().err
     assert err == "Warning: ClusterIsotropy: 3 of 27 clusters have at most 12 points\n"
+
+
+@pytest.mark.parametrize("name, key, fields", [("minibatch-stability", "synthetic", ("n_features",)),
+                                               ("layer-geometry", "metrics", ("n_neighbors", "k_range")),
+                                               ("sts-isotropy", "sweep", ("datasets", "n_clusters", "or null"))])
+@pytest.mark.parametrize("value", ["3", "[1, 2]", "abc"])
+def test_a_value_given_to_a_section_says_it_is_a_section_and_shows_its_keys(name, key, fields, value, capsys):
+    code, out, err = _cli(["run", name, "--set", f"{key}={value}", "--print-config"], capsys)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert f"The '{key}' setting of {name} is a section" in err, err
+    assert f"e.g. --set {key}." in err and all(field in err for field in fields), err
+    assert "Config" not in err and "Cloud" not in err and "dictionary" not in err, err  # no pydantic class named
+
+
+def test_an_unknown_key_in_a_section_that_may_be_null_gets_the_closest_key(capsys):
+    code, _, err = _cli(["run", "sts-isotropy", "--set", "sweep.n_cluster=[1]", "--print-config"], capsys)
+    assert code == 2 and "did you mean 'sweep.n_clusters'?" in err, err

@@ -180,6 +180,16 @@ def parse_set_options(pairs, *, experiment: str) -> dict:
 
 
 # ---------------------------------------------------------------- validation
+def _section(annotation) -> type[BaseModel] | None:
+    """The sub-model a field holds (a section of the config: ``SweepConfig`` also of ``SweepConfig | None``)."""
+    import types
+    import typing
+
+    members = typing.get_args(annotation) if typing.get_origin(annotation) in (typing.Union, types.UnionType) \
+        else (annotation,)
+    return next((m for m in members if isinstance(m, type) and issubclass(m, BaseModel)), None)
+
+
 def _field_names(model: type[BaseModel], path: tuple) -> list[str] | None:
     """The keys allowed at ``path`` of ``model`` (None when that place is not a sub-model)."""
     node = model
@@ -187,9 +197,17 @@ def _field_names(model: type[BaseModel], path: tuple) -> list[str] | None:
         if not isinstance(part, str) or node is None:
             return None
         info = node.model_fields.get(part)
-        annotation = getattr(info, "annotation", None)
-        node = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+        node = _section(getattr(info, "annotation", None))
     return list(node.model_fields) if node is not None else None
+
+
+def _takes_null(model: type[BaseModel], path: tuple) -> bool:
+    node, info = model, None
+    for part in path:
+        info = node.model_fields.get(part) if node is not None and isinstance(part, str) else None
+        node = _section(getattr(info, "annotation", None))
+    annotation = getattr(info, "annotation", None)
+    return annotation is not None and type(None) in getattr(annotation, "__args__", ())
 
 
 def _data_path(loc: tuple, data: Any) -> tuple:
@@ -220,8 +238,7 @@ def _expected(model: type[BaseModel], path: tuple) -> str | None:
         if isinstance(part, int) or node is None:
             break
         info = node.model_fields.get(part)
-        annotation = getattr(info, "annotation", None)
-        node = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+        node = _section(getattr(info, "annotation", None))
     extra = getattr(info, "json_schema_extra", None)
     return extra.get("expected") if isinstance(extra, dict) else None
 
@@ -257,6 +274,13 @@ def _format_errors(exc: ValidationError, model: type[BaseModel], data: dict, *, 
             continue
         if "missing" in kinds:
             messages.append(f"The config of {experiment} lacks the required key '{key}'.")
+            continue
+        keys = _field_names(model, path) if "model_type" in kinds else None
+        if keys:  # a value where a section (a mapping of keys) belongs: name its keys, not the pydantic class
+            null = " (or null)" if _takes_null(model, path) else ""
+            messages.append(f"The '{key}' setting of {experiment} is a section{null}, not a value: set its keys "
+                            f"({', '.join(keys)}) one by one, e.g. --set {key}.{keys[0]}=... "
+                            f"Got {errors[0].get('input')!r} instead.")
             continue
         expected = _expected(model, path)
         if expected is None:
