@@ -238,7 +238,8 @@ def _expected(model: type[BaseModel], path: tuple) -> str | None:
         if isinstance(part, int) or node is None:
             break
         info = node.model_fields.get(part)
-        node = _section(getattr(info, "annotation", None))
+        annotation = getattr(info, "annotation", None)
+        node = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
     extra = getattr(info, "json_schema_extra", None)
     return extra.get("expected") if isinstance(extra, dict) else None
 
