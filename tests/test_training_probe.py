@@ -317,3 +317,63 @@ def test_vectors_kept_for_later_windows_are_copies_and_are_dropped_after_their_l
             for v in vectors.values():
                 assert v.untyped_storage().nbytes() == v.numel() * v.element_size()  # its own storage
     assert held[:2] == [[1], [1]] and held[2:6] == [[1, 5]] * 4 and held[-1] == []  # batches of 2, 4 per window
+
+
+def _compositions(n, batch_size):
+    """Every cut of ``n`` rows into consecutive batches of at most ``batch_size`` rows, as ``(start, stop)`` tuples."""
+    for cuts in itertools.product((False, True), repeat=n - 1):
+        bounds, start = [], 0
+        for k, cut in enumerate(cuts, start=1):
+            if cut:
+                bounds.append((start, k))
+                start = k
+        bounds.append((start, n))
+        if all(b - a <= batch_size for a, b in bounds):
+            yield tuple(bounds)
+
+
+def test_length_batches_are_the_cheapest_cut_of_at_most_batch_size_rows():
+    """Against every cut (brute force): padded positions + pass_cost per batch is least; None: fewest batches,
+    then fewest padded positions."""
+    from isotropy.training.probe import _length_batches
+
+    rng = random.Random(1)
+    for _ in range(200):
+        n, batch_size = rng.randint(1, 9), rng.randint(1, 5)
+        lengths = tuple(sorted((rng.randint(1, 40) for _ in range(n)), reverse=True))
+        for pass_cost in (0, 3, 32, None):
+            bounds = _length_batches(lengths, batch_size, pass_cost)
+            assert [a for a, _ in bounds[1:]] == [b for _, b in bounds[:-1]] and bounds[0][0] == 0
+            assert bounds[-1][1] == n and all(1 <= b - a <= batch_size for a, b in bounds)
+
+            def padded(cut, lengths=lengths):
+                return sum((b - a) * lengths[a] for a, b in cut)
+
+            every = list(_compositions(n, batch_size))
+            if pass_cost is None:
+                fewest = min(len(cut) for cut in every)
+                assert len(bounds) == fewest == -(-n // batch_size)
+                assert padded(bounds) == min(padded(cut) for cut in every if len(cut) == fewest)
+            else:
+                assert padded(bounds) + pass_cost * len(bounds) == min(
+                    padded(cut) + pass_cost * len(cut) for cut in every)
+
+
+def test_cpu_batches_end_where_the_lengths_drop(tiny):
+    """One long text and seven short ones at batch_size=8: two forward passes on the CPU (the long text alone), not
+    one padded to the long text; the vectors are those of each text alone."""
+    from isotropy.training import GeometryProbe
+
+    model, tokenizer, _ = tiny
+    texts = [" ".join(["unbelievable cats"] * 6), "the cat", "a dog", "the mat", "cats", "a cat sat", "dog .", "on"]
+    store = []
+    probe = GeometryProbe(texts, metrics={"rows": _recorder(store)}, batch_size=8).set_tokenizer(tokenizer)
+    lengths = probe.rows.lengths
+    assert lengths[0] == 32 and max(lengths[1:]) <= 5
+    widths = []
+    encode = probe.rows.encode
+    probe.rows.encode = lambda rows: widths.append((sorted(rows), encode(rows)["input_ids"].shape[1])) or encode(rows)
+    probe.measure(model)
+    assert widths == [([0], 32), (list(range(1, 8)), max(lengths[1:]))]
+    for batches, expected in zip(store, _one_at_a_time(model, tokenizer, texts), strict=True):
+        torch.testing.assert_close(torch.cat(batches), expected, rtol=0, atol=ATOL)
