@@ -405,9 +405,10 @@ def test_parquet_text_check_raises_its_own_errors_and_counts_unreadable_pages_at
         with pytest.raises(ZeroDivisionError):
             _archives.parquet_expansion_problem(path)
     chunk, x = (pq.ParquetFile(path).metadata.row_group(0).column(j) for j in range(2))
-    data = bytearray(path.read_bytes())  # the text's pages overwritten, the footer intact: pyarrow cannot decode them
-    start = chunk.data_page_offset
-    data[start:start + chunk.total_compressed_size] = b"\xff" * chunk.total_compressed_size
+    # the text's first page overwritten, its header and the footer intact: pyarrow cannot decode it
+    data, start = bytearray(path.read_bytes()), chunk.data_page_offset
+    header, _, _, compressed, _ = _archives._page_header(bytes(data[start:start + 1024]))
+    data[start + header:start + header + compressed] = b"\xff" * compressed
     path.write_bytes(bytes(data))
     problem = _archives.parquet_expansion_problem(path)
     worst = 5000 * 8 + 5000 * chunk.total_uncompressed_size + max(x.total_uncompressed_size, 5000 * 8)

@@ -142,23 +142,32 @@ def parquet_expansion_problem(source) -> str | None:
             return None
         what = f"its data ({metadata.num_rows} rows)"
         decoded, texts = 0, []
-        for i in range(metadata.num_row_groups):
-            group = metadata.row_group(i)
-            for j in range(group.num_columns):
-                column, schema = group.column(j), metadata.schema.column(j)
-                width = _PARQUET_WIDTHS.get(column.physical_type) or max(1, schema.length or 1)
-                counted = max(column.total_uncompressed_size, column.num_values * width)
-                decoded += counted
-                if column.physical_type == "BYTE_ARRAY":
-                    texts.append((i, j, column, schema.max_repetition_level > 0, counted))
+        try:
+            pages = _PageWalk(source, stored)
+        except OSError:  # the file went away after its footer was read: the reader says so
+            return None
+        with pages:
+            for i in range(metadata.num_row_groups):
+                group = metadata.row_group(i)
+                for j in range(group.num_columns):
+                    column, schema = group.column(j), metadata.schema.column(j)
+                    try:
+                        uncompressed = max(column.total_uncompressed_size, pages.declared(column))
+                    except _PageProblem as problem:
+                        return f"column {column.path_in_schema!r} of row group {i}: {problem}"
+                    width = _PARQUET_WIDTHS.get(column.physical_type) or max(1, schema.length or 1)
+                    counted = max(uncompressed, column.num_values * width)
+                    decoded += counted
+                    if column.physical_type == "BYTE_ARRAY":
+                        texts.append((i, j, column, schema.max_repetition_level > 0, counted, uncompressed))
         problem = expansion_problem(what, decoded, stored)
         if problem is not None or not texts:
             return problem
         cap = max(EXPANSION_FLOOR_BYTES, MAX_EXPANSION * max(stored, 1))
-        for i, j, column, nested, counted in texts:
+        for i, j, column, nested, counted, uncompressed in texts:
             pointers = 8 * column.num_values
             # text past `limit` bytes takes the total past the cap: no need to count further
-            text, bound = _parquet_text_bytes(source, metadata, i, j, column, nested,
+            text, bound = _parquet_text_bytes(source, metadata, i, j, column, nested, uncompressed,
                                               limit=cap - decoded + counted - pointers)
             decoded += max(0, pointers + text - counted)
             if decoded > cap:
@@ -169,10 +178,10 @@ def parquet_expansion_problem(source) -> str | None:
             source.seek(start)
 
 
-def _parquet_text_bytes(source, metadata, group: int, index: int, column, nested: bool, *,
+def _parquet_text_bytes(source, metadata, group: int, index: int, column, nested: bool, uncompressed: int, *,
                         limit: int) -> tuple[int, str]:
     """The bytes of text the BYTE_ARRAY column ``index`` (a leaf of the schema) of row group ``group`` decodes to,
-    and how they bound it; ``column``: its chunk's metadata.
+    and how they bound it; ``column``: its chunk's metadata, ``uncompressed``: the bytes its pages decompress to.
 
     ``(n, "")``: exactly ``n``; ``(n, "at least")``: counting stopped at ``n``, past ``limit``; ``(n, "up to")``:
     a worst case, the chunk not measured (see :func:`parquet_expansion_problem`).
@@ -194,7 +203,7 @@ def _parquet_text_bytes(source, metadata, group: int, index: int, column, nested
             return _arrow_text_bytes(chunk), ""
         except pa.ArrowIndexError:  # an index past the dictionary (pyarrow reads them unchecked): a corrupt page
             pass
-    longest = max(column.total_uncompressed_size, 1)  # no value is longer than the bytes of its chunk
+    longest = max(uncompressed, 1)  # no value is longer than the bytes of its chunk
     if nested:  # a row may hold every value of the chunk: counted at its worst
         return column.num_values * longest, "up to"
     # a row is one value: a batch of at most max(64 MiB, limit) bytes of text, within what the cap allows anyway
@@ -268,3 +277,210 @@ def _arrow_text_bytes(array) -> int:
     if _has_type(kind, "is_struct"):
         return sum(_arrow_text_bytes(field) for field in array.flatten())
     return array.nbytes  # a type of fixed width (a BYTE_ARRAY decimal): the bytes it takes
+
+
+# The page headers of a column chunk. pyarrow exposes none of them (its ColumnChunkMetaData is the footer's), so
+# they are decoded here: a Thrift compact-protocol reader of what a PageHeader needs, the rest skipped.
+_PAGE_HEADER_MAX = 16 * 2**20  # pyarrow's max_page_header_size: a longer header is one it cannot read either
+_PARQUET_816_PADDING = 100  # pyarrow reads up to 100 bytes past a chunk written by parquet-mr before 1.2.9
+_THRIFT_DEPTH = 64  # Thrift's own recursion limit
+_COUNTED_PAGES, _COUNTED_PAGE_BYTES = 2**16, 64  # at least 65,536 pages, or one per 64 bytes of the file
+
+
+class _PageProblem(Exception):
+    """Why the pages of a column chunk cannot all be checked: its message is the reason given."""
+
+
+class _Short(Exception):
+    """The bytes read end inside the page header: read more of them."""
+
+
+class _PageWalk:
+    """Reads the page headers of the column chunks of one Parquet file (a path or a binary file object), within a
+    budget of pages and header bytes that grows with the file's size (see :meth:`declared`)."""
+
+    def __init__(self, source, stored: int):
+        self._handle = source if hasattr(source, "read") else open(source, "rb")  # noqa: SIM115
+        self._owned = self._handle is not source
+        self._stored = stored
+        self._pages = _COUNTED_PAGES + stored // _COUNTED_PAGE_BYTES
+        self._bytes = 2**20 + stored  # header bytes decoded, in all
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._owned:
+            self._handle.close()
+
+    def declared(self, column) -> int:
+        """The bytes that the pages of the chunk ``column`` (its footer metadata) declare they decompress to.
+
+        The pages are walked as pyarrow walks them: from the dictionary page (if the footer places one before the
+        data pages) over the chunk's ``total_compressed_size`` bytes, until the data pages hold the footer's
+        ``num_values``; each page counts its header's ``uncompressed_page_size``, which is what pyarrow allocates
+        and decompresses to, whatever the footer says. A header that cannot be decoded, a negative size or count, a
+        page that runs past its chunk: pyarrow cannot read them either, but a header this reader could not decode
+        is one it cannot vouch for, so :class:`_PageProblem` is raised (the file is refused) rather than the chunk
+        let through unchecked. More pages or header bytes than the budget (non-overlapping chunks of real files
+        stay far within it; chunks that the footer overlaps would be walked again and again): :class:`_PageProblem`.
+        """
+        start = column.data_page_offset
+        if column.has_dictionary_page and 0 < (column.dictionary_page_offset or 0) < start:
+            start = column.dictionary_page_offset
+        length = column.total_compressed_size
+        if start < 0 or length < 0 or start + length > self._stored:
+            raise _PageProblem(f"the footer places its pages at bytes {start} to {start + length} of a file of "
+                               f"{self._stored} bytes (a corrupt file)")
+        end = min(self._stored, start + length + _PARQUET_816_PADDING)
+        position, seen, total = start, 0, 0
+        while seen < column.num_values and position < end:
+            self._pages -= 1
+            if self._pages < 0:
+                raise _PageProblem(f"the file's columns hold more pages than isotropy checks in a file of "
+                                   f"{self._stored} bytes ({_COUNTED_PAGES}, and one more per "
+                                   f"{_COUNTED_PAGE_BYTES} bytes)")
+            size, kind, uncompressed, compressed, values = self._header(position, end)
+            if min(uncompressed, compressed, values) < 0:
+                raise _PageProblem(f"the page header at byte {position} declares a negative size or count "
+                                   f"(a corrupt file)")
+            position += size + compressed
+            if position > end:
+                raise _PageProblem(f"the page at byte {position - size - compressed} runs past the bytes of its "
+                                   f"column (a corrupt file)")
+            total += uncompressed
+            if kind in (0, 3):  # DATA_PAGE, DATA_PAGE_V2: pyarrow stops once they hold the chunk's values
+                seen += values
+        return total
+
+    def _header(self, position: int, end: int) -> tuple[int, int, int, int, int]:
+        """``(header bytes, page type, uncompressed_page_size, compressed_page_size, num_values)`` of the page
+        header at ``position``, read 256 bytes at first, then twice as many at a time (as pyarrow does)."""
+        wanted, most = 256, min(end - position, _PAGE_HEADER_MAX)
+        while True:
+            self._handle.seek(position)
+            data = self._handle.read(min(wanted, most))
+            try:
+                header = _page_header(data)
+            except _Short:
+                if len(data) < min(wanted, most) or wanted >= most:
+                    raise _PageProblem(f"the page header at byte {position} is cut short, so what the page "
+                                       f"decompresses to cannot be checked (a corrupt file)") from None
+                wanted *= 2
+                continue
+            except _ThriftError as error:
+                raise _PageProblem(f"the page header at byte {position} cannot be read ({error}), so what the "
+                                   f"page decompresses to cannot be checked (a corrupt file)") from None
+            self._bytes -= header[0]
+            if self._bytes < 0:
+                raise _PageProblem(f"the file's page headers take more bytes than isotropy checks in a file of "
+                                   f"{self._stored} bytes (1 MiB more than the file)")
+            return header
+
+
+class _ThriftError(Exception):
+    """Bytes that are not a Thrift compact-protocol struct."""
+
+
+def _page_header(data: bytes) -> tuple[int, int, int, int, int]:
+    """``(bytes, type, uncompressed_page_size, compressed_page_size, num_values)`` of the ``PageHeader`` that
+    ``data`` starts with; ``num_values`` is that of its ``data_page_header`` (field 5) or ``data_page_header_v2``
+    (field 8), 0 without one. Read as Thrift's generated code reads it: a field of another type than its own is
+    skipped, a repeated field's last value is kept; the three required fields must be present."""
+    cursor = _Thrift(data)
+    fields = cursor.struct({1: 5, 2: 5, 3: 5, 5: 12, 8: 12}, 1)
+    if not {1, 2, 3} <= fields.keys():
+        raise _ThriftError("a required field is missing")
+    kind = fields[1]
+    page = fields.get(5 if kind == 0 else 8 if kind == 3 else -1, {})
+    return cursor.position, kind, fields[2], fields[3], page.get(1, 0)
+
+
+class _Thrift:
+    """A cursor over ``data``, read in Thrift's compact protocol as Thrift's C++ library (pyarrow's) reads it."""
+
+    def __init__(self, data: bytes):
+        self.data, self.position = data, 0
+
+    def take(self, n: int) -> int:
+        """Skip ``n`` bytes; the position they start at."""
+        if self.position + n > len(self.data):
+            raise _Short
+        self.position += n
+        return self.position - n
+
+    def varint(self) -> int:
+        value = 0
+        for shift in range(0, 70, 7):  # at most 10 bytes, as Thrift reads them
+            byte = self.data[self.take(1)]
+            value |= (byte & 0x7F) << shift
+            if byte < 0x80:
+                return value & (2**64 - 1)
+        raise _ThriftError("a variable-length integer of more than 10 bytes")
+
+    def i32(self) -> int:
+        value = self.varint() & 0xFFFFFFFF  # Thrift truncates an i32 (and a field id, an i16) to its width
+        return (value >> 1) ^ -(value & 1)
+
+    def size(self) -> int:
+        size = self.varint() & 0xFFFFFFFF  # an i32, not zigzag-encoded
+        if size >= 2**31:
+            raise _ThriftError("a negative size")
+        return size
+
+    def struct(self, wanted: dict[int, int], depth: int) -> dict[int, object]:
+        """Read a struct; the values of the fields ``wanted`` (field id: compact type, 5 an i32, 12 a struct, of
+        whose fields the i32 field 1 is kept), if of that type; other fields skipped."""
+        if depth > _THRIFT_DEPTH:
+            raise _ThriftError("structs nested too deeply")
+        fields, last = {}, 0
+        while True:
+            byte = self.data[self.take(1)]
+            kind = byte & 0x0F
+            if kind == 0:  # STOP
+                return fields
+            field = last + (byte >> 4) if byte >> 4 else self.i32()
+            last = (field + 2**15) % 2**16 - 2**15  # an i16
+            if wanted.get(last) != kind:
+                self.skip(kind, depth, in_struct=True)
+            elif kind == 5:
+                fields[last] = self.i32()
+            else:
+                fields[last] = self.struct({1: 5}, depth + 1)
+
+    def skip(self, kind: int, depth: int, *, in_struct: bool = False) -> None:
+        if kind in (1, 2):  # a bool: in the field's type in a struct, a byte in a list, set or map
+            self.take(0 if in_struct else 1)
+        elif kind == 3:  # a byte
+            self.take(1)
+        elif kind in (4, 5, 6):  # i16, i32, i64
+            self.varint()
+        elif kind == 7:  # a double
+            self.take(8)
+        elif kind == 8:  # binary
+            self.take(self.size())
+        elif kind in (9, 10):  # list, set
+            head = self.data[self.take(1)]
+            count = head >> 4 if head >> 4 != 15 else self.size()
+            self._skip_items(count, [head & 0x0F], depth)
+        elif kind == 11:  # map
+            count = self.size()
+            if count:
+                head = self.data[self.take(1)]
+                self._skip_items(count, [head >> 4, head & 0x0F], depth)
+        elif kind == 12:
+            self.struct({}, depth + 1)
+        elif kind == 13:  # a UUID (Thrift 0.19)
+            self.take(16)
+        else:
+            raise _ThriftError(f"an unknown type {kind}")
+
+    def _skip_items(self, count: int, kinds: list[int], depth: int) -> None:
+        if depth + 1 > _THRIFT_DEPTH:
+            raise _ThriftError("containers nested too deeply")
+        if all(kind in (1, 2, 3) for kind in kinds):  # bytes, bools: one byte each
+            self.take(count * len(kinds))
+            return
+        for _ in range(count):  # every item takes a byte at least: `count` is bounded by the bytes read
+            for kind in kinds:
+                self.skip(kind, depth + 1)

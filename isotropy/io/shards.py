@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from isotropy.io._paths import path_kind
-from isotropy.io.embeddings import _as_matrix, _fail, _load_npy, _read_parquet, _short
+from isotropy.io.embeddings import _as_matrix, _check_parquet_expansion, _fail, _load_npy, _read_parquet, _short
 
 __all__ = ["SHARD_EXTENSIONS", "is_sharded", "read_shards"]
 
@@ -121,6 +121,7 @@ def _parquet_header(path: Path, key):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    _check_parquet_expansion(path)  # before the first row is read: its pages may be the bomb
     try:
         handle = pq.ParquetFile(path)
         n_rows = handle.metadata.num_rows
