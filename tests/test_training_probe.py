@@ -316,7 +316,7 @@ def test_vectors_kept_for_later_windows_are_copies_and_are_dropped_after_their_l
         for vectors in kept.values():
             for v in vectors.values():
                 assert v.untyped_storage().nbytes() == v.numel() * v.element_size()  # its own storage
-    assert held[:2] == [[1], [1]] and held[2:6] == [[1, 5]] * 4 and held[-1] == []  # batches of 2, 4 per window
+    assert held == [[1], [1, 5], [1, 5], []]  # after each window
 
 
 def _compositions(n, batch_size):
@@ -377,3 +377,20 @@ def test_cpu_batches_end_where_the_lengths_drop(tiny):
     assert widths == [([0], 32), (list(range(1, 8)), max(lengths[1:]))]
     for batches, expected in zip(store, _one_at_a_time(model, tokenizer, texts), strict=True):
         torch.testing.assert_close(torch.cat(batches), expected, rtol=0, atol=ATOL)
+
+
+def test_the_metrics_get_each_window_in_one_update(tiny, monkeypatch):
+    """37 rows at batch_size=4 run in several forward passes but reach the metrics in one update (one per sorting
+    window: windows of 3 rows, rounded up to 4, give 10 updates), in probe order."""
+    import isotropy.training.probe as probe_module
+
+    model, tokenizer, texts = tiny
+    alone = _one_at_a_time(model, tokenizer, texts)
+    for window, sizes in ((1024, [37]), (3, [4] * 9 + [1])):
+        monkeypatch.setattr(probe_module, "_SORT_WINDOW", window)
+        store = []
+        probe = probe_module.GeometryProbe(texts, metrics={"rows": _recorder(store)}, batch_size=4)
+        probe.set_tokenizer(tokenizer).measure(model)
+        for batches, expected in zip(store, alone, strict=True):
+            assert [len(b) for b in batches] == sizes
+            torch.testing.assert_close(torch.cat(batches), expected, rtol=0, atol=ATOL)
