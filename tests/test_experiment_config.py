@@ -244,3 +244,33 @@ def test_a_value_given_to_a_section_says_it_is_a_section_and_shows_its_keys(name
 def test_an_unknown_key_in_a_section_that_may_be_null_gets_the_closest_key(capsys):
     code, _, err = _cli(["run", "sts-isotropy", "--set", "sweep.n_cluster=[1]", "--print-config"], capsys)
     assert code == 2 and "did you mean 'sweep.n_clusters'?" in err, err
+
+
+# ---------------------------------------------------------------- one spelling of the methods of Rajaee & Pilehvar
+_SAME_PAPER = {"frozen-classification": "mean+pca", "sts-isotropy": "Mean + PCA"}  # what each records in its results
+
+
+@pytest.mark.parametrize("name", sorted(_SAME_PAPER))
+def test_both_experiments_of_the_same_paper_take_the_same_method_names(name):
+    experiment = load_experiment(name)
+    typed = experiment.config(methods=["baseline", "mean+pca", "kmeans+mean+pca"])
+    shown = experiment.config(methods=["Baseline", "Mean + PCA", "K-means + Mean + PCA"])
+    # each experiment keeps the spelling its committed results and configs use; the input spelling does not matter
+    assert typed.methods == shown.methods and typed.methods[1] == _SAME_PAPER[name]
+    with pytest.raises(ConfigError, match=r"must be a non-empty list of distinct methods from baseline, mean, "
+                                          r"mean\+pca, .*Got \['mean\+pca', 'Mean \+ PCA'\] instead"):
+        experiment.config(methods=["mean+pca", "Mean + PCA"])  # the same method twice
+    with pytest.raises(ConfigError, match=r"methods from baseline, mean, mean\+pca, kmeans\+mean.* Got 'pca' instead"):
+        experiment.config(methods=["baseline", "pca"])
+
+
+def test_the_committed_runs_of_the_same_paper_keep_their_method_names():
+    import json
+    from pathlib import Path
+
+    runs = Path(__file__).resolve().parents[1] / "docs" / "runs"
+    for name in _SAME_PAPER:
+        for record_path in sorted((runs / name).glob("*/run.json")):
+            record = json.loads(record_path.read_text())
+            config = load_experiment(name).config_model.model_validate(record["config"])
+            assert config.model_dump(mode="json") == record["config"], record_path

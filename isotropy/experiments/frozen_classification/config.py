@@ -4,15 +4,14 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
-from isotropy.experiments._config import ExperimentConfig, Seeds, expects
+from isotropy.experiments._config import ExperimentConfig, Seeds
+from isotropy.experiments._methods import method_list
 from isotropy.experiments.frozen_classification.science import METHODS
 from isotropy.models.resolve import MODEL_HELP
 
 __all__ = ["FrozenClassificationConfig"]
-
-Method = Literal[METHODS]  # one of the science module's method names
 
 
 class FrozenClassificationConfig(ExperimentConfig):
@@ -26,17 +25,9 @@ class FrozenClassificationConfig(ExperimentConfig):
     encode_batch_size: int = Field(ge=1)
     train_size: int | None = Field(ge=2, description="Random training subset (null = the whole split).")
     data_seed: int = Field(ge=0, description="Seed of the training subset (the same for every seed below).")
-    methods: list[Method] = expects(f"a non-empty list of distinct methods from {', '.join(METHODS)}",
-                                    min_length=1)
+    methods: method_list(METHODS)  # typed mean+pca or Mean + PCA (as sts-isotropy); recorded as METHODS
     n_clusters: int = Field(ge=1, description="Clusters of the cluster-based methods (paper: 27 for BERT).")
     n_components: int = Field(ge=0, description="Directions removed (globally or per cluster; paper: 12).")
     C: float = Field(gt=0, description="Inverse L2 strength of the logistic regression.")
     max_iter: int = Field(ge=1)
     seeds: Seeds  # seeds of the clustering (k-means / GMM)
-
-    @field_validator("methods")
-    @classmethod
-    def _distinct(cls, value):
-        if len(set(value)) != len(value):
-            raise ValueError(f"expected distinct values, got {value}")
-        return value

@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from isotropy.experiments._config import ExperimentConfig, Seeds, expects
+from isotropy.experiments._methods import method_list
 from isotropy.experiments.sts_isotropy.run import METHODS
 
 __all__ = ["StsIsotropyConfig"]
@@ -27,7 +28,7 @@ class TokenLevelConfig(ExperimentConfig):
     """The paper's own level (``tokens.py``): methods fitted on token states, tokens transformed, then pooled."""
 
     datasets: list[Dataset] = expects(f"a non-empty list of data sets from {', '.join(DATASETS)}", min_length=1)
-    methods: list[Literal[METHODS]] = expects(f"a non-empty list of methods from {', '.join(METHODS)}", min_length=1)
+    methods: method_list(METHODS)
     fit_max_tokens: int = Field(ge=2)
 
 
@@ -43,8 +44,7 @@ class StsIsotropyConfig(ExperimentConfig):
     datasets: list[Dataset] = expects(f"a non-empty list of data sets from {', '.join(DATASETS)}", min_length=1)
     limit: int | None = Field(None, ge=2)
     aggregate: Literal["all", "wmean", "mean"] = expects("all, wmean or mean")
-    methods: list[Literal[METHODS]] = expects(f"a non-empty list of methods from {', '.join(METHODS)}",
-                                              min_length=1)
+    methods: method_list(METHODS)  # typed mean+pca or Mean + PCA (as frozen-classification); recorded as METHODS
     abtt_components: int | Literal["auto"] = expects("'auto' or an int >= 0")
     n_clusters: int = Field(ge=1)
     n_components: int = Field(ge=0)
