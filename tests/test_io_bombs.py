@@ -398,6 +398,7 @@ def test_parquet_text_check_raises_its_own_errors_and_counts_unreadable_pages_at
     import pyarrow.parquet as pq
 
     from isotropy.io import _archives
+    from isotropy.io._parquet_pages import _page_header
 
     path = _delta_text_file(pa, pq, tmp_path / "sentences.parquet", _sentences(5000))
     with monkeypatch.context() as patched:
@@ -407,7 +408,7 @@ def test_parquet_text_check_raises_its_own_errors_and_counts_unreadable_pages_at
     chunk, x = (pq.ParquetFile(path).metadata.row_group(0).column(j) for j in range(2))
     # the text's first page overwritten, its header and the footer intact: pyarrow cannot decode it
     data, start = bytearray(path.read_bytes()), chunk.data_page_offset
-    header, _, _, compressed, _ = _archives._page_header(bytes(data[start:start + 1024]))
+    header, _, _, compressed, _ = _page_header(bytes(data[start:start + 1024]))
     data[start + header:start + header + compressed] = b"\xff" * compressed
     path.write_bytes(bytes(data))
     problem = _archives.parquet_expansion_problem(path)

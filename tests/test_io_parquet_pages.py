@@ -3,7 +3,7 @@ header declares (``uncompressed_page_size``), whatever the footer says, so the b
 
 Measured with pyarrow 26 before the headers were read: a 31 KB file whose footer declares 32 KB and whose one
 page declares, and decompresses to, 300 MiB was read by ``read_embeddings`` at a peak RSS of 423 MiB (a file
-written as is: 123 MiB); four such columns, 126 KB, at 725 MiB. Crafted by ``tests/_parquet_pages.py``.
+written as is: 123 MiB); four such columns, 126 KB, at 725 MiB. Crafted by ``tests/_page_bombs.py``.
 """
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ import io
 
 import numpy as np
 import pytest
-from _parquet_pages import page_bomb
+from _page_bombs import page_bomb
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from isotropy._utils.validation import IsotropyValueError
-from isotropy.io import _archives
+from isotropy.io import _archives, _parquet_pages
 from isotropy.io.embeddings import read_embeddings
 
 pa = pytest.importorskip("pyarrow")
@@ -68,7 +68,7 @@ def _walk(path):
     """``[(header bytes, uncompressed_page_size, compressed_page_size), ...]`` of each chunk of the file at ``path``,
     as the check reads them, and the metadata of the chunks."""
     metadata, calls = pq.ParquetFile(path).metadata, []
-    decode = _archives._page_header
+    decode = _parquet_pages._page_header
 
     def recorded(data):
         header = decode(data)
@@ -77,8 +77,8 @@ def _walk(path):
 
     chunks = [metadata.row_group(i).column(j) for i in range(metadata.num_row_groups)
               for j in range(metadata.num_columns)]
-    with pytest.MonkeyPatch.context() as patched, _archives._PageWalk(path, path.stat().st_size) as walk:
-        patched.setattr(_archives, "_page_header", recorded)
+    with pytest.MonkeyPatch.context() as patched, _parquet_pages.PageWalk(path, path.stat().st_size) as walk:
+        patched.setattr(_parquet_pages, "_page_header", recorded)
         for chunk in chunks:
             calls.append([])
             assert walk.declared(chunk) == sum(page[1] for page in calls[-1])
@@ -158,8 +158,8 @@ def test_parquet_page_header_corruption_is_one_line_or_a_clean_read(tmp_path, _p
 @given(data=st.binary(max_size=64))
 def test_page_header_decoder_raises_only_its_own_errors(data):
     try:
-        size, *_ = _archives._page_header(data)
-    except (_archives._Short, _archives._ThriftError):
+        size, *_ = _parquet_pages._page_header(data)
+    except (_parquet_pages._Short, _parquet_pages._ThriftError):
         return
     assert 0 < size <= len(data)
 
@@ -194,24 +194,24 @@ def test_parquet_page_header_fields_are_read_as_pyarrow_reads_them(tmp_path):
 
 
 def test_parquet_page_header_decoder_skips_what_it_does_not_need(tmp_path):
-    from _parquet_pages import thrift_struct
+    from _page_bombs import thrift_struct
 
     statistics = bytes([0x18, 3]) + b"abc" + bytes([0x19, 0x35, 2, 4, 6]) + bytes([0x1C, 0x11, 0x00]) + b"\x00"
     header = thrift_struct([(1, 0), (2, 100), (3, 50)])[:-1] + bytes([0x2C]) + thrift_struct([(1, 7)])[:-1] \
         + bytes([0x0C, 0x0A]) + statistics + b"\x00" + b"\x00"  # field 5, then a binary, an i32 list, a struct
-    assert _archives._page_header(header + b"page bytes") == (len(header), 0, 100, 50, 7)
+    assert _parquet_pages._page_header(header + b"page bytes") == (len(header), 0, 100, 50, 7)
     for cut in range(len(header)):  # a header cut anywhere asks for more bytes
-        with pytest.raises(_archives._Short):
-            _archives._page_header(header[:cut])
+        with pytest.raises(_parquet_pages._Short):
+            _parquet_pages._page_header(header[:cut])
     long = b"\x15" + b"\x80" * 9 + b"\x00" + b"\x15\x02\x15\x04\x00"  # field 1, an i32 in ten bytes: read
-    assert _archives._page_header(long) == (len(long), 0, 1, 2, 0)
-    with pytest.raises(_archives._ThriftError, match="more than 10 bytes"):
-        _archives._page_header(b"\x15" + b"\x80" * 10 + b"\x00")
-    with pytest.raises(_archives._ThriftError, match="required field"):
-        _archives._page_header(bytes([0x18, 1, 0x41]) + thrift_struct([(3, 1)]))  # field 2 a binary: skipped
+    assert _parquet_pages._page_header(long) == (len(long), 0, 1, 2, 0)
+    with pytest.raises(_parquet_pages._ThriftError, match="more than 10 bytes"):
+        _parquet_pages._page_header(b"\x15" + b"\x80" * 10 + b"\x00")
+    with pytest.raises(_parquet_pages._ThriftError, match="required field"):
+        _parquet_pages._page_header(bytes([0x18, 1, 0x41]) + thrift_struct([(3, 1)]))  # field 2 a binary: skipped
     nested = b"\x1c" * 70 + b"\x00" * 71  # structs in structs, 70 deep
-    with pytest.raises(_archives._ThriftError, match="nested too deeply"):
-        _archives._page_header(nested)
+    with pytest.raises(_parquet_pages._ThriftError, match="nested too deeply"):
+        _parquet_pages._page_header(nested)
 
 
 def test_parquet_unreadable_page_headers_and_too_many_pages_are_refused_in_one_line(tmp_path, monkeypatch):
@@ -220,8 +220,8 @@ def test_parquet_unreadable_page_headers_and_too_many_pages_are_refused_in_one_l
     pq.write_table(pa.table({"x0": X[:, 0], "x1": X[:, 1]}), path, data_page_size=512, write_batch_size=64)
     start = pq.ParquetFile(path).metadata.row_group(0).column(1).data_page_offset
     with monkeypatch.context() as patched:  # a budget of no pages at all
-        patched.setattr(_archives, "_COUNTED_PAGES", 0)
-        patched.setattr(_archives, "_COUNTED_PAGE_BYTES", 2**40)
+        patched.setattr(_parquet_pages, "_COUNTED_PAGES", 0)
+        patched.setattr(_parquet_pages, "_COUNTED_PAGE_BYTES", 2**40)
         assert "more pages than isotropy checks" in _refusal(read_embeddings, path)
     data = bytearray(path.read_bytes())
     data[start] = 0xFF  # field 15 of type 15, which Thrift does not have
@@ -234,7 +234,7 @@ def test_parquet_page_walk_refuses_what_pyarrow_refuses():
     """Chunks that the footer places outside the file, pages of negative size or that run past their chunk."""
     from types import SimpleNamespace
 
-    from _parquet_pages import thrift_struct
+    from _page_bombs import thrift_struct
 
     def column(start, length, values=10):
         return SimpleNamespace(data_page_offset=start, has_dictionary_page=False, dictionary_page_offset=None,
@@ -243,14 +243,14 @@ def test_parquet_page_walk_refuses_what_pyarrow_refuses():
     page = thrift_struct([(1, 0), (2, 100), (3, 20), (5, [(1, 10)])])
     data = io.BytesIO(page + b"x" * 20 + b"tail")
     size = len(data.getvalue())
-    with _archives._PageWalk(data, size) as walk:
+    with _parquet_pages.PageWalk(data, size) as walk:
         assert walk.declared(column(0, len(page) + 20)) == 100
         assert walk.declared(column(0, len(page) + 20, values=0)) == 0  # pyarrow reads no page
-        with pytest.raises(_archives._PageProblem, match="at bytes 0 to 1000 of a file"):
+        with pytest.raises(_parquet_pages.PageProblem, match="at bytes 0 to 1000 of a file"):
             walk.declared(column(0, 1000))
     for page, match in ((thrift_struct([(1, 0), (2, -1), (3, 20)]), "negative size"),
                         (thrift_struct([(1, 0), (2, 100), (3, 200)]), "runs past"),
                         (thrift_struct([(1, 0), (2, 100), (3, 200)])[:-1], "cut short")):
-        with _archives._PageWalk(io.BytesIO(page), len(page)) as walk, \
-                pytest.raises(_archives._PageProblem, match=match):
+        with _parquet_pages.PageWalk(io.BytesIO(page), len(page)) as walk, \
+                pytest.raises(_parquet_pages.PageProblem, match=match):
             walk.declared(column(0, len(page)))
