@@ -17,7 +17,9 @@ Each run with the callback also times ``--later`` measurements after training (t
 measurement after the first). It prints the step time without the callback, the per-measurement
 cost, the overhead at the defaults (one measurement per 100 steps: later / (100 x step time)),
 the ratio of the first measurement to the later ones, and the wall ratio with / without over the
-short run (which holds the step-0 measurement).
+short run (which holds the step-0 measurement). Each run without the callback times ``--later``
+bare forward passes of the probe after training (the floor: the texts tokenised beforehand, sorted
+by length, batches of 32 padded to their longest row, ``no_grad``, nothing pooled or measured).
 
 ``--compare DIR`` (repeatable) adds the callback of another checkout (``git worktree add DIR COMMIT``), its
 package first on ``PYTHONPATH``, run in the same rounds as the others.
@@ -99,7 +101,32 @@ def child(args) -> None:
     in_loop = len(spent)
     for _ in range(args.later if callbacks else 0):  # later measurements, as the loop's next ones would be
         callbacks[0].probe.measure(trainer.model)
-    print(json.dumps({"train_s": seconds, "measure_s": spent, "in_loop": in_loop, "steps": trainer.state.global_step}))
+    bare = [] if callbacks else [_bare_forward(trainer.model, tokenizer, probe) for _ in range(args.later)]
+    print(json.dumps({"train_s": seconds, "measure_s": spent, "in_loop": in_loop, "steps": trainer.state.global_step,
+                      "bare_s": bare}))
+
+
+def _bare_forward(model, tokenizer, texts, batch_size=32):
+    """Seconds of the probe's forward passes alone: tokenised beforehand, longest first, each batch padded to its
+    longest row, all hidden states, nothing pooled."""
+    import torch
+
+    ids = tokenizer(texts, truncation=True, max_length=128)["input_ids"]
+    order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
+    batches = []
+    for k in range(0, len(order), batch_size):
+        rows = [ids[i] for i in order[k:k + batch_size]]
+        width = len(rows[0])
+        batches.append({"input_ids": torch.tensor([r + [tokenizer.pad_token_id] * (width - len(r)) for r in rows]),
+                        "attention_mask": torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in rows])})
+    model.eval()
+    start = time.perf_counter()
+    with torch.no_grad():
+        for inputs in batches:
+            model(**inputs, output_hidden_states=True, return_dict=True)
+    seconds = time.perf_counter() - start
+    model.train()
+    return seconds
 
 
 _THREADS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
@@ -168,6 +195,8 @@ def main() -> None:
         later[kind] = min(t for x in runs[kind] for t in x["measure_s"][x["in_loop"]:])
         print(f"| {kind} | {r['train_s']:.1f} | {r['train_s'] / steps:.3f} | {first:.2f} | {later[kind]:.2f} | "
               f"{first / later[kind]:.2f} | {later[kind] / (100 * step):.1%} |")
+    bare = min(t for x in runs["without"] for t in x["bare_s"])
+    print(f"| bare forward of the probe (floor) | | | | {bare:.2f} | | {bare / (100 * step):.1%} |")
     print(f"\ncallback overhead at its defaults (one later measurement per 100 steps of the loop without it): "
           f"{later['with'] / (100 * step):.1%} of the step time; wall with / without over {steps} steps (the step-0 "
           f"measurement included): {best['with']['train_s'] / base:.3f}")
