@@ -109,6 +109,25 @@ def test_parquet_files_of_many_pages_read_unchanged_and_their_headers_add_up_to_
     assert read_names == names
 
 
+
+@pytest.mark.parametrize("options", [{"compression": "lz4", "write_page_checksum": True},
+                                     {"compression": "gzip", "data_page_version": "2.0", "write_page_index": True}])
+def test_parquet_vectors_of_many_pages_with_checksums_and_page_indexes_read_unchanged(tmp_path, options):
+    """A list column (repetition and definition levels in each page), page CRCs (field 4 of the header), page
+    indexes: the headers still add up to the footer, and the vectors read as written."""
+    names, X = [f"w{i}" for i in range(2000)], np.random.default_rng(3).normal(size=(2000, 8)).astype(np.float32)
+    path = tmp_path / "vectors.parquet"
+    table = pa.table({"word": names, "vector": pa.array(list(X), type=pa.list_(pa.float32()))})
+    pq.write_table(table, path, data_page_size=1024, write_batch_size=128, **options)
+    calls, chunks = _walk(path)
+    assert len(calls[0]) >= 5 and len(calls[1]) >= 50  # a dictionary page and data pages; 109 pages of vectors
+    for chunk, pages in zip(chunks, calls):
+        assert sum(h + u for h, u, _ in pages) == chunk.total_uncompressed_size
+        assert sum(h + c for h, _, c in pages) == chunk.total_compressed_size
+    read_X, read_names = read_embeddings(path)
+    np.testing.assert_array_equal(read_X, X)
+    assert read_names == names
+
 @st.composite
 def _corruptions(draw):
     """Bytes written over a page header: where (which header, how far in) and what."""
