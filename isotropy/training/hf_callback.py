@@ -73,7 +73,8 @@ class HFGeometryCallback(TrainerCallback):
     of texts, every ``world_size``-th distinct token sequence with all its rows) and the metric
     states are summed across processes, so the logged value is that of the whole probe.
     The model is called as ``model(**inputs, output_hidden_states=True, return_dict=True)`` on the
-    device of its parameters.
+    device of its parameters; its ``base_model`` instead where that gives exactly the same hidden
+    states (checked once on two probe rows): the task head (classifier, LM head) is not run.
 
     Examples
     --------

@@ -12,10 +12,12 @@ The forward passes are the cost of a measurement. A text probe is tokenised once
 measurement, again only if the tokenizer changes); the rows of this rank's share are run longest
 first, each batch padded only to its own longest row and cut where the lengths drop by more than
 another forward pass costs (on a CPU; at most ``batch_size`` rows), and the pooled vectors are
-put back in probe order before the metrics see them, in one update per sorting window (1024 rows):
-the values are those of an unsorted pass to float32 rounding of the forward passes (``tests/test_training_probe.py``, a
-tiny float32 BERT: pooled vectors against each text embedded alone, and values against those at
-``batch_size=1``, to 1e-5). The forward runs under ``torch.no_grad()``,
+put back in probe order before the metrics see them, in one update per sorting window (1024
+rows): the values are those of an unsorted pass to float32 rounding of the forward passes
+(``tests/test_training_probe.py``, a tiny float32 BERT: pooled vectors against each text
+embedded alone, and values against those at ``batch_size=1``, to 1e-5). A transformers model's
+task head is not run where its ``base_model`` gives exactly the same hidden states
+(:meth:`GeometryProbe._encoder`). The forward runs under ``torch.no_grad()``,
 not ``inference_mode``: buffers a model builds lazily in its forward (position caches)
 could otherwise become inference tensors that the training loop's backward pass refuses.
 """
@@ -26,6 +28,7 @@ import functools
 import logging
 import numbers
 import warnings
+import weakref
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -285,6 +288,7 @@ class GeometryProbe:
             raise IsotropyValueError(f"The 'prefix' parameter of {caller} must be a non-empty str without a leading "
                                      f"or trailing '/'. Got {prefix!r} instead.")
         self.prefix = prefix
+        self._encoders = weakref.WeakKeyDictionary()  # model -> (its base_model, whether to call that instead)
 
     # ----------------------------------------------------------------- inputs
     def set_tokenizer(self, tokenizer):
@@ -374,6 +378,36 @@ class GeometryProbe:
         return {i: pool_hidden_states(states[i], inputs["attention_mask"], pooling=self.pooling)
                 for i in self._layer_ids(len(states))}
 
+    def _encoder(self, model, device, forward_kwargs):
+        """The module whose forward gives the hidden states of ``model``: its ``base_model`` when that gives them.
+
+        A transformers model with a task head (``BertForSequenceClassification``: pooler and
+        classifier; ``GPT2LMHeadModel``: a vocabulary-wide LM head, ~30 % of GPT-2 small's forward
+        and a (batch, seq, vocab) logits tensor) returns the hidden states of its ``base_model``,
+        the encoder or decoder stack. Those are used when, on the shortest and the longest probe
+        row (padding included), ``base_model`` gives exactly (``torch.equal``) the hidden states
+        ``model`` gives; else, with ``forward_kwargs``, or when ``base_model`` fails, ``model``
+        itself. Checked once per model (one pass of each on two rows), the same rows on every rank.
+        """
+        base = getattr(model, "base_model", None)
+        if forward_kwargs or not isinstance(base, torch.nn.Module) or base is model:
+            return model
+        known = self._encoders.get(model)
+        if known is None or known[0] is not base:
+            lengths = self.rows.lengths
+            rows = sorted({min(range(self.n_rows), key=lengths.__getitem__),
+                           max(range(self.n_rows), key=lengths.__getitem__)})
+            inputs = {k: v.to(device) for k, v in self.rows.encode(rows).items()}
+            expected = _hidden_states(model(**inputs, output_hidden_states=True, return_dict=True), self.caller)
+            try:
+                got = _hidden_states(base(**inputs, output_hidden_states=True, return_dict=True), self.caller)
+            except Exception:  # noqa: BLE001 - whatever the base model refuses or fails at: the whole model
+                got = None
+            same = got is not None and len(got) == len(expected) and all(
+                g.shape == e.shape and torch.equal(g, e) for g, e in zip(got, expected))
+            known = self._encoders[model] = (base, same)
+        return base if known[1] else model
+
     def _shrinkage_covariances(self, model, rank, world_size, device, forward_kwargs):
         """Per-layer Σ_S: the covariance of the pooled shrinkage sample (summed across ranks)."""
         from isotropy.training.metrics import IsoScore
@@ -424,7 +458,9 @@ class GeometryProbe:
         ----------
         model : torch.nn.Module
             Called as ``model(**inputs, output_hidden_states=True, return_dict=True)`` (a transformers
-            model, or a module accepting those arguments); its device is that of its parameters.
+            model, or a module accepting those arguments); its device is that of its parameters. A
+            model with a ``base_model`` that gives the same hidden states (checked once, exactly, on
+            two probe rows) has that called instead: its task head (classifier, LM head) is not run.
         rank, world_size : int, optional
             This process's share of the probe; default from ``torch.distributed`` when initialised,
             else the whole probe. Every rank must call ``measure`` (the metrics sync in ``compute``).
@@ -448,10 +484,11 @@ class GeometryProbe:
         was_training = model.training
         model.eval()
         try:
+            encoder = self._encoder(model, device, forward_kwargs)
             shrink = None if self.shrinkage_rows is None else self._shrinkage_covariances(
-                model, rank, world_size, device, forward_kwargs)
+                encoder, rank, world_size, device, forward_kwargs)
             metrics = None
-            for pooled, real in self._pooled(model, self.rows, rows, device, forward_kwargs):
+            for pooled, real in self._pooled(encoder, self.rows, rows, device, forward_kwargs):
                 if metrics is None:
                     metrics = {(name, i): self._make_metric(name, factory, vectors.shape[-1], shrink, i)
                                for i, vectors in pooled.items() for name, factory in self.metric_factories.items()}
