@@ -274,3 +274,68 @@ def test_the_committed_runs_of_the_same_paper_keep_their_method_names():
             record = json.loads(record_path.read_text())
             config = load_experiment(name).config_model.model_validate(record["config"])
             assert config.model_dump(mode="json") == record["config"], record_path
+
+
+# ---------------------------------------------------------------- a saved config names its experiment
+_RUNS = __import__("pathlib").Path(__file__).resolve().parents[1] / "docs" / "runs"
+
+
+def test_another_experiments_saved_config_is_one_line_naming_it_and_the_command(capsys):
+    """A config.yaml saved before it named its experiment (the committed ones): found from its keys."""
+    saved = _RUNS / "frozen-classification" / "minilm" / "config.yaml"
+    assert "experiment" not in saved.read_text()
+    code, out, err = _cli(["run", "sts-isotropy", "--setup", str(saved), "--print-config"], capsys)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert err.startswith(f"Error: The config file {str(saved)!r} is a config of frozen-classification, not of "
+                          f"sts-isotropy"), err
+    assert err.strip().endswith(f"run it with: isotropy run frozen-classification --setup {saved}"), err
+    assert "Unknown config key" not in err
+
+
+def test_a_saved_or_printed_config_names_its_experiment_and_is_checked_on_load(tmp_path, capsys):
+    import yaml
+
+    from isotropy.experiments._runner import execute
+    from isotropy.experiments._template.experiment import EXPERIMENT as TEMPLATE
+
+    config = TEMPLATE.config(sets=["sample_sizes=[50]", "seeds=[0]"], n_features=8)
+    execute(TEMPLATE, config, results_dir=tmp_path / "run", device="cpu", quiet=True, plot=False)
+    saved = tmp_path / "run" / "config.yaml"
+    assert yaml.safe_load(saved.read_text())["experiment"] == "_template"
+    assert TEMPLATE.config(str(saved)) == config  # given back, the key is checked and dropped
+    with pytest.raises(ConfigError, match=r"The 'experiment' key of the config file .* must name the experiment it "
+                                          r"is run with, istar. Got '_template' instead."):
+        load_experiment("istar").config(str(saved))
+
+    main(["run", "frozen-classification", "--print-config"])  # returns: nothing to exit with
+    printed = capsys.readouterr().out
+    assert printed.startswith("experiment: frozen-classification\n")
+    mine = tmp_path / "mine.yaml"
+    mine.write_text(printed)
+    assert load_experiment("frozen-classification").config(str(mine)) == load_experiment("frozen-classification").config()
+    code, _, err = _cli(["run", "sts-isotropy", "--setup", str(mine), "--print-config"], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert (f"is a config of frozen-classification (its 'experiment' key), not of sts-isotropy; run it with: "
+            f"isotropy run frozen-classification --setup {mine}") in err
+
+
+def test_every_committed_config_loads_in_its_experiment():
+    import json
+
+    for saved in sorted(_RUNS.glob("*/*/config.yaml")):
+        record = json.loads((saved.parent / "run.json").read_text())
+        config = load_experiment(record["experiment"]).config(str(saved))
+        assert config.model_dump(mode="json") == record["config"], saved
+
+
+def test_a_partial_file_with_a_misspelt_key_is_not_taken_for_another_experiment(tmp_path, capsys):
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("model: all-MiniLM-L6-v2\nlr: 1e-3\n")  # lr is istar's, but this is no istar config
+    code, _, err = _cli(["run", "sts-isotropy", "--setup", str(mine), "--print-config"], capsys)
+    assert code == 2 and "Unknown config key 'lr' for sts-isotropy" in err, err
+
+
+def test_the_runner_finds_every_experiments_config_model():
+    from isotropy.experiments._runner import _config_models
+
+    assert _config_models() == {name: load_experiment(name).config_model for name in EXPERIMENTS}

@@ -71,8 +71,7 @@ def make_command(experiment) -> click.Command:
 
     def callback(setup, sets, print_config, seeds, device, threads, resume, results_dir, data_dir, no_plot, quiet,
                  **shortcuts):
-        import yaml
-
+        from isotropy.experiments._config import dump_config
         from isotropy.experiments._runner import execute
 
         all_sets = [*_shortcut_sets(experiment, shortcuts), *sets]
@@ -80,7 +79,7 @@ def make_command(experiment) -> click.Command:
             all_sets.append(f"seeds=[{', '.join(map(str, seeds))}]")
         config = experiment.config(setup, sets=all_sets)
         if print_config:
-            click.echo(yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False), nl=False)
+            click.echo(dump_config(config.model_dump(mode="json"), experiment=experiment.name), nl=False)
             return
         with warnings.catch_warnings():  # a warning about the numbers is kept (also with --quiet), as one line
             warnings.showwarning = _one_line_warning

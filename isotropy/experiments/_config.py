@@ -38,6 +38,7 @@ __all__ = [
     "Seeds",
     "available_setups",
     "config_hash",
+    "dump_config",
     "expects",
     "load_yaml",
     "merge",
@@ -50,7 +51,10 @@ __all__ = [
 CONFIG_ROOT = Path(__file__).resolve().parent.parent / "configs"
 # command-line flags that are not config keys: a YAML or --set naming them gets a pointer to the flag
 _CONTEXT_KEYS = {"device": "--device", "threads": "--threads", "num_threads": "--threads",
-                 "results_dir": "--results-dir", "data_dir": "--data-dir", "resume": "--resume"}
+                 "results_dir": "--results-dir", "data_dir": "--data-dir", "resume": "--resume",
+                 "experiment": "isotropy run EXPERIMENT"}
+# the key a saved config.yaml (and --print-config) names its experiment with; not a config key: checked on load
+EXPERIMENT_KEY = "experiment"
 
 
 class ConfigError(ValueError):
@@ -299,7 +303,8 @@ def _format_errors(exc: ValidationError, model: type[BaseModel], data: dict, *, 
 
 
 def resolve_config(model: type[BaseModel], *, experiment: str, setup: str | None = None,
-                   default_setup: str | None = None, sets=(), overrides: dict | None = None) -> BaseModel:
+                   default_setup: str | None = None, sets=(), overrides: dict | None = None,
+                   others=None) -> BaseModel:
     """Merge the layers (packaged defaults, ``setup``, ``overrides``, ``--set`` strings) and validate them.
 
     Parameters
@@ -316,6 +321,9 @@ def resolve_config(model: type[BaseModel], *, experiment: str, setup: str | None
         ``KEY=VALUE`` strings (``--set``).
     overrides : dict, optional
         Values already parsed (nested mappings), applied after the setup and before ``sets``.
+    others : callable, optional
+        ``others() -> {name: config model}`` of the other experiments: a config file of one of them
+        (a saved ``config.yaml`` older than its ``experiment`` key) is named in one line.
 
     Returns
     -------
@@ -327,8 +335,11 @@ def resolve_config(model: type[BaseModel], *, experiment: str, setup: str | None
         layers.append(load_yaml(setup_path(experiment, default_setup), name=f"packaged setup {default_setup!r}"))
     if setup is not None and setup != default_setup:
         path = setup_path(experiment, setup)
-        layers.append(load_yaml(path, name="config file" if str(setup).endswith((".yaml", ".yml"))
-                                else f"packaged setup {setup!r}"))
+        is_file = str(setup).endswith((".yaml", ".yml"))
+        data = load_yaml(path, name="config file" if is_file else f"packaged setup {setup!r}")
+        if is_file:
+            data = _own_config(data, path, model=model, experiment=experiment, others=others)
+        layers.append(data)
     if overrides:
         layers.append(overrides)
     layers.append(parse_set_options(sets, experiment=experiment))
@@ -336,6 +347,54 @@ def resolve_config(model: type[BaseModel], *, experiment: str, setup: str | None
     for layer in layers:
         data = merge(data, layer)
     return validate(model, data, experiment=experiment)
+
+
+def _run_it_with(name: str, path: Path) -> str:
+    import shlex
+
+    return f"run it with: isotropy run {name} --setup {shlex.quote(str(path))}"
+
+
+def _own_config(data: dict, path: Path, *, model: type[BaseModel], experiment: str, others) -> dict:
+    """A config file's values less its ``experiment`` key, once the file is known to be ``experiment``'s.
+
+    A saved ``config.yaml`` names the experiment that wrote it (:func:`dump_config`); one of another
+    experiment is refused in one line with the command to use. A file without the key (a user's partial
+    YAML, or a config saved before the key existed) whose keys are not all ``experiment``'s is compared
+    with the other experiments' schemas: a complete config of one of them (all its required keys, no
+    key it lacks) is named the same way; anything else is left to the key-by-key messages.
+    """
+    if EXPERIMENT_KEY in data:
+        data = dict(data)
+        named = data.pop(EXPERIMENT_KEY)
+        if named != experiment:
+            if isinstance(named, str) and others is not None and named in others():
+                raise ConfigError(f"The config file {str(path)!r} is a config of {named} (its '{EXPERIMENT_KEY}' "
+                                  f"key), not of {experiment}; {_run_it_with(named, path)}")
+            raise ConfigError(f"The '{EXPERIMENT_KEY}' key of the config file {str(path)!r} must name the "
+                              f"experiment it is run with, {experiment}. Got {named!r} instead.")
+        return data
+    if others is None or set(data) <= set(model.model_fields):
+        return data
+    owners = [name for name, other in others().items() if name != experiment and set(data) <= set(other.model_fields)
+              and {k for k, f in other.model_fields.items() if f.is_required()} <= set(data)]
+    if owners:
+        foreign = [k for k in data if k not in model.model_fields]
+        shown = ", ".join(foreign[:4]) + (", ..." if len(foreign) > 4 else "")
+        raise ConfigError(f"The config file {str(path)!r} is a config of {' or '.join(owners)}, not of {experiment} "
+                          f"(its keys {shown} are not {experiment}'s); {_run_it_with(owners[0], path)}")
+    return data
+
+
+def dump_config(values: dict, *, experiment: str) -> str:
+    """A resolved config as YAML, headed by the experiment it belongs to (``config.yaml``, ``--print-config``).
+
+    The ``experiment`` key is not a config key: :func:`resolve_config` checks it and drops it when the
+    file is given back as ``--setup FILE.yaml``.
+    """
+    import yaml
+
+    return yaml.safe_dump({EXPERIMENT_KEY: experiment, **values}, sort_keys=False)
 
 
 def validate(model: type[BaseModel], data: dict, *, experiment: str) -> BaseModel:

@@ -12,7 +12,7 @@ and the same results directory::
     run.json        experiment, resolved config and its hash, seeds, device, threads, data dir,
                     command, pid/host, package versions, status (running -> finished | failed),
                     start and end times, the results directory
-    config.yaml     the resolved config (re-run it with --setup DIR/config.yaml)
+    config.yaml     the resolved config, headed by ``experiment: NAME`` (re-run it with --setup DIR/config.yaml)
     ...             the experiment's tables and numbers
     claims.json     the paper's claims decided on these numbers (written by ``report``, when defined)
     figures/        every figure, PNG and SVG (``isotropy plot DIR --format png,svg,pdf --dpi N``)
@@ -61,8 +61,10 @@ from pathlib import Path
 from typing import Any
 
 from isotropy.experiments._config import (
+    CONFIG_ROOT,
     ConfigError,
     config_hash,
+    dump_config,
     merge,
     parse_set_options,
     parse_yaml_value,
@@ -180,7 +182,7 @@ class Experiment:
             node[parts[-1]] = value
         nested = merge(nested, _set_layer(self.config_model, sets, experiment=self.name))
         config = resolve_config(self.config_model, experiment=self.name, setup=setup,
-                                default_setup=self.default_setup, overrides=nested)
+                                default_setup=self.default_setup, overrides=nested, others=_config_models)
         self.check_seeds(config)
         return config
 
@@ -194,6 +196,27 @@ class Experiment:
         """``results/<experiment>/<setup>`` (a YAML file's stem for a user's setup)."""
         name = Path(setup).stem if setup and str(setup).endswith((".yaml", ".yml")) else (setup or self.default_setup)
         return Path("results") / self.name / name
+
+
+def _config_models() -> dict[str, type]:
+    """``{name: config model}`` of every experiment, to name the one a foreign config file belongs to.
+
+    Found by the layout every experiment has (``isotropy/configs/<name>/``, its record in
+    ``isotropy.experiments.<name with _>.experiment``), imported by name only when a config file
+    holds keys this experiment lacks: the runner names no experiment (``tests/test_runner.py`` checks
+    that this finds every experiment of ``isotropy run``).
+    """
+    import importlib
+
+    models = {}
+    for folder in sorted(CONFIG_ROOT.iterdir()):
+        if folder.is_dir() and not folder.name.startswith("_"):
+            module = f"{__package__}.{folder.name.replace('-', '_')}.experiment"
+            try:
+                models[folder.name] = importlib.import_module(module).EXPERIMENT.config_model
+            except (ImportError, AttributeError):  # not an experiment: never named
+                continue
+    return models
 
 
 def _field_annotation(model, path: list[str]):
@@ -315,11 +338,9 @@ class _Metadata:
         }
 
     def write(self) -> None:
-        import yaml
-
         from isotropy.experiments._results import write_json, write_text
 
-        write_text(self.path.parent / "config.yaml", yaml.safe_dump(self.config, sort_keys=False))
+        write_text(self.path.parent / "config.yaml", dump_config(self.config, experiment=self.meta["experiment"]))
         write_json(self.path, self.meta)
 
     def update(self, facts: dict) -> None:
