@@ -172,3 +172,16 @@ def test_missing_data_fails_before_any_encoding_line(tmp_path, capsys):
                 data_dir=tmp_path / "no-data")
     assert "sst2" in str(error.value).lower()
     assert "encoding" not in capsys.readouterr().err
+
+
+def test_the_table_says_what_plus_minus_means():
+    """The docs' table (``<!-- run-table: minibatch-stability/minilm -->``) is this function's text of the committed run."""
+    from pathlib import Path
+
+    from isotropy.experiments.minibatch_stability.run import markdown_table
+
+    committed = Path(__file__).resolve().parents[1] / "docs" / "runs" / "minibatch-stability" / "minilm"
+    table = markdown_table(json.loads((committed / "results.json").read_text()))
+    assert ("Each cell: mean ± sample standard deviation (ddof = 1) of the score over the 90 mini-batches of that "
+            "size (30 per seed, 3 seeds): the spread from batch to batch, not an error of the mean.") in table
+    assert table.count("Each cell:") == 1

@@ -149,9 +149,23 @@ def _fmt(value) -> str:
     return "–" if value is None else f"{value:.3f}"
 
 
+def _spread_note(results: dict) -> str:
+    """What ``±`` means in the tables: the batch-to-batch spread, over how many batches and seeds."""
+    counts = {row["n_batches"] for cloud in results["clouds"].values() for row in cloud["summary"]}
+    seeds = list(results.get("seeds") or [])
+    over = "the mini-batches of that size"
+    if len(counts) == 1:
+        n = counts.pop()
+        over = f"the {n} mini-batches of that size"
+        if len(seeds) > 1 and n % len(seeds) == 0:
+            over += f" ({n // len(seeds)} per seed, {len(seeds)} seeds)"
+    return (f"Each cell: mean ± sample standard deviation (ddof = 1) of the score over {over}: the spread "
+            f"from batch to batch, not an error of the mean. The last row is the score of the whole cloud.")
+
+
 def markdown_table(results: dict) -> str:
     """One table per cloud: mean ± sd of each score per batch size and ζ, with the whole-cloud value."""
-    lines = []
+    lines = [_spread_note(results), ""]
     for name, cloud in results["clouds"].items():
         zetas = sorted({r["zeta"] for r in cloud["summary"]})
         title = (f"synthetic N(0, diag(i^-{cloud['decay']:g})), d = {cloud['n_features']}" if cloud["kind"] == "synthetic"
