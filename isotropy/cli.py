@@ -124,7 +124,7 @@ def _formats(ctx, param, value):
 @cli.command()
 @click.argument("path", type=click.Path(exists=True, path_type=Path))
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Where the figures go (default: PATH, whose figures/ folder gets an experiment's figures; "
+              help="The folder the figures are written into (default: PATH/figures for a run's results, "
                    "PATH/geometry-figures for a training log).")
 @click.option("--format", "formats", default="png,svg", show_default=True, callback=_formats,
               help="Comma-separated figure formats, e.g. png,svg,pdf.")
@@ -137,7 +137,8 @@ def plot(path: Path, out_dir: Path | None, formats, dpi: int):
     figures are redrawn), or a training log of the geometry callbacks: a Hugging Face output
     directory (trainer_state.json), a Lightning CSVLogger directory (metrics.csv) or a TensorBoard
     event directory. For a log, each geometry metric is drawn against the step, one line per layer,
-    beside a layer x step heat map, and the values are written to geometry.csv.
+    beside a layer x step heat map, and the values are written to geometry.csv. --out DIR is the
+    folder the figures are written into, for either kind of PATH.
     """
     import matplotlib
 
@@ -166,6 +167,8 @@ def plot(path: Path, out_dir: Path | None, formats, dpi: int):
             raise ValueError(unfinished)
         with ResultsLock(_lock_dir(path)) if into_run else contextlib.nullcontext():
             figures = load_experiment(experiment).plot(path)
+            if out_dir is not None:  # D is the figures' folder, as for a training log: D/x.png, not D/figures/x.png
+                figures = {key.removeprefix("figures/"): fig for key, fig in figures.items()}
             written = save_figures(figures, out_dir or path, formats=formats, dpi=dpi)
         for saved in written:
             click.echo(str(saved))

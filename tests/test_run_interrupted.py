@@ -278,3 +278,18 @@ def test_plot_while_a_run_holds_the_directory_says_it_is_running(tmp_path, capsy
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert "running" in err and f"pid {os.getpid()}" in err
     assert not (out / "figures").exists()
+
+
+# ---------------------------------------------------------------- `isotropy plot --out D`: the figures go into D
+def test_plot_out_writes_the_figures_into_the_folder_named(tmp_path, capsys):
+    """As for a training log (``isotropy plot LOG --out D`` writes D/geometry_*.png): D is the figures' folder."""
+    from isotropy.cli import main
+
+    out = tmp_path / "r"
+    assert _run_cli(out, capsys, "decay=0.8", extra=["--no-plot"])[0] == 0
+    main(["plot", str(out), "--out", str(tmp_path / "D"), "--format", "png", "--dpi", "30"])
+    printed = capsys.readouterr().out.split()
+    assert sorted(p.name for p in (tmp_path / "D").iterdir()) == ["isoscore_vs_n.png"]
+    assert printed == [str(tmp_path / "D" / "isoscore_vs_n.png")] and not (out / "figures").exists()
+    main(["plot", str(out), "--format", "png", "--dpi", "30"])  # without --out: the run's own figures/ folder
+    assert (out / "figures" / "isoscore_vs_n.png").is_file()
