@@ -382,7 +382,7 @@ class GeometryProbe:
         """The module whose forward gives the hidden states of ``model``: its ``base_model`` when that gives them.
 
         A transformers model with a task head (``BertForSequenceClassification``: pooler and
-        classifier; ``GPT2LMHeadModel``: a vocabulary-wide LM head, ~30 % of GPT-2 small's forward
+        classifier; ``GPT2LMHeadModel``: a vocabulary-wide LM head, ~30 % of GPT-2 small's multiply-adds per token
         and a (batch, seq, vocab) logits tensor) returns the hidden states of its ``base_model``,
         the encoder or decoder stack. Those are used when, on the shortest and the longest probe
         row (padding included), ``base_model`` gives exactly (``torch.equal``) the hidden states
