@@ -53,7 +53,7 @@ def _counting(module):
 
 @pytest.mark.parametrize("kind", ["bert", "gpt2"])
 def test_the_task_head_is_not_run_and_the_rows_are_those_of_the_whole_model(kind, tmp_path):
-    """BertForSequenceClassification (pooler + classifier) and GPT2LMHeadModel (LM head): after the one check of the
+    """BertForSequenceClassification (classifier) and GPT2LMHeadModel (LM head): after the one check of the
     first measurement, no measurement calls the head; the rows equal (exactly) those of the base model itself."""
     from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification, GPT2Config, GPT2LMHeadModel
 

@@ -381,7 +381,7 @@ class GeometryProbe:
     def _encoder(self, model, device, forward_kwargs):
         """The module whose forward gives the hidden states of ``model``: its ``base_model`` when that gives them.
 
-        A transformers model with a task head (``BertForSequenceClassification``: pooler and
+        A transformers model with a task head (``BertForSequenceClassification``: dropout and
         classifier; ``GPT2LMHeadModel``: a vocabulary-wide LM head, ~30 % of GPT-2 small's multiply-adds per token
         and a (batch, seq, vocab) logits tensor) returns the hidden states of its ``base_model``,
         the encoder or decoder stack. Those are used when, on the shortest and the longest probe
