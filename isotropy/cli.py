@@ -138,7 +138,8 @@ def plot(path: Path, out_dir: Path | None, formats, dpi: int):
     directory (trainer_state.json), a Lightning CSVLogger directory (metrics.csv) or a TensorBoard
     event directory. For a log, each geometry metric is drawn against the step, one line per layer,
     beside a layer x step heat map, and the values are written to geometry.csv. --out DIR is the
-    folder the figures are written into, for either kind of PATH.
+    folder the figures are written into, for either kind of PATH; for a run, DIR is a folder outside
+    it, or the run's own folder (its figures/ then, as without --out).
     """
     import matplotlib
 
@@ -161,6 +162,13 @@ def plot(path: Path, out_dir: Path | None, formats, dpi: int):
 
         # figures drawn into the run's directory are the run's: drawn under its lock, they are listed in its
         # manifest and go aside with its numbers when a fresh run starts there
+        if out_dir is not None and out_dir.resolve() == path.resolve():
+            out_dir = None  # --out RUN: RUN/figures/ as without --out (at RUN's top level they would be results)
+        if out_dir is not None and _inside(out_dir, path) and not _inside(out_dir, path / "figures"):
+            raise click.UsageError(f"--out {str(out_dir)!r} is a folder of the run in {str(path)!r}: figures "
+                                   f"there would count as its results (the next --resume would run it again). "
+                                   f"Leave out --out to draw them into {str(path / 'figures')!r}, or name a "
+                                   f"folder outside the run.")
         into_run = out_dir is None or _inside(out_dir, path)
         unfinished = _unfinished_run(path, record, locking=into_run)
         if unfinished is not None:

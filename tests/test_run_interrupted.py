@@ -293,3 +293,28 @@ def test_plot_out_writes_the_figures_into_the_folder_named(tmp_path, capsys):
     assert printed == [str(tmp_path / "D" / "isoscore_vs_n.png")] and not (out / "figures").exists()
     main(["plot", str(out), "--format", "png", "--dpi", "30"])  # without --out: the run's own figures/ folder
     assert (out / "figures" / "isoscore_vs_n.png").is_file()
+
+
+def test_plot_out_the_run_folder_itself_draws_into_its_figures_and_resume_runs_nothing(tmp_path, capsys):
+    """``--out RUN`` put the figures at RUN's top level, newer than claims.json: the next --resume ran it all again."""
+    from isotropy.cli import main
+
+    out = tmp_path / "r"
+    assert _run_cli(out, capsys, "decay=0.8", extra=["--no-plot"])[0] == 0
+    main(["plot", str(out), "--out", str(tmp_path / "." / "r"), "--format", "png", "--dpi", "30"])
+    assert capsys.readouterr().out.split() == [str(out / "figures" / "isoscore_vs_n.png")]
+    assert not list(out.glob("*.png"))
+    before = (out / "run.json").read_text()
+    code, err = _run_cli(out, capsys, "decay=0.8", extra=["--no-plot", "--resume"])
+    assert code == 0 and (out / "run.json").read_text() == before, err  # nothing run: run.json untouched
+
+
+def test_plot_out_a_folder_inside_the_run_other_than_its_figures_is_one_line(tmp_path, capsys):
+    out = tmp_path / "r"
+    assert _run_cli(out, capsys, "decay=0.8", extra=["--no-plot"])[0] == 0
+    code, err = _cli(["plot", str(out), "--out", str(out / "figs"), "--format", "png", "--dpi", "30"], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "would count as its results" in err, err
+    assert not (out / "figs").exists()
+    before = (out / "run.json").read_text()
+    code, err = _run_cli(out, capsys, "decay=0.8", extra=["--no-plot", "--resume"])
+    assert code == 0 and (out / "run.json").read_text() == before, err
