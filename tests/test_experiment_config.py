@@ -339,3 +339,56 @@ def test_the_runner_finds_every_experiments_config_model():
     from isotropy.experiments._runner import _config_models
 
     assert _config_models() == {name: load_experiment(name).config_model for name in EXPERIMENTS}
+
+
+_TINY_MINIBATCH = ["sources=[synthetic]", "batch_sizes=[8,16]", "zetas=[0.0]", "n_batches=3", "synthetic.n_features=8",
+                   "shrinkage_sample=64"]
+
+
+def test_execute_takes_a_saved_config_yaml_as_yaml_reads_it(tmp_path):
+    """execute() takes "a plain mapping (validated here)": a saved config.yaml, headed by its experiment, is one."""
+    import yaml
+
+    from isotropy.experiments._runner import execute
+
+    experiment = load_experiment("minibatch-stability")
+    config = experiment.config(sets=_TINY_MINIBATCH)
+    execute(experiment, config, results_dir=tmp_path / "a", device="cpu", quiet=True, plot=False)
+    saved = yaml.safe_load((tmp_path / "a" / "config.yaml").read_text())
+    assert saved["experiment"] == "minibatch-stability"
+    outcome = execute(experiment, saved, results_dir=tmp_path / "b", device="cpu", quiet=True, plot=False)
+    assert outcome.results_dir == tmp_path / "b" and not outcome.skipped
+    assert load_experiment("minibatch-stability").config(str(tmp_path / "b" / "config.yaml")) == config
+
+
+def test_execute_refuses_a_mapping_of_another_experiment_in_one_line():
+    import yaml
+
+    from isotropy.experiments._runner import execute
+
+    printed = yaml.safe_load(_RUNS.joinpath("frozen-classification", "minilm", "config.yaml").read_text())
+    mapping = {"experiment": "frozen-classification", **printed}
+    with pytest.raises(ConfigError) as refused:
+        execute(load_experiment("sts-isotropy"), mapping, device="cpu", quiet=True, plot=False)
+    message = str(refused.value)
+    assert message == ("The config mapping given to execute is a config of frozen-classification (its 'experiment' "
+                       "key), not of sts-isotropy."), message
+    assert "isotropy run" not in message  # no command line where a mapping was given from Python
+
+
+@pytest.mark.parametrize("spelling", ["minibatch_stability", "Minibatch-Stability", " minibatch-stability"])
+def test_the_experiment_key_takes_exactly_the_names_isotropy_run_takes(spelling, tmp_path, capsys):
+    from isotropy.experiments._runner import execute
+
+    code, _, err = _cli(["run", spelling, "--print-config"], capsys)
+    assert code == 2 and "Unknown command" in err, err
+    mine = tmp_path / "mine.yaml"
+    mine.write_text(f"experiment: '{spelling}'\nn_batches: 3\n")
+    code, _, err = _cli(["run", "minibatch-stability", "--setup", str(mine), "--print-config"], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"must name the experiment it is run with, minibatch-stability. Got {spelling!r} instead." in err, err
+    with pytest.raises(ConfigError, match="The 'experiment' key of the config mapping given to execute must name"):
+        execute(load_experiment("minibatch-stability"), {"experiment": spelling, "n_batches": 3}, quiet=True)
+    mine.write_text("experiment: minibatch-stability\nn_batches: 3\n")  # the name `isotropy run` takes
+    main(["run", "minibatch-stability", "--setup", str(mine), "--print-config"])  # returns: nothing to exit with
+    assert "\nn_batches: 3\n" in capsys.readouterr().out

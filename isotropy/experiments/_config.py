@@ -42,6 +42,7 @@ __all__ = [
     "expects",
     "load_yaml",
     "merge",
+    "own_values",
     "parse_set_options",
     "parse_yaml_value",
     "resolve_config",
@@ -365,15 +366,8 @@ def _own_config(data: dict, path: Path, *, model: type[BaseModel], experiment: s
     key it lacks) is named the same way; anything else is left to the key-by-key messages.
     """
     if EXPERIMENT_KEY in data:
-        data = dict(data)
-        named = data.pop(EXPERIMENT_KEY)
-        if named != experiment:
-            if isinstance(named, str) and others is not None and named in others():
-                raise ConfigError(f"The config file {str(path)!r} is a config of {named} (its '{EXPERIMENT_KEY}' "
-                                  f"key), not of {experiment}; {_run_it_with(named, path)}")
-            raise ConfigError(f"The '{EXPERIMENT_KEY}' key of the config file {str(path)!r} must name the "
-                              f"experiment it is run with, {experiment}. Got {named!r} instead.")
-        return data
+        return own_values(data, experiment=experiment, others=others, where=f"the config file {str(path)!r}",
+                          run_it_with=lambda named: _run_it_with(named, path))
     if others is None or set(data) <= set(model.model_fields):
         return data
     owners = [name for name, other in others().items() if name != experiment and set(data) <= set(other.model_fields)
@@ -383,6 +377,30 @@ def _own_config(data: dict, path: Path, *, model: type[BaseModel], experiment: s
         shown = ", ".join(foreign[:4]) + (", ..." if len(foreign) > 4 else "")
         raise ConfigError(f"The config file {str(path)!r} is a config of {' or '.join(owners)}, not of {experiment} "
                           f"(its keys {shown} are not {experiment}'s); {_run_it_with(owners[0], path)}")
+    return data
+
+
+def own_values(data: dict, *, experiment: str, others=None, where: str = "the config mapping",
+               run_it_with=None) -> dict:
+    """``data`` less its ``experiment`` key (a saved ``config.yaml``'s first key), once it names ``experiment``.
+
+    The key takes exactly the names ``isotropy run`` takes (``minibatch-stability``, not
+    ``minibatch_stability``). One naming another experiment (of ``others() -> {name: model}``) is
+    refused in one line naming it, followed by ``run_it_with(name)`` where given (the command to
+    run a file with; a mapping given to :func:`~isotropy.experiments._runner.execute` has none).
+    ``where`` says what ``data`` is in the messages. A mapping without the key is returned as it is.
+    """
+    if EXPERIMENT_KEY not in data:
+        return data
+    data = dict(data)
+    named = data.pop(EXPERIMENT_KEY)
+    if named != experiment:
+        if isinstance(named, str) and others is not None and named in others():
+            advice = f"; {run_it_with(named)}" if run_it_with is not None else "."
+            raise ConfigError(f"{where[:1].upper()}{where[1:]} is a config of {named} (its '{EXPERIMENT_KEY}' key), "
+                              f"not of {experiment}{advice}")
+        raise ConfigError(f"The '{EXPERIMENT_KEY}' key of {where} must name the experiment it is run with, "
+                          f"{experiment}. Got {named!r} instead.")
     return data
 
 

@@ -66,6 +66,7 @@ from isotropy.experiments._config import (
     config_hash,
     dump_config,
     merge,
+    own_values,
     parse_set_options,
     parse_yaml_value,
     resolve_config,
@@ -413,11 +414,15 @@ def execute(experiment: Experiment, config, *, results_dir=None, setup: str | No
             plot: bool = True, formats=("png", "svg"), dpi: int = 150) -> RunOutcome:
     """Run ``experiment`` with a validated ``config`` into ``results_dir`` (see the module docstring).
 
-    ``config`` may also be a plain mapping (validated here). ``setup`` (the name the config came
-    from) labels tables and figures; ``results_dir`` defaults to ``results/<experiment>/<setup>``.
+    ``config`` may also be a plain mapping (validated here), such as a saved ``config.yaml`` as
+    ``yaml.safe_load`` reads it: its ``experiment`` key must name ``experiment`` and is dropped.
+    ``setup`` (the name the config came from) labels tables and figures; ``results_dir`` defaults
+    to ``results/<experiment>/<setup>``.
     """
-    if not isinstance(config, experiment.config_model):
-        config = validate(experiment.config_model, dict(config), experiment=experiment.name)
+    if not isinstance(config, experiment.config_model):  # a saved config.yaml's `experiment` key is checked, dropped
+        values = own_values(dict(config), experiment=experiment.name, others=_config_models,
+                            where="the config mapping given to execute")
+        config = validate(experiment.config_model, values, experiment=experiment.name)
     experiment.check_seeds(config)
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
         raise ValueError(f"--threads must be a positive int. Got {threads!r} instead.")
