@@ -16,10 +16,11 @@ put back in probe order before the metrics see them, in one update per sorting w
 rows): the values are those of an unsorted pass to float32 rounding of the forward passes
 (``tests/test_training_probe.py``, a tiny float32 BERT: pooled vectors against each text
 embedded alone, and values against those at ``batch_size=1``, to 1e-5). A transformers model's
-task head is not run where its ``base_model`` gives exactly the same hidden states
-(:meth:`GeometryProbe._encoder`). The forward runs under ``torch.no_grad()``,
-not ``inference_mode``: buffers a model builds lazily in its forward (position caches)
-could otherwise become inference tensors that the training loop's backward pass refuses.
+task head is not run where its ``base_model`` gives exactly the same hidden states, in a run of one
+process, for a model neither compiled nor FSDP-wrapped (:meth:`GeometryProbe._encoder`). The
+forward runs under ``torch.no_grad()``, not ``inference_mode``: buffers a model builds lazily in
+its forward (position caches) could otherwise become inference tensors that the training loop's
+backward pass refuses.
 """
 
 from __future__ import annotations
@@ -98,6 +99,34 @@ def _hidden_states(output, caller):
                         f"'hidden_states' (a transformers model called with output_hidden_states=True), a tuple of "
                         f"(batch, seq, hidden) tensors or one such tensor. Got {type(output).__name__} instead.")
     return tuple(states)
+
+
+def _distributed_world_size():
+    """The number of processes of an initialised ``torch.distributed`` group, else 1."""
+    distributed = torch.distributed.is_available() and torch.distributed.is_initialized()
+    return torch.distributed.get_world_size() if distributed else 1
+
+
+def _compiled(model):
+    """Whether ``model`` runs compiled: ``torch.compile(model)`` (an ``OptimizedModule``, which holds the module in
+    ``_orig_mod``) or ``model.compile()``; told without importing ``torch._dynamo``."""
+    return type(model).__name__ == "OptimizedModule" or "_orig_mod" in vars(model) or \
+        "_orig_mod" in getattr(model, "_modules", {}) or getattr(model, "_compiled_call_impl", None) is not None
+
+
+def _sharded(model):
+    """Whether ``model`` or one of its modules is FSDP-wrapped (``FullyShardedDataParallel``, or ``fully_shard``'s
+    ``FSDPModule``); told by the class names, without importing ``torch.distributed.fsdp``."""
+    return any(cls.__name__ in ("FullyShardedDataParallel", "FSDPModule")
+               for module in model.modules() for cls in type(module).__mro__)
+
+
+def _out_of_memory(exc):
+    """Whether ``exc`` is an out-of-memory error: ``torch.OutOfMemoryError`` (``torch.cuda.OutOfMemoryError`` before
+    torch 2.5), or a RuntimeError that says so (other backends, "MPS backend out of memory")."""
+    if isinstance(exc, torch.cuda.OutOfMemoryError):
+        return True
+    return isinstance(exc, RuntimeError) and "out of memory" in str(exc)
 
 
 @functools.lru_cache(maxsize=32)
@@ -288,7 +317,7 @@ class GeometryProbe:
             raise IsotropyValueError(f"The 'prefix' parameter of {caller} must be a non-empty str without a leading "
                                      f"or trailing '/'. Got {prefix!r} instead.")
         self.prefix = prefix
-        self._encoders = weakref.WeakKeyDictionary()  # model -> (its base_model, whether to call that instead)
+        self._encoders = weakref.WeakKeyDictionary()  # model -> whether to call its base_model instead
 
     # ----------------------------------------------------------------- inputs
     def set_tokenizer(self, tokenizer):
@@ -378,7 +407,7 @@ class GeometryProbe:
         return {i: pool_hidden_states(states[i], inputs["attention_mask"], pooling=self.pooling)
                 for i in self._layer_ids(len(states))}
 
-    def _encoder(self, model, device, forward_kwargs):
+    def _encoder(self, model, device, forward_kwargs, world_size):
         """The module whose forward gives the hidden states of ``model``: its ``base_model`` when that gives them.
 
         A transformers model with a task head (``BertForSequenceClassification``: dropout and
@@ -386,14 +415,23 @@ class GeometryProbe:
         and a (batch, seq, vocab) logits tensor) returns the hidden states of its ``base_model``,
         the encoder or decoder stack. Those are used when, on the shortest and the longest probe
         row (padding included), ``base_model`` gives exactly (``torch.equal``) the hidden states
-        ``model`` gives; else, with ``forward_kwargs``, or when ``base_model`` fails, ``model``
-        itself. Checked once per model (one pass of each on two rows), the same rows on every rank.
+        ``model`` gives; else, or when ``base_model`` fails (out of memory excepted: that is
+        raised), ``model`` itself. Checked once per model (one pass of each on two rows; the
+        decision is kept, not the base model: a ``base_model`` property may build a new module at
+        each call). ``model`` itself, unchecked, with ``forward_kwargs``, in a run of more than one
+        process (``world_size`` or ``torch.distributed``: each rank would decide alone, and ranks
+        that disagree, or a base model that skips the FSDP/ZeRO-3 root's gathering of the
+        parameters, issue different collectives: a hang), for a model with FSDP modules, and for a
+        compiled model (``torch.compile(model)``, whose ``base_model`` is the uncompiled one, or
+        ``model.compile()``).
         """
-        base = getattr(model, "base_model", None)
-        if forward_kwargs or not isinstance(base, torch.nn.Module) or base is model:
+        if forward_kwargs or world_size > 1 or _distributed_world_size() > 1 or _compiled(model) or _sharded(model):
             return model
-        known = self._encoders.get(model)
-        if known is None or known[0] is not base:
+        base = getattr(model, "base_model", None)
+        if not isinstance(base, torch.nn.Module) or base is model:
+            return model
+        same = self._encoders.get(model)
+        if same is None:
             lengths = self.rows.lengths
             rows = sorted({min(range(self.n_rows), key=lengths.__getitem__),
                            max(range(self.n_rows), key=lengths.__getitem__)})
@@ -401,12 +439,13 @@ class GeometryProbe:
             expected = _hidden_states(model(**inputs, output_hidden_states=True, return_dict=True), self.caller)
             try:
                 got = _hidden_states(base(**inputs, output_hidden_states=True, return_dict=True), self.caller)
-            except Exception:  # noqa: BLE001 - whatever the base model refuses or fails at: the whole model
+            except Exception as exc:  # whatever the base model refuses or fails at: the whole model; not out of memory
+                if _out_of_memory(exc):
+                    raise
                 got = None
-            same = got is not None and len(got) == len(expected) and all(
+            same = self._encoders[model] = got is not None and len(got) == len(expected) and all(
                 g.shape == e.shape and torch.equal(g, e) for g, e in zip(got, expected))
-            known = self._encoders[model] = (base, same)
-        return base if known[1] else model
+        return base if same else model
 
     def _shrinkage_covariances(self, model, rank, world_size, device, forward_kwargs):
         """Per-layer Σ_S: the covariance of the pooled shrinkage sample (summed across ranks)."""
@@ -460,7 +499,9 @@ class GeometryProbe:
             Called as ``model(**inputs, output_hidden_states=True, return_dict=True)`` (a transformers
             model, or a module accepting those arguments); its device is that of its parameters. A
             model with a ``base_model`` that gives the same hidden states (checked once, exactly, on
-            two probe rows) has that called instead: its task head (classifier, LM head) is not run.
+            two probe rows) has that called instead: its task head (classifier, LM head) is not run;
+            not in a run of more than one process, nor for a compiled or FSDP-wrapped model, nor with
+            ``forward_kwargs`` (:meth:`_encoder`).
         rank, world_size : int, optional
             This process's share of the probe; default from ``torch.distributed`` when initialised,
             else the whole probe. Every rank must call ``measure`` (the metrics sync in ``compute``).
@@ -484,7 +525,7 @@ class GeometryProbe:
         was_training = model.training
         model.eval()
         try:
-            encoder = self._encoder(model, device, forward_kwargs)
+            encoder = self._encoder(model, device, forward_kwargs, world_size)
             shrink = None if self.shrinkage_rows is None else self._shrinkage_covariances(
                 encoder, rank, world_size, device, forward_kwargs)
             metrics = None
