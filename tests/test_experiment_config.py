@@ -392,3 +392,21 @@ def test_the_experiment_key_takes_exactly_the_names_isotropy_run_takes(spelling,
     mine.write_text("experiment: minibatch-stability\nn_batches: 3\n")  # the name `isotropy run` takes
     main(["run", "minibatch-stability", "--setup", str(mine), "--print-config"])  # returns: nothing to exit with
     assert "\nn_batches: 3\n" in capsys.readouterr().out
+
+
+def test_an_experiment_that_fails_to_import_never_crashes_the_other_experiments_config_message(monkeypatch, capsys):
+    """_config_models caught only ImportError/AttributeError: any other error crashed the refusal it words."""
+    import importlib
+
+    real = importlib.import_module
+
+    def failing(name, *args, **kwargs):
+        if name == "isotropy.experiments.frozen_classification.experiment":
+            raise RuntimeError("broken at import")
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(importlib, "import_module", failing)
+    saved = _RUNS / "frozen-classification" / "minilm" / "config.yaml"
+    code, out, err = _cli(["run", "sts-isotropy", "--setup", str(saved), "--print-config"], capsys)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert "Unknown config key 'task' for sts-isotropy" in err and "broken at import" not in err, err

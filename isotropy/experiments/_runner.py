@@ -204,8 +204,10 @@ def _config_models() -> dict[str, type]:
 
     Found by the layout every experiment has (``isotropy/configs/<name>/``, its record in
     ``isotropy.experiments.<name with _>.experiment``), imported by name only when a config file
-    holds keys this experiment lacks: the runner names no experiment (``tests/test_runner.py`` checks
-    that this finds every experiment of ``isotropy run``).
+    holds keys this experiment lacks: the runner names no experiment
+    (``tests/test_experiment_config.py::test_the_runner_finds_every_experiments_config_model`` checks
+    that this finds every experiment of ``isotropy run``). An experiment whose import fails in any way
+    is left out: this only words a refusal, which then falls back to the key-by-key messages.
     """
     import importlib
 
@@ -215,7 +217,7 @@ def _config_models() -> dict[str, type]:
             module = f"{__package__}.{folder.name.replace('-', '_')}.experiment"
             try:
                 models[folder.name] = importlib.import_module(module).EXPERIMENT.config_model
-            except (ImportError, AttributeError):  # not an experiment: never named
+            except Exception:  # noqa: BLE001, S112 - not an experiment, or one that fails to import: never named
                 continue
     return models
 
