@@ -410,3 +410,13 @@ def test_an_experiment_that_fails_to_import_never_crashes_the_other_experiments_
     code, out, err = _cli(["run", "sts-isotropy", "--setup", str(saved), "--print-config"], capsys)
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
     assert "Unknown config key 'task' for sts-isotropy" in err and "broken at import" not in err, err
+
+
+def test_the_contract_page_says_which_saved_configs_lack_the_experiment_key():
+    """contract.md said a saved config.yaml "always" starts with `experiment:`; the committed runs' do not."""
+    page = " ".join((_RUNS.parent / "experiments" / "contract.md").read_text().split())
+    without = [p for p in sorted(_RUNS.glob("*/*/config.yaml")) if not p.read_text().startswith("experiment:")]
+    if without:
+        assert "always do" not in page
+        assert "Runs made before the key existed saved their `config.yaml` without it, the committed runs under " \
+               "`docs/runs/` among them" in page
