@@ -12,8 +12,9 @@ The forward passes are the cost of a measurement. A text probe is tokenised once
 measurement, again only if the tokenizer changes); the rows of this rank's share are run longest
 first, each batch padded only to its own longest row and cut where the lengths drop by more than
 another forward pass costs (on a CPU; at most ``batch_size`` rows), and the pooled vectors are
-put back in probe order before the metrics see them, in one update per sorting window (1024
-rows): the values are those of an unsorted pass to float32 rounding of the forward passes
+put back in probe order before the metrics see them, in one update per sorting window
+(``batch_size * ceil(1024 / batch_size)`` rows: 1024 rounded up to whole batches): the values are
+those of an unsorted pass to float32 rounding of the forward passes
 (``tests/test_training_probe.py``, a tiny float32 BERT: pooled vectors against each text
 embedded alone, and values against those at ``batch_size=1``, to 1e-5). A transformers model's
 task head is not run where its ``base_model`` gives exactly the same hidden states, in a run of one
@@ -55,6 +56,12 @@ _SORT_WINDOW = 1024
 # pass of all-MiniLM-L6-v2 costs ~10 ms beyond its ~0.3 ms per position (measured, torch 2.13), so cutting a batch
 # where the lengths drop pays from ~32 saved positions on (256 SST-2 sentences: 7328 -> 6744 positions, 8 -> 13
 # passes, ~10 % less forward time). Elsewhere (GPUs) padding is nearly free next to a pass: the fewest passes.
+# It only decides where batches end, so the speed; the values change only to float32 rounding (other batch
+# compositions, as another batch_size gives). One constant for every model: a pass's overhead (per operator
+# dispatched, so per layer) and its cost per position (per layer, x width^2) both grow with depth, and for wider
+# models than MiniLM (384) the true cost is fewer positions: 32 then cuts less often than would pay, and the forward
+# time stays between that of the best cut and that of the fewest passes (a pass cost above the true one never
+# costs more than the fewest passes do).
 _PASS_COST = {"cpu": 32}
 _PROBE_OPTIONS = {"twonn_dimension": {"max_samples": 4096, "random_state": 0}}  # a bounded cost per measurement
 # the modules a table metric's compute() imports on its first call, imported when the probe is built instead
@@ -263,7 +270,7 @@ class GeometryProbe:
         Most probe rows per forward pass (taken longest first, each batch padded to its own longest
         row; on a CPU a batch ends early where the lengths drop by more than another pass costs;
         texts with the same tokens run once; the metrics get the pooled vectors back in probe
-        order, in one update per 1024 rows).
+        order, in one update per sorting window of ``batch_size * ceil(1024 / batch_size)`` rows).
     max_length : int, default=128
         Truncation length when tokenising texts.
     prefix : str, default="geometry"
