@@ -74,7 +74,8 @@ class HFGeometryCallback(TrainerCallback):
     states are summed across processes, so the logged value is that of the whole probe.
     The model is called as ``model(**inputs, output_hidden_states=True, return_dict=True)`` on the
     device of its parameters; its ``base_model`` instead where that gives exactly the same hidden
-    states (checked once on two probe rows): the task head (classifier, LM head) is not run.
+    states (checked once on two probe rows; not for several processes, compiled or FSDP models,
+    nor with ``forward_kwargs``): the task head (classifier, LM head) is not run.
 
     Examples
     --------

@@ -73,7 +73,8 @@ class LightningGeometryCallback(Callback):
         What to call for hidden states: the LightningModule itself (``None``), its attribute of that
         name (e.g. ``"model"`` for a wrapped transformers model) or ``model(pl_module)``. It is
         called as ``model(**inputs, output_hidden_states=True, return_dict=True)`` (its
-        ``base_model`` where that gives exactly the same hidden states: the task head is not run).
+        ``base_model`` where that gives exactly the same hidden states, as for
+        :class:`isotropy.training.HFGeometryCallback`: the task head is not run).
     tokenizer : transformers tokenizer, optional
     on_validation : bool, default=True
         Also measure at the end of each validation epoch (not during the sanity check).
