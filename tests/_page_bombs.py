@@ -51,23 +51,32 @@ def thrift_struct(fields: list[tuple[int, object]]) -> bytes:
     return bytes(out) + b"\x00"
 
 
-def data_page_header(uncompressed: int | list[int], compressed: int, num_values: int, *, version: int = 1) -> bytes:
+def i32_list_field(field: int, items: int) -> bytes:
+    """A struct field ``field`` (in Thrift's long form) holding a list of ``items`` zeros (i32, a byte each): a
+    field that ``PageHeader`` does not have, which Thrift skips."""
+    return bytes([0x09]) + _zigzag(field) + bytes([0xF5]) + _varint(items) + b"\x00" * items
+
+
+def data_page_header(uncompressed: int | list[int], compressed: int, num_values: int, *, version: int = 1,
+                     extra: bytes = b"") -> bytes:
     """The ``PageHeader`` of a data page of ``num_values`` PLAIN values of a required column, no levels; a list
-    ``uncompressed`` is written as that field repeated (Thrift keeps the last)."""
+    ``uncompressed`` is written as that field repeated (Thrift keeps the last); ``extra``: fields written last."""
     sizes = [(2, size) for size in (uncompressed if isinstance(uncompressed, list) else [uncompressed])]
     if version == 1:  # DataPageHeader: num_values, encoding PLAIN, RLE levels
-        return thrift_struct([(1, 0), *sizes, (3, compressed), (5, [(1, num_values), (2, 0), (3, 3), (4, 3)])])
-    # DataPageHeaderV2: num_values, num_nulls, num_rows, encoding PLAIN, no level bytes
-    v2 = [(1, num_values), (2, 0), (3, num_values), (4, 0), (5, 0), (6, 0)]
-    return thrift_struct([(1, 3), *sizes, (3, compressed), (8, v2)])
+        fields = [(1, 0), *sizes, (3, compressed), (5, [(1, num_values), (2, 0), (3, 3), (4, 3)])]
+    else:  # DataPageHeaderV2: num_values, num_nulls, num_rows, encoding PLAIN, no level bytes
+        fields = [(1, 3), *sizes, (3, compressed), (8, [(1, num_values), (2, 0), (3, num_values), (4, 0), (5, 0),
+                                                        (6, 0)])]
+    return thrift_struct(fields)[:-1] + extra + b"\x00"
 
 
 def page_bomb(path, page_bytes: int, *, columns: int = 1, rows: int = 4096, version: int = 1,
-              declared: list[int] | None = None) -> None:
+              declared: list[int] | None = None, extra: bytes = b"") -> None:
     """Write to ``path`` a Parquet file of ``columns`` required float64 columns of ``rows`` rows (zstd, one row
     group) whose each column's first page declares, and decompresses to, ``page_bytes`` zero bytes: the values
     read as zeros, the footer's sizes stay those of the file written. ``declared``: the page's
-    ``uncompressed_page_size`` written that many times, these values (``[page_bytes]`` by default)."""
+    ``uncompressed_page_size`` written that many times, these values (``[page_bytes]`` by default); ``extra``:
+    fields written last in the page's header."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -81,7 +90,7 @@ def page_bomb(path, page_bytes: int, *, columns: int = 1, rows: int = 4096, vers
     metadata = pq.ParquetFile(path).metadata
     data = bytearray(open(path, "rb").read())  # noqa: SIM115
     frame = zstd_zeros(page_bytes)
-    page = data_page_header(declared or page_bytes, len(frame), rows, version=version) + frame
+    page = data_page_header(declared or page_bytes, len(frame), rows, version=version, extra=extra) + frame
     for k in range(columns):
         chunk = metadata.row_group(0).column(k)
         if len(page) > chunk.total_compressed_size:

@@ -70,8 +70,8 @@ def _walk(path):
     metadata, calls = pq.ParquetFile(path).metadata, []
     decode = _parquet_pages._page_header
 
-    def recorded(data):
-        header = decode(data)
+    def recorded(data, *grow):
+        header = decode(data, *grow)
         calls[-1].append((header[0], header[2], header[3]))
         return header
 
@@ -273,3 +273,54 @@ def test_parquet_page_walk_refuses_what_pyarrow_refuses():
         with _parquet_pages.PageWalk(io.BytesIO(page), len(page)) as walk, \
                 pytest.raises(_parquet_pages.PageProblem, match=match):
             walk.declared(column(0, len(page)))
+
+
+class _CountedReads(io.BytesIO):
+    read_bytes = 0
+
+    def read(self, size=-1):
+        data = super().read(size)
+        self.read_bytes += len(data)
+        return data
+
+
+def test_parquet_page_header_lists_longer_than_pyarrow_reads_are_refused_unread():
+    """Thrift in pyarrow reads a list of a million items at most (``thrift_container_size_limit``): a header with a
+    longer one is refused from its first bytes, not decoded (a 4 MiB header of a list of 4 Mi items was decoded,
+    again at each doubling of the bytes read, in 12 s); a long list within the limit is skipped with numpy."""
+    from types import SimpleNamespace
+
+    from _page_bombs import i32_list_field, thrift_struct
+
+    for items, refused in ((4 * 2**20, True), (10**6, False)):
+        page = thrift_struct([(1, 0), (2, 100), (3, 20), (5, [(1, 10)])])[:-1] + i32_list_field(9, items) + b"\0"
+        data = _CountedReads(page + b"x" * 20)
+        column = SimpleNamespace(data_page_offset=0, has_dictionary_page=False, dictionary_page_offset=None,
+                                 total_compressed_size=len(page) + 20, num_values=10)
+        with _parquet_pages.PageWalk(data, len(page) + 20) as walk:
+            if refused:
+                with pytest.raises(_parquet_pages.PageProblem) as problem:
+                    walk.declared(column)
+                assert str(problem.value) == (f"the page header at byte 0 cannot be read (a list of {items} items, "
+                                              f"more than the 1000000 that pyarrow reads)")
+                assert data.read_bytes == 256  # the first read only
+            else:
+                assert walk.declared(column) == 100
+                assert data.read_bytes < 4 * len(page)  # each read from the header's start, at least twice longer
+
+
+def test_parquet_files_whose_page_header_holds_a_list_are_read_exactly_as_pyarrow_reads_them(tmp_path):
+    """A million items in a list in a page header: pyarrow reads the file, and the check lets it through; one more:
+    pyarrow cannot ("Exceeded size limit"), and the file is refused as unreadable."""
+    from _page_bombs import i32_list_field
+
+    path = tmp_path / "listed.parquet"
+    page_bomb(path, 140_000 * 8, rows=140_000, extra=i32_list_field(9, 10**6))
+    assert _archives.parquet_expansion_problem(path) is None
+    assert pq.read_table(path).num_rows == 140_000
+    page_bomb(path, 140_000 * 8, rows=140_000, extra=i32_list_field(9, 10**6 + 1))
+    with pytest.raises(OSError, match="Exceeded size limit"):
+        pq.read_table(path)
+    assert _archives.parquet_expansion_problem(path) == (
+        "column 'x0' of row group 0: the page header at byte 4 cannot be read (a list of 1000001 items, more than "
+        "the 1000000 that pyarrow reads)")

@@ -10,20 +10,36 @@ library that isotropy depends on reads them (pyarrow's Thrift reader is C++ and 
 
 from __future__ import annotations
 
+import numpy as np
+
 __all__ = ["PageProblem", "PageWalk"]
 
 _PAGE_HEADER_MAX = 16 * 2**20  # pyarrow's max_page_header_size: a longer header is one it cannot read either
 _PARQUET_816_PADDING = 100  # pyarrow reads up to 100 bytes past a chunk written by parquet-mr before 1.2.9
 _THRIFT_DEPTH = 64  # Thrift's own recursion limit
+# pyarrow's thrift_container_size_limit (kDefaultThriftContainerSizeLimit in Arrow's parquet/properties.h): Thrift
+# refuses a list, set or map of more items ("Exceeded size limit"), so a header holding one is one it cannot read
+_CONTAINER_LIMIT = 1000 * 1000
+_VECTORIZED = 64  # lists of varints this long are skipped with numpy, shorter ones item by item
 _COUNTED_PAGES, _COUNTED_PAGE_BYTES = 2**16, 64  # at least 65,536 pages, or one per 64 bytes of the file
 
 
 class PageProblem(Exception):
-    """Why the pages of a column chunk cannot all be checked: its message is the reason given."""
+    """Why the pages of a column chunk cannot all be checked: its message is the reason given. ``corrupt``: the
+    file is one pyarrow cannot read either (a header it cannot decode, a page outside its chunk), rather than one
+    past the check's budget."""
+
+    def __init__(self, reason: str, *, corrupt: bool = True):
+        super().__init__(reason)
+        self.corrupt = corrupt
 
 
 class _Short(Exception):
-    """The bytes read end inside the page header: read more of them."""
+    """The bytes read end inside the page header: read more of them, ``needed`` at least (the first argument)."""
+
+    @property
+    def needed(self) -> int:
+        return self.args[0]
 
 
 class PageWalk:
@@ -62,7 +78,7 @@ class PageWalk:
         length = column.total_compressed_size
         if start < 0 or length < 0 or start + length > self._stored:
             raise PageProblem(f"the footer places its pages at bytes {start} to {start + length} of a file of "
-                              f"{self._stored} bytes (a corrupt file)")
+                              f"{self._stored} bytes")
         end = min(self._stored, start + length + _PARQUET_816_PADDING)
         position, seen, total = start, 0, 0
         while seen < column.num_values and position < end:
@@ -70,15 +86,14 @@ class PageWalk:
             if self._pages < 0:
                 raise PageProblem(f"the file's columns hold more pages than isotropy checks in a file of "
                                   f"{self._stored} bytes ({_COUNTED_PAGES}, and one more per "
-                                  f"{_COUNTED_PAGE_BYTES} bytes)")
+                                  f"{_COUNTED_PAGE_BYTES} bytes)", corrupt=False)
             size, kind, uncompressed, compressed, values = self._header(position, end)
             if min(uncompressed, compressed, values) < 0:
-                raise PageProblem(f"the page header at byte {position} declares a negative size or count "
-                                  f"(a corrupt file)")
+                raise PageProblem(f"the page header at byte {position} declares a negative size or count")
             position += size + compressed
             if position > end:
                 raise PageProblem(f"the page at byte {position - size - compressed} runs past the bytes of its "
-                                  f"column (a corrupt file)")
+                                  f"column")
             total += uncompressed
             if kind in (0, 3):  # DATA_PAGE, DATA_PAGE_V2: pyarrow stops once they hold the chunk's values
                 seen += values
@@ -86,39 +101,44 @@ class PageWalk:
 
     def _header(self, position: int, end: int) -> tuple[int, int, int, int, int]:
         """``(header bytes, page type, uncompressed_page_size, compressed_page_size, num_values)`` of the page
-        header at ``position``, read 256 bytes at first, then twice as many at a time (as pyarrow does)."""
-        wanted, most = 256, min(end - position, _PAGE_HEADER_MAX)
-        while True:
+        header at ``position``, read 256 bytes at first, then, each time the decoder reaches the end of the bytes
+        read, twice as many (as pyarrow does) or at once as many as it needs (a string's length, a list's items).
+        The header is decoded once, on from where the decoder stopped (each read is of the header from its start:
+        all of them together read less than four times its bytes)."""
+        most, wanted = min(end - position, _PAGE_HEADER_MAX), 256
+
+        def grow(needed: int) -> bytes:
+            nonlocal wanted
+            wanted = min(most, max(2 * wanted, needed))
             self._handle.seek(position)
-            data = self._handle.read(min(wanted, most))
-            try:
-                header = _page_header(data)
-            except _Short:
-                if len(data) < min(wanted, most) or wanted >= most:
-                    raise PageProblem(f"the page header at byte {position} is cut short, so what the page "
-                                      f"decompresses to cannot be checked (a corrupt file)") from None
-                wanted *= 2
-                continue
-            except _ThriftError as error:
-                raise PageProblem(f"the page header at byte {position} cannot be read ({error}), so what the "
-                                  f"page decompresses to cannot be checked (a corrupt file)") from None
-            self._bytes -= header[0]
-            if self._bytes < 0:
-                raise PageProblem(f"the file's page headers take more bytes than isotropy checks in a file of "
-                                  f"{self._stored} bytes (1 MiB more than the file)")
-            return header
+            data = self._handle.read(wanted) if needed <= most else b""
+            if len(data) < needed:  # the chunk, the file or pyarrow's 16 MiB for a header ends first
+                raise PageProblem(f"the page header at byte {position} is cut short")
+            return data
+
+        self._handle.seek(position)
+        try:
+            header = _page_header(self._handle.read(min(wanted, most)), grow)
+        except _ThriftError as error:
+            raise PageProblem(f"the page header at byte {position} cannot be read ({error})") from None
+        self._bytes -= header[0]
+        if self._bytes < 0:
+            raise PageProblem(f"the file's page headers take more bytes than isotropy checks in a file of "
+                              f"{self._stored} bytes (1 MiB more than the file)", corrupt=False)
+        return header
 
 
 class _ThriftError(Exception):
     """Bytes that are not a Thrift compact-protocol struct."""
 
 
-def _page_header(data: bytes) -> tuple[int, int, int, int, int]:
+def _page_header(data: bytes, grow=None) -> tuple[int, int, int, int, int]:
     """``(bytes, type, uncompressed_page_size, compressed_page_size, num_values)`` of the ``PageHeader`` that
     ``data`` starts with; ``num_values`` is that of its ``data_page_header`` (field 5) or ``data_page_header_v2``
     (field 8), 0 without one. Read as Thrift's generated code reads it: a field of another type than its own is
-    skipped, a repeated field's last value is kept; the three required fields must be present."""
-    cursor = _Thrift(data)
+    skipped, a repeated field's last value is kept; the three required fields must be present. ``grow(n)``: the
+    header's first ``n`` bytes at least, when those of ``data`` end (without it: :class:`_Short`)."""
+    cursor = _Thrift(data, grow or _short)
     fields = cursor.struct({1: 5, 2: 5, 3: 5, 5: 12, 8: 12}, 1)
     if not {1, 2, 3} <= fields.keys():
         raise _ThriftError("a required field is missing")
@@ -127,37 +147,31 @@ def _page_header(data: bytes) -> tuple[int, int, int, int, int]:
     return cursor.position, kind, fields[2], fields[3], page.get(1, 0)
 
 
-class _Thrift:
-    """A cursor over ``data``, read in Thrift's compact protocol as Thrift's C++ library (pyarrow's) reads it."""
+def _short(needed: int) -> bytes:
+    raise _Short(needed)
 
-    def __init__(self, data: bytes):
-        self.data, self.position = data, 0
+
+class _Thrift:
+    """A cursor over ``data``, read in Thrift's compact protocol as Thrift's C++ library (pyarrow's) reads it;
+    ``grow(n)`` gives more of the bytes when they end, ``n`` at least."""
+
+    def __init__(self, data: bytes, grow):
+        self.data, self.position, self.grow = data, 0, grow
 
     def take(self, n: int) -> int:
         """Skip ``n`` bytes; the position they start at."""
         if self.position + n > len(self.data):
-            raise _Short
+            self.data = self.grow(self.position + n)
         self.position += n
         return self.position - n
 
     def varint(self) -> int:
-        value = 0
-        for shift in range(0, 70, 7):  # at most 10 bytes, as Thrift reads them
-            byte = self.data[self.take(1)]
-            value |= (byte & 0x7F) << shift
-            if byte < 0x80:
-                return value & (2**64 - 1)
-        raise _ThriftError("a variable-length integer of more than 10 bytes")
+        self.position, value, self.data = _varint(self.data, self.position, self.grow)
+        return value
 
     def i32(self) -> int:
         value = self.varint() & 0xFFFFFFFF  # Thrift truncates an i32 (and a field id, an i16) to its width
         return (value >> 1) ^ -(value & 1)
-
-    def size(self) -> int:
-        size = self.varint() & 0xFFFFFFFF  # an i32, not zigzag-encoded
-        if size >= 2**31:
-            raise _ThriftError("a negative size")
-        return size
 
     def struct(self, wanted: dict[int, int], depth: int) -> dict[int, object]:
         """Read a struct; the values of the fields ``wanted`` (field id: compact type, 5 an i32, 12 a struct, of
@@ -166,7 +180,8 @@ class _Thrift:
             raise _ThriftError("structs nested too deeply")
         fields, last = {}, 0
         while True:
-            byte = self.data[self.take(1)]
+            at = self.take(1)  # before self.data is read: take may grow it
+            byte = self.data[at]
             kind = byte & 0x0F
             if kind == 0:  # STOP
                 return fields
@@ -180,38 +195,139 @@ class _Thrift:
                 fields[last] = self.struct({1: 5}, depth + 1)
 
     def skip(self, kind: int, depth: int, *, in_struct: bool = False) -> None:
+        """Skip a value of the compact type ``kind`` in a struct (or list, set, map) at ``depth``."""
+        self.position, self.data = _skip(self.data, self.position, kind, depth, in_struct, self.grow)
+
+
+# the bytes of the compact types of a fixed width (bools, bytes, doubles, UUIDs), in a list, set or map
+_ITEM_WIDTHS = {1: 1, 2: 1, 3: 1, 7: 8, 13: 16}
+
+
+def _skip(data: bytes, position: int, kind: int, depth: int, in_struct: bool, grow) -> tuple[int, bytes]:
+    """The position past the value of compact type ``kind`` at ``position`` (in a struct: ``in_struct``, where a
+    bool is its field's type), read as Thrift reads it, and the bytes (``grow(n)`` when they end before byte
+    ``n``). A list, set or map of more than a million items (pyarrow's limit), structs and containers nested deeper
+    than 64, a varint of more than 10 bytes, an unknown type: :class:`_ThriftError`.
+
+    One loop, no call per value: a stack holds, for each struct or container the value is inside, ``None`` (a
+    struct: its next field header is read) or ``[values left, their types]`` (a list's items, a map's keys and
+    values in turn). A list of a fixed-width type is skipped at once, a long list of varints with numpy."""
+    stack, base = [], depth
+    while True:
         if kind in (1, 2):  # a bool: in the field's type in a struct, a byte in a list, set or map
-            self.take(0 if in_struct else 1)
+            position += 0 if in_struct else 1
         elif kind == 3:  # a byte
-            self.take(1)
-        elif kind in (4, 5, 6):  # i16, i32, i64
-            self.varint()
+            position += 1
+        elif 4 <= kind <= 6 or kind == 8:  # i16, i32, i64 (varints); binary (its length, then its bytes)
+            position, value, data = _varint(data, position, grow)
+            if kind == 8:
+                if value & 0xFFFFFFFF >= 2**31:
+                    raise _ThriftError("a negative size")
+                position += value & 0xFFFFFFFF
         elif kind == 7:  # a double
-            self.take(8)
-        elif kind == 8:  # binary
-            self.take(self.size())
-        elif kind in (9, 10):  # list, set
-            head = self.data[self.take(1)]
-            count = head >> 4 if head >> 4 != 15 else self.size()
-            self._skip_items(count, [head & 0x0F], depth)
-        elif kind == 11:  # map
-            count = self.size()
-            if count:
-                head = self.data[self.take(1)]
-                self._skip_items(count, [head >> 4, head & 0x0F], depth)
-        elif kind == 12:
-            self.struct({}, depth + 1)
+            position += 8
         elif kind == 13:  # a UUID (Thrift 0.19)
-            self.take(16)
+            position += 16
+        elif kind == 12:
+            if base + len(stack) + 1 > _THRIFT_DEPTH:
+                raise _ThriftError("structs nested too deeply")
+            stack.append(None)
+        elif kind in (9, 10, 11):  # list, set, map
+            if kind == 11:
+                position, count, data = _varint(data, position, grow)
+                count, kinds = _checked(count, "map"), ()
+                if count:
+                    if position >= len(data):
+                        data = grow(position + 1)
+                    kinds = (data[position] >> 4, data[position] & 0x0F)
+                    position += 1
+            else:
+                if position >= len(data):
+                    data = grow(position + 1)
+                head = data[position]
+                position, count = position + 1, head >> 4
+                if count == 15:
+                    position, count, data = _varint(data, position, grow)
+                count, kinds = _checked(count, "list" if kind == 9 else "set"), (head & 0x0F,)
+            if base + len(stack) + 1 > _THRIFT_DEPTH:
+                raise _ThriftError("containers nested too deeply")
+            for item in kinds:
+                if item > 13:  # Thrift's C++ library takes a STOP (0) for a type here: an error once skipped
+                    raise _ThriftError(f"an unknown type {item}")
+            widths = [_ITEM_WIDTHS.get(item) for item in kinds]
+            if count and None not in widths:
+                position += count * sum(widths)
+            elif count * len(kinds) >= _VECTORIZED and all(4 <= item <= 6 for item in kinds):
+                position, data = _skip_varints(data, position, count * len(kinds), grow)
+            elif count:
+                stack.append([count * len(kinds), kinds])
         else:
             raise _ThriftError(f"an unknown type {kind}")
+        while True:  # the next value: a field of the innermost struct, an item of the innermost container
+            if not stack:
+                if position > len(data):
+                    data = grow(position)
+                return position, data
+            top = stack[-1]
+            if top is None:
+                if position >= len(data):
+                    data = grow(position + 1)
+                byte = data[position]
+                position += 1
+                kind = byte & 0x0F
+                if kind == 0:  # STOP
+                    stack.pop()
+                    continue
+                if not byte >> 4:  # the field id in full (an i16): read and not needed
+                    position, _, data = _varint(data, position, grow)
+                in_struct = True
+                break
+            if not top[0]:
+                stack.pop()
+                continue
+            top[0] -= 1
+            kinds = top[1]
+            kind, in_struct = kinds[0] if len(kinds) == 1 else kinds[1 - top[0] % 2], False
+            break
 
-    def _skip_items(self, count: int, kinds: list[int], depth: int) -> None:
-        if depth + 1 > _THRIFT_DEPTH:
-            raise _ThriftError("containers nested too deeply")
-        if all(kind in (1, 2, 3) for kind in kinds):  # bytes, bools: one byte each
-            self.take(count * len(kinds))
-            return
-        for _ in range(count):  # every item takes a byte at least: `count` is bounded by the bytes read
-            for kind in kinds:
-                self.skip(kind, depth + 1)
+
+def _varint(data: bytes, position: int, grow) -> tuple[int, int, bytes]:
+    """The position past the varint at ``position`` (10 bytes at most, as Thrift reads them), its value, and the
+    bytes (``grow(n)`` when they end before byte ``n``)."""
+    value, shift = 0, 0
+    while True:
+        if position >= len(data):
+            data = grow(position + 1)
+        byte = data[position]
+        position += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return position, value & (2**64 - 1), data
+        shift += 7
+        if shift >= 70:
+            raise _ThriftError("a variable-length integer of more than 10 bytes")
+
+
+def _checked(count: int, what: str) -> int:
+    """``count``, the items of a list, set or map, if Thrift reads that many in pyarrow (a million at most)."""
+    count &= 0xFFFFFFFF  # an i32, not zigzag-encoded
+    if count >= 2**31:
+        raise _ThriftError("a negative size")
+    if count > _CONTAINER_LIMIT:
+        raise _ThriftError(f"a {what} of {count} items, more than the {_CONTAINER_LIMIT} that pyarrow reads")
+    return count
+
+
+def _skip_varints(data: bytes, position: int, count: int, grow) -> tuple[int, bytes]:
+    """The position past ``count`` varints at ``position``, found in one pass over their bytes (each ends at a byte
+    below 0x80, 10 bytes at most), and the bytes (``grow(n)`` when they end before byte ``n``)."""
+    while True:
+        window = np.frombuffer(data, np.uint8, count=max(0, min(len(data) - position, 10 * count)),
+                               offset=min(position, len(data)))
+        ends = np.flatnonzero(window < 0x80)[:count]
+        if (np.diff(ends, prepend=-1) > 10).any() or len(ends) < count and \
+                len(window) - (int(ends[-1]) + 1 if len(ends) else 0) >= 10:
+            raise _ThriftError("a variable-length integer of more than 10 bytes")
+        if len(ends) == count:
+            return position + int(ends[-1]) + 1, data
+        data = grow(max(len(data), position) + count - len(ends))  # a byte more for each varint not ended
