@@ -32,8 +32,8 @@ import zipfile
 
 from isotropy.io._parquet_pages import PageProblem, PageWalk
 
-__all__ = ["EXPANSION_FLOOR_BYTES", "MAX_EXPANSION", "expansion_problem", "parquet_expansion_problem",
-           "zip_expansion_problem"]
+__all__ = ["EXPANSION_FLOOR_BYTES", "MAX_EXPANSION", "UnreadableParquet", "expansion_problem",
+           "parquet_expansion_problem", "zip_expansion_problem"]
 
 MAX_EXPANSION = 100
 EXPANSION_FLOOR_BYTES = 64 * 2**20
@@ -94,6 +94,11 @@ def _unreadable() -> tuple[type[BaseException], ...]:
     return pa.ArrowException, OSError, UnicodeDecodeError
 
 
+class UnreadableParquet(str):
+    """A reason of :func:`parquet_expansion_problem` that is a file pyarrow cannot read either (a page header it
+    cannot decode, a page outside its chunk), not one that expands too far: the reader words it as such."""
+
+
 def parquet_expansion_problem(source) -> str | None:
     """Why the Parquet file ``source`` would expand too far when read; ``None`` if not.
 
@@ -107,7 +112,7 @@ def parquet_expansion_problem(source) -> str | None:
     str or None
         The reason, for the reader's one-line error; ``None`` when the file may be read, and when
         its footer cannot be read (the reader then says what is wrong with the file). A page
-        header that cannot be decoded is a reason too (see Notes).
+        header that cannot be decoded is a reason too (see Notes), an :class:`UnreadableParquet`.
 
     Notes
     -----
@@ -173,7 +178,8 @@ def parquet_expansion_problem(source) -> str | None:
                     try:
                         uncompressed = max(column.total_uncompressed_size, pages.declared(column))
                     except PageProblem as problem:
-                        return f"column {column.path_in_schema!r} of row group {i}: {problem}"
+                        reason = f"column {column.path_in_schema!r} of row group {i}: {problem}"
+                        return UnreadableParquet(reason) if problem.corrupt else reason
                     width = _PARQUET_WIDTHS.get(column.physical_type) or max(1, schema.length or 1)
                     counted = max(uncompressed, column.num_values * width)
                     decoded += counted

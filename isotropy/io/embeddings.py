@@ -22,7 +22,13 @@ from pathlib import Path
 import numpy as np
 
 from isotropy._utils.validation import IsotropyValueError
-from isotropy.io._archives import MAX_EXPANSION, expansion_problem, parquet_expansion_problem, zip_expansion_problem
+from isotropy.io._archives import (
+    MAX_EXPANSION,
+    UnreadableParquet,
+    expansion_problem,
+    parquet_expansion_problem,
+    zip_expansion_problem,
+)
 from isotropy.io._encoding import header_name as _header_name  # shared with read_labels' column=
 from isotropy.io._paths import path_kind
 from isotropy.io.word_vectors import PACKAGED_GLOVE, read_word_vectors
@@ -479,6 +485,8 @@ def _check_parquet_expansion(path) -> None:
     """Refuse a Parquet file whose data would decode to far more than the file holds (a bomb), text columns
     measured as decoded: :func:`isotropy.io._archives.parquet_expansion_problem`."""
     problem = parquet_expansion_problem(path)
+    if isinstance(problem, UnreadableParquet):  # a corrupt page: worded as a file pyarrow cannot read
+        raise _fail(path, f"not a readable .parquet file ({problem})")
     if problem is not None:
         raise _fail(path, problem, f"a Parquet file expanding at most {MAX_EXPANSION}x; if the file is genuine, "
                                    f"save the array with np.save and read the .npy file")
