@@ -302,4 +302,3 @@ def _arrow_text_bytes(array) -> int:
     if _has_type(kind, "is_struct"):
         return sum(_arrow_text_bytes(field) for field in array.flatten())
     return array.nbytes  # a type of fixed width (a BYTE_ARRAY decimal): the bytes it takes
-
