@@ -164,27 +164,42 @@ def parquet_expansion_problem(source) -> str | None:
             stored = _stored_size(source)
         except _unreadable():  # a corrupt footer: the reader says what is wrong
             return None
-        what = f"its data ({metadata.num_rows} rows)"
         decoded, texts = 0, []
         try:
             pages = PageWalk(source, stored)
         except OSError:  # the file went away after its footer was read: the reader says so
             return None
         with pages:
-            for i in range(metadata.num_row_groups):
-                group = metadata.row_group(i)
-                for j in range(group.num_columns):
-                    column, schema = group.column(j), metadata.schema.column(j)
+            # pyarrow's ColumnChunkMetaData is never built: on some corrupt footers it throws a C++ exception that
+            # its Python API does not catch (the process aborts), so the footer is decoded here
+            try:
+                footer = pages.footer()
+            except PageProblem as problem:
+                return UnreadableParquet(str(problem))
+            except OSError:  # the file went away after its footer was read: the reader says so
+                return None
+            if footer is None:  # encrypted: pyarrow says whether it can read it
+                return None
+            if (footer.num_rows, len(footer.leaves), len(footer.row_groups)) != \
+                    (metadata.num_rows, metadata.num_columns, metadata.num_row_groups):
+                return UnreadableParquet(f"its footer reads as {footer.num_rows} rows, {len(footer.leaves)} "
+                                         f"columns and {len(footer.row_groups)} row groups, but pyarrow reads "
+                                         f"{metadata.num_rows}, {metadata.num_columns} and "
+                                         f"{metadata.num_row_groups}")
+            what = f"its data ({footer.num_rows} rows)"
+            for i, group in enumerate(footer.row_groups):
+                for j, (column, leaf) in enumerate(zip(group, footer.leaves)):
                     try:
                         uncompressed = max(column.total_uncompressed_size, pages.declared(column))
                     except PageProblem as problem:
                         reason = f"column {column.path_in_schema!r} of row group {i}: {problem}"
                         return UnreadableParquet(reason) if problem.corrupt else reason
-                    width = _PARQUET_WIDTHS.get(column.physical_type) or max(1, schema.length or 1)
+                    # pyarrow decodes a chunk as its leaf's type, whatever type the chunk's metadata gives
+                    width = _PARQUET_WIDTHS.get(leaf.physical_type) or max(1, leaf.type_length or 1)
                     counted = max(uncompressed, column.num_values * width)
                     decoded += counted
-                    if column.physical_type == "BYTE_ARRAY":
-                        texts.append((i, j, column, schema.max_repetition_level > 0, counted, uncompressed))
+                    if leaf.physical_type == "BYTE_ARRAY":
+                        texts.append((i, j, column, leaf.max_repetition_level > 0, counted, uncompressed))
         problem = expansion_problem(what, decoded, stored)
         if problem is not None or not texts:
             return problem

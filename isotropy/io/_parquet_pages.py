@@ -1,18 +1,22 @@
-"""The page headers of a Parquet column chunk: what each page declares it decompresses to.
+"""The footer and page headers of a Parquet file: its column chunks, and what each page declares it decompresses to.
 
 pyarrow allocates and decompresses each page to the ``uncompressed_page_size`` of its own header (a Thrift
 ``PageHeader``, compact protocol), whatever the file's footer says, and exposes none of these headers (its
 ``ColumnChunkMetaData`` is the footer's). So they are decoded here, for
 :func:`isotropy.io._archives.parquet_expansion_problem`: :class:`PageWalk` walks the pages of a chunk as pyarrow
-does, and a small Thrift reader decodes what a ``PageHeader`` needs, skipping the rest. Hand-written because no
-library that isotropy depends on reads them (pyarrow's Thrift reader is C++ and private).
+does, and a small Thrift reader decodes what a ``PageHeader`` needs, skipping the rest. The footer is decoded here
+too (:func:`file_metadata`, :meth:`PageWalk.footer`): pyarrow's Python API for a column chunk's metadata throws
+an uncaught C++ exception on some corrupt footers, which aborts the process. Hand-written because no library that
+isotropy depends on reads them (pyarrow's Thrift reader is C++ and private).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-__all__ = ["PageProblem", "PageWalk"]
+__all__ = ["Chunk", "Footer", "FooterProblem", "Leaf", "PageProblem", "PageWalk"]
 
 _PAGE_HEADER_MAX = 16 * 2**20  # pyarrow's max_page_header_size: a longer header is one it cannot read either
 _PARQUET_816_PADDING = 100  # pyarrow reads up to 100 bytes past a chunk written by parquet-mr before 1.2.9
@@ -32,6 +36,59 @@ class PageProblem(Exception):
     def __init__(self, reason: str, *, corrupt: bool = True):
         super().__init__(reason)
         self.corrupt = corrupt
+
+
+class FooterProblem(PageProblem):
+    """A footer (Thrift ``FileMetaData``) that cannot be decoded, or whose fields contradict each other: a file
+    pyarrow cannot read either."""
+
+
+# Parquet's physical types, by their number in the footer
+_PHYSICAL_TYPES = ("BOOLEAN", "INT32", "INT64", "INT96", "FLOAT", "DOUBLE", "BYTE_ARRAY", "FIXED_LEN_BYTE_ARRAY")
+
+
+def _type_name(kind: int) -> str:
+    return _PHYSICAL_TYPES[kind] if 0 <= kind < len(_PHYSICAL_TYPES) else "UNKNOWN"
+
+
+@dataclass(frozen=True, slots=True)
+class Leaf:
+    """A leaf of the schema (a column as pyarrow counts them): its dotted ``path``, physical type, ``type_length``
+    (``FIXED_LEN_BYTE_ARRAY``'s width, as the footer gives it) and maximum repetition level."""
+
+    path: str
+    physical_type: str
+    type_length: int | None
+    max_repetition_level: int
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """What the footer's ``ColumnMetaData`` says of one column chunk, under the attribute names of pyarrow's
+    ``ColumnChunkMetaData`` (``codec``: the footer's number of the compression codec)."""
+
+    path_in_schema: str
+    physical_type: str
+    codec: int
+    num_values: int
+    total_uncompressed_size: int
+    total_compressed_size: int
+    data_page_offset: int
+    dictionary_page_offset: int | None
+
+    @property
+    def has_dictionary_page(self) -> bool:
+        return self.dictionary_page_offset is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Footer:
+    """What :func:`isotropy.io._archives.parquet_expansion_problem` needs of a Parquet footer: the rows, the schema's
+    leaves in order, and each row group's column chunks (one per leaf)."""
+
+    num_rows: int
+    leaves: tuple[Leaf, ...]
+    row_groups: tuple[tuple[Chunk, ...], ...]
 
 
 class _Short(Exception):
@@ -98,6 +155,26 @@ class PageWalk:
             if kind in (0, 3):  # DATA_PAGE, DATA_PAGE_V2: pyarrow stops once they hold the chunk's values
                 seen += values
         return total
+
+    def footer(self) -> Footer | None:
+        """The file's footer, decoded here (:func:`file_metadata`); ``None`` for an encrypted one (``PARE``), which
+        is left to pyarrow. A footer that cannot be read or decoded: :class:`FooterProblem`."""
+        if self._stored < 12:
+            raise FooterProblem(f"a file of {self._stored} bytes has no footer")
+        self._handle.seek(self._stored - 8)
+        tail = self._handle.read(8)
+        if len(tail) < 8 or tail[4:] not in (b"PAR1", b"PARE"):
+            raise FooterProblem("the file does not end in PAR1")
+        if tail[4:] == b"PARE":
+            return None
+        length = int.from_bytes(tail[:4], "little")
+        if length > self._stored - 12:
+            raise FooterProblem(f"a footer of {length} bytes in a file of {self._stored} bytes")
+        self._handle.seek(self._stored - 8 - length)
+        data = self._handle.read(length)
+        if len(data) < length:
+            raise FooterProblem("the footer is cut short")
+        return file_metadata(data)
 
     def _header(self, position: int, end: int) -> tuple[int, int, int, int, int]:
         """``(header bytes, page type, uncompressed_page_size, compressed_page_size, num_values)`` of the page
@@ -193,6 +270,56 @@ class _Thrift:
                 fields[last] = self.i32()
             else:
                 fields[last] = self.struct({1: 5}, depth + 1)
+
+    def fields(self, wanted: dict, depth: int) -> dict[int, object]:
+        """Read a struct: the values of the fields ``wanted`` (field id: ``(compact type, what it holds)``, see
+        ``_FILE_METADATA``) that are of that type, the others skipped; a required field missing (``_REQUIRED``):
+        :class:`_ThriftError`."""
+        if depth > _THRIFT_DEPTH:
+            raise _ThriftError("structs nested too deeply")
+        fields, last = {}, 0
+        while True:
+            at = self.take(1)
+            byte = self.data[at]
+            kind = byte & 0x0F
+            if kind == 0:  # STOP
+                missing = _REQUIRED.get(id(wanted), set()) - fields.keys()
+                if missing:
+                    raise _ThriftError(f"a required field ({min(missing)}) is missing")
+                return fields
+            field = last + (byte >> 4) if byte >> 4 else self.i32()
+            last = (field + 2**15) % 2**16 - 2**15  # an i16
+            if last not in wanted or wanted[last][0] != kind:
+                self.skip(kind, depth, in_struct=True)
+            else:
+                fields[last] = self.value(*wanted[last], depth)
+
+    def value(self, kind: int, holds, depth: int):
+        """A value of the compact type ``kind`` (an i32, i64, binary, list or struct; ``holds``: see
+        :meth:`fields`)."""
+        if kind == _I32:
+            return self.i32()
+        if kind == _I64:
+            value = self.varint()
+            return (value >> 1) ^ -(value & 1)
+        if kind == _BINARY:
+            size = self.varint() & 0xFFFFFFFF
+            if size >= 2**31:
+                raise _ThriftError("a negative size")
+            at = self.take(size)
+            return bytes(self.data[at:at + size])
+        if kind == _STRUCT:
+            return self.fields(holds, depth + 1)
+        head = self.data[self.take(1)]  # a list: its items are read as the field's type, whatever their header says
+        count = head >> 4
+        if count == 15:
+            count = self.varint()
+        count = _checked(count, "list")
+        if head & 0x0F > 13:
+            raise _ThriftError(f"an unknown type {head & 0x0F}")
+        if depth + 1 > _THRIFT_DEPTH:
+            raise _ThriftError("containers nested too deeply")
+        return [self.value(*holds, depth + 1) for _ in range(count)]  # each takes a byte at least: bounded
 
     def skip(self, kind: int, depth: int, *, in_struct: bool = False) -> None:
         """Skip a value of the compact type ``kind`` in a struct (or list, set, map) at ``depth``."""
@@ -331,3 +458,98 @@ def _skip_varints(data: bytes, position: int, count: int, grow) -> tuple[int, by
         if len(ends) == count:
             return position + int(ends[-1]) + 1, data
         data = grow(max(len(data), position) + count - len(ends))  # a byte more for each varint not ended
+
+
+# The footer's Thrift structs (parquet.thrift) as far as they hold lists: field id -> (compact type, what it holds: a
+# struct's fields, a list's (item type, what an item holds)). Thrift's generated code reads a list's items as the type
+# the field has, whatever type the list's header gives them, so every list that pyarrow's code reads is read here
+# too (as are the fields the check needs); any other field is skipped as Thrift skips it, by its wire type (which
+# for a struct of no lists reads the same bytes as its generated code). Required fields needed: _REQUIRED.
+_I32, _I64, _BINARY, _LIST, _STRUCT = 5, 6, 8, 9, 12
+_SCALAR = {}  # a struct read field by field by the types on the wire: KeyValue, SortingColumn, PageEncodingStats...
+_SCHEMA_ELEMENT = {1: (_I32, None), 2: (_I32, None), 3: (_I32, None), 4: (_BINARY, None), 5: (_I32, None)}
+_COLUMN_METADATA = {
+    1: (_I32, None), 2: (_LIST, (_I32, None)), 3: (_LIST, (_BINARY, None)), 4: (_I32, None), 5: (_I64, None),
+    6: (_I64, None), 7: (_I64, None), 8: (_LIST, (_STRUCT, _SCALAR)), 9: (_I64, None), 11: (_I64, None),
+    13: (_LIST, (_STRUCT, _SCALAR)),
+    16: (_STRUCT, {2: (_LIST, (_I64, None)), 3: (_LIST, (_I64, None))}),  # SizeStatistics: level histograms
+    17: (_STRUCT, {2: (_LIST, (_I32, None))}),  # GeospatialStatistics: geospatial_types
+}
+# ColumnCryptoMetaData, a union: ENCRYPTION_WITH_COLUMN_KEY holds the column's path
+_CRYPTO_METADATA = {2: (_STRUCT, {1: (_LIST, (_BINARY, None))})}
+# meta_data; crypto_metadata and encrypted_column_metadata (an encrypted column): only whether they are there
+_COLUMN_CHUNK = {3: (_STRUCT, _COLUMN_METADATA), 8: (_STRUCT, _CRYPTO_METADATA), 9: (_BINARY, None)}
+_ROW_GROUP = {1: (_LIST, (_STRUCT, _COLUMN_CHUNK)), 3: (_I64, None), 4: (_LIST, (_STRUCT, _SCALAR))}
+_FILE_METADATA = {2: (_LIST, (_STRUCT, _SCHEMA_ELEMENT)), 3: (_I64, None), 4: (_LIST, (_STRUCT, _ROW_GROUP)),
+                  5: (_LIST, (_STRUCT, _SCALAR)), 7: (_LIST, (_STRUCT, _SCALAR))}
+_REQUIRED = {id(_SCHEMA_ELEMENT): {4}, id(_COLUMN_METADATA): {1, 3, 4, 5, 6, 7, 9}, id(_ROW_GROUP): {1, 3},
+             id(_FILE_METADATA): {2, 3, 4}}
+_REPEATED = 2  # FieldRepetitionType
+
+
+def file_metadata(data: bytes) -> Footer | None:
+    """The :class:`Footer` that the Thrift ``FileMetaData`` ``data`` (a footer's bytes, without its length and
+    magic) holds, read as Thrift's C++ library reads it (a field of another type than its own skipped, a list's items
+    read as the type the field has, a repeated field's last value kept), the schema unflattened as pyarrow does, and
+    a chunk for each leaf in every row group. A chunk's type may differ from its leaf's: pyarrow decodes a chunk as
+    its leaf's type, and reads some such files (it refuses others, when reading their statistics), so that is left
+    to pyarrow. ``None`` when a column is encrypted (left to pyarrow). Anything else: :class:`FooterProblem`, never
+    another error."""
+    try:
+        fields = _Thrift(data, _ended).fields(_FILE_METADATA, 1)
+        leaves = _leaves(fields[2])
+        groups = []
+        for group in fields[4]:
+            chunks = group[1]
+            if len(chunks) != len(leaves):
+                raise _ThriftError(f"a row group of {len(chunks)} column chunks in a schema of {len(leaves)} "
+                                   f"columns")
+            decoded = []
+            for chunk, leaf in zip(chunks, leaves):
+                if 8 in chunk or 9 in chunk:  # an encrypted column: pyarrow says whether it can read it
+                    return None
+                if 3 not in chunk:
+                    raise _ThriftError(f"column {leaf.path!r} has a chunk without its metadata")
+                meta = chunk[3]
+                path = ".".join(part.decode("utf-8", "replace") for part in meta[3])
+                decoded.append(Chunk(path, _type_name(meta[1]), meta[4], meta[5], meta[6], meta[7], meta[9],
+                                     meta.get(11)))
+            groups.append(tuple(decoded))
+        return Footer(fields[3], leaves, tuple(groups))
+    except _ThriftError as error:
+        raise FooterProblem(f"the footer cannot be read ({error})") from None
+
+
+def _ended(needed: int) -> bytes:
+    raise _ThriftError("the footer ends inside a value")
+
+
+def _leaves(elements: list[dict]) -> tuple[Leaf, ...]:
+    """The leaves of the flattened schema ``elements`` (decoded ``SchemaElement`` fields), unflattened as pyarrow
+    does (``Unflatten`` in parquet/schema.cc): an element of no children with a type is a leaf, any other a group
+    of its ``num_children`` next elements; the root (the first) is not part of a path nor of a level."""
+    if not elements:
+        raise _ThriftError("an empty schema (no root)")
+    if elements[0].get(5, 0) == 0:
+        if len(elements) == 1:
+            return ()
+        raise _ThriftError("a schema of several elements whose root has no children")
+    leaves, position = [], 1
+    groups = [[elements[0][5], 0, ()]]  # [children left, repetition level, path] of each group entered
+    while groups:
+        group = groups[-1]
+        if group[0] <= 0:
+            groups.pop()
+            continue
+        group[0] -= 1
+        if position == len(elements):
+            raise _ThriftError("a schema of fewer elements than its groups hold")
+        element = elements[position]
+        position += 1
+        level = group[1] + (element.get(3) == _REPEATED)
+        path = (*group[2], element[4].decode("utf-8", "replace"))
+        if element.get(5, 0) == 0 and 1 in element:
+            leaves.append(Leaf(".".join(path), _type_name(element[1]), element.get(2), level))
+        else:
+            groups.append([element.get(5, 0), level, path])
+    return tuple(leaves)
