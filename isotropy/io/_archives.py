@@ -116,8 +116,14 @@ def parquet_expansion_problem(source) -> str | None:
 
     Notes
     -----
+    The footer is decoded here (:func:`isotropy.io._parquet_pages.file_metadata`), not through
+    pyarrow's ``ColumnChunkMetaData``, which aborts the process on some corrupt footers (an
+    uncaught C++ exception) that pyarrow's reader refuses cleanly; once pyarrow has opened the
+    file, a footer that cannot be decoded, or a row group without a chunk for each column of the
+    schema, is an :class:`UnreadableParquet` reason; an encrypted one is left to pyarrow (``None``).
+
     First from the footer and the page headers: each column chunk counts at least its number of
-    values times the width of its type (dictionary and run-length encoding make the uncompressed
+    values times the width of its column's type (dictionary and run-length encoding make the uncompressed
     sizes small too: 2**27 float64 zeros take 260 KB), BYTE_ARRAY values 8 bytes each, and at
     least the larger of the footer's ``total_uncompressed_size`` and the sum of the
     ``uncompressed_page_size`` that its pages' headers declare: pyarrow allocates and decompresses
