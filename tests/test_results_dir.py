@@ -95,3 +95,26 @@ def test_a_results_dir_that_cannot_be_made_is_said_as_the_option(tmp_path):
     with pytest.raises(ValueError, match=r"^--results-dir '.*file/sub' cannot be written \(not a directory\); expected "
                                          r"a directory this user can create and write in\.$"):
         lock.acquire()
+
+
+def test_a_directory_whose_run_has_not_written_run_json_yet_is_in_use_not_foreign(tmp_path):
+    """A second run that came while the first held the lock but had not yet written run.json was told the directory
+    holds files that are not a run's (CI: test_concurrent_runs_one_wins_the_other_is_refused, under load)."""
+    import subprocess
+    import sys
+
+    import pytest
+
+    results = tmp_path / "r"
+    code = ("import sys, time; from pathlib import Path; from isotropy.experiments._results_dir import ResultsLock; "
+            "lock = ResultsLock(Path(sys.argv[1])); lock.acquire(); (Path(sys.argv[1]) / 'config.yaml').write_text('x'); "
+            "print('held', flush=True); time.sleep(60)")
+    holder = subprocess.Popen([sys.executable, "-c", code, str(results)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(ValueError, match=r"^--results-dir '.*r' is in use by another run \(pid \d+ on .*\); wait "
+                                             r"for it to finish or choose another directory\.$"):
+            check_results_dir(results)
+    finally:
+        holder.kill()
+        holder.wait()

@@ -89,6 +89,10 @@ def check_results_dir(results_dir: Path) -> None:
         raise ValueError(f"--results-dir {str(results_dir)!r} is not a directory.")
     if results_dir.is_dir() and not (results_dir / "run.json").is_file() and _entries(results_dir) \
             and not (results_dir / PREVIOUS_NAME / "run.json").is_file():
+        holder = lock_holder(results_dir)  # a run that holds it and has not written its run.json yet
+        if holder is not None:
+            raise ValueError(f"--results-dir {str(results_dir)!r} is in use by another run ({holder}); wait for it "
+                             f"to finish or choose another directory.")
         raise ValueError(f"--results-dir {str(results_dir)!r} holds files but no run.json of an 'isotropy run'; "
                          f"refusing to replace them. Choose a new or empty directory.")
 
