@@ -108,12 +108,6 @@ def _hidden_states(output, caller):
     return tuple(states)
 
 
-def _distributed_world_size():
-    """The number of processes of an initialised ``torch.distributed`` group, else 1."""
-    distributed = torch.distributed.is_available() and torch.distributed.is_initialized()
-    return torch.distributed.get_world_size() if distributed else 1
-
-
 def _compiled(model):
     """Whether ``model`` runs compiled: ``torch.compile(model)`` (an ``OptimizedModule``, which holds the module in
     ``_orig_mod``) or ``model.compile()``; told without importing ``torch._dynamo``."""
@@ -426,13 +420,13 @@ class GeometryProbe:
         raised), ``model`` itself. Checked once per model (one pass of each on two rows; the
         decision is kept, not the base model: a ``base_model`` property may build a new module at
         each call). ``model`` itself, unchecked, with ``forward_kwargs``, in a run of more than one
-        process (``world_size`` or ``torch.distributed``: each rank would decide alone, and ranks
+        process (``world_size``: :meth:`measure` passes the larger of its own and ``torch.distributed``'s; each rank would decide alone, and ranks
         that disagree, or a base model that skips the FSDP/ZeRO-3 root's gathering of the
         parameters, issue different collectives: a hang), for a model with FSDP modules, and for a
         compiled model (``torch.compile(model)``, whose ``base_model`` is the uncompiled one, or
         ``model.compile()``).
         """
-        if forward_kwargs or world_size > 1 or _distributed_world_size() > 1 or _compiled(model) or _sharded(model):
+        if forward_kwargs or world_size > 1 or _compiled(model) or _sharded(model):
             return model
         base = getattr(model, "base_model", None)
         if not isinstance(base, torch.nn.Module) or base is model:
@@ -524,15 +518,17 @@ class GeometryProbe:
         distributed = torch.distributed.is_available() and torch.distributed.is_initialized()
         if rank is None:
             rank = torch.distributed.get_rank() if distributed else 0
+        processes = torch.distributed.get_world_size() if distributed else 1
         if world_size is None:
-            world_size = torch.distributed.get_world_size() if distributed else 1
+            world_size = processes
         parameter = next(iter(model.parameters()), None)
         device = parameter.device if parameter is not None else torch.device("cpu")
         rows = self._share(rank, world_size)
         was_training = model.training
         model.eval()
         try:
-            encoder = self._encoder(model, device, forward_kwargs, world_size)
+            # the whole model in a run of several processes, also where this call measures the whole probe
+            encoder = self._encoder(model, device, forward_kwargs, max(world_size, processes))
             shrink = None if self.shrinkage_rows is None else self._shrinkage_covariances(
                 encoder, rank, world_size, device, forward_kwargs)
             metrics = None
