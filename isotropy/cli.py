@@ -139,7 +139,8 @@ def plot(path: Path, out_dir: Path | None, formats, dpi: int):
     event directory. For a log, each geometry metric is drawn against the step, one line per layer,
     beside a layer x step heat map, and the values are written to geometry.csv. --out DIR is the
     folder the figures are written into, for either kind of PATH; for a run, DIR is a folder outside
-    it, or the run's own folder (its figures/ then, as without --out).
+    it, or the run's own folder (its figures/ then, as without --out). The same holds for a DIR in
+    another run's folder, and figures drawn into a run's folder are drawn under that run's lock.
     """
     import matplotlib
 
@@ -160,20 +161,26 @@ def plot(path: Path, out_dir: Path | None, formats, dpi: int):
 
         from isotropy.experiments._results_dir import ResultsLock
 
-        # figures drawn into the run's directory are the run's: drawn under its lock, they are listed in its
-        # manifest and go aside with its numbers when a fresh run starts there
-        if out_dir is not None and out_dir.resolve() == path.resolve():
-            out_dir = None  # --out RUN: RUN/figures/ as without --out (at RUN's top level they would be results)
-        if out_dir is not None and _inside(out_dir, path) and not _inside(out_dir, path / "figures"):
-            raise click.UsageError(f"--out {str(out_dir)!r} is a folder of the run in {str(path)!r}: figures "
-                                   f"there would count as its results (the next --resume would run it again). "
-                                   f"Leave out --out to draw them into {str(path / 'figures')!r}, or name a "
-                                   f"folder outside the run.")
-        into_run = out_dir is None or _inside(out_dir, path)
-        unfinished = _unfinished_run(path, record, locking=into_run)
+        # figures drawn into a run's directory are the run's: drawn under its lock, they are listed in its manifest
+        # and go aside with its numbers when a fresh run starts there. That run is PATH's own without --out, else
+        # the one --out lies in (PATH itself, the run whose .previous/ PATH is, or another run), if any.
+        run_dir = path.resolve() if out_dir is None else _run_dir_of(out_dir)
+        if run_dir is not None and out_dir is not None:
+            if out_dir.resolve() == path.resolve():
+                out_dir = None  # --out PATH: PATH/figures/ as without --out
+            elif out_dir.resolve() == run_dir:
+                out_dir = out_dir / "figures"  # at a run's top level they would be results
+            elif not _inside(out_dir, run_dir / "figures"):
+                leave = (f"Leave out --out to draw them into {str(path / 'figures')!r}"
+                         if run_dir == path.resolve() else f"Name {str(run_dir / 'figures')!r}")
+                raise click.UsageError(f"--out {str(out_dir)!r} is a folder of the run in {str(run_dir)!r}: "
+                                       f"figures there would count as its results (the next --resume would run it "
+                                       f"again). {leave}, or name a folder outside the run.")
+        lock_dir = None if run_dir is None else _lock_dir(run_dir)
+        unfinished = _unfinished_run(path, record, locking=lock_dir == path.resolve())
         if unfinished is not None:
             raise ValueError(unfinished)
-        with ResultsLock(_lock_dir(path)) if into_run else contextlib.nullcontext():
+        with ResultsLock(lock_dir) if lock_dir is not None else contextlib.nullcontext():
             figures = load_experiment(experiment).plot(path)
             if out_dir is not None:  # D is the figures' folder, as for a training log: D/x.png, not D/figures/x.png
                 figures = {key.removeprefix("figures/"): fig for key, fig in figures.items()}
@@ -201,6 +208,17 @@ def _lock_dir(path: Path) -> Path:
     return path.parent if path.name == PREVIOUS_NAME else path
 
 
+def _run_dir_of(folder: Path) -> Path | None:
+    """The run directory ``folder`` is or lies in (resolved; it holds a run.json or a run's lock); None if none."""
+    from isotropy.experiments._results_dir import LOCK_NAME
+
+    folder = folder.resolve()
+    for candidate in (folder, *folder.parents):
+        if (candidate / "run.json").is_file() or (candidate / LOCK_NAME).is_file():
+            return candidate
+    return None
+
+
 def _inside(child: Path, parent: Path) -> bool:
     child, parent = child.resolve(), parent.resolve()
     return child == parent or parent in child.parents
@@ -213,12 +231,14 @@ def _unfinished_run(path: Path, record, *, locking: bool) -> str | None:
     run that was killed. Results a killed run had moved aside are in ``.previous/``: the line says so.
     The lock is looked at only where it tells something: a run that says "running", or a plot that
     will take the lock itself (``locking``); ``--out`` elsewhere reads a finished run's directory as
-    it is, also when it is read-only.
+    it is, also when it is read-only. A run's ``.previous/`` holds an earlier run, never a running one:
+    the lock of the directory above it is the new run's (the plot's own :class:`ResultsLock` names it).
     """
     from isotropy.experiments._results_dir import PREVIOUS_NAME, lock_holder
 
     status = record.get("status") if isinstance(record, dict) else None
-    holder = lock_holder(_lock_dir(path)) if locking or status == "running" else None
+    own = _lock_dir(path) == path  # not a .previous/
+    holder = lock_holder(path) if own and (locking or status == "running") else None
     where = f"the run in {str(path)!r}"
     previous = path / PREVIOUS_NAME
     kept = previous.is_dir() and any(p.name != ".kept.json" for p in previous.iterdir())  # killed before a result

@@ -318,3 +318,28 @@ def test_plot_out_a_folder_inside_the_run_other_than_its_figures_is_one_line(tmp
     before = (out / "run.json").read_text()
     code, err = _run_cli(out, capsys, "decay=0.8", extra=["--no-plot", "--resume"])
     assert code == 0 and (out / "run.json").read_text() == before, err
+
+
+def test_plot_of_previous_out_the_run_takes_the_runs_lock_and_is_refused_while_another_holds_it(tmp_path, capsys):
+    """``isotropy plot RUN/.previous --out RUN`` drew into RUN without RUN's lock, beside the run holding it."""
+    out = tmp_path / "r"
+    assert _run_cli(out, capsys, "decay=0.8", extra=["--no-plot"])[0] == 0
+    _killed_run(out, at_seed=0, sets=["decay=0.5"])  # RUN/.previous holds the decay=0.8 results
+    assert _claims(out / PREVIOUS_NAME)["decay"] == 0.8
+    code = ("import sys, time; from pathlib import Path; from isotropy.experiments._results_dir import ResultsLock; "
+            "lock = ResultsLock(Path(sys.argv[1])); lock.acquire(); print('held', flush=True); time.sleep(60)")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    holder = subprocess.Popen([sys.executable, "-c", code, str(out)], stdout=subprocess.PIPE, text=True, env=env)
+    argv = ["plot", str(out / PREVIOUS_NAME), "--out", str(out), "--format", "png", "--dpi", "30"]
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        code, err = _cli(argv, capsys)
+        assert code == 2 and len(err.strip().splitlines()) == 1, err
+        assert f"Error: --results-dir {str(out)!r} is in use by another run (pid {holder.pid} on " in err, err
+        assert not (out / "figures").exists() and not list(out.glob("*.png"))
+    finally:
+        holder.kill()
+        holder.wait()
+    assert _cli(argv, capsys)[0] == 0  # released: drawn into RUN/figures/ under RUN's lock, listed as the run's
+    assert (out / "figures" / "isoscore_vs_n.png").is_file() and not list(out.glob("*.png"))
+    assert "figures" in json.loads((out / MANIFEST_NAME).read_text())
