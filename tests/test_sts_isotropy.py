@@ -133,8 +133,25 @@ def test_cli_checks_the_sweep_values_before_anything_runs(capsys):
               "sweep={datasets: [STSB], n_clusters: [3, 0], n_components: [-1]}"])
     err = capsys.readouterr().err
     assert exit_info.value.code == 2 and len(err.strip().splitlines()) == 1
-    assert "The 'sweep.n_clusters[1]' setting of sts-isotropy must be greater than or equal to 1. Got 0 instead." in err
-    assert "The 'sweep.n_components[0]' setting of sts-isotropy must be greater than or equal to 0. Got -1" in err
+    assert "The 'sweep.n_clusters[1]' setting of sts-isotropy must be a list of ints >= 1. Got 0 instead." in err
+    assert "The 'sweep.n_components[0]' setting of sts-isotropy must be a list of ints >= 0. Got -1 instead." in err
+
+
+@pytest.mark.parametrize("value, close", [("bogus", ""), ("mean+pcaa", " Did you mean 'mean+pca'?"),
+                                          ("K-means + Mean + PCAA", " Did you mean 'K-means + Mean + PCA'?")])
+def test_cli_names_a_bad_token_level_method_in_one_line_with_the_accepted_names(capsys, value, close):
+    """token_level (an optional section) gave pydantic's wording of the Literal, the table's names only: the accepted
+    names as the top-level 'methods' key gives them, and the closest one."""
+    from isotropy.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", "sts-isotropy", "--setup", "paper-tokens", "--print-config",
+              "--set", f"token_level.methods=[mean, {value}]"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and len(err.strip().splitlines()) == 1, err
+    assert err == (f"Error: The 'token_level.methods[1]' setting of sts-isotropy must be a non-empty list of distinct "
+                   f"methods from baseline, mean, mean+pca, kmeans+mean, gmm+mean+pca, kmeans+mean+pca, whitening (or "
+                   f"the table's names, such as 'Mean + PCA'). Got {value!r} instead.{close}\n")
 
 
 def test_fit_on_separate_corpora(data_root):

@@ -31,6 +31,8 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, NonNegativeInt, ValidationError
 
+from isotropy._utils.suggest import did_you_mean
+
 __all__ = [
     "CONFIG_ROOT",
     "ConfigError",
@@ -68,9 +70,13 @@ class ExperimentConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, validate_assignment=True)
 
 
-def expects(text: str, **kwargs):
-    """``Field(...)`` whose error messages say ``must be <text>`` (for unions and lists)."""
-    return Field(json_schema_extra={"expected": text}, **kwargs)
+def expects(text: str, *, choices=None, **kwargs):
+    """``Field(...)`` whose error messages say ``must be <text>`` (for unions and lists).
+
+    ``choices``: names a misspelt value is matched against, for the message's "Did you mean ...?".
+    """
+    extra = {"expected": text} if choices is None else {"expected": text, "choices": list(choices)}
+    return Field(json_schema_extra=extra, **kwargs)
 
 
 def _distinct(values: list) -> list:
@@ -139,8 +145,6 @@ def setup_path(experiment: str, setup: str) -> Path:
         return Path(setup)
     path = CONFIG_ROOT / experiment / f"{setup}.yaml"
     if not path.is_file():
-        from isotropy._utils.suggest import did_you_mean
-
         setups = available_setups(experiment)
         raise ConfigError(f"The setup {setup!r} of {experiment} is neither a packaged setup "
                           f"({', '.join(setups)}) nor a path to a .yaml file.{did_you_mean(setup, setups)}")
@@ -236,17 +240,19 @@ def _dotted(path: tuple) -> str:
     return out
 
 
-def _expected(model: type[BaseModel], path: tuple) -> str | None:
-    """A field's own wording of what it accepts (``Field(description=...)`` starting with 'expected: ')."""
+def _expected(model: type[BaseModel], path: tuple) -> dict:
+    """A field's own wording of what it accepts and the names it suggests from (:func:`expects`); {} if none.
+
+    Also in an optional section (``token_level: TokenLevelConfig | None``), as in a required one.
+    """
     node, info = model, None
     for part in path:
         if isinstance(part, int) or node is None:
             break
         info = node.model_fields.get(part)
-        annotation = getattr(info, "annotation", None)
-        node = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+        node = _section(getattr(info, "annotation", None))
     extra = getattr(info, "json_schema_extra", None)
-    return extra.get("expected") if isinstance(extra, dict) else None
+    return extra if isinstance(extra, dict) else {}
 
 
 def _suggest(name: str, known: list[str]) -> list[str]:
@@ -288,7 +294,8 @@ def _format_errors(exc: ValidationError, model: type[BaseModel], data: dict, *, 
                             f"({', '.join(keys)}) one by one, e.g. --set {key}.{keys[0]}=... "
                             f"Got {errors[0].get('input')!r} instead.")
             continue
-        expected = _expected(model, path)
+        extra = _expected(model, path)
+        expected = extra.get("expected")
         if expected is None:
             parts = []
             for e in errors:
@@ -299,7 +306,8 @@ def _format_errors(exc: ValidationError, model: type[BaseModel], data: dict, *, 
                     parts.append(msg)
             expected = " or ".join(parts)
         value = errors[0].get("input")
-        messages.append(f"The '{key}' setting of {experiment} must be {expected}. Got {value!r} instead.")
+        close = did_you_mean(value, extra.get("choices", ()))
+        messages.append(f"The '{key}' setting of {experiment} must be {expected}. Got {value!r} instead.{close}")
     return " ".join(messages)
 
 

@@ -56,5 +56,7 @@ def method_list(methods: Sequence[str], *, min_length: int = 1):
             raise ValueError("distinct")
         return names
 
+    choices = [k for k in METHOD_NAMES if k in recorded] + [m for m in methods if m not in METHOD_NAMES]
     return Annotated[list[Literal[tuple(methods)]], BeforeValidator(recorded_names),
-                     expects(f"{text} (or the table's names, such as 'Mean + PCA')", min_length=min_length)]
+                     expects(f"{text} (or the table's names, such as 'Mean + PCA')", choices=choices,
+                             min_length=min_length)]
