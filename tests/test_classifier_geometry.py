@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -273,3 +274,73 @@ def test_glue_grid_runs_each_task_and_draws_figure_4(tmp_path, monkeypatch):
     grid = figures["figures/fig4_glue_grid"]
     labels = {ax.get_ylabel() for ax in grid.axes}
     assert {"IsoScore", "silhouette"} <= labels  # both y axes of every panel are labelled
+
+
+# ---------------------------------------------------------------- the table-only keys (text_column ... label_sep)
+TABLE_ONLY = ("text_column", "text_pair_column", "label_column", "multilabel", "label_sep")
+RUNS = Path(__file__).resolve().parents[1] / "docs" / "runs" / EXPERIMENT
+
+
+def _printed_config(argv, capsys) -> dict:
+    import yaml
+
+    from isotropy.cli import main
+
+    main(["run", EXPERIMENT, *argv, "--print-config"])
+    return yaml.safe_load(capsys.readouterr().out)
+
+
+def test_the_demo_config_does_not_say_single_label_for_the_multi_label_lexicon(capsys):
+    """``--setup demo --print-config`` printed ``multilabel: false`` (and a text/label column) for the NRC lexicon,
+    which is multi-label and has no columns: the table-only keys are null, 'from the task'."""
+    printed = _printed_config(["--setup", "demo"], capsys)
+    assert printed["task"] == "lexicon" and {key: printed[key] for key in TABLE_ONLY} == dict.fromkeys(TABLE_ONLY)
+    table = _printed_config(["--setup", "table"], capsys)  # a table: its values, null ones resolved
+    assert {key: table[key] for key in TABLE_ONLY} == {"text_column": "text", "text_pair_column": None,
+                                                        "label_column": "label", "multilabel": False, "label_sep": ","}
+    assert _printed_config(["--setup", "demo", "--set", "task=table"], capsys)["multilabel"] is False
+
+
+@pytest.mark.parametrize("key, text, value", [("multilabel", "true", True), ("multilabel", "false", False),
+                                              ("label_column", "emotion", "emotion"), ("label_sep", ";", ";")])
+def test_a_table_only_key_set_for_another_task_is_one_line(capsys, key, text, value):
+    from isotropy.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", EXPERIMENT, "--setup", "demo", "--set", f"{key}={text}", "--print-config"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and len(err.strip().splitlines()) == 1, err
+    assert err == (f"Error: The '{key}' setting of classifier-geometry applies to task: table only (this config's task "
+                   f"is 'lexicon', whose items and labels come with the task); leave it out or null. Got {value!r} "
+                   f"instead.\n")
+
+
+def test_a_committed_config_still_loads_with_its_hash_and_an_earlier_runs_config_resumes(tmp_path):
+    """Runs from before the table-only keys became null saved them at their old defaults (text, label, false, ',')
+    for every task: such a config loads, and hashes as it did, so its seeds' files are still this config's."""
+    import yaml
+
+    from isotropy.experiments._config import config_hash
+
+    record = json.loads((RUNS / "supersense" / "run.json").read_text())
+    saved = yaml.safe_load((RUNS / "supersense" / "config.yaml").read_text())
+    assert saved["multilabel"] is False and saved["text_column"] == "text"  # the old defaults, as written then
+    config = CG.config(str(RUNS / "supersense" / "config.yaml"))
+    assert config.multilabel is None and config.text_column is None
+    values = CG.config_model.hashed_values(config.model_dump(mode="json"))
+    assert config_hash(values, ignore=CG.resume_keys) == record["config_hash"] == "dc4eba5244c7588a"
+
+    run(_demo(n_items=300, seeds=[0], updates=4, metric_interval=2), results_dir=tmp_path)
+    meta = json.loads((tmp_path / "run.json").read_text())
+    assert {key: meta["config"][key] for key in TABLE_ONLY} == dict.fromkeys(TABLE_ONLY)
+    legacy = {"text_column": "text", "text_pair_column": None, "label_column": "label", "multilabel": False,
+              "label_sep": ","}
+    (tmp_path / "run.json").write_text(json.dumps({**meta, "config": {**meta["config"], **legacy}}))
+    before = _snapshot(tmp_path)
+    outcome = execute(CG, _demo(n_items=300, seeds=[0], updates=4, metric_interval=2), results_dir=tmp_path,
+                      device="cpu", threads=1, resume=True, quiet=True)
+    assert outcome.skipped and (tmp_path / "run.json").read_bytes() == before["run.json"]  # nothing to run
+    outcome = execute(CG, _demo(n_items=300, seeds=[0, 1], updates=4, metric_interval=2), results_dir=tmp_path,
+                      device="cpu", threads=1, resume=True, quiet=True)
+    assert (tmp_path / "seeds" / "seed_0.json").read_bytes() == before["seeds/seed_0.json"]  # kept, not re-run
+    assert json.loads((tmp_path / "seeds" / "seed_1.json").read_text())["config_hash"] == meta["config_hash"]

@@ -40,6 +40,7 @@ __all__ = [
     "Seeds",
     "available_setups",
     "config_hash",
+    "config_rule",
     "dump_config",
     "expects",
     "load_yaml",
@@ -69,6 +70,15 @@ class ExperimentConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True, validate_assignment=True)
 
+    @classmethod
+    def hashed_values(cls, values: dict) -> dict:
+        """The values a run's config hash is taken of (:func:`config_hash`): ``values`` as they are.
+
+        An experiment whose key changed its default overrides this to map the new default back to
+        the old one, so that runs saved before the change keep their hash (and resume).
+        """
+        return values
+
 
 def expects(text: str, *, choices=None, **kwargs):
     """``Field(...)`` whose error messages say ``must be <text>`` (for unions and lists).
@@ -77,6 +87,16 @@ def expects(text: str, *, choices=None, **kwargs):
     """
     extra = {"expected": text} if choices is None else {"expected": text, "choices": list(choices)}
     return Field(json_schema_extra=extra, **kwargs)
+
+
+def config_rule(text: str):
+    """A validator's refusal of a value that breaks a rule between keys, worded whole (not "must be ...").
+
+    Raised from a validator; said as "The 'KEY' setting of EXPERIMENT <text>. Got VALUE instead."
+    """
+    from pydantic_core import PydanticCustomError
+
+    return PydanticCustomError("config_rule", text.replace("{", "{{").replace("}", "}}"))
 
 
 def _distinct(values: list) -> list:
@@ -293,6 +313,10 @@ def _format_errors(exc: ValidationError, model: type[BaseModel], data: dict, *, 
             messages.append(f"The '{key}' setting of {experiment} is a section{null}, not a value: set its keys "
                             f"({', '.join(keys)}) one by one, e.g. --set {key}.{keys[0]}=... "
                             f"Got {errors[0].get('input')!r} instead.")
+            continue
+        rule = next((e for e in errors if e["type"] == "config_rule"), None)
+        if rule is not None:
+            messages.append(f"The '{key}' setting of {experiment} {rule['msg']}. Got {rule.get('input')!r} instead.")
             continue
         extra = _expected(model, path)
         expected = extra.get("expected")

@@ -378,7 +378,9 @@ def _check_resume(experiment: Experiment, results_dir: Path, values: dict, ignor
     if meta.get("experiment") != experiment.name:
         raise ValueError(f"Cannot resume in {str(results_dir)!r}: it holds a run of {meta.get('experiment')!r}, "
                          f"not {experiment.name}.")
+    hashed = experiment.config_model.hashed_values  # a changed default as the hash saw it before: old runs resume
     old = meta.get("config") or {}
+    old, values = (hashed(old) if isinstance(old, dict) else old), hashed(values)
     if config_hash(old, ignore=ignore) != config_hash(values, ignore=ignore):
         changed = sorted(k for k in set(old) | set(values) if k not in ignore and old.get(k) != values.get(k))
         raise ValueError(f"Cannot resume in {str(results_dir)!r}: its run used a different config (keys {changed} "
@@ -436,7 +438,7 @@ def execute(experiment: Experiment, config, *, results_dir=None, setup: str | No
     label = Path(setup).stem if setup and str(setup).endswith((".yaml", ".yml")) else setup
     ctx = RunContext(experiment=experiment.name, results_dir=results_dir, setup=label, device=resolve_device(device),
                      threads=threads, resume=resume, data_dir=resolve_data_dir(data_dir), quiet=quiet,
-                     config_hash=config_hash(values, ignore=ignore))
+                     config_hash=config_hash(experiment.config_model.hashed_values(values), ignore=ignore))
     check_results_dir(results_dir)
     # the libraries' own bars (transformers' "Loading weights", the hub's) follow the run's: a terminal only
     with ResultsLock(results_dir), quiet_progress(quiet or not _stderr_is_a_terminal()):

@@ -4,16 +4,34 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from isotropy.experiments._config import ExperimentConfig, Seeds, expects
+from isotropy.experiments._config import ExperimentConfig, Seeds, config_rule, expects
 from isotropy.experiments.classifier_geometry.problem import TASKS
 
 __all__ = ["ClassifierGeometryConfig"]
 
+# The keys only `task: table` reads (problem.py: load_table), with what they mean when left null there. For every
+# other task the data set brings its own items and labels (the NRC lexicon is multi-label, SNLI is pairs), so these
+# keys are null: a resolved config that said `multilabel: false` for the lexicon was untrue, and one is refused.
+# data_path is not one of them (every task reads it: the lexicon's file, the data folder of the others).
+TABLE_DEFAULTS = {"text_column": "text", "text_pair_column": None, "label_column": "label", "multilabel": False,
+                  "label_sep": ","}
+
+
+def _same(a, b) -> bool:
+    return type(a) is type(b) and a == b  # False is not 0
+
 
 class ClassifierGeometryConfig(ExperimentConfig):
-    """One setup of Mickus et al. (2024); the packaged setups are ``isotropy/configs/classifier-geometry/*.yaml``."""
+    """One setup of Mickus et al. (2024); the packaged setups are ``isotropy/configs/classifier-geometry/*.yaml``.
+
+    ``text_column``, ``text_pair_column``, ``label_column``, ``multilabel`` and ``label_sep`` describe the
+    file of ``task: table`` (null there: the defaults of :data:`TABLE_DEFAULTS`); for any other task they
+    are null, and a value is refused. Before they were null, every run saved them at those defaults
+    whatever its task: such a config (all five at the defaults) still loads, and
+    :meth:`hashed_values` hashes a config as that version did, so its runs resume.
+    """
 
     task: Literal[TASKS] = expects(f"one of {', '.join(TASKS)}")
     model: str = Field(min_length=1)
@@ -28,8 +46,33 @@ class ClassifierGeometryConfig(ExperimentConfig):
     split: str | None = None
     tasks: list[str] | None = expects("a list of GLUE task names such as [cola, rte]", default=None)
     models: list[str] | None = expects("a list of sentence-transformers models", default=None)
-    text_column: str = "text"
+    text_column: str | None = None
     text_pair_column: str | None = None
-    label_column: str | list[str] = expects("a column name or a list of 0/1 indicator columns", default="label")
-    multilabel: bool = False
-    label_sep: str = ","
+    label_column: str | list[str] | None = expects("a column name or a list of 0/1 indicator columns", default=None)
+    multilabel: bool | None = None
+    label_sep: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _table_keys(cls, data):
+        if not isinstance(data, dict):
+            return data
+        if data.get("task") == "table":  # null: the table's default
+            return {**data, **{k: v for k, v in TABLE_DEFAULTS.items() if data.get(k) is None}}
+        if all(k in data and _same(data[k], v) for k, v in TABLE_DEFAULTS.items()):  # saved by an earlier version
+            return {**data, **dict.fromkeys(TABLE_DEFAULTS)}
+        return data
+
+    @field_validator(*TABLE_DEFAULTS)
+    @classmethod
+    def _only_for_a_table(cls, value, info: ValidationInfo):
+        task = info.data.get("task")
+        if value is not None and task is not None and task != "table":
+            raise config_rule(f"applies to task: table only (this config's task is {task!r}, whose items and labels "
+                              f"come with the task); leave it out or null")
+        return value
+
+    @classmethod
+    def hashed_values(cls, values: dict) -> dict:
+        """``values`` with the table-only keys' nulls at their earlier defaults: the hash runs were saved with."""
+        return {**values, **{k: v for k, v in TABLE_DEFAULTS.items() if k in values and values[k] is None}}
