@@ -13,10 +13,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import shared_data_path
+from isotropy.datasets.corpora import load_ptb, load_wikitext2
 from isotropy.datasets.glue import load_glue_task
 from isotropy.datasets.lexicon import load_nrc_emotion_lexicon
 from isotropy.datasets.polarity import load_polarity
 from isotropy.datasets.snli import load_snli
+from isotropy.datasets.sts import load_sts
 from isotropy.datasets.tables import load_table
 
 
@@ -63,6 +65,20 @@ def test_glue_missing_file_names_path_and_source(tmp_path):
         load_glue_task("sst2", data_dir=tmp_path)
     with pytest.raises(ValueError, match=r"'task' parameter of load_glue_task must be one of"):
         load_glue_task("stsb", data_dir=tmp_path)
+
+
+@pytest.mark.parametrize(("load", "where"), [
+    (lambda d: load_sts("STS12", data_dir=d), r"STS12-en-test/STS\.input\.MSRpar\.txt.*github\.com/facebookresearch/SentEval"),
+    (lambda d: load_sts("STSB", data_dir=d), r"SentEval's layout.*github\.com/facebookresearch/SentEval"),
+    (lambda d: load_sts("SICK", data_dir=d), r"SICK/SICK\.txt.*full SICK release.*marcobaroni\.org"),
+    (lambda d: load_wikitext2(data_dir=d), r"wikitext-2/wiki\.valid\.tokens.*huggingface\.co/datasets/Salesforce/wikitext"),
+    (lambda d: load_ptb(data_dir=d), r"ptb/ptb\.valid\.txt.*simple-examples\.tgz"),
+])
+def test_sts_and_corpora_missing_name_path_and_source(tmp_path, load, where):
+    """Like GLUE's: the one line names the file expected and where the data set is published."""
+    with pytest.raises(FileNotFoundError, match=where) as info:
+        load(tmp_path)
+    assert "\n" not in str(info.value)
 
 
 # ---------------------------------------------------------------- sentence polarity

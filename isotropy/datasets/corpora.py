@@ -36,6 +36,12 @@ CORPORA = {
     "wikitext-2": ("wikitext-2", "wiki.{split}.tokens"),
     "ptb": ("ptb", "ptb.{split}.txt"),
 }
+# Where each corpus is published, in the layout above (named in the message for a missing file).
+PUBLISHED = {
+    "wikitext-2": "https://huggingface.co/datasets/Salesforce/wikitext (wikitext-2-v1: Merity et al. 2016, "
+                  "the tokenised files wiki.{train,valid,test}.tokens)",
+    "ptb": "https://www.fit.vut.cz/person/imikolov/public/rnnlm/simple-examples.tgz (Mikolov's data/ptb.*.txt)",
+}
 # user-facing split name -> the name in the file names
 SPLITS = {"train": "train", "validation": "valid", "valid": "valid", "test": "test"}
 
@@ -117,7 +123,7 @@ def _load_named(corpus: str, split: str, data_dir, *, drop_headings: bool) -> Co
     if not path.is_file():
         raise FileNotFoundError(f"The {corpus} {split} split was not found: expected the file {str(path)!r} "
                                 f"(give the folder that holds '{CORPORA[corpus][0]}/' with --data-dir or "
-                                f"$ISOTROPY_DATA).")
+                                f"$ISOTROPY_DATA). It is published at {PUBLISHED[corpus]}.")
     lines = _read_lines(path, encoding="utf-8", drop_headings=drop_headings)
     _check_nonempty(lines, repr(str(path)))
     return Corpus(name=f"{corpus}/{split}", lines=lines,

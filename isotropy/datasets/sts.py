@@ -94,9 +94,17 @@ def _root(data_dir) -> Path:
     return _data_dir(data_dir)
 
 
+# Where the files are published: the STS files in SentEval's layout (its download script fetches them
+# all), SICK as its full release.
+SENTEVAL_URL = "https://github.com/facebookresearch/SentEval (data/downstream/get_transfer_data.bash)"
+SICK_URL = "https://marcobaroni.org/composes/sick.html (Marelli et al. 2014, the full release SICK.txt)"
+
+
 def _missing(path: Path, what: str) -> FileNotFoundError:
-    return FileNotFoundError(f"The {what} file {str(path)!r} does not exist: expected SentEval's layout under "
-                             f"the data directory (pass data_dir / --data-dir, or set $ISOTROPY_DATA).")
+    layout, where = ("the full SICK release", SICK_URL) if what == "SICK" else ("SentEval's layout", SENTEVAL_URL)
+    return FileNotFoundError(f"The {what} file {str(path)!r} does not exist: expected {layout} under the data "
+                             f"directory (pass data_dir / --data-dir, or set $ISOTROPY_DATA). It is published at "
+                             f"{where}.")
 
 
 def _load_sts_year(name: str, root: Path) -> STSPairs:
