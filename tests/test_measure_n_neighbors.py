@@ -160,3 +160,36 @@ def test_a_k_whose_mean_has_a_heavy_tail_is_warned_of(points, k, what):
         warnings.simplefilter("error")
         mle_dimension(X, n_neighbors=4)  # from k = 4 on: no warning
         mle_dimension(X, n_neighbors=k, averaging="harmonic")  # the harmonic mean is not heavy-tailed
+
+
+@pytest.mark.parametrize("layout", ["file", "shards"])
+@pytest.mark.parametrize(("k", "what"), [(2, "expectation"), (3, "variance")])
+def test_the_heavy_tail_warning_of_a_small_k_is_mles_alone(points, tmp_path, layout, k, what):
+    """TwoNN and MLE share one neighbour search, but the warning on MLE's mean at k = 2, 3 concerns MLE alone
+    (TwoNN reads two neighbours whatever k is): printed and kept under mle_dimension only. The duplicate rows,
+    which both estimators see, are still warned of under each."""
+    _, X = points
+    X = np.concatenate([X, X[:7]])  # 7 duplicate rows
+    if layout == "file":
+        embeddings = tmp_path / "x.npy"
+        np.save(embeddings, X)
+    else:  # the dask path, where each estimator runs on its own
+        embeddings = tmp_path / "shards"
+        embeddings.mkdir()
+        for i, part in enumerate(np.array_split(X, 3)):
+            np.save(embeddings / f"part-{i}.npy", part)
+    result = invoke(embeddings, "--metrics", "twonn_dimension,mle_dimension", "--n-neighbors", k, "--json", "-")
+    assert result.exit_code == 0, result.output
+    record = json.loads(result.stdout)
+    heavy = f"with n_neighbors={k} the mean of the local estimates has no finite {what}"
+    duplicates = "X has 7 duplicate rows"
+    twonn, mle = record["warnings"]["twonn_dimension"], record["warnings"]["mle_dimension"]
+    assert [note.startswith(duplicates) for note in twonn] == [True]
+    assert [(note.startswith(duplicates), note.startswith(heavy)) for note in mle] == [(True, False), (False, True)]
+    warned = [line for line in result.stderr.splitlines() if line.startswith("Warning:")]
+    assert [line for line in warned if heavy in line] == [line for line in warned if line.startswith(
+        f"Warning: mle_dimension: {heavy}")]
+    assert len([line for line in warned if heavy in line]) == 1
+    with pytest.warns(UserWarning, match=duplicates):
+        alone = twonn_dimension(X)
+    assert record["values"]["twonn_dimension"] == pytest.approx(alone, rel=1e-12)  # unchanged by k

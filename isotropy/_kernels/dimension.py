@@ -84,8 +84,12 @@ def _tied_ratios(mu: np.ndarray, n_keep: int, discard_fraction: float, caller: s
         f"use another estimator.")
 
 
-def _local_mle(dist: np.ndarray, caller: str) -> np.ndarray:
-    """Levina–Bickel local estimates ``(k − 1) / Σ_{j<k} log(T_k/T_j)`` from sorted distances (n, k), k >= 2."""
+def _local_mle(dist: np.ndarray, caller: str, *, warns_as: str | None = None) -> np.ndarray:
+    """Levina–Bickel local estimates ``(k − 1) / Σ_{j<k} log(T_k/T_j)`` from sorted distances (n, k), k >= 2.
+
+    ``warns_as``: the name its warning starts with (default ``caller``, which its errors name), the estimate the
+    warning concerns where ``caller`` computes several (``neighbour_dimensions``).
+    """
     k = dist.shape[1]
     total = np.log(dist[:, -1:] / dist[:, :-1]).sum(axis=1)
     if np.isnan(total).any():
@@ -94,22 +98,23 @@ def _local_mle(dist: np.ndarray, caller: str) -> np.ndarray:
     flat = int(np.count_nonzero(total == 0))
     if flat:
         warnings.warn(
-            f"{caller}: {flat} points have all their {k} nearest neighbours at the same distance; their local "
+            f"{warns_as or caller}: {flat} points have all their {k} nearest neighbours at the same distance; their local "
             f"MLE dimension is infinite (increase n_neighbors).", UserWarning, stacklevel=3)
     with np.errstate(divide="ignore"):
         return (k - 1) / total
 
 
-def _pool(local: np.ndarray, averaging: str, caller: str = "mle_dimension", n_neighbors: int | None = None) -> float:
+def _pool(local: np.ndarray, averaging: str, caller: str = "mle_dimension", n_neighbors: int | None = None, *,
+          warns_as: str | None = None) -> float:
     """Pool local estimates: arithmetic mean, harmonic mean (inverse of the mean inverse) or median.
 
     The mean of ``k`` neighbours' local estimates ``(k − 1)/S``, with ``S ~ Gamma(k − 1)`` under the
     estimator's own Poisson model, has no finite expectation at ``k = 2`` and no finite variance at
     ``k = 3``: it is then warned of (``n_neighbors``), since one point with two almost equal
-    distances can carry it beyond the number of features.
+    distances can carry it beyond the number of features. ``warns_as``: as in :func:`_local_mle`.
     """
     if averaging == "mean" and n_neighbors is not None and n_neighbors <= 3:
-        warnings.warn(f"{caller}: with n_neighbors={n_neighbors} the mean of the local estimates has no finite "
+        warnings.warn(f"{warns_as or caller}: with n_neighbors={n_neighbors} the mean of the local estimates has no finite "
                       f"{'expectation' if n_neighbors == 2 else 'variance'} (one point whose nearest distances "
                       f"are almost equal can carry it beyond the number of features); Levina and Bickel use "
                       f"10 to 20 neighbours, or pool with averaging='harmonic' or 'median'.", UserWarning,

@@ -429,7 +429,9 @@ _SHARED_SEARCH = "mle_dimension"  # the one pass searches MLE's neighbours: its 
 def _one_neighbour_pass(shared, name, X, *, metric, n_neighbors=None):
     """``name``'s value from one search for both TwoNN and MLE (:func:`~isotropy.metrics.dimension.neighbour_dimensions`).
 
-    The first call searches; its warnings are repeated for the second. When the shared search fails (MLE's
+    The first call searches; each call gives the search's warnings that concern ``name``: all but those that
+    name the other estimator (MLE's on a small ``k``, say: TwoNN reads two neighbours whatever ``k`` is), as
+    the estimator alone would give. When the shared search fails (MLE's
     ``k`` does not fit a few rows, say), each metric runs alone, so that its own error names it and TwoNN,
     which needs only 2 neighbours, is not refused for MLE's sake. ``n_neighbors``: MLE's ``k`` (``None``: its
     default).
@@ -447,8 +449,10 @@ def _one_neighbour_pass(shared, name, X, *, metric, n_neighbors=None):
     if isinstance(shared["result"], Exception):
         alone = {"n_neighbors": _mle_neighbours(n_neighbors)} if name == "mle_dimension" else {}
         return METRICS[name].function(X, metric=metric, **alone)
+    others = tuple(f"{other}: " for other in _ONE_PASS - {name})
     for w in shared["warnings"]:
-        warnings.warn(w.message, w.category, stacklevel=2)
+        if not str(w.message).startswith(others):  # the search's own ("neighbour_dimensions: ...") go to both
+            warnings.warn(w.message, w.category, stacklevel=2)
     return shared["result"][name]
 
 

@@ -385,9 +385,12 @@ def neighbour_dimensions(X, *, twonn: bool = True, mle: bool = True, local_mle: 
     if twonn:
         out["twonn_dimension"] = _output(_twonn(dist[:, :2], discard_fraction, method, caller), X)
     if mle or local_mle:
-        local = _local_mle(dist, caller)
+        # a warning of these estimates names them, not the search (as on dask, where each estimator runs alone):
+        # isotropy measure keeps it under mle_dimension, not under TwoNN, which reads the same search
+        estimate = "mle_dimension" if mle else "local_mle_dimension"
+        local = _local_mle(dist, caller, warns_as=estimate)
         if mle:
-            out["mle_dimension"] = _output(_pool(local, averaging, caller, k), X)
+            out["mle_dimension"] = _output(_pool(local, averaging, caller, k, warns_as=estimate), X)
         if local_mle:
             out["local_mle_dimension"] = _output(local if inverse is None else local[inverse], X)
     return out
