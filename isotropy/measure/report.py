@@ -410,8 +410,10 @@ def _measure_each(metric_names, data, *, distance, random_state, progress, n_nei
                 raise InputError(" ".join(str(exc).split())) from None
             except (ValueError, TypeError) as exc:  # the data do not suit this metric
                 error, kind = option_names(" ".join(str(exc).split())), "input"
+                _debug_traceback(bar)
             except Exception as exc:  # noqa: BLE001 - a failing metric must not lose the others
                 error, kind = f"{type(exc).__name__}: {' '.join(str(exc).split())}", "internal"
+                _debug_traceback(bar)
         seconds = time.perf_counter() - start
         notes = list(dict.fromkeys(own_message(name, w.message) for w in caught))
         for message in notes:  # one line each, not the file:line form of the warnings module
@@ -420,6 +422,16 @@ def _measure_each(metric_names, data, *, distance, random_state, progress, n_nei
             bar.write(f"Error: {name}: {error}", file=sys.stderr)
         yield name, _Outcome(value, seconds, notes, error, kind)
     bar.close()
+
+
+def _debug_traceback(bar) -> None:
+    """With ``ISOTROPY_DEBUG`` set, the traceback of the exception being handled (a failing metric), to stderr."""
+    import traceback
+
+    from isotropy.cli import debugging
+
+    if debugging():
+        bar.write(traceback.format_exc().rstrip(), file=sys.stderr)
 
 
 _ONE_PASS = {"twonn_dimension", "mle_dimension"}
