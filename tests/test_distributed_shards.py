@@ -249,3 +249,66 @@ def test_npy_shards_are_opened_once_and_read_without_a_memory_map(tmp_path, monk
     np.save(root / "part-0.npy", later.astype(np.float32))  # rewritten (another header) after the array was built
     np.testing.assert_array_equal(X.compute()[:3], later.astype(np.float32).astype(np.float64))
     assert "part-0.npy" in [p.name for p in loads]
+
+
+def test_each_parquet_shard_is_checked_for_expansion_once_before_its_first_row(tmp_path, monkeypatch):
+    """read_shards ran the Parquet expansion check on each shard, then again on the one-row copy it reads the dtype
+    from, and again when the chunk was computed: once per shard now, before any of its rows is read. A shard
+    rewritten after the array was built is checked again before it is read (a bomb put there is refused)."""
+    import os
+    from pathlib import Path
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    import isotropy.io.embeddings as embeddings_module
+    import isotropy.io.shards as shards_module
+
+    rng = np.random.default_rng(7)
+    parts = [rng.normal(size=(n, 3)) for n in (4, 6, 5)]
+    root = tmp_path / "pq"
+    root.mkdir()
+    for k, part in enumerate(parts):
+        pd.DataFrame({"vector": list(part)}).to_parquet(root / f"part-{k}.parquet")
+    np.save(root / "part-3.npy", parts[0])
+    events = []
+    real_check, real_read = embeddings_module._check_parquet_expansion, pd.read_parquet
+
+    def check(path):
+        events.append(("check", Path(str(path)).name))
+        return real_check(path)
+
+    class OpenedFile(pq.ParquetFile):  # the header's first row is read through it
+        def __init__(self, source, *args, **kwargs):
+            events.append(("read", Path(str(source)).name))
+            super().__init__(source, *args, **kwargs)
+
+    def read_parquet(path, *args, **kwargs):  # a chunk's rows are read through it
+        events.append(("read", Path(str(path)).name))
+        return real_read(path, *args, **kwargs)
+
+    monkeypatch.setattr(embeddings_module, "_check_parquet_expansion", check)
+    monkeypatch.setattr(shards_module, "_check_parquet_expansion", check)
+    monkeypatch.setattr(pq, "ParquetFile", OpenedFile)
+    monkeypatch.setattr(pd, "read_parquet", read_parquet)
+    X = read_shards(root, chunk_rows=5)
+    np.testing.assert_array_equal(X.compute(), np.vstack([*parts, parts[0]]))
+    names = [f"part-{k}.parquet" for k in range(3)]
+    assert [name for kind, name in events if kind == "check"] == names  # was each twice, then again computed
+    for name in names:  # each checked before its first row is read
+        assert events.index(("check", name)) < events.index(("read", name))
+
+    events.clear()
+    later = rng.normal(size=(6, 3))
+    pd.DataFrame({"vector": list(later)}).to_parquet(root / "part-1.parquet")
+    os.utime(root / "part-1.parquet", ns=(os.stat(root / "part-1.parquet").st_mtime_ns + 10**9,) * 2)
+    np.testing.assert_array_equal(X.compute()[4:10], later)  # rewritten after the array was built: checked again
+    assert [name for kind, name in events if kind == "check"] == ["part-1.parquet"]
+    assert events.index(("check", "part-1.parquet")) < events.index(("read", "part-1.parquet"))
+
+    block = pa.table({"a": np.zeros(2**20)})  # 9 row groups of 2**20 zeros: far more decoded than the file holds
+    with pq.ParquetWriter(root / "part-2.parquet", block.schema, compression="zstd") as writer:
+        for _ in range(9):
+            writer.write_table(block)
+    with pytest.raises(IsotropyValueError, match=r"part-2\.parquet.* expands from \d+ to \d+ bytes"):
+        X.compute()

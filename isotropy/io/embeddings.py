@@ -434,11 +434,13 @@ def _check_numeric_columns(df, path, *, line_offset: int | None) -> None:
         raise _fail(path, f"column {column!r} is not numeric{where}", "numbers in every column but the row names")
 
 
-def _read_parquet(path, key):
+def _read_parquet(path, key, *, checked: bool = False):
+    """``checked``: the caller ran :func:`_check_parquet_expansion` on these very bytes (``read_shards``)."""
     pd = _import_optional("pandas", path, "pandas and pyarrow")
     _import_optional("pyarrow", path, "pandas and pyarrow")
 
-    _check_parquet_expansion(path)
+    if not checked:
+        _check_parquet_expansion(path)
     try:
         df = pd.read_parquet(path)
     except Exception as exc:  # noqa: BLE001

@@ -117,10 +117,26 @@ def _npy_fast_header(path: Path):
     return shape[0], shape[1], probe.dtype, (offset, stored.str, stat.st_size, stat.st_mtime_ns)
 
 
+def _stamp(path) -> tuple[int, int] | None:
+    """``(size, mtime_ns)`` of ``path``: a shard with the same stamp is the file checked before; None if unreadable."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return stat.st_size, stat.st_mtime_ns
+
+
 def _parquet_header(path: Path, key):
+    """Rows, width, dtype and stamp of a Parquet shard, checked for expansion (once) before its first row is read.
+
+    The stamp is taken before the check: the chunk task reads the shard without checking it again only
+    while its size and modification time are those (:func:`_load_parquet`), as a ``.npy`` shard's rows are
+    read by the offset of its header.
+    """
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    stamp = _stamp(path)
     _check_parquet_expansion(path)  # before the first row is read: its pages may be the bomb
     try:
         handle = pq.ParquetFile(path)
@@ -132,8 +148,9 @@ def _parquet_header(path: Path, key):
         raise _fail(path, "the shard has no rows", "at least one row in every shard")
     sink = io.BytesIO()
     pq.write_table(pa.Table.from_batches([first]), sink)
-    probe, _ = _read_parquet(_NamedBuffer(sink.getvalue(), str(path)), key)
-    return n_rows, probe.shape[1], probe.dtype
+    # a copy of the one row already decoded, written here: nothing in it to check
+    probe, _ = _read_parquet(_NamedBuffer(sink.getvalue(), str(path)), key, checked=True)
+    return n_rows, probe.shape[1], probe.dtype, stamp
 
 
 def _check_finite(block, path, first_row, global_row):
@@ -170,8 +187,9 @@ def _load_npy_rows(path, start, stop, dtype, global_row, layout=None, width=None
     return _check_finite(block, path, start, global_row)
 
 
-def _load_parquet(path, key, n_rows, dtype, global_row):
-    X, _ = _read_parquet(Path(path), key)
+def _load_parquet(path, key, n_rows, dtype, global_row, stamp=None):
+    """The rows of a Parquet shard; checked for expansion again only if it changed since ``stamp`` (its header's)."""
+    X, _ = _read_parquet(Path(path), key, checked=stamp is not None and _stamp(path) == stamp)
     if X.shape[0] != n_rows:
         raise _fail(path, f"it changed while being read ({X.shape[0]} rows, {n_rows} when the array was built)",
                     "shards that stay the same during the computation")
@@ -309,7 +327,7 @@ def read_shards(source: str | os.PathLike, *, key: str | None = None, chunk_rows
                             "no key with .npy shards")
             headers.append(_npy_header(shard))
         else:
-            headers.append((*_parquet_header(shard, key), None))
+            headers.append(_parquet_header(shard, key))
     width = headers[0][1]
     for shard, (_, d, _, _) in zip(paths, headers):
         if d != width:
@@ -334,9 +352,9 @@ def _coalesce(paths: list[Path], n_rows: list[int], rows: int, layouts=None, wid
     one task (:func:`_load_group`), so 1,500 one-row shards make one chunk, not 1,500 tasks; a
     ``.npy`` piece whose header was read (``layouts``: see :func:`_npy_header`) also carries
     ``(data offset, stored dtype, size, mtime)`` and ``width``, so the task reads its rows without opening
-    the header again. A
-    Parquet shard is read whole, so it is never split: it closes the chunk before it when both
-    would pass ``rows``.
+    the header again; a Parquet piece carries the ``(size, mtime)`` its expansion check saw (see
+    :func:`_parquet_header`). A Parquet shard is read whole, so it is never split: it closes the chunk
+    before it when both would pass ``rows``.
     """
     groups, current, filled, row = [], [], 0, 0
     for path, n, layout in zip(paths, n_rows, layouts or [None] * len(paths)):
@@ -344,7 +362,8 @@ def _coalesce(paths: list[Path], n_rows: list[int], rows: int, layouts=None, wid
             if current and filled + n > rows:
                 groups.append(current)
                 current, filled = [], 0
-            current.append(("parquet", str(path), row, 0, n))
+            current.append(("parquet", str(path), row, 0, n) if layout is None else ("parquet", str(path), row, 0, n,
+                                                                                     layout))
             filled += n
         else:
             start = 0
@@ -368,5 +387,6 @@ def _coalesce(paths: list[Path], n_rows: list[int], rows: int, layouts=None, wid
 def _load_group(group: list[tuple], key, dtype) -> np.ndarray:
     """The rows of one chunk: each piece read (checked for NaN and inf, named by its shard), then stacked."""
     blocks = [_load_npy_rows(path, start, stop, dtype, global_row, *extra) if kind == "npy"
-              else _load_parquet(path, key, stop, dtype, global_row) for kind, path, global_row, start, stop, *extra in group]
+              else _load_parquet(path, key, stop, dtype, global_row, *extra)
+              for kind, path, global_row, start, stop, *extra in group]
     return blocks[0] if len(blocks) == 1 else np.concatenate(blocks, axis=0)
