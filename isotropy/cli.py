@@ -261,12 +261,13 @@ def _unfinished_run(path: Path, record, *, locking: bool) -> str | None:
 
 
 def debugging() -> bool:
-    """Whether ``ISOTROPY_DEBUG`` is set: errors are then shown with their traceback, not as one line.
+    """Whether ``ISOTROPY_DEBUG`` is on (set, and not ``0``, ``false``, ``no`` or ``off``, in any case): errors
+    are then shown with their traceback, not as one line.
 
     Read by :func:`main` for every subcommand's error, and by ``isotropy measure`` for a metric that
     fails while the others go on (its traceback comes before its one line).
     """
-    return bool(os.environ.get("ISOTROPY_DEBUG"))
+    return os.environ.get("ISOTROPY_DEBUG", "").strip().lower() not in ("", "0", "false", "no", "off")
 
 
 def main(argv=None):
