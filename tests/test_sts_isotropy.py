@@ -137,6 +137,30 @@ def test_cli_checks_the_sweep_values_before_anything_runs(capsys):
     assert "The 'sweep.n_components[0]' setting of sts-isotropy must be a list of ints >= 0. Got -1 instead." in err
 
 
+@pytest.mark.parametrize("argv", [["--set", "layer=3"], ["--set", "layer=0"],
+                                  ["--setup", "gemma", "--set", "pooling=sentence-transformers", "--set", "layer=-2"]])
+def test_a_layer_under_the_sentence_transformers_pooling_is_one_line(capsys, argv):
+    """``--set layer=3`` under the default pooling ran the pipeline's own last layer and said nothing."""
+    from isotropy.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", "sts-isotropy", "--print-config", *argv])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and len(err.strip().splitlines()) == 1, err
+    assert err == ("Error: The 'layer' setting of sts-isotropy applies to pooling: mean only (this config's pooling is "
+                   "'sentence-transformers', whose pipeline pools its own last layer, -1); leave it at -1, or set "
+                   f"pooling=mean. Got {int(argv[-1].split('=')[1])} instead.\n")
+
+
+def test_the_last_layer_and_a_layer_under_mean_pooling_are_accepted(capsys):
+    from isotropy.cli import main
+
+    for argv, layer in ([[], -1], [["--set", "layer=-1"], -1], [["--set", "pooling=mean", "--set", "layer=3"], 3],
+                        [["--setup", "gemma", "--set", "layer=0"], 0]):
+        main(["run", "sts-isotropy", "--print-config", *argv])
+        assert yaml.safe_load(capsys.readouterr().out)["layer"] == layer
+
+
 @pytest.mark.parametrize("value, close", [("bogus", ""), ("mean+pcaa", " Did you mean 'mean+pca'?"),
                                           ("K-means + Mean + PCAA", " Did you mean 'K-means + Mean + PCA'?")])
 def test_cli_names_a_bad_token_level_method_in_one_line_with_the_accepted_names(capsys, value, close):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, ValidationInfo, field_validator
 
-from isotropy.experiments._config import ExperimentConfig, Seeds, expects
+from isotropy.experiments._config import ExperimentConfig, Seeds, config_rule, expects
 from isotropy.experiments._methods import method_list
 from isotropy.experiments.sts_isotropy.run import METHODS
 
@@ -32,8 +32,21 @@ class TokenLevelConfig(ExperimentConfig):
     fit_max_tokens: int = Field(ge=2)
 
 
+# `layer` is read by `pooling: mean` only: `--set layer=3` under the default sentence-transformers pooling ran the
+# pipeline's own last layer and said nothing. Why a refusal of any layer but the last (-1), and not a null default
+# meaning "the last layer": -1 already means the last layer, which is what the sentence-transformers pipeline pools,
+# so the default is true for both poolings; and every committed run saved `layer: -1` in run.json and results.json,
+# which the committed-run tests compare verbatim with a fresh run's resolved config (a null default would change
+# them). So configs saved before this check load, hash and resume unchanged.
+LAST_LAYER = -1
+
+
 class StsIsotropyConfig(ExperimentConfig):
-    """Rajaee & Pilehvar (2021); the packaged setups are ``isotropy/configs/sts-isotropy/*.yaml``."""
+    """Rajaee & Pilehvar (2021); the packaged setups are ``isotropy/configs/sts-isotropy/*.yaml``.
+
+    ``layer`` is read by ``pooling: mean`` only; with the sentence-transformers pooling (which pools
+    its own last layer) a layer other than the last, -1, is refused in one line.
+    """
 
     model: str = Field(min_length=1)
     pooling: Literal["sentence-transformers", "mean"] = expects("sentence-transformers or mean")
@@ -55,3 +68,12 @@ class StsIsotropyConfig(ExperimentConfig):
     token_level: TokenLevelConfig | None = None
     seeds: Seeds
     batch_size: int = Field(ge=1)
+
+    @field_validator("layer")
+    @classmethod
+    def _layer_needs_mean_pooling(cls, value, info: ValidationInfo):
+        pooling = info.data.get("pooling")
+        if value != LAST_LAYER and pooling is not None and pooling != "mean":
+            raise config_rule(f"applies to pooling: mean only (this config's pooling is {pooling!r}, whose pipeline "
+                              f"pools its own last layer, -1); leave it at -1, or set pooling=mean")
+        return value
