@@ -161,6 +161,28 @@ def test_the_last_layer_and_a_layer_under_mean_pooling_are_accepted(capsys):
         assert yaml.safe_load(capsys.readouterr().out)["layer"] == layer
 
 
+@pytest.mark.parametrize("layer", [7, 9, -8])
+def test_a_layer_the_model_lacks_is_the_settings_one_line_before_the_data_is_read(capsys, tmp_path, layer):
+    """``--set pooling=mean --set layer=9`` failed after the data sets were read, naming encode_mean_pooled's
+    'layer' parameter: the model's config gives its 6 layers (hidden states 0..6) before any data is read."""
+    from isotropy.cli import main
+
+    empty, out = tmp_path / "no-data", tmp_path / "results"
+    empty.mkdir()  # no STS files here: reading the data would fail with a missing-file error
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", "sts-isotropy", "--datasets", "STSB", "--set", "pooling=mean", "--set", f"layer={layer}",
+              "--set", "limit=50", "--data-dir", str(empty), "--results-dir", str(out), "--device", "cpu"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and len(err.strip().splitlines()) == 1, err
+    assert err == ("Error: The 'layer' setting of sts-isotropy must be in [-7, 6] for 'all-MiniLM-L6-v2' (0 = the "
+                   f"embedding output, 1..6 its layers, -1 = the last). Got {layer} instead.\n")
+    assert not out.exists()
+    with pytest.raises(SystemExit):  # the model's last hidden state, 6, passes the check and goes on to the data
+        main(["run", "sts-isotropy", "--datasets", "STSB", "--set", "pooling=mean", "--set", "layer=6",
+              "--data-dir", str(empty), "--results-dir", str(out), "--device", "cpu"])
+    assert "The STS Benchmark file" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("value, close", [("bogus", ""), ("mean+pcaa", " Did you mean 'mean+pca'?"),
                                           ("K-means + Mean + PCAA", " Did you mean 'K-means + Mean + PCA'?")])
 def test_cli_names_a_bad_token_level_method_in_one_line_with_the_accepted_names(capsys, value, close):

@@ -182,16 +182,41 @@ def _results_config(config) -> dict:
     return {**config.model_dump(), "sweep": {} if config.sweep is None else config.sweep.model_dump()}
 
 
-def _check_model(model: str) -> None:
-    """Refuse, before any work, a model :func:`resolve_model` cannot find (its one line names what it accepts)."""
+def _check_model(config) -> None:
+    """Refuse, before any work, a model :func:`resolve_model` cannot find (its one line names what it accepts),
+    and, for ``pooling: mean``, a ``layer`` the model does not have.
+
+    The layer is checked against the model's config (``config.json``: its layer count), read without the
+    weights, so a bad layer is the setting's one line before the data sets are read, not the encoder's
+    (``encode_mean_pooled``) after them. A config that cannot be read is left to the model's loading,
+    which says why in its own line.
+    """
     from isotropy.models.encoders import resolve_model
 
-    resolve_model(model)
+    location = resolve_model(config.model)
+    if config.pooling != "mean":
+        return  # the layer is -1 (the config refuses another): the pipeline's own last layer
+    from transformers import AutoConfig
+
+    from isotropy.models._quiet import quiet_transformers
+    from isotropy.models._safety import NO_REMOTE_CODE
+    from isotropy.models.contextual import n_transformer_layers
+
+    try:
+        with quiet_transformers():
+            n_layers = n_transformer_layers(AutoConfig.from_pretrained(location, **NO_REMOTE_CODE))
+    except (OSError, ValueError):  # IsotropyValueError too: a config without a layer count
+        return
+    if not -(n_layers + 1) <= config.layer <= n_layers:
+        raise ValueError(f"The 'layer' setting of sts-isotropy must be in [{-(n_layers + 1)}, {n_layers}] for "
+                         f"{config.model!r} (0 = the embedding output, 1..{n_layers} its layers, -1 = the last). "
+                         f"Got {config.layer} instead.")
 
 
 def prepare(config, ctx) -> dict:
-    """Load the STS data sets and the fitting corpus (one sample per seed), check the model: before writing."""
-    _check_model(config.model)
+    """Check the model (and its layer), then load the STS data sets and the fitting corpus (one sample per seed):
+    before writing."""
+    _check_model(config)
     for name in [] if config.sweep is None else config.sweep.datasets:
         if name not in config.datasets:
             raise ValueError(f"The 'sweep.datasets' setting of sts-isotropy lists {name!r}, which is not among "
