@@ -471,3 +471,70 @@ def test_token_level_rows_and_claims(token_run):
     assert token["n_seeds"] == 3 and token["ours"] == pytest.approx(float(np.mean(rises)))
     assert "token vectors, pooled afterwards" in token["model"]
     assert claims["cluster-raises-sts"]["n_seeds"] == 3  # the sentence-level claims stay beside them
+
+
+def _small_cluster_run():
+    """40 synthetic pairs: two large clusters and a far one of 3 sentences (rows 0 and 1 of side a, row 0 of side b),
+    which K-means + Mean + PCA with n_components=3 maps to the zero vector."""
+    from types import SimpleNamespace
+
+    from isotropy.experiments.sts_isotropy.run import _evaluate
+
+    rng = np.random.default_rng(0)
+    n = 40
+    X = np.vstack([rng.normal(size=(40, 8)) + 10 * np.eye(8)[1], rng.normal(size=(37, 8)) - 10 * np.eye(8)[1],
+                   rng.normal(size=(3, 8)) + 100 * np.eye(8)[0]])
+    X = X[np.r_[77, 78, 2:40, 79, 41:77, 0, 1, 40]]  # the far cluster: rows 0, 1 (side a) and 40 (side b of pair 0)
+    d = type("Pairs", (), {"__len__": lambda self: n, "scores": rng.uniform(0, 5, n), "subsets": np.full(n, "test")})()
+    config = SimpleNamespace(methods=["Baseline", "K-means + Mean + PCA"], n_clusters=3, n_components=3,
+                             metric_sample=None, abtt_components="auto", whitening_components=None, whitening_eps=1e-8)
+    with pytest.warns(UserWarning, match="points become the zero vector"):
+        out = _evaluate("STSB", d, X, {0: (None, None)}, config, lambda *a: None, None, seed=0, first={},
+                        fit_varies=False)
+    return out, d, config
+
+
+def test_a_zero_vector_after_the_cluster_transform_leaves_its_pairs_out_counted():
+    """With a cluster of at most n_components points (limit=300 on STS-B: GMM + Mean + PCA printed -29.92 with no mark),
+    its sentences became (numerically) the zero vector and their pairs still counted, each with a cosine of rounding
+    noise: such a pair has no cosine, is left out of the correlations and counted."""
+    out, d, _ = _small_cluster_run()
+    row, cos = out["K-means + Mean + PCA"]
+    assert np.isnan(cos[:2]).all() and np.isfinite(cos[2:]).all()
+    assert row["n_undefined"] == 2 and row["n"] == 38 and row["subsets"]["test"]["n"] == 38
+    assert row["all"]["spearman"] == pytest.approx(spearmanr(cos[2:], d.scores[2:])[0], abs=1e-12)
+    assert row["all"]["pearson"] == pytest.approx(pearsonr(cos[2:], d.scores[2:])[0], abs=1e-12)
+    base_row, base_cos = out["Baseline"]  # nothing zero: every pair, and no count (the committed rows' keys)
+    assert "n_undefined" not in base_row and base_row["n"] == 40 and np.isfinite(base_cos).all()
+
+
+def test_rows_with_pairs_left_out_are_marked_in_the_tables_and_leave_the_sts_claims_unestablished():
+    from isotropy.experiments.sts_isotropy.claims import claims
+    from isotropy.experiments.sts_isotropy.methods import method_record
+    from isotropy.experiments.sts_isotropy.report import markdown_report, markdown_table
+
+    out, _, _ = _small_cluster_run()
+    methods = {m: method_record([out[m][0]], [0], random=m != "Baseline") for m in out}
+    methods["Mean + PCA"] = methods["Baseline"]
+    config = {"model": "m", "pooling": "sentence-transformers", "layer": -1, "fit_on": "self", "aggregate": "all",
+              "metric_sample": 10000, "n_clusters": 3, "n_components": 3, "abtt_components": "auto", "limit": None,
+              "seeds": [0]}
+    results = {"config": config, "seeds": [0], "fit": {"fit_on": "self"}, "n_features": 8, "seconds": 0.0,
+               "datasets": {"STSB": {"n_pairs": 40, "subsets": ["test"], "source": {}, "methods": methods}},
+               "sweep": [{"dataset": "STSB", "param": "n_clusters", "value": 3, "spearman": 0.1, "pearson": 0.1,
+                          "I(W)": 0.5, "IsoScore": 0.5, "n_undefined": 2}]}
+    spearman = 100 * methods["K-means + Mean + PCA"]["all"]["spearman"]
+    table = markdown_table(results)
+    assert f"| K-means + Mean + PCA | {spearman:.2f}‡ |" in table and "| Baseline | " in table
+    assert "‡ Correlation over the pairs whose cosine is defined: K-means + Mean + PCA on STSB, 2 of 40 pairs" in table
+    report = markdown_report(results)
+    assert "| STSB | n_clusters | 3 | 10.00‡ | 10.00‡ |" in report and "n_clusters=3 on STSB: 2." in report
+    from isotropy.experiments.sts_isotropy.plot import _methods_figure
+
+    labels = _methods_figure(results).axes[0].get_legend_handles_labels()[1]
+    assert labels == ["Baseline", "K-means + Mean + PCA‡", "Mean + PCA"]
+    found = {c.id: c for c in claims(results, None)}
+    for id_ in ("cluster-raises-sts", "cluster-beats-global-pca"):
+        assert found[id_].verdict == "not established" and found[id_].ours is None
+        assert found[id_].interval["how"].startswith("not measured: 2 pair cosine(s) over the seeds are undefined")
+    assert found["cluster-raises-isotropy"].ours is not None  # I(W) is defined with zero vectors: still measured

@@ -97,7 +97,12 @@ def pair_bootstrap(cosines: dict, gold: dict, *, n_resamples: int = 2000) -> dic
     seeds = list(cosines)
     names = list(gold)
     out = {}
-    if seeds and all(CLUSTER in cosines[s][n] and BASE in cosines[s][n] for s in seeds for n in names):
+
+    def defined(name, *methods):  # a NaN cosine (a zero vector) leaves that claim without a bootstrap
+        return all(method in cosines[s][name] and not np.isnan(cosines[s][name][method]).any()
+                   for s in seeds for method in methods)
+
+    if seeds and all(defined(n, CLUSTER, BASE) for n in names):
         # all pairs of all data sets resampled together; each data set's Spearman on its resampled pairs
         which = np.concatenate([np.full(len(gold[n]), i) for i, n in enumerate(names)])
         g = np.concatenate([gold[n] for n in names])
@@ -115,7 +120,7 @@ def pair_bootstrap(cosines: dict, gold: dict, *, n_resamples: int = 2000) -> dic
         out["cluster-raises-sts"] = {**boot, "how": boot["how"].replace(
             "bootstrap over items", f"bootstrap over the {len(g):,} sentence pairs of the {len(names)} data sets")}
     stsb = _stsb(names)
-    if seeds and stsb and all(CLUSTER in cosines[s][stsb] and GLOBAL in cosines[s][stsb] for s in seeds):
+    if seeds and stsb and defined(stsb, CLUSTER, GLOBAL):
         items = [(cosines[s][stsb][CLUSTER], cosines[s][stsb][GLOBAL], gold[stsb]) for s in seeds]
         boot = bootstrap_interval(items, lambda c, p, g: 100.0 * (spearman(c, g) - spearman(p, g)),
                                   n_resamples=n_resamples)
@@ -170,6 +175,23 @@ def _values(table: dict) -> dict:
     return values
 
 
+def _undefined(table: dict) -> dict:
+    """``{claim key: text}`` of the STS claims whose rows left pairs out (an undefined cosine: a zero vector).
+
+    Such rows are correlations over fewer pairs than the rows they are compared with: the claim is not
+    established, and says how many pairs and why.
+    """
+    def left_out(names, methods):
+        return sum(int(seed.get("n_undefined", 0)) for n in names for m in methods if m in table[n]["methods"]
+                   for seed in _per_seed(table[n]["methods"][m]))
+
+    names, stsb = list(table), _stsb(list(table))
+    counts = {"sts": left_out(names, (CLUSTER, BASE)), "ranking": left_out([stsb], (CLUSTER, GLOBAL)) if stsb else 0}
+    return {key: (f"{count} pair cosine(s) over the seeds are undefined (a sentence vector is zero after the "
+                  f"transform: a cluster of at most n_components points), so the rows compared are not over the "
+                  f"same pairs") for key, count in counts.items() if count}
+
+
 def claims(results, results_dir, *, model: str | None = None, reason: str | None = None) -> list:
     """The slides' STS claims for the cluster-based transform, one value per seed (see the module docstring)."""
     from isotropy.experiments._claims import claim, command_of, decide, not_run, run_config
@@ -178,6 +200,7 @@ def claims(results, results_dir, *, model: str | None = None, reason: str | None
     command = command_of(results_dir, _COMMAND)
     model = model or _model_text(config)
     values = _values((results or {}).get("datasets") or {})
+    undefined = _undefined((results or {}).get("datasets") or {})
     bootstrap = (results or {}).get("bootstrap") or {}
     out = []
     for id_, where, text, paper_value, statistic, key in _SPECS:
@@ -185,6 +208,9 @@ def claims(results, results_dir, *, model: str | None = None, reason: str | None
                   "statistic": statistic, "rule": RULES[key], "command": command}
         if key not in values:
             out.append(not_run(**common, reason=reason or "the run has no such rows"))
+            continue
+        if key in undefined:
+            out.append(not_run(**common, reason=undefined[key]))
             continue
         record = claim(**common, values=values[key])
         boot = bootstrap.get(id_)

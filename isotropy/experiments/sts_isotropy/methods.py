@@ -10,11 +10,17 @@ import numpy as np
 
 from isotropy._utils.sampling import subsample_indices
 
-__all__ = ["METHODS", "RANDOM_METHODS", "cosine_rows", "isotropy_metrics", "make_method", "method_record"]
+__all__ = ["METHODS", "RANDOM_METHODS", "ZERO_RTOL", "cosine_rows", "isotropy_metrics", "make_method", "method_record",
+           "pair_correlations", "pair_cosines"]
 
 METHODS = ("Baseline", "Mean", "Mean + PCA", "K-means + Mean", "GMM + Mean + PCA", "K-means + Mean + PCA",
            "Whitening")
 RANDOM_METHODS = frozenset({"K-means + Mean", "GMM + Mean + PCA", "K-means + Mean + PCA"})  # run once per seed
+# A transformed vector whose norm is at most ZERO_RTOL times its norm before the transform is the zero vector: a
+# cluster of n_j <= n_components points spans n_j - 1 directions, all removed, and what is left of each point is
+# rounding (seen: 4e-16 to 7e-16 of the input norm), not a direction, so its cosine is undefined (docs/refusals.md
+# section 3). The smallest genuine residual seen in the same runs was 2e-5 of the input norm: far above the cut.
+ZERO_RTOL = 1e-10
 
 
 def make_method(name: str, config, *, seed: int):
@@ -48,6 +54,39 @@ def cosine_rows(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     return np.divide(num, den, out=np.zeros_like(num), where=den > 0)
 
 
+def pair_cosines(Y: np.ndarray, X: np.ndarray, n_pairs: int) -> np.ndarray:
+    """Cosine of each pair ``(Y[i], Y[n_pairs + i])``, NaN where either vector is zero (see :data:`ZERO_RTOL`).
+
+    ``X`` holds the same rows before the transform (their scale): a row of ``Y`` is zero when its norm
+    is at most ``ZERO_RTOL`` times that of ``X``'s row. Such a pair has no cosine: NaN, never a number.
+    """
+    norm_y, norm_x = np.linalg.norm(Y, axis=1), np.linalg.norm(X, axis=1)
+    zero = norm_y <= ZERO_RTOL * norm_x
+    cos = cosine_rows(Y[:n_pairs], Y[n_pairs:])
+    cos[zero[:n_pairs] | zero[n_pairs:]] = np.nan
+    return cos
+
+
+def pair_correlations(cos: np.ndarray, scores, subsets=None) -> dict:
+    """:func:`isotropy.datasets.sts.sts_correlations` over the pairs whose cosine is defined (not NaN).
+
+    Why the pairs are left out and counted rather than the row made undefined: the left-out pairs are
+    those of clusters too small for ``n_components`` (a few in a sweep at 60 clusters on STS-B's 2,758
+    sentences), and the other pairs' cosines are what the method gives them; a zero cosine in their
+    place (as before) was a number the transform never produced. The count is ``n_undefined`` (only
+    when > 0, so that rows without it keep their keys); the table marks such a row, and a claim that
+    compares it with another row is not established (the rows are not over the same pairs).
+    """
+    from isotropy.datasets.sts import sts_correlations
+
+    defined = ~np.isnan(cos)
+    if defined.all():
+        return sts_correlations(cos, scores, subsets)
+    subsets = None if subsets is None else np.asarray(subsets)[defined]
+    return {**sts_correlations(cos[defined], np.asarray(scores)[defined], subsets),
+            "n_undefined": int((~defined).sum())}
+
+
 def isotropy_metrics(Y: np.ndarray, *, sample: int, seed: int) -> dict:
     """I(W) and IsoScore of the embeddings ``Y`` (on a seeded subsample of ``sample`` rows when larger)."""
     from isotropy import isoscore, partition_isotropy
@@ -71,6 +110,8 @@ def mean_over_seeds(values: list):
 
 def method_record(rows: list[dict], seeds: list[int], *, random: bool) -> dict:
     """One method on one data set: the seed mean of every number, and the per-seed rows (without sub-files)."""
+    if any("n_undefined" in r for r in rows):  # every seed's row says how many pairs it left out, 0 included
+        rows = [{**r, "n_undefined": r.get("n_undefined", 0)} for r in rows]
     mean = mean_over_seeds([{k: v for k, v in r.items() if k != "seconds"} for r in rows])
     per_seed = [{"seed": s, **{k: v for k, v in r.items() if k != "subsets"}} for s, r in zip(seeds, rows)]
     return {**mean, "depends_on_seed": random, "per_seed": per_seed}

@@ -12,7 +12,7 @@ def _methods_figure(results):
     import matplotlib
     from matplotlib.figure import Figure
 
-    from isotropy.experiments.sts_isotropy.report import correlation, seed_values
+    from isotropy.experiments.sts_isotropy.report import LEFT_OUT_MARK, correlation, left_out, seed_values
 
     agg = results["config"]["aggregate"]
     names = list(results["datasets"])
@@ -28,7 +28,8 @@ def _methods_figure(results):
         # the seed spread (min-max) of a row that depends on the seed, as an error bar
         yerr = [[y - min(s) for y, s in zip(ys, spread)], [max(s) - y for y, s in zip(ys, spread)]]
         random = any(row.get("depends_on_seed") for row in rows)
-        ax.bar([i + (m - (len(methods) - 1) / 2) * width for i in range(len(names))], ys, width, label=method,
+        mark = LEFT_OUT_MARK if any(left_out(row) for row in rows) else ""  # pairs left out: results.md says which
+        ax.bar([i + (m - (len(methods) - 1) / 2) * width for i in range(len(names))], ys, width, label=method + mark,
                color=cmap(m), yerr=yerr if random else None, error_kw={"elinewidth": 0.8, "capsize": 1.5})
         iw = [results["datasets"][n]["methods"][method]["I(W)"] for n in names]
         iso = [results["datasets"][n]["methods"][method]["IsoScore"] for n in names]
@@ -41,6 +42,9 @@ def _methods_figure(results):
     ax.set_ylim(min(0.0, min(values) * 1.1), max(0.0, max(values)) * 1.08 + 1)
     ax.axhline(0.0, color="black", linewidth=0.8)
     ax.legend(fontsize=7, ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.1))
+    if any(left_out(row) for block in results["datasets"].values() for row in block["methods"].values()):
+        ax.set_xlabel(f"{LEFT_OUT_MARK} pairs with an undefined cosine (a zero vector after the transform) left out: "
+                      f"see results.md", fontsize=7)
     fit = "evaluated sentences" if results["config"]["fit_on"] == "self" else results["config"]["fit_on"]
     ax.set_title(f"{Path(str(results['config']['model'])).name}: STS with transforms fitted on {fit}", fontsize=9)
     ax_iso.set_xlim(0, 1.05)
@@ -65,6 +69,10 @@ def _sweep_figure(results):
             pts = sorted((s for s in sweep if s["param"] == param and s["dataset"] == dataset), key=lambda s: s["value"])
             xs = [s["value"] for s in pts]
             ax.plot(xs, [100 * s["spearman"] for s in pts], "o-", color="C0", label=f"Spearman ({dataset})")
+            left = [s for s in pts if s.get("n_undefined")]  # correlations without the pairs of undefined cosine
+            if left:
+                ax.plot([s["value"] for s in left], [100 * s["spearman"] for s in left], "x", color="black", ms=9,
+                        label="pairs left out (zero vector)")
             iso_ax.plot(xs, [s["IsoScore"] for s in pts], "s--", color="C3", label="IsoScore")
             iso_ax.plot(xs, [s["I(W)"] for s in pts], "^:", color="C2", label="I(W)")
         fixed = "n_components" if param == "n_clusters" else "n_clusters"

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-__all__ = ["correlation", "markdown_report", "markdown_table", "metric_table", "seed_values"]
+__all__ = ["LEFT_OUT_MARK", "correlation", "left_out", "left_out_note", "markdown_report", "markdown_table",
+           "metric_table", "seed_values"]
+
+#: beside a correlation computed without the pairs whose cosine is undefined (a zero vector after the transform)
+LEFT_OUT_MARK = "‡"
 
 _AGGREGATE_TEXT = {
     "all": "SentEval's \"all\" value (the correlation over the pooled pairs of all sub-files)",
@@ -22,6 +26,29 @@ def seed_values(row: dict, metric: str, aggregate: str) -> list[float]:
     if metric in ("pearson", "spearman"):
         return [float(r[aggregate][metric]) for r in rows]
     return [float(r[metric]) for r in rows]
+
+
+def left_out(row: dict) -> list[int]:
+    """The pairs each seed's correlations of ``row`` left out (undefined cosines); [] when none did."""
+    counts = [int(r.get("n_undefined", 0)) for r in (row.get("per_seed") or [row])]
+    return counts if any(counts) else []
+
+
+def left_out_note(blocks: dict) -> str:
+    """One line naming every row whose correlations left pairs out, and why; "" when none did."""
+    found = [f"{method} on {name}, {_range(counts)} of {block['n_pairs']:,} pairs"
+             + (f" (over {len(counts)} seeds)" if len(counts) > 1 else "")
+             for name, block in blocks.items() for method, row in block["methods"].items()
+             if (counts := left_out(row))]
+    if not found:
+        return ""
+    return (f"{LEFT_OUT_MARK} Correlation over the pairs whose cosine is defined: {'; '.join(found)} left out, whose "
+            f"sentence vector is the zero vector after the transform (a cluster of at most n_components points loses "
+            f"every direction), so its cosine is undefined. Not comparable with the other rows as it stands.")
+
+
+def _range(counts: list[int]) -> str:
+    return str(counts[0]) if min(counts) == max(counts) else f"{min(counts)}–{max(counts)}"
 
 
 def _fmt(value: float, kind: str) -> str:
@@ -54,11 +81,13 @@ def metric_table(results: dict, metric: str) -> str:
         rows = [results["datasets"][name]["methods"][method] for name in names]
         per_name = [seed_values(row, metric, agg) for row in rows]
         means = [correlation(row, metric, agg) if is_corr else row[metric] for row in rows]
-        cells = [_cell(m, v, kind, spread=_random(row)) for m, v, row in zip(means, per_name, rows)]
+        cells = [_cell(m, v, kind, spread=_random(row)) + (LEFT_OUT_MARK if is_corr and left_out(row) else "")
+                 for m, v, row in zip(means, per_name, rows)]
         if is_corr and len(names) > 1:
             n_seeds = min(len(v) for v in per_name)
             averages = [sum(v[i] if len(v) > 1 else v[0] for v in per_name) / len(names) for i in range(n_seeds)]
-            cells.append(_cell(sum(means) / len(means), averages, kind, spread=any(_random(r) for r in rows)))
+            cells.append(_cell(sum(means) / len(means), averages, kind, spread=any(_random(r) for r in rows))
+                         + (LEFT_OUT_MARK if any(left_out(r) for r in rows) else ""))
         lines.append("| " + " | ".join([method, *cells]) + " |")
     return "\n".join(lines)
 
@@ -84,6 +113,7 @@ def token_tables(results: dict) -> str:
         f"{level.get('fit_max_tokens', 0):,}), every token transformed, each sentence the mean of its tokens. "
         f"Spearman × 100; in brackets the seed spread of the rows that depend on the seed:"), "",
         metric_table(as_results, "spearman"), "",
+        *([note, ""] if (note := left_out_note(level["datasets"])) else []),
         ("I(W) of the sentence vectors pooled from the transformed tokens (not normalised, unlike "
         "sentence-transformers' own output):"), "", metric_table(as_results, "I(W)"), "",
         "IsoScore of the same sentence vectors:", "", metric_table(as_results, "IsoScore"), ""])
@@ -95,6 +125,7 @@ def markdown_table(results: dict) -> str:
     return "\n".join([
         f"Spearman × 100 (STS12-16: {results['config']['aggregate']}). {seeds}", "",
         metric_table(results, "spearman"), "",
+        *([note, ""] if (note := left_out_note(results["datasets"])) else []),
         "I(W) of the transformed embeddings (1 = isotropic):", "", metric_table(results, "I(W)"), "",
         "IsoScore of the transformed embeddings (1 = isotropic):", "", metric_table(results, "IsoScore"), "",
         token_tables(results)])
@@ -107,7 +138,8 @@ def _per_dataset(results: dict, name: str) -> str:
              "| Method | Pearson | Spearman | I(W) | IsoScore |", "|---|---|---|---|---|"]
     for method, row in block["methods"].items():
         spread = _random(row)
-        cells = [_cell(correlation(row, m, agg), seed_values(row, m, agg), "corr", spread=spread)
+        mark = LEFT_OUT_MARK if left_out(row) else ""
+        cells = [_cell(correlation(row, m, agg), seed_values(row, m, agg), "corr", spread=spread) + mark
                  for m in ("pearson", "spearman")]
         cells += [_cell(row[m], seed_values(row, m, agg), "iso", spread=spread) for m in ("I(W)", "IsoScore")]
         lines.append(f"| {method} | " + " | ".join(cells) + " |")
@@ -143,6 +175,8 @@ def markdown_report(results: dict) -> str:
     for title, metric in (("Spearman x100", "spearman"), ("Pearson x100", "pearson"), ("I(W)", "I(W)"),
                           ("IsoScore", "IsoScore")):
         parts += [f"### {title}", "", metric_table(results, metric), ""]
+    if note := left_out_note(results["datasets"]):
+        parts += [note, ""]
     parts += ["### Per data set", ""]
     for name in results["datasets"]:
         parts += [_per_dataset(results, name), ""]
@@ -152,9 +186,15 @@ def markdown_report(results: dict) -> str:
                    f"seed {seed} only: the sweep is exploratory)"), "",
                   "| Data set | Varied | Value | Spearman | Pearson | I(W) | IsoScore |", "|---|---|---|---|---|---|---|"]
         for p in results["sweep"]:
-            parts.append(f"| {p['dataset']} | {p['param']} | {p['value']} | {_fmt(p['spearman'], 'corr')} | "
-                         f"{_fmt(p['pearson'], 'corr')} | {_fmt(p['I(W)'], 'iso')} | {_fmt(p['IsoScore'], 'iso')} |")
+            mark = LEFT_OUT_MARK if p.get("n_undefined") else ""
+            parts.append(f"| {p['dataset']} | {p['param']} | {p['value']} | {_fmt(p['spearman'], 'corr')}{mark} | "
+                         f"{_fmt(p['pearson'], 'corr')}{mark} | {_fmt(p['I(W)'], 'iso')} | {_fmt(p['IsoScore'], 'iso')} |")
         parts.append("")
+        left = [f"{p['param']}={p['value']} on {p['dataset']}: {p['n_undefined']}" for p in results["sweep"]
+                if p.get("n_undefined")]
+        if left:
+            parts += [(f"{LEFT_OUT_MARK} Pairs left out (an undefined cosine: a zero vector after the transform, a "
+                       f"cluster of at most n_components points): {'; '.join(left)}."), ""]
     if results.get("token_level"):
         parts += ["### Token level", "", token_tables(results)]
     boot = results.get("bootstrap") or {}

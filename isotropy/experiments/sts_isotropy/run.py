@@ -26,6 +26,8 @@ from isotropy.experiments.sts_isotropy.methods import (
     isotropy_metrics,
     make_method,
     method_record,
+    pair_correlations,
+    pair_cosines,
 )
 
 __all__ = ["METHODS", "RANDOM_METHODS", "claims", "cosine_rows", "depends_on_seed", "embed_texts", "fit_sentences",
@@ -121,8 +123,6 @@ def _evaluate(name, d, X, fits, config, log, fitted, *, seed, first: dict, fit_v
 
     A row that does not depend on the seed is computed for the first seed only and reused (``first``).
     """
-    from isotropy.datasets.sts import sts_correlations
-
     n, out = len(d), {}
     X_fit = fits[seed][0]
     for method in config.methods:
@@ -133,20 +133,19 @@ def _evaluate(name, d, X, fits, config, log, fitted, *, seed, first: dict, fit_v
         start = time.perf_counter()
         key = (method, seed if (method in RANDOM_METHODS or fit_varies) else None)
         Y = _apply(method, config, X if X_fit is None else X_fit, X, seed=seed, fitted=fitted, key=key)
-        cos = cosine_rows(Y[:n], Y[n:])
-        corr = sts_correlations(cos, d.scores, d.subsets)
+        cos = pair_cosines(Y, X, n)  # NaN where a vector is zero: left out of the correlations, counted
+        corr = pair_correlations(cos, d.scores, d.subsets)
         row = {**corr, **isotropy_metrics(Y, sample=config.metric_sample, seed=seed),
                "seconds": round(time.perf_counter() - start, 3)}
         out[method] = (row, cos)
+        left_out = f"  ({corr['n_undefined']} of {n} pairs left out: zero vector)" if "n_undefined" in corr else ""
         log(f"  seed {seed} {name:6s} {method:22s} Spearman {100 * corr['all']['spearman']:6.2f}  "
-            f"I(W) {row['I(W)']:.3g}  IsoScore {row['IsoScore']:.3g}")
+            f"I(W) {row['I(W)']:.3g}  IsoScore {row['IsoScore']:.3g}{left_out}")
     return out
 
 
 def _sweep(data, embeddings, X_fit, config, log, *, seed: int) -> list[dict]:
     """K-means + Mean + PCA with one parameter varied at a time, for one seed (the first: the sweep is exploratory)."""
-    from isotropy.datasets.sts import sts_correlations
-
     points = []
     if config.sweep is None:
         return points
@@ -162,11 +161,12 @@ def _sweep(data, embeddings, X_fit, config, log, *, seed: int) -> list[dict]:
             if cfg.n_clusters > base.shape[0] or cfg.n_components > base.shape[1]:
                 continue
             Y = _apply("K-means + Mean + PCA", cfg, base, X, seed=seed)
-            corr = sts_correlations(cosine_rows(Y[:n], Y[n:]), d.scores, d.subsets)
+            corr = pair_correlations(pair_cosines(Y, X, n), d.scores, d.subsets)
             point = {"dataset": name, "param": param, "value": value, "n_clusters": cfg.n_clusters,
                      "n_components": cfg.n_components, "pearson": corr["all"]["pearson"],
                      "spearman": corr["all"]["spearman"],
-                     **isotropy_metrics(Y, sample=config.metric_sample, seed=seed)}
+                     **isotropy_metrics(Y, sample=config.metric_sample, seed=seed),
+                     **({"n_undefined": corr["n_undefined"]} if "n_undefined" in corr else {})}
             points.append(point)
             log(f"  sweep {name} {param}={value}: Spearman {100 * point['spearman']:.2f} I(W) {point['I(W)']:.3g}")
     return points

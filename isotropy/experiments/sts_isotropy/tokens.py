@@ -89,13 +89,13 @@ def run_token_level(config, data: dict, fit_texts: dict | None, *, device=None, 
         ``{"datasets": {name: {"n_pairs", "n_tokens", "methods": {method: record}}}, "fit": ...}``
         where a record holds the seed mean of the correlations and isotropy and ``per_seed``.
     """
-    from isotropy.datasets.sts import sts_correlations
     from isotropy.experiments.sts_isotropy.methods import (
         RANDOM_METHODS,
-        cosine_rows,
         isotropy_metrics,
         make_method,
         method_record,
+        pair_correlations,
+        pair_cosines,
     )
 
     options = config.token_level
@@ -119,6 +119,7 @@ def run_token_level(config, data: dict, fit_texts: dict | None, *, device=None, 
         log(f"token level: {name}, {n} pairs")
         T, owner = token_states(d.sentences(), config, device=device, log=log)
         rows = {m: [] for m in options.methods}
+        pooled = pool_tokens(T, owner, 2 * n)  # the sentence vectors before any transform: their scale
         # a row without a clustering still changes with the seed when the fit or the metrics use a seeded sample
         sampled = len(T) > options.fit_max_tokens or fit_texts is not None or \
             bool(config.metric_sample) and 2 * n > config.metric_sample
@@ -134,7 +135,7 @@ def run_token_level(config, data: dict, fit_texts: dict | None, *, device=None, 
                 if method is not None:
                     method.fit(F.astype(np.float64))
                 Y = pool_tokens(_transform_in_chunks(method, T), owner, 2 * n)
-                corr = sts_correlations(cosine_rows(Y[:n], Y[n:]), d.scores, d.subsets)
+                corr = pair_correlations(pair_cosines(Y, pooled, n), d.scores, d.subsets)
                 rows[method_name].append({**corr, **isotropy_metrics(Y, sample=config.metric_sample, seed=seed)})
                 log(f"  token level, seed {seed} {name:6s} {method_name:22s} Spearman "
                     f"{100 * corr['all']['spearman']:6.2f}")
