@@ -18,9 +18,11 @@ from isotropy.experiments._claims import (
     claim,
     command_of,
     decide,
+    decide_why,
     markdown_table,
     not_run,
     read_claims,
+    reason_of,
     seed_interval,
     write_claims,
 )
@@ -122,6 +124,34 @@ def test_command_of_hides_local_paths(tmp_path):
     assert command_of(tmp_path / "missing", "f") == "f"
 
 
+def test_every_not_established_verdict_gives_its_reason():
+    # one seed of a random value, every number clearly above 0 (the new-user trial: 0.1057 > 0, no reason given)
+    one = _claim([0.1057])
+    assert one.verdict == "not established" and one.interval["low"] == one.interval["high"] == 0.1057
+    assert one.interval["how"] == "seed spread: min–max over 1 seed(s); not established: fewer than 3 seeds (1)"
+    assert reason_of(one.to_dict()) == "fewer than 3 seeds (1)"
+    straddle = _claim([-1.0, 2.0, 3.0])
+    assert reason_of(straddle.to_dict()) == "the per-seed values and the interval [-1, 3] lie on both sides of the threshold 0"
+    nan = _claim([float("nan"), 1.0, 2.0])
+    assert reason_of(nan.to_dict()) == "a per-seed value or an end of the interval is not a finite number"
+    items = [np.r_[np.ones(10), -np.ones(10)] + 0.1 for _ in range(3)]  # the bootstrap straddles 0
+    both = _claim([0.1, 0.1, 0.1], interval="both", items=items, item_statistic=lambda a: float(np.mean(a)))
+    assert both.verdict == "not established" and "lie on both sides of the threshold 0" in reason_of(both.to_dict())
+    assert decide_why([1.0, 2.0, 3.0], ABOVE, None) == ("not established", "no interval")
+    assert decide_why([1.0, 2.0, 3.0], ABOVE, seed_interval([1.0, 2.0, 3.0])) == ("holds", None)
+    held = _claim([1.0, 2.0, 3.0])
+    assert held.interval["how"] == "seed spread: min–max over 3 seed(s)" and reason_of(held.to_dict()) is None
+    gone = not_run(id="y", paper="P", claim="c", paper_value="yes", model="m", statistic="s", rule=ABOVE,
+                   command="c", reason="no such rows")
+    assert reason_of(gone.to_dict()) == "no such rows"
+    # both docs tables show the reason beside the verdict, once
+    for link in (None, "x.md"):
+        table = markdown_table([one.to_dict(), gone.to_dict()], link=link)
+        assert "**not established** — fewer than 3 seeds (1) |" in table
+        assert "**not established** — no such rows |" in table
+        assert table.count("fewer than 3 seeds") == 1
+
+
 def test_markdown_table_has_every_record():
     table = markdown_table([_claim([1.0, 2.0, 3.0]).to_dict()])
     assert "**holds**" in table and "[1, 3]" in table and "`isotropy run x`" in table
@@ -170,13 +200,14 @@ def test_index_table_is_generated_and_agrees_with_the_pages():
     rendered_index = hooks.render_claims(index, "experiments/index.md")
     index_rows = {}
     for line in rendered_index.splitlines():
-        match = re.match(r"\| \[(.*?)\]\(([\w.-]+)\.md\) \|.*\| \*\*(.*?)\*\* \|$", line)
+        match = re.match(r"\| \[(.*?)\]\(([\w.-]+)\.md\) \|.*\| \*\*(.*?)\*\*(?: — [^|]*)? \|$", line)
         if match:
             index_rows.setdefault(match.group(2), []).append((match.group(1), match.group(3)))
     assert index_rows
     for page in EXPERIMENT_PAGES:
         rendered = hooks.render_claims(page.read_text(encoding="utf-8"), f"experiments/{page.name}")
-        page_verdicts = re.findall(r"\*\*(holds|does not hold|not established)\*\* \|$", rendered, flags=re.MULTILINE)
+        page_verdicts = re.findall(r"\*\*(holds|does not hold|not established)\*\*(?: — [^|]*)? \|$", rendered,
+                                   flags=re.MULTILINE)
         assert [v for _, v in index_rows.get(page.stem, [])] == page_verdicts, page.stem
 
 

@@ -9,7 +9,10 @@ values and to their interval:
 - ``does not hold`` when every per-seed value and both ends of the interval violate it;
 - ``not established`` otherwise, and always when the value depends on training or sampling randomness
   and fewer than :data:`MIN_SEEDS` seeds were run (a claim that was not run at all is ``not
-  established`` too, with the reason in ``interval["how"]``).
+  established`` too). Every ``not established`` record gives its reason in ``interval["how"]``:
+  ``"not measured: ..."`` for a claim not run, else the interval's text followed by
+  ``"; not established: <reason>"`` (e.g. ``"seed spread: min–max over 1 seed(s); not established:
+  fewer than 3 seeds (1)"``); :func:`reason_of` reads it back.
 
 A rule is a threshold on one number (``Rule("holds if ρ < −0.5 in every seed", below=-0.5)``), so
 "both ends of the interval satisfy it" means the whole interval lies on one side of the threshold.
@@ -29,11 +32,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 __all__ = ["INTERVALS", "MIN_SEEDS", "VERDICTS", "Claim", "Rule", "bootstrap_interval", "claim", "command_of",
-           "decide", "markdown_table", "not_run", "read_claims", "run_config", "seed_interval", "write_claims"]
+           "decide", "decide_why", "markdown_table", "not_run", "read_claims", "reason_of", "run_config",
+           "seed_interval", "with_reason", "write_claims"]
 
 VERDICTS = ("holds", "does not hold", "not established")
 INTERVALS = ("seed spread", "bootstrap over items", "both")
 MIN_SEEDS = 3  # a verdict on anything random needs at least this many seeds
+REASON_MARK = "; not established: "  # what separates the interval's text from the reason in ``interval["how"]``
+NOT_MEASURED = "not measured: "  # the start of ``interval["how"]`` for a claim that was not run
 
 
 @dataclass(frozen=True)
@@ -144,19 +150,48 @@ def _union(a: dict, b: dict) -> dict:
     return {"low": min(a["low"], b["low"]), "high": max(a["high"], b["high"]), "how": f"both: {a['how']}; {b['how']}"}
 
 
+def decide_why(values: Sequence[float], rule: Rule, interval: dict | None) -> tuple[str, str | None]:
+    """The verdict of ``rule`` on the per-seed ``values`` and their ``interval``, and why when ``not established``.
+
+    Returns ``(verdict, reason)``; ``reason`` is ``None`` for ``holds`` and ``does not hold``.
+    """
+    values = [float(v) for v in values]
+    if not values:
+        return "not established", "no per-seed value"
+    if interval is None or interval.get("low") is None or interval.get("high") is None:
+        return "not established", "no interval"
+    if rule.random and len(values) < MIN_SEEDS:
+        return "not established", f"fewer than {MIN_SEEDS} seeds ({len(values)})"
+    ends = (float(interval["low"]), float(interval["high"]))
+    if not all(math.isfinite(v) for v in (*values, *ends)):
+        return "not established", "a per-seed value or an end of the interval is not a finite number"
+    if all(rule.satisfied(v) for v in (*values, *ends)):
+        return "holds", None
+    if all(rule.violated(v) for v in (*values, *ends)):
+        return "does not hold", None
+    threshold = rule.below if rule.below is not None else rule.above
+    return "not established", (f"the per-seed values and the interval [{ends[0]:.4g}, {ends[1]:.4g}] lie on both "
+                               f"sides of the threshold {threshold:g}")
+
+
 def decide(values: Sequence[float], rule: Rule, interval: dict | None) -> str:
     """The verdict of ``rule`` on the per-seed ``values`` and their ``interval`` (see the module docstring)."""
-    values = [float(v) for v in values]
-    if not values or interval is None or interval.get("low") is None or interval.get("high") is None:
-        return "not established"
-    if rule.random and len(values) < MIN_SEEDS:
-        return "not established"
-    ends = (float(interval["low"]), float(interval["high"]))
-    if all(rule.satisfied(v) for v in (*values, *ends)):
-        return "holds"
-    if all(rule.violated(v) for v in (*values, *ends)):
-        return "does not hold"
-    return "not established"
+    return decide_why(values, rule, interval)[0]
+
+
+def with_reason(interval: dict, reason: str | None) -> dict:
+    """``interval`` with ``reason`` appended to its ``how`` (``"...; not established: <reason>"``); as is for ``None``."""
+    if reason is None:
+        return interval
+    return {**interval, "how": f"{interval.get('how', '')}{REASON_MARK}{reason}"}
+
+
+def reason_of(record: dict) -> str | None:
+    """Why a ``claims.json`` record is ``not established`` (from ``interval["how"]``); ``None`` when none is given."""
+    how = str((record.get("interval") or {}).get("how") or "")
+    if how.startswith(NOT_MEASURED):
+        return how[len(NOT_MEASURED):]
+    return how.split(REASON_MARK, 1)[1] if REASON_MARK in how else None
 
 
 def claim(*, id: str, paper: str, claim: str, paper_value, model: str, statistic: str, values: Sequence[float],
@@ -180,7 +215,8 @@ def claim(*, id: str, paper: str, claim: str, paper_value, model: str, statistic
         boot = bootstrap_interval(items, item_statistic)
         span = boot if interval == "bootstrap over items" else _union(span, boot)
     mean = sum(values) / len(values) if ours is None else float(ours)
-    verdict = decide(values, rule, span)
+    verdict, reason = decide_why(values, rule, span)
+    span = with_reason(span, reason)
     return Claim(id=id, paper=paper, claim=claim, paper_value=paper_value, model=model, statistic=statistic,
                  ours=mean, interval=span, n_seeds=len(values), rule=rule.text, verdict=verdict, command=command)
 
@@ -189,7 +225,7 @@ def not_run(*, id: str, paper: str, claim: str, paper_value, model: str, statist
             reason: str) -> Claim:
     """A claim with no number of ours: ``not established``, with ``reason`` in ``interval["how"]``."""
     return Claim(id=id, paper=paper, claim=claim, paper_value=paper_value, model=model, statistic=statistic,
-                 ours=None, interval={"low": None, "high": None, "how": f"not measured: {reason}"}, n_seeds=0,
+                 ours=None, interval={"low": None, "high": None, "how": f"{NOT_MEASURED}{reason}"}, n_seeds=0,
                  rule=rule.text, verdict="not established", command=command)
 
 
@@ -277,9 +313,16 @@ def _number(value) -> str:
 
 def _interval(record: dict) -> str:
     span = record["interval"]
+    how = str(span.get("how", "–")).split(REASON_MARK, 1)[0]
     if span.get("low") is None:
-        return span.get("how", "–")
-    return f"[{_number(span['low'])}, {_number(span['high'])}] ({span['how']})"
+        return "not measured" if how.startswith(NOT_MEASURED) else how
+    return f"[{_number(span['low'])}, {_number(span['high'])}] ({how})"
+
+
+def _verdict(record: dict) -> str:
+    """The verdict cell: ``**verdict**``, then the reason of a ``not established`` one."""
+    reason = reason_of(record) if record["verdict"] == "not established" else None
+    return f"**{record['verdict']}**" + (f" — {_cell(reason)}" if reason else "")
 
 
 def _cell(text) -> str:
@@ -295,14 +338,14 @@ def markdown_table(records: Sequence[dict], *, link: str | None = None) -> str:
         lines = ["| claim | paper | model | ours | verdict |", "|---|---|---|---|---|"]
         for r in records:
             lines.append(f"| [{_cell(r['claim'])}]({link}) | {_cell(r['paper'])} | {_cell(r['model'])} | "
-                         f"{_cell(_number(r['ours']))} | **{r['verdict']}** |")
+                         f"{_cell(_number(r['ours']))} | {_verdict(r)} |")
         return "\n".join(lines) + "\n"
     lines = ["| id | claim (paper, where) | paper | ours: statistic | ours | interval | seeds | rule | verdict |",
              "|---|---|---|---|---|---|---|---|---|"]
     for r in records:
         lines.append(f"| `{r['id']}` | {_cell(r['claim'])} ({_cell(r['paper'])}) | {_cell(_number(r['paper_value']))} | "
                      f"{_cell(r['statistic'])} | {_cell(_number(r['ours']))} | {_cell(_interval(r))} | {r['n_seeds']} | "
-                     f"{_cell(r['rule'])} | **{r['verdict']}** |")
+                     f"{_cell(r['rule'])} | {_verdict(r)} |")
     commands = list(dict.fromkeys(r["command"] for r in records))
     lines += ["", "Reproduce: " + "; ".join(f"`{c}`" for c in commands)]
     return "\n".join(lines) + "\n"
