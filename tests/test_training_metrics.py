@@ -218,6 +218,32 @@ def test_errors_name_the_argument_and_value():
         IsoScoreStar(shrinkage_cov=np.eye(3), n_features=4)
 
 
+
+def test_isoscore_star_names_a_wrong_keyword_and_warns_without_sigma_s():
+    """IsoScoreStar(shrinkage_sample=X) raised torchmetrics' "Unexpected keyword arguments"; no Σ_S was silent."""
+    import re
+    import warnings
+
+    from isotropy.metrics.table import ISOSCORE_STAR_WARNING
+
+    X = np.random.default_rng(0).normal(size=(100, 4))
+    with pytest.raises(TypeError) as info:
+        IsoScoreStar(zeta=0.2, shrinkage_sample=X)
+    message = str(info.value)
+    assert "\n" not in message and "'shrinkage_sample'" in message and "shrinkage_cov, zeta, n_features" in message
+    assert "np.cov(sample, rowvar=False)" in message and "array of shape (100, 4)" in message
+    with pytest.raises(TypeError, match=r"IsoScore got an unexpected keyword 'shrinkage_cov'; it takes n_features"):
+        IsoScore(shrinkage_cov=np.eye(4))
+    with pytest.warns(UserWarning, match=re.escape(f"IsoScoreStar: {ISOSCORE_STAR_WARNING} (shrinkage_cov=).")):
+        IsoScoreStar(zeta=0.2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        metric = IsoScoreStar(shrinkage_cov=np.cov(X, rowvar=False), zeta=0.2)
+    metric.update(torch.as_tensor(X))
+    assert float(metric.compute()) == pytest.approx(isoscore_star(X, shrinkage_cov=np.cov(X, rowvar=False), zeta=0.2),
+                                                    abs=1e-12)
+
+
 # ------------------------------------------------------------------ far from the origin, far from unit scale
 @pytest.mark.parametrize("name", MOMENT_CASES)
 @pytest.mark.parametrize("transform", ["offset 1e8", "scale 1e150", "scale 1e-150", "scale 1e160"])

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 
 import numpy as np
 import torch
@@ -35,6 +36,10 @@ from isotropy._utils.validation import IsotropyValueError, check_bool, check_sca
 
 __all__ = ["EffectiveRank", "IsoScore", "IsoScoreStar", "MeanCosine", "ParticipationRatio", "RankMe",
            "RogueDimensionShare", "TwoNNDimension", "metric_from_name"]
+
+# the keywords torchmetrics.Metric takes (named in the message of a wrong keyword)
+_TORCHMETRICS_KEYWORDS = ("compute_on_cpu", "dist_sync_on_step", "process_group", "dist_sync_fn",
+                          "distributed_available_fn", "sync_on_compute", "compute_with_cache")
 
 
 def _as_rows(X, metric):
@@ -67,11 +72,20 @@ class _MomentMetric(Metric):
 
     full_state_update = False
     is_differentiable = False
+    _keywords = ("n_features",)  # this class's own keywords, for the message of a wrong one
     _moments = True  # count, mean, scatter, exponent (the covariance metrics)
     _units = False  # sums of unit vectors and of their squares (the cosine metrics)
 
     def __init__(self, *, n_features=None, **kwargs):
-        super().__init__(**kwargs)
+        try:
+            super().__init__(**kwargs)
+        except ValueError as exc:  # torchmetrics: "Unexpected keyword arguments: `x`" -- name the class and its keywords
+            if "Unexpected keyword" not in str(exc):
+                raise
+            wrong = ", ".join(repr(k) for k in kwargs if k not in _TORCHMETRICS_KEYWORDS) or str(exc)
+            raise TypeError(f"{type(self).__name__} got an unexpected keyword {wrong}; it takes "
+                            f"{', '.join(self._keywords)} and torchmetrics.Metric's keywords "
+                            f"({', '.join(_TORCHMETRICS_KEYWORDS)}).") from None
         check_scalar(n_features, "n_features", caller=type(self).__name__, kind=numbers.Integral, low=1,
                      allow_none=True)
         self.n_features = None if n_features is None else int(n_features)
@@ -322,8 +336,10 @@ class IsoScoreStar(_MomentMetric):
     Parameters
     ----------
     shrinkage_cov : tensor or array of shape (n_features, n_features), optional
-        Σ_S, the covariance of a larger sample; ``None`` (default) uses the identity. Kept as a
-        float64 buffer that moves with the metric.
+        Σ_S, the covariance of a larger sample (``isotropy.torch.shrinkage_covariance(sample)`` or
+        ``np.cov(sample, rowvar=False)``); ``None`` (default) uses the identity and warns, as the
+        callbacks do (the value then tracks the vector norms). Kept as a float64 buffer that moves
+        with the metric.
     zeta : float in [0, 1], default=0.2
         Shrinkage weight ζ.
     n_features : int, optional
@@ -346,16 +362,25 @@ class IsoScoreStar(_MomentMetric):
     >>> from isotropy import isoscore_star
     >>> from isotropy.training import IsoScoreStar
     >>> X = torch.randn(40, 6, generator=torch.Generator().manual_seed(0))
-    >>> metric = IsoScoreStar(zeta=0.5)
+    >>> S = torch.cov(torch.randn(500, 6, generator=torch.Generator().manual_seed(1)).T)  # Σ_S of a larger sample
+    >>> metric = IsoScoreStar(shrinkage_cov=S, zeta=0.5)
     >>> metric.update(X[:25]); metric.update(X[25:])
-    >>> abs(float(metric.compute()) - isoscore_star(X.double().numpy(), zeta=0.5)) < 1e-12
+    >>> abs(float(metric.compute()) - isoscore_star(X.double().numpy(), shrinkage_cov=S.double().numpy(), zeta=0.5)) < 1e-12
     True
     """
 
     higher_is_better = True
+    _keywords = ("shrinkage_cov", "zeta", "n_features")
 
     def __init__(self, *, shrinkage_cov=None, zeta=0.2, n_features=None, **kwargs):
         caller = "IsoScoreStar"
+        if "shrinkage_sample" in kwargs:  # the callbacks' and regularisers' name for Σ_S's source
+            sample = kwargs["shrinkage_sample"]
+            got = f"an array of shape {tuple(sample.shape)}" if hasattr(sample, "shape") else type(sample).__name__
+            raise TypeError(f"The 'shrinkage_sample' keyword is not one of IsoScoreStar's ({', '.join(self._keywords)}): "
+                            f"give shrinkage_cov, Σ_S as an (n_features, n_features) covariance matrix of the sample, "
+                            f"e.g. isotropy.torch.shrinkage_covariance(sample) or np.cov(sample, rowvar=False). "
+                            f"Got shrinkage_sample={got} instead.")
         self.zeta = float(check_scalar(zeta, "zeta", caller=caller, low=0.0, high=1.0))
         S = None
         if shrinkage_cov is not None:
@@ -368,6 +393,10 @@ class IsoScoreStar(_MomentMetric):
                                          f"({n_features}, {n_features}) (n_features). Got {tuple(S.shape)} instead.")
             S = _check_shrinkage_cov(S, d, like=S, caller=caller)
             n_features = d
+        else:  # as the callbacks and regularisers warn: Σ_S = I tracks the vector norms
+            from isotropy.metrics.table import ISOSCORE_STAR_WARNING
+
+            warnings.warn(f"{caller}: {ISOSCORE_STAR_WARNING} (shrinkage_cov=).", UserWarning, stacklevel=2)
         super().__init__(n_features=n_features, **kwargs)
         self.register_buffer("shrinkage_cov", S, persistent=False)
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 import functools
 import logging
 import numbers
+import re
 import warnings
 import weakref
 from collections.abc import Mapping, Sequence
@@ -478,6 +479,12 @@ class GeometryProbe:
         options = dict(_PROBE_OPTIONS.get(name, {}))
         if name == "isoscore_star":
             options.update(zeta=self.zeta, shrinkage_cov=None if shrink is None else shrink[layer])
+            if shrink is None:  # warned once, when the callback was made: not again per layer and epoch
+                from isotropy.metrics.table import ISOSCORE_STAR_WARNING
+
+                with warnings.catch_warnings():
+                    warnings.filterwarnings("ignore", message=re.escape(f"IsoScoreStar: {ISOSCORE_STAR_WARNING}"))
+                    return metric_from_name(name, n_features=n_features, **options)
         return metric_from_name(name, n_features=n_features, **options)
 
     def _share(self, rank, world_size):
