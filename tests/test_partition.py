@@ -50,6 +50,20 @@ def test_large_norms_do_not_overflow(rng):
     assert torch.isfinite(t)
 
 
+
+@pytest.mark.filterwarnings("error")
+def test_projections_near_float64s_limit_are_exact_and_warn_nothing():
+    """At 4e307 the projections of both signs differ by more than 1.8e308: numpy's "overflow in subtract" leaked."""
+    X = np.random.default_rng(0).normal(size=(100, 4))
+    # min log Z − max log Z is about −1e308 (log Z(u) ≈ max_i uᵀx_i): I(W) = exp of it is 0.0 in float64
+    assert partition_isotropy(X * 4e307) == 0.0
+    assert partition_isotropy((X * 4e307)[:3]) == 0.0  # n < d: the Gram path
+    # symmetric rows at 1.7e308: every Z(±e_i) is the same, I(W) = 1 exactly, though P − max P overflows
+    S = np.vstack([np.eye(4), -np.eye(4)]) * 1.7e308
+    assert partition_isotropy(S) == 1.0
+    assert float(partition_isotropy(torch.tensor(S))) == 1.0
+    assert float(partition_isotropy(torch.tensor(X * 4e307))) == 0.0
+
 def test_rotation_invariant_and_sign_free(rng):
     X = rng.normal(size=(100, 5)) + 0.3
     Q, _ = np.linalg.qr(rng.normal(size=(5, 5)))

@@ -87,10 +87,13 @@ def _numpy_log_z(X, exponent):
         if not (np.isfinite(high).all() and np.isfinite(low).all()):
             return None
         sums = np.empty(2 * d)
-        E = np.subtract(P, high, out=B)  # the chunk is no longer needed: its buffer takes exp(P - high)
-        sums[:d] = np.exp(E, out=E).sum(axis=0)
-        np.subtract(low, P, out=P)  # -P - (-low)
-        sums[d:] = np.exp(P, out=P).sum(axis=0)
+        # a difference below -1.8e308 (projections near float64's limit, of both signs) is -inf: its exp is 0, the
+        # float64 value of the true exp (below 5e-324), so the sums are exact and the overflow is not an error
+        with np.errstate(over="ignore"):
+            E = np.subtract(P, high, out=B)  # the chunk is no longer needed: its buffer takes exp(P - high)
+            sums[:d] = np.exp(E, out=E).sum(axis=0)
+            np.subtract(low, P, out=P)  # -P - (-low)
+            sums[d:] = np.exp(P, out=P).sum(axis=0)
         return np.concatenate([high, -low]), sums
 
     top, total, overflow = np.full(2 * d, -np.inf), np.zeros(2 * d), [False]
