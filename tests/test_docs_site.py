@@ -133,3 +133,16 @@ def test_hook_links_see_also_entries_to_their_api_entry():
     out = hooks.on_page_content(html, Page(), None, None)
     assert '<a href="../../api/isotropy/#isotropy.metrics.isoscore.isoscore_star"><code>isoscore_star</code></a>' in out
     assert "<code>not_an_api_name</code>: plain." in out
+
+
+def test_every_command_synopsis_lists_the_packaged_setups():
+    """layer-geometry's synopsis left out gemma-wikitext2 and istar's sst2-gemma-cpu, which --help lists."""
+    from isotropy.experiments._config import available_setups
+
+    found = 0
+    for page in sorted(DOCS.rglob("*.md")):
+        for match in re.finditer(r"isotropy run ([\w-]+) \[--setup ([^\]]+)\]", page.read_text(encoding="utf-8")):
+            listed = [s for s in match.group(2).split("|") if s != "FILE.yaml"]
+            assert sorted(listed) == sorted(available_setups(match.group(1))), (page.name, match.group(1))
+            found += 1
+    assert found >= 3

@@ -163,7 +163,9 @@ def test_cli_end_to_end_on_a_tiny_model(tiny_bert, corpus_file, tmp_path, capsys
 
 
 def test_cli_errors(tiny_bert, corpus_file, tmp_path, capsys):
-    base = ["run", "layer-geometry", "--device", "cpu", "--quiet", "--results-dir", str(tmp_path / "r")]
+    # pca_layers=null: the setup's [3, 6] are beyond the tiny model, refused before the corpus is read
+    base = ["run", "layer-geometry", "--device", "cpu", "--quiet", "--results-dir", str(tmp_path / "r"),
+            "--set", "pca_layers=null"]
     code, _, err = _cli([*base, "--model", tiny_bert, "--corpus", str(corpus_file), "--layers", "0,9"], capsys)
     assert code == 2 and "'layers'" in err and "in [-3, 2]" in err and "Got '0,9' instead" in err
     empty = tmp_path / "empty.txt"
@@ -183,6 +185,39 @@ def test_cli_errors(tiny_bert, corpus_file, tmp_path, capsys):
     assert code == 2 and "'max_tokens' setting of layer-geometry" in err and "Got 0 instead" in err
     assert not (tmp_path / "r").exists()  # every failure came before the results directory was made
 
+
+
+def test_pca_layers_follow_the_layers_given_and_a_given_one_outside_is_refused_before_any_data(tmp_path, capsys):
+    """--layers 0,1 under the default pca_layers [3, 6] failed, and only after the corpus was read."""
+    from isotropy.experiments._config import ConfigError
+    from isotropy.experiments.layer_geometry.experiment import EXPERIMENT
+
+    assert EXPERIMENT.config().pca_layers == [3, 6]  # the setup's, untouched when its layers are extracted
+    assert EXPERIMENT.config(sets=["layers=0,3,6"]).pca_layers == [3, 6]
+    first_last = EXPERIMENT.config(sets=["layers=0,1"])
+    assert first_last.pca_layers == [0, 1]
+    assert first_last._notes == [("pca_layers: the setup's [3, 6] with layers [0, 1] drawn as [0, 1] (the first "
+                                  "and last extracted; --set pca_layers=... to choose)")]
+    assert EXPERIMENT.config(sets=["layers=[0, 3, 4]"]).pca_layers == [3]  # the setup's that are extracted
+    assert EXPERIMENT.config(sets=["layers=2"]).pca_layers == [2]
+    assert EXPERIMENT.config(sets=["layers=all"]).pca_layers == [3, 6]  # checked against the model in prepare
+    assert EXPERIMENT.config(sets=["layers=0,1", "pca_layers=null"]).pca_layers is None  # the middle extracted
+    with pytest.raises(ConfigError, match=r"^The 'pca_layers' setting of layer-geometry must list extracted layers, "
+                                          r"here \[0, 1\]\. Got \[3\] instead: give --set 'pca_layers=\[1\]'"):
+        EXPERIMENT.config(sets=["layers=0,1", "pca_layers=[3]"])
+    user = tmp_path / "mine.yaml"
+    user.write_text("layers: 0,1\npca_layers: [3, 6]\n")  # given in a file: the user's, refused too
+    with pytest.raises(ConfigError, match="'pca_layers' setting"):
+        EXPERIMENT.config(str(user))
+    # from the command line: refused before the model or the corpus is read (neither exists here)
+    code, _, err = _cli(["run", "layer-geometry", "--data-dir", str(tmp_path / "no-data"), "--seeds", "0",
+                         "--model", str(tmp_path / "no-model"), "--layers", "0,1", "--set", "pca_layers=[3]",
+                         "--results-dir", str(tmp_path / "r"), "--quiet"], capsys)
+    assert code == 2 and "'pca_layers' setting" in err and "Got [3] instead" in err and "no-data" not in err
+    from isotropy.cli import main
+
+    main(["run", "layer-geometry", "--layers", "0,1", "--print-config"])  # the resolved config, as it runs
+    assert "\npca_layers:\n- 0\n- 1\n" in capsys.readouterr().out
 
 def test_packaged_configs_share_one_schema():
     from isotropy.experiments._config import available_setups

@@ -65,11 +65,13 @@ from isotropy.experiments._config import (
     ConfigError,
     config_hash,
     dump_config,
+    load_yaml,
     merge,
     own_values,
     parse_set_options,
     parse_yaml_value,
     resolve_config,
+    setup_path,
     validate,
 )
 from isotropy.experiments._context import (
@@ -93,7 +95,10 @@ class Experiment:
 
     - ``<package>.run``: ``prepare(config, ctx)`` (optional), ``run(config, results_dir, ctx)``
       and, optionally, ``report(results, results_dir) -> str``;
-    - ``<package>.plot``: ``plot_results(results_dir) -> dict[str, Figure]``.
+    - ``<package>.plot``: ``plot_results(results_dir) -> dict[str, Figure]``;
+    - ``<package>.config``: the config model and, optionally, ``settle(config, given) -> config``, called on
+      the validated config with the top-level keys the user gave (``--set``, the shortcut flags, a YAML
+      file's keys): defaults that follow what was given, and refusals between keys, before any data is read.
 
     Attributes
     ----------
@@ -184,6 +189,12 @@ class Experiment:
         nested = merge(nested, _set_layer(self.config_model, sets, experiment=self.name))
         config = resolve_config(self.config_model, experiment=self.name, setup=setup,
                                 default_setup=self.default_setup, overrides=nested, others=_config_models)
+        settle = self._science("config", "settle")  # optional: defaults that follow what the user gave
+        if settle is not None:
+            given = set(nested)
+            if setup is not None and str(setup).endswith((".yaml", ".yml")):  # a user's (partial) YAML file
+                given |= set(load_yaml(setup_path(self.name, setup), name="config file"))
+            config = settle(config, frozenset(given))
         self.check_seeds(config)
         return config
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, PrivateAttr
 
-from isotropy.experiments._config import ExperimentConfig, Seeds, expects
+from isotropy.experiments._config import ConfigError, ExperimentConfig, Seeds, expects
 
-__all__ = ["LayerGeometryConfig"]
+__all__ = ["LayerGeometryConfig", "settle"]
 
 _LAYERS = "'all', a comma-separated string such as '0,3,6', or a list of hidden-state indices"
 
@@ -46,3 +46,49 @@ class LayerGeometryConfig(ExperimentConfig):
     static_vocabulary: Literal["corpus", "kept"] = expects("corpus or kept")
     pca_layers: int | str | list[int] | None = expects(_LAYERS + ", or null (the middle layer)", default=None)
     pca_max_points: int = Field(ge=3)
+    _notes: list = PrivateAttr(default_factory=list)  # what settle decided, logged by prepare
+
+
+def _indices(spec) -> list[int] | None:
+    """The hidden-state indices of a layers spec known without the model (non-negative); None for 'all' and the rest."""
+    if isinstance(spec, bool):
+        return None
+    if isinstance(spec, int):
+        items = [spec]
+    elif isinstance(spec, str):
+        items = [part.strip() for part in spec.split(",") if part.strip()]
+        if not all(part.isdigit() for part in items):
+            return None  # 'all', 'last', negative indices: checked against the model's depth in prepare
+        items = [int(part) for part in items]
+    else:
+        items = list(spec)
+    if not items or not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in items):
+        return None
+    return sorted(set(items))
+
+
+def settle(config: LayerGeometryConfig, given: frozenset) -> LayerGeometryConfig:
+    """The PCA layers follow ``--layers``; a ``pca_layers`` outside the extracted layers is refused before any data.
+
+    When the user gives ``layers`` (``--layers 0,1``) and not ``pca_layers``, the setup's
+    ``pca_layers`` (``[3, 6]``) may name layers that are not extracted. They then become those of
+    them that are extracted, else the first and last extracted layers: the setup's choice is kept
+    where it can be, and the figures still show how the geometry changes across the layers given.
+    A ``pca_layers`` the user gave (or a setup's own pair that disagree) outside the extracted
+    layers stays a one-line error, raised here, before the corpus or the model is read. A config
+    whose PCA layers are extracted is returned as it is (committed runs keep their config hash).
+    """
+    layers, pca = _indices(config.layers), config.pca_layers
+    pca_layers = None if pca is None else _indices(pca)
+    if layers is None or pca_layers is None or set(pca_layers) <= set(layers):
+        return config  # 'all', null (the middle extracted layer) or negative indices: prepare checks them
+    if "pca_layers" in given or "layers" not in given:
+        raise ConfigError(f"The 'pca_layers' setting of layer-geometry must list extracted layers, here {layers}. "
+                          f"Got {pca!r} instead: give --set 'pca_layers=[{layers[-1]}]' or --set pca_layers=null "
+                          f"(the middle extracted layer).")
+    kept = [layer for layer in pca_layers if layer in layers] or sorted({layers[0], layers[-1]})
+    config.pca_layers = kept
+    why = "those of them that are extracted" if set(kept) <= set(pca_layers) else "the first and last extracted"
+    config._notes.append(f"pca_layers: the setup's {pca!r} with layers {layers} drawn as {kept} ({why}; "
+                         f"--set pca_layers=... to choose)")
+    return config

@@ -163,18 +163,20 @@ def prepare(config, ctx) -> dict:
     from isotropy.models.contextual import load_transformer, n_transformer_layers
     from isotropy.models.layers import select_layers
 
-    corpus = load_corpus(config.corpus, split=config.split, data_dir=ctx.data_dir)
-    ctx.log(f"corpus {corpus.name}: {len(corpus):,} lines, {corpus.n_words:,} words")
+    for note in config._notes:  # what the config's settle decided (the PCA layers after --layers)
+        ctx.log(note)
     tokenizer, network, location = load_transformer(config.model, device=ctx.device)
     n_layers = n_transformer_layers(network.config)
     layers = select_layers(config.layers, n_layers + 1, caller=EXPERIMENT)
     pca_layers = config.pca_layers
     pca_layers = [layers[len(layers) // 2]] if pca_layers is None else pca_layers
     pca_layers = select_layers(pca_layers, n_layers + 1, caller=EXPERIMENT, name="pca_layers") if pca_layers else []
-    if not set(pca_layers) <= set(layers):
+    if not set(pca_layers) <= set(layers):  # 'all' or negative indices, known with the model's depth: before the corpus
         raise ValueError(f"The 'pca_layers' setting of {EXPERIMENT} must list extracted layers, here {layers}. "
                          f"Got {pca_layers!r} instead (the setup's, unless set): give --set "
                          f"'pca_layers=[{layers[-1]}]' or --set pca_layers=null (the middle extracted layer).")
+    corpus = load_corpus(config.corpus, split=config.split, data_dir=ctx.data_dir)
+    ctx.log(f"corpus {corpus.name}: {len(corpus):,} lines, {corpus.n_words:,} words")
     return {"corpus": corpus, "tokenizer": tokenizer, "network": network, "location": location,
             "n_layers": n_layers, "layers": layers, "pca_layers": pca_layers}
 
