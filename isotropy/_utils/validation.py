@@ -27,6 +27,7 @@ __all__ = [
     "check_random_state",
     "check_scalar",
     "check_tensor_data",
+    "check_texts",
 ]
 
 
@@ -226,6 +227,15 @@ def check_scalar(value, name: str, *, caller: str, kind=numbers.Real, low=None, 
     if high is not None and (value > high or (value == high and closed in ("left", "neither"))):
         raise IsotropyValueError(msg)
     return value
+
+
+def check_texts(texts, *, caller: str, name: str = "texts", what: str = "a sequence of texts") -> list[str]:
+    """Return ``texts`` as a list of str; a bare str or bytes is refused (iterating it would give one text per character)."""
+    if isinstance(texts, (str, bytes, bytearray)):
+        kind = "a string" if isinstance(texts, str) else "bytes"
+        raise TypeError(f"The '{name}' parameter of {caller} must be {what}. Got {kind} ({_describe(texts)}) instead; "
+                        f"put a single text in a list: [text].")
+    return [str(t) for t in texts]
 
 
 def check_bool(value, name: str, *, caller: str) -> bool:

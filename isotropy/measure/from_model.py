@@ -283,14 +283,14 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
     import numpy as np
 
     from isotropy._utils.sampling import subsample_indices
-    from isotropy._utils.validation import check_option, check_scalar
+    from isotropy._utils.validation import check_option, check_scalar, check_texts
     from isotropy.metrics.norms import token_norms
     from isotropy.metrics.table import METRICS, check_metric_names
     from isotropy.models.contextual import n_transformer_layers
     from isotropy.models.layers import check_layers, select_layers
     from isotropy.models.pooling import check_pooling
 
-    texts = [str(t) for t in texts]
+    texts = check_texts(texts, caller=_CALLER)
     if len(texts) < 2:
         raise ValueError(f"The 'texts' parameter of {_CALLER} must hold at least 2 texts. Got {len(texts)}.")
     check_option(level, "level", LEVELS, caller=_CALLER)
@@ -307,7 +307,9 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
         if labels.shape[0] != len(texts):
             raise ValueError(f"The 'labels' parameter of {_CALLER} must hold one label per text ({len(texts)}). "
                              f"Got {labels.shape[0]} instead.")
-    if isinstance(shrinkage_sample, str) or not (shrinkage_sample is None or isinstance(shrinkage_sample, int)
+    if isinstance(shrinkage_sample, (str, bytes, bytearray)):
+        check_texts(shrinkage_sample, caller=_CALLER, name="shrinkage_sample", what="an int or a list of texts")
+    if not (shrinkage_sample is None or isinstance(shrinkage_sample, int)
                                                   or all(isinstance(t, str) for t in shrinkage_sample)):
         raise TypeError(f"The 'shrinkage_sample' parameter of {_CALLER} must be an int or a list of texts. "
                         f"Got {type(shrinkage_sample).__name__} instead.")

@@ -125,8 +125,10 @@ def parse_layers(layers, n_layers: int, *, caller: str = _CALLER, name: str = "l
 
 def _as_lines(lines) -> list[list[str]]:
     lines = getattr(lines, "lines", lines)  # a Corpus
-    if isinstance(lines, (str, bytes)):
-        raise TypeError(f"The 'lines' parameter of {_CALLER} must be a Corpus or a sequence of lines. Got a string.")
+    if isinstance(lines, (str, bytes, bytearray)):
+        from isotropy._utils.validation import check_texts
+
+        check_texts(lines, caller=_CALLER, name="lines", what="a Corpus or a sequence of lines")
     out = [line.split() if isinstance(line, str) else [str(w) for w in line if str(w).strip()]
            for line in lines]
     out = [line for line in out if line]

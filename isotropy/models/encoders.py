@@ -104,7 +104,9 @@ def encode_sentences(texts: Sequence[str], *, model: str = DEFAULT_MODEL, device
     -------
     X : ndarray of shape (n_samples, n_features), float32
     """
-    texts = [str(t) for t in texts]
+    from isotropy._utils.validation import check_texts
+
+    texts = check_texts(texts, caller="encode_sentences")
     if not texts:
         raise ValueError("The 'texts' parameter of encode_sentences must hold at least one sentence. Got none.")
     from isotropy._utils.device import resolve_device
@@ -209,11 +211,11 @@ def encode_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, layers: S
     dict of int to ndarray of shape (n_samples, n_features), float32
         Keyed by the layers as given.
     """
-    from isotropy._utils.validation import check_scalar
+    from isotropy._utils.validation import check_scalar, check_texts
     from isotropy.models.pooling import check_pooling
 
     caller = "encode_pooled"
-    texts = [str(t) for t in texts]
+    texts = check_texts(texts, caller=_caller, name=_texts_name)
     if not texts:
         raise ValueError(f"The 'texts' parameter of {caller} must hold at least one sentence. Got none.")
     layers = [layers] if isinstance(layers, (int, np.integer)) else list(layers)
@@ -323,7 +325,9 @@ def encode_mean_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, devi
     """
     if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)):
         raise TypeError(f"The 'layer' parameter of encode_mean_pooled must be an int. Got {layer!r} instead.")
-    texts = [str(t) for t in texts]
+    from isotropy._utils.validation import check_texts
+
+    texts = check_texts(texts, caller="encode_mean_pooled")
     if not texts:
         raise ValueError("The 'texts' parameter of encode_mean_pooled must hold at least one sentence. Got none.")
     layer = int(layer)

@@ -36,11 +36,11 @@ def input_word_vectors(words: Sequence[str], *, model: str = "gemma-3-270m", pie
     """
     import torch
 
-    from isotropy._utils.validation import check_option
+    from isotropy._utils.validation import check_option, check_texts
     from isotropy.models.loading import load_transformer
 
     check_option(pieces, "pieces", ("mean", "single"), caller="input_word_vectors")
-    words = [str(w) for w in words]
+    words = check_texts(words, caller="input_word_vectors", name="words", what="a sequence of words")
     if not words:
         raise ValueError("The 'words' parameter of input_word_vectors must hold at least one word. Got none.")
     tokenizer, network, _ = load_transformer(model, device="cpu")

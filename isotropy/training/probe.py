@@ -37,7 +37,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import torch
 
-from isotropy._utils.validation import IsotropyValueError, check_scalar
+from isotropy._utils.validation import IsotropyValueError, check_scalar, check_texts
 from isotropy.metrics.table import check_metric_names, metric_names
 from isotropy.models.batching import distinct_sequences, pad_rows, refuse_empty_rows, tokenize_texts
 from isotropy.models.layers import check_layers, select_layers
@@ -178,7 +178,9 @@ class _Rows:
             self.encoded = {k: v for k, v in probe.items() if isinstance(v, torch.Tensor) and v.shape[:1] == (n,)}
             self.encoded.setdefault("attention_mask", torch.ones_like(probe["input_ids"]))
             self.texts = None
-        elif isinstance(probe, Sequence) and not isinstance(probe, str) and probe and \
+        elif isinstance(probe, (str, bytes, bytearray)):  # one text per character: refused
+            check_texts(probe, caller=caller, name=name, what="a list of texts or a dict of tensors with 'input_ids'")
+        elif isinstance(probe, Sequence) and probe and \
                 all(isinstance(t, str) for t in probe):
             self.texts, self.encoded = list(probe), None
             n = len(self.texts)
