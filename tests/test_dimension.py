@@ -214,7 +214,7 @@ def test_n_neighbors_past_the_rows_of_distinct_data_names_the_range():
     X = np.random.default_rng(0).normal(size=(5, 3))
     for data in (X, torch.tensor(X)):
         with pytest.raises(IsotropyValueError, match=r"^The 'n_neighbors' parameter of mle_dimension must be an int in "
-                                                     r"the range \[2, 4\]\. Got 20 instead\.$"):
+                                                     r"the range \[2, 4\] \(at most n_samples - 1 = 4 for 5 samples\)\. Got 20 instead\.$"):
             mle_dimension(data)
     with pytest.raises(IsotropyValueError, match=r"^The 'X' parameter of mle_dimension must have more than "
                                                  r"n_neighbors=20 distinct points\. Got 1 distinct point"):
@@ -289,7 +289,7 @@ def test_torch_input():
     (twonn_dimension, {"discard_fraction": 0.95}, r"must keep at least 2 of the 20 distinct points"),
     (twonn_dimension, {"method": "ols"}, r"'method' parameter of twonn_dimension must be one of \{'linear', 'mle'\}"),
     (mle_dimension, {"n_neighbors": 1}, r"'n_neighbors' parameter of mle_dimension must be an int in the range \[2, 19\]"),
-    (mle_dimension, {"n_neighbors": 20}, r"range \[2, 19\]. Got 20 instead"),
+    (mle_dimension, {"n_neighbors": 20}, r"range \[2, 19\] \(at most n_samples - 1 = 19 for 20 samples\)\. Got 20 instead"),
     (mle_dimension, {"averaging": "geometric"}, r"'averaging' parameter of mle_dimension must be one of"),
     (local_mle_dimension, {"n_neighbors": 100}, r"'n_neighbors' parameter of local_mle_dimension .* Got 100"),
     (local_mle_dimension, {"n_neighbors": 5, "metric": "l1"}, r"'metric' parameter of local_mle_dimension"),

@@ -513,7 +513,7 @@ def test_a_metric_failing_at_every_layer_is_an_error_with_exit_2(files, tmp_path
     result = invoke("--model", files / "bert", "--texts", files / "texts.txt", "--metrics",
                     "twonn_dimension,mle_dimension", "--device", "cpu", "--json", out)  # k = 20 > 8 texts - 1
     assert result.exit_code == 2, result.output
-    assert ("Error: mle_dimension (every layer): --n-neighbors must be an int in the range [2, 7]. Got 20 instead."
+    assert ("Error: mle_dimension (every layer): --n-neighbors must be an int in the range [2, 7] (at most n_samples - 1 = 7 for 8 samples). Got 20 instead."
             in result.output)
     assert "Error: 1 of 2 metrics failed (mle_dimension); the others are above and in the JSON." in result.output
     assert "Warning:" not in result.output  # said once, as the error, not also per layer
@@ -584,7 +584,7 @@ def test_failed_metric_reads_the_same_in_the_table_and_json_as_on_an_embeddings_
     assert all(line.split()[3] == "failed" for line in table[1:])
     record = json.loads(out.read_text())
     assert record["complete"] is False
-    assert record["errors"] == {"mle_dimension": "--n-neighbors must be an int in the range [2, 7]. Got 9 instead."}
+    assert record["errors"] == {"mle_dimension": "--n-neighbors must be an int in the range [2, 7] (at most n_samples - 1 = 7 for 8 samples). Got 9 instead."}
     fine = json.loads(invoke("--model", files / "bert", "--texts", files / "texts.txt", "--metrics", "isoscore",
                              "--device", "cpu", "--json", "-").stdout)
     assert fine["complete"] is True and fine["errors"] == {}

@@ -94,7 +94,7 @@ def test_too_large_k_names_the_option_and_keeps_twonn(points):
     root, X = points
     result = invoke(root / "x.npy", "--metrics", "twonn_dimension,mle_dimension", "--n-neighbors", 300)
     assert result.exit_code == 2
-    assert "Error: mle_dimension: --n-neighbors must be an int in the range [2, 299]. Got 300 instead." in result.output
+    assert "Error: mle_dimension: --n-neighbors must be an int in the range [2, 299] (at most n_samples - 1 = 299 for 300 samples). Got 300 instead." in result.output
     assert f"{twonn_dimension(X):.6g}" in result.output  # TwoNN, which needs 2 neighbours, is still measured
 
 

@@ -126,8 +126,8 @@ def test_translation_invariance(seed, shift, k):
 
 
 @pytest.mark.parametrize(("kwargs", "match"), [
-    ({"n_neighbors": 0}, r"'n_neighbors' parameter of kneighbors must be an int in the range \[1, 9\]. Got 0"),
-    ({"n_neighbors": 10}, r"range \[1, 9\]. Got 10 instead"),
+    ({"n_neighbors": 0}, r"'n_neighbors' parameter of kneighbors must be an int in the range \[1, 9\] \(at most n_samples - 1 = 9 for 10 samples\)\. Got 0"),
+    ({"n_neighbors": 10}, r"range \[1, 9\] \(at most n_samples - 1 = 9 for 10 samples\)\. Got 10 instead"),
     ({"n_neighbors": 3, "metric": "manhattan"}, r"'metric' parameter of kneighbors must be one of"),
     ({"n_neighbors": 3, "chunk_size": 0}, r"'chunk_size' parameter of kneighbors"),
 ])

@@ -89,7 +89,7 @@ def test_one_row_is_enough():
      r"^The 'tokens' parameter of token_norms must hold one token string per row of X \(3\)\. Got 2 instead\.$"),
     ({"tokens": "abc"}, TypeError, r"'tokens' parameter of token_norms must be a sequence of strings.*Got str"),
     ({"tokens": ["a", 1, "c"]}, TypeError, r"'tokens' parameter of token_norms must hold strings\. Got 1 at position 1"),
-    ({"top": 0}, ValueError, r"^The 'top' parameter of token_norms must be an int in the range \[1, inf\]\. Got 0 instead\.$"),
+    ({"top": 0}, ValueError, r"^The 'top' parameter of token_norms must be an int in the range \[1, inf\)\. Got 0 instead\.$"),
     ({"top": 2.5}, ValueError, r"'top' parameter of token_norms must be an int"),
     ({"special": "[CLS]"}, TypeError, r"'special' parameter of token_norms must be None or a sequence"),
     ({"special": [("[CLS]",)]}, TypeError, (r"'special' parameter of token_norms must hold \(token, norm\) pairs\. "

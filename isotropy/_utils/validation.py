@@ -23,6 +23,7 @@ __all__ = [
     "IsotropyValueError",
     "check_X",
     "check_labels",
+    "check_n_neighbors",
     "check_option",
     "check_random_state",
     "check_scalar",
@@ -209,15 +210,24 @@ def check_labels(labels, *, n_samples: int, caller: str, name: str = "labels") -
 
 
 def check_scalar(value, name: str, *, caller: str, kind=numbers.Real, low=None, high=None,
-                 closed: str = "both", allow_none: bool = False):
-    """Check a scalar option: type ``kind`` and range ``[low, high]`` (``closed`` in both/left/right/neither)."""
+                 closed: str = "both", allow_none: bool = False, high_why: str | None = None):
+    """Check a scalar option: type ``kind`` and range ``[low, high]`` (``closed`` in both/left/right/neither).
+
+    ``kind=int`` means any integer (:class:`numbers.Integral`, numpy's included) and the message says
+    "an int"; an infinite end of the range is written open ("[1, inf)"). ``high_why`` says where
+    ``high`` comes from, in brackets after the range (see :func:`check_n_neighbors`).
+    """
     if value is None and allow_none:
         return None
-    type_name = "an int" if kind is numbers.Integral else "a float"
-    lo_br = "[" if closed in ("both", "left") else "("
-    hi_br = "]" if closed in ("both", "right") else ")"
+    integral = isinstance(kind, type) and issubclass(kind, numbers.Integral)
+    kind = numbers.Integral if integral else kind
+    type_name = "an int" if integral else "a float"
+    lo_br = "[" if closed in ("both", "left") and low is not None else "("
+    hi_br = "]" if closed in ("both", "right") and high is not None else ")"
     rng = f" in the range {lo_br}{'-inf' if low is None else low}, {'inf' if high is None else high}{hi_br}"
-    msg = f"The '{name}' parameter of {caller} must be {type_name}{rng}{' or None' if allow_none else ''}. Got {_describe(value)} instead."
+    why = f" ({high_why})" if high_why else ""
+    msg = (f"The '{name}' parameter of {caller} must be {type_name}{rng}{why}{' or None' if allow_none else ''}. "
+           f"Got {_describe(value)} instead.")
     if isinstance(value, bool) or not isinstance(value, kind):
         raise (TypeError if not isinstance(value, numbers.Number) else IsotropyValueError)(msg)
     if isinstance(value, numbers.Real) and not np.isfinite(value):
@@ -227,6 +237,17 @@ def check_scalar(value, name: str, *, caller: str, kind=numbers.Real, low=None, 
     if high is not None and (value > high or (value == high and closed in ("left", "neither"))):
         raise IsotropyValueError(msg)
     return value
+
+
+def check_n_neighbors(n_neighbors, n_samples: int, *, caller: str, low: int = 1, name: str = "n_neighbors") -> int:
+    """Check a neighbour count against the rows: an int in ``[low, n_samples - 1]``, returned as int.
+
+    The one check of every neighbour function (kneighbors, TwoNN, MLE, local MLE, in memory and on dask):
+    the message says that the upper end comes from the sample count, so that "[2, 2]" explains itself.
+    """
+    check_scalar(n_neighbors, name, caller=caller, kind=numbers.Integral, low=low, high=n_samples - 1,
+                 high_why=f"at most n_samples - 1 = {n_samples - 1} for {n_samples} samples")
+    return int(n_neighbors)
 
 
 def check_texts(texts, *, caller: str, name: str = "texts", what: str = "a sequence of texts") -> list[str]:

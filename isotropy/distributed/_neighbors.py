@@ -101,11 +101,11 @@ def _neighbour_blocks(X, n_neighbors, metric, chunk_size, caller):
     """Delayed (distances, indices) per row block, and the row starts."""
     from dask import delayed
 
-    from isotropy._utils.validation import check_option, check_scalar
+    from isotropy._utils.validation import check_n_neighbors, check_option
 
     check_option(metric, "metric", _METRICS, caller=caller)
     n = X.shape[0]
-    check_scalar(n_neighbors, "n_neighbors", caller=caller, kind=numbers.Integral, low=1, high=n - 1)
+    check_n_neighbors(n_neighbors, n, caller=caller, low=1)
     k = int(n_neighbors)
     rows = check_tile_rows(chunk_size, caller, X.shape[-1], default=NEIGHBOUR_TILE_ROWS)
     X = check_dask_X(X, caller=caller, min_samples=2, rows=rows)
@@ -190,12 +190,12 @@ def _local_graph(X, n_neighbors, metric, chunk_size, caller):
     import dask.array as da
     from dask import delayed
 
-    from isotropy._utils.validation import check_option, check_scalar
+    from isotropy._utils.validation import check_n_neighbors, check_option
 
     X = check_dask_X(X, caller=caller, min_samples=3)
     check_option(metric, "metric", _METRICS, caller=caller)
     try:
-        check_scalar(n_neighbors, "n_neighbors", caller=caller, kind=numbers.Integral, low=2, high=X.shape[0] - 1)
+        check_n_neighbors(n_neighbors, X.shape[0], caller=caller, low=2)
     except ValueError:  # past the rows: when duplicates are what limit k, say so, as in memory
         if isinstance(n_neighbors, numbers.Integral) and not isinstance(n_neighbors, bool) and n_neighbors >= 2:
             distinct_rows(X, n_neighbors=int(n_neighbors), metric=metric, caller=caller)  # raises if duplicates

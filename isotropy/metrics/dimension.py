@@ -31,7 +31,7 @@ from isotropy._kernels.dimension import (
 )
 from isotropy._kernels.neighbors import _METRICS, _finish, _prepare, _representation
 from isotropy._utils.backend import is_dask, is_torch
-from isotropy._utils.validation import check_option, check_scalar, check_X
+from isotropy._utils.validation import check_n_neighbors, check_option, check_scalar, check_X
 from isotropy.metrics.neighbors import _kneighbors_numpy, _kneighbors_torch
 
 __all__ = ["local_mle_dimension", "mle_dimension", "neighbour_dimensions", "twonn_dimension"]
@@ -45,8 +45,7 @@ def _neighbour_distances(X, *, n_neighbors: int, metric: str, caller: str):
     are distinct, then distinct point i is row i).
     """
     n = X.shape[0]
-    check_scalar(n_neighbors, "n_neighbors", caller=caller, kind=numbers.Integral, low=1, high=n - 1)
-    n_neighbors = int(n_neighbors)
+    n_neighbors = check_n_neighbors(n_neighbors, n, caller=caller, low=1)
     if is_torch(X):
         dist, _ = _kneighbors_torch(X, n_neighbors, metric, None, caller)
         dist = dist.cpu().numpy().astype(np.float64, copy=False)
@@ -118,7 +117,7 @@ def _check_n_neighbors(X, n_neighbors, metric: str, caller: str) -> int:
     """
     n = X.shape[0]
     try:
-        check_scalar(n_neighbors, "n_neighbors", caller=caller, kind=numbers.Integral, low=2, high=n - 1)
+        check_n_neighbors(n_neighbors, n, caller=caller, low=2)
     except ValueError:
         if isinstance(n_neighbors, numbers.Integral) and not isinstance(n_neighbors, bool) and n_neighbors > n - 1:
             A, scale = _prepare(X.detach().cpu().numpy() if is_torch(X) else X, metric, caller)

@@ -17,7 +17,7 @@ import numpy as np
 from isotropy._kernels.neighbors import _METRICS, _finish, _n_candidates, _prepare, exact_knn
 from isotropy._utils.backend import is_dask, is_torch
 from isotropy._utils.magnitude import rescaled
-from isotropy._utils.validation import IsotropyValueError, check_option, check_scalar, check_X
+from isotropy._utils.validation import IsotropyValueError, check_n_neighbors, check_option, check_scalar, check_X
 
 __all__ = ["kneighbors"]
 
@@ -144,7 +144,7 @@ def kneighbors(X, *, n_neighbors: int, metric: str = "euclidean", chunk_size: in
     X = check_X(X, caller=caller)
     metric = check_option(metric, "metric", _METRICS, caller=caller)
     n = X.shape[0]
-    check_scalar(n_neighbors, "n_neighbors", caller=caller, kind=numbers.Integral, low=1, high=n - 1)
+    check_n_neighbors(n_neighbors, n, caller=caller, low=1)
     check_scalar(chunk_size, "chunk_size", caller=caller, kind=numbers.Integral, low=1, allow_none=True)
     n_neighbors = int(n_neighbors)
     if is_torch(X):
