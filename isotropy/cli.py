@@ -7,13 +7,13 @@ input are printed as one line (``Error: ...``) with exit status 2 and no traceba
 from __future__ import annotations
 
 import importlib
-import os
 import sys
 from pathlib import Path
 
 import click
 
 from isotropy._utils import jsontext
+from isotropy._utils.errors import debugging
 
 # experiment name -> "module:attribute" of its Experiment record (isotropy.experiments._runner.Experiment)
 EXPERIMENTS = {
@@ -258,16 +258,6 @@ def _unfinished_run(path: Path, record, *, locking: bool) -> str | None:
         return (f"{line} and has no results to plot. The previous run's results are in {str(previous)!r}; the next "
                 f"'isotropy run' there puts them back before it starts.")
     return f"{line} and has no results to plot; run it again (with --resume to keep its finished parts)."
-
-
-def debugging() -> bool:
-    """Whether ``ISOTROPY_DEBUG`` is on (set, and not ``0``, ``false``, ``no`` or ``off``, in any case): errors
-    are then shown with their traceback, not as one line.
-
-    Read by :func:`main` for every subcommand's error, and by ``isotropy measure`` for a metric that
-    fails while the others go on (its traceback comes before its one line).
-    """
-    return os.environ.get("ISOTROPY_DEBUG", "").strip().lower() not in ("", "0", "false", "no", "off")
 
 
 def main(argv=None):

@@ -428,7 +428,7 @@ def _debug_traceback(bar) -> None:
     """With ``ISOTROPY_DEBUG`` set, the traceback of the exception being handled (a failing metric), to stderr."""
     import traceback
 
-    from isotropy.cli import debugging
+    from isotropy._utils.errors import debugging
 
     if debugging():
         bar.write(traceback.format_exc().rstrip(), file=sys.stderr)
