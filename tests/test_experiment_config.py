@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from isotropy.cli import EXPERIMENTS, load_experiment, main
@@ -423,3 +428,23 @@ def test_the_contract_page_says_which_saved_configs_lack_the_experiment_key():
         assert "always do" not in page
         assert "Runs made before the key existed saved their `config.yaml` without it, the committed runs under " \
                "`docs/runs/` among them" in page
+
+
+@pytest.mark.parametrize("debug", [None, "0", "1"])
+def test_isotropy_debug_shows_the_traceback_of_a_config_error(debug):
+    """``isotropy run``'s errors follow ISOTROPY_DEBUG as measure's do (tests/test_measure_cli.py): one line, exit
+    status 2, unless it is on; then the traceback (here, not in that file: run needs the experiments extra)."""
+    env = {key: value for key, value in os.environ.items() if key != "ISOTROPY_DEBUG"}
+    if debug is not None:
+        env["ISOTROPY_DEBUG"] = debug
+    isotropy = Path(sys.executable).parent / "isotropy"
+    result = subprocess.run([str(isotropy), "run", "classifier-geometry", "--set", "updatse=1"], env=env, check=False,
+                            capture_output=True, text=True, timeout=120)
+    lines = result.stderr.strip().splitlines()
+    if debug != "1":
+        assert result.returncode == 2
+        assert len(lines) == 1 and lines[0].startswith("Error: ") and "Unknown config key 'updatse'" in lines[0]
+        return
+    assert result.returncode == 1, result.stderr
+    assert lines[0] == "Traceback (most recent call last):", result.stderr
+    assert "Unknown config key 'updatse'" in lines[-1] and not any(x.startswith("Error: ") for x in lines)

@@ -283,7 +283,7 @@ def test_console_nan_through_main(tmp_path):
     assert result.stdout == ""
 
 
-@pytest.mark.parametrize("case", ["nan", "missing", "unknown-metric", "run-config"])
+@pytest.mark.parametrize("case", ["nan", "missing", "unknown-metric"])  # run's: tests/test_experiment_config.py
 @pytest.mark.parametrize("debug", [None, "0", "off", "1", "yes"])
 def test_isotropy_debug_shows_the_traceback_of_every_error(tmp_path, case, debug):
     """Without ISOTROPY_DEBUG an error is one line, exit status 2; with ISOTROPY_DEBUG=1 it is the traceback (as
@@ -295,7 +295,6 @@ def test_isotropy_debug_shows_the_traceback_of_every_error(tmp_path, case, debug
         "nan": (["measure", str(nan)], f"EMBEDDINGS '{nan}' has a non-finite value", None),
         "missing": (["measure", str(missing)], f"The embeddings file '{missing}' does not exist", "FileNotFoundError"),
         "unknown-metric": (["measure", str(tmp_path / "nan.npy"), "--metrics", "nope"], "Got 'nope' instead.", None),
-        "run-config": (["run", "classifier-geometry", "--set", "updatse=1"], "Unknown config key 'updatse'", None),
     }[case]
     env = {key: value for key, value in os.environ.items() if key != "ISOTROPY_DEBUG"}
     if debug is not None:  # "0" and "off" say no, as an unset variable does
