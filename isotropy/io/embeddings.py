@@ -42,6 +42,15 @@ _EXPECTED = ("a 2-d array of shape (n_samples, n_features) in a .npy, .npz, .pt,
              ".csv, .tsv or .parquet file, a word2vec/GloVe vector file (.txt, .vec, .bin, .w2v), "
              f"or {PACKAGED_GLOVE!r}")
 
+# what `isotropy measure` reads, when the path it is given is missing and may have meant shards (docs/scaling.md)
+_EXPECTED_ANY = ("an embeddings file (.npy, .npz, .pt, .pth, .safetensors, .csv, .tsv, .parquet or a word2vec/GloVe "
+                 "vector file), a directory of .npy or .parquet shards, a glob pattern of such shards, or a Zarr store")
+
+
+def missing_embeddings(source) -> FileNotFoundError:
+    """The error for a missing embeddings path that may have meant shards: the path as given, every accepted form."""
+    return FileNotFoundError(f"The embeddings {str(source)!r} do not exist; expected {_EXPECTED_ANY}.")
+
 
 class EmbeddingsReadError(IsotropyValueError):
     """An embeddings file (or shard) that cannot be read as a finite (n_samples, n_features) array.
@@ -119,8 +128,10 @@ def read_embeddings(path: str | os.PathLike, *, key: str | None = None, mmap_mod
         _no_key(path, key, "the packaged GloVe vectors")
         words, X = read_word_vectors(PACKAGED_GLOVE)
         return X, words
-    path = Path(path)
+    given, path = str(path), Path(path)
     kind = path_kind(path)
+    if kind == "does not exist" and given.endswith(("/", os.sep)):  # Path() drops the slash that meant a directory
+        raise missing_embeddings(given)
     if kind == "does not exist":
         raise FileNotFoundError(f"The embeddings file {str(path)!r} does not exist; expected {_EXPECTED}.")
     if kind is not None:  # a directory, a device such as /dev/zero, a link loop or a dangling link

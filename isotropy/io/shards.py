@@ -27,7 +27,15 @@ from pathlib import Path
 import numpy as np
 
 from isotropy.io._paths import path_kind
-from isotropy.io.embeddings import _as_matrix, _check_parquet_expansion, _fail, _load_npy, _read_parquet, _short
+from isotropy.io.embeddings import (
+    _as_matrix,
+    _check_parquet_expansion,
+    _fail,
+    _load_npy,
+    _read_parquet,
+    _short,
+    missing_embeddings,
+)
 
 __all__ = ["SHARD_EXTENSIONS", "is_sharded", "read_shards"]
 
@@ -317,7 +325,7 @@ def read_shards(source: str | os.PathLike, *, key: str | None = None, chunk_rows
     if _is_zarr(path):
         return _read_zarr(path, key, chunk_rows)
     if not path.exists() and not glob.has_magic(str(source)):
-        raise FileNotFoundError(f"The embeddings {str(source)!r} do not exist; expected {_EXPECTED}.")
+        raise missing_embeddings(source)  # read_shards also reads one .npy or .parquet file: every form named
     paths = _shard_paths(source)
     headers = []
     for shard in paths:

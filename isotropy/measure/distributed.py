@@ -99,9 +99,14 @@ def _lazy_embeddings(embeddings, key, label_column=None):
     from pathlib import Path
 
     from isotropy.io.shards import is_sharded, read_shards
+    from isotropy.io.word_vectors import PACKAGED_GLOVE
     from isotropy.measure.report import _guard
 
-    if is_sharded(embeddings) or Path(str(embeddings)).suffix.lower() in (".npy", ".parquet"):
+    path = Path(str(embeddings))
+    # a missing path goes to read_shards too: --workers/--scheduler may have meant shards, and its message
+    # names the path as given and every accepted form (a file, a directory of shards, a glob, a Zarr store)
+    if is_sharded(embeddings) or path.suffix.lower() in (".npy", ".parquet") or \
+            (not path.exists() and not path.is_symlink() and str(embeddings) != PACKAGED_GLOVE):
         return _guard(read_shards, embeddings, key=key), None
     import dask.array as da
 
