@@ -43,8 +43,9 @@ def pool_hidden_states(hidden, attention_mask, *, pooling: str = "mean"):
     Parameters
     ----------
     hidden : torch.Tensor of shape (batch, seq, d)
-    attention_mask : torch.Tensor of shape (batch, seq)
-        1 for real tokens, 0 for padding (padding may sit on either side).
+    attention_mask : torch.Tensor or array-like of shape (batch, seq)
+        1 for real tokens, 0 for padding (padding may sit on either side); every row needs at least
+        one real token (a row of zeros has no vector and is refused, naming the row).
     pooling : {"mean", "last", "first"}, default="mean"
         ``"mean"``: average of the real tokens (special tokens such as ``<bos>`` included, as
         sentence-transformers' mean pooling); ``"last"``: the last real token (for a causal
@@ -57,8 +58,8 @@ def pool_hidden_states(hidden, attention_mask, *, pooling: str = "mean"):
 
     Notes
     -----
-    Mean pooling computes :math:`\\bar h = \\sum_t m_t h_t / \\max(1, \\sum_t m_t)` with the
-    attention mask :math:`m`.
+    Mean pooling computes :math:`\\bar h = \\sum_t m_t h_t / \\sum_t m_t` with the attention mask
+    :math:`m`.
 
     Examples
     --------
@@ -70,11 +71,27 @@ def pool_hidden_states(hidden, attention_mask, *, pooling: str = "mean"):
     """
     import torch
 
+    caller = "pool_hidden_states"
     pooling = check_pooling(pooling)
-    mask = attention_mask.to(hidden.device)
+    if not isinstance(hidden, torch.Tensor) or hidden.ndim != 3:
+        got = f"shape {tuple(hidden.shape)}" if isinstance(hidden, torch.Tensor) else type(hidden).__name__
+        raise IsotropyValueError(f"The 'hidden' parameter of {caller} must be a tensor of shape (batch, seq, d). "
+                                 f"Got {got} instead.")
+    mask = torch.as_tensor(attention_mask, device=hidden.device)
+    if tuple(mask.shape) != tuple(hidden.shape[:2]):
+        raise IsotropyValueError(f"The 'attention_mask' parameter of {caller} must have shape {tuple(hidden.shape[:2])} "
+                                 f"(batch, seq of 'hidden'). Got shape {tuple(mask.shape)} instead.")
+    # A row without a real token has no sentence vector: its mean is 0/0 (clamping the count to 1 gave a zero vector,
+    # whose cosine is undefined, docs/refusals.md), and "last"/"first" would pick a padding state. Refused, row
+    # named, as the texts that tokenise to nothing are (batching.refuse_empty_rows); one sync per call.
+    empty = (mask == 0).all(1)
+    if bool(empty.any()):
+        row = int(empty.nonzero()[0, 0])
+        raise IsotropyValueError(f"The 'attention_mask' parameter of {caller} has no real token in row {row} "
+                                 f"(all zeros): that row has no sentence vector. Expected at least one 1 per row.")
     if pooling == "mean":
         weights = mask.unsqueeze(-1).to(hidden.dtype)
-        return (hidden * weights).sum(1) / weights.sum(1).clamp_min(1.0)
+        return (hidden * weights).sum(1) / weights.sum(1)
     positions = torch.arange(mask.shape[1], device=hidden.device).expand_as(mask)
     real = mask.bool()
     if pooling == "last":

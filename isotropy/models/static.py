@@ -43,6 +43,10 @@ def input_word_vectors(words: Sequence[str], *, model: str = "gemma-3-270m", pie
     words = check_texts(words, caller="input_word_vectors", name="words", what="a sequence of words")
     if not words:
         raise ValueError("The 'words' parameter of input_word_vectors must hold at least one word. Got none.")
+    blank = next((i for i, w in enumerate(words) if not w.strip()), None)
+    if blank is not None:  # it would get the vector of the bare prefix space (or no pieces), not of a word
+        raise ValueError(f"The 'words' parameter of input_word_vectors must hold non-empty words. Got "
+                         f"{words[blank]!r} at position {blank} instead.")
     tokenizer, network, _ = load_transformer(model, device="cpu")
     embedding = network.get_input_embeddings()
     ids = tokenizer([(" " + w) if prefix_space else w for w in words], add_special_tokens=False)["input_ids"]
