@@ -47,3 +47,17 @@ def test_an_empty_word_is_refused_with_its_position(words, position, word):
     with pytest.raises(ValueError, match=f"^The 'words' parameter of input_word_vectors must hold non-empty words. "
                                          f"Got {re.escape(word)} at position {position} instead.$"):
         input_word_vectors(words, model="no-such-model")
+
+
+def test_the_sentence_regulariser_checks_the_mask_once_for_every_layer_and_pools_as_pool_hidden_states():
+    from isotropy.training.regularisers import regularised_states
+
+    states = [torch.randn(2, 4, 3, generator=torch.Generator().manual_seed(i)) for i in range(3)]
+    mask = torch.tensor([[1, 1, 0, 0], [1, 1, 1, 1]])
+    got = regularised_states(states, mask, layers="all", level="sentence", pooling="last")
+    expected = torch.cat([pool_hidden_states(h, mask, pooling="last") for h in states[1:]])
+    assert torch.equal(got, expected)
+    mask[0] = 0
+    with pytest.raises(IsotropyValueError, match="^The 'attention_mask' parameter of regularised_states has no real "
+                                                 "token in row 0"):
+        regularised_states(states, mask, level="sentence")

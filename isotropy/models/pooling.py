@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from isotropy._utils.errors import IsotropyValueError
 
-__all__ = ["POOLINGS", "check_pooling", "pool_hidden_states"]
+__all__ = ["POOLINGS", "check_attention_mask", "check_pooling", "pool_hidden_states"]
 
 POOLINGS = ("mean", "last", "first")
 _RENAMED = {"cls": "first"}  # the training probe's name before 0.2: refused, with the new name suggested
@@ -69,26 +69,42 @@ def pool_hidden_states(hidden, attention_mask, *, pooling: str = "mean"):
     >>> pool_hidden_states(h, m, pooling="mean").tolist(), pool_hidden_states(h, m, pooling="last").tolist()
     ([[3.0, 4.0, 5.0]], [[6.0, 7.0, 8.0]])
     """
+    pooling = check_pooling(pooling)
+    mask = check_attention_mask(hidden, attention_mask, caller="pool_hidden_states")
+    return _pool(hidden, mask.to(hidden.device), pooling)
+
+
+def check_attention_mask(hidden, attention_mask, *, caller: str = "pool_hidden_states"):
+    """Validate token states ``(batch, seq, d)`` and their mask ``(batch, seq)``; return the mask as a tensor.
+
+    A row without a real token has no sentence vector: its mean is 0/0 (clamping the count to 1 gave a zero
+    vector, whose cosine is undefined, docs/refusals.md) and "last"/"first" would pick a padding state, so it
+    is refused, row named, as texts that tokenise to nothing are (``batching.refuse_empty_rows``). The check
+    runs where the mask lies, before it moves: a tokenizer's CPU mask costs an accelerator no sync, a mask
+    already on it one sync per call (callers pooling several layers with one mask check it once).
+    """
     import torch
 
-    caller = "pool_hidden_states"
-    pooling = check_pooling(pooling)
     if not isinstance(hidden, torch.Tensor) or hidden.ndim != 3:
         got = f"shape {tuple(hidden.shape)}" if isinstance(hidden, torch.Tensor) else type(hidden).__name__
         raise IsotropyValueError(f"The 'hidden' parameter of {caller} must be a tensor of shape (batch, seq, d). "
                                  f"Got {got} instead.")
-    mask = torch.as_tensor(attention_mask, device=hidden.device)
+    mask = torch.as_tensor(attention_mask)
     if tuple(mask.shape) != tuple(hidden.shape[:2]):
         raise IsotropyValueError(f"The 'attention_mask' parameter of {caller} must have shape {tuple(hidden.shape[:2])} "
                                  f"(batch, seq of 'hidden'). Got shape {tuple(mask.shape)} instead.")
-    # A row without a real token has no sentence vector: its mean is 0/0 (clamping the count to 1 gave a zero vector,
-    # whose cosine is undefined, docs/refusals.md), and "last"/"first" would pick a padding state. Refused, row
-    # named, as the texts that tokenise to nothing are (batching.refuse_empty_rows); one sync per call.
     empty = (mask == 0).all(1)
     if bool(empty.any()):
         row = int(empty.nonzero()[0, 0])
         raise IsotropyValueError(f"The 'attention_mask' parameter of {caller} has no real token in row {row} "
                                  f"(all zeros): that row has no sentence vector. Expected at least one 1 per row.")
+    return mask
+
+
+def _pool(hidden, mask, pooling: str):
+    """The pooling arithmetic of :func:`pool_hidden_states`, on a checked mask already on ``hidden``'s device."""
+    import torch
+
     if pooling == "mean":
         weights = mask.unsqueeze(-1).to(hidden.dtype)
         return (hidden * weights).sum(1) / weights.sum(1)

@@ -26,7 +26,7 @@ import torch
 
 from isotropy._utils.validation import check_option, check_scalar
 from isotropy.models.layers import check_layers, select_layers
-from isotropy.models.pooling import check_pooling, pool_hidden_states
+from isotropy.models.pooling import _pool, check_attention_mask, check_pooling
 from isotropy.torch import cosine_penalty, istar_penalty, shrinkage_covariance  # at import: never in the loop
 from isotropy.training.probe import _hidden_states, _Rows
 
@@ -63,11 +63,12 @@ def regularised_states(hidden_states, attention_mask, *, layers="all", level="to
     check_option(level, "level", LEVELS, caller=caller)
     chosen = [hidden_states[i] for i in select_layers(layers, len(hidden_states), include_embeddings=False,
                                                       caller=caller)]
-    mask = attention_mask.to(chosen[0].device)
     if level == "token":
-        keep = mask.bool()
+        keep = attention_mask.to(chosen[0].device).bool()
         return torch.cat([h[keep] for h in chosen], dim=0)
-    return torch.cat([pool_hidden_states(h, mask, pooling=pooling) for h in chosen], dim=0)
+    pooling = check_pooling(pooling, caller=caller)
+    mask = check_attention_mask(chosen[0], attention_mask, caller=caller).to(chosen[0].device)  # once, not per layer
+    return torch.cat([_pool(h, mask, pooling) for h in chosen], dim=0)
 
 
 class HiddenStateRegulariser:
