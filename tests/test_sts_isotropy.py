@@ -383,6 +383,25 @@ def test_one_seed_is_not_established(small_run):
     assert len(got) == 3 and {c.n_seeds for c in got} == {1} and {c.verdict for c in got} == {"not established"}
 
 
+def test_a_bootstrapped_claim_gives_one_reason_decided_on_the_joined_interval(small_run):
+    import copy
+
+    from isotropy.experiments._claims import reason_of
+    from isotropy.experiments.sts_isotropy.run import claims
+
+    _, results = small_run
+    one = copy.deepcopy(results)
+    for block in one["datasets"].values():
+        for row in block["methods"].values():
+            row["per_seed"] = row["per_seed"][:1]
+    one["bootstrap"] = {"cluster-raises-sts": {"low": -50.0, "high": 50.0, "how": "bootstrap over the pairs"}}
+    record = next(c for c in claims(one, None) if c.id == "cluster-raises-sts").to_dict()
+    # the seed-only reason is not carried into the joined text: one reason, decided on both intervals
+    assert record["interval"]["how"] == ("both: seed spread: min–max over 1 seed(s); bootstrap over the pairs; "
+                                         "not established: fewer than 3 seeds (1)")
+    assert reason_of(record) == "fewer than 3 seeds (1)"
+
+
 def test_resume_keeps_a_finished_run(small_run, data_root, tmp_path):
     import shutil
 

@@ -194,7 +194,7 @@ def _undefined(table: dict) -> dict:
 
 def claims(results, results_dir, *, model: str | None = None, reason: str | None = None) -> list:
     """The slides' STS claims for the cluster-based transform, one value per seed (see the module docstring)."""
-    from isotropy.experiments._claims import claim, command_of, decide, not_run, run_config
+    from isotropy.experiments._claims import REASON_MARK, claim, command_of, decide_why, not_run, run_config, with_reason
 
     config = (results or {}).get("config") or run_config(results_dir)
     command = command_of(results_dir, _COMMAND)
@@ -215,8 +215,10 @@ def claims(results, results_dir, *, model: str | None = None, reason: str | None
         record = claim(**common, values=values[key])
         boot = bootstrap.get(id_)
         if boot is not None:  # both: the seed spread and the bootstrap over pairs, computed by run
+            seeds_how = str(record.interval["how"]).split(REASON_MARK, 1)[0]  # the seed-only reason is decided anew
             span = {"low": min(record.interval["low"], boot["low"]), "high": max(record.interval["high"], boot["high"]),
-                    "how": f"both: {record.interval['how']}; {boot['how']}"}
-            record = dataclasses.replace(record, interval=span, verdict=decide(values[key], RULES[key], span))
+                    "how": f"both: {seeds_how}; {boot['how']}"}
+            verdict, why = decide_why(values[key], RULES[key], span)
+            record = dataclasses.replace(record, interval=with_reason(span, why), verdict=verdict)
         out.append(record)
     return out
