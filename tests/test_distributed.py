@@ -393,3 +393,30 @@ def test_dask_twonn_on_tied_neighbour_distances_names_the_ties(method):
         isotropy.twonn_dimension(B, method=method)
     assert str(on_dask.value) == str(in_memory.value)
     assert "Got 2 instead: 32 points have r2/r1 = 1" in str(on_dask.value)
+
+
+@pytest.mark.parametrize("scale", [2.0**-1000, 1e-300, 1.0, 1e200, 1e307], ids=lambda s: f"{s:.0e}")
+def test_partition_isotropy_near_float64_limits_equals_in_memory(blobs, scale):
+    # the Gram matrix of each chunk at a common power-of-two scale: at 1e307 the plain XᵀX overflowed
+    # (LinAlgError in eigh), near the smallest normals it kept no digit
+    X, _ = blobs
+    Y = X * scale
+    got = isotropy.partition_isotropy(da.from_array(Y, chunks=(97, 9)))
+    np.testing.assert_allclose(got, isotropy.partition_isotropy(Y), rtol=1e-10, atol=1e-300)
+
+
+def test_partition_isotropy_with_a_chunk_of_subnormal_numbers_only_equals_in_memory(blobs):
+    X, _ = blobs
+    Y = np.vstack([X[:100] * 1e-310, X])
+    got = isotropy.partition_isotropy(da.from_array(Y, chunks=(100, 9)))
+    np.testing.assert_allclose(got, isotropy.partition_isotropy(Y), rtol=1e-10)
+    assert 0 < got < 1
+
+
+def test_partition_isotropy_whose_projections_overflow_is_refused_as_in_memory():
+    Y = np.full((40, 2), 1.5e308) * np.r_[np.ones(20), -np.ones(20)][:, None]  # u = (1, 1)/√2 gives 2.1e308
+    with pytest.raises(IsotropyValueError) as memory:
+        isotropy.partition_isotropy(Y)
+    with pytest.raises(IsotropyValueError) as chunked:
+        isotropy.partition_isotropy(da.from_array(Y, chunks=(7, 2)))
+    assert str(chunked.value) == str(memory.value) and "projections overflow" in str(memory.value)

@@ -112,38 +112,88 @@ def cosine_similarity_mean(X):
 
 # ---------------------------------------------------------------------------------------------- I(W)
 def _gram(block):
+    """``(e, Bᵀ·B at scale 2**-e, max|B|)`` of one block; ``e`` is None for a block of zeros.
+
+    A block at a safe scale keeps ``e = 0`` (its Gram is the plain one); one whose largest entry is far
+    from 1 is brought to unit scale by a power of two first (exact), so that ``BᵀB`` never overflows
+    (values near float64's limit) nor loses every digit (values near its smallest normal numbers).
+    """
+    import math
+
+    from isotropy._utils.magnitude import safe_exponent_range
+
     B = np.asarray(block, dtype=np.float64)
-    return B.T @ B
+    top = float(np.abs(B).max()) if B.size else 0.0
+    if top == 0.0:
+        return None, np.zeros((B.shape[1], B.shape[1])), 0.0
+    e = math.frexp(top)[1]
+    e = 0 if abs(e) <= safe_exponent_range(B) else e
+    Bs = np.ldexp(B, -e) if e else B
+    return e, Bs.T @ Bs, top
 
 
 def _add(a, b):
     return a + b
 
 
-def _logsumexp_terms(block, U):
-    """Per column of P = [B U, −B U]: the maximum m and Σ exp(P − m)."""
-    P = np.asarray(block, dtype=np.float64) @ U
+def _add_gram(a, b):
+    """The Gram matrices of two groups of blocks at the larger of their two scales (each factor a power of two)."""
+    if a[0] is None or b[0] is None:
+        kept = b if a[0] is None else a
+        return kept[0], kept[1] + 0.0, max(a[2], b[2])
+    e = max(a[0], b[0])
+    with np.errstate(under="ignore"):  # a Gram 2**-2044 times smaller than the other's adds nothing it could hold
+        G = np.ldexp(a[1], 2 * (a[0] - e)) + np.ldexp(b[1], 2 * (b[0] - e))
+    return e, G, max(a[2], b[2])
+
+
+def _logsumexp_terms(block, U, exponent):
+    """Per column of P = [B U, −B U]: the maximum m and Σ exp(P − m); None when a projection overflows float64."""
+    B = np.asarray(block, dtype=np.float64)
+    P = (np.ldexp(B, -exponent) if exponent else B) @ U
+    if exponent:
+        with np.errstate(over="ignore"):  # checked just below
+            P = np.ldexp(P, exponent)
+    if not np.isfinite(P).all():
+        return None
     P = np.concatenate([P, -P], axis=1)
     top = P.max(axis=0)
-    return top, np.exp(P - top).sum(axis=0)
+    with np.errstate(over="ignore"):  # a difference below -1.8e308 is -inf: its exp is 0, as it should be
+        return top, np.exp(P - top).sum(axis=0)
 
 
 def _merge_logsumexp(a, b):
+    if a is None or b is None:
+        return None
     top = np.maximum(a[0], b[0])
-    return top, a[1] * np.exp(a[0] - top) + b[1] * np.exp(b[0] - top)
+    with np.errstate(over="ignore"):
+        return top, a[1] * np.exp(a[0] - top) + b[1] * np.exp(b[0] - top)
 
 
 def partition_isotropy(X):
-    """:func:`isotropy.partition_isotropy` of a dask array (see there): two passes over the chunks."""
+    """:func:`isotropy.partition_isotropy` of a dask array (see there): two passes over the chunks.
+
+    The Gram matrix is summed at a common power-of-two scale (:func:`_gram`), so data near float64's
+    limits give the in-memory value; projections that overflow float64 are refused as there.
+    """
     from dask import delayed
+
+    from isotropy._utils.magnitude import rescaled
+    from isotropy.metrics.partition import _refuse_overflow
 
     caller = "partition_isotropy"
     X = check_dask_X(X, caller=caller, min_samples=1)
     blocks = finite_blocks(X, caller)
-    gram = tree_reduce([delayed(_gram, pure=True)(b) for b in blocks], _add, name="isotropy-merge-gram")
-    (G,) = compute(gram)
+    gram = tree_reduce([delayed(_gram, pure=True)(b) for b in blocks], _add_gram, name="isotropy-merge-gram")
+    ((exponent, G, top),) = compute(gram)
+    rescaled(np.array([top]), top, caller=caller)  # data of only subnormal numbers: refused as in memory
+    exponent = exponent or 0
     _, U = np.linalg.eigh(G)
-    terms = [delayed(_logsumexp_terms, pure=True)(b, U) for b in blocks]
-    ((top, total),) = compute(tree_reduce(terms, _merge_logsumexp, name="isotropy-merge-logsumexp"))
+    terms = [delayed(_logsumexp_terms, pure=True)(b, U, exponent) for b in blocks]
+    (merged,) = compute(tree_reduce(terms, _merge_logsumexp, name="isotropy-merge-logsumexp"))
+    if merged is None:
+        _refuse_overflow(exponent)
+    top, total = merged
     log_z = top + np.log(total)
-    return float(np.exp(log_z.min() - log_z.max()))
+    with np.errstate(over="ignore"):  # log I below -1.8e308: I = 0.0, as in memory
+        return float(np.exp(log_z.min() - log_z.max()))
