@@ -194,7 +194,15 @@ def _undefined(table: dict) -> dict:
 
 def claims(results, results_dir, *, model: str | None = None, reason: str | None = None) -> list:
     """The slides' STS claims for the cluster-based transform, one value per seed (see the module docstring)."""
-    from isotropy.experiments._claims import REASON_MARK, claim, command_of, decide_why, not_run, run_config, with_reason
+    from isotropy.experiments._claims import (
+        REASON_MARK,
+        claim,
+        command_of,
+        decide_why,
+        not_run,
+        run_config,
+        with_reason,
+    )
 
     config = (results or {}).get("config") or run_config(results_dir)
     command = command_of(results_dir, _COMMAND)
