@@ -162,6 +162,26 @@ def test_cli_end_to_end_on_a_tiny_model(tiny_bert, corpus_file, tmp_path, capsys
     assert (results_dir / "figures" / "layer_metrics.png").is_file()
 
 
+def test_the_setups_pca_layers_follow_a_shallower_model_given_with_model(tiny_bert, corpus_file, tmp_path, capsys):
+    """The default setup's pca_layers [3, 6] (MiniLM's 6 layers) with a 2-layer --model: was a refusal asking for --set."""
+    from isotropy.cli import main
+
+    results_dir = tmp_path / "results"
+    main(["run", "layer-geometry", "--model", tiny_bert, "--corpus", str(corpus_file), "--set", "max_per_type=4",
+          "--device", "cpu", "--results-dir", str(results_dir), "--threads", "1", "--no-plot",
+          "--set", "metrics.k_range=[2, 4]"])
+    out = capsys.readouterr()
+    assert ("pca_layers: the setup's [3, 6] with a model of 2 layers and layers [0, 1, 2] drawn as [0, 2] (the first "
+            "and last extracted; --set pca_layers=... to choose)") in out.out + out.err
+    results = json.loads((results_dir / "metrics.json").read_text())
+    assert results["pca_layers"] == [0, 2]
+    assert sorted(p.name for p in results_dir.glob("projection_layer*")) == ["projection_layer0.npz", "projection_layer2.npz"]
+    # a pca_layers the user gives is still theirs: one beyond the model is refused
+    code, _, err = _cli(["run", "layer-geometry", "--model", tiny_bert, "--corpus", str(corpus_file), "--device", "cpu",
+                         "--results-dir", str(tmp_path / "r"), "--set", "pca_layers=[3]"], capsys)
+    assert code == 2 and "'pca_layers'" in err and not (tmp_path / "r").exists()
+
+
 def test_cli_errors(tiny_bert, corpus_file, tmp_path, capsys):
     # pca_layers=null: the setup's [3, 6] are beyond the tiny model, refused before the corpus is read
     base = ["run", "layer-geometry", "--device", "cpu", "--quiet", "--results-dir", str(tmp_path / "r"),

@@ -47,6 +47,8 @@ class LayerGeometryConfig(ExperimentConfig):
     pca_layers: int | str | list[int] | None = expects(_LAYERS + ", or null (the middle layer)", default=None)
     pca_max_points: int = Field(ge=3)
     _notes: list = PrivateAttr(default_factory=list)  # what settle decided, logged by prepare
+    # the setup's pca_layers with another --model: prepare fits them to that model's depth (settle)
+    _pca_follows_model: bool = PrivateAttr(default=False)
 
 
 def _indices(spec) -> list[int] | None:
@@ -79,6 +81,10 @@ def settle(config: LayerGeometryConfig, given: frozenset) -> LayerGeometryConfig
     whose PCA layers are extracted is returned as it is (committed runs keep their config hash).
     """
     layers, pca = _indices(config.layers), config.pca_layers
+    # The setup's pca_layers were chosen for the setup's model; with another --model (and no pca_layers given)
+    # prepare, which knows the model's depth, keeps those the model has and draws its first and last extracted
+    # layers when it has none of them (a note says so).
+    config._pca_follows_model = "model" in given and "pca_layers" not in given and pca is not None
     pca_layers = None if pca is None else _indices(pca)
     if layers is None or pca_layers is None or set(pca_layers) <= set(layers):
         return config  # 'all', null (the middle extracted layer) or negative indices: prepare checks them

@@ -157,6 +157,24 @@ def _write_projection(path: Path, X: np.ndarray, labels, frequency, words, *, ma
                             .astype(str))
 
 
+def _fit_pca_layers(spec, layers: list[int], n_layers: int, log) -> list[int] | str:
+    """The setup's PCA layers for a model of ``n_layers`` layers: those extracted, else the first and last extracted.
+
+    Non-negative indices beyond the model (a 12-layer setup's ``[6, 12]`` with a 6-layer model) are
+    dropped; ``"all"``, ``"last"`` and negative indices keep their meaning at any depth.
+    """
+    from isotropy.experiments.layer_geometry.config import _indices
+
+    wanted = _indices(spec)
+    if wanted is None or set(wanted) <= set(layers):
+        return spec
+    kept = [layer for layer in wanted if layer in layers] or sorted({layers[0], layers[-1]})
+    why = "those of them that are extracted" if set(kept) <= set(wanted) else "the first and last extracted"
+    log(f"pca_layers: the setup's {spec!r} with a model of {n_layers} layers and layers {layers} drawn as {kept} "
+        f"({why}; --set pca_layers=... to choose)")
+    return kept
+
+
 def prepare(config, ctx) -> dict:
     """Load the corpus and the transformer, check the layers: before the results directory is touched."""
     from isotropy.datasets.corpora import load_corpus
@@ -170,6 +188,8 @@ def prepare(config, ctx) -> dict:
     layers = select_layers(config.layers, n_layers + 1, caller=EXPERIMENT)
     pca_layers = config.pca_layers
     pca_layers = [layers[len(layers) // 2]] if pca_layers is None else pca_layers
+    if config._pca_follows_model:  # the setup's choice, for the setup's model: fitted to this one (settle)
+        pca_layers = _fit_pca_layers(pca_layers, layers, n_layers, ctx.log)
     pca_layers = select_layers(pca_layers, n_layers + 1, caller=EXPERIMENT, name="pca_layers") if pca_layers else []
     if not set(pca_layers) <= set(layers):  # 'all' or negative indices, known with the model's depth: before the corpus
         raise ValueError(f"The 'pca_layers' setting of {EXPERIMENT} must list extracted layers, here {layers}. "
