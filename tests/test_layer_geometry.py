@@ -176,6 +176,15 @@ def test_the_setups_pca_layers_follow_a_shallower_model_given_with_model(tiny_be
     results = json.loads((results_dir / "metrics.json").read_text())
     assert results["pca_layers"] == [0, 2]
     assert sorted(p.name for p in results_dir.glob("projection_layer*")) == ["projection_layer0.npz", "projection_layer2.npz"]
+    # the run's config.yaml says what it drew, and re-runs as it is (every key of a file counts as given)
+    import yaml
+
+    saved = yaml.safe_load((results_dir / "config.yaml").read_text())
+    assert saved["pca_layers"] == [0, 2]
+    again = tmp_path / "again"
+    main(["run", "layer-geometry", "--setup", str(results_dir / "config.yaml"), "--device", "cpu",
+          "--results-dir", str(again), "--threads", "1", "--no-plot", "--quiet"])
+    assert json.loads((again / "metrics.json").read_text())["pca_layers"] == [0, 2]
     # a pca_layers the user gives is still theirs: one beyond the model is refused
     code, _, err = _cli(["run", "layer-geometry", "--model", tiny_bert, "--corpus", str(corpus_file), "--device", "cpu",
                          "--results-dir", str(tmp_path / "r"), "--set", "pca_layers=[3]"], capsys)

@@ -190,6 +190,9 @@ def prepare(config, ctx) -> dict:
     pca_layers = [layers[len(layers) // 2]] if pca_layers is None else pca_layers
     if config._pca_follows_model:  # the setup's choice, for the setup's model: fitted to this one (settle)
         pca_layers = _fit_pca_layers(pca_layers, layers, n_layers, ctx.log)
+        if pca_layers != config.pca_layers and config.pca_layers is not None:
+            # what the run draws is what its config.yaml says: re-running that file gives the same figures
+            config.pca_layers = pca_layers
     pca_layers = select_layers(pca_layers, n_layers + 1, caller=EXPERIMENT, name="pca_layers") if pca_layers else []
     if not set(pca_layers) <= set(layers):  # 'all' or negative indices, known with the model's depth: before the corpus
         raise ValueError(f"The 'pca_layers' setting of {EXPERIMENT} must list extracted layers, here {layers}. "
