@@ -49,15 +49,59 @@ def test_an_empty_word_is_refused_with_its_position(words, position, word):
         input_word_vectors(words, model="no-such-model")
 
 
-def test_the_sentence_regulariser_checks_the_mask_once_for_every_layer_and_pools_as_pool_hidden_states():
+def test_the_sentence_regulariser_checks_the_mask_once_for_every_layer_and_pools_as_pool_hidden_states(monkeypatch):
+    from isotropy.training import regularisers
     from isotropy.training.regularisers import regularised_states
 
-    states = [torch.randn(2, 4, 3, generator=torch.Generator().manual_seed(i)) for i in range(3)]
+    states = [torch.randn(2, 4, 3, generator=torch.Generator().manual_seed(i)) for i in range(4)]
     mask = torch.tensor([[1, 1, 0, 0], [1, 1, 1, 1]])
+    calls = []
+    check = regularisers.check_attention_mask
+    monkeypatch.setattr(regularisers, "check_attention_mask", lambda *a, **k: calls.append(1) or check(*a, **k))
     got = regularised_states(states, mask, layers="all", level="sentence", pooling="last")
+    assert len(calls) == 1  # 3 layers, one check
     expected = torch.cat([pool_hidden_states(h, mask, pooling="last") for h in states[1:]])
     assert torch.equal(got, expected)
     mask[0] = 0
     with pytest.raises(IsotropyValueError, match="^The 'attention_mask' parameter of regularised_states has no real "
                                                  "token in row 0"):
         regularised_states(states, mask, level="sentence")
+    # the token level takes a list mask too, and refuses a wrong shape in one line
+    tokens = regularised_states(states, [[1, 1, 0, 0], [1, 0, 0, 0]], layers=[1], level="token")
+    assert torch.equal(tokens, states[1][torch.tensor([[1, 1, 0, 0], [1, 0, 0, 0]]).bool()])
+    with pytest.raises(IsotropyValueError, match=r"^The 'attention_mask' parameter of regularised_states must have "
+                                                 r"shape \(2, 4\)"):
+        regularised_states(states, [[1, 1, 0]], level="token")
+
+
+@pytest.mark.parametrize("mask, what", [([[1, 1, 1], [1, 1, 1, 1]], "list"), (None, "NoneType"),
+                                        ([["a", "b", "c", "d"]], "list")], ids=["ragged", "none", "strings"])
+def test_a_mask_that_is_not_a_table_of_numbers_is_one_line(mask, what):
+    with pytest.raises(IsotropyValueError, match=f"^The 'attention_mask' parameter of pool_hidden_states must be a "
+                                                 f"tensor or nested sequence of 0s and 1s of shape \\(1, 4\\).*Got "
+                                                 f"{what} that is not one"):
+        pool_hidden_states(HIDDEN, mask)
+
+
+@pytest.mark.parametrize("value", [-1, 2, 0.5, float("nan")])
+def test_a_cpu_mask_holds_only_zeros_and_ones(value):
+    mask = torch.tensor([[1.0, 1.0, 1.0, 0.0]])
+    mask[0, 2] = value
+    with pytest.raises(IsotropyValueError, match=f"^The 'attention_mask' parameter of pool_hidden_states must hold "
+                                                 f"only 0s and 1s. Got {re.escape(repr(float(value)))} at row 0, "
+                                                 f"position 2 instead.$"):
+        pool_hidden_states(HIDDEN, mask)
+    assert pool_hidden_states(HIDDEN, mask.bool().logical_or(mask == 0)).shape == (1, 3)  # bool masks are taken
+
+
+def test_a_mask_on_another_device_is_not_read_back_and_an_empty_row_pools_to_nan():
+    from isotropy.models.pooling import _pool, check_attention_mask
+
+    # a meta tensor has no values: reading them back (a sync on an accelerator) would raise here
+    meta = torch.zeros(1, 4, device="meta")
+    assert check_attention_mask(HIDDEN, meta).device.type == "meta"
+    hidden = torch.arange(24.0).reshape(2, 4, 3)
+    mask = torch.tensor([[1, 1, 0, 0], [0, 0, 0, 0]])
+    for pooling in ("mean", "last", "first"):
+        pooled = _pool(hidden, mask, pooling)
+        assert torch.isnan(pooled[1]).all() and torch.isfinite(pooled[0]).all(), pooling

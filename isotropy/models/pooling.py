@@ -45,7 +45,9 @@ def pool_hidden_states(hidden, attention_mask, *, pooling: str = "mean"):
     hidden : torch.Tensor of shape (batch, seq, d)
     attention_mask : torch.Tensor or array-like of shape (batch, seq)
         1 for real tokens, 0 for padding (padding may sit on either side); every row needs at least
-        one real token (a row of zeros has no vector and is refused, naming the row).
+        one real token. A CPU mask is checked (only 0s and 1s, no row of zeros: refused, naming the
+        row); a mask on an accelerator is not read back (no sync per batch), and a row of zeros
+        there pools to NaN (see :func:`check_attention_mask`).
     pooling : {"mean", "last", "first"}, default="mean"
         ``"mean"``: average of the real tokens (special tokens such as ``<bos>`` included, as
         sentence-transformers' mean pooling); ``"last"``: the last real token (for a causal
@@ -77,11 +79,13 @@ def pool_hidden_states(hidden, attention_mask, *, pooling: str = "mean"):
 def check_attention_mask(hidden, attention_mask, *, caller: str = "pool_hidden_states"):
     """Validate token states ``(batch, seq, d)`` and their mask ``(batch, seq)``; return the mask as a tensor.
 
-    A row without a real token has no sentence vector: its mean is 0/0 (clamping the count to 1 gave a zero
-    vector, whose cosine is undefined, docs/refusals.md) and "last"/"first" would pick a padding state, so it
-    is refused, row named, as texts that tokenise to nothing are (``batching.refuse_empty_rows``). The check
-    runs where the mask lies, before it moves: a tokenizer's CPU mask costs an accelerator no sync, a mask
-    already on it one sync per call (callers pooling several layers with one mask check it once).
+    The shapes are always checked. The mask's values (0 or 1, at least one 1 per row) are read back
+    only where that costs nothing: a mask on the CPU (a tokenizer's). A row without a real token has
+    no sentence vector (its mean is 0/0; "last"/"first" would pick a padding state), so it is refused,
+    row named, as texts that tokenise to nothing are (``batching.refuse_empty_rows``). A mask already
+    on an accelerator (a training batch) is not read back: that would stall the step until the device
+    catches up; a row without a real token then pools to NaN (:func:`_pool`), which every metric
+    refuses by row, and is never silently a vector.
     """
     import torch
 
@@ -89,10 +93,23 @@ def check_attention_mask(hidden, attention_mask, *, caller: str = "pool_hidden_s
         got = f"shape {tuple(hidden.shape)}" if isinstance(hidden, torch.Tensor) else type(hidden).__name__
         raise IsotropyValueError(f"The 'hidden' parameter of {caller} must be a tensor of shape (batch, seq, d). "
                                  f"Got {got} instead.")
-    mask = torch.as_tensor(attention_mask)
+    expected = f"{tuple(hidden.shape[:2])} (batch, seq of 'hidden')"
+    try:
+        mask = attention_mask if isinstance(attention_mask, torch.Tensor) else torch.as_tensor(attention_mask)
+    except (TypeError, ValueError, RuntimeError):
+        raise IsotropyValueError(f"The 'attention_mask' parameter of {caller} must be a tensor or nested sequence of "
+                                 f"0s and 1s of shape {expected}. Got {type(attention_mask).__name__} that is not "
+                                 f"one (ragged rows, or values that are not numbers) instead.") from None
     if tuple(mask.shape) != tuple(hidden.shape[:2]):
-        raise IsotropyValueError(f"The 'attention_mask' parameter of {caller} must have shape {tuple(hidden.shape[:2])} "
-                                 f"(batch, seq of 'hidden'). Got shape {tuple(mask.shape)} instead.")
+        raise IsotropyValueError(f"The 'attention_mask' parameter of {caller} must have shape {expected}. "
+                                 f"Got shape {tuple(mask.shape)} instead.")
+    if mask.device.type != "cpu" or mask.numel() == 0:
+        return mask
+    bad = ~((mask == 0) | (mask == 1))
+    if bool(bad.any()):
+        row, col = (int(i) for i in bad.nonzero()[0])
+        raise IsotropyValueError(f"The 'attention_mask' parameter of {caller} must hold only 0s and 1s. Got "
+                                 f"{mask[row, col].item()!r} at row {row}, position {col} instead.")
     empty = (mask == 0).all(1)
     if bool(empty.any()):
         row = int(empty.nonzero()[0, 0])
@@ -115,4 +132,6 @@ def _pool(hidden, mask, pooling: str):
     else:
         index = torch.where(real, positions, torch.full_like(positions, mask.shape[1])).amin(1)
         index = index.clamp_max(mask.shape[1] - 1)
-    return hidden[torch.arange(hidden.shape[0], device=hidden.device), index]
+    picked = hidden[torch.arange(hidden.shape[0], device=hidden.device), index]
+    # a row without a real token (only possible for an unchecked accelerator mask) has no vector: NaN, as mean's 0/0
+    return torch.where(real.any(1, keepdim=True), picked, picked.new_tensor(float("nan")))

@@ -41,7 +41,7 @@ from isotropy._utils.validation import IsotropyValueError, check_scalar, check_t
 from isotropy.metrics.table import check_metric_names, metric_names
 from isotropy.models.batching import distinct_sequences, pad_rows, refuse_empty_rows, tokenize_texts
 from isotropy.models.layers import check_layers, select_layers
-from isotropy.models.pooling import check_pooling, pool_hidden_states
+from isotropy.models.pooling import _pool, check_attention_mask, check_pooling
 
 __all__ = ["DEFAULT_METRICS", "GeometryProbe", "check_tokenizer", "import_for_measuring"]
 
@@ -408,8 +408,8 @@ class GeometryProbe:
         """``{layer: (batch, d) pooled vectors}`` of the chosen layers for one batch of inputs."""
         output = model(**inputs, output_hidden_states=True, return_dict=True, **(forward_kwargs or {}))
         states = _hidden_states(output, self.caller)
-        return {i: pool_hidden_states(states[i], inputs["attention_mask"], pooling=self.pooling)
-                for i in self._layer_ids(len(states))}
+        mask = check_attention_mask(states[0], inputs["attention_mask"], caller=self.caller).to(states[0].device)
+        return {i: _pool(states[i], mask, self.pooling) for i in self._layer_ids(len(states))}  # one check, every layer
 
     def _encoder(self, model, device, forward_kwargs, world_size):
         """The module whose forward gives the hidden states of ``model``: its ``base_model`` when that gives them.

@@ -63,11 +63,11 @@ def regularised_states(hidden_states, attention_mask, *, layers="all", level="to
     check_option(level, "level", LEVELS, caller=caller)
     chosen = [hidden_states[i] for i in select_layers(layers, len(hidden_states), include_embeddings=False,
                                                       caller=caller)]
+    mask = check_attention_mask(chosen[0], attention_mask, caller=caller).to(chosen[0].device)  # once, not per layer
     if level == "token":
-        keep = attention_mask.to(chosen[0].device).bool()
+        keep = mask.bool()
         return torch.cat([h[keep] for h in chosen], dim=0)
     pooling = check_pooling(pooling, caller=caller)
-    mask = check_attention_mask(chosen[0], attention_mask, caller=caller).to(chosen[0].device)  # once, not per layer
     return torch.cat([_pool(h, mask, pooling) for h in chosen], dim=0)
 
 
