@@ -413,6 +413,39 @@ def test_partition_isotropy_with_a_chunk_of_subnormal_numbers_only_equals_in_mem
     assert 0 < got < 1
 
 
+def test_partition_isotropy_gram_of_chunks_at_different_scales_is_summed_at_the_largest():
+    # the plain XᵀX of a chunk at 2**600 overflows; one at 2**-600 adds nothing a float64 sum at 2**600 could hold
+    from isotropy.distributed._covariance import _add_gram, _gram
+
+    rng = np.random.default_rng(3)
+    blocks = [np.ldexp(rng.normal(size=(30, 5)), shift) for shift in (600, 0, 600, -600)]
+    e, G, top = _add_gram(_add_gram(_gram(blocks[0]), _gram(blocks[1])), _add_gram(_gram(blocks[2]), _gram(blocks[3])))
+    assert e == np.frexp(max(np.abs(blocks[0]).max(), np.abs(blocks[2]).max()))[1]
+    assert top == max(np.abs(b).max() for b in blocks)
+    big = np.vstack([np.ldexp(blocks[0], -e), np.ldexp(blocks[2], -e)])
+    middle = np.ldexp(blocks[1], -e)  # its Gram at 2**-1200 underflows to 0, as in any float64 sum at that scale
+    np.testing.assert_allclose(G, big.T @ big + middle.T @ middle, rtol=1e-13)
+    empty = _gram(np.empty((0, 5)))
+    assert empty[0] is None and _add_gram(empty, _gram(blocks[1]))[0] == _gram(blocks[1])[0]
+
+
+@pytest.mark.parametrize("chunks", [((0, 300, 0, 300), (9,)), ((300, 0, 300), (9,))], ids=["first-empty", "middle-empty"])
+def test_partition_isotropy_with_empty_chunks_equals_in_memory(blobs, chunks):
+    X, _ = blobs
+    got = isotropy.partition_isotropy(da.from_array(X, chunks=chunks))
+    np.testing.assert_allclose(got, isotropy.partition_isotropy(X), rtol=1e-10)
+
+
+def test_partition_isotropy_of_float32_subnormals_only_is_refused_as_in_memory(blobs):
+    X, _ = blobs
+    Y = (X * 1e-40).astype(np.float32)
+    with pytest.raises(IsotropyValueError) as memory:
+        isotropy.partition_isotropy(Y)
+    with pytest.raises(IsotropyValueError) as chunked:
+        isotropy.partition_isotropy(da.from_array(Y, chunks=(97, 9)))
+    assert str(chunked.value) == str(memory.value) and "subnormal float32" in str(memory.value)
+
+
 def test_partition_isotropy_whose_projections_overflow_is_refused_as_in_memory():
     Y = np.full((40, 2), 1.5e308) * np.r_[np.ones(20), -np.ones(20)][:, None]  # u = (1, 1)/√2 gives 2.1e308
     with pytest.raises(IsotropyValueError) as memory:

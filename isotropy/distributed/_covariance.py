@@ -148,8 +148,13 @@ def _add_gram(a, b):
 
 
 def _logsumexp_terms(block, U, exponent):
-    """Per column of P = [B U, −B U]: the maximum m and Σ exp(P − m); None when a projection overflows float64."""
+    """Per column of P = [B U, −B U]: the maximum m and Σ exp(P − m); None when a projection overflows float64.
+
+    ``()`` for a block without rows (it adds nothing to the sums).
+    """
     B = np.asarray(block, dtype=np.float64)
+    if B.shape[0] == 0:
+        return ()
     P = (np.ldexp(B, -exponent) if exponent else B) @ U
     if exponent:
         with np.errstate(over="ignore"):  # checked just below
@@ -163,8 +168,10 @@ def _logsumexp_terms(block, U, exponent):
 
 
 def _merge_logsumexp(a, b):
-    if a is None or b is None:
+    if a is None or b is None:  # a projection overflowed
         return None
+    if not a or not b:  # a block without rows
+        return b if not a else a
     top = np.maximum(a[0], b[0])
     with np.errstate(over="ignore"):
         return top, a[1] * np.exp(a[0] - top) + b[1] * np.exp(b[0] - top)
@@ -186,7 +193,8 @@ def partition_isotropy(X):
     blocks = finite_blocks(X, caller)
     gram = tree_reduce([delayed(_gram, pure=True)(b) for b in blocks], _add_gram, name="isotropy-merge-gram")
     ((exponent, G, top),) = compute(gram)
-    rescaled(np.array([top]), top, caller=caller)  # data of only subnormal numbers: refused as in memory
+    dtype = X.dtype if X.dtype in (np.float32, np.float64) else np.float64  # check_X's: ints are read as float64
+    rescaled(np.array([top], dtype=dtype), top, caller=caller)  # only subnormal numbers of that dtype: refused as in memory
     exponent = exponent or 0
     _, U = np.linalg.eigh(G)
     terms = [delayed(_logsumexp_terms, pure=True)(b, U, exponent) for b in blocks]
