@@ -383,6 +383,24 @@ def test_one_seed_is_not_established(small_run):
     assert len(got) == 3 and {c.n_seeds for c in got} == {1} and {c.verdict for c in got} == {"not established"}
 
 
+def test_a_bootstrap_across_the_threshold_makes_a_claim_of_three_one_sided_seeds_not_established(small_run):
+    import copy
+
+    from isotropy.experiments._claims import reason_of
+    from isotropy.experiments.sts_isotropy.run import claims
+
+    _, results = small_run
+    base = next(c for c in claims(results, None) if c.id == "cluster-raises-sts")
+    assert base.n_seeds == 3
+    joined = copy.deepcopy(results)
+    joined["bootstrap"] = {"cluster-raises-sts": {"low": -50.0, "high": 50.0, "how": "bootstrap over the pairs"}}
+    record = next(c for c in claims(joined, None) if c.id == "cluster-raises-sts").to_dict()
+    assert record["verdict"] == "not established" and record["interval"]["low"] == -50.0
+    # decided on the joined interval, whatever the seeds alone gave
+    assert reason_of(record) == "the per-seed values and the interval [-50, 50] lie on both sides of the threshold 0"
+    assert record["interval"]["how"].count("not established") == 1
+
+
 def test_a_bootstrapped_claim_gives_one_reason_decided_on_the_joined_interval(small_run):
     import copy
 
@@ -553,7 +571,8 @@ def test_rows_with_pairs_left_out_are_marked_in_the_tables_and_leave_the_sts_cla
     labels = _methods_figure(results).axes[0].get_legend_handles_labels()[1]
     assert labels == ["Baseline", "K-means + Mean + PCA‡", "Mean + PCA"]
     found = {c.id: c for c in claims(results, None)}
-    for id_ in ("cluster-raises-sts", "cluster-beats-global-pca"):
-        assert found[id_].verdict == "not established" and found[id_].ours is None
-        assert found[id_].interval["how"].startswith("not measured: 2 pair cosine(s) over the seeds are undefined")
+    for id_ in ("cluster-raises-sts", "cluster-beats-global-pca"):  # measured, but not over the same pairs
+        assert found[id_].verdict == "not established" and found[id_].ours is not None and found[id_].n_seeds == 1
+        assert found[id_].interval["how"].startswith("seed spread: min–max over 1 seed(s); not established: 2 pair "
+                                                     "cosine(s) over the seeds are undefined")
     assert found["cluster-raises-isotropy"].ours is not None  # I(W) is defined with zero vectors: still measured

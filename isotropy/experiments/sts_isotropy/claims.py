@@ -217,10 +217,12 @@ def claims(results, results_dir, *, model: str | None = None, reason: str | None
         if key not in values:
             out.append(not_run(**common, reason=reason or "the run has no such rows"))
             continue
-        if key in undefined:
-            out.append(not_run(**common, reason=undefined[key]))
-            continue
         record = claim(**common, values=values[key])
+        if key in undefined:  # measured, over fewer pairs than the rows it is compared with: not comparable
+            seeds_how = str(record.interval["how"]).split(REASON_MARK, 1)[0]
+            out.append(dataclasses.replace(record, verdict="not established",
+                                           interval=with_reason({**record.interval, "how": seeds_how}, undefined[key])))
+            continue
         boot = bootstrap.get(id_)
         if boot is not None:  # both: the seed spread and the bootstrap over pairs, computed by run
             seeds_how = str(record.interval["how"]).split(REASON_MARK, 1)[0]  # the seed-only reason is decided anew
