@@ -36,3 +36,28 @@ def test_a_missing_file_keeps_its_file_message(tmp_path):
     # no separator, no cluster: a file was meant, and the message lists the file formats
     missing = tmp_path / "nosuch.npy"
     assert _error(missing).startswith(f"Error: The embeddings file '{missing}' does not exist; expected a 2-d array")
+
+
+def test_a_missing_zarr_store_lists_what_is_accepted(tmp_path):
+    given = str(tmp_path / "nonexist.zarr")
+    for options in ([], ["--workers", "2"]):
+        assert _error(given, *options) == f"Error: The embeddings {given!r} do not exist; {ACCEPTED}"
+
+
+def test_a_dangling_link_is_named_as_one_with_workers_too(tmp_path):
+    link = tmp_path / "dangling.npy"
+    link.symlink_to(tmp_path / "nothere.npy")
+    for options in ([], ["--workers", "2"]):
+        error = _error(link, *options)
+        assert "dangling symbolic link" in error and str(link) in error, options
+
+
+def test_read_embeddings_names_the_forms_it_reads_and_where_shards_are_read(tmp_path):
+    from isotropy.io.embeddings import read_embeddings
+
+    given = str(tmp_path / "nonexist") + os.sep
+    with pytest.raises(FileNotFoundError, match=f"^The embeddings '{given}' do not exist; expected a 2-d array.*"
+                                                f"A directory, glob pattern or Zarr store of shards is read by "
+                                                f"isotropy.io.shards.read_shards \\(and by isotropy measure\\), not "
+                                                f"by read_embeddings.$"):
+        read_embeddings(given)

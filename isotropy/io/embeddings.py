@@ -131,7 +131,9 @@ def read_embeddings(path: str | os.PathLike, *, key: str | None = None, mmap_mod
     given, path = str(path), Path(path)
     kind = path_kind(path)
     if kind == "does not exist" and given.endswith(("/", os.sep)):  # Path() drops the slash that meant a directory
-        raise missing_embeddings(given)
+        raise FileNotFoundError(f"The embeddings {given!r} do not exist; expected {_EXPECTED}. A directory, glob "
+                                f"pattern or Zarr store of shards is read by isotropy.io.shards.read_shards (and by "
+                                f"isotropy measure), not by read_embeddings.")
     if kind == "does not exist":
         raise FileNotFoundError(f"The embeddings file {str(path)!r} does not exist; expected {_EXPECTED}.")
     if kind is not None:  # a directory, a device such as /dev/zero, a link loop or a dangling link

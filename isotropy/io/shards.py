@@ -322,10 +322,11 @@ def read_shards(source: str | os.PathLike, *, key: str | None = None, chunk_rows
         raise TypeError(f"The 'chunk_rows' parameter of read_shards must be an int >= 1 or None. "
                         f"Got {chunk_rows!r} instead.")
     path = Path(str(source))
+    # nothing there (a dangling link is something: its shard check names it); a missing 'x.zarr' included
+    if not path.exists() and not path.is_symlink() and not glob.has_magic(str(source)):
+        raise missing_embeddings(source)  # read_shards also reads one .npy or .parquet file: every form named
     if _is_zarr(path):
         return _read_zarr(path, key, chunk_rows)
-    if not path.exists() and not glob.has_magic(str(source)):
-        raise missing_embeddings(source)  # read_shards also reads one .npy or .parquet file: every form named
     paths = _shard_paths(source)
     headers = []
     for shard in paths:

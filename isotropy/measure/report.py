@@ -171,8 +171,15 @@ class _Input:
 def _load_input(embeddings, labels_path, *, key, sample_size, random_state, needing_labels,
                 shrinkage_sample=None, label_column=None) -> _Input:
     """Read EMBEDDINGS into memory, then :func:`prepare_input` (the sample, finiteness, clusters, Σ_S)."""
-    from isotropy.io.embeddings import read_embeddings
+    import os
+    from pathlib import Path
 
+    from isotropy.io.embeddings import missing_embeddings, read_embeddings
+
+    given = str(embeddings)
+    if given.endswith(("/", os.sep)) and not os.path.lexists(given) and not Path(given).exists():
+        # a directory was meant (the separator): the command also reads shards, so every form it takes is named
+        raise InputError(str(missing_embeddings(given)))
     # a sample reads only its rows from a memory-mapped .npy; all rows are read into memory once
     X, row_names = _guard(read_embeddings, embeddings, key=key, mmap_mode="r" if sample_size is not None else None,
                           label_column=own_label_column(embeddings, labels_path, label_column))
