@@ -312,3 +312,17 @@ def test_each_parquet_shard_is_checked_for_expansion_once_before_its_first_row(t
             writer.write_table(block)
     with pytest.raises(IsotropyValueError, match=r"part-2\.parquet.* expands from \d+ to \d+ bytes"):
         X.compute()
+
+
+@pytest.mark.parametrize("value, error, got", [
+    (0, IsotropyValueError, "0"), (-3, IsotropyValueError, "-3"), (2.5, IsotropyValueError, "2.5"),
+    (True, IsotropyValueError, "True"), ("5", TypeError, "'5'"),
+])
+def test_chunk_rows_out_of_range_is_a_value_error_like_every_range(shards, value, error, got):
+    # chunk_rows=0 raised TypeError; the library's range check now says it, as for batch_size or n_neighbors
+    root, _, _ = shards
+    with pytest.raises(error) as info:
+        read_shards(root, chunk_rows=value)
+    assert str(info.value) == (f"The 'chunk_rows' parameter of read_shards must be an int in the range [1, inf) or "
+                               f"None. Got {got} instead.")
+    assert read_shards(root, chunk_rows=np.int64(20)).chunks[0][0] == 20

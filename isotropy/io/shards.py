@@ -318,9 +318,11 @@ def read_shards(source: str | os.PathLike, *, key: str | None = None, chunk_rows
     from dask import delayed
     from dask.base import tokenize
 
-    if chunk_rows is not None and (isinstance(chunk_rows, bool) or not isinstance(chunk_rows, int) or chunk_rows < 1):
-        raise TypeError(f"The 'chunk_rows' parameter of read_shards must be an int >= 1 or None. "
-                        f"Got {chunk_rows!r} instead.")
+    from isotropy._utils.validation import check_scalar
+
+    # the library's one range check: a number out of range (0, 2.5, True) is a ValueError, a non-number a TypeError
+    chunk_rows = check_scalar(chunk_rows, "chunk_rows", caller="read_shards", kind=int, low=1, allow_none=True)
+    chunk_rows = None if chunk_rows is None else int(chunk_rows)
     path = Path(str(source))
     # nothing there (a dangling link is something: its shard check names it); a missing 'x.zarr' included
     if not path.exists() and not path.is_symlink() and not glob.has_magic(str(source)):
