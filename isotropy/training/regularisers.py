@@ -24,7 +24,7 @@ import numbers
 
 import torch
 
-from isotropy._utils.validation import check_option, check_scalar
+from isotropy._utils.validation import IsotropyValueError, check_option, check_scalar
 from isotropy.models.layers import check_layers, select_layers
 from isotropy.models.pooling import _pool, check_attention_mask, check_pooling
 from isotropy.torch import cosine_penalty, istar_penalty, shrinkage_covariance  # at import: never in the loop
@@ -100,7 +100,14 @@ class HiddenStateRegulariser:
     def __init__(self, method="istar", *, weight=1.0, zeta=0.2, shrinkage_sample=None, layers="all", level="token",
                  pooling="mean", batch_size=32, max_length=128, caller="HiddenStateRegulariser"):
         self.caller = caller
-        self.method = check_option(method, "method", METHODS, caller=caller)
+        if method not in METHODS:  # the message of check_option, with the toolkit's did-you-mean
+            from isotropy.metrics.table import suggest_name
+
+            try:
+                check_option(method, "method", METHODS, caller=caller)
+            except IsotropyValueError as exc:
+                raise IsotropyValueError(f"{exc}{suggest_name(method, METHODS)}") from None
+        self.method = method
         self.weight = float(check_scalar(weight, "weight", caller=caller))
         self.zeta = float(check_scalar(zeta, "zeta", caller=caller, low=0.0, high=1.0))
         check_layers(layers, caller=caller)  # the form now; the range at the first forward pass
