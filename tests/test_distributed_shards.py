@@ -326,3 +326,15 @@ def test_chunk_rows_out_of_range_is_a_value_error_like_every_range(shards, value
     assert str(info.value) == (f"The 'chunk_rows' parameter of read_shards must be an int in the range [1, inf) or "
                                f"None. Got {got} instead.")
     assert read_shards(root, chunk_rows=np.int64(20)).chunks[0][0] == 20
+
+
+def test_a_shard_that_is_not_npy_says_so_not_pickled(shards):
+    # it read "not a readable .npy array (This file contains pickled (object) data. If you trust ... ke...)"
+    root, _, _ = shards
+    (root / "part-4.npy").write_bytes(b"hello")
+    line = (f"Cannot read embeddings from {str(root / 'part-4.npy')!r}: not a .npy file (it does not start with "
+            f"numpy's magic string \\x93NUMPY but with b'hello'); expected a numeric .npy array.")
+    assert _error(root) == line
+    result = invoke(root, "--workers", 2, "--metrics", "isoscore")
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines() == [f"Error: {line}"]

@@ -216,6 +216,36 @@ def test_object_npy_refused_without_pickle(tmp_path):
         read_embeddings(tmp_path / "o.npy")
 
 
+@pytest.mark.parametrize("content, reason", [
+    (b"hello", "not a .npy file (it does not start with numpy's magic string \\x93NUMPY but with b'hello')"),
+    (b"", "not a .npy file (the file is empty)"),
+    (None, "not a .npy file (it is a zip archive, as an .npz file is; give it the .npz extension)"),
+])
+def test_a_file_that_is_not_npy_says_so_not_pickled(tmp_path, X, content, reason):
+    # without numpy's magic string np.load tried pickle and said "contains pickled (object) data ... ke..."
+    # (cut at 120 characters), or loaded an .npz renamed to .npy as an archive
+    path = tmp_path / "t.npy"
+    if content is None:
+        np.savez(tmp_path / "z.npz", a=X)
+        path.write_bytes((tmp_path / "z.npz").read_bytes())
+    else:
+        path.write_bytes(content)
+    with pytest.raises(IsotropyValueError) as info:
+        read_embeddings(path)
+    assert str(info.value) == f"Cannot read embeddings from {str(path)!r}: {reason}; expected a numeric .npy array."
+    with pytest.raises(IsotropyValueError) as info:
+        read_labels(path, n_rows=3)
+    assert str(info.value).startswith(f"Cannot read labels from {str(path)!r}: {reason}; expected ")
+    from click.testing import CliRunner
+
+    from isotropy.cli import cli
+
+    result = CliRunner().invoke(cli, ["measure", str(path)])
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines() == [
+        f"Error: Cannot read embeddings from {str(path)!r}: {reason}; expected a numeric .npy array."]
+
+
 def test_ragged_word_vectors_and_key_on_single_array(tmp_path, X):
     (tmp_path / "bad.vec").write_text("the 1 2 3\nof 1 2\n")
     with pytest.raises(ValueError, match="expected a word and 3 numbers"):

@@ -2,7 +2,7 @@
 
 ``/dev/zero`` exists (reading it never ends), a symbolic link loop exists (opening it fails with
 ELOOP), a dangling link exists as a link: each gets its own words, and only a path that is not
-there at all "does not exist".
+there at all "does not exist". A file named ``.npy`` that is not one says so (:func:`npy_magic_problem`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import os
 import stat
 from pathlib import Path
 
-__all__ = ["check_regular_file", "path_kind"]
+__all__ = ["check_regular_file", "npy_magic_problem", "path_kind"]
 
 
 def path_kind(path) -> str | None:
@@ -59,3 +59,28 @@ def check_regular_file(path, what: str, expected: str, *, value_error=ValueError
     if kind == "does not exist":
         raise FileNotFoundError(message)
     raise value_error(message)
+
+
+def npy_magic_problem(path) -> str | None:
+    """``None`` when ``path`` starts with numpy's magic string (or cannot be opened: ``np.load`` says why); else why
+    it is not a ``.npy`` file, e.g. ``"not a .npy file (it does not start with numpy's magic string ...)"``.
+
+    Checked before ``np.load``: without the magic string numpy tries a zip archive (an ``.npz`` renamed to ``.npy``
+    is loaded as one) and then pickle, and its message says the file "contains pickled (object) data", whatever
+    it holds.
+    """
+    from numpy.lib.format import MAGIC_PREFIX
+
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(16)
+    except OSError:
+        return None
+    if head.startswith(MAGIC_PREFIX):
+        return None
+    if not head:
+        return "not a .npy file (the file is empty)"
+    if head.startswith(b"PK\x03\x04"):
+        return "not a .npy file (it is a zip archive, as an .npz file is; give it the .npz extension)"
+    return (f"not a .npy file (it does not start with numpy's magic string \\x93NUMPY but with "
+            f"{head[:len(MAGIC_PREFIX)]!r})")

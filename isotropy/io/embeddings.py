@@ -30,7 +30,7 @@ from isotropy.io._archives import (
     zip_expansion_problem,
 )
 from isotropy.io._encoding import header_name as _header_name  # shared with read_labels' column=
-from isotropy.io._paths import path_kind
+from isotropy.io._paths import npy_magic_problem, path_kind
 from isotropy.io.word_vectors import PACKAGED_GLOVE, read_word_vectors
 
 __all__ = ["EMBEDDING_EXTENSIONS", "read_embeddings"]
@@ -206,6 +206,9 @@ def _as_matrix(arr, path) -> np.ndarray:
 
 
 def _load_npy(path, mmap_mode=None):
+    problem = npy_magic_problem(path)  # else numpy's "contains pickled (object) data" for any non-.npy file
+    if problem is not None:
+        raise _fail(path, problem, "a numeric .npy array")
     try:
         return np.load(path, allow_pickle=False, mmap_mode=mmap_mode)
     except Exception as exc:  # noqa: BLE001 -- corrupt header, object arrays, truncated data

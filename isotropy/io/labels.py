@@ -24,7 +24,7 @@ import numpy as np
 from isotropy._utils.validation import IsotropyValueError
 from isotropy.io._archives import EXPANSION_FLOOR_BYTES, MAX_EXPANSION
 from isotropy.io._encoding import MAX_TEXT_FILE_BYTES, header_name, text_codec
-from isotropy.io._paths import path_kind
+from isotropy.io._paths import npy_magic_problem, path_kind
 from isotropy.io.word_vectors import _MAX_LINE
 
 __all__ = ["LABEL_EXTENSIONS", "read_labels"]
@@ -182,6 +182,9 @@ def _indicator(values: np.ndarray, path) -> np.ndarray:
 
 
 def _read_npy(path) -> np.ndarray:
+    problem = npy_magic_problem(path)  # else numpy's "contains pickled (object) data" for any non-.npy file
+    if problem is not None:
+        raise _fail(path, problem)
     try:
         labels = np.load(path, allow_pickle=False)
     except Exception as exc:  # noqa: BLE001 -- corrupt header, object arrays, truncated data
