@@ -18,3 +18,34 @@ def test_regulariser_method_suggests_the_closest_name():
         HiddenStateRegulariser("zzz")
     assert str(info.value) == ("The 'method' parameter of HiddenStateRegulariser must be one of {'istar', 'cosreg'}. "
                                "Got 'zzz' instead.")
+
+
+def test_merge_state_of_another_metric_names_both_classes():
+    """IsoScore().merge_state(MeanCosine()) raised a bare KeyError: 'mean'."""
+    import torch
+
+    from isotropy.training import IsoScore, MeanCosine, TwoNNDimension
+
+    X = torch.randn(10, 4, generator=torch.Generator().manual_seed(0))
+    iso, cos, twonn = IsoScore(), MeanCosine(), TwoNNDimension()
+    for metric in (iso, cos, twonn):
+        metric.update(X)
+    with pytest.raises(IsotropyValueError) as info:
+        iso.merge_state(cos)
+    assert str(info.value) == ("IsoScore.merge_state: the incoming state comes from a different metric (MeanCosine); "
+                               "merge the states of two IsoScore metrics.")
+    with pytest.raises(IsotropyValueError) as info:
+        twonn.merge_state(iso)
+    assert str(info.value) == ("TwoNNDimension.merge_state: the incoming state comes from a different metric "
+                               "(IsoScore); merge the states of two TwoNNDimension metrics.")
+    with pytest.raises(IsotropyValueError) as info:
+        cos.merge_state(iso.metric_state)
+    assert str(info.value) == (
+        "MeanCosine.merge_state: the incoming state comes from a different metric (keys ['exponent', 'mean', "
+        "'n_samples', 'scatter', 'shift'], where MeanCosine has ['n_samples', 'unit_sq_sum', 'unit_sum']); merge the "
+        "states of two MeanCosine metrics.")
+    with pytest.raises(TypeError) as info:
+        iso.merge_state([1, 2])
+    assert str(info.value) == ("The 'incoming_state' parameter of IsoScore.merge_state must be another IsoScore or its "
+                               "metric_state dict. Got list instead.")
+    iso.merge_state(IsoScore())  # the same metric, empty: allowed

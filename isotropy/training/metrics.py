@@ -54,6 +54,24 @@ def _as_rows(X, metric):
     return X.detach().to(device=metric.device, dtype=torch.float64)
 
 
+def _incoming_state(metric, incoming_state):
+    """The ``metric_state`` dict of ``merge_state``'s argument, refused in one line when another metric's."""
+    mine = type(metric).__name__
+    if isinstance(incoming_state, Metric):
+        if type(incoming_state) is not type(metric):
+            raise IsotropyValueError(f"{mine}.merge_state: the incoming state comes from a different metric "
+                                     f"({type(incoming_state).__name__}); merge the states of two {mine} metrics.")
+        return incoming_state.metric_state
+    if not isinstance(incoming_state, dict):
+        raise TypeError(f"The 'incoming_state' parameter of {mine}.merge_state must be another {mine} or its metric_state "
+                        f"dict. Got {type(incoming_state).__name__} instead.")
+    if set(incoming_state) != set(metric.metric_state):
+        raise IsotropyValueError(f"{mine}.merge_state: the incoming state comes from a different metric (keys "
+                                 f"{sorted(incoming_state)}, where {mine} has {sorted(metric.metric_state)}); merge the "
+                                 f"states of two {mine} metrics.")
+    return incoming_state
+
+
 def _check_width(caller, expected, got, what="the previous batches"):
     if expected and got != expected:
         raise IsotropyValueError(f"The 'X' parameter of {caller} must have {expected} features (columns), like "
@@ -167,7 +185,7 @@ class _MomentMetric(Metric):
 
     def merge_state(self, incoming_state):
         """Add the rows of another instance (or of its ``metric_state`` dict); an empty side is allowed."""
-        other = incoming_state.metric_state if isinstance(incoming_state, Metric) else incoming_state
+        other = _incoming_state(self, incoming_state)
         self._reduce_states(other)
         self._computed = None  # a value computed before the merge is stale (torchmetrics keeps it otherwise)
 
@@ -710,7 +728,7 @@ class TwoNNDimension(Metric):
 
     def merge_state(self, incoming_state):
         """Add the rows of another instance (or of its ``metric_state`` dict); both must have the same width."""
-        other = incoming_state.metric_state if isinstance(incoming_state, Metric) else incoming_state
+        other = _incoming_state(self, incoming_state)
         theirs, mine = self._width(other["rows"]), self._width()
         if theirs and mine and theirs != mine:
             raise IsotropyValueError(f"TwoNNDimension.merge_state: the incoming state has {theirs} features and this "
