@@ -338,3 +338,23 @@ def test_a_shard_that_is_not_npy_says_so_not_pickled(shards):
     result = invoke(root, "--workers", 2, "--metrics", "isoscore")
     assert result.exit_code == 2
     assert result.stderr.strip().splitlines() == [f"Error: {line}"]
+
+
+def test_a_bad_row_of_one_file_or_zarr_array_is_named_without_shard_wording(tmp_path):
+    # measure nan.npy --workers 2 said "row 3, column 1 of the shard (row 3 of all shards)" for a single file
+    import dask.array as da
+
+    X = np.random.default_rng(0).normal(size=(10, 3))
+    X[3, 1] = np.nan
+    np.save(tmp_path / "nan.npy", X)
+    pd.DataFrame({"vector": list(X)}).to_parquet(tmp_path / "nan.parquet")
+    da.to_zarr(da.from_array(X, chunks=(2, 3)), str(tmp_path / "nan.zarr"))
+    for name in ("nan.npy", "nan.parquet", "nan.zarr"):
+        assert _error(tmp_path / name, chunk_rows=2) == (
+            f"Cannot read embeddings from {str(tmp_path / name)!r}: a non-finite value nan at row 3, column 1; "
+            f"expected finite numbers (no NaN or inf).")
+    result = invoke(tmp_path / "nan.npy", "--workers", 2, "--metrics", "isoscore")
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines() == [
+        (f"Error: Cannot read embeddings from {str(tmp_path / 'nan.npy')!r}: a non-finite value nan at row 3, "
+         f"column 1; expected finite numbers (no NaN or inf).")]

@@ -162,12 +162,15 @@ def _parquet_header(path: Path, key):
 
 
 def _check_finite(block, path, first_row, global_row):
+    """``block`` (rows from ``first_row`` of ``path``) if finite; ``global_row`` None: ``path`` is all the rows
+    (one file, a Zarr array), named without shard wording."""
     from isotropy._utils.validation import first_nonfinite
 
     found = first_nonfinite(block)
     if found is not None:
-        raise _fail(path, f"a non-finite value {found.at(first_row + found.row)} of the shard (row "
-                          f"{global_row + found.row} of all shards)", "finite numbers (no NaN or inf)")
+        where = "" if global_row is None else f" of the shard (row {global_row + found.row} of all shards)"
+        raise _fail(path, f"a non-finite value {found.at(first_row + found.row)}{where}",
+                    "finite numbers (no NaN or inf)")
     return block
 
 
@@ -265,7 +268,7 @@ def _zarr_chunk_counts(path: Path, key):
 
 def _check_zarr_block(block, path, starts, block_info=None):
     row = int(starts[block_info[0]["chunk-location"][0]])
-    return _check_finite(block, path, row, row)
+    return _check_finite(block, path, row, None)  # one array: its rows, no shard wording
 
 
 def read_shards(source: str | os.PathLike, *, key: str | None = None, chunk_rows: int | None = None):
@@ -330,6 +333,7 @@ def read_shards(source: str | os.PathLike, *, key: str | None = None, chunk_rows
     if _is_zarr(path):
         return _read_zarr(path, key, chunk_rows)
     paths = _shard_paths(source)
+    single = path.is_file()  # one file (measure --workers): named as a file, not as a shard
     headers = []
     for shard in paths:
         if shard.suffix.lower() == ".npy":
@@ -351,7 +355,8 @@ def read_shards(source: str | os.PathLike, *, key: str | None = None, chunk_rows
         n = sum(piece[4] - piece[3] for piece in group)
         # a changed shard: a new key (a .npy piece with a layout carries its size and mtime already)
         stamps = [piece if len(piece) > 5 else (*piece, os.stat(piece[1]).st_mtime_ns) for piece in group]
-        task = delayed(_load_group)(group, key, dtype, dask_key_name=f"read-shards-{tokenize(stamps, key, dtype)}")
+        task = delayed(_load_group)(group, key, dtype, single,
+                                    dask_key_name=f"read-shards-{tokenize(stamps, key, dtype, single)}")
         chunks.append(da.from_delayed(task, shape=(n, width), dtype=dtype))
     return chunks[0] if len(chunks) == 1 else da.concatenate(chunks, axis=0)
 
@@ -395,9 +400,13 @@ def _coalesce(paths: list[Path], n_rows: list[int], rows: int, layouts=None, wid
     return groups
 
 
-def _load_group(group: list[tuple], key, dtype) -> np.ndarray:
-    """The rows of one chunk: each piece read (checked for NaN and inf, named by its shard), then stacked."""
-    blocks = [_load_npy_rows(path, start, stop, dtype, global_row, *extra) if kind == "npy"
-              else _load_parquet(path, key, stop, dtype, global_row, *extra)
+def _load_group(group: list[tuple], key, dtype, single: bool = False) -> np.ndarray:
+    """The rows of one chunk: each piece read (checked for NaN and inf, named by its shard), then stacked.
+
+    ``single``: the source is one file, whose bad row is named without shard wording ("row 3", not "row 3 of
+    the shard (row 3 of all shards)").
+    """
+    blocks = [_load_npy_rows(path, start, stop, dtype, None if single else global_row, *extra) if kind == "npy"
+              else _load_parquet(path, key, stop, dtype, None if single else global_row, *extra)
               for kind, path, global_row, start, stop, *extra in group]
     return blocks[0] if len(blocks) == 1 else np.concatenate(blocks, axis=0)
