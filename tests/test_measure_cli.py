@@ -224,7 +224,7 @@ def test_bad_input_one_line_exit_2(tmp_path, case):
         args, expect = [tmp_path / "x.docx"], r"unknown file extension '\.docx'; expected one of"
     elif case == "corrupt":
         (tmp_path / "x.npy").write_bytes(b"not numpy at all")
-        args, expect = [tmp_path / "x.npy"], r"not a readable \.npy array"
+        args, expect = [tmp_path / "x.npy"], r"not a \.npy file \(it does not start with numpy.s magic string"
     elif case == "unknown_metric":
         args, expect = [_write(tmp_path, "x.npy", X), "--metrics", "isoscore,isoscroe"], \
             r"Got 'isoscroe' instead\. Did you mean 'isoscore'\?"
