@@ -49,3 +49,21 @@ def test_merge_state_of_another_metric_names_both_classes():
     assert str(info.value) == ("The 'incoming_state' parameter of IsoScore.merge_state must be another IsoScore or its "
                                "metric_state dict. Got list instead.")
     iso.merge_state(IsoScore())  # the same metric, empty: allowed
+
+
+def test_isoscore_star_width_is_said_to_come_from_shrinkage_cov():
+    """IsoScoreStar(shrinkage_cov=eye(5)) fed 8 columns said 'like n_features', which the user never passed."""
+    import torch
+
+    from isotropy.training import IsoScoreStar
+
+    metric = IsoScoreStar(shrinkage_cov=torch.eye(5))
+    with pytest.raises(IsotropyValueError) as info:
+        metric.update(torch.randn(10, 8))
+    assert str(info.value) == ("The 'X' parameter of IsoScoreStar.update must have 5 features (columns), like "
+                               "shrinkage_cov's shape (5, 5). Got 8 instead.")
+    metric = IsoScoreStar(shrinkage_cov=torch.eye(5), n_features=5)  # given: named as given
+    with pytest.raises(IsotropyValueError) as info:
+        metric.update(torch.randn(10, 8))
+    assert str(info.value) == ("The 'X' parameter of IsoScoreStar.update must have 5 features (columns), like "
+                               "n_features. Got 8 instead.")

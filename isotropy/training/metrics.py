@@ -54,6 +54,15 @@ def _as_rows(X, metric):
     return X.detach().to(device=metric.device, dtype=torch.float64)
 
 
+def no_shrinkage_cov_warning():
+    """IsoScoreStar's warning without ``shrinkage_cov``: the table's IsoScore* warning
+    (:data:`isotropy.metrics.table.ISOSCORE_STAR_WARNING`) in the terms of this class, which takes the matrix."""
+    return ("IsoScoreStar: without shrinkage_cov, Σ_S is the identity and the value tracks the vector norms, not "
+            "isotropy (0.7-0.999 on contextual embeddings whose isoscore is 0.03-0.08); give shrinkage_cov=, the "
+            "(n_features, n_features) covariance matrix of a larger sample (isotropy.torch.shrinkage_covariance(sample) "
+            "or np.cov(sample, rowvar=False)).")
+
+
 def _incoming_state(metric, incoming_state):
     """The ``metric_state`` dict of ``merge_state``'s argument, refused in one line when another metric's."""
     mine = type(metric).__name__
@@ -91,6 +100,7 @@ class _MomentMetric(Metric):
     full_state_update = False
     is_differentiable = False
     _keywords = ("n_features",)  # this class's own keywords, for the message of a wrong one
+    _n_features_from = "n_features"  # where the fixed width comes from, for the message of a wrong one
     _moments = True  # count, mean, scatter, exponent (the covariance metrics)
     _units = False  # sums of unit vectors and of their squares (the cosine metrics)
 
@@ -194,7 +204,7 @@ class _MomentMetric(Metric):
         """Add a batch ``X`` of shape ``(n_samples, n_features)`` (tensor or array; float64 accumulation)."""
         caller = f"{type(self).__name__}.update"
         X = _as_rows(X, self)
-        _check_width(caller, self.n_features, X.shape[1], "n_features")
+        _check_width(caller, self.n_features, X.shape[1], self._n_features_from)
         part = {"n_samples": torch.tensor(float(X.shape[0]), dtype=torch.float64, device=self.device)}
         if self._units:
             part.update(self._unit_sums(X, caller))
@@ -410,12 +420,12 @@ class IsoScoreStar(_MomentMetric):
                 raise IsotropyValueError(f"The 'shrinkage_cov' parameter of {caller} must have shape "
                                          f"({n_features}, {n_features}) (n_features). Got {tuple(S.shape)} instead.")
             S = _check_shrinkage_cov(S, d, like=S, caller=caller)
-            n_features = d
         else:  # as the callbacks and regularisers warn: Σ_S = I tracks the vector norms
-            from isotropy.metrics.table import ISOSCORE_STAR_WARNING
-
-            warnings.warn(f"{caller}: {ISOSCORE_STAR_WARNING} (shrinkage_cov=).", UserWarning, stacklevel=2)
-        super().__init__(n_features=n_features, **kwargs)
+            warnings.warn(no_shrinkage_cov_warning(), UserWarning, stacklevel=2)
+        given = n_features is not None
+        super().__init__(n_features=n_features if S is None else S.shape[0], **kwargs)
+        if S is not None and not given:  # the width the rows must have is shrinkage_cov's, not an n_features given
+            self._n_features_from = f"shrinkage_cov's shape {tuple(S.shape)}"
         self.register_buffer("shrinkage_cov", S, persistent=False)
 
     def compute(self):

@@ -482,10 +482,10 @@ class GeometryProbe:
         if name == "isoscore_star":
             options.update(zeta=self.zeta, shrinkage_cov=None if shrink is None else shrink[layer])
             if shrink is None:  # warned once, when the callback was made: not again per layer and epoch
-                from isotropy.metrics.table import ISOSCORE_STAR_WARNING
+                from isotropy.training.metrics import no_shrinkage_cov_warning
 
                 with warnings.catch_warnings():
-                    warnings.filterwarnings("ignore", message=re.escape(f"IsoScoreStar: {ISOSCORE_STAR_WARNING}"))
+                    warnings.filterwarnings("ignore", message=re.escape(no_shrinkage_cov_warning()))
                     return metric_from_name(name, n_features=n_features, **options)
         return metric_from_name(name, n_features=n_features, **options)
 
