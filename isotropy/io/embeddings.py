@@ -450,8 +450,13 @@ def _check_numeric_columns(df, path, *, line_offset: int | None) -> None:
         raise _fail(path, f"column {column!r} is not numeric{where}", "numbers in every column but the row names")
 
 
-def _read_parquet(path, key, *, checked: bool = False):
-    """``checked``: the caller ran :func:`_check_parquet_expansion` on these very bytes (``read_shards``)."""
+def _read_parquet(path, key, *, checked: bool = False, with_columns: bool = False):
+    """``(X, names)``; ``checked``: the caller ran :func:`_check_parquet_expansion` on these very bytes (``read_shards``).
+
+    ``with_columns``: ``(X, names, (columns, listed))`` with the names of the columns ``X`` was read from, in
+    order (``listed``: one column of vectors; else one column per feature), which ``read_shards`` compares
+    across shards.
+    """
     pd = _import_optional("pandas", path, "pandas and pyarrow")
     _import_optional("pyarrow", path, "pandas and pyarrow")
 
@@ -490,12 +495,16 @@ def _read_parquet(path, key, *, checked: bool = False):
             X = np.stack([np.asarray(v) for v in column]) if len(column) else np.empty((0, 0))
         except Exception as exc:  # noqa: BLE001
             raise _fail(path, f"column {str(vector_columns[0])!r} cannot be stacked ({_short(exc)})") from None
+        if with_columns:
+            return _as_matrix(X, path), names, ((str(vector_columns[0]),), True)
         return _as_matrix(X, path), names
     numeric = rest.drop(columns=text_columns if names is not None else [])
     if numeric.shape[1] == 0:
         raise _fail(path, "there are no numeric columns and no column of vectors",
                     "numeric columns, or one column whose entries are vectors")
     _check_numeric_columns(numeric, path, line_offset=None)
+    if with_columns:
+        return _as_matrix(numeric.to_numpy(), path), names, (tuple(str(c) for c in numeric.columns), False)
     return _as_matrix(numeric.to_numpy(), path), names
 
 

@@ -135,7 +135,12 @@ def _stamp(path) -> tuple[int, int] | None:
 
 
 def _parquet_header(path: Path, key):
-    """Rows, width, dtype and stamp of a Parquet shard, checked for expansion (once) before its first row is read.
+    """Rows, width, dtype, stamp and columns of a Parquet shard, checked for expansion (once) before its first row
+    is read.
+
+    The columns are ``(names, listed)``: the names of the columns the vectors are read from, in order, and whether
+    that is one column of vectors (else one column per feature), from the one row read here (no data read again),
+    compared across shards by :func:`_check_same_columns`.
 
     The stamp is taken before the check: the chunk task reads the shard without checking it again only
     while its size and modification time are those (:func:`_load_parquet`), as a ``.npy`` shard's rows are
@@ -157,8 +162,50 @@ def _parquet_header(path: Path, key):
     sink = io.BytesIO()
     pq.write_table(pa.Table.from_batches([first]), sink)
     # a copy of the one row already decoded, written here: nothing in it to check
-    probe, _ = _read_parquet(_NamedBuffer(sink.getvalue(), str(path)), key, checked=True)
-    return n_rows, probe.shape[1], probe.dtype, stamp
+    probe, _, columns = _read_parquet(_NamedBuffer(sink.getvalue(), str(path)), key, checked=True, with_columns=True)
+    return n_rows, probe.shape[1], probe.dtype, stamp, columns
+
+
+def _check_same_columns(paths: list[Path], columns: list) -> None:
+    """Refuse the first Parquet shard whose vector columns differ in name or order from the first Parquet shard's.
+
+    Shards are joined by position: a shard with columns g0.. where the first has f0.., or f2, f1, f0 where it has
+    f0, f1, f2, was stacked as if it matched (isoscore 0.620 for 0.464 with one reversed shard of three). Refused,
+    not matched by name: names that differ cannot be matched at all, a reordered shard most likely comes from
+    another writer (perhaps another model) whose other differences no reordering would fix, and a refusal cannot
+    silently give a wrong answer; the user reorders or renames that shard's columns once. A shard of one column of
+    vectors has no names inside its vectors: only that column's name is compared (with ``key`` it is the same in
+    every shard), and a shard of vectors among shards of one column per feature is refused too.
+    ``columns``: ``(names, listed)`` per shard from :func:`_parquet_header`, ``None`` for a ``.npy`` shard.
+    """
+    first = next(((p, c) for p, c in zip(paths, columns) if c is not None), None)
+    if first is None:
+        return
+    (ref_path, (ref_names, ref_listed)) = first
+    expected = (f"the vector columns of {ref_path.name!r}, the same names in the same order, in every Parquet shard "
+                f"(shards are joined by position; rename or reorder this shard's columns)")
+    for shard, found in zip(paths, columns):
+        if found is None or found == first[1]:
+            continue
+        names, listed = found
+        if listed != ref_listed:
+            raise _fail(shard, f"the shard holds {_layout(names, listed)} where {ref_path.name!r} holds "
+                               f"{_layout(ref_names, ref_listed)}", expected)
+        if listed:
+            raise _fail(shard, f"the shard's vectors are in column {names[0]!r} where {ref_path.name!r} has them in "
+                               f"{ref_names[0]!r}", expected)
+        i = next(i for i, (a, b) in enumerate(zip(names, ref_names)) if a != b)  # one width: as many names
+        order = ", the same names in another order" if sorted(names) == sorted(ref_names) else ""
+        raise _fail(shard, f"the shard's feature column {i} is {names[i]!r} where {ref_path.name!r} has "
+                           f"{ref_names[i]!r} (columns {_names(names)}{order})", expected)
+
+
+def _names(names) -> str:
+    return ", ".join(map(repr, names[:4])) + (", ..." if len(names) > 4 else "")
+
+
+def _layout(names, listed: bool) -> str:
+    return f"one column of vectors {names[0]!r}" if listed else f"one column per feature ({_names(names)})"
 
 
 def _check_finite(block, path, first_row, global_row):
@@ -301,7 +348,8 @@ def read_shards(source: str | os.PathLike, *, key: str | None = None, chunk_rows
         ``source`` does not exist.
     IsotropyValueError
         No shards, an unreadable shard, a shard that is not 2-d, shards of different widths or
-        dtypes kinds that cannot be combined; when computed, a NaN or inf (naming shard, row and column).
+        dtypes kinds that cannot be combined, Parquet shards whose vector columns differ in name or
+        order (shards are joined by position); when computed, a NaN or inf (naming shard, row and column).
 
     Examples
     --------
@@ -340,14 +388,15 @@ def read_shards(source: str | os.PathLike, *, key: str | None = None, chunk_rows
             if key is not None:
                 raise _fail(shard, f"key={key!r} was given but .npy shards hold a single array",
                             "no key with .npy shards")
-            headers.append(_npy_header(shard))
+            headers.append((*_npy_header(shard), None))
         else:
             headers.append(_parquet_header(shard, key))
     width = headers[0][1]
-    for shard, (_, d, _, _) in zip(paths, headers):
+    for shard, (_, d, _, _, _) in zip(paths, headers):
         if d != width:
             raise _fail(shard, f"the shard has {d} features (columns) but {paths[0].name!r} has {width}",
                         "shards of one width")
+    _check_same_columns(paths, [h[4] for h in headers])
     dtype = np.result_type(*[h[2] for h in headers])
     rows = chunk_rows or max(1, _CHUNK_BYTES // (width * dtype.itemsize))
     chunks = []
