@@ -576,15 +576,18 @@ def test_texts_in_another_encoding(files, tmp_path):
 
 def test_failed_metric_reads_the_same_in_the_table_and_json_as_on_an_embeddings_file(files, tmp_path):
     out = tmp_path / "f.json"
-    result = invoke("--model", files / "bert", "--texts", files / "texts.txt", "--metrics",
-                    "isoscore,mle_dimension", "--n-neighbors", 9, "--device", "cpu", "--json", out)
+    # token level: the rows (tokens) are known only once the texts are tokenised, so the k fails the metric per layer
+    result = invoke("--model", files / "bert", "--texts", files / "texts.txt", "--metrics", "isoscore,mle_dimension",
+                    "--level", "token", "--sample-size", 8, "--n-neighbors", 9, "--device", "cpu", "--json", out)
     assert result.exit_code == 2
     table = result.stdout.splitlines()[1:]
     assert table[0].split() == ["layer", "n", "IsoScore", "MLE", "max/med", "norm"]
     assert all(line.split()[3] == "failed" for line in table[1:])
     record = json.loads(out.read_text())
     assert record["complete"] is False
-    assert record["errors"] == {"mle_dimension": "--n-neighbors must be an int in the range [2, 7] (at most n_samples - 1 = 7 for 8 samples). Got 9 instead."}
+    assert record["errors"] == {"mle_dimension": "The 'X' parameter of mle_dimension must have more than --n-neighbors "
+                                                 "9 distinct points. Got 7 distinct points (1 duplicate rows) instead."}
+    assert record["errors"]["mle_dimension"] in result.output  # the JSON's error is the one the table printed
     fine = json.loads(invoke("--model", files / "bert", "--texts", files / "texts.txt", "--metrics", "isoscore",
                              "--device", "cpu", "--json", "-").stdout)
     assert fine["complete"] is True and fine["errors"] == {}

@@ -90,12 +90,33 @@ def test_k_without_mle_is_refused(points):
     assert "--n-neighbors sets k of mle_dimension, which --metrics isoscore,twonn_dimension leaves out" in result.output
 
 
-def test_too_large_k_names_the_option_and_keeps_twonn(points):
+@pytest.mark.parametrize("layout", ["file", "shards"])
+def test_too_large_k_is_refused_before_any_metric_runs(points, tmp_path, layout):
+    # the rows are known before the metrics: a k they cannot give is the user's, refused at once (TwoNN used to be
+    # measured first, and on a model's texts the forward pass ran before the refusal)
     root, X = points
-    result = invoke(root / "x.npy", "--metrics", "twonn_dimension,mle_dimension", "--n-neighbors", 300)
+    embeddings = root / "x.npy"
+    if layout == "shards":
+        embeddings = tmp_path / "shards"
+        embeddings.mkdir()
+        for i, part in enumerate(np.array_split(X, 3)):
+            np.save(embeddings / f"part-{i}.npy", part)
+    result = invoke(embeddings, "--metrics", "twonn_dimension,mle_dimension", "--n-neighbors", 300, "--json",
+                    tmp_path / "out.json")
     assert result.exit_code == 2
-    assert "Error: mle_dimension: --n-neighbors must be an int in the range [2, 299] (at most n_samples - 1 = 299 for 300 samples). Got 300 instead." in result.output
-    assert f"{twonn_dimension(X):.6g}" in result.output  # TwoNN, which needs 2 neighbours, is still measured
+    assert result.output.strip().splitlines()[-1] == ("Error: --n-neighbors must be an int in the range [2, 299] (at "
+                                                      "most n_samples - 1 = 299 for 300 samples). Got 300 instead.")
+    assert "twonn_dimension" not in result.output and not (tmp_path / "out.json").exists()
+
+
+def test_too_large_k_for_a_models_texts_is_refused_before_the_model_is_loaded(tmp_path):
+    texts = tmp_path / "t.txt"
+    texts.write_text("a cat\nthe dog runs\nbirds fly\nfish swim\n")
+    result = invoke("--model", tmp_path / "no-such-model", "--texts", texts, "--metrics", "isoscore,mle_dimension",
+                    "--n-neighbors", 6)
+    assert result.exit_code == 2  # the model path does not exist: the k was refused before it was looked for
+    assert result.output.strip().splitlines()[-1] == ("Error: --n-neighbors must be an int in the range [2, 3] (at "
+                                                      "most n_samples - 1 = 3 for 4 samples). Got 6 instead.")
 
 
 def test_shards_on_dask_take_k(points, tmp_path):

@@ -334,6 +334,12 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
     check_layers(layers, caller=_CALLER)  # the form now; the range once the model is loaded
     if labels is None and any(METRICS[m].needs_labels for m in metrics):
         raise ValueError(f"The cluster metrics need labels (one per text); got metrics={metrics!r} without labels.")
+    if level == "sentence" and n_neighbors is not None and "mle_dimension" in metrics:
+        from isotropy._utils.validation import check_n_neighbors
+
+        # the rows are the texts (or their sample): a k they cannot give is refused before the model is loaded
+        check_n_neighbors(n_neighbors, len(texts) if sample_size is None else min(len(texts), sample_size),
+                          caller=_CALLER, low=2)
     rng = np.random.default_rng(random_state)
 
     from isotropy.models.loading import load_transformer

@@ -59,6 +59,15 @@ def report(data, embeddings, *, metric_names, json_path, key, labels_path, sampl
     ``--metrics`` was given (the note on a left-out IsoScore* is then printed). ``n_neighbors``: ``k`` of
     ``mle_dimension`` (``--n-neighbors``; ``None``: its default).
     """
+    if n_neighbors is not None and "mle_dimension" in metric_names:
+        # a k the rows cannot give, given by the user: refused before any metric runs (a default k too large for a
+        # few rows fails mle_dimension alone, as any metric's own refusal does)
+        from isotropy._utils.validation import check_n_neighbors
+
+        try:
+            check_n_neighbors(n_neighbors, data.n_samples, caller="mle_dimension", low=2)
+        except ValueError as exc:
+            raise InputError(option_names(str(exc))) from None
     to_stdout = json_path == "-"
     echo = _Echo(err=to_stdout)  # with --json -, stdout carries the JSON alone
     header = f"{embeddings}: {data.n_samples} samples x {data.n_features} features{data.where}"
