@@ -67,3 +67,20 @@ def test_isoscore_star_width_is_said_to_come_from_shrinkage_cov():
         metric.update(torch.randn(10, 8))
     assert str(info.value) == ("The 'X' parameter of IsoScoreStar.update must have 5 features (columns), like "
                                "n_features. Got 8 instead.")
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"method": "lineer"}, ("The 'method' parameter of TwoNNDimension must be one of {'linear', 'mle'}. Got 'lineer' "
+                           "instead.")),
+    ({"metric": "cosin"}, ("The 'metric' parameter of TwoNNDimension must be one of {'euclidean', 'cosine'}. Got "
+                          "'cosin' instead.")),
+    ({"discard_fraction": 1.0}, ("The 'discard_fraction' parameter of TwoNNDimension must be a float in the range "
+                                "[0, 1). Got 1.0 instead.")),
+])
+def test_twonn_dimension_options_are_refused_when_made(options, message):
+    """TwoNNDimension(method='lineer') was made, and failed only at compute() naming twonn_dimension."""
+    from isotropy.training import TwoNNDimension
+
+    with pytest.raises(IsotropyValueError) as info:
+        TwoNNDimension(**options)
+    assert str(info.value) == message

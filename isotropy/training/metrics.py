@@ -32,7 +32,7 @@ from torchmetrics import Metric
 
 from isotropy._kernels.accumulator import CovarianceAccumulator, Moments, merge_moments
 from isotropy._utils.magnitude import rescaled
-from isotropy._utils.validation import IsotropyValueError, check_bool, check_scalar, check_X
+from isotropy._utils.validation import IsotropyValueError, check_bool, check_option, check_scalar, check_X
 
 __all__ = ["EffectiveRank", "IsoScore", "IsoScoreStar", "MeanCosine", "ParticipationRatio", "RankMe",
            "RogueDimensionShare", "TwoNNDimension", "metric_from_name"]
@@ -691,7 +691,13 @@ class TwoNNDimension(Metric):
         check_scalar(random_state, "random_state", caller=caller, kind=numbers.Integral, low=0)
         self.max_samples = None if max_samples is None else int(max_samples)
         self.random_state = int(random_state)
-        self.twonn_kwargs = {"discard_fraction": discard_fraction, "method": method, "metric": metric}
+        # twonn_dimension's own checks of its options, now, naming this class (not at compute, naming the function)
+        from isotropy._kernels.neighbors import _METRICS
+
+        check_scalar(discard_fraction, "discard_fraction", caller=caller, low=0, high=1, closed="left")
+        self.twonn_kwargs = {"discard_fraction": discard_fraction,
+                             "method": check_option(method, "method", ("linear", "mle"), caller=caller),
+                             "metric": check_option(metric, "metric", _METRICS, caller=caller)}
         self._generator = None
         self.add_state("rows", default=[], dist_reduce_fx="cat")
         self.add_state("keys", default=[], dist_reduce_fx="cat")
