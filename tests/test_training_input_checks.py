@@ -84,3 +84,38 @@ def test_twonn_dimension_options_are_refused_when_made(options, message):
     with pytest.raises(IsotropyValueError) as info:
         TwoNNDimension(**options)
     assert str(info.value) == message
+
+
+_HIDDEN = ("The 'hidden_states' parameter of {} must be a sequence of (batch, seq, d) tensors, one per layer "
+           "(outputs.hidden_states of a model called with output_hidden_states=True). Got ")
+
+
+@pytest.mark.parametrize("cls", ["HiddenStateRegulariser", "LightningRegulariser"])
+def test_regulariser_penalty_names_wrong_hidden_states(cls):
+    """penalty(None, mask) said "object of type 'NoneType' has no len()"; one layer or the whole output gave raw
+    IndexError/AttributeError-like errors; the mask checks are one line."""
+    import torch
+
+    from isotropy import training
+
+    reg = getattr(training, cls)("cosreg")
+    H = tuple(torch.randn(2, 5, 4, generator=torch.Generator().manual_seed(i)) for i in range(3))
+    mask = torch.ones(2, 5, dtype=torch.long)
+    cases = [
+        (None, TypeError, "None instead: call the model with output_hidden_states=True."),
+        (H[-1], TypeError, "one tensor of shape (2, 5, 4) instead; pass the whole tuple, not one layer of it."),
+        ({"logits": H[0], "hidden_states": H}, TypeError,
+         "the model's output (dict) instead; pass its hidden_states (outputs.hidden_states)."),
+        ((), IsotropyValueError, "an empty tuple instead."),
+        ((H[0], H[1][0]), IsotropyValueError, "shape (5, 4) at index 1 instead."),
+    ]
+    for hidden_states, error, got in cases:
+        with pytest.raises(error) as info:
+            reg.penalty(hidden_states, mask)
+        assert str(info.value) == _HIDDEN.format(cls) + got
+    for bad, shape in ((torch.ones(2, 4), "(2, 4)"), (torch.ones(3, 5), "(3, 5)")):
+        with pytest.raises(IsotropyValueError) as info:
+            reg.penalty(H, bad)
+        assert str(info.value) == (f"The 'attention_mask' parameter of {cls} must have shape (2, 5) (batch, seq of "
+                                   f"'hidden'). Got shape {shape} instead.")
+    assert torch.isfinite(reg.penalty(list(H), mask))

@@ -21,6 +21,7 @@ step rather than train without its penalty.
 from __future__ import annotations
 
 import numbers
+from collections.abc import Mapping, Sequence
 
 import torch
 
@@ -36,6 +37,30 @@ METHODS = ("istar", "cosreg")
 LEVELS = ("token", "sentence")
 #: The keys under which both drop-ins log the task loss and the penalty (their sum is the optimised loss).
 LOG_KEYS = ("regulariser/task_loss", "regulariser/penalty")
+
+
+def _check_hidden_states(hidden_states, caller):
+    """``hidden_states`` as a tuple of ``(batch, seq, d)`` tensors, refused in one line otherwise."""
+    expected = ("a sequence of (batch, seq, d) tensors, one per layer (outputs.hidden_states of a model called with "
+                "output_hidden_states=True)")
+    start = f"The 'hidden_states' parameter of {caller} must be {expected}."
+    if hidden_states is None:
+        raise TypeError(f"{start} Got None instead: call the model with output_hidden_states=True.")
+    if isinstance(hidden_states, torch.Tensor):
+        raise TypeError(f"{start} Got one tensor of shape {tuple(hidden_states.shape)} instead; pass the whole "
+                        f"tuple, not one layer of it.")
+    if isinstance(hidden_states, Mapping) or hasattr(hidden_states, "hidden_states"):
+        raise TypeError(f"{start} Got the model's output ({type(hidden_states).__name__}) instead; pass its "
+                        f"hidden_states (outputs.hidden_states).")
+    if not isinstance(hidden_states, Sequence) or isinstance(hidden_states, (str, bytes)):
+        raise TypeError(f"{start} Got {type(hidden_states).__name__} instead.")
+    if not hidden_states:
+        raise IsotropyValueError(f"{start} Got an empty {type(hidden_states).__name__} instead.")
+    for i, h in enumerate(hidden_states):
+        if not isinstance(h, torch.Tensor) or h.ndim != 3:
+            got = f"shape {tuple(h.shape)}" if isinstance(h, torch.Tensor) else type(h).__name__
+            raise IsotropyValueError(f"{start} Got {got} at index {i} instead.")
+    return tuple(hidden_states)
 
 
 def regularised_states(hidden_states, attention_mask, *, layers="all", level="token", pooling="mean",
@@ -61,6 +86,7 @@ def regularised_states(hidden_states, attention_mask, *, layers="all", level="to
         With the graph of ``hidden_states``.
     """
     check_option(level, "level", LEVELS, caller=caller)
+    hidden_states = _check_hidden_states(hidden_states, caller)
     chosen = [hidden_states[i] for i in select_layers(layers, len(hidden_states), include_embeddings=False,
                                                       caller=caller)]
     mask = check_attention_mask(chosen[0], attention_mask, caller=caller).to(chosen[0].device)  # once, not per layer
