@@ -1,6 +1,7 @@
 """Input checks of the training integration (probe, regularisers, torchmetrics wrappers): one-line errors that name
 the argument, the value given and what is expected, raised where the mistake is made."""
 
+import numpy as np
 import pytest
 
 from isotropy import IsotropyValueError
@@ -119,3 +120,106 @@ def test_regulariser_penalty_names_wrong_hidden_states(cls):
         assert str(info.value) == (f"The 'attention_mask' parameter of {cls} must have shape (2, 5) (batch, seq of "
                                    f"'hidden'). Got shape {shape} instead.")
     assert torch.isfinite(reg.penalty(list(H), mask))
+
+
+def _ids(n=6, seq=8):
+    import torch
+
+    return torch.randint(5, 50, (n, seq), generator=torch.Generator().manual_seed(0))
+
+
+def test_probe_takes_arrays_and_lists_as_tensors():
+    """A numpy mask was dropped (lengths [8]*6 where a torch mask gives [5]*6); numpy input_ids were refused."""
+    import torch
+
+    from isotropy.training import GeometryProbe
+
+    ids = _ids()
+    mask = torch.ones(6, 8, dtype=torch.long)
+    mask[:, 5:] = 0
+    assert GeometryProbe({"input_ids": ids, "attention_mask": mask}).rows.lengths == [5] * 6
+    assert GeometryProbe({"input_ids": ids, "attention_mask": mask.numpy()}).rows.lengths == [5] * 6
+    probe = GeometryProbe({"input_ids": ids.numpy(), "attention_mask": mask.tolist(),
+                           "token_type_ids": np.zeros((6, 8), dtype=np.int64)})
+    assert probe.rows.lengths == [5] * 6
+    assert all(isinstance(v, torch.Tensor) for v in probe.rows.encoded.values())
+    assert probe.rows.encode([0, 1])["attention_mask"].shape == (2, 5)
+
+
+@pytest.mark.parametrize("value, error, message", [
+    ("ones(4, 8)", IsotropyValueError,
+     ("The 'probe' parameter of GeometryProbe must have 'attention_mask' of shape (6, 8) like 'input_ids'. Got shape "
+     "(4, 8) instead.")),
+    ("ones(6, 7)", IsotropyValueError,
+     ("The 'probe' parameter of GeometryProbe must have 'attention_mask' of shape (6, 8) like 'input_ids'. Got shape "
+     "(6, 7) instead.")),
+    ("none", TypeError,
+     ("The 'probe' parameter of GeometryProbe must have 'attention_mask' as a tensor, array or nested list of numbers "
+     "of shape (6, 8) like 'input_ids'. Got NoneType instead.")),
+    ("ragged", TypeError,
+     ("The 'probe' parameter of GeometryProbe must have 'attention_mask' as a tensor, array or nested list of numbers "
+     "of shape (6, 8) like 'input_ids'. Got ragged rows instead.")),
+])
+def test_probe_refuses_a_mask_of_the_wrong_shape_or_type(value, error, message):
+    """A (4, 8) mask for 6 rows was dropped (all ones used instead); a (6, 7) one silently cut the last column."""
+    import torch
+
+    from isotropy.training import GeometryProbe
+
+    mask = {"ones(4, 8)": torch.ones(4, 8), "ones(6, 7)": torch.ones(6, 7, dtype=torch.long), "none": None,
+            "ragged": [[1] * 8] * 5 + [[1] * 7]}[value]
+    with pytest.raises(error) as info:
+        GeometryProbe({"input_ids": _ids(), "attention_mask": mask})
+    assert str(info.value) == message
+
+
+def test_probe_names_the_problem_of_input_ids_and_other_keys():
+    """1-D input_ids said "Got keys ['input_ids'] instead"; a token_type_ids or per-row value of another shape was
+    dropped without a word."""
+    import torch
+
+    from isotropy.training import GeometryProbe
+
+    start = "The 'probe' parameter of GeometryProbe must have "
+    cases = [
+        ({"input_ids": _ids()[0]}, IsotropyValueError,
+         "'input_ids' of integer token ids of shape (n_rows, seq). Got shape (8,) instead."),
+        ({"input_ids": _ids().float()}, IsotropyValueError,
+         "'input_ids' of integer token ids of shape (n_rows, seq). Got dtype torch.float32 instead."),
+        ({"input_ids": "hello"}, TypeError,
+         "'input_ids' as a tensor, array or nested list of numbers of shape (n_rows, seq). Got str instead."),
+        ({"input_ids": _ids(), "token_type_ids": torch.zeros(6, 9)}, IsotropyValueError,
+         "'token_type_ids' of shape (6, 8) like 'input_ids'. Got shape (6, 9) instead."),
+        ({"input_ids": _ids(), "labels": torch.zeros(5)}, IsotropyValueError,
+         "'labels' of shape (6, ...): one row per row of 'input_ids'. Got shape (5,) instead."),
+    ]
+    for probe, error, got in cases:
+        with pytest.raises(error) as info:
+            GeometryProbe(probe)
+        assert str(info.value) == start + got
+
+
+def test_probe_refuses_an_all_padding_row_when_built_naming_its_row():
+    """A mask row of zeros was refused only at the first measurement, as row 23 (its place after sorting by length)
+    of pool_hidden_states' attention_mask."""
+    import torch
+
+    from isotropy.training import GeometryProbe, HFGeometryCallback
+
+    mask = torch.ones(24, 8, dtype=torch.long)
+    mask[3] = 0
+    with pytest.raises(IsotropyValueError) as info:
+        GeometryProbe({"input_ids": _ids(24), "attention_mask": mask})
+    assert str(info.value) == ("The 'attention_mask' parameter of GeometryProbe's probe has no real token in row 3 "
+                               "(all zeros): that row has no sentence vector. Expected at least one 1 per row.")
+    with pytest.raises(IsotropyValueError) as info:
+        HFGeometryCallback({"input_ids": _ids(24), "attention_mask": mask.numpy()})
+    assert str(info.value).startswith("The 'attention_mask' parameter of HFGeometryCallback's probe has no real "
+                                      "token in row 3 (all zeros)")
+    mask[3] = 1
+    mask[5, 2] = 2
+    with pytest.raises(IsotropyValueError) as info:
+        GeometryProbe({"input_ids": _ids(4), "attention_mask": mask[:4]},
+                      shrinkage_sample={"input_ids": _ids(24), "attention_mask": mask})
+    assert str(info.value) == ("The 'attention_mask' parameter of GeometryProbe's shrinkage_sample must hold only 0s "
+                               "and 1s. Got 2 at row 5, position 2 instead.")

@@ -157,6 +157,53 @@ def _length_batches(lengths, batch_size, pass_cost):
     return tuple(reversed(bounds))
 
 
+def _encoded(probe, *, name, caller):
+    """The encoded probe as ``{key: tensor}``, every value with the probe's rows (arrays and nested lists, as a
+    tokenizer's ``return_tensors="np"`` or none gives them, made tensors); ``attention_mask`` (all ones if absent)
+    and ``token_type_ids`` of the shape of ``input_ids``; a mask of 0s and 1s with a real token in every row."""
+    start = f"The '{name}' parameter of {caller}"
+    if "input_ids" not in probe:
+        raise IsotropyValueError(f"{start} must be a list of texts or a dict with an 'input_ids' tensor of shape "
+                                 f"(n_rows, seq). Got keys {sorted(probe)} instead.")
+
+    def tensor(key, expected):
+        value = probe[key]
+        if not isinstance(value, torch.Tensor):
+            try:
+                array = np.asarray(value)
+            except ValueError:  # nested lists of different lengths
+                array = None
+            if array is None or array.dtype.kind not in "biuf":
+                got = "ragged rows" if array is None else type(value).__name__
+                raise TypeError(f"{start} must have {key!r} as a tensor, array or nested list of numbers of shape "
+                                f"{expected}. Got {got} instead.")
+            value = torch.as_tensor(array)
+        return value
+
+    ids = tensor("input_ids", "(n_rows, seq)")
+    if ids.ndim != 2 or ids.dtype.is_floating_point or ids.dtype == torch.bool:
+        got = f"shape {tuple(ids.shape)}" if ids.ndim != 2 else f"dtype {ids.dtype}"
+        raise IsotropyValueError(f"{start} must have 'input_ids' of integer token ids of shape (n_rows, seq). "
+                                 f"Got {got} instead.")
+    n, seq = ids.shape
+    encoded = {"input_ids": ids}
+    for key in probe:
+        if key == "input_ids":
+            continue
+        full = key in ("attention_mask", "token_type_ids")  # one value per token, as input_ids
+        expected = f"({n}, {seq}) like 'input_ids'" if full else f"({n}, ...): one row per row of 'input_ids'"
+        value = tensor(key, expected)
+        if (tuple(value.shape) != (n, seq)) if full else (value.ndim == 0 or value.shape[0] != n):
+            raise IsotropyValueError(f"{start} must have {key!r} of shape {expected}. Got shape "
+                                     f"{tuple(value.shape)} instead.")
+        encoded[key] = value
+    if "attention_mask" in encoded:  # 0s and 1s, a real token per row: checked once here, in the probe's row order
+        check_attention_mask(torch.empty(n, seq, 0), encoded["attention_mask"].cpu(), caller=f"{caller}'s {name}")
+    else:
+        encoded["attention_mask"] = torch.ones_like(ids)
+    return encoded
+
+
 class _Rows:
     """Probe rows: texts (tokenised once per tokenizer) or encoded tensors; ``encode(rows)`` pads a batch.
 
@@ -170,14 +217,9 @@ class _Rows:
         self._tokens, self._tokenised_by = None, None  # the tokenised texts and the tokenizer that made them
         self._first, self._first_of = None, None  # each row's first row with the same tokens, and of which tokens
         if isinstance(probe, Mapping):
-            if "input_ids" not in probe or not isinstance(probe["input_ids"], torch.Tensor) or \
-                    probe["input_ids"].ndim != 2:
-                raise IsotropyValueError(f"The '{name}' parameter of {caller} must be a list of texts or a dict with an "
-                                         f"'input_ids' tensor of shape (n_rows, seq). Got keys {sorted(probe)} instead.")
-            n = probe["input_ids"].shape[0]
-            self.encoded = {k: v for k, v in probe.items() if isinstance(v, torch.Tensor) and v.shape[:1] == (n,)}
-            self.encoded.setdefault("attention_mask", torch.ones_like(probe["input_ids"]))
+            self.encoded = _encoded(probe, name=name, caller=caller)
             self.texts = None
+            n = self.encoded["input_ids"].shape[0]
         elif isinstance(probe, (str, bytes, bytearray)):  # one text per character: refused
             check_texts(probe, caller=caller, name=name, what="a list of texts or a dict of tensors with 'input_ids'")
         elif isinstance(probe, Sequence) and probe and \
@@ -245,7 +287,9 @@ class GeometryProbe:
     probe : list of str, or dict of tensors
         Texts (tokenised with :meth:`set_tokenizer`'s tokenizer, one row per text) or already
         encoded inputs: a dict with ``input_ids`` of shape ``(n_rows, seq)`` and optionally
-        ``attention_mask`` (all ones if absent) and other per-row tensors (``token_type_ids``).
+        ``attention_mask`` (all ones if absent; 0s and 1s, a 1 in every row) and ``token_type_ids``
+        of that shape, and other per-row values; numpy arrays and nested lists are taken as tensors
+        (a tokenizer's ``return_tensors="np"`` or none). A value of another shape or type is refused.
     layers : "all", "last", int, str or list of int, default="all"
         Entries of the model's ``hidden_states`` to measure (:func:`isotropy.models.select_layers`
         with ``include_embeddings=False``): ``"all"`` is every transformer layer 1..L; 0 (the
