@@ -223,3 +223,19 @@ def test_probe_refuses_an_all_padding_row_when_built_naming_its_row():
                       shrinkage_sample={"input_ids": _ids(24), "attention_mask": mask})
     assert str(info.value) == ("The 'attention_mask' parameter of GeometryProbe's shrinkage_sample must hold only 0s "
                                "and 1s. Got 2 at row 5, position 2 instead.")
+
+
+@pytest.mark.parametrize("probe, error, got", [
+    ([], IsotropyValueError, "an empty list"),
+    ([[1, 2, 3], [4, 5, 6]], TypeError, "list at index 0"),
+    (["a", None, "c"], TypeError, "NoneType at index 1"),
+])
+def test_probe_texts_name_what_is_wrong(probe, error, got):
+    """[], a list of id lists and a list with None all said 'Got list instead'."""
+    from isotropy.training import GeometryProbe
+
+    with pytest.raises(error) as info:
+        GeometryProbe(probe)
+    assert str(info.value) == ("The 'probe' parameter of GeometryProbe must be a non-empty list of texts or a dict of "
+                               f"tensors with 'input_ids'. Got {got} instead.")
+

@@ -157,6 +157,19 @@ def _length_batches(lengths, batch_size, pass_cost):
     return tuple(reversed(bounds))
 
 
+def _texts(probe, *, name, caller):
+    """The probe's texts as a list, refused in one line when empty or when an element is not a str."""
+    what = "a non-empty list of texts or a dict of tensors with 'input_ids'"
+    if not probe:
+        raise IsotropyValueError(f"The '{name}' parameter of {caller} must be {what}. Got an empty "
+                                 f"{type(probe).__name__} instead.")
+    bad = next((i for i, t in enumerate(probe) if not isinstance(t, str)), None)
+    if bad is not None:
+        raise TypeError(f"The '{name}' parameter of {caller} must be {what}. Got {type(probe[bad]).__name__} at "
+                        f"index {bad} instead.")
+    return check_texts(probe, caller=caller, name=name, what=what)
+
+
 def _encoded(probe, *, name, caller):
     """The encoded probe as ``{key: tensor}``, every value with the probe's rows (arrays and nested lists, as a
     tokenizer's ``return_tensors="np"`` or none gives them, made tensors); ``attention_mask`` (all ones if absent)
@@ -222,9 +235,8 @@ class _Rows:
             n = self.encoded["input_ids"].shape[0]
         elif isinstance(probe, (str, bytes, bytearray)):  # one text per character: refused
             check_texts(probe, caller=caller, name=name, what="a list of texts or a dict of tensors with 'input_ids'")
-        elif isinstance(probe, Sequence) and probe and \
-                all(isinstance(t, str) for t in probe):
-            self.texts, self.encoded = list(probe), None
+        elif isinstance(probe, Sequence):
+            self.texts, self.encoded = _texts(probe, name=name, caller=caller), None
             n = len(self.texts)
         else:
             raise IsotropyValueError(f"The '{name}' parameter of {caller} must be a non-empty list of texts or a dict "
