@@ -170,6 +170,20 @@ def _texts(probe, *, name, caller):
     return check_texts(probe, caller=caller, name=name, what=what)
 
 
+def _refuse_blank_texts(texts, *, name, caller):
+    """Refuse empty and whitespace-only texts, naming the first, as texts that tokenise to nothing are refused.
+
+    Under an encoder's tokenizer such a text is a row of special tokens only ([CLS] [SEP]): a vector
+    of no sentence. Told by :func:`~isotropy.models.batching.refuse_empty_rows` on the rows' counts
+    of non-blank characters. Called when the texts are first tokenised, before any forward pass.
+    """
+    from isotropy.models.batching import TokenRows
+
+    blank = np.fromiter((not t.strip() for t in texts), dtype=bool, count=len(texts))
+    refuse_empty_rows(TokenRows({}, np.concatenate([[0], np.cumsum(~blank)])), texts, name=name, caller=caller,
+                      tokenizer_of="any tokenizer (a blank text has only the special tokens)")
+
+
 def _encoded(probe, *, name, caller):
     """The encoded probe as ``{key: tensor}``, every value with the probe's rows (arrays and nested lists, as a
     tokenizer's ``return_tensors="np"`` or none gives them, made tensors); ``attention_mask`` (all ones if absent)
@@ -252,6 +266,7 @@ class _Rows:
             raise IsotropyValueError(f"{self.caller}: the probe is a list of texts but no tokenizer was found; pass "
                                      f"tokenizer=... (or a dict of encoded tensors as the probe).")
         if self._tokens is None or self._tokenised_by is not self.tokenizer:
+            _refuse_blank_texts(self.texts, name=self.name, caller=self.caller)
             tokens = tokenize_texts(self.tokenizer, self.texts, max_length=self.max_length)
             refuse_empty_rows(tokens, self.texts, name=self.name, caller=self.caller, tokenizer_of="its tokenizer")
             self._tokens, self._tokenised_by = tokens, self.tokenizer
