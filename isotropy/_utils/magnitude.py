@@ -22,7 +22,7 @@ import numpy as np
 from isotropy._utils.backend import is_torch
 from isotropy._utils.errors import IsotropyValueError
 
-__all__ = ["extremes", "rescaled", "safe_exponent_range", "unit_scale"]
+__all__ = ["extremes", "refuse_partition_overflow", "rescaled", "safe_exponent_range", "unit_scale"]
 
 # |binary exponent| of max|x| below which the data are used as they are, by working precision.
 # float64: squares, sums of n·d squares and squared Frobenius norms (fourth powers) stay inside
@@ -118,3 +118,12 @@ def _lift(top: float, X) -> int:
 def unit_scale(X, top: float | None = None, *, caller: str, name: str = "X"):
     """:func:`rescaled` without the exponent: ``X`` brought to unit scale when it must be."""
     return rescaled(X, top, caller=caller, name=name)[0]
+
+
+def refuse_partition_overflow(exponent: int):
+    """The one-line refusal of I(W) (:func:`isotropy.partition_isotropy`, in memory and on dask) at a scale whose
+    projections overflow float64."""
+    raise IsotropyValueError(
+        f"The 'X' parameter of partition_isotropy must have projections uᵀx inside float64's range. Got data at "
+        f"scale 2**{exponent} (about 1e{round(exponent * math.log10(2))}), whose projections overflow; I(W) "
+        f"depends on the scale of X, so it cannot be computed there: rescale X first.")

@@ -185,8 +185,7 @@ def partition_isotropy(X):
     """
     from dask import delayed
 
-    from isotropy._utils.magnitude import rescaled
-    from isotropy.metrics.partition import _refuse_overflow
+    from isotropy._utils.magnitude import refuse_partition_overflow, rescaled
 
     caller = "partition_isotropy"
     X = check_dask_X(X, caller=caller, min_samples=1)
@@ -200,7 +199,7 @@ def partition_isotropy(X):
     terms = [delayed(_logsumexp_terms, pure=True)(b, U, exponent) for b in blocks]
     (merged,) = compute(tree_reduce(terms, _merge_logsumexp, name="isotropy-merge-logsumexp"))
     if merged is None:
-        _refuse_overflow(exponent)
+        refuse_partition_overflow(exponent)
     top, total = merged
     log_z = top + np.log(total)
     with np.errstate(over="ignore"):  # log I below -1.8e308: I = 0.0, as in memory

@@ -7,8 +7,9 @@ import math
 import numpy as np
 
 from isotropy._utils.backend import is_dask, is_torch, to_output
+from isotropy._utils.magnitude import refuse_partition_overflow as _refuse_overflow
 from isotropy._utils.magnitude import rescaled
-from isotropy._utils.validation import IsotropyValueError, check_X
+from isotropy._utils.validation import check_X
 
 __all__ = ["partition_isotropy"]
 
@@ -26,13 +27,6 @@ def _logsumexp_columns(P):
     top = P.max(axis=0)
     with np.errstate(over="ignore"):
         return top + np.log(np.exp(P - top).sum(axis=0))
-
-
-def _refuse_overflow(exponent):
-    raise IsotropyValueError(
-        f"The 'X' parameter of partition_isotropy must have projections uᵀx inside float64's range. Got data at "
-        f"scale 2**{exponent} (about 1e{round(exponent * math.log10(2))}), whose projections overflow; I(W) "
-        f"depends on the scale of X, so it cannot be computed there: rescale X first.")
 
 
 def _torch_projections(X, exponent):
