@@ -197,10 +197,11 @@ def test_a_probe_text_without_tokens_is_a_clear_error(models):
     from isotropy.training.probe import IsotropyValueError
 
     tokenizer, network, _ = load_transformer(str(models[1]), device="cpu")
-    probe = GeometryProbe(["the cat sat .", "", "a dog"], metrics=("isoscore",)).set_tokenizer(tokenizer)
     with pytest.raises(IsotropyValueError, match=r"The 'probe' parameter of GeometryProbe must have texts with at "
                                                  r"least one token .* \(the first: '', at index 1\)"):
-        probe.measure(network)
+        GeometryProbe(["the cat sat .", "", "a dog"], metrics=("isoscore",))  # refused when built
+    probe = GeometryProbe(["the cat sat .", "a dog", "a bird"], metrics=("isoscore",)).set_tokenizer(tokenizer)
+    assert probe.measure(network)
 
 
 def test_a_shrinkage_text_without_tokens_names_the_shrinkage_sample(models):

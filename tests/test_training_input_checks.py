@@ -243,7 +243,7 @@ def test_probe_texts_name_what_is_wrong(probe, error, got):
 
 def test_probe_refuses_blank_texts_naming_the_index(tmp_path):
     """Empty and whitespace-only texts were taken under an encoder's tokenizer: each became a [CLS] [SEP] vector.
-    Refused when the texts are first tokenised, before any forward pass."""
+    Refused when the probe (or the regulariser's sample) is built."""
     from _tiny_models import make_tiny_bert
     from transformers import AutoModel, AutoTokenizer
 
@@ -251,15 +251,13 @@ def test_probe_refuses_blank_texts_naming_the_index(tmp_path):
 
     directory = make_tiny_bert(tmp_path, n_layers=2, hidden_size=16)
     tokenizer, model = AutoTokenizer.from_pretrained(directory), AutoModel.from_pretrained(directory)
-    probe = GeometryProbe(["a cat", " \t", "a dog", ""], metrics=("isoscore",)).set_tokenizer(tokenizer)
     with pytest.raises(IsotropyValueError) as info:
-        probe.measure(model)
+        GeometryProbe(["a cat", " \t", "a dog", ""], metrics=("isoscore",))
     assert str(info.value) == (
         "The 'probe' parameter of GeometryProbe must have texts with at least one token under any tokenizer (a blank "
         "text has only the special tokens). Got 2 without any (the first: ' \\t', at index 1); remove them.")
-    reg = HiddenStateRegulariser(shrinkage_sample=["a cat", "a dog", "a bird", "\n"]).set_tokenizer(tokenizer)
     with pytest.raises(IsotropyValueError) as info:
-        reg.refresh(model)
+        HiddenStateRegulariser(shrinkage_sample=["a cat", "a dog", "a bird", "\n"])
     assert str(info.value) == (
         "The 'shrinkage_sample' parameter of HiddenStateRegulariser must have texts with at least one token under any "
         "tokenizer (a blank text has only the special tokens). Got 1 without any (the first: '\\n', at index 3); "

@@ -175,7 +175,7 @@ def _refuse_blank_texts(texts, *, name, caller):
 
     Under an encoder's tokenizer such a text is a row of special tokens only ([CLS] [SEP]): a vector
     of no sentence. Told by :func:`~isotropy.models.batching.refuse_empty_rows` on the rows' counts
-    of non-blank characters. Called when the texts are first tokenised, before any forward pass.
+    of non-blank characters. Called when the probe is built.
     """
     from isotropy.models.batching import TokenRows
 
@@ -251,6 +251,7 @@ class _Rows:
             check_texts(probe, caller=caller, name=name, what="a list of texts or a dict of tensors with 'input_ids'")
         elif isinstance(probe, Sequence):
             self.texts, self.encoded = _texts(probe, name=name, caller=caller), None
+            _refuse_blank_texts(self.texts, name=name, caller=caller)  # when built, not at the first measurement
             n = len(self.texts)
         else:
             raise IsotropyValueError(f"The '{name}' parameter of {caller} must be a non-empty list of texts or a dict "
@@ -266,7 +267,6 @@ class _Rows:
             raise IsotropyValueError(f"{self.caller}: the probe is a list of texts but no tokenizer was found; pass "
                                      f"tokenizer=... (or a dict of encoded tensors as the probe).")
         if self._tokens is None or self._tokenised_by is not self.tokenizer:
-            _refuse_blank_texts(self.texts, name=self.name, caller=self.caller)
             tokens = tokenize_texts(self.tokenizer, self.texts, max_length=self.max_length)
             refuse_empty_rows(tokens, self.texts, name=self.name, caller=self.caller, tokenizer_of="its tokenizer")
             self._tokens, self._tokenised_by = tokens, self.tokenizer
