@@ -264,3 +264,17 @@ def test_probe_refuses_blank_texts_naming_the_index(tmp_path):
         "remove them.")
     kept = GeometryProbe(["a cat", "a dog", "a bird"], metrics=("isoscore",)).set_tokenizer(tokenizer)
     assert sorted(kept.measure(model)) == ["geometry/isoscore/layer_1", "geometry/isoscore/layer_2"]
+
+
+def test_istar_without_a_shrinkage_sample_warns_as_the_metric_does():
+    import warnings
+
+    from isotropy.training import HiddenStateRegulariser
+
+    with pytest.warns(UserWarning, match=r"^HiddenStateRegulariser: I-STAR without a shrinkage sample shrinks toward "
+                                         r"the identity \(Σ_S = I\)"):
+        HiddenStateRegulariser("istar")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        HiddenStateRegulariser("cosreg")  # no Σ_S in CosReg
+        HiddenStateRegulariser("istar", shrinkage_sample=["a cat", "a dog", "a bird"])

@@ -144,6 +144,12 @@ class HiddenStateRegulariser:
         max_length = int(check_scalar(max_length, "max_length", caller=caller, kind=numbers.Integral, low=1))
         self.sample = None if shrinkage_sample is None else _Rows(shrinkage_sample, name="shrinkage_sample",
                                                                   caller=caller, max_length=max_length)
+        if method == "istar" and shrinkage_sample is None:  # as the metric and the callback warn of IsoScore*
+            import warnings
+
+            warnings.warn(f"{caller}: I-STAR without a shrinkage sample shrinks toward the identity (Σ_S = I): its "
+                          f"IsoScore* then tracks the vector norms, not isotropy; give shrinkage_sample= (a few "
+                          f"hundred texts of the task).", UserWarning, stacklevel=2)
         self.shrinkage_cov = None
         self.last_penalty = None
         self._sums = [0.0, 0.0, 0]  # task loss, penalty, batches since the last log (see logged_means)
