@@ -358,3 +358,26 @@ def test_a_bad_row_of_one_file_or_zarr_array_is_named_without_shard_wording(tmp_
     assert result.stderr.strip().splitlines() == [
         (f"Error: Cannot read embeddings from {str(tmp_path / 'nan.npy')!r}: a non-finite value nan at row 3, "
          f"column 1; expected finite numbers (no NaN or inf).")]
+
+
+def test_a_shard_directory_with_shards_in_sub_directories_warns_that_they_are_not_read(tmp_path):
+    from click.testing import CliRunner
+
+    from isotropy.cli import cli
+    from isotropy.io.shards import read_shards
+
+    rng = np.random.default_rng(0)
+    (tmp_path / "d" / "year=2024").mkdir(parents=True)
+    (tmp_path / "d" / ".cache").mkdir()
+    np.save(tmp_path / "d" / "a.npy", rng.normal(size=(30, 4)).astype(np.float32))
+    np.save(tmp_path / "d" / "year=2024" / "b.npy", rng.normal(size=(20, 4)).astype(np.float32))
+    np.save(tmp_path / "d" / ".cache" / "c.npy", rng.normal(size=(20, 4)).astype(np.float32))  # hidden: not looked in
+    expected = (f"The shard directory {str(tmp_path / 'd')!r} has sub-directories with shards ('year=2024') that are "
+                f"not read: only its own .npy and .parquet files are. To read them, give a glob pattern such as "
+                f"{str(tmp_path / 'd' / '*' / '*.npy')!r}.")
+    with pytest.warns(UserWarning) as caught:
+        X = read_shards(tmp_path / "d")
+    assert [str(w.message) for w in caught] == [expected] and X.shape == (30, 4)
+    result = CliRunner().invoke(cli, ["measure", str(tmp_path / "d"), "--metrics", "isoscore"])
+    assert result.exit_code == 0, result.output
+    assert f"Warning: {expected}" in result.stderr.splitlines() and ": 30 samples x 4 features" in result.output

@@ -55,11 +55,38 @@ def is_sharded(source) -> bool:
     return path.is_dir() or _is_zarr(path) or (not path.exists() and glob.has_magic(text))
 
 
+def _warn_nested(path: Path) -> None:
+    """Warn when sub-directories of the shard directory ``path`` hold shards: only its own files are read.
+
+    A partitioned layout (``DIR/year=2024/part-0.parquet``) would otherwise lose those rows without a word;
+    hidden directories and Zarr stores are not looked into, and only one level down (a few listings).
+    """
+    nested, suffix = [], ".npy"
+    for sub in sorted(path.iterdir()):
+        if sub.name.startswith(".") or not sub.is_dir() or _is_zarr(sub):
+            continue
+        try:
+            found = next((p for p in sub.iterdir() if p.suffix.lower() in SHARD_EXTENSIONS and p.is_file()), None)
+        except OSError:  # an unreadable sub-directory: not ours to read
+            continue
+        if found is not None:
+            nested.append(sub.name)
+            suffix = suffix if len(nested) > 1 else found.suffix.lower()
+    if nested:
+        import warnings
+
+        shown = ", ".join(repr(name) for name in nested[:3]) + (f" and {len(nested) - 3} more" if len(nested) > 3 else "")
+        warnings.warn(f"The shard directory {str(path)!r} has sub-directories with shards ({shown}) that are not read: "
+                      f"only its own .npy and .parquet files are. To read them, give a glob pattern such as "
+                      f"{str(path / '*' / ('*' + suffix))!r}.", UserWarning, stacklevel=3)
+
+
 def _shard_paths(source) -> list[Path]:
     text = str(source)
     path = Path(text)
     if path.is_dir():
         paths = [p for p in path.iterdir() if p.suffix.lower() in SHARD_EXTENSIONS and not p.is_dir()]
+        _warn_nested(path)
     else:
         paths = [Path(p) for p in glob.glob(text) if not Path(p).is_dir()]
     others = [p for p in paths if p.suffix.lower() not in SHARD_EXTENSIONS]  # once: not once per shard

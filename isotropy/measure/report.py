@@ -315,11 +315,25 @@ def option_names(message: str) -> str:
 
 
 def _guard(function, *args, **kwargs):
-    """Call a reader or validator; turn its ValueError/OSError into a one-line error, exit status 2."""
-    try:
-        return function(*args, **kwargs)
-    except (ValueError, TypeError, OSError) as exc:
-        raise InputError(" ".join(str(exc).split())) from None
+    """Call a reader or validator; turn its ValueError/OSError into a one-line error, exit status 2.
+
+    Its user warnings (a shard directory whose sub-directories are not read, ...) are printed as the
+    command's own ``Warning:`` lines, not in Python's format with a source line; other warnings pass on.
+    """
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UserWarning)
+        try:
+            result = function(*args, **kwargs)
+        except (ValueError, TypeError, OSError) as exc:
+            raise InputError(" ".join(str(exc).split())) from None
+    for found in caught:
+        if issubclass(found.category, UserWarning):
+            click.echo(f"Warning: {' '.join(str(found.message).split())}", err=True)
+        else:
+            warnings.warn_explicit(found.message, found.category, found.filename, found.lineno)
+    return result
 
 
 def _check_finite(X, embeddings, row_names, rows) -> None:
