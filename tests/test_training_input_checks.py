@@ -278,3 +278,25 @@ def test_istar_without_a_shrinkage_sample_warns_as_the_metric_does():
         warnings.simplefilter("error")
         HiddenStateRegulariser("cosreg")  # no Σ_S in CosReg
         HiddenStateRegulariser("istar", shrinkage_sample=["a cat", "a dog", "a bird"])
+
+
+def test_an_encoded_probe_passes_on_tensors_of_its_rows_only_and_casts_small_integer_ids(tmp_path):
+    """A datasets batch keeps its text column as a list of str and its labels as a list: both were refused by the
+    first version of the probe's checks (they are not the model's inputs); uint8 ids failed inside the embedding."""
+    import torch
+    from _tiny_models import make_tiny_bert
+    from transformers import AutoModel, AutoTokenizer
+
+    from isotropy.training import GeometryProbe
+
+    directory = make_tiny_bert(tmp_path, n_layers=2, hidden_size=16)
+    tokenizer, model = AutoTokenizer.from_pretrained(directory), AutoModel.from_pretrained(directory)
+    texts = ["a cat sat", "the dog ran far", "birds fly", "a fish"]
+    encoded = dict(tokenizer(texts, padding=True, return_tensors="pt"))
+    reference = GeometryProbe(encoded, metrics=("isoscore",)).measure(model)
+    batch = {"sentence": texts, "label": [0, 1, 0, 1], "idx": list(range(4)), **encoded}
+    probe = GeometryProbe(batch, metrics=("isoscore",))
+    assert sorted(probe.rows.encoded) == ["attention_mask", "input_ids", "token_type_ids"]
+    assert probe.measure(model) == reference
+    small = GeometryProbe({**encoded, "input_ids": encoded["input_ids"].to(torch.uint8)}, metrics=("isoscore",))
+    assert small.rows.encoded["input_ids"].dtype == torch.int64 and small.measure(model) == reference

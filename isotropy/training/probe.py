@@ -184,10 +184,15 @@ def _refuse_blank_texts(texts, *, name, caller):
                       tokenizer_of="any tokenizer (a blank text has only the special tokens)")
 
 
+# the per-token keys of an encoded probe: taken from arrays and lists too, and checked against input_ids' shape
+_TOKEN_KEYS = ("attention_mask", "token_type_ids")
+
+
 def _encoded(probe, *, name, caller):
-    """The encoded probe as ``{key: tensor}``, every value with the probe's rows (arrays and nested lists, as a
-    tokenizer's ``return_tensors="np"`` or none gives them, made tensors); ``attention_mask`` (all ones if absent)
-    and ``token_type_ids`` of the shape of ``input_ids``; a mask of 0s and 1s with a real token in every row."""
+    """The encoded probe as ``{key: tensor}``: ``input_ids``, ``attention_mask`` (all ones if absent) and
+    ``token_type_ids`` (arrays and nested lists, as a tokenizer's ``return_tensors="np"`` or none gives them, made
+    tensors; the last two of the shape of ``input_ids``; a mask of 0s and 1s with a real token in every row), and
+    the other keys that are tensors with the probe's rows (others, such as a text column, are not passed on)."""
     start = f"The '{name}' parameter of {caller}"
     if "input_ids" not in probe:
         raise IsotropyValueError(f"{start} must be a list of texts or a dict with an 'input_ids' tensor of shape "
@@ -208,19 +213,30 @@ def _encoded(probe, *, name, caller):
         return value
 
     ids = tensor("input_ids", "(n_rows, seq)")
-    if ids.ndim != 2 or ids.dtype.is_floating_point or ids.dtype == torch.bool:
+    if ids.ndim != 2 or ids.dtype.is_floating_point or ids.dtype == torch.bool or ids.dtype.is_complex:
         got = f"shape {tuple(ids.shape)}" if ids.ndim != 2 else f"dtype {ids.dtype}"
         raise IsotropyValueError(f"{start} must have 'input_ids' of integer token ids of shape (n_rows, seq). "
                                  f"Got {got} instead.")
+    if ids.dtype not in (torch.int32, torch.int64):  # uint8/int16 ids: an embedding takes int32 or int64 only
+        ids = ids.long()
     n, seq = ids.shape
     encoded = {"input_ids": ids}
     for key in probe:
         if key == "input_ids":
             continue
-        full = key in ("attention_mask", "token_type_ids")  # one value per token, as input_ids
-        expected = f"({n}, {seq}) like 'input_ids'" if full else f"({n}, ...): one row per row of 'input_ids'"
+        if key not in _TOKEN_KEYS:
+            # other keys (a datasets batch's text column, labels, idx) are the model's business only as tensors of
+            # the probe's rows, as before: anything else is not passed to the model
+            value = probe[key]
+            if isinstance(value, torch.Tensor):
+                if value.ndim == 0 or value.shape[0] != n:
+                    raise IsotropyValueError(f"{start} must have {key!r} of shape ({n}, ...): one row per row of "
+                                             f"'input_ids'. Got shape {tuple(value.shape)} instead.")
+                encoded[key] = value
+            continue
+        expected = f"({n}, {seq}) like 'input_ids'"  # one value per token, as input_ids
         value = tensor(key, expected)
-        if (tuple(value.shape) != (n, seq)) if full else (value.ndim == 0 or value.shape[0] != n):
+        if tuple(value.shape) != (n, seq):
             raise IsotropyValueError(f"{start} must have {key!r} of shape {expected}. Got shape "
                                      f"{tuple(value.shape)} instead.")
         encoded[key] = value
