@@ -367,17 +367,26 @@ def test_a_shard_directory_with_shards_in_sub_directories_warns_that_they_are_no
     from isotropy.io.shards import read_shards
 
     rng = np.random.default_rng(0)
-    (tmp_path / "d" / "year=2024").mkdir(parents=True)
-    (tmp_path / "d" / ".cache").mkdir()
-    np.save(tmp_path / "d" / "a.npy", rng.normal(size=(30, 4)).astype(np.float32))
-    np.save(tmp_path / "d" / "year=2024" / "b.npy", rng.normal(size=(20, 4)).astype(np.float32))
-    np.save(tmp_path / "d" / ".cache" / "c.npy", rng.normal(size=(20, 4)).astype(np.float32))  # hidden: not looked in
-    expected = (f"The shard directory {str(tmp_path / 'd')!r} has sub-directories with shards ('year=2024') that are "
-                f"not read: only its own .npy and .parquet files are. To read them, give a glob pattern such as "
-                f"{str(tmp_path / 'd' / '*' / '*.npy')!r}.")
+    top = tmp_path / "d"
+    (top / "year=2024" / "month=01").mkdir(parents=True)
+    (top / ".cache").mkdir()
+    parts = {"a.npy": 30, "year=2024/month=01/b.npy": 20}
+    for name, rows in parts.items():
+        np.save(top / name, rng.normal(size=(rows, 4)).astype(np.float32))
+    np.save(top / ".cache" / "c.npy", rng.normal(size=(20, 4)).astype(np.float32))  # hidden: not looked in
+    pattern = str(top / "**" / "*.npy")
+    expected = (f"The shard directory {str(top)!r} has sub-directories with shards ('year=2024') that are not read: "
+                f"only its own .npy and .parquet files are. To read every shard under it, its own included, give the "
+                f"pattern {pattern!r}.")
     with pytest.warns(UserWarning) as caught:
-        X = read_shards(tmp_path / "d")
-    assert [str(w.message) for w in caught] == [expected] and X.shape == (30, 4)
-    result = CliRunner().invoke(cli, ["measure", str(tmp_path / "d"), "--metrics", "isoscore"])
+        X = read_shards(top)
+    assert [str(w.message) for w in caught] == [expected] and X.shape == (30, 4)  # two levels down: still found
+    assert read_shards(pattern).shape == (50, 4)  # the advice reads every shard, the top one included
+    result = CliRunner().invoke(cli, ["measure", str(top), "--metrics", "isoscore"])
     assert result.exit_code == 0, result.output
     assert f"Warning: {expected}" in result.stderr.splitlines() and ": 30 samples x 4 features" in result.output
+    # no shard at the top: the command's error comes with the warning that says where the shards are
+    (top / "a.npy").unlink()
+    result = CliRunner().invoke(cli, ["measure", str(top), "--metrics", "isoscore"])
+    assert result.exit_code == 2 and f"Warning: {expected}" in result.stderr.splitlines()
+    assert "no .npy or .parquet shards found there" in result.stderr.splitlines()[-1]

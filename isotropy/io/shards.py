@@ -56,29 +56,31 @@ def is_sharded(source) -> bool:
 
 
 def _warn_nested(path: Path) -> None:
-    """Warn when sub-directories of the shard directory ``path`` hold shards: only its own files are read.
+    """Warn when sub-directories of the shard directory ``path`` hold shards, at any depth: only its own files are read.
 
-    A partitioned layout (``DIR/year=2024/part-0.parquet``) would otherwise lose those rows without a word;
-    hidden directories and Zarr stores are not looked into, and only one level down (a few listings).
+    A partitioned layout (``DIR/year=2024/month=01/part-0.parquet``) would otherwise lose those rows without a
+    word. The warning gives the recursive pattern that reads every shard under ``path``, its own included. Hidden
+    directories and Zarr stores are not looked into; the walk stops at the first shard of each sub-directory.
     """
-    nested, suffix = [], ".npy"
+    nested, suffixes = [], set()
     for sub in sorted(path.iterdir()):
         if sub.name.startswith(".") or not sub.is_dir() or _is_zarr(sub):
             continue
-        try:
-            found = next((p for p in sub.iterdir() if p.suffix.lower() in SHARD_EXTENSIONS and p.is_file()), None)
-        except OSError:  # an unreadable sub-directory: not ours to read
-            continue
-        if found is not None:
-            nested.append(sub.name)
-            suffix = suffix if len(nested) > 1 else found.suffix.lower()
+        for root, dirs, files in os.walk(sub):
+            dirs[:] = [d for d in dirs if not d.startswith(".") and not d.lower().endswith(".zarr")]
+            found = {Path(f).suffix.lower() for f in files} & set(SHARD_EXTENSIONS)
+            if found:
+                nested.append(sub.name)
+                suffixes |= found
+                break
     if nested:
         import warnings
 
         shown = ", ".join(repr(name) for name in nested[:3]) + (f" and {len(nested) - 3} more" if len(nested) > 3 else "")
+        patterns = " or ".join(repr(str(path / "**" / f"*{suffix}")) for suffix in sorted(suffixes))
         warnings.warn(f"The shard directory {str(path)!r} has sub-directories with shards ({shown}) that are not read: "
-                      f"only its own .npy and .parquet files are. To read them, give a glob pattern such as "
-                      f"{str(path / '*' / ('*' + suffix))!r}.", UserWarning, stacklevel=3)
+                      f"only its own .npy and .parquet files are. To read every shard under it, its own included, "
+                      f"give the pattern {patterns}.", UserWarning, stacklevel=3)
 
 
 def _shard_paths(source) -> list[Path]:
@@ -88,7 +90,7 @@ def _shard_paths(source) -> list[Path]:
         paths = [p for p in path.iterdir() if p.suffix.lower() in SHARD_EXTENSIONS and not p.is_dir()]
         _warn_nested(path)
     else:
-        paths = [Path(p) for p in glob.glob(text) if not Path(p).is_dir()]
+        paths = [Path(p) for p in glob.glob(text, recursive=True) if not Path(p).is_dir()]  # '**': any depth
     others = [p for p in paths if p.suffix.lower() not in SHARD_EXTENSIONS]  # once: not once per shard
     for p in paths:  # a shard that cannot be opened is an error, never skipped (its rows would be lost)
         if not p.is_file():

@@ -322,18 +322,19 @@ def _guard(function, *args, **kwargs):
     """
     import warnings
 
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", UserWarning)
-        try:
-            result = function(*args, **kwargs)
-        except (ValueError, TypeError, OSError) as exc:
-            raise InputError(" ".join(str(exc).split())) from None
-    for found in caught:
-        if issubclass(found.category, UserWarning):
-            click.echo(f"Warning: {' '.join(str(found.message).split())}", err=True)
-        else:
-            warnings.warn_explicit(found.message, found.category, found.filename, found.lineno)
-    return result
+    caught: list = []
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", UserWarning)
+            return function(*args, **kwargs)
+    except (ValueError, TypeError, OSError) as exc:
+        raise InputError(" ".join(str(exc).split())) from None
+    finally:  # before the error too: a warning may say why it came (shards in sub-directories, none at the top)
+        for found in caught:
+            if issubclass(found.category, UserWarning):
+                click.echo(f"Warning: {' '.join(str(found.message).split())}", err=True)
+            else:
+                warnings.warn_explicit(found.message, found.category, found.filename, found.lineno)
 
 
 def _check_finite(X, embeddings, row_names, rows) -> None:
