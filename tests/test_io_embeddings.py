@@ -219,7 +219,7 @@ def test_object_npy_refused_without_pickle(tmp_path):
 @pytest.mark.parametrize("content, reason", [
     (b"hello", "not a .npy file (it does not start with numpy's magic string \\x93NUMPY but with b'hello')"),
     (b"", "not a .npy file (the file is empty)"),
-    (None, "not a .npy file (it is a zip archive, as an .npz file is; give it the .npz extension)"),
+    (None, "not a .npy file (it is a zip archive, as np.savez writes; a .npy is written by np.save)"),
 ])
 def test_a_file_that_is_not_npy_says_so_not_pickled(tmp_path, X, content, reason):
     # without numpy's magic string np.load tried pickle and said "contains pickled (object) data ... ke..."

@@ -81,6 +81,6 @@ def npy_magic_problem(path) -> str | None:
     if not head:
         return "not a .npy file (the file is empty)"
     if head.startswith(b"PK\x03\x04"):
-        return "not a .npy file (it is a zip archive, as an .npz file is; give it the .npz extension)"
+        return "not a .npy file (it is a zip archive, as np.savez writes; a .npy is written by np.save)"
     return (f"not a .npy file (it does not start with numpy's magic string \\x93NUMPY but with "
             f"{head[:len(MAGIC_PREFIX)]!r})")

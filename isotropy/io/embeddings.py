@@ -206,13 +206,17 @@ def _as_matrix(arr, path) -> np.ndarray:
 
 
 def _load_npy(path, mmap_mode=None):
-    problem = npy_magic_problem(path)  # else numpy's "contains pickled (object) data" for any non-.npy file
-    if problem is not None:
-        raise _fail(path, problem, "a numeric .npy array")
+    # the magic string is looked at only when numpy cannot read the file, or reads it as a zip archive: no second
+    # open of every good .npy (a thousand shards)
     try:
-        return np.load(path, allow_pickle=False, mmap_mode=mmap_mode)
-    except Exception as exc:  # noqa: BLE001 -- corrupt header, object arrays, truncated data
-        raise _fail(path, f"not a readable .npy array ({_short(exc)})", "a numeric .npy array") from None
+        arr = np.load(path, allow_pickle=False, mmap_mode=mmap_mode)
+    except Exception as exc:  # noqa: BLE001 -- corrupt header, object arrays, truncated data, not a .npy at all
+        problem = npy_magic_problem(path)  # else numpy's "contains pickled (object) data" for any non-.npy file
+        raise _fail(path, problem or f"not a readable .npy array ({_short(exc)})", "a numeric .npy array") from None
+    if not isinstance(arr, np.ndarray):  # np.load opened a zip archive (an .npz) as one
+        arr.close()
+        raise _fail(path, npy_magic_problem(path) or "not a .npy file", "a numeric .npy array")
+    return arr
 
 
 def _pick(path, arrays: dict, key, what: str):

@@ -182,12 +182,17 @@ def _indicator(values: np.ndarray, path) -> np.ndarray:
 
 
 def _read_npy(path) -> np.ndarray:
-    problem = npy_magic_problem(path)  # else numpy's "contains pickled (object) data" for any non-.npy file
-    if problem is not None:
-        raise _fail(path, problem)
     try:
         labels = np.load(path, allow_pickle=False)
-    except Exception as exc:  # noqa: BLE001 -- corrupt header, object arrays, truncated data
+        if not isinstance(labels, np.ndarray):  # np.load opened a zip archive (an .npz) as one
+            labels.close()
+            raise _fail(path, npy_magic_problem(path) or "not a .npy file")
+    except IsotropyValueError:
+        raise
+    except Exception as exc:  # noqa: BLE001 -- corrupt header, object arrays, truncated data, not a .npy at all
+        problem = npy_magic_problem(path)  # else numpy's "contains pickled (object) data" for any non-.npy file
+        if problem is not None:
+            raise _fail(path, problem) from None
         text = " ".join(str(exc).split())[:120]
         raise _fail(path, f"not a readable .npy array ({text})") from None
     if labels.ndim == 2 and labels.shape[1] == 1:
