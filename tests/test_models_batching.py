@@ -197,8 +197,8 @@ def test_a_probe_text_without_tokens_is_a_clear_error(models):
     from isotropy.training.probe import IsotropyValueError
 
     tokenizer, network, _ = load_transformer(str(models[1]), device="cpu")
-    with pytest.raises(IsotropyValueError, match=r"The 'probe' parameter of GeometryProbe must have texts with at "
-                                                 r"least one token .* \(the first: '', at index 1\)"):
+    with pytest.raises(IsotropyValueError, match=r"The 'probe' parameter of GeometryProbe must have texts that are "
+                                                 r"not blank.* \(the first: '', at index 1\)"):
         GeometryProbe(["the cat sat .", "", "a dog"], metrics=("isoscore",))  # refused when built
     probe = GeometryProbe(["the cat sat .", "a dog", "a bird"], metrics=("isoscore",)).set_tokenizer(tokenizer)
     assert probe.measure(network)

@@ -253,15 +253,21 @@ def test_probe_refuses_blank_texts_naming_the_index(tmp_path):
     tokenizer, model = AutoTokenizer.from_pretrained(directory), AutoModel.from_pretrained(directory)
     with pytest.raises(IsotropyValueError) as info:
         GeometryProbe(["a cat", " \t", "a dog", ""], metrics=("isoscore",))
-    assert str(info.value) == (
-        "The 'probe' parameter of GeometryProbe must have texts with at least one token under any tokenizer (a blank "
-        "text has only the special tokens). Got 2 without any (the first: ' \\t', at index 1); remove them.")
+    assert str(info.value) == ("The 'probe' parameter of GeometryProbe must have texts that are not blank. Got 2 "
+                               "blank (the first: ' \\t', at index 1); remove them.")
     with pytest.raises(IsotropyValueError) as info:
         HiddenStateRegulariser(shrinkage_sample=["a cat", "a dog", "a bird", "\n"])
-    assert str(info.value) == (
-        "The 'shrinkage_sample' parameter of HiddenStateRegulariser must have texts with at least one token under any "
-        "tokenizer (a blank text has only the special tokens). Got 1 without any (the first: '\\n', at index 3); "
-        "remove them.")
+    assert str(info.value) == ("The 'shrinkage_sample' parameter of HiddenStateRegulariser must have texts that are "
+                               "not blank. Got 1 blank (the first: '\\n', at index 3); remove them.")
+    # a text with no word token that is not blank (a zero-width space: [CLS] [SEP] under BERT) is refused once the
+    # tokenizer is known, before any forward pass
+    special = GeometryProbe(["a cat", "\u200b", "a dog"], metrics=("isoscore",)).set_tokenizer(tokenizer)
+    with pytest.raises(IsotropyValueError) as info:
+        special.measure(model)
+    zero_width = "\u200b"
+    assert str(info.value) == ("The 'probe' parameter of GeometryProbe must have texts with at least one token under "
+                               f"its tokenizer besides its special tokens. Got 1 without any (the first: {zero_width!r}, "
+                               f"at index 1); remove them.")
     kept = GeometryProbe(["a cat", "a dog", "a bird"], metrics=("isoscore",)).set_tokenizer(tokenizer)
     assert sorted(kept.measure(model)) == ["geometry/isoscore/layer_1", "geometry/isoscore/layer_2"]
 

@@ -171,17 +171,30 @@ def _texts(probe, *, name, caller):
 
 
 def _refuse_blank_texts(texts, *, name, caller):
-    """Refuse empty and whitespace-only texts, naming the first, as texts that tokenise to nothing are refused.
+    """Refuse empty and whitespace-only texts, naming the first: they carry no word (called when the probe is built).
 
-    Under an encoder's tokenizer such a text is a row of special tokens only ([CLS] [SEP]): a vector
-    of no sentence. Told by :func:`~isotropy.models.batching.refuse_empty_rows` on the rows' counts
-    of non-blank characters. Called when the probe is built.
+    Under an encoder's tokenizer such a text is a row of special tokens only ([CLS] [SEP]), a vector of no
+    sentence; other texts with no word token (a zero-width space) are refused once tokenised
+    (:func:`_refuse_special_only`).
     """
+    blank = [i for i, t in enumerate(texts) if not t.strip()]
+    if blank:
+        raise IsotropyValueError(f"The '{name}' parameter of {caller} must have texts that are not blank. Got "
+                                 f"{len(blank)} blank (the first: {texts[blank[0]]!r}, at index {blank[0]}); remove "
+                                 f"them.")
+
+
+def _refuse_special_only(tokens, texts, tokenizer, *, name, caller):
+    """Refuse texts whose tokens are all special tokens of ``tokenizer`` (``"\u200b"`` under BERT: [CLS] [SEP])."""
     from isotropy.models.batching import TokenRows
 
-    blank = np.fromiter((not t.strip() for t in texts), dtype=bool, count=len(texts))
-    refuse_empty_rows(TokenRows({}, np.concatenate([[0], np.cumsum(~blank)])), texts, name=name, caller=caller,
-                      tokenizer_of="any tokenizer (a blank text has only the special tokens)")
+    special = [int(i) for i in (getattr(tokenizer, "all_special_ids", None) or [])]
+    if not special or "input_ids" not in tokens.values:
+        return
+    real = np.concatenate([[0], np.cumsum(~np.isin(tokens.values["input_ids"], special))])
+    counts = real[tokens.offsets[1:]] - real[tokens.offsets[:-1]]
+    refuse_empty_rows(TokenRows({}, np.concatenate([[0], np.cumsum(counts)])), texts, name=name, caller=caller,
+                      tokenizer_of="its tokenizer besides its special tokens")
 
 
 # the per-token keys of an encoded probe: taken from arrays and lists too, and checked against input_ids' shape
@@ -285,6 +298,7 @@ class _Rows:
         if self._tokens is None or self._tokenised_by is not self.tokenizer:
             tokens = tokenize_texts(self.tokenizer, self.texts, max_length=self.max_length)
             refuse_empty_rows(tokens, self.texts, name=self.name, caller=self.caller, tokenizer_of="its tokenizer")
+            _refuse_special_only(tokens, self.texts, self.tokenizer, name=self.name, caller=self.caller)
             self._tokens, self._tokenised_by = tokens, self.tokenizer
         return self._tokens
 
