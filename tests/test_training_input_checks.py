@@ -77,6 +77,9 @@ def test_isoscore_star_width_is_said_to_come_from_shrinkage_cov():
                           "'cosin' instead.")),
     ({"discard_fraction": 1.0}, ("The 'discard_fraction' parameter of TwoNNDimension must be a float in the range "
                                 "[0, 1). Got 1.0 instead.")),
+    ({"discard_fraction": 0.0}, ("The 'discard_fraction' parameter of TwoNNDimension must be above 0 with "
+                                "method='linear' (the fit leaves out at least the largest ratio, whose -log(1 - i/N) "
+                                "is infinite). Got 0.0 instead; or use method='mle'.")),
 ])
 def test_twonn_dimension_options_are_refused_when_made(options, message):
     """TwoNNDimension(method='lineer') was made, and failed only at compute() naming twonn_dimension."""
@@ -306,3 +309,16 @@ def test_an_encoded_probe_passes_on_tensors_of_its_rows_only_and_casts_small_int
     assert probe.measure(model) == reference
     small = GeometryProbe({**encoded, "input_ids": encoded["input_ids"].to(torch.uint8)}, metrics=("isoscore",))
     assert small.rows.encoded["input_ids"].dtype == torch.int64 and small.measure(model) == reference
+
+
+def test_twonn_dimension_with_no_discard_is_made_with_mle():
+    import torch
+
+    from isotropy import twonn_dimension
+    from isotropy.training import TwoNNDimension
+
+    X = torch.randn(200, 5, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    metric = TwoNNDimension(discard_fraction=0.0, method="mle")
+    metric.update(X)
+    assert float(metric.compute()) == pytest.approx(twonn_dimension(X.numpy(), discard_fraction=0.0, method="mle"),
+                                                    rel=1e-12)

@@ -698,6 +698,11 @@ class TwoNNDimension(Metric):
         self.twonn_kwargs = {"discard_fraction": discard_fraction,
                              "method": check_option(method, "method", ("linear", "mle"), caller=caller),
                              "metric": check_option(metric, "metric", _METRICS, caller=caller)}
+        if method == "linear" and discard_fraction == 0:  # whatever the rows: the largest ratio must be left out
+            raise IsotropyValueError(f"The 'discard_fraction' parameter of {caller} must be above 0 with "
+                                     f"method='linear' (the fit leaves out at least the largest ratio, whose "
+                                     f"-log(1 - i/N) is infinite). Got {discard_fraction!r} instead; or use "
+                                     f"method='mle'.")
         self._generator = None
         self.add_state("rows", default=[], dist_reduce_fx="cat")
         self.add_state("keys", default=[], dist_reduce_fx="cat")
