@@ -344,3 +344,21 @@ def test_a_committed_config_still_loads_with_its_hash_and_an_earlier_runs_config
                       device="cpu", threads=1, resume=True, quiet=True)
     assert (tmp_path / "seeds" / "seed_0.json").read_bytes() == before["seeds/seed_0.json"]  # kept, not re-run
     assert json.loads((tmp_path / "seeds" / "seed_1.json").read_text())["config_hash"] == meta["config_hash"]
+
+
+def test_n_items_that_keeps_one_class_is_refused_before_any_text_is_encoded():
+    """The polarity file lists every negative sentence first: n_items=200 kept one class, and the run failed after
+    encoding, in silhouette_score, naming neither n_items nor the data."""
+    import numpy as np
+
+    from isotropy.datasets._types import LabeledTexts
+    from isotropy.experiments.classifier_geometry.problem import _first
+
+    data = LabeledTexts(name="polarity", text_a=[f"t{i}" for i in range(10)], text_b=None,
+                        labels=np.array([0] * 6 + [1] * 4), label_names=["negative", "positive"], source={})
+    with pytest.raises(ValueError, match=r"^The 'n_items' setting of classifier-geometry keeps the first 5 items of "
+                                         r"polarity, which all have one class \('negative'\): give n_items of at least "
+                                         r"7 \(the first item of another class\) or leave n_items out\.$"):
+        _first(data, 5)
+    kept = _first(data, 7)
+    assert kept.labels.tolist() == [0] * 6 + [1] and kept.source == {"first_n_items": 7}

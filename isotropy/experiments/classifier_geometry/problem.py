@@ -103,9 +103,26 @@ def _load_labelled(config, data_dir, glue_task: str | None) -> LabeledTexts:
 
 
 def _first(data: LabeledTexts, n: int) -> LabeledTexts:
+    labels = np.asarray(data.labels)
+    if labels.ndim == 1 and labels.size and np.unique(labels[:n]).size < 2:
+        # a file that lists its items class by class (polarity: every positive sentence first): refused before any
+        # text is encoded; the silhouette and the classifier need two classes
+        other = np.flatnonzero(labels != labels[0])
+        fix = (f"give n_items of at least {other[0] + 1:,} (the first item of another class) or leave n_items out"
+               if other.size else "this data set has one class")
+        raise ValueError(f"The 'n_items' setting of classifier-geometry keeps the first {n:,} items of {data.name}, "
+                         f"which all have one class ({_class_name(data, labels[0])}): {fix}.")
     return LabeledTexts(name=data.name, text_a=data.text_a[:n], text_b=None if data.text_b is None else data.text_b[:n],
                         labels=np.asarray(data.labels)[:n], label_names=data.label_names,
                         source={**data.source, "first_n_items": n})
+
+
+def _class_name(data: LabeledTexts, label) -> str:
+    names = data.label_names
+    try:
+        return repr(names[int(label)]) if names is not None else repr(label.item() if hasattr(label, "item") else label)
+    except (IndexError, TypeError, ValueError):
+        return repr(label)
 
 
 def load_task_data(config, *, data_dir=None,
