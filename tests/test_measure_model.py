@@ -598,3 +598,20 @@ def test_n_neighbors_with_the_default_model_table_is_refused(files):
     result = invoke("--model", files / "bert", "--texts", files / "texts.txt", "--n-neighbors", 5)
     assert result.exit_code == 2
     assert "--n-neighbors sets k of mle_dimension, which the default table of --model leaves out" in result.output
+
+
+@pytest.mark.parametrize("option, name, message", [
+    ("--json", "afile/x.json", "Error: The --json '{p}' cannot be written: '{a}' on its way is a file, not a directory."),
+    ("--plot", "x.jpgg", "Error: --plot '{p}' has the format 'jpgg', which matplotlib does not write; expected one of "),
+    ("--plot", "afile/x.png", "Error: The --plot '{p}' cannot be written: '{a}' on its way is a file, not a directory."),
+])
+def test_model_outputs_are_checked_before_the_model_runs(tmp_path, option, name, message):
+    """A --json under a file or a --plot of an unknown format failed after the whole measurement, as a raw
+    '[Errno 20] Not a directory' or matplotlib's message; now at once (the model named here does not even exist)."""
+    (tmp_path / "afile").write_text("")
+    texts = tmp_path / "t.txt"
+    texts.write_text("a cat\nthe dog\n")
+    path = tmp_path / name
+    result = invoke("--model", tmp_path / "no-such-model", "--texts", texts, option, path)
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines()[-1].startswith(message.format(p=path, a=tmp_path / "afile"))

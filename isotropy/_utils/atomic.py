@@ -45,6 +45,10 @@ def check_writable_destination(path: str | os.PathLike, *, name: str = "path") -
         mode = target.stat().st_mode
     except FileNotFoundError:
         return target
+    except NotADirectoryError:  # a folder on the way is a file: it could never hold the file
+        blocker = next(p for p in reversed(target.parents) if p.exists() and not p.is_dir())
+        raise ValueError(f"The {name} {str(path)!r} cannot be written: {str(blocker)!r} on its way is a file, not a "
+                         f"directory.") from None
     if stat.S_ISREG(mode):
         return target
     kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)

@@ -772,7 +772,7 @@ def model_options(function):
                           "[CLS]; refused for decoders)."),
         click.option("--keep-special", is_flag=True, help="With --level token: also measure [CLS], <bos>, ..."),
         click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
-                     metavar="OUT", help="With --model: write a per-layer figure (.png, .svg, .pdf)."),
+                     metavar="OUT", help="With --model: write a per-layer figure (its format from the suffix: .png, .svg, .pdf, ...)."),
         click.option("--device", default=None, shell_complete=complete_device, help="With --model: torch device (default: CUDA when present)."),
         click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True),
         click.option("--max-length", type=click.IntRange(min=2), default=128, show_default=True,
@@ -781,6 +781,26 @@ def model_options(function):
     for option in reversed(options):
         function = option(function)
     return function
+
+
+def _check_outputs(json_path, plot_path) -> None:
+    """Refuse a ``--json`` or ``--plot`` destination that could not be written, and a ``--plot`` format matplotlib
+    does not write, before any work (each named as its option)."""
+    from isotropy._utils.atomic import check_writable_destination
+    from isotropy.measure._json_output import stream_fd
+
+    if json_path is not None and stream_fd(json_path) is None:
+        check_writable_destination(json_path, name="--json")
+    if plot_path is None:
+        return
+    check_writable_destination(plot_path, name="--plot")
+    suffix = Path(plot_path).suffix.lower().lstrip(".") or "png"
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    formats = FigureCanvasBase.get_supported_filetypes()
+    if suffix not in formats:
+        raise ValueError(f"--plot {str(plot_path)!r} has the format {suffix!r}, which matplotlib does not write; "
+                         f"expected one of {', '.join(sorted(formats))}.")
 
 
 def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, pooling, keep_special, plot_path, device, batch_size,
@@ -792,6 +812,7 @@ def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, 
         raise click.UsageError("--model needs --texts FILE (one text a line, or a CSV/TSV/JSON-lines column).")
     to_err = json_path is not None and str(json_path) == "-"  # --json -: stdout holds the JSON alone (as for EMBEDDINGS)
     try:
+        _check_outputs(json_path, plot_path)  # before the model runs: a bad path is found in a second, not after it
         from isotropy._utils.device import resolve_device
 
         device = resolve_device(device, name="--device")  # "auto" (or none given): CUDA when present, else the CPU
