@@ -101,7 +101,7 @@ def make_command(experiment) -> click.Command:
         click.Option(["--print-config"], is_flag=True, help="Print the resolved config as YAML and exit."),
         click.Option(["--seeds"], callback=_seeds, default=None, metavar="0,1,2",
                      help="Comma-separated seeds (the config's 'seeds')."),
-        click.Option(["--device"], default="auto", show_default=True, metavar="auto|cpu|cuda[:N]",
+        click.Option(["--device"], default="auto", show_default=True, metavar="auto|cpu|cuda[:N]|mps",
                      help="Torch device; auto = CUDA when torch sees one, else CPU."),
         click.Option(["--threads"], type=click.IntRange(min=1), default=None, metavar="N",
                      help="CPU threads for torch and BLAS during the run (restored after) [default: the libraries']."),

@@ -4,7 +4,7 @@ Every ``isotropy run NAME`` command is built by :func:`isotropy.experiments._com
 from an :class:`Experiment`; each experiment keeps only its science. The same flags everywhere::
 
     --setup NAME|FILE.yaml   --set KEY=VALUE (repeatable, dotted)   --print-config
-    --seeds 0,1,2   --device auto|cpu|cuda[:N]   --threads N   --resume
+    --seeds 0,1,2   --device auto|cpu|cuda[:N]|mps   --threads N   --resume
     --results-dir DIR   --data-dir DIR   --no-plot   --quiet
 
 and the same results directory::
