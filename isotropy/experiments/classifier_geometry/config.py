@@ -63,6 +63,20 @@ class ClassifierGeometryConfig(ExperimentConfig):
             return {**data, **dict.fromkeys(TABLE_DEFAULTS)}
         return data
 
+    @field_validator("metric_interval")
+    @classmethod
+    def _three_points(cls, value, info: ValidationInfo):
+        updates = info.data.get("updates")
+        if updates is None:
+            return value
+        points = len(range(0, updates + 1, value)) + (updates % value != 0)  # step 0, every interval, the last
+        if points < 3:  # a correlation over the recorded points needs 3 of them (it was NaN, without a word)
+            fixes = [f"metric_interval of at most {updates // 2}"] if updates >= 2 else []
+            fix = "give " + " or ".join([*fixes, f"updates of at least {value + 1}"])
+            raise config_rule(f"records the metrics at {points} points with updates={updates} (step 0 and every "
+                              f"metric_interval-th update), and the correlations over them need at least 3: {fix}")
+        return value
+
     @field_validator(*TABLE_DEFAULTS)
     @classmethod
     def _only_for_a_table(cls, value, info: ValidationInfo):
