@@ -235,9 +235,9 @@ def test_cli_runs_and_plot_redraws(tmp_path):
     (["--setup", "glue", "--set", "tasks=[stsb]"], "ValueError", r"'tasks' setting .* GLUE tasks"),
     # two recorded points gave NaN correlations, without a word
     (["--updates", "50", "--set", "metric_interval=50"], "ConfigError",
-     r"^The 'metric_interval' setting of classifier-geometry records the metrics at 2 points with updates=50 \(step 0 "
-     r"and every metric_interval-th update\), and the correlations over them need at least 3: give metric_interval "
-     r"of at most 25 or updates of at least 51. Got 50 instead.$"),
+     (r"^The 'metric_interval' setting of classifier-geometry records the metrics at 2 points with updates=50 \(step "
+      r"0 and every metric_interval-th update\), and the correlations over them need at least 3: give metric_interval "
+      r"of at most 25 or updates of at least 51. Got 50 instead.$")),
     (["--updates", "1"], "ConfigError", r"at 2 points with updates=1 .*: give updates of at least 11. Got 10 instead.$"),
 ])
 def test_cli_rejects_bad_values(tmp_path, args, error, message):
