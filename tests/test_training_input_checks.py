@@ -283,6 +283,11 @@ def test_istar_without_a_shrinkage_sample_warns_as_the_metric_does():
     with pytest.warns(UserWarning, match=r"^HiddenStateRegulariser: I-STAR without a shrinkage sample shrinks toward "
                                          r"the identity \(Σ_S = I\)"):
         HiddenStateRegulariser("istar")
+    from isotropy.training import HFRegulariser
+
+    with pytest.warns(UserWarning, match=r"^HFRegulariser: I-STAR without") as caught:
+        HFRegulariser("istar")  # reported at this line, not inside the drop-in
+    assert [w.filename for w in caught] == [__file__]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         HiddenStateRegulariser("cosreg")  # no Σ_S in CosReg

@@ -149,7 +149,8 @@ class HiddenStateRegulariser:
 
             warnings.warn(f"{caller}: I-STAR without a shrinkage sample shrinks toward the identity (Σ_S = I): its "
                           f"IsoScore* then tracks the vector norms, not isotropy; give shrinkage_sample= (a few "
-                          f"hundred texts of the task).", UserWarning, stacklevel=2)
+                          f"hundred texts of the task).", UserWarning,
+                          stacklevel=2 if type(self) is HiddenStateRegulariser else 3)  # the drop-ins' super() call
         self.shrinkage_cov = None
         self.last_penalty = None
         self._sums = [0.0, 0.0, 0]  # task loss, penalty, batches since the last log (see logged_means)
