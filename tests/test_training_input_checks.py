@@ -50,6 +50,13 @@ def test_merge_state_of_another_metric_names_both_classes():
     assert str(info.value) == ("The 'incoming_state' parameter of IsoScore.merge_state must be another IsoScore or its "
                                "metric_state dict. Got list instead.")
     iso.merge_state(IsoScore())  # the same metric, empty: allowed
+    # a metric that keeps the same statistics merges as its state dict does (it was refused as an object only)
+    from isotropy.training import IsoScoreStar
+
+    star, by_dict = IsoScoreStar(shrinkage_cov=torch.eye(4)), IsoScoreStar(shrinkage_cov=torch.eye(4))
+    star.merge_state(iso)
+    by_dict.merge_state(iso.metric_state)
+    assert float(star.compute()) == float(by_dict.compute())
 
 
 def test_isoscore_star_width_is_said_to_come_from_shrinkage_cov():

@@ -66,8 +66,9 @@ def no_shrinkage_cov_warning():
 def _incoming_state(metric, incoming_state):
     """The ``metric_state`` dict of ``merge_state``'s argument, refused in one line when another metric's."""
     mine = type(metric).__name__
-    if isinstance(incoming_state, Metric):
-        if type(incoming_state) is not type(metric):
+    if isinstance(incoming_state, Metric):  # judged by its state, as a state dict is: a subclass, or a metric that
+        # keeps the same statistics (IsoScore's covariance sums into IsoScoreStar's), merges
+        if set(incoming_state.metric_state) != set(metric.metric_state):
             raise IsotropyValueError(f"{mine}.merge_state: the incoming state comes from a different metric "
                                      f"({type(incoming_state).__name__}); merge the states of two {mine} metrics.")
         return incoming_state.metric_state
