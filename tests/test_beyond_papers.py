@@ -180,3 +180,26 @@ def test_alignment_and_uniformity_refuse_bad_input_in_one_line(call, match):
     with pytest.raises((IsotropyValueError, TypeError), match=match) as info:
         call()
     assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("scale", [1e-300, 1e-200, 1e-160, 1e155, 1e300], ids=lambda s: f"{s:.0e}")
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_normalised_alignment_and_uniformity_do_not_depend_on_the_scale(scale, backend):
+    # ‖x‖² overflowed above ~1e154 (uniformity 0.0, alignment 0.0) and underflowed to 0 below ~1e-162 (a false
+    # "zero row" refusal): each row is now brought to unit scale by a power of two before it is normalised
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(150, 5))
+    Y = X + 0.1 * rng.normal(size=X.shape)
+    to = (lambda A: A) if backend == "numpy" else torch.from_numpy
+    assert float(uniformity(to(X * scale))) == pytest.approx(uniformity(X), rel=1e-12)
+    assert float(alignment(to(X * scale), to(Y * scale))) == pytest.approx(alignment(X, Y), rel=1e-12)
+
+
+def test_normalised_rows_at_unit_scale_are_the_plain_quotient_bit_for_bit():
+    from isotropy._kernels.sphere import unit_rows
+
+    X = np.random.default_rng(1).normal(size=(40, 7)) * np.logspace(-3, 3, 40)[:, None]
+    assert np.array_equal(unit_rows(X, caller="t"), X / np.linalg.norm(X, axis=1, keepdims=True))
+    T = torch.tensor(X, requires_grad=True)
+    unit_rows(T, caller="t").sum().backward()  # still differentiable
+    assert T.grad is not None and torch.isfinite(T.grad).all()

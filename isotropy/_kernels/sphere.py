@@ -14,19 +14,28 @@ __all__ = ["EMPTY_SUM", "merge_sums", "pair_potentials", "unit_rows"]
 def unit_rows(X, *, caller: str, name: str = "X"):
     """``x / ‖x‖`` row by row: a torch tensor stays one (differentiable), anything else becomes float64 numpy.
 
-    A zero row has no direction on the sphere: refused in one line naming ``caller``'s parameter ``name``.
+    Each row is first brought to unit scale by a power of two of its own largest entry (exact), so that
+    ``‖x‖`` neither overflows (rows near 1e155 and above) nor underflows to 0 (rows near 1e-160 and below);
+    at any other scale the result is the plain ``x / ‖x‖``, bit for bit. A zero row has no direction on the
+    sphere: refused in one line naming ``caller``'s parameter ``name``.
     """
     if is_torch(X):
-        norms = X.norm(dim=1, keepdim=True)
-        zero = bool((norms == 0).any())
+        import torch
+
+        top = X.detach().abs().amax(dim=1, keepdim=True)
+        zero = bool((top == 0).any())
     else:
         X = np.asarray(X, dtype=np.float64)
-        norms = np.linalg.norm(X, axis=1, keepdims=True)
-        zero = bool((norms == 0).any())
+        top = np.abs(X).max(axis=1, keepdims=True) if X.size else np.ones((X.shape[0], 1))
+        zero = bool((top == 0).any())
     if zero:
         raise IsotropyValueError(f"The '{name}' parameter of {caller} has a zero row, which has no direction on "
                                  f"the sphere: expected non-zero rows (or normalize=False).")
-    return X / norms
+    if is_torch(X):
+        X = torch.ldexp(X, -torch.frexp(top).exponent)  # a power of two per row: exact, differentiable in X
+        return X / X.norm(dim=1, keepdim=True)
+    X = np.ldexp(X, -np.frexp(top)[1])
+    return X / np.linalg.norm(X, axis=1, keepdims=True)
 
 
 EMPTY_SUM = (-np.inf, 0.0)  # (shift, shifted sum) of no pairs
