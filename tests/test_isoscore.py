@@ -252,3 +252,17 @@ def test_half_precision_gives_float32_on_the_device_as_docs_api_isotropy_says(na
 def test_isoscore_from_covariance_rejects_indefinite_matrices():
     with pytest.raises(IsotropyValueError, match="'cov' parameter of isoscore_from_covariance must be positive semi"):
         isoscore_from_covariance(np.diag([1.0, 1.0, -0.9]))
+
+
+@pytest.mark.parametrize("scale", [1e-300, 1e-200, 1e200, 1e300], ids=lambda s: f"{s:.0e}")
+def test_isoscore_from_covariance_does_not_depend_on_the_scale(scale):
+    # ‖Σ‖²_F overflowed (1e200) or underflowed (1e-300) and the score was NaN; IsoScore* mixes with a Σ_S of the
+    # same scale, so it does not move either
+    from isotropy.metrics.isoscore import isoscore_from_covariance
+
+    rng = np.random.default_rng(0)
+    C = np.cov(rng.normal(size=(200, 6)) * np.linspace(0.3, 2.0, 6), rowvar=False)
+    assert isoscore_from_covariance(C * scale) == pytest.approx(isoscore_from_covariance(C), rel=1e-12)
+    star = isoscore_from_covariance(C, zeta=0.3, shrinkage_cov=np.eye(6))
+    assert isoscore_from_covariance(C * scale, zeta=0.3, shrinkage_cov=np.eye(6) * scale) == pytest.approx(star,
+                                                                                                           rel=1e-12)

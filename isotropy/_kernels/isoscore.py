@@ -16,7 +16,7 @@ from typing import NamedTuple
 import numpy as np
 
 from isotropy._utils.backend import is_torch, to_output
-from isotropy._utils.magnitude import safe_exponent_range
+from isotropy._utils.magnitude import safe_exponent_range, unit_scale
 from isotropy._utils.validation import IsotropyValueError, check_scalar, check_tensor_data
 
 # Data whose total variance is below (_FLOOR_ULPS * eps)^2 * ||mean||^2 per sample is treated as
@@ -250,7 +250,10 @@ def isoscore_from_covariance(cov, *, shrinkage_cov=None, zeta=0.0):
                                  f"(n_features, n_features) with n_features >= 2. Got an array with shape {shape} instead.")
     d = shape[0]
     C = _check_shrinkage_cov(cov, d, like=cov, caller=caller, name="cov")  # finite, symmetric
-    eig = (torch_eigvalsh(C.detach()) if is_torch(C) else np.linalg.eigvalsh(np.asarray(C, dtype=np.float64)))
+    # the checks and the score are scale-invariant: computed at unit scale (a power of two, exact), so that a
+    # covariance near 1e200 or 1e-300 neither overflows nor underflows in eigvalsh or ‖Σ‖²_F (it gave NaN)
+    E = unit_scale(C.detach() if is_torch(C) else C, caller=caller, name="cov")
+    eig = (torch_eigvalsh(E) if is_torch(E) else np.linalg.eigvalsh(np.asarray(E, dtype=np.float64)))
     lowest, largest = float(eig.min()), float(abs(eig).max())
     if lowest < -1e-8 * max(largest, np.finfo(np.float64).tiny):
         raise IsotropyValueError(f"The 'cov' parameter of {caller} must be positive semi-definite (a covariance "
@@ -261,6 +264,7 @@ def isoscore_from_covariance(cov, *, shrinkage_cov=None, zeta=0.0):
         else:
             S = _check_shrinkage_cov(shrinkage_cov, d, like=C, caller=caller)
             C = (1.0 - zeta) * C + zeta * S
+    C = unit_scale(C, caller=caller, name="cov")  # after the mixing with Σ_S, which is not scale-invariant
     trace = C.diagonal().sum() if is_torch(C) else np.asarray(np.trace(C))
     if _as_float(trace) <= 0.0:
         raise IsotropyValueError(f"The 'cov' parameter of {caller} must be a non-zero covariance matrix "
