@@ -151,3 +151,16 @@ def test_label_matrix_with_values_other_than_0_and_1_is_rejected(dtype):
     X = np.random.default_rng(0).standard_normal((4, 2))
     with pytest.raises(ValueError, match="'labels' parameter of calinski_harabasz_score must contain only 0 and 1"):
         calinski_harabasz_score(X, labels)
+
+
+@pytest.mark.parametrize("scale", [1e-9, 1e-20, 1e-30, 1e-31, 1e-100, 1e100], ids=lambda s: f"{s:.0e}")
+def test_davies_bouldin_does_not_depend_on_the_scale(scale):
+    # scikit-learn's absolute 1e-8 test made the index 0.0 for data near 1e-9 to 1e-30 (the value came back below,
+    # where the data are rescaled); the test is relative to the largest spread or distance now
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(150, 5))
+    labels = (X[:, 0] > 0).astype(int)
+    reference = skm.davies_bouldin_score(X, labels)
+    assert davies_bouldin_score(X * scale, labels) == pytest.approx(reference, rel=1e-10)
+    points = np.repeat([[0.0, 0.0], [scale, scale]], 3, axis=0)  # no spread at any scale: 0.0, as scikit-learn
+    assert davies_bouldin_score(points, [0, 0, 0, 1, 1, 1]) == 0.0

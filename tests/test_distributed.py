@@ -453,3 +453,10 @@ def test_partition_isotropy_whose_projections_overflow_is_refused_as_in_memory()
     with pytest.raises(IsotropyValueError) as chunked:
         isotropy.partition_isotropy(da.from_array(Y, chunks=(7, 2)))
     assert str(chunked.value) == str(memory.value) and "projections overflow" in str(memory.value)
+
+
+@pytest.mark.parametrize("scale", [1e-9, 1e-30], ids=lambda s: f"{s:.0e}")
+def test_dask_davies_bouldin_does_not_depend_on_the_scale(blobs, scale):
+    X, labels = blobs
+    got = isotropy.davies_bouldin_score(da.from_array(X * scale, chunks=(97, 9)), labels)
+    np.testing.assert_allclose(got, isotropy.davies_bouldin_score(X, labels), rtol=1e-10)

@@ -231,7 +231,8 @@ def davies_bouldin_score(X, labels):
     """:func:`isotropy.davies_bouldin_score` of a dask array (see there): two passes over the chunks."""
     _, centroids, _, _, spread = _cluster_statistics(X, labels, "davies_bouldin_score")
     dist = np.sqrt(((centroids[:, None, :] - centroids[None, :, :]) ** 2).sum(axis=2))
-    if np.all(np.abs(spread) <= 1e-8) or np.all(np.abs(dist) <= 1e-8):
+    ref = max(float(np.max(np.abs(spread))), float(np.max(np.abs(dist))))  # relative, as in memory
+    if np.all(np.abs(spread) <= 1e-8 * ref) or np.all(np.abs(dist) <= 1e-8 * ref):
         return 0.0
     ratio = (spread[:, None] + spread[None, :]) / np.where(dist == 0, np.inf, dist)
     return float(np.mean(np.max(ratio, axis=1)))

@@ -129,7 +129,8 @@ def davies_bouldin_score(X, labels):
     -------
     float or torch.Tensor
         The index in ``[0, inf)``; 0 is the best possible. 0.0 when all spreads or all centroid
-        distances are (close to) zero, as in scikit-learn. A Python float for numpy input, a
+        distances are (close to) zero, as in scikit-learn, but relative to the largest of them (scikit-learn's
+        1e-8 is absolute, so data at 1e-9 read 0.0 there). A Python float for numpy input, a
         0-dim tensor with its graph for torch input. Computed in float64.
 
     Notes
@@ -169,7 +170,11 @@ def davies_bouldin_score(X, labels):
     rows = max(1, (1 << 22) // (n_clusters * Xw.shape[1]))  # exact differences, ~32 MiB at a time
     dist = xp.concat([_sqrt(xp.sum((centroids[r:r + rows, None, :] - centroids[None, :, :]) ** 2, axis=2), xp)
                       for r in range(0, n_clusters, rows)], axis=0)
-    if bool(xp.all(xp.abs(spread) <= 1e-8)) or bool(xp.all(xp.abs(dist) <= 1e-8)):
+    # scikit-learn's test is absolute (every spread or every distance <= 1e-8), which made the index 0.0 for any
+    # data near 1e-9 to 1e-30 (below that the data were rescaled, and the value came back): here relative to the
+    # largest of them, so that the index does not depend on the scale of X (the same at unit scale)
+    ref = max(float(xp.max(xp.abs(spread))), float(xp.max(xp.abs(dist))))
+    if bool(xp.all(xp.abs(spread) <= 1e-8 * ref)) or bool(xp.all(xp.abs(dist) <= 1e-8 * ref)):
         return to_output(xp.sum(spread) * 0.0, X)
     inf = xp.asarray(float("inf"), dtype=dist.dtype, device=device)
     ratio = (spread[:, None] + spread[None, :]) / xp.where(dist == 0, inf, dist)
