@@ -148,3 +148,23 @@ def test_bad_data():
         kneighbors(np.array([[0.0, np.nan], [1.0, 2.0], [3.0, 1.0]]), n_neighbors=1)
     with pytest.raises(IsotropyValueError, match="no zero rows with metric='cosine'.*Got 1 zero rows"):
         kneighbors(np.array([[0.0, 0.0], [1.0, 2.0], [3.0, 1.0]]), n_neighbors=1, metric="cosine")
+
+
+@pytest.mark.parametrize("scale, dtype", [(1e20, "float32"), (1e-30, "float32"), (1e160, "float64"),
+                                          (1e-200, "float64"), (1e300, "float64")], ids=lambda v: str(v))
+@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_kneighbors_at_any_scale_gives_the_unit_scale_neighbours(scale, dtype, metric, backend):
+    # the torch path squared the data as given (0.4 % of the indices right at 1e20 in float32, inf or 0 distances
+    # in float64); numpy's cosine path overflowed near 1e160 and saw "zero rows" near 1e-200
+    import torch
+
+    X = np.random.default_rng(0).normal(size=(150, 5)).astype(dtype)
+    ref_d, ref_i = NearestNeighbors(n_neighbors=4, metric=metric, algorithm="brute").fit(X.astype(np.float64)) \
+        .kneighbors(X.astype(np.float64))
+    Y = (X.astype(np.float64) * scale).astype(dtype)
+    d, i = kneighbors(torch.from_numpy(Y) if backend == "torch" else Y, n_neighbors=3, metric=metric)
+    d, i = np.asarray(d, dtype=np.float64), np.asarray(i)
+    assert np.array_equal(i, ref_i[:, 1:])
+    expected = ref_d[:, 1:] * (scale if metric == "euclidean" else 1.0)
+    np.testing.assert_allclose(d, expected, rtol=1e-6 if dtype == "float32" else 1e-12, atol=1e-15)

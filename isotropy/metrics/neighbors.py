@@ -35,7 +35,9 @@ def _kneighbors_torch(X, n_neighbors: int, metric: str, chunk_size: int | None, 
     import torch
 
     with torch.no_grad():
-        X = X.detach()
+        # at unit scale by a power of two (exact): float32 scores of data near 1e20, float64 squares near 1e160
+        # and 1e-200, overflowed or lost every digit (wrong neighbours, inf or 0 distances); scaled back below
+        X, exponent = rescaled(X.detach(), caller=caller)
         exact = torch.float32 if X.device.type == "mps" else torch.float64
         R = X.to(exact)
         if metric == "cosine":
@@ -71,7 +73,12 @@ def _kneighbors_torch(X, n_neighbors: int, metric: str, chunk_size: int | None, 
             order = torch.argsort(sq, dim=1, stable=True)[:, :n_neighbors]
             dist[start:stop] = torch.gather(sq, 1, order)
             ind[start:stop] = torch.gather(cand, 1, order)
-        dist = dist / 2 if metric == "cosine" else dist.sqrt_()
+        if metric == "cosine":
+            return dist / 2, ind  # of directions: the scale does not enter
+        dist = dist.sqrt_()
+        if exponent:  # in two factors, each a normal number: exact
+            half = exponent // 2
+            dist = dist * (2.0 ** half) * (2.0 ** (exponent - half))
     return dist, ind
 
 
@@ -149,9 +156,11 @@ def kneighbors(X, *, n_neighbors: int, metric: str = "euclidean", chunk_size: in
     n_neighbors = int(n_neighbors)
     if is_torch(X):
         return _kneighbors_torch(X, n_neighbors, metric, chunk_size, caller)
-    X, exponent = rescaled(X, caller=caller) if metric == "euclidean" else (X, 0)  # exact: a power of two
+    # exact: a power of two; for the cosine metric too (its norms overflowed near 1e160 and underflowed to "zero
+    # rows" near 1e-200), whose distances do not depend on the scale
+    X, exponent = rescaled(X, caller=caller)
     X, scale = _prepare(X, metric, caller)
     sq, ind = _kneighbors_numpy(X, scale, n_neighbors, chunk_size)
-    return np.ldexp(_finish(sq, metric), exponent), ind
+    return np.ldexp(_finish(sq, metric), exponent if metric == "euclidean" else 0), ind
 
 
