@@ -368,3 +368,14 @@ def test_n_items_that_keeps_one_class_is_refused_before_any_text_is_encoded():
         _first(data, 5)
     kept = _first(data, 7)
     assert kept.labels.tolist() == [0] * 6 + [1] and kept.source == {"first_n_items": 7}
+
+
+def test_a_small_updates_fits_the_setups_metric_interval_with_a_note():
+    """--updates 2 under the demo's metric_interval 10 recorded 2 points, whose correlations were NaN."""
+    from isotropy.experiments.classifier_geometry.config import recorded_points
+
+    config = CG.config("demo", updates=2)
+    assert config.metric_interval == 1 and recorded_points(2, 1) == 3
+    assert config._notes == [("metric_interval: the setup's 10 with updates=2 drawn as 1 (3 points at least for the "
+                              "correlations; --set metric_interval=... to choose)")]
+    assert CG.config("demo").metric_interval == 10 and CG.config("demo", updates=40).metric_interval == 10

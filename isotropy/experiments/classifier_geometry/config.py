@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, ValidationInfo, field_validator, model_validator
+from pydantic import Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
-from isotropy.experiments._config import ExperimentConfig, Seeds, config_rule, expects
+from isotropy.experiments._config import ConfigError, ExperimentConfig, Seeds, config_rule, expects
 from isotropy.experiments.classifier_geometry.problem import TASKS
 
 __all__ = ["ClassifierGeometryConfig"]
@@ -52,6 +52,8 @@ class ClassifierGeometryConfig(ExperimentConfig):
     multilabel: bool | None = None
     label_sep: str | None = None
 
+    _notes: list = PrivateAttr(default_factory=list)  # what settle decided, logged by prepare
+
     @model_validator(mode="before")
     @classmethod
     def _table_keys(cls, data):
@@ -62,20 +64,6 @@ class ClassifierGeometryConfig(ExperimentConfig):
         if all(k in data and _same(data[k], v) for k, v in TABLE_DEFAULTS.items()):  # saved by an earlier version
             return {**data, **dict.fromkeys(TABLE_DEFAULTS)}
         return data
-
-    @field_validator("metric_interval")
-    @classmethod
-    def _three_points(cls, value, info: ValidationInfo):
-        updates = info.data.get("updates")
-        if updates is None:
-            return value
-        points = len(range(0, updates + 1, value)) + (updates % value != 0)  # step 0, every interval, the last
-        if points < 3:  # a correlation over the recorded points needs 3 of them (it was NaN, without a word)
-            fixes = [f"metric_interval of at most {updates // 2}"] if updates >= 2 else []
-            fix = "give " + " or ".join([*fixes, f"updates of at least {value + 1}"])
-            raise config_rule(f"records the metrics at {points} points with updates={updates} (step 0 and every "
-                              f"metric_interval-th update), and the correlations over them need at least 3: {fix}")
-        return value
 
     @field_validator(*TABLE_DEFAULTS)
     @classmethod
@@ -90,3 +78,39 @@ class ClassifierGeometryConfig(ExperimentConfig):
     def hashed_values(cls, values: dict) -> dict:
         """``values`` with the table-only keys' nulls at their earlier defaults: the hash runs were saved with."""
         return {**values, **{k: v for k, v in TABLE_DEFAULTS.items() if k in values and values[k] is None}}
+
+
+def recorded_points(updates: int, metric_interval: int) -> int:
+    """How many steps the metrics are recorded at: step 0, every ``metric_interval``-th update and the last one."""
+    return len(range(0, updates + 1, metric_interval)) + (updates % metric_interval != 0)
+
+
+def check_recorded_points(config) -> None:
+    """Refuse a config whose metrics are recorded at fewer than 3 points: the correlations over them would be NaN."""
+    updates, interval = int(config.updates), int(config.metric_interval)
+    points = recorded_points(updates, interval)
+    if points < 3:
+        fixes = [f"metric_interval of at most {updates // 2}"] if updates >= 2 else []
+        raise ConfigError(f"The 'metric_interval' setting of classifier-geometry records the metrics at {points} "
+                          f"points with updates={updates} (step 0 and every metric_interval-th update), and the "
+                          f"correlations over them need at least 3: give "
+                          f"{' or '.join([*fixes, f'updates of at least {interval + 1}'])}. Got {interval} instead.")
+
+
+def settle(config: ClassifierGeometryConfig, given: frozenset) -> ClassifierGeometryConfig:
+    """The setup's ``metric_interval`` follows a small ``--updates``; an interval that records fewer than 3 points is
+    refused before any data is read.
+
+    ``--updates 2`` under the demo's ``metric_interval: 10`` recorded steps 0 and 2 only, whose correlations are
+    NaN: when the user gives ``updates`` and not ``metric_interval``, the interval becomes ``updates // 2`` (3
+    points at least) and a note says so; one the user gives is refused in one line (the correlations were NaN,
+    without a word).
+    """
+    updates, interval = int(config.updates), int(config.metric_interval)
+    if recorded_points(updates, interval) < 3 and "metric_interval" not in given and updates >= 2:
+        config.metric_interval = max(1, updates // 2)
+        config._notes.append(f"metric_interval: the setup's {interval} with updates={updates} drawn as "
+                             f"{config.metric_interval} (3 points at least for the correlations; --set "
+                             f"metric_interval=... to choose)")
+    check_recorded_points(config)
+    return config

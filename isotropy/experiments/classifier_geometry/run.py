@@ -63,8 +63,12 @@ def _units(config: ClassifierGeometryConfig, setup: str | None) -> list[tuple[st
 
 def prepare(config, ctx) -> list:
     """Load the data and embed it (every problem of the GLUE grid) before the results directory is touched."""
+    from isotropy.experiments.classifier_geometry.config import check_recorded_points
     from isotropy.experiments.classifier_geometry.problem import build_problem
 
+    for note in config._notes:  # what the config's settle decided (the interval after --updates)
+        ctx.log(note)
+    check_recorded_points(config)  # a config made in Python does not pass through settle
     return [(prefix, unit, build_problem(unit.config, glue_task=unit.glue_task, data_dir=ctx.data_dir,
                                          device=ctx.device, show_progress=ctx.show_progress))
             for prefix, unit in _units(config, ctx.setup)]  # the setup's name labels tables and figures
