@@ -203,3 +203,16 @@ def test_normalised_rows_at_unit_scale_are_the_plain_quotient_bit_for_bit():
     T = torch.tensor(X, requires_grad=True)
     unit_rows(T, caller="t").sum().backward()  # still differentiable
     assert T.grad is not None and torch.isfinite(T.grad).all()
+
+
+def test_normalised_torch_rows_of_subnormal_or_float32_extreme_data_keep_their_direction():
+    # a row whose largest entry is subnormal needs 2**1029: applied in two halves, never one overflowing factor
+    from isotropy._kernels.sphere import unit_rows
+
+    X = np.random.default_rng(2).normal(size=(20, 4))
+    expected = X / np.linalg.norm(X, axis=1, keepdims=True)
+    np.testing.assert_allclose(unit_rows(torch.tensor(X * 1e-310), caller="t").numpy(), expected, rtol=1e-10)
+    tiny = torch.tensor(X * 1e-40, dtype=torch.float32)  # subnormal float32: the direction of the stored values
+    stored = tiny.double().numpy()
+    np.testing.assert_allclose(unit_rows(tiny, caller="t").numpy(), stored / np.linalg.norm(stored, axis=1,
+                                                                                           keepdims=True), rtol=1e-6)

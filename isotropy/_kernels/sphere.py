@@ -32,7 +32,11 @@ def unit_rows(X, *, caller: str, name: str = "X"):
         raise IsotropyValueError(f"The '{name}' parameter of {caller} has a zero row, which has no direction on "
                                  f"the sphere: expected non-zero rows (or normalize=False).")
     if is_torch(X):
-        X = torch.ldexp(X, -torch.frexp(top).exponent)  # a power of two per row: exact, differentiable in X
+        # a power of two per row (exact, differentiable in X), from log2 (frexp is not on every device), applied in
+        # two halves so that neither factor overflows (a subnormal row's 2**1029)
+        e = torch.floor(torch.log2(top)).to(torch.int32) + 1
+        half = torch.div(e, 2, rounding_mode="floor")
+        X = torch.ldexp(torch.ldexp(X, -half), half - e)
         return X / X.norm(dim=1, keepdim=True)
     X = np.ldexp(X, -np.frexp(top)[1])
     return X / np.linalg.norm(X, axis=1, keepdims=True)
