@@ -257,7 +257,7 @@ def encode_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, layers: S
 
     from isotropy.models import batching
     from isotropy.models.loading import load_transformer
-    from isotropy.models.pooling import _pool, check_attention_mask
+    from isotropy.models.pooling import _pool
 
     # _loaded: (tokenizer, network) the caller already holds, so one command reads the weights once;
     # _on_batch(rows, batch, last_hidden_state) sees every batch of the forward pass (when one runs)
@@ -286,7 +286,7 @@ def encode_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, layers: S
                 extra = [i for i in range(len(hidden)) if i not in todo] if size <= _other_layers_budget else []
                 todo = todo + extra
                 files.update({i: cache_file(i) for i in extra})
-            mask = check_attention_mask(hidden[0], batch["attention_mask"], caller=caller)  # once, every layer
+            mask = batch["attention_mask"]  # padded from rows with a token each (refuse_empty_rows): no check per batch
             for layer in todo:
                 if not -len(hidden) <= layer < len(hidden):
                     raise ValueError(f"The '{_name}' parameter of {_caller} must be in [{-len(hidden)}, "

@@ -509,8 +509,10 @@ class GeometryProbe:
         """``{layer: (batch, d) pooled vectors}`` of the chosen layers for one batch of inputs."""
         output = model(**inputs, output_hidden_states=True, return_dict=True, **(forward_kwargs or {}))
         states = _hidden_states(output, self.caller)
-        mask = check_attention_mask(states[0], inputs["attention_mask"], caller=self.caller).to(states[0].device)
-        return {i: _pool(states[i], mask, self.pooling) for i in self._layer_ids(len(states))}  # one check, every layer
+        # the probe's own masks: padded from rows with a real token each (checked when the probe was built or its
+        # texts tokenised), so no check per batch
+        mask = inputs["attention_mask"].to(states[0].device)
+        return {i: _pool(states[i], mask, self.pooling) for i in self._layer_ids(len(states))}
 
     def _encoder(self, model, device, forward_kwargs, world_size):
         """The module whose forward gives the hidden states of ``model``: its ``base_model`` when that gives them.
