@@ -1,6 +1,8 @@
 """Input checks of the training integration (probe, regularisers, torchmetrics wrappers): one-line errors that name
 the argument, the value given and what is expected, raised where the mistake is made."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -285,14 +287,14 @@ def test_probe_refuses_blank_texts_naming_the_index(tmp_path):
 def test_istar_without_a_shrinkage_sample_warns_as_the_metric_does():
     import warnings
 
+    from isotropy.metrics.table import ISOSCORE_STAR_WARNING
     from isotropy.training import HiddenStateRegulariser
 
-    with pytest.warns(UserWarning, match=r"^HiddenStateRegulariser: I-STAR without a shrinkage sample shrinks toward "
-                                         r"the identity \(Σ_S = I\)"):
+    with pytest.warns(UserWarning, match=f"^{re.escape(f'HiddenStateRegulariser: {ISOSCORE_STAR_WARNING} (shrinkage_sample=).')}$"):
         HiddenStateRegulariser("istar")
     from isotropy.training import HFRegulariser
 
-    with pytest.warns(UserWarning, match=r"^HFRegulariser: I-STAR without") as caught:
+    with pytest.warns(UserWarning, match=f"^{re.escape(f'HFRegulariser: {ISOSCORE_STAR_WARNING}')}") as caught:
         HFRegulariser("istar")  # reported at this line, not inside the drop-in
     assert [w.filename for w in caught] == [__file__]
     with warnings.catch_warnings():

@@ -65,20 +65,17 @@ def no_shrinkage_cov_warning():
 
 def _incoming_state(metric, incoming_state):
     """The ``metric_state`` dict of ``merge_state``'s argument, refused in one line when another metric's."""
-    mine = type(metric).__name__
+    mine, source = type(metric).__name__, None
     if isinstance(incoming_state, Metric):  # judged by its state, as a state dict is: a subclass, or a metric that
         # keeps the same statistics (IsoScore's covariance sums into IsoScoreStar's), merges
-        if set(incoming_state.metric_state) != set(metric.metric_state):
-            raise IsotropyValueError(f"{mine}.merge_state: the incoming state comes from a different metric "
-                                     f"({type(incoming_state).__name__}); merge the states of two {mine} metrics.")
-        return incoming_state.metric_state
-    if not isinstance(incoming_state, dict):
+        source, incoming_state = type(incoming_state).__name__, incoming_state.metric_state
+    elif not isinstance(incoming_state, dict):
         raise TypeError(f"The 'incoming_state' parameter of {mine}.merge_state must be another {mine} or its metric_state "
                         f"dict. Got {type(incoming_state).__name__} instead.")
     if set(incoming_state) != set(metric.metric_state):
-        raise IsotropyValueError(f"{mine}.merge_state: the incoming state comes from a different metric (keys "
-                                 f"{sorted(incoming_state)}, where {mine} has {sorted(metric.metric_state)}); merge the "
-                                 f"states of two {mine} metrics.")
+        source = source or f"keys {sorted(incoming_state)}, where {mine} has {sorted(metric.metric_state)}"
+        raise IsotropyValueError(f"{mine}.merge_state: the incoming state comes from a different metric ({source}); "
+                                 f"merge the states of two {mine} metrics.")
     return incoming_state
 
 

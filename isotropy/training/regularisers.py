@@ -144,12 +144,12 @@ class HiddenStateRegulariser:
         max_length = int(check_scalar(max_length, "max_length", caller=caller, kind=numbers.Integral, low=1))
         self.sample = None if shrinkage_sample is None else _Rows(shrinkage_sample, name="shrinkage_sample",
                                                                   caller=caller, max_length=max_length)
-        if method == "istar" and shrinkage_sample is None:  # as the metric and the callback warn of IsoScore*
+        if method == "istar" and shrinkage_sample is None:  # the warning of the callback and the table, in these terms
             import warnings
 
-            warnings.warn(f"{caller}: I-STAR without a shrinkage sample shrinks toward the identity (Σ_S = I): its "
-                          f"IsoScore* then tracks the vector norms, not isotropy; give shrinkage_sample= (a few "
-                          f"hundred texts of the task).", UserWarning,
+            from isotropy.metrics.table import ISOSCORE_STAR_WARNING
+
+            warnings.warn(f"{caller}: {ISOSCORE_STAR_WARNING} (shrinkage_sample=).", UserWarning,
                           stacklevel=2 if type(self) is HiddenStateRegulariser else 3)  # the drop-ins' super() call
         self.shrinkage_cov = None
         self.last_penalty = None
