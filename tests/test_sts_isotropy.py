@@ -368,17 +368,23 @@ def test_claims_from_the_run_use_every_seed(small_run):
     assert [c.to_dict() for c in claims(results, out)] == written
 
 
-def test_one_seed_is_not_established(small_run):
+def _first_seed_only(results: dict, bootstrap: dict) -> dict:
+    """A copy of a run's ``results`` with its first seed alone and ``bootstrap`` as its bootstrap over pairs."""
     import copy
 
-    from isotropy.experiments.sts_isotropy.run import claims
-
-    _, results = small_run
     one = copy.deepcopy(results)
     for block in one["datasets"].values():
         for row in block["methods"].values():
             row["per_seed"] = row["per_seed"][:1]
-    one["bootstrap"] = {}
+    one["bootstrap"] = bootstrap
+    return one
+
+
+def test_one_seed_is_not_established(small_run):
+    from isotropy.experiments.sts_isotropy.run import claims
+
+    _, results = small_run
+    one = _first_seed_only(results, {})
     got = [c for c in claims(one, None) if not c.id.startswith("token-")]
     assert len(got) == 3 and {c.n_seeds for c in got} == {1} and {c.verdict for c in got} == {"not established"}
 
@@ -402,17 +408,12 @@ def test_a_bootstrap_across_the_threshold_makes_a_claim_of_three_one_sided_seeds
 
 
 def test_a_bootstrapped_claim_gives_one_reason_decided_on_the_joined_interval(small_run):
-    import copy
-
     from isotropy.experiments._claims import reason_of
     from isotropy.experiments.sts_isotropy.run import claims
 
     _, results = small_run
-    one = copy.deepcopy(results)
-    for block in one["datasets"].values():
-        for row in block["methods"].values():
-            row["per_seed"] = row["per_seed"][:1]
-    one["bootstrap"] = {"cluster-raises-sts": {"low": -50.0, "high": 50.0, "how": "bootstrap over the pairs"}}
+    one = _first_seed_only(results, {"cluster-raises-sts": {"low": -50.0, "high": 50.0,
+                                                            "how": "bootstrap over the pairs"}})
     record = next(c for c in claims(one, None) if c.id == "cluster-raises-sts").to_dict()
     # the seed-only reason is not carried into the joined text: one reason, decided on both intervals
     assert record["interval"]["how"] == ("both: seed spread: min–max over 1 seed(s); bootstrap over the pairs; "

@@ -199,7 +199,7 @@ def _check_same_columns(paths: list[Path], columns: list) -> None:
     """Refuse the first Parquet shard whose vector columns differ in name or order from the first Parquet shard's.
 
     Shards are joined by position: a shard with columns g0.. where the first has f0.., or f2, f1, f0 where it has
-    f0, f1, f2, was stacked as if it matched (isoscore 0.620 for 0.464 with one reversed shard of three). Refused,
+    f0, f1, f2, was stacked as if it matched, and every metric of the joined rows was silently wrong. Refused,
     not matched by name: names that differ cannot be matched at all, a reordered shard most likely comes from
     another writer (perhaps another model) whose other differences no reordering would fix, and a refusal cannot
     silently give a wrong answer; the user reorders or renames that shard's columns once. A shard of one column of
