@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
 
+from isotropy._utils.magnitude import rescaled
 from isotropy._utils.validation import IsotropyValueError, check_scalar
 from isotropy.transforms._base import NewFeaturesTransformer, like_input, to_numpy
 
@@ -13,7 +15,16 @@ __all__ = ["Whitening", "whiten"]
 
 
 def fit_whitening(X: np.ndarray, *, n_components=None, eps=0.0, caller="whiten"):
-    """Return ``(mean, W, eigenvalues)`` with ``W`` of shape ``(n_features, k)`` for float64 numpy ``X``."""
+    """Return ``(mean, W, eigenvalues, exponent)`` for float64 numpy ``X``, at unit scale.
+
+    ``X`` is read as ``2**exponent * Xu`` with ``Xu`` at unit scale (``exponent`` is 0 for data at an
+    ordinary scale): the whitened data are ``(X * 2**-exponent - mean) @ W`` with ``W`` of shape
+    ``(n_features, k)``; the mean of ``X`` is ``mean * 2**exponent``, its whitening matrix
+    ``W * 2**-exponent`` and its covariance eigenvalues ``eigenvalues * 4**exponent``. Whitening is
+    scale-covariant (``W(cX) = W(X) / c``) and powers of two change no digit, so this is exact at any
+    scale: the covariance of ``X`` itself would overflow float64 from ``|x| ~ 1e154`` (NaN in ``eigh``)
+    and underflow below ``|x| ~ 1e-154`` (a false rank error).
+    """
     n, d = X.shape
     check_scalar(n_components, "n_components", caller=caller, kind=numbers.Integral, low=1, high=d, allow_none=True)
     check_scalar(eps, "eps", caller=caller, low=0)
@@ -21,8 +32,9 @@ def fit_whitening(X: np.ndarray, *, n_components=None, eps=0.0, caller="whiten")
         raise IsotropyValueError(f"The 'X' parameter of {caller} must have at least 2 samples to estimate a "
                                  f"covariance. Got n_samples={n} instead.")
     k = d if n_components is None else int(n_components)
-    mean = X.mean(axis=0)
-    cov = np.cov(X - mean, rowvar=False).reshape(d, d)
+    Xu, exponent = rescaled(X, caller=caller)
+    mean = Xu.mean(axis=0)
+    cov = np.cov(Xu - mean, rowvar=False).reshape(d, d)
     lam, vecs = np.linalg.eigh(cov)
     order = np.argsort(lam)[::-1]
     lam, vecs = np.clip(lam[order], 0.0, None), vecs[:, order]
@@ -32,8 +44,42 @@ def fit_whitening(X: np.ndarray, *, n_components=None, eps=0.0, caller="whiten")
         raise IsotropyValueError(f"The 'X' parameter of {caller} has a rank-deficient covariance (rank {rank} < "
                                  f"n_components={k}), which cannot be whitened. Pass n_components <= {rank}, "
                                  f"or eps > 0 to regularise, or more samples.")
-    W = vecs[:, :k] / np.sqrt(lam[:k] + eps)
-    return mean, W, lam[:k]
+    lam = lam[:k]
+    # (lam * 4**exponent + eps)**-1/2, each column brought to the scale 4**h of its larger term: eps is in
+    # X's units, and at an extreme exponent eps * 4**-exponent alone would overflow (or vanish beside a zero lam)
+    with np.errstate(divide="ignore"):
+        top = np.maximum(np.frexp(lam)[1] + 2 * exponent, np.frexp(eps)[1] if eps > 0 else -np.inf)
+    h = np.where(np.isfinite(top), np.ceil(top / 2), exponent).astype(int)
+    term = np.ldexp(lam, 2 * (exponent - h)) + np.ldexp(float(eps), -2 * h)
+    W = np.ldexp(vecs[:, :k] / np.sqrt(term), exponent - h)
+    return mean, W, lam, exponent
+
+
+def _refuse_unrepresentable(X, lam, exponent, *, caller):
+    """Refuse ``X`` whose :class:`Whitening` variances float64 cannot hold (``lam``, ``exponent``: ``fit_whitening``'s).
+
+    Why refuse here and not in :func:`whiten`: ``whiten`` returns only the whitened data, at unit scale
+    whatever the scale of ``X``, so it whitens ``X`` exactly at any scale. ``Whitening`` also stores
+    ``explained_variance_``, variances of order ``|x|**2``: from ``|x| ~ 1e154`` they overflow (inf) and
+    below ``|x| ~ 1e-154`` they underflow (0 or subnormal, a variance that contradicts the whitening or has
+    lost its digits). Storing them so would be a silent wrong answer, so the fit is refused there, saying
+    what float64 holds and that ``whiten`` does the same whitening. (``components_ ~ 1/|x|`` and ``mean_``
+    are representable wherever the variances are.)
+    """
+    with np.errstate(over="ignore", under="ignore"):
+        variances = np.ldexp(lam, 2 * exponent)
+    meaningful = lam > lam[0] * np.finfo(float).eps  # round-off eigenvalues (kept with eps > 0) may underflow
+    if np.isfinite(variances).all() and not (variances[meaningful] < np.finfo(float).tiny).any():
+        return
+    over = not np.isfinite(variances).all()
+    value = lam[0] if over else lam[meaningful].min()
+    which, where = (("largest", "above float64's largest number 1.8e+308") if over
+                    else ("smallest", "below float64's smallest normal number 2.2e-308"))
+    raise IsotropyValueError(
+        f"The 'X' parameter of {caller} must have variances that float64 holds (explained_variance_ stores "
+        f"them). Got X with largest |x| = {float(np.abs(X).max()):.3g}, whose {which} variance, about "
+        f"1e{round(math.log10(value) + 2 * exponent * math.log10(2.0))}, is {where}: {caller} is fitted on "
+        f"data with |x| about 1e-154 to 1e154; whiten(X) whitens X exactly at any scale.")
 
 
 def whiten(X, *, n_components=None, eps=0.0):
@@ -76,8 +122,8 @@ def whiten(X, *, n_components=None, eps=0.0):
     True
     """
     Xn = to_numpy(X, caller="whiten")
-    mean, W, _ = fit_whitening(Xn, n_components=n_components, eps=eps)
-    return like_input((Xn - mean) @ W, X)
+    mean, W, _, exponent = fit_whitening(Xn, n_components=n_components, eps=eps)
+    return like_input((np.ldexp(Xn, -exponent) - mean) @ W, X)
 
 
 class Whitening(NewFeaturesTransformer):
@@ -111,9 +157,10 @@ class Whitening(NewFeaturesTransformer):
         self.eps = eps
 
     def _fit(self, X):
-        self.mean_, W, self.explained_variance_ = fit_whitening(X, n_components=self.n_components, eps=self.eps,
-                                                                caller="Whitening")
-        self.components_ = W.T
+        mean, W, lam, exponent = fit_whitening(X, n_components=self.n_components, eps=self.eps, caller="Whitening")
+        _refuse_unrepresentable(X, lam, exponent, caller="Whitening")
+        self.mean_, self.explained_variance_ = np.ldexp(mean, exponent), np.ldexp(lam, 2 * exponent)
+        self.components_ = np.ldexp(W, -exponent).T
         self.n_components_ = int(W.shape[1])
 
     @property
