@@ -22,7 +22,8 @@ import numpy as np
 from isotropy._utils.backend import is_torch
 from isotropy._utils.errors import IsotropyValueError
 
-__all__ = ["extremes", "refuse_partition_overflow", "rescaled", "safe_exponent_range", "unit_scale"]
+__all__ = ["extremes", "refuse_partition_overflow", "rescaled", "safe_exponent_range", "unit_exponent",
+           "unit_scale"]
 
 # |binary exponent| of max|x| below which the data are used as they are, by working precision.
 # float64: squares, sums of n·d squares and squared Frobenius norms (fourth powers) stay inside
@@ -118,6 +119,16 @@ def _lift(top: float, X) -> int:
 def unit_scale(X, top: float | None = None, *, caller: str, name: str = "X"):
     """:func:`rescaled` without the exponent: ``X`` brought to unit scale when it must be."""
     return rescaled(X, top, caller=caller, name=name)[0]
+
+
+def unit_exponent(top: float, dtype, *, caller: str, name: str = "X") -> int:
+    """The ``e`` of :func:`rescaled` for numpy data of ``dtype`` whose largest ``|x|`` is ``top``: 0 at a safe scale.
+
+    For data held in pieces (the row chunks of a dask array): the largest ``|x|`` of all the pieces gives the
+    exponent :func:`rescaled` would use for the whole, and each piece times ``2**-e`` is that piece of the
+    rescaled whole. Raises as :func:`rescaled` when ``top`` is subnormal.
+    """
+    return rescaled(np.array([top], dtype=dtype), top, caller=caller, name=name)[1]
 
 
 def refuse_partition_overflow(exponent: int):

@@ -1,6 +1,11 @@
 """Exact cluster metrics on dask arrays: silhouette and Dunn as tiles of the distance matrix,
 Calinski-Harabasz and Davies-Bouldin from per-chunk centroid statistics.
 
+All of them are scale-invariant: every block is first brought to the unit scale of the whole array by a power
+of two (:func:`isotropy.distributed._graph.unit_blocks`, exact), as the in-memory functions rescale the
+materialised array, so data near float64's or float32's limits give their values (squared norms overflowed
+near 1e155 and underflowed near 1e-200: a silhouette of 0.0, a Calinski-Harabasz index of NaN).
+
 The distance matrix is cut into tiles (I, J ≥ I) of row blocks. Each tile is one task: it runs the
 in-memory silhouette kernel (:class:`isotropy._kernels.silhouette._BlockKernel`) on the two blocks
 and returns, for the rows of I, their distance sums to each cluster's members in J, and (the tile
@@ -14,16 +19,17 @@ from __future__ import annotations
 import numpy as np
 
 from isotropy.distributed._graph import (
+    at_unit_scale,
     check_dask_X,
     check_tile_rows,
     compute,
-    finite_blocks,
     host_labels,
     like_rows,
     row_chunks,
     row_starts,
     sample_rows,
     tree_reduce,
+    unit_blocks,
 )
 
 __all__ = ["calinski_harabasz_score", "davies_bouldin_score", "dunn_index", "silhouette_samples",
@@ -32,32 +38,38 @@ __all__ = ["calinski_harabasz_score", "davies_bouldin_score", "dunn_index", "sil
 _METRICS = ("euclidean", "cosine")
 
 
-def _unit_sum(block):
-    """Σ of the rows scaled to unit norm (zero rows add nothing), float64."""
-    B = np.asarray(block, dtype=np.float64)
+def _row_sum(block, exponent):
+    """Σ of the rows of the block at unit scale (times ``2**-exponent``), float64."""
+    return np.sum(at_unit_scale(block, exponent), axis=0, dtype=np.float64)
+
+
+def _unit_sum(block, exponent):
+    """Σ of the rows (at unit scale) scaled to unit norm (zero rows add nothing), float64."""
+    B = np.asarray(at_unit_scale(block, exponent), dtype=np.float64)
     norms = np.sqrt(np.einsum("ij,ij->i", B, B))
     return (B / np.where(norms > 0, norms, 1.0)[:, None]).sum(axis=0)
 
 
-def _centre(X, blocks, metric):
-    """Delayed float64 centre of the augmented operands: the mean of the rows, or of the unit rows."""
+def _centre(X, blocks, metric, exponent):
+    """Delayed float64 centre of the augmented operands: the mean of the rows, or of the unit rows (at unit scale)."""
     from dask import delayed
 
     from isotropy.distributed._covariance import _add
 
     n = X.shape[0]
     if metric == "euclidean":
-        parts = [delayed(np.sum, pure=True)(b, axis=0, dtype=np.float64) for b in blocks]
+        parts = [delayed(_row_sum, pure=True)(b, exponent) for b in blocks]
     else:
-        parts = [delayed(_unit_sum, pure=True)(b) for b in blocks]
+        parts = [delayed(_unit_sum, pure=True)(b, exponent) for b in blocks]
     return delayed(np.divide, pure=True)(tree_reduce(parts, _add, name="isotropy-merge-centre"), n)
 
 
 # ---------------------------------------------------------------------------------------------- silhouette
-def _silhouette_block(block, ids, metric, mean):
-    """Row block ready for the kernel: augmented rows sorted by cluster, dense local cluster ids."""
+def _silhouette_block(block, ids, metric, mean, exponent):
+    """Row block ready for the kernel: augmented rows (at unit scale) sorted by cluster, dense local cluster ids."""
     from isotropy._kernels.silhouette import _augmented_numpy
 
+    block = at_unit_scale(block, exponent)
     dtype = np.float64 if block.dtype == np.float64 else np.float32
     order = np.argsort(ids, kind="stable")
     R = _augmented_numpy(block, metric, dtype, order, mean=mean)
@@ -126,11 +138,11 @@ def _silhouette_graph(X, ids, metric, chunk_size, caller):
     check_option(metric, "metric", _METRICS, caller=caller)
     n_clusters = _check_n_clusters(ids, X.shape[0], caller)
     X = check_dask_X(X, caller=caller, rows=check_tile_rows(chunk_size, caller, X.shape[-1]))
-    blocks = finite_blocks(X, caller)
+    blocks, exponent = unit_blocks(X, caller)
     starts = row_starts(X)
-    mean = _centre(X, blocks, metric)
+    mean = _centre(X, blocks, metric, exponent)
     prep = delayed(_silhouette_block, pure=True, nout=4)
-    preps = [prep(b, ids[s:e], metric, mean) for b, s, e in zip(blocks, starts, starts[1:])]
+    preps = [prep(b, ids[s:e], metric, mean, exponent) for b, s, e in zip(blocks, starts, starts[1:])]
     tile = delayed(_silhouette_tile, pure=True, nout=2)
     parts = [[] for _ in preps]
     for i in range(len(preps)):
@@ -176,9 +188,9 @@ def silhouette_score(X, labels, *, metric="euclidean", sample_size=None, random_
 
 
 # ---------------------------------------------------------------------------------------------- centroids
-def _centroid_terms(block, ids, n_clusters):
-    """Cluster sizes and per-cluster row sums (float64) of one block."""
-    B = np.asarray(block, dtype=np.float64)
+def _centroid_terms(block, ids, n_clusters, exponent):
+    """Cluster sizes and per-cluster row sums (float64, at unit scale) of one block."""
+    B = np.asarray(at_unit_scale(block, exponent), dtype=np.float64)
     sums = np.zeros((n_clusters, B.shape[1]))
     np.add.at(sums, ids, B)
     return np.bincount(ids, minlength=n_clusters).astype(np.float64), sums
@@ -188,15 +200,18 @@ def _merge_pairs(a, b):
     return a[0] + b[0], a[1] + b[1]
 
 
-def _spread_terms(block, ids, centroids, n_clusters):
-    """Σ‖x − μ_c‖² over the block, and per cluster Σ‖x − μ_c‖."""
-    B = np.asarray(block, dtype=np.float64)
+def _spread_terms(block, ids, centroids, n_clusters, exponent):
+    """Σ‖x − μ_c‖² over the block, and per cluster Σ‖x − μ_c‖ (at unit scale)."""
+    B = np.asarray(at_unit_scale(block, exponent), dtype=np.float64)
     sq = ((B - centroids[ids]) ** 2).sum(axis=1)
     return sq.sum(), np.bincount(ids, weights=np.sqrt(sq), minlength=n_clusters)
 
 
 def _cluster_statistics(X, labels, caller):
-    """Sizes, centroids, overall mean, within-cluster Σ‖x − μ_c‖² and per-cluster mean ‖x − μ_c‖."""
+    """Sizes, centroids, overall mean, within-cluster Σ‖x − μ_c‖² and per-cluster mean ‖x − μ_c‖, at unit scale.
+
+    The unit scale's exponent comes back with the first pass's sums (one compute: the shards are read once).
+    """
     from dask import delayed
 
     from isotropy._kernels.silhouette import _check_n_clusters
@@ -204,13 +219,13 @@ def _cluster_statistics(X, labels, caller):
     ids = host_labels(labels, X.shape[0], caller)
     n_clusters = _check_n_clusters(ids, X.shape[0], caller)
     X = check_dask_X(X, caller=caller)
-    blocks = finite_blocks(X, caller)
+    blocks, exponent = unit_blocks(X, caller)
     starts = row_starts(X)
-    terms = [delayed(_centroid_terms, pure=True)(b, ids[s:e], n_clusters)
+    terms = [delayed(_centroid_terms, pure=True)(b, ids[s:e], n_clusters, exponent)
              for b, s, e in zip(blocks, starts, starts[1:])]
-    ((counts, sums),) = compute(tree_reduce(terms, _merge_pairs, name="isotropy-merge-centroids"))
+    (counts, sums), exponent = compute(tree_reduce(terms, _merge_pairs, name="isotropy-merge-centroids"), exponent)
     centroids = sums / counts[:, None]
-    spread = [delayed(_spread_terms, pure=True)(b, ids[s:e], centroids, n_clusters)
+    spread = [delayed(_spread_terms, pure=True)(b, ids[s:e], centroids, n_clusters, exponent)
               for b, s, e in zip(blocks, starts, starts[1:])]
     ((intra, spread_sums),) = compute(tree_reduce(spread, _merge_pairs, name="isotropy-merge-spread"))
     mean = sums.sum(axis=0) / X.shape[0]
@@ -239,9 +254,9 @@ def davies_bouldin_score(X, labels):
 
 
 # ---------------------------------------------------------------------------------------------- Dunn
-def _dunn_block(block, metric, mean):
-    """Float64 operands U (centred) and q of one block: d(x_i, x_j) = q_i + q_j − s·u_i·u_j."""
-    B = np.asarray(block, dtype=np.float64)
+def _dunn_block(block, metric, mean, exponent):
+    """Float64 operands U (centred) and q of one block (at unit scale): d(x_i, x_j) = q_i + q_j − s·u_i·u_j."""
+    B = np.asarray(at_unit_scale(block, exponent), dtype=np.float64)
     zero = 0.0
     if metric == "cosine":
         norms = np.sqrt(np.einsum("ij,ij->i", B, B))
@@ -282,18 +297,18 @@ def dunn_index(X, labels, *, metric="euclidean", chunk_size=None):
     ids = host_labels(labels, X.shape[0], caller)
     _check_n_clusters(ids, X.shape[0], caller)
     X = check_dask_X(X, caller=caller, rows=check_tile_rows(chunk_size, caller, X.shape[-1]))
-    blocks = finite_blocks(X, caller)
+    blocks, exponent = unit_blocks(X, caller)
     starts = row_starts(X)
-    mean = _centre(X, blocks, metric)
-    preps = [delayed(_dunn_block, pure=True)(b, metric, mean) for b in blocks]
+    mean = _centre(X, blocks, metric, exponent)
+    preps = [delayed(_dunn_block, pure=True)(b, metric, mean, exponent) for b in blocks]
     tile = delayed(_dunn_tile, pure=True)
     tiles = [tile(preps[i], preps[j], ids[starts[i]:starts[i + 1]], ids[starts[j]:starts[j + 1]],
                   starts[i], starts[j], metric)
              for i in range(len(preps)) for j in range(i, len(preps))]
-    ((inter, intra),) = compute(tree_reduce(tiles, _best_pairs, name="isotropy-merge-extreme-pairs"))
+    (inter, intra), exponent = compute(tree_reduce(tiles, _best_pairs, name="isotropy-merge-extreme-pairs"), exponent)
     rows = sorted({inter[1], inter[2], intra[1], intra[2]})
     (Xs,) = compute(X[rows])
-    Xs = np.asarray(Xs, dtype=np.float64)
+    Xs = np.asarray(at_unit_scale(Xs, exponent), dtype=np.float64)
     where = {row: k for k, row in enumerate(rows)}
     separation = _pair_distance(Xs, where[inter[1]], where[inter[2]], metric, np)
     diameter = _pair_distance(Xs, where[intra[1]], where[intra[2]], metric, np)

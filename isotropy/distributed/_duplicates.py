@@ -5,7 +5,9 @@ metric representation (:func:`isotropy._kernels.neighbors._representation`: the 
 over its norm for the cosine metric) is identical are one point, and a per-row result is that of
 its point. Here one pass over the chunks hashes every row's representation (64 bits, on the
 workers); only rows whose hash is shared are fetched to the client and compared exactly, so the
-client holds n_samples integers and the candidate duplicate rows, never the data.
+client holds n_samples integers and the candidate duplicate rows, never the data. The rows are hashed at
+the unit scale of the whole array (:func:`~isotropy.distributed._graph.unit_blocks`), whose exponent the
+same pass finds, for the neighbour search that follows.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from isotropy.distributed._graph import compute, finite_blocks
+from isotropy.distributed._graph import at_unit_scale, compute, unit_blocks
 
 __all__ = ["Distinct", "distinct_rows"]
 
@@ -46,8 +48,14 @@ def _row_hashes(block, metric, caller):
     return h
 
 
+def _unit_row_hashes(block, metric, caller, exponent):
+    """:func:`_row_hashes` of the block at unit scale (times ``2**-exponent``)."""
+    return _row_hashes(at_unit_scale(block, exponent), metric, caller)
+
+
 def distinct_rows(X, *, n_neighbors, metric, caller, stacklevel=4):
-    """None when the rows of the (checked, row-chunked) dask array ``X`` are distinct, else :class:`Distinct`.
+    """``(distinct, e)``: ``distinct`` None when the rows of the (checked, row-chunked) dask array ``X`` are
+    distinct, else :class:`Distinct`; ``X·2**-e`` is X at unit scale (:func:`~isotropy.distributed._graph.unit_blocks`).
 
     With duplicates, warns as the in-memory estimators do (how many duplicate rows, how many
     distinct points), and raises when fewer than ``n_neighbors + 1`` distinct points remain.
@@ -55,20 +63,23 @@ def distinct_rows(X, *, n_neighbors, metric, caller, stacklevel=4):
     from dask import delayed
 
 
-    hash_block = delayed(_row_hashes, pure=True)
-    parts = compute(*[hash_block(b, metric, caller) for b in finite_blocks(X, caller)])
+    hash_block = delayed(_unit_row_hashes, pure=True)
+    blocks, exponent = unit_blocks(X, caller)
+    # the unit scale's exponent computed with the hashes: its block maxima come from the tasks that check the
+    # blocks for NaN/inf, so the shards are read once for both
+    *parts, exponent = compute(*[hash_block(b, metric, caller, exponent) for b in blocks], exponent)
     hashes = np.concatenate(parts)
     n = hashes.shape[0]
     order = np.argsort(hashes, kind="stable")
     shared = hashes[order][1:] == hashes[order][:-1]
     if not shared.any():
-        return None
+        return None, exponent
     candidate = np.zeros(n, dtype=bool)
     candidate[order[1:][shared]] = True
     candidate[order[:-1][shared]] = True
     candidates = np.flatnonzero(candidate)  # sorted: np.unique's first index is the smallest row
     (rows,) = compute(X[candidates])
-    _, first, inverse = np.unique(_representation(rows, metric, caller), axis=0, return_index=True,
+    _, first, inverse = np.unique(_representation(at_unit_scale(rows, exponent), metric, caller), axis=0, return_index=True,
                                   return_inverse=True)
     first_row = np.arange(n)
     first_row[candidates] = candidates[first[inverse.reshape(-1)]]
@@ -76,7 +87,7 @@ def distinct_rows(X, *, n_neighbors, metric, caller, stacklevel=4):
     n_distinct = int(np.count_nonzero(keep))
     n_dup = n - n_distinct
     if n_dup == 0:  # hash collisions of distinct rows only
-        return None
+        return None, exponent
     if n_distinct - 1 < n_neighbors:
         from isotropy._kernels.dimension import too_few_distinct
 
@@ -86,4 +97,4 @@ def distinct_rows(X, *, n_neighbors, metric, caller, stacklevel=4):
         f"is counted once and neighbours are searched among the {n_distinct} distinct points.",
         UserWarning, stacklevel=stacklevel)
     position = np.cumsum(keep) - 1
-    return Distinct(rows=np.flatnonzero(keep), inverse=position[first_row])
+    return Distinct(rows=np.flatnonzero(keep), inverse=position[first_row]), exponent

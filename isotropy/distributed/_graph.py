@@ -163,6 +163,44 @@ def finite_blocks(X, caller):
     return [check(block, caller, int(start)) for block, start in zip(X.to_delayed().ravel(), starts)]
 
 
+def _finite_block_top(block, caller, start):
+    """``(block, max|x|)`` of a block checked for NaN/inf (:func:`_finite_block`); ``max|x|`` is 0.0 for an empty block."""
+    block = _finite_block(block, caller, start)
+    B = np.asarray(block)
+    return block, (max(-float(B.min()), float(B.max())) if B.size else 0.0)
+
+
+def _unit_exponent(top, dtype, caller):
+    from isotropy._utils.magnitude import unit_exponent
+
+    return unit_exponent(top, dtype, caller=caller)
+
+
+def unit_blocks(X, caller):
+    """:func:`finite_blocks`, and a delayed ``e`` that brings ``X`` to unit scale: ``X·2**-e`` (:func:`at_unit_scale`).
+
+    ``e`` is the exponent the in-memory functions rescale the materialised array by
+    (:func:`isotropy._utils.magnitude.rescaled`: 0 at a safe scale), so the scale-invariant metrics computed
+    on the blocks times ``2**-e`` are those of the in-memory function, also near float64's or float32's
+    limits. The largest ``|x|`` of each block is read in the task that checks it for NaN/inf (it holds the
+    block already): no pass of its own over the shards, and the consumers of the blocks in the same graph
+    take ``e`` with them (one small reduction of n_blocks floats ahead of them).
+    """
+    from dask import delayed
+
+    check = delayed(_finite_block_top, pure=True, nout=2)
+    starts = np.cumsum((0, *X.chunks[0]))
+    pairs = [check(block, caller, int(start)) for block, start in zip(X.to_delayed().ravel(), starts)]
+    top = tree_reduce([pair[1] for pair in pairs], max, name="isotropy-largest-magnitude")
+    return [pair[0] for pair in pairs], delayed(_unit_exponent, pure=True)(top, X.dtype, caller)
+
+
+def at_unit_scale(block, exponent):
+    """The numpy block times ``2**-exponent`` (exact: a power of two), in its dtype; the block as is for 0."""
+    B = np.asarray(block)
+    return np.ldexp(B, -exponent).astype(B.dtype, copy=False) if exponent else B
+
+
 def row_starts(X):
     """First row of every row chunk, and n_samples last."""
     return [int(s) for s in np.cumsum((0, *X.chunks[0]))]

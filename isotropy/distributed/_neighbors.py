@@ -7,6 +7,11 @@ rows, and returns each row's best ``m`` candidates (distance, global index). A r
 candidates from all its tiles are merged by a tree reduction that keeps the ``m`` best by
 (distance, index); the first ``n_neighbors`` are the result. The candidate set is a superset of
 the in-memory search's, so float64 results are those of an exact brute-force search, as in memory.
+
+The blocks are searched at the unit scale of the whole array (a power of two, exact: :func:`unit_blocks`), as
+the in-memory search rescales the materialised array: near 1e155 or 1e-200 in float64 (1e20 in float32) the
+squared distances overflowed or lost every digit. :func:`kneighbors` scales its distances back (inf or 0 only
+where the true distance is not a float64); TwoNN and MLE take the unit-scale distances (only their ratios count).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from isotropy._kernels.dimension import DEFAULT_MLE_NEIGHBOURS
 from isotropy.distributed._duplicates import distinct_rows
 from isotropy.distributed._graph import (
     NEIGHBOUR_TILE_ROWS,
+    at_unit_scale,
     check_dask_X,
     check_tile_rows,
     compute,
@@ -28,6 +34,7 @@ from isotropy.distributed._graph import (
     row_chunks,
     row_starts,
     tree_reduce,
+    unit_blocks,
 )
 
 __all__ = ["kneighbors", "local_mle_dimension", "mle_dimension", "twonn_dimension"]
@@ -35,10 +42,10 @@ __all__ = ["kneighbors", "local_mle_dimension", "mle_dimension", "twonn_dimensio
 _METRICS = ("euclidean", "cosine")
 
 
-def _knn_block(block, metric, caller):
+def _knn_block(block, metric, caller, exponent=0):
     from isotropy._kernels.neighbors import _prepare
 
-    return _prepare(np.asarray(block), metric, caller)
+    return _prepare(at_unit_scale(block, exponent), metric, caller)
 
 
 def _knn_tile(P, Q, start_p, start_q, k, n_total, caller):
@@ -91,14 +98,24 @@ def _merge_candidates(a, b):
     return _sort_candidates(np.concatenate([a[0], b[0]], axis=1), np.concatenate([a[1], b[1]], axis=1), m)
 
 
-def _final(cands, metric):
+def _final(cands, metric, exponent=0):
+    """(distances, indices) of a row block; euclidean distances times ``2**exponent`` (back to X's scale)."""
     from isotropy._kernels.neighbors import _finish
 
-    return _finish(np.array(cands[0]), metric), cands[1]
+    dist = _finish(np.array(cands[0]), metric)
+    if exponent and metric == "euclidean":
+        with np.errstate(over="ignore", under="ignore"):  # inf or 0 only where the true distance is not a float64
+            dist = np.ldexp(dist, exponent)
+    return dist, cands[1]
 
 
-def _neighbour_blocks(X, n_neighbors, metric, chunk_size, caller):
-    """Delayed (distances, indices) per row block, and the row starts."""
+def _neighbour_blocks(X, n_neighbors, metric, chunk_size, caller, exponent=None):
+    """Delayed (distances, indices) per row block, and the row starts.
+
+    ``exponent`` None: the blocks are searched at X's unit scale, and the distances scaled back
+    (:func:`kneighbors`); an int: the blocks are searched at the scale ``X·2**-exponent`` and the
+    distances are those of that scale (the unit scale TwoNN and MLE found with the duplicates).
+    """
     from dask import delayed
 
     from isotropy._utils.validation import check_n_neighbors, check_option
@@ -110,7 +127,12 @@ def _neighbour_blocks(X, n_neighbors, metric, chunk_size, caller):
     rows = check_tile_rows(chunk_size, caller, X.shape[-1], default=NEIGHBOUR_TILE_ROWS)
     X = check_dask_X(X, caller=caller, min_samples=2, rows=rows)
     starts = row_starts(X)
-    preps = [delayed(_knn_block, pure=True, nout=2)(b, metric, caller) for b in finite_blocks(X, caller)]
+    if exponent is None:
+        blocks, exponent = unit_blocks(X, caller)
+        back = exponent
+    else:
+        blocks, back = finite_blocks(X, caller), 0
+    preps = [delayed(_knn_block, pure=True, nout=2)(b, metric, caller, exponent) for b in blocks]
     tile = delayed(_knn_tile, pure=True, nout=2)
     parts = [[] for _ in preps]
     for i in range(len(preps)):
@@ -120,7 +142,7 @@ def _neighbour_blocks(X, n_neighbors, metric, chunk_size, caller):
             if j != i:
                 parts[j].append(out[1])
     final = delayed(_final, pure=True, nout=2)
-    return [final(tree_reduce(p, _merge_candidates, name="isotropy-merge-neighbours"), metric)
+    return [final(tree_reduce(p, _merge_candidates, name="isotropy-merge-neighbours"), metric, back)
             for p in parts], starts
 
 
@@ -169,10 +191,10 @@ def twonn_dimension(X, *, discard_fraction=0.1, method="linear", metric="euclide
     check_scalar(discard_fraction, "discard_fraction", caller=caller, low=0, high=1, closed="left")
     method = check_option(method, "method", ("linear", "mle"), caller=caller)
     check_option(metric, "metric", _METRICS, caller=caller)
-    distinct = distinct_rows(X, n_neighbors=2, metric=metric, caller=caller)
+    distinct, exponent = distinct_rows(X, n_neighbors=2, metric=metric, caller=caller)
     if distinct is not None:  # merged as in memory: each distinct point once
         X = X[distinct.rows]
-    blocks, _ = _neighbour_blocks(X, 2, metric, chunk_size, caller)
+    blocks, _ = _neighbour_blocks(X, 2, metric, chunk_size, caller, exponent)
     (dist,) = compute(delayed(np.concatenate, pure=True)([b[0] for b in blocks]))
     return _twonn(_no_duplicates(dist, caller), discard_fraction, method, caller)
 
@@ -200,10 +222,10 @@ def _local_graph(X, n_neighbors, metric, chunk_size, caller):
         if isinstance(n_neighbors, numbers.Integral) and not isinstance(n_neighbors, bool) and n_neighbors >= 2:
             distinct_rows(X, n_neighbors=int(n_neighbors), metric=metric, caller=caller)  # raises if duplicates
         raise
-    distinct = distinct_rows(X, n_neighbors=int(n_neighbors), metric=metric, caller=caller, stacklevel=5)
+    distinct, exponent = distinct_rows(X, n_neighbors=int(n_neighbors), metric=metric, caller=caller, stacklevel=5)
     if distinct is not None:  # merged as in memory: each distinct point once
         X = X[distinct.rows]
-    blocks, starts = _neighbour_blocks(X, n_neighbors, metric, chunk_size, caller)
+    blocks, starts = _neighbour_blocks(X, n_neighbors, metric, chunk_size, caller, exponent)
     local = delayed(_local_block, pure=True)
     return da.concatenate([da.from_delayed(local(b[0], caller, s), shape=(e - s,), dtype=np.float64)
                            for b, s, e in zip(blocks, starts, starts[1:])]), distinct
