@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _lightning_geometry_run import probe_inputs, tiny_bert
+from _lightning_geometry_run import end_process, probe_inputs, tiny_bert
 
 
 def main(out_dir: Path):
@@ -44,7 +44,4 @@ def main(out_dir: Path):
 if __name__ == "__main__":
     torch.set_num_threads(1)
     main(Path(sys.argv[1]))
-    # the trainer leaves gloo's process group up: destroyed here, while the interpreter is whole, or gloo's threads
-    # can abort the process at exit ("terminate called without an active exception", seen under load)
-    if torch.distributed.is_available() and torch.distributed.is_initialized():
-        torch.distributed.destroy_process_group()
+    end_process()

@@ -7,6 +7,7 @@ weights (rank 0) to OUT_DIR/final.pt with the probe to OUT_DIR/probe.pt.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -72,10 +73,24 @@ def main(out_dir: Path, devices: int):
     trainer.fit(Module(), loader)
 
 
+def end_process():
+    """End a rank of these scripts once its outputs are written, without tearing gloo down at interpreter exit.
+
+    The trainers leave gloo's process group up. Left to the interpreter's exit, gloo's threads abort a rank
+    ("terminate called without an active exception") about once in 25 runs under load, and destroying the
+    group first, on its own, still aborted once in a clean-clone CI (the files were all written). So every rank
+    waits for the others (no rank closes its sockets while another still talks), destroys the group, flushes
+    and leaves with ``os._exit(0)``: no interpreter or C++ static teardown runs after the group is gone.
+    """
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        torch.distributed.barrier()
+        torch.distributed.destroy_process_group()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
 if __name__ == "__main__":
     torch.set_num_threads(1)
     main(Path(sys.argv[1]), int(sys.argv[2]))
-    # the trainer leaves gloo's process group up: destroyed here, while the interpreter is whole, or gloo's threads
-    # can abort the process at exit ("terminate called without an active exception", seen under load)
-    if torch.distributed.is_available() and torch.distributed.is_initialized():
-        torch.distributed.destroy_process_group()
+    end_process()
