@@ -56,7 +56,8 @@ def test_set_options_nest_dotted_keys_and_refuse_malformed_pairs():
     ("", "is empty"),
     ("# only a comment\n", "is empty"),
     ("- 1\n- 2\n", "holds a list at the top level"),
-    ("x: !!python/object/apply:os.system ['true']\n", "is not valid YAML"),
+    ("x: !!python/object/apply:os.system ['true']\n", ("uses the tag '!!python/object/apply:os.system' at line 1, "
+                                                         "column 4, which constructs a Python object")),
     ("updates: abc\n", "The 'updates' setting of classifier-geometry must be an integer. Got 'abc' instead."),
     ("lr: '0.01'\n", "The 'lr' setting of classifier-geometry must be a number. Got '0.01' instead."),
     ("lr: 1e-3\nlearning_rate: 5\n", "Unknown config key 'learning_rate' for classifier-geometry; did you mean 'lr'?"),
@@ -84,7 +85,7 @@ def test_python_tags_are_never_executed(tmp_path, capsys):
     assert code == 2 and not marker.exists()
     code, _, err = _cli(["run", "istar", "--set", f"x=!!python/object/apply:os.system ['touch {marker}']",
                          "--print-config"], capsys)
-    assert code == 2 and not marker.exists() and "not a valid YAML value" in err
+    assert code == 2 and not marker.exists() and "tags that construct Python objects are refused by design" in err
 
 
 def test_missing_setup_file_and_unknown_setup(tmp_path, capsys):

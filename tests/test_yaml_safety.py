@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from isotropy.experiments._config import ConfigError, load_yaml, parse_yaml_value
-from isotropy.experiments._yaml import _EXPONENT_FLOAT, EXCERPT, MAX_DEPTH, UnsafeYAMLError, safe_load
+from isotropy.experiments._yaml import _EXPONENT_FLOAT, EXCERPT, MAX_DEPTH, PythonTagError, UnsafeYAMLError, safe_load
 
 SETTINGS = settings(max_examples=60, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
@@ -122,6 +122,33 @@ def test_ordinary_yaml_keeps_its_meaning():
 def test_python_tags_stay_refused():
     with pytest.raises(yaml.YAMLError):
         safe_load("x: !!python/object/apply:os.system ['true']\n")
+
+
+@pytest.mark.parametrize("tag", ["!!python/object/apply:os.system", "!!python/name:os.system",
+                                 "!!python/object/new:subprocess.Popen", "!!python/tuple"])
+def test_python_tags_are_refused_by_design_not_called_invalid(tmp_path, tag):
+    """A ``!!python/...`` tag is valid YAML: the message names the tag, its line and the safe loader's design."""
+    marker = tmp_path / "ran"
+    text = f"lr: 0.1\nseeds:\n  - 0\nx: {tag} ['touch {marker}']\n"
+    with pytest.raises(PythonTagError) as info:
+        safe_load(text)
+    assert info.value.tag == repr(tag) and info.value.problem_mark.line == 3
+    path = tmp_path / "evil.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as config_info:
+        load_yaml(path)
+    message = str(config_info.value)
+    assert message == (f"The config file {str(path)!r} uses the tag {tag!r} at line 4, column 4, which constructs a "
+                       f"Python object: tags that construct Python objects are refused by design (a safe loader: a "
+                       f"config runs no code).")
+    assert "valid YAML" not in message
+    with pytest.raises(ConfigError, match=rf"^--set x: .* uses the tag '{tag}' at line 1, column 1, which constructs "
+                                          r"a Python object: tags that construct Python objects are refused by design"):
+        parse_yaml_value(f"{tag} ['touch {marker}']", where="--set x")
+    assert not marker.exists()
+    with pytest.raises(ConfigError, match="is not valid YAML: could not determine a constructor for the tag '!foo'"):
+        path.write_text("x: !foo 1\n")  # an unknown tag that is not Python's: still reported as before
+        load_yaml(path)
 
 
 # ---------------------------------------------------------------- fuzz: YAML setups

@@ -114,12 +114,21 @@ def parse_yaml_value(text: str, *, where: str) -> Any:
     """Parse one YAML scalar or flow value (``3e-5``, ``null``, ``[1, 2]``); one-line error naming ``where``."""
     import yaml
 
-    from isotropy.experiments._yaml import safe_load
+    from isotropy.experiments._yaml import PythonTagError, safe_load
 
     try:
         return safe_load(text)  # bounded: aliases, depth, duplicate keys, non-finite numbers
+    except PythonTagError as exc:
+        raise ConfigError(f"{where}: {text!r} {_python_tag_refusal(exc)}.") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{where}: {text!r} is not a valid YAML value ({_yaml_reason(exc)}).") from None
+
+
+def _python_tag_refusal(exc) -> str:
+    """``uses the tag ... at line L, column C, which ...``: valid YAML refused by design, not a syntax error."""
+    mark = exc.problem_mark
+    return (f"uses the tag {exc.tag} at line {mark.line + 1}, column {mark.column + 1}, which constructs a Python "
+            f"object: tags that construct Python objects are refused by design (a safe loader: a config runs no code)")
 
 
 def _yaml_reason(exc) -> str:
@@ -133,7 +142,7 @@ def load_yaml(path: str | Path, *, name: str = "config file") -> dict:
     """Read a YAML mapping from ``path``; every problem (missing, malformed, empty, not a mapping, tags) is one line."""
     import yaml
 
-    from isotropy.experiments._yaml import MAX_BYTES, safe_load
+    from isotropy.experiments._yaml import MAX_BYTES, PythonTagError, safe_load
 
     path = Path(path)
     try:
@@ -149,6 +158,8 @@ def load_yaml(path: str | Path, *, name: str = "config file") -> dict:
         raise ConfigError(f"The {name} {str(path)!r} cannot be read: {' '.join(str(exc).split())}.") from None
     try:
         data = safe_load(text)
+    except PythonTagError as exc:
+        raise ConfigError(f"The {name} {str(path)!r} {_python_tag_refusal(exc)}.") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"The {name} {str(path)!r} is not valid YAML: {_yaml_reason(exc)}.") from None
     if data is None:

@@ -15,6 +15,10 @@ refusals, all made before anything is validated or merged:
   still be overridden, as YAML says);
 - **non-finite numbers** (``1e400``, ``.inf``, ``.nan``): a config number is meant to be finite.
 
+Tags that construct Python objects (``!!python/object/apply:os.system [...]``) are refused as
+``SafeLoader`` refuses them (nothing is constructed, no code runs), but by their own
+:class:`PythonTagError`, which names the tag: the document is valid YAML, refused by design.
+
 It also reads ``1e-3`` and ``5E+2`` as floats (YAML 1.1 wants a dot, ``1.0e-3``, and reads them as
 strings otherwise). Every refusal is a :class:`UnsafeYAMLError`, a ``yaml.YAMLError`` with a
 ``problem`` and a ``problem_mark`` (line and column), so a caller catching ``yaml.YAMLError`` reports
@@ -31,7 +35,7 @@ import yaml
 from yaml.constructor import ConstructorError
 from yaml.nodes import MappingNode, SequenceNode
 
-__all__ = ["EXCERPT", "MAX_DEPTH", "MAX_NODES", "UnsafeYAMLError", "safe_load"]
+__all__ = ["EXCERPT", "MAX_DEPTH", "MAX_NODES", "PythonTagError", "UnsafeYAMLError", "safe_load"]
 
 MAX_NODES = 100_000  # values in the document once every alias is expanded
 MAX_BYTES = 2**20  # a config file: the packaged ones are a few kilobytes
@@ -46,6 +50,18 @@ class UnsafeYAMLError(ConstructorError):
 
     def __init__(self, problem: str, mark=None):
         super().__init__(problem=problem, problem_mark=mark)
+
+
+class PythonTagError(UnsafeYAMLError):
+    """A ``!!python/...`` tag: valid YAML that would construct a Python object, refused by design (a safe loader).
+
+    ``tag`` is the tag as written in the document (an excerpt of it), e.g. ``'!!python/object/apply:os.system'``.
+    """
+
+    def __init__(self, tag: str, mark=None):
+        self.tag = excerpt(tag)
+        super().__init__(f"the tag {self.tag} constructs a Python object; tags that construct Python objects are "
+                         f"refused by design (a safe loader: a config runs no code)", mark)
 
 
 def excerpt(text: str, limit: int = EXCERPT) -> str:
@@ -114,6 +130,11 @@ class _Loader(yaml.SafeLoader):
                                   node.start_mark) from None
 
 
+def _refuse_python_tag(loader, suffix, node):
+    raise PythonTagError(f"!!python/{suffix}", node.start_mark)
+
+
+_Loader.add_multi_constructor("tag:yaml.org,2002:python/", _refuse_python_tag)  # before SafeLoader's "unknown tag"
 _Loader.add_constructor("tag:yaml.org,2002:float", _Loader.construct_yaml_float)
 _Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
 _Loader.add_implicit_resolver("tag:yaml.org,2002:float", _EXPONENT_FLOAT, list("-+0123456789"))
