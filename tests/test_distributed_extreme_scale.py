@@ -1,0 +1,105 @@
+"""The scale-invariant metrics on dask arrays near float64's and float32's limits equal the in-memory values at unit scale.
+
+Every value of ``X`` multiplied by ``2**515`` (about 1e155) or ``2**-665`` (about 1e-200) in float64, or by
+``2**±66`` (about 1e20, 1e-20) in float32: the squared norms and distances of the data overflow or lose every
+digit, and the dask silhouette read 0.0, Calinski-Harabasz NaN, Davies-Bouldin 0.0, Dunn inf, and the
+neighbour search gave wrong neighbours or refused the data. The in-memory functions bring the data to unit
+scale by a power of two first (exact, :mod:`isotropy._utils.magnitude`); the dask ones now do the same
+with the exponent of the whole array, so they give the in-memory value at unit scale (reference: the
+in-memory functions of this package on the unscaled array, themselves tested against scikit-learn and
+scikit-dimension) to 1e-12, and ``kneighbors`` gives the true distances (the unit-scale ones times the
+power of two: exact).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import dask
+import dask.array as da
+import numpy as np
+import pytest
+from distributed import Client, LocalCluster
+
+import isotropy
+from isotropy.metrics.neighbors import kneighbors
+
+FLOAT64_SCALES = [515, -665]  # 2**515 ~ 1e155, 2**-665 ~ 1e-200
+METRICS = [("silhouette_score", {}), ("silhouette_score", {"metric": "cosine"}), ("silhouette_samples", {}),
+           ("calinski_harabasz_score", {}), ("davies_bouldin_score", {}), ("dunn_index", {}),
+           ("dunn_index", {"metric": "cosine"}), ("twonn_dimension", {}), ("twonn_dimension", {"metric": "cosine"}),
+           ("mle_dimension", {"n_neighbors": 7}), ("mle_dimension", {"n_neighbors": 7, "metric": "cosine"}),
+           ("local_mle_dimension", {"n_neighbors": 7})]
+CLUSTER = {"silhouette_score", "silhouette_samples", "calinski_harabasz_score", "davies_bouldin_score", "dunn_index"}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def threaded_scheduler():
+    with dask.config.set(scheduler="threads"):  # as tests/test_distributed.py runs these metrics
+        yield
+
+
+@pytest.fixture(scope="module")
+def blobs():
+    """Four blobs in 6-d (300 rows, float64) with shuffled labels for a quarter of the rows."""
+    rng = np.random.default_rng(1)
+    labels = np.repeat(np.arange(4), 75)
+    X = rng.normal(scale=3.0, size=(4, 6))[labels] + rng.normal(size=(300, 6))
+    rng.shuffle(labels[:75])
+    return X, labels
+
+
+def _value(name, X, labels, kwargs):
+    args = (labels,) if name in CLUSTER else ()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # local MLE: points with an infinite estimate, the same at every scale
+        value = getattr(isotropy, name)(X, *args, **kwargs)
+    return value.compute() if isinstance(value, da.Array) else value
+
+
+@pytest.mark.parametrize("exponent", FLOAT64_SCALES)
+@pytest.mark.parametrize(("name", "kwargs"), METRICS, ids=[f"{n}-{k.get('metric', 'euclidean')}" for n, k in METRICS])
+def test_dask_metric_at_extreme_float64_scale_is_the_unit_scale_value(blobs, name, kwargs, exponent):
+    X, labels = blobs
+    want = _value(name, X, labels, kwargs)
+    got = _value(name, da.from_array(np.ldexp(X, exponent), chunks=(70, 6)), labels, kwargs)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("exponent", [66, -66])  # 2**66 ~ 7e19: float32 squared norms overflow
+@pytest.mark.parametrize("name", ["silhouette_score", "silhouette_samples"])
+def test_dask_silhouette_at_extreme_float32_scale_is_the_unit_scale_value(blobs, name, exponent):
+    X, labels = blobs
+    X32 = X.astype(np.float32)
+    want = _value(name, X32, labels, {})
+    got = _value(name, da.from_array(np.ldexp(X32, exponent), chunks=(70, 6)), labels, {})
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("exponent", [*FLOAT64_SCALES, 1015, -1000])
+@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
+def test_dask_kneighbors_at_extreme_scale_gives_the_true_distances(blobs, metric, exponent):
+    X, _ = blobs
+    want_dist, want_ind = kneighbors(X, n_neighbors=5, metric=metric)
+    dist, ind = kneighbors(da.from_array(np.ldexp(X, exponent), chunks=(70, 6)), n_neighbors=5, metric=metric)
+    dist, ind = dask.compute(dist, ind)
+    np.testing.assert_array_equal(ind, want_ind)
+    back = exponent if metric == "euclidean" else 0  # the cosine distance does not depend on the scale
+    np.testing.assert_allclose(dist, np.ldexp(want_dist, back), rtol=1e-12, atol=0)
+
+
+def test_dask_metrics_at_extreme_scale_on_a_local_cluster(blobs):
+    """The exponent travels between the tasks of a ``dask.distributed`` cluster as on the local scheduler."""
+    X, labels = blobs
+    Xd = da.from_array(np.ldexp(X, 515), chunks=(70, 6))
+    with LocalCluster(n_workers=1, processes=False, threads_per_worker=2, dashboard_address=None) as cluster, \
+            Client(cluster):
+        got = (isotropy.silhouette_score(Xd, labels), isotropy.calinski_harabasz_score(Xd, labels),
+               isotropy.mle_dimension(Xd, n_neighbors=7))
+        dist, ind = dask.compute(*kneighbors(Xd, n_neighbors=5))
+    want = (isotropy.silhouette_score(X, labels), isotropy.calinski_harabasz_score(X, labels),
+            isotropy.mle_dimension(X, n_neighbors=7))
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
+    want_dist, want_ind = kneighbors(X, n_neighbors=5)
+    np.testing.assert_array_equal(ind, want_ind)
+    np.testing.assert_allclose(dist, np.ldexp(want_dist, 515), rtol=1e-12, atol=0)
