@@ -60,9 +60,23 @@ def _param_name(flag: str) -> str:
     return "shortcut_" + flag.lstrip("-").replace("-", "_")
 
 
-def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
-    """``Warning: <message>`` on stderr, in place of the ``file:line: Category: message`` and source-line form."""
-    click.echo(f"Warning: {' '.join(str(message).split())}", err=True)
+def _one_line_warnings():
+    """A ``showwarning`` that prints ``Warning: <message>`` on stderr, once per distinct message in a run.
+
+    In place of the ``file:line: Category: message`` and source-line form. Once per message, not per
+    call site: Python's own once-per-location memory is cleared whenever a filter changes, which every
+    ``catch_warnings`` block inside the run does (clustering ignores scikit-learn's convergence
+    warnings once per seed), so the same warning was printed once per seed.
+    """
+    printed = set()
+
+    def show(message, category, filename, lineno, file=None, line=None) -> None:
+        text = " ".join(str(message).split())
+        if text not in printed:
+            printed.add(text)
+            click.echo(f"Warning: {text}", err=True)
+
+    return show
 
 
 def make_command(experiment) -> click.Command:
@@ -81,8 +95,8 @@ def make_command(experiment) -> click.Command:
         if print_config:
             click.echo(dump_config(config.model_dump(mode="json"), experiment=experiment.name), nl=False)
             return
-        with warnings.catch_warnings():  # a warning about the numbers is kept (also with --quiet), as one line
-            warnings.showwarning = _one_line_warning
+        with warnings.catch_warnings():  # a warning about the numbers is kept (also with --quiet), as one line, once
+            warnings.showwarning = _one_line_warnings()
             outcome = execute(experiment, config, results_dir=results_dir, setup=setup or experiment.default_setup,
                               device=device, threads=threads,
                               resume=resume, data_dir=data_dir, quiet=quiet, plot=not no_plot)
