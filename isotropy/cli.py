@@ -249,6 +249,8 @@ def _unfinished_run(path: Path, record, *, locking: bool) -> str | None:
         return line
     if status == "running":
         line = f"{where} was interrupted (run.json says 'running' but no process holds the directory)"
+    elif status == "interrupted":
+        line = f"{where} was interrupted (Ctrl-C before it finished)"
     elif status == "failed":
         error = " ".join(str(record.get("error") or "no error recorded").split())
         line = f"{where} failed ({error if len(error) <= 200 else error[:199] + '…'})"

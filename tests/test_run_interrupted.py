@@ -252,6 +252,32 @@ def test_plot_of_a_run_killed_after_its_first_result_says_so_without_previous_re
     assert "Errno" not in err and "interrupted" in err and PREVIOUS_NAME not in err
 
 
+def test_ctrl_c_mid_run_is_recorded_as_interrupted_not_failed(tmp_path, capsys, monkeypatch):
+    """run.json said "failed" (with "KeyboardInterrupt: KeyboardInterrupt") and plot said the run failed."""
+    out = tmp_path / "r"
+    original = template_run._one_seed
+
+    def ctrl_c(spectrum, sizes, seed):
+        if seed == 1:  # after its first result
+            raise KeyboardInterrupt
+        return original(spectrum, sizes, seed)
+
+    monkeypatch.setattr(template_run, "_one_seed", ctrl_c)
+    code, err = _run_cli(out, capsys, "decay=0.5")
+    assert code == 130 and "Interrupted." in err
+    meta = _meta(out)
+    assert meta["status"] == "interrupted" and meta["ended"] and "error" not in meta
+    assert sorted(p.name for p in (out / "seeds").iterdir()) == ["seed_0.json"]  # no half-written seed 1
+    assert not (out / "claims.json").exists() and not (out / "figures").exists()
+    code, err = _cli(["plot", str(out)], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"the run in {str(out)!r} was interrupted (Ctrl-C before it finished) and has no results to plot" in err
+    assert "failed" not in err and "Errno" not in err
+    monkeypatch.setattr(template_run, "_one_seed", original)
+    assert _run_cli(out, capsys, "decay=0.5", extra=["--resume", "--no-plot"])[0] == 0
+    assert _meta(out)["status"] == "finished"
+
+
 def test_plot_of_a_failed_run_names_its_error(tmp_path, capsys, monkeypatch):
     out = tmp_path / "r"
 

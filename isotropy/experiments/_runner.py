@@ -10,7 +10,7 @@ from an :class:`Experiment`; each experiment keeps only its science. The same fl
 and the same results directory::
 
     run.json        experiment, resolved config and its hash, seeds, device, threads, data dir,
-                    command, pid/host, package versions, status (running -> finished | failed),
+                    command, pid/host, package versions, status (running -> finished | failed | interrupted),
                     start and end times, the results directory
     config.yaml     the resolved config, headed by ``experiment: NAME`` (re-run it with --setup DIR/config.yaml)
     ...             the experiment's tables and numbers
@@ -21,11 +21,11 @@ What :func:`execute` guarantees, in order: the config is validated (by the comma
 model and data are loaded (``prepare``) *before* the results directory is touched; a lock keeps a
 second run out of the directory; a fresh run moves the previous run's files aside and deletes
 them only once it has written its first result (restored if it fails before that); ``run.json``
-says ``running`` from the start and ``finished`` or ``failed`` (with the error) at the end, and
-``finished`` only once ``report`` has written ``claims.json``; torch/BLAS threads are restored
-afterwards; ``run`` never plots, figures come from ``plot`` (drawn after ``finished``, still under
-the lock). Everything written under the lock is listed as the run's and goes with it when a fresh
-run starts.
+says ``running`` from the start and ``finished``, ``failed`` (with the error) or ``interrupted``
+(Ctrl-C) at the end, and ``finished`` only once ``report`` has written ``claims.json``; torch/BLAS
+threads are restored afterwards; ``run`` never plots, figures come from ``plot`` (drawn after
+``finished``, still under the lock). Everything written under the lock is listed as the run's and
+goes with it when a fresh run starts.
 
 Writing another experiment
 --------------------------
@@ -500,6 +500,8 @@ def _run_locked(experiment: Experiment, config, ctx: RunContext, replacement: Re
         except BaseException as exc:
             if not replacement.committed:
                 replacement.restore()  # the new run wrote no result: the previous run's files come back
+            elif isinstance(exc, KeyboardInterrupt):  # Ctrl-C: the user stopped it, nothing failed
+                meta.update({"status": "interrupted", "ended": _now()})
             else:
                 message = " ".join(str(exc).split()) or type(exc).__name__
                 meta.update({"status": "failed", "ended": _now(),
