@@ -454,3 +454,13 @@ def test_isotropy_debug_shows_the_traceback_of_a_config_error(debug):
     assert result.returncode == 1, result.stderr
     assert lines[0] == "Traceback (most recent call last):", result.stderr
     assert "Unknown config key 'updatse'" in lines[-1] and not any(x.startswith("Error: ") for x in lines)
+
+
+@pytest.mark.parametrize("name, item, close", [("sts-isotropy", "datasets=[STS12, sts13]", "'datasets\\[1\\]'.*Got 'sts13' instead\\. Did you mean 'STS13'\\?"),
+                                               ("sts-isotropy", "sweep.datasets=[stsb2]", "Got 'stsb2' instead\\. Did you mean 'STSB'\\?"),
+                                               ("minibatch-stability", "sources=[synthetc]", "Did you mean 'synthetic'\\?"),
+                                               ("cluster-finetune", "conditions=[basline]", "Did you mean 'baseline'\\?")])
+def test_a_misspelt_list_item_gets_the_closest_name(name, item, close):
+    """A list of names (data sets, sources, conditions) suggests the closest name for a misspelt item, as a single value does."""
+    with pytest.raises(ValueError, match=close):
+        load_experiment(name).config(sets=[item])

@@ -11,6 +11,7 @@ from isotropy.experiments._finetune.config import Pooling
 
 __all__ = ["ClusterFinetuneConfig", "GeometrySettings", "TransformSettings"]
 
+CONDITIONS = ("baseline", "cluster")
 
 
 class TransformSettings(ExperimentConfig):
@@ -47,7 +48,7 @@ class ClusterFinetuneConfig(ExperimentConfig):
     warmup_ratio: float = Field(ge=0, lt=1)
     max_grad_norm: float = Field(gt=0)
     dropout: float = Field(ge=0, le=1)
-    conditions: list[Literal["baseline", "cluster"]] = expects("a non-empty list from baseline, cluster", min_length=1)
+    conditions: list[Literal[CONDITIONS]] = expects(f"a non-empty list from {', '.join(CONDITIONS)}", choices=CONDITIONS, min_length=1)
     transform: TransformSettings
     geometry: GeometrySettings
     seeds: Seeds

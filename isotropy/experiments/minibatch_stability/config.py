@@ -11,6 +11,7 @@ from isotropy.models.resolve import MODEL_HELP
 
 __all__ = ["EmbeddingCloud", "MinibatchStabilityConfig", "SyntheticCloud"]
 
+SOURCES = ("synthetic", "embeddings")
 
 
 class SyntheticCloud(ExperimentConfig):
@@ -35,7 +36,7 @@ class EmbeddingCloud(ExperimentConfig):
 class MinibatchStabilityConfig(ExperimentConfig):
     """IsoScore and IsoScore* on mini-batches against the whole cloud (Rudman & Eickhoff, Figure 4)."""
 
-    sources: list[Literal["synthetic", "embeddings"]] = expects("a non-empty list from synthetic, embeddings", min_length=1)
+    sources: list[Literal[SOURCES]] = expects(f"a non-empty list from {', '.join(SOURCES)}", choices=SOURCES, min_length=1)
     batch_sizes: list[int] = expects("a non-empty list of distinct ints >= 2", min_length=1)
     zetas: list[float] = expects("a non-empty list of distinct floats in [0, 1]", min_length=1)
     n_batches: int = Field(ge=2, description="Mini-batches drawn per size and seed.")

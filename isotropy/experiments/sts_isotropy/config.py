@@ -19,7 +19,7 @@ Dataset = Literal[DATASETS]
 class SweepConfig(ExperimentConfig):
     """K-means + Mean + PCA on ``datasets``, one parameter varied at a time (empty lists: no sweep)."""
 
-    datasets: list[Dataset] = expects(f"a list of data sets from {', '.join(DATASETS)}", default_factory=list)
+    datasets: list[Dataset] = expects(f"a list of data sets from {', '.join(DATASETS)}", choices=DATASETS, default_factory=list)
     n_clusters: list[Annotated[int, Field(ge=1)]] = expects("a list of ints >= 1", default_factory=list)
     n_components: list[Annotated[int, Field(ge=0)]] = expects("a list of ints >= 0", default_factory=list)
 
@@ -27,7 +27,7 @@ class SweepConfig(ExperimentConfig):
 class TokenLevelConfig(ExperimentConfig):
     """The paper's own level (``tokens.py``): methods fitted on token states, tokens transformed, then pooled."""
 
-    datasets: list[Dataset] = expects(f"a non-empty list of data sets from {', '.join(DATASETS)}", min_length=1)
+    datasets: list[Dataset] = expects(f"a non-empty list of data sets from {', '.join(DATASETS)}", choices=DATASETS, min_length=1)
     methods: method_list(METHODS)
     fit_max_tokens: int = Field(ge=2)
 
@@ -54,7 +54,7 @@ class StsIsotropyConfig(ExperimentConfig):
     max_length: int = Field(ge=1)
     fit_on: str = expects("self, stsb-train, wikitext-2 or a path to a text file", min_length=1)
     fit_max_sentences: int = Field(ge=1)
-    datasets: list[Dataset] = expects(f"a non-empty list of data sets from {', '.join(DATASETS)}", min_length=1)
+    datasets: list[Dataset] = expects(f"a non-empty list of data sets from {', '.join(DATASETS)}", choices=DATASETS, min_length=1)
     limit: int | None = Field(None, ge=2)
     aggregate: Literal["all", "wmean", "mean"] = expects("all, wmean or mean")
     methods: method_list(METHODS)  # typed mean+pca or Mean + PCA (as frozen-classification); recorded as METHODS
