@@ -181,3 +181,87 @@ def test_pooling_cls_mean_and_last_token_with_left_or_right_padding():
     assert torch.equal(pool_hidden_states(hidden, right, pooling="first"), hidden[:, 0])
     expected = torch.stack([hidden[0, :3].mean(0), hidden[1, :2].mean(0)])
     assert torch.allclose(pool_hidden_states(hidden, right, pooling="mean"), expected, atol=1e-6)
+
+
+# ---------------------------------------------------------------- an all-padding row names the training step
+_NO_TOKEN = ("The 'attention_mask' parameter of {caller} has no real token in row 1 (all zeros): that row has no "
+             "sentence vector. Expected at least one 1 per row.")
+_STEP = (" This batch is the one of training step {step}; its rows are counted within that step's batch, in the "
+         "order the data loader gave them.")
+
+
+@pytest.mark.parametrize(("accumulation", "step"), [
+    (1, "global_step=1 (trainer.state.global_step as the step began)"),
+    (2, "global_step=0 (trainer.state.global_step as the step began), micro-batch 2 of 2"),
+])
+def test_hf_regulariser_names_the_training_step_of_an_all_padding_row(tmp_path, accumulation, step):
+    """The message named only "row 1" of the (shuffled) batch: a row the user cannot find in the dataset."""
+    from transformers import (
+        BertForSequenceClassification,
+        BertTokenizerFast,
+        DataCollatorWithPadding,
+        Trainer,
+        TrainingArguments,
+    )
+
+    from isotropy.training import HFRegulariser
+
+    bert = make_tiny_bert(tmp_path / "bert", n_layers=1, hidden_size=16)
+    tokenizer = BertTokenizerFast.from_pretrained(bert)
+    enc = tokenizer(TEXTS)
+    train = [{"input_ids": i, "attention_mask": [0] * len(m) if k == 3 else m, "labels": k % 2}
+             for k, (i, m) in enumerate(zip(enc["input_ids"], enc["attention_mask"]))]  # row 1 of the 2nd batch
+    reg = HFRegulariser("cosreg", weight=0.1)
+    args = TrainingArguments(output_dir=str(tmp_path / "out"), per_device_train_batch_size=2, max_steps=3,
+                             gradient_accumulation_steps=accumulation, train_sampling_strategy="sequential",
+                             save_strategy="no", report_to=[], use_cpu=True, seed=0, disable_tqdm=True)
+    trainer = Trainer(model=BertForSequenceClassification.from_pretrained(bert, num_labels=2), args=args,
+                      train_dataset=train, processing_class=tokenizer, data_collator=DataCollatorWithPadding(tokenizer),
+                      compute_loss_func=reg, callbacks=[reg])
+    with pytest.raises(IsotropyValueError) as info:
+        trainer.train()
+    assert str(info.value) == _NO_TOKEN.format(caller="HFRegulariser") + _STEP.format(step=step)
+
+
+def test_lightning_regulariser_names_the_training_step_of_an_all_padding_row():
+    import lightning as L
+    from transformers import BertConfig, BertModel
+
+    from isotropy.training import LightningRegulariser
+
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=19, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=16, max_position_embeddings=16)
+    g = torch.Generator().manual_seed(3)
+    data = [{"input_ids": torch.randint(5, 19, (6,), generator=g), "attention_mask": torch.full((6,), int(k != 5))}
+            for k in range(8)]  # row 1 of the second batch of 4
+    reg = LightningRegulariser("cosreg", weight=0.1, level="sentence")
+
+    class Module(L.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.encoder = BertModel(config)
+
+        def training_step(self, batch, batch_idx):
+            out = self.encoder(**batch, output_hidden_states=True)
+            return out.last_hidden_state.pow(2).mean() + reg.penalty(out.hidden_states, batch["attention_mask"])
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.1)
+
+    trainer = L.Trainer(accelerator="cpu", max_epochs=1, callbacks=[reg], logger=False, enable_checkpointing=False,
+                        enable_progress_bar=False, enable_model_summary=False)
+    with pytest.raises(IsotropyValueError) as info:
+        trainer.fit(Module(), torch.utils.data.DataLoader(data, batch_size=4))
+    assert str(info.value) == (_NO_TOKEN.format(caller="LightningRegulariser")
+                               + _STEP.format(step="global_step=1 (trainer.global_step), batch_idx=1"))
+
+
+def test_regulariser_called_by_hand_names_only_the_row():
+    # the pure path knows no training step: the message is pool_hidden_states' own
+    hidden = tuple(torch.randn(3, 4, 8) for _ in range(2))
+    mask = torch.ones(3, 4, dtype=torch.long)
+    mask[1] = 0
+    with pytest.raises(IsotropyValueError) as info:
+        HiddenStateRegulariser("cosreg").penalty(hidden, mask)
+    assert str(info.value) == _NO_TOKEN.format(caller="HiddenStateRegulariser")

@@ -70,6 +70,14 @@ class HFRegulariser(HiddenStateRegulariser, TrainerCallback):
         self._hook = None
         self._attention_mask = None
         self._hooked_model = None
+        self._step = None  # (trainer.state.global_step as the step began, micro-batches seen, accumulation steps)
+
+    def _training_step(self):
+        if self._step is None:
+            return None
+        global_step, micro, accumulation = self._step
+        label = f"global_step={global_step} (trainer.state.global_step as the step began)"
+        return label + (f", micro-batch {micro} of {accumulation}" if accumulation > 1 else "")
 
     # ------------------------------------------------------------- the callback
     def _pre_forward(self, module, args, kwargs):
@@ -93,7 +101,11 @@ class HFRegulariser(HiddenStateRegulariser, TrainerCallback):
         if model is not None:
             self.refresh(model)
 
+    def on_step_begin(self, args, state, control, **kwargs):
+        self._step = [state.global_step, 0, max(1, int(getattr(args, "gradient_accumulation_steps", 1) or 1))]
+
     def on_step_end(self, args, state, control, model=None, **kwargs):
+        self._step = None
         if not self._called:
             raise IsotropyValueError("HFRegulariser is one of the Trainer's callbacks but the Trainer never called it "
                                      "for the loss: pass it as compute_loss_func too, "
@@ -115,7 +127,7 @@ class HFRegulariser(HiddenStateRegulariser, TrainerCallback):
     def on_train_end(self, args, state, control, model=None, **kwargs):
         if self._hook is not None:
             self._hook.remove()
-        self._hook, self._hooked_model, self._attention_mask = None, None, None
+        self._hook, self._hooked_model, self._attention_mask, self._step = None, None, None, None
 
     # ------------------------------------------------------------- compute_loss_func
     def __call__(self, outputs, labels, num_items_in_batch=None):
@@ -126,6 +138,8 @@ class HFRegulariser(HiddenStateRegulariser, TrainerCallback):
             raise IsotropyValueError("HFRegulariser must also be one of the Trainer's callbacks: "
                                      "Trainer(..., compute_loss_func=reg, callbacks=[reg]).")
         hidden = _hidden_states(outputs, self.caller)
+        if self._step is not None:
+            self._step[1] += 1  # this micro-batch of the step
         penalty = self.penalty(hidden, self._attention_mask)
         self._called = True
         self._record(task.detach(), penalty.detach())

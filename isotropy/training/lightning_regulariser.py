@@ -49,6 +49,10 @@ class LightningRegulariser(HiddenStateRegulariser, Callback):
         self.model = check_model(model, "LightningRegulariser")
         self.set_tokenizer(check_tokenizer(tokenizer, "LightningRegulariser"))
         self._batch_penalty = None  # the sum of this batch's penalties (None: penalty not called yet)
+        self._step = None  # (trainer.global_step, batch_idx) of the training batch in progress
+
+    def _training_step(self):
+        return None if self._step is None else f"global_step={self._step[0]} (trainer.global_step), batch_idx={self._step[1]}"
 
     def penalty(self, hidden_states, attention_mask):
         """``−λ·IsoScore*(H)`` or ``λ·mean_cos(H)``: add it to the loss returned by ``training_step``."""
@@ -59,8 +63,10 @@ class LightningRegulariser(HiddenStateRegulariser, Callback):
 
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
         self._batch_penalty = None
+        self._step = (trainer.global_step, batch_idx)
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        self._step = None
         if self._batch_penalty is None:
             raise IsotropyValueError("LightningRegulariser is one of the Trainer's callbacks but training_step never "
                                      "called reg.penalty(...): add it to the loss, e.g. loss = out.loss + "

@@ -155,6 +155,13 @@ class HiddenStateRegulariser:
         self.last_penalty = None
         self._sums = [0.0, 0.0, 0]  # task loss, penalty, batches since the last log (see logged_means)
 
+    def _training_step(self) -> str | None:
+        """Which training step the batch given to :meth:`penalty` belongs to, where the drop-in knows it (for messages).
+
+        ``None`` here: called by hand, the regulariser does not know the step. The Trainer drop-ins say it.
+        """
+        return None
+
     def _record(self, task_loss, penalty):
         """Count one training batch's task loss and penalty towards the next logged means."""
         self._sums[0] += float(task_loss)
@@ -194,7 +201,15 @@ class HiddenStateRegulariser:
 
     def penalty(self, hidden_states, attention_mask):
         """``−λ·IsoScore*(H)`` or ``λ·mean_cos(H)`` of the regularised states: add it to the task loss."""
-        H = self.states(hidden_states, attention_mask)
+        try:
+            H = self.states(hidden_states, attention_mask)
+        except IsotropyValueError as exc:
+            step = self._training_step()
+            if step is None:
+                raise
+            # "row 3" of a training batch is a row of the (shuffled) batch, not of the dataset: name the step too
+            raise IsotropyValueError(f"{exc} This batch is the one of training step {step}; its rows are counted "
+                                     f"within that step's batch, in the order the data loader gave them.") from None
         if self.method == "istar":
             value = self.weight * istar_penalty(H, shrinkage_cov=self.shrinkage_cov, zeta=self.zeta)
         else:
