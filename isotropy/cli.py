@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import warnings
 from pathlib import Path
 
 import click
@@ -191,7 +192,11 @@ def plot(path: Path, out_dir: Path | None, formats, dpi: int):
     from isotropy._utils.atomic import atomic_write
     from isotropy.training.logs import plot_geometry_log, read_geometry_log
 
-    frame = read_geometry_log(path)
+    with warnings.catch_warnings(record=True) as caught:  # printed as one line each, as 'isotropy run' does
+        warnings.simplefilter("always", UserWarning)
+        frame = read_geometry_log(path)
+    for warning in caught:
+        click.echo(f"Warning: {' '.join(str(warning.message).split())}", err=True)
     out_dir = out_dir or (path if path.is_dir() else path.parent) / "geometry-figures"
     out_dir.mkdir(parents=True, exist_ok=True)
     with atomic_write(out_dir / "geometry.csv") as handle:

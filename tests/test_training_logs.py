@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import json
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -191,3 +192,23 @@ def test_fuzzed_logs_read_or_are_refused_in_one_line(tmp_path, data, name, mutat
     else:
         assert list(frame.columns) == ["metric", "layer", "step", "value", "source"]
         assert np.isfinite(frame["value"]).all() and (frame["layer"] >= 0).all()
+
+
+def test_lightning_versions_are_read_in_version_order_with_a_warning(tmp_path, capsys):
+    """version_10 is later than version_9 (a plain sort put it before version_2, so version_2's value won at a
+    shared step), and reading several versions as one run says so, in one line from 'isotropy plot'."""
+    from isotropy.cli import main
+
+    for version in (2, 10):
+        folder = tmp_path / "lightning_logs" / f"version_{version}"
+        folder.mkdir(parents=True)
+        (folder / "metrics.csv").write_text(f"step,geometry/x/layer_0\n{version},0.{version}\n4,{version}\n")
+    with pytest.warns(UserWarning, match=r"2 Lightning logs under .*version_2, lightning_logs/version_10\) are read as one run"):
+        frame = read_geometry_log(tmp_path)
+    assert _as_dict(frame) == {("x", 0, 2): 0.2, ("x", 0, 4): 10.0, ("x", 0, 10): 0.1}
+    main(["plot", str(tmp_path), "--format", "png", "--out", str(tmp_path / "figures")])
+    err = capsys.readouterr().err
+    assert err.startswith("Warning: read_geometry_log: 2 Lightning logs under") and err.count("\n") == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # one version: no warning
+        assert _as_dict(read_geometry_log(tmp_path / "lightning_logs" / "version_2")) == {("x", 0, 2): 0.2, ("x", 0, 4): 2.0}

@@ -17,6 +17,7 @@ import json
 import math
 import os
 import re
+import warnings
 from pathlib import Path
 
 from isotropy._utils import jsontext
@@ -38,7 +39,7 @@ def find_geometry_logs(path: str | os.PathLike) -> list[Path]:
 
     The first kind found wins, in the order ``trainer_state.json`` (the top-level one, else the
     latest ``checkpoint-*``: it holds the whole history so far), ``metrics.csv`` (every
-    Lightning version), TensorBoard event files.
+    Lightning version, in version order: version_10 after version_9), TensorBoard event files.
     """
     path = Path(path).expanduser()
     if path.is_file():
@@ -55,12 +56,30 @@ def find_geometry_logs(path: str | os.PathLike) -> list[Path]:
     if states:
         return [states[-1]]
     for pattern in ("**/metrics.csv", "**/events.out.tfevents.*"):
-        found = sorted(p for p in path.glob(pattern) if p.is_file())
+        found = sorted((p for p in path.glob(pattern) if p.is_file()), key=_natural_key)
         if found:
             return found
     raise IsotropyValueError(f"The directory {str(path)!r} holds no training log: expected trainer_state.json "
                              f"(Hugging Face), metrics.csv (Lightning CSVLogger) or events.out.tfevents.* "
                              f"(TensorBoard).")
+
+
+def _natural_key(path: Path) -> tuple:
+    """``path``'s parts with runs of digits compared as numbers: Lightning's version_10 comes after version_9
+    (a plain sort put it before version_2, so an older version's value won at a step they share)."""
+    return tuple(tuple((0, int(piece), "") if piece.isdigit() else (1, 0, piece) for piece in re.split(r"(\d+)", part))
+                 for part in path.parts)
+
+
+def _several_runs_warning(path, files: list[Path]) -> str | None:
+    """The warning for Lightning logs of several versions under ``path``, read as one run; ``None`` for one."""
+    folders = [f.parent for f in files if f.suffix == ".csv"]
+    if len(folders) < 2:
+        return None
+    shown = ", ".join(str(f.relative_to(path)) for f in folders[:3]) + (", ..." if len(folders) > 3 else "")
+    return (f"read_geometry_log: {len(folders)} Lightning logs under {str(path)!r} ({shown}) are read as one run, in "
+            f"version order, a later version's value replacing an earlier one's at the same step (a resumed run "
+            f"logs into a new version); name one version's folder to read that run alone.")
 
 
 def _rows_trainer_state(file: Path, pattern):
@@ -173,7 +192,11 @@ def read_geometry_log(path: str | os.PathLike, *, prefix: str = "geometry"):
         raise IsotropyValueError(f"The 'prefix' parameter of read_geometry_log must be a non-empty str. Got {prefix!r}.")
     pattern = _key_pattern(prefix)
     rows = []
-    for file in find_geometry_logs(path):
+    files = find_geometry_logs(path)
+    several = _several_runs_warning(Path(path).expanduser(), files)
+    if several is not None:
+        warnings.warn(several, UserWarning, stacklevel=2)
+    for file in files:
         if file.name.endswith(".json"):
             reader = _rows_trainer_state
         elif file.suffix == ".csv":
