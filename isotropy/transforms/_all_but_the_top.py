@@ -7,24 +7,39 @@ import numbers
 import numpy as np
 
 from isotropy._utils.validation import IsotropyValueError, check_scalar
-from isotropy.transforms._base import SameFeaturesTransformer, like_input, to_numpy
+from isotropy.transforms._base import SameFeaturesTransformer, like_input, to_numpy, warn_at_caller
 
 __all__ = ["AllButTheTop", "all_but_the_top"]
 
 
 def resolve_n_components(n_components, n_samples: int, n_features: int, *, caller: str) -> int:
-    """``"auto"`` -> ``max(1, round(n_features / 100))``; an int is checked against ``min(n_samples, n_features)``."""
+    """``"auto"`` -> ``max(1, round(n_features / 100))``, capped at ``n_samples - 1`` with a warning; an int is
+    checked against ``min(n_samples - 1, n_features)``.
+
+    Why ``n_samples - 1``: n centred rows span at most n - 1 directions, so a principal direction past the
+    (n-1)-th has singular value ~1e-15 and is round-off (fitted on one row, D=1 would remove coordinate 0;
+    on 8x768 rows, the 8th direction changes completely under a 1e-12 perturbation). Removing it changes
+    nothing on the fitting data but removes an arbitrary direction from new data. An explicit int asks for
+    that, so it is refused; ``"auto"`` is a rule of thumb, so it is capped and says so (as ClusterIsotropy
+    caps its per-cluster D at n_j - 1).
+    """
+    limit = min(n_samples - 1, n_features)
     if isinstance(n_components, str):
         if n_components != "auto":
             raise IsotropyValueError(f"The 'n_components' parameter of {caller} must be an int >= 0 or 'auto'. "
                                      f"Got {n_components!r} instead.")
         n_components = max(1, round(n_features / 100))
+        if n_components > limit:
+            warn_at_caller(f"{caller}: n_components='auto' gives {n_components} = round(n_features / 100) "
+                           f"directions, but n_samples={n_samples} rows span at most n_samples - 1 = {limit} "
+                           f"directions after centring; removing {limit}. Fit on more rows.")
+            n_components = limit
     else:
         check_scalar(n_components, "n_components", caller=caller, kind=numbers.Integral, low=0)
-    limit = min(n_samples, n_features)
     if n_components > limit:
-        raise IsotropyValueError(f"The 'n_components' parameter of {caller} must be at most min(n_samples, "
-                                 f"n_features) = {limit}. Got {n_components} instead.")
+        raise IsotropyValueError(f"The 'n_components' parameter of {caller} must be at most min(n_samples - 1, "
+                                 f"n_features) = {limit}: n_samples={n_samples} rows span at most n_samples - 1 "
+                                 f"directions after centring. Got {n_components} instead.")
     return int(n_components)
 
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import sys
+import warnings
+
 import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -9,7 +13,14 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from isotropy._utils.backend import is_torch
 from isotropy._utils.validation import check_tensor_data, check_X
 
-__all__ = ["IsotropyTransformer", "NewFeaturesTransformer", "SameFeaturesTransformer", "like_input", "to_numpy"]
+__all__ = [
+    "IsotropyTransformer",
+    "NewFeaturesTransformer",
+    "SameFeaturesTransformer",
+    "like_input",
+    "to_numpy",
+    "warn_at_caller",
+]
 
 
 def to_numpy(X, *, caller: str, min_samples: int = 2) -> np.ndarray:
@@ -27,6 +38,25 @@ def like_input(values: np.ndarray, like):
 
         return torch.as_tensor(values, dtype=like.dtype if like.is_floating_point() else None, device=like.device)
     return values
+
+
+_ISOTROPY_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def warn_at_caller(message: str, category=UserWarning) -> None:
+    """Warn with the user's line: the first frame outside isotropy and scikit-learn, whatever the path taken.
+
+    A fixed ``stacklevel`` fits one path only: ``cluster_isotropy(X)``, ``ClusterIsotropy().fit(X)``,
+    ``fit_transform`` (wrapped by sklearn's ``set_output``) and a ``Pipeline`` are each a different number
+    of frames deep.
+    """
+    import sklearn
+
+    library = (_ISOTROPY_DIR, os.path.dirname(os.path.abspath(sklearn.__file__)) + os.sep)
+    frame, level = sys._getframe(1), 2  # stacklevel=2 names the frame that called warn_at_caller
+    while frame.f_back is not None and os.path.abspath(frame.f_code.co_filename).startswith(library):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)
 
 
 class IsotropyTransformer(TransformerMixin, BaseEstimator):
