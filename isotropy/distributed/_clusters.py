@@ -23,6 +23,7 @@ from isotropy.distributed._graph import (
     check_dask_X,
     check_tile_rows,
     compute,
+    finite_blocks,
     host_labels,
     like_rows,
     row_chunks,
@@ -225,6 +226,7 @@ def _cluster_statistics(X, labels, caller):
              for b, s, e in zip(blocks, starts, starts[1:])]
     (counts, sums), exponent = compute(tree_reduce(terms, _merge_pairs, name="isotropy-merge-centroids"), exponent)
     centroids = sums / counts[:, None]
+    blocks = finite_blocks(X, caller)  # the exponent is known now: the plain check of the blocks
     spread = [delayed(_spread_terms, pure=True)(b, ids[s:e], centroids, n_clusters, exponent)
               for b, s, e in zip(blocks, starts, starts[1:])]
     ((intra, spread_sums),) = compute(tree_reduce(spread, _merge_pairs, name="isotropy-merge-spread"))
