@@ -103,3 +103,22 @@ def test_dask_metrics_at_extreme_scale_on_a_local_cluster(blobs):
     want_dist, want_ind = kneighbors(X, n_neighbors=5)
     np.testing.assert_array_equal(ind, want_ind)
     np.testing.assert_allclose(dist, np.ldexp(want_dist, 515), rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("name", ["silhouette_score", "calinski_harabasz_score", "dunn_index", "twonn_dimension",
+                                  "kneighbors"])
+def test_dask_data_of_subnormal_numbers_only_are_refused_as_in_memory(blobs, name):
+    X, labels = blobs
+    X = np.ldexp(X, -1030)  # every |x| below float64's smallest normal number (2**-1022)
+    if name == "kneighbors":
+        def function(Z):
+            return dask.compute(*kneighbors(Z, n_neighbors=2))
+    else:
+        def function(Z):
+            return _value(name, Z, labels, {})
+    with pytest.raises(isotropy.IsotropyValueError) as in_memory:
+        function(X)
+    with pytest.raises(isotropy.IsotropyValueError) as on_dask:
+        function(da.from_array(X, chunks=(70, 6)))
+    assert str(on_dask.value) == str(in_memory.value)
+    assert "must have values of normal magnitude" in str(on_dask.value)
