@@ -4,7 +4,9 @@ Pass a row-chunked ``dask.array.Array`` of shape ``(n_samples, n_features)`` to 
 functions (:func:`isotropy.isoscore`, :func:`isotropy.silhouette_score`, ...): they hand it over
 to this package, which builds a dask graph and runs it on the active scheduler, a
 ``dask.distributed`` cluster when a ``Client`` is open. The values equal those of the in-memory
-functions on the materialised array (to rounding: 1e-10 in float64).
+functions on the materialised array (to rounding: 1e-10 in float64), also near float64's and float32's
+limits: the scale-invariant metrics bring every block to the unit scale of the whole array by a power of
+two (exact), as the in-memory functions rescale the materialised array.
 
 - covariance family (IsoScore, IsoScore*, participation ratio, mean cosine, I(W)): per-chunk
   :class:`isotropy.CovarianceAccumulator` statistics merged by a tree reduction;
