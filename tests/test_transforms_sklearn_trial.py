@@ -7,9 +7,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from sklearn.cluster import KMeans
+from sklearn.datasets import make_blobs
 
 from isotropy.transforms import (
     AllButTheTop,
+    ClusterCentering,
+    ClusterIsotropy,
     all_but_the_top,
 )
 
@@ -51,3 +55,50 @@ def test_all_but_the_top_auto_caps_at_n_samples_minus_one_with_a_warning():
     # one row: "auto" removes nothing (plain centring), not coordinate 0
     with pytest.warns(UserWarning, match="removing 0"):
         np.testing.assert_array_equal(AllButTheTop().fit(X[:1]).transform(X_new), X_new - X[0])
+
+
+# ---------------------------------------------------------------- 2. nearest centre under a large offset
+
+def _offset_blobs():
+    """Two tight clusters (std 0.01, 0.05 apart per coordinate) under a common offset of 1e7."""
+    rng = np.random.default_rng(0)
+    return np.vstack([rng.normal(size=(200, 16)) * 0.01, rng.normal(size=(200, 16)) * 0.01 + 0.05]) + 1e7
+
+
+def _is_true_split(labels):
+    return len(set(labels[:200])) == 1 and len(set(labels[200:])) == 1 and labels[0] != labels[200]
+
+
+def test_cluster_centering_assigns_training_points_to_their_cluster_under_a_large_offset():
+    B = _offset_blobs()
+    cc = ClusterCentering(n_clusters=2, random_state=0).fit(B)
+    assert _is_true_split(cc.labels_)  # sklearn's KMeans.fit centres the data: its labels are the reference
+    np.testing.assert_array_equal(cc.predict(B), cc.labels_)
+    np.testing.assert_array_equal(cc.transform(B), B - cc.cluster_centers_[cc.labels_])
+
+
+def test_cluster_isotropy_kmeans_assigns_training_points_to_their_cluster_under_a_large_offset():
+    B = _offset_blobs()
+    ci = ClusterIsotropy(n_clusters=2, n_components=1, random_state=0).fit(B)
+    assert _is_true_split(ci.clusterer_.labels_)
+    np.testing.assert_array_equal(ci.labels_, ci.clusterer_.labels_)
+    np.testing.assert_array_equal(ci.predict(B), ci.labels_)
+    # per true cluster: subtract its mean, remove its top principal direction (numpy SVD)
+    expected = np.empty_like(B)
+    for rows in (slice(0, 200), slice(200, 400)):
+        Xc = B[rows] - B[rows].mean(axis=0)
+        expected[rows] = Xc - Xc @ _top_projector(B[rows], 1)
+    np.testing.assert_allclose(ci.transform(B), expected, atol=1e-8)
+
+
+def test_nearest_centre_on_ordinary_data_gives_sklearn_kmeans_predict_labels():
+    X, _ = make_blobs(600, centers=6, n_features=12, cluster_std=3.0, random_state=2)
+    X_new, _ = make_blobs(400, centers=6, n_features=12, cluster_std=6.0, random_state=5)
+    cc = ClusterCentering(n_clusters=6, random_state=0).fit(X)
+    km = KMeans(n_clusters=6, init=cc.cluster_centers_, n_init=1).fit(X)  # converged centres: a fixed point
+    np.testing.assert_allclose(km.cluster_centers_, cc.cluster_centers_, atol=1e-12)
+    np.testing.assert_array_equal(cc.predict(X_new), km.predict(X_new))
+    np.testing.assert_array_equal(cc.predict(X), cc.labels_)
+    ci = ClusterIsotropy(n_clusters=6, n_components=2, random_state=0).fit(X)
+    np.testing.assert_array_equal(ci.predict(X_new), ci.clusterer_.predict(X_new))
+    np.testing.assert_array_equal(ci.labels_, ci.clusterer_.labels_)
