@@ -15,6 +15,7 @@ from isotropy.transforms import (
     ClusterCentering,
     ClusterIsotropy,
     all_but_the_top,
+    cluster_isotropy,
 )
 
 
@@ -102,3 +103,29 @@ def test_nearest_centre_on_ordinary_data_gives_sklearn_kmeans_predict_labels():
     ci = ClusterIsotropy(n_clusters=6, n_components=2, random_state=0).fit(X)
     np.testing.assert_array_equal(ci.predict(X_new), ci.clusterer_.predict(X_new))
     np.testing.assert_array_equal(ci.labels_, ci.clusterer_.labels_)
+
+
+# ---------------------------------------------------------------- 3. warnings name the user's line
+
+def _tiny_cluster_data():
+    """40 points near the origin and one far away: with 2 clusters, one cluster has a single point."""
+    rng = np.random.default_rng(3)
+    return np.vstack([rng.normal(size=(40, 4)), [[100.0, 100.0, 100.0, 100.0]]])
+
+
+@pytest.mark.parametrize("call", ["function", "fit", "fit_transform", "pipeline"])
+def test_cluster_isotropy_small_cluster_warning_points_at_the_callers_line(call):
+    from sklearn.pipeline import make_pipeline
+
+    X = _tiny_cluster_data()
+    with pytest.warns(UserWarning, match=r"1 of 2 clusters have at most n_components=1 points") as record:
+        if call == "function":
+            cluster_isotropy(X, n_clusters=2, n_components=1, random_state=0)
+        elif call == "fit":
+            ClusterIsotropy(n_clusters=2, n_components=1, random_state=0).fit(X)
+        elif call == "fit_transform":
+            ClusterIsotropy(n_clusters=2, n_components=1, random_state=0).fit_transform(X)
+        else:
+            make_pipeline(ClusterIsotropy(n_clusters=2, n_components=1, random_state=0)).fit(X)
+    assert len(record) == 1
+    assert record[0].filename == __file__

@@ -14,7 +14,7 @@ from isotropy._utils.validation import (
     check_scalar,
 )
 from isotropy.transforms._all_but_the_top import remove_directions, top_directions
-from isotropy.transforms._base import SameFeaturesTransformer, like_input, to_numpy
+from isotropy.transforms._base import SameFeaturesTransformer, like_input, to_numpy, warn_at_caller
 from isotropy.transforms._cluster_centering import nearest_center
 
 __all__ = ["ClusterIsotropy", "cluster_isotropy"]
@@ -82,10 +82,10 @@ def fit_cluster_isotropy(X: np.ndarray, *, n_clusters=27, n_components=12, clust
     sizes = np.bincount(labels, minlength=n_clusters)
     flat = np.flatnonzero((sizes > 0) & (sizes <= n_components))
     if n_components and flat.size:  # n_j points span n_j - 1 directions: removing them all leaves each point 0
-        warnings.warn(f"{caller}: {flat.size} of {n_clusters} clusters have at most n_components={n_components} "
-                      f"points ({int(sizes[flat].sum())} points in all, the smallest {int(sizes[flat].min())}); "
-                      f"every direction of theirs is removed and their points become the zero vector. Use fewer "
-                      f"clusters or components, or more rows.", UserWarning, stacklevel=3)
+        warn_at_caller(f"{caller}: {flat.size} of {n_clusters} clusters have at most n_components={n_components} "
+                       f"points ({int(sizes[flat].sum())} points in all, the smallest {int(sizes[flat].min())}); "
+                       f"every direction of theirs is removed and their points become the zero vector. Use fewer "
+                       f"clusters or components, or more rows.")
     return clusterer, labels, centers, components, n_removed
 
 
