@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from sklearn.cluster import KMeans
 from sklearn.datasets import make_blobs
+from sklearn.pipeline import make_pipeline
 
 from isotropy.transforms import (
     AllButTheTop,
@@ -113,19 +114,18 @@ def _tiny_cluster_data():
     return np.vstack([rng.normal(size=(40, 4)), [[100.0, 100.0, 100.0, 100.0]]])
 
 
-@pytest.mark.parametrize("call", ["function", "fit", "fit_transform", "pipeline"])
-def test_cluster_isotropy_small_cluster_warning_points_at_the_callers_line(call):
-    from sklearn.pipeline import make_pipeline
+_CALLS = {  # each lambda is a line of this file: the line the warning must name
+    "function": lambda X: cluster_isotropy(X, n_clusters=2, n_components=1, random_state=0),
+    "fit": lambda X: ClusterIsotropy(n_clusters=2, n_components=1, random_state=0).fit(X),
+    "fit_transform": lambda X: ClusterIsotropy(n_clusters=2, n_components=1, random_state=0).fit_transform(X),
+    "pipeline": lambda X: make_pipeline(ClusterIsotropy(n_clusters=2, n_components=1, random_state=0)).fit(X),
+}
 
+
+@pytest.mark.parametrize("call", list(_CALLS))
+def test_cluster_isotropy_small_cluster_warning_points_at_the_callers_line(call):
     X = _tiny_cluster_data()
     with pytest.warns(UserWarning, match=r"1 of 2 clusters have at most n_components=1 points") as record:
-        if call == "function":
-            cluster_isotropy(X, n_clusters=2, n_components=1, random_state=0)
-        elif call == "fit":
-            ClusterIsotropy(n_clusters=2, n_components=1, random_state=0).fit(X)
-        elif call == "fit_transform":
-            ClusterIsotropy(n_clusters=2, n_components=1, random_state=0).fit_transform(X)
-        else:
-            make_pipeline(ClusterIsotropy(n_clusters=2, n_components=1, random_state=0)).fit(X)
+        _CALLS[call](X)
     assert len(record) == 1
     assert record[0].filename == __file__
