@@ -15,6 +15,7 @@ from isotropy.transforms import (
     AllButTheTop,
     ClusterCentering,
     ClusterIsotropy,
+    Whitening,
     all_but_the_top,
     cluster_isotropy,
 )
@@ -129,3 +130,16 @@ def test_cluster_isotropy_small_cluster_warning_points_at_the_callers_line(call)
         _CALLS[call](X)
     assert len(record) == 1
     assert record[0].filename == __file__
+
+
+# ---------------------------------------------------------------- 4. unknown keywords of fit_transform
+
+@pytest.mark.parametrize("estimator", [AllButTheTop(n_components=1), ClusterCentering(n_clusters=2, random_state=0),
+                                       ClusterIsotropy(n_clusters=2, n_components=1, random_state=0), Whitening()],
+                         ids=lambda e: type(e).__name__)
+def test_fit_transform_refuses_unknown_keywords_as_fit_does(estimator):
+    X = np.random.default_rng(4).normal(size=(30, 5))
+    with pytest.raises(TypeError, match="foo"):
+        estimator.fit(X, foo=1)
+    with pytest.raises(TypeError, match="foo"):
+        estimator.fit_transform(X, foo=1)

@@ -89,8 +89,11 @@ class IsotropyTransformer(TransformerMixin, BaseEstimator):
         return like_input(self._transform(self._validated(X, reset=False)), X)
 
     def fit_transform(self, X, y=None, **fit_params):
-        """Fit on ``X`` and return the transformed ``X`` (same as ``fit(X).transform(X)``)."""
-        return self.fit(X, y).transform(X)
+        """Fit on ``X`` and return the transformed ``X`` (same as ``fit(X).transform(X)``).
+
+        ``fit_params`` go to ``fit``, which takes none: an unknown keyword raises ``TypeError`` here as there.
+        """
+        return self.fit(X, y, **fit_params).transform(X)
 
 
 class SameFeaturesTransformer(OneToOneFeatureMixin, IsotropyTransformer):
