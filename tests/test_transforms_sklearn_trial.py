@@ -17,6 +17,7 @@ from isotropy.transforms import (
     ClusterIsotropy,
     Whitening,
     all_but_the_top,
+    cluster_center,
     cluster_isotropy,
 )
 
@@ -143,3 +144,25 @@ def test_fit_transform_refuses_unknown_keywords_as_fit_does(estimator):
         estimator.fit(X, foo=1)
     with pytest.raises(TypeError, match="foo"):
         estimator.fit_transform(X, foo=1)
+
+
+# ---------------------------------------------------------------- 5. messages list every accepted value
+
+def test_n_clusters_message_lists_ints_and_auto():
+    X = np.random.default_rng(5).normal(size=(20, 3))
+    with pytest.raises(ValueError, match=r"^The 'n_clusters' parameter of ClusterCentering must be one of: an int "
+                                         r">= 1, or 'auto'\. Got 'AUTO' instead\.$"):
+        ClusterCentering(n_clusters="AUTO").fit(X)
+    with pytest.raises(ValueError, match=r"^The 'n_clusters' parameter of cluster_center must be one of: an int "
+                                         r">= 1, or 'auto'\. Got 'two' instead\.$"):
+        cluster_center(X, n_clusters="two")
+
+
+def test_random_state_message_lists_random_state_instances():
+    X = np.random.default_rng(6).normal(size=(20, 3))
+    with pytest.raises(TypeError, match=r"^The 'random_state' parameter of ClusterCentering must be None, an int, "
+                                        r"a numpy Generator or a numpy RandomState\. Got .*'x'.* instead\.$"):
+        ClusterCentering(n_clusters=2, random_state="x").fit(X)
+    # what the message lists is accepted: a RandomState gives a fit like any other seed
+    cc = ClusterCentering(n_clusters=2, random_state=np.random.RandomState(0)).fit(X)
+    assert cc.cluster_centers_.shape == (2, 3)

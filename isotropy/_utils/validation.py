@@ -275,10 +275,10 @@ def check_option(value, name: str, options, *, caller: str):
 
 
 def check_random_state(random_state, *, caller: str) -> np.random.Generator:
-    """Turn ``None``, an int seed or a Generator into a :class:`numpy.random.Generator`."""
+    """Turn ``None``, an int seed, a Generator or a RandomState into a :class:`numpy.random.Generator`."""
     if random_state is None or isinstance(random_state, (numbers.Integral, np.random.Generator)) and not isinstance(random_state, bool):
         return np.random.default_rng(random_state)
     if isinstance(random_state, np.random.RandomState):
         return np.random.default_rng(random_state.randint(0, 2**31 - 1))
-    raise TypeError(f"The 'random_state' parameter of {caller} must be None, an int or a numpy Generator. "
+    raise TypeError(f"The 'random_state' parameter of {caller} must be None, an int, a numpy Generator or a numpy RandomState. "
                     f"Got {_describe(random_state)} instead.")

@@ -113,7 +113,7 @@ def cluster_isotropy(X, *, n_clusters=27, n_components=12, clustering="kmeans", 
     clustering : {"kmeans", "gmm"}, default="kmeans"
         K-means (k-means++, 3 restarts) or a Gaussian mixture with diagonal covariances (full
         covariances are singular for small clusters of high-dimensional points).
-    random_state : None, int or numpy.random.Generator
+    random_state : None, int, numpy.random.Generator or numpy.random.RandomState
 
     Returns
     -------
