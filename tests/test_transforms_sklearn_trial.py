@@ -183,3 +183,52 @@ def test_docs_name_the_parameters_the_estimator_checks_run_with():
     assert "passing `sklearn.utils.estimator_checks`" not in docs  # unqualified: false at ClusterIsotropy's defaults
     for estimator in checked:
         assert f"`{estimator}`" in docs, estimator
+
+
+# ---------------------------------------------------------------- 7. Whitening.inverse_transform
+
+def _correlated(n, seed):
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=(n, 6)) @ np.random.default_rng(10).normal(size=(6, 6)) + 5.0
+
+
+def test_whitening_inverse_transform_recovers_x_at_full_rank():
+    from sklearn.decomposition import PCA
+
+    X, X_new = _correlated(200, 7), _correlated(50, 8)
+    w = Whitening().fit(X)
+    np.testing.assert_allclose(w.inverse_transform(w.transform(X)), X, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(w.inverse_transform(w.transform(X_new)), X_new, rtol=0, atol=1e-10)
+    pca = PCA(whiten=True).fit(X)
+    Z = np.random.default_rng(9).normal(size=(30, 6))
+    # PCA's whitened coordinates are ours up to the sign of each direction
+    signs = np.sign((w.components_ * pca.components_).sum(axis=1))
+    np.testing.assert_allclose(w.inverse_transform(Z * signs), pca.inverse_transform(Z), rtol=0, atol=1e-10)
+    # eps > 0 scales by (lambda + eps)**-1/2 and back: still the identity
+    w_eps = Whitening(eps=0.5).fit(X)
+    np.testing.assert_allclose(w_eps.inverse_transform(w_eps.transform(X_new)), X_new, rtol=0, atol=1e-10)
+
+
+def test_whitening_inverse_transform_with_fewer_components_is_pcas():
+    from sklearn.decomposition import PCA
+
+    X, X_new = _correlated(200, 11), _correlated(50, 12)
+    w, pca = Whitening(n_components=3).fit(X), PCA(n_components=3, whiten=True).fit(X)
+    back = w.inverse_transform(w.transform(X_new))
+    assert back.shape == (50, 6)
+    np.testing.assert_allclose(back, pca.inverse_transform(pca.transform(X_new)), rtol=0, atol=1e-10)
+    with pytest.raises(ValueError, match=r"'X' parameter of Whitening.inverse_transform must have n_components_=3 "
+                                         r"columns .* Got 6 columns instead"):
+        w.inverse_transform(X_new)
+
+
+def test_whitening_inverse_transform_torch_in_torch_out():
+    import torch
+
+    X = _correlated(100, 13)
+    w = Whitening(n_components=4).fit(X)
+    Z = np.random.default_rng(14).normal(size=(20, 4)).astype(np.float32)
+    out = w.inverse_transform(torch.from_numpy(Z))
+    assert isinstance(out, torch.Tensor) and out.dtype == torch.float32 and out.shape == (20, 6)
+    # the float64 numpy result, rounded to float32
+    np.testing.assert_allclose(out.numpy(), w.inverse_transform(Z.astype(np.float64)), rtol=1e-6, atol=0)

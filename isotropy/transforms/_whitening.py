@@ -6,6 +6,7 @@ import math
 import numbers
 
 import numpy as np
+from sklearn.utils.validation import check_is_fitted
 
 from isotropy._utils.magnitude import rescaled
 from isotropy._utils.validation import IsotropyValueError, check_scalar
@@ -141,6 +142,12 @@ class Whitening(NewFeaturesTransformer):
     n_components_ : int
     n_features_in_ : int
 
+    Notes
+    -----
+    ``inverse_transform(Z) = Z @ (components_ * (explained_variance_ + eps)[:, None]) + mean_`` maps
+    whitened data back to the input space (into the kept subspace when ``n_components < n_features``,
+    as ``PCA(whiten=True).inverse_transform`` does).
+
     Examples
     --------
     >>> import numpy as np
@@ -169,3 +176,20 @@ class Whitening(NewFeaturesTransformer):
 
     def _transform(self, X):
         return (X - self.mean_) @ self.components_.T
+
+    def inverse_transform(self, X):
+        """Map whitened ``X`` of shape ``(n_samples, n_components_)`` back to shape ``(n_samples, n_features_in_)``.
+
+        ``X @ (components_ * (explained_variance_ + eps)[:, None]) + mean_``: the exact inverse of
+        ``transform`` with all components kept, else the projection on the kept directions (as
+        ``PCA(whiten=True).inverse_transform``). A torch tensor input gives a tensor on the same device
+        with the same dtype.
+        """
+        check_is_fitted(self)
+        caller = "Whitening.inverse_transform"
+        Z = to_numpy(X, caller=caller, min_samples=1)
+        if Z.shape[1] != self.n_components_:
+            raise IsotropyValueError(f"The 'X' parameter of {caller} must have n_components_={self.n_components_} "
+                                     f"columns (whitened data). Got {Z.shape[1]} columns instead.")
+        unwhiten = self.components_ * (self.explained_variance_ + self.eps)[:, None]
+        return like_input(Z @ unwhiten + self.mean_, X)
