@@ -271,7 +271,8 @@ def test_both_experiments_of_the_same_paper_take_the_same_method_names(name):
     with pytest.raises(ConfigError, match=r"must be a non-empty list of distinct methods from baseline, mean, "
                                           r"mean\+pca, .*Got \['mean\+pca', 'Mean \+ PCA'\] instead"):
         experiment.config(methods=["mean+pca", "Mean + PCA"])  # the same method twice
-    with pytest.raises(ConfigError, match=r"methods from baseline, mean, mean\+pca, kmeans\+mean.* Got 'pca' instead"):
+    with pytest.raises(ConfigError, match=r"'methods\[1\]' setting of .* must be one of baseline, mean, mean\+pca, "
+                                          r"kmeans\+mean.* Got 'pca' instead"):
         experiment.config(methods=["baseline", "pca"])
 
 
@@ -464,3 +465,37 @@ def test_a_misspelt_list_item_gets_the_closest_name(name, item, close):
     """A list of names (data sets, sources, conditions) suggests the closest name for a misspelt item, as a single value does."""
     with pytest.raises(ValueError, match=close):
         load_experiment(name).config(sets=[item])
+
+
+@pytest.mark.parametrize("name, value, key", [("sts-isotropy", "datasets=STS13", "datasets"),
+                                              ("sts-isotropy", "sweep.datasets=STSB", "sweep.datasets"),
+                                              ("cluster-finetune", "conditions=cluster", "conditions"),
+                                              ("minibatch-stability", "sources=synthetic", "sources")])
+def test_a_valid_name_where_a_list_belongs_is_told_to_be_a_list(name, value, key):
+    """A bare valid name where a list of names belongs is not answered "Did you mean <the same name>?": the message
+    says to write it as a list."""
+    with pytest.raises(ValueError) as info:
+        load_experiment(name).config(sets=[value])
+    message = str(info.value)
+    bare = value.split("=", 1)[1]
+    assert "Did you mean" not in message, message
+    assert f"Got {bare!r} instead. Write a list: {key}=[{bare}]" in message, message
+    assert "\n" not in message
+
+
+def test_a_misspelt_bare_name_where_a_list_belongs_still_gets_the_closest_name():
+    with pytest.raises(ValueError, match="Got 'STS1' instead\\. Did you mean 'STS16'\\?"):
+        load_experiment("sts-isotropy").config(sets=["datasets=STS1"])
+
+
+@pytest.mark.parametrize("name, item, expected", [("minibatch-stability", "sources=[synthetc]",
+                                                   ("'sources\\[0\\]' setting of minibatch-stability must be one of "
+                                                    "synthetic, embeddings\\. Got 'synthetc' instead\\.")),
+                                                  ("sts-isotropy", "datasets=[STS12, sts13]",
+                                                   ("'datasets\\[1\\]' setting of sts-isotropy must be one of STS12, "
+                                                    "STS13, STS14, STS15, STS16, STSB, SICK\\. Got 'sts13'"))])
+def test_a_list_item_error_names_the_choices_of_one_item(name, item, expected):
+    """An item (key ``sources[0]``) must be one name, not "a non-empty list from ..."."""
+    with pytest.raises(ValueError, match=expected) as info:
+        load_experiment(name).config(sets=[item])
+    assert "list" not in str(info.value), str(info.value)

@@ -341,7 +341,15 @@ def _format_errors(exc: ValidationError, model: type[BaseModel], data: dict, *, 
                     parts.append(msg)
             expected = " or ".join(parts)
         value = errors[0].get("input")
-        close = did_you_mean(value, extra.get("choices", ()))
+        choices = extra.get("choices", ())
+        if choices and path and isinstance(path[-1], int):  # an item of a list of names: one name, not a list
+            # the list's own wording after "from" ("a list of data sets from STS12, ..." -> "one of STS12, ...")
+            listed = expected.split(" from ", 1)[1] if " from " in expected else ", ".join(map(str, choices))
+            expected = f"one of {listed}"
+        if isinstance(value, str) and value in choices:  # a valid name where a list of them belongs
+            close = f" Write a list: {key}=[{value}]"
+        else:
+            close = did_you_mean(value, choices)
         messages.append(f"The '{key}' setting of {experiment} must be {expected}. Got {value!r} instead.{close}")
     return " ".join(messages)
 
