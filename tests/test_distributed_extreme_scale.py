@@ -122,3 +122,52 @@ def test_dask_data_of_subnormal_numbers_only_are_refused_as_in_memory(blobs, nam
         function(da.from_array(X, chunks=(70, 6)))
     assert str(on_dask.value) == str(in_memory.value)
     assert "must have values of normal magnitude" in str(on_dask.value)
+
+
+def _counted_blocks(n_blocks, rows, alive):
+    """A dask array of ``n_blocks`` row blocks made by tasks, ``alive = [live now, most live at once]``."""
+    import weakref
+
+    from dask import delayed
+
+    def make(i):
+        block = np.random.default_rng(i).normal(size=(rows, 6))
+        alive[0] += 1
+        alive[1] = max(alive[1], alive[0])
+        weakref.finalize(block, lambda: alive.__setitem__(0, alive[0] - 1))
+        return block
+
+    return da.concatenate([da.from_delayed(delayed(make, pure=True)(i), shape=(rows, 6), dtype=float)
+                           for i in range(n_blocks)])
+
+
+@pytest.mark.parametrize("name", ["calinski_harabasz_score", "davies_bouldin_score", "hashes"])
+def test_the_first_pass_streams_the_blocks(name):
+    """The passes that stream (cluster sums; the duplicate-row hashes of TwoNN and MLE) hold one block at a time.
+
+    The unit scale's exponent needs every block's maximum: a pass whose tasks took it would hold every block
+    until the last one was read (12 of 12 here, and the whole array on out-of-core data)."""
+    from isotropy.distributed._duplicates import distinct_rows
+    from isotropy.distributed._graph import check_dask_X
+
+    alive = [0, 0]
+    X = _counted_blocks(12, 500, alive)
+    labels = np.random.default_rng(0).integers(0, 3, X.shape[0])
+    with dask.config.set(scheduler="synchronous"):
+        if name == "hashes":
+            distinct_rows(check_dask_X(X, caller="twonn_dimension", min_samples=3), n_neighbors=2, metric="cosine",
+                          caller="twonn_dimension")
+        else:
+            getattr(isotropy, name)(X, labels)
+    assert alive[1] == 1
+
+
+@pytest.mark.parametrize("exponent", [*FLOAT64_SCALES, 0])
+def test_dask_cosine_duplicates_at_extreme_scale_are_found_as_in_memory(blobs, exponent):
+    """Rows in the same direction (a row and twice it) are one point for the cosine metric at any scale."""
+    X = np.vstack([blobs[0], 2.0 * blobs[0][:20], 0.5 * blobs[0][20:25]])
+    with pytest.warns(UserWarning, match="25 duplicate rows"):
+        expected = isotropy.twonn_dimension(X, metric="cosine")
+    with pytest.warns(UserWarning, match="25 duplicate rows"):
+        got = isotropy.twonn_dimension(da.from_array(np.ldexp(X, exponent), chunks=70), metric="cosine")
+    assert got == pytest.approx(expected, rel=1e-12)

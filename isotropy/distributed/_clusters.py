@@ -16,6 +16,8 @@ over its tiles by a tree reduction, and turned into the block's coefficients on 
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from isotropy.distributed._graph import (
@@ -189,12 +191,28 @@ def silhouette_score(X, labels, *, metric="euclidean", sample_size=None, random_
 
 
 # ---------------------------------------------------------------------------------------------- centroids
-def _centroid_terms(block, ids, n_clusters, exponent):
-    """Cluster sizes and per-cluster row sums (float64, at unit scale) of one block."""
-    B = np.asarray(at_unit_scale(block, exponent), dtype=np.float64)
+def _centroid_terms(block, ids, n_clusters):
+    """``(sizes, sums, f, top)`` of one block: its cluster sizes, and its per-cluster row sums (float64) times
+    ``2**-f``, where ``top = max|x|`` of the block is ``m·2**f`` (0.5 <= m < 1; ``f`` None for a block of zeros).
+
+    Each block is brought to its own scale, not to the whole array's, so that no task of this pass waits for
+    every block's maximum (the blocks stream through it, one or a few held at a time); :func:`_merge_scaled`
+    brings the sums to a common power of two, exactly, and the client to the whole array's unit scale.
+    """
+    B = np.asarray(block, dtype=np.float64)
+    top = float(np.abs(B).max()) if B.size else 0.0
+    f = math.frexp(top)[1] if top > 0 else None
     sums = np.zeros((n_clusters, B.shape[1]))
-    np.add.at(sums, ids, B)
-    return np.bincount(ids, minlength=n_clusters).astype(np.float64), sums
+    np.add.at(sums, ids, B if f is None else np.ldexp(B, -f))
+    return np.bincount(ids, minlength=n_clusters).astype(np.float64), sums, f, top
+
+
+def _merge_scaled(a, b):
+    """Two :func:`_centroid_terms` merged at the larger of their powers of two (exact, but for sums far below it)."""
+    if a[2] is None or b[2] is None:
+        return a[0] + b[0], a[1] + b[1], a[2] if b[2] is None else b[2], max(a[3], b[3])
+    f = max(a[2], b[2])
+    return a[0] + b[0], np.ldexp(a[1], a[2] - f) + np.ldexp(b[1], b[2] - f), f, max(a[3], b[3])
 
 
 def _merge_pairs(a, b):
@@ -211,20 +229,24 @@ def _spread_terms(block, ids, centroids, n_clusters, exponent):
 def _cluster_statistics(X, labels, caller):
     """Sizes, centroids, overall mean, within-cluster Σ‖x − μ_c‖² and per-cluster mean ‖x − μ_c‖, at unit scale.
 
-    The unit scale's exponent comes back with the first pass's sums (one compute: the shards are read once).
+    The unit scale's exponent comes from the first pass's block maxima (it streams: see :func:`_centroid_terms`).
     """
     from dask import delayed
 
     from isotropy._kernels.silhouette import _check_n_clusters
+    from isotropy._utils.magnitude import unit_exponent
 
     ids = host_labels(labels, X.shape[0], caller)
     n_clusters = _check_n_clusters(ids, X.shape[0], caller)
     X = check_dask_X(X, caller=caller)
-    blocks, exponent = unit_blocks(X, caller)
+    blocks = finite_blocks(X, caller)
     starts = row_starts(X)
-    terms = [delayed(_centroid_terms, pure=True)(b, ids[s:e], n_clusters, exponent)
+    terms = [delayed(_centroid_terms, pure=True)(b, ids[s:e], n_clusters)
              for b, s, e in zip(blocks, starts, starts[1:])]
-    (counts, sums), exponent = compute(tree_reduce(terms, _merge_pairs, name="isotropy-merge-centroids"), exponent)
+    ((counts, sums, f, top),) = compute(tree_reduce(terms, _merge_scaled, name="isotropy-merge-centroids"))
+    exponent = unit_exponent(top, X.dtype, caller=caller)  # the in-memory functions' (raises as they do)
+    if f is not None:
+        sums = np.ldexp(sums, f - exponent)  # at the whole array's unit scale
     centroids = sums / counts[:, None]
     blocks = finite_blocks(X, caller)  # the exponent is known now: the plain check of the blocks
     spread = [delayed(_spread_terms, pure=True)(b, ids[s:e], centroids, n_clusters, exponent)

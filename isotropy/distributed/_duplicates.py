@@ -4,10 +4,11 @@ The in-memory estimators (:mod:`isotropy.metrics.dimension`) count each distinct
 metric representation (:func:`isotropy._kernels.neighbors._representation`: the row, or the row
 over its norm for the cosine metric) is identical are one point, and a per-row result is that of
 its point. Here one pass over the chunks hashes every row's representation (64 bits, on the
-workers); only rows whose hash is shared are fetched to the client and compared exactly, so the
-client holds n_samples integers and the candidate duplicate rows, never the data. The rows are hashed at
-the unit scale of the whole array (:func:`~isotropy.distributed._graph.unit_blocks`), whose exponent the
-same pass finds, for the neighbour search that follows.
+workers); only rows whose hash is shared are fetched to the client and compared exactly, at the unit
+scale of the whole array (:func:`~isotropy.distributed._graph.unit_blocks`), so the client holds
+n_samples integers and the candidate duplicate rows, never the data. The same pass finds that scale's
+exponent for the neighbour search that follows; the hashes do not wait for it (see
+:func:`_scale_free_row_hashes`), so the pass streams the blocks.
 """
 
 from __future__ import annotations
@@ -48,9 +49,19 @@ def _row_hashes(block, metric, caller):
     return h
 
 
-def _unit_row_hashes(block, metric, caller, exponent):
-    """:func:`_row_hashes` of the block at unit scale (times ``2**-exponent``)."""
-    return _row_hashes(at_unit_scale(block, exponent), metric, caller)
+def _scale_free_row_hashes(block, metric, caller):
+    """:func:`_row_hashes` of representations that do not depend on the array's scale, so that no hash waits for it.
+
+    Euclidean: the rows as they are (times a power of two, equal rows stay equal and distinct ones distinct).
+    Cosine: each row first brought to unit scale by its own power of two (exact), then normalised: the same
+    bits as the row at the whole array's unit scale, normalised, where its norm neither overflows nor
+    underflows. Were the hashes taken at the array's unit scale, every hash task would wait for the exponent,
+    that is for every block, and all the blocks would be held in memory at once instead of streamed.
+    """
+    B = np.asarray(block)
+    if metric == "cosine" and B.size and B.dtype.kind == "f":
+        B = np.ldexp(B, -np.frexp(np.abs(B).max(axis=1))[1][:, None]).astype(B.dtype, copy=False)
+    return _row_hashes(B, metric, caller)
 
 
 def distinct_rows(X, *, n_neighbors, metric, caller, stacklevel=4):
@@ -63,11 +74,11 @@ def distinct_rows(X, *, n_neighbors, metric, caller, stacklevel=4):
     from dask import delayed
 
 
-    hash_block = delayed(_unit_row_hashes, pure=True)
+    hash_block = delayed(_scale_free_row_hashes, pure=True)
     blocks, exponent = unit_blocks(X, caller)
     # the unit scale's exponent computed with the hashes: its block maxima come from the tasks that check the
-    # blocks for NaN/inf, so the shards are read once for both
-    *parts, exponent = compute(*[hash_block(b, metric, caller, exponent) for b in blocks], exponent)
+    # blocks for NaN/inf, so the shards are read once for both; no hash task takes the exponent (the blocks stream)
+    *parts, exponent = compute(*[hash_block(b, metric, caller) for b in blocks], exponent)
     hashes = np.concatenate(parts)
     n = hashes.shape[0]
     order = np.argsort(hashes, kind="stable")
