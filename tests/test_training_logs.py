@@ -212,3 +212,18 @@ def test_lightning_versions_are_read_in_version_order_with_a_warning(tmp_path, c
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # one version: no warning
         assert _as_dict(read_geometry_log(tmp_path / "lightning_logs" / "version_2")) == {("x", 0, 2): 0.2, ("x", 0, 4): 2.0}
+
+
+def test_tensorboard_runs_in_several_folders_warn_and_one_folder_does_not(tmp_path):
+    """Event files in two folders are two runs read as one (warned); two event files of one folder are one run."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    for folder, value in (("run_a", 0.25), ("run_a", 0.5), ("run_b", 0.75)):
+        with SummaryWriter(str(tmp_path / folder), filename_suffix=f".{value}") as writer:
+            writer.add_scalar("geometry/x/layer_0", value, int(value * 4))
+    assert len(list((tmp_path / "run_a").glob("events.out.tfevents.*"))) == 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert _as_dict(read_geometry_log(tmp_path / "run_a")) == {("x", 0, 1): 0.25, ("x", 0, 2): 0.5}
+    with pytest.warns(UserWarning, match=r"2 TensorBoard logs under .*\(run_a, run_b\) are read as one run"):
+        assert _as_dict(read_geometry_log(tmp_path)) == {("x", 0, 1): 0.25, ("x", 0, 2): 0.5, ("x", 0, 3): 0.75}

@@ -72,14 +72,16 @@ def _natural_key(path: Path) -> tuple:
 
 
 def _several_runs_warning(path, files: list[Path]) -> str | None:
-    """The warning for Lightning logs of several versions under ``path``, read as one run; ``None`` for one."""
-    folders = [f.parent for f in files if f.suffix == ".csv"]
+    """The warning for logs in several folders under ``path`` (Lightning versions, TensorBoard runs), read as one
+    run; ``None`` for one folder (several event files in one folder are one run, restarted)."""
+    folders = list(dict.fromkeys(f.parent for f in files))
     if len(folders) < 2:
         return None
+    kind = "Lightning" if files[0].suffix == ".csv" else "TensorBoard"
     shown = ", ".join(str(f.relative_to(path)) for f in folders[:3]) + (", ..." if len(folders) > 3 else "")
-    return (f"read_geometry_log: {len(folders)} Lightning logs under {str(path)!r} ({shown}) are read as one run, in "
-            f"version order, a later version's value replacing an earlier one's at the same step (a resumed run "
-            f"logs into a new version); name one version's folder to read that run alone.")
+    return (f"read_geometry_log: {len(folders)} {kind} logs under {str(path)!r} ({shown}) are read as one run, in "
+            f"folder order (version_10 after version_9), a later folder's value replacing an earlier one's at the "
+            f"same step (a resumed Lightning run logs into a new version); name one folder to read that run alone.")
 
 
 def _rows_trainer_state(file: Path, pattern):
