@@ -69,3 +69,43 @@ def test_eps_stays_in_the_units_of_X_at_extreme_scales(X):
     Y = whiten(flat, eps=1e-6)
     assert np.isfinite(Y).all()
     np.testing.assert_allclose(np.cov(Y[:, :4], rowvar=False), np.eye(4), atol=1e-8)
+
+
+@pytest.fixture(scope="module")
+def constant_column():
+    """Three random columns and a constant one: an exactly zero eigenvalue, kept with eps > 0."""
+    rng = np.random.default_rng(11)
+    return np.hstack([rng.normal(size=(50, 3)) * [2.0, 1.0, 0.5], np.ones((50, 1))])
+
+
+@pytest.mark.parametrize("scale", [1e200, 1e300, 2.0**1000])
+def test_whiten_with_a_zero_variance_direction_and_eps_is_finite_at_large_scales(constant_column, scale):
+    # frexp(0) has exponent 0: a zero eigenvalue set the column's scale to 4**exponent, beside which eps
+    # underflowed (eps * 4**-exponent = 0 from |x| ~ 1e158) and the column was 1/0: NaN in the output
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Y = whiten(constant_column * scale, eps=1e-6)
+    assert np.isfinite(Y).all()
+    # eps (in X's units) is nothing beside the other variances: those directions are whitened as without it
+    np.testing.assert_allclose(np.abs(Y[:, :3]), np.abs(whiten(constant_column[:, :3])), rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize(("k", "eps"), [(600, 2.0**-200), (700, 1e-300), (1000, 2.0**-1070), (-500, 2.0**200)])
+def test_whiten_of_X_times_2_to_the_k_with_eps_times_4_to_the_k_is_whiten_of_X(constant_column, k, eps):
+    """whiten(X·2**k, eps·4**k) is whiten(X, eps) bit for bit: the variances of X·2**k are 4**k times those of X, so
+    (lam·4**k + eps·4**k)**-1/2 (X·2**k - mean·2**k) is (lam + eps)**-1/2 (X - mean), and powers of two change no
+    digit. The constant column has a zero eigenvalue, whose column of W is eps**-1/2 (times the power of two)."""
+    from isotropy.transforms._whitening import fit_whitening
+
+    scaled, scaled_eps = np.ldexp(constant_column, k), float(np.ldexp(eps, 2 * k))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Y = whiten(scaled, eps=scaled_eps)
+    np.testing.assert_array_equal(Y, whiten(constant_column, eps=eps))
+    # the whitening matrices themselves (fit_whitening's, at unit scale: X = 2**exponent · Xu)
+    mean, W, lam, exponent = fit_whitening(scaled, eps=scaled_eps)
+    mean0, W0, lam0, exponent0 = fit_whitening(constant_column, eps=eps)
+    assert lam[-1] == lam0[-1] == 0.0 and np.isfinite(W).all()
+    np.testing.assert_array_equal(np.ldexp(W, k - exponent + exponent0), W0)
+    np.testing.assert_array_equal(np.ldexp(mean, exponent - k), np.ldexp(mean0, exponent0))
+    assert abs(W0[3, 3]) == pytest.approx(np.ldexp(1.0, exponent0) / np.sqrt(eps), rel=1e-15)

@@ -47,9 +47,11 @@ def fit_whitening(X: np.ndarray, *, n_components=None, eps=0.0, caller="whiten")
                                  f"or eps > 0 to regularise, or more samples.")
     lam = lam[:k]
     # (lam * 4**exponent + eps)**-1/2, each column brought to the scale 4**h of its larger term: eps is in
-    # X's units, and at an extreme exponent eps * 4**-exponent alone would overflow (or vanish beside a zero lam)
-    with np.errstate(divide="ignore"):
-        top = np.maximum(np.frexp(lam)[1] + 2 * exponent, np.frexp(eps)[1] if eps > 0 else -np.inf)
+    # X's units, and at an extreme exponent eps * 4**-exponent alone would overflow (or vanish beside a zero lam).
+    # A zero lam has no scale (frexp(0) gives exponent 0, not -inf): it must not set h, or eps * 4**-h underflows
+    # to 0 at |x| above ~1e158 and its column is 1/0 (NaN in the output).
+    top = np.maximum(np.where(lam > 0, np.frexp(lam)[1] + 2 * exponent, -np.inf),
+                     np.frexp(eps)[1] if eps > 0 else -np.inf)
     h = np.where(np.isfinite(top), np.ceil(top / 2), exponent).astype(int)
     term = np.ldexp(lam, 2 * (exponent - h)) + np.ldexp(float(eps), -2 * h)
     W = np.ldexp(vecs[:, :k] / np.sqrt(term), exponent - h)
