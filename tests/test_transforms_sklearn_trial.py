@@ -232,3 +232,18 @@ def test_whitening_inverse_transform_torch_in_torch_out():
     assert isinstance(out, torch.Tensor) and out.dtype == torch.float32 and out.shape == (20, 6)
     # the float64 numpy result, rounded to float32
     np.testing.assert_allclose(out.numpy(), w.inverse_transform(Z.astype(np.float64)), rtol=1e-6, atol=0)
+
+
+@pytest.mark.parametrize(("fitted_eps", "later_eps"), [(0.5, 0.0), (0.0, 3.0), (0.5, 100.0)])
+def test_whitening_inverse_transform_uses_the_eps_of_the_fit(fitted_eps, later_eps):
+    """set_params(eps=...) without refitting changes neither transform nor its inverse: both use the fitted eps_."""
+    X, X_new = _correlated(200, 15), _correlated(50, 16)
+    w = Whitening(eps=fitted_eps).fit(X)
+    Z = w.transform(X_new)
+    w.set_params(eps=later_eps)
+    assert w.eps == later_eps and w.eps_ == fitted_eps
+    np.testing.assert_allclose(w.transform(X_new), Z, rtol=0, atol=0)
+    np.testing.assert_allclose(w.inverse_transform(Z), X_new, rtol=0, atol=1e-10)
+    w.fit(X)  # a refit takes the new eps
+    assert w.eps_ == later_eps
+    np.testing.assert_allclose(w.inverse_transform(w.transform(X_new)), X_new, rtol=0, atol=1e-10)

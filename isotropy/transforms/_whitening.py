@@ -141,12 +141,14 @@ class Whitening(NewFeaturesTransformer):
         The whitening matrix transposed: ``transform(X) = (X - mean_) @ components_.T``.
     explained_variance_ : ndarray of shape (n_components_,)
         The covariance eigenvalues of the kept directions, largest first.
+    eps_ : float
+        The ``eps`` the fit used (``inverse_transform`` undoes it, whatever ``set_params`` sets later).
     n_components_ : int
     n_features_in_ : int
 
     Notes
     -----
-    ``inverse_transform(Z) = Z @ (components_ * (explained_variance_ + eps)[:, None]) + mean_`` maps
+    ``inverse_transform(Z) = Z @ (components_ * (explained_variance_ + eps_)[:, None]) + mean_`` maps
     whitened data back to the input space (into the kept subspace when ``n_components < n_features``,
     as ``PCA(whiten=True).inverse_transform`` does).
 
@@ -171,6 +173,7 @@ class Whitening(NewFeaturesTransformer):
         self.mean_, self.explained_variance_ = np.ldexp(mean, exponent), np.ldexp(lam, 2 * exponent)
         self.components_ = np.ldexp(W, -exponent).T
         self.n_components_ = int(W.shape[1])
+        self.eps_ = float(self.eps)  # what components_ were scaled with: the inverse must not read a later eps
 
     @property
     def _n_features_out(self):
@@ -182,7 +185,7 @@ class Whitening(NewFeaturesTransformer):
     def inverse_transform(self, X):
         """Map whitened ``X`` of shape ``(n_samples, n_components_)`` back to shape ``(n_samples, n_features_in_)``.
 
-        ``X @ (components_ * (explained_variance_ + eps)[:, None]) + mean_``: the exact inverse of
+        ``X @ (components_ * (explained_variance_ + eps_)[:, None]) + mean_``: the exact inverse of
         ``transform`` with all components kept, else the projection on the kept directions (as
         ``PCA(whiten=True).inverse_transform``). A torch tensor input gives a tensor on the same device
         with the same dtype.
@@ -193,5 +196,5 @@ class Whitening(NewFeaturesTransformer):
         if Z.shape[1] != self.n_components_:
             raise IsotropyValueError(f"The 'X' parameter of {caller} must have n_components_={self.n_components_} "
                                      f"columns (whitened data). Got {Z.shape[1]} columns instead.")
-        unwhiten = self.components_ * (self.explained_variance_ + self.eps)[:, None]
+        unwhiten = self.components_ * (self.explained_variance_ + self.eps_)[:, None]
         return like_input(Z @ unwhiten + self.mean_, X)
