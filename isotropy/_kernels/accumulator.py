@@ -22,7 +22,7 @@ from isotropy._kernels.isoscore import (
     isoscore_from_covariance,
 )
 from isotropy._utils.backend import is_torch
-from isotropy._utils.magnitude import rescaled
+from isotropy._utils.magnitude import rescaled, rows_at_unit_scale
 from isotropy._utils.validation import IsotropyValueError, check_X
 
 
@@ -52,8 +52,7 @@ def _unit_vector_sum(A):
         sq = np.einsum("ij,ij->i", B, B)
         odd = np.flatnonzero(~((sq > lo) & (sq < hi)))
         if odd.size:
-            top = np.abs(B[odd]).max(axis=1)
-            B[odd] = np.ldexp(B[odd], -np.frexp(top)[1][:, None])
+            B[odd] = rows_at_unit_scale(B[odd])
             sq[odd] = np.einsum("ij,ij->i", B[odd], B[odd])
         norms = np.sqrt(sq)
         zero = norms == 0

@@ -22,8 +22,8 @@ import numpy as np
 from isotropy._utils.backend import is_torch
 from isotropy._utils.errors import IsotropyValueError
 
-__all__ = ["extremes", "refuse_partition_overflow", "rescaled", "safe_exponent_range", "unit_exponent",
-           "unit_scale"]
+__all__ = ["extremes", "refuse_partition_overflow", "rescaled", "rows_at_unit_scale", "safe_exponent_range",
+           "times_power_of_two", "unit_exponent", "unit_scale"]
 
 # |binary exponent| of max|x| below which the data are used as they are, by working precision.
 # float64: squares, sums of n·d squares and squared Frobenius norms (fourth powers) stay inside
@@ -108,7 +108,18 @@ def rescaled(X, top: float | None = None, *, caller: str, name: str = "X"):
     if is_torch(X):  # two factors, each a normal number of the dtype: exact, differentiable
         half = -exponent // 2
         return X * (2.0 ** half) * (2.0 ** (-exponent - half)), exponent
-    return np.ldexp(X, -exponent).astype(X.dtype, copy=False), exponent
+    return times_power_of_two(X, -exponent), exponent
+
+
+def times_power_of_two(X: np.ndarray, exponent: int) -> np.ndarray:
+    """Numpy ``X · 2**exponent`` in ``X``'s dtype (exact for normal results); ``X`` itself for 0."""
+    return np.ldexp(X, exponent).astype(X.dtype, copy=False) if exponent else X
+
+
+def rows_at_unit_scale(B: np.ndarray) -> np.ndarray:
+    """Each row of the float array ``B`` times its own power of two, ``max|row|`` then in [0.5, 1) (exact for normal
+    numbers; rows of zeros unchanged): a row's direction, or its norm's digits, whatever its length."""
+    return np.ldexp(B, -np.frexp(np.abs(B).max(axis=1))[1][:, None]).astype(B.dtype, copy=False)
 
 
 def _lift(top: float, X) -> int:

@@ -18,6 +18,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from isotropy._utils.magnitude import rows_at_unit_scale
 from isotropy.distributed._graph import at_unit_scale, compute, unit_blocks
 
 __all__ = ["Distinct", "distinct_rows"]
@@ -60,7 +61,7 @@ def _scale_free_row_hashes(block, metric, caller):
     """
     B = np.asarray(block)
     if metric == "cosine" and B.size and B.dtype.kind == "f":
-        B = np.ldexp(B, -np.frexp(np.abs(B).max(axis=1))[1][:, None]).astype(B.dtype, copy=False)
+        B = rows_at_unit_scale(B)
     return _row_hashes(B, metric, caller)
 
 

@@ -208,8 +208,9 @@ def unit_blocks(X, caller):
 
 def at_unit_scale(block, exponent):
     """The numpy block times ``2**-exponent`` (exact: a power of two), in its dtype; the block as is for 0."""
-    B = np.asarray(block)
-    return np.ldexp(B, -exponent).astype(B.dtype, copy=False) if exponent else B
+    from isotropy._utils.magnitude import times_power_of_two
+
+    return times_power_of_two(np.asarray(block), -exponent)
 
 
 def row_starts(X):
