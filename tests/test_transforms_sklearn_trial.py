@@ -247,3 +247,43 @@ def test_whitening_inverse_transform_uses_the_eps_of_the_fit(fitted_eps, later_e
     w.fit(X)  # a refit takes the new eps
     assert w.eps_ == later_eps
     np.testing.assert_allclose(w.inverse_transform(w.transform(X_new)), X_new, rtol=0, atol=1e-10)
+
+
+def _brute_force_nearest(X, centers):
+    """argmin of |x - c|^2 by direct float64 differences: the reference."""
+    return np.argmin(((X[:, None, :] - centers[None, :, :]) ** 2).sum(axis=2), axis=1)
+
+
+def test_nearest_centre_with_a_spread_of_centres_far_beside_their_gaps_is_the_brute_force_one():
+    """Centres at 0, 1e8·e0 and 1e8·e0 + 0.05·e1: the shift by their mean leaves |x'| ~ 3e7 beside a gap of
+    0.05, where the expansion's rounding (~|x'|^2 eps ~ 0.1) decides (44.5% agreed before). Rows within its
+    rounding bound are decided again by direct differences."""
+    from isotropy.transforms._cluster_centering import nearest_center
+
+    rng = np.random.default_rng(21)
+    centers = np.zeros((3, 8))
+    centers[1, 0] = centers[2, 0] = 1e8
+    centers[2, 1] = 0.05
+    X = np.vstack([centers[1] + rng.normal(size=(600, 8)) * 0.02, centers[2] + rng.normal(size=(600, 8)) * 0.02,
+                   centers[0] + rng.normal(size=(50, 8))])
+    expected = _brute_force_nearest(X, centers)
+    assert 0 < (expected == 1).sum() < 1150 and (expected == 0).sum() == 50  # both close clusters are hit
+    np.testing.assert_array_equal(nearest_center(X, centers), expected)
+    # as ClusterCentering.predict and transform use it, with the centres it fitted
+    cc = ClusterCentering(n_clusters=3, random_state=0).fit(X)
+    fitted = _brute_force_nearest(X, cc.cluster_centers_)
+    np.testing.assert_array_equal(cc.predict(X), fitted)
+    np.testing.assert_array_equal(cc.transform(X), X - cc.cluster_centers_[fitted])
+
+
+def test_nearest_centre_keeps_the_expansions_labels_where_no_row_is_near_a_tie():
+    """Ordinary data: every row decided by the expansion (no row goes to the direct differences), as before."""
+    from unittest import mock
+
+    from isotropy.transforms import _cluster_centering
+
+    X, _ = make_blobs(2000, centers=8, n_features=64, cluster_std=2.0, random_state=3)
+    centers = KMeans(n_clusters=8, n_init=1, random_state=0).fit(X).cluster_centers_
+    with mock.patch.object(_cluster_centering, "_nearest_by_differences", side_effect=AssertionError("called")):
+        labels = _cluster_centering.nearest_center(X, centers)
+    np.testing.assert_array_equal(labels, _brute_force_nearest(X, centers))

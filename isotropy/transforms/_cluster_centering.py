@@ -216,21 +216,61 @@ class ClusterCentering(SameFeaturesTransformer):
 
 
 def nearest_center(X: np.ndarray, centers: np.ndarray) -> np.ndarray:
-    """Index of the nearest centre (Euclidean) of every row of ``X``.
+    """Index of the nearest centre (Euclidean) of every row of ``X``: the argmin of ``|x - c|^2`` by direct differences.
 
     ``|x - c|^2`` is expanded as ``|x|^2 - 2 x.c + |c|^2`` (one matrix product; ``|x|^2`` is the same for
     every centre and left out), on ``X`` and the centres both shifted by the mean of the centres. Unshifted,
     the expansion cancels catastrophically when ``|x|`` is large beside the gaps between centres: with a
     common offset of 1e7 and clusters 0.05 apart, half of the training points went to the wrong cluster.
-    The shift is one subtraction, exact enough (its rounding is common to all rows), and leaves ``|x'|`` of
-    the order of the spread of the centres. Rows go in chunks of about 2**22 values, so memory is bounded.
+    The shift removes a common offset, not a spread: with centres at 0, 1e8·e0 and 1e8·e0 + 0.05·e1,
+    ``|x'|`` is still ~3e7 beside a gap of 0.05. So a row whose best and second-best expanded distances
+    are within the expansion's rounding bound (below) is decided again by direct differences
+    ``x - c`` (float64) to every centre; the other rows keep the expansion's answer, which is then the
+    direct one. Rows go in chunks of about 2**22 values (and the re-decided rows' differences too), so
+    memory is bounded.
     """
     ref = centers.mean(axis=0)
     C = centers - ref
     c2 = (C * C).sum(1)
-    labels = np.empty(X.shape[0], dtype=np.intp)
-    step = max(1, 2**22 // max(X.shape[1], C.shape[0], 1))
-    for start in range(0, X.shape[0], step):
+    n, d = X.shape
+    k = C.shape[0]
+    labels = np.empty(n, dtype=np.intp)
+    step = max(1, 2**22 // max(d, k, 1))
+    for start in range(0, n, step):
         Xs = X[start:start + step] - ref
-        labels[start:start + step] = np.argmin(c2[None, :] - 2.0 * (Xs @ C.T), axis=1)
+        D = c2[None, :] - 2.0 * (Xs @ C.T)
+        labels[start:start + step] = np.argmin(D, axis=1)
+        if k < 2:
+            continue
+        # The rounding bound of one distance, with u the unit roundoff (eps / 2 of the computing dtype) and
+        # gamma_d = d u / (1 - d u) <= 1.01 d u (Higham, Accuracy and Stability of Numerical Algorithms, 3.1 and
+        # 3.5; any summation order, BLAS's too), and S = |x'|^2 + |c'|^2 (2|x'||c'| <= S, |x - c|^2 <= 2S):
+        #   the expansion: fl(x'.c') off by gamma_d |x'||c'|, fl(|c'|^2) by gamma_d |c'|^2, the last subtraction
+        #     by u (|c'|^2 + 2|x'||c'|)                                            -> 2 (gamma_d + 2u) S;
+        #   the shift: x' = fl(x - ref), c' = fl(c - ref) move each entry by u of itself, so the distance by
+        #     2 |x' - c'| u (|x'| + |c'|)                                          -> 4u S;
+        #   the direct differences the answer is measured against: fl(x - c), squared and summed
+        #                                                                          -> 2 (gamma_d + 2u) S.
+        # In all 4 gamma_d + 12u <= (4.04 d + 12) u <= 6 (d + 4) u = c eps with c = 3 (d + 4) (the rest covers
+        # second-order terms), |c'|^2 taken as the largest over the centres. Two centres are ordered alike by the
+        # expansion and directly unless their expanded distances are within twice that: only those rows are
+        # re-decided. Ordinary data have gaps far above it (it is ~1e-12 of S at d = 768): only near-ties.
+        eps = np.finfo(D.dtype).eps
+        bound = 3.0 * (d + 4) * eps * ((Xs * Xs).sum(1) + c2.max())
+        two = np.partition(D, 1, axis=1)[:, :2]
+        close = np.flatnonzero(two[:, 1] - two[:, 0] <= 2.0 * bound)
+        if close.size:
+            labels[start + close] = _nearest_by_differences(X[start + close], centers)
+    return labels
+
+
+def _nearest_by_differences(X: np.ndarray, centers: np.ndarray) -> np.ndarray:
+    """Argmin over ``centers`` of ``sum((x - c)**2)`` in float64, by direct differences; chunks of ~2**22 values."""
+    X = np.asarray(X, dtype=np.float64)
+    centers = np.asarray(centers, dtype=np.float64)
+    labels = np.empty(X.shape[0], dtype=np.intp)
+    step = max(1, 2**22 // max(centers.size, 1))
+    for start in range(0, X.shape[0], step):
+        diff = X[start:start + step, None, :] - centers[None, :, :]
+        labels[start:start + step] = np.argmin(np.einsum("rkd,rkd->rk", diff, diff), axis=1)
     return labels
