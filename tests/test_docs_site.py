@@ -146,3 +146,43 @@ def test_every_command_synopsis_lists_the_packaged_setups():
             assert sorted(listed) == sorted(available_setups(match.group(1))), (page.name, match.group(1))
             found += 1
     assert found >= 3
+
+
+def test_the_experiments_page_names_every_status_run_json_takes():
+    """docs/experiments/index.md says how run.json ends: every status the runner writes is named there."""
+    runner = (REPO / "isotropy" / "experiments" / "_runner.py").read_text()
+    statuses = set(re.findall(r'"status": "(\w+)"', runner)) - {"running"}
+    assert {"finished", "failed", "interrupted"} <= statuses
+    page = " ".join((DOCS / "experiments" / "index.md").read_text().split())
+    sentence = page[page.index("Each run writes `run.json`"):].split(";")[0]
+    for status in statuses:
+        assert status in sentence, (status, sentence)
+
+
+def _random_state_docstrings():
+    """``(module, function, its 'random_state :' line)`` of every function that passes its ``random_state`` to
+    ``check_random_state`` (which takes None, an int, a Generator or a RandomState)."""
+    import ast
+
+    found = []
+    for path in sorted((REPO / "isotropy").rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            calls = [c for c in ast.walk(node) if isinstance(c, ast.Call) and getattr(c.func, "id", None) ==
+                     "check_random_state" and c.args and getattr(c.args[0], "id", None) == "random_state"]
+            lines = [line.strip() for line in (ast.get_docstring(node) or "").splitlines()
+                     if line.strip().startswith("random_state :")]
+            if calls and lines:
+                found.append((path.relative_to(REPO).as_posix(), node.name, lines[0]))
+    return found
+
+
+def test_every_random_state_docstring_lists_what_check_random_state_takes():
+    """The shared error message says "None, an int, a numpy Generator or a numpy RandomState": so do the docs."""
+    found = _random_state_docstrings()
+    names = {name for _, name, _ in found}
+    assert {"inter_type_cosine", "intra_type_cosine", "extract_token_embeddings"} <= names, names
+    for path, name, line in found:
+        assert all(word in line for word in ("None", "int", "Generator", "RandomState")), (path, name, line)

@@ -173,8 +173,9 @@ def inter_type_cosine(X, groups, *, type_vector="instance", random_state=None):
     type_vector : {"instance", "mean"}, default="instance"
         How a type is represented: ``"instance"`` draws one random instance of each type, as
         Cai et al. do; ``"mean"`` uses the mean of the type's instances (deterministic).
-    random_state : None, int or numpy.random.Generator, default=None
-        Seeds the draw of instances for ``type_vector="instance"``.
+    random_state : None, int, numpy.random.Generator or numpy.random.RandomState, default=None
+        Seeds the draw of instances for ``type_vector="instance"`` (a RandomState seeds a Generator
+        with one draw of it).
 
     Returns
     -------
@@ -235,8 +236,8 @@ def intra_type_cosine(X, groups, *, max_instances=None, random_state=None):
         at least one type must have 2 or more instances.
     max_instances : int >= 2 or None, default=None
         Use at most this many randomly drawn instances of each type (``None``: all of them).
-    random_state : None, int or numpy.random.Generator, default=None
-        Seeds the draw for ``max_instances``.
+    random_state : None, int, numpy.random.Generator or numpy.random.RandomState, default=None
+        Seeds the draw for ``max_instances`` (a RandomState seeds a Generator with one draw of it).
 
     Returns
     -------

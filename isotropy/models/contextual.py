@@ -217,7 +217,8 @@ def extract_token_embeddings(lines, *, model: str = "all-MiniLM-L6-v2", layers="
         Word types never kept (e.g. ``"<unk>"``); they still serve as context.
     shuffle : bool, default=False
         Visit lines in a random order (``random_state``) when selecting tokens under the caps.
-    random_state : None, int or Generator
+    random_state : None, int, numpy.random.Generator or numpy.random.RandomState, default=None
+        Seeds the order of ``shuffle`` (a RandomState seeds a Generator with one draw of it).
     max_length : int, default=128
         Window length in pieces, special tokens included; longer lines are cut into windows of
         whole words.
