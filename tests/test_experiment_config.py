@@ -499,3 +499,21 @@ def test_a_list_item_error_names_the_choices_of_one_item(name, item, expected):
     with pytest.raises(ValueError, match=expected) as info:
         load_experiment(name).config(sets=[item])
     assert "list" not in str(info.value), str(info.value)
+
+
+def test_the_python_tag_refusal_is_worded_once():
+    """Why a !!python/... tag is refused is one sentence (_yaml.PYTHON_TAG_REFUSAL), in the YAML error and the config's."""
+    import yaml
+
+    from isotropy.experiments._config import ConfigError, parse_yaml_value
+    from isotropy.experiments._yaml import PYTHON_TAG_REFUSAL, PythonTagError, safe_load
+
+    sources = "".join(path.read_text() for path in (Path(__file__).parent.parent / "isotropy").rglob("*.py"))
+    assert sources.count("refused by design (a safe loader: a config runs") == 1
+    tag = "!!python/object/apply:os.system"
+    with pytest.raises(PythonTagError) as info:
+        safe_load(f"x: {tag} ['true']")
+    assert isinstance(info.value, yaml.YAMLError) and str(info.value.problem).endswith(PYTHON_TAG_REFUSAL)
+    with pytest.raises(ConfigError) as config_info:
+        parse_yaml_value(f"{tag} ['true']", where="--set x")
+    assert str(config_info.value).endswith(f"which constructs a Python object: {PYTHON_TAG_REFUSAL}.")

@@ -126,9 +126,11 @@ def parse_yaml_value(text: str, *, where: str) -> Any:
 
 def _python_tag_refusal(exc) -> str:
     """``uses the tag ... at line L, column C, which ...``: valid YAML refused by design, not a syntax error."""
+    from isotropy.experiments._yaml import PYTHON_TAG_REFUSAL
+
     mark = exc.problem_mark
     return (f"uses the tag {exc.tag} at line {mark.line + 1}, column {mark.column + 1}, which constructs a Python "
-            f"object: tags that construct Python objects are refused by design (a safe loader: a config runs no code)")
+            f"object: {PYTHON_TAG_REFUSAL}")
 
 
 def _yaml_reason(exc) -> str:

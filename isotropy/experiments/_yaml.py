@@ -35,12 +35,15 @@ import yaml
 from yaml.constructor import ConstructorError
 from yaml.nodes import MappingNode, SequenceNode
 
-__all__ = ["EXCERPT", "MAX_DEPTH", "MAX_NODES", "PythonTagError", "UnsafeYAMLError", "safe_load"]
+__all__ = ["EXCERPT", "MAX_DEPTH", "MAX_NODES", "PYTHON_TAG_REFUSAL", "PythonTagError", "UnsafeYAMLError", "safe_load"]
 
 MAX_NODES = 100_000  # values in the document once every alias is expanded
 MAX_BYTES = 2**20  # a config file: the packaged ones are a few kilobytes
 MAX_DEPTH = 64  # nested sequences and mappings
 EXCERPT = 40  # characters of a value quoted in a message
+# why a !!python/... tag is refused: the one wording, in this module's message and in the config's
+PYTHON_TAG_REFUSAL = ("tags that construct Python objects are refused by design (a safe loader: a config runs "
+                      "no code)")
 
 _EXPONENT_FLOAT = re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$")
 
@@ -60,8 +63,7 @@ class PythonTagError(UnsafeYAMLError):
 
     def __init__(self, tag: str, mark=None):
         self.tag = excerpt(tag)
-        super().__init__(f"the tag {self.tag} constructs a Python object; tags that construct Python objects are "
-                         f"refused by design (a safe loader: a config runs no code)", mark)
+        super().__init__(f"the tag {self.tag} constructs a Python object; {PYTHON_TAG_REFUSAL}", mark)
 
 
 def excerpt(text: str, limit: int = EXCERPT) -> str:
