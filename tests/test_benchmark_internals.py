@@ -1,0 +1,36 @@
+"""The private kernels the benchmarks time run as the benchmarks call them.
+
+``benchmarks/`` is not run by the test suite (minutes per script), but some benchmarks time the
+package's private tile kernels directly; a change of their signatures broke ``bench_dask.py`` without a
+failing test. Here the benchmark's own tile-timing function runs on a small array.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+
+
+def _load(name, monkeypatch):
+    monkeypatch.setattr(sys, "path", [str(BENCHMARKS), *sys.path])  # the scripts import their _common
+    spec = importlib.util.spec_from_file_location(f"_bench_{name}", BENCHMARKS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_bench_dask_times_the_tiles_of_every_computation(monkeypatch):
+    bench = _load("bench_dask", monkeypatch)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(96, 8)).astype(np.float32)
+    labels = rng.integers(0, 3, 96)
+    costs = bench._tile_costs(X, labels, {"silhouette": 32, "knn": 32, "mle": 32}, repeats=1)
+    expected = {(name, 32) for name in ("floor", "silhouette", "silhouette_diagonal", "silhouette_memory", "knn",
+                                        "knn_diagonal", "knn_memory", "mle", "mle_diagonal", "mle_memory")}
+    assert expected <= set(costs) and all(costs[key] >= 0 for key in expected)
+    assert set(costs["loops"]) == {10, 20}
