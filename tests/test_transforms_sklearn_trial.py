@@ -287,3 +287,18 @@ def test_nearest_centre_keeps_the_expansions_labels_where_no_row_is_near_a_tie()
     with mock.patch.object(_cluster_centering, "_nearest_by_differences", side_effect=AssertionError("called")):
         labels = _cluster_centering.nearest_center(X, centers)
     np.testing.assert_array_equal(labels, _brute_force_nearest(X, centers))
+
+
+def test_a_tensor_through_a_transform_has_no_autograd_history_and_the_in_batch_module_does():
+    """As docs/api/transforms.md says: the transforms run in numpy; InBatchClusterIsotropy is differentiable."""
+    import torch
+
+    from isotropy.training import InBatchClusterIsotropy
+    from isotropy.transforms import AllButTheTop
+
+    H = torch.randn(40, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(0), requires_grad=True)
+    out = AllButTheTop(n_components=1).fit_transform(H)
+    assert isinstance(out, torch.Tensor) and not out.requires_grad and out.grad_fn is None
+    moved = InBatchClusterIsotropy(n_clusters=2, n_components=1)(H)
+    moved.pow(2).sum().backward()
+    assert H.grad is not None and torch.isfinite(H.grad).all() and H.grad.abs().sum() > 0
