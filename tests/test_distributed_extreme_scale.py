@@ -171,3 +171,19 @@ def test_dask_cosine_duplicates_at_extreme_scale_are_found_as_in_memory(blobs, e
     with pytest.warns(UserWarning, match="25 duplicate rows"):
         got = isotropy.twonn_dimension(da.from_array(np.ldexp(X, exponent), chunks=70), metric="cosine")
     assert got == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("name, kwargs", [("twonn_dimension", {}), ("mle_dimension", {"n_neighbors": 5})])
+def test_rows_equal_only_at_unit_scale_are_duplicates_on_dask_as_in_memory(name, kwargs):
+    """Near 2**900 a row of 2**-140 has entries that are subnormal at unit scale: two rows one ulp apart there are
+    one point in memory, and on dask (the scale-free hashes told them apart, and the search met distance 0)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3)) * 2.0**900
+    X[1] = rng.normal(size=3) * 2.0**-140
+    X[2] = X[1]
+    X[2, 1] = np.nextafter(X[2, 1], 1.0)
+    with pytest.warns(UserWarning, match="1 duplicate rows"):
+        expected = getattr(isotropy, name)(X, **kwargs)
+    with pytest.warns(UserWarning, match="1 duplicate rows"):
+        got = getattr(isotropy, name)(da.from_array(X, chunks=10), **kwargs)
+    assert got == pytest.approx(expected, rel=1e-12)

@@ -193,17 +193,22 @@ def silhouette_score(X, labels, *, metric="euclidean", sample_size=None, random_
 # ---------------------------------------------------------------------------------------------- centroids
 def _centroid_terms(block, ids, n_clusters):
     """``(sizes, sums, f, top)`` of one block: its cluster sizes, and its per-cluster row sums (float64) times
-    ``2**-f``, where ``top = max|x|`` of the block is ``m·2**f`` (0.5 <= m < 1; ``f`` None for a block of zeros).
+    ``2**-f``, where ``top = max|x|`` of the block is ``m·2**f`` (0.5 <= m < 1), or ``f = 0`` for a block at a
+    scale where float64 sums are safe (the rows summed as they are), ``f`` None for a block of zeros.
 
     Each block is brought to its own scale, not to the whole array's, so that no task of this pass waits for
     every block's maximum (the blocks stream through it, one or a few held at a time); :func:`_merge_scaled`
     brings the sums to a common power of two, exactly, and the client to the whole array's unit scale.
     """
+    from isotropy._utils.magnitude import safe_exponent_range
+
     B = np.asarray(block, dtype=np.float64)
-    top = float(np.abs(B).max()) if B.size else 0.0
+    top = max(-float(B.min()), float(B.max())) if B.size else 0.0  # no |B| temporary
     f = math.frexp(top)[1] if top > 0 else None
+    if f is not None and abs(f) <= safe_exponent_range(B):
+        f = 0  # float64 sums of such values neither overflow nor underflow: summed as they are, no scaled copy
     sums = np.zeros((n_clusters, B.shape[1]))
-    np.add.at(sums, ids, B if f is None else np.ldexp(B, -f))
+    np.add.at(sums, ids, B if not f else np.ldexp(B, -f))
     return np.bincount(ids, minlength=n_clusters).astype(np.float64), sums, f, top
 
 
@@ -212,7 +217,11 @@ def _merge_scaled(a, b):
     if a[2] is None or b[2] is None:
         return a[0] + b[0], a[1] + b[1], a[2] if b[2] is None else b[2], max(a[3], b[3])
     f = max(a[2], b[2])
-    return a[0] + b[0], np.ldexp(a[1], a[2] - f) + np.ldexp(b[1], b[2] - f), f, max(a[3], b[3])
+    return a[0] + b[0], _times(a[1], a[2] - f) + _times(b[1], b[2] - f), f, max(a[3], b[3])
+
+
+def _times(sums, shift):
+    return np.ldexp(sums, shift) if shift else sums
 
 
 def _merge_pairs(a, b):

@@ -19,7 +19,7 @@ from typing import NamedTuple
 import numpy as np
 
 from isotropy._utils.magnitude import rows_at_unit_scale
-from isotropy.distributed._graph import at_unit_scale, compute, unit_blocks
+from isotropy.distributed._graph import at_unit_scale, compute, finite_blocks, unit_blocks
 
 __all__ = ["Distinct", "distinct_rows"]
 
@@ -53,16 +53,31 @@ def _row_hashes(block, metric, caller):
 def _scale_free_row_hashes(block, metric, caller):
     """:func:`_row_hashes` of representations that do not depend on the array's scale, so that no hash waits for it.
 
-    Euclidean: the rows as they are (times a power of two, equal rows stay equal and distinct ones distinct).
-    Cosine: each row first brought to unit scale by its own power of two (exact), then normalised: the same
-    bits as the row at the whole array's unit scale, normalised, where its norm neither overflows nor
-    underflows. Were the hashes taken at the array's unit scale, every hash task would wait for the exponent,
-    that is for every block, and all the blocks would be held in memory at once instead of streamed.
+    Euclidean: the rows as they are. Cosine: each row normalised, a row whose squared norm would over- or
+    underflow first brought to unit scale by its own power of two (exact). Were the hashes taken at the
+    array's unit scale, every hash task would wait for its exponent, that is for every block, and all the
+    blocks would be held in memory at once instead of streamed. Times ``2**-e`` with ``e <= 0`` (data not
+    rescaled, or scaled up), equal rows stay equal and distinct ones distinct, and a normalised row has the
+    same bits at any power of two, so these hashes are those of the unit-scale rows; for ``e > 0`` (data
+    beyond ``2**100``) entries far below the largest can become subnormal, and :func:`distinct_rows` hashes
+    at unit scale instead.
     """
     B = np.asarray(block)
     if metric == "cosine" and B.size and B.dtype.kind == "f":
-        B = rows_at_unit_scale(B)
+        from isotropy._kernels.rows import norm_range
+
+        lo, hi = norm_range(np.finfo(np.float64))
+        sq = np.einsum("ij,ij->i", B, B, dtype=np.float64)
+        odd = np.flatnonzero(~((sq > lo) & (sq < hi)))  # also 0 (refused as a zero row) and inf
+        if odd.size:
+            B = B.copy()
+            B[odd] = rows_at_unit_scale(B[odd])
     return _row_hashes(B, metric, caller)
+
+
+def _unit_row_hashes(block, metric, caller, exponent):
+    """:func:`_row_hashes` of the block at unit scale (times ``2**-exponent``)."""
+    return _row_hashes(at_unit_scale(block, exponent), metric, caller)
 
 
 def distinct_rows(X, *, n_neighbors, metric, caller, stacklevel=4):
@@ -80,6 +95,9 @@ def distinct_rows(X, *, n_neighbors, metric, caller, stacklevel=4):
     # the unit scale's exponent computed with the hashes: its block maxima come from the tasks that check the
     # blocks for NaN/inf, so the shards are read once for both; no hash task takes the exponent (the blocks stream)
     *parts, exponent = compute(*[hash_block(b, metric, caller) for b in blocks], exponent)
+    if exponent > 0:  # scaled down: an entry can become subnormal and two distinct rows equal, as in memory
+        unit_hash = delayed(_unit_row_hashes, pure=True)
+        parts = compute(*[unit_hash(b, metric, caller, exponent) for b in finite_blocks(X, caller)])
     hashes = np.concatenate(parts)
     n = hashes.shape[0]
     order = np.argsort(hashes, kind="stable")
