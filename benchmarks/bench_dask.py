@@ -104,12 +104,12 @@ def _tile_costs(X, labels, rows, repeats=3):
         names = [name for name, size in rows.items() if size == b]
         if "silhouette" in names:
             mean = X[: 2 * b].mean(axis=0, dtype=np.float64)
-            P = _silhouette_block(A, labels[:b], "euclidean", mean)
-            Q = _silhouette_block(B, labels[b:2 * b], "euclidean", mean)
+            P = _silhouette_block(A, labels[:b], "euclidean", mean, 0)  # exponent 0: data at unit scale
+            Q = _silhouette_block(B, labels[b:2 * b], "euclidean", mean, 0)
             calls += [(("silhouette", b), lambda P=P, Q=Q: _silhouette_tile(P, Q, "euclidean", n_clusters)),
                       (("silhouette_diagonal", b), lambda P=P: _silhouette_tile(P, None, "euclidean", n_clusters)),
                       (("silhouette_memory", b), lambda b=b: silhouette_samples(X[:2 * b], labels[:2 * b]))]
-        kp, kq = _knn_block(A, "euclidean", "bench"), _knn_block(B, "euclidean", "bench")
+        kp, kq = _knn_block(A, "euclidean", "bench", 0), _knn_block(B, "euclidean", "bench", 0)
         for name, k in (("knn", 10), ("mle", 20)):
             if name in names:
                 calls += [((name, b), lambda kp=kp, kq=kq, b=b, k=k: _knn_tile(kp, kq, 0, b, k, n, "bench")),

@@ -180,7 +180,7 @@ def test_a_tile_runs_in_the_thread_dask_gives_it(monkeypatch):
     monkeypatch.setattr(silhouette, "_threads", no_threads)
     X = np.random.default_rng(5).normal(size=(9000, 6))
     n_p = 4500  # 9,000 points: more than one worker's worth (_ONE_WORKER) outside a tile
-    parts = (_knn_block(X[:n_p], "euclidean", "t"), _knn_block(X[n_p:], "euclidean", "t"))
+    parts = (_knn_block(X[:n_p], "euclidean", "t", 0), _knn_block(X[n_p:], "euclidean", "t", 0))
     with threadpool_limits(limits=1, user_api="blas"):
         (sq_p, ind_p), (_sq_q, ind_q) = _knn_tile(*parts, 0, n_p, 3, 9000, "t")
         assert not getattr(silhouette._CALLING_THREAD, "only", False)  # restored on the way out

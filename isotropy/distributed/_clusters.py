@@ -68,7 +68,7 @@ def _centre(X, blocks, metric, exponent):
 
 
 # ---------------------------------------------------------------------------------------------- silhouette
-def _silhouette_block(block, ids, metric, mean, exponent=0):
+def _silhouette_block(block, ids, metric, mean, exponent):
     """Row block ready for the kernel: augmented rows (at unit scale) sorted by cluster, dense local cluster ids."""
     from isotropy._kernels.silhouette import _augmented_numpy
 

@@ -42,7 +42,7 @@ __all__ = ["kneighbors", "local_mle_dimension", "mle_dimension", "twonn_dimensio
 _METRICS = ("euclidean", "cosine")
 
 
-def _knn_block(block, metric, caller, exponent=0):
+def _knn_block(block, metric, caller, exponent):
     from isotropy._kernels.neighbors import _prepare
 
     return _prepare(at_unit_scale(block, exponent), metric, caller)
