@@ -302,3 +302,28 @@ def test_a_tensor_through_a_transform_has_no_autograd_history_and_the_in_batch_m
     moved = InBatchClusterIsotropy(n_clusters=2, n_components=1)(H)
     moved.pow(2).sum().backward()
     assert H.grad is not None and torch.isfinite(H.grad).all() and H.grad.abs().sum() > 0
+
+
+def _brute_force_nearest_in_chunks(X, centers, rows=500):
+    return np.concatenate([_brute_force_nearest(X[s:s + rows], centers) for s in range(0, X.shape[0], rows)])
+
+
+def test_nearest_centre_works_in_small_chunks_without_full_size_temporaries():
+    """12,000 x 384 rows, 27 centres: the rows are shifted into one reused buffer of ~2**16 values, the squared
+    norms come from einsum and the runner-up from a min, so no temporary of the rows' size (or of a 2**22-value
+    chunk: 32 MiB) is made. The peak stays below 4 MiB (66 MiB before); labels are the brute-force ones."""
+    import tracemalloc
+
+    from isotropy.transforms._cluster_centering import nearest_center
+
+    rng = np.random.default_rng(5)
+    X, centers = rng.normal(size=(12_000, 384)), rng.normal(size=(27, 384))
+    nearest_center(X[:10], centers)  # imports and caches outside the measurement
+    tracemalloc.start()
+    try:
+        labels = nearest_center(X, centers)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 * 2**20, peak
+    np.testing.assert_array_equal(labels, _brute_force_nearest_in_chunks(X, centers))
