@@ -225,5 +225,22 @@ def test_tensorboard_runs_in_several_folders_warn_and_one_folder_does_not(tmp_pa
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert _as_dict(read_geometry_log(tmp_path / "run_a")) == {("x", 0, 1): 0.25, ("x", 0, 2): 0.5}
-    with pytest.warns(UserWarning, match=r"2 TensorBoard logs under .*\(run_a, run_b\) are read as one run"):
+    with pytest.warns(UserWarning, match=r"2 TensorBoard logs under .*\(run_a, run_b\) are read as one run, in "
+                                         r"the order their event files were written"):
         assert _as_dict(read_geometry_log(tmp_path)) == {("x", 0, 1): 0.25, ("x", 0, 2): 0.5, ("x", 0, 3): 0.75}
+
+
+def test_tensorboard_runs_are_read_in_the_order_they_were_written(tmp_path):
+    """Hugging Face names run folders runs/Dec01_..., runs/Nov30_...: by name, December's run came first and
+    November's value won at a shared step. The event files' creation times (in their names) order them."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    for folder, written, value in (("runs/Nov30_host", 1_700_000_000, 0.25), ("runs/Dec01_host", 1_701_000_000, 0.5)):
+        with SummaryWriter(str(tmp_path / folder)) as writer:
+            writer.add_scalar("geometry/x/layer_0", value, 2)
+        (event,) = (tmp_path / folder).glob("events.out.tfevents.*")
+        parts = event.name.split(".")
+        event.rename(event.with_name(".".join([*parts[:3], str(written), *parts[4:]])))
+    with pytest.warns(UserWarning, match="2 TensorBoard logs"):
+        frame = read_geometry_log(tmp_path)
+    assert _as_dict(frame) == {("x", 0, 2): 0.5}  # the later run's value

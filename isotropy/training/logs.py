@@ -39,7 +39,8 @@ def find_geometry_logs(path: str | os.PathLike) -> list[Path]:
 
     The first kind found wins, in the order ``trainer_state.json`` (the top-level one, else the
     latest ``checkpoint-*``: it holds the whole history so far), ``metrics.csv`` (every
-    Lightning version, in version order: version_10 after version_9), TensorBoard event files.
+    Lightning version, in version order: version_10 after version_9), TensorBoard event files (in the order
+    they were written).
     """
     path = Path(path).expanduser()
     if path.is_file():
@@ -55,8 +56,8 @@ def find_geometry_logs(path: str | os.PathLike) -> list[Path]:
                     else -1)
     if states:
         return [states[-1]]
-    for pattern in ("**/metrics.csv", "**/events.out.tfevents.*"):
-        found = sorted((p for p in path.glob(pattern) if p.is_file()), key=_natural_key)
+    for pattern, order in (("**/metrics.csv", _natural_key), ("**/events.out.tfevents.*", _written_at)):
+        found = sorted((p for p in path.glob(pattern) if p.is_file()), key=order)
         if found:
             return found
     raise IsotropyValueError(f"The directory {str(path)!r} holds no training log: expected trainer_state.json "
@@ -71,17 +72,27 @@ def _natural_key(path: Path) -> tuple:
                  for part in path.parts)
 
 
+def _written_at(path: Path) -> tuple:
+    """A TensorBoard event file's creation time, from its name (``events.out.tfevents.<unix time>.<host>...``), then
+    its path: run folders in the order they were written (Hugging Face's ``runs/Dec01_...`` sort by month name)."""
+    parts = path.name.split(".")
+    stamp = int(parts[3]) if len(parts) > 3 and parts[3].isdigit() and len(parts[3]) < 20 else -1
+    return stamp, _natural_key(path)
+
+
 def _several_runs_warning(path, files: list[Path]) -> str | None:
     """The warning for logs in several folders under ``path`` (Lightning versions, TensorBoard runs), read as one
     run; ``None`` for one folder (several event files in one folder are one run, restarted)."""
     folders = list(dict.fromkeys(f.parent for f in files))
     if len(folders) < 2:
         return None
-    kind = "Lightning" if files[0].suffix == ".csv" else "TensorBoard"
+    lightning = files[0].suffix == ".csv"
+    kind, order = (("Lightning", "version order (version_10 after version_9)") if lightning
+                   else ("TensorBoard", "the order their event files were written"))
     shown = ", ".join(str(f.relative_to(path)) for f in folders[:3]) + (", ..." if len(folders) > 3 else "")
     return (f"read_geometry_log: {len(folders)} {kind} logs under {str(path)!r} ({shown}) are read as one run, in "
-            f"folder order (version_10 after version_9), a later folder's value replacing an earlier one's at the "
-            f"same step (a resumed Lightning run logs into a new version); name one folder to read that run alone.")
+            f"{order}, a later log's value replacing an earlier one's at the same step (a resumed run logs into a "
+            f"new folder); name one folder to read that run alone.")
 
 
 def _rows_trainer_state(file: Path, pattern):
