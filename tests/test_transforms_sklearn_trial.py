@@ -327,3 +327,19 @@ def test_nearest_centre_works_in_small_chunks_without_full_size_temporaries():
         tracemalloc.stop()
     assert peak < 4 * 2**20, peak
     np.testing.assert_array_equal(labels, _brute_force_nearest_in_chunks(X, centers))
+
+
+@pytest.mark.parametrize("rows_dtype", [np.float64, np.float32])
+def test_nearest_centre_with_float32_centres_is_the_brute_force_float64_one(rows_dtype):
+    """float32 centres 1e5 from the origin, two of them 8 apart, rows near their bisector: the shift, products and
+    squared norms were computed in float32 while the rounding bound took float64's eps, so rows near the tie were
+    not re-decided (49.6% agreed). Everything is float64 now."""
+    from isotropy.transforms._cluster_centering import nearest_center
+
+    rng = np.random.default_rng(0)
+    C = (rng.normal(size=(3, 8)) * 1e5).astype(np.float32)
+    C[1] = C[0] + np.float32(8.0)
+    X = ((C[0].astype(float) + C[1]) / 2 + rng.normal(size=(1000, 8)) * 0.5).astype(rows_dtype)
+    expected = _brute_force_nearest(X.astype(float), C.astype(float))
+    assert 300 < (expected == 0).sum() < 700  # both sides of the bisector are hit
+    np.testing.assert_array_equal(nearest_center(X, C), expected)
