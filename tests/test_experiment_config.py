@@ -517,3 +517,11 @@ def test_the_python_tag_refusal_is_worded_once():
     with pytest.raises(ConfigError) as config_info:
         parse_yaml_value(f"{tag} ['true']", where="--set x")
     assert str(config_info.value).endswith(f"which constructs a Python object: {PYTHON_TAG_REFUSAL}.")
+
+
+def test_a_bare_table_name_of_a_method_is_told_to_be_a_list():
+    """'Mean + PCA' is a valid item (the table's name): alone, it is told to be written as a list, not corrected."""
+    with pytest.raises(ValueError, match=r"Got 'Mean \+ PCA' instead\. Write a list: methods=\[Mean \+ PCA\]"):
+        load_experiment("frozen-classification").config(sets=["methods=Mean + PCA"])
+    with pytest.raises(ValueError, match=r"Got 'Mean \+ PCX' instead\. Did you mean 'Mean \+ PCA'\?"):
+        load_experiment("frozen-classification").config(sets=["methods=[baseline, Mean + PCX]"])

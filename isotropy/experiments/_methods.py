@@ -56,7 +56,10 @@ def method_list(methods: Sequence[str], *, min_length: int = 1):
             raise ValueError("distinct")
         return names
 
-    choices = [k for k in METHOD_NAMES if k in recorded] + [m for m in methods if m not in METHOD_NAMES]
+    # the short names, then the recorded ones ('Mean + PCA'): a bare name of either kind where the list belongs is
+    # told to be written as a list (_config._format_errors), and a misspelt one gets the closest
+    keys = [k for k in METHOD_NAMES if k in recorded]
+    choices = list(dict.fromkeys([*keys, *(METHOD_NAMES[k] for k in keys), *(m for m in methods if m not in METHOD_NAMES)]))
     return Annotated[list[Literal[tuple(methods)]], BeforeValidator(recorded_names),
                      expects(f"{text} (or the table's names, such as 'Mean + PCA')", choices=choices,
                              min_length=min_length)]
