@@ -343,3 +343,38 @@ def test_nearest_centre_with_float32_centres_is_the_brute_force_float64_one(rows
     expected = _brute_force_nearest(X.astype(float), C.astype(float))
     assert 300 < (expected == 0).sum() < 700  # both sides of the bisector are hit
     np.testing.assert_array_equal(nearest_center(X, C), expected)
+
+
+@pytest.mark.parametrize("exponent", [540, -540, 1000, -1000])
+def test_nearest_centre_far_from_unit_scale_gives_the_unit_scale_labels(exponent):
+    """Rows and centres times 2**±540 or 2**±1000: squares overflowed to inf (every row then went to the direct
+    differences, which overflowed too) or underflowed to 0 (centres [0, 0] and [1, 0], rows [.9, 0] and [.1, 0]
+    times 2**-540 were labelled [0, 0]). Both are brought to unit scale by one power of two first."""
+    from isotropy.transforms._cluster_centering import nearest_center
+
+    C, X = np.array([[0.0, 0.0], [1.0, 0.0]]), np.array([[0.9, 0.0], [0.1, 0.0]])
+    np.testing.assert_array_equal(nearest_center(np.ldexp(X, exponent), np.ldexp(C, exponent)), [1, 0])
+    rng = np.random.default_rng(1)
+    centers = rng.normal(size=(5, 16))
+    X = np.vstack([centers[rng.integers(0, 5, 300)] + 0.3 * rng.normal(size=(300, 16)),
+                   (centers[0] + centers[1]) / 2 + 1e-6 * rng.normal(size=(20, 16))])  # some near a tie
+    expected = nearest_center(X, centers)
+    np.testing.assert_array_equal(expected, _brute_force_nearest(X, centers))
+    assert np.unique(expected).size == 5
+    np.testing.assert_array_equal(nearest_center(np.ldexp(X, exponent), np.ldexp(centers, exponent)), expected)
+
+
+def test_nearest_centre_with_rows_far_above_centres_at_unit_scale_is_the_rescaled_one():
+    """Centres at unit scale, rows near 2**1024: the products x'.c overflow (to -inf, inf and NaN, which argmin
+    took: label 1). The chunk is computed again with rows and centres times 2**-1024, where the centres are
+    negligible beside the rows: every distance ties, index 0."""
+    import warnings
+
+    from isotropy.transforms._cluster_centering import nearest_center
+
+    centers = np.array([[0.0, 0.0], [4.0, 4.0], [4.0, -4.0]])
+    X = np.array([[1.5 * 2.0**1023, 1.5 * 2.0**1023], [1.5 * 2.0**1023, 0.0]])
+    scaled = np.ldexp(X, -1024), np.ldexp(centers, -1024)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow on the way
+        np.testing.assert_array_equal(nearest_center(X, centers), _brute_force_nearest(*scaled))
