@@ -378,3 +378,25 @@ def test_nearest_centre_with_rows_far_above_centres_at_unit_scale_is_the_rescale
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no overflow on the way
         np.testing.assert_array_equal(nearest_center(X, centers), _brute_force_nearest(*scaled))
+
+
+def test_nearest_centre_with_duplicated_centres_is_the_brute_force_one_without_the_direct_path():
+    """A duplicated centre ties exactly with its copy (a gap of 0), which sent every row to the direct differences.
+    The search is among the distinct centres; a label is the smallest index of its centre, as the argmin's."""
+    from unittest import mock
+
+    from isotropy.transforms import _cluster_centering
+
+    X, _ = make_blobs(3000, centers=6, n_features=32, cluster_std=1.0, random_state=4)
+    centers = KMeans(n_clusters=6, n_init=1, random_state=0).fit(X).cluster_centers_
+    centers = np.vstack([centers, centers[1], centers[4], centers[1]])  # copies after the originals
+    centers[[0, 6]] = centers[[6, 0]]  # and one before: indices 0, 1 and 8 hold one centre, 4 and 7 another
+    expected = _brute_force_nearest(X, centers)
+    assert set(np.unique(expected)) == {0, 2, 3, 4, 5, 6}  # the smallest index of every distinct centre
+    with mock.patch.object(_cluster_centering, "_nearest_by_differences", side_effect=AssertionError("called")):
+        labels = _cluster_centering.nearest_center(X, centers)
+    assert labels.dtype == np.intp
+    np.testing.assert_array_equal(labels, expected)
+    # rows near a tie between distinct centres still go to the direct differences, and agree with brute force
+    near = (centers[2] + centers[3]) / 2 + 1e-9 * np.random.default_rng(0).normal(size=(40, 32))
+    np.testing.assert_array_equal(_cluster_centering.nearest_center(near, centers), _brute_force_nearest(near, centers))

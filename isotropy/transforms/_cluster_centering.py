@@ -234,6 +234,14 @@ def nearest_center(X: np.ndarray, centers: np.ndarray) -> np.ndarray:
     # all in float64: centres of lower precision would otherwise set the dtype of the shift and the products
     # while the bound below takes float64's eps (float32 centres: half the rows near a tie went astray)
     centers = np.asarray(centers, dtype=np.float64)
+    if centers.shape[0] > 1:
+        # Duplicated centres (K-means on fewer distinct points than clusters) tie exactly, a gap of 0 that sent
+        # every row to the direct differences: the search is among the distinct centres, in the order of their
+        # first occurrence, and a label is the smallest index of its centre (as an argmin over all breaks ties).
+        distinct, first = np.unique(centers, axis=0, return_index=True)
+        if distinct.shape[0] < centers.shape[0]:
+            order = np.argsort(first)
+            return first[order][nearest_center(X, distinct[order])].astype(np.intp, copy=False)
     n, d = X.shape
     k = centers.shape[0]
     labels = np.empty(n, dtype=np.intp)
