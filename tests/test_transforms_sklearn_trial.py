@@ -400,3 +400,17 @@ def test_nearest_centre_with_duplicated_centres_is_the_brute_force_one_without_t
     # rows near a tie between distinct centres still go to the direct differences, and agree with brute force
     near = (centers[2] + centers[3]) / 2 + 1e-9 * np.random.default_rng(0).normal(size=(40, 32))
     np.testing.assert_array_equal(_cluster_centering.nearest_center(near, centers), _brute_force_nearest(near, centers))
+
+
+@pytest.mark.parametrize("documented", [all_but_the_top, AllButTheTop])
+def test_all_but_the_top_docstrings_say_how_n_components_is_capped_and_refused(documented):
+    """Both docstrings give the cap of "auto" at n_samples - 1 (with a warning) and the refusal of a larger int,
+    as the code does (they said only D = max(1, round(n_features/100)))."""
+    doc = " ".join(documented.__doc__.split())
+    assert "capped at ``n_samples - 1``" in doc and "with a warning" in doc
+    assert "above ``min(n_samples - 1, n_features)`` is refused" in doc
+    X = np.random.default_rng(0).normal(size=(3, 500))  # "auto" would be 5 directions; 3 rows span 2
+    with pytest.warns(UserWarning, match="removing 2"):
+        assert AllButTheTop().fit(X).n_components_ == 2
+    with pytest.raises(ValueError, match="at most min"):
+        all_but_the_top(X, n_components=3)

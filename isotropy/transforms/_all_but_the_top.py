@@ -73,7 +73,9 @@ def all_but_the_top(X, *, n_components="auto"):
     n_components : int or "auto", default="auto"
         Number D of dominant directions removed. ``"auto"`` is Mu & Viswanath's rule of thumb
         ``D = max(1, round(n_features / 100))`` (3 for 300-d GloVe, 4 for 384-d MiniLM, 8 for 768-d
-        BERT). ``0`` is plain centring.
+        BERT), capped at ``n_samples - 1`` with a warning: n centred rows span at most n - 1 directions,
+        and a direction past them is round-off. An int above ``min(n_samples - 1, n_features)`` is
+        refused (``ValueError``). ``0`` is plain centring.
 
     Returns
     -------
@@ -108,7 +110,9 @@ def all_but_the_top(X, *, n_components="auto"):
 class AllButTheTop(SameFeaturesTransformer):
     """All-But-The-Top as a scikit-learn transformer (Mu & Viswanath, 2018).
 
-    See :func:`all_but_the_top` for the parameter, formula and reference.
+    See :func:`all_but_the_top` for the parameter, formula and reference. ``n_components="auto"``
+    (``max(1, round(n_features / 100))``) is capped at ``n_samples - 1`` of the fitting data with a
+    warning; an int above ``min(n_samples - 1, n_features)`` is refused by ``fit`` (``ValueError``).
 
     Attributes
     ----------
@@ -116,7 +120,7 @@ class AllButTheTop(SameFeaturesTransformer):
     components_ : ndarray of shape (n_components_, n_features)
         The removed principal directions (orthonormal rows, largest variance first).
     n_components_ : int
-        D, after resolving ``"auto"``.
+        D, after resolving ``"auto"`` (and capping it at ``n_samples - 1``).
     n_features_in_ : int
 
     Examples
