@@ -1,4 +1,5 @@
-"""Whitening at extreme scales: exact where the result is representable, a one-line refusal where it is not.
+"""Whitening and the clustering transforms at extreme scales: exact where the result is representable, a one-line
+refusal where it is not.
 
 Whitening is scale-covariant (the whitening matrix of c·X is W/c): ``whiten`` returns unit-scale data at
 any scale of X; ``Whitening`` also stores the variances (|x|**2), which float64 holds only for |x|
@@ -13,7 +14,14 @@ import numpy as np
 import pytest
 
 from isotropy import IsotropyValueError
-from isotropy.transforms import Whitening, whiten
+from isotropy.transforms import (
+    ClusterCentering,
+    ClusterIsotropy,
+    Whitening,
+    cluster_center,
+    cluster_isotropy,
+    whiten,
+)
 
 
 @pytest.fixture(scope="module")
@@ -109,3 +117,142 @@ def test_whiten_of_X_times_2_to_the_k_with_eps_times_4_to_the_k_is_whiten_of_X(c
     np.testing.assert_array_equal(np.ldexp(W, k - exponent + exponent0), W0)
     np.testing.assert_array_equal(np.ldexp(mean, exponent - k), np.ldexp(mean0, exponent0))
     assert abs(W0[3, 3]) == pytest.approx(np.ldexp(1.0, exponent0) / np.sqrt(eps), rel=1e-15)
+
+
+# --- The clustering transforms far from unit scale -------------------------------------------------------------
+# K-means (and the Gaussian mixture) on X itself square |x|: inf from |x| ~ 2**512, 0 below 2**-537. Before, at
+# 2**520 ClusterCentering(4).predict agreed with labels_ on 75% of these points and the labels matched those of the
+# unit-scale fit on 25%. They are now fitted on X·2**-e (exact for normal numbers) and scaled back.
+
+SCALES = (520, -540, 1000)
+
+
+@pytest.fixture(scope="module")
+def blobs():
+    """Four clusters in 5-d (240 points) and 40 new points; |x| below 2**5, so X·2**1000 is representable."""
+    rng = np.random.default_rng(3)
+    X = np.vstack([rng.normal(size=(60, 5)) + 6 * rng.normal(size=5) for _ in range(4)])
+    return X, rng.normal(size=(40, 5)) * 4
+
+
+def _assert_scaled(scaled, reference, k):
+    """``scaled`` is ``reference · 2**k`` to 1e-12 relative (of the largest entry)."""
+    back = np.ldexp(scaled, -k)
+    assert np.isfinite(back).all()
+    np.testing.assert_allclose(back, reference, rtol=0, atol=1e-12 * np.abs(reference).max())
+
+
+@pytest.mark.parametrize("n_clusters", ["auto", 4])
+@pytest.mark.parametrize("k", SCALES)
+def test_cluster_centering_far_from_unit_scale_is_the_unit_scale_fit(blobs, k, n_clusters):
+    X, new = blobs
+    reference = ClusterCentering(n_clusters, random_state=0).fit(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # no overflow in square on the way
+        fitted = ClusterCentering(n_clusters, random_state=0).fit(np.ldexp(X, k))
+        predicted, Y, Y_new = (fitted.predict(np.ldexp(X, k)), fitted.transform(np.ldexp(X, k)),
+                               fitted.transform(np.ldexp(new, k)))
+    assert reference.n_clusters_ == fitted.n_clusters_ == 4  # "auto" makes the same choice
+    assert fitted.silhouette_scores_.keys() == reference.silhouette_scores_.keys()
+    for j, score in reference.silhouette_scores_.items():
+        assert fitted.silhouette_scores_[j] == pytest.approx(score, rel=1e-12)
+    np.testing.assert_array_equal(fitted.labels_, reference.labels_)
+    np.testing.assert_array_equal(predicted, fitted.labels_)
+    np.testing.assert_array_equal(fitted.predict(np.ldexp(new, k)), reference.predict(new))
+    _assert_scaled(fitted.cluster_centers_, reference.cluster_centers_, k)
+    _assert_scaled(Y, reference.transform(X), k)
+    _assert_scaled(Y_new, reference.transform(new), k)
+
+
+@pytest.mark.parametrize("k", SCALES)
+def test_cluster_center_far_from_unit_scale(blobs, k):
+    X, _ = blobs
+    Y0, labels0 = cluster_center(X, random_state=1)
+    Y, labels = cluster_center(np.ldexp(X, k), random_state=1)
+    np.testing.assert_array_equal(labels, labels0)
+    _assert_scaled(Y, Y0, k)
+    # one cluster (plain centring): the mean of X·2**k, whose sum overflows at 2**1023
+    top = np.ldexp(X / np.abs(X).max(), 1023)
+    Y1, _ = cluster_center(top, n_clusters=1)
+    _assert_scaled(Y1, X / np.abs(X).max() - (X / np.abs(X).max()).mean(axis=0), 1023)
+
+
+@pytest.mark.parametrize("k", SCALES)
+def test_cluster_isotropy_kmeans_far_from_unit_scale_is_the_unit_scale_fit(blobs, k):
+    X, new = blobs
+    reference = ClusterIsotropy(4, 2, random_state=0).fit(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        fitted = ClusterIsotropy(4, 2, random_state=0).fit(np.ldexp(X, k))
+        Y, Y_new = fitted.transform(np.ldexp(X, k)), fitted.transform(np.ldexp(new, k))
+    np.testing.assert_array_equal(fitted.labels_, reference.labels_)
+    np.testing.assert_array_equal(fitted.predict(np.ldexp(X, k)), fitted.labels_)
+    np.testing.assert_array_equal(fitted.predict(np.ldexp(new, k)), reference.predict(new))
+    np.testing.assert_array_equal(fitted.n_components_, reference.n_components_)
+    np.testing.assert_allclose(fitted.components_, reference.components_, rtol=0, atol=1e-12)  # unit vectors
+    _assert_scaled(fitted.cluster_centers_, reference.cluster_centers_, k)
+    _assert_scaled(fitted.clusterer_.cluster_centers_, reference.clusterer_.cluster_centers_, k)
+    _assert_scaled(Y, reference.transform(X), k)
+    _assert_scaled(Y_new, reference.transform(new), k)
+    Y_fn, labels = cluster_isotropy(np.ldexp(X, k), n_clusters=4, n_components=2, random_state=0)
+    np.testing.assert_array_equal(labels, reference.labels_)
+    _assert_scaled(Y_fn, reference.transform(X), k)
+
+
+@pytest.mark.parametrize("k", SCALES)
+def test_cluster_isotropy_gmm_function_far_from_unit_scale(blobs, k):
+    X, _ = blobs
+    Y0, labels0 = cluster_isotropy(X, n_clusters=4, n_components=2, clustering="gmm", random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        Y, labels = cluster_isotropy(np.ldexp(X, k), n_clusters=4, n_components=2, clustering="gmm", random_state=0)
+    np.testing.assert_array_equal(labels, labels0)
+    _assert_scaled(Y, Y0, k)
+
+
+@pytest.mark.parametrize("k", [300, -300])
+def test_cluster_isotropy_gmm_stores_the_mixture_of_X_where_float64_holds_it(blobs, k):
+    """At |x| ~ 2**±300 the variances (4**±300) are representable: clusterer_ is the unit-scale mixture scaled back.
+    Data with max|x| in [0.5, 1) are their own unit-scale version, so the fits agree to rounding. Before, the
+    mixture of X·2**-300 had all its variances at reg_covar=1e-6 (its labels matched on 25% of the points)."""
+    X, new = blobs
+    X = np.ldexp(X, -np.frexp(np.abs(X).max())[1])
+    new = np.ldexp(new, -5)  # |x| below 1 too
+    reference = ClusterIsotropy(4, 2, clustering="gmm", random_state=0).fit(X)
+    fitted = ClusterIsotropy(4, 2, clustering="gmm", random_state=0).fit(np.ldexp(X, k))
+    np.testing.assert_array_equal(fitted.labels_, reference.labels_)
+    np.testing.assert_array_equal(fitted.predict(np.ldexp(new, k)), reference.predict(new))
+    ref, fit = reference.clusterer_, fitted.clusterer_
+    _assert_scaled(fit.means_, ref.means_, k)
+    _assert_scaled(fit.covariances_, ref.covariances_, 2 * k)
+    _assert_scaled(fit.precisions_, ref.precisions_, -2 * k)
+    _assert_scaled(fit.precisions_cholesky_, ref.precisions_cholesky_, -k)
+    np.testing.assert_allclose(fit.weights_, ref.weights_, rtol=1e-12)
+    assert fit.lower_bound_ == pytest.approx(ref.lower_bound_ - X.shape[1] * k * np.log(2.0), rel=1e-12)
+    _assert_scaled(fitted.transform(np.ldexp(new, k)), reference.transform(new), k)
+
+
+@pytest.mark.parametrize(("k", "variances"), [(520, "1e313"), (-540, "1e-325")])
+def test_cluster_isotropy_gmm_refuses_variances_float64_cannot_hold(blobs, k, variances):
+    X, _ = blobs
+    with pytest.raises(IsotropyValueError) as info:
+        ClusterIsotropy(4, 2, clustering="gmm", random_state=0).fit(np.ldexp(X, k))
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith("The 'X' parameter of ClusterIsotropy with clustering='gmm' must have variances "
+                              "that float64 holds")
+    assert f"Got X with largest |x| = {np.abs(np.ldexp(X, k)).max():.3g}, whose variances, about {variances}, " \
+           in message
+    assert "clustering='kmeans', and cluster_isotropy(X) with either, work at any scale" in message
+
+
+@pytest.mark.parametrize("make", [lambda: ClusterCentering(2), lambda: ClusterIsotropy(2, 1)])
+def test_clustering_refuses_only_subnormal_data_in_one_line(blobs, make):
+    X, _ = blobs
+    estimator = make()
+    with pytest.raises(IsotropyValueError) as info:
+        estimator.fit(np.ldexp(X / np.abs(X).max(), -1050))
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith(f"The 'X' parameter of {type(estimator).__name__} must have values of normal "
+                              f"magnitude. Got only subnormal float64 numbers (largest |x| = ")
