@@ -414,3 +414,19 @@ def test_all_but_the_top_docstrings_say_how_n_components_is_capped_and_refused(d
         assert AllButTheTop().fit(X).n_components_ == 2
     with pytest.raises(ValueError, match="at most min"):
         all_but_the_top(X, n_components=3)
+
+
+@pytest.mark.parametrize("stray_scale, centre_scale", [(2.0**665, 1.0), (2.0**600, 2.0**-600)])
+def test_one_stray_row_far_from_the_others_sets_only_its_own_scale(stray_scale, centre_scale):
+    """A row of 1e200 among ordinary rows (or ordinary rows beside centres of 2**-600): a chunk brought to one
+    scale turned the other rows subnormal, all tied, all label 0; each row is decided at its own scale."""
+    from isotropy.transforms._cluster_centering import nearest_center
+
+    rng = np.random.default_rng(3)
+    C = rng.normal(size=(5, 4))
+    X = C[rng.integers(0, 5, 200)] + 0.1 * rng.normal(size=(200, 4))
+    expected = np.argmin(((X[:, None, :] - C[None]) ** 2).sum(axis=2), axis=1)
+    stray = np.zeros((1, 4))
+    stray[0, 0] = stray_scale
+    got = nearest_center(np.vstack([X[:100], stray, X[100:]]) * centre_scale, C * centre_scale)
+    assert np.array_equal(np.delete(got, 100), expected)

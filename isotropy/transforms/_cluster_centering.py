@@ -247,6 +247,12 @@ def nearest_center(X: np.ndarray, centers: np.ndarray) -> np.ndarray:
     ``x - c`` (float64) to every centre; the other rows keep the expansion's answer, which is then the
     direct one. Rows go in chunks of about 2**16 values (the re-decided rows' differences in chunks of
     about 2**22), so memory is bounded.
+
+    All in float64, whatever the dtypes. Duplicated centres are searched once, and a row's label is the
+    smallest index of its centre (as an argmin over all of them). Far from unit scale (``|x|`` beyond about
+    ``2**±100``), each row and the centres are first multiplied by the power of two that brings the larger
+    of the row's and the centres' ``max|x|`` to unit scale (exact; the argmin does not change), so that
+    their squares neither overflow nor underflow.
     """
     # all in float64: centres of lower precision would otherwise set the dtype of the shift and the products
     # while the bound below takes float64's eps (float32 centres: half the rows near a tie went astray)
@@ -297,27 +303,13 @@ def nearest_center(X: np.ndarray, centers: np.ndarray) -> np.ndarray:
             D += c2
             return D, np.einsum("ij,ij->i", out, out), cen, c2.max()
 
-    # The argmin is unchanged when a row and every centre are multiplied by one power of two, exactly for normal
-    # numbers. Far from unit scale (|x| ~ 2**540 squares to inf, 2**-540 to 0) the rows of a chunk and the
-    # centres are brought to it together by 2**-e, e the binary exponent of the largest of their |x|. With the
-    # centres at a safe scale (the common case: no pass over the rows for their extremes) only rows far above
-    # it can fail, their products overflowing to inf or NaN (tiny rows beside the centres are at the centres'
-    # scale): a chunk whose |x'|^2 is out of range is computed again at its own scale.
-    e_centers = exponent(centers)
-    for start in range(0, n, step):
-        stop = min(start + step, n)
-        rows_in = X[start:stop]
-        Xs = buf[:stop - start]
-        e = exponent(rows_in) if e_centers else 0
-        D, sq, cen, cmax = expanded(rows_in, e, Xs)
-        if not e and not sq.max(initial=0.0) <= 2.0 ** (2 * safe):
-            e = exponent(rows_in)
-            if e:
-                D, sq, cen, cmax = expanded(rows_in, e, Xs)
+    def decide(rows, e, out):
+        """Labels of ``rows`` (in ``out``: their shifted copy) with the rows and the centres times ``2**-e``, and the
+        rows' ``|x'|^2``: the expansion, the rows near a tie decided again by direct differences."""
+        D, sq, cen, cmax = expanded(rows, e, out)
         lab = np.argmin(D, axis=1)
-        labels[start:stop] = lab
         if k < 2:
-            continue
+            return lab, sq
         # The rounding bound of one distance, with u the unit roundoff (eps / 2 of the computing dtype) and
         # gamma_d = d u / (1 - d u) <= 1.01 d u (Higham, Accuracy and Stability of Numerical Algorithms, 3.1 and
         # 3.5; any summation order, BLAS's too), and S = |x'|^2 + |c'|^2 (2|x'||c'| <= S, |x - c|^2 <= 2S):
@@ -331,15 +323,49 @@ def nearest_center(X: np.ndarray, centers: np.ndarray) -> np.ndarray:
         # second-order terms), |c'|^2 taken as the largest over the centres. Two centres are ordered alike by the
         # expansion and directly unless their expanded distances are within twice that: only those rows are
         # re-decided. Ordinary data have gaps far above it (it is ~1e-12 of S at d = 768): only near-ties.
-        eps = np.finfo(D.dtype).eps
-        bound = 3.0 * (d + 4) * eps * (sq + cmax)
-        at = np.arange(stop - start)
+        at = np.arange(rows.shape[0])
         best = D[at, lab]
         D[at, lab] = np.inf  # the runner-up is then the row's minimum
-        close = np.flatnonzero(D.min(axis=1) - best <= 2.0 * bound)
+        with np.errstate(over="ignore", invalid="ignore"):  # overflowed rows (inf - inf): decided again by the caller
+            bound = 3.0 * (d + 4) * np.finfo(D.dtype).eps * (sq + cmax)
+            close = np.flatnonzero(D.min(axis=1) - best <= 2.0 * bound)
         if close.size:
-            rows = times_power_of_two(np.asarray(X[start + close], dtype=np.float64), -e)
-            labels[start + close] = _nearest_by_differences(rows, cen)
+            lab[close] = _nearest_by_differences(times_power_of_two(np.asarray(rows[close], dtype=np.float64), -e), cen)
+        return lab, sq
+
+    def own_scales(rows, out):
+        """Labels of ``rows``, each row brought to unit scale with the centres by the power of two of the larger of
+        its own ``max|x|`` and the centres' (rows grouped by that exponent): one stray huge row among ordinary ones
+        sets only its own scale (a chunk's common exponent turned its ordinary rows subnormal: all tied, label 0)."""
+        with np.errstate(invalid="ignore"):
+            top = np.maximum(np.abs(rows).max(axis=1), top_centers)
+        e_rows = np.frexp(np.where(np.isfinite(top), top, 1.0))[1]
+        e_rows[np.abs(e_rows) <= safe] = 0
+        lab = np.empty(rows.shape[0], dtype=np.intp)
+        for e in np.unique(e_rows):
+            which = np.flatnonzero(e_rows == e)
+            lab[which] = decide(rows[which], int(e), out[:which.size])[0]
+        return lab
+
+    # The argmin is unchanged when a row and every centre are multiplied by one power of two, exactly for normal
+    # numbers. Far from unit scale (|x| ~ 2**540 squares to inf, 2**-540 to 0) each row is brought to it with the
+    # centres by 2**-e, e the binary exponent of the larger of its max|x| and the centres' (own_scales). With the
+    # centres at a safe scale (the common case: no pass over the rows for their extremes) only rows far above it
+    # can fail, their products overflowing to inf or NaN (tiny rows beside the centres are at the centres' scale):
+    # only the rows whose |x'|^2 is out of range are decided again at their own scales.
+    e_centers = exponent(centers)
+    for start in range(0, n, step):
+        stop = min(start + step, n)
+        rows_in = X[start:stop]
+        Xs = buf[:stop - start]
+        if e_centers:
+            labels[start:stop] = own_scales(rows_in, Xs)
+            continue
+        lab, sq = decide(rows_in, 0, Xs)
+        odd = np.flatnonzero(~(sq <= 2.0 ** (2 * safe)))  # also inf and NaN
+        if odd.size:
+            lab[odd] = own_scales(np.asarray(rows_in)[odd], Xs)
+        labels[start:stop] = lab
     return labels
 
 
