@@ -182,7 +182,11 @@ def cluster_isotropy(X, *, n_clusters=27, n_components=12, clustering="kmeans", 
         directions of variance; fewer are removed there.
     clustering : {"kmeans", "gmm"}, default="kmeans"
         K-means (k-means++, 3 restarts) or a Gaussian mixture with diagonal covariances (full
-        covariances are singular for small clusters of high-dimensional points).
+        covariances are singular for small clusters of high-dimensional points). The mixture adds
+        scikit-learn's fixed ``reg_covar`` (1e-6) to every variance, so its clusters depend on the
+        data's scale: data whose variances are near or below 1e-6 can fall into one component (data
+        with ``|x|`` below ``2**-100`` are brought to unit scale first, and do not). Scale such data up
+        (the transform is scale-covariant) or use K-means, which does not depend on the scale.
     random_state : None, int, numpy.random.Generator or numpy.random.RandomState
 
     Returns
@@ -234,7 +238,8 @@ class ClusterIsotropy(SameFeaturesTransformer):
         The model of ``X``. Far from unit scale (``|x|`` beyond ``2**±100``) it is fitted on ``X`` times a power
         of two and scaled back exactly; its K-means ``inertia_`` (a sum of squares) is then inf or 0 beyond
         float64's range, and a mixture whose variances float64 cannot hold (``|x|`` beyond about ``1e±150``)
-        is refused.
+        is refused. Beyond about ``2**±511`` the K-means model's own ``predict``, ``score`` and ``transform``
+        square ``x`` and overflow: use this class's :meth:`predict` and :meth:`transform`, exact at any scale.
     labels_ : ndarray of shape (n_samples,)
     cluster_centers_ : ndarray of shape (n_clusters, n_features)
         The mean of the training points of each cluster.
