@@ -34,3 +34,11 @@ def test_bench_dask_times_the_tiles_of_every_computation(monkeypatch):
                                         "knn_diagonal", "knn_memory", "mle", "mle_diagonal", "mle_memory")}
     assert expected <= set(costs) and all(costs[key] >= 0 for key in expected)
     assert set(costs["loops"]) == {10, 20}
+
+
+def test_bench_nearest_center_runs_and_its_labels_agree_with_the_peer(monkeypatch, capsys):
+    bench = _load("bench_nearest_center", monkeypatch)
+    monkeypatch.setattr(sys, "argv", ["bench", "--n", "600", "--d", "8", "--k", "5", "--repeats", "1"])
+    bench.main()
+    out = capsys.readouterr().out
+    assert "| nearest_center |" in out and "labels agree on 100.0000% of the rows" in out

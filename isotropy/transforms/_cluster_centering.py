@@ -71,7 +71,7 @@ def fit_cluster_centers(X: np.ndarray, *, n_clusters="auto", k_range=(2, 15), mi
     (:func:`~isotropy._utils.magnitude.rescaled`: ``e`` the binary exponent of the largest ``|x|``, exact for
     normal numbers) and the centres are scaled back by ``2**e``: K-means on ``X`` itself squares ``|x|`` (inf
     from ``|x| ~ 2**512``, 0 below ``2**-537``), and its labels and centres were wrong there (``predict`` agreed
-    with ``labels_`` on 75% of the points at ``2**520``). K-means, its k-means++ seeding and the silhouette are
+    with ``labels_`` on only part of the points at ``2**520``). K-means, its k-means++ seeding and the silhouette are
     unchanged by a power of two, so the labels and the ``"auto"`` choice of k are those of the unit-scale data.
     At an ordinary scale ``e = 0`` and ``X`` is used as it is.
     """
@@ -235,7 +235,7 @@ class ClusterCentering(SameFeaturesTransformer):
 
 
 def nearest_center(X: np.ndarray, centers: np.ndarray) -> np.ndarray:
-    """Index of the nearest centre (Euclidean) of every row of ``X``: the argmin of ``|x - c|^2`` by direct differences.
+    """Index of the nearest centre (Euclidean) of every row of ``X``: the argmin of ``|x - c|^2`` that direct differences give.
 
     ``|x - c|^2`` is expanded as ``|x|^2 - 2 x.c + |c|^2`` (one matrix product; ``|x|^2`` is the same for
     every centre and left out), on ``X`` and the centres both shifted by the mean of the centres. Unshifted,
@@ -269,18 +269,13 @@ def nearest_center(X: np.ndarray, centers: np.ndarray) -> np.ndarray:
     k = centers.shape[0]
     labels = np.empty(n, dtype=np.intp)
     # ~2**16 values per chunk: the shifted rows go into one reused buffer and a chunk's distances stay in
-    # cache (2**22 values per chunk took 0.47 s and 70 MiB on 200,000 x 384 with 27 centres, this ~0.3 s, 2.2 MiB)
+    # cache (chunks of 2**22 values took longer and held ~70 MiB on 200,000 x 384; time and peak memory against
+    # KMeans.predict and the product's floor: benchmarks/bench_nearest_center.py)
     step = max(1, 2**16 // max(d, k, 1))
     buf = np.empty((min(step, n), d))  # float64: the rows are converted chunk by chunk
     top_centers = float(np.abs(centers).max()) if centers.size else 0.0
     safe = safe_exponent_range(buf)
     scaled: dict[int, tuple] = {}
-
-    def exponent(rows):
-        """The e of 2**-e that brings ``rows`` and the centres to unit scale together; 0 at a safe scale."""
-        top = max(top_centers, abs(float(rows.min())), abs(float(rows.max()))) if rows.size else top_centers
-        e = math.frexp(top)[1] if math.isfinite(top) else 0
-        return e if abs(e) > safe else 0
 
     def expanded(rows, e, out):
         """``(D, |x'|^2, the centres, max |c'|^2)`` of ``rows`` (into ``out``: x') and the centres, all times 2**-e."""
@@ -353,7 +348,8 @@ def nearest_center(X: np.ndarray, centers: np.ndarray) -> np.ndarray:
     # centres at a safe scale (the common case: no pass over the rows for their extremes) only rows far above it
     # can fail, their products overflowing to inf or NaN (tiny rows beside the centres are at the centres' scale):
     # only the rows whose |x'|^2 is out of range are decided again at their own scales.
-    e_centers = exponent(centers)
+    e_centers = math.frexp(top_centers)[1] if math.isfinite(top_centers) else 0
+    e_centers = e_centers if abs(e_centers) > safe else 0  # the centres' own unit scale; 0 at a safe scale
     for start in range(0, n, step):
         stop = min(start + step, n)
         rows_in = X[start:stop]

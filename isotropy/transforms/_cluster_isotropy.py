@@ -120,7 +120,7 @@ def fit_cluster_isotropy(X: np.ndarray, *, n_clusters=27, n_components=12, clust
     (:func:`~isotropy._utils.magnitude.rescaled`, exact for normal numbers; ``exponent`` is 0 at an ordinary
     scale and ``X`` is used as it is): K-means and the mixture on ``X`` itself square ``|x|``, which overflows
     from ``|x| ~ 2**512`` and underflows below ``2**-537`` (at ``2**520`` ``predict`` agreed with ``labels_`` on
-    85% of the points). ``clusterer`` is the model of ``X · 2**-exponent`` (:func:`at_scale` gives that of
+    only part of the points). ``clusterer`` is the model of ``X · 2**-exponent`` (:func:`at_scale` gives that of
     ``X``); the labels, and the directions (unit vectors), are those of the unit-scale data, and ``centers``
     are scaled back to ``X``'s (the mixture's ``reg_covar`` acts on the unit-scale data).
     """
