@@ -8,7 +8,7 @@ import numbers
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from isotropy._utils.magnitude import rescaled
+from isotropy._utils.magnitude import rescaled, times_power_of_two
 from isotropy._utils.validation import IsotropyValueError, check_scalar
 from isotropy.transforms._base import NewFeaturesTransformer, like_input, to_numpy
 
@@ -126,7 +126,7 @@ def whiten(X, *, n_components=None, eps=0.0):
     """
     Xn = to_numpy(X, caller="whiten")
     mean, W, _, exponent = fit_whitening(Xn, n_components=n_components, eps=eps)
-    return like_input((np.ldexp(Xn, -exponent) - mean) @ W, X)
+    return like_input((times_power_of_two(Xn, -exponent) - mean) @ W, X)  # X itself at an ordinary scale
 
 
 class Whitening(NewFeaturesTransformer):
