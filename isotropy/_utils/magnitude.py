@@ -22,8 +22,8 @@ import numpy as np
 from isotropy._utils.backend import is_torch
 from isotropy._utils.errors import IsotropyValueError
 
-__all__ = ["extremes", "refuse_partition_overflow", "rescaled", "rows_at_unit_scale", "safe_exponent_range",
-           "times_power_of_two", "unit_exponent", "unit_scale"]
+__all__ = ["directions_at_unit_scale", "extremes", "refuse_partition_overflow", "rescaled", "rows_at_unit_scale",
+           "safe_exponent_range", "times_power_of_two", "unit_exponent", "unit_scale"]
 
 # |binary exponent| of max|x| below which the data are used as they are, by working precision.
 # float64: squares, sums of n·d squares and squared Frobenius norms (fourth powers) stay inside
@@ -31,6 +31,11 @@ __all__ = ["extremes", "refuse_partition_overflow", "rescaled", "rows_at_unit_sc
 # in float32 products of squares (silhouette, neighbours); float32 tensors keep float32 throughout,
 # including the fourth moments of the torch IsoScore path, hence the narrower range.
 _SAFE_EXPONENT = {("numpy", 8): 100, ("torch", 8): 100, ("numpy", 4): 40, ("torch", 4): 8}
+
+
+# |binary exponent| of a row's largest |x| below which the cosine metrics use the row as it is: its squared norm
+# (float64, or float32 products of float32 rows) and the products of two such rows stay normal numbers.
+_DIRECTIONS_EXPONENT = {8: 100, 4: 40}
 
 
 _REMEMBERED: contextvars.ContextVar = contextvars.ContextVar("isotropy_remembered_extremes", default=None)
@@ -96,12 +101,7 @@ def rescaled(X, top: float | None = None, *, caller: str, name: str = "X"):
         top = max(abs(low), abs(high))
     if top == 0.0:
         return X, 0  # all zeros: every metric reports its own degenerate case
-    if top < _tiny(X):
-        dtype = str(X.dtype).replace("torch.", "")
-        raise IsotropyValueError(
-            f"The '{name}' parameter of {caller} must have values of normal magnitude. Got only subnormal "
-            f"{dtype} numbers (largest |x| = {top:.3g} < {_tiny(X):.3g}), which have already lost most of "
-            f"their significant digits; store the data at a larger scale (e.g. multiplied by 2**{_lift(top, X)}).")
+    refuse_subnormal(X, top, caller=caller, name=name)
     exponent = math.frexp(top)[1]  # top = m * 2**exponent, 0.5 <= m < 1
     if abs(exponent) <= safe_exponent_range(X):
         return X, 0
@@ -109,6 +109,66 @@ def rescaled(X, top: float | None = None, *, caller: str, name: str = "X"):
         half = -exponent // 2
         return X * (2.0 ** half) * (2.0 ** (-exponent - half)), exponent
     return times_power_of_two(X, -exponent), exponent
+
+
+def refuse_subnormal(X, top: float, *, caller: str, name: str = "X") -> None:
+    """Raise :class:`IsotropyValueError` when ``top`` (the largest ``|x|`` of ``X``) is a nonzero subnormal number."""
+    if 0.0 < top < _tiny(X):
+        dtype = str(X.dtype).replace("torch.", "")
+        raise IsotropyValueError(
+            f"The '{name}' parameter of {caller} must have values of normal magnitude. Got only subnormal "
+            f"{dtype} numbers (largest |x| = {top:.3g} < {_tiny(X):.3g}), which have already lost most of "
+            f"their significant digits; store the data at a larger scale (e.g. multiplied by 2**{_lift(top, X)}).")
+
+
+def directions_at_unit_scale(X):
+    """For metrics of the rows' directions alone (the cosine distance): ``X`` with every row whose largest ``|x|``
+    lies outside ``2**±100`` (float64; ``2**±40`` for float32) multiplied by its own power of two, which brings
+    that largest ``|x|`` into [0.5, 1); ``X`` itself (no copy) when every row is at a safe scale.
+
+    One power of two for the whole array (:func:`rescaled`) keeps the rows' relative lengths, which the
+    cosine distance does not read; data mixing rows near ``1e200`` with rows near ``1e-100`` lose the small
+    rows to underflow at the array's unit scale (zero rows, or directions of a few bits). Each row at its own
+    scale keeps every row's direction exact: ``x·2**k`` and ``x`` have the same normalised bits. Zero rows stay
+    zero. Numpy arrays or torch tensors (on their device, differentiable), float32 or float64.
+    """
+    if is_torch(X):
+        return _torch_directions(X)
+    if X.size == 0:
+        return X
+    top = np.maximum(X.max(axis=1), -X.min(axis=1))  # two reads, no n x d temporary
+    exponent = np.frexp(top)[1]  # 0 for a zero row
+    odd = np.flatnonzero(np.abs(exponent) > _DIRECTIONS_EXPONENT[X.dtype.itemsize])
+    if not odd.size:
+        return X
+    X = X.copy()
+    X[odd] = np.ldexp(X[odd], -exponent[odd, None]).astype(X.dtype, copy=False)
+    return X
+
+
+def _torch_directions(X):
+    import torch
+
+    if X.numel() == 0:
+        return X
+    exponent = torch.frexp(X.detach().abs().amax(dim=1)).exponent.to(torch.int64)
+    odd = exponent.abs() > _DIRECTIONS_EXPONENT[X.element_size()]
+    if not bool(odd.any()):
+        return X
+    shift = torch.where(odd, -exponent, torch.zeros_like(exponent))
+    half = torch.div(shift, 2, rounding_mode="floor")
+    # each factor a normal power of two built from its bits (exact on every device, where pow(2, k) need not be):
+    # float64 |shift| <= 1074 and float32 <= 149, so each half is inside the dtype's normal exponents
+    return X * _powers_of_two(half, X.dtype)[:, None] * _powers_of_two(shift - half, X.dtype)[:, None]
+
+
+def _powers_of_two(k, dtype):
+    """``2.0**k`` (``k`` an int64 tensor of normal exponents) in float32 or float64, from the exponent bits."""
+    import torch
+
+    if dtype == torch.float64:
+        return ((k + 1023) << 52).view(torch.float64)
+    return ((k + 127) << 23).to(torch.int32).view(torch.float32)
 
 
 def times_power_of_two(X: np.ndarray, exponent: int) -> np.ndarray:

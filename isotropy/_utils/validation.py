@@ -38,7 +38,7 @@ def _describe(value) -> str:
 
 
 def check_X(X, *, caller: str, name: str = "X", min_samples: int = 2, min_features: int = 1,
-            allow_nonfinite: bool = False, rescale: bool = False):
+            allow_nonfinite: bool = False, rescale: bool | str = False):
     """Check a data matrix of shape ``(n_samples, n_features)``; return it unchanged or as ndarray.
 
     Accepts a numpy array (or anything ``np.asarray`` turns into a numeric array) or a torch
@@ -47,8 +47,12 @@ def check_X(X, *, caller: str, name: str = "X", min_samples: int = 2, min_featur
     except with ``rescale=True`` (for scale-invariant metrics) when the largest ``|x|`` lies
     outside the range where the metric's products and squares are safe in the working
     precision: then ``X`` is multiplied by a power of two (exact, never rounds a normal number)
-    that brings it to unit scale (see :func:`isotropy._utils.magnitude.unit_scale`). Data whose
-    largest ``|x|`` is subnormal are refused: they have already lost their significant digits.
+    that brings it to unit scale (see :func:`isotropy._utils.magnitude.unit_scale`). With
+    ``rescale="directions"`` (metrics of the rows' directions alone: the cosine distance) each row
+    outside that range is brought to unit scale by its own power of two instead
+    (:func:`isotropy._utils.magnitude.directions_at_unit_scale`), so that rows of very different
+    lengths all keep their directions. Data whose largest ``|x|`` is subnormal are refused: they have
+    already lost their significant digits.
     """
     if is_torch(X):
         check_tensor_data(X, caller=caller, name=name)
@@ -89,13 +93,16 @@ def check_X(X, *, caller: str, name: str = "X", min_samples: int = 2, min_featur
             f"The '{name}' parameter of {caller} must have at least {min_features} features (columns). Got {shape[1]} instead.")
     if allow_nonfinite:
         return X
-    from isotropy._utils.magnitude import extremes, unit_scale
+    from isotropy._utils.magnitude import directions_at_unit_scale, extremes, refuse_subnormal, unit_scale
 
     low, high = extremes(X)  # NaN propagates through min and max: one read of X, no n x d temporary
     if not (np.isfinite(low) and np.isfinite(high)):
         found = first_nonfinite(X)
         raise IsotropyValueError(f"The '{name}' parameter of {caller} must contain only finite values. Got "
                                  f"{'NaN or inf' if found is None else found.at()} instead.")
+    if rescale == "directions":
+        refuse_subnormal(X, max(abs(low), abs(high)), caller=caller, name=name)
+        return directions_at_unit_scale(X)
     return unit_scale(X, max(abs(low), abs(high)), caller=caller, name=name) if rescale else X
 
 

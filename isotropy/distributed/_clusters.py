@@ -21,6 +21,7 @@ import math
 import numpy as np
 
 from isotropy.distributed._graph import (
+    at_metric_scale,
     at_unit_scale,
     check_dask_X,
     check_tile_rows,
@@ -47,8 +48,9 @@ def _row_sum(block, exponent):
 
 
 def _unit_sum(block, exponent):
-    """Σ of the rows (at unit scale) scaled to unit norm (zero rows add nothing), float64."""
-    B = np.asarray(at_unit_scale(block, exponent), dtype=np.float64)
+    """Σ of the rows scaled to unit norm (each row first at its own unit scale where it must be; zero rows add
+    nothing), float64."""
+    B = np.asarray(at_metric_scale(block, exponent, "cosine"), dtype=np.float64)
     norms = np.sqrt(np.einsum("ij,ij->i", B, B))
     return (B / np.where(norms > 0, norms, 1.0)[:, None]).sum(axis=0)
 
@@ -72,7 +74,7 @@ def _silhouette_block(block, ids, metric, mean, exponent):
     """Row block ready for the kernel: augmented rows (at unit scale) sorted by cluster, dense local cluster ids."""
     from isotropy._kernels.silhouette import _augmented_numpy
 
-    block = at_unit_scale(block, exponent)
+    block = at_metric_scale(block, exponent, metric)
     dtype = np.float64 if block.dtype == np.float64 else np.float32
     order = np.argsort(ids, kind="stable")
     R = _augmented_numpy(block, metric, dtype, order, mean=mean)
@@ -289,7 +291,7 @@ def davies_bouldin_score(X, labels):
 # ---------------------------------------------------------------------------------------------- Dunn
 def _dunn_block(block, metric, mean, exponent):
     """Float64 operands U (centred) and q of one block (at unit scale): d(x_i, x_j) = q_i + q_j − s·u_i·u_j."""
-    B = np.asarray(at_unit_scale(block, exponent), dtype=np.float64)
+    B = np.asarray(at_metric_scale(block, exponent, metric), dtype=np.float64)
     zero = 0.0
     if metric == "cosine":
         norms = np.sqrt(np.einsum("ij,ij->i", B, B))
@@ -341,7 +343,7 @@ def dunn_index(X, labels, *, metric="euclidean", chunk_size=None):
     (inter, intra), exponent = compute(tree_reduce(tiles, _best_pairs, name="isotropy-merge-extreme-pairs"), exponent)
     rows = sorted({inter[1], inter[2], intra[1], intra[2]})
     (Xs,) = compute(X[rows])
-    Xs = np.asarray(at_unit_scale(Xs, exponent), dtype=np.float64)
+    Xs = np.asarray(at_metric_scale(Xs, exponent, metric), dtype=np.float64)
     where = {row: k for k, row in enumerate(rows)}
     separation = _pair_distance(Xs, where[inter[1]], where[inter[2]], metric, np)
     diameter = _pair_distance(Xs, where[intra[1]], where[intra[2]], metric, np)

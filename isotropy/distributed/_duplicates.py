@@ -19,7 +19,7 @@ from typing import NamedTuple
 import numpy as np
 
 from isotropy._utils.magnitude import rows_at_unit_scale
-from isotropy.distributed._graph import at_unit_scale, compute, finite_blocks, unit_blocks
+from isotropy.distributed._graph import at_metric_scale, at_unit_scale, compute, finite_blocks, unit_blocks
 
 __all__ = ["Distinct", "distinct_rows"]
 
@@ -95,7 +95,9 @@ def distinct_rows(X, *, n_neighbors, metric, caller, stacklevel=4):
     # the unit scale's exponent computed with the hashes: its block maxima come from the tasks that check the
     # blocks for NaN/inf, so the shards are read once for both; no hash task takes the exponent (the blocks stream)
     *parts, exponent = compute(*[hash_block(b, metric, caller) for b in blocks], exponent)
-    if exponent > 0:  # scaled down: an entry can become subnormal and two distinct rows equal, as in memory
+    # scaled down: an entry can become subnormal and two distinct rows equal, as in memory (the cosine metric
+    # brings each row to its own unit scale instead, as the scale-free hashes did)
+    if exponent > 0 and metric != "cosine":
         unit_hash = delayed(_unit_row_hashes, pure=True)
         parts = compute(*[unit_hash(b, metric, caller, exponent) for b in finite_blocks(X, caller)])
     hashes = np.concatenate(parts)
@@ -109,7 +111,7 @@ def distinct_rows(X, *, n_neighbors, metric, caller, stacklevel=4):
     candidate[order[:-1][shared]] = True
     candidates = np.flatnonzero(candidate)  # sorted: np.unique's first index is the smallest row
     (rows,) = compute(X[candidates])
-    _, first, inverse = np.unique(_representation(at_unit_scale(rows, exponent), metric, caller), axis=0, return_index=True,
+    _, first, inverse = np.unique(_representation(at_metric_scale(rows, exponent, metric), metric, caller), axis=0, return_index=True,
                                   return_inverse=True)
     first_row = np.arange(n)
     first_row[candidates] = candidates[first[inverse.reshape(-1)]]

@@ -213,6 +213,17 @@ def at_unit_scale(block, exponent):
     return times_power_of_two(np.asarray(block), -exponent)
 
 
+def at_metric_scale(block, exponent, metric):
+    """The numpy block ready for ``metric``: each row at its own unit scale for the cosine metric, where it must be
+    (:func:`isotropy._utils.magnitude.directions_at_unit_scale`, as the in-memory cosine metrics; ``exponent`` is
+    not read), else :func:`at_unit_scale`."""
+    if metric == "cosine":
+        from isotropy._utils.magnitude import directions_at_unit_scale
+
+        return directions_at_unit_scale(np.asarray(block))
+    return at_unit_scale(block, exponent)
+
+
 def row_starts(X):
     """First row of every row chunk, and n_samples last."""
     return [int(s) for s in np.cumsum((0, *X.chunks[0]))]

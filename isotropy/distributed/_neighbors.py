@@ -25,7 +25,7 @@ from isotropy._kernels.dimension import DEFAULT_MLE_NEIGHBOURS
 from isotropy.distributed._duplicates import distinct_rows
 from isotropy.distributed._graph import (
     NEIGHBOUR_TILE_ROWS,
-    at_unit_scale,
+    at_metric_scale,
     check_dask_X,
     check_tile_rows,
     compute,
@@ -45,7 +45,7 @@ _METRICS = ("euclidean", "cosine")
 def _knn_block(block, metric, caller, exponent):
     from isotropy._kernels.neighbors import _prepare
 
-    return _prepare(at_unit_scale(block, exponent), metric, caller)
+    return _prepare(at_metric_scale(block, exponent, metric), metric, caller)
 
 
 def _knn_tile(P, Q, start_p, start_q, k, n_total, caller):

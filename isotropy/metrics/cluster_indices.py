@@ -23,8 +23,9 @@ __all__ = ["calinski_harabasz_score", "davies_bouldin_score", "dunn_index"]
 _METRICS = ("euclidean", "cosine")
 
 
-def _validate(X, labels, caller):
-    X = check_X(X, caller=caller, rescale=True)  # all three are scale-invariant
+def _validate(X, labels, caller, metric="euclidean"):
+    # all three are scale-invariant; the cosine Dunn index depends on each row's direction alone
+    X = check_X(X, caller=caller, rescale="directions" if metric == "cosine" else True)
     ids = check_labels(labels, n_samples=X.shape[0], caller=caller)
     n_clusters = _check_n_clusters(ids, X.shape[0], caller)
     return X, ids, n_clusters
@@ -246,7 +247,7 @@ def dunn_index(X, labels, *, metric="euclidean", chunk_size=None):
         from isotropy import distributed
         return distributed.dunn_index(X, labels, metric=metric, chunk_size=chunk_size)
     caller = "dunn_index"
-    X, ids, _ = _validate(X, labels, caller)
+    X, ids, _ = _validate(X, labels, caller, metric)
     check_option(metric, "metric", _METRICS, caller=caller)
     check_scalar(chunk_size, "chunk_size", caller=caller, kind=numbers.Integral, low=1, allow_none=True)
     xp = get_namespace(X)

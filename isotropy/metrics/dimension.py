@@ -37,6 +37,11 @@ from isotropy.metrics.neighbors import _kneighbors_numpy, _kneighbors_torch
 __all__ = ["local_mle_dimension", "mle_dimension", "neighbour_dimensions", "twonn_dimension"]
 
 
+def _rescaling(metric) -> bool | str:
+    """How :func:`check_X` brings X to unit scale: row by row for the cosine metric (directions alone), else whole."""
+    return "directions" if metric == "cosine" else True
+
+
 def _neighbour_distances(X, *, n_neighbors: int, metric: str, caller: str):
     """Neighbour distances of the distinct points of ``X``.
 
@@ -188,7 +193,7 @@ def twonn_dimension(X, *, discard_fraction: float = 0.1, method: str = "linear",
         from isotropy import distributed
         return distributed.twonn_dimension(X, discard_fraction=discard_fraction, method=method, metric=metric)
     caller = "twonn_dimension"
-    X = check_X(X, caller=caller, min_samples=3, rescale=True)
+    X = check_X(X, caller=caller, min_samples=3, rescale=_rescaling(metric))
     check_scalar(discard_fraction, "discard_fraction", caller=caller, low=0, high=1, closed="left")
     method = check_option(method, "method", ("linear", "mle"), caller=caller)
     metric = check_option(metric, "metric", _METRICS, caller=caller)
@@ -244,7 +249,7 @@ def local_mle_dimension(X, *, n_neighbors: int = 100, metric: str = "euclidean")
         from isotropy import distributed
         return distributed.local_mle_dimension(X, n_neighbors=n_neighbors, metric=metric)
     caller = "local_mle_dimension"
-    X = check_X(X, caller=caller, min_samples=3, rescale=True)
+    X = check_X(X, caller=caller, min_samples=3, rescale=_rescaling(metric))
     metric = check_option(metric, "metric", _METRICS, caller=caller)
     _check_n_neighbors(X, n_neighbors, metric, caller)
     dist, inverse = _neighbour_distances(X, n_neighbors=n_neighbors, metric=metric, caller=caller)
@@ -304,7 +309,7 @@ def mle_dimension(X, *, n_neighbors: int = DEFAULT_MLE_NEIGHBOURS, metric: str =
         from isotropy import distributed
         return distributed.mle_dimension(X, n_neighbors=n_neighbors, metric=metric, averaging=averaging)
     caller = "mle_dimension"
-    X = check_X(X, caller=caller, min_samples=3, rescale=True)
+    X = check_X(X, caller=caller, min_samples=3, rescale=_rescaling(metric))
     metric = check_option(metric, "metric", _METRICS, caller=caller)
     averaging = check_option(averaging, "averaging", _AVERAGING, caller=caller)
     _check_n_neighbors(X, n_neighbors, metric, caller)
@@ -371,7 +376,7 @@ def neighbour_dimensions(X, *, twonn: bool = True, mle: bool = True, local_mle: 
         if local_mle:
             out["local_mle_dimension"] = local_mle_dimension(X, n_neighbors=n_neighbors, metric=metric)
         return out
-    X = check_X(X, caller=caller, min_samples=3, rescale=True)
+    X = check_X(X, caller=caller, min_samples=3, rescale=_rescaling(metric))
     metric = check_option(metric, "metric", _METRICS, caller=caller)
     check_scalar(discard_fraction, "discard_fraction", caller=caller, low=0, high=1, closed="left")
     method = check_option(method, "method", ("linear", "mle"), caller=caller)

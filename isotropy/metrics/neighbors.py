@@ -148,8 +148,10 @@ def kneighbors(X, *, n_neighbors: int, metric: str = "euclidean", chunk_size: in
         from isotropy import distributed
         return distributed.kneighbors(X, n_neighbors=n_neighbors, metric=metric, chunk_size=chunk_size)
     caller = "kneighbors"
-    X = check_X(X, caller=caller)
     metric = check_option(metric, "metric", _METRICS, caller=caller)
+    # the cosine distance reads each row's direction alone: every row at its own unit scale (exact), so rows of
+    # 1e200 beside rows of 1e-100 keep their directions (one scale for all made the small ones zero rows)
+    X = check_X(X, caller=caller, rescale="directions" if metric == "cosine" else False)
     n = X.shape[0]
     check_n_neighbors(n_neighbors, n, caller=caller, low=1)
     check_scalar(chunk_size, "chunk_size", caller=caller, kind=numbers.Integral, low=1, allow_none=True)
