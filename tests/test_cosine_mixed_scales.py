@@ -135,3 +135,64 @@ def test_directions_at_unit_scale_leaves_rows_at_a_safe_scale_alone():
     np.testing.assert_array_equal(T.grad.numpy()[:, 0], [1.0, 1.0, 1.0, 2.0**-201, 2.0**499])
     f32 = np.array([[2.0**-60, 0.0], [1.0, 1.0]], dtype=np.float32)
     np.testing.assert_array_equal(directions_at_unit_scale(torch.from_numpy(f32)).numpy(), [[0.5, 0.0], [1.0, 1.0]])
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.longdouble])
+@pytest.mark.parametrize(("name", "kwargs"), [("silhouette_score", {}), ("dunn_index", {}), ("twonn_dimension", {})])
+def test_cosine_metrics_take_float16_and_longdouble_arrays(blobs, name, kwargs, dtype):
+    """Other numpy float dtypes keep working (a lookup by item size raised KeyError 2 or 16 for them): the value
+    of the same numbers in float64, within float16's rounding where the kernels compute in float32."""
+    X, labels = blobs
+    Y = X.astype(dtype)
+    expected = _value(name, Y.astype(np.float64), labels, kwargs)
+    np.testing.assert_allclose(_value(name, Y, labels, kwargs), expected, rtol=1e-5)
+
+
+def test_torch_float32_kneighbors_cosine_keeps_each_rows_scale():
+    """Rows at 2**±40 that differ only in an entry near 2**-62 of their length: one factor for the whole tensor after
+    the rows' own (torch float32's range is narrower) pushed the small rows' tiny entries below float32's normal
+    numbers, and their cosine distance came out 1.6e-3 off (9.3977e-38 against 9.4132e-38)."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(60, 4))
+    X /= np.abs(X).max(axis=1, keepdims=True) * 1.01
+    X[:, 3] = 1.2345678 * 2.0**-62 * np.sign(rng.normal(size=60))
+    X = X.astype(np.float32)
+    X[1, :3] = X[0, :3]
+    X[1, 3] = np.float32(1.1111111 * 2.0**-62)
+    shift = np.where(np.arange(60) % 2 == 0, 40, -40)
+    shift[:2] = -40
+    M = np.ldexp(X, shift[:, None]).astype(np.float32)
+    dist, ind = kneighbors(torch.from_numpy(X), n_neighbors=1, metric="cosine")
+    got_dist, got_ind = kneighbors(torch.from_numpy(M), n_neighbors=1, metric="cosine")
+    assert int(got_ind[0, 0]) == int(ind[0, 0]) == 1
+    torch.testing.assert_close(got_dist, dist, rtol=1e-12, atol=0.0)
+
+
+def test_dask_cosine_duplicates_are_those_in_memory():
+    """Two rows that are one direction once each is at its own unit scale (an entry 2**-1074 of the row's length
+    becomes 0 there): one point in memory and on dask alike (dask hashed them apart at their stored scale and
+    refused '2 distinct rows at distance 0')."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 3))
+    X[0] = [2.0**200, 2.0**-874, 0.0]
+    X[1] = [2.0**200, 0.0, 0.0]
+    with dask.config.set(scheduler="synchronous"):
+        for name, kwargs in [("twonn_dimension", {}), ("mle_dimension", {"n_neighbors": 5})]:
+            with pytest.warns(UserWarning, match="1 duplicate rows"):
+                expected = getattr(isotropy, name)(X, metric="cosine", **kwargs)
+            with pytest.warns(UserWarning, match="1 duplicate rows"):
+                got = getattr(isotropy, name)(da.from_array(X, chunks=(10, 3)), metric="cosine", **kwargs)
+            assert float(got) == float(expected)
+
+
+def test_torch_directions_need_no_frexp(monkeypatch):
+    """torch.frexp has no kernel on every device (MPS): the rows' exponents come from log2, with the same result."""
+    X = torch.tensor([[3.0, -4.0], [2.0**-90, 1.0], [2.0**200, -(2.0**199)], [-(2.0**-1070), 0.0], [0.0, 0.0]],
+                     dtype=torch.float64)
+    expected = directions_at_unit_scale(X.numpy())
+
+    def no_kernel(*args, **kwargs):
+        raise NotImplementedError("aten::frexp.Tensor_out is not implemented for the MPS device")
+
+    monkeypatch.setattr(torch, "frexp", no_kernel)
+    np.testing.assert_array_equal(directions_at_unit_scale(X).numpy(), expected)

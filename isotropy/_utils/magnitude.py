@@ -138,12 +138,11 @@ def directions_at_unit_scale(X):
         return X
     top = np.maximum(X.max(axis=1), -X.min(axis=1))  # two reads, no n x d temporary
     exponent = np.frexp(top)[1]  # 0 for a zero row
-    odd = np.flatnonzero(np.abs(exponent) > _DIRECTIONS_EXPONENT[X.dtype.itemsize])
-    if not odd.size:
+    odd = np.abs(exponent) > _DIRECTIONS_EXPONENT.get(X.dtype.itemsize, 8)  # float16, longdouble: narrow
+    if not odd.any():
         return X
-    X = X.copy()
-    X[odd] = np.ldexp(X[odd], -exponent[odd, None]).astype(X.dtype, copy=False)
-    return X
+    # one new array (the rows at a safe scale times 2**0, unchanged): no gathered copy of the odd rows beside it
+    return np.ldexp(X, np.where(odd, -exponent, 0)[:, None]).astype(X.dtype, copy=False)
 
 
 def _torch_directions(X):
@@ -151,8 +150,12 @@ def _torch_directions(X):
 
     if X.numel() == 0:
         return X
-    exponent = torch.frexp(X.detach().abs().amax(dim=1)).exponent.to(torch.int64)
-    odd = exponent.abs() > _DIRECTIONS_EXPONENT[X.element_size()]
+    Xd = X.detach()
+    top = torch.maximum(Xd.amax(dim=1), -Xd.amin(dim=1))  # no n x d temporary
+    # the binary exponent from log2, as frexp has no kernel on every device (MPS); exact at powers of two, else
+    # at most one too large near one (still a power of two: the row's max then lies in [0.25, 1))
+    exponent = torch.where(top > 0, torch.floor(torch.log2(top)) + 1, torch.zeros_like(top)).to(torch.int64)
+    odd = exponent.abs() > _DIRECTIONS_EXPONENT.get(X.element_size(), 8)
     if not bool(odd.any()):
         return X
     shift = torch.where(odd, -exponent, torch.zeros_like(exponent))

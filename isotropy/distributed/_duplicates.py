@@ -18,7 +18,6 @@ from typing import NamedTuple
 
 import numpy as np
 
-from isotropy._utils.magnitude import rows_at_unit_scale
 from isotropy.distributed._graph import at_metric_scale, at_unit_scale, compute, finite_blocks, unit_blocks
 
 __all__ = ["Distinct", "distinct_rows"]
@@ -53,26 +52,16 @@ def _row_hashes(block, metric, caller):
 def _scale_free_row_hashes(block, metric, caller):
     """:func:`_row_hashes` of representations that do not depend on the array's scale, so that no hash waits for it.
 
-    Euclidean: the rows as they are. Cosine: each row normalised, a row whose squared norm would over- or
-    underflow first brought to unit scale by its own power of two (exact). Were the hashes taken at the
+    Euclidean: the rows as they are. Cosine: each row brought to its own unit scale where it must be, then
+    normalised, as the in-memory cosine metrics do (:func:`~isotropy._utils.magnitude.directions_at_unit_scale`,
+    which reads no exponent of the whole array), so the relation is theirs. Were the hashes taken at the
     array's unit scale, every hash task would wait for its exponent, that is for every block, and all the
-    blocks would be held in memory at once instead of streamed. Times ``2**-e`` with ``e <= 0`` (data not
-    rescaled, or scaled up), equal rows stay equal and distinct ones distinct, and a normalised row has the
-    same bits at any power of two, so these hashes are those of the unit-scale rows; for ``e > 0`` (data
-    beyond ``2**100``) entries far below the largest can become subnormal, and :func:`distinct_rows` hashes
-    at unit scale instead.
+    blocks would be held in memory at once instead of streamed. Euclidean rows times ``2**-e`` with ``e <= 0``
+    (data not rescaled, or scaled up) stay equal when equal and distinct when distinct, so these hashes are
+    those of the unit-scale rows; for ``e > 0`` (data beyond ``2**100``) entries far below the largest can
+    become subnormal, and :func:`distinct_rows` hashes at unit scale instead.
     """
-    B = np.asarray(block)
-    if metric == "cosine" and B.size and B.dtype.kind == "f":
-        from isotropy._kernels.rows import norm_range
-
-        lo, hi = norm_range(np.finfo(np.float64))
-        sq = np.einsum("ij,ij->i", B, B, dtype=np.float64)
-        odd = np.flatnonzero(~((sq > lo) & (sq < hi)))  # also 0 (refused as a zero row) and inf
-        if odd.size:
-            B = B.copy()
-            B[odd] = rows_at_unit_scale(B[odd])
-    return _row_hashes(B, metric, caller)
+    return _row_hashes(at_metric_scale(block, 0, metric), metric, caller)
 
 
 def _unit_row_hashes(block, metric, caller, exponent):

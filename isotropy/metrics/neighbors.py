@@ -37,7 +37,9 @@ def _kneighbors_torch(X, n_neighbors: int, metric: str, chunk_size: int | None, 
     with torch.no_grad():
         # at unit scale by a power of two (exact): float32 scores of data near 1e20, float64 squares near 1e160
         # and 1e-200, overflowed or lost every digit (wrong neighbours, inf or 0 distances); scaled back below
-        X, exponent = rescaled(X.detach(), caller=caller)
+        # (the cosine metric's rows are each at their own unit scale already, check_X: one factor for all would
+        # push the small ones back under float32's normal range)
+        X, exponent = (X.detach(), 0) if metric == "cosine" else rescaled(X.detach(), caller=caller)
         exact = torch.float32 if X.device.type == "mps" else torch.float64
         R = X.to(exact)
         if metric == "cosine":
