@@ -79,7 +79,14 @@ def _sort_candidates(sq: np.ndarray, cand: np.ndarray, n_neighbors: int, jit=Non
         ind = np.empty((sq.shape[0], n_neighbors), dtype=cand.dtype)
         jit.sort_rows(sq, np.ascontiguousarray(cand), n_neighbors, dist, ind)
         return dist, ind
-    order = np.lexsort((cand, sq), axis=-1)[:, :n_neighbors]
+    # One sort by distance, and the (distance, index) order only for the rows where equal distances (or NaN) among the
+    # first n_neighbors + 1 make the order of the indices matter: elsewhere the two orders keep the same entries.
+    order = np.argsort(sq, axis=1)
+    first = np.take_along_axis(sq, order[:, : n_neighbors + 1], axis=1)
+    tied = np.flatnonzero((~(first[:, 1:] > first[:, :-1])).any(axis=1))
+    order = order[:, :n_neighbors]
+    if tied.size:
+        order[tied] = np.lexsort((cand[tied], sq[tied]), axis=-1)[:, :n_neighbors]
     return np.take_along_axis(sq, order, axis=1), np.take_along_axis(cand, order, axis=1)
 
 
@@ -267,7 +274,7 @@ class _Operands:
     def __init__(self, X: np.ndarray, scale, centre: np.ndarray, caller: str):
         self.X, self.scale, self.centre = X, scale, centre
         self.order = None  # the order of the points that slices of left() and right() refer to (None: their own)
-        self.jit = None  # the compiled loops that gather the rows of an order (exact_knn)
+        self.jit = None  # the compiled loops that gather the rows of an order (exact_knn; None: numpy's X[rows])
         n, self.d = X.shape
         # float32 rows, a float32 centre: their float32 difference is their float64 difference rounded to float32
         low = centre.astype(np.float32)
@@ -338,11 +345,13 @@ class _Operands:
         return P
 
 
-# Candidates per point from which exact_knn offers its blocks in the order of _cell_order (float32 points, the
-# compiled loops): fewer entries reach the thresholds, and from about this many on, that saves more than
-# gathering the panels' rows costs (20,000 x 384 low-rank float32 points, interleaved searches: 7 % of the
-# floor at k = 100, even at k = 50, 3 % slower to 2 % faster at k = 20; greedily chaining nearby cells
-# gained nothing more).
+# Candidates per point from which exact_knn offers its blocks in the order of _cell_order (float32 points, on either
+# loops: the numpy ones gather the panels' rows with X[rows], the compiled ones in one pass): fewer entries reach the
+# thresholds, and from about this many on, that saves more than gathering the panels' rows costs (compiled loops,
+# 20,000 x 384 low-rank float32 points, interleaved searches: 7 % of the floor at k = 100, even at k = 50, 3 % slower
+# to 2 % faster at k = 20; greedily chaining nearby cells gained nothing more). The numpy loops, whose every entry
+# that reaches a threshold costs more, take the same rule: below it (k = 2, 20) the order did not pay for its gathers
+# on them either (benchmarks/bench_neighbors_floor.py --compare).
 _ORDERED = 64
 
 
@@ -525,7 +534,8 @@ class _Best:
                     rows, counts, over = rows[~huge], counts[~huge], over[~huge]
                 if over.any():
                     self._compact(rows[over])
-            self.keys[targets, self.fill[targets] + pos] = keys
+            # flat positions (the slots are one C-contiguous array, so reshape is a view): faster than 2-d indices
+            self.keys.reshape(-1)[targets * capacity + self.fill[targets] + pos] = keys
             self.fill[rows] += counts
             fresh = rows[np.isneginf(self.tau[rows]) & (self.fill[rows] >= m)]
             if fresh.size:  # the first m: a threshold from now on
@@ -660,18 +670,23 @@ def _offer(S: np.ndarray, best: _Best, targets: slice, other0: int, axis: int, m
     if live is None or 4 * live.size > thr.size:
         np.greater_equal(S, thr[:, None] if axis == 1 else thr[None, :], out=mask)
         flat = np.flatnonzero(mask)
-        r, c = np.divmod(flat, S.shape[1])
+        r = flat // S.shape[1]
+        c = flat - r * S.shape[1]  # (np.divmod's integer loop is several times slower)
         vals = S.ravel()[flat]
         if live is None:  # a heuristic only (the entries kept are the same either way): not locked
             best.live = np.count_nonzero(np.bincount(r if axis == 1 else c)) / thr.size
-    elif axis == 1:
+    elif axis == 1:  # (flat indices: numpy's nonzero of a 2-d mask is several times slower than of a 1-d one)
         lines = S[live]
-        r, c = np.nonzero(lines >= thr[live, None])
-        vals, r = lines[r, c], live[r]
+        flat = np.flatnonzero(lines >= thr[live, None])
+        r = flat // lines.shape[1]
+        c = flat - r * lines.shape[1]
+        vals, r = lines.ravel()[flat], live[r]
     else:
         lines = S[:, live]
-        r, c = np.nonzero(lines >= thr[None, live])
-        vals, c = lines[r, c], live[c]
+        flat = np.flatnonzero(lines >= thr[None, live])
+        r = flat // lines.shape[1]
+        c = flat - r * lines.shape[1]
+        vals, c = lines.ravel()[flat], live[c]
     if r.size == 0:
         return
     if axis == 1:
@@ -931,8 +946,8 @@ def exact_knn(X: np.ndarray, scale, n_neighbors: int, *, block: int | None = Non
        BLAS products of float32 blocks (float64 when float32 cannot hold them), over the blocks on
        and above the diagonal only, each offered to its rows and its columns; every row keeps its
        ``m = n_neighbors + max(8, n_neighbors // 8)`` best (:class:`_Best`: the same set whatever
-       order the worker threads finish the blocks in); with the compiled loops and at least
-       ``_ORDERED`` candidates, the blocks hold the points grouped by :func:`_cell_order`, so that
+       order the worker threads finish the blocks in); with at least ``_ORDERED`` candidates
+       (float32 points, on either loops), the blocks hold the points grouped by :func:`_cell_order`, so that
        the thresholds rise sooner (the same neighbours: among equal scores the set may differ, and a row
        whose ``k``-th distance such a tie could reach is not certified and goes to the stages below);
     2. their squared distances ``Σ (y_i − y_j)²`` in float64 from the differences, sorted by
@@ -962,7 +977,7 @@ def exact_knn(X: np.ndarray, scale, n_neighbors: int, *, block: int | None = Non
     b = max(block or _BLOCK, m + 1)  # a diagonal block holds m others
     ops = _Operands(X, scale, centre, caller)
     best = _best(n, m, ops.dtype)
-    if jit is not None and ops.low_centre is not None and ops.dtype == np.float32 and m >= _ORDERED and n >= 2 * b:
+    if ops.low_centre is not None and ops.dtype == np.float32 and m >= _ORDERED and n >= 2 * b:
         ops.order, ops.jit = _cell_order(ops, b), jit
     panels = _panels(0, n, b)
     _candidate_pass(ops, (best, best), _tasks(panels, panels, diagonal=True), b, jit)
