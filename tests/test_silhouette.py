@@ -212,7 +212,7 @@ def test_torch_device_kernel_matches_numpy_kernel(rng, metric):
     # on CPU against sklearn, in float64 and (to 1e-6) in float32, with uneven blocks.
     import torch
 
-    from isotropy.metrics.silhouette import _cluster_sums_torch, _coefficients_numpy, _resolution_torch
+    from isotropy.metrics.silhouette import _cluster_sums_torch, _coefficients_torch, _resolution_torch
 
     X, labels = _blobs(rng, 333, 9, 5, offset=30.0)
     expected = skm.silhouette_samples(X, labels, metric=metric)
@@ -220,10 +220,8 @@ def test_torch_device_kernel_matches_numpy_kernel(rng, metric):
         T = torch.tensor(X, dtype=dtype)
         sums, q = _cluster_sums_torch(T, labels, 5, metric, 100)
         assert sums.dtype == torch.float64
-        counts = np.bincount(labels).astype(float)
-        resolution = _resolution_torch(q, T, metric).numpy()
-        np.testing.assert_allclose(_coefficients_numpy(sums.numpy(), labels, counts, resolution), expected,
-                                   rtol=0, atol=tol)
+        resolution = _resolution_torch(q, labels, 5, T, metric)
+        np.testing.assert_allclose(_coefficients_torch(sums, labels, resolution).numpy(), expected, rtol=0, atol=tol)
 
 
 
@@ -233,7 +231,7 @@ def test_duplicates_have_a_equal_b_equal_0_not_rounding_noise(metric):
     # hence s = 0 (scikit-learn), but the product kernel's rounding noise gave it +1 or -1
     import torch
 
-    from isotropy.metrics.silhouette import _cluster_sums_torch, _coefficients_numpy, _resolution_torch
+    from isotropy.metrics.silhouette import _cluster_sums_torch, _coefficients_torch, _resolution_torch
 
     X = np.array([[1.0, 2.0], [0.0, 1.0]] + [[1.0, 2.0]] * 13)
     labels = np.array([2, 1, 1, 0, 0, 0, 0, 0, 0, 2, 1, 2, 1, 1, 2])
@@ -241,6 +239,5 @@ def test_duplicates_have_a_equal_b_equal_0_not_rounding_noise(metric):
     np.testing.assert_allclose(silhouette_samples(X, labels, metric=metric), expected, atol=1e-12)
     T = torch.tensor(X)
     sums, q = _cluster_sums_torch(T, labels, 3, metric, 4)
-    got = _coefficients_numpy(sums.numpy(), labels, np.bincount(labels).astype(float),
-                              _resolution_torch(q, T, metric).numpy())
+    got = _coefficients_torch(sums, labels, _resolution_torch(q, labels, 3, T, metric)).numpy()
     np.testing.assert_allclose(got, expected, atol=1e-12)

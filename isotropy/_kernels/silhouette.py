@@ -16,9 +16,11 @@ import numbers
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from typing import NamedTuple
 
 import numpy as np
 
+from isotropy._kernels.centre import median_centre
 from isotropy._utils.threads import blas_on_one_thread, one_blas_thread
 from isotropy._utils.validation import IsotropyValueError
 
@@ -35,9 +37,11 @@ def _augmented_numpy(X, metric, dtype, order, mean=None):
 
     With L = [-s u, q, 1] (s = 2 for euclidean, 1 for cosine), L @ R.T is the squared euclidean
     distance, or the cosine distance 1 - cos(x, y) = |u_x - u_y|^2 / 2 (+ 1/2 per zero row).
-    Centring keeps |u| small, hence the cancellation error of the float32 product. Row ``i`` of
-    R is sample ``order[i]``. ``mean`` gives the centre (float64), e.g. that of all the row blocks
-    of a distributed array, instead of the mean of ``X``.
+    Centring keeps |u| small, hence the cancellation error of the float32 product: on the
+    coordinate-wise median of a sample of the rows (euclidean; :func:`isotropy._kernels.centre.median_centre`),
+    which a few rows of huge norm do not move, or the mean of the unit rows (cosine). Row ``i`` of
+    R is sample ``order[i]``. ``mean`` gives the centre (float64), e.g. that of the rows of a
+    distributed array, instead.
     """
     n, d = X.shape
     step = max(1, (1 << 22) // max(d, 1))  # convert ~32 MiB of float64 at a time
@@ -45,7 +49,7 @@ def _augmented_numpy(X, metric, dtype, order, mean=None):
     if mean is not None:
         pass
     elif metric == "euclidean":
-        mean = X.mean(axis=0, dtype=np.float64)
+        mean = median_centre(X)  # not the mean: a few rows of huge norm would drag it (see _kernels.centre)
     else:
         mean = sum(_unit_rows(X[rows].astype(np.float64))[0].sum(axis=0) for rows in chunks) / n
     R = np.empty((n, d + 2), dtype=dtype)
@@ -200,7 +204,8 @@ class _BlockKernel:
         i1, j1 = min(n, i0 + b), min(n, j0 + b)
         if state.get("i0") != i0:  # left operand of the current row block, cached per thread
             L = _left_operand_numpy(R[i0:i1], self.metric, self.d)
-            state.update(i0=i0, L=L, L_mean=L.mean(axis=0, dtype=np.float64), onehot=None)
+            state.update(i0=i0, L=L, L_mean=L.mean(axis=0, dtype=np.float64), onehot=None,
+                         q_median=float(np.median(R[i0:i1, -1].astype(np.float64))))
         L = state["L"]
         if "buffer" not in state:
             state["buffer"] = np.empty(b * b, dtype=dtype)
@@ -211,10 +216,15 @@ class _BlockKernel:
             np.sqrt(D, out=D)
         if i0 == j0:
             D.flat[:: D.shape[1] + 1] = 0.0  # d(x, x) = 0 exactly, whatever the rounding
-        # Sums of many similar float32 terms lose digits: sum d - shift instead, shift ~ mean d
-        # (the mean of L @ R.T over the block is mean(L) @ mean(R)), and add n * shift in float64.
-        shift = float(state["L_mean"] @ R[j0:j1].mean(axis=0, dtype=np.float64))
-        shift = np.sqrt(max(shift, 0.0)) if self.metric == "euclidean" else shift
+        # Sums of many similar float32 terms lose digits: sum d - shift instead, shift ~ a typical d, and add
+        # n * shift in float64. Cosine: the mean of L @ R.T over the block, mean(L) @ mean(R). Euclidean: about
+        # the median centre a typical squared distance |u_i - u_j|^2 is about q_i + q_j, so the medians of q over
+        # the two blocks; the block's mean would be dominated by one row of huge norm (its distances ~|u|), and d - shift
+        # of every other pair would lose its digits to that shift.
+        if self.metric == "euclidean":
+            shift = np.sqrt(state["q_median"] + float(np.median(R[j0:j1, -1].astype(np.float64))))
+        else:
+            shift = float(state["L_mean"] @ R[j0:j1].mean(axis=0, dtype=np.float64))
         D -= dtype.type(shift)
         shift = float(dtype.type(shift))
         cj, col_starts = _segments(self.sorted_ids, self.first, j0, j1)
@@ -273,19 +283,41 @@ def _sample_indices(n_samples, sample_size, random_state, caller):
     return permutation[:sample_size]
 
 
-def _resolution(q, dtype, d, metric):
-    """The smallest mean distance the product kernel resolves, per sample.
+class Resolution(NamedTuple):
+    """The smallest mean distance the product kernel resolves, per sample and cluster (:func:`_resolution`)."""
+
+    q: np.ndarray  # squared norms of the centred operands of the samples (rows of the sums)
+    q_max: np.ndarray  # the largest of each cluster
+    factor: float
+    euclidean: bool
+
+    def rows(self, start, stop):
+        """The resolution of samples ``start:stop`` (a row panel of the sums)."""
+        return self._replace(q=self.q[start:stop])
+
+    def at(self, clusters):
+        """Per sample: the resolution of its mean distance to the cluster ``clusters[i]``."""
+        error = self.factor * (self.q + self.q_max[clusters])
+        return np.sqrt(error) if self.euclidean else error
+
+
+def _resolution(q, ids, n_clusters, dtype, d, metric, q_max=None):
+    """The smallest mean distance the product kernel resolves, per sample and cluster.
 
     A distance from ``q_i + q_j - s·u_i·u_j`` carries a rounding error up to about
     ``c·eps·(q_i + q_j)`` (``q`` the squared norms of the centred operands, ``c`` growing like
     √d), and the euclidean distance is its square root. Below this, a distance is
     indistinguishable from 0: a sample whose own cluster and nearest other cluster both lie
     within it has a = b = 0, hence s = 0 (as scikit-learn gives for exact duplicates), not the
-    ±1 that rounding noise would decide.
+    ±1 that rounding noise would decide. The bound of a sample's mean distance to a cluster takes
+    the largest ``q_j`` of that cluster (``q_max``: computed from ``q`` and the cluster ids
+    ``ids`` unless given), not of all samples: one row far from the rest raised every
+    sample's bound above its distances, and the silhouette of every other cluster read 0.
     """
-    eps = float(np.finfo(dtype).eps)
-    error = 4.0 * np.sqrt(d + 2.0) * eps * (q + q.max())
-    return np.sqrt(error) if metric == "euclidean" else error
+    if q_max is None:
+        q_max = np.zeros(n_clusters)
+        np.maximum.at(q_max, ids, q)
+    return Resolution(q, q_max, 4.0 * np.sqrt(d + 2.0) * float(np.finfo(dtype).eps), metric == "euclidean")
 
 
 def _coefficients_numpy(sums, ids, counts, resolution):
@@ -295,9 +327,10 @@ def _coefficients_numpy(sums, ids, counts, resolution):
         a = sums[rows, ids] / (counts[ids] - 1.0)
         means = sums / counts
         means[rows, ids] = np.inf
-        b = means.min(axis=1)
+        nearest = means.argmin(axis=1)
+        b = means[rows, nearest]
         s = (b - a) / np.maximum(a, b)
-    s[(a <= resolution) & (b <= resolution)] = 0.0  # a = b = 0 to the kernel's precision
+    s[(a <= resolution.at(ids)) & (b <= resolution.at(nearest))] = 0.0  # a = b = 0 to the kernel's precision
     return np.nan_to_num(s, nan=0.0, posinf=0.0, neginf=0.0)  # singletons (a = 0/0) and a = b = 0
 
 

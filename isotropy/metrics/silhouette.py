@@ -23,6 +23,7 @@ import numbers
 
 import numpy as np
 
+from isotropy._kernels.centre import median_centre
 from isotropy._kernels.silhouette import (
     _augmented_numpy,
     _BlockKernel,
@@ -78,7 +79,8 @@ def _silhouette_numpy(X, ids, n_clusters, metric, chunk_size):
     kernel = _BlockKernel(_augmented_numpy(X, metric, dtype, order), ids[order], n_clusters, metric,
                           min(n, chunk_size or _DEFAULT_CHUNK))
     starts = range(0, n, kernel.b)
-    resolution = _resolution(kernel.R[:, -1].astype(np.float64), kernel.R.dtype, kernel.d, metric)
+    resolution = _resolution(kernel.R[:, -1].astype(np.float64), kernel.sorted_ids, n_clusters, kernel.R.dtype,
+                             kernel.d, metric)
     s_sorted = np.empty(n, dtype=np.float64)
     if n * n_clusters * 8 <= _SUMS_BUDGET:
         tables = []
@@ -100,7 +102,8 @@ def _silhouette_numpy(X, ids, n_clusters, metric, chunk_size):
             sums = np.zeros((i1 - i0, n_clusters), dtype=np.float64)
             for j0 in starts:
                 kernel.add_block(i0, j0, state, sums, symmetric=False)
-            s_sorted[i0:i1] = _coefficients_numpy(sums, kernel.sorted_ids[i0:i1], kernel.counts, resolution[i0:i1])
+            s_sorted[i0:i1] = _coefficients_numpy(sums, kernel.sorted_ids[i0:i1], kernel.counts,
+                                                    resolution.rows(i0, i1))
 
         _run_tasks(panel, [(i0,) for i0 in starts], progress=True)
     s = np.empty(n, dtype=np.float64)
@@ -125,7 +128,8 @@ def _cluster_sums_torch(X, ids, n_clusters, metric, chunk_size):
         norms = U.pow(2).sum(dim=1).sqrt()
         U = U / torch.where(norms > 0, norms, torch.ones_like(norms))[:, None]
         zero = (norms == 0).to(acc)
-    U = (U - U.mean(dim=0)).to(dtype)
+    # euclidean: on the median of a sample of rows (a few rows of huge norm would drag the mean, _kernels.centre)
+    U = (U - (median_centre(U).to(acc) if metric == "euclidean" else U.mean(dim=0))).to(dtype)
     q = U.to(acc).pow(2).sum(dim=1)
     q = q if metric == "euclidean" else (q + zero) / 2.0
     R = torch.cat([U, torch.ones(n, 1, dtype=dtype, device=device), q.to(dtype)[:, None]], dim=1)
@@ -155,14 +159,21 @@ def _cluster_sums_torch(X, ids, n_clusters, metric, chunk_size):
     return sums, R[:, d + 1].to(acc)
 
 
-def _resolution_torch(q, X, metric):
-    """:func:`_resolution` for the torch kernel (its operands are float32 unless ``X`` is float64)."""
+def _resolution_torch(q, ids, n_clusters, X, metric):
+    """:func:`_resolution` for the torch kernel (its operands are float32 unless ``X`` is float64): per sample,
+    ``(resolution to its own cluster, resolution to every cluster)`` as a function of the cluster."""
     import torch
 
     dtype = np.float64 if X.dtype == torch.float64 else np.float32
-    eps = float(np.finfo(dtype).eps)
-    error = 4.0 * float(np.sqrt(X.shape[1] + 2.0)) * eps * (q + q.max())
-    return error.sqrt() if metric == "euclidean" else error
+    factor = 4.0 * float(np.sqrt(X.shape[1] + 2.0)) * float(np.finfo(dtype).eps)
+    ids_t = torch.as_tensor(ids, device=q.device)
+    q_max = torch.zeros(n_clusters, dtype=q.dtype, device=q.device).scatter_reduce(0, ids_t, q, "amax")
+
+    def at(clusters):
+        error = factor * (q + q_max[clusters])
+        return error.sqrt() if metric == "euclidean" else error
+
+    return at
 
 
 # ----------------------------------------------------------------------------------------------
@@ -178,9 +189,9 @@ def _coefficients_torch(sums, ids, resolution):
     a = sums[rows, ids_t] / (counts[ids_t] - 1.0)
     means = sums / counts
     means[rows, ids_t] = float("inf")
-    b = means.min(dim=1).values
+    b, nearest = means.min(dim=1)
     s = (b - a) / torch.maximum(a, b)
-    s = torch.where((a <= resolution) & (b <= resolution), torch.zeros_like(s), s)  # see _resolution
+    s = torch.where((a <= resolution(ids_t)) & (b <= resolution(nearest)), torch.zeros_like(s), s)  # see _resolution
     return torch.nan_to_num(s, nan=0.0, posinf=0.0, neginf=0.0)
 
 
@@ -201,7 +212,7 @@ def _silhouette(X, ids, metric, chunk_size, caller):
             torch.set_float32_matmul_precision("highest")
             with torch.no_grad():
                 sums, q = _cluster_sums_torch(X, ids, n_clusters, metric, chunk_size)
-                s = _coefficients_torch(sums, ids, _resolution_torch(q, X, metric))
+                s = _coefficients_torch(sums, ids, _resolution_torch(q, ids, n_clusters, X, metric))
         finally:
             torch.set_float32_matmul_precision(precision)
         return s
