@@ -223,6 +223,9 @@ def _loops(X, n_neighbors, search):
 _BLOCK = 1024
 # Rows of a block scored at a time (the score buffer of a worker: _ROWS x _BLOCK).
 _ROWS = 512
+# The same on the numpy loops: a whole block of _BLOCK rows at once (half the numpy calls per block, and the right
+# operand panel streamed once per block instead of once per part) for a score buffer and mask twice as large.
+_ROWS_NUMPY = 1024
 # Column panels per task of the candidate pass (_tasks): each worker holds this many right operand panels. One: a
 # left panel is built for every block instead of every second one (b·d more reads of X per block), and each worker
 # holds one b x (d + 2) panel less (benchmarks/bench_neighbors_floor.py --live-memory, docs/benchmarks.md).
@@ -766,8 +769,9 @@ def _candidate_pass(ops: _Operands, sides, tasks, b: int, jit=None) -> None:
     d2 = ops.d + 2
     row_best, col_best = sides
 
-    h = b if len(tasks) == 1 else min(b, _ROWS)  # one task (a few points) runs whole, on BLAS's own threads
     select = jit if ops.dtype == np.float32 else None  # compiled for float32 scores (float64 ones: rare, _Best64)
+    # one task (a few points) runs whole, on BLAS's own threads
+    h = b if len(tasks) == 1 else min(b, _ROWS if select is not None else _ROWS_NUMPY)
 
     def buffers():
         state = {"S": np.empty(h * b, dtype=ops.dtype), "L": np.empty(h * d2, dtype=ops.dtype),
@@ -963,10 +967,11 @@ def exact_knn(X: np.ndarray, scale, n_neighbors: int, *, block: int | None = Non
     of this search's own: every tile then runs the loops the in-memory search of the same data runs,
     and a worker loads numba once for all its tiles.
 
-    Memory: per worker thread a ``512 × block`` score buffer and mask (with the compiled loops,
-    a ``block``-byte mask and two buffers of ``max(2¹⁵, block)`` found entries instead), a left
-    operand panel of 512 rows and ``_COLUMN_PANELS`` right ones of ``block`` rows (built from
-    ``X``, :class:`_Operands`); the ``n × 1.5m`` candidate keys; no copy of ``X``.
+    Memory: per worker thread a ``512 × block`` score buffer and mask (``1024 × block`` on the numpy
+    loops; with the compiled loops, a ``block``-byte mask and two buffers of ``max(2¹⁵, block)`` found
+    entries instead of the mask), a left operand panel of as many rows and ``_COLUMN_PANELS`` right
+    ones of ``block`` rows (built from ``X``, :class:`_Operands`); the ``n × 1.5m`` candidate keys;
+    no copy of ``X``.
     """
     n = X.shape[0]
     jit = _loops(X, n_neighbors, search)
