@@ -153,7 +153,8 @@ def _check_n_neighbors(n_neighbors, metric_names, *, default_table: str | None =
                                       "rows.")
 @click.option("--n-neighbors", callback=_parse_n_neighbors, default=None, metavar="K",
               help=f"Neighbours per point of mle_dimension (Levina & Bickel's k; default {DEFAULT_MLE_NEIGHBOURS}, "
-                   f"as scikit-dimension). TwoNN reads the first two of the same search.")
+                   f"as scikit-dimension; the local estimates pooled by their mean, as Levina & Bickel and "
+                   f"scikit-dimension's comb='mean', not its default harmonic comb='mle'). TwoNN reads the first two of the same search.")
 @click.option("--key", default=None, metavar="K",
               help="Array to read from a container holding several (.npz member, .pt dict key, "
                    ".safetensors tensor, .parquet column).")
