@@ -167,3 +167,17 @@ def test_read_embeddings_refuses_label_column_on_a_file_without_columns(tmp_path
     with pytest.raises(IsotropyValueError, match=r"label_column='label' was given but .npy files have no named "
                                                  r"columns"):
         read_embeddings(tmp_path / "x.npy", label_column="label")
+
+
+def test_a_header_line_in_a_text_labels_file_is_named_in_the_error(tmp_path):
+    """A .txt labels file has no header (labels may be words): a first line 'label' above 50 integers is one label
+    too many, and the error says that line 1 is read as a label and how to give a header (a new-user trial read
+    the docs as recognising it, and the error did not point at the line)."""
+    path = tmp_path / "labels.txt"
+    path.write_text("label\n" + "".join(f"{k % 3}\n" for k in range(50)))
+    with pytest.raises(IsotropyValueError, match=r"it has 51 labels but the embeddings have 50 rows \(a text file has "
+                                                 r"one label per line and no header, so line 1 'label' is a label"):
+        read_labels(path, n_rows=50)
+    csv = tmp_path / "labels.csv"
+    csv.write_text(path.read_text())
+    assert read_labels(csv, n_rows=50).tolist() == [str(k % 3) for k in range(50)]

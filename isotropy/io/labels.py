@@ -116,6 +116,10 @@ def read_labels(path: str | os.PathLike, *, n_rows: int | None, column: str | No
         if suffix in (".csv", ".tsv") and labels.shape[0] == n_rows + 1 and labels.ndim == 1:
             hint = (f" (line 1 {str(labels[0])!r} was read as a label, not a header; a header names the "
                     f"column, e.g. 'label'; or is the last line {str(labels[-1])!r} a stray one?)")
+        elif suffix in _TEXT_EXTENSIONS and labels.shape[0] == n_rows + 1 and labels.ndim == 1:
+            hint = (f" (a text file has one label per line and no header, so line 1 {str(labels[0])!r} is a label: "
+                    f"if it is a header, remove it or save the file as .csv, whose header line is recognised; or is "
+                    f"the last line {str(labels[-1])!r} a stray one?)")
         if row_kind == "embedding rows":
             raise _fail(path, f"it has {labels.shape[0]} labels but the embeddings have {n_rows} rows{hint}",
                         "one label per embedding row")
