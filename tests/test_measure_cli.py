@@ -441,3 +441,13 @@ def test_shell_completion_of_commands_experiments_and_option_values(tmp_path):
     completion_script = subprocess.run([sys.executable, "-m", "isotropy"], capture_output=True, text=True, check=True,
                                        env={**os.environ, "_ISOTROPY_COMPLETE": "bash_source"}).stdout
     assert "complete -o nosort -F _isotropy_completion isotropy" in completion_script
+
+
+def test_too_few_rows_for_the_default_mle_k_names_the_default(tmp_path):
+    """3 rows and no --n-neighbors: the error is about the default k (20), not an option the user did not pass."""
+    path = tmp_path / "rows3.npy"
+    np.save(path, np.random.default_rng(0).normal(size=(3, 4)))
+    result = CliRunner().invoke(cli, ["measure", str(path), "--metrics", "mle_dimension"])
+    assert result.exit_code != 0
+    assert "mle_dimension: the default --n-neighbors must be an int in the range [2, 2]" in result.output
+    assert "Got 20 instead" in result.output

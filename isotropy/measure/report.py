@@ -441,6 +441,8 @@ def _measure_each(metric_names, data, *, distance, random_state, progress, n_nei
                 raise InputError(" ".join(str(exc).split())) from None
             except (ValueError, TypeError) as exc:  # the data do not suit this metric
                 error, kind = option_names(" ".join(str(exc).split())), "input"
+                if n_neighbors is None:  # the user gave no --n-neighbors: the error is about its default
+                    error = error.replace("--n-neighbors must", "the default --n-neighbors must", 1)
                 _debug_traceback(bar)
             except Exception as exc:  # noqa: BLE001 - a failing metric must not lose the others
                 error, kind = f"{type(exc).__name__}: {' '.join(str(exc).split())}", "internal"
