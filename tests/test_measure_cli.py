@@ -451,3 +451,21 @@ def test_too_few_rows_for_the_default_mle_k_names_the_default(tmp_path):
     assert result.exit_code != 0
     assert "mle_dimension: the default --n-neighbors must be an int in the range [2, 2]" in result.output
     assert "Got 20 instead" in result.output
+
+
+def test_an_unquoted_pattern_expanded_by_the_shell_is_named(tmp_path):
+    """`isotropy measure shards/*.npy` unquoted hands the command every file: the error says to quote the pattern or
+    pass the folder, instead of listing 60 'unexpected extra arguments' (trial)."""
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    for k in range(5):
+        np.save(shards / f"part-{k}.npy", np.ones((2, 3)))
+    labels = tmp_path / "labels.txt"
+    labels.write_text("0\n1\n" * 5)
+    files = [str(path) for path in sorted(shards.glob("*.npy"))]
+    result = CliRunner().invoke(cli, ["measure", "--labels", str(labels), *files])
+    assert result.exit_code == 2
+    assert (f"Got 5 files ({files[0]}, {files[1]}, {files[2]}, ...): the shell expanded an unquoted pattern. Quote "
+            f"it, e.g. '{shards / '*.npy'}', or pass the folder {str(shards)!r}.") in result.output
+    result = CliRunner().invoke(cli, ["measure", files[0], "y", "z"])  # not files: click's own message
+    assert "Got unexpected extra arguments (y z)" in result.output

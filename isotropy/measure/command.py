@@ -119,7 +119,29 @@ def _check_n_neighbors(n_neighbors, metric_names, *, default_table: str | None =
                            f"to --metrics or leave --n-neighbors out.")
 
 
-@click.command(name="measure")
+class _MeasureCommand(click.Command):
+    """``measure``, whose refusal of extra arguments says when the shell expanded a pattern into many files."""
+
+    def parse_args(self, ctx, args):
+        given = list(args)  # the parser consumes the list it is handed
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as exc:
+            # positional words that name files (a word right after an option is taken as its value)
+            extra = [arg for prev, arg in zip([""] + given, given)
+                     if not arg.startswith("-") and not (prev.startswith("-") and "=" not in prev)
+                     and Path(arg).is_file()]
+            if "unexpected extra argument" not in str(exc) or len(extra) < 2:
+                raise
+            shown = ", ".join(extra[:3]) + (", ..." if len(extra) > 3 else "")
+            folder = Path(extra[0]).parent
+            raise click.UsageError(
+                f"EMBEDDINGS takes one file, folder or quoted pattern. Got {len(extra)} files ({shown}): the shell "
+                f"expanded an unquoted pattern. Quote it, e.g. '{folder / ('*' + Path(extra[0]).suffix)}', or pass "
+                f"the folder {str(folder)!r}.", ctx=ctx) from None
+
+
+@click.command(name="measure", cls=_MeasureCommand)
 @click.argument("embeddings", metavar="EMBEDDINGS", required=False, shell_complete=complete_embeddings)
 @click.option("--labels", "labels_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Labels, one per row: text (one per line), CSV/TSV (one column, or several 0/1 columns "
