@@ -361,7 +361,7 @@ def test_twonn_is_not_refused_for_mles_sake_on_a_few_rows(tmp_path):
     assert out.returncode == 2
     record = json.loads((tmp_path / "m.json").read_text())
     assert record["values"]["twonn_dimension"] == pytest.approx(twonn_dimension(X), rel=1e-12)
-    assert "mle_dimension: --n-neighbors must be an int in the range [2, 3] (at most n_samples - 1 = 3 for 4 samples). Got 20 instead." in out.stderr
+    assert "mle_dimension: the default --n-neighbors must be an int in the range [2, 3] (at most n_samples - 1 = 3 for 4 samples). Got 20 instead." in out.stderr
     assert "neighbour_dimensions" not in out.stderr
 
 
