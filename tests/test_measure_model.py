@@ -513,7 +513,7 @@ def test_a_metric_failing_at_every_layer_is_an_error_with_exit_2(files, tmp_path
     result = invoke("--model", files / "bert", "--texts", files / "texts.txt", "--metrics",
                     "twonn_dimension,mle_dimension", "--device", "cpu", "--json", out)  # k = 20 > 8 texts - 1
     assert result.exit_code == 2, result.output
-    assert ("Error: mle_dimension (every layer): --n-neighbors must be an int in the range [2, 7] (at most n_samples - 1 = 7 for 8 samples). Got 20 instead."
+    assert ("Error: mle_dimension (every layer): the default --n-neighbors must be an int in the range [2, 7] (at most n_samples - 1 = 7 for 8 samples). Got 20 instead."
             in result.output)
     assert "Error: 1 of 2 metrics failed (mle_dimension); the others are above and in the JSON." in result.output
     assert "Warning:" not in result.output  # said once, as the error, not also per layer

@@ -871,7 +871,8 @@ def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, 
     click.echo(format_table(result), err=to_err)
     from isotropy.measure.report import option_names
 
-    errors = {name: option_names(message) for name, message in result["errors"].items()}  # the command's words
+    errors = {name: option_names(message, n_neighbors_given=n_neighbors is not None)  # the command's words
+              for name, message in result["errors"].items()}
     if json_path is not None:
         from isotropy._utils.versions import package_versions
         from isotropy.measure._json_output import write_json_output

@@ -300,8 +300,11 @@ _OPTION_OF = {"layers": "--layers", "level": "--level", "pooling": "--pooling", 
               "metrics": "--metrics", "n_neighbors": "--n-neighbors", "encoding": "--encoding"}
 
 
-def option_names(message: str) -> str:
-    """``The 'layers' parameter of measure_layers ...`` -> ``--layers ...``: a command's error names its option."""
+def option_names(message: str, *, n_neighbors_given: bool = True) -> str:
+    """``The 'layers' parameter of measure_layers ...`` -> ``--layers ...``: a command's error names its option.
+
+    ``n_neighbors_given=False``: the command line gave no ``--n-neighbors``, so an error about it is about its default.
+    """
     import re
 
     def option(match):
@@ -310,8 +313,9 @@ def option_names(message: str) -> str:
     callers = "|".join(_BEHIND_THE_COMMAND)
     message = re.sub(rf"The '(\w+)' parameter of (?:{callers})\b", option, message)
     # MLE's k against the distinct rows (isotropy.metrics.dimension): k is the command's --n-neighbors
-    return re.sub(r"(of (?:mle_dimension|neighbour_dimensions) must have more than )n_neighbors=(\d+)",
-                  r"\1--n-neighbors \2", message)
+    message = re.sub(r"(of (?:mle_dimension|neighbour_dimensions) must have more than )n_neighbors=(\d+)",
+                     r"\1--n-neighbors \2", message)
+    return message if n_neighbors_given else message.replace("--n-neighbors must", "the default --n-neighbors must", 1)
 
 
 def _guard(function, *args, **kwargs):
@@ -440,9 +444,7 @@ def _measure_each(metric_names, data, *, distance, random_state, progress, n_nei
                 bar.close()
                 raise InputError(" ".join(str(exc).split())) from None
             except (ValueError, TypeError) as exc:  # the data do not suit this metric
-                error, kind = option_names(" ".join(str(exc).split())), "input"
-                if n_neighbors is None:  # the user gave no --n-neighbors: the error is about its default
-                    error = error.replace("--n-neighbors must", "the default --n-neighbors must", 1)
+                error, kind = option_names(" ".join(str(exc).split()), n_neighbors_given=n_neighbors is not None), "input"
                 _debug_traceback(bar)
             except Exception as exc:  # noqa: BLE001 - a failing metric must not lose the others
                 error, kind = f"{type(exc).__name__}: {' '.join(str(exc).split())}", "internal"
