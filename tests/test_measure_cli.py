@@ -469,3 +469,12 @@ def test_an_unquoted_pattern_expanded_by_the_shell_is_named(tmp_path):
             f"it, e.g. '{shards / '*.npy'}', or pass the folder {str(shards)!r}.") in result.output
     result = CliRunner().invoke(cli, ["measure", files[0], "y", "z"])  # not files: click's own message
     assert "Got unexpected extra arguments (y z)" in result.output
+
+
+def test_help_names_the_cluster_metrics_of_the_model_table():
+    """--help lists the cluster metrics --model measures with --labels (it said 'the cluster metrics', and the
+    embeddings table's include dunn_index, which --model's leaves out)."""
+    result = CliRunner().invoke(cli, ["measure", "--help"], terminal_width=400)
+    text = " ".join(result.output.split())
+    assert ("rogue_dimension_share, twonn_dimension, plus silhouette_score, calinski_harabasz_score, "
+            "davies_bouldin_score with --labels.") in text

@@ -152,8 +152,8 @@ class _MeasureCommand(click.Command):
               shell_complete=complete_metrics,
               help=f"Comma-separated metrics. Default: {', '.join(DEFAULT)} (isoscore_star too with "
                    f"--shrinkage-sample), plus {', '.join(CLUSTER)} when --labels is given; with --model: "
-                   f"{', '.join(m for m in DEFAULT_LAYER_METRICS if not METRICS[m].needs_labels)} (the cluster "
-                   f"metrics with --labels). Also: {', '.join(ON_REQUEST)}.")
+                   f"{', '.join(m for m in DEFAULT_LAYER_METRICS if not METRICS[m].needs_labels)}, plus "
+                   f"{', '.join(m for m in DEFAULT_LAYER_METRICS if METRICS[m].needs_labels)} with --labels. Also: {', '.join(ON_REQUEST)}.")
 @click.option("--shrinkage-sample", callback=_parse_shrinkage_sample, default=None, metavar="N|FILE",
               help="Σ_S of isoscore_star: the covariance of N rows drawn (seeded by --random-state) from all rows "
                    "of the input, or of the rows of FILE (an embeddings file of the same width); with --model, "
