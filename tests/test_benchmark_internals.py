@@ -42,3 +42,13 @@ def test_bench_nearest_center_runs_and_its_labels_agree_with_the_peer(monkeypatc
     bench.main()
     out = capsys.readouterr().out
     assert "| nearest_center |" in out and "labels agree on 100.0000% of the rows" in out
+
+
+def test_bench_calibration_prints_both_calibrations_and_their_ratio(monkeypatch, capsys):
+    """The script that measured cost._TO_FITTED_UNITS runs against the package's calibration as it is."""
+    bench = _load("bench_calibration", monkeypatch)
+    bench.main(["--rounds", "1"])
+    out = capsys.readouterr().out
+    assert "| fitted with (median of 7 single calls, all BLAS threads) |" in out
+    assert "| measured_speed (median of 5 windows of 15 / 8 ms, one BLAS thread x cores) |" in out
+    assert "fitted with / measured_speed (cost._TO_FITTED_UNITS): (" in out

@@ -7,8 +7,8 @@ square root, per-cluster sums or neighbour selection). Their time is therefore c
     t ≈ n² · (α_metric · d / F + β_metric / E)
 
 with F the float32 product speed (flop/s) and E the element-wise speed (elements/s) of this
-machine, both measured once per process by a tiny calibration (a 512 x 256 x 512 product and a
-square root over 512² elements, about 10 ms), and α, β per-metric constants fitted on this code
+machine, both measured once per process by a short calibration (512 x 256 x 512 products on one BLAS
+thread, times the cores, and square roots over 512² elements: the median rate of five windows of 15 and 8 ms), and α, β per-metric constants fitted on this code
 (``_PAIR_COST``). The exact neighbour search of TwoNN and MLE also grows with its ``k`` neighbours:
 it recomputes the ``n·k`` neighbour distances exactly (``n·k·d`` memory-bound operations), each
 row's candidates are replaced about ``k·ln(n/k)`` times as the blocks go by (the expected number of
@@ -32,8 +32,10 @@ import time
 import numpy as np
 
 from isotropy._kernels.dimension import DEFAULT_MLE_NEIGHBOURS
+from isotropy._kernels.silhouette import _cores
+from isotropy._utils.threads import one_blas_thread
 
-__all__ = ["estimate_seconds", "format_duration", "machine_speed"]
+__all__ = ["estimate_seconds", "format_duration", "machine_speed", "measured_speed"]
 
 # (α, β) from ``benchmarks/bench_cost_notes.py --fit`` (float32 data near a 10-dimensional subspace, 10 clusters,
 # d = 50, 128 and 384, n where the estimate is 15 s, 2 cores; docs/benchmarks.md gives the run): α·d/F is the
@@ -43,30 +45,67 @@ __all__ = ["estimate_seconds", "format_duration", "machine_speed"]
 _PAIR_COST = {"silhouette_score": (0.83, 0.735), "dunn_index": (2.95, 9.38), "uniformity": (1.94, 14.2)}
 # (α, β, γ, δ, ε) of the exact neighbour search per loop (numpy; compiled: isotropy._kernels.neighbors.compiled_kernels),
 # from ``benchmarks/bench_cost_notes.py --neighbours-only --n-neighbors 5,20,100,1000,3000 --fit`` (d = 50 and 384,
-# k = 2 for TwoNN alone and 5 to 3000 for the search TwoNN and MLE share; docs/benchmarks.md gives the run).
-_SEARCH_COST = {"numpy": (0.896, 1.69, 1.93, 205.0, 0.107), "compiled": (0.896, 0.593, 0.441, 89.0, 0.0617)}
+# k = 2 for TwoNN alone and 5 to 3000 for the search TwoNN and MLE share; docs/benchmarks.md gives the run; refitted
+# after the numpy loops' block changes of eb4a724 and f1cdf9b, with machine_speed in the units below).
+_SEARCH_COST = {"numpy": (0.909, 1.05, 1.89, 144.0, 0.104), "compiled": (0.909, 0.451, 0.335, 75.9, 0.0417)}
+# Seconds of one window of the product calibration (the element-wise one: half), five windows each: a window
+# spans several scheduler time slices.
+_WINDOW_SECONDS = 0.015
 # The neighbours each searches for by default (the search TwoNN and MLE share in a table is MLE's).
 _NEIGHBOURS = {"twonn_dimension": 2, "mle_dimension": DEFAULT_MLE_NEIGHBOURS}
 
 
+# The constants above were fitted (_SEARCH_COST: its first fit) with an earlier calibration (the median of 7 single 512 x 256 x 512 products on
+# all BLAS threads, each followed by one square root pass): :func:`machine_speed` converts this calibration's
+# readings to its units by the ratios of the two measured side by side on an idle machine
+# (``benchmarks/bench_calibration.py``; docs/benchmarks.md gives the run), so the fitted constants still hold.
+_TO_FITTED_UNITS = (0.88, 0.62)
+
+
 @functools.lru_cache(maxsize=1)
 def machine_speed() -> tuple[float, float]:
-    """(float32 product flop/s, element-wise float32 elements/s), measured on a tiny calibration."""
+    """(float32 product flop/s, element-wise float32 elements/s) in the units of the fitted constants: those of
+    :func:`measured_speed` times ``_TO_FITTED_UNITS``; measured once per process."""
+    flops, elements = measured_speed()
+    return flops * _TO_FITTED_UNITS[0], elements * _TO_FITTED_UNITS[1]
+
+
+def measured_speed() -> tuple[float, float]:
+    """(float32 product flop/s, element-wise float32 elements/s) of a short calibration (about 120 ms), uncached."""
     rng = np.random.default_rng(0)
     size, width = 512, 256
     A = rng.standard_normal((size, width), dtype=np.float32)
     B = rng.standard_normal((width, size), dtype=np.float32)
     C = np.empty((size, size), dtype=np.float32)
-    products, elements = [], []
-    for _ in range(7):  # the median of seven: sustained speed under the machine's current load
-        start = time.perf_counter()
-        np.matmul(A, B, out=C)
-        products.append(2.0 * size * size * width / max(time.perf_counter() - start, 1e-9))
-        start = time.perf_counter()
-        np.sqrt(np.abs(C, out=C), out=C)
-        elements.append(size * size / max(time.perf_counter() - start, 1e-9))
-    flops, elements = float(np.median(products)), float(np.median(elements))
+    # One BLAS thread, times the cores, as the kernels run (a worker thread per core, each with single-threaded
+    # BLAS): a product on all BLAS threads waits for the slowest, and on a shared machine, with another process on
+    # one core, read 3x to 30x slower from one call to the next. Each call takes well under a millisecond, less
+    # than the scheduler's time slice, so a call either runs alone or waits a whole slice, and a median of a few
+    # calls read either (the estimates moved 10x between two processes): the throughput over calls that span
+    # several slices is the share of the machine the metric itself will get (_rate).
+    with one_blas_thread():
+        np.matmul(A, B, out=C)  # untimed: the first call after a change of threads is slower
+        per_core = _rate(lambda: np.matmul(A, B, out=C), _WINDOW_SECONDS)
+    flops = 2.0 * size * size * width * per_core * _cores()
+    elements = size * size * _rate(lambda: np.sqrt(np.abs(C, out=C), out=C), _WINDOW_SECONDS / 2)
     return flops, elements
+
+
+def _rate(call, seconds: float, windows: int = 5) -> float:
+    """Calls of ``call`` per second: the median over ``windows`` windows of about ``seconds`` each (at least 2 calls
+    per window). A window spans several scheduler slices (the machine's share); the median leaves out one
+    window that a passing job slowed."""
+    rates = []
+    for _ in range(windows):
+        done, start = 0, time.perf_counter()
+        while True:
+            call()
+            done += 1
+            elapsed = time.perf_counter() - start
+            if done >= 2 and elapsed >= seconds:
+                rates.append(done / max(elapsed, 1e-9))
+                break
+    return float(np.median(rates))
 
 
 def estimate_seconds(name: str, n_samples: int, n_features: int, *, n_neighbors: int | None = None) -> float:
