@@ -1,9 +1,12 @@
-"""A robust centre for the product kernels of distances: the coordinate-wise median of evenly spaced rows.
+"""The centre of the product kernels of euclidean distances: the mean, or a median where a few rows drag the mean.
 
 Distances do not depend on the centre the rows are taken from, but the rounding of ``q_i + q_j − 2·u_i·u_j``
-does: its error grows with the squared norms ``q`` of the centred rows. The mean is dragged by a few rows of
-huge norm (one row 10⁸ times the others moves it 10⁸/n), and then the distances among all the other rows are
-lost to cancellation; the lower median of each coordinate stays inside the bulk of the rows.
+does: its error grows with the squared norms ``q`` of the centred rows. The mean gives the smallest ``q`` on
+average, but a few rows of huge norm drag it (one row 10⁸ times the others moves it 10⁸/n), and then the
+distances among all the other rows are lost to cancellation. The coordinate-wise median of a sample of rows
+stays inside the bulk there, but on data in two far groups it lands in one of them, and the other group's rows
+get larger norms than about the mean. :func:`distance_centre` takes the median only where it leaves most rows
+much closer than the mean does.
 """
 
 from __future__ import annotations
@@ -12,41 +15,64 @@ import numpy as np
 
 from isotropy._utils.backend import is_torch
 
-__all__ = ["CENTRE_SAMPLE", "median_centre", "sample_rows"]
+__all__ = ["CENTRE_SAMPLE", "distance_centre", "sample_rows"]
 
-# Rows sampled for the centre: a few milliseconds whatever n.
+# Rows sampled for the median and the choice: a few milliseconds whatever n.
 CENTRE_SAMPLE = 1025
+# The median is taken when the 90th percentile of the sample's squared norms about it is this many times smaller
+# than about the mean: ordinary data keep the mean (and their values, bit for bit).
+_MEDIAN_GAIN = 4.0
 # Float64 entries of the sample converted at a time (4 MiB).
 _ELEMENTS = 2**19
 
 
 def sample_rows(n_samples: int) -> np.ndarray:
-    """Sorted indices of up to :data:`CENTRE_SAMPLE` evenly spaced rows of ``n_samples``."""
-    return np.unique(np.linspace(0, n_samples - 1, min(n_samples, CENTRE_SAMPLE)).astype(np.intp))
+    """Sorted indices of up to :data:`CENTRE_SAMPLE` rows of ``n_samples``, drawn with a fixed seed.
 
-
-def median_centre(X, scale=None):
-    """Coordinate-wise lower median (float64) of up to :data:`CENTRE_SAMPLE` evenly spaced rows of ``X·scale``.
-
-    ``scale`` (float64, one factor per row) or ``None``. A numpy array gives a numpy array; a torch tensor
-    gives a float64 tensor (float32 on MPS) on its device, from its sampled rows copied to the CPU.
+    Random, not evenly spaced: a stride lines up with periodic layouts (every 16th row an end-of-sequence token,
+    n a multiple of 1024·16), and the sample would be made of one kind of row.
     """
-    n, d = X.shape
-    rows = sample_rows(n)
+    if n_samples <= CENTRE_SAMPLE:
+        return np.arange(n_samples)
+    return np.sort(np.random.default_rng(0x150).choice(n_samples, size=CENTRE_SAMPLE, replace=False))
+
+
+def _median(sample: np.ndarray) -> np.ndarray:
+    """Coordinate-wise lower median (float64) of the rows of ``sample``, a few columns at a time."""
+    rows, d = sample.shape
+    centre = np.empty(d)
+    middle = (rows - 1) // 2
+    step = max(1, _ELEMENTS // max(rows, 1))
+    for s in range(0, d, step):  # each column contiguous: one partition per column
+        columns = np.ascontiguousarray(np.asarray(sample[:, s:s + step], dtype=np.float64).T)
+        centre[s:s + step] = np.partition(columns, middle, axis=1)[:, middle]
+    return centre
+
+
+def _spread(sample: np.ndarray, centre: np.ndarray) -> float:
+    """The 90th percentile of the squared norms of the sample's rows about ``centre``."""
+    diff = sample - centre
+    return float(np.percentile(np.einsum("ij,ij->i", diff, diff), 90))
+
+
+def distance_centre(X, mean):
+    """The centre for the euclidean product kernels of ``X``: ``mean`` (the mean of ``X``'s rows, which the caller
+    computes in its own way: float64 numpy, or a tensor on ``X``'s device), or the coordinate-wise median of
+    :func:`sample_rows` when the 90th percentile of the sample's squared norms about it is ``_MEDIAN_GAIN`` times
+    smaller (then as ``mean``'s type: a numpy array, or a tensor of ``mean``'s dtype and device)."""
+    rows = sample_rows(X.shape[0])
     if is_torch(X):
         import torch
 
         sample = X.detach()[torch.as_tensor(rows, device=X.device)].to("cpu", torch.float64).numpy()
-        centre = median_centre(sample, None if scale is None else np.asarray(scale)[rows])
-        dtype = torch.float32 if X.device.type == "mps" else torch.float64
-        return torch.as_tensor(centre, dtype=dtype, device=X.device)
-    sample, rows_scale = X[rows], None if scale is None else scale[rows]
-    centre = np.empty(d)
-    middle = (rows.size - 1) // 2
-    step = max(1, _ELEMENTS // max(rows.size, 1))
-    for s in range(0, d, step):  # a few columns at a time, each contiguous: one partition per column
-        columns = np.array(sample[:, s:s + step], dtype=np.float64)
-        if rows_scale is not None:
-            columns *= rows_scale[:, None]
-        centre[s:s + step] = np.partition(np.ascontiguousarray(columns.T), middle, axis=1)[:, middle]
-    return centre
+        mean_host = mean.detach().to("cpu", torch.float64).numpy()
+    else:
+        sample, mean_host = np.asarray(X[rows], dtype=np.float64), np.asarray(mean, dtype=np.float64)
+    median = _median(sample)
+    if _MEDIAN_GAIN * _spread(sample, median) >= _spread(sample, mean_host):
+        return mean
+    if is_torch(mean):
+        import torch
+
+        return torch.as_tensor(median, dtype=mean.dtype, device=mean.device)
+    return median

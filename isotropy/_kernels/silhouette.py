@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from isotropy._kernels.centre import median_centre
+from isotropy._kernels.centre import distance_centre
 from isotropy._utils.threads import blas_on_one_thread, one_blas_thread
 from isotropy._utils.validation import IsotropyValueError
 
@@ -38,8 +38,8 @@ def _augmented_numpy(X, metric, dtype, order, mean=None):
     With L = [-s u, q, 1] (s = 2 for euclidean, 1 for cosine), L @ R.T is the squared euclidean
     distance, or the cosine distance 1 - cos(x, y) = |u_x - u_y|^2 / 2 (+ 1/2 per zero row).
     Centring keeps |u| small, hence the cancellation error of the float32 product: on the
-    coordinate-wise median of a sample of the rows (euclidean; :func:`isotropy._kernels.centre.median_centre`),
-    which a few rows of huge norm do not move, or the mean of the unit rows (cosine). Row ``i`` of
+    mean, or the coordinate-wise median of a sample of the rows where a few rows of huge norm drag the mean
+    (euclidean; :func:`isotropy._kernels.centre.distance_centre`), or the mean of the unit rows (cosine). Row ``i`` of
     R is sample ``order[i]``. ``mean`` gives the centre (float64), e.g. that of the rows of a
     distributed array, instead.
     """
@@ -49,7 +49,7 @@ def _augmented_numpy(X, metric, dtype, order, mean=None):
     if mean is not None:
         pass
     elif metric == "euclidean":
-        mean = median_centre(X)  # not the mean: a few rows of huge norm would drag it (see _kernels.centre)
+        mean = distance_centre(X, X.mean(axis=0, dtype=np.float64))  # a median where a few rows drag the mean
     else:
         mean = sum(_unit_rows(X[rows].astype(np.float64))[0].sum(axis=0) for rows in chunks) / n
     R = np.empty((n, d + 2), dtype=dtype)
@@ -287,7 +287,7 @@ class Resolution(NamedTuple):
     """The smallest mean distance the product kernel resolves, per sample and cluster (:func:`_resolution`)."""
 
     q: np.ndarray  # squared norms of the centred operands of the samples (rows of the sums)
-    q_max: np.ndarray  # the largest of each cluster
+    q_mean: np.ndarray  # the mean of each cluster
     factor: float
     euclidean: bool
 
@@ -297,11 +297,11 @@ class Resolution(NamedTuple):
 
     def at(self, clusters):
         """Per sample: the resolution of its mean distance to the cluster ``clusters[i]``."""
-        error = self.factor * (self.q + self.q_max[clusters])
+        error = self.factor * (self.q + self.q_mean[clusters])
         return np.sqrt(error) if self.euclidean else error
 
 
-def _resolution(q, ids, n_clusters, dtype, d, metric, q_max=None):
+def _resolution(q, ids, n_clusters, dtype, d, metric, q_mean=None):
     """The smallest mean distance the product kernel resolves, per sample and cluster.
 
     A distance from ``q_i + q_j - s·u_i·u_j`` carries a rounding error up to about
@@ -309,15 +309,16 @@ def _resolution(q, ids, n_clusters, dtype, d, metric, q_max=None):
     √d), and the euclidean distance is its square root. Below this, a distance is
     indistinguishable from 0: a sample whose own cluster and nearest other cluster both lie
     within it has a = b = 0, hence s = 0 (as scikit-learn gives for exact duplicates), not the
-    ±1 that rounding noise would decide. The bound of a sample's mean distance to a cluster takes
-    the largest ``q_j`` of that cluster (``q_max``: computed from ``q`` and the cluster ids
-    ``ids`` unless given), not of all samples: one row far from the rest raised every
-    sample's bound above its distances, and the silhouette of every other cluster read 0.
+    ±1 that rounding noise would decide. A mean distance to a cluster is bounded by the same with
+    the mean ``q_j`` of that cluster (``q_mean``: from ``q`` and the cluster ids ``ids`` unless given;
+    the square root is concave): not the largest ``q`` of all samples, with which one row far from
+    the rest raised every sample's bound above its distances and the silhouette of every other
+    cluster read 0, nor of the cluster, with which such a row zeroed its own cluster's neighbours.
     """
-    if q_max is None:
-        q_max = np.zeros(n_clusters)
-        np.maximum.at(q_max, ids, q)
-    return Resolution(q, q_max, 4.0 * np.sqrt(d + 2.0) * float(np.finfo(dtype).eps), metric == "euclidean")
+    if q_mean is None:
+        q_mean = np.bincount(ids, weights=q, minlength=n_clusters) / np.maximum(
+            np.bincount(ids, minlength=n_clusters), 1)
+    return Resolution(q, q_mean, 4.0 * np.sqrt(d + 2.0) * float(np.finfo(dtype).eps), metric == "euclidean")
 
 
 def _coefficients_numpy(sums, ids, counts, resolution):

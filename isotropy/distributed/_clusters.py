@@ -50,15 +50,21 @@ def _unit_sum(block, exponent):
     return (B / np.where(norms > 0, norms, 1.0)[:, None]).sum(axis=0)
 
 
-def _median_at_unit_scale(sample, exponent):
-    from isotropy._kernels.centre import median_centre
+def _row_sum(block, exponent):
+    """Σ of the rows of the block at unit scale (times ``2**-exponent``), float64."""
+    return np.sum(at_unit_scale(block, exponent), axis=0, dtype=np.float64)
 
-    return median_centre(at_unit_scale(sample, exponent))
+
+def _chosen_centre(sample, mean, exponent):
+    """The in-memory functions' centre (:func:`isotropy._kernels.centre.distance_centre`) from their sample of rows."""
+    from isotropy._kernels.centre import distance_centre
+
+    return distance_centre(at_unit_scale(sample, exponent), mean)
 
 
 def _centre(X, blocks, metric, exponent):
-    """Delayed float64 centre of the augmented operands (at unit scale): the coordinate-wise median of the in-memory
-    functions' sample of rows (euclidean: a few rows of huge norm would drag a mean), or the mean of the unit rows."""
+    """Delayed float64 centre of the augmented operands (at unit scale): the mean of the rows, or the median of the
+    in-memory functions' sample where a few rows drag the mean (euclidean), or the mean of the unit rows."""
     from dask import delayed
 
     from isotropy._kernels.centre import sample_rows
@@ -66,9 +72,13 @@ def _centre(X, blocks, metric, exponent):
 
     n = X.shape[0]
     if metric == "euclidean":
-        return delayed(_median_at_unit_scale, pure=True)(X[sample_rows(n)], exponent)
-    parts = [delayed(_unit_sum, pure=True)(b, exponent) for b in blocks]
-    return delayed(np.divide, pure=True)(tree_reduce(parts, _add, name="isotropy-merge-centre"), n)
+        parts = [delayed(_row_sum, pure=True)(b, exponent) for b in blocks]
+    else:
+        parts = [delayed(_unit_sum, pure=True)(b, exponent) for b in blocks]
+    mean = delayed(np.divide, pure=True)(tree_reduce(parts, _add, name="isotropy-merge-centre"), n)
+    if metric == "euclidean":
+        return delayed(_chosen_centre, pure=True)(X[sample_rows(n)], mean, exponent)
+    return mean
 
 
 # ---------------------------------------------------------------------------------------------- silhouette
@@ -114,26 +124,24 @@ def _silhouette_tile(P, Q, metric, n_clusters):
     return (sums_q, sums_p) if swap else (sums_p, sums_q)
 
 
-def _largest_q(prep, n_clusters):
-    """The largest squared norm of the block's operands in each cluster (0 where it has none)."""
+def _q_sums(prep, n_clusters):
+    """The sum of the squared norms of the block's operands in each cluster."""
     R, local, present, _ = prep
-    q_max = np.zeros(n_clusters)
-    np.maximum.at(q_max, present[local], R[:, -1].astype(np.float64))
-    return q_max
+    return np.bincount(present[local], weights=R[:, -1].astype(np.float64), minlength=n_clusters)
 
 
-def _block_coefficients(sums, prep, counts, q_max, metric):
+def _block_coefficients(sums, prep, counts, q_sums, metric):
     """Silhouette coefficients of one row block, in the block's own row order.
 
-    The kernel's resolution (below which a = b = 0) depends on the largest squared norm in each cluster over
-    all the blocks, ``q_max``: the in-memory resolution.
+    The kernel's resolution (below which a = b = 0) depends on the mean squared norm in each cluster over
+    all the blocks (``q_sums / counts``): the in-memory resolution.
     """
     from isotropy._kernels.silhouette import _coefficients_numpy, _resolution
 
     R, local, present, order = prep
     ids = present[local]
     resolution = _resolution(R[:, -1].astype(np.float64), ids, counts.size, R.dtype, R.shape[1] - 2, metric,
-                             q_max=q_max)
+                             q_mean=q_sums / np.maximum(counts, 1))
     s = np.empty(order.size)
     s[order] = _coefficients_numpy(sums, ids, counts, resolution)
     return s
@@ -164,10 +172,10 @@ def _silhouette_graph(X, ids, metric, chunk_size, caller):
             if j != i:
                 parts[j].append(out[1])
     counts = np.bincount(ids, minlength=n_clusters).astype(np.float64)
-    q_max = tree_reduce([delayed(_largest_q, pure=True)(p, n_clusters) for p in preps], np.maximum,
-                        name="isotropy-largest-norm")
+    q_sums = tree_reduce([delayed(_q_sums, pure=True)(p, n_clusters) for p in preps], _add,
+                         name="isotropy-merge-norms")
     coefficients = delayed(_block_coefficients, pure=True)
-    return [coefficients(tree_reduce(row, _add, name="isotropy-merge-cluster-sums"), p, counts, q_max, metric)
+    return [coefficients(tree_reduce(row, _add, name="isotropy-merge-cluster-sums"), p, counts, q_sums, metric)
             for row, p in zip(parts, preps)], starts
 
 

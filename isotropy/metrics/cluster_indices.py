@@ -12,7 +12,7 @@ import numbers
 
 import numpy as np
 
-from isotropy._kernels.centre import median_centre
+from isotropy._kernels.centre import distance_centre
 from isotropy._kernels.clusters import _pair_distance, _scalar
 from isotropy._kernels.silhouette import _check_n_clusters
 from isotropy._utils.backend import get_namespace, is_dask, is_torch, to_output
@@ -193,10 +193,8 @@ def _operands(Xw, metric, xp):
         norms = xp.sqrt(xp.sum(Xw**2, axis=1))
         Xw = Xw / xp.where(norms > 0, norms, xp.ones_like(norms))[:, None]
         zero = xp.astype(norms == 0, Xw.dtype)
-    if metric == "euclidean":  # the median of a sample of rows: a few rows of huge norm would drag the mean
-        U = Xw - xp.asarray(median_centre(Xw), dtype=Xw.dtype)
-    else:
-        U = Xw - xp.mean(Xw, axis=0)
+    mean = xp.mean(Xw, axis=0)
+    U = Xw - (distance_centre(Xw, mean) if metric == "euclidean" else mean)  # a median where a few rows drag the mean
     q = xp.sum(U**2, axis=1)
     return (U, q, 2.0) if metric == "euclidean" else (U, (q + zero) / 2.0, 1.0)
 

@@ -23,7 +23,7 @@ import numbers
 
 import numpy as np
 
-from isotropy._kernels.centre import median_centre
+from isotropy._kernels.centre import distance_centre
 from isotropy._kernels.silhouette import (
     _augmented_numpy,
     _BlockKernel,
@@ -128,8 +128,8 @@ def _cluster_sums_torch(X, ids, n_clusters, metric, chunk_size):
         norms = U.pow(2).sum(dim=1).sqrt()
         U = U / torch.where(norms > 0, norms, torch.ones_like(norms))[:, None]
         zero = (norms == 0).to(acc)
-    # euclidean: on the median of a sample of rows (a few rows of huge norm would drag the mean, _kernels.centre)
-    U = (U - (median_centre(U).to(acc) if metric == "euclidean" else U.mean(dim=0))).to(dtype)
+    # euclidean: a median where a few rows of huge norm drag the mean (_kernels.centre)
+    U = (U - (distance_centre(U, U.mean(dim=0)) if metric == "euclidean" else U.mean(dim=0))).to(dtype)
     q = U.to(acc).pow(2).sum(dim=1)
     q = q if metric == "euclidean" else (q + zero) / 2.0
     R = torch.cat([U, torch.ones(n, 1, dtype=dtype, device=device), q.to(dtype)[:, None]], dim=1)
@@ -167,10 +167,11 @@ def _resolution_torch(q, ids, n_clusters, X, metric):
     dtype = np.float64 if X.dtype == torch.float64 else np.float32
     factor = 4.0 * float(np.sqrt(X.shape[1] + 2.0)) * float(np.finfo(dtype).eps)
     ids_t = torch.as_tensor(ids, device=q.device)
-    q_max = torch.zeros(n_clusters, dtype=q.dtype, device=q.device).scatter_reduce(0, ids_t, q, "amax")
+    counts = torch.bincount(ids_t, minlength=n_clusters).clamp(min=1).to(q.dtype)
+    q_mean = torch.zeros(n_clusters, dtype=q.dtype, device=q.device).index_add_(0, ids_t, q) / counts
 
     def at(clusters):
-        error = factor * (q + q_max[clusters])
+        error = factor * (q + q_mean[clusters])
         return error.sqrt() if metric == "euclidean" else error
 
     return at
