@@ -37,10 +37,10 @@ def _augmented_numpy(X, metric, dtype, order, mean=None):
 
     With L = [-s u, q, 1] (s = 2 for euclidean, 1 for cosine), L @ R.T is the squared euclidean
     distance, or the cosine distance 1 - cos(x, y) = |u_x - u_y|^2 / 2 (+ 1/2 per zero row).
-    Centring keeps |u| small, hence the cancellation error of the float32 product: on the
-    mean, or the coordinate-wise median of a sample of the rows where a few rows of huge norm drag the mean
-    (euclidean; :func:`isotropy._kernels.centre.distance_centre`), or the mean of the unit rows (cosine). Row ``i`` of
-    R is sample ``order[i]``. ``mean`` gives the centre (float64), e.g. that of the rows of a
+    Centring keeps |u| small, hence the cancellation error of the float32 product: on the mean, or
+    the coordinate-wise median of a sample of the rows where a few rows of huge norm drag the mean
+    (euclidean; :func:`isotropy._kernels.centre.distance_centre`), or the mean of the unit rows
+    (cosine). Row ``i`` of R is sample ``order[i]``. ``mean`` gives the centre (float64), e.g. that of the rows of a
     distributed array, instead.
     """
     n, d = X.shape
@@ -218,9 +218,9 @@ class _BlockKernel:
             D.flat[:: D.shape[1] + 1] = 0.0  # d(x, x) = 0 exactly, whatever the rounding
         # Sums of many similar float32 terms lose digits: sum d - shift instead, shift ~ a typical d, and add
         # n * shift in float64. Cosine: the mean of L @ R.T over the block, mean(L) @ mean(R). Euclidean: about
-        # the median centre a typical squared distance |u_i - u_j|^2 is about q_i + q_j, so the medians of q over
-        # the two blocks; the block's mean would be dominated by one row of huge norm (its distances ~|u|), and d - shift
-        # of every other pair would lose its digits to that shift.
+        # the centre a typical squared distance |u_i - u_j|^2 is about q_i + q_j, so the medians of q over the
+        # two blocks; the block's mean would be dominated by one row of huge norm (its distances ~|u|), and
+        # d - shift of every other pair would lose its digits to that shift.
         if self.metric == "euclidean":
             shift = np.sqrt(state["q_median"] + float(np.median(R[j0:j1, -1].astype(np.float64))))
         else:
