@@ -164,3 +164,16 @@ def test_davies_bouldin_does_not_depend_on_the_scale(scale):
     assert davies_bouldin_score(X * scale, labels) == pytest.approx(reference, rel=1e-10)
     points = np.repeat([[0.0, 0.0], [scale, scale]], 3, axis=0)  # no spread at any scale: 0.0, as scikit-learn
     assert davies_bouldin_score(points, [0, 0, 0, 1, 1, 1]) == 0.0
+
+
+def test_cosine_dunn_of_a_row_in_two_clusters_is_zero_not_negative():
+    """A row repeated in two clusters: the clusters touch, Dunn = 0. The recomputed pair read 1 - x.y/(|x||y|),
+    which rounding made -1.2e-16 in float32 and -7.3e-5 at an offset of 1e6 (a new-user trial): now half the
+    squared distance of the unit rows, 0 for parallel rows and never negative."""
+    rng = np.random.default_rng(4)
+    labels = rng.integers(0, 3, 1200)
+    X = rng.normal(size=(1200, 16)) + labels[:, None]
+    X[100] = X[7]
+    assert labels[100] != labels[7]
+    for Y in (X, X.astype(np.float32), X + 1e6):
+        assert dunn_index(Y, labels, metric="cosine") == 0.0
