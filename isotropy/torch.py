@@ -127,7 +127,8 @@ def shrinkage_covariance(H):
     Returns
     -------
     cov : torch.Tensor of shape (n_features, n_features)
-        On the (first) input's device and dtype; accumulated in float64 where the device allows.
+        On the (first) input's device and dtype (float32 for float16 and bfloat16 input, whose range the
+        second moments of hidden states overflow); accumulated in float64 where the device allows.
 
     Examples
     --------
@@ -151,7 +152,11 @@ def shrinkage_covariance(H):
     Hc = H.to(work)
     Hc = Hc - Hc.mean(dim=0, keepdim=True)
     cov = (Hc.T @ Hc) / (H.shape[0] - 1)
-    return cov.to(H.dtype if H.is_floating_point() else torch.get_default_dtype())
+    # half precision gives float32, as the metrics compute it: a float16 covariance of states with a spread above
+    # ~256 overflowed to inf, and I-STAR then refused a 'shrinkage_cov' the user never passed
+    dtype = H.dtype if H.dtype in (torch.float32, torch.float64) else (
+        torch.float32 if H.is_floating_point() else torch.get_default_dtype())
+    return cov.to(dtype)
 
 
 class IStarLoss(nn.Module):

@@ -121,3 +121,35 @@ def test_errors():
         istar_penalty(torch.randn(5, 3), shrinkage_cov=torch.eye(4))
     with pytest.raises(IsotropyValueError, match="zero vectors"):
         cosine_penalty(torch.zeros(3, 2))
+
+
+def test_shrinkage_covariance_of_half_precision_states_is_float32_and_finite():
+    """float16 hidden states with a spread of 300: their covariance (~9e4) overflowed float16 to inf, and I-STAR
+    then refused a 'shrinkage_cov' the user never passed (a new-user trial). Half precision gives float32, as the
+    metrics compute it; the value is the float64 covariance of the same numbers."""
+    from isotropy.torch import IStarLoss, shrinkage_covariance
+
+    H = (torch.randn(512, 16, generator=torch.Generator().manual_seed(0)) * 300).half()
+    cov = shrinkage_covariance(H)
+    assert cov.dtype == torch.float32 and bool(torch.isfinite(cov).all())
+    expected = torch.cov(H.double().T)
+    torch.testing.assert_close(cov.double(), expected, rtol=1e-6, atol=1e-3)
+    loss = IStarLoss(weight=-1.0).refresh_shrinkage_cov(H)(H[:64].float())
+    assert bool(torch.isfinite(loss))
+    assert shrinkage_covariance(H.bfloat16()).dtype == torch.float32
+
+
+def test_davies_bouldin_of_a_graph_tensor_does_not_warn():
+    """A tensor that requires grad (a training loop): no 'Converting a tensor with requires_grad=True to a scalar'
+    warning on every call (a new-user trial); the value keeps its gradient."""
+    import warnings
+
+    from isotropy import davies_bouldin_score
+
+    X = torch.randn(60, 4, generator=torch.Generator().manual_seed(1), dtype=torch.float64, requires_grad=True)
+    labels = torch.arange(60) % 3
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        value = davies_bouldin_score(X, labels)
+    value.backward()
+    assert X.grad is not None and bool(torch.isfinite(X.grad).all())

@@ -175,7 +175,7 @@ def davies_bouldin_score(X, labels):
     # scikit-learn's test is absolute (every spread or every distance <= 1e-8), which made the index 0.0 for any
     # data near 1e-9 to 1e-30 (below that the data were rescaled, and the value came back): here relative to the
     # largest of them, so that the index does not depend on the scale of X (the same at unit scale)
-    ref = max(float(xp.max(xp.abs(spread))), float(xp.max(xp.abs(dist))))
+    ref = max(_scalar(xp.max(xp.abs(spread))), _scalar(xp.max(xp.abs(dist))))  # no graph: a float of the values
     if bool(xp.all(xp.abs(spread) <= 1e-8 * ref)) or bool(xp.all(xp.abs(dist) <= 1e-8 * ref)):
         return to_output(xp.sum(spread) * 0.0, X)
     inf = xp.asarray(float("inf"), dtype=dist.dtype, device=device)
