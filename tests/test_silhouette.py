@@ -241,3 +241,20 @@ def test_duplicates_have_a_equal_b_equal_0_not_rounding_noise(metric):
     sums, q = _cluster_sums_torch(T, labels, 3, metric, 4)
     got = _coefficients_torch(sums, labels, _resolution_torch(q, labels, 3, T, metric)).numpy()
     np.testing.assert_allclose(got, expected, atol=1e-12)
+
+
+def test_a_column_of_labels_is_read_as_labels(rng):
+    """Integer labels of shape (n, 1), as scikit-learn reads them (they were refused as a multi-label matrix that
+    must hold only 0 and 1; a new-user trial)."""
+    X = rng.normal(size=(90, 4))
+    labels = np.arange(90) % 3
+    assert silhouette_score(X, labels[:, None]) == pytest.approx(skm.silhouette_score(X, labels), abs=1e-12)
+
+
+def test_labels_of_mixed_kinds_are_refused_in_one_line(rng):
+    """An object array mixing ints and strings (a pandas column, say): a TypeError that names the parameter, not
+    numpy's "'<' not supported between instances of 'str' and 'int'"."""
+    X = rng.normal(size=(6, 2))
+    with pytest.raises(TypeError, match=r"^The 'labels' parameter of silhouette_score must hold labels of one kind "
+                                        r"\(all numbers or all strings\)\. Got a mix of int, str instead\.$"):
+        silhouette_score(X, np.array([1, "a", 2, "b", 1, "a"], dtype=object))

@@ -188,7 +188,8 @@ def check_labels(labels, *, n_samples: int, caller: str, name: str = "labels") -
     """Return integer cluster ids ``(n_samples,)`` from a 1-d label array or a 0/1 multi-label matrix.
 
     A 2-d ``labels`` of shape ``(n_samples, n_labels)`` is a multi-label indicator matrix: each
-    distinct row (label vector) is one cluster, as in Mickus et al. (2024).
+    distinct row (label vector) is one cluster, as in Mickus et al. (2024); one column is read as
+    a 1-d label array (for 0/1 the same clusters).
     """
     if is_torch(labels):
         labels = check_tensor_data(labels, caller=caller, name=name).detach().cpu().numpy()
@@ -204,6 +205,8 @@ def check_labels(labels, *, n_samples: int, caller: str, name: str = "labels") -
     if labels.shape[0] != n_samples:
         raise IsotropyValueError(f"The '{name}' parameter of {caller} must have one entry per sample ({n_samples}). "
                                  f"Got {labels.shape[0]} instead.")
+    if labels.ndim == 2 and labels.shape[1] == 1:  # a column of labels (scikit-learn reads it so): for 0/1
+        labels = labels[:, 0]                       # the same clusters as a one-label indicator matrix
     if labels.ndim == 2:
         if labels.dtype.kind not in "biuf" or not np.isin(labels, (0, 1)).all():
             raise IsotropyValueError(f"The '{name}' parameter of {caller} must contain only 0 and 1 when 2-d "
@@ -212,7 +215,12 @@ def check_labels(labels, *, n_samples: int, caller: str, name: str = "labels") -
         return ids.reshape(-1).astype(np.intp)
     if labels.dtype.kind == "f" and not np.isfinite(labels).all():
         raise IsotropyValueError(f"The '{name}' parameter of {caller} must contain only finite values. Got NaN or inf instead.")
-    _, ids = np.unique(labels, return_inverse=True)
+    try:
+        _, ids = np.unique(labels, return_inverse=True)
+    except TypeError:  # an object array mixing kinds that do not compare (1 and 'a')
+        kinds = sorted({type(label).__name__ for label in labels.tolist()})
+        raise TypeError(f"The '{name}' parameter of {caller} must hold labels of one kind (all numbers or all "
+                        f"strings). Got a mix of {', '.join(kinds)} instead.") from None
     return ids.reshape(-1).astype(np.intp)
 
 
