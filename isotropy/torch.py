@@ -27,7 +27,7 @@ import torch
 from torch import nn
 
 from isotropy._utils.validation import check_scalar, check_tensor_data
-from isotropy.metrics.cosine import cosine_similarity_mean
+from isotropy.metrics.cosine import _cosine_similarity_mean
 from isotropy.metrics.isoscore import _check_shrinkage_cov, _isoscore_star
 
 __all__ = ["CosRegLoss", "IStarLoss", "cosine_penalty", "istar_penalty", "shrinkage_covariance"]
@@ -112,7 +112,7 @@ def cosine_penalty(H):
     >>> float(cosine_penalty(torch.eye(4)))
     0.0
     """
-    return cosine_similarity_mean(_check_tensor(H, "cosine_penalty"))
+    return _cosine_similarity_mean(_check_tensor(H, "cosine_penalty"), caller="cosine_penalty", name="H")
 
 
 @torch.no_grad()

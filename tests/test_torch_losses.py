@@ -153,3 +153,13 @@ def test_davies_bouldin_of_a_graph_tensor_does_not_warn():
         value = davies_bouldin_score(X, labels)
     value.backward()
     assert X.grad is not None and bool(torch.isfinite(X.grad).all())
+
+
+def test_cosine_penalty_errors_name_its_own_parameter():
+    """A zero row of H: the error names cosine_penalty's 'H', not cosine_similarity_mean's 'X' (a new-user trial)."""
+    from isotropy.torch import cosine_penalty
+
+    H = torch.randn(5, 3, generator=torch.Generator().manual_seed(0))
+    H[2] = 0.0
+    with pytest.raises(IsotropyValueError, match=r"^The 'H' parameter of cosine_penalty must not contain zero vectors"):
+        cosine_penalty(H)

@@ -157,8 +157,13 @@ def cosine_similarity_mean(X):
     if is_dask(X):  # a dask array: computed by tiles / chunk statistics on the dask scheduler
         from isotropy import distributed
         return distributed.cosine_similarity_mean(X)
-    X = check_X(X, caller="cosine_similarity_mean")
-    return to_output(_mean_pairwise_cosine_of_units(_unit_row_sum(X, caller="cosine_similarity_mean"), X.shape[0]), X)
+    return _cosine_similarity_mean(X, caller="cosine_similarity_mean")
+
+
+def _cosine_similarity_mean(X, *, caller, name="X"):
+    """:func:`cosine_similarity_mean` whose errors name ``caller``'s parameter ``name`` (``cosine_penalty``'s H)."""
+    X = check_X(X, caller=caller, name=name)
+    return to_output(_mean_pairwise_cosine_of_units(_unit_row_sum(X, caller=caller, name=name), X.shape[0]), X)
 
 
 def inter_type_cosine(X, groups, *, type_vector="instance", random_state=None):
