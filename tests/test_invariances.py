@@ -139,7 +139,7 @@ REGISTRY = [
            _torch_penalty("torch.istar_penalty", sign=-1.0, shrinkage_cov=None), "isotropy",
            frozenset({ROTATION, TRANSLATION, ROW_ORDER}), changes=frozenset({SCALE})),
     Metric("torch.cosine_penalty", "torch.cosine_penalty", _torch_penalty("torch.cosine_penalty"), "isotropy",
-           frozenset({ROTATION, SCALE, ROW_ORDER}), changes=frozenset({TRANSLATION})),
+           frozenset({ROTATION, SCALE, ROW_ORDER}), changes=frozenset({TRANSLATION}), x_name="H"),
     # cluster quality: distances only (euclidean), or angles only (cosine)
     Metric("silhouette_score[euclidean]", "silhouette_score", _fn("silhouette_score", labelled=True), "cluster", ALL),
     Metric("silhouette_score[cosine]", "silhouette_score", _fn("silhouette_score", labelled=True, metric="cosine"),
