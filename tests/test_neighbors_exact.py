@@ -539,12 +539,12 @@ def test_column_panels_per_task_give_the_same_neighbours(panels, monkeypatch):
         np.testing.assert_array_equal(a, b)
 
 
-@pytest.mark.parametrize("jit", ["1"], indirect=True)
+@pytest.mark.parametrize("jit", ["0", "1"], indirect=True)
 @pytest.mark.parametrize("k", [3, 20])
 def test_blocks_offered_in_cell_order_match_cdist(jit, k, monkeypatch):
     """The candidate pass over the points grouped by their nearest evenly spaced point (``_cell_order``: the
-    panels gather their rows, the slots are read back into the points' own order), on two workers and small
-    stripes, with duplicates and ties: the same neighbours as cdist, bit for bit those of the points' own order."""
+    panels gather their rows, the slots are read back into the points' own order), on both loops (the numpy
+    loops gather the panels' rows with numpy), on two workers and small stripes, with duplicates and ties: the same neighbours as cdist, bit for bit those of the points' own order."""
     from isotropy._kernels import neighbors as kernels
     from isotropy._kernels import silhouette
 

@@ -1,52 +1,19 @@
 """The numpy loops of the exact search (``ISOTROPY_JIT=0``): their shortcuts keep the values of the plain paths bit for bit.
 
-The blocks offered in the cell order (``_cell_order``), the sort of the exact candidates (one sort by distance, the
-(distance, index) order only where ties make it matter) and the offer of a block through its reachable lines only
-(``_Best.live``) against cdist and against the plain paths.
+The sort of the exact candidates (one sort by distance, the (distance, index) order only where ties make it matter)
+and the offer of a block through its reachable lines only (``_Best.live``) against the plain paths; the blocks offered in the cell order on both loops:
+``tests/test_neighbors_exact.py::test_blocks_offered_in_cell_order_match_cdist``.
 """
 
 import numpy as np
 import pytest
-from scipy.spatial.distance import cdist
 
 from isotropy._kernels import neighbors as kernels
-from isotropy.metrics.neighbors import kneighbors
 
 
 @pytest.fixture(autouse=True)
 def numpy_loops(monkeypatch):
     monkeypatch.setenv("ISOTROPY_JIT", "0")
-
-
-def _reference(X, k):
-    D = cdist(np.asarray(X, dtype=np.float64), np.asarray(X, dtype=np.float64))
-    np.fill_diagonal(D, np.inf)
-    order = np.argsort(D, axis=1, kind="stable")[:, :k]
-    return np.take_along_axis(D, order, axis=1), order
-
-
-@pytest.mark.parametrize("k", [3, 20])
-def test_numpy_loops_in_cell_order_match_cdist_and_the_plain_order(k, monkeypatch):
-    """Clusters, distance-0 duplicates and rounded rows (ties): the same neighbours as cdist, and bit for bit those of
-    the points' own order, with the panels' rows gathered by numpy."""
-    rng = np.random.default_rng(k)
-    X = (rng.standard_normal((400, 9)) + 6 * rng.integers(0, 3, (400, 1))).astype(np.float32)
-    X[300:340] = X[:40]
-    X[360:] = np.round(X[360:])
-    orders = []
-    cell_order = kernels._cell_order
-    monkeypatch.setattr(kernels, "_cell_order", lambda *args: orders.append(cell_order(*args)) or orders[-1])
-    ref_d, ref_i = _reference(X, k)
-    for chunk_size in (16, 61):
-        runs = []
-        for ordered in (1, 10**9):  # _ORDERED: the cell order from one candidate on, or never
-            monkeypatch.setattr(kernels, "_ORDERED", ordered)
-            runs.append(kneighbors(X, n_neighbors=k, chunk_size=chunk_size))
-        np.testing.assert_allclose(runs[0][0], ref_d, rtol=1e-12, atol=0)
-        np.testing.assert_array_equal(runs[0][1], ref_i)
-        for a, b in zip(*runs):
-            np.testing.assert_array_equal(a, b)
-    assert len(orders) == 2
 
 
 @pytest.mark.parametrize("seed", range(4))
