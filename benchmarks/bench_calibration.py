@@ -22,24 +22,20 @@ import time
 
 import numpy as np
 
-from isotropy._kernels.cost import measured_speed
+from isotropy._kernels.cost import calibration_operands, measured_speed
 
 
 def fitted_with() -> tuple[float, float]:
     """The calibration the constants were fitted with (flop/s, elements/s)."""
-    rng = np.random.default_rng(0)
-    size, width = 512, 256
-    A = rng.standard_normal((size, width), dtype=np.float32)
-    B = rng.standard_normal((width, size), dtype=np.float32)
-    C = np.empty((size, size), dtype=np.float32)
+    A, B, C = calibration_operands()
     products, elements = [], []
     for _ in range(7):
         start = time.perf_counter()
         np.matmul(A, B, out=C)
-        products.append(2.0 * size * size * width / max(time.perf_counter() - start, 1e-9))
+        products.append(2.0 * C.size * A.shape[1] / max(time.perf_counter() - start, 1e-9))
         start = time.perf_counter()
         np.sqrt(np.abs(C, out=C), out=C)
-        elements.append(size * size / max(time.perf_counter() - start, 1e-9))
+        elements.append(C.size / max(time.perf_counter() - start, 1e-9))
     return float(np.median(products)), float(np.median(elements))
 
 

@@ -70,13 +70,19 @@ def machine_speed() -> tuple[float, float]:
     return flops * _TO_FITTED_UNITS[0], elements * _TO_FITTED_UNITS[1]
 
 
-def measured_speed() -> tuple[float, float]:
-    """(float32 product flop/s, element-wise float32 elements/s) of a short calibration (about 120 ms), uncached."""
+def calibration_operands():
+    """``(A, B, C)``: the float32 512 x 256 and 256 x 512 operands of the calibration and its 512 x 512 output."""
     rng = np.random.default_rng(0)
     size, width = 512, 256
     A = rng.standard_normal((size, width), dtype=np.float32)
     B = rng.standard_normal((width, size), dtype=np.float32)
-    C = np.empty((size, size), dtype=np.float32)
+    return A, B, np.empty((size, size), dtype=np.float32)
+
+
+def measured_speed() -> tuple[float, float]:
+    """(float32 product flop/s, element-wise float32 elements/s) of a short calibration (about 120 ms), uncached."""
+    A, B, C = calibration_operands()
+    width, pairs = A.shape[1], C.size
     # One BLAS thread, times the cores, as the kernels run (a worker thread per core, each with single-threaded
     # BLAS): a product on all BLAS threads waits for the slowest, and on a shared machine, with another process on
     # one core, read 3x to 30x slower from one call to the next. Each call takes well under a millisecond, less
@@ -86,8 +92,8 @@ def measured_speed() -> tuple[float, float]:
     with one_blas_thread():
         np.matmul(A, B, out=C)  # untimed: the first call after a change of threads is slower
         per_core = _rate(lambda: np.matmul(A, B, out=C), _WINDOW_SECONDS)
-    flops = 2.0 * size * size * width * per_core * _cores()
-    elements = size * size * _rate(lambda: np.sqrt(np.abs(C, out=C), out=C), _WINDOW_SECONDS / 2)
+    flops = 2.0 * pairs * width * per_core * _cores()
+    elements = pairs * _rate(lambda: np.sqrt(np.abs(C, out=C), out=C), _WINDOW_SECONDS / 2)
     return flops, elements
 
 
