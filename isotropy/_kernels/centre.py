@@ -15,7 +15,7 @@ import numpy as np
 
 from isotropy._utils.backend import is_torch
 
-__all__ = ["CENTRE_SAMPLE", "distance_centre", "sample_rows"]
+__all__ = ["CENTRE_SAMPLE", "column_medians", "distance_centre", "sample_rows"]
 
 # Rows sampled for the median and the choice: a few milliseconds whatever n.
 CENTRE_SAMPLE = 1025
@@ -37,15 +37,18 @@ def sample_rows(n_samples: int) -> np.ndarray:
     return np.sort(np.random.default_rng(0x150).choice(n_samples, size=CENTRE_SAMPLE, replace=False))
 
 
-def _median(sample: np.ndarray) -> np.ndarray:
-    """Coordinate-wise lower median (float64) of the rows of ``sample``, a few columns at a time."""
+def column_medians(sample: np.ndarray, scale=None) -> np.ndarray:
+    """Coordinate-wise lower median (float64) of the rows of ``sample·scale`` (``scale``: float64, one factor per
+    row, or ``None``), a few columns at a time: the float64 copy stays small."""
     rows, d = sample.shape
     centre = np.empty(d)
     middle = (rows - 1) // 2
     step = max(1, _ELEMENTS // max(rows, 1))
     for s in range(0, d, step):  # each column contiguous: one partition per column
-        columns = np.ascontiguousarray(np.asarray(sample[:, s:s + step], dtype=np.float64).T)
-        centre[s:s + step] = np.partition(columns, middle, axis=1)[:, middle]
+        columns = np.asarray(sample[:, s:s + step], dtype=np.float64)
+        if scale is not None:
+            columns = columns * scale[:, None]
+        centre[s:s + step] = np.partition(np.ascontiguousarray(columns.T), middle, axis=1)[:, middle]
     return centre
 
 
@@ -68,7 +71,7 @@ def distance_centre(X, mean):
         mean_host = mean.detach().to("cpu", torch.float64).numpy()
     else:
         sample, mean_host = np.asarray(X[rows], dtype=np.float64), np.asarray(mean, dtype=np.float64)
-    median = _median(sample)
+    median = column_medians(sample)
     if _MEDIAN_GAIN * _spread(sample, median) >= _spread(sample, mean_host):
         return mean
     if is_torch(mean):

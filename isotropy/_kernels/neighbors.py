@@ -14,6 +14,7 @@ import threading
 
 import numpy as np
 
+from isotropy._kernels.centre import column_medians
 from isotropy._utils.validation import IsotropyValueError
 
 # Entries per group of the first threshold of a point (_group_threshold).
@@ -251,16 +252,8 @@ def _centre(X: np.ndarray, scale) -> np.ndarray:
     columns at a time, each column contiguous (one partition per column), so that the float64
     sample stays small and the centre costs a few milliseconds whatever ``n``.
     """
-    n, d = X.shape
-    rows = np.unique(np.linspace(0, n - 1, min(n, _CENTRE_SAMPLE)).astype(np.intp))
-    sample, rows_scale = X[rows], None if scale is None else scale[rows]
-    centre = np.empty(d)
-    middle = (rows.size - 1) // 2
-    step = max(1, _OPERAND_ELEMENTS // max(rows.size, 1))
-    for s in range(0, d, step):
-        columns = np.ascontiguousarray(_representation(sample[:, s:s + step], rows_scale).T)
-        centre[s:s + step] = np.partition(columns, middle, axis=1)[:, middle]
-    return centre
+    rows = np.unique(np.linspace(0, X.shape[0] - 1, min(X.shape[0], _CENTRE_SAMPLE)).astype(np.intp))
+    return column_medians(X[rows], None if scale is None else scale[rows])
 
 
 class _Operands:
