@@ -26,7 +26,7 @@ import numbers
 import torch
 from torch import nn
 
-from isotropy._utils.validation import check_scalar, check_tensor_data
+from isotropy._utils.validation import IsotropyValueError, check_scalar, check_tensor_data
 from isotropy.metrics.cosine import _cosine_similarity_mean
 from isotropy.metrics.isoscore import _check_shrinkage_cov, _isoscore_star
 
@@ -78,7 +78,7 @@ def istar_penalty(H, *, shrinkage_cov, zeta=0.2):
     -0.407407
     """
     H = _check_tensor(H, "istar_penalty")
-    return -_isoscore_star(H, shrinkage_cov=shrinkage_cov, zeta=zeta, caller="istar_penalty")
+    return -_isoscore_star(H, shrinkage_cov=shrinkage_cov, zeta=zeta, caller="istar_penalty", name="H")
 
 
 def cosine_penalty(H):
@@ -224,7 +224,16 @@ class IStarLoss(nn.Module):
 
     def forward(self, H):
         """Return ``−weight·IsoScore*(H)`` (0-dim tensor on ``H``'s device and dtype)."""
-        return self.weight * istar_penalty(H, shrinkage_cov=self.shrinkage_cov, zeta=self.zeta)
+        H = _check_tensor(H, "IStarLoss")
+        if self.shrinkage_cov is not None and H.ndim == 2 and H.shape[1] != self.shrinkage_cov.shape[0]:
+            # the module's Σ_S fixes the width: the batch is what is wrong here, not the stored matrix
+            width = self.shrinkage_cov.shape[0]
+            raise IsotropyValueError(
+                f"The 'H' parameter of IStarLoss must have {width} features (columns), the width of its "
+                f"shrinkage_cov. Got shape {tuple(H.shape)} instead; call refresh_shrinkage_cov on hidden states "
+                f"of this width, or build a new IStarLoss.")
+        return self.weight * _isoscore_star(H, shrinkage_cov=self.shrinkage_cov, zeta=self.zeta, caller="IStarLoss",
+                                            name="H").neg()
 
     def extra_repr(self):
         shape = None if self.shrinkage_cov is None else tuple(self.shrinkage_cov.shape)

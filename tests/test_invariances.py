@@ -137,7 +137,7 @@ REGISTRY = [
     # the PyTorch regularisers are the same quantities, differentiable (IsoScore* = −istar_penalty)
     Metric("torch.istar_penalty[Σ_S=I]", "torch.istar_penalty",
            _torch_penalty("torch.istar_penalty", sign=-1.0, shrinkage_cov=None), "isotropy",
-           frozenset({ROTATION, TRANSLATION, ROW_ORDER}), changes=frozenset({SCALE})),
+           frozenset({ROTATION, TRANSLATION, ROW_ORDER}), changes=frozenset({SCALE}), x_name="H"),
     Metric("torch.cosine_penalty", "torch.cosine_penalty", _torch_penalty("torch.cosine_penalty"), "isotropy",
            frozenset({ROTATION, SCALE, ROW_ORDER}), changes=frozenset({TRANSLATION}), x_name="H"),
     # cluster quality: distances only (euclidean), or angles only (cosine)

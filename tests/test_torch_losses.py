@@ -163,3 +163,22 @@ def test_cosine_penalty_errors_name_its_own_parameter():
     H[2] = 0.0
     with pytest.raises(IsotropyValueError, match=r"^The 'H' parameter of cosine_penalty must not contain zero vectors"):
         cosine_penalty(H)
+
+
+def test_istar_errors_name_H_and_the_module():
+    """istar_penalty called H "'X'" in its errors, and IStarLoss with a batch of the wrong width blamed its stored
+    shrinkage_cov under istar_penalty's name (a Python API trial): the batch is what is wrong, named as the user's."""
+    g = torch.Generator().manual_seed(0)
+    with pytest.raises(IsotropyValueError, match=r"^The 'H' parameter of istar_penalty must have at least 2 samples"):
+        istar_penalty(torch.randn(1, 3, generator=g), shrinkage_cov=None)
+    with pytest.raises(IsotropyValueError, match=r"^The 'H' parameter of istar_penalty must have non-zero variance"):
+        istar_penalty(torch.ones(8, 3), shrinkage_cov=None, zeta=0.0)
+    with pytest.raises(IsotropyValueError, match=r"shrinkage_cov' parameter of istar_penalty .*\(n_features of H\)"):
+        istar_penalty(torch.randn(5, 3, generator=g), shrinkage_cov=torch.eye(4))
+    istar = IStarLoss(weight=-2.0, shrinkage_cov=torch.eye(4))
+    with pytest.raises(IsotropyValueError, match=r"^The 'H' parameter of IStarLoss must have 4 features .*\(8, 3\)"):
+        istar(torch.randn(8, 3, generator=g))
+    with pytest.raises(IsotropyValueError, match=r"^The 'H' parameter of IStarLoss must be a 2-d"):
+        istar(torch.randn(8, generator=g))
+    H = torch.randn(8, 4, generator=g, dtype=torch.float64)
+    assert float(istar(H)) == pytest.approx(-2.0 * float(istar_penalty(H, shrinkage_cov=torch.eye(4))), rel=1e-12)

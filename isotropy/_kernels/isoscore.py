@@ -112,7 +112,7 @@ def _score_from_moments(trace, frob_sq, n_features):
     return (trace * trace / frob_sq - 1.0) / (n_features - 1)
 
 
-def _check_shrinkage_cov(shrinkage_cov, n_features, *, like, caller, name="shrinkage_cov"):
+def _check_shrinkage_cov(shrinkage_cov, n_features, *, like, caller, name="shrinkage_cov", data_name="X"):
     """Validate Σ_S: a symmetric (n_features, n_features) matrix; returned in ``like``'s backend.
 
     Never modifies the caller's matrix (symmetrising makes a new array).
@@ -132,7 +132,7 @@ def _check_shrinkage_cov(shrinkage_cov, n_features, *, like, caller, name="shrin
     if shape != (n_features, n_features):
         raise IsotropyValueError(
             f"The '{name}' parameter of {caller} must be a covariance matrix of shape "
-            f"({n_features}, {n_features}) (n_features of X). Got an array with shape {shape} instead.")
+            f"({n_features}, {n_features}) (n_features of {data_name}). Got an array with shape {shape} instead.")
     if is_torch(S):
         finite = bool(S.isfinite().all())
         asym = float((S - S.T).abs().max().detach()) if n_features else 0.0

@@ -156,11 +156,11 @@ def isoscore_star(X, *, shrinkage_cov=None, zeta=0.2):
     return _isoscore_star(X, shrinkage_cov=shrinkage_cov, zeta=zeta, caller="isoscore_star")
 
 
-def _isoscore_star(X, *, shrinkage_cov, zeta, caller):
-    """:func:`isoscore_star` with the public caller's name in its error messages."""
+def _isoscore_star(X, *, shrinkage_cov, zeta, caller, name="X"):
+    """:func:`isoscore_star` with the public caller's name, and its name for ``X``, in its error messages."""
     zeta = float(check_scalar(zeta, "zeta", caller=caller, low=0.0, high=1.0))
-    X = check_X(X, caller=caller, min_features=2)
-    X, exponent_c = rescaled(X, caller=caller)  # Σ_X = 4^e·Σ_X̂: weighted below, never formed
+    X = check_X(X, caller=caller, name=name, min_features=2)
+    X, exponent_c = rescaled(X, caller=caller, name=name)  # Σ_X = 4^e·Σ_X̂: weighted below, never formed
     n, d = X.shape
     st = _scatter_stats(X)
     exponent_s = 0
@@ -169,7 +169,7 @@ def _isoscore_star(X, *, shrinkage_cov, zeta, caller):
         trace_s, frob_sq_s = float(d), float(d)
     else:
         check_tensor_data(shrinkage_cov, caller=caller, name="shrinkage_cov")
-        S = _check_shrinkage_cov(shrinkage_cov, d, like=X, caller=caller)
+        S = _check_shrinkage_cov(shrinkage_cov, d, like=X, caller=caller, data_name=name)
         exponent_s = _matrix_exponent(S)
         if exponent_s:
             S = S * 2.0 ** -exponent_s  # exact; its factor goes into the weights
@@ -179,7 +179,7 @@ def _isoscore_star(X, *, shrinkage_cov, zeta, caller):
         raise IsotropyValueError(f"The 'shrinkage_cov' parameter of {caller} must be a non-zero covariance matrix "
                                  f"(positive trace). Got trace {_as_float(trace_s):.3g} instead.")
     if zeta == 0.0:  # with ζ > 0 the shrunk covariance is non-zero even for constant X
-        _check_variance(st.trace, n_samples=n, mean_sq_norm=st.mean_sq, eps=_eps(X), caller=caller)
+        _check_variance(st.trace, n_samples=n, mean_sq_norm=st.mean_sq, eps=_eps(X), caller=caller, name=name)
     # covariance moments of X (ddof=1) from those of the scatter matrix
     m = n - 1
     trace_c, frob_sq_c = st.trace / m, st.frob_sq / (m * m)
