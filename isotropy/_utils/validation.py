@@ -72,7 +72,7 @@ def check_X(X, *, caller: str, name: str = "X", min_samples: int = 2, min_featur
             raise TypeError(f"The '{name}' parameter of {caller} must be an array of shape (n_samples, n_features). "
                             f"Got {type(X).__name__} instead.")
         try:
-            X = np.asarray(X)
+            X = np.asarray(_masked_pandas_as_numpy(X))
         except Exception:  # noqa: BLE001 - ragged lists and the like
             raise TypeError(f"The '{name}' parameter of {caller} must be an array of shape (n_samples, n_features). "
                             f"Got an object numpy cannot convert.") from None
@@ -104,6 +104,26 @@ def check_X(X, *, caller: str, name: str = "X", min_samples: int = 2, min_featur
         refuse_subnormal(X, max(abs(low), abs(high)), caller=caller, name=name)
         return directions_at_unit_scale(X)
     return unit_scale(X, max(abs(low), abs(high)), caller=caller, name=name) if rescale else X
+
+
+def _masked_pandas_as_numpy(X):
+    """A pandas frame or series with nullable numeric columns (``Float64``, ``Int32``, ``boolean``, Arrow) as an ndarray.
+
+    ``np.asarray`` turns those columns into dtype object (their missing value is ``pd.NA``), which a metric
+    cannot read: here they become the numpy dtype the columns share, float64 for integers and booleans, with
+    ``pd.NA`` as NaN (refused next, at its row and column, as any NaN is). Anything else is returned as is:
+    pandas is never imported here, and plain numpy columns go through ``np.asarray`` unchanged.
+    """
+    if not type(X).__module__.startswith("pandas") or not hasattr(X, "dtypes"):
+        return X
+    dtypes = list(X.dtypes) if hasattr(X, "columns") else [X.dtypes]
+    if not dtypes or all(isinstance(dtype, np.dtype) for dtype in dtypes):
+        return X
+    numpy_dtypes = [dtype if isinstance(dtype, np.dtype) else getattr(dtype, "numpy_dtype", None) for dtype in dtypes]
+    if any(dtype is None or dtype.kind not in "biuf" for dtype in numpy_dtypes):
+        return X  # strings, categories, dates: refused as dtype object, as before
+    common = np.result_type(*numpy_dtypes)
+    return X.to_numpy(dtype=common if common.kind == "f" else np.float64, na_value=np.nan)
 
 
 def check_tensor_data(X, *, caller: str, name: str = "X"):
