@@ -73,6 +73,28 @@ def test_every_metric_equals_in_memory_on_the_cluster(client):
         isotropy.silhouette_score(X, labels, metric="cosine"), rel=1e-10)
 
 
+def test_successive_metrics_send_each_key_once_defined(client):
+    """mle_dimension then twonn_dimension on a float16 array, and on the user's own ``astype``: the scheduler logged
+    "Detected different `run_spec`" (a Python API trial), since each metric makes several computes over the same
+    array and dask's task fusion renamed shared tasks differently in each graph. No such message, same values."""
+    import logging
+
+    x = np.random.default_rng(0).normal(size=(3000, 16)).astype(np.float16)
+    X = da.from_array(x, chunks=(700, 16))
+    messages = []
+    handler = logging.Handler()
+    handler.emit = lambda record: messages.append(record.getMessage())
+    logger = logging.getLogger("distributed.scheduler")
+    logger.addHandler(handler)
+    try:
+        for Y in (X, X, X.astype(np.float32), X):
+            assert isotropy.mle_dimension(Y, n_neighbors=10) == isotropy.mle_dimension(x, n_neighbors=10)
+            assert isotropy.twonn_dimension(Y) == isotropy.twonn_dimension(x)
+    finally:
+        logger.removeHandler(handler)
+    assert not [m for m in messages if "run_spec" in m], messages[:1]
+
+
 def _finished_tiles(dask_scheduler):
     """Tiles computed so far (from the scheduler's log: a finished tile is soon released by its reduction)."""
     return sum(1 for entry in dask_scheduler.transition_log if "_silhouette_tile" in str(entry[0]) and entry[2] == "memory")

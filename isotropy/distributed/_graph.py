@@ -58,7 +58,20 @@ def _active_client():
 
 
 def compute(*collections):
-    """``dask.compute`` on the active scheduler, with a progress bar inside :func:`show_progress`."""
+    """``dask.compute`` on the active scheduler, with a progress bar inside :func:`show_progress`.
+
+    Without dask's low-level task fusion: a metric makes several computes over the same array, and fusion
+    renamed a shared task after whichever chain it joined in each graph, so the scheduler saw one key with
+    two definitions and logged "Detected different `run_spec`" (dask/dask#9888). The tasks here are tiles
+    of many rows each, for which fusing saves nothing measurable.
+    """
+    import dask
+
+    with dask.config.set({"optimization.fuse.active": False}):
+        return _compute(collections)
+
+
+def _compute(collections):
     import dask
 
     if not _PROGRESS.get():
