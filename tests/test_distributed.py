@@ -460,3 +460,28 @@ def test_dask_davies_bouldin_does_not_depend_on_the_scale(blobs, scale):
     X, labels = blobs
     got = isotropy.davies_bouldin_score(da.from_array(X * scale, chunks=(97, 9)), labels)
     np.testing.assert_allclose(got, isotropy.davies_bouldin_score(X, labels), rtol=1e-10)
+
+
+def test_an_array_of_many_small_chunks_is_joined_before_a_streaming_metric():
+    """A dask array the user built from many small pieces (500 chunks of 8 rows): one task per chunk per metric spent
+    the scheduler's time on tasks, not rows (isoscore 12.7 s on 2 worker processes, 4.9 s joined). The streaming
+    metrics join such chunks (rows and values unchanged, a NaN still named at its global row); chunks of a useful size
+    are kept as the user made them."""
+    from isotropy.distributed._graph import _SMALL_CHUNK_ELEMENTS, check_dask_X
+
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(4000, 96)) * np.linspace(0.5, 2.0, 96)
+    small = da.concatenate([da.from_array(x[i:i + 8]) for i in range(0, 4000, 8)])
+    assert small.numblocks == (500, 1)
+    joined = check_dask_X(small, caller="isoscore")
+    assert joined.numblocks == (1, 1)
+    np.testing.assert_array_equal(joined.compute(), x)
+    useful = da.from_array(np.zeros((8 * _SMALL_CHUNK_ELEMENTS // 96, 96)), chunks=(2 * _SMALL_CHUNK_ELEMENTS // 96, 96))
+    assert check_dask_X(useful, caller="isoscore") is useful
+    with dask.config.set(scheduler="threads"):
+        for name in ("isoscore", "participation_ratio", "cosine_similarity_mean"):
+            assert getattr(isotropy, name)(small) == pytest.approx(getattr(isotropy, name)(x), rel=1e-12), name
+        bad = x.copy()
+        bad[2531, 7] = np.nan
+        with pytest.raises(IsotropyValueError, match=r"Got nan at row 2531, column 7 instead"):
+            isotropy.isoscore(da.concatenate([da.from_array(bad[i:i + 8]) for i in range(0, 4000, 8)]))

@@ -146,12 +146,13 @@ def test_the_first_pass_streams_the_blocks(name):
     """The passes that stream (cluster sums; the duplicate-row hashes of TwoNN and MLE) hold one block at a time.
 
     The unit scale's exponent needs every block's maximum: a pass whose tasks took it would hold every block
-    until the last one was read (12 of 12 here, and the whole array on out-of-core data)."""
+    until the last one was read (12 of 12 here, and the whole array on out-of-core data). The blocks are of a
+    useful size: smaller ones are joined first (check_dask_X), up to a bounded chunk of _STREAM_ELEMENTS."""
     from isotropy.distributed._duplicates import distinct_rows
-    from isotropy.distributed._graph import check_dask_X
+    from isotropy.distributed._graph import _SMALL_CHUNK_ELEMENTS, check_dask_X
 
     alive = [0, 0]
-    X = _counted_blocks(12, 500, alive)
+    X = _counted_blocks(12, _SMALL_CHUNK_ELEMENTS // 6 + 1, alive)
     labels = np.random.default_rng(0).integers(0, 3, X.shape[0])
     with dask.config.set(scheduler="synchronous"):
         if name == "hashes":
