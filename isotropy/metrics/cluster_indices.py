@@ -285,11 +285,17 @@ def _extreme_pairs(Xw, ids, metric, chunk_size, xp):
             D = q[i0:i1, None] + q[None, j0:j1] - s * (U[i0:i1, :] @ U[j0:j1, :].T)
             same = ids_x[i0:i1, None] == ids_x[None, j0:j1]
             width = j1 - j0
-            far = int(xp.argmax(xp.reshape(xp.where(same, D, -float("inf")), (-1,))))
+            # the diameter is over pairs of two samples: a sample's distance to itself is 0, but the kernel reads
+            # it as 1 for a zero row under the cosine metric (its +1/2 term, which makes it 1 from every other
+            # row, as scikit-learn's cosine_distances), so the diagonal (i, i) was chosen as the farthest pair,
+            # recomputed as 0, and the index read inf. Blocks share one size, so only i0 == j0 holds a diagonal;
+            # a cluster of two or more samples always exists (at most n - 1 clusters), so a pair is always found
+            pair = same if i0 != j0 else same & ~xp.eye(i1 - i0, width, dtype=xp.bool, device=device)
+            far = int(xp.argmax(xp.reshape(xp.where(pair, D, -float("inf")), (-1,))))
             near = int(xp.argmin(xp.reshape(xp.where(same, float("inf"), D), (-1,))))
             if float(D[near // width, near % width]) < best_inter[0] and not bool(same[near // width, near % width]):
                 best_inter = (float(D[near // width, near % width]), (i0 + near // width, j0 + near % width))
-            if float(D[far // width, far % width]) > best_intra[0] and bool(same[far // width, far % width]):
+            if float(D[far // width, far % width]) > best_intra[0] and bool(pair[far // width, far % width]):
                 best_intra = (float(D[far // width, far % width]), (i0 + far // width, j0 + far % width))
             advance()
     return best_inter[1], best_intra[1]
