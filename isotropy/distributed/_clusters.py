@@ -147,8 +147,107 @@ def _block_coefficients(sums, prep, counts, q_sums, metric):
     return s
 
 
+def _block_uncertain(sums, prep, counts, q_sums, metric, start):
+    """The row numbers (in the whole array) of the samples of one row block whose coefficient the product kernel
+    may be wrong about beyond tolerance (:func:`isotropy._kernels.silhouette._uncertain_numpy`)."""
+    from isotropy._kernels.silhouette import _resolution, _uncertain_numpy
+
+    R, local, present, order = prep
+    ids = present[local]
+    resolution = _resolution(R[:, -1].astype(np.float64), ids, counts.size, R.dtype, R.shape[1] - 2, metric,
+                             q_mean=q_sums / np.maximum(counts, 1))
+    flagged = np.zeros(order.size, dtype=bool)
+    flagged[order] = _uncertain_numpy(sums, ids, counts, resolution, R.dtype)
+    return start + np.flatnonzero(flagged)
+
+
+def _rows_and_centre_sums(block, exponent, metric, ids, start, flagged, n_clusters):
+    """One block's part of the exact pass: its rows among ``flagged`` (at the metric's scale) and its cluster
+    sums towards the centres; nothing to do (empty arrays) when no sample is flagged."""
+    from isotropy._kernels.silhouette import _centre_sums
+
+    mine = flagged[(flagged >= start) & (flagged < start + len(ids))] - start
+    if not flagged.size:
+        return np.empty((0, block.shape[1])), None
+    block = at_metric_scale(block, exponent, metric)
+    return np.asarray(block[mine], dtype=np.float64), _centre_sums(block, ids, n_clusters, metric)
+
+
+def _flagged_operands(parts, flagged, ids_flagged, counts):
+    """The flagged rows in one array, their clusters, and the clusters' centres (None: nothing flagged)."""
+    rows = np.concatenate([p[0] for p in parts])
+    if not flagged.size:
+        return rows, ids_flagged, None
+    centres = sum(p[1] for p in parts) / np.maximum(counts, 1)[:, None]
+    return rows, ids_flagged, centres
+
+
+def _exact_block(operands, flagged, block, exponent, metric, ids, start, n_clusters):
+    """:func:`isotropy._kernels.silhouette._exact_tile` of the flagged rows against one row block."""
+    from isotropy._kernels.silhouette import _exact_tile
+
+    rows, own, centres = operands
+    if centres is None:
+        return None
+    block = at_metric_scale(block, exponent, metric)
+    return _exact_tile(rows, flagged, own, centres, block, np.arange(start, start + len(ids)), ids, n_clusters,
+                       metric)
+
+
+def _merge_exact(x, y):
+    if x is None:
+        return y
+    return x[0] + y[0], x[1] + y[1], x[2]
+
+
+def _exact_coefficients(exact, own, counts, d, metric):
+    """The coefficients of the flagged samples from their exact sums (empty when nothing is flagged)."""
+    from isotropy._kernels.silhouette import _coefficients_numpy, _exact_resolution
+
+    if exact is None:
+        return np.empty(0)
+    sums, q_sums, q_a = exact
+    return _coefficients_numpy(sums, own, counts, _exact_resolution(q_a, q_sums, counts, d, metric))
+
+
+def _patched(s, flagged, fixed, start):
+    """The block's coefficients with those of its flagged samples replaced by their exact values."""
+    inside = (flagged >= start) & (flagged < start + s.size)
+    if not inside.any():
+        return s
+    s = s.copy()
+    s[flagged[inside] - start] = fixed[inside]
+    return s
+
+
+def _exact_pass(blocks, flagged, ids, exponent, metric, n_clusters, counts, starts, d):
+    """Delayed exact coefficients of the samples ``flagged``, recomputed around their own cluster's centre.
+
+    Two passes over ``blocks``: one gathers the flagged rows and the clusters' centres, the next runs the
+    exact tiles of the flagged rows against every block (:func:`isotropy._kernels.silhouette._exact_tile`).
+    Each task returns at once when nothing is flagged.
+    """
+    from dask import delayed
+
+    ids_flagged = delayed(np.take, pure=True)(ids, flagged)
+    gather = delayed(_rows_and_centre_sums, pure=True, nout=2)
+    parts = [gather(b, exponent, metric, ids[s:e], s, flagged, n_clusters)
+             for b, s, e in zip(blocks, starts, starts[1:])]
+    operands = delayed(_flagged_operands, pure=True, nout=3)(parts, flagged, ids_flagged, counts)
+    exact = tree_reduce([delayed(_exact_block, pure=True)(operands, flagged, b, exponent, metric, ids[s:e], s,
+                                                          n_clusters)
+                         for b, s, e in zip(blocks, starts, starts[1:])], _merge_exact, name="isotropy-merge-exact")
+    return delayed(_exact_coefficients, pure=True)(exact, operands[1], counts, d, metric)
+
+
 def _silhouette_graph(X, ids, metric, chunk_size, caller):
-    """Delayed per-block coefficient arrays (tiles I ≤ J, tree-reduced sums per row block)."""
+    """Delayed per-block coefficient arrays (tiles I ≤ J, tree-reduced sums per row block), and more.
+
+    Returns ``(coefficients, uncertain, starts, exact, X)``: per row block its coefficients and the row numbers
+    of its samples the product kernel may be wrong about (:func:`_block_uncertain`), the blocks' first rows,
+    a function ``exact(flagged, blocks)`` giving the delayed exact coefficients of the samples ``flagged``
+    (:func:`_exact_pass`), and the checked array whose row blocks ``blocks`` are.
+    """
     from dask import delayed
 
     from isotropy._kernels.silhouette import _check_n_clusters
@@ -174,9 +273,17 @@ def _silhouette_graph(X, ids, metric, chunk_size, caller):
     counts = np.bincount(ids, minlength=n_clusters).astype(np.float64)
     q_sums = tree_reduce([delayed(_q_sums, pure=True)(p, n_clusters) for p in preps], _add,
                          name="isotropy-merge-norms")
-    coefficients = delayed(_block_coefficients, pure=True)
-    return [coefficients(tree_reduce(row, _add, name="isotropy-merge-cluster-sums"), p, counts, q_sums, metric)
-            for row, p in zip(parts, preps)], starts
+    sums = [tree_reduce(row, _add, name="isotropy-merge-cluster-sums") for row in parts]
+    coefficients = [delayed(_block_coefficients, pure=True)(row, p, counts, q_sums, metric)
+                    for row, p in zip(sums, preps)]
+    uncertain = [delayed(_block_uncertain, pure=True)(row, p, counts, q_sums, metric, s)
+                 for row, p, s in zip(sums, preps, starts)]
+
+    def exact(flagged, blocks):
+        """The exact pass (:func:`_exact_pass`) of the samples ``flagged`` over ``blocks`` (X's row blocks)."""
+        return _exact_pass(blocks, flagged, ids, exponent, metric, n_clusters, counts, starts, X.shape[1])
+
+    return coefficients, uncertain, starts, exact, X
 
 
 def silhouette_samples(X, labels, *, metric="euclidean", chunk_size=None):
@@ -186,11 +293,16 @@ def silhouette_samples(X, labels, *, metric="euclidean", chunk_size=None):
     until the result is computed; then the tiles of all pairs of row blocks run.
     """
     import dask.array as da
+    from dask import delayed
 
     caller = "silhouette_samples"
     rows = row_chunks(X, caller=caller)
     ids = host_labels(labels, X.shape[0], caller)
-    parts, starts = _silhouette_graph(X, ids, metric, chunk_size, caller)
+    coefficients, uncertain, starts, exact, X = _silhouette_graph(X, ids, metric, chunk_size, caller)
+    # lazy: the exact pass reads the same row blocks as the tiles, which the scheduler then keeps until it runs
+    flagged = delayed(np.concatenate, pure=True)(uncertain)
+    fixed = exact(flagged, X.to_delayed().ravel())
+    parts = [delayed(_patched, pure=True)(c, flagged, fixed, s) for c, s in zip(coefficients, starts)]
     return like_rows(da.concatenate([da.from_delayed(p, shape=(e - s,), dtype=np.float64)
                                      for p, s, e in zip(parts, starts, starts[1:])]), rows)
 
@@ -203,8 +315,10 @@ def silhouette_score(X, labels, *, metric="euclidean", sample_size=None, random_
     ids = host_labels(labels, X.shape[0], caller)
     if sample_size is not None:
         X, ids = sample_rows(X, ids, sample_size, random_state, caller)
-    parts, _ = _silhouette_graph(X, ids, metric, chunk_size, caller)
-    (s,) = compute(delayed(np.concatenate, pure=True)(parts))
+    coefficients, uncertain, _, exact, X = _silhouette_graph(X, ids, metric, chunk_size, caller)
+    s, flagged = compute(delayed(np.concatenate, pure=True)(coefficients), delayed(np.concatenate, pure=True)(uncertain))
+    if flagged.size:  # a second graph: the blocks are read again only where some sample needs it
+        (s[flagged],) = compute(exact(flagged, X.to_delayed().ravel()))
     return float(np.mean(s))
 
 

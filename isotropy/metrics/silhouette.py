@@ -29,9 +29,11 @@ from isotropy._kernels.silhouette import (
     _BlockKernel,
     _check_n_clusters,
     _coefficients_numpy,
+    _exact_sums,
     _resolution,
     _run_tasks,
     _sample_indices,
+    _uncertain_numpy,
 )
 from isotropy._utils.backend import is_dask, is_torch
 from isotropy._utils.validation import (
@@ -96,7 +98,10 @@ def _silhouette_numpy(X, ids, n_clusters, metric, chunk_size):
         for other in tables[1:]:
             sums += other
         s_sorted = _coefficients_numpy(sums, kernel.sorted_ids, kernel.counts, resolution)
+        uncertain = _uncertain_numpy(sums, kernel.sorted_ids, kernel.counts, resolution, dtype)
     else:
+        uncertain = np.zeros(n, dtype=bool)
+
         def panel(i0, state):
             i1 = min(n, i0 + kernel.b)
             sums = np.zeros((i1 - i0, n_clusters), dtype=np.float64)
@@ -104,8 +109,14 @@ def _silhouette_numpy(X, ids, n_clusters, metric, chunk_size):
                 kernel.add_block(i0, j0, state, sums, symmetric=False)
             s_sorted[i0:i1] = _coefficients_numpy(sums, kernel.sorted_ids[i0:i1], kernel.counts,
                                                     resolution.rows(i0, i1))
+            uncertain[i0:i1] = _uncertain_numpy(sums, kernel.sorted_ids[i0:i1], kernel.counts, resolution.rows(i0, i1),
+                                                dtype)
 
         _run_tasks(panel, [(i0,) for i0 in starts], progress=True)
+    positions = np.flatnonzero(uncertain)
+    if positions.size:  # clusters much closer to each other than to the centre: these samples around their own
+        sums, local = _exact_sums(X, ids, order[positions], metric)
+        s_sorted[positions] = _coefficients_numpy(sums, kernel.sorted_ids[positions], kernel.counts, local)
     s = np.empty(n, dtype=np.float64)
     s[order] = s_sorted
     return s

@@ -1,0 +1,91 @@
+"""The silhouette of clusters much closer to each other than to the data's centre, exact in float32 and float64.
+
+Two tight clusters side by side and a third far away (offset 1e4 times their spread): the product kernel centres
+every row on one centre, so a distance between the near clusters was the small difference of large products, and
+in float32 the silhouette of their samples read 0 (a = b = 0 to the kernel's precision): 0.333 for a true 0.459.
+Those samples are now recomputed around their own cluster's centre. Reference: scikit-learn on distances
+computed from differences in float64 (no products of large numbers).
+"""
+
+from __future__ import annotations
+
+import dask
+import dask.array as da
+import numpy as np
+import pytest
+import torch
+from sklearn.metrics import silhouette_samples as sk_silhouette_samples
+
+import isotropy
+from isotropy import distributed
+
+E = np.eye(8)
+
+
+def _near_clusters(offset, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    X = np.concatenate([offset * E[0] + rng.normal(size=(150, 8)), offset * E[0] + 3 * E[1] + rng.normal(size=(150, 8)),
+                        offset * E[2] + rng.normal(size=(150, 8))]).astype(dtype)
+    labels = np.repeat(np.arange(3), 150)
+    order = rng.permutation(labels.size)
+    return X[order], labels[order]
+
+
+def _reference(X, labels, metric):
+    """scikit-learn's silhouette of distances from float64 differences."""
+    X = X.astype(np.float64)
+    if metric == "cosine":
+        X = X / np.linalg.norm(X, axis=1, keepdims=True)
+        D = ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1) / 2.0
+    else:
+        D = np.sqrt(((X[:, None, :] - X[None, :, :]) ** 2).sum(-1))
+    return sk_silhouette_samples(D, labels, metric="precomputed")
+
+
+CASES = [(np.float32, 1e2), (np.float32, 1e4), (np.float32, 1e5), (np.float64, 1e6), (np.float64, 1e9)]
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
+@pytest.mark.parametrize(("dtype", "offset"), CASES)
+def test_in_memory_samples_and_score(metric, dtype, offset):
+    X, labels = _near_clusters(offset, dtype)
+    expected = _reference(X, labels, metric)
+    tol = 1e-5 if dtype == np.float32 else 1e-9
+    got = isotropy.silhouette_samples(X, labels, metric=metric)
+    np.testing.assert_allclose(got, expected, rtol=0, atol=tol)
+    assert isotropy.silhouette_score(X, labels, metric=metric) == pytest.approx(expected.mean(), abs=tol)
+    assert expected.mean() > 0.4  # the near clusters are told apart: 1/3 when their samples read 0
+    T = torch.from_numpy(X)  # a CPU tensor takes the same kernel
+    np.testing.assert_allclose(isotropy.silhouette_samples(T, labels, metric=metric).numpy(), expected, rtol=0, atol=tol)
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
+@pytest.mark.parametrize(("dtype", "offset"), [CASES[1], CASES[3]])
+def test_dask_samples_and_score(metric, dtype, offset):
+    X, labels = _near_clusters(offset, dtype, seed=1)
+    expected = _reference(X, labels, metric)
+    tol = 1e-5 if dtype == np.float32 else 1e-9
+    Xd = da.from_array(X, chunks=(100, 8))
+    with dask.config.set(scheduler="threads"):
+        got = distributed.silhouette_samples(Xd, labels, metric=metric, chunk_size=120).compute()
+        score = distributed.silhouette_score(Xd, labels, metric=metric, chunk_size=120)
+    np.testing.assert_allclose(got, expected, rtol=0, atol=tol)
+    assert score == pytest.approx(expected.mean(), abs=tol)
+
+
+def test_ordinary_data_recompute_nothing(monkeypatch):
+    """Normal data and well-separated blobs: no sample is recomputed (the float32 kernel's error stays ~1e-7)."""
+    import isotropy.metrics.silhouette as module
+
+    calls = []
+    real = module._exact_sums
+    monkeypatch.setattr(module, "_exact_sums", lambda *a, **k: calls.append(a[2].size) or real(*a, **k))
+    rng = np.random.default_rng(2)
+    centres = 20 * rng.normal(size=(10, 64))
+    ids = rng.integers(0, 10, 2000)
+    for X in (rng.normal(size=(2000, 384)), rng.normal(size=(2000, 64)) + centres[ids]):
+        X = X.astype(np.float32)
+        for metric in ("euclidean", "cosine"):
+            got = isotropy.silhouette_samples(X, ids, metric=metric)
+            np.testing.assert_allclose(got, sk_silhouette_samples(X.astype(np.float64), ids, metric=metric), atol=2e-6)
+    assert calls == []
