@@ -48,10 +48,15 @@ def read_texts(path: str | os.PathLike, *, column: str | None = None, encoding: 
     Parameters
     ----------
     path : path-like
-        ``.csv``/``.tsv`` (with a header row) and ``.jsonl``/``.ndjson`` are read as tables; any other
-        file as plain text, one text per line (blank lines skipped).
+        ``.csv``/``.tsv`` and ``.jsonl``/``.ndjson`` are read as tables; any other file as plain
+        text, one text per line (blank lines skipped). A ``.csv`` whose first 20 non-blank lines
+        hold the same number of tabs is read as tab-separated, as a ``.tsv`` (quotes are text).
     column : str or None
-        The text column of a table; may be omitted when the table has a single column.
+        The text column of a table, named on the first line of a ``.csv``/``.tsv`` file; may be
+        omitted when the table has a single column. A one-column ``.csv``/``.tsv`` read without it
+        is one text per line, the first line included, unless that line is a usual column name
+        (``text``, ``sentence``, ``review``, ...) or a snake_case name (``clean_text``), which is
+        then its header.
     encoding : str, default="utf-8"
         The file's text encoding, any name Python's codecs know (``"latin-1"``, ``"cp1252"``,
         ``"utf-16"``, ...). Bytes that are not text in it are an error that says where.
@@ -90,23 +95,35 @@ def read_texts(path: str | os.PathLike, *, column: str | None = None, encoding: 
 
         import pandas as pd
 
+        sep = _delimiter(content, suffix)
         try:
             if suffix in (".jsonl", ".ndjson"):
                 table = pd.read_json(io.StringIO(content), lines=True, dtype=False)
-            else:
-                table = pd.read_csv(io.StringIO(content), sep="\t" if suffix == ".tsv" else ",", dtype=str,
-                                    keep_default_na=False, quoting=3 if suffix == ".tsv" else 0)
+            else:  # header=None: line 1 is a header only when named (--text-column) or clearly one (_text_header)
+                table = pd.read_csv(io.StringIO(content), sep=sep, dtype=str, keep_default_na=False, header=None,
+                                    quoting=3 if sep == "\t" else 0)
         except ValueError as exc:
-            raise ValueError(f"The texts file {str(path)!r} could not be read as {suffix[1:]}: "
-                             f"{' '.join(str(exc).split())}") from None
+            raise ValueError(f"The texts file {str(path)!r} could not be read as {suffix[1:]}"
+                             f"{' (tab-separated)' if sep == chr(9) and suffix == '.csv' else ''}: "
+                             f"{_table_problem(exc, sep)}") from None
+        if suffix in (".csv", ".tsv"):
+            table = _with_header(table, column)
         if column is None:
             if table.shape[1] != 1:
                 raise ValueError(f"The texts file {str(path)!r} has the columns {list(map(str, table.columns))}; "
-                                 f"name the text column (--text-column).")
+                                 f"name the text column (--text-column; line 1 names the columns, so a file without a "
+                                 f"header line needs one).")
             column = table.columns[0]
+        if list(table.columns).count(column) > 1:
+            raise ValueError(f"The texts file {str(path)!r} has {list(table.columns).count(column)} columns named "
+                             f"{column!r}; expected one column of that name to read the texts from.")
         if column not in table.columns:
+            hint = ""
+            if suffix in (".csv", ".tsv"):  # a file without a header line: its first texts were taken as names
+                hint = (" (line 1 of a .csv/.tsv file holds the column names when a column is named; add a header "
+                        "line to a file that has none)")
             raise ValueError(f"The text column {column!r} is not in {str(path)!r}; expected one of "
-                             f"{list(map(str, table.columns))}.")
+                             f"{[_short(name) for name in map(str, table.columns)]}{hint}.")
         texts = ["" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
                  for value in table[column].tolist()]
         empty = [i for i, text in enumerate(texts) if not text.strip()]
@@ -125,6 +142,92 @@ def read_texts(path: str | os.PathLike, *, column: str | None = None, encoding: 
     if len(texts) < 2:
         raise ValueError(f"The texts file {str(path)!r} holds {len(texts)} text(s); expected at least 2.")
     return texts
+
+
+# first lines of a one-column .csv/.tsv file read as its header without --text-column (compared case-insensitively)
+_TEXT_HEADER_NAMES = {"text", "texts", "sentence", "sentences", "sentence1", "sentence2", "sentence_1",
+                      "sentence_2", "document", "documents", "doc", "review", "reviews", "content", "body", "title",
+                      "question", "answer", "premise", "hypothesis", "utterance", "query", "passage", "comment",
+                      "tweet", "caption", "prompt", "input", "string", "line", "message", "post", "abstract",
+                      "summary", "description"}
+# lines a .csv file is sniffed on for tabs (_delimiter)
+_SNIFF_LINES = 20
+
+
+def _delimiter(content: str, suffix: str) -> str:
+    """The delimiter of a ``.csv``/``.tsv`` texts file: a tab for ``.tsv``, and for a ``.csv`` whose first lines
+    are all tab-separated.
+
+    A judgement call: files named .csv are often tab-separated (SentEval's STS-B ``sts-dev.csv``), and read with
+    commas each of their lines would be one "text" (or be refused at the first line with a comma in a sentence).
+    A ``.csv`` is read as tab-separated when each of its first 20 non-blank lines holds the same number (one or
+    more) of tabs: a comma-separated file with tabs inside its texts rarely has as many on every line. Read so,
+    quotes are text, as in a ``.tsv``.
+    """
+    if suffix == ".tsv":
+        return "\t"
+    if suffix != ".csv":
+        return ","
+    import re
+
+    lines = [line for line in re.split(r"\r\n|\r|\n", content[:2**20]) if line.strip()][:_SNIFF_LINES]
+    tabs = {line.count("\t") for line in lines}
+    return "\t" if len(tabs) == 1 and tabs != {0} else ","
+
+
+def _text_header(cells: list[str], rest) -> bool:
+    """Whether the one cell of line 1 of a one-column table, read without --text-column, is a header.
+
+    A judgement call: only when it clearly is one, as a usual column name (``text``, ``sentence``, ...) or a
+    snake_case name (``clean_text``) that is not also a text lower down; else it is the first text. A file whose
+    header is another word names it with --text-column.
+    """
+    import re
+
+    from isotropy.io._encoding import header_name
+
+    name = header_name(cells[0])
+    if name in set(map(str, rest)):
+        return False
+    return name.lower() in _TEXT_HEADER_NAMES or re.fullmatch(r"[A-Za-z][A-Za-z0-9]*(_[A-Za-z0-9]+)+", name) is not None
+
+
+def _with_header(table, column):
+    """The table read without a header, with its first line as the column names when it is a header.
+
+    With ``column`` named, line 1 names the columns; without, a table of several columns has them on line 1 (one
+    is named with --text-column) and a one-column table has a header only if :func:`_text_header` says so.
+    """
+    if table.shape[0] == 0:
+        return table
+    first = [str(cell) for cell in table.iloc[0].tolist()]
+    if column is None and table.shape[1] == 1 and not _text_header(first, table.iloc[1:, 0].tolist()):
+        return table.set_axis(["text"], axis=1)
+    from isotropy.io._encoding import header_name
+
+    return table.iloc[1:].set_axis([header_name(cell) for cell in first], axis=1)
+
+
+def _short(name: str) -> str:
+    return name if len(name) <= 60 else name[:57] + "..."
+
+
+def _table_problem(exc: ValueError, sep: str) -> str:
+    """pandas' parser error in the words of the file: ragged lines and an unclosed quote (else its own, one line)."""
+    import re
+
+    message = " ".join(str(exc).split())
+    ragged = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", message)
+    if ragged:
+        expected, line, saw = ragged.groups()
+        return (f"line {line} has {saw} columns, the lines above it {expected}; expected the same number of "
+                f"{'tab' if sep == chr(9) else 'comma'}-separated columns on every line (quote a text that holds "
+                f"a comma, or save the file as .txt, one text a line)")
+    unclosed = re.search(r"EOF inside string starting at row (\d+)", message)
+    if unclosed:
+        return (f"the quote opened on row {int(unclosed.group(1)) + 1} is never closed; expected each quoted text "
+                f"to end with a quote")
+    return message
 
 
 def token_hidden_states(texts, tokenizer, network, layers, *, batch_size, max_length, keep_special, sample_size, rng):
@@ -756,7 +859,10 @@ def model_options(function):
                           "gemma-3-270m (packaged), a .gguf file or a transformers directory. Needs --texts."),
         click.option("--texts", "texts_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
                      metavar="FILE", help="With --model: one text a line, or a CSV/TSV/JSON-lines file "
-                                          "(--text-column)."),
+                                          "(--text-column). A .csv whose first lines are all tab-separated is read "
+                                          "as a .tsv. A one-column .csv/.tsv is one text a line, line 1 included, "
+                                          "unless line 1 is a usual column name (text, sentence, ...) or "
+                                          "a snake_case one; with --text-column, line 1 names the columns."),
         click.option("--text-column", default=None, metavar="COL", help="The text column of a CSV/TSV/JSON-lines "
                                                                        "--texts file."),
         click.option("--encoding", default="utf-8", show_default=True, metavar="NAME",
