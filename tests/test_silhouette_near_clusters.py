@@ -89,3 +89,15 @@ def test_ordinary_data_recompute_nothing(monkeypatch):
             got = isotropy.silhouette_samples(X, ids, metric=metric)
             np.testing.assert_allclose(got, sk_silhouette_samples(X.astype(np.float64), ids, metric=metric), atol=2e-6)
     assert calls == []
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
+@pytest.mark.parametrize(("dtype", "offset"), [CASES[1], CASES[3]])
+def test_torch_device_kernel(metric, dtype, offset):
+    """The kernel a GPU tensor takes (run here on a CPU tensor): the same recomputation, on the tensor's device."""
+    from isotropy.metrics.silhouette import _silhouette_torch
+
+    X, labels = _near_clusters(offset, dtype, seed=2)
+    expected = _reference(X, labels, metric)
+    got = _silhouette_torch(torch.from_numpy(X), labels, 3, metric, 128)
+    np.testing.assert_allclose(got.numpy(), expected, rtol=0, atol=1e-5 if dtype == np.float32 else 1e-9)

@@ -25,6 +25,7 @@ import numpy as np
 
 from isotropy._kernels.centre import distance_centre
 from isotropy._kernels.silhouette import (
+    _TOLERANCE,
     _augmented_numpy,
     _BlockKernel,
     _check_n_clusters,
@@ -185,6 +186,11 @@ def _resolution_torch(q, ids, n_clusters, X, metric):
         error = factor * (q + q_mean[clusters])
         return error.sqrt() if metric == "euclidean" else error
 
+    def error(clusters, mean):  # as Resolution.error
+        error = factor * (q + q_mean[clusters])
+        return error if metric == "cosine" else error / torch.maximum(2.0 * mean, error.sqrt())
+
+    at.error = error
     return at
 
 
@@ -192,19 +198,126 @@ def _resolution_torch(q, ids, n_clusters, X, metric):
 # from the sums to the coefficients (any namespace with numpy-like semantics)
 
 
-def _coefficients_torch(sums, ids, resolution):
+def _mean_distances_torch(sums, ids_t, counts):
     import torch
 
-    ids_t = torch.as_tensor(ids, device=sums.device)
-    counts = torch.bincount(ids_t, minlength=sums.shape[1]).to(sums.dtype)
     rows = torch.arange(sums.shape[0], device=sums.device)
     a = sums[rows, ids_t] / (counts[ids_t] - 1.0)
     means = sums / counts
     means[rows, ids_t] = float("inf")
     b, nearest = means.min(dim=1)
+    return a, b, nearest
+
+
+def _coefficients_torch(sums, ids, resolution, counts=None):
+    """s_i from the cluster sums of rows i; ``counts`` the cluster sizes (default: those of ``ids``)."""
+    import torch
+
+    ids_t = torch.as_tensor(ids, device=sums.device)
+    if counts is None:
+        counts = torch.bincount(ids_t, minlength=sums.shape[1]).to(sums.dtype)
+    a, b, nearest = _mean_distances_torch(sums, ids_t, counts)
     s = (b - a) / torch.maximum(a, b)
     s = torch.where((a <= resolution(ids_t)) & (b <= resolution(nearest)), torch.zeros_like(s), s)  # see _resolution
     return torch.nan_to_num(s, nan=0.0, posinf=0.0, neginf=0.0)
+
+
+def _uncertain_torch(sums, ids, resolution, dtype):
+    """:func:`isotropy._kernels.silhouette._uncertain_numpy` for the torch kernel: the rows to recompute."""
+    import torch
+
+    ids_t = torch.as_tensor(ids, device=sums.device)
+    counts = torch.bincount(ids_t, minlength=sums.shape[1]).to(sums.dtype)
+    a, b, nearest = _mean_distances_torch(sums, ids_t, counts)
+    estimate = (resolution.error(ids_t, a) + resolution.error(nearest, b)) / torch.clamp(torch.maximum(a, b), min=0.0)
+    return ((counts[ids_t] > 1) & ~(estimate <= _TOLERANCE[np.dtype(dtype)])).nonzero().flatten()
+
+
+def _exact_sums_torch(X, ids, rows, metric, *, block=4096, rows_at_once=1024):
+    """:func:`isotropy._kernels.silhouette._exact_sums` on the tensor's device: float64 cluster sums of the samples
+    ``rows`` (a tensor of row numbers), each around its own cluster's centre (float32 on MPS, which has no float64).
+
+    Returns the sums, the cluster sizes and the sums' resolution (a function of the clusters, as
+    :func:`_resolution_torch`'s).
+    """
+    import torch
+
+    device = X.device
+    acc = torch.float32 if device.type == "mps" else torch.float64
+    n, d = X.shape
+    ids_t = torch.as_tensor(ids, device=device)
+    n_clusters = int(ids_t.max()) + 1
+
+    def prepared(R):
+        U = R.detach().to(acc)
+        if metric == "euclidean":
+            return U, 0.0
+        norms = U.pow(2).sum(dim=1).sqrt()
+        return U / torch.where(norms > 0, norms, torch.ones_like(norms))[:, None], (norms == 0).to(acc)
+
+    def q_of(U, zero):
+        q = U.pow(2).sum(dim=1)
+        return q if metric == "euclidean" else (q + zero) / 2.0
+
+    counts = torch.bincount(ids_t, minlength=n_clusters).to(acc)
+    centres = torch.zeros(n_clusters, d, dtype=acc, device=device)
+    for j0 in range(0, n, block):
+        centres.index_add_(0, ids_t[j0:j0 + block], prepared(X[j0:j0 + block])[0])
+    centres /= counts.clamp(min=1)[:, None]
+    sums = torch.zeros(rows.numel(), n_clusters, dtype=acc, device=device)
+    q_sums = torch.zeros_like(sums)
+    q_rows = torch.zeros(rows.numel(), dtype=acc, device=device)
+    own = ids_t[rows]
+    for c in torch.unique(own).tolist():
+        members = (own == c).nonzero().flatten()
+        for start in range(0, members.numel(), rows_at_once):
+            mine = members[start:start + rows_at_once]
+            A, zero_a = prepared(X[rows[mine]])
+            A = A - centres[c]
+            q_a = q_of(A, zero_a)
+            q_rows[mine] = q_a
+            for j0 in range(0, n, block):
+                j1 = min(n, j0 + block)
+                B, zero_b = prepared(X[j0:j1])
+                B = B - centres[c]
+                q_b = q_of(B, zero_b)
+                D = (A @ B.T).mul_(-1.0 if metric == "cosine" else -2.0).add_(q_a[:, None]).add_(q_b)
+                D.clamp_(0.0, 2.0 if metric == "cosine" else float("inf"))
+                if metric == "euclidean":
+                    D.sqrt_()
+                D[rows[mine][:, None] == torch.arange(j0, j1, device=device)] = 0.0  # d(x, x) = 0 exactly
+                onehot = torch.zeros(j1 - j0, n_clusters, dtype=acc, device=device)
+                onehot[torch.arange(j1 - j0, device=device), ids_t[j0:j1]] = 1.0
+                sums[mine] += D @ onehot
+                q_sums[mine] += q_b @ onehot
+    q_mean = q_sums / counts.clamp(min=1)
+    factor = 4.0 * float(np.sqrt(d + 2.0)) * float(torch.finfo(acc).eps)
+
+    def at(clusters):
+        error = factor * (q_rows + q_mean[torch.arange(q_rows.numel(), device=device), clusters])
+        return error.sqrt() if metric == "euclidean" else error
+
+    return sums, counts, at
+
+
+def _silhouette_torch(X, ids, n_clusters, metric, chunk_size):
+    """The coefficients of a tensor on its device (the GPU path; CPU tensors take the numpy kernel)."""
+    import torch
+
+    precision = torch.get_float32_matmul_precision()
+    try:  # TF32 / bfloat16 products would cost ~3 digits of every distance
+        torch.set_float32_matmul_precision("highest")
+        with torch.no_grad():
+            sums, q = _cluster_sums_torch(X, ids, n_clusters, metric, chunk_size)
+            resolution = _resolution_torch(q, ids, n_clusters, X, metric)
+            s = _coefficients_torch(sums, ids, resolution)
+            rows = _uncertain_torch(sums, ids, resolution, np.float64 if X.dtype == torch.float64 else np.float32)
+            if rows.numel():  # clusters much closer to each other than to the centre: around their own centre
+                exact, counts, local = _exact_sums_torch(X, ids, rows, metric)
+                s[rows] = _coefficients_torch(exact, ids[rows.cpu().numpy()], local, counts=counts).to(s.dtype)
+    finally:
+        torch.set_float32_matmul_precision(precision)
+    return s
 
 
 def _silhouette(X, ids, metric, chunk_size, caller):
@@ -217,17 +330,7 @@ def _silhouette(X, ids, metric, chunk_size, caller):
         Xn = (Xn if Xn.dtype in (torch.float32, torch.float64) else Xn.float()).numpy()
         return torch.from_numpy(_silhouette_numpy(Xn, ids, n_clusters, metric, chunk_size))
     if is_torch(X):
-        import torch
-
-        precision = torch.get_float32_matmul_precision()
-        try:  # TF32 / bfloat16 products would cost ~3 digits of every distance
-            torch.set_float32_matmul_precision("highest")
-            with torch.no_grad():
-                sums, q = _cluster_sums_torch(X, ids, n_clusters, metric, chunk_size)
-                s = _coefficients_torch(sums, ids, _resolution_torch(q, ids, n_clusters, X, metric))
-        finally:
-            torch.set_float32_matmul_precision(precision)
-        return s
+        return _silhouette_torch(X, ids, n_clusters, metric, chunk_size)
     return _silhouette_numpy(X, ids, n_clusters, metric, chunk_size)
 
 
