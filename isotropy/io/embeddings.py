@@ -101,7 +101,9 @@ def read_embeddings(path: str | os.PathLike, *, key: str | None = None, mmap_mod
         Values are returned as stored: NaN and inf are not rejected here.
     row_names : list of str or None
         The words of a word-vector file, or the first non-numeric column of a ``.csv``/``.tsv``
-        file or string column of a ``.parquet`` file; ``None`` when the file has none.
+        file or string column of a ``.parquet`` file; ``None`` when the file has none. The first
+        column of a ``.csv``/``.tsv`` file without a header is row names also when it holds exactly
+        the row numbers 0..n-1 or 1..n, as ``DataFrame.to_csv(header=False)`` writes them.
 
     Raises
     ------
@@ -394,7 +396,7 @@ def _read_delimited(path, sep: str, label_column=None):
         _refuse_label_columns(df, path, None if label_column is None else _header_name(label_column))
     names = None
     first_is_index = header and (first[0] == "" or str(df.columns[0]).startswith("Unnamed: 0"))
-    if first_is_index or _is_name_column(df.iloc[:, 0]):
+    if first_is_index or _is_name_column(df.iloc[:, 0]) or (not header and _is_row_numbers(df)):
         names = df.iloc[:, 0].astype(str).tolist()
         df = df.iloc[:, 1:]
     if df.shape[1] == 0:
@@ -425,6 +427,24 @@ def _refuse_label_columns(df, path, label_column: str | None = None) -> None:
             raise _fail(path, reason, f"feature columns only: give the labels with --labels {shlex.quote(str(path))} "
                                       f"--label-column {shlex.quote(name)} (label_column= in Python), which also "
                                       f"leaves the column out of the features")
+
+
+def _is_row_numbers(df) -> bool:
+    """Whether the first of several columns holds the row numbers 0..n-1 or 1..n, as integers.
+
+    ``pd.DataFrame(X).to_csv(path, header=False)`` writes the row numbers before the features without a header:
+    read as a feature, they are a column of variance n²/12 that outweighs every other (participation ratio 1.0
+    where the features read 18). A judgement call: such a column is read as row names, not refused, because no
+    embedding has a feature that counts its rows exactly; a column that misses one number, or repeats one, is
+    read as a feature.
+    """
+    import pandas as pd
+
+    if df.shape[1] < 2 or df.shape[0] < 2 or not pd.api.types.is_integer_dtype(df.iloc[:, 0]):
+        return False
+    values = df.iloc[:, 0].to_numpy()
+    start = np.arange(len(values))
+    return bool(np.array_equal(values, start) or np.array_equal(values, start + 1))
 
 
 def _is_name_column(values) -> bool:

@@ -1,0 +1,41 @@
+"""Fixes from a new user's trial of ``isotropy measure``: embeddings files whose layout was misread."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from isotropy import participation_ratio
+from isotropy.io.embeddings import read_embeddings
+
+
+def _low_rank(n=300, d=50, seed=0):
+    rng = np.random.default_rng(seed)
+    return (rng.normal(size=(n, 20)) @ rng.normal(size=(20, d))).astype(np.float64)
+
+
+@pytest.mark.parametrize(("sep", "suffix", "start"), [(",", ".csv", 0), ("\t", ".tsv", 0), (",", ".csv", 1)])
+def test_row_numbers_of_a_headerless_table_are_row_names(tmp_path, sep, suffix, start):
+    X = _low_rank()
+    frame = pd.DataFrame(X)
+    frame.index += start
+    path = tmp_path / f"x{suffix}"
+    frame.to_csv(path, header=False, sep=sep)
+    read, names = read_embeddings(path)
+    assert read.shape == (300, 50)
+    np.testing.assert_allclose(read, X, rtol=1e-12)
+    assert names[:3] == [str(start), str(start + 1), str(start + 2)]
+    assert participation_ratio(read) == pytest.approx(participation_ratio(X), rel=1e-9)
+    assert participation_ratio(read) > 10  # the row numbers as a feature gave 1.003
+
+
+def test_a_first_column_that_is_not_the_row_numbers_stays_a_feature(tmp_path):
+    X = _low_rank(n=6, d=3)
+    X[:, 0] = [0, 1, 2, 3, 5, 4]  # integers, but not 0..n-1 in order
+    path = tmp_path / "x.csv"
+    pd.DataFrame(X).astype({0: int}).to_csv(path, header=False, index=False)
+    read, names = read_embeddings(path)
+    assert read.shape == (6, 3) and names is None
+    np.testing.assert_allclose(read[:, 0], [0, 1, 2, 3, 5, 4])
+
