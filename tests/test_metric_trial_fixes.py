@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from sklearn.metrics.pairwise import cosine_distances, euclidean_distances
 
-from isotropy import dunn_index
+from isotropy import IsotropyValueError, dunn_index
 
 
 def _dunn_sklearn(X, labels, metric):
@@ -51,3 +51,48 @@ def test_cosine_dunn_with_a_zero_row_torch():
     X = torch.tensor([[0.0, 0.0], [1.0, 0.0], [2.0, 0.0], [0.0, 1.0], [0.0, 2.0]], dtype=torch.float64)
     got = dunn_index(X, [0, 0, 0, 1, 1], metric="cosine")
     assert isinstance(got, torch.Tensor) and float(got) == _dunn_sklearn(X.numpy(), [0, 0, 0, 1, 1], "cosine")
+
+
+# ---------------------------------------------------------------------------------------------- item 1
+_ZERO_OVER_ZERO = (r"^The 'X' parameter of dunn_index must have a cluster of non-zero diameter or clusters at a "
+                   r"non-zero distance from each other\. Got 6 samples whose clusters are each a single repeated "
+                   r"point, two of them at the same point \((euclidean|cosine) distance 0\), so the index is 0/0, "
+                   r"undefined\.$")
+
+_UNDEFINED = [
+    (np.zeros((6, 3)), [0, 0, 0, 1, 1, 1], "euclidean"),  # the trial's input
+    (np.full((6, 3), 2.5), [0, 1, 0, 1, 0, 1], "euclidean"),  # constant rows
+    (np.repeat([[1.0, 2.0], [1.0, 2.0], [4.0, 0.0]], 2, axis=0), [0, 0, 1, 1, 2, 2], "euclidean"),  # two coincide
+    (np.repeat([[3.0, 4.0], [6.0, 8.0], [4.0, 0.0]], 2, axis=0), [0, 0, 1, 1, 2, 2], "cosine"),  # one direction
+]
+
+
+@pytest.mark.parametrize(("X", "labels", "metric"), _UNDEFINED)
+def test_dunn_of_zero_over_zero_is_refused(X, labels, metric):
+    """Every cluster one repeated point and two clusters at the same point: separation and diameter are both 0
+    (scikit-learn's distance matrix gives 0/0 = nan), and the index (inf before) is refused, as isoscore refuses
+    identical samples."""
+    with np.errstate(invalid="ignore"):
+        assert np.isnan(_dunn_sklearn(X, labels, metric))
+    with pytest.raises(IsotropyValueError, match=_ZERO_OVER_ZERO):
+        dunn_index(X, labels, metric=metric)
+
+
+@pytest.mark.parametrize(("X", "labels", "metric"), _UNDEFINED)
+def test_dunn_of_zero_over_zero_is_refused_torch(X, labels, metric):
+    import torch
+
+    with pytest.raises(IsotropyValueError, match=_ZERO_OVER_ZERO):
+        dunn_index(torch.tensor(X, requires_grad=True), labels, metric=metric)
+
+
+def test_dunn_stays_defined_next_to_the_refusal():
+    """Compact clusters apart: inf (separation > 0, diameter 0); all-zero rows under cosine: 1 (each zero row at
+    distance 1 from the others, scikit-learn's convention), not refused."""
+    X = np.repeat([[0.0, 0.0], [3.0, 4.0]], 3, axis=0)
+    assert dunn_index(X, [0, 0, 0, 1, 1, 1]) == np.inf
+    with np.errstate(divide="ignore"):
+        assert _dunn_sklearn(X, [0, 0, 0, 1, 1, 1], "euclidean") == np.inf
+    zeros = np.zeros((6, 3))
+    assert dunn_index(zeros, [0, 0, 0, 1, 1, 1], metric="cosine") == _dunn_sklearn(zeros, [0, 0, 0, 1, 1, 1],
+                                                                                     "cosine") == 1.0

@@ -8,6 +8,7 @@ dask worker).
 from __future__ import annotations
 
 from isotropy._utils.backend import is_torch
+from isotropy._utils.validation import IsotropyValueError
 
 
 def _scalar(value) -> float:
@@ -25,3 +26,17 @@ def _pair_distance(X, i, j, metric, xp):
     # cancellation for nearly parallel ones (1 - x.y/(|x||y|) read -7e-5 for a duplicate row at an offset of 1e6)
     diff = X[i, :] / ni - X[j, :] / nj
     return xp.sum(diff * diff) / 2.0
+
+
+def _check_dunn_defined(separation: float, diameter: float, n_samples: int, metric: str, caller: str = "dunn_index"):
+    """Refuse a Dunn index that is 0/0: every cluster one repeated point, and two clusters at the same point.
+
+    The same refusal in memory and on dask (:mod:`isotropy.distributed`), as isoscore refuses identical
+    samples: the smallest distance between clusters and the largest diameter are both 0, and no value
+    (inf, nan, 0) is right. A zero diameter with clusters apart stays inf (perfectly compact clusters).
+    """
+    if diameter == 0.0 and separation == 0.0:
+        raise IsotropyValueError(
+            f"The 'X' parameter of {caller} must have a cluster of non-zero diameter or clusters at a non-zero "
+            f"distance from each other. Got {n_samples} samples whose clusters are each a single repeated point, "
+            f"two of them at the same point ({metric} distance 0), so the index is 0/0, undefined.")

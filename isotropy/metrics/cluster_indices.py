@@ -13,7 +13,7 @@ import numbers
 import numpy as np
 
 from isotropy._kernels.centre import distance_centre
-from isotropy._kernels.clusters import _pair_distance, _scalar
+from isotropy._kernels.clusters import _check_dunn_defined, _pair_distance, _scalar
 from isotropy._kernels.silhouette import _check_n_clusters
 from isotropy._utils.backend import get_namespace, is_dask, is_torch, to_output
 from isotropy._utils.progress import blocks
@@ -217,7 +217,12 @@ def dunn_index(X, labels, *, metric="euclidean", chunk_size=None):
     Returns
     -------
     float or torch.Tensor
-        The index in ``[0, inf]``: ``inf`` when every cluster is a single (repeated) point.
+        The index in ``[0, inf]``: ``inf`` when every cluster is a single (repeated) point and
+        no two clusters share it. Where two of them do (all samples identical, for one), the
+        index is 0/0 and is refused with an :class:`~isotropy.IsotropyValueError`, as
+        :func:`isotropy.isoscore` refuses identical samples. Under the cosine metric a zero row is
+        at distance 1 from every other row (as ``sklearn.metrics.pairwise.cosine_distances`` and
+        :func:`isotropy.silhouette_score`), so all-zero data give 1.0.
         A Python float for numpy input, a 0-dim tensor (with its graph, through the two
         extreme pairs) for torch input.
 
@@ -263,6 +268,7 @@ def dunn_index(X, labels, *, metric="euclidean", chunk_size=None):
     Xv = X if is_torch(X) else np.asarray(X, dtype=np.float64)
     separation = _pair_distance(Xv, *inter, metric, xp)
     diameter = _pair_distance(Xv, *intra, metric, xp)
+    _check_dunn_defined(_scalar(separation), _scalar(diameter), X.shape[0], metric)  # 0/0: refused
     if _scalar(diameter) == 0.0:
         return to_output(separation * 0.0 + float("inf"), X)
     return to_output(separation / diameter, X)
