@@ -39,3 +39,35 @@ def test_a_first_column_that_is_not_the_row_numbers_stays_a_feature(tmp_path):
     assert read.shape == (6, 3) and names is None
     np.testing.assert_allclose(read[:, 0], [0, 1, 2, 3, 5, 4])
 
+
+def _write_vectors(path, words, X):
+    with open(path, "w") as handle:
+        handle.writelines(f"{word} " + " ".join(f"{v:.6f}" for v in row) + "\n" for word, row in zip(words, X))
+
+
+def test_glove_vectors_with_numeric_words_read_alike_as_txt_and_vec(tmp_path):
+    X = _low_rank().astype(np.float32)
+    words = [str(1900 + i) for i in range(300)]
+    for suffix in (".txt", ".vec"):
+        _write_vectors(tmp_path / f"nodes{suffix}", words, X)
+        read, names = read_embeddings(tmp_path / f"nodes{suffix}")
+        assert read.shape == (300, 50)
+        assert names[:2] == ["1900", "1901"]
+        np.testing.assert_allclose(read, X, atol=1e-6)
+
+
+def test_numeric_text_matrices_stay_matrices(tmp_path):
+    X = _low_rank(n=20, d=4)
+    np.savetxt(tmp_path / "floats.txt", X)  # floats in every column: a matrix
+    assert read_embeddings(tmp_path / "floats.txt")[0].shape == (20, 4)
+    counts = np.arange(40).reshape(20, 2)
+    np.savetxt(tmp_path / "ints.txt", counts, fmt="%d")  # all integers: a matrix
+    read, names = read_embeddings(tmp_path / "ints.txt")
+    assert read.shape == (20, 2) and names is None
+    repeated = X.copy()
+    repeated[:, 0] = np.arange(20) % 3  # integer but repeating first values: a feature, not ids
+    with open(tmp_path / "repeat.txt", "w") as handle:
+        handle.writelines(f"{int(row[0])} " + " ".join(f"{v:.6f}" for v in row[1:]) + "\n" for row in repeated)
+    read, names = read_embeddings(tmp_path / "repeat.txt")
+    assert read.shape == (20, 4) and names is None
+

@@ -567,20 +567,39 @@ def _is_numeric_text(path: Path) -> bool:
     matrix when every non-empty line has as many fields as the first and starts with a number;
     word vectors have one field more than their header (the word) on every other line. The one
     reading both fit, 1-d vectors of words that are all numbers, is taken as a matrix.
+
+    GloVe-style vectors whose words are all numbers (years, node ids: ``1900 0.41 0.22 ...``) fit
+    both readings too. A judgement call, so that a ``.txt`` is read as the same file named ``.vec``
+    is: the first field of each line is a word when every one of them is a distinct integer
+    (``1900``, not ``1900.0``) and the other fields are not all integers. A matrix's first feature
+    is rarely an integer on every row and never on every row a different one when its other
+    features are not integers too.
     """
     with open(path, encoding="utf-8", errors="replace") as handle:
-        width = None
+        width, firsts, integer_firsts, integer_rest = None, set(), True, True
         for line in handle:
             parts = line.split(None, 1)
             if not parts:
                 continue
             if not _is_float(parts[0]):
                 return False  # a word
+            fields = line.split()
             if width is None:
-                width = len(line.split())
-            elif len(line.split()) != width:
+                width = len(fields)
+            elif len(fields) != width:
                 return False
+            if integer_firsts:
+                integer_firsts = _is_int_literal(fields[0]) and fields[0] not in firsts
+                firsts.add(fields[0])
+            integer_rest = integer_rest and all(map(_is_int_literal, fields[1:]))
+    if width is not None and width > 1 and integer_firsts and not integer_rest:
+        return False  # a distinct integer id before each vector of floats: word vectors (read as a .vec file is)
     return width is not None
+
+
+def _is_int_literal(token: str) -> bool:
+    """Whether ``token`` is written as an integer (``12``, ``-3``), not as ``12.0`` or ``1e3``."""
+    return token.lstrip("+-").isdigit()
 
 
 def _read_numeric_text(path: Path) -> np.ndarray:
