@@ -71,3 +71,12 @@ def test_numeric_text_matrices_stay_matrices(tmp_path):
     read, names = read_embeddings(tmp_path / "repeat.txt")
     assert read.shape == (20, 4) and names is None
 
+
+def test_a_stray_text_column_of_a_parquet_file_is_named(tmp_path):
+    path = tmp_path / "x.parquet"
+    pd.DataFrame({"word": ["a", "b", "c"], "x": [1.0, 2.0, 3.0], "y": [2.0, 3.0, 1.0],
+                  "note": ["ok", "fix", "ok"]}).to_parquet(path)
+    with pytest.raises(ValueError) as caught:
+        read_embeddings(path)
+    assert str(caught.value) == (f"Cannot read embeddings from {str(path)!r}: column 'note' is not numeric ('ok' on "
+                                 f"row 0); expected numbers in every column but the row names.")

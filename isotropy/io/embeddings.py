@@ -506,6 +506,11 @@ def _read_parquet(path, key, *, checked: bool = False, with_columns: bool = Fals
     names = None
     if len(text_columns) == 1:
         names = rest[text_columns[0]].astype(str).tolist()
+    elif text_columns and text_columns[0] == rest.columns[0]:
+        # several text columns: the first column, a text one, is the row names (as in a .csv); the error below
+        # names the text column after it, not the row names
+        text_columns = text_columns[:1]
+        names = rest[text_columns[0]].astype(str).tolist()
     if vector_columns:
         column = df[vector_columns[0]]
         if column.isna().any():
