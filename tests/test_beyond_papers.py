@@ -169,6 +169,29 @@ def test_alignment_and_uniformity_on_torch_and_dask(rng):
             alignment(*args)
 
 
+@pytest.mark.parametrize("scale", [0.5, 1.0, 3.0, 1e100])
+def test_alignment_and_uniformity_gradients_equal_plain_torch(scale):
+    """The gradients of a training loss: the papers' formulas in plain torch (F.normalize) as reference. The rows'
+    power-of-two rescaling used integer exponents, whose ldexp backward is 0 for a negative exponent, so every row
+    with an entry of magnitude 1 or more had a zero gradient (a Python API trial); gradcheck failed."""
+    import torch.nn.functional as F
+
+    g = torch.Generator().manual_seed(0)
+    X = torch.randn(24, 6, generator=g, dtype=torch.float64) * scale
+    X[3] *= 1e-3  # rows of different scales in one batch
+    Y = torch.randn(24, 6, generator=g, dtype=torch.float64)
+    for ours, plain in ((lambda h: uniformity(h), lambda h: torch.pdist(F.normalize(h), p=2).pow(2).mul(-2).exp()
+                         .mean().log()),
+                        (lambda h: alignment(h, Y), lambda h: (F.normalize(h) - F.normalize(Y)).norm(dim=1).pow(2)
+                         .mean())):
+        H = X.clone().requires_grad_()
+        (got,) = torch.autograd.grad(ours(H), H)
+        (expected,) = torch.autograd.grad(plain(H), H)
+        torch.testing.assert_close(got, expected, rtol=1e-10, atol=1e-12 / scale)
+        assert got.abs().max() > 0
+    assert torch.autograd.gradcheck(uniformity, (X[:8].clone().requires_grad_(),))
+
+
 @pytest.mark.parametrize(("call", "match"), [
     (lambda: alignment(np.eye(3), np.eye(4)[:3]), "shape of 'X'"),
     (lambda: alignment(np.eye(3), np.eye(3), alpha=0), "'alpha'"),

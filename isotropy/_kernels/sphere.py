@@ -33,10 +33,12 @@ def unit_rows(X, *, caller: str, name: str = "X"):
                                  f"the sphere: expected non-zero rows (or normalize=False).")
     if is_torch(X):
         # a power of two per row (exact, differentiable in X), from log2 (frexp is not on every device), applied in
-        # two halves so that neither factor overflows (a subnormal row's 2**1029)
-        e = torch.floor(torch.log2(top)).to(torch.int32) + 1
-        half = torch.div(e, 2, rounding_mode="floor")
-        X = torch.ldexp(torch.ldexp(X, -half), half - e)
+        # two halves so that neither factor overflows (a subnormal row's 2**1029). The exponents go in as X's float
+        # dtype: with integer exponents torch's ldexp backward computes 2**e in integers, 0 for every e < 0, and
+        # the gradient of every row with an entry of magnitude 1 or more was 0
+        e = torch.floor(torch.log2(top)) + 1
+        half = torch.floor(e / 2)
+        X = torch.ldexp(torch.ldexp(X, (-half).to(X.dtype)), (half - e).to(X.dtype))
         return X / X.norm(dim=1, keepdim=True)
     X = np.ldexp(X, -np.frexp(top)[1])
     return X / np.linalg.norm(X, axis=1, keepdims=True)
