@@ -401,7 +401,7 @@ def _reference_read_text(path, text):
                 if not piece:
                     break
     except UnicodeDecodeError:
-        raise L._fail(path, L._not_text(text), "a text file with one label per line") from None
+        raise L._fail(path, L._not_text(text, path), "a text file with one label per line") from None
     if gap is not None:
         raise L._fail(path, f"line {gap} is empty", "one non-empty label per line")
     if block:
@@ -478,7 +478,7 @@ def test_labels_text_is_read_a_bounded_piece_at_a_time(tmp_path, monkeypatch):
     with pytest.raises(IsotropyValueError, match=r"gap\.txt': line 3 is empty; expected one non-empty label per line\.$"):
         read_labels(tmp_path / "gap.txt", n_rows=None)
     (tmp_path / "gap.txt").write_bytes(b"a\n\nb\n\xff\n")  # a byte that is not UTF-8 after the gap: said first
-    with pytest.raises(IsotropyValueError, match=r"gap\.txt': it is not UTF-8 text; expected a text file"):
+    with pytest.raises(IsotropyValueError, match=r"gap\.txt': it is not UTF-8 text \(convert it, .*\); expected a text file"):
         read_labels(tmp_path / "gap.txt", n_rows=None)
     monkeypatch.undo()
     path = tmp_path / "long.txt"

@@ -236,7 +236,7 @@ def _read_text(path, text: tuple[str, str]) -> np.ndarray:
                 if not piece:
                     break
     except UnicodeDecodeError:
-        raise _fail(path, _not_text(text), "a text file with one label per line") from None
+        raise _fail(path, _not_text(text, path), "a text file with one label per line") from None
     if state.gap is not None:
         raise _fail(path, f"line {state.gap} is empty", "one non-empty label per line")
     if not state.blocks:
@@ -363,10 +363,20 @@ def _read_column(path, sep: str, column: str, text: tuple[str, str]) -> np.ndarr
     return np.asarray(labels)
 
 
-def _not_text(text: tuple[str, str]) -> str:
-    """Why a file did not decode: "it is not UTF-8 text", or the encoding given and where to give another."""
+def _not_text(text: tuple[str, str], path) -> str:
+    """Why a file did not decode: "it is not UTF-8 text" and how to read it, or the encoding given.
+
+    ``isotropy measure EMBEDDINGS --labels FILE`` reads the labels as UTF-8 (its --encoding is --model's): the
+    message says how to convert the file, as well as the parameter that reads another encoding in Python.
+    """
     name = text[0]
-    return "it is not UTF-8 text" if name == "utf-8" else f"it is not {name} text (encoding={text[1]!r})"
+    if name != "utf-8":
+        return f"it is not {name} text (encoding={text[1]!r})"
+    import shlex
+
+    converted = shlex.quote(str(Path(path).with_name(f"{Path(path).stem}-utf8{Path(path).suffix}")))
+    return (f"it is not UTF-8 text (convert it, e.g. iconv -f latin-1 -t utf-8 {shlex.quote(str(path))} > "
+            f"{converted}, or give its encoding: encoding='latin-1' in Python, --encoding with --model)")
 
 
 def _table_rows(path, sep: str, text: tuple[str, str], *, quoting=csv.QUOTE_MINIMAL) -> list[list[str]]:
@@ -375,7 +385,7 @@ def _table_rows(path, sep: str, text: tuple[str, str], *, quoting=csv.QUOTE_MINI
         with open(path, encoding=text[1], newline="") as handle:
             rows = [[cell.strip() for cell in row] for row in csv.reader(handle, delimiter=sep, quoting=quoting)]
     except UnicodeDecodeError:
-        raise _fail(path, _not_text(text)) from None
+        raise _fail(path, _not_text(text, path)) from None
     except csv.Error as exc:
         raise _fail(path, f"not a readable {path.suffix} file ({' '.join(str(exc).split())[:120]})") from None
     while rows and not any(rows[-1]):
