@@ -105,3 +105,24 @@ def test_a_mask_on_another_device_is_not_read_back_and_an_empty_row_pools_to_nan
     for pooling in ("mean", "last", "first"):
         pooled = _pool(hidden, mask, pooling)
         assert torch.isnan(pooled[1]).all() and torch.isfinite(pooled[0]).all(), pooling
+
+
+def test_no_attention_mask_means_no_padding():
+    """``penalty(hidden_states)`` without a mask (a Python API trial: None was refused as "a tensor or nested sequence
+    of 0s and 1s ... Got NoneType"): every position counts, as a transformers model reads a missing mask."""
+    import torch
+
+    from isotropy.torch import cosine_penalty, istar_penalty
+    from isotropy.training import HiddenStateRegulariser
+    from isotropy.training.regularisers import regularised_states
+
+    g = torch.Generator().manual_seed(0)
+    states = tuple(torch.randn(3, 5, 4, generator=g) for _ in range(3))
+    ones = torch.ones(3, 5, dtype=torch.long)
+    torch.testing.assert_close(regularised_states(states), regularised_states(states, ones))
+    assert regularised_states(states).shape == (2 * 15, 4)  # layers 1 and 2, every token
+    H = torch.cat([states[1].reshape(15, 4), states[2].reshape(15, 4)])
+    assert float(HiddenStateRegulariser("cosreg", weight=2.0).penalty(states)) == pytest.approx(
+        2.0 * float(cosine_penalty(H)), rel=1e-6)
+    assert float(HiddenStateRegulariser("istar", weight=1.0).penalty(states)) == pytest.approx(
+        float(istar_penalty(H, shrinkage_cov=None)), rel=1e-6)

@@ -54,8 +54,12 @@ class LightningRegulariser(HiddenStateRegulariser, Callback):
     def _training_step(self):
         return None if self._step is None else f"global_step={self._step[0]} (trainer.global_step), batch_idx={self._step[1]}"
 
-    def penalty(self, hidden_states, attention_mask):
-        """``−λ·IsoScore*(H)`` or ``λ·mean_cos(H)``: add it to the loss returned by ``training_step``."""
+    def penalty(self, hidden_states, attention_mask=None):
+        """``−λ·IsoScore*(H)`` or ``λ·mean_cos(H)``: add it to the loss returned by ``training_step``.
+
+        ``hidden_states`` the model's (``output_hidden_states=True``), ``attention_mask`` the batch's
+        (``None``: no padding); see :func:`isotropy.training.regularisers.regularised_states`.
+        """
         value = super().penalty(hidden_states, attention_mask)
         if value.requires_grad or self._batch_penalty is not None:
             self._batch_penalty = (self._batch_penalty or 0.0) + float(value.detach())

@@ -63,7 +63,7 @@ def _check_hidden_states(hidden_states, caller):
     return tuple(hidden_states)
 
 
-def regularised_states(hidden_states, attention_mask, *, layers="all", level="token", pooling="mean",
+def regularised_states(hidden_states, attention_mask=None, *, layers="all", level="token", pooling="mean",
                        caller="regularised_states"):
     """The matrix ``(n_states, d)`` a regulariser sees, from the ``hidden_states`` of one forward pass.
 
@@ -71,7 +71,9 @@ def regularised_states(hidden_states, attention_mask, *, layers="all", level="to
     ----------
     hidden_states : sequence of tensors of shape (batch, seq, d)
         A transformers model's ``hidden_states`` (index 0 = embedding output).
-    attention_mask : tensor of shape (batch, seq)
+    attention_mask : tensor of shape (batch, seq) or None, default=None
+        1 for real tokens, 0 for padding; ``None``: no padding (every position counts), as a transformers
+        model reads a missing mask.
     layers : "all", "last", int or list of int, default="all"
         ``"all"`` = every transformer layer 1..L (see :func:`isotropy.models.select_layers`).
     level : {"token", "sentence"}, default="token"
@@ -89,6 +91,8 @@ def regularised_states(hidden_states, attention_mask, *, layers="all", level="to
     hidden_states = _check_hidden_states(hidden_states, caller)
     chosen = [hidden_states[i] for i in select_layers(layers, len(hidden_states), include_embeddings=False,
                                                       caller=caller)]
+    if attention_mask is None:
+        attention_mask = torch.ones(chosen[0].shape[:2], dtype=torch.long, device=chosen[0].device)
     mask = check_attention_mask(chosen[0], attention_mask, caller=caller).to(chosen[0].device)  # once, not per layer
     if level == "token":
         keep = mask.bool()
@@ -194,13 +198,17 @@ class HiddenStateRegulariser:
             self.sample.tokenizer = getattr(tokenizer, "tokenizer", tokenizer)
         return self
 
-    def states(self, hidden_states, attention_mask):
+    def states(self, hidden_states, attention_mask=None):
         """The regularised states ``(n_states, d)`` of one forward pass (see :func:`regularised_states`)."""
         return regularised_states(hidden_states, attention_mask, layers=self.layers, level=self.level,
                                   pooling=self.pooling, caller=self.caller)
 
-    def penalty(self, hidden_states, attention_mask):
-        """``−λ·IsoScore*(H)`` or ``λ·mean_cos(H)`` of the regularised states: add it to the task loss."""
+    def penalty(self, hidden_states, attention_mask=None):
+        """``−λ·IsoScore*(H)`` or ``λ·mean_cos(H)`` of the regularised states: add it to the task loss.
+
+        ``hidden_states`` the model's (``output_hidden_states=True``), ``attention_mask`` the batch's
+        (``None``: no padding); see :func:`regularised_states`.
+        """
         try:
             H = self.states(hidden_states, attention_mask)
         except IsotropyValueError as exc:
