@@ -23,3 +23,43 @@ def test_latin1_labels_say_how_to_read_them(tmp_path, capsys):
         f"-t utf-8 {labels} > {converted}, or give its encoding: encoding='latin-1' in Python, --encoding with "
         f"--model); expected a text file with one label per line.\n")
     assert read_labels(labels, n_rows=4, encoding="latin-1").tolist() == ["négatif", "positif", "négatif", "positif"]
+
+
+SNLI = ['{"gold_label": "neutral", "sentence1": "Two women embrace.", "sentence2": "Sisters hug."}',
+        '{"gold_label": "entailment", "sentence1": "Two women embrace.", "sentence2": "Two women hold."}',
+        '',
+        '{"gold_label": "contradiction", "sentence1": "Two women embrace.", "sentence2": "Men fight."}',
+        '{"gold_label": "neutral", "sentence1": "A dog runs.", "sentence2": "A dog plays."}']
+
+
+def test_a_json_lines_labels_file_reads_its_label_column(tmp_path):
+    path = tmp_path / "snli.jsonl"
+    path.write_text("\n".join(SNLI) + "\n")
+    assert read_labels(path, n_rows=4, column="gold_label").tolist() == ["neutral", "entailment", "contradiction",
+                                                                        "neutral"]
+    numbers = tmp_path / "y.ndjson"
+    numbers.write_text('{"y": 1}\n{"y": 0}\n{"y": true}\n')
+    assert read_labels(numbers, n_rows=3, column="y").tolist() == ["1", "0", "true"]
+    with pytest.raises(ValueError) as caught:
+        read_labels(path, n_rows=4)
+    assert str(caught.value) == (f"Cannot read labels from {str(path)!r}: no label column was named for a JSON-lines "
+                                 f"file; expected the name of the field that holds the labels (--label-column; "
+                                 f"column= in Python).")
+    with pytest.raises(ValueError, match=r"line 1 has no field 'label' \(its fields: \['gold_label', 'sentence1', "
+                                         r"'sentence2'\]\); expected the label field on every line\.$"):
+        read_labels(path, n_rows=4, column="label")
+    (tmp_path / "null.jsonl").write_text('{"y": "a"}\n{"y": null}\n')
+    with pytest.raises(ValueError, match=r"line 2 has no label in field 'y' \(it holds null\)"):
+        read_labels(tmp_path / "null.jsonl", n_rows=2, column="y")
+    X = np.random.default_rng(0).normal(size=(4, 3))
+    np.save(tmp_path / "x.npy", X)
+    main(["measure", str(tmp_path / "x.npy"), "--labels", str(path), "--label-column", "gold_label", "--metrics",
+          "silhouette_score", "--json", str(tmp_path / "out.json")])
+    import json
+
+    from isotropy import silhouette_score
+
+    record = json.loads((tmp_path / "out.json").read_text())
+    expected = silhouette_score(X, ["neutral", "entailment", "contradiction", "neutral"])
+    assert record["n_clusters"] == 3 and record["label_column"] == "gold_label"
+    assert record["values"]["silhouette_score"] == pytest.approx(expected, rel=1e-12)

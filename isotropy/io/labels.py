@@ -5,7 +5,8 @@
   each distinct row one cluster); an optional header line is recognised by its content (a name
   such as ``label``, or a word above numeric labels, or a non-0/1 line above 0/1 columns), never
   by the number of lines;
-* ``.npy``: a 1-d array of labels or a 2-d 0/1 matrix.
+* ``.npy``: a 1-d array of labels or a 2-d 0/1 matrix;
+* ``.jsonl``/``.ndjson`` (JSON lines, as a texts file may be): the field named by ``column`` of each line.
 
 Text and CSV/TSV files are read into memory, so bounded as :func:`isotropy.measure.from_model.read_texts` bounds
 the texts they go with: a file past 1 GiB is refused unread, a line of a text file past 1 MiB (the line cap of
@@ -30,9 +31,11 @@ from isotropy.io.word_vectors import _MAX_LINE
 __all__ = ["LABEL_EXTENSIONS", "read_labels"]
 
 _TEXT_EXTENSIONS = ("", ".txt", ".labels", ".lst")
-LABEL_EXTENSIONS = (".txt", ".labels", ".lst", ".csv", ".tsv", ".npy")
+LABEL_EXTENSIONS = (".txt", ".labels", ".lst", ".csv", ".tsv", ".npy", ".jsonl", ".ndjson")
 _EXPECTED = ("one label per line (.txt), one label column or several 0/1 columns (.csv, .tsv), "
-             "or a 1-d array or 2-d 0/1 array (.npy)")
+             "a 1-d array or 2-d 0/1 array (.npy), or a named field of JSON lines (.jsonl, .ndjson)")
+_JSON_LINES = (".jsonl", ".ndjson")
+_COLUMNS = (".csv", ".tsv", *_JSON_LINES)  # files with named columns (column= / --label-column)
 
 
 # A labels text file (one label a line, or a table) is read into memory: past this size it is refused, not read (the
@@ -65,6 +68,9 @@ def read_labels(path: str | os.PathLike, *, n_rows: int | None, column: str | No
         The label column of a ``.csv``/``.tsv`` file whose first line is a header (a table of
         texts and labels, say): its cells are the labels, the other columns are ignored. In a
         ``.tsv`` file quotes are text, as in :func:`isotropy.measure.from_model.read_texts`.
+        Of a ``.jsonl``/``.ndjson`` file, the field of each line's object (needed: a JSON-lines
+        file has no other way to hold labels); a number or true/false is read as its JSON text
+        (``1``, ``true``), as a CSV cell would be.
     row_kind : str, default="embedding rows"
         What the ``n_rows`` rows are, in the message of a count that differs (``"texts"``).
     encoding : str, default="utf-8"
@@ -96,13 +102,18 @@ def read_labels(path: str | os.PathLike, *, n_rows: int | None, column: str | No
         raise _fail(path, f"it {kind}")
     check_column(path, column)
     suffix = path.suffix.lower()
-    if suffix in (".csv", ".tsv", *_TEXT_EXTENSIONS):
+    if suffix in (*_COLUMNS, *_TEXT_EXTENSIONS):
         size = path.stat().st_size
         if size > _MAX_LABELS_BYTES:  # read into memory below: a bound on it
             raise _fail(path, f"it is {size:,} bytes", f"at most {_MAX_LABELS_BYTES:,} bytes "
                               f"({_MAX_LABELS_BYTES // 2**30} GiB) of labels, as read_texts reads")
     if suffix == ".npy":
         labels = _read_npy(path)
+    elif suffix in _JSON_LINES:
+        if column is None:
+            raise _fail(path, "no label column was named for a JSON-lines file",
+                        "the name of the field that holds the labels (--label-column; column= in Python)")
+        labels = _read_json_column(path, column, text)
     elif column is not None:  # a .csv or .tsv file: check_column refused the others
         labels = _read_column(path, "\t" if suffix == ".tsv" else ",", column, text)
     elif suffix in (".csv", ".tsv"):
@@ -129,16 +140,17 @@ def read_labels(path: str | os.PathLike, *, n_rows: int | None, column: str | No
 
 
 def check_column(path: str | os.PathLike, column: str | None) -> None:
-    """Refuse a label ``column`` of a labels file without columns (any but ``.csv``/``.tsv``), which would ignore it.
+    """Refuse a label ``column`` of a labels file without columns (any but ``.csv``/``.tsv``/``.jsonl``/``.ndjson``),
+    which would ignore it.
 
     :func:`read_labels` checks it before it reads the file; ``isotropy measure`` before it reads anything (its
     message prefixed with ``--label-column``).
     """
     suffix = Path(path).suffix
-    if column is not None and suffix.lower() not in (".csv", ".tsv"):
+    if column is not None and suffix.lower() not in _COLUMNS:
         kind = f"a {suffix} file" if suffix else "a file without extension (plain text)"
         raise _fail(path, f"a label column ({column!r}) was named, but {kind} has no columns (leave the column out: "
-                          f"that file holds the labels alone)", "a .csv or .tsv file with a header line naming the column")
+                          f"that file holds the labels alone)", "a .csv or .tsv file with a header line naming the column, or a .jsonl file")
 
 
 # first cells that name a column of labels (compared case-insensitively)
@@ -359,6 +371,47 @@ def _read_column(path, sep: str, column: str, text: tuple[str, str]) -> np.ndarr
         labels.append(row[j])
     if not labels:
         raise _fail(path, "it has a header and no rows")
+    _check_width(path, len(labels), max(map(len, labels)), path.stat().st_size)
+    return np.asarray(labels)
+
+
+def _read_json_column(path, column: str, text: tuple[str, str]) -> np.ndarray:
+    """The field ``column`` of every line of a JSON-lines file (each line an object; blank lines skipped)."""
+    import json
+
+    from isotropy._utils import jsontext
+
+    name, labels = header_name(column), []
+    try:
+        with open(path, encoding=text[1]) as handle:
+            for lineno, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                if len(line) > _MAX_LINE:
+                    raise _fail(path, f"line {lineno} is longer than {_MAX_LINE:,} characters",
+                                "one JSON object per line")
+                try:
+                    record = jsontext.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise _fail(path, f"line {lineno} is not JSON ({exc.msg})", "one JSON object per line") from None
+                if not isinstance(record, dict):
+                    raise _fail(path, f"line {lineno} is a JSON {type(record).__name__}, not an object",
+                                "one JSON object per line")
+                keys = {header_name(key): key for key in record}
+                if name not in keys:
+                    shown = [str(key)[:40] for key in list(record)[:20]]
+                    raise _fail(path, f"line {lineno} has no field {column!r} (its fields: {shown})",
+                                "the label field on every line")
+                value = record[keys[name]]
+                if value is None or isinstance(value, (dict, list)) or str(value).strip() == "":
+                    raise _fail(path, f"line {lineno} has no label in field {column!r} (it holds "
+                                      f"{json.dumps(value)[:40]})", "a string, number or true/false label on every line")
+                # a number or a boolean as its JSON text (1, 2.5, true), as the same label in a CSV cell reads
+                labels.append(value.strip() if isinstance(value, str) else json.dumps(value))
+    except UnicodeDecodeError:
+        raise _fail(path, _not_text(text, path)) from None
+    if not labels:
+        raise _fail(path, "the file is empty")
     _check_width(path, len(labels), max(map(len, labels)), path.stat().st_size)
     return np.asarray(labels)
 
