@@ -345,6 +345,7 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
         Measure a seeded sample of this many rows (default at token level: 10,000 tokens; at
         sentence level: every text).
     random_state : int, default=0
+        Seed of the samples (``sample_size``, ``shrinkage_sample``, the token sample); an int >= 0.
     progress : bool, default=False
     shrinkage_sample : int or sequence of str, optional
         Σ_S of ``isoscore_star`` at each layer: the covariance of N rows drawn (seeded by
@@ -443,6 +444,10 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
         # the rows are the texts (or their sample): a k they cannot give is refused before the model is loaded
         check_n_neighbors(n_neighbors, len(texts) if sample_size is None else min(len(texts), sample_size),
                           caller=_CALLER, low=2)
+    from isotropy._utils.validation import check_scalar
+
+    # numpy's own "expected non-negative integer" named no parameter; refused before the model is loaded
+    check_scalar(random_state, "random_state", caller=_CALLER, kind=int, low=0)
     rng = np.random.default_rng(random_state)
 
     from isotropy.models.loading import load_transformer
@@ -916,6 +921,8 @@ def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, 
     """``isotropy measure --model``: measure, print the table, write --json and --plot."""
     if texts_path is None:
         raise click.UsageError("--model needs --texts FILE (one text a line, or a CSV/TSV/JSON-lines column).")
+    if random_state < 0:  # numpy's "expected non-negative integer" would name no option, and only after the texts
+        raise _InputError(f"--random-state {random_state}: expected an integer >= 0 (the seed of the samples).")
     to_err = json_path is not None and str(json_path) == "-"  # --json -: stdout holds the JSON alone (as for EMBEDDINGS)
     try:
         _check_outputs(json_path, plot_path)  # before the model runs: a bad path is found in a second, not after it
