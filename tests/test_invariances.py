@@ -99,7 +99,7 @@ REGISTRY = [
            frozenset({ROTATION, TRANSLATION, ROW_ORDER}), changes=frozenset({SCALE})),
     # max/min over ±eigenvectors of XᵀX (uncentred): rotation-invariant, but exp(uᵀx) sees shifts and scale
     Metric("partition_isotropy", "partition_isotropy", _fn("partition_isotropy"), "isotropy",
-           frozenset({ROTATION, ROW_ORDER}), changes=frozenset({SCALE, TRANSLATION}), min_samples=1),
+           frozenset({ROTATION, ROW_ORDER}), changes=frozenset({SCALE, TRANSLATION})),
     Metric("cosine_similarity_mean", "cosine_similarity_mean", _fn("cosine_similarity_mean"), "isotropy",
            frozenset({ROTATION, SCALE, ROW_ORDER}), changes=frozenset({TRANSLATION})),
     Metric("inter_type_cosine[mean]", "inter_type_cosine", _fn("inter_type_cosine", labelled=True, type_vector="mean"),

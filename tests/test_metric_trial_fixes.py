@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from sklearn.metrics.pairwise import cosine_distances, euclidean_distances
 
-from isotropy import IsotropyValueError, dunn_index
+from isotropy import IsotropyValueError, dunn_index, partition_isotropy
 
 
 def _dunn_sklearn(X, labels, metric):
@@ -96,3 +96,55 @@ def test_dunn_stays_defined_next_to_the_refusal():
     zeros = np.zeros((6, 3))
     assert dunn_index(zeros, [0, 0, 0, 1, 1, 1], metric="cosine") == _dunn_sklearn(zeros, [0, 0, 0, 1, 1, 1],
                                                                                      "cosine") == 1.0
+
+
+# ---------------------------------------------------------------------------------------------- item 3
+def _partition_reference(X):
+    """I(W) by its definition: eigenvectors of XᵀX (both signs), Z(c) = Σ exp(c·x) in log space (scipy)."""
+    from scipy.special import logsumexp
+
+    X = np.asarray(X, dtype=np.float64)
+    _, U = np.linalg.eigh(X.T @ X)
+    U = np.hstack([U, -U])
+    log_z = logsumexp(X @ U, axis=0)
+    return float(np.exp(log_z.min() - log_z.max()))
+
+
+def _backends():
+    import dask.array as da
+    import torch
+
+    return [lambda X: X, torch.tensor, lambda X: da.from_array(X, chunks=(2, -1))]
+
+
+@pytest.mark.parametrize("to", range(3), ids=["numpy", "torch", "dask"])
+def test_partition_isotropy_refuses_one_row(to):
+    """A single vector has no spread to measure: its value, exp(-2|x|), only restates its norm (the trial got
+    0.024); refused with the 'at least 2 samples' of every other metric."""
+    X = np.array([[1.2, -0.9, 0.8]])
+    assert _partition_reference(X) == pytest.approx(np.exp(-2 * np.linalg.norm(X)), rel=1e-12)
+    with pytest.raises(IsotropyValueError, match=r"^The 'X' parameter of partition_isotropy must have at least 2 "
+                                                 r"samples \(rows\)\. Got 1 instead\.$"):
+        partition_isotropy(_backends()[to](X))
+
+
+@pytest.mark.parametrize("to", range(3), ids=["numpy", "torch", "dask"])
+@pytest.mark.parametrize("shape", [(6, 3), (2, 5)], ids=["n>d", "n<d"])
+def test_partition_isotropy_refuses_all_zero(to, shape):
+    """All-zero rows: Z(c) = n for every c, so the formula reads 1, 'perfectly isotropic', for rows without a
+    direction (it returned 1.0); refused, as effective_rank refuses all-zero data."""
+    X = np.zeros(shape)
+    assert _partition_reference(X) == 1.0  # the formula's (meaningless) value
+    with pytest.raises(IsotropyValueError, match=rf"^The 'X' parameter of partition_isotropy must not be all zero\. "
+                                                 rf"Got {shape[0]} zero rows instead, which have no direction: Z\(c\) = n "
+                                                 rf"for every c, so I\(W\) = 1 would say nothing about isotropy\.$"):
+        partition_isotropy(_backends()[to](X))
+
+
+@pytest.mark.parametrize("to", range(3), ids=["numpy", "torch", "dask"])
+def test_partition_isotropy_of_identical_rows_is_their_closed_form(to):
+    """Identical non-zero rows are kept (I(W) is not centred): all in one direction, I = exp(-2|x|)."""
+    X = np.tile([[0.5, -1.0, 2.0]], (4, 1))
+    expected = np.exp(-2 * np.linalg.norm(X[0]))
+    assert _partition_reference(X) == pytest.approx(expected, rel=1e-12)
+    assert float(partition_isotropy(_backends()[to](X))) == pytest.approx(expected, rel=1e-12)

@@ -73,6 +73,6 @@ def test_rotation_invariant_and_sign_free(rng):
 
 def test_errors():
     with pytest.raises(IsotropyValueError, match="finite"):
-        partition_isotropy(np.array([[np.inf, 0.0]]))
+        partition_isotropy(np.array([[np.inf, 0.0], [1.0, 0.0]]))
     with pytest.raises(IsotropyValueError, match="2-d"):
         partition_isotropy(np.ones(3))

@@ -7,9 +7,9 @@ import math
 import numpy as np
 
 from isotropy._utils.backend import is_dask, is_torch, to_output
+from isotropy._utils.magnitude import extremes, rescaled
 from isotropy._utils.magnitude import refuse_partition_overflow as _refuse_overflow
-from isotropy._utils.magnitude import rescaled
-from isotropy._utils.validation import check_X
+from isotropy._utils.validation import IsotropyValueError, check_X
 
 __all__ = ["partition_isotropy"]
 
@@ -110,6 +110,19 @@ def _numpy_log_z(X, exponent):
     return top + np.log(total)
 
 
+def _refuse_all_zero(top: float, n_samples: int, caller: str = "partition_isotropy") -> None:
+    """Refuse all-zero data (``top`` = max |x|), in memory and on dask.
+
+    The formula's value there is 1 (Z(c) = n for every c), but it says nothing: XᵀX = 0, so every
+    direction is an eigenvector and no row has a direction at all; "perfectly isotropic" would be a
+    reading of nothing. Refused as effective_rank refuses all-zero data.
+    """
+    if top == 0.0:
+        raise IsotropyValueError(
+            f"The 'X' parameter of {caller} must not be all zero. Got {n_samples} zero rows instead, which have "
+            f"no direction: Z(c) = n for every c, so I(W) = 1 would say nothing about isotropy.")
+
+
 def _eigenvectors(A):
     """Eigenvectors of the symmetric ``A`` (numpy), on one BLAS thread when ``A`` is small.
 
@@ -142,6 +155,15 @@ def partition_isotropy(X):
         input's device and dtype for torch input (differentiable through ``torch.linalg.eigh``,
         whose gradient is undefined when eigenvalues repeat).
 
+    Raises
+    ------
+    IsotropyValueError
+        For fewer than 2 rows, and for all-zero data, where the value is meaningless (below).
+        Identical non-zero rows are not refused (unlike isoscore and participation_ratio, which
+        centre them to a zero covariance): I(W) is not centred, and n copies of one vector are a
+        set of vectors all in one direction, maximally anisotropic for their norm:
+        ``I = exp(-2|x|)``, from Z(±x/|x|) = n·exp(±|x|) and Z = n on the directions orthogonal to ``x``.
+
     Notes
     -----
     .. math:: I(W) = \\frac{\\min_{u \\in U} Z(u)}{\\max_{u \\in U} Z(u)},
@@ -158,6 +180,13 @@ def partition_isotropy(X):
     O(n·d·min(n, d) + min(n, d)³), memory O(min(n, d)²) besides ``X``. The eigenvectors are found
     on ``X`` brought to unit scale by a power of two (exact), so XᵀX never overflows; a value
     below 5e-324 underflows to 0.0, and data whose projections uᵀx overflow float64 are refused.
+
+    Meaningless inputs are refused, as by the other metrics. One row: I(W) measures how evenly a set of
+    vectors spreads around the origin, and a single vector has no spread to measure; its value
+    exp(-2|x|) would only restate its norm (at least 2 samples, as every metric). All-zero data: the
+    formula gives Z(u) = n for every u, hence I = 1, "perfectly isotropic", for vectors that have no
+    direction at all (XᵀX = 0: every direction is an eigenvector); refused as effective_rank refuses
+    them ("must not be all zero").
 
     References
     ----------
@@ -179,8 +208,13 @@ def partition_isotropy(X):
     if is_dask(X):  # a dask array: computed by tiles / chunk statistics on the dask scheduler
         from isotropy import distributed
         return distributed.partition_isotropy(X)
-    X = check_X(X, caller="partition_isotropy", min_samples=1)
+    # at least 2 rows, and not all zero: one vector has no spread to measure (its value exp(-2|x|) only restates
+    # its norm), and all-zero rows give Z = n for every c, I = 1, "isotropic" for rows without a direction; both
+    # refused as the other metrics refuse them (docstring, Notes). Identical non-zero rows keep their value.
+    X = check_X(X, caller="partition_isotropy", min_samples=2)
     n, d = X.shape
+    low, high = extremes(X)
+    _refuse_all_zero(max(abs(low), abs(high)), n)
     Xs, exponent = rescaled(X, caller="partition_isotropy")  # eigenvectors at unit scale: no overflow in XᵀX
     if is_torch(X):
         import torch
