@@ -63,3 +63,11 @@ def test_a_json_lines_labels_file_reads_its_label_column(tmp_path):
     expected = silhouette_score(X, ["neutral", "entailment", "contradiction", "neutral"])
     assert record["n_clusters"] == 3 and record["label_column"] == "gold_label"
     assert record["values"]["silhouette_score"] == pytest.approx(expected, rel=1e-12)
+
+
+def test_read_labels_reads_every_label_without_n_rows(tmp_path):
+    path = tmp_path / "y.csv"
+    path.write_text("label\npos\nneg\npos\n")
+    assert read_labels(path).tolist() == ["pos", "neg", "pos"]
+    with pytest.raises(ValueError, match=r"it has 3 labels but the embeddings have 2 rows"):
+        read_labels(path, n_rows=2)

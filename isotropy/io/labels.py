@@ -50,7 +50,7 @@ def _fail(path, reason: str, expected: str = _EXPECTED) -> IsotropyValueError:
     return IsotropyValueError(f"Cannot read labels from {str(path)!r}: {reason}; expected {expected}.")
 
 
-def read_labels(path: str | os.PathLike, *, n_rows: int | None, column: str | None = None,
+def read_labels(path: str | os.PathLike, *, n_rows: int | None = None, column: str | None = None,
                 row_kind: str = "embedding rows", encoding: str = "utf-8") -> np.ndarray:
     """Read labels, one per embedding row.
 
@@ -58,9 +58,9 @@ def read_labels(path: str | os.PathLike, *, n_rows: int | None, column: str | No
     ----------
     path : path-like
         The labels file (see the module docstring for the formats).
-    n_rows : int or None
+    n_rows : int or None, default=None
         The number of embedding rows the labels belong to; a different count is an error
-        (``None``: no check). In ``.csv``/``.tsv`` files the first line is a header when its
+        (``None``: no check, every label of the file is returned). In ``.csv``/``.tsv`` files the first line is a header when its
         content says so: in one column, a usual header name (``label``, ``class``, ``y``, ...)
         that is not also a label, or a non-numeric word above integer labels; in several 0/1
         columns, a first line that is not all 0/1. The number of lines never decides.
