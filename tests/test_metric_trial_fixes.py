@@ -148,3 +148,80 @@ def test_partition_isotropy_of_identical_rows_is_their_closed_form(to):
     expected = np.exp(-2 * np.linalg.norm(X[0]))
     assert _partition_reference(X) == pytest.approx(expected, rel=1e-12)
     assert float(partition_isotropy(_backends()[to](X))) == pytest.approx(expected, rel=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------- item 4
+def _transformers():
+    from isotropy.transforms import AllButTheTop, ClusterCentering, ClusterIsotropy, Whitening
+
+    return {"AllButTheTop": lambda: AllButTheTop(n_components=1), "Whitening": lambda: Whitening(),
+            "ClusterCentering": lambda: ClusterCentering(n_clusters=2, random_state=0),
+            "ClusterIsotropy": lambda: ClusterIsotropy(n_clusters=2, n_components=1, random_state=0)}
+
+
+_TRANSFORMERS = ["AllButTheTop", "Whitening", "ClusterCentering", "ClusterIsotropy"]
+
+
+def _data():
+    rng = np.random.default_rng(3)
+    return rng.normal(size=(40, 6)) + 4.0 * (np.arange(40) % 2)[:, None]
+
+
+@pytest.mark.parametrize("name", _TRANSFORMERS)
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf], ids=["nan", "inf", "-inf"])
+@pytest.mark.parametrize("to", ["numpy", "torch"])
+def test_transforms_refuse_non_finite_in_one_line(name, bad, to):
+    """fit and transform refuse NaN/inf in one line, at its row and column, as the metrics do (scikit-learn's
+    message ran over several lines and recommended HistGradientBoostingClassifier)."""
+    import torch
+
+    X = _data()
+    Y = X.copy()
+    Y[5, 3] = bad
+    wrap = torch.tensor if to == "torch" else (lambda A: A)
+    for method, call in (("fit", lambda: _transformers()[name]().fit(wrap(Y))),
+                         ("transform", lambda: _transformers()[name]().fit(X).transform(wrap(Y))),
+                         ("fit", lambda: _transformers()[name]().fit_transform(wrap(Y)))):
+        with pytest.raises(IsotropyValueError) as info:
+            call()
+        assert str(info.value) == (f"The 'X' parameter of {name}.{method} must contain only finite values (no NaN or inf). "
+                                   f"Got {bad} at row 5, column 3 instead.")
+
+
+@pytest.mark.parametrize("name", ["ClusterCentering", "ClusterIsotropy"])
+def test_cluster_transforms_predict_refuses_non_finite_in_one_line(name):
+    X = _data()
+    Y = X.copy()
+    Y[0, 0] = np.nan
+    with pytest.raises(IsotropyValueError, match=rf"^The 'X' parameter of {name}\.predict must contain only finite "
+                                                 rf"values \(no NaN or inf\)\. Got nan at row 0, column 0 instead\.$"):
+        _transformers()[name]().fit(X).predict(Y)
+
+
+def test_transform_refuses_pandas_missing_value_at_its_row():
+    import pandas as pd
+
+    X = _data()
+    frame = pd.DataFrame(X, columns=[f"c{j}" for j in range(6)]).astype("Float64")
+    frame.iloc[9, 4] = pd.NA
+    with pytest.raises(IsotropyValueError, match=r"^The 'X' parameter of AllButTheTop\.fit must contain only finite "
+                                                 r"values \(no NaN or inf\)\. Got nan at row 9, column 4 instead\.$"):
+        _transformers()["AllButTheTop"]().fit(frame)
+
+
+def test_a_refused_refit_keeps_the_previous_fit():
+    """A refit refused for a NaN leaves the fitted transform as it was (its width included): the values are still
+    All-But-The-Top of the first data, against scikit-learn's PCA (mean removed, top direction projected out)."""
+    from sklearn.decomposition import PCA
+
+    X = _data()
+    model = _transformers()["AllButTheTop"]().fit(X)
+    wide = np.random.default_rng(0).normal(size=(30, 9))
+    wide[2, 2] = np.nan
+    with pytest.raises(IsotropyValueError, match="Got nan at row 2, column 2"):
+        model.fit(wide)
+    assert model.n_features_in_ == 6
+    pca = PCA(n_components=1).fit(X)
+    Xc = X - pca.mean_
+    expected = Xc - (Xc @ pca.components_.T) @ pca.components_
+    np.testing.assert_allclose(model.transform(X), expected, atol=1e-10)

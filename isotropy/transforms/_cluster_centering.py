@@ -228,7 +228,7 @@ class ClusterCentering(SameFeaturesTransformer):
         from sklearn.utils.validation import check_is_fitted
 
         check_is_fitted(self)
-        return nearest_center(self._validated(X, reset=False), self.cluster_centers_)
+        return nearest_center(self._validated(X, reset=False, method="predict"), self.cluster_centers_)
 
     def _transform(self, X):
         return X - self.cluster_centers_[nearest_center(X, self.cluster_centers_)]

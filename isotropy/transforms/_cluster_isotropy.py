@@ -279,7 +279,7 @@ class ClusterIsotropy(SameFeaturesTransformer):
         from sklearn.utils.validation import check_is_fitted
 
         check_is_fitted(self)
-        return assign(self.clusterer_, self._validated(X, reset=False), getattr(self, "_exponent", 0))
+        return assign(self.clusterer_, self._validated(X, reset=False, method="predict"), getattr(self, "_exponent", 0))
 
     def _transform(self, X):
         return _apply(X, assign(self.clusterer_, X, getattr(self, "_exponent", 0)), self.cluster_centers_,
