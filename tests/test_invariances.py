@@ -277,7 +277,8 @@ SAMPLED = [m for m in REGISTRY if m.min_samples is not None]
 def test_rejects_too_few_samples(metric):
     X = np.random.default_rng(0).normal(size=(metric.min_samples - 1, 3))
     labels = np.zeros(metric.min_samples - 1, dtype=int)
-    with pytest.raises(IsotropyValueError, match=rf"'{metric.x_name}' parameter of .*at least \d+ samples"):
+    counted = r"(1 sample \(row\)|\d+ samples \(rows\))"  # singular for 1
+    with pytest.raises(IsotropyValueError, match=rf"'{metric.x_name}' parameter of .*at least {counted}\. Got \d+ instead"):
         metric(X, labels)
 
 

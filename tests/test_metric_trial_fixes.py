@@ -225,3 +225,29 @@ def test_a_refused_refit_keeps_the_previous_fit():
     Xc = X - pca.mean_
     expected = Xc - (Xc @ pca.components_.T) @ pca.components_
     np.testing.assert_allclose(model.transform(X), expected, atol=1e-10)
+
+
+# ---------------------------------------------------------------------------------------------- item 5
+@pytest.mark.parametrize("name", ["cosine_similarity_mean", "twonn_dimension"])
+def test_one_feature_is_singular(name):
+    import isotropy
+
+    with pytest.raises(IsotropyValueError) as info:
+        getattr(isotropy, name)(np.ones((5, 0)))
+    assert str(info.value) == (f"The 'X' parameter of {name} must have at least 1 feature (column). "
+                               f"Got 0 instead.")
+
+
+def test_one_sample_is_singular_and_more_stay_plural():
+    import isotropy
+    from isotropy.transforms import all_but_the_top
+
+    with pytest.raises(IsotropyValueError) as info:
+        all_but_the_top(np.ones((0, 3)))
+    assert str(info.value) == "The 'X' parameter of all_but_the_top must have at least 1 sample (row). Got 0 instead."
+    with pytest.raises(IsotropyValueError) as info:
+        isotropy.isoscore(np.ones((5, 1)))
+    assert str(info.value) == "The 'X' parameter of isoscore must have at least 2 features (columns). Got 1 instead."
+    with pytest.raises(IsotropyValueError) as info:
+        isotropy.isoscore(np.ones((1, 3)))
+    assert str(info.value) == "The 'X' parameter of isoscore must have at least 2 samples (rows). Got 1 instead."

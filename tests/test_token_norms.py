@@ -114,7 +114,7 @@ def test_bad_X():
     with pytest.raises(ValueError, match=r"^The 'X' parameter of token_norms must have a positive median row norm "
                                          r"\(more than half of its rows are zero vectors\)\. Got a median norm of 0"):
         token_norms(np.array([[0.0, 0.0], [0.0, 0.0], [1.0, 1.0]]), ["a", "b", "c"])
-    with pytest.raises(ValueError, match="at least 1 samples"):
+    with pytest.raises(ValueError, match=r"at least 1 sample \(row\)\. Got 0 instead"):
         token_norms(np.ones((0, 2)), [])
 
 

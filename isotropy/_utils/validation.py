@@ -87,10 +87,12 @@ def check_X(X, *, caller: str, name: str = "X", min_samples: int = 2, min_featur
             f"Got an array with shape {shape} instead.")
     if shape[0] < min_samples:
         raise IsotropyValueError(
-            f"The '{name}' parameter of {caller} must have at least {min_samples} samples (rows). Got {shape[0]} instead.")
+            f"The '{name}' parameter of {caller} must have at least {min_samples} "
+            f"{'sample (row)' if min_samples == 1 else 'samples (rows)'}. Got {shape[0]} instead.")
     if shape[1] < min_features:
         raise IsotropyValueError(
-            f"The '{name}' parameter of {caller} must have at least {min_features} features (columns). Got {shape[1]} instead.")
+            f"The '{name}' parameter of {caller} must have at least {min_features} "
+            f"{'feature (column)' if min_features == 1 else 'features (columns)'}. Got {shape[1]} instead.")
     if allow_nonfinite:
         return X
     from isotropy._utils.magnitude import directions_at_unit_scale, extremes, refuse_subnormal, unit_scale
