@@ -20,9 +20,23 @@ def test_latin1_labels_say_how_to_read_them(tmp_path, capsys):
     converted = tmp_path / "lab_latin-utf8.txt"
     assert capsys.readouterr().err == (
         f"Error: Cannot read labels from {str(labels)!r}: it is not UTF-8 text (convert it, e.g. iconv -f latin-1 "
-        f"-t utf-8 {labels} > {converted}, or give its encoding: encoding='latin-1' in Python, --encoding with "
-        f"--model); expected a text file with one label per line.\n")
+        f"-t utf-8 {labels} > {converted}, or give its encoding: encoding='latin-1' in Python, --encoding latin-1 on "
+        f"the command line); expected a text file with one label per line.\n")
     assert read_labels(labels, n_rows=4, encoding="latin-1").tolist() == ["négatif", "positif", "négatif", "positif"]
+    # --encoding reads the labels of EMBEDDINGS too (it was refused without --model): the labels' silhouette
+    main(["measure", str(tmp_path / "x.npy"), "--labels", str(labels), "--encoding", "latin-1", "--metrics",
+          "silhouette_score", "--json", str(tmp_path / "out.json")])
+    import json
+
+    from isotropy import silhouette_score
+
+    got = json.loads((tmp_path / "out.json").read_text())["values"]["silhouette_score"]
+    assert got == pytest.approx(silhouette_score(X, ["négatif", "positif", "négatif", "positif"]), rel=1e-12)
+    with pytest.raises(SystemExit) as exit_:  # without --labels it reads nothing: refused, saying what it reads
+        main(["measure", str(tmp_path / "x.npy"), "--encoding", "latin-1"])
+    assert exit_.value.code == 2
+    assert "--encoding applies to --model NAME --texts FILE only (--encoding also reads a --labels file)" in \
+        capsys.readouterr().err
 
 
 SNLI = ['{"gold_label": "neutral", "sentence1": "Two women embrace.", "sentence2": "Sisters hug."}',

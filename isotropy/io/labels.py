@@ -429,7 +429,7 @@ def _not_text(text: tuple[str, str], path) -> str:
 
     converted = shlex.quote(str(Path(path).with_name(f"{Path(path).stem}-utf8{Path(path).suffix}")))
     return (f"it is not UTF-8 text (convert it, e.g. iconv -f latin-1 -t utf-8 {shlex.quote(str(path))} > "
-            f"{converted}, or give its encoding: encoding='latin-1' in Python, --encoding with --model)")
+            f"{converted}, or give its encoding: encoding='latin-1' in Python, --encoding latin-1 on the command line)")
 
 
 def _table_rows(path, sep: str, text: tuple[str, str], *, quoting=csv.QUOTE_MINIMAL) -> list[list[str]]:

@@ -93,6 +93,33 @@ def _parse_sample_size(ctx, param, value):
     return _count_of_at_least_two(value, "--sample-size", "an integer number of rows of at least 2")
 
 
+def _parse_random_state(ctx, param, value):
+    """``--random-state``: a seed, an int >= 0 (numpy's seeds), checked before any data is read: a negative one
+    passed every check and reached numpy's sampler, whose own "expected non-negative integer" named nothing."""
+    try:
+        seed = int(value)
+    except (TypeError, ValueError):
+        seed = None
+    if seed is None or seed < 0:
+        raise InputError(f"--random-state {value!r}: expected an integer >= 0 (the seed of the row sample and of "
+                         f"randomised metrics).")
+    return seed
+
+
+def _parse_workers(ctx, param, value):
+    """``--workers``: the number of local worker processes, an int >= 1 (click's IntRange said only "is not a valid
+    integer range")."""
+    if value is None:
+        return None
+    try:
+        count = int(value)
+    except ValueError:
+        count = None
+    if count is None or count < 1:
+        raise InputError(f"--workers {value!r}: expected an integer number of worker processes of at least 1.")
+    return count
+
+
 def _parse_n_neighbors(ctx, param, value):
     """``--n-neighbors``: k of mle_dimension."""
     return _count_of_at_least_two(value, "--n-neighbors",
@@ -166,7 +193,7 @@ class _MeasureCommand(click.Command):
                    "writes the JSON to stdout and the table to stderr.")
 @click.option("--sample-size", callback=_parse_sample_size, default=None, metavar="N",
               help="Measure a uniform random sample of N rows (without replacement) instead of all rows.")
-@click.option("--random-state", type=int, default=0, show_default=True, metavar="S",
+@click.option("--random-state", callback=_parse_random_state, default="0", show_default=True, metavar="S",
               help="Seed of the row sample and of randomised metrics.")
 @click.option("--metric", "distance", type=click.Choice(["euclidean", "cosine"]), default="euclidean",
               show_default=True, help="Distance for the metrics that take one (silhouette, mle_dimension, ...), "
@@ -185,7 +212,7 @@ class _MeasureCommand(click.Command):
                    "when it is not, e.g. in a log file). --quiet: the same as --no-progress, as in 'isotropy run'.")
 @click.option("--scheduler", default=None, metavar="ADDRESS",
               help="Run on the dask.distributed cluster whose scheduler is at ADDRESS (e.g. tcp://host:8786).")
-@click.option("--workers", type=click.IntRange(min=1), default=None, metavar="N",
+@click.option("--workers", callback=_parse_workers, default=None, metavar="N",
               help="Run on a local dask cluster of N worker processes. A directory, glob or Zarr "
                    "EMBEDDINGS is read lazily in chunks either way (see docs/scaling.md).")
 @click.option("--memory-limit", callback=_parse_memory_limit, default=None, metavar="SIZE",
@@ -223,12 +250,14 @@ def command(embeddings, labels_path, label_column, metric_names, shrinkage_sampl
         raise click.UsageError("give EMBEDDINGS (a file, a folder of shards or 'glove-6b-50d'), or --model NAME with "
                                "--texts FILE.")
     if model_kwargs["model"] is None:  # the options of --model, given without it, would be silently ignored
-        given = _given([name for name in model_kwargs if name != "model"])
+        # --encoding also reads a --labels file of text (the labels of EMBEDDINGS, in latin-1 say)
+        given = _given([name for name in model_kwargs if name != "model" and not (name == "encoding" and labels_path)])
         if given:
             one = len(given) == 1
-            raise click.UsageError(f"{', '.join(given)} appl{'ies' if one else 'y'} to --model NAME --texts FILE only; "
-                                   f"EMBEDDINGS are measured as they are. Leave {'it' if one else 'them'} out, or give "
-                                   f"--model instead of EMBEDDINGS.")
+            also = " (--encoding also reads a --labels file)" if "--encoding" in given else ""
+            raise click.UsageError(f"{', '.join(given)} appl{'ies' if one else 'y'} to --model NAME --texts FILE "
+                                   f"only{also}; EMBEDDINGS are measured as they are. Leave {'it' if one else 'them'} "
+                                   f"out, or give --model instead of EMBEDDINGS.")
     if model_kwargs["model"] is not None:
         given = _given(["distance", "key"])
         if given:  # they read EMBEDDINGS; the command would otherwise ignore them without a word
@@ -275,10 +304,11 @@ def command(embeddings, labels_path, label_column, metric_names, shrinkage_sampl
                    json_path=json_path, sample_size=sample_size, random_state=random_state, distance=distance,
                    key=key, progress=progress, scheduler=scheduler, workers=workers, memory_limit=memory_limit,
                    shrinkage_sample=shrinkage_sample, default_table=default_table, n_neighbors=n_neighbors,
-                   label_column=label_column)
+                   label_column=label_column, labels_encoding=model_kwargs["encoding"])
 
     data = _load_input(embeddings, labels_path, key=key, sample_size=sample_size, random_state=random_state,
-                       needing_labels=needing_labels, shrinkage_sample=shrinkage_sample, label_column=label_column)
+                       needing_labels=needing_labels, shrinkage_sample=shrinkage_sample, label_column=label_column,
+                       labels_encoding=model_kwargs["encoding"])
     report(data, embeddings, metric_names=metric_names, json_path=json_path, key=key, labels_path=labels_path,
            sample_size=sample_size, random_state=random_state, distance=distance, progress=progress,
            shrinkage_sample=shrinkage_sample, default_table=default_table, n_neighbors=n_neighbors,

@@ -118,7 +118,7 @@ def _lazy_embeddings(embeddings, key, label_column=None):
 
 def run(embeddings, *, labels_path, metric_names, needing_labels, json_path, sample_size, random_state, distance,
         key, progress, scheduler, workers, memory_limit=None, shrinkage_sample=None, default_table=False,
-        n_neighbors=None, label_column=None):
+        n_neighbors=None, label_column=None, labels_encoding="utf-8"):
     """The body of ``isotropy measure`` for sharded input or a dask cluster."""
     if scheduler is not None:  # before any data is read
         check_scheduler_address(scheduler)
@@ -129,7 +129,7 @@ def run(embeddings, *, labels_path, metric_names, needing_labels, json_path, sam
     X, row_names = _lazy_embeddings(embeddings, key, own_label_column(embeddings, labels_path, label_column))
     data = prepare_input(X, row_names, embeddings, labels_path, key=key, sample_size=sample_size,
                          random_state=random_state, needing_labels=needing_labels, shrinkage_sample=shrinkage_sample,
-                         label_column=label_column)
+                         label_column=label_column, labels_encoding=labels_encoding)
     show = sys.stderr.isatty() if progress is None else progress
     if scheduler is not None and show:  # a wrong address is only known once the wait is over
         print(f"Connecting to the dask scheduler at {scheduler} (up to {connect_timeout():g} s) ...", file=sys.stderr,

@@ -871,8 +871,8 @@ def model_options(function):
         click.option("--text-column", default=None, metavar="COL", help="The text column of a CSV/TSV/JSON-lines "
                                                                        "--texts file."),
         click.option("--encoding", default="utf-8", show_default=True, metavar="NAME",
-                     help="With --model: the text encoding of --texts, of a --shrinkage-sample file of texts and of "
-                          "a text or CSV/TSV --labels file (latin-1, cp1252, utf-16, ...)."),
+                     help="The text encoding of a text or CSV/TSV --labels file (latin-1, cp1252, utf-16, ...), "
+                          "and with --model of --texts and of a --shrinkage-sample file of texts."),
         click.option("--layers", default="all", show_default=True, metavar="LIST",
                      help="With --model: 'all', 'last' or comma-separated hidden states (0 = embedding output, "
                           "-1 = last layer)."),

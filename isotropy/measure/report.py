@@ -178,7 +178,7 @@ class _Input:
 
 
 def _load_input(embeddings, labels_path, *, key, sample_size, random_state, needing_labels,
-                shrinkage_sample=None, label_column=None) -> _Input:
+                shrinkage_sample=None, label_column=None, labels_encoding="utf-8") -> _Input:
     """Read EMBEDDINGS into memory, then :func:`prepare_input` (the sample, finiteness, clusters, Σ_S)."""
     import os
     from pathlib import Path
@@ -194,7 +194,7 @@ def _load_input(embeddings, labels_path, *, key, sample_size, random_state, need
                           label_column=own_label_column(embeddings, labels_path, label_column))
     return prepare_input(X, row_names, embeddings, labels_path, key=key, sample_size=sample_size,
                          random_state=random_state, needing_labels=needing_labels, shrinkage_sample=shrinkage_sample,
-                         label_column=label_column)
+                         label_column=label_column, labels_encoding=labels_encoding)
 
 
 def own_label_column(embeddings, labels_path, label_column):
@@ -208,7 +208,7 @@ def own_label_column(embeddings, labels_path, label_column):
 
 
 def prepare_input(X, row_names, embeddings, labels_path, *, key, sample_size, random_state, needing_labels,
-                  shrinkage_sample=None, label_column=None) -> _Input:
+                  shrinkage_sample=None, label_column=None, labels_encoding="utf-8") -> _Input:
     """The one input path of ``isotropy measure``, in process and on dask: labels, Σ_S, the sample, the checks.
 
     ``X`` is the whole input, a numpy array (or memory map) or a lazy dask array. The labels are read and
@@ -228,7 +228,7 @@ def prepare_input(X, row_names, embeddings, labels_path, *, key, sample_size, ra
     if labels_path is not None:
         from isotropy.io.labels import read_labels
 
-        labels = _guard(read_labels, labels_path, n_rows=n_rows, column=label_column)
+        labels = _guard(read_labels, labels_path, n_rows=n_rows, column=label_column, encoding=labels_encoding)
     shrinkage_cov = None if shrinkage_sample is None else shrinkage_covariance(
         shrinkage_sample, X, key=key, random_state=random_state, n_features=n_features)
     rows = subsample_indices(n_rows, sample_size, random_state=random_state)
