@@ -251,3 +251,37 @@ def test_one_sample_is_singular_and_more_stay_plural():
     with pytest.raises(IsotropyValueError) as info:
         isotropy.isoscore(np.ones((1, 3)))
     assert str(info.value) == "The 'X' parameter of isoscore must have at least 2 samples (rows). Got 1 instead."
+
+
+# ---------------------------------------------------------------------------------------------- the dask paths
+@pytest.mark.parametrize(("X", "labels", "metric"), _UNDEFINED)
+def test_dunn_of_zero_over_zero_is_refused_on_dask(X, labels, metric):
+    import dask
+    import dask.array as da
+
+    with dask.config.set(scheduler="sync"), pytest.raises(IsotropyValueError, match=_ZERO_OVER_ZERO):
+        dunn_index(da.from_array(X, chunks=(2, -1)), labels, metric=metric, chunk_size=2)
+
+
+@pytest.mark.parametrize("chunk_size", [1, 2, 5])
+def test_cosine_dunn_with_a_zero_row_on_dask(chunk_size):
+    """The tiles' diagonal: a zero row's pair with itself (1 under cosine) was the diameter there too, so inf."""
+    import dask
+    import dask.array as da
+
+    X = np.array([[0.0, 0.0], [1.0, 0.0], [2.0, 0.0], [0.0, 1.0], [0.0, 2.0]])
+    labels = [0, 0, 0, 1, 1]
+    with dask.config.set(scheduler="sync"):
+        got = dunn_index(da.from_array(X, chunks=(chunk_size, -1)), labels, metric="cosine", chunk_size=chunk_size)
+    assert got == _dunn_sklearn(X, labels, "cosine") == 1.0
+
+
+@pytest.mark.parametrize("name", ["cosine_similarity_mean", "twonn_dimension"])
+def test_one_feature_is_singular_on_dask(name):
+    import dask.array as da
+
+    import isotropy
+
+    with pytest.raises(IsotropyValueError) as info:
+        getattr(isotropy, name)(da.ones((5, 0)))
+    assert str(info.value) == f"The 'X' parameter of {name} must have at least 1 feature (column). Got 0 instead."

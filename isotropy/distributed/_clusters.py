@@ -438,7 +438,9 @@ def _dunn_tile(P, Q, ids_p, ids_q, start_p, start_q, metric):
     D = P[1][:, None] + Q[1][None, :] - s * (P[0] @ Q[0].T)
     same = ids_p[:, None] == ids_q[None, :]
     near = np.where(same, np.inf, D)
-    far = np.where(same, D, -np.inf)
+    # a sample's pair with itself is no pair: a zero row reads 1 from itself (cosine), and was chosen as the diameter
+    pair = same & ~np.eye(*same.shape, dtype=bool) if start_p == start_q else same
+    far = np.where(pair, D, -np.inf)
     a, b = np.unravel_index(np.argmin(near), near.shape)
     c, e = np.unravel_index(np.argmax(far), far.shape)
     return ((float(near[a, b]), start_p + int(a), start_q + int(b)),
@@ -453,7 +455,7 @@ def dunn_index(X, labels, *, metric="euclidean", chunk_size=None):
     """:func:`isotropy.dunn_index` of a dask array (see there): extreme pairs found tile by tile."""
     from dask import delayed
 
-    from isotropy._kernels.clusters import _pair_distance
+    from isotropy._kernels.clusters import _check_dunn_defined, _pair_distance
     from isotropy._kernels.silhouette import _check_n_clusters
     from isotropy._utils.validation import check_option
 
@@ -477,6 +479,7 @@ def dunn_index(X, labels, *, metric="euclidean", chunk_size=None):
     where = {row: k for k, row in enumerate(rows)}
     separation = _pair_distance(Xs, where[inter[1]], where[inter[2]], metric, np)
     diameter = _pair_distance(Xs, where[intra[1]], where[intra[2]], metric, np)
+    _check_dunn_defined(float(separation), float(diameter), X.shape[0], metric)  # 0/0: refused as in memory
     if float(diameter) == 0.0:
         return float("inf")
     return float(separation / diameter)

@@ -148,11 +148,12 @@ def check_dask_X(X, *, caller: str, min_samples: int = 2, min_features: int = 1,
     elif X.dtype.itemsize < 4:
         X = X.astype(np.float32)
     if shape[0] < min_samples:
-        raise IsotropyValueError(f"The 'X' parameter of {caller} must have at least {min_samples} samples (rows). "
-                                 f"Got {shape[0]} instead.")
+        raise IsotropyValueError(f"The 'X' parameter of {caller} must have at least {min_samples} "
+                                 f"{'sample (row)' if min_samples == 1 else 'samples (rows)'}. Got {shape[0]} instead.")
     if shape[1] < min_features:
-        raise IsotropyValueError(f"The 'X' parameter of {caller} must have at least {min_features} features "
-                                 f"(columns). Got {shape[1]} instead.")
+        raise IsotropyValueError(f"The 'X' parameter of {caller} must have at least {min_features} "
+                                 f"{'feature (column)' if min_features == 1 else 'features (columns)'}. Got {shape[1]} "
+                                 f"instead.")
     if rows is None:
         rows = max(1, _STREAM_ELEMENTS // max(1, shape[1]))
         small = len(X.chunks[0]) > 1 and shape[0] * shape[1] < len(X.chunks[0]) * _SMALL_CHUNK_ELEMENTS
