@@ -39,3 +39,45 @@ def test_seed_and_workers_of_an_embeddings_file_are_checked_up_front(tmp_path, c
         main(["measure", str(tmp_path / "x.npy"), *args])
     assert exit_.value.code == 2
     assert capsys.readouterr().err.startswith(f"Error: {message}")
+
+
+def test_cosine_notes_the_cluster_metrics_that_stay_euclidean(tmp_path, capsys):
+    """--metric cosine with Calinski-Harabasz and Davies-Bouldin printed their euclidean values under a 'cosine
+    distance' header without a word (a new-user trial): a note names them, on stderr and in the JSON."""
+    import json
+
+    import numpy as np
+
+    from isotropy import calinski_harabasz_score
+
+    X = np.random.default_rng(1).normal(size=(40, 5))
+    labels = np.arange(40) % 2
+    np.save(tmp_path / "x.npy", X)
+    np.save(tmp_path / "lab.npy", labels)
+    main(["measure", str(tmp_path / "x.npy"), "--labels", str(tmp_path / "lab.npy"), "--metric", "cosine",
+          "--metrics", "silhouette_score,calinski_harabasz_score,davies_bouldin_score", "--json",
+          str(tmp_path / "out.json")])
+    err = capsys.readouterr().err
+    assert ("Note: calinski_harabasz_score, davies_bouldin_score: defined by the clusters' centroids in euclidean "
+            "space, so computed with the euclidean distance whatever --metric says") in err
+    record = json.loads((tmp_path / "out.json").read_text())
+    assert record["values"]["calinski_harabasz_score"] == pytest.approx(calinski_harabasz_score(X, labels), rel=1e-12)
+    assert "euclidean distance whatever --metric says" in record["warnings"]["davies_bouldin_score"][0]
+    assert "silhouette_score" not in record["warnings"]
+
+
+def test_when_every_metric_fails_the_last_line_points_to_no_others(tmp_path, capsys):
+    import numpy as np
+
+    np.save(tmp_path / "const.npy", np.ones((20, 3)))
+    with pytest.raises(SystemExit) as exit_:
+        main(["measure", str(tmp_path / "const.npy"), "--metrics", "isoscore"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == ("Error: isoscore: EMBEDDINGS must have non-zero variance. Got 20 (numerically) identical samples "
+                      "instead, whose covariance is zero, so the score is undefined.")
+    assert err[-1] == "Error: the metric failed (isoscore); the reason is above."
+    with pytest.raises(SystemExit):
+        main(["measure", str(tmp_path / "const.npy"), "--metrics", "isoscore,participation_ratio"])
+    assert capsys.readouterr().err.splitlines()[-1] == ("Error: all 2 metrics failed (isoscore, participation_ratio); "
+                                                         "the reasons are above.")

@@ -77,7 +77,7 @@ CALLS = {
     "torch.istar_penalty": (lambda H: isotropy_torch.istar_penalty(H, shrinkage_cov=None), "H", "istar_penalty"),
     "torch.cosine_penalty": (lambda H: isotropy_torch.cosine_penalty(H), "H", "cosine_penalty"),
     "torch.shrinkage_covariance": (lambda H: isotropy_torch.shrinkage_covariance(H), "H", "shrinkage_covariance"),
-    "torch.IStarLoss": (lambda H: isotropy_torch.IStarLoss()(H), "H", "istar_penalty"),
+    "torch.IStarLoss": (lambda H: isotropy_torch.IStarLoss()(H), "H", "IStarLoss"),
     "torch.CosRegLoss": (lambda H: isotropy_torch.CosRegLoss()(H), "H", "cosine_penalty"),
     # isotropy.transforms: the functions, the estimators' fit and their transform
     "transforms.all_but_the_top": (lambda X: isotropy_transforms.all_but_the_top(X), "X", "all_but_the_top"),

@@ -79,6 +79,9 @@ def report(data, embeddings, *, metric_names, json_path, key, labels_path, sampl
     _isoscore_star_note(metric_names, has_shrinkage=data.shrinkage_cov is not None, default_table=default_table)
     if distance == "cosine" and _COSINE_HALVES.intersection(metric_names):
         click.echo(f"Note: {', '.join(sorted(_COSINE_HALVES.intersection(metric_names)))}: {_COSINE_NOTE}", err=True)
+    euclidean_only = _euclidean_only(metric_names) if distance != "euclidean" else []
+    if euclidean_only:  # the table would otherwise show their euclidean values under the header's "cosine distance"
+        click.echo(f"Note: {', '.join(euclidean_only)}: {_EUCLIDEAN_NOTE}", err=True)
     rows = _TableRows(metric_names)
     echo(rows.head())
 
@@ -93,6 +96,9 @@ def report(data, embeddings, *, metric_names, json_path, key, labels_path, sampl
         click.echo("Error: interrupted; the JSON holds the metrics that finished.", err=True)
     for name in _COSINE_HALVES.intersection(results.values) if distance == "cosine" else ():  # kept with the value
         results.notes.setdefault(name, []).insert(0, _COSINE_NOTE)
+    for name in euclidean_only:
+        if name in results.values:
+            results.notes.setdefault(name, []).insert(0, _EUCLIDEAN_NOTE)
     if "isoscore_star" in results.values and data.shrinkage_cov is None:  # the warning above, kept with the value
         results.notes.setdefault("isoscore_star", []).insert(0, f"{_table.ISOSCORE_STAR_WARNING} (--shrinkage-sample).")
     if json_path is not None:
@@ -112,6 +118,10 @@ def report(data, embeddings, *, metric_names, json_path, key, labels_path, sampl
 
 def failed_line(errors, metric_names, json_path) -> str:
     """The command's last line when metrics failed: how many of how many, which, and where the others are."""
+    if len(errors) == len(metric_names):  # no others to point to
+        return (f"Error: {'the metric' if len(errors) == 1 else f'all {len(errors)} metrics'} failed "
+                f"({', '.join(errors)}); the reason{' is' if len(errors) == 1 else 's are'} above"
+                f"{' and in the JSON' if json_path is not None else ''}.")
     return (f"Error: {len(errors)} of {len(metric_names)} metrics failed ({', '.join(errors)}); the others are above"
             f"{' and in the JSON' if json_path is not None else ''}.")
 
@@ -300,10 +310,12 @@ _OPTION_OF = {"layers": "--layers", "level": "--level", "pooling": "--pooling", 
               "metrics": "--metrics", "n_neighbors": "--n-neighbors", "encoding": "--encoding"}
 
 
-def option_names(message: str, *, n_neighbors_given: bool = True) -> str:
+def option_names(message: str, *, n_neighbors_given: bool = True, data: str | None = None) -> str:
     """``The 'layers' parameter of measure_layers ...`` -> ``--layers ...``: a command's error names its option.
 
     ``n_neighbors_given=False``: the command line gave no ``--n-neighbors``, so an error about it is about its default.
+    ``data``: what the metrics' ``X`` is on the command line (``"EMBEDDINGS"``): a metric's error about its
+    ``'X' parameter`` then names that, not the Python parameter.
     """
     import re
 
@@ -315,6 +327,8 @@ def option_names(message: str, *, n_neighbors_given: bool = True) -> str:
     # MLE's k against the distinct rows (isotropy.metrics.dimension): k is the command's --n-neighbors
     message = re.sub(r"(of (?:mle_dimension|neighbour_dimensions) must have more than )n_neighbors=(\d+)",
                      r"\1--n-neighbors \2", message)
+    if data is not None:
+        message = re.sub(r"^The 'X' parameter of \w+ ", f"{data} ", message)
     return message if n_neighbors_given else message.replace("--n-neighbors must", "the default --n-neighbors must", 1)
 
 
@@ -444,7 +458,9 @@ def _measure_each(metric_names, data, *, distance, random_state, progress, n_nei
                 bar.close()
                 raise InputError(" ".join(str(exc).split())) from None
             except (ValueError, TypeError) as exc:  # the data do not suit this metric
-                error, kind = option_names(" ".join(str(exc).split()), n_neighbors_given=n_neighbors is not None), "input"
+                error = option_names(" ".join(str(exc).split()), n_neighbors_given=n_neighbors is not None,
+                                     data="EMBEDDINGS")
+                kind = "input"
                 _debug_traceback(bar)
             except Exception as exc:  # noqa: BLE001 - a failing metric must not lose the others
                 error, kind = f"{type(exc).__name__}: {' '.join(str(exc).split())}", "internal"
@@ -558,6 +574,19 @@ _COSINE_HALVES = {"twonn_dimension", "mle_dimension"}
 _COSINE_NOTE = ("the cosine distance 1 - cos grows as the square of the angle between near neighbours, so the "
                 "estimate is about half the dimension the rows have on the unit sphere; for that dimension, measure "
                 "the normalised rows with --metric euclidean.")
+
+
+# cluster metrics defined by centroids in euclidean space (Calinski-Harabasz, Davies-Bouldin): no --metric
+_EUCLIDEAN_NOTE = ("defined by the clusters' centroids in euclidean space, so computed with the euclidean distance "
+                   "whatever --metric says; for the cosine geometry, measure the normalised rows.")
+
+
+def _euclidean_only(metric_names) -> list[str]:
+    """The cluster metrics of ``metric_names`` that take no distance (``--metric`` does not apply to them)."""
+    import inspect
+
+    return [name for name in metric_names if METRICS[name].needs_labels
+            and "metric" not in inspect.signature(METRICS[name].function).parameters]
 
 
 def _isoscore_star_note(metric_names, *, has_shrinkage, default_table) -> None:
