@@ -81,3 +81,30 @@ def test_when_every_metric_fails_the_last_line_points_to_no_others(tmp_path, cap
         main(["measure", str(tmp_path / "const.npy"), "--metrics", "isoscore,participation_ratio"])
     assert capsys.readouterr().err.splitlines()[-1] == ("Error: all 2 metrics failed (isoscore, participation_ratio); "
                                                          "the reasons are above.")
+
+
+def test_labels_no_metric_reads_are_refused_unless_they_are_a_column_of_embeddings(tmp_path, capsys):
+    """--labels with --metrics isoscore was read and ignored without a word (a new-user trial), where --n-neighbors
+    without mle_dimension is refused. A label column of the embeddings table itself still leaves the features."""
+    import json
+
+    import numpy as np
+    import pandas as pd
+
+    from isotropy import isoscore
+
+    X = np.random.default_rng(2).normal(size=(30, 4))
+    np.save(tmp_path / "x.npy", X)
+    np.save(tmp_path / "lab.npy", np.arange(30) % 3)
+    with pytest.raises(SystemExit) as exit_:
+        main(["measure", str(tmp_path / "x.npy"), "--labels", str(tmp_path / "lab.npy"), "--metrics", "isoscore"])
+    assert exit_.value.code == 2
+    assert "--labels is read by the cluster metrics only (silhouette_score, calinski_harabasz_score, " in \
+        capsys.readouterr().err
+    table = pd.DataFrame(X, columns=list("abcd")).assign(label=np.arange(30) % 3)
+    table.to_csv(tmp_path / "t.csv", index=False)
+    main(["measure", str(tmp_path / "t.csv"), "--labels", str(tmp_path / "t.csv"), "--label-column", "label",
+          "--metrics", "isoscore", "--json", str(tmp_path / "out.json")])
+    record = json.loads((tmp_path / "out.json").read_text())
+    assert record["n_features"] == 4
+    assert record["values"]["isoscore"] == pytest.approx(isoscore(X), rel=1e-9)

@@ -17,7 +17,17 @@ import click
 from isotropy._kernels.dimension import DEFAULT_MLE_NEIGHBOURS
 from isotropy.measure._completion import complete_embeddings, complete_metrics
 from isotropy.measure.from_model import DEFAULT_LAYER_METRICS, model_options, run_cli
-from isotropy.measure.report import CLUSTER, LABEL_FREE, METRICS, QUADRATIC, InputError, _guard, _load_input, report
+from isotropy.measure.report import (
+    CLUSTER,
+    LABEL_FREE,
+    METRICS,
+    QUADRATIC,
+    InputError,
+    _guard,
+    _load_input,
+    own_label_column,
+    report,
+)
 from isotropy.metrics.table import default_metric_names
 
 __all__ = ["CLUSTER", "LABEL_FREE", "METRICS", "QUADRATIC", "command"]
@@ -284,6 +294,12 @@ def command(embeddings, labels_path, label_column, metric_names, shrinkage_sampl
     needing_labels = [name for name in metric_names if METRICS[name].needs_labels]
     if needing_labels and labels_path is None:
         raise click.UsageError(f"metric {needing_labels[0]!r} needs --labels FILE (one label per row of EMBEDDINGS).")
+    # read for nothing (as --n-neighbors without MLE is refused), unless it names the labels column of EMBEDDINGS
+    # itself, which then is left out of the features
+    if labels_path is not None and not needing_labels and own_label_column(embeddings, labels_path,
+                                                                          label_column) is None:
+        raise click.UsageError(f"--labels is read by the cluster metrics only ({', '.join(CLUSTER)}); none of "
+                               f"--metrics needs it. Leave it out, or add a cluster metric to --metrics.")
     if scheduler is not None and workers is not None:
         raise click.UsageError("--scheduler and --workers exclude each other (an existing cluster, or a new local one).")
     if memory_limit is not None and workers is None:
