@@ -285,3 +285,27 @@ def test_one_feature_is_singular_on_dask(name):
     with pytest.raises(IsotropyValueError) as info:
         getattr(isotropy, name)(da.ones((5, 0)))
     assert str(info.value) == f"The 'X' parameter of {name} must have at least 1 feature (column). Got 0 instead."
+
+
+@pytest.mark.parametrize("labels", [
+    ["a", None, "b", "a"],
+    ["a", float("nan"), "b", "a"],  # numpy alone made this the four strings 'a', 'nan', 'b', 'a': a cluster 'nan'
+    "pandas object",
+    "pandas string",
+])
+def test_a_missing_label_is_refused_at_its_row(labels):
+    """Labels with a missing one (None, NaN, pd.NA): refused naming the row, not 'a mix of NoneType, str' (a Python
+    API trial) nor, for a list holding NaN among strings, read as a label 'nan' (silently)."""
+    import pandas as pd
+
+    from isotropy import silhouette_score
+
+    if labels == "pandas object":
+        labels = pd.Series(["a", None, "b", "a"])
+    elif labels == "pandas string":
+        labels = pd.Series(["a", "b", "b", "a"], dtype="string").where([True, False, True, True])
+    X = np.random.default_rng(0).normal(size=(4, 2))
+    with pytest.raises(IsotropyValueError, match=r"^The 'labels' parameter of silhouette_score must have a label for "
+                                                 r"every sample\. Got a missing label \((None|nan|<NA>)\) at row 1 "
+                                                 r"instead\.$"):
+        silhouette_score(X, labels)

@@ -206,6 +206,16 @@ def first_nonfinite(X) -> NonFinite | None:
     return None
 
 
+def _refuse_missing_labels(labels, *, caller: str, name: str) -> None:
+    """Refuse a missing label (``None``, a float NaN, ``pd.NA``) in a 1-d sequence, naming its row."""
+    for row, label in enumerate(labels):
+        missing = label is None or (isinstance(label, float) and math.isnan(label)) or \
+            type(label).__name__ in ("NAType", "NaTType")
+        if missing:
+            raise IsotropyValueError(f"The '{name}' parameter of {caller} must have a label for every sample. Got a "
+                                     f"missing label ({label!r}) at row {row} instead.")
+
+
 def check_labels(labels, *, n_samples: int, caller: str, name: str = "labels") -> np.ndarray:
     """Return integer cluster ids ``(n_samples,)`` from a 1-d label array or a 0/1 multi-label matrix.
 
@@ -215,7 +225,12 @@ def check_labels(labels, *, n_samples: int, caller: str, name: str = "labels") -
     """
     if is_torch(labels):
         labels = check_tensor_data(labels, caller=caller, name=name).detach().cpu().numpy()
+    if isinstance(labels, (list, tuple)):
+        # numpy turns ['a', nan] into the strings 'a' and 'nan': a missing label would silently become a cluster
+        _refuse_missing_labels(labels, caller=caller, name=name)
     labels = np.asarray(labels)
+    if labels.dtype == object and labels.ndim == 1:
+        _refuse_missing_labels(labels.tolist(), caller=caller, name=name)
     if labels.ndim not in (1, 2):
         raise IsotropyValueError(f"The '{name}' parameter of {caller} must be a 1-d label array or a 2-d 0/1 "
                                  f"matrix of shape (n_samples, n_labels). Got an array with shape {labels.shape} instead.")
