@@ -73,7 +73,7 @@ def calinski_harabasz_score(X, labels):
     float or torch.Tensor
         The index in ``[0, inf)``; 1.0 when every cluster is a single repeated point (as
         scikit-learn). A Python float for numpy input, a 0-dim tensor with its graph for
-        torch input. Computed in float64.
+        torch input, float64 (float32 on MPS) whatever the input dtype: computed in float64.
 
     Notes
     -----
@@ -133,7 +133,7 @@ def davies_bouldin_score(X, labels):
         The index in ``[0, inf)``; 0 is the best possible. 0.0 when all spreads or all centroid
         distances are (close to) zero, as in scikit-learn, but relative to the largest of them (scikit-learn's
         1e-8 is absolute, so data at 1e-9 read 0.0 there). A Python float for numpy input, a
-        0-dim tensor with its graph for torch input. Computed in float64.
+        0-dim tensor with its graph for torch input, float64 (float32 on MPS) whatever the input dtype.
 
     Notes
     -----
