@@ -80,3 +80,16 @@ def test_a_stray_text_column_of_a_parquet_file_is_named(tmp_path):
         read_embeddings(path)
     assert str(caught.value) == (f"Cannot read embeddings from {str(path)!r}: column 'note' is not numeric ('ok' on "
                                  f"row 0); expected numbers in every column but the row names.")
+
+
+def test_a_key_on_a_parquet_table_of_numbers_says_to_leave_it_out(tmp_path):
+    """key='a' on a Parquet file of scalar columns offered 'one of []' (a Python API trial): there is no vector
+    column to name, and the key is what to drop."""
+    import pandas as pd
+
+    pd.DataFrame(np.random.default_rng(0).normal(size=(5, 3)), columns=list("abc")).to_parquet(tmp_path / "i.parquet")
+    with pytest.raises(ValueError, match=r"column 'a' does not hold vectors, and no column does \(the file is a table "
+                                         r"of numbers, one feature per column\); expected no key \(--key\) for such a "
+                                         r"table: leave it out\.$"):
+        read_embeddings(tmp_path / "i.parquet", key="a")
+    assert read_embeddings(tmp_path / "i.parquet")[0].shape == (5, 3)

@@ -494,6 +494,9 @@ def _read_parquet(path, key, *, checked: bool = False, with_columns: bool = Fals
         raise _fail(path, f"there is no column {key!r}", f"one of {[str(c) for c in df.columns]}")
     list_columns = [c for c in df.columns if _is_list_column(df[c])]
     if key is not None and key not in list_columns:
+        if not list_columns:  # a table of one number per column: no vector column to name, the key is what is wrong
+            raise _fail(path, f"column {key!r} does not hold vectors, and no column does (the file is a table of "
+                              f"numbers, one feature per column)", "no key (--key) for such a table: leave it out")
         raise _fail(path, f"column {key!r} does not hold vectors", f"key naming a column of vectors, one of "
                                                                     f"{[str(c) for c in list_columns]}")
     vector_columns = [key] if key is not None else list_columns
