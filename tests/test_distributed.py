@@ -485,3 +485,27 @@ def test_an_array_of_many_small_chunks_is_joined_before_a_streaming_metric():
         bad[2531, 7] = np.nan
         with pytest.raises(IsotropyValueError, match=r"Got nan at row 2531, column 7 instead"):
             isotropy.isoscore(da.concatenate([da.from_array(bad[i:i + 8]) for i in range(0, 4000, 8)]))
+
+
+def test_computes_from_several_threads_leave_the_fusion_setting_as_it_was():
+    """The computes switch dask's task fusion off for their own graphs: with dask.config.set around each compute,
+    threads setting and restoring it at once left it off for the whole process (2 runs in 3 of a review's script)."""
+    import threading
+
+    from isotropy.distributed import _graph
+
+    X = da.from_array(np.random.default_rng(0).normal(size=(400, 8)), chunks=(100, 8))
+    before = dask.config.get("optimization.fuse.active", None)
+    results = []
+
+    def work():
+        for _ in range(15):
+            results.append(_graph.compute(X.sum())[0])
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert dask.config.get("optimization.fuse.active", None) == before
+    assert len(results) == 60 and np.allclose(results, X.sum().compute())

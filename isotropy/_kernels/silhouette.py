@@ -287,7 +287,7 @@ class Resolution(NamedTuple):
     """The smallest mean distance the product kernel resolves, per sample and cluster (:func:`_resolution`)."""
 
     q: np.ndarray  # squared norms of the centred operands of the samples (rows of the sums)
-    q_mean: np.ndarray  # the mean of each cluster, or (_exact_sums) of each cluster around each sample's own centre
+    q_mean: np.ndarray  # the mean of each cluster
     factor: float
     euclidean: bool
 
@@ -297,7 +297,7 @@ class Resolution(NamedTuple):
 
     def at(self, clusters):
         """Per sample: the resolution of its mean distance to the cluster ``clusters[i]``."""
-        error = self.factor * (self.q + self._q_mean(clusters))
+        error = self.factor * (self.q + self.q_mean[clusters])
         return np.sqrt(error) if self.euclidean else error
 
     def error(self, clusters, mean):
@@ -306,16 +306,11 @@ class Resolution(NamedTuple):
         The product's error ``δ`` is that of a squared euclidean distance (or of a cosine distance); its square
         root moves by about ``δ / (2·dist)``, and by at most ``√δ`` where the distance is within ``√δ`` of 0.
         """
-        error = self.factor * (self.q + self._q_mean(clusters))
+        error = self.factor * (self.q + self.q_mean[clusters])
         if not self.euclidean:
             return error
         with np.errstate(invalid="ignore"):
             return error / np.maximum(2.0 * mean, np.sqrt(error))
-
-    def _q_mean(self, clusters):
-        if self.q_mean.ndim == 1:
-            return self.q_mean[clusters]
-        return self.q_mean[np.arange(clusters.size), clusters]  # per sample and cluster (_exact_sums)
 
 
 def _resolution(q, ids, n_clusters, dtype, d, metric, q_mean=None):
@@ -360,13 +355,12 @@ def _coefficients_numpy(sums, ids, counts, resolution):
 
 
 # A sample whose coefficient's estimated rounding error exceeds this (by the kernel's precision) has its sums
-# recomputed around its own cluster's centre (_exact_sums). The product kernel centres every row on one centre:
-# where clusters lie much closer to each other than to that centre (two tight clusters near each other, a third
-# far away), a distance between the near ones is the small difference of large products, and in float32 the
-# silhouette of their samples read 0 (a = b = 0 to the kernel's precision) for a true 0.46. The estimate is an
-# upper bound: the errors measured against scikit-learn were at most 0.14 of it. On data whose clusters are not
-# much tighter than their spread about the centre it stays below 6e-5 in float32 (normal data, d = 64 to 1024,
-# and blobs 20 standard deviations apart), so nothing is recomputed there.
+# recomputed in float64 from coordinate differences (_exact_sums). The product kernel centres every row on one
+# centre: where clusters lie much closer to each other than to that centre (two tight clusters near each other, a
+# third far away), a distance between the near ones is the small difference of large products, and in float32 the
+# silhouette of their samples read 0 (a = b = 0 to the kernel's precision) for a true 0.46. The estimate stays below
+# 6e-5 in float32 on data whose clusters are not much tighter than their spread about the centre (normal data,
+# d = 64 to 1024, and blobs 20 standard deviations apart), so nothing is recomputed there.
 _TOLERANCE = {np.dtype(np.float32): 1e-4, np.dtype(np.float64): 1e-9}
 
 
@@ -386,86 +380,61 @@ def _prepared_rows(block, metric):
     return np.asarray(block, dtype=np.float64), 0.0
 
 
-def _norms(U, zero, metric):
-    """The kernel's q of centred rows: |u|² (euclidean), (|u|² + zero) / 2 (cosine)."""
-    q = np.einsum("ij,ij->i", U, U)
-    return q if metric == "euclidean" else (q + zero) / 2.0
+def _exact_tile(A, index_a, B, index_b, ids_b, n_clusters, metric):
+    """float64 cluster sums of the distances from rows ``A`` to rows ``B``, from their differences.
 
+    ``A`` rows with global row numbers ``index_a``, ``B`` rows with row numbers ``index_b`` and clusters
+    ``ids_b``. Each distance comes from the coordinate differences (scipy's ``cdist``; on the unit rows for
+    cosine, ``|u - v|²/2`` plus 1/2 per zero row as in the product kernel), so it carries a rounding error
+    relative to itself, whatever the distance of the rows to the data's centre; no product of large
+    numbers. ``3·len(A)·len(B)·d`` flops. Returns the sums, shape ``(len(A), n_clusters)``.
+    """
+    from scipy.spatial.distance import cdist
 
-def _centre_sums(block, ids, n_clusters, metric):
-    """Per cluster: the float64 sum of the rows of ``block`` (of the unit rows, cosine), shape (n_clusters, d)."""
-    U = _prepared_rows(block, metric)[0]
-    sums = np.zeros((n_clusters, U.shape[1]))
-    np.add.at(sums, ids, U)
+    sums = np.zeros((len(A), n_clusters))
+    if not len(A) or not len(B):
+        return sums
+    A, zero_a = _prepared_rows(A, metric)
+    sort = np.argsort(ids_b, kind="stable")
+    B, zero_b = _prepared_rows(np.asarray(B)[sort], metric)
+    clusters, starts = np.unique(np.asarray(ids_b)[sort], return_index=True)
+    if metric == "euclidean":
+        D = cdist(A, B, "euclidean")
+    else:
+        D = cdist(A, B, "sqeuclidean")
+        D /= 2.0
+        D += (np.asarray(zero_a)[:, None] + np.asarray(zero_b)[None, :]) / 2.0
+        np.clip(D, 0.0, 2.0, out=D)
+    D[np.asarray(index_a)[:, None] == np.asarray(index_b)[sort]] = 0.0  # d(x, x) = 0 (a zero row reads 1 above)
+    sums[:, clusters] = np.add.reduceat(D, starts, axis=1)
     return sums
 
 
-def _exact_tile(A, index_a, own, centres, B, index_b, ids_b, n_clusters, metric):
-    """float64 cluster sums of the distances from rows ``A`` to rows ``B``, each row of A around its own cluster's centre.
+class _ExactResolution:
+    """The resolution of :func:`_exact_tile`'s sums: their distances carry a rounding error relative to themselves,
+    so a mean distance is 0 only when every distance is (a = b = 0 for exact duplicates alone)."""
 
-    ``A`` rows (own clusters ``own``, global row numbers ``index_a``), ``B`` rows (clusters ``ids_b``, row numbers
-    ``index_b``), ``centres`` the clusters' centres (float64, of the unit rows for cosine). A distance from
-    ``q_i + q_j - 2·u_i·u_j`` with ``u`` centred on the sample's own cluster: to the clusters near it the products
-    are of the size of the distances themselves, so they keep their digits however far the clusters lie from the
-    data's centre. Returns ``(sums, q_sums)``, each ``(len(A), n_clusters)``: the sums, and those of the columns'
-    ``q`` around each row's centre (the resolution of the sums), and ``q_a``, the rows' own.
+    @staticmethod
+    def at(clusters):
+        return np.zeros(len(clusters))
+
+
+EXACT_RESOLUTION = _ExactResolution()
+
+
+def _exact_sums(X, ids, rows, metric, *, block=4096, rows_at_once=256):
+    """float64 cluster sums of the samples ``rows`` of ``X`` (in memory), by :func:`_exact_tile`.
+
+    ``3·n·d`` flops per sample, in blocks of ``rows_at_once`` samples by ``block`` columns.
     """
-    sums = np.zeros((len(A), n_clusters))
-    q_sums = np.zeros((len(A), n_clusters))
-    q_a = np.zeros(len(A))
-    if not len(A) or not len(B):
-        return sums, q_sums, q_a
-    A, zero_a = _prepared_rows(A, metric)
-    B, zero_b = _prepared_rows(B, metric)
-    sort = np.argsort(ids_b, kind="stable")
-    clusters, starts = np.unique(ids_b[sort], return_index=True)
-    for c in np.unique(own):
-        mine = np.flatnonzero(own == c)
-        U = A[mine] - centres[c]
-        q_u = _norms(U, zero_a if np.isscalar(zero_a) else zero_a[mine], metric)
-        q_a[mine] = q_u
-        V = B[sort] - centres[c]
-        q_v = _norms(V, zero_b if np.isscalar(zero_b) else zero_b[sort], metric)
-        D = U @ V.T
-        D *= -1.0 if metric == "cosine" else -2.0
-        D += q_u[:, None]
-        D += q_v
-        np.clip(D, 0.0, 2.0 if metric == "cosine" else np.inf, out=D)
-        if metric == "euclidean":
-            np.sqrt(D, out=D)
-        D[index_a[mine][:, None] == index_b[sort]] = 0.0  # d(x, x) = 0 exactly
-        sums[np.ix_(mine, clusters)] = np.add.reduceat(D, starts, axis=1)
-        q_sums[np.ix_(mine, clusters)] = np.add.reduceat(q_v, starts)
-    return sums, q_sums, q_a
-
-
-def _exact_resolution(q_a, q_sums, counts, d, metric):
-    """The float64 :class:`Resolution` of the sums of :func:`_exact_tile` (``q_mean`` per sample and cluster)."""
-    return Resolution(q_a, q_sums / np.maximum(counts, 1), 4.0 * np.sqrt(d + 2.0) * float(np.finfo(np.float64).eps),
-                      metric == "euclidean")
-
-
-def _exact_sums(X, ids, rows, metric, *, block=4096, rows_at_once=1024):
-    """float64 cluster sums (and their resolution) of the samples ``rows`` of ``X`` (in memory), by :func:`_exact_tile`.
-
-    Costs ``2·n·d`` float64 flops per sample, in blocks of ``rows_at_once`` samples by ``block`` columns.
-    """
-    n, d = X.shape
+    n = X.shape[0]
     n_clusters = int(ids.max()) + 1
-    centres = sum(_centre_sums(X[j0:j0 + block], ids[j0:j0 + block], n_clusters, metric) for j0 in range(0, n, block))
-    counts = np.bincount(ids, minlength=n_clusters).astype(np.float64)
-    centres /= np.maximum(counts, 1)[:, None]
     sums = np.zeros((rows.size, n_clusters))
-    q_sums = np.zeros((rows.size, n_clusters))
-    q_a = np.zeros(rows.size)
     for i0 in range(0, rows.size, rows_at_once):
         mine = rows[i0:i0 + rows_at_once]
         for j0 in range(0, n, block):
             cols = np.arange(j0, min(n, j0 + block))
-            part, q_part, q_a[i0:i0 + mine.size] = _exact_tile(X[mine], mine, ids[mine], centres, X[cols], cols,
-                                                               ids[cols], n_clusters, metric)
-            sums[i0:i0 + mine.size] += part
-            q_sums[i0:i0 + mine.size] += q_part
-    return sums, _exact_resolution(q_a, q_sums, counts, d, metric)
+            sums[i0:i0 + mine.size] += _exact_tile(X[mine], mine, X[cols], cols, ids[cols], n_clusters, metric)
+    return sums
 
 

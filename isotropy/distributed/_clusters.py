@@ -161,53 +161,35 @@ def _block_uncertain(sums, prep, counts, q_sums, metric, start):
     return start + np.flatnonzero(flagged)
 
 
-def _rows_and_centre_sums(block, exponent, metric, ids, start, flagged, n_clusters):
-    """One block's part of the exact pass: its rows among ``flagged`` (at the metric's scale) and its cluster
-    sums towards the centres; nothing to do (empty arrays) when no sample is flagged."""
-    from isotropy._kernels.silhouette import _centre_sums
-
-    mine = flagged[(flagged >= start) & (flagged < start + len(ids))] - start
-    if not flagged.size:
-        return np.empty((0, block.shape[1])), None
-    block = at_metric_scale(block, exponent, metric)
-    return np.asarray(block[mine], dtype=np.float64), _centre_sums(block, ids, n_clusters, metric)
+def _flagged_rows(block, exponent, metric, start, flagged):
+    """One block's rows among ``flagged`` (global row numbers), at the metric's scale, float64."""
+    mine = flagged[(flagged >= start) & (flagged < start + len(block))] - start
+    if not mine.size:
+        return np.empty((0, block.shape[1]))
+    return np.asarray(at_metric_scale(block, exponent, metric)[mine], dtype=np.float64)
 
 
-def _flagged_operands(parts, flagged, ids_flagged, counts):
-    """The flagged rows in one array, their clusters, and the clusters' centres (None: nothing flagged)."""
-    rows = np.concatenate([p[0] for p in parts])
-    if not flagged.size:
-        return rows, ids_flagged, None
-    centres = sum(p[1] for p in parts) / np.maximum(counts, 1)[:, None]
-    return rows, ids_flagged, centres
-
-
-def _exact_block(operands, flagged, block, exponent, metric, ids, start, n_clusters):
-    """:func:`isotropy._kernels.silhouette._exact_tile` of the flagged rows against one row block."""
+def _exact_block(rows, flagged, block, exponent, metric, ids, start, n_clusters):
+    """:func:`isotropy._kernels.silhouette._exact_tile` of the flagged rows against one row block (None: none)."""
     from isotropy._kernels.silhouette import _exact_tile
 
-    rows, own, centres = operands
-    if centres is None:
+    if not flagged.size:
         return None
     block = at_metric_scale(block, exponent, metric)
-    return _exact_tile(rows, flagged, own, centres, block, np.arange(start, start + len(ids)), ids, n_clusters,
-                       metric)
+    return _exact_tile(rows, flagged, block, np.arange(start, start + len(ids)), ids, n_clusters, metric)
 
 
 def _merge_exact(x, y):
-    if x is None:
-        return y
-    return x[0] + y[0], x[1] + y[1], x[2]
+    return y if x is None else x + y
 
 
-def _exact_coefficients(exact, own, counts, d, metric):
+def _exact_coefficients(sums, own, counts):
     """The coefficients of the flagged samples from their exact sums (empty when nothing is flagged)."""
-    from isotropy._kernels.silhouette import _coefficients_numpy, _exact_resolution
+    from isotropy._kernels.silhouette import EXACT_RESOLUTION, _coefficients_numpy
 
-    if exact is None:
+    if sums is None:
         return np.empty(0)
-    sums, q_sums, q_a = exact
-    return _coefficients_numpy(sums, own, counts, _exact_resolution(q_a, q_sums, counts, d, metric))
+    return _coefficients_numpy(sums, own, counts, EXACT_RESOLUTION)
 
 
 def _patched(s, flagged, fixed, start):
@@ -220,24 +202,21 @@ def _patched(s, flagged, fixed, start):
     return s
 
 
-def _exact_pass(blocks, flagged, ids, exponent, metric, n_clusters, counts, starts, d):
-    """Delayed exact coefficients of the samples ``flagged``, recomputed around their own cluster's centre.
+def _exact_pass(blocks, flagged, ids, exponent, metric, n_clusters, counts, starts):
+    """Delayed exact coefficients of the samples ``flagged`` (their sums from coordinate differences).
 
-    Two passes over ``blocks``: one gathers the flagged rows and the clusters' centres, the next runs the
-    exact tiles of the flagged rows against every block (:func:`isotropy._kernels.silhouette._exact_tile`).
-    Each task returns at once when nothing is flagged.
+    Two passes over ``blocks``: one gathers the flagged rows, the next runs the exact tiles of those rows
+    against every block (:func:`isotropy._kernels.silhouette._exact_tile`). Each task returns at once when
+    nothing is flagged.
     """
     from dask import delayed
 
-    ids_flagged = delayed(np.take, pure=True)(ids, flagged)
-    gather = delayed(_rows_and_centre_sums, pure=True, nout=2)
-    parts = [gather(b, exponent, metric, ids[s:e], s, flagged, n_clusters)
-             for b, s, e in zip(blocks, starts, starts[1:])]
-    operands = delayed(_flagged_operands, pure=True, nout=3)(parts, flagged, ids_flagged, counts)
-    exact = tree_reduce([delayed(_exact_block, pure=True)(operands, flagged, b, exponent, metric, ids[s:e], s,
-                                                          n_clusters)
+    gather = delayed(_flagged_rows, pure=True)
+    rows = delayed(np.concatenate, pure=True)([gather(b, exponent, metric, s, flagged)
+                                               for b, s in zip(blocks, starts)])
+    exact = tree_reduce([delayed(_exact_block, pure=True)(rows, flagged, b, exponent, metric, ids[s:e], s, n_clusters)
                          for b, s, e in zip(blocks, starts, starts[1:])], _merge_exact, name="isotropy-merge-exact")
-    return delayed(_exact_coefficients, pure=True)(exact, operands[1], counts, d, metric)
+    return delayed(_exact_coefficients, pure=True)(exact, delayed(np.take, pure=True)(ids, flagged), counts)
 
 
 def _silhouette_graph(X, ids, metric, chunk_size, caller):
@@ -281,7 +260,7 @@ def _silhouette_graph(X, ids, metric, chunk_size, caller):
 
     def exact(flagged, blocks):
         """The exact pass (:func:`_exact_pass`) of the samples ``flagged`` over ``blocks`` (X's row blocks)."""
-        return _exact_pass(blocks, flagged, ids, exponent, metric, n_clusters, counts, starts, X.shape[1])
+        return _exact_pass(blocks, flagged, ids, exponent, metric, n_clusters, counts, starts)
 
     return coefficients, uncertain, starts, exact, X
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import numbers
+import threading
 
 import numpy as np
 
@@ -67,31 +68,37 @@ def compute(*collections):
     Without dask's low-level task fusion: a metric makes several computes over the same array, and fusion
     renamed a shared task after whichever chain it joined in each graph, so the scheduler saw one key with
     two definitions and logged "Detected different `run_spec`" (dask/dask#9888). The tasks here are tiles
-    of many rows each, for which fusing saves nothing measurable.
+    of many rows each, for which fusing saves nothing measurable. The graphs are optimised here, under a lock
+    (``dask.config.set`` changes the process's configuration: two threads setting and restoring it at once
+    could leave fusion off for every later compute of the user's), and computed as they are.
     """
     import dask
 
-    with dask.config.set({"optimization.fuse.active": False}):
-        return _compute(collections)
+    with _FUSION_OFF, dask.config.set({"optimization.fuse.active": False}):
+        collections = dask.optimize(*collections)
+    return _compute(collections)
+
+
+_FUSION_OFF = threading.Lock()
 
 
 def _compute(collections):
     import dask
 
     if not _PROGRESS.get():
-        return dask.compute(*collections)
+        return dask.compute(*collections, optimize_graph=False)
     client = _active_client()
     if client is not None:
         from distributed import progress
 
-        futures = client.compute(list(collections))
+        futures = client.compute(list(collections), optimize_graph=False)
         with contextlib.redirect_stdout(_stderr()):  # the console bar writes to stdout: keep stdout for results
             progress(futures, multi=False)
         return tuple(client.gather(futures))
     from dask.diagnostics import ProgressBar
 
     with ProgressBar(out=_stderr()):
-        return dask.compute(*collections)
+        return dask.compute(*collections, optimize_graph=False)
 
 
 def _stderr():

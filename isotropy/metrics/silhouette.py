@@ -26,6 +26,7 @@ import numpy as np
 from isotropy._kernels.centre import distance_centre
 from isotropy._kernels.silhouette import (
     _TOLERANCE,
+    EXACT_RESOLUTION,
     _augmented_numpy,
     _BlockKernel,
     _check_n_clusters,
@@ -115,9 +116,9 @@ def _silhouette_numpy(X, ids, n_clusters, metric, chunk_size):
 
         _run_tasks(panel, [(i0,) for i0 in starts], progress=True)
     positions = np.flatnonzero(uncertain)
-    if positions.size:  # clusters much closer to each other than to the centre: these samples around their own
-        sums, local = _exact_sums(X, ids, order[positions], metric)
-        s_sorted[positions] = _coefficients_numpy(sums, kernel.sorted_ids[positions], kernel.counts, local)
+    if positions.size:  # clusters much closer to each other than to the centre: these samples from differences
+        sums = _exact_sums(X, ids, order[positions], metric)
+        s_sorted[positions] = _coefficients_numpy(sums, kernel.sorted_ids[positions], kernel.counts, EXACT_RESOLUTION)
     s = np.empty(n, dtype=np.float64)
     s[order] = s_sorted
     return s
@@ -233,71 +234,39 @@ def _uncertain_torch(sums, ids, resolution, dtype):
     return ((counts[ids_t] > 1) & ~(estimate <= _TOLERANCE[np.dtype(dtype)])).nonzero().flatten()
 
 
-def _exact_sums_torch(X, ids, rows, metric, *, block=4096, rows_at_once=1024):
+def _exact_sums_torch(X, ids, rows, metric, *, block=4096, rows_at_once=256):
     """:func:`isotropy._kernels.silhouette._exact_sums` on the tensor's device: float64 cluster sums of the samples
-    ``rows`` (a tensor of row numbers), each around its own cluster's centre (float32 on MPS, which has no float64).
-
-    Returns the sums, the cluster sizes and the sums' resolution (a function of the clusters, as
-    :func:`_resolution_torch`'s).
-    """
+    ``rows`` (a tensor of row numbers) from coordinate differences (``torch.cdist`` without its matrix-product
+    shortcut; float32 on MPS, which has no float64)."""
     import torch
 
     device = X.device
     acc = torch.float32 if device.type == "mps" else torch.float64
-    n, d = X.shape
+    n = X.shape[0]
     ids_t = torch.as_tensor(ids, device=device)
     n_clusters = int(ids_t.max()) + 1
 
     def prepared(R):
         U = R.detach().to(acc)
         if metric == "euclidean":
-            return U, 0.0
+            return U, None
         norms = U.pow(2).sum(dim=1).sqrt()
         return U / torch.where(norms > 0, norms, torch.ones_like(norms))[:, None], (norms == 0).to(acc)
 
-    def q_of(U, zero):
-        q = U.pow(2).sum(dim=1)
-        return q if metric == "euclidean" else (q + zero) / 2.0
-
-    counts = torch.bincount(ids_t, minlength=n_clusters).to(acc)
-    centres = torch.zeros(n_clusters, d, dtype=acc, device=device)
-    for j0 in range(0, n, block):
-        centres.index_add_(0, ids_t[j0:j0 + block], prepared(X[j0:j0 + block])[0])
-    centres /= counts.clamp(min=1)[:, None]
     sums = torch.zeros(rows.numel(), n_clusters, dtype=acc, device=device)
-    q_sums = torch.zeros_like(sums)
-    q_rows = torch.zeros(rows.numel(), dtype=acc, device=device)
-    own = ids_t[rows]
-    for c in torch.unique(own).tolist():
-        members = (own == c).nonzero().flatten()
-        for start in range(0, members.numel(), rows_at_once):
-            mine = members[start:start + rows_at_once]
-            A, zero_a = prepared(X[rows[mine]])
-            A = A - centres[c]
-            q_a = q_of(A, zero_a)
-            q_rows[mine] = q_a
-            for j0 in range(0, n, block):
-                j1 = min(n, j0 + block)
-                B, zero_b = prepared(X[j0:j1])
-                B = B - centres[c]
-                q_b = q_of(B, zero_b)
-                D = (A @ B.T).mul_(-1.0 if metric == "cosine" else -2.0).add_(q_a[:, None]).add_(q_b)
-                D.clamp_(0.0, 2.0 if metric == "cosine" else float("inf"))
-                if metric == "euclidean":
-                    D.sqrt_()
-                D[rows[mine][:, None] == torch.arange(j0, j1, device=device)] = 0.0  # d(x, x) = 0 exactly
-                onehot = torch.zeros(j1 - j0, n_clusters, dtype=acc, device=device)
-                onehot[torch.arange(j1 - j0, device=device), ids_t[j0:j1]] = 1.0
-                sums[mine] += D @ onehot
-                q_sums[mine] += q_b @ onehot
-    q_mean = q_sums / counts.clamp(min=1)
-    factor = 4.0 * float(np.sqrt(d + 2.0)) * float(torch.finfo(acc).eps)
-
-    def at(clusters):
-        error = factor * (q_rows + q_mean[torch.arange(q_rows.numel(), device=device), clusters])
-        return error.sqrt() if metric == "euclidean" else error
-
-    return sums, counts, at
+    for i0 in range(0, rows.numel(), rows_at_once):
+        mine = rows[i0:i0 + rows_at_once]
+        A, zero_a = prepared(X[mine])
+        for j0 in range(0, n, block):
+            j1 = min(n, j0 + block)
+            B, zero_b = prepared(X[j0:j1])
+            D = torch.cdist(A, B, compute_mode="donot_use_mm_for_euclid_dist")
+            if metric == "cosine":
+                D = (D.pow(2) / 2.0 + (zero_a[:, None] + zero_b[None, :]) / 2.0).clamp_(0.0, 2.0)
+            D[mine[:, None] == torch.arange(j0, j1, device=device)] = 0.0  # d(x, x) = 0 (a zero row reads 1 above)
+            sums[i0:i0 + mine.numel()].index_add_(1, ids_t[j0:j1], D)
+    counts = torch.bincount(ids_t, minlength=n_clusters).to(acc)
+    return sums, counts, lambda clusters: torch.zeros(clusters.shape, dtype=acc, device=device)
 
 
 def _silhouette_torch(X, ids, n_clusters, metric, chunk_size):
