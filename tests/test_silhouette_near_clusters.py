@@ -101,3 +101,26 @@ def test_torch_device_kernel(metric, dtype, offset):
     expected = _reference(X, labels, metric)
     got = _silhouette_torch(torch.from_numpy(X), labels, 3, metric, 128)
     np.testing.assert_allclose(got.numpy(), expected, rtol=0, atol=1e-5 if dtype == np.float32 else 1e-9)
+
+
+@pytest.mark.parametrize("layout", ["one point repeated", "every row ten times"])
+def test_equal_rows_are_at_distance_zero_in_float32(layout):
+    """Equal rows came out of the product at up to √δ apart (δ the squared distances' rounding), which averaged over
+    many duplicates put a float32 coefficient 1.2e-4 off (a review); they are now at distance 0 exactly."""
+    from isotropy._kernels.silhouette import duplicate_groups
+
+    rng = np.random.default_rng(2)
+    if layout == "one point repeated":
+        p = rng.normal(size=16)
+        X = np.concatenate([np.tile(p, (95, 1)), p + 0.3 * rng.normal(size=(5, 16)),
+                            p + 1 + 0.3 * rng.normal(size=(100, 16)), p + rng.normal(size=(100, 16))])
+        labels = np.repeat([0, 1, 2], 100)
+    else:
+        X = np.repeat(rng.normal(size=(60, 16)), 10, axis=0)
+        labels = np.repeat(np.arange(60) % 7, 10)
+    expected = _reference(X, labels, "euclidean")
+    got = isotropy.silhouette_samples(X.astype(np.float32), labels)
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-6)
+    groups = duplicate_groups(X.astype(np.float32))
+    assert (groups >= 0).sum() == (95 if layout == "one point repeated" else 600)
+    assert duplicate_groups(rng.normal(size=(500, 16)).astype(np.float32)) is None

@@ -187,11 +187,44 @@ def _threads(workers: int) -> ThreadPoolExecutor:
     return pool
 
 
-class _BlockKernel:
-    """One block of the distance matrix and its per-cluster sums (the samples sorted by cluster)."""
+def duplicate_groups(X):
+    """Per row of ``X``: the number of its group of equal rows (bit for bit), -1 for a row equal to no other; None
+    when no two rows are equal.
 
-    def __init__(self, R, sorted_ids, n_clusters, metric, b):
+    The product kernel gives two equal rows the distance √(rounding of q_i + q_j − 2·u_i·u_j), up to √δ where
+    its other distances are off by δ/(2·d): averaged over many duplicates, a float32 silhouette was off by 1e-4
+    (a review). Candidates are rows with equal sums of their entries times one fixed random vector (the same
+    arithmetic for equal rows), checked bit for bit: O(n·d), a few ms at n = 20,000, d = 384.
+    """
+    n, d = X.shape
+    probe = np.random.default_rng(0).standard_normal(d)
+    step = max(1, (1 << 20) // max(d, 1))
+    key = np.concatenate([(np.asarray(X[i:i + step], dtype=np.float64) * probe).sum(axis=1) for i in range(0, n, step)])
+    _, inverse, counts = np.unique(key, return_inverse=True, return_counts=True)
+    candidates = np.flatnonzero(counts[inverse.reshape(-1)] > 1)
+    if not candidates.size:
+        return None
+    rows = np.ascontiguousarray(X[candidates])
+    view = rows.view(np.dtype((np.void, rows.dtype.itemsize * d))).ravel()
+    _, inverse, counts = np.unique(view, return_inverse=True, return_counts=True)
+    inverse = inverse.reshape(-1)
+    if not (counts > 1).any():
+        return None
+    groups = np.full(n, -1, dtype=np.int64)
+    groups[candidates] = np.where(counts[inverse] > 1, inverse, -1)
+    return groups
+
+
+class _BlockKernel:
+    """One block of the distance matrix and its per-cluster sums (the samples sorted by cluster).
+
+    ``duplicates`` (euclidean): per sorted row, its group of equal rows (:func:`duplicate_groups`), whose
+    distances are set to 0 exactly, as the diagonal's.
+    """
+
+    def __init__(self, R, sorted_ids, n_clusters, metric, b, duplicates=None):
         self.R, self.sorted_ids, self.metric, self.b = R, sorted_ids, metric, b
+        self.duplicates = duplicates
         self.d = R.shape[1] - 2
         self.first = np.searchsorted(sorted_ids, np.arange(n_clusters + 1))  # cluster c: rows first[c]:first[c+1]
         self.counts = np.diff(self.first).astype(np.float64)
@@ -216,6 +249,14 @@ class _BlockKernel:
             np.sqrt(D, out=D)
         if i0 == j0:
             D.flat[:: D.shape[1] + 1] = 0.0  # d(x, x) = 0 exactly, whatever the rounding
+        if self.duplicates is not None:  # equal rows too
+            gi, gj = self.duplicates[i0:i1], self.duplicates[j0:j1]
+            ri, cj = np.flatnonzero(gi >= 0), np.flatnonzero(gj >= 0)
+            if ri.size and cj.size:
+                equal = gi[ri][:, None] == gj[cj][None, :]
+                if equal.any():
+                    r, c = np.nonzero(equal)
+                    D[ri[r], cj[c]] = 0.0
         # Sums of many similar float32 terms lose digits: sum d - shift instead, shift ~ a typical d, and add
         # n * shift in float64. Cosine: the mean of L @ R.T over the block, mean(L) @ mean(R). Euclidean: about
         # the centre a typical squared distance |u_i - u_j|^2 is about q_i + q_j, so the medians of q over the

@@ -36,6 +36,7 @@ from isotropy._kernels.silhouette import (
     _run_tasks,
     _sample_indices,
     _uncertain_numpy,
+    duplicate_groups,
 )
 from isotropy._utils.backend import is_dask, is_torch
 from isotropy._utils.validation import (
@@ -80,8 +81,9 @@ def _silhouette_numpy(X, ids, n_clusters, metric, chunk_size):
     n = X.shape[0]
     dtype = np.float64 if X.dtype == np.float64 else np.float32
     order = np.argsort(ids, kind="stable")
+    groups = duplicate_groups(X) if metric == "euclidean" else None  # cosine: a duplicate's error is δ, not √δ
     kernel = _BlockKernel(_augmented_numpy(X, metric, dtype, order), ids[order], n_clusters, metric,
-                          min(n, chunk_size or _DEFAULT_CHUNK))
+                          min(n, chunk_size or _DEFAULT_CHUNK), duplicates=None if groups is None else groups[order])
     starts = range(0, n, kernel.b)
     resolution = _resolution(kernel.R[:, -1].astype(np.float64), kernel.sorted_ids, n_clusters, kernel.R.dtype,
                              kernel.d, metric)
