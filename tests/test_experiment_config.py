@@ -525,3 +525,23 @@ def test_a_bare_table_name_of_a_method_is_told_to_be_a_list():
         load_experiment("frozen-classification").config(sets=["methods=Mean + PCA"])
     with pytest.raises(ValueError, match=r"Got 'Mean \+ PCX' instead\. Did you mean 'Mean \+ PCA'\?"):
         load_experiment("frozen-classification").config(sets=["methods=[baseline, Mean + PCX]"])
+
+
+@pytest.mark.parametrize(("sets", "message"), [
+    (["lambdas=[-1,-1,1]"], ("The 'lambdas' setting of istar must be a list of distinct non-zero finite numbers (the "
+                            "I-STAR weights). Got [-1, -1, 1] instead.")),
+    (["lambdas=[]", "baseline=false", "cosreg=false"],
+     ("The 'cosreg' setting of istar leaves nothing to run with lambdas: [] and baseline: false; give a CosReg weight, "
+     "a λ in lambdas, or baseline: true. Got False instead.")),
+])
+def test_istar_sweeps_that_would_mislead_are_refused(sets, message, capsys):
+    """A repeated λ ran once per seed but its table counted it as more seeds (seeds 3 for one run); a sweep with no
+    run at all loaded the model and marked its empty tables finished (a new-user trial)."""
+    argv = ["run", "istar", "--print-config"]
+    for item in sets:
+        argv += ["--set", item]
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.strip() == f"Error: {message}"
+    main(["run", "istar", "--print-config", "--set", "lambdas=[]", "--set", "cosreg=false"])  # the baseline alone runs

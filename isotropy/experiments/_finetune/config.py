@@ -11,9 +11,9 @@ from __future__ import annotations
 import math
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BeforeValidator, Field
+from pydantic import AfterValidator, BeforeValidator, Field, ValidationInfo, field_validator
 
-from isotropy.experiments._config import ExperimentConfig, Seeds, expects
+from isotropy.experiments._config import ExperimentConfig, Seeds, config_rule, expects
 
 __all__ = ["FinetuneConfig", "IstarSettings", "Pooling", "TableSpec", "finetune_setup", "resolve", "sweep_specs"]
 
@@ -38,6 +38,8 @@ Pooling = Annotated[Literal["mean", "first"], BeforeValidator(_pooling_name), ex
 def _nonzero_finite(values: list[float]) -> list[float]:
     if not all(math.isfinite(v) and v != 0 for v in values):
         raise ValueError("non-zero")
+    if len(set(values)) != len(values):  # one run per (λ, seed): a repeated λ was counted as more seeds in the tables
+        raise ValueError("distinct")
     return values
 
 
@@ -84,12 +86,22 @@ class FinetuneConfig(ExperimentConfig):
     dropout: float = Field(ge=0, le=1)
     seeds: Seeds
     lambdas: Annotated[list[float], AfterValidator(_nonzero_finite)] = expects(
-        "a list of non-zero finite numbers (the I-STAR weights)")
+        "a list of distinct non-zero finite numbers (the I-STAR weights)")
     baseline: bool
     cosreg: float | Literal[False] | None = expects(
         "a finite number (the CosReg weight), or false / 0 / null for no CosReg runs", allow_inf_nan=False)
     istar: IstarSettings
     checkpoint_every: int = Field(ge=0)
+
+    @field_validator("cosreg")
+    @classmethod
+    def _something_to_run(cls, value, info: ValidationInfo):
+        """A sweep with no run (no λ, no baseline, no CosReg) was accepted and its empty tables marked finished."""
+        if (value is None or value is False or value == 0) and info.data.get("lambdas") == [] and \
+                info.data.get("baseline") is False:
+            raise config_rule("leaves nothing to run with lambdas: [] and baseline: false; give a CosReg weight, a "
+                              "λ in lambdas, or baseline: true")
+        return value
 
 
 def finetune_setup(setup: str, **overrides) -> FinetuneConfig:
