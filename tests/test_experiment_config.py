@@ -545,3 +545,16 @@ def test_istar_sweeps_that_would_mislead_are_refused(sets, message, capsys):
     assert exit_.value.code == 2
     assert capsys.readouterr().err.strip() == f"Error: {message}"
     main(["run", "istar", "--print-config", "--set", "lambdas=[]", "--set", "cosreg=false"])  # the baseline alone runs
+
+
+@pytest.mark.parametrize(("argv", "flag", "key"), [
+    (["run", "istar", "--seeds", "1", "--set", "seeds=[2]"], "--seeds", "seeds"),
+    (["run", "istar", "--lambdas", "1", "--set", "lambdas=[2]"], "--lambdas", "lambdas"),
+])
+def test_a_key_set_by_a_flag_and_by_set_is_refused(argv, flag, key, capsys):
+    """--seeds won over --set seeds=, while --set won over the other shortcut flags, each without a word (a new-user
+    trial): both given for one key is refused."""
+    with pytest.raises(SystemExit) as exit_:
+        main([*argv, "--print-config"])
+    assert exit_.value.code == 2
+    assert f"Error: {flag} and --set {key}=... both set '{key}': give one of them." in capsys.readouterr().err

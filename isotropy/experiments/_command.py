@@ -56,6 +56,19 @@ def _shortcut_sets(experiment, given: dict) -> list[str]:
     return sets
 
 
+def _refuse_twice_set(experiment, given: dict, seeds, sets) -> None:
+    """Refuse a key set both by a flag (``--seeds``, a shortcut) and by ``--set``: one of them was silently dropped,
+    and which one depended on the flag (``--seeds`` won over ``--set seeds=``, ``--set`` over ``--updates``)."""
+    flags = {key.removesuffix("[]"): flag for flag, key, _ in experiment.shortcuts
+             if given.get(_param_name(flag)) is not None}
+    if seeds is not None:
+        flags["seeds"] = "--seeds"
+    for pair in sets:
+        key = str(pair).partition("=")[0].strip()
+        if key in flags:
+            raise click.UsageError(f"{flags[key]} and --set {key}=... both set '{key}': give one of them.")
+
+
 def _param_name(flag: str) -> str:
     return "shortcut_" + flag.lstrip("-").replace("-", "_")
 
@@ -88,6 +101,7 @@ def make_command(experiment) -> click.Command:
         from isotropy.experiments._config import dump_config
         from isotropy.experiments._runner import execute
 
+        _refuse_twice_set(experiment, shortcuts, seeds, sets)
         all_sets = [*_shortcut_sets(experiment, shortcuts), *sets]
         if seeds is not None:
             all_sets.append(f"seeds=[{', '.join(map(str, seeds))}]")
