@@ -127,3 +127,27 @@ def test_no_attention_mask_means_no_padding():
     with pytest.warns(UserWarning, match="without a shrinkage sample"):
         istar = HiddenStateRegulariser("istar", weight=1.0)
     assert float(istar.penalty(states)) == pytest.approx(float(istar_penalty(H, shrinkage_cov=None)), rel=1e-6)
+
+
+def test_a_lightning_module_without_forward_or_a_misspelt_model_is_named():
+    """A LightningModule with no forward failed with torch's bare "_forward_unimplemented() got an unexpected keyword
+    argument 'input_ids'", and model='modle' said "(NoneType)" with no suggestion (a new-user trial)."""
+    import torch
+    from lightning.pytorch import LightningModule
+
+    from isotropy import IsotropyValueError
+    from isotropy.training.lightning_callback import resolve_submodule
+
+    class Module(LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.model = torch.nn.Linear(2, 2)
+
+    module = Module()
+    with pytest.raises(IsotropyValueError, match=r"^The LightningModule given to LightningGeometryCallback has no "
+                                                 r"forward method, so it cannot embed the probe itself: pass model= "
+                                                 r"naming its transformers model \('model'\), or a callable\.$"):
+        resolve_submodule(module, None, "LightningGeometryCallback")
+    with pytest.raises(IsotropyValueError, match=r"Got 'modle' \(no such attribute\) instead\. Did you mean 'model'\?$"):
+        resolve_submodule(module, "modle", "LightningGeometryCallback")
+    assert resolve_submodule(module, "model", "LightningGeometryCallback") is module.model

@@ -24,17 +24,34 @@ def check_model(model, caller):
 def resolve_submodule(pl_module, model, caller):
     """The module to call: ``pl_module`` itself, its attribute named ``model``, or ``model(pl_module)``."""
     if model is None:
+        # torch's placeholder (LightningModule's forward only calls it): calling it raised a bare TypeError
+        if getattr(type(pl_module).forward, "__qualname__", "") in ("_forward_unimplemented",
+                                                                      "LightningModule.forward"):
+            names = _module_attributes(pl_module)
+            raise IsotropyValueError(f"The LightningModule given to {caller} has no forward method, so it cannot embed "
+                                     f"the probe itself: pass model= naming its transformers model"
+                                     f"{' (' + ', '.join(repr(n) for n in names) + ')' if names else ''}, or a "
+                                     f"callable.")
         return pl_module
     if isinstance(model, str):
         found = getattr(pl_module, model, None)
         if not isinstance(found, torch.nn.Module):
+            from isotropy._utils.suggest import did_you_mean
+
+            got = "no such attribute" if not hasattr(pl_module, model) else type(found).__name__
             raise IsotropyValueError(f"The 'model' parameter of {caller} must name a torch.nn.Module attribute of the "
-                                     f"LightningModule. Got {model!r} ({type(found).__name__}) instead.")
+                                     f"LightningModule. Got {model!r} ({got}) instead."
+                                     f"{did_you_mean(model, _module_attributes(pl_module))}")
         return found
     if callable(model):
         return model(pl_module)
     raise TypeError(f"The 'model' parameter of {caller} must be None, an attribute name or a callable. "
                     f"Got {type(model).__name__} instead.")
+
+
+def _module_attributes(pl_module) -> list[str]:
+    """The names of the LightningModule's direct sub-modules (what ``model=`` may name)."""
+    return [name for name, _ in pl_module.named_children()]
 
 
 def _find_tokenizer(trainer, pl_module):

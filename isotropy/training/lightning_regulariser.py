@@ -83,4 +83,5 @@ class LightningRegulariser(HiddenStateRegulariser, Callback):
 
     def on_train_epoch_start(self, trainer, pl_module):
         self.set_tokenizer(_find_tokenizer(trainer, pl_module))
-        self.refresh(resolve_submodule(pl_module, self.model, self.caller))
+        if self.method == "istar" and self.sample is not None:  # only Σ_S's sample is embedded by the module
+            self.refresh(resolve_submodule(pl_module, self.model, self.caller))
