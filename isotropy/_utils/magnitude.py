@@ -212,3 +212,16 @@ def refuse_partition_overflow(exponent: int):
         f"The 'X' parameter of partition_isotropy must have projections uᵀx inside float64's range. Got data at "
         f"scale 2**{exponent} (about 1e{round(exponent * math.log10(2))}), whose projections overflow; I(W) "
         f"depends on the scale of X, so it cannot be computed there: rescale X first.")
+
+
+def refuse_partition_all_zero(top: float, n_samples: int, caller: str = "partition_isotropy") -> None:
+    """Refuse all-zero data (``top`` = max |x|), in memory and on dask.
+
+    The formula's value there is 1 (Z(c) = n for every c), but it says nothing: XᵀX = 0, so every
+    direction is an eigenvector and no row has a direction at all; "perfectly isotropic" would be a
+    reading of nothing. Refused as effective_rank refuses all-zero data.
+    """
+    if top == 0.0:
+        raise IsotropyValueError(
+            f"The 'X' parameter of {caller} must not be all zero. Got {n_samples} zero rows instead, which have "
+            f"no direction: Z(c) = n for every c, so I(W) = 1 would say nothing about isotropy.")

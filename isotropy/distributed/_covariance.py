@@ -185,15 +185,14 @@ def partition_isotropy(X):
     """
     from dask import delayed
 
-    from isotropy._utils.magnitude import refuse_partition_overflow, rescaled
-    from isotropy.metrics.partition import _refuse_all_zero
+    from isotropy._utils.magnitude import refuse_partition_all_zero, refuse_partition_overflow, rescaled
 
     caller = "partition_isotropy"
     X = check_dask_X(X, caller=caller, min_samples=2)  # one row, or all zero: refused as in memory
     blocks = finite_blocks(X, caller)
     gram = tree_reduce([delayed(_gram, pure=True)(b) for b in blocks], _add_gram, name="isotropy-merge-gram")
     ((exponent, G, top),) = compute(gram)
-    _refuse_all_zero(top, X.shape[0])
+    refuse_partition_all_zero(top, X.shape[0])
     dtype = X.dtype if X.dtype in (np.float32, np.float64) else np.float64  # check_X's: ints are read as float64
     rescaled(np.array([top], dtype=dtype), top, caller=caller)  # only subnormal numbers of that dtype: refused as in memory
     exponent = exponent or 0

@@ -7,9 +7,9 @@ import math
 import numpy as np
 
 from isotropy._utils.backend import is_dask, is_torch, to_output
-from isotropy._utils.magnitude import extremes, rescaled
+from isotropy._utils.magnitude import extremes, refuse_partition_all_zero, rescaled
 from isotropy._utils.magnitude import refuse_partition_overflow as _refuse_overflow
-from isotropy._utils.validation import IsotropyValueError, check_X
+from isotropy._utils.validation import check_X
 
 __all__ = ["partition_isotropy"]
 
@@ -110,19 +110,6 @@ def _numpy_log_z(X, exponent):
     return top + np.log(total)
 
 
-def _refuse_all_zero(top: float, n_samples: int, caller: str = "partition_isotropy") -> None:
-    """Refuse all-zero data (``top`` = max |x|), in memory and on dask.
-
-    The formula's value there is 1 (Z(c) = n for every c), but it says nothing: XᵀX = 0, so every
-    direction is an eigenvector and no row has a direction at all; "perfectly isotropic" would be a
-    reading of nothing. Refused as effective_rank refuses all-zero data.
-    """
-    if top == 0.0:
-        raise IsotropyValueError(
-            f"The 'X' parameter of {caller} must not be all zero. Got {n_samples} zero rows instead, which have "
-            f"no direction: Z(c) = n for every c, so I(W) = 1 would say nothing about isotropy.")
-
-
 def _eigenvectors(A):
     """Eigenvectors of the symmetric ``A`` (numpy), on one BLAS thread when ``A`` is small.
 
@@ -214,7 +201,7 @@ def partition_isotropy(X):
     X = check_X(X, caller="partition_isotropy", min_samples=2)
     n, d = X.shape
     low, high = extremes(X)
-    _refuse_all_zero(max(abs(low), abs(high)), n)
+    refuse_partition_all_zero(max(abs(low), abs(high)), n)
     Xs, exponent = rescaled(X, caller="partition_isotropy")  # eigenvectors at unit scale: no overflow in XᵀX
     if is_torch(X):
         import torch
