@@ -558,3 +558,12 @@ def test_a_key_set_by_a_flag_and_by_set_is_refused(argv, flag, key, capsys):
         main([*argv, "--print-config"])
     assert exit_.value.code == 2
     assert f"Error: {flag} and --set {key}=... both set '{key}': give one of them." in capsys.readouterr().err
+
+
+def test_an_empty_text_setting_reads_as_a_sentence(capsys):
+    """--set model= said "must be String should have at least 1 character." (pydantic's sentence pasted in)."""
+    with pytest.raises(SystemExit) as exit_:
+        main(["run", "classifier-geometry", "--set", "model=", "--print-config"])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.strip() == ("Error: The 'model' setting of classifier-geometry must be a non-empty "
+                                               "text. Got '' instead.")

@@ -338,6 +338,10 @@ def _format_errors(exc: ValidationError, model: type[BaseModel], data: dict, *, 
             for e in errors:
                 msg = e["msg"]
                 msg = re.sub(r"^(Input should be|Value error,|Assertion failed,)\s*", "", msg)
+                # pydantic's sentences about lengths, as what the value must be ("must be String should have ...")
+                msg = re.sub(r"^String should have at least 1 character$", "a non-empty text", msg)
+                msg = re.sub(r"^String should have at least (\d+) characters$", r"a text of at least \1 characters", msg)
+                msg = re.sub(r"^List should have at least 1 item after validation, not 0$", "a non-empty list", msg)
                 msg = re.sub(r"^a valid (\w)", lambda m: ("an " if m.group(1) in "aeiou" else "a ") + m.group(1), msg)
                 if msg not in parts:
                     parts.append(msg)
