@@ -244,3 +244,19 @@ def test_tensorboard_runs_are_read_in_the_order_they_were_written(tmp_path):
     with pytest.warns(UserWarning, match="2 TensorBoard logs"):
         frame = read_geometry_log(tmp_path)
     assert _as_dict(frame) == {("x", 0, 2): 0.5}  # the later run's value
+
+
+def test_other_tables_called_metrics_csv_are_not_read_as_lightning_logs(tmp_path, capsys):
+    """A folder holding an experiment's results (their metrics.csv has no geometry column) beside a Lightning log:
+    'isotropy plot' read all three as one run and said so (a new-user trial); the log alone is read."""
+    for name in ("cg1", "cg2"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "metrics.csv").write_text("seed,step,loss,isoscore\n0,0,1.0,0.5\n")
+    folder = tmp_path / "pl-logs" / "version_0"
+    folder.mkdir(parents=True)
+    (folder / "metrics.csv").write_text("step,geometry/x/layer_0\n3,0.25\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # one log: no 'read as one run' warning
+        frame = read_geometry_log(tmp_path)
+    assert _as_dict(frame) == {("x", 0, 3): 0.25}
+    assert list(frame["source"].unique()) == [str(folder / "metrics.csv")]

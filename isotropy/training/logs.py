@@ -39,8 +39,8 @@ def find_geometry_logs(path: str | os.PathLike) -> list[Path]:
 
     The first kind found wins, in the order ``trainer_state.json`` (the top-level one, else the
     latest ``checkpoint-*``: it holds the whole history so far), ``metrics.csv`` (every
-    Lightning version, in version order: version_10 after version_9), TensorBoard event files (in the order
-    they were written).
+    Lightning version whose header names a ``.../layer_<i>`` column, in version order: version_10 after
+    version_9), TensorBoard event files (in the order they were written).
     """
     path = Path(path).expanduser()
     if path.is_file():
@@ -58,11 +58,26 @@ def find_geometry_logs(path: str | os.PathLike) -> list[Path]:
         return [states[-1]]
     for pattern, order in (("**/metrics.csv", _natural_key), ("**/events.out.tfevents.*", _written_at)):
         found = sorted((p for p in path.glob(pattern) if p.is_file()), key=order)
+        # tables of geometry first; if none is, all of them (read, and refused in one line saying why)
+        found = [p for p in found if _may_hold_geometry(p)] or found
         if found:
             return found
     raise IsotropyValueError(f"The directory {str(path)!r} holds no training log: expected trainer_state.json "
                              f"(Hugging Face), metrics.csv (Lightning CSVLogger) or events.out.tfevents.* "
                              f"(TensorBoard).")
+
+
+def _may_hold_geometry(path: Path) -> bool:
+    """A ``metrics.csv`` whose header names a ``.../layer_<i>`` column (any other file: True). Other tables called
+    metrics.csv (an experiment's results folder) were read as Lightning logs of the same run."""
+    if path.name != "metrics.csv":
+        return True
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            header = handle.readline(1 << 20)
+    except OSError:
+        return True  # read (and refused in one line) with the others
+    return re.search(r"/layer_\d", header) is not None
 
 
 def _natural_key(path: Path) -> tuple:
