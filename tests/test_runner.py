@@ -423,3 +423,12 @@ def test_resume_without_plotting_says_the_figures_are_the_earlier_runs(tmp_path,
     execute(TEMPLATE, TEMPLATE.config(sets=[*SMALL, "seeds=[0, 1, 2]"]), results_dir=tmp_path, device="cpu",
             resume=True, quiet=False, plot=True)
     assert "earlier run's results" not in capfd.readouterr().err  # redrawn: nothing to say
+
+
+def test_run_json_records_the_data_folder_as_an_absolute_path(tmp_path, monkeypatch):
+    """Without --data-dir the record said "data" (relative to wherever the run was started: a new-user trial); it is
+    now the folder's absolute path, as with the flag."""
+    monkeypatch.delenv("ISOTROPY_DATA", raising=False)
+    monkeypatch.chdir(tmp_path)
+    _run(tmp_path / "run", plot=False)
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["data_dir"] == str(tmp_path / "data")

@@ -448,7 +448,7 @@ def execute(experiment: Experiment, config, *, results_dir=None, setup: str | No
 
     label = Path(setup).stem if setup and str(setup).endswith((".yaml", ".yml")) else setup
     ctx = RunContext(experiment=experiment.name, results_dir=results_dir, setup=label, device=resolve_device(device),
-                     threads=threads, resume=resume, data_dir=resolve_data_dir(data_dir), quiet=quiet,
+                     threads=threads, resume=resume, data_dir=resolve_data_dir(data_dir).absolute(), quiet=quiet,
                      config_hash=config_hash(experiment.config_model.hashed_values(values), ignore=ignore))
     check_results_dir(results_dir)
     # the libraries' own bars (transformers' "Loading weights", the hub's) follow the run's: a terminal only
