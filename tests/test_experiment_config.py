@@ -567,3 +567,12 @@ def test_an_empty_text_setting_reads_as_a_sentence(capsys):
     assert exit_.value.code == 2
     assert capsys.readouterr().err.strip() == ("Error: The 'model' setting of classifier-geometry must be a non-empty "
                                                "text. Got '' instead.")
+
+
+def test_print_config_refuses_a_device_name_no_run_takes(capsys):
+    """--device gpu --print-config printed the config with exit 0, while the run refuses 'gpu' (a new-user trial)."""
+    with pytest.raises(SystemExit) as exit_:
+        main(["run", "istar", "--device", "gpu", "--print-config"])
+    assert exit_.value.code == 2
+    assert "Error: --device 'gpu': expected auto, cpu, cuda, cuda:N or mps." in capsys.readouterr().err
+    main(["run", "istar", "--device", "cuda:1", "--print-config"])  # a config for another machine's GPU: printed

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import warnings
 from pathlib import Path
 
@@ -102,6 +103,10 @@ def make_command(experiment) -> click.Command:
         from isotropy.experiments._runner import execute
 
         _refuse_twice_set(experiment, shortcuts, seeds, sets)
+        if not re.fullmatch(r"auto|cpu|mps|cuda(:\d+)?", str(device).strip()):  # before --print-config, which
+            # prints a config without running it: a device name no run takes is refused there too (a machine's
+            # lack of a GPU is not: the config may be meant for another machine)
+            raise click.UsageError(f"--device {device!r}: expected auto, cpu, cuda, cuda:N or mps.")
         all_sets = [*_shortcut_sets(experiment, shortcuts), *sets]
         if seeds is not None:
             all_sets.append(f"seeds=[{', '.join(map(str, seeds))}]")
