@@ -574,5 +574,5 @@ def test_print_config_refuses_a_device_name_no_run_takes(capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["run", "istar", "--device", "gpu", "--print-config"])
     assert exit_.value.code == 2
-    assert "Error: --device 'gpu': expected auto, cpu, cuda, cuda:N or mps." in capsys.readouterr().err
+    assert "Error: --device must be auto, cpu, cuda, cuda:N or mps. Got 'gpu' instead." in capsys.readouterr().err
     main(["run", "istar", "--device", "cuda:1", "--print-config"])  # a config for another machine's GPU: printed

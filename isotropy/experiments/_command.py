@@ -106,7 +106,7 @@ def make_command(experiment) -> click.Command:
         if not re.fullmatch(r"auto|cpu|mps|cuda(:\d+)?", str(device).strip()):  # before --print-config, which
             # prints a config without running it: a device name no run takes is refused there too (a machine's
             # lack of a GPU is not: the config may be meant for another machine)
-            raise click.UsageError(f"--device {device!r}: expected auto, cpu, cuda, cuda:N or mps.")
+            raise ValueError(f"--device must be auto, cpu, cuda, cuda:N or mps. Got {device!r} instead.")  # as a run
         all_sets = [*_shortcut_sets(experiment, shortcuts), *sets]
         if seeds is not None:
             all_sets.append(f"seeds=[{', '.join(map(str, seeds))}]")
