@@ -85,54 +85,40 @@ def _parse_shrinkage_sample(ctx, param, value):
     return size
 
 
-def _count_of_at_least_two(value, option: str, expected: str):
-    """An option's int >= 2 (``None`` when not given), refused in one line (exit 2), not with a usage block."""
+def _count_at_least(value, option: str, expected: str, *, low: int = 2):
+    """An option's int >= ``low`` (``None`` when not given), refused in one line (exit 2), not with a usage block."""
     if value is None:
         return None
     try:
         count = int(value)
-    except ValueError:
+    except (TypeError, ValueError):
         count = None
-    if count is None or count < 2:
+    if count is None or count < low:
         raise InputError(f"{option} {value!r}: expected {expected}.")
     return count
 
 
 def _parse_sample_size(ctx, param, value):
     """``--sample-size``: rows of the sample."""
-    return _count_of_at_least_two(value, "--sample-size", "an integer number of rows of at least 2")
+    return _count_at_least(value, "--sample-size", "an integer number of rows of at least 2")
 
 
 def _parse_random_state(ctx, param, value):
     """``--random-state``: a seed, an int >= 0 (numpy's seeds), checked before any data is read: a negative one
     passed every check and reached numpy's sampler, whose own "expected non-negative integer" named nothing."""
-    try:
-        seed = int(value)
-    except (TypeError, ValueError):
-        seed = None
-    if seed is None or seed < 0:
-        raise InputError(f"--random-state {value!r}: expected an integer >= 0 (the seed of the row sample and of "
-                         f"randomised metrics).")
-    return seed
+    return _count_at_least(value, "--random-state", "an integer >= 0 (the seed of the row sample and of "
+                                  "randomised metrics)", low=0)
 
 
 def _parse_workers(ctx, param, value):
-    """``--workers``: the number of local worker processes, an int >= 1 (click's IntRange said only "is not a valid
-    integer range")."""
-    if value is None:
-        return None
-    try:
-        count = int(value)
-    except ValueError:
-        count = None
-    if count is None or count < 1:
-        raise InputError(f"--workers {value!r}: expected an integer number of worker processes of at least 1.")
-    return count
+    """``--workers``: the number of local worker processes (click's IntRange said only "is not a valid integer
+    range")."""
+    return _count_at_least(value, "--workers", "an integer number of worker processes of at least 1", low=1)
 
 
 def _parse_n_neighbors(ctx, param, value):
     """``--n-neighbors``: k of mle_dimension."""
-    return _count_of_at_least_two(value, "--n-neighbors",
+    return _count_at_least(value, "--n-neighbors",
                                   "an integer number of neighbours of at least 2 (k of mle_dimension)")
 
 
