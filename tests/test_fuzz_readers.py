@@ -98,6 +98,11 @@ def test_round_trip(tmp_path_factory, X, suffix):
     kind, result = _read(path)
     assert kind == "ok", result
     _check_ok(result, X, names, prefix_allowed=False)
+    if suffix in (".npy", ".npz", ".pt", ".safetensors", ".parquet"):  # binary formats: also without the extension
+        (tmp / "x").write_bytes(data)
+        kind, result = _read(tmp / "x")
+        assert kind == "ok", result
+        _check_ok(result, X, names, prefix_allowed=False)
 
 
 @SETTINGS
@@ -138,7 +143,8 @@ def test_lying_word2vec_headers_are_refused(tmp_path_factory, X, suffix, dn, dd)
 
 @SETTINGS
 @given(data=st.binary(max_size=300), suffix=st.sampled_from(EMBEDDING_SUFFIXES + [".w2v", ""]),
-       header=st.sampled_from([b"", b"3 2\n", b"\x93NUMPY", b"PK\x03\x04", b"PAR1", b"w,a\n"]))
+       header=st.sampled_from([b"", b"3 2\n", b"\x93NUMPY", b"PK\x03\x04", b"PAR1", b"w,a\n",
+                                    b"\x20\x00\x00\x00\x00\x00\x00\x00{"]))
 def test_random_bytes_never_crash(tmp_path_factory, data, suffix, header):
     path = tmp_path_factory.mktemp("rnd") / f"x{suffix}"
     path.write_bytes(header + data)

@@ -180,8 +180,42 @@ def test_missing_file_and_directory(tmp_path):
 
 def test_unknown_extension(tmp_path):
     (tmp_path / "x.xlsx").write_text("hello\n")
-    with pytest.raises(IsotropyValueError, match=r"unknown file extension '\.xlsx'; expected one of \.npy"):
+    with pytest.raises(IsotropyValueError, match=r"unknown file extension '\.xlsx', and its first bytes are not "
+                                                 r"those of a \.npy, .*; expected one of \.npy"):
         read_embeddings(tmp_path / "x.xlsx")
+    (tmp_path / "x").write_bytes(b"\x00\x01 binary")
+    with pytest.raises(IsotropyValueError, match=r"'.*x': no file extension, and its first bytes are not"):
+        read_embeddings(tmp_path / "x")
+
+
+def test_binary_formats_without_their_extension_are_read_by_content(tmp_path):
+    """A file saved without its extension (or under another one) is read as what its first bytes say it is."""
+    import shutil
+
+    import pandas as pd
+    import torch
+    from safetensors.numpy import save_file
+
+    X = np.random.default_rng(0).normal(size=(20, 3)).astype(np.float32)
+    np.save(tmp_path / "a.npy", X)
+    np.savez(tmp_path / "b.npz", emb=X)
+    torch.save(torch.from_numpy(X), tmp_path / "c.pt")
+    save_file({"emb": X}, tmp_path / "d.safetensors")
+    pd.DataFrame(X, columns=["p", "q", "r"]).to_parquet(tmp_path / "e.parquet")
+    for name, renamed in [("a.npy", "a"), ("b.npz", "b.dat"), ("c.pt", "c"), ("d.safetensors", "d.emb"),
+                          ("e.parquet", "e")]:
+        shutil.move(tmp_path / name, tmp_path / renamed)
+        Y, names = read_embeddings(tmp_path / renamed)
+        np.testing.assert_array_equal(Y, X)
+        assert names is None
+    with pytest.raises(IsotropyValueError, match="key='nope' was given but .npy files hold a single array"):
+        read_embeddings(tmp_path / "a", key="nope")
+    import zipfile  # a zip archive of other files is neither .npz nor .pt
+
+    with zipfile.ZipFile(tmp_path / "z", "w") as archive:
+        archive.writestr("readme.txt", "hello")
+    with pytest.raises(IsotropyValueError, match="no file extension, and its first bytes are not"):
+        read_embeddings(tmp_path / "z")
 
 
 @pytest.mark.parametrize("name", ["x.npy", "x.npz", "x.pt", "x.safetensors", "x.parquet"])

@@ -221,7 +221,7 @@ def test_bad_input_one_line_exit_2(tmp_path, case):
         args, expect = [tmp_path / "nope.npy"], r"'.*nope\.npy' does not exist; expected"
     elif case == "unknown_ext":
         (tmp_path / "x.docx").write_text("hello")
-        args, expect = [tmp_path / "x.docx"], r"unknown file extension '\.docx'; expected one of"
+        args, expect = [tmp_path / "x.docx"], r"unknown file extension '\.docx', and its first bytes are not those of a \.npy.*; expected one of"
     elif case == "corrupt":
         (tmp_path / "x.npy").write_bytes(b"not numpy at all")
         args, expect = [tmp_path / "x.npy"], r"not a \.npy file \(it does not start with numpy.s magic string"

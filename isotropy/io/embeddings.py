@@ -17,6 +17,7 @@ import importlib
 import math
 import os
 import shlex
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -141,6 +142,8 @@ def read_embeddings(path: str | os.PathLike, *, key: str | None = None, mmap_mod
     if kind is not None:  # a directory, a device such as /dev/zero, a link loop or a dangling link
         raise _fail(path, f"it {kind}")
     suffix = path.suffix.lower()
+    if suffix not in EMBEDDING_EXTENSIONS:  # no extension, or one that says nothing: the format from the first bytes
+        suffix = _format_from_content(path) or suffix
     if suffix == ".npy":
         _no_key(path, key, ".npy files")
         return _as_matrix(_load_npy(path, mmap_mode), path), None
@@ -161,8 +164,38 @@ def read_embeddings(path: str | os.PathLike, *, key: str | None = None, mmap_mod
             return _read_numeric_text(path), None
         words, X = read_word_vectors(path)
         return _as_matrix(X, path), words
-    raise _fail(path, f"unknown file extension {suffix or '(none)'!r}",
+    found = (f"unknown file extension {suffix!r}" if suffix else "no file extension") + \
+        ", and its first bytes are not those of a .npy, .npz, .pt, .parquet or .safetensors file"
+    raise _fail(path, found,
                 f"one of {', '.join(EMBEDDING_EXTENSIONS)}, or a word2vec file with a '<n_words> <n_features>' header")
+
+
+def _format_from_content(path: Path) -> str | None:
+    """The extension of a binary format recognised by its first bytes (``.npy``, ``.npz``, ``.pt``, ``.parquet``,
+    ``.safetensors``), or ``None``: for a file saved without an extension (``np.save`` adds one, ``open(...).write``
+    does not) or under another one. Only these bytes and a zip file's directory are read.
+    """
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(9)
+    except OSError:
+        return None
+    if head.startswith(b"\x93NUMPY"):
+        return ".npy"
+    if head.startswith(b"PAR1"):
+        return ".parquet"
+    if len(head) == 9 and head[8:9] == b"{" and 2 <= int.from_bytes(head[:8], "little") <= 100 * 2**20:
+        return ".safetensors"  # an 8-byte header length, then the JSON header
+    if head.startswith(b"PK\x03\x04"):
+        try:
+            with zipfile.ZipFile(path) as archive:
+                names = archive.namelist()
+        except (OSError, zipfile.BadZipFile):
+            return None
+        if any(name == "data.pkl" or name.endswith("/data.pkl") for name in names):
+            return ".pt"  # torch.save's archive, read with weights_only=True like any .pt
+        return ".npz" if names and all(name.endswith(".npy") for name in names) else None
+    return None
 
 
 def _import_optional(module: str, path, packages: str):
