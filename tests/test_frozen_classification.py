@@ -149,3 +149,28 @@ def test_resume_of_a_finished_run_runs_nothing(tmp_path, tiny_bert_dir, one_torc
     assert outcome.skipped
     assert "already finished with this config; nothing to run" in capsys.readouterr().err
     assert {name: (tmp_path / name).stat().st_mtime_ns for name in written} == written
+
+
+def test_one_seed_prints_no_spread():
+    """One seed measures no spread: the table gives the mean alone, never '± 0.00' (the summary's sd is 0 there)."""
+    from isotropy.experiments.frozen_classification.run import markdown_table, summarise
+
+    record = {"method": "mean", "accuracy": 0.8, "train_accuracy": 0.9, "partition_isotropy": 0.191, "isoscore": 0.25,
+              "partition_isotropy_train": 0.2}
+    results = {"task": "sst2", "model": "m", "layer": -1, "seeds": [0], "summary": summarise([record], ["mean"]),
+               "data": {"train": {"n_sentences": 5000}, "validation": {"n_sentences": 872}}}
+    assert markdown_table(results).splitlines()[-1] == "| mean | 80.00 | 0.191 | 0.250 | 90.00 |"
+    results["summary"] = summarise([record, {**record, "accuracy": 0.7}], ["mean"])
+    assert markdown_table(results).splitlines()[-1] == "| mean | 75.00 ± 7.07 | 0.191 ± 0 | 0.250 ± 0.000 | 90.00 |"
+
+
+def test_istar_table_with_one_seed_prints_no_spread():
+    from isotropy.experiments.istar.tables import markdown_table, summarise
+
+    record = {"condition": "istar:-1", "method": "istar", "lambda": -1.0, "metric": "accuracy", "seed": 0,
+              "score": 0.81234, "accuracy": 0.81234, "isoscore_star": 0.1, "isoscore": 0.2, "twonn_dimension": 9.5,
+              "silhouette": 0.05, "train_isoscore_star_first": 0.1, "train_isoscore_star_last": 0.3}
+    line = markdown_table(summarise([record])).splitlines()[-1]
+    assert line == "| istar | -1 | 1 | 0.8123 | 0.1000 | 0.2000 | 9.50 | 0.050 | 0.100 → 0.300 |"
+    line = markdown_table(summarise([record, {**record, "seed": 1, "score": 0.80234}])).splitlines()[-1]
+    assert line.startswith("| istar | -1 | 2 | 0.8073 ± 0.0071 | 0.1000 ± 0.0000 |")

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
+from isotropy.experiments._results import mean_sd
+
 __all__ = ["correlation_markdown", "correlations", "curves", "model_label", "seed_frame", "summarise"]
 
 
@@ -82,6 +84,13 @@ def _fmt(x, digits=3):
     return "nan" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
 
 
+def _final(stat: dict, n_seeds: int) -> str:
+    """The final value's ``mean ± std`` over seeds (the mean alone for one seed)."""
+    if stat["mean"] is None or (isinstance(stat["mean"], float) and math.isnan(stat["mean"])):
+        return "nan"
+    return mean_sd(stat["mean"], stat["std"], n_seeds)
+
+
 def correlation_markdown(summaries: dict[str, dict]) -> str:
     """Markdown table, one row per setup: final metrics and IsoScore-silhouette correlations."""
     lines = [("| setup | items | updates | seeds | IsoScore start → end | silhouette start → end | train acc. / micro-F1 "
@@ -92,8 +101,8 @@ def correlation_markdown(summaries: dict[str, dict]) -> str:
         score = "micro_f1" if s["data"].get("multilabel") else "accuracy"
         lines.append(
             f"| {name} | {s['data']['n_items']:,} | {s['updates']} | {len(s['seeds'])} "
-            f"| {_fmt(i['isoscore']['mean'])} → {_fmt(f['isoscore']['mean'])} ± {_fmt(f['isoscore']['std'])} "
-            f"| {_fmt(i['silhouette']['mean'])} → {_fmt(f['silhouette']['mean'])} ± {_fmt(f['silhouette']['std'])} "
+            f"| {_fmt(i['isoscore']['mean'])} → {_final(f['isoscore'], len(s['seeds']))} "
+            f"| {_fmt(i['silhouette']['mean'])} → {_final(f['silhouette'], len(s['seeds']))} "
             f"| {_fmt(f[score]['mean'])} | {_fmt(corr['seed_means']['pearson_r'])} "
             f"| {_fmt(corr['seed_means']['spearman_rho'])} "
             f"| {_fmt(corr['per_seed_max']['pearson_r'])} / {_fmt(corr['per_seed_max']['spearman_rho'])} "

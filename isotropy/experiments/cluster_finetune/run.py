@@ -21,6 +21,7 @@ import numpy as np
 
 from isotropy._utils.sampling import subsample_indices
 from isotropy.experiments._claims import Rule
+from isotropy.experiments._results import mean_sd
 from isotropy.experiments.cluster_finetune.science import layer_geometry
 
 __all__ = ["EXPERIMENT", "PAPER", "claims", "markdown_table", "prepare", "report", "run", "summarise"]
@@ -234,7 +235,7 @@ def markdown_table(results: dict) -> str:
              "|---|---|---|---|---|---|"]
     for row in results["summary"]:
         ref = paper.get(row["condition"], {})
-        acc = "–" if row["accuracy"] is None else f"{100 * row['accuracy']:.1f} ± {100 * row['accuracy_sd']:.1f}"
+        acc = mean_sd(row["accuracy"], row["accuracy_sd"], row.get("n_seeds", len(results["seeds"])), ".1f", scale=100)
         lines.append(f"| {row['condition']} | {ref.get('accuracy', '–')} | {ref.get('partition_isotropy', '–')} | "
                      f"{acc} | {row['partition_isotropy']:.3g} | {row['partition_isotropy_pooled']:.3g} |")
     lines += ["", (f"Per layer ({pooled} vectors of the validation pairs): I(W) / zero-mean ratio "

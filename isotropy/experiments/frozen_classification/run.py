@@ -14,6 +14,7 @@ import numpy as np
 
 from isotropy._utils.sampling import subsample_indices
 from isotropy.experiments._claims import Rule
+from isotropy.experiments._results import mean_sd
 from isotropy.experiments.frozen_classification.science import DETERMINISTIC, evaluate_method, make_transform
 
 __all__ = ["EXPERIMENT", "PAPER", "claims", "markdown_table", "prepare", "report", "run", "summarise"]
@@ -62,16 +63,17 @@ def _spread(mean: float, sd: float) -> str:
 
 
 def markdown_table(results: dict) -> str:
-    """Validation accuracy (%) and I(W) per method, mean ± sd over seeds."""
+    """Validation accuracy (%) and I(W) per method, mean ± sd over seeds (the mean alone for one seed)."""
     n_train, n_valid = results["data"]["train"]["n_sentences"], results["data"]["validation"]["n_sentences"]
     lines = [(f"{results['task']} with frozen {results['model']} (mean-pooled layer {results['layer']}); "
               f"logistic regression on {n_train} training sentences, accuracy on {n_valid} validation sentences; "
               f"{len(results['seeds'])} seed(s) of the clustering."), "",
              "| method | accuracy (%) | I(W) | IsoScore | train accuracy (%) |", "|---|---|---|---|---|"]
     for r in results["summary"]:
-        lines.append(f"| {r['method']} | {100 * r['accuracy']:.2f} ± {100 * r['accuracy_sd']:.2f} | "
-                     f"{r['partition_isotropy']:.3g} ± {_spread(r['partition_isotropy'], r['partition_isotropy_sd'])} | "
-                     f"{r['isoscore']:.3f} ± {r['isoscore_sd']:.3f} | {100 * r['train_accuracy']:.2f} |")
+        n = r.get("n_seeds", len(results["seeds"]))  # rows written before n_seeds: every seed
+        lines.append(f"| {r['method']} | {mean_sd(r['accuracy'], r['accuracy_sd'], n, '.2f', scale=100)} | "
+                     f"{mean_sd(r['partition_isotropy'], r['partition_isotropy_sd'], n, '.3g', sd_text=_spread)} | "
+                     f"{mean_sd(r['isoscore'], r['isoscore_sd'], n)} | {100 * r['train_accuracy']:.2f} |")
     return "\n".join(lines) + "\n"
 
 

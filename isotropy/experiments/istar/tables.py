@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from isotropy.experiments._results import write_json, write_text
+from isotropy.experiments._results import mean_sd, write_json, write_text
 
 __all__ = ["collect_results", "markdown_table", "summarise"]
 
@@ -31,12 +31,12 @@ def summarise(records: list[dict]) -> list[dict]:
 
 
 def markdown_table(rows) -> str:
-    """The summary as a Markdown table (mean ± std over seeds): ``rows`` is :func:`summarise`'s list or ``results.json``."""
+    """The summary as a Markdown table (mean ± std over seeds; the mean alone for one seed): ``rows`` is :func:`summarise`'s list or ``results.json``."""
     if isinstance(rows, dict):  # results.json of a sweep (the docs' run tables)
         rows = rows.get("summary") or []
     def cell(row, field, digits):
-        mean, std = row.get(f"{field}_mean"), row.get(f"{field}_std")  # older runs lack a field: "–"
-        return "–" if mean is None else f"{mean:.{digits}f} ± {std:.{digits}f}"
+        # older runs lack a field: "–"
+        return mean_sd(row.get(f"{field}_mean"), row.get(f"{field}_std"), row["n_seeds"], f".{digits}f")
 
     metric = rows[0]["metric"] if rows else "score"
     lines = [(f"| condition | λ | seeds | {metric} | IsoScore* (val) | IsoScore (val) | TwoNN ID (val) | "
