@@ -383,6 +383,26 @@ def test_measure_progress_shows_inside_a_metric_when_not_a_terminal(tmp_path):
     assert "%" not in quiet.stderr
 
 
+def test_measure_progress_into_a_log_file_writes_whole_lines(tmp_path):
+    """``--progress 2> log``: one line per metric and per tenth of its blocks, never a bar redrawn with '\\r' that
+    the table's rows (stdout, the same file with 2>&1) would cut into."""
+    np.save(tmp_path / "x.npy", np.random.default_rng(0).normal(size=(3000, 4)))
+    (tmp_path / "y.txt").write_text("".join(f"c{i % 3}\n" for i in range(3000)))
+    with open(tmp_path / "log", "w") as log:
+        run = subprocess.run([str(ISOTROPY), "measure", str(tmp_path / "x.npy"), "--labels", str(tmp_path / "y.txt"),
+                              "--metrics", "isoscore,dunn_index", "--progress"], stdout=log, stderr=subprocess.STDOUT,
+                             timeout=120, check=False)
+    text = (tmp_path / "log").read_text()
+    assert run.returncode == 0, text
+    assert "\r" not in text
+    lines = text.splitlines()
+    assert lines[2:4] == ["metrics 1/2: isoscore", lines[3]] and lines[3].startswith("isoscore ")
+    assert lines[4] == "metrics 2/2: dunn_index" and lines[-2] == "metrics 2/2: dunn_index 100%"
+    assert lines[-1].startswith("dunn_index ")
+    percents = [int(line.rsplit(" ", 1)[1].rstrip("%")) for line in lines[5:-1]]
+    assert percents == sorted(set(percents)) and all(p % 10 == 0 for p in percents)
+
+
 # ------------------------------------------------------------------------------ issue 19: --json to a stream
 @pytest.mark.parametrize("dest", ["/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"])
 def test_json_to_dev_stdout_redirected_to_a_file_keeps_the_table(x_file, tmp_path, dest):

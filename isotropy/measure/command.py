@@ -205,7 +205,7 @@ class _MeasureCommand(click.Command):
                    ".safetensors tensor, .parquet column).")
 @click.option("--progress/--no-progress", " /--quiet", default=None,
               help="Show a progress bar on stderr (default: when stderr is a terminal; --progress also "
-                   "when it is not, e.g. in a log file). --quiet: the same as --no-progress, as in 'isotropy run'.")
+                   "when it is not, e.g. in a log file, as one line per metric and per tenth of its work). --quiet: the same as --no-progress, as in 'isotropy run'.")
 @click.option("--scheduler", default=None, metavar="ADDRESS",
               help="Run on the dask.distributed cluster whose scheduler is at ADDRESS (e.g. tcp://host:8786).")
 @click.option("--workers", callback=_parse_workers, default=None, metavar="N",

@@ -422,8 +422,12 @@ def _measure_each(metric_names, data, *, distance, random_state, progress, n_nei
     X, cluster_ids = data.X, data.cluster_ids
     shared = {}  # the one neighbour pass of TwoNN and MLE (_one_neighbour_pass)
     one_pass = [name for name in metric_names if name in _ONE_PASS] if _ONE_PASS <= set(metric_names) else []
-    show = sys.stderr.isatty() if progress is None else progress
-    bar = tqdm(metric_names, desc="metrics", unit="metric", file=sys.stderr, leave=False, disable=not show)
+    terminal = sys.stderr.isatty()
+    if progress and not terminal:  # --progress into a log file: whole lines, not a bar redrawn with '\r'
+        bar = _LineProgress(metric_names)
+    else:
+        bar = tqdm(metric_names, desc="metrics", unit="metric", file=sys.stderr, leave=False,
+                   disable=not (terminal if progress is None else progress))
     for name in bar:
         bar.set_postfix_str(name)
         spec = METRICS[name]
@@ -517,6 +521,42 @@ def _one_neighbour_pass(shared, name, X, *, metric, n_neighbors=None):
         if not str(w.message).startswith(others):  # the search's own ("neighbour_dimensions: ...") go to both
             warnings.warn(w.message, w.category, stacklevel=2)
     return shared["result"][name]
+
+
+class _LineProgress:
+    """The metrics' progress as whole lines on stderr, for ``--progress`` into a file or a pipe.
+
+    The bar of a terminal redraws one line with carriage returns: in a log file that is one endless line that the
+    table's rows (stdout) cut into. Here each metric's start is a line (``metrics 2/3: silhouette_score``) and so is
+    each tenth of its blocks (``metrics 2/3: silhouette_score 40%``), so a log shows how far a long metric got.
+    """
+
+    disable = False
+
+    def __init__(self, names):
+        self._names = list(names)
+        self._position = 0
+        self._last = None
+
+    def __iter__(self):
+        for self._position, name in enumerate(self._names, start=1):
+            yield name
+
+    def set_postfix_str(self, text: str) -> None:
+        name, _, percent = text.partition(" ")
+        if percent:  # a kernel's blocks: a line per tenth
+            tenth = int(percent.rstrip("%")) // 10
+            if tenth == 0 or (name, tenth) == self._last:
+                return
+            self._last, text = (name, tenth), f"{name} {10 * tenth}%"
+        self.write(f"metrics {self._position}/{len(self._names)}: {text}")
+
+    @staticmethod
+    def write(text: str, file=None) -> None:
+        print(text, file=file or sys.stderr, flush=True)
+
+    def close(self) -> None:
+        return None
 
 
 def _reporting_to(bar, name):
