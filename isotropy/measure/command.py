@@ -122,6 +122,20 @@ def _parse_n_neighbors(ctx, param, value):
                                   "an integer number of neighbours of at least 2 (k of mle_dimension)")
 
 
+def _parse_zeta(ctx, param, value):
+    """``--zeta``: the shrinkage weight ζ of isoscore_star, a number in [0, 1]."""
+    if value is None:
+        return None
+    try:
+        zeta = float(value)
+    except ValueError:
+        zeta = None
+    if zeta is None or not 0.0 <= zeta <= 1.0:  # NaN too
+        raise InputError(f"--zeta {value!r}: expected a number in [0, 1] (the shrinkage weight ζ of isoscore_star: "
+                         f"0 is isoscore, 1 the IsoScore of Σ_S).")
+    return zeta
+
+
 def _given(names) -> list[str]:
     """The options among the parameters ``names`` of the running command that the command line set, as spelled there."""
     context = click.get_current_context()
@@ -140,6 +154,20 @@ def _check_n_neighbors(n_neighbors, metric_names, *, default_table: str | None =
     which = f"--metrics {','.join(metric_names)}" if metric_names is not None else default_table
     raise click.UsageError(f"--n-neighbors sets k of mle_dimension, which {which} leaves out; add mle_dimension "
                            f"to --metrics or leave --n-neighbors out.")
+
+
+def _check_zeta(zeta, measured, *, default_table: str | None) -> None:
+    """Refuse ``--zeta`` when isoscore_star is not measured, as :func:`_check_n_neighbors` refuses its option.
+
+    ``measured``: the metrics the command measures; ``default_table``: how to name them when no ``--metrics``
+    chose them (``None``: ``--metrics`` did).
+    """
+    if zeta is None or "isoscore_star" in (measured or ()):
+        return
+    which = default_table or f"--metrics {','.join(measured)}"
+    also = " (or give --shrinkage-sample, with which the default table has it)" if default_table else ""
+    raise click.UsageError(f"--zeta sets ζ of isoscore_star, which {which} leaves out; add isoscore_star to "
+                           f"--metrics{also} or leave --zeta out.")
 
 
 class _MeasureCommand(click.Command):
@@ -200,6 +228,9 @@ class _MeasureCommand(click.Command):
               help=f"Neighbours per point of mle_dimension (Levina & Bickel's k; default {DEFAULT_MLE_NEIGHBOURS}, "
                    f"as scikit-dimension; the local estimates pooled by their mean, as Levina & Bickel and "
                    f"scikit-dimension's comb='mean', not its default harmonic comb='mle'). TwoNN reads the first two of the same search.")
+@click.option("--zeta", callback=_parse_zeta, default=None, metavar="Z",
+              help="Shrinkage weight ζ of isoscore_star, in [0, 1]: it measures (1 - ζ)·Σ_X + ζ·Σ_S (default 0.2, as "
+                   "Rudman & Eickhoff; 0 gives isoscore).")
 @click.option("--key", default=None, metavar="K",
               help="Array to read from a container holding several (.npz member, .pt dict key, "
                    ".safetensors tensor, .parquet column).")
@@ -216,7 +247,7 @@ class _MeasureCommand(click.Command):
                    "isotropy.memory-limit, else 'auto' (the machine's memory divided among the workers).")
 @model_options
 def command(embeddings, labels_path, label_column, metric_names, shrinkage_sample, json_path, sample_size,
-            random_state, distance, n_neighbors, key, progress, scheduler, workers, memory_limit, **model_kwargs):
+            random_state, distance, n_neighbors, zeta, key, progress, scheduler, workers, memory_limit, **model_kwargs):
     """Measure the geometry of the embeddings in EMBEDDINGS.
 
     EMBEDDINGS is a .npy, .npz, .pt/.pth, .safetensors, .csv/.tsv or .parquet file of shape
@@ -269,13 +300,17 @@ def command(embeddings, labels_path, label_column, metric_names, shrinkage_sampl
             raise click.UsageError("--scheduler, --workers and --memory-limit measure EMBEDDINGS files; "
                                    "they do not apply to --model.")
         _check_n_neighbors(n_neighbors, metric_names, default_table="the default table of --model")
+        _check_zeta(zeta, metric_names or (["isoscore_star"] if shrinkage_sample is not None else []),
+                    default_table=None if metric_names else "the default table of --model without --shrinkage-sample")
         return run_cli(**model_kwargs, labels_path=labels_path, label_column=label_column, metric_names=metric_names,
                        json_path=json_path,
                        sample_size=sample_size, random_state=random_state, progress=progress,
-                       shrinkage_sample=shrinkage_sample, n_neighbors=n_neighbors)
+                       shrinkage_sample=shrinkage_sample, n_neighbors=n_neighbors, zeta=zeta)
     default_table = metric_names is None
     if default_table:
         metric_names = default_metric_names(labels=labels_path is not None, shrinkage=shrinkage_sample is not None)
+    _check_zeta(zeta, metric_names, default_table="the default table without --shrinkage-sample" if default_table
+                else None)
     _check_n_neighbors(n_neighbors, metric_names)
     needing_labels = [name for name in metric_names if METRICS[name].needs_labels]
     if needing_labels and labels_path is None:
@@ -306,14 +341,14 @@ def command(embeddings, labels_path, label_column, metric_names, shrinkage_sampl
                    json_path=json_path, sample_size=sample_size, random_state=random_state, distance=distance,
                    key=key, progress=progress, scheduler=scheduler, workers=workers, memory_limit=memory_limit,
                    shrinkage_sample=shrinkage_sample, default_table=default_table, n_neighbors=n_neighbors,
-                   label_column=label_column, labels_encoding=model_kwargs["encoding"])
+                   zeta=zeta, label_column=label_column, labels_encoding=model_kwargs["encoding"])
 
     data = _load_input(embeddings, labels_path, key=key, sample_size=sample_size, random_state=random_state,
                        needing_labels=needing_labels, shrinkage_sample=shrinkage_sample, label_column=label_column,
                        labels_encoding=model_kwargs["encoding"])
     report(data, embeddings, metric_names=metric_names, json_path=json_path, key=key, labels_path=labels_path,
            sample_size=sample_size, random_state=random_state, distance=distance, progress=progress,
-           shrinkage_sample=shrinkage_sample, default_table=default_table, n_neighbors=n_neighbors,
+           shrinkage_sample=shrinkage_sample, default_table=default_table, n_neighbors=n_neighbors, zeta=zeta,
            label_column=label_column)
 
 

@@ -312,7 +312,8 @@ class MetricFailedWarning(UserWarning):
 def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", pooling: str = "mean",
                    labels=None, metrics=None, device=None, batch_size: int = 32, max_length: int = 128,
                    keep_special: bool = False, sample_size: int | None = None, random_state: int = 0,
-                   progress: bool = False, shrinkage_sample=None, n_neighbors: int | None = None) -> dict:
+                   progress: bool = False, shrinkage_sample=None, n_neighbors: int | None = None,
+                   zeta: float | None = None) -> dict:
     """Geometry of every selected hidden layer of ``model`` on ``texts``: one record per layer.
 
     Parameters
@@ -356,6 +357,8 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
     n_neighbors : int or None
         ``k`` of ``mle_dimension`` at every layer (``None``: its default, 20); TwoNN reads the first two
         neighbours of the same search.
+    zeta : float in [0, 1] or None
+        The shrinkage weight ζ of ``isoscore_star`` at every layer (``None``: its default, 0.2).
 
     Returns
     -------
@@ -403,6 +406,7 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
     check_scalar(max_length, "max_length", caller=_CALLER, kind=int, low=2)
     check_scalar(sample_size, "sample_size", caller=_CALLER, kind=int, low=2, allow_none=True)
     check_scalar(n_neighbors, "n_neighbors", caller=_CALLER, kind=int, low=2, allow_none=True)
+    check_scalar(zeta, "zeta", caller=_CALLER, low=0.0, high=1.0, allow_none=True)
     from isotropy._utils.device import resolve_device
 
     device = resolve_device(device, caller=_CALLER)  # "auto"/None -> cuda or cpu: one device for every step below
@@ -519,7 +523,13 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
         del encoder
     del network
     from isotropy._kernels.rows import shared_statistics
-    from isotropy.measure.report import _ONE_PASS, _mle_neighbours, _one_neighbour_pass, own_message
+    from isotropy.measure.report import (
+        _ONE_PASS,
+        _isoscore_star_zeta,
+        _mle_neighbours,
+        _one_neighbour_pass,
+        own_message,
+    )
 
     one_pass = _ONE_PASS <= set(metrics)  # TwoNN and MLE both asked for: one neighbour search per layer
     rows, notes, seen, failed = [], [], {}, {}
@@ -549,8 +559,8 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
                     kwargs = {"n_neighbors": n_neighbors}
                 if name == "silhouette_score":
                     kwargs = {"sample_size": 5000 if X.shape[0] > 5000 else None, "random_state": random_state}
-                if name == "isoscore_star" and layer in shrink:
-                    kwargs = {"shrinkage_cov": shrink[layer]}
+                if name == "isoscore_star":
+                    kwargs = {"shrinkage_cov": shrink.get(layer)} | ({} if zeta is None else {"zeta": zeta})
                 data = X if name in _FLOAT64_INPUT else low
                 try:
                     with warnings.catch_warnings(record=True) as caught:
@@ -595,6 +605,7 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
             "sample_size": sample_size, "random_state": random_state, "rows": rows, "warnings": notes,
             "errors": errors,
             "n_neighbors": _mle_neighbours(n_neighbors) if "mle_dimension" in metrics else None,
+            "zeta": _isoscore_star_zeta(zeta) if "isoscore_star" in metrics else None,
             "shrinkage_sample": (shrinkage_sample if shrinkage_sample is None or isinstance(shrinkage_sample, int)
                                  else f"{len(shrinkage_sample)} texts"),
             "isoscore_star_left_out": default_metrics and shrinkage_sample is None,
@@ -917,7 +928,7 @@ def _check_outputs(json_path, plot_path) -> None:
 def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, pooling, keep_special, plot_path, device, batch_size,
             max_length, labels_path=None, label_column=None, metric_names=None, json_path=None, sample_size=None,
             random_state=0,
-            progress=None, shrinkage_sample=None, n_neighbors=None) -> None:
+            progress=None, shrinkage_sample=None, n_neighbors=None, zeta=None) -> None:
     """``isotropy measure --model``: measure, print the table, write --json and --plot."""
     if texts_path is None:
         raise click.UsageError("--model needs --texts FILE (one text a line, or a CSV/TSV/JSON-lines column).")
@@ -954,7 +965,7 @@ def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, 
                                     metrics=metric_names, device=device, batch_size=batch_size,
                                     max_length=max_length, keep_special=keep_special, sample_size=sample_size,
                                     random_state=random_state, progress=show, shrinkage_sample=shrink,
-                                    n_neighbors=n_neighbors)
+                                    n_neighbors=n_neighbors, zeta=zeta)
         for w in caught:
             if issubclass(w.category, MetricFailedWarning):
                 continue  # in result["errors"]: said below as the metric's error, with the option's name

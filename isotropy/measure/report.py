@@ -50,14 +50,15 @@ _COST_NOTE_SECONDS = 10.0  # estimates below this are not worth a note
 
 def report(data, embeddings, *, metric_names, json_path, key, labels_path, sample_size, random_state, distance,
            progress, header_extra="", record_extra=None, shrinkage_sample=None, default_table=False, n_neighbors=None,
-           label_column=None):
+           zeta=None, label_column=None):
     """Measure ``data`` metric by metric: print each line as it finishes, write the JSON, set the exit status.
 
     Shared by the in-memory path and the dask path (:mod:`isotropy.measure.distributed`), which
     passes a dask array as ``data.X``, its cluster description in ``header_extra`` and the
     scheduler, workers, memory_limit and chunking in ``record_extra``. ``default_table``: no
     ``--metrics`` was given (the note on a left-out IsoScore* is then printed). ``n_neighbors``: ``k`` of
-    ``mle_dimension`` (``--n-neighbors``; ``None``: its default).
+    ``mle_dimension`` (``--n-neighbors``; ``None``: its default); ``zeta``: ζ of ``isoscore_star`` (``--zeta``;
+    ``None``: its default).
     """
     if n_neighbors is not None and "mle_dimension" in metric_names:
         # a k the rows cannot give, given by the user: refused before any metric runs (a default k too large for a
@@ -88,7 +89,7 @@ def report(data, embeddings, *, metric_names, json_path, key, labels_path, sampl
     results = _Results()
     try:
         for name, outcome in _measure(metric_names, data, distance=distance, random_state=random_state,
-                                      progress=progress, n_neighbors=n_neighbors):
+                                      progress=progress, n_neighbors=n_neighbors, zeta=zeta):
             results.add(name, outcome)
             echo(rows.row(name, outcome))
     except KeyboardInterrupt:
@@ -104,7 +105,8 @@ def report(data, embeddings, *, metric_names, json_path, key, labels_path, sampl
     if json_path is not None:
         record = _record(data, embeddings, key=key, labels_path=labels_path, sample_size=sample_size,
                          random_state=random_state, distance=distance, results=results, metric_names=metric_names,
-                         shrinkage_sample=shrinkage_sample, n_neighbors=n_neighbors, label_column=label_column)
+                         shrinkage_sample=shrinkage_sample, n_neighbors=n_neighbors, zeta=zeta,
+                         label_column=label_column)
         record.update(record_extra or {})
         from isotropy.measure._json_output import write_json_output
 
@@ -273,7 +275,7 @@ def prepare_input(X, row_names, embeddings, labels_path, *, key, sample_size, ra
 
 
 def _record(data, embeddings, *, key, labels_path, sample_size, random_state, distance, results, metric_names,
-            shrinkage_sample=None, n_neighbors=None, label_column=None):
+            shrinkage_sample=None, n_neighbors=None, zeta=None, label_column=None):
     from isotropy._utils.versions import package_versions
 
     return {
@@ -290,6 +292,7 @@ def _record(data, embeddings, *, key, labels_path, sample_size, random_state, di
         "metric": distance,
         "n_neighbors": _mle_neighbours(n_neighbors) if "mle_dimension" in metric_names else None,
         "shrinkage_sample": shrinkage_sample if shrinkage_sample is None or isinstance(shrinkage_sample, int) else str(shrinkage_sample),
+        "zeta": _isoscore_star_zeta(zeta) if "isoscore_star" in metric_names else None,
         "values": {name: _json_float(results.values[name]) for name in metric_names if name in results.values},
         "seconds": {name: round(results.seconds[name], 6) for name in metric_names if name in results.seconds},
         "warnings": results.notes,
@@ -377,7 +380,7 @@ class _Outcome:
         self.value, self.seconds, self.notes, self.error, self.error_kind = value, seconds, list(notes), error, error_kind
 
 
-def _measure(metric_names, data, *, distance, random_state, progress, n_neighbors=None):
+def _measure(metric_names, data, *, distance, random_state, progress, n_neighbors=None, zeta=None):
     """Yield ``(name, _Outcome)`` for each metric as soon as it is computed; a failure does not stop the rest.
 
     The covariance metrics read ``X``'s float64 statistics from one pass (:mod:`isotropy._kernels.rows`),
@@ -387,7 +390,7 @@ def _measure(metric_names, data, *, distance, random_state, progress, n_neighbor
 
     with shared_statistics(data.X, metric_names):
         yield from _measure_each(metric_names, data, distance=distance, random_state=random_state, progress=progress,
-                                 n_neighbors=n_neighbors)
+                                 n_neighbors=n_neighbors, zeta=zeta)
 
 
 def own_message(name: str, message) -> str:
@@ -403,6 +406,15 @@ def own_message(name: str, message) -> str:
     return text
 
 
+def _isoscore_star_zeta(zeta) -> float:
+    """ζ of ``isoscore_star``: ``zeta``, or its default when ``None``."""
+    import inspect
+
+    from isotropy.metrics.isoscore import isoscore_star
+
+    return float(inspect.signature(isoscore_star).parameters["zeta"].default if zeta is None else zeta)
+
+
 def _mle_neighbours(n_neighbors) -> int:
     """``k`` of ``mle_dimension``: ``n_neighbors``, or its default when ``None``."""
     from isotropy._kernels.dimension import DEFAULT_MLE_NEIGHBOURS
@@ -410,7 +422,7 @@ def _mle_neighbours(n_neighbors) -> int:
     return DEFAULT_MLE_NEIGHBOURS if n_neighbors is None else int(n_neighbors)
 
 
-def _measure_each(metric_names, data, *, distance, random_state, progress, n_neighbors=None):
+def _measure_each(metric_names, data, *, distance, random_state, progress, n_neighbors=None, zeta=None):
     """The metrics of :func:`_measure`, one after the other."""
     import inspect
 
@@ -451,6 +463,8 @@ def _measure_each(metric_names, data, *, distance, random_state, progress, n_nei
             kwargs["n_neighbors"] = n_neighbors
         if name == "isoscore_star" and data.shrinkage_cov is not None:
             kwargs["shrinkage_cov"] = data.shrinkage_cov
+        if name == "isoscore_star" and zeta is not None:
+            kwargs["zeta"] = zeta
         args = (X, cluster_ids) if labelled else (X,)
         start = time.perf_counter()
         error = kind = value = None
@@ -539,7 +553,8 @@ class _LineProgress:
         self._last = None
 
     def __iter__(self):
-        for self._position, name in enumerate(self._names, start=1):
+        for position, name in enumerate(self._names, start=1):
+            self._position = position
             yield name
 
     def set_postfix_str(self, text: str) -> None:
