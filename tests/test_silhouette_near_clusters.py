@@ -124,3 +124,16 @@ def test_equal_rows_are_at_distance_zero_in_float32(layout):
     groups = duplicate_groups(X.astype(np.float32))
     assert (groups >= 0).sum() == (95 if layout == "one point repeated" else 600)
     assert duplicate_groups(rng.normal(size=(500, 16)).astype(np.float32)) is None
+    # the tensor kernel (the GPU path, run here on a CPU tensor), in blocks smaller and larger than the data: was
+    # 4.5e-5 off on "every row ten times"
+    from isotropy.metrics.silhouette import _duplicate_groups_torch, _silhouette_torch
+
+    for chunk in (64, 4096):
+        got = _silhouette_torch(torch.from_numpy(X.astype(np.float32)), labels, int(labels.max()) + 1, "euclidean",
+                                chunk)
+        np.testing.assert_allclose(got.numpy(), expected, rtol=0, atol=1e-6)
+    tensor_groups = _duplicate_groups_torch(torch.from_numpy(X.astype(np.float32))).numpy()
+    pairs = set(zip(groups.tolist(), tensor_groups.tolist()))  # the same partition, whatever the group numbers
+    assert len(pairs) == len(set(groups.tolist())) == len(set(tensor_groups.tolist()))
+    assert all((a < 0) == (b < 0) for a, b in pairs)
+    assert _duplicate_groups_torch(torch.from_numpy(rng.normal(size=(500, 16)).astype(np.float32))) is None

@@ -150,6 +150,7 @@ def _cluster_sums_torch(X, ids, n_clusters, metric, chunk_size):
     R = torch.cat([U, torch.ones(n, 1, dtype=dtype, device=device), q.to(dtype)[:, None]], dim=1)
     del U
     ids_t = torch.as_tensor(ids, device=device)
+    groups = _duplicate_groups_torch(X) if metric == "euclidean" else None  # as the numpy kernel's (_BlockKernel)
     onehot = torch.zeros(n, n_clusters, dtype=acc, device=device)
     onehot[torch.arange(n, device=device), ids_t] = 1.0
     sums = torch.zeros(n, n_clusters, dtype=acc, device=device)
@@ -167,11 +168,41 @@ def _cluster_sums_torch(X, ids, n_clusters, metric, chunk_size):
                 D.clamp_(0.0, 2.0)
             if i0 == j0:
                 D.diagonal().zero_()
+            if groups is not None:  # equal rows at distance 0 exactly, as the diagonal
+                gi, gj = groups[i0:i1, None], groups[None, j0:j1]
+                D.masked_fill_((gi == gj) & (gi >= 0), 0.0)
             D = D.to(acc)  # per-cluster sums of thousands of terms: in float64 (cheap next to L @ R.T)
             sums[i0:i1] += D @ onehot[j0:j1]
             if j0 != i0:
                 sums[j0:j1] += D.T @ onehot[i0:i1]
     return sums, R[:, d + 1].to(acc)
+
+
+def _duplicate_groups_torch(X):
+    """:func:`isotropy._kernels.silhouette.duplicate_groups` on the tensor's device: per row, the number of its group
+    of equal rows, -1 for a row equal to no other; None when no two rows are equal.
+
+    Candidates share the key ``sum(x * probe)`` (element-wise products summed along each row: the same arithmetic
+    for equal rows), then ``torch.unique`` over the candidate rows compares them entry by entry (``-0.0`` equals
+    ``0.0`` there: those rows are at distance 0 too).
+    """
+    import torch
+
+    n, d = X.shape
+    rows = X.detach()
+    probe = torch.as_tensor(np.random.default_rng(0).standard_normal(d), dtype=rows.dtype, device=rows.device)
+    step = max(1, (1 << 20) // max(d, 1))
+    key = torch.cat([(rows[i:i + step] * probe).sum(dim=1) for i in range(0, n, step)])
+    _, inverse, counts = torch.unique(key, return_inverse=True, return_counts=True)
+    candidates = (counts[inverse] > 1).nonzero().flatten()
+    if not candidates.numel():
+        return None
+    _, inverse, counts = torch.unique(rows[candidates], dim=0, return_inverse=True, return_counts=True)
+    if not bool((counts > 1).any()):
+        return None
+    groups = torch.full((n,), -1, dtype=torch.int64, device=rows.device)
+    groups[candidates] = torch.where(counts[inverse] > 1, inverse, torch.full_like(inverse, -1))
+    return groups
 
 
 def _resolution_torch(q, ids, n_clusters, X, metric):
