@@ -7,7 +7,7 @@ import codecs
 
 from isotropy._utils.errors import IsotropyValueError
 
-__all__ = ["MAX_TEXT_FILE_BYTES", "header_name", "text_codec"]
+__all__ = ["MAX_TEXT_FILE_BYTES", "ROW_ID_HEADERS", "header_name", "is_row_id_header", "text_codec"]
 
 #: A texts file (``measure --model --texts``) or a labels text file is read into memory: past this size it is
 #: refused, not read. A million sentences take about 100 MB; a forward pass over 1 GiB of text takes hours even on
@@ -37,3 +37,15 @@ def header_name(cell) -> str:
     """A header cell, or a column name asked for, as names are matched: without a UTF-8 byte-order mark and the
     spaces around it (``read_embeddings(label_column=)`` and ``read_labels(column=)`` alike)."""
     return str(cell).strip().lstrip("\ufeff").strip()
+
+
+#: Headers of a column of row numbers (compared case-insensitively, as :func:`header_name` gives them): ``id`` of
+#: ``df.index.name = "id"; df.to_csv(path)``, ``index`` of ``df.reset_index()``, ``Unnamed: 0`` of a frame read back
+#: with its unnamed index and saved again.
+ROW_ID_HEADERS = frozenset({"id", "ids", "index", "idx", "row", "rows", "row_id", "rowid", "row_index", "row_idx",
+                            "row_number", "unnamed: 0"})
+
+
+def is_row_id_header(cell) -> bool:
+    """Whether a header cell or column name is one of :data:`ROW_ID_HEADERS` (``ID``, ``Index``, ``Row_ID`` too)."""
+    return header_name(cell).lower() in ROW_ID_HEADERS

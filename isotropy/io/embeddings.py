@@ -31,6 +31,7 @@ from isotropy.io._archives import (
     zip_expansion_problem,
 )
 from isotropy.io._encoding import header_name as _header_name  # shared with read_labels' column=
+from isotropy.io._encoding import is_row_id_header
 from isotropy.io._paths import npy_magic_problem, path_kind
 from isotropy.io.word_vectors import PACKAGED_GLOVE, read_word_vectors
 
@@ -104,7 +105,13 @@ def read_embeddings(path: str | os.PathLike, *, key: str | None = None, mmap_mod
         The words of a word-vector file, or the first non-numeric column of a ``.csv``/``.tsv``
         file or string column of a ``.parquet`` file; ``None`` when the file has none. The first
         column of a ``.csv``/``.tsv`` file without a header is row names also when it holds exactly
-        the row numbers 0..n-1 or 1..n, as ``DataFrame.to_csv(header=False)`` writes them.
+        the row numbers 0..n-1 or 1..n, as ``DataFrame.to_csv(header=False)`` writes them; so is the
+        first column of a ``.csv``/``.tsv`` file with a header, or of a ``.parquet`` table of one
+        feature per column, that holds exactly those numbers under a row-id header (``id``,
+        ``index``, ``idx``, ``row``, ``row_id``, ``Unnamed: 0``, ... in any case:
+        :data:`isotropy.io._encoding.ROW_ID_HEADERS`), as ``df.to_csv(path)`` of a frame whose index
+        is named ``id`` and ``df.reset_index().to_parquet(path)`` write them. Only the first column:
+        a row-id column elsewhere, or one whose numbers miss or repeat one, is read as a feature.
 
     Raises
     ------
@@ -429,7 +436,8 @@ def _read_delimited(path, sep: str, label_column=None):
         _refuse_label_columns(df, path, None if label_column is None else _header_name(label_column))
     names = None
     first_is_index = header and (first[0] == "" or str(df.columns[0]).startswith("Unnamed: 0"))
-    if first_is_index or _is_name_column(df.iloc[:, 0]) or (not header and _is_row_numbers(df)):
+    row_numbers = (not header or is_row_id_header(df.columns[0])) and _is_row_numbers(df)
+    if first_is_index or _is_name_column(df.iloc[:, 0]) or row_numbers:
         names = df.iloc[:, 0].astype(str).tolist()
         df = df.iloc[:, 1:]
     if df.shape[1] == 0:
@@ -567,6 +575,10 @@ def _read_parquet(path, key, *, checked: bool = False, with_columns: bool = Fals
     if numeric.shape[1] == 0:
         raise _fail(path, "there are no numeric columns and no column of vectors",
                     "numeric columns, or one column whose entries are vectors")
+    if numeric.shape[1] and numeric.columns[0] == df.columns[0] and is_row_id_header(numeric.columns[0]) and \
+            _is_row_numbers(numeric):  # df.reset_index().to_parquet(path): the row numbers, headed "index" or "id"
+        names = numeric.iloc[:, 0].astype(str).tolist() if names is None else names
+        numeric = numeric.iloc[:, 1:]
     _check_numeric_columns(numeric, path, line_offset=None)
     if with_columns:
         return _as_matrix(numeric.to_numpy(), path), names, (tuple(str(c) for c in numeric.columns), False)
