@@ -21,7 +21,7 @@ import warnings
 
 import numpy as np
 
-from isotropy._kernels.dimension import DEFAULT_MLE_NEIGHBOURS
+from isotropy._kernels.dimension import DEFAULT_MLE_NEIGHBOURS, parallel_radius
 from isotropy.distributed._duplicates import distinct_rows
 from isotropy.distributed._graph import (
     NEIGHBOUR_TILE_ROWS,
@@ -166,10 +166,18 @@ def kneighbors(X, *, n_neighbors, metric="euclidean", chunk_size=None):
     return like_rows(dist, rows), like_rows(ind, rows)
 
 
-def _no_duplicates(dist, caller, start=0):
-    """A zero first-neighbour distance left after merging duplicates (:mod:`._duplicates`) is an error."""
+def _no_duplicates(dist, caller, start=0, radius=0.0):
+    """A zero first-neighbour distance left after merging duplicates (:mod:`._duplicates`) is an error; so is,
+    under the cosine metric, one within ``radius`` (:func:`~isotropy._kernels.dimension.parallel_radius`): rows
+    parallel to another to their values' precision, which the in-memory estimators merge as duplicates."""
     from isotropy._utils.validation import IsotropyValueError
 
+    parallel = np.flatnonzero((dist[:, 0] > 0) & (dist[:, 0] <= radius))
+    if parallel.size:
+        raise IsotropyValueError(
+            f"The 'X' parameter of {caller} must have no row parallel to another with metric='cosine' on a dask array "
+            f"(a positive multiple, such as a normalised copy: at cosine distance 0). Got {parallel.size} such "
+            f"row(s) instead; drop the copies, or measure X in memory, where they are merged with a warning.")
     zero = np.flatnonzero(dist[:, 0] == 0)
     if zero.size:
         raise IsotropyValueError(
@@ -196,15 +204,16 @@ def twonn_dimension(X, *, discard_fraction=0.1, method="linear", metric="euclide
         X = X[distinct.rows]
     blocks, _ = _neighbour_blocks(X, 2, metric, chunk_size, caller, exponent)
     (dist,) = compute(delayed(np.concatenate, pure=True)([b[0] for b in blocks]))
-    return _twonn(_no_duplicates(dist, caller), discard_fraction, method, caller)
+    radius = parallel_radius(X.shape[1], X.dtype, metric)
+    return _twonn(_no_duplicates(dist, caller, radius=radius), discard_fraction, method, caller)
 
 
-def _local_block(dist, caller, start):
+def _local_block(dist, caller, start, radius=0.0):
     from isotropy._kernels.dimension import _local_mle
 
     with warnings.catch_warnings():  # counted and reported once, on the client
         warnings.simplefilter("ignore")
-        return _local_mle(_no_duplicates(dist, caller, start), caller)
+        return _local_mle(_no_duplicates(dist, caller, start, radius), caller)
 
 
 def _local_graph(X, n_neighbors, metric, chunk_size, caller):
@@ -227,7 +236,8 @@ def _local_graph(X, n_neighbors, metric, chunk_size, caller):
         X = X[distinct.rows]
     blocks, starts = _neighbour_blocks(X, n_neighbors, metric, chunk_size, caller, exponent)
     local = delayed(_local_block, pure=True)
-    return da.concatenate([da.from_delayed(local(b[0], caller, s), shape=(e - s,), dtype=np.float64)
+    radius = parallel_radius(X.shape[1], X.dtype, metric)
+    return da.concatenate([da.from_delayed(local(b[0], caller, s, radius), shape=(e - s,), dtype=np.float64)
                            for b, s, e in zip(blocks, starts, starts[1:])]), distinct
 
 

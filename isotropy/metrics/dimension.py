@@ -27,6 +27,7 @@ from isotropy._kernels.dimension import (
     _local_mle,
     _pool,
     _twonn,
+    parallel_radius,
     too_few_distinct,
 )
 from isotropy._kernels.neighbors import _METRICS, _finish, _prepare, _representation
@@ -51,28 +52,63 @@ def _neighbour_distances(X, *, n_neighbors: int, metric: str, caller: str):
     """
     n = X.shape[0]
     n_neighbors = check_n_neighbors(n_neighbors, n, caller=caller, low=1)
+    radius = parallel_radius(X.shape[1], _float_dtype(X), metric)
     if is_torch(X):
         dist, _ = _kneighbors_torch(X, n_neighbors, metric, None, caller)
         dist = dist.cpu().numpy().astype(np.float64, copy=False)
-        if not (dist[:, 0] == 0).any():
+        if not (dist[:, 0] <= radius).any():
             return dist, None
         X, scale = _prepare(X.detach().cpu().numpy(), metric, caller)
         first, inverse = _distinct(X, scale, np.ones(X.shape[0], dtype=bool))  # device arithmetic: every row
+        found = None
     else:  # the duplicates first, so that the search runs once, on the distinct points
         X, scale = _prepare(X, metric, caller)
         first, inverse = _distinct(X, scale, _maybe_repeated(X, scale))
-        if first.size == n:
-            return _finish(_kneighbors_numpy(X, scale, n_neighbors, None, caller)[0], metric), None
-    n_distinct = first.size
-    n_dup = n - n_distinct
-    if n_distinct - 1 < n_neighbors:
-        raise too_few_distinct(caller, n_neighbors, n_distinct, n_dup)
-    warnings.warn(
-        f"{caller}: X has {n_dup} duplicate rows (at {metric} distance 0 from another row); each distinct point "
-        f"is counted once and neighbours are searched among the {n_distinct} distinct points.",
-        UserWarning, stacklevel=3)
-    sq, _ = _kneighbors_numpy(X[first], None if scale is None else scale[first], n_neighbors, None, caller)
-    return _finish(sq, metric), inverse
+        found = None if first.size < n else _kneighbors_numpy(X, scale, n_neighbors, None, caller)
+    parallel = False
+    while True:  # cosine: rows parallel to another to the input's precision merge too (a search or two more)
+        if first.size - 1 < n_neighbors:
+            raise too_few_distinct(caller, n_neighbors, first.size, n - first.size)
+        if found is None:
+            found = _kneighbors_numpy(X[first], None if scale is None else scale[first], n_neighbors, None, caller)
+        sq, ind = found
+        merged = _merge_parallel(sq, ind, 2.0 * radius)
+        if merged is None:
+            break
+        first, inverse, found, parallel = first[merged[0]], merged[1][inverse], None, True
+    if first.size < n:
+        what = f"at {metric} distance 0 from another row" + (", or parallel to it to the input's precision" if
+                                                               parallel else "")
+        warnings.warn(
+            f"{caller}: X has {n - first.size} duplicate rows ({what}); each distinct point is counted once and "
+            f"neighbours are searched among the {first.size} distinct points.", UserWarning, stacklevel=3)
+    return _finish(sq, metric), (inverse if first.size < n else None)
+
+
+def _float_dtype(X):
+    """The floating dtype ``X``'s values were given in (float64 for others)."""
+    name = str(X.dtype).removeprefix("torch.")
+    return np.dtype(name) if name in ("float16", "float32", "float64") else np.dtype(np.float64)
+
+
+def _merge_parallel(sq, ind, limit: float):
+    """``(keep, inverse)`` of the points whose neighbours lie within squared distance ``limit`` of them (``sq``,
+    ``ind``: each point's neighbours), merged with them into one point, the first of each group; None when no
+    neighbour is that close."""
+    close = sq <= limit
+    if not close[:, 0].any():
+        return None
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    rows, cols = np.nonzero(close)
+    n = sq.shape[0]
+    graph = coo_matrix((np.ones(rows.size), (rows, ind[rows, cols])), shape=(n, n))
+    _, label = connected_components(graph, directed=False)
+    representative = np.full(label.max() + 1, n, dtype=np.intp)
+    np.minimum.at(representative, label, np.arange(n))  # each group's first point
+    keep, inverse = np.unique(representative[label], return_inverse=True)
+    return keep, inverse.reshape(-1)
 
 
 # Columns of the rows compared to find the candidate duplicates (_maybe_repeated).

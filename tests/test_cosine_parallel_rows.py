@@ -1,0 +1,83 @@
+"""Under the cosine metric a row and its positive multiple are one point (cosine distance 0).
+
+A new-user trial: 200 rows that were positive multiples of others (``c·x``, c in [0.5, 4]) came out of the exact
+search about 1e-32 apart, were not merged as duplicates, and TwoNN read 0.02 for a true 4.2. Rows parallel to
+another to the precision of their values (:func:`isotropy._kernels.dimension.parallel_radius`) are now merged like
+equal rows, with the same warning. Reference: the estimators on the rows without the copies, and TwoNN under the
+cosine metric is half the euclidean TwoNN of the unit rows (the cosine distance is half the squared chord, so each
+ratio r2/r1 is squared), which scikit-dimension gives.
+"""
+
+from __future__ import annotations
+
+import dask.array as da
+import numpy as np
+import pytest
+import torch
+
+import isotropy
+from isotropy import distributed
+
+rng = np.random.default_rng(0)
+X = rng.normal(size=(1000, 10))
+COPIES = rng.uniform(0.5, 4.0, (200, 1)) * X[:200]  # positive multiples of the first 200 rows
+A = np.vstack([X, COPIES])
+WARNING = r"X has 200 duplicate rows \(at cosine distance 0 from another row, or parallel to it to the input's precision\)"
+
+
+def test_twonn_of_scaled_copies_is_that_of_the_distinct_rows():
+    skdim = pytest.importorskip("skdim")
+    U = X / np.linalg.norm(X, axis=1, keepdims=True)
+    reference = skdim.id.TwoNN(discard_fraction=0.1).fit(U).dimension_ / 2.0
+    assert isotropy.twonn_dimension(X, metric="cosine") == pytest.approx(reference, rel=1e-9)
+    with pytest.warns(UserWarning, match=WARNING):
+        assert isotropy.twonn_dimension(A, metric="cosine") == pytest.approx(reference, rel=1e-9)
+
+
+@pytest.mark.parametrize("averaging", ["mean", "harmonic"])
+def test_mle_and_local_mle_of_scaled_copies(averaging):
+    with pytest.warns(UserWarning, match=WARNING):
+        got = isotropy.mle_dimension(A, metric="cosine", averaging=averaging)
+    assert got == pytest.approx(isotropy.mle_dimension(X, metric="cosine", averaging=averaging), rel=1e-12)
+    with pytest.warns(UserWarning, match=WARNING):
+        local = isotropy.local_mle_dimension(A, metric="cosine", n_neighbors=20)
+    distinct = isotropy.local_mle_dimension(X, metric="cosine", n_neighbors=20)
+    np.testing.assert_allclose(local, np.concatenate([distinct, distinct[:200]]), rtol=1e-12)  # a copy: its point's
+
+
+def test_float32_normalised_copies_and_torch_input():
+    B = np.vstack([X, X[:200] / np.linalg.norm(X[:200], axis=1, keepdims=True)]).astype(np.float32)
+    expected = isotropy.twonn_dimension(X.astype(np.float32), metric="cosine")
+    with pytest.warns(UserWarning, match=WARNING):
+        assert isotropy.twonn_dimension(B, metric="cosine") == pytest.approx(expected, rel=1e-12)
+    with pytest.warns(UserWarning, match=WARNING):
+        got = isotropy.twonn_dimension(torch.from_numpy(A), metric="cosine")
+    assert float(got) == pytest.approx(isotropy.twonn_dimension(X, metric="cosine"), rel=1e-12)
+
+
+def test_close_but_distinct_directions_are_not_merged():
+    """A direction 1e-6 rad away is a point of its own (cosine distance 5e-13, far above the radius)."""
+    other = rng.normal(size=(200, 10))
+    other -= (other * X[:200]).sum(1, keepdims=True) / (X[:200] ** 2).sum(1, keepdims=True) * X[:200]
+    near = X[:200] + 1e-6 * np.linalg.norm(X[:200], axis=1, keepdims=True) * other / np.linalg.norm(
+        other, axis=1, keepdims=True)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no duplicate warning
+        value = isotropy.twonn_dimension(np.vstack([X, near]), metric="cosine")
+    assert value < 1.0  # 200 pairs at distance 5e-13: TwoNN reads them, as it should
+    assert isotropy.twonn_dimension(np.vstack([X, near])) < 1.0  # and so does the euclidean metric
+
+
+def test_euclidean_metric_keeps_scaled_copies_apart():
+    assert isotropy.twonn_dimension(A) != pytest.approx(isotropy.twonn_dimension(X), rel=1e-3)
+
+
+def test_dask_refuses_parallel_rows_in_one_line():
+    assert distributed.twonn_dimension(da.from_array(X, chunks=300), metric="cosine") == pytest.approx(
+        isotropy.twonn_dimension(X, metric="cosine"), rel=1e-12)
+    for function in (distributed.twonn_dimension, distributed.mle_dimension):
+        with pytest.raises(ValueError, match=r"must have no row parallel to another with metric='cosine' on a dask "
+                                             r"array .* measure X in memory, where they are merged"):
+            function(da.from_array(A, chunks=300), metric="cosine")
