@@ -93,3 +93,53 @@ def test_a_row_id_header_over_other_numbers_or_elsewhere_stays_a_feature(tmp_pat
         read, names = read_embeddings(tmp_path / name)
         assert read.shape == (6, 4) and names is None
         np.testing.assert_array_equal(read[:, 3], range(6))
+
+
+# 2. a malformed line is said as such, not read as a NaN
+
+
+_FIELDS = "the same number of fields on every line"
+_VALUE = "a value in every field (nan for a missing number)"
+
+
+@pytest.mark.parametrize(("text", "reason", "expected"), [
+    ("a,b,c,d\n1.0,2.0,3.0,4.0\n1.0,2.0,3.0\n", "line 3 has 3 fields, the header has 4", _FIELDS),
+    ("a,b,c,d\n1.0,2.0,3.0\n", "line 2 has 3 fields, the header has 4", _FIELDS),
+    ("a,b,c,d\n1,2,3,4,\n5,6,7,8,\n",
+     "line 2 has 5 fields, the header has 4 (its last field is empty: a trailing delimiter?)", _FIELDS),
+    ("a,b,c,d,\n1,2,3,4,\n5,6,7,8,\n", "line 2, column 5 is empty (a trailing delimiter?)", _VALUE),
+    ("a,b,c\n1,2,3\n\n4,5,6,7\n1,2,3\n", "line 4 has 4 fields, the header has 3", _FIELDS),
+    ("1,2,3\n4,5\n", "line 2 has 2 fields, line 1 has 3", _FIELDS),
+    ("a,b,c\n1,2,3\n1,,3\n", "line 3, column 2 is empty", _VALUE),
+    ("a,b,c\nr1,1,2,3\nr2,4,5\n", "line 3 has 3 fields, the header has 3 and the lines below it 4 (a row name first)",
+     _FIELDS),
+])
+def test_a_malformed_csv_line_is_refused_naming_the_line(tmp_path, text, reason, expected):
+    path = tmp_path / "bad.csv"
+    path.write_text(text)
+    with pytest.raises(ValueError) as error:
+        read_embeddings(path)
+    assert str(error.value) == f"Cannot read embeddings from {str(path)!r}: {reason}; expected {expected}."
+
+
+def test_a_short_line_is_refused_by_isotropy_measure_in_one_line(tmp_path, capsys):
+    path = tmp_path / "short.csv"
+    path.write_text("a,b,c,d\n" + "0.5,0.1,0.2,0.3\n" * 10 + "1.0,2.0,3.0\n")
+    with pytest.raises(SystemExit) as exit_:
+        main(["measure", str(path), "--metrics", "isoscore"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err  # was "has a non-finite value nan at row 10, column 3"
+    assert err == (f"Error: Cannot read embeddings from {str(path)!r}: line 12 has 3 fields, the header has 4; expected "
+                   f"the same number of fields on every line.\n")
+
+
+def test_a_nan_written_as_nan_and_row_names_before_a_shorter_header_are_read(tmp_path):
+    path = tmp_path / "nan.csv"
+    path.write_text("a,b,c\n1,nan,3\n4,NaN,6\n")
+    read, names = read_embeddings(path)
+    np.testing.assert_array_equal(read, [[1, np.nan, 3], [4, np.nan, 6]])
+    assert names is None
+    # R's write.table: a header without the row names' column, every line one field longer
+    path.write_text("a\tb\tc\nr1\t1\tnan\t3\nr2\t4\t5\t6\n")
+    read, _ = read_embeddings(path.rename(tmp_path / "r.tsv"))
+    np.testing.assert_array_equal(read, [[1, np.nan, 3], [4, 5, 6]])

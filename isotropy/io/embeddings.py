@@ -119,7 +119,9 @@ def read_embeddings(path: str | os.PathLike, *, key: str | None = None, mmap_mod
         The file does not exist.
     IsotropyValueError
         Unknown extension, unreadable or corrupt file, not exactly 2-d, non-numeric values, an
-        ambiguous or unknown ``key``.
+        ambiguous or unknown ``key``; a line of a ``.csv``/``.tsv`` file with more or fewer fields
+        than the first (a trailing delimiter), or an empty field (``1,,3``), named by its line:
+        pandas would read them as NaN. A missing value is written ``nan``.
 
     Examples
     --------
@@ -427,8 +429,14 @@ def _read_delimited(path, sep: str, label_column=None):
     try:
         df = pd.read_csv(path, sep=sep, header=0 if header else None)
     except Exception as exc:  # noqa: BLE001
+        _check_fields(path, sep, header)  # a line with more fields than the first: said as such
         raise _fail(path, f"not a readable {path.suffix} file ({_short(exc)})",
                     "rows of numbers, optionally a header and a first column of row names") from None
+    # pandas fills the missing fields of a short line, and an empty field, with NaN: the file is read again, as text,
+    # only then (a NaN may also be written "nan"). Lines one field longer than the header are read with their first
+    # field as the row index (R's write.table writes row names so), or of a trailing delimiter then a NaN column
+    if df.isna().to_numpy().any():
+        _check_fields(path, sep, header, indexed=not df.index.equals(pd.RangeIndex(len(df))))
     if label_column is not None:
         name = _header_name(label_column)
         df = df.drop(columns=[c for c in df.columns if _header_name(c) == name][:1])
@@ -444,6 +452,42 @@ def _read_delimited(path, sep: str, label_column=None):
         raise _fail(path, "there are no numeric columns", "numeric columns (the first column may hold row names)")
     _check_numeric_columns(df, path, line_offset=2 if header else 1)
     return _as_matrix(df.to_numpy(), path), names
+
+
+def _check_fields(path, sep: str, header: bool, indexed: bool = False) -> None:
+    """Refuse the first line whose number of fields is not the first line's, or that has an empty field.
+
+    pandas reads either as NaN (a short line, ``1,,3``, a trailing delimiter), which a user did not write: only a
+    field that says ``nan`` is a missing value. ``indexed``: pandas read the data lines, one field longer than the
+    header, with their first field as the row index. Lines are those of the file, from 1; blank lines are skipped,
+    as pandas skips them. A line :mod:`csv` cannot read is left to the caller's message.
+    """
+    first = "the header" if header else "line 1"
+    try:
+        with open(path, encoding="utf-8-sig", errors="replace", newline="") as handle:
+            reader = csv.reader(handle, delimiter=sep)
+            width = None
+            for row in reader:
+                if not row:
+                    continue
+                if width is None:
+                    width = len(row)
+                    first = "the header" if header else f"line {reader.line_num}"
+                    if header:
+                        continue
+                trailing = len(row) == width + 1 and not row[-1].strip()
+                if len(row) != width + indexed or (indexed and trailing):
+                    hint = " (its last field is empty: a trailing delimiter?)" if trailing else ""
+                    others = f" and the lines below it {width + 1} (a row name first)" if indexed and not hint else ""
+                    raise _fail(path, f"line {reader.line_num} has {len(row)} fields, {first} has {width}{others}"
+                                      f"{hint}", "the same number of fields on every line")
+                empty = next((j for j, cell in enumerate(row) if not cell.strip()), None)
+                if empty is not None:
+                    trailing = " (a trailing delimiter?)" if empty == len(row) - 1 else ""
+                    raise _fail(path, f"line {reader.line_num}, column {empty + 1} is empty{trailing}",
+                                "a value in every field (nan for a missing number)")
+    except csv.Error:
+        return
 
 
 def _refuse_label_columns(df, path, label_column: str | None = None) -> None:
