@@ -143,3 +143,27 @@ def test_a_nan_written_as_nan_and_row_names_before_a_shorter_header_are_read(tmp
     path.write_text("a\tb\tc\nr1\t1\tnan\t3\nr2\t4\t5\t6\n")
     read, _ = read_embeddings(path.rename(tmp_path / "r.tsv"))
     np.testing.assert_array_equal(read, [[1, np.nan, 3], [4, 5, 6]])
+
+
+# 3. row names that pandas reads as missing are the strings written
+
+
+@pytest.mark.parametrize("header", ["word,a,b\n", ",a,b\n", ""])
+@pytest.mark.parametrize("extra", [True, False])
+def test_row_names_pandas_reads_as_missing_are_read_as_written(tmp_path, header, extra):
+    words = ["NA", "nan", "null", "None", "n/a"] + (["cat"] if extra else [])
+    X = np.arange(2.0 * len(words)).reshape(-1, 2)
+    path = tmp_path / "names.csv"
+    path.write_text(header + "".join(f"{w},{a:g},{b:g}\n" for w, (a, b) in zip(words, X)))
+    read, names = read_embeddings(path)
+    assert names == words  # were float nan (every one but 'cat'), or a column of NaN measured as a feature
+    assert all(type(name) is str for name in names)
+    np.testing.assert_array_equal(read, X)
+
+
+def test_a_feature_column_keeps_its_missing_values(tmp_path):
+    path = tmp_path / "x.tsv"
+    path.write_text("a\tb\tc\nNA\t1\t2\n1.5\t3\t4\n2.5\tnan\t6\n")
+    read, names = read_embeddings(path)
+    assert names is None
+    np.testing.assert_array_equal(read, [[np.nan, 1, 2], [1.5, 3, 4], [2.5, np.nan, 6]])

@@ -103,7 +103,9 @@ def read_embeddings(path: str | os.PathLike, *, key: str | None = None, mmap_mod
         Values are returned as stored: NaN and inf are not rejected here.
     row_names : list of str or None
         The words of a word-vector file, or the first non-numeric column of a ``.csv``/``.tsv``
-        file or string column of a ``.parquet`` file; ``None`` when the file has none. The first
+        file (its cells as written: a name ``NA``, ``nan``, ``null`` or ``None`` is that string,
+        not a missing value) or string column of a ``.parquet`` file; ``None`` when the file has
+        none. The first
         column of a ``.csv``/``.tsv`` file without a header is row names also when it holds exactly
         the row numbers 0..n-1 or 1..n, as ``DataFrame.to_csv(header=False)`` writes them; so is the
         first column of a ``.csv``/``.tsv`` file with a header, or of a ``.parquet`` table of one
@@ -437,6 +439,7 @@ def _read_delimited(path, sep: str, label_column=None):
     # field as the row index (R's write.table writes row names so), or of a trailing delimiter then a NaN column
     if df.isna().to_numpy().any():
         _check_fields(path, sep, header, indexed=not df.index.equals(pd.RangeIndex(len(df))))
+    columns = list(df.columns)
     if label_column is not None:
         name = _header_name(label_column)
         df = df.drop(columns=[c for c in df.columns if _header_name(c) == name][:1])
@@ -445,8 +448,12 @@ def _read_delimited(path, sep: str, label_column=None):
     names = None
     first_is_index = header and (first[0] == "" or str(df.columns[0]).startswith("Unnamed: 0"))
     row_numbers = (not header or is_row_id_header(df.columns[0])) and _is_row_numbers(df)
-    if first_is_index or _is_name_column(df.iloc[:, 0]) or row_numbers:
-        names = df.iloc[:, 0].astype(str).tolist()
+    written = None  # the first column as written, when pandas read a cell of it as missing (a name NA, null, None)
+    if df.shape[1] > 1 and df.index.equals(pd.RangeIndex(len(df))) and df.iloc[:, 0].isna().any():
+        written = _written_column(pd, path, sep, header, columns.index(df.columns[0]), len(df))
+    if first_is_index or _is_name_column(df.iloc[:, 0]) or row_numbers or \
+            (written is not None and df.iloc[:, 0].isna().all() and _is_name_column(written, as_written=True)):
+        names = df.iloc[:, 0].astype(str).tolist() if written is None else written.tolist()
         df = df.iloc[:, 1:]
     if df.shape[1] == 0:
         raise _fail(path, "there are no numeric columns", "numeric columns (the first column may hold row names)")
@@ -532,15 +539,33 @@ def _is_row_numbers(df) -> bool:
     return bool(np.array_equal(values, start) or np.array_equal(values, start + 1))
 
 
-def _is_name_column(values) -> bool:
-    """Row names only when clearly names: most cells are not numbers (a stray word among numbers is an error)."""
+def _is_name_column(values, *, as_written: bool = False) -> bool:
+    """Row names only when clearly names: most cells are not numbers (a stray word among numbers is an error).
+
+    ``as_written``: ``values`` are the cells as written (:func:`_written_column`), of which ``NA``, ``null`` and
+    ``None`` are words and ``nan`` a number.
+    """
     import pandas as pd
 
+    if as_written:
+        return 2 * sum(not _is_float(cell) for cell in values) > len(values)
     if pd.api.types.is_numeric_dtype(values):
         return False
     present = values.dropna()
     words = pd.to_numeric(present, errors="coerce").isna().sum()
     return len(present) > 0 and 2 * int(words) > len(present)
+
+
+def _written_column(pd, path, sep: str, header: bool, position: int, n_rows: int):
+    """The column at ``position`` of a delimited file as written (strings, none read as missing): row names ``NA``,
+    ``nan``, ``null``, ``None``, ``n/a`` are names, not NaN. Read again only when pandas read one of its cells as
+    missing; ``None`` when it does not read back as ``n_rows`` cells (then the column stays as pandas read it)."""
+    try:
+        column = pd.read_csv(path, sep=sep, header=0 if header else None, usecols=[position], dtype=str,
+                             na_filter=False).iloc[:, 0]
+    except Exception:  # noqa: BLE001 -- read once already: the first reading's cells are kept
+        return None
+    return column if len(column) == n_rows else None
 
 
 def _check_numeric_columns(df, path, *, line_offset: int | None) -> None:
