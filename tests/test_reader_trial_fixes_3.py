@@ -167,3 +167,36 @@ def test_a_feature_column_keeps_its_missing_values(tmp_path):
     read, names = read_embeddings(path)
     assert names is None
     np.testing.assert_array_equal(read, [[np.nan, 1, 2], [1.5, 3, 4], [2.5, np.nan, 6]])
+
+
+# 4. one list of label header names, for labels files and tables of embeddings
+
+
+@pytest.mark.parametrize("name", ["gold_label", "Gold_Label", "sentiment", "label", "category", "target", "tag", "y",
+                                  "class"])
+def test_a_label_header_of_a_one_column_labels_file_is_a_header(tmp_path, name):
+    from isotropy.io.labels import read_labels
+
+    labels = np.random.default_rng(0).choice(["pos", "neg", "neutral"], 500)
+    path = tmp_path / "labels.csv"
+    path.write_text(name + "\n" + "".join(f"{label}\n" for label in labels))
+    assert read_labels(path, n_rows=500).tolist() == labels.tolist()  # gold_label, sentiment: 501 labels
+
+
+@pytest.mark.parametrize("name", ["sentiment", "gold_label", "Label"])
+def test_an_integer_column_with_a_label_header_in_a_table_of_embeddings_is_refused(tmp_path, name):
+    frame = pd.DataFrame(_gaussian(n=6, d=3), columns=["a", "b", "c"])
+    frame[name] = [0, 1, 0, 1, 1, 0]
+    path = tmp_path / "x.csv"
+    frame.to_csv(path, index=False)
+    with pytest.raises(ValueError, match=f"its column '{name}' holds integer labels, not a feature"):
+        read_embeddings(path)
+    read, _ = read_embeddings(path, label_column=name)
+    np.testing.assert_allclose(read, frame[["a", "b", "c"]].to_numpy(), rtol=1e-15)
+
+
+def test_y_type_and_group_stay_features_of_a_table_of_embeddings(tmp_path):
+    frame = pd.DataFrame({"x": [1, 2, 3, 4], "y": [3, 1, 4, 1], "group": [0, 1, 0, 1]})
+    frame.to_csv(tmp_path / "xy.csv", index=False)
+    read, _ = read_embeddings(tmp_path / "xy.csv")
+    np.testing.assert_array_equal(read, frame.to_numpy())

@@ -7,7 +7,8 @@ import codecs
 
 from isotropy._utils.errors import IsotropyValueError
 
-__all__ = ["MAX_TEXT_FILE_BYTES", "ROW_ID_HEADERS", "header_name", "is_row_id_header", "text_codec"]
+__all__ = ["LABEL_HEADERS", "MAX_TEXT_FILE_BYTES", "ROW_ID_HEADERS", "header_name", "is_label_header",
+           "is_row_id_header", "text_codec"]
 
 #: A texts file (``measure --model --texts``) or a labels text file is read into memory: past this size it is
 #: refused, not read. A million sentences take about 100 MB; a forward pass over 1 GiB of text takes hours even on
@@ -49,3 +50,22 @@ ROW_ID_HEADERS = frozenset({"id", "ids", "index", "idx", "row", "rows", "row_id"
 def is_row_id_header(cell) -> bool:
     """Whether a header cell or column name is one of :data:`ROW_ID_HEADERS` (``ID``, ``Index``, ``Row_ID`` too)."""
     return header_name(cell).lower() in ROW_ID_HEADERS
+
+
+
+#: Headers of a column of labels (compared case-insensitively, as :func:`header_name` gives them): the header line
+#: of a one-column labels file (:func:`isotropy.io.labels.read_labels`), and the header of a column of integers in
+#: a table of embeddings, refused rather than measured as a feature (:func:`isotropy.io.embeddings.read_embeddings`).
+LABEL_HEADERS = frozenset({"label", "labels", "gold_label", "gold_labels", "gold", "class", "classes", "target",
+                           "targets", "category", "categories", "cluster", "clusters", "tag", "tags", "sentiment",
+                           "emotion", "intent", "topic"})
+#: Headers of a one-column labels file too, but also names of features (the coordinates x, y): not refused in a table
+#: of embeddings.
+_FEATURE_LIKE_LABEL_HEADERS = frozenset({"y", "type", "types", "group", "groups"})
+
+
+def is_label_header(cell, *, of_features: bool = False) -> bool:
+    """Whether a header cell or column name names labels: one of :data:`LABEL_HEADERS`, or, but for the header of a
+    table of features (``of_features``), ``y``, ``type`` or ``group``."""
+    name = header_name(cell).lower()
+    return name in LABEL_HEADERS or (not of_features and name in _FEATURE_LIKE_LABEL_HEADERS)

@@ -31,7 +31,7 @@ from isotropy.io._archives import (
     zip_expansion_problem,
 )
 from isotropy.io._encoding import header_name as _header_name  # shared with read_labels' column=
-from isotropy.io._encoding import is_row_id_header
+from isotropy.io._encoding import is_label_header, is_row_id_header
 from isotropy.io._paths import npy_magic_problem, path_kind
 from isotropy.io.word_vectors import PACKAGED_GLOVE, read_word_vectors
 
@@ -94,7 +94,8 @@ def read_embeddings(path: str | os.PathLike, *, key: str | None = None, mmap_mod
         without a UTF-8 byte-order mark and the spaces around them. A column of integers whose
         header names labels (``label``, ``class``, ``target``, ...) is refused rather than
         measured as a feature: without ``label_column``, and beside it (one column is read as
-        labels). Refused for the other formats, which have no named columns.
+        labels); the names are those a labels file's header may have
+        (:data:`isotropy.io._encoding.LABEL_HEADERS`), but ``y``, ``type`` and ``group``. Refused for the other formats, which have no named columns.
 
     Returns
     -------
@@ -388,12 +389,6 @@ def _is_float(token: str) -> bool:
 _MAX_FIRST_LINE = 16 * 2**20  # characters: about 900,000 columns of 18-character numbers
 
 
-# Headers of a column of labels (not features) in a table of embeddings; "y", "type" and "group" are left out:
-# they name features too (the coordinates x, y)
-_LABEL_HEADERS = {"label", "labels", "class", "classes", "target", "targets", "category", "categories", "cluster",
-                  "clusters", "gold", "gold_label", "tag", "tags"}
-
-
 def _numbered_columns(cells, at_least: int = 2) -> bool:
     """Whether ``cells`` are 0, 1, ..., n-1 (n >= ``at_least``): the column labels pandas writes for an unnamed frame."""
     return len(cells) >= at_least and cells == [str(i) for i in range(len(cells))]
@@ -509,7 +504,7 @@ def _refuse_label_columns(df, path, label_column: str | None = None) -> None:
     for column in df.columns:
         values = df[column]
         name = _header_name(column)
-        if name.lower() in _LABEL_HEADERS and pd.api.types.is_numeric_dtype(values) and \
+        if is_label_header(name, of_features=True) and pd.api.types.is_numeric_dtype(values) and \
                 bool(np.all(np.mod(values.to_numpy(dtype=np.float64), 1) == 0)):
             reason = f"its column {str(column)!r} holds integer labels, not a feature (its header says so)"
             if label_column is not None:

@@ -24,7 +24,7 @@ import numpy as np
 
 from isotropy._utils.validation import IsotropyValueError
 from isotropy.io._archives import EXPANSION_FLOOR_BYTES, MAX_EXPANSION
-from isotropy.io._encoding import MAX_TEXT_FILE_BYTES, header_name, text_codec
+from isotropy.io._encoding import MAX_TEXT_FILE_BYTES, header_name, is_label_header, text_codec
 from isotropy.io._paths import npy_magic_problem, path_kind
 from isotropy.io.word_vectors import _MAX_LINE
 
@@ -61,8 +61,10 @@ def read_labels(path: str | os.PathLike, *, n_rows: int | None = None, column: s
     n_rows : int or None, default=None
         The number of embedding rows the labels belong to; a different count is an error
         (``None``: no check, every label of the file is returned). In ``.csv``/``.tsv`` files the first line is a header when its
-        content says so: in one column, a usual header name (``label``, ``class``, ``y``, ...)
-        that is not also a label, or a non-numeric word above integer labels; in several 0/1
+        content says so: in one column, a usual header name (``label``, ``gold_label``,
+        ``sentiment``, ``class``, ``y``, ...: :data:`isotropy.io._encoding.LABEL_HEADERS`, which
+        :func:`isotropy.io.embeddings.read_embeddings` refuses as a feature, and ``y``, ``type``,
+        ``group``) that is not also a label, or a non-numeric word above integer labels; in several 0/1
         columns, a first line that is not all 0/1. The number of lines never decides.
     column : str, optional
         The label column of a ``.csv``/``.tsv`` file whose first line is a header (a table of
@@ -153,11 +155,6 @@ def check_column(path: str | os.PathLike, column: str | None) -> None:
                           f"that file holds the labels alone)", "a .csv or .tsv file with a header line naming the column, or a .jsonl file")
 
 
-# first cells that name a column of labels (compared case-insensitively)
-_HEADER_NAMES = {"label", "labels", "class", "classes", "y", "target", "targets", "category", "categories",
-                 "cluster", "clusters", "group", "groups", "tag", "tags", "type", "types", "gold"}
-
-
 def _is_int(text: str) -> bool:
     try:
         int(text)
@@ -174,7 +171,7 @@ def _is_header(rows, width) -> bool:
     cell, others = first[0], {row[0] for row in rest}
     if cell in others:
         return False  # the same text lower down is a label
-    if header_name(cell).lower() in _HEADER_NAMES:
+    if is_label_header(cell):
         return True
     return bool(rest) and not _is_int(cell) and all(_is_int(row[0]) for row in rest)  # a word above integers
 
