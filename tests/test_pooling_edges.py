@@ -151,3 +151,38 @@ def test_a_lightning_module_without_forward_or_a_misspelt_model_is_named():
     with pytest.raises(IsotropyValueError, match=r"Got 'modle' \(no such attribute\) instead\. Did you mean 'model'\?$"):
         resolve_submodule(module, "modle", "LightningGeometryCallback")
     assert resolve_submodule(module, "model", "LightningGeometryCallback") is module.model
+
+
+@pytest.mark.parametrize("method", ["istar", "cosreg"])
+def test_a_one_row_batch_at_sentence_level_has_no_penalty_and_one_warning(method):
+    """The last batch of an epoch of batch_size·m + 1 sentences gives 1 sentence state: IsoScore* and the mean cosine
+    are undefined there, and training stopped with "The 'H' parameter of istar_penalty must have at least 2 samples"
+    (an experiments trial). The penalty is 0 for that batch, said once; two rows are penalised as before."""
+    import warnings
+
+    import torch
+
+    from isotropy.experiments._finetune.train import regularised_loss
+    from isotropy.torch import cosine_penalty, istar_penalty
+    from isotropy.training import HiddenStateRegulariser
+
+    g = torch.Generator().manual_seed(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # istar's warning of a missing shrinkage sample
+        regulariser = HiddenStateRegulariser(method, level="sentence", layers="last")
+    one = tuple(torch.randn(1, 5, 4, generator=g, requires_grad=True) for _ in range(3))
+    with pytest.warns(UserWarning, match=rf"a training batch gave 1 regularised state \(level='sentence'\); "
+                                         rf"{method}'s penalty needs at least 2, so it is 0 for that batch"):
+        assert float(regulariser.penalty(one)) == 0.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # said once
+        assert float(regulariser.penalty(one)) == 0.0
+    two = tuple(torch.randn(2, 5, 4, generator=g) for _ in range(3))
+    H = two[-1].mean(dim=1)
+    expected = istar_penalty(H, shrinkage_cov=None) if method == "istar" else cosine_penalty(H)
+    assert float(regulariser.penalty(two)) == pytest.approx(float(expected), rel=1e-6)
+    logits, labels = torch.randn(1, 2, generator=g), torch.tensor([1])
+    total, task, iso, cos = regularised_loss(logits, labels, H[:1], method=method, lam=-1.0,
+                                             shrinkage_cov=torch.eye(4, dtype=torch.float64))
+    assert float(total) == float(task) == pytest.approx(float(torch.nn.functional.cross_entropy(logits, labels)))
+    assert iso is None and cos is None

@@ -160,3 +160,27 @@ def test_isoscore_star_rule_in_the_callbacks(caplog):
     assert "isoscore_star" in HFGeometryCallback(probe, shrinkage_sample=probe).probe.metric_factories
     with pytest.warns(UserWarning, match="tracks the vector norms"):
         HFGeometryCallback(probe, metrics=["isoscore_star"])
+
+
+@pytest.mark.parametrize("trainer", ["hf", "lightning"])
+def test_a_one_row_last_batch_trains_through_with_one_warning(tmp_path, trainer, monkeypatch):
+    """9 rows in batches of 4: the third batch has 1 row, whose sentence-level penalty is undefined. Training stopped
+    there (an experiments trial: "The 'H' parameter of istar_penalty must have at least 2 samples"); that batch now
+    has no penalty, said once, and the run finishes its steps."""
+    from isotropy.training import HFRegulariser, LightningRegulariser
+
+    rows = _data()[:9]
+    monkeypatch.setattr(sys.modules[__name__], "_data", lambda: rows)
+    if trainer == "hf":
+        reg = HFRegulariser("cosreg", weight=0.5, level="sentence", layers="last")
+        with pytest.warns(UserWarning) as caught:
+            log = _hf(tmp_path, [reg], compute_loss_func=reg)
+        steps = sorted({e["step"] for e in log if "regulariser/penalty" in e})
+    else:
+        reg = LightningRegulariser("cosreg", weight=0.5, level="sentence", layers="last")
+        with pytest.warns(UserWarning) as caught:
+            log = _lightning(tmp_path, _Module(reg), [reg])
+        steps = sorted({int(e["step"]) for e in log if e.get("regulariser/penalty")})
+    said = [str(w.message) for w in caught if "a training batch gave 1 regularised state" in str(w.message)]
+    assert len(said) == 1 and "(level='sentence'); cosreg's penalty needs at least 2" in said[0]
+    assert len(steps) == 4  # max_steps: the run went past the one-row batch (the third)

@@ -157,6 +157,7 @@ class HiddenStateRegulariser:
                           stacklevel=2 if type(self) is HiddenStateRegulariser else 3)  # the drop-ins' super() call
         self.shrinkage_cov = None
         self.last_penalty = None
+        self._warned_single = False
         self._sums = [0.0, 0.0, 0]  # task loss, penalty, batches since the last log (see logged_means)
 
     def _training_step(self) -> str | None:
@@ -218,6 +219,19 @@ class HiddenStateRegulariser:
             # "row 3" of a training batch is a row of the (shuffled) batch, not of the dataset: name the step too
             raise IsotropyValueError(f"{exc} This batch is the one of training step {step}; its rows are counted "
                                      f"within that step's batch, in the order the data loader gave them.") from None
+        if H.shape[0] < 2:  # one state (sentence level, a one-row batch): no IsoScore* nor mean cosine of it
+            if not self._warned_single:
+                import warnings
+
+                self._warned_single = True
+                warnings.warn(f"{self.caller}: a training batch gave 1 regularised state (level={self.level!r}); "
+                              f"{self.method}'s penalty needs at least 2, so it is 0 for that batch (an epoch of "
+                              f"batch_size·m + 1 rows ends with such a batch; drop_last, or a batch size that divides "
+                              f"the data, avoids it). Later such batches are not warned of.", UserWarning, stacklevel=2)
+            # a training batch's states need gradients, and so does its penalty (the Lightning drop-in counts it so)
+            value = torch.zeros((), dtype=H.dtype, device=H.device).requires_grad_(H.requires_grad)
+            self.last_penalty = 0.0
+            return value
         if self.method == "istar":
             value = self.weight * istar_penalty(H, shrinkage_cov=self.shrinkage_cov, zeta=self.zeta)
         else:

@@ -76,6 +76,8 @@ def regularised_loss(logits, labels, states, *, method: str, lam: float, shrinka
     Returns ``(total, task_loss, iso_star, mean_cos)``: ``iso_star`` is IsoScore* of ``states``
     (with graph for ``method="istar"``, detached otherwise, ``None`` when ``shrinkage_cov`` is
     None and the method is not I-STAR), ``mean_cos`` the mean pairwise cosine (CosReg only).
+    A batch of one state (sentence level, the last batch of an epoch of ``batch_size·m + 1`` sentences)
+    has neither a covariance nor a pair: its loss is the task loss alone and both are ``None``.
     """
 
     if method not in METHODS:
@@ -83,6 +85,8 @@ def regularised_loss(logits, labels, states, *, method: str, lam: float, shrinka
                          f"Got {method!r} instead.")
     task = torch.nn.functional.cross_entropy(logits, labels)
     total, iso, cos = task, None, None
+    if states.shape[0] < 2:  # no IsoScore* nor mean cosine of one state: no penalty this step
+        return total, task, iso, cos
     if method == "istar":
         penalty = istar_penalty(states, shrinkage_cov=shrinkage_cov, zeta=zeta)  # −IsoScore*(states)
         total = task + lam * penalty  # = task − λ·IsoScore*
