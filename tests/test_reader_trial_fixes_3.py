@@ -200,3 +200,97 @@ def test_y_type_and_group_stay_features_of_a_table_of_embeddings(tmp_path):
     frame.to_csv(tmp_path / "xy.csv", index=False)
     read, _ = read_embeddings(tmp_path / "xy.csv")
     np.testing.assert_array_equal(read, frame.to_numpy())
+
+
+# 5. labels in a Parquet file
+
+
+def _hf_table(tmp_path, n=40):
+    rng = np.random.default_rng(0)
+    E, labels = rng.normal(size=(n, 8)), rng.integers(0, 3, n)
+    pd.DataFrame({"text": [f"t{i}" for i in range(n)], "emb": list(E), "label": labels}).to_parquet(
+        tmp_path / "hf.parquet")
+    return E, labels
+
+
+def test_labels_are_read_from_a_column_of_a_parquet_file(tmp_path):
+    from isotropy.io.labels import read_labels
+
+    _, labels = _hf_table(tmp_path)
+    got = read_labels(tmp_path / "hf.parquet", n_rows=40, column="label")
+    np.testing.assert_array_equal(got, labels)
+    assert got.dtype.kind == "i"  # as stored
+    assert read_labels(tmp_path / "hf.parquet", column="text")[:2].tolist() == ["t0", "t1"]
+    # the only column that does not hold vectors needs no name
+    pd.DataFrame({"emb": list(np.eye(3)), "label": ["a", "b", "a"]}).to_parquet(tmp_path / "one.parquet")
+    assert read_labels(tmp_path / "one.parquet", n_rows=3).tolist() == ["a", "b", "a"]
+
+
+@pytest.mark.parametrize(("column", "reason", "expected"), [
+    (None, "it has 2 columns that do not hold vectors ['text', 'label']",
+     "the name of the label column (--label-column; column= in Python)"),
+    ("emb", "its column 'emb' holds vectors", "a column of one label per row"),
+    ("nope", "it has no column 'nope' (its columns: ['text', 'emb', 'label'])", "the name of one of its columns"),
+])
+def test_a_parquet_label_column_that_is_not_one_is_refused(tmp_path, column, reason, expected):
+    from isotropy.io.labels import read_labels
+
+    _hf_table(tmp_path)
+    path = tmp_path / "hf.parquet"
+    with pytest.raises(ValueError) as error:
+        read_labels(path, column=column)
+    assert str(error.value) == f"Cannot read labels from {str(path)!r}: {reason}; expected {expected}."
+
+
+@pytest.mark.parametrize(("values", "row", "shown"), [
+    ([0, 1, None, 1], 2, "a missing value"), (["a", None, "b", "a"], 1, "a missing value"),
+    (["a", "b", " ", "a"], 2, "it holds ' '"), ([0.5, 1.0, 2.0, float("nan")], 3, "a missing value"),
+    ([0.5, float("inf"), 2.0, 1.0], 1, "it holds inf"),
+])
+def test_a_missing_parquet_label_is_refused_naming_the_row(tmp_path, values, row, shown):
+    from isotropy.io.labels import read_labels
+
+    path = tmp_path / "y.parquet"
+    pd.DataFrame({"label": values}).to_parquet(path)
+    with pytest.raises(ValueError) as error:
+        read_labels(path, n_rows=4)
+    assert str(error.value) == (f"Cannot read labels from {str(path)!r}: row {row} of column 'label' has no label "
+                                f"({shown}); expected a label in every row.")
+    pd.DataFrame({"label": [0, 1, 1]}).to_parquet(path)
+    with pytest.raises(ValueError, match="it has 3 labels but the embeddings have 4 rows"):
+        read_labels(path, n_rows=4)
+
+
+def test_isotropy_measure_reads_labels_from_the_parquet_file_of_the_embeddings(tmp_path, capsys):
+    from isotropy import silhouette_score
+
+    E, labels = _hf_table(tmp_path)
+    path = str(tmp_path / "hf.parquet")
+    expected = silhouette_score(E, labels)
+    main(["measure", path, "--key", "emb", "--labels", path, "--label-column", "label", "--metrics",
+          "silhouette_score", "--json", str(tmp_path / "out.json")])
+    got = json.loads((tmp_path / "out.json").read_text())["values"]["silhouette_score"]
+    assert got == pytest.approx(expected, rel=1e-12)  # was "a .parquet file has no columns"
+    # a table of one feature per column: the label column is left out of the features
+    table = pd.DataFrame(E[:, :3], columns=["a", "b", "c"]).assign(label=labels)
+    table.to_parquet(tmp_path / "t.parquet")
+    X, _ = read_embeddings(tmp_path / "t.parquet", label_column="label")
+    np.testing.assert_array_equal(X, E[:, :3])
+    main(["measure", str(tmp_path / "t.parquet"), "--labels", str(tmp_path / "t.parquet"), "--label-column", "label",
+          "--metrics", "silhouette_score", "--json", str(tmp_path / "out.json")])
+    got = json.loads((tmp_path / "out.json").read_text())["values"]["silhouette_score"]
+    assert got == pytest.approx(silhouette_score(E[:, :3], labels), rel=1e-12)
+    capsys.readouterr()
+
+
+def test_a_parquet_labels_file_passes_the_decompression_bomb_check_first(tmp_path, monkeypatch):
+    from isotropy.io import embeddings
+    from isotropy.io.labels import read_labels
+
+    path = tmp_path / "y.parquet"
+    pd.DataFrame({"label": [0, 1]}).to_parquet(path)
+    monkeypatch.setattr(embeddings, "parquet_expansion_problem", lambda _: "column 'label' expands from 1 to 2 bytes")
+    with pytest.raises(ValueError) as error:
+        read_labels(path)
+    assert str(error.value).startswith(f"Cannot read labels from {str(path)!r}: column 'label' expands from 1 to 2 "
+                                       f"bytes; expected a Parquet file expanding at most 100x")

@@ -88,14 +88,15 @@ def read_embeddings(path: str | os.PathLike, *, key: str | None = None, mmap_mod
         For float32/float64 ``.npy`` files: memory-map instead of reading (see :func:`numpy.load`),
         so that taking a subset of the rows reads only those rows. Ignored for other formats.
     label_column : str or None, default=None
-        A ``.csv``/``.tsv`` file with a header may hold its labels beside the features: the
-        column of that name is left out of ``X`` (read it with
+        A ``.csv``/``.tsv`` file with a header, or a ``.parquet`` file, may hold its labels beside
+        the features: the column of that name is left out of ``X`` (read it with
         :func:`isotropy.io.labels.read_labels` and the same ``column``). Header names are matched
         without a UTF-8 byte-order mark and the spaces around them. A column of integers whose
         header names labels (``label``, ``class``, ``target``, ...) is refused rather than
-        measured as a feature: without ``label_column``, and beside it (one column is read as
-        labels); the names are those a labels file's header may have
-        (:data:`isotropy.io._encoding.LABEL_HEADERS`), but ``y``, ``type`` and ``group``. Refused for the other formats, which have no named columns.
+        measured as a feature in a ``.csv``/``.tsv`` file: without ``label_column``, and beside it
+        (one column is read as labels); the names are those a labels file's header may have
+        (:data:`isotropy.io._encoding.LABEL_HEADERS`), but ``y``, ``type`` and ``group``.
+        Refused for the other formats, which have no named columns.
 
     Returns
     -------
@@ -169,7 +170,7 @@ def read_embeddings(path: str | os.PathLike, *, key: str | None = None, mmap_mod
         _no_key(path, key, f"{suffix} files")
         return _read_delimited(path, "\t" if suffix == ".tsv" else ",", label_column)
     if suffix == ".parquet":
-        return _read_parquet(path, key)
+        return _read_parquet(path, key, label_column=label_column)
     if suffix in _WORD_VECTOR_EXTENSIONS or _has_word2vec_header(path):
         _no_key(path, key, "word-vector files")
         if suffix not in (".vec", ".w2v", ".bin") and _is_numeric_text(path):
@@ -219,13 +220,14 @@ def _import_optional(module: str, path, packages: str):
 
 
 def _label_column_format(path, label_column: str) -> None:
-    """Refuse ``label_column`` for a format without named columns (all but ``.csv``/``.tsv``)."""
+    """Refuse ``label_column`` for a format without named columns (all but ``.csv``/``.tsv``/``.parquet``)."""
     suffix = Path(path).suffix.lower()
-    if str(path) != PACKAGED_GLOVE and suffix in (".csv", ".tsv"):
+    if str(path) != PACKAGED_GLOVE and suffix in (".csv", ".tsv", ".parquet"):
         return
     what = "the packaged GloVe vectors" if str(path) == PACKAGED_GLOVE else f"{suffix or 'extension-less'} files"
     raise _fail(path, f"label_column={label_column!r} was given but {what} have no named columns",
-                "no label_column (it names a column of a .csv or .tsv file with a header line)")
+                "no label_column (it names a column of a .csv or .tsv file with a header line, or of a .parquet "
+                "file)")
 
 
 def _no_key(path, key, what: str) -> None:
@@ -579,8 +581,11 @@ def _check_numeric_columns(df, path, *, line_offset: int | None) -> None:
         raise _fail(path, f"column {column!r} is not numeric{where}", "numbers in every column but the row names")
 
 
-def _read_parquet(path, key, *, checked: bool = False, with_columns: bool = False):
+def _read_parquet(path, key, *, checked: bool = False, with_columns: bool = False, label_column=None):
     """``(X, names)``; ``checked``: the caller ran :func:`_check_parquet_expansion` on these very bytes (``read_shards``).
+
+    ``label_column``: a column left out, as :func:`read_embeddings` leaves it out of a ``.csv`` file (the labels,
+    read by :func:`isotropy.io.labels.read_labels`).
 
     ``with_columns``: ``(X, names, (columns, listed))`` with the names of the columns ``X`` was read from, in
     order (``listed``: one column of vectors; else one column per feature), which ``read_shards`` compares
@@ -595,6 +600,15 @@ def _read_parquet(path, key, *, checked: bool = False, with_columns: bool = Fals
         df = pd.read_parquet(path)
     except Exception as exc:  # noqa: BLE001
         raise _fail(path, f"not a readable .parquet file ({_short(exc)})") from None
+    if label_column is not None:
+        labels = [c for c in df.columns if _header_name(c) == _header_name(label_column)]
+        if len(labels) != 1:
+            raise _fail(path, f"it has {len(labels)} columns named {_header_name(label_column)!r} to leave out as "
+                              f"labels", f"one such column, of {[str(c) for c in df.columns][:20]}")
+        if key is not None and str(labels[0]) == str(key):
+            raise _fail(path, f"key={key!r} and label_column={label_column!r} name one column",
+                        "the column of vectors as key, the column of labels as label_column")
+        df = df.drop(columns=labels)
     if key is not None and key not in df.columns:
         raise _fail(path, f"there is no column {key!r}", f"one of {[str(c) for c in df.columns]}")
     list_columns = [c for c in df.columns if _is_list_column(df[c])]
@@ -649,14 +663,16 @@ def _read_parquet(path, key, *, checked: bool = False, with_columns: bool = Fals
     return _as_matrix(numeric.to_numpy(), path), names
 
 
-def _check_parquet_expansion(path) -> None:
+def _check_parquet_expansion(path, fail=None) -> None:
     """Refuse a Parquet file whose data would decode to far more than the file holds (a bomb), text columns
-    measured as decoded: :func:`isotropy.io._archives.parquet_expansion_problem`."""
+    measured as decoded: :func:`isotropy.io._archives.parquet_expansion_problem`. ``fail``: the error's maker,
+    ``fail(path, reason[, expected])`` (the labels reader's, whose message says labels); this module's by default."""
+    fail = _fail if fail is None else fail
     problem = parquet_expansion_problem(path)
     if isinstance(problem, UnreadableParquet):  # a corrupt page: worded as a file pyarrow cannot read
-        raise _fail(path, f"not a readable .parquet file ({problem})")
+        raise fail(path, f"not a readable .parquet file ({problem})")
     if problem is not None:
-        raise _fail(path, problem, f"a Parquet file expanding at most {MAX_EXPANSION}x; if the file is genuine, "
+        raise fail(path, problem, f"a Parquet file expanding at most {MAX_EXPANSION}x; if the file is genuine, "
                                    f"save the array with np.save and read the .npy file")
 
 

@@ -1,4 +1,4 @@
-"""Read cluster labels, one per row of an embedding matrix, from a text, CSV/TSV or ``.npy`` file.
+"""Read cluster labels, one per row of an embedding matrix, from a text, CSV/TSV, ``.npy`` or ``.parquet`` file.
 
 * text (``.txt``, ``.labels``, ``.lst`` or no extension): one label per line;
 * ``.csv``/``.tsv``: one column of labels, or several 0/1 columns (a multi-label indicator matrix,
@@ -6,7 +6,10 @@
   such as ``label``, or a word above numeric labels, or a non-0/1 line above 0/1 columns), never
   by the number of lines;
 * ``.npy``: a 1-d array of labels or a 2-d 0/1 matrix;
-* ``.jsonl``/``.ndjson`` (JSON lines, as a texts file may be): the field named by ``column`` of each line.
+* ``.jsonl``/``.ndjson`` (JSON lines, as a texts file may be): the field named by ``column`` of each line;
+* ``.parquet``: the column named by ``column``, or the only column that does not hold vectors (a table of texts,
+  embeddings and labels names it); only that column is read, once the file passed the decompression-bomb check
+  of :func:`isotropy.io.embeddings.read_embeddings`.
 
 Text and CSV/TSV files are read into memory, so bounded as :func:`isotropy.measure.from_model.read_texts` bounds
 the texts they go with: a file past 1 GiB is refused unread, a line of a text file past 1 MiB (the line cap of
@@ -31,11 +34,12 @@ from isotropy.io.word_vectors import _MAX_LINE
 __all__ = ["LABEL_EXTENSIONS", "read_labels"]
 
 _TEXT_EXTENSIONS = ("", ".txt", ".labels", ".lst")
-LABEL_EXTENSIONS = (".txt", ".labels", ".lst", ".csv", ".tsv", ".npy", ".jsonl", ".ndjson")
+LABEL_EXTENSIONS = (".txt", ".labels", ".lst", ".csv", ".tsv", ".npy", ".jsonl", ".ndjson", ".parquet")
 _EXPECTED = ("one label per line (.txt), one label column or several 0/1 columns (.csv, .tsv), "
-             "a 1-d array or 2-d 0/1 array (.npy), or a named field of JSON lines (.jsonl, .ndjson)")
+             "a 1-d array or 2-d 0/1 array (.npy), a named field of JSON lines (.jsonl, .ndjson), "
+             "or a column of a .parquet file")
 _JSON_LINES = (".jsonl", ".ndjson")
-_COLUMNS = (".csv", ".tsv", *_JSON_LINES)  # files with named columns (column= / --label-column)
+_COLUMNS = (".csv", ".tsv", *_JSON_LINES, ".parquet")  # files with named columns (column= / --label-column)
 
 
 # A labels text file (one label a line, or a table) is read into memory: past this size it is refused, not read (the
@@ -72,7 +76,9 @@ def read_labels(path: str | os.PathLike, *, n_rows: int | None = None, column: s
         ``.tsv`` file quotes are text, as in :func:`isotropy.measure.from_model.read_texts`.
         Of a ``.jsonl``/``.ndjson`` file, the field of each line's object (needed: a JSON-lines
         file has no other way to hold labels); a number or true/false is read as its JSON text
-        (``1``, ``true``), as a CSV cell would be.
+        (``1``, ``true``), as a CSV cell would be. Of a ``.parquet`` file, the column (needed
+        unless it is the only one that does not hold vectors), its values as stored; a missing
+        one is refused, naming its row.
     row_kind : str, default="embedding rows"
         What the ``n_rows`` rows are, in the message of a count that differs (``"texts"``).
     encoding : str, default="utf-8"
@@ -104,7 +110,7 @@ def read_labels(path: str | os.PathLike, *, n_rows: int | None = None, column: s
         raise _fail(path, f"it {kind}")
     check_column(path, column)
     suffix = path.suffix.lower()
-    if suffix in (*_COLUMNS, *_TEXT_EXTENSIONS):
+    if suffix in (*_COLUMNS, *_TEXT_EXTENSIONS) and suffix != ".parquet":  # a .parquet file: its expansion checked
         size = path.stat().st_size
         if size > _MAX_LABELS_BYTES:  # read into memory below: a bound on it
             raise _fail(path, f"it is {size:,} bytes", f"at most {_MAX_LABELS_BYTES:,} bytes "
@@ -116,6 +122,8 @@ def read_labels(path: str | os.PathLike, *, n_rows: int | None = None, column: s
             raise _fail(path, "no label column was named for a JSON-lines file",
                         "the name of the field that holds the labels (--label-column; column= in Python)")
         labels = _read_json_column(path, column, text)
+    elif suffix == ".parquet":
+        labels = _read_parquet(path, column)
     elif column is not None:  # a .csv or .tsv file: check_column refused the others
         labels = _read_column(path, "\t" if suffix == ".tsv" else ",", column, text)
     elif suffix in (".csv", ".tsv"):
@@ -152,7 +160,8 @@ def check_column(path: str | os.PathLike, column: str | None) -> None:
     if column is not None and suffix.lower() not in _COLUMNS:
         kind = f"a {suffix} file" if suffix else "a file without extension (plain text)"
         raise _fail(path, f"a label column ({column!r}) was named, but {kind} has no columns (leave the column out: "
-                          f"that file holds the labels alone)", "a .csv or .tsv file with a header line naming the column, or a .jsonl file")
+                          f"that file holds the labels alone)", "a .csv or .tsv file with a header line naming the column, a .jsonl "
+                                                                 "or a .parquet file")
 
 
 def _is_int(text: str) -> bool:
@@ -411,6 +420,67 @@ def _read_json_column(path, column: str, text: tuple[str, str]) -> np.ndarray:
         raise _fail(path, "the file is empty")
     _check_width(path, len(labels), max(map(len, labels)), path.stat().st_size)
     return np.asarray(labels)
+
+
+def _read_parquet(path, column: str | None) -> np.ndarray:
+    """The column ``column`` of a Parquet file, or its only column that does not hold vectors; values as stored
+    (integers stay integers), none missing. Only the file's schema and that column are read, after the
+    decompression-bomb check of the embeddings reader."""
+    from isotropy.io.embeddings import _check_parquet_expansion, _import_optional
+
+    pd = _import_optional("pandas", path, "pandas and pyarrow")
+    pq = _import_optional("pyarrow.parquet", path, "pandas and pyarrow")
+    import pyarrow as pa
+
+    _check_parquet_expansion(path, fail=_fail)
+    try:
+        schema = pq.read_schema(path)
+    except Exception as exc:  # noqa: BLE001 -- not a Parquet file, a corrupt footer
+        raise _fail(path, f"not a readable .parquet file ({' '.join(str(exc).split())[:120]})") from None
+    names = [name for name in schema.names if not name.startswith("__index_level_")]  # pandas' stored index
+    vectors = {field.name for field in schema
+               if pa.types.is_list(field.type) or pa.types.is_large_list(field.type) or
+               pa.types.is_fixed_size_list(field.type)}
+    if column is None:
+        candidates = [name for name in names if name not in vectors]
+        if len(candidates) != 1:
+            raise _fail(path, f"it has {len(candidates)} columns that do not hold vectors {candidates[:20]}",
+                        "the name of the label column (--label-column; column= in Python)")
+        name = candidates[0]
+    else:
+        matches = [name for name in names if header_name(name) == header_name(column)]
+        if not matches:
+            raise _fail(path, f"it has no column {column!r} (its columns: {[n[:40] for n in names[:20]]}"
+                              f"{' ...' if len(names) > 20 else ''})", "the name of one of its columns")
+        if len(matches) > 1:
+            raise _fail(path, f"it has {len(matches)} columns named {header_name(column)!r}",
+                        "one column of that name to read the labels from")
+        name = matches[0]
+    if name in vectors:
+        raise _fail(path, f"its column {name!r} holds vectors", "a column of one label per row")
+    try:
+        values = pd.read_parquet(path, columns=[name])[name]
+    except Exception as exc:  # noqa: BLE001
+        raise _fail(path, f"not a readable .parquet file ({' '.join(str(exc).split())[:120]})") from None
+    if len(values) == 0:
+        raise _fail(path, f"its column {name!r} has no rows")
+    numeric = pd.api.types.is_numeric_dtype(values) and not isinstance(values.dtype, pd.CategoricalDtype)
+    missing = values.isna().to_numpy()
+    if not numeric:  # an empty or blank string is no label, as an empty CSV cell is none
+        missing = missing | (values.astype(str).str.strip().eq("").to_numpy() & ~missing)
+    elif pd.api.types.is_float_dtype(values):
+        missing = missing | ~np.isfinite(values.to_numpy(dtype=np.float64, na_value=np.nan))
+    if missing.any():
+        row = int(np.flatnonzero(missing)[0])
+        value = values.iloc[row]
+        value = value.item() if isinstance(value, np.generic) else value  # inf, not np.float64(inf)
+        held = "a missing value" if pd.isna(value) else f"it holds {value!r}"
+        raise _fail(path, f"row {row} of column {name!r} has no label ({held})", "a label in every row")
+    if numeric:
+        return values.to_numpy()
+    labels = values.astype(str).to_numpy()
+    _check_width(path, len(labels), max(map(len, labels)), path.stat().st_size)
+    return np.asarray(labels, dtype=str)
 
 
 def _not_text(text: tuple[str, str], path) -> str:
