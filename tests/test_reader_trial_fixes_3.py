@@ -70,14 +70,16 @@ def test_isotropy_measure_of_a_table_with_an_id_column_measures_the_features(tmp
     capsys.readouterr()
 
 
-def test_a_row_id_header_over_other_numbers_or_elsewhere_stays_a_feature(tmp_path):
+def test_a_row_id_header_over_numbers_with_a_fraction_or_elsewhere_stays_a_feature(tmp_path):
     X = _gaussian(n=6, d=3)
     frame = pd.DataFrame(X, columns=["a", "b", "c"])
-    frame.insert(0, "id", [0, 1, 2, 3, 5, 4])  # not the row numbers in order
-    frame.to_csv(tmp_path / "shuffled.csv", index=False)
-    read, names = read_embeddings(tmp_path / "shuffled.csv")
-    assert read.shape == (6, 4) and names is None
-    np.testing.assert_array_equal(read[:, 0], [0, 1, 2, 3, 5, 4])
+    frame.insert(0, "index", [0.5, 1, 2, 3, 5, 4])  # a measured quantity headed "index"
+    frame.to_csv(tmp_path / "fraction.csv", index=False)
+    frame.to_parquet(tmp_path / "fraction.parquet", index=False)
+    for name in ("fraction.csv", "fraction.parquet"):
+        read, names = read_embeddings(tmp_path / name)
+        assert read.shape == (6, 4) and names is None
+        np.testing.assert_array_equal(read[:, 0], [0.5, 1, 2, 3, 5, 4])
     # a column of the row numbers under a feature's name is a feature (only a row-id header says otherwise)
     frame = pd.DataFrame(X, columns=["a", "b", "c"])
     frame.insert(0, "x", range(6))
@@ -93,6 +95,50 @@ def test_a_row_id_header_over_other_numbers_or_elsewhere_stays_a_feature(tmp_pat
         read, names = read_embeddings(tmp_path / name)
         assert read.shape == (6, 4) and names is None
         np.testing.assert_array_equal(read[:, 3], range(6))
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".tsv", ".parquet"])
+@pytest.mark.parametrize("name", ["id", "index", "Row_ID"])
+def test_the_ids_of_a_shuffled_or_sampled_frame_are_row_names(tmp_path, suffix, name):
+    X = _gaussian(n=200, d=4)
+    frame = pd.DataFrame(X, columns=list("abcd"))
+    frame.index.name = name
+    sample = frame.sample(n=50, random_state=0)  # its index: 50 distinct integers of 0..199, in no order
+    path = tmp_path / f"s{suffix}"
+    if suffix == ".parquet":
+        sample.reset_index().to_parquet(path)
+    else:
+        sample.to_csv(path, sep="\t" if suffix == ".tsv" else ",")
+    read, names = read_embeddings(path)
+    assert read.shape == (50, 4)  # was (50, 5): the ids measured as a feature
+    np.testing.assert_allclose(read, sample.to_numpy(), rtol=1e-15)
+    assert names == [str(i) for i in sample.index]
+    assert isoscore(read) == pytest.approx(isoscore(sample.to_numpy()), rel=1e-12)
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_integers_that_repeat_under_a_row_id_header_are_refused(tmp_path, suffix):
+    frame = pd.DataFrame(_gaussian(n=6, d=3), columns=["a", "b", "c"])
+    frame.insert(0, "id", [7, 3, 9, 3, 1, 2])
+    path = tmp_path / f"r{suffix}"
+    if suffix == ".parquet":
+        frame.to_parquet(path, index=False)
+    else:
+        frame.to_csv(path, index=False)
+    where = "lines 3 and 5" if suffix == ".csv" else "rows 1 and 3"
+    with pytest.raises(ValueError) as error:
+        read_embeddings(path)
+    assert str(error.value) == (
+        f"Cannot read embeddings from {str(path)!r}: its first column 'id' is headed as row ids but repeats the "
+        f"integer 3 ({where}), so it neither names one row each nor is clearly a feature; expected distinct row ids "
+        f"under a row-id header ('id' is read as row names then), or, if the column is a feature or a group, a header "
+        f"that is not a row id's (id, index, row, ...).")
+    # pandas' unnamed index ("Unnamed: 0") is the row names whatever it holds (frames concatenated)
+    frame = frame.rename(columns={"id": "Unnamed: 0"})
+    frame.to_csv(tmp_path / "u.csv", index=False)
+    read, names = read_embeddings(tmp_path / "u.csv")
+    assert names == ["7", "3", "9", "3", "1", "2"]
+    np.testing.assert_allclose(read, frame[["a", "b", "c"]].to_numpy(), rtol=1e-15)
 
 
 # 2. a malformed line is said as such, not read as a NaN

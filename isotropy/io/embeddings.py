@@ -111,11 +111,16 @@ def read_embeddings(path: str | os.PathLike, *, key: str | None = None, mmap_mod
         column of a ``.csv``/``.tsv`` file without a header is row names also when it holds exactly
         the row numbers 0..n-1 or 1..n, as ``DataFrame.to_csv(header=False)`` writes them; so is the
         first column of a ``.csv``/``.tsv`` file with a header, or of a ``.parquet`` table of one
-        feature per column, that holds exactly those numbers under a row-id header (``id``,
-        ``index``, ``idx``, ``row``, ``row_id``, ``Unnamed: 0``, ... in any case:
+        feature per column, that holds distinct integers, in any order, under a row-id header
+        (``id``, ``index``, ``idx``, ``row``, ``row_id``, ``Unnamed: 0``, ... in any case:
         :data:`isotropy.io._encoding.ROW_ID_HEADERS`), as ``df.to_csv(path)`` of a frame whose index
-        is named ``id`` and ``df.reset_index().to_parquet(path)`` write them. Only the first column:
-        a row-id column elsewhere, or one whose numbers miss or repeat one, is read as a feature.
+        is named ``id`` and ``df.reset_index().to_parquet(path)`` write them, also of a shuffled or
+        sampled frame. A decision: integers under a row-id header are never measured as a feature.
+        Integers that repeat one there are refused (they name no row each and are not clearly a
+        feature: a group's id, say; rename the column if it is one), but under ``Unnamed: 0``,
+        pandas' name for an index it wrote unnamed, which is row names whatever it holds. Numbers
+        with a fraction under such a header are a measured quantity, a feature. Only the first
+        column: a row-id column elsewhere is read as a feature.
 
     Raises
     ------
@@ -125,7 +130,8 @@ def read_embeddings(path: str | os.PathLike, *, key: str | None = None, mmap_mod
         Unknown extension, unreadable or corrupt file, not exactly 2-d, non-numeric values, an
         ambiguous or unknown ``key``; a line of a ``.csv``/``.tsv`` file with more or fewer fields
         than the first (a trailing delimiter), or an empty field (``1,,3``), named by its line:
-        pandas would read them as NaN. A missing value is written ``nan``.
+        pandas would read them as NaN. A missing value is written ``nan``. A first column under a
+        row-id header whose integers repeat one (see ``row_names``).
 
     Examples
     --------
@@ -444,7 +450,11 @@ def _read_delimited(path, sep: str, label_column=None):
         _refuse_label_columns(df, path, None if label_column is None else _header_name(label_column))
     names = None
     first_is_index = header and (first[0] == "" or str(df.columns[0]).startswith("Unnamed: 0"))
-    row_numbers = (not header or is_row_id_header(df.columns[0])) and _is_row_numbers(df)
+    # without a header only the row numbers themselves (to_csv(header=False)); under a row-id header any distinct ids
+    # (an "Unnamed: 0" or unheaded first column is pandas' index, whatever it holds: first_is_index)
+    row_numbers = not first_is_index and (
+        _is_row_ids(df, path, line_offset=2) if header and is_row_id_header(df.columns[0]) else
+        not header and _is_row_numbers(df))
     written = None  # the first column as written, when pandas read a cell of it as missing (a name NA, null, None)
     if df.shape[1] > 1 and df.index.equals(pd.RangeIndex(len(df))) and df.iloc[:, 0].isna().any():
         written = _written_column(pd, path, sep, header, columns.index(df.columns[0]), len(df))
@@ -534,6 +544,40 @@ def _is_row_numbers(df) -> bool:
     values = df.iloc[:, 0].to_numpy()
     start = np.arange(len(values))
     return bool(np.array_equal(values, start) or np.array_equal(values, start + 1))
+
+
+def _is_row_ids(df, path, *, line_offset: int | None) -> bool:
+    """Whether the first of several columns, under a row-id header (``id``, ``index``, ...), holds row ids: distinct
+    integers, in any order (the index of a shuffled or sampled frame, saved with it), read as row names.
+
+    A judgement call: integers under such a header are ids, never a feature, so integers that repeat one are refused
+    (neither row names, which name one row each, nor clearly a feature: a group's id, say); numbers with a fraction
+    are a measured quantity and stay a feature, as does a column with a missing value (refused later, as a NaN).
+    ``line_offset``: the file line of row 0 (a ``.csv``/``.tsv`` file), or ``None`` to name rows (``.parquet``).
+    """
+    import pandas as pd
+
+    values = df.iloc[:, 0]
+    if df.shape[1] < 2 or len(values) == 0 or pd.api.types.is_bool_dtype(values) or \
+            not pd.api.types.is_numeric_dtype(values) or values.isna().any():
+        return False
+    numbers = values.to_numpy(dtype=np.float64)
+    if not pd.api.types.is_integer_dtype(values) and not bool(np.all(np.isfinite(numbers) & (np.mod(numbers, 1) == 0))):
+        return False  # a fraction: a feature that happens to be headed so
+    if _header_name(df.columns[0]).lower().startswith("unnamed: 0"):
+        return True  # pandas' own name for a frame's index written without a name: its index, repeated or not
+    seen = {}
+    for row, value in enumerate(values.tolist()):
+        if value in seen:
+            where = (f"lines {seen[value] + line_offset} and {row + line_offset}" if line_offset is not None
+                     else f"rows {seen[value]} and {row}")
+            name = _header_name(df.columns[0])
+            raise _fail(path, f"its first column {name!r} is headed as row ids but repeats the integer "
+                              f"{int(value)} ({where}), so it neither names one row each nor is clearly a feature",
+                        f"distinct row ids under a row-id header ({name!r} is read as row names then), or, if the "
+                        f"column is a feature or a group, a header that is not a row id's (id, index, row, ...)")
+        seen[value] = row
+    return True
 
 
 def _is_name_column(values, *, as_written: bool = False) -> bool:
@@ -654,8 +698,8 @@ def _read_parquet(path, key, *, checked: bool = False, with_columns: bool = Fals
         raise _fail(path, "there are no numeric columns and no column of vectors",
                     "numeric columns, or one column whose entries are vectors")
     if numeric.shape[1] and numeric.columns[0] == df.columns[0] and is_row_id_header(numeric.columns[0]) and \
-            _is_row_numbers(numeric):  # df.reset_index().to_parquet(path): the row numbers, headed "index" or "id"
-        names = numeric.iloc[:, 0].astype(str).tolist() if names is None else names
+            _is_row_ids(numeric, path, line_offset=None):  # df.reset_index().to_parquet(path): "index" or "id"
+        names = [str(int(v)) for v in numeric.iloc[:, 0].tolist()] if names is None else names
         numeric = numeric.iloc[:, 1:]
     _check_numeric_columns(numeric, path, line_offset=None)
     if with_columns:
