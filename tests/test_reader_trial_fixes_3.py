@@ -241,6 +241,34 @@ def test_an_integer_column_with_a_label_header_in_a_table_of_embeddings_is_refus
     np.testing.assert_allclose(read, frame[["a", "b", "c"]].to_numpy(), rtol=1e-15)
 
 
+@pytest.mark.parametrize("name", ["label", "sentiment", "Class"])
+def test_an_integer_label_column_of_a_parquet_table_of_features_is_refused_as_in_csv(tmp_path, name, capsys):
+    X = _gaussian(n=6, d=3)
+    frame = pd.DataFrame(X, columns=["a", "b", "c"])
+    frame[name] = [0, 1, 0, 1, 1, 0]
+    path = tmp_path / "x.parquet"
+    frame.to_parquet(path, index=False)
+    with pytest.raises(ValueError) as error:
+        read_embeddings(path)  # was read as a fourth feature
+    assert str(error.value) == (
+        f"Cannot read embeddings from {str(path)!r}: its column '{name}' holds integer labels, not a feature (its "
+        f"header says so); expected feature columns only: give the labels with --labels {path} --label-column {name} "
+        f"(label_column= in Python), which also leaves the column out of the features.")
+    read, _ = read_embeddings(path, label_column=name)
+    np.testing.assert_allclose(read, X, rtol=1e-15)
+    # a second label column beside the one named is refused too
+    frame.assign(target=[1, 2, 1, 2, 1, 2]).to_parquet(path, index=False)
+    with pytest.raises(ValueError, match=f"its column 'target' holds integer labels, not a feature .*, besides the "
+                                         f"label column '{name}'"):
+        read_embeddings(path, label_column=name)
+    # isotropy measure says so in one line
+    frame.to_parquet(path, index=False)
+    with pytest.raises(SystemExit) as exit_:
+        main(["measure", str(path), "--metrics", "isoscore"])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.count("\n") == 1
+
+
 def test_y_type_and_group_stay_features_of_a_table_of_embeddings(tmp_path):
     frame = pd.DataFrame({"x": [1, 2, 3, 4], "y": [3, 1, 4, 1], "group": [0, 1, 0, 1]})
     frame.to_csv(tmp_path / "xy.csv", index=False)

@@ -93,8 +93,9 @@ def read_embeddings(path: str | os.PathLike, *, key: str | None = None, mmap_mod
         :func:`isotropy.io.labels.read_labels` and the same ``column``). Header names are matched
         without a UTF-8 byte-order mark and the spaces around them. A column of integers whose
         header names labels (``label``, ``class``, ``target``, ...) is refused rather than
-        measured as a feature in a ``.csv``/``.tsv`` file: without ``label_column``, and beside it
-        (one column is read as labels); the names are those a labels file's header may have
+        measured as a feature in a ``.csv``/``.tsv`` file or a ``.parquet`` table of one feature
+        per column: without ``label_column``, and beside it (one column is read as labels); the
+        names are those a labels file's header may have
         (:data:`isotropy.io._encoding.LABEL_HEADERS`), but ``y``, ``type`` and ``group``.
         Refused for the other formats, which have no named columns.
 
@@ -701,6 +702,7 @@ def _read_parquet(path, key, *, checked: bool = False, with_columns: bool = Fals
             _is_row_ids(numeric, path, line_offset=None):  # df.reset_index().to_parquet(path): "index" or "id"
         names = [str(int(v)) for v in numeric.iloc[:, 0].tolist()] if names is None else names
         numeric = numeric.iloc[:, 1:]
+    _refuse_label_columns(numeric, path, None if label_column is None else _header_name(label_column))
     _check_numeric_columns(numeric, path, line_offset=None)
     if with_columns:
         return _as_matrix(numeric.to_numpy(), path), names, (tuple(str(c) for c in numeric.columns), False)
