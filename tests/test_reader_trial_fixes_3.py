@@ -368,3 +368,49 @@ def test_a_parquet_labels_file_passes_the_decompression_bomb_check_first(tmp_pat
         read_labels(path)
     assert str(error.value).startswith(f"Cannot read labels from {str(path)!r}: column 'label' expands from 1 to 2 "
                                        f"bytes; expected a Parquet file expanding at most 100x")
+
+
+# 6. the label column of a Parquet table left out on dask (--workers, --scheduler) too
+
+
+def test_read_shards_leaves_the_label_column_out_of_parquet_shards(tmp_path):
+    from isotropy.io.shards import read_shards
+
+    E, labels = _gaussian(n=30, d=3), np.arange(30) % 3
+    frame = pd.DataFrame(E, columns=["a", "b", "c"]).assign(label=labels)
+    frame.iloc[:20].to_parquet(tmp_path / "part-0.parquet", index=False)
+    frame.iloc[20:].to_parquet(tmp_path / "part-1.parquet", index=False)
+    X = read_shards(tmp_path, label_column="label")
+    assert X.shape == (30, 3)  # was (30, 4), or refused as a column of integer labels
+    np.testing.assert_array_equal(X.compute(), E)
+    np.save(tmp_path / "part-2.npy", E[:2])
+    with pytest.raises(ValueError) as error:
+        read_shards(tmp_path, label_column="label")
+    assert str(error.value) == (
+        f"Cannot read embeddings from {str(tmp_path / 'part-2.npy')!r}: label_column='label' was given but .npy "
+        f"shards have no named columns; expected no label_column with .npy shards (it names a column of .parquet "
+        f"shards).")
+
+
+@pytest.mark.parametrize("column", ["label", "speaker"])  # speaker: no label header, was silently a feature
+def test_measure_workers_leaves_the_label_column_of_a_parquet_table_out_as_in_memory(tmp_path, capsys, column):
+    from isotropy import silhouette_score
+
+    rng = np.random.default_rng(3)
+    labels = rng.integers(0, 3, 60)
+    E = rng.normal(size=(60, 3)) + labels[:, None]
+    path = tmp_path / "t.parquet"
+    pd.DataFrame(E, columns=["a", "b", "c"]).assign(**{column: labels}).to_parquet(path, index=False)
+    values = {}
+    for options in ([], ["--workers", "1"]):
+        out = tmp_path / f"m{len(options)}.json"
+        main(["measure", str(path), "--labels", str(path), "--label-column", column, "--metrics",
+              "isoscore,silhouette_score", "--json", str(out), "--no-progress", *options])
+        record = json.loads(out.read_text())
+        assert record["n_features"] == 3  # was 4 on dask: the labels measured as a feature
+        values[len(options)] = record["values"]
+    capsys.readouterr()
+    assert values[0]["isoscore"] == pytest.approx(isoscore(E), rel=1e-12)
+    assert values[0]["silhouette_score"] == pytest.approx(silhouette_score(E, labels), rel=1e-12)
+    assert values[2]["isoscore"] == pytest.approx(values[0]["isoscore"], rel=1e-9)
+    assert values[2]["silhouette_score"] == pytest.approx(values[0]["silhouette_score"], rel=1e-9)

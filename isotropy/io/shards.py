@@ -163,7 +163,7 @@ def _stamp(path) -> tuple[int, int] | None:
     return stat.st_size, stat.st_mtime_ns
 
 
-def _parquet_header(path: Path, key):
+def _parquet_header(path: Path, key, label_column=None):
     """Rows, width, dtype, stamp and columns of a Parquet shard, checked for expansion (once) before its first row
     is read.
 
@@ -191,7 +191,8 @@ def _parquet_header(path: Path, key):
     sink = io.BytesIO()
     pq.write_table(pa.Table.from_batches([first]), sink)
     # a copy of the one row already decoded, written here: nothing in it to check
-    probe, _, columns = _read_parquet(_NamedBuffer(sink.getvalue(), str(path)), key, checked=True, with_columns=True)
+    probe, _, columns = _read_parquet(_NamedBuffer(sink.getvalue(), str(path)), key, checked=True, with_columns=True,
+                                      label_column=label_column)
     return n_rows, probe.shape[1], probe.dtype, stamp, columns
 
 
@@ -274,9 +275,11 @@ def _load_npy_rows(path, start, stop, dtype, global_row, layout=None, width=None
     return _check_finite(block, path, start, global_row)
 
 
-def _load_parquet(path, key, n_rows, dtype, global_row, stamp=None):
-    """The rows of a Parquet shard; checked for expansion again only if it changed since ``stamp`` (its header's)."""
-    X, _ = _read_parquet(Path(path), key, checked=stamp is not None and _stamp(path) == stamp)
+def _load_parquet(path, key, n_rows, dtype, global_row, stamp=None, *, label_column=None):
+    """The rows of a Parquet shard; checked for expansion again only if it changed since ``stamp`` (its header's).
+    ``label_column``: left out, as its header left it out."""
+    X, _ = _read_parquet(Path(path), key, checked=stamp is not None and _stamp(path) == stamp,
+                         label_column=label_column)
     if X.shape[0] != n_rows:
         raise _fail(path, f"it changed while being read ({X.shape[0]} rows, {n_rows} when the array was built)",
                     "shards that stay the same during the computation")
@@ -347,7 +350,8 @@ def _check_zarr_block(block, path, starts, block_info=None):
     return _check_finite(block, path, row, None)  # one array: its rows, no shard wording
 
 
-def read_shards(source: str | os.PathLike, *, key: str | None = None, chunk_rows: int | None = None):
+def read_shards(source: str | os.PathLike, *, key: str | None = None, chunk_rows: int | None = None,
+                label_column: str | None = None):
     """Embeddings of shape ``(n_samples, n_features)`` from many shards, as a lazy row-chunked dask array.
 
     Parameters
@@ -364,6 +368,11 @@ def read_shards(source: str | os.PathLike, *, key: str | None = None, chunk_rows
         of that many rows, in order, before any metric runs: a large ``.npy`` shard is split, many
         small shards are read by one task (1,500 one-row shards are one chunk, as one file of
         those rows would be). A Parquet shard is read whole, so a chunk holding one may be larger.
+    label_column : str or None, default=None
+        A column of every Parquet shard left out of the features, as ``read_embeddings``'s
+        ``label_column`` leaves it out of a ``.parquet`` file (``isotropy measure FILE.parquet
+        --labels FILE.parquet --label-column COL --workers N``). Refused with ``.npy`` shards and
+        Zarr arrays, which have no named columns.
 
     Returns
     -------
@@ -408,6 +417,9 @@ def read_shards(source: str | os.PathLike, *, key: str | None = None, chunk_rows
     if not path.exists() and not path.is_symlink() and not glob.has_magic(str(source)):
         raise missing_embeddings(source)  # read_shards also reads one .npy or .parquet file: every form named
     if _is_zarr(path):
+        if label_column is not None:
+            raise _fail(path, f"label_column={label_column!r} was given but a Zarr array has no named columns",
+                        "no label_column (it names a column of .parquet shards)")
         return _read_zarr(path, key, chunk_rows)
     paths = _shard_paths(source)
     single = path.is_file()  # one file (measure --workers): named as a file, not as a shard
@@ -417,9 +429,12 @@ def read_shards(source: str | os.PathLike, *, key: str | None = None, chunk_rows
             if key is not None:
                 raise _fail(shard, f"key={key!r} was given but .npy shards hold a single array",
                             "no key with .npy shards")
+            if label_column is not None:
+                raise _fail(shard, f"label_column={label_column!r} was given but .npy shards have no named columns",
+                            "no label_column with .npy shards (it names a column of .parquet shards)")
             headers.append((*_npy_header(shard), None))
         else:
-            headers.append(_parquet_header(shard, key))
+            headers.append(_parquet_header(shard, key, label_column))
     width = headers[0][1]
     for shard, (_, d, _, _, _) in zip(paths, headers):
         if d != width:
@@ -433,8 +448,8 @@ def read_shards(source: str | os.PathLike, *, key: str | None = None, chunk_rows
         n = sum(piece[4] - piece[3] for piece in group)
         # a changed shard: a new key (a .npy piece with a layout carries its size and mtime already)
         stamps = [piece if len(piece) > 5 else (*piece, os.stat(piece[1]).st_mtime_ns) for piece in group]
-        task = delayed(_load_group)(group, key, dtype, single,
-                                    dask_key_name=f"read-shards-{tokenize(stamps, key, dtype, single)}")
+        task = delayed(_load_group)(group, key, dtype, single, label_column,
+                                    dask_key_name=f"read-shards-{tokenize(stamps, key, dtype, single, label_column)}")
         chunks.append(da.from_delayed(task, shape=(n, width), dtype=dtype))
     return chunks[0] if len(chunks) == 1 else da.concatenate(chunks, axis=0)
 
@@ -478,13 +493,14 @@ def _coalesce(paths: list[Path], n_rows: list[int], rows: int, layouts=None, wid
     return groups
 
 
-def _load_group(group: list[tuple], key, dtype, single: bool = False) -> np.ndarray:
+def _load_group(group: list[tuple], key, dtype, single: bool = False, label_column=None) -> np.ndarray:
     """The rows of one chunk: each piece read (checked for NaN and inf, named by its shard), then stacked.
 
     ``single``: the source is one file, whose bad row is named without shard wording ("row 3", not "row 3 of
     the shard (row 3 of all shards)").
     """
     blocks = [_load_npy_rows(path, start, stop, dtype, None if single else global_row, *extra) if kind == "npy"
-              else _load_parquet(path, key, stop, dtype, None if single else global_row, *extra)
+              else _load_parquet(path, key, stop, dtype, None if single else global_row, *extra,
+                                 label_column=label_column)
               for kind, path, global_row, start, stop, *extra in group]
     return blocks[0] if len(blocks) == 1 else np.concatenate(blocks, axis=0)

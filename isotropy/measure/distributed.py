@@ -107,7 +107,8 @@ def _lazy_embeddings(embeddings, key, label_column=None):
     # names the path as given and every accepted form (a file, a directory of shards, a glob, a Zarr store)
     if is_sharded(embeddings) or path.suffix.lower() in (".npy", ".parquet") or \
             (not path.exists() and not path.is_symlink() and str(embeddings) != PACKAGED_GLOVE):
-        return _guard(read_shards, embeddings, key=key), None
+        # --labels EMBEDDINGS.parquet --label-column COL: that column left out of the features, as in memory
+        return _guard(read_shards, embeddings, key=key, label_column=label_column), None
     import dask.array as da
 
     from isotropy.io.embeddings import read_embeddings
