@@ -87,6 +87,25 @@ def test_ranks_are_invariant_to_scale_and_rotation(seed, exponent):
     assert rankme(X * 2.0 ** exponent) == pytest.approx(rankme(X), rel=1e-10)
 
 
+@pytest.mark.parametrize("size", [5, 100, 1000])
+def test_normalised_rankme_is_at_most_one_and_one_for_a_flat_spectrum(size, rng):
+    """RankMe's ε makes its p sum to 1 + m·ε, so a flat spectrum's RankMe exceeds m: normalised by m it read
+    1.0000003 for the identity of size 5 and 1.0029 of size 4000 (a new-user trial). It is normalised by the flat
+    spectrum's RankMe, written out here from the paper's formula."""
+    from isotropy.metrics.covariance import CovarianceAccumulator
+
+    eps = 1e-7
+    flat = np.exp(-size * (1 / size + eps) * np.log(1 / size + eps))
+    assert rankme(np.eye(size)) == pytest.approx(flat, rel=1e-12)
+    assert rankme(np.eye(size), normalize=True) == pytest.approx(1.0, rel=1e-12)
+    assert float(rankme(torch.eye(size, dtype=torch.float64), normalize=True)) == pytest.approx(1.0, rel=1e-12)
+    X = rng.normal(size=(3 * size, size)) * np.linspace(0.5, 2.0, size)
+    assert rankme(X, normalize=True) == pytest.approx(rankme(X) / flat, rel=1e-12) and rankme(X, normalize=True) < 1
+    streamed = CovarianceAccumulator().update(X)
+    assert streamed.rankme(normalize=True) == pytest.approx(rankme(X, normalize=True), rel=1e-9)
+    assert effective_rank(np.eye(size), normalize=True) == pytest.approx(1.0, rel=1e-12)  # ε = 0: divided by m
+
+
 def test_ranks_on_torch_are_differentiable_and_on_dask_exact(rng):
     import dask.array as da
 

@@ -179,8 +179,11 @@ def test_whitening_top_k_keeps_largest_variance_directions(rng):
 
 def test_whitening_rank_deficient_raises_or_regularises(rng):
     X = rng.normal(size=(50, 3)) @ rng.normal(size=(3, 6))  # rank 3 in 6-d
-    with pytest.raises(IsotropyValueError, match=r"rank-deficient covariance \(rank 3 < n_components=6\)"):
+    with pytest.raises(IsotropyValueError, match=r"rank-deficient covariance \(rank 3 < the 6 features "
+                                                 r"\(n_components=None\)\)"):  # not an n_components=6 never passed
         Whitening().fit(X)
+    with pytest.raises(IsotropyValueError, match=r"rank-deficient covariance \(rank 3 < n_components=5\)"):
+        Whitening(n_components=5).fit(X)
     Y = Whitening(n_components=3).fit_transform(X)
     np.testing.assert_allclose(np.cov(Y, rowvar=False), np.eye(3), atol=1e-8)
     assert np.isfinite(Whitening(eps=1e-6).fit_transform(X)).all()

@@ -157,6 +157,24 @@ def entropy_rank(s, *, epsilon: float = 0.0, caller: str = "effective_rank") -> 
     return float(np.exp(-np.sum(p * np.log(p))))
 
 
+def entropy_rank_bound(n_values: int, reachable: int, epsilon: float = 0.0) -> float:
+    """The largest :func:`entropy_rank` of ``n_values`` singular values of which at most ``reachable`` are non-zero:
+    that of ``reachable`` equal values (the entropy is concave). ``reachable`` itself when ``epsilon`` is 0; above
+    it with ``epsilon > 0``, whose ``p`` sum to ``1 + n_values·ε`` (RankMe of the identity of size 4000 is
+    4011.7), so a rank normalised by ``reachable`` alone exceeded 1.
+
+    Examples
+    --------
+    >>> entropy_rank_bound(3, 2)
+    2.0
+    >>> entropy_rank_bound(5, 5, 1e-7) == entropy_rank(np.ones(5), epsilon=1e-7)
+    True
+    """
+    if epsilon == 0:
+        return float(reachable)
+    return entropy_rank(np.concatenate([np.ones(reachable), np.zeros(n_values - reachable)]), epsilon=epsilon)
+
+
 class CovarianceAccumulator:
     """Streaming, exact float64 covariance statistics: feed chunks, read IsoScore and friends.
 
@@ -340,10 +358,11 @@ class CovarianceAccumulator:
 
     def _spectral_rank(self, *, center, normalize, epsilon, caller):
         self._require(caller)
-        rank = entropy_rank(self.singular_values(center=bool(center)), epsilon=epsilon,
-                            caller=f"CovarianceAccumulator.{caller}")
+        values = self.singular_values(center=bool(center))
+        rank = entropy_rank(values, epsilon=epsilon, caller=f"CovarianceAccumulator.{caller}")
         if normalize:
-            rank /= min(self.n_samples_ - 1 if center else self.n_samples_, self.n_features_)
+            reachable = min(self.n_samples_ - 1 if center else self.n_samples_, self.n_features_, len(values))
+            rank /= entropy_rank_bound(len(values), reachable, epsilon)
         return rank
 
     def cosine_similarity_mean(self):

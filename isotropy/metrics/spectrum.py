@@ -8,7 +8,8 @@ normalised singular value, as its paper defines it for detecting dimensional col
 Maximum rank. ``n`` rows span at most ``min(n, d)`` dimensions, and after centring at most
 ``min(n − 1, d)`` (the centred rows sum to zero). A normalised rank (``normalize=True``) divides by
 the bound that applies, so that one is reachable: dividing a centred rank by ``min(n, d)`` would
-cap it below 1 whenever ``n ≤ d``.
+cap it below 1 whenever ``n ≤ d``. RankMe's ε raises that bound (its ``p`` sum to ``1 + min(n, d)·ε``):
+its normalised value divides by the RankMe of the flat spectrum, so that it, too, is at most 1.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import numbers
 
 import numpy as np
 
-from isotropy._kernels.accumulator import entropy_rank
+from isotropy._kernels.accumulator import entropy_rank, entropy_rank_bound
 from isotropy._utils.backend import is_dask, is_torch
 from isotropy._utils.errors import IsotropyValueError
 from isotropy._utils.validation import check_bool, check_scalar, check_X
@@ -157,8 +158,9 @@ def rankme(X, *, epsilon: float = 1e-7, center: bool = False, normalize: bool = 
     center : bool, default=False
         Subtract the column means first (the paper does not).
     normalize : bool, default=False
-        Divide by ``min(n_samples, n_features)``, or ``min(n_samples − 1, n_features)`` when
-        ``center``.
+        Divide by the RankMe of a flat spectrum of ``min(n_samples, n_features)`` equal singular
+        values (``min(n_samples − 1, n_features)`` when ``center``): the largest value for this shape,
+        slightly above that count with ``epsilon > 0``, so the normalised value is at most 1.
 
     Returns
     -------
@@ -194,6 +196,8 @@ def _rank(X, *, center, normalize, epsilon, caller):
     X = _validated(X, caller)
     s = _singular_values(X, center=center, caller=caller)
     rank = _entropy_rank(s, epsilon=epsilon, caller=caller)
-    if normalize:
-        rank = rank / _rank_bound(int(X.shape[0]), int(X.shape[1]), center)
+    if normalize:  # by the largest rank of this many values (above min(n, d) when epsilon > 0: RankMe's ε)
+        n_values = int(s.shape[0])
+        rank = rank / entropy_rank_bound(n_values, min(_rank_bound(int(X.shape[0]), int(X.shape[1]), center), n_values),
+                                         epsilon)
     return rank if is_torch(X) else float(rank)

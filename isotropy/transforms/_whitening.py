@@ -42,8 +42,9 @@ def fit_whitening(X: np.ndarray, *, n_components=None, eps=0.0, caller="whiten")
     tol = max(lam[0], np.finfo(float).tiny) * max(n, d) * np.finfo(float).eps
     if eps == 0 and lam[k - 1] <= tol:
         rank = int((lam > tol).sum())
+        asked = f"n_components={k}" if n_components is not None else f"the {k} features (n_components=None)"
         raise IsotropyValueError(f"The 'X' parameter of {caller} has a rank-deficient covariance (rank {rank} < "
-                                 f"n_components={k}), which cannot be whitened. Pass n_components <= {rank}, "
+                                 f"{asked}), which cannot be whitened. Pass n_components <= {rank}, "
                                  f"or eps > 0 to regularise, or more samples.")
     lam = lam[:k]
     # (lam * 4**exponent + eps)**-1/2, each column brought to the scale 4**h of its larger term: eps is in
