@@ -12,6 +12,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _fuzz import spliced
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -188,3 +189,77 @@ def test_npy_header_lies_about_shape(tmp_path):
     assert kind == "refused" and "x.npy" in message
     with pytest.raises(ValueError):
         read_embeddings(tmp_path / "x.npy", mmap_mode="r")
+
+
+# labels in a .parquet file (read_labels reads one column of it)
+
+
+def _parquet_labels(path, labels, *, vectors: bool = False, other: bool = False):
+    import pandas as pd
+
+    frame = pd.DataFrame({"label": labels})
+    if vectors:  # a table of vectors and labels: the label column is the only one without vectors
+        frame.insert(0, "emb", [np.full(2, float(i)) for i in range(len(labels))])
+    if other:
+        frame["text"] = [f"t{i}" for i in range(len(labels))]
+    frame.to_parquet(path)
+    return path.read_bytes()
+
+
+@SETTINGS
+@given(data=st.binary(max_size=300), tail=st.sampled_from([b"", b"PAR1", b"\x08\x00\x00\x00PAR1"]),
+       column=st.sampled_from([None, "label"]), n_rows=st.integers(1, 8))
+def test_parquet_labels_random_bytes_never_crash(tmp_path_factory, data, tail, column, n_rows):
+    path = tmp_path_factory.mktemp("plab") / "y.parquet"
+    path.write_bytes(b"PAR1" + data + tail)
+    kind, result = _read(path, read_labels, n_rows=n_rows, column=column)
+    if kind == "ok":
+        assert result.ndim == 1 and result.shape[0] == n_rows
+    else:
+        assert result.startswith(f"Cannot read labels from {str(path)!r}: ")
+
+
+_LABEL_VALUES = st.one_of(
+    st.lists(st.integers(-2**40, 2**40), min_size=1, max_size=12),
+    # any text but a blank one (no label) and a NUL at the end (numpy's strings drop it: refused, not read)
+    st.lists(st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=12)
+             .filter(lambda text: text.strip() != "" and not text.endswith("\x00")), min_size=1, max_size=12),
+)
+
+
+@SETTINGS
+@given(labels=_LABEL_VALUES, vectors=st.booleans(), other=st.booleans(), cut=st.floats(0.0, 0.999))
+def test_truncated_parquet_labels_are_refused(tmp_path_factory, labels, vectors, other, cut):
+    tmp = tmp_path_factory.mktemp("pcut")
+    data = _parquet_labels(tmp / "src.parquet", labels, vectors=vectors, other=other)
+    path = tmp / "y.parquet"
+    path.write_bytes(data[: int(len(data) * cut)])  # the footer, at the end, is gone: nothing is readable
+    kind, result = _read(path, read_labels, n_rows=len(labels), column="label")
+    assert kind == "refused", result
+    assert result.startswith(f"Cannot read labels from {str(path)!r}: ")
+
+
+@SETTINGS
+@given(labels=_LABEL_VALUES, vectors=st.booleans(), other=st.booleans(), data=st.binary(min_size=1, max_size=40))
+def test_spliced_parquet_labels_are_refused_or_exact(tmp_path_factory, labels, vectors, other, data):
+    tmp = tmp_path_factory.mktemp("psplice")
+    valid = _parquet_labels(tmp / "src.parquet", labels, vectors=vectors, other=other)
+    path = tmp / "y.parquet"
+    path.write_bytes(spliced(valid, data))
+    kind, result = _read(path, read_labels, n_rows=len(labels), column="label")
+    if kind == "ok":  # bytes inserted where nothing reads them (before the first page, say): the labels written
+        assert result.tolist() == labels
+
+
+@SETTINGS
+@given(labels=_LABEL_VALUES, vectors=st.booleans(), other=st.booleans())
+def test_parquet_labels_round_trip(tmp_path_factory, labels, vectors, other):
+    path = tmp_path_factory.mktemp("prt") / "y.parquet"
+    _parquet_labels(path, labels, vectors=vectors, other=other)
+    got = read_labels(path, n_rows=len(labels), column="label")
+    assert got.tolist() == labels  # every label as written, in order; integers stay integers
+    assert got.dtype.kind == ("i" if isinstance(labels[0], int) else "U")
+    if vectors and not other:  # the only column without vectors: no name needed
+        assert read_labels(path, n_rows=len(labels)).tolist() == labels
+    with pytest.raises(ValueError, match=f"it has {len(labels)} labels but the embeddings have {len(labels) + 1} rows"):
+        read_labels(path, n_rows=len(labels) + 1, column="label")
