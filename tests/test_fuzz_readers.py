@@ -263,3 +263,15 @@ def test_parquet_labels_round_trip(tmp_path_factory, labels, vectors, other):
         assert read_labels(path, n_rows=len(labels)).tolist() == labels
     with pytest.raises(ValueError, match=f"it has {len(labels)} labels but the embeddings have {len(labels) + 1} rows"):
         read_labels(path, n_rows=len(labels) + 1, column="label")
+
+
+@SETTINGS
+@given(labels=_LABEL_VALUES.filter(lambda labels: isinstance(labels[0], str)), row=st.integers(0, 11))
+def test_a_parquet_label_ending_with_nul_is_refused_not_merged(tmp_path_factory, labels, row):
+    path = tmp_path_factory.mktemp("pnul") / "y.parquet"
+    row = row % len(labels)
+    labels = labels[:row] + [labels[row] + "\x00"] + labels[row + 1:]
+    _parquet_labels(path, labels)
+    kind, result = _read(path, read_labels, n_rows=len(labels), column="label")
+    assert kind == "refused"  # was read with the NUL dropped: 'a\x00' the same label as 'a'
+    assert f"row {row} of column 'label' ends with a NUL character" in result

@@ -479,6 +479,11 @@ def _read_parquet(path, column: str | None) -> np.ndarray:
     if numeric:
         return values.to_numpy()
     labels = values.astype(str).to_numpy()
+    ending = next((row for row, label in enumerate(labels) if label.endswith("\x00")), None)
+    if ending is not None:  # numpy's fixed-width strings drop trailing NULs: 'a\x00' would become the label 'a'
+        shown = repr(labels[ending]) if len(repr(labels[ending])) <= 60 else repr(labels[ending])[:57] + "..."
+        raise _fail(path, f"row {ending} of column {name!r} ends with a NUL character ({shown}), which a label "
+                          f"array would drop (merging it with the label without it)", "labels without a trailing NUL")
     _check_width(path, len(labels), max(map(len, labels)), path.stat().st_size)
     return np.asarray(labels, dtype=str)
 
