@@ -414,3 +414,33 @@ def test_measure_workers_leaves_the_label_column_of_a_parquet_table_out_as_in_me
     assert values[0]["silhouette_score"] == pytest.approx(silhouette_score(E, labels), rel=1e-12)
     assert values[2]["isoscore"] == pytest.approx(values[0]["isoscore"], rel=1e-9)
     assert values[2]["silhouette_score"] == pytest.approx(values[0]["silhouette_score"], rel=1e-9)
+
+
+# 7. a semicolon-separated file is said to be one
+
+
+@pytest.mark.parametrize("text", ["a;b;c\n1.5;2;3\n4;5;6\n", "1.5;2;3\n4;5;6\n", "word;a;b\ncat;1;2\ndog;3;4\n"])
+def test_a_semicolon_separated_csv_is_said_to_be_one(tmp_path, text, capsys):
+    path = tmp_path / "x.csv"
+    path.write_text(text)
+    with pytest.raises(ValueError) as error:
+        read_embeddings(path)  # said only "there are no numeric columns"
+    assert str(error.value) == (
+        f"Cannot read embeddings from {str(path)!r}: there are no numeric columns: its first line holds ';' and no "
+        f"comma, so the file looks semicolon-separated, but a .csv file is read comma-separated; expected "
+        f"comma-separated numbers: save it with sep=',' (df.to_csv's default), or tab-separated as .tsv.")
+    path = path.rename(tmp_path / "x.tsv")
+    with pytest.raises(SystemExit) as exit_:
+        main(["measure", str(path), "--metrics", "isoscore"])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err == (
+        f"Error: Cannot read embeddings from {str(path)!r}: there are no numeric columns: its first line holds ';' and "
+        f"no tab, so the file looks semicolon-separated, but a .tsv file is read tab-separated; expected tab-separated "
+        f"numbers: save it with sep='\\t', or comma-separated as .csv.\n")
+
+
+def test_semicolons_below_a_first_line_without_one_keep_the_plain_message(tmp_path):
+    path = tmp_path / "x.csv"
+    path.write_text("name\na;b\nc;d\n")  # a one-column file of names: the first line says nothing of a separator
+    with pytest.raises(ValueError, match="there are no numeric columns; expected numeric columns"):
+        read_embeddings(path)

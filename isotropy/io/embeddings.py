@@ -464,6 +464,12 @@ def _read_delimited(path, sep: str, label_column=None):
         names = df.iloc[:, 0].astype(str).tolist() if written is None else written.tolist()
         df = df.iloc[:, 1:]
     if df.shape[1] == 0:
+        if ";" in line and sep not in line:  # a European spreadsheet's export: one column of 'a;b;c' text
+            what, save = (("comma", "sep=',' (df.to_csv's default), or tab-separated as .tsv") if sep == "," else
+                          ("tab", "sep='\\t', or comma-separated as .csv"))
+            raise _fail(path, f"there are no numeric columns: its first line holds ';' and no {what}, so the file "
+                              f"looks semicolon-separated, but a {path.suffix} file is read {what}-separated",
+                        f"{what}-separated numbers: save it with {save}")
         raise _fail(path, "there are no numeric columns", "numeric columns (the first column may hold row names)")
     _check_numeric_columns(df, path, line_offset=2 if header else 1)
     return _as_matrix(df.to_numpy(), path), names
