@@ -254,6 +254,27 @@ def test_labels_from_a_column_of_the_texts_table(files, tmp_path):
         in result.output
 
 
+def test_a_labels_count_off_by_the_blank_lines_of_the_texts_says_so(files, tmp_path):
+    """Blank lines of a .txt --texts file are skipped: a label file with a label for each line was 'off' unexplained."""
+    texts = tmp_path / "texts.txt"
+    texts.write_text(f"{TEXTS[0]}\n\n" + "\n".join(TEXTS[1:6]) + "\n   \n" + "\n".join(TEXTS[6:]) + "\n\n\n")
+    read = read_texts(texts)
+    assert read == TEXTS and read.blank_lines == 2  # the two after the last text end the file: not counted
+    labels = tmp_path / "labels.csv"
+    labels.write_text("label\n" + "".join(f"{y}\n" for y in LABELS[:1] + ["x"] + LABELS[1:6] + ["x"] + LABELS[6:]))
+    result = invoke("--model", files / "bert", "--texts", texts, "--labels", labels, "--layers", "1")
+    assert result.exit_code == 2
+    assert result.output == (  # said "it has 10 labels for 8 texts" alone
+        f"Error: Cannot read labels from {str(labels)!r}: it has 10 labels for 8 texts (2 blank lines of the texts "
+        f"file {str(texts)!r} were skipped, not read as texts); expected one label per row of the texts.\n")
+    texts.write_text("\n".join(TEXTS[:3]) + "\n\n" + "\n".join(TEXTS[3:]) + "\n")
+    assert read_texts(texts).skipped == f"1 blank line of the texts file {str(texts)!r} was skipped, not read as texts"
+    # none skipped: the message as it was
+    result = invoke("--model", files / "bert", "--texts", files / "texts.txt", "--labels", labels, "--layers", "1")
+    assert result.exit_code == 2 and "it has 10 labels for 8 texts; expected one label per row of the texts." in \
+        result.output
+
+
 def test_label_column_reads_the_table_in_the_encoding_of_the_texts(files, tmp_path):
     """--encoding latin-1 reads --texts; the labels of the same latin-1 table (--label-column) were read as UTF-8."""
     table = tmp_path / "latin.csv"

@@ -55,7 +55,7 @@ def _fail(path, reason: str, expected: str = _EXPECTED) -> IsotropyValueError:
 
 
 def read_labels(path: str | os.PathLike, *, n_rows: int | None = None, column: str | None = None,
-                row_kind: str = "embedding rows", encoding: str = "utf-8") -> np.ndarray:
+                row_kind: str = "embedding rows", encoding: str = "utf-8", row_note: str | None = None) -> np.ndarray:
     """Read labels, one per embedding row.
 
     Parameters
@@ -85,6 +85,9 @@ def read_labels(path: str | os.PathLike, *, n_rows: int | None = None, column: s
         The text encoding of a text, ``.csv`` or ``.tsv`` file (``"latin-1"``, ``"cp1252"``, ...),
         as :func:`isotropy.measure.from_model.read_texts` takes it; a leading UTF-8 byte-order
         mark is not part of the first label.
+    row_note : str or None, default=None
+        Said after a count that differs, in parentheses: how the ``n_rows`` rows were counted
+        (``isotropy measure --model``: the blank lines of the texts file skipped).
 
     Returns
     -------
@@ -141,6 +144,8 @@ def read_labels(path: str | os.PathLike, *, n_rows: int | None = None, column: s
             hint = (f" (a text file has one label per line and no header, so line 1 {str(labels[0])!r} is a label: "
                     f"if it is a header, remove it or save the file as .csv, whose header line is recognised; or is "
                     f"the last line {str(labels[-1])!r} a stray one?)")
+        if row_note:
+            hint += f" ({row_note})"
         if row_kind == "embedding rows":
             raise _fail(path, f"it has {labels.shape[0]} labels but the embeddings have {n_rows} rows{hint}",
                         "one label per embedding row")

@@ -64,6 +64,11 @@ def read_texts(path: str | os.PathLike, *, column: str | None = None, encoding: 
     Returns
     -------
     list of str
+        The texts. Of a plain-text file, a list whose attribute ``blank_lines`` is the number of
+        blank (or whitespace-only) lines skipped before its last text (those after it end the
+        file), and ``skipped`` says so in words (``None`` when there are none): ``isotropy
+        measure --model`` adds it to the message of a ``--labels`` count that differs from the
+        texts'.
 
     Examples
     --------
@@ -138,10 +143,24 @@ def read_texts(path: str | os.PathLike, *, column: str | None = None, encoding: 
         # latin-1 file, cp1252's "…"), U+2028 and the like, and give more texts than the file has lines
         import re
 
-        texts = [line for line in re.split(r"\r\n|\r|\n", content) if line.strip()]
+        lines = re.split(r"\r\n|\r|\n", content)
+        while lines and not lines[-1].strip():
+            lines.pop()  # blank lines after the last text end the file: they shift no text (nor a label file's lines)
+        texts = _TextLines(line for line in lines if line.strip())
+        texts.blank_lines = len(lines) - len(texts)
+        if texts.blank_lines:
+            texts.skipped = (f"{texts.blank_lines} blank line{'s' if texts.blank_lines > 1 else ''} of the texts file "
+                             f"{str(path)!r} {'were' if texts.blank_lines > 1 else 'was'} skipped, not read as texts")
     if len(texts) < 2:
         raise ValueError(f"The texts file {str(path)!r} holds {len(texts)} text(s); expected at least 2.")
     return texts
+
+
+class _TextLines(list):
+    """The texts of a plain-text file (:func:`read_texts`): a list, with the count of the blank lines skipped."""
+
+    blank_lines: int = 0
+    skipped: str | None = None  # the blank lines skipped, in words: added to a --labels count that differs
 
 
 # first lines of a one-column .csv/.tsv file read as its header without --text-column (compared case-insensitively)
@@ -946,7 +965,7 @@ def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, 
             from isotropy.io.labels import read_labels
 
             labels = read_labels(labels_path, n_rows=len(texts), column=label_column, row_kind="texts",
-                                     encoding=encoding)
+                                     encoding=encoding, row_note=getattr(texts, "skipped", None))
             if getattr(labels, "ndim", 1) != 1:
                 raise ValueError(f"--labels {str(labels_path)!r} is multi-label; --model needs one label per text.")
         show = sys.stderr.isatty() if progress is None else progress
