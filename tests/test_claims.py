@@ -235,6 +235,51 @@ def test_istar_claims_from_the_runs(tmp_path):
     assert {c.verdict for c in istar_claims(None, None, model="m", reason="r")} == {"not established"}
 
 
+def test_istar_claims_take_the_paired_item_bootstrap_of_the_runs(tmp_path):
+    """A per-seed accuracy difference of one or two points on a few hundred items is within the items' own noise:
+    with the runs' resamples (item_bootstrap) the interval adds the paired bootstrap, and that claim is not
+    established, where the seed spread alone (the runs before the resamples) said "does not hold" (a trial)."""
+    from isotropy.experiments._finetune.train import BOOTSTRAP_RESAMPLES, item_bootstrap
+    from isotropy.experiments.istar.run import claims as istar_claims
+
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 2, 300)
+    (tmp_path / "runs").mkdir()
+    replicates = {}
+    for seed in range(3):
+        X = rng.normal(size=(300, 6)) + labels[:, None]
+        common = rng.random(300) < 0.7  # items both runs of the seed get right
+        for lam, extra in ((-5.0, 0.00), (5.0, 0.02)):
+            right = common | (rng.random(300) < 0.3 + extra)
+            predictions = np.where(right, labels, 1 - labels)
+            boot = item_bootstrap(X * (0.5 if lam < 0 else 1.0), labels, predictions, metric="accuracy",
+                                  shrinkage_cov=np.eye(6), zeta=0.2)
+            assert len(boot["score"]) == BOOTSTRAP_RESAMPLES and boot["random_state"] == [0, 300]
+            replicates[lam, seed] = boot
+            record = {"method": "istar", "lambda": lam, "seed": seed, "score": float((predictions == labels).mean()),
+                      "isoscore_star": 0.2 if lam < 0 else 0.3, "twonn_dimension": 28.0 if lam < 0 else 41.0,
+                      "silhouette": 0.05 if lam < 0 else 0.08, "bootstrap": boot}
+            (tmp_path / "runs" / f"istar_{lam:g}_seed{seed}.json").write_text(json.dumps(record))
+    got = {c.id: c for c in istar_claims({}, tmp_path, model="m")}
+    performance = got["lower-isotropy-better-performance"]
+    assert performance.interval["how"].startswith("both: seed spread: min–max over 3 seed(s); bootstrap over items: "
+                                                  "95 % percentile interval, 200 resamples (paired: the same "
+                                                  "resampled validation items at both λ), union over 3 seeds")
+    # the reference: the percentiles of the per-resample differences, per seed, then their union with the seed spread
+    lows, highs = [], []
+    for seed in range(3):
+        diffs = np.subtract(replicates[-5.0, seed]["score"], replicates[5.0, seed]["score"])
+        lows.append(np.quantile(diffs, 0.025))
+        highs.append(np.quantile(diffs, 0.975))
+    values = [json.loads((tmp_path / "runs" / f"istar_-5_seed{s}.json").read_text())["score"]
+              - json.loads((tmp_path / "runs" / f"istar_5_seed{s}.json").read_text())["score"] for s in range(3)]
+    assert performance.interval["low"] == pytest.approx(min(min(lows), min(values)), rel=1e-12)
+    assert performance.interval["high"] == pytest.approx(max(max(highs), max(values)), rel=1e-12)
+    assert performance.interval["low"] < 0 < performance.interval["high"]
+    assert performance.verdict == "not established"
+    assert all(c.interval["how"].startswith("both: ") for c in got.values())  # every claim: seeds and items
+
+
 def test_classifier_geometry_claims_per_seed():
     from isotropy.experiments.classifier_geometry.run import claims as cg_claims
 

@@ -32,8 +32,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 __all__ = ["INTERVALS", "MIN_SEEDS", "VERDICTS", "Claim", "Rule", "bootstrap_interval", "claim", "command_of",
-           "decide", "decide_why", "markdown_table", "not_run", "read_claims", "reason_of", "run_config",
-           "seed_interval", "with_reason", "write_claims"]
+           "decide", "decide_why", "markdown_table", "not_run", "read_claims", "reason_of", "replicate_interval",
+           "run_config", "seed_interval", "with_reason", "write_claims"]
 
 VERDICTS = ("holds", "does not hold", "not established")
 INTERVALS = ("seed spread", "bootstrap over items", "both")
@@ -146,6 +146,34 @@ def bootstrap_interval(items: Sequence, statistic: Callable, *, n_resamples: int
     return {"low": min(lows), "high": max(highs), "how": how}
 
 
+def replicate_interval(replicates: Sequence[Sequence[float]], *, confidence: float = 0.95, paired: str = "") -> dict:
+    """The percentile interval of bootstrap replicates computed beforehand, per seed; the union of the per-seed intervals.
+
+    For statistics whose resamples are drawn where the data are (a run's validation representations): one entry
+    per seed, the statistic on each resample of the items (``None`` where it could not be formed; left out).
+    ``paired`` says how the replicates pair two runs, in the interval's text.
+    """
+    import numpy as np
+
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"The 'confidence' parameter of replicate_interval must be a float in the range (0, 1). "
+                         f"Got {confidence!r} instead.")
+    alpha = (1.0 - confidence) / 2.0
+    lows, highs, counts = [], [], []
+    for entry in replicates:
+        values = np.asarray([v for v in entry if v is not None], dtype=np.float64)
+        if not values.size:
+            raise ValueError("The 'replicates' parameter of replicate_interval must hold a number for every seed. "
+                             "Got a seed with none instead.")
+        lows.append(float(np.quantile(values, alpha)))
+        highs.append(float(np.quantile(values, 1.0 - alpha)))
+        counts.append(values.size)
+    resamples = f"{min(counts)}" if min(counts) == max(counts) else f"{min(counts)}-{max(counts)}"
+    how = (f"bootstrap over items: {100 * confidence:g} % percentile interval, {resamples} resamples"
+           + (f" ({paired})" if paired else "") + (f", union over {len(lows)} seeds" if len(lows) > 1 else ""))
+    return {"low": min(lows), "high": max(highs), "how": how}
+
+
 def _union(a: dict, b: dict) -> dict:
     return {"low": min(a["low"], b["low"]), "high": max(a["high"], b["high"]), "how": f"both: {a['how']}; {b['how']}"}
 
@@ -196,12 +224,14 @@ def reason_of(record: dict) -> str | None:
 
 def claim(*, id: str, paper: str, claim: str, paper_value, model: str, statistic: str, values: Sequence[float],
           rule: Rule, command: str, interval: str = "seed spread", items: Sequence | None = None,
-          item_statistic: Callable | None = None, ours: float | None = None) -> Claim:
+          item_statistic: Callable | None = None, ours: float | None = None,
+          replicates: Sequence[Sequence[float]] | None = None, paired: str = "") -> Claim:
     """A :class:`Claim` from the per-seed ``values``: ``ours`` (their mean unless given), interval and verdict.
 
     ``interval`` is one of :data:`INTERVALS`; the bootstrap needs ``items`` (one entry per seed) and
-    ``item_statistic``. A value that depends on no randomness (``rule.random`` false) may have one seed;
-    its seed spread is then the value itself.
+    ``item_statistic``, or the statistic's ``replicates`` on resamples drawn beforehand (one entry per seed,
+    :func:`replicate_interval`; ``paired`` says how they pair two runs). A value that depends on no randomness
+    (``rule.random`` false) may have one seed; its seed spread is then the value itself.
     """
     if interval not in INTERVALS:
         raise ValueError(f"The 'interval' parameter of claim must be one of {list(INTERVALS)}. Got {interval!r} instead.")
@@ -210,9 +240,12 @@ def claim(*, id: str, paper: str, claim: str, paper_value, model: str, statistic
         raise ValueError("The 'values' parameter of claim must be a non-empty sequence. Got [] instead.")
     span = seed_interval(values)
     if interval != "seed spread":
-        if items is None or item_statistic is None:
-            raise ValueError(f"The interval {interval!r} needs 'items' and 'item_statistic'.")
-        boot = bootstrap_interval(items, item_statistic)
+        if replicates is not None:
+            boot = replicate_interval(replicates, paired=paired)
+        elif items is None or item_statistic is None:
+            raise ValueError(f"The interval {interval!r} needs 'items' and 'item_statistic', or 'replicates'.")
+        else:
+            boot = bootstrap_interval(items, item_statistic)
         span = boot if interval == "bootstrap over items" else _union(span, boot)
     mean = sum(values) / len(values) if ours is None else float(ours)
     verdict, reason = decide_why(values, rule, span)

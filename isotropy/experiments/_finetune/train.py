@@ -40,6 +40,62 @@ RECORD_KEYS = ("run_id", "condition", "method", "lambda", "metric", "score", "ac
                "twonn_dimension", "silhouette", "train_isoscore_star_first", "train_isoscore_star_last")
 
 
+# Resamples of the validation items behind the claims' "bootstrap over items" (isotropy.experiments.istar.run.claims)
+BOOTSTRAP_RESAMPLES = 200
+BOOTSTRAP_FIELDS = ("score", "isoscore_star", "twonn_dimension", "silhouette")
+
+
+def item_bootstrap(X, labels, predictions, *, metric: str, shrinkage_cov, zeta: float) -> dict:
+    """The validation statistics on :data:`BOOTSTRAP_RESAMPLES` resamples of the validation items (with replacement).
+
+    The resamples are drawn from the number of items alone (``random_state=[0, n_items]``), so every run of a sweep
+    resamples the same items in the same order and two runs' replicates are paired: replicate ``b`` of a run
+    minus replicate ``b`` of another is that difference on one resample of the items, whose percentile interval is
+    the interval over items of the claims (the seed spread covers training randomness). TwoNN counts each distinct
+    point of a resample once (a repeated item is a duplicate row); a statistic that cannot be formed on a resample
+    is ``None`` there.
+
+    Returns
+    -------
+    dict
+        ``{"n_resamples", "random_state", "score": [...], "isoscore_star": [...], "twonn_dimension": [...],
+        "silhouette": [...]}``.
+    """
+    import warnings
+
+    labels, predictions = np.asarray(labels), np.asarray(predictions)
+    n = len(labels)
+    rng = np.random.default_rng([0, n])
+    out = {field: [] for field in BOOTSTRAP_FIELDS}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the duplicate rows of each resample, merged by TwoNN
+        for _ in range(BOOTSTRAP_RESAMPLES):
+            idx = rng.integers(0, n, size=n)
+            for field, value in _resample_statistics(X[idx], labels[idx], predictions[idx], metric=metric,
+                                                     shrinkage_cov=shrinkage_cov, zeta=zeta).items():
+                out[field].append(value)
+    return {"n_resamples": BOOTSTRAP_RESAMPLES, "random_state": [0, n], **out}
+
+
+def _resample_statistics(X, labels, predictions, *, metric, shrinkage_cov, zeta) -> dict:
+    """:data:`BOOTSTRAP_FIELDS` of one resample of the validation items; ``None`` for one that cannot be formed."""
+    from isotropy import isoscore_star, twonn_dimension
+    from isotropy.experiments._finetune.data import task_metric
+
+    calls = {"score": lambda: task_metric(metric, labels, predictions),
+             "isoscore_star": lambda: isoscore_star(X, shrinkage_cov=shrinkage_cov, zeta=zeta),
+             "twonn_dimension": lambda: twonn_dimension(X),
+             "silhouette": lambda: _class_silhouette(X, labels)}
+    out = {}
+    for field in BOOTSTRAP_FIELDS:
+        try:
+            value = calls[field]()
+        except ValueError:  # e.g. one class in the resample, too few distinct points
+            value = None
+        out[field] = None if value is None or not math.isfinite(value) else float(value)
+    return out
+
+
 def _class_silhouette(X, labels) -> float | None:
     """Silhouette (euclidean, exact) of the validation representations by gold class (Rudman & Eickhoff's
     "minimising IsoScore maximises silhouette"); None for a regression task or fewer than two classes."""
@@ -310,6 +366,8 @@ def train_model(spec: RunSpec, config, encoder, n_classes: int, train, valid, *,
         "train_isoscore_star_last": float(np.mean(iso_hist[-tail:])) if iso_hist else None,
         "train_task_loss_last": float(np.mean(history["task_loss"][-tail:])),
         "steps": total_steps, "n_train": len(train), "n_validation": len(valid),
+        "bootstrap": item_bootstrap(X, valid.labels, preds, metric=config.metric,
+                                    shrinkage_cov=sentence_cov.double().cpu().numpy(), zeta=zeta),
         "seconds": round(time.perf_counter() - started, 2),
     }
     if checkpoint is not None and Path(checkpoint).is_file():
