@@ -576,3 +576,34 @@ def test_print_config_refuses_a_device_name_no_run_takes(capsys):
     assert exit_.value.code == 2
     assert "Error: --device must be auto, cpu, cuda, cuda:N or mps. Got 'gpu' instead." in capsys.readouterr().err
     main(["run", "istar", "--device", "cuda:1", "--print-config"])  # a config for another machine's GPU: printed
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--set", "seeds=[true]"], "The 'seeds[0]' setting of istar must be a non-negative int. Got True instead."),
+    (["--set", "seeds=[0, -1]"], "The 'seeds[1]' setting of istar must be a non-negative int. Got -1 instead."),
+    (["--lambdas", "abc"], "The 'lambdas[0]' setting of istar must be a non-zero finite number. Got 'abc' instead."),
+    (["--set", "istar.layers=[x]"], ("The 'istar.layers[0]' setting of istar must be a hidden-state index. "
+                                     "Got 'x' instead.")),
+])
+def test_an_item_of_a_list_is_told_what_one_item_must_be(argv, message, capsys):
+    """--set 'seeds=[true]' said "'seeds[0]' ... must be a non-empty list of distinct non-negative ints", as if the
+    item had to be a list (a new-user trial): an item's error says what one item must be."""
+    code, _, err = _cli(["run", "istar", "--print-config", *argv], capsys)
+    assert code == 2
+    assert message in err
+
+
+@pytest.mark.parametrize(("expected", "item"), [
+    ("a non-empty list of distinct ints >= 2", "an int >= 2"),
+    ("a non-empty list of distinct floats in [0, 1]", "a float in [0, 1]"),
+    ("a list [k_min, k_max] of two ints >= 1", "an int >= 1"),
+    ("a list of GLUE task names such as [cola, rte]", "a GLUE task name"),
+    ("a column name or a list of 0/1 indicator columns", "a 0/1 indicator column"),
+    ("a list of entries", "an entry"),
+    ("mean or first", None),
+    ("a list of data", None),
+])
+def test_the_wording_of_one_item_is_taken_from_the_lists(expected, item):
+    from isotropy.experiments._config import _item_wording
+
+    assert _item_wording(expected) == item

@@ -133,8 +133,8 @@ def test_cli_checks_the_sweep_values_before_anything_runs(capsys):
               "sweep={datasets: [STSB], n_clusters: [3, 0], n_components: [-1]}"])
     err = capsys.readouterr().err
     assert exit_info.value.code == 2 and len(err.strip().splitlines()) == 1
-    assert "The 'sweep.n_clusters[1]' setting of sts-isotropy must be a list of ints >= 1. Got 0 instead." in err
-    assert "The 'sweep.n_components[0]' setting of sts-isotropy must be a list of ints >= 0. Got -1 instead." in err
+    assert "The 'sweep.n_clusters[1]' setting of sts-isotropy must be an int >= 1. Got 0 instead." in err
+    assert "The 'sweep.n_components[0]' setting of sts-isotropy must be an int >= 0. Got -1 instead." in err
 
 
 @pytest.mark.parametrize("argv", [["--set", "layer=3"], ["--set", "layer=0"],

@@ -297,6 +297,45 @@ def _suggest(name: str, known: list[str]) -> list[str]:
     return [k for k in known if len(initials) > 1 and k.lower() == initials][:1]
 
 
+def _pydantic_wording(errors: list[dict]) -> str:
+    """What pydantic's errors of one place say the value must be, as the words after "must be"."""
+    parts = []
+    for e in errors:
+        msg = e["msg"]
+        msg = re.sub(r"^(Input should be|Value error,|Assertion failed,)\s*", "", msg)
+        # pydantic's sentences about lengths, as what the value must be ("must be String should have ...")
+        msg = re.sub(r"^String should have at least 1 character$", "a non-empty text", msg)
+        msg = re.sub(r"^String should have at least (\d+) characters$", r"a text of at least \1 characters", msg)
+        msg = re.sub(r"^List should have at least 1 item after validation, not 0$", "a non-empty list", msg)
+        msg = re.sub(r"^a valid (\w)", lambda m: ("an " if m.group(1) in "aeiou" else "a ") + m.group(1), msg)
+        if msg not in parts:
+            parts.append(msg)
+    return " or ".join(parts)
+
+
+# "a [non-empty] list [[k_min, k_max]] of [two] [distinct] ITEMS [such as [...]] [(...)]", also after "X or "
+_LIST_OF = re.compile(r"\ban? (?:non-empty )?list (?:\[[^\]]*\] )?of (?:two |distinct )*(?P<items>.+)$")
+# the plural noun of ITEMS and the bound after it ("ints >= 2", "floats in [0, 1]")
+_PLURAL = re.compile(r"(?P<head>.*?)(?P<plural>\bindices|(?<=\w)ies|(?<=\w)s)(?P<bound>(?: (?:>=|<=|>|<|in) .*)?)$")
+
+
+def _item_wording(expected: str) -> str | None:
+    """What one item of a list must be, from the list's wording; None when it is not worded "a list of ITEMS".
+
+    "a non-empty list of distinct non-negative ints such as [0, 1, 2]" -> "a non-negative int": an item's error
+    said the list's wording, as if the item itself had to be a list (``--set 'seeds=[true]'``, a new-user trial).
+    """
+    listed = _LIST_OF.search(expected)
+    if listed is None:
+        return None
+    items = re.sub(r" such as \[[^\]]*\]| \([^)]*\)$", "", listed.group("items"))  # the list's example, its gloss
+    noun = _PLURAL.match(items)
+    if noun is None:
+        return None
+    one = noun.group("head") + {"indices": "index", "ies": "y", "s": ""}[noun.group("plural")] + noun.group("bound")
+    return ("an " if one[0].lower() in "aeiou" else "a ") + one
+
+
 def _format_errors(exc: ValidationError, model: type[BaseModel], data: dict, *, experiment: str) -> str:
     grouped: dict[tuple, list[dict]] = {}
     for error in exc.errors(include_url=False):
@@ -334,24 +373,15 @@ def _format_errors(exc: ValidationError, model: type[BaseModel], data: dict, *, 
         extra = _expected(model, path)
         expected = extra.get("expected")
         if expected is None:
-            parts = []
-            for e in errors:
-                msg = e["msg"]
-                msg = re.sub(r"^(Input should be|Value error,|Assertion failed,)\s*", "", msg)
-                # pydantic's sentences about lengths, as what the value must be ("must be String should have ...")
-                msg = re.sub(r"^String should have at least 1 character$", "a non-empty text", msg)
-                msg = re.sub(r"^String should have at least (\d+) characters$", r"a text of at least \1 characters", msg)
-                msg = re.sub(r"^List should have at least 1 item after validation, not 0$", "a non-empty list", msg)
-                msg = re.sub(r"^a valid (\w)", lambda m: ("an " if m.group(1) in "aeiou" else "a ") + m.group(1), msg)
-                if msg not in parts:
-                    parts.append(msg)
-            expected = " or ".join(parts)
+            expected = _pydantic_wording(errors)
         value = errors[0].get("input")
         choices = extra.get("choices", ())
         if choices and path and isinstance(path[-1], int):  # an item of a list of names: one name, not a list
             # the list's own wording after "from" ("a list of data sets from STS12, ..." -> "one of STS12, ...")
             listed = expected.split(" from ", 1)[1] if " from " in expected else ", ".join(map(str, choices))
             expected = f"one of {listed}"
+        elif path and isinstance(path[-1], int) and "expected" in extra:  # an item of a list: what one item must be
+            expected = _item_wording(expected) or _pydantic_wording(errors)
         if isinstance(value, str) and value in choices:  # a valid name where a list of them belongs
             close = f" Write a list: {key}=[{value}]"
         else:
