@@ -136,6 +136,18 @@ def _parse_zeta(ctx, param, value):
     return zeta
 
 
+def _parse_averaging(ctx, param, value):
+    """``--averaging``: how mle_dimension pools its local estimates."""
+    if value is None:
+        return None
+    from isotropy._kernels.dimension import _AVERAGING
+
+    if value not in _AVERAGING:
+        raise InputError(f"--averaging {value!r}: expected one of {', '.join(_AVERAGING)} (how mle_dimension pools "
+                         f"its local estimates).")
+    return value
+
+
 def _given(names) -> list[str]:
     """The options among the parameters ``names`` of the running command that the command line set, as spelled there."""
     context = click.get_current_context()
@@ -154,6 +166,16 @@ def _check_n_neighbors(n_neighbors, metric_names, *, default_table: str | None =
     which = f"--metrics {','.join(metric_names)}" if metric_names is not None else default_table
     raise click.UsageError(f"--n-neighbors sets k of mle_dimension, which {which} leaves out; add mle_dimension "
                            f"to --metrics or leave --n-neighbors out.")
+
+
+def _check_averaging(averaging, measured, *, default_table: str | None) -> None:
+    """Refuse ``--averaging`` when mle_dimension is not measured (``measured``, ``default_table``: as in
+    :func:`_check_zeta`)."""
+    if averaging is None or "mle_dimension" in (measured or ()):
+        return
+    which = default_table or f"--metrics {','.join(measured)}"
+    raise click.UsageError(f"--averaging sets how mle_dimension pools its local estimates, which {which} leaves "
+                           f"out; add mle_dimension to --metrics or leave --averaging out.")
 
 
 def _check_zeta(zeta, measured, *, default_table: str | None) -> None:
@@ -230,6 +252,10 @@ class _MeasureCommand(click.Command):
               help=f"Neighbours per point of mle_dimension (Levina & Bickel's k; default {DEFAULT_MLE_NEIGHBOURS}, "
                    f"as scikit-dimension; the local estimates pooled by their mean, as Levina & Bickel and "
                    f"scikit-dimension's comb='mean', not its default harmonic comb='mle'). TwoNN reads the first two of the same search.")
+@click.option("--averaging", callback=_parse_averaging, default=None, metavar="mean|harmonic|median",
+              help="How mle_dimension pools its local estimates: mean (default, as Levina & Bickel), harmonic "
+                   "(scikit-dimension's default) or median; the last two are not carried away by a few points far "
+                   "from all the others.")
 @click.option("--zeta", callback=_parse_zeta, default=None, metavar="Z",
               help="Shrinkage weight ζ of isoscore_star, in [0, 1]: it measures (1 - ζ)·Σ_X + ζ·Σ_S (default 0.2, as "
                    "Rudman & Eickhoff; 0 gives isoscore).")
@@ -249,7 +275,7 @@ class _MeasureCommand(click.Command):
                    "isotropy.memory-limit, else 'auto' (the machine's memory divided among the workers).")
 @model_options
 def command(embeddings, labels_path, label_column, metric_names, shrinkage_sample, json_path, sample_size,
-            random_state, distance, n_neighbors, zeta, key, progress, scheduler, workers, memory_limit, **model_kwargs):
+            random_state, distance, n_neighbors, averaging, zeta, key, progress, scheduler, workers, memory_limit, **model_kwargs):
     """Measure the geometry of the embeddings in EMBEDDINGS.
 
     EMBEDDINGS is a .npy, .npz, .pt/.pth, .safetensors, .csv/.tsv or .parquet file of shape
@@ -302,17 +328,20 @@ def command(embeddings, labels_path, label_column, metric_names, shrinkage_sampl
             raise click.UsageError("--scheduler, --workers and --memory-limit measure EMBEDDINGS files; "
                                    "they do not apply to --model.")
         _check_n_neighbors(n_neighbors, metric_names, default_table="the default table of --model")
+        _check_averaging(averaging, metric_names, default_table=None if metric_names else
+                         "the default table of --model")
         _check_zeta(zeta, metric_names or (["isoscore_star"] if shrinkage_sample is not None else []),
                     default_table=None if metric_names else "the default table of --model without --shrinkage-sample")
         return run_cli(**model_kwargs, labels_path=labels_path, label_column=label_column, metric_names=metric_names,
                        json_path=json_path,
                        sample_size=sample_size, random_state=random_state, progress=progress,
-                       shrinkage_sample=shrinkage_sample, n_neighbors=n_neighbors, zeta=zeta)
+                       shrinkage_sample=shrinkage_sample, n_neighbors=n_neighbors, zeta=zeta, averaging=averaging)
     default_table = metric_names is None
     if default_table:
         metric_names = default_metric_names(labels=labels_path is not None, shrinkage=shrinkage_sample is not None)
     _check_zeta(zeta, metric_names, default_table="the default table without --shrinkage-sample" if default_table
                 else None)
+    _check_averaging(averaging, metric_names, default_table="the default table" if default_table else None)
     _check_n_neighbors(n_neighbors, metric_names)
     needing_labels = [name for name in metric_names if METRICS[name].needs_labels]
     if needing_labels and labels_path is None:
@@ -343,7 +372,7 @@ def command(embeddings, labels_path, label_column, metric_names, shrinkage_sampl
                    json_path=json_path, sample_size=sample_size, random_state=random_state, distance=distance,
                    key=key, progress=progress, scheduler=scheduler, workers=workers, memory_limit=memory_limit,
                    shrinkage_sample=shrinkage_sample, default_table=default_table, n_neighbors=n_neighbors,
-                   zeta=zeta, label_column=label_column, labels_encoding=model_kwargs["encoding"])
+                   zeta=zeta, averaging=averaging, label_column=label_column, labels_encoding=model_kwargs["encoding"])
 
     data = _load_input(embeddings, labels_path, key=key, sample_size=sample_size, random_state=random_state,
                        needing_labels=needing_labels, shrinkage_sample=shrinkage_sample, label_column=label_column,
@@ -351,6 +380,7 @@ def command(embeddings, labels_path, label_column, metric_names, shrinkage_sampl
     report(data, embeddings, metric_names=metric_names, json_path=json_path, key=key, labels_path=labels_path,
            sample_size=sample_size, random_state=random_state, distance=distance, progress=progress,
            shrinkage_sample=shrinkage_sample, default_table=default_table, n_neighbors=n_neighbors, zeta=zeta,
+           averaging=averaging,
            label_column=label_column)
 
 

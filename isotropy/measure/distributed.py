@@ -119,7 +119,7 @@ def _lazy_embeddings(embeddings, key, label_column=None):
 
 def run(embeddings, *, labels_path, metric_names, needing_labels, json_path, sample_size, random_state, distance,
         key, progress, scheduler, workers, memory_limit=None, shrinkage_sample=None, default_table=False,
-        n_neighbors=None, zeta=None, label_column=None, labels_encoding="utf-8"):
+        n_neighbors=None, zeta=None, averaging=None, label_column=None, labels_encoding="utf-8"):
     """The body of ``isotropy measure`` for sharded input or a dask cluster."""
     if scheduler is not None:  # before any data is read
         check_scheduler_address(scheduler)
@@ -151,7 +151,7 @@ def run(embeddings, *, labels_path, metric_names, needing_labels, json_path, sam
                    labels_path=labels_path, sample_size=sample_size, random_state=random_state, distance=distance,
                    progress=False, header_extra=f"; dask: {where_run['scheduler']}, {_chunks(len(data.X.chunks[0]))}",
                    record_extra=record_extra, shrinkage_sample=shrinkage_sample, default_table=default_table,
-                   n_neighbors=n_neighbors, zeta=zeta, label_column=label_column)
+                   n_neighbors=n_neighbors, zeta=zeta, averaging=averaging, label_column=label_column)
     except OSError as exc:  # no scheduler at that address, ports refused
         raise InputError(f"--scheduler {scheduler!r}: cannot connect ({' '.join(str(exc).split())}); check the address "
                          f"(the wait is the dask config key {_CONNECT_KEY}, environment {_CONNECT_VARIABLE}).") from None

@@ -332,7 +332,7 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
                    labels=None, metrics=None, device=None, batch_size: int = 32, max_length: int = 128,
                    keep_special: bool = False, sample_size: int | None = None, random_state: int = 0,
                    progress: bool = False, shrinkage_sample=None, n_neighbors: int | None = None,
-                   zeta: float | None = None) -> dict:
+                   zeta: float | None = None, averaging: str | None = None) -> dict:
     """Geometry of every selected hidden layer of ``model`` on ``texts``: one record per layer.
 
     Parameters
@@ -378,6 +378,8 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
         neighbours of the same search.
     zeta : float in [0, 1] or None
         The shrinkage weight ζ of ``isoscore_star`` at every layer (``None``: its default, 0.2).
+    averaging : {"mean", "harmonic", "median"} or None
+        How ``mle_dimension`` pools its local estimates at every layer (``None``: its default, the mean).
 
     Returns
     -------
@@ -426,6 +428,10 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
     check_scalar(sample_size, "sample_size", caller=_CALLER, kind=int, low=2, allow_none=True)
     check_scalar(n_neighbors, "n_neighbors", caller=_CALLER, kind=int, low=2, allow_none=True)
     check_scalar(zeta, "zeta", caller=_CALLER, low=0.0, high=1.0, allow_none=True)
+    if averaging is not None:
+        from isotropy._kernels.dimension import _AVERAGING
+
+        check_option(averaging, "averaging", _AVERAGING, caller=_CALLER)
     from isotropy._utils.device import resolve_device
 
     device = resolve_device(device, caller=_CALLER)  # "auto"/None -> cuda or cpu: one device for every step below
@@ -545,6 +551,7 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
     from isotropy.measure.report import (
         _ONE_PASS,
         _isoscore_star_zeta,
+        _mle_averaging,
         _mle_neighbours,
         _one_neighbour_pass,
         own_message,
@@ -573,9 +580,10 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
             for name in metrics:
                 fn, labelled, kwargs = METRICS[name].function, METRICS[name].needs_labels, {}
                 if one_pass and name in _ONE_PASS:
-                    fn = functools.partial(_one_neighbour_pass, search, name, metric="euclidean", n_neighbors=n_neighbors)
-                elif name == "mle_dimension" and n_neighbors is not None:
-                    kwargs = {"n_neighbors": n_neighbors}
+                    fn = functools.partial(_one_neighbour_pass, search, name, metric="euclidean", n_neighbors=n_neighbors,
+                                           averaging=averaging)
+                elif name == "mle_dimension":
+                    kwargs = {"n_neighbors": _mle_neighbours(n_neighbors), "averaging": _mle_averaging(averaging)}
                 if name == "silhouette_score":
                     kwargs = {"sample_size": 5000 if X.shape[0] > 5000 else None, "random_state": random_state}
                 if name == "isoscore_star":
@@ -624,6 +632,7 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
             "sample_size": sample_size, "random_state": random_state, "rows": rows, "warnings": notes,
             "errors": errors,
             "n_neighbors": _mle_neighbours(n_neighbors) if "mle_dimension" in metrics else None,
+            "averaging": _mle_averaging(averaging) if "mle_dimension" in metrics else None,
             "zeta": _isoscore_star_zeta(zeta) if "isoscore_star" in metrics else None,
             "shrinkage_sample": (shrinkage_sample if shrinkage_sample is None or isinstance(shrinkage_sample, int)
                                  else f"{len(shrinkage_sample)} texts"),
@@ -947,7 +956,7 @@ def _check_outputs(json_path, plot_path) -> None:
 def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, pooling, keep_special, plot_path, device, batch_size,
             max_length, labels_path=None, label_column=None, metric_names=None, json_path=None, sample_size=None,
             random_state=0,
-            progress=None, shrinkage_sample=None, n_neighbors=None, zeta=None) -> None:
+            progress=None, shrinkage_sample=None, n_neighbors=None, zeta=None, averaging=None) -> None:
     """``isotropy measure --model``: measure, print the table, write --json and --plot."""
     if texts_path is None:
         raise click.UsageError("--model needs --texts FILE (one text a line, or a CSV/TSV/JSON-lines column).")
@@ -984,7 +993,7 @@ def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, 
                                     metrics=metric_names, device=device, batch_size=batch_size,
                                     max_length=max_length, keep_special=keep_special, sample_size=sample_size,
                                     random_state=random_state, progress=show, shrinkage_sample=shrink,
-                                    n_neighbors=n_neighbors, zeta=zeta)
+                                    n_neighbors=n_neighbors, zeta=zeta, averaging=averaging)
         for w in caught:
             if issubclass(w.category, MetricFailedWarning):
                 continue  # in result["errors"]: said below as the metric's error, with the option's name

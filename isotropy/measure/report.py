@@ -50,7 +50,7 @@ _COST_NOTE_SECONDS = 10.0  # estimates below this are not worth a note
 
 def report(data, embeddings, *, metric_names, json_path, key, labels_path, sample_size, random_state, distance,
            progress, header_extra="", record_extra=None, shrinkage_sample=None, default_table=False, n_neighbors=None,
-           zeta=None, label_column=None):
+           zeta=None, averaging=None, label_column=None):
     """Measure ``data`` metric by metric: print each line as it finishes, write the JSON, set the exit status.
 
     Shared by the in-memory path and the dask path (:mod:`isotropy.measure.distributed`), which
@@ -58,7 +58,7 @@ def report(data, embeddings, *, metric_names, json_path, key, labels_path, sampl
     scheduler, workers, memory_limit and chunking in ``record_extra``. ``default_table``: no
     ``--metrics`` was given (the note on a left-out IsoScore* is then printed). ``n_neighbors``: ``k`` of
     ``mle_dimension`` (``--n-neighbors``; ``None``: its default); ``zeta``: ζ of ``isoscore_star`` (``--zeta``;
-    ``None``: its default).
+    ``None``: its default); ``averaging``: how ``mle_dimension`` pools (``--averaging``; ``None``: its default).
     """
     if n_neighbors is not None and "mle_dimension" in metric_names:
         # a k the rows cannot give, given by the user: refused before any metric runs (a default k too large for a
@@ -89,7 +89,7 @@ def report(data, embeddings, *, metric_names, json_path, key, labels_path, sampl
     results = _Results()
     try:
         for name, outcome in _measure(metric_names, data, distance=distance, random_state=random_state,
-                                      progress=progress, n_neighbors=n_neighbors, zeta=zeta):
+                                      progress=progress, n_neighbors=n_neighbors, zeta=zeta, averaging=averaging):
             results.add(name, outcome)
             echo(rows.row(name, outcome))
     except KeyboardInterrupt:
@@ -106,7 +106,7 @@ def report(data, embeddings, *, metric_names, json_path, key, labels_path, sampl
         record = _record(data, embeddings, key=key, labels_path=labels_path, sample_size=sample_size,
                          random_state=random_state, distance=distance, results=results, metric_names=metric_names,
                          shrinkage_sample=shrinkage_sample, n_neighbors=n_neighbors, zeta=zeta,
-                         label_column=label_column)
+                         averaging=averaging, label_column=label_column)
         record.update(record_extra or {})
         from isotropy.measure._json_output import write_json_output
 
@@ -275,7 +275,7 @@ def prepare_input(X, row_names, embeddings, labels_path, *, key, sample_size, ra
 
 
 def _record(data, embeddings, *, key, labels_path, sample_size, random_state, distance, results, metric_names,
-            shrinkage_sample=None, n_neighbors=None, zeta=None, label_column=None):
+            shrinkage_sample=None, n_neighbors=None, zeta=None, averaging=None, label_column=None):
     from isotropy._utils.versions import package_versions
 
     return {
@@ -293,6 +293,7 @@ def _record(data, embeddings, *, key, labels_path, sample_size, random_state, di
         "n_neighbors": _mle_neighbours(n_neighbors) if "mle_dimension" in metric_names else None,
         "shrinkage_sample": shrinkage_sample if shrinkage_sample is None or isinstance(shrinkage_sample, int) else str(shrinkage_sample),
         "zeta": _isoscore_star_zeta(zeta) if "isoscore_star" in metric_names else None,
+        "averaging": _mle_averaging(averaging) if "mle_dimension" in metric_names else None,
         "values": {name: _json_float(results.values[name]) for name in metric_names if name in results.values},
         "seconds": {name: round(results.seconds[name], 6) for name in metric_names if name in results.seconds},
         "warnings": results.notes,
@@ -380,7 +381,7 @@ class _Outcome:
         self.value, self.seconds, self.notes, self.error, self.error_kind = value, seconds, list(notes), error, error_kind
 
 
-def _measure(metric_names, data, *, distance, random_state, progress, n_neighbors=None, zeta=None):
+def _measure(metric_names, data, *, distance, random_state, progress, n_neighbors=None, zeta=None, averaging=None):
     """Yield ``(name, _Outcome)`` for each metric as soon as it is computed; a failure does not stop the rest.
 
     The covariance metrics read ``X``'s float64 statistics from one pass (:mod:`isotropy._kernels.rows`),
@@ -390,20 +391,32 @@ def _measure(metric_names, data, *, distance, random_state, progress, n_neighbor
 
     with shared_statistics(data.X, metric_names):
         yield from _measure_each(metric_names, data, distance=distance, random_state=random_state, progress=progress,
-                                 n_neighbors=n_neighbors, zeta=zeta)
+                                 n_neighbors=n_neighbors, zeta=zeta, averaging=averaging)
 
 
 def own_message(name: str, message) -> str:
     """A warning or error of metric ``name`` as one line, without a leading ``"<name>: "``.
 
     Nor the name of the search TwoNN and MLE share (``neighbour_dimensions``, or on the dask path each
-    estimator's own), so that the warning of that search reads the same under both metrics.
+    estimator's own), so that the warning of that search reads the same under both metrics. MLE's advice to pool
+    with ``averaging='harmonic'`` or ``'median'`` is given in the command's words (``--averaging harmonic``).
     """
-    text = " ".join(str(message).split())
+    import re
+
+    text = re.sub(r"averaging='(\w+)'(.*?) or '(\w+)'", r"--averaging \1\2 or \3", " ".join(str(message).split()))
     for prefix in [name, *(sorted(_ONE_PASS) + ["neighbour_dimensions"] if name in _ONE_PASS else [])]:
         if text.startswith(f"{prefix}: "):
             return text[len(prefix) + 2:]
     return text
+
+
+def _mle_averaging(averaging) -> str:
+    """How ``mle_dimension`` pools: ``averaging``, or its default when ``None``."""
+    import inspect
+
+    from isotropy.metrics.dimension import mle_dimension
+
+    return str(inspect.signature(mle_dimension).parameters["averaging"].default if averaging is None else averaging)
 
 
 def _isoscore_star_zeta(zeta) -> float:
@@ -422,7 +435,8 @@ def _mle_neighbours(n_neighbors) -> int:
     return DEFAULT_MLE_NEIGHBOURS if n_neighbors is None else int(n_neighbors)
 
 
-def _measure_each(metric_names, data, *, distance, random_state, progress, n_neighbors=None, zeta=None):
+def _measure_each(metric_names, data, *, distance, random_state, progress, n_neighbors=None, zeta=None,
+                  averaging=None):
     """The metrics of :func:`_measure`, one after the other."""
     import inspect
 
@@ -452,7 +466,8 @@ def _measure_each(metric_names, data, *, distance, random_state, progress, n_nei
                 bar.write(note, file=sys.stderr)
         function = spec.function
         if search:
-            function = functools.partial(_one_neighbour_pass, shared, name, n_neighbors=n_neighbors)
+            function = functools.partial(_one_neighbour_pass, shared, name, n_neighbors=n_neighbors,
+                                         averaging=averaging)
         accepted = inspect.signature(function).parameters
         kwargs = {}
         if "metric" in accepted:
@@ -465,6 +480,8 @@ def _measure_each(metric_names, data, *, distance, random_state, progress, n_nei
             kwargs["shrinkage_cov"] = data.shrinkage_cov
         if name == "isoscore_star" and zeta is not None:
             kwargs["zeta"] = zeta
+        if name == "mle_dimension" and averaging is not None and not search:
+            kwargs["averaging"] = averaging
         args = (X, cluster_ids) if labelled else (X,)
         start = time.perf_counter()
         error = kind = value = None
@@ -507,7 +524,7 @@ _ONE_PASS = {"twonn_dimension", "mle_dimension"}
 _SHARED_SEARCH = "mle_dimension"  # the one pass searches MLE's neighbours: its cost is the pass's
 
 
-def _one_neighbour_pass(shared, name, X, *, metric, n_neighbors=None):
+def _one_neighbour_pass(shared, name, X, *, metric, n_neighbors=None, averaging=None):
     """``name``'s value from one search for both TwoNN and MLE (:func:`~isotropy.metrics.dimension.neighbour_dimensions`).
 
     The first call searches; each call gives the search's warnings that concern ``name``: all but those that
@@ -515,7 +532,7 @@ def _one_neighbour_pass(shared, name, X, *, metric, n_neighbors=None):
     the estimator alone would give. When the shared search fails (MLE's
     ``k`` does not fit a few rows, say), each metric runs alone, so that its own error names it and TwoNN,
     which needs only 2 neighbours, is not refused for MLE's sake. ``n_neighbors``: MLE's ``k`` (``None``: its
-    default).
+    default); ``averaging``: how MLE pools (``None``: its default).
     """
     from isotropy.metrics.dimension import neighbour_dimensions
 
@@ -523,12 +540,14 @@ def _one_neighbour_pass(shared, name, X, *, metric, n_neighbors=None):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
-                shared["result"] = neighbour_dimensions(X, metric=metric, n_neighbors=_mle_neighbours(n_neighbors))
+                shared["result"] = neighbour_dimensions(X, metric=metric, n_neighbors=_mle_neighbours(n_neighbors),
+                                                        averaging=_mle_averaging(averaging))
             except Exception as exc:  # noqa: BLE001 - each metric then runs alone
                 shared["result"] = exc
         shared["warnings"] = caught
     if isinstance(shared["result"], Exception):
-        alone = {"n_neighbors": _mle_neighbours(n_neighbors)} if name == "mle_dimension" else {}
+        alone = {"n_neighbors": _mle_neighbours(n_neighbors), "averaging": _mle_averaging(averaging)} \
+            if name == "mle_dimension" else {}
         return METRICS[name].function(X, metric=metric, **alone)
     others = tuple(f"{other}: " for other in _ONE_PASS - {name})
     for w in shared["warnings"]:
