@@ -130,6 +130,11 @@ def shrinkage_covariance(H):
         On the (first) input's device and dtype (float32 for float16 and bfloat16 input, whose range the
         second moments of hidden states overflow); accumulated in float64 where the device allows.
 
+    Raises
+    ------
+    IsotropyValueError
+        An empty list, an entry that is not a 2-d tensor, or entries of different widths (each is named).
+
     Examples
     --------
     >>> import torch
@@ -138,24 +143,42 @@ def shrinkage_covariance(H):
     tensor([[2., 0.],
             [0., 0.]])
     """
+    source = None  # the dtype of the (first) input
     if isinstance(H, (list, tuple)):
         if not H:
-            raise ValueError("The 'H' parameter of shrinkage_covariance must be a tensor or a non-empty list of "
-                             "tensors. Got an empty list instead.")
-        tensors = [_check_tensor(h, "shrinkage_covariance") for h in H]
+            raise IsotropyValueError("The 'H' parameter of shrinkage_covariance must be a tensor or a non-empty list "
+                                     f"of tensors. Got an empty {type(H).__name__} instead.")
+        # each entry is checked before torch.cat, whose own errors named neither the argument nor the entry ("Sizes
+        # of tensors must match except in dimension 0"), and which joined 1-d entries into one long vector
+        for i, h in enumerate(H):
+            if not isinstance(h, torch.Tensor) or h.ndim != 2:
+                error = TypeError if not isinstance(h, torch.Tensor) else IsotropyValueError
+                got = f"shape {tuple(h.shape)}" if isinstance(h, torch.Tensor) else type(h).__name__
+                raise error(f"The 'H' parameter of shrinkage_covariance must be a list of torch.Tensors of shape "
+                            f"(n_samples, n_features). Got {got} at H[{i}] instead.")
+        tensors = [check_tensor_data(h, caller="shrinkage_covariance", name=f"H[{i}]") for i, h in enumerate(H)]
+        other = next((i for i, h in enumerate(tensors) if h.shape[1] != tensors[0].shape[1]), None)
+        if other is not None:
+            raise IsotropyValueError(
+                f"The 'H' parameter of shrinkage_covariance must be a list of tensors with the same number of "
+                f"features (columns). Got {tensors[0].shape[1]} features in H[0] and {tensors[other].shape[1]} in "
+                f"H[{other}] (shape {tuple(tensors[other].shape)}) instead.")
+        source = tensors[0].dtype  # the result's, as documented (not the promoted dtype of float32 + float64)
         H = torch.cat([h.detach().to(tensors[0].device) for h in tensors])
     H = _check_tensor(H, "shrinkage_covariance").detach()
+    joined = "" if source is None else " (the list's entries joined)"
+    source = H.dtype if source is None else source
     if H.ndim != 2 or H.shape[0] < 2:
         raise ValueError(f"The 'H' parameter of shrinkage_covariance must have shape (n_samples, n_features) with "
-                         f"n_samples >= 2. Got shape {tuple(H.shape)} instead.")
+                         f"n_samples >= 2. Got shape {tuple(H.shape)}{joined} instead.")
     work = torch.float64 if H.device.type != "mps" else torch.float32
     Hc = H.to(work)
     Hc = Hc - Hc.mean(dim=0, keepdim=True)
     cov = (Hc.T @ Hc) / (H.shape[0] - 1)
     # half precision gives float32, as the metrics compute it: a float16 covariance of states with a spread above
     # ~256 overflowed to inf, and I-STAR then refused a 'shrinkage_cov' the user never passed
-    dtype = H.dtype if H.dtype in (torch.float32, torch.float64) else (
-        torch.float32 if H.is_floating_point() else torch.get_default_dtype())
+    dtype = source if source in (torch.float32, torch.float64) else (
+        torch.float32 if source.is_floating_point else torch.get_default_dtype())
     return cov.to(dtype)
 
 

@@ -336,3 +336,36 @@ def test_twonn_dimension_with_no_discard_is_made_with_mle():
     metric.update(X)
     assert float(metric.compute()) == pytest.approx(twonn_dimension(X.numpy(), discard_fraction=0.0, method="mle"),
                                                     rel=1e-12)
+
+
+def test_shrinkage_covariance_of_a_list_names_the_entry_that_does_not_fit():
+    """shrinkage_covariance([randn(3, 4), randn(2, 5)]) raised torch.cat's "Sizes of tensors must match except in
+    dimension 0", naming neither the argument nor the entry; 1-d entries were joined into one long vector, and a
+    float64 entry after a float32 one gave a float64 covariance where the first input's dtype is documented."""
+    import torch
+
+    from isotropy.torch import shrinkage_covariance
+
+    with pytest.raises(IsotropyValueError) as info:
+        shrinkage_covariance([torch.randn(3, 4), torch.randn(2, 4), torch.randn(2, 5)])
+    assert str(info.value) == ("The 'H' parameter of shrinkage_covariance must be a list of tensors with the same "
+                               "number of features (columns). Got 4 features in H[0] and 5 in H[2] (shape (2, 5)) "
+                               "instead.")
+    for entries, got in [([torch.randn(4), torch.randn(4)], "shape (4,) at H[0]"),
+                         ([torch.randn(3, 4), torch.randn(4)], "shape (4,) at H[1]"),
+                         ([torch.randn(3, 4), torch.randn(3, 4, 2)], "shape (3, 4, 2) at H[1]")]:
+        with pytest.raises(IsotropyValueError) as info:
+            shrinkage_covariance(entries)
+        assert str(info.value) == ("The 'H' parameter of shrinkage_covariance must be a list of torch.Tensors of "
+                                   f"shape (n_samples, n_features). Got {got} instead.")
+    with pytest.raises(TypeError, match=r"Got list at H\[1\] instead\.$"):
+        shrinkage_covariance([torch.randn(3, 4), [[1.0, 2.0, 3.0, 4.0]]])
+    with pytest.raises(IsotropyValueError, match=r"non-empty list of tensors\. Got an empty tuple instead\.$"):
+        shrinkage_covariance(())
+    with pytest.raises(ValueError, match=r"Got shape \(1, 4\) \(the list's entries joined\) instead\.$"):
+        shrinkage_covariance([torch.randn(0, 4), torch.randn(1, 4)])
+    H = torch.randn(6, 4, generator=torch.Generator().manual_seed(0))
+    mixed = shrinkage_covariance([H[:3], H[3:].double()])
+    assert mixed.dtype == torch.float32
+    torch.testing.assert_close(mixed, shrinkage_covariance(H))
+    assert shrinkage_covariance([H[:3].double(), H[3:]]).dtype == torch.float64
