@@ -130,7 +130,7 @@ def test_regulariser_penalty_names_wrong_hidden_states(cls):
         with pytest.raises(IsotropyValueError) as info:
             reg.penalty(H, bad)
         assert str(info.value) == (f"The 'attention_mask' parameter of {cls} must have shape (2, 5) (batch, seq of "
-                                   f"'hidden'). Got shape {shape} instead.")
+                                   f"'hidden_states'). Got shape {shape} instead.")
     assert torch.isfinite(reg.penalty(list(H), mask))
 
 
@@ -369,3 +369,24 @@ def test_shrinkage_covariance_of_a_list_names_the_entry_that_does_not_fit():
     assert mixed.dtype == torch.float32
     torch.testing.assert_close(mixed, shrinkage_covariance(H))
     assert shrinkage_covariance([H[:3].double(), H[3:]]).dtype == torch.float64
+
+
+@pytest.mark.parametrize("drop_in", ["LightningRegulariser", "HFRegulariser", "HiddenStateRegulariser"])
+def test_a_regularisers_mask_of_the_wrong_shape_names_hidden_states(drop_in):
+    """LightningRegulariser.penalty(hidden_states, mask) said the mask must have the shape "(batch, seq of 'hidden')",
+    pool_hidden_states' argument: the regularisers' argument is hidden_states."""
+    import torch
+
+    from isotropy import training
+
+    reg = getattr(training, drop_in)("cosreg")
+    states = tuple(torch.randn(2, 4, 3, generator=torch.Generator().manual_seed(i)) for i in range(3))
+    with pytest.raises(IsotropyValueError) as info:
+        reg.penalty(states, torch.ones(2, 5, dtype=torch.long))
+    assert str(info.value) == (f"The 'attention_mask' parameter of {drop_in} must have shape (2, 4) (batch, seq of "
+                               "'hidden_states'). Got shape (2, 5) instead.")
+    with pytest.raises(IsotropyValueError) as info:
+        reg.penalty(states, [[1, 1, 1, 1], [1, 1]])
+    assert str(info.value) == (f"The 'attention_mask' parameter of {drop_in} must be a tensor or nested sequence of "
+                               "0s and 1s of shape (2, 4) (batch, seq of 'hidden_states'). Got list that is not one "
+                               "(ragged rows, or values that are not numbers) instead.")

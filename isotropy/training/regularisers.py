@@ -63,6 +63,25 @@ def _check_hidden_states(hidden_states, caller):
     return tuple(hidden_states)
 
 
+def _check_mask(first, attention_mask, *, caller):
+    """:func:`check_attention_mask` of the first chosen layer, in the words of :func:`regularised_states`.
+
+    Its messages of the mask's shape name pool_hidden_states' argument ('hidden'): here the states are
+    ``hidden_states``. The shape is checked here first.
+    """
+    expected = f"{tuple(first.shape[:2])} (batch, seq of 'hidden_states')"
+    try:
+        mask = attention_mask if isinstance(attention_mask, torch.Tensor) else torch.as_tensor(attention_mask)
+    except (TypeError, ValueError, RuntimeError):
+        raise IsotropyValueError(f"The 'attention_mask' parameter of {caller} must be a tensor or nested sequence of "
+                                 f"0s and 1s of shape {expected}. Got {type(attention_mask).__name__} that is not "
+                                 f"one (ragged rows, or values that are not numbers) instead.") from None
+    if tuple(mask.shape) != tuple(first.shape[:2]):
+        raise IsotropyValueError(f"The 'attention_mask' parameter of {caller} must have shape {expected}. "
+                                 f"Got shape {tuple(mask.shape)} instead.")
+    return check_attention_mask(first, mask, caller=caller)  # the values and the empty rows
+
+
 def regularised_states(hidden_states, attention_mask=None, *, layers="all", level="token", pooling="mean",
                        caller="regularised_states"):
     """The matrix ``(n_states, d)`` a regulariser sees, from the ``hidden_states`` of one forward pass.
@@ -93,7 +112,7 @@ def regularised_states(hidden_states, attention_mask=None, *, layers="all", leve
                                                       caller=caller)]
     if attention_mask is None:
         attention_mask = torch.ones(chosen[0].shape[:2], dtype=torch.long, device=chosen[0].device)
-    mask = check_attention_mask(chosen[0], attention_mask, caller=caller).to(chosen[0].device)  # once, not per layer
+    mask = _check_mask(chosen[0], attention_mask, caller=caller).to(chosen[0].device)  # once, not per layer
     if level == "token":
         keep = mask.bool()
         return torch.cat([h[keep] for h in chosen], dim=0)
