@@ -390,3 +390,24 @@ def test_a_regularisers_mask_of_the_wrong_shape_names_hidden_states(drop_in):
     assert str(info.value) == (f"The 'attention_mask' parameter of {drop_in} must be a tensor or nested sequence of "
                                "0s and 1s of shape (2, 4) (batch, seq of 'hidden_states'). Got list that is not one "
                                "(ragged rows, or values that are not numbers) instead.")
+
+
+def test_an_all_padding_row_at_the_token_level_is_said_to_have_no_token():
+    """At the default token level an all-padding row was said to have "no sentence vector", the sentence level's
+    wording: the token level regularises token states, and that row has none."""
+    import torch
+
+    from isotropy.training import HFRegulariser, HiddenStateRegulariser, LightningRegulariser
+
+    states = tuple(torch.randn(3, 4, 2, generator=torch.Generator().manual_seed(i)) for i in range(2))
+    mask = torch.tensor([[1, 1, 0, 0], [1, 1, 1, 1], [0, 0, 0, 0]])
+    start = "The 'attention_mask' parameter of {} has no real token in row 2 (all zeros): "
+    for cls in (HiddenStateRegulariser, HFRegulariser, LightningRegulariser):
+        with pytest.raises(IsotropyValueError) as info:
+            cls("cosreg").penalty(states, mask)
+        assert str(info.value) == (start.format(cls.__name__) + "at level='token' that row has no token (no unmasked "
+                                   "position) to regularise. Expected at least one 1 per row.")
+        with pytest.raises(IsotropyValueError) as info:
+            cls("cosreg", level="sentence").penalty(states, mask)
+        assert str(info.value) == (start.format(cls.__name__) + "that row has no sentence vector. Expected at least "
+                                   "one 1 per row.")

@@ -184,8 +184,10 @@ def test_pooling_cls_mean_and_last_token_with_left_or_right_padding():
 
 
 # ---------------------------------------------------------------- an all-padding row names the training step
-_NO_TOKEN = ("The 'attention_mask' parameter of {caller} has no real token in row 1 (all zeros): that row has no "
-             "sentence vector. Expected at least one 1 per row.")
+_NO_TOKEN = ("The 'attention_mask' parameter of {caller} has no real token in row 1 (all zeros): at level='token' "
+             "that row has no token (no unmasked position) to regularise. Expected at least one 1 per row.")
+_NO_SENTENCE = ("The 'attention_mask' parameter of {caller} has no real token in row 1 (all zeros): that row has no "
+                "sentence vector. Expected at least one 1 per row.")
 _STEP = (" This batch is the one of training step {step}; its rows are counted within that step's batch, in the "
          "order the data loader gave them.")
 
@@ -253,7 +255,7 @@ def test_lightning_regulariser_names_the_training_step_of_an_all_padding_row():
                         enable_progress_bar=False, enable_model_summary=False)
     with pytest.raises(IsotropyValueError) as info:
         trainer.fit(Module(), torch.utils.data.DataLoader(data, batch_size=4))
-    assert str(info.value) == (_NO_TOKEN.format(caller="LightningRegulariser")
+    assert str(info.value) == (_NO_SENTENCE.format(caller="LightningRegulariser")
                                + _STEP.format(step="global_step=1 (trainer.global_step), batch_idx=1"))
 
 

@@ -63,11 +63,12 @@ def _check_hidden_states(hidden_states, caller):
     return tuple(hidden_states)
 
 
-def _check_mask(first, attention_mask, *, caller):
+def _check_mask(first, attention_mask, *, level, caller):
     """:func:`check_attention_mask` of the first chosen layer, in the words of :func:`regularised_states`.
 
-    Its messages of the mask's shape name pool_hidden_states' argument ('hidden'): here the states are
-    ``hidden_states``. The shape is checked here first.
+    Its messages name pool_hidden_states' argument ('hidden') and a sentence vector: here the states are
+    ``hidden_states``, and at the token level a row of zeros has no token to regularise, not no sentence vector.
+    The shape and, at the token level, the empty rows of a CPU mask are checked here first.
     """
     expected = f"{tuple(first.shape[:2])} (batch, seq of 'hidden_states')"
     try:
@@ -79,7 +80,14 @@ def _check_mask(first, attention_mask, *, caller):
     if tuple(mask.shape) != tuple(first.shape[:2]):
         raise IsotropyValueError(f"The 'attention_mask' parameter of {caller} must have shape {expected}. "
                                  f"Got shape {tuple(mask.shape)} instead.")
-    return check_attention_mask(first, mask, caller=caller)  # the values and the empty rows
+    if level == "token" and mask.device.type == "cpu" and mask.numel():  # a mask on an accelerator is not read back
+        empty = (mask == 0).all(1)
+        if bool(empty.any()):
+            row = int(empty.nonzero()[0, 0])
+            raise IsotropyValueError(f"The 'attention_mask' parameter of {caller} has no real token in row {row} "
+                                     f"(all zeros): at level='token' that row has no token (no unmasked position) to "
+                                     f"regularise. Expected at least one 1 per row.")
+    return check_attention_mask(first, mask, caller=caller)  # the values; at the sentence level, the empty rows
 
 
 def regularised_states(hidden_states, attention_mask=None, *, layers="all", level="token", pooling="mean",
@@ -112,7 +120,7 @@ def regularised_states(hidden_states, attention_mask=None, *, layers="all", leve
                                                       caller=caller)]
     if attention_mask is None:
         attention_mask = torch.ones(chosen[0].shape[:2], dtype=torch.long, device=chosen[0].device)
-    mask = _check_mask(chosen[0], attention_mask, caller=caller).to(chosen[0].device)  # once, not per layer
+    mask = _check_mask(chosen[0], attention_mask, level=level, caller=caller).to(chosen[0].device)  # once, not per layer
     if level == "token":
         keep = mask.bool()
         return torch.cat([h[keep] for h in chosen], dim=0)
