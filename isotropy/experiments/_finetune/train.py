@@ -245,14 +245,15 @@ def _save_checkpoint(path: Path, state: dict):
 
 def train_run(spec: RunSpec, config, encoder, n_classes: int, train, valid, *, device,
               checkpoint: Path | None = None, interrupt_at_step: int | None = None, log=None) -> dict:
-    """Fine-tune a copy of ``encoder`` under ``spec``; the run's record (see :func:`train_model`)."""
+    """Fine-tune a copy of ``encoder`` under ``spec``; the run's record (see :func:`train_model`), with the validation
+    statistics on resamples of the items that istar's claims read (``bootstrap``)."""
     return train_model(spec, config, encoder, n_classes, train, valid, device=device, checkpoint=checkpoint,
-                       interrupt_at_step=interrupt_at_step, log=log)[0]
+                       interrupt_at_step=interrupt_at_step, log=log, bootstrap=True)[0]
 
 
 def train_model(spec: RunSpec, config, encoder, n_classes: int, train, valid, *, device,
                 checkpoint: Path | None = None, interrupt_at_step: int | None = None,
-                log=None) -> tuple[dict, SentenceClassifier]:
+                log=None, bootstrap: bool = False) -> tuple[dict, SentenceClassifier]:
     """Fine-tune a copy of ``encoder`` under ``spec`` and measure the validation set.
 
     Parameters
@@ -271,6 +272,9 @@ def train_model(spec: RunSpec, config, encoder, n_classes: int, train, valid, *,
         ``config.checkpoint_every`` steps and restored from here if present.
     interrupt_at_step : int, optional
         Save a checkpoint and raise ``KeyboardInterrupt`` after this global step (tests).
+    bootstrap : bool, default=False
+        Also record the validation statistics on resamples of the items (``record["bootstrap"]``,
+        :func:`item_bootstrap`: about 200 times each statistic's cost).
 
     Returns
     -------
@@ -366,10 +370,11 @@ def train_model(spec: RunSpec, config, encoder, n_classes: int, train, valid, *,
         "train_isoscore_star_last": float(np.mean(iso_hist[-tail:])) if iso_hist else None,
         "train_task_loss_last": float(np.mean(history["task_loss"][-tail:])),
         "steps": total_steps, "n_train": len(train), "n_validation": len(valid),
-        "bootstrap": item_bootstrap(X, valid.labels, preds, metric=config.metric,
-                                    shrinkage_cov=sentence_cov.double().cpu().numpy(), zeta=zeta),
-        "seconds": round(time.perf_counter() - started, 2),
     }
+    if bootstrap:
+        record["bootstrap"] = item_bootstrap(X, valid.labels, preds, metric=config.metric,
+                                             shrinkage_cov=sentence_cov.double().cpu().numpy(), zeta=zeta)
+    record["seconds"] = round(time.perf_counter() - started, 2)
     if checkpoint is not None and Path(checkpoint).is_file():
         Path(checkpoint).unlink()
     return record, model
