@@ -309,6 +309,11 @@ def test_cli_end_to_end_on_sst2(tiny_model_dir, tmp_path, capsys):
         assert 0 <= record["score"] <= 1 and 0 <= record["isoscore"] <= 1 and 0 <= record["isoscore_star"] <= 1
         assert record["twonn_dimension"] > 0 and -1 <= record["silhouette"] <= 1
         assert (record["score"] * 24) == pytest.approx(round(record["score"] * 24))  # a count of 24 items
+        boot = record["bootstrap"]  # the same 200 resamples of the 24 items in every run: paired
+        assert boot["random_state"] == [0, 24] and len(boot["score"]) == boot["n_resamples"] == 200
+        assert all(s is None or (s * 24) == pytest.approx(round(s * 24)) for s in boot["score"])
+    claims = json.loads((out / "claims.json").read_text())  # 2 seeds: not established, but with both intervals
+    assert all(c["interval"]["how"].startswith("both: seed spread") for c in claims)
     row = results["summary"][1]
     scores = [r["score"] for r in results["runs"] if r["condition"] == "istar:-1"]
     assert row["score_mean"] == pytest.approx(np.mean(scores)) and row["score_std"] == pytest.approx(np.std(scores, ddof=1))
