@@ -411,3 +411,34 @@ def test_an_all_padding_row_at_the_token_level_is_said_to_have_no_token():
             cls("cosreg", level="sentence").penalty(states, mask)
         assert str(info.value) == (start.format(cls.__name__) + "that row has no sentence vector. Expected at least "
                                    "one 1 per row.")
+
+
+@pytest.mark.parametrize("drop_in", ["HFRegulariser", "LightningRegulariser", "HiddenStateRegulariser"])
+def test_cosreg_refuses_the_arguments_of_istar(drop_in):
+    """HFRegulariser('cosreg', zeta=0.5) and ('cosreg', shrinkage_sample=...) were taken and never used (a new-user
+    trial): CosReg has no shrinkage. A zeta passed is refused, 0.2 too; the default is not a zeta passed."""
+    import warnings
+
+    from isotropy import training
+
+    cls = getattr(training, drop_in)
+    for zeta in (0.5, 0.2):
+        with pytest.raises(IsotropyValueError) as info:
+            cls("cosreg", zeta=zeta)
+        assert str(info.value) == (f"The 'zeta' parameter of {drop_in} applies to method='istar' only: CosReg has no "
+                                   f"shrinkage. Got {zeta!r} with method='cosreg' instead; leave it out.")
+    with pytest.raises(IsotropyValueError) as info:
+        cls("cosreg", shrinkage_sample=["a cat", "a dog", "a bird"])
+    assert str(info.value) == (f"The 'shrinkage_sample' parameter of {drop_in} applies to method='istar' only: CosReg "
+                               "has no shrinkage covariance Σ_S to estimate. Got a list with method='cosreg' instead; "
+                               "leave it out.")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert cls("cosreg", shrinkage_sample=None).zeta == 0.2
+        istar = cls("istar", shrinkage_sample=["a cat", "a dog", "a bird"])
+    assert istar.zeta == 0.2 and type(istar.zeta) is float
+    assert cls("istar", zeta=0.5, shrinkage_sample=["a cat", "a dog", "a bird"]).zeta == 0.5
+    import inspect
+
+    assert inspect.signature(cls).parameters["zeta"].default == 0.2
+    assert repr(inspect.signature(cls).parameters["zeta"].default) == "0.2"

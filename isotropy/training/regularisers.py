@@ -39,6 +39,14 @@ LEVELS = ("token", "sentence")
 LOG_KEYS = ("regulariser/task_loss", "regulariser/penalty")
 
 
+class _Default(float):
+    """A documented default (``zeta=0.2``) told apart from the same value passed: it shows and computes as the float."""
+
+
+# zeta's default, 0.2: CosReg refuses a zeta passed to it (even 0.2), and this object is the one not passed
+_ZETA = _Default(0.2)
+
+
 def _check_hidden_states(hidden_states, caller):
     """``hidden_states`` as a tuple of ``(batch, seq, d)`` tensors, refused in one line otherwise."""
     expected = ("a sequence of (batch, seq, d) tensors, one per layer (outputs.hidden_states of a model called with "
@@ -138,11 +146,11 @@ class HiddenStateRegulariser:
     weight : float, default=1.0
         λ. λ > 0 raises isotropy, λ < 0 lowers it (Rudman & Eickhoff find λ < 0 helps fine-tuning).
     zeta : float in [0, 1], default=0.2
-        Shrinkage weight of IsoScore* (I-STAR only).
+        Shrinkage weight of IsoScore* (I-STAR only: refused with ``method="cosreg"``).
     shrinkage_sample : list of str or dict of tensors, optional
         The stored sample (texts, or ``input_ids`` / ``attention_mask``) whose regularised states
-        give Σ_S, recomputed with the current model at the start of every epoch (I-STAR only).
-        ``None``: Σ_S = I (scale-dependent; give a sample).
+        give Σ_S, recomputed with the current model at the start of every epoch (I-STAR only:
+        refused with ``method="cosreg"``). ``None``: Σ_S = I (scale-dependent; give a sample).
     layers, level, pooling
         Which states are regularised; see :func:`regularised_states`.
     batch_size, max_length : int
@@ -154,7 +162,7 @@ class HiddenStateRegulariser:
         The current Σ_S (no graph).
     """
 
-    def __init__(self, method="istar", *, weight=1.0, zeta=0.2, shrinkage_sample=None, layers="all", level="token",
+    def __init__(self, method="istar", *, weight=1.0, zeta=_ZETA, shrinkage_sample=None, layers="all", level="token",
                  pooling="mean", batch_size=32, max_length=128, caller="HiddenStateRegulariser"):
         self.caller = caller
         if method not in METHODS:  # the message of check_option, with the toolkit's did-you-mean
@@ -165,6 +173,14 @@ class HiddenStateRegulariser:
             except IsotropyValueError as exc:
                 raise IsotropyValueError(f"{exc}{suggest_name(method, METHODS)}") from None
         self.method = method
+        # I-STAR's arguments given to CosReg were taken and never used, while the user believed them in effect
+        if method == "cosreg" and zeta is not _ZETA:
+            raise IsotropyValueError(f"The 'zeta' parameter of {caller} applies to method='istar' only: CosReg has no "
+                                     f"shrinkage. Got {zeta!r} with method='cosreg' instead; leave it out.")
+        if method == "cosreg" and shrinkage_sample is not None:
+            raise IsotropyValueError(f"The 'shrinkage_sample' parameter of {caller} applies to method='istar' only: "
+                                     f"CosReg has no shrinkage covariance Σ_S to estimate. Got a "
+                                     f"{type(shrinkage_sample).__name__} with method='cosreg' instead; leave it out.")
         self.weight = float(check_scalar(weight, "weight", caller=caller))
         self.zeta = float(check_scalar(zeta, "zeta", caller=caller, low=0.0, high=1.0))
         check_layers(layers, caller=caller)  # the form now; the range at the first forward pass
