@@ -76,8 +76,12 @@ def pool_hidden_states(hidden, attention_mask, *, pooling: str = "mean"):
     return _pool(hidden, mask.to(hidden.device), pooling)
 
 
-def check_attention_mask(hidden, attention_mask, *, caller: str = "pool_hidden_states"):
+def check_attention_mask(hidden, attention_mask, *, caller: str = "pool_hidden_states", name: str = "hidden",
+                         empty_row: str = "that row has no sentence vector"):
     """Validate token states ``(batch, seq, d)`` and their mask ``(batch, seq)``; return the mask as a tensor.
+
+    ``name``: the states' argument in the caller's words (``hidden_states`` for the regularisers);
+    ``empty_row``: what a row of zeros lacks there (a sentence vector; at the token level, a token).
 
     The shapes are always checked. The mask's values (0 or 1, at least one 1 per row) are read back
     only where that costs nothing: a mask on the CPU (a tokenizer's). A row without a real token has
@@ -91,9 +95,9 @@ def check_attention_mask(hidden, attention_mask, *, caller: str = "pool_hidden_s
 
     if not isinstance(hidden, torch.Tensor) or hidden.ndim != 3:
         got = f"shape {tuple(hidden.shape)}" if isinstance(hidden, torch.Tensor) else type(hidden).__name__
-        raise IsotropyValueError(f"The 'hidden' parameter of {caller} must be a tensor of shape (batch, seq, d). "
+        raise IsotropyValueError(f"The '{name}' parameter of {caller} must be a tensor of shape (batch, seq, d). "
                                  f"Got {got} instead.")
-    expected = f"{tuple(hidden.shape[:2])} (batch, seq of 'hidden')"
+    expected = f"{tuple(hidden.shape[:2])} (batch, seq of '{name}')"
     try:
         mask = attention_mask if isinstance(attention_mask, torch.Tensor) else torch.as_tensor(attention_mask)
     except (TypeError, ValueError, RuntimeError):
@@ -114,7 +118,7 @@ def check_attention_mask(hidden, attention_mask, *, caller: str = "pool_hidden_s
     if bool(empty.any()):
         row = int(empty.nonzero()[0, 0])
         raise IsotropyValueError(f"The 'attention_mask' parameter of {caller} has no real token in row {row} "
-                                 f"(all zeros): that row has no sentence vector. Expected at least one 1 per row.")
+                                 f"(all zeros): {empty_row}. Expected at least one 1 per row.")
     return mask
 
 

@@ -72,30 +72,11 @@ def _check_hidden_states(hidden_states, caller):
 
 
 def _check_mask(first, attention_mask, *, level, caller):
-    """:func:`check_attention_mask` of the first chosen layer, in the words of :func:`regularised_states`.
-
-    Its messages name pool_hidden_states' argument ('hidden') and a sentence vector: here the states are
-    ``hidden_states``, and at the token level a row of zeros has no token to regularise, not no sentence vector.
-    The shape and, at the token level, the empty rows of a CPU mask are checked here first.
-    """
-    expected = f"{tuple(first.shape[:2])} (batch, seq of 'hidden_states')"
-    try:
-        mask = attention_mask if isinstance(attention_mask, torch.Tensor) else torch.as_tensor(attention_mask)
-    except (TypeError, ValueError, RuntimeError):
-        raise IsotropyValueError(f"The 'attention_mask' parameter of {caller} must be a tensor or nested sequence of "
-                                 f"0s and 1s of shape {expected}. Got {type(attention_mask).__name__} that is not "
-                                 f"one (ragged rows, or values that are not numbers) instead.") from None
-    if tuple(mask.shape) != tuple(first.shape[:2]):
-        raise IsotropyValueError(f"The 'attention_mask' parameter of {caller} must have shape {expected}. "
-                                 f"Got shape {tuple(mask.shape)} instead.")
-    if level == "token" and mask.device.type == "cpu" and mask.numel():  # a mask on an accelerator is not read back
-        empty = (mask == 0).all(1)
-        if bool(empty.any()):
-            row = int(empty.nonzero()[0, 0])
-            raise IsotropyValueError(f"The 'attention_mask' parameter of {caller} has no real token in row {row} "
-                                     f"(all zeros): at level='token' that row has no token (no unmasked position) to "
-                                     f"regularise. Expected at least one 1 per row.")
-    return check_attention_mask(first, mask, caller=caller)  # the values; at the sentence level, the empty rows
+    """:func:`check_attention_mask` of the first chosen layer, in the words of :func:`regularised_states`: the states
+    are ``hidden_states``, and at the token level a row of zeros has no token to regularise."""
+    empty = ("at level='token' that row has no token (no unmasked position) to regularise" if level == "token" else
+             "that row has no sentence vector")
+    return check_attention_mask(first, attention_mask, caller=caller, name="hidden_states", empty_row=empty)
 
 
 def regularised_states(hidden_states, attention_mask=None, *, layers="all", level="token", pooling="mean",
