@@ -81,3 +81,22 @@ def test_dask_refuses_parallel_rows_in_one_line():
         with pytest.raises(ValueError, match=r"must have no row parallel to another with metric='cosine' on a dask "
                                              r"array .* measure X in memory, where they are merged"):
             function(da.from_array(A, chunks=300), metric="cosine")
+
+
+def test_half_precision_copies_are_judged_at_the_precision_they_came_in():
+    """float16 (read as float32 on dask) and bfloat16 tensors (read as float32 in memory): normalised copies are
+    parallel only to their own precision. A review found dask measuring float16 copies silently (0.106 for 3.86)
+    and bfloat16 copies not merged (0.14 for 3.85)."""
+    U = X[:300]
+    copies = U[:60] / np.linalg.norm(U[:60], axis=1, keepdims=True)
+    half = np.vstack([U, copies]).astype(np.float16)
+    with pytest.warns(UserWarning, match="X has 60 duplicate rows"):
+        expected = isotropy.twonn_dimension(half, metric="cosine")
+    assert expected == pytest.approx(isotropy.twonn_dimension(U.astype(np.float16), metric="cosine"), rel=1e-12)
+    with pytest.raises(ValueError, match="must have no row parallel to another with metric='cosine' on a dask array"):
+        distributed.twonn_dimension(da.from_array(half, chunks=100), metric="cosine")
+    brain = torch.from_numpy(np.vstack([U, copies])).to(torch.bfloat16)
+    with pytest.warns(UserWarning, match="X has 60 duplicate rows"):
+        got = isotropy.twonn_dimension(brain, metric="cosine")
+    assert float(got) == pytest.approx(float(isotropy.twonn_dimension(torch.from_numpy(U).to(torch.bfloat16),
+                                                                      metric="cosine")), rel=1e-6)

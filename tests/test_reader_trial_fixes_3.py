@@ -444,3 +444,24 @@ def test_semicolons_below_a_first_line_without_one_keep_the_plain_message(tmp_pa
     path.write_text("name\na;b\nc;d\n")  # a one-column file of names: the first line says nothing of a separator
     with pytest.raises(ValueError, match="there are no numeric columns; expected numeric columns"):
         read_embeddings(path)
+
+
+def test_a_parquet_shard_whose_later_rows_belie_its_first_is_refused_not_a_block_of_another_width(tmp_path):
+    """read_shards decides a Parquet shard's columns from its first row: an 'id' of 0.0 there reads as row ids, but
+    1.5 further on makes it a feature in the whole shard. The lazy array said (6, 2) and computed (6, 3) (a review);
+    the chunk task now refuses the shard in one line."""
+    import pandas as pd
+
+    from isotropy.io.shards import read_shards
+
+    frame = pd.DataFrame({"id": [0.0, 1.5, 2.0, 3.0, 4.0, 5.0], "a": np.arange(6.0), "b": np.arange(6.0) ** 2})
+    frame.to_parquet(tmp_path / "s.parquet")
+    assert read_embeddings(tmp_path / "s.parquet")[0].shape == (6, 3)  # in memory: a feature
+    lazy = read_shards(tmp_path / "s.parquet")
+    assert lazy.shape == (6, 2)
+    with pytest.raises(ValueError, match=r"'.*s\.parquet': its rows read as 3 features, where its first row read as 2 "
+                                         r"\(a first column headed as row ids, or a label column, holds other values"):
+        lazy.compute()
+    frame.assign(id=np.arange(6.0)).to_parquet(tmp_path / "ok.parquet")  # row ids throughout: as in memory
+    np.testing.assert_array_equal(read_shards(tmp_path / "ok.parquet").compute(),
+                                  read_embeddings(tmp_path / "ok.parquet")[0])

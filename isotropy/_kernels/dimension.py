@@ -41,12 +41,17 @@ def parallel_radius(n_features: int, dtype, metric: str) -> float:
     about ``2·eps(dtype)`` per entry (the copy's rounding) and by a common factor of up to ``(d + 12)/2·eps64``
     (the norm's): half the square of their sum is the bound. Exactly parallel float64 rows came out ~1e-32 apart
     and were not merged, and TwoNN read 0.02 for a true 4.2 (a new-user trial). 0 for the euclidean metric, whose
-    rows are merged only when equal.
+    rows are merged only when equal. ``dtype``: the dtype the values were given in (numpy's, torch's or dask's, before
+    any cast), bfloat16 included; other dtypes (integers) count as float64.
     """
     if metric != "cosine":
         return 0.0
     eps64 = float(np.finfo(np.float64).eps)
-    return 0.5 * (4.0 * float(np.finfo(dtype).eps) + (n_features + 12) * eps64) ** 2
+    return 0.5 * (4.0 * _EPS.get(str(dtype).removeprefix("torch."), eps64) + (n_features + 12) * eps64) ** 2
+
+
+# The precision of the floating dtypes rows may come in (bfloat16 has no numpy dtype): their machine epsilon
+_EPS = {"float16": 2.0**-10, "bfloat16": 2.0**-7, "float32": 2.0**-23, "float64": 2.0**-52}
 
 
 def _computed(value: float, caller: str) -> float:

@@ -195,6 +195,7 @@ def twonn_dimension(X, *, discard_fraction=0.1, method="linear", metric="euclide
     from isotropy._utils.validation import check_option, check_scalar
 
     caller = "twonn_dimension"
+    given = getattr(X, "dtype", None)  # the precision of the values as given (float16 is read as float32)
     X = check_dask_X(X, caller=caller, min_samples=3)
     check_scalar(discard_fraction, "discard_fraction", caller=caller, low=0, high=1, closed="left")
     method = check_option(method, "method", ("linear", "mle"), caller=caller)
@@ -204,7 +205,7 @@ def twonn_dimension(X, *, discard_fraction=0.1, method="linear", metric="euclide
         X = X[distinct.rows]
     blocks, _ = _neighbour_blocks(X, 2, metric, chunk_size, caller, exponent)
     (dist,) = compute(delayed(np.concatenate, pure=True)([b[0] for b in blocks]))
-    radius = parallel_radius(X.shape[1], X.dtype, metric)
+    radius = parallel_radius(X.shape[1], given, metric)
     return _twonn(_no_duplicates(dist, caller, radius=radius), discard_fraction, method, caller)
 
 
@@ -223,6 +224,7 @@ def _local_graph(X, n_neighbors, metric, chunk_size, caller):
 
     from isotropy._utils.validation import check_n_neighbors, check_option
 
+    given = getattr(X, "dtype", None)  # the precision of the values as given (float16 is read as float32)
     X = check_dask_X(X, caller=caller, min_samples=3)
     check_option(metric, "metric", _METRICS, caller=caller)
     try:
@@ -236,7 +238,7 @@ def _local_graph(X, n_neighbors, metric, chunk_size, caller):
         X = X[distinct.rows]
     blocks, starts = _neighbour_blocks(X, n_neighbors, metric, chunk_size, caller, exponent)
     local = delayed(_local_block, pure=True)
-    radius = parallel_radius(X.shape[1], X.dtype, metric)
+    radius = parallel_radius(X.shape[1], given, metric)
     return da.concatenate([da.from_delayed(local(b[0], caller, s, radius), shape=(e - s,), dtype=np.float64)
                            for b, s, e in zip(blocks, starts, starts[1:])]), distinct
 

@@ -275,14 +275,21 @@ def _load_npy_rows(path, start, stop, dtype, global_row, layout=None, width=None
     return _check_finite(block, path, start, global_row)
 
 
-def _load_parquet(path, key, n_rows, dtype, global_row, stamp=None, *, label_column=None):
+def _load_parquet(path, key, n_rows, dtype, global_row, stamp=None, *, label_column=None, width=None):
     """The rows of a Parquet shard; checked for expansion again only if it changed since ``stamp`` (its header's).
-    ``label_column``: left out, as its header left it out."""
+    ``label_column``: left out, as its header left it out. ``width``: the features the array was built with, from
+    the first row of each shard (:func:`_parquet_header`)."""
     X, _ = _read_parquet(Path(path), key, checked=stamp is not None and _stamp(path) == stamp,
                          label_column=label_column)
     if X.shape[0] != n_rows:
         raise _fail(path, f"it changed while being read ({X.shape[0]} rows, {n_rows} when the array was built)",
                     "shards that stay the same during the computation")
+    if width is not None and X.shape[1] != width:
+        # what the first row said of a column (row ids, say: an 'id' of 0 there, 1.5 further on) the whole shard
+        # does not bear out: refused, never a block of another width than the array's
+        raise _fail(path, f"its rows read as {X.shape[1]} features, where its first row read as {width} (a first "
+                          f"column headed as row ids, or a label column, holds other values further on)",
+                    "a first column of row ids (distinct integers) throughout, or one to measure; rename or drop it")
     return _check_finite(np.asarray(X, dtype=dtype), path, 0, global_row)
 
 
@@ -448,8 +455,9 @@ def read_shards(source: str | os.PathLike, *, key: str | None = None, chunk_rows
         n = sum(piece[4] - piece[3] for piece in group)
         # a changed shard: a new key (a .npy piece with a layout carries its size and mtime already)
         stamps = [piece if len(piece) > 5 else (*piece, os.stat(piece[1]).st_mtime_ns) for piece in group]
-        task = delayed(_load_group)(group, key, dtype, single, label_column,
-                                    dask_key_name=f"read-shards-{tokenize(stamps, key, dtype, single, label_column)}")
+        token = tokenize(stamps, key, dtype, single, label_column, width)
+        task = delayed(_load_group)(group, key, dtype, single, label_column, width,
+                                    dask_key_name=f"read-shards-{token}")
         chunks.append(da.from_delayed(task, shape=(n, width), dtype=dtype))
     return chunks[0] if len(chunks) == 1 else da.concatenate(chunks, axis=0)
 
@@ -493,7 +501,8 @@ def _coalesce(paths: list[Path], n_rows: list[int], rows: int, layouts=None, wid
     return groups
 
 
-def _load_group(group: list[tuple], key, dtype, single: bool = False, label_column=None) -> np.ndarray:
+def _load_group(group: list[tuple], key, dtype, single: bool = False, label_column=None,
+                width: int | None = None) -> np.ndarray:
     """The rows of one chunk: each piece read (checked for NaN and inf, named by its shard), then stacked.
 
     ``single``: the source is one file, whose bad row is named without shard wording ("row 3", not "row 3 of
@@ -501,6 +510,6 @@ def _load_group(group: list[tuple], key, dtype, single: bool = False, label_colu
     """
     blocks = [_load_npy_rows(path, start, stop, dtype, None if single else global_row, *extra) if kind == "npy"
               else _load_parquet(path, key, stop, dtype, None if single else global_row, *extra,
-                                 label_column=label_column)
+                                 label_column=label_column, width=width)
               for kind, path, global_row, start, stop, *extra in group]
     return blocks[0] if len(blocks) == 1 else np.concatenate(blocks, axis=0)

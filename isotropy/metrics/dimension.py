@@ -43,16 +43,17 @@ def _rescaling(metric) -> bool | str:
     return "directions" if metric == "cosine" else True
 
 
-def _neighbour_distances(X, *, n_neighbors: int, metric: str, caller: str):
+def _neighbour_distances(X, *, n_neighbors: int, metric: str, caller: str, given=None):
     """Neighbour distances of the distinct points of ``X``.
 
     Returns ``(distances, inverse)``: ``distances`` (n_distinct, n_neighbors) float64 numpy with
     no zero, and ``inverse`` mapping each row of ``X`` to its distinct point (None when all rows
-    are distinct, then distinct point i is row i).
+    are distinct, then distinct point i is row i). ``given``: the dtype ``X`` came in before it was checked (the
+    precision of its values, for the cosine metric's parallel rows; ``X``'s own by default).
     """
     n = X.shape[0]
     n_neighbors = check_n_neighbors(n_neighbors, n, caller=caller, low=1)
-    radius = parallel_radius(X.shape[1], _float_dtype(X), metric)
+    radius = parallel_radius(X.shape[1], X.dtype if given is None else given, metric)
     if is_torch(X):
         dist, _ = _kneighbors_torch(X, n_neighbors, metric, None, caller)
         dist = dist.cpu().numpy().astype(np.float64, copy=False)
@@ -83,12 +84,6 @@ def _neighbour_distances(X, *, n_neighbors: int, metric: str, caller: str):
             f"{caller}: X has {n - first.size} duplicate rows ({what}); each distinct point is counted once and "
             f"neighbours are searched among the {first.size} distinct points.", UserWarning, stacklevel=3)
     return _finish(sq, metric), (inverse if first.size < n else None)
-
-
-def _float_dtype(X):
-    """The floating dtype ``X``'s values were given in (float64 for others)."""
-    name = str(X.dtype).removeprefix("torch.")
-    return np.dtype(name) if name in ("float16", "float32", "float64") else np.dtype(np.float64)
 
 
 def _merge_parallel(sq, ind, limit: float):
@@ -229,11 +224,12 @@ def twonn_dimension(X, *, discard_fraction: float = 0.1, method: str = "linear",
         from isotropy import distributed
         return distributed.twonn_dimension(X, discard_fraction=discard_fraction, method=method, metric=metric)
     caller = "twonn_dimension"
+    given = getattr(X, "dtype", None)  # the precision of the values as given (bfloat16 is read as float32)
     X = check_X(X, caller=caller, min_samples=3, rescale=_rescaling(metric))
     check_scalar(discard_fraction, "discard_fraction", caller=caller, low=0, high=1, closed="left")
     method = check_option(method, "method", ("linear", "mle"), caller=caller)
     metric = check_option(metric, "metric", _METRICS, caller=caller)
-    dist, _ = _neighbour_distances(X, n_neighbors=2, metric=metric, caller=caller)
+    dist, _ = _neighbour_distances(X, n_neighbors=2, metric=metric, caller=caller, given=given)
     return _output(_twonn(dist, discard_fraction, method, caller), X)
 
 
@@ -285,10 +281,11 @@ def local_mle_dimension(X, *, n_neighbors: int = 100, metric: str = "euclidean")
         from isotropy import distributed
         return distributed.local_mle_dimension(X, n_neighbors=n_neighbors, metric=metric)
     caller = "local_mle_dimension"
+    given = getattr(X, "dtype", None)  # the precision of the values as given (bfloat16 is read as float32)
     X = check_X(X, caller=caller, min_samples=3, rescale=_rescaling(metric))
     metric = check_option(metric, "metric", _METRICS, caller=caller)
     _check_n_neighbors(X, n_neighbors, metric, caller)
-    dist, inverse = _neighbour_distances(X, n_neighbors=n_neighbors, metric=metric, caller=caller)
+    dist, inverse = _neighbour_distances(X, n_neighbors=n_neighbors, metric=metric, caller=caller, given=given)
     local = _local_mle(dist, caller)
     if inverse is not None:
         local = local[inverse]
@@ -345,11 +342,12 @@ def mle_dimension(X, *, n_neighbors: int = DEFAULT_MLE_NEIGHBOURS, metric: str =
         from isotropy import distributed
         return distributed.mle_dimension(X, n_neighbors=n_neighbors, metric=metric, averaging=averaging)
     caller = "mle_dimension"
+    given = getattr(X, "dtype", None)  # the precision of the values as given (bfloat16 is read as float32)
     X = check_X(X, caller=caller, min_samples=3, rescale=_rescaling(metric))
     metric = check_option(metric, "metric", _METRICS, caller=caller)
     averaging = check_option(averaging, "averaging", _AVERAGING, caller=caller)
     _check_n_neighbors(X, n_neighbors, metric, caller)
-    dist, _ = _neighbour_distances(X, n_neighbors=n_neighbors, metric=metric, caller=caller)
+    dist, _ = _neighbour_distances(X, n_neighbors=n_neighbors, metric=metric, caller=caller, given=given)
     return _output(_pool(_local_mle(dist, caller), averaging, caller, n_neighbors), X)
 
 
@@ -412,6 +410,7 @@ def neighbour_dimensions(X, *, twonn: bool = True, mle: bool = True, local_mle: 
         if local_mle:
             out["local_mle_dimension"] = local_mle_dimension(X, n_neighbors=n_neighbors, metric=metric)
         return out
+    given = getattr(X, "dtype", None)  # the precision of the values as given (bfloat16 is read as float32)
     X = check_X(X, caller=caller, min_samples=3, rescale=_rescaling(metric))
     metric = check_option(metric, "metric", _METRICS, caller=caller)
     check_scalar(discard_fraction, "discard_fraction", caller=caller, low=0, high=1, closed="left")
@@ -420,7 +419,7 @@ def neighbour_dimensions(X, *, twonn: bool = True, mle: bool = True, local_mle: 
     k = 2
     if mle or local_mle:
         k = _check_n_neighbors(X, n_neighbors, metric, caller)
-    dist, inverse = _neighbour_distances(X, n_neighbors=k, metric=metric, caller=caller)
+    dist, inverse = _neighbour_distances(X, n_neighbors=k, metric=metric, caller=caller, given=given)
     out = {}
     if twonn:
         out["twonn_dimension"] = _output(_twonn(dist[:, :2], discard_fraction, method, caller), X)

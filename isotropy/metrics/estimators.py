@@ -113,6 +113,7 @@ class MLE(_DimensionEstimator):
     def fit(self, X, y=None):
         """Estimate the local and pooled dimension of ``X`` (n_samples, n_features); return ``self``."""
         caller = "MLE.fit"
+        given = getattr(X, "dtype", None)
         X = self._validate(X)
         metric = check_option(self.metric, "metric", _METRICS, caller=caller)
         averaging = check_option(self.averaging, "averaging", _AVERAGING, caller=caller)
@@ -125,7 +126,7 @@ class MLE(_DimensionEstimator):
         if k < self.n_neighbors:
             warnings.warn(f"{caller}: n_neighbors={self.n_neighbors} is not below the {n_distinct} distinct "
                           f"points; using n_neighbors={k}.", UserWarning, stacklevel=2)
-        dist, inverse = _neighbour_distances(X, n_neighbors=k, metric=metric, caller=caller)
+        dist, inverse = _neighbour_distances(X, n_neighbors=k, metric=metric, caller=caller, given=given)
         local = _local_mle(dist, caller)
         self.n_neighbors_ = k
         self.dimension_ = _pool(local, averaging, caller, k)
