@@ -174,3 +174,6 @@ def test_istar_table_with_one_seed_prints_no_spread():
     assert line == "| istar | -1 | 1 | 0.8123 | 0.1000 | 0.2000 | 9.50 | 0.050 | 0.100 → 0.300 |"
     line = markdown_table(summarise([record, {**record, "seed": 1, "score": 0.80234}])).splitlines()[-1]
     assert line.startswith("| istar | -1 | 2 | 0.8073 ± 0.0071 | 0.1000 ± 0.0000 |")
+    older = {key: value for key, value in record.items() if key != "silhouette"}  # a run before that field
+    line = markdown_table(summarise([record, {**older, "seed": 1}])).splitlines()[-1]
+    assert "| 9.50 ± 0.00 | 0.050 |" in line  # one seed recorded the silhouette: its mean alone

@@ -210,6 +210,12 @@ def test_binary_formats_without_their_extension_are_read_by_content(tmp_path):
         assert names is None
     with pytest.raises(IsotropyValueError, match="key='nope' was given but .npy files hold a single array"):
         read_embeddings(tmp_path / "a", key="nope")
+    table = pd.DataFrame({"p": X[:, 0], "q": X[:, 1], "label": np.arange(20) % 2})  # label_column by the format read
+    table.to_parquet(tmp_path / "t.parquet")
+    shutil.move(tmp_path / "t.parquet", tmp_path / "t")
+    np.testing.assert_array_equal(read_embeddings(tmp_path / "t", label_column="label")[0], X[:, :2])
+    with pytest.raises(IsotropyValueError, match="label_column='label' was given but .npy files have no named columns"):
+        read_embeddings(tmp_path / "a", label_column="label")
     import zipfile  # a zip archive of other files is neither .npz nor .pt
 
     with zipfile.ZipFile(tmp_path / "z", "w") as archive:

@@ -145,7 +145,7 @@ def read_embeddings(path: str | os.PathLike, *, key: str | None = None, mmap_mod
     >>> X.shape, names
     ((3, 3), None)
     """
-    if label_column is not None:  # silently ignored otherwise
+    if label_column is not None and str(path) == PACKAGED_GLOVE:  # silently ignored otherwise
         _label_column_format(path, label_column)
     if str(path) == PACKAGED_GLOVE:
         _no_key(path, key, "the packaged GloVe vectors")
@@ -164,6 +164,8 @@ def read_embeddings(path: str | os.PathLike, *, key: str | None = None, mmap_mod
     suffix = path.suffix.lower()
     if suffix not in EMBEDDING_EXTENSIONS:  # no extension, or one that says nothing: the format from the first bytes
         suffix = _format_from_content(path) or suffix
+    if label_column is not None:  # silently ignored otherwise; by the format read, whatever the name says
+        _label_column_format(path, label_column, suffix)
     if suffix == ".npy":
         _no_key(path, key, ".npy files")
         return _as_matrix(_load_npy(path, mmap_mode), path), None
@@ -226,9 +228,10 @@ def _import_optional(module: str, path, packages: str):
         raise ImportError(f"Reading {str(path)!r} needs {packages}: pip install 'isotropy[io]'") from None
 
 
-def _label_column_format(path, label_column: str) -> None:
-    """Refuse ``label_column`` for a format without named columns (all but ``.csv``/``.tsv``/``.parquet``)."""
-    suffix = Path(path).suffix.lower()
+def _label_column_format(path, label_column: str, suffix: str | None = None) -> None:
+    """Refuse ``label_column`` for a format without named columns (all but ``.csv``/``.tsv``/``.parquet``);
+    ``suffix``: the format the file is read as (its name's extension by default)."""
+    suffix = Path(path).suffix.lower() if suffix is None else suffix
     if str(path) != PACKAGED_GLOVE and suffix in (".csv", ".tsv", ".parquet"):
         return
     what = "the packaged GloVe vectors" if str(path) == PACKAGED_GLOVE else f"{suffix or 'extension-less'} files"
@@ -476,24 +479,27 @@ def _read_delimited(path, sep: str, label_column=None):
 
 
 def _check_fields(path, sep: str, header: bool, indexed: bool = False) -> None:
-    """Refuse the first line whose number of fields is not the first line's, or that has an empty field.
+    """Refuse the first line whose number of fields is not the first line's, and a trailing delimiter throughout.
 
-    pandas reads either as NaN (a short line, ``1,,3``, a trailing delimiter), which a user did not write: only a
-    field that says ``nan`` is a missing value. ``indexed``: pandas read the data lines, one field longer than the
-    header, with their first field as the row index. Lines are those of the file, from 1; blank lines are skipped,
-    as pandas skips them. A line :mod:`csv` cannot read is left to the caller's message.
+    pandas reads both as NaN (a short line, a last field that every line leaves empty), which a user did not
+    write. An empty field among written ones (``1,,3``) is a missing value, as ``DataFrame.to_csv`` writes NaN: it
+    is read as NaN, like a field that says ``nan`` (``read_embeddings`` returns NaN as stored; the metrics and
+    ``isotropy measure`` refuse it naming its row and column). ``indexed``: pandas read the data lines, one field
+    longer than the header, with their first field as the row index. Lines are those of the file, from 1; blank
+    lines are skipped, as pandas skips them. A line :mod:`csv` cannot read is left to the caller's message.
     """
     first = "the header" if header else "line 1"
     try:
         with open(path, encoding="utf-8-sig", errors="replace", newline="") as handle:
             reader = csv.reader(handle, delimiter=sep)
-            width = None
+            width, last_empty, data_lines = None, True, 0
             for row in reader:
                 if not row:
                     continue
                 if width is None:
                     width = len(row)
                     first = "the header" if header else f"line {reader.line_num}"
+                    last_empty = not row[-1].strip()
                     if header:
                         continue
                 trailing = len(row) == width + 1 and not row[-1].strip()
@@ -502,13 +508,13 @@ def _check_fields(path, sep: str, header: bool, indexed: bool = False) -> None:
                     others = f" and the lines below it {width + 1} (a row name first)" if indexed and not hint else ""
                     raise _fail(path, f"line {reader.line_num} has {len(row)} fields, {first} has {width}{others}"
                                       f"{hint}", "the same number of fields on every line")
-                empty = next((j for j, cell in enumerate(row) if not cell.strip()), None)
-                if empty is not None:
-                    trailing = " (a trailing delimiter?)" if empty == len(row) - 1 else ""
-                    raise _fail(path, f"line {reader.line_num}, column {empty + 1} is empty{trailing}",
-                                "a value in every field (nan for a missing number)")
+                data_lines += 1
+                last_empty = last_empty and not row[-1].strip()
     except csv.Error:
         return
+    if data_lines and width > 1 and last_empty:
+        raise _fail(path, f"every line ends with an empty field, column {width} (a trailing delimiter?)",
+                    "no delimiter after the last value of a line")
 
 
 def _refuse_label_columns(df, path, label_column: str | None = None) -> None:

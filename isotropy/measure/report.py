@@ -399,11 +399,13 @@ def own_message(name: str, message) -> str:
 
     Nor the name of the search TwoNN and MLE share (``neighbour_dimensions``, or on the dask path each
     estimator's own), so that the warning of that search reads the same under both metrics. MLE's advice to pool
-    with ``averaging='harmonic'`` or ``'median'`` is given in the command's words (``--averaging harmonic``).
+    with ``averaging='harmonic'`` or ``'median'`` adds the command's words (``--averaging harmonic``): the notes of
+    :func:`~isotropy.measure.from_model.measure_layers` are the Python API's and the command's alike.
     """
     import re
 
-    text = re.sub(r"averaging='(\w+)'(.*?) or '(\w+)'", r"--averaging \1\2 or \3", " ".join(str(message).split()))
+    text = re.sub(r"averaging='(\w+)'(.*?) or '(\w+)'", r"averaging='\1'\2 or '\3' (--averaging \1 or \3 on the "
+                  r"command line)", " ".join(str(message).split()))
     for prefix in [name, *(sorted(_ONE_PASS) + ["neighbour_dimensions"] if name in _ONE_PASS else [])]:
         if text.startswith(f"{prefix}: "):
             return text[len(prefix) + 2:]

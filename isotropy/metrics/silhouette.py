@@ -182,18 +182,17 @@ def _duplicate_groups_torch(X):
     """:func:`isotropy._kernels.silhouette.duplicate_groups` on the tensor's device: per row, the number of its group
     of equal rows, -1 for a row equal to no other; None when no two rows are equal.
 
-    Candidates share the key ``sum(x * probe)`` (element-wise products summed along each row: the same arithmetic
-    for equal rows), then ``torch.unique`` over the candidate rows compares them entry by entry (``-0.0`` equals
-    ``0.0`` there: those rows are at distance 0 too).
+    Candidates are the rows equal to another on 16 evenly spaced columns (``torch.unique`` over those entries: a
+    comparison, no arithmetic whose rounding could tell equal rows apart, as a sum's reduction order may on a GPU),
+    then ``torch.unique`` over the candidate rows compares them entry by entry (``-0.0`` equals ``0.0`` there: those
+    rows are at distance 0 too).
     """
     import torch
 
     n, d = X.shape
     rows = X.detach()
-    probe = torch.as_tensor(np.random.default_rng(0).standard_normal(d), dtype=rows.dtype, device=rows.device)
-    step = max(1, (1 << 20) // max(d, 1))
-    key = torch.cat([(rows[i:i + step] * probe).sum(dim=1) for i in range(0, n, step)])
-    _, inverse, counts = torch.unique(key, return_inverse=True, return_counts=True)
+    columns = torch.as_tensor(np.unique(np.linspace(0, d - 1, min(d, 16)).astype(np.int64)), device=rows.device)
+    _, inverse, counts = torch.unique(rows[:, columns], dim=0, return_inverse=True, return_counts=True)
     candidates = (counts[inverse] > 1).nonzero().flatten()
     if not candidates.numel():
         return None

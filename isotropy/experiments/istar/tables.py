@@ -26,6 +26,7 @@ def summarise(records: list[dict]) -> list[dict]:
             values = np.asarray([r[field] for r in group if r.get(field) is not None], dtype=np.float64)
             row[f"{field}_mean"] = float(values.mean()) if values.size else None
             row[f"{field}_std"] = float(values.std(ddof=1)) if values.size > 1 else (0.0 if values.size else None)
+            row[f"{field}_n"] = int(values.size)  # the seeds that recorded it (older runs lack some fields)
         rows.append(row)
     return rows
 
@@ -36,7 +37,8 @@ def markdown_table(rows) -> str:
         rows = rows.get("summary") or []
     def cell(row, field, digits):
         # older runs lack a field: "–"
-        return mean_sd(row.get(f"{field}_mean"), row.get(f"{field}_std"), row["n_seeds"], f".{digits}f")
+        return mean_sd(row.get(f"{field}_mean"), row.get(f"{field}_std"), row.get(f"{field}_n", row["n_seeds"]),
+                       f".{digits}f")
 
     metric = rows[0]["metric"] if rows else "score"
     lines = [(f"| condition | λ | seeds | {metric} | IsoScore* (val) | IsoScore (val) | TwoNN ID (val) | "
