@@ -294,6 +294,7 @@ def _read_piece(state: _Lines, lines: list[str]) -> None:
     if 4 * (state.n + len(labels)) * max(state.longest, widest) > state.limit:
         _read_lines(state, lines, labels)  # refused at the label that makes the array too large
         return
+    _refuse_trailing_nul(state.path, labels, lambda i: f"line {state.lineno + 1 + i}")
     if widest > state.longest:
         state.longest, state.longest_line = widest, state.lineno + 1 + list(map(len, labels)).index(widest)
     state.n += len(labels)
@@ -303,7 +304,7 @@ def _read_piece(state: _Lines, lines: list[str]) -> None:
 
 def _read_lines(state: _Lines, lines: list[str], labels: list[str]) -> None:
     """The labels of ``lines`` one at a time: a blank line, a line past the cap, the label past the width limit."""
-    kept = []
+    kept, numbers = [], []
     for line, label in zip(lines, labels):
         state.lineno += 1
         if _line_length(line) > _MAX_LINE:
@@ -322,6 +323,8 @@ def _read_lines(state: _Lines, lines: list[str], labels: list[str]) -> None:
         if 4 * state.n * state.longest > state.limit:
             _check_width(state.path, state.n, state.longest, state.size, line=state.longest_line)
         kept.append(label)
+        numbers.append(state.lineno)
+    _refuse_trailing_nul(state.path, kept, lambda i: f"line {numbers[i]}")
     if kept:
         state.blocks.append(np.asarray(kept))
 
@@ -357,6 +360,20 @@ def _check_width(path, n: int, longest: int, size: int, *, line: int | None = No
                 "labels of similar lengths")
 
 
+def _refuse_trailing_nul(path, labels, where) -> None:
+    """Refuse a label ending with a NUL character, ``where(i)`` naming the place of ``labels[i]`` in the file.
+
+    numpy's fixed-width strings drop trailing NULs: ``'a\\x00'`` would become the label ``'a'`` (and ``'\\x00'`` an
+    empty one), merging two clusters without a word. Every reader of text labels checks them with this.
+    """
+    ending = next((i for i, label in enumerate(labels) if label.endswith("\x00")), None)
+    if ending is None:
+        return
+    shown = repr(labels[ending]) if len(repr(labels[ending])) <= 60 else repr(labels[ending])[:57] + "..."
+    raise _fail(path, f"{where(ending)} ends with a NUL character ({shown}), which a label array would drop "
+                      f"(merging it with the label without it)", "labels without a trailing NUL")
+
+
 def _read_column(path, sep: str, column: str, text: tuple[str, str]) -> np.ndarray:
     """The cells of the column ``column`` of a delimited file whose first line names its columns."""
     # quotes are text in a .tsv, as read_texts reads the same table
@@ -370,7 +387,7 @@ def _read_column(path, sep: str, column: str, text: tuple[str, str]) -> np.ndarr
     if header.count(name) > 1:
         raise _fail(path, f"its header has {header.count(name)} columns named {name!r}",
                     "one column of that name to read the labels from")
-    j, labels = header.index(name), []
+    j, labels, lines = header.index(name), [], []
     for line, row in enumerate(rows[1:], start=2):
         if not any(row):
             continue  # a blank line, as read_texts skips it in the same table
@@ -380,8 +397,10 @@ def _read_column(path, sep: str, column: str, text: tuple[str, str]) -> np.ndarr
         if not row[j]:
             raise _fail(path, f"line {line} has no label in column {column!r}", "a label in every row")
         labels.append(row[j])
+        lines.append(line)
     if not labels:
         raise _fail(path, "it has a header and no rows")
+    _refuse_trailing_nul(path, labels, lambda i: f"line {lines[i]} of column {column!r}")
     _check_width(path, len(labels), max(map(len, labels)), path.stat().st_size)
     return np.asarray(labels)
 
@@ -484,11 +503,7 @@ def _read_parquet(path, column: str | None) -> np.ndarray:
     if numeric:
         return values.to_numpy()
     labels = values.astype(str).to_numpy()
-    ending = next((row for row, label in enumerate(labels) if label.endswith("\x00")), None)
-    if ending is not None:  # numpy's fixed-width strings drop trailing NULs: 'a\x00' would become the label 'a'
-        shown = repr(labels[ending]) if len(repr(labels[ending])) <= 60 else repr(labels[ending])[:57] + "..."
-        raise _fail(path, f"row {ending} of column {name!r} ends with a NUL character ({shown}), which a label "
-                          f"array would drop (merging it with the label without it)", "labels without a trailing NUL")
+    _refuse_trailing_nul(path, labels, lambda row: f"row {row} of column {name!r}")
     _check_width(path, len(labels), max(map(len, labels)), path.stat().st_size)
     return np.asarray(labels, dtype=str)
 
@@ -535,6 +550,8 @@ def _read_delimited(path, sep: str, text: tuple[str, str]) -> np.ndarray:
     width = len(rows[0])
     header = _is_header(rows, width)
     offset = 1 if header else 0
+    _refuse_trailing_nul(path, [cell for row in rows[offset:] for cell in row],
+                         lambda i: f"line {i // width + 1 + offset}" + (f", column {i % width + 1}" if width > 1 else ""))
     _check_width(path, (len(rows) - offset) * width, max((len(cell) for row in rows[offset:] for cell in row), default=0),
                  path.stat().st_size)
     table = np.asarray(rows[offset:], dtype=str).reshape(-1, width)
