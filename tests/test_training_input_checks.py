@@ -442,3 +442,32 @@ def test_cosreg_refuses_the_arguments_of_istar(drop_in):
 
     assert inspect.signature(cls).parameters["zeta"].default == 0.2
     assert repr(inspect.signature(cls).parameters["zeta"].default) == "0.2"
+
+
+@pytest.mark.parametrize("drop_in", ["HFRegulariser", "LightningRegulariser", "HiddenStateRegulariser"])
+def test_a_pooling_passed_at_the_token_level_is_refused(drop_in):
+    """HFRegulariser(pooling='last') at the default level='token' was taken and never used: every token state is
+    regularised, none pooled. A pooling passed there is refused, 'mean' too; the default is not a pooling passed, and
+    level='sentence' takes one or none."""
+    import inspect
+    import warnings
+
+    from isotropy import training
+
+    cls = getattr(training, drop_in)
+    for pooling in ("last", "mean"):
+        for level in ({}, {"level": "token"}):
+            with pytest.raises(IsotropyValueError) as info:
+                cls("cosreg", pooling=pooling, **level)
+            assert str(info.value) == (f"The 'pooling' parameter of {drop_in} applies to level='sentence' only: at "
+                                       f"level='token' every token state is regularised, none pooled. Got "
+                                       f"{pooling!r} with level='token' instead; leave it out, or pass "
+                                       f"level='sentence'.")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        token = cls("cosreg")
+        sentence = cls("cosreg", level="sentence")
+        last = cls("cosreg", level="sentence", pooling="last")
+    assert (token.level, token.pooling, type(token.pooling)) == ("token", "mean", str)
+    assert (sentence.pooling, type(sentence.pooling), last.pooling) == ("mean", str, "last")
+    assert repr(inspect.signature(cls).parameters["pooling"].default) == "'mean'"

@@ -7,7 +7,7 @@ from transformers import TrainerCallback
 
 from isotropy._utils.validation import IsotropyValueError
 from isotropy.training.probe import _hidden_states, check_tokenizer
-from isotropy.training.regularisers import _ZETA, HiddenStateRegulariser
+from isotropy.training.regularisers import _POOLING, _ZETA, HiddenStateRegulariser
 
 __all__ = ["HFRegulariser"]
 
@@ -57,7 +57,7 @@ class HFRegulariser(HiddenStateRegulariser, TrainerCallback):
     """
 
     def __init__(self, method="istar", *, weight=1.0, zeta=_ZETA, shrinkage_sample=None, layers="all",
-                 level="token", pooling="mean", task_loss=None, tokenizer=None, batch_size=32, max_length=128):
+                 level="token", pooling=_POOLING, task_loss=None, tokenizer=None, batch_size=32, max_length=128):
         super().__init__(method, weight=weight, zeta=zeta, shrinkage_sample=shrinkage_sample, layers=layers,
                          level=level, pooling=pooling, batch_size=batch_size, max_length=max_length,
                          caller="HFRegulariser")

@@ -7,7 +7,7 @@ from lightning.pytorch.callbacks import Callback
 from isotropy._utils.validation import IsotropyValueError
 from isotropy.training.lightning_callback import _find_tokenizer, check_model, resolve_submodule
 from isotropy.training.probe import check_tokenizer
-from isotropy.training.regularisers import _ZETA, LOG_KEYS, HiddenStateRegulariser
+from isotropy.training.regularisers import _POOLING, _ZETA, LOG_KEYS, HiddenStateRegulariser
 
 __all__ = ["LightningRegulariser"]
 
@@ -42,7 +42,7 @@ class LightningRegulariser(HiddenStateRegulariser, Callback):
     """
 
     def __init__(self, method="istar", *, weight=1.0, zeta=_ZETA, shrinkage_sample=None, layers="all",
-                 level="token", pooling="mean", model=None, tokenizer=None, batch_size=32, max_length=128):
+                 level="token", pooling=_POOLING, model=None, tokenizer=None, batch_size=32, max_length=128):
         super().__init__(method, weight=weight, zeta=zeta, shrinkage_sample=shrinkage_sample, layers=layers,
                          level=level, pooling=pooling, batch_size=batch_size, max_length=max_length,
                          caller="LightningRegulariser")

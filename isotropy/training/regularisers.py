@@ -43,8 +43,14 @@ class _Default(float):
     """A documented default (``zeta=0.2``) told apart from the same value passed: it shows and computes as the float."""
 
 
+class _DefaultName(str):
+    """A documented default name (``pooling="mean"``) told apart from the same name passed: it shows as the string."""
+
+
 # zeta's default, 0.2: CosReg refuses a zeta passed to it (even 0.2), and this object is the one not passed
 _ZETA = _Default(0.2)
+# pooling's default, "mean": level="token" refuses a pooling passed to it (even "mean"), and this is the one not passed
+_POOLING = _DefaultName("mean")
 
 
 def _check_hidden_states(hidden_states, caller):
@@ -133,7 +139,8 @@ class HiddenStateRegulariser:
         give Σ_S, recomputed with the current model at the start of every epoch (I-STAR only:
         refused with ``method="cosreg"``). ``None``: Σ_S = I (scale-dependent; give a sample).
     layers, level, pooling
-        Which states are regularised; see :func:`regularised_states`.
+        Which states are regularised; see :func:`regularised_states`. ``pooling`` (default ``"mean"``) applies to
+        ``level="sentence"`` only: passed with ``level="token"``, where no state is pooled, it is refused.
     batch_size, max_length : int
         Batching and truncation when embedding the shrinkage sample.
 
@@ -144,7 +151,7 @@ class HiddenStateRegulariser:
     """
 
     def __init__(self, method="istar", *, weight=1.0, zeta=_ZETA, shrinkage_sample=None, layers="all", level="token",
-                 pooling="mean", batch_size=32, max_length=128, caller="HiddenStateRegulariser"):
+                 pooling=_POOLING, batch_size=32, max_length=128, caller="HiddenStateRegulariser"):
         self.caller = caller
         if method not in METHODS:  # the message of check_option, with the toolkit's did-you-mean
             from isotropy.metrics.table import suggest_name
@@ -167,7 +174,12 @@ class HiddenStateRegulariser:
         check_layers(layers, caller=caller)  # the form now; the range at the first forward pass
         self.layers = layers
         self.level = check_option(level, "level", LEVELS, caller=caller)
-        self.pooling = check_pooling(pooling, caller=caller)
+        # a pooling passed at the token level (pooling="last") was taken and never used: every token state is kept
+        if level == "token" and pooling is not _POOLING:
+            raise IsotropyValueError(f"The 'pooling' parameter of {caller} applies to level='sentence' only: at "
+                                     f"level='token' every token state is regularised, none pooled. Got {pooling!r} "
+                                     f"with level='token' instead; leave it out, or pass level='sentence'.")
+        self.pooling = str(check_pooling(pooling, caller=caller))
         self.batch_size = int(check_scalar(batch_size, "batch_size", caller=caller, kind=numbers.Integral, low=1))
         max_length = int(check_scalar(max_length, "max_length", caller=caller, kind=numbers.Integral, low=1))
         self.sample = None if shrinkage_sample is None else _Rows(shrinkage_sample, name="shrinkage_sample",
