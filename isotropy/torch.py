@@ -26,7 +26,7 @@ import numbers
 import torch
 from torch import nn
 
-from isotropy._utils.validation import IsotropyValueError, check_scalar, check_tensor_data
+from isotropy._utils.validation import IsotropyValueError, check_scalar, check_tensor_data, first_nonfinite
 from isotropy.metrics.cosine import _cosine_similarity_mean
 from isotropy.metrics.isoscore import _check_shrinkage_cov, _isoscore_star
 
@@ -133,7 +133,8 @@ def shrinkage_covariance(H):
     Raises
     ------
     IsotropyValueError
-        An empty list, an entry that is not a 2-d tensor, or entries of different widths (each is named).
+        An empty list, an entry that is not a 2-d tensor, or entries of different widths (each is named); a NaN or
+        inf in ``H`` (its row and column, and the entry of a list, are named).
 
     Examples
     --------
@@ -163,6 +164,8 @@ def shrinkage_covariance(H):
                 f"The 'H' parameter of shrinkage_covariance must be a list of tensors with the same number of "
                 f"features (columns). Got {tensors[0].shape[1]} features in H[0] and {tensors[other].shape[1]} in "
                 f"H[{other}] (shape {tuple(tensors[other].shape)}) instead.")
+        for i, h in enumerate(tensors):
+            _refuse_nonfinite(h, f" of H[{i}]")
         source = tensors[0].dtype  # the result's, as documented (not the promoted dtype of float32 + float64)
         H = torch.cat([h.detach().to(tensors[0].device) for h in tensors])
     H = _check_tensor(H, "shrinkage_covariance").detach()
@@ -171,6 +174,8 @@ def shrinkage_covariance(H):
     if H.ndim != 2 or H.shape[0] < 2:
         raise ValueError(f"The 'H' parameter of shrinkage_covariance must have shape (n_samples, n_features) with "
                          f"n_samples >= 2. Got shape {tuple(H.shape)}{joined} instead.")
+    if not joined:  # a list's entries were checked one by one, each named
+        _refuse_nonfinite(H)
     work = torch.float64 if H.device.type != "mps" else torch.float32
     Hc = H.to(work)
     Hc = Hc - Hc.mean(dim=0, keepdim=True)
@@ -180,6 +185,15 @@ def shrinkage_covariance(H):
     dtype = source if source in (torch.float32, torch.float64) else (
         torch.float32 if source.is_floating_point else torch.get_default_dtype())
     return cov.to(dtype)
+
+
+def _refuse_nonfinite(H, where=""):
+    """Refuse a NaN or inf in the 2-d ``H`` of shrinkage_covariance, naming its row and column (``where``: which entry
+    of a list): its covariance was NaN, and istar_penalty then refused a 'shrinkage_cov' the user never saw."""
+    found = first_nonfinite(H)
+    if found is not None:
+        raise IsotropyValueError(f"The 'H' parameter of shrinkage_covariance must contain only finite values. Got "
+                                 f"{found.at()}{where} instead.")
 
 
 class IStarLoss(nn.Module):

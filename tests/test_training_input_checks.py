@@ -471,3 +471,25 @@ def test_a_pooling_passed_at_the_token_level_is_refused(drop_in):
     assert (token.level, token.pooling, type(token.pooling)) == ("token", "mean", str)
     assert (sentence.pooling, type(sentence.pooling), last.pooling) == ("mean", str, "last")
     assert repr(inspect.signature(cls).parameters["pooling"].default) == "'mean'"
+
+
+def test_shrinkage_covariance_refuses_a_nan_or_inf_in_h_naming_its_row():
+    """shrinkage_covariance(H) with a NaN in H returned a covariance of NaNs without a word; the error came only later,
+    from istar_penalty (or the regularisers' next step), blaming a 'shrinkage_cov' the user never passed."""
+    import torch
+
+    from isotropy.torch import shrinkage_covariance
+
+    H = torch.randn(6, 3, generator=torch.Generator().manual_seed(0))
+    for value, shown in ((float("nan"), "nan"), (float("inf"), "inf"), (-float("inf"), "-inf")):
+        bad = H.clone()
+        bad[4, 2] = value
+        with pytest.raises(IsotropyValueError) as info:
+            shrinkage_covariance(bad)
+        assert str(info.value) == ("The 'H' parameter of shrinkage_covariance must contain only finite values. Got "
+                                   f"{shown} at row 4, column 2 instead.")
+        with pytest.raises(IsotropyValueError) as info:
+            shrinkage_covariance([H, bad.double()])
+        assert str(info.value) == ("The 'H' parameter of shrinkage_covariance must contain only finite values. Got "
+                                   f"{shown} at row 4, column 2 of H[1] instead.")
+    assert torch.isfinite(shrinkage_covariance([H, H])).all()
