@@ -94,28 +94,85 @@ def _silhouette_block(block, ids, metric, mean, exponent):
     return R, local.reshape(-1), present, order
 
 
-def _silhouette_tile(P, Q, metric, n_clusters):
+def _block_hashes(block, caller):
+    """:func:`isotropy.distributed._duplicates._row_hashes` of a block's rows as given (euclidean)."""
+    from isotropy.distributed._duplicates import _row_hashes
+
+    return _row_hashes(block, "euclidean", caller)
+
+
+def _candidates(*hashes):
+    """The row numbers (in the whole array, sorted) whose hash another row shares: a superset of the equal rows."""
+    h = np.concatenate(hashes)
+    order = np.argsort(h, kind="stable")
+    shared = h[order][1:] == h[order][:-1]
+    candidate = np.zeros(h.size, dtype=bool)
+    candidate[order[1:][shared]] = True
+    candidate[order[:-1][shared]] = True
+    return np.flatnonzero(candidate)
+
+
+def _candidate_rows(block, candidates, start, stop):
+    """The rows of a block (rows ``start:stop`` of the array) among ``candidates``."""
+    return np.asarray(block)[candidates[(candidates >= start) & (candidates < stop)] - start]
+
+
+def _groups(candidates, n, *rows):
+    """Per row of the array: the number of its group of equal rows (bit for bit), -1 for a row equal to no other;
+    None when no two rows are equal (:func:`isotropy._kernels.silhouette.duplicate_groups`, from the candidates)."""
+    if not candidates.size:
+        return None
+    stacked = np.ascontiguousarray(np.concatenate(rows))
+    view = stacked.view(np.dtype((np.void, stacked.dtype.itemsize * stacked.shape[1]))).ravel()
+    _, inverse, counts = np.unique(view, return_inverse=True, return_counts=True)
+    inverse = inverse.reshape(-1)
+    if not (counts > 1).any():
+        return None
+    groups = np.full(n, -1, dtype=np.int64)
+    groups[candidates] = np.where(counts[inverse] > 1, inverse, -1)
+    return groups
+
+
+def _duplicate_groups(blocks, starts, n, caller):
+    """Delayed :func:`_groups` of the row blocks: hashes on the workers, the candidate rows alone compared."""
+    from dask import delayed
+
+    hashes = [delayed(_block_hashes, pure=True)(b, caller) for b in blocks]
+    candidates = delayed(_candidates, pure=True)(*hashes)
+    rows = [delayed(_candidate_rows, pure=True)(b, candidates, int(s), int(e))
+            for b, s, e in zip(blocks, starts, starts[1:])]
+    return delayed(_groups, pure=True)(candidates, n, *rows)
+
+
+def _silhouette_tile(P, Q, metric, n_clusters, groups=None, span_p=None, span_q=None):
     """Per-cluster distance sums of the rows of blocks P and Q to the members of the other block.
 
     The kernel wants the samples sorted by cluster with every cluster in range present: the two
     blocks are stacked with Q's local ids shifted past P's, so each block's clusters are
-    contiguous and dense. ``Q=None`` is a diagonal tile.
+    contiguous and dense. ``Q=None`` is a diagonal tile. ``groups`` (euclidean): every row's group of equal rows
+    (:func:`_groups`; None when there are none), ``span_p``/``span_q`` the blocks' rows in the array: equal rows
+    are at distance 0 exactly, as in the in-memory kernel.
     """
     from isotropy._kernels.silhouette import _BlockKernel
+
+    def duplicates(block, span):
+        return None if groups is None else groups[span[0]:span[1]][block[3]]  # in the block's cluster order
 
     if Q is None:
         R, local, present, _ = P
         sums = np.zeros((R.shape[0], present.size))
-        _BlockKernel(R, local, present.size, metric, R.shape[0]).add_block(0, 0, {}, sums, symmetric=True)
+        _BlockKernel(R, local, present.size, metric, R.shape[0], duplicates=duplicates(P, span_p)).add_block(
+            0, 0, {}, sums, symmetric=True)
         out = np.zeros((R.shape[0], n_clusters))
         out[:, present] = sums
         return out, None
     swap = Q[0].shape[0] > P[0].shape[0]  # the kernel's block size is the first block's rows
     if swap:
-        P, Q = Q, P
+        P, Q, span_p, span_q = Q, P, span_q, span_p
     n_p, p = P[0].shape[0], P[2].size
     R = np.concatenate([P[0], Q[0]])
-    kernel = _BlockKernel(R, np.concatenate([P[1], Q[1] + p]), p + Q[2].size, metric, n_p)
+    both = None if groups is None else np.concatenate([duplicates(P, span_p), duplicates(Q, span_q)])
+    kernel = _BlockKernel(R, np.concatenate([P[1], Q[1] + p]), p + Q[2].size, metric, n_p, duplicates=both)
     sums = np.zeros((R.shape[0], p + Q[2].size))
     kernel.add_block(0, n_p, {}, sums, symmetric=True)
     sums_p, sums_q = np.zeros((n_p, n_clusters)), np.zeros((R.shape[0] - n_p, n_clusters))
@@ -242,10 +299,15 @@ def _silhouette_graph(X, ids, metric, chunk_size, caller):
     prep = delayed(_silhouette_block, pure=True, nout=4)
     preps = [prep(b, ids[s:e], metric, mean, exponent) for b, s, e in zip(blocks, starts, starts[1:])]
     tile = delayed(_silhouette_tile, pure=True, nout=2)
+    # euclidean: equal rows at distance 0 exactly, as in memory (a float32 coefficient over many duplicates was
+    # ~1e-4 off); cosine: a duplicate's error is δ, not √δ
+    groups = _duplicate_groups(blocks, starts, X.shape[0], caller) if metric == "euclidean" else None
+    spans = list(zip((int(s) for s in starts), (int(e) for e in starts[1:])))
     parts = [[] for _ in preps]
     for i in range(len(preps)):
         for j in range(i, len(preps)):
-            out = tile(preps[i], None if i == j else preps[j], metric, n_clusters)
+            out = tile(preps[i], None if i == j else preps[j], metric, n_clusters, groups, spans[i],
+                       None if i == j else spans[j])
             parts[i].append(out[0])
             if j != i:
                 parts[j].append(out[1])
