@@ -45,3 +45,49 @@ def test_a_nul_label_in_a_long_text_file_is_found_past_the_first_piece(tmp_path)
     path.write_bytes(b"a\n" * 200_000 + b"b\x00\n" + b"a\n" * 10)
     with pytest.raises(ValueError, match=f"line 200001 {_NUL}"):
         read_labels(path)
+
+
+# 4. a European decimal-comma export (1,5;2,25;3) read as a .csv is said to look semicolon-separated with decimal
+# commas, not only "column '5;2' is not numeric" (578d0d7 said so only of a first line with ';' and no comma)
+
+
+def _decimal_comma_message(path, reason, semicolons, commas):
+    return (f"Cannot read embeddings from {str(path)!r}: {reason}: its first line holds {semicolons} ';' and {commas}, "
+            f"so the file looks semicolon-separated with decimal commas (1,5 for 1.5), but a .csv file is read "
+            f"comma-separated; expected comma-separated numbers with decimal points: read it with "
+            f"pandas.read_csv(path, sep=';', decimal=',') (header=None if it has no header line) and save it with "
+            f"sep=',' (df.to_csv's default), or tab-separated as .tsv.")
+
+
+@pytest.mark.parametrize(("text", "reason", "semicolons", "commas"), [
+    ("1,5;2,25;3\n0,5;1,75;2\n", "column '5;2' is not numeric ('5;1' on line 2)", 2, "2 commas"),  # headerless
+    ("1,5;2;3\n0,5;1,75;2\n", "column '5;2;3' is not numeric ('75;2' on line 2)", 2, "1 comma"),
+    ("1,5;2,25;3,5\n0,5;1,75;2,5\n", "column '5;2' is not numeric ('5;1' on line 2)", 2, "3 commas"),  # all decimal
+    ("cat;1,5;2,25;3,5\ndog;0,5;1,75;2,5\n", "column '5;2' is not numeric ('5;1' on line 2)", 3, "3 commas"),
+])
+def test_a_decimal_comma_export_is_said_to_look_semicolon_separated(tmp_path, capsys, text, reason, semicolons,
+                                                                    commas):
+    from isotropy.cli import main
+    from isotropy.io.embeddings import read_embeddings
+
+    path = tmp_path / "x.csv"
+    path.write_text(text)
+    with pytest.raises(ValueError) as error:
+        read_embeddings(path)  # said only "column '5;2' is not numeric ..."
+    assert str(error.value) == _decimal_comma_message(path, reason, semicolons, commas)
+    with pytest.raises(SystemExit) as exit_:
+        main(["measure", str(path), "--metrics", "isoscore"])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err == f"Error: {_decimal_comma_message(path, reason, semicolons, commas)}\n"
+
+
+def test_a_comma_separated_file_with_a_semicolon_in_a_cell_keeps_its_message(tmp_path):
+    from isotropy.io.embeddings import read_embeddings
+
+    path = tmp_path / "x.csv"
+    path.write_text("a,b,c;d\n1,2,x\n")  # comma-separated, one ';' in a header cell: not a decimal-comma export
+    with pytest.raises(ValueError) as error:
+        read_embeddings(path)
+    assert "semicolon" not in str(error.value) and "column 'c;d' is not numeric" in str(error.value)
+    path.write_text("a,b,c\n1.5,2,3\n")
+    assert read_embeddings(path)[0].tolist() == [[1.5, 2.0, 3.0]]

@@ -407,6 +407,41 @@ def _numbered_columns(cells, at_least: int = 2) -> bool:
 
 
 def _read_delimited(path, sep: str, label_column=None):
+    """:func:`_read_table`, its refusal of a .csv file whose first line looks semicolon-separated saying so.
+
+    A European spreadsheet's export writes ``1,5;2,25;3``: read comma-separated, its cells were ``1``, ``5;2`` and
+    ``25;3``, and the message said only "column '5;2' is not numeric". A refused .csv file whose first line holds at
+    least as many ';' as commas, or reads as ';'-separated numbers with decimal commas (a row name first allowed),
+    is now said to look so, with how to convert it; a first line with ';' and no comma over no numeric column is
+    said in :func:`_read_table`'s own message. Only the message changes: the file is read comma-separated.
+    """
+    try:
+        return _read_table(path, sep, label_column)
+    except EmbeddingsReadError as exc:
+        start, message = f"Cannot read embeddings from {str(path)!r}: ", str(exc)
+        reason = message[len(start):].rpartition("; expected ")[0]
+        if sep != "," or "looks semicolon-separated" in message or not message.startswith(start) or not reason:
+            raise
+        try:
+            with open(path, encoding="utf-8-sig", errors="replace", newline="") as handle:
+                line = handle.readline(_MAX_FIRST_LINE + 1)
+        except OSError:
+            raise exc from None
+        semicolons, commas = line.count(";"), line.count(",")
+        cells = [cell.strip().replace(",", ".") for cell in line.split(";")]
+        decimal = semicolons and (all(map(_is_float, cells)) or all(map(_is_float, cells[1:])))
+        if not semicolons or (semicolons < commas and not decimal):
+            raise
+        held = f"{commas} comma{'' if commas == 1 else 's'}" if commas else "no comma"
+        raise _fail(path, f"{reason}: its first line holds {semicolons} ';' and {held}, so the file looks "
+                          f"semicolon-separated with decimal commas (1,5 for 1.5), but a .csv file is read "
+                          f"comma-separated", "comma-separated numbers with decimal points: read it with "
+                                              "pandas.read_csv(path, sep=';', decimal=',') (header=None if it has no "
+                                              "header line) and save it with sep=',' (df.to_csv's default), or "
+                                              "tab-separated as .tsv") from None
+
+
+def _read_table(path, sep: str, label_column=None):
     pd = _import_optional("pandas", path, "pandas")
 
     rows = "rows of numbers, optionally a header and a first column of row names"
