@@ -91,3 +91,17 @@ def test_a_comma_separated_file_with_a_semicolon_in_a_cell_keeps_its_message(tmp
     assert "semicolon" not in str(error.value) and "column 'c;d' is not numeric" in str(error.value)
     path.write_text("a,b,c\n1.5,2,3\n")
     assert read_embeddings(path)[0].tolist() == [[1.5, 2.0, 3.0]]
+
+
+def test_a_json_lines_label_ending_with_nul_is_refused_naming_its_line(tmp_path):
+    """The JSON-lines reader too: '{"l": "a\\u0000"}' read as the label 'a' (merged with the real 'a' cluster)."""
+    import json
+
+    from isotropy.io.labels import read_labels
+
+    path = tmp_path / "y.jsonl"
+    path.write_text(json.dumps({"l": "a"}) + "\n\n" + json.dumps({"l": "a\u0000"}) + "\n" + json.dumps({"l": "b"}) + "\n")
+    with pytest.raises(ValueError, match=r"y\.jsonl': line 3's field 'l' ends with a NUL character \('a\\x00'\)"):
+        read_labels(path, n_rows=3, column="l")
+    path.write_text(json.dumps({"l": "a"}) + "\n" + json.dumps({"l": "a b"}) + "\n" + json.dumps({"l": "b"}) + "\n")
+    assert read_labels(path, n_rows=3, column="l").tolist() == ["a", "a b", "b"]

@@ -411,7 +411,7 @@ def _read_json_column(path, column: str, text: tuple[str, str]) -> np.ndarray:
 
     from isotropy._utils import jsontext
 
-    name, labels = header_name(column), []
+    name, labels, lines = header_name(column), [], []
     try:
         with open(path, encoding=text[1]) as handle:
             for lineno, line in enumerate(handle, start=1):
@@ -438,10 +438,12 @@ def _read_json_column(path, column: str, text: tuple[str, str]) -> np.ndarray:
                                       f"{json.dumps(value)[:40]})", "a string, number or true/false label on every line")
                 # a number or a boolean as its JSON text (1, 2.5, true), as the same label in a CSV cell reads
                 labels.append(value.strip() if isinstance(value, str) else json.dumps(value))
+                lines.append(lineno)
     except UnicodeDecodeError:
         raise _fail(path, _not_text(text, path)) from None
     if not labels:
         raise _fail(path, "the file is empty")
+    _refuse_trailing_nul(path, labels, lambda i: f"line {lines[i]}'s field {column!r}")
     _check_width(path, len(labels), max(map(len, labels)), path.stat().st_size)
     return np.asarray(labels)
 
