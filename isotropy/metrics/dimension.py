@@ -32,7 +32,7 @@ from isotropy._kernels.dimension import (
 )
 from isotropy._kernels.neighbors import _METRICS, _finish, _prepare, _representation
 from isotropy._utils.backend import is_dask, is_torch
-from isotropy._utils.validation import check_n_neighbors, check_option, check_scalar, check_X
+from isotropy._utils.validation import IsotropyValueError, check_n_neighbors, check_option, check_scalar, check_X
 from isotropy.metrics.neighbors import _kneighbors_numpy, _kneighbors_torch
 
 __all__ = ["local_mle_dimension", "mle_dimension", "neighbour_dimensions", "twonn_dimension"]
@@ -84,6 +84,35 @@ def _neighbour_distances(X, *, n_neighbors: int, metric: str, caller: str, given
             f"{caller}: X has {n - first.size} duplicate rows ({what}); each distinct point is counted once and "
             f"neighbours are searched among the {first.size} distinct points.", UserWarning, stacklevel=3)
     return _finish(sq, metric), (inverse if first.size < n else None)
+
+
+def distinct_points(X, *, metric: str = "euclidean") -> int:
+    """The number of distinct points the neighbour estimators see in ``X``: equal rows count once, and under the
+    cosine metric so do rows parallel to another (positive multiples, to the precision of their values).
+
+    ``n_neighbors`` must stay below it (a ``k`` chosen as ``min(k, distinct_points(X, metric=...) - 1)`` always
+    fits). Costs one nearest-neighbour search under the cosine metric when rows are parallel.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[1.0, 0.0], [3.0, 0.0], [0.0, 1.0], [0.0, 1.0]])
+    >>> distinct_points(X), distinct_points(X, metric="cosine")
+    (3, 2)
+    """
+    caller = "distinct_points"
+    check_option(metric, "metric", _METRICS, caller=caller)
+    given = getattr(X, "dtype", None)
+    X = check_X(X, caller=caller, min_samples=1, rescale=_rescaling(metric))
+    if X.shape[0] < 2:
+        return int(X.shape[0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # the duplicates are what is counted here
+        try:
+            dist, _ = _neighbour_distances(X, n_neighbors=1, metric=metric, caller=caller, given=given)
+        except IsotropyValueError:  # one distinct point: no neighbour to search
+            return 1
+    return int(dist.shape[0])
 
 
 def _merge_parallel(sq, ind, limit: float):

@@ -100,6 +100,7 @@ def space_metrics(X, type_ids, *, seed: int = 0, intra_max_instances: int | None
     (1.0, 1, -0.0909)
     """
     from isotropy import inter_type_cosine, isoscore, local_mle_dimension
+    from isotropy.metrics.dimension import distinct_points
     from isotropy.transforms import ClusterCentering
 
     X = np.asarray(X, dtype=np.float64)
@@ -117,14 +118,19 @@ def space_metrics(X, type_ids, *, seed: int = 0, intra_max_instances: int | None
     out["s_intra_centered"] = _intra(Xc, type_ids, intra_max_instances, seed)
     out["isoscore"] = isoscore(X)
     out["isoscore_centered"] = isoscore(Xc)
-    # identical rows (e.g. the same word at the same position in layer 0) count once in the LID
+    # identical rows (e.g. the same word at the same position in layer 0) count once in the LID, and under the
+    # cosine metric so do rows parallel to another (one direction, two norms): k stays below each metric's count
     out["n_distinct"] = int(np.unique(X, axis=0).shape[0])
     k = out["lid_n_neighbors"] = int(min(n_neighbors, out["n_distinct"] - 1))
     with warnings.catch_warnings():  # duplicates are merged; equidistant neighbourhoods give inf, left out
         warnings.simplefilter("ignore", UserWarning)
         warnings.simplefilter("ignore", RuntimeWarning)
         for metric in ("euclidean", "cosine"):
-            out[f"lid_{metric}"] = _mean_finite(local_mle_dimension(X, n_neighbors=k, metric=metric))
+            k_metric = k if metric == "euclidean" else int(min(k, distinct_points(X, metric=metric) - 1))
+            if k_metric != k:  # recorded where it differs from the euclidean k
+                out[f"lid_n_neighbors_{metric}"] = k_metric
+            out[f"lid_{metric}"] = _mean_finite(local_mle_dimension(X, n_neighbors=k_metric, metric=metric)) \
+                if k_metric >= 2 else math.nan
     out = {key: (float(v) if isinstance(v, (float, np.floating)) else v) for key, v in out.items()}
     return (out, cc.labels_) if return_labels else out
 
