@@ -100,3 +100,17 @@ def test_half_precision_copies_are_judged_at_the_precision_they_came_in():
         got = isotropy.twonn_dimension(brain, metric="cosine")
     assert float(got) == pytest.approx(float(isotropy.twonn_dimension(torch.from_numpy(U).to(torch.bfloat16),
                                                                       metric="cosine")), rel=1e-6)
+
+
+def test_the_mle_estimator_class_caps_k_at_the_cosine_distinct_points():
+    """MLE.fit capped k at the rows' distinct count; under the cosine metric scaled copies are one point, so a k of
+    the rows' count was refused (8 directions, 16 rows, n_neighbors=10)."""
+    from isotropy.metrics.dimension import distinct_points
+    from isotropy.metrics.estimators import MLE
+
+    few = np.vstack([X[:8], 3.0 * X[:8]])
+    assert distinct_points(few) == 16 and distinct_points(few, metric="cosine") == 8
+    with pytest.warns(UserWarning, match="n_neighbors=10 is not below the 8 distinct points; using n_neighbors=7"):
+        fitted = MLE(n_neighbors=10, metric="cosine").fit(few)
+    assert fitted.n_neighbors_ == 7
+    assert fitted.dimension_ == pytest.approx(isotropy.mle_dimension(X[:8], n_neighbors=7, metric="cosine"), rel=1e-12)

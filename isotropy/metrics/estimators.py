@@ -16,9 +16,9 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import validate_data
 
 from isotropy._kernels.dimension import _AVERAGING, DEFAULT_MLE_NEIGHBOURS, _local_mle, _pool
-from isotropy._kernels.neighbors import _METRICS, _prepare, _representation
+from isotropy._kernels.neighbors import _METRICS
 from isotropy._utils.validation import IsotropyValueError, check_option, check_scalar, check_tensor_data
-from isotropy.metrics.dimension import _neighbour_distances, twonn_dimension
+from isotropy.metrics.dimension import _neighbour_distances, distinct_points, twonn_dimension
 
 __all__ = ["MLE", "TwoNN"]
 
@@ -118,7 +118,8 @@ class MLE(_DimensionEstimator):
         metric = check_option(self.metric, "metric", _METRICS, caller=caller)
         averaging = check_option(self.averaging, "averaging", _AVERAGING, caller=caller)
         check_scalar(self.n_neighbors, "n_neighbors", caller=caller, kind=numbers.Integral, low=2)
-        n_distinct = np.unique(_representation(*_prepare(X, metric, caller)), axis=0).shape[0]
+        # the points the estimators see: equal rows once, and under the cosine metric parallel rows once too
+        n_distinct = distinct_points(X, metric=metric)
         k = min(int(self.n_neighbors), n_distinct - 1)
         if k < 2:
             raise IsotropyValueError(f"The 'X' parameter of {caller} must have at least 3 distinct points. "
