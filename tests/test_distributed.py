@@ -363,11 +363,22 @@ def test_numpy_users_never_import_dask():
     assert out.stdout.strip() == "False"
 
 
-def test_progress_bar_on_the_local_scheduler(blobs, capsys):
+def test_progress_bar_on_the_local_scheduler(blobs, monkeypatch):
+    """On a terminal, dask's bar; into a file, lines (tests/test_measure_faults.py)."""
+    import io
+
+    from isotropy.distributed import _graph
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    screen = Terminal()
+    monkeypatch.setattr(_graph, "_stderr", lambda: screen)
     X, _ = blobs
     with isotropy.distributed.show_progress():
         isotropy.isoscore(da.from_array(X, chunks=(100, 9)))
-    assert "100% Completed" in capsys.readouterr().err
+    assert "100% Completed" in screen.getvalue()
 
 
 @pytest.mark.parametrize("name", [n for n in isotropy.distributed.__all__ if n != "show_progress"])

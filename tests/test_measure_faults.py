@@ -441,3 +441,36 @@ def test_bad_sample_size_is_one_line_not_a_usage_block(x_file, value):
     assert result.exit_code == 2 and "Usage:" not in result.output, result.output
     assert result.output.strip().splitlines() == [(f"Error: --sample-size {value!r}: expected an integer number of "
                                                    f"rows of at least 2.")]
+
+
+def test_measure_progress_of_shards_into_a_log_file_writes_whole_lines(tmp_path):
+    """On the dask path --progress into a file drew dask's bar with '\\r' (a docs check): it now writes the
+    command's lines, as for one file."""
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    X = np.random.default_rng(0).normal(size=(300, 8)).astype(np.float32)
+    for i, part in enumerate(np.array_split(X, 3)):
+        np.save(shards / f"p{i}.npy", part)
+    with open(tmp_path / "log", "w") as log:
+        run = subprocess.run([str(ISOTROPY), "measure", str(shards), "--metrics", "isoscore,twonn_dimension",
+                              "--progress"], stdout=log, stderr=subprocess.STDOUT, timeout=300, check=False)
+    text = (tmp_path / "log").read_text()
+    assert run.returncode == 0, text
+    assert "\r" not in text and "Completed" not in text
+    lines = text.splitlines()
+    assert "metrics 1/2: isoscore" in lines and "metrics 2/2: twonn_dimension" in lines
+
+
+def test_show_progress_into_a_file_writes_a_line_per_tenth_of_a_large_graph(capsys):
+    import dask.array as da
+
+    from isotropy.distributed import show_progress
+    from isotropy.distributed._graph import compute
+
+    with show_progress():
+        (total,) = compute(da.ones((100, 4), chunks=(1, 4)).sum())
+    assert total == 400
+    err = capsys.readouterr().err
+    assert "\r" not in err
+    percents = [line for line in err.splitlines() if line.startswith("dask: ")]
+    assert percents[-1].startswith("dask: 100% of ") and len(percents) <= 10

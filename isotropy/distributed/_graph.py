@@ -88,17 +88,59 @@ def _compute(collections):
     if not _PROGRESS.get():
         return dask.compute(*collections, optimize_graph=False)
     client = _active_client()
+    terminal = _stderr().isatty()
     if client is not None:
         from distributed import progress
 
         futures = client.compute(list(collections), optimize_graph=False)
-        with contextlib.redirect_stdout(_stderr()):  # the console bar writes to stdout: keep stdout for results
-            progress(futures, multi=False)
-        return tuple(client.gather(futures))
+        if terminal:
+            with contextlib.redirect_stdout(_stderr()):  # the console bar writes to stdout: keep stdout for results
+                progress(futures, multi=False)
+        else:  # a log file: whole lines, not a bar redrawn with '\r'
+            print("dask: computing on the cluster ...", file=_stderr(), flush=True)
+        results = tuple(client.gather(futures))
+        if not terminal:
+            print("dask: done", file=_stderr(), flush=True)
+        return results
+    if not terminal:
+        with _LineProgress():
+            return dask.compute(*collections, optimize_graph=False)
     from dask.diagnostics import ProgressBar
 
     with ProgressBar(out=_stderr()):
         return dask.compute(*collections, optimize_graph=False)
+
+
+def _line_progress():
+    """A dask callback (local schedulers) writing one line per tenth of the tasks done: a log file's progress
+    (graphs of fewer than 50 tasks, done in moments, write nothing)."""
+    from dask.callbacks import Callback
+
+    class LineProgress(Callback):
+        def _start_state(self, dsk, state):
+            self._total = sum(len(state[key]) for key in ("ready", "waiting", "running", "finished"))
+            self._done, self._last = 0, 0
+
+        def _posttask(self, key, result, dsk, state, worker_id):
+            self._done += 1
+            tenth = 10 * self._done // max(self._total, 1)
+            if tenth > self._last and self._total >= 50:
+                self._last = tenth
+                print(f"dask: {10 * tenth}% of {self._total} tasks", file=_stderr(), flush=True)
+
+    return LineProgress()
+
+
+class _LineProgress:
+    """Context manager of :func:`_line_progress` (dask imported only when used)."""
+
+    def __enter__(self):
+        self._callback = _line_progress()
+        self._callback.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        return self._callback.__exit__(*exc)
 
 
 def _stderr():

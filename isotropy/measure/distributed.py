@@ -131,12 +131,15 @@ def run(embeddings, *, labels_path, metric_names, needing_labels, json_path, sam
     data = prepare_input(X, row_names, embeddings, labels_path, key=key, sample_size=sample_size,
                          random_state=random_state, needing_labels=needing_labels, shrinkage_sample=shrinkage_sample,
                          label_column=label_column, labels_encoding=labels_encoding)
-    show = sys.stderr.isatty() if progress is None else progress
+    terminal = sys.stderr.isatty()
+    show = terminal if progress is None else progress
     if scheduler is not None and show:  # a wrong address is only known once the wait is over
         print(f"Connecting to the dask scheduler at {scheduler} (up to {connect_timeout():g} s) ...", file=sys.stderr,
               flush=True)
     try:
-        with open_cluster(scheduler, workers, memory_limit) as where_run, show_progress(show):
+        # a terminal: dask's bar of the tasks; a log file (--progress): the command's lines, one per metric and per
+        # tenth of its work, and no bar redrawn with '\r'
+        with open_cluster(scheduler, workers, memory_limit) as where_run, show_progress(show and terminal):
             from isotropy._utils.versions import package_versions
 
             record_extra = {
@@ -149,7 +152,7 @@ def run(embeddings, *, labels_path, metric_names, needing_labels, json_path, sam
             }
             report(data, embeddings, metric_names=metric_names, json_path=json_path, key=key,
                    labels_path=labels_path, sample_size=sample_size, random_state=random_state, distance=distance,
-                   progress=False, header_extra=f"; dask: {where_run['scheduler']}, {_chunks(len(data.X.chunks[0]))}",
+                   progress=bool(show and not terminal), header_extra=f"; dask: {where_run['scheduler']}, {_chunks(len(data.X.chunks[0]))}",
                    record_extra=record_extra, shrinkage_sample=shrinkage_sample, default_table=default_table,
                    n_neighbors=n_neighbors, zeta=zeta, averaging=averaging, label_column=label_column)
     except OSError as exc:  # no scheduler at that address, ports refused
