@@ -105,3 +105,15 @@ def test_a_json_lines_label_ending_with_nul_is_refused_naming_its_line(tmp_path)
         read_labels(path, n_rows=3, column="l")
     path.write_text(json.dumps({"l": "a"}) + "\n" + json.dumps({"l": "a b"}) + "\n" + json.dumps({"l": "b"}) + "\n")
     assert read_labels(path, n_rows=3, column="l").tolist() == ["a", "a b", "b"]
+
+
+def test_one_label_too_many_after_a_header_is_not_said_to_be_line_1(tmp_path):
+    """A labels CSV headed 'label' with 5 labels for 4 rows said "line 1 '0' was read as a label, not a header"
+    (a docs check): line 1 is the header, read as one."""
+    (tmp_path / "yh.csv").write_text("label\n0\n1\n0\n1\n0\n")
+    with pytest.raises(ValueError, match=r"it has 5 labels but the embeddings have 4 rows \(after the header line; "
+                                         r"is the last line '0' a stray one\?\)"):
+        read_labels(tmp_path / "yh.csv", n_rows=4)
+    (tmp_path / "y.csv").write_text("0\n1\n0\n1\n0\n")
+    with pytest.raises(ValueError, match=r"\(line 1 '0' was read as a label, not a header"):
+        read_labels(tmp_path / "y.csv", n_rows=4)

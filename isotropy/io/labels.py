@@ -138,8 +138,11 @@ def read_labels(path: str | os.PathLike, *, n_rows: int | None = None, column: s
     if n_rows is not None and labels.shape[0] != n_rows:
         hint = ""
         if suffix in (".csv", ".tsv") and labels.shape[0] == n_rows + 1 and labels.ndim == 1:
-            hint = (f" (line 1 {str(labels[0])!r} was read as a label, not a header; a header names the "
-                    f"column, e.g. 'label'; or is the last line {str(labels[-1])!r} a stray one?)")
+            if _first_field(path, text) == str(labels[0]):
+                hint = (f" (line 1 {str(labels[0])!r} was read as a label, not a header; a header names the "
+                        f"column, e.g. 'label'; or is the last line {str(labels[-1])!r} a stray one?)")
+            else:  # a header line was read as such: the label too many is elsewhere
+                hint = f" (after the header line; is the last line {str(labels[-1])!r} a stray one?)"
         elif suffix in _TEXT_EXTENSIONS and labels.shape[0] == n_rows + 1 and labels.ndim == 1:
             hint = (f" (a text file has one label per line and no header, so line 1 {str(labels[0])!r} is a label: "
                     f"if it is a header, remove it or save the file as .csv, whose header line is recognised; or is "
@@ -358,6 +361,18 @@ def _check_width(path, n: int, longest: int, size: int, *, line: int | None = No
     raise _fail(path, f"{n} labels as wide as its longest ({where}) would take {need:,} bytes as an array, more than "
                       f"{MAX_EXPANSION}x the file ({size:,} bytes) above {EXPANSION_FLOOR_BYTES // 2**20} MiB",
                 "labels of similar lengths")
+
+
+def _first_field(path, text) -> str | None:
+    """The first field of the file's first non-blank line, as the readers strip it (None if unreadable)."""
+    try:
+        with open(path, encoding=text[1], errors="replace") as handle:
+            for line in handle:
+                if line.strip():
+                    return line.strip().split("\t" if str(path).lower().endswith(".tsv") else ",")[0].strip()
+    except OSError:
+        return None
+    return None
 
 
 def _refuse_trailing_nul(path, labels, where) -> None:

@@ -97,8 +97,7 @@ def plot_results(results_dir) -> dict:
            color=[colour(r) for r in rows], capsize=3, edgecolor="black", linewidth=0.5)
     ax.set_xticks(list(xs), [_label(r) for r in rows], rotation=30, ha="right")
     ax.set_ylabel("TwoNN intrinsic dimension")
-    ax.set_title(f"TwoNN dimension of validation representations (mean ± std, {seeds} seeds){partial}",
-                 fontsize=10)
+    ax.set_title(f"TwoNN dimension of validation representations ({spread}){partial}", fontsize=10)
     ax.grid(axis="y", alpha=0.3)
     figures["figures/twonn_dimension"] = fig
     return figures
