@@ -155,8 +155,9 @@ def test_measure_workers_2_on_shards_larger_than_worker_memory(big_shards, tmp_p
     chunk_bytes = max(record["chunking"]["rows_per_chunk"]) * record["n_features"] * np.dtype(
         record["chunking"]["dtype"]).itemsize
     assert record["chunking"]["n_chunks"] >= 2 and chunk_bytes <= min(64 * 2**20 * 1.01, WORKER_MEMORY / 2)
-    assert "100% Completed" in run.stderr  # distributed's progress bar, on stderr
-    assert "100% Completed" not in run.stdout
+    # stderr is a pipe here: the command's progress lines, no bar redrawn with '\r'; stdout holds no progress
+    assert "metrics 3/3: cosine_similarity_mean" in run.stderr.splitlines() and "\r" not in run.stderr
+    assert "metrics 1/3" not in run.stdout and "Completed" not in run.stdout + run.stderr
 
 
 def test_measure_scheduler_address_and_progress(client, tmp_path):
@@ -235,3 +236,28 @@ def test_scheduler_address_dask_cannot_reach_is_refused_before_any_wait(tmp_path
     assert result.exit_code == 2 and time.perf_counter() - start < 10
     assert result.output.startswith(f"Error: --scheduler {address!r}: ") and message in result.output
     assert result.output.rstrip().endswith("expected an address such as tcp://host:8786.")
+
+
+def test_show_progress_with_a_client_draws_its_bar_on_a_terminal_and_lines_elsewhere(client, monkeypatch, capsys):
+    import io
+
+    import dask.array as da
+
+    from isotropy.distributed import _graph, show_progress
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    X = da.ones((400, 4), chunks=(100, 4))
+    screen = Terminal()
+    monkeypatch.setattr(_graph, "_stderr", lambda: screen)
+    with show_progress():
+        assert _graph.compute(X.sum())[0] == 1600
+    assert "100% Completed" in screen.getvalue()  # distributed's console bar, kept off stdout
+    assert "Completed" not in capsys.readouterr().out
+    log = io.StringIO()
+    monkeypatch.setattr(_graph, "_stderr", lambda: log)
+    with show_progress():
+        assert _graph.compute(X.sum())[0] == 1600
+    assert log.getvalue().splitlines() == ["dask: computing on the cluster ...", "dask: done"]
