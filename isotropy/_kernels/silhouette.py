@@ -202,10 +202,16 @@ def duplicate_groups(X):
     key = np.concatenate([(np.asarray(X[i:i + step], dtype=np.float64) * probe).sum(axis=1) for i in range(0, n, step)])
     _, inverse, counts = np.unique(key, return_inverse=True, return_counts=True)
     candidates = np.flatnonzero(counts[inverse.reshape(-1)] > 1)
+    return groups_among(candidates, X[candidates] if candidates.size else None, n)
+
+
+def groups_among(candidates, rows, n):
+    """:func:`duplicate_groups` from the candidate row numbers (sorted; a superset of the equal rows) and their
+    rows: the candidates compared bit for bit. Also the dask tiles' (:mod:`isotropy.distributed._clusters`)."""
     if not candidates.size:
         return None
-    rows = np.ascontiguousarray(X[candidates])
-    view = rows.view(np.dtype((np.void, rows.dtype.itemsize * d))).ravel()
+    rows = np.ascontiguousarray(rows)
+    view = rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).ravel()
     _, inverse, counts = np.unique(view, return_inverse=True, return_counts=True)
     inverse = inverse.reshape(-1)
     if not (counts > 1).any():

@@ -119,18 +119,10 @@ def _candidate_rows(block, candidates, start, stop):
 
 def _groups(candidates, n, *rows):
     """Per row of the array: the number of its group of equal rows (bit for bit), -1 for a row equal to no other;
-    None when no two rows are equal (:func:`isotropy._kernels.silhouette.duplicate_groups`, from the candidates)."""
-    if not candidates.size:
-        return None
-    stacked = np.ascontiguousarray(np.concatenate(rows))
-    view = stacked.view(np.dtype((np.void, stacked.dtype.itemsize * stacked.shape[1]))).ravel()
-    _, inverse, counts = np.unique(view, return_inverse=True, return_counts=True)
-    inverse = inverse.reshape(-1)
-    if not (counts > 1).any():
-        return None
-    groups = np.full(n, -1, dtype=np.int64)
-    groups[candidates] = np.where(counts[inverse] > 1, inverse, -1)
-    return groups
+    None when no two rows are equal (:func:`isotropy._kernels.silhouette.groups_among` of the blocks' candidates)."""
+    from isotropy._kernels.silhouette import groups_among
+
+    return groups_among(candidates, np.concatenate(rows) if candidates.size else None, n)
 
 
 def _duplicate_groups(blocks, starts, n, caller):
