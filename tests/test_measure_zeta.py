@@ -115,6 +115,7 @@ def test_a_models_layers_take_zeta(tmp_path):
     half = measure_layers(texts, **kwargs, zeta=0.5)
     assert default["zeta"] == 0.2 and half["zeta"] == 0.5
     for a, b in zip(default["rows"], half["rows"]):
+        assert np.isfinite(a["isoscore_star"]) and np.isfinite(b["isoscore_star"])  # NaN != anything: not a pass
         assert a["isoscore_star"] != pytest.approx(b["isoscore_star"], rel=1e-6)
     full = measure_layers(texts, **kwargs, zeta=0.0)
     plain = measure_layers(texts, model=kwargs["model"], metrics=["isoscore"], layers=[0, -1])
