@@ -147,7 +147,8 @@ def test_regularised_states_match_the_istar_experiment_selection():
     mask = torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1], [1, 1, 0, 0, 0]])
     for level in ("token", "sentence"):
         for layers in ("all", "last", [1, 3]):
-            ours = regularised_states(hidden, mask, layers=layers, level=level, pooling="mean")
+            pooled = {"pooling": "mean"} if level == "sentence" else {}
+            ours = regularised_states(hidden, mask, layers=layers, level=level, **pooled)
             theirs = select_states(hidden, mask, layers=layers, level=level, pooling="mean")
             assert torch.equal(ours, theirs), (level, layers)
 
@@ -167,6 +168,54 @@ def test_cosreg_penalty_and_errors():
         HiddenStateRegulariser(level="word")
     with pytest.raises(IsotropyValueError, match="'shrinkage_sample' parameter"):
         HiddenStateRegulariser(shrinkage_sample=["only", "two"])
+
+
+@pytest.mark.parametrize(("build", "name", "why"), [
+    (lambda T: T.HFRegulariser("cosreg", batch_size=8), "batch_size", "CosReg has no shrinkage sample"),
+    (lambda T: T.HFRegulariser("cosreg", max_length=64), "max_length", "CosReg has no shrinkage sample"),
+    (lambda T: T.LightningRegulariser("cosreg", model="encoder"), "model", "CosReg has no shrinkage sample"),
+    (lambda T: T.LightningRegulariser("cosreg", tokenizer=lambda text: text), "tokenizer", "CosReg has no"),
+    (lambda T: T.HFRegulariser("cosreg", tokenizer=lambda text: text), "tokenizer", "CosReg has no"),
+    (lambda T: T.HFRegulariser("istar", batch_size=8), "batch_size", "no shrinkage_sample was given"),
+    (lambda T: T.LightningRegulariser("istar", model="encoder"), "model", "no shrinkage_sample was given"),
+    (lambda T: T.HFRegulariser("istar", shrinkage_sample=_ENCODED, max_length=12), "max_length",
+     "the shrinkage_sample given is already tokenised"),
+    (lambda T: T.LightningRegulariser("istar", shrinkage_sample=_ENCODED, tokenizer=lambda text: text), "tokenizer",
+     "the shrinkage_sample given is already tokenised"),
+])
+def test_options_that_embed_the_shrinkage_sample_are_refused_where_nothing_uses_them(build, name, why):
+    import warnings
+
+    import isotropy.training as T
+
+    # before: taken and ignored (CosReg embeds no sample; an encoded sample is not tokenised), so the user believed
+    # a batch size, a truncation, a tokenizer or a submodule in effect
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # I-STAR without a sample warns of Σ_S = I before the refusal
+        with pytest.raises(IsotropyValueError, match=rf"^The '{name}' parameter of \w+Regulariser applies to "
+                                                     rf"embedding the shrinkage_sample only, and {why}"):
+            build(T)
+
+
+def test_options_that_embed_the_shrinkage_sample_are_kept_where_they_are_used():
+    from isotropy.training import HFRegulariser, LightningRegulariser
+
+    reg = HFRegulariser("istar", shrinkage_sample=["a b", "c d", "e f"], batch_size=8, max_length=16,
+                        tokenizer=lambda text: text)
+    assert (reg.batch_size, reg.sample.max_length) == (8, 16)
+    reg = LightningRegulariser("istar", shrinkage_sample=_ENCODED, batch_size=2, model="encoder")
+    assert (reg.batch_size, reg.model) == (2, "encoder")
+
+
+def test_regularised_states_refuse_a_pooling_at_the_token_level():
+    hidden = (torch.zeros(2, 3, 4), torch.ones(2, 3, 4))
+    with pytest.raises(IsotropyValueError, match=r"'pooling' parameter of regularised_states applies to "
+                                                 r"level='sentence' only.*Got 'last'"):
+        regularised_states(hidden, level="token", pooling="last")  # before: taken, and every token state kept
+    assert regularised_states(hidden, level="sentence", pooling="last").shape == (2, 4)
+
+
+_ENCODED = {"input_ids": torch.ones(3, 4, dtype=torch.long), "attention_mask": torch.ones(3, 4, dtype=torch.long)}
 
 
 def test_pooling_cls_mean_and_last_token_with_left_or_right_padding():

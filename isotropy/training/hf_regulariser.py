@@ -7,7 +7,14 @@ from transformers import TrainerCallback
 
 from isotropy._utils.validation import IsotropyValueError
 from isotropy.training.probe import _hidden_states, check_tokenizer
-from isotropy.training.regularisers import _POOLING, _ZETA, HiddenStateRegulariser
+from isotropy.training.regularisers import (
+    _BATCH_SIZE,
+    _MAX_LENGTH,
+    _POOLING,
+    _ZETA,
+    HiddenStateRegulariser,
+    refuse_unused_sample_options,
+)
 
 __all__ = ["HFRegulariser"]
 
@@ -46,7 +53,8 @@ class HFRegulariser(HiddenStateRegulariser, TrainerCallback):
         ``outputs.logits`` (integer labels, -100 ignored) or MSE for one output / float labels.
         Causal language models need their own (shifted labels).
     tokenizer : transformers tokenizer, optional
-        For a text ``shrinkage_sample``; default the Trainer's ``processing_class``.
+        For a text ``shrinkage_sample``; default the Trainer's ``processing_class``. Refused with no
+        sample or an encoded one, where nothing is tokenised.
 
     Examples
     --------
@@ -57,7 +65,7 @@ class HFRegulariser(HiddenStateRegulariser, TrainerCallback):
     """
 
     def __init__(self, method="istar", *, weight=1.0, zeta=_ZETA, shrinkage_sample=None, layers="all",
-                 level="token", pooling=_POOLING, task_loss=None, tokenizer=None, batch_size=32, max_length=128):
+                 level="token", pooling=_POOLING, task_loss=None, tokenizer=None, batch_size=_BATCH_SIZE, max_length=_MAX_LENGTH):
         super().__init__(method, weight=weight, zeta=zeta, shrinkage_sample=shrinkage_sample, layers=layers,
                          level=level, pooling=pooling, batch_size=batch_size, max_length=max_length,
                          caller="HFRegulariser")
@@ -65,7 +73,9 @@ class HFRegulariser(HiddenStateRegulariser, TrainerCallback):
             raise TypeError(f"The 'task_loss' parameter of HFRegulariser must be callable or None. "
                             f"Got {type(task_loss).__name__} instead.")
         self.task_loss = task_loss or _default_task_loss
-        self.set_tokenizer(check_tokenizer(tokenizer, "HFRegulariser"))
+        tokenizer = check_tokenizer(tokenizer, "HFRegulariser")
+        refuse_unused_sample_options(shrinkage_sample, method=method, caller="HFRegulariser", tokenizer=tokenizer)
+        self.set_tokenizer(tokenizer)
         self._called = False  # as compute_loss_func since the training began
         self._hook = None
         self._attention_mask = None

@@ -7,7 +7,15 @@ from lightning.pytorch.callbacks import Callback
 from isotropy._utils.validation import IsotropyValueError
 from isotropy.training.lightning_callback import _find_tokenizer, check_model, resolve_submodule
 from isotropy.training.probe import check_tokenizer
-from isotropy.training.regularisers import _POOLING, _ZETA, LOG_KEYS, HiddenStateRegulariser
+from isotropy.training.regularisers import (
+    _BATCH_SIZE,
+    _MAX_LENGTH,
+    _POOLING,
+    _ZETA,
+    LOG_KEYS,
+    HiddenStateRegulariser,
+    refuse_unused_sample_options,
+)
 
 __all__ = ["LightningRegulariser"]
 
@@ -30,9 +38,11 @@ class LightningRegulariser(HiddenStateRegulariser, Callback):
         See :class:`HiddenStateRegulariser`.
     model : None, str or callable, default=None
         What to call to embed the sample: the LightningModule, its attribute of that name, or
-        ``model(pl_module)`` (as :class:`LightningGeometryCallback`).
+        ``model(pl_module)`` (as :class:`LightningGeometryCallback`). Refused with no sample, where
+        nothing is embedded.
     tokenizer : transformers tokenizer, optional
-        For a text sample; default ``pl_module.tokenizer`` or ``trainer.datamodule.tokenizer``.
+        For a text sample; default ``pl_module.tokenizer`` or ``trainer.datamodule.tokenizer``. Refused
+        with no sample or an encoded one, where nothing is tokenised.
 
     Examples
     --------
@@ -42,12 +52,15 @@ class LightningRegulariser(HiddenStateRegulariser, Callback):
     """
 
     def __init__(self, method="istar", *, weight=1.0, zeta=_ZETA, shrinkage_sample=None, layers="all",
-                 level="token", pooling=_POOLING, model=None, tokenizer=None, batch_size=32, max_length=128):
+                 level="token", pooling=_POOLING, model=None, tokenizer=None, batch_size=_BATCH_SIZE, max_length=_MAX_LENGTH):
         super().__init__(method, weight=weight, zeta=zeta, shrinkage_sample=shrinkage_sample, layers=layers,
                          level=level, pooling=pooling, batch_size=batch_size, max_length=max_length,
                          caller="LightningRegulariser")
         self.model = check_model(model, "LightningRegulariser")
-        self.set_tokenizer(check_tokenizer(tokenizer, "LightningRegulariser"))
+        tokenizer = check_tokenizer(tokenizer, "LightningRegulariser")
+        refuse_unused_sample_options(shrinkage_sample, method=method, caller="LightningRegulariser", model=model,
+                                     tokenizer=tokenizer)
+        self.set_tokenizer(tokenizer)
         self._batch_penalty = None  # the sum of this batch's penalties (None: penalty not called yet)
         self._step = None  # (trainer.global_step, batch_idx) of the training batch in progress
 

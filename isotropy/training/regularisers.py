@@ -53,6 +53,39 @@ _ZETA = _Default(0.2)
 _POOLING = _DefaultName("mean")
 
 
+class _DefaultInt(int):
+    """A documented integer default (``batch_size=32``) told apart from the same value passed: it computes as the int."""
+
+
+# the defaults of the options that embed the shrinkage sample: refused when passed with no sample to embed
+_BATCH_SIZE = _DefaultInt(32)
+_MAX_LENGTH = _DefaultInt(128)
+
+
+def refuse_unused_sample_options(sample, *, method, caller, **passed):
+    """Refuse the options that only embed the shrinkage sample when they were passed and nothing uses them.
+
+    ``passed`` maps each option's name to its value, ``None`` where it was left out. With no ``sample``
+    (CosReg, or I-STAR with Σ_S = I) all of them go unused; with an encoded sample (a dict of tensors)
+    ``tokenizer`` and ``max_length`` do, since nothing is tokenised. Taken and ignored, the user believed
+    them in effect.
+    """
+    texts = sample is not None and not isinstance(sample, Mapping)
+    for name, value in passed.items():
+        if value is None or (sample is not None and (texts or name not in ("tokenizer", "max_length"))):
+            continue
+        shown = repr(value) if isinstance(value, (numbers.Number, str)) else f"a {type(value).__name__}"
+        if sample is None:
+            why = ("CosReg has no shrinkage sample" if method == "cosreg" else
+                   "no shrinkage_sample was given (Σ_S = I)")
+            advice = "leave it out" if method == "cosreg" else "leave it out, or pass shrinkage_sample="
+        else:
+            why = "the shrinkage_sample given is already tokenised (a dict of tensors)"
+            advice = "leave it out"
+        raise IsotropyValueError(f"The '{name}' parameter of {caller} applies to embedding the shrinkage_sample "
+                                 f"only, and {why}. Got {shown} instead; {advice}.")
+
+
 def _check_hidden_states(hidden_states, caller):
     """``hidden_states`` as a tuple of ``(batch, seq, d)`` tensors, refused in one line otherwise."""
     expected = ("a sequence of (batch, seq, d) tensors, one per layer (outputs.hidden_states of a model called with "
@@ -77,6 +110,15 @@ def _check_hidden_states(hidden_states, caller):
     return tuple(hidden_states)
 
 
+def _refuse_token_pooling(pooling, *, level, caller):
+    """A ``pooling`` passed at the token level (``pooling="last"``) was taken and never used: every token state is
+    kept. Refused in one line (the default object, :data:`_POOLING`, is the one not passed)."""
+    if level == "token" and pooling is not _POOLING:
+        raise IsotropyValueError(f"The 'pooling' parameter of {caller} applies to level='sentence' only: at "
+                                 f"level='token' every token state is regularised, none pooled. Got {pooling!r} "
+                                 f"with level='token' instead; leave it out, or pass level='sentence'.")
+
+
 def _check_mask(first, attention_mask, *, level, caller):
     """:func:`check_attention_mask` of the first chosen layer, in the words of :func:`regularised_states`: the states
     are ``hidden_states``, and at the token level a row of zeros has no token to regularise."""
@@ -85,7 +127,7 @@ def _check_mask(first, attention_mask, *, level, caller):
     return check_attention_mask(first, attention_mask, caller=caller, name="hidden_states", empty_row=empty)
 
 
-def regularised_states(hidden_states, attention_mask=None, *, layers="all", level="token", pooling="mean",
+def regularised_states(hidden_states, attention_mask=None, *, layers="all", level="token", pooling=_POOLING,
                        caller="regularised_states"):
     """The matrix ``(n_states, d)`` a regulariser sees, from the ``hidden_states`` of one forward pass.
 
@@ -102,7 +144,8 @@ def regularised_states(hidden_states, attention_mask=None, *, layers="all", leve
         ``"token"``: every non-padding token state of every chosen layer, stacked (the authors' I-STAR
         setting); ``"sentence"``: one pooled vector per sentence and chosen layer.
     pooling : {"mean", "last", "first"}, default="mean"
-        Used with ``level="sentence"`` (:func:`isotropy.models.pool_hidden_states`).
+        Used with ``level="sentence"`` (:func:`isotropy.models.pool_hidden_states`); passed with
+        ``level="token"``, where no state is pooled, it is refused.
 
     Returns
     -------
@@ -110,6 +153,7 @@ def regularised_states(hidden_states, attention_mask=None, *, layers="all", leve
         With the graph of ``hidden_states``.
     """
     check_option(level, "level", LEVELS, caller=caller)
+    _refuse_token_pooling(pooling, level=level, caller=caller)
     hidden_states = _check_hidden_states(hidden_states, caller)
     chosen = [hidden_states[i] for i in select_layers(layers, len(hidden_states), include_embeddings=False,
                                                       caller=caller)]
@@ -141,8 +185,9 @@ class HiddenStateRegulariser:
     layers, level, pooling
         Which states are regularised; see :func:`regularised_states`. ``pooling`` (default ``"mean"``) applies to
         ``level="sentence"`` only: passed with ``level="token"``, where no state is pooled, it is refused.
-    batch_size, max_length : int
-        Batching and truncation when embedding the shrinkage sample.
+    batch_size, max_length : int, default=32 and 128
+        Batching and truncation when embedding the shrinkage sample; refused when passed with no
+        ``shrinkage_sample`` (and ``max_length`` with an already tokenised one), where nothing uses them.
 
     Attributes
     ----------
@@ -151,7 +196,7 @@ class HiddenStateRegulariser:
     """
 
     def __init__(self, method="istar", *, weight=1.0, zeta=_ZETA, shrinkage_sample=None, layers="all", level="token",
-                 pooling=_POOLING, batch_size=32, max_length=128, caller="HiddenStateRegulariser"):
+                 pooling=_POOLING, batch_size=_BATCH_SIZE, max_length=_MAX_LENGTH, caller="HiddenStateRegulariser"):
         self.caller = caller
         if method not in METHODS:  # the message of check_option, with the toolkit's did-you-mean
             from isotropy.metrics.table import suggest_name
@@ -169,16 +214,15 @@ class HiddenStateRegulariser:
             raise IsotropyValueError(f"The 'shrinkage_sample' parameter of {caller} applies to method='istar' only: "
                                      f"CosReg has no shrinkage covariance Σ_S to estimate. Got a "
                                      f"{type(shrinkage_sample).__name__} with method='cosreg' instead; leave it out.")
+        refuse_unused_sample_options(shrinkage_sample, method=method, caller=caller,
+                                     batch_size=None if batch_size is _BATCH_SIZE else batch_size,
+                                     max_length=None if max_length is _MAX_LENGTH else max_length)
         self.weight = float(check_scalar(weight, "weight", caller=caller))
         self.zeta = float(check_scalar(zeta, "zeta", caller=caller, low=0.0, high=1.0))
         check_layers(layers, caller=caller)  # the form now; the range at the first forward pass
         self.layers = layers
         self.level = check_option(level, "level", LEVELS, caller=caller)
-        # a pooling passed at the token level (pooling="last") was taken and never used: every token state is kept
-        if level == "token" and pooling is not _POOLING:
-            raise IsotropyValueError(f"The 'pooling' parameter of {caller} applies to level='sentence' only: at "
-                                     f"level='token' every token state is regularised, none pooled. Got {pooling!r} "
-                                     f"with level='token' instead; leave it out, or pass level='sentence'.")
+        _refuse_token_pooling(pooling, level=level, caller=caller)
         self.pooling = str(check_pooling(pooling, caller=caller))
         self.batch_size = int(check_scalar(batch_size, "batch_size", caller=caller, kind=numbers.Integral, low=1))
         max_length = int(check_scalar(max_length, "max_length", caller=caller, kind=numbers.Integral, low=1))
@@ -237,8 +281,9 @@ class HiddenStateRegulariser:
 
     def states(self, hidden_states, attention_mask=None):
         """The regularised states ``(n_states, d)`` of one forward pass (see :func:`regularised_states`)."""
+        pooling = self.pooling if self.level == "sentence" else _POOLING  # the token level pools nothing
         return regularised_states(hidden_states, attention_mask, layers=self.layers, level=self.level,
-                                  pooling=self.pooling, caller=self.caller)
+                                  pooling=pooling, caller=self.caller)
 
     def penalty(self, hidden_states, attention_mask=None):
         """``−λ·IsoScore*(H)`` or ``λ·mean_cos(H)`` of the regularised states: add it to the task loss.

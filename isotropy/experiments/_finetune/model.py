@@ -79,8 +79,9 @@ def select_states(hidden_states, attention_mask, *, layers, level: str, pooling:
     """
     from isotropy.training.regularisers import regularised_states  # the drop-ins' selection: one source of truth
 
+    pooled = {"pooling": pooling} if level == "sentence" else {}  # the config's pooling names the sentence level's
     return regularised_states(hidden_states, attention_mask, layers=layer_indices(layers, len(hidden_states)),
-                              level=level, pooling=pooling, caller="istar")
+                              level=level, caller="istar", **pooled)
 
 
 @dataclass
