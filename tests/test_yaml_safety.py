@@ -103,6 +103,23 @@ def test_set_values_refuse_non_finite_numbers(value):
         parse_yaml_value(value, where="--set lr")
 
 
+@pytest.mark.parametrize(("value", "message"), [
+    ("[017]", r"the number '017' has a leading zero, which YAML 1.1 reads as octal \(15\) and YAML 1.2 as decimal"),
+    ("-0_7", r"the number '-0_7' has a leading zero, which YAML 1.1 reads as octal \(-7\)"),
+    ("1:30", r"the value '1:30' is a base-60 number under YAML 1.1 \(90\)"),
+    ("-1:30.5", r"the value '-1:30.5' is a base-60 number under YAML 1.1 \(-90.5\)"),
+])
+def test_set_values_refuse_yaml_1_1_numbers_that_read_otherwise(value, message):
+    # before: --set seeds=[017] ran seed 15 and --set lr=1:30 a learning rate of 90.0, silently
+    with pytest.raises(ConfigError, match=message):
+        parse_yaml_value(value, where="--set x")
+
+
+def test_numbers_that_read_alike_under_yaml_1_1_and_1_2_are_kept():
+    assert safe_load("[0, 00, -0, 0.5, 012.5, 0x1F, 1e-3, '017', '1:30', 10:70, 08]") == [
+        0, 0, 0, 0.5, 12.5, 31, 0.001, "017", "1:30", "10:70", "08"]
+
+
 def test_messages_quote_only_an_excerpt_of_a_value():
     key = "k" * 1000
     with pytest.raises(UnsafeYAMLError) as info:

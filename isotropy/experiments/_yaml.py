@@ -13,7 +13,9 @@ refusals, all made before anything is validated or merged:
   ``RecursionError``);
 - **duplicate keys** in a mapping (PyYAML lets the last one win silently; merge keys ``<<`` may
   still be overridden, as YAML says);
-- **non-finite numbers** (``1e400``, ``.inf``, ``.nan``): a config number is meant to be finite.
+- **non-finite numbers** (``1e400``, ``.inf``, ``.nan``): a config number is meant to be finite;
+- **YAML 1.1 numbers that read as something else**: a leading zero (``017``, octal 15 under YAML 1.1,
+  17 under YAML 1.2) and colons (``1:30``, base 60: 90); quoted, they are text.
 
 Tags that construct Python objects (``!!python/object/apply:os.system [...]``) are refused as
 ``SafeLoader`` refuses them (nothing is constructed, no code runs), but by their own
@@ -118,6 +120,7 @@ class _Loader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
     def construct_yaml_float(self, node):
+        _refuse_yaml11_number(node)
         value = super().construct_yaml_float(node)
         if not math.isfinite(value):
             raise UnsafeYAMLError(f"the number {excerpt(node.value)} is not finite; expected a finite number",
@@ -125,11 +128,32 @@ class _Loader(yaml.SafeLoader):
         return value
 
     def construct_yaml_int(self, node):
+        _refuse_yaml11_number(node)
         try:
             return super().construct_yaml_int(node)
         except ValueError:  # more digits than int() converts (sys.get_int_max_str_digits)
             raise UnsafeYAMLError(f"the integer {excerpt(node.value)} has too many digits",
                                   node.start_mark) from None
+
+
+# YAML 1.1 forms read as numbers that YAML 1.2 and a reader expect otherwise: a leading zero is octal (seeds=[017]
+# read as 15) and colons are base 60 (lr=1:30 read as 90.0)
+_OCTAL = re.compile(r"^[-+]?0[0-7_]+$")
+_BASE_60 = re.compile(r"^[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?$")
+
+
+def _refuse_yaml11_number(node) -> None:
+    """Refuse the numbers of YAML 1.1 that are read otherwise by YAML 1.2 and by a reader (``017``, ``1:30``)."""
+    text = str(node.value).replace("_", "") if isinstance(node.value, str) else ""
+    if _OCTAL.match(str(node.value)) and text.lstrip("+-") != "0" * len(text.lstrip("+-")):
+        raise UnsafeYAMLError(f"the number {excerpt(node.value)} has a leading zero, which YAML 1.1 reads as octal "
+                              f"({int(text, 8)}) and YAML 1.2 as decimal; write it without the zero, or quote it "
+                              f"for text", node.start_mark)
+    if _BASE_60.match(str(node.value)):
+        sign, digits = (-1 if text.startswith("-") else 1), text.lstrip("+-").split(":")
+        value = sign * sum(float(part) * 60 ** power for power, part in enumerate(reversed(digits)))
+        raise UnsafeYAMLError(f"the value {excerpt(node.value)} is a base-60 number under YAML 1.1 ({value:g}); "
+                              f"write the number itself, or quote it for text", node.start_mark)
 
 
 def _refuse_python_tag(loader, suffix, node):
