@@ -69,6 +69,23 @@ def test_a_normalised_centred_rank_divides_by_n_minus_one():
     assert effective_rank(X, normalize=True) == pytest.approx(effective_rank(X) / 5, rel=1e-12)
 
 
+@pytest.mark.parametrize("seed", range(5))
+def test_two_centred_rows_have_rank_one_exactly_and_n_at_most_d_stay_within_their_bound(seed):
+    # the last singular value of n <= d centred rows is 0 but for rounding, which made the normalised effective rank
+    # of 2 centred rows 1.0000000000000036 (past the documented (0, 1]); the streaming accumulator already set it to 0
+    from isotropy import CovarianceAccumulator
+
+    X = np.random.default_rng(seed).normal(size=(6, 8)) * 10.0 ** np.arange(-3, 5)
+    for data in (X[:2], torch.tensor(X[:2])):
+        assert float(effective_rank(data, center=True, normalize=True)) == 1.0
+        assert float(effective_rank(data, center=True)) == 1.0
+        assert float(rankme(data, center=True, normalize=True)) <= 1.0
+    for n in (3, 6):
+        assert effective_rank(X[:n], center=True, normalize=True) <= 1.0
+        assert effective_rank(X[:n], center=True) == pytest.approx(
+            CovarianceAccumulator().update(X[:n]).effective_rank(center=True), rel=1e-7)
+
+
 def test_rankme_of_a_collapsed_embedding_is_about_one(rng):
     X = np.outer(rng.normal(size=500), rng.normal(size=32)) + 1e-9 * rng.normal(size=(500, 32))
     assert 1.0 <= rankme(X) < 1.01

@@ -195,9 +195,17 @@ def _rank(X, *, center, normalize, epsilon, caller):
     check_bool(normalize, "normalize", caller=caller)
     X = _validated(X, caller)
     s = _singular_values(X, center=center, caller=caller)
+    reachable = _rank_bound(int(X.shape[0]), int(X.shape[1]), center)
+    if reachable < int(s.shape[0]):  # centred n <= d rows: the last value is 0, but for rounding (which made the
+        # effective rank of 2 centred rows 1.0000000000000036, past its bound 1): set to the 0 it is
+        if is_torch(s):
+            import torch
+
+            s = torch.cat([s[:reachable], torch.zeros_like(s[reachable:])])
+        else:
+            s = np.concatenate([s[:reachable], np.zeros(s.shape[0] - reachable)])
     rank = _entropy_rank(s, epsilon=epsilon, caller=caller)
     if normalize:  # by the largest rank of this many values (above min(n, d) when epsilon > 0: RankMe's ε)
         n_values = int(s.shape[0])
-        rank = rank / entropy_rank_bound(n_values, min(_rank_bound(int(X.shape[0]), int(X.shape[1]), center), n_values),
-                                         epsilon)
+        rank = rank / entropy_rank_bound(n_values, min(reachable, n_values), epsilon)
     return rank if is_torch(X) else float(rank)
