@@ -249,6 +249,17 @@ def test_half_precision_gives_float32_on_the_device_as_docs_api_isotropy_says(na
     assert isinstance(value, torch.Tensor) and value.dtype == torch.float32 and value.device == X.device
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "int64"])
+def test_isoscore_from_covariance_scores_half_and_integer_tensors_in_float32(dtype):
+    # a float16 covariance with entries near 160 gave inf (‖Σ‖²_F overflows) and bfloat16 a 1% error (its sums
+    # rounded to 3 digits); X of these dtypes was already computed in float32
+    X = np.random.default_rng(5).standard_normal((30, 5))
+    C = torch.tensor(np.round(X.T @ X)).to(getattr(torch, dtype))
+    value = isoscore_from_covariance(C)
+    assert value.dtype == torch.float32
+    assert float(value) == pytest.approx(isoscore_from_covariance(C.double().numpy()), rel=1e-6)
+
+
 def test_isoscore_from_covariance_rejects_indefinite_matrices():
     with pytest.raises(IsotropyValueError, match="'cov' parameter of isoscore_from_covariance must be positive semi"):
         isoscore_from_covariance(np.diag([1.0, 1.0, -0.9]))

@@ -219,7 +219,8 @@ def isoscore_from_covariance(cov, *, shrinkage_cov=None, zeta=0.0):
     Returns
     -------
     score : float or torch.Tensor
-        Python float for numpy input, 0-dim tensor (with graph) for torch input.
+        Python float for numpy input, 0-dim tensor (with graph) for torch input: float32 for
+        half-precision and integer tensors (computed in float32, as ``X`` is), else ``cov``'s dtype.
 
     Notes
     -----
@@ -244,6 +245,10 @@ def isoscore_from_covariance(cov, *, shrinkage_cov=None, zeta=0.0):
     zeta = float(check_scalar(zeta, "zeta", caller=caller, low=0.0, high=1.0))
     if not is_torch(cov):
         cov = np.asarray(cov, dtype=np.float64)
+    elif not cov.is_floating_point() or cov.itemsize < 4:
+        # half precision overflows in ‖Σ‖²_F (float16 gave inf) and rounds it to 3 digits (bfloat16): float32, as X is
+        # computed (differentiable; the score comes back as a float32 tensor)
+        cov = cov.float()
     shape = tuple(cov.shape)
     if len(shape) != 2 or shape[0] != shape[1] or shape[0] < 2:
         raise IsotropyValueError(f"The 'cov' parameter of {caller} must be a square matrix of shape "
