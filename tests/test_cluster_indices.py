@@ -76,6 +76,35 @@ def test_degenerate_cases_follow_sklearn():
     assert dunn_index(X, labels) == np.inf
 
 
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_clusters_of_one_repeated_point_follow_the_convention_whatever_the_rounding(backend):
+    # each cluster one repeated point whose mean rounds (3·0.1/3 != 0.1): the spread was rounding, and
+    # Calinski-Harabasz read 12.0 (numpy, as scikit-learn) and 0.923 (torch) for the documented 1.0 of W = 0
+    torch = pytest.importorskip("torch")
+    wrap = torch.tensor if backend == "torch" else np.asarray
+    A = np.tile([[0.1, 0.7, 1 / 3]], (9, 1))
+    assert float(calinski_harabasz_score(wrap(A), [0, 0, 0, 1, 1, 1, 2, 2, 2])) == 1.0
+    assert float(davies_bouldin_score(wrap(A), [0, 0, 0, 1, 1, 1, 2, 2, 2])) == 0.0
+    C = np.tile([[0.1, 0.7]], (6, 1))
+    C[3:, 0] = np.nextafter(0.1, 1)  # two such clusters 1 ulp apart (15.876 before)
+    assert float(calinski_harabasz_score(wrap(C), [0, 0, 0, 1, 1, 1])) == 1.0
+
+
+@pytest.mark.parametrize("offset", [1e8, 1e10, 1e12])
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_an_offset_costs_no_precision(offset, backend, rng):
+    # the reference: scikit-learn on the data less their first row, a subtraction that is exact here (Sterbenz);
+    # plain means lost the clusters' spread to the offset (CH off by 2e-8 at 1e8, 3e-4 at 1e12)
+    torch = pytest.importorskip("torch")
+    X, labels = _blobs(rng, 300, 6, 3)
+    X = X + offset
+    data = torch.tensor(X) if backend == "torch" else X
+    assert float(calinski_harabasz_score(data, labels)) == pytest.approx(
+        skm.calinski_harabasz_score(X - X[0], labels), rel=1e-13)
+    assert float(davies_bouldin_score(data, labels)) == pytest.approx(
+        skm.davies_bouldin_score(X - X[0], labels), rel=1e-13)
+
+
 def test_multilabel_each_distinct_row_is_a_cluster(rng):
     X, _ = _blobs(rng, 200, 6, 3)
     Y = rng.integers(0, 2, size=(200, 3)).astype(np.int8)

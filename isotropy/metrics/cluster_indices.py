@@ -41,14 +41,26 @@ def _work_copy(X):
     return np.asarray(X, dtype=np.float64)
 
 
-def _centroids(Xw, ids, n_clusters, xp):
-    """Cluster sizes, centroids (n_clusters, n_features) and the one-hot matrix, in Xw's namespace."""
+def _cluster_frame(Xw, ids, n_clusters, xp):
+    """Cluster sizes, centroids relative to one sample, each sample's offset from its centroid, and the one-hot matrix.
+
+    Returns ``(counts, C, R, onehot)``: ``C[c] = μ_c − x_0`` (``x_0`` the first sample of cluster 0) and
+    ``R[i] = x_i − μ_{c(i)}``, in Xw's namespace (keeping a torch graph). Each sample is first taken from
+    the first sample of its cluster, a difference that is exact for near samples (Sterbenz) and exactly 0 for
+    a repeated one; the means are then taken of those offsets. The sums of the indices thus carry rounding
+    relative to the clusters' spread, not to the data's offset: centroids taken as plain means lost the
+    spread to the offset (Calinski-Harabasz was off by 1e-8 at an offset of 1e8, 3e-4 at 1e12), and a cluster
+    of one repeated point had a spread of rounding (0.923 and 12.0 for the exact 1.0 of the convention below).
+    """
     device = getattr(Xw, "device", None)
+    first = np.unique(np.asarray(ids), return_index=True)[1]  # each cluster's first sample (clusters 0..k-1)
     ids_x = xp.asarray(ids, device=device) if is_torch(Xw) else ids
     onehot = xp.astype(ids_x[:, None] == xp.arange(n_clusters, device=device)[None, :], Xw.dtype)
     counts = xp.sum(onehot, axis=0)
-    centroids = (onehot.T @ Xw) / counts[:, None]
-    return counts, centroids, onehot, ids_x
+    reps = Xw[xp.asarray(first, device=device) if is_torch(Xw) else first, :]
+    D = Xw - reps[ids_x, :]
+    shift = (onehot.T @ D) / counts[:, None]  # μ_c − reps_c
+    return counts, (reps - reps[0:1, :]) + shift, D - shift[ids_x, :], onehot
 
 
 def _sqrt(x, xp):
@@ -107,10 +119,10 @@ def calinski_harabasz_score(X, labels):
     xp = get_namespace(X)
     Xw = _work_copy(X)
     n = Xw.shape[0]
-    counts, centroids, _, ids_x = _centroids(Xw, ids, n_clusters, xp)
-    mean = xp.mean(Xw, axis=0)
+    counts, centroids, offsets, _ = _cluster_frame(Xw, ids, n_clusters, xp)
+    mean = (counts @ centroids) / n  # the overall mean, in the centroids' frame
     extra = xp.sum(counts * xp.sum((centroids - mean) ** 2, axis=1))
-    intra = xp.sum((Xw - centroids[ids_x, :]) ** 2)
+    intra = xp.sum(offsets ** 2)
     if _scalar(intra) == 0.0:
         return to_output(xp.asarray(1.0, dtype=Xw.dtype, device=getattr(Xw, "device", None)) + 0 * intra, X)
     return to_output(extra * (n - n_clusters) / (intra * (n_clusters - 1.0)), X)
@@ -167,8 +179,8 @@ def davies_bouldin_score(X, labels):
     xp = get_namespace(X)
     Xw = _work_copy(X)
     device = getattr(Xw, "device", None)
-    counts, centroids, onehot, ids_x = _centroids(Xw, ids, n_clusters, xp)
-    spread = (onehot.T @ _sqrt(xp.sum((Xw - centroids[ids_x, :]) ** 2, axis=1), xp)) / counts
+    counts, centroids, offsets, onehot = _cluster_frame(Xw, ids, n_clusters, xp)
+    spread = (onehot.T @ _sqrt(xp.sum(offsets ** 2, axis=1), xp)) / counts
     rows = max(1, (1 << 22) // (n_clusters * Xw.shape[1]))  # exact differences, ~32 MiB at a time
     dist = xp.concat([_sqrt(xp.sum((centroids[r:r + rows, None, :] - centroids[None, :, :]) ** 2, axis=2), xp)
                       for r in range(0, n_clusters, rows)], axis=0)
