@@ -119,6 +119,25 @@ def test_reset_forgets_and_float32_input_is_accumulated_in_float64(name):
     assert float(metric.compute()) == pytest.approx(reference(X32), rel=1e-10, abs=1e-10)
 
 
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32"])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_a_dtype_conversion_after_update_keeps_the_float64_states(name, dtype):
+    # torchmetrics casts the states with .to(dtype): compute then raised (bfloat16), overflowed (float16) or drifted
+    # by 3e-9 (float32), also for a metric inside a module converted with module.to(dtype)
+    make, reference = CASES[name]
+    X = _data(4)
+    module = torch.nn.Module()
+    module.metric = make()
+    module.metric.update(torch.tensor(X))
+    module.to(getattr(torch, dtype))
+    assert all(value.dtype == torch.float64 for value in module.metric.metric_state.values()
+               if isinstance(value, torch.Tensor))
+    assert float(module.metric.compute()) == pytest.approx(reference(X), rel=1e-12, abs=1e-12)
+    module.metric.set_dtype(getattr(torch, dtype))  # torchmetrics' own way: the states stay float64 too
+    module.metric.update(torch.tensor(X))
+    assert float(module.metric.compute()) == pytest.approx(reference(np.concatenate([X, X])), rel=1e-12, abs=1e-12)
+
+
 def test_isoscore_metric_closed_form_and_published_value():
     # covariance diag(1, 0, 0) shrunk toward I with ζ = 0.2: IsoScore* = 0.407407 (docstring of isoscore_star)
     metric = IsoScoreStar(zeta=0.2)

@@ -79,6 +79,28 @@ def _incoming_state(metric, incoming_state):
     return incoming_state
 
 
+def _keep_float64_states(metric, fn, exclude_state, apply):
+    """``Metric._apply`` (``.to``, ``.cuda``, ``.cpu``, ``set_dtype``, a module's ``.to(dtype)``) that moves the states
+    to the new device but keeps their dtype.
+
+    torchmetrics casts the states with ``.to(dtype)``: the float64 sums became bfloat16 (``compute`` then raised
+    "unsupported ScalarType BFloat16"), float16 (the scatter overflowed) or float32 (values off by 3e-9, the count
+    a float32), also when the metric is an attribute of a module converted with ``module.to(torch.bfloat16)``. The
+    states are sums whose precision the values need, whatever dtype the model computes in.
+    """
+    states = [key for key in metric._defaults if key not in exclude_state]
+    device = fn(torch.zeros(1, device=metric.device)).device
+    this = apply(fn, exclude_state=(*exclude_state, *states))
+
+    def move(value):
+        return value.to(device) if isinstance(value, torch.Tensor) else [v.to(device) for v in value]
+
+    for key in states:
+        this._defaults[key] = move(this._defaults[key])
+        setattr(this, key, move(getattr(this, key)))
+    return this
+
+
 def _check_width(caller, expected, got, what="the previous batches"):
     if expected and got != expected:
         raise IsotropyValueError(f"The 'X' parameter of {caller} must have {expected} features (columns), like "
@@ -118,6 +140,9 @@ class _MomentMetric(Metric):
         self._batch_value = False
         for name, shape in self._state_shapes(self.n_features or 0).items():
             self.add_state(name, default=torch.zeros(shape, dtype=torch.float64), dist_reduce_fx="cat")
+
+    def _apply(self, fn, exclude_state=()):
+        return _keep_float64_states(self, fn, exclude_state, super()._apply)
 
     def _state_shapes(self, d):
         shapes = {"n_samples": (1,)}
@@ -426,6 +451,13 @@ class IsoScoreStar(_MomentMetric):
             self._n_features_from = f"shrinkage_cov's shape {tuple(S.shape)}"
         self.register_buffer("shrinkage_cov", S, persistent=False)
 
+    def _apply(self, fn, exclude_state=()):
+        S = self.shrinkage_cov  # a buffer: module.to(dtype) would cast it as well
+        this = super()._apply(fn, exclude_state)
+        if S is not None:
+            this.shrinkage_cov = S.to(fn(torch.zeros(1, device=S.device)).device)
+        return this
+
     def compute(self):
         S = None if self.shrinkage_cov is None else self.shrinkage_cov.cpu().numpy()
         return self._from_accumulator("isoscore_star", shrinkage_cov=S, zeta=self.zeta)
@@ -704,6 +736,9 @@ class TwoNNDimension(Metric):
         self._generator = None
         self.add_state("rows", default=[], dist_reduce_fx="cat")
         self.add_state("keys", default=[], dist_reduce_fx="cat")
+
+    def _apply(self, fn, exclude_state=()):
+        return _keep_float64_states(self, fn, exclude_state, super()._apply)
 
     def _has_data(self):
         return len(self.rows) > 0 if isinstance(self.rows, list) else self.rows.numel() > 0
