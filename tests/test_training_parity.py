@@ -130,6 +130,11 @@ def test_a_regulariser_only_passed_as_a_callback_is_an_error(tmp_path):
     reg = LightningRegulariser("cosreg", weight=12345)  # the module's marker: do not add the penalty
     with pytest.raises(ValueError, match=r"never called reg.penalty"):
         _lightning(tmp_path, _Module(reg), [reg])
+    # the other way round: the penalty added in training_step, the regulariser not among the callbacks; before,
+    # training ran without Σ_S's sample (the identity instead) and without the regulariser's logs, without a word
+    with pytest.raises(ValueError, match=r"^LightningRegulariser.penalty was called with gradients outside a training "
+                                         r"batch of a Trainer it is a callback of: pass it to the Trainer too"):
+        _lightning(tmp_path, _Module(LightningRegulariser("cosreg", weight=0.5, level="sentence")), [])
 
 
 @pytest.mark.parametrize(("factory", "message"), [

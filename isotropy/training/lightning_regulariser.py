@@ -74,6 +74,13 @@ class LightningRegulariser(HiddenStateRegulariser, Callback):
         (``None``: no padding); see :func:`isotropy.training.regularisers.regularised_states`.
         """
         value = super().penalty(hidden_states, attention_mask)
+        if value.requires_grad and self._step is None:
+            # a training step's penalty with no callback hook run: not one of the Trainer's callbacks, so Σ_S would
+            # stay the identity (shrinkage_sample never embedded) and nothing be logged, without a word
+            raise IsotropyValueError("LightningRegulariser.penalty was called with gradients outside a training batch "
+                                     "of a Trainer it is a callback of: pass it to the Trainer too, "
+                                     "L.Trainer(..., callbacks=[reg]) (it embeds the shrinkage_sample for Σ_S each "
+                                     "epoch and logs the penalty). Outside Lightning, use HiddenStateRegulariser.")
         if value.requires_grad or self._batch_penalty is not None:
             self._batch_penalty = (self._batch_penalty or 0.0) + float(value.detach())
         return value
