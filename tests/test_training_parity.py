@@ -99,6 +99,22 @@ def test_geometry_callbacks_log_the_same_keys_at_the_same_steps(tmp_path):
     assert {0, 2} <= loss_steps
 
 
+def test_both_callbacks_measure_the_trained_weights_after_the_last_step(tmp_path):
+    # max_steps=4 with every_n_steps=3: before, neither measured the weights after step 4 (the Lightning docs said
+    # it did); the HF values at step 4 are those of the trained model
+    from _lightning_geometry_run import probe_inputs
+
+    from isotropy.training import HFGeometryCallback, LightningGeometryCallback
+
+    hf_callback = HFGeometryCallback(probe_inputs(), every_n_steps=3, metrics=NAMES)
+    hf = _hf(tmp_path, [hf_callback])
+    lightning = _lightning(tmp_path, _Module(),
+                           [LightningGeometryCallback(probe_inputs(), every_n_steps=3, metrics=NAMES, model="model")])
+    for found in (_steps_and_keys(hf), _steps_and_keys(lightning)):
+        assert found and all(steps == {0, 3, 4} for steps in found.values())
+    assert [step for step, _ in hf_callback.history] == [0, 3, 4]
+
+
 def test_regularisers_log_task_loss_and_penalty_separately_in_both(tmp_path):
     from isotropy.training import HFRegulariser, LightningRegulariser
 

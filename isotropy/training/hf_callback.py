@@ -30,8 +30,8 @@ def _calling_trainer():
 class HFGeometryCallback(TrainerCallback):
     """Log IsoScore, IsoScore*, mean cosine, ... of every layer of the model being trained.
 
-    At the start of training (step 0), every ``every_n_steps`` optimiser steps and after every
-    evaluation, the probe is embedded by the model being trained (eval mode, no gradients, then
+    At the start of training (step 0), every ``every_n_steps`` optimiser steps, after the last step
+    and after every evaluation, the probe is embedded by the model being trained (eval mode, no gradients, then
     back to train mode), each chosen layer is pooled to one vector per probe row, and the metrics
     are logged through the Trainer's own ``log`` as ``geometry/<metric>/layer_<i>``: they land in
     ``trainer_state.json``'s ``log_history`` and in every logger the run reports to
@@ -125,6 +125,10 @@ class HFGeometryCallback(TrainerCallback):
     def on_step_end(self, args, state, control, model=None, **kwargs):
         if state.global_step % self.every_n_steps == 0:
             self._measure_and_log(state, control, model, kwargs)
+
+    def on_train_end(self, args, state, control, model=None, **kwargs):
+        # the trained weights, when the last step is not a multiple of every_n_steps (max_steps=5, every 3: 0, 3, 5)
+        self._measure_and_log(state, control, model, kwargs)
 
     def on_evaluate(self, args, state, control, model=None, **kwargs):
         if self.measure_on_evaluate:

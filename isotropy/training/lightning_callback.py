@@ -156,8 +156,9 @@ class LightningGeometryCallback(Callback):
             self._log(trainer, self._measure(trainer, pl_module))
 
     def on_train_end(self, trainer, pl_module):
-        # the last multiple of every_n_steps is reached after the last batch (as HF's on_step_end sees it)
-        if self._due(trainer):
+        # the trained weights, whether or not the last step is a multiple of every_n_steps (max_steps=5, every 3:
+        # 0, 3, 5; before, the weights after step 5 were never measured)
+        if trainer.global_step != self._last_step:
             self._log(trainer, self._measure(trainer, pl_module))
 
     def on_validation_epoch_end(self, trainer, pl_module):
