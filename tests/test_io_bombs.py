@@ -212,6 +212,50 @@ def test_csv_first_line_is_read_bounded(tmp_path, monkeypatch):
     assert names is None and X.shape == (3, 200) and (X == 1.5).all()
 
 
+def test_a_table_wider_than_any_embedding_is_refused_before_pandas_reads_it(tmp_path):
+    # 3 rows of 3 million columns (36 MB) ran past 10 minutes in pandas; Parquet took 7 s per 100,000 columns
+    import pandas as pd
+
+    from isotropy.io.embeddings import _MAX_COLUMNS
+
+    path = tmp_path / "wide.csv"
+    path.write_text(("\n".join([",".join(["0.5"] * (_MAX_COLUMNS + 2))] * 3)))
+    with pytest.raises(IsotropyValueError, match=rf"'.*wide\.csv': its first line holds {_MAX_COLUMNS + 2:,} "
+                                                 rf"columns; expected at most {_MAX_COLUMNS:,} features a row\.$"):
+        read_embeddings(path)
+    path = tmp_path / "wide.parquet"
+    pd.DataFrame(np.zeros((2, _MAX_COLUMNS + 3)), columns=[f"c{i}" for i in range(_MAX_COLUMNS + 3)]).to_parquet(path)
+    with pytest.raises(IsotropyValueError, match=rf"'.*wide\.parquet': it holds {_MAX_COLUMNS + 3:,} columns; "
+                                                 rf"expected at most {_MAX_COLUMNS:,} features a row"):
+        read_embeddings(path)
+    path.unlink()
+    pd.DataFrame(np.ones((2, 1000)), columns=[f"c{i}" for i in range(1000)]).to_parquet(path)  # reads
+    assert read_embeddings(path)[0].shape == (2, 1000)
+
+
+@pytest.mark.parametrize("suffix", [".txt", ".csv", ".jsonl"])
+def test_a_texts_file_line_past_the_cap_is_refused_before_it_is_parsed(tmp_path, suffix):
+    # a 1 GB line was parsed whole first (pandas held 8.5 GB of it before its own error)
+    import json
+
+    from isotropy.io._encoding import MAX_LINE_CHARS
+    from isotropy.measure.from_model import read_texts
+
+    def line(text):  # one text as a line of the format
+        return json.dumps({"text": text}) if suffix == ".jsonl" else text
+
+    overhead = len(line(""))
+    path = tmp_path / f"texts{suffix}"
+    head = "" if suffix == ".jsonl" else "text\n"
+    path.write_text(head + "\n".join(line(t) for t in ["a short text", "x" * (MAX_LINE_CHARS + 1 - overhead)]))
+    with pytest.raises(IsotropyValueError, match=rf"^The texts file '.*' has a line of more than {MAX_LINE_CHARS:,} "
+                                                 rf"characters \(line {3 if head else 2}\); expected one text a line"):
+        read_texts(path)
+    path.write_text(head + "\n".join(line(t) for t in ["a short text", "x" * (MAX_LINE_CHARS - overhead)]))
+    texts = read_texts(path, column=None if suffix == ".txt" else "text")  # at the cap: read
+    assert texts[-1] == "x" * (MAX_LINE_CHARS - overhead) and texts[-2] == "a short text"
+
+
 def test_csv_unclosed_quote_is_one_line_and_quoted_names_still_read(tmp_path):
     path = tmp_path / "q.tsv"
     path.write_text('"w0\t1\t2\nw1\t3\t4\n')

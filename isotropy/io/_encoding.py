@@ -7,13 +7,47 @@ import codecs
 
 from isotropy._utils.errors import IsotropyValueError
 
-__all__ = ["LABEL_HEADERS", "MAX_TEXT_FILE_BYTES", "ROW_ID_HEADERS", "header_name", "is_label_header",
-           "is_row_id_header", "text_codec"]
+__all__ = ["LABEL_HEADERS", "MAX_LINE_CHARS", "MAX_TEXT_FILE_BYTES", "ROW_ID_HEADERS", "header_name",
+           "is_label_header", "is_row_id_header", "longest_line", "text_codec"]
 
 #: A texts file (``measure --model --texts``) or a labels text file is read into memory: past this size it is
 #: refused, not read. A million sentences take about 100 MB; a forward pass over 1 GiB of text takes hours even on
 #: a GPU.
 MAX_TEXT_FILE_BYTES = 2**30
+#: The longest line of a texts file: a text far past any model's context (they read 512 to 131,072 tokens). A file of
+#: one 1 GB line was parsed whole first: pandas held 8.5 GB of it before any check.
+MAX_LINE_CHARS = 2**20
+# characters of a decoded text looked at a time by longest_line (as 4-byte code points: 64 MiB)
+_LINE_SCAN = 2**24
+
+
+def longest_line(text: str, limit: int = MAX_LINE_CHARS) -> tuple[int, int] | None:
+    """``(line number from 1, its length so far)`` of the first line of ``text`` longer than ``limit`` characters,
+    ``None`` when there is none; lines end at ``\n`` or ``\r``.
+
+    Linear in ``len(text)``, in chunks of code points (numpy), whatever the file's encoding; no line is copied.
+
+    Examples
+    --------
+    >>> longest_line("a\nbbbb\ncc", limit=3)
+    (2, 4)
+    >>> longest_line("a\nbbb", limit=3) is None
+    True
+    """
+    import numpy as np
+
+    start, line = 0, 1  # where the current line starts, and its number
+    for offset in range(0, len(text), _LINE_SCAN):
+        points = np.frombuffer(text[offset:offset + _LINE_SCAN].encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+        breaks = np.flatnonzero((points == 10) | (points == 13)) + offset
+        ends = np.concatenate([breaks, [offset + points.size]])
+        lengths = ends - np.concatenate([[start], breaks + 1])
+        over = np.flatnonzero(lengths > limit)
+        if over.size:
+            return line + int(over[0]), int(lengths[over[0]])
+        if breaks.size:
+            start, line = int(breaks[-1]) + 1, line + breaks.size
+    return None
 
 
 def text_codec(encoding, *, caller: str) -> tuple[str, str]:

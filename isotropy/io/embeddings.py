@@ -399,6 +399,10 @@ def _is_float(token: str) -> bool:
 
 
 _MAX_FIRST_LINE = 16 * 2**20  # characters: about 900,000 columns of 18-character numbers
+# Columns of a .csv/.tsv or Parquet table of one feature per column: embeddings are at most tens of thousands wide
+# (25,600 for the widest language models). pandas took 7 s and 350 MB per 100,000 columns of a 3-row table, and
+# a 36 MB file of 3 million columns ran past 10 minutes.
+_MAX_COLUMNS = 2**17
 
 
 def _numbered_columns(cells, at_least: int = 2) -> bool:
@@ -458,6 +462,8 @@ def _read_table(path, sep: str, label_column=None):
         raise _fail(path, f"line 1 is not a readable {path.suffix} row ({_short(exc)})", rows) from None
     if not first:
         raise _fail(path, "the file is empty", rows)
+    if len(first) > _MAX_COLUMNS + 1:  # a column of row names beside the features
+        raise _fail(path, f"its first line holds {len(first):,} columns", f"at most {_MAX_COLUMNS:,} features a row")
     header = first[0] == "" or not all(_is_float(t) for t in (first[1:] or first))
     # pandas writes the column labels 0, 1, ..., d-1 of an unnamed frame as a numeric-looking header, also after
     # a named first column ("label,0,1,...")
@@ -686,6 +692,15 @@ def _read_parquet(path, key, *, checked: bool = False, with_columns: bool = Fals
     pd = _import_optional("pandas", path, "pandas and pyarrow")
     _import_optional("pyarrow", path, "pandas and pyarrow")
 
+    try:  # the schema alone, before the pages are walked (_check_parquet_expansion: 17 s for 140,000 columns)
+        import pyarrow.parquet as pq
+
+        width = len(pq.read_schema(path))
+    except Exception as exc:  # noqa: BLE001
+        raise _fail(path, f"not a readable .parquet file ({_short(exc)})") from None
+    if width > _MAX_COLUMNS + 2:  # row names and labels beside the features
+        raise _fail(path, f"it holds {width:,} columns", f"at most {_MAX_COLUMNS:,} features a row (or one column "
+                                                          f"of vectors)")
     if not checked:
         _check_parquet_expansion(path)
     try:

@@ -79,7 +79,7 @@ def read_texts(path: str | os.PathLike, *, column: str | None = None, encoding: 
     ['a cat', 'a dog']
     """
     from isotropy._utils.errors import IsotropyValueError
-    from isotropy.io._encoding import MAX_TEXT_FILE_BYTES, text_codec
+    from isotropy.io._encoding import MAX_LINE_CHARS, MAX_TEXT_FILE_BYTES, longest_line, text_codec
     from isotropy.io._paths import check_regular_file
 
     name, decode_as = text_codec(encoding, caller="read_texts")
@@ -95,6 +95,11 @@ def read_texts(path: str | os.PathLike, *, column: str | None = None, encoding: 
     except UnicodeDecodeError as exc:
         raise ValueError(f"The texts file {str(path)!r} is not {name} text ({exc.reason} at byte {exc.start}); give "
                          f"its encoding (--encoding, e.g. latin-1 or cp1252).") from None
+    long = longest_line(content) if size > MAX_LINE_CHARS else None  # a character takes a byte at least
+    if long is not None:  # before any parser: pandas held 8.5 GB of a 1 GB line before its own error
+        raise IsotropyValueError(f"The texts file {str(path)!r} has a line of more than {MAX_LINE_CHARS:,} characters "
+                                 f"(line {long[0]}); expected one text a line, each far shorter (a model reads at most "
+                                 f"a few hundred thousand tokens of it).")
     if suffix in (".csv", ".tsv", ".jsonl", ".ndjson"):
         import io
 
