@@ -219,7 +219,7 @@ def test_a_table_wider_than_any_embedding_is_refused_before_pandas_reads_it(tmp_
     from isotropy.io.embeddings import _MAX_COLUMNS
 
     path = tmp_path / "wide.csv"
-    path.write_text(("\n".join([",".join(["0.5"] * (_MAX_COLUMNS + 2))] * 3)))
+    path.write_text("\n".join([",".join(["0.5"] * (_MAX_COLUMNS + 2))] * 3))
     with pytest.raises(IsotropyValueError, match=rf"'.*wide\.csv': its first line holds {_MAX_COLUMNS + 2:,} "
                                                  rf"columns; expected at most {_MAX_COLUMNS:,} features a row\.$"):
         read_embeddings(path)
