@@ -125,6 +125,24 @@ def test_a_random_or_truncated_checkpoint_is_refused_in_one_line(tmp_path, conte
     assert "\n" not in str(info.value)
 
 
+def test_a_device_or_fifo_is_refused_as_a_checkpoint_or_weights_without_reading_it(tmp_path):
+    # load_checkpoint('/dev/zero') read the device without end (24 GB before the kernel killed it); a FIFO named
+    # model.safetensors blocked `isotropy measure --model DIR` for ever
+    from isotropy.models._safety import load_checkpoint
+    from isotropy.models._weights import check_safetensors
+
+    with pytest.raises(IsotropyValueError, match=r"^The checkpoint '/dev/zero' is a character device, not a regular file; expected a "
+                                                 r"checkpoint file written by isotropy\.$"):
+        load_checkpoint("/dev/zero")
+    fifo = tmp_path / "model.safetensors"
+    os.mkfifo(fifo)
+    with pytest.raises(IsotropyValueError, match=r"^The weights file '.*model\.safetensors' is a FIFO \(named pipe\), not a regular "
+                                                 r"file; expected a complete \.safetensors file"):
+        check_safetensors(fifo)
+    with pytest.raises(IsotropyValueError, match=r"^The weights file '/dev/zero' is a character device"):
+        check_safetensors("/dev/zero")
+
+
 def test_a_checkpoint_of_plain_data_is_read_back_exactly(tmp_path):
     from isotropy.models._safety import load_checkpoint
 

@@ -95,7 +95,10 @@ def load_checkpoint(path: str | os.PathLike, *, map_location="cpu", what: str = 
     import torch
 
     from isotropy.io._archives import zip_expansion_problem
+    from isotropy.io._paths import check_regular_file
 
+    # a device or a FIFO: zipfile's test below read /dev/zero without end (24 GB before the kernel killed it)
+    check_regular_file(path, f"The {what}", "a checkpoint file written by isotropy", value_error=IsotropyValueError)
     problem = zip_expansion_problem(path)  # torch.save stores its entries: a deflated one may be a bomb
     if problem is not None:
         raise IsotropyValueError(f"The {what} {str(path)!r} could not be read as tensors and plain data ({problem}): "

@@ -35,8 +35,13 @@ def _refuse(path, reason: str, expected: str) -> IsotropyValueError:
 
 def check_safetensors(path: str | os.PathLike) -> None:
     """Refuse a ``.safetensors`` file whose header does not describe its bytes."""
+    from isotropy.io._paths import path_kind
+
     path = Path(path)
     expected = "a complete .safetensors file (as written by save_pretrained)"
+    kind = path_kind(path)  # a FIFO blocked the read below for ever; /dev/zero read as a 0-byte file
+    if kind is not None:
+        raise _refuse(path, kind, expected)
     size = path.stat().st_size
     with open(path, "rb") as handle:
         head = handle.read(8)
