@@ -182,7 +182,17 @@ def plot(path: Path, out_dir: Path | None, formats, dpi: int):
         if unfinished is not None:
             raise ValueError(unfinished)
         with ResultsLock(lock_dir) if lock_dir is not None else contextlib.nullcontext():
-            figures = load_experiment(experiment).plot(path)
+            try:
+                figures = load_experiment(experiment).plot(path)
+            except (KeyError, IndexError, TypeError, AttributeError, RecursionError) as exc:
+                # a results file emptied ({}), nested without end or of another shape: a traceback from deep in the
+                # experiment's plot code before; said in one line (the error kept as a cause, for a bug of ours)
+                what = f"no {exc.args[0]!r} where expected" if isinstance(exc, KeyError) and exc.args else \
+                    ("nested too deeply to read" if isinstance(exc, RecursionError) else
+                     f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}")
+                raise ValueError(f"The results in {str(path)!r} cannot be drawn as {experiment}'s figures: a results "
+                                 f"file there holds something else ({what}); were they edited, or written by another "
+                                 f"version? Re-run the experiment into this folder.") from exc
             if out_dir is not None:  # D is the figures' folder, as for a training log: D/x.png, not D/figures/x.png
                 figures = {key.removeprefix("figures/"): fig for key, fig in figures.items()}
             written = save_figures(figures, out_dir or path, formats=formats, dpi=dpi)

@@ -51,6 +51,21 @@ def test_set_options_nest_dotted_keys_and_refuse_malformed_pairs():
             parse_set_options([bad], experiment="e")
 
 
+def test_set_keys_nest_as_deep_as_yaml_may_and_messages_stay_short(capsys):
+    # a 1,000-level dotted key was a RecursionError traceback; 3,000 bad list items a line of one sentence each (8.4 MB
+    # for 90,000); a 100 KB value was echoed whole
+    with pytest.raises(ConfigError, match=r"^--set of e: the key 'a\.a\.a.*\.\.\. \(2,001 characters\) nests 1000 "
+                                          r"levels; expected at most 64"):
+        parse_set_options([".".join(["a"] * 1000) + "=1"], experiment="e")
+    assert parse_set_options([".".join(["a"] * 64) + "=1"], experiment="e")  # 64 levels: as YAML
+    code, _out, err = _cli(["run", "minibatch-stability", "--print-config", "--set",
+                           "seeds=[" + ",".join(["-1"] * 3000) + "]"], capsys)
+    assert code == 2 and err.count("must be a non-negative int") == 10 and "(2990 more settings are wrong.)" in err
+    assert len(err) < 2000
+    code, _out, err = _cli(["run", "minibatch-stability", "--print-config", "--set", "seeds=" + "x" * 100_000], capsys)
+    assert code == 2 and "... (100,002 characters) instead." in err and len(err) < 500
+
+
 @pytest.mark.parametrize("content, message", [
     ("updates: [1, 2\n", "is not valid YAML"),
     ("", "is empty"),
@@ -607,3 +622,23 @@ def test_the_wording_of_one_item_is_taken_from_the_lists(expected, item):
     from isotropy.experiments._config import _item_wording
 
     assert _item_wording(expected) == item
+
+
+@pytest.mark.parametrize("results", ["{}", "[" * 100_000])
+def test_plot_of_results_that_hold_something_else_is_one_line(tmp_path, capsys, results):
+    # isotropy plot on a results.json emptied or nested without end: a KeyError / RecursionError traceback before
+    (tmp_path / "run.json").write_text('{"experiment": "minibatch-stability"}')
+    (tmp_path / "results.json").write_text(results)
+    code, _out, err = _cli(["plot", str(tmp_path)], capsys)
+    what = "no 'clouds' where expected" if results == "{}" else "nested too deeply to read"
+    assert code != 0 and "Traceback" not in err and err.count("\n") == 1
+    assert err == (f"Error: The results in {str(tmp_path)!r} cannot be drawn as minibatch-stability's figures: a results "
+                   f"file there holds something else ({what}); were they edited, or written by another version? Re-run "
+                   f"the experiment into this folder.\n")
+
+
+def test_resume_of_a_run_json_nested_without_end_is_one_line(tmp_path, capsys):
+    (tmp_path / "run.json").write_text("[" * 100_000)  # a RecursionError traceback before
+    code, _out, err = _cli(["run", "minibatch-stability", "--resume", "--results-dir", str(tmp_path)], capsys)
+    assert code != 0 and "Traceback" not in err
+    assert "run.json' is not readable JSON; it cannot be resumed. Drop --resume to start afresh." in err

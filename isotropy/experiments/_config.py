@@ -209,7 +209,12 @@ def parse_set_options(pairs, *, experiment: str) -> dict:
         key = key.strip()
         if not sep or not key or any(not part for part in key.split(".")):
             raise ConfigError(f"--set of {experiment} expects KEY=VALUE (dotted keys for nested values, e.g. "
-                              f"--set lr=1e-3). Got {pair!r} instead.")
+                              f"--set lr=1e-3). Got {_shown(pair)} instead.")
+        from isotropy.experiments._yaml import MAX_DEPTH
+
+        if key.count(".") >= MAX_DEPTH:  # as deep as a YAML file may nest: 1,000 levels were a RecursionError
+            raise ConfigError(f"--set of {experiment}: the key {_shown(key)} nests {key.count('.') + 1} levels; "
+                              f"expected at most {MAX_DEPTH} (a config nests two or three).")
         value = parse_yaml_value(text, where=f"--set {key}")
         node = out
         parts = key.split(".")
@@ -368,7 +373,8 @@ def _format_errors(exc: ValidationError, model: type[BaseModel], data: dict, *, 
             continue
         rule = next((e for e in errors if e["type"] == "config_rule"), None)
         if rule is not None:
-            messages.append(f"The '{key}' setting of {experiment} {rule['msg']}. Got {rule.get('input')!r} instead.")
+            messages.append(f"The '{key}' setting of {experiment} {rule['msg']}. Got {_shown(rule.get('input'))} "
+                            f"instead.")
             continue
         extra = _expected(model, path)
         expected = extra.get("expected")
@@ -386,8 +392,20 @@ def _format_errors(exc: ValidationError, model: type[BaseModel], data: dict, *, 
             close = f" Write a list: {key}=[{value}]"
         else:
             close = did_you_mean(value, choices)
-        messages.append(f"The '{key}' setting of {experiment} must be {expected}. Got {value!r} instead.{close}")
+        messages.append(f"The '{key}' setting of {experiment} must be {expected}. Got {_shown(value)} instead.{close}")
+    if len(messages) > _MESSAGES:  # 90,000 bad list items were an 8.4 MB line, one sentence each
+        messages[_MESSAGES:] = [f"({len(messages) - _MESSAGES} more settings are wrong.)"]
     return " ".join(messages)
+
+
+# Problems of a config said in one error, the rest counted
+_MESSAGES = 10
+
+
+def _shown(value, limit: int = 80) -> str:
+    """``repr(value)``, cut to ``limit`` characters: a 100 KB value was echoed whole."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
 
 
 def resolve_config(model: type[BaseModel], *, experiment: str, setup: str | None = None,

@@ -365,13 +365,13 @@ class _Metadata:
 
 
 def _previous_meta(results_dir: Path) -> dict | None:
-    import json
+    from isotropy._utils import jsontext
 
     path = results_dir / "run.json"
     if not path.is_file():
         return None
     try:
-        meta = json.loads(path.read_text())
+        meta = jsontext.loads(path.read_text())  # 100k "[" a JSONDecodeError, not a RecursionError
     except (OSError, ValueError):
         raise ValueError(f"--resume: {str(path)!r} is not readable JSON; it cannot be resumed. Drop --resume to "
                          f"start afresh.") from None
