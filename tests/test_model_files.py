@@ -89,6 +89,23 @@ def test_pickled_weights_are_refused_and_never_unpickled(bert_dir, tmp_path):
     assert not marker.exists()
 
 
+def test_a_model_directory_without_weights_is_one_line_naming_it(bert_dir, tmp_path):
+    # transformers said "Error no file named model.safetensors, ..." (shown as "Error: Error ...") after the tokenizer
+    # had loaded; now the directory is named before anything loads
+    model = _copy_model(bert_dir, tmp_path / "m")
+    (model / "model.safetensors").unlink()
+    line = _one_line(_measure_model(model, tmp_path))
+    assert line == (f"Error: The model directory {str(model)!r} holds no weights (no .safetensors file); expected the "
+                    f"weights as model.safetensors beside config.json (model.save_pretrained(dir)).")
+
+
+def test_a_tokenizer_json_nested_without_end_is_one_line(bert_dir, tmp_path):
+    model = _copy_model(bert_dir, tmp_path / "m")
+    (model / "tokenizer.json").write_text('{"a":' * 100_000)  # transformers' json.load: a RecursionError traceback
+    line = _one_line(_measure_model(model, tmp_path))
+    assert line.startswith(f"Error: Could not load the model {str(model)!r}") and "RecursionError" in line
+
+
 @pytest.mark.parametrize("damage", ["cut short", "2^62 tensors", "2^62 metadata", "long string", "not gguf"])
 def test_damaged_gguf_is_one_line(tiny_gguf, tmp_path, damage):
     data = tiny_gguf.read_bytes()

@@ -105,6 +105,11 @@ def check_model_weights(directory: str | os.PathLike) -> None:
             raise _refuse(pickles[0], "is a pickle (torch.save / pytorch_model.bin), which can run code when "
                                       "loaded; isotropy never unpickles",
                           "the weights as model.safetensors (model.save_pretrained(dir, safe_serialization=True))")
+        if (directory / "config.json").is_file():  # a model directory without weights: said now, not by
+            # transformers after the tokenizer has loaded ("Error: Error no file named model.safetensors", 10-23 s)
+            raise IsotropyValueError(f"The model directory {str(directory)!r} holds no weights (no .safetensors "
+                                     f"file); expected the weights as model.safetensors beside config.json "
+                                     f"(model.save_pretrained(dir)).")
 
 
 # ---------------------------------------------------------------- GGUF

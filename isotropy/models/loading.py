@@ -102,7 +102,8 @@ def load_transformer(model: str = "all-MiniLM-L6-v2", *, device=None):
     refuse_remote_code(location)
     from isotropy.models._weights import check_model_weights
 
-    check_model_weights(location)  # truncated or random safetensors, pickled weights: one line, never a traceback
+    if weights is None:  # (else a GGUF converted just now: its weights in memory, its folder ours)
+        check_model_weights(location)  # truncated or random safetensors, pickled weights, none: one line
     from isotropy.models._quiet import quiet_transformers
 
     with quiet_transformers():
@@ -122,7 +123,7 @@ def _load(model: str, location: str, weights, device):
     try:
         config = AutoConfig.from_pretrained(location, **NO_REMOTE_CODE)
         tokenizer = AutoTokenizer.from_pretrained(location, use_fast=True, **NO_REMOTE_CODE)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:  # RecursionError: a tokenizer.json nested without end
         raise OSError(f"Could not load the model {model!r} (resolved to {location!r}): expected a local model "
                       f"directory, a .gguf file, the packaged 'all-MiniLM-L6-v2' or 'gemma-3-270m', or a hub name "
                       f"while online. ({exc.__class__.__name__}: {str(exc).splitlines()[0]})") from None
