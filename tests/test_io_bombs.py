@@ -233,6 +233,24 @@ def test_a_table_wider_than_any_embedding_is_refused_before_pandas_reads_it(tmp_
     assert read_embeddings(path)[0].shape == (2, 1000)
 
 
+def test_a_text_matrix_line_is_read_bounded(tmp_path, monkeypatch):
+    # the .txt sniffing read a 1 GB line whole (3.1 GB); np.loadtxt of a 120 MB line ran 50 s at 3.4 GB
+    from isotropy.io import embeddings
+
+    monkeypatch.setattr(embeddings, "_MAX_FIRST_LINE", 1000)
+    path = tmp_path / "long.txt"
+    path.write_text("1.5 2.5\n" + "1" * 1001)
+    with pytest.raises(IsotropyValueError, match=r"'.*long\.txt': line 2 is longer than 1,000 characters; expected "
+                                                 r"rows of numbers, or a word and its vector, one row per line\.$"):
+        read_embeddings(path)
+    monkeypatch.setattr(embeddings, "_MAX_COLUMNS", 100)
+    path.write_text(" ".join(["0.5"] * 102) + "\n")
+    with pytest.raises(IsotropyValueError, match=r"line 1 holds 102 numbers; expected at most 100 features a row"):
+        read_embeddings(path)
+    path.write_text((" ".join(["0.5"] * 100) + "\n") * 2)  # at the caps: read
+    assert read_embeddings(path)[0].shape == (2, 100)
+
+
 @pytest.mark.parametrize("suffix", [".txt", ".csv", ".jsonl"])
 def test_a_texts_file_line_past_the_cap_is_refused_before_it_is_parsed(tmp_path, suffix):
     # a 1 GB line was parsed whole first (pandas held 8.5 GB of it before its own error)
