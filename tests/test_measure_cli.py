@@ -478,3 +478,13 @@ def test_help_names_the_cluster_metrics_of_the_model_table():
     text = " ".join(result.output.split())
     assert ("rogue_dimension_share, twonn_dimension, plus silhouette_score, calinski_harabasz_score, "
             "davies_bouldin_score with --labels.") in text
+
+
+def test_a_file_name_with_a_line_break_is_escaped_in_the_table_header(data, tmp_path):
+    # printed raw, the name broke the table's header over two lines
+    _root, X, _ = data
+    path = tmp_path / "new\nline é.npy"
+    np.save(path, X)
+    result = invoke(path, "--metrics", "isoscore", "--no-progress")
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines()[0] == f"{tmp_path!s}/new\\nline é.npy: 120 samples x 6 features"

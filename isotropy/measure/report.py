@@ -71,7 +71,9 @@ def report(data, embeddings, *, metric_names, json_path, key, labels_path, sampl
             raise InputError(option_names(str(exc))) from None
     to_stdout = json_path == "-"
     echo = _Echo(err=to_stdout)  # with --json -, stdout carries the JSON alone
-    header = f"{embeddings}: {data.n_samples} samples x {data.n_features} features{data.where}"
+    # a file name with a line break or another control character: escaped, not printed raw into the table
+    shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(embeddings))
+    header = f"{shown}: {data.n_samples} samples x {data.n_features} features{data.where}"
     if data.n_clusters is not None:
         header += f", {data.n_clusters} clusters"
     if distance != "euclidean":
