@@ -260,7 +260,7 @@ class IStarLoss(nn.Module):
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     def forward(self, H):
-        """Return ``−weight·IsoScore*(H)`` (0-dim tensor on ``H``'s device and dtype)."""
+        """Return ``−weight·IsoScore*(H)`` (0-dim tensor on ``H``'s device and dtype; float32 for half ``H``)."""
         H = _check_tensor(H, "IStarLoss")
         if self.shrinkage_cov is not None and H.ndim == 2 and H.shape[1] != self.shrinkage_cov.shape[0]:
             # the module's Σ_S fixes the width: the batch is what is wrong here, not the stored matrix
@@ -296,7 +296,7 @@ class CosRegLoss(nn.Module):
         self.weight = float(check_scalar(weight, "weight", caller="CosRegLoss", kind=numbers.Real))
 
     def forward(self, H):
-        """Return ``weight·mean_cos(H)`` (0-dim tensor on ``H``'s device and dtype)."""
+        """Return ``weight·mean_cos(H)`` (0-dim tensor on ``H``'s device and dtype; float32 for half ``H``)."""
         return self.weight * cosine_penalty(H)
 
     def extra_repr(self):

@@ -628,7 +628,8 @@ class RogueDimensionShare(_UnitMetric):
     -----
     Contribution of dimension i: CCᵢ = ((Σ x̂ᵢ)² − Σ x̂ᵢ²)/(n(n − 1)); the value is the sum of the k
     largest CCᵢ over Σᵢ CCᵢ, as :func:`isotropy.rogue_dimension_share` (NaN with a warning when the
-    mean cosine is not positive). Exact over batches, merges and DDP.
+    mean cosine is not positive; above 1 when other dimensions contribute negatively, as a share of a
+    total with negative parts can). Exact over batches, merges and DDP.
 
     References
     ----------
