@@ -493,3 +493,29 @@ def test_shrinkage_covariance_refuses_a_nan_or_inf_in_h_naming_its_row():
         assert str(info.value) == ("The 'H' parameter of shrinkage_covariance must contain only finite values. Got "
                                    f"{shown} at row 4, column 2 of H[1] instead.")
     assert torch.isfinite(shrinkage_covariance([H, H])).all()
+
+
+def test_a_module_that_is_not_a_transformers_model_is_one_line():
+    """A plain module whose forward takes no output_hidden_states raised torch's bare TypeError from deep in the
+    probe (HFGeometryCallback, GeometryProbe.measure) and from the regulariser's refresh."""
+    import torch
+
+    from isotropy.training import GeometryProbe, HiddenStateRegulariser
+
+    class Tiny(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = torch.nn.Embedding(50, 4)
+
+        def forward(self, input_ids, attention_mask=None):
+            return self.embed(input_ids)
+
+    encoded = {"input_ids": _ids(), "attention_mask": torch.ones(6, 8, dtype=torch.long)}
+    message = (r"^GeometryProbe: the model \(Tiny\) cannot be called as model\(input_ids=\.\.\., attention_mask=\.\.\., "
+               r"output_hidden_states=True, return_dict=True\) \(.*unexpected keyword argument 'output_hidden_states'"
+               r"\); expected a transformers model")
+    with pytest.raises(IsotropyValueError, match=message):
+        GeometryProbe(encoded).measure(Tiny())
+    reg = HiddenStateRegulariser("istar", shrinkage_sample=encoded)
+    with pytest.raises(IsotropyValueError, match=message.replace("GeometryProbe", "HiddenStateRegulariser")):
+        reg.refresh(Tiny())

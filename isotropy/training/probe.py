@@ -92,6 +92,25 @@ def check_tokenizer(tokenizer, caller):
     return tokenizer
 
 
+def forward_hidden_states(model, inputs, caller, forward_kwargs=None):
+    """``model(**inputs, output_hidden_states=True, return_dict=True)``'s per-layer states (:func:`_hidden_states`).
+
+    A module whose forward does not take those keywords (not a transformers model) raised torch's bare
+    ``TypeError: forward() got an unexpected keyword argument 'output_hidden_states'``: said in one line here.
+    """
+    try:
+        output = model(**inputs, output_hidden_states=True, return_dict=True, **(forward_kwargs or {}))
+    except TypeError as exc:
+        text = str(exc)
+        if "unexpected keyword argument" not in text and "positional argument" not in text:
+            raise
+        raise IsotropyValueError(
+            f"{caller}: the model ({type(model).__name__}) cannot be called as model(input_ids=..., attention_mask=..., "
+            f"output_hidden_states=True, return_dict=True) ({text.splitlines()[0][:160]}); expected a transformers "
+            f"model, whose hidden states are measured (for a module that wraps one, give that model).") from None
+    return _hidden_states(output, caller)
+
+
 def _hidden_states(output, caller):
     """The tuple of per-layer token states ``(batch, seq, d)`` from a model output."""
     states = getattr(output, "hidden_states", None)
@@ -507,8 +526,7 @@ class GeometryProbe:
 
     def _forward_pooled(self, model, inputs, forward_kwargs):
         """``{layer: (batch, d) pooled vectors}`` of the chosen layers for one batch of inputs."""
-        output = model(**inputs, output_hidden_states=True, return_dict=True, **(forward_kwargs or {}))
-        states = _hidden_states(output, self.caller)
+        states = forward_hidden_states(model, inputs, self.caller, forward_kwargs)
         # the probe's own masks: padded from rows with a real token each (checked when the probe was built or its
         # texts tokenised), so no check per batch
         mask = inputs["attention_mask"].to(states[0].device)
@@ -543,7 +561,7 @@ class GeometryProbe:
             rows = sorted({min(range(self.n_rows), key=lengths.__getitem__),
                            max(range(self.n_rows), key=lengths.__getitem__)})
             inputs = {k: v.to(device) for k, v in self.rows.encode(rows).items()}
-            expected = _hidden_states(model(**inputs, output_hidden_states=True, return_dict=True), self.caller)
+            expected = forward_hidden_states(model, inputs, self.caller)
             try:
                 got = _hidden_states(base(**inputs, output_hidden_states=True, return_dict=True), self.caller)
             except Exception as exc:  # whatever the base model refuses or fails at: the whole model; not out of memory

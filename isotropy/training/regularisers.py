@@ -29,7 +29,7 @@ from isotropy._utils.validation import IsotropyValueError, check_option, check_s
 from isotropy.models.layers import check_layers, select_layers
 from isotropy.models.pooling import _pool, check_attention_mask, check_pooling
 from isotropy.torch import cosine_penalty, istar_penalty, shrinkage_covariance  # at import: never in the loop
-from isotropy.training.probe import _hidden_states, _Rows
+from isotropy.training.probe import _Rows, forward_hidden_states
 
 __all__ = ["LOG_KEYS", "HiddenStateRegulariser", "regularised_states"]
 
@@ -339,8 +339,8 @@ class HiddenStateRegulariser:
             for start in range(0, self.sample.n_rows, self.batch_size):
                 inputs = {k: v.to(device) for k, v in
                           self.sample.encode(list(range(start, min(start + self.batch_size, self.sample.n_rows)))).items()}
-                output = model(**inputs, output_hidden_states=True, return_dict=True, **(forward_kwargs or {}))
-                parts.append(self.states(_hidden_states(output, self.caller), inputs["attention_mask"]))
+                states = forward_hidden_states(model, inputs, self.caller, forward_kwargs)
+                parts.append(self.states(states, inputs["attention_mask"]))
         finally:
             model.train(was_training)
         self.shrinkage_cov = shrinkage_covariance(parts)
