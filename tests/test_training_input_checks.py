@@ -519,3 +519,23 @@ def test_a_module_that_is_not_a_transformers_model_is_one_line():
     reg = HiddenStateRegulariser("istar", shrinkage_sample=encoded)
     with pytest.raises(IsotropyValueError, match=message.replace("GeometryProbe", "HiddenStateRegulariser")):
         reg.refresh(Tiny())
+
+
+def test_messages_name_what_the_user_gave():
+    """A dict probe of 2 rows was said to need '3 rows (texts)'; identical rows seen by a metric were 'The 'data'
+    parameter of IsoScore.compute', which takes no data."""
+    import torch
+
+    from isotropy.training import GeometryProbe, IsoScore
+
+    with pytest.raises(IsotropyValueError, match=r"^The 'probe' parameter of GeometryProbe must have at least 3 rows "
+                                                 r"of input_ids\. Got 2 instead\.$"):
+        GeometryProbe({"input_ids": torch.ones(2, 3, dtype=torch.long)})
+    with pytest.raises(IsotropyValueError, match=r"^The 'probe' parameter of GeometryProbe must have at least 3 "
+                                                 r"texts\. Got 2 instead\.$"):
+        GeometryProbe(["a b", "c d"])
+    metric = IsoScore()
+    metric.update(torch.ones(5, 3))
+    with pytest.raises(IsotropyValueError, match=r"^The rows given to IsoScore\.update must have non-zero variance\. "
+                                                 r"Got 5 \(numerically\) identical samples"):
+        metric.compute()

@@ -305,7 +305,8 @@ class _Rows:
             raise IsotropyValueError(f"The '{name}' parameter of {caller} must be a non-empty list of texts or a dict "
                                      f"of tensors with 'input_ids'. Got {type(probe).__name__} instead.")
         if n < 3:
-            raise IsotropyValueError(f"The '{name}' parameter of {caller} must have at least 3 rows (texts). "
+            rows = "texts" if self.encoded is None else "rows of input_ids"
+            raise IsotropyValueError(f"The '{name}' parameter of {caller} must have at least 3 {rows}. "
                                      f"Got {n} instead.")
         self.n_rows = n
 
