@@ -260,6 +260,23 @@ def test_isoscore_from_covariance_scores_half_and_integer_tensors_in_float32(dty
     assert float(value) == pytest.approx(isoscore_from_covariance(C.double().numpy()), rel=1e-6)
 
 
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_rows_a_few_ulps_apart_are_scored_and_identical_rows_refused(backend):
+    # rows 10 to 92 ulps apart at an offset of 1e8 were refused as "200 (numerically) identical samples"; their
+    # differences are exact (Sterbenz), so their IsoScore is that of the data less its first row
+    from isotropy import participation_ratio
+
+    wrap = torch.tensor if backend == "torch" else np.asarray
+    N = np.random.default_rng(0).normal(size=(200, 4))
+    X = 1e8 + 1e-7 * N
+    assert len({tuple(row) for row in X}) == 200
+    assert float(isoscore(wrap(X))) == pytest.approx(isoscore(X - X[0]), rel=1e-12)
+    assert float(participation_ratio(wrap(X))) == pytest.approx(participation_ratio(X - X[0]), rel=1e-12)
+    for constant in (np.tile(X[:1], (30, 1)), np.full((3, 4), 1 / 3)):
+        with pytest.raises(IsotropyValueError, match="must have non-zero variance"):
+            isoscore(wrap(constant))
+
+
 def test_isoscore_from_covariance_rejects_indefinite_matrices():
     with pytest.raises(IsotropyValueError, match="'cov' parameter of isoscore_from_covariance must be positive semi"):
         isoscore_from_covariance(np.diag([1.0, 1.0, -0.9]))

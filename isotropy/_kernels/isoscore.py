@@ -99,9 +99,24 @@ def _scatter_stats(X) -> _ScatterStats:
     return _ScatterStats(np.trace(G), np.vdot(G, G), None, Xc, float(mean @ mean))
 
 
-def _check_variance(trace, *, n_samples, mean_sq_norm, eps, caller, name="X"):
-    """Raise a clear error when the data are (numerically) constant: the score would be 0/0."""
+def _all_rows_equal(X) -> bool:
+    """Whether every row of ``X`` (numpy or torch, in memory) equals its first, compared bit for bit a block at a time."""
+    step = max(1, _CHUNK_ELEMENTS // max(1, X.shape[1]))
+    first = X[0:1]
+    return all(bool((X[s:s + step] == first).all()) for s in range(0, X.shape[0], step))
+
+
+def _check_variance(trace, *, n_samples, mean_sq_norm, eps, caller, name="X", X=None):
+    """Raise a clear error when the data are (numerically) constant: the score would be 0/0.
+
+    Below the floor, the residual that centring leaves of identical rows (a few ulps of the mean), the data are
+    refused as constant; with the rows at hand (``X``: the in-memory paths) only when they are all equal: rows a
+    few ulps apart are centred exactly (their differences are, by Sterbenz), so their tiny covariance is a value
+    (1e8 + 1e-7·N was refused as 200 identical samples; its IsoScore is 0.40).
+    """
     if _as_float(trace) <= n_samples * (_FLOOR_ULPS * eps) ** 2 * mean_sq_norm:
+        if X is not None and _as_float(trace) > 0.0 and not _all_rows_equal(X.detach() if is_torch(X) else X):
+            return
         raise IsotropyValueError(
             f"The '{name}' parameter of {caller} must have non-zero variance. Got {n_samples} "
             f"(numerically) identical samples instead, whose covariance is zero, so the score is undefined.")

@@ -63,7 +63,8 @@ def participation_ratio(X):
     caller = "participation_ratio"
     X = check_X(X, caller=caller, rescale=True)
     st = _scatter_stats(X)
-    _check_variance(st.trace, n_samples=X.shape[0], mean_sq_norm=st.mean_sq, eps=_eps(X), caller=caller)
+    _check_variance(st.trace, n_samples=X.shape[0], mean_sq_norm=st.mean_sq, eps=_eps(X), caller=caller,
+                    X=X)
     return to_output(st.trace * st.trace / st.frob_sq, X)
 
 

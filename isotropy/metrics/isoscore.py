@@ -92,7 +92,7 @@ def isoscore(X):
     X = check_X(X, caller=caller, min_features=2, rescale=True)
     n, d = X.shape
     st = _scatter_stats(X)
-    _check_variance(st.trace, n_samples=n, mean_sq_norm=st.mean_sq, eps=_eps(X), caller=caller)
+    _check_variance(st.trace, n_samples=n, mean_sq_norm=st.mean_sq, eps=_eps(X), caller=caller, X=X)
     return to_output(_score_from_moments(st.trace, st.frob_sq, d), X)
 
 
@@ -179,7 +179,8 @@ def _isoscore_star(X, *, shrinkage_cov, zeta, caller, name="X"):
         raise IsotropyValueError(f"The 'shrinkage_cov' parameter of {caller} must be a non-zero covariance matrix "
                                  f"(positive trace). Got trace {_as_float(trace_s):.3g} instead.")
     if zeta == 0.0:  # with ζ > 0 the shrunk covariance is non-zero even for constant X
-        _check_variance(st.trace, n_samples=n, mean_sq_norm=st.mean_sq, eps=_eps(X), caller=caller, name=name)
+        _check_variance(st.trace, n_samples=n, mean_sq_norm=st.mean_sq, eps=_eps(X), caller=caller, name=name,
+                        X=X)
     # covariance moments of X (ddof=1) from those of the scatter matrix
     m = n - 1
     trace_c, frob_sq_c = st.trace / m, st.frob_sq / (m * m)
