@@ -188,3 +188,21 @@ def test_rows_equal_only_at_unit_scale_are_duplicates_on_dask_as_in_memory(name,
     with pytest.warns(UserWarning, match="1 duplicate rows"):
         got = getattr(isotropy, name)(da.from_array(X, chunks=10), **kwargs)
     assert got == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("offset", [1e8, 1e12])
+def test_dask_cluster_indices_lose_nothing_to_an_offset(blobs, offset):
+    # the chunks' centroid sums lost the clusters' spread to the offset (Calinski-Harabasz off by 3e-5 at 1e10);
+    # reference: scikit-learn on the data less their first row, a subtraction that is exact here (Sterbenz)
+    from sklearn.metrics import calinski_harabasz_score, davies_bouldin_score
+
+    X, labels = blobs
+    X = X + offset
+    Xd = da.from_array(X, chunks=(70, X.shape[1]))
+    with dask.config.set(scheduler="synchronous"):
+        assert isotropy.calinski_harabasz_score(Xd, labels) == pytest.approx(
+            calinski_harabasz_score(X - X[0], labels), rel=1e-13)
+        assert isotropy.davies_bouldin_score(Xd, labels) == pytest.approx(
+            davies_bouldin_score(X - X[0], labels), rel=1e-13)
+        repeated = da.from_array(np.tile([[0.1, 0.7, 1 / 3]], (9, 1)), chunks=(4, 3))  # 12.0 for the 1.0 of W = 0
+        assert isotropy.calinski_harabasz_score(repeated, [0, 0, 0, 1, 1, 1, 2, 2, 2]) == 1.0

@@ -356,24 +356,33 @@ def silhouette_score(X, labels, *, metric="euclidean", sample_size=None, random_
 
 
 # ---------------------------------------------------------------------------------------------- centroids
-def _centroid_terms(block, ids, n_clusters):
-    """``(sizes, sums, f, top)`` of one block: its cluster sizes, and its per-cluster row sums (float64) times
-    ``2**-f``, where ``top = max|x|`` of the block is ``m·2**f`` (0.5 <= m < 1), or ``f = 0`` for a block at a
-    scale where float64 sums are safe (the rows summed as they are), ``f`` None for a block of zeros.
+def _centroid_terms(block, ids, n_clusters, reps):
+    """``(sizes, sums, f, top)`` of one block: its cluster sizes, and per cluster the sums (float64) of its rows'
+    offsets ``x − r_c`` from their cluster's first row ``r_c`` (``reps``, float64) times ``2**-f``, where the largest
+    ``|x − r_c|`` of the block is ``m·2**f`` (0.5 <= m < 1), or ``f = 0`` for offsets at a scale where float64 sums
+    are safe (summed as they are), ``f`` None for a block of zero offsets; ``top = max|x|`` of the block, for the whole
+    array's unit scale.
 
-    Each block is brought to its own scale, not to the whole array's, so that no task of this pass waits for
-    every block's maximum (the blocks stream through it, one or a few held at a time); :func:`_merge_scaled`
-    brings the sums to a common power of two, exactly, and the client to the whole array's unit scale.
+    Offsets from a row of the same cluster are exact for near rows (Sterbenz) and 0 for repeated ones, so the sums
+    carry rounding relative to the clusters' spread, not to the data's offset (as in memory:
+    :func:`isotropy.metrics.cluster_indices._cluster_frame`). Each block is brought to its own scale, not to the
+    whole array's, so that no task of this pass waits for every block's maximum (the blocks stream through it, one
+    or a few held at a time); :func:`_merge_scaled` brings the sums to a common power of two, exactly, and the
+    client to the whole array's unit scale.
     """
     from isotropy._utils.magnitude import safe_exponent_range
 
     B = np.asarray(block, dtype=np.float64)
     top = max(-float(B.min()), float(B.max())) if B.size else 0.0  # no |B| temporary
-    f = math.frexp(top)[1] if top > 0 else None
-    if f is not None and abs(f) <= safe_exponent_range(B):
-        f = 0  # float64 sums of such values neither overflow nor underflow: summed as they are, no scaled copy
+    R = reps[ids]
+    g = 4 if max(top, float(np.abs(R).max()) if R.size else 0.0) >= 2.0 ** 1020 else 0  # x − r could overflow there
+    D = np.ldexp(B, -g) - np.ldexp(R, -g) if g else B - R
+    spread = float(np.abs(D).max()) if D.size else 0.0
+    f = math.frexp(spread)[1] + g if spread > 0 else None
     sums = np.zeros((n_clusters, B.shape[1]))
-    np.add.at(sums, ids, B if not f else np.ldexp(B, -f))
+    if f is not None and not g and abs(f) <= safe_exponent_range(D):
+        f = 0  # float64 sums of such values neither overflow nor underflow: summed as they are, no scaled copy
+    np.add.at(sums, ids, D if not f else np.ldexp(D, g - f))
     return np.bincount(ids, minlength=n_clusters).astype(np.float64), sums, f, top
 
 
@@ -393,40 +402,48 @@ def _merge_pairs(a, b):
     return a[0] + b[0], a[1] + b[1]
 
 
-def _spread_terms(block, ids, centroids, n_clusters, exponent):
-    """Σ‖x − μ_c‖² over the block, and per cluster Σ‖x − μ_c‖ (at unit scale)."""
+def _spread_terms(block, ids, reps, shift, n_clusters, exponent):
+    """Σ‖x − μ_c‖² over the block, and per cluster Σ‖x − μ_c‖ (at unit scale), with ``x − μ_c`` taken as
+    ``(x − r_c) − (μ_c − r_c)``: ``reps`` the clusters' first rows, ``shift`` their centroids' offsets from them."""
     B = np.asarray(at_unit_scale(block, exponent), dtype=np.float64)
-    sq = ((B - centroids[ids]) ** 2).sum(axis=1)
+    sq = (((B - reps[ids]) - shift[ids]) ** 2).sum(axis=1)
     return sq.sum(), np.bincount(ids, weights=np.sqrt(sq), minlength=n_clusters)
 
 
 def _cluster_statistics(X, labels, caller):
-    """Sizes, centroids, overall mean, within-cluster Σ‖x − μ_c‖² and per-cluster mean ‖x − μ_c‖, at unit scale.
+    """Sizes, centroids and overall mean (both relative to the first row of cluster 0), within-cluster
+    Σ‖x − μ_c‖² and per-cluster mean ‖x − μ_c‖, at unit scale.
 
-    The unit scale's exponent comes from the first pass's block maxima (it streams: see :func:`_centroid_terms`).
+    The unit scale's exponent comes from the first pass's block maxima (it streams: see :func:`_centroid_terms`);
+    the clusters' first rows are read before it (one small computation).
     """
     from dask import delayed
 
     from isotropy._kernels.silhouette import _check_n_clusters
-    from isotropy._utils.magnitude import unit_exponent
+    from isotropy._utils.magnitude import times_power_of_two, unit_exponent
 
     ids = host_labels(labels, X.shape[0], caller)
     n_clusters = _check_n_clusters(ids, X.shape[0], caller)
     X = check_dask_X(X, caller=caller)
+    first = np.unique(ids, return_index=True)[1]  # each cluster's first row, clusters 0..k-1
+    order = np.argsort(first)
+    (picked,) = compute(X[first[order]])
+    reps = np.empty((n_clusters, X.shape[1]))
+    reps[order] = np.asarray(picked, dtype=np.float64)
     blocks = finite_blocks(X, caller)
     starts = row_starts(X)
-    terms = [delayed(_centroid_terms, pure=True)(b, ids[s:e], n_clusters)
+    terms = [delayed(_centroid_terms, pure=True)(b, ids[s:e], n_clusters, reps)
              for b, s, e in zip(blocks, starts, starts[1:])]
     ((counts, sums, f, top),) = compute(tree_reduce(terms, _merge_scaled, name="isotropy-merge-centroids"))
     exponent = unit_exponent(top, X.dtype, caller=caller)  # the in-memory functions' (raises as they do)
-    if f is not None:
-        sums = np.ldexp(sums, f - exponent)  # at the whole array's unit scale
-    centroids = sums / counts[:, None]
+    shift = (np.ldexp(sums, f - exponent) if f is not None else sums) / counts[:, None]  # μ_c − r_c, at unit scale
+    reps = times_power_of_two(reps, -exponent)
+    centroids = (reps - reps[0]) + shift
     blocks = finite_blocks(X, caller)  # the exponent is known now: the plain check of the blocks
-    spread = [delayed(_spread_terms, pure=True)(b, ids[s:e], centroids, n_clusters, exponent)
+    spread = [delayed(_spread_terms, pure=True)(b, ids[s:e], reps, shift, n_clusters, exponent)
               for b, s, e in zip(blocks, starts, starts[1:])]
     ((intra, spread_sums),) = compute(tree_reduce(spread, _merge_pairs, name="isotropy-merge-spread"))
-    mean = sums.sum(axis=0) / X.shape[0]
+    mean = counts @ centroids / X.shape[0]
     return counts, centroids, mean, float(intra), spread_sums / counts
 
 
