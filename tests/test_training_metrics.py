@@ -138,6 +138,21 @@ def test_a_dtype_conversion_after_update_keeps_the_float64_states(name, dtype):
     assert float(module.metric.compute()) == pytest.approx(reference(np.concatenate([X, X])), rel=1e-12, abs=1e-12)
 
 
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_a_batch_of_no_rows_adds_nothing(name):
+    # the last batch of a filtered stream, or a process's empty share, was an error ("at least 1 sample")
+    make, reference = CASES[name]
+    X = _data(5)
+    metric = make()
+    metric.update(torch.empty(0, X.shape[1]))
+    metric.update(torch.tensor(X))
+    metric.update(np.empty((0, X.shape[1])))
+    assert float(metric.compute()) == pytest.approx(reference(X), rel=1e-12, abs=1e-12)
+    with pytest.raises(IsotropyValueError, match=rf"must have {X.shape[1]} features \(columns\), like the previous "
+                                                 rf"batches\. Got {X.shape[1] + 1} instead"):
+        metric.update(torch.empty(0, X.shape[1] + 1))
+
+
 def test_isoscore_metric_closed_form_and_published_value():
     # covariance diag(1, 0, 0) shrunk toward I with ζ = 0.2: IsoScore* = 0.407407 (docstring of isoscore_star)
     metric = IsoScoreStar(zeta=0.2)

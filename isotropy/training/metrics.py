@@ -43,10 +43,16 @@ _TORCHMETRICS_KEYWORDS = ("compute_on_cpu", "dist_sync_on_step", "process_group"
 
 
 def _as_rows(X, metric):
-    """Validated detached float64 rows of ``X`` on the metric's working device (moving the states there first)."""
+    """Validated detached float64 rows of ``X`` on the metric's working device (moving the states there first);
+    ``None`` for a batch of no rows of the metric's width (nothing to add: the last batch of a filtered stream, a
+    process's share that came out empty), which was an error."""
     caller = f"{type(metric).__name__}.update"
     if not isinstance(X, torch.Tensor):
         X = torch.as_tensor(np.asarray(X))
+    if X.ndim == 2 and X.shape[0] == 0 and X.shape[1] > 0:
+        fixed = metric.n_features or (metric._width() if metric._has_data() else 0)
+        _check_width(caller, fixed, X.shape[1])
+        return None
     X = check_X(X, caller=caller, min_samples=1)
     device = X.device if X.device.type != "mps" else torch.device("cpu")
     if metric.device != device and not metric._has_data():
@@ -227,6 +233,8 @@ class _MomentMetric(Metric):
         """Add a batch ``X`` of shape ``(n_samples, n_features)`` (tensor or array; float64 accumulation)."""
         caller = f"{type(self).__name__}.update"
         X = _as_rows(X, self)
+        if X is None:
+            return
         _check_width(caller, self.n_features, X.shape[1], self._n_features_from)
         part = {"n_samples": torch.tensor(float(X.shape[0]), dtype=torch.float64, device=self.device)}
         if self._units:
@@ -774,6 +782,8 @@ class TwoNNDimension(Metric):
     def update(self, X):
         """Add a batch ``X`` of shape ``(n_samples, n_features)``."""
         X = _as_rows(X, self)
+        if X is None:
+            return
         _check_width("TwoNNDimension.update", self.n_features, X.shape[1], "n_features")
         _check_width("TwoNNDimension.update", self._width(), X.shape[1])
         keys = self._keys(X.shape[0])
