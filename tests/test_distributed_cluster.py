@@ -142,13 +142,21 @@ def test_measure_workers_2_on_shards_larger_than_worker_memory(big_shards, tmp_p
     root, reference, _ = big_shards
     env = dict(os.environ, PYTHONPATH=str(REPO), DASK_ISOTROPY__MEMORY_LIMIT=str(WORKER_MEMORY))
     out = tmp_path / "m.json"
+    # partition_isotropy, effective_rank and rankme held about 9 float64 copies of a chunk (the projections; the
+    # tall-and-skinny QR), and killed 400 MiB workers on 64 MiB chunks
     run = subprocess.run([sys.executable, "-m", "isotropy", "measure", str(root), "--workers", "2", "--metrics",
-                          "isoscore,participation_ratio,cosine_similarity_mean", "--json", str(out), "--progress"],
+                          "isoscore,participation_ratio,partition_isotropy,effective_rank,rankme,cosine_similarity_mean",
+                          "--json", str(out), "--progress"],
                          check=False, capture_output=True, text=True, env=env, timeout=600)
     assert run.returncode == 0, run.stderr
     record = json.loads(out.read_text())
     assert record["values"]["isoscore"] == pytest.approx(reference.isoscore(), rel=1e-10)
     assert record["values"]["cosine_similarity_mean"] == pytest.approx(reference.cosine_similarity_mean(), rel=1e-10)
+    assert record["values"]["effective_rank"] == pytest.approx(reference.effective_rank(), rel=1e-9)
+    assert record["values"]["rankme"] == pytest.approx(reference.rankme(), rel=1e-9)
+    whole = np.concatenate([np.load(path) for path in sorted(root.glob("*.npy"))])
+    assert record["values"]["partition_isotropy"] == pytest.approx(isotropy.partition_isotropy(whole), rel=1e-9)
+    del whole
     assert record["workers"] == 2 and f"memory_limit={WORKER_MEMORY}" in record["scheduler"]
     assert record["n_samples"] * record["n_features"] * 8 > 1.4 * WORKER_MEMORY
     # shards are coalesced into chunks of about 64 MiB: several chunks, each far below a worker's memory
@@ -156,8 +164,8 @@ def test_measure_workers_2_on_shards_larger_than_worker_memory(big_shards, tmp_p
         record["chunking"]["dtype"]).itemsize
     assert record["chunking"]["n_chunks"] >= 2 and chunk_bytes <= min(64 * 2**20 * 1.01, WORKER_MEMORY / 2)
     # stderr is a pipe here: the command's progress lines, no bar redrawn with '\r'; stdout holds no progress
-    assert "metrics 3/3: cosine_similarity_mean" in run.stderr.splitlines() and "\r" not in run.stderr
-    assert "metrics 1/3" not in run.stdout and "Completed" not in run.stdout + run.stderr
+    assert "metrics 6/6: cosine_similarity_mean" in run.stderr.splitlines() and "\r" not in run.stderr
+    assert "metrics 1/6" not in run.stdout and "Completed" not in run.stdout + run.stderr
 
 
 def test_measure_scheduler_address_and_progress(client, tmp_path):

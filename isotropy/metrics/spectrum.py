@@ -67,6 +67,11 @@ def _singular_values(X, *, center: bool, caller: str):
             X = X - X.mean(axis=0)
         if X.numblocks[1] != 1:
             X = X.rechunk({1: -1})
+        rows = max(X.shape[1], _SVD_ELEMENTS // X.shape[1])
+        if X.shape[0] > X.shape[1] and max(X.chunks[0]) > rows:
+            # the tall-and-skinny QR holds several float64 copies of a chunk: a 67 MB chunk of 335,544 × 50 float32
+            # rows killed 400 MiB workers; split (never merged: no data move) into chunks of about 16 MiB
+            X = X.rechunk({0: rows})
         _, s, _ = da.linalg.svd(X)
         return np.asarray(s.compute())
     if is_torch(X):
@@ -78,6 +83,10 @@ def _singular_values(X, *, center: bool, caller: str):
     if center:
         Z = Z - Z.mean(axis=0)
     return np.linalg.svd(Z, compute_uv=False)
+
+
+# Float64 entries per row chunk of the dask SVD (16 MiB); a chunk keeps at least as many rows as columns
+_SVD_ELEMENTS = 2**21
 
 
 def _rank_bound(n_samples: int, n_features: int, center: bool) -> int:
