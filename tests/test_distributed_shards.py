@@ -390,3 +390,15 @@ def test_a_shard_directory_with_shards_in_sub_directories_warns_that_they_are_no
     result = CliRunner().invoke(cli, ["measure", str(top), "--metrics", "isoscore"])
     assert result.exit_code == 2 and f"Warning: {expected}" in result.stderr.splitlines()
     assert "no .npy or .parquet shards found there" in result.stderr.splitlines()[-1]
+
+
+def test_numbered_shards_are_read_in_their_numbers_order(tmp_path):
+    # plain string order read part-0, part-1, part-10, part-11, part-2, ...: a labels file written in the shards'
+    # numbered order then lined up with the wrong rows, without a word
+    rng = np.random.default_rng(0)
+    parts = [rng.normal(size=(k + 2, 3)) for k in range(12)]
+    for k, part in enumerate(parts):
+        np.save(tmp_path / f"part-{k}.npy", part)
+    expected = np.concatenate(parts)
+    np.testing.assert_array_equal(read_shards(tmp_path).compute(), expected)
+    np.testing.assert_array_equal(read_shards(str(tmp_path / "part-*.npy")).compute(), expected)

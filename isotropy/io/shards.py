@@ -1,7 +1,8 @@
 """Read embeddings stored as many shards, lazily, into one row-chunked dask array.
 
 A *sharded* source is a directory (or a glob pattern) of ``.npy`` / ``.parquet`` files whose rows
-are concatenated in the order of their sorted names, or a Zarr array. Only the shards' headers
+are concatenated in the order of their names (runs of digits compared as numbers: ``part-2`` before
+``part-10``), or a Zarr array. Only the shards' headers
 (``.npy`` shape, Parquet row counts and first row, Zarr metadata) are read when the array is built;
 the shards are then cut and joined into chunks of about 64 MiB (large shards split, small ones
 grouped), and each chunk's rows are read by one task, so no process ever holds more than a few
@@ -100,7 +101,22 @@ def _shard_paths(source) -> list[Path]:
                         _EXPECTED)
     if not paths:
         raise _fail(text, "no .npy or .parquet shards found there", _EXPECTED)
-    return sorted(paths, key=lambda p: p.name if path.is_dir() else str(p))
+    return sorted(paths, key=lambda p: natural_key(p.name if path.is_dir() else str(p)))
+
+
+def natural_key(name: str) -> tuple:
+    """The sort key of a shard's name with its runs of digits compared as numbers: ``part-2`` before ``part-10``.
+
+    Plain string order put ``part-10`` and ``part-11`` between ``part-1`` and ``part-2``, and a labels file written
+    in the shards' numbered order then lined up with the wrong rows, without a word. Zero-padded names
+    (``part-00002``) keep the order they had.
+
+    Examples
+    --------
+    >>> sorted(["part-10.npy", "part-2.npy", "part-1.npy"], key=natural_key)
+    ['part-1.npy', 'part-2.npy', 'part-10.npy']
+    """
+    return tuple((0, int(run), run) if run.isdigit() else (1, 0, run) for run in re.split(r"(\d+)", name) if run)
 
 
 class _NamedBuffer(io.BytesIO):
@@ -365,7 +381,8 @@ def read_shards(source: str | os.PathLike, *, key: str | None = None, chunk_rows
     ----------
     source : path-like or str
         A directory holding ``.npy`` and/or ``.parquet`` shards (concatenated in the order of their
-        sorted file names), a glob pattern such as ``"embeddings/part-*.npy"`` (sorted paths), or
+        file names, numbers as numbers: ``part-2`` before ``part-10``), a glob pattern such as
+        ``"embeddings/part-*.npy"`` (its paths in that order), or
         a Zarr array (a ``.zarr`` directory or one holding Zarr metadata).
     key : str or None, default=None
         The column of vectors of the Parquet shards, or the array inside a Zarr group, as
