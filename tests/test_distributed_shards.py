@@ -402,3 +402,27 @@ def test_numbered_shards_are_read_in_their_numbers_order(tmp_path):
     expected = np.concatenate(parts)
     np.testing.assert_array_equal(read_shards(tmp_path).compute(), expected)
     np.testing.assert_array_equal(read_shards(str(tmp_path / "part-*.npy")).compute(), expected)
+
+
+def test_shards_without_rows_are_skipped_with_one_warning(tmp_path):
+    # a writer's empty partitions (Spark leaves them) aborted the whole read
+    from isotropy.io.shards import read_shards
+
+    rng = np.random.default_rng(0)
+    first, last = rng.normal(size=(40, 5)), rng.normal(size=(30, 5))
+    np.save(tmp_path / "part-0.npy", first)
+    np.save(tmp_path / "part-1.npy", np.empty((0, 5)))
+    pd.DataFrame({"vector": pd.Series([], dtype=object)}).to_parquet(tmp_path / "part-2.parquet")
+    np.save(tmp_path / "part-3.npy", last)
+    with pytest.warns(UserWarning, match=r"^2 shards without rows skipped \('part-1\.npy', 'part-2\.parquet'\)\.$"):
+        X = read_shards(tmp_path)
+    np.testing.assert_array_equal(X.compute(), np.concatenate([first, last]))
+    np.save(tmp_path / "part-4.npy", np.empty((0, 4)))  # another data set's width: refused, not skipped
+    with pytest.raises(IsotropyValueError, match=r"'.*part-4\.npy': the shard has no rows and 4 features \(columns\), "
+                                                 r"but 'part-0\.npy' has 5; expected shards of one width\.$"):
+        read_shards(tmp_path)
+    for path in tmp_path.glob("part-[03]*"):
+        path.unlink()
+    (tmp_path / "part-4.npy").unlink()
+    with pytest.raises(IsotropyValueError, match=r"none of the 2 shards has rows; expected at least one row"):
+        read_shards(tmp_path)

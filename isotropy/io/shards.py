@@ -143,6 +143,8 @@ def _npy_header(path: Path):
     if fast is not None:
         return fast
     arr = _load_npy(path, "r")
+    if arr.ndim == 2 and arr.shape[0] == 0 and arr.shape[1] and arr.dtype.kind in "biuf":
+        return 0, arr.shape[1], None, None  # a shard without rows (read_shards skips it)
     probe = _as_matrix(arr[:1] if arr.ndim == 2 and arr.shape[0] else arr, path)  # no full read
     return arr.shape[0], arr.shape[1], probe.dtype, None
 
@@ -203,7 +205,7 @@ def _parquet_header(path: Path, key, label_column=None):
     except Exception as exc:  # noqa: BLE001 -- corrupt footer, truncated file
         raise _fail(path, f"not a readable .parquet file ({_short(exc)})") from None
     if not n_rows or first is None:
-        raise _fail(path, "the shard has no rows", "at least one row in every shard")
+        return 0, None, None, stamp, None  # a shard without rows (read_shards skips it)
     sink = io.BytesIO()
     pq.write_table(pa.Table.from_batches([first]), sink)
     # a copy of the one row already decoded, written here: nothing in it to check
@@ -459,6 +461,7 @@ def read_shards(source: str | os.PathLike, *, key: str | None = None, chunk_rows
             headers.append((*_npy_header(shard), None))
         else:
             headers.append(_parquet_header(shard, key, label_column))
+    paths, headers = _without_empty_shards(paths, headers, single)
     width = headers[0][1]
     for shard, (_, d, _, _, _) in zip(paths, headers):
         if d != width:
@@ -477,6 +480,33 @@ def read_shards(source: str | os.PathLike, *, key: str | None = None, chunk_rows
                                     dask_key_name=f"read-shards-{token}")
         chunks.append(da.from_delayed(task, shape=(n, width), dtype=dtype))
     return chunks[0] if len(chunks) == 1 else da.concatenate(chunks, axis=0)
+
+
+def _without_empty_shards(paths: list[Path], headers: list, single: bool):
+    """The shards with rows, and their headers; the others skipped with one warning (a writer's empty partitions,
+    as Spark leaves them, aborted the whole read). A lone file without rows, or only such shards, is an error; so is
+    an empty ``.npy`` shard of another width than the first shard with rows (a shard of another data set)."""
+    kept = [(path, header) for path, header in zip(paths, headers) if header[0]]
+    if not kept or single:
+        if kept:
+            return paths, headers
+        raise _fail(paths[0], "the shard has no rows" if len(paths) == 1 else
+                    f"none of the {len(paths)} shards has rows", "at least one row in the shards")
+    width = kept[0][1][1]
+    empty = [(path, header) for path, header in zip(paths, headers) if not header[0]]
+    if not empty:
+        return paths, headers
+    for path, header in empty:
+        if header[1] is not None and header[1] != width:
+            raise _fail(path, f"the shard has no rows and {header[1]} features (columns), but "
+                              f"{kept[0][0].name!r} has {width}", "shards of one width")
+    import warnings
+
+    names = ", ".join(repr(path.name) for path, _ in empty[:3]) + (f" and {len(empty) - 3} more" if len(empty) > 3
+                                                                    else "")
+    warnings.warn(f"{len(empty)} shard{'s' if len(empty) > 1 else ''} without rows skipped ({names}).", UserWarning,
+                  stacklevel=3)
+    return [path for path, _ in kept], [header for _, header in kept]
 
 
 def _coalesce(paths: list[Path], n_rows: list[int], rows: int, layouts=None, width=None) -> list[list[tuple]]:
