@@ -181,3 +181,35 @@ def test_a_header_line_in_a_text_labels_file_is_named_in_the_error(tmp_path):
     csv = tmp_path / "labels.csv"
     csv.write_text(path.read_text())
     assert read_labels(csv, n_rows=50).tolist() == [str(k % 3) for k in range(50)]
+
+
+@pytest.mark.parametrize("workers", [None, "1"])
+def test_labels_inside_parquet_shards_are_read_in_the_shards_order(tmp_path, workers):
+    # --labels DIR --label-column COL was "a directory": labels written beside the vectors, shard by shard, had to be
+    # joined by hand, in the right order (part-2 before part-10)
+    import pandas as pd
+    from sklearn.metrics import silhouette_score
+
+    rng = np.random.default_rng(0)
+    frames = []
+    for k in range(11):
+        y = rng.integers(0, 3, 20 + k)
+        frame = pd.DataFrame({"vector": list(rng.normal(size=(y.size, 4)) + 2.0 * y[:, None]),
+                              "label": [f"c{v}" for v in y]})
+        frame.to_parquet(tmp_path / f"part-{k}.parquet")
+        frames.append(frame)
+    pd.DataFrame({"vector": pd.Series([], dtype=object), "label": pd.Series([], dtype=str)}).to_parquet(
+        tmp_path / "part-11.parquet")  # no rows: skipped by both readers
+    whole = pd.concat(frames)
+    labels = read_labels(tmp_path, column="label", n_rows=len(whole))
+    np.testing.assert_array_equal(labels, whole["label"].to_numpy(dtype=str))
+    args = ["measure", str(tmp_path), "--labels", str(tmp_path), "--label-column", "label", "--metrics",
+            "silhouette_score", "--json", "-", "--no-progress", *(["--workers", workers] if workers else [])]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    record = json.loads(result.stdout)
+    assert record["values"]["silhouette_score"] == pytest.approx(
+        silhouette_score(np.stack(whole["vector"].to_numpy()), whole["label"]), rel=1e-10)
+    with pytest.raises(IsotropyValueError, match=r"it is a directory, not a regular file \(for labels inside "
+                                                 r"\.parquet shards, name their column: --label-column"):
+        read_labels(tmp_path)

@@ -61,7 +61,9 @@ def read_labels(path: str | os.PathLike, *, n_rows: int | None = None, column: s
     Parameters
     ----------
     path : path-like
-        The labels file (see the module docstring for the formats).
+        The labels file (see the module docstring for the formats); with ``column``, also a directory
+        of ``.parquet`` shards: that column of each, in the order
+        :func:`isotropy.io.shards.read_shards` joins them (shards without rows skipped).
     n_rows : int or None, default=None
         The number of embedding rows the labels belong to; a different count is an error
         (``None``: no check, every label of the file is returned). In ``.csv``/``.tsv`` files the first line is a header when its
@@ -109,8 +111,38 @@ def read_labels(path: str | os.PathLike, *, n_rows: int | None = None, column: s
     kind = path_kind(path)
     if kind == "does not exist":
         raise FileNotFoundError(f"The labels file {str(path)!r} does not exist; expected {_EXPECTED}.")
-    if kind is not None:  # a directory, a device such as /dev/zero, a link loop or a dangling link
-        raise _fail(path, f"it {kind}")
+    directory = kind is not None and kind.startswith("is a directory")
+    if directory and column is not None:  # the column of a directory of .parquet shards
+        labels = _read_shard_labels(path, column)
+    elif kind is not None:  # a directory, a device such as /dev/zero, a link loop or a dangling link
+        raise _fail(path, f"it {kind}" + (" (for labels inside .parquet shards, name their column: --label-column; "
+                                          "column= in Python)" if directory else ""))
+    else:
+        labels = _read_file(path, column, text)
+    if n_rows is not None and labels.shape[0] != n_rows:
+        hint, suffix = "", path.suffix.lower()
+        if suffix in (".csv", ".tsv") and labels.shape[0] == n_rows + 1 and labels.ndim == 1:
+            if _first_field(path, text) == str(labels[0]):
+                hint = (f" (line 1 {str(labels[0])!r} was read as a label, not a header; a header names the "
+                        f"column, e.g. 'label'; or is the last line {str(labels[-1])!r} a stray one?)")
+            else:  # a header line was read as such: the label too many is elsewhere
+                hint = f" (after the header line; is the last line {str(labels[-1])!r} a stray one?)"
+        elif suffix in _TEXT_EXTENSIONS and labels.shape[0] == n_rows + 1 and labels.ndim == 1:
+            hint = (f" (a text file has one label per line and no header, so line 1 {str(labels[0])!r} is a label: "
+                    f"if it is a header, remove it or save the file as .csv, whose header line is recognised; or is "
+                    f"the last line {str(labels[-1])!r} a stray one?)")
+        if row_note:
+            hint += f" ({row_note})"
+        if row_kind == "embedding rows":
+            raise _fail(path, f"it has {labels.shape[0]} labels but the embeddings have {n_rows} rows{hint}",
+                        "one label per embedding row")
+        raise _fail(path, f"it has {labels.shape[0]} labels for {n_rows} {row_kind}{hint}", f"one label per row of "
+                          f"the {row_kind}")
+    return labels
+
+
+def _read_file(path: Path, column, text) -> np.ndarray:
+    """:func:`read_labels` of one file, before the count is checked."""
     check_column(path, column)
     suffix = path.suffix.lower()
     if suffix in (*_COLUMNS, *_TEXT_EXTENSIONS) and suffix != ".parquet":  # a .parquet file: its expansion checked
@@ -135,27 +167,35 @@ def read_labels(path: str | os.PathLike, *, n_rows: int | None = None, column: s
         labels = _read_text(path, text)
     else:
         raise _fail(path, f"unknown file extension {suffix!r}", f"one of {', '.join(LABEL_EXTENSIONS)}")
-    if n_rows is not None and labels.shape[0] != n_rows:
-        hint = ""
-        if suffix in (".csv", ".tsv") and labels.shape[0] == n_rows + 1 and labels.ndim == 1:
-            if _first_field(path, text) == str(labels[0]):
-                hint = (f" (line 1 {str(labels[0])!r} was read as a label, not a header; a header names the "
-                        f"column, e.g. 'label'; or is the last line {str(labels[-1])!r} a stray one?)")
-            else:  # a header line was read as such: the label too many is elsewhere
-                hint = f" (after the header line; is the last line {str(labels[-1])!r} a stray one?)"
-        elif suffix in _TEXT_EXTENSIONS and labels.shape[0] == n_rows + 1 and labels.ndim == 1:
-            hint = (f" (a text file has one label per line and no header, so line 1 {str(labels[0])!r} is a label: "
-                    f"if it is a header, remove it or save the file as .csv, whose header line is recognised; or is "
-                    f"the last line {str(labels[-1])!r} a stray one?)")
-        if row_note:
-            hint += f" ({row_note})"
-        if row_kind == "embedding rows":
-            raise _fail(path, f"it has {labels.shape[0]} labels but the embeddings have {n_rows} rows{hint}",
-                        "one label per embedding row")
-        raise _fail(path, f"it has {labels.shape[0]} labels for {n_rows} {row_kind}{hint}", f"one label per row of "
-                          f"the {row_kind}")
     return labels
 
+
+def _read_shard_labels(path: Path, column: str) -> np.ndarray:
+    """The column ``column`` of every ``.parquet`` shard of the directory ``path``, in the order
+    :func:`isotropy.io.shards.read_shards` joins them (their names, numbers as numbers), shards without rows
+    skipped as it skips them. Labels written beside the vectors, one shard at a time, needed concatenating by hand,
+    in the right order."""
+    from isotropy.io.shards import _shard_paths
+
+    shards = _shard_paths(path)
+    others = [shard for shard in shards if shard.suffix.lower() != ".parquet"]
+    if others:
+        raise _fail(others[0], f"a label column ({column!r}) was named for the shard directory {str(path)!r}, but "
+                               f"this shard is {others[0].suffix} and has no columns",
+                    "a directory of .parquet shards, each with that column")
+    parts = []
+    for shard in shards:
+        import pyarrow.parquet as pq
+
+        if pq.ParquetFile(shard).metadata.num_rows:
+            parts.append(_read_parquet(shard, column))
+    if not parts:
+        raise _fail(path, "none of its .parquet shards has rows", "labels in at least one shard")
+    kinds = {part.dtype.kind for part in parts}
+    if len(kinds) > 1 and not kinds <= set("iuf"):  # numbers in one shard, text in another: not one labelling
+        raise _fail(path, f"its shards hold labels of different kinds ({', '.join(sorted(str(p.dtype) for p in parts[:3]))})",
+                    "the same kind of label (text or numbers) in every shard")
+    return np.concatenate(parts)
 
 def check_column(path: str | os.PathLike, column: str | None) -> None:
     """Refuse a label ``column`` of a labels file without columns (any but ``.csv``/``.tsv``/``.jsonl``/``.ndjson``),
@@ -165,6 +205,8 @@ def check_column(path: str | os.PathLike, column: str | None) -> None:
     message prefixed with ``--label-column``).
     """
     suffix = Path(path).suffix
+    if column is not None and Path(path).is_dir():  # .parquet shards: their column (_read_shard_labels)
+        return
     if column is not None and suffix.lower() not in _COLUMNS:
         kind = f"a {suffix} file" if suffix else "a file without extension (plain text)"
         raise _fail(path, f"a label column ({column!r}) was named, but {kind} has no columns (leave the column out: "

@@ -216,13 +216,14 @@ class _MeasureCommand(click.Command):
 
 @click.command(name="measure", cls=_MeasureCommand)
 @click.argument("embeddings", metavar="EMBEDDINGS", required=False, shell_complete=complete_embeddings)
-@click.option("--labels", "labels_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("--labels", "labels_path", type=click.Path(path_type=Path), default=None,
               help="Labels, one per row: text (one per line), CSV/TSV (one column, or several 0/1 columns "
                    "for multi-label), .npy, or a column of a .parquet or JSON-lines file (--label-column). "
                    "Enables the cluster metrics.")
 @click.option("--label-column", default=None, metavar="COL",
               help="The label column of a CSV/TSV --labels file with a header (e.g. the --texts table itself), "
-                   "or of a .parquet or .jsonl file; with --labels EMBEDDINGS, that column is left out of the features.")
+                   "or of a .parquet or .jsonl file, or of every .parquet shard of a --labels directory; with --labels "
+                   "EMBEDDINGS, that column is left out of the features.")
 @click.option("--metrics", "metric_names", callback=_parse_metrics, default=None, metavar="LIST",
               shell_complete=complete_metrics,
               help=f"Comma-separated metrics. Default: {', '.join(DEFAULT)} (isoscore_star too with "
