@@ -182,6 +182,7 @@ def test_measure_scheduler_address_and_progress(client, tmp_path):
     assert result.exit_code == 0, result.output
     record = json.loads(out.read_text())
     assert record["scheduler"] == address and record["workers"] == 2
+    assert record["memory_limit"] == WORKER_MEMORY  # the workers' own limit, as with --workers (null before)
     assert record["values"]["twonn_dimension"] == pytest.approx(isotropy.twonn_dimension(X), rel=1e-10)
     with isotropy.distributed.show_progress():
         isotropy.isoscore(da.from_array(X, chunks=(50, 4)))

@@ -70,8 +70,8 @@ def open_cluster(scheduler: str | None, workers: int | None, memory_limit: int |
     A LocalCluster's per-worker memory is ``memory_limit`` (bytes, or ``"auto"``; ``isotropy measure
     --memory-limit``), else the dask config key ``isotropy.memory-limit`` (environment
     ``DASK_ISOTROPY__MEMORY_LIMIT``, e.g. ``2GB``), else ``"auto"``: the machine's memory divided
-    among the workers. The description holds ``memory_limit``, each worker's limit in bytes as the
-    scheduler reports it (None for the threaded scheduler or an existing cluster).
+    among the workers. The description holds ``memory_limit``, the workers' limit in bytes as the
+    scheduler reports it (None for the threaded scheduler, or for workers of differing or no limits).
     """
     if scheduler is None and workers is None:
         yield {"scheduler": "threads (dask default)", "workers": None, "memory_limit": None}
@@ -81,17 +81,23 @@ def open_cluster(scheduler: str | None, workers: int | None, memory_limit: int |
 
     if scheduler is not None:
         with Client(scheduler, timeout=connect_timeout()) as client:
-            yield {"scheduler": scheduler, "workers": len(client.scheduler_info(n_workers=-1)["workers"]),
-                   "memory_limit": None}
+            found = client.scheduler_info(n_workers=-1)["workers"]
+            yield {"scheduler": scheduler, "workers": len(found), "memory_limit": _one_limit(found)}
         return
     limit = memory_limit if memory_limit is not None else dask.config.get("isotropy.memory-limit", "auto")
     # silence_logs: a task that fails (bad data in a shard) reaches the user once, as the one-line error of the
     # command; the workers' own log of it (a traceback per failed task) would come before that line
     with LocalCluster(n_workers=workers, processes=True, threads_per_worker=1, memory_limit=limit,
                       dashboard_address=None, silence_logs=logging.CRITICAL) as cluster, Client(cluster) as client:
-        limits = {info["memory_limit"] for info in client.scheduler_info(n_workers=-1)["workers"].values()}
         yield {"scheduler": f"LocalCluster({workers} worker processes, memory_limit={limit})", "workers": workers,
-               "memory_limit": int(limits.pop()) if len(limits) == 1 else None}
+               "memory_limit": _one_limit(client.scheduler_info(n_workers=-1)["workers"])}
+
+
+def _one_limit(workers: dict) -> int | None:
+    """The memory limit in bytes the workers share, as the scheduler reports it; None when they differ or have
+    none (an existing cluster's workers keep the limit they were started with: it was recorded as null)."""
+    limits = {info.get("memory_limit") for info in workers.values()}
+    return int(limits.pop()) if len(limits) == 1 and None not in limits and 0 not in limits else None
 
 
 def _lazy_embeddings(embeddings, key, label_column=None):
