@@ -23,15 +23,15 @@ _LINE_SCAN = 2**24
 
 def longest_line(text: str, limit: int = MAX_LINE_CHARS) -> tuple[int, int] | None:
     """``(line number from 1, its length so far)`` of the first line of ``text`` longer than ``limit`` characters,
-    ``None`` when there is none; lines end at ``\n`` or ``\r``.
+    ``None`` when there is none; lines end at ``\\n`` or ``\\r``.
 
     Linear in ``len(text)``, in chunks of code points (numpy), whatever the file's encoding; no line is copied.
 
     Examples
     --------
-    >>> longest_line("a\nbbbb\ncc", limit=3)
+    >>> longest_line("a\\nbbbb\\ncc", limit=3)
     (2, 4)
-    >>> longest_line("a\nbbb", limit=3) is None
+    >>> longest_line("a\\nbbb", limit=3) is None
     True
     """
     import numpy as np
