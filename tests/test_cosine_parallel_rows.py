@@ -74,13 +74,21 @@ def test_euclidean_metric_keeps_scaled_copies_apart():
     assert isotropy.twonn_dimension(A) != pytest.approx(isotropy.twonn_dimension(X), rel=1e-3)
 
 
-def test_dask_refuses_parallel_rows_in_one_line():
+def test_dask_merges_parallel_rows_as_in_memory_for_twonn_and_mle():
+    # a dask array of scaled copies was refused (the same data gave a value in memory); local_mle_dimension, whose
+    # lazy result has a row per input row, still refuses them in one line
     assert distributed.twonn_dimension(da.from_array(X, chunks=300), metric="cosine") == pytest.approx(
         isotropy.twonn_dimension(X, metric="cosine"), rel=1e-12)
-    for function in (distributed.twonn_dimension, distributed.mle_dimension):
-        with pytest.raises(ValueError, match=r"must have no row parallel to another with metric='cosine' on a dask "
-                                             r"array .* measure X in memory, where they are merged"):
-            function(da.from_array(A, chunks=300), metric="cosine")
+    for function, options in ((distributed.twonn_dimension, {}), (distributed.mle_dimension, {}),
+                              (distributed.mle_dimension, {"averaging": "harmonic", "n_neighbors": 7})):
+        with pytest.warns(UserWarning, match=r"X has \d+ duplicate rows"):
+            expected = getattr(isotropy, function.__name__)(A, metric="cosine", **options)
+        with pytest.warns(UserWarning, match=rf"^{function.__name__}: X has \d+ rows parallel to another"):
+            got = function(da.from_array(A, chunks=300), metric="cosine", **options)
+        assert got == pytest.approx(expected, rel=1e-12)
+    with pytest.raises(ValueError, match=r"must have no row parallel to another with metric='cosine' on a dask "
+                                         r"array .* measure X in memory, where they are merged"):
+        distributed.local_mle_dimension(da.from_array(A, chunks=300), metric="cosine").compute()
 
 
 def test_half_precision_copies_are_judged_at_the_precision_they_came_in():
@@ -93,8 +101,9 @@ def test_half_precision_copies_are_judged_at_the_precision_they_came_in():
     with pytest.warns(UserWarning, match="X has 60 duplicate rows"):
         expected = isotropy.twonn_dimension(half, metric="cosine")
     assert expected == pytest.approx(isotropy.twonn_dimension(U.astype(np.float16), metric="cosine"), rel=1e-12)
-    with pytest.raises(ValueError, match="must have no row parallel to another with metric='cosine' on a dask array"):
-        distributed.twonn_dimension(da.from_array(half, chunks=100), metric="cosine")
+    with pytest.warns(UserWarning, match="X has 60 rows parallel to another"):
+        on_dask = distributed.twonn_dimension(da.from_array(half, chunks=100), metric="cosine")
+    assert on_dask == pytest.approx(expected, rel=1e-12)
     brain = torch.from_numpy(np.vstack([U, copies])).to(torch.bfloat16)
     with pytest.warns(UserWarning, match="X has 60 duplicate rows"):
         got = isotropy.twonn_dimension(brain, metric="cosine")

@@ -158,3 +158,25 @@ def _pool(local: np.ndarray, averaging: str, caller: str = "mle_dimension", n_ne
     if averaging == "median":
         return _computed(np.median(local), caller)
     return _computed(1.0 / np.mean(1.0 / local), caller)
+
+
+def merge_parallel(sq, ind, limit: float):
+    """``(keep, inverse)`` of the points whose neighbours lie within squared distance ``limit`` of them (``sq``,
+    ``ind``: each point's neighbours), merged with them into one point, the first of each group; None when no
+    neighbour is that close. Shared by the in-memory estimators and the dask ones (cosine rows parallel to
+    another: ``sq`` the squared distances of the unit rows and ``limit`` twice the radius, or ``sq`` the cosine
+    distances and ``limit`` the radius)."""
+    close = sq <= limit
+    if not close[:, 0].any():
+        return None
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    rows, cols = np.nonzero(close)
+    n = sq.shape[0]
+    graph = coo_matrix((np.ones(rows.size), (rows, ind[rows, cols])), shape=(n, n))
+    _, label = connected_components(graph, directed=False)
+    representative = np.full(label.max() + 1, n, dtype=np.intp)
+    np.minimum.at(representative, label, np.arange(n))  # each group's first point
+    keep, inverse = np.unique(representative[label], return_inverse=True)
+    return keep, inverse.reshape(-1)

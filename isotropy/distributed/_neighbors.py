@@ -206,19 +206,59 @@ def twonn_dimension(X, *, discard_fraction=0.1, method="linear", metric="euclide
     blocks, _ = _neighbour_blocks(X, 2, metric, chunk_size, caller, exponent)
     (dist,) = compute(delayed(np.concatenate, pure=True)([b[0] for b in blocks]))
     radius = parallel_radius(X.shape[1], given, metric)
+    if _has_parallel(dist, radius):  # cosine: rows parallel to another merge as in memory (a search or two more)
+        dist = _merge_parallel_rows(X, 2, metric, chunk_size, caller, exponent, radius)
     return _twonn(_no_duplicates(dist, caller, radius=radius), discard_fraction, method, caller)
 
 
-def _local_block(dist, caller, start, radius=0.0):
+def _has_parallel(dist, radius) -> bool:
+    """Whether a row's nearest neighbour is parallel to it (cosine distance within ``radius``, above 0)."""
+    return bool(((dist[:, 0] > 0) & (dist[:, 0] <= radius)).any())
+
+
+def _merge_parallel_rows(X, n_neighbors, metric, chunk_size, caller, exponent, radius):
+    """The neighbour distances of ``X``'s points once the rows parallel to another are merged, as the in-memory
+    estimators merge them (:func:`~isotropy._kernels.dimension.merge_parallel`, searched again until none is left),
+    with the warning of how many were merged. Refused before (a normalised copy of a row, at cosine distance 0):
+    the same data gave a value in memory and an error on dask."""
+    from dask import delayed
+
+    from isotropy._kernels.dimension import merge_parallel, too_few_distinct
+
+    n, merged = X.shape[0], 0
+    while True:
+        if X.shape[0] - 1 < n_neighbors:
+            raise too_few_distinct(caller, n_neighbors, X.shape[0], merged)
+        blocks, _ = _neighbour_blocks(X, n_neighbors, metric, chunk_size, caller, exponent)
+        dist, ind = compute(delayed(np.concatenate, pure=True)([b[0] for b in blocks]),
+                            delayed(np.concatenate, pure=True)([b[1] for b in blocks]))
+        found = merge_parallel(dist, ind, radius)
+        if found is None:
+            break
+        merged += X.shape[0] - found[0].size
+        X = X[found[0]]
+    warnings.warn(f"{caller}: X has {merged} rows parallel to another (at cosine distance 0 to the input's precision: "
+                  f"positive multiples, such as a normalised copy); each is counted once with its direction and "
+                  f"neighbours are searched among the {n - merged} distinct points.", UserWarning, stacklevel=4)
+    return dist
+
+
+def _local_block(dist, caller, start, radius=0.0, flag_parallel=False):
+    """Local estimates of a block's points; with ``flag_parallel``, NaN for a block holding a row parallel to
+    another (the client then merges them: :func:`_merge_parallel_rows`) instead of the refusal."""
     from isotropy._kernels.dimension import _local_mle
 
+    if flag_parallel and _has_parallel(dist, radius):
+        return np.full(dist.shape[0], np.nan)
     with warnings.catch_warnings():  # counted and reported once, on the client
         warnings.simplefilter("ignore")
         return _local_mle(_no_duplicates(dist, caller, start, radius), caller)
 
 
-def _local_graph(X, n_neighbors, metric, chunk_size, caller):
-    """Lazy local estimates of the distinct points of ``X``, and the :class:`Distinct` map (None: all distinct)."""
+def _local_graph(X, n_neighbors, metric, chunk_size, caller, flag_parallel=False):
+    """Lazy local estimates of the distinct points of ``X``, the :class:`Distinct` map (None: all distinct), and
+    ``(X's distinct rows, the unit scale's exponent, the parallel radius)`` for :func:`_merge_parallel_rows`
+    (``flag_parallel``: a block with rows parallel to another gives NaN estimates, see :func:`_local_block`)."""
     import dask.array as da
     from dask import delayed
 
@@ -239,8 +279,9 @@ def _local_graph(X, n_neighbors, metric, chunk_size, caller):
     blocks, starts = _neighbour_blocks(X, n_neighbors, metric, chunk_size, caller, exponent)
     local = delayed(_local_block, pure=True)
     radius = parallel_radius(X.shape[1], given, metric)
-    return da.concatenate([da.from_delayed(local(b[0], caller, s, radius), shape=(e - s,), dtype=np.float64)
-                           for b, s, e in zip(blocks, starts, starts[1:])]), distinct
+    return da.concatenate([da.from_delayed(local(b[0], caller, s, radius, flag_parallel), shape=(e - s,),
+                                           dtype=np.float64)
+                           for b, s, e in zip(blocks, starts, starts[1:])]), distinct, (X, exponent, radius)
 
 
 def _warn_flat(local, n_neighbors, caller):
@@ -258,7 +299,7 @@ def local_mle_dimension(X, *, n_neighbors=100, metric="euclidean", chunk_size=No
     depends on them); the neighbour tiles run when the result is computed.
     """
     rows = row_chunks(X, caller="local_mle_dimension")
-    local, distinct = _local_graph(X, n_neighbors, metric, chunk_size, "local_mle_dimension")
+    local, distinct, _ = _local_graph(X, n_neighbors, metric, chunk_size, "local_mle_dimension")
     if distinct is not None:
         local = local[distinct.inverse]  # a duplicate row gets its point's estimate
     return like_rows(local, rows)
@@ -271,6 +312,13 @@ def mle_dimension(X, *, n_neighbors=DEFAULT_MLE_NEIGHBOURS, metric="euclidean", 
 
     caller = "mle_dimension"
     averaging = check_option(averaging, "averaging", _AVERAGING, caller=caller)
-    (local,) = compute(_local_graph(X, n_neighbors, metric, chunk_size, caller)[0])
+    graph, _, (distinct, exponent, radius) = _local_graph(X, n_neighbors, metric, chunk_size, caller,
+                                                          flag_parallel=True)
+    (local,) = compute(graph)
+    if np.isnan(local).any():  # cosine rows parallel to another: merged as in memory, then estimated on the client
+        from isotropy._kernels.dimension import _local_mle
+
+        dist = _merge_parallel_rows(distinct, int(n_neighbors), metric, chunk_size, caller, exponent, radius)
+        local = _local_mle(_no_duplicates(dist, caller, radius=radius), caller)
     _warn_flat(local, n_neighbors, caller)
     return _pool(local, averaging, caller, n_neighbors)

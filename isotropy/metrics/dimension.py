@@ -27,6 +27,7 @@ from isotropy._kernels.dimension import (
     _local_mle,
     _pool,
     _twonn,
+    merge_parallel,
     parallel_radius,
     too_few_distinct,
 )
@@ -73,7 +74,7 @@ def _neighbour_distances(X, *, n_neighbors: int, metric: str, caller: str, given
         if found is None:
             found = _kneighbors_numpy(X[first], None if scale is None else scale[first], n_neighbors, None, caller)
         sq, ind = found
-        merged = _merge_parallel(sq, ind, 2.0 * radius)
+        merged = merge_parallel(sq, ind, 2.0 * radius)
         if merged is None:
             break
         first, inverse, found, parallel = first[merged[0]], merged[1][inverse], None, True
@@ -113,26 +114,6 @@ def distinct_points(X, *, metric: str = "euclidean") -> int:
         except IsotropyValueError:  # one distinct point: no neighbour to search
             return 1
     return int(dist.shape[0])
-
-
-def _merge_parallel(sq, ind, limit: float):
-    """``(keep, inverse)`` of the points whose neighbours lie within squared distance ``limit`` of them (``sq``,
-    ``ind``: each point's neighbours), merged with them into one point, the first of each group; None when no
-    neighbour is that close."""
-    close = sq <= limit
-    if not close[:, 0].any():
-        return None
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
-
-    rows, cols = np.nonzero(close)
-    n = sq.shape[0]
-    graph = coo_matrix((np.ones(rows.size), (rows, ind[rows, cols])), shape=(n, n))
-    _, label = connected_components(graph, directed=False)
-    representative = np.full(label.max() + 1, n, dtype=np.intp)
-    np.minimum.at(representative, label, np.arange(n))  # each group's first point
-    keep, inverse = np.unique(representative[label], return_inverse=True)
-    return keep, inverse.reshape(-1)
 
 
 # Columns of the rows compared to find the candidate duplicates (_maybe_repeated).
