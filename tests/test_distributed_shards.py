@@ -172,6 +172,10 @@ def test_measure_memory_limit_option_sets_each_worker_and_wins_over_the_config_k
 @pytest.mark.parametrize(("args", "message"), [
     (("--workers", 2, "--memory-limit", "3XB"), "got '3XB'; expected a positive size such as 2GB or 512MiB, or 'auto'."),
     (("--workers", 2, "--memory-limit", "0"), "got '0'; expected a positive size such as 2GB or 512MiB, or 'auto'."),
+    # 40MiB printed the table's header and hung: dask paused the workers, which hold more than 80% of that alone
+    (("--workers", 2, "--memory-limit", "40MiB"), ("got '40MiB'; a worker process holds about 100 MiB of its own "
+                                                  "(Python, numpy, dask) and dask pauses it at 80% of its limit, so "
+                                                  "the command would wait for ever: expected at least 256MiB.")),
     (("--memory-limit", "2GB"), "--memory-limit sets the memory of each --workers process; give --workers N with it"),
     (("--scheduler", "tcp://localhost:1", "--memory-limit", "2GB"), "give --workers N with it"),
 ])

@@ -49,7 +49,16 @@ def _parse_memory_limit(ctx, param, value):
     if size is None or size <= 0:
         raise click.BadParameter(f"got {value!r}; expected a positive size such as 2GB or 512MiB, or 'auto'.",
                                  ctx, param)
+    if size < MIN_WORKER_MEMORY:  # dask pauses a worker at 80% of its limit: below this, before any data, for ever
+        raise click.BadParameter(f"got {value!r}; a worker process holds about 100 MiB of its own (Python, numpy, "
+                                 f"dask) and dask pauses it at 80% of its limit, so the command would wait for ever: "
+                                 f"expected at least {MIN_WORKER_MEMORY // 2**20}MiB.", ctx, param)
     return size
+
+
+#: The smallest --memory-limit: a worker process holds 60-90 MiB before any data, and dask pauses it (waiting for
+#: memory that is never freed) at 80% of its limit: 40MiB printed the table's header and hung.
+MIN_WORKER_MEMORY = 256 * 2**20
 
 
 def _parse_metrics(ctx, param, value):
