@@ -275,3 +275,20 @@ def test_normalised_torch_rows_of_subnormal_or_float32_extreme_data_keep_their_d
     stored = tiny.double().numpy()
     np.testing.assert_allclose(unit_rows(tiny, caller="t").numpy(), stored / np.linalg.norm(stored, axis=1,
                                                                                            keepdims=True), rtol=1e-6)
+
+
+def test_ranks_of_a_dask_array_of_unknown_row_count(rng):
+    # a filtered dask array has shape (nan, d): effective_rank raised "cannot convert float NaN to integer" (a review)
+    import dask.array as da
+
+    from isotropy import effective_rank, rankme
+
+    X = rng.normal(size=(200, 5)) * np.arange(1, 6)
+    lazy = da.from_array(X, chunks=(50, 5))
+    kept = lazy[lazy[:, 0] > -10]
+    assert np.isnan(kept.shape[0])
+    assert effective_rank(kept, center=True) == pytest.approx(effective_rank(X, center=True), rel=1e-10)
+    assert rankme(kept, normalize=True) == pytest.approx(rankme(X, normalize=True), rel=1e-10)
+    few = lazy[:3][lazy[:3, 0] > -10]  # n = 3 < d = 5 rows, centred: rank 2 at most, its bound reached exactly
+    assert effective_rank(few, center=True, normalize=True) == pytest.approx(
+        effective_rank(X[:3], center=True, normalize=True), rel=1e-10)

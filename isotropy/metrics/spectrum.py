@@ -14,6 +14,7 @@ its normalised value divides by the RankMe of the flat spectrum, so that it, too
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -70,7 +71,7 @@ def _singular_values(X, *, center: bool, caller: str):
         rows = max(X.shape[1], _SVD_ELEMENTS // X.shape[1])
         if X.shape[0] > X.shape[1] and max(X.chunks[0]) > rows:
             # the tall-and-skinny QR holds several float64 copies of a chunk: a 67 MB chunk of 335,544 × 50 float32
-            # rows killed 400 MiB workers; split (never merged: no data move) into chunks of about 16 MiB
+            # rows killed 400 MiB workers; rechunked into chunks of about 16 MiB (the rows themselves unchanged)
             X = X.rechunk({0: rows})
         _, s, _ = da.linalg.svd(X)
         return np.asarray(s.compute())
@@ -204,7 +205,10 @@ def _rank(X, *, center, normalize, epsilon, caller):
     check_bool(normalize, "normalize", caller=caller)
     X = _validated(X, caller)
     s = _singular_values(X, center=center, caller=caller)
-    reachable = _rank_bound(int(X.shape[0]), int(X.shape[1]), center)
+    n_rows = X.shape[0]
+    if math.isnan(n_rows):  # a dask array of unknown row count (a filtered one): the values say whether n < d
+        n_rows = int(s.shape[0]) if int(s.shape[0]) < int(X.shape[1]) else int(X.shape[1]) + 1
+    reachable = _rank_bound(int(n_rows), int(X.shape[1]), center)
     if reachable < int(s.shape[0]):  # centred n <= d rows: the last value is 0, but for rounding (which made the
         # effective rank of 2 centred rows 1.0000000000000036, past its bound 1): set to the 0 it is
         if is_torch(s):
