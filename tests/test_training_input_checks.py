@@ -539,3 +539,36 @@ def test_messages_name_what_the_user_gave():
     with pytest.raises(IsotropyValueError, match=r"^The rows given to IsoScore\.update must have non-zero variance\. "
                                                  r"Got 5 \(numerically\) identical samples"):
         metric.compute()
+
+
+def test_a_typo_in_forward_kwargs_is_the_models_own_error():
+    """Any 'unexpected keyword argument' was said to mean 'not a transformers model' (a review): a typo in
+    forward_kwargs, or an error inside a real model's forward, is now torch's own error."""
+    import torch
+
+    from isotropy.training.probe import forward_hidden_states
+
+    class Accepting(torch.nn.Module):
+        def forward(self, input_ids, attention_mask=None, output_hidden_states=False, return_dict=True):
+            return {"hidden_states": (torch.zeros(*input_ids.shape, 4),) * 2}
+
+    inputs = {"input_ids": _ids(), "attention_mask": torch.ones(6, 8, dtype=torch.long)}
+    with pytest.raises(TypeError, match="token_type_idz"):
+        forward_hidden_states(Accepting(), inputs, "X", {"token_type_idz": 1})
+    assert len(forward_hidden_states(Accepting(), inputs, "X")) == 2
+
+
+def test_the_hf_callback_does_not_measure_the_best_checkpoint_as_the_trained_weights():
+    """With load_best_model_at_end the Trainer swaps in the best checkpoint before on_train_end (a review)."""
+    from types import SimpleNamespace
+
+    from isotropy.training import HFGeometryCallback
+
+    callback = HFGeometryCallback(["a b", "c d", "e f"], every_n_steps=3)
+    calls = []
+    callback._measure_and_log = lambda *args: calls.append(args)
+    state, control = SimpleNamespace(global_step=5), SimpleNamespace()
+    callback.on_train_end(SimpleNamespace(load_best_model_at_end=True), state, control, model=object())
+    assert calls == []
+    callback.on_train_end(SimpleNamespace(load_best_model_at_end=False), state, control, model=object())
+    assert len(calls) == 1

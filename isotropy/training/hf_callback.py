@@ -31,7 +31,8 @@ class HFGeometryCallback(TrainerCallback):
     """Log IsoScore, IsoScore*, mean cosine, ... of every layer of the model being trained.
 
     At the start of training (step 0), every ``every_n_steps`` optimiser steps, after the last step
-    and after every evaluation, the probe is embedded by the model being trained (eval mode, no gradients, then
+    (unless ``load_best_model_at_end``, which swaps in the best checkpoint first) and after every
+    evaluation, the probe is embedded by the model being trained (eval mode, no gradients, then
     back to train mode), each chosen layer is pooled to one vector per probe row, and the metrics
     are logged through the Trainer's own ``log`` as ``geometry/<metric>/layer_<i>``: they land in
     ``trainer_state.json``'s ``log_history`` and in every logger the run reports to
@@ -127,8 +128,11 @@ class HFGeometryCallback(TrainerCallback):
             self._measure_and_log(state, control, model, kwargs)
 
     def on_train_end(self, args, state, control, model=None, **kwargs):
-        # the trained weights, when the last step is not a multiple of every_n_steps (max_steps=5, every 3: 0, 3, 5)
-        self._measure_and_log(state, control, model, kwargs)
+        # the trained weights, when the last step is not a multiple of every_n_steps (max_steps=5, every 3: 0, 3, 5);
+        # not with load_best_model_at_end, whose best checkpoint the Trainer has loaded by now: its geometry would be
+        # logged at the last step as the trained weights'
+        if not getattr(args, "load_best_model_at_end", False):
+            self._measure_and_log(state, control, model, kwargs)
 
     def on_evaluate(self, args, state, control, model=None, **kwargs):
         if self.measure_on_evaluate:

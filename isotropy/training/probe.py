@@ -102,12 +102,14 @@ def forward_hidden_states(model, inputs, caller, forward_kwargs=None):
         output = model(**inputs, output_hidden_states=True, return_dict=True, **(forward_kwargs or {}))
     except TypeError as exc:
         text = str(exc)
-        if "unexpected keyword argument" not in text and "positional argument" not in text:
+        # only the forward's own refusal of these keywords (a model's inner error or a typo in forward_kwargs: as is)
+        if "unexpected keyword argument" not in text or not any(
+                f"'{name}'" in text for name in ("output_hidden_states", "return_dict", "input_ids", "attention_mask")):
             raise
         raise IsotropyValueError(
             f"{caller}: the model ({type(model).__name__}) cannot be called as model(input_ids=..., attention_mask=..., "
             f"output_hidden_states=True, return_dict=True) ({text.splitlines()[0][:160]}); expected a transformers "
-            f"model, whose hidden states are measured (for a module that wraps one, give that model).") from None
+            f"model, whose hidden states are measured (for a module that wraps one, give that model).") from exc
     return _hidden_states(output, caller)
 
 
