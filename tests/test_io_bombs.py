@@ -12,6 +12,8 @@ import zipfile
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from isotropy import IsotropyValueError
 from isotropy.io._archives import EXPANSION_FLOOR_BYTES, MAX_EXPANSION, expansion_problem
@@ -517,3 +519,24 @@ def test_parquet_text_of_every_arrow_text_type_is_measured(tmp_path, kind):
     assert parquet_expansion_problem(tmp_path / "dictionary.parquet") is None
     bomb = _delta_text_file(pa, pq, tmp_path / "bomb.parquet", [f'"{"a" * _TEXT_LENGTH}"'] * _TEXT_ROWS, getattr(pa, kind)())
     assert "to at least" in parquet_expansion_problem(bomb)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(alphabet="ab\r\n", max_size=30), limit=st.integers(0, 4), scan=st.sampled_from([1, 2, 3, 7, 2**24]))
+def test_longest_line_finds_the_line_re_split_finds(text, limit, scan):
+    # \r\n is one break: counted as two, a CRLF file's line numbers came out doubled (a review)
+    import re
+
+    from isotropy.io import _encoding
+
+    lines = re.split(r"\r\n|\r|\n", text)
+    expected = next(((number, len(line)) for number, line in enumerate(lines, start=1) if len(line) > limit), None)
+    previous, _encoding._LINE_SCAN = _encoding._LINE_SCAN, scan
+    try:
+        got = _encoding.longest_line(text, limit)
+    finally:
+        _encoding._LINE_SCAN = previous
+    assert (got is None) == (expected is None)
+    if got is not None:  # chunked: the length so far, past the limit
+        assert got[0] == expected[0] and limit < got[1] <= expected[1]
+        assert scan < len(text) or got == expected

@@ -213,3 +213,13 @@ def test_labels_inside_parquet_shards_are_read_in_the_shards_order(tmp_path, wor
     with pytest.raises(IsotropyValueError, match=r"it is a directory, not a regular file \(for labels inside "
                                                  r"\.parquet shards, name their column: --label-column"):
         read_labels(tmp_path)
+
+
+def test_an_unreadable_parquet_shard_of_labels_is_named(tmp_path):
+    import pandas as pd
+
+    pd.DataFrame({"label": ["a", "b"]}).to_parquet(tmp_path / "part-0.parquet")
+    (tmp_path / "part-1.parquet").write_bytes(b"garbage")  # pyarrow's own message named no file (a review)
+    with pytest.raises(IsotropyValueError, match=r"^Cannot read labels from '.*part-1\.parquet': not a readable "
+                                                 r"\.parquet file"):
+        read_labels(tmp_path, column="label")

@@ -415,7 +415,8 @@ def _cluster_statistics(X, labels, caller):
     Σ‖x − μ_c‖² and per-cluster mean ‖x − μ_c‖, at unit scale.
 
     The unit scale's exponent comes from the first pass's block maxima (it streams: see :func:`_centroid_terms`);
-    the clusters' first rows are read before it (one small computation).
+    the clusters' first rows are read before it (a computation that reads the chunks holding them: all of them
+    when most rows are clusters of their own).
     """
     from dask import delayed
 

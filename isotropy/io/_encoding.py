@@ -33,14 +33,24 @@ def longest_line(text: str, limit: int = MAX_LINE_CHARS) -> tuple[int, int] | No
     (2, 4)
     >>> longest_line("a\\nbbb", limit=3) is None
     True
+    >>> longest_line("a\\r\\nb\\r\\n" + "x" * 10, limit=5)  # \\r\\n is one line break
+    (3, 10)
     """
     import numpy as np
 
     start, line = 0, 1  # where the current line starts, and its number
     for offset in range(0, len(text), _LINE_SCAN):
-        points = np.frombuffer(text[offset:offset + _LINE_SCAN].encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-        breaks = np.flatnonzero((points == 10) | (points == 13)) + offset
-        ends = np.concatenate([breaks, [offset + points.size]])
+        # the chunk with a code point either side: \r\n is one break (at its \n, the \r not counted in the line)
+        base = max(0, offset - 1)
+        points = np.frombuffer(text[base:offset + _LINE_SCAN + 1].encode("utf-32-le", "surrogatepass"),
+                               dtype=np.uint32)
+        is_n, is_r = points == 10, points == 13
+        lo, hi = offset - base, offset - base + min(_LINE_SCAN, len(text) - offset)
+        at = np.flatnonzero((is_n | (is_r & ~np.append(is_n[1:], False)))[lo:hi]) + lo
+        breaks = at + base
+        crlf = is_n[at] & np.insert(is_r[:-1], 0, False)[at]
+        pending = hi > lo and hi < points.size and is_r[hi - 1] and is_n[hi]  # a \r\n cut by the chunk's end
+        ends = np.concatenate([breaks - crlf, [base + hi - pending]])
         lengths = ends - np.concatenate([[start], breaks + 1])
         over = np.flatnonzero(lengths > limit)
         if over.size:

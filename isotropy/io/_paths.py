@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 from pathlib import Path
 
@@ -84,3 +85,22 @@ def npy_magic_problem(path) -> str | None:
         return "not a .npy file (it is a zip archive, as np.savez writes; a .npy is written by np.save)"
     return (f"not a .npy file (it does not start with numpy's magic string \\x93NUMPY but with "
             f"{head[:len(MAGIC_PREFIX)]!r})")
+
+
+def natural_key(name: str) -> tuple:
+    """The sort key of a name with its runs of digits compared as numbers: ``part-2`` before ``part-10``.
+
+    Shared by the shard reader (:func:`isotropy.io.shards.read_shards`) and the training logs' reader (Lightning's
+    ``version_10`` after ``version_9``). Only ASCII digits are numbers (``'²'`` is text).
+
+    Plain string order put ``part-10`` and ``part-11`` between ``part-1`` and ``part-2``, and a labels file written
+    in the shards' numbered order then lined up with the wrong rows, without a word. Zero-padded names
+    (``part-00002``) keep the order they had.
+
+    Examples
+    --------
+    >>> sorted(["part-10.npy", "part-2.npy", "part-1.npy"], key=natural_key)
+    ['part-1.npy', 'part-2.npy', 'part-10.npy']
+    """
+    return tuple((0, int(run), run) if run.isdigit() and run.isascii() else (1, 0, run)
+                 for run in re.split(r"([0-9]+)", name) if run)

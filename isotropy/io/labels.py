@@ -183,11 +183,15 @@ def _read_shard_labels(path: Path, column: str) -> np.ndarray:
         raise _fail(others[0], f"a label column ({column!r}) was named for the shard directory {str(path)!r}, but "
                                f"this shard is {others[0].suffix} and has no columns",
                     "a directory of .parquet shards, each with that column")
+    import pyarrow.parquet as pq
+
     parts = []
     for shard in shards:
-        import pyarrow.parquet as pq
-
-        if pq.ParquetFile(shard).metadata.num_rows:
+        try:
+            rows = pq.ParquetFile(shard).metadata.num_rows
+        except Exception as exc:  # noqa: BLE001 -- not Parquet, a corrupt footer: named, as read_shards names it
+            raise _fail(shard, f"not a readable .parquet file ({' '.join(str(exc).split())[:120]})") from None
+        if rows:
             parts.append(_read_parquet(shard, column))
     if not parts:
         raise _fail(path, "none of its .parquet shards has rows", "labels in at least one shard")

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from isotropy.io._paths import path_kind
+from isotropy.io._paths import natural_key, path_kind
 from isotropy.io.embeddings import (
     _as_matrix,
     _check_parquet_expansion,
@@ -102,21 +102,6 @@ def _shard_paths(source) -> list[Path]:
     if not paths:
         raise _fail(text, "no .npy or .parquet shards found there", _EXPECTED)
     return sorted(paths, key=lambda p: natural_key(p.name if path.is_dir() else str(p)))
-
-
-def natural_key(name: str) -> tuple:
-    """The sort key of a shard's name with its runs of digits compared as numbers: ``part-2`` before ``part-10``.
-
-    Plain string order put ``part-10`` and ``part-11`` between ``part-1`` and ``part-2``, and a labels file written
-    in the shards' numbered order then lined up with the wrong rows, without a word. Zero-padded names
-    (``part-00002``) keep the order they had.
-
-    Examples
-    --------
-    >>> sorted(["part-10.npy", "part-2.npy", "part-1.npy"], key=natural_key)
-    ['part-1.npy', 'part-2.npy', 'part-10.npy']
-    """
-    return tuple((0, int(run), run) if run.isdigit() else (1, 0, run) for run in re.split(r"(\d+)", name) if run)
 
 
 class _NamedBuffer(io.BytesIO):

@@ -83,8 +83,9 @@ def _may_hold_geometry(path: Path) -> bool:
 def _natural_key(path: Path) -> tuple:
     """``path``'s parts with runs of digits compared as numbers: Lightning's version_10 comes after version_9
     (a plain sort put it before version_2, so an older version's value won at a step they share)."""
-    return tuple(tuple((0, int(piece), "") if piece.isdigit() else (1, 0, piece) for piece in re.split(r"(\d+)", part))
-                 for part in path.parts)
+    from isotropy.io._paths import natural_key
+
+    return tuple(natural_key(part) for part in path.parts)
 
 
 def _written_at(path: Path) -> tuple:
