@@ -117,9 +117,16 @@ def _check_variance(trace, *, n_samples, mean_sq_norm, eps, caller, name="X", X=
     if _as_float(trace) <= n_samples * (_FLOOR_ULPS * eps) ** 2 * mean_sq_norm:
         if X is not None and _as_float(trace) > 0.0 and not _all_rows_equal(X.detach() if is_torch(X) else X):
             return
+        if X is not None:
+            raise IsotropyValueError(
+                f"The '{name}' parameter of {caller} must have non-zero variance. Got {n_samples} "
+                f"(numerically) identical samples instead, whose covariance is zero, so the score is undefined.")
+        # streamed (the accumulator, dask, the torchmetrics classes): the rows are gone, only the floor is known
         raise IsotropyValueError(
-            f"The '{name}' parameter of {caller} must have non-zero variance. Got {n_samples} "
-            f"(numerically) identical samples instead, whose covariance is zero, so the score is undefined.")
+            f"The '{name}' parameter of {caller} must have non-zero variance. Got {n_samples} (numerically) "
+            f"identical samples instead, whose spread is within {_FLOOR_ULPS:g} ulps of their mean, the rounding of "
+            f"centring them, so the score is undefined (the in-memory functions, which see the rows, refuse only rows "
+            f"that are all equal).")
 
 
 def _score_from_moments(trace, frob_sq, n_features):

@@ -66,7 +66,10 @@ def _variance_checked(acc, caller):
     """Run the accumulator's zero-variance check under the public caller's name."""
     from isotropy._kernels.isoscore import _check_variance
 
-    _check_variance(np.trace(acc._scatter), n_samples=acc.n_samples_, mean_sq_norm=float(acc._mean @ acc._mean),
+    # the accumulator's own floor (its mean is _shift + _mean): the residual _mean alone let the accumulator's check
+    # refuse next, naming "The 'data' parameter of CovarianceAccumulator.isoscore" (a review)
+    mean = acc._shift + acc._mean
+    _check_variance(np.trace(acc._scatter), n_samples=acc.n_samples_, mean_sq_norm=float(np.sum(mean * mean)),
                     eps=float(np.finfo(np.float64).eps), caller=caller)
 
 
