@@ -23,11 +23,6 @@ _GROUP = 8
 _GROUPS_PER_CANDIDATE = 4
 # Gathered candidate rows for the exact recomputation, in bytes (small: stays in cache).
 _GATHER_MEMORY = 2**20
-# The float64 differences of the numpy loops' exact distances (_exact_sq_distances), in bytes: fewer, larger
-# slabs than _GATHER_MEMORY's (13 rows of 100 candidates at d = 384, not 3). On n = 20,000, d = 384 float32, one
-# run (2 cores): MLE (k = 20) 1.22 -> 1.14 and kneighbors (k = 100) 1.86 -> 1.77 of the half-GEMM floor, the same
-# bits (each distance's sum runs over its own row of d values whatever the slab).
-_EXACT_MEMORY = 2**22
 
 
 _METRICS = ("euclidean", "cosine")
@@ -56,7 +51,7 @@ def _exact_sq_distances(X: np.ndarray, scale, rows: np.ndarray, cand: np.ndarray
         jit.sq_distances(X, _NO_SCALE if scale is None else scale, np.ascontiguousarray(rows, dtype=np.intp),
                          np.asarray(cand, dtype=np.intp), out)  # a broadcast cand (_exact_rows) is not copied
         return out
-    step = max(1, _EXACT_MEMORY // max(1, m * X.shape[1] * 8))
+    step = max(1, _GATHER_MEMORY // max(1, m * X.shape[1] * 8))
     gathered = np.empty((m, min(step, n_rows), X.shape[1]), dtype=X.dtype)
     diff = np.empty(gathered.shape, dtype=np.float64)
     for s in range(0, n_rows, step):
