@@ -206,3 +206,15 @@ def test_dask_cluster_indices_lose_nothing_to_an_offset(blobs, offset):
             davies_bouldin_score(X - X[0], labels), rel=1e-13)
         repeated = da.from_array(np.tile([[0.1, 0.7, 1 / 3]], (9, 1)), chunks=(4, 3))  # 12.0 for the 1.0 of W = 0
         assert isotropy.calinski_harabasz_score(repeated, [0, 0, 0, 1, 1, 1, 2, 2, 2]) == 1.0
+
+
+def test_streamed_isoscore_of_rows_a_few_ulps_apart_says_why_it_refuses():
+    # streamed, the rows are gone: refused below the floor, naming the function (it named "The 'data' parameter of
+    # CovarianceAccumulator.isoscore" on dask) and saying why; in memory the same rows are measured
+    X = 1e8 + 1e-7 * np.random.default_rng(0).normal(size=(200, 4))
+    assert isotropy.isoscore(X) == pytest.approx(isotropy.isoscore(X - X[0]), rel=1e-12)
+    with dask.config.set(scheduler="synchronous"), pytest.raises(
+            ValueError, match=r"^The 'X' parameter of isoscore must have non-zero variance\. Got 200 \(numerically\) "
+                              r"identical samples instead, whose spread is within 8 ulps of their mean.*refuse only "
+                              r"rows that are all equal\)\.$"):
+        isotropy.isoscore(da.from_array(X, chunks=(50, 4)))

@@ -201,6 +201,7 @@ def _read_shard_labels(path: Path, column: str) -> np.ndarray:
                     "the same kind of label (text or numbers) in every shard")
     return np.concatenate(parts)
 
+
 def check_column(path: str | os.PathLike, column: str | None) -> None:
     """Refuse a label ``column`` of a labels file without columns (any but ``.csv``/``.tsv``/``.jsonl``/``.ndjson``),
     which would ignore it.
