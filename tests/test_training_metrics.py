@@ -338,6 +338,48 @@ def test_a_gather_across_processes_merges_exactly(name):
     assert float(gathered.compute()) == pytest.approx(reference(X), rel=1e-10, abs=1e-10)
 
 
+def _fake_sync(gathered, ranks):
+    """torchmetrics' sync of ``gathered`` with a gather that returns every metric of ``ranks``' state, as each rank
+    would send it (a list state concatenated, or ``tensor([])`` when empty; the real gather pads and trims uneven
+    shapes, so each rank's state comes back with its own shape). The gather is called once per state, in order."""
+    def sent(rank, state):
+        value = getattr(rank, state)
+        if isinstance(value, list):
+            return torch.cat(value) if value else torch.tensor([], dtype=rank.dtype)
+        return value
+
+    calls = iter(list(gathered._reductions))
+
+    def fake_gather(tensor, group=None):
+        state = next(calls)
+        return [sent(rank, state) for rank in ranks]
+
+    gathered._sync_dist(fake_gather)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_a_gather_with_a_process_that_saw_no_rows_merges_the_others(name):
+    """A DDP rank whose share was empty (no n_features, so its states have width 0) failed in torch's stack."""
+    make, reference = CASES[name]
+    X = _data(11)
+    ranks = [make() for _ in range(3)]
+    for metric, rows in zip(ranks[1:], np.array_split(np.arange(X.shape[0]), 2)):
+        metric.update(torch.tensor(X[rows]))
+    gathered = make()  # this process is the one without rows
+    _fake_sync(gathered, [gathered, *ranks[1:]])
+    assert float(gathered.compute()) == pytest.approx(reference(X), rel=1e-10, abs=1e-10)
+
+
+def test_a_gather_of_processes_of_different_widths_is_refused_in_one_line():
+    ranks = [IsoScore(), IsoScore()]
+    ranks[0].update(torch.randn(5, 3, dtype=torch.float64))
+    ranks[1].update(torch.randn(5, 4, dtype=torch.float64))
+    with pytest.raises(IsotropyValueError, match=r"IsoScore: the processes saw rows of different widths \(\[3, 4\]") \
+            as info:
+        _fake_sync(ranks[0], ranks)
+    assert "\n" not in str(info.value)
+
+
 def test_merge_state_of_another_width_is_refused_in_one_line():
     for make in (IsoScore, MeanCosine, TwoNNDimension):
         first, second = make(), make()

@@ -60,6 +60,13 @@ def _as_rows(X, metric):
     return X.detach().to(device=metric.device, dtype=torch.float64)
 
 
+def _gather_all_tensors():
+    """torchmetrics' default gather across processes (imported when a sync needs it)."""
+    from torchmetrics.utilities.distributed import gather_all_tensors
+
+    return gather_all_tensors
+
+
 def no_shrinkage_cov_warning():
     """IsoScoreStar's warning without ``shrinkage_cov``: the table's IsoScore* warning
     (:data:`isotropy.metrics.table.ISOSCORE_STAR_WARNING`) in the terms of this class, which takes the matrix."""
@@ -149,6 +156,31 @@ class _MomentMetric(Metric):
 
     def _apply(self, fn, exclude_state=()):
         return _keep_float64_states(self, fn, exclude_state, super()._apply)
+
+    def _sync_dist(self, dist_sync_fn=None, process_group=None):
+        """torchmetrics' gather, with the states of a process that has seen no rows widened to the others' width.
+
+        Without ``n_features``, a process whose share of the data was empty holds states of width 0 (it
+        never learnt the width) and torch's stack of the gathered states failed ("stack expects each
+        tensor to be equal size"); its count is 0, so its zero states add nothing to the merge. Processes
+        that saw rows of different widths are refused in one line.
+        """
+        gather = dist_sync_fn or _gather_all_tensors()
+        name = type(self).__name__
+
+        def widened(tensor, group=None):
+            parts = gather(tensor, group=group)
+            shapes = {tuple(part.shape) for part in parts if part.numel()}
+            if len(shapes) > 1:
+                widths = sorted({shape[-1] for shape in shapes})
+                raise IsotropyValueError(f"{name}: the processes saw rows of different widths ({widths} features); "
+                                         f"every process must update it with rows of one width.")
+            if shapes and any(not part.numel() for part in parts):
+                shape = shapes.pop()
+                parts = [part if part.numel() else part.new_zeros(shape) for part in parts]
+            return parts
+
+        super()._sync_dist(widened, process_group=process_group)
 
     def _state_shapes(self, d):
         shapes = {"n_samples": (1,)}
