@@ -208,13 +208,16 @@ def test_dask_cluster_indices_lose_nothing_to_an_offset(blobs, offset):
         assert isotropy.calinski_harabasz_score(repeated, [0, 0, 0, 1, 1, 1, 2, 2, 2]) == 1.0
 
 
-def test_streamed_isoscore_of_rows_a_few_ulps_apart_says_why_it_refuses():
-    # streamed, the rows are gone: refused below the floor, naming the function (it named "The 'data' parameter of
-    # CovarianceAccumulator.isoscore" on dask) and saying why; in memory the same rows are measured
+def test_streamed_isoscore_of_rows_a_few_ulps_apart_is_measured_and_identical_rows_refused():
+    # streamed, the rows are gone: rows a few ulps apart were refused below the floor of the rounded mean; identical
+    # rows now sum to an exact 0 (their shift is their own row), so the rows that differ are measured, as in memory
     X = 1e8 + 1e-7 * np.random.default_rng(0).normal(size=(200, 4))
-    assert isotropy.isoscore(X) == pytest.approx(isotropy.isoscore(X - X[0]), rel=1e-12)
-    with dask.config.set(scheduler="synchronous"), pytest.raises(
-            ValueError, match=r"^The 'X' parameter of isoscore must have non-zero variance\. Got 200 \(numerically\) "
-                              r"identical samples instead, whose spread is within 8 ulps of their mean.*refuse only "
-                              r"rows that are all equal\)\.$"):
-        isotropy.isoscore(da.from_array(X, chunks=(50, 4)))
+    expected = isotropy.isoscore(X - X[0])
+    assert isotropy.isoscore(X) == pytest.approx(expected, rel=1e-12)
+    with dask.config.set(scheduler="synchronous"):
+        assert isotropy.isoscore(da.from_array(X, chunks=(50, 4))) == pytest.approx(expected, rel=1e-10)
+        assert isotropy.participation_ratio(da.from_array(X, chunks=(50, 4))) == pytest.approx(
+            isotropy.participation_ratio(X - X[0]), rel=1e-10)
+        with pytest.raises(ValueError, match=r"^The 'X' parameter of isoscore must have non-zero variance\. Got 200 "
+                                             r"\(numerically\) identical samples instead, whose covariance is zero"):
+            isotropy.isoscore(da.from_array(np.tile(X[:1], (200, 1)), chunks=(50, 4)))

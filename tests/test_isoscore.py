@@ -277,6 +277,25 @@ def test_rows_a_few_ulps_apart_are_scored_and_identical_rows_refused(backend):
             isoscore(wrap(constant))
 
 
+def test_the_accumulator_scores_rows_a_few_ulps_apart_and_refuses_identical_ones():
+    # streamed, the rows are gone: rows a few ulps apart were refused, below the floor of their rounded mean; identical
+    # rows now sum to an exact 0 (their shift is their own row), also merged from several chunks
+    from isotropy import CovarianceAccumulator
+
+    X = 1e8 + 1e-7 * np.random.default_rng(0).normal(size=(200, 4))
+    acc = CovarianceAccumulator()
+    for rows in np.array_split(np.arange(200), 4):
+        acc.update(X[rows])
+    assert acc.isoscore() == pytest.approx(isoscore(X - X[0]), rel=1e-10)
+    same = CovarianceAccumulator()
+    for _ in range(3):
+        same.update(np.tile(X[:1], (7, 1)))
+    assert same.covariance().max() == 0.0
+    with pytest.raises(IsotropyValueError, match=r"Got 21 \(numerically\) identical samples instead, whose covariance "
+                                                 r"is zero"):
+        same.isoscore()
+
+
 def test_isoscore_from_covariance_rejects_indefinite_matrices():
     with pytest.raises(IsotropyValueError, match="'cov' parameter of isoscore_from_covariance must be positive semi"):
         isoscore_from_covariance(np.diag([1.0, 1.0, -0.9]))

@@ -380,6 +380,21 @@ def test_a_gather_of_processes_of_different_widths_is_refused_in_one_line():
     assert "\n" not in str(info.value)
 
 
+def test_rows_a_few_ulps_apart_are_measured_and_identical_rows_refused():
+    # rows a few ulps apart were refused as identical (below the floor of their rounded mean); identical rows now sum
+    # to an exact 0 (their shift is their own row), so only they are refused
+    X = 1e8 + 1e-7 * np.random.default_rng(0).normal(size=(200, 4))
+    metric = IsoScore()
+    for rows in np.array_split(np.arange(200), 3):
+        metric.update(torch.tensor(X[rows]))
+    assert float(metric.compute()) == pytest.approx(isoscore(X - X[0]), rel=1e-10)
+    same = IsoScore()
+    for _ in range(3):
+        same.update(torch.tensor(np.tile(X[:1], (5, 1))))
+    with pytest.raises(IsotropyValueError, match=r"Got 15 \(numerically\) identical samples"):
+        same.compute()
+
+
 def test_merge_state_of_another_width_is_refused_in_one_line():
     for make in (IsoScore, MeanCosine, TwoNNDimension):
         first, second = make(), make()

@@ -107,26 +107,22 @@ def _all_rows_equal(X) -> bool:
 
 
 def _check_variance(trace, *, n_samples, mean_sq_norm, eps, caller, name="X", X=None):
-    """Raise a clear error when the data are (numerically) constant: the score would be 0/0.
+    """Raise a clear error when the data are constant: the score would be 0/0.
 
-    Below the floor, the residual that centring leaves of identical rows (a few ulps of the mean), the data are
-    refused as constant; with the rows at hand (``X``: the in-memory paths) only when they are all equal: rows a
-    few ulps apart are centred exactly (their differences are, by Sterbenz), so their tiny covariance is a value
-    (1e8 + 1e-7·N was refused as 200 identical samples; its IsoScore is 0.40).
+    Below the floor, the residual that centring leaves of identical rows (a few ulps of the mean), the
+    rows are refused only when they are all equal: rows a few ulps apart are centred exactly (their
+    differences are, by Sterbenz), so their tiny covariance is a value (1e8 + 1e-7·N was refused as 200
+    identical samples; its IsoScore is 0.40). With the rows at hand (``X``: the in-memory paths) that is
+    checked on them; streamed (the accumulator, dask, the torchmetrics classes: ``X`` is ``None``), the
+    sums of identical rows are exactly 0 (their shift is their own row, :func:`isotropy._kernels.rows.
+    first_chunk_shift`), so a positive trace is rows that differ.
     """
     if _as_float(trace) <= n_samples * (_FLOOR_ULPS * eps) ** 2 * mean_sq_norm:
-        if X is not None and _as_float(trace) > 0.0 and not _all_rows_equal(X.detach() if is_torch(X) else X):
+        if _as_float(trace) > 0.0 and (X is None or not _all_rows_equal(X.detach() if is_torch(X) else X)):
             return
-        if X is not None:
-            raise IsotropyValueError(
-                f"The '{name}' parameter of {caller} must have non-zero variance. Got {n_samples} "
-                f"(numerically) identical samples instead, whose covariance is zero, so the score is undefined.")
-        # streamed (the accumulator, dask, the torchmetrics classes): the rows are gone, only the floor is known
         raise IsotropyValueError(
-            f"The '{name}' parameter of {caller} must have non-zero variance. Got {n_samples} (numerically) "
-            f"identical samples instead, whose spread is within {_FLOOR_ULPS:g} ulps of their mean, the rounding of "
-            f"centring them, so the score is undefined (the in-memory functions, which see the rows, refuse only rows "
-            f"that are all equal).")
+            f"The '{name}' parameter of {caller} must have non-zero variance. Got {n_samples} "
+            f"(numerically) identical samples instead, whose covariance is zero, so the score is undefined.")
 
 
 def _score_from_moments(trace, frob_sq, n_features):

@@ -75,6 +75,20 @@ def norm_range(dtype_info) -> tuple[float, float]:
     return float(dtype_info.tiny / dtype_info.eps), float(dtype_info.max * dtype_info.eps)
 
 
+def first_chunk_shift(first):
+    """The shift ``K`` of the centred sums: the mean of the rows ``first`` (numpy or torch, float64 for numpy), or
+    their first row exactly when they are all equal to it.
+
+    Identical rows are then centred to exact zeros and their scatter is exactly 0 (their rounded mean
+    left a residual of a few ulps, which the streamed checks, without the rows, could not tell from
+    rows a few ulps apart, :func:`isotropy._kernels.isoscore._check_variance`); a merge of such parts
+    with equal shifts stays 0 (:func:`isotropy._kernels.accumulator.merge_moments`).
+    """
+    if bool((first == first[0:1]).all()):
+        return first[0].clone() if hasattr(first, "clone") else np.asarray(first[0], dtype=np.float64)
+    return first.mean(0) if hasattr(first, "clone") else first.mean(axis=0, dtype=np.float64)
+
+
 def _unit_rows_block(B: np.ndarray, start: int, zero: list, subnormal: list) -> np.ndarray:
     """Rows of the float64 block ``B`` scaled to unit norm, in place; undefined rows are recorded (offset ``start``).
 
@@ -167,7 +181,7 @@ def _pass(X: np.ndarray, statistics) -> dict:
     units = "units" in wanted or "unit_squares" in wanted
     squares = "unit_squares" in wanted
     centred = "scatter" in wanted or "second" in wanted
-    shift = X[:step].mean(axis=0, dtype=np.float64) if centred else None
+    shift = first_chunk_shift(X[:step]) if centred else None
     acc = {"scatter": np.zeros((d, d)) if centred else None, "total": np.zeros(d), "unit_sum": np.zeros(d),
            "unit_squares": np.zeros(d), "zero": [], "subnormal": []}
 

@@ -31,6 +31,7 @@ import torch
 from torchmetrics import Metric
 
 from isotropy._kernels.accumulator import CovarianceAccumulator, Moments, merge_moments
+from isotropy._kernels.rows import first_chunk_shift
 from isotropy._utils.magnitude import rescaled
 from isotropy._utils.validation import IsotropyValueError, check_bool, check_option, check_scalar, check_X
 
@@ -274,7 +275,7 @@ class _MomentMetric(Metric):
         self._ensure_width(X.shape[1])
         if self._moments:
             scaled, exponent = rescaled(X, caller=caller)  # (X, 0) at a safe scale; else exact powers of two
-            shift = scaled.mean(0)  # the mean in two parts, shift + rest (see Moments): no digit lost far out
+            shift = first_chunk_shift(scaled)  # the mean in two parts, shift + rest (see Moments): no digit lost
             centred = scaled - shift
             rest = centred.mean(0)
             part.update(shift=shift, mean=rest, scatter=centred.T @ centred - X.shape[0] * torch.outer(rest, rest),
