@@ -75,8 +75,8 @@ def test_euclidean_metric_keeps_scaled_copies_apart():
 
 
 def test_dask_merges_parallel_rows_as_in_memory_for_twonn_and_mle():
-    # a dask array of scaled copies was refused (the same data gave a value in memory); local_mle_dimension, whose
-    # lazy result has a row per input row, still refuses them in one line
+    # a dask array of scaled copies was refused (the same data gave a value in memory); local_mle_dimension too,
+    # when its lazy result was computed: it now searches at the call and gives each copy its point's estimate
     assert distributed.twonn_dimension(da.from_array(X, chunks=300), metric="cosine") == pytest.approx(
         isotropy.twonn_dimension(X, metric="cosine"), rel=1e-12)
     for function, options in ((distributed.twonn_dimension, {}), (distributed.mle_dimension, {}),
@@ -86,9 +86,12 @@ def test_dask_merges_parallel_rows_as_in_memory_for_twonn_and_mle():
         with pytest.warns(UserWarning, match=rf"^{function.__name__}: X has \d+ rows parallel to another"):
             got = function(da.from_array(A, chunks=300), metric="cosine", **options)
         assert got == pytest.approx(expected, rel=1e-12)
-    with pytest.raises(ValueError, match=r"must have no row parallel to another with metric='cosine' on a dask "
-                                         r"array .* measure X in memory, where they are merged"):
-        distributed.local_mle_dimension(da.from_array(A, chunks=300), metric="cosine").compute()
+    with pytest.warns(UserWarning, match=r"X has \d+ duplicate rows"):
+        expected = isotropy.local_mle_dimension(A, metric="cosine", n_neighbors=10)
+    with pytest.warns(UserWarning, match=r"^local_mle_dimension: X has \d+ rows parallel to another"):
+        got = distributed.local_mle_dimension(da.from_array(A, chunks=300), metric="cosine", n_neighbors=10)
+    assert got.chunks == da.from_array(A, chunks=300).chunks[:1]
+    np.testing.assert_allclose(got.compute(), expected, rtol=1e-12)
 
 
 def test_half_precision_copies_are_judged_at_the_precision_they_came_in():

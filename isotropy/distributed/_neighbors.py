@@ -216,16 +216,18 @@ def _has_parallel(dist, radius) -> bool:
     return bool(((dist[:, 0] > 0) & (dist[:, 0] <= radius)).any())
 
 
-def _merge_parallel_rows(X, n_neighbors, metric, chunk_size, caller, exponent, radius):
+def _merge_parallel_rows(X, n_neighbors, metric, chunk_size, caller, exponent, radius, *, inverse=False):
     """The neighbour distances of ``X``'s points once the rows parallel to another are merged, as the in-memory
     estimators merge them (:func:`~isotropy._kernels.dimension.merge_parallel`, searched again until none is left),
     with the warning of how many were merged. Refused before (a normalised copy of a row, at cosine distance 0):
-    the same data gave a value in memory and an error on dask."""
+    the same data gave a value in memory and an error on dask. With ``inverse``, also each row of ``X``'s position
+    among the merged points: ``(dist, inverse)``."""
     from dask import delayed
 
     from isotropy._kernels.dimension import merge_parallel, too_few_distinct
 
     n, merged = X.shape[0], 0
+    where = np.arange(n)
     while True:
         if X.shape[0] - 1 < n_neighbors:
             raise too_few_distinct(caller, n_neighbors, X.shape[0], merged)
@@ -236,11 +238,11 @@ def _merge_parallel_rows(X, n_neighbors, metric, chunk_size, caller, exponent, r
         if found is None:
             break
         merged += X.shape[0] - found[0].size
-        X = X[found[0]]
+        X, where = X[found[0]], found[1][where]
     warnings.warn(f"{caller}: X has {merged} rows parallel to another (at cosine distance 0 to the input's precision: "
                   f"positive multiples, such as a normalised copy); each is counted once with its direction and "
                   f"neighbours are searched among the {n - merged} distinct points.", UserWarning, stacklevel=4)
-    return dist
+    return (dist, where) if inverse else dist
 
 
 def _local_block(dist, caller, start, radius=0.0, flag_parallel=False):
@@ -284,6 +286,16 @@ def _local_graph(X, n_neighbors, metric, chunk_size, caller, flag_parallel=False
                            for b, s, e in zip(blocks, starts, starts[1:])]), distinct, (X, exponent, radius)
 
 
+def _client_local(dist, caller, radius):
+    """Local estimates from the merged points' distances, on the client; their flat points are warned about once,
+    by :func:`_warn_flat` (as the tiles' are)."""
+    from isotropy._kernels.dimension import _local_mle
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return _local_mle(_no_duplicates(dist, caller, radius=radius), caller)
+
+
 def _warn_flat(local, n_neighbors, caller):
     flat = int(np.count_nonzero(np.isinf(local)))
     if flat:
@@ -296,10 +308,25 @@ def local_mle_dimension(X, *, n_neighbors=100, metric="euclidean", chunk_size=No
     """:func:`isotropy.local_mle_dimension` of a dask array: a dask array of shape (n_samples,), chunked like X's rows.
 
     The call runs one pass over the chunks, which hashes the rows to find duplicates (the graph
-    depends on them); the neighbour tiles run when the result is computed.
+    depends on them); with the euclidean metric the neighbour tiles run when the result is computed.
+    With ``metric="cosine"`` they run at the call: rows parallel to another (positive multiples, such
+    as a normalised copy) are found only by the search, and are merged as in memory, each row getting
+    its point's estimate (they were refused when the result was computed).
     """
-    rows = row_chunks(X, caller="local_mle_dimension")
-    local, distinct, _ = _local_graph(X, n_neighbors, metric, chunk_size, "local_mle_dimension")
+    import dask.array as da
+
+    caller = "local_mle_dimension"
+    rows = row_chunks(X, caller=caller)
+    local, distinct, (points, exponent, radius) = _local_graph(X, n_neighbors, metric, chunk_size, caller,
+                                                               flag_parallel=metric == "cosine")
+    if metric == "cosine":
+        (local,) = compute(local)
+        if np.isnan(local).any():  # rows parallel to another: merged as in memory, then estimated on the client
+            dist, where = _merge_parallel_rows(points, int(n_neighbors), metric, chunk_size, caller, exponent,
+                                               radius, inverse=True)
+            local = _client_local(dist, caller, radius)[where]
+        _warn_flat(local, n_neighbors, caller)
+        local = da.from_array(local, chunks=-1)
     if distinct is not None:
         local = local[distinct.inverse]  # a duplicate row gets its point's estimate
     return like_rows(local, rows)
@@ -316,9 +343,7 @@ def mle_dimension(X, *, n_neighbors=DEFAULT_MLE_NEIGHBOURS, metric="euclidean", 
                                                           flag_parallel=True)
     (local,) = compute(graph)
     if np.isnan(local).any():  # cosine rows parallel to another: merged as in memory, then estimated on the client
-        from isotropy._kernels.dimension import _local_mle
-
         dist = _merge_parallel_rows(distinct, int(n_neighbors), metric, chunk_size, caller, exponent, radius)
-        local = _local_mle(_no_duplicates(dist, caller, radius=radius), caller)
+        local = _client_local(dist, caller, radius)
     _warn_flat(local, n_neighbors, caller)
     return _pool(local, averaging, caller, n_neighbors)
