@@ -206,3 +206,17 @@ def test_cosine_dunn_of_a_row_in_two_clusters_is_zero_not_negative():
     assert labels[100] != labels[7]
     for Y in (X, X.astype(np.float32), X + 1e6):
         assert dunn_index(Y, labels, metric="cosine") == 0.0
+
+
+def test_dunn_gradient_is_finite_when_two_clusters_share_a_point():
+    # the separation of two clusters sharing a point is 0 (a legal index of 0); its sqrt(0) gave a NaN gradient to
+    # every coordinate of the two rows; the subgradient 0 is taken, and elsewhere the gradient is unchanged
+    import torch
+
+    X = torch.tensor([[0.0, 0], [1, 0], [0, 1], [1, 1], [0, 0]], dtype=torch.float64, requires_grad=True)
+    value = dunn_index(X, np.array([0, 0, 1, 1, 1]))
+    value.backward()
+    assert float(value) == 0.0
+    assert torch.equal(X.grad, torch.zeros_like(X))
+    Z = torch.tensor(np.random.default_rng(3).normal(size=(24, 3)), requires_grad=True)
+    assert torch.autograd.gradcheck(lambda Z: dunn_index(Z, np.arange(24) % 3), (Z,))

@@ -15,10 +15,17 @@ def _scalar(value) -> float:
     return float(value.detach()) if is_torch(value) else float(value)
 
 
+def _sqrt(x, xp):
+    """Square root with a zero (not NaN) gradient at 0, e.g. for a singleton's distance to its centroid."""
+    positive = x > 0
+    return xp.where(positive, xp.sqrt(xp.where(positive, x, xp.ones_like(x))), xp.zeros_like(x))
+
+
 def _pair_distance(X, i, j, metric, xp):
-    """d(x_i, x_j) straight from the data (keeps a torch graph)."""
+    """d(x_i, x_j) straight from the data (keeps a torch graph; the gradient of a zero distance is 0, not NaN: two
+    clusters sharing a point gave a NaN gradient to a Dunn index of 0)."""
     if metric == "euclidean":
-        return xp.sqrt(xp.sum((X[i, :] - X[j, :]) ** 2))
+        return _sqrt(xp.sum((X[i, :] - X[j, :]) ** 2), xp)
     ni, nj = xp.sqrt(xp.sum(X[i, :] ** 2)), xp.sqrt(xp.sum(X[j, :] ** 2))
     if _scalar(ni) == 0.0 or _scalar(nj) == 0.0:
         return xp.sum(X[i, :]) * 0.0 + (0.0 if i == j else 1.0)

@@ -13,7 +13,7 @@ import numbers
 import numpy as np
 
 from isotropy._kernels.centre import distance_centre
-from isotropy._kernels.clusters import _check_dunn_defined, _pair_distance, _scalar
+from isotropy._kernels.clusters import _check_dunn_defined, _pair_distance, _scalar, _sqrt
 from isotropy._kernels.silhouette import _check_n_clusters
 from isotropy._utils.backend import get_namespace, is_dask, is_torch, to_output
 from isotropy._utils.progress import blocks
@@ -61,12 +61,6 @@ def _cluster_frame(Xw, ids, n_clusters, xp):
     D = Xw - reps[ids_x, :]
     shift = (onehot.T @ D) / counts[:, None]  # μ_c − reps_c
     return counts, (reps - reps[0:1, :]) + shift, D - shift[ids_x, :], onehot
-
-
-def _sqrt(x, xp):
-    """Square root with a zero (not NaN) gradient at 0, e.g. for a singleton's distance to its centroid."""
-    positive = x > 0
-    return xp.where(positive, xp.sqrt(xp.where(positive, x, xp.ones_like(x))), xp.zeros_like(x))
 
 
 def calinski_harabasz_score(X, labels):
