@@ -292,3 +292,14 @@ def test_ranks_of_a_dask_array_of_unknown_row_count(rng):
     few = lazy[:3][lazy[:3, 0] > -10]  # n = 3 < d = 5 rows, centred: rank 2 at most, its bound reached exactly
     assert effective_rank(few, center=True, normalize=True) == pytest.approx(
         effective_rank(X[:3], center=True, normalize=True), rel=1e-10)
+
+
+def test_uniformity_of_nearly_collapsed_float32_tensors_is_not_rounded_to_zero():
+    # exp(−t·d²) of d² ~ 5e-8 rounded to 1 in float32: the torch value read exactly 0 ("all rows coincide") where
+    # numpy reads −9.8e-8 on the same float32 values; the log-sum-exp now runs in float64, the result in float32
+    torch = pytest.importorskip("torch")
+    X = (torch.randn(256, 16, generator=torch.Generator().manual_seed(0)) + 1e4 * torch.linspace(-1, 1, 16)).float()
+    value = uniformity(X)
+    assert value.dtype == torch.float32
+    assert float(value) == pytest.approx(uniformity(X.numpy()), rel=1e-4)
+    assert float(value) < 0

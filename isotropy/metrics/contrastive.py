@@ -153,7 +153,10 @@ def uniformity(X, *, t: float = 2, normalize: bool = True):
         import torch
 
         sq = torch.pdist(X, p=2).pow(2)
-        return torch.logsumexp(-t * sq, dim=0) - float(np.log(sq.numel()))
+        # the log-sum-exp in float64: in float32, exp(−t·d²) of nearly collapsed rows (d² ~ 1e-8) rounds to 1 and the
+        # value read exactly 0 ("all rows coincide") where numpy reads −1e-7 on the same values
+        value = torch.logsumexp(-t * sq.to(torch.float64), dim=0) - float(np.log(sq.numel()))
+        return value.to(sq.dtype)
     X = np.asarray(X, dtype=np.float64)
     n = X.shape[0]
     sq = np.einsum("ij,ij->i", X, X)
