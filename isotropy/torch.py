@@ -252,6 +252,16 @@ class IStarLoss(nn.Module):
             self.shrinkage_cov = cov
         return self
 
+    def _apply(self, fn, recurse=True):
+        # model.half() / .to(torch.bfloat16) on a model owning the loss cast Σ_S too: a covariance of states of
+        # magnitude 300 (9e4 per entry, squared in IsoScore*'s moments) overflowed float16 and forward refused it;
+        # shrinkage_covariance keeps float32 for half input for that reason, so a half cast keeps float32 here too
+        S = self.shrinkage_cov
+        module = super()._apply(fn, recurse)
+        if S is not None and self.shrinkage_cov.dtype in (torch.float16, torch.bfloat16):
+            self.shrinkage_cov = S.to(device=self.shrinkage_cov.device, dtype=torch.float32)
+        return module
+
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
         # a fresh module holds no Σ_S yet: take its shape from the checkpoint
         key = prefix + "shrinkage_cov"

@@ -182,3 +182,19 @@ def test_istar_errors_name_H_and_the_module():
         istar(torch.randn(8, generator=g))
     H = torch.randn(8, 4, generator=g, dtype=torch.float64)
     assert float(istar(H)) == pytest.approx(-2.0 * float(istar_penalty(H, shrinkage_cov=torch.eye(4))), rel=1e-12)
+
+
+def test_istar_loss_keeps_its_shrinkage_cov_in_float32_under_a_half_model():
+    # model.half() on a model owning the loss cast Σ_S to float16: the covariance of states of magnitude 300
+    # overflowed and forward refused it ("must contain only finite values"); it stays float32 (as shrinkage_covariance
+    # gives for half input) and the penalty equals the float32 one
+    H = torch.randn(256, 8, generator=torch.Generator().manual_seed(0)) * 300
+    loss = IStarLoss(weight=-1.0).refresh_shrinkage_cov(H)
+    expected = float(loss(H))
+    for cast in (lambda m: m.half(), lambda m: m.to(torch.bfloat16)):
+        model = torch.nn.Sequential(torch.nn.Linear(8, 8))
+        model.add_module("istar", IStarLoss(weight=-1.0).refresh_shrinkage_cov(H))
+        cast(model)
+        assert model.istar.shrinkage_cov.dtype == torch.float32
+        assert float(model.istar(H.to(model[0].weight.dtype))) == pytest.approx(expected, rel=2e-2)
+    assert loss.double().shrinkage_cov.dtype == torch.float64
