@@ -26,6 +26,7 @@ import numbers
 import torch
 from torch import nn
 
+from isotropy._kernels.isoscore import check_covariance
 from isotropy._utils.validation import IsotropyValueError, check_scalar, check_tensor_data, first_nonfinite
 from isotropy.metrics.cosine import _cosine_similarity_mean
 from isotropy.metrics.isoscore import _check_shrinkage_cov, _isoscore_star
@@ -240,6 +241,8 @@ class IStarLoss(nn.Module):
                 shrinkage_cov = shrinkage_cov.to(torch.get_default_dtype())
             shrinkage_cov = _check_shrinkage_cov(shrinkage_cov, shrinkage_cov.shape[0] if shrinkage_cov.ndim == 2 else -1,
                                                  like=shrinkage_cov, caller="IStarLoss")
+            if self.zeta > 0:  # given once: checked once (forward, every step, checks its trace alone)
+                check_covariance(shrinkage_cov, caller="IStarLoss")
         self.register_buffer("shrinkage_cov", shrinkage_cov)
 
     @torch.no_grad()

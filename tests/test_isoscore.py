@@ -313,3 +313,13 @@ def test_isoscore_from_covariance_does_not_depend_on_the_scale(scale):
     star = isoscore_from_covariance(C, zeta=0.3, shrinkage_cov=np.eye(6))
     assert isoscore_from_covariance(C * scale, zeta=0.3, shrinkage_cov=np.eye(6) * scale) == pytest.approx(star,
                                                                                                            rel=1e-12)
+
+
+@pytest.mark.parametrize("S, message", [(-np.eye(4), "positive semi-definite .* smallest eigenvalue of -1 "),
+                                        (np.diag([1.0, 1.0, 1.0, -0.5]), "smallest eigenvalue of -0.5 "),
+                                        (np.zeros((4, 4)), r"non-zero covariance matrix \(positive trace\)\. Got the zero")])
+def test_isoscore_from_covariance_refuses_a_shrinkage_cov_that_is_not_a_covariance(S, message):
+    # Σ_S = −I gave 1.0 silently, where isoscore_star refuses it
+    with pytest.raises(IsotropyValueError, match=rf"^The 'shrinkage_cov' parameter of isoscore_from_covariance must "
+                                                 rf"be .*{message}"):
+        isoscore_from_covariance(np.eye(4), shrinkage_cov=S, zeta=0.3)

@@ -198,3 +198,10 @@ def test_istar_loss_keeps_its_shrinkage_cov_in_float32_under_a_half_model():
         assert model.istar.shrinkage_cov.dtype == torch.float32
         assert float(model.istar(H.to(model[0].weight.dtype))) == pytest.approx(expected, rel=2e-2)
     assert loss.double().shrinkage_cov.dtype == torch.float64
+
+
+def test_istar_loss_refuses_a_shrinkage_cov_that_is_not_a_covariance():
+    with pytest.raises(IsotropyValueError, match=r"^The 'shrinkage_cov' parameter of IStarLoss must be positive "
+                                                 r"semi-definite \(a covariance matrix\)\. Got a smallest eigenvalue "
+                                                 r"of -0\.5 instead\.$"):
+        IStarLoss(shrinkage_cov=torch.diag(torch.tensor([1.0, 1.0, -0.5])))

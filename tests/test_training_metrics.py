@@ -413,3 +413,28 @@ def test_metric_from_name_reads_the_table():
         assert type(metric_from_name(name)).__name__ == METRICS[name].torchmetric
     with pytest.raises(IsotropyValueError, match="Did you mean 'cosine_similarity_mean'"):
         metric_from_name("mean_cosine")
+
+
+def test_isoscore_star_refuses_a_shrinkage_cov_that_is_not_a_covariance_and_merges_only_its_own_settings():
+    # Σ_S = −I was taken and gave a value (isoscore_star refuses it), and an indefinite one too; merge_state of a
+    # metric built with another zeta or Σ_S kept the receiver's settings (0.987 one way, 0.781 the other)
+    for S, what in ((-torch.eye(6), "smallest eigenvalue of -1 "), (torch.diag(torch.tensor([1.0] * 5 + [-0.5])),
+                                                                    "smallest eigenvalue of -0.5 ")):
+        with pytest.raises(IsotropyValueError, match=rf"^The 'shrinkage_cov' parameter of IsoScoreStar must be "
+                                                     rf"positive semi-definite \(a covariance matrix\)\. Got a {what}"):
+            IsoScoreStar(shrinkage_cov=S, zeta=0.3)
+    X = torch.tensor(_data(12, d=6))
+    S = torch.tensor(np.cov(_data(13, d=6), rowvar=False))
+    first, second, other = (IsoScoreStar(shrinkage_cov=S, zeta=0.3), IsoScoreStar(shrinkage_cov=S, zeta=0.5),
+                            IsoScoreStar(shrinkage_cov=2 * S, zeta=0.3))
+    for metric in (first, second, other):
+        metric.update(X)
+    for theirs, what in ((second, r"zeta 0\.5 and 0\.3"), (other, "different shrinkage_cov matrices")):
+        with pytest.raises(IsotropyValueError, match=rf"^IsoScoreStar\.merge_state: the incoming metric has other "
+                                                     rf"settings \({what}\)"):
+            first.merge_state(theirs)
+    same = IsoScoreStar(shrinkage_cov=S.clone(), zeta=0.3)
+    same.update(X)
+    first.merge_state(same)
+    assert float(first.compute()) == pytest.approx(
+        isoscore_star(torch.cat([X, X]).numpy(), shrinkage_cov=S.numpy(), zeta=0.3), rel=1e-10)

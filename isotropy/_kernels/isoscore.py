@@ -219,6 +219,26 @@ def _matrix_exponent(S) -> int:
     return exponent if abs(exponent) > safe_exponent_range(S) else 0
 
 
+def check_covariance(S, *, caller, name="shrinkage_cov", nonzero=True):
+    """Refuse a symmetric finite matrix (checked by :func:`_check_shrinkage_cov`) that is not a covariance matrix:
+    one with an eigenvalue below ``−1e-8`` times the largest, or (``nonzero``) the zero matrix.
+
+    An O(d³) check, for a matrix given once (:func:`isoscore_from_covariance`, the metric and loss classes that
+    store Σ_S); :func:`isoscore_star` and the penalties, called every step, check its trace alone. Scale-invariant:
+    at unit scale (a power of two, exact), so that a matrix near 1e200 or 1e-300 neither overflows nor underflows
+    in ``eigvalsh`` (it gave NaN).
+    """
+    E = unit_scale(S.detach() if is_torch(S) else S, caller=caller, name=name)
+    eig = (torch_eigvalsh(E) if is_torch(E) else np.linalg.eigvalsh(np.asarray(E, dtype=np.float64)))
+    lowest, largest = float(eig.min()), float(abs(eig).max())
+    if lowest < -1e-8 * max(largest, np.finfo(np.float64).tiny):
+        raise IsotropyValueError(f"The '{name}' parameter of {caller} must be positive semi-definite (a covariance "
+                                 f"matrix). Got a smallest eigenvalue of {lowest:.3g} instead.")
+    if nonzero and largest == 0.0:
+        raise IsotropyValueError(f"The '{name}' parameter of {caller} must be a non-zero covariance matrix "
+                                 f"(positive trace). Got the zero matrix instead.")
+
+
 def isoscore_from_covariance(cov, *, shrinkage_cov=None, zeta=0.0):
     """IsoScore (or IsoScore*) of a given covariance matrix.
 
@@ -273,19 +293,13 @@ def isoscore_from_covariance(cov, *, shrinkage_cov=None, zeta=0.0):
                                  f"(n_features, n_features) with n_features >= 2. Got an array with shape {shape} instead.")
     d = shape[0]
     C = _check_shrinkage_cov(cov, d, like=cov, caller=caller, name="cov")  # finite, symmetric
-    # the checks and the score are scale-invariant: computed at unit scale (a power of two, exact), so that a
-    # covariance near 1e200 or 1e-300 neither overflows nor underflows in eigvalsh or ‖Σ‖²_F (it gave NaN)
-    E = unit_scale(C.detach() if is_torch(C) else C, caller=caller, name="cov")
-    eig = (torch_eigvalsh(E) if is_torch(E) else np.linalg.eigvalsh(np.asarray(E, dtype=np.float64)))
-    lowest, largest = float(eig.min()), float(abs(eig).max())
-    if lowest < -1e-8 * max(largest, np.finfo(np.float64).tiny):
-        raise IsotropyValueError(f"The 'cov' parameter of {caller} must be positive semi-definite (a covariance "
-                                 f"matrix). Got a smallest eigenvalue of {lowest:.3g} instead.")
+    check_covariance(C, caller=caller, name="cov", nonzero=False)  # the zero matrix is refused below, after mixing
     if zeta > 0.0:
         if shrinkage_cov is None:
             C = (1.0 - zeta) * C + zeta * _eye_like(C)
         else:
             S = _check_shrinkage_cov(shrinkage_cov, d, like=C, caller=caller)
+            check_covariance(S, caller=caller)  # Σ_S = −I gave 1.0 silently (isoscore_star refused it)
             C = (1.0 - zeta) * C + zeta * S
     C = unit_scale(C, caller=caller, name="cov")  # after the mixing with Σ_S, which is not scale-invariant
     trace = C.diagonal().sum() if is_torch(C) else np.asarray(np.trace(C))

@@ -31,6 +31,7 @@ import torch
 from torchmetrics import Metric
 
 from isotropy._kernels.accumulator import CovarianceAccumulator, Moments, merge_moments
+from isotropy._kernels.isoscore import check_covariance
 from isotropy._kernels.rows import first_chunk_shift
 from isotropy._utils.magnitude import rescaled
 from isotropy._utils.validation import IsotropyValueError, check_bool, check_option, check_scalar, check_X
@@ -487,6 +488,8 @@ class IsoScoreStar(_MomentMetric):
                 raise IsotropyValueError(f"The 'shrinkage_cov' parameter of {caller} must have shape "
                                          f"({n_features}, {n_features}) (n_features). Got {tuple(S.shape)} instead.")
             S = _check_shrinkage_cov(S, d, like=S, caller=caller)
+            if self.zeta > 0:  # −I was taken and gave a value, where isoscore_star refuses it
+                check_covariance(S, caller=caller)
         else:  # as the callbacks and regularisers warn: Σ_S = I tracks the vector norms
             warnings.warn(no_shrinkage_cov_warning(), UserWarning, stacklevel=2)
         given = n_features is not None
@@ -501,6 +504,24 @@ class IsoScoreStar(_MomentMetric):
         if S is not None:
             this.shrinkage_cov = S.to(fn(torch.zeros(1, device=S.device)).device)
         return this
+
+    def merge_state(self, incoming_state):
+        """As :meth:`IsoScore.merge_state`; another ``IsoScoreStar`` must have the same ``zeta`` and ``shrinkage_cov``.
+
+        The receiver's settings would win, so the value depended on the order of the merge (0.987 one way, 0.781
+        the other, on the same rows). A ``metric_state`` dict carries no settings: it is merged as the rows it holds.
+        """
+        if isinstance(incoming_state, IsoScoreStar):
+            theirs, mine = incoming_state.shrinkage_cov, self.shrinkage_cov
+            same_cov = (theirs is None and mine is None) or (
+                theirs is not None and mine is not None and theirs.shape == mine.shape
+                and bool(torch.equal(theirs.to(mine.device), mine)))
+            if incoming_state.zeta != self.zeta or not same_cov:
+                what = f"zeta {incoming_state.zeta:g} and {self.zeta:g}" if incoming_state.zeta != self.zeta else \
+                    "different shrinkage_cov matrices"
+                raise IsotropyValueError(f"IsoScoreStar.merge_state: the incoming metric has other settings ({what}); "
+                                         f"merge IsoScoreStar metrics built with the same zeta and shrinkage_cov.")
+        super().merge_state(incoming_state)
 
     def compute(self):
         S = None if self.shrinkage_cov is None else self.shrinkage_cov.cpu().numpy()
