@@ -204,7 +204,8 @@ def twonn_dimension(X, *, discard_fraction: float = 0.1, method: str = "linear",
     Returns
     -------
     dimension : float
-        The estimated intrinsic dimension (a 0-dim tensor on the input's device for torch input).
+        The estimated intrinsic dimension (a 0-dim tensor on the input's device for torch input,
+        without a graph: the estimate is not differentiable, and in a loss it adds no gradient).
 
     Notes
     -----
@@ -258,8 +259,8 @@ def local_mle_dimension(X, *, n_neighbors: int = 100, metric: str = "euclidean")
     Returns
     -------
     lid : ndarray of shape (n_samples,)
-        One estimate per point (a tensor on the input's device for torch input). Copies of a
-        duplicated point share its value (see the module docstring).
+        One estimate per point (a tensor on the input's device for torch input, without a graph:
+        not differentiable). Copies of a duplicated point share its value (see the module docstring).
 
     Notes
     -----
@@ -324,7 +325,8 @@ def mle_dimension(X, *, n_neighbors: int = DEFAULT_MLE_NEIGHBOURS, metric: str =
     Returns
     -------
     dimension : float
-        The estimate (a 0-dim tensor on the input's device for torch input).
+        The estimate (a 0-dim tensor on the input's device for torch input, without a graph: not
+        differentiable, and in a loss it adds no gradient).
 
     Notes
     -----

@@ -105,7 +105,8 @@ def kneighbors(X, *, n_neighbors: int, metric: str = "euclidean", chunk_size: in
     Returns
     -------
     distances : ndarray of shape (n_samples, n_neighbors), float64
-        Sorted increasingly in each row. A torch tensor on the input's device for torch input.
+        Sorted increasingly in each row. A torch tensor on the input's device for torch input,
+        without a graph (the search is not differentiable).
     indices : ndarray of shape (n_samples, n_neighbors), int
         Row indices of the neighbours; ties are broken by the smaller index (among the
         candidates kept, so only when fewer than ``max(8, n_neighbors // 8)`` extra points tie
