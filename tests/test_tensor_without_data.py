@@ -132,6 +132,26 @@ def test_a_tensor_without_data_is_refused_in_one_line(name, kind):
     assert message.endswith(" instead.") and "\n" not in message
 
 
+@pytest.mark.parametrize("name", sorted(CALLS))
+def test_a_sparse_tensor_is_refused_in_one_line(name):
+    # torch's own error came from deep inside ("Could not run 'aten::aminmax' with arguments from the 'SparseCPU'
+    # backend", naming neither the argument nor the cause)
+    call, parameter, caller = CALLS[name]
+    with pytest.raises(IsotropyValueError) as info:
+        call(REAL.to_sparse())
+    assert str(info.value) == (f"The '{parameter}' parameter of {caller} must be a dense tensor. Got a sparse tensor "
+                               f"(layout torch.sparse_coo) instead; convert it with .to_dense().")
+
+
+def test_a_scipy_sparse_matrix_is_refused_in_one_line():
+    # it was read as "must be a real-valued array. Got dtype object" (numpy's 0-d object array of it)
+    import scipy.sparse
+
+    with pytest.raises(TypeError, match=r"^The 'X' parameter of isoscore must be a dense array\. Got a scipy sparse "
+                                        r"csr_\w+ instead; convert it with \.toarray\(\)\.$"):
+        isotropy.isoscore(scipy.sparse.csr_matrix(REAL.numpy()))
+
+
 def test_isoscore_from_covariance_refuses_a_meta_cov():
     with pytest.raises(IsotropyValueError, match=r"The 'cov' parameter of isoscore_from_covariance must be a tensor "
                                                  r"holding data"):

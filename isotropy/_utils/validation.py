@@ -71,6 +71,10 @@ def check_X(X, *, caller: str, name: str = "X", min_samples: int = 2, min_featur
         if isinstance(X, (str, bytes)) or X is None:
             raise TypeError(f"The '{name}' parameter of {caller} must be an array of shape (n_samples, n_features). "
                             f"Got {type(X).__name__} instead.")
+        sparse = sys.modules.get("scipy.sparse")  # loaded by whoever made a sparse matrix; None: there is none
+        if sparse is not None and sparse.issparse(X):  # np.asarray made it a 0-d object array: "dtype object"
+            raise TypeError(f"The '{name}' parameter of {caller} must be a dense array. Got a scipy sparse "
+                            f"{type(X).__name__} instead; convert it with .toarray().")
         try:
             X = np.asarray(_masked_pandas_as_numpy(X))
         except Exception:  # noqa: BLE001 - ragged lists and the like
@@ -128,6 +132,12 @@ def _masked_pandas_as_numpy(X):
     return X.to_numpy(dtype=common if common.kind == "f" else np.float64, na_value=np.nan)
 
 
+def _strided_layout():
+    import torch
+
+    return torch.strided
+
+
 def check_tensor_data(X, *, caller: str, name: str = "X"):
     """Refuse a torch tensor that holds no data; return ``X`` (anything but a tensor as is).
 
@@ -141,6 +151,9 @@ def check_tensor_data(X, *, caller: str, name: str = "X"):
     """
     if not is_torch(X):
         return X
+    if X.layout != _strided_layout():  # torch's own error came from deep inside ("Could not run 'aten::aminmax' ...")
+        raise IsotropyValueError(f"The '{name}' parameter of {caller} must be a dense tensor. Got a sparse tensor "
+                                 f"(layout {X.layout}) instead; convert it with .to_dense().")
     if X.is_meta:
         got = "a tensor on the 'meta' device"
     else:
