@@ -303,3 +303,21 @@ def test_uniformity_of_nearly_collapsed_float32_tensors_is_not_rounded_to_zero()
     assert value.dtype == torch.float32
     assert float(value) == pytest.approx(uniformity(X.numpy()), rel=1e-4)
     assert float(value) < 0
+
+
+@pytest.mark.parametrize("alpha", [0.5, 1.0, 2.0])
+def test_alignment_gradient_is_finite_for_identical_pairs(alpha):
+    # for alpha < 1 the norm's 0 times the power's infinite slope gave NaN to both rows of an identical pair; the
+    # subgradient 0 is taken there, and elsewhere the gradient is the analytic one (gradcheck)
+    torch = pytest.importorskip("torch")
+    X = torch.tensor(np.random.default_rng(4).normal(size=(6, 4)), requires_grad=True)
+    Y = X.detach().clone()
+    Y[3:] += torch.tensor(np.random.default_rng(5).normal(size=(3, 4)))
+    value = alignment(X, Y, alpha=alpha, normalize=False)
+    value.backward()
+    assert float(value) == pytest.approx(alignment(X.detach().numpy(), Y.numpy(), alpha=alpha, normalize=False),
+                                         rel=1e-13)
+    assert torch.equal(X.grad[:3], torch.zeros(3, 4, dtype=X.dtype))
+    assert torch.isfinite(X.grad).all()
+    moved = X.detach()[3:].clone().requires_grad_()
+    assert torch.autograd.gradcheck(lambda Z: alignment(Z, Y[3:], alpha=alpha, normalize=False), (moved,))

@@ -89,7 +89,14 @@ def alignment(X, Y, *, alpha: float = 2, normalize: bool = True):
     if normalize:
         X, Y = unit_rows(X, caller=caller, name="X"), unit_rows(Y, caller=caller, name="Y")
     if is_torch(X):
-        return (X - Y).norm(dim=1).pow(float(alpha)).mean()
+        import torch
+
+        # ‖x − y‖^α as (‖x − y‖²)^(α/2), with the gradient 0 (a subgradient) where a pair coincides: for α < 1 the
+        # norm's 0 times the power's infinite slope gave a NaN gradient to both rows of an identical pair
+        sq = (X - Y).pow(2).sum(dim=1)
+        apart = sq > 0
+        return torch.where(apart, torch.where(apart, sq, torch.ones_like(sq)).pow(float(alpha) / 2),
+                           torch.zeros_like(sq)).mean()
     diff = np.asarray(X, dtype=np.float64) - np.asarray(Y, dtype=np.float64)
     return to_output(np.mean(np.linalg.norm(diff, axis=1) ** float(alpha)), X)
 
