@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -80,3 +82,154 @@ def test_errors():
         in_batch_cluster_isotropy(torch.randn(5, 2), n_components=3)
     with pytest.raises(IsotropyValueError, match="at least n_clusters=3 rows"):
         InBatchClusterIsotropy(n_clusters=3)(torch.randn(2, 4))
+
+
+def _fn(n_clusters, n_components):
+    return lambda X: in_batch_cluster_isotropy(X, n_clusters=n_clusters, n_components=n_components)
+
+
+def _grad(H, n_clusters, n_components, weights):
+    H = H.detach().clone().requires_grad_()
+    (in_batch_cluster_isotropy(H, n_clusters=n_clusters, n_components=n_components) * weights).sum().backward()
+    return H.grad
+
+
+def test_duplicated_rows_get_the_exact_gradient_zero():
+    """Two identical rows form a cluster whose centred rows are all zero: torch's eigh backward gave NaN (16 of 144
+    entries). With n_components=1 = n_j − 1 the removal takes all of the cluster's variance, so its output is zero
+    for every input of that partition: the gradient of those rows is exactly 0, and gradcheck (finite differences)
+    agrees on the whole batch."""
+    g = torch.Generator().manual_seed(0)
+    H = torch.cat([torch.randn(16, 8, generator=g, dtype=torch.float64), torch.full((2, 8), 30.0, dtype=torch.float64)])
+    grad = _grad(H, 2, 1, torch.randn(18, 8, generator=g, dtype=torch.float64))
+    assert torch.isfinite(grad).all() and torch.equal(grad[16:], torch.zeros(2, 8, dtype=torch.float64))
+    assert torch.autograd.gradcheck(_fn(2, 1), (H.requires_grad_(),), eps=1e-6, atol=1e-6)
+    # a duplicated sentence among three rows with two directions removed: a rank-1 centred cluster whose variance
+    # is all removed (a tie at zero across the boundary): zero gradient there, the other cluster's own elsewhere
+    # (finite differences are no reference here: the forward's rounding, eps/λ₂, dominates them)
+    H3 = torch.cat([H[:16], torch.full((2, 8), 30.0, dtype=torch.float64), torch.full((1, 8), 31.0, dtype=torch.float64)])
+    W = torch.randn(19, 8, generator=g, dtype=torch.float64)
+    grad = _grad(H3, 2, 2, W)
+    assert torch.equal(grad[16:], torch.zeros(3, 8, dtype=torch.float64))
+    torch.testing.assert_close(grad[:16], _grad(H[:16], 1, 2, W[:16]), rtol=0, atol=1e-12)
+    H32 = H.detach().float()
+    assert torch.isfinite(_grad(H32, 2, 1, torch.randn(18, 8, generator=g))).all()
+
+
+@pytest.mark.parametrize("gram", [False, True])
+def test_a_tie_among_the_removed_directions_is_differentiated_exactly(gram):
+    """Tied leading eigenvalues with a gap below them: the removed subspace is unique and smooth, torch's eigh
+    backward was NaN (0/0); the gradient now matches finite differences (scatter path n > d, Gram path n ≤ d)."""
+    d = 8 if gram else 4
+    base = torch.zeros(3, d, dtype=torch.float64)
+    base[0, 0], base[1, 1], base[2, 2] = 3.0, 3.0, 1.0
+    H = torch.cat([base, -base]) if gram else torch.cat([base, -base, 0.5 * base, -0.5 * base])
+    assert torch.autograd.gradcheck(_fn(1, 2), (H.requires_grad_(),), eps=1e-6, atol=1e-6)
+
+
+def test_non_differentiable_degenerate_batches_get_the_documented_finite_gradient():
+    """Where the removed subspace is not unique the gradient is the documented choice, finite (NaN before: 40/40
+    for an all-identical batch, 72/72 for [I; −I])."""
+    g = torch.Generator().manual_seed(1)
+    # all rows identical: no direction has variance, none counts as removed; the gradient is that of the centring
+    W = torch.randn(5, 8, generator=g, dtype=torch.float64)
+    grad = _grad(torch.ones(5, 8, dtype=torch.float64), 1, 1, W)
+    torch.testing.assert_close(grad, W - W.mean(dim=0), rtol=0, atol=1e-15)
+    # [I; −I]: six tied eigenvalues, one removed (eigh's choice v): the gradient of X ↦ X(I − v vᵀ), centred
+    H = torch.cat([torch.eye(6, dtype=torch.float64), -torch.eye(6, dtype=torch.float64)])
+    W = torch.randn(12, 6, generator=g, dtype=torch.float64)
+    out = in_batch_cluster_isotropy(H, n_clusters=1, n_components=1)
+    v = torch.linalg.svd(H - out).Vh[0]  # (H − out) = H v vᵀ
+    torch.testing.assert_close(H - out, H @ torch.outer(v, v), rtol=0, atol=1e-15)
+    keep = torch.eye(6, dtype=torch.float64) - torch.outer(v, v)
+    grad = _grad(H, 1, 1, W)
+    torch.testing.assert_close(grad, W @ keep - (W @ keep).mean(dim=0), rtol=0, atol=1e-14)
+    for H, k in [(torch.ones(5, 8), 1), (torch.cat([torch.eye(6), -torch.eye(6)]), 1)]:
+        assert torch.isfinite(_grad(H, k, 1, torch.randn(H.shape, generator=g))).all()
+
+
+def test_tiny_float64_batch_has_the_gradient_of_the_unit_scale_batch():
+    """float64 × 2**-565 (about 1e-170): the Gram entries underflowed to zero and the gradient was NaN. The batch is
+    now computed at unit scale: output and gradient are exactly those of the unit-scale batch (scaled)."""
+    g = torch.Generator().manual_seed(2)
+    X = _blobs((9, 8), 5, seed=3)
+    X = X / 2.0 ** math.frexp(float(X.abs().max()))[1]  # max|x| in [0.5, 1)
+    W = torch.randn(X.shape, generator=g, dtype=torch.float64)
+    tiny = X * 2.0 ** -565
+    assert torch.equal(in_batch_cluster_isotropy(tiny, n_clusters=2, n_components=2),
+                       in_batch_cluster_isotropy(X, n_clusters=2, n_components=2) * 2.0 ** -565)
+    assert torch.equal(_grad(tiny, 2, 2, W), _grad(X, 2, 2, W))
+    grad = _grad(X.detach() * 1e-170, 2, 2, W)
+    assert torch.isfinite(grad).all()
+    torch.testing.assert_close(grad, _grad(X, 2, 2, W), rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize(("dtype", "scale"), [
+    (torch.float32, 2.0 ** 70), (torch.float32, 1e19), (torch.float32, 2.0 ** -100),
+    (torch.bfloat16, 1e20), (torch.float64, 1e160), (torch.float64, 2.0 ** 600)])
+def test_any_finite_scale_gives_the_output_at_ordinary_scale_times_the_scale(dtype, scale):
+    """float32 × 1e19, bfloat16 × 1e20 and float64 × 1e160 raised torch's 'probability tensor contains either inf,
+    nan or element < 0' (the k-means++ squared distances overflowed). The batch is brought to unit scale by a power
+    of two: at a power-of-two scale the output is exactly the unit-scale output times the scale."""
+    g = torch.Generator().manual_seed(4)
+    X = torch.cat([torch.randn(12, 6, generator=g) * 0.1, torch.randn(10, 6, generator=g) * 0.1 + 0.6])
+    X = X.to(dtype)
+    reference = in_batch_cluster_isotropy(X, n_clusters=2, n_components=1)
+    out = in_batch_cluster_isotropy(X * scale, n_clusters=2, n_components=1)
+    assert out.dtype == dtype and torch.isfinite(out).all()
+    exact = math.frexp(scale)[0] == 0.5 and dtype != torch.bfloat16
+    if exact:
+        assert torch.equal(out, reference * scale)
+    else:  # X·scale rounds in its dtype: equal up to that rounding
+        torch.testing.assert_close(out.double() / scale, reference.double(), rtol=0,
+                                   atol=2e-2 if dtype == torch.bfloat16 else 1e-5)
+    H = (X * scale).requires_grad_()
+    (in_batch_cluster_isotropy(H, n_clusters=2, n_components=1) * torch.ones_like(H)).sum().backward()
+    assert torch.isfinite(H.grad).all()
+
+
+def test_k_means_labels_at_any_scale():
+    from isotropy.training.cluster_transform import kmeans_labels
+
+    X = _blobs((10, 12), 4).float() / 64
+    assert torch.equal(kmeans_labels(X * 1e19, 2), kmeans_labels(X, 2))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_comes_back_in_its_dtype(dtype):
+    """float16/bfloat16 came back as float32 (docstring: same dtype as H), so a half-precision next layer failed.
+    Computed in float32 as before, returned in H's dtype; the gradient flows through the cast."""
+    H = _blobs((16, 16), 8).to(dtype).requires_grad_()
+    out = InBatchClusterIsotropy(n_clusters=2, n_components=1)(H)
+    assert out.dtype == dtype
+    H32 = H.detach().float().requires_grad_()
+    out32 = in_batch_cluster_isotropy(H32, n_clusters=2, n_components=1)
+    assert torch.equal(out, out32.to(dtype))
+    W = torch.randn(H.shape, generator=torch.Generator().manual_seed(5))
+    (out.float() * W).sum().backward()
+    (out32.to(dtype).float() * W).sum().backward()
+    assert H.grad.dtype == dtype and torch.equal(H.grad, H32.grad.to(dtype))
+    if dtype == torch.float16:
+        layer = torch.nn.Linear(8, 4).half()
+        assert layer(InBatchClusterIsotropy()(torch.randn(16, 8).half())).dtype == torch.float16
+
+
+def test_ordinary_batches_stay_twice_differentiable():
+    H = _blobs((7, 6), 5, seed=6).requires_grad_()
+    assert torch.autograd.gradgradcheck(_fn(2, 2), (H,), eps=1e-6, atol=1e-5)
+
+
+@pytest.mark.parametrize(("sizes", "d", "n_components"), [((9, 8), 3, 1), ((4, 5), 6, 2), ((6, 1, 5), 4, 2)])
+def test_the_subspace_derivative_is_exact_on_ordinary_batches(sizes, d, n_components, monkeypatch):
+    """The backward used at ties and zeros, forced on ordinary batches: same values, gradient equal to finite
+    differences and to torch's eigh backward."""
+    from isotropy.training import cluster_transform
+
+    H = _blobs(sizes, d).requires_grad_()
+    W = torch.randn(H.shape, generator=torch.Generator().manual_seed(7), dtype=torch.float64)
+    reference = in_batch_cluster_isotropy(H, n_clusters=len(sizes), n_components=n_components)
+    expected = _grad(H, len(sizes), n_components, W)
+    monkeypatch.setattr(cluster_transform, "_eigh_backward_is_unsafe", lambda values, n_components: True)
+    assert torch.equal(in_batch_cluster_isotropy(H, n_clusters=len(sizes), n_components=n_components), reference)
+    assert torch.autograd.gradcheck(_fn(len(sizes), n_components), (H,), eps=1e-6, atol=1e-6)
+    torch.testing.assert_close(_grad(H, len(sizes), n_components, W), expected, rtol=1e-10, atol=1e-12)
