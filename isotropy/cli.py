@@ -15,6 +15,7 @@ import click
 
 from isotropy._utils import jsontext
 from isotropy._utils.errors import debugging
+from isotropy._utils.install import extra_command
 
 # experiment name -> "module:attribute" of its Experiment record (isotropy.experiments._runner.Experiment)
 EXPERIMENTS = {
@@ -95,8 +96,8 @@ class _ExperimentGroup(click.Group):
 
             return make_command(load_experiment(name))
         except ImportError as exc:  # a core install: the experiments need their extra (pydantic, torch, ...)
-            missing = click.ClickException(f"isotropy run needs the experiments extra: pip install "
-                                           f"'isotropy[experiments]' ({' '.join(str(exc).split())}).")
+            missing = click.ClickException(f"isotropy run needs the experiments extra: {extra_command('experiments')} "
+                                           f"({' '.join(str(exc).split())}).")
             missing.exit_code = 2  # as every other missing optional package
             raise missing from None
 

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from isotropy._utils.install import extra_command
+
 REPO = Path(__file__).resolve().parent.parent
 PACKAGE = REPO / "isotropy"
 
@@ -191,7 +193,7 @@ def test_optional_reader_names_its_extra(tmp_path):
         main(["measure", "x.csv"])
     """, tmp_path)
     assert result.returncode == 2
-    assert result.stderr.strip() == "Error: Reading 'x.csv' needs pandas: pip install 'isotropy[io]'"
+    assert result.stderr.strip() == f"Error: Reading 'x.csv' needs pandas: {extra_command('io')}"
 
 
 def test_neighbour_search_without_numba(tmp_path):
@@ -213,8 +215,8 @@ def test_neighbour_search_without_numba(tmp_path):
     """, tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [
-        "None False", ("The ISOTROPY_JIT environment variable is '1', which needs numba. Install it with pip install "
-                 "'isotropy[fast]', or unset ISOTROPY_JIT.")]
+        "None False", ("The ISOTROPY_JIT environment variable is '1', which needs numba. Install it with "
+                 f"{extra_command('fast')}, or unset ISOTROPY_JIT.")]
 
 
 def test_run_names_the_extra_it_needs(tmp_path):
@@ -225,5 +227,15 @@ def test_run_names_the_extra_it_needs(tmp_path):
             main({argv})
         """, tmp_path)
         assert result.returncode == 2, (argv, result.stderr)
-        assert "isotropy run needs the experiments extra: pip install 'isotropy[experiments]'" in result.stderr, argv
+        assert f"isotropy run needs the experiments extra: {extra_command('experiments')} (" in result.stderr, argv
         assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr, result.stderr
+
+
+def test_the_install_hint_points_at_the_checkout_isotropy_runs_from(monkeypatch):
+    # the hints said pip install "isotropy[gemma]", which sends pip to the package index instead of the checkout the
+    # README installs from (pip install -e ".[...]"); from the index, the index is right
+    from isotropy._utils import install
+
+    assert extra_command("gemma") == f'pip install -e "{REPO}[gemma]"'
+    monkeypatch.setattr(install, "_source_tree", lambda: None)
+    assert install.extra_command("gemma") == 'pip install "isotropy[gemma]"'

