@@ -432,3 +432,34 @@ def test_run_json_records_the_data_folder_as_an_absolute_path(tmp_path, monkeypa
     monkeypatch.chdir(tmp_path)
     _run(tmp_path / "run", plot=False)
     assert json.loads((tmp_path / "run" / "run.json").read_text())["data_dir"] == str(tmp_path / "data")
+
+
+def test_resume_refuses_other_thread_counts_and_records_each_part(tmp_path):
+    # a run on 2 threads resumed with --threads 1 finished with seeds of each, and run.json said 1 thread; a default run
+    # recorded "threads": null, not the counts that made its numbers
+    _run(tmp_path, sets=[*SMALL, "seeds=[0]"], plot=False, threads=2)
+    first = json.loads((tmp_path / "run.json").read_text())
+    assert first["threads"] == 2 and first["threads_in_effect"]["torch"] == 2
+    assert all(count == 2 for count in first["threads_in_effect"].values())
+    with pytest.raises(ValueError, match=r"^Cannot resume in .*: its run computed with threads \{.*'torch': 2.*\} and "
+                                         r"this one would use \{.*'torch': 1.*\}, which changes the last digits of the "
+                                         r"numbers\. Resume with --threads 2, or use another --results-dir\.$"):
+        _run(tmp_path, sets=[*SMALL, "seeds=[0, 1]"], resume=True, plot=False, threads=1)
+    assert json.loads((tmp_path / "run.json").read_text()) == first  # refused before anything was written
+    more = _run(tmp_path, sets=[*SMALL, "seeds=[0, 1]"], resume=True, plot=False, threads=2).results
+    meta = json.loads((tmp_path / "run.json").read_text())
+    assert [part["started"] for part in meta["earlier_runs"]] == [first["started"]]
+    assert meta["earlier_runs"][0]["versions"] == first["versions"] and meta["resumed"]
+    assert more == _run(tmp_path / "fresh", sets=[*SMALL, "seeds=[0, 1]"], plot=False, threads=2).results
+    default = json.loads((_run(tmp_path / "default", plot=False).results_dir / "run.json").read_text())
+    assert default["threads"] is None and default["threads_in_effect"]["torch"] >= 1
+
+
+def test_resume_refuses_another_device(tmp_path):
+    _run(tmp_path, sets=[*SMALL, "seeds=[0]"], plot=False)
+    meta = json.loads((tmp_path / "run.json").read_text())
+    (tmp_path / "run.json").write_text(json.dumps({**meta, "device": "cuda:0", "status": "interrupted"}))
+    with pytest.raises(ValueError, match=r"^Cannot resume in .*: its run computed on device 'cuda:0' and this one on "
+                                         r"'cpu', which changes the numbers\. Resume with --device cuda:0, or use "
+                                         r"another --results-dir\.$"):
+        _run(tmp_path, sets=[*SMALL, "seeds=[0, 1]"], resume=True, plot=False)

@@ -67,6 +67,26 @@ def thread_limits(threads: int | None):
         torch.set_num_threads(previous)
 
 
+def threads_in_effect() -> dict:
+    """The thread counts the numbers are computed with: torch's intra-op threads and each BLAS/OpenMP pool's.
+
+    Recorded in ``run.json`` whether or not ``--threads`` set them (``"threads": null`` said nothing of
+    the counts a default run used, and they change the last digits of the numbers: a silhouette of
+    0.09240383903185527 on 2 threads, 0.09240384151538213 on 1).
+    """
+    import sys
+
+    from threadpoolctl import threadpool_info
+
+    torch = sys.modules.get("torch")
+    if torch is None:
+        import torch
+    pools = {}
+    for pool in threadpool_info():
+        pools[pool["user_api"]] = max(pools.get(pool["user_api"], 0), int(pool["num_threads"]))
+    return {"torch": int(torch.get_num_threads()), **dict(sorted(pools.items()))}
+
+
 @contextlib.contextmanager
 def quiet_progress(quiet: bool):
     """With ``quiet``, no library draws a progress bar inside the block; each one's setting is restored after.

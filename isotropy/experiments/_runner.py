@@ -9,9 +9,10 @@ from an :class:`Experiment`; each experiment keeps only its science. The same fl
 
 and the same results directory::
 
-    run.json        experiment, resolved config and its hash, seeds, device, threads, data dir,
-                    command, pid/host, package versions, status (running -> finished | failed | interrupted),
-                    start and end times, the results directory
+    run.json        experiment, resolved config and its hash, seeds, device, threads (asked for and in
+                    effect), data dir, command, pid/host, package versions, status (running -> finished |
+                    failed | interrupted), start and end times, the results directory; after --resume, the
+                    earlier parts' command, times, device, threads and versions (earlier_runs)
     config.yaml     the resolved config, headed by ``experiment: NAME`` (re-run it with --setup DIR/config.yaml)
     ...             the experiment's tables and numbers
     claims.json     the paper's claims decided on these numbers (written by ``report``, when defined)
@@ -80,6 +81,7 @@ from isotropy.experiments._context import (
     quiet_progress,
     resolve_device,
     thread_limits,
+    threads_in_effect,
 )
 from isotropy.experiments._results_dir import RUN_NAMES, Replacement, ResultsLock, check_results_dir, toolkit_entries
 
@@ -345,6 +347,7 @@ class _Metadata:
             "experiment": experiment.name, "status": "running", "config": self.config,
             "config_hash": ctx.config_hash, "seeds": list(self.config.get("seeds") or []),
             "results_dir": str(ctx.results_dir.resolve()), "device": ctx.device, "threads": ctx.threads,
+            "threads_in_effect": threads_in_effect(),
             "data_dir": str(ctx.data_dir), "resumed": ctx.resume,
             "command": shlex.join([Path(sys.argv[0]).name, *sys.argv[1:]]), "pid": os.getpid(),
             "host": socket.gethostname(), "started": _now(), "ended": None,
@@ -397,6 +400,32 @@ def _check_resume(experiment: Experiment, results_dir: Path, values: dict, ignor
         raise ValueError(f"Cannot resume in {str(results_dir)!r}: its run used a different config (keys {changed} "
                          f"differ). Use another --results-dir or drop --resume to start afresh.")
     return meta.get("status") == "finished" and old == values
+
+
+# What run.json keeps of each earlier part of a resumed run (earlier_runs): where, when, how and with which code.
+_PART_FACTS = ("command", "host", "started", "ended", "status", "device", "threads", "threads_in_effect", "versions")
+
+
+def _resume_conditions(previous: dict | None, meta: dict, results_dir: Path) -> dict:
+    """On --resume: refuse to continue a run under another device or other thread counts, whose numbers differ in their
+    last digits (a run on 2 threads resumed with --threads 1 finished with seed 0 of one and seeds 1-2 of the other,
+    and run.json said 1 thread); returns the facts to record, with the earlier parts' own in ``earlier_runs`` (a
+    resume after a change of code records each part's versions instead of only the last).
+    """
+    if not previous:
+        return {}
+    before, now = previous.get("threads_in_effect"), meta["threads_in_effect"]
+    if before is not None and before != now:
+        hint = f"--threads {previous['threads']}" if previous.get("threads") else "the thread settings it ran with"
+        raise ValueError(f"Cannot resume in {str(results_dir)!r}: its run computed with threads {before} and this one "
+                         f"would use {now}, which changes the last digits of the numbers. Resume with {hint}, or use "
+                         f"another --results-dir.")
+    if previous.get("device") not in (None, meta["device"]):
+        raise ValueError(f"Cannot resume in {str(results_dir)!r}: its run computed on device {previous['device']!r} and "
+                         f"this one on {meta['device']!r}, which changes the numbers. Resume with --device "
+                         f"{previous['device']}, or use another --results-dir.")
+    earlier = previous.get("earlier_runs") if isinstance(previous.get("earlier_runs"), list) else []
+    return {"earlier_runs": [*earlier, {key: previous.get(key) for key in _PART_FACTS}]}
 
 
 def _claims_are_current(experiment: Experiment, results_dir: Path) -> bool:
@@ -479,12 +508,14 @@ def execute(experiment: Experiment, config, *, results_dir=None, setup: str | No
 
 def _run_locked(experiment: Experiment, config, ctx: RunContext, replacement: Replacement) -> RunOutcome:
     with thread_limits(ctx.threads):
+        meta = _Metadata(experiment, config, ctx)
+        if ctx.resume:  # before anything is loaded or written
+            meta.meta.update(_resume_conditions(_previous_meta(ctx.results_dir), meta.meta, ctx.results_dir))
         ctx.prepared = experiment.prepare(config, ctx)  # nothing written yet: a failure here changes nothing
         if not ctx.resume:
             replacement.move_aside()
         else:
             replacement.committed = True
-        meta = _Metadata(experiment, config, ctx)
         ctx._on_first_result = replacement.commit
         ctx._meta_update = meta.update
         try:
