@@ -168,6 +168,43 @@ _RUN_TABLE = re.compile(r"^<!-- run-table: ([\w.-]+)/([\w.-]+) -->[ \t]*$", flag
 _RUN_COMPARE = re.compile(r"^<!-- run-compare: ([\w.-]+)/([\w.,-]+) -->[ \t]*$", flags=re.MULTILINE)
 
 
+# Numbers in the prose are never typed either: ``<!-- value: EXPERIMENT/SETUP FILE KEY.KEY... SPEC -->`` anywhere in a
+# line is that entry of the committed docs/runs/EXPERIMENT/SETUP/FILE (JSON; a key may be a list index), formatted
+# with the Python format SPEC (a minus written as −); a key ``*`` takes every entry at that level and the path then
+# starts with ``min:`` or ``max:`` (``min:setup.per_seed.*.rho``); ``@minutes`` as the key path is the run's duration
+# from run.json's start and end times.
+_VALUE_MARKER = re.compile(r"<!-- value: ([\w.-]+)/([\w.-]+) ([\w.-]+) (\S+) (\S+) -->")
+
+
+def _run_value(match) -> str:
+    import datetime
+    import json
+
+    experiment, setup, name, path, spec = match.groups()
+    file = REPO / "docs" / "runs" / experiment / setup / name
+    if not file.is_file():
+        raise FileNotFoundError(f"value marker {match.group(0)!r}: {file} does not exist")
+    data = json.loads(file.read_text(encoding="utf-8"))
+    if path == "@minutes":
+        start, end = (datetime.datetime.fromisoformat(data[key]) for key in ("started", "ended"))
+        value = (end - start).total_seconds() / 60
+    else:
+        aggregate, _, keys = path.rpartition(":")
+        values = [data]
+        for key in keys.split("."):
+            try:
+                if key == "*":
+                    values = [v for value in values for v in (value.values() if isinstance(value, dict) else value)]
+                else:
+                    values = [value[int(key)] if isinstance(value, list) else value[key] for value in values]
+            except (KeyError, IndexError, ValueError, TypeError, AttributeError):
+                raise KeyError(f"value marker {match.group(0)!r}: {file} has no entry {path!r} (at {key!r})") from None
+        if aggregate not in ("", "min", "max") or (aggregate == "") != (len(values) == 1 and "*" not in keys):
+            raise ValueError(f"value marker {match.group(0)!r}: a path with '*' needs 'min:' or 'max:', and only it")
+        value = {"": lambda v: v[0], "min": min, "max": max}[aggregate](values)
+    return format(value, spec).replace("-", "−")
+
+
 def _claims_file(experiment: str, setup: str) -> Path:
     path = REPO / "docs" / "runs" / experiment / setup / "claims.json"
     if not path.is_file():
@@ -202,8 +239,9 @@ def _run_compare(match) -> str:
 
 def render_claims(markdown: str, src_uri: str = "") -> str:
     """Replace the claims markers of a page by the tables generated from the committed ``claims.json`` files."""
-    if "<!-- claims" not in markdown and "<!-- run-" not in markdown:
+    if "<!-- claims" not in markdown and "<!-- run-" not in markdown and "<!-- value:" not in markdown:
         return markdown
+    markdown = _VALUE_MARKER.sub(_run_value, markdown)
     from isotropy.experiments._claims import markdown_table, read_claims
 
     def page_table(match) -> str:

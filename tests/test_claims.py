@@ -315,3 +315,30 @@ def test_layer_geometry_and_sts_claims_are_one_sample():
     assert got["cluster-raises-sts"].ours == pytest.approx(10.0)
     assert got["cluster-beats-global-pca"].ours == pytest.approx(5.0)
     assert got["cluster-raises-isotropy"].n_seeds == 1 and got["cluster-raises-isotropy"].verdict == "not established"
+
+
+def test_value_markers_render_the_committed_numbers(tmp_path):
+    """Prose numbers come from the committed runs through ``<!-- value: ... -->`` markers: the supersense paragraph
+    said "took 18.6 min (run.json), 1,059 of the 1,110 ... seconds in the silhouette", typed by hand, where the
+    committed run.json and summary.json say 8.0 min and 478 s."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("docs_hooks", REPO / "docs" / "_hooks.py")
+    hooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hooks)
+    for page in sorted((REPO / "docs").rglob("*.md")):
+        rendered = hooks.render_claims(page.read_text(encoding="utf-8"), page.name)
+        assert "<!-- value:" not in rendered, page
+    page = hooks.render_claims((REPO / "docs" / "experiments" / "classifier-geometry.md").read_text(encoding="utf-8"))
+    run = json.loads((REPO / "docs" / "runs" / "classifier-geometry" / "supersense" / "run.json").read_text())
+    import datetime
+
+    minutes = (datetime.datetime.fromisoformat(run["ended"]) - datetime.datetime.fromisoformat(run["started"]))
+    assert f"It took {minutes.total_seconds() / 60:.1f} min (`run.json`)" in page
+    rho = json.loads((REPO / "docs" / "runs" / "classifier-geometry" / "supersense" / "correlations.json").read_text())
+    per_seed = [seed["spearman_rho"] for seed in rho["supersense"]["per_seed"].values()]
+    assert f"runs from\n{min(per_seed):.3f}".replace("-", "−") in page and f"{max(per_seed):+.3f}." in page
+    with pytest.raises(KeyError, match="has no entry 'final.nothing'"):
+        hooks.render_claims("<!-- value: classifier-geometry/supersense summary.json final.nothing .3f -->")
+    with pytest.raises(ValueError, match="needs 'min:' or 'max:'"):
+        hooks.render_claims("<!-- value: classifier-geometry/supersense correlations.json supersense.per_seed.* .3f -->")
