@@ -173,12 +173,13 @@ def test_token_level_names_the_largest_norms_with_the_special_tokens_apart(files
 def test_token_norms_in_the_json_table_and_plot(files, tmp_path):
     out, figure = tmp_path / "t.json", tmp_path / "t.png"
     result = invoke("--model", files / "bert", "--texts", files / "texts.txt", "--level", "token", "--layers", "1,2",
-                    "--json", out, "--plot", figure, "--device", "cpu")
+                    "--json", out, "--plot", figure, "--device", "cpu", "--batch-size", "5")
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert lines[1].split()[:2] == ["layer", "n"] and "token" not in lines[1]  # the table leaves the dict out
     assert [line.split()[0] for line in lines[2:4]] == ["1", "2"]
     record = json.loads(out.read_text())
+    assert record["batch_size"] == 5 and record["device"] == "cpu"  # what the last digits depend on: recorded
     for row in record["rows"]:
         norms = row["token_norms"]
         assert norms["max_over_median"] == pytest.approx(row["norm_max_over_median"], rel=1e-9)

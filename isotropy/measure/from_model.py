@@ -498,7 +498,7 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
         if output_modules:  # the model's own output: cached, or from the network and its forward pass below
             from isotropy.models.encoders import _load_cached, output_row_file
 
-            row_file = output_row_file(location, texts)
+            row_file = output_row_file(location, texts, batch_size=batch_size, device=device)
             cached_output = _load_cached(row_file, len(texts))
             if cached_output is None:
                 encoder = _sentence_model_around(location, network, device)
@@ -634,6 +634,7 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
             "pooling": pooling if level == "sentence" else None, "keep_special": keep_special if level == "token" else None,
             "n_layers": n_layers, "n_features": int(states[layers[0]].shape[1]), "n_texts": len(texts),
             "n_rows_total": int(n_total), "metrics": list(metrics), "max_length": max_length,
+            "batch_size": batch_size, "device": str(device),
             "sample_size": sample_size, "random_state": random_state, "rows": rows, "warnings": notes,
             "errors": errors,
             "n_neighbors": _mle_neighbours(n_neighbors) if "mle_dimension" in metrics else None,

@@ -156,15 +156,26 @@ def _load_cached(path: Path | None, n: int) -> np.ndarray | None:
 _BATCHING = "batches=token-count,distinct-sequences"
 
 
-def output_row_file(location: str, texts: Sequence[str], cache_dir: str | os.PathLike | None = None) -> Path:
+def _computed_by(batch_size: int, device) -> str:
+    """The part of a cache key that names what the rows' last digits depend on besides the texts and the model: the
+    batch size (which texts share a padded batch) and the kind of device (``cpu``, ``cuda``, ``mps``). A file
+    computed with another ``--batch-size`` was read back as this one's (isoscore 0.07334928926671543 where batches
+    of 7 give 0.0733492895040497)."""
+    return f"batch_size={int(batch_size)}|device={str(device or 'cpu').split(':')[0]}"
+
+
+def output_row_file(location: str, texts: Sequence[str], cache_dir: str | os.PathLike | None = None, *,
+                    batch_size: int, device=None) -> Path:
     """Where ``isotropy measure --model`` keeps a sentence-transformers model's own output row of ``texts``.
 
     The row is ``SentenceTransformer.encode(texts)`` (the model's pooling and normalisation), taken
     from the hidden layers' forward pass where the tokens agree; kept beside the layers' cache
-    (:func:`encode_pooled`) so that measuring other layers of the same texts later runs no pass.
+    (:func:`encode_pooled`, with the same ``batch_size`` and ``device``) so that measuring other
+    layers of the same texts later runs no pass.
     """
     root = Path(cache_dir) if cache_dir is not None else default_cache_dir() / "embeddings"
-    return root / f"{_cache_key(location, texts, False, tag=f'measure-output-row|{_BATCHING}')}.npy"
+    tag = f"measure-output-row|{_BATCHING}|{_computed_by(batch_size, device)}"
+    return root / f"{_cache_key(location, texts, False, tag=tag)}.npy"
 
 
 def encode_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, layers: Sequence[int] = (-1,),
@@ -238,7 +249,7 @@ def encode_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, layers: S
         tag = "mean-pooled" if pooling == "mean" else f"{pooling}-pooled"
         # _BATCHING names how the rows were computed: files of the batching before it (repeated texts run apart,
         # so not exactly equal) are not read back
-        key = f"{base}|{tag}|layer={layer}|max_length={max_length}|{_BATCHING}"
+        key = f"{base}|{tag}|layer={layer}|max_length={max_length}|{_BATCHING}|{_computed_by(batch_size, device)}"
         key = hashlib.sha256(key.encode()).hexdigest()[:32]
         return cache_root / f"{key}.npy"
 
