@@ -488,3 +488,18 @@ def test_a_file_name_with_a_line_break_is_escaped_in_the_table_header(data, tmp_
     result = invoke(path, "--metrics", "isoscore", "--no-progress")
     assert result.exit_code == 0, result.output
     assert result.output.splitlines()[0] == f"{tmp_path!s}/new\\nline é.npy: 120 samples x 6 features"
+
+
+def test_the_json_record_names_the_thread_counts(data, tmp_path):
+    # the BLAS thread count moves the last digits (a silhouette of -0.009541787435454377 on 1 thread,
+    # -0.009541787520098577 on 2) and the record did not say it
+    from threadpoolctl import threadpool_limits
+
+    root, _, _ = data
+    for threads in (1, 2):
+        out = tmp_path / f"t{threads}.json"
+        with threadpool_limits(limits=threads):
+            result = invoke(root / "x.npy", "--metrics", "isoscore", "--json", out)
+        assert result.exit_code == 0, result.output
+        counts = json.loads(out.read_text())["threads"]
+        assert counts["blas"] == threads and all(isinstance(n, int) and n >= 1 for n in counts.values())

@@ -61,3 +61,19 @@ def blas_on_one_thread() -> bool:
     except ImportError:
         return False
     return all(lib["num_threads"] == 1 for lib in controller.info() if lib["user_api"] == "blas")
+
+
+def threads_in_effect() -> dict:
+    """The thread counts the numbers are computed with: torch's intra-op threads (when torch is loaded) and each
+    BLAS/OpenMP pool's, ``{"torch": n, "blas": n, "openmp": n}``.
+
+    Recorded beside results (``run.json``, ``isotropy measure --json``): they change the last digits
+    of the numbers (a silhouette of -0.009541787435454377 on 1 thread, -0.009541787520098577 on 2),
+    and a default run said nothing of them. Reads the pools; imports nothing (torch only if loaded).
+    """
+    pools: dict[str, int] = {}
+    for pool in _controller().info():
+        pools[pool["user_api"]] = max(pools.get(pool["user_api"], 0), int(pool["num_threads"]))
+    torch = sys.modules.get("torch")
+    loaded = {"torch": int(torch.get_num_threads())} if torch is not None and hasattr(torch, "get_num_threads") else {}
+    return {**loaded, **dict(sorted(pools.items()))}

@@ -68,23 +68,12 @@ def thread_limits(threads: int | None):
 
 
 def threads_in_effect() -> dict:
-    """The thread counts the numbers are computed with: torch's intra-op threads and each BLAS/OpenMP pool's.
+    """:func:`isotropy._utils.threads.threads_in_effect` with torch loaded (every experiment computes with it)."""
+    import torch  # noqa: F401 - its thread count is part of the record
 
-    Recorded in ``run.json`` whether or not ``--threads`` set them (``"threads": null`` said nothing of
-    the counts a default run used, and they change the last digits of the numbers: a silhouette of
-    0.09240383903185527 on 2 threads, 0.09240384151538213 on 1).
-    """
-    import sys
+    from isotropy._utils.threads import threads_in_effect as counts
 
-    from threadpoolctl import threadpool_info
-
-    torch = sys.modules.get("torch")
-    if torch is None:
-        import torch
-    pools = {}
-    for pool in threadpool_info():
-        pools[pool["user_api"]] = max(pools.get(pool["user_api"], 0), int(pool["num_threads"]))
-    return {"torch": int(torch.get_num_threads()), **dict(sorted(pools.items()))}
+    return counts()
 
 
 @contextlib.contextmanager

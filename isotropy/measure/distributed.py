@@ -154,6 +154,7 @@ def run(embeddings, *, labels_path, metric_names, needing_labels, json_path, sam
                 "memory_limit": where_run["memory_limit"],
                 "chunking": {"n_chunks": len(data.X.chunks[0]),
                              "rows_per_chunk": sorted(set(map(int, data.X.chunks[0]))), "dtype": str(data.X.dtype)},
+                "threads": None,  # the workers' own, not this process's: the scheduler and workers keys say where it ran
                 "versions": package_versions(extra=("dask", "distributed", "zarr")),
             }
             report(data, embeddings, metric_names=metric_names, json_path=json_path, key=key,

@@ -1032,13 +1032,14 @@ def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, 
     errors = {name: option_names(message, n_neighbors_given=n_neighbors is not None)  # the command's words
               for name, message in result["errors"].items()}
     if json_path is not None:
+        from isotropy._utils.threads import threads_in_effect
         from isotropy._utils.versions import package_versions
         from isotropy.measure._json_output import write_json_output
 
         record = {**result, "texts": str(texts_path), "text_column": text_column, "encoding": encoding,
                   "labels": None if labels_path is None else str(labels_path), "label_column": label_column,
                   "rows": [_json_safe(r) for r in result["rows"]], "errors": errors, "complete": not errors,
-                  "versions": package_versions(["gguf"])}
+                  "threads": threads_in_effect(), "versions": package_versions(["gguf"])}
         write_json_output(json_path, record)
     if plot_path is not None:
         click.echo(str(plot_layers(result, plot_path)), err=to_err)

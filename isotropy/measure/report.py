@@ -278,6 +278,7 @@ def prepare_input(X, row_names, embeddings, labels_path, *, key, sample_size, ra
 
 def _record(data, embeddings, *, key, labels_path, sample_size, random_state, distance, results, metric_names,
             shrinkage_sample=None, n_neighbors=None, zeta=None, averaging=None, label_column=None):
+    from isotropy._utils.threads import threads_in_effect
     from isotropy._utils.versions import package_versions
 
     return {
@@ -302,6 +303,7 @@ def _record(data, embeddings, *, key, labels_path, sample_size, random_state, di
         "errors": results.errors,
         "complete": not results.errors and not results.interrupted,
         "scheduler": None, "workers": None, "memory_limit": None, "chunking": None,  # in memory (dask runs: isotropy.distributed)
+        "threads": threads_in_effect(),
         "versions": package_versions(),
     }
 
