@@ -60,7 +60,7 @@ def test_set_keys_nest_as_deep_as_yaml_may_and_messages_stay_short(capsys):
     assert parse_set_options([".".join(["a"] * 64) + "=1"], experiment="e")  # 64 levels: as YAML
     code, _out, err = _cli(["run", "minibatch-stability", "--print-config", "--set",
                            "seeds=[" + ",".join(["-1"] * 3000) + "]"], capsys)
-    assert code == 2 and err.count("must be a non-negative int") == 10 and "(2990 more settings are wrong.)" in err
+    assert code == 2 and err.count("must be an int in [0, 4294967295]") == 10 and "(2990 more settings are wrong.)" in err
     assert len(err) < 2000
     code, _out, err = _cli(["run", "minibatch-stability", "--print-config", "--set", "seeds=" + "x" * 100_000], capsys)
     assert code == 2 and "... (100,002 characters) instead." in err and len(err) < 500
@@ -594,8 +594,8 @@ def test_print_config_refuses_a_device_name_no_run_takes(capsys):
 
 
 @pytest.mark.parametrize(("argv", "message"), [
-    (["--set", "seeds=[true]"], "The 'seeds[0]' setting of istar must be a non-negative int. Got True instead."),
-    (["--set", "seeds=[0, -1]"], "The 'seeds[1]' setting of istar must be a non-negative int. Got -1 instead."),
+    (["--set", "seeds=[true]"], "The 'seeds[0]' setting of istar must be an int in [0, 4294967295]. Got True instead."),
+    (["--set", "seeds=[0, -1]"], "The 'seeds[1]' setting of istar must be an int in [0, 4294967295]. Got -1 instead."),
     (["--lambdas", "abc"], "The 'lambdas[0]' setting of istar must be a non-zero finite number. Got 'abc' instead."),
     (["--set", "istar.layers=[x]"], ("The 'istar.layers[0]' setting of istar must be a hidden-state index. "
                                      "Got 'x' instead.")),
@@ -642,3 +642,15 @@ def test_resume_of_a_run_json_nested_without_end_is_one_line(tmp_path, capsys):
     code, _out, err = _cli(["run", "minibatch-stability", "--resume", "--results-dir", str(tmp_path)], capsys)
     assert code != 0 and "Traceback" not in err
     assert "run.json' is not readable JSON; it cannot be resumed. Drop --resume to start afresh." in err
+
+
+@pytest.mark.parametrize("seeds", ["99999999999999999999", "4294967296", "0,18446744073709551616"])
+def test_a_seed_past_2_to_the_32_is_refused_before_anything_loads(seeds, capsys):
+    # 1e20 passed validation and --print-config, then classifier-geometry failed after loading with torch's
+    # "Overflow when unpacking long long" (and scikit-learn's RandomState refuses 2**32 and above)
+    code, _, err = _cli(["run", CG, "--setup", "demo", "--seeds", seeds, "--print-config"], capsys)
+    assert code == 2 and err.count("\n") == 1, err
+    assert err.startswith("Error: The 'seeds[") and "setting of classifier-geometry must be an int in [0, 4294967295]. " \
+        "Got " in err
+    main(["run", CG, "--setup", "demo", "--seeds", "4294967295", "--print-config"])
+    assert "- 4294967295" in capsys.readouterr().out

@@ -29,7 +29,7 @@ import re
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, NonNegativeInt, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from isotropy._utils.suggest import did_you_mean
 
@@ -105,8 +105,13 @@ def _distinct(values: list) -> list:
     return values
 
 
-Seeds = Annotated[list[NonNegativeInt], expects("a non-empty list of distinct non-negative ints such as [0, 1, 2]",
-                                               min_length=1), AfterValidator(_distinct)]
+# A seed is below 2**32: the generators an experiment seeds take it (scikit-learn's random_state is numpy's RandomState,
+# which refuses 2**32 and above; torch.manual_seed refused 1e20 after the model had loaded, in words naming neither
+# the key nor the limit: "Overflow when unpacking long long").
+MAX_SEED = 2**32 - 1
+Seeds = Annotated[list[Annotated[int, Field(ge=0, le=MAX_SEED)]],
+                  expects(f"a non-empty list of distinct ints in [0, {MAX_SEED}] such as [0, 1, 2]",
+                          min_length=1), AfterValidator(_distinct)]
 
 
 # ---------------------------------------------------------------- YAML
