@@ -162,7 +162,8 @@ def uniformity(X, *, t: float = 2, normalize: bool = True):
         sq = torch.pdist(X, p=2).pow(2)
         # the log-sum-exp in float64: in float32, exp(−t·d²) of nearly collapsed rows (d² ~ 1e-8) rounds to 1 and the
         # value read exactly 0 ("all rows coincide") where numpy reads −1e-7 on the same values
-        value = torch.logsumexp(-t * sq.to(torch.float64), dim=0) - float(np.log(sq.numel()))
+        wide = torch.float32 if sq.device.type == "mps" else torch.float64  # MPS has no float64
+        value = torch.logsumexp(-t * sq.to(wide), dim=0) - float(np.log(sq.numel()))
         return value.to(sq.dtype)
     X = np.asarray(X, dtype=np.float64)
     n = X.shape[0]
