@@ -205,3 +205,15 @@ def test_istar_loss_refuses_a_shrinkage_cov_that_is_not_a_covariance():
                                                  r"semi-definite \(a covariance matrix\)\. Got a smallest eigenvalue "
                                                  r"of -0\.5 instead\.$"):
         IStarLoss(shrinkage_cov=torch.diag(torch.tensor([1.0, 1.0, -0.5])))
+
+
+@pytest.mark.parametrize("n, d", [(16, 64), (32, 256), (100, 768)])
+def test_a_float32_covariance_of_few_rows_is_a_covariance(n, d):
+    # torch.cov of a float32 batch of fewer rows than features has eigenvalues of -4e-8 to -1.2e-7 of the largest
+    # (rounding), which the Σ_S check refused as "not positive semi-definite" while isoscore_star took the matrix
+    from isotropy.training import IsoScoreStar
+
+    for seed in range(3):
+        C = torch.cov(torch.randn(n, d, generator=torch.Generator().manual_seed(seed)).T)
+        assert IStarLoss(shrinkage_cov=C).shrinkage_cov.shape == (d, d)
+        assert IsoScoreStar(shrinkage_cov=C, zeta=0.3).shrinkage_cov.shape == (d, d)

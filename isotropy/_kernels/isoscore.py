@@ -231,7 +231,11 @@ def check_covariance(S, *, caller, name="shrinkage_cov", nonzero=True):
     E = unit_scale(S.detach() if is_torch(S) else S, caller=caller, name=name)
     eig = (torch_eigvalsh(E) if is_torch(E) else np.linalg.eigvalsh(np.asarray(E, dtype=np.float64)))
     lowest, largest = float(eig.min()), float(abs(eig).max())
-    if lowest < -1e-8 * max(largest, np.finfo(np.float64).tiny):
+    # the rounding of a covariance formed in float32, whatever dtype it comes in now (IsoScoreStar holds it in
+    # float64): torch.cov of a float32 batch of fewer rows than features has eigenvalues of -4e-8 to -1.2e-7 of the
+    # largest, which -1e-8 refused; d·eps(float32) of the largest allows that rounding and still refuses any
+    # matrix with a real negative direction (-I, diag(1, 1, 1, -0.5))
+    if lowest < -max(1e-8, E.shape[0] * float(np.finfo(np.float32).eps)) * max(largest, np.finfo(np.float64).tiny):
         raise IsotropyValueError(f"The '{name}' parameter of {caller} must be positive semi-definite (a covariance "
                                  f"matrix). Got a smallest eigenvalue of {lowest:.3g} instead.")
     if nonzero and largest == 0.0:
