@@ -809,6 +809,32 @@ class TwoNNDimension(Metric):
     def _has_data(self):
         return len(self.rows) > 0 if isinstance(self.rows, list) else self.rows.numel() > 0
 
+    def _sync_dist(self, dist_sync_fn=None, process_group=None):
+        """torchmetrics' gather, with a process that saw no rows sending float64 ``(0, width)`` rows and ``(0,)`` keys.
+
+        torchmetrics sends ``tensor([])`` of the default dtype for an empty list state: beside the
+        other processes' float64 ``(n, d)`` rows, gloo aborted the job ("Received data size doesn't
+        match expected size"). The state is restored after the sync (torchmetrics keeps a copy).
+        """
+        if isinstance(self.rows, list) and not self.rows:
+            self.rows = [torch.zeros((0, self.n_features or 0), dtype=torch.float64, device=self.device)]
+            self.keys = [torch.zeros(0, dtype=torch.float64, device=self.device)]
+        gather = dist_sync_fn or _gather_all_tensors()
+        name = type(self).__name__
+
+        def widened(tensor, group=None):
+            parts = gather(tensor, group=group)
+            if tensor.ndim != 2:
+                return parts
+            widths = sorted({int(part.shape[1]) for part in parts if part.shape[0]})
+            if len(widths) > 1:
+                raise IsotropyValueError(f"{name}: the processes saw rows of different widths ({widths} features); "
+                                         f"every process must update it with rows of one width.")
+            return [part if not widths or part.shape[1] == widths[0] else part.new_zeros((0, widths[0]))
+                    for part in parts]
+
+        super()._sync_dist(widened, process_group=process_group)
+
     def _keys(self, n):
         if self._generator is None:
             rank = torch.distributed.get_rank() if torch.distributed.is_available() and \
