@@ -429,7 +429,7 @@ def test_isoscore_star_refuses_a_shrinkage_cov_that_is_not_a_covariance_and_merg
                             IsoScoreStar(shrinkage_cov=2 * S, zeta=0.3))
     for metric in (first, second, other):
         metric.update(X)
-    for theirs, what in ((second, r"zeta 0\.5 and 0\.3"), (other, "different shrinkage_cov matrices")):
+    for theirs, what in ((second, r"zeta 0\.5, where this metric has 0\.3"), (other, "another shrinkage_cov matrix")):
         with pytest.raises(IsotropyValueError, match=rf"^IsoScoreStar\.merge_state: the incoming metric has other "
                                                      rf"settings \({what}\)"):
             first.merge_state(theirs)

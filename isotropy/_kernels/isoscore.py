@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from isotropy._kernels.rows import all_rows_equal
 from isotropy._utils.backend import is_torch, to_output
 from isotropy._utils.magnitude import safe_exponent_range, unit_scale
 from isotropy._utils.validation import IsotropyValueError, check_scalar, check_tensor_data
@@ -99,13 +100,6 @@ def _scatter_stats(X) -> _ScatterStats:
     return _ScatterStats(np.trace(G), np.vdot(G, G), None, Xc, float(mean @ mean))
 
 
-def _all_rows_equal(X) -> bool:
-    """Whether every row of ``X`` (numpy or torch, in memory) equals its first, compared bit for bit a block at a time."""
-    step = max(1, _CHUNK_ELEMENTS // max(1, X.shape[1]))
-    first = X[0:1]
-    return all(bool((X[s:s + step] == first).all()) for s in range(0, X.shape[0], step))
-
-
 def _check_variance(trace, *, n_samples, mean_sq_norm, eps, caller, name="X", X=None):
     """Raise a clear error when the data are constant: the score would be 0/0.
 
@@ -118,7 +112,7 @@ def _check_variance(trace, *, n_samples, mean_sq_norm, eps, caller, name="X", X=
     first_chunk_shift`), so a positive trace is rows that differ.
     """
     if _as_float(trace) <= n_samples * (_FLOOR_ULPS * eps) ** 2 * mean_sq_norm:
-        if _as_float(trace) > 0.0 and (X is None or not _all_rows_equal(X.detach() if is_torch(X) else X)):
+        if _as_float(trace) > 0.0 and (X is None or not all_rows_equal(X.detach() if is_torch(X) else X)):
             return
         raise IsotropyValueError(
             f"The '{name}' parameter of {caller} must have non-zero variance. Got {n_samples} "

@@ -75,6 +75,14 @@ def norm_range(dtype_info) -> tuple[float, float]:
     return float(dtype_info.tiny / dtype_info.eps), float(dtype_info.max * dtype_info.eps)
 
 
+def all_rows_equal(X) -> bool:
+    """Whether every row of ``X`` (numpy or torch, in memory) equals its first, compared bit for bit a block of
+    ``_CHUNK_ELEMENTS`` entries at a time (a boolean block, not one of ``X``'s size)."""
+    step = max(1, _CHUNK_ELEMENTS // max(1, X.shape[1]))
+    first = X[0:1]
+    return all(bool((X[s:s + step] == first).all()) for s in range(0, X.shape[0], step))
+
+
 def first_chunk_shift(first):
     """The shift ``K`` of the centred sums: the mean of the rows ``first`` (numpy or torch, float64 for numpy), or
     their first row exactly when they are all equal to it.
@@ -84,7 +92,7 @@ def first_chunk_shift(first):
     rows a few ulps apart, :func:`isotropy._kernels.isoscore._check_variance`); a merge of such parts
     with equal shifts stays 0 (:func:`isotropy._kernels.accumulator.merge_moments`).
     """
-    if bool((first == first[0:1]).all()):
+    if all_rows_equal(first):
         return first[0].clone() if hasattr(first, "clone") else np.asarray(first[0], dtype=np.float64)
     return first.mean(0) if hasattr(first, "clone") else first.mean(axis=0, dtype=np.float64)
 

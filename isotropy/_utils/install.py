@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import shlex
 from pathlib import Path
 
 __all__ = ["extra_command"]
@@ -32,4 +33,8 @@ def extra_command(extra: str) -> str:
     True
     """
     root = _source_tree()
-    return f'pip install -e "{root}[{extra}]"' if root is not None else f'pip install "isotropy[{extra}]"'
+    if root is None:
+        return f'pip install "isotropy[{extra}]"'
+    target = f"{root}[{extra}]"
+    # a path with a quote, a $ or a backquote broke the double-quoted form: quoted for the shell where it must be
+    return f'pip install -e "{target}"' if not set(target) & set('"$`\\!') else f"pip install -e {shlex.quote(target)}"

@@ -152,8 +152,9 @@ def check_tensor_data(X, *, caller: str, name: str = "X"):
     if not is_torch(X):
         return X
     if X.layout != _strided_layout():  # torch's own error came from deep inside ("Could not run 'aten::aminmax' ...")
-        raise IsotropyValueError(f"The '{name}' parameter of {caller} must be a dense tensor. Got a sparse tensor "
-                                 f"(layout {X.layout}) instead; convert it with .to_dense().")
+        kind = "an MKL-DNN tensor" if "mkldnn" in str(X.layout) else "a sparse tensor"
+        raise IsotropyValueError(f"The '{name}' parameter of {caller} must be a dense tensor. Got {kind} (layout "
+                                 f"{X.layout}) instead; convert it with .to_dense().")
     if X.is_meta:
         got = "a tensor on the 'meta' device"
     else:

@@ -513,12 +513,12 @@ class IsoScoreStar(_MomentMetric):
         """
         if isinstance(incoming_state, IsoScoreStar):
             theirs, mine = incoming_state.shrinkage_cov, self.shrinkage_cov
-            same_cov = (theirs is None and mine is None) or (
+            same_cov = self.zeta == 0 or (theirs is None and mine is None) or (  # with zeta = 0 Σ_S is unused
                 theirs is not None and mine is not None and theirs.shape == mine.shape
-                and bool(torch.equal(theirs.to(mine.device), mine)))
+                and bool(torch.equal(theirs.to(device=mine.device, dtype=mine.dtype), mine)))
             if incoming_state.zeta != self.zeta or not same_cov:
-                what = f"zeta {incoming_state.zeta:g} and {self.zeta:g}" if incoming_state.zeta != self.zeta else \
-                    "different shrinkage_cov matrices"
+                what = (f"zeta {incoming_state.zeta:g}, where this metric has {self.zeta:g}"
+                        if incoming_state.zeta != self.zeta else "another shrinkage_cov matrix")
                 raise IsotropyValueError(f"IsoScoreStar.merge_state: the incoming metric has other settings ({what}); "
                                          f"merge IsoScoreStar metrics built with the same zeta and shrinkage_cov.")
         super().merge_state(incoming_state)
