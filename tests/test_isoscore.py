@@ -323,3 +323,18 @@ def test_isoscore_from_covariance_refuses_a_shrinkage_cov_that_is_not_a_covarian
     with pytest.raises(IsotropyValueError, match=rf"^The 'shrinkage_cov' parameter of isoscore_from_covariance must "
                                                  rf"be .*{message}"):
         isoscore_from_covariance(np.eye(4), shrinkage_cov=S, zeta=0.3)
+
+
+def test_isoscore_of_rank_one_data_streamed_is_not_negative():
+    # rank-1 rows streamed through the accumulator read -7.4e-17 (the rounding of (tr C)²/‖C‖²_F just below 1); the
+    # score is clamped to [0, 1], and a torch value keeps the gradient of the unclamped ratio
+    from isotropy import CovarianceAccumulator
+
+    r = np.random.default_rng(0).normal(size=(1, 4)) * 1e8 + 0.3
+    X = np.vstack([np.tile(r, (3, 1)), np.tile(np.nextafter(r, r + 1), (3, 1))])
+    assert CovarianceAccumulator().update(X[:3]).update(X[3:]).isoscore() == 0.0
+    line = torch.tensor(np.outer(np.arange(6.0), [1.0, 2.0, -1.0]), requires_grad=True)
+    value = isoscore(line)
+    value.backward()
+    assert float(value) == pytest.approx(0.0, abs=1e-15) and torch.isfinite(line.grad).all()
+    assert float(line.grad.abs().max()) > 0  # off the line the score rises

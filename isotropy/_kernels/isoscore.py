@@ -120,8 +120,18 @@ def _check_variance(trace, *, n_samples, mean_sq_norm, eps, caller, name="X", X=
 
 
 def _score_from_moments(trace, frob_sq, n_features):
-    """((tr C)² / ||C||_F² − 1) / (d − 1): IsoScore from the two covariance moments."""
-    return (trace * trace / frob_sq - 1.0) / (n_features - 1)
+    """((tr C)² / ||C||_F² − 1) / (d − 1): IsoScore from the two covariance moments, in [0, 1].
+
+    The ratio (tr C)² / ||C||_F² lies in [1, d]; its rounding could leave it just outside (rank-1 data
+    streamed through the accumulator read −7.4e-17), so it is clamped there. A torch value keeps the
+    gradient of the unclamped ratio (at rank-1 data the score still rises off it).
+    """
+    ratio = trace * trace / frob_sq
+    if is_torch(ratio):
+        ratio = ratio + (ratio.detach().clamp(1.0, float(n_features)) - ratio.detach())
+    else:
+        ratio = min(max(ratio, 1.0), float(n_features))
+    return (ratio - 1.0) / (n_features - 1)
 
 
 def _check_shrinkage_cov(shrinkage_cov, n_features, *, like, caller, name="shrinkage_cov", data_name="X"):
