@@ -105,9 +105,6 @@ def rescaled(X, top: float | None = None, *, caller: str, name: str = "X"):
     exponent = math.frexp(top)[1]  # top = m * 2**exponent, 0.5 <= m < 1
     if abs(exponent) <= safe_exponent_range(X):
         return X, 0
-    if is_torch(X):  # two factors, each a normal number of the dtype: exact, differentiable
-        half = -exponent // 2
-        return X * (2.0 ** half) * (2.0 ** (-exponent - half)), exponent
     return times_power_of_two(X, -exponent), exponent
 
 
@@ -174,9 +171,18 @@ def _powers_of_two(k, dtype):
     return ((k + 127) << 23).to(torch.int32).view(torch.float32)
 
 
-def times_power_of_two(X: np.ndarray, exponent: int) -> np.ndarray:
-    """Numpy ``X · 2**exponent`` in ``X``'s dtype (exact for normal results); ``X`` itself for 0."""
-    return np.ldexp(X, exponent).astype(X.dtype, copy=False) if exponent else X
+def times_power_of_two(X, exponent: int):
+    """``X · 2**exponent`` in ``X``'s dtype (exact for normal results); ``X`` itself for 0.
+
+    A torch tensor is multiplied by two factors, each a normal number of its dtype (float32 exponents
+    stay within ±150, float64 within ±1075): exact and differentiable.
+    """
+    if not exponent:
+        return X
+    if is_torch(X):
+        half = exponent // 2
+        return X * (2.0 ** half) * (2.0 ** (exponent - half))
+    return np.ldexp(X, exponent).astype(X.dtype, copy=False)
 
 
 def rows_at_unit_scale(B: np.ndarray) -> np.ndarray:

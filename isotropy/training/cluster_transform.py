@@ -17,7 +17,7 @@ import torch
 from torch import nn
 from torch.autograd.function import once_differentiable
 
-from isotropy._utils.magnitude import extremes
+from isotropy._utils.magnitude import extremes, times_power_of_two
 from isotropy._utils.validation import IsotropyValueError, check_scalar, check_X
 
 __all__ = ["InBatchClusterIsotropy", "in_batch_cluster_isotropy", "kmeans_labels"]
@@ -28,6 +28,9 @@ __all__ = ["InBatchClusterIsotropy", "in_batch_cluster_isotropy", "kmeans_labels
 # the data are multiplied by an exact power of two that brings max|x| into [0.5, 1) and the output by its
 # inverse: clustering and the removal of principal directions are scale-covariant, and a power of two changes
 # no significant digit. Inside, nothing is rescaled, so the values at ordinary scales are those computed as is.
+# Wider for float32 than the metrics' range (isotropy._utils.magnitude: 2**±8 for float32 tensors, whose IsoScore
+# forms fourth moments): this transform forms second moments only, and LAPACK is not bit-exact under a rescaling,
+# so rescaling batches of max|x| above 256 would move the last bits of ordinary float32 results.
 _SAFE_EXPONENT = {torch.float32: 40, torch.float64: 100}
 
 
@@ -43,15 +46,6 @@ def _unit_exponent(X) -> int:
     return exponent if abs(exponent) > _SAFE_EXPONENT[X.dtype] else 0
 
 
-def _times_power_of_two(X, exponent):
-    """``X · 2**exponent``, differentiable, as two factors that are each a normal number of X's dtype (exact for
-    normal results: float32 exponents stay within ±150, float64 within ±1075, so each half is normal)."""
-    if exponent == 0:
-        return X
-    half = exponent // 2
-    return X * (2.0 ** half) * (2.0 ** (exponent - half))
-
-
 @torch.no_grad()
 def kmeans_labels(X, n_clusters, *, n_iter=50, random_state=0):
     """Lloyd's k-means with k-means++ seeding on the rows of ``X`` (no graph); labels on ``X``'s device.
@@ -63,7 +57,7 @@ def kmeans_labels(X, n_clusters, *, n_iter=50, random_state=0):
     ranking, so that the squared distances of the seeding neither overflow nor underflow.
     """
     X = X.detach()
-    X = _times_power_of_two(X, -_unit_exponent(X))
+    X = times_power_of_two(X, -_unit_exponent(X))
     n = X.shape[0]
     generator = torch.Generator().manual_seed(int(random_state))
     centres = X[int(torch.randint(n, (1,), generator=generator))][None].clone()
@@ -114,7 +108,7 @@ def _remove_top_directions(Xc, n_components):
     """
     exponent = _unit_exponent(Xc)
     if exponent:
-        return _times_power_of_two(_remove_top_directions(_times_power_of_two(Xc, -exponent), n_components),
+        return times_power_of_two(_remove_top_directions(times_power_of_two(Xc, -exponent), n_components),
                                    exponent)
     n, d = Xc.shape
     gram = n <= d
@@ -299,7 +293,7 @@ def in_batch_cluster_isotropy(H, *, n_clusters=2, n_components=1, n_iter=50, ran
     check_scalar(n_iter, "n_iter", caller=caller, kind=numbers.Integral, low=1)
     check_scalar(random_state, "random_state", caller=caller, kind=numbers.Integral, low=0)
     exponent = _unit_exponent(H)  # 0 at ordinary scales: H is used as it is
-    H = _times_power_of_two(H, -exponent)
+    H = times_power_of_two(H, -exponent)
     labels = kmeans_labels(H, k, n_iter=int(n_iter), random_state=int(random_state))
     pieces, order = [], []
     for j in range(k):
@@ -311,7 +305,7 @@ def in_batch_cluster_isotropy(H, *, n_clusters=2, n_components=1, n_iter=50, ran
         pieces.append(_remove_top_directions(Xc, removed) if removed > 0 else Xc)
         order.append(rows)
     out = torch.zeros_like(H).index_copy(0, torch.cat(order), torch.cat(pieces))
-    out = _times_power_of_two(out, exponent)
+    out = times_power_of_two(out, exponent)
     if half_dtype is not None:
         out = out.to(half_dtype)  # computed in float32; the gradient flows back through the cast
     return (out, labels) if return_labels else out
