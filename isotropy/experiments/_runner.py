@@ -508,14 +508,18 @@ def execute(experiment: Experiment, config, *, results_dir=None, setup: str | No
 
 def _run_locked(experiment: Experiment, config, ctx: RunContext, replacement: Replacement) -> RunOutcome:
     with thread_limits(ctx.threads):
-        meta = _Metadata(experiment, config, ctx)
-        if ctx.resume:  # before anything is loaded or written
-            meta.meta.update(_resume_conditions(_previous_meta(ctx.results_dir), meta.meta, ctx.results_dir))
+        started = _now()
+        # before anything is loaded or written; run.json is made after prepare, which may settle the config
+        earlier = _resume_conditions(_previous_meta(ctx.results_dir), {"device": ctx.device, "threads_in_effect":
+                                                                       threads_in_effect()}, ctx.results_dir) \
+            if ctx.resume else {}
         ctx.prepared = experiment.prepare(config, ctx)  # nothing written yet: a failure here changes nothing
         if not ctx.resume:
             replacement.move_aside()
         else:
             replacement.committed = True
+        meta = _Metadata(experiment, config, ctx)
+        meta.meta.update({"started": started, **earlier})  # the start includes prepare (loading the model)
         ctx._on_first_result = replacement.commit
         ctx._meta_update = meta.update
         try:
