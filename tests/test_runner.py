@@ -463,3 +463,13 @@ def test_resume_refuses_another_device(tmp_path):
                                          r"'cpu', which changes the numbers\. Resume with --device cuda:0, or use "
                                          r"another --results-dir\.$"):
         _run(tmp_path, sets=[*SMALL, "seeds=[0, 1]"], resume=True, plot=False)
+
+
+def test_resume_compares_only_the_thread_pools_both_runs_saw():
+    from isotropy.experiments._runner import _resume_conditions
+
+    previous = {"device": "cpu", "threads": None, "threads_in_effect": {"torch": 2, "blas": 2, "openmp": 2}}
+    # before prepare, a fresh process may not have loaded the library of a pool yet: not a change of threads
+    assert _resume_conditions(previous, {"device": "cpu", "threads_in_effect": {"torch": 2, "blas": 2}}, Path("r"))
+    with pytest.raises(ValueError, match=r"Resume with the thread settings it ran with"):
+        _resume_conditions(previous, {"device": "cpu", "threads_in_effect": {"torch": 2, "blas": 1}}, Path("r"))

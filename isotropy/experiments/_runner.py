@@ -415,7 +415,8 @@ def _resume_conditions(previous: dict | None, meta: dict, results_dir: Path) -> 
     if not previous:
         return {}
     before, now = previous.get("threads_in_effect"), meta["threads_in_effect"]
-    if before is not None and before != now:
+    # the pools both saw (a library the experiment loads later brings its own pool, at the same limit)
+    if isinstance(before, dict) and any(before[key] != now[key] for key in before.keys() & now.keys()):
         hint = f"--threads {previous['threads']}" if previous.get("threads") else "the thread settings it ran with"
         raise ValueError(f"Cannot resume in {str(results_dir)!r}: its run computed with threads {before} and this one "
                          f"would use {now}, which changes the last digits of the numbers. Resume with {hint}, or use "
