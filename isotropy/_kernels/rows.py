@@ -32,6 +32,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from isotropy._utils.backend import is_torch
 from isotropy._utils.threads import one_blas_thread
 
 _CHUNK_ELEMENTS = 1 << 20  # float64 entries of a chunk (8 MiB)
@@ -93,8 +94,8 @@ def first_chunk_shift(first):
     with equal shifts stays 0 (:func:`isotropy._kernels.accumulator.merge_moments`).
     """
     if all_rows_equal(first):
-        return first[0].clone() if hasattr(first, "clone") else np.asarray(first[0], dtype=np.float64)
-    return first.mean(0) if hasattr(first, "clone") else first.mean(axis=0, dtype=np.float64)
+        return first[0].clone() if is_torch(first) else np.asarray(first[0], dtype=np.float64)
+    return first.mean(0) if is_torch(first) else first.mean(axis=0, dtype=np.float64)
 
 
 def _unit_rows_block(B: np.ndarray, start: int, zero: list, subnormal: list) -> np.ndarray:

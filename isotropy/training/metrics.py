@@ -62,6 +62,12 @@ def _as_rows(X, metric):
     return X.detach().to(device=metric.device, dtype=torch.float64)
 
 
+def _different_widths(name, widths) -> IsotropyValueError:
+    """The refusal of a DDP sync whose processes saw rows of different widths."""
+    return IsotropyValueError(f"{name}: the processes saw rows of different widths ({widths} features); every "
+                              f"process must update it with rows of one width.")
+
+
 def _gather_all_tensors():
     """torchmetrics' default gather across processes (imported when a sync needs it)."""
     from torchmetrics.utilities.distributed import gather_all_tensors
@@ -175,8 +181,7 @@ class _MomentMetric(Metric):
             shapes = {tuple(part.shape) for part in parts if part.numel()}
             if len(shapes) > 1:
                 widths = sorted({shape[-1] for shape in shapes})
-                raise IsotropyValueError(f"{name}: the processes saw rows of different widths ({widths} features); "
-                                         f"every process must update it with rows of one width.")
+                raise _different_widths(name, widths)
             if shapes and any(not part.numel() for part in parts):
                 shape = shapes.pop()
                 parts = [part if part.numel() else part.new_zeros(shape) for part in parts]
@@ -828,8 +833,7 @@ class TwoNNDimension(Metric):
                 return parts
             widths = sorted({int(part.shape[1]) for part in parts if part.shape[0]})
             if len(widths) > 1:
-                raise IsotropyValueError(f"{name}: the processes saw rows of different widths ({widths} features); "
-                                         f"every process must update it with rows of one width.")
+                raise _different_widths(name, widths)
             return [part if not widths or part.shape[1] == widths[0] else part.new_zeros((0, widths[0]))
                     for part in parts]
 
