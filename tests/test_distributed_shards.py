@@ -129,6 +129,11 @@ def test_measure_on_a_shard_directory_equals_the_in_memory_command(shards, tmp_p
     assert s["chunking"]["n_chunks"] == 1 and s["chunking"]["dtype"] == "float64"  # 4 small shards, one chunk
     assert (m["scheduler"], m["workers"], m["chunking"]) == (None, None, None)
     assert s["versions"]["dask"] == dask.__version__
+    # each shard the command read, in reading order, with its size; no digest over dask (data of any size)
+    shards_read = sorted(p for p in root.iterdir() if p.suffix in (".npy", ".parquet"))
+    assert [(e["path"], e["bytes"], e["sha256"]) for e in s["inputs"]["embeddings"]] == [
+        (str(p), p.stat().st_size, None) for p in shards_read]
+    assert m["inputs"]["embeddings"][0]["sha256"] is not None
 
 
 def test_measure_sample_of_shards_takes_the_in_memory_rows(shards, tmp_path):

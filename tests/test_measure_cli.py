@@ -503,3 +503,27 @@ def test_the_json_record_names_the_thread_counts(data, tmp_path):
         assert result.exit_code == 0, result.output
         counts = json.loads(out.read_text())["threads"]
         assert counts["blas"] == threads and all(isinstance(n, int) and n >= 1 for n in counts.values())
+
+
+def test_the_json_record_names_the_bytes_it_read(data, tmp_path):
+    # the record named its input by path only: a file rewritten in place gave a record that could not tell
+    import hashlib
+
+    _root, X, _ = data
+    path = tmp_path / "x.npy"
+    np.save(path, X)
+    labels = tmp_path / "labels.txt"
+    labels.write_text("".join(f"{i % 3}\n" for i in range(len(X))))
+    out = tmp_path / "r.json"
+    result = invoke(path, "--labels", labels, "--metrics", "isoscore,silhouette_score", "--json", out)
+    assert result.exit_code == 0, result.output
+    inputs = json.loads(out.read_text())["inputs"]
+    for entry, file in ((inputs["embeddings"], path), (inputs["labels"], labels)):
+        assert entry == [{"path": str(file), "bytes": file.stat().st_size,
+                          "sha256": hashlib.sha256(file.read_bytes()).hexdigest()}]
+    np.save(path, X[::-1])  # the same name, other bytes: another digest
+    assert invoke(path, "--metrics", "isoscore", "--json", out).exit_code == 0
+    record = json.loads(out.read_text())
+    assert record["inputs"]["embeddings"][0]["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert record["inputs"]["embeddings"][0]["sha256"] != inputs["embeddings"][0]["sha256"]
+    assert record["inputs"]["labels"] is None

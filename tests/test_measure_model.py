@@ -304,6 +304,12 @@ def test_cli_table_json_and_plot(files, tmp_path):
     assert [line.split()[0] for line in lines[2:4]] == ["0", "2"]
     record = json.loads(out.read_text())
     assert [r["layer"] for r in record["rows"]] == [0, 2] and record["labels"].endswith("labels.txt")
+    import hashlib
+
+    texts = files / "texts.jsonl"
+    assert record["inputs"]["texts"] == [{"path": str(texts), "bytes": texts.stat().st_size,
+                                          "sha256": hashlib.sha256(texts.read_bytes()).hexdigest()}]
+    assert record["inputs"]["labels"][0]["path"] == str(files / "labels.txt")
     assert figure.stat().st_size > 1000
 
 

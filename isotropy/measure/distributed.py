@@ -161,7 +161,8 @@ def run(embeddings, *, labels_path, metric_names, needing_labels, json_path, sam
                    labels_path=labels_path, sample_size=sample_size, random_state=random_state, distance=distance,
                    progress=bool(show and not terminal), header_extra=f"; dask: {where_run['scheduler']}, {_chunks(len(data.X.chunks[0]))}",
                    record_extra=record_extra, shrinkage_sample=shrinkage_sample, default_table=default_table,
-                   n_neighbors=n_neighbors, zeta=zeta, averaging=averaging, label_column=label_column)
+                   n_neighbors=n_neighbors, zeta=zeta, averaging=averaging, label_column=label_column,
+                   digest_inputs=False)
     except OSError as exc:  # no scheduler at that address, ports refused
         raise InputError(f"--scheduler {scheduler!r}: cannot connect ({' '.join(str(exc).split())}); check the address "
                          f"(the wait is the dask config key {_CONNECT_KEY}, environment {_CONNECT_VARIABLE}).") from None

@@ -1034,10 +1034,13 @@ def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, 
     if json_path is not None:
         from isotropy._utils.threads import threads_in_effect
         from isotropy._utils.versions import package_versions
+        from isotropy.io._identity import input_identity
         from isotropy.measure._json_output import write_json_output
 
         record = {**result, "texts": str(texts_path), "text_column": text_column, "encoding": encoding,
                   "labels": None if labels_path is None else str(labels_path), "label_column": label_column,
+                  "inputs": {"texts": input_identity(texts_path),
+                             "labels": None if labels_path is None else input_identity(labels_path)},
                   "rows": [_json_safe(r) for r in result["rows"]], "errors": errors, "complete": not errors,
                   "threads": threads_in_effect(), "versions": package_versions(["gguf"])}
         write_json_output(json_path, record)

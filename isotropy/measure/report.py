@@ -50,7 +50,7 @@ _COST_NOTE_SECONDS = 10.0  # estimates below this are not worth a note
 
 def report(data, embeddings, *, metric_names, json_path, key, labels_path, sample_size, random_state, distance,
            progress, header_extra="", record_extra=None, shrinkage_sample=None, default_table=False, n_neighbors=None,
-           zeta=None, averaging=None, label_column=None):
+           zeta=None, averaging=None, label_column=None, digest_inputs=True):
     """Measure ``data`` metric by metric: print each line as it finishes, write the JSON, set the exit status.
 
     Shared by the in-memory path and the dask path (:mod:`isotropy.measure.distributed`), which
@@ -108,7 +108,7 @@ def report(data, embeddings, *, metric_names, json_path, key, labels_path, sampl
         record = _record(data, embeddings, key=key, labels_path=labels_path, sample_size=sample_size,
                          random_state=random_state, distance=distance, results=results, metric_names=metric_names,
                          shrinkage_sample=shrinkage_sample, n_neighbors=n_neighbors, zeta=zeta,
-                         averaging=averaging, label_column=label_column)
+                         averaging=averaging, label_column=label_column, digest_inputs=digest_inputs)
         record.update(record_extra or {})
         from isotropy.measure._json_output import write_json_output
 
@@ -277,15 +277,19 @@ def prepare_input(X, row_names, embeddings, labels_path, *, key, sample_size, ra
 
 
 def _record(data, embeddings, *, key, labels_path, sample_size, random_state, distance, results, metric_names,
-            shrinkage_sample=None, n_neighbors=None, zeta=None, averaging=None, label_column=None):
+            shrinkage_sample=None, n_neighbors=None, zeta=None, averaging=None, label_column=None, digest_inputs=True):
     from isotropy._utils.threads import threads_in_effect
     from isotropy._utils.versions import package_versions
+    from isotropy.io._identity import input_identity
 
     return {
         "file": str(embeddings),
         "key": key,
         "labels": None if labels_path is None else str(labels_path),
         "label_column": label_column,
+        # which bytes were read: each file's path, size and sha256 (sizes only over dask: isotropy.io._identity)
+        "inputs": {"embeddings": input_identity(embeddings, digest=digest_inputs),
+                   "labels": None if labels_path is None else input_identity(labels_path, digest=digest_inputs)},
         "n_rows": int(data.n_rows),
         "n_samples": int(data.n_samples),
         "n_features": int(data.n_features),

@@ -22,7 +22,6 @@ Use; the weights are never part of this project.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -32,6 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from isotropy._utils.digest import file_sha256
 from isotropy._utils.install import extra_command
 
 __all__ = ["PACKAGED_GGUF", "convert_gguf", "gguf_sha256"]
@@ -43,12 +43,8 @@ _ST_MAX_SEQ_LENGTH = 256
 
 
 def gguf_sha256(path: str | os.PathLike) -> str:
-    """Hex sha256 of a file, read in 4 MiB blocks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 22), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    """Hex sha256 of a file, read in 4 MiB blocks (the key of its converted model in the cache)."""
+    return file_sha256(path)
 
 
 def _require(modules: dict[str, str], what: str) -> None:
