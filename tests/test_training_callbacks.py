@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +20,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("lightning")
 
+from _subprocess import run_script
 from _tiny_models import make_tiny_bert
 
 HERE = Path(__file__).resolve().parent
@@ -134,10 +134,7 @@ def test_lightning_ddp_two_processes_log_the_one_process_value_on_all_rows(tmp_p
     from isotropy.models import pool_hidden_states
     from isotropy.training import GeometryProbe
 
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE.parent), os.environ.get("PYTHONPATH", "")]),
-           "OMP_NUM_THREADS": "1"}
-    done = subprocess.run([sys.executable, str(HERE / "_lightning_geometry_run.py"), str(tmp_path), "2"],
-                          check=False, env=env, capture_output=True, text=True, timeout=1200)
+    done = run_script("_lightning_geometry_run.py", tmp_path, 2)
     assert done.returncode == 0, done.stderr[-3000:]
     (metrics_csv,) = (tmp_path / "csv").rglob("metrics.csv")
     rows = list(csv.DictReader(metrics_csv.open()))
@@ -175,11 +172,7 @@ def test_hf_trainer_ddp_two_processes_log_the_one_process_value_on_all_rows(tmp_
     from isotropy import cosine_similarity_mean, isoscore, isoscore_star, rogue_dimension_share, twonn_dimension
     from isotropy.models import pool_hidden_states
 
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE.parent), os.environ.get("PYTHONPATH", "")]),
-           "OMP_NUM_THREADS": "1"}
-    done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-                           str(HERE / "_hf_geometry_run.py"), str(tmp_path)],
-                          check=False, env=env, capture_output=True, text=True, timeout=1200)
+    done = run_script("_hf_geometry_run.py", tmp_path, nproc=2)
     assert done.returncode == 0, done.stderr[-3000:]
     history = json.loads((tmp_path / "log_history.json").read_text())
     geometry = {entry["step"]: entry for entry in history if "geometry/isoscore/layer_1" in entry}

@@ -446,19 +446,12 @@ def test_a_real_gloo_sync_with_a_process_that_saw_no_rows(tmp_path):
     rows), the covariance metrics failed in torch's stack; every rank now reads the value of all 40 rows, and the
     empty process still holds none after the sync."""
     import json
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
+
+    from _subprocess import run_script
 
     from isotropy import cosine_similarity_mean, isoscore, participation_ratio, twonn_dimension
 
-    here = Path(__file__).resolve().parent
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(here.parent), os.environ.get("PYTHONPATH", "")]),
-           "OMP_NUM_THREADS": "1"}
-    done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "3",
-                           str(here / "_ddp_metrics_run.py"), str(tmp_path)],
-                          check=False, env=env, capture_output=True, text=True, timeout=600)
+    done = run_script("_ddp_metrics_run.py", tmp_path, nproc=3, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     X = np.random.default_rng(0).normal(size=(40, 5))
     expected = {"isoscore": isoscore(X), "participation_ratio": participation_ratio(X),
