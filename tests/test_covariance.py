@@ -110,4 +110,5 @@ def test_accumulator_errors(rng):
         zero.isoscore()
     with pytest.raises(IsotropyValueError, match="zero vectors"):
         zero.cosine_similarity_mean()
-    assert zero.isoscore_star(zeta=0.2) == pytest.approx(1.0, abs=1e-15)  # ζ·I alone: isotropic
+    with pytest.raises(IsotropyValueError, match="non-zero variance"):  # ζ·I alone would read 1.0: Σ_S's score
+        zero.isoscore_star(zeta=0.2)

@@ -170,8 +170,22 @@ def test_zero_variance_is_a_clear_error(backend):
     big = torch.full((1000, 4), 12345.678, dtype=torch.float32)
     with pytest.raises(IsotropyValueError, match="non-zero variance"):
         isoscore(big)
-    # with shrinkage the shrunk covariance zeta*I is well defined: perfectly isotropic
-    assert float(isoscore_star(backend(const), zeta=0.2)) == pytest.approx(1.0, abs=1e-12)
+    # with shrinkage too: the shrunk covariance ζ·Σ_S is defined, but its score (1.0 for Σ_S = I) is Σ_S's alone and
+    # read as "perfectly isotropic" data (and as the best I-STAR penalty, -1, for a collapsed batch)
+    import isotropy.torch as isotropy_torch
+    from isotropy import CovarianceAccumulator
+
+    for zeta in (0.2, 1.0):
+        with pytest.raises(IsotropyValueError, match="^The 'X' parameter of isoscore_star must have non-zero variance"):
+            isoscore_star(backend(const), zeta=zeta)
+        with pytest.raises(IsotropyValueError, match="^The 'H' parameter of istar_penalty must have non-zero variance"):
+            isotropy_torch.istar_penalty(torch.ones(40, 5, dtype=torch.int64), shrinkage_cov=None, zeta=zeta)
+        with pytest.raises(IsotropyValueError, match="^The 'cov' parameter of isoscore_from_covariance must be a "
+                                                     "non-zero covariance matrix"):
+            isoscore_from_covariance(backend(np.zeros((5, 5))), zeta=zeta)
+        acc = CovarianceAccumulator().update(const)
+        with pytest.raises(IsotropyValueError, match="non-zero variance"):
+            acc.isoscore_star(zeta=zeta)
 
 
 def test_bad_input_messages(rng):

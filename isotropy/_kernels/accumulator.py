@@ -303,8 +303,7 @@ class CovarianceAccumulator:
     def isoscore_star(self, *, shrinkage_cov=None, zeta=0.2):
         """IsoScore* of all rows seen (Python float); see :func:`isotropy.isoscore_star`."""
         self._require("isoscore_star")
-        if zeta == 0:
-            self._check_variance("isoscore_star")
+        self._check_variance("isoscore_star")  # whatever ζ, as isoscore_star refuses constant rows
         if self._exponent and 0 < zeta < 1:  # (1 − ζ)·4^e·Ĉ + ζ·S ∝ (1 − ζ')·Ĉ + ζ'·S: same score, no overflow
             a, b = _shrinkage_weights(float(zeta), self._exponent, 0)
             zeta = b / (a + b)

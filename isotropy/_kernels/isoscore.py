@@ -301,7 +301,9 @@ def isoscore_from_covariance(cov, *, shrinkage_cov=None, zeta=0.0):
                                  f"(n_features, n_features) with n_features >= 2. Got an array with shape {shape} instead.")
     d = shape[0]
     C = _check_shrinkage_cov(cov, d, like=cov, caller=caller, name="cov")  # finite, symmetric
-    check_covariance(C, caller=caller, name="cov", nonzero=False)  # the zero matrix is refused below, after mixing
+    # the zero matrix too, whatever ζ: mixed with Σ_S its score would be Σ_S's alone (1.0 for the identity), a value
+    # that says nothing about the data (constant rows scored as perfectly isotropic)
+    check_covariance(C, caller=caller, name="cov")
     if zeta > 0.0:
         if shrinkage_cov is None:
             C = (1.0 - zeta) * C + zeta * _eye_like(C)

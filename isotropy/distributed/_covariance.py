@@ -88,8 +88,7 @@ def isoscore_star(X, *, shrinkage_cov=None, zeta=0.2):
     caller = "isoscore_star"
     zeta = float(check_scalar(zeta, "zeta", caller=caller, low=0.0, high=1.0))
     (acc,) = compute(_accumulator_graph(X, caller, min_features=2))
-    if zeta == 0.0:
-        _variance_checked(acc, caller)
+    _variance_checked(acc, caller)  # whatever ζ, as in memory
     return acc.isoscore_star(shrinkage_cov=shrinkage_cov, zeta=zeta)
 
 

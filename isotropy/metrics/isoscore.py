@@ -178,9 +178,9 @@ def _isoscore_star(X, *, shrinkage_cov, zeta, caller, name="X"):
     if _as_float(trace_s) <= 0.0 and zeta > 0.0:
         raise IsotropyValueError(f"The 'shrinkage_cov' parameter of {caller} must be a non-zero covariance matrix "
                                  f"(positive trace). Got trace {_as_float(trace_s):.3g} instead.")
-    if zeta == 0.0:  # with ζ > 0 the shrunk covariance is non-zero even for constant X
-        _check_variance(st.trace, n_samples=n, mean_sq_norm=st.mean_sq, eps=_eps(X), caller=caller, name=name,
-                        X=X)
+    # whatever ζ: with ζ > 0 constant rows would score IsoScore(Σ_S) (1.0 for the identity, the best I-STAR penalty),
+    # a value about Σ_S alone, as isoscore refuses them
+    _check_variance(st.trace, n_samples=n, mean_sq_norm=st.mean_sq, eps=_eps(X), caller=caller, name=name, X=X)
     # covariance moments of X (ddof=1) from those of the scatter matrix
     m = n - 1
     trace_c, frob_sq_c = st.trace / m, st.frob_sq / (m * m)
