@@ -118,3 +118,147 @@ def test_a_directory_whose_run_has_not_written_run_json_yet_is_in_use_not_foreig
     finally:
         holder.kill()
         holder.wait()
+
+
+# --- a run killed at any point of moving aside, restoring or committing (second Ctrl-C, kill -9) -------------------
+# restore() deleted .previous/.kept.json (the user's names) first: killed after that, the next recover() took every
+# entry for the new run's and deleted the user's NOTES.md and the previous run's files already moved back.
+
+
+class _Killed(BaseException):
+    """The process died here: nothing after it runs, no handler either."""
+
+
+def _killed_after(monkeypatch, n):
+    """Let ``n`` file-system changes (rename, unlink, rmdir, mkdir) happen, then die at each one that follows."""
+    done = [0]
+    dead = [False]
+
+    def wrap(real):
+        def changed(*args, **kwargs):
+            if dead[0] or done[0] >= n:
+                dead[0] = True
+                raise _Killed
+            done[0] += 1
+            return real(*args, **kwargs)
+        return changed
+
+    for name in ("replace", "rename", "unlink", "remove", "rmdir", "mkdir"):
+        monkeypatch.setattr(os, name, wrap(getattr(os, name)))
+    return dead
+
+
+def _tree(directory):
+    """Every file and folder under ``directory`` (content of files), but the lock's own bookkeeping."""
+    skip = {".isotropy.lock", ".isotropy.owner.json", MANIFEST_NAME}
+    tree = {}
+    for path in sorted(directory.rglob("*")):
+        if path.relative_to(directory).parts[0] in skip:
+            continue
+        tree[str(path.relative_to(directory))] = path.read_bytes() if path.is_file() else None
+    return tree
+
+
+def _previous_run_and_users_files(out):
+    _run(out, {"summary.json": "old", "seeds/seed_0.json": "old seed", "config.yaml": "old: 1", "claims.json": "[]",
+               "figures/a.png": "png"})
+    (out / "NOTES.md").write_text("my notes\n")
+    (out / "mine").mkdir()
+    (out / "mine" / "data.txt").write_text("mine")
+    return _tree(out)
+
+
+def _each_kill(tmp_path, monkeypatch, setup, step, check):
+    """Run ``step`` killed after 0, 1, 2, ... changes until it finishes; after each kill, recover and ``check``."""
+    for n in range(200):
+        out = tmp_path / f"r{n}"
+        state = setup(out)
+        with monkeypatch.context() as patch:
+            dead = _killed_after(patch, n)
+            try:
+                step(out)
+            except _Killed:
+                pass
+        if not dead[0]:
+            return n
+        Replacement(out).recover()
+        check(out, state, n)
+    raise AssertionError("the step never finished")
+
+
+def test_a_restore_killed_at_any_point_is_completed_by_the_next_recover(tmp_path, monkeypatch):
+    def setup(out):
+        before = _previous_run_and_users_files(out)
+        replacement = Replacement(out)
+        replacement.recover()
+        replacement.move_aside()
+        (out / "run.json").write_text('{"status": "running"}')  # the new run began, wrote no result
+        (out / "config.yaml").write_text("new: 2")
+        (out / "seeds").mkdir()
+        (out / "seeds" / "seed_0.json").write_text("new seed")
+        return before
+
+    def check(out, before, n):
+        assert _tree(out) == before, f"killed after {n} changes"
+
+    steps = _each_kill(tmp_path, monkeypatch, setup, lambda out: Replacement(out).restore(), check)
+    assert steps > 5  # every removal and every move back was a kill point
+
+
+def test_a_move_aside_killed_at_any_point_is_undone_by_the_next_recover(tmp_path, monkeypatch):
+    def check(out, before, n):
+        assert _tree(out) == before, f"killed after {n} changes"
+
+    steps = _each_kill(tmp_path, monkeypatch, _previous_run_and_users_files, lambda out: Replacement(out).move_aside(),
+                       check)
+    assert steps > 5
+
+
+def test_a_commit_killed_at_any_point_keeps_the_new_results_and_nothing_of_the_previous_run(tmp_path, monkeypatch):
+    def setup(out):
+        _previous_run_and_users_files(out)
+        replacement = Replacement(out)
+        replacement.move_aside()
+        (out / "run.json").write_text('{"status": "running"}')
+        (out / "summary.json").write_text("new")
+        (out / "other.json").write_text("new")
+        return _tree(out)
+
+    def check(out, state, n):
+        after = _tree(out)
+        if n == 0:  # killed before the commit renamed .previous: a run with no result, the previous one comes back
+            assert after["summary.json"] == b"old" and "other.json" not in after and "NOTES.md" in after
+            return
+        assert not any(name.startswith(PREVIOUS_NAME) for name in after), f"killed after {n} changes"
+        assert after == {k: v for k, v in state.items() if not k.startswith(PREVIOUS_NAME)}, f"killed after {n} changes"
+
+    _each_kill(tmp_path, monkeypatch, setup, lambda out: Replacement(out).commit(), check)
+
+
+# --- recover() removed every ".*.tmp" under the results directory (rglob): a user's runs/ref/.my-notes.tmp and
+# sub/.x.tmp were deleted. Only atomic_write's own leftovers (".<name>.<8 random>.tmp") where runs write go.
+
+
+def test_recover_removes_only_the_atomic_writers_leftovers(tmp_path, monkeypatch):
+    import pytest
+
+    from isotropy._utils.atomic import atomic_write
+
+    out = tmp_path / "results"
+    _run(out, {"summary.json": "1", "seeds/seed_0.json": "a"})
+    (out / ".my-notes.tmp").write_text("user data")
+    (out / "sub").mkdir()
+    (out / "sub" / ".x.tmp").write_text("user data 2")
+    (out / "sub" / ".notes.md.abcd1234.tmp").write_text("in the user's own folder")
+    for path in (out / "summary.json", out / "seeds" / "seed_1.json"):  # killed while writing: the temp file stays
+        with monkeypatch.context() as patch, pytest.raises(_Killed):
+            _killed_after(patch, 1)  # its mkdir of the folder, then the rename onto the file
+            with atomic_write(path) as handle:
+                handle.write("half")
+    leftovers = sorted(p.name for p in out.rglob(".*.json.*.tmp"))
+    assert len(leftovers) == 2, leftovers
+    Replacement(out).recover()
+    assert (out / ".my-notes.tmp").read_text() == "user data" and (out / "sub" / ".x.tmp").read_text() == "user data 2"
+    assert (out / "sub" / ".notes.md.abcd1234.tmp").is_file()
+    assert not list(out.rglob(".*.json.*.tmp"))
+    assert (out / "summary.json").read_text() == "1" and (out / "seeds" / "seed_0.json").read_text() == "a"

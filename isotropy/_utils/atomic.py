@@ -19,11 +19,30 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import stat
 import tempfile
 from pathlib import Path
 
-__all__ = ["atomic_write", "check_writable_destination"]
+__all__ = ["atomic_temp_target", "atomic_write", "check_writable_destination"]
+
+# the temporary file of atomic_write: ``.<name>.<random>.tmp`` beside <name>, <random> being tempfile's eight
+# characters (tempfile._RandomNameSequence: lowercase letters, digits, "_")
+_TEMP_NAME = re.compile(r"\.(?P<name>.+)\.[a-z0-9_]{8}\.tmp")
+
+
+def atomic_temp_target(name: str) -> str | None:
+    """The file name whose :func:`atomic_write` temporary file ``name`` is, or None when it is not one.
+
+    >>> atomic_temp_target(".run.json.k3j_9xq2.tmp")
+    'run.json'
+    >>> atomic_temp_target(".my-notes.tmp") is None
+    True
+    """
+    match = _TEMP_NAME.fullmatch(name)
+    if match is None or match["name"] in (".", "..") or "/" in match["name"]:
+        return None
+    return match["name"]
 
 
 def _current_umask() -> int:

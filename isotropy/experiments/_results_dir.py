@@ -30,17 +30,18 @@ import socket
 import sys
 from pathlib import Path
 
-from isotropy._utils.atomic import atomic_write
+from isotropy._utils.atomic import atomic_temp_target, atomic_write
 
-__all__ = ["LOCK_NAME", "OWNER_NAME", "PREVIOUS_NAME", "RUN_NAMES", "Replacement", "ResultsLock", "check_results_dir",
-           "lock_holder"]
+__all__ = ["DISCARD_NAME", "LOCK_NAME", "OWNER_NAME", "PREVIOUS_NAME", "RUN_NAMES", "Replacement", "ResultsLock",
+           "check_results_dir", "lock_holder"]
 
 LOCK_NAME = ".isotropy.lock"
 OWNER_NAME = ".isotropy.owner.json"
 PREVIOUS_NAME = ".previous"
 MANIFEST_NAME = ".isotropy.files.json"  # the names the toolkit wrote in this results directory
-_KEPT_NAME = ".kept.json"  # in .previous/: the user's entries a fresh run left in place
-_OURS = {LOCK_NAME, OWNER_NAME, PREVIOUS_NAME, MANIFEST_NAME}
+_KEPT_NAME = ".kept.json"  # in .previous/: the user's entries a fresh run left in place, and the run's it moved aside
+DISCARD_NAME = ".previous.discard"  # .previous renamed by commit before it is deleted
+_OURS = {LOCK_NAME, OWNER_NAME, PREVIOUS_NAME, MANIFEST_NAME, DISCARD_NAME}
 # the names of the contract's layout (docs/experiments/contract.md): the run's whatever the list says
 RUN_NAMES = frozenset({"run.json", "config.yaml", "claims.json", "figures"})
 
@@ -67,6 +68,30 @@ def _read_names(path: Path) -> set[str] | None:
     except (OSError, ValueError):
         return None
     return {n for n in names if isinstance(n, str) and "/" not in n} if isinstance(names, list) else None
+
+
+def _read_aside(path: Path) -> tuple[set[str], set[str] | None] | None:
+    """``.previous/.kept.json``: (the user's entries left in place, the run's entries moved aside); None if unreadable.
+
+    A list (written before the moved names were recorded) is the kept names alone: (kept, None).
+    """
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+    def names(value):
+        return {n for n in value if isinstance(n, str) and "/" not in n} if isinstance(value, list) else None
+
+    if isinstance(data, list):
+        return names(data), None
+    if isinstance(data, dict) and names(data.get("kept")) is not None:
+        return names(data.get("kept")), names(data.get("moved"))
+    return None
+
+
+def _remove(entry: Path) -> None:
+    shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink(missing_ok=True)
 
 
 def toolkit_entries(results_dir: Path) -> list[Path]:
@@ -200,7 +225,13 @@ def lock_holder(results_dir: Path) -> str | None:
 
 
 class Replacement:
-    """Move a previous run's files aside; delete them on :meth:`commit`, put them back on :meth:`restore`."""
+    """Move a previous run's files aside; delete them on :meth:`commit`, put them back on :meth:`restore`.
+
+    Each step is ordered so that a process killed at any point (``kill -9``, a second Ctrl-C) leaves a
+    state that :meth:`recover` completes: :meth:`move_aside` writes ``.previous/.kept.json`` (the user's
+    entries it leaves in place and the run's it moves) before it moves anything, :meth:`restore` deletes
+    that list only once everything is back, and :meth:`commit` renames ``.previous`` before deleting it.
+    """
 
     def __init__(self, results_dir: Path):
         self.results_dir = Path(results_dir)
@@ -210,42 +241,95 @@ class Replacement:
     def recover(self) -> bool:
         """Clean up after a killed run (call with the lock held); True if it had moved results aside.
 
-        Temporary files of interrupted atomic writes (``.<name>.<random>.tmp``) are removed, and
-        results moved into ``.previous/`` by a run killed before its first result are restored.
+        Temporary files of interrupted atomic writes (``.<name>.<random>.tmp``, exactly as :func:`atomic_write`
+        names them) are removed where runs write: the results directory itself and the toolkit's folders in it,
+        never a user's file or folder. Results moved into ``.previous/`` by a run killed before its first result
+        are restored (also when the kill came in the middle of moving them aside or back); a commit killed
+        while deleting them is finished.
         """
-        for tmp in self.results_dir.rglob(".*.tmp"):
-            if tmp.is_file():
-                tmp.unlink(missing_ok=True)
+        shutil.rmtree(self.results_dir / DISCARD_NAME, ignore_errors=True)
+        self._remove_temporary_files()
         if not self.previous.is_dir():
             return False
         self.restore()
         return True
+
+    def _remove_temporary_files(self) -> None:
+        listing = _read_aside(self.previous / _KEPT_NAME)
+        users = listing[0] if listing is not None else set()
+        folders = {p for p in toolkit_entries(self.results_dir) if p.is_dir() and not p.is_symlink()}
+        if listing is not None:  # a run moved the previous results aside: what is not the user's is that run's
+            folders |= {p for p in _entries(self.results_dir) if p.is_dir() and not p.is_symlink() and p.name not in users}
+        for entry in self.results_dir.iterdir():
+            target = atomic_temp_target(entry.name)
+            if target is not None and target not in users and entry.is_file() and not entry.is_symlink():
+                entry.unlink(missing_ok=True)
+        for folder in sorted(folders):
+            for root, _dirs, files in os.walk(folder):
+                for name in files:
+                    path = Path(root) / name
+                    if atomic_temp_target(name) is not None and path.is_file() and not path.is_symlink():
+                        path.unlink(missing_ok=True)
 
     def move_aside(self) -> None:
         """Move the entries the toolkit wrote into ``.previous/``; a user's own files stay where they are."""
         ours = toolkit_entries(self.results_dir)
         kept = sorted(p.name for p in _entries(self.results_dir) if p not in ours)
         self.previous.mkdir(parents=True, exist_ok=True)
+        # written before anything moves: killed in the middle, restore tells the previous run's entries not moved
+        # yet from the user's and from the new run's
         with atomic_write(self.previous / _KEPT_NAME) as handle:
-            json.dump(kept, handle)
+            json.dump({"kept": kept, "moved": sorted(p.name for p in ours)}, handle)
         for entry in ours:
             os.replace(entry, self.previous / entry.name)
 
     def commit(self) -> None:
-        """The new run has written a result: the previous run's files go."""
+        """The new run has written a result: the previous run's files go.
+
+        ``.previous`` is renamed first, so that a commit killed while deleting never looks like results to restore.
+        """
         if not self.committed:
             self.committed = True
-            shutil.rmtree(self.previous, ignore_errors=True)
+            discard = self.results_dir / DISCARD_NAME
+            shutil.rmtree(discard, ignore_errors=True)
+            try:
+                os.replace(self.previous, discard)
+            except OSError:
+                shutil.rmtree(self.previous, ignore_errors=True)
+            shutil.rmtree(discard, ignore_errors=True)
+
+    def _aside(self) -> list[str]:
+        """The names in ``.previous`` to put back (not its list, nor the list's own temporary file)."""
+        if not self.previous.is_dir():
+            return []
+        return sorted(p.name for p in self.previous.iterdir()
+                      if p.name != _KEPT_NAME and atomic_temp_target(p.name) != _KEPT_NAME)
 
     def restore(self) -> None:
-        """Remove what the new run wrote (never the user's files left in place) and put the previous run's files back."""
-        kept = _read_names(self.previous / _KEPT_NAME) or set()
-        (self.previous / _KEPT_NAME).unlink(missing_ok=True)
-        for entry in _entries(self.results_dir):
-            if entry.name in kept:
-                continue
-            shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
+        """Remove what the new run wrote (never the user's files left in place) and put the previous run's files back.
+
+        Any step may be interrupted: the list ``.previous/.kept.json`` goes last, once everything is back, and an
+        entry the list names as moved aside that is no longer in ``.previous`` (put back already, or not moved yet)
+        is the previous run's and stays; so running restore again (``recover``) finishes the job.
+        """
+        listing = _read_aside(self.previous / _KEPT_NAME)
+        aside = self._aside()
+        if listing is not None:
+            kept, moved = listing
+            for entry in _entries(self.results_dir):
+                if entry.name in kept or (moved is not None and entry.name in moved and entry.name not in aside):
+                    continue
+                _remove(entry)
+        for name in aside:
+            target = self.results_dir / name
+            if listing is None and (target.exists() or target.is_symlink()):
+                # no list (a directory of a version that moved everything aside): the entry beside the one moved
+                # aside is the new run's; nothing else is removed
+                _remove(target)
+            os.replace(self.previous / name, target)
         if self.previous.is_dir():
-            for entry in sorted(self.previous.iterdir()):
-                os.replace(entry, self.results_dir / entry.name)
+            (self.previous / _KEPT_NAME).unlink(missing_ok=True)
+            for entry in self.previous.iterdir():  # the list's own temporary file, of a kill while writing it
+                if atomic_temp_target(entry.name) == _KEPT_NAME:
+                    entry.unlink(missing_ok=True)
             self.previous.rmdir()
