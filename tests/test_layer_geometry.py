@@ -324,13 +324,40 @@ def test_several_token_samples_give_means_spreads_and_claims(tiny_bert, corpus_f
     claims = {c["id"]: c for c in json.loads((results_dir / "claims.json").read_text())}
     assert set(claims) == {"anisotropic-globally", "centring-near-isotropic-cosine", "centring-near-isotropic-isoscore",
                            "frequency-manifold"}
-    smallest = [min(r["s_inter"] for r in s["layers"]) for s in samples]
+    smallest = [min(r["s_inter"] for r in s["layers"] if r["layer"] >= 1) for s in samples]  # contextual layers
     c = claims["anisotropic-globally"]
     assert c["n_seeds"] == 3 and c["ours"] == pytest.approx(float(np.mean(smallest)))
     assert [c["interval"]["low"], c["interval"]["high"]] == pytest.approx([min(smallest), max(smallest)])
     expected = "holds" if min(smallest) > 0.3 else "does not hold" if max(smallest) <= 0.3 else "not established"
     assert c["verdict"] == expected
     assert c["command"].startswith("isotropy run layer-geometry")
+
+
+def test_claims_leave_layer_0_out():
+    """The claims are about contextual token spaces: layer 0 (the static input embeddings) is not one of the layers
+    they read. On Gemma, layer 0 alone had S_inter 0.245 < 0.3 and turned anisotropic-globally to "does not hold"
+    while every layer >= 1 was above 0.36; and its PC1-frequency |ρ| must not be the "some layer" either."""
+    from isotropy.experiments.layer_geometry.run import claims as lg_claims
+
+    def row(layer, s_inter, rho, centered=0.05, isoscore=0.6):
+        return {"layer": layer, "s_inter": s_inter, "s_inter_centered": centered, "isoscore_centered": isoscore,
+                "pc1_frequency_rho": rho}
+
+    samples = [{"seed": seed, "layers": [row(0, 0.245, 0.9, centered=0.5, isoscore=0.01),
+                                         row(1, 0.6, 0.2), row(6, 0.37 + 0.001 * seed, 0.3)]} for seed in range(3)]
+    got = {c.id: c for c in lg_claims({"model": "m", "samples": samples}, None)}
+    aniso = got["anisotropic-globally"]
+    assert aniso.verdict == "holds" and aniso.interval["low"] == pytest.approx(0.37)  # not layer 0's 0.245
+    assert "contextual layers" in aniso.statistic and "layer 0" in aniso.statistic and "left out" in aniso.statistic
+    assert "contextual layer" in aniso.rule
+    assert got["centring-near-isotropic-cosine"].verdict == "holds"  # layer 0's 0.5 after centring left out
+    assert got["centring-near-isotropic-isoscore"].verdict == "holds"  # layer 0's 0.01 left out
+    freq = got["frequency-manifold"]
+    assert freq.ours == pytest.approx(0.3) and freq.verdict == "does not hold"  # layer 0's 0.9 is not "some layer"
+    assert "some layer" in freq.statistic and "maximum" in freq.statistic and "selection" in freq.statistic
+    assert freq.claim.startswith("The first principal component of the token space is ordered by word frequency")
+    only_layer_0 = [{"seed": 0, "layers": [row(0, 0.245, 0.9)]}]
+    assert {c.verdict for c in lg_claims({"model": "m", "samples": only_layer_0}, None)} == {"not established"}
 
 
 def test_pca_view_pins_an_outlier_to_the_border():

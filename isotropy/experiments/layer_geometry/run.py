@@ -341,33 +341,53 @@ def run(config, results_dir, ctx) -> dict:
 # Section 4: tokens lie on a manifold ordered by word frequency) -------------------------------------------------
 
 _PAPER = "Cai, Huang, Bian & Church, ICLR 2021, slides"
+CONTEXTUAL_FROM = 1  # the claims read the layers >= 1: layer 0 is the static input-embedding lookup
+
+
+def _contextual(row: dict) -> bool:
+    """Whether a per-layer row is a contextual layer (layer >= 1); a row without a layer number counts as one."""
+    layer = row.get("layer")
+    return layer is None or int(layer) >= CONTEXTUAL_FROM
 
 
 def claims(results, results_dir, *, model: str | None = None, reason: str | None = None) -> list:
-    """Cai et al.'s space-level claims over the layers, one value per token sample (a sample is one seed)."""
+    """Cai et al.'s space-level claims over the contextual layers, one value per token sample (a sample is one seed).
+
+    The claims are about contextual token spaces, so every statistic is taken over the layers >= 1
+    (:data:`CONTEXTUAL_FROM`): layer 0 is the static input-embedding lookup, not a contextual layer, and
+    is left out (on Gemma it alone would decide "S_inter is high at every layer").
+    """
     from isotropy.experiments._claims import Rule, claim, command_of, not_run, run_config
 
     rules = {
-        "s_inter": Rule("holds if S_inter (mean cosine of tokens of different types) is above 0.3 at every layer, in "
-                        "every token sample", above=0.3),
-        "s_inter_centered": Rule("holds if S_inter after cluster-centring is below 0.1 at every layer, in every token "
-                                 "sample", below=0.1),
-        "isoscore_centered": Rule("holds if IsoScore after cluster-centring is above 0.5 at every layer, in every token "
-                                  "sample", above=0.5),
+        "s_inter": Rule("holds if S_inter (mean cosine of tokens of different types) is above 0.3 at every contextual "
+                        "layer (layer >= 1), in every token sample", above=0.3),
+        "s_inter_centered": Rule("holds if S_inter after cluster-centring is below 0.1 at every contextual layer "
+                                 "(layer >= 1), in every token sample", below=0.1),
+        "isoscore_centered": Rule("holds if IsoScore after cluster-centring is above 0.5 at every contextual layer "
+                                  "(layer >= 1), in every token sample", above=0.5),
         "pc1_frequency_rho": Rule("holds if |Spearman ρ| between the first principal component and the word's corpus "
-                                  "frequency is above 0.5 at some layer, in every token sample", above=0.5),
+                                  "frequency is above 0.5 at some contextual layer (layer >= 1), in every token "
+                                  "sample", above=0.5),
     }
+    left_out = "layer 0, the input embeddings, is static and left out"
     specs = [("anisotropic-globally", "S_inter is high at every layer: contextual token spaces are anisotropic.",
-              "high for every model and layer", "smallest S_inter over the layers", "s_inter", min),
+              "high for every model and layer", f"smallest S_inter over the contextual layers ({left_out})",
+              "s_inter", min),
              ("centring-near-isotropic-cosine", "Cluster-centring reveals near-isotropy (by the mean cosine).",
-              "adjusted S_inter near 0", "largest S_inter after cluster-centring over the layers", "s_inter_centered",
+              "adjusted S_inter near 0",
+              f"largest S_inter after cluster-centring over the contextual layers ({left_out})", "s_inter_centered",
               max),
              ("centring-near-isotropic-isoscore", "Cluster-centring reveals near-isotropy (by IsoScore).",
-              "near-isotropic after centring", "smallest IsoScore after cluster-centring over the layers",
+              "near-isotropic after centring",
+              f"smallest IsoScore after cluster-centring over the contextual layers ({left_out})",
               "isoscore_centered", min),
-             ("frequency-manifold", ("Tokens lie on a manifold ordered by word frequency (Section 4, the frequency-"
-              "coloured PCA figures)."), "frequency-ordered manifolds (Swiss roll in GPT-2)",
-              "largest |ρ| between the first principal component and corpus frequency over the layers",
+             ("frequency-manifold", ("The first principal component of the token space is ordered by word frequency "
+              "(Cai et al. Section 4's frequency-coloured PCA pictures)."),
+              "frequency-ordered manifolds (Swiss roll in GPT-2)",
+              ("largest |Spearman ρ| between the first principal component and corpus frequency over the contextual "
+               f"layers ({left_out}): 'at some layer' is this maximum, a selection of the best layer, not a value "
+               "at a layer fixed in advance"),
               "pc1_frequency_rho", max)]
     config = run_config(results_dir) if results_dir is not None else {}
     command = (command_of(results_dir, "isotropy run layer-geometry --data-dir DATA_DIR") if results_dir is not None
@@ -376,9 +396,10 @@ def claims(results, results_dir, *, model: str | None = None, reason: str | None
     samples = (results or {}).get("samples") or []
     out = []
     for id_, text, paper_value, statistic, key, pick in specs:
-        values = []  # one per token sample: the smallest (or largest) value over the layers
+        values = []  # one per token sample: the smallest (or largest) value over the contextual layers
         for sample in samples:
-            per_layer = [float(r[key]) for r in sample["layers"] if r.get(key) is not None and math.isfinite(r[key])]
+            per_layer = [float(r[key]) for r in sample["layers"] if _contextual(r) and r.get(key) is not None
+                         and math.isfinite(r[key])]
             if per_layer:
                 values.append(pick(per_layer))
         if values:
@@ -388,7 +409,7 @@ def claims(results, results_dir, *, model: str | None = None, reason: str | None
         else:
             out.append(not_run(id=id_, paper=_PAPER, claim=text, paper_value=paper_value, model=model,
                                statistic=statistic, rule=rules[key], command=command,
-                               reason=reason or f"the run has no {key!r} per layer"))
+                               reason=reason or f"the run has no {key!r} per contextual layer (layer >= 1)"))
     return out
 
 
