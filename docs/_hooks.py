@@ -171,16 +171,36 @@ _RUN_COMPARE = re.compile(r"^<!-- run-compare: ([\w.-]+)/([\w.,-]+) -->[ \t]*$",
 # Numbers in the prose are never typed either: ``<!-- value: EXPERIMENT/SETUP FILE KEY.KEY... SPEC -->`` anywhere in a
 # line is that entry of the committed docs/runs/EXPERIMENT/SETUP/FILE (JSON; a key may be a list index), formatted
 # with the Python format SPEC (a minus written as −); a key ``*`` takes every entry at that level and the path then
-# starts with ``min:`` or ``max:`` (``min:setup.per_seed.*.rho``); ``@minutes`` as the key path is the run's duration
-# from run.json's start and end times.
-_VALUE_MARKER = re.compile(r"<!-- value: ([\w.-]+)/([\w.-]+) ([\w.-]+) (\S+) (\S+) -->")
+# starts with ``min:``, ``max:`` or ``mean:`` (``min:setup.per_seed.*.rho``); a key ``FIELD=VALUE`` after it keeps the
+# entries whose FIELD is VALUE (``min:runs.*.lambda=-3.accuracy``; numbers compare as numbers; filters that leave one
+# entry need no ``min:``: ``runs.*.lambda=3.seed=0.accuracy``); a path holding a space
+# (a key such as ``K-means + Mean + PCA``) is written in double quotes; ``@minutes`` as the key path is the run's
+# duration from run.json's start and end times. A last ``×N`` multiplies the value by N before formatting (``×100``:
+# a fraction as a percentage, a correlation as the papers' ×100).
+_VALUE_MARKER = re.compile(r'<!-- value: ([\w.-]+)/([\w.-]+) ([\w.-]+) ("[^"\n]+"|\S+) (\S+)(?: ×(\d+))? -->')
+_AGGREGATES = {"": lambda v: v[0], "min": min, "max": max, "mean": lambda v: sum(v) / len(v)}
+
+
+def _matches(entry, key: str) -> bool:
+    """Whether ``entry`` (a dict) has ``FIELD`` equal to ``VALUE`` for the filter key ``FIELD=VALUE``."""
+    field, _, wanted = key.partition("=")
+    if not isinstance(entry, dict) or field not in entry:
+        return False
+    have = entry[field]
+    if isinstance(have, (int, float)) and not isinstance(have, bool):
+        try:
+            return float(wanted) == have
+        except ValueError:
+            return False
+    return str(have) == wanted
 
 
 def _run_value(match) -> str:
     import datetime
     import json
 
-    experiment, setup, name, path, spec = match.groups()
+    experiment, setup, name, path, spec, scale = match.groups()
+    path = path.strip('"')
     file = REPO / "docs" / "runs" / experiment / setup / name
     if not file.is_file():
         raise FileNotFoundError(f"value marker {match.group(0)!r}: {file} does not exist")
@@ -195,13 +215,20 @@ def _run_value(match) -> str:
             try:
                 if key == "*":
                     values = [v for value in values for v in (value.values() if isinstance(value, dict) else value)]
+                elif "=" in key:
+                    values = [value for value in values if _matches(value, key)]
+                    if not values:
+                        raise KeyError(key)
                 else:
                     values = [value[int(key)] if isinstance(value, list) else value[key] for value in values]
             except (KeyError, IndexError, ValueError, TypeError, AttributeError):
                 raise KeyError(f"value marker {match.group(0)!r}: {file} has no entry {path!r} (at {key!r})") from None
-        if aggregate not in ("", "min", "max") or (aggregate == "") != (len(values) == 1 and "*" not in keys):
-            raise ValueError(f"value marker {match.group(0)!r}: a path with '*' needs 'min:' or 'max:', and only it")
-        value = {"": lambda v: v[0], "min": min, "max": max}[aggregate](values)
+        if aggregate not in _AGGREGATES or (aggregate == "" and len(values) != 1) or (aggregate and "*" not in keys):
+            raise ValueError(f"value marker {match.group(0)!r}: a path with '*' needs 'min:', 'max:' or 'mean:' (unless "
+                             f"its filters leave one entry), and only it")
+        value = _AGGREGATES[aggregate](values)
+    if scale:
+        value = value * int(scale)
     return format(value, spec).replace("-", "−")
 
 
@@ -251,12 +278,41 @@ def render_claims(markdown: str, src_uri: str = "") -> str:
     markdown = _RUN_TABLE.sub(_run_table, markdown)
     markdown = _RUN_COMPARE.sub(_run_compare, markdown)
     if _CLAIMS_INDEX.search(markdown):
-        pages = sorted(p for p in (REPO / "docs" / "experiments").glob("*.md") if p.stem not in ("index", "contract"))
-        rows = []
-        for page in pages:
-            for experiment, setup in _CLAIMS_MARKER.findall(page.read_text(encoding="utf-8")):
-                table = markdown_table(read_claims(_claims_file(experiment, setup)), link=page.name)
-                rows += table.splitlines()[2:]
-        header = "| claim | paper | model | ours | verdict |\n|---|---|---|---|---|\n"
-        markdown = _CLAIMS_INDEX.sub(lambda _: header + "\n".join(rows) + "\n", markdown)
+        markdown = _CLAIMS_INDEX.sub(lambda _: _claims_index(), markdown)
     return markdown
+
+
+def _interval_kind(record: dict) -> str:
+    """What a claim's interval is, from ``interval["how"]``: "seed spread", "bootstrap over items", both, or none."""
+    from isotropy.experiments._claims import NOT_MEASURED, REASON_MARK
+
+    how = str((record.get("interval") or {}).get("how") or "").split(REASON_MARK, 1)[0]
+    if how.startswith(NOT_MEASURED) or not how:
+        return "none (not measured)"
+    parts = how.removeprefix("both: ").split("; ") if how.startswith("both: ") else [how]
+    kinds = []
+    for part in parts:
+        kind, _, detail = part.partition(":")
+        confidence = re.search(r"(\d+(?:\.\d+)?) % percentile", detail)
+        kinds.append(f"{kind} ({confidence.group(1)} %)" if kind.startswith("bootstrap") and confidence else kind)
+    return " + ".join(kinds)
+
+
+def _claims_index() -> str:
+    """Every claim of every experiment page, in page order, linked to its page: with its number of seeds (the
+    per-seed values the verdict reads) and what its interval is, and a first line counting the rows."""
+    from isotropy.experiments._claims import VERDICTS, _cell, _number, _verdict, read_claims
+
+    pages = sorted(p for p in (REPO / "docs" / "experiments").glob("*.md") if p.stem not in ("index", "contract"))
+    rows, verdicts, runs = [], [], 0
+    for page in pages:
+        for experiment, setup in _CLAIMS_MARKER.findall(page.read_text(encoding="utf-8")):
+            runs += 1
+            for r in read_claims(_claims_file(experiment, setup)):
+                verdicts.append(r["verdict"])
+                rows.append(f"| [{_cell(r['claim'])}]({page.name}) | {_cell(r['paper'])} | {_cell(r['model'])} | "
+                            f"{_cell(_number(r['ours']))} | {r['n_seeds']} | {_cell(_interval_kind(r))} | {_verdict(r)} |")
+    counts = ", ".join(f"{verdicts.count(v)} {v}" for v in VERDICTS)
+    summary = f"{len(rows)} claims from {runs} `claims.json` files: {counts}.\n\n"
+    header = "| claim | paper | model | ours | seeds | interval | verdict |\n|---|---|---|---|---|---|---|\n"
+    return summary + header + "\n".join(rows) + "\n"

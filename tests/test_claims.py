@@ -209,6 +209,14 @@ def test_index_table_is_generated_and_agrees_with_the_pages():
         page_verdicts = re.findall(r"\*\*(holds|does not hold|not established)\*\*(?: — [^|]*)? \|$", rendered,
                                    flags=re.MULTILINE)
         assert [v for _, v in index_rows.get(page.stem, [])] == page_verdicts, page.stem
+    # each row says how many seeds its verdict reads and what its interval is; a first line counts the rows
+    assert "| claim | paper | model | ours | seeds | interval | verdict |" in rendered_index
+    rows = [line for line in rendered_index.splitlines()
+            if re.match(r"\| \[.*\]\([\w.-]+\.md\) \|.*\| \*\*(holds|does not hold|not established)\*\*", line)]
+    assert all(re.search(r"\| \d+ \| (seed spread|bootstrap|none \(not measured\))[^|]* \| \*\*", r) for r in rows)
+    count = re.search(r"^(\d+) claims from (\d+) `claims.json` files: (\d+) holds, (\d+) does not hold, (\d+) not "
+                      r"established\.$", rendered_index, flags=re.MULTILINE)
+    assert count and int(count.group(1)) == len(rows) == sum(int(count.group(i)) for i in (3, 4, 5))
 
 
 # --- the reports of the experiments whose runs are not re-run here: their claims from (fake) results ---
@@ -340,5 +348,33 @@ def test_value_markers_render_the_committed_numbers(tmp_path):
     assert f"runs from\n{min(per_seed):.3f}".replace("-", "−") in page and f"{max(per_seed):+.3f}." in page
     with pytest.raises(KeyError, match="has no entry 'final.nothing'"):
         hooks.render_claims("<!-- value: classifier-geometry/supersense summary.json final.nothing .3f -->")
-    with pytest.raises(ValueError, match="needs 'min:' or 'max:'"):
+    with pytest.raises(ValueError, match="needs 'min:', 'max:' or 'mean:'"):
         hooks.render_claims("<!-- value: classifier-geometry/supersense correlations.json supersense.per_seed.* .3f -->")
+
+
+def test_value_markers_filter_average_scale_and_quote():
+    """Prose numbers that are a selection, an average or a percentage of the committed entries: ``FIELD=VALUE`` keeps
+    the entries whose FIELD is VALUE, ``mean:`` averages, ``×100`` scales, a quoted path may hold a space."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("docs_hooks", REPO / "docs" / "_hooks.py")
+    hooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hooks)
+    runs = json.loads((REPO / "docs" / "runs" / "istar" / "sst2-gemma-cpu" / "results.json").read_text())["runs"]
+    low = [r["accuracy"] for r in runs if r["lambda"] == -3]
+    render = hooks.render_claims
+    assert render("<!-- value: istar/sst2-gemma-cpu results.json min:runs.*.lambda=-3.accuracy .1f ×100 -->") == \
+        f"{100 * min(low):.1f}"
+    assert render("<!-- value: istar/sst2-gemma-cpu results.json mean:runs.*.lambda=-3.accuracy .4f -->") == \
+        f"{sum(low) / len(low):.4f}"
+    one = next(r["accuracy"] for r in runs if r["lambda"] == 3 and r["seed"] == 0)
+    assert render("<!-- value: istar/sst2-gemma-cpu results.json runs.*.lambda=3.seed=0.accuracy .3f -->") == f"{one:.3f}"
+    sts = json.loads((REPO / "docs" / "runs" / "sts-isotropy" / "gemma" / "results.json").read_text())["datasets"]
+    rho = [d["methods"]["K-means + Mean + PCA"]["all"]["spearman"] for d in sts.values()]
+    marker = ('<!-- value: sts-isotropy/gemma results.json "mean:datasets.*.methods.K-means + Mean + PCA.all.spearman" '
+              '.2f ×100 -->')
+    assert render(marker) == f"{100 * sum(rho) / len(rho):.2f}"
+    with pytest.raises(ValueError, match="needs 'min:', 'max:' or 'mean:'"):  # several entries left
+        render("<!-- value: istar/sst2-gemma-cpu results.json runs.*.lambda=3.accuracy .3f -->")
+    with pytest.raises(KeyError, match="at 'lambda=7'"):  # a filter that keeps nothing
+        render("<!-- value: istar/sst2-gemma-cpu results.json min:runs.*.lambda=7.accuracy .3f -->")
