@@ -150,3 +150,56 @@ def test_errors(rng):
     # type means that cancel to zero
     with pytest.raises(IsotropyValueError, match="type means"):
         inter_type_cosine(np.array([[1.0, 0], [-1.0, 0], [0, 1.0]]), [0, 0, 1], type_vector="mean")
+
+
+def test_rogue_share_of_rows_that_share_no_direction_is_undefined():
+    # isotropic rows read 0.991, 1.041, nan, nan, 0.59 for seeds 0-4 (a mean cosine of ~5e-5, noise, as denominator):
+    # a share near 1 read as "one rogue dimension dominates"
+    import warnings
+
+    import torch
+
+    from isotropy import rogue_dimension_share
+    from isotropy.training import RogueDimensionShare
+
+    for seed in range(5):
+        X = np.random.default_rng(seed).normal(size=(2000, 50))
+        for data in (X, torch.tensor(X)):
+            with pytest.warns(RuntimeWarning, match="not above its sampling noise"):
+                assert np.isnan(float(rogue_dimension_share(data)))
+        metric = RogueDimensionShare()
+        metric.update(torch.tensor(X[:700]))
+        metric.update(torch.tensor(X[700:]))
+        with pytest.warns(RuntimeWarning, match="not above its sampling noise"):
+            assert np.isnan(float(metric.compute()))
+    # a small shared offset is above the noise: the share of sums, the same on every path
+    X = np.random.default_rng(0).normal(size=(500, 8))
+    X[:, 3] += 0.3
+    U = X / np.linalg.norm(X, axis=1, keepdims=True)
+    cc = (U.sum(0) ** 2 - (U * U).sum(0)) / (500 * 499)
+    metric = RogueDimensionShare()
+    metric.update(torch.tensor(X))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        values = [rogue_dimension_share(X), float(rogue_dimension_share(torch.tensor(X))), float(metric.compute())]
+    assert values == pytest.approx([cc.max() / cc.sum()] * 3, rel=1e-12)
+
+
+def test_rogue_share_noise_is_the_null_deviation_of_the_mean_cosine():
+    # σ² = 2 Σ_{j≠k} c_jk² / (n(n−1))²: the brute-force sum over the n × n cosines, and the rate at which rows of mean
+    # direction 0 pass the 5σ rule (rank-1 centred rows, the most skewed null: 3 % passed a 3σ rule)
+    from isotropy.metrics.rogue import _null_sigma, _sums, _unit_gram_frob_sq
+
+    X = np.random.default_rng(1).normal(size=(60, 7)) * np.geomspace(5, 0.2, 7)
+    U = X / np.linalg.norm(X, axis=1, keepdims=True)
+    C = U @ U.T
+    off = C[~np.eye(60, dtype=bool)]
+    assert _null_sigma(_unit_gram_frob_sq(X, "t"), 60) == pytest.approx(np.sqrt(2 * (off ** 2).sum()) / (60 * 59),
+                                                                        rel=1e-12)
+    R = np.linalg.qr(np.random.default_rng(99).normal(size=(50, 50)))[0]
+    passed = 0
+    for seed in range(300):
+        X = (np.random.default_rng(seed).normal(size=(200, 50)) * np.r_[100.0, np.full(49, 0.1)]) @ R
+        s, q = _sums(X, "t")
+        passed += (s @ s - q.sum()) / (200 * 199) > 5 * _null_sigma(_unit_gram_frob_sq(X, "t"), 200)
+    assert passed / 300 < 0.02

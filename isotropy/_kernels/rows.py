@@ -13,7 +13,8 @@ of ``X``; the chunks added in order, :func:`in_order`):
   product per chunk for both);
 - ``"units"``: ``Σ x/‖x‖`` (the mean cosine similarity), and ``"unit_squares"``: ``Σ (x/‖x‖)²`` per
   dimension (the rogue-dimension share), with the rows that leave them undefined (zero, or made
-  only of subnormal numbers).
+  only of subnormal numbers); ``"unit_gram"``: ``Σ (x/‖x‖)(x/‖x‖)ᵀ`` (d × d), asked for alone when
+  the rogue-dimension share needs the noise of a small mean cosine (never part of a table's pass).
 
 :func:`row_statistics` computes what one metric asks for. Within :func:`shared_statistics` (which
 ``isotropy measure`` opens around its table), the first metric that asks for statistics of the
@@ -47,7 +48,7 @@ METRIC_STATISTICS = {
     "rogue_dimension_share": ("units", "unit_squares"),
 }
 
-_STATISTICS = ("scatter", "second", "units", "unit_squares")
+_STATISTICS = ("scatter", "second", "units", "unit_squares", "unit_gram")
 
 
 class Scatter(NamedTuple):
@@ -187,12 +188,13 @@ def _pass(X: np.ndarray, statistics) -> dict:
     n, d = X.shape
     step = max(1, _CHUNK_ELEMENTS // max(d, 1))
     starts = range(0, n, step)
-    units = "units" in wanted or "unit_squares" in wanted
+    gram = "unit_gram" in wanted
+    units = "units" in wanted or "unit_squares" in wanted or gram
     squares = "unit_squares" in wanted
     centred = "scatter" in wanted or "second" in wanted
     shift = first_chunk_shift(X[:step]) if centred else None
     acc = {"scatter": np.zeros((d, d)) if centred else None, "total": np.zeros(d), "unit_sum": np.zeros(d),
-           "unit_squares": np.zeros(d), "zero": [], "subnormal": []}
+           "unit_squares": np.zeros(d), "unit_gram": np.zeros((d, d)) if gram else None, "zero": [], "subnormal": []}
 
     def chunk(c, state, slot):
         start = starts[c]
@@ -209,6 +211,8 @@ def _pass(X: np.ndarray, statistics) -> dict:
             out["zero"], out["subnormal"] = [], []
             _unit_rows_block(B, start, out["zero"], out["subnormal"])
             out["unit_sum"] = B.sum(axis=0)
+            if gram:
+                out["unit_gram"] = np.matmul(B.T, B, out=slot["gram"])  # before B is squared in place
             if squares:
                 out["unit_squares"] = np.multiply(B, B, out=B).sum(axis=0)
         return out
@@ -218,8 +222,9 @@ def _pass(X: np.ndarray, statistics) -> dict:
             acc[name] += value  # arrays in place, lists extended: chunk after chunk
 
     in_order(chunk, len(starts), merge, lambda: {"B": np.empty((min(step, n), d))},
-             max_workers=_workers_for(len(starts)), make_slot=lambda: {"scatter": np.empty((d, d)) if centred else None},
-             blas=centred)
+             max_workers=_workers_for(len(starts)),
+             make_slot=lambda: {"scatter": np.empty((d, d)) if centred else None, "gram": np.empty((d, d)) if gram else None},
+             blas=centred or gram)
     result = {}
     if "second" in wanted:  # Σ x xᵀ = Σ(x − K)(x − K)ᵀ + K tᵀ + t Kᵀ + n K Kᵀ, t = Σ(x − K)
         cross = np.outer(shift, acc["total"])
@@ -233,6 +238,8 @@ def _pass(X: np.ndarray, statistics) -> dict:
         rows = [np.concatenate(found) if found else np.empty(0, dtype=np.intp) for found in (acc["zero"], acc["subnormal"])]
         result["units"] = result["unit_squares"] = Units(acc["unit_sum"], acc["unit_squares"] if squares else None,
                                                          *rows)
+    if gram:
+        result["unit_gram"] = acc["unit_gram"]
     return result
 
 

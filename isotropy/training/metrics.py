@@ -144,6 +144,7 @@ class _MomentMetric(Metric):
     _n_features_from = "n_features"  # where the fixed width comes from, for the message of a wrong one
     _moments = True  # count, mean, scatter, exponent (the covariance metrics)
     _units = False  # sums of unit vectors and of their squares (the cosine metrics)
+    _gram = False  # Σ x̂x̂ᵀ of the unit vectors (d × d): the noise of a small mean cosine (RogueDimensionShare)
 
     def __init__(self, *, n_features=None, **kwargs):
         try:
@@ -195,6 +196,8 @@ class _MomentMetric(Metric):
             shapes.update(shift=(1, d), mean=(1, d), scatter=(1, d, d), exponent=(1,))
         if self._units:
             shapes.update(unit_sum=(1, d), unit_sq_sum=(1, d))
+        if self._gram:
+            shapes.update(unit_gram=(1, d, d))
         return shapes
 
     # ------------------------------------------------------------------ states
@@ -239,6 +242,8 @@ class _MomentMetric(Metric):
                        exponent=torch.tensor(float(merged.exponent), dtype=torch.float64, device=self.device))
         if self._units:
             out.update(unit_sum=a["unit_sum"] + b["unit_sum"], unit_sq_sum=a["unit_sq_sum"] + b["unit_sq_sum"])
+        if self._gram:
+            out.update(unit_gram=a["unit_gram"] + b["unit_gram"])
         return out
 
     @staticmethod
@@ -277,7 +282,7 @@ class _MomentMetric(Metric):
         _check_width(caller, self.n_features, X.shape[1], self._n_features_from)
         part = {"n_samples": torch.tensor(float(X.shape[0]), dtype=torch.float64, device=self.device)}
         if self._units:
-            part.update(self._unit_sums(X, caller))
+            part.update(self._unit_sums(X, caller, gram=self._gram))
         self._ensure_width(X.shape[1])
         if self._moments:
             scaled, exponent = rescaled(X, caller=caller)  # (X, 0) at a safe scale; else exact powers of two
@@ -290,7 +295,7 @@ class _MomentMetric(Metric):
         self._store(merged)
 
     @staticmethod
-    def _unit_sums(X, caller):
+    def _unit_sums(X, caller, gram=False):
         top = X.abs().amax(1)
         zero = int((top == 0).sum())
         if zero:
@@ -300,7 +305,10 @@ class _MomentMetric(Metric):
         half = torch.floor(shift / 2)
         U = X * torch.pow(2.0, half) * torch.pow(2.0, shift - half)
         U = U / torch.linalg.vector_norm(U, dim=1, keepdim=True)
-        return {"unit_sum": U.sum(0), "unit_sq_sum": (U * U).sum(0)}
+        sums = {"unit_sum": U.sum(0), "unit_sq_sum": (U * U).sum(0)}
+        if gram:
+            sums["unit_gram"] = U.T @ U
+        return sums
 
     # ------------------------------------------------------------------ compute
     def forward(self, *args, **kwargs):
@@ -698,8 +706,9 @@ class RogueDimensionShare(_UnitMetric):
     -----
     Contribution of dimension i: CCᵢ = ((Σ x̂ᵢ)² − Σ x̂ᵢ²)/(n(n − 1)); the value is the sum of the k
     largest CCᵢ over Σᵢ CCᵢ, as :func:`isotropy.rogue_dimension_share` (NaN with a warning when the
-    mean cosine is not positive; above 1 when other dimensions contribute negatively, as a share of a
-    total with negative parts can). Exact over batches, merges and DDP.
+    mean cosine is not above five times its standard deviation for rows that share no direction,
+    from the state Σ x̂x̂ᵀ, d × d; above 1 when other dimensions contribute negatively, as a share of
+    a total with negative parts can). Exact over batches, merges and DDP.
 
     References
     ----------
@@ -718,6 +727,7 @@ class RogueDimensionShare(_UnitMetric):
     1.0
     """
 
+    _gram = True
     higher_is_better = False
 
     def __init__(self, *, n_dimensions=1, n_features=None, **kwargs):
@@ -726,13 +736,15 @@ class RogueDimensionShare(_UnitMetric):
         super().__init__(n_features=n_features, **kwargs)
 
     def compute(self):
-        from isotropy.metrics.rogue import _check_n_dimensions, _contributions_from_sums, _share_from_contributions
+        from isotropy.metrics.rogue import _check_n_dimensions, _share_from_sums
 
         def read():
-            n, unit_sum, unit_sq_sum = self._sums()
+            part = self._all_rows()
+            n, unit_sum = int(part["n_samples"].item()), part["unit_sum"]
             k = _check_n_dimensions(self.n_dimensions, unit_sum.shape[0], caller="RogueDimensionShare")
-            cc = _contributions_from_sums(unit_sum, unit_sq_sum, n)
-            return float(_share_from_contributions(cc, k, caller="RogueDimensionShare"))
+            gram = part["unit_gram"]
+            return float(_share_from_sums(unit_sum, part["unit_sq_sum"], n, k, caller="RogueDimensionShare",
+                                          gram_frob_sq=lambda: float((gram * gram).sum())))
 
         return self._value(read)
 
