@@ -140,6 +140,27 @@ def test_run_synthetic(tmp_path):
     assert {c["verdict"] for c in claims} == {"not established"}
 
 
+def test_isoscore_star_stable_compares_with_the_whole_cloud_isoscore():
+    """IsoScore* at ζ = 0.9 is judged against the whole cloud's IsoScore (the true isotropy score, Figure 4's dashed
+    line), not against the whole cloud's IsoScore* at ζ = 0.9, which sits near IsoScore(Σ_S) by construction: batches
+    matching the latter but 40 % off the former are not stable."""
+    from isotropy.experiments.minibatch_stability.run import claims as mb_claims
+
+    whole, star = 0.5, 0.3  # the true score, and IsoScore* of the whole cloud with the same Σ_S
+    scores = [{"seed": seed, "batch_size": b, "batch": i, "zeta": 0.9, "score": star * (1 + 0.01 * (i - 1))}
+              for seed in (0, 1, 2) for b in (8, 64) for i in range(3)]
+    cloud = {"kind": "synthetic", "decay": 0.5, "n_features": 16, "batch_sizes": [8, 64], "whole_cloud": whole,
+             "whole_cloud_star": {"0.9": star}, "scores": scores}
+    results = {"seeds": [0, 1, 2], "zetas": [0.9], "clouds": {"synthetic": cloud}}
+    (stable,) = [c for c in mb_claims(results, None) if c.id == "isoscore-star-stable-synthetic"]
+    assert stable.ours == pytest.approx(0.4) and stable.verdict == "does not hold"
+    assert "whole cloud's IsoScore (the true isotropy score" in stable.rule
+    assert "whole-cloud IsoScore (0.5000)" in stable.statistic
+    cloud["whole_cloud"] = 0.32  # within 25 % of the true score: stable
+    (stable,) = [c for c in mb_claims(results, None) if c.id == "isoscore-star-stable-synthetic"]
+    assert stable.ours == pytest.approx(0.02 / 0.32) and stable.verdict == "holds"
+
+
 def _held_out_cov(config):
     # the held-out sample of the run: rng [first seed, 1], independent of the batches
     d = config["synthetic"]["n_features"]

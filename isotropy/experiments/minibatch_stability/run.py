@@ -233,8 +233,11 @@ _PAPER = "Rudman & Eickhoff, ICLR 2024 (arXiv 2305.19358), poster"
 _COMMAND = "isotropy run minibatch-stability --setup minilm --seeds 0,1,2 --data-dir DATA_DIR"
 _UNSTABLE = Rule("holds if the mean IsoScore of 8-row batches is below half the whole cloud's, in every seed and "
                  "across the interval", below=0.5)
-_STABLE = Rule("holds if, at ζ = 0.9, the batch mean is within 25 % of the whole cloud's IsoScore* at every batch "
-               "size, in every seed", below=0.25)
+# The reference is the whole cloud's IsoScore, the true isotropy score of the point cloud (the dashed line of the
+# poster's Figure 4), not its IsoScore* at ζ = 0.9: that one sits near IsoScore(Σ_S) by construction, whatever the
+# batches do, so it would move with the shrinkage sample instead of measuring the cloud.
+_STABLE = Rule("holds if, at ζ = 0.9, the batch mean is within 25 % of the whole cloud's IsoScore (the true isotropy "
+               "score, the dashed line of Figure 4) at every batch size, in every seed", below=0.25)
 _APPROACHES = Rule("holds if, at ζ = 0.2, IsoScore* exceeds IsoScore by less than 25 % (of IsoScore) at the largest "
                    "batch, in every seed", below=0.25)
 _IDENTITY = Rule("holds if IsoScore* at ζ = 0 equals IsoScore to 1e-12 (no randomness)", below=1e-12, random=False)
@@ -285,14 +288,13 @@ def claims(results: dict, results_dir) -> list:
                 values=[float(r.mean()) for r in ratios], rule=_UNSTABLE, command=command, interval="both",
                 items=ratios, item_statistic=lambda a: float(np.mean(a))))
         if 0.9 in zetas and sizes:
-            star = float(_lookup(cloud["whole_cloud_star"], 0.9))
-            values = [max(abs(np.mean(scores[(name, s, b, 0.9)]) - star) / star for b in sizes) for s in seeds]
+            values = [max(abs(np.mean(scores[(name, s, b, 0.9)]) - whole) / whole for b in sizes) for s in seeds]
             out.append(claim(
                 id=f"isoscore-star-stable-{name}", paper=f"{_PAPER}, 'IsoScore*'",
                 claim="IsoScore* (RDA shrinkage) is stable on mini-batch computations.",
                 paper_value="stable on mini-batch computations", model=model,
-                statistic=(f"largest |batch mean − whole-cloud IsoScore*| / whole-cloud IsoScore* ({star:.4f}) over "
-                           f"batch sizes {sizes[0]}–{sizes[-1]}, ζ = 0.9"),
+                statistic=(f"largest |batch mean of IsoScore* − whole-cloud IsoScore| / whole-cloud IsoScore "
+                           f"({whole:.4f}) over batch sizes {sizes[0]}–{sizes[-1]}, ζ = 0.9"),
                 values=values, rule=_STABLE, command=command))
         if 0.0 in zetas and 0.2 in zetas and sizes:
             largest = sizes[-1]
