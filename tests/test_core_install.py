@@ -102,7 +102,8 @@ BLOCKER = textwrap.dedent("""
     class _Blocked(importlib.abc.MetaPathFinder):
         def find_spec(self, name, path=None, target=None):
             if name.split(".")[0] in {blocked!r}:
-                raise ImportError(f"No module named {{name!r}} (blocked: an optional package)")
+                # what Python raises for a package that is not installed (the CLI's hint reads its name)
+                raise ModuleNotFoundError(f"No module named {{name.split('.')[0]!r}}", name=name.split(".")[0])
             return None
 
     sys.meta_path.insert(0, _Blocked())
@@ -243,3 +244,30 @@ def test_the_install_hint_points_at_the_checkout_isotropy_runs_from(monkeypatch)
     for path, command in (('/tmp/a"b', "pip install -e '/tmp/a\"b[io]'"), ("/tmp/$HOME", "pip install -e '/tmp/$HOME[io]'")):
         monkeypatch.setattr(install, "_source_tree", lambda path=path: Path(path))
         assert install.extra_command("io") == command
+
+
+def test_a_missing_extra_is_named_by_the_command_that_needs_it(tmp_path):
+    # "Error: No module named 'dask'" (a shard directory, --workers), "... 'pydantic'" (isotropy plot), the GloVe hint
+    # that left pandas missing, and "pip install torch" (the multi-GB CUDA build) for a .pt file: each names what to run
+    import numpy as np
+
+    (tmp_path / "shards").mkdir()
+    np.save(tmp_path / "shards" / "a.npy", np.eye(4))
+    np.save(tmp_path / "x.npy", np.eye(4))
+    (tmp_path / "x.pt").write_bytes(b"PK")
+    cases = [
+        (["measure", "shards"], (f"No module named 'dask': this command needs it; install it with "
+                                f'pip install -e "{REPO}[distributed]"')),
+        (["measure", "x.npy", "--workers", "2"], f'pip install -e "{REPO}[distributed]"'),
+        (["plot", "."], (f"No module named 'pydantic': this command needs it; install it with "
+                        f'pip install -e "{REPO}[experiments]"')),
+        (["measure", "glove-6b-50d"], f'and pandas: pip install -e "{REPO}[experiments]"'),
+        (["measure", "x.pt"], "needs PyTorch: pip install torch --index-url https://download.pytorch.org/whl/cpu"),
+    ]
+    for argv, expected in cases:
+        result = _run_without_extras(f"""
+            from isotropy.cli import main
+            main({argv!r})
+        """, tmp_path)
+        assert result.returncode == 2, (argv, result.stderr)
+        assert expected in result.stderr and len(result.stderr.strip().splitlines()) == 1, (argv, result.stderr)

