@@ -33,8 +33,9 @@ def _rules():
     from isotropy.experiments._claims import Rule
 
     return {
-        "sts": Rule("holds if the mean Spearman × 100 over the data sets rises with K-means + Mean + PCA, in every seed "
-                    "and across the interval; does not hold if it falls throughout", above=0.0),
+        "sts": Rule("holds if Spearman × 100 rises with K-means + Mean + PCA on every data set, in every seed and "
+                    "across the interval (the smallest rise is above 0); does not hold if the smallest rise is at "
+                    "most 0 throughout", above=0.0),
         "isotropy": Rule("holds if log10 I(W) rises with K-means + Mean + PCA on every data set, in every seed "
                          "(the smallest rise is above 0)", above=0.0),
         "ranking": Rule("holds if K-means + Mean + PCA beats global Mean + PCA on STS-B (Spearman × 100), in every seed "
@@ -48,8 +49,8 @@ _SPECS = (
     ("cluster-raises-sts", "slide 'Pre-trained BERT results'",
      "The cluster-based transform raises the STS correlations of pre-trained representations.",
      "every data set rises (STS-B 54.09 → 67.50)",
-     "mean over the data sets of Spearman × 100 of the pooled sentence vectors, K-means + Mean + PCA minus Baseline",
-     "sts"),
+     ("smallest over the data sets of the rise of Spearman × 100 of the pooled sentence vectors, K-means + Mean + PCA "
+      "minus Baseline"), "sts"),
     ("cluster-raises-isotropy", "slide 'Pre-trained BERT results'",
      "The cluster-based transform raises the isotropy I(W).", "every data set rises (STS-B 3.36e-5 → 0.63)",
      ("smallest over the data sets of the rise of log10 I(W) of the pooled sentence vectors, K-means + Mean + PCA "
@@ -109,16 +110,18 @@ def pair_bootstrap(cosines: dict, gold: dict, *, n_resamples: int = 2000) -> dic
         items = [(np.concatenate([cosines[s][n][CLUSTER] for n in names]),
                   np.concatenate([cosines[s][n][BASE] for n in names]), g, which) for s in seeds]
 
-        def mean_rise(cluster, base, g, which):
+        def smallest_rise(cluster, base, g, which):  # the claim's statistic: every data set must rise
             rises = []
             for i in range(len(names)):
                 rows = which == i
                 rises.append(spearman(cluster[rows], g[rows]) - spearman(base[rows], g[rows]))
-            return 100.0 * float(np.mean(rises))
+            return 100.0 * float(np.min(rises))
 
-        boot = bootstrap_interval(items, mean_rise, n_resamples=n_resamples)
+        boot = bootstrap_interval(items, smallest_rise, n_resamples=n_resamples)
+        where = (f"of the {len(names)} data sets (of the smallest rise)" if len(names) > 1
+                 else f"of the data set {names[0]}")
         out["cluster-raises-sts"] = {**boot, "how": boot["how"].replace(
-            "bootstrap over items", f"bootstrap over the {len(g):,} sentence pairs of the {len(names)} data sets")}
+            "bootstrap over items", f"bootstrap over the {len(g):,} sentence pairs {where}")}
     stsb = _stsb(names)
     if seeds and stsb and defined(stsb, CLUSTER, GLOBAL):
         items = [(cosines[s][stsb][CLUSTER], cosines[s][stsb][GLOBAL], gold[stsb]) for s in seeds]
@@ -150,6 +153,27 @@ def _per_seed(row: dict) -> list[dict]:
     return row.get("per_seed") or [row]
 
 
+def _statistic(text: str, names: list) -> str:
+    """The statistic's text for these data sets: "smallest over the data sets" names the data set when there is one."""
+    if len(names) == 1:
+        return text.replace("smallest over the data sets of the rise", f"rise on the one data set ({names[0]})")
+    return text.replace("smallest over the data sets", f"smallest over the {len(names)} data sets") if names else text
+
+
+def _sts_bootstrap(boot: dict | None, names: list) -> dict | None:
+    """The stored bootstrap of ``cluster-raises-sts`` if it is of the claim's statistic, the smallest rise.
+
+    Results written before the rule read the smallest rise bootstrapped the mean over the data sets: the
+    same number for one data set (whose text said "of the 1 data sets", worded here as one data set), a
+    different one for several, which is then not used (the seed spread alone).
+    """
+    if boot is None:
+        return None
+    if len(names) == 1:
+        return {**boot, "how": boot["how"].replace(" of the 1 data sets", f" of the data set {names[0]}")}
+    return boot if "(of the smallest rise)" in boot["how"] else None
+
+
 def _values(table: dict) -> dict:
     """``{claim key: [value per seed]}`` of the claims whose rows the run has."""
     values = {}
@@ -164,8 +188,8 @@ def _values(table: dict) -> dict:
 
     names = list(table)
     n_seeds = len(seeds_of(names[0], CLUSTER))
-    values["sts"] = [sum(spearman_x100(seeds_of(n, CLUSTER)[i]) - spearman_x100(seeds_of(n, BASE)[i])
-                         for n in names) / len(names) for i in range(n_seeds)]
+    values["sts"] = [min(spearman_x100(seeds_of(n, CLUSTER)[i]) - spearman_x100(seeds_of(n, BASE)[i]) for n in names)
+                     for i in range(n_seeds)]
     values["isotropy"] = [min(math.log10(seeds_of(n, CLUSTER)[i]["I(W)"]) - math.log10(seeds_of(n, BASE)[i]["I(W)"])
                               for n in names) for i in range(n_seeds)]
     stsb = _stsb(names)
@@ -209,11 +233,14 @@ def claims(results, results_dir, *, model: str | None = None, reason: str | None
     model = model or _model_text(config)
     values = _values((results or {}).get("datasets") or {})
     undefined = _undefined((results or {}).get("datasets") or {})
-    bootstrap = (results or {}).get("bootstrap") or {}
+    bootstrap = dict((results or {}).get("bootstrap") or {})
+    names = list((results or {}).get("datasets") or {})
+    if "cluster-raises-sts" in bootstrap:
+        bootstrap["cluster-raises-sts"] = _sts_bootstrap(bootstrap["cluster-raises-sts"], names)
     out = []
     for id_, where, text, paper_value, statistic, key in _SPECS:
         common = {"id": id_, "paper": f"{PAPER}, {where}", "claim": text, "paper_value": paper_value, "model": model,
-                  "statistic": statistic, "rule": RULES[key], "command": command}
+                  "statistic": _statistic(statistic, names), "rule": RULES[key], "command": command}
         if key not in values:
             out.append(not_run(**common, reason=reason or "the run has no such rows"))
             continue

@@ -20,6 +20,7 @@ last layer) the token states are those of the last layer; for ``pooling: mean`` 
 
 from __future__ import annotations
 
+import re
 import time
 
 import numpy as np
@@ -151,7 +152,7 @@ _TOKEN_SPECS = (
      ("Clustering the token representations and removing each cluster's mean and dominant directions raises the "
      "STS correlation of the pooled sentence vectors."), "STS-B 54.09 → 67.50",
      ("Spearman × 100 of the sentence vectors pooled from transformed tokens, K-means + Mean + PCA minus Baseline, "
-     "mean over the token-level data sets"), "sts"),
+     "smallest over the token-level data sets"), "sts"),
     ("token-cluster-beats-global-pca", "slide 'Our proposed algorithm in comparison to other studies'",
      "At the token level, the cluster-based transform beats global Mean + PCA.", "67.50 vs 46.67 (STS-B)",
      ("Spearman × 100 of the sentence vectors pooled from transformed tokens, K-means + Mean + PCA minus Mean + PCA, "
@@ -187,6 +188,13 @@ def token_claims(results, results_dir, *, model: str) -> list:
         per = {name: ([r["all"]["spearman"] for r in table[name]["methods"][CLUSTER]["per_seed"]],
                       [r["all"]["spearman"] for r in table[name]["methods"][other]["per_seed"]]) for name in names}
         n_seeds = len(per[names[0]][0])
-        values = [100.0 * float(np.mean([per[name][0][i] - per[name][1][i] for name in names])) for i in range(n_seeds)]
+        over = np.min if key == "sts" else np.mean  # the sts rule asks every data set to rise: the smallest rise
+        values = [100.0 * float(over([per[name][0][i] - per[name][1][i] for name in names])) for i in range(n_seeds)]
+        if len(names) == 1:  # one data set: name it
+            common["statistic"] = re.sub(r"(smallest|mean) over the token-level data sets", f"on {names[0]}",
+                                         common["statistic"])
+        else:
+            common["statistic"] = common["statistic"].replace("over the token-level data sets",
+                                                              f"over the {len(names)} token-level data sets")
         out.append(claim(**common, values=values))
     return out
