@@ -118,10 +118,9 @@ def encode_sentences(texts: Sequence[str], *, model: str = DEFAULT_MODEL, device
         cache_root = Path(cache_dir) if cache_dir is not None else default_cache_dir() / "embeddings"
         # the tag: each distinct text encoded once (files from before, with repeated texts encoded apart, not read)
         cache_file = cache_root / f"{_cache_key(location, texts, normalize, tag='distinct-texts')}.npy"
-        if cache_file.is_file():
-            X = np.load(cache_file)
-            if X.shape[0] == len(texts):
-                return X
+        X = _load_cached(cache_file, len(texts))
+        if X is not None:
+            return X
     encoder = load_sentence_model(model, device=device)
     # each distinct text once: a repeated text gets exactly its first occurrence's vector (encoded in another
     # batch, it would differ by float32 rounding, and a neighbour metric would see two points 1e-7 apart)
@@ -144,10 +143,35 @@ def _save(path: Path, X: np.ndarray) -> None:
 
 
 def _load_cached(path: Path | None, n: int) -> np.ndarray | None:
+    """The cached rows in ``path`` (an ``n``-row float matrix); None when there are none to read.
+
+    An entry that cannot be read back (cut short by a copy or a full disk, damaged, not an array of
+    ``n`` rows) is a cache miss: one warning names the file, and the caller recomputes the rows and
+    rewrites it (atomically, :func:`_save`).
+    """
     if path is None or not path.is_file():
         return None
-    X = np.load(path)
-    return X if X.shape[0] == n else None
+    try:
+        X = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as exc:  # numpy: "Failed to read all data for array ..." when truncated
+        _unusable_cache(path, " ".join(str(exc).split()) or type(exc).__name__)
+        return None
+    if not isinstance(X, np.ndarray):  # a zip archive (an .npz) under the .npy name
+        getattr(X, "close", lambda: None)()
+        _unusable_cache(path, "not a single array")
+        return None
+    if X.ndim != 2 or X.shape[0] != n or not np.issubdtype(X.dtype, np.floating):
+        _unusable_cache(path, f"an array of shape {X.shape} and dtype {X.dtype}, expected {n} rows of floats")
+        return None
+    return X
+
+
+def _unusable_cache(path: Path, reason: str) -> None:
+    import warnings
+
+    # located at the file itself (line 0: no source line is printed under it), so that the warning is one line
+    warnings.warn_explicit(f"The cached embeddings {str(path)!r} could not be read back ({reason}); recomputing "
+                           f"them and rewriting the file.", UserWarning, str(path), 0, module="isotropy.models.encoders")
 
 
 

@@ -1,0 +1,115 @@
+"""A cached embeddings file that cannot be read back is a cache miss, said in one warning naming the file.
+
+Before, a cache entry cut to half its size (an outside copy, a full disk) made every later
+``isotropy measure --model all-MiniLM-L6-v2 --texts t.txt`` fail with numpy's "Failed to read all data
+for array ... (file seems not fully written?)", naming neither the file nor the fix.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from _tiny_models import make_tiny_bert
+from click.testing import CliRunner
+
+torch = pytest.importorskip("torch")
+
+from isotropy.models.encoders import encode_pooled, encode_sentences
+
+TEXTS = ["the cat sat on the mat .", "a dog ran .", "the dog sat on a mat", "a cat ran", "the mat .", "dog sat"]
+
+
+@pytest.fixture(scope="module")
+def bert(tmp_path_factory):
+    return make_tiny_bert(tmp_path_factory.mktemp("cache") / "bert")
+
+
+def _truncate(path):
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+def _wrong_shape(path):
+    np.save(path, np.zeros(3, dtype=np.float32))
+
+
+def _not_an_array(path):
+    path.write_bytes(b"")
+
+
+DAMAGE = {"truncated": _truncate, "wrong shape": _wrong_shape, "empty": _not_an_array}
+
+
+def _read_back_again(encode, cache, damage):
+    """Encode, damage every cache file, encode again: (first, second, the files, the warnings of the second)."""
+    first = encode()
+    files = sorted(cache.glob("*.npy"))
+    assert files
+    for path in files:
+        DAMAGE[damage](path)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        second = encode()
+    shown = [w for w in caught if issubclass(w.category, UserWarning)]
+    for w in shown:  # printed as one line: no source line under it
+        assert warnings.formatwarning(w.message, w.category, w.filename, w.lineno).count("\n") == 1
+    return first, second, files, [str(w.message) for w in shown]
+
+
+@pytest.mark.parametrize("damage", DAMAGE)
+def test_a_damaged_layer_cache_is_recomputed_and_rewritten(bert, tmp_path, damage):
+    def encode():
+        return encode_pooled(TEXTS, model=str(bert), layers=[1], device="cpu", cache_dir=tmp_path,
+                             show_progress=False)[1]
+
+    first, second, files, messages = _read_back_again(encode, tmp_path, damage)
+    np.testing.assert_array_equal(second, first)
+    for path in files:
+        assert any(repr(str(path)) in m and "recomputing them and rewriting the file" in m and "\n" not in m
+                   for m in messages), messages
+        np.testing.assert_array_equal(np.load(path), first)  # rewritten whole
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_array_equal(encode(), first)  # and read back quietly
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_a_truncated_sentence_cache_is_recomputed_and_rewritten(tmp_path):
+    pytest.importorskip("sentence_transformers")
+
+    def encode():
+        return encode_sentences(TEXTS, device="cpu", cache_dir=tmp_path, show_progress=False)
+
+    first, second, files, messages = _read_back_again(encode, tmp_path, "truncated")
+    np.testing.assert_array_equal(second, first)
+    assert len(files) == 1 and len(messages) == 1 and repr(str(files[0])) in messages[0]
+    assert "Failed to read all data" in messages[0]  # numpy's reason, in the one line
+    np.testing.assert_array_equal(np.load(files[0]), first)
+
+
+def test_measure_model_with_a_truncated_cache_entry_measures_and_says_which_file(tmp_path, monkeypatch):
+    """The trial: `isotropy measure --model all-MiniLM-L6-v2 --texts t.txt` after a cache entry was cut in half."""
+    pytest.importorskip("sentence_transformers")
+    from isotropy.cli import cli
+
+    monkeypatch.setenv("ISOTROPY_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "t.txt").write_text("\n".join(TEXTS) + "\n")
+    args = ["measure", "--model", "all-MiniLM-L6-v2", "--texts", str(tmp_path / "t.txt"), "--layers", "last",
+            "--device", "cpu", "--metrics", "isoscore"]
+    first = CliRunner().invoke(cli, args)
+    assert first.exit_code == 0, first.output
+    files = sorted((tmp_path / "cache" / "embeddings").glob("*.npy"))
+    assert files
+    for path in files:
+        _truncate(path)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        again = CliRunner().invoke(cli, args)
+    assert again.exit_code == 0, again.output
+    assert again.stdout == first.stdout
+    messages = [str(w.message) for w in caught]
+    for path in files:
+        assert any(repr(str(path)) in m and "could not be read back" in m for m in messages), messages
+        np.load(path)  # rewritten
