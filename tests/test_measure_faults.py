@@ -90,6 +90,63 @@ def test_json_to_a_directory_is_one_line_exit_2(x_file, tmp_path):
     assert (tmp_path / "outdir").is_dir() and not any((tmp_path / "outdir").iterdir())
 
 
+# a destination in a folder this user cannot write was found only by the atomic writer, after every metric had run:
+# "Error: [Errno 13] Permission denied: '/…/ro/.x.json.9amqhc76.tmp'" (ro/x.json) or "... 'ro/sub'" (ro/sub/x.json),
+# naming neither --json nor the path given. The tests run as root, for whom os.access says yes: it is patched.
+@pytest.mark.parametrize("given, nearest", [("ro/x.json", "its directory"),
+                                            ("ro/sub/x.json", "the nearest existing directory above it")])
+def test_json_in_a_folder_this_user_cannot_write_is_refused_before_any_metric(x_file, tmp_path, monkeypatch, given,
+                                                                              nearest):
+    path, _ = x_file
+    (tmp_path / "ro").mkdir()
+    real = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode, **kw: False if Path(p) == tmp_path / "ro" else real(p, mode, **kw))
+    monkeypatch.chdir(tmp_path)
+    result = invoke(path, "--metrics", "isoscore", "--json", given)
+    assert result.exit_code == 2, result.output
+    expected = (f"Error: The --json {given!r} cannot be written: {nearest}, {str(tmp_path / 'ro')!r}, is not "
+                f"writable by this user (permission denied, or a read-only file system).")
+    assert result.output.splitlines() == [expected]  # before any metric: no line of the table
+    assert not any((tmp_path / "ro").iterdir())
+
+
+def test_json_empty_is_said_as_empty_not_as_a_directory(x_file):
+    path, _ = x_file
+    result = invoke(path, "--metrics", "isoscore", "--json", "")
+    assert result.exit_code == 2
+    assert result.output.splitlines() == ["Error: The --json '' is empty; expected a file path."]
+
+
+def test_json_that_cannot_be_made_names_the_option_and_the_path_not_the_temporary_file(x_file, tmp_path):
+    """Where the early check cannot tell (/proc lets root in by os.access), the writer's own error names --json."""
+    if not Path("/proc/self").is_dir():
+        pytest.skip("no /proc")
+    path, _ = x_file
+    for given, culprit in (("/proc/x.json", ""), ("/proc/isotropy-test/x.json", " ('/proc/isotropy-test')")):
+        result = invoke(path, "--metrics", "isoscore", "--json", given)
+        assert result.exit_code == 2
+        errors = _errors(result.output)
+        assert len(errors) == 1 and errors[0].startswith(f"Error: The --json {given!r} cannot be written")
+        assert ".tmp" not in errors[0] and "[Errno" not in errors[0]
+        if os.access("/proc", os.W_OK | os.X_OK):  # root: found by the writer, with the reason
+            assert errors[0] == f"Error: The --json {given!r} cannot be written: no such file or directory{culprit}."
+
+
+def test_atomic_write_errors_name_the_destination(tmp_path, monkeypatch):
+    import tempfile
+
+    from isotropy._utils.atomic import atomic_write
+
+    def denied(*args, dir=None, prefix="", suffix="", **kwargs):
+        raise PermissionError(13, "Permission denied", os.path.join(dir, f"{prefix}9amqhc76{suffix}"))
+
+    monkeypatch.setattr(tempfile, "mkstemp", denied)
+    with pytest.raises(PermissionError) as info, atomic_write(tmp_path / "x.json", name="--json") as handle:
+        handle.write("{}")
+    assert str(info.value) == f"The --json {str(tmp_path / 'x.json')!r} cannot be written: permission denied."
+    assert info.value.errno == 13
+
+
 # ------------------------------------------------------------------------------ failing metrics
 def test_a_failing_metric_does_not_lose_the_others(tmp_path):
     X = np.random.default_rng(0).normal(size=(30, 3))

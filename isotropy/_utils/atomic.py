@@ -55,26 +55,58 @@ def _current_umask() -> int:
 def check_writable_destination(path: str | os.PathLike, *, name: str = "path") -> Path:
     """Resolve ``path`` (through symbolic links) and check that a regular file may be written there.
 
-    Returns the resolved destination. Raises ``ValueError`` naming ``name`` when the destination
-    exists and is not a regular file (a directory, a FIFO, a device, a socket).
+    Returns the resolved destination. Raises ``ValueError`` naming ``name`` and the path as given when the
+    path is empty, when the destination exists and is not a regular file (a directory, a FIFO, a device, a
+    socket), when a folder on its way is a file, or when the folder the file goes in (or, where that does
+    not exist yet, the nearest folder above it that does) is not one this user may write in: the temporary
+    file of :func:`atomic_write` is made there.
     """
+    if os.fspath(path) == "":  # Path("") is "." (a directory): said as what it is
+        raise ValueError(f"The {name} '' is empty; expected a file path.")
     path = Path(path)
     target = path.resolve() if path.is_symlink() else path
     try:
         mode = target.stat().st_mode
     except FileNotFoundError:
-        return target
+        mode = None
     except NotADirectoryError:  # a folder on the way is a file: it could never hold the file
         blocker = next(p for p in reversed(target.parents) if p.exists() and not p.is_dir())
         raise ValueError(f"The {name} {str(path)!r} cannot be written: {str(blocker)!r} on its way is a file, not a "
                          f"directory.") from None
-    if stat.S_ISREG(mode):
+    except OSError as exc:  # a folder on the way this user may not enter, a loop of links, a name too long
+        raise ValueError(f"The {name} {str(path)!r} cannot be written ({(exc.strerror or type(exc).__name__).lower()})"
+                         f"; expected a file path in a directory this user can write in.") from None
+    if mode is None or stat.S_ISREG(mode):
+        _check_folder(path, target, name)
         return target
     kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
             else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
             else "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
     raise ValueError(f"The {name} {str(path)!r} is {kind}; expected a regular file path "
                      f"(it would be replaced, not written into).")
+
+
+def _check_folder(path: Path, target: Path, name: str) -> None:
+    """Refuse ``target`` when the folder its temporary file goes in (the nearest one that exists) is not writable."""
+    folder = target.absolute().parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if folder.is_dir() and not os.access(folder, os.W_OK | os.X_OK):
+        where = "its directory" if folder == target.absolute().parent else "the nearest existing directory above it"
+        raise ValueError(f"The {name} {str(path)!r} cannot be written: {where}, {str(folder)!r}, is not writable by "
+                         f"this user (permission denied, or a read-only file system).")
+
+
+def _cannot_write(exc: OSError, path, name: str) -> OSError:
+    """``exc`` said as the destination ``path`` (named ``name``), not as the temporary file or folder it came from."""
+    reason = (exc.strerror or type(exc).__name__).lower()
+    culprit = None if exc.filename is None else os.fsdecode(exc.filename)
+    # a folder on the way (mkdir of ro/sub) is named; the temporary file, or the destination again, is not
+    where = "" if culprit is None or culprit == str(path) or atomic_temp_target(Path(culprit).name) is not None \
+        else f" ({culprit!r})"
+    error = type(exc)(f"The {name} {str(path)!r} cannot be written: {reason}{where}.")
+    error.errno = exc.errno
+    return error
 
 
 @contextlib.contextmanager
@@ -105,20 +137,29 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", *, name: str = "path"
     if mode not in ("w", "wb"):
         raise ValueError(f"The 'mode' parameter of atomic_write must be 'w' or 'wb'. Got {mode!r} instead.")
     target = check_writable_destination(path, name=name)
-    target.parent.mkdir(parents=True, exist_ok=True)
     try:
-        file_mode = stat.S_IMODE(target.stat().st_mode)
-    except FileNotFoundError:
-        file_mode = 0o666 & ~_current_umask()
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            file_mode = stat.S_IMODE(target.stat().st_mode)
+        except FileNotFoundError:
+            file_mode = 0o666 & ~_current_umask()
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    except OSError as exc:  # said as the destination given, not as the temporary file or a folder on its way
+        raise _cannot_write(exc, path, name) from exc
     try:
         os.fchmod(fd, file_mode)
         kwargs = {} if "b" in mode else {"encoding": encoding or "utf-8"}
         with os.fdopen(fd, mode, **kwargs) as handle:
             yield handle
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, target)
+            try:
+                handle.flush()
+                os.fsync(handle.fileno())
+            except OSError as exc:  # a full disk, a quota
+                raise _cannot_write(exc, path, name) from exc
+        try:
+            os.replace(tmp, target)
+        except OSError as exc:
+            raise _cannot_write(exc, path, name) from exc
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)

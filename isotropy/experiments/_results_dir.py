@@ -192,7 +192,7 @@ class ResultsLock:
         try:
             with atomic_write(self.results_dir / MANIFEST_NAME) as handle:
                 json.dump(ours, handle, indent=0)
-        except OSError:
+        except (OSError, ValueError):  # a directory this user can no longer write in: no list
             pass
 
     def __enter__(self):
