@@ -300,3 +300,27 @@ def test_feature_names_out_follow_scikit_learn(make, names):
     assert list(transformer.get_feature_names_out()) == names
     assert list(transformer.get_feature_names_out([f"x{i}" for i in range(5)])) == names
     assert transformer.transform(X).shape[1] == len(names)
+
+
+@pytest.mark.parametrize("make", [lambda: __import__("isotropy.metrics.estimators", fromlist=["TwoNN"]).TwoNN(),
+                                  lambda: __import__("isotropy.metrics.estimators", fromlist=["MLE"]).MLE(),
+                                  AllButTheTop, Whitening], ids=["TwoNN", "MLE", "AllButTheTop", "Whitening"])
+def test_the_estimators_refuse_bad_input_in_one_line_naming_themselves(make):
+    # scikit-learn's validation printed the whole 1-d array and "Reshape your data ...", 82 lines for a complex X,
+    # and recommended HistGradientBoostingClassifier for a NaN
+    estimator = make()
+    caller = f"The 'X' parameter of {type(estimator).__name__}.fit "
+    complex_X = np.ones((40, 3), dtype=complex) + 1j
+    nan_X = np.random.default_rng(0).normal(size=(40, 3))
+    nan_X[7, 2] = np.nan
+    cases = [(np.arange(40.0), "must be a 2-d array of shape (n_samples, n_features). Got an array with shape (40,)"),
+             (complex_X, "is refused: Complex data not supported."),
+             (None, "must be an array of shape (n_samples, n_features). Got NoneType instead."),
+             (nan_X, "must contain only finite values (no NaN or inf). Got nan at row 7, column 2 instead."),
+             (np.ones((12, 0)), "is refused: Found array with 0 feature(s) (shape=(12, 0))")]
+    for X, expected in cases:
+        with pytest.raises((ValueError, TypeError)) as info:
+            estimator.fit(X)
+        message = str(info.value)
+        assert message.startswith(caller) and expected in message and "\n" not in message, message
+        assert len(message) < 300, message

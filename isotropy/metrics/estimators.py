@@ -13,11 +13,10 @@ import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator
-from sklearn.utils.validation import validate_data
 
 from isotropy._kernels.dimension import _AVERAGING, DEFAULT_MLE_NEIGHBOURS, _local_mle, _pool
 from isotropy._kernels.neighbors import _METRICS
-from isotropy._utils.validation import IsotropyValueError, check_option, check_scalar, check_tensor_data
+from isotropy._utils.validation import IsotropyValueError, check_option, check_scalar
 from isotropy.metrics.dimension import _neighbour_distances, distinct_points, twonn_dimension
 
 __all__ = ["MLE", "TwoNN"]
@@ -27,8 +26,10 @@ class _DimensionEstimator(BaseEstimator):
     """Shared ``fit`` plumbing: scikit-learn input validation, then the pure function."""
 
     def _validate(self, X):
-        check_tensor_data(X, caller=f"{type(self).__name__}.fit")  # before scikit-learn copies it to numpy
-        return validate_data(self, X, dtype=[np.float64, np.float32], ensure_min_samples=3)
+        from isotropy._utils.sklearn_input import validated_input
+
+        return validated_input(self, X, caller=f"{type(self).__name__}.fit", reset=True,
+                               dtype=[np.float64, np.float32], ensure_min_samples=3)
 
 
 class TwoNN(_DimensionEstimator):

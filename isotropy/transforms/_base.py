@@ -8,10 +8,10 @@ import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, OneToOneFeatureMixin, TransformerMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from isotropy._utils.backend import is_torch
-from isotropy._utils.validation import IsotropyValueError, check_tensor_data, check_X, first_nonfinite
+from isotropy._utils.validation import check_X
 
 __all__ = [
     "IsotropyTransformer",
@@ -72,25 +72,11 @@ class IsotropyTransformer(TransformerMixin, BaseEstimator):
 
         ``method`` names the caller in messages (default ``fit`` when ``reset``, else ``transform``).
         """
+        from isotropy._utils.sklearn_input import validated_input
+
         caller = f"{type(self).__name__}.{method or ('fit' if reset else 'transform')}"
-        if is_torch(X):
-            check_tensor_data(X, caller=caller)
-            X = X.detach().to("cpu").double().numpy()
-        # finiteness is checked here, not by scikit-learn: its message runs over several lines and recommends
-        # HistGradientBoostingClassifier; the metrics' one line says where ("nan at row 3, column 2"), and
-        # "(no NaN or inf)" as the command line says it (scikit-learn's estimator checks look for "NaN" or "inf")
-        before = {key: self.__dict__[key] for key in ("n_features_in_", "feature_names_in_") if key in self.__dict__}
-        X = validate_data(self, X, reset=reset, dtype=np.float64, ensure_all_finite=False,
-                          ensure_min_samples=self._min_samples if reset else 1)
-        found = first_nonfinite(X)
-        if found is not None:
-            if reset:  # validate_data has set these for the refused X: put back what a previous fit left
-                for key in ("n_features_in_", "feature_names_in_"):
-                    self.__dict__.pop(key, None)
-                self.__dict__.update(before)
-            raise IsotropyValueError(f"The 'X' parameter of {caller} must contain only finite values (no NaN or "
-                                     f"inf). Got {found.at()} instead.")
-        return X
+        return validated_input(self, X, caller=caller, reset=reset, dtype=np.float64,
+                               ensure_min_samples=self._min_samples if reset else 1)
 
     def fit(self, X, y=None):
         """Learn the transform from ``X`` of shape ``(n_samples, n_features)``; ``y`` is ignored. Returns ``self``."""
