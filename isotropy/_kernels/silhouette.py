@@ -323,7 +323,9 @@ def _sample_indices(n_samples, sample_size, random_state, caller):
     if isinstance(random_state, (np.random.Generator, np.random.RandomState)):
         permutation = random_state.permutation(n_samples)
     elif random_state is None or (isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool)):
-        permutation = np.random.RandomState(random_state).permutation(n_samples)
+        from isotropy._utils.validation import check_seed
+
+        permutation = np.random.RandomState(check_seed(random_state, caller=caller)).permutation(n_samples)
     else:
         raise TypeError(f"The 'random_state' parameter of {caller} must be None, an int, a numpy RandomState "
                         f"or a numpy Generator. Got {random_state!r} instead.")

@@ -340,10 +340,27 @@ def check_option(value, name: str, options, *, caller: str):
     return value
 
 
+SEED_MAX = 2**32 - 1  # numpy's RandomState (scikit-learn's subsamples) takes seeds in [0, 2**32 - 1]; so do we all
+
+
+def check_seed(random_state, *, caller: str, name: str = "random_state"):
+    """Refuse an int seed outside ``[0, 2**32 - 1]`` in one line; anything else is returned unchanged.
+
+    A negative seed gave numpy's "expected non-negative integer" (naming neither the parameter nor
+    the function), and 2**40 was taken by the functions that seed a Generator but refused by
+    ``silhouette_score`` (a RandomState, as scikit-learn's): one range for every function.
+    """
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool) and not (
+            0 <= int(random_state) <= SEED_MAX):
+        raise IsotropyValueError(f"The '{name}' parameter of {caller} must be None, a numpy Generator or RandomState, "
+                                 f"or an int in the range [0, 2**32 - 1]. Got {int(random_state)} instead.")
+    return random_state
+
+
 def check_random_state(random_state, *, caller: str) -> np.random.Generator:
     """Turn ``None``, an int seed, a Generator or a RandomState into a :class:`numpy.random.Generator`."""
     if random_state is None or isinstance(random_state, (numbers.Integral, np.random.Generator)) and not isinstance(random_state, bool):
-        return np.random.default_rng(random_state)
+        return np.random.default_rng(check_seed(random_state, caller=caller))
     if isinstance(random_state, np.random.RandomState):
         return np.random.default_rng(random_state.randint(0, 2**31 - 1))
     raise TypeError(f"The 'random_state' parameter of {caller} must be None, an int, a numpy Generator or a numpy RandomState. "
