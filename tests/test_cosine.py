@@ -203,3 +203,20 @@ def test_rogue_share_noise_is_the_null_deviation_of_the_mean_cosine():
         s, q = _sums(X, "t")
         passed += (s @ s - q.sum()) / (200 * 199) > 5 * _null_sigma(_unit_gram_frob_sq(X, "t"), 200)
     assert passed / 300 < 0.02
+
+
+def test_the_mean_cosine_of_identical_rows_is_exactly_one_on_every_path():
+    # the sums' rounding read 1.0000000000000007 (cosine_similarity_mean) and 1.0000000000000002 (intra_type_cosine),
+    # outside the range of a cosine
+    import torch
+
+    from isotropy import CovarianceAccumulator, intra_type_cosine
+    from isotropy.training import MeanCosine
+
+    X = np.ones((40, 5))
+    metric = MeanCosine()
+    metric.update(torch.tensor(X))
+    values = [cosine_similarity_mean(X), float(cosine_similarity_mean(torch.tensor(X))), float(metric.compute()),
+              CovarianceAccumulator().update(X).cosine_similarity_mean(), intra_type_cosine(X, np.arange(40) % 2)]
+    assert values == [1.0] * 5
+    assert cosine_similarity_mean(np.array([[1.0, 2.0], [-1.0, -2.0]])) == -1.0  # the lower end, -1/(n - 1)

@@ -371,7 +371,9 @@ class CovarianceAccumulator:
             raise IsotropyValueError(f"CovarianceAccumulator.cosine_similarity_mean is undefined with zero vectors. "
                                      f"Got {self._n_zero_rows} all-zero row(s) instead.")
         n = self.n_samples_
-        return float((self._unit_sum @ self._unit_sum - n) / (n * (n - 1)))
+        from isotropy._kernels.rows import mean_pair_cosine
+
+        return float(mean_pair_cosine(self._unit_sum @ self._unit_sum, n))
 
     def __repr__(self):
         return f"CovarianceAccumulator(n_samples_={self.n_samples_}, n_features_={self.n_features_})"

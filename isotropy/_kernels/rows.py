@@ -72,6 +72,24 @@ class Units(NamedTuple):
     subnormal: np.ndarray
 
 
+def mean_pair_cosine(sum_sq, count):
+    """(‖s‖² − m)/(m(m − 1)): the mean cosine over the distinct pairs of ``m`` unit vectors of sum ``s``, in its range.
+
+    ``‖s‖² ≥ 0`` bounds it below by −1/(m − 1) and the pairs' cosines above by 1; the rounding of
+    the sums could leave it just outside (identical rows read 1.0000000000000007), so it is clamped
+    there. A torch value keeps the gradient of the unclamped one; arrays of sums and counts allowed.
+    """
+    value = (sum_sq - count) / (count * (count - 1))
+    low = -1.0 / (count - 1)
+    if is_torch(value):
+        import torch
+
+        low = torch.as_tensor(low, dtype=value.dtype, device=value.device)
+        return value + (torch.clamp(value.detach(), min=low, max=1.0) - value.detach())
+    clipped = np.clip(value, low, 1.0)
+    return float(clipped) if np.ndim(clipped) == 0 else clipped
+
+
 def norm_range(dtype_info) -> tuple[float, float]:
     """Squared norms inside ``(lo, hi)`` were formed without overflow or precision lost to underflow."""
     return float(dtype_info.tiny / dtype_info.eps), float(dtype_info.max * dtype_info.eps)

@@ -12,7 +12,7 @@ import numbers
 
 import numpy as np
 
-from isotropy._kernels.rows import norm_range
+from isotropy._kernels.rows import mean_pair_cosine, norm_range
 from isotropy._utils.backend import is_dask, is_torch, to_output
 from isotropy._utils.validation import (
     IsotropyValueError,
@@ -91,8 +91,7 @@ def _unit_sums(X, *, caller, name="X", squares=False):
 
 def _mean_pairwise_cosine_of_units(sum_vec, count):
     """(‖s‖² − m) / (m(m − 1)) for the sum ``s`` of ``m`` unit vectors (arrays of sums allowed)."""
-    sq = (sum_vec * sum_vec).sum(-1)
-    return (sq - count) / (count * (count - 1))
+    return mean_pair_cosine((sum_vec * sum_vec).sum(-1), count)
 
 
 def _group_sums(U, ids, n_groups):

@@ -685,7 +685,9 @@ class MeanCosine(_UnitMetric):
     def compute(self):
         def read():
             n, unit_sum, _ = self._sums()
-            return float(((unit_sum * unit_sum).sum() - n) / (n * (n - 1)))
+            from isotropy._kernels.rows import mean_pair_cosine
+
+            return float(mean_pair_cosine((unit_sum * unit_sum).sum(), n))
 
         return self._value(read)
 
