@@ -431,7 +431,7 @@ def test_a_bootstrap_across_the_threshold_makes_a_claim_of_three_one_sided_seeds
     base = next(c for c in claims(results, None) if c.id == "cluster-raises-sts")
     assert base.n_seeds == 3
     joined = copy.deepcopy(results)
-    joined["bootstrap"] = {"cluster-raises-sts": {"low": -50.0, "high": 50.0, "how": "bootstrap over the pairs"}}
+    joined["bootstrap"] = {"cluster-raises-sts": {"low": -50.0, "high": 50.0, "how": "bootstrap over the pairs (of the smallest rise)"}}
     record = next(c for c in claims(joined, None) if c.id == "cluster-raises-sts").to_dict()
     assert record["verdict"] == "not established" and record["interval"]["low"] == -50.0
     # decided on the joined interval, whatever the seeds alone gave
@@ -445,10 +445,11 @@ def test_a_bootstrapped_claim_gives_one_reason_decided_on_the_joined_interval(sm
 
     _, results = small_run
     one = _first_seed_only(results, {"cluster-raises-sts": {"low": -50.0, "high": 50.0,
-                                                            "how": "bootstrap over the pairs"}})
+                                                            "how": "bootstrap over the pairs (of the smallest rise)"}})
     record = next(c for c in claims(one, None) if c.id == "cluster-raises-sts").to_dict()
     # the seed-only reason is not carried into the joined text: one reason, decided on both intervals
-    assert record["interval"]["how"] == ("both: seed spread: min–max over 1 seed(s); bootstrap over the pairs; "
+    assert record["interval"]["how"] == ("both: seed spread: min–max over 1 seed(s); bootstrap over the pairs (of the "
+                                         "smallest rise); "
                                          "not established: fewer than 3 seeds (1)")
     assert reason_of(record) == "fewer than 3 seeds (1)"
 
