@@ -84,8 +84,9 @@ def mean_pair_cosine(sum_sq, count):
     if is_torch(value):
         import torch
 
-        low = torch.as_tensor(low, dtype=value.dtype, device=value.device)
-        return value + (torch.clamp(value.detach(), min=low, max=1.0) - value.detach())
+        low = torch.as_tensor(low, dtype=value.dtype, device=value.device)  # a tensor of counts gives one per count
+        held = value.detach()
+        return value + (torch.minimum(torch.maximum(held, low), torch.ones_like(held)) - held)
     clipped = np.clip(value, low, 1.0)
     return float(clipped) if np.ndim(clipped) == 0 else clipped
 
