@@ -2,8 +2,9 @@
 
 An experiment's ``report`` turns its results into a list of :class:`Claim` records and writes them to
 ``claims.json`` beside the results (:func:`write_claims`). The verdict is never typed: it comes from
-:func:`decide`, applying a :class:`Rule` fixed in the code before the numbers are seen to the per-seed
-values and to their interval:
+:func:`decide`, applying a :class:`Rule` written in the code to the per-seed values and to their
+interval (the rules of the experiments reproduced so far were written after their first results were
+seen: not pre-registered; docs/experiments/index.md says how to date each):
 
 - ``holds`` when every per-seed value and both ends of the interval satisfy the rule;
 - ``does not hold`` when every per-seed value and both ends of the interval violate it;
