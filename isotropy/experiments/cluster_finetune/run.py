@@ -304,8 +304,15 @@ _COST = Rule("holds if the accuracy change (transform minus baseline, same seed)
              "the interval; does not hold if it is at or above 0 throughout", below=0.0)
 _ISOTROPY = Rule("holds if log10 I(W) of the classifier's input, transform minus baseline, is above 0 in every seed",
                  above=0.0)
-_CLS_NOT_IMPROVED = Rule("holds if log10 I(W) of the raw pooled vector, transform minus baseline, is below 1 (less "
-                         "than a tenfold gain) in every seed", below=1.0)
+# "cannot improve": the change must stay near zero, not merely below some large gain. The margin is 0.1 decade
+# (I(W) at most ×1.26 the baseline's): small next to the 3.8 decades by which the slides' transform raises I(W)
+# of its classifier input (4.86e-5 -> 0.29), so any gain on the paper's scale is a violation, while a no-change
+# measured with a little sampling jitter is not. A fall (a negative change) satisfies the claim.
+CLS_MARGIN = 0.1
+_CLS_NOT_IMPROVED = Rule(f"holds if log10 I(W) of the raw pooled vector, transform minus baseline, is below "
+                         f"{CLS_MARGIN:g} (a gain of less than ×{10 ** CLS_MARGIN:.2f}: a margin near zero, small next "
+                         f"to the slides' 3.8-decade gain of the classifier's input) in every seed and across the "
+                         f"interval; does not hold if it is at or above {CLS_MARGIN:g} throughout", below=CLS_MARGIN)
 _ZERO_MEAN = Rule("holds if the last layer's zero-mean ratio ‖mean‖ / mean ‖x‖ after baseline fine-tuning is below "
                   "0.1 in every seed", below=0.1)
 
