@@ -105,7 +105,8 @@ def test_run_matches_the_istar_experiment(tmp_path, tiny_bert_dir, one_torch_thr
     claims = {c["id"]: c for c in json.loads((tmp_path / "ad" / "claims.json").read_text())}
     assert claims["rogue-pretrained"]["ours"] == pytest.approx(pretrained["max_over_median"])
     assert claims["rogue-pretrained"]["verdict"] == ("holds" if pretrained["max_over_median"] > 5 else "does not hold")
-    assert claims["istar-sharper"]["verdict"] == claims["istar-isoscore"]["verdict"] == "not established"
+    assert (claims["istar-sharper"]["verdict"] == claims["istar-sharper-rogue-share"]["verdict"]
+            == claims["istar-isoscore"]["verdict"] == "not established")
     assert claims["istar-sharper"]["ours"] is None
 
 
@@ -122,3 +123,61 @@ def test_the_figure_draws_every_dimension_at_its_height():
     segments = lines.get_segments()
     assert len(segments) == 640
     assert segments[393][0].tolist() == [393.0, 0.0] and segments[393][1].tolist() == [393.0, 30.0]
+
+
+def _write_states(results_dir, shares_low, shares_high, ratios_low, ratios_high):
+    """``states/*.json`` of a run with λ = −5 and 5 over three seeds: the per-seed statistics given."""
+    states = results_dir / "states"
+    states.mkdir(parents=True)
+    (states / "pretrained.json").write_text(json.dumps({"condition": "pretrained", "seed": 0, "max_over_median": 2.0,
+                                                        "isoscore": 0.3, "rogue_share": {"1": 0.02, "3": 0.06}}))
+    for seed in range(3):
+        for lam, shares, ratios in ((-5, shares_low, ratios_low), (5, shares_high, ratios_high)):
+            state = {"condition": f"istar:{lam}", "seed": seed, "max_over_median": ratios[seed],
+                     "isoscore": 0.2 if lam < 0 else 0.35, "rogue_share": {"1": shares[seed], "3": 3 * shares[seed]}}
+            (states / f"istar_{lam}_seed{seed}.json").write_text(json.dumps(state))
+
+
+def test_istar_sharper_reports_the_rogue_share_beside_the_magnitude(tmp_path):
+    """The statement is read by two statistics, each with its own verdict: here they disagree (as in the minilm run)."""
+    from isotropy.experiments.activation_diagrams.run import claims, share_k
+
+    results = {"model": "tiny", "pooling": "mean", "task": "sst2", "n_train": 24, "epochs": 1, "seeds": [0, 1, 2],
+               "top_k": [1, 3, 10]}
+    assert share_k(results) == 1
+    # magnitude ratio higher at λ = −5 (sharper), top-1 share lower at λ = −5 (less concentrated)
+    _write_states(tmp_path, shares_low=[0.020, 0.022, 0.024], shares_high=[0.035, 0.036, 0.037],
+                  ratios_low=[3.2, 3.5, 3.6], ratios_high=[3.0, 3.05, 3.1])
+    found = {c.id: c for c in claims(results, tmp_path)}
+    assert list(found) == ["rogue-pretrained", "istar-sharper", "istar-sharper-rogue-share", "istar-isoscore"]
+    sharper, share = found["istar-sharper"], found["istar-sharper-rogue-share"]
+    assert sharper.claim == share.claim  # one paper statement, two statistics
+    assert sharper.verdict == "holds"
+    assert share.verdict == "does not hold"
+    assert share.ours == pytest.approx(np.mean([0.020 - 0.035, 0.022 - 0.036, 0.024 - 0.037]))
+    assert "top-1" in share.statistic and "higher at the most negative λ" in share.rule
+
+
+def test_the_rogue_share_claim_holds_when_the_share_rises_towards_lower_isotropy(tmp_path):
+    from isotropy.experiments.activation_diagrams.run import claims
+
+    results = {"model": "tiny", "pooling": "mean", "task": "sst2", "n_train": 24, "epochs": 1, "seeds": [0, 1, 2],
+               "top_k": [3, 1]}
+    _write_states(tmp_path, shares_low=[0.30, 0.32, 0.31], shares_high=[0.10, 0.12, 0.11],
+                  ratios_low=[3.0, 3.0, 3.0], ratios_high=[3.1, 3.1, 3.1])
+    found = {c.id: c for c in claims(results, tmp_path)}
+    assert found["istar-sharper-rogue-share"].verdict == "holds"
+    assert found["istar-sharper"].verdict == "does not hold"
+
+
+def test_the_rogue_share_claim_is_not_run_without_both_signs_of_lambda(tmp_path):
+    from isotropy.experiments.activation_diagrams.run import claims
+
+    (tmp_path / "states").mkdir()
+    (tmp_path / "states" / "pretrained.json").write_text(json.dumps(
+        {"condition": "pretrained", "seed": 0, "max_over_median": 2.0, "isoscore": 0.3, "rogue_share": {"1": 0.02}}))
+    results = {"model": "tiny", "pooling": "mean", "task": "sst2", "n_train": 24, "epochs": 1, "seeds": [0],
+               "top_k": [1]}
+    found = {c.id: c for c in claims(results, tmp_path)}
+    assert found["istar-sharper-rogue-share"].verdict == "not established"
+    assert found["istar-sharper-rogue-share"].ours is None

@@ -17,7 +17,7 @@ import numpy as np
 from isotropy.experiments._claims import Rule
 from isotropy.experiments.activation_diagrams.science import profile_summary
 
-__all__ = ["EXPERIMENT", "claims", "istar_config", "markdown_table", "prepare", "report", "run", "summarise"]
+__all__ = ["EXPERIMENT", "claims", "istar_config", "markdown_table", "prepare", "report", "run", "share_k", "summarise"]
 
 EXPERIMENT = "activation-diagrams"
 # what summarise reads back from a states/*.json part on --resume
@@ -148,8 +148,21 @@ _ROGUE = Rule("holds if the largest mean magnitude is at least 5 times the media
               "pre-trained encoder)", above=5.0, random=False)
 _SHARPER = Rule("holds if largest / median mean magnitude is higher at the most negative λ than at the most positive "
                 "λ, in every seed", above=0.0)
+# The same paper statement measured a second way: the share of the mean cosine carried by the top-k dimensions
+# (``rogue_share``). Two statistics of one statement, both reported, so a reader sees where they disagree.
+_SHARPER_SHARE = Rule("holds if the top-k dimensions' share of the mean cosine is higher at the most negative λ than "
+                      "at the most positive λ, in every seed", above=0.0)
 _ISOSCORE = Rule("holds if IsoScore is lower at the most negative λ than at the most positive λ, in every seed",
                  below=0.0)
+
+
+def share_k(results: dict) -> int:
+    """The k of the rogue-share claim: the smallest of the run's ``top_k`` (the setups record 1, 3, 10).
+
+    k = 1 is the share of the single largest dimension, the rogue-dimension share of Timkey & van Schijndel
+    (2021) that ``isotropy.metrics.rogue`` computes; chosen by that definition, not by its verdict.
+    """
+    return min(int(k) for k in results["top_k"])
 
 
 def _states(results_dir) -> list[dict]:
@@ -180,9 +193,11 @@ def claims(results: dict, results_dir) -> list:
     lams = sorted({float(s["condition"].split(":")[1]) for s in states if s["condition"].startswith("istar:")})
     texts = {"sharper": ("Fine-tuning with I-STAR towards lower isotropy concentrates the activations in fewer "
                          "dimensions than towards higher isotropy."),
+             "sharper-rogue-share": ("Fine-tuning with I-STAR towards lower isotropy concentrates the activations in "
+                                     "fewer dimensions than towards higher isotropy."),
              "isoscore": "I-STAR moves isotropy in the direction of its sign: lower IsoScore with λ < 0 than with λ > 0."}
     if len(lams) < 2 or lams[0] >= 0 or lams[-1] <= 0:
-        for key, rule in (("sharper", _SHARPER), ("isoscore", _ISOSCORE)):
+        for key, rule in (("sharper", _SHARPER), ("sharper-rogue-share", _SHARPER_SHARE), ("isoscore", _ISOSCORE)):
             out.append(not_run(id=f"istar-{key}", paper=_PAPER, claim=texts[key], paper_value="shown", model=model,
                                statistic="difference between the most negative and the most positive λ", rule=rule,
                                command=command, reason="the run has no negative and positive I-STAR λ"))
@@ -190,12 +205,17 @@ def claims(results: dict, results_dir) -> list:
     low, high = f"istar:{lams[0]:g}", f"istar:{lams[-1]:g}"
     by = {(s["condition"], s["seed"]): s for s in states}
     seeds = [s for s in results["seeds"] if (low, s) in by and (high, s) in by]
-    for key, field, rule in (("sharper", "max_over_median", _SHARPER), ("isoscore", "isoscore", _ISOSCORE)):
-        values = [by[(low, s)][field] - by[(high, s)][field] for s in seeds]
+    k = share_k(results)
+    between = f"at λ = {lams[0]:g} minus at λ = {lams[-1]:g}"
+    for key, statistic, value, rule in (
+            ("sharper", f"max_over_median {between}", lambda st: st["max_over_median"], _SHARPER),
+            ("sharper-rogue-share", f"rogue share (top-{k} dimensions' share of the mean cosine) {between}",
+             lambda st: st["rogue_share"][str(k)], _SHARPER_SHARE),
+            ("isoscore", f"isoscore {between}", lambda st: st["isoscore"], _ISOSCORE)):
+        values = [value(by[(low, s)]) - value(by[(high, s)]) for s in seeds]
         out.append(claim(id=f"istar-{key}", paper=_PAPER, claim=texts[key], paper_value="shown (diagrams per λ)",
                          model=f"{model}, fine-tuned {results['n_train']} sentences, {results['epochs']} epoch(s)",
-                         statistic=f"{field} at λ = {lams[0]:g} minus at λ = {lams[-1]:g}", values=values, rule=rule,
-                         command=command))
+                         statistic=statistic, values=values, rule=rule, command=command))
     return out
 
 
