@@ -153,3 +153,37 @@ def test_first_token_pooling_of_a_decoder_is_refused():
                                          r"the same vector\. Use 'mean'\.$"):
         PairClassifier(decoder, 2, pooling="first")
     assert PairClassifier(decoder, 2, pooling="mean").pooling == "mean"
+
+
+def _claims_of(tmp_path, pooled_gain: list[float]):
+    """The claims of a run whose raw pooled I(W) is ``gain`` times the baseline's, per seed."""
+    import json
+
+    from isotropy.experiments.cluster_finetune.run import claims
+
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    layers = [{"layer": 1, "partition_isotropy": 0.1, "zero_mean_ratio": 0.8}]
+    for seed, gain in enumerate(pooled_gain):
+        for condition, pooled in (("baseline", 1e-3), ("cluster", 1e-3 * gain)):
+            record = {"condition": condition, "seed": seed, "accuracy": 0.6, "partition_isotropy": 1e-3 if
+                      condition == "baseline" else 0.3, "isoscore": 0.1, "partition_isotropy_pooled": pooled,
+                      "layers": layers}
+            (runs / f"{condition}_seed{seed}.json").write_text(json.dumps(record))
+    results = {"seeds": list(range(len(pooled_gain))), "pooling": "first", "model": "tiny", "task": "rte",
+               "n_train": 40, "epochs": 1, "n_validation": 20}
+    return {c.id: c for c in claims(results, tmp_path)}
+
+
+@pytest.mark.parametrize(("gains", "verdict"), [
+    ([3.0, 5.0, 9.0], "does not hold"),     # a threefold to ninefold gain improves the isotropy: not "cannot improve"
+    ([0.7, 0.9, 1.1], "holds"),             # within 0.1 decade of no change, or a fall
+    ([0.9, 1.0, 1.5], "not established"),   # one seed improves by ×1.5
+])
+def test_cls_not_improved_needs_a_change_near_zero(tmp_path, gains, verdict):
+    from isotropy.experiments.cluster_finetune.run import CLS_MARGIN
+
+    found = _claims_of(tmp_path, gains)["cls-not-improved"]
+    assert found.ours == pytest.approx(np.mean(np.log10(gains)))
+    assert found.verdict == verdict
+    assert CLS_MARGIN == 0.1 and "below 0.1" in found.rule and "tenfold" not in found.rule
