@@ -230,7 +230,7 @@ class IStarLoss(nn.Module):
     torch.Size([16, 8])
     """
 
-    def __init__(self, zeta=0.2, *, weight=1.0, shrinkage_cov=None):
+    def __init__(self, *, zeta=0.2, weight=1.0, shrinkage_cov=None):
         super().__init__()
         self.zeta = float(check_scalar(zeta, "zeta", caller="IStarLoss", low=0.0, high=1.0))
         self.weight = float(check_scalar(weight, "weight", caller="IStarLoss", kind=numbers.Real))

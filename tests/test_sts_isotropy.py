@@ -308,7 +308,7 @@ def test_each_seed_row_is_a_fit_with_that_seed(small_run, data_root):
     X = encode_sentences([d.text_a[i] for i in keep] + [d.text_b[i] for i in keep], device="cpu",
                          show_progress=False).astype(np.float64)
     for entry in results["datasets"]["SICK"]["methods"]["K-means + Mean + PCA"]["per_seed"]:
-        Y = ClusterIsotropy(3, 2, clustering="kmeans", random_state=entry["seed"]).fit_transform(X)
+        Y = ClusterIsotropy(n_clusters=3, n_components=2, clustering="kmeans", random_state=entry["seed"]).fit_transform(X)
         cos = (Y[:60] * Y[60:]).sum(1) / np.linalg.norm(Y[:60], axis=1) / np.linalg.norm(Y[60:], axis=1)
         assert entry["all"]["spearman"] == pytest.approx(spearmanr(cos, d.scores[keep])[0], abs=1e-6)
 

@@ -324,3 +324,19 @@ def test_the_estimators_refuse_bad_input_in_one_line_naming_themselves(make):
         message = str(info.value)
         assert message.startswith(caller) and expected in message and "\n" not in message, message
         assert len(message) < 300, message
+
+
+def test_options_of_the_estimators_and_losses_are_keyword_only():
+    # AllButTheTop(3), ClusterIsotropy(4, 2) and IStarLoss(0.5) were taken positionally: IStarLoss(0.5) set zeta
+    # where a reader of the paper expects the weight lambda; the style's rule is data positional, options by name
+    import torch
+
+    from isotropy.torch import IStarLoss
+    from isotropy.training import InBatchClusterIsotropy
+
+    for make in (lambda: AllButTheTop(3), lambda: Whitening(3), lambda: ClusterCentering(2),
+                 lambda: ClusterIsotropy(4, 2), lambda: IStarLoss(0.5), lambda: InBatchClusterIsotropy(2, 1)):
+        with pytest.raises(TypeError, match="positional argument"):
+            make()
+    assert AllButTheTop(n_components=3).n_components == 3 and IStarLoss(zeta=0.5).zeta == 0.5
+    assert isinstance(IStarLoss(zeta=0.5, weight=2.0), torch.nn.Module)

@@ -146,10 +146,10 @@ def _assert_scaled(scaled, reference, k):
 @pytest.mark.parametrize("k", SCALES)
 def test_cluster_centering_far_from_unit_scale_is_the_unit_scale_fit(blobs, k, n_clusters):
     X, new = blobs
-    reference = ClusterCentering(n_clusters, random_state=0).fit(X)
+    reference = ClusterCentering(n_clusters=n_clusters, random_state=0).fit(X)
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)  # no overflow in square on the way
-        fitted = ClusterCentering(n_clusters, random_state=0).fit(np.ldexp(X, k))
+        fitted = ClusterCentering(n_clusters=n_clusters, random_state=0).fit(np.ldexp(X, k))
         predicted, Y, Y_new = (fitted.predict(np.ldexp(X, k)), fitted.transform(np.ldexp(X, k)),
                                fitted.transform(np.ldexp(new, k)))
     assert reference.n_clusters_ == fitted.n_clusters_ == 4  # "auto" makes the same choice
@@ -180,10 +180,10 @@ def test_cluster_center_far_from_unit_scale(blobs, k):
 @pytest.mark.parametrize("k", SCALES)
 def test_cluster_isotropy_kmeans_far_from_unit_scale_is_the_unit_scale_fit(blobs, k):
     X, new = blobs
-    reference = ClusterIsotropy(4, 2, random_state=0).fit(X)
+    reference = ClusterIsotropy(n_clusters=4, n_components=2, random_state=0).fit(X)
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
-        fitted = ClusterIsotropy(4, 2, random_state=0).fit(np.ldexp(X, k))
+        fitted = ClusterIsotropy(n_clusters=4, n_components=2, random_state=0).fit(np.ldexp(X, k))
         Y, Y_new = fitted.transform(np.ldexp(X, k)), fitted.transform(np.ldexp(new, k))
     np.testing.assert_array_equal(fitted.labels_, reference.labels_)
     np.testing.assert_array_equal(fitted.predict(np.ldexp(X, k)), fitted.labels_)
@@ -218,8 +218,8 @@ def test_cluster_isotropy_gmm_stores_the_mixture_of_X_where_float64_holds_it(blo
     X, new = blobs
     X = np.ldexp(X, -np.frexp(np.abs(X).max())[1])
     new = np.ldexp(new, -5)  # |x| below 1 too
-    reference = ClusterIsotropy(4, 2, clustering="gmm", random_state=0).fit(X)
-    fitted = ClusterIsotropy(4, 2, clustering="gmm", random_state=0).fit(np.ldexp(X, k))
+    reference = ClusterIsotropy(n_clusters=4, n_components=2, clustering="gmm", random_state=0).fit(X)
+    fitted = ClusterIsotropy(n_clusters=4, n_components=2, clustering="gmm", random_state=0).fit(np.ldexp(X, k))
     np.testing.assert_array_equal(fitted.labels_, reference.labels_)
     np.testing.assert_array_equal(fitted.predict(np.ldexp(new, k)), reference.predict(new))
     ref, fit = reference.clusterer_, fitted.clusterer_
@@ -236,7 +236,7 @@ def test_cluster_isotropy_gmm_stores_the_mixture_of_X_where_float64_holds_it(blo
 def test_cluster_isotropy_gmm_refuses_variances_float64_cannot_hold(blobs, k, variances):
     X, _ = blobs
     with pytest.raises(IsotropyValueError) as info:
-        ClusterIsotropy(4, 2, clustering="gmm", random_state=0).fit(np.ldexp(X, k))
+        ClusterIsotropy(n_clusters=4, n_components=2, clustering="gmm", random_state=0).fit(np.ldexp(X, k))
     message = str(info.value)
     assert "\n" not in message
     assert message.startswith("The 'X' parameter of ClusterIsotropy with clustering='gmm' must have variances "
@@ -246,7 +246,7 @@ def test_cluster_isotropy_gmm_refuses_variances_float64_cannot_hold(blobs, k, va
     assert "clustering='kmeans', and cluster_isotropy(X) with either, work at any scale" in message
 
 
-@pytest.mark.parametrize("make", [lambda: ClusterCentering(2), lambda: ClusterIsotropy(2, 1)])
+@pytest.mark.parametrize("make", [lambda: ClusterCentering(n_clusters=2), lambda: ClusterIsotropy(n_clusters=2, n_components=1)])
 def test_clustering_refuses_only_subnormal_data_in_one_line(blobs, make):
     X, _ = blobs
     estimator = make()

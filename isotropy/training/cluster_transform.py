@@ -330,7 +330,7 @@ class InBatchClusterIsotropy(nn.Module):
     torch.Size([32, 8])
     """
 
-    def __init__(self, n_clusters=2, n_components=1, *, n_iter=50, random_state=0, only_training=False):
+    def __init__(self, *, n_clusters=2, n_components=1, n_iter=50, random_state=0, only_training=False):
         super().__init__()
         caller = "InBatchClusterIsotropy"
         self.n_clusters = int(check_scalar(n_clusters, "n_clusters", caller=caller, kind=numbers.Integral, low=1))

@@ -132,7 +132,7 @@ class AllButTheTop(SameFeaturesTransformer):
     3
     """
 
-    def __init__(self, n_components="auto"):
+    def __init__(self, *, n_components="auto"):
         self.n_components = n_components
 
     def _fit(self, X):

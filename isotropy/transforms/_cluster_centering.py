@@ -204,7 +204,7 @@ class ClusterCentering(SameFeaturesTransformer):
     1
     """
 
-    def __init__(self, n_clusters="auto", *, k_range=(2, 15), min_silhouette=0.1, n_init=3,
+    def __init__(self, *, n_clusters="auto", k_range=(2, 15), min_silhouette=0.1, n_init=3,
                  silhouette_sample_size=5000, random_state=None):
         self.n_clusters = n_clusters
         self.k_range = k_range

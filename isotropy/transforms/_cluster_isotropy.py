@@ -259,7 +259,7 @@ class ClusterIsotropy(SameFeaturesTransformer):
     (3, 2, 8)
     """
 
-    def __init__(self, n_clusters=27, n_components=12, *, clustering="kmeans", random_state=None):
+    def __init__(self, *, n_clusters=27, n_components=12, clustering="kmeans", random_state=None):
         self.n_clusters = n_clusters
         self.n_components = n_components
         self.clustering = clustering

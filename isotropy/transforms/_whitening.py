@@ -164,7 +164,7 @@ class Whitening(NewFeaturesTransformer):
 
     _min_samples = 2
 
-    def __init__(self, n_components=None, *, eps=0.0):
+    def __init__(self, *, n_components=None, eps=0.0):
         self.n_components = n_components
         self.eps = eps
 

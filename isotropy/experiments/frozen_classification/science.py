@@ -38,11 +38,11 @@ def make_transform(method: str, *, n_clusters: int, n_components: int, random_st
     if method == "mean+pca":
         return AllButTheTop(n_components=n_components)
     if method == "kmeans+mean":
-        return ClusterIsotropy(n_clusters, 0, clustering="kmeans", random_state=random_state)
+        return ClusterIsotropy(n_clusters=n_clusters, n_components=0, clustering="kmeans", random_state=random_state)
     if method == "kmeans+mean+pca":
-        return ClusterIsotropy(n_clusters, n_components, clustering="kmeans", random_state=random_state)
+        return ClusterIsotropy(n_clusters=n_clusters, n_components=n_components, clustering="kmeans", random_state=random_state)
     if method == "gmm+mean+pca":
-        return ClusterIsotropy(n_clusters, n_components, clustering="gmm", random_state=random_state)
+        return ClusterIsotropy(n_clusters=n_clusters, n_components=n_components, clustering="gmm", random_state=random_state)
     raise ValueError(f"The 'method' parameter of make_transform must be one of {list(METHODS)}. Got {method!r} instead.")
 
 

@@ -38,9 +38,9 @@ def make_method(name: str, config, *, seed: int):
         "Mean": lambda: AllButTheTop(n_components=0),
         "Mean + PCA": lambda: AllButTheTop(n_components=config.abtt_components),
         "K-means + Mean": lambda: ClusterCentering(n_clusters=k, random_state=seed),
-        "GMM + Mean + PCA": lambda: ClusterIsotropy(k, D, clustering="gmm", random_state=seed),
-        "K-means + Mean + PCA": lambda: ClusterIsotropy(k, D, clustering="kmeans", random_state=seed),
-        "Whitening": lambda: Whitening(config.whitening_components, eps=config.whitening_eps),
+        "GMM + Mean + PCA": lambda: ClusterIsotropy(n_clusters=k, n_components=D, clustering="gmm", random_state=seed),
+        "K-means + Mean + PCA": lambda: ClusterIsotropy(n_clusters=k, n_components=D, clustering="kmeans", random_state=seed),
+        "Whitening": lambda: Whitening(n_components=config.whitening_components, eps=config.whitening_eps),
     }
     if name not in factories:
         raise ValueError(f"The 'methods' config entry must list names from {list(METHODS)}. Got {name!r} instead.")
