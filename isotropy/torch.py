@@ -173,7 +173,7 @@ def shrinkage_covariance(H):
     joined = "" if source is None else " (the list's entries joined)"
     source = H.dtype if source is None else source
     if H.ndim != 2 or H.shape[0] < 2:
-        raise ValueError(f"The 'H' parameter of shrinkage_covariance must have shape (n_samples, n_features) with "
+        raise IsotropyValueError(f"The 'H' parameter of shrinkage_covariance must have shape (n_samples, n_features) with "
                          f"n_samples >= 2. Got shape {tuple(H.shape)}{joined} instead.")
     if not joined:  # a list's entries were checked one by one, each named
         _refuse_nonfinite(H)

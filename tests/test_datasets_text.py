@@ -143,8 +143,23 @@ def test_table_formats_single_and_multi_label(tmp_path):
 
 def test_table_errors(tmp_path):
     (tmp_path / "a.csv").write_text("sentence,label\nx,1\n")
-    with pytest.raises(ValueError, match=r"no column 'text'; the columns are \['sentence', 'label'\]"):
+    # the message named neither the parameter nor what it expected; a plain ValueError escaped
+    # `except IsotropyValueError` (as from load_glue_task, load_snli and shrinkage_covariance)
+    from isotropy import IsotropyValueError
+
+    with pytest.raises(IsotropyValueError, match=r"^The 'text_column' parameter of load_table names a column of .*a\.csv'\. "
+                                                 r"Got 'text' instead, and the columns are \['sentence', 'label'\]\.$"):
         load_table(tmp_path / "a.csv")
+    with pytest.raises(IsotropyValueError, match=r"^The 'label_column' parameter of load_table"):
+        load_table(tmp_path / "a.csv", text_column="sentence", label_column="y")
+    import torch
+
+    from isotropy.torch import shrinkage_covariance
+
+    for call in (lambda: load_glue_task("nope", "train"), lambda: load_snli("nope"),
+                 lambda: shrinkage_covariance(torch.ones(3))):
+        with pytest.raises(IsotropyValueError):
+            call()
     with pytest.raises(FileNotFoundError, match="does not exist"):
         load_table(tmp_path / "missing.csv")
     (tmp_path / "a.xlsx").write_text("")

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from isotropy._utils.errors import IsotropyValueError
+
 __all__ = ["LabeledTexts"]
 
 
@@ -40,9 +42,9 @@ class LabeledTexts:
     def __post_init__(self):
         n = len(self.text_a)
         if self.text_b is not None and len(self.text_b) != n:
-            raise ValueError(f"{self.name}: text_b has {len(self.text_b)} items, text_a has {n}.")
+            raise IsotropyValueError(f"{self.name}: text_b has {len(self.text_b)} items, text_a has {n}.")
         if len(self.labels) != n:
-            raise ValueError(f"{self.name}: labels has {len(self.labels)} rows, text_a has {n}.")
+            raise IsotropyValueError(f"{self.name}: labels has {len(self.labels)} rows, text_a has {n}.")
 
     @property
     def is_pair(self) -> bool:

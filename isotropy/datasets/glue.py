@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from isotropy._utils.errors import IsotropyValueError
 from isotropy.datasets._paths import data_dir as resolve_data_dir
 from isotropy.datasets._types import LabeledTexts
 
@@ -51,7 +52,7 @@ _SPLIT_ALIASES = {("mnli", "dev"): "dev_matched", ("mnli", "validation"): "dev_m
 def _check_task(task) -> str:
     key = _ALIASES.get(str(task).lower(), str(task).lower()) if isinstance(task, str) else task
     if key not in GLUE_TASKS:
-        raise ValueError(f"The 'task' parameter of load_glue_task must be one of {sorted(GLUE_TASKS)}. "
+        raise IsotropyValueError(f"The 'task' parameter of load_glue_task must be one of {sorted(GLUE_TASKS)}. "
                          f"Got {task!r} instead.")
     return key
 
@@ -86,7 +87,7 @@ def _label_id(value: str, names: tuple[str, ...], where: str) -> int:
         number = -1
     if 0 <= number < len(names) and float(value) == number:
         return number
-    raise ValueError(f"{where}: label {value!r} is neither one of {list(names)} nor an id in range({len(names)}).")
+    raise IsotropyValueError(f"{where}: label {value!r} is neither one of {list(names)} nor an id in range({len(names)}).")
 
 
 def load_glue_task(task: str, split: str = "train", *, data_dir=None) -> LabeledTexts:
@@ -146,7 +147,7 @@ def load_glue_task(task: str, split: str = "train", *, data_dir=None) -> Labeled
                 continue
             if name not in header:
                 what = "a label column (test files are unlabelled)" if name == spec.label else f"the column {name!r}"
-                raise ValueError(f"GLUE task {key!r}: {path} lacks {what}; its header is {header}.")
+                raise IsotropyValueError(f"GLUE task {key!r}: {path} lacks {what}; its header is {header}.")
             columns[name] = header.index(name)
         width = len(header)
     else:

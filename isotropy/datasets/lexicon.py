@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from isotropy._utils import jsontext
+from isotropy._utils.errors import IsotropyValueError
 from isotropy.datasets._types import LabeledTexts
 
 __all__ = ["load_nrc_emotion_lexicon"]
@@ -55,11 +56,11 @@ def load_nrc_emotion_lexicon(path=None) -> LabeledTexts:
     try:
         mapping = jsontext.loads(path.read_text(encoding="utf-8"))
     except ValueError as exc:  # not UTF-8, not JSON, nested too deeply
-        raise ValueError(f"{path}: not readable JSON ({' '.join(str(exc).split())[:120]}); expected a JSON object "
+        raise IsotropyValueError(f"{path}: not readable JSON ({' '.join(str(exc).split())[:120]}); expected a JSON object "
                          f"mapping words to lists of labels.") from None
     if not isinstance(mapping, dict) or not all(isinstance(tags, list) and all(isinstance(t, str) for t in tags)
                                                 for tags in mapping.values()):
-        raise ValueError(f"{path}: expected a JSON object mapping words to lists of labels.")
+        raise IsotropyValueError(f"{path}: expected a JSON object mapping words to lists of labels.")
     items = [(str(word), list(tags)) for word, tags in mapping.items() if tags]
     names = sorted({tag for _, tags in items for tag in tags})
     labels = np.zeros((len(items), len(names)), dtype=np.int8)

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from isotropy._utils import jsontext
+from isotropy._utils.errors import IsotropyValueError
 from isotropy.datasets._paths import data_dir as resolve_data_dir
 from isotropy.datasets._types import LabeledTexts
 
@@ -63,7 +64,7 @@ def load_snli(split: str = "dev", *, data_dir=None) -> LabeledTexts:
     FileNotFoundError: SNLI dev split not found: expected /nonexistent/snli_1.0/snli_1.0_dev.jsonl ...
     """
     if split not in _SPLITS:
-        raise ValueError(f"The 'split' parameter of load_snli must be one of {sorted(_SPLITS)}. Got {split!r} instead.")
+        raise IsotropyValueError(f"The 'split' parameter of load_snli must be one of {sorted(_SPLITS)}. Got {split!r} instead.")
     split = _SPLITS[split]
     path = _find(split, data_dir)
     try:
@@ -73,13 +74,13 @@ def load_snli(split: str = "dev", *, data_dir=None) -> LabeledTexts:
             else:
                 records = list(csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE))
     except (ValueError, csv.Error) as exc:  # not JSON, nested too deeply, not UTF-8, a field past csv's limit
-        raise ValueError(f"{path}: not a readable SNLI file ({' '.join(str(exc).split())[:120]}); expected SNLI's "
+        raise IsotropyValueError(f"{path}: not a readable SNLI file ({' '.join(str(exc).split())[:120]}); expected SNLI's "
                          f"official JSON-lines or tab-separated release.") from None
     fields = ("gold_label", "sentence1", "sentence2")
     broken = next((i for i, r in enumerate(records) if not isinstance(r, dict) or
                    not all(isinstance(r.get(k), str) for k in fields)), None)
     if broken is not None:
-        raise ValueError(f"{path}: record {broken} lacks a text field among {list(fields)}; expected SNLI's "
+        raise IsotropyValueError(f"{path}: record {broken} lacks a text field among {list(fields)}; expected SNLI's "
                          f"official field names.")
     kept = [r for r in records if r["gold_label"] in SNLI_LABELS]
     return LabeledTexts(

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from isotropy._utils import jsontext
+from isotropy._utils.errors import IsotropyValueError
 from isotropy.datasets._types import LabeledTexts
 
 __all__ = ["load_table"]
@@ -26,10 +27,10 @@ def _read_rows(path: Path, fmt: str) -> list[dict]:
                         try:
                             row = jsontext.loads(line)
                         except json.JSONDecodeError as exc:
-                            raise ValueError(f"{path}:{line_no}: not a JSON object ({exc.msg}); expected one JSON "
+                            raise IsotropyValueError(f"{path}:{line_no}: not a JSON object ({exc.msg}); expected one JSON "
                                              f"object a line.") from None
                         if not isinstance(row, dict):
-                            raise ValueError(f"{path}:{line_no}: a JSON {type(row).__name__}, not an object; expected "
+                            raise IsotropyValueError(f"{path}:{line_no}: a JSON {type(row).__name__}, not an object; expected "
                                              f"one JSON object a line.")
                         rows.append(row)
                 return rows
@@ -37,7 +38,7 @@ def _read_rows(path: Path, fmt: str) -> list[dict]:
                 return list(csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE))
             return list(csv.DictReader(handle))
     except (csv.Error, UnicodeDecodeError) as exc:  # a field past csv's limit, a NUL byte, bytes that are not UTF-8
-        raise ValueError(f"{path}: not a readable {fmt.upper()} file ({' '.join(str(exc).split())[:120]}); expected "
+        raise IsotropyValueError(f"{path}: not a readable {fmt.upper()} file ({' '.join(str(exc).split())[:120]}); expected "
                          f"UTF-8 text with a header row.") from None
 
 
@@ -88,21 +89,23 @@ def load_table(path, *, text_column: str = "text", label_column: str | list[str]
                                 f"with a text column and a label column.")
     fmt = format or _FORMATS.get(path.suffix.lower())
     if fmt not in ("csv", "tsv", "jsonl"):
-        raise ValueError(f"The 'format' parameter of load_table must be one of {{'csv', 'tsv', 'jsonl'}} (or a file "
+        raise IsotropyValueError(f"The 'format' parameter of load_table must be one of {{'csv', 'tsv', 'jsonl'}} (or a file "
                          f"ending in .csv, .tsv or .jsonl). Got {format or path.suffix!r} instead.")
     rows = _read_rows(path, fmt)
     if not rows:
-        raise ValueError(f"{path}: no data rows.")
+        raise IsotropyValueError(f"{path}: no data rows.")
     label_columns = [label_column] if isinstance(label_column, str) else list(label_column)
-    needed = [text_column, *([text_pair_column] if text_pair_column else []), *label_columns]
+    needed = [("text_column", text_column), *([("text_pair_column", text_pair_column)] if text_pair_column else []),
+              *(("label_column", column) for column in label_columns)]
     present = list(rows[0].keys())
-    for column in needed:
+    for parameter, column in needed:  # the error names the parameter that asked for the column
         if column not in present:
-            raise ValueError(f"{path}: no column {column!r}; the columns are {present}.")
+            raise IsotropyValueError(f"The '{parameter}' parameter of load_table names a column of {str(path)!r}. "
+                                     f"Got {column!r} instead, and the columns are {present}.")
     for line, row in enumerate(rows, start=2):  # a JSON-lines row without a key; a CSV row cut short (None)
         missing = [c for c in needed if row.get(c) is None]
         if missing:
-            raise ValueError(f"{path}: data row {line - 1} has no value in the column(s) {missing}; expected every row "
+            raise IsotropyValueError(f"{path}: data row {line - 1} has no value in the column(s) {missing}; expected every row "
                              f"to fill {needed}.")
     text_a = [str(r[text_column]).strip() for r in rows]
     text_b = [str(r[text_pair_column]).strip() for r in rows] if text_pair_column else None
@@ -110,9 +113,9 @@ def load_table(path, *, text_column: str = "text", label_column: str | list[str]
         try:
             labels = np.asarray([[int(float(r[c])) for c in label_columns] for r in rows])
         except (TypeError, ValueError, OverflowError):  # OverflowError: "inf"
-            raise ValueError(f"{path}: indicator columns {label_columns} must hold 0 or 1.") from None
+            raise IsotropyValueError(f"{path}: indicator columns {label_columns} must hold 0 or 1.") from None
         if not np.isin(labels, (0, 1)).all():
-            raise ValueError(f"{path}: indicator columns {label_columns} must hold 0 or 1.")
+            raise IsotropyValueError(f"{path}: indicator columns {label_columns} must hold 0 or 1.")
         names = label_columns
         labels = labels.astype(np.int8)
     elif multilabel:
