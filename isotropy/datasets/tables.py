@@ -95,10 +95,11 @@ def load_table(path, *, text_column: str = "text", label_column: str | list[str]
     if not rows:
         raise IsotropyValueError(f"{path}: no data rows.")
     label_columns = [label_column] if isinstance(label_column, str) else list(label_column)
-    needed = [("text_column", text_column), *([("text_pair_column", text_pair_column)] if text_pair_column else []),
-              *(("label_column", column) for column in label_columns)]
+    asked = [("text_column", text_column), *([("text_pair_column", text_pair_column)] if text_pair_column else []),
+             *(("label_column", column) for column in label_columns)]
+    needed = [column for _, column in asked]
     present = list(rows[0].keys())
-    for parameter, column in needed:  # the error names the parameter that asked for the column
+    for parameter, column in asked:  # the error names the parameter that asked for the column
         if column not in present:
             raise IsotropyValueError(f"The '{parameter}' parameter of load_table names a column of {str(path)!r}. "
                                      f"Got {column!r} instead, and the columns are {present}.")
