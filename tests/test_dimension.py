@@ -359,3 +359,11 @@ def test_mle_mean_carried_by_one_far_point_warns():
     with pytest.warns(UserWarning, match="averaging='harmonic' or 'median'") as record:
         assert mle_dimension(X) == np.inf
     assert len(record) == 1
+
+
+def test_neighbour_dimensions_with_nothing_to_measure_is_refused():
+    # returned {} without a word
+    from isotropy.metrics.dimension import neighbour_dimensions
+
+    with pytest.raises(IsotropyValueError, match="^neighbour_dimensions needs at least one of twonn, mle and local_mle"):
+        neighbour_dimensions(np.random.default_rng(0).normal(size=(50, 3)), twonn=False, mle=False)

@@ -413,6 +413,9 @@ def neighbour_dimensions(X, *, twonn: bool = True, mle: bool = True, local_mle: 
     (3, 3)
     """
     caller = "neighbour_dimensions"
+    if not (twonn or mle or local_mle):  # an empty dict said nothing of why nothing was measured
+        raise IsotropyValueError(f"{caller} needs at least one of twonn, mle and local_mle to be True. Got all three "
+                                 f"False instead.")
     if is_dask(X):  # the dask estimators, one after the other
         out = {}
         if twonn:
