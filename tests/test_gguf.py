@@ -117,7 +117,7 @@ def test_a_killed_conversion_leaves_a_work_folder_that_the_next_one_removes(tiny
     from isotropy.models import convert_gguf
 
     directory = convert_gguf(tiny_gguf[0], cache_dir=tmp_path, show_progress=False)  # the next conversion cleans up
-    assert sorted(p.name for p in models.iterdir()) == [directory.name]
+    assert sorted(p.name for p in models.iterdir()) == sorted([directory.name, f"{directory.name}.lock"])
     assert (directory / "model.safetensors").stat().st_size > 4
 
 
@@ -448,3 +448,57 @@ def test_measure_model_on_a_cold_cache_reads_the_weights_once(tiny_gguf, tmp_pat
     warm = measure_layers(SENTENCES, model=str(tiny_gguf[0]), level="sentence", metrics=["isoscore"], device="cpu")
     assert counts == {"safetensors files": 1}  # the converted model read once
     assert [row["isoscore"] for row in cold["rows"]] == [row["isoscore"] for row in warm["rows"]]
+
+
+def test_a_conversion_that_fails_lets_one_waiter_convert_at_a_time(tiny_gguf, tmp_path, monkeypatch):
+    """A fails while B waits on the lock; B converts, and C, arriving then, waits for B (never two at once).
+
+    The lock file was removed while held: B got the lock on the removed file while C locked a new one, and
+    both converted at once (each removing the other's work folder as a leftover)."""
+    import threading
+
+    from isotropy.models import convert_gguf, gguf
+
+    real, state = gguf._convert, {"running": 0, "most": 0, "calls": 0}
+    lock = threading.Lock()
+    b_converting, c_started = threading.Event(), threading.Event()
+
+    def converting(path, out, **kwargs):
+        with lock:
+            state["calls"] += 1
+            call = state["calls"]
+            state["running"] += 1
+            state["most"] = max(state["most"], state["running"])
+        try:
+            if call == 1:  # A: wait until B is blocked on the lock, then fail
+                threading.Event().wait(1.0)
+                raise RuntimeError("A fails")
+            b_converting.set()
+            c_started.wait(10)
+            threading.Event().wait(1.0)  # C, if it got a lock of its own, would be converting now
+            return real(path, out, **kwargs)
+        finally:
+            with lock:
+                state["running"] -= 1
+
+    monkeypatch.setattr(gguf, "_convert", converting)
+    errors = []
+
+    def run():
+        try:
+            convert_gguf(tiny_gguf[0], cache_dir=tmp_path, show_progress=False)
+        except RuntimeError as exc:
+            errors.append(str(exc))
+
+    a = threading.Thread(target=run)
+    a.start()
+    threading.Event().wait(0.3)
+    b = threading.Thread(target=run)
+    b.start()
+    assert b_converting.wait(30)
+    c = threading.Thread(target=run)
+    c.start()
+    c_started.set()
+    for thread in (a, b, c):
+        thread.join(120)
+    assert errors == ["A fails"] and state["most"] == 1 and state["calls"] == 2

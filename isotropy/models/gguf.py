@@ -123,13 +123,11 @@ def _convert_gguf(model, *, cache_dir=None, show_progress: bool = True) -> tuple
 
     target.parent.mkdir(parents=True, exist_ok=True)
     lock_path = Path(str(target) + ".lock")
+    # the lock file stays (0 bytes): removed while held, a process waiting on it got the lock on the removed file
+    # while a newcomer locked a new one, and after a failed conversion the two converted at once, each removing the
+    # other's work folder as a leftover
     with FileLock(str(lock_path)):
-        try:
-            return _convert_locked(model, path, sha256, description, target, show_progress)
-        finally:
-            # filelock leaves its file behind: removed while still held, so the cache keeps only
-            # finished conversions (a process that waited on it re-checks the marker first)
-            lock_path.unlink(missing_ok=True)
+        return _convert_locked(model, path, sha256, description, target, show_progress)
 
 
 def _convert_locked(model: str, path, sha256: str, description: str, target: Path,
