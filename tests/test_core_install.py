@@ -271,3 +271,18 @@ def test_a_missing_extra_is_named_by_the_command_that_needs_it(tmp_path):
         """, tmp_path)
         assert result.returncode == 2, (argv, result.stderr)
         assert expected in result.stderr and len(result.stderr.strip().splitlines()) == 1, (argv, result.stderr)
+
+
+def test_the_readers_and_loaders_are_names_of_their_packages_imported_on_first_use(tmp_path):
+    # isotropy.io.read_embeddings and isotropy.datasets.load_sts raised AttributeError: only the submodules had them
+    result = _run_without_extras("""
+        import sys
+        import isotropy.datasets, isotropy.io
+        loaded = [m for m in sys.modules if m.startswith(("isotropy.io.", "isotropy.datasets."))]
+        from isotropy.io.embeddings import read_embeddings
+        from isotropy.datasets.sts import load_sts
+        print(loaded, isotropy.io.read_embeddings is read_embeddings, isotropy.datasets.load_sts is load_sts,
+              set(isotropy.io.__all__) <= set(dir(isotropy.io)))
+    """, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[] True True True"

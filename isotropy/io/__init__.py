@@ -1,1 +1,32 @@
-"""Readers for the files embeddings and word vectors come in."""
+"""Readers for the files embeddings and word vectors come in.
+
+The readers are names of this package (``isotropy.io.read_embeddings``), imported on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+_EXPORTS = {
+    "read_embeddings": "isotropy.io.embeddings",
+    "read_labels": "isotropy.io.labels",
+    "read_shards": "isotropy.io.shards",
+    "is_sharded": "isotropy.io.shards",
+    "read_word_vectors": "isotropy.io.word_vectors",
+    "packaged_glove": "isotropy.io.word_vectors",
+}
+
+__all__ = sorted(_EXPORTS)  # noqa: PLE0605 (the lazy exports are the public names)
+
+
+def __getattr__(name):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'isotropy.io' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
