@@ -73,12 +73,13 @@ class TwoNN(_DimensionEstimator):
 
 
 class MLE(_DimensionEstimator):
-    """Levina–Bickel MLE as a scikit-learn estimator (wraps :func:`local_mle_dimension`).
+    """Levina–Bickel MLE as a scikit-learn estimator: :func:`mle_dimension` and :func:`local_mle_dimension` in one fit.
 
     Parameters
     ----------
     n_neighbors : int, default=20
-        Neighbours per point; lowered to the number of distinct points minus one, with a
+        Neighbours per point, by default :func:`mle_dimension`'s (the pooled estimate's; the local
+        estimates of :func:`local_mle_dimension` default to Cai et al.'s 100 there); lowered to the number of distinct points minus one, with a
         warning, for smaller data (as scikit-dimension does).
     metric : {"euclidean", "cosine"}, default="euclidean"
     averaging : {"mean", "harmonic", "median"}, default="mean"
