@@ -109,7 +109,7 @@ def space_metrics(X, type_ids, *, seed: int = 0, intra_max_instances: int | None
     out = {"n": int(n), "d": int(d), "n_types": int(np.unique(type_ids).size)}
     out["s_inter"] = inter_type_cosine(X, type_ids, random_state=seed)
     out["s_intra"] = _intra(X, type_ids, intra_max_instances, seed)
-    cc = ClusterCentering("auto", k_range=tuple(k_range), min_silhouette=min_silhouette, n_init=n_init,
+    cc = ClusterCentering(n_clusters="auto", k_range=tuple(k_range), min_silhouette=min_silhouette, n_init=n_init,
                           silhouette_sample_size=silhouette_sample_size, random_state=seed)
     Xc = cc.fit_transform(X)
     out["n_clusters"] = int(cc.n_clusters_)
