@@ -220,3 +220,20 @@ def test_the_mean_cosine_of_identical_rows_is_exactly_one_on_every_path():
               CovarianceAccumulator().update(X).cosine_similarity_mean(), intra_type_cosine(X, np.arange(40) % 2)]
     assert values == [1.0] * 5
     assert cosine_similarity_mean(np.array([[1.0, 2.0], [-1.0, -2.0]])) == -1.0  # the lower end, -1/(n - 1)
+
+
+def test_a_rogue_share_state_without_its_gram_is_refused():
+    # a state saved before unit_gram existed loads without complaint: with n_features given its gram read 0 and the
+    # noise rule was skipped (isotropic rows read 1.806 instead of NaN); without, compute failed in an IndexError
+    import torch
+
+    from isotropy import IsotropyValueError
+    from isotropy.training import RogueDimensionShare
+
+    X = torch.randn(2000, 50, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+    for n_features, empty in ((50, lambda g: torch.zeros_like(g)), (None, lambda g: g.new_zeros((1, 0, 0)))):
+        metric = RogueDimensionShare(n_features=n_features)
+        metric.update(X)
+        metric.unit_gram = empty(metric.unit_gram)
+        with pytest.raises(IsotropyValueError, match="saved by a.* version of isotropy"):
+            metric.compute()

@@ -21,7 +21,25 @@ __all__ = ["validated_input"]
 
 
 def _first_line(message: str) -> str:
-    line = str(message).strip().splitlines()[0].rstrip(":").strip() if str(message).strip() else ""
+    """scikit-learn's refusal in one line: its first, or all of them joined when they list names (not an array).
+
+    The feature-name mismatch says which names on the lines after its first ("Feature names unseen at fit
+    time: - z"); a complex or 1-d array is printed there instead, which is left out.
+    """
+    lines = [line.strip() for line in str(message).strip().splitlines() if line.strip()]
+    if not lines:
+        return ""
+    if lines[0].startswith("The feature names should match"):
+        segments = []  # "Feature names unseen at fit time:" then "- z" lines: "... unseen at fit time: z, y"
+        for part in lines:
+            if part.startswith("- ") and segments:
+                head, items = segments[-1]
+                segments[-1] = (head, [*items, part[2:]])
+            else:
+                segments.append((part, []))
+        line = " ".join(f"{head} {', '.join(items)};" if items else head for head, items in segments).rstrip(";")
+    else:
+        line = lines[0].rstrip(":").strip()
     return line if line.endswith(".") else f"{line}."
 
 
@@ -49,6 +67,8 @@ def validated_input(estimator, X, *, caller: str, reset: bool, **kwargs) -> np.n
 
     if is_torch(X):
         check_tensor_data(X, caller=caller)
+        if X.is_complex():  # .double() dropped the imaginary part with only torch's warning: refused as numpy's is
+            check_X(X, caller=caller, min_samples=1)
         X = X.detach().to("cpu").double().numpy()
     if X is None or isinstance(X, (str, bytes, int, float, complex)) or _ndim(X) not in (2, None):
         try:

@@ -119,7 +119,7 @@ def isoscore_star(X, *, shrinkage_cov=None, zeta=0.2):
     Raises
     ------
     IsotropyValueError
-        Bad ``X``, ``zeta`` or ``shrinkage_cov``, or a zero shrunk covariance.
+        Bad ``X``, ``zeta`` or ``shrinkage_cov``; all rows identical (zero variance), whatever ``zeta``.
 
     Notes
     -----

@@ -4,7 +4,9 @@ The mean cosine similarity over the distinct pairs of rows splits exactly into o
 dimension, because cos(x, y) = Σᵢ x̂ᵢŷᵢ with x̂ = x/‖x‖. With s = Σⱼ x̂ⱼ and q = Σⱼ x̂ⱼ² (sums
 over rows, per dimension), the contribution of dimension i is (sᵢ² − qᵢ)/(n(n − 1)): O(n·d),
 no n×n matrix, and the sums can be accumulated batch by batch
-(:class:`isotropy.training.RogueDimensionShare`).
+(:class:`isotropy.training.RogueDimensionShare`). Whether the mean cosine is above its sampling
+noise needs ‖Σ x̂x̂ᵀ‖_F (an O(n·d²) product, formed in memory only when a cheap bound leaves the
+question open; the streaming class keeps the d × d sum).
 """
 
 from __future__ import annotations

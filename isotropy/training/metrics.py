@@ -222,7 +222,13 @@ class _MomentMetric(Metric):
         d = self._width(state)
         shapes = self._state_shapes(d)
         flat = {name: state[name].reshape(-1, *shapes[name][1:]).to(self.device) for name in shapes}
-        return [{name: flat[name][i] for name in shapes} for i in range(flat["n_samples"].shape[0])]
+        parts = flat["n_samples"].shape[0]
+        for name, value in flat.items():  # a state of another version (one without this state) failed in indexing
+            if value.shape[0] != parts:
+                raise IsotropyValueError(f"{type(self).__name__}: its state {name!r} holds {value.shape[0]} part(s) "
+                                         f"for {parts} count(s); a state saved by another version of isotropy cannot "
+                                         f"be resumed; update the metric with the rows again.")
+        return [{name: flat[name][i] for name in shapes} for i in range(parts)]
 
     def _merged(self, parts):
         """One part holding all rows of ``parts`` (Chan, Golub & LeVeque pairwise, as a balanced tree)."""
@@ -709,8 +715,9 @@ class RogueDimensionShare(_UnitMetric):
     Contribution of dimension i: CCᵢ = ((Σ x̂ᵢ)² − Σ x̂ᵢ²)/(n(n − 1)); the value is the sum of the k
     largest CCᵢ over Σᵢ CCᵢ, as :func:`isotropy.rogue_dimension_share` (NaN with a warning when the
     mean cosine is not above five times its standard deviation for rows that share no direction,
-    from the state Σ x̂x̂ᵀ, d × d; above 1 when other dimensions contribute negatively, as a share of
-    a total with negative parts can). Exact over batches, merges and DDP.
+    from the state Σ x̂x̂ᵀ: d × d float64, as :class:`IsoScore`'s scatter, 32 MiB at d = 2,048; above 1
+    when other dimensions contribute negatively, as a share of a total with negative parts can). Exact
+    over batches, merges and DDP.
 
     References
     ----------
@@ -745,6 +752,12 @@ class RogueDimensionShare(_UnitMetric):
             n, unit_sum = int(part["n_samples"].item()), part["unit_sum"]
             k = _check_n_dimensions(self.n_dimensions, unit_sum.shape[0], caller="RogueDimensionShare")
             gram = part["unit_gram"]
+            # Σ x̂x̂ᵀ has trace n: a state without it (saved by a version before it, loaded without complaint by
+            # torchmetrics) read 0 and skipped the noise rule (isotropic rows read 1.806 instead of NaN)
+            if gram.shape != (unit_sum.shape[0],) * 2 or abs(float(gram.diagonal().sum()) - n) > 1e-6 * n:
+                raise IsotropyValueError("RogueDimensionShare.compute needs its state unit_gram (the sum of x̂x̂ᵀ over "
+                                         "the unit rows), which this state lacks: a state saved by a version of "
+                                         "isotropy before it cannot be resumed; update the metric with the rows again.")
             return float(_share_from_sums(unit_sum, part["unit_sq_sum"], n, k, caller="RogueDimensionShare",
                                           gram_frob_sq=lambda: float((gram * gram).sum())))
 
