@@ -15,17 +15,19 @@ def test_a_negative_random_state_is_refused_by_name(tmp_path, capsys):
         main(["measure", "--model", str(tmp_path / "no-model"), "--texts", str(texts), "--random-state", "-1",
               "--sample-size", "2"])
     assert exit_.value.code == 2
-    assert capsys.readouterr().err == ("Error: --random-state '-1': expected an integer >= 0 (the seed of the row "
-                                       "sample and of randomised metrics).\n")
+    assert capsys.readouterr().err == ("Error: --random-state '-1': expected an integer in [0, 2**32 - 1] (the seed "
+                                       "of the row sample and of randomised metrics).\n")
     with pytest.raises(ValueError) as caught:  # before the model is looked for
         measure_layers(["a cat sat", "a dog ran"], model=str(tmp_path / "no-model"), random_state=-1)
-    assert str(caught.value) == ("The 'random_state' parameter of measure_layers must be an int in the range [0, inf). "
+    assert str(caught.value) == ("The 'random_state' parameter of measure_layers must be an int in the range [0, 4294967295]. "
                                  "Got -1 instead.")
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--sample-size", "10", "--random-state", "-1"], "--random-state '-1': expected an integer >= 0"),
-    (["--random-state", "abc"], "--random-state 'abc': expected an integer >= 0"),
+    (["--sample-size", "10", "--random-state", "-1"], "--random-state '-1': expected an integer in [0, 2**32 - 1]"),
+    (["--random-state", "abc"], "--random-state 'abc': expected an integer in [0, 2**32 - 1]"),
+    # 2**40 ran (silhouette's sample, numpy's RandomState, takes no more than 2**32 - 1)
+    (["--random-state", "1099511627776"], "--random-state '1099511627776': expected an integer in [0, 2**32 - 1]"),
     (["--workers", "two"], "--workers 'two': expected an integer number of worker processes of at least 1."),
     (["--workers", "0"], "--workers '0': expected an integer number of worker processes of at least 1."),
 ])

@@ -115,8 +115,14 @@ def _parse_sample_size(ctx, param, value):
 def _parse_random_state(ctx, param, value):
     """``--random-state``: a seed, an int >= 0 (numpy's seeds), checked before any data is read: a negative one
     passed every check and reached numpy's sampler, whose own "expected non-negative integer" named nothing."""
-    return _count_at_least(value, "--random-state", "an integer >= 0 (the seed of the row sample and of "
-                                  "randomised metrics)", low=0)
+    from isotropy._utils.validation import SEED_MAX
+
+    seed = _count_at_least(value, "--random-state", "an integer in [0, 2**32 - 1] (the seed of the row sample and "
+                                  "of randomised metrics)", low=0)
+    if seed is not None and seed > SEED_MAX:  # numpy's RandomState (silhouette's sample) takes no more
+        raise InputError(f"--random-state {value!r}: expected an integer in [0, 2**32 - 1] (the seed of the row "
+                         f"sample and of randomised metrics).")
+    return seed
 
 
 def _parse_workers(ctx, param, value):

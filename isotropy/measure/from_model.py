@@ -416,7 +416,7 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
     import numpy as np
 
     from isotropy._utils.sampling import subsample_indices
-    from isotropy._utils.validation import check_option, check_scalar, check_texts
+    from isotropy._utils.validation import SEED_MAX, check_option, check_scalar, check_texts
     from isotropy.metrics.norms import token_norms
     from isotropy.metrics.table import METRICS, check_metric_names
     from isotropy.models.contextual import n_transformer_layers
@@ -481,7 +481,7 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
     from isotropy._utils.validation import check_scalar
 
     # numpy's own "expected non-negative integer" named no parameter; refused before the model is loaded
-    check_scalar(random_state, "random_state", caller=_CALLER, kind=int, low=0)
+    check_scalar(random_state, "random_state", caller=_CALLER, kind=int, low=0, high=SEED_MAX)
     rng = np.random.default_rng(random_state)
 
     from isotropy.models.loading import load_transformer

@@ -18,7 +18,7 @@ from torch import nn
 from torch.autograd.function import once_differentiable
 
 from isotropy._utils.magnitude import extremes, times_power_of_two
-from isotropy._utils.validation import IsotropyValueError, check_scalar, check_X
+from isotropy._utils.validation import SEED_MAX, IsotropyValueError, check_scalar, check_X
 
 __all__ = ["InBatchClusterIsotropy", "in_batch_cluster_isotropy", "kmeans_labels"]
 
@@ -291,7 +291,7 @@ def in_batch_cluster_isotropy(H, *, n_clusters=2, n_components=1, n_iter=50, ran
     k = int(check_scalar(n_clusters, "n_clusters", caller=caller, kind=numbers.Integral, low=1, high=n))
     D = int(check_scalar(n_components, "n_components", caller=caller, kind=numbers.Integral, low=0, high=d))
     check_scalar(n_iter, "n_iter", caller=caller, kind=numbers.Integral, low=1)
-    check_scalar(random_state, "random_state", caller=caller, kind=numbers.Integral, low=0)
+    check_scalar(random_state, "random_state", caller=caller, kind=numbers.Integral, low=0, high=SEED_MAX)
     exponent = _unit_exponent(H)  # 0 at ordinary scales: H is used as it is
     H = times_power_of_two(H, -exponent)
     labels = kmeans_labels(H, k, n_iter=int(n_iter), random_state=int(random_state))
@@ -338,7 +338,7 @@ class InBatchClusterIsotropy(nn.Module):
                                              low=0))
         self.n_iter = int(check_scalar(n_iter, "n_iter", caller=caller, kind=numbers.Integral, low=1))
         self.random_state = int(check_scalar(random_state, "random_state", caller=caller, kind=numbers.Integral,
-                                             low=0))
+                                             low=0, high=SEED_MAX))
         self.only_training = bool(only_training)
 
     def forward(self, H):

@@ -34,7 +34,7 @@ from isotropy._kernels.accumulator import CovarianceAccumulator, Moments, merge_
 from isotropy._kernels.isoscore import check_covariance
 from isotropy._kernels.rows import first_chunk_shift
 from isotropy._utils.magnitude import rescaled
-from isotropy._utils.validation import IsotropyValueError, check_bool, check_option, check_scalar, check_X
+from isotropy._utils.validation import SEED_MAX, IsotropyValueError, check_bool, check_option, check_scalar, check_X
 
 __all__ = ["EffectiveRank", "IsoScore", "IsoScoreStar", "MeanCosine", "ParticipationRatio", "RankMe",
            "RogueDimensionShare", "TwoNNDimension", "metric_from_name"]
@@ -816,7 +816,7 @@ class TwoNNDimension(Metric):
         self.n_features = None if n_features is None else int(n_features)
         self._batch_value = False
         check_scalar(max_samples, "max_samples", caller=caller, kind=numbers.Integral, low=3, allow_none=True)
-        check_scalar(random_state, "random_state", caller=caller, kind=numbers.Integral, low=0)
+        check_scalar(random_state, "random_state", caller=caller, kind=numbers.Integral, low=0, high=SEED_MAX)
         self.max_samples = None if max_samples is None else int(max_samples)
         self.random_state = int(random_state)
         # twonn_dimension's own checks of its options, now, naming this class (not at compute, naming the function)
