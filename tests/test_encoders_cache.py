@@ -113,3 +113,19 @@ def test_measure_model_with_a_truncated_cache_entry_measures_and_says_which_file
     for path in files:
         assert any(repr(str(path)) in m and "could not be read back" in m for m in messages), messages
         np.load(path)  # rewritten
+
+
+def test_a_cache_that_cannot_be_written_is_a_warning_and_the_rows_come_back(bert, tmp_path, monkeypatch):
+    # the write failed after the forward pass over every text and the run was lost with it
+    from isotropy._utils import atomic
+
+    def refused(path, *args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    reference = encode_pooled(TEXTS, model=str(bert), layers=[1], device="cpu", cache_dir=tmp_path / "a",
+                              show_progress=False)[1]
+    monkeypatch.setattr(atomic, "atomic_write", refused)
+    with pytest.warns(UserWarning, match="could not be cached at .*Permission denied.*used without the cache"):
+        rows = encode_pooled(TEXTS, model=str(bert), layers=[1], device="cpu", cache_dir=tmp_path / "b",
+                             show_progress=False)[1]
+    np.testing.assert_array_equal(rows, reference)

@@ -136,10 +136,22 @@ def encode_sentences(texts: Sequence[str], *, model: str = DEFAULT_MODEL, device
 
 
 def _save(path: Path, X: np.ndarray) -> None:
+    """Write the rows to the cache; a cache that cannot be written (read-only, full) is a warning, not an abort.
+
+    The rows were computed at the cost of a forward pass over every text: losing them to the cache's
+    own failure would lose the run that asked for them (they are returned all the same).
+    """
+    import warnings
+
     from isotropy._utils.atomic import atomic_write
 
-    with atomic_write(path, "wb") as handle:
-        np.save(handle, X)
+    try:
+        with atomic_write(path, "wb") as handle:
+            np.save(handle, X)
+    except (OSError, ValueError) as exc:  # ValueError: the writer's one-line refusal of an unwritable folder
+        warnings.warn_explicit(f"The embeddings could not be cached at {str(path)!r} ({' '.join(str(exc).split())}); "
+                               f"they are used without the cache (set ISOTROPY_CACHE to a writable folder to keep "
+                               f"them).", UserWarning, str(path), 0, module="isotropy.models.encoders")
 
 
 def _load_cached(path: Path | None, n: int) -> np.ndarray | None:
