@@ -316,3 +316,15 @@ def test_docstring_examples_run(module):
 
     result = doctest.testmod(importlib.import_module(f"isotropy.datasets.{module}"), optionflags=doctest.ELLIPSIS)
     assert result.failed == 0
+
+
+def test_sts_correlations_refuse_non_finite_scores():
+    # a NaN gave pearson nan without a word
+    from isotropy import IsotropyValueError
+    from isotropy.datasets.sts import sts_correlations
+
+    with pytest.raises(IsotropyValueError, match=r"^The 'predicted' parameter of sts_correlations must hold finite "
+                                                 r"numbers\. Got nan at index 1 \(1 non-finite in all\)"):
+        sts_correlations([1.0, float("nan"), 3.0], [1.0, 2.0, 3.0])
+    with pytest.raises(IsotropyValueError, match=r"^The 'gold' parameter"):
+        sts_correlations([1.0, 2.0, 3.0], [1.0, 2.0, float("inf")])

@@ -251,6 +251,12 @@ def sts_correlations(predicted, gold, subsets=None) -> dict:
     if predicted.shape != gold.shape or predicted.size < 2:
         raise IsotropyValueError(f"The 'predicted' parameter of sts_correlations must have one value per gold score "
                                  f"(at least 2). Got {predicted.size} and {gold.size} instead.")
+    for name, values in (("predicted", predicted), ("gold", gold)):  # a NaN gave NaN correlations without a word
+        bad = np.flatnonzero(~np.isfinite(values))
+        if bad.size:
+            raise IsotropyValueError(f"The '{name}' parameter of sts_correlations must hold finite numbers. Got "
+                                     f"{values[bad[0]]} at index {int(bad[0])} ({bad.size} non-finite in all) instead; "
+                                     f"leave undefined pairs out of both, as the sts-isotropy experiment does.")
     subsets = np.full(gold.size, "all") if subsets is None else np.asarray(subsets)
     per = {}
     for name in dict.fromkeys(subsets.tolist()):
