@@ -131,7 +131,8 @@ def test_damaged_gguf_is_one_line(tiny_gguf, tmp_path, damage):
     assert not [p for p in leftovers if p.name.endswith(".lock")], leftovers
 
 
-def test_a_failed_conversion_leaves_no_lock_file(tiny_gguf, tmp_path, monkeypatch):
+def test_a_failed_conversion_leaves_nothing_but_its_lock_file(tiny_gguf, tmp_path, monkeypatch):
+    # the lock file stays (removed while held, two converters could get in after a failure: test_gguf.py)
     from isotropy.models import convert_gguf, gguf
 
     def fails(path, out, **kwargs):
@@ -140,7 +141,7 @@ def test_a_failed_conversion_leaves_no_lock_file(tiny_gguf, tmp_path, monkeypatc
     monkeypatch.setattr(gguf, "_convert", fails)
     with pytest.raises(ValueError, match="simulated"):
         convert_gguf(tiny_gguf, cache_dir=tmp_path, show_progress=False)
-    assert not list(tmp_path.rglob("*.lock")) and not list((tmp_path / "models").iterdir())
+    assert [p.name for p in (tmp_path / "models").iterdir() if not p.name.endswith(".lock")] == []
 
 
 def test_the_intact_files_pass_the_checks(bert_dir, tiny_gguf):

@@ -36,14 +36,20 @@ def _contributions_from_sums(unit_sum, unit_sq_sum, n_samples):
 _NOISE_Z = 5.0
 
 
-def _null_sigma(gram_frob_sq, n_samples):
+def _null_sigma(gram_frob_sq, n_samples, mean_cosine=0.0):
     """Standard deviation of the mean cosine of ``n`` rows that share no direction, from ``‖Σ x̂x̂ᵀ‖²_F``.
 
-    The mean cosine is Σ_{j≠k} cⱼₖ/(n(n − 1)) with cⱼₖ = x̂ⱼ·x̂ₖ; for independent rows of mean
-    direction 0 the cⱼₖ are uncorrelated but for the pair's two orders, so its variance is
-    2 Σ_{j≠k} cⱼₖ²/(n(n − 1))², and Σ_{j≠k} cⱼₖ² = ‖ÛÛᵀ‖²_F − n = ‖ÛᵀÛ‖²_F − n.
+    The mean cosine m is Σ_{j≠k} cⱼₖ/(n(n − 1)) with cⱼₖ = x̂ⱼ·x̂ₖ; for independent rows of mean
+    direction 0 the cⱼₖ have mean 0 and are uncorrelated but for the pair's two orders, so its
+    variance is 2 Σ_{j≠k} E cⱼₖ²/(n(n − 1))². E cⱼₖ² is estimated by the pairs' spread about their
+    mean, Σ_{j≠k} (cⱼₖ − m)² = ‖ÛᵀÛ‖²_F − n − n(n − 1)m²: under that null m is about 0 and it is the
+    plain Σ cⱼₖ², and where the rows do share a direction the shared part m is not counted as noise
+    (Σ cⱼₖ² counted it: 7 rows whose cosines are all 0.3 read a σ of 0.065, and a shared direction
+    needed n(n − 1)/2 > 25 pairs, n ≥ 8, to be told from noise at all).
     """
-    return math.sqrt(2.0 * max(float(gram_frob_sq) - n_samples, 0.0)) / (n_samples * (n_samples - 1))
+    n = n_samples
+    spread = float(gram_frob_sq) - n - n * (n - 1) * float(mean_cosine) ** 2
+    return math.sqrt(2.0 * max(spread, 0.0)) / (n * (n - 1))
 
 
 def _share_from_sums(unit_sum, unit_sq_sum, n_samples, n_dimensions, *, caller, gram_frob_sq):
@@ -61,7 +67,7 @@ def _share_from_sums(unit_sum, unit_sq_sum, n_samples, n_dimensions, *, caller, 
     value = float(total.detach() if is_torch(total) else total)
     noise = None
     if value > 0.0 and not value > _NOISE_Z * _null_sigma(n_samples * n_samples, n_samples):
-        noise = _NOISE_Z * _null_sigma(gram_frob_sq(), n_samples)
+        noise = _NOISE_Z * _null_sigma(gram_frob_sq(), n_samples, value)
     if not value > 0.0 or (noise is not None and not value > noise):
         against = "" if noise is None else f", against {_NOISE_Z:g} times its standard deviation for rows that share no direction, {noise:.3g}"
         warnings.warn(f"{caller}: the share is undefined (NaN) when the mean cosine similarity is not above its "
@@ -183,7 +189,8 @@ def rogue_dimension_share(X, *, n_dimensions=1):
     .. math:: \\mathrm{share}_k = \\frac{\\sum_{i \\in T} CC_i}{\\sum_{i=1}^{d} CC_i}.
 
     For rows that share no direction (independent, of mean direction 0) the mean cosine
-    Σᵢ CCᵢ has mean 0 and standard deviation σ = √(2(‖ÛᵀÛ‖²_F − n))/(n(n − 1)), Û the unit rows;
+    m = Σᵢ CCᵢ has mean 0 and standard deviation σ = √(2(‖ÛᵀÛ‖²_F − n − n(n − 1)m²))/(n(n − 1)),
+    Û the unit rows (the pairs' cosines' spread about m, so that a shared direction is not counted as noise);
     the share is reported only when Σᵢ CCᵢ > 5σ (for such rows that happens with probability
     below 0.5 % however they are spread). σ ≤ √(2/(n(n − 1))), so the O(n·d²) product is formed
     only when the mean cosine is below five times that bound.
