@@ -340,19 +340,3 @@ def test_options_of_the_estimators_and_losses_are_keyword_only():
             make()
     assert AllButTheTop(n_components=3).n_components == 3 and IStarLoss(zeta=0.5).zeta == 0.5
     assert isinstance(IStarLoss(zeta=0.5, weight=2.0), torch.nn.Module)
-
-
-def test_feature_name_mismatch_names_the_columns_and_complex_tensors_are_refused():
-    # the one-line cut kept only "The feature names should match ..." (not which), and a complex torch tensor was fitted
-    # on its real part (torch's .double() warning only) where a complex numpy array is refused
-    import pandas as pd
-    import torch
-
-    X = pd.DataFrame(np.random.default_rng(0).normal(size=(30, 3)), columns=["a", "b", "c"])
-    fitted = Whitening().fit(X)
-    with pytest.raises(IsotropyValueError) as info:
-        fitted.transform(X.rename(columns={"c": "z"}))
-    assert str(info.value).endswith("Feature names unseen at fit time: z; Feature names seen at fit time, yet now "
-                                    "missing: c.") and "\n" not in str(info.value)
-    with pytest.raises(TypeError, match="^The 'X' parameter of Whitening.fit must be a real-valued tensor"):
-        Whitening().fit(torch.ones(30, 3, dtype=torch.complex64))

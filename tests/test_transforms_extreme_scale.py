@@ -256,3 +256,19 @@ def test_clustering_refuses_only_subnormal_data_in_one_line(blobs, make):
     assert "\n" not in message
     assert message.startswith(f"The 'X' parameter of {type(estimator).__name__} must have values of normal "
                               f"magnitude. Got only subnormal float64 numbers (largest |x| = ")
+
+
+def test_feature_name_mismatch_names_the_columns_and_complex_tensors_are_refused():
+    # the one-line cut kept only "The feature names should match ..." (not which), and a complex torch tensor was fitted
+    # on its real part (torch's .double() warning only) where a complex numpy array is refused
+    import pandas as pd
+    import torch
+
+    X = pd.DataFrame(np.random.default_rng(0).normal(size=(30, 3)), columns=["a", "b", "c"])
+    fitted = Whitening().fit(X)
+    with pytest.raises(IsotropyValueError) as info:
+        fitted.transform(X.rename(columns={"c": "z"}))
+    assert str(info.value).endswith("Feature names unseen at fit time: z; Feature names seen at fit time, yet now "
+                                    "missing: c.") and "\n" not in str(info.value)
+    with pytest.raises(TypeError, match="^The 'X' parameter of Whitening.fit must be a real-valued tensor"):
+        Whitening().fit(torch.ones(30, 3, dtype=torch.complex64))
