@@ -5,7 +5,7 @@ The loaders are names of this package (``isotropy.datasets.load_sts``), imported
 
 from __future__ import annotations
 
-import importlib
+from isotropy._utils.lazy import lazy_exports
 
 _EXPORTS = {
     "LabeledTexts": "isotropy.datasets._types",
@@ -27,14 +27,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)  # noqa: PLE0605 (the lazy exports are the public names)
 
 
-def __getattr__(name):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'isotropy.datasets' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

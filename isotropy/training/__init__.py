@@ -16,7 +16,7 @@ transformers nor lightning.
 
 from __future__ import annotations
 
-import importlib
+from isotropy._utils.lazy import lazy_exports
 
 _EXPORTS = {
     "EffectiveRank": "isotropy.training.metrics",
@@ -57,14 +57,4 @@ __all__ = [  # noqa: RUF022 (grouped as in _EXPORTS)
 ]
 
 
-def __getattr__(name):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'isotropy.training' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
