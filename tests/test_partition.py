@@ -76,3 +76,33 @@ def test_errors():
         partition_isotropy(np.array([[np.inf, 0.0], [1.0, 0.0]]))
     with pytest.raises(IsotropyValueError, match="2-d"):
         partition_isotropy(np.ones(3))
+
+
+@pytest.mark.parametrize("pad", [0, 6], ids=["n>=d", "n<d"])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_torch_gradient_where_eigenvalues_tie(pad, dtype):
+    """Tied eigenvalues (XᵀX = diag(2, 2, 8, 8)): eigh's gradient was NaN in every entry; now finite, with the
+    directional derivatives that keep the ties (a scaling, a change of the tied pairs' norms) equal to finite
+    differences of the value (the solver returns the axes at every point of those paths)."""
+    D = np.hstack([np.diag([1.0, 1.0, 2.0, 2.0]), np.zeros((4, pad))])
+    X = np.vstack([D, -D])  # 8 rows, 4 or 10 features: Z(±e_3) = 2cosh(2) + 6 is the max; the min is Z(±e_1) =
+    # 2cosh(1) + 6, or with 10 features Z = 8 on the directions orthogonal to every row
+    T = torch.tensor(X, dtype=dtype, requires_grad=True)
+    value = partition_isotropy(T)
+    value.backward()
+    assert float(value) == pytest.approx((8 if pad else 2 * math.cosh(1) + 6) / (2 * math.cosh(2) + 6), rel=1e-6)
+    assert torch.isfinite(T.grad).all()
+    grad = T.grad.double().numpy()
+    E = np.zeros_like(X)
+    E[[0, 1, 4, 5], [0, 1, 0, 1]] = [1.0, 1.0, -1.0, -1.0]  # the norm of the rows ±e_1, ±e_2: still tied
+    h = 1e-5
+    for direction in (X, E):
+        numeric = (partition_isotropy(X + h * direction) - partition_isotropy(X - h * direction)) / (2 * h)
+        assert float((grad * direction).sum()) == pytest.approx(numeric, rel=1e-4 if dtype == torch.float32 else 1e-7)
+
+
+def test_torch_gradient_without_ties_is_eighs(rng):
+    """Distinct eigenvalues keep eigh's gradient: it matches finite differences in every direction (gradcheck)."""
+    for n, d in ((30, 5), (5, 8)):
+        X = torch.tensor(rng.normal(size=(n, d)) + 0.3, dtype=torch.float64, requires_grad=True)
+        assert torch.autograd.gradcheck(partition_isotropy, (X,), eps=1e-6, atol=1e-6)

@@ -29,8 +29,31 @@ def _logsumexp_columns(P):
         return top + np.log(np.exp(P - top).sum(axis=0))
 
 
+# Eigenvalues closer than this many float epsilons of the largest leave their eigenvectors undetermined (a
+# symmetric eigensolver's eigenvectors are accurate to about eps·λ_max / gap): the gradient then holds the basis fixed.
+_UNDETERMINED_GAP = 1e3
+
+
+def _undetermined(lam) -> bool:
+    """Whether two non-zero eigenvalues (ascending) are too close for their eigenvectors, hence eigh's gradient, to exist."""
+    import torch
+
+    if lam.numel() < 2:
+        return False
+    tol = _UNDETERMINED_GAP * torch.finfo(lam.dtype).eps * lam.abs().max()
+    # ties among the zero eigenvalues do not count: every row projects to 0 on any basis of their space
+    return bool(((lam[1:] - lam[:-1] <= tol) & (lam[1:] > tol)).any())
+
+
 def _torch_projections(X, exponent):
-    """Projections of the rows on the eigenvectors of XᵀX (X at unit scale; the ``2**exponent`` put back)."""
+    """Projections of the rows on the eigenvectors of XᵀX (X at unit scale; the ``2**exponent`` put back).
+
+    Differentiable through ``torch.linalg.eigh`` where the eigenvectors are determined. Where two eigenvalues
+    tie (isotropic data, repeated rows, fewer rows than features with a rank below the rows), eigh's gradient is
+    NaN (it divides by their gap) and I(W) depends on which basis of the tied space the solver returns: the
+    gradient is then that of the projections on the returned basis held fixed, ``∂(XU)/∂X = U`` (the value
+    is unchanged).
+    """
     import torch
 
     n, d = X.shape
@@ -38,9 +61,17 @@ def _torch_projections(X, exponent):
         lam, W = torch.linalg.eigh(X @ X.T)
         positive = lam > 0
         root = torch.where(positive, torch.sqrt(torch.where(positive, lam, torch.ones_like(lam))), torch.zeros_like(lam))
-        P = W * root
+        if X.requires_grad and _undetermined(lam.detach()):
+            with torch.no_grad():  # u_k = Xᵀw_k / √λ_k (0 where λ_k = 0: those projections are 0 for every row)
+                U = (X.T @ W) / torch.where(positive, root, torch.ones_like(root)) * positive
+                P = W * root
+            P = P + (X - X.detach()) @ U  # the value of W·√λ, the gradient of X·U with U fixed
+        else:
+            P = W * root
     else:
-        _, U = torch.linalg.eigh(X.T @ X)
+        lam, U = torch.linalg.eigh(X.T @ X)
+        if X.requires_grad and _undetermined(lam.detach()):
+            U = U.detach()
         P = X @ U
     half = exponent // 2
     return P * (2.0 ** half) * (2.0 ** (exponent - half))
@@ -139,8 +170,11 @@ def partition_isotropy(X):
     -------
     score : float or torch.Tensor
         In (0, 1]. Python float for numpy input (float64 arithmetic); a 0-dim tensor on the
-        input's device and dtype for torch input (differentiable through ``torch.linalg.eigh``,
-        whose gradient is undefined when eigenvalues repeat).
+        input's device and dtype for torch input, differentiable through ``torch.linalg.eigh``.
+        Where two non-zero eigenvalues of XᵀX tie (isotropic data: the very target of a
+        regulariser), eigh's gradient is NaN and the value depends on which basis of the tied
+        space the solver returns; the gradient there is that of the projections on the returned
+        basis held fixed (finite; the value is unchanged).
 
     Raises
     ------
