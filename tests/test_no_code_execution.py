@@ -224,3 +224,59 @@ def test_refusals_never_repeat_torchs_advice_to_unpickle(tmp_path):
         message = str(info.value)
         assert "never unpickles" in message and "weights_only=False" not in message and "can still be loaded" not in message
     assert not (tmp_path / "RAN").exists()
+
+
+def _sentence_model_with_module_folder(root, where):
+    """A sentence-transformers directory whose Transformer module lives in ``0_T/`` and asks for custom code there.
+
+    The trial's /tmp/trial_sec/models/sub: the top-level files were clean (isotropy's check passed it) and
+    only sentence-transformers stopped ``0_T/`` ('auto_map' in its config.json, trust_remote_code in the
+    *_args of its sentence_bert_config.json).
+    """
+    path = _tiny_bert_dir(root / "top")
+    module = _tiny_bert_dir(path / "0_T")
+    (module / "evil.py").write_text(f"open({str(root / 'RAN')!r}, 'w').close()\n"
+                                    f"from transformers import BertConfig as EvilConfig\n")
+    (path / "1_Pooling").mkdir()
+    (path / "1_Pooling" / "config.json").write_text(json.dumps({"word_embedding_dimension": 16,
+                                                                "pooling_mode_mean_tokens": True}))
+    (path / "modules.json").write_text(json.dumps([
+        {"idx": 0, "name": "0", "path": "0_T", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]))
+    if where == "0_T/config.json":
+        content = json.loads((module / "config.json").read_text())
+        content["auto_map"] = {"AutoConfig": "evil.EvilConfig", "AutoModel": "evil.EvilConfig"}
+        (module / "config.json").write_text(json.dumps(content))
+    else:
+        (path / where).write_text(json.dumps({"max_seq_length": 32, "model_args": {"trust_remote_code": True},
+                                              "config_args": {"trust_remote_code": True},
+                                              "tokenizer_args": {"trust_remote_code": True}}))
+    return path
+
+
+@pytest.mark.parametrize("where", ["0_T/config.json", "0_T/sentence_bert_config.json", "sentence_bert_config.json"])
+@pytest.mark.parametrize("loader", ["load_sentence_model", "load_transformer"])
+def test_a_module_folder_asking_for_custom_code_is_refused_before_anything_loads(tmp_path, where, loader,
+                                                                                  monkeypatch):
+    import sentence_transformers
+    import transformers
+
+    from isotropy.models.encoders import load_sentence_model
+    from isotropy.models.loading import load_transformer
+
+    path = _sentence_model_with_module_folder(tmp_path, where)
+
+    def never(*args, **kwargs):
+        raise AssertionError("a loader ran before the refusal")
+
+    monkeypatch.setattr(sentence_transformers.SentenceTransformer, "__init__", never)
+    monkeypatch.setattr(transformers.AutoConfig, "from_pretrained", never)
+    monkeypatch.setattr(transformers.AutoModel, "from_pretrained", never)
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", never)
+    monkeypatch.setattr(sys, "stdin", io.StringIO("y\n" * 10))
+    load = {"load_sentence_model": load_sentence_model, "load_transformer": load_transformer}[loader]
+    with pytest.raises(IsotropyValueError, match="never runs code") as info:
+        load(str(path))
+    message = str(info.value)
+    assert "\n" not in message and str(path) in message and where in message
+    assert not (tmp_path / "RAN").exists()

@@ -5,8 +5,9 @@ Two rules, applied by every loader of the package:
 - **Model directories.** transformers runs a directory's own Python module when its
   ``config.json`` (or ``tokenizer_config.json``) has an ``auto_map`` and ``trust_remote_code`` is
   not ``False``; left unset it *prompts* on stdin, so any "y" on stdin runs the code.
-  :func:`refuse_remote_code` reads those JSON files (never executes them) and refuses such a
-  directory in one line, and :data:`NO_REMOTE_CODE` is passed explicitly to every
+  :func:`refuse_remote_code` reads those JSON files (never executes them), in the directory and in
+  each module folder its ``modules.json`` lists (with ``sentence_bert_config.json``'s
+  ``*_args: {trust_remote_code: true}``), and refuses such a directory in one line, and :data:`NO_REMOTE_CODE` is passed explicitly to every
   ``from_pretrained`` / ``SentenceTransformer`` call as a second lock. A sentence-transformers
   ``modules.json`` naming a class outside ``sentence_transformers`` is refused the same way
   (sentence-transformers would import it).
@@ -55,21 +56,15 @@ def refuse_remote_code(location: str | os.PathLike) -> None:
     ------
     IsotropyValueError
         When ``config.json`` or ``tokenizer_config.json`` declares an ``auto_map`` (custom classes
-        in the directory's ``.py`` files), or ``modules.json`` names a module class that is not
-        part of sentence-transformers.
+        in the directory's ``.py`` files), ``sentence_bert_config.json`` sets ``trust_remote_code``
+        in its ``model_args``/``config_args``/``tokenizer_args``, or ``modules.json`` names a module
+        class that is not part of sentence-transformers. The folders of the modules listed in
+        ``modules.json`` (``0_Transformer/``) are checked as the directory itself is.
     """
     path = Path(location).expanduser()
     if not path.is_dir():
         return
-    for name in ("config.json", "tokenizer_config.json"):
-        file = path / name
-        if file.is_file():
-            content = _read_json(file)
-            if isinstance(content, dict) and content.get("auto_map"):
-                raise IsotropyValueError(
-                    f"The model directory {str(path)!r} needs its own Python code ('auto_map' in {name}); isotropy "
-                    f"never runs code shipped with a model (trust_remote_code=False): expected a model whose "
-                    f"architecture transformers implements.")
+    _refuse_code_in_folder(path, path)
     modules = path / "modules.json"
     if modules.is_file():
         content = _read_json(modules)
@@ -81,6 +76,51 @@ def refuse_remote_code(location: str | os.PathLike) -> None:
                     f"The model directory {str(path)!r} lists the module {str(kind)[:80]!r} in modules.json; "
                     f"isotropy never imports code named by a model (trust_remote_code=False): expected "
                     f"sentence_transformers.* modules only.")
+        # each module's own folder (sentence-transformers loads a Transformer module from it, e.g. 0_Transformer/):
+        # its config.json, tokenizer_config.json and sentence_bert_config.json are read by the loaders as the
+        # top-level ones are
+        for entry in entries:
+            sub = entry.get("path") if isinstance(entry, dict) else None
+            if isinstance(sub, str) and sub not in ("", "."):
+                folder = path / sub
+                if folder.is_dir():
+                    _refuse_code_in_folder(path, folder)
+
+
+_ARGS_KEYS = ("model_args", "config_args", "tokenizer_args", "processor_args", "model_kwargs", "config_kwargs",
+              "tokenizer_kwargs", "processor_kwargs")
+
+
+def _refuse_code_in_folder(model: Path, folder: Path) -> None:
+    """Refuse ``folder`` (``model`` itself or one of its modules' folders) when a file in it asks for custom code."""
+    for name in ("config.json", "tokenizer_config.json"):
+        file = folder / name
+        if file.is_file():
+            content = _read_json(file)
+            if isinstance(content, dict) and content.get("auto_map"):
+                raise IsotropyValueError(
+                    f"The model directory {str(model)!r} needs its own Python code ('auto_map' in {_shown(model, file)}); "
+                    f"isotropy never runs code shipped with a model (trust_remote_code=False): expected a model whose "
+                    f"architecture transformers implements.")
+    file = folder / "sentence_bert_config.json"
+    if file.is_file():
+        content = _read_json(file)
+        if isinstance(content, dict):
+            for key in _ARGS_KEYS:
+                args = content.get(key)
+                if isinstance(args, dict) and args.get("trust_remote_code"):
+                    raise IsotropyValueError(
+                        f"The model directory {str(model)!r} asks for its own Python code ('trust_remote_code' in "
+                        f"{key} of {_shown(model, file)}); isotropy never runs code shipped with a model "
+                        f"(trust_remote_code=False): expected a model whose architecture transformers implements.")
+
+
+def _shown(model: Path, file: Path) -> str:
+    """``file`` as named in a refusal: relative to the model directory (``0_T/config.json``), else in full."""
+    try:
+        return str(file.relative_to(model))
+    except ValueError:
+        return str(file)
 
 
 def load_checkpoint(path: str | os.PathLike, *, map_location="cpu", what: str = "checkpoint") -> dict:
