@@ -337,6 +337,25 @@ def _check_npz_member(path, archive, member: str) -> None:
                           f"header) but holds {info.file_size} bytes", "a complete .npz archive written by np.savez")
 
 
+def _check_tensor_storage(path, tensor) -> None:
+    """Refuse a tensor that stores fewer bytes than it holds: an expanded or overlapping view.
+
+    ``torch.save`` saves a tensor's storage and its view of it (shape, strides, offset) as they are: a view of
+    stride 0 over one stored float (``torch.zeros(1).expand(10**6, 1500)``) saves as 1.6 KB and reads as
+    ``10**6 x 1500`` values, gigabytes once copied (to float32, to float64, centred). A tensor saved with its own
+    data stores at least ``numel x itemsize`` bytes, however it was sliced; fewer is refused before anything is
+    copied, as a compressed member expanding too far is (:mod:`isotropy.io._archives`).
+    """
+    held = tensor.numel() * tensor.element_size()
+    stored = tensor.untyped_storage().nbytes()
+    if stored < held:
+        strides = tuple(tensor.stride())
+        raise _fail(path, f"its tensor of shape {tuple(tensor.shape)} and strides {strides} holds {held} bytes of "
+                          f"{str(tensor.dtype).removeprefix('torch.')} but stores {stored} (an expanded or "
+                          f"overlapping view, such as torch.zeros(1).expand(n, d))",
+                    "a tensor saved with its own data: torch.save(tensor.contiguous().clone(), path)")
+
+
 def _tensor_to_numpy(tensor):
     import torch
 
@@ -376,10 +395,13 @@ def _read_torch(path, key):
     if isinstance(obj, torch.Tensor):
         if key is not None:
             _no_key(path, key, ".pt files saving a single tensor")
+        _check_tensor_storage(path, obj)
         return _as_matrix(_tensor_to_numpy(obj), path)
     if isinstance(obj, dict):
         tensors = {str(k): v for k, v in obj.items() if isinstance(v, torch.Tensor)}
-        return _as_matrix(_tensor_to_numpy(_pick(path, tensors, key, "saved dict")), path)
+        tensor = _pick(path, tensors, key, "saved dict")
+        _check_tensor_storage(path, tensor)
+        return _as_matrix(_tensor_to_numpy(tensor), path)
     raise _fail(path, f"torch.load returned a {type(obj).__name__}", "a tensor, or a dict of tensors")
 
 
