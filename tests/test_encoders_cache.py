@@ -85,7 +85,7 @@ def test_a_truncated_sentence_cache_is_recomputed_and_rewritten(tmp_path):
     first, second, files, messages = _read_back_again(encode, tmp_path, "truncated")
     np.testing.assert_array_equal(second, first)
     assert len(files) == 1 and len(messages) == 1 and repr(str(files[0])) in messages[0]
-    assert "Failed to read all data" in messages[0]  # numpy's reason, in the one line
+    assert "cut short" in messages[0] and "bytes of data follow it" in messages[0]  # the reason, in the one line
     np.testing.assert_array_equal(np.load(files[0]), first)
 
 
@@ -129,3 +129,49 @@ def test_a_cache_that_cannot_be_written_is_a_warning_and_the_rows_come_back(bert
         rows = encode_pooled(TEXTS, model=str(bert), layers=[1], device="cpu", cache_dir=tmp_path / "b",
                              show_progress=False)[1]
     np.testing.assert_array_equal(rows, reference)
+
+
+def _claim_a_huge_shape(path):
+    """The trial's cache_test.py: the entry replaced by a .npy whose header claims shape (10**12, 384) of float32."""
+    header = {"descr": "<f4", "fortran_order": False, "shape": (10**12, 384)}
+    with open(path, "wb") as handle:
+        np.lib.format.write_array_header_1_0(handle, header)
+        handle.write(b"\0" * 64)
+
+
+def _claim_more_columns(path):
+    """A header with the right rows but 10**9 columns over the few bytes that follow it."""
+    rows = np.load(path).shape[0]
+    with open(path, "wb") as handle:
+        np.lib.format.write_array_header_1_0(handle, {"descr": "<f4", "fortran_order": False,
+                                                      "shape": (rows, 10**9)})
+        handle.write(b"\0" * 64)
+
+
+@pytest.mark.parametrize("damage", [_claim_a_huge_shape, _claim_more_columns])
+def test_a_cache_header_claiming_a_huge_shape_is_a_miss_without_allocating_it(tmp_path, damage, monkeypatch):
+    """Before, np.load asked for 1.36 PiB (numpy's _ArrayMemoryError, not caught): the run crashed."""
+    pytest.importorskip("sentence_transformers")
+
+    def encode():
+        return encode_sentences(TEXTS, device="cpu", cache_dir=tmp_path, show_progress=False)
+
+    first = encode()
+    (path,) = sorted(tmp_path.glob("*.npy"))
+    damage(path)
+    real_load = np.load
+
+    def load_small(file, *args, **kwargs):  # the header is checked before numpy allocates what it claims
+        assert str(file) != str(path), "np.load ran on the damaged entry"
+        return real_load(file, *args, **kwargs)
+
+    monkeypatch.setattr(np, "load", load_small)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        second = encode()
+    monkeypatch.undo()
+    messages = [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
+    assert len(messages) == 1 and repr(str(path)) in messages[0] and "recomputing them" in messages[0], messages
+    assert "\n" not in messages[0]
+    np.testing.assert_array_equal(second, first)
+    np.testing.assert_array_equal(np.load(path), first)  # rewritten whole

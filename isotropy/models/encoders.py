@@ -163,9 +163,13 @@ def _load_cached(path: Path | None, n: int) -> np.ndarray | None:
     """
     if path is None or not path.is_file():
         return None
+    problem = _cached_header_problem(path, n)  # before np.load: a header claiming (10**12, 384) asked for 1.36 PiB
+    if problem is not None:
+        _unusable_cache(path, problem)
+        return None
     try:
         X = np.load(path, allow_pickle=False)
-    except (OSError, ValueError, EOFError) as exc:  # numpy: "Failed to read all data for array ..." when truncated
+    except (OSError, ValueError, EOFError, MemoryError) as exc:  # numpy: "Failed to read all data for array ..."
         _unusable_cache(path, " ".join(str(exc).split()) or type(exc).__name__)
         return None
     if not isinstance(X, np.ndarray):  # a zip archive (an .npz) under the .npy name
@@ -176,6 +180,42 @@ def _load_cached(path: Path | None, n: int) -> np.ndarray | None:
         _unusable_cache(path, f"an array of shape {X.shape} and dtype {X.dtype}, expected {n} rows of floats")
         return None
     return X
+
+
+def _cached_header_problem(path: Path, n: int) -> str | None:
+    """Why the ``.npy`` header of ``path`` does not describe ``n`` rows of floats filling the file; None when it does.
+
+    Read without the data: the shape and dtype the header claims are checked against ``n`` and the
+    file's size before numpy allocates anything (a file whose header claimed shape (10**12, 384) made
+    ``np.load`` ask for 1.36 PiB). An ``.npz`` (a zip archive) is left to ``np.load`` and the checks after it.
+    """
+    from numpy.lib import format as npy_format
+
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as handle:
+            if handle.read(6) != npy_format.MAGIC_PREFIX:
+                return None  # not an .npy (an .npz, an empty or random file): np.load's own refusal names it
+            handle.seek(0)
+            version = npy_format.read_magic(handle)
+            if version == (1, 0):
+                shape, _, dtype = npy_format.read_array_header_1_0(handle)
+            elif version in ((2, 0), (3, 0)):
+                shape, _, dtype = npy_format.read_array_header_2_0(handle)
+            else:
+                return f"an .npy header of version {version}"
+            offset = handle.tell()
+    except (OSError, ValueError, EOFError, TypeError, SyntaxError) as exc:
+        return f"a damaged .npy header ({' '.join(str(exc).split())[:160] or type(exc).__name__})"
+    if dtype.hasobject or not np.issubdtype(dtype, np.floating):
+        return f"an array of dtype {dtype}, expected {n} rows of floats"
+    if len(shape) != 2 or shape[0] != n:
+        return f"an array of shape {shape} and dtype {dtype}, expected {n} rows of floats"
+    needed = shape[0] * shape[1] * dtype.itemsize  # Python ints: no overflow
+    if size - offset != needed:
+        return (f"its header claims shape {shape} of {dtype} ({needed} bytes) but {size - offset} bytes of data "
+                f"follow it: cut short or damaged")
+    return None
 
 
 def _unusable_cache(path: Path, reason: str) -> None:
