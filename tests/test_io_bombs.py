@@ -170,7 +170,7 @@ def test_zarr_declaring_chunks_it_does_not_store_is_refused(tmp_path):
     with pytest.raises(IsotropyValueError, match="stores 2 of its 3 chunks"):
         read_shards(tmp_path / "part.zarr")
     zarr.create_array(str(tmp_path / "grid.zarr"), shape=(10**12, 10), chunks=(1, 10), dtype="f4")
-    assert _zarr_chunk_counts(tmp_path / "grid.zarr", None) == (0, 10**12, 0.0)  # the files counted, not the grid
+    assert _zarr_chunk_counts(tmp_path / "grid.zarr", None)[:3] == (0, 10**12, 0.0)  # the files counted, not the grid
 
 
 @pytest.mark.parametrize("options", [{"zarr_format": 2}, {}, {"shards": (20, 6)},

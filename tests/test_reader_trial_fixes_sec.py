@@ -53,3 +53,39 @@ def test_slices_of_a_saved_tensor_still_read(tmp_path):
     torch.save({"a": base[1:4, 2:5], "b": base.T}, path)  # views sharing one larger storage
     np.testing.assert_array_equal(read_embeddings(path, key="a")[0], base[1:4, 2:5].numpy())
     np.testing.assert_array_equal(read_embeddings(path, key="b")[0], base.T.numpy())
+
+
+@pytest.mark.parametrize(("shape", "chunks", "what"), [((20_000, 1_000), (20_000, 1_000), "its chunk 'c/0/0'"),
+                                                       ((20_000, 1_000), (250, 1_000), "its 80 chunks")])
+def test_a_zarr_chunk_expanding_like_a_bomb_is_refused_before_it_is_decoded(tmp_path, shape, chunks, what):
+    zarr = pytest.importorskip("zarr")
+    pytest.importorskip("dask")
+    from isotropy.io.shards import read_shards
+
+    path = tmp_path / "x.zarr"  # 80 MB of float32 ones, zstd: a few KB on disk (the trial's 62 KB read as 1.6 GB)
+    array = zarr.create_array(str(path), shape=shape, chunks=chunks, dtype="f4", fill_value=0.0)
+    array[:] = 1.0
+    stored = sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+    assert stored < 200_000
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError) as error:  # IsotropyValueError
+            read_shards(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    message = str(error.value)
+    assert peak < 20 * 2**20, peak
+    assert message.startswith(f"Cannot read embeddings from {str(path)!r}: {what} expands from "), message
+    assert "to 80000000 bytes" in message and "expected a Zarr array whose chunks expand at most 100x" in message
+    assert "\n" not in message and len(message) < 400
+
+
+def test_a_compressible_zarr_array_under_the_floor_still_reads(tmp_path):
+    zarr = pytest.importorskip("zarr")
+    pytest.importorskip("dask")
+    from isotropy.io.shards import read_shards
+
+    array = zarr.create_array(str(tmp_path / "x.zarr"), shape=(1_000, 50), chunks=(100, 50), dtype="f4")
+    array[:] = 1.0  # 200 KB of ones: compresses far past 100x, but below 64 MiB any expansion is allowed
+    assert read_shards(tmp_path / "x.zarr").shape == (1_000, 50)

@@ -29,12 +29,14 @@ import re
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from isotropy._utils.suggest import did_you_mean
 
 __all__ = [
     "CONFIG_ROOT",
+    "MAX_INT",
+    "MAX_SEED",
     "ConfigError",
     "ExperimentConfig",
     "Seeds",
@@ -65,10 +67,43 @@ class ConfigError(ValueError):
     """A config that cannot be used: unreadable YAML, an unknown key, a value of the wrong type or range."""
 
 
+# The largest int a config key takes unless its field declares its own upper bound (a seed: MAX_SEED). Every int of
+# a config counts something a run does or holds (updates, epochs, steps, samples, items, tokens, clusters, components,
+# batch sizes, layer indices): a billion of any of them is far past any real run (the paper setups ask for at most
+# ~10**5), yet keeps the work a config may ask for bounded. Without it `updates: 9999999999999999999999` was an
+# OverflowError traceback (range() of it in classifier-geometry) and `updates: 10**18` was accepted.
+MAX_INT = 10**9
+_WHY_MAX_INT = "a bound far past any real run, which keeps the work a config may ask for bounded"
+
+
 class ExperimentConfig(BaseModel):
-    """Base of every experiment's config model: strict types, unknown keys refused, checked on assignment."""
+    """Base of every experiment's config model: strict types, unknown keys refused, checked on assignment.
+
+    Every int of every key (also an item of a list of ints) lies in ``[-MAX_INT, MAX_INT]`` unless the
+    field declares its own upper bound (:data:`Seeds`): :meth:`_bounded_ints`, one check for every experiment.
+    """
 
     model_config = ConfigDict(extra="forbid", strict=True, validate_assignment=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _bounded_ints(cls, value, info: ValidationInfo):
+        """Refuse an int past :data:`MAX_INT` (in size) in a key whose type takes ints, naming the range it may take."""
+        field = cls.model_fields.get(info.field_name) if info.field_name else None
+        if field is None or isinstance(value, bool):
+            return value
+        if isinstance(value, int):
+            bounds = _int_bounds(field.annotation, field.metadata)
+            if bounds is not None and not -MAX_INT <= value <= MAX_INT:
+                raise config_rule(f"must be an int in [{bounds[0]}, {bounds[1]}] ({_WHY_MAX_INT})")
+        elif isinstance(value, list) and len(value) <= 100_000:
+            bounds = _int_bounds(field.annotation, field.metadata, item=True)
+            if bounds is not None:
+                for index, item in enumerate(value):
+                    if isinstance(item, int) and not isinstance(item, bool) and not -MAX_INT <= item <= MAX_INT:
+                        raise config_rule(f"must hold ints in [{bounds[0]}, {bounds[1]}] ({_WHY_MAX_INT}); its item "
+                                          f"[{index}] is {_shown(item, 40)}")
+        return value
 
     @classmethod
     def hashed_values(cls, values: dict) -> dict:
@@ -78,6 +113,47 @@ class ExperimentConfig(BaseModel):
         the old one, so that runs saved before the change keep their hash (and resume).
         """
         return values
+
+
+def _int_bounds(annotation, metadata=(), *, item: bool = False) -> tuple[int, int] | None:
+    """The range ``[low, MAX_INT]`` an int of a field's value is held to (``item``: an int inside a list of them).
+
+    ``None`` when the field takes no such int (a str, a float, a section) or declares its own upper bound (``le``/
+    ``lt``: seeds). ``low`` is the field's ``ge``/``gt`` where it declares one, else ``-MAX_INT``.
+    """
+    import types
+    import typing
+
+    def walk(tp, meta, in_list):
+        """(declared lower bound or None, declared upper bound?) of each int the type ``tp`` takes."""
+        origin = typing.get_origin(tp)
+        if origin is Annotated:
+            base, *more = typing.get_args(tp)
+            extra = []
+            for m in more:
+                extra.extend(getattr(m, "metadata", None) or [m])
+            yield from walk(base, [*meta, *extra], in_list)
+        elif origin in (typing.Union, types.UnionType):
+            for member in typing.get_args(tp):
+                yield from walk(member, meta, in_list)
+        elif origin is list:
+            args = typing.get_args(tp)
+            if args:
+                yield from walk(args[0], [], True)
+        elif tp is int and in_list == item:
+            low = next((getattr(m, "ge", None) for m in meta if getattr(m, "ge", None) is not None), None)
+            if low is None:
+                gt = next((getattr(m, "gt", None) for m in meta if getattr(m, "gt", None) is not None), None)
+                low = None if gt is None else gt + 1
+            capped = any(getattr(m, "le", None) is not None or getattr(m, "lt", None) is not None for m in meta)
+            yield low, capped
+
+    found = list(walk(annotation, list(metadata), False))
+    if not found or any(capped for _, capped in found):
+        return None
+    lows = [low for low, _ in found if low is not None]
+    low = max(min(lows), -MAX_INT) if lows and len(lows) == len(found) else -MAX_INT
+    return low, MAX_INT
 
 
 def expects(text: str, *, choices=None, **kwargs):
@@ -374,7 +450,7 @@ def _format_errors(exc: ValidationError, model: type[BaseModel], data: dict, *, 
             null = " (or null)" if _takes_null(model, path) else ""
             messages.append(f"The '{key}' setting of {experiment} is a section{null}, not a value: set its keys "
                             f"({', '.join(keys)}) one by one, e.g. --set {key}.{keys[0]}=... "
-                            f"Got {errors[0].get('input')!r} instead.")
+                            f"Got {_shown(errors[0].get('input'))} instead.")
             continue
         rule = next((e for e in errors if e["type"] == "config_rule"), None)
         if rule is not None:
@@ -408,8 +484,17 @@ _MESSAGES = 10
 
 
 def _shown(value, limit: int = 80) -> str:
-    """``repr(value)``, cut to ``limit`` characters: a 100 KB value was echoed whole."""
-    text = repr(value)
+    """``repr(value)``, cut to ``limit`` characters: a 100 KB value was echoed whole.
+
+    An int past Python's 4,300-digit limit of ``repr`` (``0xfff...`` of 5,000 hex digits: a ValueError
+    that was the whole message) is said by its size.
+    """
+    try:
+        text = repr(value)
+    except ValueError:
+        if isinstance(value, int):
+            return f"an int of about {int(value.bit_length() * 0.30103) + 1:,} digits"
+        return f"a {type(value).__name__} holding an int of more than 4,300 digits"
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
 
 

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from isotropy.io._archives import MAX_EXPANSION, expansion_problem
 from isotropy.io._paths import natural_key, path_kind
 from isotropy.io.embeddings import (
     _as_matrix,
@@ -307,8 +308,13 @@ def _read_zarr(path: Path, key, chunk_rows):
         raise _fail(path, f"the array has shape {arr.shape} and dtype {arr.dtype}",
                     "a 2-d numeric Zarr array with at least one row and one column")
     counts = _zarr_chunk_counts(path, key)
+    if counts is not None and counts[3]:
+        problem = _zarr_expansion_problem(counts[3], counts[4] * np.dtype(arr.dtype).itemsize)
+        if problem is not None:
+            raise _fail(path, problem, f"a Zarr array whose chunks expand at most {MAX_EXPANSION}x; if the store is "
+                                       f"genuine, write it again with a lighter compressor or none")
     if counts is not None and counts[0] < counts[1]:
-        stored, total, fill = counts
+        stored, total, fill = counts[:3]
         raise _fail(path, f"the Zarr array stores {stored} of its {total} chunks (the missing ones would read as "
                           f"the fill value {fill})", "a Zarr array with every chunk stored (missing chunks mean an "
                           "incomplete or corrupt store; if chunks equal to the fill value were left out on purpose, "
@@ -320,8 +326,24 @@ def _read_zarr(path: Path, key, chunk_rows):
     return arr.map_blocks(_check_zarr_block, str(path), starts, dtype=dtype)
 
 
+def _zarr_expansion_problem(sizes: dict, chunk_bytes: int) -> str | None:
+    """Why stored chunk objects of ``sizes`` (key: bytes on disk), each decoding to ``chunk_bytes``, expand too far.
+
+    A Zarr chunk is decoded whole (zstd, blosc, gzip: a 52,947-byte chunk declared 400000 x 1000 float32 decoded to
+    1.6 GB), so every chunk object is checked against the size its grid declares (edge chunks are stored whole too),
+    and all of them together, by :func:`isotropy.io._archives.expansion_problem`: the rule of ``.npz``, ``.pt``
+    and Parquet files. Only the store's directory is read (file sizes), no chunk."""
+    for chunk_key, size in sizes.items():
+        problem = expansion_problem(f"its chunk {chunk_key!r}", chunk_bytes, size)
+        if problem is not None:
+            return problem
+    return expansion_problem(f"its {len(sizes)} chunks", chunk_bytes * len(sizes), sum(sizes.values()))
+
+
 def _zarr_chunk_counts(path: Path, key):
-    """``(stored, total, fill value)``: chunk objects (shards, when sharded) in the store and in the array's grid.
+    """``(stored, total, fill value, sizes, chunk values)``: chunk objects (shards, when sharded) in the store and in
+    the array's grid, the fill value, the bytes on disk of each stored object (by key; empty when zarr counted),
+    and the values one object holds.
 
     The stored ones are counted in one walk of the array's directory, each file name decoded as chunk
     coordinates and checked by encoding them again (zarr 3's ``nchunks_initialized`` compares every
@@ -336,11 +358,12 @@ def _zarr_chunk_counts(path: Path, key):
         counts = tuple(-(-size // step) for size, step in zip(z.shape, grid))
         encode = getattr(getattr(z, "metadata", None), "encode_chunk_key", None)
         root = path / key if key else path
+        values = math.prod(grid)
         if encode is None or not root.is_dir():
-            return int(z.nchunks_initialized), int(z.nchunks), z.fill_value
+            return int(z.nchunks_initialized), int(z.nchunks), z.fill_value, {}, values
     except Exception:  # noqa: BLE001 -- opened by dask above; a store zarr cannot count is left as before
         return None
-    stored = 0
+    stored, sizes = 0, {}
     for folder, _, files in os.walk(root):
         prefix = os.path.relpath(folder, root).replace(os.sep, "/")
         for name in files:
@@ -352,7 +375,11 @@ def _zarr_chunk_counts(path: Path, key):
             coords = tuple(int(p) for p in parts)
             if all(c < n for c, n in zip(coords, counts)) and encode(coords) == chunk_key:
                 stored += 1
-    return stored, math.prod(counts), z.fill_value
+                try:
+                    sizes[chunk_key] = os.path.getsize(os.path.join(folder, name))
+                except OSError:  # gone since the walk: zarr says so when it reads it
+                    pass
+    return stored, math.prod(counts), z.fill_value, sizes, values
 
 
 def _check_zarr_block(block, path, starts, block_info=None):

@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field, ValidationInfo, field_validator
 
-from isotropy.experiments._config import ExperimentConfig, Seeds, config_rule, expects
+from isotropy.experiments._config import MAX_SEED, ExperimentConfig, Seeds, config_rule, expects
 
 __all__ = ["FinetuneConfig", "IstarSettings", "Pooling", "TableSpec", "finetune_setup", "resolve", "sweep_specs"]
 
@@ -74,7 +74,7 @@ class FinetuneConfig(ExperimentConfig):
     max_length: int = Field(ge=2)
     train_size: int | None = Field(None, ge=2)
     validation_size: int | None = Field(None, ge=2)
-    data_seed: int = Field(ge=0)
+    data_seed: int = Field(ge=0, le=MAX_SEED)
     epochs: int = Field(ge=1)
     batch_size: int = Field(ge=1)
     eval_batch_size: int = Field(ge=1)

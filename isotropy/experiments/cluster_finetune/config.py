@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from isotropy.experiments._config import ExperimentConfig, Seeds, expects
+from isotropy.experiments._config import MAX_SEED, ExperimentConfig, Seeds, expects
 from isotropy.experiments._finetune.config import Pooling
 
 __all__ = ["ClusterFinetuneConfig", "GeometrySettings", "TransformSettings"]
@@ -39,7 +39,7 @@ class ClusterFinetuneConfig(ExperimentConfig):
     max_length: int = Field(ge=2)
     train_size: int | None = Field(None, ge=2)
     validation_size: int | None = Field(None, ge=2)
-    data_seed: int = Field(ge=0)
+    data_seed: int = Field(ge=0, le=MAX_SEED)
     epochs: float = Field(gt=0)
     batch_size: int = Field(ge=2)
     eval_batch_size: int = Field(ge=2)

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from isotropy.experiments._config import ExperimentConfig, Seeds
+from isotropy.experiments._config import MAX_SEED, ExperimentConfig, Seeds
 from isotropy.experiments._methods import method_list
 from isotropy.experiments.frozen_classification.science import METHODS
 from isotropy.models.resolve import MODEL_HELP
@@ -24,7 +24,7 @@ class FrozenClassificationConfig(ExperimentConfig):
     max_length: int = Field(ge=2)
     encode_batch_size: int = Field(ge=1)
     train_size: int | None = Field(ge=2, description="Random training subset (null = the whole split).")
-    data_seed: int = Field(ge=0, description="Seed of the training subset (the same for every seed below).")
+    data_seed: int = Field(ge=0, le=MAX_SEED, description="Seed of the training subset (the same for every seed below).")
     methods: method_list(METHODS)  # typed mean+pca or Mean + PCA (as sts-isotropy); recorded as METHODS
     n_clusters: int = Field(ge=1, description="Clusters of the cluster-based methods (paper: 27 for BERT).")
     n_components: int = Field(ge=0, description="Directions removed (globally or per cluster; paper: 12).")
