@@ -89,3 +89,19 @@ def test_a_compressible_zarr_array_under_the_floor_still_reads(tmp_path):
     array = zarr.create_array(str(tmp_path / "x.zarr"), shape=(1_000, 50), chunks=(100, 50), dtype="f4")
     array[:] = 1.0  # 200 KB of ones: compresses far past 100x, but below 64 MiB any expansion is allowed
     assert read_shards(tmp_path / "x.zarr").shape == (1_000, 50)
+
+
+@pytest.mark.parametrize("suffix", [".npz", ".safetensors"])
+def test_a_container_of_many_arrays_lists_a_few_names(tmp_path, suffix):
+    arrays = {f"member_{i:05d}": np.zeros((1, 1), dtype=np.float32) for i in range(3_000)}
+    path = tmp_path / f"many{suffix}"
+    if suffix == ".npz":
+        np.savez(path, **arrays)
+    else:
+        pytest.importorskip("safetensors.numpy").save_file(arrays, str(path))
+    message = _refusal(path)  # the trial's 20,000 members: one line of 189 KB
+    assert "holds several arrays ['member_00000', 'member_00001', 'member_00002', 'member_00003', 'member_00004', " \
+           "… and 2995 more]; expected --key (key=) naming one of them" in message, message
+    message = _refusal(path, key="x" * 1_000)
+    assert f"has no array '{'x' * 40}…'; expected one of ['member_00000', " in message and "2995 more" in message
+    assert len(message) < 400

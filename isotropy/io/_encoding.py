@@ -8,7 +8,7 @@ import codecs
 from isotropy._utils.errors import IsotropyValueError
 
 __all__ = ["LABEL_HEADERS", "MAX_LINE_CHARS", "MAX_TEXT_FILE_BYTES", "ROW_ID_HEADERS", "header_name",
-           "is_label_header", "is_row_id_header", "longest_line", "text_codec"]
+           "is_label_header", "is_row_id_header", "longest_line", "shorten", "text_codec"]
 
 #: A texts file (``measure --model --texts``) or a labels text file is read into memory: past this size it is
 #: refused, not read. A million sentences take about 100 MB; a forward pass over 1 GiB of text takes hours even on
@@ -19,6 +19,18 @@ MAX_TEXT_FILE_BYTES = 2**30
 MAX_LINE_CHARS = 2**20
 # characters of a decoded text looked at a time by longest_line (as 4-byte code points: 64 MiB)
 _LINE_SCAN = 2**24
+
+
+def shorten(text: str, limit: int = 40) -> str:
+    """``text`` cut to its first ``limit`` characters and ``…`` when longer: what an error message quotes of a value
+    read from a file (a cell, a row name, a member's name), which may be a gigabyte long.
+
+    >>> shorten("x" * 50, 5)
+    'xxxxx…'
+    >>> shorten("short")
+    'short'
+    """
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def longest_line(text: str, limit: int = MAX_LINE_CHARS) -> tuple[int, int] | None:

@@ -32,7 +32,7 @@ from isotropy.io._archives import (
     zip_expansion_problem,
 )
 from isotropy.io._encoding import header_name as _header_name  # shared with read_labels' column=
-from isotropy.io._encoding import is_label_header, is_row_id_header
+from isotropy.io._encoding import is_label_header, is_row_id_header, shorten
 from isotropy.io._paths import npy_magic_problem, path_kind
 from isotropy.io.word_vectors import PACKAGED_GLOVE, read_word_vectors
 
@@ -279,15 +279,24 @@ def _load_npy(path, mmap_mode=None):
     return arr
 
 
+def _some_names(names, shown: int = 5) -> str:
+    """The first ``shown`` of ``names`` (sorted, each cut to 40 characters), then how many more: an archive of
+    20,000 members listed them all in one 189 KB line."""
+    names = sorted(names)
+    listed = ", ".join(repr(shorten(str(name))) for name in names[:shown])
+    return f"[{listed}{f', … and {len(names) - shown} more' if len(names) > shown else ''}]"
+
+
 def _pick(path, arrays: dict, key, what: str):
     if not arrays:
         raise _fail(path, f"the {what} holds no arrays")
     if key is None:
         if len(arrays) > 1:
-            raise _fail(path, f"the {what} holds several arrays {sorted(arrays)}", "--key (key=) naming one of them")
+            raise _fail(path, f"the {what} holds several arrays {_some_names(arrays)}",
+                        "--key (key=) naming one of them")
         return next(iter(arrays.values()))
     if key not in arrays:
-        raise _fail(path, f"the {what} has no array {key!r}", f"one of {sorted(arrays)}")
+        raise _fail(path, f"the {what} has no array {shorten(str(key))!r}", f"one of {_some_names(arrays)}")
     return arrays[key]
 
 
