@@ -105,3 +105,22 @@ def test_a_container_of_many_arrays_lists_a_few_names(tmp_path, suffix):
     message = _refusal(path, key="x" * 1_000)
     assert f"has no array '{'x' * 40}…'; expected one of ['member_00000', " in message and "2995 more" in message
     assert len(message) < 400
+
+
+def test_bfloat16_safetensors_read_as_float32_exactly_as_pt(tmp_path):
+    torch = pytest.importorskip("torch")
+    save_file = pytest.importorskip("safetensors.torch").save_file
+    rng = np.random.default_rng(0)
+    X = torch.from_numpy(rng.normal(size=(50, 8)).astype(np.float32)).to(torch.bfloat16)
+    X[0, :4] = torch.tensor([0.0, -0.0, 1e-40, -3.0e38])  # zeros, a subnormal, a large negative
+    save_file({"emb": X, "other": torch.ones(3, 2, dtype=torch.bfloat16)}, str(tmp_path / "x.safetensors"))
+    torch.save({"emb": X, "other": torch.ones(3, 2, dtype=torch.bfloat16)}, tmp_path / "x.pt")
+    read, _ = read_embeddings(tmp_path / "x.safetensors", key="emb")  # refused: "data type 'bfloat16' not understood"
+    assert read.dtype == np.float32 and read.shape == (50, 8)
+    np.testing.assert_array_equal(read, X.float().numpy())
+    assert np.signbit(read[0, 1]) and read[0, 2] == X[0, 2].float().item() != 0
+    np.testing.assert_array_equal(read, read_embeddings(tmp_path / "x.pt", key="emb")[0])
+    message = _refusal(tmp_path / "x.safetensors")
+    assert "holds several arrays ['emb', 'other']" in message, message
+    save_file({"only": X[:3]}, str(tmp_path / "one.safetensors"))
+    np.testing.assert_array_equal(read_embeddings(tmp_path / "one.safetensors")[0], X[:3].float().numpy())

@@ -419,9 +419,45 @@ def _read_safetensors(path, key):
     try:
         arrays = load_file(str(path))
     except Exception as exc:  # noqa: BLE001 -- header errors, bfloat16 (not in numpy), truncated file
-        raise _fail(path, f"not a readable .safetensors file ({_short(exc)})",
-                    "a .safetensors file of float or integer tensors") from None
+        arr = _read_safetensors_tensor(path, key)  # a bfloat16 tensor: numpy has no such type
+        if arr is None:
+            raise _fail(path, f"not a readable .safetensors file ({_short(exc)})",
+                        "a .safetensors file of float or integer tensors") from None
+        return _as_matrix(arr, path)
     return _as_matrix(_pick(path, arrays, key, ".safetensors file"), path)
+
+
+def _read_safetensors_tensor(path, key):
+    """The tensor ``key`` of a .safetensors file that ``safetensors.numpy`` cannot load whole, bfloat16 included;
+    ``None`` when the file cannot be opened, or that tensor is not readable either (the caller says why).
+
+    bfloat16 (the type language models are saved in: a ``.pt`` file of it was read, the same tensor as
+    ``.safetensors`` was refused, "data type 'bfloat16' not understood") is the top 16 bits of a float32: each
+    value, as a little-endian uint16 shifted 16 bits left, is that float32 exactly (float32, as ``.pt`` bfloat16 is
+    read). safetensors validates the header (offsets within the file, sizes matching shapes) when it opens the file,
+    and only the tensor taken is read.
+    """
+    import json
+
+    from safetensors import safe_open
+
+    try:
+        with safe_open(str(path), framework="numpy") as handle:
+            names = list(handle.keys())
+            name = _pick(path, {n: n for n in names}, key, ".safetensors file")
+            if handle.get_slice(name).get_dtype() != "BF16":
+                return handle.get_tensor(name)
+    except IsotropyValueError:  # _pick's: several tensors and no key, or a key naming none
+        raise
+    except Exception:  # noqa: BLE001 -- what safetensors cannot open or read: the caller's message
+        return None
+    with open(path, "rb") as file:
+        size = int.from_bytes(file.read(8), "little")
+        entry = json.loads(file.read(size))[name]
+        begin, end = entry["data_offsets"]
+        file.seek(8 + size + begin)
+        raw = np.frombuffer(file.read(end - begin), dtype="<u2")
+    return (raw.astype(np.uint32) << 16).view(np.float32).reshape(entry["shape"])
 
 
 def _is_float(token: str) -> bool:
