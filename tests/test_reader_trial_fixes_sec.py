@@ -124,3 +124,38 @@ def test_bfloat16_safetensors_read_as_float32_exactly_as_pt(tmp_path):
     assert "holds several arrays ['emb', 'other']" in message, message
     save_file({"only": X[:3]}, str(tmp_path / "one.safetensors"))
     np.testing.assert_array_equal(read_embeddings(tmp_path / "one.safetensors")[0], X[:3].float().numpy())
+
+
+def test_a_csv_line_far_longer_than_its_columns_allow_is_refused_before_pandas_reads_it(tmp_path, monkeypatch):
+    pd = pytest.importorskip("pandas")
+    path = tmp_path / "long.csv"
+    with open(path, "w") as handle:  # the trial's 1 GB line: 120 s, 7.45 GB, a 1 GB error line
+        handle.write("a,b\n1,2\n" + "4" * 40_000_000 + ",1\n3,4\n")
+
+    def read_csv(*args, **kwargs):
+        raise AssertionError("pandas read the file")
+
+    monkeypatch.setattr(pd, "read_csv", read_csv)
+    message = _refusal(path)
+    assert "line 3 is longer than 1,049,088 bytes" in message and "2 columns" in message, message
+    assert "each field at most 256 bytes besides a row name of at most 1 MiB" in message, message
+
+
+def test_a_cell_quoted_in_an_error_is_cut_and_long_row_names_still_read(tmp_path):
+    pytest.importorskip("pandas")
+    path = tmp_path / "x.csv"
+    path.write_text("a,b\n1,2\n3," + "4x" * 100_000 + "\n")  # 200 KB: within the bound, not a number
+    message = _refusal(path)
+    assert f"column 'b' is not numeric ('{'4x' * 20}…' on line 3)" in message, message
+    path.write_text("".join(f"{'w' * 100_000}{i},{i},{i + 1}\n" for i in range(3)))  # row names of 100 KB
+    X, names = read_embeddings(path)
+    assert X.shape == (3, 2) and len(names[0]) == 100_001
+
+
+def test_a_row_name_quoted_by_measure_is_cut():
+    from isotropy.measure.report import InputError, _check_finite
+
+    X = np.array([[1.0, 2.0], [np.nan, 1.0]])
+    with pytest.raises(InputError, match=r"\(row name '1\.51\.5") as error:
+        _check_finite(X, "x.csv", ["a", "1.5" * 10**6], np.arange(2))
+    assert len(error.value.message) < 300 and "…'" in error.value.message

@@ -475,6 +475,42 @@ _MAX_FIRST_LINE = 16 * 2**20  # characters: about 900,000 columns of 18-characte
 _MAX_COLUMNS = 2**17
 
 
+# The longest line of a .csv/.tsv file, in bytes: _MAX_FIELD_BYTES for each column of its first line, and
+# _MAX_ROW_NAME_BYTES for a row name (or one text field) besides. A number is written in at most 24 characters
+# (repr of a float64: -1.2345678901234567e-308), 10 times that covers any padding or quoting; a row name is a word,
+# a sentence or an id, never a megabyte. pandas reads a file whole before any check (a 1 GB line under a header
+# 'a,b': 120 s and 7.45 GB, then an error line quoting it whole), so every line is measured first, in one pass of
+# numpy over the bytes (about 1 GB/s; a file no longer than the bound is not read), stopping at the first line
+# over the bound.
+_MAX_FIELD_BYTES = 256
+_MAX_ROW_NAME_BYTES = 2**20
+_LINE_SCAN_BYTES = 2**24  # bytes looked at a time by _long_line
+
+
+def _long_line(path, limit: int) -> tuple[int, int] | None:
+    """``(line number from 1, its length so far)`` of the first line of the file longer than ``limit`` bytes, read
+    at most one block past it; ``None`` when there is none. Lines end at ``\n`` or ``\r`` (each counted as a
+    break: a line is never longer than what :mod:`csv` and pandas read as one), numbered by ``\n``."""
+    line, run = 1, 0  # the number of the current line, and its bytes so far
+    with open(path, "rb") as handle:
+        while block := handle.read(_LINE_SCAN_BYTES):
+            data = np.frombuffer(block, dtype=np.uint8)
+            newline = data == 10
+            at = np.flatnonzero(newline | (data == 13))
+            lengths = np.diff(at, prepend=-1) - 1
+            if at.size:
+                lengths[0] += run
+            over = np.flatnonzero(lengths > limit)
+            if over.size:
+                k = int(over[0])
+                return line + int(np.count_nonzero(newline[at[:k]])), int(lengths[k])
+            line += int(np.count_nonzero(newline))
+            run = (run + data.size) if not at.size else data.size - 1 - int(at[-1])
+            if run > limit:
+                return line, run
+    return None
+
+
 def _numbered_columns(cells, at_least: int = 2) -> bool:
     """Whether ``cells`` are 0, 1, ..., n-1 (n >= ``at_least``): the column labels pandas writes for an unnamed frame."""
     return len(cells) >= at_least and cells == [str(i) for i in range(len(cells))]
@@ -546,6 +582,16 @@ def _read_table(path, sep: str, label_column=None):
     if label_column is not None and first.count(_header_name(label_column)) > 1:
         raise _fail(path, f"its header has {first.count(_header_name(label_column))} columns named "
                           f"{_header_name(label_column)!r}", "one column of that name to leave out as labels")
+    bound = _MAX_ROW_NAME_BYTES + _MAX_FIELD_BYTES * len(first)
+    try:
+        long = _long_line(path, bound) if os.path.getsize(path) > bound else None
+    except OSError as exc:
+        raise _fail(path, f"the file cannot be read ({_short(exc)})") from None
+    if long is not None:
+        raise _fail(path, f"line {long[0]} is longer than {bound:,} bytes ({long[1]:,} at least), far more than "
+                          f"{len(first):,} column{'' if len(first) == 1 else 's'} of numbers and a row name take",
+                    f"{rows}, one row per line, each field at most {_MAX_FIELD_BYTES} bytes besides a row name of "
+                    f"at most {_MAX_ROW_NAME_BYTES // 2**20} MiB")
     try:
         df = pd.read_csv(path, sep=sep, header=0 if header else None)
     except Exception as exc:  # noqa: BLE001
@@ -745,8 +791,13 @@ def _check_numeric_columns(df, path, *, line_offset: int | None) -> None:
         if bad.any():
             row = int(np.flatnonzero(bad.to_numpy())[0])
             place = f"line {row + line_offset}" if line_offset is not None else f"row {row}"
-            where = f" ({values.iloc[row]!r} on {place})"
-        raise _fail(path, f"column {column!r} is not numeric{where}", "numbers in every column but the row names")
+            where = f" ({_quoted(values.iloc[row])} on {place})"
+        raise _fail(path, f"column {_quoted(column)} is not numeric{where}", "numbers in every column but the row names")
+
+
+def _quoted(value) -> str:
+    """``repr`` of a cell or a column name for a message, a string cut to 40 characters (:func:`shorten`)."""
+    return repr(shorten(value)) if isinstance(value, str) else shorten(repr(value))
 
 
 def _read_parquet(path, key, *, checked: bool = False, with_columns: bool = False, label_column=None):

@@ -377,7 +377,9 @@ def _check_finite(X, embeddings, row_names, rows) -> None:
         return
     found = first_nonfinite(X)  # a block of rows at a time: no n x d temporary either
     row = int(rows[found.row])
-    name = f" (row name {row_names[row]!r})" if row_names is not None else ""
+    from isotropy.io._encoding import shorten
+
+    name = f" (row name {shorten(str(row_names[row]))!r})" if row_names is not None else ""  # 1 GB names were quoted
     raise InputError(f"EMBEDDINGS {embeddings!r} has a non-finite value {found.at(row)}{name}; "
                      f"expected finite numbers (no NaN or inf).")
 
