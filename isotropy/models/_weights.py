@@ -5,6 +5,10 @@
   ``SafetensorError`` traceback);
 - **pickles** (``pytorch_model.bin``, ``*.pt``, ``*.ckpt``, ``*.pkl``): refused when they are the
   only weights of a model directory; a pickle can run code, and isotropy reads safetensors only;
+- **config.json against the weights**: the layers it counts, the token embeddings' shape and the
+  model it describes (built on the ``meta`` device) are compared with the safetensors headers
+  before any model is built (1000 layers over 6 built 994 random ones); after loading, any weight
+  transformers initialised at random (a missing key) is refused (:func:`refuse_missing_weights`);
 - **GGUF**: the header, every metadata entry and every tensor description are walked with their
   lengths checked against the file's size (a file cut short was a ``struct.error``, one claiming
   2^62 tensors asked for that many), and the metadata's size capped (a 5-million-string array kept
@@ -13,14 +17,17 @@
 
 from __future__ import annotations
 
+import math
 import os
+import re
 import struct
 from pathlib import Path
 
 from isotropy._utils import jsontext
 from isotropy._utils.validation import IsotropyValueError
 
-__all__ = ["check_gguf_header", "check_model_weights", "check_safetensors"]
+__all__ = ["check_config_matches_weights", "check_gguf_header", "check_model_weights", "check_module_folders",
+           "check_safetensors", "refuse_missing_weights"]
 
 _MAX_HEADER = 100 * 2**20
 _ST_DTYPES = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "I16": 2, "U16": 2, "F16": 2, "BF16": 2,
@@ -33,8 +40,8 @@ def _refuse(path, reason: str, expected: str) -> IsotropyValueError:
     return IsotropyValueError(f"{what} {str(path)!r} {reason}; expected {expected}.")
 
 
-def check_safetensors(path: str | os.PathLike) -> None:
-    """Refuse a ``.safetensors`` file whose header does not describe its bytes."""
+def check_safetensors(path: str | os.PathLike) -> dict[str, tuple[int, ...]]:
+    """Refuse a ``.safetensors`` file whose header does not describe its bytes; return its tensors' shapes by name."""
     from isotropy.io._paths import path_kind
 
     path = Path(path)
@@ -59,6 +66,7 @@ def check_safetensors(path: str | os.PathLike) -> None:
     if not isinstance(header, dict):
         raise _refuse(path, "has a header that is not a JSON object", expected)
     data = size - 8 - n
+    shapes = {}
     for name, info in header.items():
         if name == "__metadata__":
             continue
@@ -74,6 +82,8 @@ def check_safetensors(path: str | os.PathLike) -> None:
         if not 0 <= start <= stop <= data or stop - start != count * _ST_DTYPES[info["dtype"]]:
             raise _refuse(path, f"is cut short or corrupt: tensor {name[:60]!r} needs bytes {start}..{stop} of "
                                 f"{data}", expected)
+        shapes[name] = tuple(info["shape"])
+    return shapes
 
 
 def _bounded_count(path, name: str, shape: list, data: int, expected: str) -> int:
@@ -110,6 +120,172 @@ def check_model_weights(directory: str | os.PathLike) -> None:
             raise IsotropyValueError(f"The model directory {str(directory)!r} holds no weights (no .safetensors "
                                      f"file); expected the weights as model.safetensors beside config.json "
                                      f"(model.save_pretrained(dir)).")
+
+
+# ---------------------------------------------------------------- config.json against the weights
+# where a config names its number of layers, and how checkpoints number them (bert: encoder.layer.N.,
+# llama/gemma: layers.N., gpt2: h.N., t5/bloom-style: block.N.)
+_LAYER_COUNT_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
+_LAYER_INDEX = re.compile(r"(?:^|\.)(?:layer|layers|h|block|blocks)\.(\d+)\.")
+_WIDTH_KEYS = ("hidden_size", "n_embd", "d_model", "dim")
+_EMBEDDING_NAMES = ("word_embeddings.weight", "embed_tokens.weight", "wte.weight")
+# the parameters that do not feed the hidden states isotropy measures: BERT-style poolers, absent from MLM checkpoints
+# (roberta-base), newly initialised by transformers and never used here
+_UNUSED = re.compile(r"(?:^|\.)pooler\.")
+
+
+def _config_mismatch(directory: Path, reason: str) -> IsotropyValueError:
+    return IsotropyValueError(f"The model directory {str(directory)!r} has a config.json that does not match its "
+                              f"weights: {reason}; expected the config.json saved with these weights "
+                              f"(model.save_pretrained(dir)), as a model built from it would hold randomly "
+                              f"initialised weights.")
+
+
+def _safetensors_shapes(directory: Path) -> dict[str, tuple[int, ...]]:
+    shapes: dict[str, tuple[int, ...]] = {}
+    for file in sorted(directory.glob("*.safetensors")):
+        shapes.update(check_safetensors(file))
+    return shapes
+
+
+def check_config_matches_weights(directory: str | os.PathLike) -> None:
+    """Refuse a model directory whose ``config.json`` describes a model its safetensors weights do not fill.
+
+    Read from the ``config.json`` and the safetensors headers only, before any model is built (a
+    config of ``num_hidden_layers`` 1000 over MiniLM's 6-layer weights built 994 random layers in
+    60 s at 7.6 GB; one of vocabulary 2,000,000 and width 4096 asked for tens of GB):
+
+    - the layers the config counts must all be in the weights (``encoder.layer.N.``, ``layers.N.``, ``h.N.``);
+    - the token embeddings' shape must be ``(vocab_size, hidden_size)``;
+    - the model transformers would build (on the ``meta`` device: no memory) must find every tensor
+      it shares a name with in the shape the weights hold, and no more parameters than the weights hold.
+    """
+    from isotropy.models._safety import _read_json
+
+    directory = Path(directory)
+    if not (directory / "config.json").is_file() or not any(directory.glob("*.safetensors")):
+        return
+    config = _read_json(directory / "config.json")
+    if not isinstance(config, dict):
+        raise IsotropyValueError(f"The model directory {str(directory)!r} has a config.json that is not a JSON object; "
+                                 f"expected a Hugging Face model configuration.")
+    shapes = _safetensors_shapes(directory)
+    _check_layers(directory, config, shapes)
+    _check_embeddings(directory, config, shapes)
+    if "quantization_config" not in config:  # quantised weights are packed: their shapes are not the model's
+        _check_against_meta_model(directory, shapes)
+
+
+def _int(config: dict, keys) -> tuple[str, int] | None:
+    for key in keys:
+        value = config.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return key, value
+    return None
+
+
+def _check_layers(directory: Path, config: dict, shapes: dict) -> None:
+    found = _int(config, _LAYER_COUNT_KEYS)
+    if found is None:
+        return
+    key, n_layers = found
+    present = {int(m.group(1)) for name in shapes for m in [_LAYER_INDEX.search(name)] if m}
+    if not present:
+        return  # layers named otherwise: left to the checks below and to the load's missing keys
+    lacking = [i for i in range(min(n_layers, max(present) + 2)) if i not in present]
+    if n_layers > max(present) + 1 or lacking:
+        held = f"layers 0-{max(present)}" if len(present) == max(present) + 1 else f"{len(present)} layers"
+        raise _config_mismatch(directory, f"it counts {n_layers} layers ({key}) but the weights hold {held} "
+                                          f"(layer {lacking[0] if lacking else max(present) + 1} is missing)")
+
+
+def _check_embeddings(directory: Path, config: dict, shapes: dict) -> None:
+    # ALBERT and ELECTRA embed in embedding_size, then project to hidden_size
+    vocab, width = config.get("vocab_size"), _int(config, ("embedding_size", *_WIDTH_KEYS))
+    if not (isinstance(vocab, int) and width is not None):
+        return
+    for name, shape in shapes.items():
+        if name.endswith(_EMBEDDING_NAMES) and len(shape) == 2:
+            if shape != (vocab, width[1]):
+                raise _config_mismatch(directory, f"it says vocab_size {vocab} and {width[0]} {width[1]}, but the "
+                                                  f"token embeddings {name!r} are {shape[0]} x {shape[1]}")
+            return
+
+
+def _check_against_meta_model(directory: Path, shapes: dict) -> None:
+    """The model transformers would build from the config, on the meta device, against the weights' shapes."""
+    try:
+        import torch
+        from transformers import AutoConfig, AutoModel
+
+        from isotropy.models._quiet import quiet_transformers
+        from isotropy.models._safety import NO_REMOTE_CODE
+
+        with quiet_transformers():
+            config = AutoConfig.from_pretrained(str(directory), **NO_REMOTE_CODE)
+            with torch.device("meta"):
+                model = AutoModel.from_config(config, **NO_REMOTE_CODE)
+    except Exception:  # noqa: BLE001 - a config transformers cannot build from is the load's to report
+        return
+    prefix = f"{model.base_model_prefix}." if getattr(model, "base_model_prefix", "") else ""
+    needed = 0
+    for name, parameter in model.named_parameters():
+        if _UNUSED.search(name):
+            continue
+        needed += parameter.numel()
+        held = shapes.get(name, shapes.get(prefix + name))
+        if held is not None and tuple(held) != tuple(parameter.shape):
+            raise _config_mismatch(directory, f"the model it describes has {name!r} of shape "
+                                              f"{tuple(parameter.shape)}, the weights hold {tuple(held)}")
+    held_total = sum(math.prod(shape) for shape in shapes.values())
+    if needed > held_total:
+        raise _config_mismatch(directory, f"the model it describes has {needed:,} parameters, the weights hold "
+                                          f"{held_total:,}")
+
+
+def check_module_folders(location: str | os.PathLike) -> None:
+    """:func:`check_model_weights` and :func:`check_config_matches_weights` for a sentence-transformers directory.
+
+    The directory itself and each folder of a ``Transformer`` module its ``modules.json`` lists
+    (``0_Transformer/``), where sentence-transformers reads that module's config and weights.
+    """
+    from isotropy.models._safety import _read_json
+
+    directory = Path(location)
+    if not directory.is_dir():
+        return
+    folders = [directory]
+    if (directory / "modules.json").is_file():
+        entries = _read_json(directory / "modules.json")
+        for entry in entries if isinstance(entries, list) else []:
+            sub = entry.get("path") if isinstance(entry, dict) else None
+            kind = entry.get("type") if isinstance(entry, dict) else None
+            if isinstance(sub, str) and sub not in ("", ".") and isinstance(kind, str) \
+                    and kind.endswith(".Transformer") and (directory / sub).is_dir():
+                folders.append(directory / sub)
+    for folder in folders:
+        if folder != directory:
+            check_model_weights(folder)
+        check_config_matches_weights(folder)
+
+
+def refuse_missing_weights(location, missing_keys, mismatched_keys=()) -> None:
+    """Refuse a model transformers loaded with weights it initialised at random (``output_loading_info``).
+
+    A missing key is a tensor of the architecture that the weights do not hold: transformers fills
+    it with random numbers and says so in a note, and every geometry measured through it is wrong.
+    Only BERT-style poolers (never used here) may be missing.
+    """
+    missing = sorted(key for key in missing_keys or () if not _UNUSED.search(key))
+    mismatched = sorted(str(item[0] if isinstance(item, (tuple, list)) else item) for item in mismatched_keys or ())
+    if missing or mismatched:
+        names = missing or mismatched
+        shown = ", ".join(repr(k) for k in names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+        what = "lack" if missing else "hold in another shape"
+        raise IsotropyValueError(f"The model directory {str(location)!r} has weights that {what} {len(names)} "
+                                 f"tensor(s) its config.json's architecture needs ({shown}); transformers would "
+                                 f"initialise them at random: expected complete weights for the config "
+                                 f"(model.save_pretrained(dir)).")
 
 
 # ---------------------------------------------------------------- GGUF

@@ -41,11 +41,12 @@ def load_sentence_model(model: str = DEFAULT_MODEL, *, device: str | None = None
     from sentence_transformers import SentenceTransformer
 
     from isotropy.models._safety import NO_REMOTE_CODE, refuse_remote_code
-    from isotropy.models._weights import check_model_weights
+    from isotropy.models._weights import check_model_weights, check_module_folders
 
     location = resolve_model(model)
     refuse_remote_code(location)
     check_model_weights(location)  # truncated or random safetensors, pickled weights: one line, never unpickled
+    check_module_folders(location)  # a config.json its weights do not fill (random layers): one line, nothing built
     from isotropy.models._quiet import quiet_transformers
 
     try:

@@ -100,10 +100,13 @@ def load_transformer(model: str = "all-MiniLM-L6-v2", *, device=None):
     from isotropy.models._safety import refuse_remote_code
 
     refuse_remote_code(location)
-    from isotropy.models._weights import check_model_weights
+    from isotropy.models._weights import check_config_matches_weights, check_model_weights
 
     if weights is None:  # (else a GGUF converted just now: its weights in memory, its folder ours)
         check_model_weights(location)  # truncated or random safetensors, pickled weights, none: one line
+        # a config.json its weights do not fill (1000 layers over 6: 994 random layers built in 60 s at 7.6 GB;
+        # a 2M x 4096 vocabulary): one line from the headers, before the model is built
+        check_config_matches_weights(location)
     from isotropy.models._quiet import quiet_transformers
 
     with quiet_transformers():
@@ -146,7 +149,19 @@ def _load(model: str, location: str, weights, device):
             raise IsotropyValueError(f"The tokenizer of {model!r} has no pad, end or unknown token to pad with.")
         tokenizer.pad_token = fallback
     if weights is None:
-        network = AutoModel.from_pretrained(location, **NO_REMOTE_CODE)
+        from isotropy.models._weights import refuse_missing_weights
+
+        try:
+            network, info = AutoModel.from_pretrained(location, output_loading_info=True, **NO_REMOTE_CODE)
+        except RuntimeError as exc:  # "You set ignore_mismatched_sizes to False": shapes the config does not give
+            if "mismatched" not in str(exc) and "size mismatch" not in str(exc):
+                raise
+            raise IsotropyValueError(f"The model directory {str(location)!r} has weights whose shapes do not match "
+                                     f"its config.json ({str(exc).strip().splitlines()[0][:160]}); expected the "
+                                     f"config.json saved with these weights (model.save_pretrained(dir)).") from None
+        # weights the architecture needs but the files lack are initialised at random by transformers (a note only):
+        # every geometry measured through them would be wrong
+        refuse_missing_weights(location, info.get("missing_keys"), info.get("mismatched_keys"))
     else:  # a cold GGUF cache: the converted weights are in memory, not read back from model.safetensors
         from transformers.models.auto.modeling_auto import MODEL_MAPPING
 

@@ -1,0 +1,140 @@
+"""A model directory whose config.json does not match its weights is refused in one line, before a model is built.
+
+The trial (/tmp/trial_sec/models): MiniLM's 6-layer model.safetensors under a config.json saying
+``num_hidden_layers`` 1000 ran ``isotropy measure`` for 60 s at 7.58 GB and measured 994 randomly
+initialised layers (transformers' "MISSING ... newly initialized" note only); 3000 layers was a
+MemoryError traceback, vocabulary 2,000,000 x width 4096 a RuntimeError traceback. Weights that the
+architecture needs but the files lack (random after loading) are an error too.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from _tiny_models import make_tiny_bert
+from click.testing import CliRunner
+
+torch = pytest.importorskip("torch")
+
+from isotropy._utils.validation import IsotropyValueError
+from isotropy.cli import cli
+from isotropy.models.loading import load_transformer
+
+
+@pytest.fixture(scope="module")
+def bert_dir(tmp_path_factory):
+    return make_tiny_bert(tmp_path_factory.mktemp("bert") / "model", n_layers=2, hidden_size=16)
+
+
+def _copy(src, dst):
+    dst.mkdir()
+    for file in src.iterdir():
+        (dst / file.name).write_bytes(file.read_bytes())
+    return dst
+
+
+def _edit_config(directory, **changes):
+    config = json.loads((directory / "config.json").read_text())
+    config.update(changes)
+    (directory / "config.json").write_text(json.dumps(config))
+
+
+def _drop_tensor(directory, name):
+    from safetensors.torch import load_file, save_file
+
+    weights = load_file(str(directory / "model.safetensors"))
+    del weights[name]
+    save_file(weights, str(directory / "model.safetensors"), metadata={"format": "pt"})
+
+
+def _never_build(monkeypatch):
+    import transformers
+
+    def never(*args, **kwargs):
+        raise AssertionError("a model was built")
+
+    # the weights are never read into a model (one on the meta device, without memory, may be built to compare shapes)
+    monkeypatch.setattr(transformers.AutoModel, "from_pretrained", never)
+    monkeypatch.setattr(transformers.BertModel, "from_pretrained", never)
+
+
+def _one_line(directory, call):
+    with pytest.raises(IsotropyValueError) as info:
+        call(str(directory))
+    message = str(info.value)
+    assert "\n" not in message and repr(str(directory)) in message, message
+    return message
+
+
+@pytest.mark.parametrize("loader", ["load_transformer", "load_sentence_model"])
+def test_a_config_counting_more_layers_than_the_weights_hold_is_refused_without_building(bert_dir, tmp_path,
+                                                                                         monkeypatch, loader):
+    from isotropy.models.encoders import load_sentence_model
+
+    model = _copy(bert_dir, tmp_path / "m")
+    _edit_config(model, num_hidden_layers=50)
+    _never_build(monkeypatch)
+    call = {"load_transformer": load_transformer, "load_sentence_model": load_sentence_model}[loader]
+    start = time.perf_counter()
+    message = _one_line(model, lambda m: call(m, device="cpu"))
+    assert time.perf_counter() - start < 20
+    assert "50 layers (num_hidden_layers)" in message and "layers 0-1" in message, message
+
+
+def test_measure_refuses_the_trials_layer_count_in_one_line(bert_dir, tmp_path):
+    model = _copy(bert_dir, tmp_path / "m")
+    _edit_config(model, num_hidden_layers=50)
+    texts = tmp_path / "t.txt"
+    texts.write_text("the cat sat\na dog ran\nthe mat\n")
+    result = CliRunner().invoke(cli, ["measure", "--model", str(model), "--texts", str(texts), "--device", "cpu",
+                                      "--metrics", "isoscore", "--layers", "last"])
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert result.exit_code == 2 and len(lines) == 1 and lines[0].startswith("Error: "), result.output
+    assert str(model) in lines[0] and "50 layers" in lines[0] and "MISSING" not in result.output
+
+
+@pytest.mark.parametrize(("change", "said"), [
+    ({"hidden_size": 32}, "token embeddings"),  # the embeddings' width against hidden_size
+    ({"vocab_size": 2_000_000, "hidden_size": 4096}, "token embeddings"),  # the trial's 'huge': no 30 GB asked for
+    ({"intermediate_size": 64}, "intermediate.dense.weight"),  # a shape only the architecture knows
+])
+def test_a_config_whose_shapes_disagree_with_the_weights_is_refused_without_building(bert_dir, tmp_path,
+                                                                                      monkeypatch, change, said):
+    model = _copy(bert_dir, tmp_path / "m")
+    _edit_config(model, **change)
+    _never_build(monkeypatch)
+    message = _one_line(model, lambda m: load_transformer(m, device="cpu"))
+    assert said in message and "does not match its weights" in message, message
+
+
+@pytest.mark.parametrize("tensor", ["encoder.layer.1.output.dense.weight", "encoder.layer.1.output.LayerNorm.bias",
+                                    "embeddings.LayerNorm.weight"])
+def test_weights_missing_a_tensor_are_refused_not_randomly_initialised(bert_dir, tmp_path, tensor):
+    model = _copy(bert_dir, tmp_path / "m")
+    _drop_tensor(model, tensor)
+    message = _one_line(model, lambda m: load_transformer(m, device="cpu"))
+    assert "random" in message, message
+
+
+def test_the_missing_tensor_is_named_after_loading(bert_dir, tmp_path):
+    """A tensor smaller than the pooler passes the count from the headers; the load's missing keys name it."""
+    model = _copy(bert_dir, tmp_path / "m")
+    _drop_tensor(model, "encoder.layer.1.output.LayerNorm.bias")
+    message = _one_line(model, lambda m: load_transformer(m, device="cpu"))
+    assert "'encoder.layer.1.output.LayerNorm.bias'" in message and "at random" in message, message
+
+
+def test_weights_without_the_pooler_still_load(bert_dir, tmp_path):
+    """An MLM checkpoint has no pooler (roberta-base): never used for hidden states, so not a refusal."""
+    model = _copy(bert_dir, tmp_path / "m")
+    _drop_tensor(model, "pooler.dense.weight")
+    _drop_tensor(model, "pooler.dense.bias")
+    _, network, _ = load_transformer(str(model), device="cpu")
+    assert network.config.num_hidden_layers == 2
+
+
+def test_matching_config_and_weights_load(bert_dir):
+    _, network, _ = load_transformer(str(bert_dir), device="cpu")
+    assert network.config.num_hidden_layers == 2
