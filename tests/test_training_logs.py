@@ -260,3 +260,87 @@ def test_other_tables_called_metrics_csv_are_not_read_as_lightning_logs(tmp_path
         frame = read_geometry_log(tmp_path)
     assert _as_dict(frame) == {("x", 0, 3): 0.25}
     assert list(frame["source"].unique()) == [str(folder / "metrics.csv")]
+
+
+def _masked_crc32c(data: bytes) -> int:
+    """TFRecord's masked CRC-32C (Castagnoli), written out here independently of tensorboard's."""
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 & -(crc & 1))
+    crc ^= 0xFFFFFFFF
+    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def _record_header(length: int, *, valid_crc: bool = True) -> bytes:
+    import struct
+
+    head = struct.pack("<Q", length)
+    return head + struct.pack("<I", _masked_crc32c(head) ^ (0 if valid_crc else 1))
+
+
+def _geometry_events(folder: Path, values) -> Path:
+    from torch.utils.tensorboard import SummaryWriter
+
+    with SummaryWriter(str(folder)) as writer:
+        for step, value in enumerate(values):
+            writer.add_scalar("geometry/isoscore/layer_1", value, step)
+    (event,) = folder.glob("events.out.tfevents.*")
+    return event
+
+
+def test_the_masked_crc_of_the_tests_is_tfrecords():
+    # the trial's file (/tmp/trial_sec/tl/tb) framed the length 2**40 with these bytes
+    assert _record_header(2**40) == bytes.fromhex("0000000000010000aa3d6be4")
+
+
+def test_an_event_record_longer_than_its_file_is_refused_in_one_line_without_reading_it(tmp_path, capsys):
+    """28 bytes declaring a record of 2**40 bytes (its length's CRC valid): tensorboard's reader asked the file for
+    2**40 bytes in one read, a 51-line MemoryError traceback; the framing is now walked first."""
+    import time
+    import tracemalloc
+
+    folder = tmp_path / "tb"
+    folder.mkdir()
+    event = folder / "events.out.tfevents.1700000000.host"
+    event.write_bytes(_record_header(2**40) + b"x" * 16)
+    assert event.stat().st_size == 28
+    tracemalloc.start()
+    start = time.perf_counter()
+    try:
+        with pytest.raises(IsotropyValueError) as refused:
+            read_geometry_log(folder)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert time.perf_counter() - start < 10 and peak < 2**26
+    message = str(refused.value)
+    assert "\n" not in message and f"The TensorBoard event file {str(event)!r} is truncated or corrupt" in message
+    assert "record at byte 0 declares 1,099,511,627,776 bytes of data" in message and "only 16 bytes follow" in message
+    with pytest.raises(SystemExit) as exit_info:
+        main(["plot", str(folder), "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert str(event) in err and not (tmp_path / "out").exists()
+
+
+def test_a_real_event_log_reads_and_a_record_past_its_end_after_it_is_refused(tmp_path):
+    event = _geometry_events(tmp_path / "run", [0.5, 0.25, 0.125])
+    frame = read_geometry_log(tmp_path / "run")
+    assert _as_dict(frame) == {("isoscore", 1, 0): 0.5, ("isoscore", 1, 1): 0.25, ("isoscore", 1, 2): 0.125}
+    size = event.stat().st_size
+    with open(event, "ab") as handle:  # a later record whose length runs past the end of the file
+        handle.write(_record_header(2**40) + b"x" * 8)
+    with pytest.raises(IsotropyValueError, match=rf"record at byte {size:,} declares 1,099,511,627,776 bytes"):
+        read_geometry_log(tmp_path / "run")
+
+
+@pytest.mark.parametrize("tail", [_record_header(2**40, valid_crc=False) + b"x" * 8, b"\x00" * 7, b""])
+def test_a_tail_tensorboard_stops_at_keeps_the_records_before_it(tmp_path, tail):
+    """A length whose CRC is wrong, or a header cut short: tensorboard's loader reads no further (nothing of the
+    bad record is read), and neither check nor reader refuses the records before it."""
+    event = _geometry_events(tmp_path / "run", [0.5, 0.25])
+    with open(event, "ab") as handle:
+        handle.write(tail)
+    assert _as_dict(read_geometry_log(tmp_path / "run")) == {("isoscore", 1, 0): 0.5, ("isoscore", 1, 1): 0.25}

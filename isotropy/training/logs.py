@@ -170,11 +170,52 @@ def _csv_rows(file: Path, pattern):
                     yield match["metric"], int(match["layer"]), _step(row["step"], file), value
 
 
+def _check_event_file(file: Path) -> None:
+    """Walk the TFRecord framing of an event file before tensorboard reads it; a record longer than the file is refused.
+
+    Each record is an 8-byte little-endian data length, the masked CRC-32C of those 8 bytes, the data and the data's
+    masked CRC-32C. Tensorboard's reader asks the file for a record's declared length in one read: a 28-byte file
+    declaring 2**40 bytes (with a valid CRC of the length) was a MemoryError traceback. Here each record's length is
+    checked against the bytes left in the file (seeking past the data, nothing of it is read) and one that does not
+    fit is refused in one line naming the file. A length whose CRC does not match ends the walk: tensorboard stops
+    reading the file there too, before it reads any data (and a header cut short at the end is a tail it skips).
+    """
+    import struct
+
+    from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c
+
+    try:
+        size = file.stat().st_size
+        with open(file, "rb") as handle:
+            offset = 0
+            while size - offset >= 12:
+                handle.seek(offset)
+                header = handle.read(12)
+                if len(header) < 12:
+                    return
+                (length,), (crc,) = struct.unpack("<Q", header[:8]), struct.unpack("<I", header[8:])
+                if masked_crc32c(header[:8]) != crc:
+                    return  # a corrupt length: tensorboard reads no further (and no data of it)
+                left = size - offset - 12
+                if length + 4 > left:
+                    raise IsotropyValueError(
+                        f"The TensorBoard event file {str(file)!r} is truncated or corrupt: its record at byte "
+                        f"{offset:,} declares {length:,} bytes of data (and a 4-byte CRC), and only {left:,} bytes "
+                        f"follow; "
+                        f"expected an events.out.tfevents.* file a SummaryWriter wrote (a run still writing it may "
+                        f"not have flushed it yet: read it again later).")
+                offset += 12 + length + 4
+    except OSError as exc:
+        raise IsotropyValueError(f"The TensorBoard event file {str(file)!r} cannot be read: "
+                                 f"{' '.join(str(exc).split())}.") from None
+
+
 def _rows_tensorboard(file: Path, pattern):
     try:
         from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
     except ImportError:
         raise ImportError(f"Reading TensorBoard event files needs tensorboard: {extra_command('train')}") from None
+    _check_event_file(file)
     accumulator = EventAccumulator(str(file), size_guidance={"scalars": 0}).Reload()
     for tag in accumulator.Tags().get("scalars", []):
         match = pattern.match(tag)
