@@ -298,7 +298,6 @@ def test_the_masked_crc_of_the_tests_is_tfrecords():
 def test_an_event_record_longer_than_its_file_is_refused_in_one_line_without_reading_it(tmp_path, capsys):
     """28 bytes declaring a record of 2**40 bytes (its length's CRC valid): tensorboard's reader asked the file for
     2**40 bytes in one read, a 51-line MemoryError traceback; the framing is now walked first."""
-    import time
     import tracemalloc
 
     folder = tmp_path / "tb"
@@ -307,14 +306,13 @@ def test_an_event_record_longer_than_its_file_is_refused_in_one_line_without_rea
     event.write_bytes(_record_header(2**40) + b"x" * 16)
     assert event.stat().st_size == 28
     tracemalloc.start()
-    start = time.perf_counter()
     try:
         with pytest.raises(IsotropyValueError) as refused:
             read_geometry_log(folder)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert time.perf_counter() - start < 10 and peak < 2**26
+    assert peak < 2**26  # bounded work: the 2**40 bytes are never asked for
     message = str(refused.value)
     assert "\n" not in message and f"The TensorBoard event file {str(event)!r} is truncated or corrupt" in message
     assert "record at byte 0 declares 1,099,511,627,776 bytes of data" in message and "only 16 bytes follow" in message

@@ -32,18 +32,25 @@ def load_encoder(model: str):
     from transformers import AutoModel, AutoTokenizer
 
     from isotropy.models._safety import NO_REMOTE_CODE, refuse_remote_code
+    from isotropy.models._weights import check_config_matches_weights, check_model_weights, refuse_missing_weights
     from isotropy.models.encoders import resolve_model
 
     location = resolve_model(model)
     refuse_remote_code(location)
+    # the checks of isotropy.models.load_transformer: weights that are not tensors or not there, a config.json its
+    # weights do not fill (a model of 1000 layers built over 6), and weights transformers would draw at random
+    # (a fine-tuning of random layers reports geometry and accuracy of nothing the user asked for)
+    check_model_weights(location)
+    check_config_matches_weights(location)
     try:
         tokenizer = AutoTokenizer.from_pretrained(location, **NO_REMOTE_CODE)
-        encoder = AutoModel.from_pretrained(location, **NO_REMOTE_CODE)
+        encoder, info = AutoModel.from_pretrained(location, output_loading_info=True, **NO_REMOTE_CODE)
     except (OSError, ValueError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__
         raise OSError(f"The 'model' option of istar could not be loaded from {model!r} (resolved to {location!r}): "
                       f"expected a directory with Hugging Face transformer files (config.json, weights, tokenizer) "
                       f"or the packaged 'all-MiniLM-L6-v2'. ({first})") from None
+    refuse_missing_weights(location, info.get("missing_keys"), info.get("mismatched_keys"))
     return tokenizer, encoder
 
 
