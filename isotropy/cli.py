@@ -13,7 +13,6 @@ from pathlib import Path
 
 import click
 
-from isotropy._utils import jsontext
 from isotropy._utils.errors import debugging
 from isotropy._utils.install import extra_command
 
@@ -150,11 +149,13 @@ def plot(path: Path, out_dir: Path | None, formats, dpi: int):
     from isotropy.experiments._runner import save_figures
 
     meta = path / "run.json"
-    if path.is_dir() and meta.is_file():
-        try:
-            record = jsontext.loads(meta.read_text(encoding="utf-8"))
-        except ValueError:  # not UTF-8, not JSON, nested too deeply
-            raise click.UsageError(f"{str(meta)!r} is not valid JSON.") from None
+    # a run.json that is there but no regular file (a FIFO, a link to /dev/zero) is refused as the run's record, not
+    # read as a training log (whose error spoke of the geometry callbacks)
+    if path.is_dir() and (meta.exists() or meta.is_symlink()):
+        from isotropy.experiments._files import read_json
+
+        # a regular file of bounded size; not UTF-8, not JSON, nested too deeply: one line naming it
+        record = read_json(meta, what="run record", expected="the run.json an 'isotropy run' writes")
         experiment = record.get("experiment") if isinstance(record, dict) else None
         if experiment not in EXPERIMENTS:
             raise click.UsageError(f"run.json in {str(path)!r} names experiment {experiment!r}; "

@@ -630,18 +630,23 @@ def test_plot_of_results_that_hold_something_else_is_one_line(tmp_path, capsys, 
     (tmp_path / "run.json").write_text('{"experiment": "minibatch-stability"}')
     (tmp_path / "results.json").write_text(results)
     code, _out, err = _cli(["plot", str(tmp_path)], capsys)
-    what = "no 'clouds' where expected" if results == "{}" else "nested too deeply to read"
     assert code != 0 and "Traceback" not in err and err.count("\n") == 1
+    if results != "{}":  # refused as it is read, naming the file
+        assert err == (f"Error: The results file {str(tmp_path / 'results.json')!r} is not valid JSON: nested too deeply "
+                       f"to parse (a corrupt or hostile file); expected the JSON an 'isotropy run' writes there (re-run "
+                       f"the experiment into this folder).\n")
+        return
     assert err == (f"Error: The results in {str(tmp_path)!r} cannot be drawn as minibatch-stability's figures: a results "
-                   f"file there holds something else ({what}); were they edited, or written by another version? Re-run "
-                   f"the experiment into this folder.\n")
+                   f"file there holds something else (no 'clouds' where expected); were they edited, or written by "
+                   f"another version? Re-run the experiment into this folder.\n")
 
 
 def test_resume_of_a_run_json_nested_without_end_is_one_line(tmp_path, capsys):
     (tmp_path / "run.json").write_text("[" * 100_000)  # a RecursionError traceback before
     code, _out, err = _cli(["run", "minibatch-stability", "--resume", "--results-dir", str(tmp_path)], capsys)
     assert code != 0 and "Traceback" not in err
-    assert "run.json' is not readable JSON; it cannot be resumed. Drop --resume to start afresh." in err
+    assert ("run.json' is not valid JSON: nested too deeply to parse (a corrupt or hostile file); it cannot be resumed. "
+            "Drop --resume to start afresh.") in err
 
 
 @pytest.mark.parametrize("seeds", ["99999999999999999999", "4294967296", "0,18446744073709551616"])

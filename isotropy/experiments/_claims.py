@@ -24,13 +24,14 @@ two). The docs tables are rendered from these files (:func:`markdown_table`, use
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from isotropy.experiments._files import read_json
 
 __all__ = ["INTERVALS", "MIN_SEEDS", "VERDICTS", "Claim", "Rule", "bootstrap_interval", "claim", "command_of",
            "decide", "decide_why", "markdown_table", "not_run", "read_claims", "reason_of", "replicate_interval",
@@ -273,7 +274,7 @@ def command_of(results_dir, fallback: str) -> str:
         return fallback
     path = Path(results_dir) / "run.json"
     try:
-        command = json.loads(path.read_text(encoding="utf-8"))["command"]
+        command = read_json(path, what="run record")["command"]
         words = shlex.split(command)
     except (OSError, ValueError, KeyError, TypeError):
         return fallback
@@ -303,7 +304,7 @@ def run_config(results_dir) -> dict:
     if results_dir is None:
         return {}
     try:
-        config = json.loads((Path(results_dir) / "run.json").read_text(encoding="utf-8")).get("config")
+        config = read_json(Path(results_dir) / "run.json", what="run record").get("config")
     except (OSError, ValueError, TypeError, AttributeError):
         return {}
     return config if isinstance(config, dict) else {}
@@ -331,7 +332,7 @@ def read_claims(path) -> list[dict]:
     path = Path(path)
     if path.is_dir():
         path = path / "claims.json"
-    return json.loads(path.read_text(encoding="utf-8"))
+    return read_json(path, what="claims file", expected="the claims.json an 'isotropy run' writes")
 
 
 def _number(value) -> str:

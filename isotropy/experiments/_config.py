@@ -225,20 +225,15 @@ def load_yaml(path: str | Path, *, name: str = "config file") -> dict:
     """Read a YAML mapping from ``path``; every problem (missing, malformed, empty, not a mapping, tags) is one line."""
     import yaml
 
+    from isotropy.experiments._files import read_text
     from isotropy.experiments._yaml import MAX_BYTES, PythonTagError, safe_load
 
     path = Path(path)
-    try:
-        with open(path, "rb") as handle:  # at most MAX_BYTES + 1 bytes: /dev/zero or a huge file is not read whole
-            raw = handle.read(MAX_BYTES + 1)
-        if len(raw) > MAX_BYTES:
-            raise ConfigError(f"The {name} {str(path)!r} is larger than {MAX_BYTES // 2**20} MiB; expected a config "
-                              f"file (a few kilobytes of YAML).")
-        text = raw.decode("utf-8")
+    try:  # a regular file of at most MAX_BYTES: a FIFO is refused before it is opened, /dev/zero is not read
+        text = read_text(path, what=name, expected="a config file (a few kilobytes of YAML)", limit=MAX_BYTES,
+                         error=ConfigError)
     except FileNotFoundError:
         raise ConfigError(f"The {name} {str(path)!r} does not exist.") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"The {name} {str(path)!r} cannot be read: {' '.join(str(exc).split())}.") from None
     try:
         data = safe_load(text)
     except PythonTagError as exc:

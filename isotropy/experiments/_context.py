@@ -18,12 +18,12 @@ An experiment never reads flags or environment variables itself; it asks its con
 from __future__ import annotations
 
 import contextlib
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from isotropy.datasets._paths import data_dir as resolve_data_dir
+from isotropy.experiments._files import read_json
 
 __all__ = ["RunContext", "quiet_progress", "resolve_device", "thread_limits"]
 
@@ -184,10 +184,10 @@ class RunContext:
         path = self.results_dir / relpath
         if not self.resume or not path.is_file():
             return None
-        try:
-            record = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError, RecursionError) as exc:  # UnicodeDecodeError and JSONDecodeError: ValueError
-            reason = " ".join(str(exc).split())[:200] or type(exc).__name__
+        try:  # bounded work: a file cut short, not UTF-8 or nested without end is one line
+            record = read_json(path, what="part file", expected="the JSON written by a finished part")
+        except (OSError, ValueError) as exc:
+            reason = getattr(exc, "problem", None) or " ".join(str(exc).split())[:200] or type(exc).__name__
             raise ValueError(f"--resume: {str(path)!r} is not a readable part file ({reason}); expected the JSON "
                              f"written by a finished part; delete it to run that part again.") from None
         problem = None

@@ -31,6 +31,7 @@ import sys
 from pathlib import Path
 
 from isotropy._utils.atomic import atomic_temp_target, atomic_write
+from isotropy.experiments._files import read_json
 
 __all__ = ["DISCARD_NAME", "LOCK_NAME", "OWNER_NAME", "PREVIOUS_NAME", "RUN_NAMES", "Replacement", "ResultsLock",
            "check_results_dir", "lock_holder"]
@@ -63,8 +64,10 @@ def _snapshot(results_dir: Path) -> dict[str, int]:
 
 
 def _read_names(path: Path) -> set[str] | None:
+    """The names listed in ``path``; None when it is unreadable (a FIFO, /dev/zero, 200,000 '[': refused with bounded
+    work by read_json) or not a list."""
     try:
-        names = json.loads(path.read_text(encoding="utf-8"))
+        names = read_json(path)
     except (OSError, ValueError):
         return None
     return {n for n in names if isinstance(n, str) and "/" not in n} if isinstance(names, list) else None
@@ -76,7 +79,7 @@ def _read_aside(path: Path) -> tuple[set[str], set[str] | None] | None:
     A list (written before the moved names were recorded) is the kept names alone: (kept, None).
     """
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_json(path)
     except (OSError, ValueError):
         return None
 
@@ -161,10 +164,10 @@ class ResultsLock:
 
     def _describe_owner(self) -> str:
         try:
-            owner = json.loads((self.results_dir / OWNER_NAME).read_text())
+            owner = read_json(self.results_dir / OWNER_NAME)
             return (f"pid {owner.get('pid')} on {owner.get('host')}, started {owner.get('started')}: "
                     f"{owner.get('command')}")
-        except (OSError, ValueError):
+        except (OSError, ValueError, AttributeError):  # AttributeError: not a mapping
             return "owner unknown"
 
     def release(self) -> None:

@@ -368,16 +368,16 @@ class _Metadata:
 
 
 def _previous_meta(results_dir: Path) -> dict | None:
-    from isotropy._utils import jsontext
+    from isotropy.experiments._files import read_json
 
     path = results_dir / "run.json"
     if not path.is_file():
         return None
-    try:
-        meta = jsontext.loads(path.read_text())  # 100k "[" a JSONDecodeError, not a RecursionError
-    except (OSError, ValueError):
-        raise ValueError(f"--resume: {str(path)!r} is not readable JSON; it cannot be resumed. Drop --resume to "
-                         f"start afresh.") from None
+    try:  # bounded: 100k "[" or a file cut short is one line naming why
+        meta = read_json(path, what="run record", expected="the run.json an 'isotropy run' writes")
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"--resume: {str(path)!r} {getattr(exc, 'problem', 'cannot be read')}; it cannot be resumed. "
+                         f"Drop --resume to start afresh.") from None
     return meta if isinstance(meta, dict) else None
 
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
+
+from isotropy.experiments._files import read_json
 
 __all__ = ["plot_results"]
 
@@ -12,7 +13,7 @@ def plot_results(results_dir) -> dict:
     """``figures/isoscore_vs_n``: mean ± std over seeds against the sample size."""
     from matplotlib.figure import Figure
 
-    summary = json.loads((Path(results_dir) / "summary.json").read_text())
+    summary = read_json(Path(results_dir) / "summary.json")
     fig = Figure(figsize=(4.5, 3.2), layout="constrained")
     ax = fig.subplots()
     ax.errorbar(summary["sample_sizes"], summary["isoscore_mean"], yerr=summary["isoscore_std"], marker="o",

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
+
+from isotropy.experiments._files import read_json
 
 __all__ = ["make_figure", "plot_results"]
 
@@ -52,5 +53,5 @@ def make_figure(results: dict):
 
 def plot_results(results_dir) -> dict:
     """``{"figures/activation_diagrams": Figure}`` from ``results_dir/results.json``."""
-    results = json.loads((Path(results_dir) / "results.json").read_text())
+    results = read_json(Path(results_dir) / "results.json")
     return {"figures/activation_diagrams": make_figure(results)}

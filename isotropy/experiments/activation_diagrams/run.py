@@ -167,9 +167,9 @@ def share_k(results: dict) -> int:
 
 def _states(results_dir) -> list[dict]:
     """Every finished part (``states/*.json``): the pre-trained encoder and each (condition, seed)."""
-    import json
+    from isotropy.experiments._files import read_json
 
-    return [json.loads(p.read_text(encoding="utf-8")) for p in sorted((Path(results_dir) / "states").glob("*.json"))]
+    return [read_json(p) for p in sorted((Path(results_dir) / "states").glob("*.json"))]
 
 
 def claims(results: dict, results_dir) -> list:

@@ -7,8 +7,9 @@ Figure 4: the GLUE grid, one panel per model (row) and task (column), both metri
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
+
+from isotropy.experiments._files import read_json
 
 __all__ = ["plot_glue_grid", "plot_results", "plot_setup"]
 
@@ -24,7 +25,7 @@ def _load(results_dir: Path):
     import pandas as pd
 
     curves = pd.read_csv(results_dir / "curves.csv")
-    summary = json.loads((results_dir / "summary.json").read_text())
+    summary = read_json(results_dir / "summary.json")
     return curves, summary
 
 
@@ -73,7 +74,7 @@ def plot_setup(results_dir, *, prefix: str = "") -> dict:
 def plot_glue_grid(results_dir) -> dict:
     """Figure 4: models (rows) x tasks (columns), IsoScore (left axis) and silhouette (right axis)."""
     results_dir = Path(results_dir)
-    config = json.loads((results_dir / "run.json").read_text())["config"]
+    config = read_json(results_dir / "run.json")["config"]
     from isotropy.experiments.classifier_geometry.report import model_label
 
     models = [model_label(m) for m in (config.get("models") or [config["model"]])]
@@ -107,7 +108,7 @@ def plot_glue_grid(results_dir) -> dict:
 def plot_results(results_dir) -> dict:
     """Every figure of a classifier-geometry results directory (a setup or the GLUE grid), keyed by path stem."""
     results_dir = Path(results_dir)
-    meta = json.loads((results_dir / "run.json").read_text())
+    meta = read_json(results_dir / "run.json")
     if meta.get("config", {}).get("task") == "glue":
         figures = {}
         for curves in sorted(results_dir.glob("*/*/curves.csv")):

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from isotropy.experiments._files import read_json
 from isotropy.experiments._style import mark_zeros_on_log_axis
 
 __all__ = ["make_figures", "plot_results"]
@@ -78,4 +78,4 @@ def make_figures(results: dict) -> dict:
 
 def plot_results(results_dir) -> dict:
     """The figures of ``results_dir/results.json``."""
-    return make_figures(json.loads((Path(results_dir) / "results.json").read_text()))
+    return make_figures(read_json(Path(results_dir) / "results.json"))

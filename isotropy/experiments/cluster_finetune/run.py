@@ -319,14 +319,13 @@ _ZERO_MEAN = Rule("holds if the last layer's zero-mean ratio ‖mean‖ / mean �
 
 def claims(results: dict, results_dir) -> list:
     """The slides' fine-tuning claims, per seed from the finished parts ``runs/{condition}_seed{seed}.json``."""
-    import json
-
     from isotropy.experiments._claims import claim, command_of, not_run
+    from isotropy.experiments._files import read_json
 
     command = command_of(results_dir, _COMMAND)
     runs = {}
     for path in sorted((Path(results_dir) / "runs").glob("*_seed*.json")):
-        record = json.loads(path.read_text(encoding="utf-8"))
+        record = read_json(path)
         runs[(record["condition"], int(record["seed"]))] = record
     seeds = [int(s) for s in results["seeds"] if ("baseline", int(s)) in runs and ("cluster", int(s)) in runs]
     pooled = "[CLS]" if results["pooling"] in ("first", "cls") else "mean-pooled"

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from isotropy.experiments._files import read_json
 from isotropy.experiments._style import mark_zeros_on_log_axis
 
 __all__ = ["make_figure", "plot_results"]
@@ -41,5 +41,5 @@ def make_figure(results: dict):
 
 def plot_results(results_dir) -> dict:
     """``{"figures/frozen_classification": Figure}`` from ``results_dir/results.json`` (saved by the caller)."""
-    results = json.loads((Path(results_dir) / "results.json").read_text())
+    results = read_json(Path(results_dir) / "results.json")
     return {"figures/frozen_classification": make_figure(results)}

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
+
+from isotropy.experiments._files import read_json
 
 __all__ = ["plot_results"]
 
@@ -54,7 +55,7 @@ def plot_results(results_dir) -> dict:
     if not path.is_file():
         raise FileNotFoundError(f"{str(results_dir)!r} has no results.json: no run of the sweep has finished "
                                 f"there yet (expected a directory written by 'isotropy run istar').")
-    results = json.loads(path.read_text())
+    results = read_json(path)
     rows = results["summary"]
     if not rows:
         raise ValueError(f"{path} holds no finished runs to plot.")

@@ -76,9 +76,8 @@ _COMMAND = "isotropy run istar --setup sst2-cpu --data-dir DATA_DIR"
 
 def claims(results, results_dir, *, model: str | None = None, reason: str | None = None) -> list:
     """Figure 5 and 7's claims, per seed, from the finished runs ``runs/*.json`` (most negative vs most positive λ)."""
-    import json
-
     from isotropy.experiments._claims import Rule, claim, command_of, not_run, run_config
+    from isotropy.experiments._files import read_json
 
     rules = {
         "isotropy": Rule("holds if IsoScore* (validation) is lower at the most negative λ than at the most positive λ, "
@@ -107,7 +106,7 @@ def claims(results, results_dir, *, model: str | None = None, reason: str | None
     records = []
     if results_dir is not None:
         for path in sorted((Path(results_dir) / "runs").glob("*.json")):
-            records.append(json.loads(path.read_text(encoding="utf-8")))
+            records.append(read_json(path))
     istar = [r for r in records if r.get("method") == "istar"]
     lams = sorted({float(r["lambda"]) for r in istar})
     if model is None:

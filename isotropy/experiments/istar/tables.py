@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 
+from isotropy.experiments._files import read_json
 from isotropy.experiments._results import mean_sd, write_json, write_text
 
 __all__ = ["collect_results", "markdown_table", "summarise"]
@@ -61,7 +61,7 @@ def collect_results(results_dir, *, planned: list[str], metric: str, seconds: fl
     """
     results_dir = Path(results_dir)
     files = {p.stem: p for p in (results_dir / "runs").glob("*.json")}
-    records = [json.loads(files[r].read_text()) for r in planned if r in files]
+    records = [read_json(files[r]) for r in planned if r in files]
     summary = summarise(records)
     results = {"experiment": "istar", "metric": metric,
                "complete": all(r in files for r in planned), "finished_runs": len(records),

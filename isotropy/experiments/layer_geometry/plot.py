@@ -11,11 +11,12 @@ pinned to its border, see :func:`clip_to_view`).
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
 import numpy as np
+
+from isotropy.experiments._files import read_json
 
 __all__ = ["clip_to_view", "plot_results"]
 
@@ -184,7 +185,7 @@ def plot_results(results_dir) -> dict:
     if not metrics.is_file():
         raise FileNotFoundError(f"The results directory {str(results_dir)!r} has no metrics.json: expected a "
                                 f"directory written by 'isotropy run layer-geometry'.")
-    results = json.loads(metrics.read_text())
+    results = read_json(metrics)
     figures = {"figures/layer_metrics": _layer_figure(results)}
     for projection in sorted(results_dir.glob("projection_layer*.npz")):
         figures.update(_projection_figures(results, projection))

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
+
+from isotropy.experiments._files import read_json
 
 __all__ = ["make_figure", "plot_results"]
 
@@ -57,5 +58,5 @@ def make_figure(results: dict):
 
 def plot_results(results_dir) -> dict:
     """``{"figures/minibatch_stability": Figure}`` from ``results_dir/results.json`` (saved by the caller)."""
-    results = json.loads((Path(results_dir) / "results.json").read_text())
+    results = read_json(Path(results_dir) / "results.json")
     return {"figures/minibatch_stability": make_figure(results)}

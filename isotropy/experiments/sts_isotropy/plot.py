@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
+
+from isotropy.experiments._files import read_json
 
 __all__ = ["plot_results"]
 
@@ -96,7 +97,7 @@ def plot_results(results_dir) -> dict:
     if not path.is_file():
         raise FileNotFoundError(f"{str(path)!r} does not exist: expected the directory that 'isotropy run "
                                 f"sts-isotropy' wrote.")
-    results = json.loads(path.read_text())
+    results = read_json(path)
     figures = {"figures/sts_spearman": _methods_figure(results)}
     if results.get("sweep"):
         figures["figures/sts_sweep"] = _sweep_figure(results)
