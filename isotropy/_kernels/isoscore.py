@@ -32,7 +32,7 @@ class _ScatterStats(NamedTuple):
     trace: object  # tr S = ||Xc||_F²
     frob_sq: object  # ||S||_F²
     scatter: object  # S (d×d) when n_samples >= n_features, else None
-    centred: object  # Xc (n×d) when n_samples < n_features, else None
+    centred: object  # Xc (n×d) for torch when n_samples < n_features, else None (numpy: :func:`_numpy_centred`)
     mean_sq: float  # ||μ||², for the zero-variance test
 
 
@@ -73,7 +73,8 @@ def _scatter_stats(X) -> _ScatterStats:
     """Centred-scatter statistics of ``X``: float64 for numpy input, ``X``'s dtype/graph for torch.
 
     ``||S||_F² = ||Xcᵀ Xc||_F² = ||Xc Xcᵀ||_F²`` (both Σσᵢ⁴ over the singular values of Xc), so
-    the cheaper Gram side is formed: d×d when n ≥ d, else n×n. Centring is two-pass in effect
+    the cheaper Gram side is formed: d×d when n ≥ d, else n×n (numpy: by blocks of columns, never an n×d
+    float64 copy, :func:`isotropy._kernels.rows.row_statistics`). Centring is two-pass in effect
     (the mean r of the residuals after subtracting the mean is removed, as S − n·r·rᵀ when the
     d×d side is formed) so float32 and large offsets lose no precision.
     """
@@ -92,12 +93,19 @@ def _scatter_stats(X) -> _ScatterStats:
     if n >= d:
         S, mean = _numpy_scatter(X)
         return _ScatterStats(np.trace(S), np.vdot(S, S), S, None, float(mean @ mean))
-    Xc = np.array(X, dtype=np.float64, copy=True)  # n < d: the copy is smaller than a d×d matrix
-    mean = Xc.mean(axis=0)
-    Xc -= mean
+    from isotropy._kernels.rows import row_statistics
+
+    # n < d: Xc Xcᵀ summed over blocks of columns (shared with the other metrics of a table), no n×d float64 copy
+    G, mean_sq = row_statistics(X, ("centred_gram",))["centred_gram"]  # tr G = tr S; read, never changed
+    return _ScatterStats(np.trace(G), np.vdot(G, G), None, None, mean_sq)
+
+
+def _numpy_centred(X) -> np.ndarray:
+    """The rows of a numpy ``X`` centred in float64 (two-pass in effect), an n×d copy: Xc for ⟨C, Σ_S⟩ when n < d."""
+    Xc = np.array(X, dtype=np.float64, copy=True)
     Xc -= Xc.mean(axis=0)
-    G = Xc @ Xc.T  # tr G = tr S
-    return _ScatterStats(np.trace(G), np.vdot(G, G), None, Xc, float(mean @ mean))
+    Xc -= Xc.mean(axis=0)
+    return Xc
 
 
 def _check_variance(trace, *, n_samples, mean_sq_norm, eps, caller, name="X", X=None):

@@ -14,13 +14,24 @@ of ``X``; the chunks added in order, :func:`in_order`):
 - ``"units"``: ``Σ x/‖x‖`` (the mean cosine similarity), and ``"unit_squares"``: ``Σ (x/‖x‖)²`` per
   dimension (the rogue-dimension share), with the rows that leave them undefined (zero, or made
   only of subnormal numbers); ``"unit_gram"``: ``Σ (x/‖x‖)(x/‖x‖)ᵀ`` (d × d), asked for alone when
-  the rogue-dimension share needs the noise of a small mean cosine (never part of a table's pass).
+  the rogue-dimension share needs the noise of a small mean cosine (never part of a table's pass); for
+  fewer rows than features (n < d) the n × n ``Σ_d (x̂ᵢ)_d (x̂ⱼ)_d`` instead, ÛÛᵀ (the same non-zero
+  eigenvalues, hence Frobenius norm, as ÛᵀÛ);
+- for n < d, the n × n side of the first two (the covariance's non-zero eigenvalues are those of the
+  centred Gram matrix, XᵀX's those of XXᵀ): ``"centred_gram"``, ``X_c X_cᵀ`` of the rows centred on
+  their mean, and ``‖μ‖²`` (:class:`CentredGram`; IsoScore and the participation ratio), and ``"gram"``,
+  the uncentred ``XXᵀ`` (I(W)). They are summed over blocks of columns (each column centred on its own
+  mean, twice, as two-pass centring), one float64 block of all the rows at a time, on one worker with
+  BLAS's threads: no d × d matrix, memory O(n² + n·block).
 
 :func:`row_statistics` computes what one metric asks for. Within :func:`shared_statistics` (which
 ``isotropy measure`` opens around its table), the first metric that asks for statistics of the
-registered array computes every statistic the table's metrics need (:data:`METRIC_STATISTICS`) in
-one pass, and the others read them. The values are the same either way: a chunk's statistics do not
-depend on which others are computed with them, and the chunks are added in order.
+registered array computes every statistic of its pass (of rows, or for n < d of columns) the table's
+metrics need (:data:`METRIC_STATISTICS`, with the n × n statistics for the d × d ones when n < d), and
+the others read them: for n ≥ d one pass for all, for n < d the unit-row sums with the cosine metrics
+and the Gram matrices with the covariance ones (each pass's time counts as the metric's that needed
+it). The values are the same either way: a chunk's statistics do not depend on which others are
+computed with them, and the chunks are added in order.
 """
 
 from __future__ import annotations
@@ -48,7 +59,11 @@ METRIC_STATISTICS = {
     "rogue_dimension_share": ("units", "unit_squares"),
 }
 
-_STATISTICS = ("scatter", "second", "units", "unit_squares", "unit_gram")
+#: The n × n statistics read instead of the d × d ones when ``X`` has fewer rows than features.
+WIDE_STATISTICS = {"scatter": "centred_gram", "second": "gram"}
+
+_STATISTICS = ("scatter", "second", "units", "unit_squares", "unit_gram", "centred_gram", "gram")
+_COLUMN_STATISTICS = ("centred_gram", "gram")  # and "unit_gram" for n < d
 
 
 class Scatter(NamedTuple):
@@ -57,6 +72,13 @@ class Scatter(NamedTuple):
     scatter: np.ndarray
     shift: np.ndarray
     mean: np.ndarray
+
+
+class CentredGram(NamedTuple):
+    """``X_c X_cᵀ`` (float64, n × n) of the rows centred on their mean ``μ``, and ``‖μ‖²`` (for the zero-variance check)."""
+
+    gram: np.ndarray
+    mean_sq: float
 
 
 class Units(NamedTuple):
@@ -118,26 +140,41 @@ def first_chunk_shift(first):
     return first.mean(0) if is_torch(first) else first.mean(axis=0, dtype=np.float64)
 
 
-def _unit_rows_block(B: np.ndarray, start: int, zero: list, subnormal: list) -> np.ndarray:
+def _unit_rows_block(B: np.ndarray, start: int, zero: list, subnormal: list, scales: list | None = None) -> np.ndarray:
     """Rows of the float64 block ``B`` scaled to unit norm, in place; undefined rows are recorded (offset ``start``).
 
     Rows whose squared norm would over- or underflow are first brought to unit scale by a power of
     two (exact), so every row's direction counts, whatever its length (data up to 1.8e308).
+    ``scales``: ``(odd rows, their exponents, every row's norm)`` of the block is appended to it, to
+    scale the rows' blocks of columns exactly alike (:func:`_scale_rows`).
     """
     sq = np.einsum("ij,ij->i", B, B)
     info = np.finfo(np.float64)
     lo, hi = norm_range(info)
     odd = np.flatnonzero(~((sq > lo) & (sq < hi)))  # also inf and 0
+    exponents = np.empty(0, dtype=np.intc)
     if odd.size:
         top = np.abs(B[odd]).max(axis=1)
         bad = (top == 0) | (top < info.tiny)
         zero.append(odd[top == 0] + start)
         subnormal.append(odd[(top > 0) & (top < info.tiny)] + start)
         top[bad] = 1.0  # left as they are; the sums are not used (see Units)
-        B[odd] = np.ldexp(B[odd], -np.frexp(top)[1][:, None])
+        exponents = -np.frexp(top)[1]
+        B[odd] = np.ldexp(B[odd], exponents[:, None])
         sq[odd] = np.einsum("ij,ij->i", B[odd], B[odd])
         sq[odd[bad]] = 1.0
-    B /= np.sqrt(sq)[:, None]
+    root = np.sqrt(sq)
+    B /= root[:, None]
+    if scales is not None:
+        scales.append((odd + start, exponents, root))
+    return B
+
+
+def _scale_rows(B: np.ndarray, odd: np.ndarray, exponents: np.ndarray, root: np.ndarray) -> np.ndarray:
+    """The columns ``B`` of the rows scaled by :func:`_unit_rows_block` (its ``scales``), scaled the same way, in place."""
+    if odd.size:
+        B[odd] = np.ldexp(B[odd], exponents[:, None])
+    B /= root[:, None]
     return B
 
 
@@ -198,22 +235,42 @@ def _workers_for(n_chunks: int) -> int:
 
 
 def _pass(X: np.ndarray, statistics) -> dict:
-    """The ``statistics`` (names of :data:`_STATISTICS`) of the rows of ``X``, in one pass over its chunks.
+    """The ``statistics`` (names of :data:`_STATISTICS`) of the rows of ``X``: one pass over chunks of rows, and
+    for the n × n statistics (``"unit_gram"`` too when n < d) one over blocks of columns (:func:`_column_pass`).
+
+    The unit rows' scales of the column pass come from the row pass (which then gives ``"units"`` too).
+    """
+    wanted = set(statistics)
+    n, d = X.shape
+    columns = [name for name in _COLUMN_STATISTICS if name in wanted]
+    if "unit_gram" in wanted and n < d:
+        columns.append("unit_gram")
+    by_rows = wanted - set(columns)
+    if "unit_gram" in columns:
+        by_rows.add("units")
+    result = _row_pass(X, by_rows, scales="unit_gram" in columns) if by_rows else {}
+    if columns:
+        result.update(_column_pass(X, columns, result.pop("scales", None)))
+    return result
+
+
+def _row_pass(X: np.ndarray, wanted, *, scales=False) -> dict:
+    """The row statistics ``wanted`` of ``X`` (and with ``scales`` the unit rows' scales), in one pass over its chunks.
 
     The chunks are read on one worker per core (:func:`in_order`); each converts its chunk to
     float64 in its own buffer (for a float32 ``X``, a quarter of ``X``'s size in all, at most).
     """
-    wanted = set(statistics)
     n, d = X.shape
     step = max(1, _CHUNK_ELEMENTS // max(d, 1))
     starts = range(0, n, step)
     gram = "unit_gram" in wanted
-    units = "units" in wanted or "unit_squares" in wanted or gram
+    units = "units" in wanted or "unit_squares" in wanted or gram or scales
     squares = "unit_squares" in wanted
     centred = "scatter" in wanted or "second" in wanted
     shift = first_chunk_shift(X[:step]) if centred else None
     acc = {"scatter": np.zeros((d, d)) if centred else None, "total": np.zeros(d), "unit_sum": np.zeros(d),
-           "unit_squares": np.zeros(d), "unit_gram": np.zeros((d, d)) if gram else None, "zero": [], "subnormal": []}
+           "unit_squares": np.zeros(d), "unit_gram": np.zeros((d, d)) if gram else None, "zero": [], "subnormal": [],
+           "scales": []}
 
     def chunk(c, state, slot):
         start = starts[c]
@@ -228,7 +285,9 @@ def _pass(X: np.ndarray, statistics) -> dict:
                 np.copyto(B, X[start:start + step])  # converted again rather than a second float64 chunk
         if units:
             out["zero"], out["subnormal"] = [], []
-            _unit_rows_block(B, start, out["zero"], out["subnormal"])
+            if scales:
+                out["scales"] = []
+            _unit_rows_block(B, start, out["zero"], out["subnormal"], out.get("scales"))
             out["unit_sum"] = B.sum(axis=0)
             if gram:
                 out["unit_gram"] = np.matmul(B.T, B, out=slot["gram"])  # before B is squared in place
@@ -259,21 +318,84 @@ def _pass(X: np.ndarray, statistics) -> dict:
                                                          *rows)
     if gram:
         result["unit_gram"] = acc["unit_gram"]
+    if scales:
+        odd, exponents, root = zip(*acc["scales"])
+        result["scales"] = (np.concatenate(odd), np.concatenate(exponents), np.concatenate(root))
+    return result
+
+
+def _column_pass(X: np.ndarray, names, scales) -> dict:
+    """The n × n statistics ``names`` of ``X`` (``"gram"``, ``"centred_gram"``, ``"unit_gram"``), summed over blocks of
+    its columns, in order, each block of all the rows converted to float64 in one buffer.
+
+    One worker, this thread, with BLAS's threads (each block's product is large: n² per column): the
+    memory is the sums, one product of each and the block, O(n² + n·block), whatever the cores. A
+    column of ``"centred_gram"`` is centred on its mean, then on the mean of what that leaves (two-pass
+    centring: float32 data and large offsets lose nothing); ``"unit_gram"`` scales the rows as the row
+    pass did (``scales``, from :func:`_unit_rows_block`), so its entries are those of the unit rows.
+    """
+    n, d = X.shape
+    step = max(1, _CHUNK_ELEMENTS // max(n, 1))
+    starts = range(0, d, step)
+    acc = {name: np.zeros((n, n)) for name in names}
+    acc["mean_sq"] = 0.0
+    centred, units = "centred_gram" in names, "unit_gram" in names
+
+    def chunk(c, state, slot):
+        start = starts[c]
+        width = min(step, d - start)
+        B = state["B"][: n * width].reshape(n, width)
+        np.copyto(B, X[:, start:start + width])
+        out = {}
+        if "gram" in names:
+            out["gram"] = np.matmul(B, B.T, out=slot["gram"])  # BLAS syrk
+        if centred:
+            mean = B.mean(axis=0)
+            B -= mean
+            B -= B.mean(axis=0)
+            out["centred_gram"] = np.matmul(B, B.T, out=slot["centred_gram"])
+            out["mean_sq"] = float(mean @ mean)
+            if units:
+                np.copyto(B, X[:, start:start + width])
+        if units:
+            _scale_rows(B, *scales)
+            out["unit_gram"] = np.matmul(B, B.T, out=slot["unit_gram"])
+        return out
+
+    def merge(c, out):
+        for name, value in out.items():
+            acc[name] += value
+
+    in_order(chunk, len(starts), merge, lambda: {"B": np.empty(n * min(step, d))}, max_workers=1,
+             make_slot=lambda: {name: np.empty((n, n)) for name in names}, blas=False)
+    result = {name: acc[name] for name in names}
+    if centred:
+        result["centred_gram"] = CentredGram(acc["centred_gram"], acc["mean_sq"])
     return result
 
 
 class _Scope:
-    """The array of a table and the statistics its metrics need: computed at the first request, each
-    released once every metric that reads it has had it (a d × d matrix is not kept through the rest
-    of the table)."""
+    """The array of a table and the statistics its metrics need: each pass's computed at the first request of one
+    of them, each statistic released once every metric that reads it has had it (a d × d or n × n matrix is not
+    kept through the rest of the table).
+
+    For n < d the metrics read the n × n statistics (:data:`WIDE_STATISTICS`), from the pass over the columns,
+    run when the first covariance metric asks; the unit-row sums come from the pass over the rows, run when the
+    first cosine metric asks: each pass's time is that of the metric that needed it.
+    """
 
     def __init__(self, X, metric_names):
-        needs = [s for name in metric_names for s in METRIC_STATISTICS.get(name, ())]
-        self.X, self.statistics, self.readers, self.values = X, tuple(dict.fromkeys(needs)), Counter(needs), None
+        wide = getattr(X, "ndim", 0) == 2 and X.shape[0] < X.shape[1]
+        needs = [WIDE_STATISTICS.get(s, s) if wide else s for name in metric_names for s in METRIC_STATISTICS.get(name, ())]
+        self.X, self.statistics, self.readers = X, tuple(dict.fromkeys(needs)), Counter(needs)
+        self.pending, self.values = list(self.statistics), {}
 
     def get(self, statistics) -> dict:
-        if self.values is None:
-            self.values = _pass(self.X, _usable(self.X, self.statistics))
+        passes = {_pass_of(name) for name in statistics if name in self.pending}
+        if passes:
+            batch = [name for name in self.pending if _pass_of(name) in passes]
+            self.pending = [name for name in self.pending if name not in batch]
+            self.values.update(_pass(self.X, _usable(self.X, batch)))
         if not all(name in self.values for name in statistics):
             return _pass(self.X, statistics)  # not announced by the table, or already released
         out = {name: self.values[name] for name in statistics}
@@ -282,6 +404,11 @@ class _Scope:
             if self.readers[name] <= 0:
                 del self.values[name]
         return out
+
+
+def _pass_of(name: str) -> str:
+    """Which pass of :func:`_pass` computes the statistic ``name`` (in a table, where ``"unit_gram"`` is not)."""
+    return "columns" if name in _COLUMN_STATISTICS else "rows"
 
 
 _SCOPE: contextvars.ContextVar = contextvars.ContextVar("isotropy_row_statistics", default=None)

@@ -17,6 +17,7 @@ from isotropy._kernels.isoscore import (
     _check_variance,
     _eps,
     _matrix_exponent,
+    _numpy_centred,
     _scatter_stats,
     _score_from_moments,
     _shrinkage_weights,
@@ -189,7 +190,8 @@ def _isoscore_star(X, *, shrinkage_cov, zeta, caller, name="X"):
     elif st.scatter is not None:
         inner = (st.scatter * S).sum() / m  # <C, S>_F with C = S_X / m formed (d×d)
     else:
-        inner = ((st.centred @ S) * st.centred).sum() / m  # tr(Xc S Xcᵀ) / m without forming C
+        Xc = st.centred if st.centred is not None else _numpy_centred(X)
+        inner = ((Xc @ S) * Xc).sum() / m  # tr(Xc S Xcᵀ) / m without forming C
     weights = _shrinkage_weights(zeta, exponent_c, exponent_s)
     trace, frob_sq = _shrunk_moments(trace_c, frob_sq_c, inner, trace_s, frob_sq_s, *weights)
     return to_output(_score_from_moments(trace, frob_sq, d), X)

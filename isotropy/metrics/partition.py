@@ -79,21 +79,17 @@ def _torch_projections(X, exponent):
 
 def _numpy_log_z(X, exponent):
     """log Z(±u) over the eigenvectors u of XᵀX, float64, a block of rows (or columns) at a time."""
+    from isotropy._kernels.rows import _workers_for, in_order, row_statistics
+
     n, d = X.shape
-    if n < d:  # n×n Gram; directions orthogonal to every row add Z = n (below)
-        G = np.zeros((n, n))
-        step = max(1, _CHUNK_ELEMENTS // max(n, 1))
-        for start in range(0, d, step):
-            B = X[:, start:start + step].astype(np.float64)
-            G += B @ B.T
+    if n < d:  # n×n Gram XXᵀ, by blocks of columns (shared with a table); directions orthogonal to every row add Z = n
+        G = row_statistics(X, ("gram",))["gram"]  # read, never changed
         lam, W = np.linalg.eigh(G)
         with np.errstate(over="ignore"):  # checked just below
             P = np.ldexp(W * np.sqrt(np.clip(lam, 0.0, None)), exponent)
         if not np.isfinite(P).all():
             _refuse_overflow(exponent)
         return np.concatenate([_logsumexp_columns(P), _logsumexp_columns(-P)])
-    from isotropy._kernels.rows import _workers_for, in_order, row_statistics
-
     A = row_statistics(X, ("second",))["second"]  # XᵀX, float64 (shared with the other metrics of a table)
     U = _eigenvectors(A)
     step = max(1, _CHUNK_ELEMENTS // (4 * d))  # rows per chunk: a worker holds the chunk and its projections

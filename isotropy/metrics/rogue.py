@@ -93,7 +93,10 @@ def _sums(X, caller):
 
 
 def _unit_gram_frob_sq(X, caller):
-    """‖Σ x̂x̂ᵀ‖²_F over the unit rows (float64): numpy in one chunked pass, torch from its unit rows."""
+    """‖Σ x̂x̂ᵀ‖²_F over the unit rows (float64): numpy in chunked passes, torch from its unit rows.
+
+    ‖ÛᵀÛ‖_F = ‖ÛÛᵀ‖_F: the smaller is formed (for numpy n × n when n < d, :func:`isotropy._kernels.rows.row_statistics`).
+    """
     if is_torch(X):
         U = _unit_rows(X.detach(), caller=caller).double()
         G = U.T @ U if U.shape[0] >= U.shape[1] else U @ U.T  # the same Frobenius norm, the smaller product
@@ -192,7 +195,7 @@ def rogue_dimension_share(X, *, n_dimensions=1):
     m = Σᵢ CCᵢ has mean 0 and standard deviation σ = √(2(‖ÛᵀÛ‖²_F − n − n(n − 1)m²))/(n(n − 1)),
     Û the unit rows (the pairs' cosines' spread about m, so that a shared direction is not counted as noise);
     the share is reported only when Σᵢ CCᵢ > 5σ (for such rows that happens with probability
-    below 0.5 % however they are spread). σ ≤ √(2/(n(n − 1))), so the O(n·d²) product is formed
+    below 0.5 % however they are spread). σ ≤ √(2/(n(n − 1))), so the O(n·d·min(n, d)) product is formed
     only when the mean cosine is below five times that bound.
 
     Timkey & van Schijndel find that in GPT-2, BERT and other transformers one to three
