@@ -250,3 +250,16 @@ def test_many_clusters_cost_no_samples_by_clusters_matrix(ours, theirs):
     torch = pytest.importorskip("torch")  # the torch path (index_add, no one-hot matrix either) agrees
     assert float(ours(torch.tensor(X), torch.tensor(labels))) == pytest.approx(got, rel=1e-10)
 
+
+@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
+def test_dunn_holds_no_float64_copy_of_the_data(rng, metric):
+    # dunn_index held three float64 copies of X (the working copy, the centred U, and X again for the two extreme
+    # pairs): 6.0x a float32 input here with small blocks (8.0x cosine). Now U is made a block of rows at a time
+    n, d = 3_000, 256
+    X, labels = _blobs(rng, n, d, 5)
+    X32 = X.astype(np.float32)
+    expected = _dunn_reference(X32.astype(np.float64), labels, metric)
+    got, peak = _traced_peak(lambda: dunn_index(X32, labels, metric=metric, chunk_size=256))
+    assert peak < 2.5 * X32.nbytes, f"peak {peak / X32.nbytes:.2f}x the input"
+    assert got == pytest.approx(expected, rel=1e-10)
+    assert dunn_index(X32, labels, metric=metric) == got  # the block size does not change the pair found

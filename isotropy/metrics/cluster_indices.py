@@ -252,16 +252,51 @@ def davies_bouldin_score(X, labels):
 # Dunn index
 
 
-def _operands(Xw, metric, xp):
-    """U and q with d(x_i, x_j) = q_i + q_j - s u_i . u_j (squared euclidean: s = 2; cosine: s = 1)."""
-    if metric == "cosine":
-        norms = xp.sqrt(xp.sum(Xw**2, axis=1))
-        Xw = Xw / xp.where(norms > 0, norms, xp.ones_like(norms))[:, None]
-        zero = xp.astype(norms == 0, Xw.dtype)
-    mean = xp.mean(Xw, axis=0)
-    U = Xw - (distance_centre(Xw, mean) if metric == "euclidean" else mean)  # a median where a few rows drag the mean
-    q = xp.sum(U**2, axis=1)
-    return (U, q, 2.0) if metric == "euclidean" else (U, (q + zero) / 2.0, 1.0)
+def _rows_work(X, i0, i1):
+    """Rows i0:i1 of X in float64 (float32 on MPS), a block at a time: the Dunn index holds no float64 copy of X."""
+    if is_torch(X):
+        return _work_copy(X[i0:i1, :])
+    return X[i0:i1].astype(np.float64)
+
+
+class _Operands:
+    """Blocks of U and q with d(x_i, x_j) = q_i + q_j - s u_i . u_j (squared euclidean: s = 2; cosine: s = 1).
+
+    U is X centred (cosine: its rows scaled to unit length, then centred), computed block by block from X on
+    demand, the same values for a row whatever the block (elementwise), instead of a float64 copy of X and one of U
+    (three float64 copies of X with the checked data: 6-7x a float32 input).
+    """
+
+    def __init__(self, X, metric, xp, step):
+        self.X, self.metric, self.xp = X, metric, xp
+        self.s = 2.0 if metric == "euclidean" else 1.0
+        n = X.shape[0]
+        total = None
+        if metric == "cosine" or is_torch(X):
+            for i0 in range(0, n, step):
+                part = xp.sum(self._directions(_rows_work(X, i0, min(n, i0 + step))), axis=0)
+                total = part if total is None else total + part
+            mean = total / n
+        else:
+            mean = np.mean(X, axis=0, dtype=np.float64)  # float64 accumulation without a float64 copy
+        self.centre = distance_centre(X, mean) if metric == "euclidean" else mean  # a median where a few rows drag the mean
+
+    def _directions(self, W):
+        if self.metric == "euclidean":
+            return W
+        norms = self.xp.sqrt(self.xp.sum(W**2, axis=1))
+        return W / self.xp.where(norms > 0, norms, self.xp.ones_like(norms))[:, None]
+
+    def block(self, i0, i1):
+        """(U[i0:i1], q[i0:i1])."""
+        xp = self.xp
+        W = _rows_work(self.X, i0, i1)
+        U = self._directions(W) - self.centre
+        q = xp.sum(U**2, axis=1)
+        if self.metric == "euclidean":
+            return U, q
+        zero = xp.astype(xp.sqrt(xp.sum(W**2, axis=1)) == 0, U.dtype)
+        return U, (q + zero) / 2.0
 
 
 def dunn_index(X, labels, *, metric="euclidean", chunk_size=None):
@@ -327,10 +362,14 @@ def dunn_index(X, labels, *, metric="euclidean", chunk_size=None):
         import torch
 
         with torch.no_grad():
-            inter, intra = _extreme_pairs(_work_copy(X.detach()), ids, metric, chunk_size, xp)
+            inter, intra = _extreme_pairs(X.detach(), ids, metric, chunk_size, xp)
+        Xv = X
     else:
-        inter, intra = _extreme_pairs(_work_copy(X), ids, metric, chunk_size, xp)
-    Xv = X if is_torch(X) else np.asarray(X, dtype=np.float64)
+        inter, intra = _extreme_pairs(X, ids, metric, chunk_size, xp)
+        # the four rows of the two pairs in float64, not a float64 copy of X (indices mapped, equal ones kept equal)
+        rows, at = np.unique(np.array([*inter, *intra]), return_inverse=True)
+        Xv = np.asarray(X[rows], dtype=np.float64)
+        inter, intra = (int(at[0]), int(at[1])), (int(at[2]), int(at[3]))
     separation = _pair_distance(Xv, *inter, metric, xp)
     diameter = _pair_distance(Xv, *intra, metric, xp)
     _check_dunn_defined(_scalar(separation), _scalar(diameter), X.shape[0], metric)  # 0/0: refused
@@ -339,21 +378,24 @@ def dunn_index(X, labels, *, metric="euclidean", chunk_size=None):
     return to_output(separation / diameter, X)
 
 
-def _extreme_pairs(Xw, ids, metric, chunk_size, xp):
+def _extreme_pairs(X, ids, metric, chunk_size, xp):
     """(i, j) of the closest pair in different clusters and of the farthest pair in one cluster."""
-    n = Xw.shape[0]
-    device = getattr(Xw, "device", None)
-    U, q, s = _operands(Xw, metric, xp)
-    ids_x = xp.asarray(ids, device=device) if is_torch(Xw) else ids
+    n = X.shape[0]
+    device = getattr(X, "device", None)
     b = min(n, chunk_size or 2048)
+    ops = _Operands(X, metric, xp, b)
+    s = ops.s
+    ids_x = xp.asarray(ids, device=device) if is_torch(X) else ids
     best_inter, best_intra = (float("inf"), None), (-float("inf"), None)
     n_blocks = -(-n // b)
     advance = blocks(n_blocks * (n_blocks + 1) // 2)  # progress, when a caller asked for it
     for i0 in range(0, n, b):
         i1 = min(n, i0 + b)
+        Ui, qi = ops.block(i0, i1)
         for j0 in range(i0, n, b):
             j1 = min(n, j0 + b)
-            D = q[i0:i1, None] + q[None, j0:j1] - s * (U[i0:i1, :] @ U[j0:j1, :].T)
+            Uj, qj = (Ui, qi) if j0 == i0 else ops.block(j0, j1)
+            D = qi[:, None] + qj[None, :] - s * (Ui @ Uj.T)
             same = ids_x[i0:i1, None] == ids_x[None, j0:j1]
             width = j1 - j0
             # the diameter is over pairs of two samples: a sample's distance to itself is 0, but the kernel reads
