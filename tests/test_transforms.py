@@ -197,6 +197,45 @@ def test_whiten_function_torch_float32(rng):
     np.testing.assert_allclose(out.numpy(), whiten(X.astype(np.float32)), atol=1e-4)
 
 
+def test_whitening_of_fewer_rows_than_features_is_refused_before_any_d_by_d_work(rng):
+    # n rows span at most n - 1 directions, so with eps=0 the refusal is certain from the shape: it came only after
+    # np.cov and eigh of the d x d covariance (2,000 x 5,000: 13.7 s; 2,000 x 20,000: a crash in np.cov at 4.4 GB)
+    X = rng.normal(size=(30, 3000))
+    d_by_d = 3000 * 3000 * 8
+    for make, asked in ((lambda: Whitening(), "the 3000 features (n_components=None)"),
+                        (lambda: Whitening(n_components=30), "n_components=30")):
+        with pytest.raises(IsotropyValueError) as info:
+            make().fit(X)
+        message = str(info.value)
+        assert message == (f"The 'X' parameter of Whitening has a rank-deficient covariance (rank 29 < {asked}), "
+                           f"which cannot be whitened. Pass n_components <= 29, or eps > 0 to regularise, or more "
+                           f"samples.")
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        with pytest.raises(IsotropyValueError, match=r"rank 29 < the 3000 features"):
+            whiten(X)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < d_by_d / 20, f"peak {peak / 1e6:.1f} MB"  # the d x d covariance alone is 72 MB
+    # the rank stated is the data's (rows repeated: 15 distinct rows span 14 directions)
+    with pytest.raises(IsotropyValueError, match=r"\(rank 14 < n_components=20\)"):
+        Whitening(n_components=20).fit(np.repeat(rng.normal(size=(15, 300)), 2, axis=0))
+
+
+def test_whitening_of_fewer_rows_than_features_still_whitens_what_it_can(rng):
+    # n_components <= n - 1, or eps > 0: the d x d route as before, from the chunked covariance (np.cov's to rounding)
+    X = rng.normal(size=(40, 60)) @ np.diag(np.linspace(1, 3, 60)) + 2.0
+    lam, vecs = np.linalg.eigh(np.cov(X, rowvar=False))
+    order = np.argsort(lam)[::-1][:5]
+    expected = (X - X.mean(axis=0)) @ (vecs[:, order] / np.sqrt(lam[order]))
+    np.testing.assert_allclose(np.abs(Whitening(n_components=5).fit_transform(X)), np.abs(expected), atol=1e-9)
+    Y = Whitening(eps=1e-3).fit_transform(X)
+    assert Y.shape == (40, 60) and np.isfinite(Y).all()
+
+
 # ---------------------------------------------------------------- ClusterIsotropy (Rajaee & Pilehvar)
 
 def _two_elongated_clusters(rng, n=200):
