@@ -200,8 +200,8 @@ def _check_layers(directory: Path, config: dict, shapes: dict) -> None:
 
 
 def _check_embeddings(directory: Path, config: dict, shapes: dict) -> None:
-    # ALBERT and ELECTRA embed in embedding_size, then project to hidden_size
-    vocab, width = config.get("vocab_size"), _int(config, ("embedding_size", *_WIDTH_KEYS))
+    # ALBERT and ELECTRA embed in embedding_size, OPT in word_embed_proj_dim, then project to hidden_size
+    vocab, width = config.get("vocab_size"), _int(config, ("embedding_size", "word_embed_proj_dim", *_WIDTH_KEYS))
     if not (isinstance(vocab, int) and width is not None):
         return
     for name, shape in shapes.items():

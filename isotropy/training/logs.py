@@ -170,14 +170,21 @@ def _csv_rows(file: Path, pattern):
                     yield match["metric"], int(match["layer"]), _step(row["step"], file), value
 
 
+# A record cut short at the end of a file is one a run is still writing (tensorboard reads the records before it and
+# skips it), unless it declares more data than any event holds: tensorboard's one read of that length would ask for
+# it all at once (2**40 bytes: a MemoryError). Events are scalars, histograms and images of at most a few MiB.
+_PARTIAL_RECORD = 2**28
+
+
 def _check_event_file(file: Path) -> None:
     """Walk the TFRecord framing of an event file before tensorboard reads it; a record longer than the file is refused.
 
     Each record is an 8-byte little-endian data length, the masked CRC-32C of those 8 bytes, the data and the data's
     masked CRC-32C. Tensorboard's reader asks the file for a record's declared length in one read: a 28-byte file
     declaring 2**40 bytes (with a valid CRC of the length) was a MemoryError traceback. Here each record's length is
-    checked against the bytes left in the file (seeking past the data, nothing of it is read) and one that does not
-    fit is refused in one line naming the file. A length whose CRC does not match ends the walk: tensorboard stops
+    checked against the bytes left in the file (seeking past the data, nothing of it is read); one that does not
+    fit is the record a run is still writing when it declares at most ``_PARTIAL_RECORD`` bytes (the walk ends there,
+    as tensorboard's reading does), and is refused in one line naming the file otherwise. A length whose CRC does not match ends the walk: tensorboard stops
     reading the file there too, before it reads any data (and a header cut short at the end is a tail it skips).
     """
     import struct
@@ -198,6 +205,8 @@ def _check_event_file(file: Path) -> None:
                     return  # a corrupt length: tensorboard reads no further (and no data of it)
                 left = size - offset - 12
                 if length + 4 > left:
+                    if length <= _PARTIAL_RECORD:  # the last record of a run still writing: tensorboard skips it
+                        return
                     raise IsotropyValueError(
                         f"The TensorBoard event file {str(file)!r} is truncated or corrupt: its record at byte "
                         f"{offset:,} declares {length:,} bytes of data (and a 4-byte CRC), and only {left:,} bytes "
