@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["centred_gram", "centred_scatter", "row_chunks"]
+__all__ = ["centred_gram", "centred_rows", "centred_scatter", "row_chunks"]
 
 _CHUNK_ELEMENTS = 1 << 18  # float64 entries of a chunk (2 MiB): a small fraction of the data, kept in cache
 _MIN_ROWS = 256  # but at least this many rows: each chunk's product also reads and writes the d x d sum
@@ -22,7 +22,8 @@ def row_chunks(n_rows: int, n_columns: int):
     return [(start, min(start + step, n_rows)) for start in range(0, n_rows, step)]
 
 
-def _centred(X, start, stop, mean, exponent, columns=slice(None)):
+def centred_rows(X, start, stop, mean, exponent, columns=slice(None)):
+    """Rows ``start:stop`` (and ``columns``) of ``X`` as float64, times ``2**-exponent``, minus ``mean`` (a new array)."""
     B = np.asarray(X[start:stop, columns], dtype=np.float64)
     if exponent:
         B = np.ldexp(B, -exponent)  # exact for normal numbers (a subnormal brought up is exact too)
@@ -37,7 +38,7 @@ def centred_scatter(X, mean, *, exponent: int = 0) -> np.ndarray:
     n, d = X.shape
     scatter = buffer = None
     for start, stop in row_chunks(n, d):
-        B = _centred(X, start, stop, mean, exponent)
+        B = centred_rows(X, start, stop, mean, exponent)
         if scatter is None:
             scatter = B.T @ B  # syrk: B.T and B are the same buffer
         else:
@@ -57,7 +58,7 @@ def centred_gram(X, mean, *, exponent: int = 0) -> np.ndarray:
     step = max(_MIN_ROWS, _CHUNK_ELEMENTS // max(n, 1))
     gram = buffer = None
     for start in range(0, d, step):
-        B = _centred(X, 0, n, mean, exponent, columns=slice(start, start + step))
+        B = centred_rows(X, 0, n, mean, exponent, columns=slice(start, start + step))
         if gram is None:
             gram = B @ B.T
         else:
