@@ -7,17 +7,9 @@ classifier-geometry's ``recorded_points``, and ``updates: 10**18`` / ``sample_si
 from __future__ import annotations
 
 import pytest
+from test_experiment_config import CG, _cli
 
 from isotropy.cli import EXPERIMENTS, load_experiment, main
-
-CG = "classifier-geometry"
-
-
-def _cli(argv, capsys):
-    with pytest.raises(SystemExit) as exit_info:
-        main(argv)
-    out = capsys.readouterr()
-    return exit_info.value.code, out.out, out.err
 
 
 @pytest.mark.parametrize(("content", "key", "shown", "allowed"), [

@@ -1,4 +1,4 @@
-"""Chunked float64 second statistics of the transformers: a scatter or a Gram matrix without an n x d copy.
+"""The chunked float64 scatter of the transformers, without an n x d copy (the n x n Gram side: ``isotropy._kernels.rows``).
 
 ``np.cov(X, rowvar=False)`` centres a full copy of ``X`` and multiplies ``d x n`` by ``n x d`` (a general
 product: on 2,000 x 20,000 it crashed inside OpenBLAS at 4.4 GB); here the rows go a chunk at a time
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["centred_gram", "centred_rows", "centred_scatter", "row_chunks"]
+__all__ = ["centred_rows", "centred_scatter", "row_chunks"]
 
 _CHUNK_ELEMENTS = 1 << 18  # float64 entries of a chunk (2 MiB): a small fraction of the data, kept in cache
 _MIN_ROWS = 256  # but at least this many rows: each chunk's product also reads and writes the d x d sum
@@ -22,12 +22,12 @@ def row_chunks(n_rows: int, n_columns: int):
     return [(start, min(start + step, n_rows)) for start in range(0, n_rows, step)]
 
 
-def centred_rows(X, start, stop, mean, exponent, columns=slice(None)):
-    """Rows ``start:stop`` (and ``columns``) of ``X`` as float64, times ``2**-exponent``, minus ``mean`` (a new array)."""
-    B = np.asarray(X[start:stop, columns], dtype=np.float64)
+def centred_rows(X, start, stop, mean, exponent):
+    """Rows ``start:stop`` of ``X`` as float64, times ``2**-exponent``, minus ``mean`` (a new array)."""
+    B = np.asarray(X[start:stop], dtype=np.float64)
     if exponent:
         B = np.ldexp(B, -exponent)  # exact for normal numbers (a subnormal brought up is exact too)
-    return B - mean[columns] if mean is not None else B.copy()
+    return B - mean if mean is not None else B.copy()
 
 
 def centred_scatter(X, mean, *, exponent: int = 0) -> np.ndarray:
@@ -46,23 +46,3 @@ def centred_scatter(X, mean, *, exponent: int = 0) -> np.ndarray:
                 buffer = np.empty((d, d))
             scatter += np.matmul(B.T, B, out=buffer)
     return np.zeros((d, d)) if scatter is None else scatter
-
-
-def centred_gram(X, mean, *, exponent: int = 0) -> np.ndarray:
-    """``(X·2**-exponent − mean)(X·2**-exponent − mean)ᵀ``, float64 ``n x n``, over column chunks of ``X``.
-
-    Its nonzero eigenvalues are those of :func:`centred_scatter` (``AᵀA`` and ``AAᵀ``): the cheap route
-    when ``n < d``. Memory: the ``n x n`` result, one product buffer and one column chunk.
-    """
-    n, d = X.shape
-    step = max(_MIN_ROWS, _CHUNK_ELEMENTS // max(n, 1))
-    gram = buffer = None
-    for start in range(0, d, step):
-        B = centred_rows(X, 0, n, mean, exponent, columns=slice(start, start + step))
-        if gram is None:
-            gram = B @ B.T
-        else:
-            if buffer is None:
-                buffer = np.empty((n, n))
-            gram += np.matmul(B, B.T, out=buffer)
-    return np.zeros((n, n)) if gram is None else gram

@@ -11,7 +11,7 @@ from sklearn.utils.validation import check_is_fitted
 from isotropy._utils.magnitude import rescaled, times_power_of_two
 from isotropy._utils.validation import IsotropyValueError, check_scalar
 from isotropy.transforms._base import NewFeaturesTransformer, like_input, to_numpy
-from isotropy.transforms._scatter import centred_gram, centred_scatter, row_chunks
+from isotropy.transforms._scatter import centred_scatter, row_chunks
 
 __all__ = ["Whitening", "whiten"]
 
@@ -40,7 +40,9 @@ def fit_whitening(X: np.ndarray, *, n_components=None, eps=0.0, caller="whiten")
         # n centred rows span at most n - 1 directions: the refusal below is certain, so it comes before any
         # d x d work (2,000 x 5,000 took 13.7 s to refuse; 2,000 x 20,000 crashed in np.cov at 4.4 GB). The rank
         # it states is that of the n x n Gram matrix, whose nonzero eigenvalues are the scatter's.
-        lam = np.linalg.eigvalsh(centred_gram(Xu, mean)) * (1.0 / (n - 1))
+        from isotropy._kernels.rows import row_statistics  # the n x n Gram of the covariance metrics, by columns
+
+        lam = np.linalg.eigvalsh(row_statistics(Xu, ("centred_gram",))["centred_gram"].gram) * (1.0 / (n - 1))
         _refuse_rank(np.clip(lam[::-1], 0.0, None), n, d, k, n_components, caller=caller)
     # np.cov's covariance (divisor n - 1) from row chunks: no centred n x d copy, no d x n by n x d product
     cov = centred_scatter(Xu, mean)
