@@ -13,7 +13,7 @@ import re
 import stat
 from pathlib import Path
 
-__all__ = ["check_regular_file", "npy_magic_problem", "path_kind"]
+__all__ = ["check_regular_file", "npy_header", "npy_magic_problem", "path_kind"]
 
 
 def path_kind(path) -> str | None:
@@ -85,6 +85,23 @@ def npy_magic_problem(path) -> str | None:
         return "not a .npy file (it is a zip archive, as np.savez writes; a .npy is written by np.save)"
     return (f"not a .npy file (it does not start with numpy's magic string \\x93NUMPY but with "
             f"{head[:len(MAGIC_PREFIX)]!r})")
+
+
+def npy_header(handle) -> tuple[tuple, bool, object, int]:
+    """``(shape, fortran_order, dtype, data offset)`` of the ``.npy`` file open in ``handle`` (at its start), from
+    its header alone: no data read, nothing allocated for the shape it claims (which may be a lie: the callers
+    compare it with the file's size). Versions 1.0, 2.0 and 3.0; numpy's ``ValueError`` for anything else.
+    """
+    from numpy.lib import format as fmt
+
+    version = fmt.read_magic(handle)
+    if version == (1, 0):
+        shape, fortran, dtype = fmt.read_array_header_1_0(handle)
+    elif version in ((2, 0), (3, 0)):
+        shape, fortran, dtype = fmt.read_array_header_2_0(handle)
+    else:
+        raise ValueError(f"an .npy header of version {version}")
+    return shape, fortran, dtype, handle.tell()
 
 
 def natural_key(name: str) -> tuple:

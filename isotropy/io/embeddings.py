@@ -437,9 +437,9 @@ def _read_safetensors_tensor(path, key):
     read). safetensors validates the header (offsets within the file, sizes matching shapes) when it opens the file,
     and only the tensor taken is read.
     """
-    import json
-
     from safetensors import safe_open
+
+    from isotropy._utils import jsontext
 
     try:
         with safe_open(str(path), framework="numpy") as handle:
@@ -453,7 +453,7 @@ def _read_safetensors_tensor(path, key):
         return None
     with open(path, "rb") as file:
         size = int.from_bytes(file.read(8), "little")
-        entry = json.loads(file.read(size))[name]
+        entry = jsontext.loads(file.read(size))[name]  # a header safe_open has validated (its size, its offsets)
         begin, end = entry["data_offsets"]
         file.seek(8 + size + begin)
         raw = np.frombuffer(file.read(end - begin), dtype="<u2")

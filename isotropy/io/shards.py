@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from isotropy.io._archives import MAX_EXPANSION, expansion_problem
-from isotropy.io._paths import natural_key, path_kind
+from isotropy.io._paths import natural_key, npy_header, path_kind
 from isotropy.io.embeddings import (
     _as_matrix,
     _check_parquet_expansion,
@@ -137,17 +137,10 @@ def _npy_header(path: Path):
 
 def _npy_fast_header(path: Path):
     """:func:`_npy_header` of a plain 2-d C-ordered numeric shard in one open, or ``None`` (the general path)."""
-    fmt = np.lib.format
     try:
         with open(path, "rb") as handle:
-            version = fmt.read_magic(handle)
-            if version == (1, 0):
-                shape, fortran, stored = fmt.read_array_header_1_0(handle)
-            elif version == (2, 0):
-                shape, fortran, stored = fmt.read_array_header_2_0(handle)
-            else:
-                return None
-            offset, stat = handle.tell(), os.fstat(handle.fileno())
+            shape, fortran, stored, offset = npy_header(handle)
+            stat = os.fstat(handle.fileno())
             if fortran or len(shape) != 2 or not shape[0] or not shape[1] or stored.kind not in "biuf" \
                     or stored.hasobject or stat.st_size < offset + shape[0] * shape[1] * stored.itemsize:
                 return None

@@ -190,22 +190,17 @@ def _cached_header_problem(path: Path, n: int) -> str | None:
     file's size before numpy allocates anything (a file whose header claimed shape (10**12, 384) made
     ``np.load`` ask for 1.36 PiB). An ``.npz`` (a zip archive) is left to ``np.load`` and the checks after it.
     """
-    from numpy.lib import format as npy_format
+    from numpy.lib.format import MAGIC_PREFIX
+
+    from isotropy.io._paths import npy_header
 
     try:
         size = path.stat().st_size
         with open(path, "rb") as handle:
-            if handle.read(6) != npy_format.MAGIC_PREFIX:
+            if handle.read(6) != MAGIC_PREFIX:
                 return None  # not an .npy (an .npz, an empty or random file): np.load's own refusal names it
             handle.seek(0)
-            version = npy_format.read_magic(handle)
-            if version == (1, 0):
-                shape, _, dtype = npy_format.read_array_header_1_0(handle)
-            elif version in ((2, 0), (3, 0)):
-                shape, _, dtype = npy_format.read_array_header_2_0(handle)
-            else:
-                return f"an .npy header of version {version}"
-            offset = handle.tell()
+            shape, _, dtype, offset = npy_header(handle)
     except (OSError, ValueError, EOFError, TypeError, SyntaxError) as exc:
         return f"a damaged .npy header ({' '.join(str(exc).split())[:160] or type(exc).__name__})"
     if dtype.hasobject or not np.issubdtype(dtype, np.floating):
