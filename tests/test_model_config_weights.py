@@ -166,3 +166,57 @@ def test_an_opt_model_embedding_in_its_projection_width_loads(tmp_path):
     _, network, _ = load_transformer(str(tmp_path / "opt"), device="cpu")
     assert network.config.word_embed_proj_dim == 16 and network.config.hidden_size == 32
 
+
+
+def _tiny_t5(directory, *, encoder_only=True, **config_changes):
+    """A 2-layer T5 (its encoder alone, as sentence-T5 and GTR ship it, or the whole encoder-decoder) with the tiny
+    BERT tokenizer."""
+    from transformers import BertTokenizerFast, T5Config, T5EncoderModel, T5Model
+
+    bert = make_tiny_bert(directory.parent / f"{directory.name}-tokenizer")
+    config = T5Config(vocab_size=len((bert / "vocab.txt").read_text().split()), d_model=16, d_kv=8, d_ff=32,
+                      num_layers=2, num_heads=2, decoder_start_token_id=0)
+    torch.manual_seed(0)
+    (T5EncoderModel if encoder_only else T5Model)(config).eval().save_pretrained(directory)
+    BertTokenizerFast(str(bert / "vocab.txt")).save_pretrained(directory)
+    if config_changes:
+        _edit_config(directory, **config_changes)
+    return directory
+
+
+@pytest.mark.parametrize("is_encoder_decoder", [False, True])
+def test_an_encoder_only_t5_loads_as_its_encoder(tmp_path, is_encoder_decoder):
+    """An encoder-only T5 (T5EncoderModel; sentence-T5 and GTR, whose older configs say is_encoder_decoder) was refused
+    as a config its weights do not match ("the model it describes has 10,864 parameters, the weights hold 4,544"):
+    AutoModel builds the whole encoder-decoder. It loads as T5EncoderModel, its hidden states those of the saved
+    model, and the fine-tuning loader takes it too."""
+    from transformers import T5EncoderModel
+
+    from isotropy.experiments._finetune.model import load_encoder
+
+    directory = _tiny_t5(tmp_path / "t5", is_encoder_decoder=is_encoder_decoder)
+    tokenizer, network, _ = load_transformer(str(directory), device="cpu")
+    assert type(network) is T5EncoderModel
+    reference = T5EncoderModel.from_pretrained(str(directory)).eval()
+    batch = tokenizer(["the cat sat on the mat", "a dog ran"], return_tensors="pt", padding=True)
+    with torch.no_grad():
+        ours = network(**batch, output_hidden_states=True).hidden_states
+        theirs = reference(**batch, output_hidden_states=True).hidden_states
+    assert len(ours) == 3 and all(torch.equal(a, b) for a, b in zip(ours, theirs))
+    assert type(load_encoder(str(directory))[1]) is T5EncoderModel
+
+
+def test_an_encoder_only_t5_is_measured(tmp_path):
+    directory = _tiny_t5(tmp_path / "t5")
+    texts = tmp_path / "texts.txt"
+    texts.write_text("the cat sat\na dog ran\nthe mat\n")
+    result = CliRunner().invoke(cli, ["measure", "--model", str(directory), "--texts", str(texts),
+                                      "--metrics", "isoscore"])
+    assert result.exit_code == 0, result.output
+    assert "16 features per layer" in result.output and "3 texts" in result.output
+
+
+def test_an_encoder_decoder_t5_is_still_refused_in_one_line(tmp_path):
+    directory = _tiny_t5(tmp_path / "t5", encoder_only=False)
+    message = _one_line(directory, lambda d: load_transformer(d, device="cpu"))
+    assert "encoder-decoder (t5)" in message and "T5EncoderModel" in message, message

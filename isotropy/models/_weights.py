@@ -212,6 +212,25 @@ def _check_embeddings(directory: Path, config: dict, shapes: dict) -> None:
             return
 
 
+def base_model_class(config):
+    """The transformers class that builds the hidden-state model of ``config``: ``AutoModel``'s base model, or
+    the encoder-only class the config's ``architectures`` names (``T5EncoderModel``, ``MT5EncoderModel``,
+    ``UMT5EncoderModel``: the encoder half of an encoder-decoder, as sentence-T5 and GTR ship it), for which
+    ``AutoModel`` would build the whole encoder-decoder, a decoder the weights do not hold.
+
+    Only a class of the ``transformers`` package whose ``config_class`` is the config's own class is taken
+    (never code from the directory).
+    """
+    import transformers
+
+    for name in getattr(config, "architectures", None) or ():
+        if isinstance(name, str) and name.endswith("EncoderModel"):
+            cls = getattr(transformers, name, None)
+            if isinstance(cls, type) and getattr(cls, "config_class", None) is type(config):
+                return cls
+    return transformers.AutoModel
+
+
 def _check_against_meta_model(directory: Path, shapes: dict) -> None:
     """The model transformers would build from the config, on the meta device, against the weights' shapes."""
     try:
@@ -223,8 +242,9 @@ def _check_against_meta_model(directory: Path, shapes: dict) -> None:
 
         with quiet_transformers():
             config = AutoConfig.from_pretrained(str(directory), **NO_REMOTE_CODE)
+            cls = base_model_class(config)
             with torch.device("meta"):
-                model = AutoModel.from_config(config, **NO_REMOTE_CODE)
+                model = AutoModel.from_config(config, **NO_REMOTE_CODE) if cls is AutoModel else cls(config)
     except Exception:  # noqa: BLE001 - a config transformers cannot build from is the load's to report
         return
     prefix = f"{model.base_model_prefix}." if getattr(model, "base_model_prefix", "") else ""

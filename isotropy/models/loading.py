@@ -130,9 +130,13 @@ def _load(model: str, location: str, weights, device):
         raise OSError(f"Could not load the model {model!r} (resolved to {location!r}): expected a local model "
                       f"directory, a .gguf file, the packaged 'all-MiniLM-L6-v2' or 'gemma-3-270m', or a hub name "
                       f"while online. ({exc.__class__.__name__}: {str(exc).splitlines()[0]})") from None
-    if getattr(config, "is_encoder_decoder", False):
+    from isotropy.models._weights import base_model_class
+
+    network_class = base_model_class(config)  # AutoModel, or an encoder-only T5 (T5EncoderModel)
+    if getattr(config, "is_encoder_decoder", False) and network_class is AutoModel:
         raise IsotropyValueError(f"The model {model!r} is an encoder-decoder ({config.model_type}); expected an "
-                                 f"encoder (BERT-style) or a decoder (GPT-2-style) model.")
+                                 f"encoder (BERT-style), an encoder-only T5 (T5EncoderModel) or a decoder "
+                                 f"(GPT-2-style) model.")
     if not getattr(tokenizer, "is_fast", False):
         raise IsotropyValueError(f"The tokenizer of {model!r} is not a fast tokenizer; the word-to-piece mapping "
                                  f"(word_ids) needs one (a tokenizer.json or a convertible vocabulary).")
@@ -152,7 +156,7 @@ def _load(model: str, location: str, weights, device):
         from isotropy.models._weights import refuse_missing_weights
 
         try:
-            network, info = AutoModel.from_pretrained(location, output_loading_info=True, **NO_REMOTE_CODE)
+            network, info = network_class.from_pretrained(location, output_loading_info=True, **NO_REMOTE_CODE)
         except RuntimeError as exc:  # "You set ignore_mismatched_sizes to False": shapes the config does not give
             if "mismatched" not in str(exc) and "size mismatch" not in str(exc):
                 raise

