@@ -3,17 +3,33 @@
 ``/dev/zero`` exists (reading it never ends), a symbolic link loop exists (opening it fails with
 ELOOP), a dangling link exists as a link: each gets its own words, and only a path that is not
 there at all "does not exist". A file named ``.npy`` that is not one says so (:func:`npy_magic_problem`).
+
+:func:`read_bytes`, :func:`read_text` and :func:`read_json` read a small file (JSON a run or a trainer wrote, a
+config) with bounded work and one-line refusals: what is not a regular file once links are followed (a FIFO, a
+device, a directory, a dangling link) is refused before it is opened (opening a FIFO blocks until a writer comes),
+a file past ``limit`` bytes by its size and again while reading (a file that grows), text that is not UTF-8 at its
+byte, and JSON that does not parse (nested too deeply, an integer of too many digits: :mod:`isotropy._utils.jsontext`)
+naming the file and where it stopped. Every refusal is one line, ``The <what> '<path>' <problem>; expected
+<expected>.``, raised as ``error`` (:class:`~isotropy._utils.errors.IsotropyValueError` unless the caller names its
+own); a path that is not there at all is a ``FileNotFoundError`` with the same wording. The exception's ``problem``
+attribute holds the ``<problem>`` part alone, for a caller that words its own line. They live here, beside
+:func:`path_kind`, so that the library's readers (:mod:`isotropy.training.logs`) and the experiments'
+(:mod:`isotropy.experiments._files`, results folders and configs) share them.
 """
 
 from __future__ import annotations
 
 import errno
+import json
 import os
 import re
 import stat
 from pathlib import Path
 
-__all__ = ["check_regular_file", "npy_header", "npy_magic_problem", "path_kind"]
+from isotropy._utils import jsontext
+from isotropy._utils.errors import IsotropyValueError
+
+__all__ = ["check_regular_file", "npy_header", "npy_magic_problem", "path_kind", "read_bytes", "read_json", "read_text"]
 
 
 def path_kind(path) -> str | None:
@@ -60,6 +76,78 @@ def check_regular_file(path, what: str, expected: str, *, value_error=ValueError
     if kind == "does not exist":
         raise FileNotFoundError(message)
     raise value_error(message)
+
+
+def _refusal(error, path: Path, what: str, problem: str, expected: str) -> Exception:
+    exc = error(f"The {what} {str(path)!r} {problem}; expected {expected}.")
+    exc.problem = problem
+    return exc
+
+
+def _mib(limit: int) -> str:
+    return f"{limit // 2**20} MiB" if limit >= 2**20 and limit % 2**20 == 0 else f"{limit:,} bytes"
+
+
+def read_bytes(path, *, what: str, expected: str, limit: int, error=IsotropyValueError) -> bytes:
+    """The bytes of the regular file ``path`` (links followed), at most ``limit`` of them; else one line (see the module)."""
+    path = Path(path)
+    kind = path_kind(path)  # before open(): opening a FIFO blocks until a writer comes
+    if kind == "does not exist":
+        exc = FileNotFoundError(f"The {what} {str(path)!r} does not exist; expected {expected}.")
+        exc.problem = kind
+        raise exc
+    if kind is not None:
+        raise _refusal(error, path, what, kind, expected)
+    too_large = f"is larger than {_mib(limit)}"
+    try:
+        if os.stat(path).st_size > limit:
+            raise _refusal(error, path, what, too_large, expected)
+        # O_NONBLOCK: a path swapped for a FIFO since the check opens at once and is refused below by fstat
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                raise _refusal(error, path, what, "is not a regular file", expected)
+            raw = handle.read(limit + 1)  # enforced while reading too: a file that grows is not read whole
+    except OSError as exc:
+        reason = (exc.strerror or type(exc).__name__).lower()
+        raise _refusal(error, path, what, f"cannot be read ({reason})", expected) from None
+    if len(raw) > limit:
+        raise _refusal(error, path, what, too_large, expected)
+    return raw
+
+
+def read_text(path, *, what: str, expected: str, limit: int, error=IsotropyValueError) -> str:
+    """The UTF-8 text of ``path``, read by :func:`read_bytes`; text that is not UTF-8 is refused in one line too."""
+    raw = read_bytes(path, what=what, expected=expected, limit=limit, error=error)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _refusal(error, Path(path), what, f"is not UTF-8 text (byte {exc.start} is {raw[exc.start]:#04x})",
+                       expected) from None
+
+
+def read_json(path, *, what: str, expected: str, limit: int, error=IsotropyValueError):
+    """The JSON document in ``path``, read by :func:`read_text`.
+
+    Bad JSON is one line naming the file, the parser's reason and where it stopped; a document that ends
+    before it is complete says so (a file cut short).
+    """
+    text = read_text(path, what=what, expected=expected, limit=limit, error=error)
+    try:
+        return jsontext.loads(text)
+    except json.JSONDecodeError as exc:
+        reason = " ".join(exc.msg.split())
+        # "Unterminated string starting at": where the string starts
+        where = f"{reason}{'' if reason.endswith(' at') else ' at'} line {exc.lineno}, column {exc.colno}"
+        if not text.strip():
+            problem = "is not valid JSON: it is empty"
+        elif exc.pos >= len(text.rstrip()) or reason.startswith("Unterminated string"):
+            problem = f"is not valid JSON: it ends mid-document ({where}), as a file cut short does"
+        elif reason.startswith(("nested too deeply", "an integer of too many")):
+            problem = f"is not valid JSON: {reason}"
+        else:
+            problem = f"is not valid JSON: {where}"
+        raise _refusal(error, Path(path), what, problem, expected) from None
 
 
 def npy_magic_problem(path) -> str | None:
