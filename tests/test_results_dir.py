@@ -262,3 +262,34 @@ def test_recover_removes_only_the_atomic_writers_leftovers(tmp_path, monkeypatch
     assert (out / "sub" / ".notes.md.abcd1234.tmp").is_file()
     assert not list(out.rglob(".*.json.*.tmp"))
     assert (out / "summary.json").read_text() == "1" and (out / "seeds" / "seed_0.json").read_text() == "a"
+
+
+def test_a_results_dir_or_run_json_that_is_a_fifo_or_a_device_is_named_as_such_unopened(tmp_path):
+    """A FIFO run.json was 'holds files but no run.json' (and a FIFO --results-dir 'is not a directory'): now what it
+    is, in the words of the results files' reader, without opening it (opening a FIFO blocks until a writer comes)."""
+    import pytest
+
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("no FIFOs on this platform")
+    results = tmp_path / "r"
+    results.mkdir()
+    os.mkfifo(results / "run.json")
+    with pytest.raises(ValueError) as error:
+        check_results_dir(results)
+    assert str(error.value) == (f"--results-dir {str(results)!r} has a run.json that is a FIFO (named pipe), not a "
+                                f"regular file ({str(results / 'run.json')!r}); expected the run.json an 'isotropy "
+                                f"run' writes (a regular file), or a new or empty directory, or one an 'isotropy run' "
+                                f"wrote.")
+    (results / "run.json").unlink()
+    (results / "run.json").symlink_to("/dev/null")
+    with pytest.raises(ValueError, match=r"has a run\.json that is a character device, not a regular file \("):
+        check_results_dir(results)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(ValueError) as error:
+        check_results_dir(fifo)
+    assert str(error.value) == (f"--results-dir {str(fifo)!r} is a FIFO (named pipe), not a directory; expected a new "
+                                f"or empty directory, or one an 'isotropy run' wrote.")
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ValueError, match=r"file' is a regular file, not a directory; expected a new or empty "):
+        check_results_dir(tmp_path / "file")

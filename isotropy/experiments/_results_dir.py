@@ -112,10 +112,24 @@ def toolkit_entries(results_dir: Path) -> list[Path]:
 
 
 def check_results_dir(results_dir: Path) -> None:
-    """Refuse a results directory that is a file, or that holds files but no ``run.json`` (not ours to replace)."""
-    if results_dir.exists() and not results_dir.is_dir():
-        raise ValueError(f"--results-dir {str(results_dir)!r} is not a directory.")
-    if results_dir.is_dir() and not (results_dir / "run.json").is_file() and _entries(results_dir) \
+    """Refuse a results directory that is a file, or that holds files but no ``run.json`` (not ours to replace).
+
+    What the directory or its ``run.json`` is when it is not what a run writes (a FIFO, a socket, a device, a link
+    loop) is said in :func:`~isotropy.io._paths.path_kind`'s words, as the results files' reader
+    (:mod:`isotropy.experiments._files`) says it; nothing is opened (opening a FIFO blocks until a writer comes).
+    """
+    from isotropy.io._paths import path_kind
+
+    expected = "a new or empty directory, or one an 'isotropy run' wrote"
+    if results_dir.exists() and not results_dir.is_dir():  # links followed
+        kind = (path_kind(results_dir) or "is a regular file").removesuffix(", not a regular file")
+        raise ValueError(f"--results-dir {str(results_dir)!r} {kind}, not a directory; expected {expected}.")
+    run_json = results_dir / "run.json"
+    kind = path_kind(run_json) if results_dir.is_dir() else None
+    if kind is not None and kind != "does not exist":  # a FIFO, a socket, a device, a directory, a dangling link
+        raise ValueError(f"--results-dir {str(results_dir)!r} has a run.json that {kind} ({str(run_json)!r}); "
+                         f"expected the run.json an 'isotropy run' writes (a regular file), or {expected}.")
+    if results_dir.is_dir() and not run_json.is_file() and _entries(results_dir) \
             and not (results_dir / PREVIOUS_NAME / "run.json").is_file():
         holder = lock_holder(results_dir)  # a run that holds it and has not written its run.json yet
         if holder is not None:
