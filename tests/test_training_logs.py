@@ -352,3 +352,68 @@ def test_the_last_record_of_a_run_still_writing_is_skipped_not_refused(tmp_path,
     data = event.read_bytes()
     event.write_bytes(data[:-cut])  # the last record (0.125) cut short
     assert _as_dict(read_geometry_log(tmp_path / "run")) == {("isoscore", 1, 0): 0.5, ("isoscore", 1, 1): 0.25}
+
+
+def _unblock_a_reader(fifo, done):
+    """Open ``fifo`` for writing (and close it) once a reader waits on it: a reader that opened it gets EOF instead of
+    blocking the test forever; with no reader, nothing happens (the bounded reader never opens a FIFO)."""
+    import os
+    import time
+
+    while not done.is_set():
+        try:
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+            return
+        except OSError:  # ENXIO: no reader yet
+            time.sleep(0.01)
+
+
+def test_trainer_state_is_read_through_the_bounded_reader(tmp_path, capsys):
+    """A FIFO trainer_state.json was opened and blocked (or passed over: 'holds no training log'), a FIFO named on the
+    command line 'does not exist', a file of any size was read whole, and deep nesting or a 5,000-digit integer said
+    only 'not a Hugging Face trainer_state.json'. Now each is one line saying what it is."""
+    import os
+    import threading
+    import time
+
+    from isotropy.training.logs import _rows_trainer_state
+
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("no FIFOs on this platform")
+    out = tmp_path / "out"
+    out.mkdir()
+    fifo = out / "trainer_state.json"
+    os.mkfifo(fifo)
+    done = threading.Event()
+    threading.Thread(target=_unblock_a_reader, args=(fifo, done), daemon=True).start()
+    try:
+        start = time.perf_counter()
+        for path in (out, fifo):  # the output directory, and the file named
+            with pytest.raises(IsotropyValueError) as info:
+                read_geometry_log(path)
+            assert str(info.value) == (f"The file {str(fifo)!r} is not a Hugging Face trainer_state.json (it is a FIFO "
+                                       f"(named pipe), not a regular file): expected a JSON object with a "
+                                       f"'log_history' list.")
+        with pytest.raises(IsotropyValueError, match=r"\(it is a FIFO \(named pipe\), not a regular file\)"):
+            list(_rows_trainer_state(fifo, None))
+        assert time.perf_counter() - start < 5
+    finally:
+        done.set()
+    with pytest.raises(SystemExit) as exit_:
+        main(["plot", str(out)])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "is a FIFO (named pipe)" in err and err.count("\n") == 1, err
+    fifo.unlink()
+    state = out / "trainer_state.json"  # a regular file now
+    with open(state, "wb") as handle:  # sparse: 257 MiB of nothing, refused by its size before a byte is read
+        handle.truncate(257 * 2**20)
+    with pytest.raises(IsotropyValueError, match=r"not a Hugging Face trainer_state\.json \(it is larger than 256 "
+                                                 r"MiB\): expected a JSON object with a 'log_history' list\.$"):
+        read_geometry_log(out)
+    for content, why in (("[" * 100_000, "nested too deeply to parse"),
+                         ('{"log_history": [{"step": 1' + "0" * 5000 + '}]}', "an integer of too many digits"),
+                         ('[{"log_history": []}]', "it holds a JSON list")):
+        state.write_text(content)
+        with pytest.raises(IsotropyValueError, match=r"^The file .* is not a Hugging Face trainer_state\.json \(") as info:
+            read_geometry_log(out)
+        assert why in str(info.value) and "\n" not in str(info.value), str(info.value)

@@ -13,14 +13,12 @@ layer × step heat map beside it. ``isotropy plot PATH`` does both from the shel
 from __future__ import annotations
 
 import csv
-import json
 import math
 import os
 import re
 import warnings
 from pathlib import Path
 
-from isotropy._utils import jsontext
 from isotropy._utils.errors import IsotropyValueError
 from isotropy._utils.install import extra_command
 
@@ -43,14 +41,21 @@ def find_geometry_logs(path: str | os.PathLike) -> list[Path]:
     Lightning version whose header names a ``.../layer_<i>`` column, in version order: version_10 after
     version_9), TensorBoard event files (in the order they were written).
     """
+    from isotropy.io._paths import path_kind
+
     path = Path(path).expanduser()
     if path.is_file():
         return [path]
     if not path.is_dir():
-        raise FileNotFoundError(f"The training log {str(path)!r} does not exist: expected a Hugging Face output "
-                                f"directory, a Lightning CSVLogger directory or a TensorBoard event directory.")
+        kind = path_kind(path)
+        if kind != "does not exist" and path.name.endswith(".json"):
+            return [path]  # a FIFO, a device: refused unopened by the trainer_state.json reader, saying what it is
+        expected = "expected a Hugging Face output directory, a Lightning CSVLogger directory or a TensorBoard event directory"
+        if kind == "does not exist":
+            raise FileNotFoundError(f"The training log {str(path)!r} does not exist: {expected}.")
+        raise IsotropyValueError(f"The training log {str(path)!r} {kind}: {expected} (or a log file in one).")
     top = path / "trainer_state.json"
-    if top.is_file():
+    if top.is_file() or (top.exists() and not top.is_dir()):  # a FIFO too: refused, not passed over for another log
         return [top]
     states = sorted(path.glob("checkpoint-*/trainer_state.json"),
                     key=lambda p: int(p.parent.name.rsplit("-", 1)[-1]) if p.parent.name.rsplit("-", 1)[-1].isdigit()
@@ -112,12 +117,24 @@ def _several_runs_warning(path, files: list[Path]) -> str | None:
             f"new folder); name one folder to read that run alone.")
 
 
+# The largest trainer_state.json read (it is parsed whole): a 500,000-step run logging its loss every 10 steps and
+# 32 layers x 3 metrics every 100 steps writes about 30 MB
+_MAX_TRAINER_STATE_BYTES = 256 * 2**20
+
+
 def _rows_trainer_state(file: Path, pattern):
-    try:
-        history = jsontext.loads(file.read_text(encoding="utf-8")).get("log_history")
-    except (UnicodeDecodeError, json.JSONDecodeError, AttributeError):
-        raise IsotropyValueError(f"The file {str(file)!r} is not a Hugging Face trainer_state.json: expected a JSON "
-                                 f"object with a 'log_history' list.") from None
+    from isotropy.io._paths import read_json
+
+    expected = "a JSON object with a 'log_history' list"
+    try:  # the bounded reader: a FIFO or a device refused unopened, at most _MAX_TRAINER_STATE_BYTES read
+        state = read_json(file, what="training log", expected=expected, limit=_MAX_TRAINER_STATE_BYTES)
+    except (IsotropyValueError, FileNotFoundError) as exc:  # nested too deeply, an integer of 5,000 digits, not UTF-8
+        raise IsotropyValueError(f"The file {str(file)!r} is not a Hugging Face trainer_state.json (it {exc.problem}): "
+                                 f"expected {expected}.") from None
+    if not isinstance(state, dict):
+        raise IsotropyValueError(f"The file {str(file)!r} is not a Hugging Face trainer_state.json (it holds a JSON "
+                                 f"{type(state).__name__}): expected {expected}.")
+    history = state.get("log_history")
     if not isinstance(history, list):
         raise IsotropyValueError(f"The file {str(file)!r} has no 'log_history' list: expected a Hugging Face "
                                  f"trainer_state.json.")
