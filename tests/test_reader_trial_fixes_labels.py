@@ -85,3 +85,49 @@ def test_read_labels_reads_every_label_without_n_rows(tmp_path):
     assert read_labels(path).tolist() == ["pos", "neg", "pos"]
     with pytest.raises(ValueError, match=r"it has 3 labels but the embeddings have 2 rows"):
         read_labels(path, n_rows=2)
+
+
+def test_a_labels_table_line_of_500_mb_is_refused_before_it_is_read(tmp_path, monkeypatch):
+    """csv read a line whole before any check: one 500 MB line was 500 MB in memory (and csv's 'field larger than field
+    limit' named no line). Now every line is measured first, a block at a time, by the embeddings reader's scan."""
+    import time
+    import tracemalloc
+
+    import isotropy.io.labels as labels_module
+
+    path = tmp_path / "y.csv"
+    with open(path, "wb") as handle:  # sparse: one line of 500 MB (NUL bytes), never written out
+        handle.write(b"label\npos\nneg\n")
+        handle.truncate(500 * 2**20)
+
+    def read_rows(*args, **kwargs):
+        raise AssertionError("csv read the file")
+
+    monkeypatch.setattr(labels_module.csv, "reader", read_rows)
+    start = time.perf_counter()
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError) as error:
+            read_labels(path, n_rows=2)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert time.perf_counter() - start < 10 and peak < 128 * 2**20, (time.perf_counter() - start, peak)
+    assert str(error.value) == (f"Cannot read labels from {str(path)!r}: line 4 is longer than 4,194,304 bytes "
+                                f"(16,777,202 at least); expected one row of labels per line, each line at most 4 MiB "
+                                f"(a line of 1,048,576 characters, 4 bytes a character at most).")
+    monkeypatch.undo()  # csv.reader back
+    # the same bound on a table with a label column (.tsv) and on JSON lines, with the bound made small
+    monkeypatch.setattr(labels_module, "_MAX_TABLE_LINE_BYTES", 1000)
+    table = tmp_path / "t.tsv"
+    table.write_text("text\ty\na cat\t1\n" + "x\t" * 600 + "\t0\na dog\t0\n")
+    with pytest.raises(ValueError, match=r"t\.tsv': line 3 is longer than 1,000 bytes \(1,202 at least\); expected one "
+                                         r"row of labels per line, each line at most 1,000 bytes \(a line of "):
+        read_labels(table, column="y")
+    lines = tmp_path / "t.jsonl"
+    lines.write_text('{"y": 1}\n{"y": "' + "x" * 2000 + '"}\n')
+    with pytest.raises(ValueError, match=r"t\.jsonl': line 2 is longer than 1,000 bytes \(2,009 at least\); expected "
+                                         r"one JSON object per line"):
+        read_labels(lines, column="y")
+    table.write_text("text\ty\na cat\t1\n" + "x" * 990 + "\t0\n")  # within the bound: read
+    assert read_labels(table, column="y").tolist() == ["1", "0"]

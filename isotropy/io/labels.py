@@ -13,8 +13,10 @@
 
 Text and CSV/TSV files are read into memory, so bounded as :func:`isotropy.measure.from_model.read_texts` bounds
 the texts they go with: a file past 1 GiB is refused unread, a line of a text file past 1 MiB (the line cap of
-:mod:`isotropy.io.word_vectors`) before it is read whole, and labels whose fixed-width numpy array would take more
-than 100 times the file above 64 MiB (one very long line among short labels) before the array is made.
+:mod:`isotropy.io.word_vectors`) before it is read whole, a line of a CSV/TSV or JSON-lines file past 4 MiB (a line
+of 1 MiB characters at 4 bytes a character, in any encoding) before the file is parsed, and labels whose
+fixed-width numpy array would take more than 100 times the file above 64 MiB (one very long line among short
+labels) before the array is made.
 """
 
 from __future__ import annotations
@@ -27,8 +29,8 @@ import numpy as np
 
 from isotropy._utils.validation import IsotropyValueError
 from isotropy.io._archives import EXPANSION_FLOOR_BYTES, MAX_EXPANSION
-from isotropy.io._encoding import MAX_TEXT_FILE_BYTES, header_name, is_label_header, text_codec
-from isotropy.io._paths import npy_magic_problem, path_kind
+from isotropy.io._encoding import MAX_LINE_CHARS, MAX_TEXT_FILE_BYTES, header_name, is_label_header, text_codec
+from isotropy.io._paths import _mib, npy_magic_problem, path_kind
 from isotropy.io.word_vectors import _MAX_LINE
 
 __all__ = ["LABEL_EXTENSIONS", "read_labels"]
@@ -48,6 +50,11 @@ _MAX_LABELS_BYTES = MAX_TEXT_FILE_BYTES
 # Characters read at a time from a text file of one label a line (a line may be up to _MAX_LINE, 1 MiB, long); the
 # labels of a piece are parsed into a numpy array at once: a file's labels are never all held as Python strings
 _PIECE = 2**18
+# The longest line of a CSV/TSV or JSON-lines labels file, in bytes, measured before it is parsed (csv and json read
+# a line whole: one 500 MB line was 500 MB in memory before any check): a line of MAX_LINE_CHARS characters, the
+# line cap of read_texts, which reads the texts of the same table, at 4 bytes a character (UTF-8, UTF-16 and UTF-32
+# alike), so that no line the texts reader takes is refused here
+_MAX_TABLE_LINE_BYTES = 4 * MAX_LINE_CHARS
 
 
 def _fail(path, reason: str, expected: str = _EXPECTED) -> IsotropyValueError:
@@ -474,6 +481,7 @@ def _read_json_column(path, column: str, text: tuple[str, str]) -> np.ndarray:
     from isotropy._utils import jsontext
 
     name, labels, lines = header_name(column), [], []
+    _refuse_long_line(path, "one JSON object per line")
     try:
         with open(path, encoding=text[1]) as handle:
             for lineno, line in enumerate(handle, start=1):
@@ -588,8 +596,26 @@ def _not_text(text: tuple[str, str], path) -> str:
             f"{converted}, or give its encoding: encoding='latin-1' in Python, --encoding latin-1 on the command line)")
 
 
+def _refuse_long_line(path, expected: str) -> None:
+    """Refuse a line of ``path`` longer than ``_MAX_TABLE_LINE_BYTES``, measured by the embeddings reader's line scan
+    (:func:`isotropy.io.embeddings._long_line`: a block of bytes at a time, stopping at the first line over the bound;
+    a file within the bound is not scanned) before a parser reads the line whole."""
+    from isotropy.io.embeddings import _long_line
+
+    bound = _MAX_TABLE_LINE_BYTES
+    try:
+        long = _long_line(path, bound) if os.path.getsize(path) > bound else None
+    except OSError as exc:
+        raise _fail(path, f"the file cannot be read ({(exc.strerror or type(exc).__name__).lower()})") from None
+    if long is not None:
+        raise _fail(path, f"line {long[0]:,} is longer than {bound:,} bytes ({long[1]:,} at least)",
+                    f"{expected}, each line at most {_mib(bound)} (a line of {MAX_LINE_CHARS:,} characters, "
+                          f"4 bytes a character at most)")
+
+
 def _table_rows(path, sep: str, text: tuple[str, str], *, quoting=csv.QUOTE_MINIMAL) -> list[list[str]]:
     """The stripped cells of every line of a delimited file, trailing blank lines left out; never empty."""
+    _refuse_long_line(path, "one row of labels per line")
     try:
         with open(path, encoding=text[1], newline="") as handle:
             rows = [[cell.strip() for cell in row] for row in csv.reader(handle, delimiter=sep, quoting=quoting)]
