@@ -181,3 +181,53 @@ def test_the_rogue_share_claim_is_not_run_without_both_signs_of_lambda(tmp_path)
     found = {c.id: c for c in claims(results, tmp_path)}
     assert found["istar-sharper-rogue-share"].verdict == "not established"
     assert found["istar-sharper-rogue-share"].ours is None
+
+
+# ---------------------------------------------------------------- fine_tune overrides are checked with the config
+@pytest.mark.parametrize("setting, message", [
+    ("fine_tune.lr=abc", "The 'fine_tune.lr' setting of activation-diagrams must be a number. Got 'abc' instead."),
+    ("fine_tune.learning_rate=1e-3", ("Unknown config key 'fine_tune.learning_rate' for activation-diagrams; did you "
+                                      "mean 'fine_tune.lr'?")),
+    ("fine_tune.nonexistent=1", ("Unknown config key 'fine_tune.nonexistent' for activation-diagrams; expected one of "
+                                 "task, validation_split,")),
+    ("fine_tune.epochs=-3", ("The 'fine_tune.epochs' setting of activation-diagrams must be greater than or equal to 1. "
+                             "Got -3 instead.")),
+    ("fine_tune.istar.zeta=5", ("The 'fine_tune.istar.zeta' setting of activation-diagrams must be less than or equal "
+                                "to 1. Got 5 instead.")),
+    ("fine_tune.pooling=max", ("The 'fine_tune.pooling' setting of activation-diagrams must be mean or first. "
+                               "Got 'max' instead.")),
+    ("fine_tune.istar=5", ("The 'fine_tune.istar' setting of activation-diagrams is a section, not a value: set its "
+                           "keys (layers, level, zeta, shrinkage_sample)")),
+    ("fine_tune.seeds=[1]", ("The 'fine_tune' setting of activation-diagrams may not set seeds: this config sets it at "
+                             "its top level (e.g. --set seeds=...).")),
+    ("fine_tune_setup=bogus", ("The 'fine_tune_setup' setting of activation-diagrams names settings that cannot be used "
+                               "(the setup 'bogus' of istar is neither a packaged setup")),
+    ("fine_tune_setup=missing.yaml", ("The 'fine_tune_setup' setting of activation-diagrams names settings that cannot "
+                                      "be used (the config file 'missing.yaml' does not exist).")),
+])
+def test_print_config_refuses_a_bad_fine_tune_override_in_one_line(setting, message, capsys):
+    """--print-config printed a config whose fine_tune the run then refused (as istar's keys, once the model had loaded)."""
+    from test_experiment_config import _cli
+
+    code, out, err = _cli(["run", "activation-diagrams", "--set", setting, "--print-config"], capsys)
+    line = err.strip()
+    assert code == 2 and not out and "\n" not in line and line.startswith(f"Error: {message}"), err
+    if setting.startswith("fine_tune.nonexistent"):  # the keys set at the top level are not offered under fine_tune
+        assert "seeds" not in line and "lambdas" not in line and "lr" in line
+
+
+def test_fine_tune_is_checked_by_the_config_the_run_and_a_saved_mapping_alike():
+    """The same check wherever the config is made: keyword overrides, a mapping given to execute, an assignment."""
+    from isotropy.experiments._config import ConfigError
+
+    with pytest.raises(ConfigError, match=r"^The 'fine_tune\.epochs' setting of activation-diagrams must be greater "):
+        EXPERIMENT.config(**{"fine_tune.epochs": 0})
+    values = EXPERIMENT.config().model_dump(mode="json")
+    with pytest.raises(ConfigError, match=r"^The 'fine_tune\.batch_size' setting of activation-diagrams must be an"):
+        execute(EXPERIMENT, {**values, "fine_tune": {"batch_size": "eight"}}, results_dir="unused")
+    with pytest.raises(ValidationError, match=r"fine_tune\.lr"):
+        EXPERIMENT.config().fine_tune = {"lr": -1.0}
+    from isotropy.experiments.activation_diagrams.run import istar_config
+
+    config = EXPERIMENT.config(**{"fine_tune.epochs": 2})
+    assert istar_config(config).epochs == 2 and istar_config(config).train_size == 640  # minilm's own override kept

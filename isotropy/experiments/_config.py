@@ -23,13 +23,23 @@ line prints it as ``Error: ...`` with exit status 2.
 from __future__ import annotations
 
 import difflib
+import functools
 import hashlib
 import json
 import re
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from isotropy._utils.suggest import did_you_mean
 
@@ -39,6 +49,7 @@ __all__ = [
     "MAX_SEED",
     "ConfigError",
     "ExperimentConfig",
+    "OverridesOf",
     "Seeds",
     "available_setups",
     "config_hash",
@@ -51,6 +62,7 @@ __all__ = [
     "parse_set_options",
     "parse_yaml_value",
     "resolve_config",
+    "resolve_values",
     "setup_path",
 ]
 
@@ -105,6 +117,15 @@ class ExperimentConfig(BaseModel):
                                           f"[{index}] is {_shown(item, 40)}")
         return value
 
+    @model_validator(mode="after")
+    def _overrides(self):
+        """Check each key holding overrides of another config (:class:`OverridesOf`) with the values they override."""
+        for name, field in type(self).model_fields.items():
+            marker = _overrides_of(field)
+            if marker is not None:
+                marker.check(self, name)
+        return self
+
     @classmethod
     def hashed_values(cls, values: dict) -> dict:
         """The values a run's config hash is taken of (:func:`config_hash`): ``values`` as they are.
@@ -113,6 +134,52 @@ class ExperimentConfig(BaseModel):
         the old one, so that runs saved before the change keep their hash (and resume).
         """
         return values
+
+
+class OverridesOf:
+    """Marks a mapping key of a config that holds overrides of another config: ``Annotated[dict[str, Any], OverridesOf(...)]``.
+
+    activation-diagrams' ``fine_tune`` overrides the istar setup named by its ``fine_tune_setup``. The
+    mapping is checked with the config itself, so ``--print-config`` refuses what the run would
+    refuse: ``values(config)`` gives the other config's values with the overrides merged in
+    (:func:`resolve_values`), which ``model`` validates. A wrong override is said as a key of this
+    config (``fine_tune.lr``), with the messages of every other section (unknown keys with the
+    closest one, types, ranges); a :class:`ConfigError` of ``values`` (the setup named cannot be
+    read) is said as one of the key ``source``. ``exclude``: keys of ``model`` set elsewhere in this
+    config (left out of the keys an unknown one is matched against).
+    """
+
+    def __init__(self, model: type[BaseModel], values, *, source: str, exclude=()):
+        self.model = model
+        self.values = values
+        self.source = source
+        self.exclude = frozenset(exclude)
+
+    def check(self, config: BaseModel, name: str) -> None:
+        """Raise the ``ValidationError`` of ``config``'s key ``name`` (its errors located under ``name``), if any."""
+        from pydantic_core import InitErrorDetails
+
+        try:
+            values = self.values(config)
+        except ConfigError as exc:
+            why = str(exc).rstrip(".")
+            why = why[:1].lower() + why[1:] if why.startswith("The ") else why
+            detail = InitErrorDetails(type=config_rule(f"names settings that cannot be used ({why})"),
+                                      loc=(self.source,), input=getattr(config, self.source))
+            raise ValidationError.from_exception_data(type(config).__name__, [detail]) from None
+        _wrapper(self.model, name).model_validate({name: values})
+
+
+@functools.cache
+def _wrapper(model: type[BaseModel], name: str) -> type[BaseModel]:
+    """A model of the one key ``name`` holding ``model``: its errors are located under ``name``, as a section's are."""
+    from pydantic import create_model
+
+    return create_model(f"{model.__name__}Overrides", **{name: (model, ...)})
+
+
+def _overrides_of(field) -> OverridesOf | None:
+    return next((m for m in getattr(field, "metadata", None) or () if isinstance(m, OverridesOf)), None)
 
 
 def _int_bounds(annotation, metadata=(), *, item: bool = False) -> tuple[int, int] | None:
@@ -313,22 +380,29 @@ def _section(annotation) -> type[BaseModel] | None:
     return next((m for m in members if isinstance(m, type) and issubclass(m, BaseModel)), None)
 
 
+def _section_of(info) -> type[BaseModel] | None:
+    """The sub-model of a field: its section's, or the config whose values it overrides (:class:`OverridesOf`)."""
+    marker = _overrides_of(info)
+    return marker.model if marker is not None else _section(getattr(info, "annotation", None))
+
+
 def _field_names(model: type[BaseModel], path: tuple) -> list[str] | None:
     """The keys allowed at ``path`` of ``model`` (None when that place is not a sub-model)."""
-    node = model
+    node, info = model, None
     for part in path:
         if not isinstance(part, str) or node is None:
             return None
         info = node.model_fields.get(part)
-        node = _section(getattr(info, "annotation", None))
-    return list(node.model_fields) if node is not None else None
+        node = _section_of(info)
+    excluded = getattr(_overrides_of(info), "exclude", ())  # keys an OverridesOf key leaves to the config's top
+    return [name for name in node.model_fields if name not in excluded] if node is not None else None
 
 
 def _takes_null(model: type[BaseModel], path: tuple) -> bool:
     node, info = model, None
     for part in path:
         info = node.model_fields.get(part) if node is not None and isinstance(part, str) else None
-        node = _section(getattr(info, "annotation", None))
+        node = _section_of(info)
     annotation = getattr(info, "annotation", None)
     return annotation is not None and type(None) in getattr(annotation, "__args__", ())
 
@@ -364,7 +438,7 @@ def _expected(model: type[BaseModel], path: tuple) -> dict:
         if isinstance(part, int) or node is None:
             break
         info = node.model_fields.get(part)
-        node = _section(getattr(info, "annotation", None))
+        node = _section_of(info)
     extra = getattr(info, "json_schema_extra", None)
     return extra if isinstance(extra, dict) else {}
 
@@ -498,6 +572,18 @@ def resolve_config(model: type[BaseModel], *, experiment: str, setup: str | None
                    others=None) -> BaseModel:
     """Merge the layers (packaged defaults, ``setup``, ``overrides``, ``--set`` strings) and validate them.
 
+    :func:`resolve_values`, then :func:`validate`; the parameters are those of :func:`resolve_values`.
+    """
+    data = resolve_values(model, experiment=experiment, setup=setup, default_setup=default_setup, sets=sets,
+                          overrides=overrides, others=others)
+    return validate(model, data, experiment=experiment)
+
+
+def resolve_values(model: type[BaseModel], *, experiment: str, setup: str | None = None,
+                   default_setup: str | None = None, sets=(), overrides: dict | None = None,
+                   others=None) -> dict:
+    """The merged layers (packaged defaults, ``setup``, ``overrides``, ``--set`` strings), not yet validated.
+
     Parameters
     ----------
     model : pydantic model class
@@ -518,8 +604,8 @@ def resolve_config(model: type[BaseModel], *, experiment: str, setup: str | None
 
     Returns
     -------
-    ExperimentConfig
-        The validated config.
+    dict
+        The values :func:`validate` checks against ``model``.
     """
     layers = []
     if default_setup is not None:
@@ -537,7 +623,7 @@ def resolve_config(model: type[BaseModel], *, experiment: str, setup: str | None
     data: dict = {}
     for layer in layers:
         data = merge(data, layer)
-    return validate(model, data, experiment=experiment)
+    return data
 
 
 def _run_it_with(name: str, path: Path) -> str:

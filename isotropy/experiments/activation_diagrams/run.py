@@ -28,11 +28,9 @@ STATE_KEYS = ("condition", "accuracy", "profile", "max_over_median", "mean_cosin
 def istar_config(config):
     """The fine-tuning settings of this run: the istar setup, then ``fine_tune``, model, λs and seeds."""
     from isotropy.experiments._finetune.config import finetune_setup
+    from isotropy.experiments.activation_diagrams.config import istar_overrides
 
-    overrides = {**config.fine_tune, "model": config.model, "seeds": list(config.seeds),
-                 "lambdas": [float(v) for v in config.lambdas], "baseline": True}
-    overrides["cosreg"] = None if config.cosreg is None else float(config.cosreg)
-    return finetune_setup(config.fine_tune_setup, **overrides)
+    return finetune_setup(config.fine_tune_setup, **istar_overrides(config))
 
 
 def prepare(config, ctx) -> dict:
