@@ -8,22 +8,41 @@ from pathlib import Path
 
 import click
 
-from isotropy.experiments._config import available_setups
+from isotropy.experiments._config import _shown, available_setups
 
-__all__ = ["make_command", "parse_formats"]
+__all__ = ["BoundedInt", "make_command", "parse_formats"]
 
 
 def _seeds(ctx, param, value):
     if value is None:
         return None
     items = [v.strip() for v in value.split(",")]
-    try:
+    try:  # a seed past 4,300 digits is int()'s ValueError too; one past MAX_SEED is refused by the config's 'seeds'
         seeds = [int(v) for v in items]
     except ValueError:
         seeds = None
-    if not seeds or any(s < 0 for s in seeds):
-        raise click.BadParameter(f"expected comma-separated non-negative ints such as 0,1,2. Got {value!r} instead.")
+    if not seeds or any(s < 0 for s in seeds):  # the value shortened: 5,000 digits were echoed whole
+        raise click.BadParameter(f"expected comma-separated non-negative ints such as 0,1,2. Got {_shown(value)} "
+                                 f"instead.")
     return seeds
+
+
+class BoundedInt(click.IntRange):
+    """click's ``IntRange`` whose refusal says what was expected and the value shortened.
+
+    click's own said ``'x' is not a valid integer range`` and echoed the value whole (5,000 digits
+    of ``--threads``, past int()'s 4,300-digit limit, were a 5,000-character line).
+    """
+
+    def convert(self, value, param, ctx):
+        try:
+            return super().convert(value, param, ctx)
+        except click.BadParameter:
+            if self.max is None:
+                expected = f"an integer of at least {self.min}"
+            else:
+                expected = f"an integer in [{self.min}, {self.max}]"
+            self.fail(f"expected {expected}. Got {_shown(value)} instead.", param, ctx)
 
 
 def parse_formats(value: str) -> tuple[str, ...]:
@@ -136,7 +155,7 @@ def make_command(experiment) -> click.Command:
                      help="Comma-separated seeds (the config's 'seeds')."),
         click.Option(["--device"], default="auto", show_default=True, metavar="auto|cpu|cuda[:N]|mps",
                      help="Torch device; auto = CUDA when torch sees one, else CPU."),
-        click.Option(["--threads"], type=click.IntRange(min=1), default=None, metavar="N",
+        click.Option(["--threads"], type=BoundedInt(min=1), default=None, metavar="N",
                      help="CPU threads for torch and BLAS during the run (restored after) [default: the libraries']."),
         click.Option(["--resume"], is_flag=True,
                      help="Keep the finished parts in --results-dir (same config) and run the rest."),

@@ -267,9 +267,9 @@ def parse_yaml_value(text: str, *, where: str) -> Any:
     try:
         return safe_load(text)  # bounded: aliases, depth, duplicate keys, non-finite numbers
     except PythonTagError as exc:
-        raise ConfigError(f"{where}: {text!r} {_python_tag_refusal(exc)}.") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{where}: {text!r} is not a valid YAML value ({_yaml_reason(exc)}).") from None
+        raise ConfigError(f"{where}: {_shown(text)} {_python_tag_refusal(exc)}.") from None
+    except yaml.YAMLError as exc:  # the value shortened: a 5,000-digit int was echoed whole
+        raise ConfigError(f"{where}: {_shown(text)} is not a valid YAML value ({_yaml_reason(exc)}).") from None
 
 
 def _python_tag_refusal(exc) -> str:

@@ -132,8 +132,11 @@ class _Loader(yaml.SafeLoader):
         try:
             return super().construct_yaml_int(node)
         except ValueError:  # more digits than int() converts (sys.get_int_max_str_digits)
-            raise UnsafeYAMLError(f"the integer {excerpt(node.value)} has too many digits",
-                                  node.start_mark) from None
+            import sys
+
+            digits = sum(c.isdigit() for c in str(node.value))
+            raise UnsafeYAMLError(f"the integer {excerpt(node.value)} has too many digits: {digits:,}, where "
+                                  f"Python converts at most {sys.get_int_max_str_digits():,}", node.start_mark) from None
 
 
 # YAML 1.1 forms read as numbers that YAML 1.2 and a reader expect otherwise: a leading zero is octal (seeds=[017]

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
-from pydantic import Field, PrivateAttr
+from pydantic import Field, PrivateAttr, field_validator
 
-from isotropy.experiments._config import ConfigError, ExperimentConfig, Seeds, expects
+from isotropy.experiments._config import MAX_INT, ConfigError, ExperimentConfig, Seeds, _shown, config_rule, expects
 
 __all__ = ["LayerGeometryConfig", "settle"]
 
@@ -50,6 +51,39 @@ class LayerGeometryConfig(ExperimentConfig):
     # the setup's pca_layers with another --model: prepare fits them to that model's depth (settle)
     _pca_follows_model: bool = PrivateAttr(default=False)
 
+    @field_validator("layers", "pca_layers")
+    @classmethod
+    def _layers_text(cls, value):
+        """A layers string is checked as the run reads it (``check_layers``), its indices held to ``MAX_INT``.
+
+        Checked with the config (``--print-config`` too): ``--layers`` of 5,000 digits was Python's own
+        "Exceeds the limit (4300 digits) for integer string conversion" and ``--layers x`` passed until
+        the model had loaded.
+        """
+        if not isinstance(value, str):
+            return value  # an int and a list of ints: bounded by ExperimentConfig
+        if any(_past_max_int(part) for part in value.split(",")):
+            raise config_rule(f"must hold hidden-state indices in [-{MAX_INT}, {MAX_INT}] (as every int of a "
+                              f"config)")
+        from isotropy.models.layers import check_layers
+
+        try:
+            check_layers(value)
+        except ValueError:
+            raise ValueError("not a layer selection") from None  # said with the field's own wording (expects)
+        return value
+
+
+_INDEX = re.compile(r"\s*[-+]?[0-9]+\s*")
+
+
+def _past_max_int(text: str) -> bool:
+    """Whether ``text`` is an index (``-12``) larger in size than ``MAX_INT``; read without int() past 10 digits."""
+    if not _INDEX.fullmatch(text):
+        return False
+    digits = text.strip().lstrip("+-").lstrip("0")
+    return len(digits) > len(str(MAX_INT)) or int(digits or "0") > MAX_INT
+
 
 def _indices(spec) -> list[int] | None:
     """The hidden-state indices of a layers spec known without the model (non-negative); None for 'all' and the rest."""
@@ -90,7 +124,7 @@ def settle(config: LayerGeometryConfig, given: frozenset) -> LayerGeometryConfig
         return config  # 'all', null (the middle extracted layer) or negative indices: prepare checks them
     if "pca_layers" in given or "layers" not in given:
         raise ConfigError(f"The 'pca_layers' setting of layer-geometry must list extracted layers, here {layers}. "
-                          f"Got {pca!r} instead: give --set 'pca_layers=[{layers[-1]}]' or --set pca_layers=null "
+                          f"Got {_shown(pca)} instead: give --set 'pca_layers=[{layers[-1]}]' or --set pca_layers=null "
                           f"(the middle extracted layer).")
     kept = [layer for layer in pca_layers if layer in layers] or sorted({layers[0], layers[-1]})
     config.pca_layers = kept
