@@ -270,7 +270,8 @@ def test_whitening_of_fewer_rows_than_features_is_refused_before_any_d_by_d_work
 
 
 def test_whitening_of_fewer_rows_than_features_still_whitens_what_it_can(rng):
-    # n_components <= n - 1, or eps > 0: the d x d route as before, from the chunked covariance (np.cov's to rounding)
+    # n_components <= n - 1: the n x n Gram route; eps > 0 with all d components: the d x d route from the chunked
+    # covariance (np.cov's to rounding)
     X = rng.normal(size=(40, 60)) @ np.diag(np.linspace(1, 3, 60)) + 2.0
     lam, vecs = np.linalg.eigh(np.cov(X, rowvar=False))
     order = np.argsort(lam)[::-1][:5]
@@ -278,6 +279,70 @@ def test_whitening_of_fewer_rows_than_features_still_whitens_what_it_can(rng):
     np.testing.assert_allclose(np.abs(Whitening(n_components=5).fit_transform(X)), np.abs(expected), atol=1e-9)
     Y = Whitening(eps=1e-3).fit_transform(X)
     assert Y.shape == (40, 60) and np.isfinite(Y).all()
+
+
+def _covariance_whitening(X, k, eps=0.0):
+    """The d x d route by hand: eigenvectors of np.cov, largest first, scaled by (lambda + eps)**-1/2."""
+    lam, vecs = np.linalg.eigh(np.cov(X, rowvar=False))
+    order = np.argsort(lam)[::-1][:k]
+    return vecs[:, order] / np.sqrt(lam[order] + eps), lam[order]
+
+
+@pytest.mark.parametrize("eps", [0.0, 1e-3])
+@pytest.mark.parametrize("k", [1, 10, 49])
+def test_whitening_of_wide_data_from_the_gram_equals_the_covariance_route(rng, k, eps):
+    # n < d with n_components <= n - 1: the top directions are V = Xc^T U Sigma^-1 from the n x n centred Gram, no
+    # longer the eigenvectors of the d x d covariance; the same whitening to rounding, each axis up to its sign (as
+    # the covariance route's own eigenvectors, and PCA(whiten=True))
+    X = rng.normal(size=(50, 400)) @ np.diag(np.linspace(1, 3, 400)) + 2.0
+    w = Whitening(n_components=k, eps=eps).fit(X)
+    W, lam = _covariance_whitening(X, k, eps)
+    signs = np.sign(np.sum(w.components_.T * W, axis=0))
+    assert w.components_.shape == (k, 400) and (signs != 0).all()
+    np.testing.assert_allclose(w.components_.T * signs, W, rtol=0, atol=1e-10 * np.abs(W).max())
+    np.testing.assert_allclose(w.explained_variance_, lam, rtol=1e-10)
+    Y = w.transform(X)
+    np.testing.assert_allclose(Y * signs, (X - X.mean(axis=0)) @ W, rtol=0, atol=1e-10 * np.abs(Y).max())
+    np.testing.assert_allclose(whiten(X, n_components=k, eps=eps), Y, rtol=0, atol=1e-12 * np.abs(Y).max())
+    if eps == 0:
+        np.testing.assert_allclose(np.cov(Y, rowvar=False), np.eye(k), atol=1e-10)
+        from sklearn.decomposition import PCA
+
+        ref = PCA(n_components=k, whiten=True, svd_solver="full").fit_transform(X)
+        np.testing.assert_allclose(np.abs(Y), np.abs(ref), rtol=0, atol=1e-9)
+
+
+def test_whitening_of_wide_rank_deficient_data_with_eps_completes_the_directions(rng):
+    # rank 3 < n_components = 5 <= n - 1: the Gram gives only 3 directions, so eps > 0 takes the d x d route, as before
+    X = rng.normal(size=(20, 3)) @ rng.normal(size=(3, 50))
+    with pytest.raises(IsotropyValueError, match=r"rank-deficient covariance \(rank 3 < n_components=5\)"):
+        Whitening(n_components=5).fit(X)
+    w = Whitening(n_components=5, eps=1e-3).fit(X)
+    W, _ = _covariance_whitening(X, 3, 1e-3)
+    signs = np.sign(np.sum(w.components_[:3].T * W, axis=0))
+    np.testing.assert_allclose(w.components_[:3].T * signs, W, rtol=0, atol=1e-10 * np.abs(W).max())
+    np.testing.assert_allclose(w.components_ @ w.components_.T * (w.explained_variance_ + 1e-3)[:, None],
+                               np.eye(5), atol=1e-10)
+
+
+def test_whitening_of_wide_data_builds_no_d_by_d_matrix():
+    # d = 60,000 features, 40 samples, 10 components: the d x d covariance alone is 28.8 GB; the n x n Gram route
+    # holds the Gram (40 x 40), a block of columns, and the d x k directions
+    import tracemalloc
+
+    X = np.random.default_rng(0).normal(size=(40, 60_000)) * np.linspace(1, 2, 60_000)
+    tracemalloc.start()
+    try:
+        w = Whitening(n_components=10).fit(X)
+        Y = w.transform(X)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 200e6, f"peak {peak / 1e6:.1f} MB"  # d x d float64: 28.8e9 bytes
+    assert Y.shape == (40, 10)
+    np.testing.assert_allclose(np.cov(Y, rowvar=False), np.eye(10), atol=1e-10)
+    np.testing.assert_allclose(w.components_ @ w.components_.T * w.explained_variance_[:, None], np.eye(10),
+                               atol=1e-10)
 
 
 # ---------------------------------------------------------------- ClusterIsotropy (Rajaee & Pilehvar)

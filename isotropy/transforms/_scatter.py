@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["centred_rows", "centred_scatter", "row_chunks"]
+__all__ = ["centred_rows", "centred_scatter", "centred_transpose_product", "row_chunks"]
 
 _CHUNK_ELEMENTS = 1 << 18  # float64 entries of a chunk (2 MiB): a small fraction of the data, kept in cache
 _MIN_ROWS = 256  # but at least this many rows: each chunk's product also reads and writes the d x d sum
@@ -46,3 +46,21 @@ def centred_scatter(X, mean, *, exponent: int = 0) -> np.ndarray:
                 buffer = np.empty((d, d))
             scatter += np.matmul(B.T, B, out=buffer)
     return np.zeros((d, d)) if scatter is None else scatter
+
+
+def centred_transpose_product(X, mean, U) -> np.ndarray:
+    r"""``(X − 1 meanᵀ)ᵀ U``, float64 ``d x k``, over blocks of the columns of ``X`` (``n x d``; ``U``: ``n x k``).
+
+    Each block of all the rows (about 2 MiB of float64, at least one column) is converted to float64, centred on
+    its part of ``mean`` and multiplied by ``U``: :math:`V_{[c]} = (X_{[:, c]} - \mathbf{1}\mu_{[c]}^\top)^\top U`.
+    Memory: the ``d x k`` result and one block, no centred ``n x d`` copy (the ``n x n`` side of the transformers,
+    beside :func:`isotropy._kernels.rows.row_statistics`' centred Gram).
+    """
+    n, d = X.shape
+    out = np.empty((d, U.shape[1]))
+    step = max(1, _CHUNK_ELEMENTS // max(n, 1))
+    for start in range(0, d, step):
+        stop = min(start + step, d)
+        B = np.asarray(X[:, start:stop], dtype=np.float64) - mean[start:stop]
+        np.matmul(B.T, U, out=out[start:stop])
+    return out

@@ -11,7 +11,7 @@ from sklearn.utils.validation import check_is_fitted
 from isotropy._utils.magnitude import rescaled, times_power_of_two
 from isotropy._utils.validation import IsotropyValueError, check_scalar
 from isotropy.transforms._base import NewFeaturesTransformer, like_input, to_numpy
-from isotropy.transforms._scatter import centred_scatter, row_chunks
+from isotropy.transforms._scatter import centred_scatter, centred_transpose_product, row_chunks
 
 __all__ = ["Whitening", "whiten"]
 
@@ -36,23 +36,27 @@ def fit_whitening(X: np.ndarray, *, n_components=None, eps=0.0, caller="whiten")
     k = d if n_components is None else int(n_components)
     Xu, exponent = rescaled(X, caller=caller)
     mean = Xu.mean(axis=0)
-    if eps == 0 and k > n - 1:
-        # n centred rows span at most n - 1 directions: the refusal below is certain, so it comes before any
-        # d x d work (2,000 x 5,000 took 13.7 s to refuse; 2,000 x 20,000 crashed in np.cov at 4.4 GB). The rank
-        # it states is that of the n x n Gram matrix, whose nonzero eigenvalues are the scatter's.
-        from isotropy._kernels.rows import row_statistics  # the n x n Gram of the covariance metrics, by columns
-
-        lam = np.linalg.eigvalsh(row_statistics(Xu, ("centred_gram",))["centred_gram"].gram) * (1.0 / (n - 1))
-        _refuse_rank(np.clip(lam[::-1], 0.0, None), n, d, k, n_components, caller=caller)
-    # np.cov's covariance (divisor n - 1) from row chunks: no centred n x d copy, no d x n by n x d product
-    cov = centred_scatter(Xu, mean)
-    cov *= 1.0 / (n - 1)
-    lam, vecs = np.linalg.eigh(cov)
-    del cov
-    order = np.argsort(lam)[::-1]
-    lam, vecs = np.clip(lam[order], 0.0, None), vecs[:, order]
-    if eps == 0:
-        _refuse_rank(lam, n, d, k, n_components, caller=caller)
+    lam = vecs = None
+    if n < d and (eps == 0 or k <= n - 1):
+        # The n x n side: n centred rows span at most n - 1 directions, and the scatter's nonzero eigenvalues are those
+        # of the centred Gram. With k > n - 1 (and eps = 0) the refusal is certain and comes before any d x d work
+        # (2,000 x 5,000 took 13.7 s to refuse; 2,000 x 20,000 crashed in np.cov at 4.4 GB); with k <= n - 1 the top
+        # k directions come from the Gram's eigenvectors, memory O(n² + n·block + d·k), never the d x d covariance.
+        lam, vecs = _gram_route(Xu, mean, k)
+        if eps == 0:
+            _refuse_rank(lam, n, d, k, n_components, caller=caller)
+        if vecs is None:  # eps > 0 and fewer than k directions of nonzero variance: the d x d route completes them
+            lam = None
+    if lam is None:
+        # np.cov's covariance (divisor n - 1) from row chunks: no centred n x d copy, no d x n by n x d product
+        cov = centred_scatter(Xu, mean)
+        cov *= 1.0 / (n - 1)
+        lam, vecs = np.linalg.eigh(cov)
+        del cov
+        order = np.argsort(lam)[::-1]
+        lam, vecs = np.clip(lam[order], 0.0, None), vecs[:, order]
+        if eps == 0:
+            _refuse_rank(lam, n, d, k, n_components, caller=caller)
     lam = lam[:k]
     # (lam * 4**exponent + eps)**-1/2, each column brought to the scale 4**h of its larger term: eps is in
     # X's units, and at an extreme exponent eps * 4**-exponent alone would overflow (or vanish beside a zero lam).
@@ -64,6 +68,31 @@ def fit_whitening(X: np.ndarray, *, n_components=None, eps=0.0, caller="whiten")
     term = np.ldexp(lam, 2 * (exponent - h)) + np.ldexp(float(eps), -2 * h)
     W = np.ldexp(vecs[:, :k] / np.sqrt(term), exponent - h)
     return mean, W, lam, exponent
+
+
+def _gram_route(Xu, mean, k):
+    r"""Covariance eigenvalues (all ``n``, descending) and top-``k`` eigenvectors of ``Xu`` from its ``n x n`` centred Gram.
+
+    With :math:`X_c = X_u - \mathbf{1}\mu^\top = U \Sigma V^\top` (thin SVD), the centred Gram is
+    :math:`G = X_c X_c^\top = U \Sigma^2 U^\top` and the covariance :math:`X_c^\top X_c / (n - 1)` has the
+    eigenvalues :math:`\lambda_i = \sigma_i^2 / (n - 1)` and eigenvectors :math:`v_i = X_c^\top u_i / \sigma_i`.
+    ``G`` is summed over blocks of columns (:func:`isotropy._kernels.rows.row_statistics`, ``"centred_gram"``) and
+    :math:`X_c^\top U_k` over blocks of columns too (:func:`~isotropy.transforms._scatter.centred_transpose_product`):
+    memory O(n² + n·block + d·k). Returns ``(lam, None)`` when ``k > n - 1`` or the ``k``-th eigenvalue is round-off
+    (:func:`_refuse_rank`'s tolerance), where ``v_k`` is not determined by the Gram.
+    """
+    from isotropy._kernels.rows import row_statistics  # the n x n Gram of the covariance metrics, by columns
+
+    n, d = Xu.shape
+    g, U = np.linalg.eigh(row_statistics(Xu, ("centred_gram",))["centred_gram"].gram)
+    g, U = np.clip(g[::-1], 0.0, None), U[:, ::-1]
+    lam = g * (1.0 / (n - 1))
+    tol = max(lam[0], np.finfo(float).tiny) * max(n, d) * np.finfo(float).eps
+    if k > n - 1 or not lam[k - 1] > tol:
+        return lam, None
+    vecs = centred_transpose_product(Xu, mean, U[:, :k])
+    vecs /= np.sqrt(g[:k])
+    return lam, vecs
 
 
 def _refuse_rank(lam, n, d, k, n_components, *, caller):
