@@ -90,7 +90,6 @@ def test_read_labels_reads_every_label_without_n_rows(tmp_path):
 def test_a_labels_table_line_of_500_mb_is_refused_before_it_is_read(tmp_path, monkeypatch):
     """csv read a line whole before any check: one 500 MB line was 500 MB in memory (and csv's 'field larger than field
     limit' named no line). Now every line is measured first, a block at a time, by the embeddings reader's scan."""
-    import time
     import tracemalloc
 
     import isotropy.io.labels as labels_module
@@ -104,7 +103,6 @@ def test_a_labels_table_line_of_500_mb_is_refused_before_it_is_read(tmp_path, mo
         raise AssertionError("csv read the file")
 
     monkeypatch.setattr(labels_module.csv, "reader", read_rows)
-    start = time.perf_counter()
     tracemalloc.start()
     try:
         with pytest.raises(ValueError) as error:
@@ -112,7 +110,7 @@ def test_a_labels_table_line_of_500_mb_is_refused_before_it_is_read(tmp_path, mo
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert time.perf_counter() - start < 10 and peak < 128 * 2**20, (time.perf_counter() - start, peak)
+    assert peak < 128 * 2**20, peak  # the scan reads the line in blocks, never whole
     assert str(error.value) == (f"Cannot read labels from {str(path)!r}: line 4 is longer than 4,194,304 bytes "
                                 f"(16,777,202 at least); expected one row of labels per line, each line at most 4 MiB "
                                 f"(a line of 1,048,576 characters, 4 bytes a character at most).")
