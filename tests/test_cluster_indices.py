@@ -263,3 +263,40 @@ def test_dunn_holds_no_float64_copy_of_the_data(rng, metric):
     assert peak < 2.5 * X32.nbytes, f"peak {peak / X32.nbytes:.2f}x the input"
     assert got == pytest.approx(expected, rel=1e-10)
     assert dunn_index(X32, labels, metric=metric) == got  # the block size does not change the pair found
+
+
+def _davies_bouldin_reference(X, labels):
+    """The formula by brute force from exact centroid differences (k x k x d), coinciding centroids skipped."""
+    ks = np.unique(labels)
+    C = np.array([X[labels == c].mean(axis=0) for c in ks])
+    s = np.array([np.linalg.norm(X[labels == c] - C[i], axis=1).mean() for i, c in enumerate(ks)])
+    dist = np.sqrt(((C[:, None, :] - C[None, :, :]) ** 2).sum(axis=2))
+    return np.mean(np.max((s[:, None] + s[None, :]) / np.where(dist == 0, np.inf, dist), axis=1))
+
+
+def test_davies_bouldin_with_thousands_of_clusters_matches_sklearn():
+    # the worst partner of each of k clusters comes from a k x k Gram product of the centroids a block of rows at a
+    # time, its ratio from the exact centroid differences: scikit-learn's value, 2,000 clusters of 3 samples (no
+    # singletons: scikit-learn's Gram-based distance of a singleton to its centroid reads ~1e-7, not 0)
+    rng = np.random.default_rng(0)
+    n, d, k = 6_000, 16, 2_000
+    labels = rng.permutation(np.arange(n) % k)
+    X = rng.normal(scale=2.0, size=(k, d))[labels] + rng.normal(size=(n, d)) + 3.0
+    assert davies_bouldin_score(X, labels) == pytest.approx(skm.davies_bouldin_score(X, labels), rel=1e-10)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_davies_bouldin_partners_are_exact_where_the_gram_is_not(backend):
+    # two groups of clusters 1e6 apart, centroids ~1 apart within a group (the Gram's rounding, ~1e-4 of a squared
+    # distance, cannot order the partners), and two clusters of the same points, whose centroids coincide exactly
+    # (skipped): the brute-force value from exact differences
+    torch = pytest.importorskip("torch") if backend == "torch" else None
+    rng = np.random.default_rng(1)
+    k, d = 300, 5
+    centres = rng.normal(size=(k, d)) + np.where(np.arange(k) < k // 2, 0.0, 1e6)[:, None]
+    labels = np.repeat(np.arange(k), 4)
+    X = centres[labels] + 0.1 * rng.normal(size=(4 * k, d))
+    X[12:16] = X[8:12]  # clusters 2 and 3
+    expected = _davies_bouldin_reference(X, labels)
+    got = davies_bouldin_score(torch.tensor(X) if torch else X, torch.tensor(labels) if torch else labels)
+    assert float(got) == pytest.approx(expected, rel=1e-9)  # the reference's plain means at 1e6: ~1e-11 off

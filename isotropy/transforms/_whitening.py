@@ -160,6 +160,12 @@ def whiten(X, *, n_components=None, eps=0.0):
     (``np.cov``, divisor n - 1, as Su et al.), :math:`\\tilde x = (x - \\mu)\\, U_k \\Lambda_k^{-1/2}`.
     On the fitting data the sample covariance of the output is the identity: perfectly isotropic.
 
+    With fewer samples than features (n < d) and ``n_components`` <= n - 1, :math:`U_k` and
+    :math:`\\Lambda_k` come from the n x n centred Gram :math:`X_c X_c^\\top = P S^2 P^\\top`
+    (:math:`X_c` the centred rows): :math:`U_k = X_c^\\top P_k S_k^{-1}`,
+    :math:`\\Lambda_k = S_k^2 / (n - 1)`, in memory O(n² + n·d) instead of the d x d covariance's
+    O(d²). Each direction's sign is arbitrary, as that of an eigenvector.
+
     References
     ----------
     Su, J., Cao, J., Liu, W. and Ou, Y. (2021). Whitening sentence representations for better
