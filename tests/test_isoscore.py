@@ -352,3 +352,55 @@ def test_isoscore_of_rank_one_data_streamed_is_not_negative():
     value.backward()
     assert float(value) == pytest.approx(0.0, abs=1e-15) and torch.isfinite(line.grad).all()
     assert float(line.grad.abs().max()) > 0  # off the line the score rises
+
+
+_BAD_SHRINKAGE = [
+    (np.diag([1.0, -1.0, 0.5]), "positive semi-definite.*smallest eigenvalue of -1"),  # clamped to a score of 0
+    (np.eye(7), r"shape \(3, 3\)"),
+    (np.full((3, 3), np.nan), "finite"),
+    ("abc", r"shape \(3, 3\).*of real numbers. Got 'abc'"),
+]
+
+
+@pytest.mark.parametrize("zeta", [0.0, 0.5, 1.0])
+@pytest.mark.parametrize("S, message", _BAD_SHRINKAGE)
+def test_every_entry_point_refuses_the_same_bad_shrinkage_cov_whatever_zeta(rng, S, message, zeta):
+    """The values trial: isoscore_star and istar_penalty took diag(1, −1, 0.5) and returned 0.0 and −0.632 (the
+    ratio below 1 clamped), where isoscore_from_covariance, IStarLoss and the accumulator refused it; and with
+    ζ = 0 a Σ_S of the wrong shape, NaN or a string passed unchecked (a ζ schedule would have met it later). Every
+    entry point now refuses each, naming itself (the accumulator named isoscore_from_covariance and an 'X')."""
+    from isotropy import CovarianceAccumulator
+    from isotropy.torch import istar_penalty
+
+    X = rng.normal(size=(50, 3))
+    H = torch.tensor(X)
+    S_torch = torch.tensor(S) if isinstance(S, np.ndarray) else S
+    calls = {
+        "isoscore_star": lambda: isoscore_star(X, shrinkage_cov=S, zeta=zeta),
+        "istar_penalty": lambda: istar_penalty(H, shrinkage_cov=S_torch, zeta=zeta),
+        "isoscore_from_covariance": lambda: isoscore_from_covariance(np.cov(X.T), shrinkage_cov=S, zeta=zeta),
+        "CovarianceAccumulator.isoscore_star":
+            lambda: CovarianceAccumulator().update(X).isoscore_star(shrinkage_cov=S, zeta=zeta),
+    }
+    for caller, call in calls.items():
+        with pytest.raises(IsotropyValueError) as info:
+            call()
+        text = str(info.value)
+        assert f"'shrinkage_cov' parameter of {caller} must" in text and "\n" not in text, text
+        assert __import__("re").search(message, text), text
+        if "shape" in message and caller == "CovarianceAccumulator.isoscore_star":
+            assert "n_features of the rows seen" in text, text
+
+
+def test_a_shrinkage_cov_at_the_rounding_of_float32_is_still_taken(rng):
+    """The PSD check (a Cholesky factorisation with a shift of d·eps(float32)·‖Σ_S‖_F) still takes the covariance of
+    a float32 batch of fewer rows than features, whose smallest eigenvalues are rounding below 0, and the zero
+    matrix with ζ = 0 (where Σ_S is not used)."""
+    H = torch.tensor(rng.normal(size=(20, 64)), dtype=torch.float32)
+    S = torch.cov(H.T)
+    assert float(torch.linalg.eigvalsh(S.double()).min()) < 0  # the case the tolerance is for
+    X = rng.normal(size=(40, 64))
+    expected = _eigen_reference(X, S.double().numpy(), zeta=0.3)
+    assert isoscore_star(X, shrinkage_cov=S.double().numpy(), zeta=0.3) == pytest.approx(expected, abs=1e-9)
+    assert isoscore_star(X[:, :3], shrinkage_cov=np.zeros((3, 3)), zeta=0.0) == pytest.approx(isoscore(X[:, :3]),
+                                                                                              abs=1e-15)

@@ -17,13 +17,14 @@ import numpy as np
 from isotropy._kernels.isoscore import (
     _CHUNK_ELEMENTS,
     _check_variance,
+    _isoscore_from_covariance,
     _numpy_scatter,
     _shrinkage_weights,
     isoscore_from_covariance,
 )
 from isotropy._utils.backend import is_torch
 from isotropy._utils.magnitude import rescaled, rows_at_unit_scale
-from isotropy._utils.validation import IsotropyValueError, check_X
+from isotropy._utils.validation import IsotropyValueError, check_scalar, check_X
 
 
 def _host_array(X):
@@ -304,10 +305,12 @@ class CovarianceAccumulator:
         """IsoScore* of all rows seen (Python float); see :func:`isotropy.isoscore_star`."""
         self._require("isoscore_star")
         self._check_variance("isoscore_star")  # whatever ζ, as isoscore_star refuses constant rows
+        zeta = float(check_scalar(zeta, "zeta", caller="CovarianceAccumulator.isoscore_star", low=0.0, high=1.0))
         if self._exponent and 0 < zeta < 1:  # (1 − ζ)·4^e·Ĉ + ζ·S ∝ (1 − ζ')·Ĉ + ζ'·S: same score, no overflow
             a, b = _shrinkage_weights(float(zeta), self._exponent, 0)
             zeta = b / (a + b)
-        return isoscore_from_covariance(self._scaled_covariance(), shrinkage_cov=shrinkage_cov, zeta=zeta)
+        return _isoscore_from_covariance(self._scaled_covariance(), shrinkage_cov=shrinkage_cov, zeta=zeta,
+                                         caller="CovarianceAccumulator.isoscore_star", data_name="the rows seen")
 
     def participation_ratio(self):
         """(Σλ)²/Σλ² of the covariance of all rows seen (Python float)."""

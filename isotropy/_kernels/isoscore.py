@@ -18,7 +18,7 @@ import numpy as np
 from isotropy._kernels.rows import all_rows_equal
 from isotropy._utils.backend import is_torch, to_output
 from isotropy._utils.magnitude import safe_exponent_range, unit_scale
-from isotropy._utils.validation import IsotropyValueError, check_scalar, check_tensor_data
+from isotropy._utils.validation import IsotropyValueError, _describe, check_scalar, check_tensor_data
 
 # Data whose total variance is below (_FLOOR_ULPS * eps)^2 * ||mean||^2 per sample is treated as
 # constant: the residual of exact centring of identical rows is a few ulps of the mean.
@@ -150,14 +150,19 @@ def _check_shrinkage_cov(shrinkage_cov, n_features, *, like, caller, name="shrin
     numpy ``like``: float64 ndarray. torch ``like``: tensor on ``like``'s device and dtype.
     """
     check_tensor_data(shrinkage_cov, caller=caller, name=name)
-    if is_torch(shrinkage_cov) and not is_torch(like):
-        S = shrinkage_cov.detach().cpu().double().numpy()
-    elif is_torch(like):
-        import torch
+    try:
+        if is_torch(shrinkage_cov) and not is_torch(like):
+            S = shrinkage_cov.detach().cpu().double().numpy()
+        elif is_torch(like):
+            import torch
 
-        S = torch.as_tensor(shrinkage_cov, device=like.device, dtype=like.dtype)
-    else:
-        S = np.asarray(shrinkage_cov, dtype=np.float64)
+            S = torch.as_tensor(shrinkage_cov, device=like.device, dtype=like.dtype)
+        else:
+            S = np.asarray(shrinkage_cov, dtype=np.float64)
+    except (TypeError, ValueError, RuntimeError):  # a string, a ragged list, complex values
+        raise IsotropyValueError(f"The '{name}' parameter of {caller} must be a covariance matrix of shape "
+                                 f"({n_features}, {n_features}) (n_features of {data_name}) of real numbers. Got "
+                                 f"{_describe(shrinkage_cov)} instead.") from None
     shape = tuple(S.shape)
     if shape != (n_features, n_features):
         raise IsotropyValueError(
@@ -233,26 +238,48 @@ def _matrix_exponent(S) -> int:
 
 def check_covariance(S, *, caller, name="shrinkage_cov", nonzero=True):
     """Refuse a symmetric finite matrix (checked by :func:`_check_shrinkage_cov`) that is not a covariance matrix:
-    one with an eigenvalue below ``−1e-8`` times the largest, or (``nonzero``) the zero matrix.
+    one with a direction of variance below ``−τ·‖S‖_F`` (``τ = max(1e-8, d·eps(float32))``), or (``nonzero``) the
+    zero matrix.
 
-    An O(d³) check, for a matrix given once (:func:`isoscore_from_covariance`, the metric and loss classes that
-    store Σ_S); :func:`isoscore_star` and the penalties, called every step, check its trace alone. Scale-invariant:
-    at unit scale (a power of two, exact), so that a matrix near 1e200 or 1e-300 neither overflows nor underflows
-    in ``eigvalsh`` (it gave NaN).
+    One Cholesky factorisation of ``S + τ·‖S‖_F·I`` in float64 (``d³/3`` flops, a few milliseconds at
+    ``d = 768``), so that the functions called at every step (:func:`isotropy.isoscore_star`,
+    :func:`isotropy.torch.istar_penalty`) check Σ_S as fully as the classes that store it: a matrix with a
+    negative eigenvalue gives ``(tr Σ_ζ)² < ‖Σ_ζ‖²_F``, a score clamped to 0 that says nothing. The eigenvalues
+    are computed only to name the smallest in the error. ``τ`` allows the rounding of a covariance formed in
+    float32, whatever dtype it comes in now: ``torch.cov`` of a float32 batch of fewer rows than features has
+    eigenvalues of −4e-8 to −1.2e-7 of the largest; any matrix with a real negative direction (−I,
+    diag(1, 1, 1, −0.5)) is refused. Scale-invariant: at unit scale (a power of two, exact), so that a matrix near
+    1e200 or 1e-300 neither overflows nor underflows.
     """
     E = unit_scale(S.detach() if is_torch(S) else S, caller=caller, name=name)
-    eig = (torch_eigvalsh(E) if is_torch(E) else np.linalg.eigvalsh(np.asarray(E, dtype=np.float64)))
-    lowest, largest = float(eig.min()), float(abs(eig).max())
-    # the rounding of a covariance formed in float32, whatever dtype it comes in now (IsoScoreStar holds it in
-    # float64): torch.cov of a float32 batch of fewer rows than features has eigenvalues of -4e-8 to -1.2e-7 of the
-    # largest, which -1e-8 refused; d·eps(float32) of the largest allows that rounding and still refuses any
-    # matrix with a real negative direction (-I, diag(1, 1, 1, -0.5))
-    if lowest < -max(1e-8, E.shape[0] * float(np.finfo(np.float32).eps)) * max(largest, np.finfo(np.float64).tiny):
-        raise IsotropyValueError(f"The '{name}' parameter of {caller} must be positive semi-definite (a covariance "
-                                 f"matrix). Got a smallest eigenvalue of {lowest:.3g} instead.")
-    if nonzero and largest == 0.0:
+    d = E.shape[0]
+    if is_torch(E):
+        import torch
+
+        E = E.to(torch.float64)
+        frobenius = float(torch.linalg.matrix_norm(E))
+        shifted = E + (_psd_tolerance(d) * frobenius) * torch.eye(d, dtype=E.dtype, device=E.device)
+        factored = int(torch.linalg.cholesky_ex(shifted).info) == 0
+    else:
+        E = np.asarray(E, dtype=np.float64)
+        frobenius = float(np.linalg.norm(E))
+        try:
+            np.linalg.cholesky(E + _psd_tolerance(d) * frobenius * np.eye(d))
+            factored = True
+        except np.linalg.LinAlgError:
+            factored = False
+    if nonzero and frobenius == 0.0:
         raise IsotropyValueError(f"The '{name}' parameter of {caller} must be a non-zero covariance matrix "
                                  f"(positive trace). Got the zero matrix instead.")
+    if not factored and frobenius > 0.0:  # the zero matrix (a covariance of constant rows) factors with no shift
+        lowest = float((torch_eigvalsh(E) if is_torch(E) else np.linalg.eigvalsh(E)).min())
+        raise IsotropyValueError(f"The '{name}' parameter of {caller} must be positive semi-definite (a covariance "
+                                 f"matrix). Got a smallest eigenvalue of {lowest:.3g} instead.")
+
+
+def _psd_tolerance(n_features: int) -> float:
+    """``τ`` of :func:`check_covariance`."""
+    return max(1e-8, n_features * float(np.finfo(np.float32).eps))
 
 
 def isoscore_from_covariance(cov, *, shrinkage_cov=None, zeta=0.0):
@@ -295,7 +322,12 @@ def isoscore_from_covariance(cov, *, shrinkage_cov=None, zeta=0.0):
     >>> round(isoscore_from_covariance(np.diag([1.0, 0.0, 0.0]), zeta=0.2), 6)
     0.407407
     """
-    caller = "isoscore_from_covariance"
+    return _isoscore_from_covariance(cov, shrinkage_cov=shrinkage_cov, zeta=zeta, caller="isoscore_from_covariance")
+
+
+def _isoscore_from_covariance(cov, *, shrinkage_cov, zeta, caller, data_name="cov"):
+    """:func:`isoscore_from_covariance` with the public caller's name, and its name for the data whose width
+    ``shrinkage_cov`` must have, in its error messages."""
     zeta = float(check_scalar(zeta, "zeta", caller=caller, low=0.0, high=1.0))
     if not is_torch(cov):
         cov = np.asarray(cov, dtype=np.float64)
@@ -312,13 +344,12 @@ def isoscore_from_covariance(cov, *, shrinkage_cov=None, zeta=0.0):
     # the zero matrix too, whatever ζ: mixed with Σ_S its score would be Σ_S's alone (1.0 for the identity), a value
     # that says nothing about the data (constant rows scored as perfectly isotropic)
     check_covariance(C, caller=caller, name="cov")
+    S = None
+    if shrinkage_cov is not None:  # checked whatever ζ: a wrong Σ_S must not wait for a ζ schedule to leave 0
+        S = _check_shrinkage_cov(shrinkage_cov, d, like=C, caller=caller, data_name=data_name)
+        check_covariance(S, caller=caller, nonzero=zeta > 0.0)  # Σ_S = −I gave 1.0 silently
     if zeta > 0.0:
-        if shrinkage_cov is None:
-            C = (1.0 - zeta) * C + zeta * _eye_like(C)
-        else:
-            S = _check_shrinkage_cov(shrinkage_cov, d, like=C, caller=caller)
-            check_covariance(S, caller=caller)  # Σ_S = −I gave 1.0 silently (isoscore_star refused it)
-            C = (1.0 - zeta) * C + zeta * S
+        C = (1.0 - zeta) * C + zeta * (_eye_like(C) if S is None else S)
     C = unit_scale(C, caller=caller, name="cov")  # after the mixing with Σ_S, which is not scale-invariant
     trace = C.diagonal().sum() if is_torch(C) else np.asarray(np.trace(C))
     if _as_float(trace) <= 0.0:

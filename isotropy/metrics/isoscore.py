@@ -22,6 +22,7 @@ from isotropy._kernels.isoscore import (
     _score_from_moments,
     _shrinkage_weights,
     _shrunk_moments,
+    check_covariance,
     isoscore_from_covariance,
 )
 from isotropy._utils.backend import is_dask, is_torch, to_output
@@ -165,12 +166,16 @@ def _isoscore_star(X, *, shrinkage_cov, zeta, caller, name="X"):
     n, d = X.shape
     st = _scatter_stats(X)
     exponent_s = 0
-    if zeta == 0.0 or shrinkage_cov is None:
+    S = None
+    if shrinkage_cov is not None:  # checked whatever ζ: a wrong Σ_S must not wait for a ζ schedule to leave 0
+        check_tensor_data(shrinkage_cov, caller=caller, name="shrinkage_cov")
+        S = _check_shrinkage_cov(shrinkage_cov, d, like=X, caller=caller, data_name=name)
+        # a negative direction gave (tr Σ_ζ)² < ‖Σ_ζ‖²_F, a score clamped to 0 (isoscore_from_covariance refused it)
+        check_covariance(S, caller=caller, nonzero=zeta > 0.0)
+    if zeta == 0.0 or S is None:
         S = None
         trace_s, frob_sq_s = float(d), float(d)
     else:
-        check_tensor_data(shrinkage_cov, caller=caller, name="shrinkage_cov")
-        S = _check_shrinkage_cov(shrinkage_cov, d, like=X, caller=caller, data_name=name)
         exponent_s = _matrix_exponent(S)
         if exponent_s:
             S = S * 2.0 ** -exponent_s  # exact; its factor goes into the weights
