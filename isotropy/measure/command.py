@@ -94,17 +94,28 @@ def _parse_shrinkage_sample(ctx, param, value):
     return size
 
 
-def _count_at_least(value, option: str, expected: str, *, low: int = 2):
-    """An option's int >= ``low`` (``None`` when not given), refused in one line (exit 2), not with a usage block."""
+def _count_at_least(value, option: str, expected: str, *, low: int = 2, high: int | None = None):
+    """An option's int in [``low``, ``high``] (``None`` when not given; ``high``: ``_COUNT_MAX``), refused in one line
+    (exit 2), not with a usage block."""
+    from isotropy._utils.validation import _describe
+
     if value is None:
         return None
     try:
         count = int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError):  # ValueError too for more than Python's 4,300 digits
         count = None
     if count is None or count < low:
-        raise InputError(f"{option} {value!r}: expected {expected}.")
+        raise InputError(f"{option} {_describe(value)}: expected {expected}.")  # a 5,000-digit value was echoed whole
+    if count > (_COUNT_MAX if high is None else high):
+        bound = "" if high is not None else f", at most {_COUNT_MAX:,}"  # a given high is in the expected text
+        raise InputError(f"{option} {_describe(value)}: expected {expected}{bound}.")
     return count
+
+
+# The largest count an option takes (as every int of an experiment config): 10**4000 workers or rows reached the
+# cluster and the sampler.
+_COUNT_MAX = 10**9
 
 
 def _parse_sample_size(ctx, param, value):
@@ -117,12 +128,8 @@ def _parse_random_state(ctx, param, value):
     passed every check and reached numpy's sampler, whose own "expected non-negative integer" named nothing."""
     from isotropy._utils.validation import SEED_MAX
 
-    seed = _count_at_least(value, "--random-state", "an integer in [0, 2**32 - 1] (the seed of the row sample and "
-                                  "of randomised metrics)", low=0)
-    if seed is not None and seed > SEED_MAX:  # numpy's RandomState (silhouette's sample) takes no more
-        raise InputError(f"--random-state {value!r}: expected an integer in [0, 2**32 - 1] (the seed of the row "
-                         f"sample and of randomised metrics).")
-    return seed
+    return _count_at_least(value, "--random-state", "an integer in [0, 2**32 - 1] (the seed of the row sample and "
+                                  "of randomised metrics)", low=0, high=SEED_MAX)  # numpy's RandomState takes no more
 
 
 def _parse_workers(ctx, param, value):
