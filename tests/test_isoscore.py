@@ -404,3 +404,25 @@ def test_a_shrinkage_cov_at_the_rounding_of_float32_is_still_taken(rng):
     assert isoscore_star(X, shrinkage_cov=S.double().numpy(), zeta=0.3) == pytest.approx(expected, abs=1e-9)
     assert isoscore_star(X[:, :3], shrinkage_cov=np.zeros((3, 3)), zeta=0.0) == pytest.approx(isoscore(X[:, :3]),
                                                                                               abs=1e-15)
+
+
+def test_a_training_loops_shrinkage_cov_is_factored_once_until_it_changes(rng, monkeypatch):
+    """istar_penalty checks Σ_S at every call, but a loop passes the same tensor at every step: it is factored once,
+    again after an in-place change (its version counter), and a new tensor is factored anew."""
+    from isotropy.torch import istar_penalty
+
+    calls = []
+    factor = torch.linalg.cholesky_ex
+    monkeypatch.setattr(torch.linalg, "cholesky_ex", lambda A: calls.append(1) or factor(A))
+    S = torch.cov(torch.tensor(rng.normal(size=(40, 5))).T)
+    H = torch.tensor(rng.normal(size=(8, 5)))
+    values = [float(istar_penalty(H, shrinkage_cov=S, zeta=0.3)) for _ in range(5)]
+    assert len(calls) == 1 and len(set(values)) == 1
+    S.mul_(2)
+    istar_penalty(H, shrinkage_cov=S, zeta=0.3)
+    assert len(calls) == 2
+    S[0, 0] = -50.0  # in place: found, not taken from the record of the earlier check
+    with pytest.raises(IsotropyValueError, match="positive semi-definite"):
+        istar_penalty(H, shrinkage_cov=S, zeta=0.3)
+    istar_penalty(H, shrinkage_cov=S.abs() * 0 + torch.eye(5, dtype=S.dtype), zeta=0.3)
+    assert len(calls) == 4

@@ -11,6 +11,7 @@ dask reductions import this module instead of each other. Public names are re-ex
 from __future__ import annotations
 
 import math
+import weakref
 from typing import NamedTuple
 
 import numpy as np
@@ -236,7 +237,13 @@ def _matrix_exponent(S) -> int:
     return exponent if abs(exponent) > safe_exponent_range(S) else 0
 
 
-def check_covariance(S, *, caller, name="shrinkage_cov", nonzero=True):
+# Tensors given as Σ_S and found positive semi-definite, by id: (a weak reference to the tensor, its version counter
+# then). A training loop passes the same Σ_S at every step: it is factored again only once changed in place.
+_PSD_TENSORS: dict[int, tuple] = {}
+_PSD_TENSORS_KEPT = 32
+
+
+def check_covariance(S, *, caller, name="shrinkage_cov", nonzero=True, given=None):
     """Refuse a symmetric finite matrix (checked by :func:`_check_shrinkage_cov`) that is not a covariance matrix:
     one with a direction of variance below ``−τ·‖S‖_F`` (``τ = max(1e-8, d·eps(float32))``), or (``nonzero``) the
     zero matrix.
@@ -250,7 +257,11 @@ def check_covariance(S, *, caller, name="shrinkage_cov", nonzero=True):
     eigenvalues of −4e-8 to −1.2e-7 of the largest; any matrix with a real negative direction (−I,
     diag(1, 1, 1, −0.5)) is refused. Scale-invariant: at unit scale (a power of two, exact), so that a matrix near
     1e200 or 1e-300 neither overflows nor underflows.
+
+    ``given``: the caller's tensor ``S`` was made from (a training loop's Σ_S): once found positive
+    semi-definite it is not factored again while it is the same tensor, unchanged in place (its version counter).
     """
+    known = is_torch(given) and _known_psd(given)
     E = unit_scale(S.detach() if is_torch(S) else S, caller=caller, name=name)
     d = E.shape[0]
     if is_torch(E):
@@ -259,7 +270,7 @@ def check_covariance(S, *, caller, name="shrinkage_cov", nonzero=True):
         E = E.to(torch.float64)
         frobenius = float(torch.linalg.matrix_norm(E))
         shifted = E + (_psd_tolerance(d) * frobenius) * torch.eye(d, dtype=E.dtype, device=E.device)
-        factored = int(torch.linalg.cholesky_ex(shifted).info) == 0
+        factored = known or int(torch.linalg.cholesky_ex(shifted).info) == 0
     else:
         E = np.asarray(E, dtype=np.float64)
         frobenius = float(np.linalg.norm(E))
@@ -275,6 +286,18 @@ def check_covariance(S, *, caller, name="shrinkage_cov", nonzero=True):
         lowest = float((torch_eigvalsh(E) if is_torch(E) else np.linalg.eigvalsh(E)).min())
         raise IsotropyValueError(f"The '{name}' parameter of {caller} must be positive semi-definite (a covariance "
                                  f"matrix). Got a smallest eigenvalue of {lowest:.3g} instead.")
+    if is_torch(given) and not known:
+        for key in [key for key, (ref, _) in _PSD_TENSORS.items() if ref() is None][:_PSD_TENSORS_KEPT]:
+            del _PSD_TENSORS[key]
+        if len(_PSD_TENSORS) >= _PSD_TENSORS_KEPT:
+            _PSD_TENSORS.pop(next(iter(_PSD_TENSORS)))
+        _PSD_TENSORS[id(given)] = (weakref.ref(given), given._version)
+
+
+def _known_psd(tensor) -> bool:
+    """Whether :data:`_PSD_TENSORS` holds ``tensor`` itself (not a dead one of the same id), unchanged since."""
+    entry = _PSD_TENSORS.get(id(tensor))
+    return entry is not None and entry[0]() is tensor and entry[1] == tensor._version
 
 
 def _psd_tolerance(n_features: int) -> float:

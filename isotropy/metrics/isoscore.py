@@ -171,7 +171,7 @@ def _isoscore_star(X, *, shrinkage_cov, zeta, caller, name="X"):
         check_tensor_data(shrinkage_cov, caller=caller, name="shrinkage_cov")
         S = _check_shrinkage_cov(shrinkage_cov, d, like=X, caller=caller, data_name=name)
         # a negative direction gave (tr Σ_ζ)² < ‖Σ_ζ‖²_F, a score clamped to 0 (isoscore_from_covariance refused it)
-        check_covariance(S, caller=caller, nonzero=zeta > 0.0)
+        check_covariance(S, caller=caller, nonzero=zeta > 0.0, given=shrinkage_cov)  # once per training loop's Σ_S
     if zeta == 0.0 or S is None:
         S = None
         trace_s, frob_sq_s = float(d), float(d)
