@@ -293,3 +293,22 @@ def test_a_results_dir_or_run_json_that_is_a_fifo_or_a_device_is_named_as_such_u
     (tmp_path / "file").write_text("x")
     with pytest.raises(ValueError, match=r"file' is a regular file, not a directory; expected a new or empty "):
         check_results_dir(tmp_path / "file")
+
+
+def test_a_run_that_fails_early_removes_the_folders_it_created_above_its_directory(tmp_path):
+    """A docs trial: a run failing on a missing data set removed results/frozen-classification/minilm/ but left the
+    results/ and results/frozen-classification/ it had created, empty. Those go too; a folder that existed before,
+    or that another run wrote in meanwhile, stays."""
+    results = tmp_path / "results" / "frozen-classification" / "minilm"
+    _run(results, {}, fail_before_result=True)
+    assert not (tmp_path / "results").exists()
+
+    (tmp_path / "kept").mkdir()
+    _run(tmp_path / "kept" / "a" / "b", {}, fail_before_result=True)
+    assert (tmp_path / "kept").is_dir() and not (tmp_path / "kept" / "a").exists()
+
+    lock = ResultsLock(tmp_path / "shared" / "one")
+    lock.acquire()
+    (tmp_path / "shared" / "other").mkdir()  # another run's directory beside it
+    lock.release()
+    assert not (tmp_path / "shared" / "one").exists() and (tmp_path / "shared" / "other").is_dir()

@@ -146,6 +146,7 @@ class ResultsLock:
         self.results_dir = Path(results_dir)
         self._lock = None
         self._created = False
+        self._parents_created: list[Path] = []
         self._before: dict[str, int] = {}
         self._earlier: set[str] = set()
 
@@ -153,6 +154,13 @@ class ResultsLock:
         from filelock import FileLock, Timeout
 
         self._created = not self.results_dir.exists()
+        # the folders above it this run creates (results/<experiment>/ for results/<experiment>/<setup>/), deepest
+        # first: removed with it when it fails early, as the directory itself
+        self._parents_created = []
+        parent = self.results_dir.absolute().parent
+        while self._created and not parent.exists() and parent != parent.parent:
+            self._parents_created.append(parent)
+            parent = parent.parent
         lock = FileLock(str(self.results_dir / LOCK_NAME))
         try:
             self.results_dir.mkdir(parents=True, exist_ok=True)
@@ -195,6 +203,8 @@ class ResultsLock:
                 (self.results_dir / LOCK_NAME).unlink(missing_ok=True)
                 try:
                     self.results_dir.rmdir()
+                    for parent in self._parents_created:  # only while empty: another run may have written there
+                        parent.rmdir()
                 except OSError:
                     pass
 
