@@ -63,3 +63,18 @@ def test_other_ints_of_5000_digits_are_one_short_line(argv, start, capsys):
 def test_plot_dpi_of_5000_digits_is_one_short_line(tmp_path, capsys):
     code, out, err = _cli(["plot", str(tmp_path), "--dpi", HUGE], capsys)
     _one_short_line(code, out, err, "Error: Invalid value for '--dpi': expected an integer in [10, 2400]. Got '1111")
+
+
+@pytest.mark.parametrize("layers", ["9" * 5000, 10**5000, [0, 10**5000], (3, -(10**4400))],
+                         ids=["string", "int", "list", "tuple"])
+def test_the_library_layer_selection_names_a_huge_index_in_one_short_line(layers):
+    """select_layers / check_layers formatted the value with repr: Python's 'Exceeds the limit (4300 digits)' for an
+    int index of 5,000 digits (or a list holding one), and 5,000 characters echoed for a string."""
+    from isotropy._utils.validation import IsotropyValueError
+    from isotropy.models.layers import select_layers
+
+    with pytest.raises(IsotropyValueError) as info:
+        select_layers(layers, 7, caller="encode_pooled")
+    text = str(info.value)
+    assert text.startswith("The 'layers' parameter of encode_pooled must be") and len(text) < 300, text
+    assert "digits" in text or "..." in text, text

@@ -33,7 +33,13 @@ __all__ = [
 
 
 def _describe(value) -> str:
-    text = repr(value)
+    """``repr(value)`` cut to 60 characters; an int past Python's 4,300-digit limit of ``repr`` said by its size."""
+    try:
+        text = repr(value)
+    except ValueError:  # "Exceeds the limit (4300 digits) for integer string conversion": an int, or a list of them
+        if isinstance(value, int):
+            return f"an int of about {round(value.bit_length() * math.log10(2)):,} digits"
+        return f"a {type(value).__name__} holding an int of more than 4,300 digits"
     return text if len(text) <= 60 else text[:57] + "..."
 
 

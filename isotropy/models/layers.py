@@ -13,6 +13,7 @@ from __future__ import annotations
 import numbers
 
 from isotropy._utils.errors import IsotropyValueError
+from isotropy._utils.validation import _describe
 
 __all__ = ["check_layers", "select_layers"]
 
@@ -56,7 +57,8 @@ def check_layers(layers, *, caller: str = "check_layers", name: str = "layers"):
     >>> check_layers("0, 6,-1"), check_layers(3), check_layers("ALL")
     ((0, 6, -1), (3,), 'all')
     """
-    bad = IsotropyValueError(f"The {name!r} parameter of {caller} must be {_expected()}. Got {layers!r} instead.")
+    bad = IsotropyValueError(f"The {name!r} parameter of {caller} must be {_expected()}. "
+                             f"Got {_describe(layers)} instead.")  # shortened: a 5,000-digit index was echoed whole
     if isinstance(layers, str):
         word = layers.strip().lower()
         if word in _WORDS:
@@ -125,5 +127,5 @@ def select_layers(layers, n_hidden_states: int, *, include_embeddings: bool = Tr
     outside = [i for i in form if not -n <= i < n]
     if outside:
         raise IsotropyValueError(f"The {name!r} parameter of {caller} must be {_expected(n)}. "
-                                 f"Got {layers!r} instead.")
+                                 f"Got {_describe(layers)} instead.")
     return sorted({i % n for i in form})
