@@ -16,6 +16,7 @@ import itertools
 
 from isotropy.models import select_layers
 from isotropy.models.contextual import extract_token_embeddings, load_transformer, parse_layers
+from isotropy.models.loading import words_tokenizer
 
 LINES = [["the", "unbelievable", "cat", "sat", "on", "the", "mat"], ["a", "dog", "ran"],
          ["the", "cats", "sat"], ["the", "dog", "sat", "on", "a", "mat", "."]]
@@ -40,7 +41,7 @@ def _extract(model, lines=LINES, **kw):
 def _manual_hidden(model_dir, words):
     """Hidden states of one pre-split line run alone, and its word_ids (the reference)."""
     tokenizer, network, _ = load_transformer(model_dir, device="cpu")
-    enc = tokenizer([words], is_split_into_words=True, return_tensors="pt")
+    enc = words_tokenizer(tokenizer)([words], is_split_into_words=True, return_tensors="pt")
     with torch.no_grad():
         hidden = network(**enc, output_hidden_states=True).hidden_states
     return [h[0].numpy() for h in hidden], enc.word_ids(0), tokenizer.convert_ids_to_tokens(enc["input_ids"][0])
@@ -65,6 +66,7 @@ def test_bert_word_to_piece_mapping(tiny_bert, pooling):
 
 def test_gpt2_prefix_space_and_first_piece(tiny_gpt2):
     tokenizer, _, _ = load_transformer(tiny_gpt2, device="cpu")
+    tokenizer = words_tokenizer(tokenizer)
     words = ["the", "cats", "sat"]
     # pre-split words get the same pieces as running text with a leading space ("Ġcat", "s")
     split_ids = tokenizer([words], is_split_into_words=True)["input_ids"][0]
@@ -296,3 +298,32 @@ def test_a_decoder_s_tokens_with_the_same_prefix_get_one_vector(tiny_gpt2, tiny_
     alone = _extract(tiny_gpt2, [lines[0]], layers="0,2")  # the first copy's values: line 0's own (to the shift)
     np.testing.assert_allclose(gpt.hidden_states[2][rows[(2, 1)]], alone.hidden_states[2][1], rtol=1e-5, atol=1e-4)
     assert _extract(tiny_bert, lines, batch_size=2).stats["n_same_prefix"] == 0  # an encoder's tokens see the window
+
+
+def test_whole_texts_are_tokenised_as_the_model_s_own_tokenizer_does(tiny_gpt2):
+    """A model trial: load_transformer reloaded every byte-level BPE tokenizer with add_prefix_space=True (for
+    pre-split words) and that tokenizer then encoded whole texts too, each beginning with a space ('Ġthe' for
+    'the'): GPT-2's, Qwen's and RoBERTa's sentence vectors (encode_pooled, measure --model) were those of other
+    tokens (0.35 to 1.3 relative). Whole texts now get the tokenizer's own pieces and the vectors of the model run
+    on them; pre-split words still get running text's pieces (words_tokenizer)."""
+    from transformers import AutoModel, AutoTokenizer
+
+    from isotropy.models.encoders import encode_pooled
+
+    tokenizer, _, _ = load_transformer(tiny_gpt2, device="cpu")
+    reference = AutoTokenizer.from_pretrained(tiny_gpt2)
+    text = "the cat sat on the mat ."
+    assert tokenizer(text)["input_ids"] == reference(text)["input_ids"]
+    assert tokenizer.convert_ids_to_tokens(tokenizer(text)["input_ids"])[0] == "the"
+    words = words_tokenizer(tokenizer)
+    assert words is not tokenizer and words.pad_token is not None and words.padding_side == "right"
+    first = words(["the", "cat"], is_split_into_words=True, add_special_tokens=False)["input_ids"]
+    assert words.convert_ids_to_tokens(first)[0] == "Ġthe"
+
+    texts = ["the cat sat on the mat .", "a dog ran"]
+    pooled = encode_pooled(texts, model=tiny_gpt2, layers=[-1], pooling="mean", device="cpu", use_cache=False)[-1]
+    model = AutoModel.from_pretrained(tiny_gpt2).eval()
+    for row, text in zip(pooled, texts):
+        with torch.no_grad():
+            states = model(**reference(text, return_tensors="pt")).last_hidden_state[0]
+        np.testing.assert_allclose(row, states.mean(0).numpy(), rtol=1e-5, atol=1e-6)

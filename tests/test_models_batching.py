@@ -290,3 +290,43 @@ def test_prefixes_are_copied_only_for_models_known_to_be_causal(model_type, arch
     assert copies_prefixes(network, SimpleNamespace(padding_side="left")) is False
     if model_type in ("xlnet", "xlm", "flaubert"):
         assert not is_decoder(config)  # nor is "first" pooling refused for them
+
+
+def test_a_gemma_with_bidirectional_attention_is_measured_as_an_encoder(tmp_path):
+    """A model trial: Gemma 3 configured with use_bidirectional_attention (EmbeddingGemma's layout) was taken for a
+    causal decoder by its model type: at token level the states of tokens whose earlier tokens matched another
+    text's were copied from it (off by 1.16), and --pooling first was refused as for a decoder. It is an encoder:
+    every text's token states are the model's own, and 'first' pooling is taken."""
+    import torch
+    from _tiny_models import BERT_VOCAB
+    from click.testing import CliRunner
+    from transformers import BertTokenizerFast, Gemma3TextConfig, Gemma3TextModel
+
+    from isotropy.cli import cli
+    from isotropy.measure.from_model import token_hidden_states
+    from isotropy.models.loading import is_decoder, load_transformer
+
+    directory = tmp_path / "gemma-bidirectional"
+    directory.mkdir()
+    (directory / "vocab.txt").write_text("\n".join(BERT_VOCAB) + "\n")
+    BertTokenizerFast(str(directory / "vocab.txt")).save_pretrained(directory)
+    config = Gemma3TextConfig(vocab_size=len(BERT_VOCAB), hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+                              num_attention_heads=2, num_key_value_heads=1, head_dim=8, max_position_embeddings=64,
+                              sliding_window=8, use_bidirectional_attention=True, pad_token_id=0)
+    torch.manual_seed(0)
+    Gemma3TextModel(config).eval().save_pretrained(directory)
+
+    tokenizer, network, _ = load_transformer(str(directory), device="cpu")
+    assert not is_decoder(network.config)
+    texts = ["the cat sat on the mat .", "the cat ran"]  # "[CLS] the cat" opens both
+    states, owner, *_ = token_hidden_states(texts, tokenizer, network, [2], batch_size=4, max_length=64,
+                                            keep_special=True, sample_size=None, rng=0)
+    owner = np.asarray(owner)
+    for i, text in enumerate(texts):
+        with torch.no_grad():
+            own = network(**tokenizer(text, return_tensors="pt"), output_hidden_states=True).hidden_states[2][0]
+        np.testing.assert_allclose(states[2][owner == i], own.numpy(), rtol=1e-5, atol=1e-6)
+    (tmp_path / "texts.txt").write_text("\n".join(texts) + "\n")
+    result = CliRunner().invoke(cli, ["measure", "--model", str(directory), "--texts", str(tmp_path / "texts.txt"),
+                                      "--pooling", "first", "--metrics", "isoscore"])
+    assert result.exit_code == 0, result.output

@@ -32,7 +32,7 @@ from isotropy._utils.validation import (
     check_scalar,
 )
 from isotropy.models.layers import select_layers
-from isotropy.models.loading import load_transformer
+from isotropy.models.loading import load_transformer, words_tokenizer
 
 __all__ = ["TokenEmbeddings", "extract_token_embeddings", "load_transformer", "n_transformer_layers", "parse_layers"]
 
@@ -289,6 +289,7 @@ def extract_token_embeddings(lines, *, model: str = "all-MiniLM-L6-v2", layers="
         tokenizer, network, _ = load_transformer(model, device=device)
     else:
         tokenizer, network = tokenizer_and_model
+    tokenizer = words_tokenizer(tokenizer)  # words given pre-split: a byte-level BPE one with add_prefix_space
     n_layers = n_transformer_layers(network.config)
     layers = select_layers(layers, n_layers + 1, caller=_CALLER)
     model_max = getattr(network.config, "max_position_embeddings", None) or getattr(network.config, "n_positions", None)

@@ -17,13 +17,19 @@ _DECODER_TYPES = {"gpt2", "gpt_neo", "gpt_neox", "gptj", "llama", "mistral", "mi
                   "starcoder2", "olmo", "olmo2"}
 
 
+def _bidirectional(config) -> bool:
+    """Whether a config of a decoder family says its attention sees both ways (``use_bidirectional_attention``: Gemma,
+    Gemma 2 and Gemma 3 as an embedding model, EmbeddingGemma's layout): an encoder, whatever its model type."""
+    return getattr(config, "use_bidirectional_attention", False) is True
+
+
 def is_decoder(config) -> bool:
     """Whether a transformers config describes a causal (left-to-right) decoder.
 
     Its first token sees only itself, so a "[CLS]"/first-token sentence vector is the same for
     every input: such models are pooled by the masked mean or the last token.
     """
-    if getattr(config, "is_encoder_decoder", False):
+    if getattr(config, "is_encoder_decoder", False) or _bidirectional(config):
         return False
     if getattr(config, "is_decoder", False) or getattr(config, "model_type", None) in _DECODER_TYPES:
         return True
@@ -39,7 +45,8 @@ def is_certainly_causal(config) -> bool:
     :func:`isotropy.models.batching.copy_same_prefix_rows`): the config says so (``is_decoder``), its
     model type is a known decoder, or an architecture is a ``...ForCausalLM``.
     """
-    if getattr(config, "is_encoder_decoder", False) or getattr(config, "model_type", None) in _BIDIRECTIONAL_LM_HEADS:
+    if getattr(config, "is_encoder_decoder", False) or getattr(config, "model_type", None) in _BIDIRECTIONAL_LM_HEADS \
+            or _bidirectional(config):
         return False
     return bool(getattr(config, "is_decoder", False) or getattr(config, "model_type", None) in _DECODER_TYPES
                 or any(name.endswith("ForCausalLM") for name in (getattr(config, "architectures", None) or [])))
@@ -55,6 +62,20 @@ def _base_model_weights(weights: dict, cls) -> dict:
     if not any(name.startswith(prefix) for name in weights):
         return weights
     return {name: tensor for name, tensor in weights.items() if name.startswith(prefix)}
+
+
+# The attribute of a tokenizer loaded by load_transformer that holds its variant for pre-split words (words_tokenizer).
+_WORDS_TOKENIZER = "_isotropy_words_tokenizer"
+
+
+def words_tokenizer(tokenizer):
+    """The tokenizer for pre-split words (``is_split_into_words=True``) of one :func:`load_transformer` returned.
+
+    For a byte-level BPE tokenizer (GPT-2, RoBERTa, Qwen) the same vocabulary loaded with ``add_prefix_space=True``,
+    so that each word is encoded as in running text; otherwise ``tokenizer`` itself (also for a tokenizer not
+    loaded here).
+    """
+    return getattr(tokenizer, _WORDS_TOKENIZER, tokenizer)
 
 
 def load_transformer(model: str = "all-MiniLM-L6-v2", *, device=None):
@@ -140,18 +161,24 @@ def _load(model: str, location: str, weights, device):
     if not getattr(tokenizer, "is_fast", False):
         raise IsotropyValueError(f"The tokenizer of {model!r} is not a fast tokenizer; the word-to-piece mapping "
                                  f"(word_ids) needs one (a tokenizer.json or a convertible vocabulary).")
-    # byte-level BPE (GPT-2, RoBERTa): each pre-split word must be encoded as if preceded by a space,
-    # as in running text ("Ġcat"); without add_prefix_space it would get its sentence-initial pieces
-    # (transformers 4 refuses such input, transformers 5 silently accepts it)
+    # byte-level BPE (GPT-2, RoBERTa, Qwen): each pre-split word must be encoded as if preceded by a space, as in
+    # running text ("Ġcat"); without add_prefix_space it would get its sentence-initial pieces (transformers 4 refuses
+    # such input, transformers 5 silently accepts it). Only for pre-split words (words_tokenizer): whole texts are
+    # tokenised as the model's own tokenizer does (with add_prefix_space every text began with a space, "Ġ" "The",
+    # and GPT-2's, Qwen's and RoBERTa's sentence vectors were those of other tokens)
     pre_tokenizer = getattr(getattr(tokenizer, "backend_tokenizer", None), "pre_tokenizer", None)
+    words = tokenizer
     if "ByteLevel" in repr(pre_tokenizer) and not getattr(tokenizer, "add_prefix_space", False):
-        tokenizer = AutoTokenizer.from_pretrained(location, use_fast=True, add_prefix_space=True, **NO_REMOTE_CODE)
-    tokenizer.padding_side = "right"
-    if tokenizer.pad_token is None:
-        fallback = tokenizer.eos_token or tokenizer.unk_token
-        if fallback is None:
-            raise IsotropyValueError(f"The tokenizer of {model!r} has no pad, end or unknown token to pad with.")
-        tokenizer.pad_token = fallback
+        words = AutoTokenizer.from_pretrained(location, use_fast=True, add_prefix_space=True, **NO_REMOTE_CODE)
+    for each in {id(tokenizer): tokenizer, id(words): words}.values():
+        each.padding_side = "right"
+        if each.pad_token is None:
+            fallback = each.eos_token or each.unk_token
+            if fallback is None:
+                raise IsotropyValueError(f"The tokenizer of {model!r} has no pad, end or unknown token to pad with.")
+            each.pad_token = fallback
+    if words is not tokenizer:
+        setattr(tokenizer, _WORDS_TOKENIZER, words)
     if weights is None:
         from isotropy.models._weights import refuse_missing_weights
 
