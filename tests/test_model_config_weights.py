@@ -220,3 +220,29 @@ def test_an_encoder_decoder_t5_is_still_refused_in_one_line(tmp_path):
     directory = _tiny_t5(tmp_path / "t5", encoder_only=False)
     message = _one_line(directory, lambda d: load_transformer(d, device="cpu"))
     assert "encoder-decoder (t5)" in message and "T5EncoderModel" in message, message
+
+
+def test_a_checkpoint_with_its_head_loads_its_base_model_without_transformers_load_report(tmp_path, capfd):
+    """A model trial: a BertForSequenceClassification (or LlamaForCausalLM) directory printed transformers' "LOAD
+    REPORT" table of UNEXPECTED head tensors, with terminal escapes, at every load; the base model's states were
+    right. Now nothing is printed, and the states are those of the checkpoint's base model."""
+    from _tiny_models import BERT_VOCAB
+    from transformers import BertConfig, BertForSequenceClassification, BertModel, BertTokenizerFast
+
+    directory = tmp_path / "classifier"
+    directory.mkdir()
+    (directory / "vocab.txt").write_text("\n".join(BERT_VOCAB) + "\n")
+    BertTokenizerFast(str(directory / "vocab.txt")).save_pretrained(directory)
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=len(BERT_VOCAB), hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=32, max_position_embeddings=64)
+    BertForSequenceClassification(config).eval().save_pretrained(directory)
+    capfd.readouterr()
+    tokenizer, network, _ = load_transformer(str(directory), device="cpu")
+    captured = capfd.readouterr()
+    assert "LOAD REPORT" not in captured.err + captured.out and "UNEXPECTED" not in captured.err, captured.err
+    reference = BertForSequenceClassification.from_pretrained(str(directory)).bert.eval()
+    batch = tokenizer(["the cat sat"], return_tensors="pt")
+    with torch.no_grad():
+        assert torch.equal(network(**batch).last_hidden_state, reference(**batch).last_hidden_state)
+    assert isinstance(network, BertModel)

@@ -330,3 +330,51 @@ def test_a_gemma_with_bidirectional_attention_is_measured_as_an_encoder(tmp_path
     result = CliRunner().invoke(cli, ["measure", "--model", str(directory), "--texts", str(tmp_path / "texts.txt"),
                                       "--pooling", "first", "--metrics", "isoscore"])
     assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize("which", ["bert", "gpt2"])
+def test_texts_longer_than_the_model_s_positions_are_cut_to_them(models, which, tmp_path):
+    """A model trial: with max_length (default 128) above a model's table of positions (64 here), a long text
+    crashed the forward pass with a traceback ("The size of tensor a (31) must match the size of tensor b (16)",
+    GPT-2's "index out of range in self"), at both levels. Texts are now cut to the model's positions, and their
+    vectors are those of the model run on the cut text."""
+    import torch
+    from click.testing import CliRunner
+
+    from isotropy.cli import cli
+    from isotropy.models.encoders import encode_pooled
+    from isotropy.models.loading import load_transformer, longest_input
+
+    directory = str(models[0] if which == "bert" else models[1])
+    tokenizer, network, _ = load_transformer(directory, device="cpu")
+    longest = longest_input(network.config, tokenizer)
+    assert longest == 64
+    text = " ".join(["the cat sat on the mat ."] * 15)
+    assert len(tokenizer(text)["input_ids"]) > 64
+    pooled = encode_pooled([text], model=directory, layers=[-1], pooling="mean", device="cpu", use_cache=False,
+                           max_length=128)[-1]
+    ids = tokenizer(text, truncation=True, max_length=64, return_tensors="pt")
+    with torch.no_grad():
+        own = network(**ids).last_hidden_state[0].mean(0).numpy()
+    np.testing.assert_allclose(pooled[0], own, rtol=1e-5, atol=1e-6)
+    (tmp_path / "texts.txt").write_text(text + "\nthe dog ran\n")
+    for level in ("sentence", "token"):
+        result = CliRunner().invoke(cli, ["measure", "--model", directory, "--texts", str(tmp_path / "texts.txt"),
+                                          "--level", level, "--metrics", "isoscore"])
+        assert result.exit_code == 0, result.output
+
+
+def test_longest_input_reads_the_position_table_and_the_tokenizer():
+    """RoBERTa's positions start after its padding index (514 rows hold 512 tokens); the tokenizer's own
+    model_max_length bounds it too when set; relative positions (T5) set no bound."""
+    from types import SimpleNamespace
+
+    from transformers import BertConfig, RobertaConfig, T5Config
+
+    from isotropy.models.loading import capped_max_length, longest_input
+
+    assert longest_input(RobertaConfig(max_position_embeddings=514, pad_token_id=1)) == 512
+    assert longest_input(BertConfig(max_position_embeddings=512), SimpleNamespace(model_max_length=256)) == 256
+    assert longest_input(BertConfig(max_position_embeddings=512), SimpleNamespace(model_max_length=int(1e30))) == 512
+    assert longest_input(T5Config()) is None and capped_max_length(4096, T5Config()) == 4096
+    assert capped_max_length(1024, BertConfig(max_position_embeddings=512)) == 512

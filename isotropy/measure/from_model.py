@@ -267,7 +267,9 @@ def token_hidden_states(texts, tokenizer, network, layers, *, batch_size, max_le
     import torch
 
     from isotropy._utils.sampling import subsample_indices
+    from isotropy.models.loading import capped_max_length
 
+    max_length = capped_max_length(max_length, network.config, tokenizer)  # the model's positions bound it
     encoded = tokenizer(texts, truncation=True, max_length=max_length, return_special_tokens_mask=True)
     positions = []  # (text, token position) of every measurable token
     for i, special in enumerate(encoded["special_tokens_mask"]):

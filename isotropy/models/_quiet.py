@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 
-__all__ = ["quiet_transformers"]
+__all__ = ["no_load_report", "quiet_transformers"]
 
 
 @contextlib.contextmanager
@@ -25,3 +25,23 @@ def quiet_transformers():
     finally:
         if was:
             logging.enable_progress_bar()
+
+
+@contextlib.contextmanager
+def no_load_report():
+    """Within the block, transformers logs errors only (restored on exit): no "LOAD REPORT" table.
+
+    transformers 5 prints that table (with terminal escapes, whatever stderr is) when a checkpoint holds more or
+    less than the model built: for the base model of a checkpoint with its head (``BertForSequenceClassification``,
+    ``LlamaForCausalLM``), the head's tensors as UNEXPECTED, on every load. The head is never used here, and a
+    tensor the base model needs but the checkpoint lacks is refused by the loader itself
+    (:func:`isotropy.models._weights.refuse_missing_weights`), so the table says nothing the user must act on.
+    """
+    from transformers.utils import logging
+
+    was = logging.get_verbosity()
+    logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        logging.set_verbosity(was)

@@ -32,7 +32,7 @@ from isotropy._utils.validation import (
     check_scalar,
 )
 from isotropy.models.layers import select_layers
-from isotropy.models.loading import load_transformer, words_tokenizer
+from isotropy.models.loading import capped_max_length, load_transformer, words_tokenizer
 
 __all__ = ["TokenEmbeddings", "extract_token_embeddings", "load_transformer", "n_transformer_layers", "parse_layers"]
 
@@ -292,9 +292,7 @@ def extract_token_embeddings(lines, *, model: str = "all-MiniLM-L6-v2", layers="
     tokenizer = words_tokenizer(tokenizer)  # words given pre-split: a byte-level BPE one with add_prefix_space
     n_layers = n_transformer_layers(network.config)
     layers = select_layers(layers, n_layers + 1, caller=_CALLER)
-    model_max = getattr(network.config, "max_position_embeddings", None) or getattr(network.config, "n_positions", None)
-    if model_max is not None:
-        max_length = min(max_length, int(model_max))
+    max_length = capped_max_length(max_length, network.config, tokenizer)  # the model's positions bound it
     budget = max_length - tokenizer.num_special_tokens_to_add(pair=False)
     if budget < 1:
         raise IsotropyValueError(f"The 'max_length' parameter of {_CALLER} leaves no room for words after the "

@@ -339,14 +339,16 @@ def encode_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, layers: S
     from tqdm.auto import tqdm
 
     from isotropy.models import batching
-    from isotropy.models.loading import load_transformer
+    from isotropy.models.loading import capped_max_length, load_transformer
     from isotropy.models.pooling import _pool
 
     # _loaded: (tokenizer, network) the caller already holds, so one command reads the weights once;
     # _on_batch(rows, batch, last_hidden_state) sees every batch of the forward pass (when one runs)
     tokenizer, network = _loaded if _loaded is not None else load_transformer(model, device=device)[:2]
     check_pooling(pooling, network.config, caller=caller)
-    tokens = batching.tokenize_texts(tokenizer, texts, max_length=max_length)
+    # no longer than the model's positions (a longer max_length failed inside the forward pass)
+    tokens = batching.tokenize_texts(tokenizer, texts, max_length=capped_max_length(max_length, network.config,
+                                                                                    tokenizer))
     batching.refuse_empty_rows(tokens, texts, name=_texts_name, caller=_caller,
                                tokenizer_of=f"the tokenizer of {model!r}")
     # texts with the same tokens run once: the same vectors whatever their batch mates (float32 results depend

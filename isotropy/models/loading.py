@@ -64,6 +64,39 @@ def _base_model_weights(weights: dict, cls) -> dict:
     return {name: tensor for name, tensor in weights.items() if name.startswith(prefix)}
 
 
+# Model types whose position ids start after the padding index (RoBERTa's create_position_ids_from_input_ids): their
+# table of max_position_embeddings rows holds pad_token_id + 1 fewer tokens (514 rows, 512 tokens for roberta-base).
+_OFFSET_POSITIONS = {"roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "longformer", "data2vec-text",
+                     "roberta-prelayernorm", "xmod", "ernie_m"}
+
+
+def longest_input(config, tokenizer=None) -> int | None:
+    """The most tokens one sequence may hold for the model of ``config``: its table of learned positions
+    (``max_position_embeddings``, ``n_positions``; less RoBERTa's offset) and the tokenizer's ``model_max_length`` when
+    it sets one; ``None`` when neither bounds it (relative positions: T5, ALiBi).
+
+    A longer ``max_length`` is cut to it: past the table the forward pass failed with a traceback (a BERT of 16
+    positions at the default 128: "The size of tensor a (31) must match the size of tensor b (16)", GPT-2's "index out
+    of range in self").
+    """
+    limits = []
+    positions = getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None)
+    if isinstance(positions, int) and positions > 0:
+        if getattr(config, "model_type", None) in _OFFSET_POSITIONS and isinstance(config.pad_token_id, int):
+            positions -= config.pad_token_id + 1
+        limits.append(positions)
+    declared = getattr(tokenizer, "model_max_length", None)
+    if isinstance(declared, int) and 0 < declared < 10**9:  # unset: transformers' VERY_LARGE_INTEGER (1e30)
+        limits.append(declared)
+    return min(limits) if limits else None
+
+
+def capped_max_length(max_length: int, config, tokenizer=None) -> int:
+    """``max_length`` cut to :func:`longest_input` (never below 2)."""
+    longest = longest_input(config, tokenizer)
+    return max_length if longest is None else max(2, min(int(max_length), longest))
+
+
 # The attribute of a tokenizer loaded by load_transformer that holds its variant for pre-split words (words_tokenizer).
 _WORDS_TOKENIZER = "_isotropy_words_tokenizer"
 
@@ -128,9 +161,9 @@ def load_transformer(model: str = "all-MiniLM-L6-v2", *, device=None):
         # a config.json its weights do not fill (1000 layers over 6: 994 random layers built in 60 s at 7.6 GB;
         # a 2M x 4096 vocabulary): one line from the headers, before the model is built
         check_config_matches_weights(location)
-    from isotropy.models._quiet import quiet_transformers
+    from isotropy.models._quiet import no_load_report, quiet_transformers
 
-    with quiet_transformers():
+    with quiet_transformers(), no_load_report():  # a checkpoint's unused head was a table of UNEXPECTED keys
         return _load(model, location, weights, device)
 
 
