@@ -378,3 +378,27 @@ def test_longest_input_reads_the_position_table_and_the_tokenizer():
     assert longest_input(BertConfig(max_position_embeddings=512), SimpleNamespace(model_max_length=int(1e30))) == 512
     assert longest_input(T5Config()) is None and capped_max_length(4096, T5Config()) == 4096
     assert capped_max_length(1024, BertConfig(max_position_embeddings=512)) == 512
+
+
+def test_vectors_cached_before_the_tokenisation_fixes_are_not_read_back(models, tmp_path):
+    """A review: 7ee04b9 changed how byte-level BPE models tokenise whole texts (no leading space) and 87ea6f3 cut
+    them to the tokenizer's model_max_length, but encode_pooled's cache key named neither, so a file written before
+    (vectors of other tokens) was read back as today's. The key names the tokenisation now."""
+    import hashlib
+
+    from isotropy.models import encoders
+
+    directory = str(models[1])
+    texts = ["the cat sat", "a dog ran"]
+    kwargs = dict(model=directory, layers=[-1], pooling="mean", device="cpu", batch_size=64, max_length=128,
+                  cache_dir=tmp_path)
+    location = encoders.resolve_model(directory)
+    base = encoders._cache_key(location, texts, False)
+    old = (f"{base}|mean-pooled|layer=-1|max_length=128|{encoders._BATCHING}|"
+           f"{encoders._computed_by(64, 'cpu')}")
+    stale = np.full((2, 16), 7.0, dtype=np.float32)
+    np.save(tmp_path / f"{hashlib.sha256(old.encode()).hexdigest()[:32]}.npy", stale)
+    got = encoders.encode_pooled(texts, use_cache=True, **kwargs)[-1]
+    fresh = encoders.encode_pooled(texts, use_cache=False, **kwargs)[-1]
+    assert not np.array_equal(got, stale)
+    np.testing.assert_array_equal(got, fresh)

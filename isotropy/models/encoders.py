@@ -226,6 +226,11 @@ def _unusable_cache(path: Path, reason: str) -> None:
 
 # How encode_pooled computes its rows, part of its cache keys: batches by token count, each token sequence once.
 _BATCHING = "batches=token-count,distinct-sequences"
+# How encode_pooled tokenises, in its cache keys: whole texts by the model's own tokenizer (before 7ee04b9 a byte-level
+# BPE one began every text with a space: GPT-2's, Qwen's and RoBERTa's vectors were those of other tokens) and cut to
+# the model's positions and its tokenizer's model_max_length (87ea6f3; a max_length between the two read more tokens).
+# Files computed otherwise are not read back.
+_TOKENS = "tokens=own-tokenizer,cut-to-positions"
 
 
 def _computed_by(batch_size: int, device) -> str:
@@ -321,7 +326,8 @@ def encode_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, layers: S
         tag = "mean-pooled" if pooling == "mean" else f"{pooling}-pooled"
         # _BATCHING names how the rows were computed: files of the batching before it (repeated texts run apart,
         # so not exactly equal) are not read back
-        key = f"{base}|{tag}|layer={layer}|max_length={max_length}|{_BATCHING}|{_computed_by(batch_size, device)}"
+        key = (f"{base}|{tag}|layer={layer}|max_length={max_length}|{_TOKENS}|{_BATCHING}|"
+               f"{_computed_by(batch_size, device)}")
         key = hashlib.sha256(key.encode()).hexdigest()[:32]
         return cache_root / f"{key}.npy"
 
