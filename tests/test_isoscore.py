@@ -359,6 +359,7 @@ _BAD_SHRINKAGE = [
     (np.eye(7), r"shape \(3, 3\)"),
     (np.full((3, 3), np.nan), "finite"),
     ("abc", r"shape \(3, 3\).*of real numbers. Got 'abc'"),
+    (np.eye(3) * (1 + 1j), r"of real numbers. Got (array|tensor)\(\[\[1\.\+1\.j, 0\.\+0\.j"),  # its imaginary parts were dropped
 ]
 
 
@@ -426,3 +427,31 @@ def test_a_training_loops_shrinkage_cov_is_factored_once_until_it_changes(rng, m
         istar_penalty(H, shrinkage_cov=S, zeta=0.3)
     istar_penalty(H, shrinkage_cov=S.abs() * 0 + torch.eye(5, dtype=S.dtype), zeta=0.3)
     assert len(calls) == 4
+
+
+@pytest.mark.parametrize("write", ["data", "numpy", "inference"])
+def test_the_shrinkage_cov_record_follows_its_values_not_its_version(rng, write):
+    """A review: the record of a checked Σ_S read its version counter, which writes through .data or through shared
+    numpy memory do not move (diag(1, 1, −0.5) then gave −0.330 instead of a refusal), and which inference tensors
+    lack (torch.inference_mode(): a raw RuntimeError). The record keeps the values."""
+    from isotropy.torch import istar_penalty
+
+    H = torch.tensor(rng.normal(size=(8, 3)))
+    if write == "inference":
+        with torch.inference_mode():
+            S = torch.eye(3, dtype=torch.float64)
+            first = istar_penalty(H, shrinkage_cov=S, zeta=0.5)
+            S[2, 2] = -0.5
+            with pytest.raises(IsotropyValueError, match="positive semi-definite"):
+                istar_penalty(H, shrinkage_cov=S, zeta=0.5)
+        assert float(first) < 0
+        return
+    values = np.eye(3)
+    S = torch.from_numpy(values) if write == "numpy" else torch.eye(3, dtype=torch.float64)
+    istar_penalty(H, shrinkage_cov=S, zeta=0.5)
+    if write == "numpy":
+        values[2, 2] = -0.5
+    else:
+        S.data[2, 2] = -0.5
+    with pytest.raises(IsotropyValueError, match="positive semi-definite"):
+        istar_penalty(H, shrinkage_cov=S, zeta=0.5)

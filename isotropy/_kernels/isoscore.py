@@ -152,6 +152,8 @@ def _check_shrinkage_cov(shrinkage_cov, n_features, *, like, caller, name="shrin
     """
     check_tensor_data(shrinkage_cov, caller=caller, name=name)
     try:
+        if shrinkage_cov.is_complex() if is_torch(shrinkage_cov) else np.iscomplexobj(shrinkage_cov):
+            raise TypeError("complex")  # numpy would drop the imaginary parts with a warning only
         if is_torch(shrinkage_cov) and not is_torch(like):
             S = shrinkage_cov.detach().cpu().double().numpy()
         elif is_torch(like):
@@ -163,7 +165,7 @@ def _check_shrinkage_cov(shrinkage_cov, n_features, *, like, caller, name="shrin
     except (TypeError, ValueError, RuntimeError):  # a string, a ragged list, complex values
         raise IsotropyValueError(f"The '{name}' parameter of {caller} must be a covariance matrix of shape "
                                  f"({n_features}, {n_features}) (n_features of {data_name}) of real numbers. Got "
-                                 f"{_describe(shrinkage_cov)} instead.") from None
+                                 f"{' '.join(_describe(shrinkage_cov).split())} instead.") from None  # an array's repr spans lines
     shape = tuple(S.shape)
     if shape != (n_features, n_features):
         raise IsotropyValueError(
@@ -237,10 +239,12 @@ def _matrix_exponent(S) -> int:
     return exponent if abs(exponent) > safe_exponent_range(S) else 0
 
 
-# Tensors given as Σ_S and found positive semi-definite, by id: (a weak reference to the tensor, its version counter
-# then). A training loop passes the same Σ_S at every step: it is factored again only once changed in place.
+# Tensors (and numpy arrays) given as Σ_S and found positive semi-definite, by id: (a weak reference to the tensor, a copy of its values
+# then). A training loop passes the same Σ_S at every step: it is factored again only when its values differ from the
+# copy (an O(d²) comparison; a version counter missed writes through .data or shared numpy memory, and inference
+# tensors have none). A few kept: each copy is d² values.
 _PSD_TENSORS: dict[int, tuple] = {}
-_PSD_TENSORS_KEPT = 32
+_PSD_TENSORS_KEPT = 4
 
 
 def check_covariance(S, *, caller, name="shrinkage_cov", nonzero=True, given=None):
@@ -259,9 +263,10 @@ def check_covariance(S, *, caller, name="shrinkage_cov", nonzero=True, given=Non
     1e200 or 1e-300 neither overflows nor underflows.
 
     ``given``: the caller's tensor ``S`` was made from (a training loop's Σ_S): once found positive
-    semi-definite it is not factored again while it is the same tensor, unchanged in place (its version counter).
+    semi-definite it is not factored again while it is the same tensor holding the same values.
     """
-    known = is_torch(given) and _known_psd(given)
+    recorded = is_torch(given) or isinstance(given, np.ndarray)
+    known = recorded and _known_psd(given)
     E = unit_scale(S.detach() if is_torch(S) else S, caller=caller, name=name)
     d = E.shape[0]
     if is_torch(E):
@@ -286,18 +291,26 @@ def check_covariance(S, *, caller, name="shrinkage_cov", nonzero=True, given=Non
         lowest = float((torch_eigvalsh(E) if is_torch(E) else np.linalg.eigvalsh(E)).min())
         raise IsotropyValueError(f"The '{name}' parameter of {caller} must be positive semi-definite (a covariance "
                                  f"matrix). Got a smallest eigenvalue of {lowest:.3g} instead.")
-    if is_torch(given) and not known:
+    if recorded and not known:
         for key in [key for key, (ref, _) in _PSD_TENSORS.items() if ref() is None][:_PSD_TENSORS_KEPT]:
             del _PSD_TENSORS[key]
         if len(_PSD_TENSORS) >= _PSD_TENSORS_KEPT:
             _PSD_TENSORS.pop(next(iter(_PSD_TENSORS)))
-        _PSD_TENSORS[id(given)] = (weakref.ref(given), given._version)
+        _PSD_TENSORS[id(given)] = (weakref.ref(given), given.detach().clone() if is_torch(given) else given.copy())
 
 
 def _known_psd(tensor) -> bool:
-    """Whether :data:`_PSD_TENSORS` holds ``tensor`` itself (not a dead one of the same id), unchanged since."""
+    """Whether :data:`_PSD_TENSORS` holds ``tensor`` itself (not a dead one of the same id) with the same values."""
     entry = _PSD_TENSORS.get(id(tensor))
-    return entry is not None and entry[0]() is tensor and entry[1] == tensor._version
+    if entry is None or entry[0]() is not tensor:
+        return False
+    copy = entry[1]
+    if not is_torch(tensor):  # a numpy array (the record of one is a numpy copy)
+        return copy.shape == tensor.shape and copy.dtype == tensor.dtype and np.array_equal(copy, tensor)
+    import torch
+
+    return (copy.shape == tensor.shape and copy.dtype == tensor.dtype and copy.device == tensor.device
+            and torch.equal(copy, tensor.detach()))
 
 
 def _psd_tolerance(n_features: int) -> float:
