@@ -281,6 +281,20 @@ def _encoded(probe, *, name, caller):
     return encoded
 
 
+def _model_config(model):
+    """The transformers config of ``model``, also inside a wrapper (DDP's ``module``, ``torch.compile``'s
+    ``_orig_mod``); ``None`` for a module without one."""
+    for _ in range(8):  # wrappers of wrappers, not for ever
+        config = getattr(model, "config", None)
+        if config is not None:
+            return config
+        inner = getattr(model, "module", None)
+        model = inner if isinstance(inner, torch.nn.Module) else getattr(model, "_orig_mod", None)
+        if not isinstance(model, torch.nn.Module):
+            return None
+    return None
+
+
 class _Rows:
     """Probe rows: texts (tokenised once per tokenizer) or encoded tensors; ``encode(rows)`` pads a batch.
 
@@ -291,7 +305,9 @@ class _Rows:
 
     def __init__(self, probe, *, name, caller, max_length):
         self.caller, self.name, self.max_length, self.tokenizer = caller, name, max_length, None
-        self._tokens, self._tokenised_by = None, None  # the tokenised texts and the tokenizer that made them
+        self.asked = max_length  # the user's max_length; max_length: it cut to the model's positions (fit)
+        # the tokenised texts, and the tokenizer and max_length that made them
+        self._tokens, self._tokenised_by, self._tokenised_at = None, None, None
         self._first, self._first_of = None, None  # each row's first row with the same tokens, and of which tokens
         if isinstance(probe, Mapping):
             self.encoded = _encoded(probe, name=name, caller=caller)
@@ -317,12 +333,25 @@ class _Rows:
         if self.tokenizer is None:
             raise IsotropyValueError(f"{self.caller}: the probe is a list of texts but no tokenizer was found; pass "
                                      f"tokenizer=... (or a dict of encoded tensors as the probe).")
-        if self._tokens is None or self._tokenised_by is not self.tokenizer:
+        if self._tokens is None or self._tokenised_by is not self.tokenizer or self._tokenised_at != self.max_length:
             tokens = tokenize_texts(self.tokenizer, self.texts, max_length=self.max_length)
             refuse_empty_rows(tokens, self.texts, name=self.name, caller=self.caller, tokenizer_of="its tokenizer")
             _refuse_special_only(tokens, self.texts, self.tokenizer, name=self.name, caller=self.caller)
-            self._tokens, self._tokenised_by = tokens, self.tokenizer
+            self._tokens, self._tokenised_by, self._tokenised_at = tokens, self.tokenizer, self.max_length
         return self._tokens
+
+    def fit(self, model):
+        """Cut ``max_length`` to the most tokens ``model`` takes (its table of positions, the tokenizer's
+        ``model_max_length``: :func:`isotropy.models.loading.capped_max_length`); returns ``self``.
+
+        Texts longer than the model's positions (the default 128 on a model of 64) crashed its forward pass. Encoded
+        tensors are the caller's: taken as given.
+        """
+        if self.texts is not None:
+            from isotropy.models.loading import capped_max_length
+
+            self.max_length = capped_max_length(self.asked, _model_config(model), self.tokenizer)
+        return self
 
     def first_rows(self):
         """For a text probe, each row's first row with the same tokens
@@ -392,7 +421,8 @@ class GeometryProbe:
         texts with the same tokens run once; the metrics get the pooled vectors back in probe
         order, in one update per sorting window of ``batch_size * ceil(1024 / batch_size)`` rows).
     max_length : int, default=128
-        Truncation length when tokenising texts.
+        Truncation length when tokenising texts; cut to the model's positions (``max_position_embeddings``) and
+        the tokenizer's ``model_max_length`` when they are fewer.
     prefix : str, default="geometry"
         First part of the logged keys ``<prefix>/<metric>/layer_<i>``.
     shrinkage_sample : list of str or dict of tensors, optional
@@ -656,6 +686,9 @@ class GeometryProbe:
             world_size = processes
         parameter = next(iter(model.parameters()), None)
         device = parameter.device if parameter is not None else torch.device("cpu")
+        for source in (self.rows, self.shrinkage_rows):  # texts cut to the model's positions before they are read
+            if source is not None:
+                source.fit(model)
         rows = self._share(rank, world_size)
         was_training = model.training
         model.eval()

@@ -100,9 +100,18 @@ class Tokenised:
         return {k: v.to(device) for k, v in out.items()}
 
 
-def tokenise(tokenizer, data: LabeledTexts, *, max_length: int) -> Tokenised:
-    """Tokenise single sentences or pairs once, truncated to ``max_length`` tokens."""
-    encoded = tokenizer(data.text_a, data.text_b, truncation=True, max_length=int(max_length), padding=False)
+def tokenise(tokenizer, data: LabeledTexts, *, max_length: int, config=None) -> Tokenised:
+    """Tokenise single sentences or pairs once, truncated to ``max_length`` tokens.
+
+    ``max_length`` is cut to what the model takes (:func:`isotropy.models.loading.capped_max_length`): the table of
+    positions of its ``config`` and the tokenizer's ``model_max_length`` (which
+    :func:`~isotropy.experiments._finetune.model.load_encoder` sets to it). The default 128 on a model of 64 positions
+    crashed the forward pass of a longer text.
+    """
+    from isotropy.models.loading import capped_max_length
+
+    max_length = capped_max_length(int(max_length), config, tokenizer)
+    encoded = tokenizer(data.text_a, data.text_b, truncation=True, max_length=max_length, padding=False)
     types = encoded.get("token_type_ids")
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     return Tokenised(list(encoded["input_ids"]), None if types is None else list(types),
@@ -136,5 +145,5 @@ def prepare(config, *, data_dir=None) -> dict:
     valid_data = subsample(valid_data, config.validation_size, seed=int(config.data_seed))
     tokenizer, encoder = load_encoder(config.model)
     return {"train_data": train_data, "valid_data": valid_data, "encoder": encoder,
-            "train": tokenise(tokenizer, train_data, max_length=config.max_length),
-            "valid": tokenise(tokenizer, valid_data, max_length=config.max_length)}
+            "train": tokenise(tokenizer, train_data, max_length=config.max_length, config=encoder.config),
+            "valid": tokenise(tokenizer, valid_data, max_length=config.max_length, config=encoder.config)}

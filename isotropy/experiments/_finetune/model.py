@@ -31,6 +31,7 @@ def load_encoder(model: str):
     """
     from transformers import AutoConfig, AutoTokenizer
 
+    from isotropy.models._quiet import no_load_report, quiet_transformers
     from isotropy.models._safety import NO_REMOTE_CODE, refuse_remote_code
     from isotropy.models._weights import (
         base_model_class,
@@ -50,14 +51,29 @@ def load_encoder(model: str):
     try:
         tokenizer = AutoTokenizer.from_pretrained(location, **NO_REMOTE_CODE)
         cls = base_model_class(AutoConfig.from_pretrained(location, **NO_REMOTE_CODE))  # AutoModel, or T5EncoderModel
-        encoder, info = cls.from_pretrained(location, output_loading_info=True, **NO_REMOTE_CODE)
+        # as load_transformer: a checkpoint's unused head (BertForSequenceClassification) printed transformers'
+        # LOAD REPORT table of UNEXPECTED keys, and its progress bars
+        with quiet_transformers(), no_load_report():
+            encoder, info = cls.from_pretrained(location, output_loading_info=True, **NO_REMOTE_CODE)
     except (OSError, ValueError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__
         raise OSError(f"The 'model' option of istar could not be loaded from {model!r} (resolved to {location!r}): "
                       f"expected a directory with Hugging Face transformer files (config.json, weights, tokenizer) "
                       f"or the packaged 'all-MiniLM-L6-v2'. ({first})") from None
     refuse_missing_weights(location, info.get("missing_keys"), info.get("mismatched_keys"))
+    _cap_tokenizer(tokenizer, encoder.config)
     return tokenizer, encoder
+
+
+def _cap_tokenizer(tokenizer, config) -> None:
+    """Set the tokenizer's ``model_max_length`` to the most tokens the model takes (its table of positions) when it
+    declares more or none, so that whoever tokenises with it (:func:`isotropy.experiments._finetune.data.tokenise`,
+    cluster-finetune's) cuts the texts to what the model reads: past its positions the forward pass failed."""
+    from isotropy.models.loading import longest_input
+
+    longest = longest_input(config, tokenizer)
+    if longest is not None and longest < getattr(tokenizer, "model_max_length", longest + 1):
+        tokenizer.model_max_length = longest
 
 
 def pool(hidden, attention_mask, pooling: str):
