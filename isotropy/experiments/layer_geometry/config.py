@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Literal
 
 from pydantic import Field, PrivateAttr, field_validator
@@ -62,27 +61,31 @@ class LayerGeometryConfig(ExperimentConfig):
         """
         if not isinstance(value, str):
             return value  # an int and a list of ints: bounded by ExperimentConfig
-        if any(_past_max_int(part) for part in value.split(",")):
-            raise config_rule(f"must hold hidden-state indices in [-{MAX_INT}, {MAX_INT}] (as every int of a "
-                              f"config)")
         from isotropy.models.layers import check_layers
 
         try:
-            check_layers(value)
+            parsed = check_layers(value)
         except ValueError:
+            if any(_too_many_digits(part) for part in value.split(",")):
+                raise _past_max_int() from None
             raise ValueError("not a layer selection") from None  # said with the field's own wording (expects)
+        # the ints the run reads, bounded (as int() reads them: '1_000_000_000_000' passed a check of the digits)
+        if not isinstance(parsed, str) and any(not -MAX_INT <= index <= MAX_INT for index in parsed):
+            raise _past_max_int()
         return value
 
 
-_INDEX = re.compile(r"\s*[-+]?[0-9]+\s*")
+def _past_max_int():
+    return config_rule(f"must hold hidden-state indices in [-{MAX_INT}, {MAX_INT}] (as every int of a config)")
 
 
-def _past_max_int(text: str) -> bool:
-    """Whether ``text`` is an index (``-12``) larger in size than ``MAX_INT``; read without int() past 10 digits."""
-    if not _INDEX.fullmatch(text):
-        return False
-    digits = text.strip().lstrip("+-").lstrip("0")
-    return len(digits) > len(str(MAX_INT)) or int(digits or "0") > MAX_INT
+def _too_many_digits(text: str) -> bool:
+    """Whether ``text`` is an index int() refuses for its size alone (past Python's 4,300 digits)."""
+    try:
+        int(text)
+    except ValueError as exc:
+        return "Exceeds the limit" in str(exc) and text.strip().lstrip("+-").replace("_", "").isdecimal()
+    return False
 
 
 def _indices(spec) -> list[int] | None:
