@@ -13,6 +13,7 @@ from pathlib import Path
 
 import click
 
+from isotropy._utils.click_types import BoundedInt
 from isotropy._utils.errors import debugging
 from isotropy._utils.install import extra_command
 
@@ -122,15 +123,6 @@ def _formats(ctx, param, value):
     return parse_formats(value)
 
 
-class _BoundedInt(click.IntRange):
-    """``isotropy.experiments._command.BoundedInt`` (imported when a value is read: the experiments need pydantic)."""
-
-    def convert(self, value, param, ctx):
-        from isotropy.experiments._command import BoundedInt
-
-        return BoundedInt(min=self.min, max=self.max).convert(value, param, ctx)
-
-
 @cli.command()
 @click.argument("path", type=click.Path(exists=True, path_type=Path))
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
@@ -138,7 +130,7 @@ class _BoundedInt(click.IntRange):
                    "PATH/geometry-figures for a training log).")
 @click.option("--format", "formats", default="png,svg", show_default=True, callback=_formats,
               help="Comma-separated figure formats, e.g. png,svg,pdf.")
-@click.option("--dpi", type=_BoundedInt(min=10, max=2400), default=150, show_default=True,
+@click.option("--dpi", type=BoundedInt(min=10, max=2400), default=150, show_default=True,
               help="Resolution of raster formats (dots per inch).")
 def plot(path: Path, out_dir: Path | None, formats, dpi: int):
     """Draw the figures of PATH without re-running anything.

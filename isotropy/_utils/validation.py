@@ -32,15 +32,37 @@ __all__ = [
 ]
 
 
-def _describe(value) -> str:
-    """``repr(value)`` cut to 60 characters; an int past Python's 4,300-digit limit of ``repr`` said by its size."""
+def _describe(value, limit: int = 60, *, length: bool = False) -> str:
+    """``repr(value)`` cut to ``limit`` characters; an int past Python's 4,300-digit limit of ``repr`` said by its size.
+
+    Cut, the text is the first ``limit - 3`` characters and ``...``; with ``length``, the first ``limit`` characters,
+    ``...`` and the length of the whole (``'1111...... (5,000 characters)'``).
+    """
     try:
         text = repr(value)
     except ValueError:  # "Exceeds the limit (4300 digits) for integer string conversion": an int, or a list of them
         if isinstance(value, int):
-            return f"an int of about {round(value.bit_length() * math.log10(2)):,} digits"
+            return f"an int of about {_digits(value):,} digits"
         return f"a {type(value).__name__} holding an int of more than 4,300 digits"
-    return text if len(text) <= 60 else text[:57] + "..."
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text):,} characters)" if length else text[:limit - 3] + "..."
+
+
+def _digits(value: int) -> int:
+    """The decimal digits of ``abs(value)``, counted without converting it to text (past 4,300 digits Python refuses).
+
+    ``n`` of ``b`` bits lies in ``[2**(b-1), 2**b)``: its digits are ``floor(b·log10 2) + 1`` or one fewer.
+    """
+    n = abs(value)
+    digits = int(n.bit_length() * math.log10(2)) + 1
+    return digits - 1 if digits > 1 and n < 10 ** (digits - 1) else digits
+
+
+#: The largest count or index an option or config key takes (every int of an experiment config, the counts of
+#: ``isotropy measure``): a bound far past any real run, which keeps the work a value may ask for bounded (10**4000
+#: workers or rows reached the cluster and the sampler).
+MAX_INT = 10**9
 
 
 def check_X(X, *, caller: str, name: str = "X", min_samples: int = 2, min_features: int = 1,

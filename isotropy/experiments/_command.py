@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from isotropy._utils.click_types import BoundedInt
 from isotropy.experiments._config import _shown, available_setups
 
 __all__ = ["BoundedInt", "make_command", "parse_formats"]
@@ -25,24 +26,6 @@ def _seeds(ctx, param, value):
         raise click.BadParameter(f"expected comma-separated non-negative ints such as 0,1,2. Got {_shown(value)} "
                                  f"instead.")
     return seeds
-
-
-class BoundedInt(click.IntRange):
-    """click's ``IntRange`` whose refusal says what was expected and the value shortened.
-
-    click's own said ``'x' is not a valid integer range`` and echoed the value whole (5,000 digits
-    of ``--threads``, past int()'s 4,300-digit limit, were a 5,000-character line).
-    """
-
-    def convert(self, value, param, ctx):
-        try:
-            return super().convert(value, param, ctx)
-        except click.BadParameter:
-            if self.max is None:
-                expected = f"an integer of at least {self.min}"
-            else:
-                expected = f"an integer in [{self.min}, {self.max}]"
-            self.fail(f"expected {expected}. Got {_shown(value)} instead.", param, ctx)
 
 
 def parse_formats(value: str) -> tuple[str, ...]:

@@ -42,6 +42,7 @@ from pydantic import (
 )
 
 from isotropy._utils.suggest import did_you_mean
+from isotropy._utils.validation import MAX_INT, _describe
 
 __all__ = [
     "CONFIG_ROOT",
@@ -83,8 +84,8 @@ class ConfigError(ValueError):
 # a config counts something a run does or holds (updates, epochs, steps, samples, items, tokens, clusters, components,
 # batch sizes, layer indices): a billion of any of them is far past any real run (the paper setups ask for at most
 # ~10**5), yet keeps the work a config may ask for bounded. Without it `updates: 9999999999999999999999` was an
-# OverflowError traceback (range() of it in classifier-geometry) and `updates: 10**18` was accepted.
-MAX_INT = 10**9
+# OverflowError traceback (range() of it in classifier-geometry) and `updates: 10**18` was accepted. One constant with
+# the library's counts (isotropy measure): isotropy._utils.validation.MAX_INT.
 _WHY_MAX_INT = "a bound far past any real run, which keeps the work a config may ask for bounded"
 
 
@@ -553,18 +554,13 @@ _MESSAGES = 10
 
 
 def _shown(value, limit: int = 80) -> str:
-    """``repr(value)``, cut to ``limit`` characters: a 100 KB value was echoed whole.
+    """``repr(value)``, cut to ``limit`` characters and its length said: a 100 KB value was echoed whole.
 
     An int past Python's 4,300-digit limit of ``repr`` (``0xfff...`` of 5,000 hex digits: a ValueError
-    that was the whole message) is said by its size.
+    that was the whole message) is said by its size. The library's shortener
+    (:func:`isotropy._utils.validation._describe`) with this limit.
     """
-    try:
-        text = repr(value)
-    except ValueError:
-        if isinstance(value, int):
-            return f"an int of about {int(value.bit_length() * 0.30103) + 1:,} digits"
-        return f"a {type(value).__name__} holding an int of more than 4,300 digits"
-    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
+    return _describe(value, limit, length=True)
 
 
 def resolve_config(model: type[BaseModel], *, experiment: str, setup: str | None = None,

@@ -76,28 +76,46 @@ def _parse_metrics(ctx, param, value):
 
 
 def _parse_shrinkage_sample(ctx, param, value):
-    """``--shrinkage-sample``: an int N >= 2 (rows drawn from the input) or the path of a file of rows."""
+    """``--shrinkage-sample``: an int N in [2, MAX_INT] (rows drawn from the input) or the path of a file of rows.
+
+    A value written as an int is a count, also one of more digits than int() reads (5,000 digits were taken for a
+    path, whose ``exists()`` raised "File name too long" with the value whole); every value named shortened.
+    """
+    from isotropy._utils.validation import MAX_INT, _describe
+
     if value is None:
         return None
+    if _written_as_int(value):
+        return _count_at_least(value, "--shrinkage-sample", f"a number of rows in [2, {MAX_INT:,}] or a file of rows",
+                                high=MAX_INT)
+    path = Path(value)
     try:
-        size = int(value)
-    except ValueError:
-        path = Path(value)
-        if not path.exists():  # not a number either: name this option, not "the embeddings file"
-            from isotropy.io._paths import path_kind
+        found = path.exists()
+    except OSError:  # a name too long for the file system, ...: neither a count nor a file
+        found = False
+    if not found:  # not a number either: name this option, not "the embeddings file"
+        from isotropy.io._paths import path_kind
 
-            raise InputError(f"--shrinkage-sample {value!r}: expected a number of rows of at least 2 or a file of "
-                             f"rows; that path {path_kind(path) or 'cannot be read'}.") from None
-        return path
-    if size < 2:
-        raise InputError(f"--shrinkage-sample {value!r}: expected a number of rows of at least 2 or a file of rows.")
-    return size
+        raise InputError(f"--shrinkage-sample {_describe(value)}: expected a number of rows of at least 2 or a file "
+                         f"of rows; that path {path_kind(path) or 'cannot be read'}.") from None
+    return path
+
+
+def _written_as_int(value: str) -> bool:
+    """Whether ``value`` is an int as int() reads it (``-3``, ``1_000``), whatever its number of digits."""
+    try:
+        int(value)
+    except ValueError as exc:  # past 4,300 digits int() refuses the size, not the syntax
+        text = value.strip().lstrip("+-").replace("_", "")
+        return "Exceeds the limit" in str(exc) and text.isdecimal()
+    return True
 
 
 def _count_at_least(value, option: str, expected: str, *, low: int = 2, high: int | None = None):
-    """An option's int in [``low``, ``high``] (``None`` when not given; ``high``: ``_COUNT_MAX``), refused in one line
-    (exit 2), not with a usage block."""
-    from isotropy._utils.validation import _describe
+    """An option's int in [``low``, ``high``] (``None`` when not given; ``high``: ``MAX_INT``, the largest count an
+    option takes, as every int of an experiment config: 10**4000 workers or rows reached the cluster and the sampler),
+    refused in one line (exit 2), not with a usage block."""
+    from isotropy._utils.validation import MAX_INT, _describe
 
     if value is None:
         return None
@@ -107,15 +125,10 @@ def _count_at_least(value, option: str, expected: str, *, low: int = 2, high: in
         count = None
     if count is None or count < low:
         raise InputError(f"{option} {_describe(value)}: expected {expected}.")  # a 5,000-digit value was echoed whole
-    if count > (_COUNT_MAX if high is None else high):
-        bound = "" if high is not None else f", at most {_COUNT_MAX:,}"  # a given high is in the expected text
+    if count > (MAX_INT if high is None else high):
+        bound = "" if high is not None else f", at most {MAX_INT:,}"  # a given high is in the expected text
         raise InputError(f"{option} {_describe(value)}: expected {expected}{bound}.")
     return count
-
-
-# The largest count an option takes (as every int of an experiment config): 10**4000 workers or rows reached the
-# cluster and the sampler.
-_COUNT_MAX = 10**9
 
 
 def _parse_sample_size(ctx, param, value):

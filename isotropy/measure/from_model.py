@@ -903,6 +903,8 @@ class _InputError(click.ClickException):
 
 def model_options(function):
     """The click options of ``isotropy measure --model`` (applied to the ``measure`` command)."""
+    from isotropy._utils.click_types import BoundedInt
+    from isotropy._utils.validation import MAX_INT
     from isotropy.measure._completion import complete_device, complete_model, complete_pooling
 
     options = [
@@ -932,8 +934,9 @@ def model_options(function):
         click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
                      metavar="OUT", help="With --model: write a per-layer figure (its format from the suffix: .png, .svg, .pdf, ...)."),
         click.option("--device", default=None, shell_complete=complete_device, help="With --model: torch device (default: CUDA when present)."),
-        click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True),
-        click.option("--max-length", type=click.IntRange(min=2), default=128, show_default=True,
+        # bounded as every count (MAX_INT); a refusal shortens the value (click's IntRange echoed 5,000 digits whole)
+        click.option("--batch-size", type=BoundedInt(min=1, max=MAX_INT), default=32, show_default=True),
+        click.option("--max-length", type=BoundedInt(min=2, max=MAX_INT), default=128, show_default=True,
                      help="With --model: tokens per text (longer texts are truncated)."),
     ]
     for option in reversed(options):
