@@ -369,11 +369,12 @@ def test_longest_input_reads_the_position_table_and_the_tokenizer():
     model_max_length bounds it too when set; relative positions (T5) set no bound."""
     from types import SimpleNamespace
 
-    from transformers import BertConfig, RobertaConfig, T5Config
+    from transformers import BertConfig, MPNetConfig, RobertaConfig, T5Config
 
     from isotropy.models.loading import capped_max_length, longest_input
 
     assert longest_input(RobertaConfig(max_position_embeddings=514, pad_token_id=1)) == 512
+    assert longest_input(MPNetConfig(max_position_embeddings=514, pad_token_id=1)) == 512  # all-mpnet-base-v2
     assert longest_input(BertConfig(max_position_embeddings=512), SimpleNamespace(model_max_length=256)) == 256
     assert longest_input(BertConfig(max_position_embeddings=512), SimpleNamespace(model_max_length=int(1e30))) == 512
     assert longest_input(T5Config()) is None and capped_max_length(4096, T5Config()) == 4096

@@ -148,3 +148,18 @@ def _worst_partners(C, spread, xp):
             exact[a, b] = _pair_ratios(C, spread, a + r0, b, xp)
         partner.append(xp.argmax(exact, axis=1))
     return xp.concat(partner, axis=0), largest
+
+
+def _certainly_degenerate(C, spread, xp) -> bool:
+    """Whether the Davies-Bouldin index is 0 by its degenerate rule (every spread, or every centroid distance, at most
+    1e-8 of the largest of them) before any pair is compared: the largest centroid distance lies between ``R`` and
+    ``2R`` with ``R`` the largest distance of a centroid to the centroids' mean (which lies in their hull). Every
+    spread 0 (each cluster one repeated point) made every pair a candidate of :func:`_worst_partners` (639,200 of
+    640,000 at k = 800) for a value of 0. ``False`` when the bounds cannot tell: the full rule decides.
+    """
+    if is_torch(C):
+        C, spread = C.detach(), spread.detach()
+    centred = C - xp.mean(C, axis=0)
+    radius = math.sqrt(max(_scalar(xp.max(xp.sum(centred * centred, axis=1))), 0.0))
+    top = _scalar(xp.max(xp.abs(spread)))
+    return top <= 1e-8 * radius or 2.0 * radius <= 1e-8 * top or (top == 0.0 and radius == 0.0)

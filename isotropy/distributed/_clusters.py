@@ -20,7 +20,7 @@ import math
 
 import numpy as np
 
-from isotropy._kernels.clusters import _pair_ratios, _worst_partners
+from isotropy._kernels.clusters import _certainly_degenerate, _pair_ratios, _worst_partners
 from isotropy.distributed._graph import (
     at_metric_scale,
     at_unit_scale,
@@ -467,6 +467,8 @@ def davies_bouldin_score(X, labels):
     xp = get_namespace(centroids)
     # the in-memory kernel on the gathered centroids: a k x k Gram a block of rows at a time (the k x k x d
     # differences this replaced held 3.7 GB for 21,622 clusters), the worst partners on exact differences
+    if _certainly_degenerate(centroids, spread, xp):  # before the pairs: each would be a candidate
+        return 0.0
     partner, largest = _worst_partners(centroids, spread, xp)
     ref = max(float(np.max(np.abs(spread))), largest)  # relative, as in memory
     if np.all(np.abs(spread) <= 1e-8 * ref) or largest <= 1e-8 * ref:

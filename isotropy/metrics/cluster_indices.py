@@ -14,6 +14,7 @@ import numpy as np
 
 from isotropy._kernels.centre import distance_centre
 from isotropy._kernels.clusters import (
+    _certainly_degenerate,
     _check_dunn_defined,
     _pair_distance,
     _pair_ratios,
@@ -245,6 +246,8 @@ def davies_bouldin_score(X, labels):
     # each cluster's worst partner from a k x k Gram product of the centroids, a block of rows at a time (never the
     # k x k distances, 20 GB for 50,000 clusters, nor a k x k x d difference); the ratio itself is then recomputed
     # from the exact centroid differences of that pair (with the graph, for torch)
+    if _certainly_degenerate(centroids, spread, xp):  # before the pairs: each would be a candidate
+        return to_output(xp.sum(spread) * 0.0, X)
     partner, largest = _worst_partners(centroids, spread, xp)
     # scikit-learn's test is absolute (every spread or every distance <= 1e-8), which made the index 0.0 for any
     # data near 1e-9 to 1e-30 (below that the data were rescaled, and the value came back): here relative to the

@@ -67,7 +67,8 @@ def _base_model_weights(weights: dict, cls) -> dict:
 # Model types whose position ids start after the padding index (RoBERTa's create_position_ids_from_input_ids): their
 # table of max_position_embeddings rows holds pad_token_id + 1 fewer tokens (514 rows, 512 tokens for roberta-base).
 _OFFSET_POSITIONS = {"roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "longformer", "data2vec-text",
-                     "roberta-prelayernorm", "xmod", "ernie_m"}
+                     "roberta-prelayernorm", "xmod", "ernie_m", "mpnet", "ibert", "luke", "esm", "markuplm",
+                     "layoutlmv3", "lilt"}
 
 
 def longest_input(config, tokenizer=None) -> int | None:
