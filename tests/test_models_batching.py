@@ -391,8 +391,8 @@ def test_vectors_cached_before_the_tokenisation_fixes_are_not_read_back(models, 
 
     directory = str(models[1])
     texts = ["the cat sat", "a dog ran"]
-    kwargs = dict(model=directory, layers=[-1], pooling="mean", device="cpu", batch_size=64, max_length=128,
-                  cache_dir=tmp_path)
+    kwargs = {"model": directory, "layers": [-1], "pooling": "mean", "device": "cpu", "batch_size": 64,
+              "max_length": 128, "cache_dir": tmp_path}
     location = encoders.resolve_model(directory)
     base = encoders._cache_key(location, texts, False)
     old = (f"{base}|mean-pooled|layer=-1|max_length=128|{encoders._BATCHING}|"

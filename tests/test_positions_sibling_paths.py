@@ -108,3 +108,16 @@ def test_finetune_loader_prints_no_load_report_for_a_checkpoint_with_its_head(tm
     batch = tokenizer(["the cat sat"], return_tensors="pt")
     with torch.no_grad():
         assert torch.equal(encoder.eval()(**batch).last_hidden_state, reference(**batch).last_hidden_state)
+
+
+def test_the_regulariser_cuts_its_shrinkage_sample_to_the_model_s_positions(bert):
+    """The regulariser's refresh of Σ_S ran the shrinkage sample's texts at max_length 128 on a model of 64
+    positions: the forward pass crashed as the probe's did."""
+    from isotropy.training.regularisers import HiddenStateRegulariser
+
+    tokenizer, network = _loaded(bert)
+    texts = [LONG, "the cat sat .", "a dog ran .", "the mat ."] * 3
+    regulariser = HiddenStateRegulariser("istar", shrinkage_sample=texts, layers="all", level="sentence",
+                                         max_length=128)
+    regulariser.set_tokenizer(tokenizer).refresh(network)
+    assert regulariser.shrinkage_cov is not None and torch.isfinite(regulariser.shrinkage_cov).all()

@@ -334,6 +334,7 @@ class HiddenStateRegulariser:
         device = parameter.device if parameter is not None else torch.device("cpu")
         was_training = model.training
         model.eval()
+        self.sample.fit(model)  # texts cut to the model's positions (longer ones crashed its forward pass)
         try:
             parts = []
             for start in range(0, self.sample.n_rows, self.batch_size):

@@ -64,3 +64,19 @@ def centred_transpose_product(X, mean, U) -> np.ndarray:
         B = np.asarray(X[:, start:stop], dtype=np.float64) - mean[start:stop]
         np.matmul(B.T, U, out=out[start:stop])
     return out
+
+
+def centred_product(X, mean, Q) -> np.ndarray:
+    r"""``(X − 1 meanᵀ) Q``, float64 ``n x k``, over blocks of the columns of ``X`` (``n x d``; ``Q``: ``d x k``).
+
+    The other side of :func:`centred_transpose_product`: :math:`\sum_c (X_{[:, c]} - \mathbf{1}\mu_{[c]}^\top)
+    Q_{[c]}`, one block of all the rows at a time, no centred ``n x d`` copy.
+    """
+    n, d = X.shape
+    out = np.zeros((n, Q.shape[1]))
+    step = max(1, _CHUNK_ELEMENTS // max(n, 1))
+    for start in range(0, d, step):
+        stop = min(start + step, d)
+        B = np.asarray(X[:, start:stop], dtype=np.float64) - mean[start:stop]
+        out += B @ Q[start:stop]
+    return out

@@ -11,7 +11,7 @@ from sklearn.utils.validation import check_is_fitted
 from isotropy._utils.magnitude import rescaled, times_power_of_two
 from isotropy._utils.validation import IsotropyValueError, check_scalar
 from isotropy.transforms._base import NewFeaturesTransformer, like_input, to_numpy
-from isotropy.transforms._scatter import centred_scatter, centred_transpose_product, row_chunks
+from isotropy.transforms._scatter import centred_product, centred_scatter, centred_transpose_product, row_chunks
 
 __all__ = ["Whitening", "whiten"]
 
@@ -90,9 +90,17 @@ def _gram_route(Xu, mean, k):
     tol = max(lam[0], np.finfo(float).tiny) * max(n, d) * np.finfo(float).eps
     if k > n - 1 or not lam[k - 1] > tol:
         return lam, None
-    vecs = centred_transpose_product(Xu, mean, U[:, :k])
-    vecs /= np.sqrt(g[:k])
-    return lam, vecs
+    # v_i = X_cᵀu_i/σ_i carries the Gram's rounding of u_i times σ_1/σ_i (ill-conditioned wide data: the whitened
+    # covariance 6e-6 from I at σ_k/σ_1 = 1e-6, against 4e-7 on the covariance route): one Rayleigh-Ritz step on
+    # the span of those v_i (orthonormal basis Q, then the eigenvectors of Qᵀ C Q from the n x k product X_c Q), as
+    # accurate as the covariance route, in O(n·d·k) more flops
+    Q, _ = np.linalg.qr(centred_transpose_product(Xu, mean, U[:, :k]))
+    B = centred_product(Xu, mean, Q)
+    ritz, Z = np.linalg.eigh((B.T @ B) * (1.0 / (n - 1)))
+    order = np.argsort(ritz)[::-1]
+    lam = lam.copy()
+    lam[:k] = np.clip(ritz[order], 0.0, None)
+    return lam, Q @ Z[:, order]
 
 
 def _refuse_rank(lam, n, d, k, n_components, *, caller):
