@@ -353,9 +353,10 @@ def test_every_committed_config_loads_in_its_experiment():
         record = json.loads((saved.parent / "run.json").read_text())
         experiment = load_experiment(record["experiment"])
         config = experiment.config(str(saved))
-        # as the run's hash sees it: a key whose default changed since (classifier-geometry's table-only keys) reads
-        # as the run saved it
-        assert experiment.config_model.hashed_values(config.model_dump(mode="json")) == record["config"], saved
+        # as the run recorded it: a run made since records the values as they are; one made before a key changed its
+        # default (classifier-geometry's table-only keys) recorded the old default, which the hash still reads
+        values = config.model_dump(mode="json")
+        assert record["config"] in (values, experiment.config_model.hashed_values(values)), saved
 
 
 def test_a_partial_file_with_a_misspelt_key_is_not_taken_for_another_experiment(tmp_path, capsys):
