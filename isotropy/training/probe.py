@@ -333,6 +333,11 @@ class _Rows:
         if self.tokenizer is None:
             raise IsotropyValueError(f"{self.caller}: the probe is a list of texts but no tokenizer was found; pass "
                                      f"tokenizer=... (or a dict of encoded tensors as the probe).")
+        if self._tokens is not None and self._tokenised_by is self.tokenizer and self._tokenised_at != self.max_length:
+            # another cut (fit: the model's positions) gives the same tokens when no row reached either cut
+            longest = int(max(self._tokens.lengths, default=0))
+            if longest < self._tokenised_at and longest <= self.max_length:
+                self._tokenised_at = self.max_length
         if self._tokens is None or self._tokenised_by is not self.tokenizer or self._tokenised_at != self.max_length:
             tokens = tokenize_texts(self.tokenizer, self.texts, max_length=self.max_length)
             refuse_empty_rows(tokens, self.texts, name=self.name, caller=self.caller, tokenizer_of="its tokenizer")

@@ -31,7 +31,7 @@ def load_encoder(model: str):
     """
     from transformers import AutoConfig, AutoTokenizer
 
-    from isotropy.models._quiet import no_load_report, quiet_transformers
+    from isotropy.models._quiet import no_load_report
     from isotropy.models._safety import NO_REMOTE_CODE, refuse_remote_code
     from isotropy.models._weights import (
         base_model_class,
@@ -52,8 +52,8 @@ def load_encoder(model: str):
         tokenizer = AutoTokenizer.from_pretrained(location, **NO_REMOTE_CODE)
         cls = base_model_class(AutoConfig.from_pretrained(location, **NO_REMOTE_CODE))  # AutoModel, or T5EncoderModel
         # as load_transformer: a checkpoint's unused head (BertForSequenceClassification) printed transformers'
-        # LOAD REPORT table of UNEXPECTED keys, and its progress bars
-        with quiet_transformers(), no_load_report():
+        # LOAD REPORT table of UNEXPECTED keys
+        with no_load_report():  # the progress bars follow the run (quiet, a terminal): its runner decides
             encoder, info = cls.from_pretrained(location, output_loading_info=True, **NO_REMOTE_CODE)
     except (OSError, ValueError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__
