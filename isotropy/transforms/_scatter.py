@@ -56,13 +56,9 @@ def centred_transpose_product(X, mean, U) -> np.ndarray:
     Memory: the ``d x k`` result and one block, no centred ``n x d`` copy (the ``n x n`` side of the transformers,
     beside :func:`isotropy._kernels.rows.row_statistics`' centred Gram).
     """
-    n, d = X.shape
-    out = np.empty((d, U.shape[1]))
-    step = max(1, _CHUNK_ELEMENTS // max(n, 1))
-    for start in range(0, d, step):
-        stop = min(start + step, d)
-        B = np.asarray(X[:, start:stop], dtype=np.float64) - mean[start:stop]
-        np.matmul(B.T, U, out=out[start:stop])
+    out = np.empty((X.shape[1], U.shape[1]))
+    for columns, B in _centred_column_blocks(X, mean):
+        np.matmul(B.T, U, out=out[columns])
     return out
 
 
@@ -72,11 +68,17 @@ def centred_product(X, mean, Q) -> np.ndarray:
     The other side of :func:`centred_transpose_product`: :math:`\sum_c (X_{[:, c]} - \mathbf{1}\mu_{[c]}^\top)
     Q_{[c]}`, one block of all the rows at a time, no centred ``n x d`` copy.
     """
+    out = np.zeros((X.shape[0], Q.shape[1]))
+    for columns, B in _centred_column_blocks(X, mean):
+        out += B @ Q[columns]
+    return out
+
+
+def _centred_column_blocks(X, mean):
+    """``(columns, X[:, columns] − mean[columns])``: float64 blocks of all the rows, about 2 MiB each (a column at
+    least), for :func:`centred_transpose_product` and :func:`centred_product`."""
     n, d = X.shape
-    out = np.zeros((n, Q.shape[1]))
     step = max(1, _CHUNK_ELEMENTS // max(n, 1))
     for start in range(0, d, step):
-        stop = min(start + step, d)
-        B = np.asarray(X[:, start:stop], dtype=np.float64) - mean[start:stop]
-        out += B @ Q[start:stop]
-    return out
+        columns = slice(start, min(start + step, d))
+        yield columns, np.asarray(X[:, columns], dtype=np.float64) - mean[columns]
