@@ -11,10 +11,12 @@ BERT_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat",
 GPT2_TRAINING_TEXT = ["the cat sat on the mat .", "a dog ran far away , the dog sat ."] * 5
 
 
-def make_tiny_bert(directory: Path, *, n_layers: int = 2, hidden_size: int = 16, seed: int = 0) -> Path:
-    """A ``BertModel`` of ``n_layers`` layers and a WordPiece tokenizer over :data:`BERT_VOCAB`."""
+def make_tiny_bert(directory: Path, *, n_layers: int = 2, hidden_size: int = 16, seed: int = 0,
+                   head: bool = False) -> Path:
+    """A ``BertModel`` of ``n_layers`` layers and a WordPiece tokenizer over :data:`BERT_VOCAB`; with ``head``, a
+    ``BertForSequenceClassification`` checkpoint (the base model plus its classifier)."""
     import torch
-    from transformers import BertConfig, BertModel, BertTokenizerFast
+    from transformers import BertConfig, BertForSequenceClassification, BertModel, BertTokenizerFast
 
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
@@ -24,7 +26,7 @@ def make_tiny_bert(directory: Path, *, n_layers: int = 2, hidden_size: int = 16,
     torch.manual_seed(seed)
     config = BertConfig(vocab_size=len(BERT_VOCAB), hidden_size=hidden_size, num_hidden_layers=n_layers,
                         num_attention_heads=2, intermediate_size=2 * hidden_size, max_position_embeddings=64)
-    BertModel(config).eval().save_pretrained(directory)
+    (BertForSequenceClassification if head else BertModel)(config).eval().save_pretrained(directory)
     return directory
 
 

@@ -226,17 +226,9 @@ def test_a_checkpoint_with_its_head_loads_its_base_model_without_transformers_lo
     """A model trial: a BertForSequenceClassification (or LlamaForCausalLM) directory printed transformers' "LOAD
     REPORT" table of UNEXPECTED head tensors, with terminal escapes, at every load; the base model's states were
     right. Now nothing is printed, and the states are those of the checkpoint's base model."""
-    from _tiny_models import BERT_VOCAB
-    from transformers import BertConfig, BertForSequenceClassification, BertModel, BertTokenizerFast
+    from transformers import BertForSequenceClassification, BertModel
 
-    directory = tmp_path / "classifier"
-    directory.mkdir()
-    (directory / "vocab.txt").write_text("\n".join(BERT_VOCAB) + "\n")
-    BertTokenizerFast(str(directory / "vocab.txt")).save_pretrained(directory)
-    torch.manual_seed(0)
-    config = BertConfig(vocab_size=len(BERT_VOCAB), hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=32, max_position_embeddings=64)
-    BertForSequenceClassification(config).eval().save_pretrained(directory)
+    directory = make_tiny_bert(tmp_path / "classifier", head=True)
     capfd.readouterr()
     tokenizer, network, _ = load_transformer(str(directory), device="cpu")
     captured = capfd.readouterr()

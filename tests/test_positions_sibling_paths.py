@@ -12,7 +12,7 @@ import logging
 import numpy as np
 import pytest
 import torch
-from _tiny_models import BERT_VOCAB, make_tiny_bert
+from _tiny_models import make_tiny_bert
 
 LONG = " ".join(["the cat sat on the mat ."] * 13)  # 91 tokens with [CLS] and [SEP]
 
@@ -77,18 +77,11 @@ def test_finetune_tokenise_cuts_to_the_model_s_positions(bert):
 def test_finetune_loader_prints_no_load_report_for_a_checkpoint_with_its_head(tmp_path, capfd):
     """A BertForSequenceClassification directory printed transformers' "LOAD REPORT" table of UNEXPECTED head
     tensors at load_encoder (istar, cluster-finetune, activation-diagrams), as load_transformer did before."""
-    from transformers import BertConfig, BertForSequenceClassification, BertModel, BertTokenizerFast
+    from transformers import BertForSequenceClassification, BertModel
 
     from isotropy.experiments._finetune.model import load_encoder
 
-    directory = tmp_path / "classifier"
-    directory.mkdir()
-    (directory / "vocab.txt").write_text("\n".join(BERT_VOCAB) + "\n")
-    BertTokenizerFast(str(directory / "vocab.txt")).save_pretrained(directory)
-    torch.manual_seed(0)
-    config = BertConfig(vocab_size=len(BERT_VOCAB), hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=32, max_position_embeddings=64)
-    BertForSequenceClassification(config).eval().save_pretrained(directory)
+    directory = make_tiny_bert(tmp_path / "classifier", head=True)
     records = []  # what transformers logs, whichever stream its handler writes to (bound when first used)
     handler = logging.Handler()
     handler.emit = records.append
