@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from isotropy._utils.install import extra_command
-from isotropy._utils.validation import IsotropyValueError
+from isotropy._utils.validation import IsotropyValueError, _describe
 from isotropy.io._archives import (
     MAX_EXPANSION,
     UnreadableParquet,
@@ -146,6 +146,7 @@ def read_embeddings(path: str | os.PathLike, *, key: str | None = None, mmap_mod
     >>> X.shape, names
     ((3, 3), None)
     """
+    _check_mmap_mode(mmap_mode, caller="read_embeddings")  # before any file is opened: "w+" truncates it
     if label_column is not None and str(path) == PACKAGED_GLOVE:  # silently ignored otherwise
         _label_column_format(path, label_column)
     if str(path) == PACKAGED_GLOVE:
@@ -265,7 +266,20 @@ def _as_matrix(arr, path) -> np.ndarray:
     return arr
 
 
+#: The memory-map modes that leave the user's file as it is: numpy's "r+" maps it writable (a write to X changes the
+#: file) and "w+" creates the file anew, truncating it to 0 bytes before reading it.
+_MMAP_MODES = (None, "r", "c")
+
+
+def _check_mmap_mode(mmap_mode, *, caller: str) -> None:
+    """Refuse a ``mmap_mode`` that may write to the file (``"r+"``, ``"w+"``) or that numpy does not know."""
+    if not isinstance(mmap_mode, (str, type(None))) or mmap_mode not in _MMAP_MODES:
+        raise IsotropyValueError(f"The 'mmap_mode' parameter of {caller} must be one of {{None, 'r', 'c'}} (read-only "
+                                 f"or copy-on-write: the file is never written). Got {_describe(mmap_mode)} instead.")
+
+
 def _load_npy(path, mmap_mode=None):
+    _check_mmap_mode(mmap_mode, caller="_load_npy")  # every reader of .npy files passes through here
     # the magic string is looked at only when numpy cannot read the file, or reads it as a zip archive: no second
     # open of every good .npy (a thousand shards)
     try:
