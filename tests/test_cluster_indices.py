@@ -208,6 +208,33 @@ def test_cosine_dunn_of_a_row_in_two_clusters_is_zero_not_negative():
         assert dunn_index(Y, labels, metric="cosine") == 0.0
 
 
+def _side_by_side(rng, m):
+    """Two tight clusters 1e-5 apart at 1e3 from the origin, a third at -1e3 (a new-user trial's data)."""
+    X = np.vstack([1e3 + 1e-6 * rng.normal(size=(m, 3)), 1e3 + 1e-5 + 1e-6 * rng.normal(size=(m, 3)),
+                   -1e3 + rng.normal(size=(m, 3))])
+    return X, np.repeat([0, 1, 2], m)
+
+
+@pytest.mark.parametrize("m", [20, 100])
+def test_dunn_of_tight_clusters_side_by_side_far_from_the_centre_is_exact(m):
+    # the closest pair was the one of the smallest product distance q_i + q_j - 2 u_i.u_j, which cancellation at
+    # q ~ 1e6 made the wrong pair: 3.58e-6 against 3.02e-6 (+18.6 %, m = 20) and 3.25e-6 against 2.48e-6 (m = 100).
+    # Now every pair the rounding bound cannot tell from the closest is compared by its exact distance
+    X, labels = _side_by_side(np.random.default_rng(0), m)
+    expected = _dunn_reference(X, labels, "euclidean")
+    for chunk_size in (None, 7, 2 * m + 1):
+        assert dunn_index(X, labels, chunk_size=chunk_size) == pytest.approx(expected, rel=1e-12)
+    torch = pytest.importorskip("torch")
+    assert float(dunn_index(torch.tensor(X), labels)) == pytest.approx(expected, rel=1e-12)
+    # the farthest pair by the same rule: the diameters of tight clusters far from the centre (a repeated point,
+    # the majority); the product distances took a pair 3.3x (m = 20) and 4.4x (m = 100) shorter than the diameter
+    rng = np.random.default_rng(1)
+    Y = np.vstack([1e3 + 1e-6 * rng.normal(size=(m, 3)), 1e3 + 1e-3 + 1e-6 * rng.normal(size=(m, 3)),
+                   np.full((3 * m, 3), -1e3)])
+    groups = np.repeat([0, 1, 2], [m, m, 3 * m])
+    assert dunn_index(Y, groups) == pytest.approx(_dunn_reference(Y, groups, "euclidean"), rel=1e-12)
+
+
 def test_dunn_gradient_is_finite_when_two_clusters_share_a_point():
     # the separation of two clusters sharing a point is 0 (a legal index of 0); its sqrt(0) gave a NaN gradient to
     # every coordinate of the two rows; the subgradient 0 is taken, and elsewhere the gradient is unchanged

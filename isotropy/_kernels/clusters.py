@@ -55,6 +55,73 @@ def _check_dunn_defined(separation: float, diameter: float, n_samples: int, metr
             f"two of them at the same point ({metric} distance 0), so the index is 0/0, undefined.")
 
 
+# Entries of the gathered rows of the candidate pairs whose exact distances are computed at a time (_extreme_pair).
+_CANDIDATE_ELEMENTS = 1 << 21
+
+
+def _dunn_slack(q_i, q_j, metric: str, n_features: int, xp) -> float:
+    r"""A bound on :math:`|\tilde D_{ij} - D_{ij}|` for every pair of a block of the Dunn index's product distances.
+
+    :math:`\tilde D_{ij} = q_i + q_j - s\,u_i^\top u_j` on centred rows ``u`` (:func:`_extreme_pair`) carries
+    the rounding of a dot product of ``d`` terms and of the centring, at most :math:`\tau (q_i + q_j)`
+    with :math:`\tau = 8 (d + 16) \epsilon` (Higham 2002, §3.1, as :func:`_worst_partners`), and under
+    the cosine metric that of the unit rows, ``τ`` times at most 4 more (they have norm 1). Taken
+    over the block (its largest ``q``): one number per block.
+    """
+    tau = 8.0 * (n_features + 16) * float(xp.finfo(q_i.dtype).eps)
+    return tau * (_scalar(xp.max(q_i)) + _scalar(xp.max(q_j)) + (4.0 if metric == "cosine" else 0.0))
+
+
+def _pair_values(Wi, Wj, a, b, metric: str, xp):
+    """Distances of the pairs ``(Wi[a_t], Wj[b_t])`` from the differences of the rows, in the units of the product
+    distances: squared euclidean, or 1 - cos as half the squared distance of the unit rows (a zero row: 1)."""
+    A, B = xp.take(Wi, a, axis=0), xp.take(Wj, b, axis=0)
+    if metric == "euclidean":
+        diff = A - B
+        return xp.sum(diff * diff, axis=1)
+    na, nb = xp.sqrt(xp.sum(A * A, axis=1)), xp.sqrt(xp.sum(B * B, axis=1))
+    ones = xp.ones_like(na)
+    diff = A / xp.where(na > 0, na, ones)[:, None] - B / xp.where(nb > 0, nb, ones)[:, None]
+    return xp.where((na == 0) | (nb == 0), ones, xp.sum(diff * diff, axis=1) / 2.0)
+
+
+def _extreme_pair(E, slack: float, best: tuple, Wi, Wj, offsets: tuple, metric: str, xp, *, farthest: bool) -> tuple:
+    r"""The closest (or ``farthest``) pair of a block by exact distances, if it beats ``best = (value, (i, j))``.
+
+    ``E`` holds the block's product distances :math:`\tilde D` (``inf``, or ``-inf`` when ``farthest``,
+    where a pair does not count), each within ``slack`` of its exact distance (:func:`_dunn_slack`). A
+    pair can be the block's closest only when :math:`\tilde D \le \min \tilde D + 2\,slack`, and beat
+    ``best`` only when :math:`\tilde D < best + slack`: those candidates (one pair, on data whose
+    distances the rounding does not blur) get their distances from the rows ``Wi``, ``Wj``
+    (:func:`_pair_values`), and the exact closest one is kept. Before, the pair of the smallest
+    :math:`\tilde D` was taken, which cancellation can make the wrong pair (two tight clusters side by
+    side far from the data's centre: an index 19 % off). Ties keep the pair found first.
+    """
+    extreme = _scalar(xp.max(E) if farthest else xp.min(E))
+    if math.isinf(extreme):  # no pair of the kind in the block
+        return best
+    if farthest:
+        if extreme + slack < best[0]:
+            return best
+        mask = E >= max(extreme - 2.0 * slack, best[0] - slack)
+    else:
+        if extreme - slack > best[0]:
+            return best
+        mask = E <= min(extreme + 2.0 * slack, best[0] + slack)
+    width = E.shape[1]
+    flat = xp.nonzero(xp.reshape(mask, (-1,)))[0]
+    step = max(1, _CANDIDATE_ELEMENTS // max(1, Wi.shape[1]))
+    for s in range(0, flat.shape[0], step):
+        part = flat[s:s + step]
+        a, b = part // width, part % width
+        values = _pair_values(Wi, Wj, a, b, metric, xp)
+        k = int(xp.argmax(values) if farthest else xp.argmin(values))
+        value = _scalar(values[k])
+        if (value > best[0]) if farthest else (value < best[0]):
+            best = (value, (offsets[0] + int(a[k]), offsets[1] + int(b[k])))
+    return best
+
+
 # entries of one block of rows of the k x k centroid matrices (4 MiB of float64 each, four alive at a time), and of
 # one block of centroid differences
 _PAIR_BLOCK = 1 << 19

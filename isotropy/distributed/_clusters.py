@@ -478,31 +478,38 @@ def davies_bouldin_score(X, labels):
 
 # ---------------------------------------------------------------------------------------------- Dunn
 def _dunn_block(block, metric, mean, exponent):
-    """Float64 operands U (centred) and q of one block (at unit scale): d(x_i, x_j) = q_i + q_j − s·u_i·u_j."""
-    B = np.asarray(at_metric_scale(block, exponent, metric), dtype=np.float64)
-    zero = 0.0
+    """Float64 operands U (centred) and q of one block (at unit scale), d(x_i, x_j) = q_i + q_j − s·u_i·u_j, and its
+    rows W, whose differences give the exact distances (:func:`isotropy._kernels.clusters._extreme_pair`)."""
+    W = np.asarray(at_metric_scale(block, exponent, metric), dtype=np.float64)
+    B, zero = W, 0.0
     if metric == "cosine":
-        norms = np.sqrt(np.einsum("ij,ij->i", B, B))
-        B = B / np.where(norms > 0, norms, 1.0)[:, None]
+        norms = np.sqrt(np.einsum("ij,ij->i", W, W))
+        B = W / np.where(norms > 0, norms, 1.0)[:, None]
         zero = (norms == 0).astype(np.float64)
     U = B - mean
     q = np.einsum("ij,ij->i", U, U)
-    return U, q if metric == "euclidean" else (q + zero) / 2.0
+    return U, q if metric == "euclidean" else (q + zero) / 2.0, W
 
 
 def _dunn_tile(P, Q, ids_p, ids_q, start_p, start_q, metric):
-    """((d, i, j) of the closest pair in different clusters, (−d, i, j) of the farthest within one)."""
+    """((d, i, j) of the closest pair in different clusters, (−d, i, j) of the farthest within one), by exact
+    distances (in the units of the product distances: squared euclidean, or 1 − cos), as the in-memory kernel."""
+    from isotropy._kernels.clusters import _dunn_slack, _extreme_pair
+    from isotropy._utils.backend import get_namespace
+
+    xp = get_namespace(P[0])
     s = 2.0 if metric == "euclidean" else 1.0
     D = P[1][:, None] + Q[1][None, :] - s * (P[0] @ Q[0].T)
     same = ids_p[:, None] == ids_q[None, :]
-    near = np.where(same, np.inf, D)
     # a sample's pair with itself is no pair: a zero row reads 1 from itself (cosine), and was chosen as the diameter
     pair = same & ~np.eye(*same.shape, dtype=bool) if start_p == start_q else same
-    far = np.where(pair, D, -np.inf)
-    a, b = np.unravel_index(np.argmin(near), near.shape)
-    c, e = np.unravel_index(np.argmax(far), far.shape)
-    return ((float(near[a, b]), start_p + int(a), start_q + int(b)),
-            (-float(far[c, e]), start_p + int(c), start_q + int(e)))
+    slack = _dunn_slack(P[1], Q[1], metric, P[0].shape[1], xp)
+    inf = float("inf")
+    near = _extreme_pair(np.where(same, inf, D), slack, (inf, (start_p, start_q)), P[2], Q[2], (start_p, start_q),
+                         metric, xp, farthest=False)
+    far = _extreme_pair(np.where(pair, D, -inf), slack, (-inf, (start_p, start_q)), P[2], Q[2], (start_p, start_q),
+                        metric, xp, farthest=True)
+    return (near[0], *near[1]), (-far[0], *far[1])
 
 
 def _best_pairs(a, b):

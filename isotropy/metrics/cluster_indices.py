@@ -16,6 +16,8 @@ from isotropy._kernels.centre import distance_centre
 from isotropy._kernels.clusters import (
     _certainly_degenerate,
     _check_dunn_defined,
+    _dunn_slack,
+    _extreme_pair,
     _pair_distance,
     _pair_ratios,
     _scalar,
@@ -298,15 +300,15 @@ class _Operands:
         return W / self.xp.where(norms > 0, norms, self.xp.ones_like(norms))[:, None]
 
     def block(self, i0, i1):
-        """(U[i0:i1], q[i0:i1])."""
+        """(U[i0:i1], q[i0:i1], W[i0:i1]): W the rows in float64, whose differences give the exact distances."""
         xp = self.xp
         W = _rows_work(self.X, i0, i1)
         U = self._directions(W) - self.centre
         q = xp.sum(U**2, axis=1)
         if self.metric == "euclidean":
-            return U, q
+            return U, q, W
         zero = xp.astype(xp.sqrt(xp.sum(W**2, axis=1)) == 0, U.dtype)
-        return U, (q + zero) / 2.0
+        return U, (q + zero) / 2.0, W
 
 
 def dunn_index(X, labels, *, metric="euclidean", chunk_size=None):
@@ -344,8 +346,11 @@ def dunn_index(X, labels, *, metric="euclidean", chunk_size=None):
                  {\max_c \max_{i, j \in c} d(x_i, x_j)}
 
     The extreme pairs are located block by block from :math:`q_i + q_j - s\,u_i^\top u_j`
-    on centred data (only blocks on or above the diagonal), then their distances are
-    recomputed directly from ``X``, so the value carries no cancellation error.
+    on centred data (only blocks on or above the diagonal); every pair whose product distance
+    is within that product's rounding bound of the block's extreme is compared by its distance
+    from the differences of its rows (one pair on most data), and the two pairs' distances are
+    recomputed directly from ``X``: the value carries no cancellation error, even for tight
+    clusters side by side far from the data's centre.
 
     References
     ----------
@@ -401,24 +406,24 @@ def _extreme_pairs(X, ids, metric, chunk_size, xp):
     advance = blocks(n_blocks * (n_blocks + 1) // 2)  # progress, when a caller asked for it
     for i0 in range(0, n, b):
         i1 = min(n, i0 + b)
-        Ui, qi = ops.block(i0, i1)
+        Ui, qi, Wi = ops.block(i0, i1)
         for j0 in range(i0, n, b):
             j1 = min(n, j0 + b)
-            Uj, qj = (Ui, qi) if j0 == i0 else ops.block(j0, j1)
+            Uj, qj, Wj = (Ui, qi, Wi) if j0 == i0 else ops.block(j0, j1)
             D = qi[:, None] + qj[None, :] - s * (Ui @ Uj.T)
             same = ids_x[i0:i1, None] == ids_x[None, j0:j1]
-            width = j1 - j0
             # the diameter is over pairs of two samples: a sample's distance to itself is 0, but the kernel reads
             # it as 1 for a zero row under the cosine metric (its +1/2 term, which makes it 1 from every other
             # row, as scikit-learn's cosine_distances), so the diagonal (i, i) was chosen as the farthest pair,
             # recomputed as 0, and the index read inf. Blocks share one size, so only i0 == j0 holds a diagonal;
             # a cluster of two or more samples always exists (at most n - 1 clusters), so a pair is always found
-            pair = same if i0 != j0 else same & ~xp.eye(i1 - i0, width, dtype=xp.bool, device=device)
-            far = int(xp.argmax(xp.reshape(xp.where(pair, D, -float("inf")), (-1,))))
-            near = int(xp.argmin(xp.reshape(xp.where(same, float("inf"), D), (-1,))))
-            if float(D[near // width, near % width]) < best_inter[0] and not bool(same[near // width, near % width]):
-                best_inter = (float(D[near // width, near % width]), (i0 + near // width, j0 + near % width))
-            if float(D[far // width, far % width]) > best_intra[0] and bool(pair[far // width, far % width]):
-                best_intra = (float(D[far // width, far % width]), (i0 + far // width, j0 + far % width))
+            pair = same if i0 != j0 else same & ~xp.eye(i1 - i0, j1 - j0, dtype=xp.bool, device=device)
+            slack = _dunn_slack(qi, qj, metric, X.shape[1], xp)
+            # the pairs of the smallest and largest product distances, unless rounding blurs them: then the exact
+            # closest (farthest) of those it may have swapped (_extreme_pair)
+            best_inter = _extreme_pair(xp.where(same, float("inf"), D), slack, best_inter, Wi, Wj, (i0, j0),
+                                       metric, xp, farthest=False)
+            best_intra = _extreme_pair(xp.where(pair, D, -float("inf")), slack, best_intra, Wi, Wj, (i0, j0),
+                                       metric, xp, farthest=True)
             advance()
     return best_inter[1], best_intra[1]
