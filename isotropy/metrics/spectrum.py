@@ -41,14 +41,81 @@ def singular_values(X, *, center: bool = False):
 
 
 def _validated(X, caller: str):
-    """``X`` checked once: numpy/torch by :func:`check_X` (rescaled to unit scale); dask by its shape (its values
-    are checked in the one pass that finds its scale)."""
+    """``X`` checked once: numpy/torch by :func:`check_X` (rescaled to unit scale); dask by :func:`check_dask_matrix`
+    (its values are checked, with the same messages, in the one pass that finds its scale)."""
     if not is_dask(X):
         return check_X(X, caller=caller, rescale=True)
-    if X.ndim != 2 or X.shape[0] < 2:
-        raise IsotropyValueError(f"The 'X' parameter of {caller} must be a 2-d array with at least 2 rows. "
-                                 f"Got shape {X.shape} instead.")
+    return check_dask_matrix(X, caller=caller, allow_unknown_rows=True)
+
+
+def check_dask_matrix(X, *, caller: str, name: str = "X", min_samples: int = 2, allow_unknown_rows: bool = False):
+    """The metadata checks of :func:`isotropy._utils.validation.check_X` on a dask array, in its words: 2-d, real
+    numbers (integers and booleans as float64; complex and object refused: a complex array's imaginary part was
+    silently dropped by ``astype``), at least ``min_samples`` rows and one column. Returns ``X`` (as float64 when
+    it held integers). The values are not read here: :func:`dask_scale` checks them.
+
+    ``allow_unknown_rows``: a row count of NaN (a dask array filtered by a mask) is taken, its rows not counted;
+    otherwise refused, as by :func:`isotropy.distributed._graph.check_dask_X` (which names ``'X'`` only and
+    refuses unknown rows, hence this check for the ranks, which read such arrays, and for alignment's ``'Y'``).
+    """
+    shape = tuple(X.shape)
+    if len(shape) != 2:
+        raise IsotropyValueError(f"The '{name}' parameter of {caller} must be a 2-d array of shape (n_samples, "
+                                 f"n_features). Got an array with shape {shape} instead.")
+    unknown = [math.isnan(size) for size in shape]
+    if unknown[1] or (unknown[0] and not allow_unknown_rows):
+        raise IsotropyValueError(f"The '{name}' parameter of {caller} must be a dask array with known chunk sizes. "
+                                 f"Got shape {shape} instead (call {name}.compute_chunk_sizes() first).")
+    if X.dtype.kind in "biu":
+        X = X.astype(np.float64)
+    elif X.dtype.kind != "f":
+        raise TypeError(f"The '{name}' parameter of {caller} must be a real-valued array. Got dtype {X.dtype} instead.")
+    if not unknown[0] and shape[0] < min_samples:
+        raise IsotropyValueError(
+            f"The '{name}' parameter of {caller} must have at least {min_samples} "
+            f"{'sample (row)' if min_samples == 1 else 'samples (rows)'}. Got {shape[0]} instead.")
+    if shape[1] < 1:
+        raise IsotropyValueError(f"The '{name}' parameter of {caller} must have at least 1 feature (column). "
+                                 f"Got {shape[1]} instead.")
     return X
+
+
+def dask_scale(X, *, caller: str, name: str = "X") -> float:
+    """``max|x|`` of a dask array checked by :func:`check_dask_matrix`, its values checked as :func:`check_X` checks
+    them in memory: a NaN or inf refused at its row and column (found by a second pass, only then), and data whose
+    largest ``|x|`` is subnormal refused (they have lost their significant digits; their SVD failed in LAPACK)."""
+    import dask.array as da
+
+    from isotropy._utils.magnitude import refuse_subnormal
+
+    low, high = (float(v) for v in da.compute(X.min(), X.max()))
+    if not (np.isfinite(low) and np.isfinite(high)):
+        found, row = _first_nonfinite_block(X)
+        raise IsotropyValueError(f"The '{name}' parameter of {caller} must contain only finite values. Got "
+                                 f"{'NaN or inf' if found is None else found.at(row)} instead.")
+    top = max(-low, high)
+    dtype = X.dtype if X.dtype.itemsize >= 4 else np.dtype(np.float32)  # float16 is computed in float32 (check_X)
+    refuse_subnormal(np.empty(0, dtype=dtype), top, caller=caller, name=name)
+    return top
+
+
+def _first_nonfinite_block(X):
+    """``(NonFinite, global row)`` of the first NaN/inf of a dask array, block row by block row (also when its chunk
+    sizes are unknown: each block says its rows); ``(None, None)`` when there is none."""
+    import dask
+
+    from isotropy._utils.validation import first_nonfinite
+
+    def search(block):
+        return block.shape[0], first_nonfinite(np.asarray(block))
+
+    found = dask.compute(*[dask.delayed(search)(block) for block in X.rechunk({1: -1}).to_delayed().ravel()])
+    start = 0
+    for rows, hit in found:
+        if hit is not None:
+            return hit, start + hit.row
+        start += rows
+    return None, None
 
 
 def _singular_values(X, *, center: bool, caller: str):
@@ -56,11 +123,8 @@ def _singular_values(X, *, center: bool, caller: str):
     if is_dask(X):
         import dask.array as da
 
+        scale = dask_scale(X, caller=caller)
         X = X.astype(np.float64)
-        scale = float(da.abs(X).max().compute())
-        if not np.isfinite(scale):
-            raise IsotropyValueError(f"The 'X' parameter of {caller} must contain only finite values. "
-                                     f"Got NaN or inf instead.")
         if scale == 0:
             return np.zeros(min(X.shape))
         X = X * 2.0 ** -np.frexp(scale)[1]

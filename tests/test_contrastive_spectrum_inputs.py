@@ -1,0 +1,91 @@
+"""The dask paths of effective_rank, rankme and alignment check their input as the numpy paths do, in the same words.
+
+Found by a tester: complex dask input lost its imaginary part silently, object dtype was accepted, zero features gave
+numpy's raw "zero-size array to reduction", subnormal data a raw LinAlgError, NaN was not placed at its row and column.
+"""
+
+import numpy as np
+import pytest
+
+import isotropy as iso
+from isotropy.metrics import spectrum
+
+da = pytest.importorskip("dask.array")
+
+
+@pytest.fixture
+def XY():
+    rng = np.random.default_rng(0)
+    return rng.normal(size=(100, 4)), rng.normal(size=(100, 4))
+
+
+def _nan_at(X, row, column):
+    Z = X.copy()
+    Z[row, column] = np.nan
+    return Z
+
+
+def _raised(call):
+    try:
+        call()
+    except (TypeError, ValueError) as exc:
+        return type(exc), str(exc)
+    return None
+
+
+RANK_CASES = {
+    "complex": lambda X, Y: X + 1j * Y,
+    "object": lambda X, Y: X.astype(object),
+    "no features": lambda X, Y: X[:, :0],
+    "one row": lambda X, Y: X[:1],
+    "one-dimensional": lambda X, Y: X[:, 0],
+    "subnormal": lambda X, Y: X * 1e-315,
+    "float32 subnormal": lambda X, Y: (X * 1e-40).astype(np.float32),
+    "nan": lambda X, Y: _nan_at(X, 57, 2),
+    "inf": lambda X, Y: np.where(np.arange(100)[:, None] == 80, -np.inf, X),
+}
+
+
+@pytest.mark.parametrize("metric", ["effective_rank", "rankme", "singular_values"])
+@pytest.mark.parametrize("case", sorted(RANK_CASES))
+def test_ranks_refuse_bad_dask_input_as_numpy_does(XY, metric, case):
+    data = RANK_CASES[case](*XY)
+    function = getattr(spectrum, metric)
+    in_memory = _raised(lambda: function(data))
+    assert in_memory is not None  # every case is refused in memory
+    chunks = (25, -1) if data.ndim == 2 else 25
+    lazy = _raised(lambda: function(da.from_array(data, chunks=chunks)))
+    assert lazy == in_memory
+    assert "\n" not in lazy[1] and f"parameter of {metric}" in lazy[1]
+
+
+def test_the_messages_name_what_was_expected(XY):
+    X, Y = XY
+    with pytest.raises(TypeError, match=r"^The 'X' parameter of effective_rank must be a real-valued array. Got dtype "
+                                        r"complex128 instead.$"):
+        iso.effective_rank(da.from_array(X + 1j * Y, chunks=(25, 4)))
+    with pytest.raises(iso.IsotropyValueError, match=r"^The 'X' parameter of rankme must contain only finite values. "
+                                                     r"Got nan at row 57, column 2 instead.$"):
+        iso.rankme(da.from_array(_nan_at(X, 57, 2), chunks=(25, 2)))
+    with pytest.raises(iso.IsotropyValueError, match=r"at least 1 feature \(column\). Got 0 instead.$"):
+        iso.effective_rank(da.from_array(X[:, :0]))
+    with pytest.raises(iso.IsotropyValueError, match="must have values of normal magnitude"):
+        iso.effective_rank(da.from_array(X * 1e-315, chunks=(25, 4)))
+
+
+def test_a_nan_in_a_dask_array_of_unknown_row_count_is_placed_too(XY):
+    X = _nan_at(XY[0], 57, 2)
+    lazy = da.from_array(X, chunks=(25, 4))
+    kept = lazy[lazy[:, 0] > -10]  # every row kept, their count unknown until computed
+    assert np.isnan(kept.shape[0])
+    with pytest.raises(iso.IsotropyValueError, match=r"Got nan at row 57, column 2 instead.$"):
+        iso.effective_rank(kept)
+
+
+def test_good_dask_input_gives_numpy_values(XY):
+    X, _ = XY
+    assert iso.effective_rank(da.from_array(X, chunks=(25, 2))) == pytest.approx(iso.effective_rank(X), rel=1e-12)
+    assert iso.rankme(da.from_array(X * 1e-300, chunks=(30, 4)), center=True) == pytest.approx(
+        iso.rankme(X, center=True), rel=1e-12)
+    ints = np.arange(40).reshape(10, 4) % 7
+    assert iso.effective_rank(da.from_array(ints, chunks=(5, 4))) == pytest.approx(iso.effective_rank(ints), rel=1e-12)
