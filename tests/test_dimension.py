@@ -367,3 +367,18 @@ def test_neighbour_dimensions_with_nothing_to_measure_is_refused():
 
     with pytest.raises(IsotropyValueError, match="^neighbour_dimensions needs at least one of twonn, mle and local_mle"):
         neighbour_dimensions(np.random.default_rng(0).normal(size=(50, 3)), twonn=False, mle=False)
+
+
+@pytest.mark.parametrize("name", ["twonn_dimension", "mle_dimension", "local_mle_dimension"])
+def test_distinct_rows_whose_distance_underflows_are_refused_not_merged_as_duplicates(name):
+    # rows at 1e150 and 1e-150: brought to unit scale, the small rows' squared differences underflow to 0. They were
+    # merged as "duplicate rows (... or parallel to it to the input's precision)" with a value from the rest (3.99);
+    # the dask estimators refused them. Now both refuse, in one message
+    import isotropy
+
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(size=(30, 3)) * 1e150, rng.normal(size=(30, 3)) * 1e-150])
+    kwargs = {} if name == "twonn_dimension" else {"n_neighbors": 5}
+    with pytest.raises(IsotropyValueError, match=rf"^The 'X' parameter of {name} must have its distinct rows at a "
+                                                 r"nonzero float64 distance .* Got 30 distinct row\(s\) at distance 0"):
+        getattr(isotropy, name)(X, **kwargs)

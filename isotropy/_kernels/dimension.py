@@ -33,6 +33,19 @@ def too_few_distinct(caller: str, n_neighbors: int, n_distinct: int, n_dup: int)
                               f"point{'' if n_distinct == 1 else 's'} ({n_dup} duplicate rows) instead.")
 
 
+def underflowed_distances(caller: str, count: int) -> IsotropyValueError:
+    """The error for distinct rows at euclidean distance 0 (in memory and on dask alike).
+
+    Equal rows are merged before the search; a distinct row at distance 0 from another is one whose squared
+    difference underflowed float64 (values spanning some 300 orders of magnitude once brought to unit scale).
+    Its neighbour order is lost, so no estimate is formed from it.
+    """
+    return IsotropyValueError(
+        f"The 'X' parameter of {caller} must have its distinct rows at a nonzero float64 distance from each other "
+        f"(identical rows are merged). Got {count} distinct row(s) at distance 0 from another row instead: their "
+        f"squared differences underflow float64 (X's values span too many orders of magnitude).")
+
+
 def parallel_radius(n_features: int, dtype, metric: str) -> float:
     """The cosine distance below which two rows are the same direction to the precision of their values.
 

@@ -30,6 +30,7 @@ from isotropy._kernels.dimension import (
     merge_parallel,
     parallel_radius,
     too_few_distinct,
+    underflowed_distances,
 )
 from isotropy._kernels.neighbors import _METRICS, _finish, _prepare, _representation
 from isotropy._utils.backend import is_dask, is_torch
@@ -77,6 +78,8 @@ def _neighbour_distances(X, *, n_neighbors: int, metric: str, caller: str, given
         merged = merge_parallel(sq, ind, 2.0 * radius)
         if merged is None:
             break
+        if metric != "cosine":  # equal rows are merged already: these differ, by less than float64's squares hold
+            raise underflowed_distances(caller, int(np.count_nonzero(sq[:, 0] == 0)))
         first, inverse, found, parallel = first[merged[0]], merged[1][inverse], None, True
     if first.size < n:
         what = f"at {metric} distance 0 from another row" + (", or parallel to it to the input's precision" if
