@@ -89,3 +89,44 @@ def test_good_dask_input_gives_numpy_values(XY):
         iso.rankme(X, center=True), rel=1e-12)
     ints = np.arange(40).reshape(10, 4) % 7
     assert iso.effective_rank(da.from_array(ints, chunks=(5, 4))) == pytest.approx(iso.effective_rank(ints), rel=1e-12)
+
+
+# --- alignment of one tensor and one numpy array --------------------------------------------------------------------
+# a decision (see alignment's comment): the numpy side becomes a tensor on the tensor's device, in its dtype
+
+@pytest.mark.parametrize("tensor_side", ["X", "Y"])
+def test_alignment_of_a_tensor_and_a_numpy_array_is_the_tensor_value_with_its_graph(XY, tensor_side):
+    torch = pytest.importorskip("torch")
+    X, Y = XY
+    t = torch.tensor(Y if tensor_side == "Y" else X, requires_grad=True)
+    value = iso.alignment(X, t) if tensor_side == "Y" else iso.alignment(t, Y)
+    assert isinstance(value, torch.Tensor) and value.dim() == 0 and value.dtype == torch.float64
+    assert float(value.detach()) == pytest.approx(iso.alignment(X, Y), rel=1e-12)
+    value.backward()
+    both = torch.tensor(Y if tensor_side == "Y" else X, requires_grad=True)
+    other = torch.tensor(X if tensor_side == "Y" else Y)
+    (iso.alignment(other, both) if tensor_side == "Y" else iso.alignment(both, other)).backward()
+    torch.testing.assert_close(t.grad, both.grad, rtol=1e-12, atol=0)
+
+
+def test_alignment_of_a_float32_tensor_and_a_float64_array_is_a_float32_tensor_without_warnings(XY):
+    torch = pytest.importorskip("torch")
+    import warnings
+
+    X, Y = XY
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's DeprecationWarning of __array__ on a float32 tensor
+        value = iso.alignment(torch.tensor(X, dtype=torch.float32), Y)
+    assert isinstance(value, torch.Tensor) and value.dtype == torch.float32
+    assert float(value) == pytest.approx(iso.alignment(X.astype(np.float32), Y.astype(np.float32)), rel=1e-6)
+
+
+def test_alignment_of_a_dask_array_and_a_tensor_is_refused_in_one_line(XY):
+    torch = pytest.importorskip("torch")
+    X, Y = XY
+    with pytest.raises(iso.IsotropyValueError, match=r"^The 'Y' parameter of alignment must be a dask or numpy array "
+                                                     r"when 'X' is a dask array. Got a torch.Tensor instead"):
+        iso.alignment(da.from_array(X), torch.tensor(Y, requires_grad=True))
+    with pytest.raises(iso.IsotropyValueError, match=r"^The 'X' parameter of alignment must be a dask or numpy array "
+                                                     r"when 'Y' is a dask array"):
+        iso.alignment(torch.tensor(X), da.from_array(Y))

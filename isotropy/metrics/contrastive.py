@@ -28,9 +28,11 @@ def alignment(X, Y, *, alpha: float = 2, normalize: bool = True):
 
     Parameters
     ----------
-    X, Y : array-like or torch.Tensor of shape (n_samples, n_features)
+    X, Y : array-like, torch.Tensor or dask array of shape (n_samples, n_features)
         Row ``i`` of ``X`` and row ``i`` of ``Y`` embed the two sides of the ``i``-th positive pair
-        (two augmentations, a sentence and its paraphrase, a query and its document).
+        (two augmentations, a sentence and its paraphrase, a query and its document). One tensor and
+        one array: the array is taken as a tensor on the tensor's device, in its dtype. One dask
+        array and one numpy array: both are read as dask arrays; a dask array with a tensor is refused.
     alpha : float, default=2
         The exponent (the paper's default is 2).
     normalize : bool, default=True
@@ -40,7 +42,7 @@ def alignment(X, Y, *, alpha: float = 2, normalize: bool = True):
     -------
     align : float or torch.Tensor
         In ``[0, 2^α]`` with ``normalize``; 0 when every pair coincides. Python float for numpy
-        input; a differentiable 0-dim tensor for torch input.
+        and dask input; a differentiable 0-dim tensor when ``X`` or ``Y`` is a tensor.
 
     Notes
     -----
@@ -64,6 +66,12 @@ def alignment(X, Y, *, alpha: float = 2, normalize: bool = True):
     check_scalar(alpha, "alpha", caller=caller, kind=numbers.Real, low=0, closed="neither")
     check_bool(normalize, "normalize", caller=caller)
     if is_dask(X) or is_dask(Y):
+        for name, data in (("X", X), ("Y", Y)):
+            if is_torch(data):  # da.asarray of a tensor needing grad raised torch's "Can't call numpy() on Tensor ..."
+                other = "Y" if name == "X" else "X"
+                raise IsotropyValueError(f"The '{name}' parameter of {caller} must be a dask or numpy array when "
+                                         f"'{other}' is a dask array. Got a torch.Tensor instead (pass "
+                                         f"{name}.detach().cpu().numpy(), or two tensors).")
         import dask.array as da
 
         X, Y = da.asarray(X), da.asarray(Y)
@@ -83,6 +91,19 @@ def alignment(X, Y, *, alpha: float = 2, normalize: bool = True):
         return value
     X = check_X(X, caller=caller, min_samples=1)
     Y = check_X(Y, caller=caller, name="Y", min_samples=1)
+    if is_torch(X) != is_torch(Y):
+        # One tensor and one numpy array: a decision, the numpy one becomes a tensor on the tensor's device and in its
+        # dtype, and the value is the tensor's (differentiable in it), as if both had been tensors. Refusing would
+        # make the common training use (a model's output against fixed numpy targets) convert by hand; the numpy
+        # side has no graph to lose, and style says device and dtype come from the input. Before, the tensor went
+        # through numpy: torch's raw "Can't call numpy() on Tensor that requires grad", or a float64 float with a
+        # NumPy DeprecationWarning for a float32 tensor.
+        import torch
+
+        if is_torch(X):
+            Y = torch.as_tensor(Y, dtype=X.dtype, device=X.device)
+        else:
+            X = torch.as_tensor(X, dtype=Y.dtype, device=Y.device)
     if tuple(X.shape) != tuple(Y.shape):
         raise IsotropyValueError(f"The 'Y' parameter of {caller} must have the shape of 'X' {tuple(X.shape)}. "
                                  f"Got {tuple(Y.shape)} instead.")
