@@ -10,6 +10,7 @@ import json
 import os
 import time
 
+from isotropy.experiments._results import write_text
 from isotropy.experiments._results_dir import MANIFEST_NAME, PREVIOUS_NAME, Replacement, ResultsLock, check_results_dir
 
 
@@ -22,16 +23,14 @@ def _run(results_dir, files, *, fail_before_result=False, killed=False):
         replacement = Replacement(results_dir)
         replacement.recover()
         replacement.move_aside()
-        (results_dir / "run.json").write_text(json.dumps({"status": "running"}))
+        write_text(results_dir / "run.json", json.dumps({"status": "running"}))  # the run's writer, as the runner's
         if killed:
             return  # no restore, no commit, no release: the process died
         if fail_before_result:
             replacement.restore()
             return
         for name, text in files.items():
-            path = results_dir / name
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
+            write_text(results_dir / name, text)
             replacement.commit()
     finally:
         if not killed:
@@ -217,11 +216,12 @@ def test_a_move_aside_killed_at_any_point_is_undone_by_the_next_recover(tmp_path
 def test_a_commit_killed_at_any_point_keeps_the_new_results_and_nothing_of_the_previous_run(tmp_path, monkeypatch):
     def setup(out):
         _previous_run_and_users_files(out)
-        replacement = Replacement(out)
-        replacement.move_aside()
-        (out / "run.json").write_text('{"status": "running"}')
-        (out / "summary.json").write_text("new")
-        (out / "other.json").write_text("new")
+        with ResultsLock(out):  # the new run's files are written through its writer, under its lock: listed
+            replacement = Replacement(out)
+            replacement.move_aside()
+            write_text(out / "run.json", '{"status": "running"}')
+            write_text(out / "summary.json", "new")
+            write_text(out / "other.json", "new")
         return _tree(out)
 
     def check(out, state, n):

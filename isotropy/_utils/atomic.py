@@ -24,7 +24,21 @@ import stat
 import tempfile
 from pathlib import Path
 
-__all__ = ["atomic_temp_target", "atomic_write", "check_writable_destination"]
+__all__ = ["atomic_temp_target", "atomic_write", "check_writable_destination", "watch_writes"]
+
+# callables told the path (as given) of every file atomic_write completes in this process: a results directory's
+# lock records what its run wrote there (isotropy.experiments._results_dir), never what another process wrote
+_watchers: list = []
+
+
+@contextlib.contextmanager
+def watch_writes(callback):
+    """Call ``callback(path)`` with the destination (as given) of every :func:`atomic_write` this process completes."""
+    _watchers.append(callback)
+    try:
+        yield
+    finally:
+        _watchers.remove(callback)
 
 # the temporary file of atomic_write: ``.<name>.<random>.tmp`` beside <name>, <random> being tempfile's eight
 # characters (tempfile._RandomNameSequence: lowercase letters, digits, "_")
@@ -156,6 +170,8 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", *, name: str = "path"
                 os.fsync(handle.fileno())
             except OSError as exc:  # a full disk, a quota
                 raise _cannot_write(exc, path, name) from exc
+        for watcher in tuple(_watchers):  # a copy; before the rename: a kill between the two leaves only a listed name
+            watcher(path)
         try:
             os.replace(tmp, target)
         except OSError as exc:

@@ -8,10 +8,18 @@
   result, :meth:`Replacement.restore` puts them back when the new run fails before that. A run
   killed before its first result leaves ``.previous/``; the next run in the directory restores it
   first, so a run that had nothing to write never replaced anything.
-- Only what the toolkit wrote is ever moved or removed: when a run releases the lock, the names
-  it created or changed in the directory (and those of earlier runs still there) are listed in
-  ``.isotropy.files.json``; a fresh run moves aside only those, so a user's own ``NOTES.md`` beside
-  the results stays. A directory from before this list existed counts as the toolkit's whatever is
+- Only what the toolkit wrote is ever moved or removed: the names the lock's holder wrote in the
+  directory (every file of the toolkit goes through :func:`~isotropy._utils.atomic.atomic_write`, which
+  tells the lock; a name is listed before its file is renamed into place, so a ``kill -9`` leaves it
+  listed), and those of earlier runs still there, are listed in ``.isotropy.files.json``; a fresh run
+  moves aside only those. What another process writes there while the lock is held (a user's
+  ``NOTES.md`` appended to, an ``isotropy measure --json`` output) is not the run's and stays; it
+  was listed as the run's when the list was every name created or changed under the lock, and the
+  next fresh run deleted it. A run's folder may hold another run's folder (``DIR/inner``): one
+  that holds a run of its own (a ``run.json`` or a lock) is never the toolkit's entry of the run
+  around it, neither moved aside by a fresh run nor removed by a failed one's restore (lists written by
+  earlier versions may name one); :func:`check_results_dir` refuses only a directory inside one whose
+  lock is held (a run going on there, or a plot drawing into it). A directory from before this list existed counts as the toolkit's whatever is
   not newer than its ``run.json``. ``run.json``, ``config.yaml``, ``claims.json`` and ``figures/``
   are always the run's (:data:`RUN_NAMES`): earlier versions wrote ``claims.json`` (and ``isotropy
   plot`` its figures) without the lock, so older lists lack them, and a fresh run kept a previous
@@ -30,11 +38,11 @@ import socket
 import sys
 from pathlib import Path
 
-from isotropy._utils.atomic import atomic_temp_target, atomic_write
+from isotropy._utils.atomic import atomic_temp_target, atomic_write, watch_writes
 from isotropy.experiments._files import read_json
 
 __all__ = ["DISCARD_NAME", "LOCK_NAME", "OWNER_NAME", "PREVIOUS_NAME", "RUN_NAMES", "Replacement", "ResultsLock",
-           "check_results_dir", "lock_holder"]
+           "check_results_dir", "lock_holder", "running_around"]
 
 LOCK_NAME = ".isotropy.lock"
 OWNER_NAME = ".isotropy.owner.json"
@@ -101,7 +109,7 @@ def toolkit_entries(results_dir: Path) -> list[Path]:
     """The entries of ``results_dir`` that the toolkit wrote (see the module docstring); never a user's own file."""
     results_dir = Path(results_dir)
     names = _read_names(results_dir / MANIFEST_NAME)
-    entries = _entries(results_dir)
+    entries = [p for p in _entries(results_dir) if p.name in RUN_NAMES or not _holds_a_run(p)]
     if names is not None:
         return [p for p in entries if p.name in names or p.name in RUN_NAMES]
     run_json = results_dir / "run.json"
@@ -109,6 +117,25 @@ def toolkit_entries(results_dir: Path) -> list[Path]:
         return []
     limit = run_json.stat().st_mtime_ns + 2 * 10**9  # a directory from before the list: not newer than run.json
     return [p for p in entries if p.lstat().st_mtime_ns <= limit or p.name in RUN_NAMES]
+
+
+def _holds_a_run(folder: Path) -> bool:
+    """Whether ``folder`` is a run's results directory (a run.json, one moved aside, or a run's lock); links not
+    followed: a link to a run's folder is an entry like any other."""
+    if folder.is_symlink() or not folder.is_dir():
+        return False
+    return any((folder / name).is_file() for name in ("run.json", f"{PREVIOUS_NAME}/run.json", LOCK_NAME))
+
+
+def running_around(folder: Path) -> tuple[Path, str] | None:
+    """The directory above ``folder`` whose lock a process holds (a run, or a plot drawing into it), and who holds
+    it; None if none. Links resolved."""
+    folder = Path(folder).resolve()
+    for candidate in folder.parents:
+        holder = lock_holder(candidate)
+        if holder is not None:
+            return candidate, holder
+    return None
 
 
 def check_results_dir(results_dir: Path) -> None:
@@ -121,6 +148,10 @@ def check_results_dir(results_dir: Path) -> None:
     from isotropy.io._paths import path_kind
 
     expected = "a new or empty directory, or one an 'isotropy run' wrote"
+    around = running_around(results_dir)
+    if around is not None:
+        raise ValueError(f"--results-dir {str(results_dir)!r} lies inside {str(around[0])!r}, which is in use "
+                         f"({around[1]}); expected a directory outside a folder that is being written.")
     if results_dir.exists() and not results_dir.is_dir():  # links followed
         kind = (path_kind(results_dir) or "is a regular file").removesuffix(", not a regular file")
         raise ValueError(f"--results-dir {str(results_dir)!r} {kind}, not a directory; expected {expected}.")
@@ -147,8 +178,10 @@ class ResultsLock:
         self._lock = None
         self._created = False
         self._parents_created: list[Path] = []
-        self._before: dict[str, int] = {}
         self._earlier: set[str] = set()
+        self._written: set[str] = set()
+        self._roots: tuple[str, ...] = ()
+        self._watch = None
 
     def acquire(self) -> None:
         from filelock import FileLock, Timeout
@@ -174,7 +207,10 @@ class ResultsLock:
             raise ValueError(f"--results-dir {str(self.results_dir)!r} cannot be written ({reason.lower()}); "
                              f"expected a directory this user can create and write in.") from None
         self._lock = lock
-        self._before = _snapshot(self.results_dir)
+        self._written = set()
+        self._roots = tuple({os.path.abspath(self.results_dir), os.path.realpath(self.results_dir)})
+        self._watch = watch_writes(self._wrote)
+        self._watch.__enter__()
         # what was the toolkit's when the lock was taken (the list, or the rule for a directory without one): a
         # holder that only adds files (`isotropy plot`) must not narrow a directory from before the list to those
         self._earlier = {p.name for p in toolkit_entries(self.results_dir)}
@@ -192,10 +228,25 @@ class ResultsLock:
         except (OSError, ValueError, AttributeError):  # AttributeError: not a mapping
             return "owner unknown"
 
+    def _wrote(self, path) -> None:
+        """:func:`atomic_write` is about to put ``path`` in place: its first name under the directory is the run's."""
+        path = os.path.abspath(path)
+        for candidate in (path, os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))):
+            for root in self._roots:
+                relative = os.path.relpath(candidate, root)
+                name = relative.split(os.sep)[0]
+                if name not in ("", ".", "..") and name not in _OURS:
+                    if name not in self._written:
+                        self._written.add(name)
+                        self._write_manifest(listed=True)  # before the file is there: a kill -9 leaves it listed
+                    return
+
     def release(self) -> None:
         """Release the lock; a directory this run created and left empty (it failed early) is removed."""
         if self._lock is not None:
             (self.results_dir / OWNER_NAME).unlink(missing_ok=True)
+            self._watch.__exit__(None, None, None)
+            self._watch = None
             self._write_manifest()
             self._lock.release()
             self._lock = None
@@ -208,11 +259,17 @@ class ResultsLock:
                 except OSError:
                     pass
 
-    def _write_manifest(self) -> None:
-        """List what the toolkit wrote: names created or changed while the lock was held, and earlier runs' still there."""
+    def _write_manifest(self, *, listed: bool = False) -> None:
+        """List what the toolkit wrote: the names this holder wrote, and earlier runs' still there.
+
+        ``listed``: while the run goes on, the names listed so far are kept too (those of the run moved aside among
+        them); on release the list is only what is there.
+        """
         now = _snapshot(self.results_dir)
         earlier = (_read_names(self.results_dir / MANIFEST_NAME) or set()) | self._earlier
-        ours = sorted(n for n, stamp in now.items() if n in earlier or self._before.get(n) != stamp)
+        ours = sorted(n for n in now if n in earlier or n in self._written)
+        if listed:
+            ours = sorted(set(ours) | self._written | (_read_names(self.results_dir / MANIFEST_NAME) or set()))
         if not ours:
             (self.results_dir / MANIFEST_NAME).unlink(missing_ok=True)
             return
@@ -343,8 +400,14 @@ class Replacement:
         aside = self._aside()
         if listing is not None:
             kept, moved = listing
+            # what the new run wrote is listed (before each file was put in place); an entry another process made
+            # meanwhile (a measure --json output, a run's folder) is not, and stays
+            listed = _read_names(self.results_dir / MANIFEST_NAME)
             for entry in _entries(self.results_dir):
                 if entry.name in kept or (moved is not None and entry.name in moved and entry.name not in aside):
+                    continue
+                if entry.name not in RUN_NAMES and (_holds_a_run(entry) or (listed is not None
+                                                                              and entry.name not in listed)):
                     continue
                 _remove(entry)
         for name in aside:

@@ -25,8 +25,9 @@ them only once it has written its first result (restored if it fails before that
 says ``running`` from the start and ``finished``, ``failed`` (with the error) or ``interrupted``
 (Ctrl-C) at the end, and ``finished`` only once ``report`` has written ``claims.json``; torch/BLAS
 threads are restored afterwards; ``run`` never plots, figures come from ``plot`` (drawn after
-``finished``, still under the lock). Everything written under the lock is listed as the run's and
-goes with it when a fresh run starts.
+``finished``, still under the lock). Every file the run writes under the lock (through
+:func:`~isotropy._utils.atomic.atomic_write`) is listed as the run's and goes with it when a fresh run
+starts; what another process writes there meanwhile is not, and stays.
 
 Writing another experiment
 --------------------------
