@@ -29,7 +29,7 @@ from pathlib import Path
 from isotropy._utils import jsontext
 from isotropy._utils.errors import IsotropyValueError
 
-__all__ = ["check_regular_file", "npy_header", "npy_magic_problem", "path_kind", "read_bytes", "read_json", "read_text"]
+__all__ = ["check_not_an_input", "check_regular_file", "npy_header", "npy_magic_problem", "path_kind", "read_bytes", "read_json", "read_text"]
 
 
 def path_kind(path) -> str | None:
@@ -209,3 +209,28 @@ def natural_key(name: str) -> tuple:
     """
     return tuple((0, int(run), run) if run.isdigit() and run.isascii() else (1, 0, run)
                  for run in re.split(r"([0-9]+)", name) if run)
+
+
+def _same_file(a, b) -> bool:
+    """Whether ``a`` and ``b`` name one file (links followed, hard links too); False when either is not there."""
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):
+        return False
+
+
+def check_not_an_input(outputs: dict, inputs: dict) -> None:
+    """Refuse an output path that is one of the command's input files, or another output: it would be overwritten.
+
+    ``outputs`` and ``inputs`` map an option's name (``"--json"``, ``"EMBEDDINGS"``) to its path (None: not given).
+    Compared as files (``os.path.samefile``: through symbolic and hard links), outputs also by resolved path (neither
+    exists yet). One line: ``--json 'x.npy' is the same file as EMBEDDINGS 'x.npy'; ...``.
+    """
+    given = [(name, path) for name, path in outputs.items() if path is not None]
+    for index, (name, path) in enumerate(given):
+        for other, source in [*((k, v) for k, v in inputs.items() if v is not None), *given[:index]]:
+            same = _same_file(path, source) or (other in outputs and os.path.realpath(path) == os.path.realpath(source))
+            if same:
+                shown = f" {str(source)!r}" if str(source) != str(path) else ""
+                raise ValueError(f"{name} {str(path)!r} is the same file as {other}{shown}; expected another path "
+                                 f"(writing it would overwrite {'the input' if other in inputs else 'that output'}).")

@@ -397,7 +397,11 @@ def command(embeddings, labels_path, label_column, metric_names, shrinkage_sampl
 
     if json_path is not None and stream_fd(json_path) is None:  # a stream (-, /dev/stdout) is written to as is
         from isotropy._utils.atomic import check_writable_destination
+        from isotropy.io._paths import check_not_an_input
 
+        _guard(check_not_an_input, {"--json": json_path},  # self.npy --json self.npy: the input overwritten
+               {"EMBEDDINGS": embeddings, "--labels": labels_path,
+                "--shrinkage-sample": shrinkage_sample if isinstance(shrinkage_sample, Path) else None})
         _guard(check_writable_destination, json_path, name="--json")  # refuse a FIFO or a directory now, not later
     from isotropy.io.shards import is_sharded
 

@@ -944,11 +944,16 @@ def model_options(function):
     return function
 
 
-def _check_outputs(json_path, plot_path) -> None:
-    """Refuse a ``--json`` or ``--plot`` destination that could not be written, and a ``--plot`` format matplotlib
-    does not write, before any work (each named as its option)."""
+def _check_outputs(json_path, plot_path, inputs: dict | None = None) -> None:
+    """Refuse a ``--json`` or ``--plot`` destination that could not be written, or that is one of ``inputs`` (option
+    -> path: ``--texts``, ``--labels``, ...) or the other output, and a ``--plot`` format matplotlib does not write,
+    before any work (each named as its option)."""
     from isotropy._utils.atomic import check_writable_destination
+    from isotropy.io._paths import check_not_an_input
     from isotropy.measure._json_output import stream_fd
+
+    check_not_an_input({"--json": None if json_path is None or stream_fd(json_path) is not None else json_path,
+                        "--plot": plot_path}, inputs or {})
 
     if json_path is not None and stream_fd(json_path) is None:
         check_writable_destination(json_path, name="--json")
@@ -975,7 +980,8 @@ def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, 
         raise _InputError(f"--random-state {random_state}: expected an integer >= 0 (the seed of the samples).")
     to_err = json_path is not None and str(json_path) == "-"  # --json -: stdout holds the JSON alone (as for EMBEDDINGS)
     try:
-        _check_outputs(json_path, plot_path)  # before the model runs: a bad path is found in a second, not after it
+        _check_outputs(json_path, plot_path, {"--texts": texts_path, "--labels": labels_path, "--shrinkage-sample":
+                       shrinkage_sample if isinstance(shrinkage_sample, Path) else None})  # before the model runs: a bad path is found in a second, not after it
         from isotropy._utils.device import resolve_device
 
         device = resolve_device(device, name="--device")  # "auto" (or none given): CUDA when present, else the CPU
