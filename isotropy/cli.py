@@ -184,7 +184,7 @@ def plot(path: Path, out_dir: Path | None, formats, dpi: int):
         unfinished = _unfinished_run(path, record, locking=lock_dir == path.resolve())
         if unfinished is not None:
             raise ValueError(unfinished)
-        with ResultsLock(lock_dir) if lock_dir is not None else contextlib.nullcontext():
+        with ResultsLock(lock_dir, purpose="plot") if lock_dir is not None else contextlib.nullcontext():
             try:
                 figures = load_experiment(experiment).plot(path)
             except (KeyError, IndexError, TypeError, AttributeError, RecursionError) as exc:
@@ -261,7 +261,11 @@ def _unfinished_run(path: Path, record, *, locking: bool) -> str | None:
     previous = path / PREVIOUS_NAME
     kept = previous.is_dir() and any(p.name != ".kept.json" for p in previous.iterdir())  # killed before a result
     if holder is not None:
-        line = f"{where} is running ({holder}); plot it once it has finished."
+        from isotropy.experiments._results_dir import holder_kind
+
+        kind = holder_kind(path)  # a plot drawing into it is not a run
+        line = (f"{where} is running ({holder}); plot it once it has finished." if kind == "another run" else
+                f"{str(path)!r} is in use by {kind} ({holder}); plot it once that has finished.")
         if kept:
             line += f" The previous run's results are in {str(previous)!r} until it writes its first result."
         return line

@@ -116,3 +116,33 @@ def test_another_runs_folder_listed_by_an_earlier_version_is_never_moved_aside(t
     _fresh_run(out, {"summary.json": "2"})
     assert (inner / "run.json").read_text() == '{"status": "finished"}'
 
+
+def _plot_holds(results):
+    """A process that holds ``results``' lock as ``isotropy plot`` does, until killed; started once it holds it."""
+    code = ("import sys, time; from pathlib import Path; from isotropy.experiments._results_dir import ResultsLock; "
+            "ResultsLock(Path(sys.argv[1]), purpose='plot').acquire(); print('held', flush=True); time.sleep(60)")
+    holder = subprocess.Popen([sys.executable, "-c", code, str(results)], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    return holder
+
+
+def test_a_run_or_plot_refused_because_a_plot_holds_the_folder_is_told_it_is_a_plot(tmp_path, capsys):
+    from isotropy.cli import main
+
+    results = tmp_path / "p2"
+    _fresh_run(results, {"summary.json": "1"})
+    (results / "run.json").write_text(json.dumps({"experiment": "classifier-geometry", "status": "finished"}))
+    holder = _plot_holds(results)
+    try:
+        with pytest.raises(ValueError, match=r"^--results-dir '.*p2' is in use by an 'isotropy plot' drawing its "
+                                             r"figures \(pid \d+ on .*\); wait for it to finish"):
+            ResultsLock(results).acquire()
+        with pytest.raises(SystemExit):
+            main(["plot", str(results)])
+        err = capsys.readouterr().err
+        assert err.startswith(f"Error: {str(results)!r} is in use by an 'isotropy plot' drawing its figures (pid ")
+        assert err.rstrip().endswith("plot it once that has finished.") and "is running" not in err
+    finally:
+        holder.kill()
+        holder.wait()
+

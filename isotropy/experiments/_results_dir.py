@@ -42,7 +42,7 @@ from isotropy._utils.atomic import atomic_temp_target, atomic_write, watch_write
 from isotropy.experiments._files import read_json
 
 __all__ = ["DISCARD_NAME", "LOCK_NAME", "OWNER_NAME", "PREVIOUS_NAME", "RUN_NAMES", "Replacement", "ResultsLock",
-           "check_results_dir", "lock_holder", "running_around"]
+           "check_results_dir", "holder_kind", "lock_holder", "running_around"]
 
 LOCK_NAME = ".isotropy.lock"
 OWNER_NAME = ".isotropy.owner.json"
@@ -164,8 +164,8 @@ def check_results_dir(results_dir: Path) -> None:
             and not (results_dir / PREVIOUS_NAME / "run.json").is_file():
         holder = lock_holder(results_dir)  # a run that holds it and has not written its run.json yet
         if holder is not None:
-            raise ValueError(f"--results-dir {str(results_dir)!r} is in use by another run ({holder}); wait for it "
-                             f"to finish or choose another directory.")
+            raise ValueError(f"--results-dir {str(results_dir)!r} is in use by {holder_kind(results_dir)} ({holder}); "
+                             f"wait for it to finish or choose another directory.")
         raise ValueError(f"--results-dir {str(results_dir)!r} holds files but no run.json of an 'isotropy run'; "
                          f"refusing to replace them. Choose a new or empty directory.")
 
@@ -173,8 +173,9 @@ def check_results_dir(results_dir: Path) -> None:
 class ResultsLock:
     """An exclusive lock on one results directory (``filelock``); a second holder gets one line naming the first."""
 
-    def __init__(self, results_dir: Path):
+    def __init__(self, results_dir: Path, *, purpose: str = "run"):
         self.results_dir = Path(results_dir)
+        self.purpose = purpose  # "run", or "plot" (isotropy plot drawing into a run's folder): said to a second comer
         self._lock = None
         self._created = False
         self._parents_created: list[Path] = []
@@ -199,7 +200,7 @@ class ResultsLock:
             self.results_dir.mkdir(parents=True, exist_ok=True)
             lock.acquire(timeout=0)
         except Timeout:
-            raise ValueError(f"--results-dir {str(self.results_dir)!r} is in use by another run "
+            raise ValueError(f"--results-dir {str(self.results_dir)!r} is in use by {holder_kind(self.results_dir)} "
                              f"({self._describe_owner()}); wait for it to finish or choose another directory.") from None
         except OSError as exc:  # after Timeout (a TimeoutError, so an OSError too): a parent that is a file,
             # /proc, a read-only mount, no permission: said as the option
@@ -214,7 +215,7 @@ class ResultsLock:
         # what was the toolkit's when the lock was taken (the list, or the rule for a directory without one): a
         # holder that only adds files (`isotropy plot`) must not narrow a directory from before the list to those
         self._earlier = {p.name for p in toolkit_entries(self.results_dir)}
-        owner = {"pid": os.getpid(), "host": socket.gethostname(),
+        owner = {"pid": os.getpid(), "host": socket.gethostname(), "purpose": self.purpose,
                  "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
                  "started": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
         with atomic_write(self.results_dir / OWNER_NAME) as handle:
@@ -287,6 +288,16 @@ class ResultsLock:
         self.release()
 
 
+def holder_kind(results_dir: Path) -> str:
+    """What holds the lock of ``results_dir``, in words: "a plot drawing its figures" or "another run" (also when the
+    owner file says nothing, as those of earlier versions)."""
+    try:
+        purpose = read_json(Path(results_dir) / OWNER_NAME).get("purpose")
+    except (OSError, ValueError, AttributeError):
+        purpose = None
+    return "an 'isotropy plot' drawing its figures" if purpose == "plot" else "another run"
+
+
 def lock_holder(results_dir: Path) -> str | None:
     """Who holds the lock of ``results_dir`` ("pid 12 on host, started ...: command"); None when no process does.
 
@@ -317,8 +328,9 @@ class Replacement:
     that list only once everything is back, and :meth:`commit` renames ``.previous`` before deleting it.
     """
 
-    def __init__(self, results_dir: Path):
+    def __init__(self, results_dir: Path, *, purpose: str = "run"):
         self.results_dir = Path(results_dir)
+        self.purpose = purpose  # "run", or "plot" (isotropy plot drawing into a run's folder): said to a second comer
         self.previous = self.results_dir / PREVIOUS_NAME
         self.committed = False
 
