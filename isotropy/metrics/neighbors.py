@@ -14,7 +14,7 @@ import numbers
 
 import numpy as np
 
-from isotropy._kernels.neighbors import _METRICS, _finish, _n_candidates, _prepare, exact_knn
+from isotropy._kernels.neighbors import _METRICS, _error_factor, _finish, _n_candidates, _prepare, exact_knn
 from isotropy._utils.backend import is_dask, is_torch
 from isotropy._utils.magnitude import rescaled
 from isotropy._utils.validation import IsotropyValueError, check_n_neighbors, check_option, check_scalar, check_X
@@ -31,7 +31,58 @@ def _kneighbors_numpy(X: np.ndarray, scale, n_neighbors: int, chunk_size: int | 
     return exact_knn(X, scale, n_neighbors, block=chunk_size, caller=caller)
 
 
+def _search_numpy(X: np.ndarray, n_neighbors: int, metric: str, chunk_size: int | None, caller: str):
+    """Distances (float64) and indices of the neighbours of a checked array: :func:`exact_knn` at unit scale."""
+    # exact: a power of two; for the cosine metric too (its norms overflowed near 1e160 and underflowed to "zero
+    # rows" near 1e-200), whose distances do not depend on the scale
+    X, exponent = rescaled(X, caller=caller)
+    X, scale = _prepare(X, metric, caller)
+    sq, ind = _kneighbors_numpy(X, scale, n_neighbors, chunk_size, caller)
+    return np.ldexp(_finish(sq, metric), exponent if metric == "euclidean" else 0), ind
+
+
 def _kneighbors_torch(X, n_neighbors: int, metric: str, chunk_size: int | None, caller: str):
+    """Distances (float64; float32 on MPS) and int64 indices of a tensor's neighbours, on its device, without a graph.
+
+    The search once kept the candidates of one float32 product of mean-centred rows: tight clusters far from the
+    rest of the data (a mean far from them) lost every digit of their scores, hence wrong neighbours (9 % right at
+    a 1e4 ratio of scales), TwoNN and MLE; float64 tensors too at a 1e9 ratio. Now the search is exact on every
+    device. A CPU tensor takes the numpy kernel (:func:`exact_knn`, on a view of its data: no copy): the same
+    neighbours and distances as numpy input, about 3.5x faster than the torch search it replaces on a CPU
+    (5,000 x 128 float32, k = 20; 2 cores), and no graph is lost (the search never had one). A tensor on another
+    device stays there (:func:`_kneighbors_device`: the same stages and certificate in torch operations).
+    """
+    if X.device.type != "cpu":
+        return _kneighbors_device(X, n_neighbors, metric, chunk_size, caller)
+    import torch
+
+    dist, ind = _search_numpy(X.detach().resolve_conj().resolve_neg().numpy(), n_neighbors, metric, chunk_size, caller)
+    return torch.from_numpy(dist), torch.from_numpy(ind.astype(np.int64, copy=False))
+
+
+# Scores per block of rows of the device search (about 128 MiB of float32 scores).
+_DEVICE_SCORES = 2**25
+# Entries of the differences gathered at a time for the exact distances on the device (32 MiB of float64).
+_DEVICE_DIFFERENCES = 2**22
+# Rows sampled for the centre of the device search (the numpy kernel's 1,025).
+_DEVICE_CENTRE_SAMPLE = 1025
+
+
+def _kneighbors_device(X, n_neighbors: int, metric: str, chunk_size: int | None, caller: str):
+    """The stages of :func:`exact_knn` in torch operations on the tensor's device (any device; CPU in the tests).
+
+    1. Scores ``s̃_ij = ĉ_i·ĉ_j − ‖ĉ_i‖²/2 − ‖ĉ_j‖²/2`` of the rows centred on a coordinate-wise median
+       (a few far rows do not move it, as a mean is moved), in float32 for float32 input (float64 otherwise),
+       for ``chunk_size`` rows against all points at a time; ``torch.topk`` keeps ``m`` candidates per row.
+    2. Their squared distances ``Σ (x_i − x_j)²`` by float64 differences (float32 on MPS, which has no
+       float64), sorted by (distance, index).
+    3. The certificate of the numpy kernel per row (:func:`_certified_device`, from the rounding bound of the
+       scores, TF32 or bfloat16 products included: :func:`_score_bound`); a row it cannot certify is searched
+       again with float64 scores (after float32 ones), then by differences to every point.
+
+    The result is that of an exact brute-force search in the exact dtype. Memory: ``chunk_size × n_samples``
+    scores, a float64 copy of ``X`` and one in the score dtype, ``n_samples × m`` candidates.
+    """
     import torch
 
     with torch.no_grad():
@@ -40,48 +91,174 @@ def _kneighbors_torch(X, n_neighbors: int, metric: str, chunk_size: int | None, 
         # (the cosine metric's rows are each at their own unit scale already, check_X: one factor for all would
         # push the small ones back under float32's normal range)
         X, exponent = (X.detach(), 0) if metric == "cosine" else rescaled(X.detach(), caller=caller)
-        exact = torch.float32 if X.device.type == "mps" else torch.float64
+        device = X.device
+        exact = torch.float32 if device.type == "mps" else torch.float64
+        eps = float(torch.finfo(exact).eps)
         R = X.to(exact)
-        if metric == "cosine":
-            norms = torch.linalg.vector_norm(R, dim=1)
+        if metric == "cosine":  # the rows x·(1/‖x‖) of the numpy kernel (_prepare)
+            norms = (R * R).sum(dim=1).sqrt()
             zero = int((norms == 0).sum())
             if zero:
                 raise IsotropyValueError(f"The 'X' parameter of {caller} must have no zero rows with metric='cosine' "
                                          f"(the cosine distance is undefined for them). Got {zero} zero rows instead.")
-            R = R / norms[:, None]
-        n = R.shape[0]
-        m = _n_candidates(n_neighbors, n)
-        compute = X.dtype if X.dtype in (torch.float32, torch.float64) else torch.float32
-        C = (R - R.mean(dim=0)).to(compute)
-        sq_norms = (C * C).sum(dim=1)
-        b = chunk_size or max(1, min(n, 2**25 // n))  # about 128 MiB of float32 scores per block
-        dist = torch.empty((n, n_neighbors), dtype=exact, device=X.device)
-        ind = torch.empty((n, n_neighbors), dtype=torch.int64, device=X.device)
+            R = R * (1.0 / norms)[:, None]
+        n, d = R.shape
+        k = n_neighbors
+        m = _n_candidates(k, n)
+        sample = np.unique(np.linspace(0, n - 1, min(n, _DEVICE_CENTRE_SAMPLE)).astype(np.int64))
+        centre = R[torch.as_tensor(sample, device=device)].median(dim=0).values  # the lower median
+        C = R - centre
+        q = (C * C).sum(dim=1)  # ‖c_i‖², exact dtype
+        q_max = q.max()
+        compute = X.dtype if exact == torch.float64 else torch.float32
+        if compute == torch.float32 and float(q_max) > torch.finfo(torch.float32).max / 8:
+            compute = exact  # |s_ij| <= q_i + q_j must not overflow the scores
+        low = C.to(compute)
+        del C
+        half = (low * low).sum(dim=1) / 2
+        gamma, floor = _score_bound(torch, compute, d)
+        b = chunk_size or max(1, min(n, _DEVICE_SCORES // n))
+        dist = torch.empty((n, k), dtype=exact, device=device)
+        ind = torch.empty((n, k), dtype=torch.int64, device=device)
+        ok = torch.ones(n, dtype=torch.bool, device=device)
         for start in range(0, n, b):
             stop = min(n, start + b)
-            rows = torch.arange(start, stop, device=X.device)
-            D = torch.addmm(sq_norms[None, :], C[start:stop], C.T, alpha=-2)
-            D += sq_norms[start:stop, None]
-            D[rows - start, rows] = torch.inf
-            cand = torch.topk(D, m, dim=1, largest=False, sorted=False).indices
-            del D
-            diff = R[cand] - R[rows][:, None, :]
-            sq = (diff * diff).sum(dim=2)
-            del diff
-            # sort by (distance, index): stable sort by index first, then by distance
-            by_index = torch.argsort(cand, dim=1)
-            cand = torch.gather(cand, 1, by_index)
-            sq = torch.gather(sq, 1, by_index)
-            order = torch.argsort(sq, dim=1, stable=True)[:, :n_neighbors]
-            dist[start:stop] = torch.gather(sq, 1, order)
-            ind[start:stop] = torch.gather(cand, 1, order)
+            rows = torch.arange(start, stop, device=device)
+            top, cand = _top_scores(low, half, rows, m)
+            dist[start:stop], ind[start:stop] = _nearest_candidates(R, rows, cand, k)
+            if m < n - 1:  # else every other point is a candidate
+                ok[start:stop] = _certified_device(top.min(dim=1).values.to(exact), dist[start:stop, -1],
+                                                   q[start:stop], q_max, gamma, floor, d, eps)
+        del low, half
+        failed = torch.nonzero(~ok).flatten()
+        if failed.numel() and compute != exact:  # float64 scores for the rows float32 could not certify
+            C = R - centre
+            gamma, floor = _score_bound(torch, exact, d)
+            still = []
+            for s in range(0, failed.numel(), max(1, _DEVICE_SCORES // 2 // n)):
+                rows = failed[s:s + max(1, _DEVICE_SCORES // 2 // n)]
+                top, cand = _top_scores(C, q / 2, rows, m)
+                dd, ii = _nearest_candidates(R, rows, cand, k)
+                dist[rows], ind[rows] = dd, ii
+                still.append(rows[~_certified_device(top.min(dim=1).values, dd[:, -1], q[rows], q_max, gamma, floor,
+                                                     d, eps)])
+            failed = torch.cat(still)
+            del C
+        if failed.numel():  # differences to every point
+            dist[failed], ind[failed] = _nearest_by_differences(R, failed, k)
         if metric == "cosine":
             return dist / 2, ind  # of directions: the scale does not enter
         dist = dist.sqrt_()
         if exponent:  # in two factors, each a normal number: exact
-            half = exponent // 2
-            dist = dist * (2.0 ** half) * (2.0 ** (exponent - half))
+            half_exponent = exponent // 2
+            dist = dist * (2.0 ** half_exponent) * (2.0 ** (exponent - half_exponent))
     return dist, ind
+
+
+def _top_scores(low, half, rows, m: int):
+    """The ``m`` best scores ``low_i·low_j − half_i − half_j`` of ``rows`` among the other points, and their indices."""
+    import torch
+
+    S = torch.addmm(-half[None, :], low[rows], low.T)
+    S -= half[rows, None]
+    S[torch.arange(rows.numel(), device=rows.device), rows] = -torch.inf  # not its own neighbour
+    return torch.topk(S, m, dim=1, sorted=False)
+
+
+def _nearest_candidates(R, rows, cand, k: int):
+    """The ``k`` nearest of each row's candidates by their exact squared distances ``Σ (R_i − R_j)²``."""
+    import torch
+
+    r, m = cand.shape
+    sq = torch.empty((r, m), dtype=R.dtype, device=R.device)
+    step = max(1, _DEVICE_DIFFERENCES // max(1, m * R.shape[1]))
+    for s in range(0, r, step):
+        diff = R[cand[s:s + step]] - R[rows[s:s + step], None, :]
+        sq[s:s + step] = diff.square_().sum(dim=2)
+    return _sorted_rows(sq, cand, k)
+
+
+def _sorted_rows(sq, cand, k: int):
+    """The first ``k`` of each row by (distance, index): a stable sort by distance of the rows sorted by index."""
+    import torch
+
+    by_index = torch.argsort(cand, dim=1)
+    cand, sq = cand.gather(1, by_index), sq.gather(1, by_index)
+    order = torch.argsort(sq, dim=1, stable=True)[:, :k]
+    return sq.gather(1, order), cand.gather(1, order)
+
+
+def _nearest_by_differences(R, rows, k: int):
+    """The ``k`` nearest of ``rows`` among all points by exact differences, a few rows and columns at a time."""
+    import torch
+
+    n, d = R.shape
+    dist = torch.empty((rows.numel(), k), dtype=R.dtype, device=R.device)
+    ind = torch.empty((rows.numel(), k), dtype=torch.int64, device=R.device)
+    rb = min(rows.numel(), 64)
+    cb = max(1, _DEVICE_DIFFERENCES // (rb * max(1, d)))
+    for s in range(0, rows.numel(), rb):
+        at = rows[s:s + rb]
+        best_sq = torch.full((at.numel(), k), torch.inf, dtype=R.dtype, device=R.device)
+        best_i = torch.full((at.numel(), k), n, dtype=torch.int64, device=R.device)
+        for c in range(0, n, cb):
+            cols = torch.arange(c, min(n, c + cb), device=R.device)
+            sq = (R[None, c:c + cb] - R[at, None, :]).square_().sum(dim=2)
+            sq[at[:, None] == cols[None, :]] = torch.inf  # not its own neighbour
+            best_sq, best_i = _sorted_rows(torch.cat([best_sq, sq], dim=1),
+                                           torch.cat([best_i, cols.expand(at.numel(), -1)], dim=1), k)
+        dist[s:s + rb], ind[s:s + rb] = best_sq, best_i
+    return dist, ind
+
+
+def _score_roundoff(torch, dtype) -> float:
+    """Unit roundoff of the inputs of a ``dtype`` matrix product as torch may run it (0: as stored).
+
+    Under ``torch.set_float32_matmul_precision("high")`` (or ``allow_tf32``) float32 products may round their
+    inputs to TF32 (10 bits; by truncation, perhaps: one ulp), under ``"medium"`` to bfloat16 (7 bits); float64
+    products never.
+    """
+    if dtype != torch.float32:
+        return 0.0
+    precision = torch.get_float32_matmul_precision()
+    for backend in ("cuda", "mkldnn", "mps"):
+        matmul = getattr(getattr(torch.backends, backend, None), "matmul", None)
+        if precision == "highest" and getattr(matmul, "allow_tf32", False) is True:
+            precision = "high"
+        if precision == "highest" and str(getattr(matmul, "fp32_precision", "ieee")).lower() in ("tf32", "bf16"):
+            precision = "medium"
+    return {"highest": 0.0, "high": 2.0**-10}.get(precision, 2.0**-7)
+
+
+def _score_bound(torch, dtype, n_features: int) -> tuple[float, float]:
+    """``(γ, floor)`` with ``|s̃_ij − s_ij| <= γ·(q_i + q_j) + floor`` for the device scores in ``dtype``.
+
+    The scores of :func:`_top_scores` round as the numpy kernel's augmented product
+    (:func:`isotropy._kernels.neighbors._error_factor`); inputs rounded to TF32 or bfloat16 with unit roundoff
+    ``v`` (:func:`_score_roundoff`) move ``ĉ_i·ĉ_j``, whose terms sum to at most ``(q_i + q_j)/2`` in absolute
+    value, by ``(2v + v²)`` of that more.
+    """
+    np_dtype = np.float32 if dtype == torch.float32 else np.float64
+    v = _score_roundoff(torch, dtype)
+    return (_error_factor(np_dtype, n_features) + 1.02 * (v + v * v / 2),
+            4.0 * (n_features + 2) * float(np.finfo(np_dtype).tiny))
+
+
+def _certified_device(tau, kth_sq, q, q_max, gamma: float, floor: float, n_features: int, eps: float):
+    """The certificate of :func:`isotropy._kernels.neighbors._certified` on tensors: rows whose ``k`` nearest are
+    provably among their candidates.
+
+    ``tau``: each row's ``m``-th best score (every non-candidate's is at most that); ``kth_sq``: its exact
+    ``k``-th squared distance, inflated by its rounding (``eps``: of the exact dtype); ``q_max``: the largest
+    ``q_j`` over all points (a point beyond ``q1`` is excluded by the triangle inequality, or there is none).
+    """
+    kth = kth_sq * (1 + (n_features + 4) * eps) + floor
+    base = -2.0 * tau - 2.0 * gamma * q - floor  # the bound at q_j = 0
+    ok = base - 2.0 * gamma * q > kth  # every q_j <= q_i (the first bound decreases in q_j)
+    q1 = (base - kth) / (2.0 * gamma)  # beyond q1 the first bound no longer suffices
+    shrink = 1 - 4 * (n_features + 2) * eps
+    far = (q1.maximum(q).sqrt() * shrink - q.sqrt()) ** 2 > kth
+    return ok & (far | (q1 > q_max))
 
 
 def kneighbors(X, *, n_neighbors: int, metric: str = "euclidean", chunk_size: int | None = None):
@@ -98,9 +275,9 @@ def kneighbors(X, *, n_neighbors: int, metric: str = "euclidean", chunk_size: in
         ``"cosine"`` is the cosine distance ``1 − cos(x, y)``, computed as ``‖u − v‖²/2`` with
         ``u = x/‖x‖`` (no cancellation for nearly parallel vectors). Zero rows are rejected.
     chunk_size : int or None, default=None
-        Rows (and columns) of one square block of the score matrix (numpy input: memory about
-        ``2·chunk_size²`` floats per core; default 1024) or query rows per block (torch input: default
-        about 128 MiB of ``chunk_size × n_samples`` scores).
+        Rows (and columns) of one square block of the score matrix (numpy input and CPU tensors: memory
+        about ``2·chunk_size²`` floats per core; default 1024) or query rows per block (tensors on other
+        devices: default about 128 MiB of ``chunk_size × n_samples`` scores).
 
     Returns
     -------
@@ -136,7 +313,11 @@ def kneighbors(X, *, n_neighbors: int, metric: str = "euclidean", chunk_size: in
     ``ISOTROPY_JIT`` sets this: ``auto`` (the default), ``1`` (always) or ``0`` (never). Both
     give the same neighbours and distances equal up to the order of their float64 sums (a
     relative ``(d + 4)·ε``), so two points at the same distance up to that rounding may trade
-    places. Torch input uses ``torch.topk`` on blocks of rows on the tensor's device instead.
+    places. A CPU tensor is searched by the same kernel (on its data, no copy); a tensor on another
+    device by the same stages in torch operations on its device: ``torch.topk`` of float32 (or
+    float64) scores of blocks of rows, float64 differences (float32 on MPS, which has no float64),
+    the same certificate (its bound widened when float32 products may run in TF32 or bfloat16) and
+    the same fallbacks, so that it returns the same neighbours.
 
     Examples
     --------
@@ -161,11 +342,6 @@ def kneighbors(X, *, n_neighbors: int, metric: str = "euclidean", chunk_size: in
     n_neighbors = int(n_neighbors)
     if is_torch(X):
         return _kneighbors_torch(X, n_neighbors, metric, chunk_size, caller)
-    # exact: a power of two; for the cosine metric too (its norms overflowed near 1e160 and underflowed to "zero
-    # rows" near 1e-200), whose distances do not depend on the scale
-    X, exponent = rescaled(X, caller=caller)
-    X, scale = _prepare(X, metric, caller)
-    sq, ind = _kneighbors_numpy(X, scale, n_neighbors, chunk_size)
-    return np.ldexp(_finish(sq, metric), exponent if metric == "euclidean" else 0), ind
+    return _search_numpy(X, n_neighbors, metric, chunk_size, caller)
 
 
