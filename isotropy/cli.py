@@ -202,6 +202,9 @@ def plot(path: Path, out_dir: Path | None, formats, dpi: int):
         for saved in written:
             click.echo(str(saved))
         return
+    interrupted = _run_without_record(path)
+    if interrupted is not None:  # not a training log: a run killed before it wrote its run.json
+        raise ValueError(interrupted)
     from isotropy._utils.atomic import atomic_write
     from isotropy.training.logs import plot_geometry_log, read_geometry_log
 
@@ -240,6 +243,23 @@ def _run_dir_of(folder: Path) -> Path | None:
 def _inside(child: Path, parent: Path) -> bool:
     child, parent = child.resolve(), parent.resolve()
     return child == parent or parent in child.parents
+
+
+def _run_without_record(path: Path) -> str | None:
+    """One line for a run directory with no run.json: a run that is starting (its lock held), or one killed after it
+    had moved the previous results into ``.previous/`` and before it wrote its run.json; None for anything else."""
+    from isotropy.experiments._results_dir import PREVIOUS_NAME, holder_kind, lock_holder
+
+    previous = path / PREVIOUS_NAME
+    if not path.is_dir() or not (previous / "run.json").is_file():
+        return None
+    aside = f"The previous run's results are in {str(previous)!r}"
+    holder = lock_holder(path)
+    if holder is not None:
+        return (f"{str(path)!r} is in use by {holder_kind(path)} ({holder}), which has no results to plot yet; plot it "
+                f"once it has finished. {aside} until it writes its first result.")
+    return (f"The run in {str(path)!r} was interrupted before it wrote its run.json and has no results to plot. "
+            f"{aside}; the next 'isotropy run' there (with --resume or without) puts them back before it starts.")
 
 
 def _unfinished_run(path: Path, record, *, locking: bool) -> str | None:

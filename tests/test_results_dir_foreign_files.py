@@ -146,3 +146,18 @@ def test_a_run_or_plot_refused_because_a_plot_holds_the_folder_is_told_it_is_a_p
         holder.kill()
         holder.wait()
 
+
+def test_plot_of_a_run_killed_before_its_run_json_says_where_the_previous_results_are(tmp_path, capsys):
+    from isotropy.cli import main
+
+    results = tmp_path / "d"
+    _fresh_run(results, {"summary.json": "1"})
+    with ResultsLock(results):  # the next run moved them aside and was killed before it wrote run.json
+        Replacement(results).move_aside()
+    with pytest.raises(SystemExit) as info:
+        main(["plot", str(results)])
+    err = capsys.readouterr().err.strip()
+    assert info.value.code == 2
+    assert err == (f"Error: The run in {str(results)!r} was interrupted before it wrote its run.json and has no "
+                   f"results to plot. The previous run's results are in {str(results / PREVIOUS_NAME)!r}; the next "
+                   f"'isotropy run' there (with --resume or without) puts them back before it starts.")
