@@ -130,3 +130,97 @@ def test_alignment_of_a_dask_array_and_a_tensor_is_refused_in_one_line(XY):
     with pytest.raises(iso.IsotropyValueError, match=r"^The 'X' parameter of alignment must be a dask or numpy array "
                                                      r"when 'Y' is a dask array"):
         iso.alignment(torch.tensor(X), da.from_array(Y))
+
+
+# --- alignment on dask: the checks and the value of the in-memory path ----------------------------------------------
+
+def _both(X, Y, **kwargs):
+    """alignment in memory and on dask (rows in chunks of 30), each a value or the (type, message) of its refusal."""
+    def run(a, b):
+        try:
+            return iso.alignment(a, b, **kwargs)
+        except (TypeError, ValueError) as exc:
+            return type(exc), str(exc)
+
+    lazy = [da.from_array(A, chunks=(30, -1) if A.ndim == 2 else 30) for A in (X, Y)]
+    return run(X, Y), run(*lazy)
+
+
+def _with(A, row, value):
+    A = A.copy()
+    A[row] = value
+    return A
+
+
+ALIGNMENT_REFUSALS = {
+    "1-d X": lambda X, Y: (X[:, 0], Y[:, 0]),
+    "1-d Y": lambda X, Y: (X, Y[:, 0]),
+    "complex": lambda X, Y: (X + 1j * Y, Y),
+    "object": lambda X, Y: (X, Y.astype(object)),
+    "no features": lambda X, Y: (X[:, :0], Y[:, :0]),
+    "no rows": lambda X, Y: (X[:0], Y[:0]),
+    "nan in X after one in Y": lambda X, Y: (_with(X, 70, np.nan), _with(Y, 3, np.inf)),
+    "inf in Y": lambda X, Y: (X, _with(Y, 64, -np.inf)),
+    "zero row of X after one of Y": lambda X, Y: (_with(X, 90, 0.0), _with(Y, 2, 0.0)),
+    "zero row of Y": lambda X, Y: (X, _with(Y, 2, 0.0)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ALIGNMENT_REFUSALS))
+def test_alignment_refuses_bad_dask_input_as_numpy_does(XY, case):
+    in_memory, lazy = _both(*ALIGNMENT_REFUSALS[case](*XY))
+    assert isinstance(in_memory, tuple)  # refused in memory
+    assert lazy == in_memory
+    assert "\n" not in lazy[1]
+
+
+def test_alignment_on_one_dimensional_dask_input_says_two_dimensional(XY):
+    X, Y = XY
+    with pytest.raises(iso.IsotropyValueError, match=r"^The 'Y' parameter of alignment must be a 2-d array of shape "
+                                                     r"\(n_samples, n_features\). Got an array with shape \(100,\) "
+                                                     r"instead.$"):
+        iso.alignment(da.from_array(X), da.from_array(Y[:, 0]))
+
+
+def test_alignment_places_a_nan_at_its_row_and_column_on_dask(XY):
+    X, Y = XY
+    with pytest.raises(iso.IsotropyValueError, match=r"^The 'X' parameter of alignment must contain only finite "
+                                                     r"values. Got nan at row 57, column 2 instead.$"):
+        iso.alignment(da.from_array(_nan_at(X, 57, 2), chunks=(25, 4)), Y)
+
+
+# alignment(X·1e200, Y·1e200, normalize=False) was inf on numpy (a RuntimeWarning) and refused on dask: both now
+# compute the mean without overflow, and refuse, in the same words, only a mean that itself leaves float64's range
+
+@pytest.mark.parametrize("scale, alpha", [(1e300, 1), (1e150, 2), (1e-300, 1), (1e-160, 2), (1.0, 0.5), (1e100, 3)])
+def test_alignment_without_normalising_is_exact_at_any_scale_in_memory_and_on_dask(XY, scale, alpha):
+    import warnings
+
+    X, Y = XY
+    expected = np.mean(np.linalg.norm(X - Y, axis=1) ** alpha)  # at unit scale: plain float64
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow or underflow warning on the way
+        in_memory, lazy = _both(X * scale, Y * scale, alpha=alpha, normalize=False)
+    assert in_memory == pytest.approx(expected * scale ** alpha, rel=1e-12)
+    assert lazy == pytest.approx(in_memory, rel=1e-12)
+
+
+@pytest.mark.parametrize("scale, alpha, normalize", [(1e200, 2, False), (1e300, 1.5, False), (1.0, 2000, True)])
+def test_a_mean_past_float64_is_refused_alike_in_memory_and_on_dask(XY, scale, alpha, normalize):
+    X, Y = XY
+    in_memory, lazy = _both(X * scale, Y * scale, alpha=alpha, normalize=normalize)
+    assert in_memory == lazy
+    assert in_memory[0] is iso.IsotropyValueError
+    assert in_memory[1].startswith("The 'X' and 'Y' parameters of alignment must have a mean ‖x − y‖^α inside "
+                                   "float64's range. Got a mean of about 1e")
+
+
+def test_alignment_of_the_largest_floats_does_not_overflow_in_the_difference():
+    X = np.array([[1.5e308, 0.0], [0.0, -1.0e308]])
+    Y = -X
+    # ‖x − y‖ = 3e308 and 2e308 (each past float64's largest), their mean 2.5e308 too: refused; the square roots
+    # of them are not
+    expected = (np.sqrt(3.0) + np.sqrt(2.0)) / 2 * 1e154
+    assert iso.alignment(X, Y, alpha=0.5, normalize=False) == pytest.approx(expected, rel=1e-12)
+    assert iso.alignment(da.from_array(X, chunks=(1, 2)), Y, alpha=0.5, normalize=False) == pytest.approx(expected,
+                                                                                                         rel=1e-12)

@@ -9,6 +9,7 @@ embeddings, which is the default here (``normalize=True``).
 from __future__ import annotations
 
 import functools
+import math
 import numbers
 
 import numpy as np
@@ -49,6 +50,11 @@ def alignment(X, Y, *, alpha: float = 2, normalize: bool = True):
     .. math:: \\mathcal{L}_{\\text{align}} = \\mathbb{E}_{(x, y) \\sim p_{\\text{pos}}}
               \\lVert f(x) - f(y) \\rVert_2^{\\alpha}
 
+    numpy and dask input: each pair and its difference are brought to unit scale by powers of two
+    (exact) and the powers summed relative to the largest, so that ``normalize=False`` neither
+    overflows nor underflows at any scale; a mean that itself lies past float64's largest number
+    is refused in one line (the same on both).
+
     References
     ----------
     .. [1] T. Wang and P. Isola, "Understanding Contrastive Representation Learning through
@@ -72,23 +78,7 @@ def alignment(X, Y, *, alpha: float = 2, normalize: bool = True):
                 raise IsotropyValueError(f"The '{name}' parameter of {caller} must be a dask or numpy array when "
                                          f"'{other}' is a dask array. Got a torch.Tensor instead (pass "
                                          f"{name}.detach().cpu().numpy(), or two tensors).")
-        import dask.array as da
-
-        X, Y = da.asarray(X), da.asarray(Y)
-        if X.shape != Y.shape or X.ndim != 2:
-            raise IsotropyValueError(f"The 'Y' parameter of {caller} must have the shape of 'X' {X.shape}. "
-                                     f"Got {Y.shape} instead.")
-        X = X.rechunk({1: -1}).astype(np.float64)  # whole rows per block: each is projected as in memory
-        Y = Y.rechunk(X.chunks).astype(np.float64)
-        if normalize:  # a zero row is refused by the same words as in memory, when its block is computed
-            # (map_blocks keeps its own name=: the parameter's name goes in through partial)
-            X = X.map_blocks(functools.partial(unit_rows, caller=caller, name="X"), dtype=np.float64)
-            Y = Y.map_blocks(functools.partial(unit_rows, caller=caller, name="Y"), dtype=np.float64)
-        value = float((da.linalg.norm(X - Y, axis=1) ** float(alpha)).mean().compute())
-        if not np.isfinite(value):
-            raise IsotropyValueError(f"The 'X' and 'Y' parameters of {caller} must be finite with non-zero rows. "
-                                     f"Got a result of {value} instead.")
-        return value
+        return _dask_alignment(X, Y, alpha=float(alpha), normalize=normalize, caller=caller)
     X = check_X(X, caller=caller, min_samples=1)
     Y = check_X(Y, caller=caller, name="Y", min_samples=1)
     if is_torch(X) != is_torch(Y):
@@ -118,8 +108,115 @@ def alignment(X, Y, *, alpha: float = 2, normalize: bool = True):
         apart = sq > 0
         return torch.where(apart, torch.where(apart, sq, torch.ones_like(sq)).pow(float(alpha) / 2),
                            torch.zeros_like(sq)).mean()
-    diff = np.asarray(X, dtype=np.float64) - np.asarray(Y, dtype=np.float64)
-    return to_output(np.mean(np.linalg.norm(diff, axis=1) ** float(alpha)), X)
+    top, total = _power_sum(np.asarray(X, dtype=np.float64), np.asarray(Y, dtype=np.float64), float(alpha))
+    return to_output(_mean_of_powers(top, total, X.shape[0], float(alpha), caller), X)
+
+
+def _dask_alignment(X, Y, *, alpha: float, normalize: bool, caller: str) -> float:
+    """:func:`alignment` of dask arrays (either may be numpy): checked, projected and summed block by block of rows, by
+    the kernel of the in-memory path (:func:`_power_sum`), so that both give one value, and refuse the same input in
+    the same words: the problems of the blocks come back to the host and are raised in the in-memory order (a NaN in
+    'X', one in 'Y', a zero row of 'X', one of 'Y'), at the first row in each, whichever task finishes first."""
+    import dask
+    import dask.array as da
+
+    from isotropy.distributed._graph import compute
+    from isotropy.metrics.spectrum import check_dask_matrix
+
+    X = check_dask_matrix(da.asarray(X), caller=caller, min_samples=1)
+    Y = check_dask_matrix(da.asarray(Y), caller=caller, name="Y", min_samples=1)
+    if X.shape != Y.shape:
+        raise IsotropyValueError(f"The 'Y' parameter of {caller} must have the shape of 'X' {X.shape}. "
+                                 f"Got {Y.shape} instead.")
+    X = X.rechunk({1: -1})  # whole rows per block: each is projected as in memory
+    Y = Y.rechunk(X.chunks)
+    block = dask.delayed(_alignment_block, pure=True)
+    starts = np.cumsum((0, *X.chunks[0]))
+    parts = compute(*[block(x, y, alpha, normalize, int(start))
+                      for x, y, start in zip(X.to_delayed().ravel(), Y.to_delayed().ravel(), starts)])
+    for index, name in enumerate(("X", "Y")):
+        found = next((part[index] for part in parts if part[index] is not None), None)
+        if found is not None:
+            raise IsotropyValueError(f"The '{name}' parameter of {caller} must contain only finite values. Got "
+                                     f"{found.at()} instead.")
+    for index, name in enumerate(("X", "Y")):
+        if any(part[2 + index] for part in parts):  # unit_rows' own words, as in memory
+            unit_rows(np.zeros((1, 1)), caller=caller, name=name)
+    top, total = functools.reduce(_merge_power_sums, (part[4] for part in parts), (-np.inf, 0.0))
+    return _mean_of_powers(top, total, X.shape[0], alpha, caller)
+
+
+def _alignment_block(X, Y, alpha: float, normalize: bool, start: int):
+    """``(NaN/inf of X, of Y, X has a zero row, Y has one, (top, total))`` of one block of rows starting at row
+    ``start``; the sum is left out (``None``) when the block has a problem."""
+    from isotropy._utils.validation import NonFinite, first_nonfinite
+
+    X, Y = np.asarray(X, dtype=np.float64), np.asarray(Y, dtype=np.float64)
+    bad = [first_nonfinite(A) for A in (X, Y)]
+    bad = [None if b is None else NonFinite(start + b.row, b.column, b.value) for b in bad]
+    zero = [bool(normalize and A.size and (np.abs(A).max(axis=1) == 0).any()) for A in (X, Y)]
+    if any(b is not None for b in bad) or any(zero):
+        return bad[0], bad[1], zero[0], zero[1], (-np.inf, 0.0)
+    if normalize:
+        X, Y = unit_rows(X, caller="alignment", name="X"), unit_rows(Y, caller="alignment", name="Y")
+    return None, None, False, False, _power_sum(X, Y, alpha)
+
+
+# α above which m**α of a mantissa m in [0.5, 1) may underflow: the power goes through log2 instead
+_LOG_POWER = 512.0
+
+
+def _power_sum(X, Y, alpha: float) -> tuple[float, float]:
+    """``(top, total)`` with ``Σ_i ‖x_i − y_i‖^α = total · 2**top`` over the rows of float64 arrays ``X``, ``Y``
+    (``(-inf, 0.0)`` when every pair coincides), without overflow or underflow at any scale.
+
+    Each pair of rows is brought to unit scale by a power of two of its own (exact) before the difference, so
+    that ``x − y`` does not overflow (rows near 1e308); the difference by its own again, so that its norm
+    neither overflows nor underflows; ``‖x − y‖ = m · 2**q``, ``m`` in [0.5, 1), and ``‖x − y‖^α = m^α · 2**(αq)``
+    summed relative to the largest ``αq``. At a plain scale the value is the plain ``Σ ‖x − y‖^α`` to rounding
+    (the differences are the same floats, only multiplied by powers of two).
+    """
+    if X.shape[0] == 0:
+        return -np.inf, 0.0
+    k = np.frexp(np.maximum(np.abs(X).max(axis=1), np.abs(Y).max(axis=1)))[1][:, None]
+    D = np.ldexp(X, -k) - np.ldexp(Y, -k)
+    j = np.frexp(np.abs(D).max(axis=1))[1][:, None]
+    m, q = np.frexp(np.linalg.norm(np.ldexp(D, -j), axis=1))
+    apart = m > 0
+    if not apart.any():
+        return -np.inf, 0.0
+    exponent = alpha * (q + k[:, 0] + j[:, 0])[apart].astype(np.float64)
+    m = m[apart]
+    if alpha > _LOG_POWER:
+        exponent, powers = exponent + alpha * np.log2(m), np.ones_like(m)
+    else:
+        powers = m ** alpha
+    top = float(exponent.max())
+    return top, float(np.sum(powers * np.exp2(exponent - top)))
+
+
+def _merge_power_sums(a, b):
+    """Two ``(top, total)`` of :func:`_power_sum` as one."""
+    if a[0] < b[0]:
+        a, b = b, a
+    if b[0] == -np.inf:
+        return a
+    return a[0], a[1] + b[1] * float(np.exp2(b[0] - a[0]))
+
+
+def _mean_of_powers(top: float, total: float, n_samples: int, alpha: float, caller: str) -> float:
+    """``total · 2**top / n_samples`` as a float; refused in one line when that mean itself overflows float64."""
+    if total == 0.0:
+        return 0.0
+    whole = math.floor(top)
+    try:
+        return math.ldexp(total / n_samples * 2.0 ** (top - whole), whole)
+    except OverflowError:
+        decimal = (top + math.log2(total / n_samples)) * math.log10(2)
+        raise IsotropyValueError(
+            f"The 'X' and 'Y' parameters of {caller} must have a mean ‖x − y‖^α inside float64's range. Got a "
+            f"mean of about 1e{decimal:.0f} (alpha={alpha:g}) instead; rescale X and Y, or take a smaller alpha."
+        ) from None
 
 
 def uniformity(X, *, t: float = 2, normalize: bool = True):
