@@ -621,3 +621,16 @@ def test_first_threshold_lets_at_least_m_entries_through(jit, rows, cols, m, few
     assert np.all(reached[finite] >= m)
     if S.shape[axis] < m:
         assert not finite.any()
+
+
+def test_certificate_covers_the_points_of_every_chunk():
+    # _refine_chunk passed the chunk's own q_i to _certified, whose "no point lies beyond q1" test then read the
+    # largest norm of that chunk of rows: a row could be certified past a point of larger norm in another chunk.
+    # Here q_i = 1, tau = -1, gamma = 1e-3, k-th squared distance 1.99: the first bound suffices up to q1 = 4, and a
+    # point of q_j = 5 is excluded by neither bound (d^2 >= 1.988 and >= (sqrt 5 - 1)^2 = 1.53, both below 1.99)
+    from isotropy._kernels.neighbors import _certified
+
+    args = (np.array([-1.0]), np.array([1.99]), np.array([1.0]), 1e-3, 0.0, 4)
+    assert not _certified(*args, 5.0)[0]  # a point of norm 5 somewhere: not provable
+    assert _certified(*args, 3.9)[0]  # every point within q1: the first bound excludes each non-candidate
+    assert not _certified(*args[:2], np.array([1.0]), 1e-3, 0.0, 4, 4.1)[0]

@@ -385,14 +385,16 @@ def _error_factor(dtype, n_features: int) -> float:
     return 1.02 * (1.5 * n_features + 6) * u
 
 
-def _certified(tau, kth_sq, q, gamma: float, floor: float, n_features: int) -> np.ndarray:
+def _certified(tau, kth_sq, q, gamma: float, floor: float, n_features: int, q_max: float) -> np.ndarray:
     """Rows whose ``k`` nearest are provably among their candidates.
 
     ``tau[i]`` is row i's ``m``-th best approximate score: every other point j has
     ``s̃_ij <= tau[i]``, hence ``d²_ij >= −2·tau[i] − 2γ(q_i + q_j) − floor``, and, by the triangle
     inequality around the centre, ``d_ij >= √q_j − √q_i``. The row is certified when every
-    ``q_j >= 0`` makes one of the two bounds exceed the exact ``k``-th squared distance (inflated by
-    the float64 rounding of the exact distances).
+    ``q_j`` in ``[0, q_max]`` makes one of the two bounds exceed the exact ``k``-th squared distance
+    (inflated by the float64 rounding of the exact distances). ``q`` holds the rows' own ``q_i``;
+    ``q_max`` is the largest ``q_j`` of every point searched, not only of these rows (the largest of
+    a chunk of rows let a row be certified past a point of larger norm in another chunk).
     """
     kth = kth_sq * (1 + (n_features + 4) * float(np.finfo(np.float64).eps)) + floor
     with np.errstate(invalid="ignore", over="ignore"):
@@ -401,7 +403,7 @@ def _certified(tau, kth_sq, q, gamma: float, floor: float, n_features: int) -> n
         q1 = (base - kth) / (2.0 * gamma)  # beyond q1 the first bound no longer suffices
         shrink = 1 - 4 * (n_features + 2) * float(np.finfo(np.float64).eps)
         far = (np.sqrt(np.maximum(q1, q)) * shrink - np.sqrt(q)) ** 2 > kth
-    return ok & (far | (q1 > q.max()))
+    return ok & (far | (q1 > q_max))
 
 
 # Key of an unfilled slot: score −inf, index 0 (the old kernel's unfilled candidate).
@@ -910,7 +912,7 @@ def _refine_chunk(X, scale, rows, best_v, best_i, k, q, gamma, floor, jit=None):
                 sq[pr, pc + k] = _exact_pair_distances(X, scale, rows[pr], cand[pr, pc + k], jit)
         dist, ind = _sort_candidates(sq, cand, k, jit)
     tau = best_v.min(axis=1)
-    ok = np.isneginf(tau) | _certified(tau, dist[:, -1], q[rows], gamma, floor, d)
+    ok = np.isneginf(tau) | _certified(tau, dist[:, -1], q[rows], gamma, floor, d, float(q.max()))
     return dist, ind, ok
 
 
