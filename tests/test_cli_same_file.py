@@ -72,3 +72,24 @@ def test_json_or_plot_onto_the_texts_of_model_is_refused_before_the_model_loads(
     err = _fails(capsys, "measure", "--model", inputs / "no-such-model", "--texts", texts, "--json", out, "--plot", out)
     assert err.startswith(f"Error: --plot {str(out)!r} is the same file as --json")
     _unchanged(texts, before)
+
+
+# --- an output path too long for the file system: one line, the path cut, not "[Errno 36] File name too long: '<all>'"
+
+
+def test_json_path_too_long_is_a_one_line_refusal_with_the_path_cut(inputs, capsys):
+    long_path = str(inputs) + "/" + "a/" * 2100 + "x.json"  # past PATH_MAX (4096)
+    err = _fails(capsys, "measure", inputs / "self.npy", "--metrics", "isoscore", "--json", long_path)
+    assert err.startswith("Error: The --json ") and "cannot be written (file name too long)" in err
+    assert len(err) < 400 and "characters)" in err
+
+
+def test_results_dir_with_a_name_too_long_is_a_one_line_refusal(tmp_path):
+    from isotropy.experiments._results_dir import ResultsLock, check_results_dir
+
+    for results_dir in (tmp_path / ("d" * 300), tmp_path / "r" / ("d" * 300)):
+        with pytest.raises(ValueError) as info:
+            check_results_dir(results_dir)
+            ResultsLock(results_dir).acquire()
+        text = str(info.value)
+        assert text.startswith("--results-dir '") and "(file name too long)" in text and len(text) < 300, text

@@ -78,8 +78,8 @@ def check_writable_destination(path: str | os.PathLike, *, name: str = "path") -
     if os.fspath(path) == "":  # Path("") is "." (a directory): said as what it is
         raise ValueError(f"The {name} '' is empty; expected a file path.")
     path = Path(path)
-    target = path.resolve() if path.is_symlink() else path
     try:
+        target = path.resolve() if path.is_symlink() else path
         mode = target.stat().st_mode
     except FileNotFoundError:
         mode = None
@@ -88,8 +88,11 @@ def check_writable_destination(path: str | os.PathLike, *, name: str = "path") -
         raise ValueError(f"The {name} {str(path)!r} cannot be written: {str(blocker)!r} on its way is a file, not a "
                          f"directory.") from None
     except OSError as exc:  # a folder on the way this user may not enter, a loop of links, a name too long
-        raise ValueError(f"The {name} {str(path)!r} cannot be written ({(exc.strerror or type(exc).__name__).lower()})"
-                         f"; expected a file path in a directory this user can write in.") from None
+        from isotropy._utils.validation import _describe  # a path of 5,000 characters is shown cut
+
+        raise ValueError(f"The {name} {_describe(str(path), 80, length=True)} cannot be written "
+                         f"({(exc.strerror or type(exc).__name__).lower()}); expected a file path in a directory this "
+                         f"user can write in.") from None
     if mode is None or stat.S_ISREG(mode):
         _check_folder(path, target, name)
         return target

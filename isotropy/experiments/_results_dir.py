@@ -148,6 +148,15 @@ def check_results_dir(results_dir: Path) -> None:
     from isotropy.io._paths import path_kind
 
     expected = "a new or empty directory, or one an 'isotropy run' wrote"
+    try:  # a name or path too long for the file system, a folder on the way this user may not enter: one line
+        os.lstat(results_dir)
+    except (FileNotFoundError, NotADirectoryError):
+        pass
+    except OSError as exc:
+        from isotropy._utils.validation import _describe
+
+        raise ValueError(f"--results-dir {_describe(str(results_dir), 80, length=True)} cannot be used "
+                         f"({(exc.strerror or type(exc).__name__).lower()}); expected {expected}.") from None
     around = running_around(results_dir)
     if around is not None:
         raise ValueError(f"--results-dir {str(results_dir)!r} lies inside {str(around[0])!r}, which is in use "
@@ -204,8 +213,11 @@ class ResultsLock:
                              f"({self._describe_owner()}); wait for it to finish or choose another directory.") from None
         except OSError as exc:  # after Timeout (a TimeoutError, so an OSError too): a parent that is a file,
             # /proc, a read-only mount, no permission: said as the option
+            from isotropy._utils.validation import _describe
+
             reason = exc.strerror or type(exc).__name__
-            raise ValueError(f"--results-dir {str(self.results_dir)!r} cannot be written ({reason.lower()}); "
+            raise ValueError(f"--results-dir {_describe(str(self.results_dir), 80, length=True)} cannot be written "
+                             f"({reason.lower()}); "
                              f"expected a directory this user can create and write in.") from None
         self._lock = lock
         self._written = set()
