@@ -112,3 +112,31 @@ def test_accumulator_errors(rng):
         zero.cosine_similarity_mean()
     with pytest.raises(IsotropyValueError, match="non-zero variance"):  # ζ·I alone would read 1.0: Σ_S's score
         zero.isoscore_star(zeta=0.2)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 5, 16])
+def test_participation_ratio_of_a_rank_one_set_is_exactly_its_lower_bound(seed):
+    # the rounding of (tr C)² and ‖C‖²_F put a rank-1 set at 0.9999999999999998 (these seeds, on some path each),
+    # below the documented range [1, n_features]: the value is clipped into it, on every path
+    import dask.array as da
+
+    rng = np.random.default_rng(seed)
+    X = np.outer(rng.normal(size=50), rng.normal(size=5))
+    acc = CovarianceAccumulator()
+    acc.update(X)
+    tensor = torch.tensor(X, requires_grad=True)
+    values = [participation_ratio(X), float(participation_ratio(tensor).detach()), acc.participation_ratio(),
+              participation_ratio(da.from_array(X, chunks=(10, 5)))]
+    assert all(1.0 <= value <= 1.0 + 1e-15 for value in values), values
+    participation_ratio(tensor).backward()  # the clipped tensor keeps its graph
+    assert torch.isfinite(tensor.grad).all()
+
+
+def test_participation_ratio_never_exceeds_n_features():
+    from isotropy._kernels.accumulator import participation_ratio_in_range
+
+    assert participation_ratio_in_range(5.000000000000001, 5) == 5.0
+    assert participation_ratio_in_range(0.9999999999999998, 5) == 1.0
+    assert participation_ratio_in_range(2.5, 5) == 2.5
+    clamped = participation_ratio_in_range(torch.tensor(0.9999999999999998, dtype=torch.float64), 5)
+    assert float(clamped) == 1.0 and clamped.dtype == torch.float64

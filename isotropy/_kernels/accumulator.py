@@ -176,6 +176,24 @@ def entropy_rank_bound(n_values: int, reachable: int, epsilon: float = 0.0) -> f
     return entropy_rank(np.concatenate([np.ones(reachable), np.zeros(n_values - reachable)]), epsilon=epsilon)
 
 
+def participation_ratio_in_range(ratio, n_features: int):
+    """``(tr C)²/‖C‖²_F`` clipped into its range ``[1, n_features]``: a float, or a torch tensor (clamped, its graph kept).
+
+    Both ends are exact bounds (Cauchy–Schwarz on the eigenvalues); the rounding of the trace and of the squared
+    Frobenius norm put a set of rank 1 at 0.9999999999999998, below the documented lower bound. Shared by
+    :func:`isotropy.participation_ratio` (numpy and torch) and :meth:`CovarianceAccumulator.participation_ratio`
+    (the streaming, torchmetrics and dask values).
+
+    Examples
+    --------
+    >>> participation_ratio_in_range(0.9999999999999998, 5)
+    1.0
+    """
+    if is_torch(ratio):
+        return ratio.clamp(1.0, float(n_features))
+    return min(max(float(ratio), 1.0), float(n_features))
+
+
 class CovarianceAccumulator:
     """Streaming, exact float64 covariance statistics: feed chunks, read IsoScore and friends.
 
@@ -313,10 +331,10 @@ class CovarianceAccumulator:
                                          caller="CovarianceAccumulator.isoscore_star", data_name="the rows seen")
 
     def participation_ratio(self):
-        """(Σλ)²/Σλ² of the covariance of all rows seen (Python float)."""
+        """(Σλ)²/Σλ² of the covariance of all rows seen (Python float), in [1, n_features]."""
         self._check_variance("participation_ratio")
         C = self._scaled_covariance()
-        return float(np.trace(C) ** 2 / np.vdot(C, C))
+        return participation_ratio_in_range(float(np.trace(C) ** 2 / np.vdot(C, C)), self.n_features_)
 
     def singular_values(self, *, center: bool = False):
         """Singular values of the rows seen (or of the rows minus their mean), largest first, up to a common scale.

@@ -9,7 +9,7 @@ hands the covariance to the same covariance -> score functions as the in-memory 
 
 from __future__ import annotations
 
-from isotropy._kernels.accumulator import CovarianceAccumulator
+from isotropy._kernels.accumulator import CovarianceAccumulator, participation_ratio_in_range
 from isotropy._kernels.isoscore import _check_variance, _eps, _scatter_stats
 from isotropy._utils.backend import is_dask, to_output
 from isotropy._utils.validation import check_X
@@ -65,6 +65,6 @@ def participation_ratio(X):
     st = _scatter_stats(X)
     _check_variance(st.trace, n_samples=X.shape[0], mean_sq_norm=st.mean_sq, eps=_eps(X), caller=caller,
                     X=X)
-    return to_output(st.trace * st.trace / st.frob_sq, X)
+    return to_output(participation_ratio_in_range(st.trace * st.trace / st.frob_sq, X.shape[1]), X)
 
 
