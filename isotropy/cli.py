@@ -6,8 +6,11 @@ input are printed as one line (``Error: ...``) with exit status 2 and no traceba
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import signal
 import sys
+import threading
 import warnings
 from pathlib import Path
 
@@ -304,22 +307,59 @@ def _unfinished_run(path: Path, record, *, locking: bool) -> str | None:
     return f"{line} and has no results to plot; run it again (with --resume to keep its finished parts)."
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (``kill PID``, a batch system's time limit), raised where the command is, as Ctrl-C raises
+    ``KeyboardInterrupt``: a run marks itself interrupted, or puts the previous results back when it had written none
+    (the same clean-up as Ctrl-C, which is why it is one), and the command exits 143."""
+
+
+def _terminate(signum, frame):
+    raise Terminated()
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt():
+    """Handle SIGTERM as Ctrl-C while the command runs; only where nobody else handles it (the default handler, the
+    main thread), and the handler before it is put back."""
+    try:
+        previous = signal.getsignal(signal.SIGTERM)
+        installed = previous == signal.SIG_DFL and threading.current_thread() is threading.main_thread()
+        if installed:
+            signal.signal(signal.SIGTERM, _terminate)
+    except (ValueError, OSError, AttributeError):  # no SIGTERM on this platform, or not settable here
+        installed = False
+    try:
+        yield
+    finally:
+        if installed:
+            signal.signal(signal.SIGTERM, previous)
+
+
 def main(argv=None):
     """Console entry point.
 
     User errors (bad values, missing or unreadable files, missing optional packages) are printed
     as one line ``Error: ...`` with exit status 2 and no traceback; set ``ISOTROPY_DEBUG=1`` to
     see the traceback (of every subcommand's error, with the exception a one-line error was made
-    from). Ctrl-C exits with status 130.
+    from). Ctrl-C exits with status 130 (``Interrupted.``); SIGTERM is handled as Ctrl-C (a run
+    records that it was interrupted, or puts the previous results back) and exits with status 143
+    (``Terminated.``).
     """
     try:
-        cli.main(args=argv, prog_name="isotropy", standalone_mode=False)
+        with _sigterm_as_interrupt():
+            cli.main(args=argv, prog_name="isotropy", standalone_mode=False)
+    except (Terminated, click.exceptions.Abort) as exc:
+        if not isinstance(exc, Terminated) and not isinstance(exc.__cause__, Terminated):  # click's Abort of a Ctrl-C
+            click.echo("Interrupted.", err=True)
+            sys.exit(130)
+        click.echo("Terminated.", err=True)
+        sys.exit(143)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.exceptions.NoArgsIsHelpError as exc:  # `isotropy`, `isotropy run`: the help itself, as --help lays it out
         click.echo(exc.ctx.get_help(), err=True)
         sys.exit(exc.exit_code)
-    except (KeyboardInterrupt, click.exceptions.Abort):
+    except KeyboardInterrupt:
         click.echo("Interrupted.", err=True)
         sys.exit(130)
     except (click.ClickException, ValueError, OSError, ImportError) as exc:
