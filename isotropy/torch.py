@@ -113,10 +113,14 @@ def cosine_penalty(H):
     >>> float(cosine_penalty(torch.eye(4)))
     0.0
     """
-    return _cosine_similarity_mean(_check_tensor(H, "cosine_penalty"), caller="cosine_penalty", name="H")
+    return _cosine_penalty(H, caller="cosine_penalty")
 
 
-@torch.no_grad()
+def _cosine_penalty(H, *, caller):
+    """:func:`cosine_penalty`, its errors naming ``caller`` (``CosRegLoss`` for the module's forward)."""
+    return _cosine_similarity_mean(_check_tensor(H, caller), caller=caller, name="H")
+
+
 def shrinkage_covariance(H):
     """Sample covariance (ddof=1, no graph) of a large sample of hidden states, for Σ_S.
 
@@ -145,10 +149,16 @@ def shrinkage_covariance(H):
     tensor([[2., 0.],
             [0., 0.]])
     """
+    return _shrinkage_covariance(H, caller="shrinkage_covariance")
+
+
+@torch.no_grad()
+def _shrinkage_covariance(H, *, caller):
+    """:func:`shrinkage_covariance`, its errors naming ``caller`` (``IStarLoss.refresh_shrinkage_cov`` there)."""
     source = None  # the dtype of the (first) input
     if isinstance(H, (list, tuple)):
         if not H:
-            raise IsotropyValueError("The 'H' parameter of shrinkage_covariance must be a tensor or a non-empty list "
+            raise IsotropyValueError(f"The 'H' parameter of {caller} must be a tensor or a non-empty list "
                                      f"of tensors. Got an empty {type(H).__name__} instead.")
         # each entry is checked before torch.cat, whose own errors named neither the argument nor the entry ("Sizes
         # of tensors must match except in dimension 0"), and which joined 1-d entries into one long vector
@@ -156,27 +166,27 @@ def shrinkage_covariance(H):
             if not isinstance(h, torch.Tensor) or h.ndim != 2:
                 error = TypeError if not isinstance(h, torch.Tensor) else IsotropyValueError
                 got = f"shape {tuple(h.shape)}" if isinstance(h, torch.Tensor) else type(h).__name__
-                raise error(f"The 'H' parameter of shrinkage_covariance must be a list of torch.Tensors of shape "
+                raise error(f"The 'H' parameter of {caller} must be a list of torch.Tensors of shape "
                             f"(n_samples, n_features). Got {got} at H[{i}] instead.")
-        tensors = [check_tensor_data(h, caller="shrinkage_covariance", name=f"H[{i}]") for i, h in enumerate(H)]
+        tensors = [check_tensor_data(h, caller=caller, name=f"H[{i}]") for i, h in enumerate(H)]
         other = next((i for i, h in enumerate(tensors) if h.shape[1] != tensors[0].shape[1]), None)
         if other is not None:
             raise IsotropyValueError(
-                f"The 'H' parameter of shrinkage_covariance must be a list of tensors with the same number of "
+                f"The 'H' parameter of {caller} must be a list of tensors with the same number of "
                 f"features (columns). Got {tensors[0].shape[1]} features in H[0] and {tensors[other].shape[1]} in "
                 f"H[{other}] (shape {tuple(tensors[other].shape)}) instead.")
         for i, h in enumerate(tensors):
-            _refuse_nonfinite(h, f" of H[{i}]")
+            _refuse_nonfinite(h, caller, f" of H[{i}]")
         source = tensors[0].dtype  # the result's, as documented (not the promoted dtype of float32 + float64)
         H = torch.cat([h.detach().to(tensors[0].device) for h in tensors])
-    H = _check_tensor(H, "shrinkage_covariance").detach()
+    H = _check_tensor(H, caller).detach()
     joined = "" if source is None else " (the list's entries joined)"
     source = H.dtype if source is None else source
     if H.ndim != 2 or H.shape[0] < 2:
-        raise IsotropyValueError(f"The 'H' parameter of shrinkage_covariance must have shape (n_samples, n_features) with "
+        raise IsotropyValueError(f"The 'H' parameter of {caller} must have shape (n_samples, n_features) with "
                          f"n_samples >= 2. Got shape {tuple(H.shape)}{joined} instead.")
     if not joined:  # a list's entries were checked one by one, each named
-        _refuse_nonfinite(H)
+        _refuse_nonfinite(H, caller)
     work = torch.float64 if H.device.type != "mps" else torch.float32
     Hc = H.to(work)
     Hc = Hc - Hc.mean(dim=0, keepdim=True)
@@ -188,12 +198,13 @@ def shrinkage_covariance(H):
     return cov.to(dtype)
 
 
-def _refuse_nonfinite(H, where=""):
-    """Refuse a NaN or inf in the 2-d ``H`` of shrinkage_covariance, naming its row and column (``where``: which entry
-    of a list): its covariance was NaN, and istar_penalty then refused a 'shrinkage_cov' the user never saw."""
+def _refuse_nonfinite(H, caller, where=""):
+    """Refuse a NaN or inf in the 2-d ``H`` of shrinkage_covariance (named ``caller`` in the message), naming its row
+    and column (``where``: which entry of a list): its covariance was NaN, and istar_penalty then refused a
+    'shrinkage_cov' the user never saw."""
     found = first_nonfinite(H)
     if found is not None:
-        raise IsotropyValueError(f"The 'H' parameter of shrinkage_covariance must contain only finite values. Got "
+        raise IsotropyValueError(f"The 'H' parameter of {caller} must contain only finite values. Got "
                                  f"{found.at()}{where} instead.")
 
 
@@ -248,7 +259,7 @@ class IStarLoss(nn.Module):
     @torch.no_grad()
     def refresh_shrinkage_cov(self, H):
         """Set Σ_S to the covariance of ``H`` (a large sample, or a list of batches); returns ``self``."""
-        cov = shrinkage_covariance(H)
+        cov = _shrinkage_covariance(H, caller="IStarLoss.refresh_shrinkage_cov")
         if self.shrinkage_cov is not None and self.shrinkage_cov.shape == cov.shape:
             self.shrinkage_cov.copy_(cov.to(self.shrinkage_cov))
         else:
@@ -310,7 +321,7 @@ class CosRegLoss(nn.Module):
 
     def forward(self, H):
         """Return ``weight·mean_cos(H)`` (0-dim tensor on ``H``'s device and dtype; float32 for half ``H``)."""
-        return self.weight * cosine_penalty(H)
+        return self.weight * _cosine_penalty(H, caller="CosRegLoss")
 
     def extra_repr(self):
         return f"weight={self.weight}"
