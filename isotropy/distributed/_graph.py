@@ -222,6 +222,28 @@ def _finite_block(block, caller, start):
     return block
 
 
+def nonfinite_in(B, start):
+    """The first NaN/inf of the numpy block ``B`` (rows ``start`` on), its row counted in the whole array; or None.
+
+    For checks whose result is returned as data and refused on the client (:func:`refuse_nonfinite`): no task fails
+    on a worker, and the first in row order is named, as in memory.
+    """
+    from isotropy._utils.validation import first_nonfinite
+
+    if not B.size or (np.isfinite(B.min()) and np.isfinite(B.max())):  # a NaN propagates through both, an inf is one
+        return None
+    found = first_nonfinite(B)
+    return found._replace(row=start + found.row)
+
+
+def refuse_nonfinite(found, caller):
+    """Raise the in-memory message for the first (by row) of the NaN/inf the chunks found (:func:`nonfinite_in`)."""
+    if found:
+        first = min(found, key=lambda f: f.row)
+        raise IsotropyValueError(f"The 'X' parameter of {caller} must contain only finite values. Got {first.at()} "
+                                 f"instead.")
+
+
 def finite_blocks(X, caller):
     """The row blocks of ``X`` as delayed numpy arrays, each checked for NaN/inf when computed."""
     from dask import delayed

@@ -22,20 +22,9 @@ from isotropy._utils.validation import (
     check_scalar,
     check_X,
 )
+from isotropy.distributed._rows import refuse_rows as _refuse_rows
 
 __all__ = ["cosine_similarity_mean", "inter_type_cosine", "intra_type_cosine"]
-
-
-def _refuse_rows(bad, subnormal, *, caller, name, offset=0):
-    if bad.size:
-        raise IsotropyValueError(
-            f"The '{name}' parameter of {caller} must not contain zero vectors, for which cosine similarity is "
-            f"undefined. Got {bad.size} all-zero row(s) (first at index {int(bad[0]) + offset}) instead.")
-    if subnormal.size:
-        raise IsotropyValueError(
-            f"The '{name}' parameter of {caller} must have rows of normal magnitude. Got {subnormal.size} row(s) "
-            f"(first at index {int(subnormal[0]) + offset}) made only of subnormal numbers, which have already "
-            f"lost most of their significant digits; store the data at a larger scale.")
 
 
 def _unit_rows_numpy(B, *, caller, name, offset=0):
@@ -207,9 +196,9 @@ def inter_type_cosine(X, groups, *, type_vector="instance", random_state=None):
     0.0583
     """
     caller = "inter_type_cosine"
-    X = check_X(X, caller=caller)
+    X = _checked(X, caller)
     check_option(type_vector, "type_vector", ("instance", "mean"), caller=caller)
-    ids = check_labels(groups, n_samples=X.shape[0], caller=caller, name="groups")
+    ids = _checked_groups(groups, X.shape[0], caller)
     n_types = int(ids.max()) + 1
     if n_types < 2:
         raise IsotropyValueError(f"The 'groups' parameter of {caller} must contain at least 2 distinct types. "
@@ -218,14 +207,39 @@ def inter_type_cosine(X, groups, *, type_vector="instance", random_state=None):
         rng = check_random_state(random_state, caller=caller)
         perm = rng.permutation(X.shape[0])
         _, first = np.unique(ids[perm], return_index=True)  # first instance of each type in random order
-        V = _take_rows(X, perm[first])
+        if is_dask(X):  # the k rows drawn, gathered (every chunk checked for NaN/inf)
+            from isotropy.distributed._rows import drawn_rows
+
+            V = drawn_rows(X, perm[first], caller=caller)
+        else:
+            V = _take_rows(X, perm[first])
         name = "X"
     else:
-        sums = _group_sums(X if is_torch(X) else np.asarray(X, dtype=np.float64), ids, n_types)
+        if is_dask(X):  # per-chunk type sums merged on the dask scheduler
+            from isotropy.distributed._rows import type_sums
+
+            sums = type_sums(X, ids, n_types, unit=False, caller=caller)[0]
+        else:
+            sums = _group_sums(X if is_torch(X) else np.asarray(X, dtype=np.float64), ids, n_types)
         V = sums  # a type mean is its sum up to a positive factor: same cosines
         name = "X (type means)"
     U = _unit_rows(V, caller=caller, name=name)
     return to_output(_mean_pairwise_cosine_of_units(U.sum(0), n_types), X)
+
+
+def _checked(X, caller):
+    """:func:`check_X`, or for a dask array its lazy check (its values are checked chunk by chunk when read)."""
+    if is_dask(X):
+        from isotropy.distributed._graph import check_dask_X
+
+        return check_dask_X(X, caller=caller)
+    return check_X(X, caller=caller)
+
+
+def _checked_groups(groups, n_samples, caller):
+    if is_dask(groups):  # one label per row: brought to the client
+        groups = groups.compute()
+    return check_labels(groups, n_samples=n_samples, caller=caller, name="groups")
 
 
 def intra_type_cosine(X, groups, *, max_instances=None, random_state=None):
@@ -270,10 +284,11 @@ def intra_type_cosine(X, groups, *, max_instances=None, random_state=None):
     0.8536
     """
     caller = "intra_type_cosine"
-    X = check_X(X, caller=caller)
+    X = _checked(X, caller)
     if max_instances is not None:
         check_scalar(max_instances, "max_instances", caller=caller, kind=numbers.Integral, low=2)
-    ids = check_labels(groups, n_samples=X.shape[0], caller=caller, name="groups")
+    ids = _checked_groups(groups, X.shape[0], caller)
+    keep = None
     if max_instances is not None:
         rng = check_random_state(random_state, caller=caller)
         perm = rng.permutation(X.shape[0])
@@ -282,15 +297,23 @@ def intra_type_cosine(X, groups, *, max_instances=None, random_state=None):
         starts = np.flatnonzero(np.r_[True, sorted_ids[1:] != sorted_ids[:-1]])
         rank = np.arange(order.size) - np.repeat(starts, np.diff(np.r_[starts, order.size]))
         keep = np.sort(order[rank < max_instances])
-        X, ids = _take_rows(X, keep), ids[keep]
+        ids = ids[keep]
+        if not is_dask(X):
+            X = _take_rows(X, keep)
     n_types = int(ids.max()) + 1
     counts = np.bincount(ids, minlength=n_types)
     if counts.max() < 2:
         raise IsotropyValueError(f"The 'groups' parameter of {caller} must have at least one type with 2 or more "
                                  f"instances. Got {n_types} types with one instance each instead.")
+    paired = np.flatnonzero(counts >= 2)
+    if is_dask(X):  # per-chunk type sums of unit rows merged on the dask scheduler
+        from isotropy.distributed._rows import type_sums
+
+        sums, zero, subnormal = type_sums(X, ids, n_types, keep=keep, caller=caller)
+        _refuse_rows(zero, subnormal, caller=caller, name="X")
+        return float(_mean_pairwise_cosine_of_units(sums[paired], counts[paired].astype(np.float64)).mean())
     U = _unit_rows(X, caller=caller)
     sums = _group_sums(U, ids, n_types)
-    paired = np.flatnonzero(counts >= 2)
     if is_torch(U):
         import torch
 

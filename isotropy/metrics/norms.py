@@ -13,7 +13,7 @@ import numbers
 
 import numpy as np
 
-from isotropy._utils.backend import is_torch
+from isotropy._utils.backend import is_dask, is_torch
 from isotropy._utils.errors import IsotropyValueError
 from isotropy._utils.validation import _describe, check_scalar, check_X
 
@@ -76,7 +76,8 @@ def token_norms(X, tokens, *, special=None, top: int = 5) -> dict:
     ----------
     X : array-like or torch.Tensor of shape (n_samples, n_features)
         The hidden states of the measured tokens, one token per row (a tensor is detached and
-        read on the CPU).
+        read on the CPU; a row-chunked dask array is read chunk by chunk on the dask scheduler,
+        and only its row norms, one float per row, come to the client for the median).
     tokens : sequence of str of length n_samples
         The token text of each row of ``X`` (e.g. ``tokenizer.convert_ids_to_tokens``).
     special : sequence of (str, float) or None, default=None
@@ -143,16 +144,25 @@ def token_norms(X, tokens, *, special=None, top: int = 5) -> dict:
     >>> result["top"], result["special"]
     ([['.', 10.0], ['cat', 1.0]], [['<bos>', 30.0]])
     """
-    X = check_X(X, caller=_CALLER, min_samples=1)
-    if is_torch(X):
-        X = X.detach().cpu().numpy()
-    X = np.asarray(X, dtype=np.float64)
+    if is_dask(X):  # the rows' norms computed chunk by chunk on the dask scheduler; one float per row comes back
+        from isotropy.distributed._graph import check_dask_X
+        from isotropy.distributed._rows import row_norms
+
+        X = check_dask_X(X, caller=_CALLER, min_samples=1)
+    else:
+        X = check_X(X, caller=_CALLER, min_samples=1)
+        if is_torch(X):
+            X = X.detach().cpu().numpy()
+        X = np.asarray(X, dtype=np.float64)
     tokens = _check_tokens(tokens, X.shape[0])
     special = _check_special(special)
     check_scalar(top, "top", caller=_CALLER, kind=numbers.Integral, low=1)
-    scale = float(np.abs(X).max())
-    unit = X / scale if scale > 0 else X  # |x| <= 1: no square overflows, whatever the scale of X
-    unit_norms = np.sqrt(np.einsum("ij,ij->i", unit, unit))
+    if is_dask(X):
+        unit_norms, scale = row_norms(X, caller=_CALLER)
+    else:
+        scale = float(np.abs(X).max())
+        unit = X / scale if scale > 0 else X  # |x| <= 1: no square overflows, whatever the scale of X
+        unit_norms = np.sqrt(np.einsum("ij,ij->i", unit, unit))
     unit_median = float(np.median(unit_norms))
     if unit_median == 0:
         raise IsotropyValueError(f"The 'X' parameter of {_CALLER} must have a positive median row norm (more than "

@@ -17,9 +17,9 @@ import warnings
 
 import numpy as np
 
-from isotropy._utils.backend import is_torch, to_output
+from isotropy._utils.backend import is_dask, is_torch, to_output
 from isotropy._utils.validation import check_scalar, check_X
-from isotropy.metrics.cosine import _unit_rows, _unit_sums
+from isotropy.metrics.cosine import _refuse_rows, _unit_rows, _unit_sums
 
 __all__ = ["cosine_contributions", "rogue_dimension_share"]
 
@@ -219,6 +219,16 @@ def rogue_dimension_share(X, *, n_dimensions=1):
     1.0
     """
     caller = "rogue_dimension_share"
+    if is_dask(X):  # per-chunk sums of unit rows merged on the dask scheduler
+        from isotropy.distributed._graph import check_dask_X
+        from isotropy.distributed._rows import unit_gram_frob_sq, unit_sums
+
+        X = check_dask_X(X, caller=caller)
+        k = _check_n_dimensions(n_dimensions, X.shape[1], caller=caller)
+        unit_sum, unit_sq_sum, zero, subnormal = unit_sums(X, caller=caller)
+        _refuse_rows(zero, subnormal, caller=caller, name="X")
+        return float(_share_from_sums(unit_sum, unit_sq_sum, X.shape[0], k, caller=caller,
+                                      gram_frob_sq=lambda: unit_gram_frob_sq(X)))
     X = check_X(X, caller=caller)
     k = _check_n_dimensions(n_dimensions, X.shape[1], caller=caller)
     return to_output(_share_from_sums(*_sums(X, caller), X.shape[0], k, caller=caller,
