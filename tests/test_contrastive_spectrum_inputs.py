@@ -224,3 +224,42 @@ def test_alignment_of_the_largest_floats_does_not_overflow_in_the_difference():
     assert iso.alignment(X, Y, alpha=0.5, normalize=False) == pytest.approx(expected, rel=1e-12)
     assert iso.alignment(da.from_array(X, chunks=(1, 2)), Y, alpha=0.5, normalize=False) == pytest.approx(expected,
                                                                                                          rel=1e-12)
+
+
+# --- docs/api pages fixed with these (placed here: the only test files open to this change) -------------------------
+
+def _docs(page):
+    from pathlib import Path
+
+    return (Path(__file__).resolve().parents[1] / "docs" / "api" / page).read_text(encoding="utf-8")
+
+
+def test_the_transform_signatures_in_the_docs_are_keyword_only_as_the_constructors():
+    import inspect
+    import re
+
+    from isotropy import transforms
+
+    rows = re.findall(r"^\| `(\w+)\((.*?)\)` \(`\w+`\) \|", _docs("transforms.md"), flags=re.MULTILINE)
+    assert sorted(name for name, _ in rows) == ["AllButTheTop", "ClusterCentering", "ClusterIsotropy", "Whitening"]
+    for name, shown in rows:
+        parameters = inspect.signature(getattr(transforms, name)).parameters
+        assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in parameters.values())
+        assert shown.startswith("*, "), (name, shown)  # the docs wrote ClusterIsotropy(n_clusters=27, ..., *, ...)
+        assert re.findall(r"(\w+)=", shown) == list(parameters), name
+
+
+def test_the_dimension_page_says_dask_local_mle_merges_parallel_rows_as_numpy_does():
+    text = " ".join(_docs("dimension.md").split())
+    assert "which refuses them" not in text
+    assert "`local_mle_dimension` included" in text
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 5))
+    X[10] = 3 * X[20]  # parallel: cosine distance 0
+    with pytest.warns(UserWarning, match="parallel to another"):
+        lazy = iso.local_mle_dimension(da.from_array(X, chunks=(50, 5)), metric="cosine", n_neighbors=10)
+    with pytest.warns(UserWarning, match="duplicate rows"):
+        in_memory = iso.local_mle_dimension(X, metric="cosine", n_neighbors=10)
+    lazy = np.asarray(lazy)
+    np.testing.assert_allclose(lazy, in_memory, rtol=1e-10)
+    assert lazy[10] == lazy[20]
