@@ -8,8 +8,9 @@ functions on the materialised array (to rounding: 1e-10 in float64), also near f
 limits: the scale-invariant metrics bring every block to the unit scale of the whole array by a power of
 two (exact), as the in-memory functions rescale the materialised array.
 
-- covariance family (IsoScore, IsoScore*, participation ratio, mean cosine, I(W)): per-chunk
-  :class:`isotropy.CovarianceAccumulator` statistics merged by a tree reduction;
+- covariance family (IsoScore, IsoScore*, participation ratio, I(W)): per-chunk
+  :class:`isotropy.CovarianceAccumulator` statistics merged by a tree reduction; mean cosine:
+  per-chunk sums of the unit rows;
 - silhouette and Dunn: the distance matrix as tiles (I, J ≥ I) of row blocks, each returning
   per-cluster distance sums (or extreme pairs) for its rows, never an n×n array;
   Calinski-Harabasz and Davies-Bouldin: per-chunk centroid statistics, two passes;

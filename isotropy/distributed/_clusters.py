@@ -331,7 +331,7 @@ def silhouette_samples(X, labels, *, metric="euclidean", chunk_size=None):
 
     caller = "silhouette_samples"
     rows = row_chunks(X, caller=caller)
-    ids = host_labels(labels, X.shape[0], caller)
+    ids = host_labels(labels, X, caller)
     coefficients, uncertain, starts, exact, X = _silhouette_graph(X, ids, metric, chunk_size, caller)
     # lazy: the exact pass reads the same row blocks as the tiles, which the scheduler then keeps until it runs
     flagged = delayed(np.concatenate, pure=True)(uncertain)
@@ -346,7 +346,7 @@ def silhouette_score(X, labels, *, metric="euclidean", sample_size=None, random_
     from dask import delayed
 
     caller = "silhouette_score"
-    ids = host_labels(labels, X.shape[0], caller)
+    ids = host_labels(labels, X, caller)
     if sample_size is not None:
         X, ids = sample_rows(X, ids, sample_size, random_state, caller)
     coefficients, uncertain, _, exact, X = _silhouette_graph(X, ids, metric, chunk_size, caller)
@@ -424,7 +424,7 @@ def _cluster_statistics(X, labels, caller):
     from isotropy._kernels.silhouette import _check_n_clusters
     from isotropy._utils.magnitude import times_power_of_two, unit_exponent
 
-    ids = host_labels(labels, X.shape[0], caller)
+    ids = host_labels(labels, X, caller)
     n_clusters = _check_n_clusters(ids, X.shape[0], caller)
     X = check_dask_X(X, caller=caller)
     first = np.unique(ids, return_index=True)[1]  # each cluster's first row, clusters 0..k-1
@@ -526,7 +526,7 @@ def dunn_index(X, labels, *, metric="euclidean", chunk_size=None):
 
     caller = "dunn_index"
     check_option(metric, "metric", _METRICS, caller=caller)
-    ids = host_labels(labels, X.shape[0], caller)
+    ids = host_labels(labels, X, caller)
     _check_n_clusters(ids, X.shape[0], caller)
     X = check_dask_X(X, caller=caller, rows=check_tile_rows(chunk_size, caller, X.shape[-1]))
     blocks, exponent = unit_blocks(X, caller)

@@ -10,9 +10,19 @@ projections, merged the same way.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
-from isotropy.distributed._graph import check_dask_X, compute, finite_blocks, tree_reduce
+from isotropy.distributed._graph import (
+    check_dask_X,
+    compute,
+    finite_blocks,
+    nonfinite_in,
+    refuse_nonfinite,
+    row_starts,
+    tree_reduce,
+)
 
 __all__ = [
     "cosine_similarity_mean",
@@ -24,16 +34,60 @@ __all__ = [
 ]
 
 
-def _chunk_accumulator(block):
+class _Refused(NamedTuple):
+    """What chunks that cannot be accumulated found, returned as data (no task fails on a worker) and refused on
+    the client (:func:`_accepted`) with the in-memory message."""
+
+    nonfinite: tuple  # the first NaN/inf of each such chunk (NonFinite, by row of the whole array)
+    subnormal: float  # the largest |x| of the chunks made only of subnormal numbers (0.0: none)
+    rows: tuple | None  # (first, last) row of the first such chunk
+    normal: bool  # whether a chunk holding a normal number was merged with them
+
+
+def _chunk_accumulator(block, start):
+    """The chunk's :class:`isotropy.CovarianceAccumulator`; a :class:`_Refused` for a NaN/inf or only subnormal numbers."""
     from isotropy._kernels.accumulator import CovarianceAccumulator
 
-    return CovarianceAccumulator().update(block)
+    B = np.asarray(block)
+    bad = nonfinite_in(B, start)
+    if bad is not None:
+        return _Refused((bad,), 0.0, None, False)
+    top = float(np.abs(B).max()) if B.size else 0.0
+    if 0.0 < top < np.finfo(B.dtype).tiny:  # the accumulator refuses it, naming its own parameter
+        return _Refused((), top, (start, start + B.shape[0] - 1), False)
+    return CovarianceAccumulator().update(B)
+
+
+def _as_refused(part):
+    if isinstance(part, _Refused):
+        return part
+    return _Refused((), 0.0, None, bool(np.any(part._shift + part._mean) or np.any(part._scatter)))
 
 
 def _merge_accumulators(a, b):
     from isotropy._kernels.accumulator import CovarianceAccumulator
 
+    if isinstance(a, _Refused) or isinstance(b, _Refused):
+        a, b = _as_refused(a), _as_refused(b)
+        return _Refused(a.nonfinite + b.nonfinite, max(a.subnormal, b.subnormal), a.rows or b.rows,
+                        a.normal or b.normal)
     return CovarianceAccumulator().merge(a).merge(b)
+
+
+def _accepted(acc, dtype, caller):
+    """The merged accumulator; or the in-memory message for what a chunk refused (the first NaN/inf in row order;
+    data whose largest |x| is subnormal)."""
+    from isotropy._utils.magnitude import refuse_subnormal
+    from isotropy._utils.validation import IsotropyValueError
+
+    if not isinstance(acc, _Refused):
+        return acc
+    refuse_nonfinite(acc.nonfinite, caller)
+    if not acc.normal:
+        refuse_subnormal(np.empty(0, dtype=dtype), acc.subnormal, caller=caller)
+    raise IsotropyValueError(f"The 'X' parameter of {caller} must have a normal number in every row chunk of a dask "
+                             f"array. Got rows {acc.rows[0]} to {acc.rows[1]} made only of subnormal numbers (largest "
+                             f"|x| = {acc.subnormal:.3g}) instead; rechunk X, or store the data at a larger scale.")
 
 
 def _accumulator_graph(X, caller, min_features=1):
@@ -41,8 +95,14 @@ def _accumulator_graph(X, caller, min_features=1):
     from dask import delayed
 
     chunk = delayed(_chunk_accumulator, pure=True, name="isotropy-chunk-statistics")
-    partials = [chunk(block) for block in finite_blocks(X, caller)]
-    return tree_reduce(partials, _merge_accumulators, name="isotropy-merge-statistics")
+    partials = [chunk(block, start) for block, start in zip(X.to_delayed().ravel(), row_starts(X))]
+    return tree_reduce(partials, _merge_accumulators, name="isotropy-merge-statistics"), X.dtype
+
+
+def _accumulate(X, caller, min_features=1):
+    graph, dtype = _accumulator_graph(X, caller, min_features)
+    (acc,) = compute(graph)
+    return _accepted(acc, dtype, caller)
 
 
 def covariance_accumulator(X):
@@ -58,8 +118,7 @@ def covariance_accumulator(X):
     isotropy.CovarianceAccumulator
         Its ``mean()``, ``covariance()``, ``isoscore()``, ... are those of the materialised array.
     """
-    (acc,) = compute(_accumulator_graph(X, "covariance_accumulator"))
-    return acc
+    return _accumulate(X, "covariance_accumulator")
 
 
 def _variance_checked(acc, caller):
@@ -76,7 +135,7 @@ def _variance_checked(acc, caller):
 def isoscore(X):
     """:func:`isotropy.isoscore` of a dask array (see there); equal to it on the materialised array."""
     caller = "isoscore"
-    (acc,) = compute(_accumulator_graph(X, caller, min_features=2))
+    acc = _accumulate(X, caller, min_features=2)
     _variance_checked(acc, caller)
     return acc.isoscore()
 
@@ -87,7 +146,7 @@ def isoscore_star(X, *, shrinkage_cov=None, zeta=0.2):
 
     caller = "isoscore_star"
     zeta = float(check_scalar(zeta, "zeta", caller=caller, low=0.0, high=1.0))
-    (acc,) = compute(_accumulator_graph(X, caller, min_features=2))
+    acc = _accumulate(X, caller, min_features=2)
     _variance_checked(acc, caller)  # whatever ζ, as in memory
     return acc.isoscore_star(shrinkage_cov=shrinkage_cov, zeta=zeta)
 
@@ -95,21 +154,22 @@ def isoscore_star(X, *, shrinkage_cov=None, zeta=0.2):
 def participation_ratio(X):
     """:func:`isotropy.participation_ratio` of a dask array (see there)."""
     caller = "participation_ratio"
-    (acc,) = compute(_accumulator_graph(X, caller))
+    acc = _accumulate(X, caller)
     _variance_checked(acc, caller)
     return acc.participation_ratio()
 
 
 def cosine_similarity_mean(X):
-    """:func:`isotropy.cosine_similarity_mean` of a dask array (see there)."""
-    from isotropy._utils.validation import IsotropyValueError
+    """:func:`isotropy.cosine_similarity_mean` of a dask array (see there): per-chunk sums of the unit rows (the
+    in-memory arithmetic), merged; all-zero rows and rows made only of subnormal numbers refused as in memory."""
+    from isotropy._kernels.rows import mean_pair_cosine
+    from isotropy.distributed._rows import refuse_rows, unit_sums
 
     caller = "cosine_similarity_mean"
-    (acc,) = compute(_accumulator_graph(X, caller))
-    if acc._n_zero_rows:
-        raise IsotropyValueError(f"The 'X' parameter of {caller} must not contain zero vectors, for which cosine "
-                                 f"similarity is undefined. Got {acc._n_zero_rows} all-zero row(s) instead.")
-    return acc.cosine_similarity_mean()
+    X = check_dask_X(X, caller=caller)
+    unit_sum, _, zero, subnormal = unit_sums(X, caller=caller, squares=False)
+    refuse_rows(zero, subnormal, caller=caller, name="X")
+    return float(mean_pair_cosine(float(unit_sum @ unit_sum), X.shape[0]))
 
 
 # ---------------------------------------------------------------------------------------------- I(W)

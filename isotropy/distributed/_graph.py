@@ -328,13 +328,18 @@ def like_rows(result, rows):
     return result.rechunk({0: rows, **{axis: -1 for axis in range(1, result.ndim)}})
 
 
-def host_labels(labels, n_samples, caller):
-    """Integer cluster ids (numpy, n_samples) from labels given as numpy, a list or a dask array."""
+def host_labels(labels, X, caller):
+    """Integer cluster ids (numpy, n_samples) from labels given as numpy, a list or a dask array.
+
+    The dask array ``X`` is checked first (its shape: at least 2 samples), as the in-memory functions check
+    ``X`` before the labels: one row got the labels' "between 2 and n_samples - 1 = -1 clusters".
+    """
     from isotropy._utils.backend import is_dask
 
+    check_dask_X(X, caller=caller)
     if is_dask(labels):
         labels = labels.compute()
-    return check_labels(labels, n_samples=n_samples, caller=caller)
+    return check_labels(labels, n_samples=X.shape[0], caller=caller)
 
 
 def check_tile_rows(chunk_size, caller, n_features, *, default=DEFAULT_TILE_ROWS):

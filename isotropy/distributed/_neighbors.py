@@ -120,6 +120,7 @@ def _neighbour_blocks(X, n_neighbors, metric, chunk_size, caller, exponent=None)
 
     from isotropy._utils.validation import check_n_neighbors, check_option
 
+    check_dask_X(X, caller=caller, min_samples=2)  # X before the options, as in memory: one row is "at least 2 samples"
     check_option(metric, "metric", _METRICS, caller=caller)
     n = X.shape[0]
     check_n_neighbors(n_neighbors, n, caller=caller, low=1)
