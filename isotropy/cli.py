@@ -217,6 +217,11 @@ def plot(path: Path, out_dir: Path | None, formats, dpi: int):
     for warning in caught:
         click.echo(f"Warning: {' '.join(str(warning.message).split())}", err=True)
     out_dir = out_dir or (path if path.is_dir() else path.parent) / "geometry-figures"
+    from isotropy.io._paths import check_not_an_input
+    from isotropy.training.logs import find_geometry_logs
+
+    for log in find_geometry_logs(path):  # --out onto the log's own folder: a metrics file named geometry.csv
+        check_not_an_input({"--out": out_dir / "geometry.csv"}, {"the training log": log})
     out_dir.mkdir(parents=True, exist_ok=True)
     with atomic_write(out_dir / "geometry.csv") as handle:
         frame.to_csv(handle, index=False)

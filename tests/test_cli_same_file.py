@@ -93,3 +93,13 @@ def test_results_dir_with_a_name_too_long_is_a_one_line_refusal(tmp_path):
             ResultsLock(results_dir).acquire()
         text = str(info.value)
         assert text.startswith("--results-dir '") and "(file name too long)" in text and len(text) < 300, text
+
+
+def test_plot_out_onto_the_folder_of_a_training_log_named_geometry_csv_is_refused(tmp_path, capsys):
+    log = tmp_path / "geometry.csv"
+    log.write_text("step,geometry/isoscore/layer_1\n0,0.1\n10,0.05\n")
+    before = log.read_bytes()
+    err = _fails(capsys, "plot", log, "--out", tmp_path)
+    assert err == f"Error: --out {str(log)!r} is the same file as the training log; expected another path (writing " \
+                  f"it would overwrite the input)."
+    _unchanged(log, before)
