@@ -557,3 +557,18 @@ def test_dunn_of_tight_clusters_side_by_side_far_from_the_centre_is_exact(rows):
     D, same = cdist(X, X), labels[:, None] == labels[None, :]
     expected = D[~same].min() / D[same].max()
     assert isotropy.dunn_index(da.from_array(X, chunks=(rows, 3)), labels) == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("name", ["twonn_dimension", "mle_dimension"])
+def test_distinct_rows_whose_distance_underflows_get_the_in_memory_refusal(name):
+    # the dask estimators said "(rescale X)", which cannot help values spanning 300 orders of magnitude; now the
+    # in-memory estimators' message, word for word
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(size=(30, 3)) * 1e150, rng.normal(size=(30, 3)) * 1e-150])
+    kwargs = {} if name == "twonn_dimension" else {"n_neighbors": 5}
+    with pytest.raises(IsotropyValueError) as in_memory:
+        getattr(isotropy, name)(X, **kwargs)
+    with pytest.raises(IsotropyValueError) as on_dask:
+        getattr(isotropy, name)(da.from_array(X, chunks=(20, 3)), **kwargs)
+    assert str(on_dask.value) == str(in_memory.value)
+    assert "squared differences underflow float64" in str(on_dask.value)

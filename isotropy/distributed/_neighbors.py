@@ -181,10 +181,9 @@ def _no_duplicates(dist, caller, start=0, radius=0.0):
             f"row(s) instead; drop the copies, or measure X in memory, where they are merged with a warning.")
     zero = np.flatnonzero(dist[:, 0] == 0)
     if zero.size:
-        raise IsotropyValueError(
-            f"The 'X' parameter of {caller} must have its distinct rows at a nonzero float64 distance from each "
-            f"other (identical rows are merged). Got {zero.size} distinct row(s) at distance 0 from another row "
-            f"instead (rescale X).")
+        from isotropy._kernels.dimension import underflowed_distances
+
+        raise underflowed_distances(caller, int(zero.size))  # the in-memory estimators' refusal
     return dist
 
 
