@@ -167,8 +167,10 @@ def test_bad_arguments():
         silhouette_samples(X, labels, chunk_size=0)
     with pytest.raises(TypeError, match="'random_state' parameter of silhouette_score"):
         silhouette_score(X, labels, sample_size=5, random_state="seed")
-    # the cluster count is checked on the subsample: 2 samples allow at most 1 cluster
-    with pytest.raises(IsotropyValueError, match="between 2 and n_samples - 1 = 1 clusters"):
+    # 2 samples allow at most 1 cluster: no silhouette is ever defined, so the option's range starts at 3 (it said
+    # "between 2 and n_samples - 1 = 1 clusters")
+    with pytest.raises(IsotropyValueError, match=r"'sample_size' parameter of silhouette_score must be an int in the "
+                                                 r"range \[3, 10\]"):
         silhouette_score(X, labels, sample_size=2, random_state=0)
 
 
@@ -258,3 +260,16 @@ def test_labels_of_mixed_kinds_are_refused_in_one_line(rng):
     with pytest.raises(TypeError, match=r"^The 'labels' parameter of silhouette_score must hold labels of one kind "
                                         r"\(all numbers or all strings\)\. Got a mix of int, str instead\.$"):
         silhouette_score(X, np.array([1, "a", 2, "b", 1, "a"], dtype=object))
+
+
+def test_a_subsample_with_one_cluster_is_named_as_the_subsample():
+    # 100 rows, 2 clusters, sample_size=5: the draw held one cluster, and the error read "The 'labels' parameter ...
+    # must define between 2 and n_samples - 1 = 4 clusters. Got 1 cluster instead." for labels the user gave with
+    # 100 rows and 2 clusters. Now it says the sample drew them
+    from isotropy import IsotropyValueError, silhouette_score
+
+    X = np.random.default_rng(0).normal(size=(100, 3))
+    labels = np.r_[np.zeros(98, int), [1, 1]]
+    with pytest.raises(IsotropyValueError, match=r"^The 'sample_size' parameter of silhouette_score drew 5 of the 100 "
+                                                 r"rows, which hold 1 cluster of 'labels'; .* sample_size - 1 = 4"):
+        silhouette_score(X, labels, sample_size=5, random_state=0)

@@ -318,6 +318,25 @@ def _check_n_clusters(ids, n_samples, caller):
     return n_clusters
 
 
+def sampled_ids(ids, indices, n_samples: int, caller: str):
+    """The cluster ids of the subsample ``indices`` of ``silhouette_score``, numbered 0.., checked.
+
+    A subsample holding a single cluster (or one cluster per row) has no silhouette; the error
+    says it is the subsample's, drawn from how many rows, not the user's labels (which the
+    checks before the draw accepted).
+    """
+    _, sample = np.unique(ids[indices], return_inverse=True)
+    sample = sample.reshape(-1)
+    m = indices.size
+    found = int(sample.max()) + 1 if sample.size else 0
+    if not 2 <= found <= m - 1:
+        raise IsotropyValueError(
+            f"The 'sample_size' parameter of {caller} drew {m} of the {n_samples} rows, which hold {found} "
+            f"cluster{'s' if found != 1 else ''} of 'labels'; a silhouette needs between 2 and sample_size - 1 = "
+            f"{m - 1} clusters in the sample. Draw more rows (or another random_state).")
+    return sample
+
+
 def _sample_indices(n_samples, sample_size, random_state, caller):
     """Indices of the subsample, chosen exactly as scikit-learn chooses them."""
     if isinstance(random_state, (np.random.Generator, np.random.RandomState)):

@@ -352,13 +352,13 @@ def check_tile_rows(chunk_size, caller, n_features, *, default=DEFAULT_TILE_ROWS
 
 def sample_rows(X, ids, sample_size, random_state, caller):
     """The seeded subsample of :func:`isotropy.silhouette_score`: the same rows for the same seed."""
-    from isotropy._kernels.silhouette import _sample_indices
+    from isotropy._kernels.silhouette import _sample_indices, sampled_ids
 
-    check_scalar(sample_size, "sample_size", caller=caller, kind=numbers.Integral, low=2, high=X.shape[0],
+    check_scalar(sample_size, "sample_size", caller=caller, kind=numbers.Integral, low=3, high=X.shape[0],
                  allow_none=True)
-    indices = np.sort(_sample_indices(X.shape[0], int(sample_size), random_state, caller))
+    n = X.shape[0]
+    indices = np.sort(_sample_indices(n, int(sample_size), random_state, caller))
     X = X[indices]
     if ids is None:
         return X, None
-    _, ids = np.unique(ids[indices], return_inverse=True)
-    return X, ids.reshape(-1)
+    return X, sampled_ids(ids, indices, n, caller)

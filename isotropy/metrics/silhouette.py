@@ -37,6 +37,7 @@ from isotropy._kernels.silhouette import (
     _sample_indices,
     _uncertain_numpy,
     duplicate_groups,
+    sampled_ids,
 )
 from isotropy._utils.backend import is_dask, is_torch
 from isotropy._utils.validation import (
@@ -421,7 +422,7 @@ def silhouette_score(X, labels, *, metric="euclidean", sample_size=None, random_
         Distance between samples.
     sample_size : int, optional
         Compute the score on this many samples drawn without replacement (all samples when
-        None), in ``[2, n_samples]``.
+        None), in ``[3, n_samples]`` (a silhouette needs two clusters, one of two samples or more).
     random_state : None, int, numpy.random.RandomState or numpy.random.Generator
         Chooses the subsample when ``sample_size`` is given. The subset is
         ``random_state.permutation(n_samples)[:sample_size]``; an int seed builds a
@@ -464,17 +465,17 @@ def silhouette_score(X, labels, *, metric="euclidean", sample_size=None, random_
     caller = "silhouette_score"
     X, ids = _validate(X, labels, metric, None, caller)
     if sample_size is not None:
-        check_scalar(sample_size, "sample_size", caller=caller, kind=numbers.Integral, low=2, high=X.shape[0],
+        check_scalar(sample_size, "sample_size", caller=caller, kind=numbers.Integral, low=3, high=X.shape[0],
                      allow_none=True)
-        indices = _sample_indices(X.shape[0], sample_size, random_state, caller)
+        n = X.shape[0]
+        indices = _sample_indices(n, sample_size, random_state, caller)
         if is_torch(X):
             import torch
 
             X = X[torch.as_tensor(indices, device=X.device)]
         else:
             X = X[indices]
-        _, ids = np.unique(ids[indices], return_inverse=True)
-        ids = ids.reshape(-1)
+        ids = sampled_ids(ids, indices, n, caller)
     s = _silhouette(X, ids, metric, None, caller)
     if is_torch(X):
         return s.mean().to(X.dtype)
