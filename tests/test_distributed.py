@@ -572,3 +572,11 @@ def test_distinct_rows_whose_distance_underflows_get_the_in_memory_refusal(name)
         getattr(isotropy, name)(da.from_array(X, chunks=(20, 3)), **kwargs)
     assert str(on_dask.value) == str(in_memory.value)
     assert "squared differences underflow float64" in str(on_dask.value)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 5, 16])
+def test_participation_ratio_of_a_rank_one_set_is_its_lower_bound_on_dask(seed):
+    # the rounding put a rank-1 set at 0.9999999999999998 on some path, below the documented range [1, n_features]
+    rng = np.random.default_rng(seed)
+    X = np.outer(rng.normal(size=50), rng.normal(size=5))
+    assert 1.0 <= isotropy.participation_ratio(da.from_array(X, chunks=(10, 5))) <= 1.0 + 1e-15
