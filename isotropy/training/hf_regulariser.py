@@ -44,6 +44,13 @@ class HFRegulariser(HiddenStateRegulariser, TrainerCallback):
     Registered only as a callback (no ``compute_loss_func=reg``), it raises at the end of the first
     step instead of training without the penalty.
 
+    Under gradient accumulation (``gradient_accumulation_steps=k``) a step trains the objective of one
+    batch of all its rows: the task loss of the step (the default one sums over the micro-batch and
+    divides by the Trainer's ``num_items_in_batch``, the label count of the whole step) plus the mean
+    of the micro-batches' penalties (each micro-batch adds its penalty over ``k``, or over the fewer
+    micro-batches of an epoch's last step: the Trainer does not divide a ``compute_loss_func``'s loss
+    by ``k``). The logged parts are the step's, and add up to the Trainer's ``loss``.
+
     Parameters
     ----------
     method, weight, zeta, shrinkage_sample, layers, level, pooling, batch_size, max_length
@@ -51,7 +58,11 @@ class HFRegulariser(HiddenStateRegulariser, TrainerCallback):
     task_loss : callable, optional
         ``task_loss(outputs, labels, num_items_in_batch)``; default cross-entropy on
         ``outputs.logits`` (integer labels, -100 ignored) or MSE for one output / float labels.
-        Causal language models need their own (shifted labels).
+        Causal language models need their own (shifted labels). As the Trainer's own
+        ``compute_loss_func``: given ``num_items_in_batch`` (the labels of the whole step, all
+        micro-batches), return the micro-batch's summed loss divided by it; a per-batch mean would be
+        counted ``gradient_accumulation_steps`` times. ``None`` is passed where the Trainer divides the
+        loss itself (``trainer.loss_is_scaled_for_ga = False``): then return the micro-batch's mean.
     tokenizer : transformers tokenizer, optional
         For a text ``shrinkage_sample``; default the Trainer's ``processing_class``. Refused with no
         sample or an encoded one, where nothing is tokenised.
@@ -81,6 +92,7 @@ class HFRegulariser(HiddenStateRegulariser, TrainerCallback):
         self._attention_mask = None
         self._hooked_model = None
         self._step = None  # (trainer.state.global_step as the step began, micro-batches seen, accumulation steps)
+        self._trainer = None  # the Trainer running the current step (its loss scaling, read in __call__)
 
     def _training_step(self):
         if self._step is None:
@@ -112,10 +124,17 @@ class HFRegulariser(HiddenStateRegulariser, TrainerCallback):
             self.refresh(model)
 
     def on_step_begin(self, args, state, control, **kwargs):
-        self._step = [state.global_step, 0, max(1, int(getattr(args, "gradient_accumulation_steps", 1) or 1))]
+        from isotropy.training.hf_callback import _calling_trainer
+
+        self._trainer = _calling_trainer()
+        # the micro-batches of this step: gradient_accumulation_steps, fewer in an epoch's last step
+        accumulation = getattr(self._trainer, "current_gradient_accumulation_steps", None)
+        if not isinstance(accumulation, int) or accumulation < 1:
+            accumulation = max(1, int(getattr(args, "gradient_accumulation_steps", 1) or 1))
+        self._step = [state.global_step, 0, accumulation]
 
     def on_step_end(self, args, state, control, model=None, **kwargs):
-        self._step = None
+        self._step, self._trainer = None, None
         if not self._called:
             raise IsotropyValueError("HFRegulariser is one of the Trainer's callbacks but the Trainer never called it "
                                      "for the loss: pass it as compute_loss_func too, "
@@ -138,19 +157,51 @@ class HFRegulariser(HiddenStateRegulariser, TrainerCallback):
         if self._hook is not None:
             self._hook.remove()
         self._hook, self._hooked_model, self._attention_mask, self._step = None, None, None, None
+        self._trainer = None
 
     # ------------------------------------------------------------- compute_loss_func
+    def _loss_scaling(self, num_items_in_batch):
+        """``(divides, factor)``: whether the Trainer divides the returned loss by the step's micro-batches itself,
+        and the factor by which it multiplies the returned loss before ``backward`` (``1/micro-batches`` when it
+        divides; times the processes when it averages tokens across devices), as its ``training_step`` and
+        ``compute_loss`` do."""
+        trainer = self._trainer
+        micro = self._step[2] if self._step is not None else 1
+        if trainer is None:
+            return False, 1.0
+        scaled = getattr(trainer, "loss_is_scaled_for_ga", None)
+        divides = scaled is not None and not scaled  # None: a compute_loss_func's loss counts as scaled
+        factor = 1.0 / micro if divides else 1.0
+        args = trainer.args
+        if getattr(args, "average_tokens_across_devices", False) and num_items_in_batch is not None:
+            if getattr(args, "n_gpu", 1) > 1:
+                factor *= args.n_gpu
+            else:
+                tp_size = trainer.get_tp_size() if hasattr(trainer, "get_tp_size") else 1
+                factor *= trainer.accelerator.num_processes // tp_size
+        return divides, factor
+
     def __call__(self, outputs, labels, num_items_in_batch=None):
-        task = self.task_loss(outputs, labels, num_items_in_batch)
         if not torch.is_grad_enabled():  # evaluation and prediction: the task loss alone
-            return task
+            return self.task_loss(outputs, labels, num_items_in_batch)
         if self._hook is None:
             raise IsotropyValueError("HFRegulariser must also be one of the Trainer's callbacks: "
                                      "Trainer(..., compute_loss_func=reg, callbacks=[reg]).")
+        divides, factor = self._loss_scaling(num_items_in_batch)
+        # the Trainer divides a per-batch mean itself (loss_is_scaled_for_ga=False): the task loss is that mean
+        task = self.task_loss(outputs, labels, None if divides else num_items_in_batch)
         hidden = _hidden_states(outputs, self.caller)
+        micro = 1
         if self._step is not None:
             self._step[1] += 1  # this micro-batch of the step
+            micro = self._step[2]
         penalty = self.penalty(hidden, self._attention_mask)
         self._called = True
-        self._record(task.detach(), penalty.detach())
-        return task + penalty
+        # each micro-batch's penalty is its share of the step's mean penalty, whatever the Trainer multiplies the
+        # loss by: under gradient accumulation the step's objective is then that of one batch of all its rows
+        # (the Trainer does not divide a compute_loss_func's loss by gradient_accumulation_steps)
+        share = penalty / (micro * factor)
+        first = self._step is None or self._step[1] == 1
+        # the parts as they enter the Trainer's logged loss (which adds its micro-batches): their sum is that loss
+        self._record(task.detach() * factor, share.detach() * factor, new_step=first)
+        return task + share

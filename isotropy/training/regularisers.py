@@ -238,7 +238,7 @@ class HiddenStateRegulariser:
         self.shrinkage_cov = None
         self.last_penalty = None
         self._warned_single = False
-        self._sums = [0.0, 0.0, 0]  # task loss, penalty, batches since the last log (see logged_means)
+        self._sums = [0.0, 0.0, 0]  # task loss, penalty, (optimiser) steps since the last log (see logged_means)
 
     def _training_step(self) -> str | None:
         """Which training step the batch given to :meth:`penalty` belongs to, where the drop-in knows it (for messages).
@@ -247,11 +247,15 @@ class HiddenStateRegulariser:
         """
         return None
 
-    def _record(self, task_loss, penalty):
-        """Count one training batch's task loss and penalty towards the next logged means."""
+    def _record(self, task_loss, penalty, *, new_step=True):
+        """Count one training batch's task loss and penalty towards the next logged means.
+
+        ``new_step=False``: another micro-batch of the step already counted (gradient accumulation), whose parts add
+        to that step's instead of counting as one more step.
+        """
         self._sums[0] += float(task_loss)
         self._sums[1] += float(penalty)
-        self._sums[2] += 1
+        self._sums[2] += int(new_step)
 
     def logged_means(self, *, reduce=True):
         """``{LOG_KEYS[0]: mean task loss, LOG_KEYS[1]: mean penalty}`` since the last call, then reset.
