@@ -27,6 +27,7 @@ import torch
 from torch import nn
 
 from isotropy._kernels.isoscore import check_covariance
+from isotropy._utils.backend import no_autocast
 from isotropy._utils.validation import IsotropyValueError, check_scalar, check_tensor_data, first_nonfinite
 from isotropy.metrics.cosine import _cosine_similarity_mean
 from isotropy.metrics.isoscore import _check_shrinkage_cov, _isoscore_star
@@ -188,9 +189,10 @@ def _shrinkage_covariance(H, *, caller):
     if not joined:  # a list's entries were checked one by one, each named
         _refuse_nonfinite(H, caller)
     work = torch.float64 if H.device.type != "mps" else torch.float32
-    Hc = H.to(work)
-    Hc = Hc - Hc.mean(dim=0, keepdim=True)
-    cov = (Hc.T @ Hc) / (H.shape[0] - 1)
+    with no_autocast(H):  # float32 on MPS: autocast would take the product to half precision
+        Hc = H.to(work)
+        Hc = Hc - Hc.mean(dim=0, keepdim=True)
+        cov = (Hc.T @ Hc) / (H.shape[0] - 1)
     # half precision gives float32, as the metrics compute it: a float16 covariance of states with a spread above
     # ~256 overflowed to inf, and I-STAR then refused a 'shrinkage_cov' the user never passed
     dtype = source if source in (torch.float32, torch.float64) else (

@@ -7,11 +7,13 @@ torch is never imported here: a tensor can only exist if the caller imported tor
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import sys
 
 import numpy as np
 
-__all__ = ["as_float64_numpy", "get_namespace", "is_dask", "is_torch", "to_output"]
+__all__ = ["as_float64_numpy", "get_namespace", "is_dask", "is_torch", "no_autocast", "to_output", "without_autocast"]
 
 
 def is_torch(X) -> bool:
@@ -49,3 +51,40 @@ def as_float64_numpy(X) -> np.ndarray:
     if is_torch(X):
         return X.detach().to("cpu").double().numpy()
     return np.asarray(X, dtype=np.float64)
+
+
+def no_autocast(X):
+    """A context that turns autocast off on ``X``'s device while the toolkit computes on the tensor ``X``.
+
+    Under ``torch.autocast`` (a mixed-precision training step) torch runs matmuls in bfloat16 or float16 whatever
+    the dtype of their operands: IsoScore's float32 Gram products came back as bfloat16, 1e-3 off (I-STAR's
+    penalty 1e-2), where the metrics promise float32 arithmetic for half input and the input's dtype otherwise.
+    Autocast is a per-device thread-local mode, so this works on every device type (cpu, cuda, mps, xpu, ...) and
+    keeps the graph: gradients flow to ``X`` as outside autocast. A no-op (``nullcontext``) for anything but a
+    tensor, and where autocast is off or unknown to the device (``meta``).
+    """
+    if not is_torch(X):
+        return contextlib.nullcontext()
+    torch = sys.modules["torch"]
+    device = X.device.type
+    try:
+        enabled = torch.is_autocast_enabled(device)
+    except TypeError:  # torch < 2.4 takes no device type: CUDA's flag, and the CPU's of its own
+        enabled = torch.is_autocast_cpu_enabled() if device == "cpu" else (
+            device == "cuda" and torch.is_autocast_enabled())
+    except RuntimeError:  # a device type autocast does not know (meta): it cannot be on there
+        enabled = False
+    return torch.autocast(device_type=device, enabled=False) if enabled else contextlib.nullcontext()
+
+
+def without_autocast(func):
+    """Decorate a metric or penalty: its arithmetic on a torch tensor argument (the first one, positional or
+    keyword: ``X``/``H``) runs with autocast off on that tensor's device (see :func:`no_autocast`)."""
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        X = next((a for a in (*args, *kwargs.values()) if is_torch(a)), None)
+        with no_autocast(X):
+            return func(*args, **kwargs)
+
+    return wrapper

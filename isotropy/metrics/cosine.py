@@ -13,7 +13,7 @@ import numbers
 import numpy as np
 
 from isotropy._kernels.rows import mean_pair_cosine, norm_range
-from isotropy._utils.backend import is_dask, is_torch, to_output
+from isotropy._utils.backend import is_dask, is_torch, to_output, without_autocast
 from isotropy._utils.validation import (
     IsotropyValueError,
     check_labels,
@@ -148,12 +148,14 @@ def cosine_similarity_mean(X):
     return _cosine_similarity_mean(X, caller="cosine_similarity_mean")
 
 
+@without_autocast
 def _cosine_similarity_mean(X, *, caller, name="X"):
     """:func:`cosine_similarity_mean` whose errors name ``caller``'s parameter ``name`` (``cosine_penalty``'s H)."""
     X = check_X(X, caller=caller, name=name)
     return to_output(_mean_pairwise_cosine_of_units(_unit_row_sum(X, caller=caller, name=name), X.shape[0]), X)
 
 
+@without_autocast
 def inter_type_cosine(X, groups, *, type_vector="instance", random_state=None):
     """S_inter of Cai et al.: mean cosine similarity between vectors of distinct types.
 
@@ -242,6 +244,7 @@ def _checked_groups(groups, n_samples, caller):
     return check_labels(groups, n_samples=n_samples, caller=caller, name="groups")
 
 
+@without_autocast
 def intra_type_cosine(X, groups, *, max_instances=None, random_state=None):
     """S_intra of Cai et al.: mean over types of the mean pairwise cosine of that type's instances.
 

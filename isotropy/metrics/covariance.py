@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from isotropy._kernels.accumulator import CovarianceAccumulator, participation_ratio_in_range
 from isotropy._kernels.isoscore import _check_variance, _eps, _scatter_stats
-from isotropy._utils.backend import is_dask, to_output
+from isotropy._utils.backend import is_dask, to_output, without_autocast
 from isotropy._utils.validation import check_X
 
 __all__ = ["CovarianceAccumulator", "participation_ratio"]
 
 
+@without_autocast
 def participation_ratio(X):
     """Participation ratio (Σλ)²/Σλ² of the covariance spectrum: the "effective number of dimensions".
 

@@ -25,13 +25,14 @@ from isotropy._kernels.isoscore import (
     check_covariance,
     isoscore_from_covariance,
 )
-from isotropy._utils.backend import is_dask, is_torch, to_output
+from isotropy._utils.backend import is_dask, is_torch, to_output, without_autocast
 from isotropy._utils.magnitude import rescaled
 from isotropy._utils.validation import IsotropyValueError, check_scalar, check_tensor_data, check_X
 
 __all__ = ["isoscore", "isoscore_from_covariance", "isoscore_star"]
 
 
+@without_autocast
 def isoscore(X):
     """IsoScore of a point cloud: 1 = isotropic, 0 = all variance along one direction.
 
@@ -158,6 +159,7 @@ def isoscore_star(X, *, shrinkage_cov=None, zeta=0.2):
     return _isoscore_star(X, shrinkage_cov=shrinkage_cov, zeta=zeta, caller="isoscore_star")
 
 
+@without_autocast
 def _isoscore_star(X, *, shrinkage_cov, zeta, caller, name="X"):
     """:func:`isoscore_star` with the public caller's name, and its name for ``X``, in its error messages."""
     zeta = float(check_scalar(zeta, "zeta", caller=caller, low=0.0, high=1.0))

@@ -17,7 +17,7 @@ import warnings
 
 import numpy as np
 
-from isotropy._utils.backend import is_dask, is_torch, to_output
+from isotropy._utils.backend import is_dask, is_torch, to_output, without_autocast
 from isotropy._utils.validation import check_scalar, check_X
 from isotropy.metrics.cosine import _refuse_rows, _unit_rows, _unit_sums
 
@@ -112,6 +112,7 @@ def _check_n_dimensions(n_dimensions, n_features, *, caller):
     return int(n_dimensions)
 
 
+@without_autocast
 def cosine_contributions(X):
     """Contribution of each dimension to the mean cosine similarity of the rows of ``X``.
 
@@ -156,6 +157,7 @@ def cosine_contributions(X):
     return _contributions_from_sums(*_sums(X, caller), X.shape[0])
 
 
+@without_autocast
 def rogue_dimension_share(X, *, n_dimensions=1):
     """Share of the expected cosine similarity carried by the top ``n_dimensions`` dimensions.
 

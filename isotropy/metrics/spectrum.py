@@ -20,13 +20,14 @@ import numbers
 import numpy as np
 
 from isotropy._kernels.accumulator import entropy_rank, entropy_rank_bound
-from isotropy._utils.backend import is_dask, is_torch
+from isotropy._utils.backend import is_dask, is_torch, without_autocast
 from isotropy._utils.errors import IsotropyValueError
 from isotropy._utils.validation import check_bool, check_scalar, check_X
 
 __all__ = ["effective_rank", "rankme", "singular_values"]
 
 
+@without_autocast
 def singular_values(X, *, center: bool = False):
     """Singular values of ``X`` (or of ``X`` minus its column means), largest first.
 
@@ -264,6 +265,7 @@ def rankme(X, *, epsilon: float = 1e-7, center: bool = False, normalize: bool = 
     return _rank(X, center=center, normalize=normalize, epsilon=float(epsilon), caller="rankme")
 
 
+@without_autocast
 def _rank(X, *, center, normalize, epsilon, caller):
     check_bool(center, "center", caller=caller)
     check_bool(normalize, "normalize", caller=caller)
