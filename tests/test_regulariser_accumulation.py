@@ -117,3 +117,77 @@ def test_hf_accumulated_step_matches_one_batch_of_its_rows(tmp_path):
     assert two[1]["regulariser/task_loss"] == pytest.approx(one[1]["regulariser/task_loss"], rel=1e-5)
     assert two[1]["loss"] == pytest.approx(two[1]["regulariser/task_loss"] + two[1]["regulariser/penalty"], rel=1e-5)
 
+
+class _Recorder:
+    """A Lightning logger keeping every ``log_metrics`` call (the last value of a key at a step is the kept one)."""
+
+    def __new__(cls):
+        from lightning.pytorch.loggers import Logger
+
+        class Recorder(Logger):
+            def __init__(self):
+                super().__init__()
+                self.calls = []
+
+            @property
+            def name(self):
+                return "recorder"
+
+            @property
+            def version(self):
+                return 0
+
+            def log_hyperparams(self, params, *args, **kwargs):
+                pass
+
+            def log_metrics(self, metrics, step=None):
+                self.calls.append((step, dict(metrics)))
+
+        return Recorder()
+
+
+def test_lightning_accumulated_step_logs_the_task_loss_and_the_mean_penalty():
+    """The task loss was the loss Lightning had divided by accumulate_grad_batches, less the whole penalty
+    ((0.696 + 0.305) / 2 − 0.305 = 0.196 for a cross-entropy of 0.696), and the penalty the last micro-batch's."""
+    import lightning as L
+
+    from isotropy.training import LightningRegulariser
+
+    ids, mask, labels = _rows()
+    data = [{"input_ids": ids[i], "attention_mask": mask[i], "labels": labels[i]} for i in range(N_ROWS)]
+    reg = LightningRegulariser("cosreg", weight=1.0)
+
+    class Module(L.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.model = _bert_classifier()
+
+        def training_step(self, batch, batch_idx):
+            out = self.model(**batch, output_hidden_states=True)
+            return out.loss + reg.penalty(out.hidden_states, batch["attention_mask"])
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.0)
+
+    recorder = _Recorder()
+    trainer = L.Trainer(accelerator="cpu", max_epochs=1, accumulate_grad_batches=2, log_every_n_steps=1,
+                        callbacks=[reg], logger=recorder, enable_checkpointing=False, enable_progress_bar=False,
+                        enable_model_summary=False)
+    trainer.fit(Module(), torch.utils.data.DataLoader(data, batch_size=8))
+    kept = {}
+    for step, metrics in recorder.calls:
+        kept.setdefault(step, {}).update(metrics)
+
+    # independent: lr=0 keeps the initial weights; per micro-batch the mean cross-entropy and the token CosReg
+    model = _bert_classifier()
+    parts = []
+    for g in (slice(0, 8), slice(8, 16), slice(16, 24)):
+        with torch.no_grad():
+            out = model(input_ids=ids[g], attention_mask=mask[g], output_hidden_states=True)
+        keep = mask[g].bool()
+        parts.append((float(torch.nn.functional.cross_entropy(out.logits, labels[g])),
+                      float(_mean_cosine(torch.cat([h[keep] for h in out.hidden_states[1:]])))))
+    # step 0: micro-batches 0 and 1; step 1: the epoch's last micro-batch alone
+    for step, micro in ((0, parts[:2]), (1, parts[2:])):
+        assert kept[step]["regulariser/task_loss"] == pytest.approx(sum(t for t, _ in micro) / len(micro), rel=1e-5)
+        assert kept[step]["regulariser/penalty"] == pytest.approx(sum(p for _, p in micro) / len(micro), rel=1e-5)

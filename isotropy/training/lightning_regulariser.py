@@ -29,7 +29,9 @@ class LightningRegulariser(HiddenStateRegulariser, Callback):
     of every training epoch. After each batch the penalty and the task loss (the loss returned
     by ``training_step`` minus the penalty) are logged with ``pl_module.log`` as
     ``regulariser/penalty`` and ``regulariser/task_loss``, at the batch's own step, as
-    :class:`HFRegulariser` logs them. A batch whose ``training_step`` did not call ``penalty`` raises
+    :class:`HFRegulariser` logs them. Under ``accumulate_grad_batches=k`` they are the means over the
+    step's micro-batches so far, so the value a logger keeps for a step (its last micro-batch's) is
+    the step's mean. A batch whose ``training_step`` did not call ``penalty`` raises
     (registered as a callback but not wired into the loss).
 
     Parameters
@@ -63,6 +65,7 @@ class LightningRegulariser(HiddenStateRegulariser, Callback):
         self.set_tokenizer(tokenizer)
         self._batch_penalty = None  # the sum of this batch's penalties (None: penalty not called yet)
         self._step = None  # (trainer.global_step, batch_idx) of the training batch in progress
+        self._step_sums = None  # (global_step, task loss, penalty, micro-batches) of the optimiser step in progress
 
     def _training_step(self):
         return None if self._step is None else f"global_step={self._step[0]} (trainer.global_step), batch_idx={self._step[1]}"
@@ -90,16 +93,32 @@ class LightningRegulariser(HiddenStateRegulariser, Callback):
         self._step = (trainer.global_step, batch_idx)
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        # the optimiser steps before this batch (global_step has moved already after a step's last micro-batch)
+        step = trainer.global_step if self._step is None else self._step[0]
         self._step = None
         if self._batch_penalty is None:
             raise IsotropyValueError("LightningRegulariser is one of the Trainer's callbacks but training_step never "
                                      "called reg.penalty(...): add it to the loss, e.g. loss = out.loss + "
                                      "reg.penalty(out.hidden_states, batch['attention_mask']).")
         loss = outputs.get("loss") if isinstance(outputs, dict) else outputs
-        options = {"on_step": True, "on_epoch": False, "batch_size": 1}
-        pl_module.log(LOG_KEYS[1], self._batch_penalty, **options)
         if loss is not None:
-            pl_module.log(LOG_KEYS[0], float(loss.detach()) - self._batch_penalty, **options)
+            # Lightning has divided the loss training_step returned by accumulate_grad_batches (automatic
+            # optimisation): the task loss is that returned loss, less the penalty
+            if getattr(pl_module, "automatic_optimization", True):
+                loss = loss * trainer.accumulate_grad_batches
+            loss = float(loss.detach())
+        # the means over this optimiser step's micro-batches
+        if self._step_sums is None or self._step_sums[0] != step:
+            self._step_sums = [step, 0.0, 0.0, 0]
+        if loss is not None:
+            self._step_sums[1] += loss - self._batch_penalty
+        self._step_sums[2] += self._batch_penalty
+        self._step_sums[3] += 1
+        count = self._step_sums[3]
+        options = {"on_step": True, "on_epoch": False, "batch_size": 1}
+        pl_module.log(LOG_KEYS[1], self._step_sums[2] / count, **options)
+        if loss is not None:
+            pl_module.log(LOG_KEYS[0], self._step_sums[1] / count, **options)
 
     def on_train_epoch_start(self, trainer, pl_module):
         self.set_tokenizer(_find_tokenizer(trainer, pl_module))
