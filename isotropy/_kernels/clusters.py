@@ -55,6 +55,11 @@ def _check_dunn_defined(separation: float, diameter: float, n_samples: int, metr
             f"two of them at the same point ({metric} distance 0), so the index is 0/0, undefined.")
 
 
+# Relative spread of product distances below which _extreme_pair takes the extreme product distance's pair without
+# comparing the pairs the rounding bound cannot tell apart: their distances differ from the extreme one by at most
+# that much (in the worst case of the bound; about sqrt(d)·eps in practice). On data of tied distances (one-hot rows,
+# a lattice) every pair of a block is such a candidate, and recomputing them all made the index 20-40x slower.
+_NEGLIGIBLE = 2.0**-36
 # Entries of the gathered rows of the candidate pairs whose exact distances are computed at a time (_extreme_pair).
 _CANDIDATE_ELEMENTS = 1 << 21
 
@@ -95,11 +100,20 @@ def _extreme_pair(E, slack: float, best: tuple, Wi, Wj, offsets: tuple, metric: 
     distances the rounding does not blur) get their distances from the rows ``Wi``, ``Wj``
     (:func:`_pair_values`), and the exact closest one is kept. Before, the pair of the smallest
     :math:`\tilde D` was taken, which cancellation can make the wrong pair (two tight clusters side by
-    side far from the data's centre: an index 19 % off). Ties keep the pair found first.
+    side far from the data's centre: an index 19 % off). Ties keep the pair found first. Where the
+    bound is below ``_NEGLIGIBLE`` of the extreme (most data), the extreme product distance's pair is
+    taken as before: any candidate's distance is within that relative spread of it.
     """
     extreme = _scalar(xp.max(E) if farthest else xp.min(E))
     if math.isinf(extreme):  # no pair of the kind in the block
         return best
+    if 2.0 * slack <= _NEGLIGIBLE * abs(extreme):  # the rounding cannot move the value past _NEGLIGIBLE (relative)
+        flat = E.shape[1]
+        at = int(xp.argmax(xp.reshape(E, (-1,))) if farthest else xp.argmin(xp.reshape(E, (-1,))))
+        index = xp.asarray([at], device=getattr(Wi, "device", None))
+        value = _scalar(_pair_values(Wi, Wj, index // flat, index % flat, metric, xp)[0])
+        better = value > best[0] if farthest else value < best[0]
+        return (value, (offsets[0] + at // flat, offsets[1] + at % flat)) if better else best
     if farthest:
         if extreme + slack < best[0]:
             return best
