@@ -30,7 +30,8 @@ def _calling_trainer():
 class HFGeometryCallback(TrainerCallback):
     """Log IsoScore, IsoScore*, mean cosine, ... of every layer of the model being trained.
 
-    At the start of training (step 0), every ``every_n_steps`` optimiser steps, after the last step
+    At the start of training (step 0; not when resuming from a checkpoint, whose history holds its
+    steps), every ``every_n_steps`` optimiser steps, after the last step
     (unless ``load_best_model_at_end``, which swaps in the best checkpoint first) and after every
     evaluation, the probe is embedded by the model being trained (eval mode, no gradients, then
     back to train mode), each chosen layer is pooled to one vector per probe row, and the metrics
@@ -120,6 +121,9 @@ class HFGeometryCallback(TrainerCallback):
         control.should_log, control.should_evaluate, control.should_save = flags
 
     def on_train_begin(self, args, state, control, model=None, **kwargs):
+        if state.global_step > 0:  # resumed from a checkpoint: its step was measured before it was saved
+            self._last_step = state.global_step
+            return
         self._last_step = None
         self._measure_and_log(state, control, model, kwargs)
 

@@ -65,7 +65,8 @@ def _find_tokenizer(trainer, pl_module):
 class LightningGeometryCallback(Callback):
     """Log IsoScore, IsoScore*, mean cosine, ... of every layer of a model trained with Lightning.
 
-    Before the first step (step 0), every ``every_n_steps`` optimiser steps (``trainer.global_step``),
+    Before the first step (step 0; not when resuming from a checkpoint, whose run measured its step),
+    every ``every_n_steps`` optimiser steps (``trainer.global_step``),
     after the last step and at the end of every validation epoch, the probe is embedded by the model
     (eval mode, no gradients, then back to train mode) and the per-layer metrics are sent to every
     logger of the Trainer (TensorBoard, CSV, W&B) as ``geometry/<metric>/layer_<i>`` at step
@@ -143,7 +144,9 @@ class LightningGeometryCallback(Callback):
                                          for key, value in values.items()})
 
     def on_train_start(self, trainer, pl_module):
-        self._last_step = None
+        # resumed from a checkpoint (ckpt_path=): its step was measured by the run that saved it, so the first batch
+        # of this run does not log it again; a fresh run measures step 0
+        self._last_step = trainer.global_step if trainer.global_step > 0 else None
 
     def _due(self, trainer):
         step = trainer.global_step
