@@ -103,3 +103,18 @@ def test_plot_out_onto_the_folder_of_a_training_log_named_geometry_csv_is_refuse
     assert err == f"Error: --out {str(log)!r} is the same file as the training log; expected another path (writing " \
                   f"it would overwrite the input)."
     _unchanged(log, before)
+
+
+@pytest.mark.parametrize("pattern", ["{dir}", "{dir}/*.npy"])
+def test_json_onto_a_shard_of_a_folder_or_glob_is_refused_and_the_shard_kept(tmp_path, capsys, pattern):
+    # the shards of a folder or glob EMBEDDINGS were not compared: --json shards/part-1.npy wrote the report over it
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    rng = np.random.default_rng(0)
+    for i in range(2):
+        np.save(shards / f"part-{i}.npy", rng.normal(size=(30, 4)))
+    target = shards / "part-1.npy"
+    before = target.read_bytes()
+    err = _fails(capsys, "measure", pattern.format(dir=shards), "--metrics", "isoscore", "--json", target)
+    assert "is the same file as EMBEDDINGS (shard 2 of 2)" in err
+    _unchanged(target, before)

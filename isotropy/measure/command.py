@@ -36,6 +36,23 @@ DEFAULT = default_metric_names(labels=False, shrinkage=False)  # the label-free 
 ON_REQUEST = [name for name in LABEL_FREE if not METRICS[name].default]
 
 
+def _shard_inputs(embeddings) -> dict:
+    """``{"EMBEDDINGS (shard i of n)": path}`` for the shards of a folder or glob EMBEDDINGS, for check_not_an_input
+    (``--json shards/part-1.npy`` overwrote a shard), or the folder of a Zarr array (nothing is written in it)."""
+    from isotropy._utils.validation import IsotropyValueError
+    from isotropy.io.shards import _is_zarr, _shard_paths, is_sharded
+
+    if embeddings is None or not is_sharded(embeddings):
+        return {}
+    if _is_zarr(Path(embeddings)):
+        return {"EMBEDDINGS (a Zarr array)": Path(embeddings)}
+    try:
+        shards = _shard_paths(embeddings)
+    except (IsotropyValueError, OSError):  # no shards, or one that cannot be opened: reported when they are read
+        return {}
+    return {f"EMBEDDINGS (shard {i + 1} of {len(shards)})": shard for i, shard in enumerate(shards)}
+
+
 def _parse_memory_limit(ctx, param, value):
     """``--memory-limit``: 'auto' or a positive size in bytes (``2GB``, ``512MiB``, ``1e9``), as dask parses it."""
     if value is None or value.strip().lower() == "auto":
@@ -401,7 +418,8 @@ def command(embeddings, labels_path, label_column, metric_names, shrinkage_sampl
 
         _guard(check_not_an_input, {"--json": json_path},  # self.npy --json self.npy: the input overwritten
                {"EMBEDDINGS": embeddings, "--labels": labels_path,
-                "--shrinkage-sample": shrinkage_sample if isinstance(shrinkage_sample, Path) else None})
+                "--shrinkage-sample": shrinkage_sample if isinstance(shrinkage_sample, Path) else None,
+                **_shard_inputs(embeddings)})
         _guard(check_writable_destination, json_path, name="--json")  # refuse a FIFO or a directory now, not later
     from isotropy.io.shards import is_sharded
 
