@@ -49,8 +49,9 @@ def _as_rows(X, metric):
     ``None`` for a batch of no rows of the metric's width (nothing to add: the last batch of a filtered stream, a
     process's share that came out empty), which was an error."""
     caller = f"{type(metric).__name__}.update"
-    if not isinstance(X, torch.Tensor):
-        X = torch.as_tensor(np.asarray(X))
+    if not isinstance(X, torch.Tensor):  # numpy's checks of its type (a str gave torch's "can't convert np.ndarray of
+        # type numpy.str_"); its shape and values are checked below, after the empty batch's way out
+        X = torch.as_tensor(check_X(X, caller=caller, min_samples=0, allow_nonfinite=True))
     if X.ndim == 2 and X.shape[0] == 0 and X.shape[1] > 0:
         fixed = metric.n_features or (metric._width() if metric._has_data() else 0)
         _check_width(caller, fixed, X.shape[1])
@@ -120,6 +121,13 @@ def _keep_float64_states(metric, fn, exclude_state, apply):
         this._defaults[key] = move(this._defaults[key])
         setattr(this, key, move(getattr(this, key)))
     return this
+
+
+def _merged_as_update(metric):
+    """Count a ``merge_state`` that brought rows as an update: torchmetrics warned "compute was called before
+    update" on a metric filled by merges alone, whose value was right."""
+    if metric._has_data():
+        metric._update_count += 1
 
 
 def _check_width(caller, expected, got, what="the previous batches"):
@@ -277,6 +285,7 @@ class _MomentMetric(Metric):
         other = _incoming_state(self, incoming_state)
         self._reduce_states(other)
         self._computed = None  # a value computed before the merge is stale (torchmetrics keeps it otherwise)
+        _merged_as_update(self)
 
     # ------------------------------------------------------------------ update
     def update(self, X):
@@ -949,6 +958,7 @@ class TwoNNDimension(Metric):
                                      f"metric {mine}; both must have the same width.")
         super().merge_state(incoming_state)
         self._computed = None  # a value computed before the merge is stale (torchmetrics keeps it otherwise)
+        _merged_as_update(self)
 
     def forward(self, *args, **kwargs):
         """Add the batch and return the TwoNN dimension of that batch alone (NaN below 3 rows)."""
