@@ -67,7 +67,9 @@ _PASS_COST = {"cpu": 32}
 _PROBE_OPTIONS = {"twonn_dimension": {"max_samples": 4096, "random_state": 0}}  # a bounded cost per measurement
 # the modules a table metric's compute() imports on its first call, imported when the probe is built instead
 _COMPUTE_MODULES = {"isoscore_star": ("isotropy.metrics.isoscore",), "rogue_dimension_share": ("isotropy.metrics.rogue",),
-                    "twonn_dimension": ("isotropy.metrics.dimension",)}
+                    # a CPU tensor's search is the numpy kernel's, whose worker pool and progress load on first use
+                    "twonn_dimension": ("isotropy.metrics.dimension", "isotropy._kernels.silhouette",
+                                        "isotropy._utils.progress")}
 
 
 def import_for_measuring(names=()):
