@@ -78,7 +78,7 @@ CALLS = {
     "torch.cosine_penalty": (lambda H: isotropy_torch.cosine_penalty(H), "H", "cosine_penalty"),
     "torch.shrinkage_covariance": (lambda H: isotropy_torch.shrinkage_covariance(H), "H", "shrinkage_covariance"),
     "torch.IStarLoss": (lambda H: isotropy_torch.IStarLoss()(H), "H", "IStarLoss"),
-    "torch.CosRegLoss": (lambda H: isotropy_torch.CosRegLoss()(H), "H", "cosine_penalty"),
+    "torch.CosRegLoss": (lambda H: isotropy_torch.CosRegLoss()(H), "H", "CosRegLoss"),
     # isotropy.transforms: the functions, the estimators' fit and their transform
     "transforms.all_but_the_top": (lambda X: isotropy_transforms.all_but_the_top(X), "X", "all_but_the_top"),
     "transforms.cluster_center": (lambda X: isotropy_transforms.cluster_center(X), "X", "cluster_center"),
