@@ -17,7 +17,7 @@ from pathlib import Path
 import click
 
 from isotropy._utils.click_types import BoundedInt
-from isotropy._utils.errors import debugging
+from isotropy._utils.errors import Terminated, debugging
 from isotropy._utils.install import extra_command
 
 # experiment name -> "module:attribute" of its Experiment record (isotropy.experiments._runner.Experiment)
@@ -310,12 +310,6 @@ def _unfinished_run(path: Path, record, *, locking: bool) -> str | None:
         return (f"{line} and has no results to plot. The previous run's results are in {str(previous)!r}; the next "
                 f"'isotropy run' there puts them back before it starts.")
     return f"{line} and has no results to plot; run it again (with --resume to keep its finished parts)."
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM (``kill PID``, a batch system's time limit), raised where the command is, as Ctrl-C raises
-    ``KeyboardInterrupt``: a run marks itself interrupted, or puts the previous results back when it had written none
-    (the same clean-up as Ctrl-C, which is why it is one), and the command exits 143."""
 
 
 def _terminate(signum, frame):

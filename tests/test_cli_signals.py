@@ -92,3 +92,30 @@ def test_the_console_command_is_the_entry_that_handles_ctrl_c_during_imports():
 
     project = tomllib.loads((Path(__file__).resolve().parent.parent / "pyproject.toml").read_text())
     assert project["project"]["scripts"]["isotropy"] == "isotropy.__main__:entry"
+
+
+def test_sigterm_during_measure_keeps_the_finished_metrics_and_exits_143(tmp_path, monkeypatch, capsys):
+    # measure's own Ctrl-C handling caught the SIGTERM (a KeyboardInterrupt) and exited 130 with "interrupted"
+    import numpy as np
+
+    from isotropy.measure import report
+
+    np.save(tmp_path / "x.npy", np.random.default_rng(0).normal(size=(200, 8)))
+    original = report._measure
+
+    def measured_then_killed(*args, **kwargs):
+        for item in original(*args, **kwargs):
+            yield item
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)  # the handler raises before this returns
+            raise AssertionError("SIGTERM was not handled")
+
+    monkeypatch.setattr(report, "_measure", measured_then_killed)
+    out = tmp_path / "m.json"
+    with pytest.raises(SystemExit) as info:
+        isotropy.cli.main(["measure", str(tmp_path / "x.npy"), "--metrics", "isoscore,participation_ratio",
+                           "--json", str(out)])
+    assert info.value.code == 143
+    assert "Error: terminated; the JSON holds the metrics that finished." in capsys.readouterr().err
+    record = json.loads(out.read_text())
+    assert record["complete"] is False and "isoscore" in json.dumps(record)

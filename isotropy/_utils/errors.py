@@ -9,11 +9,18 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["IsotropyValueError", "debugging"]
+__all__ = ["IsotropyValueError", "Terminated", "debugging"]
 
 
 class IsotropyValueError(ValueError):
     """A bad value given to a public function of :mod:`isotropy`."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (``kill PID``, a batch system's time limit), raised where the command is, as Ctrl-C raises
+    ``KeyboardInterrupt``: a run marks itself interrupted, or puts the previous results back when it had written none
+    (the same clean-up as Ctrl-C, which is why it is one), and the command exits 143. Here, below every command that
+    catches Ctrl-C, so that each can tell the two apart (the CLI raises it: :mod:`isotropy.cli`)."""
 
 
 def debugging() -> bool:

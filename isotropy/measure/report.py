@@ -20,6 +20,7 @@ import warnings
 
 import click
 
+from isotropy._utils.errors import Terminated
 from isotropy.metrics import table as _table
 
 __all__ = ["CLUSTER", "LABEL_FREE", "METRICS", "QUADRATIC", "InputError", "report", "shrinkage_covariance"]
@@ -94,9 +95,10 @@ def report(data, embeddings, *, metric_names, json_path, key, labels_path, sampl
                                       progress=progress, n_neighbors=n_neighbors, zeta=zeta, averaging=averaging):
             results.add(name, outcome)
             echo(rows.row(name, outcome))
-    except KeyboardInterrupt:
-        results.interrupted = True
-        click.echo("Error: interrupted; the JSON holds the metrics that finished.", err=True)
+    except KeyboardInterrupt as stop:  # Ctrl-C, or SIGTERM (Terminated): the finished metrics are kept, then 130 / 143
+        results.interrupted = 143 if isinstance(stop, Terminated) else 130
+        click.echo(f"Error: {'terminated' if results.interrupted == 143 else 'interrupted'}; the JSON holds the "
+                   f"metrics that finished.", err=True)
     for name in _COSINE_HALVES.intersection(results.values) if distance == "cosine" else ():  # kept with the value
         results.notes.setdefault(name, []).insert(0, _COSINE_NOTE)
     for name in euclidean_only:
@@ -114,7 +116,7 @@ def report(data, embeddings, *, metric_names, json_path, key, labels_path, sampl
 
         _guard(write_json_output, json_path, record)
     if results.interrupted:
-        sys.exit(130)
+        sys.exit(results.interrupted)
     if results.errors:
         click.echo(failed_line(results.errors, metric_names, json_path), err=True)
         sys.exit(2 if all(kind == "input" for kind in results.error_kinds.values()) else 1)
