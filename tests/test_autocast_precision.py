@@ -20,6 +20,7 @@ from isotropy import (
     isoscore,
     isoscore_star,
     participation_ratio,
+    partition_isotropy,
     rankme,
     rogue_dimension_share,
 )
@@ -54,6 +55,7 @@ CASES = {
     "isoscore_star": (lambda H, S: isoscore_star(H, shrinkage_cov=S, zeta=0.3),
                       lambda X, S: isoscore_star(X, shrinkage_cov=S, zeta=0.3)),
     "participation_ratio": (lambda H, S: participation_ratio(H), lambda X, S: participation_ratio(X)),
+    "partition_isotropy": (lambda H, S: partition_isotropy(H), lambda X, S: partition_isotropy(X)),
     "cosine_similarity_mean": (lambda H, S: cosine_similarity_mean(H), lambda X, S: cosine_similarity_mean(X)),
     "intra_type_cosine": (lambda H, S: intra_type_cosine(H, GROUPS), lambda X, S: intra_type_cosine(X, GROUPS)),
     "effective_rank": (lambda H, S: effective_rank(H, center=True), lambda X, S: effective_rank(X, center=True)),

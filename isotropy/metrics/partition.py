@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from isotropy._utils.backend import is_dask, is_torch, to_output
+from isotropy._utils.backend import is_dask, is_torch, to_output, without_autocast
 from isotropy._utils.magnitude import extremes, refuse_partition_all_zero, rescaled
 from isotropy._utils.magnitude import refuse_partition_overflow as _refuse_overflow
 from isotropy._utils.validation import check_X
@@ -152,6 +152,7 @@ def _eigenvectors(A):
         return np.linalg.eigh(A)[1]
 
 
+@without_autocast
 def partition_isotropy(X):
     """Isotropy I(W) = min_u Z(u) / max_u Z(u) of Mu & Viswanath (2018); 1 = isotropic.
 
