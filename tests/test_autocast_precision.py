@@ -162,3 +162,14 @@ def test_no_autocast_is_a_no_op_off_autocast_and_for_non_tensors():
         with no_autocast(torch.zeros(2, 2)):
             assert not torch.is_autocast_enabled("cpu")
         assert torch.is_autocast_enabled("cpu")  # restored on exit
+
+
+def test_partition_isotropy_under_autocast_is_float32_and_exact():
+    # far from the origin its value is 0 whatever the precision (the case above); centred data gave 0.4883 in
+    # bfloat16 for 0.49405 before partition_isotropy turned autocast off
+    g = torch.Generator().manual_seed(0)
+    H = torch.randn(256, 32, generator=g) * torch.linspace(0.5, 1, 32)
+    with _autocast():
+        value = partition_isotropy(H)
+    assert value.dtype == torch.float32
+    assert float(value) == pytest.approx(partition_isotropy(H.double().numpy()), abs=1e-5)
