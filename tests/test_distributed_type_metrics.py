@@ -161,3 +161,23 @@ def test_parameter_errors_get_the_in_memory_message(data):
     N = X.copy()
     N[640, 0] = -np.inf
     _same_error("token_norms", N, tokens)
+
+
+def test_token_norms_never_holds_every_chunk_at_once(monkeypatch):
+    # every chunk's norms waited for max|X|, which needs every chunk: in one graph, the scheduler held all the chunks
+    # until the first norm. Now the maxima are one pass and the norms another, each streaming its chunks: no graph
+    # computes both (dask's local schedulers load ready chunks in batches anyway, so the graphs are what is checked)
+    from isotropy.distributed import _rows
+
+    graphs, original = [], _rows.compute
+
+    def recording(*args, **kwargs):
+        graphs.append({getattr(getattr(a, "_obj", None), "__name__", None) or str(a.key).split("-")[0] for a in args})
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(_rows, "compute", recording)
+    X = np.random.default_rng(0).normal(size=(4000, 8))
+    tokens = [f"t{i}" for i in range(4000)]
+    assert isotropy.token_norms(da.from_array(X, chunks=(500, 8)), tokens) == isotropy.token_norms(X, tokens)
+    together = [g for g in graphs if any("top_chunk" in k for k in g) and any("norms_chunk" in k for k in g)]
+    assert not together and any(any("norms_chunk" in k for k in g) for g in graphs), graphs

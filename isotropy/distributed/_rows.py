@@ -244,13 +244,15 @@ def _norms_chunk(block, scale):
 
 def row_norms(X, *, caller):
     """``(‖x‖ / max|X| for every row, max|X|)`` of the checked dask array ``X`` (the in-memory arithmetic): the chunks'
-    largest ``|x|``, then their rows' norms at the scale of the whole array; a NaN/inf is refused."""
+    largest ``|x|``, then their rows' norms at the scale of the whole array; a NaN/inf is refused.
+
+    Two passes over the chunks: in one graph, every chunk's norms waited for the scale, which needs every chunk, so the
+    scheduler held all the chunks in memory at once before the first norm (a review of f9c5604)."""
     from dask import delayed
 
     blocks = list(X.to_delayed().ravel())
-    tops = [delayed(_top_chunk, pure=True)(b, s) for b, s in zip(blocks, row_starts(X))]
-    scale = delayed(_scale, pure=True)(*tops)
-    norms = [delayed(_norms_chunk, pure=True)(b, scale) for b in blocks]
-    done = compute(*tops, scale, *norms)
-    refuse_nonfinite([bad for bad, _ in done[:len(tops)] if bad is not None], caller)
-    return np.concatenate(done[len(tops) + 1:]), done[len(tops)]
+    tops = compute(*[delayed(_top_chunk, pure=True)(b, s) for b, s in zip(blocks, row_starts(X))])
+    refuse_nonfinite([bad for bad, _ in tops if bad is not None], caller)
+    scale = _scale(*tops)
+    norms = compute(*[delayed(_norms_chunk, pure=True)(b, scale) for b in blocks])
+    return np.concatenate(norms), scale
