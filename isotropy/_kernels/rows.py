@@ -45,6 +45,7 @@ from typing import NamedTuple
 import numpy as np
 
 from isotropy._utils.backend import is_torch
+from isotropy._utils.errors import IsotropyValueError
 from isotropy._utils.threads import one_blas_thread
 
 _CHUNK_ELEMENTS = 1 << 20  # float64 entries of a chunk (8 MiB)
@@ -138,6 +139,20 @@ def first_chunk_shift(first):
     if all_rows_equal(first):
         return first[0].clone() if is_torch(first) else np.asarray(first[0], dtype=np.float64)
     return first.mean(0) if is_torch(first) else first.mean(axis=0, dtype=np.float64)
+
+
+def refuse_rows(bad, subnormal, *, caller, name, offset=0):
+    """The one message for all-zero rows (``bad``) and rows made only of subnormal numbers (their row indices),
+    in memory (:mod:`isotropy.metrics.cosine`, torch too) and on dask (:mod:`isotropy.distributed._rows`)."""
+    if bad.size:
+        raise IsotropyValueError(
+            f"The '{name}' parameter of {caller} must not contain zero vectors, for which cosine similarity is "
+            f"undefined. Got {bad.size} all-zero row(s) (first at index {int(bad[0]) + offset}) instead.")
+    if subnormal.size:
+        raise IsotropyValueError(
+            f"The '{name}' parameter of {caller} must have rows of normal magnitude. Got {subnormal.size} row(s) "
+            f"(first at index {int(subnormal[0]) + offset}) made only of subnormal numbers, which have already "
+            f"lost most of their significant digits; store the data at a larger scale.")
 
 
 def _unit_rows_block(B: np.ndarray, start: int, zero: list, subnormal: list, scales: list | None = None) -> np.ndarray:

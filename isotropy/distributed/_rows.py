@@ -15,27 +15,13 @@ import itertools
 
 import numpy as np
 
-from isotropy._utils.validation import IsotropyValueError
+from isotropy._kernels.rows import refuse_rows
 from isotropy.distributed._graph import compute, nonfinite_in, refuse_nonfinite, row_starts, tree_reduce
 
 __all__ = ["drawn_rows", "refuse_rows", "row_norms", "type_sums", "unit_gram_frob_sq", "unit_sums"]
 
 
 # ------------------------------------------------------------------------------------------ shared plumbing
-def refuse_rows(bad, subnormal, *, caller, name, offset=0):
-    """The one message for all-zero rows (``bad``) and rows made only of subnormal numbers (their row indices),
-    in memory (:mod:`isotropy.metrics.cosine`, torch too) and on dask."""
-    if bad.size:
-        raise IsotropyValueError(
-            f"The '{name}' parameter of {caller} must not contain zero vectors, for which cosine similarity is "
-            f"undefined. Got {bad.size} all-zero row(s) (first at index {int(bad[0]) + offset}) instead.")
-    if subnormal.size:
-        raise IsotropyValueError(
-            f"The '{name}' parameter of {caller} must have rows of normal magnitude. Got {subnormal.size} row(s) "
-            f"(first at index {int(subnormal[0]) + offset}) made only of subnormal numbers, which have already "
-            f"lost most of their significant digits; store the data at a larger scale.")
-
-
 def _unit(B, offset):
     """``(float64 unit rows of B, zero rows, subnormal rows)``, the rows counted from ``offset``: the in-memory scaling."""
     from isotropy._kernels.rows import _unit_rows_block

@@ -13,6 +13,7 @@ import numbers
 import numpy as np
 
 from isotropy._kernels.rows import mean_pair_cosine, norm_range
+from isotropy._kernels.rows import refuse_rows as _refuse_rows
 from isotropy._utils.backend import is_dask, is_torch, to_output, without_autocast
 from isotropy._utils.validation import (
     IsotropyValueError,
@@ -22,7 +23,6 @@ from isotropy._utils.validation import (
     check_scalar,
     check_X,
 )
-from isotropy.distributed._rows import refuse_rows as _refuse_rows
 
 __all__ = ["cosine_similarity_mean", "inter_type_cosine", "intra_type_cosine"]
 
