@@ -340,9 +340,8 @@ class Replacement:
     that list only once everything is back, and :meth:`commit` renames ``.previous`` before deleting it.
     """
 
-    def __init__(self, results_dir: Path, *, purpose: str = "run"):
+    def __init__(self, results_dir: Path):
         self.results_dir = Path(results_dir)
-        self.purpose = purpose  # "run", or "plot" (isotropy plot drawing into a run's folder): said to a second comer
         self.previous = self.results_dir / PREVIOUS_NAME
         self.committed = False
 
