@@ -263,3 +263,24 @@ def test_the_dimension_page_says_dask_local_mle_merges_parallel_rows_as_numpy_do
     lazy = np.asarray(lazy)
     np.testing.assert_allclose(lazy, in_memory, rtol=1e-10)
     assert lazy[10] == lazy[20]
+
+
+@pytest.mark.parametrize("name", ["effective_rank", "rankme"])
+def test_dask_ranks_of_a_masked_array_count_its_rows(name):
+    # a dask array filtered by a mask has unknown chunk sizes; 0 or 1 rows, all-zero rows and even 50 ordinary rows
+    # ended in raw dask/numpy errors ("all the input array dimensions ... must match", "expected a sequence of
+    # integers ... got 'nan'") from its empty blocks: now counted block by block, with check_X's messages
+    from isotropy import IsotropyValueError
+
+    fn = getattr(iso, name)
+    X = np.random.default_rng(0).normal(size=(100, 4))
+    D = da.from_array(X, chunks=(25, 4))
+    for keep, rows in ((np.arange(100) > 200, 0), (np.arange(100) == 3, 1)):
+        with pytest.raises(IsotropyValueError, match=rf"^The 'X' parameter of {name} must have at least 2 samples "
+                                                     rf"\(rows\)\. Got {rows} instead\.$"):
+            fn(D[da.from_array(keep, chunks=25)])
+    half = da.from_array(np.arange(100) < 50, chunks=25)  # two of four blocks empty
+    assert fn(D[half]) == pytest.approx(fn(X[:50]), rel=1e-12)
+    zeros = da.from_array(np.zeros((100, 4)), chunks=(25, 4))[half]
+    with pytest.raises(IsotropyValueError, match="must not be all zero"):
+        fn(zeros)

@@ -85,11 +85,23 @@ def dask_scale(X, *, caller: str, name: str = "X") -> float:
     """``max|x|`` of a dask array checked by :func:`check_dask_matrix`, its values checked as :func:`check_X` checks
     them in memory: a NaN or inf refused at its row and column (found by a second pass, only then), and data whose
     largest ``|x|`` is subnormal refused (they have lost their significant digits; their SVD failed in LAPACK)."""
+    import dask
     import dask.array as da
 
     from isotropy._utils.magnitude import refuse_subnormal
 
-    low, high = (float(v) for v in da.compute(X.min(), X.max()))
+    if math.isnan(X.shape[0]):  # rows not known (a masked array): counted, and refused as check_dask_matrix refuses
+        # block by block: dask's min/max of such an array failed on its empty blocks (a raw concatenate error)
+        parts = dask.compute(*[dask.delayed(_block_extremes)(block) for block in X.to_delayed().ravel()])
+        rows = sum(part[0] for part in parts) // max(1, X.numblocks[1])
+        if rows < 2:
+            raise IsotropyValueError(f"The '{name}' parameter of {caller} must have at least 2 samples (rows). Got "
+                                     f"{rows} instead.")
+        nonfinite = any(rows and not (math.isfinite(low) and math.isfinite(high)) for rows, low, high in parts)
+        low = float("nan") if nonfinite else min(part[1] for part in parts)  # (min of floats with NaN: by order)
+        high = float("nan") if nonfinite else max(part[2] for part in parts)
+    else:
+        low, high = (float(v) for v in da.compute(X.min(), X.max()))
     if not (np.isfinite(low) and np.isfinite(high)):
         found, row = _first_nonfinite_block(X)
         raise IsotropyValueError(f"The '{name}' parameter of {caller} must contain only finite values. Got "
@@ -98,6 +110,24 @@ def dask_scale(X, *, caller: str, name: str = "X") -> float:
     dtype = X.dtype if X.dtype.itemsize >= 4 else np.dtype(np.float32)  # float16 is computed in float32 (check_X)
     refuse_subnormal(np.empty(0, dtype=dtype), top, caller=caller, name=name)
     return top
+
+
+def _block_extremes(block):
+    """``(rows, min, max)`` of one block (``inf``, ``-inf`` for an empty one); NaN propagates to the bounds."""
+    B = np.asarray(block)
+    if not B.size:
+        return B.shape[0], float("inf"), float("-inf")
+    return B.shape[0], float(B.min()), float(B.max())
+
+
+def dask_rows(X) -> int:
+    """The rows of a dask array, counted from its blocks when its chunk sizes are unknown (reads them once)."""
+    if not math.isnan(X.shape[0]):
+        return int(X.shape[0])
+    import dask
+
+    shapes = dask.compute(*[dask.delayed(np.shape)(block) for block in X.to_delayed()[:, 0]])
+    return int(sum(shape[0] for shape in shapes))
 
 
 def _first_nonfinite_block(X):
@@ -127,7 +157,7 @@ def _singular_values(X, *, center: bool, caller: str):
         scale = dask_scale(X, caller=caller)
         X = X.astype(np.float64)
         if scale == 0:
-            return np.zeros(min(X.shape))
+            return np.zeros(min(dask_rows(X), X.shape[1]))
         X = X * 2.0 ** -np.frexp(scale)[1]
         if center:
             X = X - X.mean(axis=0)
