@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import math
 import numbers
 import threading
 
@@ -174,35 +175,49 @@ def row_chunks(X, *, caller: str) -> tuple:
     return X.chunks[0]
 
 
+def check_dask_shape(X, *, caller: str, name: str = "X", min_samples: int = 2, min_features: int = 1,
+                     allow_unknown_rows: bool = False):
+    """The metadata checks of :func:`isotropy._utils.validation.check_X` on a dask array, in its words: 2-d, known
+    chunk sizes (``allow_unknown_rows``: a row count of NaN, a masked array's, is taken and its rows not counted
+    here), real numbers (integers and booleans as float64, float16 as float32; complex and object refused: a
+    complex array's imaginary part was silently dropped by ``astype``), at least ``min_samples`` rows and
+    ``min_features`` columns. Returns ``X``, cast where needed; its values are not read."""
+    shape = tuple(X.shape)
+    if len(shape) != 2:
+        raise IsotropyValueError(f"The '{name}' parameter of {caller} must be a 2-d array of shape (n_samples, "
+                                 f"n_features). Got an array with shape {shape} instead.")
+    unknown = [isinstance(s, float) and math.isnan(s) for s in shape]  # unknown chunk sizes
+    if unknown[1] or (unknown[0] and not allow_unknown_rows):
+        raise IsotropyValueError(f"The '{name}' parameter of {caller} must be a dask array with known chunk sizes. "
+                                 f"Got shape {shape} instead (call {name}.compute_chunk_sizes() first).")
+    if X.dtype.kind in "biu":
+        X = X.astype(np.float64)
+    elif X.dtype.kind != "f":
+        raise TypeError(f"The '{name}' parameter of {caller} must be a real-valued array. Got dtype {X.dtype} "
+                        f"instead.")
+    elif X.dtype.itemsize < 4:
+        X = X.astype(np.float32)
+    if not unknown[0] and shape[0] < min_samples:
+        raise IsotropyValueError(f"The '{name}' parameter of {caller} must have at least {min_samples} "
+                                 f"{'sample (row)' if min_samples == 1 else 'samples (rows)'}. Got {shape[0]} instead.")
+    if shape[1] < min_features:
+        raise IsotropyValueError(f"The '{name}' parameter of {caller} must have at least {min_features} "
+                                 f"{'feature (column)' if min_features == 1 else 'features (columns)'}. Got {shape[1]} "
+                                 f"instead.")
+    return X
+
+
 def check_dask_X(X, *, caller: str, min_samples: int = 2, min_features: int = 1, rows: int | None = None):
     """Check a dask array of shape (n_samples, n_features); return it row-chunked (one column chunk).
 
-    Same messages as :func:`isotropy._utils.validation.check_X`. Finiteness is checked chunk by chunk
-    when the chunks are computed (:func:`finite_blocks`). ``rows`` rechunks to that many rows per
+    Same messages as :func:`isotropy._utils.validation.check_X` (:func:`check_dask_shape`). Finiteness is checked
+    chunk by chunk when the chunks are computed (:func:`finite_blocks`). ``rows`` rechunks to that many rows per
     chunk (the tile size of the pairwise computations). Anything but a dask array is refused
     (:func:`row_chunks`).
     """
     row_chunks(X, caller=caller)
+    X = check_dask_shape(X, caller=caller, min_samples=min_samples, min_features=min_features)
     shape = X.shape
-    if len(shape) != 2:
-        raise IsotropyValueError(f"The 'X' parameter of {caller} must be a 2-d array of shape (n_samples, "
-                                 f"n_features). Got an array with shape {shape} instead.")
-    if any(isinstance(s, float) for s in shape):  # nan: unknown chunk sizes
-        raise IsotropyValueError(f"The 'X' parameter of {caller} must be a dask array with known chunk sizes. "
-                                 f"Got shape {shape} instead (call X.compute_chunk_sizes() first).")
-    if X.dtype.kind in "biu":
-        X = X.astype(np.float64)
-    elif X.dtype.kind != "f":
-        raise TypeError(f"The 'X' parameter of {caller} must be a real-valued array. Got dtype {X.dtype} instead.")
-    elif X.dtype.itemsize < 4:
-        X = X.astype(np.float32)
-    if shape[0] < min_samples:
-        raise IsotropyValueError(f"The 'X' parameter of {caller} must have at least {min_samples} "
-                                 f"{'sample (row)' if min_samples == 1 else 'samples (rows)'}. Got {shape[0]} instead.")
-    if shape[1] < min_features:
-        raise IsotropyValueError(f"The 'X' parameter of {caller} must have at least {min_features} "
-                                 f"{'feature (column)' if min_features == 1 else 'features (columns)'}. Got {shape[1]} "
-                                 f"instead.")
     if rows is None:
         rows = max(1, _STREAM_ELEMENTS // max(1, shape[1]))
         small = len(X.chunks[0]) > 1 and shape[0] * shape[1] < len(X.chunks[0]) * _SMALL_CHUNK_ELEMENTS

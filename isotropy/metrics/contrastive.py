@@ -120,11 +120,10 @@ def _dask_alignment(X, Y, *, alpha: float, normalize: bool, caller: str) -> floa
     import dask
     import dask.array as da
 
-    from isotropy.distributed._graph import compute
-    from isotropy.metrics.spectrum import check_dask_matrix
+    from isotropy.distributed._graph import check_dask_shape, compute
 
-    X = check_dask_matrix(da.asarray(X), caller=caller, min_samples=1)
-    Y = check_dask_matrix(da.asarray(Y), caller=caller, name="Y", min_samples=1)
+    X = check_dask_shape(da.asarray(X), caller=caller, min_samples=1)
+    Y = check_dask_shape(da.asarray(Y), caller=caller, name="Y", min_samples=1)
     if X.shape != Y.shape:
         raise IsotropyValueError(f"The 'Y' parameter of {caller} must have the shape of 'X' {X.shape}. "
                                  f"Got {Y.shape} instead.")

@@ -42,47 +42,17 @@ def singular_values(X, *, center: bool = False):
 
 
 def _validated(X, caller: str):
-    """``X`` checked once: numpy/torch by :func:`check_X` (rescaled to unit scale); dask by :func:`check_dask_matrix`
+    """``X`` checked once: numpy/torch by :func:`check_X` (rescaled to unit scale); dask by :func:`~isotropy.distributed._graph.check_dask_shape`
     (its values are checked, with the same messages, in the one pass that finds its scale)."""
     if not is_dask(X):
         return check_X(X, caller=caller, rescale=True)
-    return check_dask_matrix(X, caller=caller, allow_unknown_rows=True)
+    from isotropy.distributed._graph import check_dask_shape
 
-
-def check_dask_matrix(X, *, caller: str, name: str = "X", min_samples: int = 2, allow_unknown_rows: bool = False):
-    """The metadata checks of :func:`isotropy._utils.validation.check_X` on a dask array, in its words: 2-d, real
-    numbers (integers and booleans as float64; complex and object refused: a complex array's imaginary part was
-    silently dropped by ``astype``), at least ``min_samples`` rows and one column. Returns ``X`` (as float64 when
-    it held integers). The values are not read here: :func:`dask_scale` checks them.
-
-    ``allow_unknown_rows``: a row count of NaN (a dask array filtered by a mask) is taken, its rows not counted;
-    otherwise refused, as by :func:`isotropy.distributed._graph.check_dask_X` (which names ``'X'`` only and
-    refuses unknown rows, hence this check for the ranks, which read such arrays, and for alignment's ``'Y'``).
-    """
-    shape = tuple(X.shape)
-    if len(shape) != 2:
-        raise IsotropyValueError(f"The '{name}' parameter of {caller} must be a 2-d array of shape (n_samples, "
-                                 f"n_features). Got an array with shape {shape} instead.")
-    unknown = [math.isnan(size) for size in shape]
-    if unknown[1] or (unknown[0] and not allow_unknown_rows):
-        raise IsotropyValueError(f"The '{name}' parameter of {caller} must be a dask array with known chunk sizes. "
-                                 f"Got shape {shape} instead (call {name}.compute_chunk_sizes() first).")
-    if X.dtype.kind in "biu":
-        X = X.astype(np.float64)
-    elif X.dtype.kind != "f":
-        raise TypeError(f"The '{name}' parameter of {caller} must be a real-valued array. Got dtype {X.dtype} instead.")
-    if not unknown[0] and shape[0] < min_samples:
-        raise IsotropyValueError(
-            f"The '{name}' parameter of {caller} must have at least {min_samples} "
-            f"{'sample (row)' if min_samples == 1 else 'samples (rows)'}. Got {shape[0]} instead.")
-    if shape[1] < 1:
-        raise IsotropyValueError(f"The '{name}' parameter of {caller} must have at least 1 feature (column). "
-                                 f"Got {shape[1]} instead.")
-    return X
+    return check_dask_shape(X, caller=caller, allow_unknown_rows=True)
 
 
 def dask_scale(X, *, caller: str, name: str = "X") -> float:
-    """``max|x|`` of a dask array checked by :func:`check_dask_matrix`, its values checked as :func:`check_X` checks
+    """``max|x|`` of a dask array checked by :func:`~isotropy.distributed._graph.check_dask_shape`, its values checked as :func:`check_X` checks
     them in memory: a NaN or inf refused at its row and column (found by a second pass, only then), and data whose
     largest ``|x|`` is subnormal refused (they have lost their significant digits; their SVD failed in LAPACK)."""
     import dask
@@ -90,7 +60,7 @@ def dask_scale(X, *, caller: str, name: str = "X") -> float:
 
     from isotropy._utils.magnitude import refuse_subnormal
 
-    if math.isnan(X.shape[0]):  # rows not known (a masked array): counted, and refused as check_dask_matrix refuses
+    if math.isnan(X.shape[0]):  # rows not known (a masked array): counted, and refused as check_dask_shape refuses
         # block by block: dask's min/max of such an array failed on its empty blocks (a raw concatenate error)
         parts = dask.compute(*[dask.delayed(_block_extremes)(block) for block in X.to_delayed().ravel()])
         rows = sum(part[0] for part in parts) // max(1, X.numblocks[1])
@@ -107,8 +77,7 @@ def dask_scale(X, *, caller: str, name: str = "X") -> float:
         raise IsotropyValueError(f"The '{name}' parameter of {caller} must contain only finite values. Got "
                                  f"{'NaN or inf' if found is None else found.at(row)} instead.")
     top = max(-low, high)
-    dtype = X.dtype if X.dtype.itemsize >= 4 else np.dtype(np.float32)  # float16 is computed in float32 (check_X)
-    refuse_subnormal(np.empty(0, dtype=dtype), top, caller=caller, name=name)
+    refuse_subnormal(np.empty(0, dtype=X.dtype), top, caller=caller, name=name)  # (float16 came as float32)
     return top
 
 
