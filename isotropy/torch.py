@@ -22,6 +22,7 @@ does not).
 from __future__ import annotations
 
 import numbers
+import warnings
 
 import torch
 from torch import nn
@@ -42,6 +43,24 @@ def _check_tensor(H, caller):
     return check_tensor_data(H, caller=caller, name="H")
 
 
+def _identity_warning(caller: str) -> str:
+    """The warning of an I-STAR penalty without Σ_S (and ζ > 0): the table's and the callbacks' warning, in these terms."""
+    how = ("call refresh_shrinkage_cov(sample) first" if caller == "IStarLoss" else
+           "give shrinkage_cov=shrinkage_covariance(sample)")
+    return (f"{caller}: without shrinkage_cov, Σ_S is the identity and IsoScore* tracks the vector norms, not isotropy "
+            f"(0.7-0.999 on contextual embeddings whose isoscore is 0.03-0.08), so the penalty saturates and pushes "
+            f"on the norms; {how}, the covariance of a larger sample of hidden states.")
+
+
+def _istar(H, *, shrinkage_cov, zeta, caller: str, warn: bool):
+    """``−IsoScore*(H)`` for :func:`istar_penalty`; ``warn``: warn when Σ_S is the identity (``None``, ζ > 0)."""
+    H = _check_tensor(H, caller)
+    value = -_isoscore_star(H, shrinkage_cov=shrinkage_cov, zeta=zeta, caller=caller, name="H")
+    if warn and shrinkage_cov is None and zeta > 0:  # after the checks: a refused call does not warn first
+        warnings.warn(_identity_warning(caller), UserWarning, stacklevel=3)
+    return value
+
+
 def istar_penalty(H, *, shrinkage_cov, zeta=0.2):
     """I-STAR penalty ``−IsoScore*(H)``: add ``λ·istar_penalty(H, ...)`` to the task loss.
 
@@ -51,7 +70,8 @@ def istar_penalty(H, *, shrinkage_cov, zeta=0.2):
         A batch of hidden states (rows are samples), float dtype, any device.
     shrinkage_cov : torch.Tensor or array-like of shape (n_features, n_features) or None
         Σ_S, the covariance of a larger stored sample of hidden states (see
-        :func:`shrinkage_covariance`); ``None`` uses the identity. Moved to ``H``'s device/dtype.
+        :func:`shrinkage_covariance`); ``None`` uses the identity, and warns when ``zeta > 0``
+        (the value then tracks the vector norms, not isotropy). Moved to ``H``'s device/dtype.
     zeta : float in [0, 1], default=0.2
         Shrinkage weight ζ of Σ_ζ = (1 − ζ)·Σ_H + ζ·Σ_S.
 
@@ -79,8 +99,7 @@ def istar_penalty(H, *, shrinkage_cov, zeta=0.2):
     >>> round(float(istar_penalty(H, shrinkage_cov=torch.eye(3), zeta=0.2)), 6)
     -0.407407
     """
-    H = _check_tensor(H, "istar_penalty")
-    return -_isoscore_star(H, shrinkage_cov=shrinkage_cov, zeta=zeta, caller="istar_penalty", name="H")
+    return _istar(H, shrinkage_cov=shrinkage_cov, zeta=zeta, caller="istar_penalty", warn=True)
 
 
 def cosine_penalty(H):
@@ -223,7 +242,9 @@ class IStarLoss(nn.Module):
     weight : float, default=1.0
         λ, the signed regularisation strength.
     shrinkage_cov : torch.Tensor of shape (n_features, n_features) or None, default=None
-        Initial Σ_S; ``None`` uses the identity until :meth:`refresh_shrinkage_cov` is called.
+        Initial Σ_S; ``None`` uses the identity until :meth:`refresh_shrinkage_cov` is called (the
+        first ``forward`` without it warns once when ``zeta > 0``: the value then tracks the
+        vector norms, not isotropy).
 
     Attributes
     ----------
@@ -295,8 +316,11 @@ class IStarLoss(nn.Module):
                 f"The 'H' parameter of IStarLoss must have {width} features (columns), the width of its "
                 f"shrinkage_cov. Got shape {tuple(H.shape)} instead; call refresh_shrinkage_cov on hidden states "
                 f"of this width, or build a new IStarLoss.")
-        return self.weight * _isoscore_star(H, shrinkage_cov=self.shrinkage_cov, zeta=self.zeta, caller="IStarLoss",
-                                            name="H").neg()
+        warn = not getattr(self, "_warned_identity", False)  # once per module (not a buffer: not in state_dict)
+        value = _istar(H, shrinkage_cov=self.shrinkage_cov, zeta=self.zeta, caller="IStarLoss", warn=warn)
+        if warn and self.shrinkage_cov is None and self.zeta > 0:
+            self._warned_identity = True
+        return self.weight * value
 
     def extra_repr(self):
         shape = None if self.shrinkage_cov is None else tuple(self.shrinkage_cov.shape)

@@ -28,11 +28,32 @@ def test_istar_penalty_value_and_closed_form():
     H = torch.tensor([[-1.0, 0, 0], [1.0, 0, 0]], dtype=torch.float64) / 2**0.5  # covariance diag(1, 0, 0)
     # closed form of issue 2: diag(1, ζ, ζ) -> 0.407407 (ζ=0.2), 0.970588 (ζ=0.75); the penalty is its negative
     assert float(istar_penalty(H, shrinkage_cov=torch.eye(3), zeta=0.2)) == pytest.approx(-0.407407, abs=1e-6)
-    assert float(istar_penalty(H, shrinkage_cov=None, zeta=0.75)) == pytest.approx(-0.970588, abs=1e-6)
+    with pytest.warns(UserWarning, match="istar_penalty: without shrinkage_cov, Σ_S is the identity"):
+        assert float(istar_penalty(H, shrinkage_cov=None, zeta=0.75)) == pytest.approx(-0.970588, abs=1e-6)
     H = _hidden(0, 32, 6)
     S = shrinkage_covariance(_hidden(1, 500, 6))
     expected = isoscore_star(H.numpy(), shrinkage_cov=S.numpy(), zeta=0.3)
     assert float(istar_penalty(H, shrinkage_cov=S, zeta=0.3)) == pytest.approx(-expected, abs=1e-12)
+
+
+def test_an_identity_shrinkage_warns_once_per_module_and_not_at_zeta_zero():
+    # Σ_S = I: IsoScore* tracks the vector norms (0.7-0.999 where isoscore is 0.03-0.08); the wrappers warned, the
+    # function and the module did not
+    import warnings
+
+    H = _hidden(3, 16, 6)
+    loss = IStarLoss(zeta=0.2)
+    with pytest.warns(UserWarning, match="IStarLoss: without shrinkage_cov.*call refresh_shrinkage_cov"):
+        loss(H)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        loss(H)  # once per module, not every step
+        istar_penalty(H, shrinkage_cov=None, zeta=0.0)  # ζ = 0: Σ_S does not enter
+        IStarLoss(zeta=0.0)(H)
+        loss.refresh_shrinkage_cov(_hidden(4, 200, 6))
+        IStarLoss(zeta=0.2, shrinkage_cov=loss.shrinkage_cov)(H)
+        with pytest.raises(IsotropyValueError):  # refused, not warned first
+            istar_penalty(H[:, :0], shrinkage_cov=None, zeta=0.2)
 
 
 def test_shrinkage_covariance_matches_numpy():

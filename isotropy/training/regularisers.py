@@ -28,7 +28,7 @@ import torch
 from isotropy._utils.validation import IsotropyValueError, check_option, check_scalar
 from isotropy.models.layers import check_layers, select_layers
 from isotropy.models.pooling import _pool, check_attention_mask, check_pooling
-from isotropy.torch import cosine_penalty, istar_penalty, shrinkage_covariance  # at import: never in the loop
+from isotropy.torch import _istar, cosine_penalty, shrinkage_covariance  # at import: never in the loop
 from isotropy.training.probe import _Rows, forward_hidden_states
 
 __all__ = ["LOG_KEYS", "HiddenStateRegulariser", "regularised_states"]
@@ -320,7 +320,9 @@ class HiddenStateRegulariser:
             self.last_penalty = 0.0
             return value
         if self.method == "istar":
-            value = self.weight * istar_penalty(H, shrinkage_cov=self.shrinkage_cov, zeta=self.zeta)
+            # warned once when made without a shrinkage sample (in its terms, shrinkage_sample=), not per step
+            value = self.weight * _istar(H, shrinkage_cov=self.shrinkage_cov, zeta=self.zeta, caller="istar_penalty",
+                                         warn=False)
         else:
             value = self.weight * cosine_penalty(H)
         self.last_penalty = float(value.detach())
