@@ -9,6 +9,8 @@ from __future__ import annotations
 import pytest
 from test_experiment_config import _cli
 
+from isotropy.experiments._context import max_threads
+
 HUGE = "1" * 5000
 
 
@@ -49,7 +51,7 @@ def test_a_layers_text_the_run_would_refuse_is_refused_with_the_config():
 @pytest.mark.parametrize("argv, start", [
     (["--seeds", HUGE], ("Error: Invalid value for '--seeds': expected comma-separated non-negative ints such as "
                          "0,1,2. Got '1111")),
-    (["--threads", HUGE], "Error: Invalid value for '--threads': expected an integer of at least 1. Got '1111"),
+    (["--threads", HUGE], f"Error: Invalid value for '--threads': expected an integer in [1, {max_threads()}]. Got '1111"),
     (["--set", f"metrics.n_neighbors={HUGE}"], "Error: --set metrics.n_neighbors: '1111"),
     (["--set", f"seeds=[0, {HUGE}]"], "Error: --set seeds: '[0, 1111"),
 ])

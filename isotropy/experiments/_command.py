@@ -10,6 +10,7 @@ import click
 
 from isotropy._utils.click_types import BoundedInt
 from isotropy.experiments._config import _shown, available_setups
+from isotropy.experiments._context import max_threads
 
 __all__ = ["BoundedInt", "make_command", "parse_formats"]
 
@@ -26,6 +27,26 @@ def _seeds(ctx, param, value):
         raise click.BadParameter(f"expected comma-separated non-negative ints such as 0,1,2. Got {_shown(value)} "
                                  f"instead.")
     return seeds
+
+
+def _one_setup(ctx, param, value):
+    """One ``--setup``: a second one replaced the first without a word (its keys were dropped); setups are not merged,
+    a partial YAML file already merges over the packaged defaults."""
+    if len(value) > 1:
+        shown = ", ".join(_shown(v, 200) for v in value)
+        raise click.BadParameter(f"expected one setup (a packaged name or a YAML file). Got {len(value)}: {shown}; "
+                                 f"put the keys of all of them into one YAML file, or give the others' keys with "
+                                 f"--set KEY=VALUE.", param_hint="'--setup'")
+    return value[0] if value else None
+
+
+def _results_dir(ctx, param, value):
+    """``--results-dir ''`` was Path('') == '.': the results went into the current directory, beside anything there."""
+    if value is None:
+        return None
+    if not str(value).strip():
+        raise click.BadParameter(f"expected a folder path. Got {value!r} (empty) instead.", param_hint="'--results-dir'")
+    return Path(value)
 
 
 def parse_formats(value: str) -> tuple[str, ...]:
@@ -128,9 +149,9 @@ def make_command(experiment) -> click.Command:
         click.echo(f"Results in {outcome.results_dir}/")
 
     params = [
-        click.Option(["--setup"], default=None, metavar="NAME|FILE.yaml",
+        click.Option(["--setup"], multiple=True, callback=_one_setup, metavar="NAME|FILE.yaml",
                      help=f"Packaged setup ({setups}; default {experiment.default_setup}) or a YAML file "
-                          f"(partial files merge over the default)."),
+                          f"(partial files merge over the default; one --setup per run)."),
         click.Option(["--set", "sets"], multiple=True, metavar="KEY=VALUE",
                      help="Override a config value (repeatable; dotted keys; YAML values, e.g. lr=1e-3, x=null)."),
         click.Option(["--print-config"], is_flag=True, help="Print the resolved config as YAML and exit."),
@@ -138,11 +159,11 @@ def make_command(experiment) -> click.Command:
                      help="Comma-separated seeds (the config's 'seeds')."),
         click.Option(["--device"], default="auto", show_default=True, metavar="auto|cpu|cuda[:N]|mps",
                      help="Torch device; auto = CUDA when torch sees one, else CPU."),
-        click.Option(["--threads"], type=BoundedInt(min=1), default=None, metavar="N",
+        click.Option(["--threads"], type=BoundedInt(min=1, max=max_threads()), default=None, metavar="N",
                      help="CPU threads for torch and BLAS during the run (restored after) [default: the libraries']."),
         click.Option(["--resume"], is_flag=True,
                      help="Keep the finished parts in --results-dir (same config) and run the rest."),
-        click.Option(["--results-dir"], type=click.Path(path_type=Path), default=None,
+        click.Option(["--results-dir"], type=click.STRING, callback=_results_dir, default=None, metavar="PATH",
                      help=f"Where results go [default: results/{experiment.name}/<setup>]."),
         click.Option(["--data-dir"], type=click.Path(path_type=Path), default=None,
                      help="Folder holding the data sets [default: $ISOTROPY_DATA, else ./data]."),

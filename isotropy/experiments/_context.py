@@ -25,7 +25,20 @@ from typing import Any
 from isotropy.datasets._paths import data_dir as resolve_data_dir
 from isotropy.experiments._files import read_json
 
-__all__ = ["RunContext", "quiet_progress", "resolve_device", "thread_limits"]
+__all__ = ["RunContext", "max_threads", "quiet_progress", "resolve_device", "thread_limits"]
+
+
+def max_threads() -> int:
+    """The most CPU threads ``--threads`` takes: 4 per logical CPU of this machine, and at least 64.
+
+    More threads than logical CPUs only oversubscribe them; a few times that still lets a user keep the
+    count of a bigger machine (64 covers a copied ``--threads 32`` or ``64`` on a laptop). Past it the libraries
+    fail in ways that name neither the flag nor the value: ``--threads 99999`` could not create its
+    threads inside an import, which was reported as a missing package.
+    """
+    import os
+
+    return max(64, 4 * (os.cpu_count() or 1))
 
 
 def _stderr_is_a_terminal() -> bool:  # also the runner's: the libraries' bars follow the run's

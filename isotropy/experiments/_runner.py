@@ -64,7 +64,9 @@ from typing import Any
 
 from isotropy.experiments._config import (
     CONFIG_ROOT,
+    EXPERIMENT_KEY,
     ConfigError,
+    _shown,
     config_hash,
     dump_config,
     load_yaml,
@@ -79,6 +81,7 @@ from isotropy.experiments._config import (
 from isotropy.experiments._context import (
     RunContext,
     _stderr_is_a_terminal,
+    max_threads,
     quiet_progress,
     resolve_device,
     thread_limits,
@@ -193,13 +196,33 @@ class Experiment:
         config = resolve_config(self.config_model, experiment=self.name, setup=setup,
                                 default_setup=self.default_setup, overrides=nested, others=_config_models)
         settle = self._science("config", "settle")  # optional: defaults that follow what the user gave
-        if settle is not None:
-            given = set(nested)
+        unused = self._science("config", "unused")  # optional: the keys this config does not read
+        if settle is not None or unused is not None:
+            given, saved = set(nested), False
             if setup is not None and str(setup).endswith((".yaml", ".yml")):  # a user's (partial) YAML file
-                given |= set(load_yaml(setup_path(self.name, setup), name="config file"))
-            config = settle(config, frozenset(given))
+                file = load_yaml(setup_path(self.name, setup), name="config file")
+                given |= set(file)
+                saved = EXPERIMENT_KEY in file  # a config.yaml a run saved (or --print-config printed)
+            if settle is not None:
+                config = settle(config, frozenset(given))
+            if unused is not None:
+                # A key the run does not read was accepted, recorded and had no effect (minibatch-stability's
+                # `--set embeddings.model=x` under sources [synthetic]): one the user gave is refused. A saved
+                # config.yaml holds every key, read or not, and is run again as it is.
+                self._refuse_unused(unused(config), given if not saved else set(nested), nested)
         self.check_seeds(config)
         return config
+
+    def _refuse_unused(self, unused: dict, given: set, nested: dict) -> None:
+        for key, why in unused.items():
+            if key in given:
+                value = nested.get(key)
+                shown = key
+                while isinstance(value, dict) and len(value) == 1:  # the dotted key given: embeddings.model
+                    (part, value), = value.items()
+                    shown += f".{part}"
+                raise ConfigError(f"The '{shown}' setting of {self.name} {why}."
+                                  + (f" Got {_shown(value)} instead." if key in nested else ""))
 
     def check_seeds(self, config) -> None:
         seeds = list(config.seeds)
@@ -470,8 +493,13 @@ def execute(experiment: Experiment, config, *, results_dir=None, setup: str | No
                             where="the config mapping given to execute")
         config = validate(experiment.config_model, values, experiment=experiment.name)
     experiment.check_seeds(config)
-    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
-        raise ValueError(f"--threads must be a positive int. Got {threads!r} instead.")
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)
+                                or not 1 <= threads <= max_threads()):
+        raise ValueError(f"--threads must be an int in [1, {max_threads()}] (4 per CPU of this machine, at least 64). "
+                         f"Got {_shown(threads)} instead.")
+    if results_dir is not None and not str(results_dir).strip():  # Path("") is ".": the results were written into
+        # the current directory, beside whatever else is there
+        raise ValueError(f"--results-dir must be a folder path. Got {str(results_dir)!r} (empty) instead.")
     results_dir = Path(results_dir) if results_dir is not None else experiment.default_results_dir(setup)
     values = config.model_dump(mode="json")
     ignore = set(experiment.resume_keys)

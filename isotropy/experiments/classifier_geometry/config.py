@@ -19,6 +19,15 @@ TABLE_DEFAULTS = {"text_column": "text", "text_pair_column": None, "label_column
                   "label_sep": ","}
 
 
+# Every key only some tasks read, with those tasks: a value given for another task was accepted, recorded in the
+# config and had no effect (`tasks: [cola, rte]` and `models: [...]` under the lexicon task: the outputs were those of
+# the lexicon alone), so it is refused as the table-only keys are. Null is "not set" and is taken by every task.
+ONLY_FOR = {**dict.fromkeys(TABLE_DEFAULTS, ("table",)), "tasks": ("glue",), "models": ("glue",),
+            "split": ("snli", "glue")}
+_WHY = {("table",): "whose items and labels come with the task", ("glue",): "one problem, not the GLUE grid",
+        ("snli", "glue"): "which reads no split"}
+
+
 def _same(a, b) -> bool:
     return type(a) is type(b) and a == b  # False is not 0
 
@@ -44,7 +53,8 @@ class ClassifierGeometryConfig(ExperimentConfig):
     sample_size: int | None = Field(None, ge=3)
     data_path: str | None = None
     split: str | None = None
-    tasks: list[str] | None = expects("a list of GLUE task names such as [cola, rte]", default=None)
+    tasks: list[str] | None = expects("a list of GLUE task names such as [cola, rte]", default=None,
+                                      validate_default=True)  # task: glue refuses the default null
     models: list[str] | None = expects("a list of sentence-transformers models", default=None)
     text_column: str | None = None
     text_pair_column: str | None = None
@@ -65,13 +75,32 @@ class ClassifierGeometryConfig(ExperimentConfig):
             return {**data, **dict.fromkeys(TABLE_DEFAULTS)}
         return data
 
-    @field_validator(*TABLE_DEFAULTS)
+    @field_validator(*ONLY_FOR)
     @classmethod
-    def _only_for_a_table(cls, value, info: ValidationInfo):
-        task = info.data.get("task")
-        if value is not None and task is not None and task != "table":
-            raise config_rule(f"applies to task: table only (this config's task is {task!r}, whose items and labels "
-                              f"come with the task); leave it out or null")
+    def _only_for_its_tasks(cls, value, info: ValidationInfo):
+        task, tasks = info.data.get("task"), ONLY_FOR[info.field_name]
+        if value is not None and task is not None and task not in tasks:
+            raise config_rule(f"applies to task: {' or '.join(tasks)} only (this config's task is {task!r}, "
+                              f"{_WHY[tasks]}); leave it out or null")
+        return value
+
+    @field_validator("tasks", "models")
+    @classmethod
+    def _grid(cls, value, info: ValidationInfo):
+        """The GLUE grid's lists, checked before any model is loaded (an empty, repeated or unknown task was refused
+        only after the embeddings were made, and a repeated one ran twice into the same folder)."""
+        if info.data.get("task") != "glue" or (value is None and info.field_name == "models"):
+            return value
+        if info.field_name == "tasks":
+            from isotropy.datasets.glue import GLUE_TASKS
+
+            unknown = [t for t in value or () if t not in GLUE_TASKS]
+            if not value or unknown or len(set(value)) != len(value):  # null too: the grid needs its tasks
+                raise config_rule(f"must be a non-empty list of distinct GLUE tasks from {', '.join(sorted(GLUE_TASKS))}"
+                                  f" for task: glue")
+        elif not value or len(set(value)) != len(value):
+            raise config_rule("must be a non-empty list of distinct sentence-transformers models, or null for the "
+                              "'model' key alone")
         return value
 
     @classmethod

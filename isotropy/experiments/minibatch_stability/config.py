@@ -60,3 +60,13 @@ class MinibatchStabilityConfig(ExperimentConfig):
         if any(not 0.0 <= v <= 1.0 for v in value) or len(set(value)) != len(value):
             raise ValueError(f"expected distinct floats in [0, 1], got {value}")
         return sorted(value)
+
+
+def unused(config: MinibatchStabilityConfig) -> dict[str, str]:
+    """The cloud sections this config does not read, with why: a value given for one is refused (see ``Experiment``).
+
+    ``--set sources=[synthetic] --set embeddings.model=doesnotexist`` finished and recorded the model it never loaded.
+    """
+    return {name: (f"applies only when {name} is in sources (this config's sources are {list(config.sources)}): add "
+                   f"{name} to sources, or leave it out")
+            for name in SOURCES if name not in config.sources}

@@ -1,0 +1,106 @@
+"""``isotropy run`` overrides that were silently dropped or refused late (a report-only trial of the run command)."""
+
+from __future__ import annotations
+
+import pytest
+
+from isotropy.cli import main
+
+CG = "classifier-geometry"
+
+
+def _cli(argv, capsys):
+    """(exit code, stdout, stderr) of ``isotropy ARGV`` that fails."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    out = capsys.readouterr()
+    return exit_info.value.code, out.out, out.err
+
+
+def _error(argv, capsys) -> str:
+    code, out, err = _cli(argv, capsys)
+    assert code == 2 and out == ""
+    assert err.startswith("Error: ") and err.count("\n") == 1, err
+    return err
+
+
+def test_a_second_setup_is_refused_not_dropped(tmp_path, capsys):
+    """A second --setup replaced the first without a word (its lr was dropped)."""
+    first, second = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    first.write_text("lr: 0.5\n")
+    second.write_text("updates: 7\n")
+    err = _error(["run", CG, "--setup", str(first), "--setup", str(second), "--print-config"], capsys)
+    assert "--setup" in err and "a.yaml" in err and "b.yaml" in err
+
+
+def test_threads_past_the_bound_are_refused_naming_the_range(capsys):
+    """--threads 99999 failed inside an import and was reported as a missing package."""
+    from isotropy.experiments._context import max_threads
+
+    err = _error(["run", CG, "--threads", "99999", "--print-config"], capsys)
+    assert "--threads" in err and f"[1, {max_threads()}]" in err and "99999" in err
+
+
+def test_execute_refuses_threads_past_the_bound_and_an_empty_results_dir(tmp_path):
+    from isotropy.cli import load_experiment
+    from isotropy.experiments._runner import execute
+
+    experiment = load_experiment(CG)
+    config = experiment.config()
+    with pytest.raises(ValueError, match=r"--threads must be an int in \[1, "):
+        execute(experiment, config, results_dir=tmp_path, threads=99999)
+    with pytest.raises(ValueError, match="--results-dir must be a folder path. Got ''"):
+        execute(experiment, config, results_dir="", threads=1)
+
+
+def test_an_empty_results_dir_is_refused(capsys):
+    """--results-dir '' was Path('.'): the results were written into the current directory."""
+    err = _error(["run", CG, "--results-dir", "", "--print-config"], capsys)
+    assert "--results-dir" in err and "''" in err and "empty" in err
+
+
+@pytest.mark.parametrize("sets, start", [
+    (["tasks=[cola, rte]"], ("The 'tasks' setting of classifier-geometry applies to task: glue only (this config's "
+                             "task is 'lexicon'")),
+    (["models=[nonexistent-model]"], "The 'models' setting of classifier-geometry applies to task: glue only"),
+    (["split=dev"], "The 'split' setting of classifier-geometry applies to task: snli or glue only"),
+])
+def test_classifier_geometry_refuses_keys_its_task_does_not_read(sets, start, capsys):
+    """tasks/models under the lexicon task were recorded and changed nothing (label_sep was already refused)."""
+    argv = ["run", CG, *[a for s in sets for a in ("--set", s)], "--print-config"]
+    assert _error(argv, capsys).startswith(f"Error: {start}")
+
+
+@pytest.mark.parametrize("tasks", ["[]", "[cola, cola]", "null", "[stsb]"])
+def test_the_glue_grid_refuses_bad_tasks_before_loading_anything(tasks, capsys):
+    err = _error(["run", CG, "--setup", "glue", "--set", f"tasks={tasks}", "--print-config"], capsys)
+    assert err.startswith("Error: The 'tasks' setting of classifier-geometry must be a non-empty list of distinct "
+                          "GLUE tasks from cola, ")
+
+
+def test_the_packaged_setups_of_classifier_geometry_still_validate():
+    from isotropy.cli import load_experiment
+    from isotropy.experiments._config import available_setups
+
+    experiment = load_experiment(CG)
+    for setup in available_setups(CG):
+        experiment.config(setup)
+
+
+def test_minibatch_stability_refuses_a_cloud_it_does_not_draw(tmp_path, capsys):
+    """--set embeddings.model=... under sources [synthetic] finished and recorded the model it never loaded."""
+    err = _error(["run", "minibatch-stability", "--set", "sources=[synthetic]", "--set", "embeddings.model=doesnotexist",
+                  "--print-config"], capsys)
+    assert err.startswith("Error: The 'embeddings.model' setting of minibatch-stability applies only when embeddings "
+                          "is in sources (this config's sources are ['synthetic'])")
+    assert "'doesnotexist'" in err
+    partial = tmp_path / "partial.yaml"
+    partial.write_text("sources: [embeddings]\nsynthetic:\n  decay: 2.0\n")
+    assert "'synthetic' setting" in _error(["run", "minibatch-stability", "--setup", str(partial), "--print-config"],
+                                           capsys)
+    # a saved config holds every section, read or not: it runs again as it is
+    main(["run", "minibatch-stability", "--set", "sources=[synthetic]", "--print-config"])
+    saved = tmp_path / "config.yaml"
+    saved.write_text(capsys.readouterr().out)
+    main(["run", "minibatch-stability", "--setup", str(saved), "--print-config"])
+    assert "- synthetic" in capsys.readouterr().out
