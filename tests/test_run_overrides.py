@@ -104,3 +104,41 @@ def test_minibatch_stability_refuses_a_cloud_it_does_not_draw(tmp_path, capsys):
     saved.write_text(capsys.readouterr().out)
     main(["run", "minibatch-stability", "--setup", str(saved), "--print-config"])
     assert "- synthetic" in capsys.readouterr().out
+
+
+def test_activation_diagrams_refuses_a_top_k_past_the_width_before_fine_tuning(tmp_path):
+    """top_k 1000 on a narrower model was left out of results.json while config.yaml recorded it."""
+    from _repro_models import make_tiny_bert_with_minilm_tokenizer
+
+    from conftest import shared_data_path
+    from isotropy.experiments._config import ConfigError
+    from isotropy.experiments._runner import execute
+    from isotropy.experiments.activation_diagrams.experiment import EXPERIMENT
+
+    shared_data_path("glue_data", "SST-2", "train.tsv")
+    model = make_tiny_bert_with_minilm_tokenizer(tmp_path / "tiny-bert")  # 32-d
+    fine_tune = {"train_size": 24, "validation_size": 40, "batch_size": 8, "eval_batch_size": 16, "max_length": 32}
+    config = EXPERIMENT.config(model=str(model), fine_tune=fine_tune, lambdas=[], top_k=[1, 1000])
+    with pytest.raises(ConfigError, match=r"^The 'top_k' setting of activation-diagrams must hold ints in \[1, 32\] "
+                                          r"\(the width of .*'s embeddings\); \[1000\] are past it. Got \[1, 1000\] "
+                                          r"instead.$"):
+        execute(EXPERIMENT, config, results_dir=tmp_path / "ad", device="cpu", data_dir=shared_data_path(),
+                quiet=True, threads=1)
+    assert not (tmp_path / "ad" / "run.json").exists()
+
+
+def test_cluster_finetune_refuses_epochs_below_one_step_before_loading_the_model(tmp_path):
+    """epochs 1e-9 trained one step (a quarter of an epoch) and recorded 1e-09 epochs."""
+    from conftest import shared_data_path
+    from isotropy.experiments._config import ConfigError
+    from isotropy.experiments._runner import execute
+    from isotropy.experiments.cluster_finetune.experiment import EXPERIMENT
+
+    shared_data_path("glue_data", "RTE", "train.tsv")
+    config = EXPERIMENT.config(model="never-loaded", train_size=64, validation_size=20, epochs=1e-9, batch_size=16)
+    with pytest.raises(ConfigError, match=r"^The 'epochs' setting of cluster-finetune must be at least 0.25, one "
+                                          r"optimiser step \(64 training items in batches of 16: 4 steps per epoch\)\. "
+                                          r"Got 1e-09 instead\.$"):
+        execute(EXPERIMENT, config, results_dir=tmp_path / "cf", device="cpu", data_dir=shared_data_path(), quiet=True,
+                threads=1)
+    assert not (tmp_path / "cf").exists() or not any((tmp_path / "cf").iterdir())

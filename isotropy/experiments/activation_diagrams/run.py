@@ -39,7 +39,20 @@ def prepare(config, ctx) -> dict:
     from isotropy.experiments._finetune.data import prepare as prepare_finetuning
 
     settings = resolve(istar_config(config))
-    return {"istar": settings, **prepare_finetuning(settings, data_dir=ctx.data_dir)}
+    prepared = prepare_finetuning(settings, data_dir=ctx.data_dir)
+    check_top_k(config.top_k, width=getattr(prepared["encoder"].config, "hidden_size", None), model=settings.model)
+    return {"istar": settings, **prepared}
+
+
+def check_top_k(top_k, *, width: int | None, model: str) -> None:
+    """Refuse a top_k past the model's width once it is known, before any fine-tuning: a k > width has no rogue share
+    (profile_summary leaves it out), and results.json dropped it while config.yaml recorded it."""
+    wide = [int(k) for k in top_k if width is not None and int(k) > width]
+    if wide:
+        from isotropy.experiments._config import ConfigError
+
+        raise ConfigError(f"The 'top_k' setting of activation-diagrams must hold ints in [1, {width}] (the width of "
+                          f"{model}'s embeddings); {wide} are past it. Got {list(top_k)} instead.")
 
 
 def _embeddings(encoder, prepared: dict, istar, device) -> np.ndarray:
