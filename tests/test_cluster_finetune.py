@@ -119,8 +119,12 @@ def test_run_tiny_model_end_to_end(tmp_path, tiny_bert_dir, one_torch_thread, ca
     assert cluster["partition_isotropy"] > cluster["partition_isotropy_pooled"]  # the transform's whole point
     assert 0.0 <= baseline["accuracy"] <= 1.0
     assert "| cluster | 62.8 | 0.29 |" in (tmp_path / "results.md").read_text()
-    # claims.json: one seed of training decides nothing
     import json
+
+    # one epoch, one entry: the final evaluate() of the same model was a second entry of epoch 1.0
+    run = json.loads((tmp_path / "runs" / "baseline_seed0.json").read_text())
+    assert [e["epoch"] for e in run["epochs"]] == [1.0] and run["steps"] == 3
+    # claims.json: one seed of training decides nothing
 
     EXPERIMENT.report(results, tmp_path)
     claims = json.loads((tmp_path / "claims.json").read_text())

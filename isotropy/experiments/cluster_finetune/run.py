@@ -68,6 +68,7 @@ def prepare(config, ctx) -> dict:
                 raise ValueError(f"The '{name}' setting of cluster-finetune gives {n} items, whose last batch of "
                                  f"{n % size} has fewer rows than transform.n_clusters={k}; choose a size or batch "
                                  f"size whose remainder is 0 or at least {k}.")
+    check_epochs(config.epochs, n_train=len(train), batch_size=config.batch_size)
     tokenizer, encoder = load_encoder(config.model)
     if config.pooling == "first":  # a decoder's first token is the same for every input: refused before any work
         from isotropy.models.pooling import check_pooling
@@ -145,6 +146,28 @@ def _curves(log_history: list[dict]) -> list[dict]:
     return out
 
 
+def _epoch_accuracies(log_history: list[dict]) -> list[dict]:
+    """``{epoch, accuracy}`` of each evaluation at an epoch's end, once: the final ``trainer.evaluate()`` evaluates the
+    model the last epoch's end already did, at the same epoch, and was a second entry of it."""
+    out = []
+    for entry in log_history:
+        if "eval_accuracy" in entry and not (out and out[-1]["epoch"] == entry.get("epoch")):
+            out.append({"epoch": entry.get("epoch"), "accuracy": entry["eval_accuracy"]})
+    return out
+
+
+def check_epochs(epochs: float, *, n_train: int, batch_size: int) -> None:
+    """Refuse ``epochs`` below one optimiser step: the Trainer rounds the steps up (``epochs: 1e-9`` trained one step,
+    a quarter of an epoch, and the run recorded 1e-09 epochs)."""
+    steps = -(-int(n_train) // int(batch_size))  # batches per epoch (the last one may be short)
+    if float(epochs) * steps < 1:
+        from isotropy.experiments._config import ConfigError
+
+        raise ConfigError(f"The 'epochs' setting of cluster-finetune must be at least {1 / steps:g}, one optimiser step "
+                          f"({n_train} training items in batches of {batch_size}: {steps} steps per epoch). Got "
+                          f"{epochs!r} instead.")
+
+
 def _train_one(config, prepared, condition: str, seed: int, device: str, ctx) -> dict:
     import torch
     from transformers import DataCollatorWithPadding, Trainer, TrainingArguments
@@ -201,7 +224,7 @@ def _train_one(config, prepared, condition: str, seed: int, device: str, ctx) ->
             "partition_isotropy": float(partition_isotropy(features)), "isoscore": float(isoscore(features)),
             "partition_isotropy_pooled": float(partition_isotropy(raw)),
             "layers": layer_geometry(states), "curves": _curves(history),
-            "epochs": [{"epoch": e.get("epoch"), "accuracy": e["eval_accuracy"]} for e in history if "eval_accuracy" in e],
+            "epochs": _epoch_accuracies(history),
             "train_loss": [{"step": e["step"], "loss": e["loss"]} for e in history if "loss" in e],
             "steps": int(trainer.state.global_step)}
 
