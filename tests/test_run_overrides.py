@@ -142,3 +142,57 @@ def test_cluster_finetune_refuses_epochs_below_one_step_before_loading_the_model
         execute(EXPERIMENT, config, results_dir=tmp_path / "cf", device="cpu", data_dir=shared_data_path(), quiet=True,
                 threads=1)
     assert not (tmp_path / "cf").exists() or not any((tmp_path / "cf").iterdir())
+
+
+@pytest.fixture(scope="module")
+def tiny_bert(tmp_path_factory):
+    from _repro_models import make_tiny_bert_with_minilm_tokenizer
+
+    return str(make_tiny_bert_with_minilm_tokenizer(tmp_path_factory.mktemp("tiny-bert")))  # 2 layers: [-3, 2]
+
+
+@pytest.mark.parametrize("name, key, sets", [
+    ("frozen-classification", "layer", {"layer": 99, "max_length": 32, "train_size": 40, "seeds": [0]}),
+    ("minibatch-stability", "embeddings.layer", {"sources": ["embeddings"], "embeddings.layer": 50,
+                                                 "embeddings.max_length": 32, "shrinkage_sample": 8,
+                                                 "batch_sizes": [4], "n_batches": 2}),
+])
+def test_a_layer_the_model_lacks_names_the_config_key(name, key, sets, tiny_bert, tmp_path):
+    """The message named encode_mean_pooled's 'layer' parameter, not the key the user set."""
+    from conftest import shared_data_path
+    from isotropy.cli import load_experiment
+    from isotropy.experiments._config import ConfigError
+    from isotropy.experiments._runner import execute
+
+    shared_data_path("glue_data", "SST-2", "train.tsv")
+    experiment = load_experiment(name)
+    model_key = "embeddings.model" if "." in key else "model"
+    config = experiment.config(**sets, **{model_key: tiny_bert})
+    with pytest.raises(ConfigError, match=rf"^The '{key}' setting of {name} must be a hidden-state index in \[-3, 2\] "
+                                          rf"for .*\. Got {sets.get(key)} instead\.$"):
+        execute(experiment, config, results_dir=tmp_path / "r", device="cpu", data_dir=shared_data_path(), quiet=True,
+                threads=1)
+
+
+@pytest.mark.parametrize("k_range", ["[15, 2]", "[1, 1]", "[1, 5]"])
+def test_layer_geometry_checks_k_range_before_extracting(k_range, capsys):
+    """[15, 2] passed --print-config, then failed after the extraction naming ClusterCentering's parameter."""
+    err = _error(["run", "layer-geometry", "--set", f"metrics.k_range={k_range}", "--print-config"], capsys)
+    assert err.startswith("Error: The 'metrics.k_range' setting of layer-geometry must be a list [k_min, k_max] of "
+                          "two ints with 2 <= k_min <= k_max. Got ")
+
+
+def test_sts_whitening_of_a_rank_deficient_cloud_names_the_config_keys():
+    """whitening_eps=0 failed naming Whitening's n_components and eps, not the config's keys."""
+    import numpy as np
+
+    from isotropy.experiments._config import ConfigError
+    from isotropy.experiments.sts_isotropy.experiment import EXPERIMENT
+    from isotropy.experiments.sts_isotropy.run import _apply
+
+    config = EXPERIMENT.config(whitening_eps=0.0)
+    X = np.random.default_rng(0).normal(size=(5, 8))  # rank 4 < 8 features
+    with pytest.raises(ConfigError, match=r"^The 'whitening_eps' setting of sts-isotropy must be > 0 for these "
+                                          r"embeddings, whose covariance is rank-deficient \(rank 4 < 8 features\).* "
+                                          r"whitening_components <= 4\. Got 0\.0 instead\.$"):
+        _apply("Whitening", config, X, X, seed=0)

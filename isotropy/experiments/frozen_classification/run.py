@@ -31,13 +31,14 @@ PAPER = {"task": "sst2", "model": "bert-base",
 
 def _encode(config, split: str, size, ctx):
     from isotropy.datasets.glue import load_glue_task
-    from isotropy.models.encoders import encode_mean_pooled
+    from isotropy.experiments._encode import encode_layer
 
     data = load_glue_task(config.task, split, data_dir=ctx.data_dir)
     idx = subsample_indices(len(data), size, random_state=config.data_seed)
     ctx.log(f"encoding {len(idx)} sentences of {config.task}/{split} with {config.model}")
-    X = encode_mean_pooled([data.text_a[i] for i in idx], model=config.model, device=ctx.device, layer=config.layer,
-                           batch_size=config.encode_batch_size, max_length=config.max_length)
+    X = encode_layer([data.text_a[i] for i in idx], key="layer", experiment=EXPERIMENT, model=config.model,
+                     device=ctx.device, layer=config.layer, batch_size=config.encode_batch_size,
+                     max_length=config.max_length)
     return (np.asarray(X, dtype=np.float64), np.asarray(data.labels)[idx],
             {**data.source, "n_sentences": len(idx), "subset_seed": config.data_seed if size else None})
 

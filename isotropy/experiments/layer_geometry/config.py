@@ -18,10 +18,20 @@ class MetricsConfig(ExperimentConfig):
 
     intra_max_instances: int = Field(ge=2)
     n_neighbors: int = Field(ge=1)
-    k_range: list[int] = expects("a list [k_min, k_max] of two ints >= 1", min_length=2, max_length=2)
+    k_range: list[int] = expects("a list [k_min, k_max] of two ints with 2 <= k_min <= k_max", min_length=2,
+                                 max_length=2)
     min_silhouette: float = Field(ge=-1, le=1)
     silhouette_sample_size: int | None = Field(None, ge=3)
     n_init: int = Field(ge=1)
+
+    @field_validator("k_range")
+    @classmethod
+    def _k_range(cls, value):
+        # checked here, before any layer is extracted: ClusterCentering refused [15, 2] or [1, 1] only afterwards, in
+        # its own words (its 'k_range' parameter); k-means needs 2 clusters at least for the silhouette choosing k
+        if not 2 <= value[0] <= value[1]:
+            raise ValueError("expected 2 <= k_min <= k_max")
+        return value
 
 
 class LayerGeometryConfig(ExperimentConfig):

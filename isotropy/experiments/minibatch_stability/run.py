@@ -51,15 +51,15 @@ def embed_split(spec, split: str, *, data_dir=None, device=None, rows: int | Non
     "encoding" line); ``purpose`` ends that line.
     """
     from isotropy.datasets.glue import load_glue_task
-    from isotropy.models.encoders import encode_mean_pooled
+    from isotropy.experiments._encode import encode_layer
 
     data = load_glue_task(spec.task, split, data_dir=data_dir)
     idx = np.arange(len(data)) if rows is None else _subset(len(data), rows, seed)
     texts = [data.text_a[i] for i in idx]
     if log is not None:
         log(f"encoding {len(texts):,} sentences of {spec.task}/{split} with {spec.model} (layer {spec.layer}){purpose}")
-    X = encode_mean_pooled(texts, model=spec.model, device=device, layer=spec.layer, batch_size=spec.batch_size,
-                           max_length=spec.max_length)
+    X = encode_layer(texts, key="embeddings.layer", experiment=EXPERIMENT, model=spec.model, device=device,
+                     layer=spec.layer, batch_size=spec.batch_size, max_length=spec.max_length)
     return np.asarray(X, dtype=np.float64), {**data.source, "n_sentences": len(texts)}
 
 

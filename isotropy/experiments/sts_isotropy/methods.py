@@ -10,7 +10,7 @@ import numpy as np
 
 from isotropy._utils.sampling import subsample_indices
 
-__all__ = ["METHODS", "RANDOM_METHODS", "ZERO_RTOL", "cosine_rows", "isotropy_metrics", "make_method", "method_record",
+__all__ = ["METHODS", "RANDOM_METHODS", "ZERO_RTOL", "cosine_rows", "fit_method", "isotropy_metrics", "make_method", "method_record",
            "pair_correlations", "pair_cosines"]
 
 METHODS = ("Baseline", "Mean", "Mean + PCA", "K-means + Mean", "GMM + Mean + PCA", "K-means + Mean + PCA",
@@ -45,6 +45,30 @@ def make_method(name: str, config, *, seed: int):
     if name not in factories:
         raise ValueError(f"The 'methods' config entry must list names from {list(METHODS)}. Got {name!r} instead.")
     return factories[name]()
+
+
+def fit_method(method, name: str, X, config):
+    """``method.fit(X)``; Whitening's refusal of a rank-deficient covariance said in the config's keys.
+
+    The rank is known only once the embeddings are: Whitening's own message named its parameters
+    (``n_components``, ``eps``), which the config calls ``whitening_components`` and ``whitening_eps``.
+    """
+    import re
+
+    if method is None:
+        return None
+    try:
+        return method.fit(X)
+    except ValueError as exc:
+        found = re.search(r"rank-deficient covariance \(rank (\d+) < the (\d+) features", " ".join(str(exc).split()))
+        if name != "Whitening" or found is None:
+            raise
+        from isotropy.experiments._config import ConfigError
+
+        raise ConfigError(f"The 'whitening_eps' setting of sts-isotropy must be > 0 for these embeddings, whose "
+                          f"covariance is rank-deficient (rank {found[1]} < {found[2]} features) and cannot be "
+                          f"whitened without it (the paper setup's 1e-8), or set whitening_components <= {found[1]}. "
+                          f"Got {config.whitening_eps!r} instead.") from None
 
 
 def cosine_rows(A: np.ndarray, B: np.ndarray) -> np.ndarray:

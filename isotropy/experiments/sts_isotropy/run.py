@@ -23,6 +23,7 @@ from isotropy.experiments.sts_isotropy.methods import (
     METHODS,
     RANDOM_METHODS,
     cosine_rows,
+    fit_method,
     isotropy_metrics,
     make_method,
     method_record,
@@ -89,8 +90,7 @@ def _apply(name, config, X_fit, X, *, seed, fitted=None, key=None):
         method = fitted[key]
     else:
         method = make_method(name, config, seed=seed)
-        if method is not None:
-            method.fit(X_fit)
+        fit_method(method, name, X_fit, config)
         if fitted is not None:
             fitted[key] = method
     return X.astype(np.float64) if method is None else method.transform(X)

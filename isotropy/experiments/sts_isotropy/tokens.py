@@ -92,6 +92,7 @@ def run_token_level(config, data: dict, fit_texts: dict | None, *, device=None, 
     """
     from isotropy.experiments.sts_isotropy.methods import (
         RANDOM_METHODS,
+        fit_method,
         isotropy_metrics,
         make_method,
         method_record,
@@ -133,8 +134,7 @@ def run_token_level(config, data: dict, fit_texts: dict | None, *, device=None, 
                     rows[method_name].append(rows[method_name][0])  # nothing random: the first seed's row
                     continue
                 method = make_method(method_name, config, seed=seed)
-                if method is not None:
-                    method.fit(F.astype(np.float64))
+                fit_method(method, method_name, F.astype(np.float64), config)
                 Y = pool_tokens(_transform_in_chunks(method, T), owner, 2 * n)
                 corr = pair_correlations(pair_cosines(Y, pooled, n), d.scores, d.subsets)
                 rows[method_name].append({**corr, **isotropy_metrics(Y, sample=config.metric_sample, seed=seed)})
