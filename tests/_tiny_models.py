@@ -65,7 +65,9 @@ def tiny_gemma_config(*, n_layers: int = 2, hidden_size: int = 16):
     return Gemma3TextConfig(vocab_size=len(GEMMA_SPECIAL) + len(GEMMA_PIECES), hidden_size=hidden_size,
                             intermediate_size=2 * hidden_size, num_hidden_layers=n_layers, num_attention_heads=2,
                             num_key_value_heads=1, head_dim=8, max_position_embeddings=64, sliding_window=8,
-                            rms_norm_eps=1e-6, pad_token_id=0, eos_token_id=1, bos_token_id=2)
+                            rms_norm_eps=1e-6, pad_token_id=0, eos_token_id=1, bos_token_id=2,
+                            # what llama.cpp runs a GGUF file with (it stores no scale): 1/sqrt(head size)
+                            query_pre_attn_scalar=8)
 
 
 def make_tiny_gemma_gguf(path: Path, *, n_layers: int = 2, hidden_size: int = 16, seed: int = 0):
@@ -147,3 +149,130 @@ def width_rounding(model_class):
         yield
     finally:
         model_class.forward = forward
+
+
+# SentencePiece-style vocabulary of make_tiny_decoder_gguf (llama, gemma2) and a byte-level BPE one (qwen3, gpt2).
+_SP_SPECIAL = ["<unk>", "<s>", "</s>"]
+
+
+def _byte_pieces() -> list[str]:
+    """The 256 byte symbols of GPT-2's byte-level BPE (printable bytes as themselves, the rest shifted past 255)."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    symbols, extra = {}, 0
+    for byte in range(256):
+        if byte in printable:
+            symbols[byte] = chr(byte)
+        else:
+            symbols[byte] = chr(256 + extra)
+            extra += 1
+    return [symbols[b] for b in range(256)]
+
+
+def make_tiny_decoder_gguf(path: Path, kind: str, *, seed: int = 0, drop: tuple = (), nan_in: str | None = None,
+                           metadata: dict | None = None):
+    """A randomly initialised causal LM of ``kind`` (llama, qwen3, gemma2, gpt2) as an F32 GGUF file written as
+    llama.cpp writes it (its tensor names from the ``gguf`` package's own map, Llama's q/k rows permuted, Gemma's
+    norms stored as w + 1, GPT-2's Conv1D weights transposed); return ``(path, model)``.
+
+    The head size (8) is not width / heads (32 / 4) for qwen3 and gemma2 (Gemma 2's attention scale 1/sqrt(8)),
+    and GPT-2's context is 64 (not transformers' 1024). ``drop``: GGUF tensor names left out; ``nan_in``: a
+    tensor given a NaN; ``metadata``: GGUF keys replaced (``None`` removes one) after the writer's own.
+    """
+    import gguf
+    import numpy as np
+    import torch
+    import transformers as T
+
+    torch.manual_seed(seed)
+    width, layers, heads = 32, 2, 4
+    sp = kind in ("llama", "gemma2")
+    tokens = _SP_SPECIAL + GEMMA_PIECES if sp else _byte_pieces() + ["Ġt", "Ġth", "Ġthe", "<|endoftext|>"]
+    common = {"vocab_size": len(tokens), "hidden_size": width, "intermediate_size": 2 * width, "num_hidden_layers": layers,
+                  "num_attention_heads": heads, "num_key_value_heads": 2, "max_position_embeddings": 64}
+    if kind == "llama":
+        config = T.LlamaConfig(**common, rms_norm_eps=1e-5, bos_token_id=1, eos_token_id=2, tie_word_embeddings=False)
+        model = T.LlamaForCausalLM(config)
+    elif kind == "qwen3":
+        config = T.Qwen3Config(**common, head_dim=8, rms_norm_eps=1e-6, tie_word_embeddings=False,
+                               bos_token_id=len(tokens) - 1, eos_token_id=len(tokens) - 1)
+        model = T.Qwen3ForCausalLM(config)
+    elif kind == "gemma2":
+        config = T.Gemma2Config(**common, head_dim=8, query_pre_attn_scalar=8, rms_norm_eps=1e-6, sliding_window=8,
+                                bos_token_id=1, eos_token_id=2, pad_token_id=0)
+        model = T.Gemma2ForCausalLM(config)
+    else:
+        config = T.GPT2Config(vocab_size=len(tokens), n_embd=width, n_layer=layers, n_head=heads, n_positions=64,
+                              bos_token_id=len(tokens) - 1, eos_token_id=len(tokens) - 1)
+        model = T.GPT2LMHeadModel(config)
+    model.eval()
+    with torch.no_grad():  # norms and biases away from their initial 1 and 0, so that their handling is tested
+        for name, param in model.named_parameters():
+            if "norm" in name or "ln_" in name or name.endswith(".bias"):
+                param.add_(torch.randn_like(param) * 0.1)
+    writer = gguf.GGUFWriter(str(path), kind)
+    writer.add_name(f"tiny {kind}")
+    writer.add_context_length(64)
+    writer.add_embedding_length(width)
+    writer.add_block_count(layers)
+    writer.add_feed_forward_length(2 * width if kind != "gpt2" else 4 * width)
+    writer.add_head_count(heads)
+    if kind == "gpt2":
+        writer.add_layer_norm_eps(config.layer_norm_epsilon)
+    else:
+        writer.add_head_count_kv(2)
+        writer.add_layer_norm_rms_eps(config.rms_norm_eps)
+        writer.add_rope_freq_base(10000.0)
+    if kind in ("qwen3", "gemma2"):
+        writer.add_key_length(8)
+        writer.add_value_length(8)
+    if kind == "gemma2":
+        writer.add_sliding_window(8)
+        writer.add_attn_logit_softcapping(config.attn_logit_softcapping)
+        writer.add_final_logit_softcapping(config.final_logit_softcapping)
+    if sp:
+        writer.add_tokenizer_model("llama")
+        writer.add_token_list(tokens)
+        writer.add_token_scores([0.0] * 3 + [-float(i) for i in range(len(GEMMA_PIECES))])
+        writer.add_token_types([2, 3, 3] + [1] * len(GEMMA_PIECES))
+        writer.add_bos_token_id(1)
+        writer.add_eos_token_id(2)
+        writer.add_unk_token_id(0)
+        if kind == "gemma2":
+            writer.add_pad_token_id(0)
+    else:
+        writer.add_tokenizer_model("gpt2")
+        writer.add_tokenizer_pre("qwen2" if kind == "qwen3" else "gpt-2")
+        writer.add_token_list(tokens)
+        writer.add_token_types([1] * (len(tokens) - 1) + [3])
+        writer.add_token_merges(["Ġ t", "Ġt h", "Ġth e"])
+        writer.add_eos_token_id(len(tokens) - 1)
+        writer.add_bos_token_id(len(tokens) - 1)
+    for key, value in (metadata or {}).items():
+        writer.kv_data[0].pop(key, None)
+        if value is not None:
+            kind_of = gguf.GGUFValueType.get_type(value)
+            writer.kv_data[0][key] = gguf.GGUFValue(value, kind_of)
+    names = gguf.get_tensor_name_map(gguf.MODEL_ARCH[kind.upper()], layers)
+    for hf, tensor in model.state_dict().items():
+        if kind == "gpt2" and hf.endswith((".attn.bias", ".attn.masked_bias")) or (
+                kind == "gemma2" and hf == "lm_head.weight") or (kind == "gpt2" and hf == "lm_head.weight"):
+            continue  # buffers, and heads tied to the embedding (not in the file)
+        name = names.get_name(hf, try_suffixes=(".weight", ".bias"))
+        array = tensor.detach().float().numpy().copy()
+        if kind == "llama" and ("q_proj" in hf or "k_proj" in hf):  # llama.cpp's rotary layout of the q/k rows
+            n = heads if "q_proj" in hf else 2
+            array = array.reshape(n, 2, array.shape[0] // n // 2, *array.shape[1:]).swapaxes(1, 2).reshape(array.shape)
+        if kind == "gemma2" and hf.endswith("norm.weight"):
+            array = array + 1.0
+        if kind == "gpt2" and hf.endswith(("c_attn.weight", "c_proj.weight", "c_fc.weight")):
+            array = array.T.copy()
+        if name in drop:
+            continue
+        if name == nan_in:
+            array.reshape(-1)[0] = np.nan
+        writer.add_tensor(name, np.ascontiguousarray(array, dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return Path(path), model

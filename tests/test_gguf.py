@@ -502,3 +502,79 @@ def test_a_conversion_that_fails_lets_one_waiter_convert_at_a_time(tiny_gguf, tm
     for thread in (a, b, c):
         thread.join(120)
     assert errors == ["A fails"] and state["most"] == 1 and state["calls"] == 2
+
+
+# ---- other architectures, and files whose metadata and tensors disagree (a trial of llama.cpp-style files) ----
+
+def _reference_states(model, tokenizer, text):
+    batch = tokenizer([text], return_tensors="pt")
+    with torch.inference_mode():
+        return [h[0].mean(0).numpy() for h in model.base_model(input_ids=batch["input_ids"],
+                                                                 output_hidden_states=True).hidden_states]
+
+
+@pytest.mark.parametrize("kind", ["llama", "qwen3", "gemma2", "gpt2"])
+def test_other_architectures_give_the_hidden_states_of_the_model_written(kind, tmp_path, monkeypatch, capfd):
+    # qwen3 and gemma2 have a head size (8) other than width / heads, gemma2 an attention scale 1/sqrt(8) and gpt2 a
+    # context of 64: transformers kept 128, 256 and 1024 (qwen3 and gpt2 raised, gemma2 was 6.8e-3 off)
+    from _tiny_models import make_tiny_decoder_gguf
+
+    from isotropy.models import load_transformer
+    from isotropy.models.encoders import encode_pooled
+
+    monkeypatch.setenv("ISOTROPY_CACHE", str(tmp_path / "cache"))
+    path, model = make_tiny_decoder_gguf(tmp_path / f"{kind}.gguf", kind)
+    out = encode_pooled(SENTENCES[:2], model=str(path), layers=[0, 1, 2], pooling="mean", device="cpu",
+                        use_cache=False)
+    tokenizer, _, _ = load_transformer(str(path), device="cpu")
+    assert "GGUF tensors" not in capfd.readouterr().err  # transformers' reader drew its bar on this path
+    for i, text in enumerate(SENTENCES[:2]):
+        expected = _reference_states(model, tokenizer, text)
+        for layer in (0, 1, 2):
+            np.testing.assert_allclose(out[layer][i], expected[layer], rtol=2e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize(("damage", "message"), [
+    ({"drop": ("blk.1.ffn_down.weight",)}, r"LlamaForCausalLM of 20,960 weights, but the file holds 18,912"),
+    ({"metadata": {"llama.block_count": None}}, r"llama.block_count is missing \(a positive integer expected\)"),
+    ({"metadata": {"llama.block_count": 100000}}, r"block_count is 100000 but the file holds the tensors of blocks 0-1"),
+    ({"metadata": {"llama.attention.head_count": 0}}, r"llama.attention.head_count is 0"),
+    ({"metadata": {"llama.embedding_length": 2**20}}, r"of 6,597,[\d,]+ weights, but the file holds 20,960"),
+    ({"nan_in": "blk.0.attn_q.weight"}, r"'model.layers.0.self_attn.q_proj.weight' holds NaN or infinite values"),
+    ({"metadata": {"tokenizer.ggml.bos_token_id": 100000}}, r"bos_token_id is 100000 \(a token id in \[0, 36\]"),
+    ({"metadata": {"tokenizer.ggml.tokens": None}}, r"tokenizer.ggml.tokens is missing"),
+    ("truncate", r"the file is truncated: the tensor 'output.weight' ends at byte"),
+])
+def test_a_file_whose_metadata_and_tensors_disagree_is_refused_in_one_line(damage, message, tmp_path):
+    # before: a missing tensor or block_count became random weights (exit 0, cached), block_count 100000 in an
+    # 86 KB file ran out of memory, zero heads raised ZeroDivisionError, NaN weights gave NaN tables
+    from _tiny_models import make_tiny_decoder_gguf
+
+    from isotropy.models import convert_gguf
+
+    path = tmp_path / "llama.gguf"
+    make_tiny_decoder_gguf(path, "llama", **({} if damage == "truncate" else damage))
+    if damage == "truncate":
+        path.write_bytes(path.read_bytes()[:-4096])
+    with pytest.raises(ValueError, match=message) as info:
+        convert_gguf(path, cache_dir=tmp_path / "cache", show_progress=False)
+    assert "\n" not in str(info.value)
+    entries = list((tmp_path / "cache" / "models").iterdir()) if (tmp_path / "cache" / "models").exists() else []
+    assert [p.name for p in entries if not p.name.endswith(".lock")] == []  # nothing cached, no work folder left
+
+
+def test_the_gemma_attention_scale_is_llama_cpps(tmp_path):
+    # llama.cpp derives it: 1/sqrt(head size), but 1/sqrt(width / heads) for the 27B models (46 and 62 layers);
+    # the models' own configs say 256, 144 (Gemma 2 27B) and 168 (Gemma 3 27B)
+    from transformers import Gemma2Config, Gemma3TextConfig
+
+    from isotropy.models.gguf import _llama_cpp_settings
+
+    for config, arch, layers, width, heads, expected in [
+            (Gemma2Config(), "gemma2", 26, 2304, 8, 256), (Gemma2Config(), "gemma2", 46, 4608, 32, 144),
+            (Gemma3TextConfig(), "gemma3", 62, 5376, 32, 168), (Gemma3TextConfig(), "gemma3", 18, 640, 4, 256)]:
+        config.query_pre_attn_scalar = -1
+        _llama_cpp_settings(config, {"general.architecture": arch, f"{arch}.block_count": layers,
+                                     f"{arch}.embedding_length": width, f"{arch}.attention.head_count": heads,
+                                     f"{arch}.attention.key_length": 256})
+        assert config.query_pre_attn_scalar == expected

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import struct
 import sys
@@ -178,14 +179,19 @@ def _convert(path: Path, out: Path, *, sha256: str, source: str) -> dict:
 
     try:
         layout = read_layout(path)  # inside: a file this reader cannot take is named like any other
+        _check_layout(layout)
         if layout.metadata.get("general.architecture") in _FAST_ARCHITECTURES:
             tokenizer, fresh = _read_vectorised(path, layout)
         else:
-            tokenizer, fresh = _read_with_transformers(path)
+            tokenizer, fresh = _read_with_transformers(path, layout)
     except (ValueError, KeyError, OSError, NotImplementedError, EOFError, IndexError, struct.error) as exc:
-        first = (str(exc).strip().splitlines() or [exc.__class__.__name__])[0]
         raise ValueError(f"The GGUF file {str(path)!r} could not be read: expected a GGUF "
-                         f"checkpoint of an architecture transformers supports. ({first})") from None
+                         f"checkpoint of an architecture transformers supports. ({_first_line(exc)})") from None
+    except _build_errors() as exc:  # transformers' own refusals of a file it cannot build: one line, not its
+        # traceback and load report
+        raise ValueError(f"The GGUF file {str(path)!r} could not be converted: expected a GGUF checkpoint of "
+                         f"an architecture transformers supports, consistent with its metadata. "
+                         f"({_first_line(exc.__cause__ or exc)})") from None
     config = fresh.config
     out.mkdir(parents=True)
     fresh.save_pretrained(out, safe_serialization=True)
@@ -225,21 +231,211 @@ def _fresh_copy(network, state: dict):
     with torch.device("meta"):
         fresh = type(network)(config)
     missing, unexpected = fresh.load_state_dict(state, assign=True, strict=False)
-    tied = set(getattr(fresh, "_tied_weights_keys", None) or ()) if config.tie_word_embeddings else set()
+    tied = _tied(fresh)
     if unexpected or set(missing) - tied:  # a tied head comes back from tie_weights; nothing else may be absent
-        raise KeyError(f"tensors missing {sorted(missing)[:3]} or unexpected {sorted(unexpected)[:3]}")
+        raise KeyError(f"tensors missing {sorted(set(missing) - tied)[:3]} or unexpected {sorted(unexpected)[:3]}")
+    for name, tensor in state.items():  # NaN weights give NaN hidden states: refused here, not in every metric later
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            raise ValueError(f"the tensor {name!r} holds NaN or infinite values (finite weights expected)")
     fresh.tie_weights()
     return fresh
 
 
-def _read_with_transformers(path: Path):
-    """transformers' own GGUF loader (any architecture it reads): metadata parsed three times, numpy per element."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+def _build_errors() -> tuple:
+    """What building a model from a file's metadata raises when transformers cannot: a shape that does not fit
+    (RuntimeError), zero heads (ZeroDivisionError), an allocation too large (RuntimeError, MemoryError), a config
+    huggingface_hub's validation refuses (heads that do not divide the width)."""
+    errors = (RuntimeError, ArithmeticError, TypeError, AttributeError, MemoryError, AssertionError)
+    try:
+        from huggingface_hub.errors import StrictDataclassError
+    except ImportError:  # an older huggingface_hub without validated configs
+        return errors
+    return (*errors, StrictDataclassError)
 
+
+def _tied(network) -> set:
+    """Names of the parameters that a tied network takes from another one (its head), absent from a GGUF file."""
+    if not getattr(network.config, "tie_word_embeddings", False):
+        return set()
+    keys = getattr(network, "_tied_weights_keys", None) or ()
+    return set(keys)  # a list (transformers 4) or a dict {tied: source} (transformers 5): the tied names either way
+
+
+def _first_line(exc: BaseException) -> str:
+    """The first non-empty line of an exception's message (its class name when it has none)."""
+    lines = [line.strip() for line in str(exc).strip("'\" \n").splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__
+
+
+# Tensors of the repeated blocks, as llama.cpp names them for every causal architecture: blk.<i>.<name>.
+_BLOCK_TENSOR = re.compile(r"blk\.(\d+)\.")
+# Special-token ids of the tokenizer metadata, each a position in tokenizer.ggml.tokens.
+_TOKEN_IDS = ("bos", "eos", "unk", "padding", "sep", "cls", "mask")
+
+
+def _count(value) -> int | None:
+    """Entries of a metadata array (a list, or the ``("array", type, count)`` of a long one); ``None`` otherwise."""
+    if isinstance(value, list):
+        return len(value)
+    if isinstance(value, tuple) and len(value) == 3 and value[0] == "array":
+        return int(value[2])
+    return None
+
+
+def _span(blocks: list[int]) -> str:
+    if not blocks:
+        return "no blocks"
+    runs, start = [], blocks[0]
+    for previous, current in zip(blocks, blocks[1:] + [None]):
+        if current != previous + 1:
+            runs.append(f"{start}" if start == previous else f"{start}-{previous}")
+            start = current
+    return "blocks " + ", ".join(runs[:4]) + (", ..." if len(runs) > 4 else "")
+
+
+def _check_layout(layout) -> None:
+    """Refuse, before any model is built, a file whose metadata and tensors disagree.
+
+    transformers builds the model its metadata describes and fills what the file lacks with random
+    weights (a missing tensor, a missing ``block_count`` read as the default 32 layers), or
+    allocates whatever the metadata says (``block_count = 100000`` in an 86 KB file ran out of
+    memory): the blocks of the tensors must be exactly ``0 .. block_count − 1``, the sizes
+    positive, every tensor's data inside the file and every special-token id a token of the vocabulary.
+    """
+    from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType
+
+    metadata = layout.metadata
+    architecture = metadata.get("general.architecture")
+    if not isinstance(architecture, str) or not architecture:
+        raise ValueError("general.architecture is missing (the architecture's name expected)")
+
+    def positive(key: str, required: bool = True):
+        value = metadata.get(key)
+        if value is None and not required:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            shown = "missing" if value is None else f"{value!r}"
+            raise ValueError(f"{key} is {shown} (a positive integer expected)")
+        return value
+
+    blocks = positive(f"{architecture}.block_count")
+    positive(f"{architecture}.embedding_length")
+    positive(f"{architecture}.attention.head_count", required=False)  # per-layer arrays are not checked here
+    present = sorted({int(m.group(1)) for t in layout.tensors if (m := _BLOCK_TENSOR.match(t.name))})
+    if present != list(range(blocks)):
+        raise ValueError(f"{architecture}.block_count is {blocks} but the file holds the tensors of {_span(present)} "
+                         f"(blocks 0-{blocks - 1} expected)")
+    size = os.path.getsize(layout.path)
+    for entry in layout.tensors:
+        try:
+            block, type_size = GGML_QUANT_SIZES[GGMLQuantizationType(entry.ggml_type)]
+        except (ValueError, KeyError):
+            raise ValueError(f"the tensor {entry.name!r} has the unknown type {entry.ggml_type}") from None
+        if not entry.dims or any(d < 1 for d in entry.dims) or entry.dims[0] % block:
+            raise ValueError(f"the tensor {entry.name!r} has dimensions {list(entry.dims)} (positive, the first a "
+                             f"multiple of its type's block of {block}, expected)")
+        elements = 1
+        for d in entry.dims:
+            elements *= d
+        end = layout.data_start + entry.offset + elements // block * type_size
+        if end > size:
+            raise ValueError(f"the file is truncated: the tensor {entry.name!r} ends at byte {end} of a file of "
+                             f"{size} bytes")
+    tokens = _count(metadata.get("tokenizer.ggml.tokens"))
+    if tokens is None or tokens < 1:
+        raise ValueError("tokenizer.ggml.tokens is missing (the vocabulary's tokens expected)")
+    for name in _TOKEN_IDS:
+        key = f"tokenizer.ggml.{name}_token_id"
+        value = metadata.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < tokens):
+            raise ValueError(f"{key} is {value!r} (a token id in [0, {tokens - 1}] expected)")
+
+
+def _file_elements(layout) -> int:
+    total = 0
+    for entry in layout.tensors:
+        elements = 1
+        for d in entry.dims:
+            elements *= d
+        total += elements
+    return total
+
+
+def _check_size(network, layout) -> None:
+    """Refuse a model (built on the meta device) with more weights than the file holds, before it is allocated.
+
+    Every weight of the model is a tensor of the file (a tied head is one tensor for two names), so
+    a larger model means metadata that transformers reads otherwise than llama.cpp wrote it (a GPT-2
+    context length, a Qwen 3 head size it ignores) or a hostile width: its random remainder or its
+    allocation never happens.
+    """
+    weights = sum(p.numel() for p in network.parameters())  # parameters(): a tied tensor once
+    held = _file_elements(layout)
+    if weights > held:
+        raise ValueError(f"its metadata describes a {type(network).__name__} of {weights:,} weights, but the file "
+                         f"holds {held:,} (tensors missing or cut short, or sizes in the metadata that do not match "
+                         f"the tensors)")
+
+
+# llama.cpp's attention scale for Gemma 2 and 3 (it derives the scale the file does not store): 1/sqrt(head size),
+# except for the 27B models, told by their layer count, whose scale is 1/sqrt(embedding_length / head_count); the
+# models' own configs say the same (query_pre_attn_scalar 256 for 2B/9B and 1B-12B, 144 for Gemma 2 27B, 168 for
+# Gemma 3 27B). transformers leaves its default of 256, right only where the head size is 256 and the model not 27B.
+_LAYERS_27B = {"gemma2": 46, "gemma3": 62}
+
+
+def _llama_cpp_settings(config, metadata: dict) -> None:
+    """Settings of ``config`` that llama.cpp reads from the metadata and transformers does not (in place).
+
+    The head size (``attention.key_length``: Qwen 3, Llama or Mistral files whose head size is not
+    width / heads; transformers kept its default of 128), GPT-2's context length (the rows of its
+    position embedding; transformers kept 1024) and Gemma's attention scale (``_LAYERS_27B``).
+    """
+    architecture = metadata.get("general.architecture")
+    key_length = metadata.get(f"{architecture}.attention.key_length")
+    if isinstance(key_length, int) and key_length > 0 and getattr(config, "head_dim", None) is not None:
+        config.head_dim = key_length
+    context = metadata.get(f"{architecture}.context_length")
+    if getattr(config, "model_type", None) == "gpt2" and isinstance(context, int) and context > 0:
+        config.n_positions = context
+    if architecture in _LAYERS_27B and hasattr(config, "query_pre_attn_scalar"):
+        heads = metadata.get(f"{architecture}.attention.head_count")
+        width = metadata.get(f"{architecture}.embedding_length")
+        if metadata.get(f"{architecture}.block_count") == _LAYERS_27B[architecture] and isinstance(heads, int):
+            config.query_pre_attn_scalar = width // heads
+        else:
+            config.query_pre_attn_scalar = metadata.get(f"{architecture}.attention.key_length", 256)
+
+
+def _read_with_transformers(path: Path, layout):
+    """transformers' own GGUF loader (any architecture it reads): metadata parsed three times, numpy per element.
+
+    The model is first built on the meta device from the config transformers derives (plus
+    :func:`_llama_cpp_settings`) and checked against the file (:func:`_check_size`); a weight the
+    loader then reports missing (it would be random) is refused.
+    """
+    import functools
+
+    import torch
+    import transformers.modeling_gguf_pytorch_utils as gguf_utils
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    config = AutoConfig.from_pretrained(path.parent, gguf_file=path.name, trust_remote_code=False)
+    _llama_cpp_settings(config, layout.metadata)
+    with torch.device("meta"):
+        _check_size(AutoModelForCausalLM.from_config(config, trust_remote_code=False), layout)
     tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name, trust_remote_code=False)
-    network = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32,
-                                                   trust_remote_code=False)
+    bar = gguf_utils.tqdm  # its reader's bar ignores transformers' progress-bar switch (quiet_transformers)
+    gguf_utils.tqdm = functools.partial(bar, disable=True)
+    try:
+        network, info = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, config=config,
+                                                             dtype=torch.float32, trust_remote_code=False,
+                                                             output_loading_info=True)
+    finally:
+        gguf_utils.tqdm = bar
+    missing = set(info.get("missing_keys") or ()) - _tied(network)
+    if missing or info.get("mismatched_keys"):  # filled with random weights by the loader: not the file's model
+        raise KeyError(f"tensors missing {sorted(missing)[:3] or sorted(info['mismatched_keys'])[:3]}")
     return tokenizer, _fresh_copy(network, network.state_dict())
 
 
@@ -291,15 +487,17 @@ def _read_vectorised(path: Path, layout):
 
     config_dict = _config_dict(layout)
     if config_dict is None:
-        return _read_with_transformers(path)
+        return _read_with_transformers(path, layout)
     config = CONFIG_MAPPING[config_dict["model_type"]].from_dict(dict(config_dict))
     config.dtype = torch.float32
+    _llama_cpp_settings(config, layout.metadata)
     tokenizer_class = TOKENIZER_MAPPING[type(config)]
     if isinstance(tokenizer_class, tuple):  # transformers 4: (slow, fast)
         tokenizer_class = tokenizer_class[1] or tokenizer_class[0]
     tokenizer = tokenizer_class.from_pretrained(path.parent, gguf_file=path.name, trust_remote_code=False)
     with torch.device("meta"):
         network = AutoModelForCausalLM.from_config(config, trust_remote_code=False)
+    _check_size(network, layout)
     architecture = layout.metadata["general.architecture"]
     processor = TENSOR_PROCESSORS.get(architecture, TensorProcessor)(config=config_dict)
     mapping = get_gguf_hf_weights_map(network, processor)
