@@ -196,3 +196,24 @@ def test_sts_whitening_of_a_rank_deficient_cloud_names_the_config_keys():
                                           r"embeddings, whose covariance is rank-deficient \(rank 4 < 8 features\).* "
                                           r"whitening_components <= 4\. Got 0\.0 instead\.$"):
         _apply("Whitening", config, X, X, seed=0)
+
+
+def test_activation_diagrams_fine_tune_baseline_is_refused_without_naming_an_unknown_key(capsys):
+    """The hint said --set baseline=..., which is no key of activation-diagrams."""
+    err = _error(["run", "activation-diagrams", "--set", "fine_tune.baseline=false", "--print-config"], capsys)
+    assert err.startswith("Error: The 'fine_tune' setting of activation-diagrams may not set baseline: this experiment "
+                          "always fine-tunes the baseline")
+    assert "--set baseline" not in err
+
+
+@pytest.mark.parametrize("text, where", [
+    ("1: 2\n", "the key 1, which YAML reads as a number"),
+    ("metrics:\n  true: 3\n", "the key True under 'metrics', which YAML reads as a boolean"),
+])
+def test_a_setup_file_key_that_is_not_a_name_is_one_sentence(text, where, tmp_path, capsys):
+    """It was "The 'config' setting of classifier-geometry must be Keys should be strings. Got 1 instead."."""
+    path = tmp_path / "k.yaml"
+    path.write_text(text)
+    err = _error(["run", "layer-geometry", "--setup", str(path), "--print-config"], capsys)
+    assert err == (f"Error: The config file {str(path)!r} has {where}; expected config keys, which are names such as "
+                   f"lr (quote a key meant as a name).\n")

@@ -313,7 +313,27 @@ def load_yaml(path: str | Path, *, name: str = "config file") -> dict:
     if not isinstance(data, dict):
         raise ConfigError(f"The {name} {str(path)!r} holds a {type(data).__name__} at the top level; "
                           f"expected a mapping of config keys to values.")
+    bad = _non_text_key(data)
+    if bad is not None:  # pydantic said "The 'config' setting ... must be Keys should be strings. Got 1 instead."
+        where, key = bad
+        inside = f" under '{where}'" if where else ""
+        kind = ("null" if key is None else "a boolean" if isinstance(key, bool) else
+                "a number" if isinstance(key, (int, float)) else f"a {type(key).__name__}")
+        raise ConfigError(f"The {name} {str(path)!r} has the key {_shown(key)}{inside}, which YAML reads as {kind}; "
+                          f"expected config keys, which are names such as lr (quote a key meant as a name).")
     return data
+
+
+def _non_text_key(data: dict, where: str = "") -> tuple[str, Any] | None:
+    """(the dotted place, the key) of the first key of ``data`` (at any depth) that is not text; None if none."""
+    for key, value in data.items():
+        if not isinstance(key, str):
+            return where, key
+        if isinstance(value, dict):
+            found = _non_text_key(value, f"{where}.{key}" if where else key)
+            if found is not None:
+                return found
+    return None
 
 
 def setup_path(experiment: str, setup: str) -> Path:

@@ -65,7 +65,10 @@ class ActivationDiagramsConfig(ExperimentConfig):
     @field_validator("fine_tune")
     @classmethod
     def _fine_tune(cls, value):
-        owned = sorted(OWNED & set(value))
+        if "baseline" in value:  # not a key of this config: the hint "--set baseline=..." named an unknown key
+            raise config_rule("may not set baseline: this experiment always fine-tunes the baseline (the diagram the "
+                              "I-STAR and CosReg ones are compared with); leave it out")
+        owned = sorted((OWNED - {"baseline"}) & set(value))
         if owned:
             raise config_rule(f"may not set {', '.join(owned)}: this config sets {'it' if len(owned) == 1 else 'them'} "
                               f"at its top level (e.g. --set {owned[0]}=...)")
