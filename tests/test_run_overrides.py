@@ -217,3 +217,43 @@ def test_a_setup_file_key_that_is_not_a_name_is_one_sentence(text, where, tmp_pa
     err = _error(["run", "layer-geometry", "--setup", str(path), "--print-config"], capsys)
     assert err == (f"Error: The config file {str(path)!r} has {where}; expected config keys, which are names such as "
                    f"lr (quote a key meant as a name).\n")
+
+
+@pytest.mark.parametrize("layers", ["[]", "[1, 1]"])
+def test_istar_layers_empty_or_repeated_are_refused_up_front(layers, capsys):
+    err = _error(["run", "istar", "--set", f"istar.layers={layers}", "--print-config"], capsys)
+    assert err.startswith("Error: The 'istar.layers' setting of istar must be 'all', 'last' or a non-empty list of "
+                          "distinct hidden-state indices. Got ")
+
+
+@pytest.mark.parametrize("layers, why", [([0, 99], r"\[99\] are outside it"),
+                                         ([2, -1], "two of them name the same hidden state")])
+def test_istar_layers_the_model_lacks_are_refused_before_training(layers, why, tiny_bert, tmp_path):
+    """Checked at the first I-STAR step before (in select_layers' words), and [6, -1] of 7 was merged silently."""
+    from conftest import shared_data_path
+    from isotropy.experiments._config import ConfigError
+    from isotropy.experiments._runner import execute
+    from isotropy.experiments.istar.experiment import EXPERIMENT
+
+    shared_data_path("glue_data", "SST-2", "train.tsv")
+    config = EXPERIMENT.config("sst2-cpu", model=tiny_bert, train_size=24, validation_size=40, max_length=32,
+                               seeds=[0], lambdas=[-1.0], cosreg=None, **{"istar.layers": layers})
+    with pytest.raises(ConfigError, match=rf"^The 'istar.layers' setting must hold distinct hidden-state indices of "
+                                          rf".* in \[-3, 2\] \(0 = embedding output, 2 = last layer\); {why}\. Got "):
+        execute(EXPERIMENT, config, results_dir=tmp_path / "r", device="cpu", data_dir=shared_data_path(), quiet=True,
+                threads=1)
+    assert not (tmp_path / "r" / "run.json").exists()
+
+
+@pytest.mark.parametrize("text, message", [
+    ("lr: 1\n---\nupdates: 3\n", ("is not valid YAML: expected a single document in the stream, but found "
+                                  "another document at line 2, column 1.")),
+    ("null\n", "holds null at the top level; expected a mapping of config keys to values."),
+    ("# nothing\n", "is empty; expected a mapping of config keys to values."),
+])
+def test_config_file_wording(text, message, tmp_path, capsys):
+    """Two documents said only "but found another document"; a file holding null was called empty."""
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    assert _error(["run", CG, "--setup", str(path), "--print-config"], capsys) == \
+        f"Error: The config file {str(path)!r} {message}\n"

@@ -169,7 +169,9 @@ def make_command(experiment) -> click.Command:
                      help="Folder holding the data sets [default: $ISOTROPY_DATA, else ./data]."),
         click.Option(["--no-plot"], is_flag=True, help="Write no figures (redraw later with 'isotropy plot DIR')."),
         click.Option(["--quiet", "--no-progress", "quiet"], is_flag=True,
-                     help="No progress bars or messages (--no-progress: the same, as in 'isotropy measure')."),
+                     help="No progress bars or messages on stderr (warnings and errors still print); the results "
+                          "table and paths are the command's output on stdout, as without it (--no-progress: the "
+                          "same, as in 'isotropy measure')."),
     ]
     for flag, key, help_text in experiment.shortcuts:
         shown = key.removesuffix("[]")

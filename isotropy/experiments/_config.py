@@ -284,6 +284,9 @@ def _python_tag_refusal(exc) -> str:
 
 def _yaml_reason(exc) -> str:
     problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    context = getattr(exc, "context", None)
+    if context and getattr(exc, "problem", None):  # "but found another document" said nothing without its context
+        problem = f"{context}, {problem}"
     mark = getattr(exc, "problem_mark", None)
     where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
     return " ".join(f"{problem}{where}".split())
@@ -308,8 +311,10 @@ def load_yaml(path: str | Path, *, name: str = "config file") -> dict:
         raise ConfigError(f"The {name} {str(path)!r} {_python_tag_refusal(exc)}.") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"The {name} {str(path)!r} is not valid YAML: {_yaml_reason(exc)}.") from None
-    if data is None:
-        raise ConfigError(f"The {name} {str(path)!r} is empty; expected a mapping of config keys to values.")
+    if data is None:  # an empty (or comments-only) file, or one holding null itself
+        empty = all(not line.strip() or line.lstrip().startswith(("#", "---", "...")) for line in text.splitlines())
+        what = "is empty" if empty else "holds null at the top level"
+        raise ConfigError(f"The {name} {str(path)!r} {what}; expected a mapping of config keys to values.")
     if not isinstance(data, dict):
         raise ConfigError(f"The {name} {str(path)!r} holds a {type(data).__name__} at the top level; "
                           f"expected a mapping of config keys to values.")
