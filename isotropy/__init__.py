@@ -19,6 +19,7 @@ import importlib
 import importlib.abc
 import importlib.util
 import sys
+import types
 import warnings
 
 __version__ = "0.1.0"
@@ -62,6 +63,7 @@ _SUBPACKAGES = frozenset({"datasets", "distributed", "experiments", "io", "measu
 # DeprecationWarning that gives the new place.
 _MOVED_NAMES = {"extract_token_embeddings": "isotropy.models.contextual"}
 _MOVED_MODULES = {
+    "isotropy.isoscore": "isotropy.metrics.isoscore",
     "isotropy.partition": "isotropy.metrics.partition",
     "isotropy.cosine": "isotropy.metrics.cosine",
     "isotropy.covariance": "isotropy.metrics.covariance",
@@ -121,10 +123,20 @@ class _MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 if not any(isinstance(finder, _MovedModuleFinder) for finder in sys.meta_path):
     sys.meta_path.append(_MovedModuleFinder())
 
-# ``isoscore`` names the function; the old module path ``isotropy.isoscore`` (now isotropy.metrics.isoscore) is
-# registered as an alias without a warning, because the package attribute of that name must stay the function
-# (an import through a finder would rebind it to the module).
-from isotropy.metrics import isoscore as _isoscore_module
 
-sys.modules.setdefault("isotropy.isoscore", _isoscore_module)
-isoscore = _isoscore_module.isoscore
+class _Package(types.ModuleType):
+    """The package's module type: ``isotropy.isoscore`` stays the function when the old module path of that name
+    is imported (the import system binds an imported submodule as an attribute of its parent).
+
+    So the old path is one more moved module (``_MOVED_MODULES``) and nothing is imported with the package:
+    ``import isotropy`` loads no numpy, and a Ctrl-C while a command starts falls inside the console entry's
+    handler (:func:`isotropy.__main__.entry`), not in a traceback from the package's own imports.
+    """
+
+    def __setattr__(self, name, value):
+        if name in _EXPORTS and isinstance(value, types.ModuleType):
+            return  # the submodule isotropy.isoscore, bound by its import: the name keeps the function
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

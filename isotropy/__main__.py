@@ -2,8 +2,8 @@
 
 :func:`entry` imports the command-line interface inside its own ``try``: a Ctrl-C while it loads (click, the
 CLI module) is the command's ``Interrupted.`` and exit status 130, as later, not a ``KeyboardInterrupt``
-traceback from inside the imports. What runs before it, ``import isotropy`` itself (numpy), is outside any code
-of ours: the package's ``__init__`` decides how long that window is.
+traceback from inside the imports. What runs before it, ``import isotropy`` itself, imports nothing but the
+standard library (its names are loaded on first use), so that window is a few milliseconds.
 """
 
 import sys

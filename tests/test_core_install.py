@@ -286,3 +286,27 @@ def test_the_readers_and_loaders_are_names_of_their_packages_imported_on_first_u
     """, tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[] True True True"
+
+
+def test_import_isotropy_imports_nothing_heavy_and_keeps_the_old_isoscore_path():
+    """``import isotropy`` loads no numpy (its ``__init__`` had imported the IsoScore module for the old path
+    ``isotropy.isoscore``, so a Ctrl-C while a command started could land there, outside the console entry's
+    handler); the old module path still imports, with the moved-module warning, and the name stays the function."""
+    result = subprocess.run([sys.executable, "-W", "always", "-c", textwrap.dedent("""
+        import json, sys, warnings
+        import isotropy
+        heavy = sorted({m.split(".")[0] for m in sys.modules} & {"numpy", "scipy", "sklearn", "torch"})
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            import isotropy.isoscore
+            from isotropy.isoscore import isoscore_star
+        import numpy as np
+        value = isotropy.isoscore(np.eye(3) - 1 / 3)
+        print(json.dumps([heavy, callable(isotropy.isoscore), isoscore_star is isotropy.isoscore_star, value,
+                          [str(w.message) for w in caught if w.category is DeprecationWarning]]))
+    """)], capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stderr
+    heavy, is_function, same, value, warned = json.loads(result.stdout.strip().splitlines()[-1])
+    assert heavy == [] and is_function and same
+    assert value == pytest.approx(0.5, abs=1e-12)  # equal variance in 2 of 3 dimensions: (k − 1)/(d − 1) = 1/2
+    assert warned == ["isotropy.isoscore moved to isotropy.metrics.isoscore; the old path goes in the next release."]
