@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field, ValidationInfo, field_validator
 
-from isotropy.experiments._config import MAX_SEED, ConfigError, ExperimentConfig, Seeds, config_rule, expects
+from isotropy.experiments._config import MAX_SEED, ExperimentConfig, Seeds, config_rule, expects
 
 __all__ = ["FinetuneConfig", "IstarSettings", "Pooling", "TableSpec", "finetune_setup", "resolve", "sweep_specs"]
 
@@ -69,23 +69,6 @@ class IstarSettings(ExperimentConfig):
         if isinstance(value, list) and (not value or len(set(value)) != len(value)):
             raise ValueError("expected a non-empty list of distinct indices")
         return value
-
-
-def check_istar_layers(config, n_hidden_states: int, *, model: str) -> None:
-    """Refuse ``istar.layers`` the model lacks, or naming one hidden state twice (6 and -1 of 7), once it is loaded.
-
-    Before any training: the range was checked at the first I-STAR step, in the words of ``select_layers``, and a
-    layer given twice was merged without a word (the config recorded both).
-    """
-    layers, n = config.istar.layers, int(n_hidden_states)
-    if not isinstance(layers, list):
-        return
-    outside = [i for i in layers if not -n <= i < n]
-    twice = len({i % n for i in layers if -n <= i < n}) != len(layers) and not outside
-    if outside or twice:
-        why = f"{outside} are outside it" if outside else "two of them name the same hidden state"
-        raise ConfigError(f"The 'istar.layers' setting must hold distinct hidden-state indices of {model} in [-{n}, "
-                          f"{n - 1}] (0 = embedding output, {n - 1} = last layer); {why}. Got {layers!r} instead.")
 
 
 class FinetuneConfig(ExperimentConfig):

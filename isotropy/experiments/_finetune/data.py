@@ -144,7 +144,7 @@ def prepare(config, *, data_dir=None) -> dict:
     train_data = subsample(train_data, config.train_size, seed=int(config.data_seed))
     valid_data = subsample(valid_data, config.validation_size, seed=int(config.data_seed))
     tokenizer, encoder = load_encoder(config.model)
-    from isotropy.experiments._finetune.config import check_istar_layers
+    from isotropy.experiments._finetune.model import check_istar_layers
     from isotropy.models.contextual import n_transformer_layers
 
     check_istar_layers(config, n_transformer_layers(encoder.config) + 1, model=config.model)

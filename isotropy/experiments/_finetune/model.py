@@ -12,6 +12,7 @@ __all__ = [
     "POOLINGS",
     "ClassifierOutput",
     "SentenceClassifier",
+    "check_istar_layers",
     "layer_indices",
     "load_encoder",
     "pool",
@@ -98,6 +99,25 @@ def layer_indices(layers, n_hidden_states: int) -> list[int]:
     from isotropy.models.layers import select_layers
 
     return select_layers(layers, n_hidden_states, include_embeddings=False, caller="istar", name="istar.layers")
+
+
+def check_istar_layers(config, n_hidden_states: int, *, model: str) -> None:
+    """Refuse ``istar.layers`` the model lacks, or naming one hidden state twice (6 and -1 of 7), once it is loaded.
+
+    Before any training: the range was checked at the first I-STAR step, in the words of ``select_layers``, and a
+    layer given twice was merged without a word (the config recorded both).
+    """
+    from isotropy.experiments._config import ConfigError
+
+    layers, n = config.istar.layers, int(n_hidden_states)
+    if not isinstance(layers, list):
+        return
+    outside = [i for i in layers if not -n <= i < n]
+    twice = len({i % n for i in layers if -n <= i < n}) != len(layers) and not outside
+    if outside or twice:
+        why = f"{outside} are outside it" if outside else "two of them name the same hidden state"
+        raise ConfigError(f"The 'istar.layers' setting must hold distinct hidden-state indices of {model} in [-{n}, "
+                          f"{n - 1}] (0 = embedding output, {n - 1} = last layer); {why}. Got {layers!r} instead.")
 
 
 def select_states(hidden_states, attention_mask, *, layers, level: str, pooling: str):
