@@ -128,7 +128,7 @@ def test_cli_says_what_the_output_row_is_and_what_was_left_out(tmp_path):
 def test_sentence_transformers_directory_reads_its_weights_once(monkeypatch, tmp_path):
     """The output row's SentenceTransformer is built around the network already loaded: model.safetensors is
     opened by the command only as often as one load_transformer opens it (load_sentence_model reloaded it), and
-    the row's value is still SentenceTransformer.encode's, texts cut differently included."""
+    the row's value is still SentenceTransformer.encode's (at the layers' token limit), long texts included."""
     pytest.importorskip("sentence_transformers")
     from transformers import modeling_utils
 
@@ -139,7 +139,7 @@ def test_sentence_transformers_directory_reads_its_weights_once(monkeypatch, tmp
     opened = []
     real = modeling_utils.safe_open
     monkeypatch.setattr(modeling_utils, "safe_open", lambda *args, **kwargs: opened.append(args) or real(*args, **kwargs))
-    long_text = " ".join(["word"] * 40)  # cut at max_length=16 here, at 256 by sentence-transformers: encoded apart
+    long_text = " ".join(["word"] * 40)  # cut at max_length=16, by the layers and the output row alike
     texts = [*TEXTS, long_text, "  spaced out  "]
     result = measure_layers(texts, model="all-MiniLM-L6-v2", layers="last", device="cpu", metrics=["isoscore"],
                             max_length=16)
@@ -150,7 +150,9 @@ def test_sentence_transformers_directory_reads_its_weights_once(monkeypatch, tmp
     load_transformer("all-MiniLM-L6-v2", device="cpu")  # the one load (transformers also opens the header for the dtype)
     assert in_command == len(opened) >= 1
     monkeypatch.setattr(modeling_utils, "safe_open", real)
-    encoded = load_sentence_model("all-MiniLM-L6-v2", device="cpu").encode(texts, convert_to_numpy=True)
+    encoder = load_sentence_model("all-MiniLM-L6-v2", device="cpu")
+    encoder.max_seq_length = 16
+    encoded = encoder.encode(texts, convert_to_numpy=True)
     assert result["rows"][-1]["isoscore"] == pytest.approx(isoscore(encoded.astype(np.float64)), rel=1e-6)
 
 
@@ -203,3 +205,28 @@ def test_the_shared_search_warns_once_for_twonn_and_mle(bert, capsys):
     assert lines[0].startswith("Warning: layers 0, 1, 2: twonn_dimension, mle_dimension: X has 6 duplicate rows")
     assert "neighbour_dimensions" not in lines[0]
     assert result["warnings"] == [lines[0].removeprefix("Warning: ")]
+
+
+def test_max_length_cuts_the_output_row_as_it_cuts_the_layers(monkeypatch, tmp_path):
+    """--max-length is the token limit of every row: the output row is SentenceTransformer.encode with
+    max_seq_length = max_length (it stayed at the model's own 256, so --max-length 8 changed layer 6 and not the
+    output row), and equals layer 6 mean-pooled and normalised (MiniLM's Pooling and Normalize), long texts too.
+    A row cached at one limit is not read back at another."""
+    pytest.importorskip("sentence_transformers")
+    from isotropy import cosine_similarity_mean, isoscore
+    from isotropy.models.encoders import load_sentence_model
+
+    monkeypatch.setenv("ISOTROPY_CACHE", str(tmp_path))
+    texts = [*TEXTS, " ".join(["word"] * 40), "  " + " ".join(TEXTS) + "  "]  # cut at 8 tokens, not at 256
+    encoder = load_sentence_model("all-MiniLM-L6-v2", device="cpu")
+    for max_length in (8, 128):
+        result = measure_layers(texts, model="all-MiniLM-L6-v2", layers="last", device="cpu", max_length=max_length,
+                                metrics=["isoscore", "cosine_similarity_mean"])
+        layer, output = result["rows"]
+        assert output["layer"] == "output"
+        encoder.max_seq_length = max_length
+        encoded = encoder.encode(texts, convert_to_numpy=True).astype(np.float64)
+        assert output["isoscore"] == pytest.approx(isoscore(encoded), rel=1e-5)
+        # the cosine of mean-pooled rows does not depend on their norms: layer 6 and output read the same
+        assert output["cosine_similarity_mean"] == pytest.approx(cosine_similarity_mean(encoded), rel=1e-5)
+        assert output["cosine_similarity_mean"] == pytest.approx(layer["cosine_similarity_mean"], rel=1e-5)

@@ -407,7 +407,8 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
     the packaged ``all-MiniLM-L6-v2``'s Pooling and Normalize; not a GGUF model, whose converted
     directory holds a Pooling written by isotropy) gets one more row at sentence level,
     ``layer="output"``: the model's own output, ``SentenceTransformer.encode`` (its pooling, its
-    normalisation, its ``max_seq_length``), whatever ``pooling`` says for the hidden layers;
+    normalisation) with ``max_seq_length`` set to ``max_length``, the token limit of every row, so that it
+    pools the very tokens the last layer's row pools; whatever ``pooling`` says for the hidden layers;
     ``output_modules`` names the modules applied.
 
     ``norm_max_over_median`` is the largest vector norm divided by the median norm: values far
@@ -489,6 +490,11 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
     from isotropy.models.loading import load_transformer
 
     tokenizer, network, location = load_transformer(model, device=device)
+    from isotropy.models.loading import capped_max_length
+
+    # the token limit of every row, the output row's too (its encoder's max_seq_length): the model's own 256 cut the
+    # output row of long texts elsewhere than the layers it pools (--max-length 8 changed layer 6, not the output)
+    seq = capped_max_length(max_length, network.config, tokenizer)
     n_layers = n_transformer_layers(network.config)
     layers = select_layers(layers, n_layers + 1, caller=_CALLER)
     output_modules, encoder, collected = [], None, None
@@ -501,10 +507,13 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
             from isotropy.models.encoders import _load_cached, output_row_file
 
             row_file = output_row_file(location, texts, batch_size=batch_size, device=device)
+            # output_row_file's key has no token limit: a row cut at another one (or at the model's own, before
+            # the limit applied to this row) is never read back as this one
+            row_file = row_file.with_name(f"{row_file.stem}-max_length={seq}{row_file.suffix}")
             cached_output = _load_cached(row_file, len(texts))
             if cached_output is None:
-                encoder = _sentence_model_around(location, network, device)
-                collected = _OutputRows(encoder, texts, max_length)
+                encoder = _sentence_model_around(location, network, device, max_seq_length=seq)
+                collected = _OutputRows(encoder, texts)
         states = encode_pooled(texts, model=location, layers=layers, pooling=pooling, device=device,
                                batch_size=batch_size, max_length=max_length, show_progress=progress,
                                _loaded=(tokenizer, network), _on_batch=collected)
@@ -547,7 +556,7 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
         if shrink:  # Σ_S of the output row: the same sample, through the model's own modules
             drawn = output[subsample_indices(len(output), shrinkage_sample, random_state=[random_state, 1])] \
                 if isinstance(shrinkage_sample, int) else \
-                (encoder or _sentence_model_around(location, network, device)).encode(
+                (encoder or _sentence_model_around(location, network, device, max_seq_length=seq)).encode(
                     shrinkage_sample, batch_size=batch_size, convert_to_numpy=True, show_progress_bar=False)
             from isotropy.metrics.covariance import CovarianceAccumulator
 
@@ -669,18 +678,30 @@ def _sentence_transformer_modules(location) -> list[str]:
     return kinds[1:] if kinds and kinds[0] == "Transformer" and len(kinds) > 1 else []
 
 
-def _sentence_model_around(location, network, device):
+def _sentence_model_around(location, network, device, *, max_seq_length: int):
     """``SentenceTransformer(location)`` built around ``network``, already loaded: its weights are not read again.
+
+    Its ``max_seq_length`` is set to ``max_seq_length``, the token limit of the hidden layers' rows, so that the
+    output row pools the very tokens the last layer's row pools (not the model's own limit, 256 for MiniLM).
 
     The Transformer module gets ``network`` instead of loading the weights (the modules after it,
     Pooling, Normalize, Dense, are read from their folders as usual). Where this
     sentence-transformers version builds its Transformer otherwise, the model is loaded as
     :func:`isotropy.models.encoders.load_sentence_model` does (the weights read a second time).
     """
-    from isotropy.models._safety import NO_REMOTE_CODE, refuse_remote_code
+    from isotropy.models._safety import refuse_remote_code
     from isotropy.models.encoders import load_sentence_model
 
     refuse_remote_code(location)
+    encoder = _built_around(location, network, device, load_sentence_model)
+    encoder.max_seq_length = max_seq_length
+    return encoder
+
+
+def _built_around(location, network, device, load_sentence_model):
+    """The SentenceTransformer of :func:`_sentence_model_around`, at the model's own ``max_seq_length``."""
+    from isotropy.models._safety import NO_REMOTE_CODE
+
     try:
         from sentence_transformers import SentenceTransformer
         from sentence_transformers.base.modules.transformer import Transformer
@@ -714,8 +735,8 @@ class _OutputRows:
     encoded by ``encoder.encode``, which runs the same network.
     """
 
-    def __init__(self, encoder, texts, max_length):
-        self.encoder, self.texts, self.max_length = encoder, texts, max_length
+    def __init__(self, encoder, texts):
+        self.encoder, self.texts = encoder, texts
         self.modules = list(encoder)[1:]
         first = encoder[0]
         self.seq = getattr(encoder, "max_seq_length", None)
@@ -1028,7 +1049,8 @@ def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, 
         click.echo(f"Note: {ISOSCORE_STAR_NOTE} (--shrinkage-sample).", err=True)
     if result["output_modules"]:
         click.echo(f"Note: {model} is a sentence-transformers model: the row 'output' is its own output "
-                   f"(SentenceTransformer.encode: {', '.join(result['output_modules'])}); the hidden layers use "
+                   f"(SentenceTransformer.encode: {', '.join(result['output_modules'])}), its texts cut at "
+                   f"--max-length tokens as the layers' are; the hidden layers use "
                    f"--pooling {pooling}.", err=True)
     n = result["rows"][0]["n_samples"]
     unit = "texts" if level == "sentence" else "tokens"
