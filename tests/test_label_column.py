@@ -118,7 +118,8 @@ def test_the_advice_of_the_refusal_can_be_pasted(tmp_path):
     path = _table(tmp_path / "my embeddings.csv", " label ,a,b,c")
     result = measure(path, "--metrics", "isoscore")
     line = _one_line_error(result)
-    advice = line.split("give the labels with ", 1)[1].split(" (label_column= in Python)", 1)[0]
+    assert "in Python" not in line  # the command's words only
+    advice = line.split("give the labels with ", 1)[1].split(", which also", 1)[0]
     words = shlex.split(advice)
     assert words == ["--labels", str(path), "--label-column", "label"]
     result = measure(path, *words, "--metrics", "isoscore,silhouette_score", "--json", "-")

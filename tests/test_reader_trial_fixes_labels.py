@@ -20,8 +20,8 @@ def test_latin1_labels_say_how_to_read_them(tmp_path, capsys):
     converted = tmp_path / "lab_latin-utf8.txt"
     assert capsys.readouterr().err == (
         f"Error: Cannot read labels from {str(labels)!r}: it is not UTF-8 text (convert it, e.g. iconv -f latin-1 "
-        f"-t utf-8 {labels} > {converted}, or give its encoding: encoding='latin-1' in Python, --encoding latin-1 on "
-        f"the command line); expected a text file with one label per line.\n")
+        f"-t utf-8 {labels} > {converted}, or give its encoding: --encoding latin-1); expected a text file with one "
+        f"label per line.\n")  # the command's words: encoding='latin-1' in Python is for read_labels' users
     assert read_labels(labels, n_rows=4, encoding="latin-1").tolist() == ["négatif", "positif", "négatif", "positif"]
     # --encoding reads the labels of EMBEDDINGS too (it was refused without --model): the labels' silhouette
     main(["measure", str(tmp_path / "x.npy"), "--labels", str(labels), "--encoding", "latin-1", "--metrics",

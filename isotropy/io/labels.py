@@ -57,8 +57,12 @@ _PIECE = 2**18
 _MAX_TABLE_LINE_BYTES = 4 * MAX_LINE_CHARS
 
 
-def _fail(path, reason: str, expected: str = _EXPECTED) -> IsotropyValueError:
-    return IsotropyValueError(f"Cannot read labels from {str(path)!r}: {reason}; expected {expected}.")
+def _fail(path, reason: str, expected: str = _EXPECTED, *, suggest: tuple | None = None) -> IsotropyValueError:
+    """The reader's error; ``suggest``: ``(name, names)`` of a column not found, for a "Did you mean ...?"."""
+    from isotropy._utils.suggest import did_you_mean
+
+    close = did_you_mean(suggest[0], map(str, suggest[1])) if suggest is not None else ""
+    return IsotropyValueError(f"Cannot read labels from {str(path)!r}: {reason}; expected {expected}.{close}")
 
 
 def read_labels(path: str | os.PathLike, *, n_rows: int | None = None, column: str | None = None,
@@ -452,7 +456,7 @@ def _read_column(path, sep: str, column: str, text: tuple[str, str]) -> np.ndarr
     if name not in header:
         shown = [cell[:40] for cell in header[:20]]
         raise _fail(path, f"it has no column {column!r} (its header: {shown}{' ...' if len(header) > 20 else ''})",
-                    "the name of a column of its first line")
+                    "the name of a column of its first line", suggest=(column, header))
     if header.count(name) > 1:
         raise _fail(path, f"its header has {header.count(name)} columns named {name!r}",
                     "one column of that name to read the labels from")
@@ -547,7 +551,8 @@ def _read_parquet(path, column: str | None) -> np.ndarray:
         matches = [name for name in names if header_name(name) == header_name(column)]
         if not matches:
             raise _fail(path, f"it has no column {column!r} (its columns: {[n[:40] for n in names[:20]]}"
-                              f"{' ...' if len(names) > 20 else ''})", "the name of one of its columns")
+                              f"{' ...' if len(names) > 20 else ''})", "the name of one of its columns",
+                        suggest=(column, names))
         if len(matches) > 1:
             raise _fail(path, f"it has {len(matches)} columns named {header_name(column)!r}",
                         "one column of that name to read the labels from")

@@ -353,7 +353,9 @@ def command(embeddings, labels_path, label_column, metric_names, shrinkage_sampl
         try:
             check_column(labels_path, label_column)
         except ValueError as exc:
-            raise InputError(f"--label-column {label_column!r}: {exc}") from None
+            from isotropy.measure.report import command_words
+
+            raise InputError(command_words(f"--label-column {label_column!r}: {exc}")) from None
     if embeddings is None and model_kwargs["model"] is None:
         raise click.UsageError("give EMBEDDINGS (a file, a folder of shards or 'glove-6b-50d'), or --model NAME with "
                                "--texts FILE.")

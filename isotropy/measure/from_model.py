@@ -90,11 +90,11 @@ def read_texts(path: str | os.PathLike, *, column: str | None = None, encoding: 
     if size > MAX_TEXT_FILE_BYTES:  # read whole below: a bound on its memory (about 3 times the file at most)
         raise IsotropyValueError(f"The texts file {str(path)!r} is {size / 2**30:.1f} GiB; expected at most "
                                  f"{MAX_TEXT_FILE_BYTES // 2**30} GiB of texts (measure a sample of its lines).")
-    try:  # decoded here, whatever the format: a bad byte is then said at its offset in the file
+    try:  # decoded here, whatever the format: a bad byte is then said at its line of the file
         content = path.read_bytes().decode(decode_as)  # without a leading BOM
     except UnicodeDecodeError as exc:
-        raise ValueError(f"The texts file {str(path)!r} is not {name} text ({exc.reason} at byte {exc.start}); give "
-                         f"its encoding (--encoding, e.g. latin-1 or cp1252).") from None
+        raise ValueError(f"The texts file {str(path)!r} is not {name} text ({_bad_byte(exc)}); give its encoding "
+                         f"(--encoding, e.g. latin-1 or cp1252).") from None
     long = longest_line(content) if size > MAX_LINE_CHARS else None  # a character takes a byte at least
     if long is not None:  # before any parser: pandas held 8.5 GB of a 1 GB line before its own error
         raise IsotropyValueError(f"The texts file {str(path)!r} has a line of more than {MAX_LINE_CHARS:,} characters "
@@ -118,6 +118,12 @@ def read_texts(path: str | os.PathLike, *, column: str | None = None, encoding: 
                              f"{_table_problem(exc, sep)}") from None
         if suffix in (".csv", ".tsv"):
             table = _with_header(table, column)
+        headerless = suffix in (".csv", ".tsv") and _no_header(table.columns)
+        if headerless and (column is None and table.shape[1] != 1 or column is not None and column not in table.columns):
+            raise ValueError(f"The texts file {str(path)!r} has no header line: line 1 holds data "
+                             f"({_first_cells(table.columns)}), not column names; expected a first line naming its "
+                             f"{table.shape[1]} {'tab' if sep == chr(9) else 'comma'}-separated columns, one of them "
+                             f"then named with --text-column.")
         if column is None:
             if table.shape[1] != 1:
                 raise ValueError(f"The texts file {str(path)!r} has the columns {list(map(str, table.columns))}; "
@@ -128,12 +134,15 @@ def read_texts(path: str | os.PathLike, *, column: str | None = None, encoding: 
             raise ValueError(f"The texts file {str(path)!r} has {list(table.columns).count(column)} columns named "
                              f"{column!r}; expected one column of that name to read the texts from.")
         if column not in table.columns:
+            from isotropy._utils.suggest import did_you_mean
+
+            suggestion = did_you_mean(column, map(str, table.columns))
             hint = ""
-            if suffix in (".csv", ".tsv"):  # a file without a header line: its first texts were taken as names
+            if suffix in (".csv", ".tsv") and not suggestion:  # line 1 may be data whose cells read as names
                 hint = (" (line 1 of a .csv/.tsv file holds the column names when a column is named; add a header "
                         "line to a file that has none)")
             raise ValueError(f"The text column {column!r} is not in {str(path)!r}; expected one of "
-                             f"{[_short(name) for name in map(str, table.columns)]}{hint}.")
+                             f"{[_short(name) for name in map(str, table.columns)]}{hint}.{suggestion}")
         texts = ["" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
                  for value in table[column].tolist()]
         empty = [i for i, text in enumerate(texts) if not text.strip()]
@@ -141,9 +150,14 @@ def read_texts(path: str | os.PathLike, *, column: str | None = None, encoding: 
             raise ValueError(f"The text column {column!r} of {str(path)!r} is empty at row {empty[0]} "
                              f"({len(empty)} empty rows); expected a text in every row.")
     else:
-        if column is not None:
+        if column is not None:  # no --format option: the suffix says how a file is read, so the fix is its name
+            tabs = _delimiter(content, ".csv") == "\t"
+            seen = (f", though its lines hold tab-separated columns: name it, or a copy or link of it, "
+                    f"{path.stem + '.tsv'!r} to read its column {column!r}" if tabs else
+                    "; name it, or a copy or link of it, after its format (.csv, .tsv, .jsonl) to read a column, "
+                    "or leave --text-column out to read one text a line")
             raise ValueError(f"--text-column {column!r} needs a CSV/TSV or JSON-lines file; {str(path)!r} is read "
-                             f"as plain text, one text a line.")
+                             f"as plain text, one text a line{seen}.")
         # lines end at \n, \r\n or \r only: str.splitlines would also end one at U+0085 (the byte 0x85 of a
         # latin-1 file, cp1252's "…"), U+2028 and the like, and give more texts than the file has lines
         import re
@@ -157,8 +171,27 @@ def read_texts(path: str | os.PathLike, *, column: str | None = None, encoding: 
             texts.skipped = (f"{texts.blank_lines} blank line{'s' if texts.blank_lines > 1 else ''} of the texts file "
                              f"{str(path)!r} {'were' if texts.blank_lines > 1 else 'was'} skipped, not read as texts")
     if len(texts) < 2:
-        raise ValueError(f"The texts file {str(path)!r} holds {len(texts)} text(s); expected at least 2.")
+        import re
+
+        skipped = ""
+        if isinstance(texts, _TextLines):  # the blank lines at its end too, which blank_lines leaves out
+            blank = sum(1 for line in re.split(r"\r\n|\r|\n", content.removesuffix("\n").removesuffix("\r"))
+                        if not line.strip()) if content else 0
+            skipped = (" (it is empty)" if not content else
+                       f" ({blank} blank line{'s' if blank != 1 else ''} skipped)" if blank else "")
+        raise ValueError(f"The texts file {str(path)!r} holds {len(texts)} text{'' if len(texts) == 1 else 's'}"
+                         f"{skipped}; expected at least 2{' (one text a line)' if isinstance(texts, _TextLines) else ''}.")
     return texts
+
+
+def _bad_byte(exc: UnicodeDecodeError) -> str:
+    """Where a text file stops decoding, by its line as an editor shows it (a byte offset is for no editor):
+    ``byte 0xe9 on line 12: invalid continuation byte``."""
+    import re
+
+    before = exc.object[:exc.start].decode(exc.encoding, errors="replace")  # the bytes before the bad one
+    line = len(re.findall(r"\r\n|\r|\n", before)) + 1
+    return f"byte 0x{exc.object[exc.start]:02x} on line {line}: {exc.reason}"
 
 
 class _TextLines(list):
@@ -230,6 +263,26 @@ def _with_header(table, column):
     from isotropy.io._encoding import header_name
 
     return table.iloc[1:].set_axis([header_name(cell) for cell in first], axis=1)
+
+
+def _no_header(names) -> bool:
+    """Whether the cells of line 1 of a table, read as its column names, are data: a number (``0001``, ``5.000``)
+    or a text of three words or more (``a plane is taking off .``) names no column, as in SentEval's headerless
+    ``sts-train.csv``. A judgement call: a header of such names is rare, and its message says what was read."""
+    def data(name: str) -> bool:
+        try:
+            float(name)
+        except ValueError:
+            return len(name.split()) >= 3
+        return True
+
+    return any(data(str(name)) for name in names)
+
+
+def _first_cells(names, n: int = 4) -> str:
+    """The first ``n`` cells of line 1, quoted and shortened, for a message."""
+    names = [_short(str(name)) for name in names]
+    return ", ".join(map(repr, names[:n])) + (", ..." if len(names) > n else "")
 
 
 def _short(name: str) -> str:
@@ -932,7 +985,7 @@ def model_options(function):
         click.option("--model", default=None, metavar="NAME", shell_complete=complete_model,
                      help="Measure a model's hidden layers instead of an embeddings file: all-MiniLM-L6-v2, "
                           "gemma-3-270m (packaged), a .gguf file or a transformers directory. Needs --texts."),
-        click.option("--texts", "texts_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+        click.option("--texts", "texts_path", type=click.Path(path_type=Path), default=None,
                      metavar="FILE", help="With --model: one text a line, or a CSV/TSV/JSON-lines file "
                                           "(--text-column). A .csv whose first lines are all tab-separated is read "
                                           "as a .tsv. A one-column .csv/.tsv is one text a line, line 1 included, "
@@ -952,7 +1005,7 @@ def model_options(function):
                      help="With --level sentence: mean (masked mean), last (last token) or first (first token, "
                           "[CLS]; refused for decoders)."),
         click.option("--keep-special", is_flag=True, help="With --level token: also measure [CLS], <bos>, ..."),
-        click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+        click.option("--plot", "plot_path", type=click.Path(path_type=Path), default=None,
                      metavar="OUT", help="With --model: write a per-layer figure (its format from the suffix: .png, .svg, .pdf, ...)."),
         click.option("--device", default=None, shell_complete=complete_device, help="With --model: torch device (default: CUDA when present)."),
         # bounded as every count (MAX_INT); a refusal shortens the value (click's IntRange echoed 5,000 digits whole)
@@ -1006,7 +1059,13 @@ def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, 
         from isotropy._utils.device import resolve_device
 
         device = resolve_device(device, name="--device")  # "auto" (or none given): CUDA when present, else the CPU
-        texts = read_texts(texts_path, column=text_column, encoding=encoding)
+        try:
+            texts = read_texts(texts_path, column=text_column, encoding=encoding)
+        except (ValueError, OSError) as exc:  # "The texts file ...": said as this option's file, as --shrinkage-sample's
+            message = str(exc)
+            if message.startswith("The text"):
+                raise type(exc)(f"--texts: {message[:1].lower()}{message[1:]}") from None
+            raise
         labels = None
         if labels_path is not None:
             from isotropy.io.labels import read_labels

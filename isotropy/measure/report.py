@@ -324,6 +324,29 @@ _OPTION_OF = {"layers": "--layers", "level": "--level", "pooling": "--pooling", 
               "metrics": "--metrics", "n_neighbors": "--n-neighbors", "encoding": "--encoding"}
 
 
+# The readers (isotropy.io) serve Python and the command line alike, so their messages give both spellings of a
+# parameter; the command's own messages keep its spelling only (a user of the command line need not know Python's)
+_PYTHON_SPELLINGS = (
+    (r"(--[\w-]+) \(\w+=\)", r"\1"),  # "expected --key (key=) naming one of them"
+    (r" \(\w+= in Python\)", ""),  # "--label-column NAME (label_column= in Python)"
+    (r"\((--[\w-]+); \w+= in Python\)", r"(\1)"),  # "(--label-column; column= in Python)"
+    (r"\w+='([^']*)' in Python, (--[\w-]+ \S+) on the command line", r"\2"),  # "encoding='latin-1' in Python, ..."
+)
+
+
+def command_words(message: str) -> str:
+    """A reader's message as the command says it: its options alone, without their Python spellings.
+
+    >>> command_words("several arrays ['a', 'b']; expected --key (key=) naming one of them.")
+    "several arrays ['a', 'b']; expected --key naming one of them."
+    """
+    import re
+
+    for pattern, replacement in _PYTHON_SPELLINGS:
+        message = re.sub(pattern, replacement, message)
+    return message
+
+
 def option_names(message: str, *, n_neighbors_given: bool = True, data: str | None = None) -> str:
     """``The 'layers' parameter of measure_layers ...`` -> ``--layers ...``: a command's error names its option.
 
@@ -337,6 +360,7 @@ def option_names(message: str, *, n_neighbors_given: bool = True, data: str | No
         return _OPTION_OF.get(match.group(1), match.group(0))
 
     callers = "|".join(_BEHIND_THE_COMMAND)
+    message = command_words(message)
     message = re.sub(rf"The '(\w+)' parameter of (?:{callers})\b", option, message)
     # MLE's k against the distinct rows (isotropy.metrics.dimension): k is the command's --n-neighbors
     message = re.sub(r"(of (?:mle_dimension|neighbour_dimensions) must have more than )n_neighbors=(\d+)",
@@ -360,11 +384,11 @@ def _guard(function, *args, **kwargs):
             warnings.simplefilter("always", UserWarning)
             return function(*args, **kwargs)
     except (ValueError, TypeError, OSError) as exc:
-        raise InputError(" ".join(str(exc).split())) from None
+        raise InputError(command_words(" ".join(str(exc).split()))) from None
     finally:  # before the error too: a warning may say why it came (shards in sub-directories, none at the top)
         for found in caught:
             if issubclass(found.category, UserWarning):
-                click.echo(f"Warning: {' '.join(str(found.message).split())}", err=True)
+                click.echo(f"Warning: {command_words(' '.join(str(found.message).split()))}", err=True)
             else:
                 warnings.warn_explicit(found.message, found.category, found.filename, found.lineno)
 

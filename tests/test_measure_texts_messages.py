@@ -1,0 +1,127 @@
+"""``isotropy measure`` messages about its input files, from a new-user trial: a --texts folder, a .txt that is a
+table, a headerless .csv, a misspelt column, Python's spellings on the command line, a bad byte's line and a file
+of blank lines. Each refusal is one line that names the option, the value and what was expected; all come before
+any model is loaded (the texts are read first)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from isotropy.cli import cli
+from isotropy.measure.from_model import read_texts
+
+TEXTS = ["the cat sat on the mat .", "a dog ran .", "the dog sat on a mat", "a cat ran"]
+SICK_HEADER = "pair_ID\tsentence_A\tsentence_B\trelatedness_score"
+STS_LINES = ["main-captions\tMSRvid\t2012test\t0001\t5.000\ta plane is taking off .\tan air plane is taking off .",
+             "main-captions\tMSRvid\t2012test\t0004\t3.800\ta man is playing a flute .\ta man plays a flute ."]
+
+
+def _error(*args) -> str:
+    """The one line of a refused ``measure --model`` (exit status 2)."""
+    result = CliRunner().invoke(cli, ["measure", "--model", "all-MiniLM-L6-v2", *map(str, args), "--device", "cpu"])
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), result.output
+    return lines[0]
+
+
+def test_a_texts_folder_gets_the_one_line_message_of_a_texts_file(tmp_path):
+    """click said "Invalid value for '--texts': File 'shards' is a directory." with a usage hint."""
+    (tmp_path / "shards").mkdir()
+    assert _error("--texts", tmp_path / "shards") == (
+        f"Error: --texts: the texts file {str(tmp_path / 'shards')!r} is a directory, not a regular file; expected a "
+        f"text file (one text a line), a CSV/TSV file or a JSON-lines file.")
+    assert _error("--texts", tmp_path / "nothing.txt").startswith(
+        f"Error: --texts: the texts file {str(tmp_path / 'nothing.txt')!r} does not exist; expected a text file")
+    (tmp_path / "t.txt").write_text("\n".join(TEXTS) + "\n")
+    line = _error("--texts", tmp_path / "t.txt", "--plot", tmp_path / "shards")
+    assert "--plot" in line and repr(str(tmp_path / "shards")) in line and "is a directory; expected" in line
+    assert "Invalid value" not in line
+
+
+def test_a_txt_table_says_to_name_it_after_its_format(tmp_path):
+    """SICK.txt is tab-separated: --text-column said it was read as plain text, and not what to do."""
+    sick = tmp_path / "SICK.txt"
+    sick.write_text(f"{SICK_HEADER}\n1\tA kid plays.\tA child plays.\t4.5\n2\tA dog runs.\tA cat sits.\t1.2\n")
+    assert _error("--texts", sick, "--text-column", "sentence_A") == (
+        f"Error: --text-column 'sentence_A' needs a CSV/TSV or JSON-lines file; {str(sick)!r} is read as plain text, "
+        f"one text a line, though its lines hold tab-separated columns: name it, or a copy or link of it, "
+        f"'SICK.tsv' to read its column 'sentence_A'.")
+    link = tmp_path / "SICK.tsv"
+    link.symlink_to(sick)  # the advice works
+    assert read_texts(link, column="sentence_A") == ["A kid plays.", "A dog runs."]
+    plain = tmp_path / "t.txt"
+    plain.write_text("\n".join(TEXTS) + "\n")
+    assert _error("--texts", plain, "--text-column", "text").endswith(
+        "is read as plain text, one text a line; name it, or a copy or link of it, after its format (.csv, .tsv, "
+        ".jsonl) to read a column, or leave --text-column out to read one text a line.")
+
+
+@pytest.mark.parametrize("column", [None, "sentence1"])
+def test_a_headerless_csv_says_it_has_no_header(tmp_path, column):
+    """SentEval's sts-train.csv: its first line was listed as the "columns" ('0001', '5.000', a sentence)."""
+    sts = tmp_path / "sts-train.csv"
+    sts.write_text("\n".join(STS_LINES) + "\n")
+    line = _error("--texts", sts, *(["--text-column", column] if column else []))
+    assert line == (f"Error: --texts: the texts file {str(sts)!r} has no header line: line 1 holds data "
+                    f"('main-captions', 'MSRvid', '2012test', '0001', ...), not column names; expected a first line "
+                    f"naming its 7 tab-separated columns, one of them then named with --text-column.")
+
+
+def test_a_misspelt_column_gets_a_suggestion(tmp_path):
+    """Metric and model names got "Did you mean"; --text-column and --label-column listed the columns only."""
+    table = tmp_path / "sst.csv"
+    table.write_text("sentence,label\n" + "".join(f"{t},{i % 2}\n" for i, t in enumerate(TEXTS)))
+    assert _error("--texts", table, "--text-column", "sentense") == (
+        f"Error: --texts: the text column 'sentense' is not in {str(table)!r}; expected one of ['sentence', "
+        f"'label']. Did you mean 'sentence'?")
+    jsonl = tmp_path / "t.jsonl"
+    jsonl.write_text("".join(f'{{"premise": "{t}", "label": 1}}\n' for t in TEXTS))
+    assert _error("--texts", jsonl, "--text-column", "premis").endswith(". Did you mean 'premise'?")
+    line = _error("--texts", table, "--text-column", "sentence", "--labels", table, "--label-column", "lable")
+    assert line.endswith("expected the name of a column of its first line. Did you mean 'label'?"), line
+    # a name like none of them: no suggestion, the header hint instead
+    assert _error("--texts", table, "--text-column", "zzz").endswith("add a header line to a file that has none).")
+
+
+def test_command_line_messages_speak_the_command_line(tmp_path):
+    """The readers' messages name Python's spelling beside the option's; the command's say the option only."""
+    np.savez(tmp_path / "E.npz", emb=np.eye(4), other=np.eye(4))
+    result = CliRunner().invoke(cli, ["measure", str(tmp_path / "E.npz")])
+    assert result.exit_code == 2
+    assert result.output.strip().endswith("expected --key naming one of them."), result.output
+    np.save(tmp_path / "E.npy", np.random.default_rng(0).normal(size=(4, 3)))
+    labels = tmp_path / "lab.txt"
+    labels.write_bytes("négatif\npositif\nnégatif\npositif\n".encode("latin-1"))
+    result = CliRunner().invoke(cli, ["measure", str(tmp_path / "E.npy"), "--labels", str(labels), "--metrics",
+                                      "silhouette_score"])
+    assert result.exit_code == 2 and "or give its encoding: --encoding latin-1)" in result.output, result.output
+    assert "in Python" not in result.output and "encoding=" not in result.output
+    from isotropy.measure.report import command_words
+
+    assert command_words("a (--label-column; column= in Python) b --label-column x (label_column= in Python).") == \
+        "a (--label-column) b --label-column x."
+
+
+def test_a_bad_byte_is_said_by_its_line(tmp_path):
+    """"at byte 4645" pointed nowhere an editor shows; the line does."""
+    path = tmp_path / "lat.txt"
+    path.write_bytes("one\r\ntwo\n\nthree café\n".encode("latin-1"))
+    assert _error("--texts", path) == (
+        f"Error: --texts: the texts file {str(path)!r} is not utf-8 text (byte 0xe9 on line 4: invalid continuation "
+        f"byte); give its encoding (--encoding, e.g. latin-1 or cp1252).")
+
+
+@pytest.mark.parametrize(("content", "said"), [
+    ("\n\n  \n\n", "holds 0 texts (4 blank lines skipped)"),
+    ("one text\n\n\n", "holds 1 text (2 blank lines skipped)"),
+    ("", "holds 0 texts (it is empty)"),
+])
+def test_a_file_of_blank_lines_says_they_were_skipped(tmp_path, content, said):
+    """It said "holds 0 text(s); expected at least 2" of a file of 4 lines."""
+    path = tmp_path / "blank.txt"
+    path.write_text(content)
+    assert _error("--texts", path) == (f"Error: --texts: the texts file {str(path)!r} {said}; expected at least 2 "
+                                       f"(one text a line).")
