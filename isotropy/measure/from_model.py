@@ -559,10 +559,7 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
         if output_modules:  # the model's own output: cached, or from the network and its forward pass below
             from isotropy.models.encoders import _load_cached, output_row_file
 
-            row_file = output_row_file(location, texts, batch_size=batch_size, device=device)
-            # output_row_file's key has no token limit: a row cut at another one (or at the model's own, before
-            # the limit applied to this row) is never read back as this one
-            row_file = row_file.with_name(f"{row_file.stem}-max_length={seq}{row_file.suffix}")
+            row_file = output_row_file(location, texts, batch_size=batch_size, max_length=seq, device=device)
             cached_output = _load_cached(row_file, len(texts))
             if cached_output is None:
                 encoder = _sentence_model_around(location, network, device, max_seq_length=seq)

@@ -242,16 +242,17 @@ def _computed_by(batch_size: int, device) -> str:
 
 
 def output_row_file(location: str, texts: Sequence[str], cache_dir: str | os.PathLike | None = None, *,
-                    batch_size: int, device=None) -> Path:
+                    batch_size: int, max_length: int, device=None) -> Path:
     """Where ``isotropy measure --model`` keeps a sentence-transformers model's own output row of ``texts``.
 
-    The row is ``SentenceTransformer.encode(texts)`` (the model's pooling and normalisation), taken
-    from the hidden layers' forward pass where the tokens agree; kept beside the layers' cache
-    (:func:`encode_pooled`, with the same ``batch_size`` and ``device``) so that measuring other
-    layers of the same texts later runs no pass.
+    The row is ``SentenceTransformer.encode(texts)`` (the model's pooling and normalisation, its
+    ``max_seq_length`` set to ``max_length``), taken from the hidden layers' forward pass where the
+    tokens agree; kept beside the layers' cache (:func:`encode_pooled`, with the same ``batch_size``,
+    ``max_length`` and ``device``) so that measuring other layers of the same texts later runs no pass.
+    The token limit is part of the key: a row cut at another limit is never read back as this one.
     """
     root = Path(cache_dir) if cache_dir is not None else default_cache_dir() / "embeddings"
-    tag = f"measure-output-row|{_BATCHING}|{_computed_by(batch_size, device)}"
+    tag = f"measure-output-row|{_BATCHING}|{_computed_by(batch_size, device)}|max_length={int(max_length)}"
     return root / f"{_cache_key(location, texts, False, tag=tag)}.npy"
 
 
