@@ -133,7 +133,7 @@ def load_glue_task(task: str, split: str = "train", *, data_dir=None) -> Labeled
     if not path.is_file():
         raise FileNotFoundError(
             f"GLUE task {key!r} split {split!r}: expected the file {path} (the layout of download_glue_data.py: "
-            f"<data_dir>/glue_data/{spec.folder}/{path.name}); pass --data-dir / data_dir or set ISOTROPY_DATA "
+            f"<data_dir>/glue_data/{spec.folder}/{path.name}); pass --data-dir (data_dir= in Python) or set ISOTROPY_DATA "
             f"to the folder containing glue_data. GLUE is published at {GLUE_URL}.")
     with open(path, encoding="utf-8-sig", newline="") as handle:
         rows = list(csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE))

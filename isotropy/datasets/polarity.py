@@ -23,7 +23,7 @@ def _find(data_dir) -> Path:
     expected = base / "rt-polaritydata"
     raise FileNotFoundError(
         f"Sentence polarity data not found: expected {expected / _FILES[1]} and {expected / _FILES[0]} "
-        f"(one sentence a line, latin-1); pass --data-dir / data_dir or set ISOTROPY_DATA to the folder "
+        f"(one sentence a line, latin-1); pass --data-dir (data_dir= in Python) or set ISOTROPY_DATA to the folder "
         f"containing rt-polaritydata. The data set (sentence polarity dataset v1.0) is published at {POLARITY_URL}.")
 
 

@@ -30,7 +30,7 @@ def _find(split: str, data_dir) -> Path:
                 return folder / (stem + ext)
     raise FileNotFoundError(
         f"SNLI {split} split not found: expected {base / 'snli_1.0' / (stem + '.jsonl')} (or .txt); pass "
-        f"--data-dir / data_dir or set ISOTROPY_DATA to the folder containing snli_1.0. SNLI is published at {SNLI_URL}.")
+        f"--data-dir (data_dir= in Python) or set ISOTROPY_DATA to the folder containing snli_1.0. SNLI is published at {SNLI_URL}.")
 
 
 def load_snli(split: str = "dev", *, data_dir=None) -> LabeledTexts:
