@@ -138,5 +138,10 @@ class _Package(types.ModuleType):
             return  # the submodule isotropy.isoscore, bound by its import: the name keeps the function
         super().__setattr__(name, value)
 
+    def __reduce__(self):
+        # by reference, as pickle and cloudpickle treat any importable module: cloudpickle looks modules up by their
+        # exact type, so a function of a script that uses isotropy.<name> could not be sent to dask or joblib workers
+        return importlib.import_module, (self.__name__,)
+
 
 sys.modules[__name__].__class__ = _Package

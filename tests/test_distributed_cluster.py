@@ -274,3 +274,15 @@ def test_show_progress_with_a_client_draws_its_bar_on_a_terminal_and_lines_elsew
     with show_progress():
         assert _graph.compute(X.sum())[0] == 1600
     assert log.getvalue().splitlines() == ["dask: computing on the cluster ...", "dask: done"]
+
+
+def test_a_function_using_the_package_runs_on_the_workers(client):
+    # the package's module type (a ModuleType subclass, isotropy/__init__.py) was not picklable by cloudpickle, which
+    # looks modules up by their exact type: "cannot pickle '_Package' object" from dask and joblib
+    import cloudpickle
+
+    def score(X):  # a user's function (pickled by value) that names the package (pickled by reference)
+        return isotropy.isoscore(X)
+
+    assert cloudpickle.loads(cloudpickle.dumps(isotropy)) is isotropy
+    assert client.submit(score, np.eye(3) - 1 / 3).result() == pytest.approx(0.5, abs=1e-12)

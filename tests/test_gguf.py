@@ -543,6 +543,7 @@ def test_other_architectures_give_the_hidden_states_of_the_model_written(kind, t
     ({"nan_in": "blk.0.attn_q.weight"}, r"'model.layers.0.self_attn.q_proj.weight' holds NaN or infinite values"),
     ({"metadata": {"tokenizer.ggml.bos_token_id": 100000}}, r"bos_token_id is 100000 \(a token id in \[0, 36\]"),
     ({"metadata": {"tokenizer.ggml.tokens": None}}, r"tokenizer.ggml.tokens is missing"),
+    ({"metadata": {"tokenizer.ggml.unknown_token_id": 100000}}, r"unknown_token_id is 100000 \(a token id in"),
     ("truncate", r"the file is truncated: the tensor 'output.weight' ends at byte"),
 ])
 def test_a_file_whose_metadata_and_tensors_disagree_is_refused_in_one_line(damage, message, tmp_path):

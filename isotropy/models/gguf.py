@@ -269,8 +269,9 @@ def _first_line(exc: BaseException) -> str:
 
 # Tensors of the repeated blocks, as llama.cpp names them for every causal architecture: blk.<i>.<name>.
 _BLOCK_TENSOR = re.compile(r"blk\.(\d+)\.")
-# Special-token ids of the tokenizer metadata, each a position in tokenizer.ggml.tokens.
-_TOKEN_IDS = ("bos", "eos", "unk", "padding", "sep", "cls", "mask")
+# Special-token ids of the tokenizer metadata (gguf.Keys.Tokenizer's names, "seperator" as spelt there), each a position
+# in tokenizer.ggml.tokens.
+_TOKEN_IDS = ("bos", "eos", "unknown", "padding", "seperator", "mask")
 
 
 def _count(value) -> int | None:
@@ -320,7 +321,8 @@ def _check_layout(layout) -> None:
 
     blocks = positive(f"{architecture}.block_count")
     positive(f"{architecture}.embedding_length")
-    positive(f"{architecture}.attention.head_count", required=False)  # per-layer arrays are not checked here
+    if not isinstance(metadata.get(f"{architecture}.attention.head_count"), (list, tuple)):  # per-layer: not here
+        positive(f"{architecture}.attention.head_count", required=False)
     present = sorted({int(m.group(1)) for t in layout.tensors if (m := _BLOCK_TENSOR.match(t.name))})
     if present != list(range(blocks)):
         raise ValueError(f"{architecture}.block_count is {blocks} but the file holds the tensors of {_span(present)} "
@@ -384,6 +386,12 @@ def _check_size(network, layout) -> None:
 _LAYERS_27B = {"gemma2": 46, "gemma3": 62}
 
 
+# Architectures whose attention.key_length transformers does not read (GGUF_CONFIG_MAPPING) although their config has
+# a plain head_dim: llama.cpp's head size. Not the others: Gemma 2/3/4 and Qwen 3 MoE map it themselves (Gemma 4 to
+# its global head size, its head_dim being per layer), and Falcon's head_dim is a read-only property.
+_HEAD_SIZE_IGNORED = frozenset({"llama", "mistral", "qwen2", "qwen3"})
+
+
 def _llama_cpp_settings(config, metadata: dict) -> None:
     """Settings of ``config`` that llama.cpp reads from the metadata and transformers does not (in place).
 
@@ -393,7 +401,7 @@ def _llama_cpp_settings(config, metadata: dict) -> None:
     """
     architecture = metadata.get("general.architecture")
     key_length = metadata.get(f"{architecture}.attention.key_length")
-    if isinstance(key_length, int) and key_length > 0 and getattr(config, "head_dim", None) is not None:
+    if architecture in _HEAD_SIZE_IGNORED and isinstance(key_length, int) and key_length > 0:
         config.head_dim = key_length
     context = metadata.get(f"{architecture}.context_length")
     if getattr(config, "model_type", None) == "gpt2" and isinstance(context, int) and context > 0:
