@@ -151,7 +151,7 @@ def run(config, results_dir, ctx) -> dict:
     return results
 
 
-# --- claims: the rules are fixed here, before the numbers are seen (Rudman & Eickhoff, Figure 1) --------------------
+# --- claims: the rules are fixed in this code, not typed (written after first results; see contract.md) (Rudman & Eickhoff, Figure 1) --------------------
 
 _PAPER = "Rudman & Eickhoff, ICLR 2024 (arXiv 2305.19358), Figure 1"
 _COMMAND = "isotropy run activation-diagrams --setup minilm --seeds 0,1,2 --data-dir DATA_DIR"

@@ -119,7 +119,7 @@ def run(config, results_dir, ctx) -> dict:
     return results
 
 
-# --- claims: the rules are fixed here, before the numbers are seen (Rajaee & Pilehvar, slide "Test on
+# --- claims: the rules are fixed in this code, not typed (written after first results; see contract.md) (Rajaee & Pilehvar, slide "Test on
 # Classification Task": pre-trained BERT-base on SST-2, 55.67 % / I(W) 7.97e-6 -> 56.08 % / 84.36 as printed) ------
 
 _PAPER = "Rajaee & Pilehvar, ACL 2021, slide 'Test on Classification Task'"

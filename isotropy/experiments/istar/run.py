@@ -66,7 +66,7 @@ def run(config, results_dir, ctx) -> dict:
                            seconds=round(time.perf_counter() - started, 1))
 
 
-# --- claims: the rules are fixed here, before the numbers are seen (Rudman & Eickhoff, ICLR 2024, poster:
+# --- claims: the rules are fixed in this code, not typed (written after first results; see contract.md) (Rudman & Eickhoff, ICLR 2024, poster:
 # Figure 5 "Further Decreasing Isotropy with I-STAR Improves Performance", Figure 7 TwoNN, "Minimizing IsoScore
 # Maximizes Silhouette Scores") -----------------------------------------------------------------------------------
 

@@ -336,7 +336,7 @@ def run(config, results_dir, ctx) -> dict:
     return results
 
 
-# --- claims: the rules are fixed here, before the numbers are seen (Cai, Huang, Bian & Church, ICLR 2021, slides:
+# --- claims: the rules are fixed in this code, not typed (written after first results; see contract.md) (Cai, Huang, Bian & Church, ICLR 2021, slides:
 # S_inter / S_intra high; cluster-centring reveals near-isotropy, worded here by the mean cosine and by IsoScore;
 # Section 4: tokens lie on a manifold ordered by word frequency) -------------------------------------------------
 

@@ -227,7 +227,7 @@ def run(config, results_dir, ctx) -> dict:
     return results
 
 
-# --- claims: the rules are fixed here, before the numbers are seen (Rudman & Eickhoff, poster) ---------------------
+# --- claims: the rules are fixed in this code, not typed (written after first results; see contract.md) (Rudman & Eickhoff, poster) ---------------------
 
 _PAPER = "Rudman & Eickhoff, ICLR 2024 (arXiv 2305.19358), poster"
 _COMMAND = "isotropy run minibatch-stability --setup minilm --seeds 0,1,2 --data-dir DATA_DIR"

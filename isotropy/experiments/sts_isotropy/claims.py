@@ -1,6 +1,6 @@
 """The slides' STS claims for the cluster-based transform, from an sts-isotropy results dictionary.
 
-The rules are fixed here, before the numbers are seen (Rajaee & Pilehvar, ACL 2021, slides "Pre-trained
+The rules are fixed in this code, not typed (written after first results; docs/experiments/contract.md) (Rajaee & Pilehvar, ACL 2021, slides "Pre-trained
 BERT results" and "Our proposed algorithm in comparison to other studies"). One value per seed: the
 clustering (K-means, GMM) and the samples are drawn per seed, the embeddings are the same for every
 seed. Our protocol transforms pooled *sentence* vectors; the paper clusters and transforms the
