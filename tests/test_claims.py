@@ -285,7 +285,10 @@ def test_istar_claims_take_the_paired_item_bootstrap_of_the_runs(tmp_path):
     assert performance.interval["high"] == pytest.approx(max(max(highs), max(values)), rel=1e-12)
     assert performance.interval["low"] < 0 < performance.interval["high"]
     assert performance.verdict == "not established"
-    assert all(c.interval["how"].startswith("both: ") for c in got.values())  # every claim: seeds and items
+    # the task score alone: the resamples repeat sentences, which biases IsoScore*, TwoNN and the silhouette
+    assert {i: c.interval["how"].split(":")[0] for i, c in got.items()} == {
+        "istar-moves-isotropy": "seed spread", "lower-isotropy-better-performance": "both",
+        "lower-isotropy-lower-dimension": "seed spread", "minimising-isoscore-maximises-silhouette": "seed spread"}
 
 
 def test_classifier_geometry_claims_per_seed():
