@@ -106,8 +106,10 @@ def test_sgd_sign_convention_cosreg(lam):
 def test_module_buffer_refresh_and_state_dict():
     istar = IStarLoss(zeta=0.2, weight=1.0)
     H = _hidden(8, 16, 5, dtype=torch.float32)
-    # identity until refreshed
-    assert float(istar(H)) == pytest.approx(-float(isoscore_star(H, zeta=0.2)), abs=1e-6)
+    # identity until refreshed (warned: Σ_S = I)
+    with pytest.warns(UserWarning, match="IStarLoss: without shrinkage_cov") as record:
+        assert float(istar(H)) == pytest.approx(-float(isoscore_star(H, zeta=0.2)), abs=1e-6)
+    assert record[0].filename == __file__  # the user's line, not torch's Module.__call__
     sample = _hidden(9, 300, 5, dtype=torch.float32)
     assert istar.refresh_shrinkage_cov(sample) is istar
     assert istar.shrinkage_cov.shape == (5, 5)
