@@ -29,6 +29,7 @@ import shutil
 import struct
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -415,6 +416,10 @@ def _llama_cpp_settings(config, metadata: dict) -> None:
             config.query_pre_attn_scalar = metadata.get(f"{architecture}.attention.key_length", 256)
 
 
+# Held while transformers' GGUF reader runs with its progress bar swapped off (_read_with_transformers).
+_READER_BAR = threading.Lock()
+
+
 def _read_with_transformers(path: Path, layout):
     """transformers' own GGUF loader (any architecture it reads): metadata parsed three times, numpy per element.
 
@@ -433,14 +438,15 @@ def _read_with_transformers(path: Path, layout):
     with torch.device("meta"):
         _check_size(AutoModelForCausalLM.from_config(config, trust_remote_code=False), layout)
     tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name, trust_remote_code=False)
-    bar = gguf_utils.tqdm  # its reader's bar ignores transformers' progress-bar switch (quiet_transformers)
-    gguf_utils.tqdm = functools.partial(bar, disable=True)
-    try:
-        network, info = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, config=config,
-                                                             dtype=torch.float32, trust_remote_code=False,
-                                                             output_loading_info=True)
-    finally:
-        gguf_utils.tqdm = bar
+    with _READER_BAR:  # one conversion at a time swaps the module's bar (threads converting two files)
+        bar = gguf_utils.tqdm  # its reader's bar ignores transformers' progress-bar switch (quiet_transformers)
+        gguf_utils.tqdm = functools.partial(bar, disable=True)
+        try:
+            network, info = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, config=config,
+                                                                 dtype=torch.float32, trust_remote_code=False,
+                                                                 output_loading_info=True)
+        finally:
+            gguf_utils.tqdm = bar
     missing = set(info.get("missing_keys") or ()) - _tied(network)
     if missing or info.get("mismatched_keys"):  # filled with random weights by the loader: not the file's model
         raise KeyError(f"tensors missing {sorted(missing)[:3] or sorted(info['mismatched_keys'])[:3]}")
