@@ -246,7 +246,8 @@ def _build_errors() -> tuple:
     """What building a model from a file's metadata raises when transformers cannot: a shape that does not fit
     (RuntimeError), zero heads (ZeroDivisionError), an allocation too large (RuntimeError, MemoryError), a config
     huggingface_hub's validation refuses (heads that do not divide the width)."""
-    errors = (RuntimeError, ArithmeticError, TypeError, AttributeError, MemoryError, AssertionError)
+    # (not TypeError, AttributeError or AssertionError: those are bugs, ours or transformers', not the file's)
+    errors = (RuntimeError, ArithmeticError, MemoryError)
     try:
         from huggingface_hub.errors import StrictDataclassError
     except ImportError:  # an older huggingface_hub without validated configs
