@@ -8,18 +8,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from _cli import exiting_cli as _cli
 
 from isotropy.cli import EXPERIMENTS, load_experiment, main
 from isotropy.experiments._config import ConfigError, parse_set_options, parse_yaml_value
 
 CG = "classifier-geometry"
-
-
-def _cli(argv, capsys):
-    with pytest.raises(SystemExit) as exit_info:
-        main(argv)
-    out = capsys.readouterr()
-    return exit_info.value.code, out.out, out.err
 
 
 def test_merge_order_defaults_then_setup_then_user_yaml_then_set(tmp_path):

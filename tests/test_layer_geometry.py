@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+from _cli import exiting_cli as _cli
 from _tiny_models import make_tiny_bert
 
 from isotropy.experiments.layer_geometry.metrics import space_metrics, static_space
@@ -125,15 +126,6 @@ def corpus_file(tmp_path_factory):
     return path
 
 
-def _cli(argv, capsys):
-    from isotropy.cli import main
-
-    with pytest.raises(SystemExit) as exit_info:
-        main(argv)
-    out = capsys.readouterr()
-    return exit_info.value.code, out.out, out.err
-
-
 def test_cli_end_to_end_on_a_tiny_model(tiny_bert, corpus_file, tmp_path, capsys):
     results_dir = tmp_path / "results"
     from isotropy.cli import main
@@ -213,7 +205,6 @@ def test_cli_errors(tiny_bert, corpus_file, tmp_path, capsys):
     code, _, err = _cli([*base, "--model", tiny_bert, "--corpus", str(corpus_file), "--set", "max_tokens=0"], capsys)
     assert code == 2 and "'max_tokens' setting of layer-geometry" in err and "Got 0 instead" in err
     assert not (tmp_path / "r").exists()  # every failure came before the results directory was made
-
 
 
 def test_pca_layers_follow_the_layers_given_and_a_given_one_outside_is_refused_before_any_data(tmp_path, capsys):

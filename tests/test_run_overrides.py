@@ -3,18 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from _cli import exiting_cli as _cli
 
 from isotropy.cli import main
 
 CG = "classifier-geometry"
-
-
-def _cli(argv, capsys):
-    """(exit code, stdout, stderr) of ``isotropy ARGV`` that fails."""
-    with pytest.raises(SystemExit) as exit_info:
-        main(argv)
-    out = capsys.readouterr()
-    return exit_info.value.code, out.out, out.err
 
 
 def _error(argv, capsys) -> str:
