@@ -2,13 +2,7 @@
 
 from __future__ import annotations
 
-import re
-
 __all__ = ["encode_layer"]
-
-# encode_mean_pooled's refusal of a layer past the model's hidden states (known only once the model has run)
-_LAYER_RANGE = re.compile(r"^The 'layer' parameter of encode_mean_pooled must be in (\[-?\d+, -?\d+\]) for (.+)\. "
-                          r"Got (-?\d+) instead\.$")
 
 
 def encode_layer(texts, *, key: str, experiment: str, **kwargs):
@@ -18,13 +12,11 @@ def encode_layer(texts, *, key: str, experiment: str, **kwargs):
     function (``The 'layer' parameter of encode_mean_pooled``), not the key the user set (``embeddings.layer``).
     """
     from isotropy.experiments._config import ConfigError
-    from isotropy.models.encoders import encode_mean_pooled
+    from isotropy.models.encoders import LayerOutOfRange, encode_mean_pooled
 
     try:
         return encode_mean_pooled(texts, **kwargs)
-    except ValueError as exc:
-        found = _LAYER_RANGE.match(" ".join(str(exc).split()))
-        if found is None:
-            raise
-        raise ConfigError(f"The '{key}' setting of {experiment} must be a hidden-state index in {found[1]} for "
-                          f"{found[2]} (0 = the embeddings, -1 = the last layer). Got {found[3]} instead.") from None
+    except LayerOutOfRange as exc:
+        raise ConfigError(f"The '{key}' setting of {experiment} must be a hidden-state index in [{exc.low}, "
+                          f"{exc.high}] for {exc.model!r} (0 = the embeddings, -1 = the last layer). Got {exc.layer} "
+                          f"instead.") from None

@@ -241,6 +241,18 @@ def _computed_by(batch_size: int, device) -> str:
     return f"batch_size={int(batch_size)}|device={str(device or 'cpu').split(':')[0]}"
 
 
+class LayerOutOfRange(ValueError):
+    """A layer index past the model's hidden states, known once the model has run (:func:`encode_pooled`).
+
+    The message names the function's parameter; ``low``, ``high``, ``model`` and ``layer`` let a caller say it in
+    its own terms (an experiment's config key, :mod:`isotropy.experiments._encode`).
+    """
+
+    def __init__(self, message: str, *, low: int, high: int, model: str, layer: int):
+        super().__init__(message)
+        self.low, self.high, self.model, self.layer = low, high, model, layer
+
+
 def output_row_file(location: str, texts: Sequence[str], cache_dir: str | os.PathLike | None = None, *,
                     batch_size: int, max_length: int, device=None) -> Path:
     """Where ``isotropy measure --model`` keeps a sentence-transformers model's own output row of ``texts``.
@@ -381,8 +393,9 @@ def encode_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, layers: S
             mask = batch["attention_mask"]  # padded from rows with a token each (refuse_empty_rows): no check per batch
             for layer in todo:
                 if not -len(hidden) <= layer < len(hidden):
-                    raise ValueError(f"The '{_name}' parameter of {_caller} must be in [{-len(hidden)}, "
-                                     f"{len(hidden) - 1}] for {model!r}. Got {layer} instead.")
+                    raise LayerOutOfRange(f"The '{_name}' parameter of {_caller} must be in [{-len(hidden)}, "
+                                          f"{len(hidden) - 1}] for {model!r}. Got {layer} instead.",
+                                          low=-len(hidden), high=len(hidden) - 1, model=model, layer=layer)
                 pooled = _pool(hidden[layer], mask, pooling)
                 if layer not in fresh:
                     fresh[layer] = np.empty((len(texts), pooled.shape[1]), dtype=np.float32)
