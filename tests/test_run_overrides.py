@@ -186,7 +186,7 @@ def test_sts_whitening_of_a_rank_deficient_cloud_names_the_config_keys():
     config = EXPERIMENT.config(whitening_eps=0.0)
     X = np.random.default_rng(0).normal(size=(5, 8))  # rank 4 < 8 features
     with pytest.raises(ConfigError, match=r"^The 'whitening_eps' setting of sts-isotropy must be > 0 for these "
-                                          r"embeddings, whose covariance is rank-deficient \(rank 4 < 8 features\).* "
+                                          r"embeddings, whose covariance is rank-deficient \(rank 4 < 8 directions\).* "
                                           r"whitening_components <= 4\. Got 0\.0 instead\.$"):
         _apply("Whitening", config, X, X, seed=0)
 

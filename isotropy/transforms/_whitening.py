@@ -110,9 +110,18 @@ def _refuse_rank(lam, n, d, k, n_components, *, caller):
         return
     rank = int((lam > tol).sum())
     asked = f"n_components={k}" if n_components is not None else f"the {k} features (n_components=None)"
-    raise IsotropyValueError(f"The 'X' parameter of {caller} has a rank-deficient covariance (rank {rank} < "
-                             f"{asked}), which cannot be whitened. Pass n_components <= {rank}, "
-                             f"or eps > 0 to regularise, or more samples.")
+    raise RankDeficient(f"The 'X' parameter of {caller} has a rank-deficient covariance (rank {rank} < "
+                        f"{asked}), which cannot be whitened. Pass n_components <= {rank}, "
+                        f"or eps > 0 to regularise, or more samples.", rank=rank, n_directions=k)
+
+
+class RankDeficient(IsotropyValueError):
+    """:func:`_refuse_rank`'s refusal, with ``rank`` and the ``n_directions`` asked for, so that a caller can say it in
+    its own terms (the sts-isotropy config's ``whitening_eps`` and ``whitening_components``)."""
+
+    def __init__(self, message: str, *, rank: int, n_directions: int):
+        super().__init__(message)
+        self.rank, self.n_directions = rank, n_directions
 
 
 def _refuse_unrepresentable(X, lam, exponent, *, caller):

@@ -53,22 +53,21 @@ def fit_method(method, name: str, X, config):
     The rank is known only once the embeddings are: Whitening's own message named its parameters
     (``n_components``, ``eps``), which the config calls ``whitening_components`` and ``whitening_eps``.
     """
-    import re
+    from isotropy.transforms._whitening import RankDeficient
 
     if method is None:
         return None
     try:
         return method.fit(X)
-    except ValueError as exc:
-        found = re.search(r"rank-deficient covariance \(rank (\d+) < the (\d+) features", " ".join(str(exc).split()))
-        if name != "Whitening" or found is None:
+    except RankDeficient as exc:
+        if name != "Whitening":
             raise
         from isotropy.experiments._config import ConfigError
 
         raise ConfigError(f"The 'whitening_eps' setting of sts-isotropy must be > 0 for these embeddings, whose "
-                          f"covariance is rank-deficient (rank {found[1]} < {found[2]} features) and cannot be "
-                          f"whitened without it (the paper setup's 1e-8), or set whitening_components <= {found[1]}. "
-                          f"Got {config.whitening_eps!r} instead.") from None
+                          f"covariance is rank-deficient (rank {exc.rank} < {exc.n_directions} directions) and cannot "
+                          f"be whitened without it (the paper setup's 1e-8), or set whitening_components <= "
+                          f"{exc.rank}. Got {config.whitening_eps!r} instead.") from None
 
 
 def cosine_rows(A: np.ndarray, B: np.ndarray) -> np.ndarray:
