@@ -140,25 +140,49 @@ def test_run_synthetic(tmp_path):
     assert {c["verdict"] for c in claims} == {"not established"}
 
 
-def test_isoscore_star_stable_compares_with_the_whole_cloud_isoscore():
-    """IsoScore* at ζ = 0.9 is judged against the whole cloud's IsoScore (the true isotropy score, Figure 4's dashed
-    line), not against the whole cloud's IsoScore* at ζ = 0.9, which sits near IsoScore(Σ_S) by construction: batches
-    matching the latter but 40 % off the former are not stable."""
+def _star_cloud(whole, star, score):
+    scores = [{"seed": seed, "batch_size": b, "batch": i, "zeta": 0.9, "score": score(i)}
+              for seed in (0, 1, 2) for b in (8, 64) for i in range(3)]
+    return {"kind": "synthetic", "decay": 0.5, "n_features": 16, "batch_sizes": [8, 64], "whole_cloud": whole,
+            "whole_cloud_star": {"0.9": star}, "shrinkage_isoscore": 0.29, "scores": scores}
+
+
+def _star_claim(cloud, which):
     from isotropy.experiments.minibatch_stability.run import claims as mb_claims
 
-    whole, star = 0.5, 0.3  # the true score, and IsoScore* of the whole cloud with the same Σ_S
-    scores = [{"seed": seed, "batch_size": b, "batch": i, "zeta": 0.9, "score": star * (1 + 0.01 * (i - 1))}
-              for seed in (0, 1, 2) for b in (8, 64) for i in range(3)]
-    cloud = {"kind": "synthetic", "decay": 0.5, "n_features": 16, "batch_sizes": [8, 64], "whole_cloud": whole,
-             "whole_cloud_star": {"0.9": star}, "scores": scores}
     results = {"seeds": [0, 1, 2], "zetas": [0.9], "clouds": {"synthetic": cloud}}
-    (stable,) = [c for c in mb_claims(results, None) if c.id == "isoscore-star-stable-synthetic"]
+    (found,) = [c for c in mb_claims(results, None) if c.id == f"isoscore-star-{which}-synthetic"]
+    return found
+
+
+def test_isoscore_star_true_compares_with_the_whole_cloud_isoscore():
+    """The bias claim judges IsoScore* at ζ = 0.9 against the whole cloud's IsoScore (the true isotropy score, Figure
+    4's dashed line), not against the whole cloud's IsoScore* at ζ = 0.9, which sits near IsoScore(Σ_S) by
+    construction: batches matching the latter but 40 % off the former are not near the truth, and the statistic says
+    how far Σ_S alone is."""
+    whole, star = 0.5, 0.3  # the true score, and IsoScore* of the whole cloud with the same Σ_S
+    cloud = _star_cloud(whole, star, lambda i: star * (1 + 0.01 * (i - 1)))
+    true = _star_claim(cloud, "true")
+    assert true.ours == pytest.approx(0.4) and true.verdict == "does not hold"
+    assert "whole cloud's IsoScore (the true isotropy score" in true.rule
+    assert "whole-cloud IsoScore (0.5000)" in true.statistic and "IsoScore(Σ_S) alone is 42.0% from it" in true.statistic
+    cloud["whole_cloud"] = 0.32  # within 25 % of the true score
+    true = _star_claim(cloud, "true")
+    assert true.ours == pytest.approx(0.02 / 0.32) and true.verdict == "holds"
+
+
+def test_isoscore_star_stable_is_the_batches_error_about_the_same_shrinkage():
+    """The variance claim compares every batch with IsoScore* of the whole cloud with the same Σ_S and ζ, so that Σ_S's
+    share cancels: batches within ±1 % of it are stable however far the true score is, batches 40 % below are not."""
+    whole, star = 0.5, 0.3
+    stable = _star_claim(_star_cloud(whole, star, lambda i: star * (1 + 0.01 * (i - 1))), "stable")
+    assert stable.ours == pytest.approx(0.01 * np.sqrt(2 / 3)) and stable.verdict == "holds"
+    assert "same Σ_S and ζ" in stable.rule and "(0.3000, the same Σ_S and ζ)" in stable.statistic
+    # the spread counts as well as the bias: one batch 0.9·star, one star, one 1.1·star
+    stable = _star_claim(_star_cloud(whole, star, lambda i: star * (1 + 0.1 * (i - 1))), "stable")
+    assert stable.ours == pytest.approx(0.1 * np.sqrt(2 / 3))
+    stable = _star_claim(_star_cloud(whole, star, lambda i: 0.6 * star), "stable")
     assert stable.ours == pytest.approx(0.4) and stable.verdict == "does not hold"
-    assert "whole cloud's IsoScore (the true isotropy score" in stable.rule
-    assert "whole-cloud IsoScore (0.5000)" in stable.statistic
-    cloud["whole_cloud"] = 0.32  # within 25 % of the true score: stable
-    (stable,) = [c for c in mb_claims(results, None) if c.id == "isoscore-star-stable-synthetic"]
-    assert stable.ours == pytest.approx(0.02 / 0.32) and stable.verdict == "holds"
 
 
 def _held_out_cov(config):

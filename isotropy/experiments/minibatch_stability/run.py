@@ -233,11 +233,19 @@ _PAPER = "Rudman & Eickhoff, ICLR 2024 (arXiv 2305.19358), poster"
 _COMMAND = "isotropy run minibatch-stability --setup minilm --seeds 0,1,2 --data-dir DATA_DIR"
 _UNSTABLE = Rule("holds if the mean IsoScore of 8-row batches is below half the whole cloud's, in every seed and "
                  "across the interval", below=0.5)
-# The reference is the whole cloud's IsoScore, the true isotropy score of the point cloud (the dashed line of the
-# poster's Figure 4), not its IsoScore* at ζ = 0.9: that one sits near IsoScore(Σ_S) by construction, whatever the
-# batches do, so it would move with the shrinkage sample instead of measuring the cloud.
-_STABLE = Rule("holds if, at ζ = 0.9, the batch mean is within 25 % of the whole cloud's IsoScore (the true isotropy "
-               "score, the dashed line of Figure 4) at every batch size, in every seed", below=0.25)
+# "Stable on mini-batch computations" is split in two, because at ζ = 0.9 a batch's IsoScore* is mostly IsoScore(Σ_S):
+# one rule cannot tell a stable estimator from a well-chosen Σ_S.
+# - the variance claim (`isoscore-star-stable`) compares each batch with IsoScore* of the whole cloud *with the same Σ_S and
+#   ζ*, so that Σ_S's share cancels and what is left is what mini-batching does (root-mean-square error over the batches:
+#   their spread and their bias at once);
+# - the bias claim (`isoscore-star-true`) compares the batch mean with the whole cloud's IsoScore, the true isotropy score
+#   (the dashed line of the poster's Figure 4): that gap adds Σ_S's own (which its statistic gives) to what mini-batching
+#   does. Until 2026-12-04 one claim, `isoscore-star-stable`, had the bias claim's rule (and before a statistics review,
+#   the variance claim's reference with the bias claim's statistic); the split is logged on the experiment's page.
+_STABLE = Rule("holds if, at ζ = 0.9, the root-mean-square error of the batches' IsoScore* about the whole cloud's "
+               "IsoScore* (same Σ_S and ζ) is within 25 % of the latter at every batch size, in every seed", below=0.25)
+_TRUE = Rule("holds if, at ζ = 0.9, the batch mean is within 25 % of the whole cloud's IsoScore (the true isotropy "
+             "score, the dashed line of Figure 4) at every batch size, in every seed", below=0.25)
 _APPROACHES = Rule("holds if, at ζ = 0.2, IsoScore* exceeds IsoScore by less than 25 % (of IsoScore) at the largest "
                    "batch, in every seed", below=0.25)
 _IDENTITY = Rule("holds if IsoScore* at ζ = 0 equals IsoScore to 1e-12 (no randomness)", below=1e-12, random=False)
@@ -288,14 +296,29 @@ def claims(results: dict, results_dir) -> list:
                 values=[float(r.mean()) for r in ratios], rule=_UNSTABLE, command=command, interval="both",
                 items=ratios, item_statistic=lambda a: float(np.mean(a))))
         if 0.9 in zetas and sizes:
-            values = [max(abs(np.mean(scores[(name, s, b, 0.9)]) - whole) / whole for b in sizes) for s in seeds]
+            star = float(_lookup(cloud["whole_cloud_star"], 0.9))
+            values = [max(float(np.sqrt(np.mean((np.asarray(scores[(name, s, b, 0.9)]) - star) ** 2))) / star
+                          for b in sizes) for s in seeds]
             out.append(claim(
                 id=f"isoscore-star-stable-{name}", paper=f"{_PAPER}, 'IsoScore*'",
                 claim="IsoScore* (RDA shrinkage) is stable on mini-batch computations.",
                 paper_value="stable on mini-batch computations", model=model,
-                statistic=(f"largest |batch mean of IsoScore* − whole-cloud IsoScore| / whole-cloud IsoScore "
-                           f"({whole:.4f}) over batch sizes {sizes[0]}–{sizes[-1]}, ζ = 0.9"),
+                statistic=(f"largest root-mean-square error of the batches' IsoScore* about the whole cloud's IsoScore* "
+                           f"({star:.4f}, the same Σ_S and ζ), / the latter, over batch sizes {sizes[0]}–{sizes[-1]}, "
+                           f"ζ = 0.9: what mini-batching does, with Σ_S's share cancelled"),
                 values=values, rule=_STABLE, command=command))
+            values = [max(abs(np.mean(scores[(name, s, b, 0.9)]) - whole) / whole for b in sizes) for s in seeds]
+            shrunk = cloud.get("shrinkage_isoscore")
+            own = ("" if shrunk is None else
+                   f"; IsoScore(Σ_S) alone is {abs(float(shrunk) - whole) / whole:.1%} from it")
+            out.append(claim(
+                id=f"isoscore-star-true-{name}", paper=f"{_PAPER}, Figure 4",
+                claim="IsoScore* of mini-batches is near the true isotropy score of the point cloud (Figure 4's dashed "
+                      "line).",
+                paper_value="drawn against the dashed line, the true isotropy score (the plotted values were lost in the text extraction)", model=model,
+                statistic=(f"largest |batch mean of IsoScore* − whole-cloud IsoScore| / whole-cloud IsoScore "
+                           f"({whole:.4f}) over batch sizes {sizes[0]}–{sizes[-1]}, ζ = 0.9{own}"),
+                values=values, rule=_TRUE, command=command))
         if 0.0 in zetas and 0.2 in zetas and sizes:
             largest = sizes[-1]
             values = [(np.mean(scores[(name, s, largest, 0.2)]) - np.mean(scores[(name, s, largest, 0.0)]))
