@@ -224,3 +224,34 @@ def test_an_unreadable_parquet_shard_of_labels_is_named(tmp_path):
     with pytest.raises(IsotropyValueError, match=r"^Cannot read labels from '.*part-1\.parquet': not a readable "
                                                  r"\.parquet file"):
         read_labels(tmp_path, column="label")
+
+
+@pytest.mark.parametrize("header", [True, False])
+def test_a_tab_separated_csv_of_labels_is_read_as_its_tsv_twin(tmp_path, header):
+    """A .csv whose lines are all tab-separated (SentEval's sts-dev.csv style) is read as a .tsv, as --texts reads
+    such a file: its header was one cell 'id\\tlabel' ("no column 'label'", with 'id\\tlabel' offered as the fix)."""
+    names = np.array(["pos", "neg", "neu"])[np.arange(30) % 3]
+    body = "".join(f"{i}\t{name}\n" for i, name in enumerate(names))
+    for suffix in (".csv", ".tsv"):
+        (tmp_path / f"l{suffix}").write_text(("id\tlabel\n" if header else "") + body, encoding="utf-8")
+    if header:
+        got = read_labels(tmp_path / "l.csv", n_rows=30, column="label")
+        assert got.tolist() == names.tolist() == read_labels(tmp_path / "l.tsv", n_rows=30, column="label").tolist()
+        np.save(tmp_path / "x.npy", X)
+        outputs = []
+        for suffix in (".csv", ".tsv"):
+            result = measure(tmp_path / "x.npy", "--labels", tmp_path / f"l{suffix}", "--label-column", "label",
+                             "--metrics", "silhouette_score", "--json", "-")
+            assert result.exit_code == 0, result.output
+            outputs.append(json.loads(result.stdout)["values"]["silhouette_score"])
+        assert outputs[0] == outputs[1] and np.isfinite(outputs[0])
+    else:  # a two-column table of words without a header: the same refusal for both names
+        with pytest.raises(IsotropyValueError) as csv_error:
+            read_labels(tmp_path / "l.csv", n_rows=30)
+        with pytest.raises(IsotropyValueError) as tsv_error:
+            read_labels(tmp_path / "l.tsv", n_rows=30)
+        assert str(csv_error.value).replace("l.csv", "l.tsv") == str(tsv_error.value)
+    # a comma-separated .csv with a tab inside one label is still read with commas
+    (tmp_path / "c.csv").write_text("label\n" + "".join(f"{'a' if i % 2 else 'b'}{chr(9) if i == 3 else ''}\n"
+                                                        for i in range(30)), encoding="utf-8")
+    assert read_labels(tmp_path / "c.csv", n_rows=30, column="label").tolist() == ["b", "a"] * 15

@@ -29,6 +29,7 @@ import numpy as np
 
 from isotropy._utils.validation import IsotropyValueError
 from isotropy.io._archives import EXPANSION_FLOOR_BYTES, MAX_EXPANSION
+from isotropy.io._delimited import file_delimiter
 from isotropy.io._encoding import MAX_LINE_CHARS, MAX_TEXT_FILE_BYTES, header_name, is_label_header, text_codec
 from isotropy.io._paths import _mib, npy_magic_problem, path_kind
 from isotropy.io.word_vectors import _MAX_LINE
@@ -171,9 +172,9 @@ def _read_file(path: Path, column, text) -> np.ndarray:
     elif suffix == ".parquet":
         labels = _read_parquet(path, column)
     elif column is not None:  # a .csv or .tsv file: check_column refused the others
-        labels = _read_column(path, "\t" if suffix == ".tsv" else ",", column, text)
+        labels = _read_column(path, file_delimiter(path, text[1]), column, text)
     elif suffix in (".csv", ".tsv"):
-        labels = _read_delimited(path, "\t" if suffix == ".tsv" else ",", text)
+        labels = _read_delimited(path, file_delimiter(path, text[1]), text)
     elif suffix in _TEXT_EXTENSIONS:
         labels = _read_text(path, text)
     else:
@@ -427,7 +428,7 @@ def _first_field(path, text) -> str | None:
         with open(path, encoding=text[1], errors="replace") as handle:
             for line in handle:
                 if line.strip():
-                    return line.strip().split("\t" if str(path).lower().endswith(".tsv") else ",")[0].strip()
+                    return line.strip().split(file_delimiter(path, text[1]))[0].strip()
     except OSError:
         return None
     return None

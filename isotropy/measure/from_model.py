@@ -79,6 +79,7 @@ def read_texts(path: str | os.PathLike, *, column: str | None = None, encoding: 
     ['a cat', 'a dog']
     """
     from isotropy._utils.errors import IsotropyValueError
+    from isotropy.io._delimited import table_delimiter
     from isotropy.io._encoding import MAX_LINE_CHARS, MAX_TEXT_FILE_BYTES, longest_line, text_codec
     from isotropy.io._paths import check_regular_file
 
@@ -105,7 +106,7 @@ def read_texts(path: str | os.PathLike, *, column: str | None = None, encoding: 
 
         import pandas as pd
 
-        sep = _delimiter(content, suffix)
+        sep = table_delimiter(content, suffix)
         try:
             if suffix in (".jsonl", ".ndjson"):
                 table = pd.read_json(io.StringIO(content), lines=True, dtype=False)
@@ -151,7 +152,7 @@ def read_texts(path: str | os.PathLike, *, column: str | None = None, encoding: 
                              f"({len(empty)} empty rows); expected a text in every row.")
     else:
         if column is not None:  # no --format option: the suffix says how a file is read, so the fix is its name
-            tabs = _delimiter(content, ".csv") == "\t"
+            tabs = table_delimiter(content, ".csv") == "\t"
             seen = (f", though its lines hold tab-separated columns: name it, or a copy or link of it, "
                     f"{path.stem + '.tsv'!r} to read its column {column!r}" if tabs else
                     "; name it, or a copy or link of it, after its format (.csv, .tsv, .jsonl) to read a column, "
@@ -207,31 +208,6 @@ _TEXT_HEADER_NAMES = {"text", "texts", "sentence", "sentences", "sentence1", "se
                       "question", "answer", "premise", "hypothesis", "utterance", "query", "passage", "comment",
                       "tweet", "caption", "prompt", "input", "string", "line", "message", "post", "abstract",
                       "summary", "description"}
-# lines a .csv file is sniffed on for tabs (_delimiter)
-_SNIFF_LINES = 20
-
-
-def _delimiter(content: str, suffix: str) -> str:
-    """The delimiter of a ``.csv``/``.tsv`` texts file: a tab for ``.tsv``, and for a ``.csv`` whose first lines
-    are all tab-separated.
-
-    A judgement call: files named .csv are often tab-separated (SentEval's STS-B ``sts-dev.csv``), and read with
-    commas each of their lines would be one "text" (or be refused at the first line with a comma in a sentence).
-    A ``.csv`` is read as tab-separated when each of its first 20 non-blank lines holds the same number (one or
-    more) of tabs: a comma-separated file with tabs inside its texts rarely has as many on every line. Read so,
-    quotes are text, as in a ``.tsv``.
-    """
-    if suffix == ".tsv":
-        return "\t"
-    if suffix != ".csv":
-        return ","
-    import re
-
-    lines = [line for line in re.split(r"\r\n|\r|\n", content[:2**20]) if line.strip()][:_SNIFF_LINES]
-    tabs = {line.count("\t") for line in lines}
-    return "\t" if len(tabs) == 1 and tabs != {0} else ","
-
-
 def _text_header(cells: list[str], rest) -> bool:
     """Whether the one cell of line 1 of a one-column table, read without --text-column, is a header.
 
@@ -902,55 +878,13 @@ def format_table(result: dict) -> str:
 
 
 def plot_layers(result: dict, path: str | os.PathLike) -> Path:
-    """One panel per metric against the layer index; written atomically (format from the suffix)."""
-    from matplotlib.figure import Figure  # no pyplot: the user's backend is never switched
-
+    """One panel per metric against the layer index (:func:`isotropy.measure.figure.layers_figure`); written atomically
+    (format from the suffix)."""
     from isotropy._utils.atomic import atomic_write
-    from isotropy.metrics.table import METRICS
+    from isotropy.measure.figure import layers_figure
 
     path = Path(path)
-    names = [*result["metrics"], "norm_max_over_median"]
-    titles = {**{m: METRICS[m].display_name for m in result["metrics"]}, "norm_max_over_median": "max / median norm"}
-    n_cols = min(4, len(names))
-    n_rows = math.ceil(len(names) / n_cols)
-    fig = Figure(figsize=(3.2 * n_cols, 2.6 * n_rows))
-    axes = fig.subplots(n_rows, n_cols, squeeze=False)
-    hidden = [r for r in result["rows"] if r["layer"] != "output"]
-    output = [r for r in result["rows"] if r["layer"] == "output"]  # a sentence-transformers model's own output
-    layers = [r["layer"] for r in hidden]
-    # solid lines join adjacent layers only; a dotted one crosses layers that were not measured
-    breaks = [i for i in range(1, len(layers)) if layers[i] != layers[i - 1] + 1]
-    runs = [slice(a, b) for a, b in zip([0, *breaks], [*breaks, len(layers)])]
-    ticks = layers if len(layers) <= 12 else layers[::math.ceil(len(layers) / 12)]
-    at = layers[-1] + max(1, (layers[-1] - layers[0]) // 10)  # the output row: its own tick, apart from the layers
-    for ax, name in zip(axes.flat, names):
-        y = [r[name] for r in hidden]
-        for part in runs:
-            ax.plot(layers[part], y[part], marker="o", ms=3, color="C0")
-        for i in breaks:
-            ax.plot(layers[i - 1:i + 1], y[i - 1:i + 1], linestyle=":", linewidth=1, color="C0")
-        ax.set_xticks(ticks, [str(layer) for layer in ticks])
-        if output:
-            ax.axvline((layers[-1] + at) / 2, color="0.8", linewidth=0.8)
-            ax.plot([at], [output[0][name]], marker="*", ms=7, linestyle="none", color="C1", label="model output")
-            ax.set_xticks([*ticks, at], [*map(str, ticks), "output"])
-            ax.legend(fontsize=6)
-        ax.set_title(titles[name], fontsize=9)
-        ax.set_xlabel("layer", fontsize=8)
-        values = [r[name] for r in result["rows"] if math.isfinite(r[name]) and r[name] > 0]
-        if name in ("partition_isotropy", "norm_max_over_median") and values and max(values) > 20 * min(values):
-            ax.set_yscale("log")
-            under = [r["layer"] for r in hidden if name == "partition_isotropy" and r[name] == 0.0]
-            if under:  # I(W) underflowed to 0.0, which a log axis cannot show: marked below the smallest value
-                ax.plot(under, [min(values) / 10] * len(under), marker="v", ms=4, linestyle="none", color="C3",
-                        label="< 5e-324 (underflow)")
-                ax.legend(fontsize=6)
-        ax.tick_params(labelsize=7)
-    for ax in list(axes.flat)[len(names):]:
-        ax.axis("off")
-    what = f"{result['level']} level" + (f", {result['pooling']} pooling" if result["level"] == "sentence" else "")
-    fig.suptitle(f"{result['model']}: {what}, {result['rows'][0]['n_samples']} vectors per layer", fontsize=10)
-    fig.tight_layout()
+    fig = layers_figure(result)
     suffix = path.suffix.lower().lstrip(".") or "png"
     with atomic_write(path, "wb", name="--plot") as handle:
         fig.savefig(handle, format=suffix, dpi=120)

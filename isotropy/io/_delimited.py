@@ -1,0 +1,47 @@
+"""The delimiter of a delimited table (``.csv``/``.tsv``), as every reader of texts and labels decides it.
+
+A judgement call made once, for :func:`isotropy.io.read_labels` and ``isotropy measure --model --texts``
+alike: files named ``.csv`` are often tab-separated (SentEval's STS-B ``sts-dev.csv``), and read with
+commas each of their lines would be one cell (or be refused at the first line with a comma in a
+sentence). A ``.csv`` is read as tab-separated when each of its first 20 non-blank lines holds the
+same number (one or more) of tabs: a comma-separated file with tabs inside its cells rarely has as
+many on every line. Read so, quotes are text, as in a ``.tsv``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+__all__ = ["SNIFF_LINES", "file_delimiter", "table_delimiter"]
+
+SNIFF_LINES = 20
+_SNIFF_CHARS = 2**20
+
+
+def table_delimiter(content: str, suffix: str) -> str:
+    """A tab for ``.tsv`` and for a ``.csv`` whose first lines are all tab-separated (see the module); else a comma.
+
+    >>> table_delimiter("id\\tlabel\\n0\\ta\\n", ".csv"), table_delimiter("id,label\\n0,a\\n", ".csv")
+    ('\\t', ',')
+    """
+    suffix = suffix.lower()
+    if suffix == ".tsv":
+        return "\t"
+    if suffix != ".csv":
+        return ","
+    lines = [line for line in re.split(r"\r\n|\r|\n", content[:_SNIFF_CHARS]) if line.strip()][:SNIFF_LINES]
+    tabs = {line.count("\t") for line in lines}
+    return "\t" if len(tabs) == 1 and tabs != {0} else ","
+
+
+def file_delimiter(path: str | os.PathLike, encoding: str) -> str:
+    """:func:`table_delimiter` of the file at ``path`` (its first MiB, undecodable bytes replaced)."""
+    suffix = os.path.splitext(os.fspath(path))[1].lower()
+    if suffix != ".csv":
+        return table_delimiter("", suffix)
+    try:
+        with open(path, encoding=encoding, errors="replace", newline="") as handle:
+            return table_delimiter(handle.read(_SNIFF_CHARS), suffix)
+    except (OSError, LookupError):  # unreadable: the reader itself says why
+        return ","
