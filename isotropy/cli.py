@@ -130,7 +130,7 @@ def _formats(ctx, param, value):
 @click.argument("path", type=click.Path(exists=True, path_type=Path))
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="The folder the figures are written into (default: PATH/figures for a run's results, "
-                   "PATH/geometry-figures for a training log).")
+                   "PATH/geometry-figures for a training log, the JSON's folder for a measure JSON).")
 @click.option("--format", "formats", default="png,svg", show_default=True, callback=_formats,
               help="Comma-separated figure formats, e.g. png,svg,pdf.")
 @click.option("--dpi", type=BoundedInt(min=10, max=2400), default=150, show_default=True,
@@ -142,7 +142,9 @@ def plot(path: Path, out_dir: Path | None, formats, dpi: int):
     figures are redrawn), or a training log of the geometry callbacks: a Hugging Face output
     directory (trainer_state.json), a Lightning CSVLogger directory (metrics.csv) or a TensorBoard
     event directory. For a log, each geometry metric is drawn against the step, one line per layer,
-    beside a layer x step heat map, and the values are written to geometry.csv. --out DIR is the
+    beside a layer x step heat map, and the values are written to geometry.csv. PATH may also be the
+    JSON of 'isotropy measure --model M --texts T --json FILE': its per-layer figure (that of --plot)
+    is drawn beside it (NAME-layers.png for NAME.json), without loading the model again. --out DIR is the
     folder the figures are written into, for either kind of PATH; for a run, DIR is a folder outside
     it, or the run's own folder (its figures/ then, as without --out). The same holds for a DIR in
     another run's folder, and figures drawn into a run's folder are drawn under that run's lock.
@@ -205,6 +207,17 @@ def plot(path: Path, out_dir: Path | None, formats, dpi: int):
         for saved in written:
             click.echo(str(saved))
         return
+    if path.is_file() and path.suffix.lower() == ".json" and path.name != "trainer_state.json":
+        from isotropy.measure.figure import layers_figure, read_layers_json
+
+        record = read_layers_json(path)  # None: JSON of another kind, read below as a training log
+        if record is not None:
+            out_dir = out_dir or path.parent
+            out_dir.mkdir(parents=True, exist_ok=True)
+            for saved in save_figures({f"{path.stem}-layers": layers_figure(record)}, out_dir, formats=formats,
+                                      dpi=dpi):
+                click.echo(str(saved))
+            return
     interrupted = _run_without_record(path)
     if interrupted is not None:  # not a training log: a run killed before it wrote its run.json
         raise ValueError(interrupted)

@@ -313,6 +313,65 @@ def test_cli_table_json_and_plot(files, tmp_path):
     assert figure.stat().st_size > 1000
 
 
+def _lines_of(fig):
+    return [[(line.get_xydata().tolist(), line.get_marker()) for line in ax.lines] for ax in fig.axes]
+
+
+def test_plot_draws_the_layers_of_a_measure_json_as_measure_plot_does(files, tmp_path, capsys):
+    """`isotropy plot OUT.json` draws, from the JSON of `measure --model --json`, the figure --plot draws while measuring
+    (the same points, NaN where a value was written as null), beside the JSON or into --out, without the model."""
+    from _cli import exiting_cli
+
+    from isotropy.cli import main
+    from isotropy.measure.figure import layers_figure, read_layers_json
+
+    out = tmp_path / "m.json"
+    result = invoke("--model", files / "bert", "--texts", files / "texts.txt", "--json", out, "--device", "cpu",
+                    "--metrics", "isoscore,cosine_similarity_mean,partition_isotropy")
+    assert result.exit_code == 0, result.output
+    measured = measure_layers(TEXTS, model=str(files / "bert"), metrics=["isoscore", "cosine_similarity_mean", "partition_isotropy"],
+                              device="cpu")
+    record = read_layers_json(out)
+    assert [r["layer"] for r in record["rows"]] == [r["layer"] for r in measured["rows"]] == [0, 1, 2]
+    drawn, expected = _lines_of(layers_figure(record)), _lines_of(layers_figure(measured))
+    assert len(drawn) == 4 and all(drawn)  # three metrics and the max / median norm, each with its line
+    for got, want in zip(drawn, expected):
+        assert [m for _, m in got] == [m for _, m in want]
+        np.testing.assert_allclose(np.array([xy for xy, _ in got], dtype=float),
+                                   np.array([xy for xy, _ in want], dtype=float), rtol=1e-6)
+    main(["plot", str(out), "--format", "png"])
+    assert capsys.readouterr().out.splitlines() == [str(tmp_path / "m-layers.png")]
+    assert (tmp_path / "m-layers.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    main(["plot", str(out), "--format", "svg", "--out", str(tmp_path / "figs")])
+    assert (tmp_path / "figs" / "m-layers.svg").stat().st_size > 1000
+    # a failed metric (null in the JSON) is a gap, not an error
+    broken = json.loads(out.read_text())
+    broken["rows"][1]["isoscore"] = None
+    (tmp_path / "gap.json").write_text(json.dumps(broken))
+    gap = read_layers_json(tmp_path / "gap.json")
+    assert np.isnan(gap["rows"][1]["isoscore"]) and gap["rows"][0]["isoscore"] == record["rows"][0]["isoscore"]
+    # what cannot be drawn is one line naming the file, and nothing is written
+    broken["rows"][1]["layer"] = "middle"
+    (tmp_path / "bad.json").write_text(json.dumps(broken))
+    code, _, err = exiting_cli(["plot", str(tmp_path / "bad.json")], capsys)
+    assert code == 2 and err.strip() == (
+        f"Error: The measure JSON {str(tmp_path / 'bad.json')!r} cannot be drawn: row 1 has the layer 'middle'; "
+        f"expected layer indices in increasing order, and 'output' only as the last row; expected the JSON that "
+        f"'isotropy measure --model M --texts T --json FILE' writes.")
+    assert not (tmp_path / "bad-layers.png").exists()
+
+
+def test_plot_of_the_json_of_an_embeddings_file_says_it_has_no_layers(files, tmp_path, capsys):
+    from _cli import exiting_cli
+
+    out = tmp_path / "e.json"
+    assert invoke(files / "emb.npy", "--metrics", "isoscore", "--json", out).exit_code == 0
+    code, _, err = exiting_cli(["plot", str(out)], capsys)
+    assert code == 2 and err.strip() == (
+        f"Error: The measure JSON {str(out)!r} is of an embeddings file: one row of values, with no layer to draw them "
+        f"against; expected the JSON that 'isotropy measure --model M --texts T --json FILE' writes, one row per layer.")
+
+
 def test_table_cells_say_when_i_w_underflowed():
     """I(W) is positive; a 0.0 is float64 underflow (min Z / max Z below 2**-1074, as on Gemma's middle layers)."""
     from isotropy.measure.from_model import format_table
