@@ -17,7 +17,7 @@ interleaved for ``--repeats`` rounds (minimum of each), and
 
 - **before coalescing**: the same directory read one chunk per shard (``_CHUNK_BYTES`` set to one
   byte, which for one-row shards is the graph of the reader before coalescing: one task per
-  shard), on ``--before-shards`` shards (default 300: the 1,500-shard run did not finish in 300 s;
+  shard), and read again by each metric (nothing held, as then), on ``--before-shards`` shards (default 300: the 1,500-shard run did not finish in 300 s;
   0 skips it), against the one file of those rows, once;
 
 and prints the ratios shards / one file. The values of each are equal to the one file's (checked here and in
@@ -125,12 +125,14 @@ def main() -> None:
         coalescing = None
         if args.before_shards:
             shards_b, single_b = _write(root, X[:args.before_shards])
-            default = shards_module._CHUNK_BYTES
-            shards_module._CHUNK_BYTES = 1
+            from isotropy.measure import distributed as measure_distributed
+
+            default, hold = shards_module._CHUNK_BYTES, measure_distributed._HOLD_BYTES
+            shards_module._CHUNK_BYTES, measure_distributed._HOLD_BYTES = 1, 0  # one task per shard, read per metric
             try:
                 sharded, t_shards, _ = timed(lambda: _measure(shards_b, root / "s.json", args.workers))
             finally:
-                shards_module._CHUNK_BYTES = default
+                shards_module._CHUNK_BYTES, measure_distributed._HOLD_BYTES = default, hold
             one, t_one, _ = timed(lambda: _measure(single_b, root / "o.json", args.workers))
             for name, value in one["values"].items():
                 if not _same(sharded["values"][name], value):
