@@ -542,6 +542,50 @@ def test_token_level_rows_and_claims(token_run):
     assert token["n_seeds"] == 3 and token["ours"] == pytest.approx(float(np.mean(rises)))
     assert "token vectors, pooled afterwards" in token["model"]
     assert claims["cluster-raises-sts"]["n_seeds"] == 3  # the sentence-level claims stay beside them
+    # the item noise: the interval is the seed spread and the bootstrap over the 40 pairs, as at the sentence level
+    boot = level["bootstrap"]["token-cluster-raises-sts"]
+    assert token["interval"]["how"].startswith("both: seed spread: min–max over 3 seed(s); bootstrap over the 40 "
+                                               "sentence pairs: 95 % percentile interval, 2000 resamples")
+    assert token["interval"]["low"] == min(min(rises), boot["low"]) and token["interval"]["high"] == max(max(rises),
+                                                                                                          boot["high"])
+    assert boot["high"] > boot["low"]
+    assert set(level["bootstrap"]) == {"token-cluster-raises-sts", "token-cluster-beats-global-pca"}
+    assert claims["token-cluster-beats-global-pca"]["interval"]["how"].startswith("both: ")
+
+
+def test_difference_bootstrap_is_a_resampling_of_the_pairs_with_each_data_sets_spearman():
+    """Against a direct resampling with scipy's Spearman: all pairs of all data sets drawn together (the same generator
+    and draws as bootstrap_interval), each data set's ρ on its drawn pairs, the mean (or smallest) of the differences."""
+    from scipy.stats import spearmanr
+
+    from isotropy.experiments.sts_isotropy.claims import BASE, CLUSTER, difference_bootstrap
+
+    rng = np.random.default_rng(5)
+    sizes = {"a": 30, "b": 20}
+    gold = {n: rng.uniform(0, 5, size) for n, size in sizes.items()}
+    cosines = {seed: {n: {CLUSTER: gold[n] + rng.normal(0, 2, size), BASE: gold[n] + rng.normal(0, 3, size)}
+                      for n, size in sizes.items()} for seed in (0, 1)}
+    for over, reduce in (("mean", np.mean), ("smallest", np.min)):
+        boot = difference_bootstrap(cosines, gold, ["a", "b"], BASE, over=over, n_resamples=60)
+        draws = np.random.default_rng(0)
+        lows, highs = [], []
+        for seed in (0, 1):
+            which = np.repeat([0, 1], [30, 20])
+            c = np.concatenate([cosines[seed][n][CLUSTER] for n in "ab"])
+            p = np.concatenate([cosines[seed][n][BASE] for n in "ab"])
+            g = np.concatenate([gold[n] for n in "ab"])
+            stats = []
+            for _ in range(60):
+                idx = draws.integers(0, 50, size=50)
+                rises = [spearmanr(c[idx][which[idx] == i], g[idx][which[idx] == i])[0]
+                         - spearmanr(p[idx][which[idx] == i], g[idx][which[idx] == i])[0] for i in (0, 1)]
+                stats.append(100 * reduce(rises))
+            lows.append(np.quantile(stats, 0.025))
+            highs.append(np.quantile(stats, 0.975))
+        assert boot["low"] == pytest.approx(min(lows), rel=1e-9) and boot["high"] == pytest.approx(max(highs), rel=1e-9)
+        assert "bootstrap over the 50 sentence pairs" in boot["how"]
+    cosines[1]["b"][CLUSTER][3] = np.nan  # a pair without a cosine: no bootstrap
+    assert difference_bootstrap(cosines, gold, ["a", "b"], BASE, over="mean") is None
 
 
 def _small_cluster_run():

@@ -20,7 +20,7 @@ import math
 
 import numpy as np
 
-__all__ = ["CLUSTER", "RULES", "claims", "pair_bootstrap", "spearman"]
+__all__ = ["CLUSTER", "RULES", "claims", "difference_bootstrap", "pair_bootstrap", "spearman", "with_pair_bootstrap"]
 
 PAPER = "Rajaee & Pilehvar, ACL 2021"
 CLUSTER, BASE, GLOBAL = "K-means + Mean + PCA", "Baseline", "Mean + PCA"
@@ -93,43 +93,64 @@ def pair_bootstrap(cosines: dict, gold: dict, *, n_resamples: int = 2000) -> dic
         ``{claim id: {"low", "high", "how"}}`` (the union over the seeds of the per-seed 95 %
         percentile intervals); a claim whose methods were not run is absent.
     """
+    names = list(gold)
+    out = {}
+    boot = difference_bootstrap(cosines, gold, names, BASE, over="smallest", n_resamples=n_resamples)
+    if boot is not None:
+        where = (f"of the {len(names)} data sets (of the smallest rise)" if len(names) > 1
+                 else f"of the data set {names[0]}")
+        out["cluster-raises-sts"] = {**boot, "how": boot["how"].replace("sentence pairs", f"sentence pairs {where}")}
+    stsb = _stsb(names)
+    boot = None if stsb is None else difference_bootstrap(cosines, gold, [stsb], GLOBAL, over="smallest",
+                                                          n_resamples=n_resamples)
+    if boot is not None:
+        out["cluster-beats-global-pca"] = {**boot, "how": boot["how"].replace(
+            f"the {len(gold[stsb]):,} sentence pairs", f"the {len(gold[stsb]):,} STS-B pairs")}
+    return out
+
+
+def difference_bootstrap(cosines: dict, gold: dict, names: list, other: str, *, over: str,
+                         n_resamples: int = 2000) -> dict | None:
+    """Bootstrap over the sentence pairs of ``100 · (ρ(K-means + Mean + PCA) − ρ(other))``, one resampling per seed.
+
+    ``ρ`` is the Spearman correlation of a data set's pair cosines with its gold scores; ``over`` reduces
+    the data sets' differences (``"smallest"`` or ``"mean"``, as the claim's statistic does). All pairs of
+    all ``names`` are resampled together and each data set's ρ is computed on its resampled pairs.
+    ``cosines``: ``{seed: {data set: {method: array of shape (n_pairs,)}}}``; ``gold``: ``{data set:
+    array}``. ``None`` where a method was not run or a cosine is NaN (a zero vector).
+    """
     from isotropy.experiments._claims import bootstrap_interval
 
     seeds = list(cosines)
-    names = list(gold)
-    out = {}
+    if not seeds or not all(method in cosines[s][n] and not np.isnan(cosines[s][n][method]).any()
+                            for s in seeds for n in names for method in (CLUSTER, other)):
+        return None
+    reduce = {"smallest": np.min, "mean": np.mean}[over]
+    which = np.concatenate([np.full(len(gold[n]), i) for i, n in enumerate(names)])
+    g = np.concatenate([gold[n] for n in names])
+    items = [(np.concatenate([cosines[s][n][CLUSTER] for n in names]),
+              np.concatenate([cosines[s][n][other] for n in names]), g, which) for s in seeds]
 
-    def defined(name, *methods):  # a NaN cosine (a zero vector) leaves that claim without a bootstrap
-        return all(method in cosines[s][name] and not np.isnan(cosines[s][name][method]).any()
-                   for s in seeds for method in methods)
+    def statistic(cluster, base, g, which):
+        rises = []
+        for i in range(len(names)):
+            rows = which == i
+            rises.append(spearman(cluster[rows], g[rows]) - spearman(base[rows], g[rows]))
+        return 100.0 * float(reduce(rises))
 
-    if seeds and all(defined(n, CLUSTER, BASE) for n in names):
-        # all pairs of all data sets resampled together; each data set's Spearman on its resampled pairs
-        which = np.concatenate([np.full(len(gold[n]), i) for i, n in enumerate(names)])
-        g = np.concatenate([gold[n] for n in names])
-        items = [(np.concatenate([cosines[s][n][CLUSTER] for n in names]),
-                  np.concatenate([cosines[s][n][BASE] for n in names]), g, which) for s in seeds]
+    boot = bootstrap_interval(items, statistic, n_resamples=n_resamples)
+    return {**boot, "how": boot["how"].replace("bootstrap over items", f"bootstrap over the {len(g):,} sentence pairs")}
 
-        def smallest_rise(cluster, base, g, which):  # the claim's statistic: every data set must rise
-            rises = []
-            for i in range(len(names)):
-                rows = which == i
-                rises.append(spearman(cluster[rows], g[rows]) - spearman(base[rows], g[rows]))
-            return 100.0 * float(np.min(rises))
 
-        boot = bootstrap_interval(items, smallest_rise, n_resamples=n_resamples)
-        where = (f"of the {len(names)} data sets (of the smallest rise)" if len(names) > 1
-                 else f"of the data set {names[0]}")
-        out["cluster-raises-sts"] = {**boot, "how": boot["how"].replace(
-            "bootstrap over items", f"bootstrap over the {len(g):,} sentence pairs {where}")}
-    stsb = _stsb(names)
-    if seeds and stsb and defined(stsb, CLUSTER, GLOBAL):
-        items = [(cosines[s][stsb][CLUSTER], cosines[s][stsb][GLOBAL], gold[stsb]) for s in seeds]
-        boot = bootstrap_interval(items, lambda c, p, g: 100.0 * (spearman(c, g) - spearman(p, g)),
-                                  n_resamples=n_resamples)
-        out["cluster-beats-global-pca"] = {**boot, "how": boot["how"].replace(
-            "bootstrap over items", f"bootstrap over the {len(gold[stsb]):,} STS-B pairs")}
-    return out
+def with_pair_bootstrap(record, boot: dict, rule, values):
+    """``record`` with the interval "both": its seed spread and ``boot``, the bootstrap over the pairs; the verdict anew."""
+    from isotropy.experiments._claims import REASON_MARK, decide_why, with_reason
+
+    seeds_how = str(record.interval["how"]).split(REASON_MARK, 1)[0]  # the seed-only reason is decided anew
+    span = {"low": min(record.interval["low"], boot["low"]), "high": max(record.interval["high"], boot["high"]),
+            "how": f"both: {seeds_how}; {boot['how']}"}
+    verdict, why = decide_why(values, rule, span)
+    return dataclasses.replace(record, interval=with_reason(span, why), verdict=verdict)
 
 
 def _model_text(config: dict) -> str:
@@ -222,7 +243,6 @@ def claims(results, results_dir, *, model: str | None = None, reason: str | None
         REASON_MARK,
         claim,
         command_of,
-        decide_why,
         not_run,
         run_config,
         with_reason,
@@ -252,10 +272,6 @@ def claims(results, results_dir, *, model: str | None = None, reason: str | None
             continue
         boot = bootstrap.get(id_)
         if boot is not None:  # both: the seed spread and the bootstrap over pairs, computed by run
-            seeds_how = str(record.interval["how"]).split(REASON_MARK, 1)[0]  # the seed-only reason is decided anew
-            span = {"low": min(record.interval["low"], boot["low"]), "high": max(record.interval["high"], boot["high"]),
-                    "how": f"both: {seeds_how}; {boot['how']}"}
-            verdict, why = decide_why(values[key], RULES[key], span)
-            record = dataclasses.replace(record, interval=with_reason(span, why), verdict=verdict)
+            record = with_pair_bootstrap(record, boot, RULES[key], values[key])
         out.append(record)
     return out

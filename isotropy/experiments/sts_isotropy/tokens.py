@@ -90,6 +90,7 @@ def run_token_level(config, data: dict, fit_texts: dict | None, *, device=None, 
         ``{"datasets": {name: {"n_pairs", "n_tokens", "methods": {method: record}}}, "fit": ...}``
         where a record holds the seed mean of the correlations and isotropy and ``per_seed``.
     """
+    from isotropy.experiments.sts_isotropy.claims import BASE, CLUSTER, GLOBAL, difference_bootstrap
     from isotropy.experiments.sts_isotropy.methods import (
         RANDOM_METHODS,
         fit_method,
@@ -112,6 +113,7 @@ def run_token_level(config, data: dict, fit_texts: dict | None, *, device=None, 
                 same, _ = token_states(fit_texts[seed], config, device=device, log=log)
                 done.append((fit_texts[seed], same))
             fit_states[seed] = same
+    cosines, gold = {}, {}  # {seed: {data set: {method: pair cosines}}}, {data set: gold scores}
     out = {"datasets": {}, "fit": "self" if fit_texts is None else config.fit_on,
            "fit_max_tokens": options.fit_max_tokens, "methods": list(options.methods)}
     for name in options.datasets:
@@ -121,6 +123,7 @@ def run_token_level(config, data: dict, fit_texts: dict | None, *, device=None, 
         log(f"token level: {name}, {n} pairs")
         T, owner = token_states(d.sentences(), config, device=device, log=log)
         rows = {m: [] for m in options.methods}
+        cos_of = {m: [] for m in options.methods}  # per seed, the pair cosines (the items of the bootstrap)
         pooled = pool_tokens(T, owner, 2 * n)  # the sentence vectors before any transform: their scale
         # a row without a clustering still changes with the seed when the fit or the metrics use a seeded sample
         sampled = len(T) > options.fit_max_tokens or fit_texts is not None or \
@@ -132,11 +135,13 @@ def run_token_level(config, data: dict, fit_texts: dict | None, *, device=None, 
             for method_name in options.methods:
                 if method_name not in RANDOM_METHODS and seed != seeds[0] and not sampled:
                     rows[method_name].append(rows[method_name][0])  # nothing random: the first seed's row
+                    cos_of[method_name].append(cos_of[method_name][0])
                     continue
                 method = make_method(method_name, config, seed=seed)
                 fit_method(method, method_name, F.astype(np.float64), config)
                 Y = pool_tokens(_transform_in_chunks(method, T), owner, 2 * n)
-                corr = pair_correlations(pair_cosines(Y, pooled, n), d.scores, d.subsets)
+                cos_of[method_name].append(pair_cosines(Y, pooled, n))
+                corr = pair_correlations(cos_of[method_name][-1], d.scores, d.subsets)
                 rows[method_name].append({**corr, **isotropy_metrics(Y, sample=config.metric_sample, seed=seed)})
                 log(f"  token level, seed {seed} {name:6s} {method_name:22s} Spearman "
                     f"{100 * corr['all']['spearman']:6.2f}")
@@ -144,6 +149,16 @@ def run_token_level(config, data: dict, fit_texts: dict | None, *, device=None, 
             "n_pairs": n, "n_tokens": int(T.shape[0]), "seconds": round(time.perf_counter() - started, 1),
             "methods": {m: method_record(rows[m], seeds, random=m in RANDOM_METHODS or sampled)
                         for m in options.methods}}
+        for i, seed in enumerate(seeds):
+            cosines.setdefault(seed, {})[name] = {m: cos_of[m][i] for m in (BASE, GLOBAL, CLUSTER) if m in cos_of}
+        gold[name] = np.asarray(d.scores, dtype=np.float64)
+    log("token level: bootstrap over the sentence pairs")
+    out["bootstrap"] = {}
+    for id_, *_, key in _TOKEN_SPECS:
+        boot = difference_bootstrap(cosines, gold, list(gold), BASE if key == "sts" else GLOBAL,
+                                    over="smallest" if key == "sts" else "mean")
+        if boot is not None:
+            out["bootstrap"][id_] = boot
     return out
 
 
@@ -167,13 +182,15 @@ def token_claims(results, results_dir, *, model: str) -> list:
     (no run) gives the two claims as not measured.
     """
     from isotropy.experiments._claims import claim, command_of, not_run
-    from isotropy.experiments.sts_isotropy.claims import BASE, CLUSTER, GLOBAL, PAPER, RULES
+    from isotropy.experiments.sts_isotropy.claims import BASE, CLUSTER, GLOBAL, PAPER, RULES, with_pair_bootstrap
 
     config = (results or {}).get("config") or {}
     if results is not None and not config.get("token_level"):
         return []  # a run without token_level makes no token-level claim
     command = command_of(results_dir, "isotropy run sts-isotropy --data-dir DATA_DIR")
     table = ((results or {}).get("token_level") or {}).get("datasets") or {}
+    # runs written before the token level recorded its bootstrap over the pairs have the seed spread alone
+    bootstrap = ((results or {}).get("token_level") or {}).get("bootstrap") or {}
     model = model.replace("the transforms act on pooled sentence vectors", "the transforms act on token vectors, "
                           "pooled afterwards (the paper's order)")
     out = []
@@ -196,5 +213,8 @@ def token_claims(results, results_dir, *, model: str) -> list:
         else:
             common["statistic"] = common["statistic"].replace("over the token-level data sets",
                                                               f"over the {len(names)} token-level data sets")
-        out.append(claim(**common, values=values))
+        record = claim(**common, values=values)
+        if id_ in bootstrap:  # both: the seed spread and the bootstrap over the pairs, computed by run
+            record = with_pair_bootstrap(record, bootstrap[id_], RULES[key], values)
+        out.append(record)
     return out
