@@ -275,3 +275,35 @@ def test_a_parquet_label_ending_with_nul_is_refused_not_merged(tmp_path_factory,
     kind, result = _read(path, read_labels, n_rows=len(labels), column="label")
     assert kind == "refused"  # was read with the NUL dropped: 'a\x00' the same label as 'a'
     assert f"row {row} of column 'label' ends with a NUL character" in result
+
+
+_LAYERS_JSON = (b'{"model": "m", "level": "sentence", "pooling": "mean", "metrics": ["isoscore", "partition_isotropy"], '
+                b'"rows": [{"layer": 0, "n_samples": 8, "isoscore": 0.25, "partition_isotropy": 1e-5, '
+                b'"norm_max_over_median": 2.5}, {"layer": 3, "n_samples": 8, "isoscore": null, '
+                b'"partition_isotropy": 0.0, "norm_max_over_median": 1.5}, {"layer": "output", "n_samples": 8, '
+                b'"isoscore": 0.5, "partition_isotropy": 0.5, "norm_max_over_median": 1.0}]}')
+
+
+@SETTINGS
+@given(data=st.binary(max_size=40))
+def test_fuzzed_measure_json_is_drawn_or_refused_in_one_line(tmp_path, data):
+    """`isotropy plot OUT.json`'s reader: a fuzzed --model JSON is drawn (the figure builds), passed on as not a
+    measure JSON (None: read as a training log), or refused in one line; never another exception."""
+    from isotropy.measure.figure import layers_figure, read_layers_json
+
+    path = tmp_path / "m.json"
+    path.write_bytes(spliced(_LAYERS_JSON, data))
+    status, record = _read(path, reader=read_layers_json)
+    if status == "ok" and record is not None:
+        assert [r["layer"] for r in record["rows"]][-1] in ("output", *range(100_001))
+        layers_figure(record)
+
+
+def test_the_valid_measure_json_of_the_fuzz_test_is_drawn(tmp_path):
+    from isotropy.measure.figure import layers_figure, read_layers_json
+
+    path = tmp_path / "m.json"
+    path.write_bytes(_LAYERS_JSON)
+    record = read_layers_json(path)
+    assert [r["layer"] for r in record["rows"]] == [0, 3, "output"] and np.isnan(record["rows"][1]["isoscore"])
+    assert len(layers_figure(record).axes) == 3

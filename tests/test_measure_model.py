@@ -356,7 +356,8 @@ def test_plot_draws_the_layers_of_a_measure_json_as_measure_plot_does(files, tmp
     code, _, err = exiting_cli(["plot", str(tmp_path / "bad.json")], capsys)
     assert code == 2 and err.strip() == (
         f"Error: The measure JSON {str(tmp_path / 'bad.json')!r} cannot be drawn: row 1 has the layer 'middle'; "
-        f"expected layer indices in increasing order, and 'output' only as the last row; expected the JSON that "
+        f"expected layer indices (0 to 100,000) in increasing order, and 'output' only as the last row; expected "
+        f"the JSON that "
         f"'isotropy measure --model M --texts T --json FILE' writes.")
     assert not (tmp_path / "bad-layers.png").exists()
 

@@ -63,18 +63,26 @@ def read_layers_json(path: str | os.PathLike) -> dict | None:
         layer = row.get("layer") if isinstance(row, dict) else None
         last = i == len(rows) - 1
         if not (layer == "output" and last and i > 0) and (isinstance(layer, bool) or not isinstance(layer, int)
+                                                           or not 0 <= layer <= _MAX_ROWS
                                                            or (previous is not None and layer <= previous)):
-            raise refuse(f"row {i} has the layer {_short(layer)}; expected layer indices in increasing order, and "
-                         f"'output' only as the last row")
+            raise refuse(f"row {i} has the layer {_short(layer)}; expected layer indices (0 to {_MAX_ROWS:,}) in "
+                         f"increasing order, and 'output' only as the last row")
         previous = layer if isinstance(layer, int) else previous
         values = {}
-        for key in [*metrics, "norm_max_over_median", "n_samples"]:
+        for key in [*metrics, "norm_max_over_median"]:
             value = row.get(key)
-            if value is None and key != "n_samples":
+            if value is None:
                 value = math.nan  # a metric that failed, or a non-finite value: written as null
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise refuse(f"row {i} (layer {layer}) has {key} = {_short(value)}, not a number")
-            values[key] = float(value) if key != "n_samples" else value
+            try:
+                values[key] = float(value)
+            except OverflowError:  # an integer past the floats
+                raise refuse(f"row {i} (layer {layer}) has {key} = {_short(value)}, beyond the floats") from None
+        count = row.get("n_samples")
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise refuse(f"row {i} (layer {layer}) has n_samples = {_short(count)}, not a count of vectors")
+        values["n_samples"] = count
         out.append({**row, **values})
     return {**record, "rows": out}
 
