@@ -364,6 +364,26 @@ def test_run_json_records_the_command_shell_quoted(monkeypatch, tmp_path):
     assert shlex.split(command_of(tmp_path / "t", "x"))[3:5] == ["--set", "sample_sizes=[50, 100]"]
 
 
+def test_run_json_of_python_m_isotropy_records_a_command_a_shell_runs(monkeypatch, tmp_path):
+    """`python -m isotropy run ...` was recorded as `__main__.py run ...` (argv[0] is isotropy/__main__.py), a command
+    no shell runs, and the claims then fell back to the generic command instead of the one that ran."""
+    import shlex
+    import sys
+
+    from click.testing import CliRunner
+
+    from isotropy.experiments._claims import command_of
+    from isotropy.experiments._command import make_command
+
+    args = ["--set", "n_features=8", "--seeds", "0", "--results-dir", str(tmp_path / "t"), "--quiet", "--no-plot"]
+    monkeypatch.setattr(sys, "argv", ["/site-packages/isotropy/__main__.py", "run", "_template", *args])
+    result = CliRunner().invoke(make_command(TEMPLATE), args)
+    assert result.exit_code == 0, result.output
+    recorded = json.loads((tmp_path / "t" / "run.json").read_text())["command"]
+    assert shlex.split(recorded) == ["python", "-m", "isotropy", "run", "_template", *args]
+    assert command_of(tmp_path / "t", "fallback") == "isotropy run _template --set n_features=8 --seeds 0"
+
+
 def test_run_and_measure_share_their_silencing_flags():
     """`isotropy run` takes --no-progress as --quiet, `isotropy measure` takes --quiet as --no-progress."""
     from isotropy.cli import load_experiment

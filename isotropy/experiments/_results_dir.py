@@ -35,7 +35,6 @@ import json
 import os
 import shutil
 import socket
-import sys
 from pathlib import Path
 
 from isotropy._utils.atomic import atomic_temp_target, atomic_write, watch_writes
@@ -227,8 +226,10 @@ class ResultsLock:
         # what was the toolkit's when the lock was taken (the list, or the rule for a directory without one): a
         # holder that only adds files (`isotropy plot`) must not narrow a directory from before the list to those
         self._earlier = {p.name for p in toolkit_entries(self.results_dir)}
+        from isotropy._utils.versions import command_line
+
         owner = {"pid": os.getpid(), "host": socket.gethostname(), "purpose": self.purpose,
-                 "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
+                 "command": command_line(),
                  "started": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
         with atomic_write(self.results_dir / OWNER_NAME) as handle:
             json.dump(owner, handle)

@@ -53,9 +53,7 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import platform
-import shlex
 import socket
-import sys
 import traceback
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -363,7 +361,7 @@ class _Metadata:
     """``run.json`` and ``config.yaml``: written when the run starts, updated as it goes and when it ends."""
 
     def __init__(self, experiment: Experiment, config, ctx: RunContext):
-        from isotropy._utils.versions import package_versions
+        from isotropy._utils.versions import command_line, package_versions
 
         self.path = ctx.results_dir / "run.json"
         self.config = config.model_dump(mode="json")
@@ -373,7 +371,7 @@ class _Metadata:
             "results_dir": str(ctx.results_dir.resolve()), "device": ctx.device, "threads": ctx.threads,
             "threads_in_effect": threads_in_effect(),
             "data_dir": str(ctx.data_dir), "resumed": ctx.resume,
-            "command": shlex.join([Path(sys.argv[0]).name, *sys.argv[1:]]), "pid": os.getpid(),
+            "command": command_line(), "pid": os.getpid(),
             "host": socket.gethostname(), "started": _now(), "ended": None,
             "platform": platform.platform(), "versions": package_versions(),
         }
