@@ -19,7 +19,6 @@ and WordNet under ``$NLTK_DATA``); writes ``dynamics.json`` and ``supersense_dyn
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -158,4 +157,9 @@ def plot(results: dict, path: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1] if len(sys.argv) > 1 else "results/supersense-dynamics"))
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out_dir", nargs="?", type=Path, default=Path("results/supersense-dynamics"),
+                        help="where dynamics.json and supersense_dynamics.png are written")
+    main(parser.parse_args().out_dir)
