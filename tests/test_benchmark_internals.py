@@ -52,3 +52,17 @@ def test_bench_calibration_prints_both_calibrations_and_their_ratio(monkeypatch,
     assert "| fitted with (median of 7 single calls, all BLAS threads) |" in out
     assert "| measured_speed (median of 5 windows of 15 / 8 ms, one BLAS thread x cores) |" in out
     assert "fitted with / measured_speed (cost._TO_FITTED_UNITS): (" in out
+
+
+def test_every_benchmark_script_answers_help_without_running(tmp_path):
+    """Each script of benchmarks/ prints its usage for --help and exits 0 before any work: supersense_dynamics.py read
+    '--help' as its output folder and started a run into it."""
+    import subprocess
+
+    scripts = sorted(p for p in BENCHMARKS.glob("*.py") if not p.name.startswith("_"))
+    assert len(scripts) >= 16
+    for script in scripts:
+        run = subprocess.run([sys.executable, str(script), "--help"], cwd=tmp_path, capture_output=True, text=True,
+                             timeout=300, check=False)
+        assert run.returncode == 0 and run.stdout.startswith("usage:"), (script.name, run.stderr[-500:])
+    assert list(tmp_path.iterdir()) == []  # nothing written
