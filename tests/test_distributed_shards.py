@@ -481,3 +481,17 @@ def test_a_small_input_is_read_once_for_every_metric_of_the_table(tmp_path, monk
     assert s["chunking"]["n_chunks"] == 1 and s["chunking"]["held_by_workers"] is hold
     assert set(reads) == {60}  # each read is the one chunk of all 60 shards
     assert len(reads) == 1 if hold else len(reads) >= 3  # the covariance metrics and the neighbour pass each read it
+
+
+def test_nothing_is_held_without_one_known_memory_limit_or_beyond_a_quarter_of_it():
+    """Workers of differing or no limits (a --scheduler cluster) give no budget: nothing is held there."""
+    import dask.array as da
+
+    from isotropy.measure.distributed import _hold
+
+    X = da.zeros((10, 3), chunks=(5, 3))  # 240 bytes
+    assert _hold(X, {"workers": 2, "memory_limit": None}) is None
+    assert _hold(X, {"workers": None, "memory_limit": 10**9}) is None
+    assert _hold(X, {"workers": 2, "memory_limit": 478}) is None  # a quarter of 2 x 478 bytes is 239 < 240
+    held = _hold(X, {"workers": 2, "memory_limit": 480})
+    assert held is not None and np.array_equal(held.compute(), np.zeros((10, 3)))

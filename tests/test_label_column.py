@@ -255,3 +255,9 @@ def test_a_tab_separated_csv_of_labels_is_read_as_its_tsv_twin(tmp_path, header)
     (tmp_path / "c.csv").write_text("label\n" + "".join(f"{'a' if i % 2 else 'b'}{chr(9) if i == 3 else ''}\n"
                                                         for i in range(30)), encoding="utf-8")
     assert read_labels(tmp_path / "c.csv", n_rows=30, column="label").tolist() == ["b", "a"] * 15
+
+
+def test_a_one_column_csv_of_labels_whose_lines_end_in_a_tab_is_still_read_with_commas(tmp_path):
+    """Tabs that end every line separate nothing: such a file was sniffed as tab-separated, with an empty column."""
+    (tmp_path / "tt.csv").write_text("".join(f"{'pos' if i % 2 else 'neg'}\t\n" for i in range(10)), encoding="utf-8")
+    assert read_labels(tmp_path / "tt.csv", n_rows=10).tolist() == ["neg", "pos"] * 5

@@ -362,6 +362,17 @@ def test_plot_draws_the_layers_of_a_measure_json_as_measure_plot_does(files, tmp
     assert not (tmp_path / "bad-layers.png").exists()
 
 
+def test_plot_of_a_json_cut_short_names_both_kinds_it_reads_once(tmp_path, capsys):
+    """A JSON that is not valid is one line naming both kinds of JSON plot reads ('expected expected' before)."""
+    from _cli import exiting_cli
+
+    (tmp_path / "cut.json").write_text('{"log_history": [')
+    code, _, err = exiting_cli(["plot", str(tmp_path / "cut.json")], capsys)
+    assert code == 2 and "expected expected" not in err and err.count("\n") == 1
+    assert err.endswith("expected the JSON that 'isotropy measure --model M --texts T --json FILE' writes, or a "
+                        "Hugging Face trainer_state.json.\n") and "ends mid-document" in err
+
+
 def test_plot_of_the_json_of_an_embeddings_file_says_it_has_no_layers(files, tmp_path, capsys):
     from _cli import exiting_cli
 

@@ -4,8 +4,8 @@ A judgement call made once, for :func:`isotropy.io.read_labels` and ``isotropy m
 alike: files named ``.csv`` are often tab-separated (SentEval's STS-B ``sts-dev.csv``), and read with
 commas each of their lines would be one cell (or be refused at the first line with a comma in a
 sentence). A ``.csv`` is read as tab-separated when each of its first 20 non-blank lines holds the
-same number (one or more) of tabs: a comma-separated file with tabs inside its cells rarely has as
-many on every line. Read so, quotes are text, as in a ``.tsv``.
+same number (one or more) of tabs before its last cell: a comma-separated file with tabs inside its
+cells rarely has as many on every line, and tabs that end every line (a one-column file's) separate nothing. Read so, quotes are text, as in a ``.tsv``.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def table_delimiter(content: str, suffix: str) -> str:
     if suffix != ".csv":
         return ","
     lines = [line for line in re.split(r"\r\n|\r|\n", content[:_SNIFF_CHARS]) if line.strip()][:SNIFF_LINES]
-    tabs = {line.count("\t") for line in lines}
+    tabs = {line.rstrip().count("\t") for line in lines}  # trailing tabs (a one-column file's) separate nothing
     return "\t" if len(tabs) == 1 and tabs != {0} else ","
 
 

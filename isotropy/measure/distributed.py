@@ -112,9 +112,11 @@ _HOLD_SHARE = 4  # at most this fraction (1/4) of the workers' memory
 def _hold(X, where_run):
     """``X`` persisted on the cluster when it is small enough (see above), else None (read by each metric)."""
     workers, limit = where_run["workers"], where_run["memory_limit"]
-    if not workers:  # dask's threaded scheduler: nothing to hold the data between metrics
+    # dask's threaded scheduler has nothing to hold the data between metrics; workers of differing or no memory limits
+    # (a --scheduler cluster) give no budget to hold it within
+    if not workers or limit is None:
         return None
-    budget = _HOLD_BYTES if limit is None else min(_HOLD_BYTES, int(limit) * int(workers) // _HOLD_SHARE)
+    budget = min(_HOLD_BYTES, int(limit) * int(workers) // _HOLD_SHARE)
     return X.persist() if X.nbytes <= budget else None  # a chunk that fails to load fails the first metric, as before
 
 

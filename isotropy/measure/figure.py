@@ -13,9 +13,10 @@ from pathlib import Path
 __all__ = ["layers_figure", "read_layers_json"]
 
 # a --model JSON holds a few kilobytes per layer; a file far larger is not one
-_JSON_LIMIT = 64 * 2**20
+_JSON_LIMIT = 256 * 2**20  # as the training logs' reader: a trainer_state.json under another name is read there
 _MAX_ROWS = 100_000
-_EXPECTED = "expected the JSON that 'isotropy measure --model M --texts T --json FILE' writes"
+_WRITES = "the JSON that 'isotropy measure --model M --texts T --json FILE' writes"
+_EXPECTED = f"expected {_WRITES}"
 
 
 def read_layers_json(path: str | os.PathLike) -> dict | None:
@@ -28,14 +29,15 @@ def read_layers_json(path: str | os.PathLike) -> dict | None:
     Raises
     ------
     IsotropyValueError
-        Not JSON, larger than 64 MiB, or a measure record that cannot be drawn against the layer.
+        Not JSON, larger than 256 MiB, or a measure record that cannot be drawn against the layer.
     """
     from isotropy._utils.errors import IsotropyValueError
     from isotropy.io._paths import read_json
     from isotropy.metrics.table import METRICS
 
     path = Path(path)
-    record = read_json(path, what="measure JSON", expected=_EXPECTED, limit=_JSON_LIMIT)
+    record = read_json(path, what="JSON file", expected=f"{_WRITES}, or a Hugging Face trainer_state.json",
+                       limit=_JSON_LIMIT)
     if not isinstance(record, dict):
         return None
     name = repr(str(path))
