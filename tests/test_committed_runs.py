@@ -179,7 +179,8 @@ def test_a_committed_run_is_what_the_code_computes(run, tmp_path):
 # experiment's ``claims`` reads (results.json, run.json and the per-seed parts: ``states/`` of
 # activation-diagrams, ``runs/`` of cluster-finetune, ``scores.csv`` of minibatch-stability), so the
 # claims rebuild from them with the current code, exactly, without training anything.
-REBUILT = ["activation-diagrams/minilm", "cluster-finetune/minilm", "minibatch-stability/minilm", "istar/sst2-cpu",
+REBUILT = ["activation-diagrams/minilm", "cluster-finetune/minilm", "minibatch-stability/minilm",
+           "minibatch-stability/gemma-3-270m", "istar/sst2-cpu",
            "istar/sst2-gemma-cpu"]
 
 

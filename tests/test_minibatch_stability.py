@@ -230,3 +230,23 @@ def test_the_table_says_what_plus_minus_means():
     assert ("Each cell: mean ± sample standard deviation (ddof = 1) of the score over the 90 mini-batches of that "
             "size (30 per seed, 3 seeds): the spread from batch to batch, not an error of the mean.") in table
     assert table.count("Each cell:") == 1
+
+
+def test_isoscore_star_approaches_reads_the_gap_either_way():
+    """IsoScore* 50 % *below* IsoScore does not approach it (the signed excess, -0.5, read "holds")."""
+    from isotropy.experiments.minibatch_stability.run import claims as mb_claims
+
+    def approaches(ratio):
+        scores = [{"seed": s, "batch_size": 64, "batch": i, "zeta": z, "score": 0.4 * (ratio if z == 0.2 else 1.0)}
+                  for s in (0, 1, 2) for i in range(3) for z in (0.0, 0.2)]
+        cloud = {"kind": "synthetic", "decay": 0.5, "n_features": 16, "batch_sizes": [64], "whole_cloud": 0.5,
+                 "whole_cloud_star": {"0.2": 0.45}, "scores": scores}
+        (found,) = [c for c in mb_claims({"seeds": [0, 1, 2], "zetas": [0.0, 0.2], "clouds": {"synthetic": cloud}},
+                                         None) if c.id == "isoscore-star-approaches-synthetic"]
+        return found
+
+    below, above, near = approaches(0.5), approaches(1.5), approaches(0.9)
+    assert below.ours == pytest.approx(0.5) and below.verdict == "does not hold"
+    assert above.ours == pytest.approx(0.5) and above.verdict == "does not hold"
+    assert near.ours == pytest.approx(0.1) and near.verdict == "holds"
+    assert below.statistic.startswith("|IsoScore* − IsoScore| / IsoScore")
