@@ -78,12 +78,16 @@ def _previous_reader(commit: str):
     module = types.ModuleType(f"shards_{commit}")
     exec(compile(source, f"shards_{commit}.py", "exec"), module.__dict__)  # noqa: S102 -- our own history
     old = module.read_shards
-    accepted = inspect.signature(old).parameters
+    parameters = inspect.signature(old).parameters
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+    accepted = {key for key in parameters} if not takes_any else None
 
     def read_shards(*args, **kwargs):
         # the command passes keywords the old reader did not have (label_column, ...): left out while they are unset
+        if accepted is None:
+            return old(*args, **kwargs)
         later = {key: value for key, value in kwargs.items() if key not in accepted}
-        if any(value is not None for value in later.values()):
+        if any(value not in (None, False) for value in later.values()):
             raise RuntimeError(f"read_shards of {commit} has no {sorted(later)}, set here to {later}")
         return old(*args, **{key: value for key, value in kwargs.items() if key in accepted})
 
