@@ -5,7 +5,8 @@ alike: files named ``.csv`` are often tab-separated (SentEval's STS-B ``sts-dev.
 commas each of their lines would be one cell (or be refused at the first line with a comma in a
 sentence). A ``.csv`` is read as tab-separated when each of its first 20 non-blank lines holds the
 same number (one or more) of tabs before its last cell: a comma-separated file with tabs inside its
-cells rarely has as many on every line, and tabs that end every line (a one-column file's) separate nothing. Read so, quotes are text, as in a ``.tsv``.
+cells rarely has as many on every line, and tabs that end every line (a one-column file's) separate
+nothing. Read so, quotes are text, as in a ``.tsv``.
 """
 
 from __future__ import annotations
