@@ -373,6 +373,20 @@ def test_plot_of_a_json_cut_short_names_both_kinds_it_reads_once(tmp_path, capsy
                         "Hugging Face trainer_state.json.\n") and "ends mid-document" in err
 
 
+def test_plot_of_a_measure_json_that_lost_a_key_says_which(tmp_path, capsys):
+    """A --model JSON without its 'metrics' was passed on to the training logs' reader ("no 'log_history' list")."""
+    from _cli import exiting_cli
+
+    (tmp_path / "m.json").write_text(json.dumps({"model": "m", "level": "sentence", "pooling": "mean", "rows": []}))
+    code, _, err = exiting_cli(["plot", str(tmp_path / "m.json")], capsys)
+    assert code == 2 and err == (f"Error: The measure JSON {str(tmp_path / 'm.json')!r} cannot be drawn: it has no "
+                                 f"'metrics'; expected the JSON that 'isotropy measure --model M --texts T --json FILE' "
+                                 f"writes.\n")
+    (tmp_path / "state.json").write_text(json.dumps({"log_history": [], "metrics": 1}))  # a training log: its reader's
+    code, _, err = exiting_cli(["plot", str(tmp_path / "state.json")], capsys)
+    assert code == 2 and "measure JSON" not in err
+
+
 def test_plot_of_the_json_of_an_embeddings_file_says_it_has_no_layers(files, tmp_path, capsys):
     from _cli import exiting_cli
 

@@ -44,8 +44,13 @@ def read_layers_json(path: str | os.PathLike) -> dict | None:
     if "rows" not in record and {"values", "n_features", "file"} <= record.keys():
         raise IsotropyValueError(f"The measure JSON {name} is of an embeddings file: one row of values, with no layer "
                                  f"to draw them against; {_EXPECTED}, one row per layer.")
-    if not {"model", "rows", "metrics"} <= record.keys():
-        return None
+    needed = ("model", "rows", "metrics")
+    if not set(needed) <= record.keys():
+        if "log_history" in record or not {*needed, "level", "pooling"} & record.keys():
+            return None  # a training log, or JSON of another kind: the training logs' reader says what it is
+        missing = [key for key in needed if key not in record]
+        raise IsotropyValueError(f"The measure JSON {name} cannot be drawn: it has no {', '.join(map(repr, missing))}; "
+                                 f"{_EXPECTED}.")
 
     def refuse(problem: str):
         return IsotropyValueError(f"The measure JSON {name} cannot be drawn: {problem}; {_EXPECTED}.")
