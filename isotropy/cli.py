@@ -213,10 +213,23 @@ def plot(path: Path, out_dir: Path | None, formats, dpi: int):
         record = read_layers_json(path)  # None: JSON of another kind, read below as a training log
         if record is not None:
             out_dir = out_dir or path.parent
-            out_dir.mkdir(parents=True, exist_ok=True)
-            for saved in save_figures({f"{path.stem}-layers": layers_figure(record)}, out_dir, formats=formats,
-                                      dpi=dpi):
-                click.echo(str(saved))
+            # a figure at a run's top level (or anywhere in it but its figures/) would count as one of its results, as
+            # for a run's own figures above; inside its figures/ it is drawn under the run's lock
+            run_dir = _run_dir_of(out_dir)
+            if run_dir is not None and not _inside(out_dir, run_dir / "figures"):
+                raise click.UsageError(f"--out {str(out_dir)!r} is a folder of the run in {str(run_dir)!r}: a figure "
+                                       f"there would count as its results (the next --resume would run it again). "
+                                       f"Name {str(run_dir / 'figures')!r} or a folder outside the run.")
+            import contextlib
+
+            from isotropy.experiments._results_dir import ResultsLock
+
+            lock_dir = None if run_dir is None else _lock_dir(run_dir)
+            with ResultsLock(lock_dir, purpose="plot") if lock_dir is not None else contextlib.nullcontext():
+                out_dir.mkdir(parents=True, exist_ok=True)
+                for saved in save_figures({f"{path.stem}-layers": layers_figure(record)}, out_dir, formats=formats,
+                                          dpi=dpi):
+                    click.echo(str(saved))
             return
     interrupted = _run_without_record(path)
     if interrupted is not None:  # not a training log: a run killed before it wrote its run.json

@@ -362,6 +362,31 @@ def test_plot_draws_the_layers_of_a_measure_json_as_measure_plot_does(files, tmp
     assert not (tmp_path / "bad-layers.png").exists()
 
 
+def test_plot_of_a_measure_json_into_a_run_folder_only_under_its_figures(tmp_path, capsys):
+    """--out into an 'isotropy run' folder put the figure among the run's results; only its figures/ is taken."""
+    from _cli import exiting_cli
+
+    from isotropy.cli import main
+
+    rows = [{"layer": i, "isoscore": 0.1 * (i + 1), "norm_max_over_median": 2.0, "n_samples": 5} for i in range(3)]
+    (tmp_path / "m.json").write_text(json.dumps({"model": "m", "level": "sentence", "pooling": "mean",
+                                                 "metrics": ["isoscore"], "rows": rows}))
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run.json").write_text(json.dumps({"experiment": "layer-geometry", "status": "finished"}))
+    for out in (run, run / "tables"):
+        code, _, err = exiting_cli(["plot", str(tmp_path / "m.json"), "--out", str(out)], capsys)
+        assert code == 2 and err == (f"Error: --out {str(out)!r} is a folder of the run in {str(run.resolve())!r}: a "
+                                     f"figure there would count as its results (the next --resume would run it "
+                                     f"again). Name {str(run.resolve() / 'figures')!r} or a folder outside the run. "
+                                     f"(see 'isotropy plot --help')\n")
+    assert sorted(p.name for p in run.rglob("*")) == ["run.json"]
+    main(["plot", str(tmp_path / "m.json"), "--out", str(run / "figures"), "--format", "png"])
+    assert capsys.readouterr().out.splitlines() == [str(run / "figures" / "m-layers.png")]
+    # drawn under the run's lock, the figure is listed among the run's files, as a run's own figures are
+    assert json.loads((run / ".isotropy.files.json").read_text()) == ["figures", "run.json"]
+
+
 def test_plot_of_a_json_cut_short_names_both_kinds_it_reads_once(tmp_path, capsys):
     """A JSON that is not valid is one line naming both kinds of JSON plot reads ('expected expected' before)."""
     from _cli import exiting_cli
