@@ -215,6 +215,12 @@ def token_claims(results, results_dir, *, model: str) -> list:
                                                               f"over the {len(names)} token-level data sets")
         record = claim(**common, values=values)
         if id_ in bootstrap:  # both: the seed spread and the bootstrap over the pairs, computed by run
-            record = with_pair_bootstrap(record, bootstrap[id_], RULES[key], values)
+            boot = bootstrap[id_]
+            if " of the data set" not in boot["how"] and " data sets (of the " not in boot["how"]:
+                # the data sets the pairs come from, as the sentence-level claims say (pair_bootstrap)
+                where = (f"of the data set {names[0]}" if len(names) == 1 else
+                         f"of the {len(names)} data sets (of the {'smallest' if key == 'sts' else 'mean'} rise)")
+                boot = {**boot, "how": boot["how"].replace("sentence pairs", f"sentence pairs {where}", 1)}
+            record = with_pair_bootstrap(record, boot, RULES[key], values)
         out.append(record)
     return out
