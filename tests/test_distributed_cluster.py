@@ -137,6 +137,34 @@ def test_data_larger_than_a_worker_memory_limit(client, big_shards):
     assert max(peaks.values()) < WORKER_MEMORY  # no worker ever held the data
 
 
+def test_covariance_accumulator_update_takes_a_dask_array_chunk_by_chunk_on_the_workers(client, big_shards):
+    """``CovarianceAccumulator.update(dask_array)`` made it one numpy array in the caller's process (600 MB here); its
+    chunks' statistics are now merged on the workers, and only d x d statistics reach the caller."""
+    import tracemalloc
+
+    root, reference, _ = big_shards
+    X = read_shards(root, chunk_rows=32_768)
+    head = np.load(next(iter(sorted(root.glob("*.npy")))))[:10]
+    tracemalloc.start()
+    try:
+        acc = CovarianceAccumulator().update(head).update(X)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < X.nbytes / 20  # the 600 MB never sat in this process
+    expected = CovarianceAccumulator().update(head).merge(reference)
+    assert acc.n_samples_ == expected.n_samples_ == X.shape[0] + 10
+    np.testing.assert_allclose(acc.covariance(), expected.covariance(), rtol=1e-10, atol=1e-12)
+    assert acc.isoscore() == pytest.approx(expected.isoscore(), rel=1e-10)
+    bad = da.from_array(np.array([[1.0, np.inf]]), chunks=(1, 2))
+    with pytest.raises(ValueError, match=r"^The 'X_chunk' parameter of CovarianceAccumulator\.update must have 128 "
+                                         r"features \(columns\), like the previous chunks\. Got 2 instead\.$"):
+        acc.update(bad)
+    with pytest.raises(ValueError, match=r"^The 'X_chunk' parameter of CovarianceAccumulator\.update must contain only "
+                                         r"finite values\. Got inf at row 0, column 1 instead\.$"):
+        CovarianceAccumulator().update(bad)
+
+
 def test_measure_workers_2_on_shards_larger_than_worker_memory(big_shards, tmp_path):
     """From a fresh process, as a user would run it; the worker memory limit comes from the dask config."""
     root, reference, _ = big_shards

@@ -263,8 +263,14 @@ class CovarianceAccumulator:
         return acc
 
     def update(self, X_chunk):
-        """Add a chunk of rows (array or tensor of shape ``(n_chunk, n_features)``); returns ``self``."""
+        """Add a chunk of rows (array or tensor of shape ``(n_chunk, n_features)``); returns ``self``.
+
+        A dask array is accumulated chunk by chunk on its scheduler and merged
+        (:func:`isotropy.distributed.covariance_accumulator`): it is never held in memory whole.
+        """
         caller = "CovarianceAccumulator.update"
+        if type(X_chunk).__module__.split(".")[0] == "dask":  # without importing dask for other inputs
+            return self._update_dask(X_chunk, caller)
         X = check_X(X_chunk, caller=caller, name="X_chunk", min_samples=1)
         if self.n_features_ is not None and X.shape[1] != self.n_features_:
             raise IsotropyValueError(f"The 'X_chunk' parameter of {caller} must have {self.n_features_} features "
@@ -278,6 +284,16 @@ class CovarianceAccumulator:
         self.n_features_ = A.shape[1]
         self._set_moments(merge_moments(self._moments(), Moments(A.shape[0], mean_b, scatter_b, exponent, shift_b)))
         return self
+
+    def _update_dask(self, X_chunk, caller):
+        """:meth:`update` for a dask array: its chunks' statistics merged on the scheduler, then into ``self``."""
+        from isotropy.distributed._covariance import chunk_statistics
+
+        shape = getattr(X_chunk, "shape", ())
+        if len(shape) == 2 and self.n_features_ is not None and shape[1] != self.n_features_:
+            raise IsotropyValueError(f"The 'X_chunk' parameter of {caller} must have {self.n_features_} features "
+                                     f"(columns), like the previous chunks. Got {shape[1]} instead.")
+        return self.merge(chunk_statistics(X_chunk, caller=caller, name="X_chunk"))
 
     def _require(self, caller, min_samples=2):
         if self.n_samples_ < min_samples:
