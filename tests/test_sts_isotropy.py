@@ -545,7 +545,8 @@ def test_token_level_rows_and_claims(token_run):
     # the item noise: the interval is the seed spread and the bootstrap over the 40 pairs, as at the sentence level
     boot = level["bootstrap"]["token-cluster-raises-sts"]
     assert token["interval"]["how"].startswith("both: seed spread: min–max over 3 seed(s); bootstrap over the 40 "
-                                               "sentence pairs: 95 % percentile interval, 2000 resamples")
+                                               "sentence pairs of the data set STSB: 95 % percentile interval, "
+                                               "2000 resamples")
     assert token["interval"]["low"] == min(min(rises), boot["low"]) and token["interval"]["high"] == max(max(rises),
                                                                                                           boot["high"])
     assert boot["high"] > boot["low"]
