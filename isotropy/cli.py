@@ -16,7 +16,7 @@ from pathlib import Path
 
 import click
 
-from isotropy._utils.click_types import BoundedInt
+from isotropy._utils.click_types import BoundedInt, NonEmpty
 from isotropy._utils.errors import Terminated, debugging
 from isotropy._utils.install import extra_command
 
@@ -127,8 +127,9 @@ def _formats(ctx, param, value):
 
 
 @cli.command()
-@click.argument("path", type=click.Path(exists=True, path_type=Path))
-@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+@click.argument("path", type=NonEmpty(click.Path(exists=True, path_type=Path)))
+@click.option("--out", "out_dir", type=NonEmpty(click.Path(file_okay=False, path_type=Path), expected="a folder path"),
+              default=None,
               help="The folder the figures are written into (default: PATH/figures for a run's results, "
                    "PATH/geometry-figures for a training log, the JSON's folder for a measure JSON).")
 @click.option("--format", "formats", default="png,svg", show_default=True, callback=_formats,

@@ -9,7 +9,7 @@ import click
 
 from isotropy._utils.validation import _describe
 
-__all__ = ["BoundedInt"]
+__all__ = ["BoundedInt", "NonEmpty"]
 
 
 class BoundedInt(click.IntRange):
@@ -28,3 +28,25 @@ class BoundedInt(click.IntRange):
             else:
                 expected = f"an integer in [{self.min}, {self.max}]"
             self.fail(f"expected {expected}. Got {_describe(value, 80, length=True)} instead.", param, ctx)
+
+
+class NonEmpty(click.ParamType):
+    """``inner`` (default a string) refusing the empty string, as an unset shell variable (``"$EMB"``) gives it.
+
+    click's ``Path`` turned ``''`` into ``Path('')``, the current folder: ``isotropy measure ""`` measured every
+    ``.npy`` file there as shards of one array, and ``--labels ""`` was refused as "a directory".
+    """
+
+    def __init__(self, inner: click.ParamType = click.STRING, *, expected: str = "a path"):
+        self.inner, self.expected, self.name = inner, expected, inner.name
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and value == "":
+            self.fail(f"expected {self.expected}. Got '' instead (empty: an unset shell variable?).", param, ctx)
+        return self.inner.convert(value, param, ctx)
+
+    def get_metavar(self, param, ctx):
+        return self.inner.get_metavar(param, ctx)
+
+    def shell_complete(self, ctx, param, incomplete):
+        return self.inner.shell_complete(ctx, param, incomplete)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from isotropy._utils.click_types import BoundedInt
+from isotropy._utils.click_types import BoundedInt, NonEmpty
 from isotropy.experiments._config import _shown, available_setups
 from isotropy.experiments._context import max_threads
 
@@ -165,7 +165,7 @@ def make_command(experiment) -> click.Command:
                      help="Keep the finished parts in --results-dir (same config) and run the rest."),
         click.Option(["--results-dir"], type=click.STRING, callback=_results_dir, default=None, metavar="PATH",
                      help=f"Where results go [default: results/{experiment.name}/<setup>]."),
-        click.Option(["--data-dir"], type=click.Path(path_type=Path), default=None,
+        click.Option(["--data-dir"], type=NonEmpty(click.Path(path_type=Path), expected="a folder path"), default=None,
                      help="Folder holding the data sets [default: $ISOTROPY_DATA, else ./data]."),
         click.Option(["--no-plot"], is_flag=True, help="Write no figures (redraw later with 'isotropy plot DIR')."),
         click.Option(["--quiet", "--no-progress", "quiet"], is_flag=True,

@@ -63,6 +63,13 @@ def path_kind(path) -> str | None:
     return "is not a regular file"
 
 
+def check_path_given(path, *, caller: str, name: str = "path", expected: str = "a file path") -> None:
+    """Refuse the empty path, which ``Path('')`` would read as the current folder (an unset shell variable gives it)."""
+    if isinstance(path, (str, bytes)) and len(path) == 0:
+        raise IsotropyValueError(f"The {name!r} parameter of {caller} must be {expected}. Got {path!r} (empty) "
+                                 f"instead.")
+
+
 def check_regular_file(path, what: str, expected: str, *, value_error=ValueError) -> Path:
     """``path`` if it is a regular file; else ``FileNotFoundError`` (not there) or ``value_error`` (something else).
 

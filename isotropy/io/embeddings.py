@@ -147,6 +147,9 @@ def read_embeddings(path: str | os.PathLike, *, key: str | None = None, mmap_mod
     >>> X.shape, names
     ((3, 3), None)
     """
+    from isotropy.io._paths import check_path_given
+
+    check_path_given(path, caller="read_embeddings", name="path", expected="a file path, or 'glove-6b-50d'")
     _check_mmap_mode(mmap_mode, caller="read_embeddings")  # before any file is opened: "w+" truncates it
     if label_column is not None and str(path) == PACKAGED_GLOVE:  # silently ignored otherwise
         _label_column_format(path, label_column)

@@ -118,6 +118,9 @@ def read_labels(path: str | os.PathLike, *, n_rows: int | None = None, column: s
     >>> read_labels(path, n_rows=3).tolist()
     ['pos', 'neg', 'pos']
     """
+    from isotropy.io._paths import check_path_given
+
+    check_path_given(path, caller="read_labels", name="path", expected="a file path")
     text = text_codec(encoding, caller="read_labels")
     path = Path(path)
     kind = path_kind(path)

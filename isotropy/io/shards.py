@@ -434,6 +434,9 @@ def read_shards(source: str | os.PathLike, *, key: str | None = None, chunk_rows
     >>> read_shards(root, chunk_rows=5).chunks[0]  # large ones split
     (5, 5, 2)
     """
+    from isotropy.io._paths import check_path_given
+
+    check_path_given(source, caller="read_shards", name="source", expected="a folder, a glob pattern or a Zarr store")
     import dask.array as da
     from dask import delayed
     from dask.base import tokenize

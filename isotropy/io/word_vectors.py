@@ -86,6 +86,9 @@ def read_word_vectors(path: str | os.PathLike, *, binary: bool | None = None, li
     words : list of str, length n_words
     X : ndarray of shape (n_words, n_features), float32
     """
+    from isotropy.io._paths import check_path_given
+
+    check_path_given(path, caller="read_word_vectors", name="path", expected="a file path, or 'glove-6b-50d'")
     # -1 and 0 read one word, 1.5 two: an int >= 1 or None only
     check_scalar(limit, "limit", caller="read_word_vectors", kind=int, low=1, allow_none=True)
     if str(path) == PACKAGED_GLOVE:

@@ -15,6 +15,7 @@ from pathlib import Path
 import click
 
 from isotropy._kernels.dimension import DEFAULT_MLE_NEIGHBOURS
+from isotropy._utils.click_types import NonEmpty
 from isotropy.measure._completion import complete_embeddings, complete_metrics
 from isotropy.measure.from_model import DEFAULT_LAYER_METRICS, model_options, run_cli
 from isotropy.measure.report import (
@@ -102,6 +103,9 @@ def _parse_shrinkage_sample(ctx, param, value):
 
     if value is None:
         return None
+    if value == "":  # Path('') is the current folder
+        raise click.BadParameter("expected a number of rows or a file of rows. Got '' instead (empty: an unset shell "
+                                 "variable?).", ctx=ctx, param=param)
     if _written_as_int(value):
         return _count_at_least(value, "--shrinkage-sample", f"a number of rows in [2, {MAX_INT:,}] or a file of rows",
                                 high=MAX_INT)
@@ -267,8 +271,9 @@ class _MeasureCommand(click.Command):
 
 
 @click.command(name="measure", cls=_MeasureCommand)
-@click.argument("embeddings", metavar="EMBEDDINGS", required=False, shell_complete=complete_embeddings)
-@click.option("--labels", "labels_path", type=click.Path(path_type=Path), default=None,
+@click.argument("embeddings", metavar="EMBEDDINGS", required=False, shell_complete=complete_embeddings,
+                type=NonEmpty(expected="a file, a folder of shards, a quoted pattern or 'glove-6b-50d'"))
+@click.option("--labels", "labels_path", type=NonEmpty(click.Path(path_type=Path)), default=None,
               help="Labels, one per row: text (one per line), CSV/TSV (one column, or several 0/1 columns "
                    "for multi-label), .npy, or a column of a .parquet or JSON-lines file (--label-column). "
                    "Enables the cluster metrics.")

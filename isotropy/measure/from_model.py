@@ -78,6 +78,9 @@ def read_texts(path: str | os.PathLike, *, column: str | None = None, encoding: 
     >>> read_texts(path, column="text")
     ['a cat', 'a dog']
     """
+    from isotropy.io._paths import check_path_given
+
+    check_path_given(path, caller="read_texts", name="path", expected="a file path")
     from isotropy._utils.errors import IsotropyValueError
     from isotropy.io._delimited import table_delimiter
     from isotropy.io._encoding import MAX_LINE_CHARS, MAX_TEXT_FILE_BYTES, longest_line, text_codec
@@ -913,15 +916,16 @@ class _InputError(click.ClickException):
 
 def model_options(function):
     """The click options of ``isotropy measure --model`` (applied to the ``measure`` command)."""
-    from isotropy._utils.click_types import BoundedInt
+    from isotropy._utils.click_types import BoundedInt, NonEmpty
     from isotropy._utils.validation import MAX_INT
     from isotropy.measure._completion import complete_device, complete_model, complete_pooling
 
     options = [
         click.option("--model", default=None, metavar="NAME", shell_complete=complete_model,
+                     type=NonEmpty(expected="a model name, folder or .gguf file"),
                      help="Measure a model's hidden layers instead of an embeddings file: all-MiniLM-L6-v2, "
                           "gemma-3-270m (packaged), a .gguf file or a transformers directory. Needs --texts."),
-        click.option("--texts", "texts_path", type=click.Path(path_type=Path), default=None,
+        click.option("--texts", "texts_path", type=NonEmpty(click.Path(path_type=Path)), default=None,
                      metavar="FILE", help="With --model: one text a line, or a CSV/TSV/JSON-lines file "
                                           "(--text-column). A .csv whose first lines are all tab-separated is read "
                                           "as a .tsv. A one-column .csv/.tsv is one text a line, line 1 included, "
@@ -941,7 +945,7 @@ def model_options(function):
                      help="With --level sentence: mean (masked mean), last (last token) or first (first token, "
                           "[CLS]; refused for decoders)."),
         click.option("--keep-special", is_flag=True, help="With --level token: also measure [CLS], <bos>, ..."),
-        click.option("--plot", "plot_path", type=click.Path(path_type=Path), default=None,
+        click.option("--plot", "plot_path", type=NonEmpty(click.Path(path_type=Path)), default=None,
                      metavar="OUT", help="With --model: write a per-layer figure (its format from the suffix: .png, .svg, .pdf, ...)."),
         click.option("--device", default=None, shell_complete=complete_device, help="With --model: torch device (default: CUDA when present)."),
         # bounded as every count (MAX_INT); a refusal shortens the value (click's IntRange echoed 5,000 digits whole)
