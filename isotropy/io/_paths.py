@@ -157,6 +157,45 @@ def read_json(path, *, what: str, expected: str, limit: int, error=IsotropyValue
         raise _refusal(error, Path(path), what, problem, expected) from None
 
 
+# The first bytes of binary formats a text or CSV reader may be handed by mistake, and what each is in words.
+_BINARY_MAGIC = (
+    (b"\x93NUMPY", "a .npy array (as np.save writes)"),
+    (b"PK\x03\x04", "a zip archive (an .npz, a .pt checkpoint, a .zip)"),
+    (b"PAR1", "a Parquet file"),
+    (b"GGUF", "a GGUF model file"),
+    (b"\x1f\x8b", "gzip-compressed data"),
+    (b"\x89HDF", "an HDF5 file"),
+)
+# Bytes read to tell a binary file from text: a NUL among them is never text in an 8-bit or UTF-8 encoding.
+_SNIFF_BYTES = 4096
+
+
+def binary_kind(path, *, encoding: str = "utf-8") -> str | None:
+    """What ``path`` is when its first bytes say it is binary, not text (``"a .npy array (as np.save writes)"``); else ``None``.
+
+    For the readers of texts, labels and CSV tables: a ``.npy`` given as ``--texts`` decoded as latin-1 without an
+    error (its bytes are all latin-1) and 89 "texts" were measured. A NUL byte counts as binary except for UTF-16 and
+    UTF-32 text, whose characters hold NUL bytes. Unreadable: ``None`` (the reader says why).
+    """
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(_SNIFF_BYTES)
+    except OSError:
+        return None
+    for magic, kind in _BINARY_MAGIC:
+        if head.startswith(magic):
+            return kind
+    if len(head) > 8 and head[8:10] == b'{"' and int.from_bytes(head[:8], "little") > 0:
+        return "a safetensors file"
+    wide = encoding.lower().replace("_", "-").startswith(("utf-16", "utf16", "utf-32", "utf32"))
+    # UTF-16/32 text, with its byte-order mark or without (ASCII characters then half NUL bytes): left to the decoder,
+    # whose message asks for the encoding
+    wide = wide or head.startswith((b"\xff\xfe", b"\xfe\xff")) or head[1::2].count(0) > len(head) // 4
+    if b"\x00" in head and not wide:
+        return "binary data (it holds NUL bytes, which no text does)"
+    return None
+
+
 def npy_magic_problem(path) -> str | None:
     """``None`` when ``path`` starts with numpy's magic string (or cannot be opened: ``np.load`` says why); else why
     it is not a ``.npy`` file, e.g. ``"not a .npy file (it does not start with numpy's magic string ...)"``.

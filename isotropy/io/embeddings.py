@@ -184,6 +184,12 @@ def read_embeddings(path: str | os.PathLike, *, key: str | None = None, mmap_mod
     if suffix in (".csv", ".tsv"):
         _no_key(path, key, f"{suffix} files")
         from isotropy.io._delimited import file_delimiter
+        from isotropy.io._paths import binary_kind
+
+        binary = binary_kind(path)  # a .npy saved as x.csv was "line 2 has 1 fields, the header has 5"
+        if binary is not None:
+            raise _fail(path, f"it is {binary}, not {suffix[1:].upper()} text; name the file by its format "
+                              f"(.npy, .npz, .parquet, ...)")
 
         # a .csv whose lines are all tab-separated is read so, as the labels' and texts' readers do (SentEval's .csv)
         return _read_delimited(path, file_delimiter(path, "utf-8-sig"), label_column)

@@ -161,6 +161,12 @@ def _read_file(path: Path, column, text) -> np.ndarray:
     check_column(path, column)
     suffix = path.suffix.lower()
     if suffix in (*_COLUMNS, *_TEXT_EXTENSIONS) and suffix != ".parquet":  # a .parquet file: its expansion checked
+        from isotropy.io._paths import binary_kind
+
+        binary = binary_kind(path, encoding=text[1])
+        if binary is not None:  # a .npy decoded as latin-1 without an error, each line of bytes a "label"
+            raise _fail(path, f"it is {binary}, not {suffix or 'plain'} text"
+                              + (" (labels in a .npy file are read from a file named .npy)" if "npy" in binary else ""))
         size = path.stat().st_size
         if size > _MAX_LABELS_BYTES:  # read into memory below: a bound on it
             raise _fail(path, f"it is {size:,} bytes", f"at most {_MAX_LABELS_BYTES:,} bytes "

@@ -90,6 +90,13 @@ def read_texts(path: str | os.PathLike, *, column: str | None = None, encoding: 
     path = check_regular_file(path, "The texts file", "a text file (one text a line), a CSV/TSV file or a "
                               "JSON-lines file", value_error=IsotropyValueError)
     suffix = path.suffix.lower()
+    from isotropy.io._paths import binary_kind
+
+    binary = binary_kind(path, encoding=decode_as)
+    if binary is not None:  # before decoding: a .npy decodes as latin-1 without an error
+        raise IsotropyValueError(f"The texts file {str(path)!r} is {binary}, not text; expected a text file (one text "
+                                 f"a line), a CSV/TSV file or a JSON-lines file (embeddings are measured as "
+                                 f"EMBEDDINGS, without --model).")
     size = path.stat().st_size
     if size > MAX_TEXT_FILE_BYTES:  # read whole below: a bound on its memory (about 3 times the file at most)
         raise IsotropyValueError(f"The texts file {str(path)!r} is {size / 2**30:.1f} GiB; expected at most "

@@ -1,0 +1,61 @@
+"""A binary file handed to a reader of text (texts, labels, CSV embeddings) is said to be what it is.
+
+``--texts e.npy --encoding latin-1`` measured 89 "texts" made of the array's bytes (every byte decodes as latin-1),
+and a .npy saved as ``x.csv`` was "line 2 has 1 fields, the header has 5".
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from isotropy.io import read_embeddings, read_labels
+from isotropy.io._paths import binary_kind
+from isotropy.measure.from_model import read_texts
+
+
+@pytest.fixture
+def files(tmp_path):
+    X = np.random.default_rng(0).normal(size=(30, 5))
+    np.save(tmp_path / "x.npy", X)
+    np.savez(tmp_path / "x.npz", X=X)
+    (tmp_path / "nul.txt").write_bytes(b"pos\nn\x00eg\n")
+    (tmp_path / "u16.txt").write_text("pos\nneg\n", encoding="utf-16")
+    (tmp_path / "plain.txt").write_text("pos\nneg\n")
+    return tmp_path
+
+
+def test_binary_kind_names_the_format_and_leaves_text_alone(files):
+    assert binary_kind(files / "x.npy") == "a .npy array (as np.save writes)"
+    assert binary_kind(files / "x.npz").startswith("a zip archive")
+    assert binary_kind(files / "nul.txt") == "binary data (it holds NUL bytes, which no text does)"
+    assert binary_kind(files / "u16.txt") is None  # UTF-16: the decoder asks for its encoding
+    assert binary_kind(files / "u16.txt", encoding="utf-16") is None
+    assert binary_kind(files / "plain.txt") is None
+    assert binary_kind(files / "missing.txt") is None
+
+
+@pytest.mark.parametrize("name, encoding", [("x.npy", "latin-1"), ("x.npy", "utf-8"), ("nul.txt", "latin-1")])
+def test_texts_from_a_binary_file_are_refused_whatever_the_encoding(files, name, encoding):
+    kind = binary_kind(files / name)
+    with pytest.raises(ValueError) as caught:
+        read_texts(files / name, encoding=encoding)
+    assert str(caught.value) == (f"The texts file {str(files / name)!r} is {kind}, not text; expected a text file "
+                                 f"(one text a line), a CSV/TSV file or a JSON-lines file (embeddings are measured as "
+                                 f"EMBEDDINGS, without --model).")
+
+
+def test_labels_from_a_binary_file_named_as_text_are_refused(files):
+    (files / "y.txt").write_bytes((files / "x.npy").read_bytes())
+    with pytest.raises(ValueError, match=r"^Cannot read labels from '.*y\.txt': it is a \.npy array \(as np\.save "
+                                         r"writes\), not \.txt text \(labels in a \.npy file are read from a file "
+                                         r"named \.npy\); expected one label per line"):
+        read_labels(files / "y.txt", encoding="latin-1")
+    assert read_labels(files / "plain.txt").tolist() == ["pos", "neg"]
+
+
+def test_a_npy_file_named_csv_is_said_to_be_one(files):
+    (files / "x.csv").write_bytes((files / "x.npy").read_bytes())
+    with pytest.raises(ValueError, match=r"^Cannot read embeddings from '.*x\.csv': it is a \.npy array \(as np\.save "
+                                         r"writes\), not CSV text; name the file by its format"):
+        read_embeddings(files / "x.csv")
