@@ -59,3 +59,17 @@ def test_a_npy_file_named_csv_is_said_to_be_one(files):
     with pytest.raises(ValueError, match=r"^Cannot read embeddings from '.*x\.csv': it is a \.npy array \(as np\.save "
                                          r"writes\), not CSV text; name the file by its format"):
         read_embeddings(files / "x.csv")
+
+
+@pytest.mark.parametrize("content", ["label,score\n0,0.5\n1,0.25\n", "id,label\n0,2\n1,3\n", "label,x\n0,1\n1,1\n"])
+def test_a_label_column_beside_others_is_not_read_as_indicators(tmp_path, content):
+    """'label,score' was "a matrix of labels must hold 0/1 indicators; found '0.0'", and 'label,x' of 0/1 values was
+    silently two labels per row (multi-label): a header naming a label column asks for it by name."""
+    (tmp_path / "y.csv").write_text(content)
+    with pytest.raises(ValueError, match=r"its header names the label column 'label' beside 1 other column, so it is "
+                                         r"not a table of 0/1 indicator columns \(multi-label\); expected the label "
+                                         r"column named: --label-column label \(column='label' in Python\)"):
+        read_labels(tmp_path / "y.csv")
+    assert read_labels(tmp_path / "y.csv", column="label").shape == (2,)
+    (tmp_path / "m.csv").write_text("sports,politics\n0,1\n1,1\n")  # classes as headers: multi-label
+    assert read_labels(tmp_path / "m.csv").tolist() == [[0, 1], [1, 1]]

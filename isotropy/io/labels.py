@@ -30,7 +30,14 @@ import numpy as np
 from isotropy._utils.validation import IsotropyValueError
 from isotropy.io._archives import EXPANSION_FLOOR_BYTES, MAX_EXPANSION
 from isotropy.io._delimited import file_delimiter
-from isotropy.io._encoding import MAX_LINE_CHARS, MAX_TEXT_FILE_BYTES, header_name, is_label_header, text_codec
+from isotropy.io._encoding import (
+    MAX_LINE_CHARS,
+    MAX_TEXT_FILE_BYTES,
+    header_name,
+    is_label_header,
+    is_row_id_header,
+    text_codec,
+)
 from isotropy.io._paths import _mib, npy_magic_problem, path_kind
 from isotropy.io.word_vectors import _MAX_LINE
 
@@ -665,4 +672,14 @@ def _read_delimited(path, sep: str, text: tuple[str, str]) -> np.ndarray:
         raise _fail(path, f"line {r + 1 + offset}, column {c + 1} is empty", "a label in every cell")
     if width == 1:
         return table[:, 0]
+    if header:  # a column of labels beside others ('id,label', 'label,score'): never read as 0/1 indicators
+        named = [cell for cell in rows[0] if is_label_header(cell) or is_row_id_header(cell)]
+        label = next((cell for cell in rows[0] if is_label_header(cell)), None)
+        if named:
+            which = (f"its header names the label column {label!r} beside {width - 1} other column"
+                     f"{'' if width == 2 else 's'}") if label is not None else \
+                f"its header names the row-id column {named[0]!r}"
+            raise _fail(path, f"{which}, so it is not a table of 0/1 indicator columns (multi-label)",
+                        f"the label column named: --label-column {label or 'NAME'} (column={label or 'NAME'!r} in "
+                        f"Python), or multi-label 0/1 columns headed by their classes")
     return _indicator(table, path)
