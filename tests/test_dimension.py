@@ -382,3 +382,18 @@ def test_distinct_rows_whose_distance_underflows_are_refused_not_merged_as_dupli
     with pytest.raises(IsotropyValueError, match=rf"^The 'X' parameter of {name} must have its distinct rows at a "
                                                  r"nonzero float64 distance .* Got 30 distinct row\(s\) at distance 0"):
         getattr(isotropy, name)(X, **kwargs)
+
+
+def test_twonn_from_a_few_points_warns_of_its_standard_error():
+    """3 points gave 3.6 with nothing said; below 25 ratios kept (1/sqrt(K) above 20 %) it is said, with the count."""
+
+    rng = np.random.default_rng(0)
+    with pytest.warns(UserWarning, match=r"^twonn_dimension: 2 distance ratios kept \(of 3 points\): the estimate's "
+                                         r"relative standard error is about 1/sqrt\(2\) = 71 %; measure at least 28 "
+                                         r"points for 20 %\.$"):
+        twonn_dimension(rng.normal(size=(3, 8)))
+    with pytest.warns(UserWarning, match=r"24 distance ratios kept \(of 25 points\)"):
+        twonn_dimension(rng.normal(size=(25, 8)), discard_fraction=0.01)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        twonn_dimension(rng.normal(size=(28, 8)))  # 25 kept: nothing said

@@ -76,6 +76,10 @@ def _computed(value: float, caller: str) -> float:
     return value
 
 
+# Ratios kept below which TwoNN warns: its relative standard error 1/√K is then above 20 %.
+_TWONN_FEW_RATIOS = 25
+
+
 def _twonn(dist: np.ndarray, discard_fraction: float, method: str, caller: str) -> float:
     """TwoNN estimate from sorted neighbour distances ``dist`` (n, >= 2), no zero first distance.
 
@@ -93,6 +97,13 @@ def _twonn(dist: np.ndarray, discard_fraction: float, method: str, caller: str) 
     if n_keep < 2:
         raise IsotropyValueError(f"The 'discard_fraction' parameter of {caller} must keep at least 2 of the {N} "
                                  f"distinct points. Got {discard_fraction!r} instead.")
+    if n_keep < _TWONN_FEW_RATIOS:
+        # d̂ from K ratios μ ~ Pareto(d) has a relative standard error of about 1/√K (both the likelihood and the
+        # regression of Facco et al.): 3 points gave 3.6, 58 % either way, with nothing said
+        warnings.warn(f"{caller}: {n_keep} distance ratios kept (of {N} points): the estimate's relative standard "
+                      f"error is about 1/sqrt({n_keep}) = {100 / np.sqrt(n_keep):.0f} %; measure at least "
+                      f"{int(np.ceil(_TWONN_FEW_RATIOS / (1 - discard_fraction)))} points for 20 %.", UserWarning,
+                      stacklevel=3)
     log_mu = np.log(mu[:n_keep])
     if not log_mu.any():
         # every ratio kept is 1 (tied first and second neighbour distances: a lattice, binary data), so the linear
