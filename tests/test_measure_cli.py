@@ -557,3 +557,12 @@ def test_a_count_of_thousands_of_digits_is_refused_in_one_short_line(tmp_path, o
         assert "\n" not in line and len(line) < 300 and option in line and re.search(expected, line), line
     assert "at most 1,000,000,000" in invoke(tmp_path / "x.npy", option, "9" * 11).output \
         or option == "--random-state"
+
+
+def test_an_unreadable_shrinkage_sample_file_is_named_by_its_option(tmp_path):
+    """A --shrinkage-sample file of sentences was "tx.txt:1: expected a word vector ...", naming no option."""
+    np.save(tmp_path / "a.npy", np.random.default_rng(0).normal(size=(20, 4)))
+    (tmp_path / "tx.txt").write_text("the cat sat\na dog ran\n")
+    result = CliRunner().invoke(cli, ["measure", str(tmp_path / "a.npy"), "--shrinkage-sample", str(tmp_path / "tx.txt")])
+    assert result.exit_code == 2
+    assert result.output.startswith(f"Error: --shrinkage-sample: {tmp_path / 'tx.txt'}:1: expected a word vector ")

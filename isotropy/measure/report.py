@@ -735,7 +735,10 @@ def shrinkage_covariance(spec, X_full, *, key, random_state, n_features):
     else:
         from isotropy.io.embeddings import read_embeddings
 
-        S, _ = _guard(read_embeddings, spec, key=key)
+        try:
+            S, _ = _guard(read_embeddings, spec, key=key)
+        except InputError as exc:  # which option's file it is ("tx.txt:1: expected a word vector" named none)
+            raise InputError(f"--shrinkage-sample: {exc}") from None
         if S.ndim != 2 or S.shape[1] != n_features or S.shape[0] < 2:
             raise InputError(f"--shrinkage-sample {str(spec)!r} has shape {tuple(S.shape)}; expected at least 2 rows "
                              f"of {n_features} features, like EMBEDDINGS.")
