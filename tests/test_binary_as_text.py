@@ -68,7 +68,7 @@ def test_a_label_column_beside_others_is_not_read_as_indicators(tmp_path, conten
     (tmp_path / "y.csv").write_text(content)
     with pytest.raises(ValueError, match=r"its header names the label column 'label' beside 1 other column, so it is "
                                          r"not a table of 0/1 indicator columns \(multi-label\); expected the label "
-                                         r"column named: --label-column label \(column='label' in Python\)"):
+                                         r"column named: --label-column label \(column= in Python\), or multi-label"):
         read_labels(tmp_path / "y.csv")
     assert read_labels(tmp_path / "y.csv", column="label").shape == (2,)
     (tmp_path / "m.csv").write_text("sports,politics\n0,1\n1,1\n")  # classes as headers: multi-label

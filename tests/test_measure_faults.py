@@ -118,18 +118,22 @@ def test_json_empty_is_said_as_empty_not_as_a_directory(x_file):
 
 
 def test_json_that_cannot_be_made_names_the_option_and_the_path_not_the_temporary_file(x_file, tmp_path):
-    """Where the early check cannot tell (/proc lets root in by os.access), the writer's own error names --json."""
+    """/proc lets root in by os.access: found by the writer, after every metric had run (their values lost); a probe
+    file now finds it before the work, naming --json and the folder that refused it, never the probe."""
     if not Path("/proc/self").is_dir():
         pytest.skip("no /proc")
     path, _ = x_file
-    for given, culprit in (("/proc/x.json", ""), ("/proc/isotropy-test/x.json", " ('/proc/isotropy-test')")):
+    for given, where in (("/proc/x.json", "its directory"), ("/proc/isotropy-test/x.json",
+                                                             "the nearest existing directory above it")):
         result = invoke(path, "--metrics", "isoscore", "--json", given)
         assert result.exit_code == 2
         errors = _errors(result.output)
         assert len(errors) == 1 and errors[0].startswith(f"Error: The --json {given!r} cannot be written")
-        assert ".tmp" not in errors[0] and "[Errno" not in errors[0]
-        if os.access("/proc", os.W_OK | os.X_OK):  # root: found by the writer, with the reason
-            assert errors[0] == f"Error: The --json {given!r} cannot be written: no such file or directory{culprit}."
+        assert ".tmp" not in errors[0] and "[Errno" not in errors[0] and "probe" not in errors[0]
+        assert "isoscore" not in result.output  # refused before the metric ran
+        if os.access("/proc", os.W_OK | os.X_OK):  # root: the permission bits let it in, the probe does not
+            assert errors[0] == (f"Error: The --json {given!r} cannot be written: {where}, '/proc', refused a file "
+                                 f"(no such file or directory).")
 
 
 def test_atomic_write_errors_name_the_destination(tmp_path, monkeypatch):

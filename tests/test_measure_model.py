@@ -241,7 +241,10 @@ def test_labels_from_a_column_of_the_texts_table(files, tmp_path):
                               metrics=["silhouette_score"], device="cpu")["rows"][0]["silhouette_score"]
     assert record["rows"][0]["silhouette_score"] == pytest.approx(expected, rel=1e-12)
     result = invoke(*args, "--labels", table)  # the whole table read as labels: one line that names the option
-    assert result.exit_code == 2 and "(--label-column)." in result.output and "in Python" not in result.output
+    assert result.exit_code == 2 and "in Python" not in result.output
+    assert ("its header names the label column 'label' beside 2 other columns, so it is not a table of 0/1 indicator "
+            "columns (multi-label); expected the label column named: --label-column label, or multi-label 0/1 columns "
+            "headed by their classes.") in result.output
     assert "np.str_" not in result.output
     result = invoke(*args, "--labels", table, "--label-column", "y")
     assert result.exit_code == 2
@@ -654,7 +657,8 @@ def test_a_metric_failing_at_every_layer_is_an_error_with_exit_2(files, tmp_path
     assert ("Error: mle_dimension (every layer): the default --n-neighbors must be an int in the range [2, 7] (at most n_samples - 1 = 7 for 8 samples). Got 20 instead."
             in result.output)
     assert "Error: 1 of 2 metrics failed (mle_dimension); the others are above and in the JSON." in result.output
-    assert "Warning:" not in result.output  # said once, as the error, not also per layer
+    assert "Warning: layers" not in result.output.replace("Warning: layers 0, 1, 2: twonn_dimension: 7 distance", "")
+    assert "mle_dimension" not in result.output.split("Error:")[0]  # said once, as the error, not also per layer
     record = json.loads(out.read_text())
     assert list(record["errors"]) == ["mle_dimension"]
     assert all(r["mle_dimension"] is None and r["twonn_dimension"] > 0 for r in record["rows"])

@@ -66,14 +66,15 @@ def _current_umask() -> int:
     return mask
 
 
-def check_writable_destination(path: str | os.PathLike, *, name: str = "path") -> Path:
+def check_writable_destination(path: str | os.PathLike, *, name: str = "path", probe: bool = False) -> Path:
     """Resolve ``path`` (through symbolic links) and check that a regular file may be written there.
 
     Returns the resolved destination. Raises ``ValueError`` naming ``name`` and the path as given when the
     path is empty, when the destination exists and is not a regular file (a directory, a FIFO, a device, a
     socket), when a folder on its way is a file, or when the folder the file goes in (or, where that does
     not exist yet, the nearest folder above it that does) is not one this user may write in: the temporary
-    file of :func:`atomic_write` is made there.
+    file of :func:`atomic_write` is made there. ``probe``: also make and remove a file (or folder) there, for a
+    command that checks its outputs before long work (the permission bits do not tell every refusal).
     """
     if os.fspath(path) == "":  # Path("") is "." (a directory): said as what it is
         raise ValueError(f"The {name} '' is empty; expected a file path.")
@@ -94,7 +95,7 @@ def check_writable_destination(path: str | os.PathLike, *, name: str = "path") -
                          f"({(exc.strerror or type(exc).__name__).lower()}); expected a file path in a directory this "
                          f"user can write in.") from None
     if mode is None or stat.S_ISREG(mode):
-        _check_folder(path, target, name)
+        _check_folder(path, target, name, probe)
         return target
     kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
             else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
@@ -103,15 +104,30 @@ def check_writable_destination(path: str | os.PathLike, *, name: str = "path") -
                      f"(it would be replaced, not written into).")
 
 
-def _check_folder(path: Path, target: Path, name: str) -> None:
+def _check_folder(path: Path, target: Path, name: str, probe: bool) -> None:
     """Refuse ``target`` when the folder its temporary file goes in (the nearest one that exists) is not writable."""
     folder = target.absolute().parent
     while not folder.exists() and folder != folder.parent:
         folder = folder.parent
+    where = "its directory" if folder == target.absolute().parent else "the nearest existing directory above it"
     if folder.is_dir() and not os.access(folder, os.W_OK | os.X_OK):
-        where = "its directory" if folder == target.absolute().parent else "the nearest existing directory above it"
         raise ValueError(f"The {name} {str(path)!r} cannot be written: {where}, {str(folder)!r}, is not writable by "
                          f"this user (permission denied, or a read-only file system).")
+    if probe and folder.is_dir():
+        # os.access says yes where the file system still refuses (root in /proc, a full disk, some network mounts):
+        # a probe made and removed at once, so that a command refuses before its work, not when it writes its result
+        import tempfile
+
+        try:
+            if folder == target.absolute().parent:
+                handle, probe = tempfile.mkstemp(dir=folder, prefix=".isotropy-probe-")
+                os.close(handle)
+                os.unlink(probe)
+            else:  # the folders on the way are made later: one made and removed here
+                os.rmdir(tempfile.mkdtemp(dir=folder, prefix=".isotropy-probe-"))
+        except OSError as exc:
+            raise ValueError(f"The {name} {str(path)!r} cannot be written: {where}, {str(folder)!r}, refused a file "
+                             f"({(exc.strerror or type(exc).__name__).lower()}).") from None
 
 
 def _cannot_write(exc: OSError, path, name: str) -> OSError:

@@ -680,6 +680,6 @@ def _read_delimited(path, sep: str, text: tuple[str, str]) -> np.ndarray:
                      f"{'' if width == 2 else 's'}") if label is not None else \
                 f"its header names the row-id column {named[0]!r}"
             raise _fail(path, f"{which}, so it is not a table of 0/1 indicator columns (multi-label)",
-                        f"the label column named: --label-column {label or 'NAME'} (column={label or 'NAME'!r} in "
-                        f"Python), or multi-label 0/1 columns headed by their classes")
+                        f"the label column named: --label-column {label or 'NAME'} (column= in Python), or "
+                        f"multi-label 0/1 columns headed by their classes")
     return _indicator(table, path)

@@ -427,7 +427,7 @@ def command(embeddings, labels_path, label_column, metric_names, shrinkage_sampl
                {"EMBEDDINGS": embeddings, "--labels": labels_path,
                 "--shrinkage-sample": shrinkage_sample if isinstance(shrinkage_sample, Path) else None,
                 **_shard_inputs(embeddings)})
-        _guard(check_writable_destination, json_path, name="--json")  # refuse a FIFO or a directory now, not later
+        _guard(check_writable_destination, json_path, name="--json", probe=True)  # refuse a FIFO or a directory now, not later
     from isotropy.io.shards import is_sharded
 
     if scheduler is not None or workers is not None or is_sharded(embeddings):  # dask: isotropy.distributed

@@ -977,10 +977,10 @@ def _check_outputs(json_path, plot_path, inputs: dict | None = None) -> None:
                         "--plot": plot_path}, inputs or {})
 
     if json_path is not None and stream_fd(json_path) is None:
-        check_writable_destination(json_path, name="--json")
+        check_writable_destination(json_path, name="--json", probe=True)
     if plot_path is None:
         return
-    check_writable_destination(plot_path, name="--plot")
+    check_writable_destination(plot_path, name="--plot", probe=True)
     suffix = Path(plot_path).suffix.lower().lstrip(".") or "png"
     from matplotlib.backend_bases import FigureCanvasBase
 
