@@ -240,7 +240,15 @@ def plot(path: Path, out_dir: Path | None, formats, dpi: int):
 
     with warnings.catch_warnings(record=True) as caught:  # printed as one line each, as 'isotropy run' does
         warnings.simplefilter("always", UserWarning)
-        frame = read_geometry_log(path)
+        try:
+            frame = read_geometry_log(path)
+        except ValueError as exc:
+            text = str(exc)
+            if "not a training log" in text or "holds no training log" in text:  # none of the three kinds PATH may be
+                raise type(exc)(f"{text.rstrip('.')}; 'isotropy plot' also draws the results folder of an 'isotropy "
+                                f"run' (it holds a run.json) and the JSON of 'isotropy measure --model M --texts T "
+                                f"--json FILE'.") from None
+            raise
     for warning in caught:
         click.echo(f"Warning: {' '.join(str(warning.message).split())}", err=True)
     out_dir = out_dir or (path if path.is_dir() else path.parent) / "geometry-figures"

@@ -566,3 +566,23 @@ def test_an_unreadable_shrinkage_sample_file_is_named_by_its_option(tmp_path):
     result = CliRunner().invoke(cli, ["measure", str(tmp_path / "a.npy"), "--shrinkage-sample", str(tmp_path / "tx.txt")])
     assert result.exit_code == 2
     assert result.output.startswith(f"Error: --shrinkage-sample: {tmp_path / 'tx.txt'}:1: expected a word vector ")
+
+
+def test_metrics_given_twice_are_joined_and_the_usage_shows_both_forms(tmp_path):
+    """--metrics a --metrics b measured b alone (click kept the last); and the usage line showed EMBEDDINGS as required
+    though --model --texts replaces it."""
+    from isotropy import isoscore, participation_ratio
+
+    X = np.random.default_rng(0).normal(size=(40, 5))
+    np.save(tmp_path / "a.npy", X)
+    out = tmp_path / "m.json"
+    result = CliRunner().invoke(cli, ["measure", str(tmp_path / "a.npy"), "--metrics", "isoscore", "--metrics",
+                                      "participation_ratio", "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    values = json.loads(out.read_text())["values"]
+    assert list(values) == ["isoscore", "participation_ratio"]
+    assert values["isoscore"] == pytest.approx(isoscore(X), rel=1e-12)
+    assert values["participation_ratio"] == pytest.approx(participation_ratio(X), rel=1e-12)
+    usage = CliRunner().invoke(cli, ["measure", "--help"]).output.splitlines()[0]
+    assert usage == "Usage: measure [OPTIONS] (EMBEDDINGS | --model NAME --texts FILE)" or \
+        usage.endswith("measure [OPTIONS] (EMBEDDINGS | --model NAME --texts FILE)")

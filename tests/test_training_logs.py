@@ -162,7 +162,11 @@ def test_a_directory_without_a_log_is_refused(tmp_path, capsys):
         read_geometry_log(tmp_path)
     with pytest.raises(SystemExit) as info:
         main(["plot", str(tmp_path)])
-    assert info.value.code == 2 and "holds no training log" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and "holds no training log" in err
+    # PATH is none of the three kinds plot draws: the other two are named too
+    assert err.rstrip().endswith("; 'isotropy plot' also draws the results folder of an 'isotropy run' (it holds a "
+                                 "run.json) and the JSON of 'isotropy measure --model M --texts T --json FILE'.")
 
 
 def test_the_latest_checkpoint_wins_and_a_resumed_step_keeps_its_last_value(tmp_path):

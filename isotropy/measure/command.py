@@ -80,8 +80,10 @@ MIN_WORKER_MEMORY = 256 * 2**20
 
 
 def _parse_metrics(ctx, param, value):
-    if value is None:
+    """``--metrics``, repeatable: the lists given are joined (given twice, the last one alone was measured)."""
+    if not value:
         return None
+    value = ",".join(value)
     names = [name.strip() for name in value.split(",") if name.strip()]
     if not names:
         raise click.BadParameter(f"got {value!r}; expected a comma-separated list of metric names.", ctx, param)
@@ -251,6 +253,11 @@ def _check_zeta(zeta, measured, *, default_table: str | None) -> None:
 class _MeasureCommand(click.Command):
     """``measure``, whose refusal of extra arguments says when the shell expanded a pattern into many files."""
 
+    def collect_usage_pieces(self, ctx):
+        # EMBEDDINGS is optional (--model --texts replaces it): the usage line shows both forms, not EMBEDDINGS as
+        # required (its metavar stays plain, for the errors that name it)
+        return ["[OPTIONS]", "(EMBEDDINGS | --model NAME --texts FILE)"]
+
     def parse_args(self, ctx, args):
         given = list(args)  # the parser consumes the list it is handed
         try:
@@ -281,9 +288,9 @@ class _MeasureCommand(click.Command):
               help="The label column of a CSV/TSV --labels file with a header (e.g. the --texts table itself), "
                    "or of a .parquet or .jsonl file, or of every .parquet shard of a --labels directory; with --labels "
                    "EMBEDDINGS, that column is left out of the features.")
-@click.option("--metrics", "metric_names", callback=_parse_metrics, default=None, metavar="LIST",
+@click.option("--metrics", "metric_names", callback=_parse_metrics, multiple=True, metavar="LIST",
               shell_complete=complete_metrics,
-              help=f"Comma-separated metrics. Default: {', '.join(DEFAULT)} (isoscore_star too with "
+              help=f"Comma-separated metrics (repeatable: the lists are joined). Default: {', '.join(DEFAULT)} (isoscore_star too with "
                    f"--shrinkage-sample), plus {', '.join(CLUSTER)} when --labels is given; with --model: "
                    f"{', '.join(m for m in DEFAULT_LAYER_METRICS if not METRICS[m].needs_labels)}, plus "
                    f"{', '.join(m for m in DEFAULT_LAYER_METRICS if METRICS[m].needs_labels)} with --labels. Also: {', '.join(ON_REQUEST)}.")

@@ -954,9 +954,11 @@ def model_options(function):
         click.option("--keep-special", is_flag=True, help="With --level token: also measure [CLS], <bos>, ..."),
         click.option("--plot", "plot_path", type=NonEmpty(click.Path(path_type=Path)), default=None,
                      metavar="OUT", help="With --model: write a per-layer figure (its format from the suffix: .png, .svg, .pdf, ...)."),
-        click.option("--device", default=None, shell_complete=complete_device, help="With --model: torch device (default: CUDA when present)."),
+        click.option("--device", default=None, metavar="auto|cpu|cuda|cuda:N|mps", shell_complete=complete_device,
+                     help="With --model: the torch device (default auto: CUDA when present, else the CPU)."),
         # bounded as every count (MAX_INT); a refusal shortens the value (click's IntRange echoed 5,000 digits whole)
-        click.option("--batch-size", type=BoundedInt(min=1, max=MAX_INT), default=32, show_default=True),
+        click.option("--batch-size", type=BoundedInt(min=1, max=MAX_INT), default=32, show_default=True,
+                     help="With --model: texts per forward pass (lower it when the device runs out of memory)."),
         click.option("--max-length", type=BoundedInt(min=2, max=MAX_INT), default=128, show_default=True,
                      help="With --model: tokens per text (longer texts are truncated)."),
     ]
