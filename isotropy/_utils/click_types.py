@@ -9,7 +9,12 @@ import click
 
 from isotropy._utils.validation import _describe
 
-__all__ = ["BoundedInt", "NonEmpty"]
+__all__ = ["FIGURE_FORMATS", "BoundedInt", "NonEmpty"]
+
+
+#: The figure formats every command writes (``isotropy plot --format``, ``isotropy run --format``, ``measure --plot``):
+#: those matplotlib writes with its default backends on every platform.
+FIGURE_FORMATS = ("png", "svg", "pdf", "eps", "ps", "jpg", "jpeg", "tif", "tiff", "webp")
 
 
 class BoundedInt(click.IntRange):

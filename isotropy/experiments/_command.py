@@ -52,7 +52,7 @@ def _results_dir(ctx, param, value):
 def parse_formats(value: str) -> tuple[str, ...]:
     """``png,svg,pdf`` -> ``("png", "svg", "pdf")``; each must be a format matplotlib writes."""
     formats = tuple(v.strip().lower() for v in str(value).split(",") if v.strip())
-    allowed = ("png", "svg", "pdf", "eps", "ps", "jpg", "jpeg", "tif", "tiff", "webp")
+    from isotropy._utils.click_types import FIGURE_FORMATS as allowed
     bad = [f for f in formats if f not in allowed]
     if not formats or bad:
         raise click.BadParameter(f"expected a comma-separated list of {', '.join(allowed)}. Got {value!r} instead.",

@@ -984,12 +984,11 @@ def _check_outputs(json_path, plot_path, inputs: dict | None = None) -> None:
         return
     check_writable_destination(plot_path, name="--plot", probe=True)
     suffix = Path(plot_path).suffix.lower().lstrip(".") or "png"
-    from matplotlib.backend_bases import FigureCanvasBase
+    from isotropy._utils.click_types import FIGURE_FORMATS
 
-    formats = FigureCanvasBase.get_supported_filetypes()
-    if suffix not in formats:
-        raise ValueError(f"--plot {str(plot_path)!r} has the format {suffix!r}, which matplotlib does not write; "
-                         f"expected one of {', '.join(sorted(formats))}.")
+    if suffix not in FIGURE_FORMATS:  # the formats of 'isotropy plot --format' (avif, raw, ... depend on the platform)
+        raise ValueError(f"--plot {str(plot_path)!r} has the format {suffix!r}, which is not a figure format this "
+                         f"command writes; expected one of {', '.join(FIGURE_FORMATS)}.")
 
 
 def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, pooling, keep_special, plot_path, device, batch_size,
