@@ -744,8 +744,8 @@ def test_n_neighbors_with_the_default_model_table_is_refused(files):
 
 @pytest.mark.parametrize("option, name, message", [
     ("--json", "afile/x.json", "Error: The --json '{p}' cannot be written: '{a}' on its way is a file, not a directory."),
-    ("--plot", "x.jpgg", "Error: --plot '{p}' has the format 'jpgg', which is not a figure format this command "
-                         "writes; expected one of png, svg, pdf, eps, ps, jpg, jpeg, tif, tiff, webp."),
+    ("--plot", "x.jpgg", ("Error: --plot '{p}' has the format 'jpgg', which is not a figure format this command "
+                         "writes; expected one of png, svg, pdf, eps, ps, jpg, jpeg, tif, tiff, webp.")),
     ("--plot", "x.raw", "Error: --plot '{p}' has the format 'raw', which is not a figure format this command writes"),
     ("--plot", "afile/x.png", "Error: The --plot '{p}' cannot be written: '{a}' on its way is a file, not a directory."),
 ])
