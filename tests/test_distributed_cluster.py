@@ -137,13 +137,13 @@ def test_data_larger_than_a_worker_memory_limit(client, big_shards):
     assert max(peaks.values()) < WORKER_MEMORY  # no worker ever held the data
 
 
-def test_covariance_accumulator_update_takes_a_dask_array_chunk_by_chunk_on_the_workers(client, big_shards):
-    """``CovarianceAccumulator.update(dask_array)`` made it one numpy array in the caller's process (600 MB here); its
-    chunks' statistics are now merged on the workers, and only d x d statistics reach the caller."""
+def test_covariance_accumulator_update_takes_a_dask_array_a_few_chunks_at_a_time(client, big_shards):
+    """``CovarianceAccumulator.update(dask_array)`` made it one numpy array in the caller's process (600 MB here); it
+    is now computed a few row chunks at a time, the same statistics, the rows of a refusal counted over the array."""
     import tracemalloc
 
     root, reference, _ = big_shards
-    X = read_shards(root, chunk_rows=32_768)
+    X = read_shards(root, chunk_rows=8192)  # 8 MiB chunks
     head = np.load(next(iter(sorted(root.glob("*.npy")))))[:10]
     tracemalloc.start()
     try:
@@ -151,18 +151,31 @@ def test_covariance_accumulator_update_takes_a_dask_array_chunk_by_chunk_on_the_
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert peak < X.nbytes / 20  # the 600 MB never sat in this process
+    assert peak < X.nbytes / 10  # the 600 MB never sat in this process
     expected = CovarianceAccumulator().update(head).merge(reference)
     assert acc.n_samples_ == expected.n_samples_ == X.shape[0] + 10
     np.testing.assert_allclose(acc.covariance(), expected.covariance(), rtol=1e-10, atol=1e-12)
     assert acc.isoscore() == pytest.approx(expected.isoscore(), rel=1e-10)
-    bad = da.from_array(np.array([[1.0, np.inf]]), chunks=(1, 2))
+    bad = da.from_array(np.array([[1.0, 2.0], [3.0, 4.0], [5.0, np.inf]]), chunks=(2, 2))
     with pytest.raises(ValueError, match=r"^The 'X_chunk' parameter of CovarianceAccumulator\.update must have 128 "
                                          r"features \(columns\), like the previous chunks\. Got 2 instead\.$"):
         acc.update(bad)
+    fresh = CovarianceAccumulator().update(np.ones((3, 2)))
     with pytest.raises(ValueError, match=r"^The 'X_chunk' parameter of CovarianceAccumulator\.update must contain only "
-                                         r"finite values\. Got inf at row 0, column 1 instead\.$"):
-        CovarianceAccumulator().update(bad)
+                                         r"finite values\. Got inf at row 2, column 1 instead\.$"):  # row 2 of bad
+        fresh.update(bad)
+    assert fresh.n_samples_ == 3  # a refusal leaves the accumulator as it was
+    # chunks of unknown size (a boolean selection) and a dask DataFrame: accepted, as before, with the same values
+    Z = da.from_array(np.random.default_rng(1).normal(size=(500, 3)), chunks=(64, 3))
+    kept = Z[Z[:, 0] > 0]
+    assert np.isnan(kept.shape[0])
+    want = CovarianceAccumulator().update(kept.compute())
+    got = CovarianceAccumulator().update(kept)
+    assert got.n_samples_ == want.n_samples_
+    np.testing.assert_allclose(got.covariance(), want.covariance(), rtol=1e-12)
+    frame = __import__("dask.dataframe", fromlist=["from_dask_array"]).from_dask_array(Z)
+    np.testing.assert_allclose(CovarianceAccumulator().update(frame).covariance(),
+                               CovarianceAccumulator().update(Z.compute()).covariance(), rtol=1e-12)
 
 
 def test_measure_workers_2_on_shards_larger_than_worker_memory(big_shards, tmp_path):

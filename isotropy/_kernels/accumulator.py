@@ -194,6 +194,10 @@ def participation_ratio_in_range(ratio, n_features: int):
     return min(max(float(ratio), 1.0), float(n_features))
 
 
+# Row chunks of a dask array computed at once by CovarianceAccumulator.update: some parallelism, memory of a few chunks.
+_DASK_CHUNKS_AT_ONCE = 4
+
+
 class CovarianceAccumulator:
     """Streaming, exact float64 covariance statistics: feed chunks, read IsoScore and friends.
 
@@ -265,11 +269,15 @@ class CovarianceAccumulator:
     def update(self, X_chunk):
         """Add a chunk of rows (array or tensor of shape ``(n_chunk, n_features)``); returns ``self``.
 
-        A dask array is accumulated chunk by chunk on its scheduler and merged
-        (:func:`isotropy.distributed.covariance_accumulator`): it is never held in memory whole.
+        A 2-d dask array is computed a few row chunks at a time and fed in order: it is never held
+        in memory whole (to merge its chunks' statistics on a cluster's workers instead, without
+        sending the chunks here, see :func:`isotropy.distributed.covariance_accumulator`).
         """
         caller = "CovarianceAccumulator.update"
-        if type(X_chunk).__module__.split(".")[0] == "dask":  # without importing dask for other inputs
+        # a 2-d dask array (known chunks or not), told without importing dask for other inputs; a dask DataFrame or
+        # another shape is computed by check_X below, as before
+        if type(X_chunk).__name__ == "Array" and type(X_chunk).__module__.startswith("dask.array") \
+                and getattr(X_chunk, "ndim", None) == 2:
             return self._update_dask(X_chunk, caller)
         X = check_X(X_chunk, caller=caller, name="X_chunk", min_samples=1)
         if self.n_features_ is not None and X.shape[1] != self.n_features_:
@@ -286,14 +294,39 @@ class CovarianceAccumulator:
         return self
 
     def _update_dask(self, X_chunk, caller):
-        """:meth:`update` for a dask array: its chunks' statistics merged on the scheduler, then into ``self``."""
-        from isotropy.distributed._covariance import chunk_statistics
+        """:meth:`update` for a 2-d dask array: its row chunks computed a few at a time and fed in order.
 
-        shape = getattr(X_chunk, "shape", ())
-        if len(shape) == 2 and self.n_features_ is not None and shape[1] != self.n_features_:
+        The array is never held whole by this process (a chunk or four at a time): what ``update`` of
+        the computed array gave before, at the memory of its chunks. Rows are counted over the whole
+        array in the refusals (a NaN is named by its row of ``X_chunk``, not of its chunk), and a
+        refusal leaves ``self`` as it was: the chunks are fed to a new accumulator, merged at the end.
+        To merge the chunks' statistics on a cluster's workers instead, see
+        :func:`isotropy.distributed.covariance_accumulator`.
+        """
+        import dask
+
+        from isotropy._utils.validation import first_nonfinite
+
+        if self.n_features_ is not None and X_chunk.shape[1] != self.n_features_:
             raise IsotropyValueError(f"The 'X_chunk' parameter of {caller} must have {self.n_features_} features "
-                                     f"(columns), like the previous chunks. Got {shape[1]} instead.")
-        return self.merge(chunk_statistics(X_chunk, caller=caller, name="X_chunk"))
+                                     f"(columns), like the previous chunks. Got {X_chunk.shape[1]} instead.")
+        X = X_chunk.rechunk({1: -1}) if len(X_chunk.chunks[1]) > 1 else X_chunk
+        blocks = X.to_delayed().ravel()
+        part, start = CovarianceAccumulator(), 0
+        for first in range(0, len(blocks), _DASK_CHUNKS_AT_ONCE):
+            for block in dask.compute(*blocks[first:first + _DASK_CHUNKS_AT_ONCE]):
+                block = np.asarray(block)
+                if block.ndim == 2 and block.shape[0] and block.dtype.kind in "fc":
+                    found = first_nonfinite(block)
+                    if found is not None:
+                        raise IsotropyValueError(f"The 'X_chunk' parameter of {caller} must contain only finite "
+                                                 f"values. Got {found.at(start + found.row)} instead.")
+                if block.shape[0]:
+                    part.update(block)
+                start += block.shape[0]
+        if part.n_samples_ == 0:  # no rows: the message of an empty array
+            check_X(np.empty((0, X.shape[1])), caller=caller, name="X_chunk", min_samples=1)
+        return self.merge(part)
 
     def _require(self, caller, min_samples=2):
         if self.n_samples_ < min_samples:

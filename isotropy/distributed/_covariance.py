@@ -90,8 +90,8 @@ def _accepted(acc, dtype, caller):
                              f"|x| = {acc.subnormal:.3g}) instead; rechunk X, or store the data at a larger scale.")
 
 
-def _accumulator_graph(X, caller, min_features=1, min_samples=2):
-    X = check_dask_X(X, caller=caller, min_samples=min_samples, min_features=min_features)
+def _accumulator_graph(X, caller, min_features=1):
+    X = check_dask_X(X, caller=caller, min_features=min_features)
     from dask import delayed
 
     chunk = delayed(_chunk_accumulator, pure=True, name="isotropy-chunk-statistics")
@@ -103,21 +103,6 @@ def _accumulate(X, caller, min_features=1):
     graph, dtype = _accumulator_graph(X, caller, min_features)
     (acc,) = compute(graph)
     return _accepted(acc, dtype, caller)
-
-
-def chunk_statistics(X, *, caller: str, name: str):
-    """:func:`covariance_accumulator` for :meth:`isotropy.CovarianceAccumulator.update`: one row allowed (as in memory),
-    and the refusals name its parameter ``name`` instead of ``X``."""
-    from isotropy._utils.validation import IsotropyValueError
-
-    try:
-        graph, dtype = _accumulator_graph(X, caller, min_samples=1)
-        (acc,) = compute(graph)
-        return _accepted(acc, dtype, caller)
-    except IsotropyValueError as exc:
-        # the dask checks' messages all begin "The 'X' parameter of <caller>" (check_dask_X, refuse_nonfinite, ...)
-        text = str(exc).replace(f"The 'X' parameter of {caller}", f"The {name!r} parameter of {caller}", 1)
-        raise type(exc)(text) from None
 
 
 def covariance_accumulator(X):
