@@ -213,14 +213,17 @@ def plot(path: Path, out_dir: Path | None, formats, dpi: int):
 
         record = read_layers_json(path)  # None: JSON of another kind, read below as a training log
         if record is not None:
+            given = out_dir is not None
             out_dir = out_dir or path.parent
             # a figure at a run's top level (or anywhere in it but its figures/) would count as one of its results, as
             # for a run's own figures above; inside its figures/ it is drawn under the run's lock
             run_dir = _run_dir_of(out_dir)
             if run_dir is not None and not _inside(out_dir, run_dir / "figures"):
-                raise click.UsageError(f"--out {str(out_dir)!r} is a folder of the run in {str(run_dir)!r}: a figure "
+                where = f"--out {str(out_dir)!r}" if given else f"The JSON's folder {str(out_dir)!r} (where the figure goes without --out)"
+                choose = "Name" if given else "Give --out"
+                raise click.UsageError(f"{where} is a folder of the run in {str(run_dir)!r}: a figure "
                                        f"there would count as its results (the next --resume would run it again). "
-                                       f"Name {str(run_dir / 'figures')!r} or a folder outside the run.")
+                                       f"{choose} {str(run_dir / 'figures')!r} or a folder outside the run.")
             import contextlib
 
             from isotropy.experiments._results_dir import ResultsLock

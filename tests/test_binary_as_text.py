@@ -33,6 +33,27 @@ def test_binary_kind_names_the_format_and_leaves_text_alone(files):
     assert binary_kind(files / "u16.txt", encoding="utf-16") is None
     assert binary_kind(files / "plain.txt") is None
     assert binary_kind(files / "missing.txt") is None
+    # text that merely starts like a format is text: the structure after the magic bytes is checked too
+    (files / "g.txt").write_text("GGUF is a file format\nsecond line\n")
+    (files / "p.txt").write_text("PAR1\nPAR2\n")
+    (files / "j.jsonl").write_text('{"meta":{"src":"a"},"text":"a cat"}\n')
+    (files / "be.txt").write_bytes("pos\nneg\n".encode("utf-16-be"))  # no byte-order mark
+    for name in ("g.txt", "p.txt", "j.jsonl", "be.txt"):
+        assert binary_kind(files / name) is None, name
+    assert read_texts(files / "g.txt") == ["GGUF is a file format", "second line"]
+    assert read_labels(files / "p.txt").tolist() == ["PAR1", "PAR2"]
+    assert binary_kind(files / "be.txt", encoding="u16") is None  # an alias of utf-16
+    # and the formats themselves, as their writers write them
+    import pandas as pd
+    from _tiny_models import make_tiny_gemma_gguf
+    from safetensors.numpy import save_file
+
+    pd.DataFrame({"a": [1, 2]}).to_parquet(files / "t.parquet")
+    save_file({"x": np.zeros((2, 2), dtype=np.float32)}, str(files / "t.safetensors"))
+    make_tiny_gemma_gguf(files / "t.gguf")
+    assert binary_kind(files / "t.parquet") == "a Parquet file"
+    assert binary_kind(files / "t.safetensors") == "a safetensors file"
+    assert binary_kind(files / "t.gguf") == "a GGUF model file"
 
 
 @pytest.mark.parametrize("name, encoding", [("x.npy", "latin-1"), ("x.npy", "utf-8"), ("nul.txt", "latin-1")])
@@ -61,15 +82,29 @@ def test_a_npy_file_named_csv_is_said_to_be_one(files):
         read_embeddings(files / "x.csv")
 
 
-@pytest.mark.parametrize("content", ["label,score\n0,0.5\n1,0.25\n", "id,label\n0,2\n1,3\n", "label,x\n0,1\n1,1\n"])
+@pytest.mark.parametrize("content", ["label,score\n0,0.5\n1,0.25\n", "id,label\n0,2\n1,3\n"])
 def test_a_label_column_beside_others_is_not_read_as_indicators(tmp_path, content):
-    """'label,score' was "a matrix of labels must hold 0/1 indicators; found '0.0'", and 'label,x' of 0/1 values was
-    silently two labels per row (multi-label): a header naming a label column asks for it by name."""
+    """'label,score' was "a matrix of labels must hold 0/1 indicators; found '0.0'": a header naming a label column
+    beside columns that are not all 0/1 asks for it by name."""
     (tmp_path / "y.csv").write_text(content)
-    with pytest.raises(ValueError, match=r"its header names the label column 'label' beside 1 other column, so it is "
-                                         r"not a table of 0/1 indicator columns \(multi-label\); expected the label "
-                                         r"column named: --label-column label \(column= in Python\), or multi-label"):
+    with pytest.raises(ValueError, match=r"its header names the label column 'label' beside 1 other column, and not "
+                                         r"every column holds 0/1, so it is not a table of 0/1 indicator columns "
+                                         r"\(multi-label\); expected the label column named: --label-column label "
+                                         r"\(column= in Python\), or multi-label"):
         read_labels(tmp_path / "y.csv")
     assert read_labels(tmp_path / "y.csv", column="label").shape == (2,)
-    (tmp_path / "m.csv").write_text("sports,politics\n0,1\n1,1\n")  # classes as headers: multi-label
-    assert read_labels(tmp_path / "m.csv").tolist() == [[0, 1], [1, 1]]
+
+
+def test_multi_label_tables_stay_multi_label_and_a_two_column_one_named_as_a_label_warns(tmp_path):
+    """Classes named like labels ('topic', 'target') are multi-label columns as before; 'label,x' of 0/1 values was
+    silently two labels per row: it still is (it may be two classes), with a warning naming --label-column."""
+    import warnings
+
+    (tmp_path / "m.csv").write_text("sports,politics,topic\n0,1,1\n1,1,0\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert read_labels(tmp_path / "m.csv").tolist() == [[0, 1, 1], [1, 1, 0]]
+    (tmp_path / "lx.csv").write_text("label,x\n0,1\n1,1\n")
+    with pytest.warns(UserWarning, match=r"lx\.csv' is read as 2 multi-label 0/1 columns, 'label' and 'x'; if "
+                                         r"'label' is the one label column, name it: --label-column label"):
+        assert read_labels(tmp_path / "lx.csv").tolist() == [[0, 1], [1, 1]]

@@ -133,7 +133,8 @@ def test_json_that_cannot_be_made_names_the_option_and_the_path_not_the_temporar
         assert "isoscore" not in result.output  # refused before the metric ran
         if os.access("/proc", os.W_OK | os.X_OK):  # root: the permission bits let it in, the probe does not
             assert errors[0] == (f"Error: The --json {given!r} cannot be written: {where}, '/proc', refused a file "
-                                 f"(no such file or directory).")
+                                 f"(no such file or directory); expected a file path in a directory this user can "
+                                 f"write in.")
 
 
 def test_atomic_write_errors_name_the_destination(tmp_path, monkeypatch):

@@ -127,7 +127,8 @@ def _check_folder(path: Path, target: Path, name: str, probe: bool) -> None:
                 os.rmdir(tempfile.mkdtemp(dir=folder, prefix=".isotropy-probe-"))
         except OSError as exc:
             raise ValueError(f"The {name} {str(path)!r} cannot be written: {where}, {str(folder)!r}, refused a file "
-                             f"({(exc.strerror or type(exc).__name__).lower()}).") from None
+                             f"({(exc.strerror or type(exc).__name__).lower()}); expected a file path in a directory "
+                             f"this user can write in.") from None
 
 
 def _cannot_write(exc: OSError, path, name: str) -> OSError:

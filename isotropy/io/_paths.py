@@ -157,12 +157,12 @@ def read_json(path, *, what: str, expected: str, limit: int, error=IsotropyValue
         raise _refusal(error, Path(path), what, problem, expected) from None
 
 
-# The first bytes of binary formats a text or CSV reader may be handed by mistake, and what each is in words.
+# The first bytes of binary formats a text or CSV reader may be handed by mistake, and what each is in words; each
+# holds a byte no text starts with (a control character), so that no line of text is taken for one. GGUF, Parquet
+# and safetensors start with text-like bytes and are told by more of their structure (binary_kind).
 _BINARY_MAGIC = (
     (b"\x93NUMPY", "a .npy array (as np.save writes)"),
     (b"PK\x03\x04", "a zip archive (an .npz, a .pt checkpoint, a .zip)"),
-    (b"PAR1", "a Parquet file"),
-    (b"GGUF", "a GGUF model file"),
     (b"\x1f\x8b", "gzip-compressed data"),
     (b"\x89HDF", "an HDF5 file"),
 )
@@ -174,23 +174,38 @@ def binary_kind(path, *, encoding: str = "utf-8") -> str | None:
     """What ``path`` is when its first bytes say it is binary, not text (``"a .npy array (as np.save writes)"``); else ``None``.
 
     For the readers of texts, labels and CSV tables: a ``.npy`` given as ``--texts`` decoded as latin-1 without an
-    error (its bytes are all latin-1) and 89 "texts" were measured. A NUL byte counts as binary except for UTF-16 and
-    UTF-32 text, whose characters hold NUL bytes. Unreadable: ``None`` (the reader says why).
+    error (its bytes are all latin-1) and 89 "texts" were measured. Formats that start with printable bytes are
+    told by their structure too: GGUF by its version (1 to 3) after ``GGUF``, Parquet by ``PAR1`` at both ends,
+    safetensors by a header length that fits the file followed by ``{"``; a text that merely starts with ``GGUF``
+    or ``PAR1`` is text. A NUL byte counts as binary except for UTF-16 and UTF-32 text (by the ``encoding`` given,
+    or by a byte-order mark, or with every other byte NUL), whose characters hold NUL bytes: left to the decoder.
+    Unreadable: ``None`` (the reader says why).
     """
+    import codecs
+
     try:
         with open(path, "rb") as handle:
             head = handle.read(_SNIFF_BYTES)
+            size = os.fstat(handle.fileno()).st_size
+            handle.seek(max(0, size - 4))
+            tail = handle.read(4)
     except OSError:
         return None
     for magic, kind in _BINARY_MAGIC:
         if head.startswith(magic):
             return kind
-    if len(head) > 8 and head[8:10] == b'{"' and int.from_bytes(head[:8], "little") > 0:
+    if head.startswith(b"GGUF") and len(head) >= 8 and 1 <= int.from_bytes(head[4:8], "little") <= 3:
+        return "a GGUF model file"
+    if head.startswith(b"PAR1") and size >= 12 and tail == b"PAR1":
+        return "a Parquet file"
+    if len(head) >= 10 and head[8:10] == b'{"' and 0 < int.from_bytes(head[:8], "little") <= size - 8:
         return "a safetensors file"
-    wide = encoding.lower().replace("_", "-").startswith(("utf-16", "utf16", "utf-32", "utf32"))
-    # UTF-16/32 text, with its byte-order mark or without (ASCII characters then half NUL bytes): left to the decoder,
-    # whose message asks for the encoding
-    wide = wide or head.startswith((b"\xff\xfe", b"\xfe\xff")) or head[1::2].count(0) > len(head) // 4
+    try:
+        name = codecs.lookup(encoding).name  # 'u16', 'UTF_16': utf-16
+    except LookupError:
+        name = encoding.lower()
+    wide = name.startswith(("utf-16", "utf-32")) or head.startswith((b"\xff\xfe", b"\xfe\xff")) \
+        or max(head[0::2].count(0), head[1::2].count(0)) > len(head) // 4  # UTF-16 without a mark, either order
     if b"\x00" in head and not wide:
         return "binary data (it holds NUL bytes, which no text does)"
     return None

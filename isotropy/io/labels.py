@@ -672,14 +672,20 @@ def _read_delimited(path, sep: str, text: tuple[str, str]) -> np.ndarray:
         raise _fail(path, f"line {r + 1 + offset}, column {c + 1} is empty", "a label in every cell")
     if width == 1:
         return table[:, 0]
-    if header:  # a column of labels beside others ('id,label', 'label,score'): never read as 0/1 indicators
-        named = [cell for cell in rows[0] if is_label_header(cell) or is_row_id_header(cell)]
-        label = next((cell for cell in rows[0] if is_label_header(cell)), None)
-        if named:
-            which = (f"its header names the label column {label!r} beside {width - 1} other column"
-                     f"{'' if width == 2 else 's'}") if label is not None else \
-                f"its header names the row-id column {named[0]!r}"
-            raise _fail(path, f"{which}, so it is not a table of 0/1 indicator columns (multi-label)",
-                        f"the label column named: --label-column {label or 'NAME'} (column= in Python), or "
-                        f"multi-label 0/1 columns headed by their classes")
+    if header:  # a column of labels beside others ('id,label', 'label,score') is not a table of 0/1 indicators
+        named = next((cell for cell in rows[0] if is_label_header(cell) or is_row_id_header(cell)), None)
+        indicators = np.isin(table, ("0", "1")).all(axis=0)
+        if named is not None and not indicators.all():
+            label = next((cell for cell in rows[0] if is_label_header(cell)), None)
+            which = f"the label column {label!r}" if label is not None else f"the row-id column {named!r}"
+            raise _fail(path, f"its header names {which} beside {width - 1} other column{'' if width == 2 else 's'}, "
+                              f"and not every column holds 0/1, so it is not a table of 0/1 indicator columns "
+                              f"(multi-label)", f"the label column named: --label-column {label or 'NAME'} (column= "
+                                                f"in Python), or multi-label 0/1 columns headed by their classes")
+        if named is not None and width == 2:  # 'label,x' of 0/1 values: two classes, or a label and a 0/1 feature
+            import warnings
+
+            warnings.warn(f"{str(path)!r} is read as 2 multi-label 0/1 columns, {rows[0][0]!r} and {rows[0][1]!r}; "
+                          f"if {named!r} is the one label column, name it: --label-column {named} (column= in "
+                          f"Python).", UserWarning, stacklevel=4)
     return _indicator(table, path)
