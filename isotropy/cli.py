@@ -215,21 +215,7 @@ def plot(path: Path, out_dir: Path | None, formats, dpi: int):
         if record is not None:
             given = out_dir is not None
             out_dir = out_dir or path.parent
-            # a figure at a run's top level (or anywhere in it but its figures/) would count as one of its results, as
-            # for a run's own figures above; inside its figures/ it is drawn under the run's lock
-            run_dir = _run_dir_of(out_dir)
-            if run_dir is not None and not _inside(out_dir, run_dir / "figures"):
-                where = f"--out {str(out_dir)!r}" if given else f"The JSON's folder {str(out_dir)!r} (where the figure goes without --out)"
-                choose = "Name" if given else "Give --out"
-                raise click.UsageError(f"{where} is a folder of the run in {str(run_dir)!r}: a figure "
-                                       f"there would count as its results (the next --resume would run it again). "
-                                       f"{choose} {str(run_dir / 'figures')!r} or a folder outside the run.")
-            import contextlib
-
-            from isotropy.experiments._results_dir import ResultsLock
-
-            lock_dir = None if run_dir is None else _lock_dir(run_dir)
-            with ResultsLock(lock_dir, purpose="plot") if lock_dir is not None else contextlib.nullcontext():
+            with _outside_results(out_dir, None if given else "The JSON's folder"):
                 out_dir.mkdir(parents=True, exist_ok=True)
                 for saved in save_figures({f"{path.stem}-layers": layers_figure(record)}, out_dir, formats=formats,
                                           dpi=dpi):
@@ -254,18 +240,41 @@ def plot(path: Path, out_dir: Path | None, formats, dpi: int):
             raise
     for warning in caught:
         click.echo(f"Warning: {' '.join(str(warning.message).split())}", err=True)
+    given = out_dir is not None
     out_dir = out_dir or (path if path.is_dir() else path.parent) / "geometry-figures"
     from isotropy.io._paths import check_not_an_input
     from isotropy.training.logs import find_geometry_logs
 
     for log in find_geometry_logs(path):  # --out onto the log's own folder: a metrics file named geometry.csv
         check_not_an_input({"--out": out_dir / "geometry.csv"}, {"the training log": log})
-    out_dir.mkdir(parents=True, exist_ok=True)
-    with atomic_write(out_dir / "geometry.csv") as handle:
-        frame.to_csv(handle, index=False)
-    click.echo(str(out_dir / "geometry.csv"))
-    for saved in save_figures(plot_geometry_log(frame), out_dir, formats=formats, dpi=dpi):
-        click.echo(str(saved))
+    with _outside_results(out_dir, None if given else "The log's figures folder"):
+        out_dir.mkdir(parents=True, exist_ok=True)
+        with atomic_write(out_dir / "geometry.csv") as handle:
+            frame.to_csv(handle, index=False)
+        click.echo(str(out_dir / "geometry.csv"))
+        for saved in save_figures(plot_geometry_log(frame), out_dir, formats=formats, dpi=dpi):
+            click.echo(str(saved))
+
+
+def _outside_results(out_dir: Path, default: str | None):
+    """The context to write figures of a training log or a measure JSON into ``out_dir`` in: refused in an 'isotropy run'
+    folder but under its ``figures/`` (anything else there counts as one of its results: the next --resume would run
+    it again), and under the run's lock inside its ``figures/``. ``default``: what ``out_dir`` is when --out was not
+    given ("The JSON's folder"), for the message; ``None`` when it was."""
+    import contextlib
+
+    run_dir = _run_dir_of(out_dir)
+    if run_dir is None:
+        return contextlib.nullcontext()
+    if not _inside(out_dir, run_dir / "figures"):
+        where = f"--out {str(out_dir)!r}" if default is None else \
+            f"{default} {str(out_dir)!r} (where the figures go without --out)"
+        raise click.UsageError(f"{where} is a folder of the run in {str(run_dir)!r}: figures there would count as its "
+                               f"results (the next --resume would run it again). {'Name' if default is None else 'Give --out'} "
+                               f"{str(run_dir / 'figures')!r} or a folder outside the run.")
+    from isotropy.experiments._results_dir import ResultsLock
+
+    return ResultsLock(_lock_dir(run_dir), purpose="plot")
 
 
 def _lock_dir(path: Path) -> Path:

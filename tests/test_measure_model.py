@@ -379,15 +379,15 @@ def test_plot_of_a_measure_json_into_a_run_folder_only_under_its_figures(tmp_pat
     (run / "run.json").write_text(json.dumps({"experiment": "layer-geometry", "status": "finished"}))
     for out in (run, run / "tables"):
         code, _, err = exiting_cli(["plot", str(tmp_path / "m.json"), "--out", str(out)], capsys)
-        assert code == 2 and err == (f"Error: --out {str(out)!r} is a folder of the run in {str(run.resolve())!r}: a "
-                                     f"figure there would count as its results (the next --resume would run it "
+        assert code == 2 and err == (f"Error: --out {str(out)!r} is a folder of the run in {str(run.resolve())!r}: "
+                                     f"figures there would count as its results (the next --resume would run it "
                                      f"again). Name {str(run.resolve() / 'figures')!r} or a folder outside the run. "
                                      f"(see 'isotropy plot --help')\n")
     assert sorted(p.name for p in run.rglob("*")) == ["run.json"]
     (run / "notes").mkdir()  # the JSON inside the run, without --out: its folder named as such
     (run / "notes" / "m.json").write_text((tmp_path / "m.json").read_text())
     code, _, err = exiting_cli(["plot", str(run / "notes" / "m.json")], capsys)
-    assert code == 2 and err.startswith(f"Error: The JSON's folder {str(run / 'notes')!r} (where the figure goes "
+    assert code == 2 and err.startswith(f"Error: The JSON's folder {str(run / 'notes')!r} (where the figures go "
                                         f"without --out) is a folder of the run in {str(run.resolve())!r}: ")
     assert f"Give --out {str(run.resolve() / 'figures')!r} or a folder outside the run." in err
     (run / "notes" / "m.json").unlink()

@@ -122,6 +122,32 @@ def test_isotropy_plot_draws_a_training_log(hf_dir, lightning_dir, tmp_path, cap
         assert {r["metric"] for r in table} == {"isoscore"} and len(table) == len(read_geometry_log(run))
 
 
+def test_a_training_logs_figures_go_into_a_run_folder_only_under_its_figures(hf_dir, tmp_path, capsys):
+    """--out into an 'isotropy run' folder put geometry.csv and the figures among the run's results (the measure
+    JSON's figure was refused there already); only the run's figures/ is taken, under its lock."""
+    import shutil
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run.json").write_text(json.dumps({"experiment": "layer-geometry", "status": "finished"}))
+    with pytest.raises(SystemExit) as info:
+        main(["plot", str(hf_dir), "--out", str(run / "logs")])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and err.startswith(f"Error: --out {str(run / 'logs')!r} is a folder of the run in "
+                                                   f"{str(run.resolve())!r}: figures there would count as its results")
+    assert sorted(p.name for p in run.iterdir()) == ["run.json"]
+    log = run / "hf"  # a log inside the run, without --out: its default folder named
+    shutil.copytree(hf_dir, log)
+    with pytest.raises(SystemExit) as info:
+        main(["plot", str(log)])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and err.startswith(f"Error: The log's figures folder {str(log / 'geometry-figures')!r} "
+                                                   f"(where the figures go without --out) is a folder of the run")
+    assert f"Give --out {str(run.resolve() / 'figures')!r} or a folder outside the run." in err
+    main(["plot", str(log), "--out", str(run / "figures"), "--format", "png", "--dpi", "40"])
+    assert (run / "figures" / "geometry.csv").is_file() and (run / "figures" / "geometry_isoscore.png").is_file()
+
+
 def test_the_figure_has_one_line_per_layer_and_a_heat_map():
     import pandas as pd
 
