@@ -92,3 +92,20 @@ def test_layer_geometry_refuses_layers_beyond_the_model_before_loading_it(models
                                 "pca_layers=null", "--results-dir", str(tmp_path / "r")], capsys)
     assert code == 2 and "in [-4, 3]" in err and "Got '0,9' instead" in err
     assert not (tmp_path / "r").exists()
+
+
+def test_a_gguf_file_without_the_suffix_is_read_as_one(models, tmp_path, monkeypatch):
+    """A GGUF saved without '.gguf' (a file named 'mistral', ollama's sha256-... blobs) was refused as "a file, not a
+    model directory or a .gguf file"; its header says what it is. Another file without the suffix is still refused."""
+    from isotropy.models.contextual import n_transformer_layers
+    from isotropy.models.loading import load_transformer
+
+    monkeypatch.setenv("ISOTROPY_CACHE", str(tmp_path / "cache"))
+    bare = tmp_path / "mistral"
+    bare.write_bytes((models / "gemma.gguf").read_bytes())
+    assert peek_n_layers(bare) == 2
+    _, network, location = load_transformer(str(bare), device="cpu")
+    assert n_transformer_layers(network.config) == 2 and "gguf-" in location
+    (tmp_path / "notes").write_text("GGUF is a format\n")
+    with pytest.raises(ValueError, match=r"is a file, not a model directory or a \.gguf file"):
+        load_transformer(str(tmp_path / "notes"), device="cpu")

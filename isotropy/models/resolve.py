@@ -72,7 +72,8 @@ def _resolve(model, *, cache_dir=None, show_progress: bool = True) -> tuple[str,
     if path.is_dir():
         return str(path.resolve()), None
     key = model.lower()
-    if key.endswith(".gguf") or key in PACKAGED_MODELS and PACKAGED_MODELS[key].startswith("gemma3"):
+    if key.endswith(".gguf") or key in PACKAGED_MODELS and PACKAGED_MODELS[key].startswith("gemma3") \
+            or _is_gguf_file(path):
         from isotropy.models.gguf import _convert_gguf
 
         location, weights = _convert_gguf(model, cache_dir=cache_dir, show_progress=show_progress)
@@ -93,6 +94,20 @@ def _resolve(model, *, cache_dir=None, show_progress: bool = True) -> tuple[str,
         raise IsotropyValueError(f"The model {model!r} is a file, not a model directory or a .gguf file: {_ACCEPTED}.")
     _check_hub_name(model)
     return model, None
+
+
+def _is_gguf_file(path: Path) -> bool:
+    """Whether ``path`` is a regular file that starts as a GGUF file does (``GGUF`` and a version 2 or 3), whatever
+    its name: a model saved without the suffix (a file named ``mistral``, ollama's ``sha256-…`` blobs) was refused
+    as "a file, not a model directory or a .gguf file". The header is checked whole when it is converted."""
+    try:
+        if not path.is_file():
+            return False
+        with open(path, "rb") as handle:
+            head = handle.read(8)
+    except OSError:
+        return False
+    return head[:4] == b"GGUF" and int.from_bytes(head[4:8], "little") in (2, 3)
 
 
 # config.json keys that hold a transformer's depth, as isotropy.models.contextual.n_transformer_layers reads them
@@ -132,7 +147,7 @@ def peek_n_layers(model) -> int | None:
             sha256 = importlib.import_module(PACKAGED_GGUF[key]).EXPECTED_SHA256
             converted = default_cache_dir() / "models" / f"gguf-{sha256}"
             return _config_depth(converted / "config.json") if (converted / _MARKER).is_file() else None
-        if key.endswith(".gguf") and path.is_file():
+        if (key.endswith(".gguf") or _is_gguf_file(path)) and path.is_file():
             from isotropy.models._gguf_layout import read_layout
             from isotropy.models._weights import check_gguf_header
 
