@@ -29,6 +29,7 @@ def test_binary_kind_names_the_format_and_leaves_text_alone(files):
     assert binary_kind(files / "x.npy") == "a .npy array (as np.save writes)"
     assert binary_kind(files / "x.npz").startswith("a zip archive")
     assert binary_kind(files / "nul.txt") == "binary data (it holds NUL bytes, which no text does)"
+    assert binary_kind(files / "nul.txt", nul=False) is None and binary_kind(files / "x.npy", nul=False) is not None
     assert binary_kind(files / "u16.txt") is None  # UTF-16: the decoder asks for its encoding
     assert binary_kind(files / "u16.txt", encoding="utf-16") is None
     assert binary_kind(files / "plain.txt") is None

@@ -170,7 +170,7 @@ _BINARY_MAGIC = (
 _SNIFF_BYTES = 4096
 
 
-def binary_kind(path, *, encoding: str = "utf-8") -> str | None:
+def binary_kind(path, *, encoding: str = "utf-8", nul: bool = True) -> str | None:
     """What ``path`` is when its first bytes say it is binary, not text (``"a .npy array (as np.save writes)"``); else ``None``.
 
     For the readers of texts, labels and CSV tables: a ``.npy`` given as ``--texts`` decoded as latin-1 without an
@@ -179,7 +179,8 @@ def binary_kind(path, *, encoding: str = "utf-8") -> str | None:
     safetensors by a header length that fits the file followed by ``{"``; a text that merely starts with ``GGUF``
     or ``PAR1`` is text. A NUL byte counts as binary except for UTF-16 and UTF-32 text (by the ``encoding`` given,
     or by a byte-order mark, or with every other byte NUL), whose characters hold NUL bytes: left to the decoder.
-    Unreadable: ``None`` (the reader says why).
+    ``nul=False``: by the formats' bytes alone (the labels reader keeps a NUL inside a label and names a trailing
+    one by its line). Unreadable: ``None`` (the reader says why).
     """
     import codecs
 
@@ -206,7 +207,7 @@ def binary_kind(path, *, encoding: str = "utf-8") -> str | None:
         name = encoding.lower()
     wide = name.startswith(("utf-16", "utf-32")) or head.startswith((b"\xff\xfe", b"\xfe\xff")) \
         or max(head[0::2].count(0), head[1::2].count(0)) > len(head) // 4  # UTF-16 without a mark, either order
-    if b"\x00" in head and not wide:
+    if nul and b"\x00" in head and not wide:
         return "binary data (it holds NUL bytes, which no text does)"
     return None
 

@@ -170,7 +170,7 @@ def _read_file(path: Path, column, text) -> np.ndarray:
     if suffix in (*_COLUMNS, *_TEXT_EXTENSIONS) and suffix != ".parquet":  # a .parquet file: its expansion checked
         from isotropy.io._paths import binary_kind
 
-        binary = binary_kind(path, encoding=text[1])
+        binary = binary_kind(path, encoding=text[1], nul=False)  # NUL in a label: said below, by its line
         if binary is not None:  # a .npy decoded as latin-1 without an error, each line of bytes a "label"
             raise _fail(path, f"it is {binary}, not {suffix or 'plain'} text"
                               + (" (labels in a .npy file are read from a file named .npy)" if "npy" in binary else ""))
