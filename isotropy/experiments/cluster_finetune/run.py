@@ -75,8 +75,8 @@ def prepare(config, ctx) -> dict:
 
         check_pooling(config.pooling, encoder.config, caller="cluster-finetune", instead=("mean",))
     return {"train_data": train, "valid_data": valid, "tokenizer": tokenizer, "encoder": encoder,
-            "train": tokenise(tokenizer, train, max_length=config.max_length),
-            "valid": tokenise(tokenizer, valid, max_length=config.max_length)}
+            "train": tokenise(tokenizer, train, max_length=config.max_length, config=encoder.config),
+            "valid": tokenise(tokenizer, valid, max_length=config.max_length, config=encoder.config)}
 
 
 def _rows(tokenised) -> list[dict]:
