@@ -493,3 +493,22 @@ def test_resume_compares_only_the_thread_pools_both_runs_saw():
     assert _resume_conditions(previous, {"device": "cpu", "threads_in_effect": {"torch": 2, "blas": 2}}, Path("r"))
     with pytest.raises(ValueError, match=r"Resume with the thread settings it ran with"):
         _resume_conditions(previous, {"device": "cpu", "threads_in_effect": {"torch": 2, "blas": 1}}, Path("r"))
+
+
+def test_a_replaced_run_and_a_resume_with_nothing_to_resume_are_said(tmp_path, capsys):
+    """A fresh run into a finished run's folder replaced it without a word, and --resume into a new (mistyped) folder
+    quietly started a fresh run: both are said on stderr."""
+    def run(resume):
+        return execute(TEMPLATE, TEMPLATE.config(sets=SMALL), results_dir=tmp_path / "r", device="cpu",
+                       resume=resume, quiet=False, plot=False)
+
+    capsys.readouterr()
+    run(resume=True)
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'r'}: --resume found no earlier run there; starting a fresh run." in err
+    assert "replacing" not in err
+    run(resume=False)
+    err = capsys.readouterr().err
+    assert (f"{tmp_path / 'r'}: replacing the finished _template run there (without --resume); its results are "
+            f"deleted once this run writes its first result, and put back if it stops before.") in err
+    assert "found no earlier run" not in err

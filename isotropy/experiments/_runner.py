@@ -403,13 +403,26 @@ def _previous_meta(results_dir: Path) -> dict | None:
     return meta if isinstance(meta, dict) else None
 
 
+def _replaced_run(results_dir: Path) -> str | None:
+    """The earlier run in ``results_dir`` in words (``"finished istar run"``), or ``None`` where there is none."""
+    try:
+        meta = _previous_meta(results_dir)
+    except ValueError:  # unreadable: still a run whose files go aside
+        return "earlier run (its run.json unreadable)"
+    if meta is None:
+        return None
+    status, name = meta.get("status"), meta.get("experiment")
+    status = status if isinstance(status, str) and status.isidentifier() else "earlier"
+    return f"{status} {name} run" if isinstance(name, str) and name.replace("-", "_").isidentifier() else f"{status} run"
+
+
 def _check_resume(experiment: Experiment, results_dir: Path, values: dict, ignore) -> bool:
     """On --resume: the previous run must be this experiment with the same config (up to ``resume_keys``).
 
     Returns True when it already finished with exactly this config (nothing to run).
     """
     meta = _previous_meta(results_dir)
-    if meta is None:
+    if meta is None:  # a new or mistyped --results-dir: said, not a silent fresh run
         return False
     if meta.get("experiment") != experiment.name:
         raise ValueError(f"Cannot resume in {str(results_dir)!r}: it holds a run of {meta.get('experiment')!r}, "
@@ -542,7 +555,13 @@ def _run_locked(experiment: Experiment, config, ctx: RunContext, replacement: Re
                                                                        threads_in_effect()}, ctx.results_dir) \
             if ctx.resume else {}
         ctx.prepared = experiment.prepare(config, ctx)  # nothing written yet: a failure here changes nothing
+        previous = _replaced_run(ctx.results_dir)
+        if ctx.resume and previous is None:
+            ctx.log(f"{ctx.results_dir}: --resume found no earlier run there; starting a fresh run.")
         if not ctx.resume:
+            if previous is not None:  # a finished run was replaced without a word
+                ctx.log(f"{ctx.results_dir}: replacing the {previous} there (without --resume); its results are "
+                        f"deleted once this run writes its first result, and put back if it stops before.")
             replacement.move_aside()
         else:
             replacement.committed = True
