@@ -224,6 +224,11 @@ def plot(path: Path, out_dir: Path | None, formats, dpi: int):
     interrupted = _run_without_record(path)
     if interrupted is not None:  # not a training log: a run killed before it wrote its run.json
         raise ValueError(interrupted)
+    runs = _runs_below(path)
+    if runs:  # results/ or results/<experiment>/: a run's metrics.csv was read as a Lightning log
+        shown = ", ".join(repr(str(run)) for run in runs[:3]) + (f" and {len(runs) - 3} more" if len(runs) > 3 else "")
+        raise ValueError(f"{str(path)!r} is not the results folder of one run, but holds {len(runs)} run"
+                         f"{'' if len(runs) == 1 else 's'} ({shown}); plot one of them: isotropy plot RUN_FOLDER.")
     from isotropy._utils.atomic import atomic_write
     from isotropy.training.logs import plot_geometry_log, read_geometry_log
 
@@ -275,6 +280,25 @@ def _outside_results(out_dir: Path, default: str | None):
     from isotropy.experiments._results_dir import ResultsLock
 
     return ResultsLock(_lock_dir(run_dir), purpose="plot")
+
+
+def _runs_below(path: Path, depth: int = 2) -> list[Path]:
+    """The run folders (holding a run.json) up to ``depth`` levels below the folder ``path``, sorted; ``[]`` for a file."""
+    if not path.is_dir():
+        return []
+    found, level = [], [path]
+    for _ in range(depth):
+        level = sorted(child for folder in level for child in _subfolders(folder))
+        found += [folder for folder in level if (folder / "run.json").is_file()]
+        level = [folder for folder in level if not (folder / "run.json").is_file()][:1000]
+    return sorted(found)
+
+
+def _subfolders(folder: Path) -> list[Path]:
+    try:
+        return [child for child in folder.iterdir() if child.is_dir() and not child.name.startswith(".")]
+    except OSError:
+        return []
 
 
 def _lock_dir(path: Path) -> Path:

@@ -447,3 +447,23 @@ def test_trainer_state_is_read_through_the_bounded_reader(tmp_path, capsys):
         with pytest.raises(IsotropyValueError, match=r"^The file .* is not a Hugging Face trainer_state\.json \(") as info:
             read_geometry_log(out)
         assert why in str(info.value) and "\n" not in str(info.value), str(info.value)
+
+
+def test_plot_of_a_folder_holding_runs_names_them(tmp_path, capsys):
+    """'isotropy plot results/' read a run's metrics.csv below it as a Lightning log ("holds no 'geometry/<metric>/
+    layer_<i>' value"); it names the runs it holds. Repeated --format values are drawn once."""
+    from isotropy.experiments._command import parse_formats
+
+    for name in ("a", "b"):
+        run = tmp_path / "results" / "classifier-geometry" / name
+        run.mkdir(parents=True)
+        (run / "run.json").write_text(json.dumps({"experiment": "classifier-geometry", "status": "finished"}))
+        (run / "metrics.csv").write_text("seed,step,loss\n0,0,1.0\n")
+    for folder in (tmp_path / "results", tmp_path / "results" / "classifier-geometry"):
+        with pytest.raises(SystemExit) as info:
+            main(["plot", str(folder)])
+        err = capsys.readouterr().err
+        runs = f"'{tmp_path / 'results' / 'classifier-geometry' / 'a'}', '{tmp_path / 'results' / 'classifier-geometry' / 'b'}'"
+        assert info.value.code == 2 and err.startswith(f"Error: {str(folder)!r} is not the results folder of one run, "
+                                                       f"but holds 2 runs ({runs}); plot one of them")
+    assert parse_formats("png,PNG, png,svg") == ("png", "svg")

@@ -51,7 +51,8 @@ def _results_dir(ctx, param, value):
 
 def parse_formats(value: str) -> tuple[str, ...]:
     """``png,svg,pdf`` -> ``("png", "svg", "pdf")``; each must be a format matplotlib writes."""
-    formats = tuple(v.strip().lower() for v in str(value).split(",") if v.strip())
+    # each once, in the order given ("png,PNG,png" drew every figure three times)
+    formats = tuple(dict.fromkeys(v.strip().lower() for v in str(value).split(",") if v.strip()))
     from isotropy._utils.click_types import FIGURE_FORMATS as allowed
     bad = [f for f in formats if f not in allowed]
     if not formats or bad:
