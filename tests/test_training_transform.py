@@ -251,3 +251,20 @@ def test_a_small_real_direction_of_a_float32_batch_keeps_its_gradient():
     reference = _grad(H, 1, 2, W)
     single = _grad(H.float(), 1, 2, W.float()).double()
     assert float((single - reference).norm() / reference.norm()) < 0.01
+
+
+def test_in_batch_clusters_whose_rows_all_become_zero_are_warned_of():
+    """The paper's n_clusters=27, n_components=12 on a batch of 32 rows made most rows zero with nothing said (the
+    offline ClusterIsotropy warns): one warning, whose text does not change from batch to batch."""
+    import warnings
+
+    from isotropy.training import InBatchClusterIsotropy
+
+    H = torch.randn(32, 16, generator=torch.Generator().manual_seed(0))
+    with pytest.warns(UserWarning, match=r"^in_batch_cluster_isotropy: clusters of at most n_components \+ 1 = 13 rows "
+                                         r"\(n_clusters=27 on batches of 32 rows\) have all their variance removed"):
+        out = InBatchClusterIsotropy(n_clusters=27, n_components=12)(H)
+    assert (out.abs().amax(dim=1) < 1e-5).sum() >= 20
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        InBatchClusterIsotropy(n_clusters=2, n_components=1)(H)  # clusters of many rows: nothing said

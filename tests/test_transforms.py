@@ -392,9 +392,19 @@ def test_cluster_isotropy_transform_assigns_new_points(rng):
     np.testing.assert_allclose(ci.transform(new)[0], x - (x @ u) * u, atol=1e-12)
 
 
+def test_cluster_isotropy_warns_of_clusters_of_n_components_plus_one_points(rng):
+    """Clusters of 2 points with n_components=1 became the zero vector with no warning (the test read n_j <=
+    n_components; n_j points span n_j - 1 directions): they are warned of now, and their points are zero."""
+    X = np.vstack([rng.normal(size=(2, 5)) + 10 * i for i in range(3)])
+    with pytest.warns(UserWarning, match=r"3 of 3 clusters have at most n_components \+ 1 = 2 points \(6 points in "
+                                         r"all, the smallest 2\)"):
+        Y = ClusterIsotropy(n_clusters=3, n_components=1, random_state=0).fit_transform(X)
+    assert np.abs(Y).max() < 1e-12
+
+
 def test_cluster_isotropy_small_clusters_remove_at_most_n_minus_1(rng):
     X = np.vstack([rng.normal(size=(3, 5)), rng.normal(size=(30, 5)) + 50])
-    with pytest.warns(UserWarning, match=r"ClusterIsotropy: 1 of 2 clusters have at most n_components=4 points "
+    with pytest.warns(UserWarning, match=r"ClusterIsotropy: 1 of 2 clusters have at most n_components \+ 1 = 5 points "
                                          r"\(3 points in all, the smallest 3\); every direction of theirs is removed"):
         ci = ClusterIsotropy(n_clusters=2, n_components=4, random_state=0).fit(X)
     assert sorted(ci.n_components_.tolist()) == [2, 4]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 
 import torch
 from torch import nn
@@ -305,6 +306,12 @@ def in_batch_cluster_isotropy(H, *, n_clusters=2, n_components=1, n_iter=50, ran
         pieces.append(_remove_top_directions(Xc, removed) if removed > 0 else Xc)
         order.append(rows)
     out = torch.zeros_like(H).index_copy(0, torch.cat(order), torch.cat(pieces))
+    if any(rows.numel() <= D + 1 for rows in order):
+        # n_j centred rows span n_j - 1 directions: all removed, the rows are 0 (and their gradient); the message
+        # does not change from batch to batch (Python shows it once per place, not at every step)
+        warnings.warn(f"{caller}: clusters of at most n_components + 1 = {D + 1} rows (n_clusters={k} on batches of "
+                      f"{n} rows) have all their variance removed: their rows become the zero vector and pass no "
+                      f"gradient. Use fewer clusters or components, or larger batches.", UserWarning, stacklevel=2)
     out = times_power_of_two(out, exponent)
     if half_dtype is not None:
         out = out.to(half_dtype)  # computed in float32; the gradient flows back through the cast

@@ -150,12 +150,14 @@ def fit_cluster_isotropy(X: np.ndarray, *, n_clusters=27, n_components=12, clust
         components[j, :D] = top_directions(members - centers[j], D)
         n_removed[j] = D
     sizes = np.bincount(labels, minlength=n_clusters)
-    flat = np.flatnonzero((sizes > 0) & (sizes <= n_components))
-    if n_components and flat.size:  # n_j points span n_j - 1 directions: removing them all leaves each point 0
-        warn_at_caller(f"{caller}: {flat.size} of {n_clusters} clusters have at most n_components={n_components} "
-                       f"points ({int(sizes[flat].sum())} points in all, the smallest {int(sizes[flat].min())}); "
-                       f"every direction of theirs is removed and their points become the zero vector. Use fewer "
-                       f"clusters or components, or more rows.")
+    # n_j centred points span n_j - 1 directions: with n_j <= n_components + 1 all of them are removed and each point
+    # is 0 (the test was n_j <= n_components, which missed clusters of n_components + 1 points: 2 points, D = 1)
+    flat = np.flatnonzero((sizes > 0) & (sizes <= n_components + 1))
+    if flat.size:
+        warn_at_caller(f"{caller}: {flat.size} of {n_clusters} clusters have at most n_components + 1 = "
+                       f"{n_components + 1} points ({int(sizes[flat].sum())} points in all, the smallest "
+                       f"{int(sizes[flat].min())}); every direction of theirs is removed and their points become the "
+                       f"zero vector. Use fewer clusters or components, or more rows.")
     return clusterer, labels, times_power_of_two(centers, exponent), components, n_removed, exponent
 
 
