@@ -654,3 +654,20 @@ def test_a_seed_past_2_to_the_32_is_refused_before_anything_loads(seeds, capsys)
         "Got " in err
     main(["run", CG, "--setup", "demo", "--seeds", "4294967295", "--print-config"])
     assert "- 4294967295" in capsys.readouterr().out
+
+
+def test_a_list_flag_given_twice_or_with_an_empty_item_is_refused(capsys):
+    """--seeds 0 --seeds 1 kept the last seed alone (click keeps the last value) and --lambdas 1,,2 was read as
+    [1, 2] where --seeds 0,,1 is refused: both are refused now, naming the flag."""
+    for argv, message in (
+            (["--seeds", "0", "--seeds", "1"], ("Error: Invalid value for '--seeds': given 2 times ('0', '1'); give it "
+                                               "once (a list in one value: 0,1,2).")),
+            (["--lambdas", "1", "--lambdas", "2"], ("Error: Invalid value for '--lambdas': given 2 times ('1', '2'); "
+                                                   "give it once.")),
+            (["--lambdas", "1,,2"], ("Error: Invalid value for '--lambdas': expected comma-separated values such as 1,2 "
+                                    "with none empty. Got '1,,2' instead."))):
+        code, _, err = _cli(["run", "istar", *argv, "--print-config"], capsys)
+        assert code == 2 and err.startswith(message), err
+    main(["run", "istar", "--lambdas=-1,1", "--seeds", "0,1", "--print-config"])
+    out = capsys.readouterr().out
+    assert "seeds:\n- 0\n- 1\n" in out and "lambdas:\n- -1.0\n- 1.0\n" in out

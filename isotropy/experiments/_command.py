@@ -29,6 +29,22 @@ def _seeds(ctx, param, value):
     return seeds
 
 
+def _once(then=None):
+    """A callback for an option declared ``multiple=True`` that must be given at most once: a second ``--seeds 1``
+    replaced ``--seeds 0`` without a word (click keeps the last); ``then`` checks the one value."""
+    def callback(ctx, param, value):
+        if len(value) > 1:
+            flag = param.opts[0]
+            shown = ", ".join(_shown(v, 60) for v in value)
+            raise click.BadParameter(f"given {len(value)} times ({shown}); give it once"
+                                     + (" (a list in one value: 0,1,2)" if flag in ("--seeds",) else "") + ".",
+                                     ctx=ctx, param=param)
+        one = value[0] if value else None
+        return then(ctx, param, one) if then is not None else one
+
+    return callback
+
+
 def _one_setup(ctx, param, value):
     """One ``--setup``: a second one replaced the first without a word (its keys were dropped); setups are not merged,
     a partial YAML file already merges over the packaged defaults."""
@@ -74,7 +90,10 @@ def _shortcut_sets(experiment, given: dict) -> list[str]:
         if value is None:
             continue
         if key.endswith("[]"):
-            items = [v.strip() for v in value.split(",") if v.strip()]
+            items = [v.strip() for v in value.split(",")]
+            if not all(items):  # '1,,2' was read as [1, 2], where --seeds 0,,1 is refused
+                raise click.BadParameter(f"expected comma-separated values such as 1,2 with none empty. Got "
+                                         f"{_shown(value)} instead.", param_hint=f"'{flag}'")
             sets.append(f"{key[:-2]}=[{', '.join(items)}]")
         else:
             sets.append(f"{key}={value}")
@@ -156,7 +175,7 @@ def make_command(experiment) -> click.Command:
         click.Option(["--set", "sets"], multiple=True, metavar="KEY=VALUE",
                      help="Override a config value (repeatable; dotted keys; YAML values, e.g. lr=1e-3, x=null)."),
         click.Option(["--print-config"], is_flag=True, help="Print the resolved config as YAML and exit."),
-        click.Option(["--seeds"], callback=_seeds, default=None, metavar="0,1,2",
+        click.Option(["--seeds"], multiple=True, callback=_once(_seeds), metavar="0,1,2",
                      help="Comma-separated seeds (the config's 'seeds')."),
         click.Option(["--device"], default="auto", show_default=True, metavar="auto|cpu|cuda[:N]|mps",
                      help="Torch device; auto = CUDA when torch sees one, else CPU."),
@@ -177,7 +196,7 @@ def make_command(experiment) -> click.Command:
     for flag, key, help_text in experiment.shortcuts:
         shown = key.removesuffix("[]")
         same = f"--set '{shown}=[a, b]'" if key.endswith("[]") else f"--set {shown}=..."  # --set takes YAML: a list
-        params.append(click.Option([flag, _param_name(flag)], default=None, metavar="VALUE",
+        params.append(click.Option([flag, _param_name(flag)], multiple=True, callback=_once(), metavar="VALUE",
                                    help=f"{help_text} (same as {same})"))
     return click.Command(experiment.name, callback=callback, params=params, help=experiment.help,
                          short_help=experiment.help.split("\n")[0] if experiment.help else None)
