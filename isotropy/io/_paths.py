@@ -170,6 +170,14 @@ _BINARY_MAGIC = (
 _SNIFF_BYTES = 4096
 
 
+def looks_like_gguf(head: bytes) -> bool:
+    """Whether the first bytes of a file are a GGUF file's: ``GGUF`` then a version 1 to 3 (little-endian ``uint32``).
+
+    A text that starts with the word ``GGUF`` is not (its next bytes make a version in the hundreds of millions);
+    the converter checks the whole header, and refuses version 1 there in its own words."""
+    return head[:4] == b"GGUF" and len(head) >= 8 and 1 <= int.from_bytes(head[4:8], "little") <= 3
+
+
 def binary_kind(path, *, encoding: str = "utf-8", nul: bool = True) -> str | None:
     """What ``path`` is when its first bytes say it is binary, not text (``"a .npy array (as np.save writes)"``); else ``None``.
 
@@ -195,7 +203,7 @@ def binary_kind(path, *, encoding: str = "utf-8", nul: bool = True) -> str | Non
     for magic, kind in _BINARY_MAGIC:
         if head.startswith(magic):
             return kind
-    if head.startswith(b"GGUF") and len(head) >= 8 and 1 <= int.from_bytes(head[4:8], "little") <= 3:
+    if looks_like_gguf(head):
         return "a GGUF model file"
     if head.startswith(b"PAR1") and size >= 12 and tail == b"PAR1":
         return "a Parquet file"

@@ -106,7 +106,9 @@ class TokenEmbeddings:
 
 def n_transformer_layers(config) -> int:
     """Number of transformer layers of a model config (hidden states are ``0..n_layers``)."""
-    for name in ("num_hidden_layers", "n_layer", "n_layers"):
+    from isotropy.models.resolve import DEPTH_KEYS
+
+    for name in DEPTH_KEYS:
         value = getattr(config, name, None)
         if isinstance(value, int):
             return value

@@ -97,21 +97,23 @@ def _resolve(model, *, cache_dir=None, show_progress: bool = True) -> tuple[str,
 
 
 def _is_gguf_file(path: Path) -> bool:
-    """Whether ``path`` is a regular file that starts as a GGUF file does (``GGUF`` and a version 2 or 3), whatever
-    its name: a model saved without the suffix (a file named ``mistral``, ollama's ``sha256-…`` blobs) was refused
-    as "a file, not a model directory or a .gguf file". The header is checked whole when it is converted."""
+    """Whether ``path`` is a regular file that starts as a GGUF file does, whatever its name (:func:`looks_like_gguf`):
+    a model saved without the suffix (a file named ``mistral``, ollama's ``sha256-…`` blobs) was refused as "a file,
+    not a model directory or a .gguf file". The header is checked whole when it is converted."""
+    from isotropy.io._paths import looks_like_gguf
+
     try:
         if not path.is_file():
             return False
         with open(path, "rb") as handle:
-            head = handle.read(8)
+            return looks_like_gguf(handle.read(8))
     except OSError:
         return False
-    return head[:4] == b"GGUF" and int.from_bytes(head[4:8], "little") in (2, 3)
 
 
-# config.json keys that hold a transformer's depth, as isotropy.models.contextual.n_transformer_layers reads them
-_DEPTH_KEYS = ("num_hidden_layers", "n_layer", "n_layers")
+#: The keys of a model config that hold its number of transformer layers, in the order they are read (a
+#: config.json here, a loaded config by :func:`isotropy.models.contextual.n_transformer_layers`).
+DEPTH_KEYS = ("num_hidden_layers", "n_layer", "n_layers")
 # a config.json is a few KiB; one larger than this is left to the loader (and its own checks)
 _CONFIG_LIMIT = 2**20
 
@@ -161,14 +163,15 @@ def peek_n_layers(model) -> int | None:
 
 
 def _config_depth(config: Path) -> int | None:
-    if not config.is_file() or config.stat().st_size > _CONFIG_LIMIT:
+    if not config.is_file():
         return None
-    import json
+    from isotropy.io._paths import read_json
 
-    record = json.loads(config.read_text(encoding="utf-8"))
+    # bounded and refused in one line when it is not JSON (caught by peek_n_layers: the loader says why)
+    record = read_json(config, what="model config", expected="a config.json", limit=_CONFIG_LIMIT)
     if not isinstance(record, dict):
         return None
-    for key in _DEPTH_KEYS:
+    for key in DEPTH_KEYS:
         value = record.get(key)
         if isinstance(value, int) and not isinstance(value, bool):
             return value if value > 0 else None
