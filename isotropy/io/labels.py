@@ -674,8 +674,7 @@ def _read_delimited(path, sep: str, text: tuple[str, str]) -> np.ndarray:
         return table[:, 0]
     if header:  # a column of labels beside others ('id,label', 'label,score') is not a table of 0/1 indicators
         named = next((cell for cell in rows[0] if is_label_header(cell) or is_row_id_header(cell)), None)
-        indicators = np.isin(table, ("0", "1")).all(axis=0)
-        if named is not None and not indicators.all():
+        if named is not None and not np.isin(table, ("0", "1")).all():
             label = next((cell for cell in rows[0] if is_label_header(cell)), None)
             which = f"the label column {label!r}" if label is not None else f"the row-id column {named!r}"
             raise _fail(path, f"its header names {which} beside {width - 1} other column{'' if width == 2 else 's'}, "

@@ -462,7 +462,7 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
     from isotropy.metrics.norms import token_norms
     from isotropy.metrics.table import METRICS, check_metric_names
     from isotropy.models.contextual import n_transformer_layers
-    from isotropy.models.layers import check_layers, select_layers
+    from isotropy.models.layers import check_layers, check_layers_before_loading, select_layers
     from isotropy.models.pooling import check_pooling
 
     texts = check_texts(texts, caller=_CALLER)
@@ -512,11 +512,7 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
         warnings.warn(f"{_CALLER}: {ISOSCORE_STAR_WARNING} (shrinkage_sample=).", UserWarning, stacklevel=2)
     texts = [t[:_CHARS_PER_TOKEN * max_length] for t in texts]  # never tokenise a huge text whole
     check_layers(layers, caller=_CALLER)  # the form now; the range before the model loads where its depth can be read
-    from isotropy.models.resolve import peek_n_layers
-
-    depth = peek_n_layers(model)
-    if depth is not None:  # (a GGUF converts for seconds, and a large model loads for longer, before the check below)
-        select_layers(layers, depth + 1, caller=_CALLER)
+    check_layers_before_loading(layers, model, caller=_CALLER)
     if labels is None and any(METRICS[m].needs_labels for m in metrics):
         raise ValueError(f"The cluster metrics need labels (one per text); got metrics={metrics!r} without labels.")
     if level == "sentence" and n_neighbors is not None and "mle_dimension" in metrics:

@@ -31,7 +31,7 @@ from isotropy._utils.validation import (
     check_random_state,
     check_scalar,
 )
-from isotropy.models.layers import select_layers
+from isotropy.models.layers import check_layers_before_loading, select_layers
 from isotropy.models.loading import capped_max_length, load_transformer, words_tokenizer
 
 __all__ = ["TokenEmbeddings", "extract_token_embeddings", "load_transformer", "n_transformer_layers", "parse_layers"]
@@ -288,11 +288,7 @@ def extract_token_embeddings(lines, *, model: str = "all-MiniLM-L6-v2", layers="
     device = resolve_device(device, caller=_CALLER)
 
     if tokenizer_and_model is None:
-        from isotropy.models.resolve import peek_n_layers
-
-        depth = peek_n_layers(model)
-        if depth is not None:  # the range before the model loads, where its depth can be read
-            select_layers(layers, depth + 1, caller=_CALLER)
+        check_layers_before_loading(layers, model, caller=_CALLER)
         tokenizer, network, _ = load_transformer(model, device=device)
     else:
         tokenizer, network = tokenizer_and_model

@@ -15,7 +15,7 @@ import numbers
 from isotropy._utils.errors import IsotropyValueError
 from isotropy._utils.validation import _describe
 
-__all__ = ["check_layers", "select_layers"]
+__all__ = ["check_layers", "check_layers_before_loading", "select_layers"]
 
 _WORDS = ("all", "last")
 
@@ -129,3 +129,18 @@ def select_layers(layers, n_hidden_states: int, *, include_embeddings: bool = Tr
         raise IsotropyValueError(f"The {name!r} parameter of {caller} must be {_expected(n)}. "
                                  f"Got {_describe(layers)} instead.")
     return sorted({i % n for i in form})
+
+
+def check_layers_before_loading(layers, model, *, caller: str, name: str = "layers") -> None:
+    """Refuse ``layers`` beyond ``model`` before it is loaded, where its depth can be read without loading it.
+
+    The depth comes from the model's ``config.json`` or GGUF header
+    (:func:`isotropy.models.resolve.peek_n_layers`); where it cannot be read (a hub name, a packaged GGUF
+    not yet converted) nothing is checked here, and :func:`select_layers` checks after loading, with the
+    same message. A GGUF converts for seconds, and a large model loads for longer, before that check.
+    """
+    from isotropy.models.resolve import peek_n_layers
+
+    depth = peek_n_layers(model)
+    if depth is not None:
+        select_layers(layers, depth + 1, caller=caller, name=name)

@@ -179,15 +179,11 @@ def prepare(config, ctx) -> dict:
     """Load the corpus and the transformer, check the layers: before the results directory is touched."""
     from isotropy.datasets.corpora import load_corpus
     from isotropy.models.contextual import load_transformer, n_transformer_layers
-    from isotropy.models.layers import select_layers
+    from isotropy.models.layers import check_layers_before_loading, select_layers
 
     for note in config._notes:  # what the config's settle decided (the PCA layers after --layers)
         ctx.log(note)
-    from isotropy.models.resolve import peek_n_layers
-
-    depth = peek_n_layers(config.model)
-    if depth is not None:  # the layers refused before the model loads where its depth can be read (a GGUF converts)
-        select_layers(config.layers, depth + 1, caller=EXPERIMENT)
+    check_layers_before_loading(config.layers, config.model, caller=EXPERIMENT)
     tokenizer, network, location = load_transformer(config.model, device=ctx.device)
     n_layers = n_transformer_layers(network.config)
     layers = select_layers(config.layers, n_layers + 1, caller=EXPERIMENT)
