@@ -163,6 +163,44 @@ def test_a_fresh_run_failing_before_its_first_result_leaves_the_previous_results
     assert json.loads((tmp_path / "run.json").read_text())["status"] == "finished"
 
 
+def test_plot_of_a_run_whose_curves_were_removed_names_the_file_and_resume_rewrites_it(tmp_path, monkeypatch, capsys):
+    """``curves.csv`` deleted by hand: plot said "no seed has finished there yet", and --resume ran nothing."""
+    config = _demo(seeds=[0, 1], updates=4, metric_interval=2, n_items=300)
+    run(config, results_dir=tmp_path)
+    before = (tmp_path / "curves.csv").read_bytes()
+    (tmp_path / "curves.csv").unlink()
+    meta = json.loads((tmp_path / "run.json").read_text())
+    plot = CliRunner().invoke(cli, ["plot", str(tmp_path)], standalone_mode=False)
+    assert isinstance(plot.exception, FileNotFoundError)
+    assert str(plot.exception) == (  # run from Python: run.json holds pytest's command, not an isotropy one
+        f"{tmp_path} has no curves.csv (the per-update table), though seeds 0, 1 finished there "
+        f"(seeds/seed_<s>.json): rewrite it from them, training only the seeds without a file, with "
+        f"'isotropy run classifier-geometry ... --results-dir {tmp_path} --resume'.")
+    meta["command"] = f"isotropy run classifier-geometry --setup demo --results-dir {tmp_path} --no-plot --quiet"
+    (tmp_path / "run.json").write_text(json.dumps(meta))
+    plot = CliRunner().invoke(cli, ["plot", str(tmp_path)], standalone_mode=False)
+    assert str(plot.exception).endswith(
+        f"with 'isotropy run classifier-geometry --setup demo --results-dir {tmp_path} --quiet --resume'.")
+
+    def no_training(problem, **kwargs):
+        raise AssertionError("a finished seed was trained again")
+
+    monkeypatch.setattr(train_module, "train_seed", no_training)
+    execute(CG, config, results_dir=tmp_path, device="cpu", threads=1, resume=True, quiet=False, plot=False)
+    assert (f"{tmp_path}: this run finished, but curves.csv is not there; running again to rewrite it (finished "
+            f"parts are kept).") in capsys.readouterr().err
+    assert (tmp_path / "curves.csv").read_bytes() == before
+
+
+def test_plot_of_a_run_without_a_finished_seed_says_so(tmp_path):
+    run(_demo(seeds=[0], updates=4, metric_interval=2, n_items=300), results_dir=tmp_path)
+    (tmp_path / "curves.csv").unlink()
+    (tmp_path / "seeds" / "seed_0.json").unlink()
+    plot = CliRunner().invoke(cli, ["plot", str(tmp_path)], standalone_mode=False)
+    assert str(plot.exception) == (f"{tmp_path} has no curves.csv: no seed has finished there yet "
+                                   f"(run 'isotropy run classifier-geometry ... --resume').")
+
+
 # ---------------------------------------------------------------- report
 def test_correlations_and_curves_match_scipy_and_numpy():
     rng = np.random.default_rng(0)

@@ -173,6 +173,12 @@ class Experiment:
                 declutter(fig)
         return figures
 
+    def missing(self, config, results_dir) -> list[str]:
+        """``<package>.run.missing(config, results_dir)``: the files of a finished run that are not there (optional:
+        ``[]`` when undefined); ``--resume`` runs again to rewrite them instead of running nothing."""
+        function = self._science("run", "missing")
+        return [] if function is None else list(function(config, results_dir))
+
     def report(self, results: dict, results_dir) -> str:
         """What the command prints when the run has finished: ``<package>.run.report`` or ``report_file``."""
         function = self._science("run", "report")
@@ -529,11 +535,16 @@ def execute(experiment: Experiment, config, *, results_dir=None, setup: str | No
         finished = resume and _check_resume(experiment, results_dir, values, ignore)
         # the same answer in every experiment, whether or not its `run` keeps parts: a finished run of this config
         # (claims current) is not entered again (frozen-classification recomputed it, sts-isotropy did not)
-        if finished and _claims_are_current(experiment, results_dir):
+        gone = experiment.missing(config, results_dir) if finished else []
+        if finished and not gone and _claims_are_current(experiment, results_dir):
             ctx.log(f"{results_dir}: this run has already finished with this config; nothing to run.")
             outcome = RunOutcome(results={}, results_dir=results_dir, skipped=True)
         else:
-            if finished:
+            if gone:  # removed by hand: `isotropy plot` sends the user here
+                ctx.log(f"{results_dir}: this run finished, but {', '.join(gone)} {'is' if len(gone) == 1 else 'are'} "
+                        f"not there; running again to rewrite {'it' if len(gone) == 1 else 'them'} (finished parts "
+                        f"are kept).")
+            elif finished:
                 # Re-run rather than re-report: only `run` returns the results `report` takes (no experiment reads
                 # them back), and this repairs only directories of earlier versions or ones changed by hand.
                 ctx.log(f"{results_dir / 'claims.json'} is missing or older than the results; running again to "

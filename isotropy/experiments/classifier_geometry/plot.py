@@ -7,6 +7,8 @@ Figure 4: the GLUE grid, one panel per model (row) and task (column), both metri
 
 from __future__ import annotations
 
+import re
+import shlex
 from pathlib import Path
 
 from isotropy.experiments._files import read_json
@@ -116,6 +118,28 @@ def plot_results(results_dir) -> dict:
             figures.update(plot_setup(curves.parent, prefix=prefix))
         return {**figures, **plot_glue_grid(results_dir)}
     if not (results_dir / "curves.csv").is_file():
-        raise FileNotFoundError(f"{results_dir} has no curves.csv: no seed has finished there yet "
-                                f"(run 'isotropy run classifier-geometry ... --resume').")
+        raise FileNotFoundError(_no_curves(results_dir, meta))
     return plot_setup(results_dir)
+
+
+def _no_curves(results_dir: Path, meta: dict) -> str:
+    """Why a setup's folder has no ``curves.csv``, and how to get it: written once every seed has finished, it is
+    rewritten from the seeds' files (``seeds/seed_<s>.json``) by ``--resume``, which trains only seeds without one."""
+    seeds = sorted(int(m.group(1)) for p in (results_dir / "seeds").glob("seed_*.json")
+                   if (m := re.fullmatch(r"seed_(\d+)\.json", p.name)))
+    if not seeds:
+        return (f"{results_dir} has no curves.csv: no seed has finished there yet "
+                f"(run 'isotropy run classifier-geometry ... --resume').")
+    command = meta.get("command")
+    try:
+        words = shlex.split(command) if isinstance(command, str) and " run classifier-geometry" in command else []
+    except ValueError:  # a run.json edited by hand
+        words = []
+    if words:  # the run's own command, drawing the figures
+        command = shlex.join([w for w in words if w not in ("--resume", "--no-plot")] + ["--resume"])
+    else:  # a run started from Python records the Python command
+        command = f"isotropy run classifier-geometry ... --results-dir {shlex.quote(str(results_dir))} --resume"
+    names = ", ".join(str(s) for s in seeds)
+    return (f"{results_dir} has no curves.csv (the per-update table), though seed{'s' if len(seeds) > 1 else ''} "
+            f"{names} finished there (seeds/seed_<s>.json): rewrite it from them, training only the seeds without "
+            f"a file, with '{command}'.")

@@ -23,10 +23,13 @@ from isotropy.experiments._results import write_json, write_text
 from isotropy.experiments.classifier_geometry.config import ClassifierGeometryConfig
 from isotropy.experiments.classifier_geometry.report import model_label
 
-__all__ = ["Unit", "model_label", "prepare", "run"]
+__all__ = ["Unit", "missing", "model_label", "prepare", "run"]
 
 
 PART_KEYS = ("metrics", "timing")  # what the tables read back from a seeds/seed_<s>.json part on --resume
+# what run writes from the seeds' parts: in each problem's folder, and at the top of the GLUE grid
+TABLES = ("metrics.csv", "curves.csv", "summary.json", "correlations.json", "correlations.md")
+GRID_TABLES = ("summary.json", "correlations.json", "correlations.md")
 
 
 def _seed_part(prefix: str, seed: int) -> str:
@@ -72,6 +75,14 @@ def prepare(config, ctx) -> list:
     return [(prefix, unit, build_problem(unit.config, glue_task=unit.glue_task, data_dir=ctx.data_dir,
                                          device=ctx.device, show_progress=ctx.show_progress))
             for prefix, unit in _units(config, ctx.setup)]  # the setup's name labels tables and figures
+
+
+def missing(config, results_dir) -> list[str]:
+    """The tables of a finished run that are not there (removed by hand); ``--resume`` rewrites them from the parts."""
+    results_dir = Path(results_dir)
+    names = [f"{prefix}{name}" for prefix, _ in _units(config, None) for name in TABLES]
+    names += list(GRID_TABLES) if config.task == "glue" else []
+    return [name for name in names if not (results_dir / name).is_file()]
 
 
 def run(config, results_dir, ctx) -> dict:
