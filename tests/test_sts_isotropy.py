@@ -655,3 +655,44 @@ def test_rows_with_pairs_left_out_are_marked_in_the_tables_and_leave_the_sts_cla
         assert found[id_].interval["how"].startswith("seed spread: min–max over 1 seed(s); not established: 2 pair "
                                                      "cosine(s) over the seeds are undefined")
     assert found["cluster-raises-isotropy"].ours is not None  # I(W) is defined with zero vectors: still measured
+
+
+def _committed(setup: str) -> dict:
+    from pathlib import Path
+
+    return json.loads((Path(__file__).resolve().parents[1] / "docs" / "runs" / "sts-isotropy" / setup
+                       / "results.json").read_text(encoding="utf-8"))
+
+
+def test_compare_table_puts_each_runs_cells_of_its_own_table_side_by_side():
+    """The docs' run-compare of sts-isotropy: per data set, each run's column holds the cells its own table shows."""
+    from isotropy.experiments.sts_isotropy.report import compare_table, metric_table
+    from isotropy.experiments.sts_isotropy.run import compare_table as docs_table
+
+    a, b = _committed("paper"), _committed("paper-tokens")
+    table = compare_table({"paper": a, "paper-tokens": b})
+    assert docs_table({"paper": a, "paper-tokens": b}) == table
+    common = [name for name in a["datasets"] if name in b["datasets"]]
+    assert common and table.count("| Method | paper | paper-tokens |") == len(common)
+    for results, column in ((a, 1), (b, 2)):
+        own = {line.split(" | ")[0]: line.split(" | ") for line in metric_table(results, "spearman").splitlines()[2:]}
+        names = list(results["datasets"])
+        block = table.split(f"{common[0]} (")[1].split("\n\n")[0]
+        rows = [line.strip("|").split(" | ") for line in block.splitlines()[3:]]
+        for row in rows:
+            assert row[column].strip() == own[f"| {row[0].strip()}"][1 + names.index(common[0])].strip(" |")
+
+
+def test_compare_table_names_the_layers_of_one_run_per_layer_and_refuses_other_models():
+    from isotropy.experiments.sts_isotropy.report import compare_table
+
+    a = _committed("gemma")
+    b = json.loads(json.dumps(a))
+    b["config"]["layer"] = 3
+    head = compare_table({"last": a, "third": b}).splitlines()[2]
+    assert head == f"| Method | layer {a['config']['layer']} | layer 3 |"
+    b["config"]["model"] = "all-MiniLM-L6-v2"
+    with pytest.raises(ValueError, match="compare_table compares runs of one model. Got last: gemma-3-270m"):
+        compare_table({"last": a, "third": b})
+    with pytest.raises(ValueError, match="at least 2 runs. Got 1"):
+        compare_table({"last": a})

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-__all__ = ["LEFT_OUT_MARK", "correlation", "left_out", "left_out_note", "markdown_report", "markdown_table",
-           "metric_table", "seed_values"]
+__all__ = ["LEFT_OUT_MARK", "compare_table", "correlation", "left_out", "left_out_note", "markdown_report",
+           "markdown_table", "metric_table", "seed_values"]
 
 #: beside a correlation computed without the pairs whose cosine is undefined (a zero vector after the transform)
 LEFT_OUT_MARK = "‡"
@@ -89,6 +89,50 @@ def metric_table(results: dict, metric: str) -> str:
             cells.append(_cell(sum(means) / len(means), averages, kind, spread=any(_random(r) for r in rows))
                          + (LEFT_OUT_MARK if any(left_out(r) for r in rows) else ""))
         lines.append("| " + " | ".join([method, *cells]) + " |")
+    return "\n".join(lines)
+
+
+def compare_table(named: dict, *, metric: str = "spearman") -> str:
+    """One run per column (``named``: a label per run's ``results.json``), one table per data set they all evaluated.
+
+    Rows are the methods every run has, cells the seed mean with the seed spread of the rows that
+    depend on the seed, as in :func:`metric_table`; a column names the run's hidden layer when the
+    runs differ in it (one run per layer: how depth moves each method). The runs must share the
+    model and the correlation's aggregate, or their columns would not compare.
+    """
+    labels = list(named)
+    if len(labels) < 2:
+        raise ValueError(f"compare_table needs at least 2 runs. Got {len(labels)} instead.")
+    configs = [named[label]["config"] for label in labels]
+    for key in ("model", "aggregate"):
+        if len({str(c.get(key)) for c in configs}) > 1:
+            raise ValueError(f"compare_table compares runs of one {key}. Got "
+                             f"{', '.join(f'{label}: {c.get(key)}' for label, c in zip(labels, configs))} instead.")
+    names = [name for name in named[labels[0]]["datasets"] if all(name in named[lb]["datasets"] for lb in labels)]
+    if not names:
+        raise ValueError(f"compare_table needs a data set every run evaluated. Got none in common among {labels}.")
+    layers = [c.get("layer") for c in configs]
+    header_of = ({label: f"layer {layer}" for label, layer in zip(labels, layers)} if len(set(map(str, layers))) > 1
+                 else {label: label for label in labels})
+    agg = configs[0]["aggregate"]
+    is_corr = metric in ("pearson", "spearman")
+    kind = "corr" if is_corr else "iso"
+    lines = []
+    for name in names:
+        blocks = [named[label]["datasets"][name] for label in labels]
+        methods = [m for m in blocks[0]["methods"] if all(m in block["methods"] for block in blocks)]
+        header = ["Method", *(header_of[label] for label in labels)]
+        lines += [f"{name} ({blocks[0]['n_pairs']:,} pairs):", "", "| " + " | ".join(header) + " |",
+                  "|" + "---|" * len(header)]
+        for method in methods:
+            cells = []
+            for block in blocks:
+                row = block["methods"][method]
+                mean = correlation(row, metric, agg) if is_corr else row[metric]
+                cells.append(_cell(mean, seed_values(row, metric, agg), kind, spread=_random(row))
+                             + (LEFT_OUT_MARK if is_corr and left_out(row) else ""))
+            lines.append("| " + " | ".join([method, *cells]) + " |")
+        lines.append("")
     return "\n".join(lines)
 
 

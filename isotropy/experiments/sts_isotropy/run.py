@@ -31,7 +31,7 @@ from isotropy.experiments.sts_isotropy.methods import (
     pair_cosines,
 )
 
-__all__ = ["METHODS", "RANDOM_METHODS", "claims", "cosine_rows", "depends_on_seed", "embed_texts", "fit_sentences",
+__all__ = ["METHODS", "RANDOM_METHODS", "claims", "compare_table", "cosine_rows", "depends_on_seed", "embed_texts", "fit_sentences",
            "make_method", "markdown_table", "prepare", "report", "run"]
 
 POOLINGS = ("sentence-transformers", "mean")
@@ -328,6 +328,13 @@ def markdown_table(results: dict) -> str:
     from isotropy.experiments.sts_isotropy.report import markdown_table as table
 
     return table(results)
+
+
+def compare_table(named: dict) -> str:
+    """The docs' comparison of runs (``<!-- run-compare: sts-isotropy/A,B,... -->``): Spearman × 100 per run."""
+    from isotropy.experiments.sts_isotropy.report import compare_table as table
+
+    return table(named, metric="spearman")
 
 
 def report(results, results_dir) -> str:
