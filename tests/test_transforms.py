@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -65,6 +67,59 @@ def test_cluster_centering_auto_keeps_one_cluster_on_a_gaussian(rng):
     assert max(cc.silhouette_scores_.values()) < 0.1
     # one cluster = plain centring
     np.testing.assert_allclose(cc.transform(X), X - X.mean(axis=0), atol=1e-12)
+
+
+_UNRELIABLE = "ClusterCentering chose n_clusters={k} for n_samples={n} with n_clusters='auto', an unreliable choice: "
+_CUT = "k_range=(2, 15) was cut to k <= n_samples - 1 = {m}, the most the silhouette takes"
+_FEW = ("{mean} points per cluster on average, fewer than 3: the silhouette of clusters of one or two points scores "
+        "nearest neighbours, not clusters")
+
+
+def test_cluster_centering_auto_warns_of_k_near_n_samples():
+    """12 points: "auto" chose k = 6, pairs of nearest neighbours, from a k_range cut to 11, without a word."""
+    X = np.random.default_rng(0).normal(size=(12, 2))
+    with pytest.warns(UserWarning) as record:
+        cc = ClusterCentering(random_state=0).fit(X)
+    assert [str(w.message) for w in record] == [
+        _UNRELIABLE.format(k=6, n=12) + _CUT.format(m=11) + "; " + _FEW.format(mean="2.0")
+        + ". Give more samples, or a k_range whose high is at most n_samples // 3 = 4."]
+    assert record[0].filename == __file__  # the user's line, not the library's
+    # as before (only warned): two of the 12 points alone, centred to 0
+    assert cc.n_clusters_ == 6 and sorted(np.bincount(cc.labels_)) == [1, 1, 2, 2, 2, 4]
+    np.testing.assert_allclose(cc.transform(X), X - cc.cluster_centers_[cc.labels_], atol=1e-12)
+
+
+def test_cluster_centering_auto_warns_of_small_clusters_and_of_a_cut_range_apart():
+    pairs = np.repeat(np.arange(10.0)[:, None] * [100.0, 0.0], 2, axis=0) + np.tile([[0.0, 0.0], [0.0, 1.0]], (10, 1))
+    with pytest.warns(UserWarning) as record:  # 10 far pairs, k_range within n_samples - 1: the mean size alone
+        cc = ClusterCentering(k_range=(2, 12), random_state=0).fit(pairs)
+    assert cc.n_clusters_ == 10
+    assert [str(w.message) for w in record] == [
+        _UNRELIABLE.format(k=10, n=20) + _FEW.format(mean="2.0")
+        + ". Give more samples, or a k_range whose high is at most n_samples // 3 = 6."]
+    blobs = np.vstack([np.zeros((7, 2)), np.full((7, 2), 50.0)]) + np.random.default_rng(1).normal(size=(14, 2))
+    with pytest.warns(UserWarning) as record:  # two blobs of 7: the cut range alone
+        cc = ClusterCentering(random_state=0).fit(blobs)
+    assert cc.n_clusters_ == 2
+    assert [str(w.message) for w in record] == [
+        _UNRELIABLE.format(k=2, n=14) + _CUT.format(m=13) + ". Give more samples, or a k_range whose high is at most "
+        "n_samples // 3 = 4."]
+    with pytest.warns(UserWarning) as record:  # no k at all in the range
+        _, labels = cluster_center(blobs[:4], k_range=(5, 8))
+    assert labels.tolist() == [0, 0, 0, 0]
+    assert [str(w.message) for w in record] == [
+        ("cluster_center chose n_clusters=1 for n_samples=4 with n_clusters='auto', an unreliable choice: "
+         "k_range=(5, 8) lies above n_samples - 1 = 3, the most the silhouette takes, so no k was tried. "
+         "Give more samples, or n_clusters=1 (plain centring).")]
+
+
+def test_cluster_centering_no_warning_with_enough_points_or_an_explicit_k():
+    X, _ = make_blobs(200, centers=4, n_features=8, cluster_std=1.0, center_box=(-40, 40), random_state=3)
+    tiny = np.random.default_rng(0).normal(size=(12, 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert ClusterCentering(k_range=(2, 8), n_init=1, random_state=0).fit(X).n_clusters_ == 4
+        assert ClusterCentering(n_clusters=6, random_state=0).fit(tiny).n_clusters_ == 6  # the user's own k
 
 
 def test_cluster_center_subtracts_each_cluster_mean(rng):

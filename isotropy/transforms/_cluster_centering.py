@@ -14,7 +14,7 @@ from isotropy._utils.validation import (
     check_random_state,
     check_scalar,
 )
-from isotropy.transforms._base import SameFeaturesTransformer, like_input, to_numpy
+from isotropy.transforms._base import SameFeaturesTransformer, like_input, to_numpy, warn_at_caller
 
 __all__ = ["ClusterCentering", "cluster_center"]
 
@@ -85,7 +85,39 @@ def fit_cluster_centers(X: np.ndarray, *, n_clusters="auto", k_range=(2, 15), mi
     Xu, exponent = rescaled(X, caller=caller)
     centers, labels, silhouettes = _fit_at_unit_scale(Xu, n_clusters, k_range, min_silhouette, n_init,
                                                       silhouette_sample_size, seed)
+    if n_clusters == "auto":
+        _warn_if_unreliable(int(centers.shape[0]), n, k_range, caller=caller)
     return times_power_of_two(centers, exponent), labels, silhouettes
+
+
+# The rule of the warning below, on "auto" only (an int n_clusters is the caller's own choice). The silhouette that
+# chooses k is not a measure of clusters when they hold one or two points: a point alone scores 0, and a pair scores
+# how much nearer its two points are to each other than to the rest, a nearest-neighbour statistic that every small
+# sample has (12 Gaussian points in 2-d chose k=6, pairs); centring then leaves little (a point alone becomes 0, a
+# pair ± half its difference). So a mean cluster size n_samples / k under 3 (the smallest cluster whose mean is not
+# fixed by one or two of its own points) is warned of. A k_range cut by n_samples - 1 (the most the silhouette takes)
+# is warned of too: the range asked for was not the range tried, and it only happens on data of few points.
+MIN_POINTS_PER_CLUSTER = 3
+
+
+def _warn_if_unreliable(k: int, n: int, k_range, *, caller: str) -> None:
+    """Warn when ``"auto"`` chose ``k`` on too few points: see the comment above for the rule."""
+    reasons = []
+    low, high = int(k_range[0]), int(k_range[1])
+    if high > n - 1:
+        reasons.append(f"k_range={(low, high)} was cut to k <= n_samples - 1 = {n - 1}, the most the silhouette "
+                       f"takes" if low <= n - 1 else f"k_range={(low, high)} lies above n_samples - 1 = {n - 1}, the "
+                       f"most the silhouette takes, so no k was tried")
+    if k >= 2 and n < MIN_POINTS_PER_CLUSTER * k:
+        reasons.append(f"{n / k:.1f} points per cluster on average, fewer than {MIN_POINTS_PER_CLUSTER}: the "
+                       f"silhouette of clusters of one or two points scores nearest neighbours, not clusters")
+    if not reasons:
+        return
+    top = n // MIN_POINTS_PER_CLUSTER
+    hint = (f"a k_range whose high is at most n_samples // {MIN_POINTS_PER_CLUSTER} = {top}" if top >= 2
+            else "n_clusters=1 (plain centring)")
+    warn_at_caller(f"{caller} chose n_clusters={k} for n_samples={n} with n_clusters='auto', an unreliable choice: "
+                   f"{'; '.join(reasons)}. Give more samples, or {hint}.")
 
 
 def _fit_at_unit_scale(X, n_clusters, k_range, min_silhouette, n_init, silhouette_sample_size, seed):
@@ -123,7 +155,7 @@ def cluster_center(X, *, n_clusters="auto", k_range=(2, 15), min_silhouette=0.1,
         highest mean silhouette; when that silhouette is below ``min_silhouette`` the data is taken as
         one cluster (plain centring), as Cai et al. do. ``1`` is plain centring.
     k_range : (int, int), default=(2, 15)
-        Inclusive range of k tried by ``"auto"`` (capped at ``n_samples - 1``).
+        Inclusive range of k tried by ``"auto"`` (capped at ``n_samples - 1``, with a warning).
     min_silhouette : float, default=0.1
         Below this best silhouette, ``"auto"`` keeps one cluster. Note that K-means splits of a single
         Gaussian in 2 or 3 dimensions already reach silhouettes of about 0.3; the threshold is meant
@@ -142,6 +174,14 @@ def cluster_center(X, *, n_clusters="auto", k_range=(2, 15), min_silhouette=0.1,
         ``x_i - mu_{c(i)}``; float64 for numpy input, the input's dtype and device for a tensor.
     labels : ndarray of shape (n_samples,)
         The cluster of every point (all zeros for one cluster).
+
+    Warns
+    -----
+    UserWarning
+        With ``n_clusters="auto"``, when ``k_range`` was capped at ``n_samples - 1`` or the chosen k
+        leaves fewer than 3 points per cluster on average: the silhouette of clusters of one or two
+        points scores nearest neighbours, not clusters (12 Gaussian points in 2-d choose k = 6).
+        The values are those computed without the warning.
 
     Notes
     -----

@@ -95,7 +95,7 @@ def space_metrics(X, type_ids, *, seed: int = 0, intra_max_instances: int | None
     --------
     >>> import numpy as np
     >>> X = np.vstack([np.eye(6), -np.eye(6)])  # ± the basis vectors: covariance ∝ identity
-    >>> m = space_metrics(X, np.arange(12), n_neighbors=5)
+    >>> m = space_metrics(X, np.arange(12), n_neighbors=5, k_range=(2, 4))  # at least 3 points a cluster
     >>> round(m["isoscore"], 6), m["n_clusters"], round(m["s_inter"], 4)  # S_inter = -1/11
     (1.0, 1, -0.0909)
     """
