@@ -603,6 +603,38 @@ def test_an_item_of_a_list_is_told_what_one_item_must_be(argv, message, capsys):
     assert message in err
 
 
+@pytest.mark.parametrize(("experiment", "argv", "message"), [
+    (CG, ["--set", "updates=yes"], ("The 'updates' setting of classifier-geometry must be an integer. Got 'yes' "
+                                    "(read as true) instead.")),
+    (CG, ["--updates", "no"], ("The 'updates' setting of classifier-geometry must be an integer. Got 'no' (read as "
+                               "false) instead.")),
+    (CG, ["--set", "lr=OFF"], ("The 'lr' setting of classifier-geometry must be a number. Got 'OFF' (read as false) "
+                               "instead.")),
+    ("layer-geometry", ["--set", "metrics.n_neighbors=on"], ("The 'metrics.n_neighbors' setting of layer-geometry "
+                                                            "must be an integer. Got 'on' (read as true) instead.")),
+    ("activation-diagrams", ["--set", "fine_tune.lr=yes"], ("The 'fine_tune.lr' setting of activation-diagrams must "
+                                                           "be a number. Got 'yes' (read as true) instead.")),
+    # the last --set of a key is the one refused, as it is the one kept
+    (CG, ["--set", "updates=yes", "--set", "updates=true"], ("The 'updates' setting of classifier-geometry must be "
+                                                            "an integer. Got True instead.")),
+    (CG, ["--set", "updates=true", "--set", "updates=yes"], ("The 'updates' setting of classifier-geometry must be "
+                                                            "an integer. Got 'yes' (read as true) instead.")),
+])
+def test_a_yaml_boolean_word_in_set_is_shown_as_typed(experiment, argv, message, capsys):
+    """--set updates=yes said "must be an integer. Got True instead.": YAML 1.1 reads yes/no/on/off as booleans."""
+    code, _, err = _cli(["run", experiment, "--print-config", *argv], capsys)
+    assert code == 2
+    assert err.strip().splitlines()[-1] == f"Error: {message}"
+
+
+def test_a_yaml_boolean_word_in_set_is_still_a_boolean_where_one_is_taken():
+    istar = load_experiment("istar")
+    assert istar.config(sets=["baseline=yes"]).baseline is True and istar.config(sets=["baseline=off"]).baseline is False
+    with pytest.raises(ConfigError, match=r"^The 'updates' setting of classifier-geometry must be an integer\. Got "
+                                          r"'on' \(read as true\) instead\.$"):
+        load_experiment(CG).config(sets=["updates=on"])
+
+
 @pytest.mark.parametrize(("expected", "item"), [
     ("a non-empty list of distinct ints >= 2", "an int >= 2"),
     ("a non-empty list of distinct floats in [0, 1]", "a float in [0, 1]"),

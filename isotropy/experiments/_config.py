@@ -53,6 +53,7 @@ __all__ = [
     "OverridesOf",
     "Seeds",
     "available_setups",
+    "bool_words",
     "config_hash",
     "config_rule",
     "dump_config",
@@ -395,6 +396,29 @@ def parse_set_options(pairs, *, experiment: str) -> dict:
     return out
 
 
+def bool_words(pairs) -> dict[tuple, str]:
+    """The ``--set`` values YAML read as a boolean from a word other than true and false: ``{key path: the text}``.
+
+    YAML 1.1 (PyYAML) reads ``yes``, ``no``, ``on`` and ``off`` as booleans, so ``--set updates=yes`` was refused
+    with "Got True instead", a value the user never typed; :func:`validate` shows the text with what it was read as.
+    A later ``--set`` of the same key (or of a section above it) takes the place of an earlier one, as its value does.
+    """
+    words: dict[tuple, str] = {}
+    for pair in pairs:
+        key, sep, text = str(pair).partition("=")
+        path = tuple(key.strip().split("."))
+        words = {p: t for p, t in words.items() if p[:len(path)] != path}
+        if not sep or text.strip().lower() in ("true", "false"):
+            continue
+        try:
+            value = parse_yaml_value(text, where=f"--set {key.strip()}")
+        except ConfigError:  # refused where the value is parsed
+            continue
+        if isinstance(value, bool):
+            words[path] = text.strip()
+    return words
+
+
 # ---------------------------------------------------------------- validation
 def _section(annotation) -> type[BaseModel] | None:
     """The sub-model a field holds (a section of the config: ``SweepConfig`` also of ``SweepConfig | None``)."""
@@ -517,7 +541,14 @@ def _item_wording(expected: str) -> str | None:
     return ("an " if one[0].lower() in "aeiou" else "a ") + one
 
 
-def _format_errors(exc: ValidationError, model: type[BaseModel], data: dict, *, experiment: str) -> str:
+def _format_errors(exc: ValidationError, model: type[BaseModel], data: dict, *, experiment: str,
+                   words: dict | None = None) -> str:
+    def shown(path: tuple, value) -> str:
+        """The value refused: a boolean YAML read from ``--set KEY=yes`` as the text typed (:func:`bool_words`)."""
+        if isinstance(value, bool) and path in (words or {}):
+            return f"{_shown(words[path])} (read as {str(value).lower()})"
+        return _shown(value)
+
     grouped: dict[tuple, list[dict]] = {}
     for error in exc.errors(include_url=False):
         grouped.setdefault(_data_path(error["loc"], data), []).append(error)
@@ -545,11 +576,11 @@ def _format_errors(exc: ValidationError, model: type[BaseModel], data: dict, *, 
             null = " (or null)" if _takes_null(model, path) else ""
             messages.append(f"The '{key}' setting of {experiment} is a section{null}, not a value: set its keys "
                             f"({', '.join(keys)}) one by one, e.g. --set {key}.{keys[0]}=... "
-                            f"Got {_shown(errors[0].get('input'))} instead.")
+                            f"Got {shown(path, errors[0].get('input'))} instead.")
             continue
         rule = next((e for e in errors if e["type"] == "config_rule"), None)
         if rule is not None:
-            messages.append(f"The '{key}' setting of {experiment} {rule['msg']}. Got {_shown(rule.get('input'))} "
+            messages.append(f"The '{key}' setting of {experiment} {rule['msg']}. Got {shown(path, rule.get('input'))} "
                             f"instead.")
             continue
         extra = _expected(model, path)
@@ -568,7 +599,8 @@ def _format_errors(exc: ValidationError, model: type[BaseModel], data: dict, *, 
             close = f" Write a list: {key}=[{value}]"
         else:
             close = did_you_mean(value, choices)
-        messages.append(f"The '{key}' setting of {experiment} must be {expected}. Got {_shown(value)} instead.{close}")
+        messages.append(f"The '{key}' setting of {experiment} must be {expected}. Got {shown(path, value)} "
+                        f"instead.{close}")
     if len(messages) > _MESSAGES:  # 90,000 bad list items were an 8.4 MB line, one sentence each
         messages[_MESSAGES:] = [f"({len(messages) - _MESSAGES} more settings are wrong.)"]
     return " ".join(messages)
@@ -590,14 +622,15 @@ def _shown(value, limit: int = 80) -> str:
 
 def resolve_config(model: type[BaseModel], *, experiment: str, setup: str | None = None,
                    default_setup: str | None = None, sets=(), overrides: dict | None = None,
-                   others=None) -> BaseModel:
+                   others=None, words: dict | None = None) -> BaseModel:
     """Merge the layers (packaged defaults, ``setup``, ``overrides``, ``--set`` strings) and validate them.
 
-    :func:`resolve_values`, then :func:`validate`; the parameters are those of :func:`resolve_values`.
+    :func:`resolve_values`, then :func:`validate`; the parameters are those of :func:`resolve_values`, and
+    ``words`` those of :func:`bool_words` of ``--set`` strings already parsed into ``overrides``.
     """
     data = resolve_values(model, experiment=experiment, setup=setup, default_setup=default_setup, sets=sets,
                           overrides=overrides, others=others)
-    return validate(model, data, experiment=experiment)
+    return validate(model, data, experiment=experiment, words={**(words or {}), **bool_words(sets)})
 
 
 def resolve_values(model: type[BaseModel], *, experiment: str, setup: str | None = None,
@@ -712,12 +745,15 @@ def dump_config(values: dict, *, experiment: str) -> str:
     return yaml.safe_dump({EXPERIMENT_KEY: experiment, **values}, sort_keys=False)
 
 
-def validate(model: type[BaseModel], data: dict, *, experiment: str) -> BaseModel:
-    """``model(**data)``, every failure turned into one :class:`ConfigError` line."""
+def validate(model: type[BaseModel], data: dict, *, experiment: str, words: dict | None = None) -> BaseModel:
+    """``model(**data)``, every failure turned into one :class:`ConfigError` line.
+
+    ``words``: :func:`bool_words` of the ``--set`` strings in ``data``; a refused boolean among them is shown as typed.
+    """
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(_format_errors(exc, model, data, experiment=experiment)) from None
+        raise ConfigError(_format_errors(exc, model, data, experiment=experiment, words=words)) from None
 
 
 def config_hash(values: dict, *, ignore=()) -> str:

@@ -65,6 +65,7 @@ from isotropy.experiments._config import (
     EXPERIMENT_KEY,
     ConfigError,
     _shown,
+    bool_words,
     config_hash,
     dump_config,
     load_yaml,
@@ -198,7 +199,8 @@ class Experiment:
             node[parts[-1]] = value
         nested = merge(nested, _set_layer(self.config_model, sets, experiment=self.name))
         config = resolve_config(self.config_model, experiment=self.name, setup=setup,
-                                default_setup=self.default_setup, overrides=nested, others=_config_models)
+                                default_setup=self.default_setup, overrides=nested, others=_config_models,
+                                words=bool_words(sets))
         settle = self._science("config", "settle")  # optional: defaults that follow what the user gave
         unused = self._science("config", "unused")  # optional: the keys this config does not read
         if settle is not None or unused is not None:
