@@ -21,7 +21,6 @@ does not).
 
 from __future__ import annotations
 
-import numbers
 import warnings
 
 import torch
@@ -29,7 +28,13 @@ from torch import nn
 
 from isotropy._kernels.isoscore import check_covariance
 from isotropy._utils.backend import no_autocast
-from isotropy._utils.validation import IsotropyValueError, check_scalar, check_tensor_data, first_nonfinite
+from isotropy._utils.validation import (
+    IsotropyValueError,
+    check_scalar,
+    check_tensor_data,
+    check_weight,
+    first_nonfinite,
+)
 from isotropy.metrics.cosine import _cosine_similarity_mean
 from isotropy.metrics.isoscore import _check_shrinkage_cov, _isoscore_star
 
@@ -252,8 +257,11 @@ class IStarLoss(nn.Module):
     ----------
     zeta : float in [0, 1], default=0.2
         Shrinkage weight ζ.
-    weight : float, default=1.0
-        λ, the signed regularisation strength.
+    weight : float or 0-d torch.Tensor, default=1.0
+        λ, the signed regularisation strength: a real number (numpy's too), or a 0-d real tensor such
+        as a λ schedule's value (``torch.linspace(0.0, -1.0, steps)[step]``), read once as a float,
+        so that the penalty keeps the dtype of ``H``. A tensor that is not 0-d, of bool or complex
+        dtype, not finite, or that requires grad (no gradient would reach it) is refused.
     shrinkage_cov : torch.Tensor of shape (n_features, n_features) or None, default=None
         Initial Σ_S; ``None`` uses the identity until :meth:`refresh_shrinkage_cov` is called (the
         first ``forward`` without it warns once when ``zeta > 0``: the value then tracks the
@@ -280,7 +288,7 @@ class IStarLoss(nn.Module):
     def __init__(self, *, zeta=0.2, weight=1.0, shrinkage_cov=None):
         super().__init__()
         self.zeta = float(check_scalar(zeta, "zeta", caller="IStarLoss", low=0.0, high=1.0))
-        self.weight = float(check_scalar(weight, "weight", caller="IStarLoss", kind=numbers.Real))
+        self.weight = check_weight(weight, caller="IStarLoss")
         if shrinkage_cov is not None:
             check_tensor_data(shrinkage_cov, caller="IStarLoss", name="shrinkage_cov")
             shrinkage_cov = torch.as_tensor(shrinkage_cov).detach().clone()
@@ -346,6 +354,12 @@ class CosRegLoss(nn.Module):
     ``weight`` (λ) > 0 lowers the mean cosine similarity of the batch (raises isotropy), λ < 0
     raises it. See :func:`cosine_penalty`.
 
+    Parameters
+    ----------
+    weight : float or 0-d torch.Tensor, default=1.0
+        λ: a real number, or a 0-d real tensor (a λ schedule's value) read once as a float; refused
+        as by :class:`IStarLoss`.
+
     Examples
     --------
     >>> import torch
@@ -356,7 +370,7 @@ class CosRegLoss(nn.Module):
 
     def __init__(self, *, weight=1.0):
         super().__init__()
-        self.weight = float(check_scalar(weight, "weight", caller="CosRegLoss", kind=numbers.Real))
+        self.weight = check_weight(weight, caller="CosRegLoss")
 
     def forward(self, H):
         """Return ``weight·mean_cos(H)`` (0-dim tensor on ``H``'s device and dtype; float32 for half ``H``)."""

@@ -59,3 +59,58 @@ def test_the_values_are_unchanged():
     torch.testing.assert_close(loss.shrinkage_cov, shrinkage_covariance(H))
     expected = torch.tensor([[1.0 / 3, 2.0 / 3], [2.0 / 3, 7.0 / 3]])  # by hand: ddof=1
     torch.testing.assert_close(shrinkage_covariance(H), expected)
+
+
+# ---------------------------------------------------------------- weight: a λ schedule's 0-d tensor
+def _regularisers():
+    from isotropy.training.regularisers import HiddenStateRegulariser
+
+    return [("IStarLoss", lambda w: IStarLoss(weight=w, shrinkage_cov=torch.eye(4))),
+            ("CosRegLoss", lambda w: CosRegLoss(weight=w)),
+            ("HiddenStateRegulariser", lambda w: HiddenStateRegulariser("cosreg", weight=w))]
+
+
+@pytest.mark.parametrize("name, make", _regularisers(), ids=lambda v: v if isinstance(v, str) else "")
+def test_weight_takes_a_0d_real_tensor_read_once_as_a_float(name, make):
+    """IStarLoss(weight=torch.tensor(-0.5)) was refused ("must be a float ... Got tensor(-0.5000)"): a λ schedule's
+    value is a 0-d tensor."""
+    import numpy as np
+
+    schedule = torch.linspace(0.0, -1.0, 5, dtype=torch.float64)
+    for weight, expected in ((schedule[2], -0.5), (torch.tensor(3), 3.0), (np.float32(0.25), 0.25),
+                             (np.array(-2.0), -2.0), (0.75, 0.75), (-1, -1.0)):
+        module = make(weight)
+        assert type(module.weight) is float and module.weight == expected
+    if name != "HiddenStateRegulariser":
+        H = torch.randn(6, 4, generator=torch.Generator().manual_seed(0))
+        out = make(schedule[2])(H)  # a float64 λ: the penalty keeps H's float32, as a float λ gives
+        assert out.dtype == torch.float32 and out.ndim == 0
+        assert float(out) == pytest.approx(float(make(-0.5)(H)), rel=1e-7)
+
+
+@pytest.mark.parametrize("name, make", _regularisers(), ids=lambda v: v if isinstance(v, str) else "")
+def test_weight_refuses_a_tensor_that_is_not_one_real_finite_constant(name, make):
+    import numpy as np
+
+    expected = f"The 'weight' parameter of {name} must be a real number or a 0-d real tensor"
+    array = f"The 'weight' parameter of {name} must be a real number or a 0-d real array"
+    number = f"The 'weight' parameter of {name} must be a float in the range (-inf, inf)"  # as before
+    grad = "that does not require grad: it is read once as a float, and no gradient would reach it"
+    cases = [
+        (torch.tensor([0.5]), IsotropyValueError, f"{expected}. Got a tensor of shape (1,) instead."),
+        (torch.ones(2, 2), IsotropyValueError, f"{expected}. Got a tensor of shape (2, 2) instead."),
+        (torch.tensor(True), TypeError, f"{expected}. Got a 0-d tensor of dtype torch.bool instead."),
+        (torch.tensor(1 + 2j), TypeError, f"{expected}. Got a 0-d tensor of dtype torch.complex64 instead."),
+        (torch.tensor(float("nan")), IsotropyValueError, f"{expected} with a finite value. Got tensor(nan) instead."),
+        (torch.tensor(-float("inf")), IsotropyValueError, f"{expected} with a finite value. Got tensor(-inf) instead."),
+        (torch.tensor(0.5, requires_grad=True), IsotropyValueError,
+         f"{expected} {grad}. Got tensor(0.5000, requires_grad=True) instead."),
+        (np.array([1.0]), IsotropyValueError, f"{array}. Got an array of shape (1,) instead."),
+        (np.array(1j), TypeError, f"{array}. Got a 0-d array of dtype complex128 instead."),
+        ("abc", TypeError, f"{number}. Got 'abc' instead."),
+        (float("inf"), IsotropyValueError, f"{number}. Got inf instead."),
+    ]
+    for weight, error, message in cases:
+        with pytest.raises(error) as info:
+            make(weight)
+        assert str(info.value) == message

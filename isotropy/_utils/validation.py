@@ -29,6 +29,7 @@ __all__ = [
     "check_scalar",
     "check_tensor_data",
     "check_texts",
+    "check_weight",
 ]
 
 
@@ -330,6 +331,35 @@ def check_scalar(value, name: str, *, caller: str, kind=numbers.Real, low=None, 
         raise IsotropyValueError(msg)
     if high is not None and (value > high or (value == high and closed in ("left", "neither"))):
         raise IsotropyValueError(msg)
+    return value
+
+
+def check_weight(weight, *, caller: str, name: str = "weight") -> float:
+    """A regulariser's λ as a Python float: a real number, or a 0-d real torch tensor or numpy array, read once.
+
+    A λ schedule computes its value as a tensor (``torch.linspace(0, -1, steps)[step]``); taken by ``float()``,
+    the penalty keeps the dtype and device of ``H`` (a 0-d float64 λ times a float32 penalty would be float64).
+    Refused: a tensor or array that is not 0-d, of bool or complex dtype, non-finite, or one that requires grad (read
+    as a float, no gradient would reach it: a learned λ would silently stay as it was). Anything else goes through
+    :func:`check_scalar`, with its messages.
+    """
+    tensor = is_torch(weight)
+    if not tensor and not isinstance(weight, np.ndarray):
+        return float(check_scalar(weight, name, caller=caller, kind=numbers.Real))
+    what = "tensor" if tensor else "array"
+    expected = f"The '{name}' parameter of {caller} must be a real number or a 0-d real {what}"
+    if weight.ndim != 0:
+        raise IsotropyValueError(f"{expected}. Got {'a' if tensor else 'an'} {what} of shape {tuple(weight.shape)} "
+                                 f"instead.")
+    dtype = weight.dtype
+    if (dtype.is_complex or dtype == sys.modules["torch"].bool) if tensor else dtype.kind not in "iuf":
+        raise TypeError(f"{expected}. Got a 0-d {what} of dtype {dtype} instead.")
+    if tensor and weight.requires_grad:
+        raise IsotropyValueError(f"{expected} that does not require grad: it is read once as a float, and no "
+                                 f"gradient would reach it. Got {_describe(weight)} instead.")
+    value = float(weight)
+    if not math.isfinite(value):
+        raise IsotropyValueError(f"{expected} with a finite value. Got {_describe(weight)} instead.")
     return value
 
 

@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 
 import torch
 
-from isotropy._utils.validation import IsotropyValueError, check_option, check_scalar
+from isotropy._utils.validation import IsotropyValueError, check_option, check_scalar, check_weight
 from isotropy.models.layers import check_layers, select_layers
 from isotropy.models.pooling import _pool, check_attention_mask, check_pooling
 from isotropy.torch import _istar, cosine_penalty, shrinkage_covariance  # at import: never in the loop
@@ -174,8 +174,10 @@ class HiddenStateRegulariser:
     ----------
     method : {"istar", "cosreg"}, default="istar"
         I-STAR (penalty ``−λ·IsoScore*(H)``) or CosReg (``λ·mean_cos(H)``).
-    weight : float, default=1.0
+    weight : float or 0-d torch.Tensor, default=1.0
         λ. λ > 0 raises isotropy, λ < 0 lowers it (Rudman & Eickhoff find λ < 0 helps fine-tuning).
+        A 0-d real tensor (a λ schedule's value) is read once as a float; one that is not 0-d, of
+        bool or complex dtype, not finite, or that requires grad is refused.
     zeta : float in [0, 1], default=0.2
         Shrinkage weight of IsoScore* (I-STAR only: refused with ``method="cosreg"``).
     shrinkage_sample : list of str or dict of tensors, optional
@@ -217,7 +219,7 @@ class HiddenStateRegulariser:
         refuse_unused_sample_options(shrinkage_sample, method=method, caller=caller,
                                      batch_size=None if batch_size is _BATCH_SIZE else batch_size,
                                      max_length=None if max_length is _MAX_LENGTH else max_length)
-        self.weight = float(check_scalar(weight, "weight", caller=caller))
+        self.weight = check_weight(weight, caller=caller)
         self.zeta = float(check_scalar(zeta, "zeta", caller=caller, low=0.0, high=1.0))
         check_layers(layers, caller=caller)  # the form now; the range at the first forward pass
         self.layers = layers
