@@ -276,6 +276,87 @@ def test_bad_layers_and_task_are_clear_errors(tiny_model_dir, tmp_path):
         run(_sweep_config(tiny_model_dir, task="imdb"), tmp_path / "x")
 
 
+def test_max_length_past_the_model_s_positions_is_refused_before_any_training(tiny_model_dir, tmp_path):
+    """--set max_length=128 on a model of 64 positions was cut to 64 where the texts were tokenised, without a word,
+    while config.yaml recorded 128; now refused once the model is loaded, before any training."""
+    from isotropy.experiments._config import ConfigError
+
+    with pytest.raises(ConfigError) as info:
+        run(_sweep_config(tiny_model_dir, max_length=65), tmp_path / "x")
+    assert str(info.value) == (f"The 'max_length' setting of istar must be at most 64, the most tokens "
+                               f"{str(tiny_model_dir)!r} takes (max_position_embeddings: 64 in its config). Got 65 "
+                               f"instead.")
+    assert not (tmp_path / "x").exists()  # refused in prepare: nothing written
+
+
+def test_max_length_is_checked_against_the_positions_only_where_they_are_known():
+    from types import SimpleNamespace
+
+    from transformers import BertConfig, RobertaConfig
+
+    from isotropy.experiments._config import ConfigError
+    from isotropy.experiments._encode import check_max_length
+
+    check_max_length(64, BertConfig(max_position_embeddings=64), model="m", experiment="istar")  # the limit itself
+    check_max_length(10**6, SimpleNamespace(model_type="t5", pad_token_id=0), model="m", experiment="istar")  # none
+    check_max_length(10**6, None, model="m", experiment="istar")  # no config to read: cut when tokenised, as before
+    check_max_length(10**6, {"model_type": "t5"}, model="m", experiment="istar")  # a config.json without positions
+    # a packaged default the user did not choose is cut where the texts are tokenised, as before
+    check_max_length(128, BertConfig(max_position_embeddings=64), model="m", experiment="istar", given=False)
+    with pytest.raises(ConfigError) as info:  # RoBERTa's table of 514 rows holds 512 tokens
+        check_max_length(513, RobertaConfig(max_position_embeddings=514, pad_token_id=1), model="roberta-base",
+                         experiment="istar")
+    assert str(info.value) == ("The 'max_length' setting of istar must be at most 512, the most tokens 'roberta-base' "
+                               "takes (max_position_embeddings: 514 in its config, less 2 for its padding offset). "
+                               "Got 513 instead.")
+    with pytest.raises(ConfigError) as info:  # a config.json read without loading (GPT-2's n_positions)
+        check_max_length(2048, {"model_type": "gpt2", "n_positions": 1024}, model="gpt2", experiment="frozen-"
+                         "classification")
+    assert str(info.value) == ("The 'max_length' setting of frozen-classification must be at most 1024, the most "
+                               "tokens 'gpt2' takes (n_positions: 1024 in its config). Got 2048 instead.")
+
+
+def test_a_config_knows_which_keys_the_user_gave(tmp_path):
+    from isotropy.experiments._config import dump_config
+    from isotropy.experiments.minibatch_stability.experiment import EXPERIMENT as MS
+
+    assert not IS.config("sst2-cpu").was_given("max_length")
+    assert IS.config("sst2-cpu", max_length=24).was_given("max_length")
+    assert IS.config("sst2-cpu", sets=["max_length=24"]).was_given("max_length")
+    assert resolve(IS.config("sst2-cpu", max_length=24)).was_given("max_length")  # kept by the fine-tuning's copy
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("max_length: 24\n")
+    assert IS.config(str(mine)).was_given("max_length")  # the user's partial YAML file
+    saved = tmp_path / "config.yaml"  # a run's saved config holds every key, defaults too: none chosen but --set's
+    saved.write_text(dump_config(IS.config("sst2-cpu").model_dump(mode="json"), experiment="istar"))
+    assert not IS.config(str(saved)).was_given("max_length")
+    assert IS.config(str(saved), sets=["max_length=24"]).was_given("max_length")
+    nested = MS.config(sets=["embeddings.max_length=100"])
+    assert nested.was_given("embeddings.max_length") and not nested.was_given("embeddings.model")
+
+
+@pytest.mark.parametrize("experiment, key", [("frozen-classification", "max_length"),
+                                             ("minibatch-stability", "embeddings.max_length"),
+                                             ("cluster-finetune", "max_length"),
+                                             ("layer-geometry", "max_length"),
+                                             ("sts-isotropy", "max_length"),
+                                             ("activation-diagrams", "fine_tune.max_length")])
+def test_every_experiment_with_max_length_refuses_one_past_the_model_s_positions(tiny_model_dir, tmp_path, capsys,
+                                                                                  experiment, key):
+    from isotropy.cli import main
+
+    model = ["--set", f"embeddings.model={tiny_model_dir}", "--set", "sources=[embeddings]"] \
+        if experiment == "minibatch-stability" else ["--set", f"model={tiny_model_dir}"]
+    with pytest.raises(SystemExit) as exc:  # cluster-finetune reads its data before it loads the model
+        main(["run", experiment, *model, "--set", f"{key}=100", "--results-dir", str(tmp_path / "r"), "--quiet",
+              "--device", "cpu", "--data-dir", str(shared_data_path("glue_data").parent)])
+    assert exc.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"Error: The '{key}' setting of {experiment} must be at most 64, the most tokens {str(tiny_model_dir)!r} "
+        f"takes (max_position_embeddings: 64 in its config). Got 100 instead.")
+    assert not (tmp_path / "r").exists()
+
+
 def test_cli_errors_are_one_line(tmp_path, capsys):
     from isotropy.cli import main
 

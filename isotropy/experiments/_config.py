@@ -56,6 +56,7 @@ __all__ = [
     "bool_words",
     "config_hash",
     "config_rule",
+    "dotted_keys",
     "dump_config",
     "expects",
     "load_yaml",
@@ -90,6 +91,9 @@ class ConfigError(ValueError):
 _WHY_MAX_INT = "a bound far past any real run, which keeps the work a config may ask for bounded"
 
 
+_GIVEN = "_given_keys"  # the attribute of ExperimentConfig.set_given
+
+
 class ExperimentConfig(BaseModel):
     """Base of every experiment's config model: strict types, unknown keys refused, checked on assignment.
 
@@ -98,6 +102,20 @@ class ExperimentConfig(BaseModel):
     """
 
     model_config = ConfigDict(extra="forbid", strict=True, validate_assignment=True)
+
+    def was_given(self, key: str) -> bool:
+        """Whether the user gave the dotted ``key`` (``max_length``, ``embeddings.max_length``) themselves.
+
+        The keys of the keyword overrides, ``--set`` and the user's own partial YAML file, recorded by
+        ``Experiment.config`` (:meth:`set_given`): a check against the loaded model refuses a value the
+        user chose, and leaves a packaged default to its fallback. ``False`` for a config made otherwise.
+        """
+        return key in self.__dict__.get(_GIVEN, ())
+
+    def set_given(self, keys) -> None:
+        """Record the dotted keys the user gave (see :meth:`was_given`). Kept beside the fields, not as a pydantic
+        private attribute: a config equals another of the same values however it was made, and copies keep it."""
+        object.__setattr__(self, _GIVEN, frozenset(keys))
 
     @field_validator("*", mode="before")
     @classmethod
@@ -360,6 +378,17 @@ def available_setups(experiment: str) -> list[str]:
 
 
 # ---------------------------------------------------------------- merging
+def dotted_keys(values: dict, prefix: str = "") -> set[str]:
+    """Every key of the nested mapping ``values``, dotted: ``{"a": {"b": 1}}`` -> ``{"a", "a.b"}``."""
+    keys = set()
+    for key, value in values.items():
+        name = f"{prefix}{key}"
+        keys.add(name)
+        if isinstance(value, dict):
+            keys |= dotted_keys(value, f"{name}.")
+    return keys
+
+
 def merge(base: dict, update: dict) -> dict:
     """``update`` merged over ``base``: nested mappings merge recursively, other values replace (new dict)."""
     out = dict(base)

@@ -67,6 +67,7 @@ from isotropy.experiments._config import (
     _shown,
     bool_words,
     config_hash,
+    dotted_keys,
     dump_config,
     load_yaml,
     merge,
@@ -203,12 +204,11 @@ class Experiment:
                                 words=bool_words(sets))
         settle = self._science("config", "settle")  # optional: defaults that follow what the user gave
         unused = self._science("config", "unused")  # optional: the keys this config does not read
+        file = load_yaml(setup_path(self.name, setup), name="config file") \
+            if setup is not None and str(setup).endswith((".yaml", ".yml")) else None  # a user's (partial) YAML file
+        saved = file is not None and EXPERIMENT_KEY in file  # a config.yaml a run saved (or --print-config printed)
         if settle is not None or unused is not None:
-            given, saved = set(nested), False
-            if setup is not None and str(setup).endswith((".yaml", ".yml")):  # a user's (partial) YAML file
-                file = load_yaml(setup_path(self.name, setup), name="config file")
-                given |= set(file)
-                saved = EXPERIMENT_KEY in file  # a config.yaml a run saved (or --print-config printed)
+            given = set(nested) | set(file or ())
             if settle is not None:
                 config = settle(config, frozenset(given))
             if unused is not None:
@@ -217,6 +217,8 @@ class Experiment:
                 # config.yaml holds every key, read or not, and is run again as it is.
                 self._refuse_unused(unused(config), given if not saved else set(nested), nested)
         self.check_seeds(config)
+        # a saved config.yaml holds every key, the defaults it ran with too: only what is set over it was chosen
+        config.set_given(dotted_keys(nested) | (dotted_keys(file) if file and not saved else set()))
         return config
 
     def _refuse_unused(self, unused: dict, given: set, nested: dict) -> None:

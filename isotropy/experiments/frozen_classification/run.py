@@ -80,6 +80,11 @@ def markdown_table(results: dict) -> str:
 
 def prepare(config, ctx) -> dict:
     """Encode the training subset and the validation split (cached on disk); writes nothing."""
+    from isotropy.experiments._encode import check_max_length
+    from isotropy.models.resolve import peek_config
+
+    check_max_length(config.max_length, peek_config(config.model), model=config.model, experiment=EXPERIMENT,
+                     given=config.was_given("max_length"))
     X_train, y_train, train_source = _encode(config, "train", config.train_size, ctx)
     X_valid, y_valid, valid_source = _encode(config, config.validation_split, None, ctx)
     return {"train": (X_train, y_train, train_source), "valid": (X_valid, y_valid, valid_source)}

@@ -185,6 +185,10 @@ def prepare(config, ctx) -> dict:
         ctx.log(note)
     check_layers_before_loading(config.layers, config.model, caller=EXPERIMENT)
     tokenizer, network, location = load_transformer(config.model, device=ctx.device)
+    from isotropy.experiments._encode import check_max_length
+
+    check_max_length(config.max_length, network.config, model=config.model, experiment=EXPERIMENT,
+                     given=config.was_given("max_length"))
     n_layers = n_transformer_layers(network.config)
     layers = select_layers(config.layers, n_layers + 1, caller=EXPERIMENT)
     pca_layers = config.pca_layers

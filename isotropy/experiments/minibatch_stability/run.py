@@ -105,6 +105,11 @@ def prepare(config, ctx) -> dict:
     if "embeddings" not in config.sources:
         return {}
     spec = config.embeddings
+    from isotropy.experiments._encode import check_max_length
+    from isotropy.models.resolve import peek_config
+
+    check_max_length(spec.max_length, peek_config(spec.model), model=spec.model, experiment=EXPERIMENT,
+                     key="embeddings.max_length", given=config.was_given("embeddings.max_length"))
     X, source = embed_split(spec, spec.split, data_dir=ctx.data_dir, device=ctx.device, log=ctx.log)
     prepared = {"X": X, "source": source, "held_out": None, "held_out_source": None}
     if config.shrinkage == "sample":

@@ -184,28 +184,34 @@ def _results_config(config) -> dict:
 
 def _check_model(config) -> None:
     """Refuse, before any work, a model :func:`resolve_model` cannot find (its one line names what it accepts),
-    and, for ``pooling: mean``, a ``layer`` the model does not have.
+    a ``max_length`` past its positions and, for ``pooling: mean``, a ``layer`` the model does not have.
 
-    The layer is checked against the model's config (``config.json``: its layer count), read without the
-    weights, so a bad layer is the setting's one line before the data sets are read, not the encoder's
+    Both are checked against the model's config (``config.json``: its positions and layer count), read without the
+    weights, so a bad value is the setting's one line before the data sets are read, not the encoder's
     (``encode_mean_pooled``) after them. A config that cannot be read is left to the model's loading,
     which says why in its own line.
     """
-    from isotropy.models.encoders import resolve_model
-
-    location = resolve_model(config.model)
-    if config.pooling != "mean":
-        return  # the layer is -1 (the config refuses another): the pipeline's own last layer
     from transformers import AutoConfig
 
+    from isotropy.experiments._encode import check_max_length
     from isotropy.models._quiet import quiet_transformers
     from isotropy.models._safety import NO_REMOTE_CODE
     from isotropy.models.contextual import n_transformer_layers
+    from isotropy.models.encoders import resolve_model
 
+    location = resolve_model(config.model)
     try:
         with quiet_transformers():
-            n_layers = n_transformer_layers(AutoConfig.from_pretrained(location, **NO_REMOTE_CODE))
-    except (OSError, ValueError):  # IsotropyValueError too: a config without a layer count
+            model_config = AutoConfig.from_pretrained(location, **NO_REMOTE_CODE)
+    except (OSError, ValueError):
+        return
+    check_max_length(config.max_length, model_config, model=config.model, experiment="sts-isotropy",
+                     given=config.was_given("max_length"))
+    if config.pooling != "mean":
+        return  # the layer is -1 (the config refuses another): the pipeline's own last layer
+    try:
+        n_layers = n_transformer_layers(model_config)
+    except ValueError:  # IsotropyValueError: a config without a layer count
         return
     if not -(n_layers + 1) <= config.layer <= n_layers:
         raise ValueError(f"The 'layer' setting of sts-isotropy must be in [{-(n_layers + 1)}, {n_layers}] for "
