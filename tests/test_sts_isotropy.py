@@ -696,3 +696,24 @@ def test_compare_table_names_the_layers_of_one_run_per_layer_and_refuses_other_m
         compare_table({"last": a, "third": b})
     with pytest.raises(ValueError, match="at least 2 runs. Got 1"):
         compare_table({"last": a})
+
+
+def test_an_i_w_that_underflows_leaves_the_isotropy_claim_unmeasured_and_the_others_decided(small_run):
+    """Gemma 3 270M's layer-3 mean-pooled vectors have I(W) below 5e-324 (0.0): the report crashed on log10(0)."""
+    import copy
+
+    from isotropy.experiments.sts_isotropy.run import claims
+
+    _, results = small_run
+    zero = copy.deepcopy(results)
+    baseline = zero["datasets"]["SICK"]["methods"]["Baseline"]
+    for row in [baseline, *(baseline.get("per_seed") or [])]:
+        row["I(W)"] = 0.0
+    got = {c.id: c for c in claims(zero, None) if not c.id.startswith("token-")}
+    before = {c.id: c for c in claims(results, None) if not c.id.startswith("token-")}
+    iso = got["cluster-raises-isotropy"]
+    assert iso.ours is None and iso.verdict == "not established"
+    assert "I(W) underflows float64 (below 5e-324: 0.0) for Baseline on SICK" in iso.interval["how"]
+    assert before["cluster-raises-isotropy"].ours is not None
+    for other in set(got) - {"cluster-raises-isotropy"}:
+        assert got[other] == before[other]
