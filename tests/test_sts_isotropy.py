@@ -677,8 +677,9 @@ def test_compare_table_puts_each_runs_cells_of_its_own_table_side_by_side():
     for results, column in ((a, 1), (b, 2)):
         own = {line.split(" | ")[0]: line.split(" | ") for line in metric_table(results, "spearman").splitlines()[2:]}
         names = list(results["datasets"])
-        block = table.split(f"{common[0]} (")[1].split("\n\n")[0]
-        rows = [line.strip("|").split(" | ") for line in block.splitlines()[3:]]
+        block = table.split(f"{common[0]} (")[1].split("\n\n")[1]
+        rows = [line.strip("|").split(" | ") for line in block.splitlines()[2:]]
+        assert len(rows) >= 3
         for row in rows:
             assert row[column].strip() == own[f"| {row[0].strip()}"][1 + names.index(common[0])].strip(" |")
 
@@ -717,3 +718,19 @@ def test_an_i_w_that_underflows_leaves_the_isotropy_claim_unmeasured_and_the_oth
     assert before["cluster-raises-isotropy"].ours is not None
     for other in set(got) - {"cluster-raises-isotropy"}:
         assert got[other] == before[other]
+
+
+def test_compare_table_explains_its_marked_cells():
+    from isotropy.experiments.sts_isotropy.report import compare_table
+
+    a = _committed("gemma")
+    b = json.loads(json.dumps(a))
+    b["config"]["layer"] = 3
+    for row in [b["datasets"]["STSB"]["methods"]["Mean + PCA"], *b["datasets"]["STSB"]["methods"]["Mean + PCA"].get(
+            "per_seed", [])]:
+        row["n_undefined"] = 4
+    table = compare_table({"last": a, "third": b})
+    block = table.split("STSB (")[1].split("\n\n")[1]
+    row = next(line for line in block.splitlines() if line.startswith("| Mean + PCA |"))
+    assert row.endswith("‡ |") and not row.split(" | ")[1].endswith("‡")
+    assert "Mean + PCA at layer 3, 4 pairs left out" in table
