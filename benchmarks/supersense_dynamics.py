@@ -116,6 +116,10 @@ def main(out: Path) -> None:
         results[name] = record
         iso = record["isoscore"]
         low = int(np.argmin(iso))
+        # what the docs' table reads (docs/runs/classifier-geometry/supersense-dynamics/dynamics.json)
+        record["summary"] = {"isoscore_start": iso[0], "isoscore_lowest": iso[low], "lowest_at_update": record["step"][low],
+                             "isoscore_end": iso[-1], "bce_start": record["loss"][0], "bce_end": record["loss"][-1],
+                             "displacement_end": record["displacement"][-1]}
         print(f"{name}: {record['n_items']} x {record['dim']}, IsoScore {iso[0]:.3f} -> min {iso[low]:.3f} at "
               f"update {record['step'][low]} -> {iso[-1]:.3f}; BCE {record['loss'][0]:.3f} -> {record['loss'][-1]:.4f}",
               flush=True)
