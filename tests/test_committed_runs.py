@@ -179,7 +179,7 @@ def test_a_committed_run_is_what_the_code_computes(run, tmp_path):
 # experiment's ``claims`` reads (results.json, run.json and the per-seed parts: ``states/`` of
 # activation-diagrams, ``runs/`` of cluster-finetune, ``scores.csv`` of minibatch-stability), so the
 # claims rebuild from them with the current code, exactly, without training anything.
-REBUILT = ["activation-diagrams/minilm", "cluster-finetune/minilm", "cluster-finetune/minilm-full",
+REBUILT = ["activation-diagrams/minilm", "activation-diagrams/gemma-3-270m", "cluster-finetune/minilm", "cluster-finetune/minilm-full",
            "frozen-classification/gemma-3-270m", "minibatch-stability/minilm", "minibatch-stability/gemma-3-270m",
            "istar/sst2-cpu", "istar/sst2-gemma-cpu", "sts-isotropy/separate-corpus",
            "sts-isotropy/gemma-separate-corpus", *(f"sts-isotropy/gemma-layer-{layer}" for layer in (3, 6, 9, 12, 15, 18))]
