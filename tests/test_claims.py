@@ -381,3 +381,25 @@ def test_value_markers_filter_average_scale_and_quote():
         render("<!-- value: istar/sst2-gemma-cpu results.json runs.*.lambda=3.accuracy .3f -->")
     with pytest.raises(KeyError, match="at 'lambda=7'"):  # a filter that keeps nothing
         render("<!-- value: istar/sst2-gemma-cpu results.json min:runs.*.lambda=7.accuracy .3f -->")
+
+
+# Sections that hold the papers' own numbers (typed from the papers, with their provenance), not ours.
+_PAPER_SECTIONS = ("## What the paper claims", "## The paper's numbers")
+
+
+@pytest.mark.parametrize("page", EXPERIMENT_PAGES, ids=lambda p: p.stem)
+def test_no_table_of_our_numbers_is_typed(page):
+    """Outside the papers' own numbers, a table row with a decimal number reads it from a committed run.
+
+    Each table of our results is a generated table (``<!-- run-table -->``, ``<!-- run-compare -->``,
+    ``<!-- claims -->``) or a row of ``<!-- value -->`` markers: a row of typed decimals is a number
+    that no command checks or rebuilds when the code or the run changes.
+    """
+    section, typed = "", []
+    for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), start=1):
+        if line.startswith("## "):
+            section = line.strip()
+        if (line.startswith("|") and not line.startswith("|---") and re.search(r"\d\.\d", line)
+                and "<!-- value:" not in line and section not in _PAPER_SECTIONS):
+            typed.append(f"{page.name}:{number}: {line[:80]}")
+    assert not typed, "typed numbers in a table of ours:\n" + "\n".join(typed)
