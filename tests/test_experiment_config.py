@@ -703,3 +703,13 @@ def test_a_list_flag_given_twice_or_with_an_empty_item_is_refused(capsys):
     main(["run", "istar", "--lambdas=-1,1", "--seeds", "0,1", "--print-config"])
     out = capsys.readouterr().out
     assert "seeds:\n- 0\n- 1\n" in out and "lambdas:\n- -1.0\n- 1.0\n" in out
+
+
+def test_a_misspelt_value_of_a_literal_setting_gets_did_you_mean(capsys):
+    """A Literal field without its own ``choices`` (sts-isotropy's pooling) suggests the close name too."""
+    code, _, err = _cli(["run", "sts-isotropy", "--set", "pooling=maen", "--print-config"], capsys)
+    assert code == 2
+    assert ("The 'pooling' setting of sts-isotropy must be sentence-transformers or mean. Got 'maen' instead. "
+            "Did you mean 'mean'?") in err
+    _, _, far = _cli(["run", "sts-isotropy", "--set", "pooling=xyz", "--print-config"], capsys)
+    assert "Got 'xyz' instead." in far and "Did you mean" not in far

@@ -617,7 +617,7 @@ def _format_errors(exc: ValidationError, model: type[BaseModel], data: dict, *, 
         if expected is None:
             expected = _pydantic_wording(errors)
         value = errors[0].get("input")
-        choices = extra.get("choices", ())
+        choices = extra.get("choices", ()) or _literal_choices(errors)
         if choices and path and isinstance(path[-1], int):  # an item of a list of names: one name, not a list
             # the list's own wording after "from" ("a list of data sets from STS12, ..." -> "one of STS12, ...")
             listed = expected.split(" from ", 1)[1] if " from " in expected else ", ".join(map(str, choices))
@@ -633,6 +633,15 @@ def _format_errors(exc: ValidationError, model: type[BaseModel], data: dict, *, 
     if len(messages) > _MESSAGES:  # 90,000 bad list items were an 8.4 MB line, one sentence each
         messages[_MESSAGES:] = [f"({len(messages) - _MESSAGES} more settings are wrong.)"]
     return " ".join(messages)
+
+
+def _literal_choices(errors: list) -> list[str]:
+    """The names a ``Literal`` field takes, from pydantic's error (``'sentence-transformers' or 'mean'``), for the
+    message's "Did you mean ...?" where the field names no ``choices`` of its own; [] for any other error."""
+    literal = next((e for e in errors if e.get("type") == "literal_error"), None)
+    if literal is None:
+        return []
+    return re.findall(r"'([^']*)'", str((literal.get("ctx") or {}).get("expected", "")))
 
 
 # Problems of a config said in one error, the rest counted
