@@ -467,3 +467,15 @@ def test_plot_of_a_folder_holding_runs_names_them(tmp_path, capsys):
         assert info.value.code == 2 and err.startswith(f"Error: {str(folder)!r} is not the results folder of one run, "
                                                        f"but holds 2 runs ({runs}); plot one of them")
     assert parse_formats("png,PNG, png,svg") == ("png", "svg")
+
+
+def test_a_misspelt_figure_format_gets_did_you_mean():
+    import click
+
+    from isotropy.experiments._command import parse_formats
+
+    with pytest.raises(click.BadParameter, match=r"Got 'pgn' instead\. Did you mean 'png'\?$"):
+        parse_formats("pgn")
+    with pytest.raises(click.BadParameter) as far:
+        parse_formats("png,xyz")
+    assert "Got 'png,xyz' instead." in str(far.value) and "Did you mean" not in str(far.value)

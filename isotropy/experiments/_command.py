@@ -72,8 +72,11 @@ def parse_formats(value: str) -> tuple[str, ...]:
     from isotropy._utils.click_types import FIGURE_FORMATS as allowed
     bad = [f for f in formats if f not in allowed]
     if not formats or bad:
-        raise click.BadParameter(f"expected a comma-separated list of {', '.join(allowed)}. Got {value!r} instead.",
-                                 param_hint="'--format'")
+        from isotropy._utils.suggest import did_you_mean
+
+        close = did_you_mean(bad[0], allowed) if bad else ""
+        raise click.BadParameter(f"expected a comma-separated list of {', '.join(allowed)}. Got {value!r} instead."
+                                 f"{close}", param_hint="'--format'")
     return formats
 
 
