@@ -133,14 +133,8 @@ def compare_table(named: dict, *, metric: str = "spearman") -> str:
                              + (LEFT_OUT_MARK if is_corr and left_out(row) else ""))
             lines.append("| " + " | ".join([method, *cells]) + " |")
         lines.append("")
-        marked = [f"{method} at {header_of[label]}, {_range(counts)}"
-                  for method in methods for label, block in zip(labels, blocks)
-                  if is_corr and (counts := left_out(block["methods"][method]))]
-        if marked:
-            lines += [(f"{LEFT_OUT_MARK} Correlation over the pairs whose cosine is defined, of {blocks[0]['n_pairs']:,}: "
-                      f"{'; '.join(marked)} pairs left out per seed (min–max), whose sentence vector is the zero vector "
-                      f"after the transform (a cluster of at most n_components points loses every direction). Not "
-                      f"comparable with the other cells as it stands."), ""]
+        if is_corr and (note := left_out_note(dict(zip((header_of[label] for label in labels), blocks)))):
+            lines += [note, ""]
     return "\n".join(lines)
 
 
