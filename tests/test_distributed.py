@@ -107,6 +107,28 @@ def test_silhouette_with_clusters_missing_from_blocks():
 
 
 @pytest.mark.parametrize("metric", ["euclidean", "cosine"])
+def test_silhouette_tiles_in_kernel_blocks_with_partial_last_blocks(monkeypatch, metric):
+    """A tile runs the kernel on blocks of _DIAGONAL_ROWS / _OFF_DIAGONAL_ROWS rows (here 13 and 29, so that
+    every tile of 97 rows ends on a partial block), with clusters missing from blocks and duplicate rows."""
+    from scipy.spatial.distance import cdist
+    from sklearn.metrics import silhouette_samples
+
+    import isotropy.distributed._clusters as tiles
+
+    monkeypatch.setattr(tiles, "_DIAGONAL_ROWS", 13)
+    monkeypatch.setattr(tiles, "_OFF_DIAGONAL_ROWS", 29)
+    rng = np.random.default_rng(5)
+    labels = np.sort(rng.integers(0, 6, 400))
+    X = rng.normal(size=(400, 5)) + labels[:, None]
+    X[200:230] = X[170:200]  # duplicates across tiles (euclidean: at distance 0 exactly)
+    got = isotropy.distributed.silhouette_samples(da.from_array(X, chunks=(97, 5)), labels, metric=metric,
+                                                  chunk_size=97).compute()
+    # distances by float64 differences (scikit-learn's own euclidean ones put duplicates ~1e-8 apart)
+    expected = silhouette_samples(cdist(X, X, metric=metric), labels, metric="precomputed")
+    np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
 def test_kneighbors_against_sklearn_brute_force(metric):
     from sklearn.neighbors import NearestNeighbors
 

@@ -236,14 +236,15 @@ class _BlockKernel:
         self.counts = np.diff(self.first).astype(np.float64)
         self.high = 2.0 if metric == "cosine" else np.inf
 
-    def add_block(self, i0, j0, state, sums, *, symmetric):
+    def add_block(self, i0, j0, state, sums, *, symmetric, stop=None):
         """Add block (I, J)'s cluster sums to sums[I] (rows i0:i1 of sums, or all of a panel's
-        rows), and with ``symmetric`` its transpose's to sums[J]."""
+        rows), and with ``symmetric`` its transpose's to sums[J]. ``stop``: ``(i1, j1)``, the blocks'
+        ends when they are not ``b`` rows on (the default: ``b`` rows, or to the last row)."""
         R, n, b, dtype = self.R, self.R.shape[0], self.b, self.R.dtype
-        i1, j1 = min(n, i0 + b), min(n, j0 + b)
-        if state.get("i0") != i0:  # left operand of the current row block, cached per thread
+        i1, j1 = (min(n, i0 + b), min(n, j0 + b)) if stop is None else stop
+        if state.get("i0") != (i0, i1):  # left operand of the current row block, cached per thread
             L = _left_operand_numpy(R[i0:i1], self.metric, self.d)
-            state.update(i0=i0, L=L, L_mean=L.mean(axis=0, dtype=np.float64), onehot=None,
+            state.update(i0=(i0, i1), L=L, L_mean=L.mean(axis=0, dtype=np.float64), onehot=None,
                          q_median=float(np.median(R[i0:i1, -1].astype(np.float64))))
         L = state["L"]
         if "buffer" not in state:
@@ -288,6 +289,21 @@ class _BlockKernel:
                 state["onehot"] = np.zeros((i1 - i0, len(ci)), dtype=dtype)
                 state["onehot"][np.arange(i1 - i0), self.sorted_ids[i0:i1] - ci[0]] = 1.0
             sums[j0:j1, ci] += D.T @ state["onehot"] + shift * np.diff([*row_starts, i1 - i0])
+
+    def add_span(self, rows, columns, sums):
+        """Add the cluster sums of the rows ``rows = (start, stop)`` against the rows ``columns`` (both ways), or,
+        with ``columns=None``, of the rows against each other, in blocks of at most ``b`` rows, on this thread.
+
+        ``columns=None`` forms only the blocks on and above the diagonal (each pair once, as the
+        in-memory kernel does); ``rows`` and ``columns`` must not overlap otherwise.
+        """
+        def cuts(start, stop):
+            return [(s, min(stop, s + self.b)) for s in range(start, stop, self.b)]
+
+        row_blocks, state = cuts(*rows), {}  # one score buffer; the left operand of each row block once
+        for a, (i0, i1) in enumerate(row_blocks):
+            for j0, j1 in row_blocks[a:] if columns is None else cuts(*columns):
+                self.add_block(i0, j0, state, sums, symmetric=True, stop=(i1, j1))
 
 
 def _column_sums(block, group=128):
