@@ -21,6 +21,7 @@ import math
 import numpy as np
 
 from isotropy._kernels.clusters import _certainly_degenerate, _pair_ratios, _worst_partners
+from isotropy._kernels.silhouette import DIAGONAL_ROWS
 from isotropy.distributed._graph import (
     at_metric_scale,
     at_unit_scale,
@@ -138,12 +139,11 @@ def _duplicate_groups(blocks, starts, n, caller):
 
 
 # Rows per block of the kernel inside a silhouette tile (one thread), so that a tile's products are those of the
-# in-memory kernel rather than one product of its whole blocks. A diagonal tile forms its blocks on and above the
-# diagonal (its diagonal blocks whole): at 512 rows a 4096-row tile costs 1.34 times half the product of its block
-# against 2.3 as one product (n = 4096, d = 384, float32, one thread). An off-diagonal tile: the in-memory kernel's
-# 2048 rows, 1.12 times the product of its two blocks against 1.17 as one product, and a score buffer of 16 MiB
-# instead of one of the blocks' size (64 MiB at 4096 rows each).
-_DIAGONAL_ROWS = 512
+# in-memory kernel rather than one product of its whole blocks: a diagonal tile forms its blocks on and above the
+# diagonal (:data:`isotropy._kernels.silhouette.DIAGONAL_ROWS`), and an off-diagonal tile the in-memory kernel's
+# 2048 rows, 1.12 times the product of its two blocks against 1.17 as one product (4096 rows each, d = 384, float32,
+# one thread), with a score buffer of 16 MiB instead of one of the blocks' size (64 MiB).
+_DIAGONAL_ROWS = DIAGONAL_ROWS
 _OFF_DIAGONAL_ROWS = 2048
 
 

@@ -26,6 +26,7 @@ import numpy as np
 from isotropy._kernels.centre import distance_centre
 from isotropy._kernels.silhouette import (
     _TOLERANCE,
+    DIAGONAL_ROWS,
     EXACT_RESOLUTION,
     _augmented_numpy,
     _BlockKernel,
@@ -96,7 +97,10 @@ def _silhouette_numpy(X, ids, n_clusters, metric, chunk_size):
             if "sums" not in state:
                 state["sums"] = np.zeros((n, n_clusters), dtype=np.float64)
                 tables.append(state["sums"])
-            kernel.add_block(i0, j0, state, state["sums"], symmetric=True)
+            if i0 == j0:  # a diagonal block: its pairs once, in smaller blocks on and above its diagonal
+                kernel.add_span((i0, min(n, i0 + kernel.b)), None, state["sums"], size=DIAGONAL_ROWS, state=state)
+            else:
+                kernel.add_block(i0, j0, state, state["sums"], symmetric=True)
 
         _run_tasks(pair, [(i0, j0) for i0 in starts for j0 in starts if j0 >= i0], progress=True)
         sums = tables[0]
