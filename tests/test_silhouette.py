@@ -50,6 +50,22 @@ def test_many_clusters_row_panels_match_sklearn(rng, monkeypatch, metric):
                                rtol=0, atol=1e-10)
 
 
+@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
+def test_diagonal_blocks_in_smaller_blocks_with_partial_last_ones(rng, monkeypatch, metric):
+    # each diagonal block of 97 rows runs as blocks of 13 on and above its diagonal (the last ones cut short),
+    # with duplicate rows across blocks; reference: scikit-learn on float64 differences (exact zeros for duplicates)
+    from scipy.spatial.distance import cdist
+
+    import isotropy.metrics.silhouette as module
+
+    monkeypatch.setattr(module, "DIAGONAL_ROWS", 13)
+    X, labels = _blobs(rng, 400, 6, 5)
+    X[250:280] = X[90:120]
+    expected = skm.silhouette_samples(cdist(X, X, metric=metric), labels, metric="precomputed")
+    np.testing.assert_allclose(silhouette_samples(X, labels, metric=metric, chunk_size=97), expected,
+                               rtol=0, atol=1e-10)
+
+
 def test_singletons_and_duplicates_match_sklearn(rng):
     X = rng.normal(size=(30, 4))
     X[5] = X[6]  # exact duplicate pair in one cluster -> a = 0
