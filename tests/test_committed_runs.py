@@ -181,6 +181,7 @@ def test_a_committed_run_is_what_the_code_computes(run, tmp_path):
 # claims rebuild from them with the current code, exactly, without training anything.
 REBUILT = ["activation-diagrams/minilm", "activation-diagrams/gemma-3-270m", "cluster-finetune/minilm", "cluster-finetune/minilm-full",
            "frozen-classification/gemma-3-270m", "minibatch-stability/minilm", "minibatch-stability/gemma-3-270m",
+           "minibatch-stability/minilm-seeds-3-5", "minibatch-stability/gemma-3-270m-seeds-3-5",
            "istar/sst2-cpu", "istar/sst2-gemma-cpu", "sts-isotropy/separate-corpus",
            "sts-isotropy/gemma-separate-corpus", *(f"sts-isotropy/gemma-layer-{layer}" for layer in (3, 6, 9, 12, 15, 18))]
 
@@ -198,3 +199,22 @@ def test_committed_claims_rebuild_from_the_committed_files(run):
     assert rebuilt == stored, (f"{run}/claims.json is not what the code computes from the committed files "
                                f"(re-run {json.loads((committed / 'run.json').read_text())['command']!r} and commit "
                                f"its outputs)")
+
+
+@pytest.mark.parametrize("setup", ["minilm", "gemma-3-270m"])
+def test_minibatch_stability_fresh_seeds_give_the_verdicts_of_the_first_seeds(setup):
+    """The minibatch-stability page says the rules, written after seeds 0-2 were seen, give every verdict again on
+    seeds 3-5 (runs committed beside the first ones)."""
+    def verdicts(folder):
+        claims = json.loads((RUNS / "minibatch-stability" / folder / "claims.json").read_text())
+        return {claim["id"]: claim["verdict"] for claim in claims}
+
+    def seeds(folder):
+        return json.loads((RUNS / "minibatch-stability" / folder / "run.json").read_text())["seeds"]
+
+    assert (seeds(setup), seeds(f"{setup}-seeds-3-5")) == ([0, 1, 2], [3, 4, 5])
+    first, fresh = verdicts(setup), verdicts(f"{setup}-seeds-3-5")
+    assert fresh == first
+    assert {"holds", "does not hold"} & set(fresh.values())
+    page = (Path(__file__).resolve().parents[1] / "docs" / "experiments" / "minibatch-stability.md").read_text()
+    assert f"<!-- claims: minibatch-stability/{setup}-seeds-3-5 -->" in page
