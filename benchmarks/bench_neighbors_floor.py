@@ -3,7 +3,7 @@
 The floor is the minimal exact work: the float32 blocks on and above the diagonal of ``X·Xᵀ``
 (about ``n²d/2`` multiply-adds, multi-threaded BLAS), in the fastest of 1024-, 2048- and 4096-row blocks
 on this data (timed first; printed), timed in the same run. Until 2026-12-04 it was always 4096-row blocks, on
-2 shared cores about 1.1 times the fastest floor at n = 20,000 (the ratios measured before read that much lower). Three kernels
+2 shared cores about 1.2 times the fastest floor at n = 20,000 (the ratios measured before read that much lower). Three kernels
 run the same exact search (``n_neighbors = k``, euclidean): with ``--history``, the one of commit
 ``7acb82b`` and the one of commit ``b79a661`` (both read from git history at run time, so this
 script then needs the repository's history); those of the ``--compare`` checkouts; and the current

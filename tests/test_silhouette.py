@@ -51,18 +51,21 @@ def test_many_clusters_row_panels_match_sklearn(rng, monkeypatch, metric):
 
 
 @pytest.mark.parametrize("metric", ["euclidean", "cosine"])
-def test_diagonal_blocks_in_smaller_blocks_with_partial_last_ones(rng, monkeypatch, metric):
-    # each diagonal block of 97 rows runs as blocks of 13 on and above its diagonal (the last ones cut short),
-    # with duplicate rows across blocks; reference: scikit-learn on float64 differences (exact zeros for duplicates)
+@pytest.mark.parametrize(("n_clusters", "diagonal_rows", "chunk_size"), [(5, 13, 97), (150, 101, 250)])
+def test_diagonal_blocks_in_smaller_blocks_with_partial_last_ones(rng, monkeypatch, metric, n_clusters, diagonal_rows,
+                                                                  chunk_size):
+    # each diagonal block of chunk_size rows runs as blocks of diagonal_rows on and above its diagonal (the last ones
+    # cut short), with duplicate rows across blocks; 150 clusters put more than 32 in a block's rows (the one-hot
+    # product of its column sums). Reference: scikit-learn on float64 differences (exact zeros for duplicates)
     from scipy.spatial.distance import cdist
 
     import isotropy.metrics.silhouette as module
 
-    monkeypatch.setattr(module, "DIAGONAL_ROWS", 13)
-    X, labels = _blobs(rng, 400, 6, 5)
+    monkeypatch.setattr(module, "DIAGONAL_ROWS", diagonal_rows)
+    X, labels = _blobs(rng, 400, 6, n_clusters)
     X[250:280] = X[90:120]
     expected = skm.silhouette_samples(cdist(X, X, metric=metric), labels, metric="precomputed")
-    np.testing.assert_allclose(silhouette_samples(X, labels, metric=metric, chunk_size=97), expected,
+    np.testing.assert_allclose(silhouette_samples(X, labels, metric=metric, chunk_size=chunk_size), expected,
                                rtol=0, atol=1e-10)
 
 
