@@ -66,3 +66,23 @@ def test_every_benchmark_script_answers_help_without_running(tmp_path):
                              timeout=300, check=False)
         assert run.returncode == 0 and run.stdout.startswith("usage:"), (script.name, run.stderr[-500:])
     assert list(tmp_path.iterdir()) == []  # nothing written
+
+
+def test_bench_neighbors_floor_picks_its_fastest_block_once_per_shape_and_forms_every_upper_block(monkeypatch, capsys):
+    bench = _load("bench_neighbors_floor", monkeypatch)
+    X = np.random.default_rng(0).normal(size=(2500, 8)).astype(np.float32)
+    chosen = bench._floor_block(X)
+    assert chosen in bench._FLOOR_BLOCKS
+    assert "the floor runs" in capsys.readouterr().out
+    assert bench._floor_block(X) == chosen and capsys.readouterr().out == ""  # cached: timed and printed once
+    formed = []
+    real = np.matmul
+
+    def counting(a, b, out=None):
+        formed.append((a.shape[0], b.shape[1]))
+        return real(a, b, out=out)
+
+    monkeypatch.setattr(bench.np, "matmul", counting)
+    bench._floor(X, 1024)  # blocks 1024, 1024, 452 rows: the 6 on and above the diagonal
+    assert sum(r * c for r, c in formed) == sum(r * c for r, c in [(1024, 1024), (1024, 1024), (1024, 452),
+                                                                     (1024, 1024), (1024, 452), (452, 452)])
