@@ -1,8 +1,8 @@
 """Benchmark: the exact neighbour family (TwoNN, MLE, kneighbors) against the half-GEMM floor, before and after.
 
 The floor is the minimal exact work: the float32 blocks on and above the diagonal of ``X·Xᵀ``
-(about ``n²d/2`` multiply-adds, multi-threaded BLAS), in the fastest of 1024-, 2048- and 4096-row blocks
-on this data (timed first; printed), timed in the same run. Until 2026-12-04 it was always 4096-row blocks, on
+(about ``n²d/2`` multiply-adds, multi-threaded BLAS), in the fastest of 1024-, 2048- and 4096-row blocks, each
+with its diagonal blocks whole and split as the search splits them, on this data (timed first; printed), timed in the same run. Until 2026-12-04 it was always 4096-row blocks, on
 2 shared cores about 1.2 times the fastest floor at n = 20,000 (the ratios measured before read that much lower). Three kernels
 run the same exact search (``n_neighbors = k``, euclidean): with ``--history``, the one of commit
 ``7acb82b`` and the one of commit ``b79a661`` (both read from git history at run time, so this
@@ -92,35 +92,52 @@ def _kernel_start():
     return lambda X, k: kernels.exact_knn(X, None, k)
 
 
-# Block sizes tried for the floor: the fastest of them is the floor of the run (_floor_block).
+# Block sizes tried for the floor, each with its diagonal blocks whole and split (two halves and the block between
+# them, as the search forms them): the fastest is the floor of the run (_floor_block).
 _FLOOR_BLOCKS = (1024, 2048, 4096)
 _floor_rows = {}
 
 
-def _floor_block(X) -> int:
-    """The rows per block of :func:`_floor` for ``X``: the fastest of ``_FLOOR_BLOCKS`` (each timed twice, once per
-    data shape): the floor is the least time the minimal work takes in BLAS-shaped blocks, not one block size's.
+def _floor_block(X) -> tuple[int, bool]:
+    """``(rows per block, split)`` of :func:`_floor` for ``X``: the fastest of ``_FLOOR_BLOCKS``, each with its
+    diagonal blocks whole and split, each timed twice, once per data shape: the floor is the least time the
+    minimal work takes in BLAS-shaped blocks, not one block size's.
 
-    Larger blocks waste more of the diagonal (each diagonal block is formed whole: at n = 20,000, 4096-row
+    Larger blocks waste more of the diagonal (a diagonal block formed whole: at n = 20,000, 4096-row
     blocks form 1.26 times the half product, 1024-row ones 1.05) and smaller ones run BLAS less efficiently.
     """
     if X.shape not in _floor_rows:
-        times = {b: min(timed(lambda b=b: _floor(X, b))[1] for _ in range(2)) for b in _FLOOR_BLOCKS}
+        times = {(b, split): min(timed(lambda b=b, split=split: _floor(X, b, split))[1] for _ in range(2))
+                 for b in _FLOOR_BLOCKS for split in (False, True)}
         _floor_rows[X.shape] = min(times, key=times.get)
-        print(f"floor blocks: {', '.join(f'{b} rows {t:.3f} s' for b, t in times.items())}; "
-              f"the floor runs {_floor_rows[X.shape]}-row blocks", flush=True)
+        b, split = _floor_rows[X.shape]
+        tried = ", ".join(f"{rows} rows{' split' if cut else ''} {t:.3f} s" for (rows, cut), t in times.items())
+        print(f"floor blocks: {tried}; the floor runs {b}-row blocks{', diagonal ones split' if split else ''}",
+              flush=True)
     return _floor_rows[X.shape]
 
 
-def _floor(X, b=None):
-    """The float32 blocks on and above the diagonal of X·Xᵀ (``b`` rows per block; default :func:`_floor_block`)."""
+def _floor(X, b=None, split=False):
+    """The float32 blocks on and above the diagonal of X·Xᵀ (``b`` rows per block, each diagonal one whole or, with
+    ``split``, as its two halves and the block between them; by default those of :func:`_floor_block`)."""
     n = X.shape[0]
-    b = _floor_block(X) if b is None else b
+    b, split = _floor_block(X) if b is None else (b, split)
     buf = np.empty(min(n, b) ** 2, dtype=np.float32)
+
+    def block(a, e, a2, e2):
+        np.matmul(X[a:e], X[a2:e2].T, out=buf[: (e - a) * (e2 - a2)].reshape(e - a, e2 - a2))
+
     for a in range(0, n, b):
-        for a2 in range(a, n, b):
-            e, e2 = min(n, a + b), min(n, a2 + b)
-            np.matmul(X[a:e], X[a2:e2].T, out=buf[: (e - a) * (e2 - a2)].reshape(e - a, e2 - a2))
+        e = min(n, a + b)
+        if split and n > b:
+            h = a + (e - a) // 2
+            block(a, h, a, h)
+            block(h, e, h, e)
+            block(a, h, h, e)
+        else:
+            block(a, e, a, e)
+        for a2 in range(a + b, n, b):
+            block(a, e, a2, min(n, a2 + b))
 
 
 _CHILD = """
@@ -359,7 +376,8 @@ def _kernel_rows(X, repeat, compare=(), history=False):
         kernels.update(_kernels_of(tree))
     kernels.update({"after": lambda X, k: _with_loops("0", X, k), "after, compiled": lambda X, k: _with_loops("1", X, k)})
     print(f"data: float32, n={X.shape[0]:,}, d={X.shape[1]}; floor = blocks on and above the diagonal of X·Xᵀ "
-          f"(float32, {_floor_block(X)}-row blocks); fastest of {repeat}, interleaved", flush=True)
+          f"(float32, {_floor_block(X)[0]}-row blocks{', diagonal ones split' if _floor_block(X)[1] else ''}); "
+          f"fastest of {repeat}, interleaved", flush=True)
     print(f"| case | k | {' | '.join(f'{key} / floor' for key in kernels)} | same values |", flush=True)
     print(f"|---|---|{'---|' * len(kernels)}---|", flush=True)
     for name, k in (("TwoNN", 2), ("MLE", 20), ("kneighbors", 100)):

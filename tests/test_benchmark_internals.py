@@ -72,7 +72,7 @@ def test_bench_neighbors_floor_picks_its_fastest_block_once_per_shape_and_forms_
     bench = _load("bench_neighbors_floor", monkeypatch)
     X = np.random.default_rng(0).normal(size=(2500, 8)).astype(np.float32)
     chosen = bench._floor_block(X)
-    assert chosen in bench._FLOOR_BLOCKS
+    assert chosen[0] in bench._FLOOR_BLOCKS and chosen[1] in (False, True)
     assert "the floor runs" in capsys.readouterr().out
     assert bench._floor_block(X) == chosen and capsys.readouterr().out == ""  # cached: timed and printed once
     formed = []
@@ -84,5 +84,9 @@ def test_bench_neighbors_floor_picks_its_fastest_block_once_per_shape_and_forms_
 
     monkeypatch.setattr(bench.np, "matmul", counting)
     bench._floor(X, 1024)  # blocks 1024, 1024, 452 rows: the 6 on and above the diagonal
-    assert sum(r * c for r, c in formed) == sum(r * c for r, c in [(1024, 1024), (1024, 1024), (1024, 452),
-                                                                     (1024, 1024), (1024, 452), (452, 452)])
+    whole = [(1024, 1024), (1024, 1024), (1024, 452), (1024, 1024), (1024, 452), (452, 452)]
+    assert sorted(formed) == sorted(whole)
+    formed.clear()
+    bench._floor(X, 1024, True)  # each diagonal block as its two halves and the block between them
+    halves = [(512, 512)] * 6 + [(226, 226)] * 3
+    assert sorted(formed) == sorted([(1024, 1024), (1024, 452), (1024, 452), *halves])
