@@ -965,7 +965,8 @@ def exact_knn(X: np.ndarray, scale, n_neighbors: int, *, block: int | None = Non
 
     1. scores ``s̃_ij ≈ −‖c_i − c_j‖²/2`` of the centred rows ``c`` (centre: :func:`_centre`) as
        BLAS products of float32 blocks (float64 when float32 cannot hold them), over the blocks on
-       and above the diagonal only, each offered to its rows and its columns; every row keeps its
+       and above the diagonal only (a diagonal block as its two halves and the block between them where
+       the halves are large next to ``m``, :func:`_tasks`), each offered to its rows and its columns; every row keeps its
        ``m = n_neighbors + max(8, n_neighbors // 8)`` best (:class:`_Best`: the same set whatever
        order the worker threads finish the blocks in); with at least ``_ORDERED`` candidates
        (float32 points, on either loops), the blocks hold the points grouped by :func:`_cell_order`, so that

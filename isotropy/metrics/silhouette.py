@@ -74,8 +74,9 @@ def _silhouette_numpy(X, ids, n_clusters, metric, chunk_size):
 
     The samples are processed sorted by cluster, so that the per-cluster sums of a block are
     sums over contiguous column ranges (``np.add.reduceat``) and contiguous row ranges. Only
-    blocks (I, J) with I <= J are formed, each feeding S for rows I and (transposed) rows J;
-    when the n x n_clusters table S itself would be large (many clusters), row panels of S are
+    blocks (I, J) with I <= J are formed, each feeding S for rows I and (transposed) rows J, a
+    diagonal block as its smaller blocks on and above its diagonal (``DIAGONAL_ROWS`` rows: its pairs
+    once); when the n x n_clusters table S itself would be large (many clusters), row panels of S are
     completed one at a time instead, forming every block. Blocks are spread over one worker
     thread per core, each with single-threaded BLAS and its own buffers (numpy releases the
     GIL), which also runs the element-wise work in parallel.
