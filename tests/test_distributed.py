@@ -108,14 +108,14 @@ def test_silhouette_with_clusters_missing_from_blocks():
 
 @pytest.mark.parametrize("metric", ["euclidean", "cosine"])
 def test_silhouette_tiles_in_kernel_blocks_with_partial_last_blocks(monkeypatch, metric):
-    """A tile runs the kernel on blocks of _DIAGONAL_ROWS / _OFF_DIAGONAL_ROWS rows (here 13 and 29, so that
+    """A tile runs the kernel on blocks of DIAGONAL_ROWS / _OFF_DIAGONAL_ROWS rows (here 13 and 29, so that
     every tile of 97 rows ends on a partial block), with clusters missing from blocks and duplicate rows."""
     from scipy.spatial.distance import cdist
     from sklearn.metrics import silhouette_samples
 
     import isotropy.distributed._clusters as tiles
 
-    monkeypatch.setattr(tiles, "_DIAGONAL_ROWS", 13)
+    monkeypatch.setattr(tiles, "DIAGONAL_ROWS", 13)
     monkeypatch.setattr(tiles, "_OFF_DIAGONAL_ROWS", 29)
     rng = np.random.default_rng(5)
     labels = np.sort(rng.integers(0, 6, 400))

@@ -223,8 +223,8 @@ def groups_among(candidates, rows, n):
 
 # Rows per block inside a diagonal block of the distance matrix (:meth:`_BlockKernel.add_span`): a diagonal block formed
 # whole holds each of its pairs twice; in blocks of this many rows on and above its diagonal, only its smaller
-# diagonal blocks are. At 512 rows a 4096-row diagonal block costs 1.34 times half its product against 2.3 whole
-# (d = 384, float32, one thread); smaller blocks run BLAS less efficiently.
+# diagonal blocks are; smaller blocks run BLAS less efficiently. A 4096-row diagonal dask tile: 1.32 times half its
+# product against 2.43 whole (benchmarks/bench_dask.py, docs/benchmarks.md, "Later on 2026-12-04").
 DIAGONAL_ROWS = 512
 
 

@@ -140,10 +140,9 @@ def _duplicate_groups(blocks, starts, n, caller):
 
 # Rows per block of the kernel inside a silhouette tile (one thread), so that a tile's products are those of the
 # in-memory kernel rather than one product of its whole blocks: a diagonal tile forms its blocks on and above the
-# diagonal (:data:`isotropy._kernels.silhouette.DIAGONAL_ROWS`), and an off-diagonal tile the in-memory kernel's
-# 2048 rows, 1.12 times the product of its two blocks against 1.17 as one product (4096 rows each, d = 384, float32,
-# one thread), with a score buffer of 16 MiB instead of one of the blocks' size (64 MiB).
-_DIAGONAL_ROWS = DIAGONAL_ROWS
+# diagonal (DIAGONAL_ROWS), an off-diagonal tile blocks of the in-memory kernel's 2048 rows, with a 16 MiB score
+# buffer instead of one of its blocks' size (64 MiB at 4096 rows each). Measured by benchmarks/bench_dask.py
+# (docs/benchmarks.md, "Later on 2026-12-04").
 _OFF_DIAGONAL_ROWS = 2048
 
 
@@ -164,7 +163,7 @@ def _silhouette_tile(P, Q, metric, n_clusters, groups=None, span_p=None, span_q=
     if Q is None:
         R, local, present, _ = P
         sums = np.zeros((R.shape[0], present.size))
-        kernel = _BlockKernel(R, local, present.size, metric, min(R.shape[0], _DIAGONAL_ROWS),
+        kernel = _BlockKernel(R, local, present.size, metric, min(R.shape[0], DIAGONAL_ROWS),
                               duplicates=duplicates(P, span_p))
         kernel.add_span((0, R.shape[0]), None, sums)
         out = np.zeros((R.shape[0], n_clusters))
