@@ -2,7 +2,7 @@
 
 The floor is the minimal exact work: the float32 blocks on and above the diagonal of ``X·Xᵀ``
 (about ``n²d/2`` multiply-adds, multi-threaded BLAS), in the fastest of 1024-, 2048- and 4096-row blocks, each
-with its diagonal blocks whole and split as the search splits them, on this data (timed first; printed), timed in the same run. Until 2026-12-04 it was always 4096-row blocks, on
+with its diagonal blocks whole and split (two halves and the block between them: 3/4 of its products), on this data (timed first; printed), timed in the same run. Until 2026-12-04 it was always 4096-row blocks, on
 2 shared cores about 1.2 times the fastest floor at n = 20,000 (the ratios measured before read that much lower). Three kernels
 run the same exact search (``n_neighbors = k``, euclidean): with ``--history``, the one of commit
 ``7acb82b`` and the one of commit ``b79a661`` (both read from git history at run time, so this
@@ -93,7 +93,7 @@ def _kernel_start():
 
 
 # Block sizes tried for the floor, each with its diagonal blocks whole and split (two halves and the block between
-# them, as the search forms them): the fastest is the floor of the run (_floor_block).
+# them: 3/4 of a whole diagonal block's products): the fastest is the floor of the run (_floor_block).
 _FLOOR_BLOCKS = (1024, 2048, 4096)
 _floor_rows = {}
 

@@ -511,44 +511,6 @@ def test_compiled_scan_and_push_keep_the_sets_of_offer_and_merge(jit, seed):
         np.testing.assert_array_equal(s0, s1)  # bit for bit (the -0.0 entries read as +0.0 on both)
 
 
-def _pairs_covered(tasks, n) -> bool:
-    """Whether the blocks of the tasks form every pair ``i <= j`` once (a block ``I, J`` with ``I == J``: its pairs on
-    and above its diagonal; otherwise all of them, ``I`` before ``J``) and no other."""
-    count = np.zeros((n, n), dtype=int)
-    for I, Js in tasks:
-        for J in Js:
-            if I == J:
-                count[I, J] += np.triu(np.ones((I.stop - I.start,) * 2, dtype=int))
-            else:
-                assert I.stop <= J.start
-                count[I, J] += 1
-    return bool(np.array_equal(count, np.triu(np.ones((n, n), dtype=int))))
-
-
-def test_split_diagonal_blocks_give_the_neighbours_of_whole_ones(monkeypatch):
-    """With halves of at least _SPLIT_DIAGONAL·m points a diagonal block is formed as its two halves and the block
-    between them: the neighbours of cdist, bit for bit those of whole diagonal blocks, on two workers."""
-    from isotropy._kernels import neighbors as kernels
-    from isotropy._kernels import silhouette
-
-    monkeypatch.setattr(kernels, "_ONE_WORKER", 0)
-    monkeypatch.setattr(silhouette, "_cores", lambda: 2)
-    rng = np.random.default_rng(7)
-    X = (rng.standard_normal((1024, 7)) + 5 * rng.integers(0, 3, (1024, 1))).astype(np.float32)
-    k = 6  # m = 14 candidates: 4 panels of 256, halves of 128 >= 8 * 14
-    panels = kernels._panels(0, 1024, 256)
-    tasks = kernels._tasks(panels, panels, diagonal=True, m=kernels._n_candidates(k, 1024))
-    assert len(tasks) == 4 * 3 + 6 and _pairs_covered(tasks, 1024)
-    split = kneighbors(X, n_neighbors=k, chunk_size=256)
-    monkeypatch.setattr(kernels, "_SPLIT_DIAGONAL", 10**9)
-    whole = kneighbors(X, n_neighbors=k, chunk_size=256)
-    ref_d, ref_i = _reference(X, k)
-    np.testing.assert_allclose(split[0], ref_d, rtol=1e-12, atol=0)
-    np.testing.assert_array_equal(split[1], ref_i)
-    for a, b in zip(split, whole):
-        np.testing.assert_array_equal(a, b)
-
-
 @pytest.mark.parametrize("panels", [1, 2, 3])
 def test_column_panels_per_task_give_the_same_neighbours(panels, monkeypatch):
     """Tasks of one, two or three column panels (``_COLUMN_PANELS``: the blocks within a group of the diagonal are
@@ -563,10 +525,10 @@ def test_column_panels_per_task_give_the_same_neighbours(panels, monkeypatch):
     X = (rng.standard_normal((350, 7)) + 5 * rng.integers(0, 3, (350, 1))).astype(np.float32)
     panels_of = kernels._panels(0, 350, 40)
     monkeypatch.setattr(kernels, "_COLUMN_PANELS", panels)
-    for m in (0, 100):  # diagonal blocks split in two halves and the block between them (m = 0), or whole
-        tasks = kernels._tasks(panels_of, panels_of, diagonal=True, m=m)
-        assert _pairs_covered(tasks, 350) and all(len(Js) <= panels for _, Js in tasks)
-        assert any(I != panels_of[0] and I.start == 0 for I, _ in tasks) == (m == 0)
+    tasks = kernels._tasks(panels_of, panels_of, diagonal=True)
+    blocks = sorted((I.start, J.start) for I, Js in tasks for J in Js)
+    assert blocks == sorted((I.start, J.start) for a, I in enumerate(panels_of) for J in panels_of[a:])
+    assert all(len(Js) <= panels for _, Js in tasks)
     runs = [kneighbors(X, n_neighbors=6, chunk_size=40)]
     monkeypatch.setattr(kernels, "_COLUMN_PANELS", 1)
     runs.append(kneighbors(X, n_neighbors=6, chunk_size=40))

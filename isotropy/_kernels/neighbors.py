@@ -713,33 +713,15 @@ def _panels(start: int, stop: int, b: int) -> list:
     return [slice(s, min(stop, s + size)) for s in range(start, stop, size)]
 
 
-# A diagonal block of the candidate pass is formed as its two halves and the block between them (its pairs once, 3/4
-# of its products) when each half holds at least this many times the candidates per point (_tasks): a half's first
-# threshold is then close to a whole block's. With fewer, the weaker thresholds let more entries through than the
-# quarter of the products saves. n = 20,000, d = 384, 1024-row blocks, fastest of 3 (same values): numpy loops
-# 4.9 %, 3.6 % faster at k = 2, 20 (m = 10, 28) and 3.6 % slower at k = 100 (m = 112); compiled loops 1.3 %, 2.2 %
-# faster and 0.2 % slower.
-_SPLIT_DIAGONAL = 8
-
-
-def _tasks(rows, columns, *, diagonal: bool, m: int = 0) -> list:
+def _tasks(rows, columns, *, diagonal: bool) -> list:
     """Tasks ``(I, (J, ...))`` of :func:`_candidate_pass`: each row panel against ``_COLUMN_PANELS`` column panels.
 
     ``diagonal``: ``rows`` and ``columns`` are the same panels and only the blocks on and above the
-    diagonal are wanted, the diagonal ones first (every point then has a threshold); with several panels
-    and halves of at least ``_SPLIT_DIAGONAL·m`` points, a diagonal block as its two halves and the block
-    between them. Then by group of column panels, so that a worker's consecutive tasks share their right
-    operands (and, with more than one panel per group, each left operand it builds serves several blocks).
+    diagonal are wanted, the diagonal ones first (every point then has a threshold). Then by group
+    of column panels, so that a worker's consecutive tasks share their right operands (and, with
+    more than one panel per group, each left operand it builds serves several blocks).
     """
-    tasks = []
-    if diagonal:
-        for I in rows:
-            half = (I.stop - I.start) // 2
-            if len(rows) > 1 and half >= _SPLIT_DIAGONAL * max(m, 1):
-                low, high = slice(I.start, I.start + half), slice(I.start + half, I.stop)
-                tasks += [(low, (low,)), (high, (high,)), (low, (high,))]
-            else:
-                tasks.append((I, (I,)))
+    tasks = [(I, (I,)) for I in rows] if diagonal else []
     for t in range(0, len(columns), _COLUMN_PANELS):
         Js = tuple(columns[t:t + _COLUMN_PANELS])
         tasks += [(I, Js) for I in (rows[:t] if diagonal else rows)]
@@ -965,8 +947,7 @@ def exact_knn(X: np.ndarray, scale, n_neighbors: int, *, block: int | None = Non
 
     1. scores ``s̃_ij ≈ −‖c_i − c_j‖²/2`` of the centred rows ``c`` (centre: :func:`_centre`) as
        BLAS products of float32 blocks (float64 when float32 cannot hold them), over the blocks on
-       and above the diagonal only (a diagonal block as its two halves and the block between them where
-       the halves are large next to ``m``, :func:`_tasks`), each offered to its rows and its columns; every row keeps its
+       and above the diagonal only, each offered to its rows and its columns; every row keeps its
        ``m = n_neighbors + max(8, n_neighbors // 8)`` best (:class:`_Best`: the same set whatever
        order the worker threads finish the blocks in); with at least ``_ORDERED`` candidates
        (float32 points, on either loops), the blocks hold the points grouped by :func:`_cell_order`, so that
@@ -1003,7 +984,7 @@ def exact_knn(X: np.ndarray, scale, n_neighbors: int, *, block: int | None = Non
     if ops.low_centre is not None and ops.dtype == np.float32 and m >= _ORDERED and n >= 2 * b:
         ops.order, ops.jit = _cell_order(ops, b), jit
     panels = _panels(0, n, b)
-    _candidate_pass(ops, (best, best), _tasks(panels, panels, diagonal=True, m=m), b, jit)
+    _candidate_pass(ops, (best, best), _tasks(panels, panels, diagonal=True), b, jit)
     best_v, best_i = best.result(jit, ops.order)
     del best
     return _exact_selection(X, scale, centre, ops.q, np.arange(n), best_v, best_i, n_neighbors, ops.dtype, (0, n),
