@@ -50,3 +50,28 @@ def test_offer_through_the_reachable_lines_keeps_the_same_entries(axis):
     assert 4 * np.count_nonzero(S.max(axis=axis) >= best.tau) <= size  # the reachable lines' path
     for a, b in zip(*kept):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("has_vecdot", [True, False])
+@pytest.mark.parametrize("scaled", [False, True])
+def test_exact_distances_with_and_without_vecdot_are_the_float64_differences(monkeypatch, has_vecdot, scaled):
+    """``_exact_sq_distances`` (numpy loops) through ``np.vecdot`` (numpy 2) and through ``einsum`` (numpy 1.26): both
+    within the float64 rounding of the sum of the squared differences (math.fsum of the exact products), so within the
+    bound the certificate allows for it, with candidates gathered over several steps of the gather buffer."""
+    import math
+
+    if not has_vecdot:
+        monkeypatch.delattr(np, "vecdot", raising=False)
+    monkeypatch.setattr(kernels, "_GATHER_MEMORY", 7 * 12 * 8 * 5)  # 7 rows per step: 3 steps, the last partial
+    rng = np.random.default_rng(5)
+    X = (rng.standard_normal((40, 12)) * 10.0 ** rng.integers(-3, 4, size=(40, 1))).astype(np.float32)
+    scale = 1.0 / np.linalg.norm(X.astype(np.float64), axis=1) if scaled else None
+    rows = rng.integers(0, 40, size=17)
+    cand = rng.integers(0, 40, size=(17, 7))
+    got = kernels._exact_sq_distances(X, scale, rows, cand)
+    Y = X.astype(np.float64) * (1.0 if scale is None else scale[:, None])
+    for r in range(rows.size):
+        for j in range(cand.shape[1]):
+            diff = Y[cand[r, j]] - Y[rows[r]]
+            exact = math.fsum(float(t) * float(t) for t in diff)
+            assert got[r, j] == pytest.approx(exact, rel=(12 + 4) * np.finfo(np.float64).eps, abs=0.0)
