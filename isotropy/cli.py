@@ -445,12 +445,7 @@ def main(argv=None):
         if isinstance(exc, click.ClickException):
             exc.show()
             sys.exit(exc.exit_code)
-        message = " ".join(str(exc).split()) or exc.__class__.__name__
-        if isinstance(exc, ModuleNotFoundError) and message == f"No module named {exc.name!r}":
-            from isotropy._utils.install import missing_module_hint
+        from isotropy._utils.install import import_error_message
 
-            hint = missing_module_hint(exc.name)  # a bare "No module named 'dask'" said nothing of what to install
-            if hint is not None:
-                message = f"{message}: this command needs it; install it with {hint}"
-        click.echo(f"Error: {message}", err=True)
+        click.echo(f"Error: {import_error_message(exc)}", err=True)
         sys.exit(2)

@@ -263,7 +263,11 @@ def test_a_missing_extra_is_named_by_the_command_that_needs_it(tmp_path):
                         f'pip install -e "{REPO}[experiments]"')),
         (["measure", "glove-6b-50d"], f'and pandas: pip install -e "{REPO}[experiments]"'),
         (["measure", "x.pt"], "needs PyTorch: pip install torch --index-url https://download.pytorch.org/whl/cpu"),
+        # --model on the core install said only "No module named 'torch'"
+        (["measure", "--model", "all-MiniLM-L6-v2", "--texts", "t.txt"],
+         "No module named 'torch': this command needs it; install it with pip install torch --index-url"),
     ]
+    (tmp_path / "t.txt").write_text("one text\nanother text\n")
     for argv, expected in cases:
         result = _run_without_extras(f"""
             from isotropy.cli import main

@@ -73,3 +73,19 @@ def missing_module_hint(name: str | None) -> str | None:
         return torch_command()
     extra = _EXTRA_OF_MODULE.get(top)
     return None if extra is None else extra_command(extra)
+
+
+def import_error_message(exc: BaseException) -> str:
+    """The one-line text of ``exc``; a bare ``No module named 'x'`` of one of our extras gets its install command.
+
+    >>> import_error_message(ModuleNotFoundError("No module named 'dask'", name="dask")).endswith('[distributed]"')
+    True
+    >>> import_error_message(ImportError("something  else"))
+    'something else'
+    """
+    message = " ".join(str(exc).split()) or exc.__class__.__name__
+    if isinstance(exc, ModuleNotFoundError) and message == f"No module named {exc.name!r}":
+        hint = missing_module_hint(exc.name)  # a bare "No module named 'dask'" said nothing of what to install
+        if hint is not None:
+            message = f"{message}: this command needs it; install it with {hint}"
+    return message

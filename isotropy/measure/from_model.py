@@ -1043,9 +1043,10 @@ def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, 
             else:
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     except (ValueError, TypeError, OSError, ImportError) as exc:
+        from isotropy._utils.install import import_error_message
         from isotropy.measure.report import option_names
 
-        raise _InputError(option_names(" ".join(str(exc).split()))) from None
+        raise _InputError(option_names(import_error_message(exc))) from None
     if result["isoscore_star_left_out"]:
         from isotropy.metrics.table import ISOSCORE_STAR_NOTE
 
