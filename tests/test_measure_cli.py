@@ -453,6 +453,41 @@ def test_too_few_rows_for_the_default_mle_k_names_the_default(tmp_path):
     assert "Got 20 instead" in result.output
 
 
+@pytest.mark.parametrize("n_rows", [3, 15, 20])
+def test_a_default_table_on_no_more_rows_than_the_default_mle_k_leaves_mle_out(tmp_path, n_rows):
+    """15 rows and no options exited with status 2 on MLE's default k = 20 (trial): the default table now leaves it
+    out with one note saying how to measure it, and every other value is the one --metrics gives alone."""
+    path = tmp_path / "rows.npy"
+    X = np.random.default_rng(n_rows).normal(size=(n_rows, 6))
+    np.save(path, X)
+    out = tmp_path / "m.json"
+    result = CliRunner().invoke(cli, ["measure", str(path), "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    low = f"give --n-neighbors K with 2 <= K <= {n_rows - 1}" if n_rows > 2 else "give more rows"
+    assert (f"Note: mle_dimension left out: its default 20 neighbours need more than 20 rows, and {n_rows} are "
+            f"measured; {low} to measure it.") in result.stderr
+    record = json.loads(out.read_text())
+    names = [name for name in default_metric_names(labels=False, shrinkage=False) if name != "mle_dimension"]
+    assert list(record["values"]) == names and record["n_neighbors"] is None
+    alone = tmp_path / "twonn.json"
+    assert CliRunner().invoke(cli, ["measure", str(path), "--metrics", "twonn_dimension", "--json", str(alone)]
+                              ).exit_code == 0
+    assert record["values"]["twonn_dimension"] == json.loads(alone.read_text())["values"]["twonn_dimension"]
+    # one row more: MLE is in the default table; asked for by name or with --n-neighbors, too few rows stay an error
+    np.save(path, np.random.default_rng(0).normal(size=(21, 6)))
+    assert "Note: mle_dimension" not in CliRunner().invoke(cli, ["measure", str(path)]).stderr
+    np.save(path, X)
+    assert CliRunner().invoke(cli, ["measure", str(path), "--n-neighbors", str(n_rows)]).exit_code == 2
+
+
+def test_texts_without_model_says_to_name_the_model(tmp_path):
+    (tmp_path / "t.txt").write_text("a cat\nthe dog\n")
+    result = CliRunner().invoke(cli, ["measure", "--texts", str(tmp_path / "t.txt")])
+    assert result.exit_code == 2
+    assert ("Error: --texts FILE gives the texts a model embeds; name the model with --model "
+            "NAME (e.g. --model all-MiniLM-L6-v2).") in result.output
+
+
 def test_an_unquoted_pattern_expanded_by_the_shell_is_named(tmp_path):
     """`isotropy measure shards/*.npy` unquoted hands the command every file: the error says to quote the pattern or
     pass the folder, instead of listing 60 'unexpected extra arguments' (trial)."""

@@ -498,7 +498,7 @@ def test_cli_on_a_gguf_decoder(files, tmp_path):
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--texts", "TEXTS"], "or --model NAME with --texts FILE."),
+    (["--texts", "TEXTS"], "name the model with --model NAME (e.g. --model all-MiniLM-L6-v2)."),
     (["EMB", "--model", "BERT", "--texts", "TEXTS"], "not both"),
     (["EMB", "--device", "cpu"], "--device applies to --model NAME --texts FILE only"),
     (["EMB", "--texts", "TEXTS", "--layers", "1", "--plot", "OUT"], "--texts, --layers, --plot apply to --model"),
@@ -757,6 +757,8 @@ def test_n_neighbors_with_the_default_model_table_is_refused(files):
     ("--plot", "x.jpgg", ("Error: --plot '{p}' has the format 'jpgg', which is not a figure format this command "
                          "writes; expected one of png, svg, pdf, eps, ps, jpg, jpeg, tif, tiff, webp.")),
     ("--plot", "x.raw", "Error: --plot '{p}' has the format 'raw', which is not a figure format this command writes"),
+    ("--plot", "out", ("Error: --plot '{p}' has no suffix, which gives the figure's format; expected a name ending in "
+                       "one of .png, .svg, .pdf, .eps, .ps, .jpg, .jpeg, .tif, .tiff, .webp (e.g. '{p}.png').")),
     ("--plot", "afile/x.png", "Error: The --plot '{p}' cannot be written: '{a}' on its way is a file, not a directory."),
 ])
 def test_model_outputs_are_checked_before_the_model_runs(tmp_path, option, name, message):

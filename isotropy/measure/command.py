@@ -368,6 +368,9 @@ def command(embeddings, labels_path, label_column, metric_names, shrinkage_sampl
             from isotropy.measure.report import command_words
 
             raise InputError(command_words(f"--label-column {label_column!r}: {exc}")) from None
+    if embeddings is None and model_kwargs["model"] is None and model_kwargs.get("texts_path") is not None:
+        raise click.UsageError("--texts FILE gives the texts a model embeds; name the model with --model NAME "
+                               "(e.g. --model all-MiniLM-L6-v2).")
     if embeddings is None and model_kwargs["model"] is None:
         raise click.UsageError("give EMBEDDINGS (a file, a folder of shards or 'glove-6b-50d'), or --model NAME with "
                                "--texts FILE.")

@@ -979,9 +979,12 @@ def _check_outputs(json_path, plot_path, inputs: dict | None = None) -> None:
     if plot_path is None:
         return
     check_writable_destination(plot_path, name="--plot", probe=True)
-    suffix = Path(plot_path).suffix.lower().lstrip(".") or "png"
+    suffix = Path(plot_path).suffix.lower().lstrip(".")
     from isotropy._utils.click_types import FIGURE_FORMATS
 
+    if not suffix:  # (a PNG written under a name without one said nothing of its format)
+        raise ValueError(f"--plot {str(plot_path)!r} has no suffix, which gives the figure's format; expected a name "
+                         f"ending in one of .{', .'.join(FIGURE_FORMATS)} (e.g. {str(plot_path) + '.png'!r}).")
     if suffix not in FIGURE_FORMATS:  # the formats of 'isotropy plot --format' (avif, raw, ... depend on the platform)
         raise ValueError(f"--plot {str(plot_path)!r} has the format {suffix!r}, which is not a figure format this "
                          f"command writes; expected one of {', '.join(FIGURE_FORMATS)}.")

@@ -81,6 +81,10 @@ def report(data, embeddings, *, metric_names, json_path, key, labels_path, sampl
         header += f", {distance} distance"
     echo(header + header_extra)
     _isoscore_star_note(metric_names, has_shrinkage=data.shrinkage_cov is not None, default_table=default_table)
+    too_few = mle_left_out(metric_names, data.n_samples, default_table=default_table, n_neighbors=n_neighbors)
+    if too_few is not None:
+        click.echo(f"Note: {too_few}.", err=True)
+        metric_names = [name for name in metric_names if name != "mle_dimension"]
     if distance == "cosine" and _COSINE_HALVES.intersection(metric_names):
         click.echo(f"Note: {', '.join(sorted(_COSINE_HALVES.intersection(metric_names)))}: {_COSINE_NOTE}", err=True)
     euclidean_only = _euclidean_only(metric_names) if distance != "euclidean" else []
@@ -471,6 +475,24 @@ def _mle_neighbours(n_neighbors) -> int:
     from isotropy._kernels.dimension import DEFAULT_MLE_NEIGHBOURS
 
     return DEFAULT_MLE_NEIGHBOURS if n_neighbors is None else int(n_neighbors)
+
+
+def mle_left_out(metric_names, n_samples: int, *, default_table: bool, n_neighbors) -> str | None:
+    """The note of a default table too small for MLE's default ``k`` (which then leaves it out), else None.
+
+    A default table (no ``--metrics``) on ``n_samples <= k`` rows, ``k`` the default of
+    ``--n-neighbors``: the metric cannot be computed, and the user asked for nothing that needs it,
+    so the table goes on without it (exit status 0) and says how to measure it. Asked for by name,
+    or with ``--n-neighbors``, a ``k`` the rows cannot give stays an error.
+    """
+    if not default_table or n_neighbors is not None or "mle_dimension" not in metric_names:
+        return None
+    k = _mle_neighbours(None)
+    if n_samples > k:
+        return None
+    low = f"--n-neighbors K with 2 <= K <= {n_samples - 1}" if n_samples > 2 else "more rows"
+    return (f"mle_dimension left out: its default {k} neighbours need more than {k} rows, and {n_samples} are "
+            f"measured; give {low} to measure it")
 
 
 def _measure_each(metric_names, data, *, distance, random_state, progress, n_neighbors=None, zeta=None,

@@ -111,9 +111,9 @@ LEFT_OUT = {
 }
 
 #: The one-line note of a default table that leaves IsoScore* out (no shrinkage sample given).
-ISOSCORE_STAR_NOTE = ("isoscore_star left out: without a shrinkage sample its Σ_S is the identity and it tracks the "
-                      "vector norms (0.7-0.999 on contextual embeddings whose isoscore is 0.03-0.08); give a shrinkage "
-                      "sample to measure it")
+#: Short: a default table prints it on every run (ISOSCORE_STAR_WARNING and the docs hold the numbers behind it).
+ISOSCORE_STAR_NOTE = ("isoscore_star left out: without a shrinkage sample (its Σ_S) it tracks the vector norms, not "
+                      "isotropy; give one to measure it")
 
 #: The warning when IsoScore* is asked for by name without a shrinkage sample.
 ISOSCORE_STAR_WARNING = ("isoscore_star without a shrinkage sample shrinks toward the identity (Σ_S = I): the value "
