@@ -688,3 +688,31 @@ def test_csv_that_is_tab_separated_is_read_as_the_labels_reader_reads_it(tmp_pat
     got, names = read_embeddings(tmp_path / "y.csv")
     np.testing.assert_array_equal(got, X)
     assert list(names) == ["a", "b", "c", "d"]
+
+
+def test_a_table_of_sentences_and_integers_is_a_file_of_texts_with_the_model_command(tmp_path):
+    """SST-2's dev.tsv (sentence, label) given as EMBEDDINGS was refused for its label column, and --labels then for
+    having no numeric column (trial): it is a file of texts, said so with the --model command that embeds it."""
+    from conftest import shared_data_path
+
+    sst2 = shared_data_path("glue_data", "SST-2", "dev.tsv")
+    with pytest.raises(IsotropyValueError) as caught:
+        read_embeddings(sst2)
+    message = str(caught.value)
+    assert "its column 'sentence' holds texts (\"it 's a charming and often affecting ...\", ...) beside 1 numeric " \
+           "column: a file of texts, not of embeddings" in message
+    assert message.endswith(f"to embed the texts with a model: isotropy measure --model NAME --texts {sst2} "
+                            f"--text-column sentence.")
+    # without a header: the column by its position, and no --text-column (the texts reader needs a header for one)
+    (tmp_path / "t.csv").write_text("3,the cat sat on the warm mat,1\n4,a dog ran across the green park,0\n")
+    with pytest.raises(IsotropyValueError, match=r"its column 2 holds texts .* beside 2 numeric columns: a file of "
+                                                 r"texts, not of embeddings; .* --texts \S+t\.csv\.$"):
+        read_embeddings(tmp_path / "t.csv")
+    # sentences naming the rows of a 2-d map (fractional numbers), and short names beside integers: embeddings
+    (tmp_path / "map.csv").write_text("name,x,y\nthe cat sat on the warm mat,0.1,0.2\na dog ran across the park,0.3,-1\n")
+    X, names = read_embeddings(tmp_path / "map.csv")
+    assert names == ["the cat sat on the warm mat", "a dog ran across the park"]
+    np.testing.assert_array_equal(X, [[0.1, 0.2], [0.3, -1.0]])
+    (tmp_path / "words.csv").write_text("word,x,y\ncat,1,2\nnew york,3,4\n")
+    X, names = read_embeddings(tmp_path / "words.csv")
+    assert names == ["cat", "new york"] and X.tolist() == [[1, 2], [3, 4]]

@@ -634,6 +634,7 @@ def _read_table(path, sep: str, label_column=None):
     if label_column is not None:
         name = _header_name(label_column)
         df = df.drop(columns=[c for c in df.columns if _header_name(c) == name][:1])
+    _refuse_texts(df, path, header)
     if header:
         _refuse_label_columns(df, path, None if label_column is None else _header_name(label_column))
     names = None
@@ -699,6 +700,44 @@ def _check_fields(path, sep: str, header: bool, indexed: bool = False) -> None:
     if data_lines and width > 1 and last_empty:
         raise _fail(path, f"every line ends with an empty field, column {width} (a trailing delimiter?)",
                     "no delimiter after the last value of a line")
+
+
+# Median words per cell from which a column of strings holds texts (sentences), not names, and the integer columns
+# at most beside it for the file to be one of texts (a label, an id, a year): an embeddings file has many more.
+_TEXT_WORDS = 5
+_TEXT_FILE_NUMBERS = 3
+
+
+def _refuse_texts(df, path, header: bool) -> None:
+    """A table of sentences and a few integers (SST-2's ``sentence, label``) is a file of texts: said so, with the
+    ``--model`` command that embeds them, instead of an error about its label column or its missing features.
+
+    A judgement call: sentences beside a few columns of fractional numbers (a 2-d t-SNE map of sentences, say)
+    stay an embeddings file whose first column names the rows.
+    """
+    import pandas as pd
+
+    numeric = [c for c in df.columns if pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])]
+    numbers = len(numeric)
+    if numbers > _TEXT_FILE_NUMBERS or any(not bool(np.all(np.mod(df[c].dropna().to_numpy(dtype=np.float64), 1) == 0))
+                                           for c in numeric):
+        return
+    for column in df.columns:
+        values = df[column]
+        if pd.api.types.is_numeric_dtype(values) or values.dropna().empty:
+            continue
+        words = values.dropna().astype(str).str.split().str.len()
+        if float(words.median()) >= _TEXT_WORDS:
+            shown = str(values.dropna().iloc[0]).strip()
+            shown = shown if len(shown) <= 40 else shown[:37] + "..."
+            # a first line of texts read as the header (not numbers): the column by its position, without a name
+            named_by_header = header and len(str(column).split()) < _TEXT_WORDS
+            column_option = f" --text-column {shlex.quote(str(column))}" if named_by_header else ""
+            named = f"column {str(column)!r}" if named_by_header else f"column {list(df.columns).index(column) + 1}"
+            raise _fail(path, f"its {named} holds texts ({shown!r}, ...) beside {numbers} numeric column"
+                              f"{'' if numbers == 1 else 's'}: a file of texts, not of embeddings",
+                        f"rows of numbers; to embed the texts with a model: isotropy measure --model NAME --texts "
+                        f"{shlex.quote(str(path))}{column_option}")
 
 
 def _refuse_label_columns(df, path, label_column: str | None = None) -> None:
