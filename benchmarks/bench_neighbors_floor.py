@@ -337,10 +337,18 @@ def _kernels_of(tree):
     numpy_loops.compiled_kernels = lambda *size: None
     kernels = {commit: lambda X, k: numpy_loops.exact_knn(X, None, k)}
     if (folder / "_neighbors_jit.py").exists():
-        spec = importlib.util.spec_from_file_location(f"_neighbour_jit_{commit}", folder / "_neighbors_jit.py")
+        # loaded from a copy outside the checkout: numba caches the compiled loops beside the file under this module's
+        # name, and such a cache beside the checkout's own file broke its next plain import (ModuleNotFoundError of
+        # "_neighbour_jit_<commit>" when numba loaded a loop)
+        copy = Path(tempfile.gettempdir()) / f"isotropy-bench-{commit}" / "_neighbors_jit.py"
+        source = (folder / "_neighbors_jit.py").read_text()
+        if not copy.exists() or copy.read_text() != source:
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            copy.write_text(source)
+        spec = importlib.util.spec_from_file_location(f"_neighbour_jit_{commit}", copy)
         loops = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = loops  # numba finds the module of a cached loop by its name
-        spec.loader.exec_module(loops)  # (and caches the compiled loops beside that file)
+        spec.loader.exec_module(loops)  # (and caches the compiled loops beside the copy)
         compiled = _module(f"_neighbour_kernels_{commit}_compiled", (folder / "neighbors.py").read_text())
         compiled.compiled_kernels = lambda *size: loops
         kernels[f"{commit}, compiled"] = lambda X, k: compiled.exact_knn(X, None, k)
