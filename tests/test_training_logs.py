@@ -479,3 +479,35 @@ def test_a_misspelt_figure_format_gets_did_you_mean():
     with pytest.raises(click.BadParameter) as far:
         parse_formats("png,xyz")
     assert "Got 'png,xyz' instead." in str(far.value) and "Did you mean" not in str(far.value)
+
+
+def test_runs_in_folders_below_are_read_alone_or_named_never_merged(hf_dir, lightning_dir, tmp_path, capsys):
+    """A sweep's folder of three HF runs was read as one run from their TensorBoard files (the last run's values
+    replacing the others' at every step), an HF run one folder down was 'no training log', and an HF run beside a
+    Lightning run was passed over for it without a word (trial): one run below is read as its own log (its
+    checkpoint's trainer_state.json, not its TensorBoard files); several are named, in one line."""
+    import shutil
+
+    alone = read_geometry_log(hf_dir)
+    one = tmp_path / "one"
+    shutil.copytree(hf_dir, one / "a")
+    frame = read_geometry_log(one)
+    assert _as_dict(frame) == _as_dict(alone) and set(frame["source"]) == {str(one / "a" / "checkpoint-4" /
+                                                                               "trainer_state.json")}
+    sweep = tmp_path / "sweep"
+    for name in ("lambda_-1", "lambda_0", "lambda_1"):
+        shutil.copytree(hf_dir, sweep / name)
+    both = tmp_path / "both"
+    shutil.copytree(hf_dir, both / "hf")
+    shutil.copytree(lightning_dir, both / "pl")
+    for folder, named in ((sweep, "3 Hugging Face runs (lambda_0, lambda_1, lambda_-1)"),
+                          (both, "2 runs of different frameworks (hf, pl/run/version_0)")):
+        message = (f"The directory {str(folder)!r} holds {named}, separate runs: name the folder of one of them to "
+                   f"read its log.")
+        with pytest.raises(IsotropyValueError) as caught:
+            read_geometry_log(folder)
+        assert str(caught.value) == message
+        with pytest.raises(SystemExit) as info:
+            main(["plot", str(folder), "--out", str(tmp_path / "figures")])
+        assert info.value.code == 2 and capsys.readouterr().err == f"Error: {message}\n"
+    assert _as_dict(read_geometry_log(sweep / "lambda_0")) == _as_dict(alone)

@@ -54,23 +54,57 @@ def find_geometry_logs(path: str | os.PathLike) -> list[Path]:
         if kind == "does not exist":
             raise FileNotFoundError(f"The training log {str(path)!r} does not exist: {expected}.")
         raise IsotropyValueError(f"The training log {str(path)!r} {kind}: {expected} (or a log file in one).")
-    top = path / "trainer_state.json"
-    if top.is_file() or (top.exists() and not top.is_dir()):  # a FIFO too: refused, not passed over for another log
-        return [top]
-    states = sorted(path.glob("checkpoint-*/trainer_state.json"),
-                    key=lambda p: int(p.parent.name.rsplit("-", 1)[-1]) if p.parent.name.rsplit("-", 1)[-1].isdigit()
-                    else -1)
-    if states:
-        return [states[-1]]
+    own = _hf_state(path)
+    if own is not None:
+        return [own]
+    # Hugging Face runs in folders below (an output directory per run, as a sweep writes them): one is read as its
+    # own; several, or one beside another framework's logs, are separate runs, never merged (a sweep's three runs
+    # were read as one, the last one's values replacing the others' at every step)
+    runs = {}
+    for file in sorted(path.glob("**/trainer_state.json"), key=_natural_key):
+        folder = file.parent.parent if _CHECKPOINT.fullmatch(file.parent.name) else file.parent
+        if folder != path and not any(folder.is_relative_to(other) for other in runs):
+            state = _hf_state(folder)
+            if state is not None:
+                runs[folder] = state
+    others = []
     for pattern, order in (("**/metrics.csv", _natural_key), ("**/events.out.tfevents.*", _written_at)):
         found = sorted((p for p in path.glob(pattern) if p.is_file()), key=order)
         # tables of geometry first; if none is, all of them (read, and refused in one line saying why)
         found = [p for p in found if _may_hold_geometry(p)] or found
+        found = [p for p in found if not any(p.is_relative_to(folder) for folder in runs)]  # HF's own TensorBoard
         if found:
-            return found
+            others = found
+            break
+    if len(runs) > 1 or (runs and others):
+        named = [str(folder.relative_to(path)) for folder in runs]
+        if others:
+            named.append(str(others[0].parent.relative_to(path)) + (" and more" if len(others) > 1 else ""))
+        kinds = "Hugging Face runs" if not others else "runs of different frameworks"
+        raise IsotropyValueError(f"The directory {str(path)!r} holds {len(named)} {kinds} ({', '.join(named)}), "
+                                 f"separate runs: name the folder of one of them to read its log.")
+    if runs:
+        return list(runs.values())
+    if others:
+        return others
     raise IsotropyValueError(f"The directory {str(path)!r} holds no training log: expected trainer_state.json "
                              f"(Hugging Face), metrics.csv (Lightning CSVLogger) or events.out.tfevents.* "
                              f"(TensorBoard).")
+
+
+_CHECKPOINT = re.compile(r"checkpoint-\d+")
+
+
+def _hf_state(folder: Path) -> Path | None:
+    """The ``trainer_state.json`` of the Hugging Face output directory ``folder``: its own (``save_state``), else the
+    latest ``checkpoint-*``'s (it holds the whole history so far), else ``None``."""
+    top = folder / "trainer_state.json"
+    if top.is_file() or (top.exists() and not top.is_dir()):  # a FIFO too: refused, not passed over for another log
+        return top
+    states = sorted(folder.glob("checkpoint-*/trainer_state.json"),
+                    key=lambda p: int(p.parent.name.rsplit("-", 1)[-1]) if p.parent.name.rsplit("-", 1)[-1].isdigit()
+                    else -1)
+    return states[-1] if states else None
 
 
 def _may_hold_geometry(path: Path) -> bool:
