@@ -371,7 +371,9 @@ def _unfinished_run(path: Path, record, *, locking: bool) -> str | None:
     if status == "running":
         line = f"{where} was interrupted (run.json says 'running' but no process holds the directory)"
     elif status == "interrupted":
-        line = f"{where} was interrupted (Ctrl-C before it finished)"
+        by = record.get("stopped_by")  # (runs written before it was recorded: which one is not known)
+        line = f"{where} was interrupted ({by if by in ('Ctrl-C', 'SIGTERM') else 'Ctrl-C or SIGTERM'} before it " \
+               f"finished)"
     elif status == "failed":
         error = " ".join(str(record.get("error") or "no error recorded").split())
         line = f"{where} failed ({error if len(error) <= 200 else error[:199] + '…'})"

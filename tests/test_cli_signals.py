@@ -52,7 +52,7 @@ def test_sigterm_after_the_first_result_marks_the_run_interrupted_and_exits_143(
     assert terminated_run(out, parts=1) == 143
     assert capsys.readouterr().err.strip().splitlines()[-1] == "Terminated."
     meta = json.loads((out / "run.json").read_text())
-    assert meta["status"] == "interrupted" and meta["ended"] is not None
+    assert meta["status"] == "interrupted" and meta["ended"] is not None and meta["stopped_by"] == "SIGTERM"
     assert not (out / ".previous").exists()
     assert signal.getsignal(signal.SIGTERM) == previous  # the handler is the command's only
 

@@ -266,13 +266,18 @@ def test_ctrl_c_mid_run_is_recorded_as_interrupted_not_failed(tmp_path, capsys, 
     code, err = _run_cli(out, capsys, "decay=0.5")
     assert code == 130 and "Interrupted." in err
     meta = _meta(out)
-    assert meta["status"] == "interrupted" and meta["ended"] and "error" not in meta
+    assert meta["status"] == "interrupted" and meta["ended"] and "error" not in meta and meta["stopped_by"] == "Ctrl-C"
     assert sorted(p.name for p in (out / "seeds").iterdir()) == ["seed_0.json"]  # no half-written seed 1
     assert not (out / "claims.json").exists() and not (out / "figures").exists()
     code, err = _cli(["plot", str(out)], capsys)
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert f"the run in {str(out)!r} was interrupted (Ctrl-C before it finished) and has no results to plot" in err
     assert "failed" not in err and "Errno" not in err
+    # plot said "Ctrl-C" of a run SIGTERM stopped; a run.json from before stopped_by says it does not know which
+    for by, said in (("SIGTERM", "SIGTERM"), (None, "Ctrl-C or SIGTERM")):
+        (out / "run.json").write_text(json.dumps({k: v for k, v in {**meta, "stopped_by": by}.items() if v}))
+        code, err = _cli(["plot", str(out)], capsys)
+        assert code == 2 and f"was interrupted ({said} before it finished) and has no results to plot" in err, err
     monkeypatch.setattr(template_run, "_one_seed", original)
     assert _run_cli(out, capsys, "decay=0.5", extra=["--resume", "--no-plot"])[0] == 0
     assert _meta(out)["status"] == "finished"

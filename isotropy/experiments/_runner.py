@@ -597,8 +597,11 @@ def _run_locked(experiment: Experiment, config, ctx: RunContext, replacement: Re
         except BaseException as exc:
             if not replacement.committed:
                 replacement.restore()  # the new run wrote no result: the previous run's files come back
-            elif isinstance(exc, KeyboardInterrupt):  # Ctrl-C: the user stopped it, nothing failed
-                meta.update({"status": "interrupted", "ended": _now()})
+            elif isinstance(exc, KeyboardInterrupt):  # Ctrl-C or SIGTERM: the user stopped it, nothing failed
+                from isotropy._utils.errors import Terminated
+
+                meta.update({"status": "interrupted", "ended": _now(),
+                             "stopped_by": "SIGTERM" if isinstance(exc, Terminated) else "Ctrl-C"})
             else:
                 message = " ".join(str(exc).split()) or type(exc).__name__
                 meta.update({"status": "failed", "ended": _now(),
