@@ -457,6 +457,21 @@ def test_cluster_isotropy_warns_of_clusters_of_n_components_plus_one_points(rng)
     assert np.abs(Y).max() < 1e-12
 
 
+def test_cluster_isotropy_with_no_components_warns_of_single_points_only(rng):
+    """n_components=0 (centring only; frozen-classification's kmeans+mean) warned that 'every direction' of a one-point
+    cluster 'is removed' (trial): none is; centring on its own mean makes it zero, which is what it now says."""
+    X = np.vstack([rng.normal(size=(1, 5)), rng.normal(size=(30, 5)) + 50])
+    with pytest.warns(UserWarning, match=r"ClusterIsotropy: 1 of 2 clusters have a single point, which centring on its "
+                                         r"cluster's mean makes the zero vector\. Use fewer clusters, or more rows\.$"):
+        Y = ClusterIsotropy(n_clusters=2, n_components=0, random_state=0).fit_transform(X)
+    np.testing.assert_allclose(Y[0], 0, atol=1e-12)
+    np.testing.assert_allclose(Y[1:], X[1:] - X[1:].mean(axis=0), atol=1e-10)
+    Z = np.vstack([rng.normal(size=(2, 5)), rng.normal(size=(30, 5)) + 50])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # two points and nothing removed: not zero, no warning
+        ClusterIsotropy(n_clusters=2, n_components=0, random_state=0).fit(Z)
+
+
 def test_cluster_isotropy_small_clusters_remove_at_most_n_minus_1(rng):
     X = np.vstack([rng.normal(size=(3, 5)), rng.normal(size=(30, 5)) + 50])
     with pytest.warns(UserWarning, match=r"ClusterIsotropy: 1 of 2 clusters have at most n_components \+ 1 = 5 points "

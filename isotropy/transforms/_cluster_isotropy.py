@@ -153,7 +153,10 @@ def fit_cluster_isotropy(X: np.ndarray, *, n_clusters=27, n_components=12, clust
     # n_j centred points span n_j - 1 directions: with n_j <= n_components + 1 all of them are removed and each point
     # is 0 (the test was n_j <= n_components, which missed clusters of n_components + 1 points: 2 points, D = 1)
     flat = np.flatnonzero((sizes > 0) & (sizes <= n_components + 1))
-    if flat.size:
+    if flat.size and n_components == 0:  # no direction is removed: a one-point cluster is 0 once centred on itself
+        warn_at_caller(f"{caller}: {flat.size} of {n_clusters} clusters have a single point, which centring on its "
+                       f"cluster's mean makes the zero vector. Use fewer clusters, or more rows.")
+    elif flat.size:
         warn_at_caller(f"{caller}: {flat.size} of {n_clusters} clusters have at most n_components + 1 = "
                        f"{n_components + 1} points ({int(sizes[flat].sum())} points in all, the smallest "
                        f"{int(sizes[flat].min())}); every direction of theirs is removed and their points become the "
