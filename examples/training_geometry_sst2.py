@@ -29,7 +29,9 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("results/training-demo"))
     parser.add_argument("--figure", type=Path, default=None, help="also save the figure here (.png; .svg beside)")
-    parser.add_argument("--lambdas", type=float, nargs="+", default=[-1.0, 0.0, 1.0])
+    parser.add_argument("--lambdas", nargs="+", default=["-1,0,1"],
+                        help="the weights λ, space- or comma-separated as `isotropy run istar --lambdas` takes them "
+                             "(-1 0 1, or -1,0,1)")
     parser.add_argument("--model", default="all-MiniLM-L6-v2")
     parser.add_argument("--data-dir", default=None, help="folder holding glue_data/SST-2 (default: $ISOTROPY_DATA, else ./data)")
     parser.add_argument("--train-size", type=int, default=2000, help="0 = the whole training split")
@@ -44,7 +46,15 @@ def parse_args(argv=None):
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1, ...")
     parser.add_argument("--plot-only", action="store_true", help="redraw the figure from the runs under --out")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    values = [value for token in args.lambdas for value in token.split(",") if value.strip()]
+    try:
+        args.lambdas = [float(value) for value in values]
+    except ValueError:
+        parser.error(f"--lambdas: expected numbers, space- or comma-separated (e.g. -1,0,1). Got {args.lambdas!r}.")
+    if not args.lambdas:
+        parser.error("--lambdas: expected at least one number (e.g. -1,0,1).")
+    return args
 
 
 def run_one(lam, args, tokenizer, train, probe, sample, dev):
