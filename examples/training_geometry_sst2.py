@@ -30,8 +30,9 @@ def parse_args(argv=None):
     parser.add_argument("--out", type=Path, default=Path("results/training-demo"))
     parser.add_argument("--figure", type=Path, default=None, help="also save the figure here (.png; .svg beside)")
     parser.add_argument("--lambdas", nargs="+", default=["-1,0,1"],
-                        help="the weights λ, space- or comma-separated as `isotropy run istar --lambdas` takes them "
-                             "(-1 0 1, or -1,0,1)")
+                        help="the weights λ, space- or comma-separated (--lambdas -1 0 1, or --lambdas=-1,0,1 as "
+                             "`isotropy run istar` takes them: a value after a space that starts with '-' and holds a "
+                             "comma reads as an option)")
     parser.add_argument("--model", default="all-MiniLM-L6-v2")
     parser.add_argument("--data-dir", default=None, help="folder holding glue_data/SST-2 (default: $ISOTROPY_DATA, else ./data)")
     parser.add_argument("--train-size", type=int, default=2000, help="0 = the whole training split")

@@ -6,6 +6,7 @@ Expected values are the arrays written by the test itself (numpy, torch, safeten
 from __future__ import annotations
 
 import struct
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -703,11 +704,23 @@ def test_a_table_of_sentences_and_integers_is_a_file_of_texts_with_the_model_com
            "column: a file of texts, not of embeddings" in message
     assert message.endswith(f"to embed the texts with a model: isotropy measure --model NAME --texts {sst2} "
                             f"--text-column sentence.")
-    # without a header: the column by its position, and no --text-column (the texts reader needs a header for one)
-    (tmp_path / "t.csv").write_text("3,the cat sat on the warm mat,1\n4,a dog ran across the green park,0\n")
-    with pytest.raises(IsotropyValueError, match=r"its column 2 holds texts .* beside 2 numeric columns: a file of "
-                                                 r"texts, not of embeddings; .* --texts \S+t\.csv\.$"):
-        read_embeddings(tmp_path / "t.csv")
+    # without a line naming the columns (a first line of data is read as the header): the column by its position,
+    # and the header line the texts reader needs to name it
+    for first in ("3,the cat sat on the warm mat,1", "3,a fine film,1"):
+        (tmp_path / "t.csv").write_text(f"{first}\n4,a dog ran across the green park,0\n5,the film was long and dull "
+                                        f"at times,1\n")
+        with pytest.raises(IsotropyValueError, match=r"its column 2 holds texts .* beside 2 numeric columns: a file of "
+                                                     r"texts, not of embeddings; expected rows of numbers; to embed the "
+                                                     r"texts with a model: give the file a first line naming its "
+                                                     r"columns, then isotropy measure --model NAME --texts \S+t\.csv "
+                                                     r"--text-column NAME\.$"):
+            read_embeddings(tmp_path / "t.csv")
+    # an infinite value (no integer): read as a coordinate, without the numpy warning its remainder gave
+    (tmp_path / "inf.csv").write_text("text,a\nthe cat sat on the warm mat,inf\na dog ran across the park today,1\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        X, names = read_embeddings(tmp_path / "inf.csv")
+    assert names[0] == "the cat sat on the warm mat" and X.ravel().tolist() == [np.inf, 1.0]
     # sentences naming the rows of a 2-d map (fractional numbers), and short names beside integers: embeddings
     (tmp_path / "map.csv").write_text("name,x,y\nthe cat sat on the warm mat,0.1,0.2\na dog ran across the park,0.3,-1\n")
     X, names = read_embeddings(tmp_path / "map.csv")

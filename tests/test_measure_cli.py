@@ -469,6 +469,8 @@ def test_a_default_table_on_no_more_rows_than_the_default_mle_k_leaves_mle_out(t
     record = json.loads(out.read_text())
     names = [name for name in default_metric_names(labels=False, shrinkage=False) if name != "mle_dimension"]
     assert list(record["values"]) == names and record["n_neighbors"] is None
+    assert record["left_out"] == {"mle_dimension": f"mle_dimension left out: its default 20 neighbours need more than 20 "
+                                                   f"rows, and {n_rows} are measured; {low} to measure it"}
     alone = tmp_path / "twonn.json"
     assert CliRunner().invoke(cli, ["measure", str(path), "--metrics", "twonn_dimension", "--json", str(alone)]
                               ).exit_code == 0
@@ -476,8 +478,14 @@ def test_a_default_table_on_no_more_rows_than_the_default_mle_k_leaves_mle_out(t
     # one row more: MLE is in the default table; asked for by name or with --n-neighbors, too few rows stay an error
     np.save(path, np.random.default_rng(0).normal(size=(21, 6)))
     assert "Note: mle_dimension" not in CliRunner().invoke(cli, ["measure", str(path)]).stderr
+    assert CliRunner().invoke(cli, ["measure", str(path), "--json", str(out)]).exit_code == 0
+    assert json.loads(out.read_text())["left_out"] == {}
     np.save(path, X)
     assert CliRunner().invoke(cli, ["measure", str(path), "--n-neighbors", str(n_rows)]).exit_code == 2
+    # --averaging asks for MLE too (it was dropped without a word, the JSON saying averaging null)
+    averaged = CliRunner().invoke(cli, ["measure", str(path), "--averaging", "median"])
+    assert averaged.exit_code == 2 and "Note: mle_dimension" not in averaged.stderr
+    assert "mle_dimension: the default --n-neighbors must be an int" in averaged.stderr
 
 
 def test_texts_without_model_says_to_name_the_model(tmp_path):

@@ -500,10 +500,19 @@ def test_runs_in_folders_below_are_read_alone_or_named_never_merged(hf_dir, ligh
     both = tmp_path / "both"
     shutil.copytree(hf_dir, both / "hf")
     shutil.copytree(lightning_dir, both / "pl")
+    (both / "results").mkdir()
+    (both / "results" / "metrics.csv").write_text("name,value\na,1\n")  # not a log: no run of its own
+    nested = tmp_path / "nested"
+    shutil.copytree(hf_dir, nested / "run")
+    shutil.copytree(hf_dir, nested / "run" / "best")  # inside the run: part of it, whatever its name sorts as
+    assert _as_dict(read_geometry_log(nested)) == _as_dict(alone)
+    top = tmp_path / "top"
+    shutil.copytree(hf_dir, top / "hf")
+    shutil.copy(next(lightning_dir.glob("**/metrics.csv")), top / "metrics.csv")
     for folder, named in ((sweep, "3 Hugging Face runs (lambda_0, lambda_1, lambda_-1)"),
-                          (both, "2 runs of different frameworks (hf, pl/run/version_0)")):
-        message = (f"The directory {str(folder)!r} holds {named}, separate runs: name the folder of one of them to "
-                   f"read its log.")
+                          (both, "2 training logs (hf, pl/run/version_0)"),
+                          (top, "2 training logs (hf, metrics.csv)")):  # the file: naming 'top' would not choose it
+        message = f"The directory {str(folder)!r} holds {named}, read as separate runs: name the one to read."
         with pytest.raises(IsotropyValueError) as caught:
             read_geometry_log(folder)
         assert str(caught.value) == message

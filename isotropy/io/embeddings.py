@@ -706,6 +706,7 @@ def _check_fields(path, sep: str, header: bool, indexed: bool = False) -> None:
 # at most beside it for the file to be one of texts (a label, an id, a year): an embeddings file has many more.
 _TEXT_WORDS = 5
 _TEXT_FILE_NUMBERS = 3
+_TEXT_CELLS = 1000  # cells of a column whose words are counted
 
 
 def _refuse_texts(df, path, header: bool) -> None:
@@ -719,25 +720,31 @@ def _refuse_texts(df, path, header: bool) -> None:
 
     numeric = [c for c in df.columns if pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])]
     numbers = len(numeric)
-    if numbers > _TEXT_FILE_NUMBERS or any(not bool(np.all(np.mod(df[c].dropna().to_numpy(dtype=np.float64), 1) == 0))
-                                           for c in numeric):
+    if numbers > _TEXT_FILE_NUMBERS:
         return
-    for column in df.columns:
+    for c in numeric:
+        values = df[c].dropna().to_numpy(dtype=np.float64)
+        if not (np.all(np.isfinite(values)) and np.all(np.mod(values, 1) == 0)):  # a fraction, or inf: a coordinate
+            return
+    # a line names the columns only when no cell of it is a number or a text (a first line of data read as the
+    # header, "1,a fine film", names no column the texts reader would find)
+    named_columns = header and not any(_is_float(str(c)) or len(str(c).split()) >= _TEXT_WORDS for c in df.columns)
+    for position, column in enumerate(df.columns, start=1):
         values = df[column]
         if pd.api.types.is_numeric_dtype(values) or values.dropna().empty:
             continue
-        words = values.dropna().astype(str).str.split().str.len()
-        if float(words.median()) >= _TEXT_WORDS:
-            shown = str(values.dropna().iloc[0]).strip()
+        cells = values.dropna().head(_TEXT_CELLS).astype(str)  # a sample: no list of every word of a huge file
+        if float(cells.str.split().str.len().median()) >= _TEXT_WORDS:
+            shown = str(cells.iloc[0]).strip()
             shown = shown if len(shown) <= 40 else shown[:37] + "..."
-            # a first line of texts read as the header (not numbers): the column by its position, without a name
-            named_by_header = header and len(str(column).split()) < _TEXT_WORDS
-            column_option = f" --text-column {shlex.quote(str(column))}" if named_by_header else ""
-            named = f"column {str(column)!r}" if named_by_header else f"column {list(df.columns).index(column) + 1}"
+            named = f"column {str(column)!r}" if named_columns else f"column {position}"
+            command = (f"isotropy measure --model NAME --texts {shlex.quote(str(path))} --text-column "
+                       f"{shlex.quote(str(column))}" if named_columns else
+                       f"give the file a first line naming its columns, then isotropy measure --model NAME --texts "
+                       f"{shlex.quote(str(path))} --text-column NAME")
             raise _fail(path, f"its {named} holds texts ({shown!r}, ...) beside {numbers} numeric column"
                               f"{'' if numbers == 1 else 's'}: a file of texts, not of embeddings",
-                        f"rows of numbers; to embed the texts with a model: isotropy measure --model NAME --texts "
-                        f"{shlex.quote(str(path))}{column_option}")
+                        f"rows of numbers; to embed the texts with a model: {command}")
 
 
 def _refuse_label_columns(df, path, label_column: str | None = None) -> None:

@@ -81,7 +81,8 @@ def report(data, embeddings, *, metric_names, json_path, key, labels_path, sampl
         header += f", {distance} distance"
     echo(header + header_extra)
     _isoscore_star_note(metric_names, has_shrinkage=data.shrinkage_cov is not None, default_table=default_table)
-    too_few = mle_left_out(metric_names, data.n_samples, default_table=default_table, n_neighbors=n_neighbors)
+    too_few = mle_left_out(metric_names, data.n_samples, default_table=default_table, n_neighbors=n_neighbors,
+                           averaging=averaging)
     if too_few is not None:
         click.echo(f"Note: {too_few}.", err=True)
         metric_names = [name for name in metric_names if name != "mle_dimension"]
@@ -116,6 +117,8 @@ def report(data, embeddings, *, metric_names, json_path, key, labels_path, sampl
                          shrinkage_sample=shrinkage_sample, n_neighbors=n_neighbors, zeta=zeta,
                          averaging=averaging, label_column=label_column, digest_inputs=digest_inputs)
         record.update(record_extra or {})
+        # the metrics of the default table it left out, with why (a table that never had them records {})
+        record["left_out"] = {} if too_few is None else {"mle_dimension": too_few}
         from isotropy.measure._json_output import write_json_output
 
         _guard(write_json_output, json_path, record)
@@ -477,15 +480,16 @@ def _mle_neighbours(n_neighbors) -> int:
     return DEFAULT_MLE_NEIGHBOURS if n_neighbors is None else int(n_neighbors)
 
 
-def mle_left_out(metric_names, n_samples: int, *, default_table: bool, n_neighbors) -> str | None:
+def mle_left_out(metric_names, n_samples: int, *, default_table: bool, n_neighbors, averaging=None) -> str | None:
     """The note of a default table too small for MLE's default ``k`` (which then leaves it out), else None.
 
     A default table (no ``--metrics``) on ``n_samples <= k`` rows, ``k`` the default of
     ``--n-neighbors``: the metric cannot be computed, and the user asked for nothing that needs it,
-    so the table goes on without it (exit status 0) and says how to measure it. Asked for by name,
-    or with ``--n-neighbors``, a ``k`` the rows cannot give stays an error.
+    so the table goes on without it (exit status 0) and says how to measure it (the JSON's
+    ``left_out``). Asked for by name, or with ``--n-neighbors`` or ``--averaging``, a ``k`` the rows
+    cannot give stays an error.
     """
-    if not default_table or n_neighbors is not None or "mle_dimension" not in metric_names:
+    if not default_table or n_neighbors is not None or averaging is not None or "mle_dimension" not in metric_names:
         return None
     k = _mle_neighbours(None)
     if n_samples > k:

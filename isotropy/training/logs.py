@@ -61,7 +61,8 @@ def find_geometry_logs(path: str | os.PathLike) -> list[Path]:
     # own; several, or one beside another framework's logs, are separate runs, never merged (a sweep's three runs
     # were read as one, the last one's values replacing the others' at every step)
     runs = {}
-    for file in sorted(path.glob("**/trainer_state.json"), key=_natural_key):
+    # outer folders first (a run folder inside another run's, a "best" copy say, is part of that run, whatever its name)
+    for file in sorted(path.glob("**/trainer_state.json"), key=lambda p: (len(p.parts), _natural_key(p))):
         folder = file.parent.parent if _CHECKPOINT.fullmatch(file.parent.name) else file.parent
         if folder != path and not any(folder.is_relative_to(other) for other in runs):
             state = _hf_state(folder)
@@ -71,18 +72,20 @@ def find_geometry_logs(path: str | os.PathLike) -> list[Path]:
     for pattern, order in (("**/metrics.csv", _natural_key), ("**/events.out.tfevents.*", _written_at)):
         found = sorted((p for p in path.glob(pattern) if p.is_file()), key=order)
         # tables of geometry first; if none is, all of them (read, and refused in one line saying why)
-        found = [p for p in found if _may_hold_geometry(p)] or found
+        geometry = [p for p in found if _may_hold_geometry(p)]
+        found = geometry if geometry or runs else found  # (beside an HF run, other tables are not logs)
         found = [p for p in found if not any(p.is_relative_to(folder) for folder in runs)]  # HF's own TensorBoard
         if found:
             others = found
             break
     if len(runs) > 1 or (runs and others):
         named = [str(folder.relative_to(path)) for folder in runs]
-        if others:
-            named.append(str(others[0].parent.relative_to(path)) + (" and more" if len(others) > 1 else ""))
-        kinds = "Hugging Face runs" if not others else "runs of different frameworks"
+        if others:  # its folder, or the file itself when it lies in path (naming path again would not choose it)
+            other = others[0].parent if others[0].parent != path else others[0]
+            named.append(str(other.relative_to(path)) + (" and more" if len(others) > 1 else ""))
+        kinds = "Hugging Face runs" if not others else "training logs"
         raise IsotropyValueError(f"The directory {str(path)!r} holds {len(named)} {kinds} ({', '.join(named)}), "
-                                 f"separate runs: name the folder of one of them to read its log.")
+                                 f"read as separate runs: name the one to read.")
     if runs:
         return list(runs.values())
     if others:
