@@ -709,6 +709,13 @@ _TEXT_FILE_NUMBERS = 3
 _TEXT_CELLS = 1000  # cells of a column whose words are counted
 
 
+def _whole_numbers(values) -> bool:
+    """Whether every value is a finite whole number (labels, ids, years; NaN and inf are not)."""
+    numbers = np.asarray(values, dtype=np.float64)
+    with np.errstate(invalid="ignore"):  # (the remainder of inf: NaN, compared False below)
+        return bool(np.all(np.isfinite(numbers) & (np.mod(numbers, 1) == 0)))
+
+
 def _refuse_texts(df, path, header: bool) -> None:
     """A table of sentences and a few integers (SST-2's ``sentence, label``) is a file of texts: said so, with the
     ``--model`` command that embeds them, instead of an error about its label column or its missing features.
@@ -722,10 +729,8 @@ def _refuse_texts(df, path, header: bool) -> None:
     numbers = len(numeric)
     if numbers > _TEXT_FILE_NUMBERS:
         return
-    for c in numeric:
-        values = df[c].dropna().to_numpy(dtype=np.float64)
-        if not (np.all(np.isfinite(values)) and np.all(np.mod(values, 1) == 0)):  # a fraction, or inf: a coordinate
-            return
+    if not all(_whole_numbers(df[c].dropna()) for c in numeric):  # a fraction, or inf: a coordinate
+        return
     # a line names the columns only when no cell of it is a number or a text (a first line of data read as the
     # header, "1,a fine film", names no column the texts reader would find)
     named_columns = header and not any(_is_float(str(c)) or len(str(c).split()) >= _TEXT_WORDS for c in df.columns)
@@ -760,7 +765,7 @@ def _refuse_label_columns(df, path, label_column: str | None = None) -> None:
         values = df[column]
         name = _header_name(column)
         if is_label_header(name, of_features=True) and pd.api.types.is_numeric_dtype(values) and \
-                bool(np.all(np.mod(values.to_numpy(dtype=np.float64), 1) == 0)):
+                _whole_numbers(values):
             reason = f"its column {str(column)!r} holds integer labels, not a feature (its header says so)"
             if label_column is not None:
                 raise _fail(path, f"{reason}, besides the label column {label_column!r}",
@@ -804,8 +809,7 @@ def _is_row_ids(df, path, *, line_offset: int | None) -> bool:
     if df.shape[1] < 2 or len(values) == 0 or pd.api.types.is_bool_dtype(values) or \
             not pd.api.types.is_numeric_dtype(values) or values.isna().any():
         return False
-    numbers = values.to_numpy(dtype=np.float64)
-    if not pd.api.types.is_integer_dtype(values) and not bool(np.all(np.isfinite(numbers) & (np.mod(numbers, 1) == 0))):
+    if not pd.api.types.is_integer_dtype(values) and not _whole_numbers(values):
         return False  # a fraction: a feature that happens to be headed so
     if _header_name(df.columns[0]).lower().startswith("unnamed: 0"):
         return True  # pandas' own name for a frame's index written without a name: its index, repeated or not
