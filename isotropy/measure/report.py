@@ -81,7 +81,7 @@ def report(data, embeddings, *, metric_names, json_path, key, labels_path, sampl
         header += f", {distance} distance"
     echo(header + header_extra)
     _isoscore_star_note(metric_names, has_shrinkage=data.shrinkage_cov is not None, default_table=default_table)
-    too_few = mle_left_out(metric_names, data.n_samples, default_table=default_table, n_neighbors=n_neighbors,
+    too_few = _mle_left_out(metric_names, data.n_samples, default_table=default_table, n_neighbors=n_neighbors,
                            averaging=averaging)
     if too_few is not None:
         click.echo(f"Note: {too_few}.", err=True)
@@ -480,7 +480,7 @@ def _mle_neighbours(n_neighbors) -> int:
     return DEFAULT_MLE_NEIGHBOURS if n_neighbors is None else int(n_neighbors)
 
 
-def mle_left_out(metric_names, n_samples: int, *, default_table: bool, n_neighbors, averaging=None) -> str | None:
+def _mle_left_out(metric_names, n_samples: int, *, default_table: bool, n_neighbors, averaging=None) -> str | None:
     """The note of a default table too small for MLE's default ``k`` (which then leaves it out), else None.
 
     A default table (no ``--metrics``) on ``n_samples <= k`` rows, ``k`` the default of
