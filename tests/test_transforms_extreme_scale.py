@@ -272,3 +272,53 @@ def test_feature_name_mismatch_names_the_columns_and_complex_tensors_are_refused
                                     "missing: c.") and "\n" not in str(info.value)
     with pytest.raises(TypeError, match="^The 'X' parameter of Whitening.fit must be a real-valued tensor"):
         Whitening().fit(torch.ones(30, 3, dtype=torch.complex64))
+
+
+def _cross(rng, n=100):
+    """Two clusters at (∓20, 0): the first stretched along y, the second along x."""
+    return np.vstack([rng.normal(size=(n, 2)) * [0.1, 5.0] + [-20.0, 0.0],
+                      rng.normal(size=(n, 2)) * [5.0, 0.1] + [20.0, 0.0]])
+
+
+def test_gmm_predicts_far_points_by_the_variances_without_overflow():
+    """A mixture fitted at unit scale, asked about points 1e3 to 1e300 away: the component whose variance is largest
+    along the point's direction (the mixture's log-density there is −½ Σ (x_d/σ_kd)², the constants negligible).
+    GaussianMixture.predict squares x: from |x| ~ 1e155 it overflowed and answered component 0 for every point."""
+    ci = ClusterIsotropy(n_clusters=2, n_components=1, clustering="gmm", random_state=0).fit(_cross(np.random.default_rng(0)))
+    along_x = ci.predict([[20.0, 0.0]])[0]
+    along_y = 1 - along_x
+    points = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.01], [0.01, -1.0]])
+    expected = [along_x, along_y, along_x, along_y]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for scale in (1e3, 1e154, 1e155, 1e300, 1.7e308):
+            np.testing.assert_array_equal(ci.predict(points * scale), expected, err_msg=f"scale {scale:g}")
+            Y = ci.transform(points * scale)
+            assert np.isfinite(Y).all() or scale > 1e300  # (1.7e308 minus a centre may round to inf: not refused)
+
+
+def test_gmm_fits_clusters_under_a_large_common_offset():
+    """Clusters 0.05 apart at offsets up to 1e8: the mixture is fitted on the centred data (scikit-learn's expansion of
+    (x − μ)² cancelled there: at 1e6 the fit failed with "ill-defined empirical covariance")."""
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(size=(100, 2)) * 0.005, rng.normal(size=(100, 2)) * 0.005 + [0.05, 0.0]])
+    truth = np.repeat([0, 1], 100)
+    for offset in (0.0, 1e6, 1e8):
+        ci = ClusterIsotropy(n_clusters=2, n_components=1, clustering="gmm", random_state=0).fit(X + offset)
+        assert (ci.labels_ == truth).all() or (ci.labels_ == 1 - truth).all(), offset
+        np.testing.assert_array_equal(ci.predict(X + offset), ci.labels_)
+        np.testing.assert_allclose(ci.clusterer_.means_ - offset, ClusterIsotropy(
+            n_clusters=2, n_components=1, clustering="gmm", random_state=0).fit(X).clusterer_.means_, atol=1e-7)
+
+
+def test_most_probable_component_is_scikit_learns_predict_at_an_ordinary_scale():
+    from sklearn.mixture import GaussianMixture
+
+    from isotropy.transforms._cluster_isotropy import most_probable_component
+
+    rng = np.random.default_rng(3)
+    X = np.vstack([rng.normal(size=(300, 6)) * rng.uniform(0.2, 3.0, size=6) + rng.normal(size=6) * 4 for _ in range(5)])
+    mixture = GaussianMixture(n_components=5, covariance_type="diag", random_state=0).fit(X)
+    new = rng.normal(size=(2000, 6)) * 6
+    np.testing.assert_array_equal(most_probable_component(mixture, new), mixture.predict(new))
+    np.testing.assert_array_equal(most_probable_component(mixture, X), mixture.predict(X))

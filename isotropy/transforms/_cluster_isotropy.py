@@ -35,7 +35,13 @@ def fit_clusterer(X: np.ndarray, n_clusters: int, *, clustering: str, seed: int)
         warnings.simplefilter("ignore", ConvergenceWarning)
         if clustering == "kmeans":
             return KMeans(n_clusters=n_clusters, n_init=3, random_state=seed).fit(X)
-        return GaussianMixture(n_components=n_clusters, covariance_type="diag", random_state=seed).fit(X)
+        # Fitted on the centred data, then moved back: scikit-learn's mixture expands (x - μ)² as x² - 2xμ + μ²,
+        # which cancels under a large common offset (clusters 0.05 apart at an offset of 1e6 failed to fit with
+        # "ill-defined empirical covariance"); K-means centres the data itself. The mixture of X is the same.
+        centre = X.mean(axis=0)
+        mixture = GaussianMixture(n_components=n_clusters, covariance_type="diag", random_state=seed).fit(X - centre)
+        mixture.means_ = mixture.means_ + centre
+        return mixture
 
 
 def assign(clusterer, X: np.ndarray, exponent: int = 0) -> np.ndarray:
@@ -55,7 +61,50 @@ def assign(clusterer, X: np.ndarray, exponent: int = 0) -> np.ndarray:
         return nearest_center(X, clusterer.cluster_centers_)
     if exponent:
         clusterer, X = at_scale(clusterer, -exponent), times_power_of_two(X, -exponent)
-    return clusterer.predict(X).astype(np.intp)
+    return most_probable_component(clusterer, X)
+
+
+# Entries of the (rows, components, features) differences of most_probable_component held at a time.
+_MIXTURE_ENTRIES = 2**21
+
+
+def most_probable_component(mixture, X: np.ndarray) -> np.ndarray:
+    """The most probable component of every row of float64 ``X`` under a diagonal-covariance Gaussian mixture.
+
+    ``log p_k(x) = log w_k + Σ_d log ρ_kd − ½ Σ_d ((x_d − μ_kd) ρ_kd)²`` (``ρ``: ``precisions_cholesky_``; the
+    common ``−(d/2) log 2π`` left out), the largest winning, ties to the first component, as
+    ``GaussianMixture.predict``. Unlike ``predict``, from the direct differences ``x − μ_k`` (its expansion
+    ``x² − 2xμ + μ²`` cancels under a large common offset), each pair of a row and a component scaled by a
+    power of two that keeps its squares finite (``predict`` overflowed from ``|x| ~ 1e154`` and put points
+    there in the wrong component). Where ``Σ_d ((x_d − μ_kd) ρ_kd)²`` is beyond float64's range for every
+    component, the smallest (compared by its logarithm) wins: the other terms are then far below its rounding.
+    """
+    means, rho = np.asarray(mixture.means_, dtype=float), np.asarray(mixture.precisions_cholesky_, dtype=float)
+    n_components, d = means.shape
+    with np.errstate(divide="ignore"):
+        const = np.log(np.asarray(mixture.weights_, dtype=float)) + np.log(rho).sum(axis=1)
+    # |(x - μ)·2**-s| <= 2**-h keeps every square, and their sum over d features, below float64's largest number
+    # (ρ <= 1.3e154, since precisions_ = ρ² is stored)
+    h = math.ceil(math.log2(max(d, 1)) / 2) + 1
+    mean_top = np.frexp(np.abs(means).max(axis=1))[1]  # per component
+    labels = np.empty(X.shape[0], dtype=np.intp)
+    step = max(1, _MIXTURE_ENTRIES // max(1, n_components * d))
+    for s in range(0, X.shape[0], step):
+        x = X[s:s + step]
+        shift = np.maximum(np.frexp(np.abs(x).max(axis=1))[1][:, None], mean_top[None, :]) + 1 + h  # (rows, k)
+        with np.errstate(under="ignore"):  # only parts far below the largest of x and μ_k lose digits
+            y = np.ldexp(x[:, None, :], -shift[:, :, None]) - np.ldexp(means[None], -shift[:, :, None])
+        y *= rho[None]
+        q = np.einsum("rkd,rkd->rk", y, y)  # Σ ((x - μ_k) ρ_k)² · 4**-shift
+        with np.errstate(over="ignore", under="ignore"):
+            score = const[None, :] - 0.5 * np.ldexp(q, 2 * shift)
+        at = labels[s:s + step]
+        at[:] = np.argmax(score, axis=1)
+        beyond = np.isneginf(score).all(axis=1) if np.isfinite(const).any() else np.zeros(len(at), dtype=bool)
+        if beyond.any():
+            with np.errstate(divide="ignore"):
+                at[beyond] = np.argmin(np.log2(q[beyond]) + 2.0 * shift[beyond], axis=1)
+    return labels
 
 
 def at_scale(clusterer, exponent: int):
