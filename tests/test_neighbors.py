@@ -168,3 +168,14 @@ def test_kneighbors_at_any_scale_gives_the_unit_scale_neighbours(scale, dtype, m
     assert np.array_equal(i, ref_i[:, 1:])
     expected = ref_d[:, 1:] * (scale if metric == "euclidean" else 1.0)
     np.testing.assert_allclose(d, expected, rtol=1e-6 if dtype == "float32" else 1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("chunk_size", [31, 10**6, 10**12])
+def test_a_chunk_size_beyond_the_rows_is_the_whole_array(chunk_size):
+    """Blocks are capped at the number of points: 10**6 asked for 3.64 TiB of buffers on 30 rows, 10**12 raised
+    numpy's "Maximum allowed dimension exceeded" (an API audit)."""
+    X = np.random.default_rng(0).normal(size=(30, 5))
+    dist, ind = kneighbors(X, n_neighbors=2, chunk_size=chunk_size)
+    reference = kneighbors(X, n_neighbors=2)
+    np.testing.assert_array_equal(dist, reference[0])
+    np.testing.assert_array_equal(ind, reference[1])

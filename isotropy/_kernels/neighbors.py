@@ -978,7 +978,7 @@ def exact_knn(X: np.ndarray, scale, n_neighbors: int, *, block: int | None = Non
     centre = _centre(X, scale)
     if X.dtype == np.float32 and scale is None:  # a float32 centre: the operands are float32 differences
         centre = centre.astype(np.float32).astype(np.float64)
-    b = max(block or _BLOCK, m + 1)  # a diagonal block holds m others
+    b = min(max(block or _BLOCK, m + 1), n)  # a diagonal block holds m others; no block beyond the n points
     ops = _Operands(X, scale, centre, caller)
     best = _best(n, m, ops.dtype)
     if ops.low_centre is not None and ops.dtype == np.float32 and m >= _ORDERED and n >= 2 * b:

@@ -72,8 +72,9 @@ def check_X(X, *, caller: str, name: str = "X", min_samples: int = 2, min_featur
 
     Accepts a numpy array (or anything ``np.asarray`` turns into a numeric array) or a torch
     tensor (returned as is: same device, dtype and graph). Integer and boolean input is
-    converted to float64 (numpy) or the default float dtype (torch). Never copies float input,
-    except with ``rescale=True`` (for scale-invariant metrics) when the largest ``|x|`` lies
+    converted to float64 (numpy) or the default float dtype (torch), and big-endian or extended-precision
+    floats to :func:`native_float`. Never copies other float input, except with ``rescale=True`` (for
+    scale-invariant metrics) when the largest ``|x|`` lies
     outside the range where the metric's products and squares are safe in the working
     precision: then ``X`` is multiplied by a power of two (exact, never rounds a normal number)
     that brings it to unit scale (see :func:`isotropy._utils.magnitude.unit_scale`). With
@@ -104,6 +105,10 @@ def check_X(X, *, caller: str, name: str = "X", min_samples: int = 2, min_featur
         if sparse is not None and sparse.issparse(X):  # np.asarray made it a 0-d object array: "dtype object"
             raise TypeError(f"The '{name}' parameter of {caller} must be a dense array. Got a scipy sparse "
                             f"{type(X).__name__} instead; convert it with .toarray().")
+        if isinstance(X, np.ma.MaskedArray) and np.ma.getmaskarray(X).any():  # np.asarray would read what is masked
+            raise TypeError(f"The '{name}' parameter of {caller} must be an array without masked values. Got a "
+                            f"masked array with {int(np.ma.count_masked(X))} masked values instead; drop their "
+                            f"rows (X[~X.mask.any(axis=1)].data) or fill them (X.filled(value)).")
         try:
             X = np.asarray(_masked_pandas_as_numpy(X))
         except Exception:  # noqa: BLE001 - ragged lists and the like
@@ -113,6 +118,8 @@ def check_X(X, *, caller: str, name: str = "X", min_samples: int = 2, min_featur
             X = X.astype(np.float64)
         elif X.dtype.kind != "f":
             raise TypeError(f"The '{name}' parameter of {caller} must be a real-valued array. Got dtype {X.dtype} instead.")
+        elif X.dtype != native_float(X.dtype):
+            X = _as_native_float(X, caller=caller, name=name)
         shape = X.shape
     if len(shape) != 2:
         raise IsotropyValueError(
@@ -139,6 +146,27 @@ def check_X(X, *, caller: str, name: str = "X", min_samples: int = 2, min_featur
         refuse_subnormal(X, max(abs(low), abs(high)), caller=caller, name=name)
         return directions_at_unit_scale(X)
     return unit_scale(X, max(abs(low), abs(high)), caller=caller, name=name) if rescale else X
+
+
+def native_float(dtype) -> np.dtype:
+    """The float ``dtype`` the kernels compute with: the same in native byte order, extended precision as float64.
+
+    The kernels choose their precision by ``dtype == float64`` (else float32): a big-endian ``'>f8'`` or a
+    ``longdouble`` array was computed in float32 (silhouette: errors of 1e-7 where float64 gives 1e-15).
+    """
+    dtype = np.dtype(dtype)
+    return np.dtype(np.float64) if dtype.itemsize > 8 else dtype.newbyteorder("=")
+
+
+def _as_native_float(X: np.ndarray, *, caller: str, name: str) -> np.ndarray:
+    """``X`` as :func:`native_float` of its dtype; extended-precision values beyond float64's range are refused."""
+    with np.errstate(over="ignore", under="ignore"):
+        Y = X.astype(native_float(X.dtype))
+    if Y.dtype.itemsize < X.dtype.itemsize and not np.isfinite(Y).all() and np.isfinite(X).all():
+        raise IsotropyValueError(f"The '{name}' parameter of {caller} must have values that float64 holds (it computes "
+                                 f"in float64 at most). Got largest |x| about 1e{int(np.floor(np.log10(np.abs(X).max())))}, beyond "
+                                 f"float64's 1.8e308, instead.")
+    return Y
 
 
 def _masked_pandas_as_numpy(X):

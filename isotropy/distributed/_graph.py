@@ -14,7 +14,7 @@ import threading
 
 import numpy as np
 
-from isotropy._utils.validation import IsotropyValueError, check_labels, check_scalar
+from isotropy._utils.validation import IsotropyValueError, check_labels, check_scalar, native_float
 
 # Rows per block of the tiled (pairwise) computations: a 4096 x 4096 float32 tile is 64 MiB.
 DEFAULT_TILE_ROWS = 4096
@@ -197,6 +197,8 @@ def check_dask_shape(X, *, caller: str, name: str = "X", min_samples: int = 2, m
                         f"instead.")
     elif X.dtype.itemsize < 4:
         X = X.astype(np.float32)
+    elif X.dtype != native_float(X.dtype):  # big-endian or extended precision: computed as float32 before
+        X = X.astype(native_float(X.dtype))
     if not unknown[0] and shape[0] < min_samples:
         raise IsotropyValueError(f"The '{name}' parameter of {caller} must have at least {min_samples} "
                                  f"{'sample (row)' if min_samples == 1 else 'samples (rows)'}. Got {shape[0]} instead.")

@@ -117,7 +117,7 @@ def _kneighbors_device(X, n_neighbors: int, metric: str, chunk_size: int | None,
         del C
         half = (low * low).sum(dim=1) / 2
         gamma, floor = _score_bound(torch, compute, d)
-        b = chunk_size or max(1, min(n, _DEVICE_SCORES // n))
+        b = min(chunk_size, n) if chunk_size else max(1, min(n, _DEVICE_SCORES // n))
         dist = torch.empty((n, k), dtype=exact, device=device)
         ind = torch.empty((n, k), dtype=torch.int64, device=device)
         ok = torch.ones(n, dtype=torch.bool, device=device)
