@@ -307,3 +307,52 @@ def test_the_valid_measure_json_of_the_fuzz_test_is_drawn(tmp_path):
     record = read_layers_json(path)
     assert [r["layer"] for r in record["rows"]] == [0, 3, "output"] and np.isnan(record["rows"][1]["isoscore"])
     assert len(layers_figure(record).axes) == 3
+
+
+# labels in an .npz archive (read_labels reads one member of it)
+
+
+def _npz_labels(path, labels, *, coords: bool = False, compressed: bool = False):
+    arrays = {"cluster": np.asarray(labels)}
+    if coords:  # layer-geometry's projection_layer<L>.npz: coordinates and their cluster labels
+        arrays["coords"] = np.arange(2 * len(labels), dtype=np.float64).reshape(-1, 2)
+    (np.savez_compressed if compressed else np.savez)(path, **arrays)
+    return path.read_bytes()
+
+
+@SETTINGS
+@given(data=st.binary(max_size=300), head=st.sampled_from([b"", b"PK\x03\x04", b"PK\x05\x06"]),
+       column=st.sampled_from([None, "cluster"]), n_rows=st.integers(1, 8))
+def test_npz_labels_random_bytes_never_crash(tmp_path_factory, data, head, column, n_rows):
+    path = tmp_path_factory.mktemp("zlab") / "y.npz"
+    path.write_bytes(head + data)
+    kind, result = _read(path, read_labels, n_rows=n_rows, column=column)
+    if kind == "ok":
+        assert result.shape[0] == n_rows
+    else:
+        assert result.startswith(f"Cannot read labels from {str(path)!r}: ")
+
+
+@SETTINGS
+@given(labels=_LABEL_VALUES, coords=st.booleans(), compressed=st.booleans(), cut=st.floats(0.0, 0.999))
+def test_truncated_npz_labels_are_refused(tmp_path_factory, labels, coords, compressed, cut):
+    tmp = tmp_path_factory.mktemp("zcut")
+    data = _npz_labels(tmp / "src.npz", labels, coords=coords, compressed=compressed)
+    path = tmp / "y.npz"
+    path.write_bytes(data[: int(len(data) * cut)])  # the zip directory, at the end, is gone
+    kind, result = _read(path, read_labels, n_rows=len(labels), column="cluster")
+    assert kind == "refused", result
+    assert result.startswith(f"Cannot read labels from {str(path)!r}: ")
+
+
+@SETTINGS
+@given(labels=_LABEL_VALUES, coords=st.booleans(), compressed=st.booleans())
+def test_npz_labels_round_trip(tmp_path_factory, labels, coords, compressed):
+    path = tmp_path_factory.mktemp("zrt") / "y.npz"
+    _npz_labels(path, labels, coords=coords, compressed=compressed)
+    assert read_labels(path, n_rows=len(labels), column="cluster").tolist() == labels
+    if not coords:  # the only member: no name needed
+        assert read_labels(path, n_rows=len(labels)).tolist() == labels
+    else:
+        with pytest.raises(ValueError, match=r"holds several arrays \('cluster', 'coords'\)"):
+            read_labels(path, n_rows=len(labels))

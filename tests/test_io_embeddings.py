@@ -621,7 +621,8 @@ def test_a_label_column_of_labels_without_columns_is_refused_not_ignored(tmp_pat
         read_labels(path, n_rows=3, column="label")
     assert str(err.value) == (f"Cannot read labels from {str(path)!r}: a label column ('label') was named, but {kind} "
                               f"has no columns (leave the column out: that file holds the labels alone); expected a "
-                              f".csv or .tsv file with a header line naming the column, a .jsonl or a .parquet file.")
+                              f".csv or .tsv file with a header line naming the column, a .jsonl or a .parquet file, or a member of "
+                              f"an .npz archive.")
 
 
 def test_labels_in_another_encoding(tmp_path):

@@ -261,3 +261,24 @@ def test_a_one_column_csv_of_labels_whose_lines_end_in_a_tab_is_still_read_with_
     """Tabs that end every line separate nothing: such a file was sniffed as tab-separated, with an empty column."""
     (tmp_path / "tt.csv").write_text("".join(f"{'pos' if i % 2 else 'neg'}\t\n" for i in range(10)), encoding="utf-8")
     assert read_labels(tmp_path / "tt.csv", n_rows=10).tolist() == ["neg", "pos"] * 5
+
+
+def test_labels_from_a_member_of_an_npz_archive(tmp_path):
+    """layer-geometry writes projection_layer<L>.npz with the members coords and cluster: ``--key coords --labels
+    FILE --label-column cluster`` measures it. Before, the labels reader refused .npz files, and its advice for a
+    column named on one ("leave the column out") led to "unknown file extension '.npz'" (a user trial)."""
+    path = tmp_path / "projection_layer6.npz"
+    np.savez(path, coords=X, cluster=Y)
+    np.save(tmp_path / "x.npy", X)
+    np.save(tmp_path / "y.npy", Y)
+    out, reference = tmp_path / "npz.json", tmp_path / "npy.json"
+    assert measure(path, "--key", "coords", "--labels", path, "--label-column", "cluster", "--metrics",
+                   "isoscore,silhouette_score", "--json", out).exit_code == 0
+    assert measure(tmp_path / "x.npy", "--labels", tmp_path / "y.npy", "--metrics", "isoscore,silhouette_score",
+                   "--json", reference).exit_code == 0
+    assert json.loads(out.read_text())["values"] == json.loads(reference.read_text())["values"]
+    line = _one_line_error(measure(path, "--key", "coords", "--labels", path, "--metrics", "silhouette_score"))
+    assert line == (f"Error: Cannot read labels from {str(path)!r}: the .npz archive holds several arrays ('coords', "
+                    f"'cluster'); expected the one holding the labels named with --label-column.")
+    line = _one_line_error(measure(path, "--key", "coords", "--labels", path, "--label-column", "clusters"))
+    assert line.endswith("has no array 'clusters'; expected one of 'coords', 'cluster'. Did you mean 'cluster'?")

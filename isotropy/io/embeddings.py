@@ -345,16 +345,16 @@ def _read_npz(path, key):
     return _as_matrix(arr, path)
 
 
-def _check_npz_member(path, archive, member: str) -> None:
+def _check_npz_member(path, archive, member: str, fail=_fail) -> None:
     """Refuse a member that would expand too far, or whose size is not what its .npy header declares.
 
     Only the zip directory and the member's .npy header are read (numpy would allocate the declared
-    shape before reading a byte of data).
+    shape before reading a byte of data). ``fail``: the reader's error (the labels reader's words).
     """
     info = archive.getinfo(member)
     problem = expansion_problem(f"member {member[:100]!r}", info.file_size, info.compress_size)
     if problem is not None:
-        raise _fail(path, problem, f"a member expanding at most {MAX_EXPANSION}x; if the file is genuine, save the "
+        raise fail(path, problem, f"a member expanding at most {MAX_EXPANSION}x; if the file is genuine, save the "
                                    f"array uncompressed (np.save, or np.savez rather than np.savez_compressed)")
     fmt = np.lib.format
     try:
@@ -369,7 +369,7 @@ def _check_npz_member(path, archive, member: str) -> None:
         return  # refused by allow_pickle=False
     declared = header + math.prod(shape) * dtype.itemsize
     if declared != info.file_size:
-        raise _fail(path, f"member {member[:100]!r} declares shape {shape} of {dtype} ({declared} bytes with its "
+        raise fail(path, f"member {member[:100]!r} declares shape {shape} of {dtype} ({declared} bytes with its "
                           f"header) but holds {info.file_size} bytes", "a complete .npz archive written by np.savez")
 
 

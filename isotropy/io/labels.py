@@ -6,6 +6,7 @@
   such as ``label``, or a word above numeric labels, or a non-0/1 line above 0/1 columns), never
   by the number of lines;
 * ``.npy``: a 1-d array of labels or a 2-d 0/1 matrix;
+* ``.npz``: the same, as the member named by ``column`` (or the only member);
 * ``.jsonl``/``.ndjson`` (JSON lines, as a texts file may be): the field named by ``column`` of each line;
 * ``.parquet``: the column named by ``column``, or the only column that does not hold vectors (a table of texts,
   embeddings and labels names it); only that column is read, once the file passed the decompression-bomb check
@@ -44,12 +45,13 @@ from isotropy.io.word_vectors import _MAX_LINE
 __all__ = ["LABEL_EXTENSIONS", "read_labels"]
 
 _TEXT_EXTENSIONS = ("", ".txt", ".labels", ".lst")
-LABEL_EXTENSIONS = (".txt", ".labels", ".lst", ".csv", ".tsv", ".npy", ".jsonl", ".ndjson", ".parquet")
+LABEL_EXTENSIONS = (".txt", ".labels", ".lst", ".csv", ".tsv", ".npy", ".npz", ".jsonl", ".ndjson", ".parquet")
 _EXPECTED = ("one label per line (.txt), one label column or several 0/1 columns (.csv, .tsv), "
-             "a 1-d array or 2-d 0/1 array (.npy), a named field of JSON lines (.jsonl, .ndjson), "
-             "or a column of a .parquet file")
+             "a 1-d array or 2-d 0/1 array (.npy, or a named member of an .npz), a named field of JSON lines "
+             "(.jsonl, .ndjson), or a column of a .parquet file")
 _JSON_LINES = (".jsonl", ".ndjson")
-_COLUMNS = (".csv", ".tsv", *_JSON_LINES, ".parquet")  # files with named columns (column= / --label-column)
+# files with named columns (column= / --label-column): an .npz archive's are its members
+_COLUMNS = (".csv", ".tsv", *_JSON_LINES, ".parquet", ".npz")
 
 
 # A labels text file (one label a line, or a table) is read into memory: past this size it is refused, not read (the
@@ -167,7 +169,7 @@ def _read_file(path: Path, column, text) -> np.ndarray:
     """:func:`read_labels` of one file, before the count is checked."""
     check_column(path, column)
     suffix = path.suffix.lower()
-    if suffix in (*_COLUMNS, *_TEXT_EXTENSIONS) and suffix != ".parquet":  # a .parquet file: its expansion checked
+    if suffix in (*_COLUMNS, *_TEXT_EXTENSIONS) and suffix not in (".parquet", ".npz"):  # binary: checked by their readers
         from isotropy.io._paths import binary_kind
 
         binary = binary_kind(path, encoding=text[1], nul=False)  # NUL in a label: said below, by its line
@@ -180,6 +182,8 @@ def _read_file(path: Path, column, text) -> np.ndarray:
                               f"({_MAX_LABELS_BYTES // 2**30} GiB) of labels, as read_texts reads")
     if suffix == ".npy":
         labels = _read_npy(path)
+    elif suffix == ".npz":
+        labels = _read_npz(path, column)
     elif suffix in _JSON_LINES:
         if column is None:
             raise _fail(path, "no label column was named for a JSON-lines file",
@@ -244,7 +248,7 @@ def check_column(path: str | os.PathLike, column: str | None) -> None:
         kind = f"a {suffix} file" if suffix else "a file without extension (plain text)"
         raise _fail(path, f"a label column ({column!r}) was named, but {kind} has no columns (leave the column out: "
                           f"that file holds the labels alone)", "a .csv or .tsv file with a header line naming the column, a .jsonl "
-                                                                 "or a .parquet file")
+                                                                 "or a .parquet file, or a member of an .npz archive")
 
 
 def _is_int(text: str) -> bool:
@@ -300,6 +304,53 @@ def _read_npy(path) -> np.ndarray:
             raise _fail(path, problem) from None
         text = " ".join(str(exc).split())[:120]
         raise _fail(path, f"not a readable .npy array ({text})") from None
+    return _array_labels(labels, path)
+
+
+def _read_npz(path, column) -> np.ndarray:
+    """The member ``column`` of an ``.npz`` archive (or its only member), as a ``.npy`` file of labels is read.
+
+    The member is checked before numpy reads it (its expansion and its declared size, as the embeddings reader
+    checks the member it reads); pickled (object) members are refused.
+    """
+    from isotropy.io.embeddings import _check_npz_member
+
+    try:
+        archive = np.load(path, allow_pickle=False)
+    except Exception as exc:  # noqa: BLE001 -- not a zip archive, a corrupt directory
+        with open(path, "rb") as handle:
+            head = handle.read(8)
+        problem = (f"not a readable .npz archive ({' '.join(str(exc).split())[:120]})" if head.startswith(b"PK") else
+                   f"not an .npz archive (a zip archive of .npy arrays, starting with b'PK'): it starts with {head!r}")
+        raise _fail(path, problem) from None
+    if isinstance(archive, np.ndarray):  # a .npy file named .npz: its one array
+        if column is not None:
+            raise _fail(path, f"a member ({column!r}) was named, but the file is a .npy array, not an .npz archive",
+                        "the label column left out for a file holding one array")
+        return _array_labels(archive, path)
+    with archive:
+        names = list(archive.files)
+        if not names:
+            raise _fail(path, "the .npz archive holds no arrays")
+        if column is None and len(names) > 1:
+            shown = ", ".join(repr(n) for n in names[:8]) + (", ..." if len(names) > 8 else "")
+            raise _fail(path, f"the .npz archive holds several arrays ({shown})",
+                        "the one holding the labels named with --label-column (column= in Python)")
+        name = names[0] if column is None else column
+        if name not in names:
+            raise _fail(path, f"the .npz archive has no array {name!r}", "one of " + ", ".join(map(repr, names[:8])),
+                        suggest=(name, names))
+        member = name if name in archive.zip.namelist() else name + ".npy"
+        _check_npz_member(path, archive.zip, member, fail=_fail)
+        try:
+            labels = archive[name]
+        except Exception as exc:  # noqa: BLE001 -- pickled (object) data, a truncated member
+            raise _fail(path, f"member {name!r} is not readable ({' '.join(str(exc).split())[:120]})") from None
+    return _array_labels(labels, path)
+
+
+def _array_labels(labels: np.ndarray, path) -> np.ndarray:
+    """The labels of a ``.npy`` array (or ``.npz`` member): 1-d, a column, or a 2-d 0/1 indicator matrix."""
     if labels.ndim == 2 and labels.shape[1] == 1:
         labels = labels[:, 0]
     if labels.ndim == 1:
