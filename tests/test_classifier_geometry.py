@@ -417,3 +417,19 @@ def test_a_small_updates_fits_the_setups_metric_interval_with_a_note():
     assert config._notes == [("metric_interval: the setup's 10 with updates=2 drawn as 1 (3 points at least for the "
                               "correlations; --set metric_interval=... to choose)")]
     assert CG.config("demo").metric_interval == 10 and CG.config("demo", updates=40).metric_interval == 10
+
+
+@pytest.mark.parametrize(("model", "close"), [("glove-6b-50", " Did you mean 'glove-6b-50d'?"),
+                                              ("all-minilm-l6", " Did you mean 'all-MiniLM-L6-v2'?"),
+                                              ("no-such-model-anywhere", "")])
+def test_an_unknown_model_is_refused_naming_word_vectors_too(tmp_path, monkeypatch, model, close):
+    """The demo runs on static word vectors: a misspelt glove-6b-50d got the sentence models' refusal alone, with no
+    word about word vectors and no suggestion (a user trial)."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    result = _invoke(["--setup", "demo", "--model", model, "--set", "n_items=300", "--seeds", "0"], tmp_path / "run")
+    assert result.exception is not None
+    message = str(result.exception)
+    assert "\n" not in message
+    assert message.endswith("or a Hugging Face hub name while online; or static word vectors (glove-6b-50d, a "
+                            ".txt/.vec/.bin/.w2v/.gz file)." + close)
+    assert not (tmp_path / "run").exists()

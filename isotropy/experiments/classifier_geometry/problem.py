@@ -61,6 +61,25 @@ def is_static_vectors(model: str) -> bool:
         not path.exists() and path.suffix in _VECTOR_SUFFIXES)
 
 
+def _check_sentence_model(model: str) -> None:
+    """Refuse a ``model`` that is neither a sentence model nor static word vectors, in one line naming both kinds.
+
+    :func:`isotropy.models.resolve_model`'s refusal names the sentence models only: ``--model glove-6b-50`` (the
+    demo's own vectors, misspelt) got no word about word vectors and no "Did you mean 'glove-6b-50d'?".
+    """
+    from isotropy._utils.suggest import did_you_mean
+    from isotropy.io.word_vectors import PACKAGED_GLOVE
+    from isotropy.models.resolve import resolve_model
+
+    try:
+        resolve_model(model)
+    except (ValueError, FileNotFoundError) as exc:
+        message, _, suggestion = str(exc).partition(" Did you mean")
+        vectors = f"; or static word vectors ({PACKAGED_GLOVE}, a {'/'.join(_VECTOR_SUFFIXES)} file)"
+        close = f" Did you mean{suggestion}" if suggestion else did_you_mean(str(model), [PACKAGED_GLOVE])
+        raise type(exc)(message.rstrip().rstrip(".") + vectors + "." + close) from None
+
+
 def _vocabulary(config) -> tuple[list[str], np.ndarray | None]:
     """Ordered vocabulary (and vectors) of the static vectors, or of the packaged GloVe for sentence models."""
     from isotropy.io.word_vectors import PACKAGED_GLOVE, read_word_vectors
@@ -184,6 +203,7 @@ def build_problem(config, *, glue_task: str | None = None, data_dir=None, device
     else:
         from isotropy.models.encoders import encode_sentences
 
+        _check_sentence_model(config.model)
         embeddings = encode_sentences(unique, model=config.model, device=device,
                                       show_progress=show_progress)
         source["encoder"] = {"kind": "sentence-transformers", "model": config.model}
