@@ -26,6 +26,7 @@ import difflib
 import functools
 import hashlib
 import json
+import math
 import re
 from pathlib import Path
 from typing import Annotated, Any
@@ -628,11 +629,23 @@ def _format_errors(exc: ValidationError, model: type[BaseModel], data: dict, *, 
             close = f" Write a list: {key}=[{value}]"
         else:
             close = did_you_mean(value, choices)
-        messages.append(f"The '{key}' setting of {experiment} must be {expected}. Got {shown(path, value)} "
+        quoted = ""
+        if isinstance(value, str) and _is_number_text(value) and re.search(r"\b(numbers?|ints?|integers?|floats?)\b",
+                                                                         expected):
+            quoted = " (a string: the quotes made it one; leave them out for a number)"  # lr: "0.01", as the docs warn
+        messages.append(f"The '{key}' setting of {experiment} must be {expected}. Got {shown(path, value)}{quoted} "
                         f"instead.{close}")
     if len(messages) > _MESSAGES:  # 90,000 bad list items were an 8.4 MB line, one sentence each
         messages[_MESSAGES:] = [f"({len(messages) - _MESSAGES} more settings are wrong.)"]
     return " ".join(messages)
+
+
+def _is_number_text(text: str) -> bool:
+    """Whether ``text`` is a number written as a string (``"0.01"``, ``"3"``, ``"1e-4"``), not ``"nan"`` or ``"inf"``."""
+    try:
+        return math.isfinite(float(text))
+    except ValueError:
+        return False
 
 
 def _literal_choices(errors: list) -> list[str]:
