@@ -175,8 +175,9 @@ _RUN_COMPARE = re.compile(r"^<!-- run-compare: ([\w.-]+)/([\w.,-]+) -->[ \t]*$",
 # entries whose FIELD is VALUE (``min:runs.*.lambda=-3.accuracy``; numbers compare as numbers; filters that leave one
 # entry need no ``min:``: ``runs.*.lambda=3.seed=0.accuracy``); a path holding a space
 # (a key such as ``K-means + Mean + PCA``) is written in double quotes; ``@minutes`` as the key path is the run's
-# duration from run.json's start and end times. A last ``×N`` multiplies the value by N before formatting (``×100``:
-# a fraction as a percentage, a correlation as the papers' ×100).
+# duration from run.json's start and end times, with its unit: minutes formatted with SPEC and " min" ("14 min"), or
+# under a minute whole seconds and " s" ("28 s"), never "0 min". A last ``×N`` multiplies the value by N before
+# formatting (``×100``: a fraction as a percentage, a correlation as the papers' ×100); ``@minutes`` takes none.
 _VALUE_MARKER = re.compile(r'<!-- value: ([\w.-]+)/([\w.-]+) ([\w.-]+) ("[^"\n]+"|\S+) (\S+)(?: ×(\d+))? -->')
 _AGGREGATES = {"": lambda v: v[0], "min": min, "max": max, "mean": lambda v: sum(v) / len(v)}
 
@@ -206,8 +207,13 @@ def _run_value(match) -> str:
         raise FileNotFoundError(f"value marker {match.group(0)!r}: {file} does not exist")
     data = json.loads(file.read_text(encoding="utf-8"))
     if path == "@minutes":
+        if scale:
+            raise ValueError(f"value marker {match.group(0)!r}: '@minutes' renders its unit and takes no '×N'")
         start, end = (datetime.datetime.fromisoformat(data[key]) for key in ("started", "ended"))
-        value = (end - start).total_seconds() / 60
+        seconds = (end - start).total_seconds()
+        if seconds < 60:  # whole seconds: "0 min" (or "0.5 min") would say less than the file does
+            return f"{seconds:.0f} s"
+        return format(seconds / 60, spec) + " min"
     else:
         aggregate, _, keys = path.rpartition(":")
         values = [data]
@@ -272,7 +278,8 @@ def render_claims(markdown: str, src_uri: str = "") -> str:
     from isotropy.experiments._claims import markdown_table, read_claims
 
     def page_table(match) -> str:
-        return markdown_table(read_claims(_claims_file(match.group(1), match.group(2))))
+        records = read_claims(_claims_file(match.group(1), match.group(2)))
+        return _claims_label(match.group(1), match.group(2), records) + "\n\n" + markdown_table(records)
 
     markdown = _CLAIMS_MARKER.sub(page_table, markdown)
     markdown = _RUN_TABLE.sub(_run_table, markdown)
@@ -280,6 +287,47 @@ def render_claims(markdown: str, src_uri: str = "") -> str:
     if _CLAIMS_INDEX.search(markdown):
         markdown = _CLAIMS_INDEX.sub(lambda _: _claims_index(), markdown)
     return markdown
+
+
+def _inline(text) -> str:
+    """``text`` on one line, with the characters Markdown would read as markup escaped."""
+    return re.sub(r"([\\`*_\[\]])", r"\\\1", " ".join(str(text).split()))
+
+
+def _claims_label(experiment: str, setup: str, records) -> str:
+    """The line above a page's claims table: the models its records name, the ``--setup`` of its command (the
+    experiment's default setup where the command names none) and the seeds of its ``run.json``, so that tables of
+    several runs on one page can be told apart: ``**all-MiniLM-L6-v2 ...** (`--setup minilm`, seeds 0, 1, 2):``.
+
+    A record's ``model`` is taken up to its first "; ", after which some records describe the protocol (sts-isotropy:
+    "...; the transforms act on pooled sentence vectors, ..."), which the setup and the page already give.
+    """
+    import importlib
+    import json
+    import shlex
+
+    names = dict.fromkeys(str(r["model"]).split("; ", 1)[0] for r in records)
+    models = "; ".join(f"**{_inline(name)}**" for name in names)
+    named = None
+    for command in dict.fromkeys(r["command"] for r in records):
+        words = shlex.split(command)
+        if "run" not in words:  # e.g. "pytest tests/...", a check with no run of its own
+            continue
+        for i, word in enumerate(words):
+            if word == "--setup" and i + 1 < len(words):
+                named = words[i + 1]
+            elif word.startswith("--setup="):
+                named = word.partition("=")[2]
+        if named is None:
+            package = experiment.replace("-", "_")
+            named = importlib.import_module(f"isotropy.experiments.{package}.experiment").EXPERIMENT.default_setup
+        break
+    details = [f"`--setup {named}`"] if named else []
+    run = _claims_file(experiment, setup).parent / "run.json"
+    seeds = json.loads(run.read_text(encoding="utf-8")).get("seeds") if run.is_file() else None
+    if seeds:
+        details.append(("seed " if len(seeds) == 1 else "seeds ") + ", ".join(str(seed) for seed in seeds))
+    return models + (f" ({', '.join(details)})" if details else "") + ":"
 
 
 def _interval_kind(record: dict) -> str:

@@ -383,6 +383,71 @@ def test_value_markers_filter_average_scale_and_quote():
         render("<!-- value: istar/sst2-gemma-cpu results.json min:runs.*.lambda=7.accuracy .3f -->")
 
 
+def _hooks():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("docs_hooks", REPO / "docs" / "_hooks.py")
+    hooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hooks)
+    return hooks
+
+
+def test_minutes_marker_gives_its_unit_and_never_zero_minutes():
+    """``@minutes`` of a run under a minute rendered "0 min" (frozen-classification's Gemma run, 28 s by its run.json):
+    under a minute it gives whole seconds, from a minute on the minutes with the SPEC; the unit is part of the value."""
+    import datetime
+
+    hooks = _hooks()
+
+    def seconds(experiment, setup):
+        run = json.loads((REPO / "docs" / "runs" / experiment / setup / "run.json").read_text())
+        return (datetime.datetime.fromisoformat(run["ended"])
+                - datetime.datetime.fromisoformat(run["started"])).total_seconds()
+
+    short = seconds("frozen-classification", "gemma-3-270m")
+    assert short < 60
+    assert hooks.render_claims("<!-- value: frozen-classification/gemma-3-270m run.json @minutes .0f -->") == \
+        f"{short:.0f} s"
+    long = seconds("classifier-geometry", "supersense")
+    assert long >= 60
+    assert hooks.render_claims("<!-- value: classifier-geometry/supersense run.json @minutes .1f -->") == \
+        f"{long / 60:.1f} min"
+    with pytest.raises(ValueError, match="takes no '×N'"):
+        hooks.render_claims("<!-- value: classifier-geometry/supersense run.json @minutes .0f ×60 -->")
+    for page in sorted((REPO / "docs").rglob("*.md")):  # the unit is rendered: a typed one would be doubled
+        text = page.read_text(encoding="utf-8")
+        assert not re.search(r"@minutes [^>]*-->\s*(min|s)\b", text), page.name
+        assert not re.search(r"(?<![\d.,])0 min\b", hooks.render_claims(text, page.name)), page.name
+
+
+def test_claims_tables_name_their_models_setup_and_seeds():
+    """The tables of several runs on one page (sts-isotropy has four back to back) were told apart only by their
+    "Reproduce:" line: each now has a line above it naming the models of its records, its setup and its seeds."""
+    hooks = _hooks()
+    folder = REPO / "docs" / "runs" / "frozen-classification" / "minilm"
+    (model,) = {r["model"] for r in read_claims(folder / "claims.json")}
+    seeds = json.loads((folder / "run.json").read_text())["seeds"]
+    assert model == "all-MiniLM-L6-v2 (frozen, mean-pooled layer -1), sst2 validation (872 sentences)"
+    assert seeds == [0, 1, 2]
+    rendered = hooks.render_claims("<!-- claims: frozen-classification/minilm -->")
+    assert rendered.startswith("**all-MiniLM-L6-v2 (frozen, mean-pooled layer -1), sst2 validation (872 sentences)** "
+                               "(`--setup minilm`, seeds 0, 1, 2):\n\n| id | claim (paper, where) |")
+    # several models, one per bolded name in record order; the seeds of run.json tell seeds 3-5 from 0-2
+    line = hooks.render_claims("<!-- claims: minibatch-stability/minilm-seeds-3-5 -->").splitlines()[0]
+    assert line == ("**Gaussian N(0, diag(i^-0.5)), d = 384**; **all-MiniLM-L6-v2 on sst2/dev (872 sentences)** "
+                    "(`--setup minilm`, seeds 3, 4, 5):")
+    # a command without --setup ran the experiment's default setup
+    line = hooks.render_claims("<!-- claims: layer-geometry/minilm-wikitext2 -->").splitlines()[0]
+    assert line == "**all-MiniLM-L6-v2** (`--setup minilm-wikitext2`, seeds 0, 1, 2):"
+    # a model up to its first "; " (the rest describes the protocol, which the setup names); markup escaped
+    line = hooks.render_claims("<!-- claims: sts-isotropy/gemma-tokens -->").splitlines()[0]
+    assert line == ("**Gemma 3 270M base (Q4\\_K\\_M dequantised to float32), mean of the last layer** "
+                    "(`--setup gemma-tokens`, seeds 0, 1, 2):")
+    page = hooks.render_claims((REPO / "docs" / "experiments" / "sts-isotropy.md").read_text(encoding="utf-8"))
+    labels = re.findall(r"^\*\*.*\*\* \(`--setup ([\w.-]+)`, seeds? [\d, ]+\):\n\n\| id \|", page, flags=re.MULTILINE)
+    assert labels == ["paper", "gemma", "paper-tokens", "gemma-tokens"]
+
+
 # Sections that hold the papers' own numbers (typed from the papers, with their provenance), not ours.
 _PAPER_SECTIONS = ("## What the paper claims", "## The paper's numbers")
 
