@@ -64,3 +64,12 @@ def test_masked_values_are_refused_and_an_unmasked_array_is_its_data():
                                "fill them (X.filled(value)).")
     dropped = masked[~masked.mask.any(axis=1)].data
     assert isotropy.isoscore(dropped) == isotropy.isoscore(np.delete(X, [0, 5], axis=0))
+
+
+@pytest.mark.parametrize(("labels", "shown"), [(None, "None"), (3, "3"), ("abc", "'abc'")])
+def test_labels_that_are_not_an_array_are_named(labels, shown):
+    """silhouette_score(X, None) said "Got an array with shape () instead" (an API audit)."""
+    with pytest.raises(IsotropyValueError) as info:
+        isotropy.silhouette_score(X, labels)
+    assert str(info.value) == ("The 'labels' parameter of silhouette_score must be a 1-d label array or a 2-d 0/1 "
+                               f"matrix of shape (n_samples, n_labels). Got {shown} instead.")

@@ -138,3 +138,26 @@ def test_participation_ratio_never_exceeds_n_features():
     assert participation_ratio_in_range(2.5, 5) == 2.5
     clamped = participation_ratio_in_range(torch.tensor(0.9999999999999998, dtype=torch.float64), 5)
     assert float(clamped) == 1.0 and clamped.dtype == torch.float64
+
+
+def test_accumulator_takes_empty_chunks_and_says_what_it_lacks():
+    """A stream may hold an empty chunk (a shard or batch without rows): it adds nothing (it was refused). The
+    messages name the rows the statistic needs, not a 'data' parameter the method does not have (an API audit)."""
+    X = np.random.default_rng(0).normal(size=(30, 3))
+    acc = CovarianceAccumulator().update(np.empty((0, 3))).update(X[:10]).update(np.empty((0, 3))).update(X[10:])
+    assert acc.n_samples_ == 30 and acc.isoscore() == CovarianceAccumulator().update(X).isoscore()
+    with pytest.raises(IsotropyValueError, match=r"must have 3 features \(columns\), like the previous chunks\. Got 4"):
+        acc.update(np.empty((0, 4)))
+    with pytest.raises(IsotropyValueError) as info:
+        CovarianceAccumulator().mean()
+    assert str(info.value) == ("CovarianceAccumulator.mean needs at least 1 sample (row); call update() with rows "
+                               "first. Got 0 instead.")
+    with pytest.raises(IsotropyValueError) as info:
+        CovarianceAccumulator().update(X[:1]).isoscore()
+    assert str(info.value) == ("CovarianceAccumulator.isoscore needs at least 2 samples (rows); call update() with "
+                               "more rows first. Got 1 instead.")
+    with pytest.raises(IsotropyValueError) as info:
+        CovarianceAccumulator().update(np.ones((5, 3))).isoscore()
+    assert str(info.value) == ("The rows CovarianceAccumulator was given must have non-zero variance. Got 5 "
+                               "(numerically) identical samples instead, whose covariance is zero, so the score is "
+                               "undefined.")

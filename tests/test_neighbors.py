@@ -146,8 +146,11 @@ def test_bad_data():
         kneighbors(np.zeros(5), n_neighbors=1)
     with pytest.raises(IsotropyValueError, match="finite"):
         kneighbors(np.array([[0.0, np.nan], [1.0, 2.0], [3.0, 1.0]]), n_neighbors=1)
-    with pytest.raises(IsotropyValueError, match="no zero rows with metric='cosine'.*Got 1 zero rows"):
+    with pytest.raises(IsotropyValueError, match=r"no zero rows with metric='cosine'.*Got 1 zero row \(at index 0\) "
+                                                 r"instead\.$"):
         kneighbors(np.array([[0.0, 0.0], [1.0, 2.0], [3.0, 1.0]]), n_neighbors=1, metric="cosine")
+    with pytest.raises(IsotropyValueError, match=r"Got 2 zero rows \(first at index 1\) instead\.$"):
+        kneighbors(np.array([[1.0, 0.0], [0.0, 0.0], [1.0, 2.0], [0.0, 0.0]]), n_neighbors=1, metric="cosine")
 
 
 @pytest.mark.parametrize("scale, dtype", [(1e20, "float32"), (1e-30, "float32"), (1e160, "float64"),

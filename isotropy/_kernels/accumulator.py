@@ -279,10 +279,12 @@ class CovarianceAccumulator:
         if type(X_chunk).__name__ == "Array" and type(X_chunk).__module__.startswith("dask.array") \
                 and getattr(X_chunk, "ndim", None) == 2:
             return self._update_dask(X_chunk, caller)
-        X = check_X(X_chunk, caller=caller, name="X_chunk", min_samples=1)
+        X = check_X(X_chunk, caller=caller, name="X_chunk", min_samples=0)
         if self.n_features_ is not None and X.shape[1] != self.n_features_:
             raise IsotropyValueError(f"The 'X_chunk' parameter of {caller} must have {self.n_features_} features "
                                      f"(columns), like the previous chunks. Got {X.shape[1]} instead.")
+        if X.shape[0] == 0:  # an empty chunk of a stream (a shard, a batch without rows): nothing to add
+            return self
         A = _host_array(X)  # a numpy view of the chunk: read, never written
         scaled, exponent = rescaled(A, caller=caller, name="X_chunk")  # (A, 0) for data at a safe scale
         scatter_b, shift_b, mean_b = _numpy_scatter(scaled, split_mean=True)  # float64, by sub-chunks
@@ -324,14 +326,16 @@ class CovarianceAccumulator:
                 if block.shape[0]:
                     part.update(block)
                 start += block.shape[0]
-        if part.n_samples_ == 0:  # no rows: the message of an empty array
-            check_X(np.empty((0, X.shape[1])), caller=caller, name="X_chunk", min_samples=1)
+        if part.n_samples_ == 0:  # no rows: nothing to add, as for an empty numpy chunk
+            return self
         return self.merge(part)
 
     def _require(self, caller, min_samples=2):
         if self.n_samples_ < min_samples:
-            raise IsotropyValueError(f"CovarianceAccumulator.{caller} needs at least {min_samples} samples; "
-                                     f"call update() with data first. Got {self.n_samples_} instead.")
+            needed = f"{min_samples} sample (row)" if min_samples == 1 else f"{min_samples} samples (rows)"
+            more = "rows" if self.n_samples_ == 0 else "more rows"
+            raise IsotropyValueError(f"CovarianceAccumulator.{caller} needs at least {needed}; call update() with "
+                                     f"{more} first. Got {self.n_samples_} instead.")
 
     def mean(self):
         """Mean vector, float64 array of shape (n_features,)."""
@@ -359,7 +363,7 @@ class CovarianceAccumulator:
     def _check_variance(self, caller):
         self._require(caller)
         _check_variance(np.trace(self._scatter), n_samples=self.n_samples_, mean_sq_norm=float(np.sum((self._shift + self._mean) ** 2)),
-                        eps=float(np.finfo(np.float64).eps), caller=f"CovarianceAccumulator.{caller}", name="data")
+                        eps=float(np.finfo(np.float64).eps), caller="CovarianceAccumulator", name=None)
 
     def isoscore(self):
         """IsoScore of all rows seen (Python float); see :func:`isotropy.isoscore`."""

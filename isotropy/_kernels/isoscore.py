@@ -118,13 +118,15 @@ def _check_variance(trace, *, n_samples, mean_sq_norm, eps, caller, name="X", X=
     identical samples; its IsoScore is 0.40). With the rows at hand (``X``: the in-memory paths) that is
     checked on them; streamed (the accumulator, dask, the torchmetrics classes: ``X`` is ``None``), the
     sums of identical rows are exactly 0 (their shift is their own row, :func:`isotropy._kernels.rows.
-    first_chunk_shift`), so a positive trace is rows that differ.
+    first_chunk_shift`), so a positive trace is rows that differ. ``name=None``: rows fed by ``update`` calls, not
+    a parameter of ``caller``.
     """
     if _as_float(trace) <= n_samples * (_FLOOR_ULPS * eps) ** 2 * mean_sq_norm:
         if _as_float(trace) > 0.0 and (X is None or not all_rows_equal(X.detach() if is_torch(X) else X)):
             return
+        subject = f"The '{name}' parameter of {caller}" if name else f"The rows {caller} was given"
         raise IsotropyValueError(
-            f"The '{name}' parameter of {caller} must have non-zero variance. Got {n_samples} "
+            f"{subject} must have non-zero variance. Got {n_samples} "
             f"(numerically) identical samples instead, whose covariance is zero, so the score is undefined.")
 
 

@@ -106,10 +106,11 @@ def _prepare(X: np.ndarray, metric: str, caller: str):
     if metric != "cosine":
         return X, None
     norms = np.sqrt(np.einsum("ij,ij->i", X, X, dtype=np.float64))
-    zero = int(np.count_nonzero(norms == 0))
-    if zero:
+    zero = np.flatnonzero(norms == 0)
+    if zero.size:
+        rows = "1 zero row (at index" if zero.size == 1 else f"{zero.size} zero rows (first at index"
         raise IsotropyValueError(f"The 'X' parameter of {caller} must have no zero rows with metric='cosine' "
-                                 f"(the cosine distance is undefined for them). Got {zero} zero rows instead.")
+                                 f"(the cosine distance is undefined for them). Got {rows} {int(zero[0])}) instead.")
     return X, 1.0 / norms
 
 

@@ -294,6 +294,9 @@ def check_labels(labels, *, n_samples: int, caller: str, name: str = "labels") -
     distinct row (label vector) is one cluster, as in Mickus et al. (2024); one column is read as
     a 1-d label array (for 0/1 the same clusters).
     """
+    if labels is None or isinstance(labels, (str, bytes, numbers.Number)):  # np.asarray: a 0-d array, "shape ()"
+        raise IsotropyValueError(f"The '{name}' parameter of {caller} must be a 1-d label array or a 2-d 0/1 matrix "
+                                 f"of shape (n_samples, n_labels). Got {_describe(labels)} instead.")
     if is_torch(labels):
         labels = check_tensor_data(labels, caller=caller, name=name).detach().cpu().numpy()
     if isinstance(labels, (list, tuple)):
