@@ -28,7 +28,8 @@ that checkout's kernel as columns of the kernel table: on its numpy loops, and o
 if it has them (its own ``_neighbors_jit.py``). Each column's values are compared bit for bit with
 this checkout's on the same loops.
 ``--stages`` only splits each search (on each loop) into its candidate pass, the read-out of the
-candidates' slots and the exact distances with their certificate, each against the floor.
+candidates' slots and the exact distances with their certificate, each against the floor; with
+``--compare``, the ``--compare`` checkouts' searches too, interleaved with this one's (an A/B of one stage).
 ``--live-memory`` only prints, for each case and each kernel (the ``--compare`` checkouts' and this one's, on
 each loop), the most memory the search's arrays held at once above what was held before it (``tracemalloc``:
 numpy's allocations; the compiled loops allocate nothing of their own size): one search each, no timing.
@@ -221,7 +222,7 @@ def main(argv=None):
     if args.stages:
         X = low_rank_data(args.n, args.d)
         _floor_block(X)  # chosen (and printed) before the table
-        _stage_rows(X, args.repeat)
+        _stage_rows(X, args.repeat, args.compare)
         return
     if args.live_memory:
         _live_memory_rows(low_rank_data(args.n, args.d), args.compare)
@@ -276,9 +277,10 @@ def _cold_rows(sizes, d, repeat, neighbors=(20,)):
 _STAGES = {"_candidate_pass": "candidate pass", "result": "slots read out", "_exact_selection": "exact distances"}
 
 
-def _stage_rows(X, repeat):
+def _stage_rows(X, repeat, compare=()):
     """Each case's search on each loop split into its stages (the functions of ``_STAGES``, timed by wrapping them),
-    as fractions of the floor; the fastest of ``repeat`` searches, interleaved with the floor."""
+    as fractions of the floor; the fastest of ``repeat`` searches, interleaved with the floor; with ``compare``, the
+    same for those checkouts' kernels (loaded as ``--compare`` loads them), interleaved with this checkout's."""
     import isotropy._kernels.neighbors as kernels
 
     seconds = {}
@@ -294,8 +296,18 @@ def _stage_rows(X, repeat):
                 seconds[name] = seconds.get(name, 0.0) + time.perf_counter() - start
         return inner, stage
 
-    patched = [(owner, name, *timing(owner, name)) for owner, name in
-               ((kernels, "_candidate_pass"), (kernels._Best, "result"), (kernels, "_exact_selection"))]
+    searches = {}  # label: (the kernels module whose stages are timed, the search)
+    for tree in compare:
+        for label, module in _kernel_modules(tree).items():
+            searches[label] = (module, lambda X, k, module=module: module.exact_knn(X, None, k))
+    searches["after"] = (kernels, lambda X, k: _with_loops("0", X, k))
+    searches["after, compiled"] = (kernels, lambda X, k: _with_loops("1", X, k))
+    for _, search in searches.values():  # numba's loops loaded (or compiled, for a copy) before anything is timed
+        for k in (2, 100):
+            search(X[:3000], k)
+    modules = list({id(module): module for module, _ in searches.values()}.values())
+    patched = [(owner, name, *timing(owner, name)) for module in modules for owner, name in
+               ((module, "_candidate_pass"), (module._Best, "result"), (module, "_exact_selection"))]
     print(f"where a search's time goes (n={X.shape[0]:,}, d={X.shape[1]}, float32): each stage / floor, from the "
           f"fastest of {repeat} searches (interleaved with the floor); the rest: centre, operands, the thread pool",
           flush=True)
@@ -305,20 +317,22 @@ def _stage_rows(X, repeat):
         for owner, name, _, stage in patched:
             setattr(owner, name, stage)
         for case, k in (("TwoNN", 2), ("MLE", 20), ("kneighbors", 100)):
-            for jit, loops in (("0", "numpy"), ("1", "compiled")):
-                floor, runs = [], []
-                for _ in range(repeat):
+            floor, runs = [], {label: [] for label in searches}
+            for _ in range(repeat):
+                for label, (_, search) in searches.items():
                     floor.append(timed(lambda: _floor(X))[1])
                     seconds.clear()
-                    total = timed(lambda jit=jit, k=k: _with_loops(jit, X, k))[1]
-                    runs.append((total, dict(seconds)))
-                total, parts = min(runs, key=lambda run: run[0])
-                least = min(floor)
+                    total = timed(lambda search=search, k=k: search(X, k))[1]
+                    runs[label].append((total, dict(seconds)))
+            least = min(floor)
+            for label, timings in runs.items():
+                total, parts = min(timings, key=lambda run: run[0])
                 cells = " | ".join(f"{parts.get(name, 0.0) / least:.2f}" for name in _STAGES)
+                loops = {"after": "numpy", "after, compiled": "compiled"}.get(label, label)
                 print(f"| {case} | {k} | {loops} | {total / least:.2f} | {cells} | "
                       f"{(total - sum(parts.values())) / least:.2f} |", flush=True)
     finally:
-        for owner, name, inner, _ in patched:
+        for owner, name, inner, _ in reversed(patched):
             setattr(owner, name, inner)
 
 
@@ -330,12 +344,23 @@ def _commit(tree):
 def _kernels_of(tree):
     """``exact_knn`` of the checkout ``tree`` on its numpy loops and, if it has them, on its compiled loops (its
     kernels modules loaded under other names, each told which loops to use)."""
-    commit, folder = _commit(tree), Path(tree) / "isotropy" / "_kernels"
-    if not (folder / "neighbors.py").exists():  # the flat layout of the package before its folders (8e450e5)
+    commit = _commit(tree)
+    if not (Path(tree) / "isotropy" / "_kernels" / "neighbors.py").exists():  # the flat layout before folders (8e450e5)
         return {commit: _flat_kernel(Path(tree) / "isotropy", commit)}
+    return {label: lambda X, k, module=module: module.exact_knn(X, None, k)
+            for label, module in _kernel_modules(tree).items()}
+
+
+def _kernel_modules(tree):
+    """The kernels module (``isotropy/_kernels/neighbors.py``) of the checkout ``tree``, loaded under another name
+    and told to run its numpy loops, and, if it has compiled loops, a second one told to run those."""
+    commit, folder = _commit(tree), Path(tree) / "isotropy" / "_kernels"
+    if not (folder / "neighbors.py").exists():
+        raise SystemExit(f"{tree} has no isotropy/_kernels/neighbors.py (a checkout before the package's folders): "
+                         f"its stages cannot be timed")
     numpy_loops = _module(f"_neighbour_kernels_{commit}", (folder / "neighbors.py").read_text())
     numpy_loops.compiled_kernels = lambda *size: None
-    kernels = {commit: lambda X, k: numpy_loops.exact_knn(X, None, k)}
+    kernels = {commit: numpy_loops}
     if (folder / "_neighbors_jit.py").exists():
         # loaded from a copy outside the checkout: numba caches the compiled loops beside the file under this module's
         # name, and such a cache beside the checkout's own file broke its next plain import (ModuleNotFoundError of
@@ -351,7 +376,7 @@ def _kernels_of(tree):
         spec.loader.exec_module(loops)  # (and caches the compiled loops beside the copy)
         compiled = _module(f"_neighbour_kernels_{commit}_compiled", (folder / "neighbors.py").read_text())
         compiled.compiled_kernels = lambda *size: loops
-        kernels[f"{commit}, compiled"] = lambda X, k: compiled.exact_knn(X, None, k)
+        kernels[f"{commit}, compiled"] = compiled
     return kernels
 
 
