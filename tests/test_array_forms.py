@@ -73,3 +73,35 @@ def test_labels_that_are_not_an_array_are_named(labels, shown):
         isotropy.silhouette_score(X, labels)
     assert str(info.value) == ("The 'labels' parameter of silhouette_score must be a 1-d label array or a 2-d 0/1 "
                                f"matrix of shape (n_samples, n_labels). Got {shown} instead.")
+
+
+def test_a_big_endian_float32_memory_map_is_not_copied(tmp_path):
+    """Only floats whose precision the kernels would lower are converted: a '>f4' memory map stays a memory map (a
+    review: it was copied whole into memory, for the same values)."""
+    from isotropy._utils.validation import check_X
+
+    path = tmp_path / "x.npy"
+    np.save(path, X.astype(">f4"))
+    mapped = np.load(path, mmap_mode="r")
+    checked = check_X(mapped, caller="test")
+    assert checked.dtype == np.dtype(">f4") and np.shares_memory(checked, mapped)
+    assert check_X(X.astype(">f8"), caller="test").dtype == np.float64
+    assert isotropy.isoscore(mapped) == isotropy.isoscore(X.astype(np.float32))
+
+
+@pytest.mark.skipif(np.finfo(np.longdouble).max <= np.finfo(np.float64).max, reason="longdouble is float64 here")
+def test_extended_values_beyond_float64_are_refused_beside_a_nan():
+    big = X.astype(np.longdouble)
+    big[3, 1], big[0, 0] = np.longdouble("1e400"), np.nan
+    with pytest.raises(IsotropyValueError, match=r"Got largest \|x\| about 1e400, beyond float64's 1\.8e308"):
+        isotropy.isoscore(big)
+
+
+def test_masked_labels_are_refused():
+    labels = np.ma.masked_array(LABELS, mask=np.arange(40) == 7)
+    with pytest.raises(TypeError) as info:
+        isotropy.silhouette_score(X, labels)
+    assert str(info.value) == ("The 'labels' parameter of silhouette_score must be an array without masked values. "
+                               "Got a masked array with 1 masked value instead; drop their rows (labels[~labels.mask]"
+                               ".data, and the same rows of X) or fill them (labels.filled(value)).")
+    assert isotropy.silhouette_score(X, np.ma.masked_array(LABELS)) == isotropy.silhouette_score(X, LABELS)

@@ -148,6 +148,10 @@ def test_accumulator_takes_empty_chunks_and_says_what_it_lacks():
     assert acc.n_samples_ == 30 and acc.isoscore() == CovarianceAccumulator().update(X).isoscore()
     with pytest.raises(IsotropyValueError, match=r"must have 3 features \(columns\), like the previous chunks\. Got 4"):
         acc.update(np.empty((0, 4)))
+    empty = CovarianceAccumulator().update(np.empty((0, 3)))  # an empty chunk gives the stream its width
+    assert empty.n_samples_ == 0 and empty.n_features_ == 3
+    with pytest.raises(IsotropyValueError, match=r"must have 3 features \(columns\), like the previous chunks\. Got 4"):
+        empty.update(np.empty((0, 4)))
     with pytest.raises(IsotropyValueError) as info:
         CovarianceAccumulator().mean()
     assert str(info.value) == ("CovarianceAccumulator.mean needs at least 1 sample (row); call update() with rows "
@@ -158,6 +162,6 @@ def test_accumulator_takes_empty_chunks_and_says_what_it_lacks():
                                "more rows first. Got 1 instead.")
     with pytest.raises(IsotropyValueError) as info:
         CovarianceAccumulator().update(np.ones((5, 3))).isoscore()
-    assert str(info.value) == ("The rows CovarianceAccumulator was given must have non-zero variance. Got 5 "
+    assert str(info.value) == ("The rows given to CovarianceAccumulator.update must have non-zero variance. Got 5 "
                                "(numerically) identical samples instead, whose covariance is zero, so the score is "
                                "undefined.")

@@ -68,8 +68,8 @@ def test_set_keys_nest_as_deep_as_yaml_may_and_messages_stay_short(capsys):
     ("x: !!python/object/apply:os.system ['true']\n", ("uses the tag '!!python/object/apply:os.system' at line 1, "
                                                          "column 4, which constructs a Python object")),
     ("updates: abc\n", "The 'updates' setting of classifier-geometry must be an integer. Got 'abc' instead."),
-    ("lr: '0.01'\n", ("The 'lr' setting of classifier-geometry must be a number. Got '0.01' (a string: the quotes made "
-                     "it one; leave them out for a number) instead.")),
+    ("lr: '0.01'\n", ("The 'lr' setting of classifier-geometry must be a number. Got '0.01' (read as text, not a "
+                     "number: write it as 0.01, without quotes) instead.")),
     ("lr: 1e-3\nlearning_rate: 5\n", "Unknown config key 'learning_rate' for classifier-geometry; did you mean 'lr'?"),
     ("updatse: 5\n", "did you mean 'updates'?"),
     ("threads: 2\n", ("'threads' is not a config key of classifier-geometry: it is chosen on the command line with "
@@ -629,17 +629,19 @@ def test_a_yaml_boolean_word_in_set_is_shown_as_typed(experiment, argv, message,
 
 
 @pytest.mark.parametrize(("argv", "message"), [
-    (["--set", 'lr="0.01"'], ("The 'lr' setting of classifier-geometry must be a number. Got '0.01' (a string: the "
-                             "quotes made it one; leave them out for a number) instead.")),
-    (["--set", "updates='40'"], ("The 'updates' setting of classifier-geometry must be an integer. Got '40' (a string: "
-                                "the quotes made it one; leave them out for a number) instead.")),
+    (["--set", 'lr="0.01"'], ("The 'lr' setting of classifier-geometry must be a number. Got '0.01' (read as text, not "
+                             "a number: write it as 0.01, without quotes) instead.")),
+    (["--set", "updates='40'"], ("The 'updates' setting of classifier-geometry must be an integer. Got '40' (read as "
+                                "text, not a number: write it as 40, without quotes) instead.")),
     (["--set", 'lr="fast"'], "The 'lr' setting of classifier-geometry must be a number. Got 'fast' instead."),
+    (["--set", "lr=-.5"], ("The 'lr' setting of classifier-geometry must be a number. Got '-.5' (read as text, not a "
+                           "number: write it as -0.5, without quotes) instead.")),
     (["--set", 'task="3"'], ("The 'task' setting of classifier-geometry must be one of polarity, snli, pos, supersense, "
                             "lexicon, glue, table. Got '3' instead.")),
 ])
 def test_a_quoted_number_is_said_to_be_a_string(argv, message, capsys):
     """--set lr='"0.01"' (or lr: "0.01" in a file) said "must be a number. Got '0.01' instead.", which looks like a
-    number (a user trial; docs/experiments/contract.md names the case)."""
+    number (a user trial; docs/experiments/contract.md names the case); YAML 1.1 also reads -.5 as text, unquoted."""
     code, _, err = _cli(["run", CG, "--print-config", *argv], capsys)
     assert code == 2
     assert err.strip().splitlines()[-1] == f"Error: {message}"

@@ -282,3 +282,16 @@ def test_labels_from_a_member_of_an_npz_archive(tmp_path):
                     f"'cluster'); expected the one holding the labels named with --label-column.")
     line = _one_line_error(measure(path, "--key", "coords", "--labels", path, "--label-column", "clusters"))
     assert line.endswith("has no array 'clusters'; expected one of 'coords', 'cluster'. Did you mean 'cluster'?")
+
+
+def test_an_npz_member_that_is_not_an_array_is_refused(tmp_path):
+    """numpy returns a zip member that is not a .npy file as its raw bytes: refused by name, not a traceback (a
+    review)."""
+    import zipfile
+
+    path = tmp_path / "raw.npz"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("labels", b"xx")
+    with pytest.raises(IsotropyValueError) as err:
+        read_labels(path, n_rows=3)
+    assert str(err.value).startswith(f"Cannot read labels from {str(path)!r}: member 'labels' is not a .npy array; ")

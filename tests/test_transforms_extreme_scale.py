@@ -322,3 +322,16 @@ def test_most_probable_component_is_scikit_learns_predict_at_an_ordinary_scale()
     new = rng.normal(size=(2000, 6)) * 6
     np.testing.assert_array_equal(most_probable_component(mixture, new), mixture.predict(new))
     np.testing.assert_array_equal(most_probable_component(mixture, X), mixture.predict(X))
+
+
+def test_a_component_of_weight_zero_is_never_the_most_probable_even_far_away():
+    """Where every score overflows, the component of least Σ((x − μ)ρ)² wins, but never one of weight 0 (a review)."""
+    from types import SimpleNamespace
+
+    from isotropy.transforms._cluster_isotropy import most_probable_component
+
+    mixture = SimpleNamespace(means_=np.zeros((2, 2)), precisions_cholesky_=np.array([[0.1, 0.1], [1.0, 1.0]]),
+                              weights_=np.array([0.0, 1.0]))
+    np.testing.assert_array_equal(most_probable_component(mixture, np.array([[1e10, 1e10], [1e200, 1e200]])), [1, 1])
+    mixture.weights_ = np.array([0.5, 0.5])  # with weight, the wider component 0 wins far away
+    np.testing.assert_array_equal(most_probable_component(mixture, np.array([[1e10, 1e10], [1e200, 1e200]])), [0, 0])

@@ -283,7 +283,8 @@ class CovarianceAccumulator:
         if self.n_features_ is not None and X.shape[1] != self.n_features_:
             raise IsotropyValueError(f"The 'X_chunk' parameter of {caller} must have {self.n_features_} features "
                                      f"(columns), like the previous chunks. Got {X.shape[1]} instead.")
-        if X.shape[0] == 0:  # an empty chunk of a stream (a shard, a batch without rows): nothing to add
+        if X.shape[0] == 0:  # an empty chunk of a stream (a shard, a batch without rows): its width, no rows
+            self.n_features_ = X.shape[1]
             return self
         A = _host_array(X)  # a numpy view of the chunk: read, never written
         scaled, exponent = rescaled(A, caller=caller, name="X_chunk")  # (A, 0) for data at a safe scale
@@ -326,7 +327,8 @@ class CovarianceAccumulator:
                 if block.shape[0]:
                     part.update(block)
                 start += block.shape[0]
-        if part.n_samples_ == 0:  # no rows: nothing to add, as for an empty numpy chunk
+        if part.n_samples_ == 0:  # no rows: their width alone, as for an empty numpy chunk
+            self.n_features_ = X.shape[1]
             return self
         return self.merge(part)
 
@@ -363,7 +365,7 @@ class CovarianceAccumulator:
     def _check_variance(self, caller):
         self._require(caller)
         _check_variance(np.trace(self._scatter), n_samples=self.n_samples_, mean_sq_norm=float(np.sum((self._shift + self._mean) ** 2)),
-                        eps=float(np.finfo(np.float64).eps), caller="CovarianceAccumulator", name=None)
+                        eps=float(np.finfo(np.float64).eps), caller="CovarianceAccumulator.update", name=None)
 
     def isoscore(self):
         """IsoScore of all rows seen (Python float); see :func:`isotropy.isoscore`."""

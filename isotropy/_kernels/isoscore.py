@@ -124,7 +124,7 @@ def _check_variance(trace, *, n_samples, mean_sq_norm, eps, caller, name="X", X=
     if _as_float(trace) <= n_samples * (_FLOOR_ULPS * eps) ** 2 * mean_sq_norm:
         if _as_float(trace) > 0.0 and (X is None or not all_rows_equal(X.detach() if is_torch(X) else X)):
             return
-        subject = f"The '{name}' parameter of {caller}" if name else f"The rows {caller} was given"
+        subject = f"The '{name}' parameter of {caller}" if name else f"The rows given to {caller}"
         raise IsotropyValueError(
             f"{subject} must have non-zero variance. Got {n_samples} "
             f"(numerically) identical samples instead, whose covariance is zero, so the score is undefined.")

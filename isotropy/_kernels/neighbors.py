@@ -63,11 +63,14 @@ def _exact_sq_distances(X: np.ndarray, scale, rows: np.ndarray, cand: np.ndarray
         if scale is not None:
             query *= scale[rows[s:e], None]
             np.multiply(g, scale[which, None], out=dd)
+            dd -= query
+        elif g.dtype == np.float64:
+            np.subtract(g, query, out=dd)
         else:
-            # the gathered rows cast into the float64 buffer, then a float64 subtraction: the same values as one
-            # mixed-type subtraction, whose buffered cast costs more than the separate contiguous one
+            # the gathered float32 rows cast into the float64 buffer, then a float64 subtraction: the same values as
+            # one mixed-type subtraction, whose buffered cast costs more than the separate contiguous one
             np.copyto(dd, g)
-        dd -= query
+            dd -= query
         out[s:e] = np.einsum("mbd,mbd->mb", dd, dd).T
     return out
 
@@ -106,12 +109,16 @@ def _prepare(X: np.ndarray, metric: str, caller: str):
     if metric != "cosine":
         return X, None
     norms = np.sqrt(np.einsum("ij,ij->i", X, X, dtype=np.float64))
-    zero = np.flatnonzero(norms == 0)
+    refuse_zero_rows(np.flatnonzero(norms == 0), caller=caller)
+    return X, 1.0 / norms
+
+
+def refuse_zero_rows(zero: np.ndarray, *, caller: str) -> None:
+    """Refuse the rows of indices ``zero`` (sorted) under the cosine metric, naming the first (numpy and device searches)."""
     if zero.size:
         rows = "1 zero row (at index" if zero.size == 1 else f"{zero.size} zero rows (first at index"
         raise IsotropyValueError(f"The 'X' parameter of {caller} must have no zero rows with metric='cosine' "
                                  f"(the cosine distance is undefined for them). Got {rows} {int(zero[0])}) instead.")
-    return X, 1.0 / norms
 
 
 def _representation(X: np.ndarray, scale) -> np.ndarray:

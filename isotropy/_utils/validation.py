@@ -105,10 +105,7 @@ def check_X(X, *, caller: str, name: str = "X", min_samples: int = 2, min_featur
         if sparse is not None and sparse.issparse(X):  # np.asarray made it a 0-d object array: "dtype object"
             raise TypeError(f"The '{name}' parameter of {caller} must be a dense array. Got a scipy sparse "
                             f"{type(X).__name__} instead; convert it with .toarray().")
-        if isinstance(X, np.ma.MaskedArray) and np.ma.getmaskarray(X).any():  # np.asarray would read what is masked
-            raise TypeError(f"The '{name}' parameter of {caller} must be an array without masked values. Got a "
-                            f"masked array with {int(np.ma.count_masked(X))} masked values instead; drop their "
-                            f"rows (X[~X.mask.any(axis=1)].data) or fill them (X.filled(value)).")
+        _refuse_masked(X, caller=caller, name=name, drop=f"rows ({name}[~{name}.mask.any(axis=1)].data)")
         try:
             X = np.asarray(_masked_pandas_as_numpy(X))
         except Exception:  # noqa: BLE001 - ragged lists and the like
@@ -148,23 +145,37 @@ def check_X(X, *, caller: str, name: str = "X", min_samples: int = 2, min_featur
     return unit_scale(X, max(abs(low), abs(high)), caller=caller, name=name) if rescale else X
 
 
+def _refuse_masked(value, *, caller: str, name: str, drop: str) -> None:
+    """Refuse a numpy masked array holding masked values: ``np.asarray`` reads what is under the mask."""
+    if not isinstance(value, np.ma.MaskedArray) or np.ma.getmask(value) is np.ma.nomask:
+        return
+    count = int(np.ma.count_masked(value))
+    if count:
+        raise TypeError(f"The '{name}' parameter of {caller} must be an array without masked values. Got a masked "
+                        f"array with {count} masked value{'s' if count > 1 else ''} instead; drop their {drop} or "
+                        f"fill them ({name}.filled(value)).")
+
+
 def native_float(dtype) -> np.dtype:
-    """The float ``dtype`` the kernels compute with: the same in native byte order, extended precision as float64.
+    """The float ``dtype`` the kernels are given: float64 for every float of 8 bytes or more, else ``dtype`` itself.
 
     The kernels choose their precision by ``dtype == float64`` (else float32): a big-endian ``'>f8'`` or a
-    ``longdouble`` array was computed in float32 (silhouette: errors of 1e-7 where float64 gives 1e-15).
+    ``longdouble`` array was computed in float32 (silhouette: errors of 1e-7 where float64 gives 1e-15). Smaller
+    floats keep their byte order: they are computed in float32 either way, and a big-endian float32 memory map
+    would otherwise be copied whole.
     """
     dtype = np.dtype(dtype)
-    return np.dtype(np.float64) if dtype.itemsize > 8 else dtype.newbyteorder("=")
+    return np.dtype(np.float64) if dtype.itemsize >= 8 else dtype
 
 
 def _as_native_float(X: np.ndarray, *, caller: str, name: str) -> np.ndarray:
     """``X`` as :func:`native_float` of its dtype; extended-precision values beyond float64's range are refused."""
     with np.errstate(over="ignore", under="ignore"):
         Y = X.astype(native_float(X.dtype))
-    if Y.dtype.itemsize < X.dtype.itemsize and not np.isfinite(Y).all() and np.isfinite(X).all():
+    beyond = np.isinf(Y) & np.isfinite(X) if Y.dtype.itemsize < X.dtype.itemsize else None
+    if beyond is not None and beyond.any():
         raise IsotropyValueError(f"The '{name}' parameter of {caller} must have values that float64 holds (it computes "
-                                 f"in float64 at most). Got largest |x| about 1e{int(np.floor(np.log10(np.abs(X).max())))}, beyond "
+                                 f"in float64 at most). Got largest |x| about 1e{int(np.floor(np.log10(np.abs(X[beyond]).max())))}, beyond "
                                  f"float64's 1.8e308, instead.")
     return Y
 
@@ -297,6 +308,7 @@ def check_labels(labels, *, n_samples: int, caller: str, name: str = "labels") -
     if labels is None or isinstance(labels, (str, bytes, numbers.Number)):  # np.asarray: a 0-d array, "shape ()"
         raise IsotropyValueError(f"The '{name}' parameter of {caller} must be a 1-d label array or a 2-d 0/1 matrix "
                                  f"of shape (n_samples, n_labels). Got {_describe(labels)} instead.")
+    _refuse_masked(labels, caller=caller, name=name, drop=f"rows ({name}[~{name}.mask].data, and the same rows of X)")
     if is_torch(labels):
         labels = check_tensor_data(labels, caller=caller, name=name).detach().cpu().numpy()
     if isinstance(labels, (list, tuple)):

@@ -126,7 +126,7 @@ def _variance_checked(acc, caller):
     from isotropy._kernels.isoscore import _check_variance
 
     # the accumulator's own floor (its mean is _shift + _mean): the residual _mean alone let the accumulator's check
-    # refuse next, naming "The 'data' parameter of CovarianceAccumulator.isoscore" (a review)
+    # refuse next, naming "The rows given to CovarianceAccumulator.update" (a review)
     mean = acc._shift + acc._mean
     _check_variance(np.trace(acc._scatter), n_samples=acc.n_samples_, mean_sq_norm=float(np.sum(mean * mean)),
                     eps=float(np.finfo(np.float64).eps), caller=caller)

@@ -632,7 +632,10 @@ def _format_errors(exc: ValidationError, model: type[BaseModel], data: dict, *, 
         quoted = ""
         if isinstance(value, str) and _is_number_text(value) and re.search(r"\b(numbers?|ints?|integers?|floats?)\b",
                                                                          expected):
-            quoted = " (a string: the quotes made it one; leave them out for a number)"  # lr: "0.01", as the docs warn
+            # lr: "0.01" (quoted, as the docs warn), or a form YAML 1.1 reads as text (-.5, 1e-3): say how to write it
+            number = float(value)
+            plain = str(int(number)) if number.is_integer() and re.search(r"\bint", expected) else repr(number)
+            quoted = f" (read as text, not a number: write it as {plain}, without quotes)"
         messages.append(f"The '{key}' setting of {experiment} must be {expected}. Got {shown(path, value)}{quoted} "
                         f"instead.{close}")
     if len(messages) > _MESSAGES:  # 90,000 bad list items were an 8.4 MB line, one sentence each

@@ -346,6 +346,8 @@ def _read_npz(path, column) -> np.ndarray:
             labels = archive[name]
         except Exception as exc:  # noqa: BLE001 -- pickled (object) data, a truncated member
             raise _fail(path, f"member {name!r} is not readable ({' '.join(str(exc).split())[:120]})") from None
+    if not isinstance(labels, np.ndarray):  # numpy returns a member that is not a .npy array as its raw bytes
+        raise _fail(path, f"member {name!r} is not a .npy array")
     return _array_labels(labels, path)
 
 

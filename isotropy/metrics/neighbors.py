@@ -14,10 +14,18 @@ import numbers
 
 import numpy as np
 
-from isotropy._kernels.neighbors import _METRICS, _error_factor, _finish, _n_candidates, _prepare, exact_knn
+from isotropy._kernels.neighbors import (
+    _METRICS,
+    _error_factor,
+    _finish,
+    _n_candidates,
+    _prepare,
+    exact_knn,
+    refuse_zero_rows,
+)
 from isotropy._utils.backend import is_dask, is_torch
 from isotropy._utils.magnitude import rescaled
-from isotropy._utils.validation import IsotropyValueError, check_n_neighbors, check_option, check_scalar, check_X
+from isotropy._utils.validation import check_n_neighbors, check_option, check_scalar, check_X
 
 __all__ = ["kneighbors"]
 
@@ -97,10 +105,7 @@ def _kneighbors_device(X, n_neighbors: int, metric: str, chunk_size: int | None,
         R = X.to(exact)
         if metric == "cosine":  # the rows x·(1/‖x‖) of the numpy kernel (_prepare)
             norms = (R * R).sum(dim=1).sqrt()
-            zero = int((norms == 0).sum())
-            if zero:
-                raise IsotropyValueError(f"The 'X' parameter of {caller} must have no zero rows with metric='cosine' "
-                                         f"(the cosine distance is undefined for them). Got {zero} zero rows instead.")
+            refuse_zero_rows(torch.nonzero(norms == 0).flatten().cpu().numpy(), caller=caller)
             R = R * (1.0 / norms)[:, None]
         n, d = R.shape
         k = n_neighbors

@@ -369,8 +369,8 @@ class _MomentMetric(Metric):
             try:
                 return getattr(accumulator, method)(**kwargs)
             except IsotropyValueError as exc:  # name the metric, not the accumulator it wraps
-                # "The 'data' parameter of IsoScore.compute": compute takes no data; the rows are what update saw
-                message = str(exc).replace(f"The 'data' parameter of CovarianceAccumulator.{method}",
+                # compute takes no data: the rows are what update saw
+                message = str(exc).replace("The rows given to CovarianceAccumulator.update",
                                            f"The rows given to {type(self).__name__}.update")
                 raise IsotropyValueError(message.replace(f"CovarianceAccumulator.{method}", caller)) from None
 

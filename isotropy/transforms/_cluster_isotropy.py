@@ -103,7 +103,9 @@ def most_probable_component(mixture, X: np.ndarray) -> np.ndarray:
         beyond = np.isneginf(score).all(axis=1) if np.isfinite(const).any() else np.zeros(len(at), dtype=bool)
         if beyond.any():
             with np.errstate(divide="ignore"):
-                at[beyond] = np.argmin(np.log2(q[beyond]) + 2.0 * shift[beyond], axis=1)
+                size = np.log2(q[beyond]) + 2.0 * shift[beyond]
+            size[:, np.isneginf(const)] = np.inf  # a component of weight 0 is never the most probable
+            at[beyond] = np.argmin(size, axis=1)
     return labels
 
 
