@@ -602,3 +602,48 @@ def test_participation_ratio_of_a_rank_one_set_is_its_lower_bound_on_dask(seed):
     rng = np.random.default_rng(seed)
     X = np.outer(rng.normal(size=50), rng.normal(size=5))
     assert 1.0 <= isotropy.participation_ratio(da.from_array(X, chunks=(10, 5))) <= 1.0 + 1e-15
+
+
+@pytest.mark.parametrize("name", ["calinski_harabasz_score", "davies_bouldin_score"])
+@pytest.mark.parametrize("scale", [1.0, 2.0**600, 2.0**-600])
+def test_centroid_passes_in_parts_of_a_chunk_equal_in_memory(blobs, monkeypatch, name, scale):
+    """A chunk's float64 offsets are taken a few rows at a time (8 MiB), merged as chunks are: a 64 MiB float32 chunk
+    held four float64 copies of itself at once and killed the workers of --memory-limit 512MiB (a user trial)."""
+    import isotropy.distributed._clusters as clusters
+
+    X, labels = blobs
+    X = X * scale
+    whole = _compute(getattr(isotropy, name)(da.from_array(X, chunks=(600, 9)), labels))
+    monkeypatch.setattr(clusters, "_TERM_ELEMENTS", 9 * 7)  # 7 rows at a time, in chunks of 113 and 600 rows
+    for chunks in ((113, 9), (600, 9)):
+        got = _compute(getattr(isotropy, name)(da.from_array(X, chunks=chunks), labels))
+        np.testing.assert_allclose(got, getattr(isotropy, name)(X, labels), rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(got, whole, rtol=1e-12)
+
+
+def test_measure_chunks_take_at_most_a_sixteenth_of_a_workers_memory():
+    from isotropy.measure.distributed import _fit_chunks
+
+    X = da.zeros((50_000, 384), dtype=np.float32, chunks=(43_690, 384))  # 64 MiB chunks, as shards coalesce
+    fitted = _fit_chunks(X, {"memory_limit": 512 * 2**20})
+    assert max(fitted.chunks[0]) * 384 * 4 <= 32 * 2**20 and sum(fitted.chunks[0]) == 50_000
+    assert _fit_chunks(X, {"memory_limit": 2**30}) is X  # 64 MiB is a sixteenth of 1 GiB: as it is
+    assert _fit_chunks(X, {"memory_limit": None}) is X  # no common limit (the threaded scheduler): as it is
+
+
+def test_a_chunks_centroid_and_spread_terms_hold_a_few_mib_beyond_it():
+    import tracemalloc
+
+    import isotropy.distributed._clusters as clusters
+
+    rng = np.random.default_rng(0)
+    block = rng.normal(size=(20_000, 384)).astype(np.float32)  # 29 MiB
+    ids = rng.integers(0, 8, size=20_000)
+    reps = block[:8].astype(np.float64)
+    for run in (lambda: clusters._centroid_terms(block, ids, 8, reps),
+                lambda: clusters._spread_terms(block, ids, reps, np.zeros((8, 384)), 8, 0)):
+        tracemalloc.start()
+        run()
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert peak < 48 * 2**20, peak / 2**20  # before: 4 float64 copies of the chunk at once (234 MiB)

@@ -196,6 +196,14 @@ def _interrupting_metric(X):
     raise KeyboardInterrupt
 
 
+def _killed_workers_metric(X):
+    from types import SimpleNamespace
+
+    from distributed.scheduler import KilledWorker
+
+    raise KilledWorker("_centroid_terms-abc", SimpleNamespace(address="tcp://127.0.0.1:1"), 3)
+
+
 def test_each_line_is_printed_as_the_metric_finishes(x_file, monkeypatch):
     path, X = x_file
     _register(monkeypatch, "_probe_seen_by_second_metric")
@@ -536,3 +544,15 @@ def test_show_progress_into_a_file_writes_a_line_per_tenth_of_a_large_graph(caps
     assert "\r" not in err
     percents = [line for line in err.splitlines() if line.startswith("dask: ")]
     assert percents[-1].startswith("dask: 100% of ") and len(percents) <= 10
+
+
+def test_workers_killed_running_a_metric_are_said_to_be_out_of_memory_most_often(x_file, monkeypatch):
+    """dask's KilledWorker names no cause: a user trial at --memory-limit 512MiB could not tell what to change."""
+    path, _ = x_file
+    _register(monkeypatch, "_killed_workers_metric")
+    result = invoke(path, "--metrics", "_killed_workers_metric,isoscore")
+    assert result.exit_code == 1
+    line = next(line for line in result.stderr.splitlines() if line.startswith("Error: _killed_workers_metric: "))
+    assert line.startswith("Error: _killed_workers_metric: KilledWorker: ")
+    assert line.endswith("(dask workers die this way most often when a task outgrows their memory: raise "
+                         "--memory-limit, or run fewer --workers, each with more memory)")

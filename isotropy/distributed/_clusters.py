@@ -379,6 +379,23 @@ def _centroid_terms(block, ids, n_clusters, reps):
     or a few held at a time); :func:`_merge_scaled` brings the sums to a common power of two, exactly, and the
     client to the whole array's unit scale.
     """
+    block = np.asarray(block)
+    step = max(1, _TERM_ELEMENTS // max(1, block.shape[1]))
+    if block.shape[0] <= step:
+        return _centroid_terms_of_rows(block, ids, n_clusters, reps)
+    terms = None
+    for s in range(0, block.shape[0], step):  # a few MiB of float64 at a time: a chunk's temporaries stay small
+        part = _centroid_terms_of_rows(block[s:s + step], ids[s:s + step], n_clusters, reps)
+        terms = part if terms is None else _merge_scaled(terms, part)
+    return terms
+
+
+# Elements of a block's rows turned to float64 offsets at a time (_centroid_terms): each temporary 8 MiB.
+_TERM_ELEMENTS = 2**20
+
+
+def _centroid_terms_of_rows(block, ids, n_clusters, reps):
+    """:func:`_centroid_terms` of a few rows, at once."""
     from isotropy._utils.magnitude import safe_exponent_range
 
     B = np.asarray(block, dtype=np.float64)
@@ -414,8 +431,13 @@ def _merge_pairs(a, b):
 def _spread_terms(block, ids, reps, shift, n_clusters, exponent):
     """Σ‖x − μ_c‖² over the block, and per cluster Σ‖x − μ_c‖ (at unit scale), with ``x − μ_c`` taken as
     ``(x − r_c) − (μ_c − r_c)``: ``reps`` the clusters' first rows, ``shift`` their centroids' offsets from them."""
-    B = np.asarray(at_unit_scale(block, exponent), dtype=np.float64)
-    sq = (((B - reps[ids]) - shift[ids]) ** 2).sum(axis=1)
+    block = np.asarray(block)
+    sq = np.empty(block.shape[0])
+    step = max(1, _TERM_ELEMENTS // max(1, block.shape[1]))
+    for s in range(0, block.shape[0], step):  # a few MiB of float64 temporaries at a time, each row as at once
+        B = np.asarray(at_unit_scale(block[s:s + step], exponent), dtype=np.float64)
+        part = ids[s:s + step]
+        sq[s:s + step] = (((B - reps[part]) - shift[part]) ** 2).sum(axis=1)
     return sq.sum(), np.bincount(ids, weights=np.sqrt(sq), minlength=n_clusters)
 
 

@@ -109,6 +109,23 @@ _HOLD_BYTES = 1 << 30
 _HOLD_SHARE = 4  # at most this fraction (1/4) of the workers' memory
 
 
+# A chunk takes at most this fraction (1/16) of a worker's memory: a metric converts its chunk to float64 (2x a float32
+# chunk) and holds a temporary or two of that size, beside the chunks the worker holds for other tasks (64 MiB chunks
+# of float32 shards killed the workers of --memory-limit 512MiB in calinski_harabasz_score, a user trial).
+_CHUNK_SHARE = 16
+
+
+def _fit_chunks(X, where_run):
+    """``X`` with row chunks of at most ``1/_CHUNK_SHARE`` of a worker's memory (as it is where that holds, or where
+    the workers have no common limit)."""
+    limit = where_run["memory_limit"]
+    if not limit:
+        return X
+    row_bytes = max(1, X.shape[1] * X.dtype.itemsize)
+    rows = max(1, int(limit) // _CHUNK_SHARE // row_bytes)
+    return X.rechunk({0: rows}) if max(X.chunks[0]) > rows else X
+
+
 def _hold(X, where_run):
     """``X`` persisted on the cluster when it is small enough (see above), else None (read by each metric)."""
     workers, limit = where_run["workers"], where_run["memory_limit"]
@@ -168,6 +185,7 @@ def run(embeddings, *, labels_path, metric_names, needing_labels, json_path, sam
         with open_cluster(scheduler, workers, memory_limit) as where_run, show_progress(show and terminal):
             from isotropy._utils.versions import package_versions
 
+            data = dataclasses.replace(data, X=_fit_chunks(data.X, where_run))
             held = _hold(data.X, where_run)
             if held is not None:
                 data = dataclasses.replace(data, X=held)

@@ -564,6 +564,9 @@ def _measure_each(metric_names, data, *, distance, random_state, progress, n_nei
                 _debug_traceback(bar)
             except Exception as exc:  # noqa: BLE001 - a failing metric must not lose the others
                 error, kind = f"{type(exc).__name__}: {' '.join(str(exc).split())}", "internal"
+                if type(exc).__name__ == "KilledWorker":  # dask's word for workers that died running a task
+                    error += (" (dask workers die this way most often when a task outgrows their memory: raise "
+                              "--memory-limit, or run fewer --workers, each with more memory)")
                 _debug_traceback(bar)
         seconds = time.perf_counter() - start
         notes = list(dict.fromkeys(own_message(name, w.message) for w in caught))
