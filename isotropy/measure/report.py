@@ -261,7 +261,9 @@ def prepare_input(X, row_names, embeddings, labels_path, *, key, sample_size, ra
         labels = None if labels is None else labels[rows]
     if not is_dask(X):
         # an own array in the file's float dtype (never the memory map itself); metrics accumulate in float64
-        dtype = X.dtype if X.dtype in (np.float32, np.float64) else np.float64
+        # (a big-endian file's floats in native order at the same precision: '>f4' was measured as float64, which the
+        # same array in Python is not)
+        dtype = X.dtype.newbyteorder("=") if X.dtype.kind == "f" and X.dtype.itemsize in (4, 8) else np.float64
         X = np.array(X, dtype=dtype, order="C") if isinstance(X, np.memmap) else np.ascontiguousarray(X, dtype=dtype)
         _check_finite(X, embeddings, row_names, rows)
     n_samples = X.shape[0]
