@@ -495,3 +495,21 @@ def test_nothing_is_held_without_one_known_memory_limit_or_beyond_a_quarter_of_i
     assert _hold(X, {"workers": 2, "memory_limit": 478}) is None  # a quarter of 2 x 478 bytes is 239 < 240
     held = _hold(X, {"workers": 2, "memory_limit": 480})
     assert held is not None and np.array_equal(held.compute(), np.zeros((10, 3)))
+
+
+def test_a_zarr_group_is_read_by_key_and_refused_without_one_naming_its_arrays(tmp_path):
+    """A group gave zarr's own "Invalid value for 'node_type'. Expected 'array'. Got 'group'." (a user trial)."""
+    import dask.array as da
+
+    X = np.random.default_rng(0).normal(size=(50, 4)).astype(np.float32)
+    da.to_zarr(da.from_array(X, chunks=(20, 4)), str(tmp_path / "g.zarr"), component="emb")  # zarr 2 and 3 alike
+    da.to_zarr(da.arange(50, chunks=20), str(tmp_path / "g.zarr"), component="ids")
+    np.testing.assert_array_equal(read_shards(tmp_path / "g.zarr", key="emb").compute(), X)
+    with pytest.raises(ValueError) as info:
+        read_shards(tmp_path / "g.zarr")
+    assert str(info.value) == (f"Cannot read embeddings from {str(tmp_path / 'g.zarr')!r}: the Zarr store is a group "
+                               f"and holds the arrays 'emb', 'ids'; expected --key (key=) naming the array to measure.")
+    with pytest.raises(ValueError) as info:
+        read_shards(tmp_path / "g.zarr", key="embs")
+    assert str(info.value).endswith("the Zarr group has no array 'embs' and holds the arrays 'emb', 'ids'; expected "
+                                    "--key (key=) naming one of them. Did you mean 'emb'?")

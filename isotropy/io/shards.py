@@ -296,6 +296,17 @@ def _read_zarr(path: Path, key, chunk_rows):
     try:
         arr = da.from_zarr(str(path), component=key)
     except Exception as exc:  # noqa: BLE001 -- missing metadata, wrong component
+        members = _zarr_group_arrays(path)
+        if members is not None:  # a group: which of its arrays, by --key (zarr's own words named its node types)
+            from isotropy._utils.suggest import did_you_mean
+
+            shown = ", ".join(repr(name) for name in members[:8]) + (", ..." if len(members) > 8 else "")
+            what = "holds no arrays" if not members else f"holds the arrays {shown}"
+            if key is None:
+                raise _fail(path, f"the Zarr store is a group and {what}", "--key (key=) naming the array to measure"
+                            ) from None
+            error = _fail(path, f"the Zarr group has no array {key!r} and {what}", "--key (key=) naming one of them")
+            raise type(error)(f"{error}{did_you_mean(str(key), members)}") from None
         raise _fail(path, f"not a readable Zarr array ({_short(exc)})", "a 2-d numeric Zarr array") from None
     if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] == 0 or arr.dtype.kind not in "biuf":
         raise _fail(path, f"the array has shape {arr.shape} and dtype {arr.dtype}",
@@ -317,6 +328,16 @@ def _read_zarr(path: Path, key, chunk_rows):
     arr = arr.astype(dtype).rechunk({0: rows, 1: -1})
     starts = np.cumsum((0, *arr.chunks[0]))[:-1]
     return arr.map_blocks(_check_zarr_block, str(path), starts, dtype=dtype)
+
+
+def _zarr_group_arrays(path: Path) -> list[str] | None:
+    """The names of the arrays of the Zarr group at ``path`` (its own level, sorted), or None when it is not a group."""
+    try:
+        import zarr
+
+        return sorted(zarr.open_group(str(path), mode="r").array_keys())
+    except Exception:  # noqa: BLE001 -- not a group (an array, a broken store): the caller says what it is
+        return None
 
 
 def _zarr_expansion_problem(sizes: dict, chunk_bytes: int) -> str | None:
