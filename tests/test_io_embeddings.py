@@ -730,3 +730,24 @@ def test_a_table_of_sentences_and_integers_is_a_file_of_texts_with_the_model_com
     (tmp_path / "words.csv").write_text("word,x,y\ncat,1,2\nnew york,3,4\n")
     X, names = read_embeddings(tmp_path / "words.csv")
     assert names == ["cat", "new york"] and X.tolist() == [[1, 2], [3, 4]]
+
+
+def test_a_matrix_of_numbers_with_a_short_line_is_refused_as_a_matrix(tmp_path):
+    """np.savetxt rows with line 11 cut short were read as word vectors: "expected a word and 49 numbers (line 1 has
+    49)", of a file without words whose line 1 holds 50 (a user trial)."""
+    X = np.random.default_rng(0).normal(size=(20, 50))
+    np.savetxt(tmp_path / "m.txt", X)
+    lines = (tmp_path / "m.txt").read_text().splitlines()
+    lines[10] = " ".join(lines[10].split()[:48])
+    (tmp_path / "m.txt").write_text("\n".join(lines) + "\n")
+    with pytest.raises(IsotropyValueError) as err:
+        read_embeddings(tmp_path / "m.txt")
+    assert str(err.value) == (f"Cannot read embeddings from {str(tmp_path / 'm.txt')!r}: line 11 holds 48 numbers where "
+                              f"the lines before it hold 50; expected the same count of numbers on every line of a "
+                              f"matrix.")
+    # word vectors keep their own reading: a word2vec header, and words that are distinct integers
+    (tmp_path / "w.txt").write_text("2 2\nthe 0.1 0.2\ncat 0.3 0.4\n")
+    assert read_embeddings(tmp_path / "w.txt")[1] == ["the", "cat"]
+    (tmp_path / "y.txt").write_text("1900 0.1 0.2\n1901 0.3 0.4\n1902 0.5\n")
+    with pytest.raises(IsotropyValueError, match=r"y\.txt:3: expected a word and 2 numbers"):
+        read_embeddings(tmp_path / "y.txt")

@@ -1032,6 +1032,11 @@ def _is_numeric_text(path: Path) -> bool:
                     raise _fail(path, f"line {number} holds {width:,} numbers", f"at most {_MAX_COLUMNS:,} features "
                                                                                f"a row")
             elif len(fields) != width:
+                if number > 2 and not (integer_firsts and _is_int_literal(fields[0]) and fields[0] not in firsts):
+                    # lines 1 to number - 1 were a matrix (no word2vec header, no integer words): a ragged matrix,
+                    # not word vectors (it was said to lack "a word and 49 numbers" for a file without words)
+                    raise _fail(path, f"line {number} holds {len(fields):,} numbers where the lines before it hold "
+                                      f"{width:,}", "the same count of numbers on every line of a matrix")
                 return False
             if integer_firsts:
                 integer_firsts = _is_int_literal(fields[0]) and fields[0] not in firsts
