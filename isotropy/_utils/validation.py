@@ -72,8 +72,9 @@ def check_X(X, *, caller: str, name: str = "X", min_samples: int = 2, min_featur
 
     Accepts a numpy array (or anything ``np.asarray`` turns into a numeric array) or a torch
     tensor (returned as is: same device, dtype and graph). Integer and boolean input is
-    converted to float64 (numpy) or the default float dtype (torch), and big-endian or extended-precision
-    floats to :func:`native_float`. Never copies other float input, except with ``rescale=True`` (for
+    converted to float64 (numpy) or the default float dtype (torch), and floats of 8 bytes or more that are not
+    native float64 (big-endian, ``longdouble``) to float64 (:func:`native_float`). Never copies other float input,
+    except with ``rescale=True`` (for
     scale-invariant metrics) when the largest ``|x|`` lies
     outside the range where the metric's products and squares are safe in the working
     precision: then ``X`` is multiplied by a power of two (exact, never rounds a normal number)
@@ -174,9 +175,10 @@ def _as_native_float(X: np.ndarray, *, caller: str, name: str) -> np.ndarray:
         Y = X.astype(native_float(X.dtype))
     beyond = np.isinf(Y) & np.isfinite(X) if Y.dtype.itemsize < X.dtype.itemsize else None
     if beyond is not None and beyond.any():
+        digits = int(np.floor(np.log10(np.abs(X[beyond]).max())))
         raise IsotropyValueError(f"The '{name}' parameter of {caller} must have values that float64 holds (it computes "
-                                 f"in float64 at most). Got largest |x| about 1e{int(np.floor(np.log10(np.abs(X[beyond]).max())))}, beyond "
-                                 f"float64's 1.8e308, instead.")
+                                 f"in float64 at most). Got largest |x| about 1e{digits}, beyond float64's 1.8e308, "
+                                 f"instead.")
     return Y
 
 
