@@ -191,6 +191,22 @@ def test_npy_header_lies_about_shape(tmp_path):
         read_embeddings(tmp_path / "x.npy", mmap_mode="r")
 
 
+def _labels_read_or_refused(path, n_rows, column, *, ndim=None):
+    """``read_labels`` of bytes that may be anything: ``n_rows`` labels, or a one-line refusal naming the file."""
+    kind, result = _read(path, read_labels, n_rows=n_rows, column=column)
+    if kind == "ok":
+        assert result.shape[0] == n_rows and (ndim is None or result.ndim == ndim)
+    else:
+        assert result.startswith(f"Cannot read labels from {str(path)!r}: ")
+
+
+def _labels_refused(path, n_rows, column):
+    """``read_labels`` of a file cut short: a one-line refusal naming the file, never labels."""
+    kind, result = _read(path, read_labels, n_rows=n_rows, column=column)
+    assert kind == "refused", result
+    assert result.startswith(f"Cannot read labels from {str(path)!r}: ")
+
+
 # labels in a .parquet file (read_labels reads one column of it)
 
 
@@ -212,11 +228,7 @@ def _parquet_labels(path, labels, *, vectors: bool = False, other: bool = False)
 def test_parquet_labels_random_bytes_never_crash(tmp_path_factory, data, tail, column, n_rows):
     path = tmp_path_factory.mktemp("plab") / "y.parquet"
     path.write_bytes(b"PAR1" + data + tail)
-    kind, result = _read(path, read_labels, n_rows=n_rows, column=column)
-    if kind == "ok":
-        assert result.ndim == 1 and result.shape[0] == n_rows
-    else:
-        assert result.startswith(f"Cannot read labels from {str(path)!r}: ")
+    _labels_read_or_refused(path, n_rows, column, ndim=1)
 
 
 _LABEL_VALUES = st.one_of(
@@ -234,9 +246,7 @@ def test_truncated_parquet_labels_are_refused(tmp_path_factory, labels, vectors,
     data = _parquet_labels(tmp / "src.parquet", labels, vectors=vectors, other=other)
     path = tmp / "y.parquet"
     path.write_bytes(data[: int(len(data) * cut)])  # the footer, at the end, is gone: nothing is readable
-    kind, result = _read(path, read_labels, n_rows=len(labels), column="label")
-    assert kind == "refused", result
-    assert result.startswith(f"Cannot read labels from {str(path)!r}: ")
+    _labels_refused(path, len(labels), "label")
 
 
 @SETTINGS
@@ -326,11 +336,7 @@ def _npz_labels(path, labels, *, coords: bool = False, compressed: bool = False)
 def test_npz_labels_random_bytes_never_crash(tmp_path_factory, data, head, column, n_rows):
     path = tmp_path_factory.mktemp("zlab") / "y.npz"
     path.write_bytes(head + data)
-    kind, result = _read(path, read_labels, n_rows=n_rows, column=column)
-    if kind == "ok":
-        assert result.shape[0] == n_rows
-    else:
-        assert result.startswith(f"Cannot read labels from {str(path)!r}: ")
+    _labels_read_or_refused(path, n_rows, column)
 
 
 @SETTINGS
@@ -340,9 +346,7 @@ def test_truncated_npz_labels_are_refused(tmp_path_factory, labels, coords, comp
     data = _npz_labels(tmp / "src.npz", labels, coords=coords, compressed=compressed)
     path = tmp / "y.npz"
     path.write_bytes(data[: int(len(data) * cut)])  # the zip directory, at the end, is gone
-    kind, result = _read(path, read_labels, n_rows=len(labels), column="cluster")
-    assert kind == "refused", result
-    assert result.startswith(f"Cannot read labels from {str(path)!r}: ")
+    _labels_refused(path, len(labels), "cluster")
 
 
 @SETTINGS
