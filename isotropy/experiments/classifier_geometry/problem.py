@@ -61,23 +61,24 @@ def is_static_vectors(model: str) -> bool:
         not path.exists() and path.suffix in _VECTOR_SUFFIXES)
 
 
-def _check_sentence_model(model: str) -> None:
-    """Refuse a ``model`` that is neither a sentence model nor static word vectors, in one line naming both kinds.
+def _also_word_vectors(model: str, exc: Exception) -> Exception:
+    """``exc`` with a refusal of ``model`` by :func:`isotropy.models.resolve_model` (the sentence models alone) naming
+    static word vectors too, with the closest name: ``--model glove-6b-50`` (the demo's own vectors, misspelt) got no
+    word about word vectors and no "Did you mean 'glove-6b-50d'?". Any other error is returned as it is.
 
-    :func:`isotropy.models.resolve_model`'s refusal names the sentence models only: ``--model glove-6b-50`` (the
-    demo's own vectors, misspelt) got no word about word vectors and no "Did you mean 'glove-6b-50d'?".
+    Told by the accepted forms every such refusal ends with: the model is resolved once, where it is loaded (a cold
+    GGUF conversion reads its weights once per command).
     """
     from isotropy._utils.suggest import did_you_mean
     from isotropy.io.word_vectors import PACKAGED_GLOVE
-    from isotropy.models.resolve import resolve_model
+    from isotropy.models.resolve import _ACCEPTED
 
-    try:
-        resolve_model(model)
-    except (ValueError, FileNotFoundError) as exc:
-        message, _, suggestion = str(exc).partition(" Did you mean")
-        vectors = f"; or static word vectors ({PACKAGED_GLOVE}, a {'/'.join(_VECTOR_SUFFIXES)} file)"
-        close = f" Did you mean{suggestion}" if suggestion else did_you_mean(str(model), [PACKAGED_GLOVE])
-        raise type(exc)(message.rstrip().rstrip(".") + vectors + "." + close) from None
+    if not isinstance(exc, (ValueError, FileNotFoundError)) or _ACCEPTED not in str(exc):
+        return exc
+    message, _, suggestion = str(exc).partition(" Did you mean")
+    vectors = f"; or static word vectors ({PACKAGED_GLOVE}, a {'/'.join(_VECTOR_SUFFIXES)} file)"
+    close = f" Did you mean{suggestion}" if suggestion else did_you_mean(str(model), [PACKAGED_GLOVE])
+    return type(exc)(message.rstrip().rstrip(".") + vectors + "." + close)
 
 
 def _vocabulary(config) -> tuple[list[str], np.ndarray | None]:
@@ -203,9 +204,13 @@ def build_problem(config, *, glue_task: str | None = None, data_dir=None, device
     else:
         from isotropy.models.encoders import encode_sentences
 
-        _check_sentence_model(config.model)
-        embeddings = encode_sentences(unique, model=config.model, device=device,
-                                      show_progress=show_progress)
+        try:
+            embeddings = encode_sentences(unique, model=config.model, device=device, show_progress=show_progress)
+        except (ValueError, FileNotFoundError) as exc:
+            named = _also_word_vectors(config.model, exc)
+            if named is exc:
+                raise
+            raise named from None
         source["encoder"] = {"kind": "sentence-transformers", "model": config.model}
     index = np.array([[row[a]] + ([row[b]] if data.text_b is not None else [])
                       for a, b, k in zip(data.text_a, data.text_b or data.text_a, keep) if k], dtype=np.int64)
