@@ -351,6 +351,38 @@ def test_cost_note_does_not_load_numba():
     assert result.stdout.split() == ["True", "True", "False"]
 
 
+def test_cost_note_suggests_numba_only_where_its_absence_costs(monkeypatch):
+    """Without numba, a large search on narrow rows runs the numpy loops: the note prices the compiled ones by the
+    same fit and names the install. Not with numba found, not under ISOTROPY_JIT=0 (the user's choice), not where
+    the two estimates are close (d = 384, k = 20) and never for a metric without a neighbour search."""
+    from isotropy._kernels import cost
+    from isotropy._kernels import neighbors as kernels
+    from isotropy._utils.install import extra_command
+    from isotropy.measure.report import _cost_note
+
+    monkeypatch.setattr(cost, "machine_speed", lambda: (1.8e11, 1.5e9))  # a 2-core machine's (fixed: the test's)
+    monkeypatch.setenv("ISOTROPY_JIT", "auto")
+    n, d = 200_000, 50
+    found = {"numba": False}
+    monkeypatch.setattr(kernels, "_installed", lambda name: found.get(name, True))
+    note = _cost_note("mle_dimension", n, d, names=["twonn_dimension", "mle_dimension"])
+    numpy_s = estimate_seconds("mle_dimension", n, d, loops="numpy")
+    compiled_s = estimate_seconds("mle_dimension", n, d, loops="compiled")
+    assert compiled_s < 0.75 * numpy_s and estimate_seconds("mle_dimension", n, d) == numpy_s
+    assert f"about {cost.format_duration(numpy_s)} on this machine" in note
+    assert f"with numba ({extra_command('fast')}) all rows take about {cost.format_duration(compiled_s)};" in note
+    assert "with numba" not in _cost_note("mle_dimension", n, 384)  # within the estimate's error there
+    assert "with numba" not in _cost_note("silhouette_score", n, d)
+    monkeypatch.setenv("ISOTROPY_JIT", "0")
+    assert "with numba" not in _cost_note("mle_dimension", n, d)
+    monkeypatch.setenv("ISOTROPY_JIT", "auto")
+    found["numba"] = True
+    assert "with numba" not in _cost_note("mle_dimension", n, d)
+    assert estimate_seconds("mle_dimension", n, d) == compiled_s
+    with pytest.raises(ValueError, match="loops must be None, 'numpy' or 'compiled'. Got 'fast' instead"):
+        estimate_seconds("mle_dimension", n, d, loops="fast")
+
+
 @pytest.mark.parametrize("speed", [None, (3e9, 2.5e7)])  # this machine; one 100 times slower
 @pytest.mark.parametrize("name", ["twonn_dimension", "mle_dimension", "silhouette_score"])
 @pytest.mark.parametrize("n_features", [8, 16, 384])

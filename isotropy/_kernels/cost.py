@@ -114,12 +114,16 @@ def _rate(call, seconds: float, windows: int = 5) -> float:
     return float(np.median(rates))
 
 
-def estimate_seconds(name: str, n_samples: int, n_features: int, *, n_neighbors: int | None = None) -> float:
+def estimate_seconds(name: str, n_samples: int, n_features: int, *, n_neighbors: int | None = None,
+                     loops: str | None = None) -> float:
     """Expected seconds of the O(n²) metric ``name`` (a key of ``_PAIR_COST``) on ``n_samples`` x ``n_features`` data here.
 
     ``n_neighbors``: the neighbours the search of ``twonn_dimension`` or ``mle_dimension`` takes (default: the
-    metric's own, ``_NEIGHBOURS``); ignored by the other metrics.
+    metric's own, ``_NEIGHBOURS``); ignored by the other metrics. ``loops``: ``"numpy"`` or ``"compiled"`` prices
+    the search on those loops; ``None``, on the loops it will run (:func:`isotropy._kernels.neighbors.uses_compiled_kernels`).
     """
+    if loops not in (None, *_SEARCH_COST):
+        raise ValueError(f"loops must be None, 'numpy' or 'compiled'. Got {loops!r} instead.")
     flops, elements = machine_speed()
     pairs = float(n_samples) * float(n_samples)
     if name not in _NEIGHBOURS:
@@ -129,11 +133,12 @@ def estimate_seconds(name: str, n_samples: int, n_features: int, *, n_neighbors:
     from isotropy._utils.validation import IsotropyValueError
 
     k = int(n_neighbors or _NEIGHBOURS[name])
-    try:
-        compiled = uses_compiled_kernels(n_samples, n_features, k)
-    except IsotropyValueError:  # a bad ISOTROPY_JIT: the search itself says so; the note is not the place
-        compiled = False
-    alpha, beta, gamma, delta, epsilon = _SEARCH_COST["compiled" if compiled else "numpy"]
+    if loops is None:
+        try:
+            loops = "compiled" if uses_compiled_kernels(n_samples, n_features, k) else "numpy"
+        except IsotropyValueError:  # a bad ISOTROPY_JIT: the search itself says so; the note is not the place
+            loops = "numpy"
+    alpha, beta, gamma, delta, epsilon = _SEARCH_COST[loops]
     rows = float(n_samples) * k
     return (pairs * (alpha * n_features / flops + beta / elements)
             + (gamma * n_features + delta * math.log1p(n_samples / k) + epsilon * k) * rows / elements)

@@ -199,6 +199,17 @@ def uses_compiled_kernels(n_samples: int, n_features: int, n_neighbors: int = 2)
                            and _installed("numba"))
 
 
+def numba_would_run(n_samples: int, n_features: int, n_neighbors: int = 2) -> bool:
+    """Whether this search runs the numpy loops only because numba is not installed: ``ISOTROPY_JIT`` is ``auto``,
+    the search is large enough for the compiled loops, and numba cannot be found (for the advice of the O(n²) notes).
+    False for a bad ``ISOTROPY_JIT`` (the search itself says so)."""
+    try:
+        mode = _jit_mode()
+    except IsotropyValueError:
+        return False
+    return mode == "auto" and _compiled_work(n_samples, n_features, n_neighbors) and not _installed("numba")
+
+
 def compiled_kernels(n_samples: int, n_features: int, n_neighbors: int = 2):
     """The compiled loops of the search (:mod:`isotropy._kernels._neighbors_jit`), or ``None`` for the numpy ones.
 

@@ -679,6 +679,11 @@ def _reporting_to(bar, name):
     return reporting(show)
 
 
+# The compiled loops' estimate at most this share of the numpy loops' for the note to suggest installing numba (its
+# gain is largest at small widths and many neighbours; at d = 384, k = 20 and many rows it is within the estimate's error).
+_NUMBA_ADVICE = 0.75
+
+
 def _cost_note(name, n_samples, n_features, *, distributed=False, names=None, n_neighbors=None) -> str | None:
     """A one-line estimate of an O(n²) metric's time, or None when it is short (see _COST_NOTE_SECONDS).
 
@@ -687,6 +692,8 @@ def _cost_note(name, n_samples, n_features, *, distributed=False, names=None, n_
     ``n_neighbors``: MLE's ``k`` (``None``: its default), which the search of ``mle_dimension`` takes.
     """
     from isotropy._kernels.cost import estimate_seconds, format_duration
+    from isotropy._kernels.neighbors import numba_would_run
+    from isotropy._utils.install import extra_command
 
     k = _mle_neighbours(n_neighbors) if name == "mle_dimension" else None
     seconds = estimate_seconds(name, n_samples, n_features, n_neighbors=k)
@@ -706,6 +713,10 @@ def _cost_note(name, n_samples, n_features, *, distributed=False, names=None, n_
     if sample < n_samples:
         took = max(_COST_NOTE_SECONDS, estimate_seconds(name, sample, n_features, n_neighbors=k))
         advice.append(f"--sample-size {sample} takes about {format_duration(took)}")
+    compiled = (estimate_seconds(name, n_samples, n_features, n_neighbors=k, loops="compiled")
+                if name in _ONE_PASS and numba_would_run(n_samples, n_features, k or 2) else math.inf)
+    if compiled <= _NUMBA_ADVICE * seconds:  # the numpy loops for want of numba, and the compiled ones much faster
+        advice.append(f"with numba ({extra_command('fast')}) all rows take about {format_duration(compiled)}")
     if not distributed:
         advice.append("for all rows, use the distributed path (--workers N)")
     advice = "; ".join(advice)
