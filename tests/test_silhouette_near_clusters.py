@@ -143,3 +143,48 @@ def test_equal_rows_are_at_distance_zero_in_float32(layout):
     lazy = da.from_array(X[order].astype(np.float32), chunks=(64, -1))
     got = distributed.silhouette_samples(lazy, labels[order]).compute()
     np.testing.assert_allclose(got, expected[order], rtol=0, atol=1e-6)
+
+
+# The review's nine points: sample 8 is sample 1 moved by `gap` along the second axis, in another cluster of 3.
+_NINE = np.array([[-0.5, 1], [1.5, 0], [0, 0], [1, 0.5], [0, 1], [-1, -1], [-1.5, -1], [-0.5, 1], [1.5, 0]])
+_NINE_LABELS = np.array([2, 0, 2, 1, 1, 2, 2, 0, 1])
+
+
+@pytest.mark.parametrize(("dtype", "gap", "tol"), [(np.float32, 1e-9, 1e-6), (np.float32, 1e-6, 1e-6),
+                                                   (np.float32, 1e-4, 1e-6), (np.float64, 1e-12, 1e-10),
+                                                   (np.float64, 1e-9, 1e-10), (np.float64, 1e-6, 1e-10)])
+def test_near_equal_rows_in_small_clusters(dtype, gap, tol):
+    """Two rows `gap` apart, not equal: the product put their distance anywhere up to √δ (δ the squared distances'
+    rounding) and the error estimate assumed δ/(2·d), so the float32 coefficients of the two were 1e-4 and 2.8e-4
+    off in clusters of 3 (a review), float64 8.4e-9 at a gap of 1e-12. Such rows are now recomputed from
+    differences, on every kernel: numpy, the tensor kernel of a GPU (run here on a CPU tensor) and the dask tiles."""
+    from isotropy.metrics.silhouette import _silhouette_torch
+
+    X = _NINE.astype(dtype)
+    X[8, 1] = gap
+    assert X[8, 1] != 0
+    expected = _reference(X, _NINE_LABELS, "euclidean")
+    np.testing.assert_allclose(isotropy.silhouette_samples(X, _NINE_LABELS), expected, rtol=0, atol=tol)
+    got = _silhouette_torch(torch.from_numpy(X), _NINE_LABELS, 3, "euclidean", None)
+    np.testing.assert_allclose(got.numpy(), expected, rtol=0, atol=tol)
+    with dask.config.set(scheduler="threads"):
+        got = distributed.silhouette_samples(da.from_array(X, chunks=(4, -1)), _NINE_LABELS).compute()
+    np.testing.assert_allclose(got, expected, rtol=0, atol=tol)
+
+
+def test_near_equal_rows_among_many(monkeypatch):
+    """Pairs of rows 1e-5 of the spread apart, in clusters of 4, among ordinary rows: only those rows are
+    recomputed, and every coefficient is within the float32 kernel's 1e-6."""
+    import isotropy.metrics.silhouette as module
+
+    calls = []
+    real = module._exact_sums
+    monkeypatch.setattr(module, "_exact_sums", lambda *a, **k: calls.append(np.sort(a[2])) or real(*a, **k))
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(600, 16))
+    X[1:40:2] = X[0:40:2] + 1e-5 * rng.normal(size=(20, 16))  # 20 near pairs
+    labels = np.arange(600) // 4
+    expected = _reference(X.astype(np.float32), labels, "euclidean")
+    got = isotropy.silhouette_samples(X.astype(np.float32), labels, chunk_size=128)
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-6)
+    assert len(calls) == 1 and np.array_equal(calls[0], np.arange(40))

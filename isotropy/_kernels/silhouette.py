@@ -228,17 +228,33 @@ def groups_among(candidates, rows, n):
 DIAGONAL_ROWS = 512
 
 
+# A squared euclidean distance from the product within this many times its rounding bound δ of 0 (two near-equal
+# rows): its square root's error is then up to √δ, not the δ/(2·d) the estimate of the coefficients' error assumes
+# (Resolution.error), and a few such pairs in a small cluster moved a float32 coefficient by 3e-4 (a review: rows
+# 1e-9 apart in clusters of 3). Beyond it, a distance's error is at most √δ/(2·√_NEAR) = √δ/20.
+_NEAR = 100.0
+
+
+def _rounding_factor(dtype, d: int) -> float:
+    """``c`` of the rounding bound ``c·(q_i + q_j)`` of a squared distance (or cosine distance) from the product
+    kernel of precision ``dtype`` on rows of ``d`` features (see :func:`_resolution`)."""
+    return 4.0 * float(np.sqrt(d + 2.0)) * float(np.finfo(dtype).eps)
+
+
 class _BlockKernel:
     """One block of the distance matrix and its per-cluster sums (the samples sorted by cluster).
 
     ``duplicates`` (euclidean): per sorted row, its group of equal rows (:func:`duplicate_groups`), whose
-    distances are set to 0 exactly, as the diagonal's.
+    distances are set to 0 exactly, as the diagonal's. A row with another row within ``_NEAR`` rounding bounds
+    of it (euclidean; not an equal one) gets NaN sums: the estimate of its error is then NaN and it is
+    recomputed from differences (:func:`_uncertain_numpy`), on every path that adds these sums.
     """
 
     def __init__(self, R, sorted_ids, n_clusters, metric, b, duplicates=None):
         self.R, self.sorted_ids, self.metric, self.b = R, sorted_ids, metric, b
         self.duplicates = duplicates
         self.d = R.shape[1] - 2
+        self.near = _NEAR * _rounding_factor(R.dtype, self.d) if metric == "euclidean" else None
         self.first = np.searchsorted(sorted_ids, np.arange(n_clusters + 1))  # cluster c: rows first[c]:first[c+1]
         self.counts = np.diff(self.first).astype(np.float64)
         self.high = 2.0 if metric == "cosine" else np.inf
@@ -259,18 +275,22 @@ class _BlockKernel:
         D = state["buffer"][: (i1 - i0) * (j1 - j0)].reshape(i1 - i0, j1 - j0)
         np.matmul(L, R[j0:j1].T, out=D)
         np.clip(D, 0.0, self.high, out=D)
+        equal = None
+        if self.duplicates is not None:  # equal rows: at distance 0 exactly, as the diagonal
+            gi, gj = self.duplicates[i0:i1], self.duplicates[j0:j1]
+            ri, cj = np.flatnonzero(gi >= 0), np.flatnonzero(gj >= 0)
+            if ri.size and cj.size:
+                pairs = gi[ri][:, None] == gj[cj][None, :]
+                if pairs.any():
+                    r, c = np.nonzero(pairs)
+                    equal = (ri[r], cj[c])
+        near = None if self.near is None else self._near_rows(D, i0, i1, j0, j1, equal)
         if self.metric == "euclidean":
             np.sqrt(D, out=D)
         if i0 == j0:
             D.flat[:: D.shape[1] + 1] = 0.0  # d(x, x) = 0 exactly, whatever the rounding
-        if self.duplicates is not None:  # equal rows too
-            gi, gj = self.duplicates[i0:i1], self.duplicates[j0:j1]
-            ri, cj = np.flatnonzero(gi >= 0), np.flatnonzero(gj >= 0)
-            if ri.size and cj.size:
-                equal = gi[ri][:, None] == gj[cj][None, :]
-                if equal.any():
-                    r, c = np.nonzero(equal)
-                    D[ri[r], cj[c]] = 0.0
+        if equal is not None:
+            D[equal] = 0.0
         # Sums of many similar float32 terms lose digits: sum d - shift instead, shift ~ a typical d, and add
         # n * shift in float64. Cosine: the mean of L @ R.T over the block, mean(L) @ mean(R). Euclidean: about
         # the centre a typical squared distance |u_i - u_j|^2 is about q_i + q_j, so the medians of q over the
@@ -285,6 +305,10 @@ class _BlockKernel:
         cj, col_starts = _segments(self.sorted_ids, self.first, j0, j1)
         rows = slice(i0, i1) if symmetric else slice(0, i1 - i0)
         sums[rows, cj] += np.add.reduceat(D, col_starts, axis=1) + shift * np.diff([*col_starts, j1 - j0])
+        if near is not None:  # NaN stays NaN through every later sum: these rows go to the exact pass
+            sums[rows.start + near[0]] = np.nan
+            if symmetric:
+                sums[j0 + near[1]] = np.nan
         if j0 == i0 or not symmetric:
             return
         ci, row_starts = _segments(self.sorted_ids, self.first, i0, i1)
@@ -296,6 +320,22 @@ class _BlockKernel:
                 state["onehot"] = np.zeros((i1 - i0, len(ci)), dtype=dtype)
                 state["onehot"][np.arange(i1 - i0), self.sorted_ids[i0:i1] - ci[0]] = 1.0
             sums[j0:j1, ci] += D.T @ state["onehot"] + shift * np.diff([*row_starts, i1 - i0])
+
+    def _near_rows(self, D, i0, i1, j0, j1, equal):
+        """``(rows, columns)`` of the block's squared distances ``D`` (clipped at 0) within ``_NEAR`` rounding bounds
+        of 0, leaving out the diagonal and the ``equal`` pairs; None when there are none (one pass: its minimum)."""
+        q = self.R[:, -1]
+        if not D.size or D.min() >= self.near * (float(q[i0:i1].max()) + float(q[j0:j1].max())):
+            return None
+        # the pairs' own bounds (a row far from the rest would lift a bound from the blocks' largest q to every pair)
+        hit = D < (self.near * q[i0:i1].astype(np.float64)).astype(D.dtype)[:, None] + (
+            self.near * q[j0:j1].astype(np.float64)).astype(D.dtype)[None, :]
+        if i0 == j0:
+            hit.flat[:: D.shape[1] + 1] = False
+        if equal is not None:
+            hit[equal] = False
+        rows, columns = np.flatnonzero(hit.any(axis=1)), np.flatnonzero(hit.any(axis=0))
+        return (rows, columns) if rows.size else None
 
     def add_span(self, rows, columns, sums, *, size=None, state=None):
         """Add the cluster sums of the rows ``rows = (start, stop)`` against the rows ``columns`` (both ways), or,
@@ -425,7 +465,7 @@ def _resolution(q, ids, n_clusters, dtype, d, metric, q_mean=None):
     if q_mean is None:
         q_mean = np.bincount(ids, weights=q, minlength=n_clusters) / np.maximum(
             np.bincount(ids, minlength=n_clusters), 1)
-    return Resolution(q, q_mean, 4.0 * np.sqrt(d + 2.0) * float(np.finfo(dtype).eps), metric == "euclidean")
+    return Resolution(q, q_mean, _rounding_factor(dtype, d), metric == "euclidean")
 
 
 def _mean_distances(sums, ids, counts):

@@ -25,6 +25,7 @@ import numpy as np
 
 from isotropy._kernels.centre import distance_centre
 from isotropy._kernels.silhouette import (
+    _NEAR,
     _TOLERANCE,
     DIAGONAL_ROWS,
     EXACT_RESOLUTION,
@@ -34,6 +35,7 @@ from isotropy._kernels.silhouette import (
     _coefficients_numpy,
     _exact_sums,
     _resolution,
+    _rounding_factor,
     _run_tasks,
     _sample_indices,
     _uncertain_numpy,
@@ -160,6 +162,9 @@ def _cluster_sums_torch(X, ids, n_clusters, metric, chunk_size):
     onehot = torch.zeros(n, n_clusters, dtype=acc, device=device)
     onehot[torch.arange(n, device=device), ids_t] = 1.0
     sums = torch.zeros(n, n_clusters, dtype=acc, device=device)
+    # rows with another row within _NEAR rounding bounds (as _BlockKernel): NaN sums, hence recomputed from differences
+    near = torch.zeros(n, dtype=torch.bool, device=device) if metric == "euclidean" else None
+    near_factor = _NEAR * _rounding_factor(np.float64 if dtype == torch.float64 else np.float32, d)
     b = min(n, chunk_size or (_DEFAULT_CHUNK if device.type == "cpu" else _DEFAULT_CHUNK_ACCEL))
     for i0 in range(0, n, b):
         i1 = min(n, i0 + b)
@@ -168,19 +173,32 @@ def _cluster_sums_torch(X, ids, n_clusters, metric, chunk_size):
         for j0 in range(i0, n, b):
             j1 = min(n, j0 + b)
             D = L @ R[j0:j1].T
+            equal = None
+            if groups is not None:  # equal rows at distance 0 exactly, as the diagonal
+                gi, gj = groups[i0:i1, None], groups[None, j0:j1]
+                equal = (gi == gj) & (gi >= 0)
             if metric == "euclidean":
-                D.clamp_(min=0.0).sqrt_()
+                D.clamp_(min=0.0)
+                hit = D < (near_factor * q[i0:i1]).to(dtype)[:, None] + (near_factor * q[j0:j1]).to(dtype)[None, :]
+                if i0 == j0:
+                    hit.diagonal().zero_()
+                if equal is not None:
+                    hit &= ~equal
+                near[i0:i1] |= hit.any(dim=1)
+                near[j0:j1] |= hit.any(dim=0)
+                D.sqrt_()
             else:
                 D.clamp_(0.0, 2.0)
             if i0 == j0:
                 D.diagonal().zero_()
-            if groups is not None:  # equal rows at distance 0 exactly, as the diagonal
-                gi, gj = groups[i0:i1, None], groups[None, j0:j1]
-                D.masked_fill_((gi == gj) & (gi >= 0), 0.0)
+            if equal is not None:
+                D.masked_fill_(equal, 0.0)
             D = D.to(acc)  # per-cluster sums of thousands of terms: in float64 (cheap next to L @ R.T)
             sums[i0:i1] += D @ onehot[j0:j1]
             if j0 != i0:
                 sums[j0:j1] += D.T @ onehot[i0:i1]
+    if near is not None:
+        sums[near] = float("nan")
     return sums, R[:, d + 1].to(acc)
 
 
@@ -216,7 +234,7 @@ def _resolution_torch(q, ids, n_clusters, X, metric):
     import torch
 
     dtype = np.float64 if X.dtype == torch.float64 else np.float32
-    factor = 4.0 * float(np.sqrt(X.shape[1] + 2.0)) * float(np.finfo(dtype).eps)
+    factor = _rounding_factor(dtype, X.shape[1])
     ids_t = torch.as_tensor(ids, device=q.device)
     counts = torch.bincount(ids_t, minlength=n_clusters).clamp(min=1).to(q.dtype)
     q_mean = torch.zeros(n_clusters, dtype=q.dtype, device=q.device).index_add_(0, ids_t, q) / counts
