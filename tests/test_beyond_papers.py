@@ -321,3 +321,23 @@ def test_alignment_gradient_is_finite_for_identical_pairs(alpha):
     assert torch.isfinite(X.grad).all()
     moved = X.detach()[3:].clone().requires_grad_()
     assert torch.autograd.gradcheck(lambda Z: alignment(Z, Y[3:], alpha=alpha, normalize=False), (moved,))
+
+
+@pytest.mark.parametrize("offset", [0.0, 1e4, 1e6, 1e8])
+def test_accumulator_uncentred_spectrum_keeps_its_small_values_far_from_the_origin(offset):
+    """Uncentred singular values of rows offset from the origin: the eigenvalues of M + n·μμᵀ rounded the small ones
+    relative to n·|μ|² (3.5e-3 off at 1e6, 0 at 1e8: a review); from the singular values of [V·Λ^½, √n·μ] they are
+    within 1e-15·σ_max of the SVD of the rows, and the effective rank follows."""
+    from isotropy import CovarianceAccumulator
+
+    X = offset + np.random.default_rng(0).normal(size=(1000, 8)) * np.linspace(0.3, 2.0, 8)
+    acc = CovarianceAccumulator()
+    for chunk in np.array_split(X, 7):
+        acc.update(chunk)
+    reference = np.linalg.svd(X, compute_uv=False)
+    got = acc.singular_values()
+    scale = reference[0] / got[0]  # the accumulator's units: a power of two
+    np.testing.assert_allclose(got * scale, reference, rtol=0, atol=2e-15 * reference[0])
+    assert acc.effective_rank() == pytest.approx(_erank_reference(X), rel=1e-13)
+    np.testing.assert_allclose(acc.singular_values(center=True) * scale, np.linalg.svd(X - X.mean(0), compute_uv=False),
+                               rtol=1e-10)
