@@ -197,7 +197,10 @@ def partition_isotropy(X):
     other eigenvector is orthogonal to all rows, so Z(u) = n exactly for it. Cost
     O(n·d·min(n, d) + min(n, d)³), memory O(min(n, d)²) besides ``X``. The eigenvectors are found
     on ``X`` brought to unit scale by a power of two (exact), so XᵀX never overflows; a value
-    below 5e-324 underflows to 0.0, and data whose projections uᵀx overflow float64 are refused.
+    below the smallest number of the result's dtype underflows to 0.0 (5e-324 in float64; 1.4e-45 for
+    a float32 tensor, whose gradient is then 0 too: data far from the origin, e.g. 1,000 rows of
+    N(20, 1) in 16 dimensions, I = 3.2e-70, need a float64 tensor), and data whose projections uᵀx overflow
+    float64 are refused.
 
     Meaningless inputs are refused, as by the other metrics. One row: I(W) measures how evenly a set of
     vectors spreads around the origin, and a single vector has no spread to measure; its value
