@@ -19,16 +19,55 @@ from isotropy.training.regularisers import (
 __all__ = ["HFRegulariser"]
 
 
-def _default_task_loss(outputs, labels, num_items_in_batch=None):
-    """Cross-entropy (integer labels, -100 ignored) or mean squared error (one output or float labels)."""
+def _is_causal_lm(model) -> bool:
+    """Whether ``model`` computes a next-token loss (its labels shifted by one): a decoder-only causal language model."""
+    if model is None or getattr(getattr(model, "config", None), "is_encoder_decoder", False):
+        return False
+    if getattr(model, "loss_type", None) == "ForCausalLM":
+        return True
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    name = type(model).__name__
+    return name in set(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.values()) or name.endswith("ForCausalLM")
+
+
+def _default_task_loss(outputs, labels, num_items_in_batch=None, *, model=None):
+    """The loss ``model`` computes for itself from ``labels``, summed and divided by ``num_items_in_batch`` (or the mean).
+
+    As transformers' heads compute it: a causal language model, next-token cross-entropy (the labels shifted
+    by one, -100 ignored); logits of one row per sample (sequence classification), by the model's
+    ``config.problem_type`` or, unset, by transformers' rule: one output, mean squared error; integer labels,
+    cross-entropy; float labels with several outputs, binary cross-entropy with logits (multi-label); logits of
+    one row per token (token classification, masked LM), cross-entropy at every position, -100 ignored.
+    Summed over the micro-batch and divided by ``num_items_in_batch`` (the Trainer's label count of the whole
+    step) where given, so that a step of several micro-batches trains what one batch of all its rows would;
+    otherwise the mean over the labels.
+    """
+    import torch.nn.functional as F
+
     logits = outputs["logits"] if isinstance(outputs, dict) else outputs.logits
-    if logits.shape[-1] == 1 or labels.is_floating_point():
-        return torch.nn.functional.mse_loss(logits.squeeze(-1), labels.to(logits.dtype))
-    flat_logits, flat_labels = logits.reshape(-1, logits.shape[-1]), labels.reshape(-1).to(logits.device)
-    if num_items_in_batch is None:
-        return torch.nn.functional.cross_entropy(flat_logits, flat_labels, ignore_index=-100)
-    total = torch.nn.functional.cross_entropy(flat_logits, flat_labels, ignore_index=-100, reduction="sum")
-    return total / num_items_in_batch
+    labels = labels.to(logits.device)
+    reduction = "mean" if num_items_in_batch is None else "sum"
+
+    def reduced(total):
+        return total if num_items_in_batch is None else total / num_items_in_batch
+
+    if _is_causal_lm(model):
+        logits, labels = logits[..., :-1, :], labels[..., 1:]
+    elif logits.dim() == 2 and labels.dim() <= 2:  # one row of logits per sample: a sequence-classification head
+        problem = getattr(getattr(model, "config", None), "problem_type", None)
+        if problem is None:
+            integer = not (labels.is_floating_point() or labels.is_complex() or labels.dtype == torch.bool)
+            problem = ("regression" if logits.shape[-1] == 1 else
+                       "single_label_classification" if integer else "multi_label_classification")
+        if problem == "regression":
+            if logits.shape[-1] == 1:
+                logits, labels = logits.squeeze(-1), labels.reshape(-1)
+            return reduced(F.mse_loss(logits, labels.to(logits.dtype), reduction=reduction))
+        if problem == "multi_label_classification":
+            return reduced(F.binary_cross_entropy_with_logits(logits, labels.to(logits.dtype), reduction=reduction))
+    flat_logits, flat_labels = logits.reshape(-1, logits.shape[-1]), labels.reshape(-1).long()
+    return reduced(F.cross_entropy(flat_logits, flat_labels, ignore_index=-100, reduction=reduction))
 
 
 class HFRegulariser(HiddenStateRegulariser, TrainerCallback):
@@ -56,9 +95,12 @@ class HFRegulariser(HiddenStateRegulariser, TrainerCallback):
     method, weight, zeta, shrinkage_sample, layers, level, pooling, batch_size, max_length
         See :class:`HiddenStateRegulariser`.
     task_loss : callable, optional
-        ``task_loss(outputs, labels, num_items_in_batch)``; default cross-entropy on
-        ``outputs.logits`` (integer labels, -100 ignored) or MSE for one output / float labels.
-        Causal language models need their own (shifted labels). As the Trainer's own
+        ``task_loss(outputs, labels, num_items_in_batch)``; default the loss the model computes for
+        itself from ``outputs.logits`` (the Trainer hands a ``compute_loss_func`` the labels instead of
+        the model): next-token cross-entropy for a causal language model; by ``config.problem_type``
+        (or transformers' rule where it is unset) mean squared error, cross-entropy or binary
+        cross-entropy for one row of logits per sample; cross-entropy at every position otherwise
+        (-100 ignored). As the Trainer's own
         ``compute_loss_func``: given ``num_items_in_batch`` (the labels of the whole step, all
         micro-batches), return the micro-batch's summed loss divided by it; a per-batch mean would be
         counted ``gradient_accumulation_steps`` times. ``None`` is passed where the Trainer divides the
@@ -83,7 +125,7 @@ class HFRegulariser(HiddenStateRegulariser, TrainerCallback):
         if task_loss is not None and not callable(task_loss):
             raise TypeError(f"The 'task_loss' parameter of HFRegulariser must be callable or None. "
                             f"Got {type(task_loss).__name__} instead.")
-        self.task_loss = task_loss or _default_task_loss
+        self.task_loss = task_loss or self._model_task_loss
         tokenizer = check_tokenizer(tokenizer, "HFRegulariser")
         refuse_unused_sample_options(shrinkage_sample, method=method, caller="HFRegulariser", tokenizer=tokenizer)
         self.set_tokenizer(tokenizer)
@@ -93,6 +135,10 @@ class HFRegulariser(HiddenStateRegulariser, TrainerCallback):
         self._hooked_model = None
         self._step = None  # (trainer.state.global_step as the step began, micro-batches seen, accumulation steps)
         self._trainer = None  # the Trainer running the current step (its loss scaling, read in __call__)
+
+    def _model_task_loss(self, outputs, labels, num_items_in_batch=None):
+        """The default ``task_loss``: :func:`_default_task_loss` of the model the callback hooked (at train begin)."""
+        return _default_task_loss(outputs, labels, num_items_in_batch, model=self._hooked_model)
 
     def _training_step(self):
         if self._step is None:

@@ -1,0 +1,115 @@
+"""HFRegulariser's default task loss: the loss each kind of transformers head computes for itself, and the same
+objective under any gradient accumulation.
+
+The Trainer hands a ``compute_loss_func`` the labels instead of the model, so the default task loss must compute
+what the model would: the reference here is transformers' own loss (``model(..., labels=labels).loss``) of tiny
+randomly initialised models. A review found mean squared error where the model's own multi-label loss is binary
+cross-entropy, an unshifted cross-entropy for a causal language model (which then learns to copy its input), and a
+regression loss that doubled with ``gradient_accumulation_steps=2``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+VOCAB, SEQ = 30, 6
+
+
+def _inputs(rows=8, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(3, VOCAB, (rows, SEQ), generator=g)
+    mask = (torch.arange(SEQ)[None] < torch.randint(3, SEQ + 1, (rows,), generator=g)[:, None]).long()
+    return {"input_ids": ids, "attention_mask": mask}, g
+
+
+def _bert(head, **config):
+    import transformers
+
+    torch.manual_seed(0)
+    settings = {"vocab_size": VOCAB, "hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2,
+                "intermediate_size": 32, "max_position_embeddings": 16, "hidden_dropout_prob": 0.0,
+                "attention_probs_dropout_prob": 0.0, **config}
+    return getattr(transformers, head)(transformers.BertConfig(**settings)).eval()
+
+
+def _gpt2():
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    return GPT2LMHeadModel(GPT2Config(vocab_size=VOCAB, n_embd=16, n_layer=1, n_head=2, n_positions=16,
+                                      bos_token_id=0, eos_token_id=0, resid_pdrop=0.0, embd_pdrop=0.0,
+                                      attn_pdrop=0.0)).eval()
+
+
+def _cases():
+    """(name, model, labels) for every head whose loss the default follows."""
+    inputs, g = _inputs()
+    tokens = inputs["input_ids"].clone()
+    tokens[inputs["attention_mask"] == 0] = -100
+    return inputs, [
+        ("single-label", _bert("BertForSequenceClassification", num_labels=3), torch.randint(0, 3, (8,), generator=g)),
+        ("regression", _bert("BertForSequenceClassification", num_labels=1), torch.randn(8, generator=g)),
+        ("regression, two targets", _bert("BertForSequenceClassification", num_labels=2, problem_type="regression"),
+         torch.randn(8, 2, generator=g)),
+        ("multi-label, problem_type", _bert("BertForSequenceClassification", num_labels=4,
+                                            problem_type="multi_label_classification"),
+         torch.randint(0, 2, (8, 4), generator=g).float()),
+        ("multi-label, float labels", _bert("BertForSequenceClassification", num_labels=4),
+         torch.randint(0, 2, (8, 4), generator=g).float()),
+        ("token classification", _bert("BertForTokenClassification", num_labels=5),
+         torch.where(inputs["attention_mask"] == 1, torch.randint(0, 5, (8, SEQ), generator=g), -100)),
+        ("masked LM", _bert("BertForMaskedLM"), tokens),
+        ("causal LM", _gpt2(), tokens),
+    ]
+
+
+@pytest.mark.parametrize("case", range(8))
+def test_default_task_loss_is_the_models_own(case):
+    from isotropy.training.hf_regulariser import _default_task_loss
+
+    inputs, cases = _cases()
+    name, model, labels = cases[case]
+    with torch.no_grad():
+        expected = model(**inputs, labels=labels).loss
+        outputs = model(**inputs)
+        got = _default_task_loss(outputs, labels, model=model)
+        assert float(got) == pytest.approx(float(expected), rel=1e-6), name
+        # summed over the micro-batch and divided by the step's label count where the Trainer gives it
+        count = int((labels[..., 1:] if name == "causal LM" else labels).ne(-100).sum())
+        summed = _default_task_loss(outputs, labels, num_items_in_batch=3 * count, model=model)
+        assert float(summed) == pytest.approx(float(expected) / 3, rel=1e-6), name
+
+
+@pytest.mark.parametrize("accumulation", [2, 4])
+def test_regression_loss_is_the_same_under_gradient_accumulation(tmp_path, accumulation):
+    """One step of 8 rows as 1, 2 or 4 micro-batches: the same logged task loss (it was 2 and 4 times larger)."""
+    from transformers import Trainer, TrainingArguments
+
+    from isotropy.training import HFRegulariser
+
+    inputs, g = _inputs()
+    labels = torch.randn(8, generator=g)
+    rows = [{"input_ids": inputs["input_ids"][i], "attention_mask": inputs["attention_mask"][i], "labels": labels[i]}
+            for i in range(8)]
+
+    def first_step(batch, steps):
+        reg = HFRegulariser("cosreg", weight=1.0)
+        args = TrainingArguments(output_dir=str(tmp_path / f"{steps}"), per_device_train_batch_size=batch,
+                                 gradient_accumulation_steps=steps, max_steps=1, learning_rate=0.0, logging_steps=1,
+                                 save_strategy="no", report_to=[], use_cpu=True, seed=0, disable_tqdm=True,
+                                 train_sampling_strategy="sequential")
+        trainer = Trainer(model=_bert("BertForSequenceClassification", num_labels=1).train(), args=args,
+                          train_dataset=rows, compute_loss_func=reg, callbacks=[reg])
+        trainer.train()
+        return next(e for e in trainer.state.log_history if "regulariser/task_loss" in e)["regulariser/task_loss"]
+
+    model = _bert("BertForSequenceClassification", num_labels=1)
+    with torch.no_grad():
+        expected = float(model(**inputs, labels=labels).loss)
+    assert first_step(8, 1) == pytest.approx(expected, rel=1e-5)
+    assert first_step(8 // accumulation, accumulation) == pytest.approx(expected, rel=1e-5)
