@@ -113,3 +113,30 @@ def test_regression_loss_is_the_same_under_gradient_accumulation(tmp_path, accum
         expected = float(model(**inputs, labels=labels).loss)
     assert first_step(8, 1) == pytest.approx(expected, rel=1e-5)
     assert first_step(8 // accumulation, accumulation) == pytest.approx(expected, rel=1e-5)
+
+
+@pytest.mark.parametrize("strategy", ["epoch", "steps"])
+def test_parts_are_logged_under_every_logging_strategy(tmp_path, strategy):
+    """logging_strategy="epoch": the Trainer sets should_log at the epoch's end, not at a step's, and the parts were
+    never logged (a review); now each of the Trainer's loss entries has its two parts beside it, adding up to it."""
+    from transformers import Trainer, TrainingArguments
+
+    from isotropy.training import HFRegulariser
+
+    inputs, g = _inputs()
+    labels = torch.randint(0, 3, (8,), generator=g)
+    rows = [{"input_ids": inputs["input_ids"][i], "attention_mask": inputs["attention_mask"][i], "labels": labels[i]}
+            for i in range(8)]
+    reg = HFRegulariser("cosreg", weight=1.0)
+    args = TrainingArguments(output_dir=str(tmp_path), per_device_train_batch_size=4, num_train_epochs=2,
+                             logging_strategy=strategy, logging_steps=1, learning_rate=1e-3, save_strategy="no",
+                             report_to=[], use_cpu=True, seed=0, disable_tqdm=True)
+    trainer = Trainer(model=_bert("BertForSequenceClassification", num_labels=3).train(), args=args,
+                      train_dataset=rows, compute_loss_func=reg, callbacks=[reg])
+    trainer.train()
+    losses = {e["step"]: e["loss"] for e in trainer.state.log_history if "loss" in e}
+    parts = {e["step"]: e for e in trainer.state.log_history if "regulariser/task_loss" in e}
+    assert sorted(losses) == sorted(parts) == ([2, 4] if strategy == "epoch" else [1, 2, 3, 4])
+    for step, loss in losses.items():
+        total = parts[step]["regulariser/task_loss"] + parts[step]["regulariser/penalty"]
+        assert total == pytest.approx(loss, rel=1e-4, abs=1e-6)

@@ -185,15 +185,24 @@ class HFRegulariser(HiddenStateRegulariser, TrainerCallback):
             raise IsotropyValueError("HFRegulariser is one of the Trainer's callbacks but the Trainer never called it "
                                      "for the loss: pass it as compute_loss_func too, "
                                      "Trainer(..., compute_loss_func=reg, callbacks=[reg]).")
-        if control.should_log:  # the Trainer logs its loss at this step: the two parts beside it
-            from isotropy.training.hf_callback import _calling_trainer
+        self._log_parts(control)
 
-            means = self.logged_means()
-            trainer = _calling_trainer()
-            if means and trainer is not None:
-                flags = (control.should_log, control.should_evaluate, control.should_save)
-                trainer.log(means)
-                control.should_log, control.should_evaluate, control.should_save = flags
+    def _log_parts(self, control):
+        """When the Trainer logs its loss next (``control.should_log``: at a logging step, or at an epoch's end under
+        ``logging_strategy="epoch"``), the means of the two parts since the last log beside it."""
+        if not control.should_log:
+            return
+        from isotropy.training.hf_callback import _calling_trainer
+
+        means = self.logged_means()
+        trainer = _calling_trainer()
+        if means and trainer is not None:
+            flags = (control.should_log, control.should_evaluate, control.should_save)
+            trainer.log(means)
+            control.should_log, control.should_evaluate, control.should_save = flags
+
+    def on_epoch_end(self, args, state, control, model=None, **kwargs):
+        self._log_parts(control)
 
     def on_epoch_begin(self, args, state, control, model=None, **kwargs):
         if model is not None and state.epoch and state.epoch > 0:  # epoch 0 was refreshed at train begin
