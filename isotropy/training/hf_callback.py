@@ -8,7 +8,7 @@ import numbers
 from transformers import Trainer, TrainerCallback
 
 from isotropy._utils.validation import IsotropyValueError, check_bool, check_scalar
-from isotropy.training.probe import GeometryProbe, check_tokenizer
+from isotropy.training.probe import _MAX_LENGTH, _ZETA, GeometryProbe, check_tokenizer
 
 __all__ = ["HFGeometryCallback"]
 
@@ -91,13 +91,15 @@ class HFGeometryCallback(TrainerCallback):
     """
 
     def __init__(self, probe, *, every_n_steps=100, layers="all", pooling="mean", metrics=None,
-                 shrinkage_sample=None, zeta=0.2, tokenizer=None, batch_size=32, max_length=128, on_evaluate=True):
+                 shrinkage_sample=None, zeta=_ZETA, tokenizer=None, batch_size=32, max_length=_MAX_LENGTH,
+                 on_evaluate=True):
         caller = "HFGeometryCallback"
         self.every_n_steps = int(check_scalar(every_n_steps, "every_n_steps", caller=caller, kind=numbers.Integral,
                                               low=1))
         self.probe = GeometryProbe(probe, layers=layers, pooling=pooling, metrics=metrics, batch_size=batch_size,
                                    max_length=max_length, shrinkage_sample=shrinkage_sample, zeta=zeta, caller=caller)
         self.probe.set_tokenizer(check_tokenizer(tokenizer, caller))
+        self.probe.refuse_unused(tokenizer=tokenizer)
         self._user_tokenizer = tokenizer is not None
         self.measure_on_evaluate = check_bool(on_evaluate, "on_evaluate", caller=caller)
         self._last_step = None

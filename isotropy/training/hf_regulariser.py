@@ -31,6 +31,22 @@ def _is_causal_lm(model) -> bool:
     return name in set(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.values()) or name.endswith("ForCausalLM")
 
 
+def _refuse_without_hidden_states(model, caller):
+    """Refuse, in one line, a model whose forward cannot take ``output_hidden_states`` (the hook adds it to every training
+    forward pass; the first one then raised torch's bare ``TypeError: forward() got an unexpected keyword argument``)."""
+    import inspect
+
+    try:
+        parameters = inspect.signature(model.forward).parameters.values()
+    except (TypeError, ValueError):  # no signature to read: the forward pass will tell
+        return
+    if any(p.kind is p.VAR_KEYWORD or p.name == "output_hidden_states" for p in parameters):
+        return
+    raise IsotropyValueError(f"{caller}: the model ({type(model).__name__}) cannot be called with "
+                             f"output_hidden_states=True (its forward takes {', '.join(p.name for p in parameters)}); "
+                             f"expected a transformers model, whose hidden states the penalty is computed on.")
+
+
 def _default_task_loss(outputs, labels, num_items_in_batch=None, *, model=None):
     """The loss ``model`` computes for itself from ``labels``, summed and divided by ``num_items_in_batch`` (or the mean).
 
@@ -159,6 +175,8 @@ class HFRegulariser(HiddenStateRegulariser, TrainerCallback):
 
     def on_train_begin(self, args, state, control, model=None, **kwargs):
         self.set_tokenizer(kwargs.get("processing_class") or kwargs.get("tokenizer"))
+        if model is not None:
+            _refuse_without_hidden_states(model, self.caller)
         if model is not None and self._hooked_model is not model:
             if self._hook is not None:
                 self._hook.remove()

@@ -8,7 +8,7 @@ import torch
 from lightning.pytorch.callbacks import Callback
 
 from isotropy._utils.validation import IsotropyValueError, check_bool, check_scalar
-from isotropy.training.probe import GeometryProbe, check_tokenizer
+from isotropy.training.probe import _MAX_LENGTH, _ZETA, GeometryProbe, check_tokenizer
 
 __all__ = ["LightningGeometryCallback", "check_model", "resolve_submodule"]
 
@@ -113,7 +113,7 @@ class LightningGeometryCallback(Callback):
     """
 
     def __init__(self, probe, *, every_n_steps=100, layers="all", pooling="mean", metrics=None,
-                 shrinkage_sample=None, zeta=0.2, model=None, tokenizer=None, batch_size=32, max_length=128,
+                 shrinkage_sample=None, zeta=_ZETA, model=None, tokenizer=None, batch_size=32, max_length=_MAX_LENGTH,
                  on_validation=True):
         caller = "LightningGeometryCallback"
         self.every_n_steps = int(check_scalar(every_n_steps, "every_n_steps", caller=caller, kind=numbers.Integral,
@@ -122,6 +122,7 @@ class LightningGeometryCallback(Callback):
                                    max_length=max_length, shrinkage_sample=shrinkage_sample, zeta=zeta, caller=caller)
         self.model = check_model(model, caller)
         self.tokenizer = check_tokenizer(tokenizer, caller)
+        self.probe.refuse_unused(tokenizer=tokenizer)
         self.measure_on_validation = check_bool(on_validation, "on_validation", caller=caller)
         self._last_step = None
         self.history = []  # (global_step, values) of every measurement, on every rank

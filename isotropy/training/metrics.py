@@ -518,7 +518,7 @@ class IsoScoreStar(_MomentMetric):
             S = _check_shrinkage_cov(S, d, like=S, caller=caller)
             if self.zeta > 0:  # −I was taken and gave a value, where isoscore_star refuses it
                 check_covariance(S, caller=caller)
-        else:  # as the callbacks and regularisers warn: Σ_S = I tracks the vector norms
+        elif self.zeta > 0:  # as the callbacks and regularisers warn: Σ_S = I tracks the vector norms (ζ = 0: unused)
             warnings.warn(no_shrinkage_cov_warning(), UserWarning, stacklevel=2)
         given = n_features is not None
         super().__init__(n_features=n_features if S is None else S.shape[0], **kwargs)

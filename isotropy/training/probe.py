@@ -255,6 +255,10 @@ def _encoded(probe, *, name, caller):
                                  f"Got {got} instead.")
     if ids.dtype not in (torch.int32, torch.int64):  # uint8/int16 ids: an embedding takes int32 or int64 only
         ids = ids.long()
+    if ids.numel() and int(ids.min()) < 0:  # every position is embedded, padding too: torch's IndexError at step 0
+        where = tuple(int(i) for i in (ids < 0).nonzero()[0])
+        raise IsotropyValueError(f"{start} must have 'input_ids' of token ids 0 or more (padding included). Got "
+                                 f"{int(ids[where])} at {where} instead.")
     n, seq = ids.shape
     encoded = {"input_ids": ids}
     for key in probe:
@@ -283,6 +287,29 @@ def _encoded(probe, *, name, caller):
     return encoded
 
 
+class _Default(float):
+    """A documented default (``zeta=0.2``) told apart from the same value passed: it shows and computes as the float."""
+
+
+class _DefaultName(str):
+    """A documented default name (``pooling="mean"``) told apart from the same name passed: it shows as the string."""
+
+
+# zeta's default, 0.2: CosReg refuses a zeta passed to it (even 0.2), and this object is the one not passed
+_ZETA = _Default(0.2)
+# pooling's default, "mean": level="token" refuses a pooling passed to it (even "mean"), and this is the one not passed
+_POOLING = _DefaultName("mean")
+
+
+class _DefaultInt(int):
+    """A documented integer default (``batch_size=32``) told apart from the same value passed: it computes as the int."""
+
+
+# the defaults of the options that embed texts (a probe, a shrinkage sample): refused when passed with none to embed
+_BATCH_SIZE = _DefaultInt(32)
+_MAX_LENGTH = _DefaultInt(128)
+
+
 def _model_config(model):
     """The transformers config of ``model``, also inside a wrapper (DDP's ``module``, ``torch.compile``'s
     ``_orig_mod``); ``None`` for a module without one."""
@@ -295,6 +322,27 @@ def _model_config(model):
         if not isinstance(model, torch.nn.Module):
             return None
     return None
+
+
+def _embedding_rows(model):
+    """The rows of ``model``'s table of input token embeddings (``get_input_embeddings``, inside wrappers too), else its
+    config's ``vocab_size``; ``None`` when neither is known."""
+    for _ in range(8):
+        get = getattr(model, "get_input_embeddings", None)
+        if callable(get):
+            try:
+                table = get()
+            except (NotImplementedError, AttributeError):
+                table = None
+            if isinstance(getattr(table, "num_embeddings", None), int):
+                return table.num_embeddings
+            break
+        inner = getattr(model, "module", None)
+        model = inner if isinstance(inner, torch.nn.Module) else getattr(model, "_orig_mod", None)
+        if not isinstance(model, torch.nn.Module):
+            return None
+    vocab = getattr(_model_config(model), "vocab_size", None)
+    return vocab if isinstance(vocab, int) and vocab > 0 else None
 
 
 class _Rows:
@@ -333,8 +381,8 @@ class _Rows:
     def _tokenised(self):
         """The :class:`~isotropy.models.batching.TokenRows` of the texts under the current tokenizer (made once)."""
         if self.tokenizer is None:
-            raise IsotropyValueError(f"{self.caller}: the probe is a list of texts but no tokenizer was found; pass "
-                                     f"tokenizer=... (or a dict of encoded tensors as the probe).")
+            raise IsotropyValueError(f"{self.caller}: the {self.name} is a list of texts but no tokenizer was found; "
+                                     f"pass tokenizer=... (or a dict of encoded tensors as the {self.name}).")
         if self._tokens is not None and self._tokenised_by is self.tokenizer and self._tokenised_at != self.max_length:
             # another cut (fit: the model's positions) gives the same tokens when no row reached either cut
             longest = int(max(self._tokens.lengths, default=0))
@@ -358,6 +406,14 @@ class _Rows:
             from isotropy.models.loading import capped_max_length
 
             self.max_length = capped_max_length(self.asked, _model_config(model), self.tokenizer)
+        else:  # ids past the model's table of embeddings: torch's bare IndexError in the forward pass
+            ids = self.encoded["input_ids"]
+            table = _embedding_rows(model)
+            if table is not None and ids.numel() and int(ids.max()) >= table:
+                where = tuple(int(i) for i in (ids >= table).nonzero()[0])
+                raise IsotropyValueError(f"{self.caller}: the {self.name}'s 'input_ids' must be below the model's "
+                                         f"{table} token embeddings (its vocabulary). Got {int(ids[where])} at {where} "
+                                         f"instead.")
         return self
 
     def first_rows(self):
@@ -442,7 +498,7 @@ class GeometryProbe:
     """
 
     def __init__(self, probe, *, layers="all", pooling="mean", metrics=None, batch_size=32,
-                 max_length=128, prefix="geometry", shrinkage_sample=None, zeta=0.2, caller="GeometryProbe"):
+                 max_length=_MAX_LENGTH, prefix="geometry", shrinkage_sample=None, zeta=_ZETA, caller="GeometryProbe"):
         self.caller = caller
         self.max_length = int(check_scalar(max_length, "max_length", caller=caller, kind=numbers.Integral, low=1))
         self.rows = _Rows(probe, name="probe", caller=caller, max_length=self.max_length)
@@ -470,10 +526,12 @@ class GeometryProbe:
                     _LOG.info("%s: %s (shrinkage_sample=).", caller, ISOSCORE_STAR_NOTE)
             else:
                 names = check_metric_names(metrics, caller=caller, allowed=metric_names(torchmetric=True))
-                if "isoscore_star" in names and shrinkage_sample is None:
+                if "isoscore_star" in names and shrinkage_sample is None and self.zeta > 0:  # ζ = 0: Σ_S unused
                     warnings.warn(f"{caller}: {ISOSCORE_STAR_WARNING} (shrinkage_sample=).", UserWarning,
                                   stacklevel=3)
             self.metric_factories = {name: None for name in names}  # None: the table's class (_make_metric)
+        self._asked = {"zeta": zeta, "max_length": max_length}  # passed (not the defaults): refuse_unused
+        self.refuse_unused()
         # the imports of the first measurement, now: it then costs what the later ones cost
         import_for_measuring(name for name, factory in self.metric_factories.items() if factory is None)
         self.batch_size = int(check_scalar(batch_size, "batch_size", caller=caller, kind=numbers.Integral, low=1))
@@ -630,13 +688,38 @@ class GeometryProbe:
                 covariances[i] = accumulator.to_accumulator().covariance()
         return covariances
 
+    def refuse_unused(self, *, tokenizer=None):
+        """Refuse, in one line, an option that was passed and that nothing here uses: ``zeta`` without
+        ``isoscore_star`` among the metrics, ``max_length`` and ``tokenizer`` (``None``: not passed) when neither
+        the probe nor the shrinkage sample is texts. Taken and ignored, the user believed them in effect."""
+        texts = self.rows.texts is not None or (self.shrinkage_rows is not None and self.shrinkage_rows.texts is not None)
+        passed = {**self._asked, "tokenizer": tokenizer}
+        for name, value in passed.items():
+            if value is None or value is _ZETA or value is _MAX_LENGTH:
+                continue
+            if name == "zeta" and "isoscore_star" not in self.metric_factories:
+                why, advice = "isoscore_star is not among the metrics", "leave it out, or add isoscore_star"
+            elif name != "zeta" and not texts:
+                why, advice = "the probe (and any shrinkage_sample) is already tokenised (a dict of tensors)", "leave it out"
+            else:
+                continue
+            shown = repr(value) if isinstance(value, (numbers.Number, str)) else f"a {type(value).__name__}"
+            what = "the shrinkage of isoscore_star" if name == "zeta" else "tokenising texts"
+            raise IsotropyValueError(f"The '{name}' parameter of {self.caller} applies to {what} only, and {why}. "
+                                     f"Got {shown} instead; {advice}.")
+
     def _layer_ids(self, n_states):
         return select_layers(self.layers, n_states, include_embeddings=False, caller=self.caller)
 
     # ----------------------------------------------------------------- measuring
     def _make_metric(self, name, factory, n_features, shrink, layer):
         if factory is not None:
-            return factory(n_features)
+            metric = factory(n_features)
+            if not all(callable(getattr(metric, method, None)) for method in ("update", "compute", "reset")):
+                raise TypeError(f"The 'metrics' parameter of {self.caller} must map names to factories "
+                                f"factory(n_features) that return a metric (update, compute, reset: a torchmetrics "
+                                f"Metric). Got {type(metric).__name__} from the factory of {name!r} instead.")
+            return metric
         from isotropy.training.metrics import metric_from_name
 
         options = dict(_PROBE_OPTIONS.get(name, {}))

@@ -29,7 +29,14 @@ from isotropy._utils.validation import IsotropyValueError, check_option, check_s
 from isotropy.models.layers import check_layers, select_layers
 from isotropy.models.pooling import _pool, check_attention_mask, check_pooling
 from isotropy.torch import _istar, cosine_penalty, shrinkage_covariance  # at import: never in the loop
-from isotropy.training.probe import _Rows, forward_hidden_states
+from isotropy.training.probe import (  # the documented defaults, told apart from the same values passed
+    _BATCH_SIZE,
+    _MAX_LENGTH,
+    _POOLING,
+    _ZETA,
+    _Rows,
+    forward_hidden_states,
+)
 
 __all__ = ["LOG_KEYS", "HiddenStateRegulariser", "regularised_states"]
 
@@ -39,27 +46,6 @@ LEVELS = ("token", "sentence")
 LOG_KEYS = ("regulariser/task_loss", "regulariser/penalty")
 
 
-class _Default(float):
-    """A documented default (``zeta=0.2``) told apart from the same value passed: it shows and computes as the float."""
-
-
-class _DefaultName(str):
-    """A documented default name (``pooling="mean"``) told apart from the same name passed: it shows as the string."""
-
-
-# zeta's default, 0.2: CosReg refuses a zeta passed to it (even 0.2), and this object is the one not passed
-_ZETA = _Default(0.2)
-# pooling's default, "mean": level="token" refuses a pooling passed to it (even "mean"), and this is the one not passed
-_POOLING = _DefaultName("mean")
-
-
-class _DefaultInt(int):
-    """A documented integer default (``batch_size=32``) told apart from the same value passed: it computes as the int."""
-
-
-# the defaults of the options that embed the shrinkage sample: refused when passed with no sample to embed
-_BATCH_SIZE = _DefaultInt(32)
-_MAX_LENGTH = _DefaultInt(128)
 
 
 def refuse_unused_sample_options(sample, *, method, caller, **passed):
@@ -230,7 +216,8 @@ class HiddenStateRegulariser:
         max_length = int(check_scalar(max_length, "max_length", caller=caller, kind=numbers.Integral, low=1))
         self.sample = None if shrinkage_sample is None else _Rows(shrinkage_sample, name="shrinkage_sample",
                                                                   caller=caller, max_length=max_length)
-        if method == "istar" and shrinkage_sample is None:  # the warning of the callback and the table, in these terms
+        # the warning of the callback and the table, in these terms (ζ = 0: Σ_S is unused, IsoScore* is IsoScore)
+        if method == "istar" and shrinkage_sample is None and self.zeta > 0:
             import warnings
 
             from isotropy.metrics.table import ISOSCORE_STAR_WARNING
