@@ -520,3 +520,24 @@ def test_runs_in_folders_below_are_read_alone_or_named_never_merged(hf_dir, ligh
             main(["plot", str(folder), "--out", str(tmp_path / "figures")])
         assert info.value.code == 2 and capsys.readouterr().err == f"Error: {message}\n"
     assert _as_dict(read_geometry_log(sweep / "lambda_0")) == _as_dict(alone)
+
+
+def test_a_metric_undefined_at_every_step_is_named_and_gaps_stay_gaps(tmp_path, capsys):
+    """A metric the callbacks log as NaN at every step (rogue_dimension_share on a probe sharing no direction) vanished
+    from the table and the figures without a word, and a layer's line joined the steps around an undefined one."""
+    nan = float("nan")
+    history = [{"step": s, "geometry/isoscore/layer_1": v, "geometry/isoscore/layer_2": 0.5,
+                "geometry/rogue_dimension_share/layer_1": nan} for s, v in ((0, 0.1), (2, nan), (4, 0.3))]
+    (tmp_path / "trainer_state.json").write_text(json.dumps({"log_history": history}))
+    with pytest.warns(UserWarning, match=r"rogue_dimension_share: every logged value is NaN or infinite .* left out of "
+                                         r"the table and the figures"):
+        frame = read_geometry_log(tmp_path)
+    assert set(frame["metric"]) == {"isoscore"}
+    assert _as_dict(frame) == {("isoscore", 1, 0): 0.1, ("isoscore", 1, 4): 0.3, ("isoscore", 2, 0): 0.5,
+                               ("isoscore", 2, 2): 0.5, ("isoscore", 2, 4): 0.5}
+    figure = plot_geometry_log(frame)["geometry_isoscore"]
+    line = figure.axes[0].lines[0]  # layer 1, on every step of the metric: a gap at step 2
+    assert list(line.get_xdata()) == [0, 2, 4] and np.isnan(line.get_ydata()[1])
+    main(["plot", str(tmp_path), "--out", str(tmp_path / "figures"), "--format", "png", "--dpi", "40"])
+    assert (tmp_path / "figures" / "geometry_isoscore.png").is_file()
+    assert "Warning: rogue_dimension_share: every logged value is NaN" in capsys.readouterr().err

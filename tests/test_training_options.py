@@ -133,3 +133,13 @@ def test_a_text_shrinkage_sample_without_tokenizer_is_named():
     with pytest.raises(IsotropyValueError, match=r"HiddenStateRegulariser: the shrinkage_sample is a list of texts but "
                                                  r"no tokenizer was found"):
         reg.refresh(_bert())
+
+
+@pytest.mark.parametrize("name", ["a/b", "", " x"])
+def test_a_metric_name_must_read_back_from_the_log(name):
+    """A name with '/' was logged as geometry/a/b/layer_1, which read_geometry_log skipped without a word."""
+    from isotropy.training import GeometryProbe, IsoScore
+
+    with pytest.raises(IsotropyValueError, match=r"The 'metrics' parameter of GeometryProbe must map names without "
+                                                 r"'/' .* geometry/<name>/layer_<i>\. Got"):
+        GeometryProbe(_encoded(), metrics={name: lambda d: IsoScore()})

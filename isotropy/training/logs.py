@@ -180,7 +180,9 @@ def _rows_trainer_state(file: Path, pattern):
             continue
         for key, value in entry.items():
             match = pattern.match(str(key))
-            if match and isinstance(value, (int, float)) and abs(value) < 1e308:  # a finite float
+            # a float (NaN and infinities too: read_geometry_log leaves them out, and names a metric that is all of
+            # them), or an int within float's range
+            if match and (isinstance(value, float) or (isinstance(value, int) and abs(value) < 1e308)):
                 yield match["metric"], int(match["layer"]), _step(entry["step"], file), float(value)
 
 
@@ -341,6 +343,11 @@ def read_geometry_log(path: str | os.PathLike, *, prefix: str = "geometry"):
             raise IsotropyValueError(f"The file {str(file)!r} is not a training log: expected trainer_state.json, "
                                      f"a metrics.csv or a TensorBoard events.out.tfevents.* file.")
         rows.extend((*row, str(file)) for row in reader(file, pattern))
+    undefined = sorted({r[0] for r in rows} - {r[0] for r in rows if math.isfinite(r[3])})
+    if undefined:  # (a metric the callbacks log as NaN where it is undefined, e.g. rogue_dimension_share)
+        warnings.warn(f"{', '.join(undefined)}: every logged value is NaN or infinite (undefined at every step and "
+                      f"layer), so {'it is' if len(undefined) == 1 else 'they are'} left out of the table and the "
+                      f"figures.", UserWarning, stacklevel=2)
     rows = [r for r in rows if math.isfinite(r[3])]
     if not rows:
         raise IsotropyValueError(f"The training log {str(path)!r} holds no '{prefix}/<metric>/layer_<i>' value: "
@@ -377,8 +384,10 @@ def plot_geometry_log(frame) -> dict:
 
         cmap = matplotlib.colormaps["viridis"]
         for k, layer in enumerate(layers):
-            rows = part[part["layer"] == layer]
-            ax_lines.plot(rows["step"], rows["value"], marker="o", ms=3, lw=1.3,
+            # on every step of the metric: a step where this layer's value was undefined (left out of the table) is a
+            # gap in its line, not a segment joining the steps around it
+            rows = part[part["layer"] == layer].set_index("step")["value"].reindex(steps)
+            ax_lines.plot(rows.index, rows.to_numpy(), marker="o", ms=3, lw=1.3,
                           color=cmap(k / max(1, len(layers) - 1)), label=f"layer {layer}")
         ax_lines.set_xlabel("training step")
         ax_lines.set_ylabel(metric)

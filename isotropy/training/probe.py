@@ -512,6 +512,12 @@ class GeometryProbe:
         if isinstance(metrics, Mapping):
             self.metric_factories = dict(metrics)
             for name, factory in self.metric_factories.items():
+                if not isinstance(name, str) or not name or "/" in name or name != name.strip():
+                    # logged as <prefix>/<name>/layer_<i>: a '/' made a key read_geometry_log cannot read back
+                    raise IsotropyValueError(f"The 'metrics' parameter of {caller} must map names without '/' (and not "
+                                             f"empty) to factories: a name is the middle part of the logged key "
+                                             f"{prefix if isinstance(prefix, str) else 'geometry'}/<name>/layer_<i>. "
+                                             f"Got {name!r} instead.")
                 if not callable(factory):
                     raise TypeError(f"The 'metrics' parameter of {caller} must map names to factories "
                                     f"factory(n_features). Got {type(factory).__name__} for {name!r} instead.")
