@@ -140,3 +140,68 @@ def test_parts_are_logged_under_every_logging_strategy(tmp_path, strategy):
     for step, loss in losses.items():
         total = parts[step]["regulariser/task_loss"] + parts[step]["regulariser/penalty"]
         assert total == pytest.approx(loss, rel=1e-4, abs=1e-6)
+
+
+def test_istar_resumed_within_an_epoch_goes_on_as_the_uninterrupted_run(tmp_path):
+    """Σ_S is computed from the weights at an epoch's start; resumed from a checkpoint within the epoch, it was
+    computed again from the resumed weights (the loss at the next step 0.8571 against 0.8053, a review). It is now
+    kept beside each checkpoint and read back: the resumed steps log the uninterrupted run's values."""
+    from transformers import Trainer, TrainingArguments
+
+    from isotropy.training import HFRegulariser
+
+    inputs, g = _inputs(rows=16)
+    labels = torch.randint(0, 3, (16,), generator=g)
+    rows = [{"input_ids": inputs["input_ids"][i], "attention_mask": inputs["attention_mask"][i], "labels": labels[i]}
+            for i in range(16)]
+    sample, _ = _inputs(rows=12, seed=3)
+
+    def run(out, resume=None):
+        reg = HFRegulariser("istar", weight=-1.0, shrinkage_sample=sample)
+        args = TrainingArguments(output_dir=str(out), per_device_train_batch_size=4, max_steps=6, learning_rate=1e-2,
+                                 lr_scheduler_type="constant", logging_steps=1, save_strategy="steps", save_steps=3,
+                                 report_to=[], use_cpu=True, seed=0, disable_tqdm=True)
+        trainer = Trainer(model=_bert("BertForSequenceClassification", num_labels=3).train(), args=args,
+                          train_dataset=rows, compute_loss_func=reg, callbacks=[reg])
+        trainer.train(resume_from_checkpoint=resume)
+        return {e["step"]: e for e in trainer.state.log_history if "regulariser/penalty" in e}, reg
+
+    whole, _ = run(tmp_path / "whole")
+    assert (tmp_path / "whole" / "checkpoint-3" / "isotropy_regulariser.pt").is_file()
+    saved = torch.load(tmp_path / "whole" / "checkpoint-3" / "isotropy_regulariser.pt", weights_only=True)
+    assert saved["epoch"] == 0 and saved["shrinkage_cov"].shape == (16, 16)
+    resumed, _ = run(tmp_path / "whole", resume=str(tmp_path / "whole" / "checkpoint-3"))
+    assert sorted(resumed) == [1, 2, 3, 4, 5, 6]  # steps 1-3 from the checkpoint's trainer_state.json
+    for step in (4, 5, 6):  # step 4: epoch 0's Σ_S, restored; steps 5-6: epoch 1's, computed at its start in both
+        assert resumed[step]["regulariser/penalty"] == pytest.approx(whole[step]["regulariser/penalty"], rel=1e-5)
+        assert resumed[step]["regulariser/task_loss"] == pytest.approx(whole[step]["regulariser/task_loss"], rel=1e-5)
+    # without the file (a checkpoint from an older version): a warning, and Σ_S of the resumed weights
+    (tmp_path / "whole" / "checkpoint-3" / "isotropy_regulariser.pt").unlink()
+    with pytest.warns(UserWarning, match=r"resumed at step 3 without isotropy_regulariser.pt in the checkpoint"):
+        run(tmp_path / "whole", resume=str(tmp_path / "whole" / "checkpoint-3"))
+
+
+def test_lightning_regulariser_keeps_its_shrinkage_in_the_checkpoint_state():
+    """LightningRegulariser's state (Lightning keeps a callback's state_dict in its checkpoints): Σ_S and its epoch;
+    loaded, the same epoch's start keeps it (a run resumed within the epoch), the next epoch's recomputes it."""
+    from isotropy import IsotropyValueError
+    from isotropy.training import LightningRegulariser
+
+    sample, _ = _inputs(rows=12, seed=3)
+    model = _bert("BertModel")
+    first = LightningRegulariser("istar", weight=-1.0, shrinkage_sample=sample)
+    assert first.state_dict() == {}
+    first.refresh_for_epoch(model, 2)
+    state = first.state_dict()
+    assert state["epoch"] == 2 and torch.equal(state["shrinkage_cov"], first.shrinkage_cov)
+    second = LightningRegulariser("istar", weight=-1.0, shrinkage_sample=sample)
+    second.load_state_dict({"shrinkage_cov": 2 * state["shrinkage_cov"], "epoch": 2})
+    second.refresh_for_epoch(model, 2)  # resumed within epoch 2: the saved Σ_S, not one of these weights
+    assert torch.equal(second.shrinkage_cov, 2 * state["shrinkage_cov"])
+    second.refresh_for_epoch(model, 3)
+    assert torch.allclose(second.shrinkage_cov, state["shrinkage_cov"]) and second.shrinkage_epoch == 3
+    for bad in ({"shrinkage_cov": [[1.0]], "epoch": 2}, {"shrinkage_cov": torch.ones(2, 3), "epoch": 2},
+                {"shrinkage_cov": torch.eye(2), "epoch": True}):
+        with pytest.raises(IsotropyValueError, match=r"LightningRegulariser: .*the checkpoint's LightningRegulariser "
+                                                     r"state"):
+            second.load_state_dict(bad)

@@ -31,6 +31,45 @@ def _is_causal_lm(model) -> bool:
     return name in set(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.values()) or name.endswith("ForCausalLM")
 
 
+# Σ_S and its epoch, beside each checkpoint (HFRegulariser.on_save), read back when a run resumes from it.
+_STATE_FILE = "isotropy_regulariser.pt"
+
+
+def _epoch(state) -> int:
+    """The epoch the Trainer is in (``state.epoch`` counts the epochs done in steps: 0.75 within the first, and at
+    an epoch's start a sum of step fractions that may fall a rounding short of the whole number)."""
+    import math
+
+    return math.floor(float(state.epoch or 0) + 1e-6)
+
+
+def _saved_shrinkage(args, state):
+    """The regulariser's file in the checkpoint the Trainer is resuming from (``resume_from_checkpoint`` of its
+    training loop, else ``output_dir/checkpoint-<global_step>``), or ``None``."""
+    import inspect
+    import os
+
+    from transformers import Trainer
+
+    folders = []
+    frame = inspect.currentframe()
+    try:
+        while frame is not None:
+            local = frame.f_locals
+            if isinstance(local.get("self"), Trainer) and isinstance(local.get("resume_from_checkpoint"),
+                                                                     (str, os.PathLike)):
+                folders.append(os.fspath(local["resume_from_checkpoint"]))
+            frame = frame.f_back
+    finally:
+        del frame
+    folders.append(os.path.join(args.output_dir, f"checkpoint-{state.global_step}"))
+    for folder in folders:
+        path = os.path.join(folder, _STATE_FILE)
+        if os.path.isfile(path):
+            return path
+    return None
+
+
 def _refuse_without_hidden_states(model, caller):
     """Refuse, in one line, a model whose forward cannot take ``output_hidden_states`` (the hook adds it to every training
     forward pass; the first one then raised torch's bare ``TypeError: forward() got an unexpected keyword argument``)."""
@@ -184,8 +223,34 @@ class HFRegulariser(HiddenStateRegulariser, TrainerCallback):
             self._hooked_model = model
         self._called = False
         self.logged_means(reduce=False)  # forget a previous run's sums
-        if model is not None:
-            self.refresh(model)
+        if model is None:
+            return
+        epoch = _epoch(state)
+        if state.global_step > 0 and self.method == "istar" and self.sample is not None:
+            # resumed: the Σ_S the run had within this epoch, from the checkpoint (computed from the weights at the
+            # epoch's start, which are gone)
+            saved = _saved_shrinkage(args, state)
+            if saved is not None:
+                self.load_shrinkage_state(torch.load(saved, map_location="cpu", weights_only=True), source=str(saved))
+            else:
+                import warnings
+
+                warnings.warn(f"{self.caller}: resumed at step {state.global_step} without {_STATE_FILE} in the "
+                              f"checkpoint: Σ_S is computed from the resumed weights, not from those at the start of "
+                              f"epoch {epoch} as the uninterrupted run did.", UserWarning, stacklevel=2)
+        self.refresh_for_epoch(model, epoch)
+
+    def on_save(self, args, state, control, **kwargs):
+        """Keep Σ_S and its epoch beside the checkpoint just written (``checkpoint-<step>/`` of ``output_dir``), for a
+        run resumed from it."""
+        saved = self.shrinkage_state()
+        if saved is None or not state.is_world_process_zero:
+            return
+        import os
+
+        folder = os.path.join(args.output_dir, f"checkpoint-{state.global_step}")
+        if os.path.isdir(folder):
+            torch.save(saved, os.path.join(folder, _STATE_FILE))
 
     def on_step_begin(self, args, state, control, **kwargs):
         from isotropy.training.hf_callback import _calling_trainer
@@ -223,8 +288,8 @@ class HFRegulariser(HiddenStateRegulariser, TrainerCallback):
         self._log_parts(control)
 
     def on_epoch_begin(self, args, state, control, model=None, **kwargs):
-        if model is not None and state.epoch and state.epoch > 0:  # epoch 0 was refreshed at train begin
-            self.refresh(model)
+        if model is not None:  # (epoch 0, and a resumed epoch, have theirs from train begin)
+            self.refresh_for_epoch(model, _epoch(state))
 
     def on_train_end(self, args, state, control, model=None, **kwargs):
         if self._hook is not None:

@@ -123,4 +123,13 @@ class LightningRegulariser(HiddenStateRegulariser, Callback):
     def on_train_epoch_start(self, trainer, pl_module):
         self.set_tokenizer(_find_tokenizer(trainer, pl_module))
         if self.method == "istar" and self.sample is not None:  # only Σ_S's sample is embedded by the module
-            self.refresh(resolve_submodule(pl_module, self.model, self.caller))
+            # (a run resumed within an epoch has that epoch's Σ_S from the checkpoint: load_state_dict)
+            self.refresh_for_epoch(resolve_submodule(pl_module, self.model, self.caller), trainer.current_epoch)
+
+    def state_dict(self):
+        """Σ_S and the epoch it was computed at (:meth:`shrinkage_state`), kept in Lightning's checkpoints."""
+        return self.shrinkage_state() or {}
+
+    def load_state_dict(self, state_dict):
+        if state_dict:
+            self.load_shrinkage_state(dict(state_dict), source="the checkpoint's LightningRegulariser state")

@@ -225,6 +225,7 @@ class HiddenStateRegulariser:
             warnings.warn(f"{caller}: {ISOSCORE_STAR_WARNING} (shrinkage_sample=).", UserWarning,
                           stacklevel=2 if type(self) is HiddenStateRegulariser else 3)  # the drop-ins' super() call
         self.shrinkage_cov = None
+        self.shrinkage_epoch = None  # the epoch at whose start the drop-ins computed shrinkage_cov (restored on resume)
         self.last_penalty = None
         self._warned_single = False
         self._sums = [0.0, 0.0, 0]  # task loss, penalty, (optimiser) steps since the last log (see logged_means)
@@ -318,6 +319,37 @@ class HiddenStateRegulariser:
         return value
 
     @torch.no_grad()
+    def shrinkage_state(self):
+        """``{"shrinkage_cov": Σ_S (CPU), "epoch": the epoch it was computed at}``, what a checkpoint keeps so that a run
+        resumed within that epoch goes on with the Σ_S of the uninterrupted run (not one of the resumed weights);
+        ``None`` when there is no Σ_S to keep (CosReg, no shrinkage sample, not computed yet)."""
+        if self.shrinkage_cov is None or self.shrinkage_epoch is None:
+            return None
+        return {"shrinkage_cov": self.shrinkage_cov.detach().cpu(), "epoch": int(self.shrinkage_epoch)}
+
+    def load_shrinkage_state(self, state, *, source):
+        """Take Σ_S and its epoch from :meth:`shrinkage_state`'s dict (``source`` names where it came from), checked."""
+        if not isinstance(state, dict) or not isinstance(state.get("shrinkage_cov"), torch.Tensor) or not isinstance(
+                state.get("epoch"), int) or isinstance(state.get("epoch"), bool):
+            raise IsotropyValueError(f"{self.caller}: {source} does not hold a saved shrinkage state: expected a dict "
+                                     f"with 'shrinkage_cov' (a tensor) and 'epoch' (an int).")
+        S = state["shrinkage_cov"]
+        if S.ndim != 2 or S.shape[0] != S.shape[1] or not S.is_floating_point() or not bool(torch.isfinite(S).all()):
+            raise IsotropyValueError(f"{self.caller}: the 'shrinkage_cov' of {source} must be a finite square matrix. "
+                                     f"Got shape {tuple(S.shape)}, dtype {S.dtype} instead.")
+        self.shrinkage_cov, self.shrinkage_epoch = S, state["epoch"]
+
+    def refresh_for_epoch(self, model, epoch, *, forward_kwargs=None):
+        """:meth:`refresh` at the start of ``epoch``, unless Σ_S is that epoch's already (restored from a checkpoint
+        taken within it: the uninterrupted run computed it from the weights at the epoch's start)."""
+        if self.method != "istar" or self.sample is None:
+            return self
+        if self.shrinkage_cov is not None and self.shrinkage_epoch == epoch:
+            return self
+        self.refresh(model, forward_kwargs=forward_kwargs)
+        self.shrinkage_epoch = epoch
+        return self
+
     def refresh(self, model, *, forward_kwargs=None):
         """Recompute Σ_S from the stored sample with ``model`` (eval mode, no gradients); returns ``self``.
 
