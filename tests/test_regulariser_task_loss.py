@@ -205,3 +205,52 @@ def test_lightning_regulariser_keeps_its_shrinkage_in_the_checkpoint_state():
         with pytest.raises(IsotropyValueError, match=r"LightningRegulariser: .*the checkpoint's LightningRegulariser "
                                                      r"state"):
             second.load_state_dict(bad)
+
+
+def _valid_state_bytes(tmp_path):
+    path = tmp_path / "valid.pt"
+    torch.save({"shrinkage_cov": torch.eye(4, dtype=torch.float64), "epoch": 1}, path)
+    return path.read_bytes()
+
+
+def test_the_saved_shrinkage_state_reads_back_and_refuses_what_is_not_one(tmp_path):
+    from isotropy import IsotropyValueError
+    from isotropy.training import HFRegulariser
+
+    reg = HFRegulariser("istar", shrinkage_sample=_inputs(rows=4)[0])
+    path = tmp_path / "state.pt"
+    path.write_bytes(_valid_state_bytes(tmp_path))
+    reg.read_shrinkage_state(path)
+    assert reg.shrinkage_epoch == 1 and torch.equal(reg.shrinkage_cov, torch.eye(4, dtype=torch.float64))
+    torch.save({"shrinkage_cov": torch.eye(4), "epoch": 1, "payload": torch.nn.Linear(2, 2)}, path)  # a module: code
+    with pytest.raises(IsotropyValueError, match=r"is not a readable regulariser state \(UnpicklingError"):
+        reg.read_shrinkage_state(path)
+    torch.save([torch.eye(4)], path)
+    with pytest.raises(IsotropyValueError, match=r"does not hold a saved shrinkage state"):
+        reg.read_shrinkage_state(path)
+
+
+def test_fuzzed_shrinkage_states_are_refused_in_one_line(tmp_path):
+    """Random bytes spliced into a valid state, and truncations of it: read, or refused as IsotropyValueError."""
+    from _fuzz import spliced
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from isotropy import IsotropyValueError
+    from isotropy.training import HFRegulariser
+
+    valid = _valid_state_bytes(tmp_path)
+    reg = HFRegulariser("istar", shrinkage_sample=_inputs(rows=4)[0])
+    path = tmp_path / "fuzzed.pt"
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(data=st.binary(max_size=64), cut=st.integers(0, len(valid)))
+    def check(data, cut):
+        for content in (spliced(valid, data), valid[:cut], data):
+            path.write_bytes(content)
+            try:
+                reg.read_shrinkage_state(path)
+            except IsotropyValueError as exc:
+                assert "\n" not in str(exc)
+
+    check()

