@@ -199,8 +199,9 @@ def make_command(experiment) -> click.Command:
     for flag, key, help_text in experiment.shortcuts:
         shown = key.removesuffix("[]")
         same = f"--set '{shown}=[a, b]'" if key.endswith("[]") else f"--set {shown}=..."  # --set takes YAML: a list
+        # '' (an unset shell variable, "$DATA") became null, and the run then asked for the option it was given
         params.append(click.Option([flag, _param_name(flag)], multiple=True, callback=_once(), metavar="VALUE",
-                                   help=f"{help_text} (same as {same})"))
+                                   type=NonEmpty(click.STRING, expected="a value"), help=f"{help_text} (same as {same})"))
     return click.Command(experiment.name, callback=callback, params=params, help=experiment.help,
                          short_help=experiment.help.split("\n")[0] if experiment.help else None)
 

@@ -368,8 +368,12 @@ def setup_path(experiment: str, setup: str) -> Path:
     path = CONFIG_ROOT / experiment / f"{setup}.yaml"
     if not path.is_file():
         setups = available_setups(experiment)
+        saved = Path(setup).expanduser() / "config.yaml"
+        # a run's results folder: its resolved configuration is the file to run again (docs/experiments/contract.md)
+        hint = f" To run the configuration of that results folder again, give --setup {str(saved)!r}." if (
+            Path(setup).expanduser().is_dir() and saved.is_file()) else did_you_mean(setup, setups)
         raise ConfigError(f"The setup {setup!r} of {experiment} is neither a packaged setup "
-                          f"({', '.join(setups)}) nor a path to a .yaml file.{did_you_mean(setup, setups)}")
+                          f"({', '.join(setups)}) nor a path to a .yaml file.{hint}")
     return path
 
 

@@ -30,6 +30,7 @@ import numpy as np
 from isotropy.io._archives import MAX_EXPANSION, expansion_problem
 from isotropy.io._paths import natural_key, npy_header, path_kind
 from isotropy.io.embeddings import (
+    EmbeddingsReadError,
     _as_matrix,
     _check_parquet_expansion,
     _fail,
@@ -489,7 +490,7 @@ def read_shards(source: str | os.PathLike, *, key: str | None = None, chunk_rows
                             "no label_column with .npy shards (it names a column of .parquet shards)")
             headers.append((*_npy_header(shard), None))
         else:
-            headers.append(_parquet_header(shard, key, label_column))
+            headers.append(_shard_header(shard, key, label_column, source, single))
     paths, headers = _without_empty_shards(paths, headers, single)
     width = headers[0][1]
     for shard, (_, d, _, _, _) in zip(paths, headers):
@@ -509,6 +510,21 @@ def read_shards(source: str | os.PathLike, *, key: str | None = None, chunk_rows
                                     dask_key_name=f"read-shards-{token}")
         chunks.append(da.from_delayed(task, shape=(n, width), dtype=dtype))
     return chunks[0] if len(chunks) == 1 else da.concatenate(chunks, axis=0)
+
+
+def _shard_header(shard: Path, key, label_column, source, single: bool):
+    """:func:`_parquet_header` of one shard; its advice to read a label column with ``--labels <the shard>`` names the
+    shards' source instead (labels are read from all the shards, as the embeddings: the shard alone was refused)."""
+    import shlex
+
+    try:
+        return _parquet_header(shard, key, label_column)
+    except EmbeddingsReadError as exc:
+        text = str(exc)
+        hint = f"--labels {shlex.quote(str(shard))} "
+        if single or hint not in text:
+            raise
+        raise EmbeddingsReadError(text.replace(hint, f"--labels {shlex.quote(str(source))} ")) from None
 
 
 def _without_empty_shards(paths: list[Path], headers: list, single: bool):
