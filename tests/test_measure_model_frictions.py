@@ -235,3 +235,20 @@ def test_max_length_cuts_the_output_row_as_it_cuts_the_layers(monkeypatch, tmp_p
         # the cosine of mean-pooled rows does not depend on their norms: layer 6 and output read the same
         assert output["cosine_similarity_mean"] == pytest.approx(cosine_similarity_mean(encoded), rel=1e-5)
         assert output["cosine_similarity_mean"] == pytest.approx(layer["cosine_similarity_mean"], rel=1e-5)
+
+
+def test_a_max_length_past_the_models_positions_is_noted_and_the_used_one_recorded(bert, capsys):
+    """--max-length 1000 on a model of fewer positions was cut without a word, and the JSON recorded 1000 (a user
+    trial). A value given and cut is now noted, with the values; the default (128) is cut without a note; the
+    result's max_length is the tokens each text was cut to, either way."""
+    from transformers import AutoConfig
+
+    positions = AutoConfig.from_pretrained(str(bert)).max_position_embeddings
+    asked = measure_layers(TEXTS, model=str(bert), device="cpu", metrics=["isoscore"], max_length=positions + 100)
+    note = f"max_length={positions + 100} is more than the model takes ({positions} tokens, its positions)"
+    assert f"Note: {note}: every text was cut to {positions} tokens." in capsys.readouterr().err
+    assert any(note in w for w in asked["warnings"]) and asked["max_length"] == positions
+    default = measure_layers(TEXTS, model=str(bert), device="cpu", metrics=["isoscore"])
+    assert "max_length" not in capsys.readouterr().err and default["max_length"] == min(128, positions)
+    assert positions <= 128  # the tiny model's table: both runs cut every text to it, so the same values
+    assert [row["isoscore"] for row in default["rows"]] == [row["isoscore"] for row in asked["rows"]]

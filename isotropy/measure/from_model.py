@@ -21,6 +21,8 @@ from pathlib import Path
 
 import click
 
+from isotropy._utils.defaults import DefaultInt
+
 __all__ = ["DEFAULT_LAYER_METRICS", "LEVELS", "MetricFailedWarning", "format_table", "measure_layers", "model_options", "plot_layers", "read_texts",
            "run_cli", "token_hidden_states"]
 
@@ -374,8 +376,13 @@ class MetricFailedWarning(UserWarning):
     """A metric of :func:`measure_layers` failed at every layer (``result["errors"]``): it was not measured."""
 
 
+# max_length's default: cut to the model's positions without a note (128 on a model of 64), where a value passed is
+# noted when it is cut (the JSON records the tokens used either way)
+_MAX_LENGTH = DefaultInt(128)
+
+
 def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", pooling: str = "mean",
-                   labels=None, metrics=None, device=None, batch_size: int = 32, max_length: int = 128,
+                   labels=None, metrics=None, device=None, batch_size: int = 32, max_length: int = _MAX_LENGTH,
                    keep_special: bool = False, sample_size: int | None = None, random_state: int = 0,
                    progress: bool = False, shrinkage_sample=None, n_neighbors: int | None = None,
                    zeta: float | None = None, averaging: str | None = None) -> dict:
@@ -657,6 +664,11 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
             # progress only: the values come once, in the table (a terminal showed each of them twice)
             print(f"layer {layer} measured ({len(rows)} of {len(layers) + bool(output_modules)})", file=sys.stderr,
                   flush=True)
+    if seq < max_length and max_length is not _MAX_LENGTH:  # the model's positions cut every row: recorded with the values (max_length: what was used)
+        cut = (f"every layer: max_length={max_length} is more than the model takes ({seq} tokens, its positions): "
+               f"every text was cut to {seq} tokens")
+        notes.append(cut)
+        print(f"Note: {cut.removeprefix('every layer: ')}.", file=sys.stderr, flush=True)
     if "isoscore_star" in metrics and shrinkage_sample is None:  # warned above; kept with the values
         from isotropy.metrics.table import ISOSCORE_STAR_WARNING
 
@@ -681,7 +693,7 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
     return {"model": str(model), "location": location, "level": level,
             "pooling": pooling if level == "sentence" else None, "keep_special": keep_special if level == "token" else None,
             "n_layers": n_layers, "n_features": int(states[layers[0]].shape[1]), "n_texts": len(texts),
-            "n_rows_total": int(n_total), "metrics": list(metrics), "max_length": max_length,
+            "n_rows_total": int(n_total), "metrics": list(metrics), "max_length": seq,
             "batch_size": batch_size, "device": str(device),
             "sample_size": sample_size, "random_state": random_state, "rows": rows, "warnings": notes,
             "errors": errors,
@@ -955,8 +967,9 @@ def model_options(function):
         # bounded as every count (MAX_INT); a refusal shortens the value (click's IntRange echoed 5,000 digits whole)
         click.option("--batch-size", type=BoundedInt(min=1, max=MAX_INT), default=32, show_default=True,
                      help="With --model: texts per forward pass (lower it when the device runs out of memory)."),
-        click.option("--max-length", type=BoundedInt(min=2, max=MAX_INT), default=128, show_default=True,
-                     help="With --model: tokens per text (longer texts are truncated)."),
+        click.option("--max-length", type=BoundedInt(min=2, max=MAX_INT), default=None, show_default="128",
+                     help="With --model: tokens per text (longer texts are truncated; at most the model's "
+                          "positions, noted when a value given is cut)."),
     ]
     for option in reversed(options):
         function = option(function)
@@ -1035,7 +1048,8 @@ def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, 
             warnings.simplefilter("always", UserWarning)
             result = measure_layers(texts, model=model, layers=layers, level=level, pooling=pooling, labels=labels,
                                     metrics=metric_names, device=device, batch_size=batch_size,
-                                    max_length=max_length, keep_special=keep_special, sample_size=sample_size,
+                                    max_length=_MAX_LENGTH if max_length is None else max_length,
+                                    keep_special=keep_special, sample_size=sample_size,
                                     random_state=random_state, progress=show, shrinkage_sample=shrink,
                                     n_neighbors=n_neighbors, zeta=zeta, averaging=averaging)
         for w in caught:

@@ -37,6 +37,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import torch
 
+from isotropy._utils.defaults import DefaultFloat, DefaultInt, DefaultName
 from isotropy._utils.validation import IsotropyValueError, check_scalar, check_texts
 from isotropy.metrics.table import check_metric_names, metric_names
 from isotropy.models.batching import distinct_sequences, pad_rows, refuse_empty_rows, tokenize_texts
@@ -287,27 +288,15 @@ def _encoded(probe, *, name, caller):
     return encoded
 
 
-class _Default(float):
-    """A documented default (``zeta=0.2``) told apart from the same value passed: it shows and computes as the float."""
-
-
-class _DefaultName(str):
-    """A documented default name (``pooling="mean"``) told apart from the same name passed: it shows as the string."""
-
-
 # zeta's default, 0.2: CosReg refuses a zeta passed to it (even 0.2), and this object is the one not passed
-_ZETA = _Default(0.2)
+_ZETA = DefaultFloat(0.2)
 # pooling's default, "mean": level="token" refuses a pooling passed to it (even "mean"), and this is the one not passed
-_POOLING = _DefaultName("mean")
-
-
-class _DefaultInt(int):
-    """A documented integer default (``batch_size=32``) told apart from the same value passed: it computes as the int."""
+_POOLING = DefaultName("mean")
 
 
 # the defaults of the options that embed texts (a probe, a shrinkage sample): refused when passed with none to embed
-_BATCH_SIZE = _DefaultInt(32)
-_MAX_LENGTH = _DefaultInt(128)
+_BATCH_SIZE = DefaultInt(32)
+_MAX_LENGTH = DefaultInt(128)
 
 
 def _model_config(model):
