@@ -166,9 +166,12 @@ def test_concurrent_runs_one_wins_the_other_is_refused(tmp_path):
 def test_resume_refuses_duplicate_foreign_and_incomplete_seed_files(tmp_path, damage, message):
     _run(tmp_path, sets=[*SMALL, "seeds=[0]"], plot=False)
     damage(tmp_path / "seeds" / "seed_0.json")
+    records = {name: (tmp_path / name).read_bytes() for name in ("run.json", "config.yaml")}
     with pytest.raises(ValueError, match=message) as info:
         _run(tmp_path, sets=[*SMALL, "seeds=[0, 1]"], resume=True, plot=False)
     assert "\n" not in str(info.value) and "--resume" in str(info.value)
+    # the finished run's records as they were: config.yaml said seeds [0, 1] and run.json 'failed' (a user trial)
+    assert {name: (tmp_path / name).read_bytes() for name in records} == records
 
 
 def _drop(key):

@@ -60,6 +60,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from isotropy._utils.atomic import atomic_write
 from isotropy.experiments._config import (
     CONFIG_ROOT,
     EXPERIMENT_KEY,
@@ -582,7 +583,18 @@ def _run_locked(experiment: Experiment, config, ctx: RunContext, replacement: Re
             replacement.committed = True
         meta = _Metadata(experiment, config, ctx)
         meta.meta.update({"started": started, **earlier})  # the start includes prepare (loading the model)
-        ctx._on_first_result = replacement.commit
+        # --resume: the records of the run resumed, put back if this one stops before it writes a result (a seed file
+        # refused as another config's left config.yaml with the new seeds and run.json 'failed' beside the finished
+        # results, which 'isotropy plot' then refused)
+        kept = {name: (ctx.results_dir / name).read_bytes() for name in ("run.json", "config.yaml")
+                if ctx.resume and (ctx.results_dir / name).is_file()}
+        wrote = []
+
+        def first_result():
+            wrote.append(True)
+            replacement.commit()
+
+        ctx._on_first_result = first_result
         ctx._meta_update = meta.update
         try:
             meta.write()
@@ -597,6 +609,10 @@ def _run_locked(experiment: Experiment, config, ctx: RunContext, replacement: Re
         except BaseException as exc:
             if not replacement.committed:
                 replacement.restore()  # the new run wrote no result: the previous run's files come back
+            elif kept and not wrote:  # a resume that wrote nothing: the folder as it was
+                for name, content in kept.items():
+                    with atomic_write(ctx.results_dir / name, "wb") as handle:
+                        handle.write(content)
             elif isinstance(exc, KeyboardInterrupt):  # Ctrl-C or SIGTERM: the user stopped it, nothing failed
                 from isotropy._utils.errors import Terminated
 
