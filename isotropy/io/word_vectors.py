@@ -6,6 +6,7 @@ Returns ``(words, X)`` with ``X`` a float32 array of shape ``(n_words, n_feature
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -95,9 +96,57 @@ def read_word_vectors(path: str | os.PathLike, *, binary: bool | None = None, li
         return packaged_glove(limit=limit)
     path = check_regular_file(path, "The word-vector file", f"a word2vec (text or binary) or GloVe text file, or "
                               f"{PACKAGED_GLOVE!r} for the packaged GloVe vectors", value_error=IsotropyValueError)
+    with open(path, "rb") as handle:
+        compressed = handle.read(2) == _GZIP_MAGIC
+    if compressed:  # GoogleNews .bin.gz, fastText .vec.gz: read from the decompressed bytes, named as this file
+        with _gunzipped(path) as plain:
+            try:
+                return read_word_vectors(plain, binary=binary, limit=limit, encoding=encoding)
+            except IsotropyValueError as exc:
+                raise IsotropyValueError(str(exc).replace(str(plain), f"{path} (decompressed)")) from None
     if binary is None:
         binary = _looks_binary(path)
     return (_read_binary if binary else _read_text)(path, limit, encoding)
+
+
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+@contextlib.contextmanager
+def _gunzipped(path: Path):
+    """The gzip file ``path`` decompressed into a temporary file (removed afterwards), 1 MiB at a time and refused
+    past :data:`isotropy.io._archives.MAX_EXPANSION` times its size (a decompression bomb), as the other readers of
+    compressed files refuse; a file that is not gzip throughout (truncated, damaged) is refused in one line."""
+    import gzip
+    import tempfile
+    import zlib
+
+    from isotropy.io._archives import expansion_problem
+
+    stored = path.stat().st_size
+    handle, name = tempfile.mkstemp(prefix="isotropy-vectors-", suffix=Path(path.stem).suffix or ".txt")
+    plain = Path(name)
+    try:
+        with os.fdopen(handle, "wb") as out, gzip.open(path, "rb") as source:
+            total = 0
+            while chunk := source.read(2**20):
+                total += len(chunk)
+                problem = expansion_problem(f"{str(path)!r}", total, stored, bound="at least")
+                if problem is not None:
+                    raise IsotropyValueError(f"{problem}; expected a gzip-compressed word-vector file.")
+                out.write(chunk)
+    except (OSError, EOFError, zlib.error) as exc:  # not gzip past its first bytes, cut short, a bad checksum
+        plain.unlink(missing_ok=True)
+        cause = " ".join(f"{type(exc).__name__}: {exc}".split())[:160]
+        raise IsotropyValueError(f"{str(path)!r} is not a readable gzip file ({cause}); expected a gzip-compressed "
+                                 f"word-vector file.") from None
+    except BaseException:
+        plain.unlink(missing_ok=True)
+        raise
+    try:
+        yield plain
+    finally:
+        plain.unlink(missing_ok=True)
 
 
 def _read_binary(path: Path, limit, encoding):
