@@ -93,3 +93,21 @@ def test_a_gzip_bomb_of_word_vectors_is_refused_and_leaves_nothing(tmp_path, mon
     with pytest.raises(IsotropyValueError, match=r"small.vec.gz' is not a readable gzip file \(EOFError"):
         read_word_vectors(small)
     assert not list(tmp_path.glob("isotropy-vectors-*"))
+
+
+def test_a_file_read_into_this_process_on_local_workers_says_how_the_workers_read_it(tmp_path, monkeypatch):
+    """On --workers, a file read into this process (word vectors, CSV) goes to the workers with each metric's tasks:
+    dask's own warning ("Sending large graph ... Consider loading the data with Dask directly") named nothing a user
+    of the command can do. A note now says what does (.npy or shards, read by the workers); none for a .npy."""
+    monkeypatch.setattr("isotropy.measure.distributed._HOLD_BYTES", 0)  # not held by the workers: as a large file
+    X = np.random.default_rng(0).normal(size=(200, 6)).astype(np.float32)
+    text, npy = tmp_path / "v.txt", tmp_path / "v.npy"
+    text.write_text("".join(f"w{i} " + " ".join(f"{v:.6f}" for v in row) + "\n" for i, row in enumerate(X)))
+    np.save(npy, X)
+    said = CliRunner().invoke(cli, ["measure", str(text), "--workers", "1", "--metrics", "isoscore"])
+    assert said.exit_code == 0, said.output
+    assert f"Note: {text} is read into this process and sent to the workers with each metric's tasks; as .npy or a " \
+           f"folder of .npy/.parquet shards the workers read it themselves." in said.output
+    quiet = CliRunner().invoke(cli, ["measure", str(npy), "--workers", "1", "--metrics", "isoscore"])
+    assert quiet.exit_code == 0, quiet.output
+    assert "read into this process" not in quiet.output

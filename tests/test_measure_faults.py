@@ -261,7 +261,7 @@ def test_quadratic_metrics_announce_their_cost(x_file, monkeypatch):
     assert result.exit_code == 0, result.output
     notes = [line for line in result.stderr.splitlines() if line.startswith("Note: ")]
     assert len(notes) == 1 and notes[0].startswith("Note: twonn_dimension compares all 60 x 60 pairs (O(n²))")
-    assert "--sample-size" in notes[0] and "--workers" in notes[0]
+    assert "--sample-size" in notes[0] and "(--scheduler ADDRESS)" in notes[0]
 
 
 def test_twonn_and_mle_announce_their_one_search_once(x_file, monkeypatch):

@@ -169,10 +169,10 @@ def test_cost_note_does_not_advise_workers_on_the_dask_path(monkeypatch):
     from isotropy.measure import report
 
     monkeypatch.setattr("isotropy._kernels.cost.estimate_seconds", lambda name, n, d, n_neighbors=None: 1000.0)
-    assert "--workers N" in report._cost_note("silhouette_score", 10**6, 8)
+    assert "(--scheduler ADDRESS)" in report._cost_note("silhouette_score", 10**6, 8)
     for name in ("silhouette_score", "uniformity"):
         note = report._cost_note(name, 10**6, 8, distributed=True)
-        assert "--workers" not in note and "--sample-size" in note
+        assert "--scheduler" not in note and "--workers" not in note and "--sample-size" in note
     # uniformity runs by tiles on the distributed path too: advised there like the silhouette
     note = report._cost_note("uniformity", 10**6, 8)
-    assert "--workers N" in note and "--sample-size" in note
+    assert "(--scheduler ADDRESS)" in note and "--sample-size" in note

@@ -11,6 +11,7 @@ import contextlib
 import dataclasses
 import logging
 import sys
+import warnings
 
 __all__ = ["open_cluster", "run"]
 
@@ -137,19 +138,27 @@ def _hold(X, where_run):
     return X.persist() if X.nbytes <= budget else None  # a chunk that fails to load fails the first metric, as before
 
 
-def _lazy_embeddings(embeddings, key, label_column=None):
-    """The embeddings as a dask array: shards (and single .npy files) read lazily, others in memory."""
+def _read_by_workers(embeddings) -> bool:
+    """Whether :func:`_lazy_embeddings` reads ``embeddings`` lazily (shards, single ``.npy``/``.parquet`` files: each
+    chunk by the worker that computes it), not into this process."""
     from pathlib import Path
 
-    from isotropy.io.shards import is_sharded, read_shards
+    from isotropy.io.shards import is_sharded
     from isotropy.io.word_vectors import PACKAGED_GLOVE
-    from isotropy.measure.report import _guard
 
     path = Path(str(embeddings))
     # a missing path goes to read_shards too: --workers/--scheduler may have meant shards, and its message
     # names the path as given and every accepted form (a file, a directory of shards, a glob, a Zarr store)
-    if is_sharded(embeddings) or path.suffix.lower() in (".npy", ".parquet") or \
-            (not path.exists() and not path.is_symlink() and str(embeddings) != PACKAGED_GLOVE):
+    return is_sharded(embeddings) or path.suffix.lower() in (".npy", ".parquet") or \
+        (not path.exists() and not path.is_symlink() and str(embeddings) != PACKAGED_GLOVE)
+
+
+def _lazy_embeddings(embeddings, key, label_column=None):
+    """The embeddings as a dask array: shards (and single .npy files) read lazily, others in memory."""
+    from isotropy.io.shards import read_shards
+    from isotropy.measure.report import _guard
+
+    if _read_by_workers(embeddings):
         # --labels EMBEDDINGS.parquet --label-column COL: that column left out of the features, as in memory
         return _guard(read_shards, embeddings, key=key, label_column=label_column), None
     import dask.array as da
@@ -182,13 +191,21 @@ def run(embeddings, *, labels_path, metric_names, needing_labels, json_path, sam
     try:
         # a terminal: dask's bar of the tasks; a log file (--progress): the command's lines, one per metric and per
         # tenth of its work, and no bar redrawn with '\r'
-        with open_cluster(scheduler, workers, memory_limit) as where_run, show_progress(show and terminal):
+        with open_cluster(scheduler, workers, memory_limit) as where_run, show_progress(show and terminal), \
+                warnings.catch_warnings():
+            # a file read into this process goes to the workers inside the graph: dask's "Sending large graph ...
+            # Consider loading the data with Dask directly" named nothing a user of the command can do (a Note below)
+            warnings.filterwarnings("ignore", message="Sending large graph", category=UserWarning)
             from isotropy._utils.versions import package_versions
 
             data = dataclasses.replace(data, X=_fit_chunks(data.X, where_run))
             held = _hold(data.X, where_run)
             if held is not None:
                 data = dataclasses.replace(data, X=held)
+            elif not _read_by_workers(embeddings):
+                print(f"Note: {embeddings} is read into this process and sent to the workers with each metric's "
+                      f"tasks; as .npy or a folder of .npy/.parquet shards the workers read it themselves.",
+                      file=sys.stderr, flush=True)
             record_extra = {
                 "scheduler": where_run["scheduler"],
                 "workers": where_run["workers"],
