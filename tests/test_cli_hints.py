@@ -111,3 +111,32 @@ def test_a_file_read_into_this_process_on_local_workers_says_how_the_workers_rea
     quiet = CliRunner().invoke(cli, ["measure", str(npy), "--workers", "1", "--metrics", "isoscore"])
     assert quiet.exit_code == 0, quiet.output
     assert "read into this process" not in quiet.output
+
+
+def test_ctrl_c_on_local_workers_ends_in_the_commands_own_line(tmp_path):
+    """A terminal's Ctrl-C reaches the whole process group: each worker printed its own KeyboardInterrupt traceback
+    and asyncio its "Task exception was never retrieved" (89 lines, a user trial). The workers now start with Ctrl-C
+    ignored (the command closes them) and asyncio's log is silenced as distributed's: the command's lines only."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    data = tmp_path / "big.npy"
+    np.save(data, np.random.default_rng(0).normal(size=(300_000, 32)).astype(np.float32))  # TwoNN: a minute or more
+    command = [sys.executable, "-m", "isotropy", "measure", str(data), "--workers", "2", "--metrics",
+               "isoscore,twonn_dimension"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
+    try:
+        time.sleep(12)  # the cluster started (Ctrl-C is ignored while its workers start) and TwoNN under way
+        assert process.poll() is None, process.communicate()
+        os.killpg(process.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole process group
+        _, err = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode == 130, err
+    assert "Traceback" not in err and "Task exception" not in err, err
+    assert len([line for line in err.splitlines() if line.strip()]) <= 3, err

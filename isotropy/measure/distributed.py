@@ -89,10 +89,40 @@ def open_cluster(scheduler: str | None, workers: int | None, memory_limit: int |
     limit = memory_limit if memory_limit is not None else dask.config.get("isotropy.memory-limit", "auto")
     # silence_logs: a task that fails (bad data in a shard) reaches the user once, as the one-line error of the
     # command; the workers' own log of it (a traceback per failed task) would come before that line
-    with LocalCluster(n_workers=workers, processes=True, threads_per_worker=1, memory_limit=limit,
-                      dashboard_address=None, silence_logs=logging.CRITICAL) as cluster, Client(cluster) as client:
+    with _ctrl_c_for_this_process_only():  # the worker processes start with Ctrl-C ignored (inherited by them)
+        cluster = LocalCluster(n_workers=workers, processes=True, threads_per_worker=1, memory_limit=limit,
+                               dashboard_address=None, silence_logs=logging.CRITICAL)
+    # as silence_logs for distributed's own: a Ctrl-C ends the client's pending gathers with AllExit while the command
+    # writes its JSON, and asyncio's "Task exception was never retrieved" with a traceback followed the command's one
+    # line; kept so after a failure or an interruption (the command ends there, the tasks may be collected later)
+    asyncio_log = logging.getLogger("asyncio")
+    level = asyncio_log.level
+    asyncio_log.setLevel(logging.CRITICAL)
+    with cluster, Client(cluster) as client:
         yield {"scheduler": f"LocalCluster({workers} worker processes, memory_limit={limit})", "workers": workers,
                "memory_limit": _one_limit(client.scheduler_info(n_workers=-1)["workers"])}
+    asyncio_log.setLevel(level)
+
+
+@contextlib.contextmanager
+def _ctrl_c_for_this_process_only():
+    """SIGINT ignored while the local workers start, so that they inherit it ignored (a process started with SIGINT
+    ignored keeps it so): a Ctrl-C in the terminal, sent to the whole process group, stops this process, which closes
+    the cluster and says so in one line; each worker printed its own KeyboardInterrupt traceback (a user trial: six
+    tracebacks, 89 lines). Only in the main thread, where signal handlers can be set. A Ctrl-C in those seconds is
+    lost (the command goes on; the next one stops it): blocking SIGINT instead would keep it pending, but the workers
+    are started from distributed's own event-loop thread, whose signal mask this thread does not set."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _one_limit(workers: dict) -> int | None:
