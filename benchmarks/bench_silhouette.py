@@ -13,7 +13,13 @@ and, for numpy's own allocations, with tracemalloc.
 
 Timings on a shared machine are noisy: compare the ratios, which come from the same run.
 
-    nice -n 5 .venv/bin/python benchmarks/bench_silhouette.py
+``--compare DIR`` (another checkout: ``git worktree add DIR COMMIT``) prints instead, per cluster count, the
+silhouette against the floor of this checkout and of ``DIR``, each timed in a fresh interpreter with its package
+first on ``PYTHONPATH`` (a warm-up call, then the call and the floor ``X @ X.T`` interleaved ``--repeats`` times,
+medians), the two checkouts' interpreters alternating ``--rounds`` times (the fastest ratio of each kept), and
+whether the two give the same coefficients (bit for bit, or their largest difference).
+
+    nice -n 5 .venv/bin/python benchmarks/bench_silhouette.py [--compare DIR [--rounds 3]]
 """
 
 from __future__ import annotations
@@ -97,6 +103,53 @@ def memory_child(n, d):
                           "vmhwm_extra_mib": None if extra_hwm is None else extra_hwm / 2**20}))
 
 
+def ratio_child(n, d, k, repeats, out):
+    """In a fresh interpreter (the checkout on PYTHONPATH first): the silhouette against the floor; the samples to out."""
+    import isotropy
+    from isotropy import silhouette_samples, silhouette_score
+
+    X, labels = blobs(n, d, k)
+    silhouette_score(X[:2000], labels[:2000])  # imports and thread pools warm
+    floors, times = [], []
+    for _ in range(repeats):
+        floors.append(timed(lambda: X @ X.T, 1)[0])
+        times.append(timed(lambda: silhouette_score(X, labels), 1)[0])
+    np.save(out, silhouette_samples(X, labels))
+    print(json.dumps({"ratio": float(np.median(times) / np.median(floors)), "seconds": float(np.median(times)),
+                      "package": isotropy.__file__}))
+
+
+def compare(args):
+    """This checkout against ``args.compare``, in alternating fresh interpreters (see the module docstring)."""
+    import os
+    import tempfile
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parents[1]
+    checkouts = [("this checkout", here), (Path(args.compare).name, Path(args.compare).resolve())]
+    print(f"n = {args.n}, d = {args.d}, float32; silhouette_score / floor (X @ X.T), medians of {args.repeats} "
+          f"interleaved calls per interpreter, the fastest of {args.rounds} alternating interpreters per checkout\n")
+    print("| clusters | " + " | ".join(f"{name} / floor" for name, _ in checkouts) + " | same coefficients |")
+    print("|---:|" + "---:|" * len(checkouts) + "---|")
+    with tempfile.TemporaryDirectory() as tmp:
+        for k in args.clusters:
+            best = {}
+            for r in range(args.rounds):
+                for name, root in checkouts:
+                    out = Path(tmp) / f"{k}-{name.replace(' ', '_')}.npy"
+                    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
+                    child = subprocess.run([sys.executable, __file__, "--ratio-child", "--n", str(args.n), "--d",
+                                            str(args.d), "--clusters", str(k), "--repeats", str(args.repeats),
+                                            "--out", str(out)], capture_output=True, text=True, env=env, check=True)
+                    got = json.loads(child.stdout.strip().splitlines()[-1])
+                    if not Path(got["package"]).resolve().is_relative_to(root):
+                        raise SystemExit(f"{name}: imported {got['package']}, not the package of {root}")
+                    best[name] = min(best.get(name, np.inf), got["ratio"])
+            a, b = (np.load(Path(tmp) / f"{k}-{name.replace(' ', '_')}.npy") for name, _ in checkouts)
+            same = "yes (bit for bit)" if np.array_equal(a, b) else f"max |diff| {np.abs(a - b).max():.1e}"
+            print(f"| {k} | " + " | ".join(f"{best[name]:.2f}" for name, _ in checkouts) + f" | {same} |", flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=20000)
@@ -106,9 +159,19 @@ def main():
     parser.add_argument("--sklearn-repeats", type=int, default=1)
     parser.add_argument("--memory-d", type=int, default=768)
     parser.add_argument("--memory-child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--compare", metavar="DIR", help="another checkout: its silhouette / floor beside this one's")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating interpreters per checkout (--compare)")
+    parser.add_argument("--ratio-child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.memory_child:
         memory_child(args.n, args.memory_d)
+        return
+    if args.ratio_child:
+        ratio_child(args.n, args.d, args.clusters[0], args.repeats, args.out)
+        return
+    if args.compare:
+        compare(args)
         return
 
     import sklearn
