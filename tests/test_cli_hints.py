@@ -121,20 +121,30 @@ def test_ctrl_c_on_local_workers_ends_in_the_commands_own_line(tmp_path):
     import signal
     import subprocess
     import sys
+    import threading
     import time
 
     data = tmp_path / "big.npy"
-    np.save(data, np.random.default_rng(0).normal(size=(300_000, 32)).astype(np.float32))  # TwoNN: a minute or more
+    np.save(data, np.random.default_rng(0).normal(size=(400_000, 32)).astype(np.float32))  # TwoNN: a minute or more
     command = [sys.executable, "-m", "isotropy", "measure", str(data), "--workers", "2", "--metrics",
                "isoscore,twonn_dimension"]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                start_new_session=True)
+    watchdog = threading.Timer(600, lambda: os.killpg(process.pid, signal.SIGKILL))  # never hang the suite
+    watchdog.start()
     try:
-        time.sleep(12)  # the cluster started (Ctrl-C is ignored while its workers start) and TwoNN under way
-        assert process.poll() is None, process.communicate()
+        before = []
+        for line in process.stderr:  # the TwoNN note comes once the cluster is up, just before its search
+            before.append(line)
+            if line.startswith("Note: twonn_dimension"):
+                break
+        assert process.poll() is None, "".join(before)
+        time.sleep(2)  # the search under way on the workers
         os.killpg(process.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole process group
-        _, err = process.communicate(timeout=120)
+        _, rest = process.communicate(timeout=300)
+        err = "".join(before) + rest
     finally:
+        watchdog.cancel()
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
     assert process.returncode == 130, err

@@ -121,8 +121,8 @@ def _ctrl_c_for_this_process_only():
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    finally:  # (None: a handler not set from Python, as an embedding application's; the default is what it did)
+        signal.signal(signal.SIGINT, signal.SIG_DFL if previous is None else previous)
 
 
 def _one_limit(workers: dict) -> int | None:
