@@ -254,3 +254,29 @@ def test_fuzzed_shrinkage_states_are_refused_in_one_line(tmp_path):
                 assert "\n" not in str(exc)
 
     check()
+
+
+def test_a_second_train_computes_sigma_from_its_own_model(tmp_path):
+    """The same HFRegulariser in a second Trainer from step 0: Σ_S of that Trainer's model, not the first run's
+    epoch-0 Σ_S (kept for a resume within its epoch, never for another run)."""
+    from transformers import Trainer, TrainingArguments
+
+    from isotropy.training import HFRegulariser
+
+    inputs, g = _inputs(rows=8)
+    labels = torch.randint(0, 3, (8,), generator=g)
+    rows = [{"input_ids": inputs["input_ids"][i], "attention_mask": inputs["attention_mask"][i], "labels": labels[i]}
+            for i in range(8)]
+    sample, _ = _inputs(rows=12, seed=3)
+    reg = HFRegulariser("istar", weight=-1.0, shrinkage_sample=sample)
+    seen = []
+    for seed in (0, 1):
+        torch.manual_seed(seed)
+        model = _bert("BertForSequenceClassification", num_labels=3, initializer_range=0.02 * (1 + seed)).train()
+        expected = HFRegulariser("istar", shrinkage_sample=sample).refresh(model).shrinkage_cov
+        args = TrainingArguments(output_dir=str(tmp_path / str(seed)), per_device_train_batch_size=4, max_steps=1,
+                                 learning_rate=0.0, save_strategy="no", report_to=[], use_cpu=True, disable_tqdm=True)
+        Trainer(model=model, args=args, train_dataset=rows, compute_loss_func=reg, callbacks=[reg]).train()
+        assert torch.allclose(reg.shrinkage_cov, expected)
+        seen.append(reg.shrinkage_cov)
+    assert not torch.allclose(seen[0], seen[1])

@@ -316,3 +316,54 @@ def test_regulariser_called_by_hand_names_only_the_row():
     with pytest.raises(IsotropyValueError) as info:
         HiddenStateRegulariser("cosreg").penalty(hidden, mask)
     assert str(info.value) == _NO_TOKEN.format(caller="HiddenStateRegulariser")
+
+
+def test_lightning_regulariser_starts_each_fit_from_its_own_weights_and_keeps_sigma_in_checkpoints(tmp_path):
+    """A second fit from epoch 0 with the same regulariser computes Σ_S from its own module (a Σ_S kept for the
+    epoch it was computed in must not carry over to another fit), and Lightning's checkpoints hold Σ_S and its epoch,
+    read back by fit(ckpt_path=...)."""
+    import lightning as L
+    from transformers import BertConfig, BertModel
+
+    from isotropy.training import LightningRegulariser
+
+    config = BertConfig(vocab_size=19, hidden_size=8, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=16, max_position_embeddings=16)
+    g = torch.Generator().manual_seed(3)
+    sample = {"input_ids": torch.randint(5, 19, (9, 6), generator=g), "attention_mask": torch.ones(9, 6).long()}
+    data = [{"input_ids": torch.randint(5, 19, (6,), generator=g), "attention_mask": torch.ones(6, dtype=torch.long)}
+            for _ in range(8)]
+    reg = LightningRegulariser("istar", weight=1.0, shrinkage_sample=sample, model="encoder", level="sentence")
+
+    class Module(L.LightningModule):
+        def __init__(self, seed):
+            super().__init__()
+            torch.manual_seed(seed)
+            self.encoder = BertModel(config).double()
+
+        def training_step(self, batch, batch_idx):
+            out = self.encoder(**batch, output_hidden_states=True)
+            return out.last_hidden_state.pow(2).mean() + reg.penalty(out.hidden_states, batch["attention_mask"])
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.5)
+
+    def fit(seed, ckpt_path=None, save=None):
+        trainer = L.Trainer(accelerator="cpu", max_epochs=1, callbacks=[reg], logger=False, enable_checkpointing=False,
+                            enable_progress_bar=False, enable_model_summary=False)
+        module = Module(seed)
+        first = LightningRegulariser("istar", shrinkage_sample=sample, model="encoder", level="sentence")
+        expected = first.refresh_for_epoch(module.encoder, 0).shrinkage_cov  # Σ_S of this module's initial weights
+        trainer.fit(module, torch.utils.data.DataLoader(data, batch_size=4), ckpt_path=ckpt_path)
+        if save is not None:
+            trainer.save_checkpoint(save)
+        return expected
+
+    expected = fit(0, save=tmp_path / "one.ckpt")
+    assert reg.shrinkage_epoch == 0
+    kept = torch.load(tmp_path / "one.ckpt", weights_only=True)["callbacks"]
+    (state,) = [v for k, v in kept.items() if "LightningRegulariser" in k]
+    assert state["epoch"] == 0 and torch.equal(state["shrinkage_cov"], reg.shrinkage_cov)
+    assert torch.allclose(reg.shrinkage_cov, expected)
+    expected = fit(1)  # another module from epoch 0: its own Σ_S, not the last fit's epoch-0 one
+    assert torch.allclose(reg.shrinkage_cov, expected)

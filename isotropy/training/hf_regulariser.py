@@ -226,6 +226,7 @@ class HFRegulariser(HiddenStateRegulariser, TrainerCallback):
         if model is None:
             return
         epoch = _epoch(state)
+        self.shrinkage_epoch = None  # a Σ_S of an earlier train() (other weights) is never this run's
         if state.global_step > 0 and self.method == "istar" and self.sample is not None:
             # resumed: the Σ_S the run had within this epoch, from the checkpoint (computed from the weights at the
             # epoch's start, which are gone)

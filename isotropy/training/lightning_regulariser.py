@@ -66,6 +66,7 @@ class LightningRegulariser(HiddenStateRegulariser, Callback):
         self._batch_penalty = None  # the sum of this batch's penalties (None: penalty not called yet)
         self._step = None  # (trainer.global_step, batch_idx) of the training batch in progress
         self._step_sums = None  # (global_step, task loss, penalty, micro-batches) of the optimiser step in progress
+        self._restored = False  # Σ_S taken from a checkpoint for the fit about to start (load_state_dict)
 
     def _training_step(self):
         return None if self._step is None else f"global_step={self._step[0]} (trainer.global_step), batch_idx={self._step[1]}"
@@ -126,6 +127,11 @@ class LightningRegulariser(HiddenStateRegulariser, Callback):
             # (a run resumed within an epoch has that epoch's Σ_S from the checkpoint: load_state_dict)
             self.refresh_for_epoch(resolve_submodule(pl_module, self.model, self.caller), trainer.current_epoch)
 
+    def on_train_start(self, trainer, pl_module):
+        if not self._restored:  # a Σ_S of an earlier fit (other weights) is never this one's; a checkpoint's is
+            self.shrinkage_epoch = None
+        self._restored = False
+
     def state_dict(self):
         """Σ_S and the epoch it was computed at (:meth:`shrinkage_state`), kept in Lightning's checkpoints."""
         return self.shrinkage_state() or {}
@@ -133,3 +139,4 @@ class LightningRegulariser(HiddenStateRegulariser, Callback):
     def load_state_dict(self, state_dict):
         if state_dict:
             self.load_shrinkage_state(dict(state_dict), source="the checkpoint's LightningRegulariser state")
+            self._restored = True  # (fit(ckpt_path=...) restores the callbacks before on_train_start)
