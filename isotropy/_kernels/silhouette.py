@@ -229,10 +229,13 @@ DIAGONAL_ROWS = 512
 
 
 # A squared euclidean distance from the product within this many times its rounding bound δ of 0 (two near-equal
-# rows): its square root's error is then up to √δ, not the δ/(2·d) the estimate of the coefficients' error assumes
-# (Resolution.error), and a few such pairs in a small cluster moved a float32 coefficient by 3e-4 (a review: rows
-# 1e-9 apart in clusters of 3). Beyond it, a distance's error is at most √δ/(2·√_NEAR) = √δ/20.
-_NEAR = 100.0
+# rows, their distance within 2√δ of 0): its square root is then mostly rounding, off by up to √δ, not the δ/(2·d)
+# the estimate of the coefficients' error assumes (Resolution.error), and a few such pairs in a small cluster moved a
+# float32 coefficient by 3e-4 (a review: rows 1e-9 apart in clusters of 3). Beyond it a distance's error is at most
+# δ/((2 + √3)·√δ) < √δ/3, which the estimate covers with its margin; 100 rounding bounds also caught rows merely
+# close (2.7 % of their norm apart in float32 at d = 384, within 1e-7 already) and sent every row of such data to the
+# exact float64 pass, 19 times slower (a review).
+_NEAR = 4.0
 
 
 def _rounding_factor(dtype, d: int) -> float:
