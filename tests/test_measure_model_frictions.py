@@ -246,7 +246,7 @@ def test_a_max_length_past_the_models_positions_is_noted_and_the_used_one_record
     positions = AutoConfig.from_pretrained(str(bert)).max_position_embeddings
     asked = measure_layers(TEXTS, model=str(bert), device="cpu", metrics=["isoscore"], max_length=positions + 100)
     note = f"max_length={positions + 100} is more than the model takes ({positions} tokens, its positions)"
-    assert f"Note: {note}: every text was cut to {positions} tokens." in capsys.readouterr().err
+    assert f"Note: {note}: texts longer than {positions} tokens were cut to {positions}." in capsys.readouterr().err
     assert any(note in w for w in asked["warnings"]) and asked["max_length"] == positions
     default = measure_layers(TEXTS, model=str(bert), device="cpu", metrics=["isoscore"])
     assert "max_length" not in capsys.readouterr().err and default["max_length"] == min(128, positions)

@@ -515,3 +515,19 @@ def test_a_replaced_run_and_a_resume_with_nothing_to_resume_are_said(tmp_path, c
     assert (f"{tmp_path / 'r'}: replacing the finished _template run there (without --resume); its results are "
             f"deleted once this run writes its first result, and put back if it stops before.") in err
     assert "found no earlier run" not in err
+
+
+def test_a_resume_that_wrote_its_results_and_then_failed_is_recorded_as_failed(tmp_path, monkeypatch):
+    """A resume whose parts were all there rewrites the run's aggregates and then failed in its report: its records
+    must say so (failed, with the seeds it ran), not be put back to the finished run before it (a review), which
+    they are only when the resume wrote nothing."""
+    _run(tmp_path, sets=[*SMALL, "seeds=[0, 1]"], plot=False)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("the report failed")
+
+    monkeypatch.setattr(type(TEMPLATE), "report", broken)
+    with pytest.raises(RuntimeError, match="the report failed"):
+        _run(tmp_path, sets=[*SMALL, "seeds=[0]"], resume=True, plot=False)
+    meta = json.loads((tmp_path / "run.json").read_text())
+    assert meta["status"] == "failed" and meta["seeds"] == [0]

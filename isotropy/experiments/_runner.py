@@ -599,6 +599,7 @@ def _run_locked(experiment: Experiment, config, ctx: RunContext, replacement: Re
         try:
             meta.write()
             results = experiment.run(config, ctx.results_dir, ctx)
+            wrote.append(True)  # its results written (aggregates too, which no part marks): never put back after this
             replacement.commit()
             # The report (claims.json) is the run's last step, not the command's after execute returns: written under
             # the lock, it is listed in the manifest and goes aside with the numbers it was decided on when a fresh

@@ -92,16 +92,24 @@ def open_cluster(scheduler: str | None, workers: int | None, memory_limit: int |
     with _ctrl_c_for_this_process_only():  # the worker processes start with Ctrl-C ignored (inherited by them)
         cluster = LocalCluster(n_workers=workers, processes=True, threads_per_worker=1, memory_limit=limit,
                                dashboard_address=None, silence_logs=logging.CRITICAL)
-    # as silence_logs for distributed's own: a Ctrl-C ends the client's pending gathers with AllExit while the command
-    # writes its JSON, and asyncio's "Task exception was never retrieved" with a traceback followed the command's one
-    # line; kept so after a failure or an interruption (the command ends there, the tasks may be collected later)
+    # a Ctrl-C ends the client's pending gathers with AllExit while the command writes its JSON, and asyncio's "Task
+    # exception was never retrieved" with a traceback followed the command's one line: that record only is dropped
     asyncio_log = logging.getLogger("asyncio")
-    level = asyncio_log.level
-    asyncio_log.setLevel(logging.CRITICAL)
-    with cluster, Client(cluster) as client:
-        yield {"scheduler": f"LocalCluster({workers} worker processes, memory_limit={limit})", "workers": workers,
-               "memory_limit": _one_limit(client.scheduler_info(n_workers=-1)["workers"])}
-    asyncio_log.setLevel(level)
+    asyncio_log.addFilter(_unretrieved_exit)
+    try:
+        with cluster, Client(cluster) as client:
+            yield {"scheduler": f"LocalCluster({workers} worker processes, memory_limit={limit})", "workers": workers,
+                   "memory_limit": _one_limit(client.scheduler_info(n_workers=-1)["workers"])}
+    finally:
+        asyncio_log.removeFilter(_unretrieved_exit)
+
+
+def _unretrieved_exit(record) -> bool:
+    """A filter of the asyncio logger: False (dropped) for "Task exception was never retrieved" of a client's gather
+    ended by ``AllExit`` as its cluster closed; every other record kept."""
+    info = getattr(record, "exc_info", None)
+    return not (isinstance(record.msg, str) and record.msg.startswith("Task exception was never retrieved")
+                and info and type(info[1]).__name__ == "AllExit")
 
 
 @contextlib.contextmanager

@@ -666,7 +666,7 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
                   flush=True)
     if seq < max_length and max_length is not _MAX_LENGTH:  # the model's positions cut every row: recorded with the values (max_length: what was used)
         cut = (f"every layer: max_length={max_length} is more than the model takes ({seq} tokens, its positions): "
-               f"every text was cut to {seq} tokens")
+               f"texts longer than {seq} tokens were cut to {seq}")
         notes.append(cut)
         print(f"Note: {cut.removeprefix('every layer: ')}.", file=sys.stderr, flush=True)
     if "isoscore_star" in metrics and shrinkage_sample is None:  # warned above; kept with the values

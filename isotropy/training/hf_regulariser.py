@@ -121,7 +121,11 @@ def _default_task_loss(outputs, labels, num_items_in_batch=None, *, model=None):
             return reduced(F.mse_loss(logits, labels.to(logits.dtype), reduction=reduction))
         if problem == "multi_label_classification":
             return reduced(F.binary_cross_entropy_with_logits(logits, labels.to(logits.dtype), reduction=reduction))
-    flat_logits, flat_labels = logits.reshape(-1, logits.shape[-1]), labels.reshape(-1).long()
+    # in float32 at least, as transformers' token-level losses compute it (a bfloat16 causal LM's loss was 0.35 % off)
+    flat_logits = logits.reshape(-1, logits.shape[-1])
+    if flat_logits.dtype in (torch.float16, torch.bfloat16):
+        flat_logits = flat_logits.float()
+    flat_labels = labels.reshape(-1).long()
     return reduced(F.cross_entropy(flat_logits, flat_labels, ignore_index=-100, reduction=reduction))
 
 
@@ -190,10 +194,18 @@ class HFRegulariser(HiddenStateRegulariser, TrainerCallback):
         self._hooked_model = None
         self._step = None  # (trainer.state.global_step as the step began, micro-batches seen, accumulation steps)
         self._trainer = None  # the Trainer running the current step (its loss scaling, read in __call__)
+        self._epochs = [0, 0]  # (the epoch train() began in, epochs begun since: on_epoch_begin)
 
     def _model_task_loss(self, outputs, labels, num_items_in_batch=None):
-        """The default ``task_loss``: :func:`_default_task_loss` of the model the callback hooked (at train begin)."""
-        return _default_task_loss(outputs, labels, num_items_in_batch, model=self._hooked_model)
+        """The default ``task_loss``: :func:`_default_task_loss` of the model being trained, or evaluated (the Trainer's
+        model: before train() and after it, evaluate() computed a causal LM's loss unshifted; a review)."""
+        model = self._hooked_model
+        if model is None:
+            from isotropy.training.hf_callback import _calling_trainer
+
+            trainer = _calling_trainer()
+            model = None if trainer is None else trainer.model
+        return _default_task_loss(outputs, labels, num_items_in_batch, model=model)
 
     def _training_step(self):
         if self._step is None:
@@ -240,6 +252,9 @@ class HFRegulariser(HiddenStateRegulariser, TrainerCallback):
                               f"checkpoint: Σ_S is computed from the resumed weights, not from those at the start of "
                               f"epoch {epoch} as the uninterrupted run did.", UserWarning, stacklevel=2)
         self.refresh_for_epoch(model, epoch)
+        # epochs counted from here by on_epoch_begin (state.epoch is a fraction at an epoch's start with an iterable
+        # dataset and max_steps: its whole part lagged one epoch behind, and Σ_S with it; a review)
+        self._epochs = [epoch, 0]
 
     def read_shrinkage_state(self, path):
         """Σ_S and its epoch from the file ``path`` that :meth:`on_save` wrote (tensors only: ``weights_only=True``);
@@ -256,7 +271,7 @@ class HFRegulariser(HiddenStateRegulariser, TrainerCallback):
         """Keep Σ_S and its epoch beside the checkpoint just written (``checkpoint-<step>/`` of ``output_dir``), for a
         run resumed from it."""
         saved = self.shrinkage_state()
-        if saved is None or not state.is_world_process_zero:
+        if saved is None or not args.should_save:  # the processes that write checkpoints (each node's, save_on_each_node)
             return
         import os
 
@@ -300,8 +315,10 @@ class HFRegulariser(HiddenStateRegulariser, TrainerCallback):
         self._log_parts(control)
 
     def on_epoch_begin(self, args, state, control, model=None, **kwargs):
-        if model is not None:  # (epoch 0, and a resumed epoch, have theirs from train begin)
-            self.refresh_for_epoch(model, _epoch(state))
+        first, begun = self._epochs
+        self._epochs[1] = begun + 1
+        if model is not None and begun:  # the first epoch of this train() (a resumed one too) has its Σ_S from train begin
+            self.refresh_for_epoch(model, first + begun)
 
     def on_train_end(self, args, state, control, model=None, **kwargs):
         if self._hook is not None:
