@@ -284,3 +284,24 @@ def test_dask_ranks_of_a_masked_array_count_its_rows(name):
     zeros = da.from_array(np.zeros((100, 4)), chunks=(25, 4))[half]
     with pytest.raises(IsotropyValueError, match="must not be all zero"):
         fn(zeros)
+
+
+def test_a_dask_alignment_block_holds_a_bounded_share_of_its_chunk():
+    """A block of alignment converted its whole chunk to float64 and took _power_sum's temporaries of it: about 10
+    times a 64 MiB float32 chunk, which killed workers of 512 MiB (a user trial). Pieces of 2**20 entries now: well
+    under twice a 48 MiB chunk (tracemalloc), with the in-memory value."""
+    import tracemalloc
+
+    from isotropy.metrics.contrastive import _alignment_block
+
+    X = np.random.default_rng(0).normal(size=(32768, 384)).astype(np.float32)  # 48 MiB
+    Y = X * 1.5 + 0.1
+    tracemalloc.start()
+    try:
+        *problems, (top, total) = _alignment_block(X, Y, 2.0, True, 0)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert problems == [None, None, False, False]
+    assert peak < 2 * X.nbytes, peak / 2**20
+    assert total * 2.0**top / X.shape[0] == pytest.approx(iso.alignment(X, Y), rel=1e-12)

@@ -513,3 +513,20 @@ def test_a_zarr_group_is_read_by_key_and_refused_without_one_naming_its_arrays(t
         read_shards(tmp_path / "g.zarr", key="embs")
     assert str(info.value).endswith("the Zarr group has no array 'embs' and holds the arrays 'emb', 'ids'; expected "
                                     "--key (key=) naming one of them. Did you mean 'emb'?")
+
+
+@pytest.mark.parametrize("rows", [10, 30])
+def test_a_npy_shard_rewritten_with_other_rows_is_refused(tmp_path, rows):
+    """Rewritten after read_shards with other rows, a .npy shard was read as it is now: 30 rows of an array of 40
+    (a metric's value of neither data set) or the first 20 of 30 (a user trial). Refused, naming the shard; a rewrite
+    with the same rows is read as before (the test above)."""
+    from isotropy.io.embeddings import EmbeddingsReadError
+
+    rng = np.random.default_rng(0)
+    np.save(tmp_path / "a.npy", rng.normal(size=(20, 4)))
+    np.save(tmp_path / "b.npy", rng.normal(size=(20, 4)))
+    X = read_shards(tmp_path)
+    np.save(tmp_path / "b.npy", rng.normal(size=(rows, 4)) + 1)
+    with pytest.raises(EmbeddingsReadError, match=rf"b.npy': it holds {rows} rows now, not the 20 it had when the array "
+                                                  r"was built \(it changed since\)"):
+        isotropy.cosine_similarity_mean(X)

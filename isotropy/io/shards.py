@@ -269,6 +269,15 @@ def _load_npy_rows(path, start, stop, dtype, global_row, layout=None, width=None
             block = None
     if block is None:
         arr = _load_npy(Path(path), "r")
+        # the rows the array was built with (from the header read then: its shape is every chunk's): a rewrite with
+        # other rows was read as it is now, a shorter one giving fewer rows than the array has and a longer one its
+        # first rows, and a metric the value of neither data set (a user trial)
+        built = None if layout is None else (layout[2] - layout[0]) // max(1, width * np.dtype(layout[1]).itemsize)
+        if arr.shape[0] < stop or (built is not None and arr.shape[0] != built):
+            raise _fail(path, f"it holds {arr.shape[0]} rows now, {'not' if built is not None else 'fewer than'} the "
+                              f"{built if built is not None else stop} it had when the array was built (it changed "
+                              f"since)", "shards that keep their rows while they are read; read them again "
+                              "(read_shards) after changing them")
         block = np.array(arr[start:stop], dtype=dtype)  # reads only these rows
     return _check_finite(block, path, start, global_row)
 

@@ -145,20 +145,35 @@ def _dask_alignment(X, Y, *, alpha: float, normalize: bool, caller: str) -> floa
     return _mean_of_powers(top, total, X.shape[0], alpha, caller)
 
 
+# float64 entries of each operand converted at a time by a dask block of alignment (8 MiB): the float64 copies and
+# the temporaries of _power_sum for a whole 64 MiB float32 chunk peaked near 10 times the chunk, which killed
+# workers of 512 MiB (a user trial)
+_ALIGNMENT_PIECE = 2**20
+
+
 def _alignment_block(X, Y, alpha: float, normalize: bool, start: int):
     """``(NaN/inf of X, of Y, X has a zero row, Y has one, (top, total))`` of one block of rows starting at row
-    ``start``; the sum is left out (``None``) when the block has a problem."""
+    ``start``, a piece of ``_ALIGNMENT_PIECE`` entries at a time; the sum is left out when the block has a problem."""
     from isotropy._utils.validation import NonFinite, first_nonfinite
 
-    X, Y = np.asarray(X, dtype=np.float64), np.asarray(Y, dtype=np.float64)
-    bad = [first_nonfinite(A) for A in (X, Y)]
-    bad = [None if b is None else NonFinite(start + b.row, b.column, b.value) for b in bad]
-    zero = [bool(normalize and A.size and (np.abs(A).max(axis=1) == 0).any()) for A in (X, Y)]
+    step = max(1, _ALIGNMENT_PIECE // max(1, X.shape[1]))
+    bad, zero, sums = [None, None], [False, False], (-np.inf, 0.0)
+    for s in range(0, X.shape[0], step):
+        pieces = [np.asarray(A[s:s + step], dtype=np.float64) for A in (X, Y)]
+        for i, A in enumerate(pieces):
+            found = first_nonfinite(A) if bad[i] is None else None
+            if found is not None:  # the first of the block: its pieces are scanned in order
+                bad[i] = NonFinite(start + s + found.row, found.column, found.value)
+            zero[i] = zero[i] or bool(normalize and A.size and (np.abs(A).max(axis=1) == 0).any())
+        if any(b is not None for b in bad) or any(zero):
+            continue  # (the later pieces may still hold the first problem of the other operand)
+        x, y = pieces
+        if normalize:
+            x, y = unit_rows(x, caller="alignment", name="X"), unit_rows(y, caller="alignment", name="Y")
+        sums = _merge_power_sums(sums, _power_sum(x, y, alpha))
     if any(b is not None for b in bad) or any(zero):
         return bad[0], bad[1], zero[0], zero[1], (-np.inf, 0.0)
-    if normalize:
-        X, Y = unit_rows(X, caller="alignment", name="X"), unit_rows(Y, caller="alignment", name="Y")
-    return None, None, False, False, _power_sum(X, Y, alpha)
+    return None, None, False, False, sums
 
 
 # α above which m**α of a mantissa m in [0.5, 1) may underflow: the power goes through log2 instead
