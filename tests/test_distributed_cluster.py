@@ -335,3 +335,24 @@ def test_a_function_using_the_package_runs_on_the_workers(client):
 
     assert cloudpickle.loads(cloudpickle.dumps(isotropy)) is isotropy
     assert client.submit(score, np.eye(3) - 1 / 3).result() == pytest.approx(0.5, abs=1e-12)
+
+
+@pytest.mark.parametrize("row", [437, 0])  # drawn into the sample of 200, and not drawn
+def test_sampled_dask_silhouette_checks_every_row_as_in_memory(row):
+    """silhouette_score(sample_size=...) of a dask array drew its rows first: a NaN in a row not drawn was taken (a
+    value returned where the in-memory function refuses), and one drawn was named by its place in the sample."""
+    import dask
+    import dask.array as da
+
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 4, 600)
+    X = rng.normal(size=(600, 12)) + labels[:, None]
+    with dask.config.set(scheduler="threads"):
+        assert isotropy.silhouette_score(da.from_array(X, chunks=(150, -1)), labels, sample_size=200,
+                                         random_state=3) == pytest.approx(
+            isotropy.silhouette_score(X, labels, sample_size=200, random_state=3), abs=1e-12)
+        X[row, 5] = np.nan
+        for data in (X, da.from_array(X, chunks=(150, -1))):
+            with pytest.raises(isotropy.IsotropyValueError, match=rf"must contain only finite values\. Got nan at row "
+                                                                  rf"{row}, column 5 instead"):
+                isotropy.silhouette_score(data, labels, sample_size=200, random_state=3)

@@ -375,6 +375,15 @@ def sample_rows(X, ids, sample_size, random_state, caller):
                  allow_none=True)
     n = X.shape[0]
     indices = np.sort(_sample_indices(n, int(sample_size), random_state, caller))
+    # every row checked first, as in memory (check_X of the whole array): drawn first, a NaN in a row not drawn was
+    # taken, and one drawn was named by its place in the sample (a user trial)
+    from dask import delayed
+
+    X = check_dask_shape(X, caller=caller, min_samples=3)
+    starts = np.cumsum((0, *X.chunks[0]))
+    refuse_nonfinite([f for f in compute(*[delayed(nonfinite_in, pure=True)(block, int(start)) for block, start in
+                                            zip(X.rechunk({1: -1}).to_delayed().ravel(), starts)]) if f is not None],
+                     caller)
     X = X[indices]
     if ids is None:
         return X, None
