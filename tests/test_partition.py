@@ -106,3 +106,34 @@ def test_torch_gradient_without_ties_is_eighs(rng):
     for n, d in ((30, 5), (5, 8)):
         X = torch.tensor(rng.normal(size=(n, d)) + 0.3, dtype=torch.float64, requires_grad=True)
         assert torch.autograd.gradcheck(partition_isotropy, (X,), eps=1e-6, atol=1e-6)
+
+
+def _central_differences(H, step=1e-6):
+    grad = torch.zeros_like(H)
+    with torch.no_grad():
+        for index in np.ndindex(*H.shape):
+            up, down = H.clone(), H.clone()
+            up[index] += step
+            down[index] -= step
+            grad[index] = (partition_isotropy(up) - partition_isotropy(down)) / (2 * step)
+    return grad
+
+
+@pytest.mark.parametrize("layout", ["two dead columns", "repeated rows, n < d"])
+def test_torch_gradient_where_only_zero_eigenvalues_tie_is_exact(layout):
+    """Two zero eigenvalues (dead dimensions; rows spanning fewer dimensions than the Gram matrix has) made every entry
+    of the gradient NaN, eigh dividing by their zero gap (a user trial). The value does not depend on their basis: the
+    gradient leaves out the rotations within it and equals central differences."""
+    g = torch.Generator().manual_seed(0)
+    if layout == "two dead columns":
+        H = torch.randn(20, 6, dtype=torch.float64, generator=g) + 0.5
+        H[:, 4:] = 0
+    else:
+        H = torch.randn(4, 10, dtype=torch.float64, generator=g)
+        H = torch.cat([H, H[:2]])
+    leaf = H.clone().requires_grad_(True)
+    grad = torch.autograd.grad(partition_isotropy(leaf), leaf)[0]
+    reference = _central_differences(H)
+    assert torch.isfinite(grad).all()
+    assert reference.abs().max() > 1e-3  # a gradient to get right
+    torch.testing.assert_close(grad, reference, rtol=0, atol=1e-8)

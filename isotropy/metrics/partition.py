@@ -45,6 +45,50 @@ def _undetermined(lam) -> bool:
     return bool(((lam[1:] - lam[:-1] <= tol) & (lam[1:] > tol)).any())
 
 
+def _eigh(A):
+    """``torch.linalg.eigh(A)`` whose backward leaves out the rotations within a block of tied eigenvalues.
+
+    eigh's gradient divides by the gaps between eigenvalues: two zero ones (two dead columns of ``X``, rows that
+    span fewer dimensions than the Gram matrix has) made every entry of I(W)'s gradient NaN (a user trial), although
+    the value does not depend on the basis of their space (every row projects to 0 on it). The rotations between
+    distinct eigenvalues are kept, so the gradient is exact there.
+    """
+    import torch
+
+    class SafeEigh(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, matrix):
+            lam, vectors = torch.linalg.eigh(matrix)
+            ctx.save_for_backward(lam, vectors)
+            return lam, vectors
+
+        @staticmethod
+        def backward(ctx, grad_lam, grad_vectors):
+            lam, vectors = ctx.saved_tensors
+            inner = torch.diag_embed(grad_lam if grad_lam is not None else torch.zeros_like(lam))
+            if grad_vectors is not None:
+                gap = lam[None, :] - lam[:, None]  # λ_j − λ_i
+                tol = _UNDETERMINED_GAP * torch.finfo(lam.dtype).eps * lam.abs().max()
+                apart = gap.abs() > tol
+                inverse = torch.where(apart, 1.0 / torch.where(apart, gap, torch.ones_like(gap)), torch.zeros_like(gap))
+                inner = inner + inverse * (vectors.T @ grad_vectors)
+            grad = vectors @ inner @ vectors.T
+            return (grad + grad.T) / 2
+
+    return SafeEigh.apply(A)
+
+
+def _zero_ties_only(lam) -> bool:
+    """Whether the eigenvalues (ascending) tie among the zero ones only: no tie among the non-zero ones (those are
+    :func:`_undetermined`'s), at least two at zero."""
+    import torch
+
+    if lam.numel() < 2:
+        return False
+    tol = _UNDETERMINED_GAP * torch.finfo(lam.dtype).eps * lam.abs().max()
+    return bool(((lam[1:] - lam[:-1] <= tol) & (lam[1:] <= tol)).any())
+
+
 def _torch_projections(X, exponent):
     """Projections of the rows on the eigenvectors of XᵀX (X at unit scale; the ``2**exponent`` put back).
 
@@ -52,13 +96,17 @@ def _torch_projections(X, exponent):
     tie (isotropic data, repeated rows, fewer rows than features with a rank below the rows), eigh's gradient is
     NaN (it divides by their gap) and I(W) depends on which basis of the tied space the solver returns: the
     gradient is then that of the projections on the returned basis held fixed, ``∂(XU)/∂X = U`` (the value
-    is unchanged).
+    is unchanged). Ties among zero eigenvalues only (dead dimensions, rows spanning fewer dimensions than there are
+    rows) leave the value independent of their basis: the gradient is then exact, through :func:`_eigh`.
     """
     import torch
 
     n, d = X.shape
     if n < d:  # the rank's space: XXᵀ = W Λ Wᵀ gives X u_k = √λ_k w_k
-        lam, W = torch.linalg.eigh(X @ X.T)
+        G = X @ X.T
+        lam, W = torch.linalg.eigh(G)
+        if X.requires_grad and _zero_ties_only(lam.detach()) and not _undetermined(lam.detach()):
+            lam, W = _eigh(G)
         positive = lam > 0
         root = torch.where(positive, torch.sqrt(torch.where(positive, lam, torch.ones_like(lam))), torch.zeros_like(lam))
         if X.requires_grad and _undetermined(lam.detach()):
@@ -69,9 +117,12 @@ def _torch_projections(X, exponent):
         else:
             P = W * root
     else:
-        lam, U = torch.linalg.eigh(X.T @ X)
+        A = X.T @ X
+        lam, U = torch.linalg.eigh(A)
         if X.requires_grad and _undetermined(lam.detach()):
             U = U.detach()
+        elif X.requires_grad and _zero_ties_only(lam.detach()):
+            lam, U = _eigh(A)  # dead dimensions: the gradient without the rotations within their space
         P = X @ U
     half = exponent // 2
     return P * (2.0 ** half) * (2.0 ** (exponent - half))
