@@ -341,3 +341,27 @@ def test_accumulator_uncentred_spectrum_keeps_its_small_values_far_from_the_orig
     assert acc.effective_rank() == pytest.approx(_erank_reference(X), rel=1e-13)
     np.testing.assert_allclose(acc.singular_values(center=True) * scale, np.linalg.svd(X - X.mean(0), compute_uv=False),
                                rtol=1e-10)
+
+
+@pytest.mark.parametrize("offset", [1e5, 1e7, 1e8])
+def test_uniformity_without_normalisation_does_not_depend_on_an_offset(offset):
+    """‖x‖² + ‖y‖² − 2x·y of rows far from the origin cancelled: −0.63 for −4.34 at 1e8 (a user trial). Centred
+    first: the reference's value (scipy's pdist of the rows without the offset) to the rounding of the offset rows."""
+    import dask.array as da
+    from scipy.spatial.distance import pdist
+    from scipy.special import logsumexp
+
+    X = np.random.default_rng(0).normal(size=(200, 8))
+    reference = logsumexp(-0.5 * pdist(X, "sqeuclidean")) - np.log(200 * 199 / 2)
+    for data in (X + offset, da.from_array(X + offset, chunks=(64, -1))):
+        assert uniformity(data, t=0.5, normalize=False) == pytest.approx(reference, rel=1e-9)
+
+
+def test_uniformity_beyond_float64s_range_is_refused_in_one_line():
+    import dask.array as da
+
+    X = np.random.default_rng(0).normal(size=(50, 4)) * 1e154
+    for data in (X, da.from_array(X, chunks=(16, -1))):
+        with pytest.raises(IsotropyValueError, match=r"^The 'X' parameter of uniformity has rows whose squared "
+                                                     r"distances exceed float64's range .* use normalize=True\.$"):
+            uniformity(data, normalize=False)

@@ -15,7 +15,7 @@ import numbers
 
 import numpy as np
 
-from isotropy._kernels.sphere import merge_sums, pair_potentials, unit_rows
+from isotropy._kernels.sphere import merge_sums, pair_potentials, potential_rows, unit_rows
 from isotropy.distributed._graph import check_dask_X, check_tile_rows, compute, finite_blocks, tree_reduce
 
 __all__ = ["uniformity"]
@@ -23,12 +23,13 @@ __all__ = ["uniformity"]
 _SLAB_ROWS = 512  # rows of the first block per product inside a tile: 512 x b float64 (16 MiB at b = 4096)
 
 
-def _uniformity_block(block, normalize, caller):
-    """Float64 rows of one block and their squared norms; with ``normalize`` the unit rows, as in memory."""
+def _uniformity_block(block, normalize, caller, centre=None):
+    """Float64 rows of one block and their squared norms; with ``normalize`` the unit rows, otherwise less the column
+    means of the whole array (``centre``), as in memory (:func:`isotropy._kernels.sphere.potential_rows`)."""
     B = np.asarray(block, dtype=np.float64)
     if normalize:
         B = unit_rows(B, caller=caller)
-    return B, np.einsum("ij,ij->i", B, B)
+    return potential_rows(B, centre=centre, caller=caller)
 
 
 def _uniformity_tile(P, Q, t):
@@ -56,7 +57,10 @@ def uniformity(X, *, t=2, normalize=True, chunk_size=None):
     X = check_dask_X(X, caller=caller, rows=check_tile_rows(chunk_size, caller, X.shape[-1]))
     n = X.shape[0]
     prep = delayed(_uniformity_block, pure=True)
-    preps = [prep(b, bool(normalize), caller) for b in finite_blocks(X, caller)]
+    blocks = finite_blocks(X, caller)
+    # without normalisation, the rows less their column means (one pass first), as in memory
+    centre = None if normalize else compute(X.mean(axis=0, dtype=np.float64))[0]
+    preps = [prep(b, bool(normalize), caller, centre) for b in blocks]
     tile = delayed(_uniformity_tile, pure=True)
     tiles = [tile(preps[i], None if i == j else preps[j], float(t))
              for i in range(len(preps)) for j in range(i, len(preps))]

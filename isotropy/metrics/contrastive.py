@@ -14,7 +14,7 @@ import numbers
 
 import numpy as np
 
-from isotropy._kernels.sphere import pair_potentials, unit_rows
+from isotropy._kernels.sphere import pair_potentials, potential_rows, unit_rows
 from isotropy._utils.backend import is_dask, is_torch, to_output
 from isotropy._utils.errors import IsotropyValueError
 from isotropy._utils.validation import check_bool, check_scalar, check_X
@@ -299,7 +299,8 @@ def uniformity(X, *, t: float = 2, normalize: bool = True):
         return value.to(sq.dtype)
     X = np.asarray(X, dtype=np.float64)
     n = X.shape[0]
-    sq = np.einsum("ij,ij->i", X, X)
+    # without normalisation, centred (the distances do not depend on it; far from the origin the expansion cancelled)
+    X, sq = potential_rows(X, centre=None if normalize else X.mean(axis=0), caller=caller)
     # every pair once, in tiles of _BLOCK_ROWS x _BLOCK_COLS on and above the diagonal (the dask tiles' kernel)
     top, total = pair_potentials(X, sq, X, sq, t, diagonal=True, rows=_BLOCK_ROWS, cols=_BLOCK_COLS)
     return float(top + np.log(total) - np.log(n * (n - 1) / 2))
