@@ -151,3 +151,37 @@ def test_ctrl_c_on_local_workers_ends_in_the_commands_own_line(tmp_path):
     assert process.returncode == 130, err
     assert "Traceback" not in err and "Task exception" not in err, err
     assert len([line for line in err.splitlines() if line.strip()]) <= 3, err
+
+
+def test_gzipped_text_vectors_with_a_limit_are_read_as_they_decompress(tmp_path, monkeypatch):
+    """With a limit (classifier-geometry's vocab_limit), a gzipped text file was decompressed whole to a temporary
+    file first (GoogleNews: gigabytes for a few thousand words; a review). Its first lines are now read as they
+    decompress, no temporary file; a stream cut short is either read to the limit before its end or refused."""
+    import gzip
+    import tempfile
+
+    from isotropy import IsotropyValueError
+    from isotropy.io.word_vectors import read_word_vectors
+
+    rng = np.random.default_rng(0)
+    X = (rng.integers(-99, 99, size=(1000, 5)) / 8).astype(np.float32)
+    text = "1000 5\n" + "".join(f"w{i} " + " ".join(repr(float(v)) for v in row) + "\n" for i, row in enumerate(X))
+    path = tmp_path / "v.vec.gz"
+    data = gzip.compress(text.encode(), mtime=0)
+    path.write_bytes(data)
+
+    def no_temporary_file(*args, **kwargs):
+        raise AssertionError("a temporary file was made")
+
+    monkeypatch.setattr(tempfile, "mkstemp", no_temporary_file)
+    words, got = read_word_vectors(path, limit=10)
+    assert words == [f"w{i}" for i in range(10)] and np.array_equal(got, X[:10])
+    for cut in range(10, len(data), max(1, len(data) // 40)):
+        path.write_bytes(data[:cut])
+        for limit in (10, 500):
+            try:
+                words, got = read_word_vectors(path, limit=limit)
+            except IsotropyValueError as exc:
+                assert "is not a readable gzip file" in str(exc) or "holds no word vectors" in str(exc), str(exc)
+            else:
+                assert len(words) == limit and np.array_equal(got, X[:limit])

@@ -45,7 +45,11 @@ def packaged_glove(*, limit: int | None = None) -> tuple[list[str], np.ndarray]:
 
 def _looks_binary(path: Path) -> bool:
     with open(path, "rb") as handle:
-        head = handle.read(4096)
+        return _binary_head(handle.read(4096))
+
+
+def _binary_head(head: bytes) -> bool:
+    """Whether the first bytes of a vector file are word2vec binary's (:func:`_looks_binary`)."""
     first, _, rest = head.partition(b"\n")
     parts = first.split()
     if len(parts) != 2 or not all(p.isdigit() for p in parts):
@@ -98,6 +102,13 @@ def read_word_vectors(path: str | os.PathLike, *, binary: bool | None = None, li
                               f"{PACKAGED_GLOVE!r} for the packaged GloVe vectors", value_error=IsotropyValueError)
     with open(path, "rb") as handle:
         compressed = handle.read(2) == _GZIP_MAGIC
+    if compressed and limit is not None and not binary and not _gzip_binary(path):
+        # text with a limit: the first lines read as they decompress, not the whole file first (classifier-geometry's
+        # vocab_limit of a few thousand words of a file of millions)
+        import gzip
+
+        return _read_text(path, limit, encoding,
+                          opener=lambda: gzip.open(path, "rt", encoding=encoding, errors="replace"))
     if compressed:  # GoogleNews .bin.gz, fastText .vec.gz: read from the decompressed bytes, named as this file
         with _gunzipped(path) as plain:
             try:
@@ -110,6 +121,25 @@ def read_word_vectors(path: str | os.PathLike, *, binary: bool | None = None, li
 
 
 _GZIP_MAGIC = b"\x1f\x8b"
+
+
+def _gzip_binary(path: Path) -> bool:
+    """Whether the gzip file ``path`` holds word2vec binary (its first decompressed bytes); refused in one line when it
+    is not gzip throughout its first bytes."""
+    import gzip
+    import zlib
+
+    try:
+        with gzip.open(path, "rb") as source:
+            return _binary_head(source.read(4096))
+    except (OSError, EOFError, zlib.error) as exc:
+        raise _not_gzip(path, exc) from None
+
+
+def _not_gzip(path: Path, exc: BaseException) -> IsotropyValueError:
+    cause = " ".join(f"{type(exc).__name__}: {exc}".split())[:160]
+    return IsotropyValueError(f"{str(path)!r} is not a readable gzip file ({cause}); expected a gzip-compressed "
+                              f"word-vector file.")
 
 
 @contextlib.contextmanager
@@ -137,9 +167,7 @@ def _gunzipped(path: Path):
                 out.write(chunk)
     except (OSError, EOFError, zlib.error) as exc:  # not gzip past its first bytes, cut short, a bad checksum
         plain.unlink(missing_ok=True)
-        cause = " ".join(f"{type(exc).__name__}: {exc}".split())[:160]
-        raise IsotropyValueError(f"{str(path)!r} is not a readable gzip file ({cause}); expected a gzip-compressed "
-                                 f"word-vector file.") from None
+        raise _not_gzip(path, exc) from None
     except BaseException:
         plain.unlink(missing_ok=True)
         raise
@@ -277,8 +305,11 @@ def _lines(handle, path):
         yield lineno, line
 
 
-def _read_text(path: Path, limit, encoding):
-    """word2vec text (header '<n_words> <n_features>', checked against the file) or GloVe (no header)."""
+def _read_text(path: Path, limit, encoding, opener=None):
+    """word2vec text (header '<n_words> <n_features>', checked against the file) or GloVe (no header).
+
+    ``opener``: opens the text (a gzip file's, decompressed as it is read); a file that is not gzip throughout the
+    lines read is refused in one line."""
     words, rows, blocks, dim, announced = [], [], [], None, None
 
     def parse(rows):  # a block of rows of number strings -> float32, the strings let go
@@ -288,32 +319,39 @@ def _read_text(path: Path, limit, encoding):
             raise IsotropyValueError(f"{str(path)!r} has a non-numeric vector entry; expected lines "
                                      f"'<word> <x1> ... <xd>'.") from None
 
-    with open(path, encoding=encoding, errors="replace") as handle:
-        for lineno, line in _lines(handle, path):
-            parts = line.rstrip("\n").rstrip().split(" ")
-            if lineno == 1 and len(parts) == 2 and parts[0].isdigit() and parts[1].isdigit():
-                _check_counts(path, parts)
-                announced, dim = int(parts[0]), int(parts[1])  # word2vec text header
-                continue
-            if parts == [""]:
-                continue  # a blank line
-            if dim is None:
-                dim = len(parts) - 1
-                if dim == 0 or not _numbers(parts[1:]):  # a file of sentences is not word vectors: said here
-                    raise _not_vectors(path, lineno, parts)
-            if len(parts) - 1 != dim:
-                if not _numbers(parts[1:]):
-                    raise _not_vectors(path, lineno, parts)
-                source = "the header says" if announced is not None else "line 1 has"
-                raise IsotropyValueError(f"{path!s}:{lineno}: expected a word and {dim} numbers ({source} {dim}), "
-                                 f"got {len(parts) - 1} number{'' if len(parts) == 2 else 's'}.")
-            words.append(parts[0])
-            rows.append(parts[1:])
-            if len(rows) == _ROWS_PER_BLOCK:
-                parse(rows)
-                rows = []
-            if limit is not None and len(words) >= limit:
-                break
+    import zlib
+
+    try:
+        with open(path, encoding=encoding, errors="replace") if opener is None else opener() as handle:
+            for lineno, line in _lines(handle, path):
+                parts = line.rstrip("\n").rstrip().split(" ")
+                if lineno == 1 and len(parts) == 2 and parts[0].isdigit() and parts[1].isdigit():
+                    _check_counts(path, parts)
+                    announced, dim = int(parts[0]), int(parts[1])  # word2vec text header
+                    continue
+                if parts == [""]:
+                    continue  # a blank line
+                if dim is None:
+                    dim = len(parts) - 1
+                    if dim == 0 or not _numbers(parts[1:]):  # a file of sentences is not word vectors: said here
+                        raise _not_vectors(path, lineno, parts)
+                if len(parts) - 1 != dim:
+                    if not _numbers(parts[1:]):
+                        raise _not_vectors(path, lineno, parts)
+                    source = "the header says" if announced is not None else "line 1 has"
+                    raise IsotropyValueError(f"{path!s}:{lineno}: expected a word and {dim} numbers ({source} {dim}), "
+                                     f"got {len(parts) - 1} number{'' if len(parts) == 2 else 's'}.")
+                words.append(parts[0])
+                rows.append(parts[1:])
+                if len(rows) == _ROWS_PER_BLOCK:
+                    parse(rows)
+                    rows = []
+                if limit is not None and len(words) >= limit:
+                    break
+    except (OSError, EOFError, zlib.error) as exc:  # the gzip stream cut short or damaged within the lines read
+        if opener is None:
+            raise
+        raise _not_gzip(path, exc) from None
     if not words or dim == 0:
         raise IsotropyValueError(f"{str(path)!r} holds no word vectors; expected lines '<word> <x1> ... <xd>'.")
     if announced is not None and len(words) != announced and (limit is None or len(words) < limit):
