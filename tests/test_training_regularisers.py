@@ -83,6 +83,26 @@ def test_hf_trainer_loss_is_task_loss_minus_lambda_isoscore_star(tmp_path):
     assert reg._hook is None  # the forward hook is removed after training
 
 
+def _encoder_module(config, reg):
+    """A LightningModule around a float64 BertModel whose training step adds ``reg``'s penalty to a plain loss."""
+    import lightning as L
+    from transformers import BertModel
+
+    class Module(L.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.encoder = BertModel(config).double()
+
+        def training_step(self, batch, batch_idx):
+            out = self.encoder(**batch, output_hidden_states=True)
+            return out.last_hidden_state.pow(2).mean() + reg.penalty(out.hidden_states, batch["attention_mask"])
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.5)
+
+    return Module()
+
+
 def test_lightning_regulariser_refreshes_sigma_from_the_current_model():
     import lightning as L
     from transformers import BertConfig, BertModel
@@ -101,18 +121,6 @@ def test_lightning_regulariser_refreshes_sigma_from_the_current_model():
     reg = LightningRegulariser("istar", weight=1.0, zeta=0.2, shrinkage_sample=sample, model="encoder",
                                level="sentence", pooling="mean")
 
-    class Module(L.LightningModule):
-        def __init__(self):
-            super().__init__()
-            self.encoder = BertModel(config).double()
-
-        def training_step(self, batch, batch_idx):
-            out = self.encoder(**batch, output_hidden_states=True)
-            return out.last_hidden_state.pow(2).mean() + reg.penalty(out.hidden_states, batch["attention_mask"])
-
-        def configure_optimizers(self):
-            return torch.optim.SGD(self.parameters(), lr=0.5)
-
     class Record(L.Callback):
         def on_train_epoch_start(self, trainer, pl_module):
             self.weights = copy.deepcopy(pl_module.encoder.state_dict())
@@ -121,7 +129,7 @@ def test_lightning_regulariser_refreshes_sigma_from_the_current_model():
     record = Record()
     trainer = L.Trainer(accelerator="cpu", max_epochs=2, callbacks=[reg, record], logger=False,
                         enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False)
-    module = Module()
+    module = _encoder_module(config, reg)
     initial = copy.deepcopy(module.encoder.state_dict())
     trainer.fit(module, torch.utils.data.DataLoader(data, batch_size=4))
 
@@ -320,10 +328,10 @@ def test_regulariser_called_by_hand_names_only_the_row():
 
 def test_lightning_regulariser_starts_each_fit_from_its_own_weights_and_keeps_sigma_in_checkpoints(tmp_path):
     """A second fit from epoch 0 with the same regulariser computes Σ_S from its own module (a Σ_S kept for the
-    epoch it was computed in must not carry over to another fit), and Lightning's checkpoints hold Σ_S and its epoch,
-    read back by fit(ckpt_path=...)."""
+    epoch it was computed in must not carry over to another fit), and Lightning's checkpoints hold Σ_S and its epoch
+    (read back by load_state_dict: test_lightning_regulariser_keeps_its_shrinkage_in_the_checkpoint_state)."""
     import lightning as L
-    from transformers import BertConfig, BertModel
+    from transformers import BertConfig
 
     from isotropy.training import LightningRegulariser
 
@@ -335,26 +343,14 @@ def test_lightning_regulariser_starts_each_fit_from_its_own_weights_and_keeps_si
             for _ in range(8)]
     reg = LightningRegulariser("istar", weight=1.0, shrinkage_sample=sample, model="encoder", level="sentence")
 
-    class Module(L.LightningModule):
-        def __init__(self, seed):
-            super().__init__()
-            torch.manual_seed(seed)
-            self.encoder = BertModel(config).double()
-
-        def training_step(self, batch, batch_idx):
-            out = self.encoder(**batch, output_hidden_states=True)
-            return out.last_hidden_state.pow(2).mean() + reg.penalty(out.hidden_states, batch["attention_mask"])
-
-        def configure_optimizers(self):
-            return torch.optim.SGD(self.parameters(), lr=0.5)
-
-    def fit(seed, ckpt_path=None, save=None):
+    def fit(seed, save=None):
         trainer = L.Trainer(accelerator="cpu", max_epochs=1, callbacks=[reg], logger=False, enable_checkpointing=False,
                             enable_progress_bar=False, enable_model_summary=False)
-        module = Module(seed)
+        torch.manual_seed(seed)
+        module = _encoder_module(config, reg)
         first = LightningRegulariser("istar", shrinkage_sample=sample, model="encoder", level="sentence")
         expected = first.refresh_for_epoch(module.encoder, 0).shrinkage_cov  # Σ_S of this module's initial weights
-        trainer.fit(module, torch.utils.data.DataLoader(data, batch_size=4), ckpt_path=ckpt_path)
+        trainer.fit(module, torch.utils.data.DataLoader(data, batch_size=4))
         if save is not None:
             trainer.save_checkpoint(save)
         return expected
