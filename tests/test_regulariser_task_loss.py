@@ -201,7 +201,8 @@ def test_lightning_regulariser_keeps_its_shrinkage_in_the_checkpoint_state():
     second.refresh_for_epoch(model, 3)
     assert torch.allclose(second.shrinkage_cov, state["shrinkage_cov"]) and second.shrinkage_epoch == 3
     for bad in ({"shrinkage_cov": [[1.0]], "epoch": 2}, {"shrinkage_cov": torch.ones(2, 3), "epoch": 2},
-                {"shrinkage_cov": torch.eye(2), "epoch": True}):
+                {"shrinkage_cov": torch.eye(2), "epoch": True},
+                {"shrinkage_cov": -torch.eye(2, dtype=torch.float64), "epoch": 2}):  # not a covariance matrix
         with pytest.raises(IsotropyValueError, match=r"LightningRegulariser: .*the checkpoint's LightningRegulariser "
                                                      r"state"):
             second.load_state_dict(bad)

@@ -334,9 +334,13 @@ class HiddenStateRegulariser:
             raise IsotropyValueError(f"{self.caller}: {source} does not hold a saved shrinkage state: expected a dict "
                                      f"with 'shrinkage_cov' (a tensor) and 'epoch' (an int).")
         S = state["shrinkage_cov"]
-        if S.ndim != 2 or S.shape[0] != S.shape[1] or not S.is_floating_point() or not bool(torch.isfinite(S).all()):
-            raise IsotropyValueError(f"{self.caller}: the 'shrinkage_cov' of {source} must be a finite square matrix. "
-                                     f"Got shape {tuple(S.shape)}, dtype {S.dtype} instead.")
+        from isotropy._kernels.isoscore import _check_shrinkage_cov, check_covariance
+
+        try:  # the checks of a Σ_S passed in: a finite symmetric square matrix, and a covariance one
+            S = _check_shrinkage_cov(S, S.shape[0] if S.ndim == 2 else -1, like=S, caller=self.caller)
+            check_covariance(S, caller=self.caller)
+        except (TypeError, ValueError) as exc:
+            raise IsotropyValueError(f"{self.caller}: {source} does not hold a saved shrinkage state ({exc})") from None
         self.shrinkage_cov, self.shrinkage_epoch = S, state["epoch"]
 
     def refresh_for_epoch(self, model, epoch, *, forward_kwargs=None):
