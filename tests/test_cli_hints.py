@@ -116,7 +116,7 @@ def test_a_file_read_into_this_process_on_local_workers_says_how_the_workers_rea
 
 def test_ctrl_c_on_local_workers_ends_in_the_commands_own_line(tmp_path):
     """A terminal's Ctrl-C reaches the whole process group: each worker printed its own KeyboardInterrupt traceback
-    and asyncio its "Task exception was never retrieved" (89 lines, a user trial). The workers now start with Ctrl-C
+    and asyncio its "Task exception was never retrieved" (a user trial). The workers now start with Ctrl-C
     ignored (the command closes them) and asyncio's log is silenced as distributed's: the command's lines only."""
     import os
     import signal

@@ -60,10 +60,9 @@ def _exact_sq_distances(X: np.ndarray, scale, rows: np.ndarray, cand: np.ndarray
         g, dd, which = gathered[:, : e - s], diff[:, : e - s], cand[s:e].T
         np.take(X, which, axis=0, out=g, mode="clip")  # valid indices; "clip" writes to out unbuffered
         query = X[rows[s:e]].astype(np.float64)
-        # the float32 rows cast inside the float64 operation: one pass fewer than a cast first (the same values;
-        # 1.4-1.6x faster for this stage, numpy 2.x, n = 20,000, k = 100, d = 384). A cast into the float64 buffer
-        # first, then a float64 subtraction, was no faster in the search (--stages --compare, docs/benchmarks.md,
-        # 2026-12-05)
+        # the float32 rows cast inside the float64 operation: one pass fewer than a cast first (the same values). A
+        # cast into the float64 buffer first, then a float64 subtraction, was no faster in the search (--stages
+        # --compare, docs/benchmarks.md, 2026-12-05)
         if scale is not None:
             query *= scale[rows[s:e], None]
             np.multiply(g, scale[which, None], out=dd)

@@ -234,7 +234,7 @@ DIAGONAL_ROWS = 512
 # float32 coefficient by 3e-4 (a review: rows 1e-9 apart in clusters of 3). Beyond it a distance's error is at most
 # δ/((2 + √3)·√δ) < √δ/3, which the estimate covers with its margin; 100 rounding bounds also caught rows merely
 # close (2.7 % of their norm apart in float32 at d = 384, within 1e-7 already) and sent every row of such data to the
-# exact float64 pass, 19 times slower (a review).
+# exact float64 pass, many times slower (a review).
 _NEAR = 4.0
 
 

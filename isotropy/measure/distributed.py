@@ -117,7 +117,7 @@ def _ctrl_c_for_this_process_only():
     """SIGINT ignored while the local workers start, so that they inherit it ignored (a process started with SIGINT
     ignored keeps it so): a Ctrl-C in the terminal, sent to the whole process group, stops this process, which closes
     the cluster and says so in one line; each worker printed its own KeyboardInterrupt traceback (a user trial: six
-    tracebacks, 89 lines). Only in the main thread, where signal handlers can be set. A Ctrl-C in those seconds is
+    tracebacks). Only in the main thread, where signal handlers can be set. A Ctrl-C in those seconds is
     lost (the command goes on; the next one stops it): blocking SIGINT instead would keep it pending, but the workers
     are started from distributed's own event-loop thread, whose signal mask this thread does not set."""
     import signal

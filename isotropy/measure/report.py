@@ -718,8 +718,8 @@ def _cost_note(name, n_samples, n_features, *, distributed=False, names=None, n_
     if compiled <= _NUMBA_ADVICE * seconds:  # the numpy loops for want of numba, and the compiled ones much faster
         advice.append(f"with numba ({extra_command('fast')}) all rows take about {format_duration(compiled)}")
     if not distributed:
-        # a cluster's cores, not --workers N: local workers share this machine's cores, and the same search ran 2.5x
-        # slower on 2 local workers than in memory (a user trial)
+        # a cluster's cores, not --workers N: local workers share this machine's cores, and the same search ran slower
+        # on 2 local workers than in memory (a user trial)
         advice.append("for all rows sooner, the distributed path on a dask cluster with more cores "
                       "(--scheduler ADDRESS)")
     advice = "; ".join(advice)
