@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["DefaultFloat", "DefaultInt", "DefaultName"]
+__all__ = ["MAX_LENGTH", "DefaultFloat", "DefaultInt", "DefaultName"]
 
 
 class DefaultFloat(float):
@@ -15,3 +15,8 @@ class DefaultName(str):
 
 class DefaultInt(int):
     """A documented integer default (``batch_size=32``) told apart from the same value passed: it computes as the int."""
+
+
+# max_length's default (tokens per text, cut to the model's positions) of isotropy measure --model, the geometry
+# probe and the regularisers: told apart from 128 passed (refused where nothing is tokenised, noted where it is cut)
+MAX_LENGTH = DefaultInt(128)

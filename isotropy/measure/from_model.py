@@ -21,7 +21,7 @@ from pathlib import Path
 
 import click
 
-from isotropy._utils.defaults import DefaultInt
+from isotropy._utils.defaults import MAX_LENGTH as _MAX_LENGTH
 
 __all__ = ["DEFAULT_LAYER_METRICS", "LEVELS", "MetricFailedWarning", "format_table", "measure_layers", "model_options", "plot_layers", "read_texts",
            "run_cli", "token_hidden_states"]
@@ -374,11 +374,6 @@ def token_hidden_states(texts, tokenizer, network, layers, *, batch_size, max_le
 
 class MetricFailedWarning(UserWarning):
     """A metric of :func:`measure_layers` failed at every layer (``result["errors"]``): it was not measured."""
-
-
-# max_length's default: cut to the model's positions without a note (128 on a model of 64), where a value passed is
-# noted when it is cut (the JSON records the tokens used either way)
-_MAX_LENGTH = DefaultInt(128)
 
 
 def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", pooling: str = "mean",

@@ -37,6 +37,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import torch
 
+from isotropy._utils.defaults import MAX_LENGTH as _MAX_LENGTH
 from isotropy._utils.defaults import DefaultFloat, DefaultInt, DefaultName
 from isotropy._utils.validation import IsotropyValueError, check_scalar, check_texts
 from isotropy.metrics.table import check_metric_names, metric_names
@@ -296,7 +297,6 @@ _POOLING = DefaultName("mean")
 
 # the defaults of the options that embed texts (a probe, a shrinkage sample): refused when passed with none to embed
 _BATCH_SIZE = DefaultInt(32)
-_MAX_LENGTH = DefaultInt(128)
 
 
 def _model_config(model):
