@@ -13,18 +13,22 @@ from isotropy.training.probe import _MAX_LENGTH, _ZETA, GeometryProbe, check_tok
 __all__ = ["HFGeometryCallback"]
 
 
-def _calling_trainer():
-    """The ``Trainer`` whose loop is calling the current callback event (found on the call stack)."""
+def _trainer_frames():
+    """The local variables of each frame on the call stack that runs a ``Trainer`` method (``self`` a Trainer),
+    innermost first."""
     frame = inspect.currentframe()
     try:
         while frame is not None:
-            candidate = frame.f_locals.get("self")
-            if isinstance(candidate, Trainer):
-                return candidate
+            if isinstance(frame.f_locals.get("self"), Trainer):
+                yield frame.f_locals
             frame = frame.f_back
     finally:
         del frame
-    return None
+
+
+def _calling_trainer():
+    """The ``Trainer`` whose loop is calling the current callback event (found on the call stack)."""
+    return next((local["self"] for local in _trainer_frames()), None)
 
 
 class HFGeometryCallback(TrainerCallback):

@@ -46,22 +46,12 @@ def _epoch(state) -> int:
 def _saved_shrinkage(args, state):
     """The regulariser's file in the checkpoint the Trainer is resuming from (``resume_from_checkpoint`` of its
     training loop, else ``output_dir/checkpoint-<global_step>``), or ``None``."""
-    import inspect
     import os
 
-    from transformers import Trainer
+    from isotropy.training.hf_callback import _trainer_frames
 
-    folders = []
-    frame = inspect.currentframe()
-    try:
-        while frame is not None:
-            local = frame.f_locals
-            if isinstance(local.get("self"), Trainer) and isinstance(local.get("resume_from_checkpoint"),
-                                                                     (str, os.PathLike)):
-                folders.append(os.fspath(local["resume_from_checkpoint"]))
-            frame = frame.f_back
-    finally:
-        del frame
+    folders = [os.fspath(local["resume_from_checkpoint"]) for local in _trainer_frames()
+               if isinstance(local.get("resume_from_checkpoint"), (str, os.PathLike))]
     folders.append(os.path.join(args.output_dir, f"checkpoint-{state.global_step}"))
     for folder in folders:
         path = os.path.join(folder, _STATE_FILE)
