@@ -82,11 +82,20 @@ def test_a_gzip_bomb_of_word_vectors_is_refused_and_leaves_nothing(tmp_path, mon
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where the decompressed bytes would go
     bomb = tmp_path / "v.vec.gz"
     with gzip.open(bomb, "wb", compresslevel=9) as out:
-        out.write(b"2 3\n")
+        out.write(b"2 3\na 1 2 3\n")  # text (its first vector line reads as one): decompressed whole, then read
         for _ in range(80):
             out.write(b" " * 2**20)  # 80 MiB of spaces: ~80 KiB compressed
     with pytest.raises(IsotropyValueError, match=r"v.vec.gz' expands from \d+ to at least \d+ bytes .* as a "
                                                  r"decompression bomb would"):
+        read_word_vectors(bomb)
+    assert not list(tmp_path.glob("isotropy-vectors-*"))
+    # with no vector line after its header it reads as word2vec binary, parsed as it decompresses: refused at its
+    # first record (tests/test_io_word_vectors_gzip.py has the bomb cap of that stream)
+    with gzip.open(bomb, "wb", compresslevel=9) as out:
+        out.write(b"2 3\n")
+        for _ in range(80):
+            out.write(b" " * 2**20)
+    with pytest.raises(IsotropyValueError, match=r"v.vec.gz' has an empty word at vector 0: the header '2 3' does not"):
         read_word_vectors(bomb)
     assert not list(tmp_path.glob("isotropy-vectors-*"))
     small = tmp_path / "small.vec.gz"

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from isotropy.io.embeddings import read_embeddings
 from isotropy.io.labels import read_labels
+from isotropy.io.word_vectors import read_word_vectors
 
 SETTINGS = settings(max_examples=40, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
@@ -195,6 +196,135 @@ def test_npy_header_lies_about_shape(tmp_path):
     assert kind == "refused" and "x.npy" in message
     with pytest.raises(ValueError):
         read_embeddings(tmp_path / "x.npy", mmap_mode="r")
+
+
+# gzipped word2vec binary with a limit: parsed as it decompresses, the first `limit` records only
+
+
+def _bin_gz(X, tmp_path, *, padded: bool = False):
+    """The bytes of X as a gzipped word2vec binary file, its words, and how many of its first bytes hold X's records.
+
+    ``padded``: X's records, flushed (the compressed bytes end there), then 20,000 vectors of zeros (words z0, z1,
+    ...): the file decompresses to well past the reader's buffers, which then stop before the stream's end."""
+    import gzip
+    import zlib
+
+    data, names = _encode(X, ".bin", tmp_path)
+    if not padded:
+        packed = gzip.compress(data, mtime=0)
+        return packed, names, len(packed)
+    n, d = X.shape
+    pad = [f"z{i}" for i in range(20_000)]
+    data = f"{n + len(pad)} {d}".encode() + data[data.index(b"\n"):]
+    compressor = zlib.compressobj(6, zlib.DEFLATED, 31)
+    head = compressor.compress(data) + compressor.flush(zlib.Z_FULL_FLUSH)
+    tail = compressor.compress(b"".join(f"{w} ".encode() + bytes(4 * d) + b"\n" for w in pad)) + compressor.flush()
+    return head + tail, names + pad, len(head)
+
+
+def _gzip_decoded(data: bytes) -> bytes:
+    """Every byte Python's gzip decoder yields from ``data`` before it stops (its end, or damage it sees): the
+    compressed bytes fed one at a time, so that no output is lost with the call that meets the damage (zlib's
+    own gzip decoder is stricter about the header than Python's, which the reader uses)."""
+    import gzip
+    import zlib
+
+    class OneByte(io.RawIOBase):
+        def __init__(self):
+            self.position = 0
+
+        def readable(self):
+            return True
+
+        def read(self, size=-1):  # the magic number whole (gzip reads it with one read(2)), then a byte a time
+            taken = data[self.position:self.position + (2 if self.position == 0 else 1)]
+            self.position += len(taken)
+            return taken
+
+    decoded = bytearray()
+    try:
+        with gzip.GzipFile(fileobj=OneByte()) as source:
+            while chunk := source.read(1):
+                decoded += chunk
+    except (OSError, EOFError, zlib.error):
+        pass
+    return bytes(decoded)
+
+
+def _first_records(decoded: bytes, limit: int):
+    """The header's word count and the first ``limit`` words and vectors of word2vec binary bytes, parsed here (the
+    test's own reading of the format: '<n> <d>' line, then per word: its bytes up to a space, line breaks left out,
+    and d little-endian float32)."""
+    head, _, rest = decoded.partition(b"\n")
+    n_words, dim = (int(count) for count in head.split())
+    words, rows, at = [], [], 0
+    for _ in range(min(limit, n_words)):
+        space = rest.index(b" ", at)
+        words.append(rest[at:space].replace(b"\n", b"").decode("utf-8", errors="replace"))
+        row = rest[space + 1:space + 1 + 4 * dim]
+        assert len(row) == 4 * dim
+        rows.append(np.frombuffer(row, dtype="<f4"))
+        at = space + 1 + 4 * dim
+    return n_words, words, np.array(rows, dtype=np.float32).reshape(len(rows), dim)
+
+
+@SETTINGS
+@given(X=matrices(), limit=st.integers(1, 8), cut=st.floats(0.0, 0.999), padded=st.booleans())
+def test_truncated_gzipped_binary_with_a_limit_is_refused_or_its_first_words(tmp_path_factory, X, limit, cut, padded):
+    """A gzip stream cut short yields a prefix of the file: its first `limit` words as written, or a refusal; a limit
+    that reaches the header's count reads the stream to its (missing) end: a refusal."""
+    tmp = tmp_path_factory.mktemp("bgzcut")
+    data, names, _ = _bin_gz(X, tmp, padded=padded)
+    path = tmp / "x.bin.gz"
+    path.write_bytes(data[: int(len(data) * cut)])
+    kind, result = _read(path, read_word_vectors, limit=limit, binary=True)
+    if kind == "ok":
+        assert limit < len(names), result
+        words, got = result
+        assert words == names[:limit]
+        np.testing.assert_array_equal(got, np.vstack([X, np.zeros((len(names) - len(X), X.shape[1]))])[:limit])
+    else:
+        assert result.startswith(f"{str(path)!r} "), result
+
+
+@SETTINGS
+@given(X=matrices(), limit=st.integers(1, 8), bit=st.integers(0, 2**20), padded=st.booleans())
+def test_bit_flipped_gzipped_binary_with_a_limit_is_refused_or_what_it_decodes_to(tmp_path_factory, X, limit, bit,
+                                                                                   padded):
+    """One bit flipped in a .bin.gz (padded: in the bytes of its first records): a one-line refusal, or exactly the
+    words and vectors of the bytes the damaged stream decodes to. A flip inside the records read goes unseen by gzip
+    when the reader stops before the stream's checksum (a limit below the header's count, a file longer than the
+    reader's buffers); a reader that reads to the end returns the file as written or refuses it."""
+    tmp = tmp_path_factory.mktemp("bgzflip")
+    data, names, head = _bin_gz(X, tmp, padded=padded)
+    flipped = bytearray(data)
+    position = bit % (8 * head)
+    flipped[position // 8] ^= 1 << (position % 8)
+    path = tmp / "x.bin.gz"
+    path.write_bytes(bytes(flipped))
+    kind, result = _read(path, read_word_vectors, limit=limit, binary=True)
+    if kind == "refused":
+        assert result.startswith(f"{str(path)!r} "), result
+        return
+    words, got = result
+    n_decoded, expected_words, expected = _first_records(_gzip_decoded(bytes(flipped)), limit)
+    assert words == expected_words
+    np.testing.assert_array_equal(got, expected)
+    if limit >= n_decoded:  # read to the end, checksum included: only a flip gzip ignores (a header field) reads
+        assert words == names
+        np.testing.assert_array_equal(got, X)
+
+
+@SETTINGS
+@given(X=matrices(), limit=st.integers(1, 8))
+def test_gzipped_binary_with_a_limit_round_trip(tmp_path_factory, X, limit):
+    tmp = tmp_path_factory.mktemp("bgzrt")
+    data, names, _ = _bin_gz(X, tmp)
+    path = tmp / "x.bin.gz"
+    path.write_bytes(data)
+    words, got = read_word_vectors(path, limit=limit)
+    assert words == names[:limit]
+    np.testing.assert_array_equal(got, X[:limit])
 
 
 def _labels_read_or_refused(path, n_rows, column, *, ndim=None):

@@ -7,6 +7,7 @@ Returns ``(words, X)`` with ``X`` a float32 array of shape ``(n_words, n_feature
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 from pathlib import Path
 
@@ -102,17 +103,23 @@ def read_word_vectors(path: str | os.PathLike, *, binary: bool | None = None, li
                               f"{PACKAGED_GLOVE!r} for the packaged GloVe vectors", value_error=IsotropyValueError)
     with open(path, "rb") as handle:
         compressed = handle.read(2) == _GZIP_MAGIC
-    if compressed and limit is not None and not binary and not _gzip_binary(path):
-        # text with a limit: the first lines read as they decompress, not the whole file first (classifier-geometry's
-        # vocab_limit of a few thousand words of a file of millions)
-        import gzip
+    if compressed:
+        if binary is None:
+            binary = _gzip_binary(path)
+        if binary:  # GoogleNews .bin.gz: parsed as it decompresses, with a limit or without (_read_binary_gzip)
+            return _read_binary_gzip(path, limit, encoding)
+        if limit is not None:
+            # text with a limit: the first lines read as they decompress, not the whole file first (classifier-geometry's
+            # vocab_limit of a few thousand words of a file of millions)
+            import gzip
 
-        return _read_text(path, limit, encoding,
-                          opener=lambda: gzip.open(path, "rt", encoding=encoding, errors="replace"))
-    if compressed:  # GoogleNews .bin.gz, fastText .vec.gz: read from the decompressed bytes, named as this file
+            return _read_text(path, limit, encoding,
+                              opener=lambda: gzip.open(path, "rt", encoding=encoding, errors="replace"))
+        # fastText .vec.gz, whole: read from the decompressed bytes, named as this file (the text stream has no bomb
+        # cap of its own; a limit bounds it to `limit` lines)
         with _gunzipped(path) as plain:
             try:
-                return read_word_vectors(plain, binary=binary, limit=limit, encoding=encoding)
+                return read_word_vectors(plain, binary=False, limit=limit, encoding=encoding)
             except IsotropyValueError as exc:
                 raise IsotropyValueError(str(exc).replace(str(plain), f"{path} (decompressed)")) from None
     if binary is None:
@@ -182,43 +189,118 @@ def _read_binary(path: Path, limit, encoding):
     n_features little-endian float32 (optionally a newline). The header must match the file: a file
     that ends early or goes on after the last vector (a header that understates the count or the
     dimension) is refused, never read as shifted or missing vectors."""
-    size = path.stat().st_size
     with open(path, "rb") as handle:
-        # bounded: a file of one 1 GB line (no line break) is not read whole; the line break is not counted
-        line = handle.readline(_MAX_LINE + 2)
-        if len(line) - (2 if line.endswith(b"\r\n") else line.endswith(b"\n")) > _MAX_LINE:
-            raise IsotropyValueError(f"{str(path)!r} is not a word2vec binary file: its first line is longer than "
-                                     f"{_MAX_LINE:,} bytes; expected a first line '<n_words> <n_features>'.")
-        header = line.split()
-        if len(header) != 2 or not all(p.isdigit() for p in header):
-            raise IsotropyValueError(f"{str(path)!r} is not a word2vec binary file: the first line must be "
-                             f"'<n_words> <n_features>'.")
-        _check_counts(path, [p.decode("ascii") for p in header])
-        n_words, dim = int(header[0]), int(header[1])
-        if n_words < 1 or dim < 1:
-            raise IsotropyValueError(f"{str(path)!r} has the word2vec header '{n_words} {dim}'; expected at least one word "
-                             f"and one feature.")
-        row_bytes = 4 * dim
-        if handle.tell() + n_words * (row_bytes + 2) > size:  # each entry: >= 1 byte of word, a space, the vector
-            raise IsotropyValueError(f"{str(path)!r} is {size} bytes, too short for the {n_words} vectors of {dim} float32 its "
-                             f"header announces (truncated file or wrong header).")
-        n = n_words if limit is None else min(limit, n_words)
-        words, X = [], np.empty((n, dim), dtype=np.float32)
-        for i in range(n):
-            chars = _binary_word(handle, path, i, n_words, dim)
-            if not chars:
-                raise IsotropyValueError(f"{str(path)!r} has an empty word at vector {i}: the header '{n_words} {dim}' does not "
-                                 f"match the file.")
-            words.append(chars.decode(encoding, errors="replace"))
-            buf = handle.read(row_bytes)
-            if len(buf) != row_bytes:
-                raise IsotropyValueError(f"{str(path)!r} ends inside vector {i} (truncated word2vec binary).")
+        return _parse_binary(handle, path, limit, encoding, size=path.stat().st_size)
+
+
+def _read_binary_gzip(path: Path, limit, encoding):
+    """word2vec binary gzip-compressed, parsed by :func:`_parse_binary` as it decompresses (no temporary file).
+
+    With a ``limit`` below the header's word count: the header and the first ``limit`` records, no further (the rest
+    is neither decompressed nor checked: damage or a bad checksum past them goes unseen, as for gzipped text with a
+    limit). Otherwise the stream is read to its end, checksum included, before the vectors are returned.
+
+    Streamed without a limit too, not decompressed to a temporary file first as gzipped text is: as safe (the same
+    bomb cap on the bytes decompressed, a damaged, cut or over-long stream refused in one line before any vector is
+    returned, the vectors kept as they arrive rather than in an array sized from the unproven header) and not slower
+    (the decompressed bytes are not written to disk and read back). What changes is when a header that overstates
+    the file is found: at the record where the stream ends ("ends after i of n vectors"), not from the decompressed
+    size up front ("too short for the n vectors its header announces").
+    """
+    import gzip
+
+    with gzip.open(path, "rb") as source, io.BufferedReader(_CappedGzip(source, path), 2**16) as handle:
+        return _parse_binary(handle, path, limit, encoding, size=None)
+
+
+class _CappedGzip(io.RawIOBase):
+    """The decompressed bytes of the open gzip file ``source`` (of the file ``path``), refused in one line past the
+    bomb cap of :func:`_gunzipped` and where the stream is not gzip, cut short or damaged."""
+
+    def __init__(self, source, path: Path):
+        from isotropy.io._archives import EXPANSION_FLOOR_BYTES, MAX_EXPANSION
+
+        self._source, self._path, self.total = source, path, 0
+        self.stored = path.stat().st_size
+        self.cap = max(EXPANSION_FLOOR_BYTES, MAX_EXPANSION * max(self.stored, 1))
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        import zlib
+
+        from isotropy.io._archives import expansion_problem
+
+        try:
+            n = self._source.readinto(buffer)
+        except (OSError, EOFError, zlib.error) as exc:  # not gzip past its first bytes, cut short, a bad checksum
+            raise _not_gzip(self._path, exc) from None
+        self.total += n
+        problem = expansion_problem(f"{str(self._path)!r}", self.total, self.stored, bound="at least")
+        if problem is not None:
+            raise IsotropyValueError(f"{problem}; expected a gzip-compressed word-vector file.")
+        return n
+
+
+def _parse_binary(handle, path: Path, limit, encoding, *, size: int | None):
+    """The word2vec binary records of the binary file object ``handle`` (at its start; with ``peek``), for
+    :func:`_read_binary` and :func:`_read_binary_gzip`.
+
+    ``size``: the bytes of the file, against which the header is checked before a record is read; ``None`` for a
+    gzip stream, whose size is known only at its end: the header is checked against the bomb cap of ``handle``'s
+    :class:`_CappedGzip`, and the records are kept as they arrive, not in an array the unproven header sized.
+    """
+    # bounded: a file of one 1 GB line (no line break) is not read whole; the line break is not counted
+    line = handle.readline(_MAX_LINE + 2)
+    if len(line) - (2 if line.endswith(b"\r\n") else line.endswith(b"\n")) > _MAX_LINE:
+        raise IsotropyValueError(f"{str(path)!r} is not a word2vec binary file: its first line is longer than "
+                                 f"{_MAX_LINE:,} bytes; expected a first line '<n_words> <n_features>'.")
+    header = line.split()
+    if len(header) != 2 or not all(p.isdigit() for p in header):
+        raise IsotropyValueError(f"{str(path)!r} is not a word2vec binary file: the first line must be "
+                         f"'<n_words> <n_features>'.")
+    _check_counts(path, [p.decode("ascii") for p in header])
+    n_words, dim = int(header[0]), int(header[1])
+    if n_words < 1 or dim < 1:
+        raise IsotropyValueError(f"{str(path)!r} has the word2vec header '{n_words} {dim}'; expected at least one word "
+                         f"and one feature.")
+    row_bytes = 4 * dim
+    needed = len(line) + n_words * (row_bytes + 2)  # each entry: >= 1 byte of word, a space, the vector
+    if size is not None and needed > size:
+        raise IsotropyValueError(f"{str(path)!r} is {size} bytes, too short for the {n_words} vectors of {dim} float32 its "
+                         f"header announces (truncated file or wrong header).")
+    if size is None and needed > handle.raw.cap:  # past the cap the whole-file path refuses it too, as a bomb
+        raise IsotropyValueError(f"{str(path)!r} has the word2vec header '{n_words} {dim}': its vectors would take at "
+                                 f"least {needed} bytes, more than the {handle.raw.cap} bytes isotropy decompresses "
+                                 f"of a gzip file of {handle.raw.stored} bytes (truncated file or wrong header).")
+    n = n_words if limit is None else min(limit, n_words)
+    words = []
+    X = np.empty((n, dim), dtype=np.float32) if size is not None else None
+    rows = bytearray() if size is None else None  # a stream's records, grown as they arrive
+    for i in range(n):
+        chars = _binary_word(handle, path, i, n_words, dim)
+        if not chars:
+            raise IsotropyValueError(f"{str(path)!r} has an empty word at vector {i}: the header '{n_words} {dim}' does not "
+                             f"match the file.")
+        words.append(chars.decode(encoding, errors="replace"))
+        buf = handle.read(row_bytes)
+        if len(buf) != row_bytes:
+            raise IsotropyValueError(f"{str(path)!r} ends inside vector {i} (truncated word2vec binary).")
+        if X is not None:
             X[i] = np.frombuffer(buf, dtype="<f4")
-        if limit is None or n == n_words:
-            rest = handle.read(64)
-            if rest.strip():
-                raise IsotropyValueError(f"{str(path)!r} goes on after the {n_words} vectors of {dim} features its header "
-                                 f"announces; the header '{n_words} {dim}' does not match the file.")
+        else:
+            rows += buf
+    if limit is None or n == n_words:
+        rest = handle.read(64)
+        if rest.strip():
+            raise IsotropyValueError(f"{str(path)!r} goes on after the {n_words} vectors of {dim} features its header "
+                             f"announces; the header '{n_words} {dim}' does not match the file.")
+        if size is None:  # the stream read to its end, checksum included, as the whole-file path reads it
+            while handle.read(2**20):
+                pass
+    if X is None:
+        X = np.frombuffer(rows, dtype="<f4").reshape(n, dim).astype(np.float32, copy=False)
     return words, X
 
 
