@@ -327,6 +327,57 @@ def test_gzipped_binary_with_a_limit_round_trip(tmp_path_factory, X, limit):
     np.testing.assert_array_equal(got, X[:limit])
 
 
+# Parquet embeddings holding a null or a NaN: read again by pyarrow to tell them apart (embeddings._first_null)
+
+
+def _parquet_gap(path, X, cell: int, *, null: bool, layout: str) -> bytes:
+    """X written by pyarrow with one cell a null or a float NaN, one column per feature or one column of vectors."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = X.astype(np.float64).tolist()
+    i, j = divmod(cell % X.size, X.shape[1])
+    rows[i][j] = None if null else float("nan")
+    if layout == "scalar":
+        table = pa.table({f"f{j}": pa.array([row[j] for row in rows], pa.float64()) for j in range(X.shape[1])})
+    else:
+        size = X.shape[1] if layout == "fixed_size_list" else -1
+        table = pa.table({"emb": pa.array(rows, pa.list_(pa.float64(), size))})
+    pq.write_table(table, path, row_group_size=2)
+    return path.read_bytes()
+
+
+def _shards_of(path):
+    from isotropy.io.shards import read_shards
+
+    return read_shards(path).compute(), None
+
+
+@SETTINGS
+@given(X=matrices(), cell=st.integers(0, 99), null=st.booleans(),
+       layout=st.sampled_from(["scalar", "list", "fixed_size_list"]), how=st.sampled_from(["flip", "cut", "splice"]),
+       at=st.integers(0, 2**20), data=st.binary(min_size=1, max_size=40))
+def test_damaged_parquet_with_a_null_or_a_nan_is_refused_or_read(tmp_path_factory, X, cell, null, layout, how, at,
+                                                                 data):
+    """A bit flipped, a cut or bytes inserted in a Parquet file holding a null or a NaN: a one-line refusal naming the
+    file, or an array of the shape written (Parquet pages carry no checksum: a flipped value bit reads as a value)."""
+    tmp = tmp_path_factory.mktemp("pgap")
+    valid = _parquet_gap(tmp / "src.parquet", X, cell, null=null, layout=layout)
+    if how == "flip":
+        damaged = bytearray(valid)
+        damaged[(at // 8) % len(valid)] ^= 1 << (at % 8)
+    else:
+        damaged = valid[: at % len(valid)] if how == "cut" else spliced(valid, data)
+    path = tmp / "x.parquet"
+    path.write_bytes(bytes(damaged))
+    for reader in (read_embeddings, _shards_of):
+        kind, result = _read(path, reader)
+        if kind == "refused":
+            assert result.startswith(f"Cannot read embeddings from {str(path)!r}: "), result
+        else:
+            assert result[0].shape == X.shape
+
+
 def _labels_read_or_refused(path, n_rows, column, *, ndim=None):
     """``read_labels`` of bytes that may be anything: ``n_rows`` labels, or a one-line refusal naming the file."""
     kind, result = _read(path, read_labels, n_rows=n_rows, column=column)

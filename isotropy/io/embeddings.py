@@ -133,7 +133,9 @@ def read_embeddings(path: str | os.PathLike, *, key: str | None = None, mmap_mod
         Unknown extension, unreadable or corrupt file, not exactly 2-d, non-numeric values, an
         ambiguous or unknown ``key``; a line of a ``.csv``/``.tsv`` file with more or fewer fields
         than the first (a trailing delimiter), or an empty field (``1,,3``), named by its line:
-        pandas would read them as NaN. A missing value is written ``nan``. A first column under a
+        pandas would read them as NaN. A missing value is written ``nan``. A null among the numbers
+        of a ``.parquet`` file (a missing value; pandas' ``to_parquet`` writes a NaN so), named by
+        its column and row; a NaN stored as a float is read as NaN. A first column under a
         row-id header whose integers repeat one (see ``row_names``).
 
     Examples
@@ -881,11 +883,17 @@ def _quoted(value) -> str:
     return repr(shorten(value)) if isinstance(value, str) else shorten(repr(value))
 
 
-def _read_parquet(path, key, *, checked: bool = False, with_columns: bool = False, label_column=None):
+def _read_parquet(path, key, *, checked: bool = False, with_columns: bool = False, label_column=None,
+                  global_row: int | None = None):
     """``(X, names)``; ``checked``: the caller ran :func:`_check_parquet_expansion` on these very bytes (``read_shards``).
 
     ``label_column``: a column left out, as :func:`read_embeddings` leaves it out of a ``.csv`` file (the labels,
     read by :func:`isotropy.io.labels.read_labels`).
+
+    A Parquet null among the numbers (a cell of a column of numbers, an entry of a vector) is refused, naming its
+    column and row (:func:`_refuse_nulls`): pandas reads it as NaN, then reported as the value "nan". A NaN stored
+    as a float is read as it is, as before. ``global_row``: the row of all shards of this file's row 0
+    (``read_shards``), named beside its own.
 
     ``with_columns``: ``(X, names, (columns, listed))`` with the names of the columns ``X`` was read from, in
     order (``listed``: one column of vectors; else one column per feature), which ``read_shards`` compares
@@ -955,6 +963,7 @@ def _read_parquet(path, key, *, checked: bool = False, with_columns: bool = Fals
             X = np.stack([np.asarray(v) for v in column]) if len(column) else np.empty((0, 0))
         except Exception as exc:  # noqa: BLE001
             raise _fail(path, f"column {str(vector_columns[0])!r} cannot be stacked ({_short(exc)})") from None
+        _refuse_nulls(X, path, vector_columns, global_row)
         if with_columns:
             return _as_matrix(X, path), names, ((str(vector_columns[0]),), True)
         return _as_matrix(X, path), names
@@ -968,9 +977,73 @@ def _read_parquet(path, key, *, checked: bool = False, with_columns: bool = Fals
         numeric = numeric.iloc[:, 1:]
     _refuse_label_columns(numeric, path, None if label_column is None else _header_name(label_column))
     _check_numeric_columns(numeric, path, line_offset=None)
+    X = numeric.to_numpy()
+    _refuse_nulls(X, path, list(numeric.columns), global_row)
     if with_columns:
-        return _as_matrix(numeric.to_numpy(), path), names, (tuple(str(c) for c in numeric.columns), False)
-    return _as_matrix(numeric.to_numpy(), path), names
+        return _as_matrix(X, path), names, (tuple(str(c) for c in numeric.columns), False)
+    return _as_matrix(X, path), names
+
+
+def _refuse_nulls(X, path, columns, global_row: int | None) -> None:
+    """Refuse the first row of ``columns`` (of numbers, or one of vectors) holding a Parquet null, which pandas read
+    into ``X`` as NaN (a float column; a list's entry) or as ``pd.NA`` (a nullable column: ``X`` of objects).
+
+    Looked for in the file only when ``X`` holds a NaN or is of objects (no second read of a file without one); a
+    NaN stored as a float is no null, read as before. Consistent with the labels of a Parquet file, whose missing
+    value is refused naming its row (:func:`isotropy.io.labels.read_labels`).
+    """
+    if X.dtype != object and (X.dtype.kind != "f" or X.size == 0 or not np.isnan(np.min(X))):
+        return
+    found = _first_null(path, columns)
+    if found is None:
+        return
+    row, column, position = found
+    where = "" if global_row is None else f" of the shard (row {global_row + row} of all shards)"
+    entry = "" if position is None else f", entry {position} of its vector,"
+    raise _fail(path, f"column {column!r} has a missing value (a Parquet null) on row {row}{where}{entry} where a "
+                      f"number was expected", "a number in every cell (pandas' to_parquet writes a NaN as a null)")
+
+
+def _first_null(path, columns) -> tuple[int, str, int | None] | None:
+    """``(row, column, entry)`` of the first row holding a Parquet null among ``columns`` (of numbers, or of vectors:
+    ``entry`` is the null's place in its vector, ``None`` in a column of numbers); ``None`` when there is none, or
+    when the columns cannot be read again (the file changed since): its NaN then stay NaN, as before."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    try:
+        if hasattr(path, "seek"):  # read_shards' in-memory copy of a shard's first row
+            path.seek(0)
+        names = pq.read_schema(path).names
+        wanted = [str(c) for c in columns if names.count(str(c)) == 1]
+        if hasattr(path, "seek"):
+            path.seek(0)
+        table = pq.read_table(path, columns=wanted)
+    except Exception:  # noqa: BLE001 -- read once already: as it was read then
+        return None
+    found = None
+    for name in wanted:
+        start = 0
+        for chunk in table.column(name).chunks:  # a row group at a time: no copy of the whole column
+            if found is not None and start >= found[0]:
+                break
+            if pa.types.is_list(chunk.type) or pa.types.is_large_list(chunk.type) or \
+                    pa.types.is_fixed_size_list(chunk.type):  # a null among a vector's entries
+                first = pc.index(chunk.flatten().is_null(), True).as_py()  # the entries of the cells not null
+                if first >= 0:
+                    lengths = pc.fill_null(pc.list_value_length(chunk), 0).to_numpy()  # a null cell: no entries
+                    ends = np.cumsum(lengths)
+                    row = int(np.searchsorted(ends, first, side="right"))
+                    entry = int(first - (ends[row] - lengths[row]))
+                    found = (start + row, name, entry) if found is None or start + row < found[0] else found
+                    break
+            elif chunk.null_count:
+                row = pc.index(chunk.is_null(), True).as_py()
+                found = (start + row, name, None) if found is None or start + row < found[0] else found
+                break
+            start += len(chunk)
+    return found
 
 
 def _check_parquet_expansion(path, fail=None) -> None:

@@ -287,7 +287,7 @@ def _load_parquet(path, key, n_rows, dtype, global_row, stamp=None, *, label_col
     ``label_column``: left out, as its header left it out. ``width``: the features the array was built with, from
     the first row of each shard (:func:`_parquet_header`)."""
     X, _ = _read_parquet(Path(path), key, checked=stamp is not None and _stamp(path) == stamp,
-                         label_column=label_column)
+                         label_column=label_column, global_row=global_row)
     if X.shape[0] != n_rows:
         raise _fail(path, f"it changed while being read ({X.shape[0]} rows, {n_rows} when the array was built)",
                     "shards that stay the same during the computation")
