@@ -634,3 +634,89 @@ def test_certificate_covers_the_points_of_every_chunk():
     assert not _certified(*args, 5.0)[0]  # a point of norm 5 somewhere: not provable
     assert _certified(*args, 3.9)[0]  # every point within q1: the first bound excludes each non-candidate
     assert not _certified(*args[:2], np.array([1.0]), 1e-3, 0.0, 4, 4.1)[0]
+
+
+def _tied_data(kind, n, d, rng):
+    return {"identical": np.ones((n, d)), "one-hot": np.eye(d)[rng.integers(0, d, n)],
+            "lattice": rng.integers(0, 2, (n, d)).astype(float), "gaussian": rng.standard_normal((n, d))}[kind]
+
+
+@pytest.mark.parametrize("kind", ["identical", "one-hot", "lattice", "gaussian"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_exact_fallbacks_match_cdist_on_ties_in_small_pieces(jit, kind, seed, monkeypatch):
+    """The float64 fallbacks (stage 3a, ``_float64_candidates``; stage 3b, ``_exact_rows``) on rows whose distances
+    tie, among a range of the points (a dask tile's), in pieces of a few columns and rows (their memory bounds
+    made tiny): each row's k nearest by (distance, index), as a stable sort of cdist."""
+    from isotropy._kernels import neighbors as kernels
+
+    rng = np.random.default_rng(seed)
+    n, d = 97, 5
+    X = _tied_data(kind, n, d, rng)
+    monkeypatch.setattr(kernels, "_GATHER_MEMORY", 8 * d * int(rng.integers(1, 9)))
+    monkeypatch.setattr(kernels, "_FALLBACK_SCORES", int(rng.integers(1, 200)))
+    jit_module = kernels.compiled_kernels(n, d, 1) if jit == "1" else None
+    assert (jit_module is not None) == (jit == "1")
+    first, stop = (0, n) if seed == 0 else (int(rng.integers(0, 30)), int(rng.integers(60, n + 1)))
+    rows = rng.choice(n, size=40, replace=False)
+    cols = np.arange(first, stop)
+    D = cdist(X[rows], X[cols])
+    D[rows[:, None] == cols[None, :]] = np.inf
+    for k in (1, 4, stop - first - 1):
+        order = np.argsort(D, axis=1, kind="stable")[:, :k]
+        sq, ind = kernels._exact_rows(X, None, rows, k, (first, stop), jit_module)
+        np.testing.assert_array_equal(ind, cols[order])
+        np.testing.assert_allclose(np.sqrt(sq), np.take_along_axis(D, order, axis=1), rtol=1e-12, atol=1e-15)
+    # stage 3a keeps each row's m best float64 scores: the candidates hold a nearest neighbour set
+    centre = X.mean(axis=0)
+    q = ((X - centre) ** 2).sum(axis=1)
+    m = 6
+    v, i = kernels._float64_candidates(X, None, centre, q, rows, m, (first, stop))
+    score = -np.sort(D, axis=1) ** 2 / 2  # -‖x_i - x_j‖²/2, best first
+    np.testing.assert_allclose(np.sort(v, axis=1)[:, ::-1], score[:, :m], rtol=1e-9, atol=1e-9)
+    held = -np.take_along_axis(D, np.searchsorted(cols, i), axis=1) ** 2 / 2  # each candidate's own score
+    np.testing.assert_allclose(held, v, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("kind", ["identical", "one-hot"])
+def test_ties_everywhere_keep_the_fallback_linear(jit, kind, monkeypatch):
+    """Data whose every distance ties (repeated rows, one-hot rows): every row goes to the exact fallback, whose
+    selection sorts each distance at most once (no sort by (distance, index) of each step, and numpy's partition,
+    which slows down tenfold on such rows, is not used); the result is the stable sort of cdist."""
+    from isotropy._kernels import neighbors as kernels
+
+    n, d, k = 600, 8, 5
+    X = _tied_data(kind, n, d, np.random.default_rng(0))
+    ref_d, ref_i = _reference(X, k)
+    sorted_entries = []
+
+    def counting(sort):
+        def counted(a, *args, **kwargs):
+            sorted_entries.append(np.size(a[0]) if sort is np.lexsort else np.size(a))
+            return sort(a, *args, **kwargs)
+        return counted
+
+    for name in ("sort", "argsort", "lexsort"):
+        monkeypatch.setattr(kernels.np, name, counting(getattr(np, name)))
+
+    def no_partition(*args, **kwargs):
+        raise AssertionError("np.argpartition/np.partition in the exact fallbacks")
+
+    monkeypatch.setattr(kernels.np, "argpartition", no_partition)
+    monkeypatch.setattr(kernels.np, "partition", no_partition)
+    monkeypatch.setattr(kernels, "_GATHER_MEMORY", 8 * d * 50)  # 50 columns a step: 12 steps
+    monkeypatch.setattr(kernels, "_FALLBACK_SCORES", 50 * n)  # the same for the float64 scores
+    jit_module = kernels.compiled_kernels(n, d, k) if jit == "1" else None
+    dist, ind = kernels._exact_rows(X, None, np.arange(n), k, (0, n), jit_module)
+    np.testing.assert_array_equal(ind, ref_i)
+    np.testing.assert_allclose(np.sqrt(dist), ref_d, rtol=1e-12, atol=0)
+    # the first step sorts its k + 50 entries per row (and argsorts the k it keeps); after it, only the rows that
+    # take a new entry sort the k they hold and the few new ones (one-hot rows whose first 50 columns held fewer
+    # than k of their class); a sort of every step's entries would be 12 times the first term
+    assert sum(sorted_entries) <= n * (k + 50) + n * k + n * 4 * k
+    sorted_entries.clear()
+    centre = X.mean(axis=0)
+    kernels._float64_candidates(X, None, centre, ((X - centre) ** 2).sum(axis=1), np.arange(n), k + 8, (0, n))
+    # float64 scores of tied points differ by their rounding, so a few enter at each step: far fewer than a sort of
+    # every step's scores (12 steps of m + 50 per row, and the m kept)
+    m = k + 8
+    assert sum(sorted_entries) <= 0.3 * 12 * n * (m + 50 + m)

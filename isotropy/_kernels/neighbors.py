@@ -834,24 +834,111 @@ def _candidate_pass(ops: _Operands, sides, tasks, b: int, jit=None) -> None:
 
 
 def _exact_rows(X, scale, rows: np.ndarray, n_neighbors: int, cols: tuple[int, int], jit=None):
-    """Exact search for a few rows among the points ``cols[0]:cols[1]``: float64 differences, ties by index."""
-    step = max(1, _GATHER_MEMORY // max(1, X.shape[1] * 8))
+    """Exact search for a few rows among the points ``cols[0]:cols[1]``: float64 differences, ties by index.
+
+    The rows go in chunks of at most ``_FALLBACK_SCORES`` distances (rows x columns per step) on one worker per
+    core, so memory is bounded whatever the number of rows; each step updates the rows' ``n_neighbors`` best
+    (:func:`_take_smallest`) without sorting every distance by (distance, index): the rows that reach this stage
+    are mostly those whose neighbours tie (repeated rows, one-hot or lattice data), where such sorts made it
+    O(n² log n) on many rows.
+    """
+    from isotropy._kernels.silhouette import _run_tasks
+
+    step = max(1, _GATHER_MEMORY // max(1, X.shape[1] * 8))  # columns per step: their gathered rows stay in cache
+    step = min(step, max(1, cols[1] - cols[0]))
+    chunk = max(1, _FALLBACK_SCORES // (step + n_neighbors))  # rows per chunk
     best_sq = np.full((rows.size, n_neighbors), np.inf)
     best_i = np.zeros((rows.size, n_neighbors), dtype=np.intp)
-    for s in range(cols[0], cols[1], step):
-        c = np.arange(s, min(cols[1], s + step))
-        sq = _exact_sq_distances(X, scale, rows, np.broadcast_to(c, (rows.size, c.size)), jit)
-        sq[rows[:, None] == c[None, :]] = np.inf  # a point is not its own neighbour
-        best_sq, best_i = _sort_candidates(np.concatenate([best_sq, sq], axis=1),
-                                           np.concatenate([best_i, np.broadcast_to(c, sq.shape)], axis=1),
-                                           n_neighbors)
+
+    def rows_chunk(first, state):
+        R = rows[first:first + chunk]
+        for s in range(cols[0], cols[1], step):
+            c = np.arange(s, min(cols[1], s + step))
+            sq = _exact_sq_distances(X, scale, R, np.broadcast_to(c, (R.size, c.size)), jit)
+            sq[R[:, None] == c[None, :]] = np.inf  # a point is not its own neighbour
+            _take_smallest(best_sq[first:first + chunk], best_i[first:first + chunk], sq, c)
+
+    _run_tasks(rows_chunk, [(first,) for first in range(0, rows.size, chunk)],
+               max_workers=1 if rows.size <= chunk else None)
     return best_sq, best_i
 
 
+def _take_smallest(held: np.ndarray, held_i: np.ndarray, values: np.ndarray, cols: np.ndarray) -> None:
+    """Update each row's ``k`` smallest (``held``, sorted, with their indices ``held_i``; in place) with ``values``
+    of the points ``cols`` (increasing, all above the indices held), by (value, index).
+
+    Only a value below a row's ``k``-th so far can enter (at an equal value the lower index held wins): after the
+    first steps of a search few do, and none where the values tie. When most do (the first step), the rows are
+    merged whole; otherwise only the rows that take one, with only those values (:func:`_smallest_by_position`).
+    """
+    enter = values < held[:, -1:]
+    passed = np.count_nonzero(enter)
+    if passed == 0:
+        return
+    k = held.shape[1]
+    if 4 * passed > values.size:  # the values that do not enter are never chosen: right of k held ones at most equal
+        held[:], held_i[:] = _smallest_by_position(np.concatenate([held, values], axis=1),
+                                                   np.concatenate([held_i, np.broadcast_to(cols, values.shape)],
+                                                                  axis=1), k)
+        return
+    r, j = np.nonzero(enter)
+    counts = np.bincount(r, minlength=values.shape[0])
+    live = np.flatnonzero(counts)  # only the rows that take a new value
+    at = np.arange(r.size) - np.repeat(np.cumsum(counts) - counts, counts)  # place within its row
+    r = np.searchsorted(live, r)
+    V = np.full((live.size, int(counts.max())), np.inf)
+    V[r, at] = values[live[r], j]
+    C = np.zeros(V.shape, dtype=np.intp)  # padding right of every value: never among a row's k first
+    C[r, at] = cols[j]
+    # the values held stand left of the new ones (their indices are lower), and the new ones by index, so that among
+    # equal values the position orders the indices
+    held[live], held_i[live] = _smallest_by_position(np.concatenate([held[live], V], axis=1),
+                                                     np.concatenate([held_i[live], C], axis=1), k)
+
+
+def _smallest_by_position(values: np.ndarray, ind: np.ndarray, k: int):
+    """The ``k`` smallest of each row of ``values`` by (value, position), sorted by (value, index), and their ``ind``.
+
+    A sort of the values and a few linear passes (no sort of the indices), for rows whose indices increase with the
+    position among equal values, so that (value, position) is (value, index). A row with NaN (not expected: the
+    distances and scores of finite rows) goes through :func:`_sort_candidates`.
+    """
+    if np.isnan(values).any():
+        return _sort_candidates(values, ind, k)
+    # the k-th smallest value of each row, from a sort: numpy's partition slows down tenfold on rows of many equal
+    # values and a few larger ones (the rows that reach the fallbacks), its (vectorised) sort does not
+    kth = np.sort(values, axis=1)[:, k - 1:k]
+    below = values < kth
+    tied = values == kth
+    # of the values equal to the k-th, the first (k - values below) by position (counted only in the rows that hold
+    # more of them than that, over as many first columns as hold each row's first ones: often a few)
+    need = k - np.count_nonzero(below, axis=1)
+    keep = below | tied
+    excess = np.flatnonzero(np.count_nonzero(tied, axis=1) > need)
+    if excess.size:
+        keep[excess] = below[excess]
+        width, need = values.shape[1], need[excess, None]
+        w = min(width, 2 * k + 64)
+        while True:
+            count = np.cumsum(tied[excess, :w], axis=1, dtype=np.int32)
+            if w == width or (count[:, -1:] >= need).all():
+                break
+            w = min(width, 4 * w)
+        keep[excess, :w] |= tied[excess, :w] & (count <= need)
+    r, c = np.nonzero(keep)  # k per row, row-major: by position within each row
+    kept, kept_i = values[r, c].reshape(-1, k), ind[r, c].reshape(-1, k)
+    order = np.argsort(kept, axis=1, kind="stable")  # equal values keep their order: by index
+    return np.take_along_axis(kept, order, axis=1), np.take_along_axis(kept_i, order, axis=1)
+
+
 def _float64_candidates(X, scale, centre, q, rows: np.ndarray, m: int, cols: tuple[int, int]):
-    """Best ``m`` float64 scores (and indices) of ``rows`` against the points ``cols[0]:cols[1]``."""
+    """Best ``m`` float64 scores (and indices) of ``rows`` against the points ``cols[0]:cols[1]``, best first.
+
+    Kept as negated scores by :func:`_take_smallest` (no partition: numpy's slows down tenfold on rows of many
+    equal scores, the rows that reach this stage).
+    """
     C = _representation(X[rows], None if scale is None else scale[rows]) - centre
-    best_v = np.full((rows.size, m), -np.inf)
+    held = np.full((rows.size, m), np.inf)  # -score
     best_i = np.zeros((rows.size, m), dtype=np.intp)
     step = max(m + 1, _FALLBACK_SCORES // max(1, rows.size))
     for s in range(cols[0], cols[1], step):
@@ -859,11 +946,8 @@ def _float64_candidates(X, scale, centre, q, rows: np.ndarray, m: int, cols: tup
         c = _representation(X[s:e], None if scale is None else scale[s:e]) - centre
         S = C @ c.T - q[rows, None] / 2 - q[None, s:e] / 2
         S[(rows[:, None] == np.arange(s, e)[None, :])] = -np.inf
-        v = np.concatenate([best_v, S], axis=1)
-        i = np.concatenate([best_i, np.broadcast_to(np.arange(s, e), S.shape)], axis=1)
-        top = np.argpartition(v, v.shape[1] - m, axis=1)[:, -m:]
-        best_v, best_i = np.take_along_axis(v, top, axis=1), np.take_along_axis(i, top, axis=1)
-    return best_v, best_i
+        _take_smallest(held, best_i, np.negative(S, out=S), np.arange(s, e))
+    return np.negative(held, out=held), best_i
 
 
 def _refine(X, scale, rows, best_v, best_i, n_neighbors, q, gamma, floor, jit=None):
