@@ -9,11 +9,21 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["IsotropyValueError", "Terminated", "debugging"]
+__all__ = ["IsotropyTypeError", "IsotropyValueError", "Terminated", "debugging"]
 
 
 class IsotropyValueError(ValueError):
     """A bad value given to a public function of :mod:`isotropy`."""
+
+
+class IsotropyTypeError(IsotropyValueError, TypeError):
+    """An argument of the wrong type (a sparse matrix for ``X``, ``metric=1``, complex values, a set of labels).
+
+    Both a ``TypeError`` (the convention: a wrong type is a TypeError) and an :class:`IsotropyValueError` (a
+    ``ValueError``), as scikit-learn's ``InvalidParameterError`` is both: the same problem raised one type for
+    numpy and another for torch (a scipy sparse ``X`` a TypeError, a torch sparse one a ValueError), and code
+    catching either kept working when they were made one. Caught as ``TypeError`` or as ``IsotropyValueError``.
+    """
 
 
 class Terminated(KeyboardInterrupt):

@@ -17,7 +17,7 @@ from typing import NamedTuple
 import numpy as np
 
 from isotropy._utils.backend import is_torch
-from isotropy._utils.errors import IsotropyValueError
+from isotropy._utils.errors import IsotropyTypeError, IsotropyValueError
 
 __all__ = [
     "IsotropyValueError",
@@ -104,8 +104,9 @@ def check_X(X, *, caller: str, name: str = "X", min_samples: int = 2, min_featur
                             f"Got {type(X).__name__} instead.")
         sparse = sys.modules.get("scipy.sparse")  # loaded by whoever made a sparse matrix; None: there is none
         if sparse is not None and sparse.issparse(X):  # np.asarray made it a 0-d object array: "dtype object"
-            raise TypeError(f"The '{name}' parameter of {caller} must be a dense array. Got a scipy sparse "
-                            f"{type(X).__name__} instead; convert it with .toarray().")
+            # both a TypeError and an IsotropyValueError, as a torch sparse tensor is (check_tensor_data)
+            raise IsotropyTypeError(f"The '{name}' parameter of {caller} must be a dense array. Got a scipy sparse "
+                                    f"{type(X).__name__} instead; convert it with .toarray().")
         _refuse_masked(X, caller=caller, name=name, drop=f"rows ({name}[~{name}.mask.any(axis=1)].data)")
         try:
             X = np.asarray(_masked_pandas_as_numpy(X))
@@ -223,8 +224,9 @@ def check_tensor_data(X, *, caller: str, name: str = "X"):
         return X
     if X.layout != _strided_layout():  # torch's own error came from deep inside ("Could not run 'aten::aminmax' ...")
         kind = "an MKL-DNN tensor" if "mkldnn" in str(X.layout) else "a sparse tensor"
-        raise IsotropyValueError(f"The '{name}' parameter of {caller} must be a dense tensor. Got {kind} (layout "
-                                 f"{X.layout}) instead; convert it with .to_dense().")
+        # a wrong type: a TypeError, and an IsotropyValueError as it always was (a scipy sparse matrix is the same)
+        raise IsotropyTypeError(f"The '{name}' parameter of {caller} must be a dense tensor. Got {kind} (layout "
+                                f"{X.layout}) instead; convert it with .to_dense().")
     if X.is_meta:
         got = "a tensor on the 'meta' device"
     else:
@@ -436,10 +438,18 @@ def check_bool(value, name: str, *, caller: str) -> bool:
 
 
 def check_option(value, name: str, options, *, caller: str):
-    """Check that ``value`` is one of ``options``."""
+    """Check that ``value`` is one of ``options``.
+
+    Options that are all strings given something not a string (``metric=1``, ``metric=['cosine']``) raise
+    :class:`IsotropyTypeError`, a TypeError (a wrong type, as scikit-learn raises it) that is still the
+    IsotropyValueError these refusals always were; a string not among them, IsotropyValueError.
+    """
+    listed = ", ".join(repr(o) for o in options)
+    message = f"The '{name}' parameter of {caller} must be one of {{{listed}}}. Got {_describe(value)} instead."
+    if not isinstance(value, str) and all(isinstance(option, str) for option in options):
+        raise IsotropyTypeError(message)  # before `in`: an array would be compared element by element
     if value not in options:
-        listed = ", ".join(repr(o) for o in options)
-        raise IsotropyValueError(f"The '{name}' parameter of {caller} must be one of {{{listed}}}. Got {_describe(value)} instead.")
+        raise IsotropyValueError(message)
     return value
 
 
