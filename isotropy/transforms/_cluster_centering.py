@@ -10,6 +10,7 @@ import numpy as np
 
 from isotropy._utils.magnitude import rescaled, safe_exponent_range, times_power_of_two
 from isotropy._utils.validation import (
+    MAX_INT,
     IsotropyValueError,
     check_random_state,
     check_scalar,
@@ -18,14 +19,32 @@ from isotropy.transforms._base import SameFeaturesTransformer, like_input, to_nu
 
 __all__ = ["ClusterCentering", "cluster_center"]
 
+#: The most K-means restarts ``n_init`` takes (see :func:`_check_params`).
+MAX_N_INIT = 1000
 
-def _silhouette(X, labels, *, sample_size, seed) -> float:
-    """Mean silhouette (Euclidean), on a random subsample of ``sample_size`` points when n is larger."""
+
+def _silhouette(X, labels, *, sample_size, seed, caller) -> float:
+    """Mean silhouette (Euclidean), on a random subsample of ``sample_size`` points when n is larger.
+
+    The subsample is silhouette_score's own draw (:func:`isotropy._kernels.silhouette._sample_indices`, the rows
+    scikit-learn draws for that seed), taken here so that a draw holding fewer than 2 of the clusters, or one cluster
+    per row, is refused naming ``caller``'s 'silhouette_sample_size' (silhouette_score named its own 'sample_size').
+    """
+    from isotropy._kernels.silhouette import _sample_indices
     from isotropy.metrics.silhouette import silhouette_score
 
     n = X.shape[0]
     if sample_size is not None and n > sample_size:
-        return float(silhouette_score(X, labels, sample_size=sample_size, random_state=seed))
+        rows = _sample_indices(n, sample_size, seed, caller)
+        found = np.unique(labels[rows]).size
+        if not 2 <= found <= sample_size - 1:
+            k = np.unique(labels).size
+            raise IsotropyValueError(
+                f"The 'silhouette_sample_size' parameter of {caller} drew {sample_size} of the {n} rows, which hold "
+                f"{found} of the k={k} K-means clusters; a silhouette needs between 2 and silhouette_sample_size - 1 "
+                f"= {sample_size - 1} clusters in the sample. Pass a larger silhouette_sample_size (or None for all "
+                f"rows), or another random_state.")
+        return float(silhouette_score(X[rows], labels[rows]))
     return float(silhouette_score(X, labels))
 
 
@@ -55,9 +74,17 @@ def _check_params(n_clusters, k_range, min_silhouette, n_init, silhouette_sample
         raise IsotropyValueError(f"The 'k_range' parameter of {caller} must be a pair of ints (low, high) with "
                                  f"2 <= low <= high. Got {k_range!r} instead.")
     check_scalar(min_silhouette, "min_silhouette", caller=caller, low=-1, high=1)
-    check_scalar(n_init, "n_init", caller=caller, kind=numbers.Integral, low=1)
-    check_scalar(silhouette_sample_size, "silhouette_sample_size", caller=caller, kind=numbers.Integral, low=2,
-                 allow_none=True)
+    # n_init multiplies the work of every k tried (each restart is a whole K-means run): unbounded, 10**12 on a 30 x 3
+    # input ran for ever. The library's bound for counts (MAX_INT = 10**9) bounds sizes, not repeated work: 10**9
+    # restarts would still run for weeks, so n_init has a bound of its own, MAX_N_INIT, two orders of magnitude past
+    # the restarts in use (3 here and in the experiments, scikit-learn's default 10), which keeps a fit within a
+    # thousand times its default cost
+    check_scalar(n_init, "n_init", caller=caller, kind=numbers.Integral, low=1, high=MAX_N_INIT,
+                 high_why="each restart is a whole K-means run, for every k tried")
+    # silhouette_score takes a subsample of 3 rows or more (2 rows hold no silhouette: one cluster, or one per row);
+    # the bound was 2, which passed here and was refused there under silhouette_score's own 'sample_size'
+    check_scalar(silhouette_sample_size, "silhouette_sample_size", caller=caller, kind=numbers.Integral, low=3,
+                 high=MAX_INT, allow_none=True)
 
 
 def fit_cluster_centers(X: np.ndarray, *, n_clusters="auto", k_range=(2, 15), min_silhouette=0.1, n_init=3,
@@ -84,7 +111,7 @@ def fit_cluster_centers(X: np.ndarray, *, n_clusters="auto", k_range=(2, 15), mi
                                  f"samples. Got n_samples={n} instead.")
     Xu, exponent = rescaled(X, caller=caller)
     centers, labels, silhouettes = _fit_at_unit_scale(Xu, n_clusters, k_range, min_silhouette, n_init,
-                                                      silhouette_sample_size, seed)
+                                                      silhouette_sample_size, seed, caller=caller)
     if n_clusters == "auto":
         _warn_if_unreliable(int(centers.shape[0]), n, k_range, caller=caller)
     return times_power_of_two(centers, exponent), labels, silhouettes
@@ -120,7 +147,7 @@ def _warn_if_unreliable(k: int, n: int, k_range, *, caller: str) -> None:
                    f"{'; '.join(reasons)}. Give more samples, or {hint}.")
 
 
-def _fit_at_unit_scale(X, n_clusters, k_range, min_silhouette, n_init, silhouette_sample_size, seed):
+def _fit_at_unit_scale(X, n_clusters, k_range, min_silhouette, n_init, silhouette_sample_size, seed, *, caller):
     """:func:`fit_cluster_centers` on ``X`` at a safe scale (``n_clusters <= n_samples`` checked)."""
     n = X.shape[0]
     silhouettes: dict[int, float] = {}
@@ -130,7 +157,7 @@ def _fit_at_unit_scale(X, n_clusters, k_range, min_silhouette, n_init, silhouett
             centers, labels = kmeans_labels(X, k, seed=seed, n_init=n_init)
             if np.unique(labels).size < 2:
                 continue
-            silhouettes[k] = _silhouette(X, labels, sample_size=silhouette_sample_size, seed=seed)
+            silhouettes[k] = _silhouette(X, labels, sample_size=silhouette_sample_size, seed=seed, caller=caller)
             if best is None or silhouettes[k] > best[0]:
                 best = (silhouettes[k], centers, labels)
         if best is not None and best[0] >= min_silhouette:
@@ -160,11 +187,12 @@ def cluster_center(X, *, n_clusters="auto", k_range=(2, 15), min_silhouette=0.1,
         Below this best silhouette, ``"auto"`` keeps one cluster. Note that K-means splits of a single
         Gaussian in 2 or 3 dimensions already reach silhouettes of about 0.3; the threshold is meant
         for high-dimensional embeddings, where such splits score below 0.1.
-    n_init : int, default=3
+    n_init : int in [1, 1000], default=3
         K-means restarts (k-means++ initialisation) per k.
-    silhouette_sample_size : int or None, default=5000
+    silhouette_sample_size : int >= 3 or None, default=5000
         Silhouettes are computed on a random subsample of this many points when ``n_samples`` is larger
-        (the same subsample for every k); ``None`` uses all points.
+        (the same subsample for every k); ``None`` uses all points. A subsample holding fewer than 2 of
+        a k's clusters, or one cluster per point, has no silhouette and is refused.
     random_state : None, int, numpy.random.Generator or numpy.random.RandomState
         Seeds K-means and the silhouette subsample.
 

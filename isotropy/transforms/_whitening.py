@@ -111,6 +111,12 @@ def _refuse_rank(lam, n, d, k, n_components, *, caller):
         return
     rank = int((lam > tol).sum())
     asked = f"n_components={k}" if n_components is not None else f"the {k} features (n_components=None)"
+    if rank == 0:
+        # every sample the same point: "Pass n_components <= 0" named a value n_components' own range [1, d] refuses;
+        # no number of components can be whitened, only a regularised (eps > 0) whitening or data that vary
+        raise RankDeficient(f"The 'X' parameter of {caller} has a zero covariance (rank 0: all {n} samples are the "
+                            f"same point), so no direction can be whitened. Pass eps > 0 to regularise, or samples "
+                            f"that vary.", rank=rank, n_directions=k)
     raise RankDeficient(f"The 'X' parameter of {caller} has a rank-deficient covariance (rank {rank} < "
                         f"{asked}), which cannot be whitened. Pass n_components <= {rank}, "
                         f"or eps > 0 to regularise, or more samples.", rank=rank, n_directions=k)
