@@ -30,6 +30,7 @@ from isotropy._kernels.isoscore import check_covariance
 from isotropy._utils.backend import no_autocast
 from isotropy._utils.validation import (
     IsotropyValueError,
+    check_real,
     check_scalar,
     check_tensor_data,
     check_weight,
@@ -178,6 +179,8 @@ def shrinkage_covariance(H):
     IsotropyValueError
         An empty list, an entry that is not a 2-d tensor, or entries of different widths (each is named); a NaN or
         inf in ``H`` (its row and column, and the entry of a list, are named).
+    TypeError
+        Complex hidden states (their imaginary parts were dropped).
 
     Examples
     --------
@@ -207,6 +210,8 @@ def _shrinkage_covariance(H, *, caller):
                 raise error(f"The 'H' parameter of {caller} must be a list of torch.Tensors of shape "
                             f"(n_samples, n_features). Got {got} at H[{i}] instead.")
         tensors = [check_tensor_data(h, caller=caller, name=f"H[{i}]") for i, h in enumerate(H)]
+        for i, h in enumerate(tensors):  # cast to float64, complex states lost their imaginary parts silently
+            check_real(h, caller=caller, name=f"H[{i}]", what="tensor")
         other = next((i for i, h in enumerate(tensors) if h.shape[1] != tensors[0].shape[1]), None)
         if other is not None:
             raise IsotropyValueError(
@@ -217,7 +222,7 @@ def _shrinkage_covariance(H, *, caller):
             _refuse_nonfinite(h, caller, f" of H[{i}]")
         source = tensors[0].dtype  # the result's, as documented (not the promoted dtype of float32 + float64)
         H = torch.cat([h.detach().to(tensors[0].device) for h in tensors])
-    H = _check_tensor(H, caller).detach()
+    H = check_real(_check_tensor(H, caller), caller=caller, name="H", what="tensor").detach()
     joined = "" if source is None else " (the list's entries joined)"
     source = H.dtype if source is None else source
     if H.ndim != 2 or H.shape[0] < 2:
@@ -291,6 +296,7 @@ class IStarLoss(nn.Module):
         self.weight = check_weight(weight, caller="IStarLoss")
         if shrinkage_cov is not None:
             check_tensor_data(shrinkage_cov, caller="IStarLoss", name="shrinkage_cov")
+            check_real(shrinkage_cov, caller="IStarLoss", name="shrinkage_cov")  # .to() dropped imaginary parts
             shrinkage_cov = torch.as_tensor(shrinkage_cov).detach().clone()
             if not shrinkage_cov.is_floating_point():
                 shrinkage_cov = shrinkage_cov.to(torch.get_default_dtype())

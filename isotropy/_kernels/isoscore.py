@@ -19,7 +19,7 @@ import numpy as np
 from isotropy._kernels.rows import all_rows_equal
 from isotropy._utils.backend import is_torch, to_output
 from isotropy._utils.magnitude import safe_exponent_range, unit_scale
-from isotropy._utils.validation import IsotropyValueError, _describe, check_scalar, check_tensor_data
+from isotropy._utils.validation import IsotropyValueError, _describe, check_real, check_scalar, check_tensor_data
 
 # Data whose total variance is below (_FLOOR_ULPS * eps)^2 * ||mean||^2 per sample is treated as
 # constant: the residual of exact centring of identical rows is a few ulps of the mean.
@@ -153,9 +153,8 @@ def _check_shrinkage_cov(shrinkage_cov, n_features, *, like, caller, name="shrin
     numpy ``like``: float64 ndarray. torch ``like``: tensor on ``like``'s device and dtype.
     """
     check_tensor_data(shrinkage_cov, caller=caller, name=name)
+    check_real(shrinkage_cov, caller=caller, name=name)  # numpy and torch would drop the imaginary parts
     try:
-        if shrinkage_cov.is_complex() if is_torch(shrinkage_cov) else np.iscomplexobj(shrinkage_cov):
-            raise TypeError("complex")  # numpy would drop the imaginary parts with a warning only
         if is_torch(shrinkage_cov) and not is_torch(like):
             S = shrinkage_cov.detach().cpu().double().numpy()
         elif is_torch(like):
@@ -164,7 +163,7 @@ def _check_shrinkage_cov(shrinkage_cov, n_features, *, like, caller, name="shrin
             S = torch.as_tensor(shrinkage_cov, device=like.device, dtype=like.dtype)
         else:
             S = np.asarray(shrinkage_cov, dtype=np.float64)
-    except (TypeError, ValueError, RuntimeError):  # a string, a ragged list, complex values
+    except (TypeError, ValueError, RuntimeError):  # a string, a ragged list, complex values in an object array
         raise IsotropyValueError(f"The '{name}' parameter of {caller} must be a covariance matrix of shape "
                                  f"({n_features}, {n_features}) (n_features of {data_name}) of real numbers. Got "
                                  f"{' '.join(_describe(shrinkage_cov).split())} instead.") from None  # an array's repr spans lines
@@ -367,8 +366,14 @@ def _isoscore_from_covariance(cov, *, shrinkage_cov, zeta, caller, data_name="co
     """:func:`isoscore_from_covariance` with the public caller's name, and its name for the data whose width
     ``shrinkage_cov`` must have, in its error messages."""
     zeta = float(check_scalar(zeta, "zeta", caller=caller, low=0.0, high=1.0))
+    check_real(cov, caller=caller, name="cov")  # as a complex X is refused: its real part was scored, with a warning
     if not is_torch(cov):
-        cov = np.asarray(cov, dtype=np.float64)
+        try:
+            cov = np.asarray(cov, dtype=np.float64)
+        except (TypeError, ValueError):  # a string, a ragged list, an object array of complex numbers
+            raise IsotropyValueError(f"The 'cov' parameter of {caller} must be a square matrix of real numbers, of "
+                                     f"shape (n_features, n_features). Got {' '.join(_describe(cov).split())} "
+                                     f"instead.") from None
     elif not cov.is_floating_point() or cov.itemsize < 4:
         # half precision overflows in ‖Σ‖²_F (float16 gave inf) and rounds it to 3 digits (bfloat16): float32, as X is
         # computed (differentiable; the score comes back as a float32 tensor)

@@ -26,6 +26,7 @@ __all__ = [
     "check_n_neighbors",
     "check_option",
     "check_random_state",
+    "check_real",
     "check_scalar",
     "check_tensor_data",
     "check_texts",
@@ -145,6 +146,30 @@ def check_X(X, *, caller: str, name: str = "X", min_samples: int = 2, min_featur
         refuse_subnormal(X, max(abs(low), abs(high)), caller=caller, name=name)
         return directions_at_unit_scale(X)
     return unit_scale(X, max(abs(low), abs(high)), caller=caller, name=name) if rescale else X
+
+
+def check_real(value, *, caller: str, name: str, what: str = "matrix"):
+    """Refuse complex values in a matrix or tensor argument (a covariance, Σ_S, hidden states); return ``value``.
+
+    Cast to a real dtype, numpy and torch drop the imaginary parts (numpy with a ComplexWarning, torch with a
+    UserWarning or, from complex64, with nothing): a Hermitian matrix was scored as its real part. Refused as a
+    complex ``X`` is (:func:`check_X`), with :class:`IsotropyTypeError` (a TypeError, and an IsotropyValueError as
+    the other refusals of these matrices are). Anything numpy cannot read as an array passes: its conversion
+    refuses it.
+    """
+    if is_torch(value):
+        dtype = value.dtype if value.is_complex() else None
+    else:
+        try:
+            dtype = getattr(value, "dtype", None)
+            dtype = dtype if isinstance(dtype, np.dtype) else np.asarray(value).dtype
+        except Exception:  # noqa: BLE001 - ragged lists and the like: refused by the conversion that follows
+            return value
+        dtype = dtype if dtype.kind == "c" else None
+    if dtype is not None:
+        raise IsotropyTypeError(f"The '{name}' parameter of {caller} must be a real-valued {what}. Got dtype {dtype} "
+                                f"instead.")
+    return value
 
 
 def _refuse_masked(value, *, caller: str, name: str, drop: str) -> None:
