@@ -397,13 +397,28 @@ def check_scalar(value, name: str, *, caller: str, kind=numbers.Real, low=None, 
            f"Got {_describe(value)} instead.")
     if isinstance(value, bool) or not isinstance(value, kind):
         raise (TypeError if not isinstance(value, numbers.Number) else IsotropyValueError)(msg)
-    if isinstance(value, numbers.Real) and not np.isfinite(value):
+    if not _finite(value, as_float=not integral):
         raise IsotropyValueError(msg)
     if low is not None and (value < low or (value == low and closed in ("right", "neither"))):
         raise IsotropyValueError(msg)
     if high is not None and (value > high or (value == high and closed in ("left", "neither"))):
         raise IsotropyValueError(msg)
     return value
+
+
+def _finite(value, *, as_float: bool) -> bool:
+    """Whether the real number ``value`` is finite: an int always, whatever its size (``np.isfinite`` raised numpy's
+    own TypeError for a Python int from 2**64 on), unless ``as_float`` (a float option, read as a float) and it lies
+    beyond float64's range."""
+    if isinstance(value, numbers.Integral):
+        if not as_float:
+            return True
+        try:
+            float(value)
+        except OverflowError:
+            return False
+        return True
+    return math.isfinite(value)
 
 
 def check_weight(weight, *, caller: str, name: str = "weight") -> float:

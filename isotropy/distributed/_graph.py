@@ -10,6 +10,7 @@ import contextlib
 import contextvars
 import math
 import numbers
+import sys
 import threading
 
 import numpy as np
@@ -363,7 +364,9 @@ def check_tile_rows(chunk_size, caller, n_features, *, default=DEFAULT_TILE_ROWS
     """Rows per tile: ``chunk_size``, or ``default`` rows, fewer for wide data (a block of at most ~32 MiB in float64)."""
     check_scalar(chunk_size, "chunk_size", caller=caller, kind=numbers.Integral, low=1, allow_none=True)
     if chunk_size is not None:
-        return int(chunk_size)
+        # more rows than any array has is one tile of all the rows; from 2**64 on dask's rechunk raised numpy's
+        # "ufunc 'isnan' not supported" (its chunk sums are numpy ints): capped, the same tiles for every such value
+        return min(int(chunk_size), sys.maxsize)
     return int(min(default, max(256, _TILE_BLOCK_BYTES // (8 * max(1, n_features)))))
 
 
