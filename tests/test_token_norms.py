@@ -144,3 +144,50 @@ def test_scale_and_row_order_leave_the_ratios_alone(data, n, d, seed, scale, top
     assert permuted == base
     assert len(base["top"]) == min(top, len(set(tokens)))
     assert [r for _, r in base["top"]] == sorted((r for _, r in base["top"]), reverse=True)
+
+
+# --- a user trial: subnormal X read in float64, and a special norm past float64 -------------------------------------
+
+def _subnormal_cases():
+    X = np.random.default_rng(0).normal(size=(60, 5))
+    cases = [("float64", X * 1e-310, "3.11e-310 < 2.23e-308", 1028),
+             ("float32", (X * 1e-40).astype(np.float32), "3.11e-40 < 1.18e-38", 131)]
+    return X, cases
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch", "dask"])
+def test_subnormal_X_is_refused_as_every_metric_refuses_it(backend):
+    # read in float64, subnormal data were accepted and their ratios off (1.868547 for the 1.868601 of the same
+    # data at a normal scale): refused in the words of check_X's rescaling (isotropy._utils.magnitude)
+    X, cases = _subnormal_cases()
+    tokens = [f"t{i}" for i in range(60)]
+    for dtype, S, shown, lift in cases:
+        if backend == "torch":
+            torch = pytest.importorskip("torch")
+            S = torch.tensor(S)
+        elif backend == "dask":
+            da = pytest.importorskip("dask.array")
+            S = da.from_array(S, chunks=(25, 5))
+        with pytest.raises(isotropy.IsotropyValueError) as info:
+            token_norms(S, tokens)
+        assert str(info.value) == (f"The 'X' parameter of token_norms must have values of normal magnitude. Got only "
+                                   f"subnormal {dtype} numbers (largest |x| = {shown}), which have already lost most "
+                                   f"of their significant digits; store the data at a larger scale (e.g. multiplied "
+                                   f"by 2**{lift}).")
+    # the smallest normal scale is still measured, exactly: the ratios of the data at unit scale
+    norms = np.linalg.norm(X, axis=1)
+    expected = norms.max() / np.median(norms)
+    tiny = np.finfo(np.float64).tiny
+    assert token_norms(X * (tiny / np.abs(X).max()), tokens)["max_over_median"] == pytest.approx(expected, rel=1e-12)
+
+
+def test_a_special_norm_past_float64_is_refused_in_one_line():
+    X = _rows([1.0, 2.0, 3.0])
+    with pytest.raises(isotropy.IsotropyValueError) as info:  # was numpy's own TypeError from np.isfinite
+        token_norms(X, ["a", "b", "c"], special=[("[CLS]", 1.0), ("<bos>", 10**400)])
+    assert str(info.value) == ("The 'special' parameter of token_norms must hold (token, norm) pairs with a finite "
+                               "norm >= 0 inside float64's range (at most 1.8e308). Got "
+                               "100000000000000000000000000000000000000000000000000000000... at position 1 instead.")
+    # an int inside float64's range is taken, as its float
+    result = token_norms(X, ["a", "b", "c"], special=[("<bos>", 10**300)])
+    assert result["special"] == [["<bos>", pytest.approx(1e300 / 2.0, rel=1e-15)]]

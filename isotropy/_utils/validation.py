@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 import numbers
 import sys
+from collections.abc import Iterator, Mapping, MappingView
+from collections.abc import Set as AbstractSet
 from typing import NamedTuple
 
 import numpy as np
@@ -323,8 +325,76 @@ def _refuse_missing_labels(labels, *, caller: str, name: str) -> None:
         missing = label is None or (isinstance(label, float) and math.isnan(label)) or \
             type(label).__name__ in ("NAType", "NaTType")
         if missing:
-            raise IsotropyValueError(f"The '{name}' parameter of {caller} must have a label for every sample. Got a "
-                                     f"missing label ({label!r}) at row {row} instead.")
+            _missing_label(label, row, caller=caller, name=name)
+
+
+def _missing_label(label, row: int, *, caller: str, name: str):
+    """Raise the one refusal of a missing label (``None``, NaN, ``pd.NA``), naming it and its row."""
+    raise IsotropyValueError(f"The '{name}' parameter of {caller} must have a label for every sample. Got a "
+                             f"missing label ({label!r}) at row {row} instead.")
+
+
+def _refuse_pandas_missing_labels(labels, *, caller: str, name: str) -> None:
+    """Refuse a missing label of a pandas Series, array, Index or frame (``pd.NA``, ``None``, NaN), naming its row.
+
+    ``np.asarray`` of a nullable ``Int64`` column turns ``pd.NA`` into NaN, which was refused as "NaN or inf" without
+    a row, where ``None`` in a list is "a missing label (None) at row 0". Rows are counted by position (not by the
+    index). pandas is never imported here: anything not from pandas is returned untouched.
+    """
+    if not type(labels).__module__.startswith("pandas") or not hasattr(labels, "isna"):
+        return
+    missing = np.asarray(labels.isna())
+    if missing.ndim == 2:  # a frame (a multi-label matrix): a row with any missing entry
+        missing = missing.any(axis=1)
+    if missing.ndim != 1 or not missing.any():
+        return
+    row = int(np.argmax(missing))
+    value = labels.iloc[row] if hasattr(labels, "iloc") else labels[row]
+    if getattr(value, "ndim", 0):  # a frame's row: its first missing entry
+        value = value[np.asarray(value.isna())].iloc[0] if hasattr(value, "isna") else value
+    _missing_label(value, row, caller=caller, name=name)
+
+
+def _sequence_labels(labels) -> np.ndarray:
+    """A list or tuple of scalar labels as an array, without numpy's coercions that merge distinct labels.
+
+    ``np.asarray`` makes ``[0, "0"]`` the strings ``'0', '0'`` (and ``['a', b'a']`` two ``'a'``): one cluster of two
+    labels of different kinds, which as an object array are refused as "labels of one kind"; and it makes Python
+    ints from 2**63 float64 (``[2**63, 2**63 + 1, -1]``: the first two one label). Such lists become an object array,
+    whose labels :func:`check_labels` compares as Python does: exactly, and refused when of different kinds. Lists of
+    one kind that numpy holds exactly (ints of int64, floats, strings) are converted as before.
+    """
+    kinds = {type(label) for label in labels}
+    if not all(issubclass(kind, (numbers.Number, str, bytes)) for kind in kinds):
+        return np.asarray(labels)  # nested rows (a multi-label matrix) and the like: numpy's reading
+    numeric = all(issubclass(kind, numbers.Number) for kind in kinds)
+    if numeric or len(kinds) == 1 or all(issubclass(kind, str) for kind in kinds):
+        array = np.asarray(labels)
+        if not numeric or array.dtype.kind in "biuc" or array.dtype == object:
+            return array
+        # floats (from ints and floats, or ints beyond int64): exact only for ints within float64's 53 bits
+        integral = [kind for kind in kinds if issubclass(kind, numbers.Integral)]
+        if not integral or all(abs(int(label)) <= 2**53 for label in labels if isinstance(label, numbers.Integral)):
+            return array
+    as_objects = np.empty(len(labels), dtype=object)
+    as_objects[:] = labels
+    return as_objects
+
+
+def _refuse_unordered_labels(labels, *, caller: str, name: str) -> None:
+    """Refuse labels given as a set, a dict (or one of its views) or an iterator: numpy made them a 0-d object array,
+    refused as "Got an array with shape ()", which said neither what was given nor what is expected."""
+    if isinstance(labels, (AbstractSet, Mapping, MappingView)):
+        hint = ("a set has no row order: give a list of the labels in row order" if isinstance(labels, AbstractSet) and
+                not isinstance(labels, MappingView) else "give the labels in row order as a list, e.g. "
+                "list(labels.values())")
+    elif isinstance(labels, Iterator):
+        hint = "an iterator has no length and is read once: give list(labels)"
+    else:
+        return
+    raise IsotropyTypeError(f"The '{name}' parameter of {caller} must be a sequence or array with one label per "
+                            f"sample (row of X), of shape (n_samples,), or a 2-d 0/1 matrix of shape (n_samples, "
+                            f"n_labels). Got a {type(labels).__name__} instead; {hint}.")
 
 
 def check_labels(labels, *, n_samples: int, caller: str, name: str = "labels") -> np.ndarray:
@@ -337,12 +407,15 @@ def check_labels(labels, *, n_samples: int, caller: str, name: str = "labels") -
     if labels is None or isinstance(labels, (str, bytes, numbers.Number)):  # np.asarray: a 0-d array, "shape ()"
         raise IsotropyValueError(f"The '{name}' parameter of {caller} must be a 1-d label array or a 2-d 0/1 matrix "
                                  f"of shape (n_samples, n_labels). Got {_describe(labels)} instead.")
+    _refuse_unordered_labels(labels, caller=caller, name=name)
     _refuse_masked(labels, caller=caller, name=name, drop=f"rows ({name}[~{name}.mask].data, and the same rows of X)")
     if is_torch(labels):
         labels = check_tensor_data(labels, caller=caller, name=name).detach().cpu().numpy()
+    _refuse_pandas_missing_labels(labels, caller=caller, name=name)
     if isinstance(labels, (list, tuple)):
         # numpy turns ['a', nan] into the strings 'a' and 'nan': a missing label would silently become a cluster
         _refuse_missing_labels(labels, caller=caller, name=name)
+        labels = _sequence_labels(labels)
     labels = np.asarray(labels)
     if labels.dtype == object and labels.ndim == 1:
         _refuse_missing_labels(labels.tolist(), caller=caller, name=name)
@@ -366,7 +439,9 @@ def check_labels(labels, *, n_samples: int, caller: str, name: str = "labels") -
         _, ids = np.unique(labels.astype(np.int8), axis=0, return_inverse=True)
         return ids.reshape(-1).astype(np.intp)
     if labels.dtype.kind == "f" and not np.isfinite(labels).all():
-        raise IsotropyValueError(f"The '{name}' parameter of {caller} must contain only finite values. Got NaN or inf instead.")
+        row = int(np.argmin(np.isfinite(labels)))  # named, as a missing label in a list or a pandas column is
+        raise IsotropyValueError(f"The '{name}' parameter of {caller} must contain only finite values. Got "
+                                 f"{labels[row]} at row {row} instead.")
     try:
         _, ids = np.unique(labels, return_inverse=True)
     except TypeError:  # an object array mixing kinds that do not compare (1 and 'a')

@@ -15,7 +15,8 @@ import numpy as np
 
 from isotropy._utils.backend import is_dask, is_torch
 from isotropy._utils.errors import IsotropyValueError
-from isotropy._utils.validation import _describe, check_scalar, check_X
+from isotropy._utils.magnitude import extremes, refuse_subnormal
+from isotropy._utils.validation import _describe, _finite, check_scalar, check_X
 
 __all__ = ["token_norms"]
 
@@ -52,9 +53,14 @@ def _check_special(special) -> list[tuple[str, float]]:
         if not isinstance(token, str):
             raise TypeError(f"The 'special' parameter of {_CALLER} must hold (token, norm) pairs with a string "
                             f"token. Got {_describe(token)} at position {i} instead.")
-        if isinstance(norm, bool) or not isinstance(norm, numbers.Real) or not np.isfinite(norm) or norm < 0:
-            raise (IsotropyValueError if isinstance(norm, numbers.Real) and not isinstance(norm, bool) else TypeError)(
-                f"The 'special' parameter of {_CALLER} must hold (token, norm) pairs with a finite norm >= 0. "
+        real = isinstance(norm, numbers.Real) and not isinstance(norm, bool)
+        # a norm is read as a float: an int past float64's range (10**400) is not finite there (np.isfinite raised
+        # numpy's own TypeError for it, and float() an OverflowError)
+        if not real or not _finite(norm, as_float=True) or norm < 0:
+            beyond = real and isinstance(norm, numbers.Integral) and norm > 0
+            where = " inside float64's range (at most 1.8e308)" if beyond else ""
+            raise (IsotropyValueError if real else TypeError)(
+                f"The 'special' parameter of {_CALLER} must hold (token, norm) pairs with a finite norm >= 0{where}. "
                 f"Got {_describe(norm)} at position {i} instead.")
         pairs.append((str(token), float(norm)))
     return pairs
@@ -100,9 +106,10 @@ def token_norms(X, tokens, *, special=None, top: int = 5) -> dict:
     Raises
     ------
     IsotropyValueError
-        If ``X`` is not 2-d or holds NaN/inf, if its median row norm is 0 (more than half of its rows
-        are zero vectors), if ``len(tokens) != n_samples``, if a special norm is negative or not
-        finite, or if ``top < 1``.
+        If ``X`` is not 2-d or holds NaN/inf, if its largest ``|x|`` is subnormal (its digits are lost),
+        if its median row norm is 0 (more than half of its rows are zero vectors), if
+        ``len(tokens) != n_samples``, if a special norm is negative or not finite as a float64, or if
+        ``top < 1``.
     TypeError
         If ``tokens`` or ``special`` are not sequences of strings and ``(token, norm)`` pairs.
 
@@ -151,6 +158,12 @@ def token_norms(X, tokens, *, special=None, top: int = 5) -> dict:
         X = check_dask_X(X, caller=_CALLER, min_samples=1)
     else:
         X = check_X(X, caller=_CALLER, min_samples=1)
+        # data whose largest |x| is subnormal (in their own dtype) have lost their digits: refused as every other
+        # metric refuses them (check_X's rescale); read in float64 they were accepted, and the ratios were off
+        # (1.868547 for the 1.868601 of the same data at a normal scale)
+        low, high = extremes(X)
+        scale = max(abs(low), abs(high))  # max|x|, exact in float64 whatever X's float dtype
+        refuse_subnormal(X, scale, caller=_CALLER)
         if is_torch(X):
             X = X.detach().cpu().numpy()
         X = np.asarray(X, dtype=np.float64)
@@ -159,8 +172,8 @@ def token_norms(X, tokens, *, special=None, top: int = 5) -> dict:
     check_scalar(top, "top", caller=_CALLER, kind=numbers.Integral, low=1)
     if is_dask(X):
         unit_norms, scale = row_norms(X, caller=_CALLER)
+        refuse_subnormal(X, scale, caller=_CALLER)  # scale is max|x|, as in memory (the same words)
     else:
-        scale = float(np.abs(X).max())
         unit = X / scale if scale > 0 else X  # |x| <= 1: no square overflows, whatever the scale of X
         unit_norms = np.sqrt(np.einsum("ij,ij->i", unit, unit))
     unit_median = float(np.median(unit_norms))
