@@ -21,6 +21,7 @@ does not).
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import torch
@@ -28,6 +29,7 @@ from torch import nn
 
 from isotropy._kernels.isoscore import check_covariance
 from isotropy._utils.backend import no_autocast
+from isotropy._utils.magnitude import rescaled, times_power_of_two
 from isotropy._utils.validation import (
     IsotropyValueError,
     check_real,
@@ -172,13 +174,17 @@ def shrinkage_covariance(H):
     -------
     cov : torch.Tensor of shape (n_features, n_features)
         On the (first) input's device and dtype (float32 for float16 and bfloat16 input, whose range the
-        second moments of hidden states overflow); accumulated in float64 where the device allows.
+        second moments of hidden states overflow), or float64 where that dtype cannot hold the covariance
+        (float32 states beyond about 1e19 or below about 1e-15 in spread: their covariance would be inf, zero or
+        subnormal); accumulated in float64 where the device allows, at unit scale (an exact power of two), so
+        that its values are numpy's float64 ``np.cov`` of the same numbers at any scale.
 
     Raises
     ------
     IsotropyValueError
         An empty list, an entry that is not a 2-d tensor, or entries of different widths (each is named); a NaN or
-        inf in ``H`` (its row and column, and the entry of a list, are named).
+        inf in ``H`` (its row and column, and the entry of a list, are named); a covariance beyond the range of
+        float64 (of float32 on a device without float64), which no dtype of the device holds.
     TypeError
         Complex hidden states (their imaginary parts were dropped).
 
@@ -232,14 +238,50 @@ def _shrinkage_covariance(H, *, caller):
         _refuse_nonfinite(H, caller)
     work = torch.float64 if H.device.type != "mps" else torch.float32
     with no_autocast(H):  # float32 on MPS: autocast would take the product to half precision
-        Hc = H.to(work)
+        # at unit scale (H = 2^e·Ĥ, exact): float64 states beyond ~1e154 overflowed the product to inf
+        Hc, exponent = rescaled(H.to(work), caller=caller, name="H")
         Hc = Hc - Hc.mean(dim=0, keepdim=True)
-        cov = (Hc.T @ Hc) / (H.shape[0] - 1)
+        cov = (Hc.T @ Hc) / (H.shape[0] - 1)  # in units of 4^e
+    top = float(cov.abs().max())  # the largest variance (a diagonal entry), in units of 4^e
+    power = math.frexp(top)[1] + 2 * exponent if top > 0.0 else 0  # the covariance's largest entry is < 2^power
     # half precision gives float32, as the metrics compute it: a float16 covariance of states with a spread above
     # ~256 overflowed to inf, and I-STAR then refused a 'shrinkage_cov' the user never passed
     dtype = source if source in (torch.float32, torch.float64) else (
         torch.float32 if source.is_floating_point else torch.get_default_dtype())
-    return cov.to(dtype)
+    if top > 0.0 and not _holds(dtype, power):
+        # float32 states at 1e20 have a covariance of 1e40 (inf in float32), at 1e-30 one of 1e-60 (0): kept in
+        # float64, which holds it, rather than refused (isoscore_star takes such a Σ_S with float32 states)
+        dtype = work
+        if not _holds(dtype, power):
+            name = str(dtype).replace("torch.", "")
+            digits = math.log10(top) + 2 * exponent * math.log10(2)  # of the largest variance, which float64 may not hold
+            raise IsotropyValueError(
+                f"The 'H' parameter of {caller} must have a covariance that {name} holds. Got a largest variance of "
+                f"about {_power_of_ten(digits)} (a spread of about {_power_of_ten(digits / 2)}) instead, beyond "
+                f"{name}'s range; rescale the states (IsoScore* of states and a Σ_S rescaled together does not "
+                f"change).")
+    return times_power_of_two(cov, 2 * exponent).to(dtype)
+
+
+def _power_of_ten(digits: float) -> str:
+    """``10**digits`` written as ``2.6e+361``, for a value beyond float64's range."""
+    whole = math.floor(digits)
+    return f"{10 ** (digits - whole):.2g}e{whole:+d}"
+
+
+def _holds(dtype, power: int) -> bool:
+    """Whether ``dtype`` holds a covariance whose largest entry is below ``2**power`` (and at least half that):
+    not inf, and its entries down to the dtype's precision relative to the largest still normal numbers."""
+    info = torch.finfo(dtype)
+    return math.frexp(info.tiny / info.eps)[1] <= power - 1 and power <= math.frexp(info.max)[1] - 1
+
+
+def _holding_dtype(cov, dtype):
+    """``dtype`` where it holds the values of the covariance ``cov`` (see :func:`_holds`), else ``cov``'s own."""
+    if dtype == cov.dtype or not dtype.is_floating_point:
+        return dtype
+    top = float(cov.detach().abs().max()) if cov.numel() else 0.0
+    return dtype if top == 0.0 or _holds(dtype, math.frexp(top)[1]) else cov.dtype
 
 
 def _refuse_nonfinite(H, caller, where=""):
@@ -308,22 +350,34 @@ class IStarLoss(nn.Module):
 
     @torch.no_grad()
     def refresh_shrinkage_cov(self, H):
-        """Set Σ_S to the covariance of ``H`` (a large sample, or a list of batches); returns ``self``."""
+        """Set Σ_S to the covariance of ``H`` (a large sample, or a list of batches); returns ``self``.
+
+        Written into the current Σ_S (its device and dtype) where that dtype holds the new values; a covariance it
+        cannot hold (float64, of float32 states beyond about 1e19) replaces it, on its device.
+        """
         cov = _shrinkage_covariance(H, caller="IStarLoss.refresh_shrinkage_cov")
-        if self.shrinkage_cov is not None and self.shrinkage_cov.shape == cov.shape:
-            self.shrinkage_cov.copy_(cov.to(self.shrinkage_cov))
-        else:
-            self.shrinkage_cov = cov
+        current = self.shrinkage_cov
+        if current is not None and current.shape == cov.shape:
+            dtype = _holding_dtype(cov, current.dtype)
+            if dtype == current.dtype:
+                current.copy_(cov.to(current))
+                return self
+            cov = cov.to(device=current.device, dtype=dtype)  # copied into float32, 1e40 became inf silently
+        self.shrinkage_cov = cov
         return self
 
     def _apply(self, fn, recurse=True):
         # model.half() / .to(torch.bfloat16) on a model owning the loss cast Σ_S too: a covariance of states of
         # magnitude 300 (9e4 per entry, squared in IsoScore*'s moments) overflowed float16 and forward refused it;
         # shrinkage_covariance keeps float32 for half input for that reason, so a half cast keeps float32 here too
+        # (and a Σ_S that float32 cannot hold, float64 from shrinkage_covariance, keeps float64 under .float())
         S = self.shrinkage_cov
         module = super()._apply(fn, recurse)
-        if S is not None and self.shrinkage_cov.dtype in (torch.float16, torch.bfloat16):
-            self.shrinkage_cov = S.to(device=self.shrinkage_cov.device, dtype=torch.float32)
+        if S is not None and self.shrinkage_cov.dtype != S.dtype and self.shrinkage_cov.is_floating_point():
+            cast = self.shrinkage_cov.dtype
+            dtype = _holding_dtype(S, torch.float32 if cast in (torch.float16, torch.bfloat16) else cast)
+            if dtype != cast:
+                self.shrinkage_cov = S.to(device=self.shrinkage_cov.device, dtype=dtype)
         return module
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):

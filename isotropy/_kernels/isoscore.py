@@ -18,7 +18,7 @@ import numpy as np
 
 from isotropy._kernels.rows import all_rows_equal
 from isotropy._utils.backend import is_torch, to_output
-from isotropy._utils.magnitude import safe_exponent_range, unit_scale
+from isotropy._utils.magnitude import _tiny, rescaled, safe_exponent_range, times_power_of_two, unit_scale
 from isotropy._utils.validation import IsotropyValueError, _describe, check_real, check_scalar, check_tensor_data
 
 # Data whose total variance is below (_FLOOR_ULPS * eps)^2 * ||mean||^2 per sample is treated as
@@ -145,12 +145,21 @@ def _score_from_moments(trace, frob_sq, n_features):
     return (ratio - 1.0) / (n_features - 1)
 
 
-def _check_shrinkage_cov(shrinkage_cov, n_features, *, like, caller, name="shrinkage_cov", data_name="X"):
-    """Validate Σ_S: a symmetric (n_features, n_features) matrix; returned in ``like``'s backend.
+def _check_shrinkage_cov(shrinkage_cov, n_features, *, like, caller, name="shrinkage_cov", data_name="X",
+                         with_exponent=False):
+    """Validate Σ_S: a real, finite, symmetric (n_features, n_features) matrix; returned in ``like``'s backend.
 
     Never modifies the caller's matrix (symmetrising makes a new array).
 
     numpy ``like``: float64 ndarray. torch ``like``: tensor on ``like``'s device and dtype.
+
+    The checks read Σ_S in the precision it is given in: a float64 Σ_S of 1e40 or 1e-50 is finite and non-zero,
+    though float32 cannot hold it (cast to a float32 ``X``'s dtype first, it was refused as "NaN or inf" or as
+    "the zero matrix", where a numpy float32 ``X``, computed in float64, took it). With ``with_exponent`` it is
+    returned as ``(Ŝ, e)``, ``Σ_S = 2**e · Ŝ`` exactly (a power of two): ``e`` is non-zero where the largest
+    ``|s|`` lies outside the safe range of ``like``'s dtype (:func:`isotropy._utils.magnitude.safe_exponent_range`),
+    and Ŝ, at unit scale, is what is cast to ``like``'s dtype. Without, a Σ_S that ``like``'s dtype cannot hold is
+    refused in one line.
     """
     check_tensor_data(shrinkage_cov, caller=caller, name=name)
     check_real(shrinkage_cov, caller=caller, name=name)  # numpy and torch would drop the imaginary parts
@@ -160,7 +169,15 @@ def _check_shrinkage_cov(shrinkage_cov, n_features, *, like, caller, name="shrin
         elif is_torch(like):
             import torch
 
-            S = torch.as_tensor(shrinkage_cov, device=like.device, dtype=like.dtype)
+            S = torch.as_tensor(shrinkage_cov)  # a tensor as it is (its device, dtype and graph); else on the host
+            if not is_torch(shrinkage_cov):
+                S = torch.as_tensor(np.asarray(shrinkage_cov, dtype=np.float64))
+            if not S.is_floating_point():
+                S = S.to(like.dtype)
+            # the wider of the two dtypes, where that dtype lives: Σ_S's device when it is the wider (a float64 Σ_S
+            # for a float32 X on a device without float64), else X's (the exact widening made there)
+            if S.dtype != torch.promote_types(S.dtype, like.dtype):
+                S = S.to(device=like.device, dtype=like.dtype)
         else:
             S = np.asarray(shrinkage_cov, dtype=np.float64)
     except (TypeError, ValueError, RuntimeError):  # a string, a ragged list, complex values in an object array
@@ -176,7 +193,7 @@ def _check_shrinkage_cov(shrinkage_cov, n_features, *, like, caller, name="shrin
         finite = bool(S.isfinite().all())
         asym = float((S - S.T).abs().max().detach()) if n_features else 0.0
         scale = float(S.abs().max().detach())
-        eps = _eps(S)
+        eps = _eps(like)  # a tensor Σ_S is checked for a tensor X: the rounding of X's dtype
     else:
         finite = bool(np.isfinite(S).all())
         asym = float(np.abs(S - S.T).max())
@@ -189,7 +206,18 @@ def _check_shrinkage_cov(shrinkage_cov, n_features, *, like, caller, name="shrin
     if asym > max(1e-5, 1e3 * eps) * max(scale, np.finfo(np.float64).tiny):
         raise IsotropyValueError(f"The '{name}' parameter of {caller} must be a symmetric covariance "
                                  f"matrix. Got a matrix with max |S - Sᵀ| = {asym:.3g} instead.")
-    return S if asym == 0 else (S + S.T) / 2
+    exponent = math.frexp(scale)[1] if scale > 0.0 else 0
+    exponent = exponent if with_exponent and abs(exponent) > safe_exponent_range(like) else 0
+    S = times_power_of_two(S, -exponent)  # exact: Ŝ at unit scale (a normal number keeps every digit)
+    if is_torch(S) and (S.dtype != like.dtype or S.device != like.device):
+        S = S.to(device=like.device, dtype=like.dtype)
+        top = float(S.abs().max().detach())
+        if not math.isfinite(top) or (scale > 0.0 and top < _tiny(like) / _eps(like)):
+            raise IsotropyValueError(
+                f"The '{name}' parameter of {caller} must have values that {str(like.dtype).replace('torch.', '')} "
+                f"({data_name}'s dtype) holds. Got a largest |s| of {scale:.3g} instead.")
+    S = S if asym == 0 else (S + S.T) / 2
+    return (S, exponent) if with_exponent else S
 
 
 def torch_eigvalsh(C):
@@ -215,11 +243,15 @@ def _shrinkage_weights(zeta, exponent_c=0, exponent_s=0):
     float64 for data beyond ~1e77). A weight far below the other underflows to 0: its term is
     below float64's precision.
     """
-    if exponent_c == 0 and exponent_s == 0:
+    return _mixing_weights(zeta, 2 * exponent_c, exponent_s)
+
+
+def _mixing_weights(zeta, log2_c=0, log2_s=0):
+    """Weights (a, b) ∝ ((1 − ζ)·2^log2_c, ζ·2^log2_s), the larger one 1 when a power is non-zero: those of
+    (1 − ζ)·C + ζ·S with C = 2^log2_c·Ĉ and S = 2^log2_s·Ŝ (see :func:`_shrinkage_weights`)."""
+    if (log2_c == 0 and log2_s == 0) or zeta in (0.0, 1.0):
         return 1.0 - zeta, zeta
-    if zeta in (0.0, 1.0):
-        return 1.0 - zeta, zeta
-    log_a, log_b = math.log2(1.0 - zeta) + 2 * exponent_c, math.log2(zeta) + exponent_s
+    log_a, log_b = math.log2(1.0 - zeta) + log2_c, math.log2(zeta) + log2_s
     top = max(log_a, log_b)
     return 2.0 ** (log_a - top), 2.0 ** (log_b - top)
 
@@ -229,15 +261,6 @@ def _shrunk_moments(trace_c, frob_sq_c, inner_cs, trace_s, frob_sq_s, a, b):
     trace = a * trace_c + b * trace_s
     frob_sq = a * a * frob_sq_c + 2.0 * a * b * inner_cs + b * b * frob_sq_s
     return trace, frob_sq
-
-
-def _matrix_exponent(S) -> int:
-    """Binary exponent of max|S| when outside the safe range for its backend and dtype, else 0."""
-    top = float(S.abs().max().detach()) if is_torch(S) else float(np.abs(S).max())
-    if top == 0.0:
-        return 0
-    exponent = math.frexp(top)[1]
-    return exponent if abs(exponent) > safe_exponent_range(S) else 0
 
 
 # Tensors (and numpy arrays) given as Σ_S and found positive semi-definite, by id: (a weak reference to the tensor, a copy of its values
@@ -387,11 +410,17 @@ def _isoscore_from_covariance(cov, *, shrinkage_cov, zeta, caller, data_name="co
     # the zero matrix too, whatever ζ: mixed with Σ_S its score would be Σ_S's alone (1.0 for the identity), a value
     # that says nothing about the data (constant rows scored as perfectly isotropic)
     check_covariance(C, caller=caller, name="cov")
-    S = None
+    S, exponent_s = None, 0
     if shrinkage_cov is not None:  # checked whatever ζ: a wrong Σ_S must not wait for a ζ schedule to leave 0
-        S = _check_shrinkage_cov(shrinkage_cov, d, like=C, caller=caller, data_name=data_name)
+        # Σ_S = 2^e_s·Ŝ: one that cov's dtype cannot hold (float64 1e40 with a float32 tensor) is mixed at unit scale
+        S, exponent_s = _check_shrinkage_cov(shrinkage_cov, d, like=C, caller=caller, data_name=data_name,
+                                             with_exponent=True)
         check_covariance(S, caller=caller, nonzero=zeta > 0.0)  # Σ_S = −I gave 1.0 silently
-    if zeta > 0.0:
+    if zeta > 0.0 and exponent_s:  # (1 − ζ)·2^e_c·Ĉ + ζ·2^e_s·Ŝ ∝ a·Ĉ + b·Ŝ (the score ignores a common factor)
+        C, exponent_c = rescaled(C, caller=caller, name="cov")
+        a, b = _mixing_weights(zeta, exponent_c, exponent_s)
+        C = a * C + b * S
+    elif zeta > 0.0:
         C = (1.0 - zeta) * C + zeta * (_eye_like(C) if S is None else S)
     C = unit_scale(C, caller=caller, name="cov")  # after the mixing with Σ_S, which is not scale-invariant
     trace = C.diagonal().sum() if is_torch(C) else np.asarray(np.trace(C))

@@ -16,7 +16,6 @@ from isotropy._kernels.isoscore import (
     _check_shrinkage_cov,
     _check_variance,
     _eps,
-    _matrix_exponent,
     _numpy_centred,
     _scatter_stats,
     _score_from_moments,
@@ -171,16 +170,16 @@ def _isoscore_star(X, *, shrinkage_cov, zeta, caller, name="X"):
     S = None
     if shrinkage_cov is not None:  # checked whatever ζ: a wrong Σ_S must not wait for a ζ schedule to leave 0
         check_tensor_data(shrinkage_cov, caller=caller, name="shrinkage_cov")
-        S = _check_shrinkage_cov(shrinkage_cov, d, like=X, caller=caller, data_name=name)
+        # Σ_S = 2^e_s·Ŝ, Ŝ at unit scale in X's dtype: its factor goes into the weights (a float64 Σ_S of 1e40 or
+        # 1e-50 with a float32 tensor X was refused as "NaN or inf" or "the zero matrix": cast before it was scaled)
+        S, exponent_s = _check_shrinkage_cov(shrinkage_cov, d, like=X, caller=caller, data_name=name,
+                                             with_exponent=True)
         # a negative direction gave (tr Σ_ζ)² < ‖Σ_ζ‖²_F, a score clamped to 0 (isoscore_from_covariance refused it)
         check_covariance(S, caller=caller, nonzero=zeta > 0.0, given=shrinkage_cov)  # once per training loop's Σ_S
     if zeta == 0.0 or S is None:
-        S = None
+        S, exponent_s = None, 0
         trace_s, frob_sq_s = float(d), float(d)
     else:
-        exponent_s = _matrix_exponent(S)
-        if exponent_s:
-            S = S * 2.0 ** -exponent_s  # exact; its factor goes into the weights
         trace_s = S.diagonal().sum() if is_torch(S) else np.trace(S)
         frob_sq_s = (S * S).sum()
     if _as_float(trace_s) <= 0.0 and zeta > 0.0:
