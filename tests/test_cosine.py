@@ -148,7 +148,7 @@ def test_errors(rng):
     with pytest.raises(IsotropyValueError, match="at least 2 samples"):
         cosine_similarity_mean(Y[:1])
     # type means that cancel to zero
-    with pytest.raises(IsotropyValueError, match="type means"):
+    with pytest.raises(IsotropyValueError, match=r"whose instances sum to the zero vector \(first: type 0\)"):
         inter_type_cosine(np.array([[1.0, 0], [-1.0, 0], [0, 1.0]]), [0, 0, 1], type_vector="mean")
 
 
@@ -187,3 +187,53 @@ def test_a_shared_direction_of_a_few_rows_is_told_from_noise():
     assert (U @ U.T)[~np.eye(7, dtype=bool)].min() > 0
     assert rogue_dimension_share(X) == pytest.approx(cc.max() / cc.sum(), rel=1e-12)
 
+
+
+# --- a user trial: S_inter's zero rows refused whatever the draw, and a zero type mean named by its label ------------
+
+def _as(kind, A):
+    if kind == "torch":
+        return torch.tensor(A)
+    if kind == "dask":
+        da = pytest.importorskip("dask.array")
+        return da.from_array(A, chunks=(25, A.shape[1]))
+    return A
+
+
+@pytest.mark.parametrize("kind", ["numpy", "torch", "dask"])
+def test_inter_instance_refuses_a_zero_row_of_X_whatever_the_seed(kind):
+    # only the drawn rows were checked, by their place among the drawn: random_state=0 measured -0.0143 past the zero
+    # row 40, random_state=1 refused it as "first at index 0"
+    X = np.random.default_rng(0).normal(size=(60, 5))
+    X[40] = 0.0
+    groups = np.arange(60) % 20
+    for seed in range(4):
+        with pytest.raises(IsotropyValueError) as info:
+            inter_type_cosine(_as(kind, X), groups, random_state=seed)
+        assert str(info.value) == ("The 'X' parameter of inter_type_cosine must not contain zero vectors, for which "
+                                   "cosine similarity is undefined. Got 1 all-zero row(s) (first at index 40) instead.")
+    X[40] = 1e-310
+    with pytest.raises(IsotropyValueError, match=r"^The 'X' parameter of inter_type_cosine must have rows of normal "
+                                                 r"magnitude\. Got 1 row\(s\) \(first at index 40\) made only of "
+                                                 r"subnormal numbers"):
+        inter_type_cosine(_as(kind, X), groups, random_state=0)
+
+
+@pytest.mark.parametrize("kind", ["numpy", "torch", "dask"])
+def test_inter_mean_names_the_type_whose_mean_is_zero_by_its_label(kind):
+    X = np.random.default_rng(0).normal(size=(60, 5))
+    groups = np.array([f"w{i % 20:02d}" for i in range(60)])
+    X[groups == "w04"] = 0.0
+    X[4], X[24] = 1.0, -1.0  # type w04's instances cancel (the position of the type among the labels is 4 too)
+    X[groups == "w07"] = 0.0
+    with pytest.raises(IsotropyValueError) as info:
+        inter_type_cosine(_as(kind, X), groups, type_vector="mean")
+    assert str(info.value) == ("The 'X' parameter of inter_type_cosine must give every type a mean of non-zero length "
+                               "with type_vector='mean' (the cosine of a zero vector is undefined). Got 2 type(s) "
+                               "whose instances sum to the zero vector (first: type 'w04') instead.")
+    # a zero instance is no direction of its own there: it leaves its type's mean, and the value, as they are
+    Y = np.random.default_rng(1).normal(size=(60, 5))
+    Y[40] = 0.0
+    means = np.stack([Y[groups == g].mean(0) for g in np.unique(groups)])
+    out = inter_type_cosine(_as(kind, Y), groups, type_vector="mean")
+    assert float(out) == pytest.approx(_brute_mean_cos(means), abs=1e-12)

@@ -154,7 +154,7 @@ def test_parameter_errors_get_the_in_memory_message(data):
     M[groups == 4] = 0.0
     M[np.flatnonzero(groups == 4)[0]] = 1.0  # type 4's mean points nowhere only if its rows cancel
     M[np.flatnonzero(groups == 4)[1]] = -1.0
-    assert "'X (type means)'" in _same_error("inter_type_cosine", M, groups, type_vector="mean")
+    assert "(first: type 4)" in _same_error("inter_type_cosine", M, groups, type_vector="mean")
     tokens = ["a"] * 1000
     _same_error("token_norms", X, tokens[:-1])
     _same_error("token_norms", np.zeros((1000, 12)), tokens)

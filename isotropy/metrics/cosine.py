@@ -45,17 +45,41 @@ def _unit_rows(X, *, caller, name="X"):
         return _unit_rows_numpy(np.array(X, dtype=np.float64), caller=caller, name=name)
     import torch
 
-    sq = (X.detach() * X.detach()).sum(dim=1)
-    lo, hi = norm_range(torch.finfo(X.dtype))
-    odd = ~((sq > lo) & (sq < hi))
-    if bool(odd.any()):
+    odd = _odd_rows_torch(X, caller=caller, name=name)
+    if odd is not None:
         top = X.detach().abs().amax(dim=1)
-        tiny = torch.finfo(X.dtype).tiny
-        _refuse_rows((top == 0).nonzero().reshape(-1).cpu().numpy(),
-                     ((top > 0) & (top < tiny)).nonzero().reshape(-1).cpu().numpy(), caller=caller, name=name)
         exponent = torch.where(odd, torch.frexp(top).exponent, torch.zeros_like(top, dtype=torch.int32))
         X = torch.ldexp(X, -exponent[:, None].to(X.dtype))  # exact power-of-two row scaling, differentiable
     return X / torch.linalg.vector_norm(X, dim=1)[:, None]
+
+
+def _odd_rows_torch(X, *, caller, name="X"):
+    """The rows of the tensor ``X`` whose squared norm over- or underflows (a boolean mask; ``None`` when there are
+    none), after refusing its zero and subnormal rows by their indices in ``X``."""
+    import torch
+
+    sq = (X.detach() * X.detach()).sum(dim=1)
+    lo, hi = norm_range(torch.finfo(X.dtype))
+    odd = ~((sq > lo) & (sq < hi))
+    if not bool(odd.any()):
+        return None
+    top = X.detach().abs().amax(dim=1)
+    tiny = torch.finfo(X.dtype).tiny
+    _refuse_rows((top == 0).nonzero().reshape(-1).cpu().numpy(),
+                 ((top > 0) & (top < tiny)).nonzero().reshape(-1).cpu().numpy(), caller=caller, name=name)
+    return odd
+
+
+def _refuse_bad_rows(X, ids, n_types, *, caller):
+    """Refuse the zero and subnormal rows of all of ``X`` (numpy, torch or dask), by their indices in ``X``."""
+    if is_dask(X):  # one pass over the chunks (a NaN/inf refused on the way, at its row and column)
+        from isotropy.distributed._rows import type_sums
+
+        _refuse_rows(*type_sums(X, ids, n_types, caller=caller)[1:], caller=caller, name="X")
+    elif is_torch(X):
+        _odd_rows_torch(X, caller=caller)
+    else:
+        _unit_sums(X, caller=caller)  # the rows' chunked float64 pass (shared with an isotropy measure table)
 
 
 def _unit_row_sum(X, *, caller, name="X"):
@@ -182,7 +206,10 @@ def inter_type_cosine(X, groups, *, type_vector="instance", random_state=None):
     .. math:: S_{inter} = \\mathbb{E}_{i \\neq j}\\left[\\cos(\\phi(t_i), \\phi(t_j))\\right]
 
     over distinct types tᵢ ≠ tⱼ, φ(t) the type's representative vector; computed as
-    :func:`cosine_similarity_mean` of the k representatives in O(n + k·d).
+    :func:`cosine_similarity_mean` of the k representatives. ``"instance"``: any row may be drawn,
+    so every row of ``X`` is checked (one O(n·d) pass): an all-zero (or subnormal) row is refused by
+    its row index whatever ``random_state``. ``"mean"``: a type whose instances sum to zero has no
+    direction and is refused by its label; a zero instance only adds nothing to its type's mean.
 
     References
     ----------
@@ -206,6 +233,10 @@ def inter_type_cosine(X, groups, *, type_vector="instance", random_state=None):
         raise IsotropyValueError(f"The 'groups' parameter of {caller} must contain at least 2 distinct types. "
                                  f"Got {n_types} instead.")
     if type_vector == "instance":
+        # every row of X could be drawn: a zero (or subnormal) row is refused whichever rows the seed draws, by its
+        # row of X. Only the drawn rows were checked, and named by their place among them: refused or not by the seed
+        # (a zero row 40 gave -0.0143 with random_state=0, "first at index 0" with 1), against docs/refusals.md
+        _refuse_bad_rows(X, ids, n_types, caller=caller)
         rng = check_random_state(random_state, caller=caller)
         perm = rng.permutation(X.shape[0])
         _, first = np.unique(ids[perm], return_index=True)  # first instance of each type in random order
@@ -215,7 +246,6 @@ def inter_type_cosine(X, groups, *, type_vector="instance", random_state=None):
             V = drawn_rows(X, perm[first], caller=caller)
         else:
             V = _take_rows(X, perm[first])
-        name = "X"
     else:
         if is_dask(X):  # per-chunk type sums merged on the dask scheduler
             from isotropy.distributed._rows import type_sums
@@ -224,9 +254,43 @@ def inter_type_cosine(X, groups, *, type_vector="instance", random_state=None):
         else:
             sums = _group_sums(X if is_torch(X) else np.asarray(X, dtype=np.float64), ids, n_types)
         V = sums  # a type mean is its sum up to a positive factor: same cosines
-        name = "X (type means)"
-    U = _unit_rows(V, caller=caller, name=name)
+        _refuse_zero_means(V, ids, groups, caller=caller)
+    U = _unit_rows(V, caller=caller)  # its zero and subnormal rows refused above
     return to_output(_mean_pairwise_cosine_of_units(U.sum(0), n_types), X)
+
+
+def _refuse_zero_means(V, ids, groups, *, caller):
+    """Refuse a type whose mean (``V``: the types' sums) is the zero vector or made only of subnormal numbers, naming
+    the type by its label: the type's place among the sorted labels was reported as a row index."""
+    if is_torch(V):
+        import torch
+
+        top = V.detach().abs().amax(dim=1).cpu().numpy()
+        tiny = float(torch.finfo(V.dtype).tiny)
+    else:
+        top = np.abs(V).max(axis=1)
+        tiny = float(np.finfo(V.dtype).tiny)
+    for bad, what in ((top == 0, "sum to the zero vector"),
+                      ((top > 0) & (top < tiny), "have a mean made only of subnormal numbers")):
+        if bad.any():
+            first = int(np.flatnonzero(bad)[0])
+            raise IsotropyValueError(
+                f"The 'X' parameter of {caller} must give every type a mean of non-zero length with "
+                f"type_vector='mean' (the cosine of a zero vector is undefined). Got {int(bad.sum())} type(s) whose "
+                f"instances {what} (first: type {_type_label(groups, ids, first)}) instead.")
+
+
+def _type_label(groups, ids, index):
+    """The label of the type ``index`` (``ids`` numbers the types by their sorted labels), for a message."""
+    from isotropy._utils.validation import _describe
+
+    row = int(np.flatnonzero(ids == index)[0])
+    if is_dask(groups):
+        groups = groups.compute()
+    if is_torch(groups):
+        groups = groups.detach().cpu().numpy()
+    label = np.asarray(groups)[row]
+    return _describe(label.tolist() if hasattr(label, "tolist") else label)
 
 
 def _checked(X, caller):
