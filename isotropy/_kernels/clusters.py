@@ -69,12 +69,21 @@ def _dunn_slack(q_i, q_j, metric: str, n_features: int, xp) -> float:
 
     :math:`\tilde D_{ij} = q_i + q_j - s\,u_i^\top u_j` on centred rows ``u`` (:func:`_extreme_pair`) carries
     the rounding of a dot product of ``d`` terms and of the centring, at most :math:`\tau (q_i + q_j)`
-    with :math:`\tau = 8 (d + 16) \epsilon` (Higham 2002, §3.1, as :func:`_worst_partners`), and under
-    the cosine metric that of the unit rows, ``τ`` times at most 4 more (they have norm 1). Taken
-    over the block (its largest ``q``): one number per block.
+    with :math:`\tau = 8 (d + 16) \epsilon` (Higham 2002, §3.1, as :func:`_worst_partners`).
+
+    Under the cosine metric the distances it is compared with (:func:`_pair_values`) come from unit rows
+    :math:`\hat x` computed again from the rows, which may round otherwise than the block's (another
+    summation order): each within :math:`\eta = 2 (d + 4) \epsilon \le \tau / 4` of the other. Half the
+    squared distance of two rows moves by at most :math:`\lVert \hat x_i - \hat x_j \rVert \, 2\eta + 2\eta^2`,
+    and :math:`\lVert \hat x_i - \hat x_j \rVert \le 2 \sqrt{q_i + q_j}` (centred unit rows; a zero row's
+    ``q`` holds its 1/2): at most :math:`\tau \sqrt{q_i + q_j} + \tau^2 / 8` more. That term was a constant
+    ``4τ`` (the unit rows' norm), which on tight clusters far from the origin (cosine distances of 1e-18
+    inside a cluster) made every pair of a cluster a candidate to recompute, O(n²) of them. Taken over the
+    block (its largest ``q``): one number per block.
     """
     tau = 8.0 * (n_features + 16) * float(xp.finfo(q_i.dtype).eps)
-    return tau * (_scalar(xp.max(q_i)) + _scalar(xp.max(q_j)) + (4.0 if metric == "cosine" else 0.0))
+    top = _scalar(xp.max(q_i)) + _scalar(xp.max(q_j))
+    return tau * (top + (math.sqrt(top) + tau / 8.0 if metric == "cosine" else 0.0))
 
 
 def _pair_values(Wi, Wj, a, b, metric: str, xp):
