@@ -61,3 +61,33 @@ def test_a_string_that_is_not_an_option_is_a_value_error_only():
     assert type(error) is IsotropyValueError and not isinstance(error, TypeError)
     dist, _ = isotropy.kneighbors(X, n_neighbors=2, metric=np.str_("euclidean"))  # a numpy string is a string
     assert dist.shape == (60, 2)
+
+
+@pytest.mark.parametrize("call", [
+    lambda metric: isotropy.silhouette_score(X, np.arange(60) % 2, metric=metric),
+    lambda metric: isotropy.twonn_dimension(X, metric=metric),
+    lambda metric: isotropy.mle_dimension(X, metric=metric),
+], ids=["silhouette_score", "twonn_dimension", "mle_dimension"])
+def test_an_array_as_metric_is_a_wrong_type_not_numpy_truth_value_error(call):
+    # the metric chose X's rescaling (metric == "cosine") before it was checked: numpy's "truth value of an array
+    # ... is ambiguous" for an array of two names, and an array of one compared equal to "cosine"
+    for metric in (np.array(["cosine", "euclidean"]), np.array(["cosine"])):
+        error = _raised(lambda: call(metric))  # noqa: B023
+        assert type(error) is IsotropyTypeError
+        assert "'metric' parameter" in str(error) and "must be one of" in str(error)
+
+
+def test_regulariser_method_of_a_wrong_type_and_isoscorestar_complex_cov():
+    from isotropy.training.metrics import IsoScoreStar
+    from isotropy.training.regularisers import HiddenStateRegulariser
+
+    error = _raised(lambda: HiddenStateRegulariser(method=1))
+    assert type(error) is IsotropyTypeError and "'method' parameter of HiddenStateRegulariser" in str(error)
+    error = _raised(lambda: HiddenStateRegulariser(method=np.array(["istar"])))
+    assert type(error) is IsotropyTypeError
+    error = _raised(lambda: HiddenStateRegulariser(method="istr"))
+    assert type(error) is IsotropyValueError and str(error).endswith("Did you mean 'istar'?")
+    error = _raised(lambda: IsoScoreStar(shrinkage_cov=np.eye(5) + 1j * np.triu(np.ones((5, 5)), 1)))
+    assert type(error) is IsotropyTypeError
+    assert str(error) == ("The 'shrinkage_cov' parameter of IsoScoreStar must be a real-valued matrix. Got dtype "
+                          "complex128 instead.")

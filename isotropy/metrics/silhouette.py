@@ -64,9 +64,9 @@ _SUMS_BUDGET = 256 * 2**20  # bytes for the (n_samples, n_clusters) float64 tabl
 
 def _validate(X, labels, metric, chunk_size, caller):
     # the silhouette is scale-invariant; the cosine one depends on each row's direction alone
+    check_option(metric, "metric", _METRICS, caller=caller)  # first: X's rescaling depends on it
     X = check_X(X, caller=caller, rescale="directions" if metric == "cosine" else True)
     ids = check_labels(labels, n_samples=X.shape[0], caller=caller)
-    check_option(metric, "metric", _METRICS, caller=caller)
     check_scalar(chunk_size, "chunk_size", caller=caller, kind=numbers.Integral, low=1, allow_none=True)
     return X, ids
 

@@ -34,7 +34,15 @@ from isotropy._kernels.accumulator import CovarianceAccumulator, Moments, merge_
 from isotropy._kernels.isoscore import check_covariance
 from isotropy._kernels.rows import first_chunk_shift
 from isotropy._utils.magnitude import rescaled
-from isotropy._utils.validation import SEED_MAX, IsotropyValueError, check_bool, check_option, check_scalar, check_X
+from isotropy._utils.validation import (
+    SEED_MAX,
+    IsotropyValueError,
+    check_bool,
+    check_option,
+    check_real,
+    check_scalar,
+    check_X,
+)
 
 __all__ = ["EffectiveRank", "IsoScore", "IsoScoreStar", "MeanCosine", "ParticipationRatio", "RankMe",
            "RogueDimensionShare", "TwoNNDimension", "metric_from_name"]
@@ -510,7 +518,7 @@ class IsoScoreStar(_MomentMetric):
         if shrinkage_cov is not None:
             from isotropy.metrics.isoscore import _check_shrinkage_cov
 
-            S = torch.as_tensor(shrinkage_cov).detach().to(torch.float64)
+            S = torch.as_tensor(check_real(shrinkage_cov, caller=caller, name="shrinkage_cov")).detach().to(torch.float64)
             d = S.shape[0] if S.ndim == 2 else -1
             if n_features is not None and d != n_features:
                 raise IsotropyValueError(f"The 'shrinkage_cov' parameter of {caller} must have shape "

@@ -186,13 +186,13 @@ class HiddenStateRegulariser:
     def __init__(self, method="istar", *, weight=1.0, zeta=_ZETA, shrinkage_sample=None, layers="all", level="token",
                  pooling=_POOLING, batch_size=_BATCH_SIZE, max_length=_MAX_LENGTH, caller="HiddenStateRegulariser"):
         self.caller = caller
-        if method not in METHODS:  # the message of check_option, with the toolkit's did-you-mean
+        if not isinstance(method, str) or method not in METHODS:  # check_option's message, with a did-you-mean
             from isotropy.metrics.table import suggest_name
 
             try:
                 check_option(method, "method", METHODS, caller=caller)
-            except IsotropyValueError as exc:
-                raise IsotropyValueError(f"{exc}{suggest_name(method, METHODS)}") from None
+            except IsotropyValueError as exc:  # the same type (a wrong type stays a TypeError)
+                raise type(exc)(f"{exc}{suggest_name(method, METHODS) if isinstance(method, str) else ''}") from None
         self.method = method
         # I-STAR's arguments given to CosReg were taken and never used, while the user believed them in effect
         if method == "cosreg" and zeta is not _ZETA:
