@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -228,18 +229,19 @@ def test_measure_scheduler_address_and_progress(client, tmp_path):
     with isotropy.distributed.show_progress():
         isotropy.isoscore(da.from_array(X, chunks=(50, 4)))
     import dask
-    import distributed
+
+    import isotropy.measure.distributed as measure_distributed
 
     timeouts = []
+    probe = measure_distributed._check_is_scheduler
 
-    class Recording(distributed.Client):  # the wait the client is given (a timed assert would read the CPU's speed)
-        def __init__(self, *args, timeout=None, **kwargs):
-            timeouts.append(timeout)
-            super().__init__(*args, timeout=timeout, **kwargs)
+    def recording(address, seconds):  # the wait it is given (a timed assert would read the CPU's speed)
+        timeouts.append(seconds)
+        return probe(address, seconds)
 
     with dask.config.set({"distributed.comm.timeouts.connect": "2s"}), \
             pytest.MonkeyPatch.context() as patch:  # dask's key: the wait for a dead address
-        patch.setattr(distributed, "Client", Recording)
+        patch.setattr(measure_distributed, "_check_is_scheduler", recording)
         bad = CliRunner().invoke(cli, ["measure", str(tmp_path / "x.npy"), "--scheduler", "tcp://127.0.0.1:9",
                                        "--progress"])
     assert bad.exit_code == 2, bad.output
@@ -247,6 +249,76 @@ def test_measure_scheduler_address_and_progress(client, tmp_path):
     assert bad.stderr.splitlines()[1].startswith("Error: --scheduler 'tcp://127.0.0.1:9': cannot connect")
     assert "distributed.comm.timeouts.connect" in bad.stderr
     assert timeouts == [2.0]  # the key's 2 s, not the 30 s default
+
+
+class _Speaker:
+    """A TCP server of this process that answers each connection as another service would: an HTTP status line at
+    once (``talks``), or nothing until the client gives up (a server waiting for a request line)."""
+
+    def __init__(self, talks: bool):
+        import socketserver
+        import threading
+
+        class Handler(socketserver.BaseRequestHandler):
+            def handle(self):
+                if talks:
+                    self.request.sendall(b"HTTP/1.0 426 Upgrade Required\r\nContent-Length: 0\r\n\r\n")
+                else:
+                    self.request.settimeout(30)
+                    with contextlib.suppress(OSError):
+                        while self.request.recv(1 << 16):
+                            pass
+
+        self.server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.address = f"tcp://127.0.0.1:{self.server.server_address[1]}"
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.mark.parametrize("talks", [True, False], ids=["answers-http", "waits-for-a-request"])
+def test_an_address_that_is_no_dask_scheduler_is_one_line_exit_2(tmp_path, talks):
+    """A service that is not dask at the --scheduler address: the client read an HTTP status line as a frame length
+    (numpy's "Unable to allocate 3.07 EiB" traceback), or waited for ever for a handshake a web server never sends,
+    whatever the connect timeout (a user trial). Now one line, exit 2, within the wait."""
+    import dask
+    from click.testing import CliRunner
+
+    from isotropy.cli import cli
+
+    np.save(tmp_path / "x.npy", np.random.default_rng(0).normal(size=(50, 3)))
+    speaker = _Speaker(talks)
+    try:
+        with dask.config.set({"distributed.comm.timeouts.connect": "3s"}):
+            result = CliRunner().invoke(cli, ["measure", str(tmp_path / "x.npy"), "--scheduler", speaker.address,
+                                              "--metrics", "isoscore"])
+    finally:
+        speaker.close()
+    assert result.exit_code == 2, result.output
+    error = [line for line in result.stderr.splitlines() if line.startswith("Error:")]
+    assert len(error) == 1 and f"--scheduler {speaker.address!r}" in error[0]
+    assert "Traceback" not in result.output
+    if talks:
+        assert "answered, but not as a dask scheduler" in error[0]
+    else:
+        assert "cannot connect (no dask scheduler answered within 3 s" in error[0]
+
+
+def test_a_worker_address_is_not_taken_for_the_scheduler(client, tmp_path):
+    from click.testing import CliRunner
+
+    from isotropy.cli import cli
+
+    np.save(tmp_path / "x.npy", np.random.default_rng(0).normal(size=(50, 3)))
+    worker = min(client.scheduler_info(n_workers=-1)["workers"])
+    result = CliRunner().invoke(cli, ["measure", str(tmp_path / "x.npy"), "--scheduler", worker])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.splitlines()[-1] == (
+        f"Error: --scheduler {worker!r} is a dask Worker, not a scheduler; expected the address of a dask scheduler, "
+        f"such as tcp://host:8786 (the scheduler's, not a worker's).")
 
 
 def test_a_failing_task_on_the_local_cluster_prints_no_worker_traceback(capfd):

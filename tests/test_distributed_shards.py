@@ -175,6 +175,24 @@ def test_measure_memory_limit_option_sets_each_worker_and_wins_over_the_config_k
     assert memory.exit_code == 0 and json.loads((tmp_path / "t.json").read_text())["memory_limit"] is None
 
 
+def test_measure_auto_memory_divides_the_machine_among_the_workers(shards, tmp_path, monkeypatch):
+    """'auto' (no --memory-limit): the machine's memory divided among the workers, as the docs and --help say.
+    dask's own 'auto' gave each worker the memory times its share of the cores: 1 worker got half of a 2-core
+    machine, 4 workers twice the machine between them (a user trial)."""
+    import distributed.system
+
+    root, _, _ = shards
+    result = invoke(root, "--workers", 1, "--metrics", "isoscore", "--json", tmp_path / "o.json")
+    assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "o.json").read_text())["memory_limit"] == distributed.system.MEMORY_LIMIT
+    monkeypatch.setattr(distributed.system, "MEMORY_LIMIT", 600 * 2**20)  # a 600 MiB machine: 3 workers of 200
+    result = invoke(root, "--workers", 3, "--metrics", "isoscore")
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines()[-1] == (
+        "Error: --workers 3 divides this machine's 0.6 GiB into 200 MiB per worker; a worker needs at least 256 MiB "
+        "(dask pauses it at 80% of its limit): expected at most 2 workers.")
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (("--workers", 2, "--memory-limit", "3XB"), "got '3XB'; expected a positive size such as 2GB or 512MiB, or 'auto'."),
     (("--workers", 2, "--memory-limit", "0"), "got '0'; expected a positive size such as 2GB or 512MiB, or 'auto'."),

@@ -60,6 +60,8 @@ def _parse_memory_limit(ctx, param, value):
         return None if value is None else "auto"
     from dask.utils import parse_bytes
 
+    from isotropy.measure.distributed import MIN_WORKER_MEMORY
+
     try:
         size = parse_bytes(value.strip())
     except (ValueError, TypeError):
@@ -73,10 +75,6 @@ def _parse_memory_limit(ctx, param, value):
                                  f"expected at least {MIN_WORKER_MEMORY // 2**20}MiB.", ctx, param)
     return size
 
-
-#: The smallest --memory-limit: a worker process holds 60-90 MiB before any data, and dask pauses it (waiting for
-#: memory that is never freed) at 80% of its limit: 40MiB printed the table's header and hung.
-MIN_WORKER_MEMORY = 256 * 2**20
 
 
 def _parse_metrics(ctx, param, value):

@@ -13,7 +13,7 @@ import logging
 import sys
 import warnings
 
-__all__ = ["open_cluster", "run"]
+__all__ = ["MIN_WORKER_MEMORY", "open_cluster", "run"]
 
 
 def _chunks(count: int) -> str:
@@ -72,7 +72,7 @@ def open_cluster(scheduler: str | None, workers: int | None, memory_limit: int |
     A LocalCluster's per-worker memory is ``memory_limit`` (bytes, or ``"auto"``; ``isotropy measure
     --memory-limit``), else the dask config key ``isotropy.memory-limit`` (environment
     ``DASK_ISOTROPY__MEMORY_LIMIT``, e.g. ``2GB``), else ``"auto"``: the machine's memory divided
-    among the workers. The description holds ``memory_limit``, the workers' limit in bytes as the
+    among the workers (:func:`_divided`). The description holds ``memory_limit``, the workers' limit in bytes as the
     scheduler reports it (None for the threaded scheduler, or for workers of differing or no limits).
     """
     if scheduler is None and workers is None:
@@ -82,11 +82,14 @@ def open_cluster(scheduler: str | None, workers: int | None, memory_limit: int |
     from distributed import Client, LocalCluster
 
     if scheduler is not None:
-        with Client(scheduler, timeout=connect_timeout()) as client:
+        seconds = connect_timeout()
+        _check_is_scheduler(scheduler, seconds)
+        with Client(scheduler, timeout=seconds) as client:
             found = client.scheduler_info(n_workers=-1)["workers"]
             yield {"scheduler": scheduler, "workers": len(found), "memory_limit": _one_limit(found)}
         return
     limit = memory_limit if memory_limit is not None else dask.config.get("isotropy.memory-limit", "auto")
+    limit = _divided(workers) if isinstance(limit, str) and limit.strip().lower() == "auto" else limit
     # silence_logs: a task that fails (bad data in a shard) reaches the user once, as the one-line error of the
     # command; the workers' own log of it (a traceback per failed task) would come before that line
     with _ctrl_c_for_this_process_only():  # the worker processes start with Ctrl-C ignored (inherited by them)
@@ -102,6 +105,62 @@ def open_cluster(scheduler: str | None, workers: int | None, memory_limit: int |
                    "memory_limit": _one_limit(client.scheduler_info(n_workers=-1)["workers"])}
     finally:
         asyncio_log.removeFilter(_unretrieved_exit)
+
+
+def _check_is_scheduler(address: str, seconds: float) -> None:
+    """Ask ``address`` who it is (dask's ``identity`` call), all within ``seconds``; refuse what is no dask scheduler.
+
+    A client of an address that accepts the connection but does not speak dask's protocol (a web server, another
+    service) waited for ever for its handshake, whatever the connect timeout, or read the other side's first bytes
+    as a frame length and failed allocating exbibytes (a user trial). No answer within the wait is an OSError,
+    reported as the addresses that refuse the connection are.
+    """
+    import asyncio
+
+    from distributed.core import rpc
+
+    from isotropy.measure.report import InputError
+
+    async def identity():
+        async with rpc(address, timeout=seconds) as remote:
+            return await remote.identity()
+
+    try:
+        info = asyncio.run(asyncio.wait_for(identity(), seconds))
+    except (OSError, asyncio.TimeoutError) as exc:
+        raise OSError(f"no dask scheduler answered within {seconds:g} s ({' '.join(str(exc).split()) or type(exc).__name__})") from None
+    except Exception as exc:  # noqa: BLE001 -- whatever the other side's bytes made of the protocol
+        raise InputError(f"--scheduler {address!r} answered, but not as a dask scheduler ({type(exc).__name__}: "
+                         f"{' '.join(str(exc).split())[:200]}); expected the address of a dask scheduler, such as "
+                         f"tcp://host:8786.") from None
+    kind = info.get("type") if isinstance(info, dict) else None
+    if kind != "Scheduler":
+        raise InputError(f"--scheduler {address!r} is a dask {kind or 'service'}, not a scheduler; expected the "
+                         f"address of a dask scheduler, such as tcp://host:8786 (the scheduler's, not a worker's).")
+
+
+#: The smallest memory of a worker (--memory-limit, or "auto"'s share): a worker process holds 60-90 MiB before any
+#: data, and dask pauses it (waiting for memory that is never freed) at 80% of its limit: 40MiB printed the table's
+#: header and hung.
+MIN_WORKER_MEMORY = 256 * 2**20
+
+
+def _divided(workers: int) -> int:
+    """``"auto"``: the memory of the machine (as dask reads it: the smaller of the physical memory, the cgroup's and
+    the rlimit) divided among the ``workers``. dask's own ``"auto"`` gives each worker the memory times its share of
+    the cores, whatever the number of workers: 4 one-thread workers on 2 cores got half the machine each, twice the
+    machine between them, and 1 worker half of it."""
+    from distributed.system import MEMORY_LIMIT
+
+    from isotropy.measure.report import InputError
+
+    share = int(MEMORY_LIMIT) // max(1, int(workers))
+    if share < MIN_WORKER_MEMORY:  # as an explicit --memory-limit below it: each worker would pause for ever
+        raise InputError(f"--workers {workers} divides this machine's {MEMORY_LIMIT / 2**30:.1f} GiB into "
+                         f"{share // 2**20} MiB per worker; a worker needs at least {MIN_WORKER_MEMORY // 2**20} MiB "
+                         f"(dask pauses it at 80% of its limit): expected at most "
+                         f"{max(1, int(MEMORY_LIMIT) // MIN_WORKER_MEMORY)} workers.")
+    return share
 
 
 def _unretrieved_exit(record) -> bool:
