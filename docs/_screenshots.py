@@ -1,6 +1,6 @@
 """Build the documentation site, serve it locally and take headless Chromium screenshots of it.
 
-    python docs/_screenshots.py [--out DIR] [--width 1280] [--height 2000] [--no-build]
+    python docs/_screenshots.py [--out DIR] [--width 1440] [--height 2000] [--no-build]
 
 Takes the front page, an API page (Isotropy) and an experiment page (classifier-geometry) by
 default, or the site paths given with ``--page``. Needs Debian's ``chromium`` package (or
