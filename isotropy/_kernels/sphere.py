@@ -8,7 +8,8 @@ import numpy as np
 from isotropy._utils.backend import is_torch
 from isotropy._utils.errors import IsotropyValueError
 
-__all__ = ["EMPTY_SUM", "merge_sums", "pair_potentials", "unit_rows"]
+__all__ = ["EMPTY_SUM", "merge_sums", "pair_potentials", "potential_rows", "row_exponents",
+           "rows_times_power_of_two", "unit_rows"]
 
 
 def unit_rows(X, *, caller: str, name: str = "X"):
@@ -20,8 +21,6 @@ def unit_rows(X, *, caller: str, name: str = "X"):
     sphere: refused in one line naming ``caller``'s parameter ``name``.
     """
     if is_torch(X):
-        import torch
-
         top = X.detach().abs().amax(dim=1, keepdim=True)
         zero = bool((top == 0).any())
     else:
@@ -32,16 +31,34 @@ def unit_rows(X, *, caller: str, name: str = "X"):
         raise IsotropyValueError(f"The '{name}' parameter of {caller} has a zero row, which has no direction on "
                                  f"the sphere: expected non-zero rows (or normalize=False).")
     if is_torch(X):
-        # a power of two per row (exact, differentiable in X), from log2 (frexp is not on every device), applied in
-        # two halves so that neither factor overflows (a subnormal row's 2**1029). The exponents go in as X's float
-        # dtype: with integer exponents torch's ldexp backward computes 2**e in integers, 0 for every e < 0, and
-        # the gradient of every row with an entry of magnitude 1 or more was 0
-        e = torch.floor(torch.log2(top)) + 1
-        half = torch.floor(e / 2)
-        X = torch.ldexp(torch.ldexp(X, (-half).to(X.dtype)), (half - e).to(X.dtype))
+        X = rows_times_power_of_two(X, -row_exponents(top))
         return X / X.norm(dim=1, keepdim=True)
     X = np.ldexp(X, -np.frexp(top)[1])
     return X / np.linalg.norm(X, axis=1, keepdims=True)
+
+
+def row_exponents(top):
+    """``e`` with ``top · 2**-e`` in about [0.5, 1) for the tensor ``top`` of non-negative (detached) magnitudes, 0 where
+    ``top`` is 0; in top's float dtype. From log2 (frexp is not on every device): where log2 rounds across a power of two
+    the scaled value is 1 or a hair above, never more than 2."""
+    import torch
+
+    return torch.where(top > 0, torch.floor(torch.log2(top)) + 1, torch.zeros_like(top))
+
+
+def rows_times_power_of_two(X, e):
+    """``X · 2**e``, ``e`` a (detached) float tensor of exponents broadcast over X's rows (a column, or per row as
+    ``(n_rows,)``): exact for normal results and differentiable in X.
+
+    Applied in two halves so that neither factor overflows (a subnormal row's 2**1029). The exponents go in as X's
+    float dtype: with integer exponents torch's ldexp backward computes 2**e in integers, 0 for every e < 0, and the
+    gradient of every row with an entry of magnitude 1 or more was 0.
+    """
+    import torch
+
+    e = e.reshape(-1, 1) if e.dim() == 1 else e
+    half = torch.floor(e / 2)
+    return torch.ldexp(torch.ldexp(X, half.to(X.dtype)), (e - half).to(X.dtype))
 
 
 EMPTY_SUM = (-np.inf, 0.0)  # (shift, shifted sum) of no pairs
@@ -84,17 +101,30 @@ def potential_rows(X, *, centre=None, caller: str):
     The pairs' ``‖x‖² + ‖y‖² − 2x·y`` of rows far from the origin cancel the offset: uniformity without
     normalisation read −0.63 for −4.34 at an offset of 1e8 (a user trial); its distances do not depend on a
     translation, so the rows are centred first. Squared norms beyond float64's range (the pairs' sums gave NaN) are
-    refused: the value depends on the scale there.
+    refused: the value depends on the scale there. A torch tensor (its caller's float64 copy) stays one, with its
+    graph, and is refused alike; its squared norms come back detached.
     """
+    if is_torch(X):
+        B = X if centre is None else X - centre
+        sq = (B.detach() * B.detach()).sum(dim=1)
+        _refuse_far_rows(sq.cpu().numpy(), lambda: float(B.detach().abs().max()), centred=centre is not None,
+                         caller=caller)
+        return B, sq
     B = np.asarray(X, dtype=np.float64)
     if centre is not None:
         B = B - centre
     with np.errstate(over="ignore", invalid="ignore"):
         sq = np.einsum("ij,ij->i", B, B)
-        if not np.isfinite(sq).all() or (sq.size and not np.isfinite(2.0 * sq.max())):
-            where = "" if centre is None else " from their mean"
-            raise IsotropyValueError(f"The 'X' parameter of {caller} has rows whose squared distances exceed float64's "
-                                     f"range (coordinates{where} up to {float(np.abs(B).max()):.3g}); with "
-                                     f"normalize=False the value depends on the scale: rescale X, or use "
-                                     f"normalize=True.")
+    _refuse_far_rows(sq, lambda: float(np.abs(B).max()), centred=centre is not None, caller=caller)
     return B, sq
+
+
+def _refuse_far_rows(sq: np.ndarray, top, *, centred: bool, caller: str) -> None:
+    """Refuse squared norms ``sq`` (float64) beyond float64's range, or whose pairs' sums are; ``top()`` gives the
+    largest ``|x|`` for the message."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        if not np.isfinite(sq).all() or (sq.size and not np.isfinite(2.0 * sq.max())):
+            where = " from their mean" if centred else ""
+            raise IsotropyValueError(f"The 'X' parameter of {caller} has rows whose squared distances exceed float64's "
+                                     f"range (coordinates{where} up to {top():.3g}); with normalize=False the value "
+                                     f"depends on the scale: rescale X, or use normalize=True.")

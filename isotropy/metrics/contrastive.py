@@ -14,7 +14,13 @@ import numbers
 
 import numpy as np
 
-from isotropy._kernels.sphere import pair_potentials, potential_rows, unit_rows
+from isotropy._kernels.sphere import (
+    pair_potentials,
+    potential_rows,
+    row_exponents,
+    rows_times_power_of_two,
+    unit_rows,
+)
 from isotropy._utils.backend import is_dask, is_torch, to_output
 from isotropy._utils.errors import IsotropyValueError
 from isotropy._utils.validation import check_bool, check_scalar, check_X
@@ -32,8 +38,10 @@ def alignment(X, Y, *, alpha: float = 2, normalize: bool = True):
     X, Y : array-like, torch.Tensor or dask array of shape (n_samples, n_features)
         Row ``i`` of ``X`` and row ``i`` of ``Y`` embed the two sides of the ``i``-th positive pair
         (two augmentations, a sentence and its paraphrase, a query and its document). One tensor and
-        one array: the array is taken as a tensor on the tensor's device, in its dtype. One dask
-        array and one numpy array: both are read as dask arrays; a dask array with a tensor is refused.
+        one array: the array is taken as a tensor on the tensor's device, computed with it in float64
+        (which holds both; float32 on MPS, which refuses an array it cannot hold), and the value comes
+        back in the tensor's dtype. One dask array and one numpy array: both are read as dask arrays;
+        a dask array with a tensor is refused.
     alpha : float, default=2
         The exponent (the paper's default is 2).
     normalize : bool, default=True
@@ -43,17 +51,20 @@ def alignment(X, Y, *, alpha: float = 2, normalize: bool = True):
     -------
     align : float or torch.Tensor
         In ``[0, 2^α]`` with ``normalize``; 0 when every pair coincides. Python float for numpy
-        and dask input; a differentiable 0-dim tensor when ``X`` or ``Y`` is a tensor.
+        and dask input; a differentiable 0-dim tensor in the tensor's dtype when ``X`` or ``Y`` is a
+        tensor (a mean below that dtype's smallest number rounds to 0 there, as 0.1^1000 does in
+        float64; one above its largest is refused).
 
     Notes
     -----
     .. math:: \\mathcal{L}_{\\text{align}} = \\mathbb{E}_{(x, y) \\sim p_{\\text{pos}}}
               \\lVert f(x) - f(y) \\rVert_2^{\\alpha}
 
-    numpy and dask input: each pair and its difference are brought to unit scale by powers of two
-    (exact) and the powers summed relative to the largest, so that ``normalize=False`` neither
-    overflows nor underflows at any scale; a mean that itself lies past float64's largest number
-    is refused in one line (the same on both).
+    Each pair and its difference are brought to unit scale by powers of two (exact) and the powers
+    summed relative to the largest, so that ``normalize=False`` neither overflows nor underflows at
+    any scale; a mean that itself lies past float64's largest number is refused in one line (the
+    same on numpy, dask and torch). Torch input is computed the same way in float64 (float32 on
+    MPS), differentiable, whatever its dtype.
 
     References
     ----------
@@ -81,35 +92,105 @@ def alignment(X, Y, *, alpha: float = 2, normalize: bool = True):
         return _dask_alignment(X, Y, alpha=float(alpha), normalize=normalize, caller=caller)
     X = check_X(X, caller=caller, min_samples=1)
     Y = check_X(Y, caller=caller, name="Y", min_samples=1)
-    if is_torch(X) != is_torch(Y):
-        # One tensor and one numpy array: a decision, the numpy one becomes a tensor on the tensor's device and in its
-        # dtype, and the value is the tensor's (differentiable in it), as if both had been tensors. Refusing would
-        # make the common training use (a model's output against fixed numpy targets) convert by hand; the numpy
-        # side has no graph to lose, and style says device and dtype come from the input. Before, the tensor went
-        # through numpy: torch's raw "Can't call numpy() on Tensor that requires grad", or a float64 float with a
-        # NumPy DeprecationWarning for a float32 tensor.
-        import torch
-
-        if is_torch(X):
-            Y = torch.as_tensor(Y, dtype=X.dtype, device=X.device)
-        else:
-            X = torch.as_tensor(X, dtype=Y.dtype, device=Y.device)
+    if is_torch(X) or is_torch(Y):
+        return _torch_alignment(X, Y, alpha=float(alpha), normalize=normalize, caller=caller)
     if tuple(X.shape) != tuple(Y.shape):
         raise IsotropyValueError(f"The 'Y' parameter of {caller} must have the shape of 'X' {tuple(X.shape)}. "
                                  f"Got {tuple(Y.shape)} instead.")
     if normalize:
         X, Y = unit_rows(X, caller=caller, name="X"), unit_rows(Y, caller=caller, name="Y")
-    if is_torch(X):
-        import torch
-
-        # ‖x − y‖^α as (‖x − y‖²)^(α/2), with the gradient 0 (a subgradient) where a pair coincides: for α < 1 the
-        # norm's 0 times the power's infinite slope gave a NaN gradient to both rows of an identical pair
-        sq = (X - Y).pow(2).sum(dim=1)
-        apart = sq > 0
-        return torch.where(apart, torch.where(apart, sq, torch.ones_like(sq)).pow(float(alpha) / 2),
-                           torch.zeros_like(sq)).mean()
     top, total = _power_sum(np.asarray(X, dtype=np.float64), np.asarray(Y, dtype=np.float64), float(alpha))
     return to_output(_mean_of_powers(top, total, X.shape[0], float(alpha), caller), X)
+
+
+def _torch_alignment(X, Y, *, alpha: float, normalize: bool, caller: str):
+    """:func:`alignment` when ``X`` or ``Y`` is a tensor: computed in float64 (float32 on MPS) on the tensor's device,
+    differentiable, exact at any scale as the numpy path, and returned in the tensor's dtype (refused where the mean
+    lies beyond that dtype's range).
+
+    One tensor and one numpy array: a decision, the numpy one becomes a tensor on the tensor's device, and the value
+    is the tensor's (differentiable in it), as if both had been tensors. Refusing would make the common training use
+    (a model's output against fixed numpy targets) convert by hand; the numpy side has no graph to lose, and style
+    says device and dtype come from the input. It is converted to the computing dtype, which holds both, not to the
+    tensor's: cast to a float32 tensor's dtype, a float64 array's 1e40 became inf and the value 0.0 (a NaN pair read
+    as a coinciding one), and its 1e-50 became 0 and was refused as a zero row. Before that, the tensor went through
+    numpy: torch's raw "Can't call numpy() on Tensor that requires grad", or a float64 float with a NumPy
+    DeprecationWarning for a float32 tensor.
+
+    Both in float64 because float32 lost what numpy keeps: the squared differences of float32 pairs near 1e-25
+    underflowed (0 for 2.06e-26) and near 1e25 overflowed (inf), and unit rows rounded to float32 moved the
+    differences of nearly parallel rows (2e-4 relative at an offset of 3e5).
+    """
+    import torch
+
+    like = X if is_torch(X) else Y
+    dtype = torch.promote_types(X.dtype, Y.dtype) if is_torch(X) and is_torch(Y) else like.dtype
+    wide = torch.float32 if like.device.type == "mps" else torch.float64  # MPS has no float64
+    X, Y = (_as_tensor(A, name, wide, like.device, caller) for A, name in ((X, "X"), (Y, "Y")))
+    if tuple(X.shape) != tuple(Y.shape):
+        raise IsotropyValueError(f"The 'Y' parameter of {caller} must have the shape of 'X' {tuple(X.shape)}. "
+                                 f"Got {tuple(Y.shape)} instead.")
+    if normalize:
+        X, Y = unit_rows(X, caller=caller, name="X"), unit_rows(Y, caller=caller, name="Y")
+    # as _power_sum: each pair brought to unit scale by a power of two of its own (exact), then its difference by
+    # its own, so that neither the difference nor its squares overflow or underflow; ‖x − y‖^α = 2^L with
+    # L = α(k + j) + (α/2)·log2(s), s the squared norm of the scaled difference (in [1/4, d]), and the mean of 2^L
+    # summed relative to the largest L
+    with torch.no_grad():
+        k = row_exponents(torch.maximum(X.abs().amax(dim=1), Y.abs().amax(dim=1)))
+    D = rows_times_power_of_two(X, -k) - rows_times_power_of_two(Y, -k)
+    with torch.no_grad():
+        j = row_exponents(D.abs().amax(dim=1))
+    s = rows_times_power_of_two(D, -j).pow(2).sum(dim=1)
+    # a pair coincides where s is exactly 0 (a NaN is not 0: it would not be averaged in as a coinciding pair); its
+    # power is 0 with the gradient 0 (a subgradient): for α < 1 the norm's 0 times the power's infinite slope gave
+    # a NaN gradient to both rows of an identical pair
+    apart = s != 0
+    log_s = torch.log2(torch.where(apart, s, torch.ones_like(s)))
+    if alpha > _LOG_POWER:  # α·(k + j) and α·log2(s) may each overflow (to inf and −inf: their sum NaN)
+        L = alpha * ((k + j) + log_s / 2)
+    else:  # the integer part apart: exact for α = 1, 2, and the log's rounding stays relative to log2(s)
+        L = alpha * (k + j) + (alpha / 2) * log_s
+    L = torch.where(apart, L, torch.full_like(L, -math.inf))
+    top = float(L.detach().max())
+    if top == -math.inf:  # every pair coincides, or every power underflows float64's exponent: 0, with the graph
+        return (s.sum() * 0.0).to(dtype)
+    if top == math.inf:
+        _refuse_mean(math.inf, alpha, caller, dtype)
+    if math.isnan(top):  # not from checked input; a NaN stays NaN, it is never a coinciding pair's 0
+        return (s.sum() * math.nan).to(dtype)
+    terms = torch.where(apart, torch.exp2(torch.where(apart, L - top, torch.zeros_like(L))), torch.zeros_like(L))
+    mean = terms.sum() / X.shape[0]  # in [1/n, 1]: the mean is mean · 2**top
+    floor = math.floor(top)
+    value = rows_times_power_of_two((mean * 2.0 ** (top - floor)).reshape(1, 1),
+                                    torch.full((1,), float(floor), dtype=mean.dtype, device=mean.device)).reshape(())
+    out = value.to(dtype)
+    if bool(torch.isinf(out.detach())):
+        _refuse_mean(top + math.log2(float(mean.detach())), alpha, caller, dtype)
+    return out
+
+
+def _as_tensor(A, name: str, dtype, device, caller: str):
+    """``A`` (a checked tensor or numpy array) as a tensor of ``dtype`` on ``device``, a tensor with its graph.
+
+    A numpy array whose values ``dtype`` cannot hold (float32 on MPS, for a float64 array) is refused naming it, not
+    cast to inf or to 0.
+    """
+    import torch
+
+    if is_torch(A):
+        return A.to(dtype)
+    if dtype != torch.float64 and A.size:
+        info = torch.finfo(dtype)
+        magnitude = np.abs(A)
+        top, low = float(magnitude.max()), float(np.min(magnitude, initial=np.inf, where=magnitude > 0))
+        if top > info.max or low < info.tiny:
+            bad = top if top > info.max else low
+            raise IsotropyValueError(f"The '{name}' parameter of {caller} must have values that "
+                                     f"{str(dtype).replace('torch.', '')} holds (normal magnitudes from {info.tiny:.3g} "
+                                     f"to {info.max:.3g}), the dtype of the computation on {device.type}. Got "
+                                     f"{bad:.3g} instead.")
+    return torch.as_tensor(np.asarray(A), device=device).to(dtype)
 
 
 def _dask_alignment(X, Y, *, alpha: float, normalize: bool, caller: str) -> float:
@@ -199,13 +280,19 @@ def _power_sum(X, Y, alpha: float) -> tuple[float, float]:
     apart = m > 0
     if not apart.any():
         return -np.inf, 0.0
-    exponent = alpha * (q + k[:, 0] + j[:, 0])[apart].astype(np.float64)
+    whole = (q + k[:, 0] + j[:, 0])[apart].astype(np.float64)
     m = m[apart]
-    if alpha > _LOG_POWER:
-        exponent, powers = exponent + alpha * np.log2(m), np.ones_like(m)
-    else:
-        powers = m ** alpha
+    with np.errstate(over="ignore"):  # past float64's exponent: ±inf, handled below and by _mean_of_powers
+        if alpha > _LOG_POWER:
+            # α·whole and α·log2(m) may each overflow (to inf and −inf: their sum NaN); log2 of the norm first
+            exponent, powers = alpha * (whole + np.log2(m)), np.ones_like(m)
+        else:
+            exponent, powers = alpha * whole, m ** alpha
     top = float(exponent.max())
+    if top == -np.inf:  # every power underflows float64's exponent itself: a sum of 0
+        return -np.inf, 0.0
+    if top == np.inf:  # the mean overflows: _mean_of_powers refuses it
+        return np.inf, 1.0
     return top, float(np.sum(powers * np.exp2(exponent - top)))
 
 
@@ -215,22 +302,36 @@ def _merge_power_sums(a, b):
         a, b = b, a
     if b[0] == -np.inf:
         return a
-    return a[0], a[1] + b[1] * float(np.exp2(b[0] - a[0]))
+    return a[0], a[1] + b[1] * (1.0 if b[0] == a[0] else float(np.exp2(b[0] - a[0])))  # (inf − inf: NaN)
 
 
 def _mean_of_powers(top: float, total: float, n_samples: int, alpha: float, caller: str) -> float:
     """``total · 2**top / n_samples`` as a float; refused in one line when that mean itself overflows float64."""
     if total == 0.0:
         return 0.0
-    whole = math.floor(top)
-    try:
-        return math.ldexp(total / n_samples * 2.0 ** (top - whole), whole)
-    except OverflowError:
-        decimal = (top + math.log2(total / n_samples)) * math.log10(2)
-        raise IsotropyValueError(
-            f"The 'X' and 'Y' parameters of {caller} must have a mean ‖x − y‖^α inside float64's range. Got a "
-            f"mean of about 1e{decimal:.0f} (alpha={alpha:g}) instead; rescale X and Y, or take a smaller alpha."
-        ) from None
+    if math.isfinite(top):
+        whole = math.floor(top)
+        try:
+            return math.ldexp(total / n_samples * 2.0 ** (top - whole), whole)
+        except OverflowError:
+            pass
+    _refuse_mean(top + math.log2(total / n_samples), alpha, caller, "float64")
+
+
+def _refuse_mean(log2_mean: float, alpha: float, caller: str, dtype) -> None:
+    """Refuse a mean ``2**log2_mean`` of ``‖x − y‖^α`` beyond ``dtype``'s range, its size said readably."""
+    dtype = str(dtype).replace("torch.", "")
+    decimal = log2_mean * math.log10(2)
+    if not math.isfinite(decimal):  # α·log2‖x − y‖ itself past float64: no exponent to show
+        size = "a mean past 10^(1.8e308), whose exponent itself overflows float64"
+    elif abs(decimal) < 1e6:
+        size = f"a mean of about 1e{decimal:.0f}"
+    else:  # an exponent of 300 digits said as a power of ten of a power of ten
+        size = f"a mean of about 10^({decimal:.3g})"
+    wider = " (or pass float64 tensors)" if dtype != "float64" else ""
+    raise IsotropyValueError(
+        f"The 'X' and 'Y' parameters of {caller} must have a mean ‖x − y‖^α inside {dtype}'s range. Got {size} "
+        f"(alpha={alpha:g}) instead; rescale X and Y, or take a smaller alpha{wider}.")
 
 
 def uniformity(X, *, t: float = 2, normalize: bool = True):
@@ -262,7 +363,9 @@ def uniformity(X, *, t: float = 2, normalize: bool = True):
     memory), ``‖x − y‖² = ‖x‖² + ‖y‖² − 2x·y`` clipped at 0, and a running log-sum-exp so that a
     large ``t`` does not underflow to ``log 0``. On the unit sphere the rounding of a squared
     distance is about 1e-16 in absolute terms, far below what moves the potential. Torch input
-    is computed in one differentiable ``torch.pdist``, as in training.
+    is computed in one differentiable ``torch.pdist``, as in training, in float64 (float32 on MPS)
+    whatever its dtype, centred and refused beyond float64's range as numpy input; the value comes
+    back in the input's dtype.
 
     References
     ----------
@@ -285,18 +388,25 @@ def uniformity(X, *, t: float = 2, normalize: bool = True):
 
         return distributed.uniformity(X, t=t, normalize=normalize)
     X = check_X(X, caller=caller)
-    if normalize:
-        X = unit_rows(X, caller=caller)
     t = float(t)
     if is_torch(X):
         import torch
 
-        sq = torch.pdist(X, p=2).pow(2)
-        # the log-sum-exp in float64: in float32, exp(−t·d²) of nearly collapsed rows (d² ~ 1e-8) rounds to 1 and the
-        # value read exactly 0 ("all rows coincide") where numpy reads −1e-7 on the same values
-        wide = torch.float32 if sq.device.type == "mps" else torch.float64  # MPS has no float64
-        value = torch.logsumexp(-t * sq.to(wide), dim=0) - float(np.log(sq.numel()))
-        return value.to(sq.dtype)
+        # all in float64 (differentiable), as numpy: in float32 the squared distances of rows near 1e25 overflowed
+        # (-inf for -4.159) and unit rows rounded to float32 moved the distances of nearly parallel rows (4e-5
+        # relative at an offset of 3e5); the log-sum-exp in float64 too: exp(−t·d²) of nearly collapsed rows
+        # (d² ~ 1e-8) rounded to 1 in float32 and the value read exactly 0 ("all rows coincide")
+        wide = torch.float32 if X.device.type == "mps" else torch.float64  # MPS has no float64
+        W = X.to(wide)
+        if normalize:
+            W = unit_rows(W, caller=caller)
+        else:  # centred and refused beyond float64's range as numpy (a float64 tensor near 1e160 read -inf)
+            W, _ = potential_rows(W, centre=W.detach().mean(dim=0), caller=caller)
+        sq = torch.pdist(W, p=2).pow(2)
+        value = torch.logsumexp(-t * sq, dim=0) - float(np.log(sq.numel()))
+        return value.to(X.dtype)
+    if normalize:
+        X = unit_rows(X, caller=caller)
     X = np.asarray(X, dtype=np.float64)
     n = X.shape[0]
     # without normalisation, centred (the distances do not depend on it; far from the origin the expansion cancelled)
