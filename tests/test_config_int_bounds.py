@@ -43,6 +43,9 @@ def test_an_int_past_the_bound_of_a_config_is_one_line_naming_key_value_and_rang
      "The 'layers' setting of layer-geometry must be an int in [-1000000000, 1000000000] ("),
     ("istar", "epochs=10000000000", "The 'epochs' setting of istar must be an int in [1, 1000000000] ("),
     ("istar", "data_seed=4294967296", "The 'data_seed' setting of istar must be less than or equal to 4294967295."),
+    # ClusterCentering's own bound (MAX_N_INIT), when the config loads rather than at the first layer's fit
+    ("layer-geometry", "metrics.n_init=1001",
+     "The 'metrics.n_init' setting of layer-geometry must be less than or equal to 1000."),
     ("frozen-classification", "max_iter=10000000000",
      "The 'max_iter' setting of frozen-classification must be an int in [1, 1000000000] ("),
     ("cluster-finetune", "geometry.every_n_steps=10000000000",

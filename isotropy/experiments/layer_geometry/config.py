@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field, PrivateAttr, field_validator
 
 from isotropy.experiments._config import MAX_INT, ConfigError, ExperimentConfig, Seeds, _shown, config_rule, expects
+from isotropy.transforms._cluster_centering import MAX_N_INIT
 
 __all__ = ["LayerGeometryConfig", "settle"]
 
@@ -22,7 +23,7 @@ class MetricsConfig(ExperimentConfig):
                                  max_length=2)
     min_silhouette: float = Field(ge=-1, le=1)
     silhouette_sample_size: int | None = Field(None, ge=3)
-    n_init: int = Field(ge=1)
+    n_init: int = Field(ge=1, le=MAX_N_INIT)  # ClusterCentering's own bound, checked when the config loads
 
     @field_validator("k_range")
     @classmethod
