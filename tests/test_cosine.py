@@ -237,3 +237,48 @@ def test_inter_mean_names_the_type_whose_mean_is_zero_by_its_label(kind):
     means = np.stack([Y[groups == g].mean(0) for g in np.unique(groups)])
     out = inter_type_cosine(_as(kind, Y), groups, type_vector="mean")
     assert float(out) == pytest.approx(_brute_mean_cos(means), abs=1e-12)
+
+
+# --- the same trial for S_intra: with max_instances every row of X is checked, and a bad row named by its row -------
+
+@pytest.mark.parametrize("kind", ["numpy", "torch", "dask"])
+def test_intra_max_instances_refuses_a_zero_row_of_X_whatever_the_seed(kind):
+    # only the drawn rows were checked, by their place among the drawn: random_state=0 measured 0.0529 past the zero
+    # row 40, random_state=1 refused it as "first at index 30", 2 as "first at index 23"
+    X = np.random.default_rng(0).normal(size=(60, 5))
+    X[40] = 0.0
+    groups = np.arange(60) % 20
+    for seed in range(4):
+        with pytest.raises(IsotropyValueError) as info:
+            intra_type_cosine(_as(kind, X), groups, max_instances=2, random_state=seed)
+        assert str(info.value) == ("The 'X' parameter of intra_type_cosine must not contain zero vectors, for which "
+                                   "cosine similarity is undefined. Got 1 all-zero row(s) (first at index 40) instead.")
+    X[40] = 1e-310
+    for seed in range(4):
+        with pytest.raises(IsotropyValueError, match=r"^The 'X' parameter of intra_type_cosine must have rows of "
+                                                     r"normal magnitude\. Got 1 row\(s\) \(first at index 40\) made "
+                                                     r"only of subnormal numbers"):
+            intra_type_cosine(_as(kind, X), groups, max_instances=2, random_state=seed)
+    # a type of one instance has no pair, but its zero row is refused as with max_instances=None
+    X[40] = 1.0
+    X[59] = 0.0
+    single = np.r_[groups[:59], 99]
+    for max_instances in (None, 2):
+        with pytest.raises(IsotropyValueError, match=r"all-zero row\(s\) \(first at index 59\)"):
+            intra_type_cosine(_as(kind, X), single, max_instances=max_instances, random_state=0)
+
+
+@pytest.mark.parametrize("kind", ["numpy", "torch", "dask"])
+def test_intra_max_instances_value_after_the_check(kind):
+    # the check of every row leaves the draw and the value as they were: the brute force over the rows drawn
+    X = np.random.default_rng(3).normal(size=(60, 5)) + 0.5
+    groups = np.arange(60) % 7
+    perm = np.random.default_rng(5).permutation(60)
+    order = perm[np.argsort(groups[perm], kind="stable")]
+    keep = np.concatenate([order[groups[order] == g][:3] for g in range(7)])
+    out = intra_type_cosine(_as(kind, X), groups, max_instances=3, random_state=5)
+    assert float(out) == pytest.approx(_brute_intra(X[keep], groups[keep]), abs=1e-12)
+    # the groups' refusal comes first, as without max_instances
+    X[2] = 0.0
+    with pytest.raises(IsotropyValueError, match="2 or more instances"):
+        intra_type_cosine(_as(kind, X), np.arange(60), max_instances=2, random_state=0)

@@ -236,8 +236,8 @@ def inter_type_cosine(X, groups, *, type_vector="instance", random_state=None):
         # every row of X could be drawn: a zero (or subnormal) row is refused whichever rows the seed draws, by its
         # row of X. Only the drawn rows were checked, and named by their place among them: refused or not by the seed
         # (a zero row 40 gave -0.0143 with random_state=0, "first at index 0" with 1), against docs/refusals.md
+        rng = check_random_state(random_state, caller=caller)  # a bad parameter is told before the O(n·d) pass
         _refuse_bad_rows(X, ids, n_types, caller=caller)
-        rng = check_random_state(random_state, caller=caller)
         perm = rng.permutation(X.shape[0])
         _, first = np.unique(ids[perm], return_index=True)  # first instance of each type in random order
         if is_dask(X):  # the k rows drawn, gathered (every chunk checked for NaN/inf)
@@ -335,7 +335,9 @@ def intra_type_cosine(X, groups, *, max_instances=None, random_state=None):
               \\left[\\cos(\\phi_k(t_i), \\phi_l(t_i))\\right]\\right]
               = \\frac{1}{|T|}\\sum_{t \\in T} \\frac{\\|s_t\\|^2 - m_t}{m_t(m_t - 1)},
 
-    T the types with m_t ≥ 2 instances, s_t the sum of their unit vectors; O(n·d).
+    T the types with m_t ≥ 2 instances, s_t the sum of their unit vectors; O(n·d). Every row of
+    ``X`` is checked, whichever rows ``max_instances`` and ``random_state`` draw: an all-zero (or
+    subnormal) row is refused by its row index, also in a type with a single instance.
 
     References
     ----------
@@ -355,9 +357,18 @@ def intra_type_cosine(X, groups, *, max_instances=None, random_state=None):
     if max_instances is not None:
         check_scalar(max_instances, "max_instances", caller=caller, kind=numbers.Integral, low=2)
     ids = _checked_groups(groups, X.shape[0], caller)
+    n_types = int(ids.max()) + 1
+    counts = np.bincount(ids, minlength=n_types)  # a draw keeps min(count, max_instances) >= 1 of each type
+    if counts.max() < 2:
+        raise IsotropyValueError(f"The 'groups' parameter of {caller} must have at least one type with 2 or more "
+                                 f"instances. Got {n_types} types with one instance each instead.")
     keep = None
     if max_instances is not None:
         rng = check_random_state(random_state, caller=caller)
+        # every row of X could be drawn: a zero (or subnormal) row is refused whichever rows the seed draws, by its
+        # row of X (inter_type_cosine's check). Only the drawn rows were checked, and named by their place among
+        # them: a zero row 40 measured 0.0529 with random_state=0, "first at index 30" with 1
+        _refuse_bad_rows(X, ids, n_types, caller=caller)
         perm = rng.permutation(X.shape[0])
         order = perm[np.argsort(ids[perm], kind="stable")]  # grouped by type, random within type
         sorted_ids = ids[order]
@@ -365,13 +376,9 @@ def intra_type_cosine(X, groups, *, max_instances=None, random_state=None):
         rank = np.arange(order.size) - np.repeat(starts, np.diff(np.r_[starts, order.size]))
         keep = np.sort(order[rank < max_instances])
         ids = ids[keep]
+        counts = np.minimum(counts, max_instances)
         if not is_dask(X):
             X = _take_rows(X, keep)
-    n_types = int(ids.max()) + 1
-    counts = np.bincount(ids, minlength=n_types)
-    if counts.max() < 2:
-        raise IsotropyValueError(f"The 'groups' parameter of {caller} must have at least one type with 2 or more "
-                                 f"instances. Got {n_types} types with one instance each instead.")
     paired = np.flatnonzero(counts >= 2)
     if is_dask(X):  # per-chunk type sums of unit rows merged on the dask scheduler
         from isotropy.distributed._rows import type_sums
