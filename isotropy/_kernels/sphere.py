@@ -1,5 +1,5 @@
 """Kernels of the contrastive metrics, in memory and on dask: rows projected onto the unit sphere, and the
-log-sum-exp of uniformity's Gaussian potentials over the pairs of two blocks of rows."""
+log-mean-exp of uniformity's Gaussian potentials over the pairs of two blocks of rows."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import numpy as np
 from isotropy._utils.backend import is_torch
 from isotropy._utils.errors import IsotropyValueError
 
-__all__ = ["EMPTY_SUM", "merge_sums", "pair_potentials", "potential_rows", "row_exponents",
-           "rows_times_power_of_two", "unit_rows"]
+__all__ = ["EMPTY_SUM", "log_mean_exp", "log_mean_exp_torch", "merge_sums", "pair_potentials", "potential_rows",
+           "row_exponents", "rows_times_power_of_two", "scaled_rows", "sphere_rows", "unit_rows"]
 
 
 def unit_rows(X, *, caller: str, name: str = "X"):
@@ -20,6 +20,16 @@ def unit_rows(X, *, caller: str, name: str = "X"):
     at any other scale the result is the plain ``x / ‖x‖``, bit for bit. A zero row has no direction on the
     sphere: refused in one line naming ``caller``'s parameter ``name``.
     """
+    X, top = _row_tops(X, caller=caller, name=name)
+    if is_torch(X):
+        X = rows_times_power_of_two(X, -row_exponents(top))
+        return X / X.norm(dim=1, keepdim=True)
+    X = np.ldexp(X, -np.frexp(top)[1])
+    return X / np.linalg.norm(X, axis=1, keepdims=True)
+
+
+def _row_tops(X, *, caller: str, name: str):
+    """``(X, max |x| of each row as a column)``, X a tensor or float64 numpy; a zero row refused (no direction)."""
     if is_torch(X):
         top = X.detach().abs().amax(dim=1, keepdim=True)
         zero = bool((top == 0).any())
@@ -30,11 +40,50 @@ def unit_rows(X, *, caller: str, name: str = "X"):
     if zero:
         raise IsotropyValueError(f"The '{name}' parameter of {caller} has a zero row, which has no direction on "
                                  f"the sphere: expected non-zero rows (or normalize=False).")
+    return X, top
+
+
+_HALF_SQRT2 = float(np.sqrt(0.5))  # a norm m·2**e, m in [0.5, 1), is brought to m or 2m: in [1/√2, √2)
+
+
+def scaled_rows(X, *, caller: str, name: str = "X"):
+    """The rows of ``X`` each multiplied by a power of two (exact: the direction is X's, not a rounded x / ‖x‖) to a
+    norm in [1/√2, √2), a torch tensor differentiably, anything else as float64 numpy; a zero row refused as by
+    :func:`unit_rows`."""
+    X, top = _row_tops(X, caller=caller, name=name)
     if is_torch(X):
-        X = rows_times_power_of_two(X, -row_exponents(top))
-        return X / X.norm(dim=1, keepdim=True)
+        import torch
+
+        X = rows_times_power_of_two(X, -row_exponents(top))  # the largest entry about [0.5, 1): no overflow
+        norms = X.detach().norm(dim=1, keepdim=True)
+        e = row_exponents(norms)
+        e = torch.where(norms * torch.exp2(-e) < _HALF_SQRT2, e - 1, e)
+        return rows_times_power_of_two(X, -e)
     X = np.ldexp(X, -np.frexp(top)[1])
-    return X / np.linalg.norm(X, axis=1, keepdims=True)
+    m, e = np.frexp(np.linalg.norm(X, axis=1, keepdims=True))
+    return np.ldexp(X, -np.where(m < _HALF_SQRT2, e - 1, e))
+
+
+def sphere_rows(Z, *, centre=None):
+    """``(Z − c, ‖Z − c‖², h, ‖Z‖)`` of :func:`scaled_rows` ``Z``, ``h = ‖z‖² − ‖c‖²`` computed as ``‖z − c‖² + 2c·(z − c)``,
+    ``c`` the mean of Z's rows (``centre``: given, as for a dask block); a torch tensor with its graph (``c`` detached).
+
+    :func:`pair_potentials` takes the chord of the directions of two such rows from the identity
+    ``‖ẑ − ŵ‖² = (‖z − w‖² − (‖z‖ − ‖w‖)²) / (‖z‖‖w‖)``, ``‖z‖ − ‖w‖ = (h_z − h_w) / (‖z‖ + ‖w‖)``, exact for any ``c``.
+    Its rounding is about 1e-16 of the rows' squared spread about ``c``, not of 1: for nearly collapsed rows, of the
+    chord itself. The rounded unit rows x / ‖x‖ (about 1e-16 off in each entry) and the expansion ``2 − 2x̂·ŷ`` of
+    their Gram matrix erred by about 1e-16 absolute: all of a squared chord of 1e-18 (a user trial). Rows of one
+    direction whose lengths differ keep that absolute error (their ``‖z − w‖²`` is mostly the radial term).
+    """
+    if is_torch(Z):
+        c = Z.detach().mean(dim=0) if centre is None else centre
+        B = Z - c
+        q = (B * B).sum(dim=1)
+        return B, q, q + 2.0 * (B @ c), Z.norm(dim=1)
+    c = Z.mean(axis=0) if centre is None else centre
+    B = Z - c
+    q = np.square(B).sum(axis=1)  # pairwise summation: einsum's running sums lost a few ulps more on wide rows
+    return B, q, q + 2.0 * (B @ c), np.linalg.norm(Z, axis=1)
 
 
 def row_exponents(top):
@@ -61,37 +110,113 @@ def rows_times_power_of_two(X, e):
     return torch.ldexp(torch.ldexp(X, half.to(X.dtype)), (e - half).to(X.dtype))
 
 
-EMPTY_SUM = (-np.inf, 0.0)  # (shift, shifted sum) of no pairs
+EMPTY_SUM = (-np.inf, 0.0, 0.0, 0)  # (shift, Σ exp(v − shift), Σ expm1(v − shift), pairs) of no pairs
 
 
 def merge_sums(a, b):
-    """Two ``(shift, Σ exp(v − shift))`` pairs as one: the larger shift, the other sum rescaled to it."""
+    """Two ``(shift, Σ exp(v − shift), Σ expm1(v − shift), pairs)`` as one: the larger shift, the other rescaled to it.
+
+    With δ the (non-positive) change of b's shift, ``Σ exp(v − shift)`` scales by exp(δ) and
+    ``Σ expm1(v − shift) = pairs · expm1(δ) + exp(δ) · Σ expm1(v − b's shift)``: terms of one sign, so that each sum
+    keeps its relative precision through any order of merges. A shift of −inf holds pairs whose potentials all
+    underflow (each adds exp 0, expm1 −1).
+    """
     if a[0] < b[0]:
         a, b = b, a
-    if b[0] == -np.inf:
+    shift, total, below, pairs = a
+    if not b[3]:
         return a
-    return a[0], a[1] + b[1] * float(np.exp(b[0] - a[0]))
+    if b[0] == -np.inf:  # (a's shift too: all potentials 0 so far, the sums stay 0 relative to no shift)
+        return shift, total, below - b[3] if shift > -np.inf else 0.0, pairs + b[3]
+    delta = b[0] - shift
+    scale = float(np.exp(delta))
+    return shift, total + b[1] * scale, below + b[3] * float(np.expm1(delta)) + b[2] * scale, pairs + b[3]
 
 
-def pair_potentials(A, qa, B, qb, t: float, *, diagonal: bool, rows: int = 1024, cols: int = 8192):
-    """``(shift, Σ exp(v − shift))`` of ``v = −t‖a − b‖²`` over the pairs of float64 row blocks A and B.
+def log_mean_exp(sums) -> float:
+    """``log mean exp(v)`` from :func:`merge_sums`' four numbers: ``shift + log1p(mean expm1(v − shift))`` where the mean
+    of ``exp(v − shift)`` is above ½, ``shift + log(mean exp(v − shift))`` otherwise.
 
-    ``qa``, ``qb`` are the squared row norms; ``‖a − b‖² = ‖a‖² + ‖b‖² − 2a·b`` clipped at 0, a
-    ``rows × cols`` slab at a time. ``diagonal``: A is B, and only its pairs i < j count. The shift
-    (the largest exponent) keeps a large ``t`` from underflowing to ``log 0``.
+    Nearly collapsed rows have potentials all just below 1 and a value just below 0: the log of their mean lost it
+    to the mean's rounding near 1 (4.5e-6 relative at an offset of 3e5; all of it once exp rounds to 1), where
+    ``expm1`` keeps each term's distance from 1. At ½ and below the plain form is exact and ``1 + mean expm1``
+    would not be (a few pairs far above the rest). The shift (≤ 0) and the log have one sign: no cancellation.
     """
+    shift, total, below, pairs = sums
+    if shift == -np.inf:
+        return -np.inf
+    if total > 0.5 * pairs:
+        return float(shift + np.log1p(below / pairs))
+    return float(shift + np.log(total / pairs))
+
+
+def log_mean_exp_torch(v):
+    """:func:`log_mean_exp` of the 1-d tensor ``v`` (one potential's exponent per pair), differentiable: the shift is
+    detached (the value does not depend on it), and the form is chosen on the detached sums, as numpy's slabs do."""
+    import torch
+
+    shift = v.detach().max()
+    if float(shift) == -np.inf:
+        return torch.logsumexp(v, dim=0)  # −inf, with the graph
+    w = v - shift
+    total = torch.exp(w).sum()
+    if float(total.detach()) > 0.5 * v.numel():
+        return shift + torch.log1p(torch.expm1(w).sum() / v.numel())
+    return shift + torch.log(total / v.numel())
+
+
+def pair_potentials(P, Q, t: float, *, diagonal: bool, rows: int = 1024, cols: int = 8192):
+    """:func:`merge_sums`' ``(shift, Σ exp(v − shift), Σ expm1(v − shift), pairs)`` of ``v = −t‖a − b‖²`` over the pairs
+    of the rows of P and Q.
+
+    ``P = (A, qa)``: float64 rows and their squared norms (:func:`potential_rows`), ``‖a − b‖² = ‖a‖² + ‖b‖² − 2a·b``
+    clipped at 0; ``P = (A, qa, ha, na)``: :func:`sphere_rows`, ``‖a − b‖²`` the chord of their directions. A
+    ``rows × cols`` slab at a time. ``diagonal``: P is Q, and only its pairs i < j count. The shift (the largest
+    exponent) keeps a large ``t`` from underflowing to ``log 0``; the expm1 sum keeps potentials just below 1 exact.
+    """
+    A, qa = P[0], P[1]
+    B, qb = Q[0], Q[1]
+    chord = len(P) == 4
     out = EMPTY_SUM
     for i0 in range(0, A.shape[0], rows):
         i1 = min(i0 + rows, A.shape[0])
         for j0 in range(i0 if diagonal else 0, B.shape[0], cols):  # on a diagonal block: on and above it
             j1 = min(j0 + cols, B.shape[0])
-            d2 = qa[i0:i1, None] + qb[None, j0:j1] - 2.0 * (A[i0:i1] @ B[j0:j1].T)
-            v = -t * np.maximum(d2, 0.0)
+            v = A[i0:i1] @ B[j0:j1].T  # in place from here: each pass over a slab is one pass over memory
+            v *= -2.0
+            v += qa[i0:i1, None]
+            v += qb[None, j0:j1]  # ‖a − b‖²
+            if chord:
+                na, nb = P[3][i0:i1], Q[3][j0:j1]
+                radial = np.subtract.outer(P[2][i0:i1], Q[2][j0:j1])
+                radial /= np.add.outer(na, nb)  # ‖a‖ − ‖b‖
+                radial *= radial
+                v -= radial
+                v /= np.multiply.outer(na, nb, out=radial)  # the chord of the directions
+            np.maximum(v, 0.0, out=v)
+            with np.errstate(over="ignore"):  # t·‖a − b‖² past float64: −inf, a potential of exp(−inf) = 0
+                v *= -t
+            invalid = None
             if diagonal and j0 < i1:  # the slab crosses the diagonal: keep j > i only
-                v = np.where(np.arange(j0, j1)[None, :] > np.arange(i0, i1)[:, None], v, -np.inf)
-            top = v.max() if v.size else -np.inf
-            if top != -np.inf:
-                out = merge_sums(out, (float(top), float(np.exp(v - top).sum())))
+                invalid = np.arange(j0, j1)[None, :] <= np.arange(i0, i1)[:, None]
+                v[invalid] = -np.inf
+            pairs = v.size - (0 if invalid is None else int(invalid.sum()))
+            if not pairs:
+                continue
+            top = float(v.max())
+            if top == -np.inf:  # every potential underflows (t·‖a − b‖² past float64)
+                out = merge_sums(out, (-np.inf, 0.0, 0.0, pairs))
+                continue
+            v -= top
+            total = float(np.exp(v).sum())  # the masked pairs add exp(−inf) = 0
+            if total > 0.5 * pairs:  # potentials mostly near the shift: their distance from it kept by expm1
+                np.expm1(v, out=v)
+                if invalid is not None:
+                    v[invalid] = 0.0
+                below = float(v.sum())
+            else:  # at least half of each term is its −1: Σ (exp − 1) as exact as the sum of exp
+                below = total - pairs
+            out = merge_sums(out, (top, total, below, pairs))
     return out
 
 

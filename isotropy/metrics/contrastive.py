@@ -15,10 +15,14 @@ import numbers
 import numpy as np
 
 from isotropy._kernels.sphere import (
+    log_mean_exp,
+    log_mean_exp_torch,
     pair_potentials,
     potential_rows,
     row_exponents,
     rows_times_power_of_two,
+    scaled_rows,
+    sphere_rows,
     unit_rows,
 )
 from isotropy._utils.backend import is_dask, is_torch, to_output
@@ -360,12 +364,17 @@ def uniformity(X, *, t: float = 2, normalize: bool = True):
 
     Exact over all ``n(n − 1)/2`` pairs, as the paper's reference code (``torch.pdist``). numpy
     input: float64 tiles on and above the diagonal of the Gram matrix (each pair once, bounded
-    memory), ``‖x − y‖² = ‖x‖² + ‖y‖² − 2x·y`` clipped at 0, and a running log-sum-exp so that a
-    large ``t`` does not underflow to ``log 0``. On the unit sphere the rounding of a squared
-    distance is about 1e-16 in absolute terms, far below what moves the potential. Torch input
-    is computed in one differentiable ``torch.pdist``, as in training, in float64 (float32 on MPS)
-    whatever its dtype, centred and refused beyond float64's range as numpy input; the value comes
-    back in the input's dtype.
+    memory). Without ``normalize`` the rows less their mean, ``‖x − y‖² = ‖x‖² + ‖y‖² − 2x·y``
+    clipped at 0; with it the chord of the rows' exact directions, from the rows scaled by powers
+    of two (not rounded to x / ‖x‖) less their mean: its rounding is about 1e-16 of the rows'
+    spread, so that nearly collapsed rows keep their tiny distances (to relative precision where
+    the rows' lengths are close, as in a cloud about an offset). The mean of the potentials is
+    taken as ``m + log1p(mean expm1(v − m))``, ``m`` the largest exponent, where it lies above ½
+    (``m + log mean exp(v − m)`` below), so that a large ``t`` does not underflow to ``log 0`` and
+    a value just below 0 is not lost to the rounding of a mean near 1. Torch input is computed
+    with one differentiable ``torch.pdist``, as in training, in float64 (float32 on MPS) whatever
+    its dtype, by the same formulas, and refused beyond float64's range as numpy input; the value
+    comes back in the input's dtype.
 
     References
     ----------
@@ -394,23 +403,24 @@ def uniformity(X, *, t: float = 2, normalize: bool = True):
 
         # all in float64 (differentiable), as numpy: in float32 the squared distances of rows near 1e25 overflowed
         # (-inf for -4.159) and unit rows rounded to float32 moved the distances of nearly parallel rows (4e-5
-        # relative at an offset of 3e5); the log-sum-exp in float64 too: exp(−t·d²) of nearly collapsed rows
+        # relative at an offset of 3e5); the log-mean-exp in float64 too: exp(−t·d²) of nearly collapsed rows
         # (d² ~ 1e-8) rounded to 1 in float32 and the value read exactly 0 ("all rows coincide")
         wide = torch.float32 if X.device.type == "mps" else torch.float64  # MPS has no float64
         W = X.to(wide)
-        if normalize:
-            W = unit_rows(W, caller=caller)
+        if normalize:  # the chords of the exact directions, as numpy (sphere_rows)
+            B, _, h, norms = sphere_rows(scaled_rows(W, caller=caller))
+            i, j = torch.triu_indices(B.shape[0], B.shape[0], 1, device=B.device)  # pdist's order of the pairs
+            ni, nj = norms.index_select(0, i), norms.index_select(0, j)
+            radial = (h.index_select(0, i) - h.index_select(0, j)) / (ni + nj)  # ‖a‖ − ‖b‖
+            sq = ((torch.pdist(B, p=2).pow(2) - radial * radial) / (ni * nj)).clamp(min=0.0)
         else:  # centred and refused beyond float64's range as numpy (a float64 tensor near 1e160 read -inf)
             W, _ = potential_rows(W, centre=W.detach().mean(dim=0), caller=caller)
-        sq = torch.pdist(W, p=2).pow(2)
-        value = torch.logsumexp(-t * sq, dim=0) - float(np.log(sq.numel()))
-        return value.to(X.dtype)
-    if normalize:
-        X = unit_rows(X, caller=caller)
-    X = np.asarray(X, dtype=np.float64)
-    n = X.shape[0]
-    # without normalisation, centred (the distances do not depend on it; far from the origin the expansion cancelled)
-    X, sq = potential_rows(X, centre=None if normalize else X.mean(axis=0), caller=caller)
+            sq = torch.pdist(W, p=2).pow(2)
+        return log_mean_exp_torch(-t * sq).to(X.dtype)
+    if normalize:  # the rows' exact directions, less their mean, for the chords (sphere_rows)
+        P = sphere_rows(scaled_rows(X, caller=caller))
+    else:  # centred (the distances do not depend on it; far from the origin the expansion cancelled)
+        X = np.asarray(X, dtype=np.float64)
+        P = potential_rows(X, centre=X.mean(axis=0), caller=caller)
     # every pair once, in tiles of _BLOCK_ROWS x _BLOCK_COLS on and above the diagonal (the dask tiles' kernel)
-    top, total = pair_potentials(X, sq, X, sq, t, diagonal=True, rows=_BLOCK_ROWS, cols=_BLOCK_COLS)
-    return float(top + np.log(total) - np.log(n * (n - 1) / 2))
+    return log_mean_exp(pair_potentials(P, P, t, diagonal=True, rows=_BLOCK_ROWS, cols=_BLOCK_COLS))
