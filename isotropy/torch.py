@@ -24,8 +24,11 @@ from __future__ import annotations
 import math
 import warnings
 
-import torch
-from torch import nn
+from isotropy._utils.install import extra_imports
+
+with extra_imports("isotropy.torch", "torch"):  # one line naming the extra and PyTorch's command, not a traceback
+    import torch
+    from torch import nn
 
 from isotropy._kernels.isoscore import check_covariance
 from isotropy._utils.backend import no_autocast

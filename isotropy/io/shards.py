@@ -301,7 +301,11 @@ def _load_parquet(path, key, n_rows, dtype, global_row, stamp=None, *, label_col
 
 
 def _read_zarr(path: Path, key, chunk_rows):
-    import dask.array as da
+    from isotropy._utils.install import extra_imports
+
+    with extra_imports(f"Reading {str(path)!r}", "distributed"):
+        import dask.array as da
+        import zarr  # noqa: F401 -- da.from_zarr reads the store with it: missing, it read as "not a readable Zarr array"
 
     try:
         arr = da.from_zarr(str(path), component=key)
@@ -468,9 +472,12 @@ def read_shards(source: str | os.PathLike, *, key: str | None = None, chunk_rows
     from isotropy.io._paths import check_path_given
 
     check_path_given(source, caller="read_shards", name="source", expected="a folder, a glob pattern or a Zarr store")
-    import dask.array as da
-    from dask import delayed
-    from dask.base import tokenize
+    from isotropy._utils.install import extra_imports
+
+    with extra_imports(f"Reading {str(source)!r}", "distributed"):  # dask named with its extra, not a traceback
+        import dask.array as da
+        from dask import delayed
+        from dask.base import tokenize
 
     from isotropy._utils.validation import check_scalar
 

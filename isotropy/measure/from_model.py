@@ -482,7 +482,9 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
 
         check_option(averaging, "averaging", _AVERAGING, caller=_CALLER)
     from isotropy._utils.device import resolve_device
+    from isotropy.models.resolve import require_model_packages
 
+    require_model_packages(model)  # torch, transformers and a packaged model's package named up front, with their extra
     device = resolve_device(device, caller=_CALLER)  # "auto"/None -> cuda or cpu: one device for every step below
     if labels is not None:
         labels = np.asarray(labels)
@@ -1012,7 +1014,11 @@ def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, 
         _check_outputs(json_path, plot_path, {"--texts": texts_path, "--labels": labels_path, "--shrinkage-sample":
                        shrinkage_sample if isinstance(shrinkage_sample, Path) else None})  # before the model runs: a bad path is found in a second, not after it
         from isotropy._utils.device import resolve_device
+        from isotropy.models.resolve import require_model_packages
 
+        # the extra --model needs, and PyTorch's command where torch is missing, in one line before anything is read
+        # (the core install said "No module named 'torch'", then, with torch, asked for the experiments extra)
+        require_model_packages(model, f"--model {model}")
         device = resolve_device(device, name="--device")  # "auto" (or none given): CUDA when present, else the CPU
         try:
             texts = read_texts(texts_path, column=text_column, encoding=encoding)

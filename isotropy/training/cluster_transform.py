@@ -14,9 +14,12 @@ import math
 import numbers
 import warnings
 
-import torch
-from torch import nn
-from torch.autograd.function import once_differentiable
+from isotropy._utils.install import extra_imports
+
+with extra_imports("isotropy.training", "train"):  # a missing package named with its extra, in one line
+    import torch
+    from torch import nn
+    from torch.autograd.function import once_differentiable
 
 from isotropy._utils.magnitude import extremes, times_power_of_two
 from isotropy._utils.validation import SEED_MAX, IsotropyValueError, check_scalar, check_X

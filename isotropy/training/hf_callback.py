@@ -5,7 +5,10 @@ from __future__ import annotations
 import inspect
 import numbers
 
-from transformers import Trainer, TrainerCallback
+from isotropy._utils.install import extra_imports
+
+with extra_imports("isotropy.training", "train"):  # a missing package named with its extra, in one line
+    from transformers import Trainer, TrainerCallback
 
 from isotropy._utils.validation import IsotropyValueError, check_bool, check_scalar
 from isotropy.training.probe import _MAX_LENGTH, _ZETA, GeometryProbe, check_tokenizer

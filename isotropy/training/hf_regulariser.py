@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-import torch
-from transformers import TrainerCallback
+from isotropy._utils.install import extra_imports
+
+with extra_imports("isotropy.training", "train"):  # a missing package named with its extra, in one line
+    import torch
+    from transformers import TrainerCallback
 
 from isotropy._utils.validation import IsotropyValueError
 from isotropy.training.probe import _hidden_states, check_tokenizer

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import numbers
 
-import torch
-from lightning.pytorch.callbacks import Callback
+from isotropy._utils.install import extra_imports
+
+with extra_imports("isotropy.training", "train"):  # a missing package named with its extra, in one line
+    import torch
+    from lightning.pytorch.callbacks import Callback
 
 from isotropy._utils.validation import IsotropyValueError, check_bool, check_scalar
 from isotropy.training.probe import _MAX_LENGTH, _ZETA, GeometryProbe, check_tokenizer

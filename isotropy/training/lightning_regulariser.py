@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from lightning.pytorch.callbacks import Callback
+from isotropy._utils.install import extra_imports
+
+with extra_imports("isotropy.training", "train"):  # a missing package named with its extra, in one line
+    from lightning.pytorch.callbacks import Callback
 
 from isotropy._utils.validation import IsotropyValueError
 from isotropy.training.lightning_callback import _find_tokenizer, check_model, resolve_submodule

@@ -27,8 +27,12 @@ import numbers
 import warnings
 
 import numpy as np
-import torch
-from torchmetrics import Metric
+
+from isotropy._utils.install import extra_imports
+
+with extra_imports("isotropy.training", "train"):  # a missing package named with its extra, in one line
+    import torch
+    from torchmetrics import Metric
 
 from isotropy._kernels.accumulator import CovarianceAccumulator, Moments, merge_moments
 from isotropy._kernels.isoscore import check_covariance

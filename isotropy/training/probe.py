@@ -35,7 +35,11 @@ import weakref
 from collections.abc import Mapping, Sequence
 
 import numpy as np
-import torch
+
+from isotropy._utils.install import extra_imports
+
+with extra_imports("isotropy.training", "train"):  # a missing package named with its extra, in one line
+    import torch
 
 from isotropy._utils.defaults import MAX_LENGTH as _MAX_LENGTH
 from isotropy._utils.defaults import DefaultFloat, DefaultInt, DefaultName

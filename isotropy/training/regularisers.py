@@ -23,7 +23,10 @@ from __future__ import annotations
 import numbers
 from collections.abc import Mapping, Sequence
 
-import torch
+from isotropy._utils.install import extra_imports
+
+with extra_imports("isotropy.training", "train"):  # a missing package named with its extra, in one line
+    import torch
 
 from isotropy._utils.validation import IsotropyValueError, check_option, check_scalar, check_weight
 from isotropy.models.layers import check_layers, select_layers
