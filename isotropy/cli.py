@@ -68,7 +68,9 @@ class _LazyGroup(click.Group):
 def _resolve_or_suggest(group: click.Group, ctx, args):
     """Resolve a subcommand; an unknown name is a one-line usage error with the closest name and every choice."""
     name = args[0] if args else None
-    if name is not None and not name.startswith("-") and group.get_command(ctx, name) is None:
+    # not while the shell completes a word (resilient parsing): the error was printed into the command line being typed
+    if name is not None and not name.startswith("-") and not ctx.resilient_parsing \
+            and group.get_command(ctx, name) is None:
         from isotropy._utils.suggest import did_you_mean
 
         choices = group.list_commands(ctx)
@@ -99,6 +101,8 @@ class _ExperimentGroup(click.Group):
 
             return make_command(load_experiment(name))
         except ImportError as exc:  # a core install: the experiments need their extra (pydantic, torch, ...)
+            if ctx.resilient_parsing:  # shell completion (<Tab>): the error was printed into the command line being typed
+                return _Unavailable(name)
             missing = click.ClickException(f"isotropy run needs the experiments extra: {extra_command('experiments')} "
                                            f"({' '.join(str(exc).split())}).")
             missing.exit_code = 2  # as every other missing optional package
@@ -106,6 +110,17 @@ class _ExperimentGroup(click.Group):
 
     def resolve_command(self, ctx, args):
         return _resolve_or_suggest(self, ctx, args)
+
+
+class _Unavailable(click.Command):
+    """An experiment whose extra is not installed, as shell completion sees it: it takes any words and offers none."""
+
+    def __init__(self, name: str):
+        super().__init__(name, add_help_option=False,
+                         context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+
+    def shell_complete(self, ctx, incomplete):
+        return []
 
 
 @click.group(cls=_LazyGroup, lazy={"measure": "isotropy.measure.command:command"},

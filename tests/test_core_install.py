@@ -420,3 +420,34 @@ def test_the_gemma_line_of_the_models_page_is_what_measure_prints(tmp_path):
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip() == quoted.group(0).replace("/path/to/isotropy", str(REPO))
 
+
+def _complete_without_extras(line: str, tmp_path: Path) -> subprocess.CompletedProcess:
+    """What bash completion prints for ``line`` (click's protocol, through the console entry) on the core install."""
+    import os
+
+    words = line.split()
+    env = {**os.environ, "_ISOTROPY_COMPLETE": "bash_complete", "COMP_WORDS": line,
+           "COMP_CWORD": str(len(words) if line.endswith(" ") else len(words) - 1)}
+    script = BLOCKER.format(blocked=set(OPTIONAL)) + "from isotropy.__main__ import entry\nentry()\n"
+    return subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=300, check=False)
+
+
+def test_shell_completion_stays_silent_without_the_experiments_extra(tmp_path):
+    """<Tab> after an experiment's name on the core install printed "Error: isotropy run needs the experiments
+    extra: ..." into the command line being typed (the experiment's command is built to list its options); it
+    offers nothing there now, and the names that need no extra still complete. An unknown name is silent too."""
+    for line in ("isotropy run classifier-geometry --", "isotropy run classifier-geometry --setup ",
+                 "isotropy run classifier-geometry --setup demo --set ", "isotropy run classifier-geometry ",
+                 "isotropy run layer-geometry --device c", "isotropy run nosuch --", "isotropy nosuch --"):
+        result = _complete_without_extras(line, tmp_path)
+        assert result.returncode == 0 and result.stderr == "", (line, result.stderr)
+        assert "Error" not in result.stdout and "classifier-geometry" not in result.stdout, (line, result.stdout)
+        assert not any(item.startswith("plain,--s") for item in result.stdout.split()), (line, result.stdout)
+    assert _complete_without_extras("isotropy run cl", tmp_path).stdout.split() == [
+        "plain,classifier-geometry", "plain,cluster-finetune"]
+    assert _complete_without_extras("isotropy measure --model gem", tmp_path).stdout.split() == ["plain,gemma-3-270m"]
+    # and the command itself, run, still says which extra it needs
+    result = _run_without_extras('from isotropy.cli import main\nmain(["run", "classifier-geometry", "--setup", "demo"])',
+                                 tmp_path)
+    assert result.returncode == 2 and "isotropy run needs the experiments extra" in result.stderr
