@@ -336,6 +336,32 @@ def test_a_failing_task_on_the_local_cluster_prints_no_worker_traceback(capfd):
     assert "Traceback" not in captured.err and "bad shard" not in captured.err, captured.err[-2000:]
 
 
+def test_local_workers_take_no_well_known_port(capfd):
+    """With dashboard_address=None dask still bound the scheduler's HTTP routes to 8787, and printed "Port 8787 is
+    already in use" beside the command's lines whenever another dask held it (a notebook's dashboard, a second
+    command; found when two test runs overlapped). Now a free port of this machine, no warning."""
+    import socket
+    import warnings
+
+    from isotropy.measure.distributed import open_cluster
+
+    holder = socket.socket()
+    try:
+        holder.bind(("0.0.0.0", 8787))
+        holder.listen()
+    except OSError:  # held by another process already: the same situation
+        pass
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with open_cluster(None, 1, 300 * 2**20) as where:
+                assert where["workers"] == 1
+    finally:
+        holder.close()
+    said = [str(w.message) for w in caught] + [capfd.readouterr().err]
+    assert not any("8787" in text for text in said), said
+
+
 def test_scheduler_wait_comes_from_dask_config_and_a_bad_value_is_one_line():
     import dask
     import pytest

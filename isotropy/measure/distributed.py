@@ -94,7 +94,12 @@ def open_cluster(scheduler: str | None, workers: int | None, memory_limit: int |
     # command; the workers' own log of it (a traceback per failed task) would come before that line
     with _ctrl_c_for_this_process_only():  # the worker processes start with Ctrl-C ignored (inherited by them)
         cluster = LocalCluster(n_workers=workers, processes=True, threads_per_worker=1, memory_limit=limit,
-                               dashboard_address=None, silence_logs=logging.CRITICAL)
+                               dashboard_address=None, silence_logs=logging.CRITICAL,
+                               # no dashboard, and the scheduler's HTTP routes on a free port of this machine alone:
+                               # with dashboard_address=None dask still binds them to 8787, and printed "Port 8787 is
+                               # already in use" beside the command's lines whenever another dask (a notebook's
+                               # dashboard, a second command) held it
+                               scheduler_kwargs={"dashboard_address": "127.0.0.1:0"})
     # a Ctrl-C ends the client's pending gathers with AllExit while the command writes its JSON, and asyncio's "Task
     # exception was never retrieved" with a traceback followed the command's one line: that record only is dropped
     asyncio_log = logging.getLogger("asyncio")
