@@ -15,7 +15,8 @@ two (exact), as the in-memory functions rescale the materialised array.
   per-cluster distance sums (or extreme pairs) for its rows, never an n×n array;
   Calinski-Harabasz and Davies-Bouldin: per-chunk centroid statistics, two passes;
 - exact k-NN as tiles with a top-k merge per row block, and TwoNN / MLE / local MLE on it;
-- uniformity: the same tiles, each returning a shifted sum of exponentials merged by log-sum-exp;
+- uniformity: the same tiles, each returning shifted sums of exponentials (and of their expm1) and its pair
+  count, merged by a tree reduction, the log (log1p near 1) taken at the end;
 - per-type cosines, rogue-dimension share, token norms: per-chunk sums of (unit) rows per type or per
   column, or the rows' norms (:mod:`._rows`).
 
