@@ -349,10 +349,8 @@ def test_davies_bouldin_of_clusters_of_one_repeated_point_compares_no_pair(monke
     assert davies_bouldin_score(X, labels) == pytest.approx(sk_davies_bouldin(X, labels), rel=1e-10) and calls
 
 
-def test_dunn_of_tied_distances_recomputes_one_pair_per_block(monkeypatch):
-    # one-hot rows: every pair at distance sqrt(2), every pair of a block within the product distances' rounding
-    # bound of the block's extreme, and each was recomputed from its rows (22.7 s against 0.59 s before, 1,000 rows of
-    # 1,000 features). Where that bound is negligible against the extreme, the extreme's pair is taken as before
+def _count_recomputed_pairs(monkeypatch) -> list:
+    """The pairs the Dunn kernel recomputes from their rows, one count per call (``clusters._pair_values``)."""
     from isotropy._kernels import clusters
 
     counted = []
@@ -363,6 +361,14 @@ def test_dunn_of_tied_distances_recomputes_one_pair_per_block(monkeypatch):
         return original(Wi, Wj, a, b, metric, xp)
 
     monkeypatch.setattr(clusters, "_pair_values", counting)
+    return counted
+
+
+def test_dunn_of_tied_distances_recomputes_one_pair_per_block(monkeypatch):
+    # one-hot rows: every pair at distance sqrt(2), every pair of a block within the product distances' rounding
+    # bound of the block's extreme, and each was recomputed from its rows (22.7 s against 0.59 s before, 1,000 rows of
+    # 1,000 features). Where that bound is negligible against the extreme, the extreme's pair is taken as before
+    counted = _count_recomputed_pairs(monkeypatch)
     X, labels = np.eye(300), np.arange(300) % 7
     assert dunn_index(X, labels, chunk_size=100) == pytest.approx(_dunn_reference(X, labels, "euclidean"), rel=1e-12)
     assert sum(counted) <= 2 * 6  # one pair per side of each of the 6 blocks on or above the diagonal
@@ -402,16 +408,7 @@ def test_cosine_dunn_of_tight_clusters_far_from_the_origin_recomputes_few_pairs(
     # far from the origin (1e-18): every pair of a cluster in a block was recomputed from its rows (141,578 of the
     # 180,300 pairs here; O(n²) work of Python-side gathers, 12.9 s at n = 8000 in a user trial). The unit rows' share
     # of the bound is now relative to the block's distances (τ·sqrt(q_i + q_j))
-    from isotropy._kernels import clusters
-
-    counted = []
-    original = clusters._pair_values
-
-    def counting(Wi, Wj, a, b, metric, xp):
-        counted.append(int(a.shape[0]))
-        return original(Wi, Wj, a, b, metric, xp)
-
-    monkeypatch.setattr(clusters, "_pair_values", counting)
+    counted = _count_recomputed_pairs(monkeypatch)
     rng = np.random.default_rng(0)
     labels = np.arange(600) % 3
     X = rng.normal(size=(3, 5))[labels] + 1e6 + 1e-3 * rng.normal(size=(600, 5))
