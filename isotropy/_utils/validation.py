@@ -68,6 +68,11 @@ def _digits(value: int) -> int:
 #: workers or rows reached the cluster and the sampler).
 MAX_INT = 10**9
 
+#: The most K-means restarts ``n_init`` takes (ClusterCentering, and layer-geometry's config when it loads): it
+#: multiplies the whole K-means work of every k tried, so MAX_INT would still allow weeks of restarts; 1000 is about
+#: a hundred times scikit-learn's default of 10.
+MAX_N_INIT = 1000
+
 
 def check_X(X, *, caller: str, name: str = "X", min_samples: int = 2, min_features: int = 1,
             allow_nonfinite: bool = False, rescale: bool | str = False):

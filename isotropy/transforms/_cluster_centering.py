@@ -11,6 +11,7 @@ import numpy as np
 from isotropy._utils.magnitude import rescaled, safe_exponent_range, times_power_of_two
 from isotropy._utils.validation import (
     MAX_INT,
+    MAX_N_INIT,
     IsotropyValueError,
     check_random_state,
     check_scalar,
@@ -19,8 +20,6 @@ from isotropy.transforms._base import SameFeaturesTransformer, like_input, to_nu
 
 __all__ = ["ClusterCentering", "cluster_center"]
 
-#: The most K-means restarts ``n_init`` takes (see :func:`_check_params`).
-MAX_N_INIT = 1000
 
 
 def _silhouette(X, labels, *, sample_size, seed, caller) -> float:

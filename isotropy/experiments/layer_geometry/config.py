@@ -6,8 +6,8 @@ from typing import Literal
 
 from pydantic import Field, PrivateAttr, field_validator
 
+from isotropy._utils.validation import MAX_N_INIT
 from isotropy.experiments._config import MAX_INT, ConfigError, ExperimentConfig, Seeds, _shown, config_rule, expects
-from isotropy.transforms._cluster_centering import MAX_N_INIT
 
 __all__ = ["LayerGeometryConfig", "settle"]
 
