@@ -18,7 +18,7 @@ import click
 
 from isotropy._utils.click_types import BoundedInt, NonEmpty
 from isotropy._utils.errors import Terminated, debugging
-from isotropy._utils.install import extra_command
+from isotropy._utils.install import install_command
 
 # experiment name -> "module:attribute" of its Experiment record (isotropy.experiments._runner.Experiment)
 EXPERIMENTS = {
@@ -103,7 +103,9 @@ class _ExperimentGroup(click.Group):
         except ImportError as exc:  # a core install: the experiments need their extra (pydantic, torch, ...)
             if ctx.resilient_parsing:  # shell completion (<Tab>): the error was printed into the command line being typed
                 return _Unavailable(name)
-            missing = click.ClickException(f"isotropy run needs the experiments extra: {extra_command('experiments')} "
+            # PyTorch's CPU command first where torch is missing too: the extra's bare torch pulls the CUDA build
+            command = install_command("experiments", torch_missing=None)
+            missing = click.ClickException(f"isotropy run needs the experiments extra: {command} "
                                            f"({' '.join(str(exc).split())}).")
             missing.exit_code = 2  # as every other missing optional package
             raise missing from None

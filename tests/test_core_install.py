@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from isotropy._utils.install import extra_command
+from isotropy._utils.install import extra_command, install_command
 
 REPO = Path(__file__).resolve().parent.parent
 # PyTorch's own command, the one every hint gives where torch is missing (a bare torch pulls the CUDA build on Linux)
@@ -231,7 +231,10 @@ def test_run_names_the_extra_it_needs(tmp_path):
             main({argv})
         """, tmp_path)
         assert result.returncode == 2, (argv, result.stderr)
-        assert f'isotropy run needs the experiments extra: pip install -e "{REPO}[experiments]" (' in result.stderr, argv
+        # PyTorch's CPU command first (torch is missing too): the extra's bare torch would pull the CUDA build
+        command = install_command("experiments", torch_missing=True)
+        assert command.startswith("first pip install torch ") and command.endswith(f'-e "{REPO}[experiments]"')
+        assert f"isotropy run needs the experiments extra: {command} (" in result.stderr, argv
         assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr, result.stderr
 
 

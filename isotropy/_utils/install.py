@@ -63,8 +63,10 @@ def torch_command() -> str:
             "pytorch.org gives for its CUDA)")
 
 
-def install_command(extra: str, *, torch_missing: bool = False) -> str:
+def install_command(extra: str, *, torch_missing: bool | None = False) -> str:
     """How to install the extra ``extra``; where torch is missing too, PyTorch's own command first.
+
+    ``torch_missing=None``: looked up (whether torch can be imported), for an extra that brings torch.
 
     The extras that bring torch ask for a bare ``torch``, which pip takes as the multi-GB CUDA build on Linux;
     :func:`torch_command` (the README's advice: PyTorch first) then comes before the extra. The ``torch`` extra is
@@ -77,6 +79,8 @@ def install_command(extra: str, *, torch_missing: bool = False) -> str:
     """
     if extra == "torch":
         return torch_command()
+    if torch_missing is None:
+        torch_missing = extra in _TORCH_EXTRAS and not _importable("torch")
     return f"first {torch_command()}, then {extra_command(extra)}" if torch_missing else extra_command(extra)
 
 
