@@ -720,3 +720,29 @@ def test_ties_everywhere_keep_the_fallback_linear(jit, kind, monkeypatch):
     # every step's scores (12 steps of m + 50 per row, and the m kept)
     m = k + 8
     assert sum(sorted_entries) <= 0.3 * 12 * n * (m + 50 + m)
+
+
+@pytest.mark.parametrize("kind", ["identical", "one-hot"])
+def test_rows_whose_candidates_all_tie_skip_the_float64_scores(jit, kind, monkeypatch):
+    """A row whose m candidates hold one score has m points tied there: float64 scores tie too and cannot certify it,
+    so it goes to the differences to every point at once (stage 3b), not through stage 3a first; the neighbours are
+    the stable sort of cdist. Rows of a few magnitudes apart (no tie) still take stage 3a."""
+    from isotropy._kernels import neighbors as kernels
+
+    scored = []
+    original = kernels._float64_candidates
+
+    def counting(X, scale, centre, q, rows, m, cols):
+        scored.append(rows.size)
+        return original(X, scale, centre, q, rows, m, cols)
+
+    monkeypatch.setattr(kernels, "_float64_candidates", counting)
+    X = _tied_data(kind, 300, 8, np.random.default_rng(0))
+    dist, ind = kneighbors(X, n_neighbors=5)
+    ref_d, ref_i = _reference(X, 5)
+    np.testing.assert_array_equal(ind, ref_i)
+    np.testing.assert_allclose(dist, ref_d, rtol=1e-12, atol=0)
+    assert sum(scored) == 0
+    Y = _adversarial(1e-8, rows=50)  # rows float32 scores leave uncertified: float64 scores certify them
+    np.testing.assert_array_equal(kneighbors(Y, n_neighbors=5)[1], _reference(Y, 5)[1])
+    assert sum(scored) > 0

@@ -1028,12 +1028,18 @@ def _exact_selection(X, scale, centre, q, rows, best_v, best_i, n_neighbors, dty
     dist, ind, ok = _refine(X, scale, rows, best_v, best_i, n_neighbors, q, _error_factor(dtype, d),
                             4.0 * (d + 2) * float(np.finfo(dtype).tiny), jit)
     failed = np.flatnonzero(~ok)
+    # a row whose m candidates all hold one score has at least m points tied there, repeated rows or one-hot rows as
+    # a rule: float64 scores tie there too and cannot certify it, so it goes to stage 3b at once (only the time is at
+    # stake: 3b is exact for any row)
+    tied = failed[best_v[failed].min(axis=1) == best_v[failed].max(axis=1)] if failed.size else failed
+    failed = np.setdiff1d(failed, tied, assume_unique=True)
     if failed.size:  # stage 3a: float64 scores for the rows float32 could not certify
         v, i = _float64_candidates(X, scale, centre, q, rows[failed], best_v.shape[1], cols)
         d64, i64, ok64 = _refine(X, scale, rows[failed], v, i, n_neighbors, q, _error_factor(np.float64, d),
                                  4.0 * (d + 2) * float(np.finfo(np.float64).tiny), jit)
         dist[failed], ind[failed] = d64, i64
         failed = failed[~ok64]
+    failed = np.union1d(failed, tied)
     if failed.size:  # stage 3b: differences to every point
         dist[failed], ind[failed] = _exact_rows(X, scale, rows[failed], n_neighbors, cols, jit)
     return dist, ind
