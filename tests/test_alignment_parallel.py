@@ -8,14 +8,13 @@ from rows scaled by powers of two. References: the definition with mpmath at 50 
 
 from __future__ import annotations
 
+import dask.array as da
+import mpmath
 import numpy as np
 import pytest
+import torch
 
 from isotropy.metrics.contrastive import alignment
-
-mpmath = pytest.importorskip("mpmath")
-torch = pytest.importorskip("torch")
-da = pytest.importorskip("dask.array")
 
 
 def reference(X, Y, alpha):

@@ -44,7 +44,8 @@ def test_an_int_beyond_int64_gets_the_range_message(call, message):
 
 def test_a_weight_beyond_float64_is_refused_in_one_line():
     """float(10**400) raised OverflowError ('int too large to convert to float') after the check."""
-    torch = pytest.importorskip("torch")
+    import torch
+
     from isotropy.torch import IStarLoss
 
     with pytest.raises(IsotropyValueError, match=r"^The 'weight' parameter of IStarLoss must be a float in the range "
@@ -59,7 +60,7 @@ def test_a_weight_beyond_float64_is_refused_in_one_line():
 def test_chunk_sizes_of_any_size_give_the_reference_neighbours():
     """``chunk_size`` has no upper bound (more rows than the array has is one tile): 2**64 and 10**30 rows per tile
     give scikit-learn's neighbours, in memory and on dask."""
-    da = pytest.importorskip("dask.array")
+    import dask.array as da
     ref_d, ref_i = NearestNeighbors(n_neighbors=3).fit(X).kneighbors(X, n_neighbors=4)
     for chunk_size in (B, 10**30):
         dist, ind = isotropy.kneighbors(X, n_neighbors=3, chunk_size=chunk_size)

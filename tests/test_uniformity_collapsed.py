@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import functools
 
+import dask.array as da
+import mpmath
 import numpy as np
 import pytest
+import torch
 
 from isotropy.metrics.contrastive import uniformity
-
-mpmath = pytest.importorskip("mpmath")
-torch = pytest.importorskip("torch")
-da = pytest.importorskip("dask.array")
 
 
 def _rows(A, normalize):
