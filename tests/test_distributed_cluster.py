@@ -454,3 +454,19 @@ def test_sampled_dask_silhouette_checks_every_row_as_in_memory(row):
             with pytest.raises(isotropy.IsotropyValueError, match=rf"must contain only finite values\. Got nan at row "
                                                                   rf"{row}, column 5 instead"):
                 isotropy.silhouette_score(data, labels, sample_size=200, random_state=3)
+
+
+def test_the_scheduler_probe_leaves_a_running_event_loop_to_the_client():
+    """Inside a running event loop (a notebook's) asyncio.run cannot run the identity probe: its RuntimeError was
+    reported as "answered, but not as a dask scheduler". There the client's own connect is the check."""
+    import asyncio
+
+    from isotropy.measure.distributed import _check_is_scheduler
+
+    async def probe():
+        _check_is_scheduler("tcp://127.0.0.1:1", 1.0)
+        return "left to the client"
+
+    assert asyncio.run(probe()) == "left to the client"
+    with pytest.raises(OSError, match="no dask scheduler answered within 1 s"):
+        _check_is_scheduler("tcp://127.0.0.1:1", 1.0)

@@ -130,6 +130,12 @@ def _check_is_scheduler(address: str, seconds: float) -> None:
         async with rpc(address, timeout=seconds) as remote:
             return await remote.identity()
 
+    try:  # called inside a running event loop (a notebook's): asyncio.run cannot; the client's own connect checks
+        asyncio.get_running_loop()
+        return
+    except RuntimeError:
+        pass
+
     try:
         info = asyncio.run(asyncio.wait_for(identity(), seconds))
     except (OSError, asyncio.TimeoutError) as exc:
