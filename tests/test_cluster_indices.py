@@ -366,8 +366,8 @@ def _count_recomputed_pairs(monkeypatch) -> list:
 
 def test_dunn_of_tied_distances_recomputes_one_pair_per_block(monkeypatch):
     # one-hot rows: every pair at distance sqrt(2), every pair of a block within the product distances' rounding
-    # bound of the block's extreme, and each was recomputed from its rows (22.7 s against 0.59 s before, 1,000 rows of
-    # 1,000 features). Where that bound is negligible against the extreme, the extreme's pair is taken as before
+    # bound of the block's extreme, and each was recomputed from its rows (a user trial: tens of seconds for 1,000 rows
+    # of 1,000 features). Where that bound is negligible against the extreme, the extreme's pair is taken as before
     counted = _count_recomputed_pairs(monkeypatch)
     X, labels = np.eye(300), np.arange(300) % 7
     assert dunn_index(X, labels, chunk_size=100) == pytest.approx(_dunn_reference(X, labels, "euclidean"), rel=1e-12)
@@ -406,7 +406,7 @@ def test_cosine_dunn_of_a_float32_tensor_has_the_float64_value_of_its_values():
 def test_cosine_dunn_of_tight_clusters_far_from_the_origin_recomputes_few_pairs(monkeypatch):
     # the cosine rounding bound held a constant 4τ for the unit rows, far above the distances inside tight clusters
     # far from the origin (1e-18): every pair of a cluster in a block was recomputed from its rows (141,578 of the
-    # 180,300 pairs here; O(n²) work of Python-side gathers, 12.9 s at n = 8000 in a user trial). The unit rows' share
+    # 180,300 pairs here; O(n²) work of Python-side gathers, a user trial's slowest case). The unit rows' share
     # of the bound is now relative to the block's distances (τ·sqrt(q_i + q_j))
     counted = _count_recomputed_pairs(monkeypatch)
     rng = np.random.default_rng(0)

@@ -681,7 +681,7 @@ def test_exact_fallbacks_match_cdist_on_ties_in_small_pieces(jit, kind, seed, mo
 def test_ties_everywhere_keep_the_fallback_linear(jit, kind, monkeypatch):
     """Data whose every distance ties (repeated rows, one-hot rows): every row goes to the exact fallback, whose
     selection sorts each distance at most once (no sort by (distance, index) of each step, and numpy's partition,
-    which slows down tenfold on such rows, is not used); the result is the stable sort of cdist."""
+    which slows down badly on such rows, is not used); the result is the stable sort of cdist."""
     from isotropy._kernels import neighbors as kernels
 
     n, d, k = 600, 8, 5

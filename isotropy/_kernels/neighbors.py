@@ -905,7 +905,7 @@ def _smallest_by_position(values: np.ndarray, ind: np.ndarray, k: int):
     """
     if np.isnan(values).any():
         return _sort_candidates(values, ind, k)
-    # the k-th smallest value of each row, from a sort: numpy's partition slows down tenfold on rows of many equal
+    # the k-th smallest value of each row, from a sort: numpy's partition slows down badly on rows of many equal
     # values and a few larger ones (the rows that reach the fallbacks), its (vectorised) sort does not
     kth = np.sort(values, axis=1)[:, k - 1:k]
     below = values < kth
@@ -934,7 +934,7 @@ def _smallest_by_position(values: np.ndarray, ind: np.ndarray, k: int):
 def _float64_candidates(X, scale, centre, q, rows: np.ndarray, m: int, cols: tuple[int, int]):
     """Best ``m`` float64 scores (and indices) of ``rows`` against the points ``cols[0]:cols[1]``, best first.
 
-    Kept as negated scores by :func:`_take_smallest` (no partition: numpy's slows down tenfold on rows of many
+    Kept as negated scores by :func:`_take_smallest` (no partition: numpy's slows down badly on rows of many
     equal scores, the rows that reach this stage).
     """
     C = _representation(X[rows], None if scale is None else scale[rows]) - centre
