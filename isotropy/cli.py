@@ -101,25 +101,46 @@ class _ExperimentGroup(click.Group):
 
             return make_command(load_experiment(name))
         except ImportError as exc:  # a core install: the experiments need their extra (pydantic, torch, ...)
-            if ctx.resilient_parsing:  # shell completion (<Tab>): the error was printed into the command line being typed
-                return _Unavailable(name)
             # PyTorch's CPU command first where torch is missing too: the extra's bare torch pulls the CUDA build
             command = install_command("experiments", torch_missing=None)
-            missing = click.ClickException(f"isotropy run needs the experiments extra: {command} "
-                                           f"({' '.join(str(exc).split())}).")
-            missing.exit_code = 2  # as every other missing optional package
-            raise missing from None
+            return _Unavailable(name, f"isotropy run needs the experiments extra: {command} "
+                                      f"({' '.join(str(exc).split())}).")
+
+    def format_commands(self, ctx, formatter):
+        """The experiments and their short help; on a core install their names, then the one line of the extra they
+        need (the help was that line as an error before: each command is made from the experiment's record)."""
+        super().format_commands(ctx, formatter)
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if isinstance(command, _Unavailable):  # (all of them, on a core install)
+                formatter.write_paragraph()
+                formatter.write(f"{command.missing}\n")  # unwrapped: the install command stays whole, to copy
+                return
 
     def resolve_command(self, ctx, args):
         return _resolve_or_suggest(self, ctx, args)
 
 
 class _Unavailable(click.Command):
-    """An experiment whose extra is not installed, as shell completion sees it: it takes any words and offers none."""
+    """An experiment whose extra is not installed: running it is the one-line error ``missing`` (exit 2), its --help
+    is its usage and that line; it takes any words, and shell completion (<Tab>) offers none, since the error was
+    printed into the command line being typed."""
 
-    def __init__(self, name: str):
-        super().__init__(name, add_help_option=False,
-                         context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+    def __init__(self, name: str, missing: str):
+        super().__init__(name, context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+        self.missing = missing
+
+    def invoke(self, ctx):
+        error = click.ClickException(self.missing)
+        error.exit_code = 2  # as every other missing optional package
+        raise error
+
+    def get_short_help_str(self, limit: int = 45) -> str:
+        return ""  # the group's help says it once, below the names
+
+    def format_epilog(self, ctx, formatter):
+        formatter.write_paragraph()
+        formatter.write(f"{self.missing}\n")  # unwrapped, as in the group's help
 
     def shell_complete(self, ctx, incomplete):
         return []

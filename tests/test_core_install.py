@@ -224,8 +224,8 @@ def test_neighbour_search_without_numba(tmp_path):
 
 
 def test_run_names_the_extra_it_needs(tmp_path):
-    """On the core install `isotropy run` (alone, or with an experiment) says which extra installs the experiments."""
-    for argv in ('["run"]', '["run", "classifier-geometry", "--setup", "demo"]', '["run", "--help"]'):
+    """On the core install `isotropy run EXPERIMENT` says which extra installs the experiments."""
+    for argv in ('["run", "classifier-geometry", "--setup", "demo"]', '["run", "istar"]'):
         result = _run_without_extras(f"""
             from isotropy.cli import main
             main({argv})
@@ -236,6 +236,29 @@ def test_run_names_the_extra_it_needs(tmp_path):
         assert command.startswith("first pip install torch ") and command.endswith(f'-e "{REPO}[experiments]"')
         assert f"isotropy run needs the experiments extra: {command} (" in result.stderr, argv
         assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr, result.stderr
+
+
+def test_run_help_lists_the_experiments_without_the_extra(tmp_path):
+    """`isotropy run --help` on the core install printed "Error: isotropy run needs the experiments extra: ..." (exit
+    2) instead of the help: the help's list is made from each experiment's command, which needs the extra. It is the
+    help now, the experiments by name and run's options, and that line once at its end; `isotropy run` alone prints the
+    same (exit 2, as any group without its command), and an experiment's --help its usage and the same line."""
+    from isotropy.cli import EXPERIMENTS
+
+    line = f"isotropy run needs the experiments extra: {install_command('experiments', torch_missing=True)} ("
+    for argv, status in ((["run", "--help"], 0), (["run", "-h"], 0), (["run"], 2),
+                         (["run", "istar", "--help"], 0), (["run", "layer-geometry", "--setup", "x", "-h"], 0)):
+        result = _run_without_extras(f"from isotropy.cli import main\nmain({argv!r})", tmp_path)
+        text = result.stdout + result.stderr
+        assert result.returncode == status, (argv, text)
+        assert "Error" not in text and "Traceback" not in text, (argv, text)
+        assert [row for row in text.splitlines() if "experiments extra" in row] == [text.splitlines()[-1]], (argv, text)
+        assert text.splitlines()[-1].startswith(line) and text.splitlines()[-1].endswith(").")
+        if len(argv) > 2:  # an experiment's help: its usage and the line
+            assert text.startswith(f"Usage: isotropy run {argv[1]} [OPTIONS]"), (argv, text)
+            continue
+        assert text.startswith("Usage: isotropy run [OPTIONS] COMMAND [ARGS]..."), (argv, text)
+        assert "-h, --help" in text and all(f"  {name}" in text for name in EXPERIMENTS), (argv, text)
 
 
 def test_the_install_hint_points_at_the_checkout_isotropy_runs_from(monkeypatch):
