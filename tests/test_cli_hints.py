@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -160,6 +162,71 @@ def test_ctrl_c_on_local_workers_ends_in_the_commands_own_line(tmp_path):
     assert process.returncode == 130, err
     assert "Traceback" not in err and "Task exception" not in err, err
     assert len([line for line in err.splitlines() if line.strip()]) <= 3, err
+
+
+def test_ctrl_c_while_the_local_workers_start_stops_the_command(tmp_path):
+    """A Ctrl-C in the seconds the local workers started was lost (SIGINT was ignored then, for the workers to inherit
+    it so): the command went on to measure everything. It now stops the command once the start is over, with its
+    "Interrupted." and status 130, and no worker process is left behind."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import textwrap
+    import threading
+    import time
+
+    data = tmp_path / "x.npy"
+    np.save(data, np.random.default_rng(0).normal(size=(2000, 8)).astype(np.float32))  # measured in a second
+    # the start held for a while once a worker process is up: the Ctrl-C comes while the cluster starts
+    script = textwrap.dedent(f"""
+        import asyncio, sys
+        from distributed.nanny import Nanny
+
+        started = Nanny.start_unsafe
+
+        async def start_unsafe(self):
+            result = await started(self)
+            print("worker up", file=sys.stderr, flush=True)
+            await asyncio.sleep(3)
+            return result
+
+        Nanny.start_unsafe = start_unsafe
+        from isotropy.__main__ import entry
+        entry(["measure", {str(data)!r}, "--workers", "2", "--metrics", "isoscore"])
+    """)
+    process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, start_new_session=True)
+    watchdog = threading.Timer(300, lambda: os.killpg(process.pid, signal.SIGKILL))  # never hang the suite
+    watchdog.start()
+    try:
+        before = []
+        for line in process.stderr:
+            before.append(line)
+            if line.startswith("worker up"):
+                break
+        assert process.poll() is None, "".join(before)
+        os.killpg(process.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole process group
+        sent = time.monotonic()
+        out, rest = process.communicate(timeout=60)
+        took = time.monotonic() - sent
+        err = "".join(before) + rest
+        gone = time.monotonic() + 20  # the workers end as the command closes them (or when it is gone)
+        while True:
+            try:
+                os.killpg(process.pid, 0)  # a process of the group is still there
+            except ProcessLookupError:
+                break
+            assert time.monotonic() < gone, "worker processes outlived the command"
+            time.sleep(0.2)
+    finally:
+        watchdog.cancel()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode == 130, (out, err)
+    assert took < 30, took  # the start's few seconds (held 3 s here) and the workers' close, not the whole table
+    assert "isoscore" not in out, out  # no table: it stopped before the first metric
+    assert err.strip().splitlines()[-1] == "Interrupted." and "Traceback" not in err, err
 
 
 def test_gzipped_text_vectors_with_a_limit_are_read_as_they_decompress(tmp_path, monkeypatch):

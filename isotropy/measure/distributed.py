@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import logging
 import sys
 import warnings
@@ -92,14 +93,14 @@ def open_cluster(scheduler: str | None, workers: int | None, memory_limit: int |
     limit = _divided(workers) if isinstance(limit, str) and limit.strip().lower() == "auto" else limit
     # silence_logs: a task that fails (bad data in a shard) reaches the user once, as the one-line error of the
     # command; the workers' own log of it (a traceback per failed task) would come before that line
-    with _ctrl_c_for_this_process_only():  # the worker processes start with Ctrl-C ignored (inherited by them)
-        cluster = LocalCluster(n_workers=workers, processes=True, threads_per_worker=1, memory_limit=limit,
-                               dashboard_address=None, silence_logs=logging.CRITICAL,
-                               # no dashboard, and the scheduler's HTTP routes on a free port of this machine alone:
-                               # with dashboard_address=None dask still binds them to 8787, and printed "Port 8787 is
-                               # already in use" beside the command's lines whenever another dask (a notebook's
-                               # dashboard, a second command) held it
-                               scheduler_kwargs={"dashboard_address": "127.0.0.1:0"})
+    # the worker processes start with Ctrl-C blocked (inherited by them); one pressed meanwhile is acted on after it
+    cluster = _start_shielded_from_ctrl_c(functools.partial(
+        LocalCluster, n_workers=workers, processes=True, threads_per_worker=1, memory_limit=limit,
+        dashboard_address=None, silence_logs=logging.CRITICAL,
+        # no dashboard, and the scheduler's HTTP routes on a free port of this machine alone: with
+        # dashboard_address=None dask still binds them to 8787, and printed "Port 8787 is already in use" beside the
+        # command's lines whenever another dask (a notebook's dashboard, a second command) held it
+        scheduler_kwargs={"dashboard_address": "127.0.0.1:0"}))
     # a Ctrl-C ends the client's pending gathers with AllExit while the command writes its JSON, and asyncio's "Task
     # exception was never retrieved" with a traceback followed the command's one line: that record only is dropped
     asyncio_log = logging.getLogger("asyncio")
@@ -182,25 +183,51 @@ def _unretrieved_exit(record) -> bool:
                 and info and type(info[1]).__name__ == "AllExit")
 
 
-@contextlib.contextmanager
-def _ctrl_c_for_this_process_only():
-    """SIGINT ignored while the local workers start, so that they inherit it ignored (a process started with SIGINT
-    ignored keeps it so): a Ctrl-C in the terminal, sent to the whole process group, stops this process, which closes
-    the cluster and says so in one line; each worker printed its own KeyboardInterrupt traceback (a user trial: six
-    tracebacks). Only in the main thread, where signal handlers can be set. A Ctrl-C in those seconds is
-    lost (the command goes on; the next one stops it): blocking SIGINT instead would keep it pending, but the workers
-    are started from distributed's own event-loop thread, whose signal mask this thread does not set."""
+def _start_shielded_from_ctrl_c(start):
+    """``start()`` (the LocalCluster) with SIGINT blocked in this thread; a Ctrl-C meanwhile closes what it started
+    once it has, then is raised (``KeyboardInterrupt``).
+
+    The threads made meanwhile (distributed's event loop, which starts the worker processes) inherit the blocked
+    SIGINT, and so do the worker processes (a signal mask is kept across fork and exec): a Ctrl-C in the terminal,
+    sent to the whole process group, stops this process only, which closes the cluster and says so in one line; each
+    worker printed its own KeyboardInterrupt traceback (a user trial: six tracebacks). SIGINT was ignored instead
+    before, which the workers inherited too, but a Ctrl-C in those seconds was then lost: the command went on. Blocked,
+    it waits for the start to end, noted by a Python handler (Python's own, where the Ctrl-C reaches a thread that
+    does not block it, as one of BLAS's, would raise KeyboardInterrupt midway through the start, the cluster left
+    unclosed). Only in the main thread, where signal handlers can be set.
+    """
     import signal
     import threading
 
     if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        return start()
+    if not hasattr(signal, "pthread_sigmask"):  # (Windows) no signal masks: SIGINT ignored while the workers start
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            return start()
+        finally:
+            signal.signal(signal.SIGINT, signal.SIG_DFL if previous is None else previous)
+    # the thread that starts multiprocessing's resource tracker unblocks SIGINT and SIGTERM after it (Python's
+    # resource_tracker.ensure_running: SIG_BLOCK around the tracker's spawn, then SIG_UNBLOCK): started by distributed's
+    # event loop, it unblocked them there, and the workers started from it then took Ctrl-C. Started here first (the
+    # workers' start would start it), it is left alone meanwhile.
+    from multiprocessing import resource_tracker
+
+    resource_tracker.ensure_running()
+    pressed = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: pressed.append(signum))
     try:
-        yield
+        unblocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            started = start()
+        finally:  # a Ctrl-C kept pending is delivered here, to the handler above (pthread_sigmask runs it)
+            signal.pthread_sigmask(signal.SIG_SETMASK, unblocked)
     finally:  # (None: a handler not set from Python, as an embedding application's; the default is what it did)
         signal.signal(signal.SIGINT, signal.SIG_DFL if previous is None else previous)
+    if pressed:
+        started.close()
+        raise KeyboardInterrupt
+    return started
 
 
 def _one_limit(workers: dict) -> int | None:
