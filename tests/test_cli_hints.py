@@ -125,6 +125,12 @@ def test_a_file_read_into_this_process_on_local_workers_says_how_the_workers_rea
     assert "read into this process" not in quiet.output
 
 
+# The Ctrl-C tests' commands handle SIGINT as Python does when a terminal starts them. A suite started as a script's
+# background job ignores SIGINT and its commands inherit that (and keep it ignored, as they should:
+# test_a_ctrl_c_ignored_by_the_parent_stays_ignored): the tests would fail for where they were run from.
+_CTRL_C_AS_IN_A_TERMINAL = "import signal; signal.signal(signal.SIGINT, signal.default_int_handler)"
+
+
 def test_ctrl_c_on_local_workers_ends_in_the_commands_own_line(tmp_path):
     """A terminal's Ctrl-C reaches the whole process group: each worker printed its own KeyboardInterrupt traceback
     and asyncio its "Task exception was never retrieved" (a user trial). The workers now start with Ctrl-C
@@ -138,7 +144,8 @@ def test_ctrl_c_on_local_workers_ends_in_the_commands_own_line(tmp_path):
 
     data = tmp_path / "big.npy"
     np.save(data, np.random.default_rng(0).normal(size=(400_000, 32)).astype(np.float32))  # TwoNN: a minute or more
-    command = [sys.executable, "-m", "isotropy", "measure", str(data), "--workers", "2", "--metrics",
+    command = [sys.executable, "-c", (f"{_CTRL_C_AS_IN_A_TERMINAL}; import runpy; runpy.run_module('isotropy', "
+                                      f"run_name='__main__', alter_sys=True)"), "measure", str(data), "--workers", "2", "--metrics",
                "isoscore,twonn_dimension"]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                start_new_session=True)
@@ -179,7 +186,7 @@ def test_ctrl_c_while_the_local_workers_start_stops_the_command(tmp_path):
     data = tmp_path / "x.npy"
     np.save(data, np.random.default_rng(0).normal(size=(2000, 8)).astype(np.float32))  # measured in a second
     # the start held for a while once a worker process is up: the Ctrl-C comes while the cluster starts
-    script = textwrap.dedent(f"""
+    script = _CTRL_C_AS_IN_A_TERMINAL + textwrap.dedent(f"""
         import asyncio, sys
         from distributed.nanny import Nanny
 
@@ -261,3 +268,80 @@ def test_gzipped_text_vectors_with_a_limit_are_read_as_they_decompress(tmp_path,
                 assert "is not a readable gzip file" in str(exc) or "holds no word vectors" in str(exc), str(exc)
             else:
                 assert len(words) == limit and np.array_equal(got, X[:limit])
+
+
+class _Started:
+    """What a start returns, and whether it was closed."""
+
+    def __init__(self):
+        self.closed = 0
+
+    def close(self):
+        self.closed += 1
+
+
+def _start_with_a_ctrl_c():
+    """A start during which this process gets a Ctrl-C (SIGINT), and what it started."""
+    import os
+    import signal
+
+    started = _Started()
+
+    def start():
+        os.kill(os.getpid(), signal.SIGINT)
+        return started
+
+    return start, started
+
+
+def test_a_ctrl_c_during_the_start_is_raised_once_it_is_over_and_what_started_is_closed():
+    import signal
+
+    from isotropy.measure.distributed import _start_shielded_from_ctrl_c
+
+    start, started = _start_with_a_ctrl_c()
+    with pytest.raises(KeyboardInterrupt):
+        _start_shielded_from_ctrl_c(start)
+    assert started.closed == 1
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+
+
+def test_a_ctrl_c_ignored_by_the_parent_stays_ignored():
+    """A process started with SIGINT ignored (a script's background job) kept it ignored everywhere but while the local
+    workers started, where a Ctrl-C was noted and raised: the command stopped on a Ctrl-C meant for none of its
+    processes. It now stays ignored (and the workers inherit that)."""
+    import signal
+
+    from isotropy.measure.distributed import _start_shielded_from_ctrl_c
+
+    start, started = _start_with_a_ctrl_c()
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        assert _start_shielded_from_ctrl_c(start) is started
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert started.closed == 0
+
+
+def test_a_ctrl_c_during_the_start_goes_to_the_handler_in_place():
+    """An application's own SIGINT handler (one that does not raise) gets the Ctrl-C once the start is over, and the
+    cluster it started is kept: it was closed and KeyboardInterrupt raised whatever the handler."""
+    import signal
+
+    from isotropy.measure.distributed import _start_shielded_from_ctrl_c
+
+    start, started = _start_with_a_ctrl_c()
+    calls = []
+
+    def handler(signum, frame):
+        calls.append(signum)
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        assert _start_shielded_from_ctrl_c(start) is started
+        assert signal.getsignal(signal.SIGINT) is handler
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert calls == [signal.SIGINT] and started.closed == 0

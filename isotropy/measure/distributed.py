@@ -184,8 +184,8 @@ def _unretrieved_exit(record) -> bool:
 
 
 def _start_shielded_from_ctrl_c(start):
-    """``start()`` (the LocalCluster) with SIGINT blocked in this thread; a Ctrl-C meanwhile closes what it started
-    once it has, then is raised (``KeyboardInterrupt``).
+    """``start()`` (the LocalCluster) with SIGINT blocked in this thread; a Ctrl-C meanwhile is handled once the start
+    is over, as the handler in place would have (Python's default: ``KeyboardInterrupt``), what it started closed first.
 
     The threads made meanwhile (distributed's event loop, which starts the worker processes) inherit the blocked
     SIGINT, and so do the worker processes (a signal mask is kept across fork and exec): a Ctrl-C in the terminal,
@@ -194,12 +194,16 @@ def _start_shielded_from_ctrl_c(start):
     before, which the workers inherited too, but a Ctrl-C in those seconds was then lost: the command went on. Blocked,
     it waits for the start to end, noted by a Python handler (Python's own, where the Ctrl-C reaches a thread that
     does not block it, as one of BLAS's, would raise KeyboardInterrupt midway through the start, the cluster left
-    unclosed). Only in the main thread, where signal handlers can be set.
+    unclosed). Only in the main thread, where signal handlers can be set, and not when this process was started with
+    SIGINT ignored (a script's background job): a Ctrl-C is then for none of its processes.
     """
     import signal
     import threading
 
-    if threading.current_thread() is not threading.main_thread():
+    previous = signal.getsignal(signal.SIGINT)
+    # not the main thread, where signal handlers can be set; or Ctrl-C ignored by whoever started this process (a
+    # background job of a script, nohup-like wrappers): it stays ignored, and the workers inherit that
+    if threading.current_thread() is not threading.main_thread() or previous == signal.SIG_IGN:
         return start()
     if not hasattr(signal, "pthread_sigmask"):  # (Windows) no signal masks: SIGINT ignored while the workers start
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -224,9 +228,15 @@ def _start_shielded_from_ctrl_c(start):
             signal.pthread_sigmask(signal.SIG_SETMASK, unblocked)
     finally:  # (None: a handler not set from Python, as an embedding application's; the default is what it did)
         signal.signal(signal.SIGINT, signal.SIG_DFL if previous is None else previous)
-    if pressed:
-        started.close()
-        raise KeyboardInterrupt
+    if pressed:  # handled now, as the handler in place would have (default_int_handler raises KeyboardInterrupt)
+        try:
+            if callable(previous):
+                previous(signal.SIGINT, None)
+            else:  # (SIG_DFL, or a handler not set from Python: the process would have ended) the same, closed first
+                raise KeyboardInterrupt
+        except BaseException:
+            started.close()
+            raise
     return started
 
 
