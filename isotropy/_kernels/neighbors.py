@@ -243,11 +243,12 @@ def _loops(X, n_neighbors, search):
 
 # Rows (and columns) of one square block of the score matrix.
 _BLOCK = 1024
-# Rows of a block scored at a time (the score buffer of a worker: _ROWS x _BLOCK).
+# Rows of a block scored at a time (the score buffer of a worker: _ROWS x _BLOCK), on either loops. The numpy loops
+# scored a whole block at once until 2026-12-05 (half the numpy calls per block), for a score buffer and a mask twice
+# as large: two workers held 5 MiB more, which put the default `isotropy measure` table of 20,000 x 384 float32 rows
+# above twice its input, for a time the same within this machine's noise (benchmarks/bench_neighbors_floor.py
+# --measure-only and --kernels-only --compare, docs/benchmarks.md, 2026-12-05).
 _ROWS = 512
-# The same on the numpy loops: a whole block of _BLOCK rows at once (half the numpy calls per block, and the right
-# operand panel streamed once per block instead of once per part) for a score buffer and mask twice as large.
-_ROWS_NUMPY = 1024
 # Column panels per task of the candidate pass (_tasks): each worker holds this many right operand panels. One: a
 # left panel is built for every block instead of every second one (b·d more reads of X per block), and each worker
 # holds one b x (d + 2) panel less (benchmarks/bench_neighbors_floor.py --live-memory, docs/benchmarks.md).
@@ -787,7 +788,7 @@ def _candidate_pass(ops: _Operands, sides, tasks, b: int, jit=None) -> None:
 
     select = jit if ops.dtype == np.float32 else None  # compiled for float32 scores (float64 ones: rare, _Best64)
     # one task (a few points) runs whole, on BLAS's own threads
-    h = b if len(tasks) == 1 else min(b, _ROWS if select is not None else _ROWS_NUMPY)
+    h = b if len(tasks) == 1 else min(b, _ROWS)
 
     def buffers():
         state = {"S": np.empty(h * b, dtype=ops.dtype), "L": np.empty(h * d2, dtype=ops.dtype),

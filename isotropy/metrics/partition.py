@@ -14,7 +14,10 @@ from isotropy._utils.validation import check_X
 __all__ = ["partition_isotropy"]
 
 
-_CHUNK_ELEMENTS = 1 << 21  # float64 entries converted at a time by the numpy path (16 MiB)
+# Float64 entries of a worker's chunk and of its projections, each, on the numpy path (512 KiB: in cache). Small on
+# purpose: memory freed after a metric is not always given back to the system, and a table's neighbour search then
+# starts above it (chunks of 4 MiB raised the default table's peak, benchmarks/bench_neighbors_floor.py --measure-only)
+_CHUNK_ELEMENTS = 1 << 16
 _ONE_THREAD_EIGH = 1024  # largest n_features whose eigenvectors are found on one BLAS thread
 
 
@@ -143,7 +146,7 @@ def _numpy_log_z(X, exponent):
         return np.concatenate([_logsumexp_columns(P), _logsumexp_columns(-P)])
     A = row_statistics(X, ("second",))["second"]  # XᵀX, float64 (shared with the other metrics of a table)
     U = _eigenvectors(A)
-    step = max(1, _CHUNK_ELEMENTS // (4 * d))  # rows per chunk: a worker holds the chunk and its projections
+    step = max(1, _CHUNK_ELEMENTS // d)  # rows per chunk: a worker holds the chunk and its projections
     starts = range(0, n, step)
 
     def chunk(c, state, slot):
