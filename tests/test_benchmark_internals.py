@@ -54,6 +54,17 @@ def test_bench_calibration_prints_both_calibrations_and_their_ratio(monkeypatch,
     assert "fitted with / measured_speed (cost._TO_FITTED_UNITS): (" in out
 
 
+def test_bench_contrastive_times_both_metrics_and_agrees_with_the_papers_formulas(monkeypatch, capsys):
+    """The torch uniformity/alignment benchmark runs, and ours equals the reference formulas in float64 on its rows
+    (to the float32 rounding of the value it returns for float32 rows)."""
+    bench = _load("bench_contrastive", monkeypatch)
+    bench.main(["--sizes", "16,40", "--d", "8", "--repeat", "1"])
+    rows = [line.split("|")[1:-1] for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
+    cases = {(cells[0].strip(), cells[1].strip()): float(cells[-1]) for cells in rows[1:]}
+    assert set(cases) == {(metric, n) for metric in ("uniformity", "alignment") for n in ("16", "40")}
+    assert all(0 <= gap <= 2.0**-24 for gap in cases.values()), cases
+
+
 def test_every_benchmark_script_answers_help_without_running(tmp_path):
     """Each script of benchmarks/ prints its usage for --help and exits 0 before any work: supersense_dynamics.py read
     '--help' as its output folder and started a run into it."""
