@@ -131,10 +131,27 @@ def test_a_file_read_into_this_process_on_local_workers_says_how_the_workers_rea
 _CTRL_C_AS_IN_A_TERMINAL = "import signal; signal.signal(signal.SIGINT, signal.default_int_handler)"
 
 
+def _live_members(group: int) -> list:
+    """The processes of the process group ``group`` that still run (Linux's /proc): not the zombies, which an init
+    that reaps no orphan (a container's ``tail -f /dev/null``) keeps in the group, as multiprocessing's resource
+    tracker, which the command never waits for."""
+    from pathlib import Path
+
+    live = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()  # after the command's name, which may hold spaces
+        except (OSError, IndexError):  # gone meanwhile
+            continue
+        if int(fields[2]) == group and fields[0] != "Z":  # state, ppid, pgrp
+            live.append(int(stat.parent.name))
+    return live
+
+
 def test_ctrl_c_on_local_workers_ends_in_the_commands_own_line(tmp_path):
     """A terminal's Ctrl-C reaches the whole process group: each worker printed its own KeyboardInterrupt traceback
     and asyncio its "Task exception was never retrieved" (a user trial). The workers now start with Ctrl-C
-    ignored (the command closes them) and asyncio's log is silenced as distributed's: the command's lines only."""
+    blocked (the command closes them) and asyncio's log is silenced as distributed's: the command's lines only."""
     import os
     import signal
     import subprocess
@@ -219,12 +236,8 @@ def test_ctrl_c_while_the_local_workers_start_stops_the_command(tmp_path):
         took = time.monotonic() - sent
         err = "".join(before) + rest
         gone = time.monotonic() + 20  # the workers end as the command closes them (or when it is gone)
-        while True:
-            try:
-                os.killpg(process.pid, 0)  # a process of the group is still there
-            except ProcessLookupError:
-                break
-            assert time.monotonic() < gone, "worker processes outlived the command"
+        while _live_members(process.pid):
+            assert time.monotonic() < gone, f"processes outlived the command: {_live_members(process.pid)}"
             time.sleep(0.2)
     finally:
         watchdog.cancel()
@@ -294,7 +307,18 @@ def _start_with_a_ctrl_c():
     return start, started
 
 
-def test_a_ctrl_c_during_the_start_is_raised_once_it_is_over_and_what_started_is_closed():
+@pytest.fixture
+def python_ctrl_c():
+    """SIGINT handled by Python's default handler during the test (a suite started as a script's background job
+    ignores it, and the start then rightly leaves it so), restored after."""
+    import signal
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def test_a_ctrl_c_during_the_start_is_raised_once_it_is_over_and_what_started_is_closed(python_ctrl_c):
     import signal
 
     from isotropy.measure.distributed import _start_shielded_from_ctrl_c
@@ -305,6 +329,55 @@ def test_a_ctrl_c_during_the_start_is_raised_once_it_is_over_and_what_started_is
     assert started.closed == 1
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+
+
+def test_a_ctrl_c_during_a_start_that_fails_is_the_ctrl_c(python_ctrl_c):
+    """A Ctrl-C, then the start failed: the start's error reached the user, the Ctrl-C was dropped. It is now the
+    Ctrl-C, the error chained; a failed start without one is its own error, the handler restored either way."""
+    import os
+    import signal
+
+    from isotropy.measure.distributed import _start_shielded_from_ctrl_c
+
+    def failing(ctrl_c: bool):
+        def start():
+            if ctrl_c:
+                os.kill(os.getpid(), signal.SIGINT)
+            raise OSError("the scheduler could not bind")
+        return start
+
+    with pytest.raises(KeyboardInterrupt) as interrupted:
+        _start_shielded_from_ctrl_c(failing(True))
+    assert isinstance(interrupted.value.__context__, OSError)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    with pytest.raises(OSError, match="could not bind"):
+        _start_shielded_from_ctrl_c(failing(False))
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+
+
+def test_the_start_blocks_ctrl_c_outside_the_main_thread_too(python_ctrl_c):
+    """Where no handler can be set (not the main thread), SIGINT was left as it was during the start, so that the
+    workers took a terminal's Ctrl-C; it is now blocked there too, then unblocked."""
+    import signal
+    import threading
+
+    from isotropy.measure.distributed import _start_shielded_from_ctrl_c
+
+    seen = {}
+
+    def start():
+        seen["during"] = signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+        return _Started()
+
+    def thread():
+        seen["started"] = _start_shielded_from_ctrl_c(start)
+        seen["after"] = signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+
+    worker = threading.Thread(target=thread)
+    worker.start()
+    worker.join(30)
+    assert seen["during"] and not seen["after"] and seen["started"].closed == 0
 
 
 def test_a_ctrl_c_ignored_by_the_parent_stays_ignored():

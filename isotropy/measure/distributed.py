@@ -194,18 +194,23 @@ def _start_shielded_from_ctrl_c(start):
     before, which the workers inherited too, but a Ctrl-C in those seconds was then lost: the command went on. Blocked,
     it waits for the start to end, noted by a Python handler (Python's own, where the Ctrl-C reaches a thread that
     does not block it, as one of BLAS's, would raise KeyboardInterrupt midway through the start, the cluster left
-    unclosed). Only in the main thread, where signal handlers can be set, and not when this process was started with
-    SIGINT ignored (a script's background job): a Ctrl-C is then for none of its processes.
+    unclosed). A start that fails after a Ctrl-C is the Ctrl-C (its error chained). Outside the main thread no
+    handler can be set: SIGINT is blocked there all the same (the workers inherit it) and the main thread takes the
+    Ctrl-C. Not when this process was started with SIGINT ignored (a script's background job): a Ctrl-C is then for
+    none of its processes. On Windows (no signal masks) SIGINT is ignored during the start instead, and a Ctrl-C then
+    is lost.
     """
     import signal
+    import sys
     import threading
 
     previous = signal.getsignal(signal.SIGINT)
-    # not the main thread, where signal handlers can be set; or Ctrl-C ignored by whoever started this process (a
-    # background job of a script, nohup-like wrappers): it stays ignored, and the workers inherit that
-    if threading.current_thread() is not threading.main_thread() or previous == signal.SIG_IGN:
+    if previous == signal.SIG_IGN:  # ignored by whoever started this process: it stays so, the workers inherit it
         return start()
-    if not hasattr(signal, "pthread_sigmask"):  # (Windows) no signal masks: SIGINT ignored while the workers start
+    main = threading.current_thread() is threading.main_thread()
+    if not hasattr(signal, "pthread_sigmask"):  # (Windows) no signal masks
+        if not main:
+            return start()
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
         try:
             return start()
@@ -218,25 +223,40 @@ def _start_shielded_from_ctrl_c(start):
     from multiprocessing import resource_tracker
 
     resource_tracker.ensure_running()
-    pressed = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: pressed.append(signum))
+    pressed, started, restored = [], None, not main
+    if main:
+        previous = signal.signal(signal.SIGINT, lambda signum, frame: pressed.append(signum))
+
+    def restore():
+        nonlocal restored
+        if not restored:  # (None: a handler not set from Python, as an embedding application's; the default is what
+            restored = True  # it did)
+            signal.signal(signal.SIGINT, signal.SIG_DFL if previous is None else previous)
+
+    def handle():  # as the handler in place would have (default_int_handler raises KeyboardInterrupt), once
+        pressed.clear()
+        if callable(previous):
+            previous(signal.SIGINT, sys._getframe(1))
+        else:  # (SIG_DFL, or a handler not set from Python: the process would have ended) the same, closed first
+            raise KeyboardInterrupt
+
     try:
         unblocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
             started = start()
         finally:  # a Ctrl-C kept pending is delivered here, to the handler above (pthread_sigmask runs it)
             signal.pthread_sigmask(signal.SIG_SETMASK, unblocked)
-    finally:  # (None: a handler not set from Python, as an embedding application's; the default is what it did)
-        signal.signal(signal.SIGINT, signal.SIG_DFL if previous is None else previous)
-    if pressed:  # handled now, as the handler in place would have (default_int_handler raises KeyboardInterrupt)
-        try:
-            if callable(previous):
-                previous(signal.SIGINT, None)
-            else:  # (SIG_DFL, or a handler not set from Python: the process would have ended) the same, closed first
-                raise KeyboardInterrupt
-        except BaseException:
-            started.close()
-            raise
+        restore()  # from here a second Ctrl-C raises at once, and what started is closed below
+        if pressed:
+            handle()
+    except BaseException as error:
+        restore()
+        if started is not None:
+            with contextlib.suppress(Exception):  # the error (or the Ctrl-C) says more than a failed close
+                started.close()
+        if pressed and not isinstance(error, KeyboardInterrupt):  # a Ctrl-C during a start that failed
+            handle()
+        raise
     return started
 
 
