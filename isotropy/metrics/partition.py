@@ -14,10 +14,14 @@ from isotropy._utils.validation import check_X
 __all__ = ["partition_isotropy"]
 
 
-# Float64 entries of a worker's chunk and of its projections, each, on the numpy path (512 KiB: in cache). Small on
-# purpose: memory freed after a metric is not always given back to the system, and a table's neighbour search then
-# starts above it (chunks of 4 MiB raised the default table's peak, benchmarks/bench_neighbors_floor.py --measure-only)
+# Float64 entries of a worker's chunk and of its projections, each, on the numpy path (512 KiB: in cache), and never
+# fewer rows than _CHUNK_ROWS. Small on purpose: memory freed after a metric is not always given back to the system,
+# and a table's neighbour search then starts above it (docs/benchmarks.md, "The default table's memory"). The rows'
+# floor: each chunk is one product with the d x d eigenvectors, which BLAS reads and packs again for every chunk; at
+# d = 2048 and more, chunks of 512 KiB (32 rows and fewer) made I(W) markedly slower in a review's measurement, and
+# 128 rows is what the 4 MiB chunks before held at d = 4096 (the d x d eigenvectors dominate the memory there)
 _CHUNK_ELEMENTS = 1 << 16
+_CHUNK_ROWS = 128
 _ONE_THREAD_EIGH = 1024  # largest n_features whose eigenvectors are found on one BLAS thread
 
 
@@ -146,7 +150,7 @@ def _numpy_log_z(X, exponent):
         return np.concatenate([_logsumexp_columns(P), _logsumexp_columns(-P)])
     A = row_statistics(X, ("second",))["second"]  # XᵀX, float64 (shared with the other metrics of a table)
     U = _eigenvectors(A)
-    step = max(1, _CHUNK_ELEMENTS // d)  # rows per chunk: a worker holds the chunk and its projections
+    step = max(_CHUNK_ROWS, _CHUNK_ELEMENTS // d)  # rows per chunk: a worker holds the chunk and its projections
     starts = range(0, n, step)
 
     def chunk(c, state, slot):
