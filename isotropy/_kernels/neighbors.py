@@ -245,9 +245,10 @@ def _loops(X, n_neighbors, search):
 _BLOCK = 1024
 # Rows of a block scored at a time (the score buffer of a worker: _ROWS x _BLOCK), on either loops. The numpy loops
 # scored a whole block at once until 2026-12-05 (half the numpy calls per block), for a score buffer and a mask twice
-# as large: two workers held 5 MiB more, which put the default `isotropy measure` table of 20,000 x 384 float32 rows
-# above twice its input, for a time the same within this machine's noise (benchmarks/bench_neighbors_floor.py
-# --measure-only and --kernels-only --compare, docs/benchmarks.md, 2026-12-05).
+# as large: two workers held 5 MiB more. With this and smaller I(W) chunks, the default `isotropy measure` table of
+# 20,000 x 384 float32 rows went from 2.26 to 1.83 times its input; whether the smaller blocks cost time two runs
+# could not tell from this machine's noise (benchmarks/bench_neighbors_floor.py --measure-only, --live-memory and
+# --kernels-only --compare, docs/benchmarks.md, 2026-12-05).
 _ROWS = 512
 # Column panels per task of the candidate pass (_tasks): each worker holds this many right operand panels. One: a
 # left panel is built for every block instead of every second one (b·d more reads of X per block), and each worker
