@@ -647,3 +647,37 @@ def test_a_chunks_centroid_and_spread_terms_hold_a_few_mib_beyond_it():
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
         assert peak < 48 * 2**20, peak / 2**20  # before: 4 float64 copies of the chunk at once (234 MiB)
+
+
+def _runs(calls):
+    """``(done, total)`` calls cut where the total changes or done falls back: one run per computation reported."""
+    runs = []
+    for done, total in calls:
+        if not runs or total != runs[-1][-1][1] or done < runs[-1][-1][0]:
+            runs.append([])
+        runs[-1].append((done, total))
+    return runs
+
+
+def test_a_metric_on_dask_reports_its_tasks_not_each_tiles_blocks():
+    """A tile runs the in-memory kernel, whose blocks reported to the caller's callback (isotropy measure --progress)
+    as if they were the whole metric's: 0 to 100 % once per tile, from the scheduler's threads (a user's log: 851
+    interleaved lines for one metric, two of them glued). The graph's tasks done are reported instead, from the
+    thread that computes, each computation once to its end."""
+    import threading
+
+    from isotropy._utils.progress import reporting
+
+    X = np.random.default_rng(3).normal(size=(1200, 6))
+    calls, threads = [], set()
+
+    def callback(done, total):
+        calls.append((done, total))
+        threads.add(threading.get_ident())
+
+    with reporting(callback):
+        value = isotropy.distributed.twonn_dimension(da.from_array(X, chunks=(100, 6)), chunk_size=200)
+    assert value == pytest.approx(isotropy.twonn_dimension(X), rel=1e-12)
+    assert threads == {threading.get_ident()}
+    runs = _runs(calls)
+    assert 1 <= len(runs) <= 3 and all(run[-1][0] == run[-1][1] for run in runs), runs

@@ -470,3 +470,37 @@ def test_the_scheduler_probe_leaves_a_running_event_loop_to_the_client():
     assert asyncio.run(probe()) == "left to the client"
     with pytest.raises(OSError, match="no dask scheduler answered within 1 s"):
         _check_is_scheduler("tcp://127.0.0.1:1", 1.0)
+
+
+def test_a_metric_on_the_cluster_reports_its_tasks_to_the_callers_reporter(client):
+    """On worker processes the kernels' blocks reach no reporter: `isotropy measure --workers 2 --progress` into a log
+    file printed nothing for the minutes of a search (a user's trial). The tasks done, as the scheduler reports them,
+    reach the caller's callback now."""
+    from isotropy._utils.progress import reporting
+
+    X = np.random.default_rng(4).normal(size=(1200, 6))
+    calls = []
+    with reporting(lambda done, total: calls.append((done, total))):
+        value = isotropy.distributed.twonn_dimension(da.from_array(X, chunks=(100, 6)), chunk_size=200)
+    assert value == pytest.approx(isotropy.twonn_dimension(X), rel=1e-12)
+    assert calls and calls[-1][0] == calls[-1][1] > 1, calls
+    assert all(0 <= done <= total for done, total in calls)
+
+
+def test_measure_progress_into_a_log_on_the_cluster_says_how_far_each_metric_got(client, tmp_path):
+    """`--progress` into a file on the dask path: one line per metric and per tenth of its tasks, whole lines."""
+    import re
+
+    from click.testing import CliRunner
+
+    from isotropy.cli import cli
+
+    X = np.random.default_rng(5).normal(size=(1500, 8)).astype(np.float32)
+    for part in range(5):
+        np.save(tmp_path / f"part{part}.npy", X[300 * part:300 * (part + 1)])
+    result = CliRunner().invoke(cli, ["measure", str(tmp_path), "--scheduler", client.scheduler.address,
+                                      "--metrics", "twonn_dimension,isoscore", "--progress"])
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.stderr.splitlines() if line.startswith("metrics ")]
+    assert all(re.fullmatch(r"metrics [12]/2: (twonn_dimension|isoscore)( \d+%)?", line) for line in lines), lines
+    assert "metrics 1/2: twonn_dimension 100%" in lines, result.stderr

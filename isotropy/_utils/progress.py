@@ -13,7 +13,7 @@ import contextlib
 import contextvars
 import threading
 
-__all__ = ["blocks", "reporting"]
+__all__ = ["blocks", "current", "reporting"]
 
 _REPORTER: contextvars.ContextVar = contextvars.ContextVar("isotropy_progress", default=None)
 
@@ -26,6 +26,11 @@ def reporting(callback):
         yield
     finally:
         _REPORTER.reset(token)
+
+
+def current():
+    """The callback of the innermost :func:`reporting` block, or None."""
+    return _REPORTER.get()
 
 
 def _nothing() -> None:

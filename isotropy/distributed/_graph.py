@@ -85,10 +85,34 @@ _FUSION_OFF = threading.Lock()
 
 
 def _compute(collections):
+    """The computation, its progress shown as asked: dask's bars (:func:`show_progress`), or the tasks done reported
+    to the caller's :func:`isotropy._utils.progress.reporting` callback (``isotropy measure --progress`` into a log
+    file), or nothing.
+
+    The tiles run the in-memory kernels with no reporter: a kernel's blocks reported to the caller's as if they were
+    the whole metric's, 0 to 100 % once per tile from several threads at once (hundreds of interleaved lines in a
+    user's log), and nothing at all from worker processes. The tasks of the graph are what is reported instead.
+    """
+    from isotropy._utils.progress import current, reporting
+
+    reporter = None if _PROGRESS.get() else current()
+    with reporting(None):
+        return _compute_showing(collections, reporter)
+
+
+def _compute_showing(collections, reporter):
     import dask
 
     if not _PROGRESS.get():
-        return dask.compute(*collections, optimize_graph=False)
+        if reporter is None:
+            return dask.compute(*collections, optimize_graph=False)
+        client = _active_client()
+        if client is None:
+            with _TasksDone(reporter):
+                return dask.compute(*collections, optimize_graph=False)
+        futures = client.compute(list(collections), optimize_graph=False)
+        _follow(futures, reporter)
+        return tuple(client.gather(futures))
     client = _active_client()
     terminal = _stderr().isatty()
     if client is not None:
@@ -131,6 +155,51 @@ def _line_progress():
                 print(f"dask: {10 * tenth}% of {self._total} tasks", file=_stderr(), flush=True)
 
     return LineProgress()
+
+
+class _TasksDone:
+    """Context manager: ``reporter(done, total)`` as the tasks of a local scheduler's graph finish (in the thread that
+    computes)."""
+
+    def __init__(self, reporter):
+        self._reporter = reporter
+
+    def __enter__(self):
+        from dask.callbacks import Callback
+
+        reporter = self._reporter
+
+        class TasksDone(Callback):
+            def _start_state(self, dsk, state):
+                self._total = sum(len(state[key]) for key in ("ready", "waiting", "running", "finished"))
+                self._done = 0
+
+            def _posttask(self, key, result, dsk, state, worker_id):
+                self._done += 1
+                reporter(min(self._done, self._total), max(self._total, 1))
+
+        self._callback = TasksDone()
+        self._callback.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        return self._callback.__exit__(*exc)
+
+
+def _follow(futures, reporter) -> None:
+    """``reporter(done, total)`` as the scheduler reports the tasks behind ``futures`` done (every 100 ms), until they
+    are all done or one fails (its error comes with the gather that follows)."""
+    from distributed.diagnostics.progressbar import TextProgressBar
+
+    class TasksDone(TextProgressBar):  # distributed's text bar, its drawing replaced (it listens to the scheduler)
+        def _draw_bar(self, remaining, all, **kwargs):
+            if all:
+                reporter(all - remaining, all)
+
+        def _draw_stop(self, **kwargs):
+            return None
+
+    TasksDone(futures, complete=True)
 
 
 class _LineProgress:
