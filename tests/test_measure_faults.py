@@ -588,3 +588,17 @@ def test_workers_killed_running_a_metric_are_said_to_be_out_of_memory_most_often
     assert line.startswith("Error: _killed_workers_metric: KilledWorker: ")
     assert line.endswith("(dask workers die this way most often when a task outgrows their memory: raise "
                          "--memory-limit, or run fewer --workers, each with more memory)")
+
+
+def test_cost_note_on_the_dask_path_gives_the_in_memory_time_as_a_lower_bound():
+    """On the dask path the note gave the in-memory estimate "on one process of this machine", which a user read as
+    the run's: the run on 2 local workers took well beyond it, and so did its suggested sample. The note now says the
+    time is the in-memory one and that the dask path takes longer; in memory it is unchanged."""
+    import re
+
+    from isotropy.measure.report import _cost_note
+
+    note = _cost_note("silhouette_score", 10**6, 384, distributed=True)
+    assert "on this machine in memory; the dask path takes longer (tiles, transfers)." in note, note
+    assert re.search(r"--sample-size \d+ takes about [^.;]+ in memory\.", note), note
+    assert "in memory" not in _cost_note("silhouette_score", 10**6, 384)
