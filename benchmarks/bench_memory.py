@@ -1,4 +1,4 @@
-"""Benchmark: peak memory of the covariance metrics on a 200,000 x 384 float32 file (issue 11, item 10).
+"""Benchmark: peak memory of the covariance metrics (or of ``--metrics``) on a 200,000 x 384 float32 file (issue 11, item 10).
 
 Every measurement runs in a fresh process, so one metric's arrays cannot hide another's:
 
@@ -9,14 +9,19 @@ Every measurement runs in a fresh process, so one metric's arrays cannot hide an
   and the same for a bare ``python -c "import numpy, isotropy.measure.command"`` (the interpreter's own
   memory), so that the part due to the data can be read as the difference.
 
-All figures are given as multiples of the input (n·d·4 bytes). Usage::
+All figures are given as multiples of the input (n·d·4 bytes), with the call's wall seconds. ``--metrics``
+names other metrics of the package (e.g. ``effective_rank,rankme``); ``--compare DIR`` (repeatable) runs the
+``library`` rows with another checkout's package too (``git worktree add DIR COMMIT``), first on ``PYTHONPATH``.
+Usage::
 
-    nice -n 10 .venv/bin/python benchmarks/bench_memory.py [--rows 200000] [--features 384]
+    nice -n 10 .venv/bin/python benchmarks/bench_memory.py [--rows 200000] [--features 384] [--metrics LIST]
+        [--compare DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import tempfile
@@ -28,7 +33,7 @@ COVARIANCE_METRICS = ["isoscore", "isoscore_star", "participation_ratio", "cosin
                       "partition_isotropy", "rogue_dimension_share"]
 
 _CHILD = """
-import sys, tracemalloc
+import sys, time, tracemalloc
 import numpy as np
 import isotropy
 
@@ -39,9 +44,11 @@ def hwm():
 X = np.load(sys.argv[1])
 before = hwm()
 tracemalloc.start()
+start = time.perf_counter()
 getattr(isotropy, sys.argv[2])(X)
+seconds = time.perf_counter() - start
 peak = tracemalloc.get_traced_memory()[1]
-print(peak, before, hwm())
+print(peak, before, hwm(), seconds)
 """
 
 _HWM_AT_EXIT = """
@@ -72,7 +79,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--features", type=int, default=384)
+    parser.add_argument("--metrics", default=",".join(COVARIANCE_METRICS), help="metrics of the isotropy package")
+    parser.add_argument("--compare", action="append", default=[], metavar="DIR",
+                        help="another checkout's package for the library rows (repeatable)")
     args = parser.parse_args()
+    metrics = [name.strip() for name in args.metrics.split(",") if name.strip()]
+    trees = {"this checkout": None, **{str(tree): tree for tree in args.compare}}
     rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "x.npy"
@@ -82,15 +94,19 @@ def main() -> None:
         size = X.nbytes
         del X
         print(f"input: {args.rows} x {args.features} float32 = {size / 2**20:.0f} MiB")
-        print(f"{'metric':<24}{'tracemalloc peak':>18}{'VmHWM growth':>14}  (multiples of the input)")
-        for name in COVARIANCE_METRICS:
-            out = subprocess.run([sys.executable, "-c", _CHILD, str(path), name], capture_output=True, text=True,
-                                 check=True).stdout.split()
-            peak, before, after = map(int, out)
-            print(f"{name:<24}{peak / size:>18.3f}{(after - before) / size:>14.3f}")
+        print(f"{'checkout':<24}{'metric':<24}{'tracemalloc peak':>18}{'VmHWM growth':>14}{'seconds':>10}  "
+              f"(multiples of the input)")
+        for name in metrics:
+            for label, tree in trees.items():
+                env = None if tree is None else {**os.environ, "PYTHONPATH": os.pathsep.join(
+                    filter(None, [str(tree), os.environ.get("PYTHONPATH")]))}
+                out = subprocess.run([sys.executable, "-c", _CHILD, str(path), name], capture_output=True, text=True,
+                                     check=True, env=env, cwd=tree).stdout.split()
+                peak, before, after = map(int, out[:3])
+                print(f"{label:<24}{name:<24}{peak / size:>18.3f}{(after - before) / size:>14.3f}{float(out[3]):>10.2f}")
         bare = _hwm_of(["--help"])
-        full = _hwm_of(["measure", str(path), "--metrics", ",".join(COVARIANCE_METRICS), "--no-progress"])
-        print(f"isotropy measure (all {len(COVARIANCE_METRICS)}): VmHWM {full / 2**20:.0f} MiB = "
+        full = _hwm_of(["measure", str(path), "--metrics", ",".join(metrics), "--no-progress"])
+        print(f"isotropy measure (all {len(metrics)}): VmHWM {full / 2**20:.0f} MiB = "
               f"{full / size:.2f} x input; interpreter alone {bare / 2**20:.0f} MiB; "
               f"difference {(full - bare) / size:.2f} x input")
 
