@@ -504,3 +504,21 @@ def test_measure_progress_into_a_log_on_the_cluster_says_how_far_each_metric_got
     lines = [line for line in result.stderr.splitlines() if line.startswith("metrics ")]
     assert all(re.fullmatch(r"metrics [12]/2: (twonn_dimension|isoscore)( \d+%)?", line) for line in lines), lines
     assert "metrics 1/2: twonn_dimension 100%" in lines, result.stderr
+
+
+def test_a_scheduler_that_refuses_the_progress_feed_still_computes(client, monkeypatch):
+    """Following the tasks asks the scheduler to run a pickled function (its progress feed); one that refuses it (pickled
+    code turned off) must not fail the metric: the results come without progress."""
+    import dask.array as da
+
+    from isotropy._utils.progress import reporting
+    from isotropy.distributed import _graph
+
+    def refused(futures, reporter):
+        raise RuntimeError("pickled code is not allowed on this scheduler")
+
+    monkeypatch.setattr(_graph, "_follow", refused)
+    calls = []
+    with reporting(lambda done, total: calls.append((done, total))):
+        assert _graph.compute(da.ones((400, 4), chunks=(100, 4)).sum())[0] == 1600
+    assert calls == []

@@ -111,7 +111,10 @@ def _compute_showing(collections, reporter):
             with _TasksDone(reporter):
                 return dask.compute(*collections, optimize_graph=False)
         futures = client.compute(list(collections), optimize_graph=False)
-        _follow(futures, reporter)
+        # progress is a courtesy: a scheduler that refuses its feed (pickled code turned off) still computes, and the
+        # gather below gives the results or their error
+        with contextlib.suppress(Exception):
+            _follow(futures, reporter)
         return tuple(client.gather(futures))
     client = _active_client()
     terminal = _stderr().isatty()
@@ -129,7 +132,7 @@ def _compute_showing(collections, reporter):
             print("dask: done", file=_stderr(), flush=True)
         return results
     if not terminal:
-        with _LineProgress():
+        with _TasksDone(_tenths_printed()):
             return dask.compute(*collections, optimize_graph=False)
     from dask.diagnostics import ProgressBar
 
@@ -137,24 +140,18 @@ def _compute_showing(collections, reporter):
         return dask.compute(*collections, optimize_graph=False)
 
 
-def _line_progress():
-    """A dask callback (local schedulers) writing one line per tenth of the tasks done: a log file's progress
-    (graphs of fewer than 50 tasks, done in moments, write nothing)."""
-    from dask.callbacks import Callback
+def _tenths_printed():
+    """A reporter writing one line per tenth of the tasks done: a log file's progress (graphs of fewer than 50 tasks,
+    done in moments, write nothing)."""
+    last = [0]
 
-    class LineProgress(Callback):
-        def _start_state(self, dsk, state):
-            self._total = sum(len(state[key]) for key in ("ready", "waiting", "running", "finished"))
-            self._done, self._last = 0, 0
+    def report(done, total):
+        tenth = 10 * done // total
+        if tenth > last[0] and total >= 50:
+            last[0] = tenth
+            print(f"dask: {10 * tenth}% of {total} tasks", file=_stderr(), flush=True)
 
-        def _posttask(self, key, result, dsk, state, worker_id):
-            self._done += 1
-            tenth = 10 * self._done // max(self._total, 1)
-            if tenth > self._last and self._total >= 50:
-                self._last = tenth
-                print(f"dask: {10 * tenth}% of {self._total} tasks", file=_stderr(), flush=True)
-
-    return LineProgress()
+    return report
 
 
 class _TasksDone:
@@ -200,18 +197,6 @@ def _follow(futures, reporter) -> None:
             return None
 
     TasksDone(futures, complete=True)
-
-
-class _LineProgress:
-    """Context manager of :func:`_line_progress` (dask imported only when used)."""
-
-    def __enter__(self):
-        self._callback = _line_progress()
-        self._callback.__enter__()
-        return self
-
-    def __exit__(self, *exc):
-        return self._callback.__exit__(*exc)
 
 
 def _stderr():
