@@ -18,7 +18,7 @@ import click
 
 from isotropy._utils.click_types import BoundedInt, NonEmpty
 from isotropy._utils.errors import Terminated, debugging
-from isotropy._utils.install import install_command
+from isotropy._utils.install import install_command, missing_module_hint
 
 # experiment name -> "module:attribute" of its Experiment record (isotropy.experiments._runner.Experiment)
 EXPERIMENTS = {
@@ -103,8 +103,12 @@ class _ExperimentGroup(click.Group):
         except ImportError as exc:  # a core install: the experiments need their extra (pydantic, torch, ...)
             # PyTorch's CPU command first where torch is missing too: the extra's bare torch pulls the CUDA build
             command = install_command("experiments", torch_missing=None)
-            return _Unavailable(name, f"isotropy run needs the experiments extra: {command} "
-                                      f"({' '.join(str(exc).split())}).")
+            detail = " ".join(str(exc).split())
+            if missing_module_hint(getattr(exc, "name", None)) is None:  # not a package an extra brings: said so,
+                # rather than "needs the experiments extra" where it may be installed (a broken or partial install)
+                return _Unavailable(name, f"isotropy run could not load the experiment '{name}' ({detail}); "
+                                          f"reinstalling the experiments extra may help: {command}.")
+            return _Unavailable(name, f"isotropy run needs the experiments extra: {command} ({detail}).")
 
     def format_commands(self, ctx, formatter):
         """The experiments and their short help; on a core install their names, then the one line of the extra they

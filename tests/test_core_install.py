@@ -483,3 +483,28 @@ def test_shell_completion_stays_silent_without_the_experiments_extra(tmp_path):
     result = _run_without_extras('from isotropy.cli import main\nmain(["run", "classifier-geometry", "--setup", "demo"])',
                                  tmp_path)
     assert result.returncode == 2 and "isotropy run needs the experiments extra" in result.stderr
+
+
+def test_run_names_a_broken_experiment_rather_than_a_missing_extra(monkeypatch):
+    """An ImportError that is not a package of an extra (a name missing from a module, a broken install) read "isotropy
+    run needs the experiments extra" in the help and the error, where the extra may well be installed. It now says
+    the experiment could not be loaded, with Python's words; a missing package of the extra keeps the extra's line."""
+    from click.testing import CliRunner
+
+    import isotropy.cli as cli_module
+
+    def broken(name):
+        raise ImportError("cannot import name 'Widget' from 'somewhere' (/x/somewhere.py)")
+
+    monkeypatch.setattr(cli_module, "load_experiment", broken)
+    result = CliRunner().invoke(cli_module.cli, ["run", "istar"])
+    assert result.exit_code == 2
+    assert "isotropy run could not load the experiment 'istar' (cannot import name 'Widget' from 'somewhere'" in \
+        result.output and "needs the experiments extra" not in result.output, result.output
+
+    def missing(name):
+        raise ModuleNotFoundError("No module named 'pydantic'", name="pydantic")
+
+    monkeypatch.setattr(cli_module, "load_experiment", missing)
+    result = CliRunner().invoke(cli_module.cli, ["run", "istar"])
+    assert result.exit_code == 2 and "isotropy run needs the experiments extra: " in result.output, result.output
