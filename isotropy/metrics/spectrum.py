@@ -153,7 +153,7 @@ def _numpy_singular_values(X, *, center: bool):
     those of the ``R`` of a QR of its float64 row chunks, one after the other.
 
     The SVD of a float64 copy held the copy, its centred copy and LAPACK's own copy at once: five times a float32
-    input (a user's scale trial; 1.5 GB for 200,000 x 384). ``R`` has the singular values of the rows it has
+    input (a user's scale trial). ``R`` has the singular values of the rows it has
     absorbed (a QR keeps them: ``[R; C] = Q'R'``), so the rows go in chunks of ``_QR_ELEMENTS``, each stacked under
     the ``d x d`` ``R`` so far (the tall-and-skinny QR of the dask path, here in one stream): memory bounded by a
     chunk, the same backward stability as the SVD of the whole (Householder QR, then the SVD of ``R``), and about
