@@ -661,8 +661,8 @@ def _runs(calls):
 
 def test_a_metric_on_dask_reports_its_tasks_not_each_tiles_blocks():
     """A tile runs the in-memory kernel, whose blocks reported to the caller's callback (isotropy measure --progress)
-    as if they were the whole metric's: 0 to 100 % once per tile, from the scheduler's threads (a user's log: 851
-    interleaved lines for one metric, two of them glued). The graph's tasks done are reported instead, from the
+    as if they were the whole metric's: 0 to 100 % once per tile, from the scheduler's threads (a user's log: hundreds
+    of interleaved lines for one metric, two of them glued). The graph's tasks done are reported instead, from the
     thread that computes, each computation once to its end."""
     import threading
 
