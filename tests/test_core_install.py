@@ -489,12 +489,20 @@ def test_run_names_a_broken_experiment_rather_than_a_missing_extra(monkeypatch):
     """An ImportError that is not a package of an extra (a name missing from a module, a broken install) read "isotropy
     run needs the experiments extra" in the help and the error, where the extra may well be installed. It now says
     the experiment could not be loaded, with Python's words; a missing package of the extra keeps the extra's line."""
+    import sys
+    import types
+
     from click.testing import CliRunner
 
     import isotropy.cli as cli_module
 
     def broken(name):
         raise ImportError("cannot import name 'Widget' from 'somewhere' (/x/somewhere.py)")
+
+    # the experiments' command maker stubbed, so that the experiment's own load fails, with or without the extra
+    maker = types.ModuleType("isotropy.experiments._command")
+    maker.make_command = lambda experiment: None
+    monkeypatch.setitem(sys.modules, "isotropy.experiments._command", maker)
 
     monkeypatch.setattr(cli_module, "load_experiment", broken)
     result = CliRunner().invoke(cli_module.cli, ["run", "istar"])
