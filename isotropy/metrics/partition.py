@@ -15,8 +15,9 @@ __all__ = ["partition_isotropy"]
 
 
 # Float64 entries of a worker's chunk and of its projections, each, on the numpy path (512 KiB: in cache), and never
-# fewer rows than _CHUNK_ROWS. Small on purpose: memory freed after a metric is not always given back to the system,
-# and a table's neighbour search then starts above it (docs/benchmarks.md, "The default table's memory"). The rows'
+# fewer rows than _CHUNK_ROWS. Small on purpose: with 4 MiB chunks the default table's peak, reached later in its
+# neighbour search, was higher, though the buffers are freed when I(W) ends (why is not established: giving freed
+# memory back with malloc_trim did not lower it; docs/benchmarks.md, "The default table's memory"). The rows'
 # floor: each chunk is one product with the d x d eigenvectors, which BLAS reads and packs again for every chunk; at
 # d = 2048 and more, chunks of 512 KiB (32 rows and fewer) made I(W) markedly slower in a review's measurement, and
 # 128 rows is what the 4 MiB chunks before held at d = 4096 (the d x d eigenvectors dominate the memory there)
