@@ -3,13 +3,14 @@
 For float32 data of n samples x d features (near a 10-dimensional subspace, 10 clusters), prints
 (markdown) the wall time of
 
-- ``isotropy.silhouette_score``, ``kneighbors(n_neighbors=10)`` and ``isotropy.mle_dimension`` (k = 20)
-  in memory (numpy input: the in-process threaded kernels, all cores; fastest of two calls);
+- ``isotropy.silhouette_score``, ``kneighbors(n_neighbors=10)``, ``isotropy.mle_dimension`` (k = 20),
+  ``isotropy.twonn_dimension`` and ``neighbour_dimensions`` (TwoNN and the MLE from one search, the default
+  ``isotropy measure`` table's neighbour metrics: "table") in memory (numpy input: the in-process threaded kernels, all cores; fastest of two calls);
 - the same functions on a row-chunked dask array on a ``LocalCluster`` of 1 and of 2 worker
   processes (one thread each), the array scattered to the workers first (not timed);
 
 with the peak resident memory of each worker process (``VmHWM``) and of this process, the
-ratios (in memory / dask), the parallel efficiency of the 2 workers (1-worker wall / (2 x 2-worker
+ratios (in memory / dask), the table against TwoNN alone on each path (issue 20's goal: at most 1.3), the parallel efficiency of the 2 workers (1-worker wall / (2 x 2-worker
 wall)), and, per tile: one off-diagonal tile of each computation, at the rows per block it takes by
 default (4096 for the silhouette, 8192 for the neighbour searches, fewer for wide data), run alone (one process, one
 thread) against its floor (the float32 product of its two blocks on one thread, the tile's
@@ -48,7 +49,7 @@ from pathlib import Path
 import numpy as np
 from _common import low_rank_data
 
-COMPUTATIONS = ("silhouette", "knn", "mle")
+COMPUTATIONS = ("silhouette", "knn", "mle", "twonn", "table")
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -174,11 +175,14 @@ def _warm():
 def _timed_calls(X, labels, repeats):
     """Each computation on ``X`` (a numpy or a dask array): its value and its fastest of ``repeats`` wall times."""
     import isotropy
+    from isotropy.metrics.dimension import neighbour_dimensions
 
     kneighbors = _kneighbors()
     calls = {"silhouette": lambda: isotropy.silhouette_score(X, labels),
              "knn": lambda: float(kneighbors(X, n_neighbors=10)[0].sum()),  # a dask array's sum is computed here
-             "mle": lambda: float(isotropy.mle_dimension(X))}
+             "mle": lambda: float(isotropy.mle_dimension(X)),
+             "twonn": lambda: float(isotropy.twonn_dimension(X)),
+             "table": lambda: float(neighbour_dimensions(X)["mle_dimension"])}
     times = {}
     for name, call in calls.items():
         seconds = []
@@ -299,12 +303,18 @@ def main():
           "|---|---|---|---|---|---|---|---|---|---|")
     print("\n".join(_tile_rows_table(tile_costs, list(rows.items()), args.n, one)))
     print(f"\npeak RSS of this process (in-memory runs, holding X): {memory['peak_process_mib']:.0f} MiB")
+    print("\nthe default table's neighbour metrics (TwoNN and MLE, k = 20) against TwoNN alone (goal: at most 1.3)\n")
+    print("| checkout | in memory | 1 worker | 2 workers |\n|---|---|---|---|")
+    for name, timings in checkouts.items():
+        print(f"| {name} | " + " | ".join(f"{timings[path]['table'] / timings[path]['twonn']:.2f}"
+                                         for path in ("in_memory", "1_workers", "2_workers")) + " |")
     for name, timings in checkouts.items():
         t_two, t_mem = timings["2_workers"], timings["in_memory"]
         print(f"same values, {name}: silhouette |dask - memory| = "
               f"{abs(t_two['silhouette_value'] - t_mem['silhouette_value']):.2e}, k-NN distance sums "
               f"{t_two['knn_value']:.9e} vs {t_mem['knn_value']:.9e}, MLE {t_two['mle_value']:.12g} vs "
-              f"{t_mem['mle_value']:.12g}")
+              f"{t_mem['mle_value']:.12g}, TwoNN {t_two['twonn_value']:.12g} vs {t_mem['twonn_value']:.12g}, "
+              f"table's MLE {t_two['table_value']:.12g} vs {t_mem['table_value']:.12g}")
     if args.json:
         with open(args.json, "w") as handle:
             json.dump(results, handle, indent=2)

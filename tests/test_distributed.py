@@ -353,6 +353,58 @@ def test_dask_dimension_estimators_merge_duplicates_as_in_memory(blobs, name, kw
         assert got.shape == (X.shape[0],) and np.unique(got).size == 600
 
 
+@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
+def test_dask_neighbour_dimensions_is_one_search_with_the_estimators_values(blobs, metric, monkeypatch):
+    """TwoNN, MLE and the local MLE of a dask array from one duplicates pass and one pass of tiles (they took one each,
+    each estimator alone: the default table of `isotropy measure` searched twice), with the values of the estimators
+    alone and of the in-memory search, duplicates merged and, under the cosine metric, a row parallel to another."""
+    from isotropy.distributed import _neighbors
+    from isotropy.metrics.dimension import neighbour_dimensions
+
+    X, n_dup = _with_duplicates(blobs[0])
+    if metric == "cosine":
+        X = np.vstack([X, 3.0 * X[:1]])  # parallel to row 0: merged after the search, as in memory
+    options = {"n_neighbors": 7, "averaging": "harmonic", "metric": metric, "discard_fraction": 0.2, "method": "mle"}
+    searches = []
+    blocks = _neighbors._neighbour_blocks
+    monkeypatch.setattr(_neighbors, "_neighbour_blocks", lambda *a, **k: searches.append(a[1]) or blocks(*a, **k))
+    with pytest.warns(UserWarning) as caught:
+        got = neighbour_dimensions(da.from_array(X, chunks=(101, 9)), local_mle=True, **options)
+    assert searches == [7] if metric == "euclidean" else searches[:2] == [7, 7]  # the second: after the merge
+    assert str(caught[0].message).startswith(f"neighbour_dimensions: X has {n_dup} duplicate rows")
+    assert all(str(w.message).startswith("neighbour_dimensions: ") for w in caught)
+    assert got["local_mle_dimension"].chunks[0] == da.from_array(X, chunks=(101, 9)).chunks[0]
+    with pytest.warns(UserWarning):
+        want = neighbour_dimensions(X, local_mle=True, **options)
+    with pytest.warns(UserWarning):
+        alone = {"twonn_dimension": isotropy.twonn_dimension(da.from_array(X, chunks=(101, 9)), metric=metric,
+                                                             discard_fraction=0.2, method="mle"),
+                 "mle_dimension": isotropy.mle_dimension(da.from_array(X, chunks=(101, 9)), n_neighbors=7,
+                                                         metric=metric, averaging="harmonic")}
+    for name in ("twonn_dimension", "mle_dimension"):
+        assert got[name] == alone[name]
+        assert got[name] == pytest.approx(want[name], rel=1e-12)
+    np.testing.assert_allclose(got["local_mle_dimension"].compute(), want["local_mle_dimension"], rtol=1e-12)
+    distinct = da.from_array(blobs[0][:300], chunks=(97, 9))
+    only = neighbour_dimensions(distinct, mle=False, metric=metric)
+    assert set(only) == {"twonn_dimension"}
+    assert only["twonn_dimension"] == isotropy.twonn_dimension(distinct, metric=metric)
+    assert searches[-2:] == [2, 2]  # TwoNN alone: its two neighbours
+
+
+def test_dask_neighbour_dimensions_refuses_as_in_memory(blobs):
+    from isotropy.metrics.dimension import neighbour_dimensions
+
+    X = blobs[0]
+    for kwargs in ({"n_neighbors": 600}, {"averaging": "mode"}, {"method": "ols"}, {"discard_fraction": 1.0},
+                   {"twonn": False, "mle": False}):
+        with pytest.raises(IsotropyValueError) as in_memory:
+            neighbour_dimensions(X, **kwargs)
+        with pytest.raises(IsotropyValueError) as on_dask:
+            neighbour_dimensions(da.from_array(X, chunks=(97, 9)), **kwargs)
+        assert str(on_dask.value) == str(in_memory.value)
+
+
 def test_dask_duplicate_merging_compares_rows_not_hashes(blobs, monkeypatch):
     """Every row's hash colliding (the worst case) still merges exactly the identical rows."""
     from isotropy.distributed import _duplicates

@@ -142,13 +142,16 @@ def _local_mle(dist: np.ndarray, caller: str, *, warns_as: str | None = None) ->
                                  f"undefined (NaN) ratios instead (distances at the limits of float64).")
     flat = int(np.count_nonzero(total == 0))
     if flat:
-        warnings.warn(
-            f"{warns_as or caller}: {flat} points have all their {k} nearest neighbours at the same distance; their local "
-            f"MLE dimension is infinite (increase n_neighbors; a point far from all the others stays so at any "
-            f"n_neighbors: pool with averaging='harmonic' or 'median', which it does not carry away).", UserWarning,
-            stacklevel=3)
+        warnings.warn(flat_points_message(warns_as or caller, flat, k), UserWarning, stacklevel=3)
     with np.errstate(divide="ignore"):
         return (k - 1) / total
+
+
+def flat_points_message(name: str, flat: int, n_neighbors: int) -> str:
+    """The warning for ``flat`` points whose ``n_neighbors`` nearest all lie at one distance (in memory and on dask)."""
+    return (f"{name}: {flat} points have all their {n_neighbors} nearest neighbours at the same distance; their local "
+            f"MLE dimension is infinite (increase n_neighbors; a point far from all the others stays so at any "
+            f"n_neighbors: pool with averaging='harmonic' or 'median', which it does not carry away).")
 
 
 def _pool(local: np.ndarray, averaging: str, caller: str = "mle_dimension", n_neighbors: int | None = None, *,

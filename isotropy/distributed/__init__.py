@@ -14,7 +14,8 @@ two (exact), as the in-memory functions rescale the materialised array.
 - silhouette and Dunn: the distance matrix as tiles (I, J ≥ I) of row blocks, each returning
   per-cluster distance sums (or extreme pairs) for its rows, never an n×n array;
   Calinski-Harabasz and Davies-Bouldin: per-chunk centroid statistics, two passes;
-- exact k-NN as tiles with a top-k merge per row block, and TwoNN / MLE / local MLE on it;
+- exact k-NN as tiles with a top-k merge per row block, and TwoNN / MLE / local MLE on it (all three from one
+  pass of tiles with :func:`neighbour_dimensions`);
 - uniformity: the same tiles, each returning shifted sums of exponentials (and of their expm1) and its pair
   count, merged by a tree reduction, the log (log1p near 1) taken at the end;
 - per-type cosines, rogue-dimension share, token norms: per-chunk sums of (unit) rows per type or per
@@ -45,7 +46,13 @@ from isotropy.distributed._covariance import (
     partition_isotropy,
 )
 from isotropy.distributed._graph import show_progress
-from isotropy.distributed._neighbors import kneighbors, local_mle_dimension, mle_dimension, twonn_dimension
+from isotropy.distributed._neighbors import (
+    kneighbors,
+    local_mle_dimension,
+    mle_dimension,
+    neighbour_dimensions,
+    twonn_dimension,
+)
 
 __all__ = [
     "calinski_harabasz_score",
@@ -58,6 +65,7 @@ __all__ = [
     "kneighbors",
     "local_mle_dimension",
     "mle_dimension",
+    "neighbour_dimensions",
     "participation_ratio",
     "partition_isotropy",
     "show_progress",

@@ -37,7 +37,7 @@ from isotropy.distributed._graph import (
     unit_blocks,
 )
 
-__all__ = ["kneighbors", "local_mle_dimension", "mle_dimension", "twonn_dimension"]
+__all__ = ["kneighbors", "local_mle_dimension", "mle_dimension", "neighbour_dimensions", "twonn_dimension"]
 
 _METRICS = ("euclidean", "cosine")
 
@@ -257,6 +257,19 @@ def _local_block(dist, caller, start, radius=0.0, flag_parallel=False):
         return _local_mle(_no_duplicates(dist, caller, start, radius), caller)
 
 
+def _check_estimate_neighbours(X, n_neighbors, metric, caller) -> int:
+    """The MLE's ``k``: an int in ``[2, n_samples - 1]``; past the rows, when duplicates are what limit it, the error
+    says so, as in memory (:func:`~isotropy._kernels.dimension.too_few_distinct`)."""
+    from isotropy._utils.validation import check_n_neighbors
+
+    try:
+        return check_n_neighbors(n_neighbors, X.shape[0], caller=caller, low=2)
+    except ValueError:
+        if isinstance(n_neighbors, numbers.Integral) and not isinstance(n_neighbors, bool) and n_neighbors >= 2:
+            distinct_rows(X, n_neighbors=int(n_neighbors), metric=metric, caller=caller)  # raises if duplicates
+        raise
+
+
 def _local_graph(X, n_neighbors, metric, chunk_size, caller, flag_parallel=False):
     """Lazy local estimates of the distinct points of ``X``, the :class:`Distinct` map (None: all distinct), and
     ``(X's distinct rows, the unit scale's exponent, the parallel radius)`` for :func:`_merge_parallel_rows`
@@ -264,17 +277,12 @@ def _local_graph(X, n_neighbors, metric, chunk_size, caller, flag_parallel=False
     import dask.array as da
     from dask import delayed
 
-    from isotropy._utils.validation import check_n_neighbors, check_option
+    from isotropy._utils.validation import check_option
 
     given = getattr(X, "dtype", None)  # the precision of the values as given (float16 is read as float32)
     X = check_dask_X(X, caller=caller, min_samples=3)
     check_option(metric, "metric", _METRICS, caller=caller)
-    try:
-        check_n_neighbors(n_neighbors, X.shape[0], caller=caller, low=2)
-    except ValueError:  # past the rows: when duplicates are what limit k, say so, as in memory
-        if isinstance(n_neighbors, numbers.Integral) and not isinstance(n_neighbors, bool) and n_neighbors >= 2:
-            distinct_rows(X, n_neighbors=int(n_neighbors), metric=metric, caller=caller)  # raises if duplicates
-        raise
+    _check_estimate_neighbours(X, n_neighbors, metric, caller)
     distinct, exponent = distinct_rows(X, n_neighbors=int(n_neighbors), metric=metric, caller=caller, stacklevel=5)
     if distinct is not None:  # merged as in memory: each distinct point once
         X = X[distinct.rows]
@@ -296,12 +304,12 @@ def _client_local(dist, caller, radius):
         return _local_mle(_no_duplicates(dist, caller, radius=radius), caller)
 
 
-def _warn_flat(local, n_neighbors, caller):
+def _warn_flat(local, n_neighbors, caller, stacklevel=3):
+    from isotropy._kernels.dimension import flat_points_message
+
     flat = int(np.count_nonzero(np.isinf(local)))
-    if flat:
-        warnings.warn(f"{caller}: {flat} points have all their {n_neighbors} nearest neighbours at the same "
-                      f"distance; their local MLE dimension is infinite (increase n_neighbors).", UserWarning,
-                      stacklevel=3)
+    if flat:  # the in-memory estimators' warning
+        warnings.warn(flat_points_message(caller, flat, n_neighbors), UserWarning, stacklevel=stacklevel)
 
 
 def local_mle_dimension(X, *, n_neighbors=100, metric="euclidean", chunk_size=None):
@@ -347,3 +355,73 @@ def mle_dimension(X, *, n_neighbors=DEFAULT_MLE_NEIGHBOURS, metric="euclidean", 
         local = _client_local(dist, caller, radius)
     _warn_flat(local, n_neighbors, caller)
     return _pool(local, averaging, caller, n_neighbors)
+
+
+def _dimension_block(dist, caller, start, radius, estimates):
+    """A row block's first two neighbour distances (TwoNN's) and, with ``estimates``, its points' local MLE
+    estimates (:func:`_local_block`: NaN for a block holding a row parallel to another, merged on the client)."""
+    first = np.ascontiguousarray(dist[:, :2])
+    if not estimates:
+        return first, np.empty(0)
+    return first, _local_block(dist, caller, start, radius, flag_parallel=True)
+
+
+def neighbour_dimensions(X, *, twonn=True, mle=True, local_mle=False, n_neighbors=DEFAULT_MLE_NEIGHBOURS,
+                         discard_fraction=0.1, method="linear", averaging="mean", metric="euclidean", chunk_size=None):
+    """:func:`isotropy.metrics.dimension.neighbour_dimensions` of a dask array: TwoNN, the MLE and the local MLE from one
+    pass of neighbour tiles.
+
+    Equal to :func:`twonn_dimension`, :func:`mle_dimension` and :func:`local_mle_dimension` with the same options (the
+    search's ``k = n_neighbors`` neighbours are exact, ties by index, so its first two are TwoNN's), at the cost of one
+    duplicates pass and one search instead of one each. Each row block's tiles return its first two distances and its
+    points' local estimates: the client holds ``3·n_samples`` floats, never the ``n_samples × k`` distances (unless rows
+    parallel to another under the cosine metric are merged, as in :func:`mle_dimension`). ``local_mle_dimension`` comes
+    back computed, as a dask array chunked like X's rows.
+    """
+    import dask.array as da
+    from dask import delayed
+
+    from isotropy._kernels.dimension import _AVERAGING, _pool, _twonn
+    from isotropy._utils.validation import IsotropyValueError, check_option, check_scalar
+
+    caller = "neighbour_dimensions"
+    if not (twonn or mle or local_mle):
+        raise IsotropyValueError(f"{caller} needs at least one of twonn, mle and local_mle to be True. Got all three "
+                                 f"False instead.")
+    rows = row_chunks(X, caller=caller)
+    given = getattr(X, "dtype", None)  # the precision of the values as given (float16 is read as float32)
+    X = check_dask_X(X, caller=caller, min_samples=3)
+    check_option(metric, "metric", _METRICS, caller=caller)
+    check_scalar(discard_fraction, "discard_fraction", caller=caller, low=0, high=1, closed="left")
+    method = check_option(method, "method", ("linear", "mle"), caller=caller)
+    averaging = check_option(averaging, "averaging", _AVERAGING, caller=caller)
+    estimates = mle or local_mle
+    k = _check_estimate_neighbours(X, n_neighbors, metric, caller) if estimates else 2
+    distinct, exponent = distinct_rows(X, n_neighbors=k, metric=metric, caller=caller)
+    points = X if distinct is None else X[distinct.rows]  # merged as in memory: each distinct point once
+    radius = parallel_radius(X.shape[1], given, metric)
+    blocks, starts = _neighbour_blocks(points, k, metric, chunk_size, caller, exponent)
+    part = delayed(_dimension_block, pure=True, nout=2)
+    parts = [part(b[0], caller, s, radius, estimates) for b, s in zip(blocks, starts)]
+    join = delayed(np.concatenate, pure=True)
+    first, local = compute(join([p[0] for p in parts]), join([p[1] for p in parts]))
+    where = None  # each point's position among the merged ones (cosine rows parallel to another)
+    if _has_parallel(first, radius) or (estimates and np.isnan(local).any()):
+        dist, where = _merge_parallel_rows(points, k, metric, chunk_size, caller, exponent, radius, inverse=True)
+        first = dist[:, :2]
+        if estimates:
+            local = _client_local(dist, caller, radius)
+    out = {}
+    if twonn:
+        out["twonn_dimension"] = _twonn(_no_duplicates(first, caller, radius=radius), discard_fraction, method, caller)
+    if estimates:
+        # a warning of the estimates names them (isotropy measure keeps it under mle_dimension, not under TwoNN)
+        name = "mle_dimension" if mle else "local_mle_dimension"
+        _warn_flat(local, k, name, stacklevel=4)
+        if mle:
+            out["mle_dimension"] = _pool(local, averaging, caller, k, warns_as=name)
+        if local_mle:
+            each = local if where is None else local[where]
+            each = each if distinct is None else each[distinct.inverse]  # a duplicate row gets its point's estimate
+            out["local_mle_dimension"] = like_rows(da.from_array(each, chunks=-1), rows)
+    return out

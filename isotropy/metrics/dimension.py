@@ -419,15 +419,11 @@ def neighbour_dimensions(X, *, twonn: bool = True, mle: bool = True, local_mle: 
     if not (twonn or mle or local_mle):  # an empty dict said nothing of why nothing was measured
         raise IsotropyValueError(f"{caller} needs at least one of twonn, mle and local_mle to be True. Got all three "
                                  f"False instead.")
-    if is_dask(X):  # the dask estimators, one after the other
-        out = {}
-        if twonn:
-            out["twonn_dimension"] = twonn_dimension(X, discard_fraction=discard_fraction, method=method, metric=metric)
-        if mle:
-            out["mle_dimension"] = mle_dimension(X, n_neighbors=n_neighbors, metric=metric, averaging=averaging)
-        if local_mle:
-            out["local_mle_dimension"] = local_mle_dimension(X, n_neighbors=n_neighbors, metric=metric)
-        return out
+    if is_dask(X):  # one pass of neighbour tiles, as in memory one search
+        from isotropy.distributed import neighbour_dimensions as on_dask
+
+        return on_dask(X, twonn=twonn, mle=mle, local_mle=local_mle, n_neighbors=n_neighbors,
+                       discard_fraction=discard_fraction, method=method, averaging=averaging, metric=metric)
     given = getattr(X, "dtype", None)  # the precision of the values as given (bfloat16 is read as float32)
     X = check_X(X, caller=caller, min_samples=3, rescale=_rescaling(metric))
     metric = check_option(metric, "metric", _METRICS, caller=caller)
