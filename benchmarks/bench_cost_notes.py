@@ -18,10 +18,20 @@ search (TwoNN alone, k = 2, and the search TwoNN and MLE share at each ``--n-nei
 the same BLAS calls on both loops, the rest per loop. Both use the ``F`` and ``E`` of this run: the
 constants of ``isotropy/_kernels/cost.py`` come from this command's output.
 
+``--dask N`` prices and times the same metrics on the dask path instead
+(:func:`isotropy._kernels.cost.estimate_tiled_seconds`, the note ``isotropy measure`` prints there): a dask array
+of 4096-row chunks held by a ``LocalCluster`` of ``N`` worker processes of one thread each (as ``isotropy measure
+DIR --workers N`` starts; the package and the compiled loops loaded on the workers before the clock starts), each
+metric at the rows per tile it takes by default, ``n`` chosen so that the estimate is about ``--seconds``, the
+table's TwoNN and MLE as :func:`~isotropy.metrics.dimension.neighbour_dimensions` (one pass of tiles), on the loops
+the search of all ``n`` points runs. With ``--fit``, the ``ρ`` per family of tiles (neighbour tiles, pair tiles)
+that the measured times give (least squares of the relative errors): ``_TILED_OVERHEAD`` in
+``isotropy/_kernels/cost.py``.
+
 Usage::
 
     nice -n 5 .venv/bin/python benchmarks/bench_cost_notes.py [--dims 384,50,128] [--seconds 15] [--fit]
-        [--n-neighbors 5,20,100] [--neighbours-only]
+        [--n-neighbors 5,20,100] [--neighbours-only] [--dask 2]
 """
 
 from __future__ import annotations
@@ -79,7 +89,13 @@ def main(argv=None):
     parser.add_argument("--fit", action="store_true", help="also solve (α, β) per metric from the measured times")
     parser.add_argument("--n-neighbors", default="20", help="comma-separated k of the shared TwoNN + MLE search")
     parser.add_argument("--neighbours-only", action="store_true", help="only the neighbour searches")
+    parser.add_argument("--dask", type=int, metavar="N", default=None,
+                        help="the dask path on a LocalCluster of N one-thread workers instead")
     args = parser.parse_args(argv)
+    if args.dask is not None:
+        if args.dask < 1:
+            parser.error(f"--dask must be at least 1 worker. Got {args.dask} instead.")
+        return _dask_main(args)
     dims = [int(v) for v in args.dims.split(",")]
     if args.fit and len(set(dims)) < 2:
         parser.error(f"--fit needs at least two different --dims to separate α from β. Got {args.dims!r} instead.")
@@ -149,6 +165,90 @@ def _fit_search(rows, flops, elements):
         print(f"- {loop}: ({theta[0]:.3g}, {beta:.3g}, {gamma:.3g}, {delta:.3g}, {epsilon:.3g})", flush=True)
     fitted = A @ theta
     print(f"fitted / measured over these rows: {fitted.min():.2f} to {fitted.max():.2f}", flush=True)
+
+
+def _tile_rows(name, d):
+    """The rows per tile ``name`` takes by default on ``d`` features (isotropy.distributed)."""
+    from isotropy.distributed._graph import NEIGHBOUR_TILE_ROWS, check_tile_rows
+
+    default = {} if name not in cost._NEIGHBOURS else {"default": NEIGHBOUR_TILE_ROWS}
+    return check_tile_rows(None, "bench", d, **default)
+
+
+def _dask_cases(ks, neighbours_only: bool):
+    """``(label, estimate name, k, call(X, labels))`` of each note on the dask path (the default loops)."""
+    from isotropy.metrics.dimension import neighbour_dimensions
+
+    cases = [] if neighbours_only else [
+        ("silhouette_score", "silhouette_score", None, lambda X, y: silhouette_score(X, y)),
+        ("dunn_index", "dunn_index", None, lambda X, y: dunn_index(X, y)),
+        ("uniformity", "uniformity", None, lambda X, y: uniformity(X))]
+    cases.append(("twonn_dimension", "twonn_dimension", 2, lambda X, y: twonn_dimension(X)))
+    cases += [(f"twonn + mle, k = {k} (one pass)", "mle_dimension", k,
+               lambda X, y, k=k: neighbour_dimensions(X, n_neighbors=k)) for k in ks]
+    return cases
+
+
+def _warm_worker():
+    import importlib
+
+    importlib.import_module("isotropy.distributed")
+    with contextlib.suppress(Exception):  # no numba: the numpy loops, nothing to load
+        importlib.import_module("isotropy._kernels._neighbors_jit")
+
+
+def _dask_main(args):
+    import dask.array as da
+    from distributed import Client, LocalCluster, wait
+
+    from isotropy._kernels.silhouette import _cores
+
+    dims = [int(v) for v in args.dims.split(",")]
+    ks = [int(v) for v in args.n_neighbors.split(",")]
+    threads = min(args.dask, _cores())  # local workers share this machine's cores (as isotropy measure counts them)
+    flops, elements = cost.machine_speed()
+    print(f"machine speed of this run: F = {flops:.3g} flop/s (float32 products), E = {elements:.3g} elements/s; "
+          f"LocalCluster of {args.dask} one-thread workers on {_cores()} cores; rho (_TILED_OVERHEAD) = "
+          f"{cost._TILED_OVERHEAD}", flush=True)
+    print("| metric | d | n | rows per tile | estimate (s) | measured (s) | estimate / measured (goal 0.67-1.5) |",
+          flush=True)
+    print("|---|---|---|---|---|---|---|", flush=True)
+    measured = {}
+    with LocalCluster(n_workers=args.dask, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        client.run(_warm_worker)
+        for label, name, k, call in _dask_cases(ks, args.neighbours_only):
+            for d in dims:
+                b = _tile_rows(name, d)
+
+                def estimate(n, name=name, d=d, b=b, k=k):
+                    return cost.estimate_tiled_seconds(name, n, d, tile_rows=b, threads=threads, n_neighbors=k)
+
+                n = 1000
+                for _ in range(12):  # the tiles' per-row term makes one step not enough
+                    n = max(1000, n * math.sqrt(args.seconds / estimate(int(n))))
+                n = int(round(n, -3))
+                X = low_rank_data(n, d)
+                labels = np.random.default_rng(1).integers(0, _CLUSTERS, n)
+                Xd = da.from_array(X, chunks=(4096, -1)).persist()  # held by the workers, as shards would be read
+                wait(Xd)
+                start = time.perf_counter()
+                call(Xd, labels)
+                seconds = time.perf_counter() - start
+                guess = estimate(n)
+                family = "neighbours" if name in cost._NEIGHBOURS else "pairs"
+                measured.setdefault(family, []).append(guess / cost._TILED_OVERHEAD[family] / seconds)
+                print(f"| {label} | {d} | {n:,} | {b} | {guess:.1f} | {seconds:.1f} | {guess / seconds:.2f} |",
+                      flush=True)
+                del X, Xd
+    if args.fit:
+        print("\nrho of estimate_tiled_seconds per family (least squares of the relative errors; _TILED_OVERHEAD):",
+              flush=True)
+        for family, ratios in measured.items():
+            r = np.asarray(ratios)  # the estimate at rho = 1 over the measured time
+            rho = float((r.sum()) / (r * r).sum())
+            print(f"- {family}: {rho:.3g} (estimate / measured at that rho: {rho * r.min():.2f} to {rho * r.max():.2f})",
+                  flush=True)
 
 
 if __name__ == "__main__":

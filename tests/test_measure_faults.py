@@ -590,15 +590,56 @@ def test_workers_killed_running_a_metric_are_said_to_be_out_of_memory_most_often
                          "--memory-limit, or run fewer --workers, each with more memory)")
 
 
-def test_cost_note_on_the_dask_path_gives_the_in_memory_time_as_a_lower_bound():
-    """On the dask path the note gave the in-memory estimate "on one process of this machine", which a user read as
-    the run's: the run on 2 local workers took well beyond it, and so did its suggested sample. The note now says the
-    time is the in-memory one and that the dask path takes longer; in memory it is unchanged."""
+def test_tiled_estimate_prices_the_tiles_and_the_threads(monkeypatch):
+    """The dask path's estimate: the pair tiles form the in-memory products (the same n² term); a neighbour tile also
+    recomputes its candidates and starts its thresholds anew, so each row's share is paid once per row block (B times,
+    with ln(1 + b/k)); the work is spread over the threads that run tiles at once, at this machine's speed per core."""
+    from isotropy._kernels import cost, silhouette
+
+    monkeypatch.setattr(silhouette, "_cores", lambda: 4)
+    monkeypatch.setattr(cost, "_TILED_OVERHEAD", {"neighbours": 1.25, "pairs": 1.5})
+    monkeypatch.setenv("ISOTROPY_JIT", "0")
+    flops, elements = cost.machine_speed()
+    n, d, b, k = 100_000, 384, 8192, 20
+    tiled = cost.estimate_tiled_seconds("silhouette_score", n, d, tile_rows=4096, threads=2)
+    assert tiled == pytest.approx(1.5 * estimate_seconds("silhouette_score", n, d) * 4 / 2, rel=1e-12)
+    alpha, beta, gamma, delta, epsilon = cost._SEARCH_COST["numpy"]
+    blocks = 13  # ⌈100,000 / 8192⌉
+    want = 1.25 * 4 / 8 * (n * n * (alpha * d / flops + beta / elements)
+                           + (gamma * d + delta * np.log(1 + b / k) + epsilon * k) * n * blocks * k / elements)
+    assert cost.estimate_tiled_seconds("mle_dimension", n, d, tile_rows=b, threads=8) == pytest.approx(want, rel=1e-12)
+    # one tile of all the rows: the in-memory search's work, spread over the cores alike
+    assert cost.estimate_tiled_seconds("mle_dimension", n, d, tile_rows=10**6, threads=4) == pytest.approx(
+        1.25 * estimate_seconds("mle_dimension", n, d), rel=1e-12)
+    assert cost.estimate_tiled_seconds("mle_dimension", n, d, tile_rows=b, threads=8, loops="compiled") < want
+
+
+def test_cost_note_on_the_dask_path_prices_its_tiles_and_threads(monkeypatch):
+    """On the dask path the note gave the in-memory estimate, then that estimate as a lower bound ("the dask path takes
+    longer"): a run on 2 local workers took well beyond it. It now prices the tiles on the threads that run them: local
+    workers share this machine's cores (at most that many at once), a cluster's worker threads are counted at this
+    machine's speed per core; the sample it suggests is priced on the same path. In memory the note is unchanged."""
     import re
 
+    from isotropy._kernels import cost, silhouette
     from isotropy.measure.report import _cost_note
 
-    note = _cost_note("silhouette_score", 10**6, 384, distributed=True)
-    assert "on this machine in memory; the dask path takes longer (tiles, transfers)." in note, note
-    assert re.search(r"--sample-size \d+ takes about [^.;]+ in memory\.", note), note
-    assert "in memory" not in _cost_note("silhouette_score", 10**6, 384)
+    monkeypatch.setattr(silhouette, "_cores", lambda: 2)
+    n, d = 10**6, 384
+    local = _cost_note("silhouette_score", n, d, distributed=(8, True))
+    tiled = cost.estimate_tiled_seconds("silhouette_score", n, d, tile_rows=4096, threads=2)
+    assert f"about {format_duration(tiled)} on the dask path on 2 threads of this machine." in local, local
+    assert "in memory" not in local and "--scheduler" not in local
+    sample = int(re.search(r"--sample-size (\d+) takes about ([^.;]+)\.", local).group(1))
+    assert 8 <= cost.estimate_tiled_seconds("silhouette_score", sample, d, tile_rows=4096, threads=2) <= 12  # (2 digits)
+    remote = _cost_note("silhouette_score", n, d, distributed=(64, False))
+    tiled = cost.estimate_tiled_seconds("silhouette_score", n, d, tile_rows=4096, threads=64)
+    assert f"about {format_duration(tiled)} on the cluster's 64 worker threads at this machine's speed per core." in \
+        remote, remote
+    assert _cost_note("silhouette_score", n, d, distributed=True) == _cost_note("silhouette_score", n, d,
+                                                                                 distributed=(None, True))
+    mle = _cost_note("mle_dimension", n, d, distributed=(2, True), names=["twonn_dimension", "mle_dimension"])
+    want = cost.estimate_tiled_seconds("mle_dimension", n, d, tile_rows=8192, threads=2)
+    assert f"about {format_duration(want)} on the dask path on 2 threads" in mle, mle
+    in_memory = _cost_note("silhouette_score", n, d)
+    assert f"about {format_duration(estimate_seconds('silhouette_score', n, d))} on this machine." in in_memory

@@ -168,7 +168,7 @@ def test_isoscore_star_rule_of_the_default_table(X, tmp_path):
 def test_cost_note_does_not_advise_workers_on_the_dask_path(monkeypatch):
     from isotropy.measure import report
 
-    monkeypatch.setattr("isotropy._kernels.cost.estimate_seconds", lambda name, n, d, n_neighbors=None: 1000.0)
+    monkeypatch.setattr("isotropy._kernels.cost.estimate_seconds", lambda name, n, d, **options: 1000.0)
     assert "(--scheduler ADDRESS)" in report._cost_note("silhouette_score", 10**6, 8)
     for name in ("silhouette_score", "uniformity"):
         note = report._cost_note(name, 10**6, 8, distributed=True)

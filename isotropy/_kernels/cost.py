@@ -35,7 +35,7 @@ from isotropy._kernels.dimension import DEFAULT_MLE_NEIGHBOURS
 from isotropy._kernels.silhouette import _cores
 from isotropy._utils.threads import one_blas_thread
 
-__all__ = ["estimate_seconds", "format_duration", "machine_speed", "measured_speed"]
+__all__ = ["estimate_seconds", "estimate_tiled_seconds", "format_duration", "machine_speed", "measured_speed"]
 
 # (α, β) from ``benchmarks/bench_cost_notes.py --fit`` (float32 data near a 10-dimensional subspace, 10 clusters,
 # d = 50, 128 and 384, n where the estimate is 15 s, 2 cores; docs/benchmarks.md gives the run): α·d/F is the
@@ -48,6 +48,9 @@ _PAIR_COST = {"silhouette_score": (0.83, 0.735), "dunn_index": (2.95, 9.38), "un
 # k = 2 for TwoNN alone and 5 to 3000 for the search TwoNN and MLE share; docs/benchmarks.md gives the run; refitted
 # after the numpy loops' block changes of eb4a724 and f1cdf9b, with machine_speed in the units below).
 _SEARCH_COST = {"numpy": (0.909, 1.05, 1.89, 144.0, 0.104), "compiled": (0.909, 0.451, 0.335, 75.9, 0.0417)}
+# ρ of estimate_tiled_seconds: the dask path's wall time over its tiles' own work (scheduling, transfers, reductions),
+# per family of tiles; from ``benchmarks/bench_cost_notes.py --dask 2 --fit`` (docs/benchmarks.md gives the run).
+_TILED_OVERHEAD = {"neighbours": 1.0, "pairs": 1.0}
 # Seconds of one window of the product calibration (the element-wise one: half), five windows each: a window
 # spans several scheduler time slices.
 _WINDOW_SECONDS = 0.015
@@ -124,24 +127,70 @@ def estimate_seconds(name: str, n_samples: int, n_features: int, *, n_neighbors:
     """
     if loops not in (None, *_SEARCH_COST):
         raise ValueError(f"loops must be None, 'numpy' or 'compiled'. Got {loops!r} instead.")
-    flops, elements = machine_speed()
     pairs = float(n_samples) * float(n_samples)
     if name not in _NEIGHBOURS:
+        flops, elements = machine_speed()
         alpha, beta = _PAIR_COST[name]
         return pairs * (alpha * n_features / flops + beta / elements)
+    k = int(n_neighbors or _NEIGHBOURS[name])
+    loops = _loops_of(n_samples, n_features, k, loops)
+    return _search_seconds(pairs, float(n_samples) * k, n_samples, k, n_features, loops)
+
+
+def _loops_of(n_samples: int, n_features: int, k: int, loops: str | None) -> str:
+    """``loops``, or the loops a search of this size runs (:func:`isotropy._kernels.neighbors.uses_compiled_kernels`)."""
+    if loops not in (None, *_SEARCH_COST):
+        raise ValueError(f"loops must be None, 'numpy' or 'compiled'. Got {loops!r} instead.")
+    if loops is not None:
+        return loops
     from isotropy._kernels.neighbors import uses_compiled_kernels
     from isotropy._utils.validation import IsotropyValueError
 
-    k = int(n_neighbors or _NEIGHBOURS[name])
-    if loops is None:
-        try:
-            loops = "compiled" if uses_compiled_kernels(n_samples, n_features, k) else "numpy"
-        except IsotropyValueError:  # a bad ISOTROPY_JIT: the search itself says so; the note is not the place
-            loops = "numpy"
+    try:
+        return "compiled" if uses_compiled_kernels(n_samples, n_features, k) else "numpy"
+    except IsotropyValueError:  # a bad ISOTROPY_JIT: the search itself says so; the note is not the place
+        return "numpy"
+
+
+def _search_seconds(pairs: float, rows: float, others: float, k: int, n_features: int, loops: str) -> float:
+    """The neighbour search's model: ``pairs`` products (in the units of ``n²`` for ``n`` points), ``rows`` row-neighbour
+    pairs recomputed exactly (``n·k``), each row's candidates replaced about ``ln(1 + others/k)`` times."""
+    flops, elements = machine_speed()
     alpha, beta, gamma, delta, epsilon = _SEARCH_COST[loops]
-    rows = float(n_samples) * k
     return (pairs * (alpha * n_features / flops + beta / elements)
-            + (gamma * n_features + delta * math.log1p(n_samples / k) + epsilon * k) * rows / elements)
+            + (gamma * n_features + delta * math.log1p(others / k) + epsilon * k) * rows / elements)
+
+
+def estimate_tiled_seconds(name: str, n_samples: int, n_features: int, *, tile_rows: int, threads: int,
+                           n_neighbors: int | None = None, loops: str | None = None) -> float:
+    """Expected seconds of the O(n²) metric ``name`` on the dask path: tiles of ``tile_rows`` rows, ``threads`` at once,
+    each on one thread at this machine's speed per core.
+
+    The tiles (I, J >= I) of ``B = ⌈n/b⌉`` row blocks of ``b = tile_rows`` rows form the same ``n²/2`` products as the
+    in-memory kernels, so the pair term of :func:`estimate_seconds` stays; a neighbour tile also recomputes
+    its own candidates' distances exactly and starts its thresholds from nothing, so each row's share of the search
+    (``(γ·d + δ·ln(1 + b/k) + ε·k)·k``) is paid once per tile it is in, ``B`` times instead of once. On
+    ``t = threads`` threads where this machine has ``c`` cores:
+
+        t_dask ≈ ρ · t_tiles · c / t
+
+    (local workers share this machine's cores: ``t`` is at most ``c`` for them, which the caller says), with ``ρ``
+    (``_TILED_OVERHEAD``) the scheduling, transfers and reductions beyond the tiles' own work, fitted per family
+    (neighbour tiles, pair tiles) by ``benchmarks/bench_cost_notes.py --dask`` on a local cluster.
+    """
+    from isotropy._kernels.silhouette import _cores
+
+    b = max(1, min(int(tile_rows), int(n_samples)))
+    share = _cores() / max(1, int(threads))
+    if name not in _NEIGHBOURS:
+        return _TILED_OVERHEAD["pairs"] * estimate_seconds(name, n_samples, n_features) * share
+    k = int(n_neighbors or _NEIGHBOURS[name])
+    blocks = -(-int(n_samples) // b)
+    # a tile of b points runs the loops the whole search runs (isotropy.distributed._neighbors._knn_tile)
+    loops = _loops_of(n_samples, n_features, k, loops)
+    n = float(n_samples)
+    tiles = _search_seconds(n * n, n * k * blocks, b, k, n_features, loops)
+    return _TILED_OVERHEAD["neighbours"] * tiles * share
 
 
 def format_duration(seconds: float) -> str:

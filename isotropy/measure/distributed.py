@@ -74,10 +74,15 @@ def open_cluster(scheduler: str | None, workers: int | None, memory_limit: int |
     --memory-limit``), else the dask config key ``isotropy.memory-limit`` (environment
     ``DASK_ISOTROPY__MEMORY_LIMIT``, e.g. ``2GB``), else ``"auto"``: the machine's memory divided
     among the workers (:func:`_divided`). The description holds ``memory_limit``, the workers' limit in bytes as the
-    scheduler reports it (None for the threaded scheduler, or for workers of differing or no limits).
+    scheduler reports it (None for the threaded scheduler, or for workers of differing or no limits), and ``threads``:
+    ``(the tiles run at once, whether they share this machine's cores)`` for the O(n²) notes
+    (:func:`isotropy._kernels.cost.estimate_tiled_seconds`).
     """
+    from isotropy._kernels.silhouette import _cores
+
     if scheduler is None and workers is None:
-        yield {"scheduler": "threads (dask default)", "workers": None, "memory_limit": None}
+        # dask's threads, one per core, each tile's kernel on its own threads as in memory: this machine's cores
+        yield {"scheduler": "threads (dask default)", "workers": None, "memory_limit": None, "threads": (_cores(), True)}
         return
     import dask
     from distributed import Client, LocalCluster
@@ -87,7 +92,8 @@ def open_cluster(scheduler: str | None, workers: int | None, memory_limit: int |
         _check_is_scheduler(scheduler, seconds)
         with Client(scheduler, timeout=seconds) as client:
             found = client.scheduler_info(n_workers=-1)["workers"]
-            yield {"scheduler": scheduler, "workers": len(found), "memory_limit": _one_limit(found)}
+            yield {"scheduler": scheduler, "workers": len(found), "memory_limit": _one_limit(found),
+                   "threads": (sum(int(w.get("nthreads") or 1) for w in found.values()), False)}
         return
     limit = memory_limit if memory_limit is not None else dask.config.get("isotropy.memory-limit", "auto")
     limit = _divided(workers) if isinstance(limit, str) and limit.strip().lower() == "auto" else limit
@@ -108,7 +114,8 @@ def open_cluster(scheduler: str | None, workers: int | None, memory_limit: int |
     try:
         with cluster, Client(cluster) as client:
             yield {"scheduler": f"LocalCluster({workers} worker processes, memory_limit={limit})", "workers": workers,
-                   "memory_limit": _one_limit(client.scheduler_info(n_workers=-1)["workers"])}
+                   "memory_limit": _one_limit(client.scheduler_info(n_workers=-1)["workers"]),
+                   "threads": (workers, True)}  # one thread per worker, on this machine
     finally:
         asyncio_log.removeFilter(_unretrieved_exit)
 
@@ -363,7 +370,7 @@ def run(embeddings, *, labels_path, metric_names, needing_labels, json_path, sam
             warnings.filterwarnings("ignore", message="Sending large graph", category=UserWarning)
             from isotropy._utils.versions import package_versions
 
-            data = dataclasses.replace(data, X=_fit_chunks(data.X, where_run))
+            data = dataclasses.replace(data, X=_fit_chunks(data.X, where_run), tile_threads=where_run["threads"])
             held = _hold(data.X, where_run)
             if held is not None:
                 data = dataclasses.replace(data, X=held)

@@ -198,6 +198,8 @@ class _Input:
     cluster_ids: object
     n_clusters: int | None
     shrinkage_cov: object = None  # Σ_S of isoscore_star from --shrinkage-sample (float64, d x d), or None
+    # on the dask path: (the tiles run at once, whether on this machine's cores), for the O(n²) notes; None in memory
+    tile_threads: tuple | None = None
 
 
 def _load_input(embeddings, labels_path, *, key, sample_size, random_state, needing_labels,
@@ -527,7 +529,8 @@ def _measure_each(metric_names, data, *, distance, random_state, progress, n_nei
         labelled = spec.needs_labels
         search = name in one_pass  # TwoNN and MLE from one search: one note, before it
         if name in QUADRATIC and not (search and shared):
-            note = _cost_note(_SHARED_SEARCH if search else name, *X.shape, distributed=is_dask(X),
+            tiles = (data.tile_threads or (None, True)) if is_dask(X) else None
+            note = _cost_note(_SHARED_SEARCH if search else name, *X.shape, distributed=tiles,
                               names=one_pass if search else None, n_neighbors=n_neighbors)
             if note:
                 bar.write(note, file=sys.stderr)
@@ -684,38 +687,60 @@ def _reporting_to(bar, name):
 _NUMBA_ADVICE = 0.75
 
 
-def _cost_note(name, n_samples, n_features, *, distributed=False, names=None, n_neighbors=None) -> str | None:
+def _cost_note(name, n_samples, n_features, *, distributed=None, names=None, n_neighbors=None) -> str | None:
     """A one-line estimate of an O(n²) metric's time, or None when it is short (see _COST_NOTE_SECONDS).
 
-    ``distributed``: the data are already on the dask path, so ``--workers N`` is not suggested again.
-    ``names``: the metrics that share this search (the note names them all), default ``[name]``.
-    ``n_neighbors``: MLE's ``k`` (``None``: its default), which the search of ``mle_dimension`` takes.
+    ``distributed``: None (or False) in memory; on the dask path ``(threads, local)``, the tiles that run at once (None:
+    this machine's cores) and whether they share this machine's cores (``open_cluster``'s ``threads``; ``True`` is
+    ``(None, True)``). There the tiles are priced (:func:`~isotropy._kernels.cost.estimate_tiled_seconds`) and
+    ``--scheduler`` is not suggested again. ``names``: the metrics that share this search (the note names them all),
+    default ``[name]``. ``n_neighbors``: MLE's ``k`` (``None``: its default), which the search of ``mle_dimension`` takes.
     """
-    from isotropy._kernels.cost import estimate_seconds, format_duration
+    from isotropy._kernels.cost import estimate_seconds, estimate_tiled_seconds, format_duration
     from isotropy._kernels.neighbors import numba_would_run
     from isotropy._utils.install import extra_command
 
     k = _mle_neighbours(n_neighbors) if name == "mle_dimension" else None
-    seconds = estimate_seconds(name, n_samples, n_features, n_neighbors=k)
+    if distributed is True:
+        distributed = (None, True)
+    if distributed:
+        from isotropy._kernels.silhouette import _cores
+        from isotropy.distributed._graph import DEFAULT_TILE_ROWS, NEIGHBOUR_TILE_ROWS, check_tile_rows
+
+        threads, local = distributed
+        cores = _cores()
+        threads = cores if threads is None else max(1, int(threads))
+        run_on = min(threads, cores) if local else threads  # local workers share this machine's cores
+        tile_rows = check_tile_rows(None, name, n_features,
+                                    default=NEIGHBOUR_TILE_ROWS if name in _ONE_PASS else DEFAULT_TILE_ROWS)
+
+        def estimate(n, loops=None):
+            return estimate_tiled_seconds(name, n, n_features, tile_rows=tile_rows, threads=run_on, n_neighbors=k,
+                                          loops=loops)
+
+        where = (f"the dask path on {run_on} thread{'s' if run_on > 1 else ''} of this machine" if local else
+                 f"the cluster's {threads} worker thread{'s' if threads > 1 else ''} at this machine's speed per core")
+    else:
+        def estimate(n, loops=None):
+            return estimate_seconds(name, n, n_features, n_neighbors=k, loops=loops)
+
+        where = "this machine"
+    seconds = estimate(n_samples)
     if seconds < _COST_NOTE_SECONDS:
         return None
-    sample, estimate = n_samples, seconds
+    sample, guess = n_samples, seconds
     for _ in range(8):  # time grows as n² for one loop, less for the neighbour search at large k; a smaller sample may
         # run on other loops (the neighbour search)
-        sample = max(2, int(sample * math.sqrt(_COST_NOTE_SECONDS / estimate)))
-        estimate = estimate_seconds(name, sample, n_features, n_neighbors=k)
+        sample = max(2, int(sample * math.sqrt(_COST_NOTE_SECONDS / guess)))
+        guess = estimate(sample)
     # a sample the metric accepts: more rows than the search's neighbours (TwoNN's 2, MLE's k), and 3 at least
     fewest = max(3, (k or 2) + 1) if name in _ONE_PASS else 2
     sample = max(fewest, int(float(f"{sample:.2g}")))
-    # the dask path: the in-memory estimate is a lower bound, not an estimate of it (its tiles' and transfers' cost
-    # is not modelled, and a user's scale trial on 2 local workers took well beyond it), and so is the sample's
-    where = "this machine in memory; the dask path takes longer (tiles, transfers)" if distributed else "this machine"
     subject = f"{name} compares" if names is None else f"{' and '.join(names)} compare (one neighbour search)"
     advice = []
-    if sample < n_samples:
-        took = max(_COST_NOTE_SECONDS, estimate_seconds(name, sample, n_features, n_neighbors=k))
-        advice.append(f"--sample-size {sample} takes about {format_duration(took)}" + (" in memory" if distributed else ""))
-    compiled = (estimate_seconds(name, n_samples, n_features, n_neighbors=k, loops="compiled")
+    if sample < n_samples:  # (on the dask path the sample is measured there too)
+        advice.append(f"--sample-size {sample} takes about {format_duration(max(_COST_NOTE_SECONDS, estimate(sample)))}")
+    compiled = (estimate(n_samples, loops="compiled")
                 if name in _ONE_PASS and numba_would_run(n_samples, n_features, k or 2) else math.inf)
     if compiled <= _NUMBA_ADVICE * seconds:  # the numpy loops for want of numba, and the compiled ones much faster
         advice.append(f"with numba ({extra_command('fast')}) all rows take about {format_duration(compiled)}")
