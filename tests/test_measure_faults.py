@@ -597,7 +597,7 @@ def test_tiled_estimate_prices_the_tiles_and_the_threads(monkeypatch):
     from isotropy._kernels import cost, silhouette
 
     monkeypatch.setattr(silhouette, "_cores", lambda: 4)
-    monkeypatch.setattr(cost, "_TILED_OVERHEAD", {"neighbours": 1.25, "pairs": 1.5})
+    monkeypatch.setattr(cost, "_TILED_OVERHEAD", {"neighbours": 1.25, "silhouette_score": 1.5})
     monkeypatch.setenv("ISOTROPY_JIT", "0")
     flops, elements = cost.machine_speed()
     n, d, b, k = 100_000, 384, 8192, 20

@@ -48,9 +48,12 @@ _PAIR_COST = {"silhouette_score": (0.83, 0.735), "dunn_index": (2.95, 9.38), "un
 # k = 2 for TwoNN alone and 5 to 3000 for the search TwoNN and MLE share; docs/benchmarks.md gives the run; refitted
 # after the numpy loops' block changes of eb4a724 and f1cdf9b, with machine_speed in the units below).
 _SEARCH_COST = {"numpy": (0.909, 1.05, 1.89, 144.0, 0.104), "compiled": (0.909, 0.451, 0.335, 75.9, 0.0417)}
-# ρ of estimate_tiled_seconds: the dask path's wall time over its tiles' own work (scheduling, transfers, reductions),
-# per family of tiles; from ``benchmarks/bench_cost_notes.py --dask 2 --fit`` (docs/benchmarks.md gives the run).
-_TILED_OVERHEAD = {"neighbours": 1.0, "pairs": 1.0}
+# ρ of estimate_tiled_seconds: the dask path's wall time over the model of its tiles' work, per metric (the neighbour
+# searches share one), from ``benchmarks/bench_cost_notes.py --dask 2 --fit`` (2 local workers, d = 384 and 128;
+# docs/benchmarks.md gives the run). Beyond the scheduling, transfers and reductions, it holds what sets a metric's
+# tiles apart from its in-memory kernel: a silhouette tile's per-cluster sums for both blocks' rows, a Dunn or
+# uniformity tile, which ran faster than the in-memory constants give.
+_TILED_OVERHEAD = {"silhouette_score": 1.0, "dunn_index": 1.0, "uniformity": 1.0, "neighbours": 1.0}
 # Seconds of one window of the product calibration (the element-wise one: half), five windows each: a window
 # spans several scheduler time slices.
 _WINDOW_SECONDS = 0.015
@@ -175,15 +178,16 @@ def estimate_tiled_seconds(name: str, n_samples: int, n_features: int, *, tile_r
         t_dask ≈ ρ · t_tiles · c / t
 
     (local workers share this machine's cores: ``t`` is at most ``c`` for them, which the caller says), with ``ρ``
-    (``_TILED_OVERHEAD``) the scheduling, transfers and reductions beyond the tiles' own work, fitted per family
-    (neighbour tiles, pair tiles) by ``benchmarks/bench_cost_notes.py --dask`` on a local cluster.
+    (``_TILED_OVERHEAD``) the measured wall time over that model per metric (scheduling, transfers, reductions, and
+    how a metric's tiles differ from its in-memory kernel), fitted by ``benchmarks/bench_cost_notes.py --dask`` on a
+    local cluster.
     """
     from isotropy._kernels.silhouette import _cores
 
     b = max(1, min(int(tile_rows), int(n_samples)))
     share = _cores() / max(1, int(threads))
     if name not in _NEIGHBOURS:
-        return _TILED_OVERHEAD["pairs"] * estimate_seconds(name, n_samples, n_features) * share
+        return _TILED_OVERHEAD[name] * estimate_seconds(name, n_samples, n_features) * share
     k = int(n_neighbors or _NEIGHBOURS[name])
     blocks = -(-int(n_samples) // b)
     # a tile of b points runs the loops the whole search runs (isotropy.distributed._neighbors._knn_tile)
