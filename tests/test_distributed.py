@@ -410,7 +410,8 @@ def test_dask_duplicate_merging_compares_rows_not_hashes(blobs, monkeypatch):
     from isotropy.distributed import _duplicates
 
     X, n_dup = _with_duplicates(blobs[0])
-    monkeypatch.setattr(_duplicates, "_row_hashes", lambda block, metric, caller: np.zeros(len(block), np.uint64))
+    monkeypatch.setattr(_duplicates, "_row_hashes",
+                        lambda block, metric, caller, *where: np.zeros(len(block), np.uint64))
     with pytest.warns(UserWarning, match=f"X has {n_dup} duplicate rows"):
         got = isotropy.mle_dimension(da.from_array(X, chunks=(101, 9)), n_neighbors=7)
     with pytest.warns(UserWarning, match=f"X has {n_dup} duplicate rows"):
@@ -418,6 +419,45 @@ def test_dask_duplicate_merging_compares_rows_not_hashes(blobs, monkeypatch):
     distinct = blobs[0][:300]  # no duplicate: no warning, the plain search
     assert isotropy.twonn_dimension(da.from_array(distinct, chunks=(97, 9))) == pytest.approx(
         isotropy.twonn_dimension(distinct), rel=1e-12)
+
+
+def test_dask_zero_row_under_cosine_is_named_by_its_row_in_the_whole_array():
+    """The duplicates pass named a zero row by its row within its chunk (1500 for row 9500 of the third chunk)."""
+    X = np.random.default_rng(0).standard_normal((12_000, 100)).astype(np.float32)
+    X[9500] = 0
+    X[11_000] = 0
+    with pytest.raises(IsotropyValueError) as in_memory:
+        isotropy.twonn_dimension(X, metric="cosine")
+    with pytest.raises(IsotropyValueError) as on_dask:
+        isotropy.twonn_dimension(da.from_array(X, chunks=(4000, 100)), metric="cosine")
+    assert "(first at index 9500)" in str(on_dask.value)
+    assert str(on_dask.value) == str(in_memory.value)
+
+
+def test_dask_row_hashes_hold_a_few_rows_at_a_time():
+    """The hashes of a chunk took several float64 copies of it at once (a 64 MiB chunk of the shard reader: hundreds of
+    MiB on a worker); a few rows at a time, the pass holds a few MiB whatever the chunk's size, with the same hashes."""
+    import tracemalloc
+
+    from isotropy.distributed import _duplicates
+
+    block = np.random.default_rng(0).standard_normal((16_384, 256)).astype(np.float32)  # 16 MiB
+    tracemalloc.start()
+    try:
+        hashes = _duplicates._row_hashes(block, "euclidean", "test")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < block.nbytes / 2, peak
+    # the same hashes as one pass over the whole block (the formula: a multiply-add over the float64 bits, then mixed)
+    bits = (block.astype(np.float64) + 0.0).view(np.uint64)
+    multipliers = np.random.default_rng(0x150).integers(1, 2**63, size=256, dtype=np.uint64) | np.uint64(1)
+    with np.errstate(over="ignore"):
+        want = (bits * multipliers).sum(axis=1, dtype=np.uint64)
+        want ^= want >> np.uint64(31)
+        want *= np.uint64(0x9E3779B97F4A7C15)
+        want ^= want >> np.uint64(29)
+    np.testing.assert_array_equal(hashes, want)
 
 
 def test_dask_too_few_distinct_points_is_the_in_memory_error(blobs):

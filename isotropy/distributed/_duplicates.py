@@ -37,19 +37,42 @@ def _representation(block, metric, caller):
     return _representation(*_prepare(np.asarray(block), metric, caller)) + 0.0  # + 0.0: -0.0 becomes 0.0
 
 
-def _row_hashes(block, metric, caller):
-    """A 64-bit hash of each row's representation (a multiply-add over its float64 bit patterns)."""
-    bits = _representation(block, metric, caller).view(np.uint64)
-    multipliers = np.random.default_rng(0x150).integers(1, 2**63, size=bits.shape[1], dtype=np.uint64) | np.uint64(1)
-    with np.errstate(over="ignore"):
-        h = (bits * multipliers).sum(axis=1, dtype=np.uint64)
-        h ^= h >> np.uint64(31)
-        h *= np.uint64(0x9E3779B97F4A7C15)
-        h ^= h >> np.uint64(29)
-    return h
+# Entries of a block hashed at a time: the rows' float64 representation and its products are a few MiB, where a whole
+# chunk at once (the shard reader's are 64 MiB of float32) took several float64 copies of it (a worker held about 300
+# MiB beyond its imports for the hashes of 2 such chunks; docs/benchmarks.md).
+_HASH_ELEMENTS = 2**18
 
 
-def _scale_free_row_hashes(block, metric, caller):
+def _row_hashes(block, metric, caller, start=0, exponent=None):
+    """A 64-bit hash of each row's representation (a multiply-add over its float64 bit patterns), a few rows at a time.
+
+    The rows are first brought to scale: ``exponent`` None, :func:`~isotropy.distributed._graph.at_metric_scale` with 0
+    (scale-free: :func:`_scale_free_row_hashes`); else at unit scale, times ``2**-exponent``. ``start``: the block's
+    first row in the whole array, by which a zero row is named under the cosine metric.
+    """
+    B = np.asarray(block)
+    n, d = B.shape
+    multipliers = np.random.default_rng(0x150).integers(1, 2**63, size=d, dtype=np.uint64) | np.uint64(1)
+    out = np.empty(n, dtype=np.uint64)
+    step = max(1, _HASH_ELEMENTS // max(1, d))
+    for s in range(0, n, step):
+        part = B[s:s + step]
+        part = at_metric_scale(part, 0, metric) if exponent is None else at_unit_scale(part, exponent)
+        if metric == "cosine" and not part.any(axis=1).all():  # named by its row in the whole array
+            from isotropy._kernels.neighbors import refuse_zero_rows
+
+            refuse_zero_rows(start + np.flatnonzero(~B.any(axis=1)), caller=caller)
+        bits = _representation(part, metric, caller).view(np.uint64)
+        with np.errstate(over="ignore"):
+            h = (bits * multipliers).sum(axis=1, dtype=np.uint64)
+            h ^= h >> np.uint64(31)
+            h *= np.uint64(0x9E3779B97F4A7C15)
+            h ^= h >> np.uint64(29)
+        out[s:s + step] = h
+    return out
+
+
+def _scale_free_row_hashes(block, metric, caller, start=0):
     """:func:`_row_hashes` of representations that do not depend on the array's scale, so that no hash waits for it.
 
     Euclidean: the rows as they are. Cosine: each row brought to its own unit scale where it must be, then
@@ -61,12 +84,12 @@ def _scale_free_row_hashes(block, metric, caller):
     those of the unit-scale rows; for ``e > 0`` (data beyond ``2**100``) entries far below the largest can
     become subnormal, and :func:`distinct_rows` hashes at unit scale instead.
     """
-    return _row_hashes(at_metric_scale(block, 0, metric), metric, caller)
+    return _row_hashes(block, metric, caller, start)
 
 
-def _unit_row_hashes(block, metric, caller, exponent):
+def _unit_row_hashes(block, metric, caller, exponent, start=0):
     """:func:`_row_hashes` of the block at unit scale (times ``2**-exponent``)."""
-    return _row_hashes(at_unit_scale(block, exponent), metric, caller)
+    return _row_hashes(block, metric, caller, start, exponent)
 
 
 def distinct_rows(X, *, n_neighbors, metric, caller, stacklevel=4):
@@ -83,12 +106,15 @@ def distinct_rows(X, *, n_neighbors, metric, caller, stacklevel=4):
     blocks, exponent = unit_blocks(X, caller)
     # the unit scale's exponent computed with the hashes: its block maxima come from the tasks that check the
     # blocks for NaN/inf, so the shards are read once for both; no hash task takes the exponent (the blocks stream)
-    *parts, exponent = compute(*[hash_block(b, metric, caller) for b in blocks], exponent)
+    starts = np.cumsum((0, *X.chunks[0]))
+    *parts, exponent = compute(*[hash_block(b, metric, caller, int(first)) for b, first in zip(blocks, starts)],
+                               exponent)
     # scaled down: an entry can become subnormal and two distinct rows equal, as in memory (the cosine metric
     # brings each row to its own unit scale instead, as the scale-free hashes did)
     if exponent > 0 and metric != "cosine":
         unit_hash = delayed(_unit_row_hashes, pure=True)
-        parts = compute(*[unit_hash(b, metric, caller, exponent) for b in finite_blocks(X, caller)])
+        parts = compute(*[unit_hash(b, metric, caller, exponent, int(first))
+                          for b, first in zip(finite_blocks(X, caller), starts)])
     hashes = np.concatenate(parts)
     n = hashes.shape[0]
     order = np.argsort(hashes, kind="stable")
