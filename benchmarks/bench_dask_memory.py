@@ -1,0 +1,106 @@
+"""Benchmark: what dask workers hold for the default table's neighbour search on shards, by memory limit.
+
+Writes float32 data near a 10-dimensional subspace (``--n`` x ``--d``) as ``.npy`` shards of 10,000 rows in a
+temporary folder, reads them lazily (:func:`isotropy.io.shards.read_shards`, as ``isotropy measure DIR --workers N``
+does) and computes TwoNN and the MLE (k = 20) from one pass of neighbour tiles
+(:func:`isotropy.metrics.dimension.neighbour_dimensions`) on a ``LocalCluster`` of ``--workers`` one-thread worker
+processes, once per ``--memory-limit`` (a new cluster each). Prints, per limit, each worker's resident memory after
+its imports (the package and the compiled loops) and its peak (``VmHWM``), the peak above the imports against the
+input's size, the wall time and the values (the same for every limit).
+
+    nice -n 5 .venv/bin/python benchmarks/bench_dask_memory.py [--n 120000] [--d 384] [--workers 2]
+        [--memory-limit auto,400MiB]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+from _common import low_rank_data
+
+_SHARD_ROWS = 10_000
+
+
+def _status(field: str) -> float:
+    """A ``/proc/self/status`` field in MiB (Linux)."""
+    with open("/proc/self/status") as handle:
+        for line in handle:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no {field} in /proc/self/status")
+
+
+def _resident() -> float:
+    return _status("VmRSS")
+
+
+def _peak() -> float:
+    return _status("VmHWM")
+
+
+def _warm() -> None:
+    import importlib
+
+    importlib.import_module("isotropy.distributed")
+    with contextlib.suppress(Exception):  # no numba: the numpy loops, nothing to load
+        importlib.import_module("isotropy._kernels._neighbors_jit")
+
+
+def _run(folder: Path, workers: int, limit: str) -> dict:
+    from distributed import Client, LocalCluster
+
+    from isotropy.io.shards import read_shards
+    from isotropy.metrics.dimension import neighbour_dimensions
+
+    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                      memory_limit=limit) as cluster, Client(cluster) as client:
+        client.run(_warm)
+        base = client.run(_resident)
+        X = read_shards(folder)
+        start = time.perf_counter()
+        values = neighbour_dimensions(X)
+        seconds = time.perf_counter() - start
+        peak = client.run(_peak)
+    return {"base": [base[k] for k in sorted(base)], "peak": [peak[k] for k in sorted(peak)], "seconds": seconds,
+            "values": values, "input_mib": X.nbytes / 2**20}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=120_000)
+    parser.add_argument("--d", type=int, default=384)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--memory-limit", default="auto,400MiB", help="comma-separated limits per worker")
+    args = parser.parse_args(argv)
+    if args.n < 3 or args.d < 1 or args.workers < 1:
+        parser.error(f"--n must be at least 3, --d and --workers at least 1. Got {args.n}, {args.d}, {args.workers}.")
+    warnings.filterwarnings("ignore", message="Sending large graph", category=UserWarning)
+    X = low_rank_data(args.n, args.d)
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        for i, s in enumerate(range(0, args.n, _SHARD_ROWS)):
+            np.save(folder / f"part{i:05d}.npy", X[s:s + _SHARD_ROWS])
+        del X
+        print(f"n = {args.n:,}, d = {args.d}, float32 in .npy shards of {_SHARD_ROWS:,} rows; TwoNN and MLE (k = 20) "
+              f"from one pass of tiles on a LocalCluster of {args.workers} one-thread workers\n")
+        print("| memory limit per worker | resident after imports (MiB) | peak (MiB) | peak above imports / input | "
+              "seconds | TwoNN | MLE |\n|---|---|---|---|---|---|---|")
+        for limit in args.memory_limit.split(","):
+            r = _run(folder, args.workers, limit.strip())
+            base = " / ".join(f"{b:.0f}" for b in r["base"])
+            peak = " / ".join(f"{p:.0f}" for p in r["peak"])
+            above = " / ".join(f"{(p - b) / r['input_mib']:.2f}" for p, b in zip(r["peak"], r["base"]))
+            values = r["values"]
+            print(f"| {limit} | {base} | {peak} | {above} | {r['seconds']:.1f} | {values['twonn_dimension']:.10g} | "
+                  f"{values['mle_dimension']:.10g} |", flush=True)
+        print(f"\ninput: {r['input_mib']:.1f} MiB")
+
+
+if __name__ == "__main__":
+    main()
