@@ -459,8 +459,11 @@ def main(argv=None):
     records that it was interrupted, or puts the previous results back) and exits with status 143
     (``Terminated.``).
     """
+    from isotropy._utils.signals import interrupts_outside_gc
+
     try:
-        with _sigterm_as_interrupt():
+        # Ctrl-C and SIGTERM that land inside a garbage-collector callback (dask's) are delivered again after it, not lost
+        with _sigterm_as_interrupt(), interrupts_outside_gc():
             cli.main(args=argv, prog_name="isotropy", standalone_mode=False)
     except (Terminated, click.exceptions.Abort) as exc:
         if not isinstance(exc, Terminated) and not isinstance(exc.__cause__, Terminated):  # click's Abort of a Ctrl-C
