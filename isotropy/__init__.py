@@ -44,6 +44,7 @@ _EXPORTS = {
     "rogue_dimension_share": "isotropy.metrics.rogue",
     "mle_dimension": "isotropy.metrics.dimension",
     "local_mle_dimension": "isotropy.metrics.dimension",
+    "neighbour_dimensions": "isotropy.metrics.dimension",
     "kneighbors": "isotropy.metrics.neighbors",
     "effective_rank": "isotropy.metrics.spectrum",
     "rankme": "isotropy.metrics.spectrum",

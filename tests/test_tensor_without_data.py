@@ -70,6 +70,7 @@ CALLS = {
     "twonn_dimension": (lambda X: isotropy.twonn_dimension(X), "X", "twonn_dimension"),
     "mle_dimension": (lambda X: isotropy.mle_dimension(X, n_neighbors=5), "X", "mle_dimension"),
     "local_mle_dimension": (lambda X: isotropy.local_mle_dimension(X, n_neighbors=5), "X", "local_mle_dimension"),
+    "neighbour_dimensions": (lambda X: isotropy.neighbour_dimensions(X, n_neighbors=5), "X", "neighbour_dimensions"),
     "kneighbors": (lambda X: isotropy.kneighbors(X, n_neighbors=3), "X", "kneighbors"),
     "TwoNN": (lambda X: isotropy.TwoNN().fit(X), "X", "TwoNN.fit"),
     "MLE": (lambda X: isotropy.MLE(n_neighbors=5).fit(X), "X", "MLE.fit"),
