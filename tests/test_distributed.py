@@ -365,12 +365,14 @@ def test_dask_neighbour_dimensions_is_one_search_with_the_estimators_values(blob
     if metric == "cosine":
         X = np.vstack([X, 3.0 * X[:1]])  # parallel to row 0: merged after the search, as in memory
     options = {"n_neighbors": 7, "averaging": "harmonic", "metric": metric, "discard_fraction": 0.2, "method": "mle"}
-    searches = []
-    blocks = _neighbors._neighbour_blocks
+    searches, passes = [], []
+    blocks, duplicates = _neighbors._neighbour_blocks, _neighbors.distinct_rows
     monkeypatch.setattr(_neighbors, "_neighbour_blocks", lambda *a, **k: searches.append(a[1]) or blocks(*a, **k))
+    monkeypatch.setattr(_neighbors, "distinct_rows", lambda *a, **k: passes.append(k) or duplicates(*a, **k))
     with pytest.warns(UserWarning) as caught:
         got = neighbour_dimensions(da.from_array(X, chunks=(101, 9)), local_mle=True, **options)
     assert searches == [7] if metric == "euclidean" else searches[:2] == [7, 7]  # the second: after the merge
+    assert len(passes) == 1  # one duplicates pass
     assert str(caught[0].message).startswith(f"neighbour_dimensions: X has {n_dup} duplicate rows")
     assert all(str(w.message).startswith("neighbour_dimensions: ") for w in caught)
     assert got["local_mle_dimension"].chunks[0] == da.from_array(X, chunks=(101, 9)).chunks[0]
@@ -392,6 +394,16 @@ def test_dask_neighbour_dimensions_is_one_search_with_the_estimators_values(blob
     assert searches[-2:] == [2, 2]  # TwoNN alone: its two neighbours
 
 
+@pytest.mark.parametrize("name", ["mle_dimension", "neighbour_dimensions"])
+def test_dask_mle_pooling_warnings_name_the_callers_line(blobs, name):
+    """The pooled mean's warning pointed at isotropy/metrics/dimension.py on a dask array (one frame more than in
+    memory), not at the line that called the estimator."""
+    X = da.from_array(blobs[0], chunks=(97, 9))
+    with pytest.warns(UserWarning, match="with n_neighbors=3 the mean of the local estimates") as caught:
+        getattr(isotropy, name)(X, n_neighbors=3)
+    assert {w.filename for w in caught} == {__file__}
+
+
 def test_dask_neighbour_dimensions_refuses_as_in_memory(blobs):
     from isotropy.metrics.dimension import neighbour_dimensions
 
@@ -411,7 +423,7 @@ def test_dask_duplicate_merging_compares_rows_not_hashes(blobs, monkeypatch):
 
     X, n_dup = _with_duplicates(blobs[0])
     monkeypatch.setattr(_duplicates, "_row_hashes",
-                        lambda block, metric, caller, *where: np.zeros(len(block), np.uint64))
+                        lambda block, metric, caller, *where, **options: np.zeros(len(block), np.uint64))
     with pytest.warns(UserWarning, match=f"X has {n_dup} duplicate rows"):
         got = isotropy.mle_dimension(da.from_array(X, chunks=(101, 9)), n_neighbors=7)
     with pytest.warns(UserWarning, match=f"X has {n_dup} duplicate rows"):
@@ -422,15 +434,17 @@ def test_dask_duplicate_merging_compares_rows_not_hashes(blobs, monkeypatch):
 
 
 def test_dask_zero_row_under_cosine_is_named_by_its_row_in_the_whole_array():
-    """The duplicates pass named a zero row by its row within its chunk (1500 for row 9500 of the third chunk)."""
+    """The duplicates pass named a zero row by its row within its chunk (1500 for row 9500 of the third chunk), and
+    counted those of that chunk only (one, for zero rows in two chunks)."""
     X = np.random.default_rng(0).standard_normal((12_000, 100)).astype(np.float32)
     X[9500] = 0
     X[11_000] = 0
+    X[100] = 0
     with pytest.raises(IsotropyValueError) as in_memory:
         isotropy.twonn_dimension(X, metric="cosine")
     with pytest.raises(IsotropyValueError) as on_dask:
         isotropy.twonn_dimension(da.from_array(X, chunks=(4000, 100)), metric="cosine")
-    assert "(first at index 9500)" in str(on_dask.value)
+    assert "Got 3 zero rows (first at index 100)" in str(on_dask.value)
     assert str(on_dask.value) == str(in_memory.value)
 
 

@@ -356,6 +356,7 @@ def test_local_workers_take_no_well_known_port(capfd):
             warnings.simplefilter("always")
             with open_cluster(None, 1, 300 * 2**20) as where:
                 assert where["workers"] == 1
+                assert where["threads"] == (1, True)  # what the O(n²) notes price the tiles on
     finally:
         holder.close()
     said = [str(w.message) for w in caught] + [capfd.readouterr().err]

@@ -594,12 +594,13 @@ def test_tiled_estimate_prices_the_tiles_and_the_threads(monkeypatch):
     """The dask path's estimate: the pair tiles form the in-memory products (the same n² term); a neighbour tile also
     recomputes its candidates and starts its thresholds anew, so each row's share is paid once per row block (B times,
     with ln(1 + b/k)); the work is spread over the threads that run tiles at once, at this machine's speed per core."""
-    from isotropy._kernels import cost, silhouette
+    from isotropy._kernels import cost
 
-    monkeypatch.setattr(silhouette, "_cores", lambda: 4)
+    monkeypatch.setattr(cost, "_cores", lambda: 4)
+    flops, elements = 4e11, 3e9  # this machine's speeds (machine_speed: all of its cores)
+    monkeypatch.setattr(cost, "machine_speed", lambda: (flops, elements))
     monkeypatch.setattr(cost, "_TILED_OVERHEAD", {"neighbours": 1.25, "silhouette_score": 1.5})
     monkeypatch.setenv("ISOTROPY_JIT", "0")
-    flops, elements = cost.machine_speed()
     n, d, b, k = 100_000, 384, 8192, 20
     tiled = cost.estimate_tiled_seconds("silhouette_score", n, d, tile_rows=4096, threads=2)
     assert tiled == pytest.approx(1.5 * estimate_seconds("silhouette_score", n, d) * 4 / 2, rel=1e-12)
@@ -614,6 +615,26 @@ def test_tiled_estimate_prices_the_tiles_and_the_threads(monkeypatch):
     assert cost.estimate_tiled_seconds("mle_dimension", n, d, tile_rows=b, threads=8, loops="compiled") < want
 
 
+def test_tiled_estimate_does_not_grow_with_the_cores_at_the_same_speed_per_core(monkeypatch):
+    """2 workers on a machine of 16 cores as fast each as 2: the same estimate. The element-wise rate was a one-thread
+    reading while the product rate was of all the cores, so the estimate grew about sixfold (a review)."""
+    from isotropy._kernels import cost
+
+    got = {}
+    for cores in (2, 16):
+        monkeypatch.setattr(cost, "_cores", lambda cores=cores: cores)
+        monkeypatch.setattr(cost, "measured_speed", lambda cores=cores: (1e10 * cores, 1e9))  # per core, one thread
+        cost.machine_speed.cache_clear()
+        try:
+            got[cores] = [cost.estimate_tiled_seconds(name, 200_000, 384, tile_rows=8192, threads=2)
+                          for name in ("mle_dimension", "uniformity", "silhouette_score")]
+            # in memory, the work of every core: 8 times the cores, 8 times faster
+            got[cores].append(cost.estimate_seconds("mle_dimension", 200_000, 384) * cores)
+        finally:
+            cost.machine_speed.cache_clear()
+    np.testing.assert_allclose(got[16], got[2], rtol=1e-12)
+
+
 def test_cost_note_on_the_dask_path_prices_its_tiles_and_threads(monkeypatch):
     """On the dask path the note gave the in-memory estimate, then that estimate as a lower bound ("the dask path takes
     longer"): a run on 2 local workers took well beyond it. It now prices the tiles on the threads that run them: local
@@ -624,9 +645,11 @@ def test_cost_note_on_the_dask_path_prices_its_tiles_and_threads(monkeypatch):
     from isotropy._kernels import cost, silhouette
     from isotropy.measure.report import _cost_note
 
-    monkeypatch.setattr(silhouette, "_cores", lambda: 2)
+    cost.machine_speed()  # measured (and cached) with this machine's own cores before they are patched
+    monkeypatch.setattr(silhouette, "_cores", lambda: 2)  # (the note's count of this machine's cores)
+    monkeypatch.setattr(cost, "_cores", lambda: 2)
     n, d = 10**6, 384
-    local = _cost_note("silhouette_score", n, d, distributed=(8, True))
+    local = _cost_note("silhouette_score", n, d, distributed=(2, True))
     tiled = cost.estimate_tiled_seconds("silhouette_score", n, d, tile_rows=4096, threads=2)
     assert f"about {format_duration(tiled)} on the dask path on 2 threads of this machine." in local, local
     assert "in memory" not in local and "--scheduler" not in local
@@ -638,8 +661,31 @@ def test_cost_note_on_the_dask_path_prices_its_tiles_and_threads(monkeypatch):
         remote, remote
     assert _cost_note("silhouette_score", n, d, distributed=True) == _cost_note("silhouette_score", n, d,
                                                                                  distributed=(None, True))
+    crowded = _cost_note("silhouette_score", n, d, distributed=(8, True))  # more local workers than cores
+    assert "on the dask path, its 8 workers sharing this machine's 2 cores." in crowded, crowded
+    empty = _cost_note("silhouette_score", n, d, distributed=(0, False))  # a cluster with no worker yet
+    assert "on one worker thread at this machine's speed (the cluster has no worker yet)." in empty, empty
+    from isotropy.measure.distributed import open_cluster
+
+    with open_cluster(None, None) as where:  # dask's threaded scheduler: this machine's cores
+        assert where["threads"] == (2, True)
     mle = _cost_note("mle_dimension", n, d, distributed=(2, True), names=["twonn_dimension", "mle_dimension"])
     want = cost.estimate_tiled_seconds("mle_dimension", n, d, tile_rows=8192, threads=2)
     assert f"about {format_duration(want)} on the dask path on 2 threads" in mle, mle
     in_memory = _cost_note("silhouette_score", n, d)
     assert f"about {format_duration(estimate_seconds('silhouette_score', n, d))} on this machine." in in_memory
+
+
+def test_cost_note_on_a_cluster_does_not_advise_numba_from_this_machine(monkeypatch):
+    """numba missing here says nothing of a cluster's workers, which follow their own installation; local workers and
+    the threaded scheduler run this installation."""
+    from isotropy._kernels import neighbors
+    from isotropy.measure.report import _cost_note
+
+    monkeypatch.setenv("ISOTROPY_JIT", "auto")
+    monkeypatch.setattr(neighbors, "_installed", lambda name: name != "numba")
+    n, d = 400_000, 16  # narrow rows, many pairs: the compiled loops' gain is large here
+    local = _cost_note("mle_dimension", n, d, distributed=(2, True), n_neighbors=100)
+    assert "with numba" in local, local
+    remote = _cost_note("mle_dimension", n, d, distributed=(64, False), n_neighbors=100)
+    assert "with numba" not in remote, remote

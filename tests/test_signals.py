@@ -11,12 +11,13 @@ import contextlib
 import gc
 import signal
 import sys
+import threading
 import time
 
 import pytest
 
 from isotropy._utils.errors import Terminated
-from isotropy._utils.signals import in_gc_callback, interrupts_outside_gc
+from isotropy._utils.signals import exceptions_dropped_at, interrupts_outside_gc
 
 
 @contextlib.contextmanager
@@ -91,11 +92,51 @@ def test_in_gc_callback_reads_the_frames_of_the_callbacks():
     seen = []
 
     def callback(phase, info):
-        seen.append(in_gc_callback(sys._getframe()))
+        seen.append(exceptions_dropped_at(sys._getframe()))
 
     gc.callbacks.append(callback)
     try:
         gc.collect()
     finally:
         gc.callbacks.remove(callback)
-    assert seen and all(seen) and not in_gc_callback(sys._getframe())
+    assert seen and all(seen) and not exceptions_dropped_at(sys._getframe())
+
+
+def test_a_deferred_signal_wakes_a_main_thread_blocked_in_a_wait():
+    """Sent again as a real signal: a main thread waiting on an event (as dask's client waits for its results) is
+    woken at once, not when the wait ends (Python's simulated signal reached it only then)."""
+    with _handler(signal.SIGINT, signal.default_int_handler), interrupts_outside_gc(), \
+            _signal_inside_a_gc_callback(signal.SIGINT):
+        start = time.perf_counter()
+        with pytest.raises(KeyboardInterrupt):
+            gc.collect()
+            threading.Event().wait(10)
+        assert time.perf_counter() - start < 5
+
+
+def test_a_signal_deferred_when_the_block_ends_is_handled_then(monkeypatch):
+    """A Ctrl-C deferred in the block's last moment is handled as the block ends, inside it, not lost once the
+    handlers are put back (SIGTERM's default would end the process silently; a late KeyboardInterrupt would escape
+    the command's handling)."""
+    from isotropy._utils import signals
+
+    monkeypatch.setattr(signals, "_REDELIVER_SECONDS", 30)
+    with _handler(signal.SIGINT, signal.default_int_handler):
+        with pytest.raises(KeyboardInterrupt), _signal_inside_a_gc_callback(signal.SIGINT) as fired, \
+                interrupts_outside_gc():
+            gc.collect()
+        assert fired and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_signal_inside_a_del_method_is_delivered_after_it():
+    class Finalised:
+        def __del__(self):
+            signal.raise_signal(signal.SIGINT)
+            for _ in range(1000):
+                pass
+
+    with _handler(signal.SIGINT, signal.default_int_handler), interrupts_outside_gc(), \
+            pytest.raises(KeyboardInterrupt):
+        Finalised()  # dropped at once: __del__ runs here
+        for _ in range(200):
+            time.sleep(0.01)

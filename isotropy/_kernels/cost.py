@@ -8,7 +8,8 @@ square root, per-cluster sums or neighbour selection). Their time is therefore c
 
 with F the float32 product speed (flop/s) and E the element-wise speed (elements/s) of this
 machine, both measured once per process by a short calibration (512 x 256 x 512 products on one BLAS
-thread, times the cores, and square roots over 512² elements: the median rate of five windows of 15 and 8 ms), and α, β per-metric constants fitted on this code
+thread, times the cores, and square roots over 512² elements on one thread, times the cores over the 2 of the machine
+the constants were fitted on: the median rate of five windows of 15 and 8 ms), and α, β per-metric constants fitted on this code
 (``_PAIR_COST``). The exact neighbour search of TwoNN and MLE also grows with its ``k`` neighbours:
 it recomputes the ``n·k`` neighbour distances exactly (``n·k·d`` memory-bound operations), each
 row's candidates are replaced about ``k·ln(n/k)`` times as the blocks go by (the expected number of
@@ -66,14 +67,21 @@ _NEIGHBOURS = {"twonn_dimension": 2, "mle_dimension": DEFAULT_MLE_NEIGHBOURS}
 # readings to its units by the ratios of the two measured side by side on an idle machine
 # (``benchmarks/bench_calibration.py``; docs/benchmarks.md gives the run), so the fitted constants still hold.
 _TO_FITTED_UNITS = (0.88, 0.62)
+# The cores of the machine every constant above was fitted on. The element-wise rate is measured on one thread while
+# the kernels run their element-wise work on one worker thread per core, as their products: the fitted β, γ, δ, ε
+# hold that machine's cores, so the rate is scaled by the cores here over these (the product rate is measured per
+# core and times the cores already). Without it, the element terms stayed those of 2 cores on any machine, and the
+# dask path's estimate, which spreads the work of one thread per core over the tiles' threads, grew with the cores.
+_FITTED_CORES = 2
 
 
 @functools.lru_cache(maxsize=1)
 def machine_speed() -> tuple[float, float]:
     """(float32 product flop/s, element-wise float32 elements/s) in the units of the fitted constants: those of
-    :func:`measured_speed` times ``_TO_FITTED_UNITS``; measured once per process."""
+    :func:`measured_speed` times ``_TO_FITTED_UNITS``, the element-wise rate for this machine's cores (``_FITTED_CORES``);
+    measured once per process."""
     flops, elements = measured_speed()
-    return flops * _TO_FITTED_UNITS[0], elements * _TO_FITTED_UNITS[1]
+    return flops * _TO_FITTED_UNITS[0], elements * _TO_FITTED_UNITS[1] * _cores() / _FITTED_CORES
 
 
 def calibration_operands():
@@ -177,13 +185,12 @@ def estimate_tiled_seconds(name: str, n_samples: int, n_features: int, *, tile_r
 
         t_dask ≈ ρ · t_tiles · c / t
 
-    (local workers share this machine's cores: ``t`` is at most ``c`` for them, which the caller says), with ``ρ``
+    (both terms of the in-memory model are rates of all ``c`` cores, :func:`machine_speed`: times ``c``, the work of
+    one thread; local workers share this machine's cores: ``t`` is at most ``c`` for them, which the caller says), with ``ρ``
     (``_TILED_OVERHEAD``) the measured wall time over that model per metric (scheduling, transfers, reductions, and
     how a metric's tiles differ from its in-memory kernel), fitted by ``benchmarks/bench_cost_notes.py --dask`` on a
     local cluster.
     """
-    from isotropy._kernels.silhouette import _cores
-
     b = max(1, min(int(tile_rows), int(n_samples)))
     share = _cores() / max(1, int(threads))
     if name not in _NEIGHBOURS:

@@ -155,20 +155,21 @@ def flat_points_message(name: str, flat: int, n_neighbors: int) -> str:
 
 
 def _pool(local: np.ndarray, averaging: str, caller: str = "mle_dimension", n_neighbors: int | None = None, *,
-          warns_as: str | None = None) -> float:
+          warns_as: str | None = None, stacklevel: int = 3) -> float:
     """Pool local estimates: arithmetic mean, harmonic mean (inverse of the mean inverse) or median.
 
     The mean of ``k`` neighbours' local estimates ``(k − 1)/S``, with ``S ~ Gamma(k − 1)`` under the
     estimator's own Poisson model, has no finite expectation at ``k = 2`` and no finite variance at
     ``k = 3``: it is then warned of (``n_neighbors``), since one point with two almost equal
-    distances can carry it beyond the number of features. ``warns_as``: as in :func:`_local_mle`.
+    distances can carry it beyond the number of features. ``warns_as``: as in :func:`_local_mle`. ``stacklevel``: of
+    its warnings, so that they name the caller's line (3: the public function's caller; one more frame on dask).
     """
     if averaging == "mean" and n_neighbors is not None and n_neighbors <= 3:
         warnings.warn(f"{warns_as or caller}: with n_neighbors={n_neighbors} the mean of the local estimates has no finite "
                       f"{'expectation' if n_neighbors == 2 else 'variance'} (one point whose nearest distances "
                       f"are almost equal can carry it beyond the number of features); Levina and Bickel use "
                       f"10 to 20 neighbours, or pool with averaging='harmonic' or 'median'.", UserWarning,
-                      stacklevel=3)
+                      stacklevel=stacklevel)
     if averaging == "mean":
         value = _computed(local.mean(), caller)
         # Under the estimator's own model the mean of k > 3 local estimates is within a few per cent of their
@@ -180,7 +181,7 @@ def _pool(local: np.ndarray, averaging: str, caller: str = "mle_dimension", n_ne
             warnings.warn(f"{warns_as or caller}: the mean of the local estimates ({value:.4g}) is more than twice "
                           f"their median ({float(np.median(local)):.4g}), so a few points carry it (e.g. points far "
                           f"from all the others); pool with averaging='harmonic' (scikit-dimension's default) or "
-                          f"'median'.", UserWarning, stacklevel=3)
+                          f"'median'.", UserWarning, stacklevel=stacklevel)
         return value
     if averaging == "median":
         return _computed(np.median(local), caller)

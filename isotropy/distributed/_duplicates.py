@@ -43,12 +43,14 @@ def _representation(block, metric, caller):
 _HASH_ELEMENTS = 2**18
 
 
-def _row_hashes(block, metric, caller, start=0, exponent=None):
+def _row_hashes(block, metric, caller, start=0, exponent=None, zeros=None):
     """A 64-bit hash of each row's representation (a multiply-add over its float64 bit patterns), a few rows at a time.
 
     The rows are first brought to scale: ``exponent`` None, :func:`~isotropy.distributed._graph.at_metric_scale` with 0
-    (scale-free: :func:`_scale_free_row_hashes`); else at unit scale, times ``2**-exponent``. ``start``: the block's
-    first row in the whole array, by which a zero row is named under the cosine metric.
+    (scale-free: :func:`_scale_free_row_hashes`); else at unit scale, times ``2**-exponent``. A zero row under the
+    cosine metric (no direction) is refused, named by its row in the whole array (``start``: the block's first); or,
+    with a list ``zeros``, appended to it (that row's hash is of no direction) for the client to refuse once every block
+    is read, naming the first and counting them all, as in memory.
     """
     B = np.asarray(block)
     n, d = B.shape
@@ -58,10 +60,14 @@ def _row_hashes(block, metric, caller, start=0, exponent=None):
     for s in range(0, n, step):
         part = B[s:s + step]
         part = at_metric_scale(part, 0, metric) if exponent is None else at_unit_scale(part, exponent)
-        if metric == "cosine" and not part.any(axis=1).all():  # named by its row in the whole array
-            from isotropy._kernels.neighbors import refuse_zero_rows
+        if metric == "cosine" and not part.any(axis=1).all():
+            zero = ~part.any(axis=1)
+            if zeros is None:
+                from isotropy._kernels.neighbors import refuse_zero_rows
 
-            refuse_zero_rows(start + np.flatnonzero(~B.any(axis=1)), caller=caller)
+                refuse_zero_rows(start + np.flatnonzero(~B.any(axis=1)), caller=caller)
+            zeros.extend((start + s + np.flatnonzero(zero)).tolist())
+            part = np.where(zero[:, None], np.ones_like(part[:1]), part)  # (refused on the client: any direction)
         bits = _representation(part, metric, caller).view(np.uint64)
         with np.errstate(over="ignore"):
             h = (bits * multipliers).sum(axis=1, dtype=np.uint64)
@@ -73,7 +79,8 @@ def _row_hashes(block, metric, caller, start=0, exponent=None):
 
 
 def _scale_free_row_hashes(block, metric, caller, start=0):
-    """:func:`_row_hashes` of representations that do not depend on the array's scale, so that no hash waits for it.
+    """:func:`_row_hashes` of representations that do not depend on the array's scale, so that no hash waits for it,
+    and the rows with no direction under the cosine metric (their indices in the whole array).
 
     Euclidean: the rows as they are. Cosine: each row brought to its own unit scale where it must be, then
     normalised, as the in-memory cosine metrics do (:func:`~isotropy._utils.magnitude.directions_at_unit_scale`,
@@ -84,7 +91,9 @@ def _scale_free_row_hashes(block, metric, caller, start=0):
     those of the unit-scale rows; for ``e > 0`` (data beyond ``2**100``) entries far below the largest can
     become subnormal, and :func:`distinct_rows` hashes at unit scale instead.
     """
-    return _row_hashes(block, metric, caller, start)
+    zeros = []
+    hashes = _row_hashes(block, metric, caller, start, zeros=zeros)
+    return hashes, np.asarray(zeros, dtype=np.intp)
 
 
 def _unit_row_hashes(block, metric, caller, exponent, start=0):
@@ -109,6 +118,12 @@ def distinct_rows(X, *, n_neighbors, metric, caller, stacklevel=4):
     starts = np.cumsum((0, *X.chunks[0]))
     *parts, exponent = compute(*[hash_block(b, metric, caller, int(first)) for b, first in zip(blocks, starts)],
                                exponent)
+    zero = np.concatenate([part[1] for part in parts]) if parts else np.empty(0, dtype=np.intp)
+    if zero.size:  # every block read: the first zero row of the array named, all of them counted (as in memory)
+        from isotropy._kernels.neighbors import refuse_zero_rows
+
+        refuse_zero_rows(np.sort(zero), caller=caller)
+    parts = [part[0] for part in parts]
     # scaled down: an entry can become subnormal and two distinct rows equal, as in memory (the cosine metric
     # brings each row to its own unit scale instead, as the scale-free hashes did)
     if exponent > 0 and metric != "cosine":

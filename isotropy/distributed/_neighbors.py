@@ -354,7 +354,7 @@ def mle_dimension(X, *, n_neighbors=DEFAULT_MLE_NEIGHBOURS, metric="euclidean", 
         dist = _merge_parallel_rows(distinct, int(n_neighbors), metric, chunk_size, caller, exponent, radius)
         local = _client_local(dist, caller, radius)
     _warn_flat(local, n_neighbors, caller)
-    return _pool(local, averaging, caller, n_neighbors)
+    return _pool(local, averaging, caller, n_neighbors, stacklevel=4)  # (one frame more than in memory)
 
 
 def _dimension_block(dist, caller, start, radius, estimates):
@@ -419,9 +419,9 @@ def neighbour_dimensions(X, *, twonn=True, mle=True, local_mle=False, n_neighbor
         name = "mle_dimension" if mle else "local_mle_dimension"
         _warn_flat(local, k, name, stacklevel=4)
         if mle:
-            out["mle_dimension"] = _pool(local, averaging, caller, k, warns_as=name)
+            out["mle_dimension"] = _pool(local, averaging, caller, k, warns_as=name, stacklevel=4)
         if local_mle:
             each = local if where is None else local[where]
             each = each if distinct is None else each[distinct.inverse]  # a duplicate row gets its point's estimate
-            out["local_mle_dimension"] = like_rows(da.from_array(each, chunks=-1), rows)
+            out["local_mle_dimension"] = da.from_array(each, chunks=(rows,))  # in X's row chunks
     return out

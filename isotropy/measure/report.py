@@ -709,8 +709,8 @@ def _cost_note(name, n_samples, n_features, *, distributed=None, names=None, n_n
 
         threads, local = distributed
         cores = _cores()
-        threads = cores if threads is None else max(1, int(threads))
-        run_on = min(threads, cores) if local else threads  # local workers share this machine's cores
+        threads = cores if threads is None else int(threads)
+        run_on = max(1, min(threads, cores) if local else threads)  # local workers share this machine's cores
         tile_rows = check_tile_rows(None, name, n_features,
                                     default=NEIGHBOUR_TILE_ROWS if name in _ONE_PASS else DEFAULT_TILE_ROWS)
 
@@ -718,8 +718,14 @@ def _cost_note(name, n_samples, n_features, *, distributed=None, names=None, n_n
             return estimate_tiled_seconds(name, n, n_features, tile_rows=tile_rows, threads=run_on, n_neighbors=k,
                                           loops=loops)
 
-        where = (f"the dask path on {run_on} thread{'s' if run_on > 1 else ''} of this machine" if local else
-                 f"the cluster's {threads} worker thread{'s' if threads > 1 else ''} at this machine's speed per core")
+        if local and threads > cores:
+            where = f"the dask path, its {threads} workers sharing this machine's {cores} cores"
+        elif local:
+            where = f"the dask path on {run_on} thread{'s' if run_on > 1 else ''} of this machine"
+        elif threads < 1:  # (the work waits for workers to join)
+            where = "one worker thread at this machine's speed (the cluster has no worker yet)"
+        else:
+            where = f"the cluster's {threads} worker thread{'s' if threads > 1 else ''} at this machine's speed per core"
     else:
         def estimate(n, loops=None):
             return estimate_seconds(name, n, n_features, n_neighbors=k, loops=loops)
@@ -740,8 +746,9 @@ def _cost_note(name, n_samples, n_features, *, distributed=None, names=None, n_n
     advice = []
     if sample < n_samples:  # (on the dask path the sample is measured there too)
         advice.append(f"--sample-size {sample} takes about {format_duration(max(_COST_NOTE_SECONDS, estimate(sample)))}")
-    compiled = (estimate(n_samples, loops="compiled")
-                if name in _ONE_PASS and numba_would_run(n_samples, n_features, k or 2) else math.inf)
+    # (a cluster's workers follow their own installation: numba here says nothing of theirs)
+    compiled = (estimate(n_samples, loops="compiled") if name in _ONE_PASS and (not distributed or distributed[1])
+                and numba_would_run(n_samples, n_features, k or 2) else math.inf)
     if compiled <= _NUMBA_ADVICE * seconds:  # the numpy loops for want of numba, and the compiled ones much faster
         advice.append(f"with numba ({extra_command('fast')}) all rows take about {format_duration(compiled)}")
     if not distributed:
