@@ -21,7 +21,8 @@ constants of ``isotropy/_kernels/cost.py`` come from this command's output.
 ``--dask N`` prices and times the same metrics on the dask path instead
 (:func:`isotropy._kernels.cost.estimate_tiled_seconds`, the note ``isotropy measure`` prints there): a dask array
 of 4096-row chunks held by a ``LocalCluster`` of ``N`` worker processes of one thread each (as ``isotropy measure
-DIR --workers N`` starts; the package and the compiled loops loaded on the workers before the clock starts), each
+DIR --workers N`` starts; the package and the compiled loops loaded on the workers before the clock starts; ``--dask
+0``: dask's threaded scheduler in this process, as for a folder of shards without ``--workers``), each
 metric at the rows per tile it takes by default, ``n`` chosen so that the estimate is about ``--seconds``, the
 table's TwoNN and MLE as :func:`~isotropy.metrics.dimension.neighbour_dimensions` (one pass of tiles), on the loops
 the search of all ``n`` points runs. With ``--fit``, the ``ρ`` per metric (one for the neighbour searches) that the
@@ -90,11 +91,13 @@ def main(argv=None):
     parser.add_argument("--n-neighbors", default="20", help="comma-separated k of the shared TwoNN + MLE search")
     parser.add_argument("--neighbours-only", action="store_true", help="only the neighbour searches")
     parser.add_argument("--dask", type=int, metavar="N", default=None,
-                        help="the dask path on a LocalCluster of N one-thread workers instead")
+                        help="the dask path on a LocalCluster of N one-thread workers instead (0: dask's threaded "
+                             "scheduler in this process)")
     args = parser.parse_args(argv)
     if args.dask is not None:
-        if args.dask < 1:
-            parser.error(f"--dask must be at least 1 worker. Got {args.dask} instead.")
+        if args.dask < 0:
+            parser.error(f"--dask must be 0 (dask's threaded scheduler) or a number of workers. Got {args.dask} "
+                         f"instead.")
         return _dask_main(args)
     dims = [int(v) for v in args.dims.split(",")]
     if args.fit and len(set(dims)) < 2:
@@ -205,20 +208,26 @@ def _dask_main(args):
 
     dims = [int(v) for v in args.dims.split(",")]
     ks = [int(v) for v in args.n_neighbors.split(",")]
-    threads = min(args.dask, _cores())  # local workers share this machine's cores (as isotropy measure counts them)
+    # local workers share this machine's cores (as isotropy measure counts them); dask's threads: one per core
+    threads = min(args.dask, _cores()) if args.dask else _cores()
+    where = (f"LocalCluster of {args.dask} one-thread workers" if args.dask else
+             "dask's threaded scheduler in this process (a folder of shards without --workers)")
     flops, elements = cost.machine_speed()
     print(f"machine speed of this run: F = {flops:.3g} flop/s (float32 products), E = {elements:.3g} elements/s; "
-          f"LocalCluster of {args.dask} one-thread workers on {_cores()} cores; rho (_TILED_OVERHEAD) = "
-          f"{cost._TILED_OVERHEAD}", flush=True)
+          f"{where} on {_cores()} cores; rho (_TILED_OVERHEAD) = {cost._TILED_OVERHEAD}", flush=True)
     print("| metric | d | n | rows per tile | estimate (s) | measured (s) | estimate / measured (goal 0.67-1.5) |",
           flush=True)
     print("|---|---|---|---|---|---|---|", flush=True)
     measured = {}
     # the data go to the workers inside the graph (then held there): dask's advice about it is not this benchmark's
     warnings.filterwarnings("ignore", message="Sending large graph", category=UserWarning)
-    with LocalCluster(n_workers=args.dask, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
-            Client(cluster) as client:
-        client.run(_warm_worker)
+    with contextlib.ExitStack() as stack:
+        if args.dask:
+            cluster = stack.enter_context(LocalCluster(n_workers=args.dask, threads_per_worker=1, processes=True,
+                                                       dashboard_address=None))
+            stack.enter_context(Client(cluster)).run(_warm_worker)
+        else:
+            _warm_worker()
         for label, name, k, call in _dask_cases(ks, args.neighbours_only):
             for d in dims:
                 b = _tile_rows(name, d)
@@ -232,8 +241,10 @@ def _dask_main(args):
                 n = int(round(n, -3))
                 X = low_rank_data(n, d)
                 labels = np.random.default_rng(1).integers(0, _CLUSTERS, n)
-                Xd = da.from_array(X, chunks=(4096, -1)).persist()  # held by the workers, as shards would be read
-                wait(Xd)
+                Xd = da.from_array(X, chunks=(4096, -1))
+                if args.dask:
+                    Xd = Xd.persist()  # held by the workers, as shards would be read
+                    wait(Xd)
                 start = time.perf_counter()
                 call(Xd, labels)
                 seconds = time.perf_counter() - start
