@@ -746,3 +746,82 @@ def test_rows_whose_candidates_all_tie_skip_the_float64_scores(jit, kind, monkey
     Y = _adversarial(1e-8, rows=50)  # rows float32 scores leave uncertified: float64 scores certify them
     np.testing.assert_array_equal(kneighbors(Y, n_neighbors=5)[1], _reference(Y, 5)[1])
     assert sum(scored) > 0
+
+
+@pytest.mark.parametrize("kind", ["one-hot", "lattice", "counts", "identical"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_integer_rows_are_final_after_the_exact_distances(jit, kind, dtype, monkeypatch):
+    """Integer rows of moderate norm have exact float32 scores (``_Operands.exact``): every row is certified by
+    its candidates alone, ties included, and neither float64 fallback runs; the neighbours are the stable sort of
+    cdist (ties by index), at k = 1, 5, and at k = 70, whose 78 candidates would otherwise take the cell order."""
+    from isotropy._kernels import neighbors as kernels
+
+    def refused(*args, **kwargs):
+        raise AssertionError("a float64 fallback ran on exact scores")
+
+    monkeypatch.setattr(kernels, "_float64_candidates", refused)
+    monkeypatch.setattr(kernels, "_exact_rows", refused)
+    rng = np.random.default_rng(3)
+    n, d = 500, 12
+    X = (rng.poisson(2.0, (n, d)) - 3 if kind == "counts" else _tied_data(kind, n, d, rng)).astype(dtype)
+    orders = []
+    monkeypatch.setattr(kernels, "_cell_order", lambda *args: orders.append(1))
+    for k in (1, 5, 70):
+        sq, ind = kernels.exact_knn(X, None, k, block=100)
+        ref_d, ref_i = _reference(X, k)
+        np.testing.assert_array_equal(ind, ref_i)
+        np.testing.assert_array_equal(np.sqrt(sq), ref_d)  # integer squared distances: exact
+    assert not orders
+    assert kernels._Operands(X, None, np.zeros(d), "test").exact
+
+
+def test_exact_scores_only_for_integer_rows_of_moderate_norm(jit):
+    """``_Operands.exact`` holds for integer rows whose centred squared norms are at most 2^22 under the euclidean
+    metric; not for half-integers, larger integers or the cosine metric's scaled rows, whose searches keep the
+    certificate (the neighbours of each still the stable sort of cdist)."""
+    from isotropy._kernels import neighbors as kernels
+
+    rng = np.random.default_rng(0)
+    base = rng.integers(-3, 4, (300, 6)).astype(np.float64)
+    big = base.copy()
+    big[7, 0] = 2**11 + 1  # (2^11 + 1)^2 > 2^22
+    edge = base.copy()
+    edge[7] = 0
+    edge[7, 0] = 2**11  # exactly 2^22
+    cases = {"integers": (base, None, True), "2^22": (edge, None, True), "half": (base + 0.5, None, False),
+             "large": (big, None, False), "cosine": (base + 10, 1 / np.linalg.norm(base + 10, axis=1), False)}
+    for name, (X, scale, exact) in cases.items():
+        assert kernels._Operands(X, scale, np.zeros(6), "test").exact is exact, name
+        if scale is None:
+            ref_d, ref_i = _reference(X, 4)
+            sq, ind = kernels.exact_knn(X, None, 4)
+            np.testing.assert_array_equal(ind, ref_i, err_msg=name)
+            np.testing.assert_allclose(np.sqrt(sq), ref_d, rtol=1e-12, err_msg=name)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**16), n=st.integers(3, 120), d=st.integers(1, 9), k=st.integers(1, 15),
+       levels=st.integers(1, 5), repeats=st.integers(0, 30))
+def test_integer_rows_with_repeats_match_cdist(jit, seed, n, d, k, levels, repeats):
+    """Small-integer rows with repeated rows (ties at every distance, 0 included), in blocks of a few points: the
+    stable sort of cdist, in the dask tiles' cross search too (rows of one part among the other's)."""
+    from isotropy._kernels import neighbors as kernels
+
+    rng = np.random.default_rng(seed)
+    X = rng.integers(-levels, levels + 1, (n, d)).astype(np.float64)
+    if repeats:
+        X[rng.integers(0, n, repeats)] = X[rng.integers(0, n, repeats)]
+    k = min(k, n - 1)
+    ref_d, ref_i = _reference(X, k)
+    sq, ind = kernels.exact_knn(X, None, k, block=int(rng.integers(k + 1, max(k + 2, n) + 1)))
+    np.testing.assert_array_equal(ind, ref_i)
+    np.testing.assert_array_equal(np.sqrt(sq), ref_d)
+    n_p = int(rng.integers(1, n))
+    (sq_p, ind_p), (sq_q, ind_q) = kernels.exact_knn_cross(X, None, n_p, k)
+    for rows, cols, got, got_sq in ((slice(0, n_p), slice(n_p, n), ind_p, sq_p), (slice(n_p, n), slice(0, n_p), ind_q,
+                                                                                 sq_q)):
+        D = cdist(X[rows], X[cols])
+        kk = min(k, D.shape[1])
+        order = np.argsort(D, axis=1, kind="stable")[:, :kk]
+        np.testing.assert_array_equal(got[:, :kk], order + cols.start)
+        np.testing.assert_array_equal(np.sqrt(got_sq[:, :kk]), np.take_along_axis(D, order, axis=1))

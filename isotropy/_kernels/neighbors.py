@@ -279,13 +279,22 @@ def _centre(X: np.ndarray, scale) -> np.ndarray:
     return column_medians(X[rows], None if scale is None else scale[rows])
 
 
+# Largest centred squared norm ‖c_i‖² of integer rows for which every float32 score is exact (_Operands.exact): the
+# operands are then integers, ‖c_i‖²/2 a multiple of 1/2, and every partial sum of a score, in any order and with
+# fused multiply-adds, a multiple of 1/2 of magnitude at most Σ_k |l_k r_k| <= ‖c_i‖² + ‖c_j‖² <= 2^23, which
+# float32 holds exactly (its integers are exact up to 2^24).
+_EXACT_NORM = 2.0**22
+
+
 class _Operands:
     """The score operands of :func:`exact_knn`, built a panel of rows at a time (never the ``n × (d + 2)`` matrix).
 
     Left rows ``[c_i, ‖c_i‖²/2, 1]`` and right rows ``[c_j, −1, −‖c_j‖²/2]`` of the centred rows
     ``c_i = X[i]·scale[i] − centre`` in ``dtype`` (float32, or float64 where float32 cannot hold the
     scores), so that ``left[i]·right[j] = c_i·c_j − ‖c_i‖²/2 − ‖c_j‖²/2 = −‖c_i − c_j‖²/2``; and
-    ``q_i = ‖c_i‖²`` in float64 for every row. A worker builds the panels of its blocks from ``X``
+    ``q_i = ‖c_i‖²`` in float64 for every row. ``exact``: every centred entry is an integer and every
+    ``q_i <= _EXACT_NORM`` (euclidean metric only), so that the float32 scores are exact
+    (one-hot, 0/1, count and other integer rows; see :func:`_exact_selection`). A worker builds the panels of its blocks from ``X``
     into its own buffers (one more read of ``b·d`` entries per ``b × b`` block, :func:`_tasks`)
     instead of an ``n × (d + 2)`` copy of ``X`` held throughout.
     """
@@ -301,8 +310,10 @@ class _Operands:
         self.q = np.empty(n, dtype=np.float64)
         half = np.empty(n, dtype=np.float32)  # ‖ĉ_i‖²/2 of the float32 operands, if they can be used
         step = max(1, _OPERAND_ELEMENTS // max(self.d, 1))
+        integral = scale is None  # whether every centred entry is an integer (checked until one is not)
         for s in range(0, n, step):  # one chunk at a time (on the workers, their chunks raised the peak memory)
             c = self._centred(slice(s, min(n, s + step)))
+            integral = integral and bool(np.all(np.floor(c) == c))
             self.q[s:s + step] = np.einsum("ij,ij->i", c, c)
             with np.errstate(over="ignore", under="ignore"):  # not used when it overflows (below)
                 low = c.astype(np.float32)
@@ -317,6 +328,8 @@ class _Operands:
         else:
             raise IsotropyValueError(f"The 'X' parameter of {caller} must have values whose squared distances fit "
                                      f"in float64. Got values too large instead.")
+        # Integer rows whose centred squared norms are at most 2^22: every score is exact (see _EXACT_NORM)
+        self.exact = integral and self.dtype == np.float32 and n > 0 and float(self.q.max()) <= _EXACT_NORM
 
     def _centred(self, rows: slice | np.ndarray) -> np.ndarray:
         """Float64 ``X[rows]·scale[rows] − centre`` (an own array)."""
@@ -416,7 +429,7 @@ def _certified(tau, kth_sq, q, gamma: float, floor: float, n_features: int, q_ma
     a chunk of rows let a row be certified past a point of larger norm in another chunk).
     """
     kth = kth_sq * (1 + (n_features + 4) * float(np.finfo(np.float64).eps)) + floor
-    with np.errstate(invalid="ignore", over="ignore"):
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):  # (γ = 0: exact scores, q1 = ±inf)
         base = -2.0 * tau.astype(np.float64) - 2.0 * gamma * q - floor  # bound at q_j = 0
         ok = base - 2.0 * gamma * q > kth  # every q_j <= q_i (the first bound decreases in q_j)
         q1 = (base - kth) / (2.0 * gamma)  # beyond q1 the first bound no longer suffices
@@ -1024,9 +1037,19 @@ def _exact_pair_distances(X: np.ndarray, scale, rows: np.ndarray, cols: np.ndarr
     return _exact_sq_distances(X, scale, rows, cols[:, None], jit)[:, 0]
 
 
-def _exact_selection(X, scale, centre, q, rows, best_v, best_i, n_neighbors, dtype, cols, jit=None):
-    """Stages 2 and 3 of :func:`exact_knn` for ``rows`` searched among the points ``cols[0]:cols[1]``."""
+def _exact_selection(X, scale, centre, q, rows, best_v, best_i, n_neighbors, dtype, cols, jit=None, exact=False):
+    """Stages 2 and 3 of :func:`exact_knn` for ``rows`` searched among the points ``cols[0]:cols[1]``.
+
+    ``exact`` (:attr:`_Operands.exact`): the scores are exact, ``s_ij = −‖x_i − x_j‖²/2``, so no rounding bound
+    is needed (``γ = 0``) and every row is certified without stage 3: its candidates are its best ``m`` by
+    (score, index), which is (distance, index), hence hold its first ``k`` by (distance, index), ties included;
+    the candidates tied with the ``k``-th exact distance are all recomputed (:func:`_refine_chunk`) and sorted
+    by index. Integer rows whose distances tie everywhere (one-hot, 0/1 lattice) thus skip the float64 fallbacks,
+    which the float32 rounding bound sent every such row to.
+    """
     d = X.shape[1]
+    if exact:
+        return _refine(X, scale, rows, best_v, best_i, n_neighbors, q, 0.0, 0.0, jit)[:2]
     dist, ind, ok = _refine(X, scale, rows, best_v, best_i, n_neighbors, q, _error_factor(dtype, d),
                             4.0 * (d + 2) * float(np.finfo(dtype).tiny), jit)
     failed = np.flatnonzero(~ok)
@@ -1067,6 +1090,8 @@ def exact_knn(X: np.ndarray, scale, n_neighbors: int, *, block: int | None = Non
     3. a certificate per row (:func:`_certified`, from the rounding bound of stage 1): a row
        whose ``k``-th exact distance is not provably below every non-candidate's is searched again
        with float64 scores, and if still not certified, by float64 differences to every point.
+       Integer rows of moderate norm (:attr:`_Operands.exact`) have exact scores and need no
+       certificate: every row is final after stage 2 (:func:`_exact_selection`).
 
     With numba installed, large searches run the selection and the recomputation in compiled loops
     (:func:`compiled_kernels`): the same candidates, and distances equal up to the order of their
@@ -1090,14 +1115,15 @@ def exact_knn(X: np.ndarray, scale, n_neighbors: int, *, block: int | None = Non
     b = min(max(block or _BLOCK, m + 1), n)  # a diagonal block holds m others; no block beyond the n points
     ops = _Operands(X, scale, centre, caller)
     best = _best(n, m, ops.dtype)
-    if ops.low_centre is not None and ops.dtype == np.float32 and m >= _ORDERED and n >= 2 * b:
+    # (not for exact scores: their certificate needs the slots' ties broken by index, not by position in the order)
+    if ops.low_centre is not None and ops.dtype == np.float32 and m >= _ORDERED and n >= 2 * b and not ops.exact:
         ops.order, ops.jit = _cell_order(ops, b), jit
     panels = _panels(0, n, b)
     _candidate_pass(ops, (best, best), _tasks(panels, panels, diagonal=True), b, jit)
     best_v, best_i = best.result(jit, ops.order)
     del best
     return _exact_selection(X, scale, centre, ops.q, np.arange(n), best_v, best_i, n_neighbors, ops.dtype, (0, n),
-                            jit)
+                            jit, ops.exact)
 
 
 def exact_knn_cross(X: np.ndarray, scale, n_p: int, n_neighbors: int, *, caller: str = "kneighbors",
@@ -1124,7 +1150,7 @@ def exact_knn_cross(X: np.ndarray, scale, n_p: int, n_neighbors: int, *, caller:
         (best_v, best_i), m = best.result(jit), best.m
         rows = np.arange(best_v.shape[0]) + best.offset
         k = min(n_neighbors, m)
-        sq, ind = _exact_selection(X, scale, centre, ops.q, rows, best_v, best_i, k, ops.dtype, cols, jit)
+        sq, ind = _exact_selection(X, scale, centre, ops.q, rows, best_v, best_i, k, ops.dtype, cols, jit, ops.exact)
         if k < n_neighbors:
             sq = np.pad(sq, ((0, 0), (0, n_neighbors - k)), constant_values=np.inf)
             ind = np.pad(ind, ((0, 0), (0, n_neighbors - k)), constant_values=n)
