@@ -825,3 +825,36 @@ def test_integer_rows_with_repeats_match_cdist(jit, seed, n, d, k, levels, repea
         order = np.argsort(D, axis=1, kind="stable")[:, :kk]
         np.testing.assert_array_equal(got[:, :kk], order + cols.start)
         np.testing.assert_array_equal(np.sqrt(got_sq[:, :kk]), np.take_along_axis(D, order, axis=1))
+
+
+@pytest.mark.parametrize("jit", ["1"], indirect=True)
+@pytest.mark.parametrize("d", [1, 3, 7, 50, 384])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
+def test_compiled_distances_have_the_same_bits_in_any_group(jit, d, dtype, metric):
+    """The compiled exact distances sum four candidates at a time (``_squared4``); a candidate's squared distance
+    has the same bits whatever its place in a group and whatever the group's size (a tile of the dask search
+    groups other candidates than the in-memory search), and is within the rounding the certificate allows of
+    ``math.fsum`` of its float64 squared differences."""
+    import math
+
+    from isotropy._kernels import neighbors as kernels
+
+    module = kernels.compiled_kernels(10, d)
+    rng = np.random.default_rng(d)
+    X = rng.standard_normal((60, d)).astype(dtype)
+    scale = 1 / np.linalg.norm(X.astype(np.float64), axis=1) if metric == "cosine" else np.empty(0)
+    y = X.astype(np.float64) * (scale[:, None] if scale.size else 1.0)
+    for row in (0, 17, 59):
+        cand = rng.choice(60, size=11, replace=False)
+        seen = {}
+        for shift in range(4):
+            for size in (1, 2, 3, 4, 5, 11):
+                c = np.roll(cand, shift)[:size]
+                out = np.empty((1, size))
+                module.sq_distances(X, scale, np.array([row]), c[None, :], out)
+                for j, value in zip(c, out[0]):
+                    assert seen.setdefault(int(j), value) == value  # the same bits
+        for j, value in seen.items():
+            exact = math.fsum((y[j] - y[row]) ** 2)
+            assert abs(value - exact) <= (d + 4) * np.finfo(np.float64).eps * exact
