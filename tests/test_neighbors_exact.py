@@ -858,3 +858,94 @@ def test_compiled_distances_have_the_same_bits_in_any_group(jit, d, dtype, metri
         for j, value in seen.items():
             exact = math.fsum((y[j] - y[row]) ** 2)
             assert abs(value - exact) <= (d + 4) * np.finfo(np.float64).eps * exact
+
+
+def _with_repeats(rng, n, d, distinct, metric):
+    """``n`` rows: half of them distinct Gaussian rows, the rest drawn from ``distinct`` rows (large groups of
+    repeats); under the cosine metric, some repeats are positive multiples (parallel rows)."""
+    X = rng.standard_normal((n, d))
+    pool = rng.standard_normal((distinct, d))
+    at = rng.choice(n, n // 2, replace=False)
+    X[at] = pool[rng.integers(0, distinct, at.size)]
+    if metric == "cosine":
+        X[at[::3]] *= rng.choice([0.5, 2.0, 4.0], size=(at[::3].size, 1))
+    return X
+
+
+def _reference_of(X, metric, k):
+    """The stable sort (ties by index) of the exact distances between the kernel's own representation rows."""
+    from isotropy._kernels.neighbors import _prepare, _representation
+
+    R = _representation(*_prepare(X, metric, "test"))
+    D = cdist(R, R, "sqeuclidean")
+    np.fill_diagonal(D, np.inf)
+    order = np.argsort(D, axis=1, kind="stable")[:, :k]
+    return np.take_along_axis(D, order, axis=1), order
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**16), n=st.integers(3, 160), d=st.integers(1, 8), k=st.integers(1, 40),
+       distinct=st.integers(1, 6), dtype=st.sampled_from([np.float32, np.float64]),
+       metric=st.sampled_from(["euclidean", "cosine"]))
+def test_repeated_rows_search_the_distinct_points_with_the_same_bits(jit, seed, n, d, k, distinct, dtype, metric):
+    """Rows repeated more than ``m − k`` times: the search runs on the distinct points and reads each row's
+    neighbours from its point's (``_search_distinct``); the neighbours are the stable sort of the exact
+    distances, and the distances and indices are bit for bit those of the search of every row."""
+    from isotropy._kernels import neighbors as kernels
+
+    rng = np.random.default_rng(seed)
+    X = _with_repeats(rng, n, d, distinct, metric).astype(dtype)
+    k = min(k, n - 1)
+    A, scale = kernels._prepare(X, metric, "test")
+    sq, ind = kernels.exact_knn(A, scale, k, block=int(rng.integers(k + 1, n + 2)))
+    ref_sq, ref_ind = _reference_of(X, metric, k)
+    np.testing.assert_array_equal(ind, ref_ind)
+    np.testing.assert_allclose(sq, ref_sq, rtol=4 * (d + 4) * np.finfo(np.float64).eps, atol=0)
+    whole = kernels._search_points(A, scale, k, block=None, caller="test", search=None)
+    np.testing.assert_array_equal(sq, whole[0])
+    np.testing.assert_array_equal(ind, whole[1])
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
+def test_padding_rows_take_the_distinct_search_and_no_fallback(jit, metric, monkeypatch):
+    """A quarter of the rows one padding row (as token embeddings with padding): every row of it, and every row
+    it reaches, tied beyond the candidates, went to the float64 differences to every point (about 27 times the
+    search of distinct rows, n = 8,000, d = 384, k = 20). Now the search of the distinct points runs, no
+    fallback runs, and the neighbours are the stable sort of the exact distances."""
+    from isotropy._kernels import neighbors as kernels
+
+    def refused(*args, **kwargs):
+        raise AssertionError("a float64 fallback ran")
+
+    monkeypatch.setattr(kernels, "_exact_rows", refused)
+    monkeypatch.setattr(kernels, "_float64_candidates", refused)
+    searched = []
+    inner = kernels._search_distinct
+    monkeypatch.setattr(kernels, "_search_distinct", lambda *a, **kw: (searched.append(a[1]), inner(*a, **kw))[1])
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((600, 16)).astype(np.float32)
+    X[::4] = X[1]
+    dist, ind = kneighbors(X, n_neighbors=20, metric=metric)
+    ref_sq, ref_ind = _reference_of(X, metric, 20)
+    np.testing.assert_array_equal(ind, ref_ind)
+    np.testing.assert_allclose(dist, kernels._finish(ref_sq, metric), rtol=1e-13, atol=0)
+    assert len(searched) == 1
+
+
+def test_a_tie_at_the_last_distinct_neighbour_searches_further(jit, monkeypatch):
+    """One-hot rows of 40 categories, one repeated 20 times: a category's 3 nearest distinct points all lie at √2,
+    as do the 36 others, so its list is searched further (``_exact_rows`` with twice as many neighbours) until
+    the tie ends inside it; the rows of the repeated category (indices 40-59) come before the later categories
+    (60-79) at √2, as the stable sort of cdist orders them."""
+    from isotropy._kernels import neighbors as kernels
+
+    calls = []
+    inner = kernels._exact_rows
+    monkeypatch.setattr(kernels, "_exact_rows", lambda *a, **kw: (calls.append(a[3]), inner(*a, **kw))[1])
+    X = np.vstack([np.eye(80)[:40], np.tile(np.eye(80)[40], (20, 1)), np.eye(80)[41:80]])
+    for k in (3, 25):
+        sq, ind = kernels.exact_knn(X, None, k)
+        ref_sq, ref_ind = _reference(X, k)
+        np.testing.assert_array_equal(ind, ref_ind)
+        np.testing.assert_array_equal(np.sqrt(sq), ref_sq)
+    assert calls and max(calls) > 3

@@ -125,6 +125,43 @@ def _representation(X: np.ndarray, scale) -> np.ndarray:
     return R if scale is None else R * scale[:, None]
 
 
+# Columns of the rows compared to find the candidate duplicates (maybe_repeated).
+_KEY_COLUMNS = 16
+
+
+def maybe_repeated(X, scale) -> np.ndarray:
+    """The rows ``X[i]·scale[i]`` equal to another row on ``_KEY_COLUMNS`` evenly spaced columns.
+
+    A superset of the rows equal to another (:func:`distinct_rows` compares them whole), found in
+    ``O(n)`` work on a few columns: the bits of their values (``+ 0.0``: ``−0.0`` is ``0.0``), one
+    wrapping integer combination per row, the rows whose combinations repeat.
+    """
+    d = X.shape[1]
+    columns = np.unique(np.linspace(0, d - 1, min(d, _KEY_COLUMNS)).astype(np.intp))
+    bits = (_representation(X[:, columns], scale) + 0.0).view(np.uint64)
+    weights = np.random.default_rng(0).integers(1, 2**63, columns.size, dtype=np.uint64) | np.uint64(1)
+    with np.errstate(over="ignore"):
+        keys = (bits * weights).sum(axis=1, dtype=np.uint64)  # modulo 2⁶⁴
+    _, inverse, counts = np.unique(keys, return_inverse=True, return_counts=True)
+    return counts[inverse.reshape(-1)] > 1
+
+
+def distinct_rows(X, scale, repeated):
+    """The distinct rows ``X[i]·scale[i]``: ``first`` (each one's first row, ascending) and ``inverse`` (each row's).
+
+    Only the ``repeated`` rows are compared (``np.unique`` over them, axis 0): a superset of the rows that
+    equal another (:func:`maybe_repeated`), usually few; every other row is a distinct point of its own.
+    """
+    n = X.shape[0]
+    among = np.flatnonzero(repeated)
+    _, first_among, inverse_among = np.unique(_representation(X[among], None if scale is None else scale[among]),
+                                              axis=0, return_index=True, return_inverse=True)
+    representative = np.arange(n)
+    representative[among] = among[first_among][inverse_among.reshape(-1)]  # each row's first equal row
+    first, inverse = np.unique(representative, return_inverse=True)  # sorted by that row's index
+    return first, inverse.reshape(-1)
+
+
 def _finish(sq: np.ndarray, metric: str) -> np.ndarray:
     """Squared euclidean distances of the representation -> distances of ``metric`` (in place)."""
     if metric == "cosine":
@@ -1105,7 +1142,26 @@ def exact_knn(X: np.ndarray, scale, n_neighbors: int, *, block: int | None = Non
     entries instead of the mask), a left operand panel of as many rows and ``_COLUMN_PANELS`` right
     ones of ``block`` rows (built from ``X``, :class:`_Operands`); the ``n × 1.5m`` candidate keys;
     no copy of ``X``.
+
+    Rows repeated more than ``m − n_neighbors`` times (padding rows, a constant row, one-hot rows) tie
+    at every threshold and defeat the certificate of every row they reach. Then the search runs on the
+    distinct points (a copy of them) and each row's neighbours are read from its distinct point's
+    (:func:`_search_distinct`): the same neighbours and the same bits, for a search of fewer points.
     """
+    n = X.shape[0]
+    if n > 2:
+        repeated = maybe_repeated(X, scale)
+        if repeated.any():
+            first, inverse = distinct_rows(X, scale, repeated)
+            sizes = np.bincount(inverse)
+            if sizes.max() > _n_candidates(n_neighbors, n) - n_neighbors:
+                return _search_distinct(X, scale, n_neighbors, first, inverse, sizes, block=block, caller=caller,
+                                        search=search or (n, n_neighbors))
+    return _search_points(X, scale, n_neighbors, block=block, caller=caller, search=search)
+
+
+def _search_points(X: np.ndarray, scale, n_neighbors: int, *, block, caller: str, search):
+    """:func:`exact_knn` without the look for repeated rows."""
     n = X.shape[0]
     jit = _loops(X, n_neighbors, search)
     m = _n_candidates(n_neighbors, n)
@@ -1124,6 +1180,94 @@ def exact_knn(X: np.ndarray, scale, n_neighbors: int, *, block: int | None = Non
     del best
     return _exact_selection(X, scale, centre, ops.q, np.arange(n), best_v, best_i, n_neighbors, ops.dtype, (0, n),
                             jit, ops.exact)
+
+
+# Entries (row, candidate) that _search_distinct sorts at a time.
+_EXPANSION_ENTRIES = 2**21
+
+
+def _search_distinct(X, scale, n_neighbors: int, first, inverse, sizes, *, block, caller: str, search):
+    """:func:`exact_knn` of ``X`` through its distinct points ``X[first]`` (``inverse``: each row's; ``sizes``:
+    each one's rows).
+
+    The distinct points' own nearest (``min(n_neighbors + 1, n_distinct − 1)`` of them) give each point
+    ``u`` its list of rows by (distance, index): the rows of ``u`` at distance 0, then the rows of its
+    neighbours at theirs, equal distances merged by index (a neighbour's rows all have the index of
+    its first row or a larger one, so the first ``n_neighbors + 1`` of the list come from the neighbours
+    up to the one where the count reaches ``n_neighbors + 1``, and those tied with it). A row's
+    neighbours are its point's first ``n_neighbors + 1`` without the row itself. When the tie at that
+    distance reaches the last neighbour found (the one more than a list can need, so only on an exact
+    tie), further distinct points may share it: those points' lists are searched again with twice as
+    many neighbours (float64 differences, :func:`_exact_rows`) until the tie ends inside the list. The distances are those of the distinct points, which equal
+    the rows' bit for bit.
+    """
+    n, k, n_u = X.shape[0], n_neighbors, first.size
+    X_u, scale_u = np.ascontiguousarray(X[first]), None if scale is None else scale[first]
+    k_u = min(k + 1, n_u - 1)  # one more than a list needs: a tie at its last one shows
+    if k_u > 0:
+        sq_u, ind_u = _search_points(X_u, scale_u, k_u, block=block, caller=caller, search=search)
+    else:  # one distinct point: every neighbour is a repeat
+        sq_u, ind_u = np.empty((n_u, 0)), np.empty((n_u, 0), dtype=np.intp)
+    members = np.argsort(inverse, kind="stable")  # the rows of each point, ascending
+    starts = np.concatenate([[0], np.cumsum(sizes)])
+    lists_sq = np.empty((n_u, k + 1))
+    lists_ind = np.empty((n_u, k + 1), dtype=np.intp)
+    # a point whose rows and whose first k neighbours' rows are one each: its list is itself, then those rows (a
+    # later neighbour at the k-th one's distance has its rows at larger indices)
+    single = np.zeros(n_u, dtype=bool)
+    if k_u >= k:
+        single = (sizes == 1) & (sizes[ind_u[:, :k]] == 1).all(axis=1)
+        lists_sq[single, 0], lists_ind[single, 0] = 0.0, first[single]
+        lists_sq[single, 1:], lists_ind[single, 1:] = sq_u[single, :k], first[ind_u[single, :k]]
+    points = np.flatnonzero(~single)
+    sq_p, ind_p = sq_u[points], ind_u[points]
+    del sq_u, ind_u
+    while points.size:
+        done = _expanded(points, sq_p, ind_p, sizes, members, starts, k, n_u, lists_sq, lists_ind)
+        points = points[~done]
+        if points.size:  # a tie reaches the last neighbour found: twice as many (all the points at most)
+            k_u = min(n_u - 1, 2 * sq_p.shape[1])
+            sq_p, ind_p = _exact_rows(X_u, scale_u, points, k_u, (0, n_u), _loops(X_u, k_u, search))
+    rows = np.arange(n)
+    own = lists_ind[inverse]  # each row's point's list; the row itself, where in it, goes
+    keep = np.argsort(own == rows[:, None], axis=1, kind="stable")[:, :k]
+    return np.take_along_axis(lists_sq[inverse], keep, axis=1), np.take_along_axis(own, keep, axis=1)
+
+
+def _expanded(points, sq, ind, sizes, members, starts, k, n_u, lists_sq, lists_ind) -> np.ndarray:
+    """The lists of :func:`_search_distinct` for ``points`` (their neighbours: ``sq``, ``ind``) into ``lists_sq``
+    and ``lists_ind``, a few points at a time (``_EXPANSION_ENTRIES``); whether each point's list is final
+    (False: a tie reaches its last neighbour while more points exist)."""
+    group = np.concatenate([points[:, None], ind], axis=1)  # slot 0: the point itself, at 0
+    dist = np.concatenate([np.zeros((points.size, 1)), sq], axis=1)
+    cap = np.minimum(sizes[group], k + 1)  # a slot's first k + 1 rows at most (its rows share one distance)
+    reach = np.argmax(np.cumsum(cap, axis=1) >= k + 1, axis=1)  # the slot where the count reaches k + 1
+    bound = dist[np.arange(points.size), reach]
+    take = np.where(dist <= bound[:, None], cap, 0)  # the slots up to it and those tied with it
+    done = ~((dist[:, -1] == bound) & (sq.shape[1] < n_u - 1))
+    take[~done] = 0  # (searched again)
+    per_point = take.sum(axis=1)
+    ends = np.cumsum(per_point)
+    start = 0
+    while start < points.size:  # points whose entries fit in _EXPANSION_ENTRIES (at least one)
+        stop = max(start + 1, int(np.searchsorted(ends, (ends[start - 1] if start else 0) + _EXPANSION_ENTRIES)))
+        part = slice(start, stop)
+        counts = take[part].ravel()
+        slot_point = np.repeat(np.arange(start, stop), take.shape[1])
+        slot_group = group[part].ravel()
+        slot_dist = dist[part].ravel()
+        owner = np.repeat(slot_point, counts)
+        at = np.arange(owner.size) - np.repeat(np.cumsum(counts) - counts, counts)  # a row's place in its slot
+        row = members[starts[np.repeat(slot_group, counts)] + at]
+        value = np.repeat(slot_dist, counts)
+        order = np.lexsort((row, value, owner))
+        owner, row, value = owner[order], row[order], value[order]
+        rank = np.arange(owner.size) - np.searchsorted(owner, owner)  # place in its point's list
+        first_k = rank <= k
+        lists_sq[points[owner[first_k]], rank[first_k]] = value[first_k]
+        lists_ind[points[owner[first_k]], rank[first_k]] = row[first_k]
+        start = stop
+    return done
 
 
 def exact_knn_cross(X: np.ndarray, scale, n_p: int, n_neighbors: int, *, caller: str = "kneighbors",

@@ -32,7 +32,7 @@ from isotropy._kernels.dimension import (
     too_few_distinct,
     underflowed_distances,
 )
-from isotropy._kernels.neighbors import _METRICS, _finish, _prepare, _representation
+from isotropy._kernels.neighbors import _METRICS, _finish, _prepare, distinct_rows, maybe_repeated
 from isotropy._utils.backend import is_dask, is_torch
 from isotropy._utils.validation import IsotropyValueError, check_n_neighbors, check_option, check_scalar, check_X
 from isotropy.metrics.neighbors import _kneighbors_numpy, _kneighbors_torch
@@ -62,11 +62,11 @@ def _neighbour_distances(X, *, n_neighbors: int, metric: str, caller: str, given
         if not (dist[:, 0] <= radius).any():
             return dist, None
         X, scale = _prepare(X.detach().cpu().numpy(), metric, caller)
-        first, inverse = _distinct(X, scale, np.ones(X.shape[0], dtype=bool))  # device arithmetic: every row
+        first, inverse = distinct_rows(X, scale, np.ones(X.shape[0], dtype=bool))  # device arithmetic: every row
         found = None
     else:  # the duplicates first, so that the search runs once, on the distinct points
         X, scale = _prepare(X, metric, caller)
-        first, inverse = _distinct(X, scale, _maybe_repeated(X, scale))
+        first, inverse = distinct_rows(X, scale, maybe_repeated(X, scale))
         found = None if first.size < n else _kneighbors_numpy(X, scale, n_neighbors, None, caller)
     parallel = False
     while True:  # cosine: rows parallel to another to the input's precision merge too (a search or two more)
@@ -119,43 +119,6 @@ def distinct_points(X, *, metric: str = "euclidean") -> int:
     return int(dist.shape[0])
 
 
-# Columns of the rows compared to find the candidate duplicates (_maybe_repeated).
-_KEY_COLUMNS = 16
-
-
-def _maybe_repeated(X, scale) -> np.ndarray:
-    """The rows ``X[i]·scale[i]`` equal to another row on ``_KEY_COLUMNS`` evenly spaced columns.
-
-    A superset of the rows equal to another (:func:`_distinct` compares them whole), found in
-    ``O(n)`` work on a few columns: the bits of their values (``+ 0.0``: ``−0.0`` is ``0.0``), one
-    wrapping integer combination per row, the rows whose combinations repeat.
-    """
-    d = X.shape[1]
-    columns = np.unique(np.linspace(0, d - 1, min(d, _KEY_COLUMNS)).astype(np.intp))
-    bits = (_representation(X[:, columns], scale) + 0.0).view(np.uint64)
-    weights = np.random.default_rng(0).integers(1, 2**63, columns.size, dtype=np.uint64) | np.uint64(1)
-    with np.errstate(over="ignore"):
-        keys = (bits * weights).sum(axis=1, dtype=np.uint64)  # modulo 2⁶⁴
-    _, inverse, counts = np.unique(keys, return_inverse=True, return_counts=True)
-    return counts[inverse.reshape(-1)] > 1
-
-
-def _distinct(X, scale, repeated):
-    """The distinct rows ``X[i]·scale[i]``: ``first`` (each one's first row, ascending) and ``inverse`` (each row's).
-
-    Only the ``repeated`` rows are compared (``np.unique`` over them, axis 0): a superset of the rows that
-    equal another (:func:`_maybe_repeated`), usually few; every other row is a distinct point of its own.
-    """
-    n = X.shape[0]
-    among = np.flatnonzero(repeated)
-    _, first_among, inverse_among = np.unique(_representation(X[among], None if scale is None else scale[among]),
-                                              axis=0, return_index=True, return_inverse=True)
-    representative = np.arange(n)
-    representative[among] = among[first_among][inverse_among.reshape(-1)]  # each row's first equal row
-    first, inverse = np.unique(representative, return_inverse=True)  # sorted by that row's index
-    return first, inverse.reshape(-1)
-
-
 def _check_n_neighbors(X, n_neighbors, metric: str, caller: str) -> int:
     """``n_neighbors`` of the MLE: an int in ``[2, n_samples - 1]``; returned as int.
 
@@ -170,7 +133,7 @@ def _check_n_neighbors(X, n_neighbors, metric: str, caller: str) -> int:
     except ValueError:
         if isinstance(n_neighbors, numbers.Integral) and not isinstance(n_neighbors, bool) and n_neighbors > n - 1:
             A, scale = _prepare(X.detach().cpu().numpy() if is_torch(X) else X, metric, caller)
-            n_distinct = _distinct(A, scale, _maybe_repeated(A, scale))[0].size
+            n_distinct = distinct_rows(A, scale, maybe_repeated(A, scale))[0].size
             if n_distinct < n:
                 raise too_few_distinct(caller, int(n_neighbors), n_distinct, n - n_distinct) from None
         raise
