@@ -1,8 +1,9 @@
 """Exact ``kneighbors`` on data whose distances tie, against the same shape of Gaussian data, before and after.
 
-Repeated rows, one-hot rows and 0/1 lattice points tie at every distance: the float32 certificate cannot separate
-a row's k-th neighbour from the others, so every row goes to the float64 fallbacks (``_float64_candidates``,
-``_exact_rows``), whose work then decides the time. For each kind of data (n × d float64, ``k`` neighbours) this
+Repeated rows, one-hot rows and 0/1 lattice points tie at every distance, and Gaussian rows of which every fourth
+is one padding row tie wherever that row is among the nearest: the float32 certificate cannot separate such a
+row's k-th neighbour from the others, so it went to the float64 fallbacks (``_float64_candidates``,
+``_exact_rows``), whose work then decided the time. For each kind of data (n × d float64, ``k`` neighbours) this
 prints, per checkout (this one and each ``--compare DIR``, a ``git worktree``) and per loops (numpy, compiled):
 the fastest of ``--rounds`` searches, each in a fresh interpreter with that checkout first on ``PYTHONPATH`` (the
 checkouts alternating), the ratio to the same checkout's search on Gaussian data, and the ratio to scikit-learn's
@@ -24,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-KINDS = ("gaussian", "identical", "one-hot", "lattice")
+KINDS = ("gaussian", "identical", "one-hot", "lattice", "padded")
 
 _CHILD = """
 import hashlib, json, sys, time
@@ -50,7 +51,14 @@ def _data(kind, n, d):
     rng = np.random.default_rng(0)
     return {"gaussian": lambda: rng.standard_normal((n, d)), "identical": lambda: np.ones((n, d)),
             "one-hot": lambda: np.eye(d)[rng.integers(0, d, n)],
-            "lattice": lambda: rng.integers(0, 2, (n, d)) * 1.0}[kind]()
+            "lattice": lambda: rng.integers(0, 2, (n, d)) * 1.0, "padded": lambda: _padded(rng, n, d)}[kind]()
+
+
+def _padded(rng, n, d):
+    """Gaussian rows, every fourth one the same row (as token embeddings with their padding)."""
+    X = rng.standard_normal((n, d))
+    X[::4] = X[1]
+    return X
 
 
 def _reference_digest(kind, n, d, k):
