@@ -290,9 +290,10 @@ def kneighbors(X, *, n_neighbors: int, metric: str = "euclidean", chunk_size: in
         Sorted increasingly in each row. A torch tensor on the input's device for torch input,
         without a graph (the search is not differentiable).
     indices : ndarray of shape (n_samples, n_neighbors), int
-        Row indices of the neighbours; ties are broken by the smaller index (among the
-        candidates kept, so only when fewer than ``max(8, n_neighbors // 8)`` extra points tie
-        at the last distance).
+        Row indices of the neighbours; ties are broken by the smaller index: for numpy input and
+        CPU tensors as a stable sort of the exact distances (repeated rows included), on other
+        devices among the candidates kept (so only when fewer than ``max(8, n_neighbors // 8)``
+        extra points tie at the last distance).
 
     Notes
     -----
@@ -310,7 +311,9 @@ def kneighbors(X, *, n_neighbors: int, metric: str = "euclidean", chunk_size: in
     certifies, row by row, that no other point can be nearer, and a row it cannot certify is
     searched again in float64. The result is that of an exact float64 brute-force search. On
     integer rows of moderate norm (one-hot, 0/1, counts: centred squared norms up to ``2²²``) the
-    float32 scores are exact, so every row is certified, ties included, without a second search. Time
+    float32 scores are exact, so every row is certified, ties included, without a second search.
+    Rows repeated more than ``max(8, n_neighbors // 8)`` times (a padding row, a constant row) are
+    searched once, as distinct points, and their neighbour lists shared: the same result. Time
     ``O(n²·d/2)`` in BLAS; extra memory ``O(chunk_size² + n·m)``, no copy of ``X``.
 
     With numba installed (``pip install -e ".[fast]"``), searches whose work
