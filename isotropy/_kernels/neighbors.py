@@ -1141,7 +1141,7 @@ def exact_knn(X: np.ndarray, scale, n_neighbors: int, *, block: int | None = Non
     loops; with the compiled loops, a ``block``-byte mask and two buffers of ``max(2¹⁵, block)`` found
     entries instead of the mask), a left operand panel of as many rows and ``_COLUMN_PANELS`` right
     ones of ``block`` rows (built from ``X``, :class:`_Operands`); the ``n × 1.5m`` candidate keys;
-    no copy of ``X``.
+    no copy of ``X`` (but of its distinct rows when rows repeat, below).
 
     Rows repeated more than ``m − n_neighbors`` times (padding rows, a constant row, one-hot rows) tie
     at every threshold and defeat the certificate of every row they reach. Then the search runs on the

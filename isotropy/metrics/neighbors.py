@@ -314,7 +314,8 @@ def kneighbors(X, *, n_neighbors: int, metric: str = "euclidean", chunk_size: in
     float32 scores are exact, so every row is certified, ties included, without a second search.
     Rows repeated more than ``max(8, n_neighbors // 8)`` times (a padding row, a constant row) are
     searched once, as distinct points, and their neighbour lists shared: the same result. Time
-    ``O(n²·d/2)`` in BLAS; extra memory ``O(chunk_size² + n·m)``, no copy of ``X``.
+    ``O(n²·d/2)`` in BLAS; extra memory ``O(chunk_size² + n·m)``, no copy of ``X`` (of its distinct rows
+    when rows repeat, above).
 
     With numba installed (``pip install -e ".[fast]"``), searches whose work
     ``n² + 3·n·n_neighbors·d`` is at least ``1.4·10⁹`` run the selection and the
