@@ -125,23 +125,26 @@ def _representation(X: np.ndarray, scale) -> np.ndarray:
     return R if scale is None else R * scale[:, None]
 
 
-# Columns of the rows compared to find the candidate duplicates (maybe_repeated).
-_KEY_COLUMNS = 16
+# Float64 entries of the rows projected at a time (maybe_repeated).
+_PROJECTED = 2**18
 
 
 def maybe_repeated(X, scale) -> np.ndarray:
-    """The rows ``X[i]·scale[i]`` equal to another row on ``_KEY_COLUMNS`` evenly spaced columns.
+    """The rows ``X[i]·scale[i]`` whose projection on one fixed random direction equals another row's.
 
-    A superset of the rows equal to another (:func:`distinct_rows` compares them whole), found in
-    ``O(n)`` work on a few columns: the bits of their values (``+ 0.0``: ``−0.0`` is ``0.0``), one
-    wrapping integer combination per row, the rows whose combinations repeat.
+    A superset of the rows equal to another (:func:`distinct_rows` compares them whole): equal rows
+    have equal projections (the same arithmetic; ``−0.0`` and ``0.0`` project alike), distinct rows
+    almost never do. ``O(n·d)`` work a few rows at a time (about ``_PROJECTED`` float64 entries), every
+    column read: a key from a few sampled columns flagged most rows of sparse or one-hot data, whose
+    comparison then copied them all.
     """
-    d = X.shape[1]
-    columns = np.unique(np.linspace(0, d - 1, min(d, _KEY_COLUMNS)).astype(np.intp))
-    bits = (_representation(X[:, columns], scale) + 0.0).view(np.uint64)
-    weights = np.random.default_rng(0).integers(1, 2**63, columns.size, dtype=np.uint64) | np.uint64(1)
-    with np.errstate(over="ignore"):
-        keys = (bits * weights).sum(axis=1, dtype=np.uint64)  # modulo 2⁶⁴
+    n, d = X.shape
+    probe = np.random.default_rng(0).standard_normal(d)
+    keys = np.empty(n)
+    step = max(1, _PROJECTED // max(d, 1))
+    for s in range(0, n, step):
+        rows = _representation(X[s:s + step], None if scale is None else scale[s:s + step])  # (X itself, if float64)
+        keys[s:s + step] = (rows * probe).sum(axis=1)  # (not BLAS: one summation order for every row)
     _, inverse, counts = np.unique(keys, return_inverse=True, return_counts=True)
     return counts[inverse.reshape(-1)] > 1
 
@@ -154,8 +157,10 @@ def distinct_rows(X, scale, repeated):
     """
     n = X.shape[0]
     among = np.flatnonzero(repeated)
-    _, first_among, inverse_among = np.unique(_representation(X[among], None if scale is None else scale[among]),
-                                              axis=0, return_index=True, return_inverse=True)
+    # in X's own dtype for the euclidean metric (equal there is equal in float64; + 0.0: −0.0 is 0.0)
+    rows = X[among] + X.dtype.type(0) if scale is None else _representation(X[among], scale[among])
+    _, first_among, inverse_among = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+    del rows
     representative = np.arange(n)
     representative[among] = among[first_among][inverse_among.reshape(-1)]  # each row's first equal row
     first, inverse = np.unique(representative, return_inverse=True)  # sorted by that row's index
@@ -329,8 +334,8 @@ class _Operands:
     Left rows ``[c_i, ‖c_i‖²/2, 1]`` and right rows ``[c_j, −1, −‖c_j‖²/2]`` of the centred rows
     ``c_i = X[i]·scale[i] − centre`` in ``dtype`` (float32, or float64 where float32 cannot hold the
     scores), so that ``left[i]·right[j] = c_i·c_j − ‖c_i‖²/2 − ‖c_j‖²/2 = −‖c_i − c_j‖²/2``; and
-    ``q_i = ‖c_i‖²`` in float64 for every row. ``exact``: every centred entry is an integer and every
-    ``q_i <= _EXACT_NORM`` (euclidean metric only), so that the float32 scores are exact
+    ``q_i = ‖c_i‖²`` in float64 for every row. ``exact``: every entry of ``X`` and of the centre is an
+    integer and every ``q_i <= _EXACT_NORM`` (euclidean metric only), so that the float32 scores are exact
     (one-hot, 0/1, count and other integer rows; see :func:`_exact_selection`). A worker builds the panels of its blocks from ``X``
     into its own buffers (one more read of ``b·d`` entries per ``b × b`` block, :func:`_tasks`)
     instead of an ``n × (d + 2)`` copy of ``X`` held throughout.
@@ -347,10 +352,15 @@ class _Operands:
         self.q = np.empty(n, dtype=np.float64)
         half = np.empty(n, dtype=np.float32)  # ‖ĉ_i‖²/2 of the float32 operands, if they can be used
         step = max(1, _OPERAND_ELEMENTS // max(self.d, 1))
-        integral = scale is None  # whether every centred entry is an integer (checked until one is not)
+        # whether every entry of X and of the centre is an integer (checked until one is not): then every centred entry
+        # is an exact integer. Not from the centred rows: a small fraction beside a large integer rounds away there
+        # (2⁻⁶⁰ − (−7) is 7.0), and rows that differ by it would get equal scores.
+        integral = scale is None and bool(np.all(np.floor(centre) == centre))
         for s in range(0, n, step):  # one chunk at a time (on the workers, their chunks raised the peak memory)
+            if integral:
+                rows = X[s:s + step]
+                integral = bool(np.all(np.floor(rows) == rows))
             c = self._centred(slice(s, min(n, s + step)))
-            integral = integral and bool(np.all(np.floor(c) == c))
             self.q[s:s + step] = np.einsum("ij,ij->i", c, c)
             with np.errstate(over="ignore", under="ignore"):  # not used when it overflows (below)
                 low = c.astype(np.float32)
@@ -1195,19 +1205,20 @@ def _search_distinct(X, scale, n_neighbors: int, first, inverse, sizes, *, block
     neighbours at theirs, equal distances merged by index (a neighbour's rows all have the index of
     its first row or a larger one, so the first ``n_neighbors + 1`` of the list come from the neighbours
     up to the one where the count reaches ``n_neighbors + 1``, and those tied with it). A row's
-    neighbours are its point's first ``n_neighbors + 1`` without the row itself. When the tie at that
-    distance reaches the last neighbour found (the one more than a list can need, so only on an exact
-    tie), further distinct points may share it: those points' lists are searched again with twice as
-    many neighbours (float64 differences, :func:`_exact_rows`) until the tie ends inside the list. The distances are those of the distinct points, which equal
-    the rows' bit for bit.
+    neighbours are its point's first ``n_neighbors + 1`` without the row itself. No point beyond the
+    ``n_neighbors + 1`` found reaches a list: the first rows of ``u`` and of those points are
+    ``n_neighbors + 2`` rows, and every row of a point not found comes after all of them (at a larger
+    distance, or at the same one with a larger first row, as the search breaks ties, and its other
+    rows larger still). The distances are those of the distinct points, which equal the rows' bit for bit.
     """
     n, k, n_u = X.shape[0], n_neighbors, first.size
     X_u, scale_u = np.ascontiguousarray(X[first]), None if scale is None else scale[first]
-    k_u = min(k + 1, n_u - 1)  # one more than a list needs: a tie at its last one shows
+    k_u = min(k + 1, n_u - 1)
     if k_u > 0:
         sq_u, ind_u = _search_points(X_u, scale_u, k_u, block=block, caller=caller, search=search)
     else:  # one distinct point: every neighbour is a repeat
         sq_u, ind_u = np.empty((n_u, 0)), np.empty((n_u, 0), dtype=np.intp)
+    del X_u
     members = np.argsort(inverse, kind="stable")  # the rows of each point, ascending
     starts = np.concatenate([[0], np.cumsum(sizes)])
     lists_sq = np.empty((n_u, k + 1))
@@ -1220,46 +1231,34 @@ def _search_distinct(X, scale, n_neighbors: int, first, inverse, sizes, *, block
         lists_sq[single, 0], lists_ind[single, 0] = 0.0, first[single]
         lists_sq[single, 1:], lists_ind[single, 1:] = sq_u[single, :k], first[ind_u[single, :k]]
     points = np.flatnonzero(~single)
-    sq_p, ind_p = sq_u[points], ind_u[points]
+    _expanded(points, sq_u[points], ind_u[points], sizes, members, starts, k, lists_sq, lists_ind)
     del sq_u, ind_u
-    while points.size:
-        done = _expanded(points, sq_p, ind_p, sizes, members, starts, k, n_u, lists_sq, lists_ind)
-        points = points[~done]
-        if points.size:  # a tie reaches the last neighbour found: twice as many (all the points at most)
-            k_u = min(n_u - 1, 2 * sq_p.shape[1])
-            sq_p, ind_p = _exact_rows(X_u, scale_u, points, k_u, (0, n_u), _loops(X_u, k_u, search))
     rows = np.arange(n)
     own = lists_ind[inverse]  # each row's point's list; the row itself, where in it, goes
     keep = np.argsort(own == rows[:, None], axis=1, kind="stable")[:, :k]
     return np.take_along_axis(lists_sq[inverse], keep, axis=1), np.take_along_axis(own, keep, axis=1)
 
 
-def _expanded(points, sq, ind, sizes, members, starts, k, n_u, lists_sq, lists_ind) -> np.ndarray:
+def _expanded(points, sq, ind, sizes, members, starts, k, lists_sq, lists_ind) -> None:
     """The lists of :func:`_search_distinct` for ``points`` (their neighbours: ``sq``, ``ind``) into ``lists_sq``
-    and ``lists_ind``, a few points at a time (``_EXPANSION_ENTRIES``); whether each point's list is final
-    (False: a tie reaches its last neighbour while more points exist)."""
+    and ``lists_ind``, a few points at a time (``_EXPANSION_ENTRIES`` rows of their slots)."""
     group = np.concatenate([points[:, None], ind], axis=1)  # slot 0: the point itself, at 0
     dist = np.concatenate([np.zeros((points.size, 1)), sq], axis=1)
     cap = np.minimum(sizes[group], k + 1)  # a slot's first k + 1 rows at most (its rows share one distance)
     reach = np.argmax(np.cumsum(cap, axis=1) >= k + 1, axis=1)  # the slot where the count reaches k + 1
     bound = dist[np.arange(points.size), reach]
     take = np.where(dist <= bound[:, None], cap, 0)  # the slots up to it and those tied with it
-    done = ~((dist[:, -1] == bound) & (sq.shape[1] < n_u - 1))
-    take[~done] = 0  # (searched again)
-    per_point = take.sum(axis=1)
-    ends = np.cumsum(per_point)
+    ends = np.cumsum(take.sum(axis=1))
     start = 0
     while start < points.size:  # points whose entries fit in _EXPANSION_ENTRIES (at least one)
         stop = max(start + 1, int(np.searchsorted(ends, (ends[start - 1] if start else 0) + _EXPANSION_ENTRIES)))
         part = slice(start, stop)
         counts = take[part].ravel()
         slot_point = np.repeat(np.arange(start, stop), take.shape[1])
-        slot_group = group[part].ravel()
-        slot_dist = dist[part].ravel()
         owner = np.repeat(slot_point, counts)
         at = np.arange(owner.size) - np.repeat(np.cumsum(counts) - counts, counts)  # a row's place in its slot
-        row = members[starts[np.repeat(slot_group, counts)] + at]
-        value = np.repeat(slot_dist, counts)
+        row = members[starts[np.repeat(group[part].ravel(), counts)] + at]
+        value = np.repeat(dist[part].ravel(), counts)
         order = np.lexsort((row, value, owner))
         owner, row, value = owner[order], row[order], value[order]
         rank = np.arange(owner.size) - np.searchsorted(owner, owner)  # place in its point's list
@@ -1267,7 +1266,6 @@ def _expanded(points, sq, ind, sizes, members, starts, k, n_u, lists_sq, lists_i
         lists_sq[points[owner[first_k]], rank[first_k]] = value[first_k]
         lists_ind[points[owner[first_k]], rank[first_k]] = row[first_k]
         start = stop
-    return done
 
 
 def exact_knn_cross(X: np.ndarray, scale, n_p: int, n_neighbors: int, *, caller: str = "kneighbors",
