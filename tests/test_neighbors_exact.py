@@ -987,3 +987,22 @@ def test_repeat_candidates_read_every_column_and_leave_x_alone(jit):
     S[1500, S[3] == 0] = -0.0
     flagged = kernels.maybe_repeated(S, None)
     assert flagged[[3, 7, 1500]].all() and flagged.sum() == 3
+
+
+def test_the_dimension_metrics_look_for_repeats_once(jit, monkeypatch):
+    """The dimension metrics find the distinct points before their search (``maybe_repeated``, ``distinct_rows``);
+    the kernel does not look again (``distinct=True``), while ``kneighbors`` itself looks once."""
+    from isotropy._kernels import neighbors as kernels
+
+    looked = []
+    inner = kernels.maybe_repeated
+    monkeypatch.setattr(kernels, "maybe_repeated", lambda *a: (looked.append(1), inner(*a))[1])
+    X = np.random.default_rng(0).standard_normal((300, 8))
+    X[::3] = X[1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # the duplicates' note
+        iso.twonn_dimension(X)
+        iso.mle_dimension(X, n_neighbors=5)
+    assert looked == []
+    kneighbors(X, n_neighbors=5)
+    assert looked == [1]

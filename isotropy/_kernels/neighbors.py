@@ -1118,7 +1118,7 @@ def _exact_selection(X, scale, centre, q, rows, best_v, best_i, n_neighbors, dty
 
 
 def exact_knn(X: np.ndarray, scale, n_neighbors: int, *, block: int | None = None, caller: str = "kneighbors",
-              search: tuple[int, int] | None = None):
+              search: tuple[int, int] | None = None, distinct: bool = False):
     """Squared distances (float64, sorted) and indices of the ``n_neighbors`` nearest other points.
 
     The metric is the euclidean distance between the rows ``y_i = X[i]·scale[i]`` (see
@@ -1157,9 +1157,11 @@ def exact_knn(X: np.ndarray, scale, n_neighbors: int, *, block: int | None = Non
     at every threshold and defeat the certificate of every row they reach. Then the search runs on the
     distinct points (a copy of them) and each row's neighbours are read from its distinct point's
     (:func:`_search_distinct`): the same neighbours and the same bits, for a search of fewer points.
+    ``distinct``: the caller knows no two rows are equal (the dimension metrics search their distinct
+    points), so the rows are not looked at for repeats.
     """
     n = X.shape[0]
-    if n > 2:
+    if n > 2 and not distinct:
         repeated = maybe_repeated(X, scale)
         if repeated.any():
             first, inverse = distinct_rows(X, scale, repeated)

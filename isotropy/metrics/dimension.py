@@ -67,13 +67,14 @@ def _neighbour_distances(X, *, n_neighbors: int, metric: str, caller: str, given
     else:  # the duplicates first, so that the search runs once, on the distinct points
         X, scale = _prepare(X, metric, caller)
         first, inverse = distinct_rows(X, scale, maybe_repeated(X, scale))
-        found = None if first.size < n else _kneighbors_numpy(X, scale, n_neighbors, None, caller)
+        found = None if first.size < n else _kneighbors_numpy(X, scale, n_neighbors, None, caller, distinct=True)
     parallel = False
     while True:  # cosine: rows parallel to another to the input's precision merge too (a search or two more)
         if first.size - 1 < n_neighbors:
             raise too_few_distinct(caller, n_neighbors, first.size, n - first.size)
         if found is None:
-            found = _kneighbors_numpy(X[first], None if scale is None else scale[first], n_neighbors, None, caller)
+            found = _kneighbors_numpy(X[first], None if scale is None else scale[first], n_neighbors, None, caller,
+                                      distinct=True)
         sq, ind = found
         merged = merge_parallel(sq, ind, 2.0 * radius)
         if merged is None:

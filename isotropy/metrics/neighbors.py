@@ -30,13 +30,15 @@ from isotropy._utils.validation import check_n_neighbors, check_option, check_sc
 __all__ = ["kneighbors"]
 
 
-def _kneighbors_numpy(X: np.ndarray, scale, n_neighbors: int, chunk_size: int | None, caller: str = "kneighbors"):
+def _kneighbors_numpy(X: np.ndarray, scale, n_neighbors: int, chunk_size: int | None, caller: str = "kneighbors",
+                      *, distinct: bool = False):
     """Squared distances (float64, sorted) and indices of the nearest neighbours of the rows ``X[i]·scale[i]``.
 
     The exact kernel :func:`isotropy._kernels.neighbors.exact_knn` (float32 candidate blocks of the
     upper triangle, exact float64 distances, a rounding certificate per row, exact fallbacks).
+    ``distinct``: no two rows are equal (the caller found its distinct points): the kernel does not look again.
     """
-    return exact_knn(X, scale, n_neighbors, block=chunk_size, caller=caller)
+    return exact_knn(X, scale, n_neighbors, block=chunk_size, caller=caller, distinct=distinct)
 
 
 def _search_numpy(X: np.ndarray, n_neighbors: int, metric: str, chunk_size: int | None, caller: str):
