@@ -10,7 +10,10 @@ checkouts alternating), the ratio to the same checkout's search on Gaussian data
 brute-force ``NearestNeighbors`` (float64 products: not exact where the distances tie or nearly do) timed in the
 same interpreter; and whether every checkout gives the stable sort of scipy's ``cdist`` (ties by index).
 
-    nice -n 5 .venv/bin/python benchmarks/bench_neighbors_ties.py [--n 4000] [--compare DIR] [--rounds 2]
+``--dask ROWS`` times the dask search instead (``isotropy.distributed.kneighbors`` of a dask array in chunks of
+``ROWS`` rows, on dask's threaded scheduler), whose off-diagonal tiles run the cross search.
+
+    nice -n 5 .venv/bin/python benchmarks/bench_neighbors_ties.py [--n 4000] [--compare DIR] [--rounds 2] [--dask ROWS]
 """
 
 from __future__ import annotations
@@ -36,9 +39,21 @@ kind, n, d, k = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]
 sys.path.insert(0, sys.argv[5])
 from bench_neighbors_ties import _data
 X = _data(kind, n, d)
-kneighbors(X[:300], n_neighbors=k)  # imports and compilation outside the clock
+chunk = int(sys.argv[6])
+if chunk:  # the dask search, on dask's threaded scheduler: tiles of `chunk` rows
+    import dask
+    import dask.array as da
+    import isotropy.distributed
+
+    def search(A):
+        return dask.compute(*isotropy.distributed.kneighbors(da.from_array(A, chunks=(chunk, A.shape[1])),
+                                                             n_neighbors=k, chunk_size=chunk))
+else:
+    def search(A):
+        return kneighbors(A, n_neighbors=k)
+search(X[:300])  # imports and compilation outside the clock
 start = time.perf_counter()
-dist, ind = kneighbors(X, n_neighbors=k)
+dist, ind = search(X)
 ours = time.perf_counter() - start
 start = time.perf_counter()
 NearestNeighbors(n_neighbors=k, algorithm="brute").fit(X).kneighbors()
@@ -76,10 +91,11 @@ def _reference_digest(kind, n, d, k):
     return hashlib.sha256(np.ascontiguousarray(ind)).hexdigest()
 
 
-def _run(tree, kind, n, d, k, jit):
+def _run(tree, kind, n, d, k, jit, chunk=0):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(tree), os.environ.get("PYTHONPATH")])),
            "ISOTROPY_JIT": jit}
-    out = subprocess.run([sys.executable, "-c", _CHILD, kind, str(n), str(d), str(k), str(Path(__file__).parent)], check=True,
+    out = subprocess.run([sys.executable, "-c", _CHILD, kind, str(n), str(d), str(k), str(Path(__file__).parent),
+                          str(chunk)], check=True,
                          capture_output=True, text=True, cwd=tree, env=env).stdout
     return json.loads(out.strip().splitlines()[-1])
 
@@ -90,6 +106,8 @@ def main():
     parser.add_argument("--d", type=int, default=32)
     parser.add_argument("--k", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--dask", type=int, default=0, metavar="ROWS",
+                        help="the dask search (isotropy.distributed.kneighbors, threaded scheduler) in tiles of ROWS")
     parser.add_argument("--compare", action="append", default=[], metavar="DIR",
                         help="also another checkout (repeatable)")
     args = parser.parse_args()
@@ -100,10 +118,11 @@ def main():
         for kind in KINDS:
             for (name, tree) in trees.items():
                 for loop, jit in loops.items():
-                    got = _run(tree, kind, args.n, args.d, args.k, jit)
+                    got = _run(tree, kind, args.n, args.d, args.k, jit, args.dask)
                     best = runs.get((name, loop, kind))
                     runs[(name, loop, kind)] = got if best is None or got["ours"] < best["ours"] else best
-    print(f"n = {args.n:,}, d = {args.d}, float64, k = {args.k}; fastest of {args.rounds} searches in fresh "
+    where = f"the dask search in tiles of {args.dask:,} rows (threaded scheduler)" if args.dask else "in memory"
+    print(f"n = {args.n:,}, d = {args.d}, float64, k = {args.k}, {where}; fastest of {args.rounds} searches in fresh "
           f"interpreters; tied / Gaussian: against the same checkout's search on Gaussian data; / peer: against "
           f"scikit-learn's brute force in the same interpreter")
     print("| checkout | loops | " + " | ".join(f"{kind} s" for kind in KINDS) + " | "

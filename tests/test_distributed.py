@@ -219,12 +219,14 @@ def test_a_tile_runs_in_the_thread_dask_gives_it(monkeypatch):
 @pytest.mark.parametrize("jit", ["0", "1", "auto"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("metric", ["euclidean", "cosine"])
-def test_tiles_give_the_in_memory_distances_bit_for_bit(monkeypatch, jit, dtype, metric):
+@pytest.mark.parametrize("padded", [False, True], ids=["distinct", "padded"])
+def test_tiles_give_the_in_memory_distances_bit_for_bit(monkeypatch, jit, dtype, metric, padded):
     """On either loops, the tiles' merged neighbours are the in-memory search's: the same indices, the same bits.
 
     Under ``auto`` the threshold is lowered so that the in-memory search of these 515 points runs the compiled
     loops while a tile of 256 (or a diagonal tile of the last 3 rows, which asks for 2 neighbours) alone would
-    not: the tiles must follow the whole search, not their own size.
+    not: the tiles must follow the whole search, not their own size. ``padded``: every fourth row one padding
+    row, which every tile and the in-memory search reach through their distinct points.
     """
     import isotropy._kernels.neighbors as kernels
 
@@ -233,6 +235,8 @@ def test_tiles_give_the_in_memory_distances_bit_for_bit(monkeypatch, jit, dtype,
     rng = np.random.default_rng(4)
     X = (rng.normal(size=(515, 12)) @ rng.normal(size=(12, 12)) + 5.0).astype(dtype)
     X[7] = X[3]  # a duplicate: a tie at distance 0, broken by the smaller index on both paths
+    if padded:
+        X[::4] = X[1]
     want = isotropy.metrics.neighbors.kneighbors(X, n_neighbors=9, metric=metric)
     dist, ind = dask.compute(*isotropy.distributed.kneighbors(da.from_array(X, chunks=(150, 12)), n_neighbors=9,
                                                               metric=metric, chunk_size=128))

@@ -1006,3 +1006,29 @@ def test_the_dimension_metrics_look_for_repeats_once(jit, monkeypatch):
     assert looked == []
     kneighbors(X, n_neighbors=5)
     assert looked == [1]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**16), n=st.integers(3, 160), d=st.integers(1, 6), k=st.integers(1, 30),
+       distinct=st.integers(1, 5), dtype=st.sampled_from([np.float32, np.float64]))
+def test_cross_search_of_repeated_rows_reads_the_distinct_points(jit, seed, n, d, k, distinct, dtype):
+    """The dask tiles' cross search (rows of one part among the other's) with rows repeated beyond the margin in
+    either part: through the distinct points of both parts (``_cross_distinct``), bit for bit the search of every
+    row (``_cross_points``), the stable sort of cdist, padded with ``inf`` and ``n`` past the other part's rows."""
+    from isotropy._kernels import neighbors as kernels
+
+    rng = np.random.default_rng(seed)
+    X = _with_repeats(rng, n, d, distinct, "euclidean").astype(dtype)
+    n_p = int(rng.integers(1, n))
+    got = kernels.exact_knn_cross(X, None, n_p, k)
+    whole = kernels._cross_points(X, None, n_p, k, caller="test", search=None)
+    for (sq, ind), (sq_w, ind_w), rows, cols in zip(got, whole, (slice(0, n_p), slice(n_p, n)),
+                                                     (slice(n_p, n), slice(0, n_p))):
+        np.testing.assert_array_equal(sq, sq_w)
+        np.testing.assert_array_equal(ind, ind_w)
+        D = cdist(X[rows].astype(np.float64), X[cols].astype(np.float64), "sqeuclidean")
+        kk = min(k, D.shape[1])
+        order = np.argsort(D, axis=1, kind="stable")[:, :kk]
+        np.testing.assert_array_equal(ind[:, :kk], order + cols.start)
+        np.testing.assert_allclose(sq[:, :kk], np.take_along_axis(D, order, axis=1), rtol=1e-12, atol=0)
+        assert np.isinf(sq[:, kk:]).all() and (ind[:, kk:] == n).all()

@@ -1241,14 +1241,25 @@ def _search_distinct(X, scale, n_neighbors: int, first, inverse, sizes, *, block
     return np.take_along_axis(lists_sq[inverse], keep, axis=1), np.take_along_axis(own, keep, axis=1)
 
 
-def _expanded(points, sq, ind, sizes, members, starts, k, lists_sq, lists_ind) -> None:
+def _expanded(points, sq, ind, sizes, members, starts, k, lists_sq, lists_ind, *, own: bool = True) -> None:
     """The lists of :func:`_search_distinct` for ``points`` (their neighbours: ``sq``, ``ind``) into ``lists_sq``
-    and ``lists_ind``, a few points at a time (``_EXPANSION_ENTRIES`` rows of their slots)."""
-    group = np.concatenate([points[:, None], ind], axis=1)  # slot 0: the point itself, at 0
-    dist = np.concatenate([np.zeros((points.size, 1)), sq], axis=1)
-    cap = np.minimum(sizes[group], k + 1)  # a slot's first k + 1 rows at most (its rows share one distance)
-    reach = np.argmax(np.cumsum(cap, axis=1) >= k + 1, axis=1)  # the slot where the count reaches k + 1
-    bound = dist[np.arange(points.size), reach]
+    and ``lists_ind``, a few points at a time (``_EXPANSION_ENTRIES`` rows of their slots).
+
+    ``own``: each list starts with the point's own rows at distance 0 and holds ``k + 1`` rows; otherwise
+    (:func:`exact_knn_cross`, where ``ind`` are points of the other part and ``sizes``, ``members``,
+    ``starts`` describe that part) only the neighbours' rows, ``k`` of them, and a neighbour past the
+    points found (``ind >= sizes.size``, distance ``inf``) holds none; a list left short keeps what
+    ``lists_sq`` and ``lists_ind`` held (the caller's padding).
+    """
+    want = k + 1 if own else k
+    group = np.concatenate([points[:, None], ind], axis=1) if own else np.minimum(ind, sizes.size - 1)
+    dist = np.concatenate([np.zeros((points.size, 1)), sq], axis=1) if own else sq
+    cap = np.minimum(sizes[group], want)  # a slot's first rows at most (its rows share one distance)
+    if not own:
+        cap[ind >= sizes.size] = 0
+    counts = np.cumsum(cap, axis=1)
+    reach = np.argmax(counts >= want, axis=1)  # the slot where the count reaches want
+    bound = np.where(counts[:, -1] >= want, dist[np.arange(points.size), reach], np.inf)
     take = np.where(dist <= bound[:, None], cap, 0)  # the slots up to it and those tied with it
     ends = np.cumsum(take.sum(axis=1))
     start = 0
@@ -1264,7 +1275,7 @@ def _expanded(points, sq, ind, sizes, members, starts, k, lists_sq, lists_ind) -
         order = np.lexsort((row, value, owner))
         owner, row, value = owner[order], row[order], value[order]
         rank = np.arange(owner.size) - np.searchsorted(owner, owner)  # place in its point's list
-        first_k = rank <= k
+        first_k = rank < want
         lists_sq[points[owner[first_k]], rank[first_k]] = value[first_k]
         lists_ind[points[owner[first_k]], rank[first_k]] = row[first_k]
         start = stop
@@ -1278,8 +1289,48 @@ def exact_knn_cross(X: np.ndarray, scale, n_p: int, n_neighbors: int, *, caller:
     rows and, transposed, to the columns, then the same exact stages 2 and 3. Returns
     ``(sq_p, ind_p), (sq_q, ind_q)`` with indices into ``X``; a part with fewer points than
     ``n_neighbors`` pads with ``inf``. The dask search runs it on each tile, with the loops chosen for
-    its ``search`` (as in :func:`exact_knn`).
+    its ``search`` (as in :func:`exact_knn`). A part with rows repeated more than ``m − n_neighbors``
+    times is searched through the distinct points of both parts (as :func:`exact_knn` does).
     """
+    n = X.shape[0]
+    parts = []
+    for rows in (slice(0, n_p), slice(n_p, n)):
+        part, part_scale = X[rows], None if scale is None else scale[rows]
+        repeated = maybe_repeated(part, part_scale) if part.shape[0] > 1 else np.zeros(part.shape[0], dtype=bool)
+        first, inverse = (distinct_rows(part, part_scale, repeated) if repeated.any()
+                          else (np.arange(part.shape[0]), np.arange(part.shape[0])))
+        parts.append((first, inverse, np.bincount(inverse, minlength=first.size)))
+    if max(int(sizes.max(initial=1)) for _, _, sizes in parts) > _n_candidates(n_neighbors, n) - n_neighbors:
+        return _cross_distinct(X, scale, n_p, n_neighbors, parts, caller=caller, search=search or (n, n_neighbors))
+    return _cross_points(X, scale, n_p, n_neighbors, caller=caller, search=search)
+
+
+def _cross_distinct(X, scale, n_p: int, n_neighbors: int, parts, *, caller: str, search):
+    """:func:`exact_knn_cross` through the distinct points of each part (``parts``: ``(first, inverse, sizes)`` of
+    rows ``:n_p`` and of rows ``n_p:``): the distinct points of one part among those of the other, each point's
+    list of rows of the other part by (distance, index) read as in :func:`_search_distinct` (no rows of its own;
+    the ``n_neighbors`` points found suffice: their first rows are ``n_neighbors`` rows before every row of a point
+    not found), each row given its point's list."""
+    n, k = X.shape[0], n_neighbors
+    (first_p, inverse_p, _), (first_q, inverse_q, _) = parts
+    picked = np.concatenate([first_p, n_p + first_q])
+    n_pu = first_p.size
+    (sq_p, ind_p), (sq_q, ind_q) = _cross_points(np.ascontiguousarray(X[picked]), None if scale is None else
+                                                 scale[picked], n_pu, k, caller=caller, search=search)
+    out = []
+    for (sq, ind), inverse, (first_o, inverse_o, sizes_o), offset, shift in (
+            ((sq_p, ind_p), inverse_p, parts[1], n_p, n_pu), ((sq_q, ind_q), inverse_q, parts[0], 0, 0)):
+        members = np.argsort(inverse_o, kind="stable") + offset  # the other part's rows of each point, ascending
+        starts = np.concatenate([[0], np.cumsum(sizes_o)])
+        lists_sq = np.full((sq.shape[0], k), np.inf)
+        lists_ind = np.full((sq.shape[0], k), n, dtype=np.intp)
+        _expanded(np.arange(sq.shape[0]), sq, ind - shift, sizes_o, members, starts, k, lists_sq, lists_ind, own=False)
+        out.append((lists_sq[inverse], lists_ind[inverse]))
+    return out[0], out[1]
+
+
+def _cross_points(X: np.ndarray, scale, n_p: int, n_neighbors: int, *, caller: str, search):
+    """:func:`exact_knn_cross` without the look for repeated rows."""
     n = X.shape[0]
     n_q = n - n_p
     jit = _loops(X, n_neighbors, search)
