@@ -72,12 +72,13 @@ def _squared4(X, scale, c0, c1, c2, c3, scaled, query):
     """``Σ_t (X[c, t]·s_c − query[t])²`` in float64 for the four candidates ``c0``-``c3`` (``s_c = scale[c]`` if
     ``scaled``, else 1), in one pass over ``t``.
 
-    Four independent sums that share each ``query[t]``: 1.4 to 1.6 times faster per distance than one
-    candidate at a time on 20,000 × 384 float32 rows at k = 100 (the candidates of ``locality_order``, or a
-    hundred rows held in cache). Each candidate's sum is the same loop, which the compiler vectorises the
-    same way whatever its place among the four: a distance has the same bits in any group (a last group
-    of fewer repeats its last candidate), so a tile of the dask search and the in-memory
-    search give the same bits (``tests/test_neighbors_exact.py`` checks every place).
+    Four independent sums that share each ``query[t]``: the exact distances of ``kneighbors`` at k = 100 on
+    20,000 × 384 float32 rows took 0.17 of the half-GEMM floor against 0.21 one candidate at a time
+    (``benchmarks/bench_neighbors_floor.py --stages --compare``, docs/benchmarks.md). Each candidate's
+    sum is the same loop, which the compiler vectorises the same way whatever its place among the four:
+    a distance has the same bits in any group (a last group of fewer repeats its last candidate), so a
+    tile of the dask search and the in-memory search give the same bits (``tests/test_neighbors_exact.py``
+    checks every place).
     """
     a0 = a1 = a2 = a3 = 0.0
     if scaled:

@@ -1318,7 +1318,7 @@ def _cross_distinct(X, scale, n_p: int, n_neighbors: int, parts, *, caller: str,
     (sq_p, ind_p), (sq_q, ind_q) = _cross_points(np.ascontiguousarray(X[picked]), None if scale is None else
                                                  scale[picked], n_pu, k, caller=caller, search=search)
     out = []
-    for (sq, ind), inverse, (first_o, inverse_o, sizes_o), offset, shift in (
+    for (sq, ind), inverse, (_, inverse_o, sizes_o), offset, shift in (
             ((sq_p, ind_p), inverse_p, parts[1], n_p, n_pu), ((sq_q, ind_q), inverse_q, parts[0], 0, 0)):
         members = np.argsort(inverse_o, kind="stable") + offset  # the other part's rows of each point, ascending
         starts = np.concatenate([[0], np.cumsum(sizes_o)])
