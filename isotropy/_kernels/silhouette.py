@@ -193,16 +193,13 @@ def duplicate_groups(X):
 
     The product kernel gives two equal rows the distance √(rounding of q_i + q_j − 2·u_i·u_j), up to √δ where
     its other distances are off by δ/(2·d): averaged over many duplicates, a float32 silhouette was off by 1e-4
-    (a review). Candidates are rows with equal sums of their entries times one fixed random vector (the same
-    arithmetic for equal rows), checked bit for bit: O(n·d), a few ms at n = 20,000, d = 384.
+    (a review). Candidates are rows with equal projections on one fixed random direction
+    (:func:`isotropy._kernels.neighbors.maybe_repeated`, the exact search's), checked bit for bit: O(n·d).
     """
-    n, d = X.shape
-    probe = np.random.default_rng(0).standard_normal(d)
-    step = max(1, (1 << 20) // max(d, 1))
-    key = np.concatenate([(np.asarray(X[i:i + step], dtype=np.float64) * probe).sum(axis=1) for i in range(0, n, step)])
-    _, inverse, counts = np.unique(key, return_inverse=True, return_counts=True)
-    candidates = np.flatnonzero(counts[inverse.reshape(-1)] > 1)
-    return groups_among(candidates, X[candidates] if candidates.size else None, n)
+    from isotropy._kernels.neighbors import maybe_repeated  # (that module imports this one's threads lazily too)
+
+    candidates = np.flatnonzero(maybe_repeated(X, None))
+    return groups_among(candidates, X[candidates] if candidates.size else None, X.shape[0])
 
 
 def groups_among(candidates, rows, n):
