@@ -422,14 +422,20 @@ def _kernel_rows(X, repeat, compare=(), history=False):
                 spent[key].append(seconds)
             floor.append(timed(lambda: _floor(X))[1])
         checked = [key for key in kernels if key not in (BEFORE, "after", "after, compiled")]
-        same = all(np.array_equal(values[key][0], values[_peer(key)][0])
-                   and np.array_equal(values[key][1], values[_peer(key)][1]) for key in checked)
+        def agreement(a, b):
+            if np.array_equal(a[1], b[1]) and np.array_equal(a[0], b[0]):
+                return "yes"
+            if not np.array_equal(a[1], b[1]):
+                return "NO"
+            relative = np.max(np.abs(a[0] - b[0]) / np.maximum(b[0], np.finfo(np.float64).tiny))
+            return f"indices yes, distances within {relative:.0e} relative"
+
+        same = {key: agreement(values[key], values[_peer(key)]) for key in checked}
         (d0, i0), (d1, i1) = values["after"], values["after, compiled"]
         compiled = f"indices {'equal' if np.array_equal(i0, i1) else 'DIFFER'}, distances within " \
                    f"{np.max(np.abs(d1 - d0) / np.maximum(d0, np.finfo(np.float64).tiny)):.0e} relative"
         ratios = " | ".join(f"{min(spent[key]) / min(floor):.2f}" for key in kernels)
-        versus = f"{'yes' if same else 'NO'} (bit for bit: {', '.join(f'{key} vs {_peer(key)}' for key in checked)}); " \
-            if checked else ""
+        versus = "".join(f"{key} vs {_peer(key)}, bit for bit: {same[key]}; " for key in checked)
         print(f"| {name} | {k} | {ratios} | {versus}compiled: {compiled} |", flush=True)
 
 

@@ -909,8 +909,8 @@ def test_repeated_rows_search_the_distinct_points_with_the_same_bits(jit, seed, 
 @pytest.mark.parametrize("metric", ["euclidean", "cosine"])
 def test_padding_rows_take_the_distinct_search_and_no_fallback(jit, metric, monkeypatch):
     """A quarter of the rows one padding row (as token embeddings with padding): every row of it, and every row
-    it reaches, tied beyond the candidates, went to the float64 differences to every point (about 27 times the
-    search of distinct rows, n = 8,000, d = 384, k = 20). Now the search of the distinct points runs, no
+    it reaches, tied beyond the candidates, went to the float64 differences to every point (the "padded" kind of
+    benchmarks/bench_neighbors_ties.py). Now the search of the distinct points runs, no
     fallback runs, and the neighbours are the stable sort of the exact distances."""
     from isotropy._kernels import neighbors as kernels
 
@@ -937,7 +937,7 @@ def test_a_tie_at_the_last_distinct_neighbour_needs_no_further_search(jit, monke
     the k + 1 distinct neighbours found end inside a tie; no further point can reach a list (its rows come after
     the first rows of those found), so no fallback runs, and the rows of the repeated category (40-59) come
     before the later categories (60-79) at √2, as the stable sort of cdist orders them. A review found a
-    further search here that grew to every pair of distinct points (14 s for 1,000 categories)."""
+    further search here that grew to every pair of distinct points on many one-hot categories."""
     from isotropy._kernels import neighbors as kernels
 
     def refused(*args, **kwargs):
@@ -956,8 +956,8 @@ def test_a_tie_at_the_last_distinct_neighbour_needs_no_further_search(jit, monke
 def test_exact_scores_need_integer_rows_not_integer_differences(jit):
     """A fraction that rounds away beside a large integer (2⁻⁶⁰ − (−7) is 7.0 in float64) leaves the centred rows
     integers but not the rows: the scores are not exact, the certificate decides, and the neighbours are right
-    (a review: rows differing by such fractions got each other's neighbours; small counts whose zeros carried
-    1e-17 of noise had 792 wrong nearest neighbours in 2,000 rows)."""
+    (a review: rows differing by such fractions got each other's neighbours; the small counts below, whose zeros
+    carry 1e-17 of noise, got wrong nearest neighbours on many rows)."""
     from isotropy._kernels import neighbors as kernels
 
     X = np.concatenate([np.arange(-30, 0), np.arange(16) * 2.0**-60, [1.0]])[:, None]
@@ -973,8 +973,8 @@ def test_exact_scores_need_integer_rows_not_integer_differences(jit):
 
 def test_repeat_candidates_read_every_column_and_leave_x_alone(jit):
     """``maybe_repeated`` keys every row by its projection on one random direction: sparse rows that agree on a few
-    sampled columns (their zeros) are not flagged (a review: 1,970 of 2,000 were, and their comparison held 8 times
-    X), equal rows always are (``-0.0`` as ``0.0``), and a float64 X is not written to."""
+    sampled columns (their zeros) are not flagged (a review: almost all were, and their comparison held a float64
+    copy of them, several times X), equal rows always are (``-0.0`` as ``0.0``), and a float64 X is not written to."""
     from isotropy._kernels import neighbors as kernels
 
     rng = np.random.default_rng(0)
