@@ -128,7 +128,7 @@ def test_distinct_rows_from_the_repeated_ones_match_numpy_unique(seed, n, n_copi
     """The distinct points found by comparing only the rows at distance 0 from another are those of
     ``np.unique(axis=0)`` over every row: the same sets of equal rows, each with its first row."""
     from isotropy._kernels.neighbors import _prepare, _representation
-    from isotropy._kernels.neighbors import distinct_rows as _distinct
+    from isotropy._kernels.repeats import distinct_rows as _distinct
 
     rng = np.random.default_rng(seed)
     X = rng.integers(-2, 3, (n, 3)).astype(np.float64)  # coarse values: chance duplicates too
@@ -153,7 +153,7 @@ def test_candidate_duplicates_hold_every_repeated_row(seed, n, n_copies, d, metr
     """The rows compared whole for duplicates (equal on a few columns) include every row equal to another,
     ``-0.0`` and ``0.0`` alike, and for the cosine every positive multiple of another row."""
     from isotropy._kernels.neighbors import _prepare, _representation
-    from isotropy._kernels.neighbors import maybe_repeated as _maybe_repeated
+    from isotropy._kernels.repeats import maybe_repeated as _maybe_repeated
 
     rng = np.random.default_rng(seed)
     X = rng.integers(-2, 3, (n, d)).astype(np.float64)

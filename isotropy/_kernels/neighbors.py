@@ -15,6 +15,7 @@ import threading
 import numpy as np
 
 from isotropy._kernels.centre import column_medians
+from isotropy._kernels.repeats import _representation, distinct_rows, maybe_repeated
 from isotropy._utils.install import extra_command
 from isotropy._utils.validation import IsotropyValueError
 
@@ -117,54 +118,6 @@ def refuse_zero_rows(zero: np.ndarray, *, caller: str) -> None:
         rows = "1 zero row (at index" if zero.size == 1 else f"{zero.size} zero rows (first at index"
         raise IsotropyValueError(f"The 'X' parameter of {caller} must have no zero rows with metric='cosine' "
                                  f"(the cosine distance is undefined for them). Got {rows} {int(zero[0])}) instead.")
-
-
-def _representation(X: np.ndarray, scale) -> np.ndarray:
-    """Float64 rows ``X[i]·scale[i]`` whose euclidean geometry is the metric."""
-    R = np.asarray(X, dtype=np.float64)
-    return R if scale is None else R * scale[:, None]
-
-
-# Float64 entries of the rows projected at a time (maybe_repeated).
-_PROJECTED = 2**18
-
-
-def maybe_repeated(X, scale) -> np.ndarray:
-    """The rows ``X[i]·scale[i]`` whose projection on one fixed random direction equals another row's.
-
-    A superset of the rows equal to another (:func:`distinct_rows` compares them whole): equal rows
-    have equal projections (the same arithmetic; ``−0.0`` and ``0.0`` project alike), distinct rows
-    almost never do. ``O(n·d)`` work a few rows at a time (about ``_PROJECTED`` float64 entries), every
-    column read: a key from a few sampled columns flagged most rows of sparse or one-hot data, whose
-    comparison then copied them all.
-    """
-    n, d = X.shape
-    probe = np.random.default_rng(0).standard_normal(d)
-    keys = np.empty(n)
-    step = max(1, _PROJECTED // max(d, 1))
-    for s in range(0, n, step):
-        rows = _representation(X[s:s + step], None if scale is None else scale[s:s + step])  # (X itself, if float64)
-        keys[s:s + step] = (rows * probe).sum(axis=1)  # (not BLAS: one summation order for every row)
-    _, inverse, counts = np.unique(keys, return_inverse=True, return_counts=True)
-    return counts[inverse.reshape(-1)] > 1
-
-
-def distinct_rows(X, scale, repeated):
-    """The distinct rows ``X[i]·scale[i]``: ``first`` (each one's first row, ascending) and ``inverse`` (each row's).
-
-    Only the ``repeated`` rows are compared (``np.unique`` over them, axis 0): a superset of the rows that
-    equal another (:func:`maybe_repeated`), usually few; every other row is a distinct point of its own.
-    """
-    n = X.shape[0]
-    among = np.flatnonzero(repeated)
-    # in X's own dtype for the euclidean metric (equal there is equal in float64; + 0.0: −0.0 is 0.0)
-    rows = X[among] + X.dtype.type(0) if scale is None else _representation(X[among], scale[among])
-    _, first_among, inverse_among = np.unique(rows, axis=0, return_index=True, return_inverse=True)
-    del rows
-    representative = np.arange(n)
-    representative[among] = among[first_among][inverse_among.reshape(-1)]  # each row's first equal row
-    first, inverse = np.unique(representative, return_inverse=True)  # sorted by that row's index
-    return first, inverse.reshape(-1)
 
 
 def _finish(sq: np.ndarray, metric: str) -> np.ndarray:

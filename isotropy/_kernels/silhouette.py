@@ -21,6 +21,7 @@ from typing import NamedTuple
 import numpy as np
 
 from isotropy._kernels.centre import distance_centre
+from isotropy._kernels.repeats import maybe_repeated
 from isotropy._utils.threads import blas_on_one_thread, one_blas_thread
 from isotropy._utils.validation import IsotropyValueError
 
@@ -194,10 +195,8 @@ def duplicate_groups(X):
     The product kernel gives two equal rows the distance √(rounding of q_i + q_j − 2·u_i·u_j), up to √δ where
     its other distances are off by δ/(2·d): averaged over many duplicates, a float32 silhouette was off by 1e-4
     (a review). Candidates are rows with equal projections on one fixed random direction
-    (:func:`isotropy._kernels.neighbors.maybe_repeated`, the exact search's), checked bit for bit: O(n·d).
+    (:func:`isotropy._kernels.repeats.maybe_repeated`, the exact search's), checked bit for bit: O(n·d).
     """
-    from isotropy._kernels.neighbors import maybe_repeated  # (that module imports this one's threads lazily too)
-
     candidates = np.flatnonzero(maybe_repeated(X, None))
     return groups_among(candidates, X[candidates] if candidates.size else None, X.shape[0])
 

@@ -32,7 +32,8 @@ from isotropy._kernels.dimension import (
     too_few_distinct,
     underflowed_distances,
 )
-from isotropy._kernels.neighbors import _METRICS, _finish, _prepare, distinct_rows, maybe_repeated
+from isotropy._kernels.neighbors import _METRICS, _finish, _prepare
+from isotropy._kernels.repeats import distinct_rows, maybe_repeated
 from isotropy._utils.backend import is_dask, is_torch
 from isotropy._utils.validation import IsotropyValueError, check_n_neighbors, check_option, check_scalar, check_X
 from isotropy.metrics.neighbors import _kneighbors_numpy, _kneighbors_torch
