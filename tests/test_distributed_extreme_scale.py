@@ -175,19 +175,21 @@ def test_dask_cosine_duplicates_at_extreme_scale_are_found_as_in_memory(blobs, e
 
 
 @pytest.mark.parametrize("name, kwargs", [("twonn_dimension", {}), ("mle_dimension", {"n_neighbors": 5})])
-def test_rows_equal_only_at_unit_scale_are_duplicates_on_dask_as_in_memory(name, kwargs):
-    """Near 2**900 a row of 2**-140 has entries that are subnormal at unit scale: two rows one ulp apart there are
-    one point in memory, and on dask (the scale-free hashes told them apart, and the search met distance 0)."""
+def test_rows_apart_below_float64_squares_are_refused_on_dask_as_in_memory(name, kwargs):
+    """Near 2**900, two rows of 2**-140 one ulp apart: the searches bring the largest |x| to 2**40
+    (:func:`isotropy._utils.magnitude.neighbour_target`), where the two rows stay normal numbers and distinct, but
+    their squared distance (near 2**-2100) is not a float64. Both paths refuse them in the same words. (At unit
+    scale their entries were subnormal and the rows equal: both paths merged them as duplicates.)"""
     rng = np.random.default_rng(0)
     X = rng.normal(size=(60, 3)) * 2.0**900
     X[1] = rng.normal(size=3) * 2.0**-140
     X[2] = X[1]
     X[2, 1] = np.nextafter(X[2, 1], 1.0)
-    with pytest.warns(UserWarning, match="1 duplicate rows"):
-        expected = getattr(isotropy, name)(X, **kwargs)
-    with pytest.warns(UserWarning, match="1 duplicate rows"):
-        got = getattr(isotropy, name)(da.from_array(X, chunks=10), **kwargs)
-    assert got == pytest.approx(expected, rel=1e-12)
+    message = "distinct rows at a nonzero float64 distance from each other .* Got 2 distinct row"
+    with pytest.raises(isotropy.IsotropyValueError, match=message):
+        getattr(isotropy, name)(X, **kwargs)
+    with pytest.raises(isotropy.IsotropyValueError, match=message):
+        getattr(isotropy, name)(da.from_array(X, chunks=10), **kwargs)
 
 
 @pytest.mark.parametrize("offset", [1e8, 1e12])

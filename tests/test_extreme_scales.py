@@ -183,3 +183,44 @@ def test_covariance_accumulator_mixes_scales_and_refuses_what_overflows(cloud):
     with pytest.raises(IsotropyValueError, match=r"covariance of data at scale 2\*\*\d+ overflows float64"):
         acc.covariance()
     np.testing.assert_allclose(acc.mean(), np.vstack([X[:45] * 1e-200, X[45:] * 1e200]).mean(axis=0), rtol=1e-12)
+
+
+def _stable_neighbours(X, k):
+    """Distances and indices of the k nearest other rows by scipy's float64 ``cdist``, ties by the smaller index."""
+    from scipy.spatial.distance import cdist
+
+    D = cdist(X.astype(np.float64), X.astype(np.float64))
+    np.fill_diagonal(D, np.inf)
+    ind = np.argsort(D, axis=1, kind="stable")[:, :k]
+    return np.take_along_axis(D, ind, axis=1), ind
+
+
+@pytest.mark.parametrize("dtype, big, small", [(np.float64, 1e150, 1e-10), (np.float32, 1e20, 1e-20)])
+def test_neighbours_of_small_rows_beside_huge_ones(dtype, big, small):
+    """Rows near ``small`` beside rows near ``big``: the searches brought the largest |x| to unit scale, where the
+    small rows' squared differences (float64, near 1e-320) or the small rows themselves (float32, near 1e-40) were
+    subnormal numbers of a few bits: wrong neighbours for many rows and distances off by percents (a user trial).
+    They now bring it to 2**40 (:func:`isotropy._utils.magnitude.neighbour_target`): the neighbours are those
+    of scipy's float64 ``cdist``, ties by index, on numpy, torch and dask, and TwoNN that of scikit-dimension."""
+    import dask.array as da
+    import skdim
+
+    from isotropy.metrics.neighbors import kneighbors
+
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((600, 5))
+    X[:300] *= big
+    X[300:] *= small
+    X = X.astype(dtype)
+    want_d, want_i = _stable_neighbours(X, 5)
+    dist, ind = kneighbors(X, n_neighbors=5)
+    np.testing.assert_array_equal(ind, want_i)
+    np.testing.assert_allclose(dist, want_d, rtol=1e-14)
+    on_dask = [a.compute() for a in kneighbors(da.from_array(X, chunks=(200, -1)), n_neighbors=5)]
+    on_torch = kneighbors(torch.from_numpy(X), n_neighbors=5)
+    for got_d, got_i in (on_dask, [t.numpy() for t in on_torch]):
+        np.testing.assert_array_equal(got_d, dist)
+        np.testing.assert_array_equal(got_i, ind)
+    expected = skdim.id.TwoNN().fit(X.astype(np.float64)).dimension_
+    assert iso.twonn_dimension(X) == pytest.approx(expected, rel=1e-12)
+    assert iso.twonn_dimension(da.from_array(X, chunks=(200, -1))) == iso.twonn_dimension(X)

@@ -107,7 +107,15 @@ def _prepare(X: np.ndarray, metric: str, caller: str):
         X = X.astype(np.float64)
     if metric != "cosine":
         return X, None
-    norms = np.sqrt(np.einsum("ij,ij->i", X, X, dtype=np.float64))
+    if X.flags.c_contiguous:
+        norms = np.sqrt(np.einsum("ij,ij->i", X, X, dtype=np.float64))
+    else:  # the sums in the order of contiguous rows, as for any other layout of the same values (and on dask's blocks)
+        norms = np.empty(X.shape[0], dtype=np.float64)
+        step = max(1, _OPERAND_ELEMENTS // max(1, X.shape[1]))
+        for s in range(0, X.shape[0], step):
+            rows = np.ascontiguousarray(X[s:s + step])
+            norms[s:s + step] = np.einsum("ij,ij->i", rows, rows, dtype=np.float64)
+        np.sqrt(norms, out=norms)
     refuse_zero_rows(np.flatnonzero(norms == 0), caller=caller)
     return X, 1.0 / norms
 

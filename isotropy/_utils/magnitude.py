@@ -22,8 +22,8 @@ import numpy as np
 from isotropy._utils.backend import is_torch
 from isotropy._utils.errors import IsotropyValueError
 
-__all__ = ["directions_at_unit_scale", "extremes", "refuse_partition_overflow", "rescaled", "rows_at_unit_scale",
-           "safe_exponent_range", "times_power_of_two", "unit_exponent", "unit_scale"]
+__all__ = ["directions_at_unit_scale", "extremes", "neighbour_target", "refuse_partition_overflow", "rescaled",
+           "rows_at_unit_scale", "safe_exponent_range", "times_power_of_two", "unit_exponent", "unit_scale"]
 
 # |binary exponent| of max|x| below which the data are used as they are, by working precision.
 # float64: squares, sums of n·d squares and squared Frobenius norms (fourth powers) stay inside
@@ -31,6 +31,15 @@ __all__ = ["directions_at_unit_scale", "extremes", "refuse_partition_overflow", 
 # in float32 products of squares (silhouette, neighbours); float32 tensors keep float32 throughout,
 # including the fourth moments of the torch IsoScore path, hence the narrower range.
 _SAFE_EXPONENT = {("numpy", 8): 100, ("torch", 8): 100, ("numpy", 4): 40, ("torch", 4): 8}
+
+
+# The binary exponent the neighbour searches bring the largest |x| to when they rescale (at most the safe range's):
+# as high as their float32 scores allow, so that the entries far below the largest keep their digits. Brought to
+# unit scale instead, float64 rows near 1e-10 beside rows near 1e150 had squared differences near 1e-320, subnormal
+# numbers of a few bits (wrong neighbours, distances off by percents), and float32 rows near 1e-20 beside rows near
+# 1e20 became subnormal float32 numbers themselves. At 2**40 the float32 scores of any width up to 2**40 features
+# stay finite (|s_ij| <= ‖c_i‖² + ‖c_j‖² <= 8·2**80·d, and float32 holds 2**127).
+_NEIGHBOUR_TOP = 40
 
 
 # |binary exponent| of a row's largest |x| below which the cosine metrics use the row as it is: its squared norm
@@ -87,14 +96,16 @@ def _tiny(X) -> float:
     return float(np.finfo(X.dtype).tiny)
 
 
-def rescaled(X, top: float | None = None, *, caller: str, name: str = "X"):
-    """``(X · 2**-e, e)`` with ``max|X · 2**-e|`` in [0.5, 1), or ``(X, 0)`` when ``X`` is at a safe scale.
+def rescaled(X, top: float | None = None, *, caller: str, name: str = "X", target: int = 0):
+    """``(X · 2**-e, e)`` with ``max|X · 2**-e|`` in [2**(target − 1), 2**target), or ``(X, 0)`` when ``X`` is at a
+    safe scale.
 
-    ``top`` is ``max|X|`` when already known. The product is exact for every normal number
-    (an entry far below the largest may become subnormal, i.e. lose digits that are below
-    float64's precision relative to the largest entry anyway). Raises :class:`IsotropyValueError` when the
-    largest ``|x|`` is itself subnormal: such data carry fewer significant bits than the
-    dtype's precision, so no metric of them would mean what it says.
+    ``top`` is ``max|X|`` when already known. ``target`` (at most :func:`safe_exponent_range`; 0, unit scale, by
+    default) is where the largest ``|x|`` lands: higher keeps more of the entries far below it normal numbers
+    (:func:`neighbour_target`). The product is exact for every normal result (an entry far below the largest may
+    become subnormal, i.e. lose digits that are below the dtype's precision relative to the largest entry anyway).
+    Raises :class:`IsotropyValueError` when the largest ``|x|`` is itself subnormal: such data carry fewer
+    significant bits than the dtype's precision, so no metric of them would mean what it says.
     """
     if top is None:
         low, high = extremes(X)
@@ -105,7 +116,15 @@ def rescaled(X, top: float | None = None, *, caller: str, name: str = "X"):
     exponent = math.frexp(top)[1]  # top = m * 2**exponent, 0.5 <= m < 1
     if abs(exponent) <= safe_exponent_range(X):
         return X, 0
-    return times_power_of_two(X, -exponent), exponent
+    return times_power_of_two(X, target - exponent), exponent - target
+
+
+def neighbour_target(X) -> int:
+    """The ``target`` of :func:`rescaled` for the neighbour searches of ``X`` (an array, tensor or numpy dtype):
+    ``2**40``, within the safe range of ``X``'s kind (``2**8`` for float32 tensors)."""
+    if isinstance(X, np.dtype):
+        X = np.empty(0, dtype=X)
+    return min(_NEIGHBOUR_TOP, safe_exponent_range(X))
 
 
 def refuse_subnormal(X, top: float, *, caller: str, name: str = "X") -> None:
@@ -196,19 +215,19 @@ def _lift(top: float, X) -> int:
     return -math.frexp(top)[1]
 
 
-def unit_scale(X, top: float | None = None, *, caller: str, name: str = "X"):
-    """:func:`rescaled` without the exponent: ``X`` brought to unit scale when it must be."""
-    return rescaled(X, top, caller=caller, name=name)[0]
+def unit_scale(X, top: float | None = None, *, caller: str, name: str = "X", target: int = 0):
+    """:func:`rescaled` without the exponent: ``X`` brought to unit scale (to ``2**target``) when it must be."""
+    return rescaled(X, top, caller=caller, name=name, target=target)[0]
 
 
-def unit_exponent(top: float, dtype, *, caller: str, name: str = "X") -> int:
+def unit_exponent(top: float, dtype, *, caller: str, name: str = "X", target: int = 0) -> int:
     """The ``e`` of :func:`rescaled` for numpy data of ``dtype`` whose largest ``|x|`` is ``top``: 0 at a safe scale.
 
     For data held in pieces (the row chunks of a dask array): the largest ``|x|`` of all the pieces gives the
     exponent :func:`rescaled` would use for the whole, and each piece times ``2**-e`` is that piece of the
     rescaled whole. Raises as :func:`rescaled` when ``top`` is subnormal.
     """
-    return rescaled(np.array([top], dtype=dtype), top, caller=caller, name=name)[1]
+    return rescaled(np.array([top], dtype=dtype), top, caller=caller, name=name, target=target)[1]
 
 
 def refuse_partition_overflow(exponent: int):

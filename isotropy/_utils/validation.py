@@ -90,8 +90,9 @@ def check_X(X, *, caller: str, name: str = "X", min_samples: int = 2, min_featur
     ``rescale="directions"`` (metrics of the rows' directions alone: the cosine distance) each row
     outside that range is brought to unit scale by its own power of two instead
     (:func:`isotropy._utils.magnitude.directions_at_unit_scale`), so that rows of very different
-    lengths all keep their directions. Data whose largest ``|x|`` is subnormal are refused: they have
-    already lost their significant digits.
+    lengths all keep their directions. ``rescale="neighbours"`` (the euclidean neighbour searches) brings it
+    to ``2**40`` instead of unit scale (:func:`isotropy._utils.magnitude.neighbour_target`). Data whose largest
+    ``|x|`` is subnormal are refused: they have already lost their significant digits.
     """
     if is_torch(X):
         check_tensor_data(X, caller=caller, name=name)
@@ -142,7 +143,7 @@ def check_X(X, *, caller: str, name: str = "X", min_samples: int = 2, min_featur
             f"{'feature (column)' if min_features == 1 else 'features (columns)'}. Got {shape[1]} instead.")
     if allow_nonfinite:
         return X
-    from isotropy._utils.magnitude import directions_at_unit_scale, extremes, refuse_subnormal, unit_scale
+    from isotropy._utils.magnitude import directions_at_unit_scale, extremes, neighbour_target, refuse_subnormal, unit_scale
 
     low, high = extremes(X)  # NaN propagates through min and max: one read of X, no n x d temporary
     if not (np.isfinite(low) and np.isfinite(high)):
@@ -152,6 +153,8 @@ def check_X(X, *, caller: str, name: str = "X", min_samples: int = 2, min_featur
     if rescale == "directions":
         refuse_subnormal(X, max(abs(low), abs(high)), caller=caller, name=name)
         return directions_at_unit_scale(X)
+    if rescale == "neighbours":
+        return unit_scale(X, max(abs(low), abs(high)), caller=caller, name=name, target=neighbour_target(X))
     return unit_scale(X, max(abs(low), abs(high)), caller=caller, name=name) if rescale else X
 
 

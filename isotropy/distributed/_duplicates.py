@@ -112,7 +112,7 @@ def distinct_rows(X, *, n_neighbors, metric, caller, stacklevel=4):
 
 
     hash_block = delayed(_scale_free_row_hashes, pure=True)
-    blocks, exponent = unit_blocks(X, caller)
+    blocks, exponent = unit_blocks(X, caller, neighbours=True)
     # the unit scale's exponent computed with the hashes: its block maxima come from the tasks that check the
     # blocks for NaN/inf, so the shards are read once for both; no hash task takes the exponent (the blocks stream)
     starts = np.cumsum((0, *X.chunks[0]))

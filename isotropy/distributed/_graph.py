@@ -341,13 +341,13 @@ def _finite_block_top(block, caller, start):
     return block, max(-low, high)
 
 
-def _unit_exponent(dtype, caller, *tops):
+def _unit_exponent(dtype, caller, target, *tops):
     from isotropy._utils.magnitude import unit_exponent
 
-    return unit_exponent(max(tops, default=0.0), dtype, caller=caller)
+    return unit_exponent(max(tops, default=0.0), dtype, caller=caller, target=target)
 
 
-def unit_blocks(X, caller):
+def unit_blocks(X, caller, *, neighbours: bool = False):
     """:func:`finite_blocks`, and a delayed ``e`` that brings ``X`` to unit scale: ``X·2**-e`` (:func:`at_unit_scale`).
 
     ``e`` is the exponent the in-memory functions rescale the materialised array by
@@ -355,16 +355,20 @@ def unit_blocks(X, caller):
     on the blocks times ``2**-e`` are those of the in-memory function, also near float64's or float32's
     limits. The largest ``|x|`` of each block is read in the task that checks it for NaN/inf (it holds the
     block already): no pass of its own over the shards, and the consumers of the blocks in the same graph
-    take ``e`` with them (one small reduction of n_blocks floats ahead of them).
+    take ``e`` with them (one small reduction of n_blocks floats ahead of them). ``neighbours``: the scale of the
+    in-memory neighbour searches (:func:`isotropy._utils.magnitude.neighbour_target`), not unit scale.
     """
     from dask import delayed
+
+    from isotropy._utils.magnitude import neighbour_target
 
     check = delayed(_finite_block_top, pure=True, nout=2)
     starts = np.cumsum((0, *X.chunks[0]))
     pairs = [check(block, caller, int(start)) for block, start in zip(X.to_delayed().ravel(), starts)]
     # one task takes the n_blocks floats at once, as separate arguments (a tree of max tasks, or a list argument,
     # cost more to build and schedule than the floats cost to send)
-    exponent = delayed(_unit_exponent, pure=True)(X.dtype.str, caller, *(pair[1] for pair in pairs))
+    target = neighbour_target(np.dtype(X.dtype)) if neighbours else 0
+    exponent = delayed(_unit_exponent, pure=True)(X.dtype.str, caller, target, *(pair[1] for pair in pairs))
     return [pair[0] for pair in pairs], exponent
 
 

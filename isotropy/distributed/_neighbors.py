@@ -129,7 +129,7 @@ def _neighbour_blocks(X, n_neighbors, metric, chunk_size, caller, exponent=None)
     X = check_dask_X(X, caller=caller, min_samples=2, rows=rows)
     starts = row_starts(X)
     if exponent is None:
-        blocks, exponent = unit_blocks(X, caller)
+        blocks, exponent = unit_blocks(X, caller, neighbours=True)
         back = exponent
     else:
         blocks, back = finite_blocks(X, caller), 0

@@ -42,8 +42,9 @@ __all__ = ["local_mle_dimension", "mle_dimension", "neighbour_dimensions", "twon
 
 
 def _rescaling(metric) -> bool | str:
-    """How :func:`check_X` brings X to unit scale: row by row for the cosine metric (directions alone), else whole."""
-    return "directions" if isinstance(metric, str) and metric == "cosine" else True  # (an array: refused after)
+    """How :func:`check_X` brings X to scale: row by row for the cosine metric (directions alone), else whole (to the
+    neighbour searches' scale)."""
+    return "directions" if isinstance(metric, str) and metric == "cosine" else "neighbours"  # (an array: refused after)
 
 
 def _neighbour_distances(X, *, n_neighbors: int, metric: str, caller: str, given=None):

@@ -24,7 +24,7 @@ from isotropy._kernels.neighbors import (
     refuse_zero_rows,
 )
 from isotropy._utils.backend import is_dask, is_torch
-from isotropy._utils.magnitude import rescaled
+from isotropy._utils.magnitude import neighbour_target, rescaled
 from isotropy._utils.validation import check_n_neighbors, check_option, check_scalar, check_X
 
 __all__ = ["kneighbors"]
@@ -45,7 +45,7 @@ def _search_numpy(X: np.ndarray, n_neighbors: int, metric: str, chunk_size: int 
     """Distances (float64) and indices of the neighbours of a checked array: :func:`exact_knn` at unit scale."""
     # exact: a power of two; for the cosine metric too (its norms overflowed near 1e160 and underflowed to "zero
     # rows" near 1e-200), whose distances do not depend on the scale
-    X, exponent = rescaled(X, caller=caller)
+    X, exponent = rescaled(X, caller=caller, target=neighbour_target(X))
     X, scale = _prepare(X, metric, caller)
     sq, ind = _kneighbors_numpy(X, scale, n_neighbors, chunk_size, caller)
     return np.ldexp(_finish(sq, metric), exponent if metric == "euclidean" else 0), ind
@@ -100,7 +100,8 @@ def _kneighbors_device(X, n_neighbors: int, metric: str, chunk_size: int | None,
         # and 1e-200, overflowed or lost every digit (wrong neighbours, inf or 0 distances); scaled back below
         # (the cosine metric's rows are each at their own unit scale already, check_X: one factor for all would
         # push the small ones back under float32's normal range)
-        X, exponent = (X.detach(), 0) if metric == "cosine" else rescaled(X.detach(), caller=caller)
+        X, exponent = (X.detach(), 0) if metric == "cosine" else rescaled(X.detach(), caller=caller,
+                                                                          target=neighbour_target(X))
         device = X.device
         exact = torch.float32 if device.type == "mps" else torch.float64
         eps = float(torch.finfo(exact).eps)
