@@ -143,7 +143,13 @@ def check_X(X, *, caller: str, name: str = "X", min_samples: int = 2, min_featur
             f"{'feature (column)' if min_features == 1 else 'features (columns)'}. Got {shape[1]} instead.")
     if allow_nonfinite:
         return X
-    from isotropy._utils.magnitude import directions_at_unit_scale, extremes, neighbour_target, refuse_subnormal, unit_scale
+    from isotropy._utils.magnitude import (
+        directions_at_unit_scale,
+        extremes,
+        neighbour_target,
+        refuse_subnormal,
+        unit_scale,
+    )
 
     low, high = extremes(X)  # NaN propagates through min and max: one read of X, no n x d temporary
     if not (np.isfinite(low) and np.isfinite(high)):
