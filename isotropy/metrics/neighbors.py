@@ -281,7 +281,11 @@ def kneighbors(X, *, n_neighbors: int, metric: str = "euclidean", chunk_size: in
         its own neighbour; an exact duplicate of it is (at distance 0).
     metric : {"euclidean", "cosine"}, default="euclidean"
         ``"cosine"`` is the cosine distance ``1 − cos(x, y)``, computed as ``‖u − v‖²/2`` with
-        ``u = x/‖x‖`` (no cancellation for nearly parallel vectors). Zero rows are rejected.
+        ``u = x/‖x‖`` (no cancellation for nearly parallel vectors). Zero rows are rejected. The unit rows
+        are rounded to float64, and the distances are exact for them: two points at exactly the same
+        cosine distance (a row and its positive multiples, count rows with equal cosines) may lie a few
+        ε² apart, and are then ordered by those last bits, not by index (the dimension estimators merge
+        parallel rows: see :func:`isotropy.twonn_dimension`).
     chunk_size : int or None, default=None
         Rows (and columns) of one square block of the score matrix (numpy input and CPU tensors: memory
         about ``2·chunk_size²`` floats per core; default 1024) or query rows per block (tensors on other
