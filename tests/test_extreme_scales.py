@@ -224,3 +224,5 @@ def test_neighbours_of_small_rows_beside_huge_ones(dtype, big, small):
     expected = skdim.id.TwoNN().fit(X.astype(np.float64)).dimension_
     assert iso.twonn_dimension(X) == pytest.approx(expected, rel=1e-12)
     assert iso.twonn_dimension(da.from_array(X, chunks=(200, -1))) == iso.twonn_dimension(X)
+    on_tensor = iso.twonn_dimension(torch.from_numpy(X))  # in the tensor's dtype
+    assert float(on_tensor) == pytest.approx(expected, rel=1e-6 if dtype == np.float32 else 1e-12)

@@ -120,11 +120,14 @@ def rescaled(X, top: float | None = None, *, caller: str, name: str = "X", targe
 
 
 def neighbour_target(X) -> int:
-    """The ``target`` of :func:`rescaled` for the neighbour searches of ``X`` (an array, tensor or numpy dtype):
-    ``2**40``, within the safe range of ``X``'s kind (``2**8`` for float32 tensors)."""
-    if isinstance(X, np.dtype):
-        X = np.empty(0, dtype=X)
-    return min(_NEIGHBOUR_TOP, safe_exponent_range(X))
+    """The ``target`` of :func:`rescaled` for the neighbour searches of ``X`` (an array, a tensor or a numpy dtype):
+    ``2**40``, within the safe range of numpy data of its width, so that a tensor and an array of the same values
+    are searched at the same scale (the float32 scores of a search on any device hold ``2**40``)."""
+    if is_torch(X):
+        itemsize = X.element_size()
+    else:
+        itemsize = X.itemsize if isinstance(X, np.dtype) else X.dtype.itemsize
+    return min(_NEIGHBOUR_TOP, _SAFE_EXPONENT.get(("numpy", itemsize), 8))
 
 
 def refuse_subnormal(X, top: float, *, caller: str, name: str = "X") -> None:
