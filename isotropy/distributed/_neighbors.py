@@ -29,6 +29,7 @@ from isotropy.distributed._graph import (
     check_dask_X,
     check_tile_rows,
     compute,
+    exponent_as_given,
     finite_blocks,
     like_rows,
     row_chunks,
@@ -120,6 +121,7 @@ def _neighbour_blocks(X, n_neighbors, metric, chunk_size, caller, exponent=None)
 
     from isotropy._utils.validation import check_n_neighbors, check_option
 
+    given = X.dtype  # (kneighbors': float16 is read as float32)
     check_dask_X(X, caller=caller, min_samples=2)  # X before the options, as in memory: one row is "at least 2 samples"
     check_option(metric, "metric", _METRICS, caller=caller)
     n = X.shape[0]
@@ -133,6 +135,7 @@ def _neighbour_blocks(X, n_neighbors, metric, chunk_size, caller, exponent=None)
         back = exponent
     else:
         blocks, back = finite_blocks(X, caller), 0
+    exponent = exponent_as_given(exponent, blocks, given, X.dtype, caller)  # refused first, as in memory
     preps = [delayed(_knn_block, pure=True, nout=2)(b, metric, caller, exponent) for b in blocks]
     tile = delayed(_knn_tile, pure=True, nout=2)
     parts = [[] for _ in preps]
@@ -201,7 +204,8 @@ def twonn_dimension(X, *, discard_fraction=0.1, method="linear", metric="euclide
     method = check_option(method, "method", ("linear", "mle"), caller=caller)
     check_option(metric, "metric", _METRICS, caller=caller)
     n_rows = X.shape[0]
-    distinct, exponent = distinct_rows(X, n_neighbors=2, metric=metric, caller=caller, report=metric != "cosine")
+    distinct, exponent = distinct_rows(X, n_neighbors=2, metric=metric, caller=caller, report=metric != "cosine",
+                                       given=given)
     if distinct is not None:  # merged as in memory: each distinct point once
         X = X[distinct.rows]
     radius = parallel_radius(X.shape[1], given, metric)
@@ -291,8 +295,8 @@ def _check_estimate_neighbours(X, n_neighbors, metric, caller, given=None, chunk
     except ValueError:
         if isinstance(n_neighbors, numbers.Integral) and not isinstance(n_neighbors, bool) and n_neighbors >= 2:
             k, cosine = int(n_neighbors), metric == "cosine"
-            distinct, exponent = distinct_rows(X, n_neighbors=k, metric=metric, caller=caller,
-                                               report=not cosine)  # raises if duplicates (equal rows)
+            distinct, exponent = distinct_rows(X, n_neighbors=k, metric=metric, caller=caller, report=not cosine,
+                                               given=given)  # raises if duplicates (equal rows)
             if cosine:
                 points = X if distinct is None else X[distinct.rows]
                 points = _parallel_merged(points, k, metric, chunk_size, caller, exponent,
@@ -317,7 +321,7 @@ def _local_graph(X, n_neighbors, metric, chunk_size, caller, flag_parallel=False
     _check_estimate_neighbours(X, n_neighbors, metric, caller, given, chunk_size)
     n_rows = X.shape[0]
     distinct, exponent = distinct_rows(X, n_neighbors=int(n_neighbors), metric=metric, caller=caller, stacklevel=5,
-                                       report=metric != "cosine")
+                                       report=metric != "cosine", given=given)
     if distinct is not None:  # merged as in memory: each distinct point once
         X = X[distinct.rows]
     radius = parallel_radius(X.shape[1], given, metric)
@@ -444,7 +448,8 @@ def neighbour_dimensions(X, *, twonn=True, mle=True, local_mle=False, n_neighbor
     estimates = mle or local_mle
     k = _check_estimate_neighbours(X, n_neighbors, metric, caller, given, chunk_size) if estimates else 2
     n_rows = X.shape[0]
-    distinct, exponent = distinct_rows(X, n_neighbors=k, metric=metric, caller=caller, report=metric != "cosine")
+    distinct, exponent = distinct_rows(X, n_neighbors=k, metric=metric, caller=caller, report=metric != "cosine",
+                                       given=given)
     points = X if distinct is None else X[distinct.rows]  # merged as in memory: each distinct point once
     radius = parallel_radius(X.shape[1], given, metric)
     _refuse_few_points(points, k, metric, chunk_size, caller, exponent, radius, n_rows)
