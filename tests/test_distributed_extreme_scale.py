@@ -19,9 +19,11 @@ import dask
 import dask.array as da
 import numpy as np
 import pytest
+import torch
 from distributed import Client, LocalCluster
 
 import isotropy
+from isotropy.metrics.dimension import neighbour_dimensions
 from isotropy.metrics.neighbors import kneighbors
 
 FLOAT64_SCALES = [515, -665]  # 2**515 ~ 1e155, 2**-665 ~ 1e-200
@@ -122,6 +124,54 @@ def test_dask_data_of_subnormal_numbers_only_are_refused_as_in_memory(blobs, nam
         function(da.from_array(X, chunks=(70, 6)))
     assert str(on_dask.value) == str(in_memory.value)
     assert "must have values of normal magnitude" in str(on_dask.value)
+
+
+_SUBNORMAL_CASES = {  # the neighbour searches and the estimators on them, each metric
+    "twonn_dimension": lambda Z, metric: isotropy.twonn_dimension(Z, metric=metric),
+    "mle_dimension": lambda Z, metric: isotropy.mle_dimension(Z, metric=metric),
+    "local_mle_dimension": lambda Z, metric: dask.compute(isotropy.local_mle_dimension(Z, n_neighbors=10,
+                                                                                       metric=metric)),
+    "neighbour_dimensions": lambda Z, metric: dask.compute(neighbour_dimensions(Z, local_mle=True, metric=metric)),
+    "kneighbors": lambda Z, metric: dask.compute(*kneighbors(Z, n_neighbors=2, metric=metric)),
+}
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
+@pytest.mark.parametrize("name", list(_SUBNORMAL_CASES))
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_data_subnormal_in_their_own_dtype_are_refused_on_numpy_torch_and_dask(name, metric, dtype):
+    """float16 values of about 1e-6 (all subnormal: float16's smallest normal is 6.1e-5) were refused in memory and
+    measured on dask and as a tensor (TwoNN 5.64), both of which read float16 as float32, where they are normal
+    numbers, and checked after. Judged in the dtype they came in, on all three, in the same words; float32 and float64
+    (refused on all three already) stay so."""
+    tiny = float(np.finfo(dtype).tiny)
+    X = (np.random.default_rng(0).standard_normal((300, 6)) * tiny / 16).astype(dtype)
+    assert 0 < np.abs(X).max() < tiny
+    function = _SUBNORMAL_CASES[name]
+    with pytest.raises(isotropy.IsotropyValueError) as in_memory:
+        function(X, metric)
+    top = float(np.abs(X).max())
+    assert str(in_memory.value).startswith(
+        f"The 'X' parameter of {name} must have values of normal magnitude. Got only subnormal "
+        f"{np.dtype(dtype).name} numbers (largest |x| = {top:.3g} < {tiny:.3g}), ")
+    for Z in (torch.from_numpy(X), da.from_array(X, chunks=100)):
+        with pytest.raises(isotropy.IsotropyValueError) as other:
+            function(Z, metric)
+        assert str(other.value) == str(in_memory.value), type(Z)
+
+
+def test_float16_data_of_normal_magnitude_are_measured_alike():
+    """Not refused where the largest |x| is a normal float16 number (here 5 % of the entries are subnormal), and dask's
+    kneighbors stays lazy until computed."""
+    X = (np.random.default_rng(0).standard_normal((300, 6)) * 1e-3).astype(np.float16)
+    for metric in ("euclidean", "cosine"):
+        expected = isotropy.twonn_dimension(X, metric=metric)
+        assert isotropy.twonn_dimension(da.from_array(X, chunks=100), metric=metric) == pytest.approx(expected,
+                                                                                                      rel=1e-12)
+        assert float(isotropy.twonn_dimension(torch.from_numpy(X), metric=metric)) == pytest.approx(expected, rel=1e-6)
+    dist, _ = kneighbors(da.from_array(X / np.float16(64), chunks=100), n_neighbors=2)  # subnormal: refused ...
+    with pytest.raises(isotropy.IsotropyValueError, match="only subnormal float16 numbers"):
+        dist.compute()  # ... when computed
 
 
 def _counted_blocks(n_blocks, rows, alive):

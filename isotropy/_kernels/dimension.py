@@ -33,6 +33,18 @@ def too_few_distinct(caller: str, n_neighbors: int, n_distinct: int, n_dup: int)
                               f"point{'' if n_distinct == 1 else 's'} ({n_dup} duplicate rows) instead.")
 
 
+def duplicate_rows_message(caller: str, n_dup: int, n_distinct: int, metric: str, parallel: bool = False) -> str:
+    """The warning of ``n_dup`` rows merged into ``n_distinct`` distinct points (in memory and on dask alike).
+
+    ``parallel``: under the cosine metric, rows parallel to another (positive multiples) were merged as well; they are
+    counted with the equal rows, as one number of duplicates.
+    """
+    what = f"at {metric} distance 0 from another row" + (", or parallel to it to the input's precision" if parallel
+                                                         else "")
+    return (f"{caller}: X has {n_dup} duplicate rows ({what}); each distinct point is counted once and neighbours are "
+            f"searched among the {n_distinct} distinct points.")
+
+
 def underflowed_distances(caller: str, count: int) -> IsotropyValueError:
     """The error for distinct rows at euclidean distance 0 (in memory and on dask alike).
 

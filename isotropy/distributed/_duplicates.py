@@ -18,7 +18,14 @@ from typing import NamedTuple
 
 import numpy as np
 
-from isotropy.distributed._graph import at_metric_scale, at_unit_scale, compute, finite_blocks, unit_blocks
+from isotropy.distributed._graph import (
+    at_metric_scale,
+    at_unit_scale,
+    compute,
+    exponent_as_given,
+    finite_blocks,
+    unit_blocks,
+)
 
 __all__ = ["Distinct", "distinct_rows"]
 
@@ -101,12 +108,16 @@ def _unit_row_hashes(block, metric, caller, exponent, start=0):
     return _row_hashes(block, metric, caller, start, exponent)
 
 
-def distinct_rows(X, *, n_neighbors, metric, caller, stacklevel=4):
+def distinct_rows(X, *, n_neighbors, metric, caller, stacklevel=4, report=True, given=None):
     """``(distinct, e)``: ``distinct`` None when the rows of the (checked, row-chunked) dask array ``X`` are
     distinct, else :class:`Distinct`; ``X·2**-e`` is X at unit scale (:func:`~isotropy.distributed._graph.unit_blocks`).
 
     With duplicates, warns as the in-memory estimators do (how many duplicate rows, how many
-    distinct points), and raises when fewer than ``n_neighbors + 1`` distinct points remain.
+    distinct points), and raises when fewer than ``n_neighbors + 1`` distinct points remain. ``report=False`` leaves
+    both to the caller (under the cosine metric the search merges rows parallel to another as well, and the in-memory
+    warning or refusal counts them all: :func:`isotropy.distributed._neighbors._merge_parallel_rows`). ``given``: X's
+    dtype before it was checked (data whose largest ``|x|`` is subnormal in it are refused, as in memory:
+    :func:`~isotropy.distributed._graph.exponent_as_given`).
     """
     from dask import delayed
 
@@ -116,6 +127,7 @@ def distinct_rows(X, *, n_neighbors, metric, caller, stacklevel=4):
     # the unit scale's exponent computed with the hashes: its block maxima come from the tasks that check the
     # blocks for NaN/inf, so the shards are read once for both; no hash task takes the exponent (the blocks stream)
     starts = np.cumsum((0, *X.chunks[0]))
+    exponent = exponent_as_given(exponent, blocks, given, X.dtype, caller)
     *parts, exponent = compute(*[hash_block(b, metric, caller, int(first)) for b, first in zip(blocks, starts)],
                                exponent)
     zero = np.concatenate([part[1] for part in parts]) if parts else np.empty(0, dtype=np.intp)
@@ -150,13 +162,11 @@ def distinct_rows(X, *, n_neighbors, metric, caller, stacklevel=4):
     n_dup = n - n_distinct
     if n_dup == 0:  # hash collisions of distinct rows only
         return None, exponent
-    if n_distinct - 1 < n_neighbors:
-        from isotropy._kernels.dimension import too_few_distinct
+    if report:
+        from isotropy._kernels.dimension import duplicate_rows_message, too_few_distinct
 
-        raise too_few_distinct(caller, n_neighbors, n_distinct, n_dup)
-    warnings.warn(
-        f"{caller}: X has {n_dup} duplicate rows (at {metric} distance 0 from another row); each distinct point "
-        f"is counted once and neighbours are searched among the {n_distinct} distinct points.",
-        UserWarning, stacklevel=stacklevel)
+        if n_distinct - 1 < n_neighbors:
+            raise too_few_distinct(caller, n_neighbors, n_distinct, n_dup)
+        warnings.warn(duplicate_rows_message(caller, n_dup, n_distinct, metric), UserWarning, stacklevel=stacklevel)
     position = np.cumsum(keep) - 1
     return Distinct(rows=np.flatnonzero(keep), inverse=position[first_row]), exponent

@@ -390,6 +390,32 @@ def at_metric_scale(block, exponent, metric):
     return at_unit_scale(block, exponent)
 
 
+def exponent_as_given(exponent, blocks, given, dtype, caller):
+    """:func:`unit_blocks`' exponent ``e`` of the checked ``blocks`` (of ``dtype``), which first refuses, when ``X`` came
+    in a narrower float dtype ``given`` (float16, read as float32: :func:`check_dask_shape`), data whose largest ``|x|``
+    is subnormal in that dtype, as the in-memory functions refuse them (float16 data of 1e-6 gave a TwoNN of 5.64 on
+    dask, an error in memory); ``e`` itself otherwise. The blocks' maxima are read again only in that case."""
+    given = None if given is None else np.dtype(given)
+    if given is None or given.kind != "f" or given.itemsize >= np.dtype(dtype).itemsize:
+        return exponent
+    from dask import delayed
+
+    tops = [delayed(_largest_magnitude, pure=True)(block) for block in blocks]
+    return delayed(_refuse_subnormal_as_given, pure=True)(exponent, given.str, caller, *tops)
+
+
+def _largest_magnitude(block) -> float:
+    B = np.asarray(block)
+    return float(max(-B.min(), B.max())) if B.size else 0.0
+
+
+def _refuse_subnormal_as_given(exponent, given, caller, *tops):
+    from isotropy._utils.magnitude import refuse_subnormal
+
+    refuse_subnormal(np.empty(0, dtype=given), max(tops, default=0.0), caller=caller)
+    return exponent
+
+
 def row_starts(X):
     """First row of every row chunk, and n_samples last."""
     return [int(s) for s in np.cumsum((0, *X.chunks[0]))]

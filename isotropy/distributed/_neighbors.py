@@ -29,6 +29,7 @@ from isotropy.distributed._graph import (
     check_dask_X,
     check_tile_rows,
     compute,
+    exponent_as_given,
     finite_blocks,
     like_rows,
     row_chunks,
@@ -120,6 +121,7 @@ def _neighbour_blocks(X, n_neighbors, metric, chunk_size, caller, exponent=None)
 
     from isotropy._utils.validation import check_n_neighbors, check_option
 
+    given = X.dtype  # (kneighbors': float16 is read as float32)
     check_dask_X(X, caller=caller, min_samples=2)  # X before the options, as in memory: one row is "at least 2 samples"
     check_option(metric, "metric", _METRICS, caller=caller)
     n = X.shape[0]
@@ -133,6 +135,7 @@ def _neighbour_blocks(X, n_neighbors, metric, chunk_size, caller, exponent=None)
         back = exponent
     else:
         blocks, back = finite_blocks(X, caller), 0
+    exponent = exponent_as_given(exponent, blocks, given, X.dtype, caller)  # refused first, as in memory
     preps = [delayed(_knn_block, pure=True, nout=2)(b, metric, caller, exponent) for b in blocks]
     tile = delayed(_knn_tile, pure=True, nout=2)
     parts = [[] for _ in preps]
@@ -200,14 +203,17 @@ def twonn_dimension(X, *, discard_fraction=0.1, method="linear", metric="euclide
     check_scalar(discard_fraction, "discard_fraction", caller=caller, low=0, high=1, closed="left")
     method = check_option(method, "method", ("linear", "mle"), caller=caller)
     check_option(metric, "metric", _METRICS, caller=caller)
-    distinct, exponent = distinct_rows(X, n_neighbors=2, metric=metric, caller=caller)
+    n_rows = X.shape[0]
+    distinct, exponent = distinct_rows(X, n_neighbors=2, metric=metric, caller=caller, report=metric != "cosine",
+                                       given=given)
     if distinct is not None:  # merged as in memory: each distinct point once
         X = X[distinct.rows]
-    blocks, _ = _neighbour_blocks(X, 2, metric, chunk_size, caller, exponent)
-    (dist,) = compute(delayed(np.concatenate, pure=True)([b[0] for b in blocks]))
     radius = parallel_radius(X.shape[1], given, metric)
-    if _has_parallel(dist, radius):  # cosine: rows parallel to another merge as in memory (a search or two more)
-        dist = _merge_parallel_rows(X, 2, metric, chunk_size, caller, exponent, radius)
+    if metric == "cosine":  # rows parallel to another merge as in memory (a search or two more), counted with the rest
+        dist = _merge_parallel_rows(X, 2, metric, chunk_size, caller, exponent, radius, n_rows)
+    else:
+        blocks, _ = _neighbour_blocks(X, 2, metric, chunk_size, caller, exponent)
+        (dist,) = compute(delayed(np.concatenate, pure=True)([b[0] for b in blocks]))
     return _twonn(_no_duplicates(dist, caller, radius=radius), discard_fraction, method, caller)
 
 
@@ -216,33 +222,53 @@ def _has_parallel(dist, radius) -> bool:
     return bool(((dist[:, 0] > 0) & (dist[:, 0] <= radius)).any())
 
 
-def _merge_parallel_rows(X, n_neighbors, metric, chunk_size, caller, exponent, radius, *, inverse=False):
-    """The neighbour distances of ``X``'s points once the rows parallel to another are merged, as the in-memory
-    estimators merge them (:func:`~isotropy._kernels.dimension.merge_parallel`, searched again until none is left),
-    with the warning of how many were merged. Refused before (a normalised copy of a row, at cosine distance 0):
-    the same data gave a value in memory and an error on dask. With ``inverse``, also each row of ``X``'s position
-    among the merged points: ``(dist, inverse)``."""
+def _parallel_merged(X, n_neighbors, metric, chunk_size, caller, exponent, radius):
+    """``(points, dist, where, parallel)``: ``X``'s points once the rows parallel to another are merged, as the
+    in-memory estimators merge them (:func:`~isotropy._kernels.dimension.merge_parallel`, searched again until none is
+    left); the last search's distances (``n_neighbors`` of them, or as many as there are points to search); each row
+    of ``X``'s position among the points; whether any row was merged. Neither warns nor refuses."""
     from dask import delayed
 
-    from isotropy._kernels.dimension import merge_parallel, too_few_distinct
+    from isotropy._kernels.dimension import merge_parallel
 
-    n, merged = X.shape[0], 0
-    where = np.arange(n)
-    while True:
-        if X.shape[0] - 1 < n_neighbors:
-            raise too_few_distinct(caller, n_neighbors, X.shape[0], merged)
-        blocks, _ = _neighbour_blocks(X, n_neighbors, metric, chunk_size, caller, exponent)
+    where, parallel, dist = np.arange(X.shape[0]), False, None
+    while X.shape[0] > 1:  # fewer points than n_neighbors + 1: searched all the same, so that they are counted merged
+        blocks, _ = _neighbour_blocks(X, min(n_neighbors, X.shape[0] - 1), metric, chunk_size, caller, exponent)
         dist, ind = compute(delayed(np.concatenate, pure=True)([b[0] for b in blocks]),
                             delayed(np.concatenate, pure=True)([b[1] for b in blocks]))
         found = merge_parallel(dist, ind, radius)
         if found is None:
             break
-        merged += X.shape[0] - found[0].size
-        X, where = X[found[0]], found[1][where]
-    warnings.warn(f"{caller}: X has {merged} rows parallel to another (at cosine distance 0 to the input's precision: "
-                  f"positive multiples, such as a normalised copy); each is counted once with its direction and "
-                  f"neighbours are searched among the {n - merged} distinct points.", UserWarning, stacklevel=4)
+        X, where, parallel = X[found[0]], found[1][where], True
+    return X, dist, where, parallel
+
+
+def _merge_parallel_rows(X, n_neighbors, metric, chunk_size, caller, exponent, radius, n_rows, *, inverse=False):
+    """The neighbour distances of ``X``'s points once the rows parallel to another are merged
+    (:func:`_parallel_merged`), with the in-memory warning, or its refusal when ``n_neighbors`` or fewer points remain.
+    ``n_rows``: the rows ``X``'s points came from (equal rows merged already, ``distinct_rows(report=False)``), so that
+    the duplicates counted are the equal rows and the parallel ones together, as in memory (this said "2 duplicate
+    rows" where the in-memory refusal said 98, and warned of the equal rows first). Rows parallel to another were
+    refused once (a normalised copy of a row, at cosine distance 0): the same data gave a value in memory and an
+    error on dask. With ``inverse``, also each row of ``X``'s position among the merged points: ``(dist, inverse)``."""
+    from isotropy._kernels.dimension import duplicate_rows_message, too_few_distinct
+
+    X, dist, where, parallel = _parallel_merged(X, n_neighbors, metric, chunk_size, caller, exponent, radius)
+    if X.shape[0] - 1 < n_neighbors:
+        raise too_few_distinct(caller, n_neighbors, X.shape[0], n_rows - X.shape[0])
+    if X.shape[0] < n_rows:
+        warnings.warn(duplicate_rows_message(caller, n_rows - X.shape[0], X.shape[0], metric, parallel), UserWarning,
+                      stacklevel=4)
     return (dist, where) if inverse else dist
+
+
+def _warn_equal_rows(caller, n_rows, n_points, metric):
+    """The in-memory warning of equal rows that ``distinct_rows(report=False)`` left to the caller, once the search
+    found no row parallel to another (called by the estimators: the line that called them is named)."""
+    from isotropy._kernels.dimension import duplicate_rows_message
+
+    if n_points < n_rows:
+        warnings.warn(duplicate_rows_message(caller, n_rows - n_points, n_points, metric), UserWarning, stacklevel=4)
 
 
 def _local_block(dist, caller, start, radius=0.0, flag_parallel=False):
@@ -257,16 +283,26 @@ def _local_block(dist, caller, start, radius=0.0, flag_parallel=False):
         return _local_mle(_no_duplicates(dist, caller, start, radius), caller)
 
 
-def _check_estimate_neighbours(X, n_neighbors, metric, caller) -> int:
+def _check_estimate_neighbours(X, n_neighbors, metric, caller, given=None, chunk_size=None) -> int:
     """The MLE's ``k``: an int in ``[2, n_samples - 1]``; past the rows, when duplicates are what limit it, the error
-    says so, as in memory (:func:`~isotropy._kernels.dimension.too_few_distinct`)."""
+    says so, as in memory (:func:`~isotropy._kernels.dimension.too_few_distinct`); under the cosine metric rows
+    parallel to another count as duplicates (``given``: X's dtype as it came in, the precision they are parallel to)."""
+    from isotropy._kernels.dimension import too_few_distinct
     from isotropy._utils.validation import check_n_neighbors
 
     try:
         return check_n_neighbors(n_neighbors, X.shape[0], caller=caller, low=2)
     except ValueError:
         if isinstance(n_neighbors, numbers.Integral) and not isinstance(n_neighbors, bool) and n_neighbors >= 2:
-            distinct_rows(X, n_neighbors=int(n_neighbors), metric=metric, caller=caller)  # raises if duplicates
+            k, cosine = int(n_neighbors), metric == "cosine"
+            distinct, exponent = distinct_rows(X, n_neighbors=k, metric=metric, caller=caller, report=not cosine,
+                                               given=given)  # raises if duplicates (equal rows)
+            if cosine:
+                points = X if distinct is None else X[distinct.rows]
+                points = _parallel_merged(points, k, metric, chunk_size, caller, exponent,
+                                          parallel_radius(X.shape[1], given, metric))[0]
+                if points.shape[0] < X.shape[0]:
+                    raise too_few_distinct(caller, k, points.shape[0], X.shape[0] - points.shape[0]) from None
         raise
 
 
@@ -282,16 +318,26 @@ def _local_graph(X, n_neighbors, metric, chunk_size, caller, flag_parallel=False
     given = getattr(X, "dtype", None)  # the precision of the values as given (float16 is read as float32)
     X = check_dask_X(X, caller=caller, min_samples=3)
     check_option(metric, "metric", _METRICS, caller=caller)
-    _check_estimate_neighbours(X, n_neighbors, metric, caller)
-    distinct, exponent = distinct_rows(X, n_neighbors=int(n_neighbors), metric=metric, caller=caller, stacklevel=5)
+    _check_estimate_neighbours(X, n_neighbors, metric, caller, given, chunk_size)
+    n_rows = X.shape[0]
+    distinct, exponent = distinct_rows(X, n_neighbors=int(n_neighbors), metric=metric, caller=caller, stacklevel=5,
+                                       report=metric != "cosine", given=given)
     if distinct is not None:  # merged as in memory: each distinct point once
         X = X[distinct.rows]
+    radius = parallel_radius(X.shape[1], given, metric)
+    _refuse_few_points(X, int(n_neighbors), metric, chunk_size, caller, exponent, radius, n_rows)
     blocks, starts = _neighbour_blocks(X, n_neighbors, metric, chunk_size, caller, exponent)
     local = delayed(_local_block, pure=True)
-    radius = parallel_radius(X.shape[1], given, metric)
     return da.concatenate([da.from_delayed(local(b[0], caller, s, radius, flag_parallel), shape=(e - s,),
                                            dtype=np.float64)
-                           for b, s, e in zip(blocks, starts, starts[1:])]), distinct, (X, exponent, radius)
+                           for b, s, e in zip(blocks, starts, starts[1:])]), distinct, (X, exponent, radius, n_rows)
+
+
+def _refuse_few_points(points, n_neighbors, metric, chunk_size, caller, exponent, radius, n_rows):
+    """Under the cosine metric (``distinct_rows(report=False)``), ``n_neighbors`` or fewer points once equal rows are
+    merged: refused, with the rows parallel to another merged and counted first, as in memory."""
+    if metric == "cosine" and points.shape[0] - 1 < n_neighbors:
+        _merge_parallel_rows(points, n_neighbors, metric, chunk_size, caller, exponent, radius, n_rows)  # raises
 
 
 def _client_local(dist, caller, radius):
@@ -325,14 +371,16 @@ def local_mle_dimension(X, *, n_neighbors=100, metric="euclidean", chunk_size=No
 
     caller = "local_mle_dimension"
     rows = row_chunks(X, caller=caller)
-    local, distinct, (points, exponent, radius) = _local_graph(X, n_neighbors, metric, chunk_size, caller,
-                                                               flag_parallel=metric == "cosine")
+    local, distinct, (points, exponent, radius, n_rows) = _local_graph(X, n_neighbors, metric, chunk_size, caller,
+                                                                       flag_parallel=metric == "cosine")
     if metric == "cosine":
         (local,) = compute(local)
         if np.isnan(local).any():  # rows parallel to another: merged as in memory, then estimated on the client
             dist, where = _merge_parallel_rows(points, int(n_neighbors), metric, chunk_size, caller, exponent,
-                                               radius, inverse=True)
+                                               radius, n_rows, inverse=True)
             local = _client_local(dist, caller, radius)[where]
+        else:
+            _warn_equal_rows(caller, n_rows, points.shape[0], metric)
         _warn_flat(local, n_neighbors, caller)
         local = da.from_array(local, chunks=-1)
     if distinct is not None:
@@ -347,12 +395,14 @@ def mle_dimension(X, *, n_neighbors=DEFAULT_MLE_NEIGHBOURS, metric="euclidean", 
 
     caller = "mle_dimension"
     averaging = check_option(averaging, "averaging", _AVERAGING, caller=caller)
-    graph, _, (distinct, exponent, radius) = _local_graph(X, n_neighbors, metric, chunk_size, caller,
-                                                          flag_parallel=True)
+    graph, _, (distinct, exponent, radius, n_rows) = _local_graph(X, n_neighbors, metric, chunk_size, caller,
+                                                                  flag_parallel=True)
     (local,) = compute(graph)
     if np.isnan(local).any():  # cosine rows parallel to another: merged as in memory, then estimated on the client
-        dist = _merge_parallel_rows(distinct, int(n_neighbors), metric, chunk_size, caller, exponent, radius)
+        dist = _merge_parallel_rows(distinct, int(n_neighbors), metric, chunk_size, caller, exponent, radius, n_rows)
         local = _client_local(dist, caller, radius)
+    elif metric == "cosine":
+        _warn_equal_rows(caller, n_rows, distinct.shape[0], metric)
     _warn_flat(local, n_neighbors, caller)
     return _pool(local, averaging, caller, n_neighbors, stacklevel=4)  # (one frame more than in memory)
 
@@ -396,10 +446,13 @@ def neighbour_dimensions(X, *, twonn=True, mle=True, local_mle=False, n_neighbor
     method = check_option(method, "method", ("linear", "mle"), caller=caller)
     averaging = check_option(averaging, "averaging", _AVERAGING, caller=caller)
     estimates = mle or local_mle
-    k = _check_estimate_neighbours(X, n_neighbors, metric, caller) if estimates else 2
-    distinct, exponent = distinct_rows(X, n_neighbors=k, metric=metric, caller=caller)
+    k = _check_estimate_neighbours(X, n_neighbors, metric, caller, given, chunk_size) if estimates else 2
+    n_rows = X.shape[0]
+    distinct, exponent = distinct_rows(X, n_neighbors=k, metric=metric, caller=caller, report=metric != "cosine",
+                                       given=given)
     points = X if distinct is None else X[distinct.rows]  # merged as in memory: each distinct point once
     radius = parallel_radius(X.shape[1], given, metric)
+    _refuse_few_points(points, k, metric, chunk_size, caller, exponent, radius, n_rows)
     blocks, starts = _neighbour_blocks(points, k, metric, chunk_size, caller, exponent)
     part = delayed(_dimension_block, pure=True, nout=2)
     parts = [part(b[0], caller, s, radius, estimates) for b, s in zip(blocks, starts)]
@@ -407,10 +460,13 @@ def neighbour_dimensions(X, *, twonn=True, mle=True, local_mle=False, n_neighbor
     first, local = compute(join([p[0] for p in parts]), join([p[1] for p in parts]))
     where = None  # each point's position among the merged ones (cosine rows parallel to another)
     if _has_parallel(first, radius) or (estimates and np.isnan(local).any()):
-        dist, where = _merge_parallel_rows(points, k, metric, chunk_size, caller, exponent, radius, inverse=True)
+        dist, where = _merge_parallel_rows(points, k, metric, chunk_size, caller, exponent, radius, n_rows,
+                                           inverse=True)
         first = dist[:, :2]
         if estimates:
             local = _client_local(dist, caller, radius)
+    elif metric == "cosine":
+        _warn_equal_rows(caller, n_rows, points.shape[0], metric)
     out = {}
     if twonn:
         out["twonn_dimension"] = _twonn(_no_duplicates(first, caller, radius=radius), discard_fraction, method, caller)

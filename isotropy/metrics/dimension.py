@@ -27,6 +27,7 @@ from isotropy._kernels.dimension import (
     _local_mle,
     _pool,
     _twonn,
+    duplicate_rows_message,
     merge_parallel,
     parallel_radius,
     too_few_distinct,
@@ -72,24 +73,28 @@ def _neighbour_distances(X, *, n_neighbors: int, metric: str, caller: str, given
         found = None if first.size < n else _kneighbors_numpy(X, scale, n_neighbors, None, caller, distinct=True)
     parallel = False
     while True:  # cosine: rows parallel to another to the input's precision merge too (a search or two more)
+        k = n_neighbors
         if first.size - 1 < n_neighbors:
-            raise too_few_distinct(caller, n_neighbors, first.size, n - first.size)
+            if metric != "cosine" or first.size < 2:
+                raise too_few_distinct(caller, n_neighbors, first.size, n - first.size)
+            # too few points, but rows parallel to another are duplicates too: merged before they are counted (the
+            # refusal said 4 distinct points of 2 directions), with as many neighbours as there are
+            k, found = first.size - 1, None
         if found is None:
-            found = _kneighbors_numpy(X[first], None if scale is None else scale[first], n_neighbors, None, caller,
+            found = _kneighbors_numpy(X[first], None if scale is None else scale[first], k, None, caller,
                                       distinct=True)
         sq, ind = found
         merged = merge_parallel(sq, ind, 2.0 * radius)
         if merged is None:
+            if k < n_neighbors:
+                raise too_few_distinct(caller, n_neighbors, first.size, n - first.size)
             break
         if metric != "cosine":  # equal rows are merged already: these differ, by less than float64's squares hold
             raise underflowed_distances(caller, int(np.count_nonzero(sq[:, 0] == 0)))
         first, inverse, found, parallel = first[merged[0]], merged[1][inverse], None, True
     if first.size < n:
-        what = f"at {metric} distance 0 from another row" + (", or parallel to it to the input's precision" if
-                                                               parallel else "")
-        warnings.warn(
-            f"{caller}: X has {n - first.size} duplicate rows ({what}); each distinct point is counted once and "
-            f"neighbours are searched among the {first.size} distinct points.", UserWarning, stacklevel=3)
+        warnings.warn(duplicate_rows_message(caller, n - first.size, first.size, metric, parallel), UserWarning,
+                      stacklevel=3)
     return _finish(sq, metric), (inverse if first.size < n else None)
 
 
@@ -111,6 +116,11 @@ def distinct_points(X, *, metric: str = "euclidean") -> int:
     check_option(metric, "metric", _METRICS, caller=caller)
     given = getattr(X, "dtype", None)
     X = check_X(X, caller=caller, min_samples=1, rescale=_rescaling(metric))
+    return _count_distinct(X, metric, caller, given)
+
+
+def _count_distinct(X, metric: str, caller: str, given) -> int:
+    """:func:`distinct_points` of the checked ``X`` (``given``: its dtype as it came in, see :func:`_neighbour_distances`)."""
     if X.shape[0] < 2:
         return int(X.shape[0])
     with warnings.catch_warnings():
@@ -122,21 +132,25 @@ def distinct_points(X, *, metric: str = "euclidean") -> int:
     return int(dist.shape[0])
 
 
-def _check_n_neighbors(X, n_neighbors, metric: str, caller: str) -> int:
+def _check_n_neighbors(X, n_neighbors, metric: str, caller: str, given=None) -> int:
     """``n_neighbors`` of the MLE: an int in ``[2, n_samples - 1]``; returned as int.
 
     Past ``n_samples - 1``, when ``X`` has duplicate rows, it is the distinct points that limit ``k``
     (no ``k`` of the range would do either once it reaches them): the error is then the one of a
     ``k`` within the range that reaches them (:func:`too_few_distinct`), not the range of the rows.
-    The distinct points are counted only on that error path.
+    The distinct points are counted only on that error path; under the cosine metric rows parallel to another count
+    as duplicates, as in the search (``given``: X's dtype as it came in, the precision they are parallel to).
     """
     n = X.shape[0]
     try:
         check_n_neighbors(n_neighbors, n, caller=caller, low=2)
     except ValueError:
         if isinstance(n_neighbors, numbers.Integral) and not isinstance(n_neighbors, bool) and n_neighbors > n - 1:
-            A, scale = _prepare(X.detach().cpu().numpy() if is_torch(X) else X, metric, caller)
-            n_distinct = distinct_rows(A, scale, maybe_repeated(A, scale))[0].size
+            if metric == "cosine":
+                n_distinct = _count_distinct(X, metric, caller, given)
+            else:
+                A, scale = _prepare(X.detach().cpu().numpy() if is_torch(X) else X, metric, caller)
+                n_distinct = distinct_rows(A, scale, maybe_repeated(A, scale))[0].size
             if n_distinct < n:
                 raise too_few_distinct(caller, int(n_neighbors), n_distinct, n - n_distinct) from None
         raise
@@ -264,7 +278,7 @@ def local_mle_dimension(X, *, n_neighbors: int = 100, metric: str = "euclidean")
     given = getattr(X, "dtype", None)  # the precision of the values as given (bfloat16 is read as float32)
     X = check_X(X, caller=caller, min_samples=3, rescale=_rescaling(metric))
     metric = check_option(metric, "metric", _METRICS, caller=caller)
-    _check_n_neighbors(X, n_neighbors, metric, caller)
+    _check_n_neighbors(X, n_neighbors, metric, caller, given)
     dist, inverse = _neighbour_distances(X, n_neighbors=n_neighbors, metric=metric, caller=caller, given=given)
     local = _local_mle(dist, caller)
     if inverse is not None:
@@ -327,7 +341,7 @@ def mle_dimension(X, *, n_neighbors: int = DEFAULT_MLE_NEIGHBOURS, metric: str =
     X = check_X(X, caller=caller, min_samples=3, rescale=_rescaling(metric))
     metric = check_option(metric, "metric", _METRICS, caller=caller)
     averaging = check_option(averaging, "averaging", _AVERAGING, caller=caller)
-    _check_n_neighbors(X, n_neighbors, metric, caller)
+    _check_n_neighbors(X, n_neighbors, metric, caller, given)
     dist, _ = _neighbour_distances(X, n_neighbors=n_neighbors, metric=metric, caller=caller, given=given)
     return _output(_pool(_local_mle(dist, caller), averaging, caller, n_neighbors), X)
 
@@ -398,7 +412,7 @@ def neighbour_dimensions(X, *, twonn: bool = True, mle: bool = True, local_mle: 
     averaging = check_option(averaging, "averaging", _AVERAGING, caller=caller)
     k = 2
     if mle or local_mle:
-        k = _check_n_neighbors(X, n_neighbors, metric, caller)
+        k = _check_n_neighbors(X, n_neighbors, metric, caller, given)
     dist, inverse = _neighbour_distances(X, n_neighbors=k, metric=metric, caller=caller, given=given)
     out = {}
     if twonn:

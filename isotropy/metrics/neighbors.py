@@ -353,7 +353,12 @@ def kneighbors(X, *, n_neighbors: int, metric: str = "euclidean", chunk_size: in
     metric = check_option(metric, "metric", _METRICS, caller=caller)
     # the cosine distance reads each row's direction alone: every row at its own unit scale (exact), so rows of
     # 1e200 beside rows of 1e-100 keep their directions (one scale for all made the small ones zero rows)
+    given = X
     X = check_X(X, caller=caller, rescale="directions" if metric == "cosine" else False)
+    if metric == "euclidean":  # (the cosine metric's rescaling refused them) as numpy's search refuses them
+        from isotropy._utils.validation import refuse_subnormal_as_given
+
+        refuse_subnormal_as_given(given, X, caller=caller)  # float16 tensors, searched in float32
     n = X.shape[0]
     check_n_neighbors(n_neighbors, n, caller=caller, low=1)
     check_scalar(chunk_size, "chunk_size", caller=caller, kind=numbers.Integral, low=1, allow_none=True)
