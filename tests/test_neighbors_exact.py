@@ -1036,25 +1036,28 @@ def test_cross_search_of_repeated_rows_reads_the_distinct_points(jit, seed, n, d
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("shape", [(200, 7), (1500, 384)])
-def test_cosine_distances_do_not_depend_on_the_memory_layout(dtype, shape):
-    """The cosine metric's row norms were summed in the order of X's memory layout: a Fortran-ordered array (the
-    packaged GloVe vectors are one) or a strided view gave other last bits than the same values in C order, on dask
-    and on torch (a user trial). They are now summed over contiguous rows whatever the layout: the same bits."""
+@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
+def test_distances_do_not_depend_on_the_memory_layout(dtype, shape, metric):
+    """A Fortran-ordered array (the packaged GloVe vectors are one) or a strided view gave other last bits than the
+    same values in C order, on dask and on torch (a user trial): the cosine metric's row norms were summed in the
+    order of X's layout, and the compiled exact distances, vectorised for contiguous rows, summed strided rows in
+    another order. The norms are now summed over contiguous rows, and the compiled loops search a C-ordered copy
+    of such an X: the same bits on both loops."""
     import dask.array as da
     import torch
 
     import isotropy
 
     X = np.asfortranarray(np.random.default_rng(1).standard_normal(shape).astype(dtype))
-    want_d, want_i = kneighbors(np.ascontiguousarray(X), n_neighbors=3, metric="cosine")
+    want_d, want_i = kneighbors(np.ascontiguousarray(X), n_neighbors=3, metric=metric)
     strided = np.repeat(X, 2, axis=1)[:, ::2]
     on_dask = [a.compute() for a in kneighbors(da.from_array(X, chunks=(shape[0] // 3, -1)), n_neighbors=3,
-                                               metric="cosine")]
+                                               metric=metric)]
     on_torch = [t.numpy() for t in kneighbors(torch.from_numpy(np.ascontiguousarray(X)), n_neighbors=3,
-                                              metric="cosine")]
-    for got_d, got_i in (kneighbors(X, n_neighbors=3, metric="cosine"),
-                         kneighbors(strided, n_neighbors=3, metric="cosine"), on_dask, on_torch):
+                                              metric=metric)]
+    for got_d, got_i in (kneighbors(X, n_neighbors=3, metric=metric),
+                         kneighbors(strided, n_neighbors=3, metric=metric), on_dask, on_torch):
         np.testing.assert_array_equal(got_d, want_d)
         np.testing.assert_array_equal(got_i, want_i)
-    assert isotropy.twonn_dimension(X, metric="cosine") == isotropy.twonn_dimension(np.ascontiguousarray(X),
-                                                                                     metric="cosine")
+    assert isotropy.twonn_dimension(X, metric=metric) == isotropy.twonn_dimension(np.ascontiguousarray(X),
+                                                                                     metric=metric)

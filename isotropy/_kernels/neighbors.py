@@ -1137,6 +1137,10 @@ def _search_points(X: np.ndarray, scale, n_neighbors: int, *, block, caller: str
     """:func:`exact_knn` without the look for repeated rows."""
     n = X.shape[0]
     jit = _loops(X, n_neighbors, search)
+    if jit is not None and not X.flags.c_contiguous:
+        # the compiled sums are vectorised for rows in contiguous memory (reassociated): a Fortran-ordered or strided
+        # X gave other last bits than the same values in C order, and than the dask tiles (a copy, O(n·d))
+        X = np.ascontiguousarray(X)
     m = _n_candidates(n_neighbors, n)
     centre = _centre(X, scale)
     if X.dtype == np.float32 and scale is None:  # a float32 centre: the operands are float32 differences
@@ -1295,6 +1299,10 @@ def _cross_points(X: np.ndarray, scale, n_p: int, n_neighbors: int, *, caller: s
     n = X.shape[0]
     n_q = n - n_p
     jit = _loops(X, n_neighbors, search)
+    if jit is not None and not X.flags.c_contiguous:
+        # the compiled sums are vectorised for rows in contiguous memory (reassociated): a Fortran-ordered or strided
+        # X gave other last bits than the same values in C order, and than the dask tiles (a copy, O(n·d))
+        X = np.ascontiguousarray(X)
     centre = _centre(X, scale)
     ops = _Operands(X, scale, centre, caller)
     sides = [_best(size, min(_n_candidates(n_neighbors, n), other), ops.dtype, offset)
