@@ -48,8 +48,27 @@ def _null_sigma(gram_frob_sq, n_samples, mean_cosine=0.0):
     needed n(n − 1)/2 > 25 pairs, n ≥ 8, to be told from noise at all).
     """
     n = n_samples
+    pairs = n * (n - 1) // 2
+    if pairs < 2:  # one pair has no spread about its own mean to measure the noise by: no test
+        return math.inf
     spread = float(gram_frob_sq) - n - n * (n - 1) * float(mean_cosine) ** 2
-    return math.sqrt(2.0 * max(spread, 0.0)) / (n * (n - 1))
+    # the spread about the pairs' own mean is that of P pairs less one degree of freedom (Bessel's P / (P − 1)):
+    # without it, two rows were always "above their noise" (σ = 0) and three rows of no shared direction got a share
+    # in about one trial in twenty (a user trial), against the 0.5 % below
+    return math.sqrt(2.0 * max(spread, 0.0) * pairs / (pairs - 1)) / (n * (n - 1))
+
+
+def _noise_z(n_samples: int) -> float:
+    """How many standard deviations (:func:`_null_sigma`) the mean cosine must exceed: ``_NOISE_Z``, or, for few rows,
+    the 99.9 % quantile of Student's t with one degree of freedom less than the ``P = n(n − 1)/2`` pairs whose spread
+    estimates the noise (three rows: 22.3, four: 5.9; from five rows on, ``_NOISE_Z`` is the larger). A noise measured on few pairs
+    is itself uncertain: with 5 for three rows, rows of no shared direction got a share in a few trials in a hundred."""
+    pairs = n_samples * (n_samples - 1) // 2
+    if pairs < 2:
+        return math.inf
+    from scipy.stats import t
+
+    return max(_NOISE_Z, float(t.ppf(0.999, pairs - 1)))
 
 
 def _share_from_sums(unit_sum, unit_sq_sum, n_samples, n_dimensions, *, caller, gram_frob_sq):
@@ -65,11 +84,11 @@ def _share_from_sums(unit_sum, unit_sq_sum, n_samples, n_dimensions, *, caller, 
     cc = _contributions_from_sums(unit_sum, unit_sq_sum, n_samples)
     total = cc.sum()
     value = float(total.detach() if is_torch(total) else total)
-    noise = None
-    if value > 0.0 and not value > _NOISE_Z * _null_sigma(n_samples * n_samples, n_samples):
-        noise = _NOISE_Z * _null_sigma(gram_frob_sq(), n_samples, value)
+    noise, z = None, _noise_z(n_samples)
+    if value > 0.0 and not value > z * _null_sigma(n_samples * n_samples, n_samples):
+        noise = z * _null_sigma(gram_frob_sq(), n_samples, value)
     if not value > 0.0 or (noise is not None and not value > noise):
-        against = "" if noise is None else f", against {_NOISE_Z:g} times its standard deviation for rows that share no direction, {noise:.3g}"
+        against = "" if noise is None else f", against {z:.3g} times its standard deviation for rows that share no direction, {noise:.3g}"
         warnings.warn(f"{caller}: the share is undefined (NaN) when the mean cosine similarity is not above its "
                       f"sampling noise: no direction is shared by the rows, so no dimension dominates it. Got a mean "
                       f"cosine similarity of {value:.3g}{against}.", RuntimeWarning, stacklevel=3)
@@ -194,11 +213,13 @@ def rogue_dimension_share(X, *, n_dimensions=1):
     .. math:: \\mathrm{share}_k = \\frac{\\sum_{i \\in T} CC_i}{\\sum_{i=1}^{d} CC_i}.
 
     For rows that share no direction (independent, of mean direction 0) the mean cosine
-    m = Σᵢ CCᵢ has mean 0 and standard deviation σ = √(2(‖ÛᵀÛ‖²_F − n − n(n − 1)m²))/(n(n − 1)),
-    Û the unit rows (the pairs' cosines' spread about m, so that a shared direction is not counted as noise);
-    the share is reported only when Σᵢ CCᵢ > 5σ (for such rows that happens with probability
-    below 0.5 % however they are spread). σ ≤ √(2/(n(n − 1))), so the O(n·d·min(n, d)) product is formed
-    only when the mean cosine is below five times that bound.
+    m = Σᵢ CCᵢ has mean 0 and standard deviation σ = √(2(‖ÛᵀÛ‖²_F − n − n(n − 1)m²)·P/(P − 1))/(n(n − 1)),
+    Û the unit rows and P = n(n − 1)/2 the pairs (the pairs' cosines' spread about m, so that a shared
+    direction is not counted as noise, with Bessel's correction); the share is reported only when
+    Σᵢ CCᵢ > zσ, z = 5, or for few rows the 99.9 % quantile of Student's t with P − 1 degrees of freedom
+    when larger (22.3 for three rows, 5.9 for four; two rows, one pair, are never enough). For such rows
+    that happens with probability below 0.5 % however they are spread. σ ≤ √(2P/((P − 1)·n(n − 1))), so
+    the O(n·d·min(n, d)) product is formed only when the mean cosine is below z times that bound.
 
     Timkey & van Schijndel find that in GPT-2, BERT and other transformers one to three
     dimensions carry most of the expected cosine similarity; Rudman & Eickhoff (ICLR 2024) relate
