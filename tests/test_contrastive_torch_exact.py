@@ -177,3 +177,21 @@ def test_a_huge_alpha_warns_nothing_and_says_the_mean_readably(XY, alpha):
     expected = (f"The 'X' and 'Y' parameters of alignment must have a mean ‖x − y‖^α inside float64's range. "
                 f"Got {got} (alpha={alpha:g}) instead; rescale X and Y, or take a smaller alpha.")
     assert messages == [expected] * 3
+
+
+def test_uniformity_of_float32_tensors_beyond_float32_is_refused_not_minus_inf():
+    """Computed in float64, uniformity came back as -inf in a float32 tensor's dtype when its value lay beyond float32
+    (rows near 1e30 unnormalised, or t = 1e40), with finite gradients: a training loop got -inf without a word (a user
+    trial). Refused in one line, as alignment refuses a mean beyond the tensor's range; float64 tensors give the value."""
+    import torch
+
+    import isotropy
+
+    X = np.random.default_rng(0).normal(size=(50, 4))
+    with pytest.raises(isotropy.IsotropyValueError, match=r"uniformity inside float32's range\. Got about -"):
+        isotropy.uniformity(torch.tensor(X * 1e30, dtype=torch.float32), normalize=False)
+    with pytest.raises(isotropy.IsotropyValueError, match=r"t=1e\+40"):
+        isotropy.uniformity(torch.tensor(X, dtype=torch.float32), t=1e40)
+    wide = isotropy.uniformity(torch.tensor(X), t=1e40)
+    assert float(wide) == pytest.approx(isotropy.uniformity(X, t=1e40), rel=1e-12)
+    assert float(wide) < -np.finfo(np.float32).max

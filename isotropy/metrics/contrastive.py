@@ -435,7 +435,15 @@ def uniformity(X, *, t: float = 2, normalize: bool = True):
         else:  # centred and refused beyond float64's range as numpy (a float64 tensor near 1e160 read -inf)
             W, _ = potential_rows(W, centre=W.detach().mean(dim=0), caller=caller)
             sq = torch.pdist(W, p=2).pow(2)
-        return log_mean_exp_torch(-t * sq).to(X.dtype)
+        value = log_mean_exp_torch(-t * sq)
+        out = value.to(X.dtype)
+        # narrowed to float32 (or less): one sync, as alignment's, to refuse an -inf that float64 did not give
+        if out.dtype != value.dtype and bool(torch.isinf(out.detach())) and not bool(torch.isinf(value.detach())):
+            dtype = str(X.dtype).replace("torch.", "")
+            raise IsotropyValueError(
+                f"The 'X' parameter of {caller} must have a uniformity inside {dtype}'s range. Got about "
+                f"{float(value.detach()):.3g} (t={t:g}) instead; rescale X, take a smaller t, or pass float64 tensors.")
+        return out
     if normalize:  # the rows' exact directions, less their mean, for the chords (sphere_rows)
         P = sphere_rows(scaled_rows(X, caller=caller))
     else:  # centred (the distances do not depend on it; far from the origin the expansion cancelled)
