@@ -665,3 +665,22 @@ def test_a_sparse_or_nested_tensor_in_a_pt_file_is_one_line_exit_2(tmp_path, for
                              f"count as samples).")
         assert torch.equal(torch.cat(tensor.unbind()), X)  # the advice gives back the rows
     assert not (tmp_path / "out.json").exists()
+
+
+@pytest.mark.parametrize("distance", ["cosine", "euclidean"])
+def test_a_metric_option_no_selected_metric_reads_is_refused(data, tmp_path, distance):
+    """A user trial: --metric cosine --metrics isoscore,effective_rank exited 0 under a "cosine distance" header,
+    though neither metric takes a distance; it is refused as --zeta, --averaging and --n-neighbors are."""
+    root, _, _ = data
+    out = tmp_path / "out.json"
+    result = invoke(root / "x.npy", "--metric", distance, "--metrics", "isoscore,effective_rank", "--json", out)
+    assert result.exit_code == 2, result.output
+    errors = [line for line in result.output.splitlines() if line.startswith("Error: ")]
+    assert len(errors) == 1 and "Traceback" not in result.output, result.output
+    assert errors[0].startswith(f"Error: --metric {distance} sets the distance of twonn_dimension, mle_dimension, "
+                                f"silhouette_score, dunn_index, which --metrics isoscore,effective_rank leaves out; "
+                                f"add one of them to --metrics or leave --metric out."), errors[0]
+    assert not out.exists()
+    # a metric that reads it, or --metric left at its default, still measure
+    assert invoke(root / "x.npy", "--metric", distance, "--metrics", "isoscore,twonn_dimension").exit_code == 0
+    assert invoke(root / "x.npy", "--metrics", "isoscore,effective_rank").exit_code == 0
