@@ -295,3 +295,39 @@ def test_an_npz_member_that_is_not_an_array_is_refused(tmp_path):
     with pytest.raises(IsotropyValueError) as err:
         read_labels(path, n_rows=3)
     assert str(err.value).startswith(f"Cannot read labels from {str(path)!r}: member 'labels' is not a .npy array; ")
+
+
+@pytest.mark.parametrize("embeddings", ["store", "npy"])
+def test_a_label_column_of_a_zarr_store_is_blamed_on_labels(tmp_path, embeddings):
+    """A user trial: ``measure g.zarr --key emb --labels g.zarr --label-column lab`` said "Cannot read embeddings from
+    'g.zarr': label_column='lab' was given ...", blaming EMBEDDINGS; it is the labels' error, as with .npy labels."""
+    zarr = pytest.importorskip("zarr")
+
+    store = tmp_path / "g.zarr"
+    zarr.open_group(str(store), mode="w").create_array("emb", data=X)
+    np.save(tmp_path / "x.npy", X)
+    source = [str(store), "--key", "emb"] if embeddings == "store" else [str(tmp_path / "x.npy")]
+    result = CliRunner().invoke(cli, ["measure", *source, "--labels", str(store), "--label-column", "lab",
+                                      "--json", str(tmp_path / "out.json")])
+    assert result.exit_code == 2, result.output
+    errors = [line for line in result.output.splitlines() if line.startswith("Error: ")]
+    assert len(errors) == 1 and "Traceback" not in result.output, result.output
+    assert errors[0].startswith(f"Error: --label-column 'lab': Cannot read labels from {str(store)!r}: a label column "
+                                f"('lab') was named, but a Zarr store has no columns"), errors[0]
+    assert "embeddings" not in errors[0].lower()
+    assert not (tmp_path / "out.json").exists()
+    with pytest.raises(IsotropyValueError, match=r"^Cannot read labels from .*g\.zarr': a label column \('lab'\) was "
+                                                 r"named, but a Zarr store has no columns"):
+        read_labels(store, column="lab")
+
+
+def test_a_label_directory_without_shards_is_blamed_on_labels(tmp_path):
+    # "Cannot read embeddings from 'DIR': no .npy or .parquet shards found there", for the --labels directory
+    (tmp_path / "labels").mkdir()
+    np.save(tmp_path / "x.npy", X)
+    result = CliRunner().invoke(cli, ["measure", str(tmp_path / "x.npy"), "--labels", str(tmp_path / "labels"),
+                                      "--label-column", "lab"])
+    assert result.exit_code == 2, result.output
+    assert result.output.strip().splitlines()[-1] == (
+        f"Error: Cannot read labels from {str(tmp_path / 'labels')!r}: no .npy or .parquet shards found there; "
+        f"expected a directory of .parquet shards, each with that column.")

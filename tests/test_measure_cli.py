@@ -629,3 +629,58 @@ def test_metrics_given_twice_are_joined_and_the_usage_shows_both_forms(tmp_path)
     usage = CliRunner().invoke(cli, ["measure", "--help"]).output.splitlines()[0]
     assert usage == "Usage: measure [OPTIONS] (EMBEDDINGS | --model NAME --texts FILE)" or \
         usage.endswith("measure [OPTIONS] (EMBEDDINGS | --model NAME --texts FILE)")
+
+
+@pytest.mark.parametrize("form", ["sparse_coo", "sparse_csr", "sparse_in_dict", "nested", "nested_in_dict"])
+def test_a_sparse_or_nested_tensor_in_a_pt_file_is_one_line_exit_2(tmp_path, form):
+    """A user trial: torch's "Cannot access storage of SparseTensorImpl" and "NestedTensorImpl doesn't support sizes"
+    came out as tracebacks with exit status 1; each is one line that says how to save the tensor dense."""
+    import warnings
+
+    torch = pytest.importorskip("torch")
+    X = torch.randn(30, 4, generator=torch.Generator().manual_seed(0))
+    with warnings.catch_warnings():  # torch's "in beta state" (CSR) and "in prototype stage" (nested)
+        warnings.simplefilter("ignore", UserWarning)
+        tensor = {"sparse_coo": X.to_sparse(), "sparse_csr": X.to_sparse_csr(), "sparse_in_dict": X.to_sparse(),
+                  "nested": torch.nested.nested_tensor([X[:10], X[10:]]),
+                  "nested_in_dict": torch.nested.nested_tensor([X[:10], X[10:]])}[form]
+        torch.save({"emb": tensor} if form.endswith("in_dict") else tensor, tmp_path / "x.pt")
+    key = ["--key", "emb"] if form.endswith("in_dict") else []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        result = invoke(tmp_path / "x.pt", *key, "--json", tmp_path / "out.json")
+    assert result.exit_code == 2, result.output
+    errors = [line for line in result.output.splitlines() if line.startswith("Error: ")]
+    assert len(errors) == 1 and "Traceback" not in result.output, result.output
+    assert "Warning" not in result.output  # torch's note that CSR support "is in beta state" came before the error
+    what = "its tensor 'emb'" if key else "its tensor"
+    if form.startswith("sparse"):
+        layout = "sparse_csr" if form == "sparse_csr" else "sparse_coo"
+        assert errors[0] == (f"Error: Cannot read embeddings from {str(tmp_path / 'x.pt')!r}: {what} is sparse (layout "
+                             f"torch.{layout}); expected a dense tensor: torch.save(tensor.to_dense(), path).")
+    else:
+        assert errors[0] == (f"Error: Cannot read embeddings from {str(tmp_path / 'x.pt')!r}: {what} is a nested tensor "
+                             f"of 2 pieces; expected a dense 2-d tensor: torch.save(torch.cat(tensor.unbind()), path) "
+                             f"saves the rows of its pieces (not tensor.to_padded_tensor(0), whose padding rows would "
+                             f"count as samples).")
+        assert torch.equal(torch.cat(tensor.unbind()), X)  # the advice gives back the rows
+    assert not (tmp_path / "out.json").exists()
+
+
+@pytest.mark.parametrize("distance", ["cosine", "euclidean"])
+def test_a_metric_option_no_selected_metric_reads_is_refused(data, tmp_path, distance):
+    """A user trial: --metric cosine --metrics isoscore,effective_rank exited 0 under a "cosine distance" header,
+    though neither metric takes a distance; it is refused as --zeta, --averaging and --n-neighbors are."""
+    root, _, _ = data
+    out = tmp_path / "out.json"
+    result = invoke(root / "x.npy", "--metric", distance, "--metrics", "isoscore,effective_rank", "--json", out)
+    assert result.exit_code == 2, result.output
+    errors = [line for line in result.output.splitlines() if line.startswith("Error: ")]
+    assert len(errors) == 1 and "Traceback" not in result.output, result.output
+    assert errors[0].startswith(f"Error: --metric {distance} sets the distance of twonn_dimension, mle_dimension, "
+                                f"silhouette_score, dunn_index, which --metrics isoscore,effective_rank leaves out; "
+                                f"add one of them to --metrics or leave --metric out."), errors[0]
+    assert not out.exists()
+    # a metric that reads it, or --metric left at its default, still measure
+    assert invoke(root / "x.npy", "--metric", distance, "--metrics", "isoscore,twonn_dimension").exit_code == 0
+    assert invoke(root / "x.npy", "--metrics", "isoscore,effective_rank").exit_code == 0

@@ -20,6 +20,7 @@ import isotropy
 import isotropy.torch as isotropy_torch
 import isotropy.transforms as isotropy_transforms
 from isotropy import IsotropyValueError
+from isotropy._utils.errors import IsotropyTypeError
 
 N, D = 40, 6
 LABELS = np.arange(N) % 3
@@ -144,6 +145,43 @@ def test_a_sparse_tensor_is_refused_in_one_line(name):
                                f"(layout torch.sparse_coo) instead; convert it with .to_dense().")
 
 
+def _nested(layout, pieces=(REAL[:15], REAL[15:])):
+    import warnings
+
+    with warnings.catch_warnings():  # "The PyTorch API of nested tensors is in prototype stage"
+        warnings.simplefilter("ignore", UserWarning)
+        return torch.nested.nested_tensor(list(pieces), layout=layout)
+
+
+@pytest.mark.parametrize("layout", ["strided", "jagged"])
+@pytest.mark.parametrize("name", sorted(CALLS))
+def test_a_nested_tensor_is_refused_in_one_line(name, layout):
+    # torch's own error: "Internal error: NestedTensorImpl doesn't support sizes. Please file an issue." (strided);
+    # a jagged one was called "a sparse tensor" and told to use .to_dense(), which nested tensors do not have
+    call, parameter, caller = CALLS[name]
+    with pytest.raises(IsotropyValueError) as info:
+        call(_nested(getattr(torch, layout)))
+    assert isinstance(info.value, TypeError)
+    assert str(info.value) == (f"The '{parameter}' parameter of {caller} must be a dense tensor. Got a nested tensor "
+                               f"of 2 pieces instead; concatenate the rows of its pieces with "
+                               f"torch.cat({parameter}.unbind()) (not .to_padded_tensor(0), whose padding would count "
+                               f"as samples).")
+
+
+def test_the_advice_for_a_nested_tensor_gives_its_rows():
+    nested = _nested(torch.strided)
+    assert torch.equal(torch.cat(nested.unbind()), REAL)
+    assert isotropy.isoscore(torch.cat(nested.unbind())) == isotropy.isoscore(REAL)
+
+
+def test_a_nested_tensor_of_vectors_is_refused_in_one_line():
+    with pytest.raises(IsotropyValueError, match=r"^The 'X' parameter of isoscore must be a dense tensor\. Got a "
+                                                 r"nested tensor of 2 pieces instead; its pieces are 1-d: join them "
+                                                 r"into one dense tensor with torch\.cat\(X\.unbind\(\)\), or "
+                                                 r"torch\.stack\(X\.unbind\(\)\) if they have one shape\.$"):
+        isotropy.isoscore(_nested(torch.strided, [REAL[0], REAL[1, :3]]))
+
+
 def test_a_scipy_sparse_matrix_is_refused_in_one_line():
     # it was read as "must be a real-valued array. Got dtype object" (numpy's 0-d object array of it)
     import scipy.sparse
@@ -151,6 +189,13 @@ def test_a_scipy_sparse_matrix_is_refused_in_one_line():
     with pytest.raises(TypeError, match=r"^The 'X' parameter of isoscore must be a dense array\. Got a scipy sparse "
                                         r"csr_\w+ instead; convert it with \.toarray\(\)\.$"):
         isotropy.isoscore(scipy.sparse.csr_matrix(REAL.numpy()))
+
+
+def test_isoscore_from_covariance_refuses_a_nested_cov():
+    # torch's own error: "Internal error: NestedTensorImpl doesn't support sizes"
+    with pytest.raises(IsotropyTypeError, match=r"^The 'cov' parameter of isoscore_from_covariance must be a dense "
+                                                r"tensor\. Got a nested tensor of 2 pieces instead; "):
+        isotropy.isoscore_from_covariance(_nested(torch.strided, [torch.eye(D), torch.eye(D)]))
 
 
 def test_isoscore_from_covariance_refuses_a_meta_cov():

@@ -389,6 +389,7 @@ def _isoscore_from_covariance(cov, *, shrinkage_cov, zeta, caller, data_name="co
     """:func:`isoscore_from_covariance` with the public caller's name, and its name for the data whose width
     ``shrinkage_cov`` must have, in its error messages."""
     zeta = float(check_scalar(zeta, "zeta", caller=caller, low=0.0, high=1.0))
+    check_tensor_data(cov, caller=caller, name="cov")  # a nested tensor has no shape to read below
     check_real(cov, caller=caller, name="cov")  # as a complex X is refused: its real part was scored, with a warning
     if not is_torch(cov):
         try:

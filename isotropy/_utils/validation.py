@@ -269,6 +269,19 @@ def _strided_layout():
     return torch.strided
 
 
+def _nested_hint(X, name: str) -> str:
+    """How to make one dense tensor of the nested tensor ``X``, for its error message.
+
+    Pieces of shape ``(n_i, n_features)``: their rows, concatenated. Padding (``.to_padded_tensor(0)``) would add
+    rows of zeros that count as samples, and keep a third axis.
+    """
+    if X.dim() == 3:  # pieces of shape (n_i, n_features)
+        return (f"concatenate the rows of its pieces with torch.cat({name}.unbind()) (not .to_padded_tensor(0), "
+                f"whose padding would count as samples)")
+    return (f"its pieces are {X.dim() - 1}-d: join them into one dense tensor with torch.cat({name}.unbind()), or "
+            f"torch.stack({name}.unbind()) if they have one shape")
+
+
 def check_tensor_data(X, *, caller: str, name: str = "X"):
     """Refuse a torch tensor that holds no data; return ``X`` (anything but a tensor as is).
 
@@ -282,6 +295,9 @@ def check_tensor_data(X, *, caller: str, name: str = "X"):
     """
     if not is_torch(X):
         return X
+    if X.is_nested:  # torch's own error: "NestedTensorImpl doesn't support sizes" (its layout may be strided)
+        raise IsotropyTypeError(f"The '{name}' parameter of {caller} must be a dense tensor. Got a nested tensor of "
+                                f"{X.size(0)} pieces instead; {_nested_hint(X, name)}.")
     if X.layout != _strided_layout():  # torch's own error came from deep inside ("Could not run 'aten::aminmax' ...")
         kind = "an MKL-DNN tensor" if "mkldnn" in str(X.layout) else "a sparse tensor"
         # a wrong type: a TypeError, and an IsotropyValueError as it always was (a scipy sparse matrix is the same)

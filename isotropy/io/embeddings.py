@@ -18,6 +18,7 @@ import importlib
 import math
 import os
 import shlex
+import warnings
 import zipfile
 from pathlib import Path
 
@@ -379,6 +380,25 @@ def _check_npz_member(path, archive, member: str, fail=_fail) -> None:
                           f"header) but holds {info.file_size} bytes", "a complete .npz archive written by np.savez")
 
 
+def _check_tensor_layout(path, tensor, key=None) -> None:
+    """Refuse a sparse or nested tensor, saying how to save it dense (torch's errors came from deep inside:
+    ``Cannot access storage of SparseTensorImpl``, ``NestedTensorImpl doesn't support sizes``)."""
+    import torch
+
+    what = "its tensor" if key is None else f"its tensor {key!r}"
+    if tensor.is_nested:  # strided or jagged: no shape of its own to read
+        if tensor.dim() == 3:  # pieces of shape (n_i, n_features): their rows are the samples
+            expected = ("a dense 2-d tensor: torch.save(torch.cat(tensor.unbind()), path) saves the rows of its pieces "
+                        "(not tensor.to_padded_tensor(0), whose padding rows would count as samples)")
+        else:
+            expected = f"a dense 2-d tensor of shape (n_samples, n_features) (its pieces are {tensor.dim() - 1}-d)"
+        raise _fail(path, f"{what} is a nested tensor of {tensor.size(0)} pieces", expected)
+    if tensor.layout != torch.strided:
+        kind = "sparse" if "sparse" in str(tensor.layout) else "not dense"
+        raise _fail(path, f"{what} is {kind} (layout {tensor.layout})",
+                    "a dense tensor: torch.save(tensor.to_dense(), path)")
+
+
 def _check_tensor_storage(path, tensor) -> None:
     """Refuse a tensor that stores fewer bytes than it holds: an expanded or overlapping view.
 
@@ -423,7 +443,9 @@ def _read_torch(path, key):
         raise _fail(path, problem, "a tensor, or a dict of tensors, saved with torch.save (which does not compress); "
                                    "if the file is genuine, load it and torch.save it again")
     try:
-        obj = torch.load(path, map_location="cpu", weights_only=True)
+        with warnings.catch_warnings():  # a CSR tensor is refused below, in one line: not after torch's note on it
+            warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta", category=UserWarning)
+            obj = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as exc:
         if "Weights only load failed" in str(exc):  # torch's message then advises weights_only=False: not repeated
             raise _fail(path, "torch.load(weights_only=True) failed: it holds pickled Python objects besides tensors, "
@@ -437,11 +459,13 @@ def _read_torch(path, key):
     if isinstance(obj, torch.Tensor):
         if key is not None:
             _no_key(path, key, ".pt files saving a single tensor")
+        _check_tensor_layout(path, obj)
         _check_tensor_storage(path, obj)
         return _as_matrix(_tensor_to_numpy(obj), path)
     if isinstance(obj, dict):
         tensors = {str(k): v for k, v in obj.items() if isinstance(v, torch.Tensor)}
         tensor = _pick(path, tensors, key, "saved dict")
+        _check_tensor_layout(path, tensor, key if key is not None or len(tensors) != 1 else next(iter(tensors)))
         _check_tensor_storage(path, tensor)
         return _as_matrix(_tensor_to_numpy(tensor), path)
     raise _fail(path, f"torch.load returned a {type(obj).__name__}", "a tensor, or a dict of tensors")

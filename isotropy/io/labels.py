@@ -52,6 +52,9 @@ _EXPECTED = ("one label per line (.txt), one label column or several 0/1 columns
 _JSON_LINES = (".jsonl", ".ndjson")
 # files with named columns (column= / --label-column): an .npz archive's are its members
 _COLUMNS = (".csv", ".tsv", *_JSON_LINES, ".parquet", ".npz")
+_COLUMNS_EXPECTED = ("a .csv or .tsv file with a header line naming the column, a .jsonl or a .parquet file, or a "
+                     "member of an .npz archive")
+_SHARD_LABELS = "a directory of .parquet shards, each with that column"
 
 
 # A labels text file (one label a line, or a table) is read into memory: past this size it is refused, not read (the
@@ -137,6 +140,7 @@ def read_labels(path: str | os.PathLike, *, n_rows: int | None = None, column: s
         raise FileNotFoundError(f"The labels file {str(path)!r} does not exist; expected {_EXPECTED}.")
     directory = kind is not None and kind.startswith("is a directory")
     if directory and column is not None:  # the column of a directory of .parquet shards
+        check_column(path, column)  # a Zarr store: no columns
         labels = _read_shard_labels(path, column)
     elif kind is not None:  # a directory, a device such as /dev/zero, a link loop or a dangling link
         raise _fail(path, f"it {kind}" + (" (for labels inside .parquet shards, name their column: --label-column; "
@@ -209,12 +213,12 @@ def _read_shard_labels(path: Path, column: str) -> np.ndarray:
     in the right order."""
     from isotropy.io.shards import _shard_paths
 
-    shards = _shard_paths(path)
+    shards = _shard_paths(path, fail=_fail, expected=_SHARD_LABELS)  # named as labels, not as embeddings
     others = [shard for shard in shards if shard.suffix.lower() != ".parquet"]
     if others:
         raise _fail(others[0], f"a label column ({column!r}) was named for the shard directory {str(path)!r}, but "
                                f"this shard is {others[0].suffix} and has no columns",
-                    "a directory of .parquet shards, each with that column")
+                    _SHARD_LABELS)
     import pyarrow.parquet as pq
 
     parts = []
@@ -243,12 +247,17 @@ def check_column(path: str | os.PathLike, column: str | None) -> None:
     """
     suffix = Path(path).suffix
     if column is not None and Path(path).is_dir():  # .parquet shards: their column (_read_shard_labels)
+        from isotropy.io.shards import _is_zarr
+
+        if _is_zarr(Path(path)):  # read as shards, it was "Cannot read embeddings from ...", blaming EMBEDDINGS
+            raise _fail(path, f"a label column ({column!r}) was named, but a Zarr store has no columns (and is not "
+                              f"read as labels: save them as a .npy file, or as a column of a .parquet file)",
+                        f"{_COLUMNS_EXPECTED}, or {_SHARD_LABELS}")
         return
     if column is not None and suffix.lower() not in _COLUMNS:
         kind = f"a {suffix} file" if suffix else "a file without extension (plain text)"
         raise _fail(path, f"a label column ({column!r}) was named, but {kind} has no columns (leave the column out: "
-                          f"that file holds the labels alone)", "a .csv or .tsv file with a header line naming the column, a .jsonl "
-                                                                 "or a .parquet file, or a member of an .npz archive")
+                          f"that file holds the labels alone)", _COLUMNS_EXPECTED)
 
 
 def _is_int(text: str) -> bool:

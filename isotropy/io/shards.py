@@ -86,7 +86,9 @@ def _warn_nested(path: Path) -> None:
                       f"give the pattern {patterns}.", UserWarning, stacklevel=3)
 
 
-def _shard_paths(source) -> list[Path]:
+def _shard_paths(source, fail=_fail, expected: str = _EXPECTED) -> list[Path]:
+    """The shards of a directory or glob ``source``, in order; ``fail``, ``expected``: the error and what it expects
+    (the labels reader's, for labels read from shards)."""
     text = str(source)
     path = Path(text)
     if path.is_dir():
@@ -97,12 +99,12 @@ def _shard_paths(source) -> list[Path]:
     others = [p for p in paths if p.suffix.lower() not in SHARD_EXTENSIONS]  # once: not once per shard
     for p in paths:  # a shard that cannot be opened is an error, never skipped (its rows would be lost)
         if not p.is_file():
-            raise _fail(p, f"this shard {path_kind(p)}", _EXPECTED)
+            raise fail(p, f"this shard {path_kind(p)}", expected)
         if others:
-            raise _fail(others[0], f"the pattern {text!r} matches a file of unsupported type {others[0].suffix!r}",
-                        _EXPECTED)
+            raise fail(others[0], f"the pattern {text!r} matches a file of unsupported type {others[0].suffix!r}",
+                       expected)
     if not paths:
-        raise _fail(text, "no .npy or .parquet shards found there", _EXPECTED)
+        raise fail(text, "no .npy or .parquet shards found there", expected)
     return sorted(paths, key=lambda p: natural_key(p.name if path.is_dir() else str(p)))
 
 

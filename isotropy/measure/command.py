@@ -248,6 +248,21 @@ def _check_zeta(zeta, measured, *, default_table: str | None) -> None:
                            f"--metrics{also} or leave --zeta out.")
 
 
+def _check_distance(distance, measured, *, default_table: str | None) -> None:
+    """Refuse a ``--metric`` given on the command line when no measured metric takes a distance (``measured``,
+    ``default_table``: as in :func:`_check_zeta`): the header said "cosine distance" over metrics that read none."""
+    import inspect
+
+    if not _given(["distance"]):
+        return
+    readers = [name for name, spec in METRICS.items() if "metric" in inspect.signature(spec.function).parameters]
+    if any(name in readers for name in measured):
+        return
+    which = default_table or f"--metrics {','.join(measured)}"
+    raise click.UsageError(f"--metric {distance} sets the distance of {', '.join(readers)}, which {which} leaves out; "
+                           f"add one of them to --metrics or leave --metric out.")
+
+
 class _MeasureCommand(click.Command):
     """``measure``, whose refusal of extra arguments says when the shell expanded a pattern into many files."""
 
@@ -411,6 +426,7 @@ def command(embeddings, labels_path, label_column, metric_names, shrinkage_sampl
                 else None)
     _check_averaging(averaging, metric_names, default_table="the default table" if default_table else None)
     _check_n_neighbors(n_neighbors, metric_names)
+    _check_distance(distance, metric_names, default_table="the default table" if default_table else None)
     needing_labels = [name for name in metric_names if METRICS[name].needs_labels]
     if needing_labels and labels_path is None:
         raise click.UsageError(f"metric {needing_labels[0]!r} needs --labels FILE (one label per row of EMBEDDINGS).")
