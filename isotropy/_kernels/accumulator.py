@@ -194,6 +194,33 @@ def participation_ratio_in_range(ratio, n_features: int):
     return min(max(float(ratio), 1.0), float(n_features))
 
 
+def entropy_rank_in_range(rank, n_values: int, reachable: int, epsilon: float = 0.0, *, normalize: bool = False):
+    """An :func:`entropy_rank` of ``n_values`` singular values, at most ``reachable`` of them non-zero, clipped into its
+    range (with ``normalize``, divided by its largest value first): a float, or a torch tensor (its graph kept).
+
+    Both ends are exact bounds (the entropy is concave in ``p``): below, the value of one non-zero singular value
+    (1 when ``epsilon`` is 0); above, that of ``reachable`` equal ones (:func:`entropy_rank_bound`), so ``(0, 1]``
+    normalised. The rounding of ``Σ p log p`` put the identity of size 5 at 5.000000000000001 (1.0000000000000002
+    normalised), past the documented ``[1, min(n, d)]``. Shared by :func:`isotropy.effective_rank`,
+    :func:`isotropy.rankme` (numpy, torch and dask) and :class:`CovarianceAccumulator`, as
+    :func:`participation_ratio_in_range` is; a torch value keeps the gradient of the unclipped one (as IsoScore's
+    clipped ratio does).
+
+    Examples
+    --------
+    >>> entropy_rank_in_range(5.000000000000001, 5, 5), entropy_rank_in_range(5.000000000000001, 5, 5, normalize=True)
+    (5.0, 1.0)
+    """
+    high = entropy_rank_bound(n_values, reachable, epsilon)
+    low = 1.0 if epsilon == 0 else entropy_rank(np.eye(1, n_values).ravel(), epsilon=epsilon)
+    if normalize:
+        rank, low, high = rank / high, low / high, 1.0
+    if is_torch(rank):
+        held = rank.detach()
+        return rank + (held.clamp(low, high) - held)  # the clipped value exactly: a rounding away, c − r is exact
+    return min(max(float(rank), low), high)
+
+
 # Row chunks of a dask array computed at once by CovarianceAccumulator.update: some parallelism, memory of a few chunks.
 _DASK_CHUNKS_AT_ONCE = 4
 
@@ -441,10 +468,8 @@ class CovarianceAccumulator:
         self._require(caller)
         values = self.singular_values(center=bool(center))
         rank = entropy_rank(values, epsilon=epsilon, caller=f"CovarianceAccumulator.{caller}")
-        if normalize:
-            reachable = min(self.n_samples_ - 1 if center else self.n_samples_, self.n_features_, len(values))
-            rank /= entropy_rank_bound(len(values), reachable, epsilon)
-        return rank
+        reachable = min(self.n_samples_ - 1 if center else self.n_samples_, self.n_features_, len(values))
+        return entropy_rank_in_range(rank, len(values), reachable, epsilon, normalize=bool(normalize))
 
     def cosine_similarity_mean(self):
         """Mean cosine similarity over distinct pairs of all rows seen (Python float)."""

@@ -44,7 +44,8 @@ def alignment(X, Y, *, alpha: float = 2, normalize: bool = True):
         (two augmentations, a sentence and its paraphrase, a query and its document). One tensor and
         one array: the array is taken as a tensor on the tensor's device, computed with it in float64
         (which holds both; float32 on MPS, which refuses an array it cannot hold), and the value comes
-        back in the tensor's dtype. One dask array and one numpy array: both are read as dask arrays;
+        back in the tensor's dtype (float32 for float16, bfloat16 and integer tensors). One dask array
+        and one numpy array: both are read as dask arrays;
         a dask array with a tensor is refused.
     alpha : float, default=2
         The exponent (the paper's default is 2).
@@ -55,9 +56,10 @@ def alignment(X, Y, *, alpha: float = 2, normalize: bool = True):
     -------
     align : float or torch.Tensor
         In ``[0, 2^α]`` with ``normalize``; 0 when every pair coincides. Python float for numpy
-        and dask input; a differentiable 0-dim tensor in the tensor's dtype when ``X`` or ``Y`` is a
-        tensor (a mean below that dtype's smallest number rounds to 0 there, as 0.1^1000 does in
-        float64; one above its largest is refused).
+        and dask input; a differentiable 0-dim tensor when ``X`` or ``Y`` is a tensor, in the
+        tensor's dtype, float32 for float16, bfloat16 and integer tensors (of two tensors, the wider
+        of those: float16 with float64 gives float64); a mean below that dtype's smallest number
+        rounds to 0 there, as 0.1^1000 does in float64, one above its largest is refused.
 
     Notes
     -----
@@ -110,8 +112,8 @@ def alignment(X, Y, *, alpha: float = 2, normalize: bool = True):
 
 def _torch_alignment(X, Y, *, alpha: float, normalize: bool, caller: str):
     """:func:`alignment` when ``X`` or ``Y`` is a tensor: computed in float64 (float32 on MPS) on the tensor's device,
-    differentiable, exact at any scale as the numpy path, and returned in the tensor's dtype (refused where the mean
-    lies beyond that dtype's range).
+    differentiable, exact at any scale as the numpy path, and returned in the tensor's dtype, float32 for half and
+    integer tensors (``check_X`` made them float32; refused where the mean lies beyond that dtype's range).
 
     One tensor and one numpy array: a decision, the numpy one becomes a tensor on the tensor's device, and the value
     is the tensor's (differentiable in it), as if both had been tensors. Refusing would make the common training use
@@ -393,7 +395,7 @@ def uniformity(X, *, t: float = 2, normalize: bool = True):
     a value just below 0 is not lost to the rounding of a mean near 1. Torch input is computed
     with one differentiable ``torch.pdist``, as in training, in float64 (float32 on MPS) whatever
     its dtype, by the same formulas, and refused beyond float64's range as numpy input; the value
-    comes back in the input's dtype.
+    comes back in the input's dtype (float32 for float16, bfloat16 and integer tensors).
 
     References
     ----------

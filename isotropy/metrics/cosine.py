@@ -141,9 +141,10 @@ def cosine_similarity_mean(X):
     Returns
     -------
     mean_cos : float or torch.Tensor
-        In [-1/(n−1), 1]; near 0 for isotropic data, near 1 when all vectors point alike
-        (anisotropy in the sense of Ethayarajh). Python float (float64 arithmetic) for numpy input;
-        a differentiable 0-dim tensor on the input's device and dtype for torch input.
+        In [-1/(n−1), 1]; near 0 for isotropic data, near 1 when all vectors point alike (anisotropy
+        in the sense of Ethayarajh). Python float (float64 arithmetic) for numpy input; a
+        differentiable 0-dim tensor on the input's device for torch input: float32 for float16,
+        bfloat16 and integer tensors (computed in float32), else the input's dtype.
 
     Notes
     -----

@@ -31,7 +31,8 @@ def participation_ratio(X):
     pr : float or torch.Tensor
         In [1, n_features]: 1 when all variance lies along one direction, n_features when it is
         spread evenly. Python float (float64) for numpy input; differentiable 0-dim tensor on the
-        input's device and dtype for torch input.
+        input's device for torch input: float32 for float16, bfloat16 and integer tensors (computed
+        in float32), else the input's dtype.
 
     Notes
     -----

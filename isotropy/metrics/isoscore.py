@@ -45,7 +45,8 @@ def isoscore(X):
     -------
     score : float or torch.Tensor
         A Python float for numpy input (computed in float64 whatever the input dtype); a 0-dim
-        tensor on the input's device and dtype, differentiable, for torch input.
+        tensor on the input's device, differentiable, for torch input: float32 for float16, bfloat16
+        and integer tensors (computed in float32), else the input's dtype.
 
     Raises
     ------
@@ -115,8 +116,9 @@ def isoscore_star(X, *, shrinkage_cov=None, zeta=0.2):
     Returns
     -------
     score : float or torch.Tensor
-        A Python float for numpy input (float64 arithmetic); a differentiable 0-dim tensor on
-        the input's device and dtype for torch input. 1 = isotropic, 0 = one direction only.
+        A Python float for numpy input (float64 arithmetic); a differentiable 0-dim tensor on the
+        input's device for torch input: float32 for float16, bfloat16 and integer tensors (computed
+        in float32), else the input's dtype. 1 = isotropic, 0 = one direction only.
 
     Raises
     ------

@@ -225,12 +225,13 @@ def partition_isotropy(X):
     Returns
     -------
     score : float or torch.Tensor
-        In (0, 1]. Python float for numpy input (float64 arithmetic); a 0-dim tensor on the
-        input's device and dtype for torch input, differentiable through ``torch.linalg.eigh``.
-        Where two non-zero eigenvalues of XᵀX tie (isotropic data: the very target of a
-        regulariser), eigh's gradient is NaN and the value depends on which basis of the tied
-        space the solver returns; the gradient there is that of the projections on the returned
-        basis held fixed (finite; the value is unchanged).
+        In (0, 1]. Python float for numpy input (float64 arithmetic); a 0-dim tensor on the input's
+        device for torch input, differentiable through ``torch.linalg.eigh``: float32 for float16,
+        bfloat16 and integer tensors (computed in float32), else the input's dtype. Where two
+        non-zero eigenvalues of XᵀX tie (isotropic data: the very target of a regulariser), eigh's
+        gradient is NaN and the value depends on which basis of the tied space the solver returns;
+        the gradient there is that of the projections on the returned basis held fixed (finite; the
+        value is unchanged).
 
     Raises
     ------

@@ -144,8 +144,9 @@ def cosine_contributions(X):
     -------
     cc : ndarray or torch.Tensor of shape (n_features,)
         ``cc[i]`` = mean over distinct pairs (j, k) of x̂ⱼᵢ·x̂ₖᵢ; ``cc.sum()`` is
-        :func:`isotropy.cosine_similarity_mean`. float64 numpy for numpy input; the input's
-        device and dtype (differentiable) for a tensor.
+        :func:`isotropy.cosine_similarity_mean`. float64 numpy for numpy input; on the input's
+        device (differentiable) for a tensor: float32 for float16, bfloat16 and integer tensors
+        (computed in float32), else the input's dtype.
 
     Notes
     -----
@@ -192,9 +193,10 @@ def rogue_dimension_share(X, *, n_dimensions=1):
     share : float or torch.Tensor
         Σ of the k largest :func:`cosine_contributions` over their total (the mean cosine
         similarity). k/d or less when every dimension contributes alike; near 1 (it can exceed 1
-        when other dimensions contribute negatively) when k "rogue" dimensions dominate the
-        cosine similarity. Python float for numpy input (float64); a 0-dim tensor on the input's
-        device and dtype for a tensor.
+        when other dimensions contribute negatively) when k "rogue" dimensions dominate the cosine
+        similarity. Python float for numpy input (float64); a 0-dim tensor on the input's device for
+        a tensor: float32 for float16, bfloat16 and integer tensors (computed in float32), else the
+        input's dtype.
 
         NaN, with a ``RuntimeWarning``, when the mean cosine similarity is not above five times
         its standard deviation for rows that share no direction (centred or isotropic data: see

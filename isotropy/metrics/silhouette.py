@@ -385,8 +385,9 @@ def silhouette_samples(X, labels, *, metric="euclidean", chunk_size=None):
     Returns
     -------
     numpy.ndarray or torch.Tensor of shape (n_samples,)
-        Coefficients in ``[-1, 1]``; float64 for numpy input, the input's dtype and device
-        for torch input.
+        Coefficients in ``[-1, 1]``; float64 for numpy input; on the input's device for torch input:
+        float32 for float16, bfloat16 and integer tensors (computed in float32), else the input's
+        dtype.
 
     Notes
     -----
