@@ -36,3 +36,33 @@ def test_a_bare_string_is_refused(entry, text, kind):
     assert f"The '{name}' parameter of " in message
     assert f"Got {kind} instead; put a single text in a list: [text]." in message
     assert "\n" not in message
+
+
+# (the probes refuse such elements in their own words already: tests/test_training_probe.py)
+TEXT_LISTS = {k: ENTRY_POINTS[k] for k in ("encode_sentences", "encode_pooled", "encode_mean_pooled", "measure_layers")}
+
+
+@pytest.mark.parametrize("element, said", [(None, "NoneType (None) at index 1"), (float("nan"), "float (nan) at index 1"),
+                                           (b"b", "bytes (b'b') at index 1 instead; decode bytes first")],
+                         ids=["None", "NaN", "bytes"])
+@pytest.mark.parametrize("entry", list(TEXT_LISTS))
+def test_an_element_that_is_not_a_text_is_refused(entry, element, said):
+    """None, a pandas NaN and bytes were embedded as the texts "None", "nan" and "b'...'" (the same vectors as those
+    texts: a user trial), where the command line and the training probes refuse them."""
+    call, name = TEXT_LISTS[entry]
+    with pytest.raises(TypeError, match=rf"The '{name}' parameter of .* each a str\. Got ") as info:
+        call(["a b", element, "c d"])
+    assert said in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("entry", ["encode_sentences", "encode_pooled", "encode_mean_pooled"])
+@pytest.mark.parametrize("blank", ["", "   "])
+def test_the_encoders_refuse_a_blank_text(entry, blank):
+    """An empty text was embedded as its special tokens alone, the vector of no sentence; the command line refuses
+    empty lines, and the encoders now refuse blank texts, naming the first."""
+    from isotropy import IsotropyValueError
+
+    call, _ = ENTRY_POINTS[entry]
+    with pytest.raises(IsotropyValueError, match=rf"must have texts that are not blank\. Got {blank!r} at index 1"):
+        call(["a b", blank])

@@ -585,12 +585,28 @@ def check_n_neighbors(n_neighbors, n_samples: int, *, caller: str, low: int = 1,
     return int(n_neighbors)
 
 
-def check_texts(texts, *, caller: str, name: str = "texts", what: str = "a sequence of texts") -> list[str]:
-    """Return ``texts`` as a list of str; a bare str or bytes is refused (iterating it would give one text per character)."""
+def check_texts(texts, *, caller: str, name: str = "texts", what: str = "a sequence of texts",
+                allow_blank: bool = True) -> list[str]:
+    """Return ``texts`` as a list of str; a bare str or bytes is refused (iterating it would give one text per character).
+
+    An element that is not a str is refused, naming its index: ``None``, a pandas NaN or bytes were embedded as the
+    texts "None", "nan" and "b'...'" (the same vectors as those texts), where the command line and the training probes
+    refuse them. ``allow_blank=False`` refuses empty and whitespace-only texts too: under an encoder they are rows of
+    special tokens only, the vector of no sentence (the command line refuses empty lines as well).
+    """
     if isinstance(texts, (str, bytes, bytearray)):
         kind = "a string" if isinstance(texts, str) else "bytes"
         raise TypeError(f"The '{name}' parameter of {caller} must be {what}. Got {kind} ({_describe(texts)}) instead; "
                         f"put a single text in a list: [text].")
+    texts = list(texts)
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise TypeError(f"The '{name}' parameter of {caller} must be {what}, each a str. Got "
+                            f"{type(text).__name__} ({_describe(text)}) at index {i} instead"
+                            f"{'; decode bytes first' if isinstance(text, (bytes, bytearray)) else ''}.")
+        if not allow_blank and not text.strip():
+            raise IsotropyValueError(f"The '{name}' parameter of {caller} must have texts that are not blank. Got "
+                                     f"{_describe(text)} at index {i} instead; remove it.")
     return [str(t) for t in texts]
 
 

@@ -108,7 +108,7 @@ def encode_sentences(texts: Sequence[str], *, model: str = DEFAULT_MODEL, device
     """
     from isotropy._utils.validation import check_texts
 
-    texts = check_texts(texts, caller="encode_sentences")
+    texts = check_texts(texts, caller="encode_sentences", allow_blank=False)
     if not texts:
         raise ValueError("The 'texts' parameter of encode_sentences must hold at least one sentence. Got none.")
     require_model_packages(model, sentence_transformers=True)  # torch and the rest named up front, with their extra
@@ -318,7 +318,7 @@ def encode_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, layers: S
     from isotropy.models.pooling import check_pooling
 
     caller = "encode_pooled"
-    texts = check_texts(texts, caller=_caller, name=_texts_name)
+    texts = check_texts(texts, caller=_caller, name=_texts_name, allow_blank=False)
     if not texts:
         raise ValueError(f"The 'texts' parameter of {caller} must hold at least one sentence. Got none.")
     layers = [layers] if isinstance(layers, (int, np.integer)) else list(layers)
@@ -436,7 +436,7 @@ def encode_mean_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, devi
         raise TypeError(f"The 'layer' parameter of encode_mean_pooled must be an int. Got {layer!r} instead.")
     from isotropy._utils.validation import check_texts
 
-    texts = check_texts(texts, caller="encode_mean_pooled")
+    texts = check_texts(texts, caller="encode_mean_pooled", allow_blank=False)
     if not texts:
         raise ValueError("The 'texts' parameter of encode_mean_pooled must hold at least one sentence. Got none.")
     layer = int(layer)
