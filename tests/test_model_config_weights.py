@@ -157,12 +157,15 @@ def test_the_fine_tuning_loader_makes_the_same_checks(bert_dir, tmp_path):
 def test_an_opt_model_embedding_in_its_projection_width_loads(tmp_path):
     """OPT embeds in word_embed_proj_dim and projects to hidden_size (facebook/opt-350m: 512 and 1024): the check
     of the token embeddings against (vocab_size, hidden_size) refused it as a config its weights do not match."""
-    from transformers import OPTConfig, OPTModel
+    from transformers import BertTokenizerFast, OPTConfig, OPTModel
 
-    config = OPTConfig(vocab_size=99, hidden_size=32, word_embed_proj_dim=16, num_hidden_layers=2,
-                       num_attention_heads=2, ffn_dim=37, max_position_embeddings=64)
+    bert = make_tiny_bert(tmp_path / "tokenizer")  # a model directory needs its tokenizer files (load_transformer)
+    config = OPTConfig(vocab_size=len((bert / "vocab.txt").read_text().split()), hidden_size=32,
+                       word_embed_proj_dim=16, num_hidden_layers=2, num_attention_heads=2, ffn_dim=37,
+                       max_position_embeddings=64)
     torch.manual_seed(0)
     OPTModel(config).save_pretrained(tmp_path / "opt")
+    BertTokenizerFast(str(bert / "vocab.txt")).save_pretrained(tmp_path / "opt")
     _, network, _ = load_transformer(str(tmp_path / "opt"), device="cpu")
     assert network.config.word_embed_proj_dim == 16 and network.config.hidden_size == 32
 

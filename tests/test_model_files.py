@@ -99,6 +99,18 @@ def test_a_model_directory_without_weights_is_one_line_naming_it(bert_dir, tmp_p
                     f"weights as model.safetensors beside config.json (model.save_pretrained(dir)).")
 
 
+def test_a_model_directory_without_tokenizer_files_is_one_line_naming_it(bert_dir, tmp_path):
+    """Without its tokenizer files, transformers built a tokenizer of the special tokens alone: every word became the
+    unknown token, and the command printed a table of those vectors with exit 0 (a user trial)."""
+    model = _copy_model(bert_dir, tmp_path / "m")
+    for file in model.iterdir():
+        if file.name not in ("config.json", "model.safetensors"):
+            file.unlink()
+    line = _one_line(_measure_model(model, tmp_path))
+    assert line.startswith(f"Error: The tokenizer of {str(model)!r}") and "holds only its" in line
+    assert "special tokens: its tokenizer files" in line
+
+
 def test_a_tokenizer_json_nested_without_end_is_one_line(bert_dir, tmp_path):
     model = _copy_model(bert_dir, tmp_path / "m")
     (model / "tokenizer.json").write_text('{"a":' * 100_000)  # transformers' json.load: a RecursionError traceback

@@ -195,6 +195,15 @@ def _load(model: str, location: str, weights, device):
         raise IsotropyValueError(f"The model {model!r} is an encoder-decoder ({config.model_type}); expected an "
                                  f"encoder (BERT-style), an encoder-only T5 (T5EncoderModel) or a decoder "
                                  f"(GPT-2-style) model.")
+    special = set(getattr(tokenizer, "all_special_ids", ()))
+    if len(tokenizer) <= len(special):
+        # a folder without its tokenizer files (tokenizer.json, vocab.txt, ...): transformers built the tokenizer of the
+        # model type from its special tokens alone, and every word became the unknown token (a measured table of one
+        # vector per text length, exit 0: a user trial)
+        raise IsotropyValueError(f"The tokenizer of {model!r} (resolved to {location!r}) holds only its "
+                                 f"{len(tokenizer)} special tokens: its tokenizer files (tokenizer.json, vocab.txt, "
+                                 f"tokenizer.model, ...) are missing, and every word would be the unknown token. Copy "
+                                 f"them beside config.json (tokenizer.save_pretrained(directory)).")
     if not getattr(tokenizer, "is_fast", False):
         raise IsotropyValueError(f"The tokenizer of {model!r} is not a fast tokenizer; the word-to-piece mapping "
                                  f"(word_ids) needs one (a tokenizer.json or a convertible vocabulary).")
