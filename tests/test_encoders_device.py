@@ -121,3 +121,22 @@ def test_the_cache_keeps_the_vectors_of_each_batch_size_apart(tmp_path):
         X = encode_pooled(texts, layers=[-1], batch_size=size, device="cpu", cache_dir=tmp_path)[-1]
         np.testing.assert_array_equal(X, fresh[size])
     assert len(list(tmp_path.glob("*.npy"))) == 2
+
+
+@pytest.mark.parametrize("name", ENCODERS)
+@pytest.mark.parametrize("batch_size", [0, -5, 2.5, "x", True])
+@pytest.mark.parametrize("use_cache", [True, False])
+def test_a_bad_batch_size_is_refused_cached_or_not(cached, name, batch_size, use_cache):
+    """encode_sentences took 0, -5, 2.5 and "x" once its vectors were cached, and an empty cache gave
+    sentence-transformers' own "batch_size must be a positive integer, got 0." (no function named)."""
+    root, _ = cached
+    call = {"encode_sentences": lambda: encode_sentences(TEXTS, batch_size=batch_size, cache_dir=root / name,
+                                                         use_cache=use_cache, show_progress=False),
+            "encode_pooled": lambda: encode_pooled(TEXTS, layers=[-1], batch_size=batch_size, cache_dir=root / name,
+                                                   use_cache=use_cache),
+            "encode_mean_pooled": lambda: encode_mean_pooled(TEXTS, layer=-1, batch_size=batch_size,
+                                                             cache_dir=root / name, use_cache=use_cache)}[name]
+    with pytest.raises((TypeError, ValueError), match=r"^The 'batch_size' parameter of encode_(sentences|pooled) "
+                                                      r"must be an int") as info:
+        call()
+    assert "\n" not in str(info.value) and repr(batch_size) in str(info.value)

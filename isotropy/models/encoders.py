@@ -95,6 +95,7 @@ def encode_sentences(texts: Sequence[str], *, model: str = DEFAULT_MODEL, device
         ``"mps"``; checked before the cache is read, so a device this machine lacks is refused
         whether or not the vectors are cached (:func:`isotropy._utils.device.resolve_device`).
     batch_size : int, default=128
+        Texts per forward pass, at least 1; checked before the cache is read, as ``device``.
     normalize : bool, default=False
         L2-normalise the embeddings.
     cache_dir : path-like or None
@@ -106,11 +107,13 @@ def encode_sentences(texts: Sequence[str], *, model: str = DEFAULT_MODEL, device
     -------
     X : ndarray of shape (n_samples, n_features), float32
     """
-    from isotropy._utils.validation import check_texts
+    from isotropy._utils.validation import check_scalar, check_texts
 
     texts = check_texts(texts, caller="encode_sentences")
     if not texts:
         raise ValueError("The 'texts' parameter of encode_sentences must hold at least one sentence. Got none.")
+    # before the cache, as the device: the same call fails or succeeds whether or not its vectors are cached
+    check_scalar(batch_size, "batch_size", caller="encode_sentences", kind=int, low=1)
     require_model_packages(model, sentence_transformers=True)  # torch and the rest named up front, with their extra
     from isotropy._utils.device import resolve_device
 
