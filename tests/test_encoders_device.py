@@ -140,3 +140,14 @@ def test_a_bad_batch_size_is_refused_cached_or_not(cached, name, batch_size, use
                                                       r"must be an int") as info:
         call()
     assert "\n" not in str(info.value) and repr(batch_size) in str(info.value)
+
+
+@pytest.mark.parametrize("layers", ["all", "last", "0,-1"])
+def test_encode_pooled_says_what_layers_it_takes_of_a_string(layers, tmp_path):
+    """layers="all" was "must be a sequence of ints. Got ['a', 'l', 'l'] instead"."""
+    with pytest.raises(TypeError) as info:
+        encode_pooled(TEXTS, layers=layers, cache_dir=tmp_path)
+    assert str(info.value) == (
+        f"The 'layers' parameter of encode_pooled must be an int or a sequence of ints (indices into the hidden states: "
+        f"0 = embedding output, -1 = last layer; for 'all' or 'last' pass isotropy.models.select_layers({layers!r}, "
+        f"n_hidden_states)). Got {layers!r} instead.")

@@ -294,8 +294,10 @@ def encode_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, layers: S
     model : str, default="all-MiniLM-L6-v2"
         Any name :func:`isotropy.models.resolve_model` accepts (packaged MiniLM or ``gemma-3-270m``,
         a ``.gguf`` file, a local transformers directory, a hub name while online).
-    layers : sequence of int, default=(-1,)
-        Indices into the hidden states (0 = the embedding layer, -1 = the last layer).
+    layers : int or sequence of int, default=(-1,)
+        Indices into the hidden states (0 = the embedding layer, -1 = the last layer). A string
+        (``"all"``, ``"last"``) is refused: :func:`isotropy.models.select_layers` turns it into
+        indices given the model's ``n_hidden_states``.
     pooling : {"mean", "last", "first"}, default="mean"
         Attention-masked mean (padding excluded, special tokens included, as sentence-transformers'
         mean pooling), the last real token, or the first token ([CLS]; refused for a causal decoder,
@@ -318,12 +320,18 @@ def encode_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, layers: S
         Keyed by the layers as given.
     """
     from isotropy._utils.validation import check_scalar, check_texts
+    from isotropy.io._encoding import shorten
     from isotropy.models.pooling import check_pooling
 
     caller = "encode_pooled"
     texts = check_texts(texts, caller=_caller, name=_texts_name)
     if not texts:
         raise ValueError(f"The 'texts' parameter of {caller} must hold at least one sentence. Got none.")
+    if isinstance(layers, str):  # list("all") was ['a', 'l', 'l']: the words need the model's depth, known later
+        raise TypeError(f"The 'layers' parameter of {caller} must be an int or a sequence of ints (indices into the "
+                        f"hidden states: 0 = embedding output, -1 = last layer; for 'all' or 'last' pass "
+                        f"isotropy.models.select_layers({shorten(layers)!r}, n_hidden_states)). Got "
+                        f"{shorten(layers)!r} instead.")
     layers = [layers] if isinstance(layers, (int, np.integer)) else list(layers)
     if not layers or any(isinstance(x, bool) or not isinstance(x, (int, np.integer)) for x in layers):
         raise TypeError(f"The 'layers' parameter of {caller} must be a sequence of ints. Got {layers!r} instead.")
