@@ -109,3 +109,36 @@ def test_multi_label_tables_stay_multi_label_and_a_two_column_one_named_as_a_lab
     with pytest.warns(UserWarning, match=r"lx\.csv' is read as 2 multi-label 0/1 columns, 'label' and 'x'; if "
                                          r"'label' is the one label column, name it: --label-column label"):
         assert read_labels(tmp_path / "lx.csv").tolist() == [[0, 1], [1, 1]]
+
+
+@pytest.mark.parametrize(("encoding", "said"), [
+    ("utf-8", ("is not utf-8 text (byte 0xff on line 1: invalid start byte); give its encoding (--encoding utf-16: "
+              "it starts with a UTF-16 byte-order mark).")),
+    ("latin-1", ("holds a NUL character on line 1 (read as iso8859-1), which no text does; give its encoding "
+                "(--encoding utf-16: it starts with a UTF-16 byte-order mark).")),
+])
+def test_a_utf16_file_is_said_to_be_one_and_never_read_as_latin1(tmp_path, encoding, said):
+    """The first error suggested latin-1, which then read 'ÿþa\\x00 \\x00m\\x00...' and a text '\\x00' as texts."""
+    path = tmp_path / "u16.txt"
+    path.write_text("a man is dancing .\nA dog runs .\n" * 20, encoding="utf-16")
+    with pytest.raises(ValueError) as caught:
+        read_texts(path, encoding=encoding)
+    assert str(caught.value) == f"The texts file {str(path)!r} {said}"
+    assert read_texts(path, encoding="utf-16")[:2] == ["a man is dancing .", "A dog runs ."]
+    (tmp_path / "u32.txt").write_text("a b\nc d\n", encoding="utf-32")
+    with pytest.raises(ValueError, match=r"give its encoding \(--encoding utf-32: it starts with a UTF-32 byte-order"):
+        read_texts(tmp_path / "u32.txt")
+
+
+def test_nul_characters_after_decoding_are_refused_by_their_line(tmp_path):
+    """A UTF-16 file's NUL bytes were left to its decoder; a NUL character it decodes to was then read as text."""
+    (tmp_path / "n.txt").write_text("a man\nis\x00 dancing .\nA dog runs .\n", encoding="utf-16")
+    with pytest.raises(ValueError) as caught:
+        read_texts(tmp_path / "n.txt", encoding="utf-16")
+    assert str(caught.value) == (f"The texts file {str(tmp_path / 'n.txt')!r} holds a NUL character on line 2 (read "
+                                 f"as utf-16), which no text does; expected text without NUL characters (one text a "
+                                 f"line, a CSV/TSV file or a JSON-lines file).")
+    (tmp_path / "be.txt").write_bytes("a b\nc d\n".encode("utf-16-be"))  # no byte-order mark
+    with pytest.raises(ValueError, match=r"line 1 \(read as utf-8\), which no text does; give its encoding "
+                                         r"\(--encoding utf-16-be: every other byte is NUL"):
+        read_texts(tmp_path / "be.txt")

@@ -182,6 +182,15 @@ def test_select_layers_is_the_one_layer_selector():
         assert parse_layers("all", 2) == [0, 1, 2]  # the old name, for one release
 
 
+@pytest.mark.parametrize("n", [0, -2, 2.7, True, "3", None])
+def test_select_layers_refuses_a_count_that_is_not_a_positive_int(n):
+    """"last" of 0 hidden states was [-1], of -2 [-3]; "all" of 2.7 was [0, 1] and of True [0]."""
+    with pytest.raises((TypeError, ValueError), match=r"^The 'n_hidden_states' parameter of select_layers must be an "
+                                                      r"int in the range \[1, inf\)\. Got .* instead\.$"):
+        select_layers("last" if n != 2.7 else "all", n, caller="encode_pooled")
+    assert select_layers("all", np.int64(2)) == [0, 1] and select_layers("last", 1) == [0]
+
+
 def test_errors(tiny_bert, tmp_path):
     with pytest.raises(ValueError, match=r"'layers'.*in \[-3, 2\].*Got '0,5' instead"):
         _extract(tiny_bert, layers="0,5")

@@ -121,3 +121,33 @@ def test_the_cache_keeps_the_vectors_of_each_batch_size_apart(tmp_path):
         X = encode_pooled(texts, layers=[-1], batch_size=size, device="cpu", cache_dir=tmp_path)[-1]
         np.testing.assert_array_equal(X, fresh[size])
     assert len(list(tmp_path.glob("*.npy"))) == 2
+
+
+@pytest.mark.parametrize("name", ENCODERS)
+@pytest.mark.parametrize("batch_size", [0, -5, 2.5, "x", True])
+@pytest.mark.parametrize("use_cache", [True, False])
+def test_a_bad_batch_size_is_refused_cached_or_not(cached, name, batch_size, use_cache):
+    """encode_sentences took 0, -5, 2.5 and "x" once its vectors were cached, and an empty cache gave
+    sentence-transformers' own "batch_size must be a positive integer, got 0." (no function named)."""
+    root, _ = cached
+    call = {"encode_sentences": lambda: encode_sentences(TEXTS, batch_size=batch_size, cache_dir=root / name,
+                                                         use_cache=use_cache, show_progress=False),
+            "encode_pooled": lambda: encode_pooled(TEXTS, layers=[-1], batch_size=batch_size, cache_dir=root / name,
+                                                   use_cache=use_cache),
+            "encode_mean_pooled": lambda: encode_mean_pooled(TEXTS, layer=-1, batch_size=batch_size,
+                                                             cache_dir=root / name, use_cache=use_cache)}[name]
+    with pytest.raises((TypeError, ValueError), match=r"^The 'batch_size' parameter of encode_(sentences|pooled) "
+                                                      r"must be an int") as info:
+        call()
+    assert "\n" not in str(info.value) and repr(batch_size) in str(info.value)
+
+
+@pytest.mark.parametrize("layers", ["all", "last", "0,-1"])
+def test_encode_pooled_says_what_layers_it_takes_of_a_string(layers, tmp_path):
+    """layers="all" was "must be a sequence of ints. Got ['a', 'l', 'l'] instead"."""
+    with pytest.raises(TypeError) as info:
+        encode_pooled(TEXTS, layers=layers, cache_dir=tmp_path)
+    assert str(info.value) == (
+        f"The 'layers' parameter of encode_pooled must be an int or a sequence of ints (indices into the hidden states: "
+        f"0 = embedding output, -1 = last layer; for 'all' or 'last' pass isotropy.models.select_layers({layers!r}, "
+        f"n_hidden_states)). Got {layers!r} instead.")

@@ -125,3 +125,13 @@ def test_a_file_of_blank_lines_says_they_were_skipped(tmp_path, content, said):
     path.write_text(content)
     assert _error("--texts", path) == (f"Error: --texts: the texts file {str(path)!r} {said}; expected at least 2 "
                                        f"(one text a line).")
+
+
+def test_a_utf16_texts_file_asks_for_utf16(tmp_path):
+    """It suggested latin-1, which then measured the UTF-16 bytes as garbage texts."""
+    path = tmp_path / "u16.txt"
+    path.write_text("a man is dancing .\nA dog runs .\n" * 20, encoding="utf-16")
+    assert _error("--texts", path) == (
+        f"Error: --texts: the texts file {str(path)!r} is not utf-8 text (byte 0xff on line 1: invalid start byte); "
+        f"give its encoding (--encoding utf-16: it starts with a UTF-16 byte-order mark).")
+    assert "holds a NUL character on line 1" in _error("--texts", path, "--encoding", "latin-1")

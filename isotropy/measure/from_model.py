@@ -61,7 +61,9 @@ def read_texts(path: str | os.PathLike, *, column: str | None = None, encoding: 
         then its header.
     encoding : str, default="utf-8"
         The file's text encoding, any name Python's codecs know (``"latin-1"``, ``"cp1252"``,
-        ``"utf-16"``, ...). Bytes that are not text in it are an error that says where.
+        ``"utf-16"``, ...). Bytes that are not text in it are an error that says where, and so is a
+        NUL character decoded from them (a UTF-16 file read as latin-1); a UTF-16 or UTF-32 file
+        (by its byte-order mark) is told to be one, with its ``--encoding``.
 
     Returns
     -------
@@ -106,8 +108,21 @@ def read_texts(path: str | os.PathLike, *, column: str | None = None, encoding: 
     try:  # decoded here, whatever the format: a bad byte is then said at its line of the file
         content = path.read_bytes().decode(decode_as)  # without a leading BOM
     except UnicodeDecodeError as exc:
+        wide = _wide_encoding(exc.object)  # a UTF-16/UTF-32 file read as UTF-8: its encoding, not latin-1
         raise ValueError(f"The texts file {str(path)!r} is not {name} text ({_bad_byte(exc)}); give its encoding "
-                         f"(--encoding, e.g. latin-1 or cp1252).") from None
+                         f"{f'(--encoding {wide[0]}: {wide[1]})' if wide else '(--encoding, e.g. latin-1 or cp1252)'}"
+                         f".") from None
+    if "\x00" in content:  # a UTF-16 file read as latin-1 (or UTF-8) decodes to NULs between its letters
+        import re
+
+        line = len(re.findall(r"\r\n|\r|\n", content[:content.index("\x00")])) + 1
+        with open(path, "rb") as handle:
+            head = handle.read(_WIDE_SNIFF)
+        wide = _wide_encoding(head) if not name.startswith(("utf-16", "utf-32")) else None
+        expected = (f"give its encoding (--encoding {wide[0]}: {wide[1]})" if wide else
+                    "expected text without NUL characters (one text a line, a CSV/TSV file or a JSON-lines file)")
+        raise IsotropyValueError(f"The texts file {str(path)!r} holds a NUL character on line {line} (read as {name}), "
+                                 f"which no text does; {expected}.")
     long = longest_line(content) if size > MAX_LINE_CHARS else None  # a character takes a byte at least
     if long is not None:  # before any parser: pandas held 8.5 GB of a 1 GB line before its own error
         raise IsotropyValueError(f"The texts file {str(path)!r} has a line of more than {MAX_LINE_CHARS:,} characters "
@@ -195,6 +210,31 @@ def read_texts(path: str | os.PathLike, *, column: str | None = None, encoding: 
         raise ValueError(f"The texts file {str(path)!r} holds {len(texts)} text{'' if len(texts) == 1 else 's'}"
                          f"{skipped}; expected at least 2{' (one text a line)' if isinstance(texts, _TextLines) else ''}.")
     return texts
+
+
+# bytes of a texts file looked at for a UTF-16/UTF-32 encoding (_wide_encoding)
+_WIDE_SNIFF = 4096
+
+
+def _wide_encoding(data: bytes) -> tuple[str, str] | None:
+    """``(encoding, why)`` when the first bytes of a file say it is UTF-16 or UTF-32 text: by its byte-order mark,
+    or (UTF-16 without one) by every other byte being NUL; else ``None``.
+
+    >>> _wide_encoding("a b\\n".encode("utf-16"))
+    ('utf-16', 'it starts with a UTF-16 byte-order mark')
+    >>> _wide_encoding(b"plain") is None
+    True
+    """
+    head = data[:_WIDE_SNIFF]
+    for mark, encoding in ((b"\xff\xfe\x00\x00", "utf-32"), (b"\x00\x00\xfe\xff", "utf-32"),
+                           (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16")):
+        if head.startswith(mark):
+            return encoding, f"it starts with a {encoding.upper()} byte-order mark"
+    if len(head) >= 4:
+        for start, encoding in ((1, "utf-16-le"), (0, "utf-16-be")):
+            if head[start::2].count(0) > len(head) // 4 and b"\x00" not in head[1 - start::2]:
+                return encoding, "every other byte is NUL, as in UTF-16 text without a byte-order mark"
+    return None
 
 
 def _bad_byte(exc: UnicodeDecodeError) -> str:

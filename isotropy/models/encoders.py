@@ -95,6 +95,7 @@ def encode_sentences(texts: Sequence[str], *, model: str = DEFAULT_MODEL, device
         ``"mps"``; checked before the cache is read, so a device this machine lacks is refused
         whether or not the vectors are cached (:func:`isotropy._utils.device.resolve_device`).
     batch_size : int, default=128
+        Texts per forward pass, at least 1; checked before the cache is read, as ``device``.
     normalize : bool, default=False
         L2-normalise the embeddings.
     cache_dir : path-like or None
@@ -106,11 +107,13 @@ def encode_sentences(texts: Sequence[str], *, model: str = DEFAULT_MODEL, device
     -------
     X : ndarray of shape (n_samples, n_features), float32
     """
-    from isotropy._utils.validation import check_texts
+    from isotropy._utils.validation import check_scalar, check_texts
 
     texts = check_texts(texts, caller="encode_sentences", allow_blank=False)
     if not texts:
         raise ValueError("The 'texts' parameter of encode_sentences must hold at least one sentence. Got none.")
+    # before the cache, as the device: the same call fails or succeeds whether or not its vectors are cached
+    check_scalar(batch_size, "batch_size", caller="encode_sentences", kind=int, low=1)
     require_model_packages(model, sentence_transformers=True)  # torch and the rest named up front, with their extra
     from isotropy._utils.device import resolve_device
 
@@ -291,8 +294,10 @@ def encode_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, layers: S
     model : str, default="all-MiniLM-L6-v2"
         Any name :func:`isotropy.models.resolve_model` accepts (packaged MiniLM or ``gemma-3-270m``,
         a ``.gguf`` file, a local transformers directory, a hub name while online).
-    layers : sequence of int, default=(-1,)
-        Indices into the hidden states (0 = the embedding layer, -1 = the last layer).
+    layers : int or sequence of int, default=(-1,)
+        Indices into the hidden states (0 = the embedding layer, -1 = the last layer). A string
+        (``"all"``, ``"last"``) is refused: :func:`isotropy.models.select_layers` turns it into
+        indices given the model's ``n_hidden_states``.
     pooling : {"mean", "last", "first"}, default="mean"
         Attention-masked mean (padding excluded, special tokens included, as sentence-transformers'
         mean pooling), the last real token, or the first token ([CLS]; refused for a causal decoder,
@@ -315,12 +320,18 @@ def encode_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, layers: S
         Keyed by the layers as given.
     """
     from isotropy._utils.validation import check_scalar, check_texts
+    from isotropy.io._encoding import shorten
     from isotropy.models.pooling import check_pooling
 
     caller = "encode_pooled"
     texts = check_texts(texts, caller=_caller, name=_texts_name, allow_blank=False)
     if not texts:
         raise ValueError(f"The 'texts' parameter of {caller} must hold at least one sentence. Got none.")
+    if isinstance(layers, str):  # list("all") was ['a', 'l', 'l']: the words need the model's depth, known later
+        raise TypeError(f"The 'layers' parameter of {caller} must be an int or a sequence of ints (indices into the "
+                        f"hidden states: 0 = embedding output, -1 = last layer; for 'all' or 'last' pass "
+                        f"isotropy.models.select_layers({shorten(layers)!r}, n_hidden_states)). Got "
+                        f"{shorten(layers)!r} instead.")
     layers = [layers] if isinstance(layers, (int, np.integer)) else list(layers)
     if not layers or any(isinstance(x, bool) or not isinstance(x, (int, np.integer)) for x in layers):
         raise TypeError(f"The 'layers' parameter of {caller} must be a sequence of ints. Got {layers!r} instead.")

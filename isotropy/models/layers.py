@@ -93,7 +93,8 @@ def select_layers(layers, n_hidden_states: int, *, include_embeddings: bool = Tr
         ints, a sequence or a comma-separated string (``"0,6,12"``); a negative index counts from the
         end (-1 = L). Repeats are dropped.
     n_hidden_states : int
-        Length of the model's ``hidden_states``: its number of layers L plus one.
+        Length of the model's ``hidden_states``: its number of layers L plus one (at least 1; a
+        bool, a float or a smaller count is refused in one line).
     include_embeddings : bool, default=True
         Whether ``"all"`` includes index 0, the embedding output. ``False`` makes ``"all"`` the
         outputs of the transformer layers 1..L, as I-STAR regularises them and the training
@@ -118,7 +119,10 @@ def select_layers(layers, n_hidden_states: int, *, include_embeddings: bool = Tr
     >>> select_layers("all", 4, include_embeddings=False), select_layers("last", 4), select_layers("3,0,-1", 7)
     ([1, 2, 3], [3], [0, 3, 6])
     """
-    n = int(n_hidden_states)
+    from isotropy._utils.validation import check_scalar
+
+    # the model's count, not the user's layers: named as select_layers' own argument, whoever called it
+    n = int(check_scalar(n_hidden_states, "n_hidden_states", caller="select_layers", kind=int, low=1))
     form = check_layers(layers, caller=caller, name=name)
     if form == "all":
         return list(range(0 if include_embeddings or n == 1 else 1, n))
