@@ -252,3 +252,16 @@ def test_a_max_length_past_the_models_positions_is_noted_and_the_used_one_record
     assert "max_length" not in capsys.readouterr().err and default["max_length"] == min(128, positions)
     assert positions <= 128  # the tiny model's table: both runs cut every text to it, so the same values
     assert [row["isoscore"] for row in default["rows"]] == [row["isoscore"] for row in asked["rows"]]
+
+
+def test_n_neighbors_past_the_distinct_texts_is_refused_before_the_model_loads(monkeypatch):
+    """The check of n_neighbors counted every text: on 12 texts of 6 distinct, k = 6 passed it, the model ran, and the
+    MLE then failed at every layer (its points are the distinct texts). Refused now before the model loads."""
+    from isotropy import IsotropyValueError
+    from isotropy.models import loading
+
+    monkeypatch.setattr(loading, "load_transformer", lambda *a, **k: pytest.fail("the model was loaded"))
+    with pytest.raises(IsotropyValueError, match=r"'n_neighbors' parameter of measure_layers must be at most the "
+                                                 r"distinct texts less one, 5 \(6 distinct of 12: equal texts are one "
+                                                 r"point\)\. Got 6 instead\."):
+        measure_layers(TEXTS[:6] * 2, model="all-MiniLM-L6-v2", device="cpu", metrics=["mle_dimension"], n_neighbors=6)
