@@ -176,6 +176,19 @@ def test_rogue_share_noise_is_the_null_deviation_of_the_mean_cosine():
     assert passed / 300 < 0.02
 
 
+def test_the_few_pairs_thresholds_are_students_quantiles():
+    """The thresholds written out for three and four rows are scipy's t quantiles, and from five rows on (9 degrees of
+    freedom) the quantile is below 5, so that 5 holds there."""
+    from scipy.stats import t
+
+    from isotropy.metrics.rogue import _FEW_PAIRS_Z, _NOISE_Z, _noise_z
+
+    for df, z in _FEW_PAIRS_Z.items():
+        assert z == pytest.approx(float(t.ppf(0.999, df)), rel=1e-13)
+    assert float(t.ppf(0.999, 9)) < _NOISE_Z
+    assert [_noise_z(n) for n in (3, 4, 5, 50)] == [_FEW_PAIRS_Z[2], _FEW_PAIRS_Z[5], _NOISE_Z, _NOISE_Z]
+
+
 @pytest.mark.parametrize("d", [16, 300])
 def test_rows_of_no_shared_direction_get_no_share_however_few(d):
     """Two rows had a noise of 0 (one pair, no spread about its own mean): any positive cosine got a share, in about
@@ -193,7 +206,7 @@ def test_rows_of_no_shared_direction_get_no_share_however_few(d):
         for n in (3, 4, 5, 6):
             shares = [rogue_dimension_share(rng.normal(size=(n, d))) for _ in range(2000)]
             assert np.count_nonzero(~np.isnan(shares)) < 0.005 * 2000, n
-    with pytest.warns(RuntimeWarning, match="the share is undefined"):
+    with pytest.warns(RuntimeWarning, match=r"the share is undefined \(NaN\) for 2 rows: one pair of rows"):
         rogue_dimension_share(np.array([[1.0, 0.2], [0.9, 0.1]]))  # two rows: a cosine of 0.99, and no noise measure
 
 

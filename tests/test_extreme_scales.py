@@ -226,3 +226,38 @@ def test_neighbours_of_small_rows_beside_huge_ones(dtype, big, small):
     assert iso.twonn_dimension(da.from_array(X, chunks=(200, -1))) == iso.twonn_dimension(X)
     on_tensor = iso.twonn_dimension(torch.from_numpy(X))  # in the tensor's dtype
     assert float(on_tensor) == pytest.approx(expected, rel=1e-6 if dtype == np.float32 else 1e-12)
+
+
+def test_float16_arrays_are_searched_in_float32_as_tensors_and_dask_arrays_are():
+    """A float16 array was rescaled in float16 (whose safe range is 2**8): above 256 its small entries became subnormal
+    float16 numbers or zero, distinct rows were merged, and numpy's neighbours and TwoNN differed from those of the
+    same values as a tensor or a dask array, which are read as float32 (a review). Now all three are read as float32."""
+    import dask.array as da
+
+    from isotropy.metrics.neighbors import kneighbors
+
+    X = np.array([[1000, 0, 0], [0, 0, 0], [0, 2**-24, 0], [0, 0, 2**-23], [1, 1, 1]], dtype=np.float16)
+    want_d, want_i = _stable_neighbours(X, 1)  # float64 cdist of the float16 values
+    results = [kneighbors(X, n_neighbors=1), [t.numpy() for t in kneighbors(torch.from_numpy(X), n_neighbors=1)],
+               [a.compute() for a in kneighbors(da.from_array(X, chunks=(2, -1)), n_neighbors=1)]]
+    for dist, ind in results:
+        np.testing.assert_array_equal(ind, want_i)
+        np.testing.assert_allclose(dist, want_d, rtol=1e-15)
+    rng = np.random.default_rng(0)
+    Y = rng.normal(size=(300, 5)) * 1e-2
+    Y[0, 0] = 1000
+    Y = Y.astype(np.float16)
+    expected = iso.twonn_dimension(Y.astype(np.float32))
+    assert iso.twonn_dimension(Y) == expected
+    assert iso.twonn_dimension(da.from_array(Y, chunks=(100, -1))) == expected
+    assert float(iso.twonn_dimension(torch.from_numpy(Y))) == pytest.approx(expected, rel=1e-6)
+
+
+@pytest.mark.parametrize("scale", [1e200, 1e-200, 1e-160])
+def test_the_mle_estimator_rescales_as_mle_dimension(scale):
+    """MLE.fit passed its X to the search unscaled: near 1e200 it was refused as too large, near 1e-200 as rows at
+    distance 0, and near 1e-160 its value was another (a review). It now brings X to the searches' scale first."""
+    from isotropy.metrics.estimators import MLE
+
+    X = np.random.default_rng(2).normal(size=(300, 5)) * scale
+    assert MLE(n_neighbors=10).fit(X).dimension_ == pytest.approx(iso.mle_dimension(X, n_neighbors=10), rel=1e-13)

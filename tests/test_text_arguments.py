@@ -55,14 +55,3 @@ def test_an_element_that_is_not_a_text_is_refused(entry, element, said):
     assert said in str(info.value)
     assert "\n" not in str(info.value)
 
-
-@pytest.mark.parametrize("entry", ["encode_sentences", "encode_pooled", "encode_mean_pooled"])
-@pytest.mark.parametrize("blank", ["", "   "])
-def test_the_encoders_refuse_a_blank_text(entry, blank):
-    """An empty text was embedded as its special tokens alone, the vector of no sentence; the command line refuses
-    empty lines, and the encoders now refuse blank texts, naming the first."""
-    from isotropy import IsotropyValueError
-
-    call, _ = ENTRY_POINTS[entry]
-    with pytest.raises(IsotropyValueError, match=rf"must have texts that are not blank\. Got {blank!r} at index 1"):
-        call(["a b", blank])

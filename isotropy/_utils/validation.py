@@ -159,6 +159,12 @@ def check_X(X, *, caller: str, name: str = "X", min_samples: int = 2, min_featur
                                  f"{'NaN or inf' if found is None else found.at()} instead.")
     if rescale and is_torch(X):
         refuse_subnormal_as_given(given, X, caller=caller, name=name, top=max(abs(low), abs(high)))
+    elif rescale and X.dtype.itemsize < 4:
+        # half precision: judged in its own dtype, then computed in float32, as a tensor or a dask array of it is.
+        # Rescaled in float16 (whose safe range is 2**8), data above 256 pushed their small entries to subnormal
+        # float16 numbers or zero: distinct rows merged, and other values than torch's and dask's (a review)
+        refuse_subnormal(X, max(abs(low), abs(high)), caller=caller, name=name)
+        X = X.astype(np.float32)
     if rescale == "directions":
         refuse_subnormal(X, max(abs(low), abs(high)), caller=caller, name=name)
         return directions_at_unit_scale(X)
@@ -585,14 +591,13 @@ def check_n_neighbors(n_neighbors, n_samples: int, *, caller: str, low: int = 1,
     return int(n_neighbors)
 
 
-def check_texts(texts, *, caller: str, name: str = "texts", what: str = "a sequence of texts",
-                allow_blank: bool = True) -> list[str]:
+def check_texts(texts, *, caller: str, name: str = "texts", what: str = "a sequence of texts") -> list[str]:
     """Return ``texts`` as a list of str; a bare str or bytes is refused (iterating it would give one text per character).
 
     An element that is not a str is refused, naming its index: ``None``, a pandas NaN or bytes were embedded as the
     texts "None", "nan" and "b'...'" (the same vectors as those texts), where the command line and the training probes
-    refuse them. ``allow_blank=False`` refuses empty and whitespace-only texts too: under an encoder they are rows of
-    special tokens only, the vector of no sentence (the command line refuses empty lines as well).
+    refuse them. Blank texts are the caller's to judge (a data set's empty cell reaches the encoders from the
+    experiments; the command line and the probes refuse them).
     """
     if isinstance(texts, (str, bytes, bytearray)):
         kind = "a string" if isinstance(texts, str) else "bytes"
@@ -604,9 +609,6 @@ def check_texts(texts, *, caller: str, name: str = "texts", what: str = "a seque
             raise TypeError(f"The '{name}' parameter of {caller} must be {what}, each a str. Got "
                             f"{type(text).__name__} ({_describe(text)}) at index {i} instead"
                             f"{'; decode bytes first' if isinstance(text, (bytes, bytearray)) else ''}.")
-        if not allow_blank and not text.strip():
-            raise IsotropyValueError(f"The '{name}' parameter of {caller} must have texts that are not blank. Got "
-                                     f"{_describe(text)} at index {i} instead; remove it.")
     return [str(t) for t in texts]
 
 

@@ -16,8 +16,8 @@ from sklearn.base import BaseEstimator
 
 from isotropy._kernels.dimension import _AVERAGING, DEFAULT_MLE_NEIGHBOURS, _local_mle, _pool
 from isotropy._kernels.neighbors import _METRICS
-from isotropy._utils.validation import IsotropyValueError, check_option, check_scalar
-from isotropy.metrics.dimension import _neighbour_distances, distinct_points, twonn_dimension
+from isotropy._utils.validation import IsotropyValueError, check_option, check_scalar, check_X
+from isotropy.metrics.dimension import _neighbour_distances, _rescaling, distinct_points, twonn_dimension
 
 __all__ = ["MLE", "TwoNN"]
 
@@ -120,6 +120,8 @@ class MLE(_DimensionEstimator):
         metric = check_option(self.metric, "metric", _METRICS, caller=caller)
         averaging = check_option(self.averaging, "averaging", _AVERAGING, caller=caller)
         check_scalar(self.n_neighbors, "n_neighbors", caller=caller, kind=numbers.Integral, low=2)
+        # at the neighbour searches' scale, as mle_dimension: X near 1e200 or 1e-200 overflowed or underflowed here
+        X = check_X(X, caller=caller, min_samples=1, rescale=_rescaling(metric))
         # the points the estimators see: equal rows once, and under the cosine metric parallel rows once too
         n_distinct = distinct_points(X, metric=metric)
         k = min(int(self.n_neighbors), n_distinct - 1)

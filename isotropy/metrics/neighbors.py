@@ -45,6 +45,9 @@ def _search_numpy(X: np.ndarray, n_neighbors: int, metric: str, chunk_size: int 
     """Distances (float64) and indices of the neighbours of a checked array: :func:`exact_knn` at unit scale."""
     # exact: a power of two; for the cosine metric too (its norms overflowed near 1e160 and underflowed to "zero
     # rows" near 1e-200), whose distances do not depend on the scale
+    if X.dtype.itemsize < 4:  # half precision: judged in its own dtype, searched in float32 (as torch and dask)
+        rescaled(X, caller=caller)  # (refuses data whose largest |x| is a subnormal float16)
+        X = X.astype(np.float32)
     X, exponent = rescaled(X, caller=caller, target=neighbour_target(X))
     X, scale = _prepare(X, metric, caller)
     sq, ind = _kneighbors_numpy(X, scale, n_neighbors, chunk_size, caller)

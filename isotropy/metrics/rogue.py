@@ -58,17 +58,22 @@ def _null_sigma(gram_frob_sq, n_samples, mean_cosine=0.0):
     return math.sqrt(2.0 * max(spread, 0.0) * pairs / (pairs - 1)) / (n * (n - 1))
 
 
+# Student's t 99.9 % quantiles above _NOISE_Z, by degrees of freedom (scipy.stats.t.ppf(0.999, df); from 9 degrees
+# of freedom on, 4.30 and less): three rows (3 pairs) and four rows (6 pairs). Written out, not computed: importing
+# scipy.stats cost every first call its second (tests/test_cosine.py checks them against scipy).
+_FEW_PAIRS_Z = {2: 22.327124770119866, 5: 5.893429531356009}
+
+
 def _noise_z(n_samples: int) -> float:
     """How many standard deviations (:func:`_null_sigma`) the mean cosine must exceed: ``_NOISE_Z``, or, for few rows,
     the 99.9 % quantile of Student's t with one degree of freedom less than the ``P = n(n − 1)/2`` pairs whose spread
-    estimates the noise (three rows: 22.3, four: 5.9; from five rows on, ``_NOISE_Z`` is the larger). A noise measured on few pairs
-    is itself uncertain: with 5 for three rows, rows of no shared direction got a share in a few trials in a hundred."""
+    estimates the noise (three rows: 22.3, four: 5.9; from five rows on, ``_NOISE_Z`` is the larger). A noise measured
+    on few pairs is itself uncertain: with 5 for three rows, rows of no shared direction got a share in a few trials in
+    a hundred."""
     pairs = n_samples * (n_samples - 1) // 2
     if pairs < 2:
         return math.inf
-    from scipy.stats import t
-
-    return max(_NOISE_Z, float(t.ppf(0.999, pairs - 1)))
+    return max(_NOISE_Z, _FEW_PAIRS_Z.get(pairs - 1, _NOISE_Z))
 
 
 def _share_from_sums(unit_sum, unit_sq_sum, n_samples, n_dimensions, *, caller, gram_frob_sq):
@@ -87,6 +92,11 @@ def _share_from_sums(unit_sum, unit_sq_sum, n_samples, n_dimensions, *, caller, 
     noise, z = None, _noise_z(n_samples)
     if value > 0.0 and not value > z * _null_sigma(n_samples * n_samples, n_samples):
         noise = z * _null_sigma(gram_frob_sq(), n_samples, value)
+    if n_samples < 3:  # one pair: no spread to measure the noise by
+        warnings.warn(f"{caller}: the share is undefined (NaN) for {n_samples} rows: one pair of rows has no spread of "
+                      f"cosines to tell a shared direction from noise by; measure at least 3 rows.", RuntimeWarning,
+                      stacklevel=3)
+        return total * float("nan")
     if not value > 0.0 or (noise is not None and not value > noise):
         against = "" if noise is None else f", against {z:.3g} times its standard deviation for rows that share no direction, {noise:.3g}"
         warnings.warn(f"{caller}: the share is undefined (NaN) when the mean cosine similarity is not above its "

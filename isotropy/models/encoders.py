@@ -109,7 +109,7 @@ def encode_sentences(texts: Sequence[str], *, model: str = DEFAULT_MODEL, device
     """
     from isotropy._utils.validation import check_scalar, check_texts
 
-    texts = check_texts(texts, caller="encode_sentences", allow_blank=False)
+    texts = check_texts(texts, caller="encode_sentences")
     if not texts:
         raise ValueError("The 'texts' parameter of encode_sentences must hold at least one sentence. Got none.")
     # before the cache, as the device: the same call fails or succeeds whether or not its vectors are cached
@@ -324,7 +324,7 @@ def encode_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, layers: S
     from isotropy.models.pooling import check_pooling
 
     caller = "encode_pooled"
-    texts = check_texts(texts, caller=_caller, name=_texts_name, allow_blank=False)
+    texts = check_texts(texts, caller=_caller, name=_texts_name)
     if not texts:
         raise ValueError(f"The 'texts' parameter of {caller} must hold at least one sentence. Got none.")
     if isinstance(layers, str):  # list("all") was ['a', 'l', 'l']: the words need the model's depth, known later
@@ -447,7 +447,7 @@ def encode_mean_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, devi
         raise TypeError(f"The 'layer' parameter of encode_mean_pooled must be an int. Got {layer!r} instead.")
     from isotropy._utils.validation import check_texts
 
-    texts = check_texts(texts, caller="encode_mean_pooled", allow_blank=False)
+    texts = check_texts(texts, caller="encode_mean_pooled")
     if not texts:
         raise ValueError("The 'texts' parameter of encode_mean_pooled must hold at least one sentence. Got none.")
     layer = int(layer)
