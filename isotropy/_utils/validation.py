@@ -159,12 +159,8 @@ def check_X(X, *, caller: str, name: str = "X", min_samples: int = 2, min_featur
                                  f"{'NaN or inf' if found is None else found.at()} instead.")
     if rescale and is_torch(X):
         refuse_subnormal_as_given(given, X, caller=caller, name=name, top=max(abs(low), abs(high)))
-    elif rescale and X.dtype.itemsize < 4:
-        # half precision: judged in its own dtype, then computed in float32, as a tensor or a dask array of it is.
-        # Rescaled in float16 (whose safe range is 2**8), data above 256 pushed their small entries to subnormal
-        # float16 numbers or zero: distinct rows merged, and other values than torch's and dask's (a review)
-        refuse_subnormal(X, max(abs(low), abs(high)), caller=caller, name=name)
-        X = X.astype(np.float32)
+    elif rescale:
+        X = half_as_float32(X, max(abs(low), abs(high)), caller=caller, name=name)
     if rescale == "directions":
         refuse_subnormal(X, max(abs(low), abs(high)), caller=caller, name=name)
         return directions_at_unit_scale(X)
@@ -173,11 +169,24 @@ def check_X(X, *, caller: str, name: str = "X", min_samples: int = 2, min_featur
     return unit_scale(X, max(abs(low), abs(high)), caller=caller, name=name) if rescale else X
 
 
+def half_as_float32(X, top: float, *, caller: str, name: str = "X"):
+    """A half-precision numpy array judged in its own dtype (refused when its largest ``|x|``, ``top``, is subnormal
+    there), then as float32, as a tensor or a dask array of it is read; any other array as it is. Rescaled in float16
+    (whose safe range is 2**8), data above 256 pushed their small entries to subnormal float16 numbers or zero:
+    distinct rows merged, and other values than torch's and dask's (a review)."""
+    if X.dtype.itemsize >= 4:
+        return X
+    from isotropy._utils.magnitude import refuse_subnormal
+
+    refuse_subnormal(X, top, caller=caller, name=name)
+    return X.astype(np.float32)
+
+
 def refuse_subnormal_as_given(given, X, *, caller: str, name: str = "X", top: float | None = None) -> None:
     """Refuse, as :func:`isotropy._utils.magnitude.refuse_subnormal`, a tensor ``given`` that :func:`check_X` read in a
     wider float dtype (``X``: the float32 copy of a float16 tensor) whose largest ``|x|`` (``top``, when known) is
-    subnormal in the dtype it came in. A numpy float16 array keeps its dtype and is refused in it: the same values as
-    a tensor were computed in float32 without a word (twonn_dimension gave 5.64 where numpy refused).
+    subnormal in the dtype it came in (a numpy one: :func:`half_as_float32`); the same values as a tensor were
+    computed in float32 without a word where numpy refused them.
     """
     if not (is_torch(given) and given.is_floating_point() and given.dtype != X.dtype):
         return

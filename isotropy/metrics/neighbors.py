@@ -24,8 +24,8 @@ from isotropy._kernels.neighbors import (
     refuse_zero_rows,
 )
 from isotropy._utils.backend import is_dask, is_torch
-from isotropy._utils.magnitude import neighbour_target, rescaled
-from isotropy._utils.validation import check_n_neighbors, check_option, check_scalar, check_X
+from isotropy._utils.magnitude import extremes, neighbour_target, rescaled
+from isotropy._utils.validation import check_n_neighbors, check_option, check_scalar, check_X, half_as_float32
 
 __all__ = ["kneighbors"]
 
@@ -46,8 +46,8 @@ def _search_numpy(X: np.ndarray, n_neighbors: int, metric: str, chunk_size: int 
     # exact: a power of two; for the cosine metric too (its norms overflowed near 1e160 and underflowed to "zero
     # rows" near 1e-200), whose distances do not depend on the scale
     if X.dtype.itemsize < 4:  # half precision: judged in its own dtype, searched in float32 (as torch and dask)
-        rescaled(X, caller=caller)  # (refuses data whose largest |x| is a subnormal float16)
-        X = X.astype(np.float32)
+        low, high = extremes(X)
+        X = half_as_float32(X, max(-low, high), caller=caller)
     X, exponent = rescaled(X, caller=caller, target=neighbour_target(X))
     X, scale = _prepare(X, metric, caller)
     sq, ind = _kneighbors_numpy(X, scale, n_neighbors, chunk_size, caller)
