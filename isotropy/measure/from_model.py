@@ -565,8 +565,8 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
         # the rows are the texts (or their sample): a k they cannot give is refused before the model is loaded
         check_n_neighbors(n_neighbors, len(texts) if sample_size is None else min(len(texts), sample_size),
                           caller=_CALLER, low=2)
-        distinct = len(set(texts))  # equal texts are one vector, one point of the search (as cut to max_length)
-        if sample_size is None and n_neighbors > distinct - 1:
+        distinct = len(set(texts)) if sample_size is None else None  # equal texts: one vector (as cut to max_length)
+        if distinct is not None and n_neighbors > distinct - 1:
             from isotropy._utils.errors import IsotropyValueError
 
             raise IsotropyValueError(f"The 'n_neighbors' parameter of {_CALLER} must be at most the distinct texts less "

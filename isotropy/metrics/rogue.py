@@ -54,7 +54,7 @@ def _null_sigma(gram_frob_sq, n_samples, mean_cosine=0.0):
     spread = float(gram_frob_sq) - n - n * (n - 1) * float(mean_cosine) ** 2
     # the spread about the pairs' own mean is that of P pairs less one degree of freedom (Bessel's P / (P − 1)):
     # without it, two rows were always "above their noise" (σ = 0) and three rows of no shared direction got a share
-    # in about one trial in twenty (a user trial), against the 0.5 % below
+    # far more often than the 0.5 % below (a user trial)
     return math.sqrt(2.0 * max(spread, 0.0) * pairs / (pairs - 1)) / (n * (n - 1))
 
 
@@ -71,8 +71,6 @@ def _noise_z(n_samples: int) -> float:
     on few pairs is itself uncertain: with 5 for three rows, rows of no shared direction got a share in a few trials in
     a hundred."""
     pairs = n_samples * (n_samples - 1) // 2
-    if pairs < 2:
-        return math.inf
     return max(_NOISE_Z, _FEW_PAIRS_Z.get(pairs - 1, _NOISE_Z))
 
 
@@ -89,14 +87,14 @@ def _share_from_sums(unit_sum, unit_sq_sum, n_samples, n_dimensions, *, caller, 
     cc = _contributions_from_sums(unit_sum, unit_sq_sum, n_samples)
     total = cc.sum()
     value = float(total.detach() if is_torch(total) else total)
-    noise, z = None, _noise_z(n_samples)
-    if value > 0.0 and not value > z * _null_sigma(n_samples * n_samples, n_samples):
-        noise = z * _null_sigma(gram_frob_sq(), n_samples, value)
-    if n_samples < 3:  # one pair: no spread to measure the noise by
+    if n_samples < 3:  # one pair: no spread to measure the noise by (before the O(n·d) pass of gram_frob_sq)
         warnings.warn(f"{caller}: the share is undefined (NaN) for {n_samples} rows: one pair of rows has no spread of "
                       f"cosines to tell a shared direction from noise by; measure at least 3 rows.", RuntimeWarning,
                       stacklevel=3)
         return total * float("nan")
+    noise, z = None, _noise_z(n_samples)
+    if value > 0.0 and not value > z * _null_sigma(n_samples * n_samples, n_samples):
+        noise = z * _null_sigma(gram_frob_sq(), n_samples, value)
     if not value > 0.0 or (noise is not None and not value > noise):
         against = "" if noise is None else f", against {z:.3g} times its standard deviation for rows that share no direction, {noise:.3g}"
         warnings.warn(f"{caller}: the share is undefined (NaN) when the mean cosine similarity is not above its "
