@@ -259,6 +259,48 @@ def test_twonn_on_tied_neighbour_distances_names_the_ties(how):
     assert "limits of float64" not in message and "\n" not in message
 
 
+LATTICE = np.array([[i, j] for i in range(12) for j in range(12)], dtype=float)  # integer grid: exact distance ties
+
+
+def test_neighbour_dimensions_gives_nan_for_the_estimate_the_data_refuse_and_the_others_values():
+    """A square lattice: every point has its first and second neighbours at distance 1 (r2/r1 = 1), so TwoNN is
+    undefined, while the MLE, whose k = 10 distances are not all equal, is defined. The call raised TwoNN's refusal
+    and gave no MLE; now TwoNN is NaN with one warning naming it and giving its refusal, and the MLE and the local
+    MLE are those of mle_dimension / local_mle_dimension alone and of scikit-dimension's MLE (no duplicates here)."""
+    from isotropy.metrics.dimension import neighbour_dimensions
+
+    with pytest.raises(IsotropyValueError) as twonn_alone:
+        twonn_dimension(LATTICE)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = neighbour_dimensions(LATTICE, n_neighbors=10, local_mle=True)
+    assert set(out) == {"twonn_dimension", "mle_dimension", "local_mle_dimension"}
+    assert isinstance(out["twonn_dimension"], float) and np.isnan(out["twonn_dimension"])
+    assert out["mle_dimension"] == pytest.approx(mle_dimension(LATTICE, n_neighbors=10), rel=1e-12)
+    np.testing.assert_allclose(out["local_mle_dimension"], local_mle_dimension(LATTICE, n_neighbors=10), rtol=1e-12)
+    ref = skdim.id.MLE().fit(LATTICE, n_neighbors=10, comb="mean")
+    assert out["mle_dimension"] == pytest.approx(ref.dimension_, rel=1e-8)
+    np.testing.assert_allclose(out["local_mle_dimension"], ref.dimension_pw_, rtol=1e-8)
+    refusal = str(twonn_alone.value).replace("of twonn_dimension", "of neighbour_dimensions")
+    assert "144 points have r2/r1 = 1" in refusal
+    warned = "twonn_dimension: undefined on these data, so it is NaN (mle_dimension, local_mle_dimension computed): "
+    assert [str(w.message) for w in caught] == [warned + refusal]
+    assert {w.filename for w in caught} == {__file__}  # the warning points at the caller's line
+
+
+def test_neighbour_dimensions_raises_when_every_estimate_asked_for_is_undefined():
+    """Nothing measured is an error, not a dict of NaN: TwoNN alone on the lattice raises its refusal, as before; an
+    option no data could meet (discard_fraction=0 with the linear fit) stays an error of the call beside the MLE."""
+    from isotropy.metrics.dimension import neighbour_dimensions
+
+    with pytest.raises(IsotropyValueError, match="^The 'X' parameter of neighbour_dimensions must have unequal first "
+                                                 "and second neighbour distances at more than 15 of its 144 distinct"):
+        neighbour_dimensions(LATTICE, mle=False)
+    with pytest.raises(IsotropyValueError, match="^The 'discard_fraction' parameter of neighbour_dimensions must "
+                                                 "leave out at least the largest ratio"):
+        neighbour_dimensions(_embedded_cube(300, 3, 8, seed=1), discard_fraction=0.0)
+
+
 def test_equidistant_neighbours_warn_and_give_inf():
     X = np.eye(6)  # all pairwise distances sqrt(2)
     with pytest.warns(UserWarning, match="6 points have all their 3 nearest neighbours at the same distance"):

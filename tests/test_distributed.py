@@ -540,6 +540,25 @@ def test_dask_twonn_on_tied_neighbour_distances_names_the_ties(method):
     assert "Got 2 instead: 32 points have r2/r1 = 1" in str(on_dask.value)
 
 
+def test_dask_neighbour_dimensions_gives_nan_for_twonn_on_ties_as_in_memory():
+    """A square lattice (r2/r1 = 1 at every point): TwoNN is NaN with the in-memory warning, the MLE the value of
+    mle_dimension alone (tests/test_dimension.py compares it to scikit-dimension); TwoNN alone still raises."""
+    from isotropy.metrics.dimension import neighbour_dimensions
+
+    grid = np.array([[i, j] for i in range(12) for j in range(12)], dtype=float)
+    with pytest.warns(UserWarning) as on_dask:
+        got = neighbour_dimensions(da.from_array(grid, chunks=50), n_neighbors=10)
+    with pytest.warns(UserWarning) as in_memory:
+        want = neighbour_dimensions(grid, n_neighbors=10)
+    assert np.isnan(got["twonn_dimension"]) and np.isnan(want["twonn_dimension"])
+    assert got["mle_dimension"] == pytest.approx(isotropy.mle_dimension(grid, n_neighbors=10), rel=1e-12)
+    assert [str(w.message) for w in on_dask] == [str(w.message) for w in in_memory]
+    assert len(on_dask) == 1 and str(on_dask[0].message).startswith("twonn_dimension: undefined on these data")
+    assert {w.filename for w in on_dask} == {__file__}
+    with pytest.raises(IsotropyValueError, match="144 points have r2/r1 = 1"):
+        neighbour_dimensions(da.from_array(grid, chunks=50), mle=False)
+
+
 @pytest.mark.parametrize("scale", [2.0**-1000, 1e-300, 1.0, 1e200, 1e307], ids=lambda s: f"{s:.0e}")
 def test_partition_isotropy_near_float64_limits_equals_in_memory(blobs, scale):
     # the Gram matrix of each chunk at a common power-of-two scale: at 1e307 the plain XᵀX overflowed

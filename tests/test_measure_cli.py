@@ -365,6 +365,22 @@ def test_twonn_is_not_refused_for_mles_sake_on_a_few_rows(tmp_path):
     assert "neighbour_dimensions" not in out.stderr
 
 
+def test_twonn_undefined_on_ties_fails_alone_and_mle_keeps_its_value(tmp_path):
+    """On a square lattice TwoNN is undefined (r2/r1 = 1 everywhere) and the shared search gives it as NaN: the
+    command still reports TwoNN's own refusal as its error (not a NaN value) and MLE's value is mle_dimension's."""
+    from isotropy import mle_dimension
+
+    grid = np.array([[i, j] for i in range(12) for j in range(12)], dtype=float)
+    np.save(tmp_path / "grid.npy", grid)
+    result = invoke(tmp_path / "grid.npy", "--metrics", "twonn_dimension,mle_dimension", "--json", tmp_path / "m.json")
+    assert result.exit_code == 2, result.output
+    record = json.loads((tmp_path / "m.json").read_text())
+    assert record["values"]["mle_dimension"] == pytest.approx(mle_dimension(grid), rel=1e-12)
+    assert set(record["values"]) == {"mle_dimension"}
+    assert record["errors"]["twonn_dimension"].startswith("EMBEDDINGS must have unequal first and second neighbour")
+    assert "undefined on these data" not in result.output
+
+
 def test_an_underflowed_i_w_prints_as_below_the_smallest_double(tmp_path):
     """I(W) is positive; where min Z / max Z is below float64's smallest number it is 0.0 in the JSON, and the table
     says <5e-324 (as the per-layer table of --model does) rather than a bare 0."""

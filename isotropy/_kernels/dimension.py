@@ -92,6 +92,43 @@ def _computed(value: float, caller: str) -> float:
 _TWONN_FEW_RATIOS = 25
 
 
+def twonn_kept(N: int, discard_fraction: float, method: str, caller: str) -> int:
+    """The ``K = ⌊N(1 − f)⌋`` ratios TwoNN keeps of ``N`` distinct points; an error of ``discard_fraction`` (of the
+    options, not of the data's values) when they leave no fit (:func:`neighbour_dimensions` raises it for the call)."""
+    n_keep = int(N * (1 - discard_fraction))
+    if method == "linear" and n_keep == N:
+        raise IsotropyValueError(
+            f"The 'discard_fraction' parameter of {caller} must leave out at least the largest ratio with "
+            f"method='linear' (where F(mu) = 1 and -log(1 - F) is infinite). Got {discard_fraction!r} instead.")
+    if n_keep < 2:
+        raise IsotropyValueError(f"The 'discard_fraction' parameter of {caller} must keep at least 2 of the {N} "
+                                 f"distinct points. Got {discard_fraction!r} instead.")
+    return n_keep
+
+
+def undefined_estimates(failed: dict, requested: list, caller: str, *, stacklevel: int = 3) -> None:
+    """The estimates of ``caller`` (``neighbour_dimensions``, in memory and on dask) that the data refused.
+
+    ``failed``: name -> the refusal (an :class:`IsotropyValueError` about X's values) of each estimate that could not
+    be formed from the shared search; ``requested``: the names asked for. Each failed estimate is NaN with one
+    warning naming it and giving its refusal, as its function alone would raise it, while the others keep their
+    values; when every estimate asked for failed, nothing was measured and the call raises instead (the one
+    refusal, or each estimate's in one line). ``stacklevel``: as in :func:`_pool`.
+    """
+    if not failed:
+        return
+    if len(failed) == len(requested):
+        refusals = list(dict.fromkeys(failed.values()))  # the MLE and the local MLE fail on one computation
+        if len(refusals) == 1:
+            raise refusals[0]
+        raise IsotropyValueError(f"The 'X' parameter of {caller} must allow at least one of the estimates asked for. "
+                                 f"Got none instead: " + "; ".join(f"{name}: {exc}" for name, exc in failed.items()))
+    computed = ", ".join(name for name in requested if name not in failed)
+    for name, exc in failed.items():
+        warnings.warn(f"{name}: undefined on these data, so it is NaN ({computed} computed): {exc}", UserWarning,
+                      stacklevel=stacklevel)
+
+
 def _twonn(dist: np.ndarray, discard_fraction: float, method: str, caller: str) -> float:
     """TwoNN estimate from sorted neighbour distances ``dist`` (n, >= 2), no zero first distance.
 
@@ -101,14 +138,7 @@ def _twonn(dist: np.ndarray, discard_fraction: float, method: str, caller: str) 
     """
     mu = np.sort(dist[:, 1] / dist[:, 0])
     N = mu.shape[0]
-    n_keep = int(N * (1 - discard_fraction))
-    if method == "linear" and n_keep == N:
-        raise IsotropyValueError(
-            f"The 'discard_fraction' parameter of {caller} must leave out at least the largest ratio with "
-            f"method='linear' (where F(mu) = 1 and -log(1 - F) is infinite). Got {discard_fraction!r} instead.")
-    if n_keep < 2:
-        raise IsotropyValueError(f"The 'discard_fraction' parameter of {caller} must keep at least 2 of the {N} "
-                                 f"distinct points. Got {discard_fraction!r} instead.")
+    n_keep = twonn_kept(N, discard_fraction, method, caller)
     if n_keep < _TWONN_FEW_RATIOS:
         # d̂ from K ratios μ ~ Pareto(d) has a relative standard error of about 1/√K (both the likelihood and the
         # regression of Facco et al.): 3 points gave 3.6, 58 % either way, with nothing said

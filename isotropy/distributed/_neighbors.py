@@ -426,12 +426,14 @@ def neighbour_dimensions(X, *, twonn=True, mle=True, local_mle=False, n_neighbor
     duplicates pass and one search instead of one each. Each row block's tiles return its first two distances and its
     points' local estimates: the client holds ``3·n_samples`` floats, never the ``n_samples × k`` distances (unless rows
     parallel to another under the cosine metric are merged, as in :func:`mle_dimension`). ``local_mle_dimension`` comes
-    back computed, as a dask array chunked like X's rows.
+    back computed, as a dask array chunked like X's rows. An estimate the data refuse (TwoNN on tied neighbour
+    distances) is NaN with one warning naming it, the others computed; when all are refused the call raises, as in
+    memory.
     """
     import dask.array as da
     from dask import delayed
 
-    from isotropy._kernels.dimension import _AVERAGING, _pool, _twonn
+    from isotropy._kernels.dimension import _AVERAGING, _pool, _twonn, twonn_kept, undefined_estimates
     from isotropy._utils.validation import IsotropyValueError, check_option, check_scalar
 
     caller = "neighbour_dimensions"
@@ -467,17 +469,26 @@ def neighbour_dimensions(X, *, twonn=True, mle=True, local_mle=False, n_neighbor
             local = _client_local(dist, caller, radius)
     elif metric == "cosine":
         _warn_equal_rows(caller, n_rows, points.shape[0], metric)
-    out = {}
+    out, failed = {}, {}  # an estimate the data refuse is NaN, the others computed, as in memory
     if twonn:
-        out["twonn_dimension"] = _twonn(_no_duplicates(first, caller, radius=radius), discard_fraction, method, caller)
+        first = _no_duplicates(first, caller, radius=radius)
+        twonn_kept(first.shape[0], discard_fraction, method, caller)  # an option no data could meet: the call's error
+        try:
+            out["twonn_dimension"] = _twonn(first, discard_fraction, method, caller)
+        except IsotropyValueError as exc:  # tied neighbour distances (a lattice, binary data)
+            failed["twonn_dimension"], out["twonn_dimension"] = exc, float("nan")
     if estimates:
         # a warning of the estimates names them (isotropy measure keeps it under mle_dimension, not under TwoNN)
         name = "mle_dimension" if mle else "local_mle_dimension"
         _warn_flat(local, k, name, stacklevel=4)
         if mle:
-            out["mle_dimension"] = _pool(local, averaging, caller, k, warns_as=name, stacklevel=4)
+            try:
+                out["mle_dimension"] = _pool(local, averaging, caller, k, warns_as=name, stacklevel=4)
+            except IsotropyValueError as exc:
+                failed["mle_dimension"], out["mle_dimension"] = exc, float("nan")
         if local_mle:
             each = local if where is None else local[where]
             each = each if distinct is None else each[distinct.inverse]  # a duplicate row gets its point's estimate
             out["local_mle_dimension"] = da.from_array(each, chunks=(rows,))  # in X's row chunks
+    undefined_estimates(failed, list(out), caller, stacklevel=4)
     return out

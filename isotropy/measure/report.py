@@ -604,8 +604,10 @@ def _one_neighbour_pass(shared, name, X, *, metric, n_neighbors=None, averaging=
     name the other estimator (MLE's on a small ``k``, say: TwoNN reads two neighbours whatever ``k`` is), as
     the estimator alone would give. When the shared search fails (MLE's
     ``k`` does not fit a few rows, say), each metric runs alone, so that its own error names it and TwoNN,
-    which needs only 2 neighbours, is not refused for MLE's sake. ``n_neighbors``: MLE's ``k`` (``None``: its
-    default); ``averaging``: how MLE pools (``None``: its default).
+    which needs only 2 neighbours, is not refused for MLE's sake. An estimate the search gives as NaN (undefined on
+    these data, the other one computed: TwoNN on tied neighbour distances) runs alone too, so that its refusal is
+    its error, as when the search fails. ``n_neighbors``: MLE's ``k`` (``None``: its default); ``averaging``: how MLE
+    pools (``None``: its default).
     """
     from isotropy.metrics.dimension import neighbour_dimensions
 
@@ -618,7 +620,7 @@ def _one_neighbour_pass(shared, name, X, *, metric, n_neighbors=None, averaging=
             except Exception as exc:  # noqa: BLE001 - each metric then runs alone
                 shared["result"] = exc
         shared["warnings"] = caught
-    if isinstance(shared["result"], Exception):
+    if isinstance(shared["result"], Exception) or math.isnan(shared["result"][name]):
         alone = {"n_neighbors": _mle_neighbours(n_neighbors), "averaging": _mle_averaging(averaging)} \
             if name == "mle_dimension" else {}
         return METRICS[name].function(X, metric=metric, **alone)

@@ -31,6 +31,8 @@ from isotropy._kernels.dimension import (
     merge_parallel,
     parallel_radius,
     too_few_distinct,
+    twonn_kept,
+    undefined_estimates,
     underflowed_distances,
 )
 from isotropy._kernels.neighbors import _METRICS, _finish, _prepare
@@ -371,7 +373,12 @@ def neighbour_dimensions(X, *, twonn: bool = True, mle: bool = True, local_mle: 
     -------
     dimensions : dict
         ``{"twonn_dimension": float, "mle_dimension": float, "local_mle_dimension": ndarray of shape
-        (n_samples,)}``, the requested keys only.
+        (n_samples,)}``, the requested keys only. An estimate the data do not define (TwoNN on tied first
+        and second neighbour distances: a lattice, binary data) is NaN (an array of NaN for the local MLE),
+        with one ``UserWarning`` naming it and giving the refusal its function alone raises; the others
+        keep their values. When every estimate asked for is undefined the call raises that refusal (an
+        :class:`~isotropy.IsotropyValueError`), as do bad options and data no estimate can read (too few
+        distinct points, say).
 
     Notes
     -----
@@ -414,18 +421,32 @@ def neighbour_dimensions(X, *, twonn: bool = True, mle: bool = True, local_mle: 
     if mle or local_mle:
         k = _check_n_neighbors(X, n_neighbors, metric, caller, given)
     dist, inverse = _neighbour_distances(X, n_neighbors=k, metric=metric, caller=caller, given=given)
-    out = {}
+    out, failed = {}, {}  # an estimate the data refuse is NaN, the others computed (undefined_estimates)
     if twonn:
-        out["twonn_dimension"] = _output(_twonn(dist[:, :2], discard_fraction, method, caller), X)
+        twonn_kept(dist.shape[0], discard_fraction, method, caller)  # an option no data could meet: the call's error
+        try:
+            out["twonn_dimension"] = _output(_twonn(dist[:, :2], discard_fraction, method, caller), X)
+        except IsotropyValueError as exc:  # tied neighbour distances (a lattice, binary data)
+            failed["twonn_dimension"], out["twonn_dimension"] = exc, _output(np.nan, X)
     if mle or local_mle:
         # a warning of these estimates names them, not the search (as on dask, where each estimator runs alone):
         # isotropy measure keeps it under mle_dimension, not under TwoNN, which reads the same search
         estimate = "mle_dimension" if mle else "local_mle_dimension"
-        local = _local_mle(dist, caller, warns_as=estimate)
+        try:
+            local = _local_mle(dist, caller, warns_as=estimate)
+        except IsotropyValueError as exc:
+            local = np.full(dist.shape[0], np.nan)
+            failed.update(dict.fromkeys([name for name, asked in (("mle_dimension", mle),
+                                                                  ("local_mle_dimension", local_mle)) if asked], exc))
         if mle:
-            out["mle_dimension"] = _output(_pool(local, averaging, caller, k, warns_as=estimate), X)
+            try:
+                value = np.nan if "mle_dimension" in failed else _pool(local, averaging, caller, k, warns_as=estimate)
+            except IsotropyValueError as exc:
+                failed["mle_dimension"], value = exc, np.nan
+            out["mle_dimension"] = _output(value, X)
         if local_mle:
             out["local_mle_dimension"] = _output(local if inverse is None else local[inverse], X)
+    undefined_estimates(failed, list(out), caller)
     return out
 
 
