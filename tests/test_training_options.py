@@ -9,6 +9,7 @@ measurement); a metric factory returning something else than a metric (Attribute
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import pytest
@@ -115,6 +116,76 @@ def test_token_ids_outside_the_vocabulary_are_refused_in_one_line():
                                                  r"token embeddings \(its vocabulary\)\. Got 3\d at"):
         probe.measure(_bert())
     assert set(GeometryProbe(_encoded(high=30)).measure(_bert())) >= {"geometry/isoscore/layer_1"}
+
+
+def _long_encoded(width, real, rows=4):
+    """``rows`` encoded rows ``width`` columns wide, the first ``real`` of them real tokens, the rest padding (0)."""
+    g = torch.Generator().manual_seed(1)
+    mask = torch.zeros(rows, width, dtype=torch.long)
+    mask[:, :real] = 1
+    return {"input_ids": torch.randint(1, 20, (rows, width), generator=g) * mask, "attention_mask": mask}
+
+
+@pytest.mark.parametrize("family", ["bert", "gpt2", "roberta"])
+def test_token_ids_longer_than_the_model_positions_are_refused_in_one_line(family):
+    """Encoded rows past the model's table of learned positions failed inside the forward pass with torch's bare size
+    error (texts are cut to the positions; token ids past the vocabulary were refused already); now the probe and
+    the shrinkage sample are refused in one line naming the argument, the length found and the model's limit, which
+    is the config's max_position_embeddings (GPT-2: n_positions; RoBERTa: less its padding offset of
+    pad_token_id + 1). Rows padded past the limit with their real tokens within it are measured, as the same rows
+    without that padding."""
+    from transformers import BertConfig, BertModel, GPT2Config, GPT2Model, RobertaConfig, RobertaModel
+
+    from isotropy.training import GeometryProbe, HiddenStateRegulariser
+
+    torch.manual_seed(0)
+    small = {"hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 32}
+    model, limit, said = {
+        "bert": lambda: (BertModel(BertConfig(vocab_size=30, max_position_embeddings=16, **small)), 16,
+                         "config.max_position_embeddings=16"),
+        "gpt2": lambda: (GPT2Model(GPT2Config(vocab_size=30, n_embd=16, n_layer=2, n_head=2, n_positions=16,
+                                                    bos_token_id=0, eos_token_id=0)), 16,
+                         "config.n_positions=16"),
+        "roberta": lambda: (RobertaModel(RobertaConfig(vocab_size=30, max_position_embeddings=18, pad_token_id=1,
+                                                       **small)), 16,
+                            "config.max_position_embeddings=18, less 2 for its padding offset"),
+    }[family]()
+    model.eval()
+    expected = (rf"the {{name}}'s 'input_ids' must be at most {limit} tokens long, the most the model takes "
+                rf"\({re.escape(said)}\)\. Got rows {limit + 3} tokens long \(row 0 has a real token at position "
+                rf"{limit + 2}\) instead; cut them to {limit}\.$")
+    with pytest.raises(IsotropyValueError, match="^GeometryProbe: " + expected.format(name="probe")):
+        GeometryProbe(_long_encoded(limit + 3, limit + 3)).measure(model)
+    with pytest.raises(IsotropyValueError, match="^GeometryProbe: " + expected.format(name="shrinkage_sample")):
+        GeometryProbe(_encoded(), shrinkage_sample=_long_encoded(limit + 3, limit + 3)).measure(model)
+    with pytest.raises(IsotropyValueError, match="^HiddenStateRegulariser: " + expected.format(name="shrinkage_sample")):
+        HiddenStateRegulariser("istar", shrinkage_sample=_long_encoded(limit + 3, limit + 3)).refresh(model)
+    padded = _long_encoded(limit + 3, limit)
+    cut = {key: value[:, :limit] for key, value in padded.items()}
+    got, want = GeometryProbe(padded).measure(model), GeometryProbe(cut).measure(model)
+    assert got.keys() == want.keys() and all(v == pytest.approx(want[k], rel=1e-6, abs=1e-9) for k, v in got.items())
+
+
+def test_an_hf_trainer_stops_at_setup_on_a_probe_past_the_positions(tmp_path):
+    """trainer.train() with such a probe: the refusal comes from the callback's first measurement, as training
+    begins (no optimiser step taken), not torch's size error from inside the forward pass."""
+    from transformers import BertConfig, BertForSequenceClassification, Trainer, TrainingArguments
+
+    from isotropy.training import HFGeometryCallback
+
+    torch.manual_seed(0)
+    model = BertForSequenceClassification(BertConfig(vocab_size=30, hidden_size=16, num_hidden_layers=2,
+                                                     num_attention_heads=2, intermediate_size=32,
+                                                     max_position_embeddings=16))
+    rows = [{"input_ids": torch.arange(1, 6), "attention_mask": torch.ones(5, dtype=torch.long), "labels": i % 2}
+            for i in range(4)]
+    args = TrainingArguments(output_dir=str(tmp_path), per_device_train_batch_size=2, max_steps=1, report_to=[],
+                             use_cpu=True, save_strategy="no", disable_tqdm=True)
+    trainer = Trainer(model=model, args=args, train_dataset=rows, callbacks=[HFGeometryCallback(_long_encoded(20, 20))])
+    with pytest.raises(IsotropyValueError, match=r"^HFGeometryCallback: the probe's 'input_ids' must be at most 16 "
+                                                 r"tokens long.* Got rows 20 tokens long"):
+        trainer.train()
+    assert trainer.state.global_step == 0
 
 
 def test_a_metric_factory_must_return_a_metric():

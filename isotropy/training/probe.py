@@ -338,6 +338,33 @@ def _embedding_rows(model):
     return vocab if isinstance(vocab, int) and vocab > 0 else None
 
 
+def _refuse_past_positions(mask, config, *, name, caller):
+    """Refuse encoded rows longer than the table of learned positions of the model of ``config``.
+
+    A batch is padded to its longest row (:meth:`_Rows.encode` drops only the columns that are padding in all of
+    its rows), so the longest input the model is given reaches the last column that holds a real token in some row:
+    past ``max_position_embeddings`` (``n_positions``, less RoBERTa's padding offset:
+    :func:`isotropy.models.loading.longest_input` without a tokenizer, the cut of text probes) the forward pass
+    failed with torch's bare size error. Nothing is checked where the config bounds no positions (T5, ALiBi).
+    """
+    from isotropy.models.loading import longest_input
+
+    limit = longest_input(config) if config is not None else None
+    real = mask.ne(0).any(0).nonzero()
+    if limit is None or not real.numel() or int(real[-1]) + 1 <= limit:
+        return
+    length = int(real[-1]) + 1
+    row = int(mask[:, length - 1].ne(0).nonzero()[0])
+    # the name the config holds (GPT-2's n_positions is also read as max_position_embeddings)
+    attribute = next((name for name in ("max_position_embeddings", "n_positions") if name in vars(config)),
+                     "max_position_embeddings")
+    table = getattr(config, attribute)
+    offset = "" if table == limit else f", less {table - limit} for its padding offset"
+    raise IsotropyValueError(f"{caller}: the {name}'s 'input_ids' must be at most {limit} tokens long, the most the "
+                             f"model takes (config.{attribute}={table}{offset}). Got rows {length} tokens long "
+                             f"(row {row} has a real token at position {length - 1}) instead; cut them to {limit}.")
+
+
 class _Rows:
     """Probe rows: texts (tokenised once per tokenizer) or encoded tensors; ``encode(rows)`` pads a batch.
 
@@ -393,7 +420,9 @@ class _Rows:
         ``model_max_length``: :func:`isotropy.models.loading.capped_max_length`); returns ``self``.
 
         Texts longer than the model's positions (the default 128 on a model of 64) crashed its forward pass. Encoded
-        tensors are the caller's: taken as given.
+        tensors are the caller's: taken as given, but refused in one line where the model cannot run them: a token id
+        past its table of embeddings (torch's bare IndexError in the forward pass) or rows longer than its table of
+        learned positions (:func:`_refuse_past_positions`: torch's bare size error).
         """
         if self.texts is not None:
             from isotropy.models.loading import capped_max_length
@@ -407,6 +436,8 @@ class _Rows:
                 raise IsotropyValueError(f"{self.caller}: the {self.name}'s 'input_ids' must be below the model's "
                                          f"{table} token embeddings (its vocabulary). Got {int(ids[where])} at {where} "
                                          f"instead.")
+            _refuse_past_positions(self.encoded["attention_mask"], _model_config(model), name=self.name,
+                                   caller=self.caller)
         return self
 
     def first_rows(self):
@@ -453,7 +484,8 @@ class GeometryProbe:
         encoded inputs: a dict with ``input_ids`` of shape ``(n_rows, seq)`` and optionally
         ``attention_mask`` (all ones if absent; 0s and 1s, a 1 in every row) and ``token_type_ids``
         of that shape, and other per-row values; numpy arrays and nested lists are taken as tensors
-        (a tokenizer's ``return_tensors="np"`` or none). A value of another shape or type is refused.
+        (a tokenizer's ``return_tensors="np"`` or none). A value of another shape or type is refused; so, at the
+        first measurement, are token ids past the model's vocabulary and rows longer than its positions.
     layers : "all", "last", int, str or list of int, default="all"
         Entries of the model's ``hidden_states`` to measure (:func:`isotropy.models.select_layers`
         with ``include_embeddings=False``): ``"all"`` is every transformer layer 1..L; 0 (the

@@ -172,7 +172,8 @@ class HiddenStateRegulariser:
     shrinkage_sample : list of str or dict of tensors, optional
         The stored sample (texts, or ``input_ids`` / ``attention_mask``) whose regularised states
         give Σ_S, recomputed with the current model at the start of every epoch (I-STAR only:
-        refused with ``method="cosreg"``). ``None``: Σ_S = I (scale-dependent; give a sample).
+        refused with ``method="cosreg"``). ``None``: Σ_S = I (scale-dependent; give a sample). Token ids past
+        the model's vocabulary, or rows longer than its positions, are refused when Σ_S is first computed.
     layers, level, pooling
         Which states are regularised; see :func:`regularised_states`. ``pooling`` (default ``"mean"``) applies to
         ``level="sentence"`` only: passed with ``level="token"``, where no state is pooled, it is refused.
