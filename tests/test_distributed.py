@@ -540,6 +540,21 @@ def test_dask_twonn_on_tied_neighbour_distances_names_the_ties(method):
     assert "Got 2 instead: 32 points have r2/r1 = 1" in str(on_dask.value)
 
 
+def test_dask_isoscore_star_of_identical_rows_with_a_shrinkage_cov_equals_in_memory():
+    """Identical rows on a dask array: with ζ > 0 and Σ_S, ζ·Σ_S is scored as in memory (its IsoScore, from float64
+    eigenvalues here); with the identity or ζ = 0 refused as in memory."""
+    S = np.cov(np.random.default_rng(6).normal(size=(40, 3)) * [1.0, 2.0, 0.1], rowvar=False)
+    const = np.full((30, 3), 7.25)
+    lam = np.linalg.eigvalsh(S)
+    expected = (lam.sum() ** 2 / (lam ** 2).sum() - 1) / 2
+    got = isotropy.isoscore_star(da.from_array(const, chunks=7), shrinkage_cov=S, zeta=0.5)
+    assert got == pytest.approx(expected, rel=1e-12)
+    assert got == pytest.approx(isotropy.isoscore_star(const, shrinkage_cov=S, zeta=0.5), rel=1e-12)
+    for kwargs in ({"zeta": 0.5}, {"shrinkage_cov": S, "zeta": 0.0}):
+        with pytest.raises(IsotropyValueError, match="^The 'X' parameter of isoscore_star must have non-zero variance"):
+            isotropy.isoscore_star(da.from_array(const, chunks=7), **kwargs)
+
+
 def test_dask_neighbour_dimensions_gives_nan_for_twonn_on_ties_as_in_memory():
     """A square lattice (r2/r1 = 1 at every point): TwoNN is NaN with the in-memory warning, the MLE the value of
     mle_dimension alone (tests/test_dimension.py compares it to scikit-dimension); TwoNN alone still raises."""

@@ -170,8 +170,9 @@ def test_zero_variance_is_a_clear_error(backend):
     big = torch.full((1000, 4), 12345.678, dtype=torch.float32)
     with pytest.raises(IsotropyValueError, match="non-zero variance"):
         isoscore(big)
-    # with shrinkage too: the shrunk covariance ζ·Σ_S is defined, but its score (1.0 for Σ_S = I) is Σ_S's alone and
-    # read as "perfectly isotropic" data (and as the best I-STAR penalty, -1, for a collapsed batch)
+    # with the identity as Σ_S too: the shrunk covariance ζ·I is defined, but its score 1.0 would be read as
+    # "perfectly isotropic" data (and as the best I-STAR penalty, -1, for a collapsed batch) whatever the rows; with
+    # a given Σ_S the score is defined and computed (test_identical_rows_with_a_shrinkage_cov_score_sigma_s)
     import isotropy.torch as isotropy_torch
     from isotropy import CovarianceAccumulator
 
@@ -186,6 +187,48 @@ def test_zero_variance_is_a_clear_error(backend):
         acc = CovarianceAccumulator().update(const)
         with pytest.raises(IsotropyValueError, match="non-zero variance"):
             acc.isoscore_star(zeta=zeta)
+
+
+def _isoscore_star_by_algorithm_1(X, S, zeta):
+    """IsoScore* of Rudman & Eickhoff's Algorithm 1, step by step in float64: Σ_ζ = (1 − ζ)·Σ_X + ζ·Σ_S, its
+    eigenvalues normalised to norm √d, the isotropy defect δ, φ and ι."""
+    X = np.asarray(X, dtype=np.float64)
+    d = X.shape[1]
+    shrunk = (1 - zeta) * np.cov(X, rowvar=False) + zeta * np.asarray(S, dtype=np.float64)
+    lam = np.linalg.eigvalsh(shrunk)
+    lam_hat = np.sqrt(d) * lam / np.linalg.norm(lam)
+    delta = np.linalg.norm(lam_hat - 1) / np.sqrt(2 * (d - np.sqrt(d)))
+    phi = (d - delta ** 2 * (d - np.sqrt(d))) ** 2 / d ** 2
+    return (d * phi - 1) / (d - 1)
+
+
+@pytest.mark.parametrize("zeta", [0.2, 1.0])
+def test_identical_rows_with_a_shrinkage_cov_score_sigma_s(backend, zeta):
+    """Identical rows have Σ_X = 0: with ζ > 0 and a given Σ_S the shrunk covariance ζ·Σ_S is a covariance and
+    Algorithm 1 gives a value (the IsoScore of Σ_S), which every path now computes (they refused "identical samples
+    ... undefined"), with no gradient to the rows; at ζ = 0 the score stays 0/0 and refused."""
+    import isotropy.torch as isotropy_torch
+    from isotropy import CovarianceAccumulator
+
+    rng = np.random.default_rng(4)
+    S = np.cov(rng.normal(size=(60, 5)) * [3.0, 1.0, 1.0, 0.5, 0.2], rowvar=False)
+    const = np.full((12, 5), 3.3)
+    expected = _isoscore_star_by_algorithm_1(const, S, zeta)
+    assert 0.0 < expected < 1.0
+    assert isoscore_star(backend(const), shrinkage_cov=backend(S), zeta=zeta) == pytest.approx(expected, rel=1e-12)
+    assert isoscore_star(const[:3], shrinkage_cov=S, zeta=zeta) == pytest.approx(expected, rel=1e-12)  # n < d
+    acc = CovarianceAccumulator().update(const[:5]).update(const[5:])
+    assert acc.isoscore_star(shrinkage_cov=S, zeta=zeta) == pytest.approx(expected, rel=1e-12)
+    assert isoscore_from_covariance(np.zeros((5, 5)), shrinkage_cov=S, zeta=zeta) == pytest.approx(expected, rel=1e-12)
+    H = torch.full((12, 5), 3.3, dtype=torch.float64, requires_grad=True)
+    penalty = isotropy_torch.istar_penalty(H, shrinkage_cov=torch.tensor(S), zeta=zeta)
+    assert float(penalty.detach()) == pytest.approx(-expected, rel=1e-12)
+    penalty.backward()
+    assert torch.equal(H.grad, torch.zeros_like(H))  # Σ_X = 0 is a minimum of its moments: no gradient
+    loss = isotropy_torch.IStarLoss(zeta=zeta, weight=2.0, shrinkage_cov=torch.tensor(S))
+    assert float(loss(H.detach())) == pytest.approx(-2.0 * expected, rel=1e-12)
+    with pytest.raises(IsotropyValueError, match="^The 'X' parameter of isoscore_star must have non-zero variance"):
+        isoscore_star(backend(const), shrinkage_cov=backend(S), zeta=0.0)
 
 
 def test_bad_input_messages(rng):

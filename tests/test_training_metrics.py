@@ -528,3 +528,23 @@ def test_a_rogue_share_state_without_its_gram_is_refused():
         metric.unit_gram = empty(metric.unit_gram)
         with pytest.raises(IsotropyValueError, match="saved by a.* version of isotropy"):
             metric.compute()
+
+
+def test_isoscore_star_of_identical_rows_with_a_shrinkage_cov_is_that_of_sigma_s():
+    """Identical rows streamed through the torchmetrics class: with ζ > 0 and Σ_S the shrunk covariance ζ·Σ_S is
+    defined and compute gives its IsoScore (from its float64 eigenvalues here), as isoscore_star does; at ζ = 0 it is
+    refused (0/0)."""
+    rng = np.random.default_rng(5)
+    S = np.cov(rng.normal(size=(50, 4)) * [2.0, 1.0, 1.0, 0.3], rowvar=False)
+    lam = np.linalg.eigvalsh(0.4 * S)
+    expected = (lam.sum() ** 2 / (lam ** 2).sum() - 1) / 3
+    metric = IsoScoreStar(shrinkage_cov=torch.tensor(S), zeta=0.4)
+    metric.update(torch.full((6, 4), -1.5, dtype=torch.float64))
+    metric.update(torch.full((4, 4), -1.5, dtype=torch.float64))
+    assert float(metric.compute()) == pytest.approx(expected, rel=1e-12)
+    assert float(metric.compute()) == pytest.approx(
+        isoscore_star(np.full((10, 4), -1.5), shrinkage_cov=S, zeta=0.4), rel=1e-12)
+    at_zero = IsoScoreStar(shrinkage_cov=torch.tensor(S), zeta=0.0)
+    at_zero.update(torch.full((6, 4), -1.5, dtype=torch.float64))
+    with pytest.raises(IsotropyValueError, match="non-zero variance"):
+        at_zero.compute()

@@ -363,3 +363,69 @@ def test_lightning_regulariser_starts_each_fit_from_its_own_weights_and_keeps_si
     assert torch.allclose(reg.shrinkage_cov, expected)
     expected = fit(1)  # another module from epoch 0: its own Σ_S, not the last fit's epoch-0 one
     assert torch.allclose(reg.shrinkage_cov, expected)
+
+
+_SAMPLE_IDS = {"input_ids": torch.ones(3, 2, dtype=torch.long)}  # a shrinkage sample (Σ_S is loaded, not embedded)
+
+
+def _identical_hidden_states(requires_grad=True):
+    """hidden_states of 3 layers, batch 2 × seq 3 × 4 features, every state of layers 1 and 2 the same vector."""
+    g = torch.Generator().manual_seed(0)
+    row = torch.randn(4, generator=g, dtype=torch.float64)
+    states = row.expand(2, 3, 4).clone().requires_grad_(requires_grad)
+    return [torch.randn(2, 3, 4, generator=g, dtype=torch.float64), states, states * 1.0], states
+
+
+@pytest.mark.parametrize("zeta, shrink", [(0.0, True), (0.2, False)], ids=["zeta-0", "identity"])
+def test_istar_on_identical_states_where_undefined_is_a_zero_penalty_as_for_one_state(zeta, shrink):
+    """A batch of identical states stopped training ("(numerically) identical samples ... undefined") where IsoScore*
+    is undefined (ζ = 0; Σ_S = I, which would score them 1.0), while a batch of one state gives 0 with a warning: it
+    now gives 0 too, without gradient, warned of once; the metric function still refuses it."""
+    import warnings
+
+    from isotropy import isoscore_star
+
+    if shrink:
+        reg = HiddenStateRegulariser("istar", zeta=zeta, weight=3.0, shrinkage_sample=_SAMPLE_IDS)
+        reg.load_shrinkage_state({"shrinkage_cov": torch.eye(4, dtype=torch.float64), "epoch": 0}, source="a test")
+    else:
+        with pytest.warns(UserWarning, match="Σ_S = I"):
+            reg = HiddenStateRegulariser("istar", zeta=zeta, weight=3.0)
+    hidden, leaf = _identical_hidden_states()
+    with pytest.warns(UserWarning, match=r"^HiddenStateRegulariser: a training batch gave 12 identical regularised "
+                                         r"states \(level='token'\); their covariance is zero and IsoScore\* is "
+                                         r"undefined with .*, so I-STAR's penalty is 0 for that batch, as for a batch "
+                                         r"of one state\. Later such batches are not warned of\.$"):
+        penalty = reg.penalty(hidden)
+    assert float(penalty.detach()) == 0.0 and reg.last_penalty == 0.0 and penalty.requires_grad
+    (penalty + (leaf * 0.0).sum()).backward()
+    assert torch.equal(leaf.grad, torch.zeros_like(leaf))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # once per regulariser
+        assert float(reg.penalty(_identical_hidden_states()[0]).detach()) == 0.0
+    H = regularised_states(hidden, layers="all")
+    with pytest.raises(IsotropyValueError, match="must have non-zero variance"):
+        isoscore_star(H.detach(), shrinkage_cov=reg.shrinkage_cov, zeta=zeta)
+
+
+def test_istar_on_identical_states_with_a_shrinkage_cov_is_minus_lambda_isoscore_of_sigma_s():
+    """With ζ > 0 and a Σ_S the shrunk covariance ζ·Σ_S of identical states is defined: the penalty is −λ·IsoScore*
+    from Algorithm 1 by hand (float64 eigenvalues of Σ_ζ, Σ_X = 0), with no gradient to the states, and no warning."""
+    import warnings
+
+    rng = np.random.default_rng(2)
+    S = np.cov(rng.normal(size=(40, 4)) * [2.0, 1.0, 0.5, 0.25], rowvar=False)
+    reg = HiddenStateRegulariser("istar", zeta=0.3, weight=-2.0, shrinkage_sample=_SAMPLE_IDS)
+    reg.load_shrinkage_state({"shrinkage_cov": torch.tensor(S), "epoch": 0}, source="a test")
+    hidden, leaf = _identical_hidden_states()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        penalty = reg.penalty(hidden)
+    expected = _isoscore_star_eig(np.zeros((4, 4)), S, 0.3)  # Σ_X of identical rows is 0
+    lam = np.linalg.eigvalsh(0.3 * S)  # the same by the paper's steps: normalised eigenvalues, defect, φ, ι
+    lam_hat = 2.0 * lam / np.linalg.norm(lam)
+    delta_sq = np.sum((lam_hat - 1) ** 2) / (2 * (4 - 2.0))
+    assert expected == pytest.approx((4 * ((4 - delta_sq * 2.0) ** 2 / 16) - 1) / 3, rel=1e-12)
+    assert float(penalty.detach()) == pytest.approx(2.0 * expected, rel=1e-12)  # −λ·IsoScore* with λ = −2
+    penalty.backward()
+    assert torch.equal(leaf.grad, torch.zeros_like(leaf))

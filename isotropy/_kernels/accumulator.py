@@ -404,8 +404,9 @@ class CovarianceAccumulator:
     def isoscore_star(self, *, shrinkage_cov=None, zeta=0.2):
         """IsoScore* of all rows seen (Python float); see :func:`isotropy.isoscore_star`."""
         self._require("isoscore_star")
-        self._check_variance("isoscore_star")  # whatever ζ, as isoscore_star refuses constant rows
         zeta = float(check_scalar(zeta, "zeta", caller="CovarianceAccumulator.isoscore_star", low=0.0, high=1.0))
+        if zeta == 0.0 or shrinkage_cov is None:  # identical rows with ζ > 0 and Σ_S: ζ·Σ_S, as isoscore_star
+            self._check_variance("isoscore_star")
         if self._exponent and 0 < zeta < 1:  # (1 − ζ)·4^e·Ĉ + ζ·S ∝ (1 − ζ')·Ĉ + ζ'·S: same score, no overflow
             a, b = _shrinkage_weights(float(zeta), self._exponent, 0)
             zeta = b / (a + b)

@@ -109,6 +109,18 @@ def _numpy_centred(X) -> np.ndarray:
     return Xc
 
 
+def constant_rows(trace, *, n_samples, mean_sq_norm, eps, X=None) -> bool:
+    """Whether the rows whose centred scatter has trace ``trace`` are all equal (zero variance): the refusal of
+    :func:`_check_variance`, whose docstring says how rows a few ulps apart are told from them.
+
+    IsoScore* asks it too: with ζ > 0 and a given Σ_S the shrunk covariance ζ·Σ_S of such rows is defined
+    (:func:`isotropy.metrics.isoscore._isoscore_star`).
+    """
+    if _as_float(trace) > n_samples * (_FLOOR_ULPS * eps) ** 2 * mean_sq_norm:
+        return False
+    return _as_float(trace) <= 0.0 or (X is not None and all_rows_equal(X.detach() if is_torch(X) else X))
+
+
 def _check_variance(trace, *, n_samples, mean_sq_norm, eps, caller, name="X", X=None):
     """Raise a clear error when the data are constant: the score would be 0/0.
 
@@ -121,9 +133,7 @@ def _check_variance(trace, *, n_samples, mean_sq_norm, eps, caller, name="X", X=
     first_chunk_shift`), so a positive trace is rows that differ. ``name=None``: rows fed by ``update`` calls, not
     a parameter of ``caller``.
     """
-    if _as_float(trace) <= n_samples * (_FLOOR_ULPS * eps) ** 2 * mean_sq_norm:
-        if _as_float(trace) > 0.0 and (X is None or not all_rows_equal(X.detach() if is_torch(X) else X)):
-            return
+    if constant_rows(trace, n_samples=n_samples, mean_sq_norm=mean_sq_norm, eps=eps, X=X):
         subject = f"The '{name}' parameter of {caller}" if name else f"The rows given to {caller}"
         raise IsotropyValueError(
             f"{subject} must have non-zero variance. Got {n_samples} "
@@ -366,7 +376,9 @@ def isoscore_from_covariance(cov, *, shrinkage_cov=None, zeta=0.0):
     Notes
     -----
     ι = ((tr Σ_ζ)²/‖Σ_ζ‖²_F − 1)/(d − 1) with Σ_ζ = (1 − ζ)·cov + ζ·Σ_S; equal to the
-    eigenvalue formula of Rudman et al. for symmetric PSD matrices (see :func:`isoscore`).
+    eigenvalue formula of Rudman et al. for symmetric PSD matrices (see :func:`isoscore`). The zero
+    ``cov`` (identical rows) is refused, except with ``zeta > 0`` and a given ``shrinkage_cov``,
+    where Σ_ζ = ζ·Σ_S and the score is that of Σ_S (as :func:`isotropy.isoscore_star` gives it).
 
     References
     ----------
@@ -408,16 +420,19 @@ def _isoscore_from_covariance(cov, *, shrinkage_cov, zeta, caller, data_name="co
                                  f"(n_features, n_features) with n_features >= 2. Got an array with shape {shape} instead.")
     d = shape[0]
     C = _check_shrinkage_cov(cov, d, like=cov, caller=caller, name="cov")  # finite, symmetric
-    # the zero matrix too, whatever ζ: mixed with Σ_S its score would be Σ_S's alone (1.0 for the identity), a value
-    # that says nothing about the data (constant rows scored as perfectly isotropic)
-    check_covariance(C, caller=caller, name="cov")
+    # the zero matrix too, unless ζ > 0 with a given Σ_S (then ζ·Σ_S, as isoscore_star of identical rows): with the
+    # identity its score would be 1.0 whatever the data (constant rows scored as perfectly isotropic), at ζ = 0 0/0
+    shrunk_only = zeta > 0.0 and shrinkage_cov is not None
+    check_covariance(C, caller=caller, name="cov", nonzero=not shrunk_only)
     S, exponent_s = None, 0
     if shrinkage_cov is not None:  # checked whatever ζ: a wrong Σ_S must not wait for a ζ schedule to leave 0
         # Σ_S = 2^e_s·Ŝ: one that cov's dtype cannot hold (float64 1e40 with a float32 tensor) is mixed at unit scale
         S, exponent_s = _check_shrinkage_cov(shrinkage_cov, d, like=C, caller=caller, data_name=data_name,
                                              with_exponent=True)
         check_covariance(S, caller=caller, nonzero=zeta > 0.0)  # Σ_S = −I gave 1.0 silently
-    if zeta > 0.0 and exponent_s:  # (1 − ζ)·2^e_c·Ĉ + ζ·2^e_s·Ŝ ∝ a·Ĉ + b·Ŝ (the score ignores a common factor)
+    if shrunk_only and not bool((C != 0).any()):  # ζ·Σ_S alone: the score ignores the factor ζ
+        C = S + C * 0.0  # (cov's graph kept: no gradient flows to it)
+    elif zeta > 0.0 and exponent_s:  # (1 − ζ)·2^e_c·Ĉ + ζ·2^e_s·Ŝ ∝ a·Ĉ + b·Ŝ (the score ignores a common factor)
         C, exponent_c = rescaled(C, caller=caller, name="cov")
         a, b = _mixing_weights(zeta, exponent_c, exponent_s)
         C = a * C + b * S

@@ -147,7 +147,8 @@ def isoscore_star(X, *, shrinkage_cov=None, zeta=0.2):
     caller = "isoscore_star"
     zeta = float(check_scalar(zeta, "zeta", caller=caller, low=0.0, high=1.0))
     acc = _accumulate(X, caller, min_features=2)
-    _variance_checked(acc, caller)  # whatever ζ, as in memory
+    if zeta == 0.0 or shrinkage_cov is None:  # identical rows with ζ > 0 and Σ_S: ζ·Σ_S, as in memory
+        _variance_checked(acc, caller)
     return acc.isoscore_star(shrinkage_cov=shrinkage_cov, zeta=zeta)
 
 

@@ -22,6 +22,7 @@ from isotropy._kernels.isoscore import (
     _shrinkage_weights,
     _shrunk_moments,
     check_covariance,
+    constant_rows,
     isoscore_from_covariance,
 )
 from isotropy._utils.backend import is_dask, is_torch, to_output, without_autocast
@@ -123,7 +124,8 @@ def isoscore_star(X, *, shrinkage_cov=None, zeta=0.2):
     Raises
     ------
     IsotropyValueError
-        Bad ``X``, ``zeta`` or ``shrinkage_cov``; all rows identical (zero variance), whatever ``zeta``.
+        Bad ``X``, ``zeta`` or ``shrinkage_cov``; all rows identical (zero variance) at ``zeta=0`` or
+        without ``shrinkage_cov`` (see Notes).
 
     Notes
     -----
@@ -135,6 +137,13 @@ def isoscore_star(X, *, shrinkage_cov=None, zeta=0.2):
     of Σ_ζ are expanded in those of Σ_X, Σ_S and ⟨Σ_X, Σ_S⟩_F, so Σ_X is never formed when
     n_samples < n_features. Σ_S = I is scale-dependent: IsoScore* with the identity changes when
     ``X`` is rescaled, whereas IsoScore does not.
+
+    Identical rows (Σ_X = 0) with ``zeta > 0`` and a given ``shrinkage_cov`` have Σ_ζ = ζ·Σ_S, a
+    covariance: their score is the IsoScore of Σ_S (Algorithm 1 computes it, and rows a few ulps
+    apart tend to it), with no gradient to ``X``. At ``zeta=0`` it is 0/0, and with the identity it
+    would be 1.0 whatever the rows (the best I-STAR penalty for a collapsed batch): both are refused.
+    In training, :class:`isotropy.training.HiddenStateRegulariser` gives such a batch a penalty of 0
+    with a warning instead, as a batch of one state.
 
     References
     ----------
@@ -187,19 +196,25 @@ def _isoscore_star(X, *, shrinkage_cov, zeta, caller, name="X"):
     if _as_float(trace_s) <= 0.0 and zeta > 0.0:
         raise IsotropyValueError(f"The 'shrinkage_cov' parameter of {caller} must be a non-zero covariance matrix "
                                  f"(positive trace). Got trace {_as_float(trace_s):.3g} instead.")
-    # whatever ζ: with ζ > 0 constant rows would score IsoScore(Σ_S) (1.0 for the identity, the best I-STAR penalty),
-    # a value about Σ_S alone, as isoscore refuses them
-    _check_variance(st.trace, n_samples=n, mean_sq_norm=st.mean_sq, eps=_eps(X), caller=caller, name=name, X=X)
-    # covariance moments of X (ddof=1) from those of the scatter matrix
+    # identical rows (Σ_X = 0): with ζ > 0 and a given Σ_S, Σ_ζ = ζ·Σ_S is a covariance and the score is
+    # IsoScore(Σ_S) (Algorithm 1 of Rudman & Eickhoff, and the limit of rows a few ulps apart); at ζ = 0 it is 0/0,
+    # and with the identity (no Σ_S) it would be 1.0 whatever the data, the best I-STAR penalty for a collapsed
+    # batch: both refused, as isoscore refuses such rows
     m = n - 1
-    trace_c, frob_sq_c = st.trace / m, st.frob_sq / (m * m)
-    if S is None:
-        inner = trace_c  # <C, I>_F = tr C
-    elif st.scatter is not None:
-        inner = (st.scatter * S).sum() / m  # <C, S>_F with C = S_X / m formed (d×d)
+    if S is not None and constant_rows(st.trace, n_samples=n, mean_sq_norm=st.mean_sq, eps=_eps(X), X=X):
+        zero = st.trace * 0.0  # Σ_X exactly 0 (not centring's few ulps), in the graph: no gradient flows to X
+        trace_c = frob_sq_c = inner = zero
     else:
-        Xc = st.centred if st.centred is not None else _numpy_centred(X)
-        inner = ((Xc @ S) * Xc).sum() / m  # tr(Xc S Xcᵀ) / m without forming C
+        _check_variance(st.trace, n_samples=n, mean_sq_norm=st.mean_sq, eps=_eps(X), caller=caller, name=name, X=X)
+        # covariance moments of X (ddof=1) from those of the scatter matrix
+        trace_c, frob_sq_c = st.trace / m, st.frob_sq / (m * m)
+        if S is None:
+            inner = trace_c  # <C, I>_F = tr C
+        elif st.scatter is not None:
+            inner = (st.scatter * S).sum() / m  # <C, S>_F with C = S_X / m formed (d×d)
+        else:
+            Xc = st.centred if st.centred is not None else _numpy_centred(X)
+            inner = ((Xc @ S) * Xc).sum() / m  # tr(Xc S Xcᵀ) / m without forming C
     weights = _shrinkage_weights(zeta, exponent_c, exponent_s)
     trace, frob_sq = _shrunk_moments(trace_c, frob_sq_c, inner, trace_s, frob_sq_s, *weights)
     return to_output(_score_from_moments(trace, frob_sq, d), X)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import numbers
 from collections.abc import Mapping, Sequence
 
+from isotropy._kernels.rows import all_rows_equal
 from isotropy._utils.install import extra_imports
 
 with extra_imports("isotropy.training", "train"):  # a missing package named with its extra, in one line
@@ -232,6 +233,7 @@ class HiddenStateRegulariser:
         self.shrinkage_epoch = None  # the epoch at whose start the drop-ins computed shrinkage_cov (restored on resume)
         self.last_penalty = None
         self._warned_single = False
+        self._warned_identical = False  # a batch of identical states (_identical_states) warned of once
         self._sums = [0.0, 0.0, 0]  # task loss, penalty, (optimiser) steps since the last log (see logged_means)
 
     def _training_step(self) -> str | None:
@@ -313,6 +315,8 @@ class HiddenStateRegulariser:
             value = torch.zeros((), dtype=H.dtype, device=H.device).requires_grad_(H.requires_grad)
             self.last_penalty = 0.0
             return value
+        if self.method == "istar" and (self.zeta == 0.0 or self.shrinkage_cov is None) and all_rows_equal(H.detach()):
+            return self._identical_states(H)
         if self.method == "istar":
             # warned once when made without a shrinkage sample (in its terms, shrinkage_sample=), not per step
             value = self.weight * _istar(H, shrinkage_cov=self.shrinkage_cov, zeta=self.zeta, caller="istar_penalty",
@@ -321,6 +325,29 @@ class HiddenStateRegulariser:
             value = self.weight * cosine_penalty(H)
         self.last_penalty = float(value.detach())
         return value
+
+    def _identical_states(self, H):
+        """I-STAR's penalty of a batch of identical states where IsoScore* is undefined: 0, without gradient.
+
+        Their covariance is zero: with ζ > 0 and a Σ_S, IsoScore* is that of ζ·Σ_S and is computed (no gradient flows
+        either); at ζ = 0 it is 0/0, and with Σ_S = I (no shrinkage sample) it would be 1.0 whatever the states, which
+        :func:`isotropy.isoscore_star` refuses. A training run is not stopped for one such batch (a collapsed batch
+        of padding-like rows): it counts as a batch of one state does, with one warning.
+        """
+        if not self._warned_identical:
+            import warnings
+
+            self._warned_identical = True
+            why = "zeta=0 (IsoScore, 0/0)" if self.zeta == 0.0 else \
+                "Σ_S = I without a shrinkage_sample (it would score them 1.0 whatever they are)"
+            step = self._training_step()
+            warnings.warn(f"{self.caller}: a training batch gave {H.shape[0]} identical regularised states "
+                          f"(level={self.level!r}{'' if step is None else f', training step {step}'}); their "
+                          f"covariance is zero and IsoScore* is undefined with {why}, so I-STAR's penalty is 0 for "
+                          f"that batch, as for a batch of one state. Later such batches are not warned of.",
+                          UserWarning, stacklevel=3)
+        self.last_penalty = 0.0
+        return torch.zeros((), dtype=H.dtype, device=H.device).requires_grad_(H.requires_grad)
 
     @torch.no_grad()
     def shrinkage_state(self):
