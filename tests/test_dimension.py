@@ -301,6 +301,23 @@ def test_neighbour_dimensions_raises_when_every_estimate_asked_for_is_undefined(
         neighbour_dimensions(_embedded_cube(300, 3, 8, seed=1), discard_fraction=0.0)
 
 
+def test_every_estimate_refused_for_its_own_reason_is_one_error_naming_each():
+    """Where the estimates asked for fail for different reasons, the call's error gives each (one line); where they
+    share one refusal (the MLE and the local MLE read one computation) it is that refusal itself."""
+    from isotropy._kernels.dimension import undefined_estimates
+
+    ties, nan = IsotropyValueError("ties."), IsotropyValueError("nan.")
+    with pytest.raises(IsotropyValueError) as both:
+        undefined_estimates({"twonn_dimension": ties, "mle_dimension": nan}, ["twonn_dimension", "mle_dimension"],
+                            "neighbour_dimensions")
+    assert str(both.value) == ("The 'X' parameter of neighbour_dimensions must allow at least one of the estimates "
+                               "asked for. Got none instead: twonn_dimension: ties; mle_dimension: nan.")
+    with pytest.raises(IsotropyValueError) as shared:
+        undefined_estimates({"mle_dimension": nan, "local_mle_dimension": nan},
+                            ["mle_dimension", "local_mle_dimension"], "neighbour_dimensions")
+    assert shared.value is nan
+
+
 def test_equidistant_neighbours_warn_and_give_inf():
     X = np.eye(6)  # all pairwise distances sqrt(2)
     with pytest.warns(UserWarning, match="6 points have all their 3 nearest neighbours at the same distance"):

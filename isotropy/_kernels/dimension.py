@@ -122,7 +122,8 @@ def undefined_estimates(failed: dict, requested: list, caller: str, *, stackleve
         if len(refusals) == 1:
             raise refusals[0]
         raise IsotropyValueError(f"The 'X' parameter of {caller} must allow at least one of the estimates asked for. "
-                                 f"Got none instead: " + "; ".join(f"{name}: {exc}" for name, exc in failed.items()))
+                                 f"Got none instead: " + "; ".join(f"{name}: {str(exc).rstrip('.')}"
+                                                                   for name, exc in failed.items()) + ".")
     computed = ", ".join(name for name in requested if name not in failed)
     for name, exc in failed.items():
         warnings.warn(f"{name}: undefined on these data, so it is NaN ({computed} computed): {exc}", UserWarning,
