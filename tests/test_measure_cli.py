@@ -381,6 +381,25 @@ def test_twonn_undefined_on_ties_fails_alone_and_mle_keeps_its_value(tmp_path):
     assert "undefined on these data" not in result.output
 
 
+def test_twonn_undefined_on_ties_is_reported_from_the_one_search(tmp_path, monkeypatch):
+    """The refusal of an estimate the shared search gave as NaN comes from that search's warning: TwoNN is not
+    searched again alone (a second O(n²) search only to raise what the first found), and its error is the same."""
+    from isotropy.metrics import dimension
+
+    searches = []
+    search = dimension._neighbour_distances
+    monkeypatch.setattr(dimension, "_neighbour_distances", lambda *a, **kw: searches.append(1) or search(*a, **kw))
+    grid = np.array([[i, j] for i in range(12) for j in range(12)], dtype=float)
+    np.save(tmp_path / "grid.npy", grid)
+    result = invoke(tmp_path / "grid.npy", "--metrics", "twonn_dimension,mle_dimension", "--json", tmp_path / "m.json")
+    assert result.exit_code == 2, result.output
+    assert len(searches) == 1
+    errors = json.loads((tmp_path / "m.json").read_text())["errors"]
+    with pytest.raises(Exception) as alone:
+        dimension.twonn_dimension(grid)
+    assert errors["twonn_dimension"] == str(alone.value).replace("The 'X' parameter of twonn_dimension", "EMBEDDINGS")
+
+
 def test_an_underflowed_i_w_prints_as_below_the_smallest_double(tmp_path):
     """I(W) is positive; where min Z / max Z is below float64's smallest number it is 0.0 in the JSON, and the table
     says <5e-324 (as the per-layer table of --model does) rather than a bare 0."""

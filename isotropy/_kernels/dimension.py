@@ -126,8 +126,20 @@ def undefined_estimates(failed: dict, requested: list, caller: str, *, stackleve
                                                                    for name, exc in failed.items()) + ".")
     computed = ", ".join(name for name in requested if name not in failed)
     for name, exc in failed.items():
-        warnings.warn(f"{name}: undefined on these data, so it is NaN ({computed} computed): {exc}", UserWarning,
-                      stacklevel=stacklevel)
+        warnings.warn(UndefinedEstimateWarning(f"{name}: undefined on these data, so it is NaN ({computed} computed): "
+                                               f"{exc}", estimate=name, error=exc), stacklevel=stacklevel)
+
+
+class UndefinedEstimateWarning(UserWarning):
+    """The warning of :func:`undefined_estimates`: ``estimate`` is NaN because the data refused it with ``error``.
+
+    It carries the refusal, so that ``isotropy measure`` reports it as the estimate's error without searching the
+    neighbours again for the estimate alone (an O(n²) search only to raise what the shared one already found).
+    """
+
+    def __init__(self, message: str, *, estimate: str, error: Exception):
+        super().__init__(message)
+        self.estimate, self.error = estimate, error
 
 
 def _twonn(dist: np.ndarray, discard_fraction: float, method: str, caller: str) -> float:

@@ -605,8 +605,9 @@ def _one_neighbour_pass(shared, name, X, *, metric, n_neighbors=None, averaging=
     the estimator alone would give. When the shared search fails (MLE's
     ``k`` does not fit a few rows, say), each metric runs alone, so that its own error names it and TwoNN,
     which needs only 2 neighbours, is not refused for MLE's sake. An estimate the search gives as NaN (undefined on
-    these data, the other one computed: TwoNN on tied neighbour distances) runs alone too, so that its refusal is
-    its error, as when the search fails. ``n_neighbors``: MLE's ``k`` (``None``: its default); ``averaging``: how MLE
+    these data, the other one computed: TwoNN on tied neighbour distances) raises the refusal its warning carries
+    (:class:`~isotropy._kernels.dimension.UndefinedEstimateWarning`), as the estimator alone would, without a
+    second search. ``n_neighbors``: MLE's ``k`` (``None``: its default); ``averaging``: how MLE
     pools (``None``: its default).
     """
     from isotropy.metrics.dimension import neighbour_dimensions
@@ -620,6 +621,12 @@ def _one_neighbour_pass(shared, name, X, *, metric, n_neighbors=None, averaging=
             except Exception as exc:  # noqa: BLE001 - each metric then runs alone
                 shared["result"] = exc
         shared["warnings"] = caught
+    if not isinstance(shared["result"], Exception) and math.isnan(shared["result"][name]):
+        from isotropy._kernels.dimension import UndefinedEstimateWarning
+
+        for w in shared["warnings"]:  # the refusal the search found: no second search for the estimate alone
+            if isinstance(w.message, UndefinedEstimateWarning) and w.message.estimate == name:
+                raise w.message.error
     if isinstance(shared["result"], Exception) or math.isnan(shared["result"][name]):
         alone = {"n_neighbors": _mle_neighbours(n_neighbors), "averaging": _mle_averaging(averaging)} \
             if name == "mle_dimension" else {}
