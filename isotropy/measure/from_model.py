@@ -1105,6 +1105,11 @@ def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, 
                 continue  # in result["errors"]: said below as the metric's error, with the option's name
             if ISOSCORE_STAR_WARNING in str(w.message):
                 click.echo(f"Warning: {ISOSCORE_STAR_WARNING} (--shrinkage-sample).", err=True)
+            elif issubclass(w.category, UserWarning):  # a damaged cache file recomputed, ...: one line of the
+                # command, as _guard prints the readers' (Python's format showed "FILE:0: UserWarning: ...")
+                from isotropy.measure.report import option_names
+
+                click.echo(f"Warning: {option_names(' '.join(str(w.message).split()))}", err=True)
             else:
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     except (ValueError, TypeError, OSError, ImportError) as exc:
