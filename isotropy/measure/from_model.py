@@ -118,7 +118,9 @@ def read_texts(path: str | os.PathLike, *, column: str | None = None, encoding: 
         line = len(re.findall(r"\r\n|\r|\n", content[:content.index("\x00")])) + 1
         with open(path, "rb") as handle:
             head = handle.read(_WIDE_SNIFF)
-        wide = _wide_encoding(head) if not name.startswith(("utf-16", "utf-32")) else None
+        wide = _wide_encoding(head)  # UTF-32 read as UTF-16 decodes too, to NULs: said unless read as its own kind
+        if wide is not None and name.startswith(("utf-16", "utf-32")) and wide[0][:6] == name[:6]:
+            wide = None
         expected = (f"give its encoding (--encoding {wide[0]}: {wide[1]})" if wide else
                     "expected text without NUL characters (one text a line, a CSV/TSV file or a JSON-lines file)")
         raise IsotropyValueError(f"The texts file {str(path)!r} holds a NUL character on line {line} (read as {name}), "
@@ -218,10 +220,13 @@ _WIDE_SNIFF = 4096
 
 def _wide_encoding(data: bytes) -> tuple[str, str] | None:
     """``(encoding, why)`` when the first bytes of a file say it is UTF-16 or UTF-32 text: by its byte-order mark,
-    or (UTF-16 without one) by every other byte being NUL; else ``None``.
+    or without one by the bytes themselves (UTF-32: they decode as UTF-32 without a NUL character, which no other
+    text or binary data does; UTF-16: every other byte is NUL); else ``None``.
 
     >>> _wide_encoding("a b\\n".encode("utf-16"))
     ('utf-16', 'it starts with a UTF-16 byte-order mark')
+    >>> _wide_encoding("a b\\n".encode("utf-32-be"))[0]
+    'utf-32-be'
     >>> _wide_encoding(b"plain") is None
     True
     """
@@ -230,6 +235,16 @@ def _wide_encoding(data: bytes) -> tuple[str, str] | None:
                            (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16")):
         if head.startswith(mark):
             return encoding, f"it starts with a {encoding.upper()} byte-order mark"
+    # UTF-32 without a mark: four bytes a character, each at most 0x10FFFF (UTF-16 or 8-bit text as UTF-32 is not)
+    body = head[:len(head) - len(head) % 4] if len(data) > len(head) else head  # a cut head ends mid-character
+    if len(body) >= 4 and len(body) % 4 == 0 and b"\x00" in body:
+        for encoding in ("utf-32-le", "utf-32-be"):
+            try:
+                text = body.decode(encoding)
+            except UnicodeDecodeError:
+                continue
+            if "\x00" not in text:
+                return encoding, "its bytes decode as UTF-32 text, without a byte-order mark"
     if len(head) >= 4:
         for start, encoding in ((1, "utf-16-le"), (0, "utf-16-be")):
             if head[start::2].count(0) > len(head) // 4 and b"\x00" not in head[1 - start::2]:
