@@ -63,7 +63,7 @@ def read_texts(path: str | os.PathLike, *, column: str | None = None, encoding: 
         The file's text encoding, any name Python's codecs know (``"latin-1"``, ``"cp1252"``,
         ``"utf-16"``, ...). Bytes that are not text in it are an error that says where, and so is a
         NUL character decoded from them (a UTF-16 file read as latin-1); a UTF-16 or UTF-32 file
-        (by its byte-order mark) is told to be one, with its ``--encoding``.
+        (by its byte-order mark, or without one by its bytes) is told to be one, with its ``--encoding``.
 
     Returns
     -------
