@@ -169,7 +169,10 @@ def _formats(ctx, param, value):
 
 
 @cli.command()
-@click.argument("path", type=NonEmpty(click.Path(exists=True, path_type=Path)))
+@click.argument("path", type=NonEmpty(click.Path(exists=True, path_type=Path),
+                                      dash="(standard input), from which nothing is plotted: PATH is a run's results "
+                                           "folder, a training log or a JSON of 'isotropy measure --model', each "
+                                           "told by what is on disk"))
 @click.option("--out", "out_dir", type=NonEmpty(click.Path(file_okay=False, path_type=Path), expected="a folder path"),
               default=None,
               help="The folder the figures are written into (default: PATH/figures for a run's results, "

@@ -142,3 +142,34 @@ def test_nul_characters_after_decoding_are_refused_by_their_line(tmp_path):
     with pytest.raises(ValueError, match=r"line 1 \(read as utf-8\), which no text does; give its encoding "
                                          r"\(--encoding utf-16-be: every other byte is NUL"):
         read_texts(tmp_path / "be.txt")
+
+
+@pytest.mark.parametrize("written", ["utf-32", "utf-32-le", "utf-32-be"])
+@pytest.mark.parametrize("read", ["utf-8", "utf-16", "utf-16-le", "latin-1"])
+def test_a_utf32_file_is_said_to_be_utf32_whatever_it_is_read_as(tmp_path, written, read):
+    """Read as UTF-16 (--encoding utf-16), a UTF-32 file decodes to NULs between its letters, and the message said
+    only "expected text without NUL characters"; read as UTF-8 without its byte-order mark, the same. The message now
+    names UTF-32: by its byte-order mark, or (without one) by its bytes decoding as UTF-32 text."""
+    path = tmp_path / "u32.txt"
+    path.write_text("a man is dancing .\nA dog runs .\n" * 20, encoding=written)
+    why = ("it starts with a UTF-32 byte-order mark" if written == "utf-32" else
+           "its bytes decode as UTF-32 text, without a byte-order mark")
+    with pytest.raises(ValueError) as caught:
+        read_texts(path, encoding=read)
+    said = str(caught.value)
+    assert said.startswith(f"The texts file {str(path)!r} ")
+    assert said.endswith(f"; give its encoding (--encoding {written}: {why}).")
+    assert read_texts(path, encoding=written)[:2] == ["a man is dancing .", "A dog runs ."]  # the encoding it names
+
+
+def test_utf32_is_not_guessed_for_other_text(tmp_path):
+    """UTF-16 text (with or without its mark) is still said to be UTF-16; text read as its own UTF-32 that holds a
+    NUL character is refused for the NUL, with no other encoding named."""
+    (tmp_path / "le.txt").write_bytes("a b\nc d\n".encode("utf-16-le"))
+    with pytest.raises(ValueError, match=r"\(--encoding utf-16-le: every other byte is NUL"):
+        read_texts(tmp_path / "le.txt")
+    (tmp_path / "n.txt").write_text("a man\nis\x00 dancing .\nA dog runs .\n", encoding="utf-32")
+    with pytest.raises(ValueError) as caught:
+        read_texts(tmp_path / "n.txt", encoding="utf-32")
+    assert str(caught.value).endswith("on line 2 (read as utf-32), which no text does; expected text without NUL "
+                                      "characters (one text a line, a CSV/TSV file or a JSON-lines file).")

@@ -228,6 +228,69 @@ def test_neighbours_of_small_rows_beside_huge_ones(dtype, big, small):
     assert float(on_tensor) == pytest.approx(expected, rel=1e-6 if dtype == np.float32 else 1e-12)
 
 
+def _kneighbors_everywhere(X, n_neighbors, chunk_size):
+    """kneighbors of X as a numpy array, a tensor and a dask array (tiles of ``chunk_size`` rows), computed."""
+    import dask.array as da
+
+    from isotropy.metrics.neighbors import kneighbors
+
+    yield lambda: kneighbors(X, n_neighbors=n_neighbors)
+    yield lambda: [t.numpy() for t in kneighbors(torch.from_numpy(X), n_neighbors=n_neighbors)]
+    for size in (chunk_size, X.shape[0]):  # several tiles, and one
+        yield lambda size=size: [a.compute() for a in kneighbors(da.from_array(X, chunks=(10, -1)),
+                                                                 n_neighbors=n_neighbors, chunk_size=size)]
+
+
+UNDERFLOWED = ("The 'X' parameter of kneighbors must have its distinct rows at a nonzero float64 distance from each "
+               "other (identical rows are neighbours at distance 0). Got {} distinct row(s) at distance 0 from another "
+               "row instead: their squared differences underflow float64 (X's values span too many orders of "
+               "magnitude).")
+
+
+@pytest.mark.parametrize("big, small", [(1e100, 1e-100), (1.0, 1e-170)])
+def test_kneighbors_refuses_distinct_rows_it_cannot_tell_apart(big, small):
+    """Rows near 1e-100 beside rows near 1e100 (outside the safe range: brought to the search's scale), or near
+    1e-170 beside rows near 1 (inside it: used as they are): the small rows' squared differences lie below float64's
+    range, and kneighbors returned distance 0 between distinct rows, while TwoNN and MLE refuse them. It now refuses
+    them in their words, on numpy, torch and dask: each of the 20 small rows has another one at distance 0."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((40, 3))
+    X[:20] *= big
+    X[20:] *= small
+    from scipy.spatial.distance import cdist
+
+    true = cdist(X[20:] / small, X[20:] / small) * small  # the small rows' distances, each a normal float64 number
+    assert np.all(true + np.eye(20) > 0) and len(np.unique(X, axis=0)) == 40
+    for search in _kneighbors_everywhere(X, 3, chunk_size=15):
+        with pytest.raises(IsotropyValueError) as caught:
+            search()
+        said = str(caught.value)
+        # a dask tile counts its own rows: "at least" where it holds only some of them
+        assert said in (UNDERFLOWED.format(20), *(UNDERFLOWED.format(f"at least {c}") for c in range(1, 21))), said
+    with pytest.raises(IsotropyValueError, match=r"nonzero float64 distance .* Got 20 distinct row\(s\) at distance 0"):
+        iso.twonn_dimension(X)  # the same rows, the same words
+
+
+def test_kneighbors_refuses_distinct_rows_made_equal_at_its_scale_and_keeps_equal_rows_at_zero():
+    """Beside rows near 1e150, rows of 1e-300 and 2e-300 become the same zero row at the search's scale (2**40 for the
+    largest |x|): distinct as given, they are refused; equal rows (0.0 and -0.0 compare equal) stay neighbours at
+    distance 0, as scipy's cdist gives them."""
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((30, 3)) * 1e150
+    X[15] = [-0.0, 0.0, 1e-300]
+    X[16] = [0.0, 0.0, 1e-300]
+    want_d, _ = _stable_neighbours(X, 1)
+    for search in _kneighbors_everywhere(X, 1, chunk_size=7):
+        dist, ind = search()
+        np.testing.assert_allclose(dist, want_d, rtol=1e-14)
+        assert dist[15, 0] == dist[16, 0] == 0.0 and ind[15, 0] == 16 and ind[16, 0] == 15
+    X[0] = [1e-300, 0.0, 0.0]
+    X[29] = [2e-300, 0.0, 0.0]
+    for search in _kneighbors_everywhere(X, 1, chunk_size=7):  # 0 and 29, 15 and 16: each has a distinct row at 0
+        with pytest.raises(IsotropyValueError, match=r"nonzero float64 distance .* Got (at least )?\d distinct row"):
+            search()
+
+
 def test_float16_arrays_are_searched_in_float32_as_tensors_and_dask_arrays_are():
     """A float16 array was rescaled in float16 (whose safe range is 2**8): above 256 its small entries became subnormal
     float16 numbers or zero, distinct rows were merged, and numpy's neighbours and TwoNN differed from those of the

@@ -135,3 +135,17 @@ def test_a_utf16_texts_file_asks_for_utf16(tmp_path):
         f"Error: --texts: the texts file {str(path)!r} is not utf-8 text (byte 0xff on line 1: invalid start byte); "
         f"give its encoding (--encoding utf-16: it starts with a UTF-16 byte-order mark).")
     assert "holds a NUL character on line 1" in _error("--texts", path, "--encoding", "latin-1")
+
+
+def test_a_utf32_texts_file_read_as_utf16_asks_for_utf32(tmp_path):
+    """--encoding utf-16 on a UTF-32 file: "holds a NUL character ...; expected text without NUL characters", with no
+    word of UTF-32."""
+    path = tmp_path / "u32.txt"
+    path.write_text("a man is dancing .\nA dog runs .\n" * 20, encoding="utf-32")
+    assert _error("--texts", path, "--encoding", "utf-16") == (
+        f"Error: --texts: the texts file {str(path)!r} holds a NUL character on line 1 (read as utf-16), which no "
+        f"text does; give its encoding (--encoding utf-32: it starts with a UTF-32 byte-order mark).")
+    path.write_text("a man is dancing .\nA dog runs .\n" * 20, encoding="utf-32-be")  # without a mark
+    assert _error("--texts", path).endswith(
+        "(read as utf-8), which no text does; give its encoding (--encoding utf-32-be: its bytes decode as UTF-32 "
+        "text, without a byte-order mark).")

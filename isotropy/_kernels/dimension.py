@@ -45,17 +45,52 @@ def duplicate_rows_message(caller: str, n_dup: int, n_distinct: int, metric: str
             f"searched among the {n_distinct} distinct points.")
 
 
-def underflowed_distances(caller: str, count: int) -> IsotropyValueError:
-    """The error for distinct rows at euclidean distance 0 (in memory and on dask alike).
+def underflowed_distances(caller: str, count: int, *, identical: str = "are merged",
+                          at_least: bool = False) -> IsotropyValueError:
+    """The error for distinct rows at euclidean distance 0 (TwoNN, MLE and ``kneighbors``, in memory and on dask).
 
-    Equal rows are merged before the search; a distinct row at distance 0 from another is one whose squared
-    difference underflowed float64 (values spanning some 300 orders of magnitude once brought to unit scale).
-    Its neighbour order is lost, so no estimate is formed from it.
+    Equal rows are merged before the search (``kneighbors``: they are neighbours at distance 0, ``identical``
+    says so); a distinct row at distance 0 from another is one whose squared difference underflowed float64
+    (values spanning some 300 orders of magnitude once brought to the search's scale). Its neighbour order is
+    lost, so no estimate is formed from it, and no distance is returned for it. ``at_least``: ``count`` is of the
+    rows one task found (a dask tile), not of them all.
     """
     return IsotropyValueError(
         f"The 'X' parameter of {caller} must have its distinct rows at a nonzero float64 distance from each other "
-        f"(identical rows are merged). Got {count} distinct row(s) at distance 0 from another row instead: their "
+        f"(identical rows {identical}). Got {'at least ' if at_least else ''}{count} distinct row(s) at distance 0 from another row instead: their "
         f"squared differences underflow float64 (X's values span too many orders of magnitude).")
+
+
+#: ``identical=`` of :func:`underflowed_distances` for ``kneighbors`` (in memory and on dask), which does not merge
+#: equal rows.
+NEIGHBOURS_AT_ZERO = "are neighbours at distance 0"
+
+# Entries compared at a time by rows_at_zero_distance (32 MiB of float64 pairs).
+_COMPARED = 2**21
+
+
+def rows_at_zero_distance(X, sq, ind, *, rows=None, fingerprints=None) -> np.ndarray:
+    """The rows (sorted, distinct) that have a row other than themselves among their neighbours at distance 0.
+
+    ``sq``, ``ind``: squared distances and indices of the neighbours (into ``X``) of the rows ``rows`` of ``X``
+    (default all, in order). Only the pairs at distance 0 are compared (none on data without equal rows, and
+    without values beyond float64's squares: one pass over ``sq``). ``fingerprints``: for rows whose values lost
+    digits when brought to the search's scale (two distinct rows may then be equal in ``X``), a digest of the
+    row as given (``b""`` for the others), compared too (the dask tiles, which hold the rows at that scale only).
+    """
+    zero = sq == 0
+    if not zero.any():
+        return np.empty(0, dtype=np.intp)
+    at, col = np.nonzero(zero)
+    i = at if rows is None else np.asarray(rows)[at]
+    j = ind[at, col]
+    step = max(1, _COMPARED // max(1, X.shape[1]))
+    differ = np.zeros(i.size, dtype=bool)
+    for s in range(0, i.size, step):
+        differ[s:s + step] = (X[i[s:s + step]] != X[j[s:s + step]]).any(axis=1)
+    if fingerprints is not None:
+        differ |= fingerprints[i] != fingerprints[j]
+    return np.unique(i[differ])
 
 
 def parallel_radius(n_features: int, dtype, metric: str) -> float:

@@ -43,13 +43,39 @@ __all__ = ["kneighbors", "local_mle_dimension", "mle_dimension", "neighbour_dime
 _METRICS = ("euclidean", "cosine")
 
 
-def _knn_block(block, metric, caller, exponent):
+def _knn_block(block, metric, caller, exponent, fingerprint=False):
+    """``(rows, scale, fingerprints)`` of a block for the tiles: its rows at the search's scale, the cosine metric's
+    ``1/‖x‖`` (else None) and, with ``fingerprint`` (kneighbors) where bringing them to that scale (data outside
+    the safe range only) left entries subnormal or zero, a digest of each such row as given (``b""`` for the
+    others; else None): two distinct rows may then be equal at the search's scale (:func:`_distinct_at_zero`)."""
     from isotropy._kernels.neighbors import _prepare
 
-    return _prepare(at_metric_scale(block, exponent, metric), metric, caller)
+    scaled = at_metric_scale(block, exponent, metric)
+    fingerprints = None
+    if fingerprint and metric == "euclidean" and exponent and scaled.size:
+        import hashlib
+
+        given = np.asarray(block)
+        lost = ((np.abs(scaled) < np.finfo(scaled.dtype).tiny) & (given != 0)).any(axis=1)
+        if lost.any():
+            fingerprints = np.full(scaled.shape[0], b"", dtype="S16")
+            for row in np.flatnonzero(lost):  # + 0.0: -0.0 is 0.0, as the values compare
+                fingerprints[row] = hashlib.blake2b((given[row] + 0.0).tobytes(), digest_size=16).digest()
+    return (*_prepare(scaled, metric, caller), fingerprints)
 
 
-def _knn_tile(P, Q, start_p, start_q, k, n_total, caller):
+def _distinct_at_zero(X, fingerprints, parts, caller, whole):
+    """Refuse distinct rows at distance 0 in a tile (kneighbors on dask, as in memory: ``parts``, ``(sq, ind, rows)``
+    of its rows, ``ind`` into ``X``); ``whole``: the tile holds every row, so its count is X's."""
+    from isotropy._kernels.dimension import NEIGHBOURS_AT_ZERO, rows_at_zero_distance, underflowed_distances
+
+    found = [rows_at_zero_distance(X, sq, ind, rows=rows, fingerprints=fingerprints) for sq, ind, rows in parts]
+    count = np.unique(np.concatenate(found)).size
+    if count:
+        raise underflowed_distances(caller, count, identical=NEIGHBOURS_AT_ZERO, at_least=not whole)
+
+
+def _knn_tile(P, Q, start_p, start_q, k, n_total, caller, check=False):
     """Exact ``k`` nearest (squared distance, global index) of P's rows and Q's rows within this tile.
 
     The in-memory kernel itself: :func:`~isotropy._kernels.neighbors.exact_knn` on a diagonal tile,
@@ -64,10 +90,10 @@ def _knn_tile(P, Q, start_p, start_q, k, n_total, caller):
     from isotropy._kernels.silhouette import tasks_in_this_thread
 
     with tasks_in_this_thread():
-        return _knn_tile_here(P, Q, start_p, start_q, k, n_total, caller)
+        return _knn_tile_here(P, Q, start_p, start_q, k, n_total, caller, check)
 
 
-def _knn_tile_here(P, Q, start_p, start_q, k, n_total, caller):
+def _knn_tile_here(P, Q, start_p, start_q, k, n_total, caller, check=False):
     from isotropy._kernels.neighbors import exact_knn, exact_knn_cross
 
     def to_global(sq, ind, local_size, start):
@@ -76,11 +102,13 @@ def _knn_tile_here(P, Q, start_p, start_q, k, n_total, caller):
         return sq, ind
 
     if Q is None:
-        X, scale = P
+        X, scale, fingerprints = P
         n_p = X.shape[0]
         if n_p < 2:
             return (np.full((n_p, k), np.inf), np.full((n_p, k), n_total, dtype=np.intp)), None
         sq, ind = exact_knn(X, scale, min(k, n_p - 1), caller=caller, search=(n_total, k))
+        if check:
+            _distinct_at_zero(X, fingerprints, [(sq, ind, None)], caller, whole=n_p == n_total)
         if sq.shape[1] < k:
             sq = np.pad(sq, ((0, 0), (0, k - sq.shape[1])), constant_values=np.inf)
             ind = np.pad(ind, ((0, 0), (0, k - ind.shape[1])))
@@ -89,6 +117,13 @@ def _knn_tile_here(P, Q, start_p, start_q, k, n_total, caller):
     X = np.concatenate([P[0], Q[0]])
     scale = None if P[1] is None else np.concatenate([P[1], Q[1]])
     (sq_p, ind_p), (sq_q, ind_q) = exact_knn_cross(X, scale, n_p, k, caller=caller, search=(n_total, k))
+    if check:
+        fingerprints = None
+        if P[2] is not None or Q[2] is not None:
+            fingerprints = np.concatenate([np.full(part[0].shape[0], b"", dtype="S16") if part[2] is None else part[2]
+                                           for part in (P, Q)])
+        _distinct_at_zero(X, fingerprints, [(sq_p, ind_p, None), (sq_q, ind_q, np.arange(n_p, X.shape[0]))], caller,
+                          whole=X.shape[0] == n_total)
     return to_global(sq_p, ind_p - n_p, n_p, start_q), to_global(sq_q, ind_q, n_p, start_p)
 
 
@@ -130,18 +165,19 @@ def _neighbour_blocks(X, n_neighbors, metric, chunk_size, caller, exponent=None)
     rows = check_tile_rows(chunk_size, caller, X.shape[-1], default=NEIGHBOUR_TILE_ROWS)
     X = check_dask_X(X, caller=caller, min_samples=2, rows=rows)
     starts = row_starts(X)
+    check = exponent is None and metric == "euclidean"  # kneighbors: distinct rows at distance 0 refused in the tiles
     if exponent is None:
         blocks, exponent = unit_blocks(X, caller, neighbours=True)
         back = exponent
     else:
         blocks, back = finite_blocks(X, caller), 0
     exponent = exponent_as_given(exponent, blocks, given, X.dtype, caller)  # refused first, as in memory
-    preps = [delayed(_knn_block, pure=True, nout=2)(b, metric, caller, exponent) for b in blocks]
+    preps = [delayed(_knn_block, pure=True, nout=3)(b, metric, caller, exponent, check) for b in blocks]
     tile = delayed(_knn_tile, pure=True, nout=2)
     parts = [[] for _ in preps]
     for i in range(len(preps)):
         for j in range(i, len(preps)):
-            out = tile(preps[i], None if i == j else preps[j], starts[i], starts[j], k, n, caller)
+            out = tile(preps[i], None if i == j else preps[j], starts[i], starts[j], k, n, caller, check)
             parts[i].append(out[0])
             if j != i:
                 parts[j].append(out[1])
@@ -156,7 +192,8 @@ def kneighbors(X, *, n_neighbors, metric="euclidean", chunk_size=None):
     Both of shape (n_samples, n_neighbors), chunked like X's rows (one chunk across the neighbours);
     nothing runs until they are computed. ``chunk_size`` is the rows per tile (default 8192, fewer for
     data wider than 512 features: a block of at most 32 MiB in float64). Each point's neighbours are
-    exact (float64 input: those of a brute-force search; ties broken by the smaller index).
+    exact (float64 input: those of a brute-force search; ties broken by the smaller index). Distinct rows at
+    euclidean distance 0 are refused when computed, as in memory (each tile counts those it finds).
     """
     import dask.array as da
 

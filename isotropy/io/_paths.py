@@ -190,8 +190,6 @@ def binary_kind(path, *, encoding: str = "utf-8", nul: bool = True) -> str | Non
     ``nul=False``: by the formats' bytes alone (the labels reader keeps a NUL inside a label and names a trailing
     one by its line). Unreadable: ``None`` (the reader says why).
     """
-    import codecs
-
     try:
         with open(path, "rb") as handle:
             head = handle.read(_SNIFF_BYTES)
@@ -200,6 +198,15 @@ def binary_kind(path, *, encoding: str = "utf-8", nul: bool = True) -> str | Non
             tail = handle.read(4)
     except OSError:
         return None
+    return binary_kind_of(head, size, tail, encoding=encoding, nul=nul)
+
+
+def binary_kind_of(head: bytes, size: int, tail: bytes, *, encoding: str = "utf-8", nul: bool = True) -> str | None:
+    """:func:`binary_kind` of data already read (standard input): its first bytes ``head`` (a few KiB or all),
+    its ``size`` in bytes and its last 4 bytes ``tail``."""
+    import codecs
+
+    head = head[:_SNIFF_BYTES]
     for magic, kind in _BINARY_MAGIC:
         if head.startswith(magic):
             return kind

@@ -106,6 +106,9 @@ def _parse_shrinkage_sample(ctx, param, value):
     if value == "":  # Path('') is the current folder
         raise click.BadParameter("expected a number of rows or a file of rows. Got '' instead (empty: an unset shell "
                                  "variable?).", ctx=ctx, param=param)
+    if value == "-":  # standard input, as in most Unix tools: not a file of rows here
+        raise InputError("--shrinkage-sample '-': expected a number of rows of at least 2 or a file of rows; standard "
+                         "input is not read for it (--model reads --texts - from it), and a file named '-' is ./-.")
     if _written_as_int(value):
         return _count_at_least(value, "--shrinkage-sample", f"a number of rows in [2, {MAX_INT:,}] or a file of rows",
                                 high=MAX_INT)
@@ -292,8 +295,13 @@ class _MeasureCommand(click.Command):
 
 @click.command(name="measure", cls=_MeasureCommand)
 @click.argument("embeddings", metavar="EMBEDDINGS", required=False, shell_complete=complete_embeddings,
-                type=NonEmpty(expected="a file, a folder of shards, a quoted pattern or 'glove-6b-50d'"))
-@click.option("--labels", "labels_path", type=NonEmpty(click.Path(path_type=Path)), default=None,
+                type=NonEmpty(expected="a file, a folder of shards, a quoted pattern or 'glove-6b-50d'",
+                              dash="(standard input), from which embeddings are not read: their format, often "
+                                   "binary, is told by a file's suffix (--model reads --texts - from it)"))
+@click.option("--labels", "labels_path", default=None,
+              type=NonEmpty(click.Path(path_type=Path),
+                            dash="(standard input), from which labels are not read: their format is told by a "
+                                 "file's suffix (--model reads --texts - from it)"),
               help="Labels, one per row: text (one per line), CSV/TSV (one column, or several 0/1 columns "
                    "for multi-label), .npy, or a column of a .parquet or JSON-lines file (--label-column). "
                    "Enables the cluster metrics.")

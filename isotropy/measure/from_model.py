@@ -63,7 +63,7 @@ def read_texts(path: str | os.PathLike, *, column: str | None = None, encoding: 
         The file's text encoding, any name Python's codecs know (``"latin-1"``, ``"cp1252"``,
         ``"utf-16"``, ...). Bytes that are not text in it are an error that says where, and so is a
         NUL character decoded from them (a UTF-16 file read as latin-1); a UTF-16 or UTF-32 file
-        (by its byte-order mark) is told to be one, with its ``--encoding``.
+        (by its byte-order mark, or without one by its bytes) is told to be one, with its ``--encoding``.
 
     Returns
     -------
@@ -86,15 +86,12 @@ def read_texts(path: str | os.PathLike, *, column: str | None = None, encoding: 
 
     check_path_given(path, caller="read_texts", name="path", expected="a file path")
     from isotropy._utils.errors import IsotropyValueError
-    from isotropy.io._delimited import table_delimiter
-    from isotropy.io._encoding import MAX_LINE_CHARS, MAX_TEXT_FILE_BYTES, longest_line, text_codec
-    from isotropy.io._paths import check_regular_file
+    from isotropy.io._encoding import MAX_TEXT_FILE_BYTES, text_codec
+    from isotropy.io._paths import binary_kind, check_regular_file
 
     name, decode_as = text_codec(encoding, caller="read_texts")
     path = check_regular_file(path, "The texts file", "a text file (one text a line), a CSV/TSV file or a "
                               "JSON-lines file", value_error=IsotropyValueError)
-    suffix = path.suffix.lower()
-    from isotropy.io._paths import binary_kind
 
     binary = binary_kind(path, encoding=decode_as)
     if binary is not None:  # before decoding: a .npy decodes as latin-1 without an error
@@ -105,27 +102,70 @@ def read_texts(path: str | os.PathLike, *, column: str | None = None, encoding: 
     if size > MAX_TEXT_FILE_BYTES:  # read whole below: a bound on its memory (about 3 times the file at most)
         raise IsotropyValueError(f"The texts file {str(path)!r} is {size / 2**30:.1f} GiB; expected at most "
                                  f"{MAX_TEXT_FILE_BYTES // 2**30} GiB of texts (measure a sample of its lines).")
+    return _texts_of(path.read_bytes(), subject=f"The texts file {str(path)!r}", path=path, column=column,
+                     name=name, decode_as=decode_as)
+
+
+def _read_stdin_texts(stream, *, column: str | None = None, encoding: str = "utf-8") -> list[str]:
+    """:func:`read_texts` of the bytes of ``stream`` (standard input: ``isotropy measure --model M --texts -``).
+
+    Read as a plain-text file is, one text a line, with the same checks and messages, which name
+    "standard input"; a column (``--text-column``) is refused: a table is read by its file's suffix.
+    """
+    from isotropy._utils.errors import IsotropyValueError
+    from isotropy.io._encoding import MAX_TEXT_FILE_BYTES, text_codec
+    from isotropy.io._paths import binary_kind_of
+
+    name, decode_as = text_codec(encoding, caller="read_texts")
+    if column is not None:  # before anything is read
+        raise ValueError(f"--text-column {column!r} needs a CSV/TSV or JSON-lines file; standard input is read as "
+                         f"plain text, one text a line. Save it under a name after its format (.csv, .tsv, .jsonl) "
+                         f"and give that file to --texts, or leave --text-column out.")
+    raw = stream.read(MAX_TEXT_FILE_BYTES + 1)
+    if len(raw) > MAX_TEXT_FILE_BYTES:  # a bound on its memory, as a file's
+        raise IsotropyValueError(f"Standard input holds more than {MAX_TEXT_FILE_BYTES // 2**30} GiB; expected at "
+                                 f"most {MAX_TEXT_FILE_BYTES // 2**30} GiB of texts (measure a sample of its lines).")
+    binary = binary_kind_of(raw, len(raw), raw[-4:], encoding=decode_as)
+    if binary is not None:
+        raise IsotropyValueError(f"Standard input is {binary}, not text; expected texts, one a line (embeddings are "
+                                 f"measured as EMBEDDINGS, a file, without --model).")
+    texts = _texts_of(raw, subject="Standard input", path=None, column=None, name=name, decode_as=decode_as)
+    import hashlib
+
+    texts.identity = [{"path": "-", "bytes": len(raw), "sha256": hashlib.sha256(raw).hexdigest()}]  # --json's inputs
+    return texts
+
+
+def _texts_of(raw: bytes, *, subject: str, path: Path | None, column, name: str, decode_as: str) -> list[str]:
+    """The texts in ``raw``, the bytes of the file ``path`` (``None``: standard input, read as plain text), whose
+    messages begin with ``subject`` (``"The texts file '...'"``, ``"Standard input"``); see :func:`read_texts`."""
+    from isotropy._utils.errors import IsotropyValueError
+    from isotropy.io._delimited import table_delimiter
+    from isotropy.io._encoding import MAX_LINE_CHARS, longest_line
+
+    suffix = path.suffix.lower() if path is not None else ""
+    of = subject[:1].lower() + subject[1:]  # "... blank lines of the texts file '...' were skipped"
     try:  # decoded here, whatever the format: a bad byte is then said at its line of the file
-        content = path.read_bytes().decode(decode_as)  # without a leading BOM
+        content = raw.decode(decode_as)  # without a leading BOM
     except UnicodeDecodeError as exc:
         wide = _wide_encoding(exc.object)  # a UTF-16/UTF-32 file read as UTF-8: its encoding, not latin-1
-        raise ValueError(f"The texts file {str(path)!r} is not {name} text ({_bad_byte(exc)}); give its encoding "
+        raise ValueError(f"{subject} is not {name} text ({_bad_byte(exc)}); give its encoding "
                          f"{f'(--encoding {wide[0]}: {wide[1]})' if wide else '(--encoding, e.g. latin-1 or cp1252)'}"
                          f".") from None
     if "\x00" in content:  # a UTF-16 file read as latin-1 (or UTF-8) decodes to NULs between its letters
         import re
 
         line = len(re.findall(r"\r\n|\r|\n", content[:content.index("\x00")])) + 1
-        with open(path, "rb") as handle:
-            head = handle.read(_WIDE_SNIFF)
-        wide = _wide_encoding(head) if not name.startswith(("utf-16", "utf-32")) else None
+        wide = _wide_encoding(raw[:_WIDE_SNIFF])  # UTF-32 read as UTF-16 decodes too, to NULs: said unless read as its own kind
+        if wide is not None and name.startswith(("utf-16", "utf-32")) and wide[0][:6] == name[:6]:
+            wide = None
         expected = (f"give its encoding (--encoding {wide[0]}: {wide[1]})" if wide else
                     "expected text without NUL characters (one text a line, a CSV/TSV file or a JSON-lines file)")
-        raise IsotropyValueError(f"The texts file {str(path)!r} holds a NUL character on line {line} (read as {name}), "
+        raise IsotropyValueError(f"{subject} holds a NUL character on line {line} (read as {name}), "
                                  f"which no text does; {expected}.")
-    long = longest_line(content) if size > MAX_LINE_CHARS else None  # a character takes a byte at least
+    long = longest_line(content) if len(raw) > MAX_LINE_CHARS else None  # a character takes a byte at least
     if long is not None:  # before any parser: pandas held 8.5 GB of a 1 GB line before its own error
-        raise IsotropyValueError(f"The texts file {str(path)!r} has a line of more than {MAX_LINE_CHARS:,} characters "
+        raise IsotropyValueError(f"{subject} has a line of more than {MAX_LINE_CHARS:,} characters "
                                  f"(line {long[0]}); expected one text a line, each far shorter (a model reads at most "
                                  f"a few hundred thousand tokens of it).")
     if suffix in (".csv", ".tsv", ".jsonl", ".ndjson"):
@@ -196,8 +236,8 @@ def read_texts(path: str | os.PathLike, *, column: str | None = None, encoding: 
         texts = _TextLines(line for line in lines if line.strip())
         texts.blank_lines = len(lines) - len(texts)
         if texts.blank_lines:
-            texts.skipped = (f"{texts.blank_lines} blank line{'s' if texts.blank_lines > 1 else ''} of the texts file "
-                             f"{str(path)!r} {'were' if texts.blank_lines > 1 else 'was'} skipped, not read as texts")
+            texts.skipped = (f"{texts.blank_lines} blank line{'s' if texts.blank_lines > 1 else ''} of {of} "
+                             f"{'were' if texts.blank_lines > 1 else 'was'} skipped, not read as texts")
     if len(texts) < 2:
         import re
 
@@ -207,7 +247,7 @@ def read_texts(path: str | os.PathLike, *, column: str | None = None, encoding: 
                         if not line.strip()) if content else 0
             skipped = (" (it is empty)" if not content else
                        f" ({blank} blank line{'s' if blank != 1 else ''} skipped)" if blank else "")
-        raise ValueError(f"The texts file {str(path)!r} holds {len(texts)} text{'' if len(texts) == 1 else 's'}"
+        raise ValueError(f"{subject} holds {len(texts)} text{'' if len(texts) == 1 else 's'}"
                          f"{skipped}; expected at least 2{' (one text a line)' if isinstance(texts, _TextLines) else ''}.")
     return texts
 
@@ -218,10 +258,13 @@ _WIDE_SNIFF = 4096
 
 def _wide_encoding(data: bytes) -> tuple[str, str] | None:
     """``(encoding, why)`` when the first bytes of a file say it is UTF-16 or UTF-32 text: by its byte-order mark,
-    or (UTF-16 without one) by every other byte being NUL; else ``None``.
+    or without one by the bytes themselves (UTF-32: they decode as UTF-32 without a NUL character, which no other
+    text or binary data does; UTF-16: every other byte is NUL); else ``None``.
 
     >>> _wide_encoding("a b\\n".encode("utf-16"))
     ('utf-16', 'it starts with a UTF-16 byte-order mark')
+    >>> _wide_encoding("a b\\n".encode("utf-32-be"))[0]
+    'utf-32-be'
     >>> _wide_encoding(b"plain") is None
     True
     """
@@ -230,6 +273,16 @@ def _wide_encoding(data: bytes) -> tuple[str, str] | None:
                            (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16")):
         if head.startswith(mark):
             return encoding, f"it starts with a {encoding.upper()} byte-order mark"
+    # UTF-32 without a mark: four bytes a character, each at most 0x10FFFF (UTF-16 or 8-bit text as UTF-32 is not)
+    body = head[:len(head) - len(head) % 4] if len(data) > len(head) else head  # a cut head ends mid-character
+    if len(body) >= 4 and len(body) % 4 == 0 and b"\x00" in body:
+        for encoding in ("utf-32-le", "utf-32-be"):
+            try:
+                text = body.decode(encoding)
+            except UnicodeDecodeError:
+                continue
+            if "\x00" not in text:
+                return encoding, "its bytes decode as UTF-32 text, without a byte-order mark"
     if len(head) >= 4:
         for start, encoding in ((1, "utf-16-le"), (0, "utf-16-be")):
             if head[start::2].count(0) > len(head) // 4 and b"\x00" not in head[1 - start::2]:
@@ -252,6 +305,7 @@ class _TextLines(list):
 
     blank_lines: int = 0
     skipped: str | None = None  # the blank lines skipped, in words: added to a --labels count that differs
+    identity: list | None = None  # of standard input: what input_identity gives a file, for the JSON record
 
 
 # first lines of a one-column .csv/.tsv file read as its header without --text-column (compared case-insensitively)
@@ -975,7 +1029,7 @@ class _InputError(click.ClickException):
 
 def model_options(function):
     """The click options of ``isotropy measure --model`` (applied to the ``measure`` command)."""
-    from isotropy._utils.click_types import BoundedInt, NonEmpty
+    from isotropy._utils.click_types import STDIN, BoundedInt, NonEmpty
     from isotropy._utils.validation import MAX_INT
     from isotropy.measure._completion import complete_device, complete_model, complete_pooling
 
@@ -984,12 +1038,13 @@ def model_options(function):
                      type=NonEmpty(expected="a model name, folder or .gguf file"),
                      help="Measure a model's hidden layers instead of an embeddings file: all-MiniLM-L6-v2, "
                           "gemma-3-270m (packaged), a .gguf file or a transformers directory. Needs --texts."),
-        click.option("--texts", "texts_path", type=NonEmpty(click.Path(path_type=Path)), default=None,
+        click.option("--texts", "texts_path", type=NonEmpty(click.Path(path_type=Path), dash=STDIN), default=None,
                      metavar="FILE", help="With --model: one text a line, or a CSV/TSV/JSON-lines file "
                                           "(--text-column). A .csv whose first lines are all tab-separated is read "
                                           "as a .tsv. A one-column .csv/.tsv is one text a line, line 1 included, "
                                           "unless line 1 is a usual column name (text, sentence, ...) or "
-                                          "a snake_case one; with --text-column, line 1 names the columns."),
+                                          "a snake_case one; with --text-column, line 1 names the columns. '-' "
+                                          "reads standard input, one text a line (./- is a file named '-')."),
         click.option("--text-column", default=None, metavar="COL", help="The text column of a CSV/TSV/JSON-lines "
                                                                        "--texts file."),
         click.option("--encoding", default="utf-8", show_default=True, metavar="NAME",
@@ -1004,7 +1059,10 @@ def model_options(function):
                      help="With --level sentence: mean (masked mean), last (last token) or first (first token, "
                           "[CLS]; refused for decoders)."),
         click.option("--keep-special", is_flag=True, help="With --level token: also measure [CLS], <bos>, ..."),
-        click.option("--plot", "plot_path", type=NonEmpty(click.Path(path_type=Path)), default=None,
+        click.option("--plot", "plot_path", default=None,
+                     type=NonEmpty(click.Path(path_type=Path),
+                                   dash="(standard output), to which no figure is written: its format is told by "
+                                        "its file's suffix"),
                      metavar="OUT", help="With --model: write a per-layer figure (its format from the suffix: .png, .svg, .pdf, ...)."),
         click.option("--device", default=None, metavar="auto|cpu|cuda|cuda:N|mps", shell_complete=complete_device,
                      help="With --model: the torch device (default auto: CUDA when present, else the CPU)."),
@@ -1057,8 +1115,12 @@ def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, 
     if random_state < 0:  # numpy's "expected non-negative integer" would name no option, and only after the texts
         raise _InputError(f"--random-state {random_state}: expected an integer >= 0 (the seed of the samples).")
     to_err = json_path is not None and str(json_path) == "-"  # --json -: stdout holds the JSON alone (as for EMBEDDINGS)
+    from isotropy._utils.click_types import STDIN
+
+    from_stdin = isinstance(texts_path, str) and texts_path == STDIN  # --texts - (a file named '-' is Path('-'))
     try:
-        _check_outputs(json_path, plot_path, {"--texts": texts_path, "--labels": labels_path, "--shrinkage-sample":
+        _check_outputs(json_path, plot_path, {"--texts": None if from_stdin else texts_path, "--labels": labels_path,
+                                              "--shrinkage-sample":
                        shrinkage_sample if isinstance(shrinkage_sample, Path) else None})  # before the model runs: a bad path is found in a second, not after it
         from isotropy._utils.device import resolve_device
         from isotropy.models.resolve import require_model_packages
@@ -1068,11 +1130,15 @@ def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, 
         require_model_packages(model, f"--model {model}")
         device = resolve_device(device, name="--device")  # "auto" (or none given): CUDA when present, else the CPU
         try:
-            texts = read_texts(texts_path, column=text_column, encoding=encoding)
+            if from_stdin:
+                texts = _read_stdin_texts(sys.stdin.buffer, column=text_column, encoding=encoding)
+            else:
+                texts = read_texts(texts_path, column=text_column, encoding=encoding)
         except (ValueError, OSError) as exc:  # "The texts file ...": said as this option's file, as --shrinkage-sample's
             message = str(exc)
-            if message.startswith("The text"):
-                raise type(exc)(f"--texts: {message[:1].lower()}{message[1:]}") from None
+            if message.startswith(("The text", "Standard input")):
+                given = " -" if from_stdin else ""
+                raise type(exc)(f"--texts{given}: {message[:1].lower()}{message[1:]}") from None
             raise
         labels = None
         if labels_path is not None:
@@ -1105,6 +1171,11 @@ def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, 
                 continue  # in result["errors"]: said below as the metric's error, with the option's name
             if ISOSCORE_STAR_WARNING in str(w.message):
                 click.echo(f"Warning: {ISOSCORE_STAR_WARNING} (--shrinkage-sample).", err=True)
+            elif issubclass(w.category, UserWarning):  # a damaged cache file recomputed, ...: one line of the
+                # command, as _guard prints the readers' (Python's format showed "FILE:0: UserWarning: ...")
+                from isotropy.measure.report import option_names
+
+                click.echo(f"Warning: {option_names(' '.join(str(w.message).split()))}", err=True)
             else:
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     except (ValueError, TypeError, OSError, ImportError) as exc:
@@ -1125,7 +1196,7 @@ def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, 
     unit = "texts" if level == "sentence" else "tokens"
     sampled = f" (a sample of {n} of {result['n_rows_total']} {unit})" if n < result["n_rows_total"] else ""
     rows = f"{n} tokens x " if level == "token" else ""
-    click.echo(f"{model} on {texts_path}: {len(texts)} texts, {level} level"
+    click.echo(f"{model} on {'standard input' if from_stdin else texts_path}: {len(texts)} texts, {level} level"
                + (f" ({pooling} pooling)" if level == "sentence" else "")
                + f", {rows}{result['n_features']} features per layer{sampled}", err=to_err)
     click.echo(format_table(result), err=to_err)
@@ -1141,7 +1212,7 @@ def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, 
 
         record = {**result, "texts": str(texts_path), "text_column": text_column, "encoding": encoding,
                   "labels": None if labels_path is None else str(labels_path), "label_column": label_column,
-                  "inputs": {"texts": input_identity(texts_path),
+                  "inputs": {"texts": texts.identity if from_stdin else input_identity(texts_path),
                              "labels": None if labels_path is None else input_identity(labels_path)},
                   "rows": [_json_safe(r) for r in result["rows"]], "errors": errors, "complete": not errors,
                   "threads": threads_in_effect(), "versions": package_versions(["gguf"])}

@@ -281,7 +281,9 @@ def kneighbors(X, *, n_neighbors: int, metric: str = "euclidean", chunk_size: in
         The points.
     n_neighbors : int
         Number of neighbours per point, ``1 <= n_neighbors <= n_samples - 1``. A point is never
-        its own neighbour; an exact duplicate of it is (at distance 0).
+        its own neighbour; an exact duplicate of it is (at distance 0). Distinct rows found at
+        euclidean distance 0 (their squared differences below float64's range: rows near 1e-100
+        beside rows near 1e100) are refused, as TwoNN and MLE refuse them.
     metric : {"euclidean", "cosine"}, default="euclidean"
         ``"cosine"`` is the cosine distance ``1 − cos(x, y)``, computed as ``‖u − v‖²/2`` with
         ``u = x/‖x‖`` (no cancellation for nearly parallel vectors). Zero rows are rejected. The unit rows
@@ -367,7 +369,37 @@ def kneighbors(X, *, n_neighbors: int, metric: str = "euclidean", chunk_size: in
     check_scalar(chunk_size, "chunk_size", caller=caller, kind=numbers.Integral, low=1, allow_none=True)
     n_neighbors = int(n_neighbors)
     if is_torch(X):
-        return _kneighbors_torch(X, n_neighbors, metric, chunk_size, caller)
-    return _search_numpy(X, n_neighbors, metric, chunk_size, caller)
+        dist, ind = _kneighbors_torch(X, n_neighbors, metric, chunk_size, caller)
+    else:
+        dist, ind = _search_numpy(X, n_neighbors, metric, chunk_size, caller)
+    if metric == "euclidean":
+        _refuse_underflowed(X, dist, ind, caller)
+    return dist, ind
+
+
+def _refuse_underflowed(X, dist, ind, caller: str) -> None:
+    """Refuse distinct rows of ``X`` (as given) found at distance 0, as TwoNN and MLE refuse them.
+
+    Their squared differences lay below float64's range at the search's scale (rows near 1e-100 beside rows near
+    1e100): 0 was returned for them. Equal rows stay neighbours at distance 0. Costs a look at the distances (none
+    is 0 on data without equal rows and without such values), and a comparison of the rows of the pairs at 0.
+    """
+    from isotropy._kernels.dimension import NEIGHBOURS_AT_ZERO, rows_at_zero_distance, underflowed_distances
+
+    if is_torch(X):
+        import torch
+
+        zero = dist == 0
+        if not bool(zero.any()):
+            return
+        at, col = torch.nonzero(zero, as_tuple=True)
+        j, R = ind[at, col], X.detach()
+        step = max(1, 2**21 // max(1, R.shape[1]))
+        differ = torch.cat([(R[at[s:s + step]] != R[j[s:s + step]]).any(dim=1) for s in range(0, at.numel(), step)])
+        count = int(torch.unique(at[differ]).numel())
+    else:
+        count = rows_at_zero_distance(X, dist, ind).size
+    if count:
+        raise underflowed_distances(caller, count, identical=NEIGHBOURS_AT_ZERO)
 
 
