@@ -468,3 +468,22 @@ def test_no_table_of_our_numbers_is_typed(page):
                 and "<!-- value:" not in line and section not in _PAPER_SECTIONS):
             typed.append(f"{page.name}:{number}: {line[:80]}")
     assert not typed, "typed numbers in a table of ours:\n" + "\n".join(typed)
+
+
+def test_classifier_geometry_claim_needs_enough_recorded_updates():
+    """A demo run of 20 updates recorded every 10 gave ρ = −1 over 3 points in each seed and read "holds"; over 3 points
+    ρ is ±1 or ±0.5, and a random order gives −1 one time in six. Fewer than MIN_STEPS recorded updates decide
+    nothing; the committed runs (14 to 1,001) keep their verdicts."""
+    from isotropy.experiments._claims import reason_of
+    from isotropy.experiments.classifier_geometry.run import MIN_STEPS
+    from isotropy.experiments.classifier_geometry.run import claims as cg_claims
+
+    def summary(n_steps):
+        return {"setup": "demo", "updates": 20, "data": {}, "correlation": {"per_seed": {
+            str(seed): {"spearman_rho": -1.0, "n_steps": n_steps} for seed in range(3)}}}
+
+    (few,) = cg_claims({"summary": summary(3)}, None)
+    assert few.verdict == "not established" and few.ours == -1.0
+    assert f"over 3 recorded updates, fewer than {MIN_STEPS}" in reason_of(few.to_dict())
+    (enough,) = cg_claims({"summary": summary(MIN_STEPS)}, None)
+    assert enough.verdict == "holds" and reason_of(enough.to_dict()) is None

@@ -189,3 +189,23 @@ def test_cls_not_improved_needs_a_change_near_zero(tmp_path, gains, verdict):
     assert found.ours == pytest.approx(np.mean(np.log10(gains)))
     assert found.verdict == verdict
     assert "below 0.1" in found.rule and "tenfold" not in found.rule
+
+
+def test_the_page_names_the_rte_validation_classes_as_the_loader_reads_them():
+    """The page said "146 not-entailment" for the 277 RTE validation pairs; 146 are entailment (label 0 of the shared
+    data's dev.tsv), 131 not-entailment."""
+    from pathlib import Path
+
+    from conftest import shared_data_path
+    from isotropy.datasets.glue import load_glue_task
+
+    shared_data_path("glue_data", "RTE", "dev.tsv")
+    data = load_glue_task("rte", "dev", data_dir=shared_data_path())
+    counts = np.bincount(np.asarray(data.labels), minlength=len(data.label_names))
+    majority = int(np.argmax(counts))
+    page = " ".join((Path(__file__).resolve().parents[1] / "docs" / "experiments" / "cluster-finetune.md")
+                    .read_text(encoding="utf-8").split())
+    named = ", ".join(f"{n} {name.replace('_', '-')}" for n, name in sorted(zip(counts.tolist(), data.label_names),
+                                                                             reverse=True))
+    assert f"({named}: always predicting {data.label_names[majority].replace('_', '-')} gives " \
+           f"{100 * counts[majority] / counts.sum():.1f} %)" in page

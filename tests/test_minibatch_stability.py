@@ -135,7 +135,11 @@ def test_run_synthetic(tmp_path):
     # the report writes claims.json: two seeds decide nothing that depends on sampling
     EXPERIMENT.report(results, tmp_path)
     claims = json.loads((tmp_path / "claims.json").read_text())
-    assert [c["id"] for c in claims] == ["isoscore-unstable-synthetic", "zeta-zero-synthetic"]
+    # the claims reading ζ = 0.9 or 0.2, which this run left out, are recorded as not measured
+    assert [c["id"] for c in claims] == ["isoscore-unstable-synthetic", "isoscore-star-stable-synthetic",
+                                         "isoscore-star-true-synthetic", "isoscore-star-approaches-synthetic",
+                                         "zeta-zero-synthetic"]
+    assert all(c["interval"]["how"].startswith("not measured: ") for c in claims[1:])
     assert claims[0]["n_seeds"] == 2 and claims[0]["interval"]["how"].startswith("both:")
     assert {c["verdict"] for c in claims} == {"not established"}
 
@@ -250,3 +254,22 @@ def test_isoscore_star_approaches_reads_the_gap_either_way():
     assert above.ours == pytest.approx(0.5) and above.verdict == "does not hold"
     assert near.ours == pytest.approx(0.1) and near.verdict == "holds"
     assert below.statistic.startswith("|IsoScore* − IsoScore| / IsoScore")
+
+
+def test_a_claim_whose_zeta_the_run_left_out_is_recorded_as_not_measured(tmp_path):
+    """A run with ``zetas=[0.5]`` wrote only the ζ = 0 identity row: the four claims that read ζ = 0, 0.2 or 0.9 were
+    dropped without a word, where the contract records a claim not measured as ``not established`` with its reason."""
+    from isotropy.experiments._claims import reason_of
+    from isotropy.experiments._runner import execute
+    from isotropy.experiments.minibatch_stability.experiment import EXPERIMENT
+
+    config = EXPERIMENT.config(sets=["sources=[synthetic]", "zetas=[0.5]", "batch_sizes=[8]", "n_batches=3",
+                                     "synthetic.n_features=4", "seeds=[0]"])
+    execute(EXPERIMENT, config, results_dir=tmp_path, device="cpu", quiet=True, plot=False)
+    records = {r["id"]: r for r in json.loads((tmp_path / "claims.json").read_text())}
+    for id_ in ("isoscore-unstable", "isoscore-star-stable", "isoscore-star-true", "isoscore-star-approaches"):
+        record = records[f"{id_}-synthetic"]
+        assert record["verdict"] == "not established" and record["ours"] is None
+        assert "do not include ζ = " in reason_of(record), reason_of(record)
+    assert "ζ = 0.9" in reason_of(records["isoscore-star-true-synthetic"])
+    assert "ζ = 0, 0.2" in reason_of(records["isoscore-star-approaches-synthetic"])

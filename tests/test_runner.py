@@ -531,3 +531,38 @@ def test_a_resume_that_wrote_its_results_and_then_failed_is_recorded_as_failed(t
         _run(tmp_path, sets=[*SMALL, "seeds=[0]"], resume=True, plot=False)
     meta = json.loads((tmp_path / "run.json").read_text())
     assert meta["status"] == "failed" and meta["seeds"] == [0]
+
+
+def test_thread_limits_reach_the_pools_a_run_loads_inside_the_block():
+    """``--threads 1`` left the pools loaded after the block started (scipy's own OpenBLAS, scikit-learn's libgomp:
+    loaded by an experiment's prepare or run) on one thread per CPU, while run.json said 1; a pool loaded inside the
+    block is set back when it ends. A fresh process, so that scipy and scikit-learn are loaded inside the block."""
+    import os
+    import subprocess
+    import sys
+
+    script = """
+import json, numpy, torch
+from threadpoolctl import threadpool_info
+from isotropy.experiments._context import thread_limits
+from isotropy.experiments._runner import threads_in_effect
+def pools():
+    return {lib["filepath"]: lib["num_threads"] for lib in threadpool_info()}
+outside = pools()
+with thread_limits(1):
+    import scipy.linalg, sklearn.cluster
+    inside, recorded = pools(), threads_in_effect()
+after = pools()
+print(json.dumps({"outside": outside, "inside": inside, "recorded": recorded, "after": after}))
+"""
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                                                             "MKL_NUM_THREADS", "BLIS_NUM_THREADS")}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True)
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    new = set(seen["inside"]) - set(seen["outside"])
+    assert new, "scipy and scikit-learn brought no pool of their own: nothing to check here"
+    assert all(count == 1 for count in seen["inside"].values()), seen["inside"]
+    assert all(count == 1 for count in seen["recorded"].values()), seen["recorded"]
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    assert all(seen["after"][path] == cpus for path in new), (seen["after"], cpus)
+    assert all(seen["after"][path] == count for path, count in seen["outside"].items())

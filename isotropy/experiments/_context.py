@@ -58,26 +58,66 @@ def resolve_device(device: str | None) -> str:
     return resolve(device, name="--device")
 
 
+# What a BLAS or OpenMP library reads when it is loaded: the pools that a run loads inside ``thread_limits`` (scipy's
+# own OpenBLAS, scikit-learn's libgomp, loaded by ``prepare`` or ``run``) start with these counts.
+_POOL_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS")
+
+
 @contextlib.contextmanager
 def thread_limits(threads: int | None):
-    """Limit torch's intra-op threads and the BLAS/OpenMP pools to ``threads`` inside the block; restore after."""
+    """Limit torch's intra-op threads and the BLAS/OpenMP pools to ``threads`` inside the block; restore after.
+
+    ``threadpool_limits`` reaches only the libraries loaded when the block starts: a library that the run loads
+    later (scipy's own OpenBLAS and scikit-learn's libgomp, imported by ``prepare`` or ``run``) kept its default of
+    one thread per CPU under ``--threads 1``, while ``run.json`` said 1. The pool variables, read by a library when
+    it loads, are set for the block too; a pool loaded inside it is set back to the count it would have had without
+    the block when the block ends.
+    """
     if threads is None:
         yield
         return
+    import os
     import sys
 
-    from threadpoolctl import threadpool_limits
+    from threadpoolctl import ThreadpoolController, threadpool_limits
 
     torch = sys.modules.get("torch")
     if torch is None:
         import torch
     previous = torch.get_num_threads()
+    saved = {name: os.environ.get(name) for name in _POOL_VARIABLES}
+    before = {lib.filepath for lib in ThreadpoolController().lib_controllers}
     torch.set_num_threads(int(threads))
+    os.environ.update({name: str(int(threads)) for name in _POOL_VARIABLES})
     try:
         with threadpool_limits(limits=int(threads)):
             yield
     finally:
         torch.set_num_threads(previous)
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        for lib in ThreadpoolController().lib_controllers:
+            if lib.filepath not in before:  # loaded inside the block: its count as it would have loaded outside it
+                lib.set_num_threads(_default_threads(lib.user_api, saved))
+
+
+def _default_threads(user_api: str, variables: dict) -> int:
+    """The thread count a pool of ``user_api`` ("blas" or "openmp") starts with under the environment ``variables``."""
+    import os
+
+    names = ("OMP_NUM_THREADS",) if user_api == "openmp" else ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                                                                "BLIS_NUM_THREADS", "OMP_NUM_THREADS")
+    for name in names:
+        value = (variables.get(name) or "").split(",")[0].strip()
+        if value.isdigit() and int(value) > 0:
+            return int(value)
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
 
 def threads_in_effect() -> dict:
