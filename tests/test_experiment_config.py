@@ -38,6 +38,17 @@ def test_set_values_are_yaml_with_exponent_floats(text, expected):
     assert value == expected and type(value) is type(expected)
 
 
+@pytest.mark.parametrize("text, reason", [(".inf", "the number '.inf' is not finite; expected a finite number"),
+                                          ("{a: 1, a: 2}", "duplicate key 'a' (first on line 1)")])
+def test_valid_yaml_refused_by_design_is_not_called_invalid(text, reason):
+    """'.inf' and a duplicate key are valid YAML that the loader refuses by design: the message says refused and why,
+    not that the text is no valid YAML (it said "'.inf' is not a valid YAML value")."""
+    with pytest.raises(ConfigError) as refused:
+        parse_yaml_value(text, where="--set C")
+    message = str(refused.value)
+    assert message.startswith(f"--set C: '{text}' is refused ({reason}") and "valid YAML" not in message
+
+
 def test_set_options_nest_dotted_keys_and_refuse_malformed_pairs():
     assert parse_set_options(["a.b=1", "a.c=x", "d=2"], experiment="e") == {"a": {"b": 1, "c": "x"}, "d": 2}
     for bad in ["novalue", "=3", "a..b=1"]:

@@ -283,12 +283,14 @@ def parse_yaml_value(text: str, *, where: str) -> Any:
     """Parse one YAML scalar or flow value (``3e-5``, ``null``, ``[1, 2]``); one-line error naming ``where``."""
     import yaml
 
-    from isotropy.experiments._yaml import PythonTagError, safe_load
+    from isotropy.experiments._yaml import PythonTagError, UnsafeYAMLError, safe_load
 
     try:
         return safe_load(text)  # bounded: aliases, depth, duplicate keys, non-finite numbers
     except PythonTagError as exc:
         raise ConfigError(f"{where}: {_shown(text)} {_python_tag_refusal(exc)}.") from None
+    except UnsafeYAMLError as exc:  # valid YAML refused by design ('.inf' is a YAML float): not a syntax error
+        raise ConfigError(f"{where}: {_shown(text)} is refused ({_yaml_reason(exc)}).") from None
     except yaml.YAMLError as exc:  # the value shortened: a 5,000-digit int was echoed whole
         raise ConfigError(f"{where}: {_shown(text)} is not a valid YAML value ({_yaml_reason(exc)}).") from None
 

@@ -346,7 +346,8 @@ def claims(results: dict, results_dir) -> list:
                 id=f"isoscore-star-true-{name}", paper=f"{_PAPER}, Figure 4",
                 claim="IsoScore* of mini-batches is near the true isotropy score of the point cloud (Figure 4's dashed "
                       "line).",
-                paper_value="drawn against the dashed line, the true isotropy score (the plotted values were lost in the text extraction)", model=model,
+                paper_value=("drawn against the dashed line, the true isotropy score (the plotted values were lost in the "
+                             "text extraction)"), model=model,
                 statistic=(f"largest |batch mean of IsoScore* − whole-cloud IsoScore| / whole-cloud IsoScore "
                            f"({whole:.4f}) over batch sizes {sizes[0]}–{sizes[-1]}, ζ = 0.9{own}; Σ_S is one draw, "
                            f"shared by the seeds; the items of the bootstrap are each seed's batches"),
@@ -356,13 +357,13 @@ def claims(results: dict, results_dir) -> list:
                     ("isoscore-star-stable", "'IsoScore*'",
                      "IsoScore* (RDA shrinkage) is stable on mini-batch computations.",
                      "stable on mini-batch computations",
-                     "largest root-mean-square error of the batches' IsoScore* about the whole cloud's IsoScore*, "
-                     "/ the latter, ζ = 0.9", _STABLE),
+                     ("largest root-mean-square error of the batches' IsoScore* about the whole cloud's IsoScore*, "
+                      "/ the latter, ζ = 0.9"), _STABLE),
                     ("isoscore-star-true", "Figure 4",
-                     "IsoScore* of mini-batches is near the true isotropy score of the point cloud (Figure 4's dashed "
-                     "line).",
-                     "drawn against the dashed line, the true isotropy score (the plotted values were lost in the "
-                     "text extraction)",
+                     ("IsoScore* of mini-batches is near the true isotropy score of the point cloud (Figure 4's "
+                      "dashed line)."),
+                     ("drawn against the dashed line, the true isotropy score (the plotted values were lost in the "
+                      "text extraction)"),
                      "largest |batch mean of IsoScore* − whole-cloud IsoScore| / whole-cloud IsoScore, ζ = 0.9",
                      _TRUE)):
                 out.append(not_run(id=f"{id_}-{name}", paper=f"{_PAPER}, {paper}", claim=text,
