@@ -292,3 +292,17 @@ def test_a_subsample_with_one_cluster_is_named_as_the_subsample():
     with pytest.raises(IsotropyValueError, match=r"^The 'sample_size' parameter of silhouette_score drew 5 of the 100 "
                                                  r"rows, which hold 1 cluster of 'labels'; .* sample_size - 1 = 4"):
         silhouette_score(X, labels, sample_size=5, random_state=0)
+
+
+@pytest.mark.parametrize("seed", [1, 3, 4, 5])
+def test_float32_coefficients_stay_within_minus_one_and_one(seed):
+    # Tiny cosine distances inside one cluster, summed in float32 beside a block shift of a typical distance, gave
+    # a mean distance a slightly below 0 and s = (b - a) / b above 1. a and b are clipped at 0.
+    rng = np.random.default_rng(seed)
+    X = np.vstack([rng.normal(size=(100, 8)) * 1e-3, rng.normal(size=(100, 8)) * 1e-3 + 1e-2,
+                   rng.normal(size=(100, 8)) + 1e4]).astype(np.float32)
+    labels = np.repeat([0, 1, 2], 100)
+    s = silhouette_samples(X, labels, metric="cosine")
+    assert s.max() <= 1.0 and s.min() >= -1.0
+    # within the kernel's tolerance of the float64 coefficients (docs/api/cluster.md)
+    assert np.abs(s - silhouette_samples(X.astype(np.float64), labels, metric="cosine")).max() < 1e-4

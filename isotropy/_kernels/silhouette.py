@@ -469,14 +469,19 @@ def _resolution(q, ids, n_clusters, dtype, d, metric, q_mean=None):
 
 def _mean_distances(sums, ids, counts):
     """``(a, b, nearest)`` from the cluster sums of rows i: the mean distance to the own cluster, to the nearest
-    other, and which cluster that is."""
+    other, and which cluster that is.
+
+    ``a`` and ``b`` are clipped at 0 (NaN kept): the sums of a block are shifted by a typical distance
+    (:meth:`_BlockKernel.add_block`), and a mean of distances far below that shift could come out slightly
+    negative in float32, which made a coefficient ``(b - a) / max(a, b)`` exceed 1 (cosine metric, a tight cluster
+    far from the others' centre: tests/test_silhouette.py)."""
     rows = np.arange(sums.shape[0])
     with np.errstate(divide="ignore", invalid="ignore"):
         a = sums[rows, ids] / (counts[ids] - 1.0)
         means = sums / counts
     means[rows, ids] = np.inf
     nearest = means.argmin(axis=1)
-    return a, means[rows, nearest], nearest
+    return np.maximum(a, 0.0), np.maximum(means[rows, nearest], 0.0), nearest
 
 
 def _coefficients_numpy(sums, ids, counts, resolution):
