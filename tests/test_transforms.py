@@ -598,3 +598,32 @@ def test_whitening_of_ill_conditioned_wide_data_is_as_accurate_as_the_covariance
     Y = whiten(X, n_components=k)
     assert np.abs(np.cov(Y.T) - np.eye(k)).max() < 1e-9
     np.testing.assert_allclose(Y.mean(axis=0), 0.0, atol=1e-10)
+
+
+def test_all_but_the_top_refuses_directions_past_the_rank():
+    """Rank-2 rows in 10-d: the 3rd and 4th "principal directions" have no variance and are round-off (a 1e-14
+    perturbation turned them around), so removing them removed arbitrary directions from new data. An int past
+    the rank is refused as one past n_samples - 1 is; "auto" is capped at it with a warning."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 2)) @ rng.normal(size=(2, 10)) + 3.0
+    with pytest.raises(ValueError, match=r"at most the rank of the centred X, 2: .* Got 4 instead"):
+        AllButTheTop(n_components=4).fit(X)
+    assert AllButTheTop(n_components=2).fit(X).n_components_ == 2
+    wide = np.repeat(rng.normal(size=(3, 500)), 10, axis=0)  # "auto": 5 directions; 3 distinct rows span 2
+    with pytest.warns(UserWarning, match="has rank 2 .*removing 2"):
+        assert AllButTheTop().fit(wide).n_components_ == 2
+    same = np.full((20, 7), 0.1)  # one repeated point: its mean leaves rounding, not a direction
+    with pytest.raises(ValueError, match="rank of the centred X, 0"):
+        AllButTheTop(n_components=1).fit(same)
+
+
+def test_cluster_isotropy_removes_no_direction_from_a_cluster_of_one_repeated_point():
+    """A cluster of 10 copies of one point has no direction of variance: one was removed all the same (the SVD's
+    arbitrary answer on rounding), and transform took it out of new points assigned to that cluster."""
+    rng = np.random.default_rng(0)
+    X = np.repeat(rng.normal(size=(2, 5)), 10, axis=0) + 100.0
+    ci = ClusterIsotropy(n_clusters=2, n_components=1, random_state=0).fit(X)
+    assert ci.n_components_.tolist() == [0, 0]
+    np.testing.assert_array_equal(ci.components_, 0.0)
+    new = X[:1] + [[1.0, 2.0, 3.0, 4.0, 5.0]]
+    np.testing.assert_allclose(ci.transform(new), new - ci.cluster_centers_[ci.predict(new)], rtol=0, atol=1e-12)

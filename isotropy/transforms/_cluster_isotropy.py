@@ -16,7 +16,7 @@ from isotropy._utils.validation import (
     check_random_state,
     check_scalar,
 )
-from isotropy.transforms._all_but_the_top import remove_directions, top_directions
+from isotropy.transforms._all_but_the_top import numerical_rank, remove_directions, top_directions
 from isotropy.transforms._base import SameFeaturesTransformer, like_input, to_numpy, warn_at_caller
 from isotropy.transforms._cluster_centering import nearest_center
 
@@ -198,7 +198,11 @@ def fit_cluster_isotropy(X: np.ndarray, *, n_clusters=27, n_components=12, clust
             continue
         centers[j] = members.mean(axis=0)
         D = min(n_components, members.shape[0] - 1)
-        components[j, :D] = top_directions(members - centers[j], D)
+        directions, singular = top_directions(members - centers[j], D, singular_values=True)
+        # and at most the cluster's rank: past it a direction has no variance and the SVD returns an arbitrary one
+        # (round-off), which transform then removed from new points (a cluster of one repeated point removed one)
+        D = min(D, numerical_rank(singular, *members.shape, centers[j]))
+        components[j, :D] = directions[:D]
         n_removed[j] = D
     sizes = np.bincount(labels, minlength=n_clusters)
     # n_j centred points span n_j - 1 directions: with n_j <= n_components + 1 all of them are removed and each point
@@ -235,7 +239,7 @@ def cluster_isotropy(X, *, n_clusters=27, n_components=12, clustering="kmeans", 
     n_components : int, default=12
         Number of dominant directions removed within each cluster (their setting for BERT-base);
         ``0`` is per-cluster centring only. A cluster of ``n_j`` points has at most ``n_j - 1``
-        directions of variance; fewer are removed there.
+        directions of variance (at most its rank: repeated points have none); fewer are removed there.
     clustering : {"kmeans", "gmm"}, default="kmeans"
         K-means (k-means++, 3 restarts) or a Gaussian mixture with diagonal covariances (full
         covariances are singular for small clusters of high-dimensional points). The mixture adds
@@ -302,7 +306,7 @@ class ClusterIsotropy(SameFeaturesTransformer):
     components_ : ndarray of shape (n_clusters, n_components, n_features)
         Removed directions per cluster, zero rows where a cluster has fewer.
     n_components_ : ndarray of shape (n_clusters,)
-        Directions actually removed in each cluster.
+        Directions actually removed in each cluster (at most ``n_j - 1`` and the cluster's rank).
     n_features_in_ : int
 
     Examples
