@@ -416,3 +416,16 @@ def test_cosine_dunn_of_tight_clusters_far_from_the_origin_recomputes_few_pairs(
     assert dunn_index(X, labels, metric="cosine", chunk_size=200) == pytest.approx(_cosine_dunn_extended(X, labels),
                                                                                    rel=1e-7)
     assert sum(counted) <= 2 * 6 * 4  # a few pairs per side of each of the 6 blocks on or above the diagonal
+
+
+@pytest.mark.parametrize(("labels", "got"), [
+    (np.array([[0, 1], [1, 1], [0, 2], [0, 1]]), "Got 2 at row 2, column 1 instead"),
+    (np.array([[0, 1], [1, 0.5], [0, 0], [0, 1]]), "Got 0.5 at row 1, column 1 instead"),
+    (np.array([[0, 1], [1, 1], [0, 0], [-1, 1]]), "Got -1 at row 3, column 0 instead"),
+    (np.array([["0", "1"], ["1", "1"], ["0", "0"], ["0", "1"]]), r"Got entries of dtype <U1 \(not numbers"),
+])
+def test_label_matrix_refusal_names_the_value_and_where_it_is(labels, got):
+    # the refusal said "Got other values instead", naming neither the value nor its place
+    X = np.random.default_rng(0).standard_normal((4, 2))
+    with pytest.raises(ValueError, match="must contain only 0 and 1 when 2-d .*" + got):
+        davies_bouldin_score(X, labels)
