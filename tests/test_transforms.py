@@ -627,3 +627,17 @@ def test_cluster_isotropy_removes_no_direction_from_a_cluster_of_one_repeated_po
     np.testing.assert_array_equal(ci.components_, 0.0)
     new = X[:1] + [[1.0, 2.0, 3.0, 4.0, 5.0]]
     np.testing.assert_allclose(ci.transform(new), new - ci.cluster_centers_[ci.predict(new)], rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("X", [np.full((20, 7), 0.1), np.repeat(np.random.default_rng(0).normal(size=(1, 7)), 20, 0) + 3.0],
+                         ids=["constant", "repeated-row"])
+def test_whitening_refuses_copies_of_one_point_whose_mean_is_not_exact(X):
+    """The mean of copies of 0.1 is not 0.1 exactly: the centred rows held a rounding, whose largest covariance
+    eigenvalue set the rank tolerance, so the rounding was whitened as a direction (components ~1/eps). The
+    tolerance has a floor from the mean's size; the refusal is the documented rank-0 one."""
+    for k in (1, None):
+        with pytest.raises(ValueError, match=r"zero covariance \(rank 0: all 20 samples are the same point\)"):
+            Whitening(n_components=k).fit(X)
+    # data at an offset far above their spread are still whitened
+    Y = np.random.default_rng(1).normal(size=(500, 7)) + 1e8
+    np.testing.assert_allclose(np.cov(Whitening().fit_transform(Y), rowvar=False), np.eye(7), atol=1e-6)

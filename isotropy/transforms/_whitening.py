@@ -44,7 +44,7 @@ def fit_whitening(X: np.ndarray, *, n_components=None, eps=0.0, caller="whiten")
         # k directions come from the Gram's eigenvectors, memory O(n² + n·block + d·k), never the d x d covariance.
         lam, vecs = _gram_route(Xu, mean, k)
         if eps == 0:
-            _refuse_rank(lam, n, d, k, n_components, caller=caller)
+            _refuse_rank(lam, n, d, k, n_components, mean, caller=caller)
         if vecs is None:  # eps > 0 and fewer than k directions of nonzero variance: the d x d route completes them
             lam = None
     if lam is None:
@@ -56,7 +56,7 @@ def fit_whitening(X: np.ndarray, *, n_components=None, eps=0.0, caller="whiten")
         order = np.argsort(lam)[::-1]
         lam, vecs = np.clip(lam[order], 0.0, None), vecs[:, order]
         if eps == 0:
-            _refuse_rank(lam, n, d, k, n_components, caller=caller)
+            _refuse_rank(lam, n, d, k, n_components, mean, caller=caller)
     lam = lam[:k]
     # (lam * 4**exponent + eps)**-1/2, each column brought to the scale 4**h of its larger term: eps is in
     # X's units, and at an extreme exponent eps * 4**-exponent alone would overflow (or vanish beside a zero lam).
@@ -87,7 +87,7 @@ def _gram_route(Xu, mean, k):
     g, U = np.linalg.eigh(row_statistics(Xu, ("centred_gram",))["centred_gram"].gram)
     g, U = np.clip(g[::-1], 0.0, None), U[:, ::-1]
     lam = g * (1.0 / (n - 1))
-    tol = max(lam[0], np.finfo(float).tiny) * max(n, d) * np.finfo(float).eps
+    tol = _rank_tolerance(lam, n, d, mean)
     if k > n - 1 or not lam[k - 1] > tol:
         return lam, None
     # v_i = X_cᵀu_i/σ_i carries the Gram's rounding of u_i times σ_1/σ_i (ill-conditioned wide data: the whitened
@@ -104,9 +104,23 @@ def _gram_route(Xu, mean, k):
     return lam, Q @ Zt.T
 
 
-def _refuse_rank(lam, n, d, k, n_components, *, caller):
-    """Refuse a whitening of ``k`` directions when the ``k``-th covariance eigenvalue (``lam``, descending) is round-off."""
-    tol = max(lam[0], np.finfo(float).tiny) * max(n, d) * np.finfo(float).eps
+def _rank_tolerance(lam, n, d, mean) -> float:
+    """The covariance eigenvalue below which a direction is round-off, for ``n x d`` rows centred on ``mean``.
+
+    ``max(n, d) · eps · λ_1``, and at least ``(max(n, d) · eps)² · |mean|²``: centring leaves a rounding of about
+    ``eps · |x|`` in each row, so rows of one repeated point have a covariance of that rounding, whose ``λ_1``
+    is not a scale to measure the others by (copies of one point were whitened as one direction: a rounding's
+    variance, scaled up by its inverse square root). The floor is the square of the one of
+    :func:`isotropy.transforms._all_but_the_top.numerical_rank` on singular values.
+    """
+    scale = max(n, d) * np.finfo(float).eps
+    return max(lam[0] * scale, scale * scale * float(mean @ mean), np.finfo(float).tiny * scale)
+
+
+def _refuse_rank(lam, n, d, k, n_components, mean, *, caller):
+    """Refuse a whitening of ``k`` directions when the ``k``-th covariance eigenvalue (``lam``, descending) is round-off
+    (:func:`_rank_tolerance`; ``mean`` the mean of the rows, at the scale of ``lam``)."""
+    tol = _rank_tolerance(lam, n, d, mean)
     if len(lam) >= k and lam[k - 1] > tol:
         return
     rank = int((lam > tol).sum())
