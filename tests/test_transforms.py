@@ -615,6 +615,9 @@ def test_all_but_the_top_refuses_directions_past_the_rank():
     same = np.full((20, 7), 0.1)  # one repeated point: its mean leaves rounding, not a direction
     with pytest.raises(ValueError, match="rank of the centred X, 0"):
         AllButTheTop(n_components=1).fit(same)
+    for scale in (1e-300, 1e200, 1e300):  # the rank at any scale, on both routes (n < d: the SVD of X - mean)
+        for shape in ((5, 50), (50, 5)):
+            assert AllButTheTop(n_components=2).fit(rng.normal(size=shape) * scale + scale).n_components_ == 2
 
 
 def test_cluster_isotropy_removes_no_direction_from_a_cluster_of_one_repeated_point():

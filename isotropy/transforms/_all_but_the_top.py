@@ -69,10 +69,11 @@ def numerical_rank(s: np.ndarray, n_samples: int, n_features: int, mean: np.ndar
     zeros; relative to ``s_1`` alone, that rounding read as one direction of variance). A direction below it has
     no variance the data determine, and which direction the SVD returns there is arbitrary.
     """
-    reference = (float(s[0]) if s.size else 0.0) + np.sqrt(n_samples) * float(np.linalg.norm(mean))
     if not s.size or not s[0] > 0:
         return 0
-    return int((s > reference * max(n_samples, n_features) * np.finfo(float).eps).sum())
+    unit = max(float(s[0]), float(np.abs(mean).max()) if mean.size else 0.0)  # |mean|² overflowed from |x| ~ 1e154
+    reference = float(s[0]) / unit + np.sqrt(n_samples) * float(np.linalg.norm(mean / unit))
+    return int((s / unit > reference * max(n_samples, n_features) * np.finfo(float).eps).sum())
 
 
 def top_principal_directions(X: np.ndarray, mean: np.ndarray, n_components: int, *, rank: bool = False):
