@@ -301,13 +301,15 @@ def test_whitening_of_fewer_rows_than_features_is_refused_before_any_d_by_d_work
     # np.cov and eigh of the d x d covariance (2,000 x 5,000: 13.7 s; 2,000 x 20,000: a crash in np.cov at 4.4 GB)
     X = rng.normal(size=(30, 3000))
     d_by_d = 3000 * 3000 * 8
-    for make, asked in ((lambda: Whitening(), "the 3000 features (n_components=None)"),
-                        (lambda: Whitening(n_components=30), "n_components=30")):
+    # (eps > 0 regularises all the features, not an arbitrary part of the zero-variance directions)
+    for make, asked, eps in ((lambda: Whitening(), "the 3000 features (n_components=None)", "eps > 0"),
+                             (lambda: Whitening(n_components=30), "n_components=30",
+                              "eps > 0 with n_components=None (all features)")):
         with pytest.raises(IsotropyValueError) as info:
             make().fit(X)
         message = str(info.value)
         assert message == (f"The 'X' parameter of Whitening has a rank-deficient covariance (rank 29 < {asked}), "
-                           f"which cannot be whitened. Pass n_components <= 29, or eps > 0 to regularise, or more "
+                           f"which cannot be whitened. Pass n_components <= 29, or {eps} to regularise, or more "
                            f"samples.")
     import tracemalloc
 
@@ -367,17 +369,22 @@ def test_whitening_of_wide_data_from_the_gram_equals_the_covariance_route(rng, k
         np.testing.assert_allclose(np.abs(Y), np.abs(ref), rtol=0, atol=1e-9)
 
 
-def test_whitening_of_wide_rank_deficient_data_with_eps_completes_the_directions(rng):
-    # rank 3 < n_components = 5 <= n - 1: the Gram gives only 3 directions, so eps > 0 takes the d x d route, as before
+def test_whitening_of_wide_rank_deficient_data_with_eps(rng):
+    # rank 3 < n_components = 5 <= n - 1: the Gram gives only 3 directions. eps > 0 once completed them from the d x d
+    # route with 2 of the 47 zero-variance directions, an arbitrary choice (test_whitening_with_eps_refuses_part_of_
+    # the_directions_past_the_rank): refused now, with or without eps; all 50 (None) or at most 3 are whitened.
     X = rng.normal(size=(20, 3)) @ rng.normal(size=(3, 50))
     with pytest.raises(IsotropyValueError, match=r"rank-deficient covariance \(rank 3 < n_components=5\)"):
         Whitening(n_components=5).fit(X)
-    w = Whitening(n_components=5, eps=1e-3).fit(X)
+    with pytest.raises(IsotropyValueError, match=r"at most the rank of the covariance, 3, or None"):
+        Whitening(n_components=5, eps=1e-3).fit(X)
+    w = Whitening(n_components=3, eps=1e-3).fit(X)
     W, _ = _covariance_whitening(X, 3, 1e-3)
-    signs = np.sign(np.sum(w.components_[:3].T * W, axis=0))
-    np.testing.assert_allclose(w.components_[:3].T * signs, W, rtol=0, atol=1e-10 * np.abs(W).max())
+    signs = np.sign(np.sum(w.components_.T * W, axis=0))
+    np.testing.assert_allclose(w.components_.T * signs, W, rtol=0, atol=1e-10 * np.abs(W).max())
+    w = Whitening(eps=1e-3).fit(X)
     np.testing.assert_allclose(w.components_ @ w.components_.T * (w.explained_variance_ + 1e-3)[:, None],
-                               np.eye(5), atol=1e-10)
+                               np.eye(50), atol=1e-10)
 
 
 def test_whitening_of_wide_data_builds_no_d_by_d_matrix():
@@ -644,3 +651,18 @@ def test_whitening_refuses_copies_of_one_point_whose_mean_is_not_exact(X):
     # data at an offset far above their spread are still whitened
     Y = np.random.default_rng(1).normal(size=(500, 7)) + 1e8
     np.testing.assert_allclose(np.cov(Whitening().fit_transform(Y), rowvar=False), np.eye(7), atol=1e-6)
+
+
+def test_whitening_with_eps_refuses_part_of_the_directions_past_the_rank():
+    """5 rows in 50-d (rank 4) with eps > 0: n_components=10 kept 6 of the 46 zero-variance directions, an arbitrary
+    choice (round-off) that a perturbation of 1e-14 of X turned around, and scaled them by eps**-1/2 in new data.
+    All of them (n_components=None) are whitened alike whatever their basis, and stay accepted."""
+    rng = np.random.default_rng(0)
+    X, new = rng.normal(size=(5, 50)), rng.normal(size=(3, 50))
+    for k in (5, 10):
+        with pytest.raises(ValueError, match=rf"at most the rank of the covariance, 4, or None .*Got {k} instead"):
+            Whitening(n_components=k, eps=1e-6).fit(X)
+    assert Whitening(n_components=4, eps=1e-6).fit(X).n_components_ == 4
+    norms = [np.linalg.norm(Whitening(eps=1e-6).fit(X + 1e-14 * rng.normal(size=X.shape)).transform(new), axis=1)
+             for _ in range(2)]
+    np.testing.assert_allclose(norms[0], norms[1], rtol=1e-6)
