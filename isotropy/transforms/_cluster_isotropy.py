@@ -192,6 +192,7 @@ def fit_cluster_isotropy(X: np.ndarray, *, n_clusters=27, n_components=12, clust
     centers = np.asarray(clusterer.cluster_centers_ if clustering == "kmeans" else clusterer.means_, dtype=float)
     components = np.zeros((n_clusters, n_components, d))
     n_removed = np.zeros(n_clusters, dtype=np.intp)
+    repeated = []  # clusters of more than n_components + 1 points whose rank is at most n_components
     for j in range(n_clusters):
         members = X[labels == j]
         if members.shape[0] == 0:  # an empty mixture component: keep the model's mean, remove nothing
@@ -201,10 +202,20 @@ def fit_cluster_isotropy(X: np.ndarray, *, n_clusters=27, n_components=12, clust
         directions, singular = top_directions(members - centers[j], D, singular_values=True)
         # and at most the cluster's rank: past it a direction has no variance and the SVD returns an arbitrary one
         # (round-off), which transform then removed from new points (a cluster of one repeated point removed one)
-        D = min(D, numerical_rank(singular, *members.shape, centers[j]))
+        rank = (numerical_rank(singular, *members.shape, centers[j]) if D > 0
+                else None if np.ptp(members, axis=0).any() else 0)  # D = 0: no SVD; copies of one point have rank 0
+        if rank is not None:
+            D = min(D, rank)
+            if members.shape[0] > n_components + 1 and rank <= n_components:
+                repeated.append(j)
         components[j, :D] = directions[:D]
         n_removed[j] = D
     sizes = np.bincount(labels, minlength=n_clusters)
+    if repeated:  # all their variance removed, as for the small clusters below, but they are not small
+        warn_at_caller(f"{caller}: {len(repeated)} of {n_clusters} clusters have more than n_components + 1 = "
+                       f"{n_components + 1} points but at most n_components = {n_components} directions of variance "
+                       f"(repeated points; {int(sizes[repeated].sum())} points in all); every direction of theirs is "
+                       f"removed and their points become the zero vector. Use fewer clusters or components, or leave out repeated rows.")
     # n_j centred points span n_j - 1 directions: with n_j <= n_components + 1 all of them are removed and each point
     # is 0 (the test was n_j <= n_components, which missed clusters of n_components + 1 points: 2 points, D = 1)
     flat = np.flatnonzero((sizes > 0) & (sizes <= n_components + 1))
