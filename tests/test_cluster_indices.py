@@ -429,3 +429,17 @@ def test_label_matrix_refusal_names_the_value_and_where_it_is(labels, got):
     X = np.random.default_rng(0).standard_normal((4, 2))
     with pytest.raises(ValueError, match="must contain only 0 and 1 when 2-d .*" + got):
         davies_bouldin_score(X, labels)
+
+
+def test_davies_bouldin_skips_centroids_that_coincide_up_to_their_rounding():
+    # clusters 0 and 1 both have the mean (-2/3, 0, 0), computed from different samples: their centroids came out one
+    # rounding apart, and the ratio of their spreads to that rounding made the index ~1e16 instead of the exact value
+    # (scikit-learn's, whose plain means happen to be equal here), which skips coinciding centroids
+    X = np.array([[0, 0, -1], [1, 0, 0], [-1, 0, 1], [0, -1, 0], [-1, -1, 0], [0, 0, 0], [0, 0, 0], [0, 0, 1],
+                  [1, 0, -2], [-1, 0, 0], [-1, 1, 0], [0, 0, 0], [0, 0, 0], [-1, 0, 0], [-1, 1, -1], [1, 1, -1],
+                  [0, 1, 0], [-1, 0, 1], [-1, 0, 0], [0, 0, 0], [1, 0, -1], [1, -1, 0], [0, 1, 0]], dtype=float)
+    labels = np.array([2, 7, 8, 1, 0, 2, 4, 0, 2, 1, 1, 4, 2, 4, 0, 6, 6, 5, 3, 8, 6, 2, 7])
+    expected = skm.davies_bouldin_score(X, labels)
+    assert davies_bouldin_score(X, labels) == pytest.approx(expected, rel=1e-12)
+    torch = pytest.importorskip("torch")
+    assert davies_bouldin_score(torch.tensor(X), labels).item() == pytest.approx(expected, rel=1e-12)

@@ -159,17 +159,29 @@ def _fill(a, mask, value):
 
 
 def _pair_ratios(C, spread, i, j, xp):
-    """``(s_i + s_j) / ‖μ_i − μ_j‖`` for the pairs ``(i, j)``, from the exact differences; 0 for coinciding centroids."""
+    """``(s_i + s_j) / ‖μ_i − μ_j‖`` for the pairs ``(i, j)``, from the exact differences; 0 for coinciding centroids.
+
+    Coinciding: within the rounding of the centroids themselves, ``τ (‖μ_i‖ + ‖μ_j‖ + s_i + s_j)`` with ``τ`` of
+    :func:`_worst_partners` (``C`` in any frame; its norms and the spreads bound the offsets the means were taken
+    of). Two clusters of one mean computed from different samples differ by a rounding, not by 0: their ratio was
+    the spreads over that rounding, an index many orders of magnitude above the exact one, which skips them as
+    scikit-learn does (tests/test_cluster_indices.py).
+    """
     dist = _sqrt(xp.sum((C[i, :] - C[j, :]) ** 2, axis=1), xp)
     inf = xp.asarray(float("inf"), dtype=dist.dtype, device=getattr(dist, "device", None))
-    return (spread[i] + spread[j]) / xp.where(dist == 0, inf, dist)
+    tau = 8.0 * (C.shape[1] + 8) * float(xp.finfo(C.dtype).eps)
+    norms = _sqrt(xp.sum(C * C, axis=1), xp)
+    tol = tau * (norms[i] + norms[j] + xp.abs(spread[i]) + xp.abs(spread[j]))
+    if is_torch(tol):
+        tol = tol.detach()
+    return (spread[i] + spread[j]) / xp.where(dist <= tol, inf, dist)
 
 
 def _worst_partners(C, spread, xp):
     r"""For each cluster :math:`i`, the :math:`j \ne i` of largest :math:`(s_i + s_j) / \|\mu_i - \mu_j\|`.
 
-    Returns ``(partner, largest)``: ``partner[i]`` that :math:`j` (a coinciding centroid, exactly equal to
-    :math:`\mu_i`, reads 0) and ``largest`` the largest centroid distance (to rounding, for the degenerate test).
+    Returns ``(partner, largest)``: ``partner[i]`` that :math:`j` (a coinciding centroid, equal to
+    :math:`\mu_i` to the centroids' rounding (:func:`_pair_ratios`), reads 0) and ``largest`` the largest centroid distance (to rounding, for the degenerate test).
 
     The k x k squared distances come from one product of the centred centroids :math:`c_i`, a block of rows at a
     time: :math:`\hat d^2_{ij} = q_i + q_j - 2 c_i^\top c_j` with :math:`q_i = \|c_i\|^2` (BLAS, O(k² d) flops,
