@@ -443,3 +443,15 @@ def test_davies_bouldin_skips_centroids_that_coincide_up_to_their_rounding():
     assert davies_bouldin_score(X, labels) == pytest.approx(expected, rel=1e-12)
     torch = pytest.importorskip("torch")
     assert davies_bouldin_score(torch.tensor(X), labels).item() == pytest.approx(expected, rel=1e-12)
+
+
+def test_cosine_dunn_index_of_parallel_rows_is_refused_whatever_their_norms():
+    # every row on one ray: separation and diameter are both 0 under the cosine metric, 0/0, refused for norms that are
+    # powers of two (exact unit rows); for others (0.1, 2.1, 3.3) the unit rows' rounding gave an index of 0.0
+    for scale in ([1.0, 2.0, 4.0, 8.0], [1.0, 2.1, 3.3, 0.1]):
+        X = np.outer(scale, [1.0, 1.0])
+        with pytest.raises(IsotropyValueError, match="the index is 0/0"):
+            dunn_index(X, [0, 0, 1, 1], metric="cosine")
+    # rows on two rays: the diameter is 0 and the clusters are apart, inf as documented
+    X = np.array([[1.0, 1.0], [2.1, 2.1], [0.3, 0.0], [1.7, 0.0]])
+    assert dunn_index(X, [0, 0, 1, 1], metric="cosine") == float("inf")

@@ -38,7 +38,13 @@ def _pair_distance(X, i, j, metric, xp):
     # 1 - cos as half the squared distance of the unit rows: never negative, 0 for parallel rows, and no
     # cancellation for nearly parallel ones (1 - x.y/(|x||y|) read -7e-5 for a duplicate row at an offset of 1e6)
     diff = X[i, :] / ni - X[j, :] / nj
-    return xp.sum(diff * diff) / 2.0
+    value = xp.sum(diff * diff) / 2.0
+    # parallel rows of different norms ((0.1, 0.1) and (2.1, 2.1)) have unit rows a rounding apart: a distance up to
+    # (d + 4)²·eps²/2 (isotropy._kernels.silhouette.exact_resolution) is that rounding, read 0 (rows all parallel gave
+    # an index of 0, or of noise over noise, for the 0/0 that exactly parallel unit rows are refused as)
+    if _scalar(value) <= float((X.shape[1] + 4) * float(xp.finfo(X.dtype).eps)) ** 2:
+        return value * 0.0
+    return value
 
 
 def _check_dunn_defined(separation: float, diameter: float, n_samples: int, metric: str, caller: str = "dunn_index"):
