@@ -669,3 +669,20 @@ def test_whitening_with_eps_refuses_part_of_the_directions_past_the_rank():
     norms = [np.linalg.norm(Whitening(eps=1e-6).fit(X + 1e-14 * rng.normal(size=X.shape)).transform(new), axis=1)
              for _ in range(2)]
     np.testing.assert_allclose(norms[0], norms[1], rtol=1e-6)
+
+
+@pytest.mark.parametrize("clustering", ["kmeans", "gmm"])
+def test_cluster_isotropy_fit_leaves_the_clusterers_centres_alone(clustering):
+    """fit set each cluster's member mean into an alias of clusterer_'s own centres (K-means cluster_centers_, the
+    mixture's means_), so transform and predict then assigned points by those means: on its own training points
+    predict disagreed with labels_, and transform with cluster_isotropy(X) (points moved to another cluster)."""
+    rng = np.random.default_rng(0)
+    rng.normal(size=(2, 3))
+    X = np.vstack([rng.normal(size=(50, 3)), rng.normal(size=(50, 3)) + 1e7])
+    ci = ClusterIsotropy(n_clusters=5, n_components=1, clustering=clustering, random_state=0).fit(X)
+    np.testing.assert_array_equal(ci.predict(X), ci.labels_)
+    Y, labels = cluster_isotropy(X, n_clusters=5, n_components=1, clustering=clustering, random_state=0)
+    np.testing.assert_array_equal(labels, ci.labels_)
+    np.testing.assert_allclose(ci.transform(X), Y, rtol=0, atol=1e-9)
+    centres = ci.clusterer_.cluster_centers_ if clustering == "kmeans" else ci.clusterer_.means_
+    assert not np.shares_memory(centres, ci.cluster_centers_)

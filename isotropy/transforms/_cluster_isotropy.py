@@ -189,7 +189,9 @@ def fit_cluster_isotropy(X: np.ndarray, *, n_clusters=27, n_components=12, clust
     X, exponent = rescaled(X, caller=caller)
     clusterer = fit_clusterer(X, n_clusters, clustering=clustering, seed=seed)
     labels = assign(clusterer, X)
-    centers = np.asarray(clusterer.cluster_centers_ if clustering == "kmeans" else clusterer.means_, dtype=float)
+    # a copy: the loop below sets the member means, and np.asarray aliased the model's own centres (so clusterer_
+    # assigned points by those means afterwards: predict(X) disagreed with labels_, and transform with the fit)
+    centers = np.array(clusterer.cluster_centers_ if clustering == "kmeans" else clusterer.means_, dtype=float)
     components = np.zeros((n_clusters, n_components, d))
     n_removed = np.zeros(n_clusters, dtype=np.intp)
     repeated = []  # clusters of more than n_components + 1 points whose rank is at most n_components
