@@ -416,3 +416,42 @@ def test_cosine_dunn_of_tight_clusters_far_from_the_origin_recomputes_few_pairs(
     assert dunn_index(X, labels, metric="cosine", chunk_size=200) == pytest.approx(_cosine_dunn_extended(X, labels),
                                                                                    rel=1e-7)
     assert sum(counted) <= 2 * 6 * 4  # a few pairs per side of each of the 6 blocks on or above the diagonal
+
+
+@pytest.mark.parametrize(("labels", "got"), [
+    (np.array([[0, 1], [1, 1], [0, 2], [0, 1]]), "Got 2 at row 2, column 1 instead"),
+    (np.array([[0, 1], [1, 0.5], [0, 0], [0, 1]]), "Got 0.5 at row 1, column 1 instead"),
+    (np.array([[0, 1], [1, 1], [0, 0], [-1, 1]]), "Got -1 at row 3, column 0 instead"),
+    (np.array([["0", "1"], ["1", "1"], ["0", "0"], ["0", "1"]]), r"Got entries of dtype <U1 \(not numbers"),
+])
+def test_label_matrix_refusal_names_the_value_and_where_it_is(labels, got):
+    # the refusal said "Got other values instead", naming neither the value nor its place
+    X = np.random.default_rng(0).standard_normal((4, 2))
+    with pytest.raises(ValueError, match="must contain only 0 and 1 when 2-d .*" + got):
+        davies_bouldin_score(X, labels)
+
+
+def test_davies_bouldin_skips_centroids_that_coincide_up_to_their_rounding():
+    # clusters 0 and 1 both have the mean (-2/3, 0, 0), computed from different samples: their centroids came out one
+    # rounding apart, and the ratio of their spreads to that rounding made the index ~1e16 instead of the exact value
+    # (scikit-learn's, whose plain means happen to be equal here), which skips coinciding centroids
+    X = np.array([[0, 0, -1], [1, 0, 0], [-1, 0, 1], [0, -1, 0], [-1, -1, 0], [0, 0, 0], [0, 0, 0], [0, 0, 1],
+                  [1, 0, -2], [-1, 0, 0], [-1, 1, 0], [0, 0, 0], [0, 0, 0], [-1, 0, 0], [-1, 1, -1], [1, 1, -1],
+                  [0, 1, 0], [-1, 0, 1], [-1, 0, 0], [0, 0, 0], [1, 0, -1], [1, -1, 0], [0, 1, 0]], dtype=float)
+    labels = np.array([2, 7, 8, 1, 0, 2, 4, 0, 2, 1, 1, 4, 2, 4, 0, 6, 6, 5, 3, 8, 6, 2, 7])
+    expected = skm.davies_bouldin_score(X, labels)
+    assert davies_bouldin_score(X, labels) == pytest.approx(expected, rel=1e-12)
+    torch = pytest.importorskip("torch")
+    assert davies_bouldin_score(torch.tensor(X), labels).item() == pytest.approx(expected, rel=1e-12)
+
+
+def test_cosine_dunn_index_of_parallel_rows_is_refused_whatever_their_norms():
+    # every row on one ray: separation and diameter are both 0 under the cosine metric, 0/0, refused for norms that are
+    # powers of two (exact unit rows); for others (0.1, 2.1, 3.3) the unit rows' rounding gave an index of 0.0
+    for scale in ([1.0, 2.0, 4.0, 8.0], [1.0, 2.1, 3.3, 0.1]):
+        X = np.outer(scale, [1.0, 1.0])
+        with pytest.raises(IsotropyValueError, match="the index is 0/0"):
+            dunn_index(X, [0, 0, 1, 1], metric="cosine")
+    # rows on two rays: the diameter is 0 and the clusters are apart, inf as documented
+    X = np.array([[1.0, 1.0], [2.1, 2.1], [0.3, 0.0], [1.7, 0.0]])
+    assert dunn_index(X, [0, 0, 1, 1], metric="cosine") == float("inf")

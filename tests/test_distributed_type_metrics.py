@@ -181,3 +181,24 @@ def test_token_norms_never_holds_every_chunk_at_once(monkeypatch):
     assert isotropy.token_norms(da.from_array(X, chunks=(500, 8)), tokens) == isotropy.token_norms(X, tokens)
     together = [g for g in graphs if any("top_chunk" in k for k in g) and any("norms_chunk" in k for k in g)]
     assert not together and any(any("norms_chunk" in k for k in g) for g in graphs), graphs
+
+
+def test_dask_davies_bouldin_skips_centroids_that_coincide_up_to_their_rounding():
+    # as tests/test_cluster_indices.py: two clusters of the mean (-2/3, 0, 0) came out one rounding apart (~1e16)
+    from sklearn.metrics import davies_bouldin_score
+
+    X = np.array([[0, 0, -1], [1, 0, 0], [-1, 0, 1], [0, -1, 0], [-1, -1, 0], [0, 0, 0], [0, 0, 0], [0, 0, 1],
+                  [1, 0, -2], [-1, 0, 0], [-1, 1, 0], [0, 0, 0], [0, 0, 0], [-1, 0, 0], [-1, 1, -1], [1, 1, -1],
+                  [0, 1, 0], [-1, 0, 1], [-1, 0, 0], [0, 0, 0], [1, 0, -1], [1, -1, 0], [0, 1, 0]], dtype=float)
+    labels = np.array([2, 7, 8, 1, 0, 2, 4, 0, 2, 1, 1, 4, 2, 4, 0, 6, 6, 5, 3, 8, 6, 2, 7])
+    got = isotropy.davies_bouldin_score(da.from_array(X, chunks=8), labels)
+    assert got == pytest.approx(davies_bouldin_score(X, labels), rel=1e-12)
+
+
+def test_dask_cosine_silhouette_of_rows_parallel_to_their_clusters_is_0():
+    # as tests/test_silhouette.py: a = b = 0 exactly read +-1 from the rounding of the unit rows in the exact pass
+    X = np.array([[1.1, 2.1], [-0.9, 1.1], [-0.9, -1.9], [0.1, -0.9], [1.1, 1.1], [2.1, 0.1], [1.1, -0.9], [-0.9, 1.1],
+                  [1.1, 0.1], [-1.9, 0.1], [-1.9, -1.9], [0.1, 0.1], [2.1, 2.1], [-1.9, -0.9], [-0.9, 0.1]])
+    labels = np.array([1, 5, 2, 5, 6, 5, 5, 1, 4, 5, 5, 7, 6, 0, 5])
+    s = np.asarray(isotropy.silhouette_samples(da.from_array(X, chunks=5), labels, metric="cosine"))
+    assert s[4] == 0.0 and s[12] == 0.0

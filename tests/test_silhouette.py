@@ -292,3 +292,38 @@ def test_a_subsample_with_one_cluster_is_named_as_the_subsample():
     with pytest.raises(IsotropyValueError, match=r"^The 'sample_size' parameter of silhouette_score drew 5 of the 100 "
                                                  r"rows, which hold 1 cluster of 'labels'; .* sample_size - 1 = 4"):
         silhouette_score(X, labels, sample_size=5, random_state=0)
+
+
+@pytest.mark.parametrize("seed", [1, 3, 4, 5])
+def test_float32_coefficients_stay_within_minus_one_and_one(seed):
+    # Tiny cosine distances inside one cluster, summed in float32 beside a block shift of a typical distance, gave
+    # a mean distance a slightly below 0 and s = (b - a) / b above 1. a and b are clipped at 0.
+    rng = np.random.default_rng(seed)
+    X = np.vstack([rng.normal(size=(100, 8)) * 1e-3, rng.normal(size=(100, 8)) * 1e-3 + 1e-2,
+                   rng.normal(size=(100, 8)) + 1e4]).astype(np.float32)
+    labels = np.repeat([0, 1, 2], 100)
+    s = silhouette_samples(X, labels, metric="cosine")
+    assert s.max() <= 1.0 and s.min() >= -1.0
+    # within the kernel's tolerance of the float64 coefficients (docs/api/cluster.md)
+    assert np.abs(s - silhouette_samples(X.astype(np.float64), labels, metric="cosine")).max() < 1e-4
+
+
+def test_cosine_rows_parallel_to_their_own_and_nearest_clusters_have_silhouette_0():
+    # rows 4 and 12, (1.1, 1.1) and (2.1, 2.1), form a cluster and are parallel to row 11, (0.1, 0.1), alone in
+    # the nearest cluster: a = b = 0 exactly, s = 0. Their unit rows differ by a rounding, and the exact pass read
+    # those ~1e-32 distances as real: s = +-1 (float64 and float32 input alike)
+    X = np.array([[1.1, 2.1], [-0.9, 1.1], [-0.9, -1.9], [0.1, -0.9], [1.1, 1.1], [2.1, 0.1], [1.1, -0.9], [-0.9, 1.1],
+                  [1.1, 0.1], [-1.9, 0.1], [-1.9, -1.9], [0.1, 0.1], [2.1, 2.1], [-1.9, -0.9], [-0.9, 0.1]])
+    labels = np.array([1, 5, 2, 5, 6, 5, 5, 1, 4, 5, 5, 7, 6, 0, 5])
+    expected = skm.silhouette_samples(X, labels, metric="cosine")  # right here, to the rounding of 1 - cos
+    for dtype in (np.float64, np.float32):
+        s = silhouette_samples(X.astype(dtype), labels, metric="cosine")
+        assert s[4] == 0.0 and s[12] == 0.0
+        np.testing.assert_allclose(s, expected, rtol=0, atol=1e-6)
+    torch = pytest.importorskip("torch")
+    from isotropy.metrics.silhouette import _silhouette_torch  # the device kernel, checked on CPU
+
+    for dtype in (torch.float64, torch.float32):
+        s = _silhouette_torch(torch.tensor(X, dtype=dtype), np.unique(labels, return_inverse=True)[1], 8, "cosine",
+                              None)
+        assert float(s[4]) == 0.0 and float(s[12]) == 0.0

@@ -734,3 +734,18 @@ def test_compare_table_explains_its_marked_cells():
     row = next(line for line in block.splitlines() if line.startswith("| Mean + PCA |"))
     assert row.endswith("‡ |") and not row.split(" | ")[1].endswith("‡")
     assert "‡ Correlation over the pairs whose cosine is defined: Mean + PCA on layer 3, 4 of 1,379 pairs" in table
+
+
+def test_whitening_refusal_with_eps_names_whitening_components():
+    """With whitening_eps > 0 a Whitening refusal is about the components past the rank: the message said
+    'whitening_eps must be > 0 ... Got 1e-08', naming a setting that already was."""
+    from types import SimpleNamespace
+
+    from isotropy.experiments._config import ConfigError
+    from isotropy.experiments.sts_isotropy.methods import fit_method
+    from isotropy.transforms import Whitening
+
+    X = np.random.default_rng(0).normal(size=(5, 50))
+    config = SimpleNamespace(whitening_components=10, whitening_eps=1e-8)
+    with pytest.raises(ConfigError, match=r"'whitening_components' setting of sts-isotropy must be at most 4.*Got 10"):
+        fit_method(Whitening(n_components=10, eps=1e-8), "Whitening", X, config)

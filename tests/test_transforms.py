@@ -301,13 +301,15 @@ def test_whitening_of_fewer_rows_than_features_is_refused_before_any_d_by_d_work
     # np.cov and eigh of the d x d covariance (2,000 x 5,000: 13.7 s; 2,000 x 20,000: a crash in np.cov at 4.4 GB)
     X = rng.normal(size=(30, 3000))
     d_by_d = 3000 * 3000 * 8
-    for make, asked in ((lambda: Whitening(), "the 3000 features (n_components=None)"),
-                        (lambda: Whitening(n_components=30), "n_components=30")):
+    # (eps > 0 regularises all the features, not an arbitrary part of the zero-variance directions)
+    for make, asked, eps in ((lambda: Whitening(), "the 3000 features (n_components=None)", "eps > 0"),
+                             (lambda: Whitening(n_components=30), "n_components=30",
+                              "eps > 0 with n_components=None (all features)")):
         with pytest.raises(IsotropyValueError) as info:
             make().fit(X)
         message = str(info.value)
         assert message == (f"The 'X' parameter of Whitening has a rank-deficient covariance (rank 29 < {asked}), "
-                           f"which cannot be whitened. Pass n_components <= 29, or eps > 0 to regularise, or more "
+                           f"which cannot be whitened. Pass n_components <= 29, or {eps} to regularise, or more "
                            f"samples.")
     import tracemalloc
 
@@ -367,17 +369,22 @@ def test_whitening_of_wide_data_from_the_gram_equals_the_covariance_route(rng, k
         np.testing.assert_allclose(np.abs(Y), np.abs(ref), rtol=0, atol=1e-9)
 
 
-def test_whitening_of_wide_rank_deficient_data_with_eps_completes_the_directions(rng):
-    # rank 3 < n_components = 5 <= n - 1: the Gram gives only 3 directions, so eps > 0 takes the d x d route, as before
+def test_whitening_of_wide_rank_deficient_data_with_eps(rng):
+    # rank 3 < n_components = 5 <= n - 1: the Gram gives only 3 directions. eps > 0 once completed them from the d x d
+    # route with 2 of the 47 zero-variance directions, an arbitrary choice (test_whitening_with_eps_refuses_part_of_
+    # the_directions_past_the_rank): refused now, with or without eps; all 50 (None) or at most 3 are whitened.
     X = rng.normal(size=(20, 3)) @ rng.normal(size=(3, 50))
     with pytest.raises(IsotropyValueError, match=r"rank-deficient covariance \(rank 3 < n_components=5\)"):
         Whitening(n_components=5).fit(X)
-    w = Whitening(n_components=5, eps=1e-3).fit(X)
+    with pytest.raises(IsotropyValueError, match=r"at most the rank of the covariance, 3, or None"):
+        Whitening(n_components=5, eps=1e-3).fit(X)
+    w = Whitening(n_components=3, eps=1e-3).fit(X)
     W, _ = _covariance_whitening(X, 3, 1e-3)
-    signs = np.sign(np.sum(w.components_[:3].T * W, axis=0))
-    np.testing.assert_allclose(w.components_[:3].T * signs, W, rtol=0, atol=1e-10 * np.abs(W).max())
+    signs = np.sign(np.sum(w.components_.T * W, axis=0))
+    np.testing.assert_allclose(w.components_.T * signs, W, rtol=0, atol=1e-10 * np.abs(W).max())
+    w = Whitening(eps=1e-3).fit(X)
     np.testing.assert_allclose(w.components_ @ w.components_.T * (w.explained_variance_ + 1e-3)[:, None],
-                               np.eye(5), atol=1e-10)
+                               np.eye(50), atol=1e-10)
 
 
 def test_whitening_of_wide_data_builds_no_d_by_d_matrix():
@@ -598,3 +605,84 @@ def test_whitening_of_ill_conditioned_wide_data_is_as_accurate_as_the_covariance
     Y = whiten(X, n_components=k)
     assert np.abs(np.cov(Y.T) - np.eye(k)).max() < 1e-9
     np.testing.assert_allclose(Y.mean(axis=0), 0.0, atol=1e-10)
+
+
+def test_all_but_the_top_refuses_directions_past_the_rank():
+    """Rank-2 rows in 10-d: the 3rd and 4th "principal directions" have no variance and are round-off (a 1e-14
+    perturbation turned them around), so removing them removed arbitrary directions from new data. An int past
+    the rank is refused as one past n_samples - 1 is; "auto" is capped at it with a warning."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 2)) @ rng.normal(size=(2, 10)) + 3.0
+    with pytest.raises(ValueError, match=r"at most the rank of the centred X, 2: .* Got 4 instead"):
+        AllButTheTop(n_components=4).fit(X)
+    assert AllButTheTop(n_components=2).fit(X).n_components_ == 2
+    wide = np.repeat(rng.normal(size=(3, 500)), 10, axis=0)  # "auto": 5 directions; 3 distinct rows span 2
+    with pytest.warns(UserWarning, match="has rank 2 .*removing 2"):
+        assert AllButTheTop().fit(wide).n_components_ == 2
+    same = np.full((20, 7), 0.1)  # one repeated point: its mean leaves rounding, not a direction
+    with pytest.raises(ValueError, match="rank of the centred X, 0"):
+        AllButTheTop(n_components=1).fit(same)
+    for scale in (1e-300, 1e200, 1e300):  # the rank at any scale, on both routes (n < d: the SVD of X - mean)
+        for shape in ((5, 50), (50, 5)):
+            assert AllButTheTop(n_components=2).fit(rng.normal(size=shape) * scale + scale).n_components_ == 2
+
+
+def test_cluster_isotropy_removes_no_direction_from_a_cluster_of_one_repeated_point():
+    """A cluster of 10 copies of one point has no direction of variance: one was removed all the same (the SVD's
+    arbitrary answer on rounding), and transform took it out of new points assigned to that cluster."""
+    rng = np.random.default_rng(0)
+    X = np.repeat(rng.normal(size=(2, 5)), 10, axis=0) + 100.0
+    # their points become 0, as those of the small clusters that are warned of: these clusters are warned of too
+    with pytest.warns(UserWarning, match=r"2 of 2 clusters have more than n_components \+ 1 = 2 points but at most "
+                                         r"n_components = 1 directions of variance \(repeated points; 20 points"):
+        ci = ClusterIsotropy(n_clusters=2, n_components=1, random_state=0).fit(X)
+    assert ci.n_components_.tolist() == [0, 0]
+    np.testing.assert_array_equal(ci.components_, 0.0)
+    new = X[:1] + [[1.0, 2.0, 3.0, 4.0, 5.0]]
+    np.testing.assert_allclose(ci.transform(new), new - ci.cluster_centers_[ci.predict(new)], rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("X", [np.full((20, 7), 0.1), np.repeat(np.random.default_rng(0).normal(size=(1, 7)), 20, 0) + 3.0],
+                         ids=["constant", "repeated-row"])
+def test_whitening_refuses_copies_of_one_point_whose_mean_is_not_exact(X):
+    """The mean of copies of 0.1 is not 0.1 exactly: the centred rows held a rounding, whose largest covariance
+    eigenvalue set the rank tolerance, so the rounding was whitened as a direction (components ~1/eps). The
+    tolerance has a floor from the mean's size; the refusal is the documented rank-0 one."""
+    for k in (1, None):
+        with pytest.raises(ValueError, match=r"zero covariance \(rank 0: all 20 samples are the same point\)"):
+            Whitening(n_components=k).fit(X)
+    # data at an offset far above their spread are still whitened
+    Y = np.random.default_rng(1).normal(size=(500, 7)) + 1e8
+    np.testing.assert_allclose(np.cov(Whitening().fit_transform(Y), rowvar=False), np.eye(7), atol=1e-6)
+
+
+def test_whitening_with_eps_refuses_part_of_the_directions_past_the_rank():
+    """5 rows in 50-d (rank 4) with eps > 0: n_components=10 kept 6 of the 46 zero-variance directions, an arbitrary
+    choice (round-off) that a perturbation of 1e-14 of X turned around, and scaled them by eps**-1/2 in new data.
+    All of them (n_components=None) are whitened alike whatever their basis, and stay accepted."""
+    rng = np.random.default_rng(0)
+    X, new = rng.normal(size=(5, 50)), rng.normal(size=(3, 50))
+    for k in (5, 10):
+        with pytest.raises(ValueError, match=rf"at most the rank of the covariance, 4, or None .*Got {k} instead"):
+            Whitening(n_components=k, eps=1e-6).fit(X)
+    assert Whitening(n_components=4, eps=1e-6).fit(X).n_components_ == 4
+    norms = [np.linalg.norm(Whitening(eps=1e-6).fit(X + 1e-14 * rng.normal(size=X.shape)).transform(new), axis=1)
+             for _ in range(2)]
+    np.testing.assert_allclose(norms[0], norms[1], rtol=1e-6)
+
+
+@pytest.mark.parametrize("clustering", ["kmeans", "gmm"])
+def test_cluster_isotropy_fit_leaves_the_clusterers_centres_alone(clustering):
+    """fit set each cluster's member mean into an alias of clusterer_'s own centres (K-means cluster_centers_, the
+    mixture's means_), so transform and predict then assigned points by those means: on its own training points
+    predict disagreed with labels_, and transform with cluster_isotropy(X) (points moved to another cluster)."""
+    rng = np.random.default_rng(0)
+    rng.normal(size=(2, 3))
+    X = np.vstack([rng.normal(size=(50, 3)), rng.normal(size=(50, 3)) + 1e7])
+    ci = ClusterIsotropy(n_clusters=5, n_components=1, clustering=clustering, random_state=0).fit(X)
+    np.testing.assert_array_equal(ci.predict(X), ci.labels_)
+    Y, labels = cluster_isotropy(X, n_clusters=5, n_components=1, clustering=clustering, random_state=0)
+    np.testing.assert_array_equal(labels, ci.labels_)
+    np.testing.assert_allclose(ci.transform(X), Y, rtol=0, atol=1e-9)
+    centres = ci.clusterer_.cluster_centers_ if clustering == "kmeans" else ci.clusterer_.means_
+    assert not np.shares_memory(centres, ci.cluster_centers_)

@@ -83,9 +83,11 @@ def test_whitening_data_without_spread_says_what_helps(Z, n_components):
                       (lambda: Whitening(n_components=n_components).fit(Z), "Whitening")):
         with pytest.raises(IsotropyValueError) as info:
             fit()
+        # with n_components < n_features, eps > 0 would keep an arbitrary part of the zero-variance directions
+        regularise = "eps > 0" if n_components is None else "eps > 0 with n_components=None (all features)"
         assert str(info.value) == (f"The 'X' parameter of {name} has a zero covariance (rank 0: all {Z.shape[0]} "
-                                   f"samples are the same point), so no direction can be whitened. Pass eps > 0 to "
-                                   f"regularise, or samples that vary.")
+                                   f"samples are the same point), so no direction can be whitened. Pass {regularise} "
+                                   f"to regularise, or samples that vary.")
         assert info.value.rank == 0
     # what it suggests works: with eps > 0 every sample is whitened to the origin
-    np.testing.assert_array_equal(whiten(Z, n_components=n_components, eps=1e-3), 0.0)
+    np.testing.assert_array_equal(whiten(Z, eps=1e-3), 0.0)

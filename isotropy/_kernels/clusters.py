@@ -38,7 +38,13 @@ def _pair_distance(X, i, j, metric, xp):
     # 1 - cos as half the squared distance of the unit rows: never negative, 0 for parallel rows, and no
     # cancellation for nearly parallel ones (1 - x.y/(|x||y|) read -7e-5 for a duplicate row at an offset of 1e6)
     diff = X[i, :] / ni - X[j, :] / nj
-    return xp.sum(diff * diff) / 2.0
+    value = xp.sum(diff * diff) / 2.0
+    # parallel rows of different norms ((0.1, 0.1) and (2.1, 2.1)) have unit rows a rounding apart: a distance up to
+    # (d + 4)²·eps²/2 (isotropy._kernels.silhouette.exact_resolution) is that rounding, read 0 (rows all parallel gave
+    # an index of 0, or of noise over noise, for the 0/0 that exactly parallel unit rows are refused as)
+    if _scalar(value) <= float((X.shape[1] + 4) * float(xp.finfo(X.dtype).eps)) ** 2:
+        return value * 0.0
+    return value
 
 
 def _check_dunn_defined(separation: float, diameter: float, n_samples: int, metric: str, caller: str = "dunn_index"):
@@ -159,17 +165,29 @@ def _fill(a, mask, value):
 
 
 def _pair_ratios(C, spread, i, j, xp):
-    """``(s_i + s_j) / ‖μ_i − μ_j‖`` for the pairs ``(i, j)``, from the exact differences; 0 for coinciding centroids."""
+    """``(s_i + s_j) / ‖μ_i − μ_j‖`` for the pairs ``(i, j)``, from the exact differences; 0 for coinciding centroids.
+
+    Coinciding: within the rounding of the centroids themselves, ``τ (‖μ_i‖ + ‖μ_j‖ + s_i + s_j)`` with ``τ`` of
+    :func:`_worst_partners` (``C`` in any frame; its norms and the spreads bound the offsets the means were taken
+    of). Two clusters of one mean computed from different samples differ by a rounding, not by 0: their ratio was
+    the spreads over that rounding, an index many orders of magnitude above the exact one, which skips them as
+    scikit-learn does (tests/test_cluster_indices.py).
+    """
     dist = _sqrt(xp.sum((C[i, :] - C[j, :]) ** 2, axis=1), xp)
     inf = xp.asarray(float("inf"), dtype=dist.dtype, device=getattr(dist, "device", None))
-    return (spread[i] + spread[j]) / xp.where(dist == 0, inf, dist)
+    tau = 8.0 * (C.shape[1] + 8) * float(xp.finfo(C.dtype).eps)
+    norms = _sqrt(xp.sum(C * C, axis=1), xp)
+    tol = tau * (norms[i] + norms[j] + xp.abs(spread[i]) + xp.abs(spread[j]))
+    if is_torch(tol):
+        tol = tol.detach()
+    return (spread[i] + spread[j]) / xp.where(dist <= tol, inf, dist)
 
 
 def _worst_partners(C, spread, xp):
     r"""For each cluster :math:`i`, the :math:`j \ne i` of largest :math:`(s_i + s_j) / \|\mu_i - \mu_j\|`.
 
-    Returns ``(partner, largest)``: ``partner[i]`` that :math:`j` (a coinciding centroid, exactly equal to
-    :math:`\mu_i`, reads 0) and ``largest`` the largest centroid distance (to rounding, for the degenerate test).
+    Returns ``(partner, largest)``: ``partner[i]`` that :math:`j` (a coinciding centroid, equal to
+    :math:`\mu_i` to the centroids' rounding (:func:`_pair_ratios`), reads 0) and ``largest`` the largest centroid distance (to rounding, for the degenerate test).
 
     The k x k squared distances come from one product of the centred centroids :math:`c_i`, a block of rows at a
     time: :math:`\hat d^2_{ij} = q_i + q_j - 2 c_i^\top c_j` with :math:`q_i = \|c_i\|^2` (BLAS, O(k² d) flops,

@@ -469,14 +469,19 @@ def _resolution(q, ids, n_clusters, dtype, d, metric, q_mean=None):
 
 def _mean_distances(sums, ids, counts):
     """``(a, b, nearest)`` from the cluster sums of rows i: the mean distance to the own cluster, to the nearest
-    other, and which cluster that is."""
+    other, and which cluster that is.
+
+    ``a`` and ``b`` are clipped at 0 (NaN kept): the sums of a block are shifted by a typical distance
+    (:meth:`_BlockKernel.add_block`), and a mean of distances far below that shift could come out slightly
+    negative in float32, which made a coefficient ``(b - a) / max(a, b)`` exceed 1 (cosine metric, a tight cluster
+    far from the others' centre: tests/test_silhouette.py)."""
     rows = np.arange(sums.shape[0])
     with np.errstate(divide="ignore", invalid="ignore"):
         a = sums[rows, ids] / (counts[ids] - 1.0)
         means = sums / counts
     means[rows, ids] = np.inf
     nearest = means.argmin(axis=1)
-    return a, means[rows, nearest], nearest
+    return np.maximum(a, 0.0), np.maximum(means[rows, nearest], 0.0), nearest
 
 
 def _coefficients_numpy(sums, ids, counts, resolution):
@@ -546,14 +551,32 @@ def _exact_tile(A, index_a, B, index_b, ids_b, n_clusters, metric):
 
 class _ExactResolution:
     """The resolution of :func:`_exact_tile`'s sums: their distances carry a rounding error relative to themselves,
-    so a mean distance is 0 only when every distance is (a = b = 0 for exact duplicates alone)."""
+    so a mean distance is 0 only when every distance is (a = b = 0 for exact duplicates alone), or, under the
+    cosine metric, when it is within ``floor`` (:func:`exact_resolution`)."""
 
-    @staticmethod
-    def at(clusters):
-        return np.zeros(len(clusters))
+    def __init__(self, floor: float = 0.0):
+        self.floor = floor
+
+    def at(self, clusters):
+        return np.full(len(clusters), self.floor)
 
 
 EXACT_RESOLUTION = _ExactResolution()
+
+
+def exact_resolution(metric: str, n_features: int, dtype=np.float64) -> _ExactResolution:
+    """The resolution of :func:`_exact_tile`'s sums of ``metric`` distances between rows of ``n_features``.
+
+    Euclidean: 0 (a difference of equal rows is exactly 0). Cosine: the distances are ``|u - v|²/2`` of the unit
+    rows ``u = x/|x|``, each coordinate rounded within ``(d/2 + 2)·eps`` of itself, so two parallel rows of
+    different norms ((0.1, 0.1) and (2.1, 2.1)) are up to ``(d + 4)²·eps²/2`` apart, not 0: a sample whose own and
+    nearest other clusters were both parallel to it read ±1 (the sign of that rounding) for the 0 of a = b = 0.
+    Mean distances within ``(d + 4)²·eps²`` (twice that) read 0 with the other. ``dtype``: the precision the
+    distances are computed in (float64; float32 on MPS).
+    """
+    if metric != "cosine":
+        return EXACT_RESOLUTION
+    return _ExactResolution(float((n_features + 4) * np.finfo(dtype).eps) ** 2)
 
 
 def _exact_sums(X, ids, rows, metric, *, block=4096, rows_at_once=256):

@@ -498,8 +498,15 @@ def check_labels(labels, *, n_samples: int, caller: str, name: str = "labels") -
         labels = labels[:, 0]                       # the same clusters as a one-label indicator matrix
     if labels.ndim == 2:
         if labels.dtype.kind not in "biuf" or not np.isin(labels, (0, 1)).all():
+            # name the first offending entry and where it is, as the other label checks do
+            numeric = labels.dtype.kind in "biuf"
+            row, column = np.argwhere(~np.isin(labels, (0, 1)))[0] if numeric else (0, 0)
+            value = labels[row, column]
+            value = value.item() if hasattr(value, "item") else value
+            got = (f"{value!r} at row {row}, column {column}" if numeric else
+                   f"entries of dtype {labels.dtype} (not numbers: {value!r} at row 0, column 0)")
             raise IsotropyValueError(f"The '{name}' parameter of {caller} must contain only 0 and 1 when 2-d "
-                                     f"(a multi-label indicator matrix). Got other values instead.")
+                                     f"(a multi-label indicator matrix). Got {got} instead.")
         _, ids = np.unique(labels.astype(np.int8), axis=0, return_inverse=True)
         return ids.reshape(-1).astype(np.intp)
     if labels.dtype.kind == "f" and not np.isfinite(labels).all():

@@ -241,13 +241,13 @@ def _merge_exact(x, y):
     return y if x is None else x + y
 
 
-def _exact_coefficients(sums, own, counts):
+def _exact_coefficients(sums, own, counts, metric="euclidean", n_features=0):
     """The coefficients of the flagged samples from their exact sums (empty when nothing is flagged)."""
-    from isotropy._kernels.silhouette import EXACT_RESOLUTION, _coefficients_numpy
+    from isotropy._kernels.silhouette import _coefficients_numpy, exact_resolution
 
     if sums is None:
         return np.empty(0)
-    return _coefficients_numpy(sums, own, counts, EXACT_RESOLUTION)
+    return _coefficients_numpy(sums, own, counts, exact_resolution(metric, n_features))
 
 
 def _patched(s, flagged, fixed, start):
@@ -260,7 +260,7 @@ def _patched(s, flagged, fixed, start):
     return s
 
 
-def _exact_pass(blocks, flagged, ids, exponent, metric, n_clusters, counts, starts):
+def _exact_pass(blocks, flagged, ids, exponent, metric, n_clusters, counts, starts, n_features=0):
     """Delayed exact coefficients of the samples ``flagged`` (their sums from coordinate differences).
 
     Two passes over ``blocks``: one gathers the flagged rows, the next runs the exact tiles of those rows
@@ -274,7 +274,8 @@ def _exact_pass(blocks, flagged, ids, exponent, metric, n_clusters, counts, star
                                                for b, s in zip(blocks, starts)])
     exact = tree_reduce([delayed(_exact_block, pure=True)(rows, flagged, b, exponent, metric, ids[s:e], s, n_clusters)
                          for b, s, e in zip(blocks, starts, starts[1:])], _merge_exact, name="isotropy-merge-exact")
-    return delayed(_exact_coefficients, pure=True)(exact, delayed(np.take, pure=True)(ids, flagged), counts)
+    return delayed(_exact_coefficients, pure=True)(exact, delayed(np.take, pure=True)(ids, flagged), counts, metric,
+                                                   n_features)
 
 
 def _silhouette_graph(X, ids, metric, chunk_size, caller):
@@ -323,7 +324,7 @@ def _silhouette_graph(X, ids, metric, chunk_size, caller):
 
     def exact(flagged, blocks):
         """The exact pass (:func:`_exact_pass`) of the samples ``flagged`` over ``blocks`` (X's row blocks)."""
-        return _exact_pass(blocks, flagged, ids, exponent, metric, n_clusters, counts, starts)
+        return _exact_pass(blocks, flagged, ids, exponent, metric, n_clusters, counts, starts, int(X.shape[1]))
 
     return coefficients, uncertain, starts, exact, X
 

@@ -46,15 +46,37 @@ def resolve_n_components(n_components, n_samples: int, n_features: int, *, calle
     return int(n_components)
 
 
-def top_directions(Xc: np.ndarray, n_components: int) -> np.ndarray:
-    """The ``n_components`` leading principal directions (rows, unit norm) of centred ``Xc``."""
+def top_directions(Xc: np.ndarray, n_components: int, *, singular_values: bool = False):
+    """The ``n_components`` leading principal directions (rows, unit norm) of centred ``Xc``.
+
+    With ``singular_values``, also all the singular values of ``Xc`` (descending; none when ``n_components`` is 0).
+    """
     if n_components == 0:
-        return np.zeros((0, Xc.shape[1]))
-    _, _, vt = np.linalg.svd(Xc, full_matrices=False)
-    return vt[:n_components]
+        directions, s = np.zeros((0, Xc.shape[1])), np.zeros(0)
+    else:
+        _, s, vt = np.linalg.svd(Xc, full_matrices=False)
+        directions = vt[:n_components]
+    return (directions, s) if singular_values else directions
 
 
-def top_principal_directions(X: np.ndarray, mean: np.ndarray, n_components: int) -> np.ndarray:
+def numerical_rank(s: np.ndarray, n_samples: int, n_features: int, mean: np.ndarray) -> int:
+    """The number of singular values ``s`` (descending) of ``n_samples x n_features`` rows centred on ``mean`` (at
+    the scale of ``s``) above round-off.
+
+    The tolerance is ``np.linalg.matrix_rank``'s, ``max(n, d) · eps`` times the norm of the rows before centring,
+    bounded by ``s_1 + √n·|mean|``: the SVD computes every singular value to about ``eps · s_1``, and centring
+    leaves a rounding of about ``eps · |x|`` in each row (rows of one repeated point are not centred to exact
+    zeros; relative to ``s_1`` alone, that rounding read as one direction of variance). A direction below it has
+    no variance the data determine, and which direction the SVD returns there is arbitrary.
+    """
+    if not s.size or not s[0] > 0:
+        return 0
+    unit = max(float(s[0]), float(np.abs(mean).max()) if mean.size else 0.0)  # |mean|² overflowed from |x| ~ 1e154
+    reference = float(s[0]) / unit + np.sqrt(n_samples) * float(np.linalg.norm(mean / unit))
+    return int((s / unit > reference * max(n_samples, n_features) * np.finfo(float).eps).sum())
+
+
+def top_principal_directions(X: np.ndarray, mean: np.ndarray, n_components: int, *, rank: bool = False):
     """The ``n_components`` leading principal directions (rows, unit norm) of float64 ``X`` with mean ``mean``.
 
     The right singular vectors of ``X − μ``, as :func:`top_directions` finds them, without a centred copy
@@ -66,12 +88,14 @@ def top_principal_directions(X: np.ndarray, mean: np.ndarray, n_components: int)
     between nearly equal small eigenvalues (rank 3 plus noise of 1e-6) they were off by 1e-9 to 3e-8 of the
     data's scale. With ``n < d`` the ``n x d`` centred rows are the smaller object: their thin SVD is kept.
     The rows are brought to unit scale by a power of two (exact), so that no norm overflows or underflows.
+    With ``rank``, also the numerical rank of ``X − μ`` (:func:`numerical_rank`).
     """
     n, d = X.shape
     if n_components == 0:
-        return np.zeros((0, d))
+        return (np.zeros((0, d)), 0) if rank else np.zeros((0, d))
     if n < d:
-        return top_directions(X - mean, n_components)
+        directions, sv = top_directions(X - mean, n_components, singular_values=True)
+        return (directions, numerical_rank(sv, n, d, mean)) if rank else directions
     low, high = extremes(X)
     top = max(abs(low), abs(high))
     exponent = math.frexp(top)[1] if 0.0 < top < math.inf and abs(math.frexp(top)[1]) > safe_exponent_range(X) else 0
@@ -80,15 +104,30 @@ def top_principal_directions(X: np.ndarray, mean: np.ndarray, n_components: int)
     step = max(d, row_chunks(n, d)[0][1])  # chunks of at least d rows: the stacked R is at most half of a factored block
     for start in range(0, n, step):
         R = np.linalg.qr(np.vstack([R, centred_rows(X, start, min(n, start + step), shifted, exponent)]), mode="r")
-    _, _, vt = np.linalg.svd(R, full_matrices=False)
-    return np.ascontiguousarray(vt[:n_components])
+    _, sv, vt = np.linalg.svd(R, full_matrices=False)
+    directions = np.ascontiguousarray(vt[:n_components])
+    return (directions, numerical_rank(sv, n, d, shifted)) if rank else directions
 
 
 def fit_all_but_the_top(X: np.ndarray, *, n_components="auto", caller="all_but_the_top"):
     """Return ``(mean, components)`` of All-But-The-Top fitted on float64 numpy ``X``."""
     D = resolve_n_components(n_components, X.shape[0], X.shape[1], caller=caller)
     mean = X.mean(axis=0)
-    return mean, top_principal_directions(X, mean, D)
+    components, rank = top_principal_directions(X, mean, D, rank=True)
+    if D > rank:
+        # Past the rank of the centred rows a "principal direction" has no variance: which one the SVD returns is
+        # round-off (a perturbation of 1e-14 turned it around), and removing it from new data removes an arbitrary
+        # direction, as resolve_n_components says of the directions past n_samples - 1 (a bound of the rank).
+        if n_components == "auto":
+            warn_at_caller(f"{caller}: n_components='auto' gives {D} directions, but the centred X has rank {rank} "
+                           f"(repeated rows, or rows spanning fewer directions); removing {rank}.")
+        else:
+            raise IsotropyValueError(
+                f"The 'n_components' parameter of {caller} must be at most the rank of the centred X, {rank}: the "
+                f"directions past it have zero variance and are arbitrary (round-off), and removing them would "
+                f"remove arbitrary directions from new data. Got {D} instead.")
+        components = components[:rank]
+    return mean, components
 
 
 def remove_directions(Xc: np.ndarray, components: np.ndarray) -> np.ndarray:
@@ -119,7 +158,9 @@ def all_but_the_top(X, *, n_components="auto"):
         ``D = max(1, round(n_features / 100))`` (3 for 300-d GloVe, 4 for 384-d MiniLM, 8 for 768-d
         BERT), capped at ``n_samples - 1`` with a warning: n centred rows span at most n - 1 directions,
         and a direction past them is round-off. An int above ``min(n_samples - 1, n_features)`` is
-        refused (``ValueError``). ``0`` is plain centring.
+        refused (``ValueError``). The same holds for the rank of the centred rows (repeated rows,
+        rows spanning fewer directions): ``"auto"`` is capped at it with a warning, an int above it
+        is refused. ``0`` is plain centring.
 
     Returns
     -------
@@ -156,7 +197,8 @@ class AllButTheTop(SameFeaturesTransformer):
 
     See :func:`all_but_the_top` for the parameter, formula and reference. ``n_components="auto"``
     (``max(1, round(n_features / 100))``) is capped at ``n_samples - 1`` of the fitting data with a
-    warning; an int above ``min(n_samples - 1, n_features)`` is refused by ``fit`` (``ValueError``).
+    warning; an int above ``min(n_samples - 1, n_features)`` is refused by ``fit`` (``ValueError``), as is
+    one above the rank of the centred rows ("auto" is capped at that rank with a warning).
 
     Attributes
     ----------

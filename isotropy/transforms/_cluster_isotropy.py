@@ -16,7 +16,7 @@ from isotropy._utils.validation import (
     check_random_state,
     check_scalar,
 )
-from isotropy.transforms._all_but_the_top import remove_directions, top_directions
+from isotropy.transforms._all_but_the_top import numerical_rank, remove_directions, top_directions
 from isotropy.transforms._base import SameFeaturesTransformer, like_input, to_numpy, warn_at_caller
 from isotropy.transforms._cluster_centering import nearest_center
 
@@ -189,18 +189,35 @@ def fit_cluster_isotropy(X: np.ndarray, *, n_clusters=27, n_components=12, clust
     X, exponent = rescaled(X, caller=caller)
     clusterer = fit_clusterer(X, n_clusters, clustering=clustering, seed=seed)
     labels = assign(clusterer, X)
-    centers = np.asarray(clusterer.cluster_centers_ if clustering == "kmeans" else clusterer.means_, dtype=float)
+    # a copy: the loop below sets the member means, and np.asarray aliased the model's own centres (so clusterer_
+    # assigned points by those means afterwards: predict(X) disagreed with labels_, and transform with the fit)
+    centers = np.array(clusterer.cluster_centers_ if clustering == "kmeans" else clusterer.means_, dtype=float)
     components = np.zeros((n_clusters, n_components, d))
     n_removed = np.zeros(n_clusters, dtype=np.intp)
+    repeated = []  # clusters of more than n_components + 1 points whose rank is at most n_components
     for j in range(n_clusters):
         members = X[labels == j]
         if members.shape[0] == 0:  # an empty mixture component: keep the model's mean, remove nothing
             continue
         centers[j] = members.mean(axis=0)
         D = min(n_components, members.shape[0] - 1)
-        components[j, :D] = top_directions(members - centers[j], D)
+        directions, singular = top_directions(members - centers[j], D, singular_values=True)
+        # and at most the cluster's rank: past it a direction has no variance and the SVD returns an arbitrary one
+        # (round-off), which transform then removed from new points (a cluster of one repeated point removed one)
+        rank = (numerical_rank(singular, *members.shape, centers[j]) if D > 0
+                else None if np.ptp(members, axis=0).any() else 0)  # D = 0: no SVD; copies of one point have rank 0
+        if rank is not None:
+            D = min(D, rank)
+            if members.shape[0] > n_components + 1 and rank <= n_components:
+                repeated.append(j)
+        components[j, :D] = directions[:D]
         n_removed[j] = D
     sizes = np.bincount(labels, minlength=n_clusters)
+    if repeated:  # all their variance removed, as for the small clusters below, but they are not small
+        warn_at_caller(f"{caller}: {len(repeated)} of {n_clusters} clusters have more than n_components + 1 = "
+                       f"{n_components + 1} points but at most n_components = {n_components} directions of variance "
+                       f"(repeated points; {int(sizes[repeated].sum())} points in all); every direction of theirs is "
+                       f"removed and their points become the zero vector. Use fewer clusters or components, or leave out repeated rows.")
     # n_j centred points span n_j - 1 directions: with n_j <= n_components + 1 all of them are removed and each point
     # is 0 (the test was n_j <= n_components, which missed clusters of n_components + 1 points: 2 points, D = 1)
     flat = np.flatnonzero((sizes > 0) & (sizes <= n_components + 1))
@@ -235,7 +252,7 @@ def cluster_isotropy(X, *, n_clusters=27, n_components=12, clustering="kmeans", 
     n_components : int, default=12
         Number of dominant directions removed within each cluster (their setting for BERT-base);
         ``0`` is per-cluster centring only. A cluster of ``n_j`` points has at most ``n_j - 1``
-        directions of variance; fewer are removed there.
+        directions of variance (at most its rank: repeated points have none); fewer are removed there.
     clustering : {"kmeans", "gmm"}, default="kmeans"
         K-means (k-means++, 3 restarts) or a Gaussian mixture with diagonal covariances (full
         covariances are singular for small clusters of high-dimensional points). The mixture adds
@@ -302,7 +319,7 @@ class ClusterIsotropy(SameFeaturesTransformer):
     components_ : ndarray of shape (n_clusters, n_components, n_features)
         Removed directions per cluster, zero rows where a cluster has fewer.
     n_components_ : ndarray of shape (n_clusters,)
-        Directions actually removed in each cluster.
+        Directions actually removed in each cluster (at most ``n_j - 1`` and the cluster's rank).
     n_features_in_ : int
 
     Examples

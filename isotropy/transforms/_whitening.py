@@ -37,14 +37,19 @@ def fit_whitening(X: np.ndarray, *, n_components=None, eps=0.0, caller="whiten")
     Xu, exponent = rescaled(X, caller=caller)
     mean = Xu.mean(axis=0)
     lam = vecs = None
-    if n < d and (eps == 0 or k <= n - 1):
+    # eps > 0 regularises the directions of zero variance; all d of them kept (n_components=None) are whitened alike,
+    # whatever basis eigh picks for them, but a part of them is an arbitrary choice (round-off: perturbing X by 1e-14
+    # turned the kept ones around), which new data were projected on and scaled by eps**-1/2. So with k < d the rank
+    # is checked whatever eps.
+    refuse = eps == 0 or k < d
+    if n < d and (refuse or k <= n - 1):
         # The n x n side: n centred rows span at most n - 1 directions, and the scatter's nonzero eigenvalues are those
         # of the centred Gram. With k > n - 1 (and eps = 0) the refusal is certain and comes before any d x d work
         # (2,000 x 5,000 took 13.7 s to refuse; 2,000 x 20,000 crashed in np.cov at 4.4 GB); with k <= n - 1 the top
         # k directions come from the Gram's eigenvectors, memory O(n² + n·block + d·k), never the d x d covariance.
         lam, vecs = _gram_route(Xu, mean, k)
-        if eps == 0:
-            _refuse_rank(lam, n, d, k, n_components, caller=caller)
+        if refuse:
+            _refuse_rank(lam, n, d, k, n_components, mean, eps, caller=caller)
         if vecs is None:  # eps > 0 and fewer than k directions of nonzero variance: the d x d route completes them
             lam = None
     if lam is None:
@@ -55,8 +60,8 @@ def fit_whitening(X: np.ndarray, *, n_components=None, eps=0.0, caller="whiten")
         del cov
         order = np.argsort(lam)[::-1]
         lam, vecs = np.clip(lam[order], 0.0, None), vecs[:, order]
-        if eps == 0:
-            _refuse_rank(lam, n, d, k, n_components, caller=caller)
+        if refuse:
+            _refuse_rank(lam, n, d, k, n_components, mean, eps, caller=caller)
     lam = lam[:k]
     # (lam * 4**exponent + eps)**-1/2, each column brought to the scale 4**h of its larger term: eps is in
     # X's units, and at an extreme exponent eps * 4**-exponent alone would overflow (or vanish beside a zero lam).
@@ -87,7 +92,7 @@ def _gram_route(Xu, mean, k):
     g, U = np.linalg.eigh(row_statistics(Xu, ("centred_gram",))["centred_gram"].gram)
     g, U = np.clip(g[::-1], 0.0, None), U[:, ::-1]
     lam = g * (1.0 / (n - 1))
-    tol = max(lam[0], np.finfo(float).tiny) * max(n, d) * np.finfo(float).eps
+    tol = _rank_tolerance(lam, n, d, mean)
     if k > n - 1 or not lam[k - 1] > tol:
         return lam, None
     # v_i = X_cᵀu_i/σ_i carries the Gram's rounding of u_i times σ_1/σ_i (ill-conditioned wide data: the whitened
@@ -104,22 +109,45 @@ def _gram_route(Xu, mean, k):
     return lam, Q @ Zt.T
 
 
-def _refuse_rank(lam, n, d, k, n_components, *, caller):
-    """Refuse a whitening of ``k`` directions when the ``k``-th covariance eigenvalue (``lam``, descending) is round-off."""
-    tol = max(lam[0], np.finfo(float).tiny) * max(n, d) * np.finfo(float).eps
+def _rank_tolerance(lam, n, d, mean) -> float:
+    """The covariance eigenvalue below which a direction is round-off, for ``n x d`` rows centred on ``mean``.
+
+    ``max(n, d) · eps · λ_1``, and at least ``(max(n, d) · eps)² · |mean|²``: centring leaves a rounding of about
+    ``eps · |x|`` in each row, so rows of one repeated point have a covariance of that rounding, whose ``λ_1``
+    is not a scale to measure the others by (copies of one point were whitened as one direction: a rounding's
+    variance, scaled up by its inverse square root). The floor is the square of the one of
+    :func:`isotropy.transforms._all_but_the_top.numerical_rank` on singular values.
+    """
+    scale = max(n, d) * np.finfo(float).eps
+    return max(lam[0] * scale, scale * scale * float(mean @ mean), np.finfo(float).tiny * scale)
+
+
+def _refuse_rank(lam, n, d, k, n_components, mean, eps=0.0, *, caller):
+    """Refuse a whitening of ``k`` directions when the ``k``-th covariance eigenvalue (``lam``, descending) is round-off
+    (:func:`_rank_tolerance`; ``mean`` the mean of the rows, at the scale of ``lam``). With ``eps > 0`` (and
+    ``k < d``: the caller checks) the directions past the rank would be regularised, but which of them are kept is
+    arbitrary."""
+    tol = _rank_tolerance(lam, n, d, mean)
     if len(lam) >= k and lam[k - 1] > tol:
         return
     rank = int((lam > tol).sum())
+    regularise = "eps > 0" if k == d else "eps > 0 with n_components=None (all features)"
+    if eps > 0:
+        raise RankDeficient(f"The 'n_components' parameter of {caller} must be at most the rank of the covariance, "
+                            f"{rank}, or None (all {d} features) with eps > 0: the {d - rank} directions past the rank "
+                            f"have zero variance, and which {k - rank} of them to keep is an arbitrary choice (round-off) "
+                            f"that eps would scale up in new data. Got {k} instead.", rank=rank, n_directions=k)
     asked = f"n_components={k}" if n_components is not None else f"the {k} features (n_components=None)"
     if rank == 0:
         # every sample the same point: "Pass n_components <= 0" named a value n_components' own range [1, d] refuses;
         # no number of components can be whitened, only a regularised (eps > 0) whitening or data that vary
         raise RankDeficient(f"The 'X' parameter of {caller} has a zero covariance (rank 0: all {n} samples are the "
-                            f"same point), so no direction can be whitened. Pass eps > 0 to regularise, or samples "
-                            f"that vary.", rank=rank, n_directions=k)
+                            f"same point), so no direction can be whitened. Pass {regularise} to regularise, or "
+                            f"samples that vary.", rank=rank, n_directions=k)
+    regularise = "eps > 0" if k == d else "eps > 0 with n_components=None (all features)"
     raise RankDeficient(f"The 'X' parameter of {caller} has a rank-deficient covariance (rank {rank} < "
                         f"{asked}), which cannot be whitened. Pass n_components <= {rank}, "
-                        f"or eps > 0 to regularise, or more samples.", rank=rank, n_directions=k)
+                        f"or {regularise} to regularise, or more samples.", rank=rank, n_directions=k)
 
 
 class RankDeficient(IsotropyValueError):
@@ -171,7 +199,9 @@ def whiten(X, *, n_components=None, eps=0.0):
     eps : float, default=0.0
         Regulariser added to the eigenvalues, :math:`(\\lambda_i + \\varepsilon)^{-1/2}`. With
         ``eps=0`` a kept direction with (numerically) zero variance raises an error that states the
-        rank; a small ``eps`` (e.g. 1e-6 times the largest variance) whitens rank-deficient data.
+        rank; a small ``eps`` (e.g. 1e-6 times the largest variance) whitens rank-deficient data, with
+        ``n_components`` at most the rank or ``None`` (some but not all of the directions past the rank
+        would be an arbitrary choice among them, refused with the rank).
 
     Returns
     -------

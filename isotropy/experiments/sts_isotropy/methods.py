@@ -64,6 +64,11 @@ def fit_method(method, name: str, X, config):
             raise
         from isotropy.experiments._config import ConfigError
 
+        if config.whitening_eps > 0:  # eps regularises, but some of the zero-variance directions would be arbitrary
+            raise ConfigError(f"The 'whitening_components' setting of sts-isotropy must be at most {exc.rank}, the "
+                              f"rank of these embeddings' covariance, or null (all features) with whitening_eps > 0: "
+                              f"which of the directions past the rank to keep is arbitrary. Got "
+                              f"{config.whitening_components!r} instead.") from None
         raise ConfigError(f"The 'whitening_eps' setting of sts-isotropy must be > 0 for these embeddings, whose "
                           f"covariance is rank-deficient (rank {exc.rank} < {exc.n_directions} directions) and cannot "
                           f"be whitened without it (the paper setup's 1e-8), or set whitening_components <= "
