@@ -24,7 +24,7 @@ from isotropy._kernels.isoscore import (
 )
 from isotropy._utils.backend import is_torch
 from isotropy._utils.magnitude import rescaled, rows_at_unit_scale
-from isotropy._utils.validation import IsotropyValueError, check_scalar, check_X
+from isotropy._utils.validation import IsotropyValueError, check_scalar, check_X, refuse_subnormal_as_given
 
 
 def _host_array(X):
@@ -307,6 +307,8 @@ class CovarianceAccumulator:
                 and getattr(X_chunk, "ndim", None) == 2:
             return self._update_dask(X_chunk, caller)
         X = check_X(X_chunk, caller=caller, name="X_chunk", min_samples=0)
+        # float16 tensors judged in float16, as numpy arrays are (by rescaled, below)
+        refuse_subnormal_as_given(X_chunk, X, caller=caller, name="X_chunk")
         if self.n_features_ is not None and X.shape[1] != self.n_features_:
             raise IsotropyValueError(f"The 'X_chunk' parameter of {caller} must have {self.n_features_} features "
                                      f"(columns), like the previous chunks. Got {X.shape[1]} instead.")
