@@ -160,7 +160,9 @@ def _singular_values(X, *, center: bool, caller: str, given=None):
         if not center:
             return torch.linalg.svdvals(X)
         Z = X - first_chunk_shift(X.detach())  # (a constant: the gradient is that of X less its mean)
-        Z = Z - Z.mean(dim=0, keepdim=True)  # (the first Z freed: one centred copy held, as before)
+        # in place: one centred copy held (Z - mean held two at once); Z is this function's own tensor, and no
+        # backward saves it before (the gradient of a subtraction or a mean needs no input), so autograd is unharmed
+        Z.sub_(Z.mean(dim=0, keepdim=True))
         return torch.linalg.svdvals(Z)
     return _numpy_singular_values(X, center=center)
 
