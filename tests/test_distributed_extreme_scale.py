@@ -282,8 +282,8 @@ def test_float16_data_subnormal_in_float16_are_refused_on_every_backend_as_in_me
 
 @pytest.mark.parametrize("name", ["istar_penalty", "IStarLoss"])
 def test_the_istar_penalty_refuses_float16_data_subnormal_in_float16_as_isoscore_star(name):
-    """The I-STAR penalty (isoscore_star of a float16 batch, read as float32) measured -1.0 where numpy's
-    isoscore_star refused the same values."""
+    """The I-STAR penalty (isoscore_star of a float16 batch, read as float32) was a value where numpy's isoscore_star
+    refused the same values."""
     from isotropy.torch import IStarLoss, istar_penalty
 
     X = _subnormal_float16()

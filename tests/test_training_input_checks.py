@@ -589,9 +589,9 @@ def test_every_torchmetrics_wrapper_is_checked_below():
 @pytest.mark.parametrize("as_tensor", [True, False])
 @pytest.mark.parametrize("name", list(_WRAPPED))
 def test_a_float16_batch_subnormal_in_float16_is_refused_as_the_function_refuses_it(name, as_tensor):
-    """The wrappers read a float16 batch as float32 (where these values are normal numbers) and measured it: IsoScore
-    0.887 and IsoScoreStar 1.0 where isoscore and isoscore_star refuse the same numpy array. Now refused in the
-    function's words (the metrics of rows' directions, which judge each row, measure it as the function does)."""
+    """The wrappers read a float16 batch as float32 (where these values are normal numbers) and measured it where the
+    functions refuse the same numpy array. Now refused in the function's words (the metrics of rows' directions,
+    which judge each row, measure it as the function does)."""
     import warnings
 
     import torch
