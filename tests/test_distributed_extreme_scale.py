@@ -197,6 +197,7 @@ _EVERY_METRIC = {
     "silhouette_samples": lambda Z: dask.compute(isotropy.silhouette_samples(Z, _LABELS))[0],
     "silhouette_score": lambda Z: isotropy.silhouette_score(Z, _LABELS),
     "silhouette_score(cosine)": lambda Z: isotropy.silhouette_score(Z, _LABELS, metric="cosine"),
+    "silhouette_score(sample_size)": lambda Z: isotropy.silhouette_score(Z, _LABELS, sample_size=30, random_state=0),
     "calinski_harabasz_score": lambda Z: isotropy.calinski_harabasz_score(Z, _LABELS),
     "davies_bouldin_score": lambda Z: isotropy.davies_bouldin_score(Z, _LABELS),
     "dunn_index": lambda Z: isotropy.dunn_index(Z, _LABELS),

@@ -483,11 +483,18 @@ def sample_rows(X, ids, sample_size, random_state, caller):
     # taken, and one drawn was named by its place in the sample (a user trial)
     from dask import delayed
 
+    from isotropy._utils.validation import refuse_subnormal_as_given
+
+    given = X.dtype
     X = check_dask_shape(X, caller=caller, min_samples=3)
     starts = np.cumsum((0, *X.chunks[0]))
-    refuse_nonfinite([f for f in compute(*[delayed(nonfinite_in, pure=True)(block, int(start)) for block, start in
-                                            zip(X.rechunk({1: -1}).to_delayed().ravel(), starts)]) if f is not None],
-                     caller)
+    blocks = X.rechunk({1: -1}).to_delayed().ravel()
+    # (float16 judged in float16 on the whole array too, as in memory: the sample drawn is float32)
+    *found, top = compute(*[delayed(nonfinite_in, pure=True)(block, int(start)) for block, start in zip(blocks, starts)],
+                          largest_as_given(blocks, given, X.dtype))
+    refuse_nonfinite([f for f in found if f is not None], caller)
+    if top is not None:
+        refuse_subnormal_as_given(given, X, caller=caller, top=top)
     X = X[indices]
     if ids is None:
         return X, None
