@@ -331,6 +331,34 @@ def test_float16_data_of_normal_magnitude_keep_their_values_on_every_backend(nam
     assert got == pytest.approx(_reference(name, X), rel=1e-5)
 
 
+
+def _flat(value) -> np.ndarray:
+    """Every number of a metric's value (a float, a tensor, an array, a tuple, a dict of them), float64, in order."""
+    if isinstance(value, dict):
+        return np.concatenate([_flat(value[key]) for key in sorted(value) if key not in ("top", "special")] +
+                              [_flat([ratio for _, ratio in value.get("top", [])])])
+    if isinstance(value, (tuple, list)):
+        return np.concatenate([_flat(v) for v in value]) if value else np.empty(0)
+    if isinstance(value, torch.Tensor):
+        value = value.detach().numpy()
+    return np.ravel(np.asarray(value, dtype=np.float64))
+
+
+@pytest.mark.parametrize("backend", ["torch", "dask"])
+@pytest.mark.parametrize("name", list(_EVERY_METRIC))
+def test_float16_data_of_normal_magnitude_are_measured_alike_by_every_metric_on_every_backend(name, backend):
+    """The same float16 data (rows 0 to 19, a whole dask chunk, made of subnormal float16 numbers; the largest |x| a
+    normal one) are measured, not refused, by every metric on every backend, to the in-memory value (numpy reads
+    float16 as float32, as torch and dask do: to 1e-5; kneighbors' indices exactly)."""
+    X = np.random.default_rng(2).normal(loc=0.5, size=(60, 8)).astype(np.float16)  # (a shared direction: a rogue share)
+    X[:20] = _subnormal_float16(seed=3, shape=(20, 8))
+    function = _EVERY_METRIC[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (isoscore_star without a shrinkage sample)
+        expected, got = _flat(function(X)), _flat(function(_as_backend(X, backend)))
+    assert np.isfinite(expected).all()
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+
 def _counted_blocks(n_blocks, rows, alive):
     """A dask array of ``n_blocks`` row blocks made by tasks, ``alive = [live now, most live at once]``."""
     import weakref
