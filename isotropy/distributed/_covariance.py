@@ -111,7 +111,8 @@ def _accumulator_graph(X, caller, min_features=1):
 
 def _accumulate(X, caller, min_features=1):
     graph, top, dtype, given = _accumulator_graph(X, caller, min_features)
-    acc, top = compute(graph, top)
+    # (no None handed to compute: a client's progress feed waited for it as for a future, for ever)
+    acc, top = compute(graph, top) if top is not None else (*compute(graph), None)
     return _accepted(acc, dtype, caller, given, top)
 
 

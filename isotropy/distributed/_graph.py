@@ -489,9 +489,11 @@ def sample_rows(X, ids, sample_size, random_state, caller):
     X = check_dask_shape(X, caller=caller, min_samples=3)
     starts = np.cumsum((0, *X.chunks[0]))
     blocks = X.rechunk({1: -1}).to_delayed().ravel()
-    # (float16 judged in float16 on the whole array too, as in memory: the sample drawn is float32)
-    *found, top = compute(*[delayed(nonfinite_in, pure=True)(block, int(start)) for block, start in zip(blocks, starts)],
-                          largest_as_given(blocks, given, X.dtype))
+    found = [delayed(nonfinite_in, pure=True)(block, int(start)) for block, start in zip(blocks, starts)]
+    # float16 judged in float16 on the whole array too, as in memory (the sample drawn is float32); no None handed to
+    # compute (a client's progress feed waited for it as for a future)
+    top = largest_as_given(blocks, given, X.dtype)
+    *found, top = compute(*found, top) if top is not None else (*compute(*found), None)
     refuse_nonfinite([f for f in found if f is not None], caller)
     if top is not None:
         refuse_subnormal_as_given(given, X, caller=caller, top=top)
