@@ -174,6 +174,191 @@ def test_float16_data_of_normal_magnitude_are_measured_alike():
         dist.compute()  # ... when computed
 
 
+# Every public metric of the package face, called on one matrix Z (numpy, torch or dask) with its labels: the
+# registry of the backend-consistency tests below. A lazy dask result is computed; an estimator is fitted.
+_LABELS = np.repeat(np.arange(3), 20)
+_TYPES = np.tile(np.arange(6), 10)
+_TOKENS = [f"t{i % 7}" for i in range(60)]
+
+
+def _flipped(Z):
+    return Z.flip(0) if isinstance(Z, torch.Tensor) else Z[::-1]
+
+
+_EVERY_METRIC = {
+    "isoscore": lambda Z: isotropy.isoscore(Z),
+    "isoscore_star": lambda Z: isotropy.isoscore_star(Z),
+    "partition_isotropy": lambda Z: isotropy.partition_isotropy(Z),
+    "cosine_similarity_mean": lambda Z: isotropy.cosine_similarity_mean(Z),
+    "inter_type_cosine": lambda Z: isotropy.inter_type_cosine(Z, _TYPES, random_state=0),
+    "intra_type_cosine": lambda Z: isotropy.intra_type_cosine(Z, _TYPES),
+    "participation_ratio": lambda Z: isotropy.participation_ratio(Z),
+    "CovarianceAccumulator": lambda Z: isotropy.CovarianceAccumulator().update(Z).isoscore(),
+    "silhouette_samples": lambda Z: dask.compute(isotropy.silhouette_samples(Z, _LABELS))[0],
+    "silhouette_score": lambda Z: isotropy.silhouette_score(Z, _LABELS),
+    "silhouette_score(cosine)": lambda Z: isotropy.silhouette_score(Z, _LABELS, metric="cosine"),
+    "silhouette_score(sample_size)": lambda Z: isotropy.silhouette_score(Z, _LABELS, sample_size=30, random_state=0),
+    "calinski_harabasz_score": lambda Z: isotropy.calinski_harabasz_score(Z, _LABELS),
+    "davies_bouldin_score": lambda Z: isotropy.davies_bouldin_score(Z, _LABELS),
+    "dunn_index": lambda Z: isotropy.dunn_index(Z, _LABELS),
+    "dunn_index(cosine)": lambda Z: isotropy.dunn_index(Z, _LABELS, metric="cosine"),
+    "twonn_dimension": lambda Z: isotropy.twonn_dimension(Z),
+    "mle_dimension": lambda Z: isotropy.mle_dimension(Z, n_neighbors=5),
+    "local_mle_dimension": lambda Z: dask.compute(isotropy.local_mle_dimension(Z, n_neighbors=5))[0],
+    "neighbour_dimensions": lambda Z: dask.compute(isotropy.neighbour_dimensions(Z, n_neighbors=5))[0],
+    "kneighbors": lambda Z: dask.compute(*isotropy.kneighbors(Z, n_neighbors=3)),
+    "TwoNN": lambda Z: isotropy.TwoNN().fit(Z).dimension_,
+    "MLE": lambda Z: isotropy.MLE(n_neighbors=5).fit(Z).dimension_,
+    "rogue_dimension_share": lambda Z: isotropy.rogue_dimension_share(Z),
+    "effective_rank": lambda Z: isotropy.effective_rank(Z),
+    "effective_rank(center)": lambda Z: isotropy.effective_rank(Z, center=True),
+    "rankme": lambda Z: isotropy.rankme(Z, center=True),
+    "alignment": lambda Z: isotropy.alignment(Z, _flipped(Z)),
+    "uniformity": lambda Z: isotropy.uniformity(Z),
+    "token_norms": lambda Z: isotropy.token_norms(Z, _TOKENS),
+}
+# The metrics of the rows' directions judge each row (a row made only of subnormal numbers of the dtype it is computed
+# in is refused, by its index); in memory they read float16 rows of subnormal float16 numbers as float32 and measure
+# them, and so do the other backends. Every other metric refuses, in memory, float16 data whose largest |x| is
+# subnormal (isotropy._utils.validation.refuse_subnormal_as_given).
+_ROWS_JUDGED = {"cosine_similarity_mean", "inter_type_cosine", "intra_type_cosine", "rogue_dimension_share",
+                "alignment", "uniformity"}
+_NOT_METRICS = {"IsotropyValueError", "isoscore_from_covariance"}  # an error class; a function of a covariance matrix
+
+
+def test_the_backend_registry_holds_every_public_metric():
+    names = {name.split("(")[0] for name in _EVERY_METRIC}
+    assert names == set(isotropy.__all__) - _NOT_METRICS
+
+
+def _as_backend(X, backend):
+    if backend == "torch":
+        return torch.from_numpy(X.copy())
+    if backend == "dask":
+        return da.from_array(X, chunks=(20, X.shape[1]))
+    return X
+
+
+def _float(value) -> float:
+    return float(value.detach()) if isinstance(value, torch.Tensor) else float(value)
+
+
+def _subnormal_float16(seed=0, shape=(60, 8)):
+    """Distinct values from 1e-6 to 5e-5, four in five positive (the rows share a direction: a rogue dimension share
+    that is not NaN): all subnormal float16 numbers (the smallest normal is 6.1e-5), normal ones in float32."""
+    rng = np.random.default_rng(seed)
+    X = (rng.uniform(1e-6, 5e-5, shape) * rng.choice([-1.0, 1.0], shape, p=[0.2, 0.8])).astype(np.float16)
+    assert 0 < np.abs(X).max() < np.finfo(np.float16).tiny
+    return X
+
+
+@pytest.mark.parametrize("backend", ["torch", "dask"])
+@pytest.mark.parametrize("name", list(_EVERY_METRIC))
+def test_float16_data_subnormal_in_float16_are_refused_on_every_backend_as_in_memory(name, backend):
+    """float16 data whose largest |x| is subnormal were refused in memory by every metric that judges the whole array,
+    and measured on dask by the covariance family (IsoScore, IsoScore*, I(W), PR), the cluster metrics, the spectral
+    ranks and token_norms, and as tensors by isoscore_star, partition_isotropy, token_norms and
+    CovarianceAccumulator.update (all read float16 as float32, where these values are normal numbers); the
+    scikit-learn estimators TwoNN and MLE measured them on numpy too, where twonn_dimension and mle_dimension refused
+    them. Now every backend refuses them in the in-memory words; the metrics that judge rows measure them alike."""
+    function = _EVERY_METRIC[name]
+    X = _subnormal_float16()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (isoscore_star without a shrinkage sample)
+        if name in _ROWS_JUDGED:
+            expected = _float(function(X))
+            assert np.isfinite(expected)
+            # (torch computes in float32: to 1e-5)
+            assert _float(function(_as_backend(X, backend))) == pytest.approx(expected, rel=1e-5)
+            return
+        with pytest.raises(isotropy.IsotropyValueError) as in_memory:
+            function(X)
+        top = float(np.abs(X).max())
+        assert f"must have values of normal magnitude. Got only subnormal float16 numbers (largest |x| = {top:.3g} < " \
+               f"6.1e-05)" in str(in_memory.value)
+        with pytest.raises(isotropy.IsotropyValueError) as other:
+            function(_as_backend(X, backend))
+    assert str(other.value) == str(in_memory.value)
+
+
+@pytest.mark.parametrize("name", ["istar_penalty", "IStarLoss"])
+def test_the_istar_penalty_refuses_float16_data_subnormal_in_float16_as_isoscore_star(name):
+    """The I-STAR penalty (isoscore_star of a float16 batch, read as float32) was a value where numpy's isoscore_star
+    refused the same values."""
+    from isotropy.torch import IStarLoss, istar_penalty
+
+    X = _subnormal_float16()
+    with pytest.raises(isotropy.IsotropyValueError) as in_memory:
+        isotropy.isoscore_star(X, zeta=0.0)
+    with pytest.raises(isotropy.IsotropyValueError) as penalty:
+        if name == "istar_penalty":
+            istar_penalty(torch.from_numpy(X), shrinkage_cov=None, zeta=0.0)
+        else:
+            IStarLoss(zeta=0.0)(torch.from_numpy(X))
+    assert str(penalty.value) == str(in_memory.value).replace("'X' parameter of isoscore_star", f"'H' parameter of {name}")
+
+
+def _reference(name, X):
+    """Independent float64 references (scikit-learn; numpy formulas) of the float16 values ``X``, exact in float64."""
+    from sklearn import metrics
+
+    X = X.astype(np.float64)
+    if name == "silhouette_score":
+        return metrics.silhouette_score(X, _LABELS)
+    if name == "calinski_harabasz_score":
+        return metrics.calinski_harabasz_score(X, _LABELS)
+    if name == "davies_bouldin_score":
+        return metrics.davies_bouldin_score(X, _LABELS)
+    if name == "participation_ratio":
+        lam = np.linalg.eigvalsh(np.cov(X, rowvar=False))
+        return lam.sum() ** 2 / (lam ** 2).sum()
+    s = np.linalg.svd(X - X.mean(axis=0) if name != "effective_rank" else X, compute_uv=False)
+    p = s / s.sum() + (1e-7 if name == "rankme" else 0.0)
+    return float(np.exp(-np.sum(p[p > 0] * np.log(p[p > 0]))))
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch", "dask"])
+@pytest.mark.parametrize("name", ["silhouette_score", "calinski_harabasz_score", "davies_bouldin_score",
+                                  "participation_ratio", "effective_rank", "rankme"])
+def test_float16_data_of_normal_magnitude_keep_their_values_on_every_backend(name, backend):
+    """Not refused where the largest |x| is a normal float16 number, also when a whole row chunk of the dask array
+    (rows 0 to 19) is made of subnormal float16 numbers: the values of scikit-learn's and numpy's float64 formulas
+    on the same numbers (computed in float32: to 1e-5)."""
+    X = np.random.default_rng(2).normal(size=(60, 8)).astype(np.float16)
+    X[:20] = _subnormal_float16(seed=3, shape=(20, 8))
+    function = _EVERY_METRIC[name]
+    got = float(function(_as_backend(X, backend)))
+    assert got == pytest.approx(_reference(name, X), rel=1e-5)
+
+
+
+def _flat(value) -> np.ndarray:
+    """Every number of a metric's value (a float, a tensor, an array, a tuple, a dict of them), float64, in order."""
+    if isinstance(value, dict):
+        return np.concatenate([_flat(value[key]) for key in sorted(value) if key not in ("top", "special")] +
+                              [_flat([ratio for _, ratio in value.get("top", [])])])
+    if isinstance(value, (tuple, list)):
+        return np.concatenate([_flat(v) for v in value]) if value else np.empty(0)
+    if isinstance(value, torch.Tensor):
+        value = value.detach().numpy()
+    return np.ravel(np.asarray(value, dtype=np.float64))
+
+
+@pytest.mark.parametrize("backend", ["torch", "dask"])
+@pytest.mark.parametrize("name", list(_EVERY_METRIC))
+def test_float16_data_of_normal_magnitude_are_measured_alike_by_every_metric_on_every_backend(name, backend):
+    """The same float16 data (rows 0 to 19, a whole dask chunk, made of subnormal float16 numbers; the largest |x| a
+    normal one) are measured, not refused, by every metric on every backend, to the in-memory value (numpy reads
+    float16 as float32, as torch and dask do: to 1e-5; kneighbors' indices exactly)."""
+    X = np.random.default_rng(2).normal(loc=0.5, size=(60, 8)).astype(np.float16)  # (a shared direction: a rogue share)
+    X[:20] = _subnormal_float16(seed=3, shape=(20, 8))
+    function = _EVERY_METRIC[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (isoscore_star without a shrinkage sample)
+        expected, got = _flat(function(X)), _flat(function(_as_backend(X, backend)))
+    assert np.isfinite(expected).all()
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+
 def _counted_blocks(n_blocks, rows, alive):
     """A dask array of ``n_blocks`` row blocks made by tasks, ``alive = [live now, most live at once]``."""
     import weakref

@@ -205,3 +205,65 @@ def test_a_large_offset_in_one_chunk_and_in_float32(monkeypatch, dtype, offset):
     tensor = float(iso.effective_rank(torch.tensor(X, dtype=torch.float64), center=True))
     for backend, got in {"numpy": one, "numpy chunked": chunked, "dask": lazy, "torch": tensor}.items():
         assert got == pytest.approx(expected, rel=1e-12), backend
+
+
+# 4. Memory of the torch centring -----------------------------------------------------------------------------------
+
+
+def _most_copies_alive(function, X):
+    """The most tensors of ``X``'s shape made by ``function(X)`` that were alive at once (by storage), and its value.
+
+    Every op's outputs are watched through a TorchDispatchMode (weak references: a tensor freed is no longer counted).
+    Left out: views of ``X`` itself (its storage), and the SVD's factors and their aliases (LAPACK's, saved for the
+    backward, or computed under the mode even without a gradient): not copies of ``X`` made by the package."""
+    import weakref
+
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    def storage(t):
+        return t.untyped_storage().data_ptr()
+
+    class Watch(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.most, self.made, self.left_out = 0, [], {storage(X)}
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            for t in out if isinstance(out, (tuple, list)) else (out,):
+                if isinstance(t, torch.Tensor) and t.is_floating_point() and tuple(t.shape) == tuple(X.shape):
+                    if "svd" in str(func):
+                        self.left_out.add(storage(t))
+                    self.made.append(weakref.ref(t))
+            alive = {storage(ref()) for ref in self.made if ref() is not None} - self.left_out
+            self.most = max(self.most, len(alive))
+            return out
+
+    with Watch() as watch:
+        value = function(X)
+    return watch.most, value
+
+
+@pytest.mark.parametrize("requires_grad", [False, True])
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("name", RANKS)
+def test_torch_centring_holds_one_centred_copy_and_keeps_its_values(name, dtype, requires_grad):
+    """center=True on torch held two centred copies of X at once (Z - Z.mean(0) beside Z); now Z is centred in place:
+    one copy (float16 is computed on its float32 copy: two). The values are unchanged (bit for bit, checked when the
+    change was made) and those of numpy's float64 SVD of the fsum-centred rows; the gradient flows (see the gradcheck
+    below)."""
+    rows = np.random.default_rng(0).normal(size=(400, 30)) * 3 + 5
+    X = torch.tensor(rows).to(getattr(torch, dtype)).requires_grad_(requires_grad)
+    most, value = _most_copies_alive(lambda Z: RANKS[name](Z, center=True), X)
+    assert most == (2 if dtype == "float16" else 1)
+    expected = _reference(X.detach().double().numpy(), center=True, epsilon=1e-7 if name == "rankme" else 0.0)
+    assert _value(value) == pytest.approx(expected, rel=1e-12 if dtype == "float64" else 1e-5)
+    if requires_grad:
+        value.backward()
+        assert X.grad.shape == X.shape and bool(torch.isfinite(X.grad).all())
+
+
+@pytest.mark.parametrize("name", RANKS)
+def test_torch_centred_rank_gradient_is_the_numerical_one(name):
+    X = torch.tensor(np.random.default_rng(1).normal(size=(7, 4)), requires_grad=True)
+    assert torch.autograd.gradcheck(lambda Z: RANKS[name](Z, center=True), (X,))

@@ -572,3 +572,48 @@ def test_the_hf_callback_does_not_measure_the_best_checkpoint_as_the_trained_wei
     assert calls == []
     callback.on_train_end(SimpleNamespace(load_best_model_at_end=False), state, control, model=object())
     assert len(calls) == 1
+
+
+# each torchmetrics wrapper and the function it wraps (whose numpy refusal it gives, in its own name)
+_WRAPPED = {"IsoScore": "isoscore", "IsoScoreStar": "isoscore_star", "ParticipationRatio": "participation_ratio",
+            "EffectiveRank": "effective_rank", "RankMe": "rankme", "TwoNNDimension": "twonn_dimension",
+            "MeanCosine": "cosine_similarity_mean", "RogueDimensionShare": "rogue_dimension_share"}
+
+
+def test_every_torchmetrics_wrapper_is_checked_below():
+    from isotropy.training import metrics
+
+    assert set(_WRAPPED) == set(metrics.__all__) - {"metric_from_name"}
+
+
+@pytest.mark.parametrize("as_tensor", [True, False])
+@pytest.mark.parametrize("name", list(_WRAPPED))
+def test_a_float16_batch_subnormal_in_float16_is_refused_as_the_function_refuses_it(name, as_tensor):
+    """The wrappers read a float16 batch as float32 (where these values are normal numbers) and measured it where the
+    functions refuse the same numpy array. Now refused in the function's words (the metrics of rows' directions,
+    which judge each row, measure it as the function does)."""
+    import warnings
+
+    import torch
+
+    import isotropy
+    from isotropy.training import metrics
+
+    rng = np.random.default_rng(0)
+    # values from 1e-6 to 5e-5, four in five positive: all subnormal float16 numbers (the smallest normal is 6.1e-5)
+    X = (rng.uniform(1e-6, 5e-5, (60, 8)) * rng.choice([-1.0, 1.0], (60, 8), p=[0.2, 0.8])).astype(np.float16)
+    function = getattr(isotropy, _WRAPPED[name])
+    metric = getattr(metrics, name)()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (IsoScore* without a shrinkage sample)
+        try:
+            expected = function(X)
+        except IsotropyValueError as error:
+            assert "Got only subnormal float16 numbers" in str(error)
+            with pytest.raises(IsotropyValueError) as info:
+                metric.update(torch.from_numpy(X) if as_tensor else X)
+            assert str(info.value) == str(error).replace(f"parameter of {_WRAPPED[name]} ", f"parameter of {name}.update ")
+            return
+        assert name in {"MeanCosine", "RogueDimensionShare"}
+        metric.update(torch.from_numpy(X) if as_tensor else X)
+        assert float(metric.compute()) == pytest.approx(expected, rel=1e-12)

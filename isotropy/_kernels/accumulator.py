@@ -24,7 +24,7 @@ from isotropy._kernels.isoscore import (
 )
 from isotropy._utils.backend import is_torch
 from isotropy._utils.magnitude import rescaled, rows_at_unit_scale
-from isotropy._utils.validation import IsotropyValueError, check_scalar, check_X
+from isotropy._utils.validation import IsotropyValueError, check_scalar, check_X, refuse_subnormal_as_given
 
 
 def _host_array(X):
@@ -307,6 +307,8 @@ class CovarianceAccumulator:
                 and getattr(X_chunk, "ndim", None) == 2:
             return self._update_dask(X_chunk, caller)
         X = check_X(X_chunk, caller=caller, name="X_chunk", min_samples=0)
+        # float16 tensors judged in float16, as numpy arrays are (by rescaled, below)
+        refuse_subnormal_as_given(X_chunk, X, caller=caller, name="X_chunk")
         if self.n_features_ is not None and X.shape[1] != self.n_features_:
             raise IsotropyValueError(f"The 'X_chunk' parameter of {caller} must have {self.n_features_} features "
                                      f"(columns), like the previous chunks. Got {X.shape[1]} instead.")
@@ -342,7 +344,7 @@ class CovarianceAccumulator:
                                      f"(columns), like the previous chunks. Got {X_chunk.shape[1]} instead.")
         X = X_chunk.rechunk({1: -1}) if len(X_chunk.chunks[1]) > 1 else X_chunk
         blocks = X.to_delayed().ravel()
-        part, start = CovarianceAccumulator(), 0
+        part, start, top = CovarianceAccumulator(), 0, 0.0
         for first in range(0, len(blocks), _DASK_CHUNKS_AT_ONCE):
             for block in dask.compute(*blocks[first:first + _DASK_CHUNKS_AT_ONCE]):
                 block = np.asarray(block)
@@ -351,9 +353,15 @@ class CovarianceAccumulator:
                     if found is not None:
                         raise IsotropyValueError(f"The 'X_chunk' parameter of {caller} must contain only finite "
                                                  f"values. Got {found.at(start + found.row)} instead.")
+                if block.shape[0] and block.dtype.kind == "f" and block.dtype.itemsize < 4:
+                    # half precision read as float32 (as update reads the computed array) and judged whole, below: a
+                    # chunk of subnormal float16 numbers beside normal ones was refused, the whole array measured
+                    top = max(top, float(np.abs(block).max()))
+                    block = block.astype(np.float32)
                 if block.shape[0]:
                     part.update(block)
                 start += block.shape[0]
+        refuse_subnormal_as_given(X.dtype, np.empty(0, dtype=np.float32), caller=caller, name="X_chunk", top=top)
         if part.n_samples_ == 0:  # no rows: their width alone, as for an empty numpy chunk
             self.n_features_ = X.shape[1]
             return self

@@ -183,19 +183,52 @@ def half_as_float32(X, top: float, *, caller: str, name: str = "X"):
 
 
 def refuse_subnormal_as_given(given, X, *, caller: str, name: str = "X", top: float | None = None) -> None:
-    """Refuse, as :func:`isotropy._utils.magnitude.refuse_subnormal`, a tensor ``given`` that :func:`check_X` read in a
-    wider float dtype (``X``: the float32 copy of a float16 tensor) whose largest ``|x|`` (``top``, when known) is
-    subnormal in the dtype it came in (a numpy one: :func:`half_as_float32`); the same values as a tensor were
-    computed in float32 without a word where numpy refused them.
+    """Refuse, as :func:`isotropy._utils.magnitude.refuse_subnormal`, data ``given`` in a narrower float dtype than
+    the ``X`` they are computed as (a float16 tensor, numpy or dask array read as float32) whose largest ``|x|``
+    (``top``; read from ``X`` when not given, which a dask ``X`` must give) is subnormal in the dtype they came in.
+
+    The one place the other backends judge float16 data as numpy does (:func:`half_as_float32`); computed in float32
+    without a word, the same values were measured on torch and dask where numpy refused them. ``given``: the data as
+    they came in, or their dtype (numpy's or torch's); anything else (a list, an integer dtype) is not judged.
     """
-    if not (is_torch(given) and given.is_floating_point() and given.dtype != X.dtype):
+    narrow = _narrower_float(getattr(given, "dtype", given), X.dtype)
+    if narrow is None:
         return
     from isotropy._utils.magnitude import extremes, refuse_subnormal
 
     if top is None:
         low, high = extremes(X)
         top = max(abs(low), abs(high))
-    refuse_subnormal(given, top, caller=caller, name=name)
+    refuse_subnormal(narrow, top, caller=caller, name=name)
+
+
+def _narrower_float(given, dtype):
+    """An empty array (or tensor) of the float dtype ``given`` when it is narrower than ``dtype`` (numpy's or torch's);
+    None otherwise."""
+    if given is None:
+        return None
+    if type(given).__module__ == "torch":  # a torch.dtype
+        import torch
+
+        if not given.is_floating_point or torch.finfo(given).bits >= _bits(dtype):
+            return None
+        return torch.empty(0, dtype=given)
+    try:
+        given = np.dtype(given)
+    except TypeError:
+        return None
+    if given.kind != "f" or given.itemsize * 8 >= _bits(dtype):
+        return None
+    return np.empty(0, dtype=given)
+
+
+def _bits(dtype) -> int:
+    """The width of a numpy or torch float dtype, in bits."""
+    if type(dtype).__module__ == "torch":
+        import torch
+
+        return torch.finfo(dtype).bits if dtype.is_floating_point else 64
+    return np.dtype(dtype).itemsize * 8
 
 
 def check_real(value, *, caller: str, name: str, what: str = "matrix"):

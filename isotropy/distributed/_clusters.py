@@ -28,6 +28,7 @@ from isotropy.distributed._graph import (
     check_dask_X,
     check_tile_rows,
     compute,
+    exponent_as_given,
     finite_blocks,
     host_labels,
     like_rows,
@@ -294,8 +295,10 @@ def _silhouette_graph(X, ids, metric, chunk_size, caller):
 
     check_option(metric, "metric", _METRICS, caller=caller)
     n_clusters = _check_n_clusters(ids, X.shape[0], caller)
+    given = X.dtype
     X = check_dask_X(X, caller=caller, rows=check_tile_rows(chunk_size, caller, X.shape[-1]))
     blocks, exponent = unit_blocks(X, caller)
+    exponent = exponent_as_given(exponent, blocks, given, X.dtype, caller)  # float16 judged in float16, as in memory
     starts = row_starts(X)
     mean = _centre(X, blocks, metric, exponent)
     prep = delayed(_silhouette_block, pure=True, nout=4)
@@ -454,9 +457,11 @@ def _cluster_statistics(X, labels, caller):
 
     from isotropy._kernels.silhouette import _check_n_clusters
     from isotropy._utils.magnitude import times_power_of_two, unit_exponent
+    from isotropy._utils.validation import refuse_subnormal_as_given
 
     ids = host_labels(labels, X, caller)
     n_clusters = _check_n_clusters(ids, X.shape[0], caller)
+    given = X.dtype
     X = check_dask_X(X, caller=caller)
     first = np.unique(ids, return_index=True)[1]  # each cluster's first row, clusters 0..k-1
     order = np.argsort(first)
@@ -468,6 +473,7 @@ def _cluster_statistics(X, labels, caller):
     terms = [delayed(_centroid_terms, pure=True)(b, ids[s:e], n_clusters, reps)
              for b, s, e in zip(blocks, starts, starts[1:])]
     ((counts, sums, f, top),) = compute(tree_reduce(terms, _merge_scaled, name="isotropy-merge-centroids"))
+    refuse_subnormal_as_given(given, X, caller=caller, top=top)  # float16 judged in float16, as in memory
     exponent = unit_exponent(top, X.dtype, caller=caller)  # the in-memory functions' (raises as they do)
     shift = (np.ldexp(sums, f - exponent) if f is not None else sums) / counts[:, None]  # μ_c − r_c, at unit scale
     reps = times_power_of_two(reps, -exponent)
@@ -559,8 +565,10 @@ def dunn_index(X, labels, *, metric="euclidean", chunk_size=None):
     check_option(metric, "metric", _METRICS, caller=caller)
     ids = host_labels(labels, X, caller)
     _check_n_clusters(ids, X.shape[0], caller)
+    given = X.dtype
     X = check_dask_X(X, caller=caller, rows=check_tile_rows(chunk_size, caller, X.shape[-1]))
     blocks, exponent = unit_blocks(X, caller)
+    exponent = exponent_as_given(exponent, blocks, given, X.dtype, caller)  # float16 judged in float16, as in memory
     starts = row_starts(X)
     mean = _centre(X, blocks, metric, exponent)
     preps = [delayed(_dunn_block, pure=True)(b, metric, mean, exponent) for b in blocks]

@@ -18,6 +18,7 @@ from isotropy.distributed._graph import (
     check_dask_X,
     compute,
     finite_blocks,
+    largest_as_given,
     nonfinite_in,
     refuse_nonfinite,
     row_starts,
@@ -74,15 +75,19 @@ def _merge_accumulators(a, b):
     return CovarianceAccumulator().merge(a).merge(b)
 
 
-def _accepted(acc, dtype, caller):
+def _accepted(acc, dtype, caller, given=None, top=None):
     """The merged accumulator; or the in-memory message for what a chunk refused (the first NaN/inf in row order;
-    data whose largest |x| is subnormal)."""
+    data whose largest |x| is subnormal: ``top``, when ``X`` came in a narrower dtype ``given`` than ``dtype``, judged
+    in it, as in memory)."""
     from isotropy._utils.magnitude import refuse_subnormal
-    from isotropy._utils.validation import IsotropyValueError
+    from isotropy._utils.validation import IsotropyValueError, refuse_subnormal_as_given
 
+    if isinstance(acc, _Refused):
+        refuse_nonfinite(acc.nonfinite, caller)
+    if top is not None:
+        refuse_subnormal_as_given(given, np.empty(0, dtype=dtype), caller=caller, top=top)
     if not isinstance(acc, _Refused):
         return acc
-    refuse_nonfinite(acc.nonfinite, caller)
     if not acc.normal:
         refuse_subnormal(np.empty(0, dtype=dtype), acc.subnormal, caller=caller)
     raise IsotropyValueError(f"The 'X' parameter of {caller} must have a normal number in every row chunk of a dask "
@@ -91,18 +96,24 @@ def _accepted(acc, dtype, caller):
 
 
 def _accumulator_graph(X, caller, min_features=1):
+    """``(merged accumulator, max|x| or None, X's checked dtype, its dtype as given)``, the first two delayed (the
+    largest ``|x|`` only for data that came in a narrower float dtype: :func:`largest_as_given`)."""
+    given = X.dtype
     X = check_dask_X(X, caller=caller, min_features=min_features)
     from dask import delayed
 
     chunk = delayed(_chunk_accumulator, pure=True, name="isotropy-chunk-statistics")
-    partials = [chunk(block, start) for block, start in zip(X.to_delayed().ravel(), row_starts(X))]
-    return tree_reduce(partials, _merge_accumulators, name="isotropy-merge-statistics"), X.dtype
+    blocks = X.to_delayed().ravel()
+    partials = [chunk(block, start) for block, start in zip(blocks, row_starts(X))]
+    merged = tree_reduce(partials, _merge_accumulators, name="isotropy-merge-statistics")
+    return merged, largest_as_given(blocks, given, X.dtype), X.dtype, given
 
 
 def _accumulate(X, caller, min_features=1):
-    graph, dtype = _accumulator_graph(X, caller, min_features)
-    (acc,) = compute(graph)
-    return _accepted(acc, dtype, caller)
+    graph, top, dtype, given = _accumulator_graph(X, caller, min_features)
+    # (no None handed to compute: a client's progress feed waited for it as for a future, for ever)
+    acc, top = compute(graph, top) if top is not None else (*compute(graph), None)
+    return _accepted(acc, dtype, caller, given, top)
 
 
 def covariance_accumulator(X):
@@ -257,13 +268,16 @@ def partition_isotropy(X):
     from dask import delayed
 
     from isotropy._utils.magnitude import refuse_partition_all_zero, refuse_partition_overflow, rescaled
+    from isotropy._utils.validation import refuse_subnormal_as_given
 
     caller = "partition_isotropy"
+    given = X.dtype
     X = check_dask_X(X, caller=caller, min_samples=2)  # one row, or all zero: refused as in memory
     blocks = finite_blocks(X, caller)
     gram = tree_reduce([delayed(_gram, pure=True)(b) for b in blocks], _add_gram, name="isotropy-merge-gram")
     ((exponent, G, top),) = compute(gram)
     refuse_partition_all_zero(top, X.shape[0])
+    refuse_subnormal_as_given(given, X, caller=caller, top=top)  # float16 judged in float16, as in memory
     dtype = X.dtype if X.dtype in (np.float32, np.float64) else np.float64  # check_X's: ints are read as float64
     rescaled(np.array([top], dtype=dtype), top, caller=caller)  # only subnormal numbers of that dtype: refused as in memory
     exponent = exponent or 0

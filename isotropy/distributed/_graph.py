@@ -395,13 +395,30 @@ def exponent_as_given(exponent, blocks, given, dtype, caller):
     in a narrower float dtype ``given`` (float16, read as float32: :func:`check_dask_shape`), data whose largest ``|x|``
     is subnormal in that dtype, as the in-memory functions refuse them (float16 data of 1e-6 gave a TwoNN of 5.64 on
     dask, an error in memory); ``e`` itself otherwise. The blocks' maxima are read again only in that case."""
-    given = None if given is None else np.dtype(given)
-    if given is None or given.kind != "f" or given.itemsize >= np.dtype(dtype).itemsize:
+    top = largest_as_given(blocks, given, dtype)
+    if top is None:
         return exponent
     from dask import delayed
 
-    tops = [delayed(_largest_magnitude, pure=True)(block) for block in blocks]
-    return delayed(_refuse_subnormal_as_given, pure=True)(exponent, given.str, caller, *tops)
+    return delayed(_refuse_subnormal_as_given, pure=True)(exponent, np.dtype(given).str, np.dtype(dtype).str, caller,
+                                                          top)
+
+
+def largest_as_given(blocks, given, dtype):
+    """A delayed ``max|x|`` of the checked ``blocks`` (of ``dtype``) when ``X`` came in a narrower float dtype ``given``
+    (float16, read as float32), for :func:`isotropy._utils.validation.refuse_subnormal_as_given`; None otherwise (no
+    task: the blocks are read for it only in that case, in the graph that reads them anyway)."""
+    from isotropy._utils.validation import _narrower_float
+
+    if _narrower_float(given, dtype) is None:
+        return None
+    from dask import delayed
+
+    return delayed(_largest, pure=True)(*[delayed(_largest_magnitude, pure=True)(block) for block in blocks])
+
+
+def _largest(*tops) -> float:
+    return max(tops, default=0.0)
 
 
 def _largest_magnitude(block) -> float:
@@ -409,10 +426,10 @@ def _largest_magnitude(block) -> float:
     return float(max(-B.min(), B.max())) if B.size else 0.0
 
 
-def _refuse_subnormal_as_given(exponent, given, caller, *tops):
-    from isotropy._utils.magnitude import refuse_subnormal
+def _refuse_subnormal_as_given(exponent, given, dtype, caller, top):
+    from isotropy._utils.validation import refuse_subnormal_as_given
 
-    refuse_subnormal(np.empty(0, dtype=given), max(tops, default=0.0), caller=caller)
+    refuse_subnormal_as_given(np.dtype(given), np.empty(0, dtype=dtype), caller=caller, top=top)
     return exponent
 
 
@@ -466,11 +483,20 @@ def sample_rows(X, ids, sample_size, random_state, caller):
     # taken, and one drawn was named by its place in the sample (a user trial)
     from dask import delayed
 
+    from isotropy._utils.validation import refuse_subnormal_as_given
+
+    given = X.dtype
     X = check_dask_shape(X, caller=caller, min_samples=3)
     starts = np.cumsum((0, *X.chunks[0]))
-    refuse_nonfinite([f for f in compute(*[delayed(nonfinite_in, pure=True)(block, int(start)) for block, start in
-                                            zip(X.rechunk({1: -1}).to_delayed().ravel(), starts)]) if f is not None],
-                     caller)
+    blocks = X.rechunk({1: -1}).to_delayed().ravel()
+    found = [delayed(nonfinite_in, pure=True)(block, int(start)) for block, start in zip(blocks, starts)]
+    # float16 judged in float16 on the whole array too, as in memory (the sample drawn is float32); no None handed to
+    # compute (a client's progress feed waited for it as for a future)
+    top = largest_as_given(blocks, given, X.dtype)
+    *found, top = compute(*found, top) if top is not None else (*compute(*found), None)
+    refuse_nonfinite([f for f in found if f is not None], caller)
+    if top is not None:
+        refuse_subnormal_as_given(given, X, caller=caller, top=top)
     X = X[indices]
     if ids is None:
         return X, None

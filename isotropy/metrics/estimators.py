@@ -16,7 +16,13 @@ from sklearn.base import BaseEstimator
 
 from isotropy._kernels.dimension import _AVERAGING, DEFAULT_MLE_NEIGHBOURS, _local_mle, _pool
 from isotropy._kernels.neighbors import _METRICS
-from isotropy._utils.validation import IsotropyValueError, check_option, check_scalar, check_X
+from isotropy._utils.validation import (
+    IsotropyValueError,
+    check_option,
+    check_scalar,
+    check_X,
+    refuse_subnormal_as_given,
+)
 from isotropy.metrics.dimension import _neighbour_distances, _rescaling, distinct_points, twonn_dimension
 
 __all__ = ["MLE", "TwoNN"]
@@ -28,8 +34,13 @@ class _DimensionEstimator(BaseEstimator):
     def _validate(self, X):
         from isotropy._utils.sklearn_input import validated_input
 
-        return validated_input(self, X, caller=f"{type(self).__name__}.fit", reset=True,
-                               dtype=[np.float64, np.float32], ensure_min_samples=3)
+        caller = f"{type(self).__name__}.fit"
+        checked = validated_input(self, X, caller=caller, reset=True, dtype=[np.float64, np.float32],
+                                  ensure_min_samples=3)
+        # float16 read as float32: judged in float16, as the functions judge it (twonn_dimension refused such data
+        # whose largest |x| is subnormal, TwoNN.fit measured them)
+        refuse_subnormal_as_given(X, checked, caller=caller)
+        return checked
 
 
 class TwoNN(_DimensionEstimator):

@@ -27,7 +27,13 @@ from isotropy._kernels.isoscore import (
 )
 from isotropy._utils.backend import is_dask, is_torch, to_output, without_autocast
 from isotropy._utils.magnitude import rescaled
-from isotropy._utils.validation import IsotropyValueError, check_scalar, check_tensor_data, check_X
+from isotropy._utils.validation import (
+    IsotropyValueError,
+    check_scalar,
+    check_tensor_data,
+    check_X,
+    refuse_subnormal_as_given,
+)
 
 __all__ = ["isoscore", "isoscore_from_covariance", "isoscore_star"]
 
@@ -173,7 +179,9 @@ def isoscore_star(X, *, shrinkage_cov=None, zeta=0.2):
 def _isoscore_star(X, *, shrinkage_cov, zeta, caller, name="X"):
     """:func:`isoscore_star` with the public caller's name, and its name for ``X``, in its error messages."""
     zeta = float(check_scalar(zeta, "zeta", caller=caller, low=0.0, high=1.0))
+    given = X
     X = check_X(X, caller=caller, name=name, min_features=2)
+    refuse_subnormal_as_given(given, X, caller=caller, name=name)  # float16 tensors judged in float16, as numpy's
     X, exponent_c = rescaled(X, caller=caller, name=name)  # Σ_X = 4^e·Σ_X̂: weighted below, never formed
     n, d = X.shape
     st = _scatter_stats(X)

@@ -16,7 +16,7 @@ import numpy as np
 from isotropy._utils.backend import is_dask, is_torch
 from isotropy._utils.errors import IsotropyValueError
 from isotropy._utils.magnitude import extremes, refuse_subnormal
-from isotropy._utils.validation import _describe, _finite, check_scalar, check_X
+from isotropy._utils.validation import _describe, _finite, check_scalar, check_X, refuse_subnormal_as_given
 
 __all__ = ["token_norms"]
 
@@ -151,6 +151,7 @@ def token_norms(X, tokens, *, special=None, top: int = 5) -> dict:
     >>> result["top"], result["special"]
     ([['.', 10.0], ['cat', 1.0]], [['<bos>', 30.0]])
     """
+    given = X  # float16 tensors and dask arrays are read as float32: judged in float16 below, as numpy arrays are
     if is_dask(X):  # the rows' norms computed chunk by chunk on the dask scheduler; one float per row comes back
         from isotropy.distributed._graph import check_dask_X
         from isotropy.distributed._rows import row_norms
@@ -163,6 +164,7 @@ def token_norms(X, tokens, *, special=None, top: int = 5) -> dict:
         # (1.868547 for the 1.868601 of the same data at a normal scale)
         low, high = extremes(X)
         scale = max(abs(low), abs(high))  # max|x|, exact in float64 whatever X's float dtype
+        refuse_subnormal_as_given(given, X, caller=_CALLER, top=scale)
         refuse_subnormal(X, scale, caller=_CALLER)
         if is_torch(X):
             X = X.detach().cpu().numpy()
@@ -172,6 +174,7 @@ def token_norms(X, tokens, *, special=None, top: int = 5) -> dict:
     check_scalar(top, "top", caller=_CALLER, kind=numbers.Integral, low=1)
     if is_dask(X):
         unit_norms, scale = row_norms(X, caller=_CALLER)
+        refuse_subnormal_as_given(given, X, caller=_CALLER, top=scale)
         refuse_subnormal(X, scale, caller=_CALLER)  # scale is max|x|, as in memory (the same words)
     else:
         unit = X / scale if scale > 0 else X  # |x| <= 1: no square overflows, whatever the scale of X

@@ -9,7 +9,7 @@ import numpy as np
 from isotropy._utils.backend import is_dask, is_torch, to_output, without_autocast
 from isotropy._utils.magnitude import extremes, refuse_partition_all_zero, rescaled
 from isotropy._utils.magnitude import refuse_partition_overflow as _refuse_overflow
-from isotropy._utils.validation import check_X
+from isotropy._utils.validation import check_X, refuse_subnormal_as_given
 
 __all__ = ["partition_isotropy"]
 
@@ -292,10 +292,13 @@ def partition_isotropy(X):
     # at least 2 rows, and not all zero: one vector has no spread to measure (its value exp(-2|x|) only restates
     # its norm), and all-zero rows give Z = n for every c, I = 1, "isotropic" for rows without a direction; both
     # refused as the other metrics refuse them (docstring, Notes). Identical non-zero rows keep their value.
+    given = X
     X = check_X(X, caller="partition_isotropy", min_samples=2)
     n, d = X.shape
     low, high = extremes(X)
     refuse_partition_all_zero(max(abs(low), abs(high)), n)
+    # float16 tensors judged in float16, as numpy arrays are (by rescaled, below)
+    refuse_subnormal_as_given(given, X, caller="partition_isotropy", top=max(abs(low), abs(high)))
     Xs, exponent = rescaled(X, caller="partition_isotropy")  # eigenvectors at unit scale: no overflow in XᵀX
     if is_torch(X):
         import torch

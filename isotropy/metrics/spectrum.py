@@ -48,7 +48,7 @@ def singular_values(X, *, center: bool = False):
     """
     caller = "singular_values"
     check_bool(center, "center", caller=caller)
-    return _singular_values(_validated(X, caller), center=center, caller=caller)
+    return _singular_values(_validated(X, caller), center=center, caller=caller, given=getattr(X, "dtype", None))
 
 
 def _validated(X, caller: str):
@@ -61,14 +61,16 @@ def _validated(X, caller: str):
     return check_dask_shape(X, caller=caller, allow_unknown_rows=True)
 
 
-def dask_scale(X, *, caller: str, name: str = "X") -> float:
+def dask_scale(X, *, caller: str, name: str = "X", given=None) -> float:
     """``max|x|`` of a dask array checked by :func:`~isotropy.distributed._graph.check_dask_shape`, its values checked as :func:`check_X` checks
     them in memory: a NaN or inf refused at its row and column (found by a second pass, only then), and data whose
-    largest ``|x|`` is subnormal refused (they have lost their significant digits; their SVD failed in LAPACK)."""
+    largest ``|x|`` is subnormal refused (they have lost their significant digits; their SVD failed in LAPACK), in
+    the dtype ``given`` they came in when it is narrower (float16, read as float32)."""
     import dask
     import dask.array as da
 
     from isotropy._utils.magnitude import refuse_subnormal
+    from isotropy._utils.validation import refuse_subnormal_as_given
 
     if math.isnan(X.shape[0]):  # rows not known (a masked array): counted, and refused as check_dask_shape refuses
         # block by block: dask's min/max of such an array failed on its empty blocks (a raw concatenate error)
@@ -87,7 +89,8 @@ def dask_scale(X, *, caller: str, name: str = "X") -> float:
         raise IsotropyValueError(f"The '{name}' parameter of {caller} must contain only finite values. Got "
                                  f"{'NaN or inf' if found is None else found.at(row)} instead.")
     top = max(-low, high)
-    refuse_subnormal(np.empty(0, dtype=X.dtype), top, caller=caller, name=name)  # (float16 came as float32)
+    refuse_subnormal_as_given(given, X, caller=caller, name=name, top=top)  # float16 judged in float16, as in memory
+    refuse_subnormal(np.empty(0, dtype=X.dtype), top, caller=caller, name=name)
     return top
 
 
@@ -128,12 +131,13 @@ def _first_nonfinite_block(X):
     return None, None
 
 
-def _singular_values(X, *, center: bool, caller: str):
-    """Singular values of an already validated ``X`` (see :func:`singular_values`)."""
+def _singular_values(X, *, center: bool, caller: str, given=None):
+    """Singular values of an already validated ``X`` (see :func:`singular_values`); ``given``: the dtype a dask ``X``
+    came in (:func:`dask_scale`)."""
     if is_dask(X):
         import dask.array as da
 
-        scale = dask_scale(X, caller=caller)
+        scale = dask_scale(X, caller=caller, given=given)
         X = X.astype(np.float64)
         if scale == 0:
             return np.zeros(min(dask_rows(X), X.shape[1]))
@@ -156,7 +160,9 @@ def _singular_values(X, *, center: bool, caller: str):
         if not center:
             return torch.linalg.svdvals(X)
         Z = X - first_chunk_shift(X.detach())  # (a constant: the gradient is that of X less its mean)
-        Z = Z - Z.mean(dim=0, keepdim=True)  # (the first Z freed: one centred copy held, as before)
+        # in place: one centred copy held (Z - mean held two at once); Z is this function's own tensor, and no
+        # backward saves it before (the gradient of a subtraction or a mean needs no input), so autograd is unharmed
+        Z.sub_(Z.mean(dim=0, keepdim=True))
         return torch.linalg.svdvals(Z)
     return _numpy_singular_values(X, center=center)
 
@@ -337,8 +343,9 @@ def rankme(X, *, epsilon: float = 1e-7, center: bool = False, normalize: bool = 
 def _rank(X, *, center, normalize, epsilon, caller):
     check_bool(center, "center", caller=caller)
     check_bool(normalize, "normalize", caller=caller)
+    given = getattr(X, "dtype", None)
     X = _validated(X, caller)
-    s = _singular_values(X, center=center, caller=caller)
+    s = _singular_values(X, center=center, caller=caller, given=given)
     n_rows = X.shape[0]
     if math.isnan(n_rows):  # a dask array of unknown row count (a filtered one): the values say whether n < d
         n_rows = int(s.shape[0]) if int(s.shape[0]) < int(X.shape[1]) else int(X.shape[1]) + 1

@@ -46,6 +46,7 @@ from isotropy._utils.validation import (
     check_real,
     check_scalar,
     check_X,
+    refuse_subnormal_as_given,
 )
 
 __all__ = ["EffectiveRank", "IsoScore", "IsoScoreStar", "MeanCosine", "ParticipationRatio", "RankMe",
@@ -68,7 +69,10 @@ def _as_rows(X, metric):
         fixed = metric.n_features or (metric._width() if metric._has_data() else 0)
         _check_width(caller, fixed, X.shape[1])
         return None
+    given = X
     X = check_X(X, caller=caller, min_samples=1)
+    if getattr(metric, "_moments", True):  # float16 read as float32: judged in float16, as the functions judge a batch
+        refuse_subnormal_as_given(given, X, caller=caller)  # (the cosine metrics judge rows, and measure them alike)
     device = X.device if X.device.type != "mps" else torch.device("cpu")
     if metric.device != device and not metric._has_data():
         metric.to(device)  # a fresh metric follows its input
