@@ -429,3 +429,18 @@ def test_istar_on_identical_states_with_a_shrinkage_cov_is_minus_lambda_isoscore
     assert float(penalty.detach()) == pytest.approx(2.0 * expected, rel=1e-12)  # −λ·IsoScore* with λ = −2
     penalty.backward()
     assert torch.equal(leaf.grad, torch.zeros_like(leaf))
+
+
+def test_istar_penalty_of_an_ordinary_batch_compares_no_rows(monkeypatch):
+    """The identical-states case is told only once IsoScore* has refused the batch: an ordinary batch is not
+    compared row by row on every training step (an O(n·d) pass and, on a GPU, a device sync)."""
+    from isotropy.training import regularisers
+
+    calls = []
+    monkeypatch.setattr(regularisers, "all_rows_equal", lambda X: calls.append(X) or False)
+    with pytest.warns(UserWarning, match="Σ_S = I"):
+        reg = HiddenStateRegulariser("istar", zeta=0.2, weight=1.0)
+    g = torch.Generator().manual_seed(0)
+    hidden = [torch.randn(2, 3, 4, generator=g, dtype=torch.float64) for _ in range(3)]
+    assert float(reg.penalty(hidden).detach()) < 0.0
+    assert calls == []

@@ -315,12 +315,17 @@ class HiddenStateRegulariser:
             value = torch.zeros((), dtype=H.dtype, device=H.device).requires_grad_(H.requires_grad)
             self.last_penalty = 0.0
             return value
-        if self.method == "istar" and (self.zeta == 0.0 or self.shrinkage_cov is None) and all_rows_equal(H.detach()):
-            return self._identical_states(H)
         if self.method == "istar":
             # warned once when made without a shrinkage sample (in its terms, shrinkage_sample=), not per step
-            value = self.weight * _istar(H, shrinkage_cov=self.shrinkage_cov, zeta=self.zeta, caller="istar_penalty",
-                                         warn=False)
+            try:
+                value = self.weight * _istar(H, shrinkage_cov=self.shrinkage_cov, zeta=self.zeta,
+                                             caller="istar_penalty", warn=False)
+            except IsotropyValueError:
+                # identical states where IsoScore* is undefined: compared only once _istar has refused the batch, so
+                # that an ordinary batch costs no comparison of its rows (nor a device sync) on every step
+                if (self.zeta == 0.0 or self.shrinkage_cov is None) and all_rows_equal(H.detach()):
+                    return self._identical_states(H)
+                raise
         else:
             value = self.weight * cosine_penalty(H)
         self.last_penalty = float(value.detach())
