@@ -422,7 +422,10 @@ def test_cosine_dunn_of_tight_clusters_far_from_the_origin_recomputes_few_pairs(
     (np.array([[0, 1], [1, 1], [0, 2], [0, 1]]), "Got 2 at row 2, column 1 instead"),
     (np.array([[0, 1], [1, 0.5], [0, 0], [0, 1]]), "Got 0.5 at row 1, column 1 instead"),
     (np.array([[0, 1], [1, 1], [0, 0], [-1, 1]]), "Got -1 at row 3, column 0 instead"),
-    (np.array([["0", "1"], ["1", "1"], ["0", "0"], ["0", "1"]]), r"Got entries of dtype <U1 \(not numbers"),
+    (np.array([["0", "1"], ["1", "1"], ["0", "0"], ["0", "1"]]), r"<U1 \(not numbers: '0' at row 0, column 0\)"),
+    # an object matrix names its first entry that is not 0 or 1 (it said "not numbers: 1 at row 0, column 0")
+    (np.array([[0, 1], [1, 1], [0, "a"], [0, 1]], dtype=object), r"\(not numbers: 'a' at row 2, column 1\)"),
+    (np.array([[0, 1], [1, 1], [0, 0], [0, 1]], dtype=object), r"\(0s and 1s held as Python objects: convert"),
 ])
 def test_label_matrix_refusal_names_the_value_and_where_it_is(labels, got):
     # the refusal said "Got other values instead", naming neither the value nor its place

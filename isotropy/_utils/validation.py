@@ -532,12 +532,20 @@ def check_labels(labels, *, n_samples: int, caller: str, name: str = "labels") -
     if labels.ndim == 2:
         if labels.dtype.kind not in "biuf" or not np.isin(labels, (0, 1)).all():
             # name the first offending entry and where it is, as the other label checks do
-            numeric = labels.dtype.kind in "biuf"
-            row, column = np.argwhere(~np.isin(labels, (0, 1)))[0] if numeric else (0, 0)
-            value = labels[row, column]
-            value = value.item() if hasattr(value, "item") else value
-            got = (f"{value!r} at row {row}, column {column}" if numeric else
-                   f"entries of dtype {labels.dtype} (not numbers: {value!r} at row 0, column 0)")
+            if labels.dtype.kind in "biuf":
+                row, column = np.argwhere(~np.isin(labels, (0, 1)))[0]
+                got = f"{labels[row, column].item()!r} at row {row}, column {column}"
+            else:  # strings, objects: the first entry that is not the number 0 or 1 (an object 1 is a number)
+                bad = next(((index, value) for index, value in np.ndenumerate(labels)
+                            if not (isinstance(value, numbers.Real) and value in (0, 1))), None)
+                if bad is None:
+                    got = (f"entries of dtype {labels.dtype} (0s and 1s held as Python objects: convert the matrix to "
+                           f"a numeric dtype, e.g. .astype(int))")
+                else:
+                    (row, column), value = bad
+                    value = value.item() if hasattr(value, "item") else value
+                    kind = "" if isinstance(value, numbers.Real) else "not numbers: "
+                    got = f"entries of dtype {labels.dtype} ({kind}{value!r} at row {row}, column {column})"
             raise IsotropyValueError(f"The '{name}' parameter of {caller} must contain only 0 and 1 when 2-d "
                                      f"(a multi-label indicator matrix). Got {got} instead.")
         _, ids = np.unique(labels.astype(np.int8), axis=0, return_inverse=True)
