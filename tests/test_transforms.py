@@ -686,3 +686,22 @@ def test_cluster_isotropy_fit_leaves_the_clusterers_centres_alone(clustering):
     np.testing.assert_allclose(ci.transform(X), Y, rtol=0, atol=1e-9)
     centres = ci.clusterer_.cluster_centers_ if clustering == "kmeans" else ci.clusterer_.means_
     assert not np.shares_memory(centres, ci.cluster_centers_)
+
+
+def test_transforms_far_from_the_origin_are_those_at_the_origin():
+    """Rows 1e11 to 2e11 from the origin (float64 keeps about five digits of their spread) are the same rows as at
+    the origin, moved: the fits must agree. With a one-pass mean the rank tests' floor grew with n times the mean's
+    size, and Whitening refused these rows as rank-deficient (GloVe rows as far away as "all the same point"), while
+    the mean's own error moved AllButTheTop's output by many ulps of the offset."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(5000, 50)) * np.linspace(0.1, 2.0, 50)
+    offset = 1e11 * (1 + rng.random(50))
+    Y = X + offset
+    near = Y - offset  # exact (Sterbenz): the same rows, at the origin
+    ulp = float(np.spacing(offset.max()))
+    for make, atol in ((lambda: Whitening(), 20 * ulp / 0.1),  # the smallest column's spread is 0.1
+                       (lambda: AllButTheTop(n_components=5), 2 * ulp),
+                       (lambda: ClusterIsotropy(n_clusters=3, n_components=5, random_state=0), 2 * ulp)):
+        far, at_origin = make().fit_transform(Y), make().fit_transform(near)
+        signs = np.sign((far * at_origin).sum(axis=0))  # Whitening's directions have no sign
+        np.testing.assert_allclose(far, at_origin * signs, rtol=0, atol=atol)

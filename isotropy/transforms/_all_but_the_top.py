@@ -10,7 +10,7 @@ import numpy as np
 from isotropy._utils.magnitude import extremes, safe_exponent_range
 from isotropy._utils.validation import IsotropyValueError, check_scalar
 from isotropy.transforms._base import SameFeaturesTransformer, like_input, to_numpy, warn_at_caller
-from isotropy.transforms._scatter import centred_rows, row_chunks
+from isotropy.transforms._scatter import MEAN_ROUNDING, centred_rows, column_mean, row_chunks
 
 __all__ = ["AllButTheTop", "all_but_the_top"]
 
@@ -63,17 +63,20 @@ def numerical_rank(s: np.ndarray, n_samples: int, n_features: int, mean: np.ndar
     """The number of singular values ``s`` (descending) of ``n_samples x n_features`` rows centred on ``mean`` (at
     the scale of ``s``) above round-off.
 
-    The tolerance is ``np.linalg.matrix_rank``'s, ``max(n, d) · eps`` times the norm of the rows before centring,
-    bounded by ``s_1 + √n·|mean|``: the SVD computes every singular value to about ``eps · s_1``, and centring
-    leaves a rounding of about ``eps · |x|`` in each row (rows of one repeated point are not centred to exact
-    zeros; relative to ``s_1`` alone, that rounding read as one direction of variance). A direction below it has
-    no variance the data determine, and which direction the SVD returns there is arbitrary.
+    The tolerance is ``max(n, d) · eps · s_1`` (``np.linalg.matrix_rank``'s for the centred rows: the SVD computes
+    every singular value to about ``eps · s_1``) plus ``MEAN_ROUNDING · eps · √n · |mean|``: rows centred on their
+    two-pass mean (:func:`~isotropy.transforms._scatter.column_mean`) keep about one rounding of it as an offset
+    common to every row, a singular value of up to ``√n · eps · |mean|`` (rows of one repeated point are centred to
+    that offset, not to exact zeros; relative to ``s_1`` alone, it read as one direction of variance). A direction
+    below the tolerance has no variance the data determine, and which direction the SVD returns there is arbitrary.
     """
     if not s.size or not s[0] > 0:
         return 0
     unit = max(float(s[0]), float(np.abs(mean).max()) if mean.size else 0.0)  # |mean|² overflowed from |x| ~ 1e154
-    reference = float(s[0]) / unit + np.sqrt(n_samples) * float(np.linalg.norm(mean / unit))
-    return int((s / unit > reference * max(n_samples, n_features) * np.finfo(float).eps).sum())
+    eps = np.finfo(float).eps
+    tolerance = (max(n_samples, n_features) * eps * float(s[0]) / unit
+                 + MEAN_ROUNDING * eps * np.sqrt(n_samples) * float(np.linalg.norm(mean / unit)))
+    return int((s / unit > tolerance).sum())
 
 
 def top_principal_directions(X: np.ndarray, mean: np.ndarray, n_components: int, *, rank: bool = False):
@@ -112,7 +115,7 @@ def top_principal_directions(X: np.ndarray, mean: np.ndarray, n_components: int,
 def fit_all_but_the_top(X: np.ndarray, *, n_components="auto", caller="all_but_the_top"):
     """Return ``(mean, components)`` of All-But-The-Top fitted on float64 numpy ``X``."""
     D = resolve_n_components(n_components, X.shape[0], X.shape[1], caller=caller)
-    mean = X.mean(axis=0)
+    mean = column_mean(X)  # two-pass: the rank test's floor is a few roundings of it (numerical_rank)
     components, rank = top_principal_directions(X, mean, D, rank=True)
     if D > rank:
         # Past the rank of the centred rows a "principal direction" has no variance: which one the SVD returns is

@@ -19,6 +19,7 @@ from isotropy._utils.validation import (
 from isotropy.transforms._all_but_the_top import numerical_rank, remove_directions, top_directions
 from isotropy.transforms._base import SameFeaturesTransformer, like_input, to_numpy, warn_at_caller
 from isotropy.transforms._cluster_centering import nearest_center
+from isotropy.transforms._scatter import column_mean
 
 __all__ = ["ClusterIsotropy", "cluster_isotropy"]
 
@@ -199,7 +200,7 @@ def fit_cluster_isotropy(X: np.ndarray, *, n_clusters=27, n_components=12, clust
         members = X[labels == j]
         if members.shape[0] == 0:  # an empty mixture component: keep the model's mean, remove nothing
             continue
-        centers[j] = members.mean(axis=0)
+        centers[j] = column_mean(members)  # two-pass: numerical_rank's floor is a few roundings of it
         D = min(n_components, members.shape[0] - 1)
         directions, singular = top_directions(members - centers[j], D, singular_values=True)
         # and at most the cluster's rank: past it a direction has no variance and the SVD returns an arbitrary one

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["centred_rows", "centred_scatter", "centred_transpose_product", "row_chunks"]
+__all__ = ["MEAN_ROUNDING", "centred_rows", "centred_scatter", "centred_transpose_product", "column_mean", "row_chunks"]
 
 _CHUNK_ELEMENTS = 1 << 18  # float64 entries of a chunk (2 MiB): a small fraction of the data, kept in cache
 _MIN_ROWS = 256  # but at least this many rows: each chunk's product also reads and writes the d x d sum
@@ -20,6 +20,31 @@ def row_chunks(n_rows: int, n_columns: int):
     """``(start, stop)`` of the row chunks of an ``n_rows x n_columns`` array: 2 MiB of float64, or 256 rows."""
     step = max(_MIN_ROWS, _CHUNK_ELEMENTS // max(n_columns, 1))
     return [(start, min(start + step, n_rows)) for start in range(0, n_rows, step)]
+
+
+#: How many roundings of the mean (``eps · |mean|`` each) the rows centred on :func:`column_mean` may keep as a common
+#: offset: the floor of the transformers' rank tests (``numerical_rank``, Whitening's tolerance), with a margin.
+MEAN_ROUNDING = 4
+
+
+def column_mean(X) -> np.ndarray:
+    """The float64 mean of the rows of ``X``, two-pass: the mean, plus the mean of the rows less it (in row chunks).
+
+    numpy adds the rows of ``X.mean(axis=0)`` one after the other, which leaves an error of up to about
+    ``n · eps · |x|``: one offset common to every row centred on it, which a rank test must then take for round-off
+    (its floor grew with ``n``, and GloVe rows 3e9 from the origin were refused as rank 44 of 50, 1e11 from it as
+    "all the same point"). The second pass leaves about one rounding of the mean, ``eps · |mean|`` (rows of one
+    repeated point less the first mean are exact, so their two-pass mean is the point itself), and the rank tests'
+    floor is :data:`MEAN_ROUNDING` such roundings. One more read of ``X``; memory one chunk.
+    """
+    n, d = X.shape
+    mean = X.mean(axis=0, dtype=np.float64)
+    if n == 0 or not np.isfinite(mean).all():
+        return mean
+    residual = np.zeros(d)
+    for start, stop in row_chunks(n, d):
+        residual += centred_rows(X, start, stop, mean, 0).sum(axis=0)
+    return mean + residual / n
 
 
 def centred_rows(X, start, stop, mean, exponent):

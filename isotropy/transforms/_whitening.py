@@ -11,7 +11,14 @@ from sklearn.utils.validation import check_is_fitted
 from isotropy._utils.magnitude import rescaled, times_power_of_two
 from isotropy._utils.validation import IsotropyValueError, check_scalar
 from isotropy.transforms._base import NewFeaturesTransformer, like_input, to_numpy
-from isotropy.transforms._scatter import centred_product, centred_scatter, centred_transpose_product, row_chunks
+from isotropy.transforms._scatter import (
+    MEAN_ROUNDING,
+    centred_product,
+    centred_scatter,
+    centred_transpose_product,
+    column_mean,
+    row_chunks,
+)
 
 __all__ = ["Whitening", "whiten"]
 
@@ -35,7 +42,7 @@ def fit_whitening(X: np.ndarray, *, n_components=None, eps=0.0, caller="whiten")
                                  f"covariance. Got n_samples={n} instead.")
     k = d if n_components is None else int(n_components)
     Xu, exponent = rescaled(X, caller=caller)
-    mean = Xu.mean(axis=0)
+    mean = column_mean(Xu)  # two-pass: the rank test's floor is a few roundings of it (_rank_tolerance)
     lam = vecs = None
     # eps > 0 regularises the directions of zero variance; all d of them kept (n_components=None) are whitened alike,
     # whatever basis eigh picks for them, but a part of them is an arbitrary choice (round-off: perturbing X by 1e-14
@@ -112,14 +119,16 @@ def _gram_route(Xu, mean, k):
 def _rank_tolerance(lam, n, d, mean) -> float:
     """The covariance eigenvalue below which a direction is round-off, for ``n x d`` rows centred on ``mean``.
 
-    ``max(n, d) · eps · λ_1``, and at least ``(max(n, d) · eps)² · |mean|²``: centring leaves a rounding of about
-    ``eps · |x|`` in each row, so rows of one repeated point have a covariance of that rounding, whose ``λ_1``
-    is not a scale to measure the others by (copies of one point were whitened as one direction: a rounding's
-    variance, scaled up by its inverse square root). The floor is the square of the one of
+    ``max(n, d) · eps · λ_1``, and at least ``(MEAN_ROUNDING · eps)² · |mean|²``: the rows are centred on their
+    two-pass mean (:func:`~isotropy.transforms._scatter.column_mean`), which keeps about one rounding of the mean as an
+    offset common to every row, so rows of one repeated point have a covariance of at most that rounding, whose
+    ``λ_1`` is not a scale to measure the others by (copies of one point were whitened as one direction: a
+    rounding's variance, scaled up by its inverse square root). The floor is the square of the one of
     :func:`isotropy.transforms._all_but_the_top.numerical_rank` on singular values.
     """
-    scale = max(n, d) * np.finfo(float).eps
-    return max(lam[0] * scale, scale * scale * float(mean @ mean), np.finfo(float).tiny * scale)
+    eps = np.finfo(float).eps
+    scale = max(n, d) * eps
+    return max(lam[0] * scale, (MEAN_ROUNDING * eps) ** 2 * float(mean @ mean), np.finfo(float).tiny * scale)
 
 
 def _refuse_rank(lam, n, d, k, n_components, mean, eps=0.0, *, caller):
