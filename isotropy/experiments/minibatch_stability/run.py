@@ -284,6 +284,32 @@ def _missing(zetas: list, sizes: list, needed: tuple) -> str:
     return f"the run's zetas {[float(z) for z in zetas]} do not include ζ = {lacking}, which the rule reads"
 
 
+# The poster's statements, once for the measured and the not-measured records: id -> (where in the paper, the claim,
+# the paper's value, the rule, the statistic in general words (a measured record names its sizes and values), the
+# ζ values the rule reads)
+_STATEMENTS = {
+    "isoscore-unstable": (
+        "'Can we regularize using IsoScore?'", "IsoScore is not stable on mini-batch computations.",
+        "not stable on mini-batch computations", _UNSTABLE,
+        "mean IsoScore of the smallest batches / whole-cloud IsoScore", (0.0,)),
+    "isoscore-star-stable": (
+        "'IsoScore*'", "IsoScore* (RDA shrinkage) is stable on mini-batch computations.",
+        "stable on mini-batch computations", _STABLE,
+        ("largest root-mean-square error of the batches' IsoScore* about the whole cloud's IsoScore*, / the latter, "
+         "ζ = 0.9"), (0.9,)),
+    "isoscore-star-true": (
+        "Figure 4",
+        "IsoScore* of mini-batches is near the true isotropy score of the point cloud (Figure 4's dashed line).",
+        ("drawn against the dashed line, the true isotropy score (the plotted values were lost in the text "
+         "extraction)"), _TRUE,
+        "largest |batch mean of IsoScore* − whole-cloud IsoScore| / whole-cloud IsoScore, ζ = 0.9", (0.9,)),
+    "isoscore-star-approaches": (
+        "'IsoScore*'", "IsoScore* approaches IsoScore when the number of samples is large.",
+        "approaches IsoScore when the number of samples is large", _APPROACHES,
+        "|IsoScore* − IsoScore| / IsoScore, batch means at the largest batch, ζ = 0.2", (0.0, 0.2)),
+}
+
+
 def claims(results: dict, results_dir) -> list:
     """The poster's mini-batch claims on every cloud, decided by the rules above (``not measured`` where the run's
     ``zetas`` or batch sizes leave a claim's ζ out: such a claim was dropped without a word)."""
@@ -299,24 +325,27 @@ def claims(results: dict, results_dir) -> list:
         sizes = [int(b) for b in cloud["batch_sizes"]]
         zetas = [float(z) for z in results["zetas"]]
         whole = float(cloud["whole_cloud"])
+
+        def stated(key, *, name=name, model=model):
+            paper, text, paper_value, rule, _statistic, _needed = _STATEMENTS[key]
+            return {"id": f"{key}-{name}", "paper": f"{_PAPER}, {paper}", "claim": text, "paper_value": paper_value,
+                    "model": model, "rule": rule, "command": command}
+
+        def not_measured(key, *, zetas=zetas, sizes=sizes):
+            return not_run(**stated(key), statistic=_STATEMENTS[key][4],
+                           reason=_missing(zetas, sizes, _STATEMENTS[key][5]))
+
         if 0.0 in zetas and sizes:
             smallest = sizes[0]
             ratios = [np.asarray(scores[(name, s, smallest, 0.0)]) / whole for s in seeds]
             out.append(claim(
-                id=f"isoscore-unstable-{name}", paper=f"{_PAPER}, 'Can we regularize using IsoScore?'",
-                claim="IsoScore is not stable on mini-batch computations.",
-                paper_value="not stable on mini-batch computations", model=model,
+                **stated("isoscore-unstable"),
                 statistic=(f"mean IsoScore of {smallest}-row batches / whole-cloud IsoScore ({whole:.4f}); the items "
                            f"of the bootstrap are each seed's batches"),
-                values=[float(r.mean()) for r in ratios], rule=_UNSTABLE, command=command, interval="both",
+                values=[float(r.mean()) for r in ratios], interval="both",
                 items=ratios, item_statistic=lambda a: float(np.mean(a))))
         else:
-            out.append(not_run(
-                id=f"isoscore-unstable-{name}", paper=f"{_PAPER}, 'Can we regularize using IsoScore?'",
-                claim="IsoScore is not stable on mini-batch computations.",
-                paper_value="not stable on mini-batch computations", model=model,
-                statistic="mean IsoScore of the smallest batches / whole-cloud IsoScore", rule=_UNSTABLE,
-                command=command, reason=_missing(zetas, sizes, (0.0,))))
+            out.append(not_measured("isoscore-unstable"))
         if 0.9 in zetas and sizes:
             star = float(_lookup(cloud["whole_cloud_star"], 0.9))
             # items of the bootstrap: each seed's batches, resampled by batch index at every size at once
@@ -330,62 +359,34 @@ def claims(results: dict, results_dir) -> list:
 
             values = [rmse(*items) for items in batches]
             out.append(claim(
-                id=f"isoscore-star-stable-{name}", paper=f"{_PAPER}, 'IsoScore*'",
-                claim="IsoScore* (RDA shrinkage) is stable on mini-batch computations.",
-                paper_value="stable on mini-batch computations", model=model,
+                **stated("isoscore-star-stable"),
                 statistic=(f"largest root-mean-square error of the batches' IsoScore* about the whole cloud's IsoScore* "
                            f"({star:.4f}, the same Σ_S and ζ), / the latter, over batch sizes {sizes[0]}–{sizes[-1]}, "
                            f"ζ = 0.9: what mini-batching does, with Σ_S's share cancelled; the items of the bootstrap "
                            f"are each seed's batches"),
-                values=values, rule=_STABLE, command=command, interval="both", items=batches, item_statistic=rmse))
+                values=values, interval="both", items=batches, item_statistic=rmse))
             values = [gap(*items) for items in batches]
             shrunk = cloud.get("shrinkage_isoscore")
             own = ("" if shrunk is None else
                    f"; IsoScore(Σ_S) alone is {abs(float(shrunk) - whole) / whole:.1%} from it")
             out.append(claim(
-                id=f"isoscore-star-true-{name}", paper=f"{_PAPER}, Figure 4",
-                claim="IsoScore* of mini-batches is near the true isotropy score of the point cloud (Figure 4's dashed "
-                      "line).",
-                paper_value=("drawn against the dashed line, the true isotropy score (the plotted values were lost in the "
-                             "text extraction)"), model=model,
+                **stated("isoscore-star-true"),
                 statistic=(f"largest |batch mean of IsoScore* − whole-cloud IsoScore| / whole-cloud IsoScore "
                            f"({whole:.4f}) over batch sizes {sizes[0]}–{sizes[-1]}, ζ = 0.9{own}; Σ_S is one draw, "
                            f"shared by the seeds; the items of the bootstrap are each seed's batches"),
-                values=values, rule=_TRUE, command=command, interval="both", items=batches, item_statistic=gap))
+                values=values, interval="both", items=batches, item_statistic=gap))
         else:
-            for id_, paper, text, paper_value, statistic, rule in (
-                    ("isoscore-star-stable", "'IsoScore*'",
-                     "IsoScore* (RDA shrinkage) is stable on mini-batch computations.",
-                     "stable on mini-batch computations",
-                     ("largest root-mean-square error of the batches' IsoScore* about the whole cloud's IsoScore*, "
-                      "/ the latter, ζ = 0.9"), _STABLE),
-                    ("isoscore-star-true", "Figure 4",
-                     ("IsoScore* of mini-batches is near the true isotropy score of the point cloud (Figure 4's "
-                      "dashed line)."),
-                     ("drawn against the dashed line, the true isotropy score (the plotted values were lost in the "
-                      "text extraction)"),
-                     "largest |batch mean of IsoScore* − whole-cloud IsoScore| / whole-cloud IsoScore, ζ = 0.9",
-                     _TRUE)):
-                out.append(not_run(id=f"{id_}-{name}", paper=f"{_PAPER}, {paper}", claim=text,
-                                   paper_value=paper_value, model=model, statistic=statistic, rule=rule,
-                                   command=command, reason=_missing(zetas, sizes, (0.9,))))
+            out.extend(not_measured(key) for key in ("isoscore-star-stable", "isoscore-star-true"))
         if 0.0 in zetas and 0.2 in zetas and sizes:
             largest = sizes[-1]
             values = [abs(np.mean(scores[(name, s, largest, 0.2)]) - np.mean(scores[(name, s, largest, 0.0)]))
                       / np.mean(scores[(name, s, largest, 0.0)]) for s in seeds]
             out.append(claim(
-                id=f"isoscore-star-approaches-{name}", paper=f"{_PAPER}, 'IsoScore*'",
-                claim="IsoScore* approaches IsoScore when the number of samples is large.",
-                paper_value="approaches IsoScore when the number of samples is large", model=model,
+                **stated("isoscore-star-approaches"),
                 statistic=f"|IsoScore* − IsoScore| / IsoScore, batch means at {largest} rows, ζ = 0.2",
-                values=values, rule=_APPROACHES, command=command))
+                values=values))
         else:
-            out.append(not_run(
-                id=f"isoscore-star-approaches-{name}", paper=f"{_PAPER}, 'IsoScore*'",
-                claim="IsoScore* approaches IsoScore when the number of samples is large.",
-                paper_value="approaches IsoScore when the number of samples is large", model=model,
-                statistic="|IsoScore* − IsoScore| / IsoScore, batch means at the largest batch, ζ = 0.2",
-                rule=_APPROACHES, command=command, reason=_missing(zetas, sizes, (0.0, 0.2))))
+            out.append(not_measured("isoscore-star-approaches"))
         out.append(not_run(
             id=f"zeta-zero-{name}", paper=f"{_PAPER}, 'IsoScore*'",
             claim="IsoScore* is equivalent to IsoScore when no RDA shrinkage is performed.",
