@@ -339,7 +339,10 @@ def _embedding_rows(model):
 
 
 def _refuse_past_positions(mask, config, *, name, caller):
-    """Refuse encoded rows longer than the table of learned positions of the model of ``config``.
+    """Refuse encoded rows longer than the positions the model of ``config`` declares (``max_position_embeddings``).
+
+    A table of learned positions (BERT, GPT-2, RoBERTa) fails past it; a rotary model (Gemma, Llama) runs longer
+    rows but was trained to that length, and text probes are cut there too: one limit for both.
 
     A batch is padded to its longest row (:meth:`_Rows.encode` drops only the columns that are padding in all of
     its rows), so the longest input the model is given reaches the last column that holds a real token in some row:
@@ -421,8 +424,8 @@ class _Rows:
 
         Texts longer than the model's positions (the default 128 on a model of 64) crashed its forward pass. Encoded
         tensors are the caller's: taken as given, but refused in one line where the model cannot run them: a token id
-        past its table of embeddings (torch's bare IndexError in the forward pass) or rows longer than its table of
-        learned positions (:func:`_refuse_past_positions`: torch's bare size error).
+        past its table of embeddings (torch's bare IndexError in the forward pass) or rows longer than the positions
+        it declares (:func:`_refuse_past_positions`: torch's bare size error).
         """
         if self.texts is not None:
             from isotropy.models.loading import capped_max_length
