@@ -60,7 +60,7 @@ def resolve_device(device: str | None) -> str:
 
 # What a BLAS or OpenMP library reads when it is loaded: the pools that a run loads inside ``thread_limits`` (scipy's
 # own OpenBLAS, scikit-learn's libgomp, loaded by ``prepare`` or ``run``) start with these counts.
-_POOL_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS")
+_POOL_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS")
 
 
 @contextlib.contextmanager
@@ -101,16 +101,22 @@ def thread_limits(threads: int | None):
                 os.environ[name] = value
         for lib in ThreadpoolController().lib_controllers:
             if lib.filepath not in before:  # loaded inside the block: its count as it would have loaded outside it
-                lib.set_num_threads(_default_threads(lib.user_api, saved))
+                lib.set_num_threads(_default_threads(lib.internal_api, saved))
 
 
-def _default_threads(user_api: str, variables: dict) -> int:
-    """The thread count a pool of ``user_api`` ("blas" or "openmp") starts with under the environment ``variables``."""
+# The variables each pool reads when it loads, first found first (threadpoolctl's internal_api names the library):
+# OpenBLAS does not read MKL's, nor MKL OpenBLAS's; any other BLAS is read as OpenBLAS
+_READS = {"openmp": ("OMP_NUM_THREADS",), "openblas": ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS"),
+          "mkl": ("MKL_NUM_THREADS", "OMP_NUM_THREADS"), "blis": ("BLIS_NUM_THREADS", "OMP_NUM_THREADS")}
+
+
+def _default_threads(internal_api: str, variables: dict) -> int:
+    """The thread count a pool of ``internal_api`` (threadpoolctl's: "openblas", "mkl", "blis", "openmp", ...) starts
+    with under the environment ``variables``: the first of the variables it reads that is set, else one thread per CPU
+    (MKL starts from the physical cores, which the standard library does not tell)."""
     import os
 
-    names = ("OMP_NUM_THREADS",) if user_api == "openmp" else ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
-                                                                "BLIS_NUM_THREADS", "OMP_NUM_THREADS")
-    for name in names:
+    for name in _READS.get(internal_api, _READS["openblas"]):
         value = (variables.get(name) or "").split(",")[0].strip()
         if value.isdigit() and int(value) > 0:
             return int(value)
