@@ -69,7 +69,7 @@ NEIGHBOURS_AT_ZERO = "are neighbours at distance 0"
 _COMPARED = 2**21
 
 
-def rows_at_zero_distance(X, sq, ind, *, rows=None, fingerprints=None) -> np.ndarray:
+def rows_at_zero_distance(X, sq, ind, *, rows=None, fingerprints=None):
     """The rows (sorted, distinct) that have a row other than themselves among their neighbours at distance 0.
 
     ``sq``, ``ind``: squared distances and indices of the neighbours (into ``X``) of the rows ``rows`` of ``X``
@@ -77,20 +77,24 @@ def rows_at_zero_distance(X, sq, ind, *, rows=None, fingerprints=None) -> np.nda
     without values beyond float64's squares: one pass over ``sq``). ``fingerprints``: for rows whose values lost
     digits when brought to the search's scale (two distinct rows may then be equal in ``X``), a digest of the
     row as given (``b""`` for the others), compared too (the dask tiles, which hold the rows at that scale only).
+    Numpy arrays or torch tensors (``X``, ``sq`` and ``ind`` of one kind): the rows come back in that kind, compared
+    on the tensors' device, in pieces of ``_COMPARED`` entries.
     """
+    from isotropy._utils.backend import get_namespace
+
+    xp = get_namespace(X, sq, ind)
     zero = sq == 0
-    if not zero.any():
-        return np.empty(0, dtype=np.intp)
-    at, col = np.nonzero(zero)
-    i = at if rows is None else np.asarray(rows)[at]
+    if not bool(xp.any(zero)):
+        return xp.zeros(0, dtype=xp.int64)
+    at, col = xp.nonzero(zero)
+    i = at if rows is None else xp.asarray(rows)[at]
     j = ind[at, col]
     step = max(1, _COMPARED // max(1, X.shape[1]))
-    differ = np.zeros(i.size, dtype=bool)
-    for s in range(0, i.size, step):
-        differ[s:s + step] = (X[i[s:s + step]] != X[j[s:s + step]]).any(axis=1)
+    differ = xp.concat([xp.any(X[i[s:s + step], :] != X[j[s:s + step], :], axis=1)
+                        for s in range(0, i.shape[0], step)])
     if fingerprints is not None:
-        differ |= fingerprints[i] != fingerprints[j]
-    return np.unique(i[differ])
+        differ = differ | (fingerprints[i] != fingerprints[j])
+    return xp.unique_values(i[differ])
 
 
 def parallel_radius(n_features: int, dtype, metric: str) -> float:

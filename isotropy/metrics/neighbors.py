@@ -384,26 +384,9 @@ def _refuse_underflowed(X, dist, ind, caller: str) -> None:
     1e100): 0 was returned for them. Equal rows stay neighbours at distance 0. Costs a look at the distances (none
     is 0 on data without equal rows and without such values), and a comparison of the rows of the pairs at 0.
     """
-    from isotropy._kernels.dimension import (
-        _COMPARED,
-        NEIGHBOURS_AT_ZERO,
-        rows_at_zero_distance,
-        underflowed_distances,
-    )
+    from isotropy._kernels.dimension import NEIGHBOURS_AT_ZERO, rows_at_zero_distance, underflowed_distances
 
-    if is_torch(X):
-        import torch
-
-        zero = dist == 0
-        if not bool(zero.any()):
-            return
-        at, col = torch.nonzero(zero, as_tuple=True)
-        j, R = ind[at, col], X.detach()
-        step = max(1, _COMPARED // max(1, R.shape[1]))  # rows_at_zero_distance's pieces, on the tensor's device
-        differ = torch.cat([(R[at[s:s + step]] != R[j[s:s + step]]).any(dim=1) for s in range(0, at.numel(), step)])
-        count = int(torch.unique(at[differ]).numel())
-    else:
-        count = rows_at_zero_distance(X, dist, ind).size
+    count = rows_at_zero_distance(X.detach() if is_torch(X) else X, dist, ind).shape[0]
     if count:
         raise underflowed_distances(caller, count, identical=NEIGHBOURS_AT_ZERO)
 
