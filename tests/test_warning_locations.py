@@ -1,0 +1,49 @@
+"""A metric's warning names the user's line (the first frame outside isotropy, torch and torchmetrics), whatever
+path led to it: with a fixed stacklevel=3, rogue_dimension_share's NaN warning named isotropy/_utils/backend.py (the
+autocast wrapper) and RogueDimensionShare's named isotropy/training/metrics.py, lines the user can neither read nor
+filter by (``warnings.filterwarnings(module=...)``)."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import isotropy
+
+
+def _isotropic(n_rows):
+    return np.random.default_rng(0).standard_normal((n_rows, 8))
+
+
+def _caught(call):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        value = call()
+    return value, caught
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+@pytest.mark.parametrize("n_rows", [16, 2], ids=["noise", "one pair"])
+def test_rogue_dimension_share_warns_at_the_callers_line(backend, n_rows):
+    X = _isotropic(n_rows)
+    if backend == "torch":
+        torch = pytest.importorskip("torch")
+        X = torch.tensor(X)
+    value, caught = _caught(lambda: isotropy.rogue_dimension_share(X))
+    assert math.isnan(float(value))  # rows that share no direction (the reference: no share is defined)
+    assert [(w.category, w.filename) for w in caught] == [(RuntimeWarning, __file__)]
+
+
+def test_rogue_dimension_share_metric_warns_at_the_callers_line():
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("torchmetrics")
+    from isotropy.training import RogueDimensionShare
+
+    metric = RogueDimensionShare()
+    metric.update(torch.tensor(_isotropic(16)))
+    value, caught = _caught(metric.compute)
+    assert math.isnan(float(value))
+    assert [(w.category, w.filename) for w in caught] == [(RuntimeWarning, __file__)]
