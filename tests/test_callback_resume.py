@@ -89,3 +89,62 @@ def test_lightning_resumed_run_does_not_measure_the_resume_step_again(tmp_path):
     resumed, callback = fit(9, ckpt_path=tmp_path / "step6.ckpt")
     assert resumed.global_step == 9
     assert [step for step, _ in callback.history] == [9]
+
+
+def _too_long_probe():
+    """Token ids 20 positions long, for a model of 16 positions (``_bert_classifier``)."""
+    return {"input_ids": torch.randint(5, VOCAB, (12, 20), generator=torch.Generator().manual_seed(3))}
+
+
+_TOO_LONG = r"probe's 'input_ids' must be at most 16 tokens long.*max_position_embeddings=16"
+
+
+def test_hf_resumed_run_refuses_a_too_long_probe_before_training(tmp_path):
+    """Resumed from checkpoint-6 with every_n_steps=3, a probe longer than the model's positions was refused at
+    global_step 9, the first later measurement, after three more steps had trained; now when training resumes."""
+    from isotropy import IsotropyValueError
+
+    train, probe = _data()
+    first, _ = _hf_trainer(tmp_path, probe, train, max_steps=6, save_steps=6)
+    first.train()
+    resumed, callback = _hf_trainer(tmp_path, _too_long_probe(), train, max_steps=9, save_steps=6)
+    with pytest.raises(IsotropyValueError, match=_TOO_LONG):
+        resumed.train(resume_from_checkpoint=str(tmp_path / "out" / "checkpoint-6"))
+    assert resumed.state.global_step == 6  # not one step trained
+    assert callback.history == []
+
+
+def test_lightning_resumed_run_refuses_a_too_long_probe_before_training(tmp_path):
+    import lightning as L
+
+    from isotropy import IsotropyValueError
+    from isotropy.training import LightningGeometryCallback
+
+    train, probe = _data()
+    steps = []
+
+    class Module(L.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.model = _bert_classifier()
+
+        def training_step(self, batch, batch_idx):
+            steps.append(self.trainer.global_step)
+            return self.model(**batch).loss
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=1e-3)
+
+    def fit(probe, max_steps, ckpt_path=None):
+        callback = LightningGeometryCallback(probe, every_n_steps=3, model="model", metrics=["isoscore"])
+        trainer = L.Trainer(accelerator="cpu", max_steps=max_steps, callbacks=[callback], logger=False,
+                            enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False)
+        trainer.fit(Module(), torch.utils.data.DataLoader(train, batch_size=4), ckpt_path=ckpt_path)
+        return trainer
+
+    first = fit(probe, 6)
+    first.save_checkpoint(tmp_path / "step6.ckpt")
+    steps.clear()
+    with pytest.raises(IsotropyValueError, match=_TOO_LONG):
+        fit(_too_long_probe(), 9, ckpt_path=tmp_path / "step6.ckpt")
+    assert steps == []  # refused before the first batch of the resumed run (was: at step 9, after steps 6, 7, 8)

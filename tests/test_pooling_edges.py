@@ -186,3 +186,36 @@ def test_a_one_row_batch_at_sentence_level_has_no_penalty_and_one_warning(method
                                              shrinkage_cov=torch.eye(4, dtype=torch.float64))
     assert float(total) == float(task) == pytest.approx(float(torch.nn.functional.cross_entropy(logits, labels)))
     assert iso is None and cos is None
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_mean_pooling_of_half_states_is_the_float64_mean_of_those_states(dtype):
+    """float16 states of GPT-2's outlier size (1000) over 100 tokens pooled to inf (the sum overflowed float16), 500 to
+    499.75; bfloat16 means were 1e-3 off. The reference is numpy's float64 mean of the very same half values."""
+    import numpy as np
+
+    g = torch.Generator().manual_seed(0)
+    hidden = (torch.randn(3, 100, 8, generator=g) * 300 + 1000).to(dtype)
+    mask = (torch.arange(100)[None] < torch.tensor([100, 37, 1])[:, None]).long()
+    pooled = pool_hidden_states(hidden, mask, pooling="mean")
+    states, keep = hidden.double().numpy(), mask.numpy().astype(bool)
+    expected = np.stack([states[i][keep[i]].mean(0) for i in range(3)])
+    assert pooled.dtype == torch.float32
+    np.testing.assert_allclose(pooled.double().numpy(), expected, rtol=2**-23, atol=0)
+    # the probe pools the same way: its metrics of a float16 model's states are those of their float64 means
+    from transformers import GPT2Config, GPT2Model
+
+    import isotropy
+    from isotropy.training import GeometryProbe
+
+    torch.manual_seed(0)
+    model = GPT2Model(GPT2Config(vocab_size=40, n_embd=16, n_layer=1, n_head=2, n_positions=128)).eval()
+    with torch.no_grad():  # outliers of size 2000 in one feature of the embeddings: GPT-2's "rogue dimension"
+        model.wte.weight[:, 3] = 2000.0
+    model = model.to(dtype)
+    ids = torch.randint(0, 40, (6, 100), generator=g)
+    values = GeometryProbe({"input_ids": ids}, layers=[0], metrics=["participation_ratio"]).measure(model)
+    with torch.no_grad():
+        states = model(input_ids=ids, output_hidden_states=True).hidden_states[0].double().numpy()
+    reference = isotropy.participation_ratio(states.mean(1))
+    assert values["geometry/participation_ratio/layer_0"] == pytest.approx(reference, rel=1e-5)

@@ -334,3 +334,39 @@ def test_the_default_task_loss_outside_training_and_in_bfloat16(tmp_path):
         own = half(**inputs, labels=tokens).loss
         got = _default_task_loss(half(**inputs), tokens, model=half)
     assert got.dtype == torch.float32 and float(got) == pytest.approx(float(own), rel=1e-6)
+
+
+def test_istar_resumed_refuses_a_too_long_shrinkage_sample_before_training(tmp_path):
+    """Resumed within an epoch, Σ_S comes from the checkpoint and the sample is not embedded: a token-id sample longer
+    than the model's 16 positions was refused only at the next epoch's start, after the epoch's remaining steps had
+    trained; now when training resumes (HF) or the resumed epoch starts (Lightning), before its first batch."""
+    from transformers import Trainer, TrainingArguments
+
+    from isotropy import IsotropyValueError
+    from isotropy.training import HFRegulariser, LightningRegulariser
+
+    inputs, g = _inputs(rows=16)
+    labels = torch.randint(0, 3, (16,), generator=g)
+    rows = [{"input_ids": inputs["input_ids"][i], "attention_mask": inputs["attention_mask"][i], "labels": labels[i]}
+            for i in range(16)]
+    sample, _ = _inputs(rows=12, seed=3)
+    too_long = {"input_ids": torch.randint(3, VOCAB, (12, 20), generator=torch.Generator().manual_seed(4))}
+
+    def trainer(shrinkage_sample):
+        reg = HFRegulariser("istar", weight=-1.0, shrinkage_sample=shrinkage_sample)
+        args = TrainingArguments(output_dir=str(tmp_path), per_device_train_batch_size=4, max_steps=6,
+                                 learning_rate=1e-2, logging_steps=1, save_strategy="steps", save_steps=1, report_to=[],
+                                 use_cpu=True, seed=0, disable_tqdm=True)
+        return Trainer(model=_bert("BertForSequenceClassification", num_labels=3).train(), args=args,
+                       train_dataset=rows, compute_loss_func=reg, callbacks=[reg])
+
+    trainer(sample).train()
+    resumed = trainer(too_long)
+    with pytest.raises(IsotropyValueError, match=r"shrinkage_sample's 'input_ids' must be at most 16 tokens long"):
+        resumed.train(resume_from_checkpoint=str(tmp_path / "checkpoint-2"))  # within epoch 0 (4 steps an epoch)
+    assert resumed.state.global_step == 2  # not one step trained
+    # Lightning: restored within epoch 0, the epoch's start checks the sample with the model
+    reg = LightningRegulariser("istar", weight=-1.0, shrinkage_sample=too_long)
+    reg.load_state_dict({"shrinkage_cov": torch.eye(16), "epoch": 0})
+    with pytest.raises(IsotropyValueError, match=r"shrinkage_sample's 'input_ids' must be at most 16 tokens long"):
+        reg.refresh_for_epoch(_bert("BertModel"), 0)

@@ -19,6 +19,7 @@ import numpy as np
 
 from isotropy._utils.backend import is_dask, is_torch, to_output, without_autocast
 from isotropy._utils.validation import check_scalar, check_X
+from isotropy._utils.warn import user_stacklevel
 from isotropy.metrics.cosine import _refuse_rows, _unit_rows, _unit_sums
 
 __all__ = ["cosine_contributions", "rogue_dimension_share"]
@@ -90,7 +91,7 @@ def _share_from_sums(unit_sum, unit_sq_sum, n_samples, n_dimensions, *, caller, 
     if n_samples < 3:  # one pair: no spread to measure the noise by (before the O(n·d) pass of gram_frob_sq)
         warnings.warn(f"{caller}: the share is undefined (NaN) for {n_samples} rows: one pair of rows has no spread of "
                       f"cosines to tell a shared direction from noise by; measure at least 3 rows.", RuntimeWarning,
-                      stacklevel=3)
+                      stacklevel=user_stacklevel())
         return total * float("nan")
     noise, z = None, _noise_z(n_samples)
     if value > 0.0 and not value > z * _null_sigma(n_samples * n_samples, n_samples):
@@ -99,7 +100,7 @@ def _share_from_sums(unit_sum, unit_sq_sum, n_samples, n_dimensions, *, caller, 
         against = "" if noise is None else f", against {z:.3g} times its standard deviation for rows that share no direction, {noise:.3g}"
         warnings.warn(f"{caller}: the share is undefined (NaN) when the mean cosine similarity is not above its "
                       f"sampling noise: no direction is shared by the rows, so no dimension dominates it. Got a mean "
-                      f"cosine similarity of {value:.3g}{against}.", RuntimeWarning, stacklevel=3)
+                      f"cosine similarity of {value:.3g}{against}.", RuntimeWarning, stacklevel=user_stacklevel())
         return total * float("nan")
     if is_torch(cc):
         import torch

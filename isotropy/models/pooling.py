@@ -57,6 +57,8 @@ def pool_hidden_states(hidden, attention_mask, *, pooling: str = "mean"):
     Returns
     -------
     torch.Tensor of shape (batch, d)
+        In ``hidden``'s dtype; float32 for ``"mean"`` of float16 or bfloat16 states (averaged in float32, whose
+        range holds the sum over the tokens).
 
     Notes
     -----
@@ -127,8 +129,12 @@ def _pool(hidden, mask, pooling: str):
     import torch
 
     if pooling == "mean":
-        weights = mask.unsqueeze(-1).to(hidden.dtype)
-        return (hidden * weights).sum(1) / weights.sum(1)
+        # half-precision states are averaged in float32, the metrics' arithmetic for half input: a float16 sum of 100
+        # tokens of GPT-2's outlier size (~1000) overflowed to inf (and the metrics then refused the vector), and a
+        # bfloat16 mean was rounded to 3 significant digits, 1e-3 off the mean of the very states the model gave
+        work = torch.float32 if hidden.dtype in (torch.float16, torch.bfloat16) else hidden.dtype
+        weights = mask.unsqueeze(-1).to(work)
+        return (hidden.to(work) * weights).sum(1) / weights.sum(1)
     positions = torch.arange(mask.shape[1], device=hidden.device).expand_as(mask)
     real = mask.bool()
     if pooling == "last":

@@ -130,6 +130,11 @@ class HFGeometryCallback(TrainerCallback):
         control.should_log, control.should_evaluate, control.should_save = flags
 
     def on_train_begin(self, args, state, control, model=None, **kwargs):
+        if model is not None:  # a probe the model cannot run is refused now, not at the first measurement of a
+            # resumed run (every_n_steps later, after those steps had trained)
+            if not self._user_tokenizer:
+                self.probe.set_tokenizer(kwargs.get("processing_class") or kwargs.get("tokenizer"))
+            self.probe.check_model(model)
         if state.global_step > 0:  # resumed from a checkpoint: its step was measured before it was saved
             self._last_step = state.global_step
             return

@@ -151,6 +151,10 @@ class LightningGeometryCallback(Callback):
         # resumed from a checkpoint (ckpt_path=): its step was measured by the run that saved it, so the first batch
         # of this run does not log it again; a fresh run measures step 0
         self._last_step = trainer.global_step if trainer.global_step > 0 else None
+        # a probe the model cannot run is refused now, not at the first measurement of a resumed run (every_n_steps
+        # later, after those steps had trained)
+        self.probe.set_tokenizer(self.tokenizer or _find_tokenizer(trainer, pl_module))
+        self.probe.check_model(resolve_submodule(pl_module, self.model, "LightningGeometryCallback"))
 
     def _due(self, trainer):
         step = trainer.global_step

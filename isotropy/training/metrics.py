@@ -987,12 +987,13 @@ class TwoNNDimension(Metric):
     def compute(self):
         from isotropy.metrics.dimension import twonn_dimension
 
-        if not self._has_data():
+        rows = self._cat(self.rows) if self._has_data() else None
+        if rows is None or rows.shape[0] < 3:  # 1 or 2 rows: twonn_dimension's message named itself, not compute
             if self._batch_value:
                 return torch.tensor(math.nan, dtype=torch.float64, device=self.device)
-            raise IsotropyValueError("TwoNNDimension.compute needs at least 3 rows; call update() with data first. "
-                                     "Got 0 instead.")
-        rows, _ = self._keep_smallest(self._cat(self.rows), self._cat(self.keys))
+            raise IsotropyValueError(f"TwoNNDimension.compute needs at least 3 rows; call update() with data first. "
+                                     f"Got {0 if rows is None else rows.shape[0]} instead.")
+        rows, _ = self._keep_smallest(rows, self._cat(self.keys))
         try:
             value = twonn_dimension(rows, **self.twonn_kwargs)
         except IsotropyValueError:

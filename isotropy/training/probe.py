@@ -584,6 +584,19 @@ class GeometryProbe:
                     rows.tokenizer = getattr(tokenizer, "tokenizer", tokenizer)  # a processor wraps its tokenizer
         return self
 
+    def check_model(self, model):
+        """Refuse, before any measurement, a probe or shrinkage sample that ``model`` cannot run; returns ``self``.
+
+        Encoded rows with token ids past the model's vocabulary or longer than the positions it declares are refused
+        in one line; texts are cut to its positions (:meth:`_Rows.fit`). The callbacks call it when training starts,
+        also when it resumes from a checkpoint, whose first measurement may come many steps later: a too-long probe
+        was refused only there, after those steps had trained.
+        """
+        for source in (self.rows, self.shrinkage_rows):
+            if source is not None:
+                source.fit(model)
+        return self
+
     def _pooled(self, model, source, rows, device, forward_kwargs):
         """Yield ``({layer: pooled vectors}, real)`` for the rows ``rows`` of ``source``, a window of rows at a time.
 
@@ -810,9 +823,7 @@ class GeometryProbe:
             world_size = processes
         parameter = next(iter(model.parameters()), None)
         device = parameter.device if parameter is not None else torch.device("cpu")
-        for source in (self.rows, self.shrinkage_rows):  # texts cut to the model's positions before they are read
-            if source is not None:
-                source.fit(model)
+        self.check_model(model)  # texts cut to the model's positions before they are read
         rows = self._share(rank, world_size)
         was_training = model.training
         model.eval()

@@ -385,6 +385,8 @@ class HiddenStateRegulariser:
         if self.method != "istar" or self.sample is None:
             return self
         if self.shrinkage_cov is not None and self.shrinkage_epoch == epoch:
+            # restored (a resumed run): a sample the model cannot run is still refused now, not at the next epoch
+            self.sample.fit(model)
             return self
         self.refresh(model, forward_kwargs=forward_kwargs)
         self.shrinkage_epoch = epoch

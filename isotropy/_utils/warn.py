@@ -1,0 +1,29 @@
+"""The ``stacklevel`` that makes a warning name the user's line, whatever path led to it."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+__all__ = ["user_stacklevel"]
+
+# the packages whose frames lie between the user's call and a metric's warning: isotropy's own wrappers
+# (without_autocast), torch's Module.__call__, torchmetrics' wrapped compute and forward
+_LIBRARIES = ("isotropy", "torch", "torchmetrics")
+
+
+def user_stacklevel() -> int:
+    """``stacklevel`` for a ``warnings.warn`` in the calling function: the first frame outside isotropy, torch and
+    torchmetrics.
+
+    A fixed ``stacklevel`` fits one path only: ``rogue_dimension_share(X)`` passes through the autocast wrapper, and
+    ``RogueDimensionShare().compute()`` through torchmetrics' wrapper and the metric's own frames; with 3 its warning
+    named a line of isotropy itself (``isotropy/_utils/backend.py``), which the user can neither read nor filter by.
+    """
+    roots = tuple(os.path.dirname(os.path.abspath(module.__file__)) + os.sep
+                  for module in (sys.modules.get(name) for name in _LIBRARIES)
+                  if module is not None and getattr(module, "__file__", None))
+    frame, level = sys._getframe(2), 2  # level 1 is the function that warns, which called this
+    while frame.f_back is not None and os.path.abspath(frame.f_code.co_filename).startswith(roots):
+        frame, level = frame.f_back, level + 1
+    return level
