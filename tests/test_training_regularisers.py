@@ -14,7 +14,7 @@ pytest.importorskip("lightning")
 from _tiny_models import make_tiny_bert
 
 from isotropy._utils.validation import IsotropyValueError
-from isotropy.training.regularisers import HiddenStateRegulariser, regularised_states
+from isotropy.training.regularisers import LOG_KEYS, HiddenStateRegulariser, regularised_states
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -444,3 +444,30 @@ def test_istar_penalty_of_an_ordinary_batch_compares_no_rows(monkeypatch):
     hidden = [torch.randn(2, 3, 4, generator=g, dtype=torch.float64) for _ in range(3)]
     assert float(reg.penalty(hidden).detach()) < 0.0
     assert calls == []
+
+
+def test_logged_means_reduce_under_nccl_on_the_states_device(monkeypatch):
+    """Under NCCL the logged sums are added across processes on the device of the states the regulariser was given,
+    not on ``.cuda()``'s current device (device comes from the input; on this CPU-only torch ``.cuda()`` raised).
+    The reduction is stood in for by one that doubles the sums, as two processes with the same sums would."""
+    from isotropy import cosine_similarity_mean
+
+    g = torch.Generator().manual_seed(2)
+    hidden = tuple(torch.randn(5, 3, 4, generator=g, dtype=torch.float64) for _ in range(2))
+    reg = HiddenStateRegulariser("cosreg", weight=0.5, level="sentence", layers="last")
+    penalty = reg.penalty(hidden, torch.ones(5, 3, dtype=torch.long))
+    assert float(penalty) == pytest.approx(0.5 * cosine_similarity_mean(hidden[1].mean(1).numpy()), rel=1e-12)
+    reg._record(torch.tensor(2.0), penalty)
+    reg._record(torch.tensor(4.0), penalty)
+    seen = []
+
+    def all_reduce(tensor):
+        seen.append(tensor.device)
+        tensor.mul_(2)
+
+    monkeypatch.setattr(torch.distributed, "is_initialized", lambda: True)
+    monkeypatch.setattr(torch.distributed, "get_backend", lambda: "nccl")
+    monkeypatch.setattr(torch.distributed, "all_reduce", all_reduce)
+    means = reg.logged_means()
+    assert seen == [hidden[1].device]
+    assert means == pytest.approx({LOG_KEYS[0]: 3.0, LOG_KEYS[1]: float(penalty)}, rel=1e-12)

@@ -235,6 +235,7 @@ class HiddenStateRegulariser:
         self._warned_single = False
         self._warned_identical = False  # a batch of identical states (_identical_states) warned of once
         self._sums = [0.0, 0.0, 0]  # task loss, penalty, (optimiser) steps since the last log (see logged_means)
+        self._device = None  # the device of the last batch's states: where logged_means reduces its sums under NCCL
 
     def _training_step(self) -> str | None:
         """Which training step the batch given to :meth:`penalty` belongs to, where the drop-in knows it (for messages).
@@ -264,8 +265,9 @@ class HiddenStateRegulariser:
         self._sums = [0.0, 0.0, 0]
         if reduce and torch.distributed.is_available() and torch.distributed.is_initialized():
             totals = torch.tensor([task, penalty, float(count)], dtype=torch.float64)
-            if torch.distributed.get_backend() == "nccl":
-                totals = totals.cuda()
+            if torch.distributed.get_backend() == "nccl":  # NCCL reduces tensors on the process's GPU: the states'
+                totals = totals.to(self._device if self._device is not None  # (or, before any batch, the current one)
+                                   else torch.device("cuda", torch.cuda.current_device()))
             torch.distributed.all_reduce(totals)
             task, penalty, count = (float(v) for v in totals.cpu())
         if not count:
@@ -300,6 +302,7 @@ class HiddenStateRegulariser:
             # "row 3" of a training batch is a row of the (shuffled) batch, not of the dataset: name the step too
             raise IsotropyValueError(f"{exc} This batch is the one of training step {step}; its rows are counted "
                                      f"within that step's batch, in the order the data loader gave them.") from None
+        self._device = H.device
         if H.shape[0] < 2:  # one state (sentence level, a one-row batch): no IsoScore* nor mean cosine of it
             if not self._warned_single:
                 import warnings
