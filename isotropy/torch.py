@@ -58,9 +58,10 @@ def _identity_warning(caller: str) -> str:
     """The warning of an I-STAR penalty without Σ_S (and ζ > 0): the table's and the callbacks' warning, in these terms."""
     how = ("call refresh_shrinkage_cov(sample) first" if caller == "IStarLoss" else
            "give shrinkage_cov=shrinkage_covariance(sample)")
-    return (f"{caller}: without shrinkage_cov, Σ_S is the identity and IsoScore* tracks the vector norms, not isotropy "
-            f"(0.7-0.999 on contextual embeddings whose isoscore is 0.03-0.08), so the penalty saturates and pushes "
-            f"on the norms; {how}, the covariance of a larger sample of hidden states.")
+    from isotropy.metrics.table import TRACKS_NORMS
+
+    return (f"{caller}: without shrinkage_cov, Σ_S is the identity and {TRACKS_NORMS}, so the penalty saturates and "
+            f"pushes on the norms; {how}, the covariance of a larger sample of hidden states.")
 
 
 def _istar(H, *, shrinkage_cov, zeta, caller: str, warn: bool):

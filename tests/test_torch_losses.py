@@ -37,7 +37,7 @@ def test_istar_penalty_value_and_closed_form():
 
 
 def test_an_identity_shrinkage_warns_once_per_module_and_not_at_zeta_zero():
-    # Σ_S = I: IsoScore* tracks the vector norms (0.7-0.999 where isoscore is 0.03-0.08); the wrappers warned, the
+    # Σ_S = I: IsoScore* tracks the vector norms (near 1 where isoscore is far lower); the wrappers warned, the
     # function and the module did not
     import warnings
 

@@ -269,7 +269,7 @@ def test_isoscore_star_names_a_wrong_keyword_and_warns_without_sigma_s():
         IsoScoreStar(zeta=0.2)
     assert [str(w.message) for w in caught] == [
         ("IsoScoreStar: without shrinkage_cov, Σ_S is the identity and the value tracks the vector norms, not isotropy "
-        "(0.7-0.999 on contextual embeddings whose isoscore is 0.03-0.08); give shrinkage_cov=, the (n_features, "
+        "(near 1 on contextual embeddings whose isoscore is far lower); give shrinkage_cov=, the (n_features, "
         "n_features) covariance matrix of a larger sample (isotropy.torch.shrinkage_covariance(sample) or "
         "np.cov(sample, rowvar=False)).")]
     with warnings.catch_warnings():

@@ -95,8 +95,9 @@ def _gather_all_tensors():
 def no_shrinkage_cov_warning():
     """IsoScoreStar's warning without ``shrinkage_cov``: the table's IsoScore* warning
     (:data:`isotropy.metrics.table.ISOSCORE_STAR_WARNING`) in the terms of this class, which takes the matrix."""
-    return ("IsoScoreStar: without shrinkage_cov, Σ_S is the identity and the value tracks the vector norms, not "
-            "isotropy (0.7-0.999 on contextual embeddings whose isoscore is 0.03-0.08); give shrinkage_cov=, the "
+    from isotropy.metrics.table import TRACKS_NORMS
+
+    return (f"IsoScoreStar: without shrinkage_cov, Σ_S is the identity and {TRACKS_NORMS}; give shrinkage_cov=, the "
             "(n_features, n_features) covariance matrix of a larger sample (isotropy.torch.shrinkage_covariance(sample) "
             "or np.cov(sample, rowvar=False)).")
 
