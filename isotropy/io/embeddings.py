@@ -35,7 +35,7 @@ from isotropy.io._archives import (
 )
 from isotropy.io._encoding import header_name as _header_name  # shared with read_labels' column=
 from isotropy.io._encoding import is_label_header, is_row_id_header, shorten
-from isotropy.io._paths import npy_magic_problem, path_kind
+from isotropy.io._paths import npy_magic_problem, npy_size_problem, path_kind
 from isotropy.io.word_vectors import PACKAGED_GLOVE, read_word_vectors
 
 __all__ = ["EMBEDDING_EXTENSIONS", "read_embeddings"]
@@ -300,8 +300,11 @@ def _check_mmap_mode(mmap_mode, *, caller: str) -> None:
 
 def _load_npy(path, mmap_mode=None):
     _check_mmap_mode(mmap_mode, caller="_load_npy")  # every reader of .npy files passes through here
-    # the magic string is looked at only when numpy cannot read the file, or reads it as a zip archive: no second
-    # open of every good .npy (a thousand shards)
+    # the magic string is looked at only when numpy cannot read the file, or reads it as a zip archive; the header is
+    # read first for the size it declares (a few hundred bytes: a shard's fast path reads it once, not through here)
+    problem = npy_size_problem(path)
+    if problem is not None:
+        raise _fail(path, problem, "a complete .npy array as np.save writes it")
     try:
         arr = np.load(path, allow_pickle=False, mmap_mode=mmap_mode)
     except Exception as exc:  # noqa: BLE001 -- corrupt header, object arrays, truncated data, not a .npy at all
