@@ -2,6 +2,9 @@
 
 - ``--set KEY=VALUE`` with an unknown KEY of 100,000 characters was echoed whole in a 100 KB error line (a value
   was already cut to 80 characters; the key is now cut the same way).
+- A float8 tensor: a ``.pt`` file of one raised a ``TypeError`` traceback ("Got unsupported ScalarType
+  Float8_e4m3fn") from ``read_embeddings`` and ``isotropy measure``; a ``.safetensors`` file of one was refused as
+  "module 'numpy' has no attribute 'float8_e4m3fn'". Both now name the tensor's type.
 
 - A ``.npy`` whose header does not describe the file's size: numpy allocates the shape a header claims before
   reading (a 192-byte file claiming (10**12, 10**12) was refused as "Unable to allocate 6.95 EiB for an array with
@@ -121,3 +124,43 @@ def test_a_long_unknown_set_key_is_quoted_cut_to_80_characters(capsys, prefix, k
     shown = key[:77] + f"... ({len(key):,} characters)"  # was the whole 100,000-character key, in a 100 KB line
     assert code == 2
     assert err == f"Error: Unknown config key '{shown}' for minibatch-stability; expected one of {known}.\n"
+
+
+# ---------------------------------------------------------------- tensors of a type numpy cannot hold
+@pytest.mark.parametrize("dtype, name", [("float8_e4m3fn", "F8_E4M3"), ("float8_e5m2", "F8_E5M2")])
+def test_a_float8_tensor_is_refused_naming_its_type(tmp_path, dtype, name):
+    torch = pytest.importorskip("torch")
+    from safetensors.torch import save_file
+
+    X = torch.ones(2, 2).to(getattr(torch, dtype))
+    path = tmp_path / "x.safetensors"
+    save_file({"X": X}, str(path))
+    # was "not a readable .safetensors file (module 'numpy' has no attribute 'float8_e4m3fn')"
+    with pytest.raises(ValueError) as info:
+        read_embeddings(path)
+    assert str(info.value) == (
+        f"Cannot read embeddings from {str(path)!r}: its tensor 'X' has dtype {name}, which numpy cannot hold; "
+        f"expected a .safetensors file of float (F16, BF16, F32, F64) or integer tensors; convert the tensor "
+        f"(tensor.float()) before saving it.")
+    pt = tmp_path / "x.pt"
+    for saved in (X, {"X": X}):
+        torch.save(saved, pt)
+        # was a TypeError traceback ("Got unsupported ScalarType Float8_e4m3fn") from read_embeddings and measure
+        with pytest.raises(ValueError) as info:
+            read_embeddings(pt)
+        assert str(info.value) == (
+            f"Cannot read embeddings from {str(pt)!r}: its tensor has dtype {dtype}, which numpy cannot hold; "
+            f"expected a tensor of floats (float16, bfloat16, float32, float64) or integers; convert it "
+            f"(tensor.float()) before saving it.")
+
+
+def test_a_float_tensor_beside_a_float8_one_still_reads(tmp_path):
+    torch = pytest.importorskip("torch")
+    from safetensors.torch import save_file
+
+    Y = np.arange(6, dtype=np.float32).reshape(3, 2) / 4
+    path = tmp_path / "x.safetensors"
+    save_file({"X": torch.ones(2, 2).to(torch.float8_e4m3fn), "Y": torch.from_numpy(Y)}, str(path))
+    np.testing.assert_array_equal(read_embeddings(path, key="Y")[0], Y)
+    with pytest.raises(ValueError, match="its tensor 'X' has dtype F8_E4M3"):
+        read_embeddings(path, key="X")
