@@ -164,3 +164,13 @@ def test_a_float_tensor_beside_a_float8_one_still_reads(tmp_path):
     np.testing.assert_array_equal(read_embeddings(path, key="Y")[0], Y)
     with pytest.raises(ValueError, match="its tensor 'X' has dtype F8_E4M3"):
         read_embeddings(path, key="X")
+
+
+def test_a_long_set_key_with_an_invalid_value_is_quoted_cut(capsys):
+    from _cli import exiting_cli
+
+    key = "x" * 1000  # found by test_fuzz_readers_more: the key of a value YAML refuses was echoed whole
+    code, _, err = exiting_cli(["run", "minibatch-stability", "--set", f"{key}={{0", "--print-config"], capsys)
+    assert code == 2
+    assert err == (f"Error: --set {key[:77]}... (1,000 characters): '{{0' is not a valid YAML value (while parsing a "
+                   f"flow mapping, expected ',' or '}}', but got '<stream end>' at line 1, column 3).\n")

@@ -421,7 +421,7 @@ def parse_set_options(pairs, *, experiment: str) -> dict:
         if key.count(".") >= MAX_DEPTH:  # as deep as a YAML file may nest: 1,000 levels were a RecursionError
             raise ConfigError(f"--set of {experiment}: the key {_shown(key)} nests {key.count('.') + 1} levels; "
                               f"expected at most {MAX_DEPTH} (a config nests two or three).")
-        value = parse_yaml_value(text, where=f"--set {key}")
+        value = parse_yaml_value(text, where=f"--set {_cut_key(key)}")  # a 1,000-character key was echoed whole
         node = out
         parts = key.split(".")
         for part in parts[:-1]:
@@ -447,7 +447,7 @@ def bool_words(pairs) -> dict[tuple, str]:
         if not sep or text.strip().lower() in ("true", "false"):
             continue
         try:
-            value = parse_yaml_value(text, where=f"--set {key.strip()}")
+            value = parse_yaml_value(text, where=f"--set {_cut_key(key.strip())}")
         except ConfigError:  # refused where the value is parsed
             continue
         if isinstance(value, bool):
