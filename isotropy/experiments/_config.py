@@ -421,7 +421,7 @@ def parse_set_options(pairs, *, experiment: str) -> dict:
         if key.count(".") >= MAX_DEPTH:  # as deep as a YAML file may nest: 1,000 levels were a RecursionError
             raise ConfigError(f"--set of {experiment}: the key {_shown(key)} nests {key.count('.') + 1} levels; "
                               f"expected at most {MAX_DEPTH} (a config nests two or three).")
-        value = parse_yaml_value(text, where=f"--set {key}")
+        value = parse_yaml_value(text, where=f"--set {_cut_key(key)}")  # a 1,000-character key was echoed whole
         node = out
         parts = key.split(".")
         for part in parts[:-1]:
@@ -447,7 +447,7 @@ def bool_words(pairs) -> dict[tuple, str]:
         if not sep or text.strip().lower() in ("true", "false"):
             continue
         try:
-            value = parse_yaml_value(text, where=f"--set {key.strip()}")
+            value = parse_yaml_value(text, where=f"--set {_cut_key(key.strip())}")
         except ConfigError:  # refused where the value is parsed
             continue
         if isinstance(value, bool):
@@ -590,7 +590,8 @@ def _format_errors(exc: ValidationError, model: type[BaseModel], data: dict, *, 
         grouped.setdefault(_data_path(error["loc"], data), []).append(error)
     messages = []
     for path, errors in grouped.items():
-        key = _dotted(path) or "config"
+        dotted = _dotted(path) or "config"
+        key = _cut_key(dotted)  # --set 'x...x=1' with a 100,000-character key was echoed whole
         kinds = {e["type"] for e in errors}
         if "extra_forbidden" in kinds:
             name = path[-1] if path else "?"
@@ -600,7 +601,7 @@ def _format_errors(exc: ValidationError, model: type[BaseModel], data: dict, *, 
                                 f"with {_CONTEXT_KEYS[name]}.")
                 continue
             close = _suggest(str(name), known)
-            prefix = key[: len(key) - len(str(name))]  # 'synthetic.' of a nested key: the suggestion is a whole key
+            prefix = _cut_key(dotted[: len(dotted) - len(str(name))])  # 'synthetic.' of a nested key: a whole key
             hint = f"; did you mean '{prefix}{close[0]}'?" if close else f"; expected one of {', '.join(known)}."
             messages.append(f"Unknown config key '{key}' for {experiment}{hint}")
             continue
@@ -668,6 +669,11 @@ def _literal_choices(errors: list) -> list[str]:
 
 # Problems of a config said in one error, the rest counted
 _MESSAGES = 10
+
+
+def _cut_key(key: str, limit: int = 80) -> str:
+    """A dotted config key as a message quotes it: cut to ``limit`` characters and its length said when longer."""
+    return key if len(key) <= limit else f"{key[:limit - 3]}... ({len(key):,} characters)"
 
 
 def _shown(value, limit: int = 80) -> str:

@@ -29,7 +29,8 @@ from pathlib import Path
 from isotropy._utils import jsontext
 from isotropy._utils.errors import IsotropyValueError
 
-__all__ = ["check_not_an_input", "check_regular_file", "npy_header", "npy_magic_problem", "path_kind", "read_bytes", "read_json", "read_text"]
+__all__ = ["check_not_an_input", "check_regular_file", "npy_header", "npy_magic_problem", "npy_size_problem", "path_kind",
+           "read_bytes", "read_json", "read_text"]
 
 
 def path_kind(path) -> str | None:
@@ -267,6 +268,39 @@ def npy_header(handle) -> tuple[tuple, bool, object, int]:
     else:
         raise ValueError(f"an .npy header of version {version}")
     return shape, fortran, dtype, handle.tell()
+
+
+def npy_size_problem(path) -> str | None:
+    """Why the ``.npy`` file ``path`` is not the size its header declares; ``None`` when it is (or when the header
+    cannot be read, or declares pickled objects: ``np.load`` refuses those in its own words).
+
+    Read from the header alone, before ``np.load``: numpy allocates the shape a header claims before reading a byte
+    (a 192-byte file claiming shape (10**12, 10**12) was refused as "Unable to allocate 6.95 EiB", a size wrapped
+    around 2**64, for a file merely cut short), and it ignores bytes after the array (``cat a.npy b.npy > c.npy``
+    read as a.npy's rows alone, silently). A member of an ``.npz`` is held to the same rule
+    (:func:`isotropy.io.embeddings._check_npz_member`), and so is an entry of the embeddings cache.
+    """
+    try:
+        with open(path, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            shape, _, dtype, offset = npy_header(handle)
+    except Exception:  # noqa: BLE001 -- not an .npy, a damaged header: np.load's refusal (or npy_magic_problem) says it
+        return None
+    if dtype.hasobject:
+        return None
+    declared = offset
+    for dim in shape:
+        if not isinstance(dim, int) or dim < 0:
+            return f"its header declares shape {shape}, with a negative or non-integer dimension"
+    count = 1
+    for dim in shape:
+        count *= dim  # Python ints: no wrap-around at 2**64
+    declared += count * dtype.itemsize
+    if declared == size:
+        return None
+    what = "cut short or damaged" if declared > size else "bytes after the array: two arrays written one after the other?"
+    return (f"its header declares shape {shape} of {dtype} ({declared:,} bytes with the header) but the file holds "
+            f"{size:,} bytes ({what})")
 
 
 def natural_key(name: str) -> tuple:

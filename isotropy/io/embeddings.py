@@ -35,7 +35,7 @@ from isotropy.io._archives import (
 )
 from isotropy.io._encoding import header_name as _header_name  # shared with read_labels' column=
 from isotropy.io._encoding import is_label_header, is_row_id_header, shorten
-from isotropy.io._paths import npy_magic_problem, path_kind
+from isotropy.io._paths import npy_magic_problem, npy_size_problem, path_kind
 from isotropy.io.word_vectors import PACKAGED_GLOVE, read_word_vectors
 
 __all__ = ["EMBEDDING_EXTENSIONS", "read_embeddings"]
@@ -300,8 +300,11 @@ def _check_mmap_mode(mmap_mode, *, caller: str) -> None:
 
 def _load_npy(path, mmap_mode=None):
     _check_mmap_mode(mmap_mode, caller="_load_npy")  # every reader of .npy files passes through here
-    # the magic string is looked at only when numpy cannot read the file, or reads it as a zip archive: no second
-    # open of every good .npy (a thousand shards)
+    # the magic string is looked at only when numpy cannot read the file, or reads it as a zip archive; the header is
+    # read first for the size it declares (a few hundred bytes: a shard's fast path reads it once, not through here)
+    problem = npy_size_problem(path)
+    if problem is not None:
+        raise _fail(path, problem, "a complete .npy array as np.save writes it")
     try:
         arr = np.load(path, allow_pickle=False, mmap_mode=mmap_mode)
     except Exception as exc:  # noqa: BLE001 -- corrupt header, object arrays, truncated data, not a .npy at all
@@ -418,7 +421,7 @@ def _check_tensor_storage(path, tensor) -> None:
                     "a tensor saved with its own data: torch.save(tensor.contiguous().clone(), path)")
 
 
-def _tensor_to_numpy(tensor):
+def _tensor_to_numpy(tensor, path):
     import torch
 
     tensor = tensor.detach().to("cpu")
@@ -426,7 +429,12 @@ def _tensor_to_numpy(tensor):
         tensor = tensor.float()
     if tensor.is_complex():
         return tensor.numpy()  # rejected by _as_matrix with the dtype named
-    return tensor.numpy()
+    try:
+        return tensor.numpy()
+    except TypeError:  # float8, float4, qint8: "Got unsupported ScalarType Float8_e4m3fn", a traceback from measure
+        raise _fail(path, f"its tensor has dtype {str(tensor.dtype).removeprefix('torch.')}, which numpy cannot hold",
+                    "a tensor of floats (float16, bfloat16, float32, float64) or integers; convert it "
+                    "(tensor.float()) before saving it") from None
 
 
 def _read_torch(path, key):
@@ -461,13 +469,13 @@ def _read_torch(path, key):
             _no_key(path, key, ".pt files saving a single tensor")
         _check_tensor_layout(path, obj)
         _check_tensor_storage(path, obj)
-        return _as_matrix(_tensor_to_numpy(obj), path)
+        return _as_matrix(_tensor_to_numpy(obj, path), path)
     if isinstance(obj, dict):
         tensors = {str(k): v for k, v in obj.items() if isinstance(v, torch.Tensor)}
         tensor = _pick(path, tensors, key, "saved dict")
         _check_tensor_layout(path, tensor, key if key is not None or len(tensors) != 1 else next(iter(tensors)))
         _check_tensor_storage(path, tensor)
-        return _as_matrix(_tensor_to_numpy(tensor), path)
+        return _as_matrix(_tensor_to_numpy(tensor, path), path)
     raise _fail(path, f"torch.load returned a {type(obj).__name__}", "a tensor, or a dict of tensors")
 
 
@@ -482,6 +490,11 @@ def _read_safetensors(path, key):
                         "a .safetensors file of float or integer tensors") from None
         return _as_matrix(arr, path)
     return _as_matrix(_pick(path, arrays, key, ".safetensors file"), path)
+
+
+# the safetensors dtypes read: numpy's types, and bfloat16 (read by hand below)
+_SAFETENSORS_DTYPES = frozenset({"BOOL", "U8", "I8", "U16", "I16", "U32", "I32", "U64", "I64", "F16", "BF16", "F32", "F64",
+                                 "C64"})  # complex: read, then refused by _as_matrix with its dtype named
 
 
 def _read_safetensors_tensor(path, key):
@@ -502,7 +515,13 @@ def _read_safetensors_tensor(path, key):
         with safe_open(str(path), framework="numpy") as handle:
             names = list(handle.keys())
             name = _pick(path, {n: n for n in names}, key, ".safetensors file")
-            if handle.get_slice(name).get_dtype() != "BF16":
+            dtype = handle.get_slice(name).get_dtype()
+            if dtype not in _SAFETENSORS_DTYPES:  # float8, float4, complex: safetensors' own error was "module
+                # 'numpy' has no attribute 'float8_e4m3fn'", naming neither the tensor nor its type
+                raise _fail(path, f"its tensor {shorten(str(name))!r} has dtype {shorten(str(dtype))}, which numpy "
+                                  f"cannot hold", "a .safetensors file of float (F16, BF16, F32, F64) or integer "
+                                  "tensors; convert the tensor (tensor.float()) before saving it")
+            if dtype != "BF16":
                 return handle.get_tensor(name)
     except IsotropyValueError:  # _pick's: several tensors and no key, or a key naming none
         raise

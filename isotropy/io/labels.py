@@ -39,7 +39,7 @@ from isotropy.io._encoding import (
     is_row_id_header,
     text_codec,
 )
-from isotropy.io._paths import _mib, npy_magic_problem, path_kind
+from isotropy.io._paths import _mib, npy_magic_problem, npy_size_problem, path_kind
 from isotropy.io.word_vectors import _MAX_LINE
 
 __all__ = ["LABEL_EXTENSIONS", "read_labels"]
@@ -300,6 +300,9 @@ def _indicator(values: np.ndarray, path) -> np.ndarray:
 
 
 def _read_npy(path) -> np.ndarray:
+    problem = npy_size_problem(path)  # before numpy allocates the shape claimed, or reads the first array of two
+    if problem is not None:
+        raise _fail(path, problem, "a complete .npy array as np.save writes it")
     try:
         labels = np.load(path, allow_pickle=False)
         if not isinstance(labels, np.ndarray):  # np.load opened a zip archive (an .npz) as one

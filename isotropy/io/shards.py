@@ -125,7 +125,7 @@ def _npy_header(path: Path):
     ``layout`` is ``(data offset, stored dtype, size, mtime)`` of a C-ordered shard whose data are all
     there, which :func:`_load_npy_rows` then reads with one plain read (no second header parse, no
     memory map) while the file keeps that size and mtime;
-    ``None`` for any other shard (Fortran order, a header that promises more bytes than the file
+    ``None`` for any other shard (Fortran order, a header that promises more or fewer bytes than the file
     holds, an unusual header), which goes through ``np.load`` and its one-line errors as before.
     """
     fast = _npy_fast_header(path)
@@ -145,7 +145,7 @@ def _npy_fast_header(path: Path):
             shape, fortran, stored, offset = npy_header(handle)
             stat = os.fstat(handle.fileno())
             if fortran or len(shape) != 2 or not shape[0] or not shape[1] or stored.kind not in "biuf" \
-                    or stored.hasobject or stat.st_size < offset + shape[0] * shape[1] * stored.itemsize:
+                    or stored.hasobject or stat.st_size != offset + shape[0] * shape[1] * stored.itemsize:
                 return None
             first = np.fromfile(handle, dtype=stored, count=shape[1]).reshape(1, shape[1])
     except Exception:  # noqa: BLE001 -- anything odd: the general path says what is wrong
