@@ -174,3 +174,30 @@ def test_a_long_set_key_with_an_invalid_value_is_quoted_cut(capsys):
     assert code == 2
     assert err == (f"Error: --set {key[:77]}... (1,000 characters): '{{0' is not a valid YAML value (while parsing a "
                    f"flow mapping, expected ',' or '}}', but got '<stream end>' at line 1, column 3).\n")
+
+
+@pytest.mark.parametrize(("name", "encoding", "said"), [
+    ("u16.csv", "utf-16", "UTF-16 text (it starts with a UTF-16 byte-order mark)"),
+    ("u16le.tsv", "utf-16-le", "UTF-16-LE text (every other byte is NUL"),
+    ("u32.csv", "utf-32", "UTF-32 text (it starts with a UTF-32 byte-order mark)"),
+    ("u16.vec", "utf-16", "UTF-16 text (it starts with a UTF-16 byte-order mark)"),
+    ("u32be.txt", "utf-32-be", "UTF-32-BE text (its bytes decode as UTF-32 text"),
+])
+def test_a_utf16_or_utf32_text_file_is_refused_naming_its_encoding(tmp_path, name, encoding, said):
+    """A spreadsheet's "Unicode text" export (UTF-16 with a byte-order mark) was refused as "line 3 has 1 fields, the
+    header has 2" (a reader trial); UTF-16 and UTF-32 tables and vector files are now said to be so, with how to
+    convert them, and the same rows in UTF-8 read as the numbers written."""
+    rows = [[1.5, -2.0, 3.25], [4.0, 5.5, -6.0]]
+    if name.endswith((".csv", ".tsv")):
+        sep = "," if name.endswith(".csv") else "\t"
+        text = sep.join("abc") + "\n" + "".join(sep.join(map(str, row)) + "\n" for row in rows)
+    else:
+        text = "".join(f"w{i} " + " ".join(map(str, row)) + "\n" for i, row in enumerate(rows))
+    path = tmp_path / name
+    path.write_bytes(text.encode(encoding))
+    with pytest.raises(ValueError) as caught:
+        read_embeddings(path)
+    message = str(caught.value)
+    assert said in message and "read as UTF-8" in message and "iconv -f" in message and "\n" not in message
+    path.write_bytes(text.encode("utf-8"))
+    np.testing.assert_array_equal(read_embeddings(path)[0], np.array(rows))

@@ -8,7 +8,7 @@ import codecs
 from isotropy._utils.errors import IsotropyValueError
 
 __all__ = ["LABEL_HEADERS", "MAX_LINE_CHARS", "MAX_TEXT_FILE_BYTES", "ROW_ID_HEADERS", "header_name",
-           "is_label_header", "is_row_id_header", "longest_line", "shorten", "text_codec"]
+           "is_label_header", "is_row_id_header", "longest_line", "shorten", "text_codec", "wide_encoding"]
 
 #: A texts file (``measure --model --texts``) or a labels text file is read into memory: past this size it is
 #: refused, not read. A million sentences take about 100 MB; a forward pass over 1 GiB of text takes hours even on
@@ -125,3 +125,41 @@ def is_label_header(cell, *, of_features: bool = False) -> bool:
     table of features (``of_features``), ``y``, ``type`` or ``group``."""
     name = header_name(cell).lower()
     return name in LABEL_HEADERS or (not of_features and name in _FEATURE_LIKE_LABEL_HEADERS)
+
+
+#: Bytes of a text file looked at for a UTF-16/UTF-32 encoding (:func:`wide_encoding`).
+WIDE_SNIFF = 4096
+
+
+def wide_encoding(data: bytes) -> tuple[str, str] | None:
+    """``(encoding, why)`` when the first bytes of a file say it is UTF-16 or UTF-32 text: by its byte-order mark,
+    or without one by the bytes themselves (UTF-32: they decode as UTF-32 without a NUL character, which no other
+    text or binary data does; UTF-16: every other byte is NUL); else ``None``.
+
+    >>> wide_encoding("a b\\n".encode("utf-16"))
+    ('utf-16', 'it starts with a UTF-16 byte-order mark')
+    >>> wide_encoding("a b\\n".encode("utf-32-be"))[0]
+    'utf-32-be'
+    >>> wide_encoding(b"plain") is None
+    True
+    """
+    head = data[:WIDE_SNIFF]
+    for mark, encoding in ((b"\xff\xfe\x00\x00", "utf-32"), (b"\x00\x00\xfe\xff", "utf-32"),
+                           (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16")):
+        if head.startswith(mark):
+            return encoding, f"it starts with a {encoding.upper()} byte-order mark"
+    # UTF-32 without a mark: four bytes a character, each at most 0x10FFFF (UTF-16 or 8-bit text as UTF-32 is not)
+    body = head[:len(head) - len(head) % 4] if len(data) > len(head) else head  # a cut head ends mid-character
+    if len(body) >= 4 and len(body) % 4 == 0 and b"\x00" in body:
+        for encoding in ("utf-32-le", "utf-32-be"):
+            try:
+                text = body.decode(encoding)
+            except UnicodeDecodeError:
+                continue
+            if "\x00" not in text:
+                return encoding, "its bytes decode as UTF-32 text, without a byte-order mark"
+    if len(head) >= 4:
+        for start, encoding in ((1, "utf-16-le"), (0, "utf-16-be")):
+            if head[start::2].count(0) > len(head) // 4 and b"\x00" not in head[1 - start::2]:
+                return encoding, "every other byte is NUL, as in UTF-16 text without a byte-order mark"
+    return None

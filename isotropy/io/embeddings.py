@@ -186,6 +186,7 @@ def read_embeddings(path: str | os.PathLike, *, key: str | None = None, mmap_mod
         return _read_safetensors(path, key), None
     if suffix in (".csv", ".tsv"):
         _no_key(path, key, f"{suffix} files")
+        _refuse_wide_text(path, suffix)
         from isotropy.io._delimited import file_delimiter
         from isotropy.io._paths import binary_kind
 
@@ -204,6 +205,8 @@ def read_embeddings(path: str | os.PathLike, *, key: str | None = None, mmap_mod
         return _as_matrix(X, path), words
     if suffix in _WORD_VECTOR_EXTENSIONS or _has_word2vec_header(path):
         _no_key(path, key, "word-vector files")
+        if suffix != ".bin":  # word2vec's binary format holds NUL bytes of its own
+            _refuse_wide_text(path, suffix)
         if suffix not in (".vec", ".w2v", ".bin") and _is_numeric_text(path):
             return _read_numeric_text(path), None
         words, X = read_word_vectors(path)
@@ -212,6 +215,23 @@ def read_embeddings(path: str | os.PathLike, *, key: str | None = None, mmap_mod
         ", and its first bytes are not those of a .npy, .npz, .pt, .parquet or .safetensors file"
     raise _fail(path, found,
                 f"one of {', '.join(EMBEDDING_EXTENSIONS)}, or a word2vec file with a '<n_words> <n_features>' header")
+
+
+def _refuse_wide_text(path: Path, suffix: str) -> None:
+    """Refuse a text table or vector file in UTF-16 or UTF-32 (a spreadsheet's "Unicode text" export), which these
+    readers read as UTF-8: such a CSV was refused as "line 3 has 1 fields, the header has 2" (a reader trial)."""
+    from isotropy.io._encoding import WIDE_SNIFF, wide_encoding
+
+    try:
+        with open(path, "rb") as handle:
+            wide = wide_encoding(handle.read(WIDE_SNIFF))
+    except OSError:
+        return  # the reader says why
+    if wide is not None:
+        kind = "text" if suffix in (".csv", ".tsv") else "vector text"
+        raise _fail(path, f"it is {wide[0].upper()} text ({wide[1]}), and {suffix} files are read as UTF-8",
+                    f"UTF-8 {kind}: convert it, e.g. iconv -f {wide[0].upper()} -t UTF-8 IN > OUT"
+                    + (f", or pandas.read_csv(path, encoding={wide[0]!r}).to_csv" if kind == "text" else ""))
 
 
 def _format_from_content(path: Path) -> str | None:

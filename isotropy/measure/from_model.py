@@ -141,14 +141,14 @@ def _texts_of(raw: bytes, *, subject: str, path: Path | None, column, name: str,
     messages begin with ``subject`` (``"The texts file '...'"``, ``"Standard input"``); see :func:`read_texts`."""
     from isotropy._utils.errors import IsotropyValueError
     from isotropy.io._delimited import table_delimiter
-    from isotropy.io._encoding import MAX_LINE_CHARS, longest_line
+    from isotropy.io._encoding import MAX_LINE_CHARS, WIDE_SNIFF, longest_line, wide_encoding
 
     suffix = path.suffix.lower() if path is not None else ""
     of = subject[:1].lower() + subject[1:]  # "... blank lines of the texts file '...' were skipped"
     try:  # decoded here, whatever the format: a bad byte is then said at its line of the file
         content = raw.decode(decode_as)  # without a leading BOM
     except UnicodeDecodeError as exc:
-        wide = _wide_encoding(exc.object)  # a UTF-16/UTF-32 file read as UTF-8: its encoding, not latin-1
+        wide = wide_encoding(exc.object)  # a UTF-16/UTF-32 file read as UTF-8: its encoding, not latin-1
         raise ValueError(f"{subject} is not {name} text ({_bad_byte(exc)}); give its encoding "
                          f"{f'(--encoding {wide[0]}: {wide[1]})' if wide else '(--encoding, e.g. latin-1 or cp1252)'}"
                          f".") from None
@@ -156,7 +156,7 @@ def _texts_of(raw: bytes, *, subject: str, path: Path | None, column, name: str,
         import re
 
         line = len(re.findall(r"\r\n|\r|\n", content[:content.index("\x00")])) + 1
-        wide = _wide_encoding(raw[:_WIDE_SNIFF])  # UTF-32 read as UTF-16 decodes too, to NULs: said unless read as its own kind
+        wide = wide_encoding(raw[:WIDE_SNIFF])  # UTF-32 read as UTF-16 decodes too, to NULs: said unless read as its own kind
         if wide is not None and name.startswith(("utf-16", "utf-32")) and wide[0][:6] == name[:6]:
             wide = None
         expected = (f"give its encoding (--encoding {wide[0]}: {wide[1]})" if wide else
@@ -250,44 +250,6 @@ def _texts_of(raw: bytes, *, subject: str, path: Path | None, column, name: str,
         raise ValueError(f"{subject} holds {len(texts)} text{'' if len(texts) == 1 else 's'}"
                          f"{skipped}; expected at least 2{' (one text a line)' if isinstance(texts, _TextLines) else ''}.")
     return texts
-
-
-# bytes of a texts file looked at for a UTF-16/UTF-32 encoding (_wide_encoding)
-_WIDE_SNIFF = 4096
-
-
-def _wide_encoding(data: bytes) -> tuple[str, str] | None:
-    """``(encoding, why)`` when the first bytes of a file say it is UTF-16 or UTF-32 text: by its byte-order mark,
-    or without one by the bytes themselves (UTF-32: they decode as UTF-32 without a NUL character, which no other
-    text or binary data does; UTF-16: every other byte is NUL); else ``None``.
-
-    >>> _wide_encoding("a b\\n".encode("utf-16"))
-    ('utf-16', 'it starts with a UTF-16 byte-order mark')
-    >>> _wide_encoding("a b\\n".encode("utf-32-be"))[0]
-    'utf-32-be'
-    >>> _wide_encoding(b"plain") is None
-    True
-    """
-    head = data[:_WIDE_SNIFF]
-    for mark, encoding in ((b"\xff\xfe\x00\x00", "utf-32"), (b"\x00\x00\xfe\xff", "utf-32"),
-                           (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16")):
-        if head.startswith(mark):
-            return encoding, f"it starts with a {encoding.upper()} byte-order mark"
-    # UTF-32 without a mark: four bytes a character, each at most 0x10FFFF (UTF-16 or 8-bit text as UTF-32 is not)
-    body = head[:len(head) - len(head) % 4] if len(data) > len(head) else head  # a cut head ends mid-character
-    if len(body) >= 4 and len(body) % 4 == 0 and b"\x00" in body:
-        for encoding in ("utf-32-le", "utf-32-be"):
-            try:
-                text = body.decode(encoding)
-            except UnicodeDecodeError:
-                continue
-            if "\x00" not in text:
-                return encoding, "its bytes decode as UTF-32 text, without a byte-order mark"
-    if len(head) >= 4:
-        for start, encoding in ((1, "utf-16-le"), (0, "utf-16-be")):
-            if head[start::2].count(0) > len(head) // 4 and b"\x00" not in head[1 - start::2]:
-                return encoding, "every other byte is NUL, as in UTF-16 text without a byte-order mark"
-    return None
 
 
 def _bad_byte(exc: UnicodeDecodeError) -> str:
