@@ -608,7 +608,9 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
         from isotropy.metrics.table import ISOSCORE_STAR_WARNING
 
         warnings.warn(f"{_CALLER}: {ISOSCORE_STAR_WARNING} (shrinkage_sample=).", UserWarning, stacklevel=2)
-    texts = [t[:_CHARS_PER_TOKEN * max_length] for t in texts]  # never tokenise a huge text whole
+    # never tokenise a huge text whole; a text cut here is longer than max_length tokens (no token covers more)
+    chars_cut = np.fromiter((len(t) > _CHARS_PER_TOKEN * max_length for t in texts), dtype=bool, count=len(texts))
+    texts = [t[:_CHARS_PER_TOKEN * max_length] for t in texts]
     check_layers(layers, caller=_CALLER)  # the form now; the range before the model loads where its depth can be read
     check_layers_before_loading(layers, model, caller=_CALLER)
     if labels is None and any(METRICS[m].needs_labels for m in metrics):
@@ -640,6 +642,8 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
     # the token limit of every row, the output row's too (its encoder's max_seq_length): the model's own 256 cut the
     # output row of long texts elsewhere than the layers it pools (--max-length 8 changed layer 6, not the output)
     seq = capped_max_length(max_length, network.config, tokenizer)
+    network_config = network.config
+    n_cut = _count_cut(texts, chars_cut, tokenizer, seq)  # said below and recorded: a cut text is not measured whole
     n_layers = n_transformer_layers(network.config)
     layers = select_layers(layers, n_layers + 1, caller=_CALLER)
     output_modules, encoder, collected = [], None, None
@@ -767,6 +771,16 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
                f"texts longer than {seq} tokens were cut to {seq}")
         notes.append(cut)
         print(f"Note: {cut.removeprefix('every layer: ')}.", file=sys.stderr, flush=True)
+    if n_cut:  # the vectors of these texts are of their first seq tokens only: said, not silent (a user trial)
+        from isotropy.models.loading import longest_input
+
+        longest = longest_input(network_config, tokenizer)
+        limit = ("the most the model takes" if seq < max_length or longest is not None and longest <= seq else
+                 f"max_length={seq}; the model takes up to {longest}" if longest is not None else f"max_length={seq}")
+        cut = (f"every layer: {n_cut} of {len(texts)} texts {'is' if n_cut == 1 else 'are'} longer than {seq} tokens "
+               f"({limit}): {'it was' if n_cut == 1 else 'each was'} cut to its first {seq} tokens")
+        notes.append(cut)
+        print(f"Note: {cut.removeprefix('every layer: ')}.", file=sys.stderr, flush=True)
     if "isoscore_star" in metrics and shrinkage_sample is None:  # warned above; kept with the values
         from isotropy.metrics.table import ISOSCORE_STAR_WARNING
 
@@ -791,7 +805,7 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
     return {"model": str(model), "location": location, "level": level,
             "pooling": pooling if level == "sentence" else None, "keep_special": keep_special if level == "token" else None,
             "n_layers": n_layers, "n_features": int(states[layers[0]].shape[1]), "n_texts": len(texts),
-            "n_rows_total": int(n_total), "metrics": list(metrics), "max_length": seq,
+            "n_rows_total": int(n_total), "metrics": list(metrics), "max_length": seq, "n_truncated": n_cut,
             "batch_size": batch_size, "device": str(device),
             "sample_size": sample_size, "random_state": random_state, "rows": rows, "warnings": notes,
             "errors": errors,
@@ -802,6 +816,21 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
                                  else f"{len(shrinkage_sample)} texts"),
             "isoscore_star_left_out": default_metrics and shrinkage_sample is None,
             "output_modules": output_modules}
+
+
+def _count_cut(texts, chars_cut, tokenizer, seq: int) -> int:
+    """How many of ``texts`` have more than ``seq`` tokens (special tokens included), and so are cut to ``seq``.
+
+    Each text is tokenised to at most ``seq + 1`` tokens (bounded work): one that reaches it is longer. ``chars_cut``:
+    the texts already cut to ``100 * max_length`` characters, longer still.
+    """
+    import numpy as np
+
+    cut = np.asarray(chars_cut, dtype=bool).copy()
+    for start in range(0, len(texts), 4096):
+        ids = tokenizer(list(texts[start:start + 4096]), truncation=True, max_length=seq + 1)["input_ids"]
+        cut[start:start + len(ids)] |= np.fromiter((len(row) > seq for row in ids), dtype=bool, count=len(ids))
+    return int(cut.sum())
 
 
 def _sentence_transformer_modules(location) -> list[str]:
