@@ -4,6 +4,7 @@ the cache of pooled vectors."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from _tiny_models import make_tiny_bert
 
@@ -43,3 +44,40 @@ def test_texts_cut_at_max_length_are_counted_and_said(bert, capsys, level):
     whole = measure_layers(TEXTS, model=str(bert), device="cpu", metrics=["isoscore"], max_length=max(lengths),
                            level=level)
     assert whole["n_truncated"] == 0 and "longer than" not in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def bert_bf16(tmp_path_factory):
+    """The tiny BERT saved in bfloat16 (as many hub models are)."""
+    from transformers import AutoModel
+
+    directory = make_tiny_bert(tmp_path_factory.mktemp("trial") / "bert16", seed=3)
+    AutoModel.from_pretrained(str(directory)).to(torch.bfloat16).save_pretrained(directory)
+    return directory
+
+
+def _float32_mean_pooled(directory, texts, layer):
+    """A hand-written forward: the weights read in float32, one text at a time (no padding), masked mean in float64."""
+    from transformers import AutoModel, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(directory))
+    network = AutoModel.from_pretrained(str(directory), dtype=torch.float32).eval()
+    with torch.no_grad():
+        return np.stack([network(**tokenizer(text, return_tensors="pt"), output_hidden_states=True)
+                         .hidden_states[layer][0].double().mean(0).numpy() for text in texts])
+
+
+def test_a_bfloat16_model_runs_in_float32_and_the_record_says_so(bert_bf16):
+    """transformers 5 loads a model in its files' dtype: a bfloat16 folder ran in bfloat16 and its pooled states were
+    ~1e-2 off those of float32 arithmetic on the same weights, unsaid (a user trial). Every loader now runs float32
+    (the reference: the weights read in float32, each text alone) and measure_layers records the dtype."""
+    from isotropy.models.encoders import encode_pooled, encode_sentences
+
+    reference = _float32_mean_pooled(bert_bf16, TEXTS, 2)
+    pooled = encode_pooled(TEXTS, model=str(bert_bf16), layers=[2], device="cpu", batch_size=3, use_cache=False)[2]
+    assert np.abs(pooled - reference).max() <= 1e-5 * np.abs(reference).max()
+    # sentence-transformers' own loading (encode_sentences): its default module is the mean pooling of the last layer
+    encoded = encode_sentences(TEXTS, model=str(bert_bf16), device="cpu", use_cache=False, show_progress=False)
+    assert np.abs(encoded - reference).max() <= 1e-5 * np.abs(reference).max()
+    result = measure_layers(TEXTS, model=str(bert_bf16), device="cpu", metrics=["isoscore"], layers="last")
+    assert result["dtype"] == "float32"

@@ -643,6 +643,7 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
     # output row of long texts elsewhere than the layers it pools (--max-length 8 changed layer 6, not the output)
     seq = capped_max_length(max_length, network.config, tokenizer)
     network_config = network.config
+    ran_in = str(next(network.parameters()).dtype).removeprefix("torch.")  # the precision of the forward pass
     n_cut = _count_cut(texts, chars_cut, tokenizer, seq)  # said below and recorded: a cut text is not measured whole
     n_layers = n_transformer_layers(network.config)
     layers = select_layers(layers, n_layers + 1, caller=_CALLER)
@@ -805,7 +806,7 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
     return {"model": str(model), "location": location, "level": level,
             "pooling": pooling if level == "sentence" else None, "keep_special": keep_special if level == "token" else None,
             "n_layers": n_layers, "n_features": int(states[layers[0]].shape[1]), "n_texts": len(texts),
-            "n_rows_total": int(n_total), "metrics": list(metrics), "max_length": seq, "n_truncated": n_cut,
+            "n_rows_total": int(n_total), "metrics": list(metrics), "max_length": seq, "n_truncated": n_cut, "dtype": ran_in,
             "batch_size": batch_size, "device": str(device),
             "sample_size": sample_size, "random_state": random_state, "rows": rows, "warnings": notes,
             "errors": errors,
