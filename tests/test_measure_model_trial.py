@@ -81,3 +81,42 @@ def test_a_bfloat16_model_runs_in_float32_and_the_record_says_so(bert_bf16):
     assert np.abs(encoded - reference).max() <= 1e-5 * np.abs(reference).max()
     result = measure_layers(TEXTS, model=str(bert_bf16), device="cpu", metrics=["isoscore"], layers="last")
     assert result["dtype"] == "float32"
+
+
+def test_the_json_record_names_the_models_files_by_sha256(tmp_path, monkeypatch):
+    """--json recorded the texts' sha256 but of the model only a name and folder, whose contents change under it
+    (a user trial). It now names every file of a model folder with its size and sha256 (compared with hashlib's), so
+    other weights saved in the same folder give another record; of a GGUF model, the file's sha256."""
+    import hashlib
+    import json
+
+    from _tiny_models import make_tiny_gemma_gguf
+    from click.testing import CliRunner
+
+    from isotropy.cli import cli
+
+    monkeypatch.setenv("ISOTROPY_CACHE", str(tmp_path / "cache"))
+    texts = tmp_path / "texts.txt"
+    texts.write_text("\n".join(TEXTS) + "\n")
+
+    def record(model):
+        out = tmp_path / "out.json"
+        result = CliRunner().invoke(cli, ["measure", "--model", str(model), "--texts", str(texts), "--device", "cpu",
+                                          "--metrics", "isoscore", "--layers", "last", "--json", str(out)])
+        assert result.exit_code == 0, result.output
+        return json.loads(out.read_text())["inputs"]["model"]
+
+    folder = make_tiny_bert(tmp_path / "bert", seed=1)
+    (folder / ".git").mkdir()
+    (folder / ".git" / "HEAD").write_text("ref: refs/heads/main\n")  # a clone's own files are not the model's
+    first = record(folder)
+    on_disk = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file() and ".git" not in p.parts)
+    assert [entry["path"] for entry in first["files"]] == on_disk and "model.safetensors" in on_disk
+    for entry in first["files"]:
+        data = (folder / entry["path"]).read_bytes()
+        assert (entry["bytes"], entry["sha256"]) == (len(data), hashlib.sha256(data).hexdigest())
+    make_tiny_bert(folder, seed=2)  # other weights, the same folder and file names
+    second = {entry["path"]: entry["sha256"] for entry in record(folder)["files"]}
+    assert second["model.safetensors"] != {e["path"]: e["sha256"] for e in first["files"]}["model.safetensors"]
+    gguf_path, _ = make_tiny_gemma_gguf(tmp_path / "tiny.gguf")
+    assert record(gguf_path)["gguf_sha256"] == hashlib.sha256(gguf_path.read_bytes()).hexdigest()

@@ -23,7 +23,8 @@ import click
 
 from isotropy._utils.defaults import MAX_LENGTH as _MAX_LENGTH
 
-__all__ = ["DEFAULT_LAYER_METRICS", "LEVELS", "MetricFailedWarning", "format_table", "measure_layers", "model_options", "plot_layers", "read_texts",
+__all__ = ["DEFAULT_LAYER_METRICS", "LEVELS", "MetricFailedWarning", "format_table", "measure_layers", "model_identity",
+           "model_options", "plot_layers", "read_texts",
            "run_cli", "token_hidden_states"]
 
 LEVELS = ("sentence", "token")
@@ -834,6 +835,39 @@ def _count_cut(texts, chars_cut, tokenizer, seq: int) -> int:
     return int(cut.sum())
 
 
+def model_identity(location) -> dict:
+    """Which model ran, for the JSON record: its files' sizes and sha256, not only a name or a folder.
+
+    A folder's contents change under its name (a checkpoint saved again, other weights copied in), as a texts file's
+    do. For a model converted from GGUF (a ``.gguf`` file or the packaged Gemma), the GGUF file's sha256 (the key of
+    its converted folder, read from the conversion's record, so the file is not hashed again); for any other folder
+    (the packaged MiniLM too), every file under it with its size and sha256 (:func:`isotropy.io._identity.input_identity`;
+    the weights are read once more, as the texts are); for a hub name, the name alone.
+    """
+    from isotropy.models.gguf import _MARKER
+
+    path = Path(str(location))
+    if not path.is_dir():
+        return {"name": str(location), "files": None}
+    marker = path / _MARKER
+    if marker.is_file():
+        from isotropy._utils import jsontext
+
+        try:
+            record = jsontext.loads(marker.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            record = {}
+        if isinstance(record, dict) and isinstance(record.get("gguf_sha256"), str):
+            return {"path": str(path), "gguf_sha256": record["gguf_sha256"], "source": record.get("source")}
+    from isotropy.io._identity import input_identity
+
+    # not under a hidden folder: a git clone's .git holds the weights a second time (LFS objects)
+    files = sorted((p for p in path.rglob("*") if p.is_file() and not any(
+        part.startswith(".") for part in p.relative_to(path).parts)), key=lambda p: p.relative_to(path).as_posix())
+    return {"path": str(path), "files": [{**entry, "path": p.relative_to(path).as_posix()}
+                                         for p in files for entry in input_identity(p)]}
+
+
 def _sentence_transformer_modules(location) -> list[str]:
     """The modules after the transformer in a sentence-transformers directory (``modules.json``), e.g. ``["Pooling", "Normalize"]``.
 
@@ -1243,7 +1277,8 @@ def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, 
         record = {**result, "texts": str(texts_path), "text_column": text_column, "encoding": encoding,
                   "labels": None if labels_path is None else str(labels_path), "label_column": label_column,
                   "inputs": {"texts": texts.identity if from_stdin else input_identity(texts_path),
-                             "labels": None if labels_path is None else input_identity(labels_path)},
+                             "labels": None if labels_path is None else input_identity(labels_path),
+                             "model": model_identity(result["location"])},
                   "rows": [_json_safe(r) for r in result["rows"]], "errors": errors, "complete": not errors,
                   "threads": threads_in_effect(), "versions": package_versions(["gguf"])}
         write_json_output(json_path, record)
