@@ -120,3 +120,24 @@ def test_the_json_record_names_the_models_files_by_sha256(tmp_path, monkeypatch)
     assert second["model.safetensors"] != {e["path"]: e["sha256"] for e in first["files"]}["model.safetensors"]
     gguf_path, _ = make_tiny_gemma_gguf(tmp_path / "tiny.gguf")
     assert record(gguf_path)["gguf_sha256"] == hashlib.sha256(gguf_path.read_bytes()).hexdigest()
+
+
+def test_a_tokenizer_file_changed_alone_is_no_stale_cache_hit(tmp_path):
+    """The cache key named a model folder's .safetensors, .bin and .json files only: a folder tokenised by its
+    vocab.txt (no tokenizer.json, as older BERT folders) whose vocab.txt was corrected gave the old tokens' vectors
+    back from the cache (a user trial). The reference: the same call without the cache."""
+    from _tiny_models import BERT_VOCAB
+
+    from isotropy.models.encoders import encode_pooled
+
+    folder = make_tiny_bert(tmp_path / "bert")
+    (folder / "tokenizer.json").unlink()
+    texts = ["the cat sat", "a dog ran", "the mat"]
+    kwargs = {"model": str(folder), "layers": [1], "device": "cpu"}
+    before = encode_pooled(texts, cache_dir=tmp_path / "cache", **kwargs)[1]
+    vocab = list(BERT_VOCAB)
+    vocab[5], vocab[6] = vocab[6], vocab[5]  # "the" and "cat" swap ids
+    (folder / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    fresh = encode_pooled(texts, use_cache=False, **kwargs)[1]
+    assert not np.array_equal(fresh, before)
+    np.testing.assert_array_equal(encode_pooled(texts, cache_dir=tmp_path / "cache", **kwargs)[1], fresh)

@@ -66,12 +66,14 @@ def load_sentence_model(model: str = DEFAULT_MODEL, *, device: str | None = None
 def _cache_key(model_location: str, texts: Sequence[str], normalize: bool, tag: str = "") -> str:
     digest = hashlib.sha256()
     digest.update(tag.encode())
-    # a local model is identified by its path and the size/mtime of its weight files
+    # a local model is identified by its path and the size/mtime of its files: every file, not only the weights and
+    # .json files (a vocab.txt, merges.txt or tokenizer.model changed alone gave the old tokens' vectors back: a user
+    # trial), hidden folders (a clone's .git) left out
     digest.update(model_location.encode())
     location = Path(model_location)
     if location.is_dir():
         for weight in sorted(location.rglob("*")):
-            if weight.suffix in {".safetensors", ".bin", ".json"} and weight.is_file():
+            if weight.is_file() and not any(part.startswith(".") for part in weight.relative_to(location).parts):
                 stat = weight.stat()
                 digest.update(f"{weight.relative_to(location)}:{stat.st_size}:{stat.st_mtime_ns}".encode())
     digest.update(b"normalize" if normalize else b"raw")
@@ -246,8 +248,11 @@ def _computed_by(batch_size: int, device) -> str:
     """The part of a cache key that names what the rows' last digits depend on besides the texts and the model: the
     batch size (which texts share a padded batch) and the kind of device (``cpu``, ``cuda``, ``mps``). A file
     computed with another ``--batch-size`` was read back as this one's (isoscore 0.07334928926671543 where batches
-    of 7 give 0.0733492895040497)."""
-    return f"batch_size={int(batch_size)}|device={str(device or 'cpu').split(':')[0]}"
+    of 7 give 0.0733492895040497). And the dtype the model runs in (:data:`isotropy.models.loading._COMPUTE_DTYPE`)."""
+    from isotropy.models.loading import _COMPUTE_DTYPE
+
+    # the dtype the model runs in (files computed in a model's own bfloat16, before it was float32, are not read back)
+    return f"batch_size={int(batch_size)}|device={str(device or 'cpu').split(':')[0]}|dtype={_COMPUTE_DTYPE}"
 
 
 class LayerOutOfRange(ValueError):
