@@ -141,3 +141,33 @@ def test_a_tokenizer_file_changed_alone_is_no_stale_cache_hit(tmp_path):
     fresh = encode_pooled(texts, use_cache=False, **kwargs)[1]
     assert not np.array_equal(fresh, before)
     np.testing.assert_array_equal(encode_pooled(texts, cache_dir=tmp_path / "cache", **kwargs)[1], fresh)
+
+
+def test_a_cache_file_that_is_not_an_npy_is_one_warning_line_that_advises_nothing_unsafe(bert, tmp_path, monkeypatch):
+    """A cache file overwritten with other bytes was read by np.load, whose refusal was printed as the reason: "This
+    file contains pickled (object) data. If you trust the file you can load it unsafely using the `allow_pickle=`
+    keyword argument" (a user trial), advice no cache file of ours needs. It is now said as not an .npy file, in one
+    Warning line, and the vectors are recomputed: equal to those of the run without the cache."""
+    import json
+
+    from click.testing import CliRunner
+
+    from isotropy.cli import cli
+
+    monkeypatch.setenv("ISOTROPY_CACHE", str(tmp_path))
+    texts = tmp_path / "texts.txt"
+    texts.write_text("\n".join(TEXTS) + "\n")
+    args = ["measure", "--model", str(bert), "--texts", str(texts), "--device", "cpu", "--metrics", "isoscore",
+            "--layers", "1", "--json", str(tmp_path / "out.json")]
+    first = CliRunner().invoke(cli, args)
+    assert first.exit_code == 0, first.output
+    value = json.loads((tmp_path / "out.json").read_text())["rows"][0]["isoscore"]
+    (cached,) = (tmp_path / "embeddings").glob("*.npy")
+    cached.write_bytes(b"garbage")
+    again = CliRunner().invoke(cli, args)
+    assert again.exit_code == 0, again.output
+    said = [line for line in again.stderr.splitlines() if line.startswith("Warning:")]
+    assert said == [(f"Warning: The cached embeddings {str(cached)!r} could not be read back (not an .npy file (it "
+                     f"does not start with numpy's .npy header)); recomputing them and rewriting the file.")]
+    assert json.loads((tmp_path / "out.json").read_text())["rows"][0]["isoscore"] == value
+    assert np.load(cached).shape == (len(TEXTS), 16)  # rewritten

@@ -208,8 +208,13 @@ def _cached_header_problem(path: Path, n: int) -> str | None:
     try:
         size = path.stat().st_size
         with open(path, "rb") as handle:
-            if handle.read(6) != MAGIC_PREFIX:
-                return None  # not an .npy (an .npz, an empty or random file): np.load's own refusal names it
+            head = handle.read(6)
+            if head != MAGIC_PREFIX:
+                if head.startswith(b"PK"):
+                    return None  # a zip archive (an .npz): np.load opens it, and the checks after it refuse it
+                # not an .npy (an empty or random file): np.load called it "pickled (object) data" and advised loading
+                # it "unsafely" with allow_pickle (a user trial), which no cache file of ours needs
+                return "not an .npy file (it does not start with numpy's .npy header)"
             handle.seek(0)
             shape, _, dtype, offset = npy_header(handle)
     except (OSError, ValueError, EOFError, TypeError, SyntaxError) as exc:
