@@ -23,7 +23,8 @@ import click
 
 from isotropy._utils.defaults import MAX_LENGTH as _MAX_LENGTH
 
-__all__ = ["DEFAULT_LAYER_METRICS", "LEVELS", "MetricFailedWarning", "format_table", "measure_layers", "model_options", "plot_layers", "read_texts",
+__all__ = ["DEFAULT_LAYER_METRICS", "LEVELS", "MetricFailedWarning", "format_table", "measure_layers", "model_identity",
+           "model_options", "plot_layers", "read_texts",
            "run_cli", "token_hidden_states"]
 
 LEVELS = ("sentence", "token")
@@ -570,7 +571,9 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
         from isotropy.metrics.table import ISOSCORE_STAR_WARNING
 
         warnings.warn(f"{_CALLER}: {ISOSCORE_STAR_WARNING} (shrinkage_sample=).", UserWarning, stacklevel=2)
-    texts = [t[:_CHARS_PER_TOKEN * max_length] for t in texts]  # never tokenise a huge text whole
+    # never tokenise a huge text whole; a text cut here is longer than max_length tokens (no token covers more)
+    chars_cut = np.fromiter((len(t) > _CHARS_PER_TOKEN * max_length for t in texts), dtype=bool, count=len(texts))
+    texts = [t[:_CHARS_PER_TOKEN * max_length] for t in texts]
     check_layers(layers, caller=_CALLER)  # the form now; the range before the model loads where its depth can be read
     check_layers_before_loading(layers, model, caller=_CALLER)
     if labels is None and any(METRICS[m].needs_labels for m in metrics):
@@ -602,6 +605,9 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
     # the token limit of every row, the output row's too (its encoder's max_seq_length): the model's own 256 cut the
     # output row of long texts elsewhere than the layers it pools (--max-length 8 changed layer 6, not the output)
     seq = capped_max_length(max_length, network.config, tokenizer)
+    network_config = network.config
+    ran_in = str(next(network.parameters()).dtype).removeprefix("torch.")  # the precision of the forward pass
+    n_cut = _count_cut(texts, chars_cut, tokenizer, seq)  # said below and recorded: a cut text is not measured whole
     n_layers = n_transformer_layers(network.config)
     layers = select_layers(layers, n_layers + 1, caller=_CALLER)
     output_modules, encoder, collected = [], None, None
@@ -729,6 +735,16 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
                f"texts longer than {seq} tokens were cut to {seq}")
         notes.append(cut)
         print(f"Note: {cut.removeprefix('every layer: ')}.", file=sys.stderr, flush=True)
+    if n_cut:  # the vectors of these texts are of their first seq tokens only: said, not silent (a user trial)
+        from isotropy.models.loading import longest_input
+
+        longest = longest_input(network_config, tokenizer)
+        limit = ("the most the model takes" if seq < max_length or longest is not None and longest <= seq else
+                 f"max_length={seq}; the model takes up to {longest}" if longest is not None else f"max_length={seq}")
+        cut = (f"every layer: {n_cut} of {len(texts)} texts {'is' if n_cut == 1 else 'are'} longer than {seq} tokens "
+               f"({limit}): {'it was' if n_cut == 1 else 'each was'} cut to its first {seq} tokens")
+        notes.append(cut)
+        print(f"Note: {cut.removeprefix('every layer: ')}.", file=sys.stderr, flush=True)
     if "isoscore_star" in metrics and shrinkage_sample is None:  # warned above; kept with the values
         from isotropy.metrics.table import ISOSCORE_STAR_WARNING
 
@@ -753,7 +769,7 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
     return {"model": str(model), "location": location, "level": level,
             "pooling": pooling if level == "sentence" else None, "keep_special": keep_special if level == "token" else None,
             "n_layers": n_layers, "n_features": int(states[layers[0]].shape[1]), "n_texts": len(texts),
-            "n_rows_total": int(n_total), "metrics": list(metrics), "max_length": seq,
+            "n_rows_total": int(n_total), "metrics": list(metrics), "max_length": seq, "n_truncated": n_cut, "dtype": ran_in,
             "batch_size": batch_size, "device": str(device),
             "sample_size": sample_size, "random_state": random_state, "rows": rows, "warnings": notes,
             "errors": errors,
@@ -764,6 +780,54 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
                                  else f"{len(shrinkage_sample)} texts"),
             "isoscore_star_left_out": default_metrics and shrinkage_sample is None,
             "output_modules": output_modules}
+
+
+def _count_cut(texts, chars_cut, tokenizer, seq: int) -> int:
+    """How many of ``texts`` have more than ``seq`` tokens (special tokens included), and so are cut to ``seq``.
+
+    Each text is tokenised to at most ``seq + 1`` tokens (bounded work): one that reaches it is longer. ``chars_cut``:
+    the texts already cut to ``100 * max_length`` characters, longer still.
+    """
+    import numpy as np
+
+    cut = np.asarray(chars_cut, dtype=bool).copy()
+    for start in range(0, len(texts), 4096):
+        ids = tokenizer(list(texts[start:start + 4096]), truncation=True, max_length=seq + 1)["input_ids"]
+        cut[start:start + len(ids)] |= np.fromiter((len(row) > seq for row in ids), dtype=bool, count=len(ids))
+    return int(cut.sum())
+
+
+def model_identity(location) -> dict:
+    """Which model ran, for the JSON record: its files' sizes and sha256, not only a name or a folder.
+
+    A folder's contents change under its name (a checkpoint saved again, other weights copied in), as a texts file's
+    do. For a model converted from GGUF (a ``.gguf`` file or the packaged Gemma), the GGUF file's sha256 (the key of
+    its converted folder, read from the conversion's record, so the file is not hashed again); for any other folder
+    (the packaged MiniLM too), every file under it with its size and sha256 (:func:`isotropy.io._identity.input_identity`;
+    the weights are read once more, as the texts are); for a hub name, the name alone.
+    """
+    from isotropy.models.gguf import _MARKER
+
+    path = Path(str(location))
+    if not path.is_dir():
+        return {"name": str(location), "files": None}
+    marker = path / _MARKER
+    if marker.is_file():
+        from isotropy._utils import jsontext
+
+        try:
+            record = jsontext.loads(marker.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            record = {}
+        if isinstance(record, dict) and isinstance(record.get("gguf_sha256"), str):
+            return {"path": str(path), "gguf_sha256": record["gguf_sha256"], "source": record.get("source")}
+    from isotropy.io._identity import input_identity
+
+    # not under a hidden folder: a git clone's .git holds the weights a second time (LFS objects)
+    files = sorted((p for p in path.rglob("*") if p.is_file() and not any(
+        part.startswith(".") for part in p.relative_to(path).parts)), key=lambda p: p.relative_to(path).as_posix())
+    return {"path": str(path), "files": [{**entry, "path": p.relative_to(path).as_posix()}
+                                         for p in files for entry in input_identity(p)]}
 
 
 def _sentence_transformer_modules(location) -> list[str]:
@@ -1175,7 +1239,8 @@ def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, 
         record = {**result, "texts": str(texts_path), "text_column": text_column, "encoding": encoding,
                   "labels": None if labels_path is None else str(labels_path), "label_column": label_column,
                   "inputs": {"texts": texts.identity if from_stdin else input_identity(texts_path),
-                             "labels": None if labels_path is None else input_identity(labels_path)},
+                             "labels": None if labels_path is None else input_identity(labels_path),
+                             "model": model_identity(result["location"])},
                   "rows": [_json_safe(r) for r in result["rows"]], "errors": errors, "complete": not errors,
                   "threads": threads_in_effect(), "versions": package_versions(["gguf"])}
         write_json_output(json_path, record)

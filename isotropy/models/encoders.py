@@ -49,10 +49,14 @@ def load_sentence_model(model: str = DEFAULT_MODEL, *, device: str | None = None
     check_model_weights(location)  # truncated or random safetensors, pickled weights: one line, never unpickled
     check_module_folders(location)  # a config.json its weights do not fill (random layers): one line, nothing built
     from isotropy.models._quiet import quiet_transformers
+    from isotropy.models.loading import _COMPUTE_DTYPE
 
     try:
         with quiet_transformers():
-            return SentenceTransformer(location, device=device, **NO_REMOTE_CODE)
+            # float32 whatever the files store, as load_transformer (isotropy.models.loading._COMPUTE_DTYPE): a
+            # bfloat16 folder ran in bfloat16 under transformers 5
+            return SentenceTransformer(location, device=device, model_kwargs={"dtype": _COMPUTE_DTYPE},
+                                       **NO_REMOTE_CODE)
     except (OSError, ValueError) as exc:
         raise OSError(f"Could not load the sentence-transformers model {model!r} (resolved to {location!r}): "
                       f"expected a local model directory, the packaged 'all-MiniLM-L6-v2', or a hub name "
@@ -62,12 +66,14 @@ def load_sentence_model(model: str = DEFAULT_MODEL, *, device: str | None = None
 def _cache_key(model_location: str, texts: Sequence[str], normalize: bool, tag: str = "") -> str:
     digest = hashlib.sha256()
     digest.update(tag.encode())
-    # a local model is identified by its path and the size/mtime of its weight files
+    # a local model is identified by its path and the size/mtime of its files: every file, not only the weights and
+    # .json files (a vocab.txt, merges.txt or tokenizer.model changed alone gave the old tokens' vectors back: a user
+    # trial), hidden folders (a clone's .git) left out
     digest.update(model_location.encode())
     location = Path(model_location)
     if location.is_dir():
         for weight in sorted(location.rglob("*")):
-            if weight.suffix in {".safetensors", ".bin", ".json"} and weight.is_file():
+            if weight.is_file() and not any(part.startswith(".") for part in weight.relative_to(location).parts):
                 stat = weight.stat()
                 digest.update(f"{weight.relative_to(location)}:{stat.st_size}:{stat.st_mtime_ns}".encode())
     digest.update(b"normalize" if normalize else b"raw")
@@ -202,8 +208,13 @@ def _cached_header_problem(path: Path, n: int) -> str | None:
     try:
         size = path.stat().st_size
         with open(path, "rb") as handle:
-            if handle.read(6) != MAGIC_PREFIX:
-                return None  # not an .npy (an .npz, an empty or random file): np.load's own refusal names it
+            head = handle.read(6)
+            if head != MAGIC_PREFIX:
+                if head.startswith(b"PK"):
+                    return None  # a zip archive (an .npz): np.load opens it, and the checks after it refuse it
+                # not an .npy (an empty or random file): np.load called it "pickled (object) data" and advised loading
+                # it "unsafely" with allow_pickle (a user trial), which no cache file of ours needs
+                return "not an .npy file (it does not start with numpy's .npy header)"
             handle.seek(0)
             shape, _, dtype, offset = npy_header(handle)
     except (OSError, ValueError, EOFError, TypeError, SyntaxError) as exc:
@@ -242,8 +253,11 @@ def _computed_by(batch_size: int, device) -> str:
     """The part of a cache key that names what the rows' last digits depend on besides the texts and the model: the
     batch size (which texts share a padded batch) and the kind of device (``cpu``, ``cuda``, ``mps``). A file
     computed with another ``--batch-size`` was read back as this one's (isoscore 0.07334928926671543 where batches
-    of 7 give 0.0733492895040497)."""
-    return f"batch_size={int(batch_size)}|device={str(device or 'cpu').split(':')[0]}"
+    of 7 give 0.0733492895040497). And the dtype the model runs in (:data:`isotropy.models.loading._COMPUTE_DTYPE`)."""
+    from isotropy.models.loading import _COMPUTE_DTYPE
+
+    # the dtype the model runs in (files computed in a model's own bfloat16, before it was float32, are not read back)
+    return f"batch_size={int(batch_size)}|device={str(device or 'cpu').split(':')[0]}|dtype={_COMPUTE_DTYPE}"
 
 
 class LayerOutOfRange(ValueError):

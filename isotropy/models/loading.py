@@ -171,6 +171,14 @@ def load_transformer(model: str = "all-MiniLM-L6-v2", *, device=None):
         return _load(model, location, weights, device)
 
 
+# The precision every model runs in here: float32, whatever its files store. transformers 5 loads a model in the dtype
+# of its files by default (dtype="auto"; transformers 4 in float32): a model saved in bfloat16 ran in bfloat16, its
+# hidden states 3 significant digits off those of float32 arithmetic on the same weights (a user trial: 1e-2 relative,
+# not said). A design decision: geometry is measured on float32 states (as a GGUF file's are, dequantised to float32);
+# the record says which dtype ran (measure_layers' "dtype").
+_COMPUTE_DTYPE = "float32"
+
+
 def _load(model: str, location: str, weights, device):
     """:func:`load_transformer` once ``location`` and ``device`` are checked: the tokenizer and the model built.
 
@@ -229,7 +237,8 @@ def _load(model: str, location: str, weights, device):
         from isotropy.models._weights import refuse_missing_weights
 
         try:
-            network, info = network_class.from_pretrained(location, output_loading_info=True, **NO_REMOTE_CODE)
+            network, info = network_class.from_pretrained(location, output_loading_info=True, dtype=_COMPUTE_DTYPE,
+                                                          **NO_REMOTE_CODE)
         except RuntimeError as exc:  # "You set ignore_mismatched_sizes to False": shapes the config does not give
             if "mismatched" not in str(exc) and "size mismatch" not in str(exc):
                 raise
@@ -243,7 +252,8 @@ def _load(model: str, location: str, weights, device):
         from transformers.models.auto.modeling_auto import MODEL_MAPPING
 
         cls = MODEL_MAPPING[type(config)]
-        network = cls.from_pretrained(None, config=config, state_dict=_base_model_weights(weights, cls))
+        network = cls.from_pretrained(None, config=config, state_dict=_base_model_weights(weights, cls),
+                                      dtype=_COMPUTE_DTYPE)
         del weights
     network = network.to(torch.device(device)).eval()  # device: resolved by load_transformer
     return tokenizer, network, location
