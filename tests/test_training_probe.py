@@ -394,3 +394,51 @@ def test_the_metrics_get_each_window_in_one_update(tiny, monkeypatch):
         for batches, expected in zip(store, alone, strict=True):
             assert [len(b) for b in batches] == sizes
             torch.testing.assert_close(torch.cat(batches), expected, rtol=0, atol=ATOL)
+
+
+def test_a_metrics_warnings_are_given_once_per_layer_not_at_every_measurement(tiny):
+    """A metric's warning carries its numbers (the rogue share's "Got a mean cosine similarity of ..."), so Python's
+    filter, which repeats a warning whose text differs, gave it at every measurement for every layer of a training
+    run (a trial). Each kind is now given once per logged key; the values are still logged at every measurement
+    (here the rows' count, and NaN for a metric refused with other numbers each time)."""
+    import warnings
+
+    from torchmetrics import Metric
+
+    from isotropy._utils.errors import IsotropyValueError
+    from isotropy.training import GeometryProbe
+
+    model, tokenizer, texts = tiny
+    calls = itertools.count()
+
+    class Noisy(Metric):
+        def __init__(self, refuse):
+            super().__init__()
+            self.add_state("n", default=torch.zeros(()), dist_reduce_fx="sum")
+            self.refuse = refuse
+
+        def update(self, X):
+            self.n += X.shape[0]
+
+        def compute(self):
+            call = next(calls)
+            if self.refuse:
+                raise IsotropyValueError(f"Noisy: undefined. Got {call} instead.")
+            warnings.warn(f"Noisy: a shaky value. Got {call} instead.", RuntimeWarning)
+            return self.n
+
+    probe = GeometryProbe(texts, metrics={"noisy": lambda d: Noisy(False), "refused": lambda d: Noisy(True)},
+                          batch_size=8).set_tokenizer(tokenizer)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        logged = [probe.measure(model) for _ in range(3)]
+    said = sorted(str(w.message) for w in caught)
+    layers = sorted({key.rsplit("/", 1)[1] for key in logged[0]})
+    assert len(layers) == 2 and len(said) == 2 * len(layers), said
+    for layer in layers:
+        assert sum(f"geometry/noisy/{layer}; later measurements do not repeat it" in text for text in said) == 1
+        assert sum(text.startswith(f"GeometryProbe: geometry/refused/{layer} is undefined for this probe (Noisy: "
+                                   f"undefined. Got ") for text in said) == 1
+    for values in logged:
+        assert all(values[f"geometry/noisy/{layer}"] == len(texts) for layer in layers)
+        assert all(values[f"geometry/refused/{layer}"] != values[f"geometry/refused/{layer}"] for layer in layers)

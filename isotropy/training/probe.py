@@ -574,6 +574,7 @@ class GeometryProbe:
                                      f"or trailing '/'. Got {prefix!r} instead.")
         self.prefix = prefix
         self._encoders = weakref.WeakKeyDictionary()  # model -> whether to call its base_model instead
+        self._said = set()  # (logged key, category, message before its "Got ...") warned of: not again (_warn_once)
 
     # ----------------------------------------------------------------- inputs
     def set_tokenizer(self, tokenizer):
@@ -845,10 +846,30 @@ class GeometryProbe:
         values = {}
         for (name, i), metric in metrics.items():
             key = f"{self.prefix}/{name}/layer_{i}"
-            try:
-                values[key] = float(metric.compute())
-            except IsotropyValueError as exc:
-                warnings.warn(f"{self.caller}: {key} is undefined for this probe ({exc}); logged as NaN.",
-                              RuntimeWarning, stacklevel=2)
-                values[key] = float("nan")
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                try:
+                    values[key] = float(metric.compute())
+                except IsotropyValueError as exc:
+                    warnings.warn(f"{self.caller}: {key} is undefined for this probe ({exc}); logged as NaN.",
+                                  RuntimeWarning)
+                    values[key] = float("nan")
+            for said in caught:
+                self._warn_once(key, said)
         return values
+
+    def _warn_once(self, key, said):
+        """Give a metric's warning for ``key`` once per kind, not at every measurement of a training run.
+
+        A metric's warning carries its numbers ("Got a mean cosine similarity of 0.0123 ..."), so Python's filter,
+        which repeats a warning whose text differs, said it again at every measurement for every layer. Its kind is
+        its text before the numbers (" Got "); the first is given, with a word that later ones are not; the NaN or
+        value logged at each step says the rest. Given through the user's own filters (an "error" filter raises it).
+        """
+        text = str(said.message)
+        kind = (key, said.category, text.split(" Got ")[0])
+        if kind in self._said:
+            return
+        self._said.add(kind)
+        warnings.warn(f"{text} (said once for {key}; later measurements do not repeat it)", said.category,
+                      stacklevel=3)
