@@ -548,3 +548,21 @@ def test_isoscore_star_of_identical_rows_with_a_shrinkage_cov_is_that_of_sigma_s
     at_zero.update(torch.full((6, 4), -1.5, dtype=torch.float64))
     with pytest.raises(IsotropyValueError, match="non-zero variance"):
         at_zero.compute()
+
+
+def test_zero_rows_are_named_by_the_classes_as_by_the_functions():
+    """MeanCosine.update and RogueDimensionShare.update said how many all-zero rows a batch held but not where, while
+    cosine_similarity_mean and cosine_penalty name the first (a trial): the same words now, with its index."""
+    from isotropy import cosine_similarity_mean
+    from isotropy.training.metrics import RogueDimensionShare
+
+    X = torch.randn(6, 3, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    X[[2, 4]] = 0.0
+    with pytest.raises(IsotropyValueError) as function:
+        cosine_similarity_mean(X)
+    for metric in (MeanCosine(), RogueDimensionShare()):
+        with pytest.raises(IsotropyValueError) as caught:
+            metric.update(X)
+        said = str(caught.value)
+        assert said == str(function.value).replace("cosine_similarity_mean", f"{type(metric).__name__}.update")
+        assert said.endswith("Got 2 all-zero row(s) (first at index 2) instead.")

@@ -330,9 +330,11 @@ class _MomentMetric(Metric):
     def _unit_sums(X, caller, gram=False):
         top = X.abs().amax(1)
         zero = int((top == 0).sum())
-        if zero:
-            raise IsotropyValueError(f"The 'X' parameter of {caller} must not contain zero vectors, for which cosine "
-                                     f"similarity is undefined. Got {zero} all-zero row(s) instead.")
+        if zero:  # in the functions' words, with the first one's index (refuse_rows)
+            from isotropy._kernels.rows import refuse_rows
+
+            refuse_rows(torch.nonzero(top == 0)[:, 0].cpu().numpy(), np.empty(0, dtype=np.intp), caller=caller,
+                        name="X")
         shift = -torch.frexp(top).exponent.to(X.dtype)[:, None]  # each row to unit scale (exact): no overflow
         half = torch.floor(shift / 2)
         U = X * torch.pow(2.0, half) * torch.pow(2.0, shift - half)
