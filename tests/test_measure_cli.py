@@ -719,3 +719,47 @@ def test_a_metric_option_no_selected_metric_reads_is_refused(data, tmp_path, dis
     # a metric that reads it, or --metric left at its default, still measure
     assert invoke(root / "x.npy", "--metric", distance, "--metrics", "isoscore,twonn_dimension").exit_code == 0
     assert invoke(root / "x.npy", "--metrics", "isoscore,effective_rank").exit_code == 0
+
+
+@pytest.mark.parametrize("n_copies", [2, 3])
+@pytest.mark.parametrize("sharded", [False, True])
+def test_a_default_table_on_too_few_distinct_points_for_the_default_mle_k_leaves_mle_out(tmp_path, n_copies, sharded):
+    """10 distinct rows, each given 2 or 3 times (20 or 30 rows; a user trial): the default table's MLE failed with
+    exit status 2 on 30 rows ("more than --n-neighbors 20 distinct points", an option not given), where 15 distinct
+    rows were left out with a note; on 20 rows the note said ``K <= 19``, which was then refused. Now both are left
+    out with a note whose K fits the distinct points (counted here by np.unique), in memory and on dask, and that K
+    gives scikit-dimension's MLE of the distinct rows."""
+    import skdim
+
+    A = np.random.default_rng(7).normal(size=(10, 5))
+    X = np.vstack([A] * n_copies)
+    n_rows, n_distinct = X.shape[0], np.unique(X, axis=0).shape[0]
+    if sharded:
+        (tmp_path / "shards").mkdir()
+        path = tmp_path / "shards"
+        np.save(path / "part-0.npy", X[:7])
+        np.save(path / "part-1.npy", X[7:])
+    else:
+        path = tmp_path / "rows.npy"
+        np.save(path, X)
+    out = tmp_path / "m.json"
+    result = CliRunner().invoke(cli, ["measure", str(path), "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    note = (f"mle_dimension left out: its default 20 neighbours need more than 20 distinct points, and the {n_rows} "
+            f"rows measured hold {n_distinct} ({n_rows - n_distinct} duplicate rows); give --n-neighbors K with "
+            f"2 <= K <= {n_distinct - 1} to measure it")
+    assert f"Note: {note}." in result.stderr and "Error" not in result.stderr
+    record = json.loads(out.read_text())
+    assert record["left_out"] == {"mle_dimension": note} and record["errors"] == {} and record["complete"]
+    names = [name for name in default_metric_names(labels=False, shrinkage=False) if name != "mle_dimension"]
+    assert list(record["values"]) == names
+    # the K the note gives is measured, and is scikit-dimension's MLE of the distinct rows (comb="mean")
+    given = CliRunner().invoke(cli, ["measure", str(path), "--n-neighbors", str(n_distinct - 1), "--json", str(out)])
+    assert given.exit_code == 0, given.output
+    expected = skdim.id.MLE().fit(np.unique(X, axis=0), n_neighbors=n_distinct - 1, comb="mean").dimension_
+    assert json.loads(out.read_text())["values"]["mle_dimension"] == pytest.approx(expected, rel=1e-10)
+    # asked for by name, too few distinct points stay an error, about the default k the user did not give
+    named = CliRunner().invoke(cli, ["measure", str(path), "--metrics", "mle_dimension"])
+    assert named.exit_code == 2
+    assert (f"mle_dimension: EMBEDDINGS must have more than the default --n-neighbors 20 distinct points. Got "
+            f"{n_distinct} distinct points") in named.stderr

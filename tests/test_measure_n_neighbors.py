@@ -148,7 +148,8 @@ def test_duplicate_rows_name_the_option_and_are_warned_once_per_metric_on_dask(t
     np.save(tmp_path / "dup.npy", X)
     result = invoke(tmp_path / "dup.npy", "--metrics", "twonn_dimension,mle_dimension")
     assert result.exit_code == 2
-    assert ("Error: mle_dimension: EMBEDDINGS must have more than --n-neighbors 20 distinct "
+    # (the default k, not an option given: "the default --n-neighbors 20", as the range error of a default k says)
+    assert ("Error: mle_dimension: EMBEDDINGS must have more than the default --n-neighbors 20 distinct "
             "points. Got 10 distinct points (290 duplicate rows) instead." in result.output)
     shards = tmp_path / "shards"
     shards.mkdir()

@@ -22,15 +22,31 @@ DEFAULT_MLE_NEIGHBOURS = 20
 _AVERAGING = ("mean", "harmonic", "median")
 
 
-def too_few_distinct(caller: str, n_neighbors: int, n_distinct: int, n_dup: int) -> IsotropyValueError:
+class TooFewDistinctError(IsotropyValueError):
+    """:func:`too_few_distinct`'s refusal, with its counts: ``n_neighbors`` asked for, ``n_distinct`` points found.
+
+    ``isotropy measure`` reads them: a default table whose rows hold too few distinct points for MLE's default ``k``
+    leaves MLE out with a note, as it does for too few rows (:func:`isotropy.measure.report._mle_left_out`).
+    """
+
+    def __init__(self, message: str, n_neighbors: int, n_distinct: int):
+        super().__init__(message)
+        self.n_neighbors, self.n_distinct = int(n_neighbors), int(n_distinct)
+
+    def __reduce__(self):  # pickled with its counts (a dask worker's error is sent to the client)
+        return type(self), (str(self), self.n_neighbors, self.n_distinct)
+
+
+def too_few_distinct(caller: str, n_neighbors: int, n_distinct: int, n_dup: int) -> TooFewDistinctError:
     """The error of a search for ``n_neighbors`` among fewer distinct points (in memory and on dask alike).
 
     TwoNN has no ``n_neighbors`` parameter: its message names the two neighbours it reads instead.
     """
     needs = (f"more than {n_neighbors} distinct points (TwoNN reads the two nearest neighbours of each)"
              if caller == "twonn_dimension" else f"more than n_neighbors={n_neighbors} distinct points")
-    return IsotropyValueError(f"The 'X' parameter of {caller} must have {needs}. Got {n_distinct} distinct "
-                              f"point{'' if n_distinct == 1 else 's'} ({n_dup} duplicate rows) instead.")
+    return TooFewDistinctError(f"The 'X' parameter of {caller} must have {needs}. Got {n_distinct} distinct "
+                               f"point{'' if n_distinct == 1 else 's'} ({n_dup} duplicate rows) instead.",
+                               n_neighbors, n_distinct)
 
 
 def duplicate_rows_message(caller: str, n_dup: int, n_distinct: int, metric: str, parallel: bool = False) -> str:

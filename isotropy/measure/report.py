@@ -82,7 +82,7 @@ def report(data, embeddings, *, metric_names, json_path, key, labels_path, sampl
     echo(header + header_extra)
     _isoscore_star_note(metric_names, has_shrinkage=data.shrinkage_cov is not None, default_table=default_table)
     too_few = _mle_left_out(metric_names, data.n_samples, default_table=default_table, n_neighbors=n_neighbors,
-                           averaging=averaging)
+                           averaging=averaging, X=data.X, distance=distance)
     if too_few is not None:
         click.echo(f"Note: {too_few}.", err=True)
         metric_names = [name for name in metric_names if name != "mle_dimension"]
@@ -95,9 +95,16 @@ def report(data, embeddings, *, metric_names, json_path, key, labels_path, sampl
     echo(rows.head())
 
     results = _Results()
+    # a default table's MLE on rows of too few distinct points for its default k: left out, as on too few rows
+    leave_out = _mle_may_be_left_out(default_table=default_table, n_neighbors=n_neighbors, averaging=averaging)
     try:
         for name, outcome in _measure(metric_names, data, distance=distance, random_state=random_state,
-                                      progress=progress, n_neighbors=n_neighbors, zeta=zeta, averaging=averaging):
+                                      progress=progress, n_neighbors=n_neighbors, zeta=zeta, averaging=averaging,
+                                      leave_out=leave_out):
+            if outcome.left_out is not None:
+                click.echo(f"Note: {outcome.left_out}.", err=True)
+                results.left_out[name] = outcome.left_out
+                continue
             results.add(name, outcome)
             echo(rows.row(name, outcome))
     except KeyboardInterrupt as stop:  # Ctrl-C, or SIGTERM (Terminated): the finished metrics are kept, then 130 / 143
@@ -118,14 +125,15 @@ def report(data, embeddings, *, metric_names, json_path, key, labels_path, sampl
                          averaging=averaging, label_column=label_column, digest_inputs=digest_inputs)
         record.update(record_extra or {})
         # the metrics of the default table it left out, with why (a table that never had them records {})
-        record["left_out"] = {} if too_few is None else {"mle_dimension": too_few}
+        record["left_out"] = {**({} if too_few is None else {"mle_dimension": too_few}), **results.left_out}
         from isotropy.measure._json_output import write_json_output
 
         _guard(write_json_output, json_path, record)
     if results.interrupted:
         sys.exit(results.interrupted)
     if results.errors:
-        click.echo(failed_line(results.errors, metric_names, json_path), err=True)
+        click.echo(failed_line(results.errors, [name for name in metric_names if name not in results.left_out],
+                               json_path), err=True)
         sys.exit(2 if all(kind == "input" for kind in results.error_kinds.values()) else 1)
 
 
@@ -174,6 +182,7 @@ class _Results:
 
     def __init__(self):
         self.values, self.seconds, self.notes, self.errors, self.error_kinds = {}, {}, {}, {}, {}
+        self.left_out = {}  # metric -> why a default table left it out once measured (_mle_may_be_left_out)
         self.interrupted = False
 
     def add(self, name, outcome) -> None:
@@ -379,7 +388,10 @@ def option_names(message: str, *, n_neighbors_given: bool = True, data: str | No
                      r"\1--n-neighbors \2", message)
     if data is not None:
         message = re.sub(r"^The 'X' parameter of \w+ ", f"{data} ", message)
-    return message if n_neighbors_given else message.replace("--n-neighbors must", "the default --n-neighbors must", 1)
+    if n_neighbors_given:
+        return message
+    return message.replace("--n-neighbors must", "the default --n-neighbors must", 1).replace(
+        "more than --n-neighbors ", "more than the default --n-neighbors ", 1)
 
 
 def _guard(function, *args, **kwargs):
@@ -425,11 +437,13 @@ def _check_finite(X, embeddings, row_names, rows) -> None:
 class _Outcome:
     """One metric's result: a value, or an error message (kind "input" for a ValueError/TypeError)."""
 
-    def __init__(self, value=None, seconds=0.0, notes=(), error=None, error_kind=None):
+    def __init__(self, value=None, seconds=0.0, notes=(), error=None, error_kind=None, left_out=None):
         self.value, self.seconds, self.notes, self.error, self.error_kind = value, seconds, list(notes), error, error_kind
+        self.left_out = left_out  # why a default table leaves the metric out (no row, no error), or None
 
 
-def _measure(metric_names, data, *, distance, random_state, progress, n_neighbors=None, zeta=None, averaging=None):
+def _measure(metric_names, data, *, distance, random_state, progress, n_neighbors=None, zeta=None, averaging=None,
+             leave_out=False):
     """Yield ``(name, _Outcome)`` for each metric as soon as it is computed; a failure does not stop the rest.
 
     The covariance metrics read ``X``'s float64 statistics from one pass (:mod:`isotropy._kernels.rows`),
@@ -439,7 +453,7 @@ def _measure(metric_names, data, *, distance, random_state, progress, n_neighbor
 
     with shared_statistics(data.X, metric_names):
         yield from _measure_each(metric_names, data, distance=distance, random_state=random_state, progress=progress,
-                                 n_neighbors=n_neighbors, zeta=zeta, averaging=averaging)
+                                 n_neighbors=n_neighbors, zeta=zeta, averaging=averaging, leave_out=leave_out)
 
 
 def own_message(name: str, message) -> str:
@@ -485,32 +499,68 @@ def _mle_neighbours(n_neighbors) -> int:
     return DEFAULT_MLE_NEIGHBOURS if n_neighbors is None else int(n_neighbors)
 
 
-def _mle_left_out(metric_names, n_samples: int, *, default_table: bool, n_neighbors, averaging=None) -> str | None:
+def _mle_may_be_left_out(*, default_table: bool, n_neighbors, averaging) -> bool:
+    """Whether a default table leaves MLE out, rather than failing it, when its default ``k`` does not fit the rows."""
+    return default_table and n_neighbors is None and averaging is None
+
+
+def _mle_left_out(metric_names, n_samples: int, *, default_table: bool, n_neighbors, averaging=None, X=None,
+                  distance="euclidean") -> str | None:
     """The note of a default table too small for MLE's default ``k`` (which then leaves it out), else None.
 
     A default table (no ``--metrics``) on ``n_samples <= k`` rows, ``k`` the default of
     ``--n-neighbors``: the metric cannot be computed, and the user asked for nothing that needs it,
     so the table goes on without it (exit status 0) and says how to measure it (the JSON's
     ``left_out``). Asked for by name, or with ``--n-neighbors`` or ``--averaging``, a ``k`` the rows
-    cannot give stays an error.
+    cannot give stays an error. The ``K`` the note suggests is below the distinct points of those few rows ``X``
+    under ``distance`` (a ``K`` up to ``n_samples - 1`` was suggested, and refused, on rows with copies). More rows
+    than ``k`` of too few distinct points are found by the search itself, and left out then (:func:`_measure_each`).
     """
-    if not default_table or n_neighbors is not None or averaging is not None or "mle_dimension" not in metric_names:
+    if not _mle_may_be_left_out(default_table=default_table, n_neighbors=n_neighbors, averaging=averaging) \
+            or "mle_dimension" not in metric_names:
         return None
     k = _mle_neighbours(None)
     if n_samples > k:
         return None
-    low = f"--n-neighbors K with 2 <= K <= {n_samples - 1}" if n_samples > 2 else "more rows"
-    return (f"mle_dimension left out: its default {k} neighbours need more than {k} rows, and {n_samples} are "
-            f"measured; give {low} to measure it")
+    return _too_few_note(k, n_samples, n_samples if X is None else _distinct_of_few(X, distance))
+
+
+def _distinct_of_few(X, distance: str) -> int:
+    """The distinct points of the few rows ``X`` (at most MLE's default ``k``) under ``distance``, as the estimators
+    count them (:func:`~isotropy.metrics.dimension.distinct_points`); the rows' count where they cannot be counted."""
+    from isotropy._utils.backend import is_dask
+    from isotropy.metrics.dimension import distinct_points
+
+    try:
+        return distinct_points(X.compute() if is_dask(X) else X, metric=distance)
+    except ValueError:  # (rows the metric refuses: its own error comes with the table)
+        return int(X.shape[0])
+
+
+def _too_few_note(k: int, n_samples: int, n_distinct: int) -> str:
+    """Why a default table leaves MLE out: ``n_samples`` rows of ``n_distinct`` distinct points, ``k`` neighbours."""
+    low = f"--n-neighbors K with 2 <= K <= {n_distinct - 1}" if n_distinct > 2 else \
+        ("more rows" if n_distinct == n_samples else "more distinct rows")
+    if n_distinct == n_samples:
+        return (f"mle_dimension left out: its default {k} neighbours need more than {k} rows, and {n_samples} are "
+                f"measured; give {low} to measure it")
+    return (f"mle_dimension left out: its default {k} neighbours need more than {k} distinct points, and the "
+            f"{n_samples} rows measured hold {n_distinct} ({n_samples - n_distinct} duplicate rows); give {low} to "
+            f"measure it")
 
 
 def _measure_each(metric_names, data, *, distance, random_state, progress, n_neighbors=None, zeta=None,
-                  averaging=None):
-    """The metrics of :func:`_measure`, one after the other."""
+                  averaging=None, leave_out=False):
+    """The metrics of :func:`_measure`, one after the other.
+
+    ``leave_out``: MLE refused for too few distinct points (:class:`~isotropy._kernels.dimension.TooFewDistinctError`)
+    is an outcome with ``left_out`` set, not an error (see :func:`_mle_may_be_left_out`).
+    """
     import inspect
 
     from tqdm import tqdm
 
+    from isotropy._kernels.dimension import TooFewDistinctError
     from isotropy._utils.backend import is_dask
     from isotropy.io.embeddings import EmbeddingsReadError
 
@@ -554,7 +604,7 @@ def _measure_each(metric_names, data, *, distance, random_state, progress, n_nei
             kwargs["averaging"] = averaging
         args = (X, cluster_ids) if labelled else (X,)
         start = time.perf_counter()
-        error = kind = value = None
+        error = kind = value = left_out = None
         with warnings.catch_warnings(record=True) as caught, _reporting_to(bar, name):
             warnings.simplefilter("always")
             try:
@@ -563,16 +613,22 @@ def _measure_each(metric_names, data, *, distance, random_state, progress, n_nei
                 bar.close()
                 raise InputError(" ".join(str(exc).split())) from None
             except (ValueError, TypeError) as exc:  # the data do not suit this metric
-                error = option_names(" ".join(str(exc).split()), n_neighbors_given=n_neighbors is not None,
-                                     data="EMBEDDINGS")
-                kind = "input"
-                _debug_traceback(bar)
+                if leave_out and name == "mle_dimension" and isinstance(exc, TooFewDistinctError):
+                    left_out = _too_few_note(exc.n_neighbors, data.n_samples, exc.n_distinct)
+                else:
+                    error = option_names(" ".join(str(exc).split()), n_neighbors_given=n_neighbors is not None,
+                                         data="EMBEDDINGS")
+                    kind = "input"
+                    _debug_traceback(bar)
             except Exception as exc:  # noqa: BLE001 - a failing metric must not lose the others
                 error, kind = f"{type(exc).__name__}: {' '.join(str(exc).split())}", "internal"
                 if type(exc).__name__ == "KilledWorker":  # dask's word for workers that died running a task
                     error += (" (dask workers die this way most often when a task outgrows their memory: raise "
                               "--memory-limit, or run fewer --workers, each with more memory)")
                 _debug_traceback(bar)
+        if left_out is not None:  # no row, no error (nor the warnings of the search that found too few points)
+            yield name, _Outcome(left_out=left_out)
+            continue
         seconds = time.perf_counter() - start
         notes = list(dict.fromkeys(own_message(name, w.message) for w in caught))
         for message in notes:  # one line each, not the file:line form of the warnings module
