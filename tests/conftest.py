@@ -1,6 +1,7 @@
 """Shared fixtures: the real data sets in ../shared/data, offline model hubs, the numpy/torch backends.
 
-Under ``CI=true`` a missing data set fails the test (never a skip); elsewhere it skips.
+Under ``CI=true`` a missing data set (in ../shared/data or a packaged one) fails the test (never a skip); elsewhere
+it skips.
 """
 
 from __future__ import annotations
@@ -37,6 +38,20 @@ def shared_data_path(*parts: str) -> Path:
             pytest.fail(message)
         pytest.skip(message)
     return path
+
+
+def packaged_data(module: str, extra: str) -> None:
+    """Require the pip package ``module`` that ships a data set or model: fail under CI, skip elsewhere, when it is
+    not installed (the [test] extra installs it, so CI never skips the test for want of it)."""
+    import importlib.util
+
+    if importlib.util.find_spec(module) is None:
+        from isotropy._utils.install import extra_command
+
+        message = f"the packaged data of {module!r} is not installed ({extra_command(extra)})"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message)
+        pytest.skip(message)
 
 
 @pytest.fixture(scope="session")

@@ -161,13 +161,50 @@ def test_every_experiment_has_the_same_flags():
         assert device.default == "auto"
 
 
-def test_every_packaged_setup_validates():
+def _yaml_leaves(values: dict, prefix: str = ""):
+    for key, value in values.items():
+        if isinstance(value, dict):
+            yield from _yaml_leaves(value, f"{prefix}{key}.")
+        else:
+            yield f"{prefix}{key}", value
+
+
+# keys whose packaged spelling the config canonicalises ("kmeans+mean+pca" -> "K-means + Mean + PCA")
+_CANONICALISED = {("sts-isotropy", "methods"), ("sts-isotropy", "token_level.methods")}
+
+
+def _spelling(names):
+    return [str(name).lower().replace(" ", "").replace("-", "") for name in names]
+
+
+def check_packaged_setups_validate_as_written(name):
+    """Every YAML file of the experiment's packaged configs (found here by its own glob) validates, and each value
+    it writes is the validated config's value: it passed vacuously when no setup was found, and checked nothing of
+    what the config kept."""
+    import yaml
+
     from isotropy.experiments._config import available_setups
 
+    folder = Path(__file__).resolve().parent.parent / "isotropy" / "configs" / name
+    files = sorted(folder.glob("*.yaml"))
+    assert files, f"no packaged setup of {name} in {folder}"
+    assert available_setups(name) == sorted(path.stem for path in files)
+    experiment = load_experiment(name)
+    for path in files:
+        dumped = experiment.config(path.stem).model_dump()
+        for key, written in _yaml_leaves(yaml.safe_load(path.read_text(encoding="utf-8"))):
+            value = dumped
+            for part in key.split("."):
+                value = value[part]
+            if (name, key) in _CANONICALISED:
+                assert _spelling(value) == _spelling(written), (name, path.stem, key, value)
+            else:
+                assert value == written, (name, path.stem, key, value, written)
+
+
+def test_every_packaged_setup_validates():
     for name in EXPERIMENTS:
-        experiment = load_experiment(name)
-        for setup in available_setups(name):
-            experiment.config(setup)
+        check_packaged_setups_validate_as_written(name)
 
 
 def test_path_shortcuts_are_taken_verbatim_and_value_shortcuts_as_yaml(capsys):

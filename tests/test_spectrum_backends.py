@@ -134,13 +134,25 @@ def test_the_ranks_stay_in_their_ranges_on_every_backend(k):
 
 
 def test_the_identity_of_size_5_is_rank_5_not_past_it():
-    # the user's case: 5.000000000000001 and 1.0000000000000002 on every backend and the accumulator
+    # the user's case: 5.000000000000001 and 1.0000000000000002 on every backend and the accumulator.
+    # Closed forms for five equal singular values: effective rank exp(log 5) = 5 exactly; RankMe with
+    # p = 1/5 + eps is exp(-5 p log p), slightly above 5, so its normalised value is clipped to 1.
+    # (The upper bounds alone passed a rank that collapsed to 1.)
+    p = 0.2 + 1e-7
+    rankme_5 = math.exp(-5 * p * math.log(p))
     accumulator = iso.CovarianceAccumulator().update(np.eye(5))
     for backend, A in {**_backends(np.eye(5), 2), "float32 tensor": torch.eye(5)}.items():
-        assert _value(iso.effective_rank(A)) <= 5.0, backend
-        assert _value(iso.effective_rank(A, normalize=True)) <= 1.0, backend
-        assert _value(iso.rankme(A, normalize=True)) <= 1.0, backend
+        rel = 1e-6 if backend == "float32 tensor" else 1e-14
+        rank = _value(iso.effective_rank(A))
+        assert rank <= 5.0 and rank == pytest.approx(5.0, rel=rel), backend
+        normalised = _value(iso.effective_rank(A, normalize=True))
+        assert normalised <= 1.0 and normalised == pytest.approx(1.0, rel=rel), backend
+        assert _value(iso.rankme(A)) == pytest.approx(rankme_5, rel=rel), backend
+        assert _value(iso.rankme(A, normalize=True)) == 1.0, backend
     assert accumulator.effective_rank() <= 5.0 and accumulator.effective_rank(normalize=True) <= 1.0
+    assert accumulator.effective_rank() == pytest.approx(5.0, rel=1e-14)
+    assert accumulator.effective_rank(normalize=True) == pytest.approx(1.0, rel=1e-14)
+    assert accumulator.rankme() == pytest.approx(rankme_5, rel=1e-14) and accumulator.rankme(normalize=True) == 1.0
 
 
 def test_rank_one_data_is_rank_one_not_below_it():
