@@ -171,3 +171,43 @@ def test_a_cache_file_that_is_not_an_npy_is_one_warning_line_that_advises_nothin
                      f"does not start with numpy's .npy header)); recomputing them and rewriting the file.")]
     assert json.loads((tmp_path / "out.json").read_text())["rows"][0]["isoscore"] == value
     assert np.load(cached).shape == (len(TEXTS), 16)  # rewritten
+
+
+def test_the_dtype_keyword_is_the_one_the_installed_transformers_reads():
+    """transformers 4.56 renamed ``torch_dtype`` to ``dtype``; before it (the project allows 4.40 onwards) a
+    ``dtype=`` keyword is not read but passed on to the model's ``__init__``, and no model loaded at all ("BertModel.
+    __init__() got an unexpected keyword argument 'dtype'", found in review with transformers 4.46.3)."""
+    from isotropy.models.loading import dtype_kwargs
+
+    assert dtype_kwargs(version="4.40.0") == {"torch_dtype": "float32"}
+    assert dtype_kwargs(version="4.55.4") == {"torch_dtype": "float32"}
+    assert dtype_kwargs(version="4.56.0") == {"dtype": "float32"}
+    assert dtype_kwargs(version="5.0.0rc1") == {"dtype": "float32"}
+    assert dtype_kwargs(torch.float32, version="10.1") == {"dtype": torch.float32}
+
+
+@pytest.mark.parametrize("version", ["4.46.3", "5.0.0"])
+def test_every_loader_passes_the_dtype_under_the_keyword_of_its_transformers(bert_bf16, monkeypatch, version):
+    """Each loader's ``from_pretrained`` call (load_transformer's, sentence-transformers' through model_kwargs) is
+    spied on under a transformers that says it is ``version``: the float32 request goes under ``torch_dtype`` before
+    4.56 and ``dtype`` from it (the installed transformers reads both), and the model runs in float32 either way."""
+    import transformers
+    from transformers import modeling_utils
+
+    from isotropy.models.encoders import load_sentence_model
+    from isotropy.models.loading import load_transformer
+
+    keywords = []
+    original = modeling_utils.PreTrainedModel.from_pretrained.__func__
+
+    def spy(cls, *args, **kwargs):
+        keywords.append({key for key in kwargs if key in ("dtype", "torch_dtype")})
+        return original(cls, *args, **kwargs)
+
+    monkeypatch.setattr(modeling_utils.PreTrainedModel, "from_pretrained", classmethod(spy))
+    monkeypatch.setattr(transformers, "__version__", version)
+    expected = {"torch_dtype"} if version.startswith("4.") else {"dtype"}
+    _, network, _ = load_transformer(str(bert_bf16), device="cpu")
+    encoder = load_sentence_model(str(bert_bf16), device="cpu")
+    assert keywords == [expected, expected]
+    assert {p.dtype for p in network.parameters()} == {p.dtype for p in encoder.parameters()} == {torch.float32}

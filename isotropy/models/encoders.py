@@ -49,13 +49,13 @@ def load_sentence_model(model: str = DEFAULT_MODEL, *, device: str | None = None
     check_model_weights(location)  # truncated or random safetensors, pickled weights: one line, never unpickled
     check_module_folders(location)  # a config.json its weights do not fill (random layers): one line, nothing built
     from isotropy.models._quiet import quiet_transformers
-    from isotropy.models.loading import _COMPUTE_DTYPE
+    from isotropy.models.loading import dtype_kwargs
 
     try:
         with quiet_transformers():
             # float32 whatever the files store, as load_transformer (isotropy.models.loading._COMPUTE_DTYPE): a
             # bfloat16 folder ran in bfloat16 under transformers 5
-            return SentenceTransformer(location, device=device, model_kwargs={"dtype": _COMPUTE_DTYPE},
+            return SentenceTransformer(location, device=device, model_kwargs=dtype_kwargs(),
                                        **NO_REMOTE_CODE)
     except (OSError, ValueError) as exc:
         raise OSError(f"Could not load the sentence-transformers model {model!r} (resolved to {location!r}): "

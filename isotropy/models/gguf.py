@@ -425,6 +425,8 @@ def _read_with_transformers(path: Path, layout):
     import transformers.modeling_gguf_pytorch_utils as gguf_utils
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
+    from isotropy.models.loading import dtype_kwargs
+
     config = AutoConfig.from_pretrained(path.parent, gguf_file=path.name, trust_remote_code=False)
     _llama_cpp_settings(config, layout.metadata)
     with torch.device("meta"):
@@ -435,7 +437,7 @@ def _read_with_transformers(path: Path, layout):
         gguf_utils.tqdm = functools.partial(bar, disable=True)
         try:
             network, info = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, config=config,
-                                                                 dtype=torch.float32, trust_remote_code=False,
+                                                                 **dtype_kwargs(torch.float32), trust_remote_code=False,
                                                                  output_loading_info=True)
         finally:
             gguf_utils.tqdm = bar

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from isotropy._utils.validation import IsotropyValueError
@@ -179,6 +180,25 @@ def load_transformer(model: str = "all-MiniLM-L6-v2", *, device=None):
 _COMPUTE_DTYPE = "float32"
 
 
+def dtype_kwargs(dtype=_COMPUTE_DTYPE, *, version: str | None = None) -> dict:
+    """The keyword of ``from_pretrained`` that sets the dtype a model is built in, for the transformers installed.
+
+    ``dtype`` from transformers 4.56, which deprecated ``torch_dtype`` for it; ``torch_dtype`` before. The project
+    supports transformers 4.40 onwards, where a ``dtype=`` keyword is not read but passed on to the model's
+    ``__init__`` ("BertModel.__init__() got an unexpected keyword argument 'dtype'": no model loaded at all).
+    ``version``: transformers' version (default: the one imported).
+
+    >>> dtype_kwargs(version="4.46.3"), dtype_kwargs(version="4.56.0"), dtype_kwargs(version="5.0.0.dev0")
+    ({'torch_dtype': 'float32'}, {'dtype': 'float32'}, {'dtype': 'float32'})
+    """
+    if version is None:
+        import transformers
+
+        version = transformers.__version__
+    major_minor = tuple(int(part) for part in re.findall(r"\d+", version)[:2])
+    return {"dtype" if major_minor >= (4, 56) else "torch_dtype": dtype}
+
+
 def _load(model: str, location: str, weights, device):
     """:func:`load_transformer` once ``location`` and ``device`` are checked: the tokenizer and the model built.
 
@@ -237,8 +257,8 @@ def _load(model: str, location: str, weights, device):
         from isotropy.models._weights import refuse_missing_weights
 
         try:
-            network, info = network_class.from_pretrained(location, output_loading_info=True, dtype=_COMPUTE_DTYPE,
-                                                          **NO_REMOTE_CODE)
+            network, info = network_class.from_pretrained(location, output_loading_info=True,
+                                                          **dtype_kwargs(), **NO_REMOTE_CODE)
         except RuntimeError as exc:  # "You set ignore_mismatched_sizes to False": shapes the config does not give
             if "mismatched" not in str(exc) and "size mismatch" not in str(exc):
                 raise
@@ -253,7 +273,7 @@ def _load(model: str, location: str, weights, device):
 
         cls = MODEL_MAPPING[type(config)]
         network = cls.from_pretrained(None, config=config, state_dict=_base_model_weights(weights, cls),
-                                      dtype=_COMPUTE_DTYPE)
+                                      **dtype_kwargs())
         del weights
     network = network.to(torch.device(device)).eval()  # device: resolved by load_transformer
     return tokenizer, network, location
