@@ -69,21 +69,11 @@ def _istar(H, *, shrinkage_cov, zeta, caller: str, warn: bool):
     H = _check_tensor(H, caller)
     value = -_isoscore_star(H, shrinkage_cov=shrinkage_cov, zeta=zeta, caller=caller, name="H")
     if warn and shrinkage_cov is None and zeta > 0:  # after the checks: a refused call does not warn first
-        warnings.warn(_identity_warning(caller), UserWarning, stacklevel=_caller_level())
+        from isotropy._utils.warn import user_stacklevel
+
+        # the user's line: module(H) passes through torch's Module.__call__, whose depth changes between versions
+        warnings.warn(_identity_warning(caller), UserWarning, stacklevel=user_stacklevel())
     return value
-
-
-def _caller_level() -> int:
-    """``stacklevel`` of the first frame outside isotropy and torch (``module(H)`` passes through torch's
-    ``Module.__call__``, whose depth changes between versions), for :func:`_istar`'s warning."""
-    import os
-    import sys
-
-    roots = tuple(os.path.dirname(m.__file__) for m in (sys.modules["isotropy"], torch) if getattr(m, "__file__", None))
-    frame, level = sys._getframe(2), 2  # level 1 is _istar, which warns
-    while frame is not None and frame.f_code.co_filename.startswith(roots):
-        frame, level = frame.f_back, level + 1
-    return level
 
 
 def istar_penalty(H, *, shrinkage_cov, zeta=0.2):

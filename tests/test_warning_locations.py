@@ -75,3 +75,25 @@ def test_twonn_metric_with_too_few_rows_names_its_compute(n_rows):
     metric.update(torch.tensor(_isotropic(40)))  # and with enough rows, the function's value on all of them
     rows = np.concatenate([_isotropic(n_rows), _isotropic(40)]) if n_rows else _isotropic(40)
     assert float(metric.compute()) == pytest.approx(isotropy.twonn_dimension(rows), rel=1e-12)
+
+
+def test_istar_warning_names_a_user_file_whose_name_begins_like_the_package():
+    """I-STAR's warning named the frame above a user's ``isotropy_demo.py`` written beside a source checkout: its walk
+    (isotropy.torch._caller_level, a copy of the package's one walk) took the folder ``.../isotropy`` without its
+    separator for a prefix, which ``.../isotropy_demo.py`` matches (found in review; ``.../torch`` held
+    ``.../torchvision`` the same way). The user's function is given that file name; the reference is the name itself."""
+    import os
+
+    torch = pytest.importorskip("torch")
+    from isotropy.torch import istar_penalty
+
+    user_file = os.path.dirname(os.path.dirname(os.path.abspath(isotropy.__file__))) + os.sep + "isotropy_demo.py"
+    H = torch.tensor(_isotropic(16))
+
+    def demo():
+        return istar_penalty(H, shrinkage_cov=None)
+
+    demo.__code__ = demo.__code__.replace(co_filename=user_file)  # the user's function, as if written in that file
+    value, caught = _caught(demo)
+    assert [(w.category, w.filename, w.lineno) for w in caught] == [(UserWarning, user_file, demo.__code__.co_firstlineno + 1)]
+    assert math.isfinite(float(value))

@@ -12,16 +12,20 @@ __all__ = ["user_stacklevel"]
 _LIBRARIES = ("isotropy", "torch", "torchmetrics")
 
 
-def user_stacklevel() -> int:
-    """``stacklevel`` for a ``warnings.warn`` in the calling function: the first frame outside isotropy, torch and
-    torchmetrics.
+def user_stacklevel(*, libraries: tuple[str, ...] = _LIBRARIES) -> int:
+    """``stacklevel`` for a ``warnings.warn`` in the calling function: the first frame outside the packages
+    ``libraries`` (default isotropy, torch and torchmetrics; those not imported are not looked for).
 
     A fixed ``stacklevel`` fits one path only: ``rogue_dimension_share(X)`` passes through the autocast wrapper, and
     ``RogueDimensionShare().compute()`` through torchmetrics' wrapper and the metric's own frames; with 3 its warning
     named a line of isotropy itself (``isotropy/_utils/backend.py``), which the user can neither read nor filter by.
+    The one walk of the package: the transforms' (isotropy and scikit-learn, :func:`isotropy.transforms._base.
+    warn_at_caller`) and the torch losses' (:func:`isotropy.torch._istar`) are this one. A package is its
+    folder with the separator after it: ``.../torch`` alone also held ``.../torchvision`` and a user's
+    ``isotropy_demo.py`` beside a source checkout.
     """
     roots = tuple(os.path.dirname(os.path.abspath(module.__file__)) + os.sep
-                  for module in (sys.modules.get(name) for name in _LIBRARIES)
+                  for module in (sys.modules.get(name) for name in libraries)
                   if module is not None and getattr(module, "__file__", None))
     frame, level = sys._getframe(2), 2  # level 1 is the function that warns, which called this
     while frame.f_back is not None and os.path.abspath(frame.f_code.co_filename).startswith(roots):

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import sys
 import warnings
 
 import numpy as np
@@ -40,9 +38,6 @@ def like_input(values: np.ndarray, like):
     return values
 
 
-_ISOTROPY_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-
-
 def warn_at_caller(message: str, category=UserWarning) -> None:
     """Warn with the user's line: the first frame outside isotropy and scikit-learn, whatever the path taken.
 
@@ -50,13 +45,9 @@ def warn_at_caller(message: str, category=UserWarning) -> None:
     ``fit_transform`` (wrapped by sklearn's ``set_output``) and a ``Pipeline`` are each a different number
     of frames deep.
     """
-    import sklearn
+    from isotropy._utils.warn import user_stacklevel
 
-    library = (_ISOTROPY_DIR, os.path.dirname(os.path.abspath(sklearn.__file__)) + os.sep)
-    frame, level = sys._getframe(1), 2  # stacklevel=2 names the frame that called warn_at_caller
-    while frame.f_back is not None and os.path.abspath(frame.f_code.co_filename).startswith(library):
-        frame, level = frame.f_back, level + 1
-    warnings.warn(message, category, stacklevel=level)
+    warnings.warn(message, category, stacklevel=user_stacklevel(libraries=("isotropy", "sklearn")))
 
 
 class IsotropyTransformer(TransformerMixin, BaseEstimator):
