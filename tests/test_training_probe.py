@@ -3,6 +3,7 @@ the pooled vectors put back in probe order, the texts tokenised once, and each D
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import random
 
@@ -442,3 +443,34 @@ def test_a_metrics_warnings_are_given_once_per_layer_not_at_every_measurement(ti
     for values in logged:
         assert all(values[f"geometry/noisy/{layer}"] == len(texts) for layer in layers)
         assert all(values[f"geometry/refused/{layer}"] != values[f"geometry/refused/{layer}"] for layer in layers)
+
+
+@pytest.mark.parametrize("through", ["measure", "callback"])
+def test_a_metrics_warning_names_the_users_line(tiny, through):
+    """Given once (_warn_once), a metric's warning had stacklevel=3: with measure wrapped by torch.no_grad it named
+    torch/utils/_contextlib.py whoever called measure, a line the user can neither read nor filter by (found in
+    review; the package's rule, _utils/warn.user_stacklevel, is the first frame outside isotropy, torch and
+    torchmetrics). Called directly, and through a function given the file name of isotropy's HF callback, as the
+    callbacks call it; the reference is the test's own line that makes the call."""
+    import math
+    import os
+    import warnings
+
+    import isotropy
+    from isotropy.training import GeometryProbe
+
+    model, tokenizer, texts = tiny
+    probe = GeometryProbe([texts[0]] * 4, metrics=["isoscore"], batch_size=8).set_tokenizer(tokenizer)
+
+    def callback():
+        return probe.measure(model)
+
+    if through == "callback":
+        callback.__code__ = callback.__code__.replace(co_filename=os.path.join(
+            os.path.dirname(os.path.abspath(isotropy.__file__)), "training", "hf_callback.py"))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        line = inspect.currentframe().f_lineno + 1
+        values = callback() if through == "callback" else probe.measure(model)
+    assert values and all(math.isnan(v) for v in values.values())  # identical rows: no spread, NaN
+    assert caught and {(w.filename, w.lineno) for w in caught} == {(__file__, line)}

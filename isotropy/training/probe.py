@@ -871,5 +871,8 @@ class GeometryProbe:
         if kind in self._said:
             return
         self._said.add(kind)
+        from isotropy._utils.warn import user_stacklevel
+
+        # the user's line, also through the callbacks (isotropy's own frames: stacklevel=3 named the callback's line)
         warnings.warn(f"{text} (said once for {key}; later measurements do not repeat it)", said.category,
-                      stacklevel=3)
+                      stacklevel=user_stacklevel())
