@@ -199,5 +199,12 @@ def test_a_utf16_or_utf32_text_file_is_refused_naming_its_encoding(tmp_path, nam
         read_embeddings(path)
     message = str(caught.value)
     assert said in message and "read as UTF-8" in message and "iconv -f" in message and "\n" not in message
+    if name.endswith((".csv", ".tsv")):  # the pandas advice, run as given, writes a file read as the rows written
+        import pandas
+
+        advice = message[message.index("pandas.read_csv("):].removesuffix(".")
+        new_path = tmp_path / f"converted{path.suffix}"
+        eval(advice, {"pandas": pandas, "path": path, "new_path": new_path})  # the message's own code
+        np.testing.assert_array_equal(read_embeddings(new_path)[0], np.array(rows))
     path.write_bytes(text.encode("utf-8"))
     np.testing.assert_array_equal(read_embeddings(path)[0], np.array(rows))

@@ -231,7 +231,9 @@ def _refuse_wide_text(path: Path, suffix: str) -> None:
         kind = "text" if suffix in (".csv", ".tsv") else "vector text"
         raise _fail(path, f"it is {wide[0].upper()} text ({wide[1]}), and {suffix} files are read as UTF-8",
                     f"UTF-8 {kind}: convert it, e.g. iconv -f {wide[0].upper()} -t UTF-8 IN > OUT"
-                    + (f", or pandas.read_csv(path, encoding={wide[0]!r}).to_csv" if kind == "text" else ""))
+                    + ("" if kind != "text" else f", or pandas.read_csv(path, encoding={wide[0]!r}, header=None"
+                       + (", sep='\\t'" if suffix == ".tsv" else "") + ").to_csv(new_path, header=False, index=False"
+                       + (", sep='\\t'" if suffix == ".tsv" else "") + ")"))
 
 
 def _format_from_content(path: Path) -> str | None:
