@@ -797,15 +797,18 @@ def _count_cut(texts, chars_cut, tokenizer, seq: int) -> int:
     return int(cut.sum())
 
 
-def model_identity(location) -> dict:
+def model_identity(location, *, cache_dir=None) -> dict:
     """Which model ran, for the JSON record: its files' sizes and sha256, not only a name or a folder.
 
     A folder's contents change under its name (a checkpoint saved again, other weights copied in), as a texts file's
     do. For a model converted from GGUF (a ``.gguf`` file or the packaged Gemma), the GGUF file's sha256 (the key of
     its converted folder, read from the conversion's record, so the file is not hashed again); for any other folder
-    (the packaged MiniLM too), every file under it with its size and sha256 (:func:`isotropy.io._identity.input_identity`;
-    the weights are read once more, as the texts are); for a hub name, the name alone.
+    (the packaged MiniLM too), each file the loaders read with its size and sha256 (:func:`_model_files`); for a hub
+    name, the name alone. A file's digest is computed once per version of it on disk and then read back from
+    ``cache_dir`` (default :func:`isotropy.models.default_cache_dir`; :func:`isotropy.models._cache.cached_sha256`):
+    hashing a model's weights again on every run would cost what loading them costs.
     """
+    from isotropy.models._cache import cached_sha256
     from isotropy.models.gguf import _MARKER
 
     path = Path(str(location))
@@ -821,13 +824,40 @@ def model_identity(location) -> dict:
             record = {}
         if isinstance(record, dict) and isinstance(record.get("gguf_sha256"), str):
             return {"path": str(path), "gguf_sha256": record["gguf_sha256"], "source": record.get("source")}
-    from isotropy.io._identity import input_identity
+    entries = []
+    for p in _model_files(path):
+        entry = {"path": p.relative_to(path).as_posix()}
+        try:
+            entry.update(bytes=p.stat().st_size, sha256=cached_sha256(p, cache_dir=cache_dir))
+        except OSError as exc:  # gone or unreadable since it was loaded: said, the rest of the record kept
+            entry.update(bytes=None, sha256=None, error=f"{type(exc).__name__}: {exc.strerror or exc}")
+        entries.append(entry)
+    return {"path": str(path), "files": entries}
 
-    # not under a hidden folder: a git clone's .git holds the weights a second time (LFS objects)
-    files = sorted((p for p in path.rglob("*") if p.is_file() and not any(
-        part.startswith(".") for part in p.relative_to(path).parts)), key=lambda p: p.relative_to(path).as_posix())
-    return {"path": str(path), "files": [{**entry, "path": p.relative_to(path).as_posix()}
-                                         for p in files for entry in input_identity(p)]}
+
+def _model_files(path: Path) -> list[Path]:
+    """The files of a model folder that its loaders read, in path order: the files at its top (config, weights,
+    tokenizer; ``from_pretrained`` reads no sub-folder) and those under the module folders its ``modules.json`` names
+    (a sentence-transformers model's Pooling, Dense, Normalize). Not hidden ones (a clone's ``.git`` holds the
+    weights again), nor other sub-folders: a Trainer's output folder holds every ``checkpoint-N/`` (weights and
+    optimizer states) beside the model saved at its top, and a packaged model may ship ONNX or OpenVINO copies."""
+    from isotropy._utils import jsontext
+
+    folders = [path]
+    try:
+        modules = jsontext.loads((path / "modules.json").read_text(encoding="utf-8"))
+        folders += [path / str(m["path"]) for m in modules if isinstance(m, dict) and str(m.get("path", ""))]
+    except (OSError, ValueError, TypeError, KeyError):
+        pass  # not a sentence-transformers folder (or its modules.json is not one: its loader says so)
+    root = path.resolve()
+    found = set()
+    for folder in folders:
+        if not folder.resolve().is_relative_to(root) or not folder.is_dir():
+            continue  # a module path out of the folder ("../x") is not the folder's
+        walk = folder.rglob("*") if folder != path else folder.iterdir()
+        found.update(p for p in walk if p.is_file() and not any(
+            part.startswith(".") for part in p.relative_to(path).parts))
+    return sorted(found, key=lambda p: p.relative_to(path).as_posix())
 
 
 def _sentence_transformer_modules(location) -> list[str]:

