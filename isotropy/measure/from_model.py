@@ -28,6 +28,8 @@ __all__ = ["DEFAULT_LAYER_METRICS", "LEVELS", "MetricFailedWarning", "format_tab
            "run_cli", "token_hidden_states"]
 
 LEVELS = ("sentence", "token")
+# isotropy.models.loading.COMPUTE_DTYPES (not imported: this module stays light at import); a test checks they agree
+COMPUTE_DTYPES = ("float32", "bfloat16", "float16")
 _CALLER = "measure_layers"
 _DEFAULT_TOKEN_SAMPLE = 10_000
 # Metrics that compute in their input's dtype (silhouette's distance blocks): given the float64 copy of
@@ -352,7 +354,8 @@ def _table_problem(exc: ValueError, sep: str) -> str:
     return message
 
 
-def token_hidden_states(texts, tokenizer, network, layers, *, batch_size, max_length, keep_special, sample_size, rng):
+def token_hidden_states(texts, tokenizer, network, layers, *, batch_size, max_length, keep_special, sample_size, rng,
+                        caller: str = _CALLER):
     """Hidden states of (a seeded sample of) the tokens of ``texts``.
 
     Returns ``{layer: (n, d)}``, each row's text index, the number of measurable tokens, each row's token
@@ -360,6 +363,8 @@ def token_hidden_states(texts, tokenizer, network, layers, *, batch_size, max_le
     special token of the texts with a row (computed in float32 on the device). Texts with the same
     tokens run once: their rows are equal, whatever batches they would have fallen in; so are a causal
     decoder's tokens with the same prefix (:func:`isotropy.models.batching.copy_same_prefix_rows`).
+    The rows are float32 whatever dtype ``network`` runs in; a forward pass that fails in a half dtype is one line
+    naming ``dtype`` and the device (:func:`isotropy.models.loading.forward_failed`, ``caller`` named).
     """
     import numpy as np
     import torch
@@ -404,8 +409,16 @@ def token_hidden_states(texts, tokenizer, network, layers, *, batch_size, max_le
         for start in range(0, len(used), batch_size):
             chunk = used[start:start + batch_size]
             batch = tokenizer.pad({"input_ids": [encoded["input_ids"][i] for i in chunk]}, return_tensors="pt")
-            hidden = network(input_ids=batch["input_ids"].to(device), attention_mask=batch["attention_mask"].to(device),
-                             output_hidden_states=True).hidden_states
+            try:
+                hidden = network(input_ids=batch["input_ids"].to(device),
+                                 attention_mask=batch["attention_mask"].to(device), output_hidden_states=True).hidden_states
+            except (RuntimeError, NotImplementedError) as exc:  # an operation torch lacks in a half dtype here
+                from isotropy.models.loading import forward_failed
+
+                said = forward_failed(exc, dtype=str(network.dtype).removeprefix("torch."), device=device, caller=caller)
+                if said is None:
+                    raise
+                raise said from None
             b_idx = [b for b, i in enumerate(chunk) for _ in wanted[i]]
             t_idx = [t for i in chunk for t, _ in wanted[i]]
             rows = [r for i in chunk for _, r in wanted[i]]
@@ -437,7 +450,7 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
                    labels=None, metrics=None, device=None, batch_size: int = 32, max_length: int = _MAX_LENGTH,
                    keep_special: bool = False, sample_size: int | None = None, random_state: int = 0,
                    progress: bool = False, shrinkage_sample=None, n_neighbors: int | None = None,
-                   zeta: float | None = None, averaging: str | None = None) -> dict:
+                   zeta: float | None = None, averaging: str | None = None, dtype: str = "float32") -> dict:
     """Geometry of every selected hidden layer of ``model`` on ``texts``: one record per layer.
 
     Parameters
@@ -485,6 +498,11 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
         The shrinkage weight ζ of ``isoscore_star`` at every layer (``None``: its default, 0.2).
     averaging : {"mean", "harmonic", "median"} or None
         How ``mle_dimension`` pools its local estimates at every layer (``None``: its default, the mean).
+    dtype : {"float32", "bfloat16", "float16"}, default="float32"
+        The precision the model runs in, whatever its files store: float32, exact, or a half dtype
+        that halves the model's memory at ~1e-3 relative error in its states
+        (:func:`isotropy.models.load_transformer`). Half states are pooled in float32, and every
+        metric reads float32 rows; recorded as ``dtype`` and kept apart in the cache.
 
     Returns
     -------
@@ -543,6 +561,9 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
 
     require_model_packages(model)  # torch, transformers and a packaged model's package named up front, with their extra
     device = resolve_device(device, caller=_CALLER)  # "auto"/None -> cuda or cpu: one device for every step below
+    from isotropy.models.loading import check_dtype
+
+    dtype = check_dtype(dtype, caller=_CALLER)  # before the model is loaded
     if labels is not None:
         labels = np.asarray(labels)
         if labels.shape[0] != len(texts):
@@ -599,7 +620,7 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
 
     from isotropy.models.loading import load_transformer
 
-    tokenizer, network, location = load_transformer(model, device=device)
+    tokenizer, network, location = load_transformer(model, device=device, dtype=dtype)
     from isotropy.models.loading import capped_max_length
 
     # the token limit of every row, the output row's too (its encoder's max_seq_length): the model's own 256 cut the
@@ -619,13 +640,14 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
         if output_modules:  # the model's own output: cached, or from the network and its forward pass below
             from isotropy.models.encoders import _load_cached, output_row_file
 
-            row_file = output_row_file(location, texts, batch_size=batch_size, max_length=seq, device=device)
+            row_file = output_row_file(location, texts, batch_size=batch_size, max_length=seq, device=device,
+                                       dtype=dtype)
             cached_output = _load_cached(row_file, len(texts))
             if cached_output is None:
                 encoder = _sentence_model_around(location, network, device, max_seq_length=seq)
                 collected = _OutputRows(encoder, texts)
         states = encode_pooled(texts, model=location, layers=layers, pooling=pooling, device=device,
-                               batch_size=batch_size, max_length=max_length, show_progress=progress,
+                               batch_size=batch_size, max_length=max_length, show_progress=progress, dtype=dtype,
                                _loaded=(tokenizer, network), _on_batch=collected)
         text_of_row = np.arange(len(texts))
         n_total = len(texts)
@@ -653,14 +675,22 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
         shrink = _shrinkage_covariances(shrinkage_sample, states, full_states, tokenizer, network, layers,
                                         level=level, location=location, pooling=pooling, device=device,
                                         batch_size=batch_size, max_length=max_length, keep_special=keep_special,
-                                        random_state=random_state)
+                                        random_state=random_state, dtype=dtype)
     if output_modules:
         if collected is None:  # read back: the layers' cache and this row's come from the same texts
             output = cached_output
         else:
             from isotropy.models.encoders import _save
 
-            output = collected.result(batch_size)
+            try:
+                output = collected.result(batch_size)  # encode() of the texts the pass did not give
+            except (RuntimeError, NotImplementedError) as exc:  # an operation torch lacks in a half dtype here
+                from isotropy.models.loading import forward_failed
+
+                said = forward_failed(exc, dtype=dtype, device=device, caller=_CALLER)
+                if said is None:
+                    raise
+                raise said from None
             _save(row_file, output)
         states["output"] = output[text_of_row] if len(text_of_row) < len(texts) else output
         if shrink:  # Σ_S of the output row: the same sample, through the model's own modules
@@ -890,15 +920,18 @@ def _sentence_model_around(location, network, device, *, max_seq_length: int):
     The Transformer module gets ``network`` instead of loading the weights (the modules after it,
     Pooling, Normalize, Dense, are read from their folders as usual). Where this
     sentence-transformers version builds its Transformer otherwise, the model is loaded as
-    :func:`isotropy.models.encoders.load_sentence_model` does (the weights read a second time).
+    :func:`isotropy.models.encoders.load_sentence_model` does (the weights read a second time), in ``network``'s
+    dtype. The token states of a network in a half dtype reach the modules after it in float32
+    (:func:`isotropy.models.encoders.float32_token_states`).
     """
     from isotropy.models._safety import refuse_remote_code
-    from isotropy.models.encoders import load_sentence_model
+    from isotropy.models.encoders import float32_token_states, load_sentence_model
 
     refuse_remote_code(location)
-    encoder = _built_around(location, network, device, load_sentence_model)
+    dtype = str(network.dtype).removeprefix("torch.")
+    encoder = _built_around(location, network, device, functools.partial(load_sentence_model, dtype=dtype))
     encoder.max_seq_length = max_seq_length
-    return encoder
+    return float32_token_states(encoder)
 
 
 def _built_around(location, network, device, load_sentence_model):
@@ -966,7 +999,8 @@ class _OutputRows:
         import numpy as np
 
         mask = batch["attention_mask"]
-        features = {"token_embeddings": last_hidden, "attention_mask": mask}
+        # half states (dtype="bfloat16") go on in float32, as float32_token_states hands them on in encode()
+        features = {"token_embeddings": last_hidden.float(), "attention_mask": mask}
         for module in self.modules:
             features = module(features)
         vectors = features["sentence_embedding"].float().cpu().numpy()
@@ -1005,7 +1039,7 @@ class _OutputRows:
 
 
 def _shrinkage_covariances(sample, states, full_states, tokenizer, network, layers, *, level, location, pooling,
-                           device, batch_size, max_length, keep_special, random_state) -> dict:
+                           device, batch_size, max_length, keep_special, random_state, dtype="float32") -> dict:
     """Σ_S per layer: the covariance of ``sample`` rows drawn from the layer's rows, or of the texts ``sample`` embedded."""
     import numpy as np
 
@@ -1023,8 +1057,8 @@ def _shrinkage_covariances(sample, states, full_states, tokenizer, network, laye
         from isotropy.models.encoders import encode_pooled
 
         drawn = encode_pooled(sample, model=location, layers=layers, pooling=pooling, device=device,
-                              batch_size=batch_size, max_length=max_length, show_progress=False, _caller=_CALLER,
-                              _texts_name="shrinkage_sample")
+                              batch_size=batch_size, max_length=max_length, show_progress=False, dtype=dtype,
+                              _caller=_CALLER, _texts_name="shrinkage_sample")
     else:
         drawn, *_ = token_hidden_states(sample, tokenizer, network, layers, batch_size=batch_size, max_length=max_length,
                                   keep_special=keep_special, sample_size=_DEFAULT_TOKEN_SAMPLE,
@@ -1128,6 +1162,12 @@ def model_options(function):
         click.option("--max-length", type=BoundedInt(min=2, max=MAX_INT), default=None, show_default="128",
                      help="With --model: tokens per text (longer texts are truncated; at most the model's "
                           "positions, noted when a value given is cut)."),
+        # a choice: completed by click, and a value outside it refused in one line naming the three
+        click.option("--dtype", type=click.Choice(COMPUTE_DTYPES), default="float32", show_default=True,
+                     help="With --model: the precision the model runs in, whatever its files store. float32 is "
+                          "exact; bfloat16 or float16 halve the model's memory (a large model on a GPU) at ~1e-3 "
+                          "relative error in its states, pooled in float32. Kept apart in the cache; the --json "
+                          "record's dtype says which ran."),
     ]
     for option in reversed(options):
         function = option(function)
@@ -1162,7 +1202,7 @@ def _check_outputs(json_path, plot_path, inputs: dict | None = None) -> None:
 
 
 def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, pooling, keep_special, plot_path, device, batch_size,
-            max_length, labels_path=None, label_column=None, metric_names=None, json_path=None, sample_size=None,
+            max_length, dtype="float32", labels_path=None, label_column=None, metric_names=None, json_path=None, sample_size=None,
             random_state=0,
             progress=None, shrinkage_sample=None, n_neighbors=None, zeta=None, averaging=None) -> None:
     """``isotropy measure --model``: measure, print the table, write --json and --plot."""
@@ -1221,7 +1261,7 @@ def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, 
                                     max_length=_MAX_LENGTH if max_length is None else max_length,
                                     keep_special=keep_special, sample_size=sample_size,
                                     random_state=random_state, progress=show, shrinkage_sample=shrink,
-                                    n_neighbors=n_neighbors, zeta=zeta, averaging=averaging)
+                                    n_neighbors=n_neighbors, zeta=zeta, averaging=averaging, dtype=dtype)
         for w in caught:
             if issubclass(w.category, MetricFailedWarning):
                 continue  # in result["errors"]: said below as the metric's error, with the option's name

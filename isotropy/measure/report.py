@@ -342,7 +342,8 @@ _BEHIND_THE_COMMAND = ("measure_layers", "load_transformer", "encode_pooled", "s
 _OPTION_OF = {"layers": "--layers", "level": "--level", "pooling": "--pooling", "device": "--device",
               "batch_size": "--batch-size", "max_length": "--max-length", "sample_size": "--sample-size",
               "texts": "--texts", "labels": "--labels", "shrinkage_sample": "--shrinkage-sample",
-              "metrics": "--metrics", "n_neighbors": "--n-neighbors", "encoding": "--encoding"}
+              "metrics": "--metrics", "n_neighbors": "--n-neighbors", "encoding": "--encoding",
+              "dtype": "--dtype"}
 
 
 # The readers (isotropy.io) serve Python and the command line alike, so their messages give both spellings of a

@@ -30,15 +30,20 @@ __all__ = [
 ]
 
 
-def load_sentence_model(model: str = DEFAULT_MODEL, *, device: str | None = None):
+def load_sentence_model(model: str = DEFAULT_MODEL, *, device: str | None = None, dtype: str = "float32"):
     """Load a :class:`sentence_transformers.SentenceTransformer` on ``device`` (``"auto"``/``None``: CUDA, else CPU).
 
     ``device`` is checked (:func:`isotropy._utils.device.resolve_device`) before the model is resolved.
+    ``dtype`` (``"float32"``, the exact default, ``"bfloat16"`` or ``"float16"``): the precision its transformer runs
+    in, whatever its files store (:func:`isotropy.models.load_transformer`); the token states of a half dtype are
+    handed on to the modules after it (pooling, dense layers) in float32.
     """
     require_model_packages(model, sentence_transformers=True)  # torch and the rest named up front, with their extra
     from isotropy._utils.device import resolve_device
+    from isotropy.models.loading import check_dtype
 
     device = resolve_device(device, caller="load_sentence_model")
+    dtype = check_dtype(dtype, caller="load_sentence_model")
     from sentence_transformers import SentenceTransformer
 
     from isotropy.models._safety import NO_REMOTE_CODE, refuse_remote_code
@@ -53,14 +58,39 @@ def load_sentence_model(model: str = DEFAULT_MODEL, *, device: str | None = None
 
     try:
         with quiet_transformers():
-            # float32 whatever the files store, as load_transformer (isotropy.models.loading._COMPUTE_DTYPE): a
-            # bfloat16 folder ran in bfloat16 under transformers 5
-            return SentenceTransformer(location, device=device, model_kwargs=dtype_kwargs(),
-                                       **NO_REMOTE_CODE)
+            # float32 whatever the files store unless asked otherwise, as load_transformer
+            # (isotropy.models.loading._COMPUTE_DTYPE): a bfloat16 folder ran in bfloat16 under transformers 5
+            encoder = SentenceTransformer(location, device=device, model_kwargs=dtype_kwargs(dtype),
+                                          **NO_REMOTE_CODE)
     except (OSError, ValueError) as exc:
         raise OSError(f"Could not load the sentence-transformers model {model!r} (resolved to {location!r}): "
                       f"expected a local model directory, the packaged 'all-MiniLM-L6-v2', or a hub name "
                       f"while online. ({exc.__class__.__name__}: {str(exc).splitlines()[0]})") from None
+    return float32_token_states(encoder)
+
+
+def float32_token_states(encoder):
+    """``encoder`` (a SentenceTransformer) with the token states of its first module handed on in float32.
+
+    Where its transformer runs in a half dtype (``dtype="bfloat16"``), sentence-transformers' own mean pooling sums in
+    float32 but rounds the mean back to bfloat16 (3 significant digits), and a Dense module of float32 weights
+    refuses bfloat16 input: the modules after the transformer get its states as float32, as
+    :func:`isotropy.models.pool_hidden_states` pools them. A forward hook on the first module; float32 states pass
+    unchanged.
+    """
+    from collections.abc import MutableMapping
+
+    import torch
+
+    def hook(module, args, output):
+        # a dict, or the tokenizer's BatchEncoding (a UserDict) that encode() hands through the modules
+        states = output.get("token_embeddings") if isinstance(output, MutableMapping) else None
+        if isinstance(states, torch.Tensor) and states.dtype in (torch.float16, torch.bfloat16):
+            output["token_embeddings"] = states.float()
+        return output
+
+    encoder[0].register_forward_hook(hook)
+    return encoder
 
 
 def _cache_key(model_location: str, texts: Sequence[str], normalize: bool, tag: str = "") -> str:
@@ -85,7 +115,7 @@ def _cache_key(model_location: str, texts: Sequence[str], normalize: bool, tag: 
 
 def encode_sentences(texts: Sequence[str], *, model: str = DEFAULT_MODEL, device: str | None = None,
                      batch_size: int = 128, normalize: bool = False, cache_dir: str | os.PathLike | None = None,
-                     use_cache: bool = True, show_progress: bool = True) -> np.ndarray:
+                     use_cache: bool = True, show_progress: bool = True, dtype: str = "float32") -> np.ndarray:
     """Embed ``texts`` with a sentence-transformers model, with an on-disk cache.
 
     Each distinct text is encoded once: a repeated text gets exactly its first occurrence's vector.
@@ -108,12 +138,17 @@ def encode_sentences(texts: Sequence[str], *, model: str = DEFAULT_MODEL, device
         Where to cache; default :func:`default_cache_dir` ``/ "embeddings"``.
     use_cache : bool, default=True
     show_progress : bool, default=True
+    dtype : {"float32", "bfloat16", "float16"}, default="float32"
+        The precision the model runs in (:func:`load_sentence_model`): float32, exact, or a half
+        dtype that halves its memory at ~1e-3 relative error; part of the cache key. Checked before
+        the cache is read, as ``device``.
 
     Returns
     -------
     X : ndarray of shape (n_samples, n_features), float32
     """
     from isotropy._utils.validation import check_scalar, check_texts
+    from isotropy.models.loading import check_dtype
 
     texts = check_texts(texts, caller="encode_sentences")
     if not texts:
@@ -124,22 +159,33 @@ def encode_sentences(texts: Sequence[str], *, model: str = DEFAULT_MODEL, device
     from isotropy._utils.device import resolve_device
 
     device = resolve_device(device, caller="encode_sentences")  # before the cache: refused whether cached or not
+    dtype = check_dtype(dtype, caller="encode_sentences")
     location = resolve_model(model)
     cache_file = None
     if use_cache:
         cache_root = Path(cache_dir) if cache_dir is not None else default_cache_dir() / "embeddings"
-        # the tag: each distinct text encoded once (files from before, with repeated texts encoded apart, not read)
-        cache_file = cache_root / f"{_cache_key(location, texts, normalize, tag='distinct-texts')}.npy"
+        # the tag: each distinct text encoded once (files from before, with repeated texts encoded apart, not read),
+        # and the dtype the model ran in (a bfloat16 run's vectors are not a float32 run's; files from before the
+        # dtype was in the key may hold a bfloat16 folder's vectors computed in bfloat16, and are not read back)
+        cache_file = cache_root / f"{_cache_key(location, texts, normalize, tag=f'distinct-texts|dtype={dtype}')}.npy"
         X = _load_cached(cache_file, len(texts))
         if X is not None:
             return X
-    encoder = load_sentence_model(model, device=device)
+    encoder = load_sentence_model(model, device=device, dtype=dtype)
     # each distinct text once: a repeated text gets exactly its first occurrence's vector (encoded in another
     # batch, it would differ by float32 rounding, and a neighbour metric would see two points 1e-7 apart)
     first: dict[str, int] = {}
     row_of = np.fromiter((first.setdefault(t, len(first)) for t in texts), dtype=np.intp, count=len(texts))
-    X = encoder.encode(list(first), batch_size=batch_size, convert_to_numpy=True, normalize_embeddings=normalize,
-                       show_progress_bar=show_progress).astype(np.float32, copy=False)
+    from isotropy.models.loading import forward_failed
+
+    try:
+        X = encoder.encode(list(first), batch_size=batch_size, convert_to_numpy=True, normalize_embeddings=normalize,
+                           show_progress_bar=show_progress).astype(np.float32, copy=False)
+    except (RuntimeError, NotImplementedError) as exc:  # an operation torch lacks in a half dtype on this device
+        said = forward_failed(exc, dtype=dtype, device=device, caller="encode_sentences")
+        if said is None:
+            raise
+        raise said from None
     if len(first) < len(texts):
         X = X[row_of]
     if cache_file is not None:
@@ -246,15 +292,14 @@ _BATCHING = "batches=token-count,distinct-sequences"
 _TOKENS = "tokens=own-tokenizer,cut-to-positions"
 
 
-def _computed_by(batch_size: int, device) -> str:
+def _computed_by(batch_size: int, device, dtype: str = "float32") -> str:
     """The part of a cache key that names what the rows' last digits depend on besides the texts and the model: the
     batch size (which texts share a padded batch) and the kind of device (``cpu``, ``cuda``, ``mps``). A file
     computed with another ``--batch-size`` was read back as this one's (isoscore 0.07334928926671543 where batches
-    of 7 give 0.0733492895040497). And the dtype the model runs in (:data:`isotropy.models.loading._COMPUTE_DTYPE`)."""
-    from isotropy.models.loading import _COMPUTE_DTYPE
-
+    of 7 give 0.0733492895040497). And the dtype the model runs in (``dtype``, default
+    :data:`isotropy.models.loading._COMPUTE_DTYPE`): a bfloat16 run's rows are never read back as a float32 run's."""
     # the dtype the model runs in (files computed in a model's own bfloat16, before it was float32, are not read back)
-    return f"batch_size={int(batch_size)}|device={str(device or 'cpu').split(':')[0]}|dtype={_COMPUTE_DTYPE}"
+    return f"batch_size={int(batch_size)}|device={str(device or 'cpu').split(':')[0]}|dtype={dtype}"
 
 
 class LayerOutOfRange(ValueError):
@@ -270,24 +315,25 @@ class LayerOutOfRange(ValueError):
 
 
 def output_row_file(location: str, texts: Sequence[str], cache_dir: str | os.PathLike | None = None, *,
-                    batch_size: int, max_length: int, device=None) -> Path:
+                    batch_size: int, max_length: int, device=None, dtype: str = "float32") -> Path:
     """Where ``isotropy measure --model`` keeps a sentence-transformers model's own output row of ``texts``.
 
     The row is ``SentenceTransformer.encode(texts)`` (the model's pooling and normalisation, its
     ``max_seq_length`` set to ``max_length``), taken from the hidden layers' forward pass where the
     tokens agree; kept beside the layers' cache (:func:`encode_pooled`, with the same ``batch_size``,
-    ``max_length`` and ``device``) so that measuring other layers of the same texts later runs no pass.
+    ``max_length``, ``device`` and ``dtype``) so that measuring other layers of the same texts later runs no pass.
     The token limit is part of the key: a row cut at another limit is never read back as this one.
     """
     root = Path(cache_dir) if cache_dir is not None else default_cache_dir() / "embeddings"
-    tag = f"measure-output-row|{_BATCHING}|{_computed_by(batch_size, device)}|max_length={int(max_length)}"
+    tag = f"measure-output-row|{_BATCHING}|{_computed_by(batch_size, device, dtype)}|max_length={int(max_length)}"
     return root / f"{_cache_key(location, texts, False, tag=tag)}.npy"
 
 
 def encode_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, layers: Sequence[int] = (-1,),
                   pooling: str = "mean", device: str | None = None, batch_size: int = 64, max_length: int = 128,
                   cache_dir: str | os.PathLike | None = None, use_cache: bool = True,
-                  show_progress: bool = False, _other_layers_budget: int = 0, _caller: str = "encode_pooled",
+                  show_progress: bool = False, dtype: str = "float32", _other_layers_budget: int = 0,
+                  _caller: str = "encode_pooled",
                   _texts_name: str = "texts", _name: str = "layers", _loaded: tuple | None = None,
                   _on_batch=None) -> dict[int, np.ndarray]:
     """Pooled token states of any transformers encoder or decoder at several hidden layers, cached per layer.
@@ -324,6 +370,11 @@ def encode_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, layers: S
         layer, pooling and ``max_length``.
     use_cache : bool, default=True
     show_progress : bool, default=False
+    dtype : {"float32", "bfloat16", "float16"}, default="float32"
+        The precision the model runs in, whatever its files store (:func:`isotropy.models.load_transformer`):
+        float32, exact, or a half dtype that halves the model's memory at ~1e-3 relative error in
+        its states. Half states are pooled in float32; the rows are float32 either way. Part of the
+        cache key; checked before the cache is read, as ``device``.
 
     Returns
     -------
@@ -354,6 +405,9 @@ def encode_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, layers: S
     from isotropy._utils.device import resolve_device
 
     device = resolve_device(device, caller=_caller)  # before the cache: refused whether cached or not
+    from isotropy.models.loading import check_dtype, forward_failed
+
+    dtype = check_dtype(dtype, caller=_caller)
     location = resolve_model(model)
     files: dict[int, Path | None] = dict.fromkeys(layers)
     out: dict[int, np.ndarray] = {}
@@ -365,7 +419,7 @@ def encode_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, layers: S
         # _BATCHING names how the rows were computed: files of the batching before it (repeated texts run apart,
         # so not exactly equal) are not read back
         key = (f"{base}|{tag}|layer={layer}|max_length={max_length}|{_TOKENS}|{_BATCHING}|"
-               f"{_computed_by(batch_size, device)}")
+               f"{_computed_by(batch_size, device, dtype)}")
         key = hashlib.sha256(key.encode()).hexdigest()[:32]
         return cache_root / f"{key}.npy"
 
@@ -388,7 +442,7 @@ def encode_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, layers: S
 
     # _loaded: (tokenizer, network) the caller already holds, so one command reads the weights once;
     # _on_batch(rows, batch, last_hidden_state) sees every batch of the forward pass (when one runs)
-    tokenizer, network = _loaded if _loaded is not None else load_transformer(model, device=device)[:2]
+    tokenizer, network = _loaded if _loaded is not None else load_transformer(model, device=device, dtype=dtype)[:2]
     check_pooling(pooling, network.config, caller=caller)
     # no longer than the model's positions (a longer max_length failed inside the forward pass)
     tokens = batching.tokenize_texts(tokenizer, texts, max_length=capped_max_length(max_length, network.config,
@@ -405,7 +459,13 @@ def encode_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, layers: S
         for number, rows in enumerate(tqdm(batches, desc="batches", unit="batch", disable=not show_progress)):
             batch = {k: v.to(network.device) for k, v in
                      batching.pad_rows(tokens, rows, pad_id=tokenizer.pad_token_id).items()}
-            output = network(**batch, output_hidden_states=True)
+            try:
+                output = network(**batch, output_hidden_states=True)
+            except (RuntimeError, NotImplementedError) as exc:  # an operation torch lacks in a half dtype here
+                said = forward_failed(exc, dtype=dtype, device=device, caller=_caller)
+                if said is None:
+                    raise
+                raise said from None
             hidden = output.hidden_states
             if _on_batch is not None:  # e.g. a sentence-transformers model's own output, from this same pass
                 _on_batch(rows, batch, output.last_hidden_state)
@@ -440,7 +500,7 @@ _ALL_LAYERS_CACHE_BYTES = 512 * 2**20
 
 def encode_mean_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, device: str | None = None, layer: int = -1,
                        batch_size: int = 64, max_length: int = 128, cache_dir: str | os.PathLike | None = None,
-                       use_cache: bool = True, pooling: str = "mean") -> np.ndarray:
+                       use_cache: bool = True, pooling: str = "mean", dtype: str = "float32") -> np.ndarray:
     """Pooled token vectors of one hidden layer of any transformers model (e.g. BERT, as Rajaee & Pilehvar), cached.
 
     The one-layer form of :func:`encode_pooled` (same parameters, ``layer`` instead of
@@ -448,7 +508,8 @@ def encode_mean_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, devi
     keeps (special tokens included, padding excluded), as sentence-transformers' mean pooling
     does, or the last (``pooling="last"``) or first (``"first"``) token. With the cache on, the other
     hidden layers of the same forward pass are cached too when together they take at most 512 MiB,
-    so a sweep over layers runs the model once.
+    so a sweep over layers runs the model once. ``dtype``: the precision the model runs in (see
+    :func:`encode_pooled`).
 
     Returns
     -------
@@ -467,8 +528,9 @@ def encode_mean_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, devi
         # further pass); a cached layer is read back without loading the model
         only = encode_pooled(texts, model=model, layers=[layer], pooling=pooling, device=device,
                              batch_size=batch_size, max_length=max_length, cache_dir=cache_dir, use_cache=True,
-                             _other_layers_budget=_ALL_LAYERS_CACHE_BYTES, _caller="encode_mean_pooled", _name="layer")
+                             dtype=dtype, _other_layers_budget=_ALL_LAYERS_CACHE_BYTES, _caller="encode_mean_pooled", _name="layer")
         return only[layer]
     return encode_pooled(texts, model=model, layers=[layer], pooling=pooling, device=device, batch_size=batch_size,
-                         max_length=max_length, cache_dir=cache_dir, use_cache=False, _caller="encode_mean_pooled",
+                         max_length=max_length, cache_dir=cache_dir, use_cache=False, dtype=dtype,
+                         _caller="encode_mean_pooled",
                          _name="layer")[layer]

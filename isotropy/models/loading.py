@@ -8,7 +8,7 @@ from pathlib import Path
 
 from isotropy._utils.validation import IsotropyValueError
 
-__all__ = ["is_decoder", "load_transformer"]
+__all__ = ["COMPUTE_DTYPES", "check_dtype", "is_decoder", "load_transformer"]
 
 # language-model heads over bidirectional attention, whose architecture names say "LMHead" (XLNetLMHeadModel,
 # XLMWithLMHeadModel, FlaubertWithLMHeadModel): not causal
@@ -113,7 +113,7 @@ def words_tokenizer(tokenizer):
     return getattr(tokenizer, _WORDS_TOKENIZER, tokenizer)
 
 
-def load_transformer(model: str = "all-MiniLM-L6-v2", *, device=None):
+def load_transformer(model: str = "all-MiniLM-L6-v2", *, device=None, dtype: str = "float32"):
     """Load a fast tokenizer and a base transformers model (evaluation mode).
 
     Parameters
@@ -125,13 +125,18 @@ def load_transformer(model: str = "all-MiniLM-L6-v2", *, device=None):
     device : str, torch.device or None
         ``"auto"``/``None`` (CUDA when available, else CPU), ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or
         ``"mps"``; checked (:func:`isotropy._utils.device.resolve_device`) before the model is resolved.
+    dtype : {"float32", "bfloat16", "float16"}, default="float32"
+        The precision the model is built and run in, whatever dtype its files store (a GGUF file's
+        weights are dequantised to float32, then cast to it): float32, the exact default, or a half
+        dtype that halves the model's memory at ~1e-3 relative error in its hidden states
+        (:func:`check_dtype`; the torch dtypes of these names are accepted too).
 
     Returns
     -------
     tokenizer, model, location
         The tokenizer (pads on the right; a missing pad token is set to the end-of-sequence or
         unknown token), the base model (for a causal LM, its decoder stack without the LM head)
-        on ``device``, and the resolved location.
+        on ``device`` in ``dtype``, and the resolved location.
     """
     from isotropy.models.resolve import _resolve
 
@@ -145,6 +150,7 @@ def load_transformer(model: str = "all-MiniLM-L6-v2", *, device=None):
     from isotropy._utils.device import resolve_device
 
     device = resolve_device(device, caller="load_transformer")  # before a GGUF is converted or weights are read
+    dtype = check_dtype(dtype, caller="load_transformer")
     location, weights = _resolve(model)  # weights: those of a GGUF converted just now, else None
     path = Path(location).expanduser()
     if path.is_dir():
@@ -169,7 +175,7 @@ def load_transformer(model: str = "all-MiniLM-L6-v2", *, device=None):
     from isotropy.models._quiet import no_load_report, quiet_transformers
 
     with quiet_transformers(), no_load_report():  # a checkpoint's unused head was a table of UNEXPECTED keys
-        return _load(model, location, weights, device)
+        return _load(model, location, weights, device, dtype)
 
 
 # The precision every model runs in here: float32, whatever its files store. transformers 5 loads a model in the dtype
@@ -178,6 +184,42 @@ def load_transformer(model: str = "all-MiniLM-L6-v2", *, device=None):
 # not said). A design decision: geometry is measured on float32 states (as a GGUF file's are, dequantised to float32);
 # the record says which dtype ran (measure_layers' "dtype").
 _COMPUTE_DTYPE = "float32"
+# What a caller may ask for instead (dtype=, --dtype): a half dtype halves the memory of a large model on a GPU (before
+# the line above, transformers 5 ran a bfloat16 model in bfloat16), at ~1e-3 relative error in its states. An explicit
+# opt-in, recorded as "dtype" and in the cache keys; the states are pooled in float32 (isotropy.models.pooling._pool)
+# and handed to the metrics as float32.
+COMPUTE_DTYPES = (_COMPUTE_DTYPE, "bfloat16", "float16")
+
+
+def check_dtype(dtype, *, caller: str, name: str = "dtype") -> str:
+    """``dtype`` as one of :data:`COMPUTE_DTYPES` (a name, or the torch dtype of one); refused in one line otherwise.
+
+    >>> check_dtype("bfloat16", caller="encode_pooled")
+    'bfloat16'
+    """
+    from isotropy._utils.validation import check_option
+
+    if type(dtype).__module__ == "torch" and type(dtype).__name__ == "dtype":  # torch.bfloat16 (torch not imported)
+        dtype = str(dtype).removeprefix("torch.")
+    return check_option(dtype, name, COMPUTE_DTYPES, caller=caller)
+
+
+def forward_failed(exc: BaseException, *, dtype: str, device, caller: str, name: str = "dtype"):
+    """The one-line error of a forward pass that failed in a half ``dtype`` (``None`` where ``exc`` is not that).
+
+    torch does not run every operation in every dtype on every device (float16 matrix products on the CPU of older
+    torch: ``"addmm_impl_cpu_" not implemented for 'Half'``): said as the ``dtype`` parameter's refusal, with the
+    device, not as torch's traceback. An out-of-memory error, and any error of a float32 pass, are left as they are.
+    """
+    import torch
+
+    if dtype == _COMPUTE_DTYPE or not isinstance(exc, (RuntimeError, NotImplementedError)) \
+            or isinstance(exc, getattr(torch.cuda, "OutOfMemoryError", ())):
+        return None
+    said = " ".join(str(exc).split())[:200] or type(exc).__name__
+    return IsotropyValueError(f"The '{name}' parameter of {caller} is {dtype!r}, in which the model could not run "
+                              f"on the device {str(device)!r} ({type(exc).__name__}: {said}); expected 'float32' "
+                              f"(the default) there, or a device that runs {dtype}.")
 
 
 def dtype_kwargs(dtype=_COMPUTE_DTYPE, *, version: str | None = None) -> dict:
@@ -199,7 +241,7 @@ def dtype_kwargs(dtype=_COMPUTE_DTYPE, *, version: str | None = None) -> dict:
     return {"dtype" if major_minor >= (4, 56) else "torch_dtype": dtype}
 
 
-def _load(model: str, location: str, weights, device):
+def _load(model: str, location: str, weights, device, dtype: str = _COMPUTE_DTYPE):
     """:func:`load_transformer` once ``location`` and ``device`` are checked: the tokenizer and the model built.
 
     ``weights``: see :func:`load_transformer`.
@@ -258,7 +300,7 @@ def _load(model: str, location: str, weights, device):
 
         try:
             network, info = network_class.from_pretrained(location, output_loading_info=True,
-                                                          **dtype_kwargs(), **NO_REMOTE_CODE)
+                                                          **dtype_kwargs(dtype), **NO_REMOTE_CODE)
         except RuntimeError as exc:  # "You set ignore_mismatched_sizes to False": shapes the config does not give
             if "mismatched" not in str(exc) and "size mismatch" not in str(exc):
                 raise
@@ -272,8 +314,9 @@ def _load(model: str, location: str, weights, device):
         from transformers.models.auto.modeling_auto import MODEL_MAPPING
 
         cls = MODEL_MAPPING[type(config)]
+        # the GGUF file's weights, dequantised to float32, cast to dtype here
         network = cls.from_pretrained(None, config=config, state_dict=_base_model_weights(weights, cls),
-                                      **dtype_kwargs())
+                                      **dtype_kwargs(dtype))
         del weights
     network = network.to(torch.device(device)).eval()  # device: resolved by load_transformer
     return tokenizer, network, location
