@@ -177,7 +177,7 @@ def test_the_dtype_keyword_is_the_one_the_installed_transformers_reads():
     """transformers 4.56 renamed ``torch_dtype`` to ``dtype``; before it (the project allows 4.40 onwards) a
     ``dtype=`` keyword is not read but passed on to the model's ``__init__``, and no model loaded at all ("BertModel.
     __init__() got an unexpected keyword argument 'dtype'", found in review with transformers 4.46.3)."""
-    from isotropy.models.loading import dtype_kwargs
+    from isotropy.models._pretrained import dtype_kwargs
 
     assert dtype_kwargs(version="4.40.0") == {"torch_dtype": "float32"}
     assert dtype_kwargs(version="4.55.4") == {"torch_dtype": "float32"}

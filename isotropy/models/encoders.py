@@ -53,8 +53,8 @@ def load_sentence_model(model: str = DEFAULT_MODEL, *, device: str | None = None
     refuse_remote_code(location)
     check_model_weights(location)  # truncated or random safetensors, pickled weights: one line, never unpickled
     check_module_folders(location)  # a config.json its weights do not fill (random layers): one line, nothing built
+    from isotropy.models._pretrained import dtype_kwargs
     from isotropy.models._quiet import quiet_transformers
-    from isotropy.models.loading import dtype_kwargs
 
     try:
         with quiet_transformers():

@@ -428,7 +428,7 @@ def _read_with_transformers(path: Path, layout):
     import transformers.modeling_gguf_pytorch_utils as gguf_utils
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
-    from isotropy.models.loading import dtype_kwargs
+    from isotropy.models._pretrained import dtype_kwargs
 
     config = AutoConfig.from_pretrained(path.parent, gguf_file=path.name, trust_remote_code=False)
     _llama_cpp_settings(config, layout.metadata)

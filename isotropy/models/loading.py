@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 from isotropy._utils.validation import IsotropyValueError
+from isotropy.models._pretrained import dtype_kwargs
 
 __all__ = ["COMPUTE_DTYPES", "check_dtype", "is_decoder", "load_transformer"]
 
@@ -220,25 +220,6 @@ def forward_failed(exc: BaseException, *, dtype: str, device, caller: str, name:
     return IsotropyValueError(f"The '{name}' parameter of {caller} is {dtype!r}, in which the model could not run "
                               f"on the device {str(device)!r} ({type(exc).__name__}: {said}); expected 'float32' "
                               f"(the default) there, or a device that runs {dtype}.")
-
-
-def dtype_kwargs(dtype=_COMPUTE_DTYPE, *, version: str | None = None) -> dict:
-    """The keyword of ``from_pretrained`` that sets the dtype a model is built in, for the transformers installed.
-
-    ``dtype`` from transformers 4.56, which deprecated ``torch_dtype`` for it; ``torch_dtype`` before. The project
-    supports transformers 4.40 onwards, where a ``dtype=`` keyword is not read but passed on to the model's
-    ``__init__`` ("BertModel.__init__() got an unexpected keyword argument 'dtype'": no model loaded at all).
-    ``version``: transformers' version (default: the one imported).
-
-    >>> dtype_kwargs(version="4.46.3"), dtype_kwargs(version="4.56.0"), dtype_kwargs(version="5.0.0.dev0")
-    ({'torch_dtype': 'float32'}, {'dtype': 'float32'}, {'dtype': 'float32'})
-    """
-    if version is None:
-        import transformers
-
-        version = transformers.__version__
-    major_minor = tuple(int(part) for part in re.findall(r"\d+", version)[:2])
-    return {"dtype" if major_minor >= (4, 56) else "torch_dtype": dtype}
 
 
 def _load(model: str, location: str, weights, device, dtype: str = _COMPUTE_DTYPE):
