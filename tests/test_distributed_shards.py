@@ -552,3 +552,12 @@ def test_a_npy_shard_rewritten_with_other_rows_is_refused(tmp_path, rows):
     with pytest.raises(EmbeddingsReadError, match=rf"b.npy': it holds {rows} rows now, not the 20 it had when the array "
                                                   r"was built \(it changed since\)"):
         isotropy.cosine_similarity_mean(X)
+
+
+@pytest.mark.parametrize("n_copies", [2, 3])
+def test_a_default_table_of_shards_on_too_few_distinct_points_leaves_mle_out(tmp_path, n_copies):
+    """The default table of a folder of shards on too few distinct points for MLE's default k leaves MLE out with a
+    note, as in memory (``tests/test_measure_cli.py``, which holds the checks and the scikit-dimension reference)."""
+    from test_measure_cli import check_too_few_distinct_default_table
+
+    check_too_few_distinct_default_table(tmp_path, n_copies, sharded=True)

@@ -723,13 +723,18 @@ def test_a_metric_option_no_selected_metric_reads_is_refused(data, tmp_path, dis
 
 
 @pytest.mark.parametrize("n_copies", [2, 3])
-@pytest.mark.parametrize("sharded", [False, True])
-def test_a_default_table_on_too_few_distinct_points_for_the_default_mle_k_leaves_mle_out(tmp_path, n_copies, sharded):
+def test_a_default_table_on_too_few_distinct_points_for_the_default_mle_k_leaves_mle_out(tmp_path, n_copies):
     """10 distinct rows, each given 2 or 3 times (20 or 30 rows; a user trial): the default table's MLE failed with
     exit status 2 on 30 rows ("more than --n-neighbors 20 distinct points", an option not given), where 15 distinct
     rows were left out with a note; on 20 rows the note said ``K <= 19``, which was then refused. Now both are left
-    out with a note whose K fits the distinct points (counted here by np.unique), in memory and on dask, and that K
-    gives scikit-dimension's MLE of the distinct rows."""
+    out with a note whose K fits the distinct points (counted here by np.unique), and that K gives
+    scikit-dimension's MLE of the distinct rows. On dask (a folder of shards):
+    ``tests/test_distributed_shards.py``, which the core-only job does not run."""
+    check_too_few_distinct_default_table(tmp_path, n_copies, sharded=False)
+
+
+def check_too_few_distinct_default_table(tmp_path, n_copies, *, sharded):
+    """The body of the test above, on one .npy file or (``sharded``) on a folder of two shards read by dask."""
     import skdim
 
     A = np.random.default_rng(7).normal(size=(10, 5))
