@@ -297,6 +297,23 @@ def test_ragged_word_vectors_and_key_on_single_array(tmp_path, X):
         read_embeddings(tmp_path / "x.npy", key="emb")
 
 
+@pytest.mark.parametrize("header", ["-2 4", "+2 4", "2 -4"])
+def test_signed_word2vec_header_is_named(tmp_path, header):
+    """A first line '-2 4' is not a word2vec header (its counts are unsigned): read as GloVe's word '-2' and one number,
+    the next line's four numbers were refused as "expected a word and 1 numbers", which did not say why."""
+    path = tmp_path / "signed.vec"
+    path.write_text(f"{header}\nthe 1 2 3 4\ncat 0.5 0.1 0.2 0.3\n")
+    with pytest.raises(IsotropyValueError) as info:
+        read_embeddings(path)
+    assert str(info.value) == (f"{path}:2: expected a word and 1 number (line 1 has 1), got 4 numbers "
+                               f"(line 1, '{header}', is not a word2vec header: its counts must be unsigned whole "
+                               f"numbers of words and features).")
+    path.write_text("the 1\ncat 0.5 0.1 0.2 0.3\n")  # an ordinary ragged GloVe file: no clause
+    with pytest.raises(IsotropyValueError) as info:
+        read_embeddings(path)
+    assert str(info.value) == f"{path}:2: expected a word and 1 number (line 1 has 1), got 4 numbers."
+
+
 @pytest.mark.parametrize(("text", "line"), [("The cat sat on the mat.\nA dog ran.\n", 1),  # sentences
                                             ("Introduction\nthe cat sat on the mat .\n", 1),  # a one-word heading
                                             ("Chapter 1\nthe cat sat on the mat .\n", 2)])  # a heading that parses

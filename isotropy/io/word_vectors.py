@@ -401,12 +401,25 @@ def _lines(handle, path):
         yield lineno, line
 
 
+def _signed_header(parts) -> str:
+    """A clause for the error of a ragged text file whose first line ``parts`` reads as a word2vec header with a sign.
+
+    A header's counts are unsigned digits: a first line '-3 4' is read as the word '-3' and one number (as GloVe would
+    read it), and the next line's width then disagrees. Said, because the file most likely meant a header.
+    """
+    if len(parts) == 2 and all(p.lstrip("+-").isdigit() and p.isascii() for p in parts) and \
+            any(p[0] in "+-" for p in parts):
+        return (f" (line 1, '{parts[0]} {parts[1]}', is not a word2vec header: its counts must be unsigned whole "
+                f"numbers of words and features)")
+    return ""
+
+
 def _read_text(path: Path, limit, encoding, opener=None):
     """word2vec text (header '<n_words> <n_features>', checked against the file) or GloVe (no header).
 
     ``opener``: opens the text (a gzip file's, decompressed as it is read); a file that is not gzip throughout the
     lines read is refused in one line."""
-    words, rows, blocks, dim, announced = [], [], [], None, None
+    words, rows, blocks, dim, announced, first = [], [], [], None, None, []
 
     def parse(rows):  # a block of rows of number strings -> float32, the strings let go
         try:
@@ -421,6 +434,8 @@ def _read_text(path: Path, limit, encoding, opener=None):
         with open(path, encoding=encoding, errors="replace") if opener is None else opener() as handle:
             for lineno, line in _lines(handle, path):
                 parts = line.rstrip("\n").rstrip().split(" ")
+                if lineno == 1:
+                    first = parts
                 if lineno == 1 and len(parts) == 2 and parts[0].isdigit() and parts[1].isdigit():
                     _check_counts(path, parts)
                     announced, dim = int(parts[0]), int(parts[1])  # word2vec text header
@@ -435,8 +450,10 @@ def _read_text(path: Path, limit, encoding, opener=None):
                     if not _numbers(parts[1:]):
                         raise _not_vectors(path, lineno, parts)
                     source = "the header says" if announced is not None else "line 1 has"
-                    raise IsotropyValueError(f"{path!s}:{lineno}: expected a word and {dim} numbers ({source} {dim}), "
-                                     f"got {len(parts) - 1} number{'' if len(parts) == 2 else 's'}.")
+                    raise IsotropyValueError(f"{path!s}:{lineno}: expected a word and {dim} number{'' if dim == 1 else 's'} "
+                                             f"({source} {dim}), "
+                                             f"got {len(parts) - 1} number{'' if len(parts) == 2 else 's'}"
+                                             f"{_signed_header(first) if lineno > 1 else ''}.")
                 words.append(parts[0])
                 rows.append(parts[1:])
                 if len(rows) == _ROWS_PER_BLOCK:
