@@ -288,7 +288,37 @@ def test_istar_claims_take_the_paired_item_bootstrap_of_the_runs(tmp_path):
     # the task score alone: the resamples repeat sentences, which biases IsoScore*, TwoNN and the silhouette
     assert {i: c.interval["how"].split(":")[0] for i, c in got.items()} == {
         "istar-moves-isotropy": "seed spread", "lower-isotropy-better-performance": "both",
-        "lower-isotropy-lower-dimension": "seed spread", "minimising-isoscore-maximises-silhouette": "seed spread"}
+        "lower-isotropy-lower-dimension": "seed spread", "minimising-isoscore-maximises-silhouette": "seed spread",
+        "negative-istar-beats-no-regularisation": "not measured"}  # no baseline runs here
+
+
+def test_istar_claim_against_no_regularisation(tmp_path):
+    """Figure 6 compares negative-λ I-STAR with fine-tuning without a regulariser (a review found the claims
+    compared only the two ends of λ): the score at the most negative λ minus the baseline's, seed by seed."""
+    from isotropy.experiments.istar.run import claims as istar_claims
+
+    (tmp_path / "runs").mkdir()
+    scores = {(-5.0, 0): 0.71, (-5.0, 1): 0.74, (-5.0, 2): 0.70, (-1.0, 0): 0.90, (-1.0, 1): 0.90, (-1.0, 2): 0.90,
+              (5.0, 0): 0.60, (5.0, 1): 0.61, (5.0, 2): 0.62, (0.0, 0): 0.69, (0.0, 1): 0.70, (0.0, 2): 0.66}
+    for (lam, seed), score in scores.items():
+        record = {"method": "none" if lam == 0 else "istar", "lambda": lam, "seed": seed, "score": score}
+        (tmp_path / "runs" / f"run_{lam:g}_seed{seed}.json").write_text(json.dumps(record))
+    (tmp_path / "run.json").write_text(json.dumps({"command": "isotropy run istar --data-dir /d", "config": {}}))
+    got = {c.id: c for c in istar_claims({}, tmp_path, model="m")}["negative-istar-beats-no-regularisation"]
+    expected = [0.71 - 0.69, 0.74 - 0.70, 0.70 - 0.66]  # λ = -5 (the most negative; not -1) minus the baseline
+    assert got.n_seeds == 3 and got.ours == pytest.approx(np.mean(expected), rel=1e-12)
+    assert (got.interval["low"], got.interval["high"]) == pytest.approx((min(expected), max(expected)), rel=1e-12)
+    assert got.verdict == "holds" and got.statistic == "validation score at λ = -5 minus without regularisation"
+    for seed in range(3):  # lower than the baseline in every seed: does not hold
+        (tmp_path / "runs" / f"run_0_seed{seed}.json").write_text(json.dumps(
+            {"method": "none", "lambda": 0.0, "seed": seed, "score": 0.8}))
+    assert {c.id: c for c in istar_claims({}, tmp_path, model="m")}[
+        "negative-istar-beats-no-regularisation"].verdict == "does not hold"
+    for seed in range(3):  # no baseline (the Gemma setup): not measured, and said why
+        (tmp_path / "runs" / f"run_0_seed{seed}.json").unlink()
+    missing = {c.id: c for c in istar_claims({}, tmp_path, model="m")}["negative-istar-beats-no-regularisation"]
+    assert missing.verdict == "not established" and missing.ours is None
+    assert missing.interval["how"].endswith("no baseline without regularisation beside a negative λ (baseline: false)")
 
 
 def test_classifier_geometry_claims_per_seed():

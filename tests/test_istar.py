@@ -398,7 +398,8 @@ def test_cli_end_to_end_on_sst2(tiny_model_dir, tmp_path, capsys):
     # the seed spread alone
     assert {c["id"]: c["interval"]["how"].split(":")[0] for c in claims} == {
         "istar-moves-isotropy": "seed spread", "lower-isotropy-better-performance": "both",
-        "lower-isotropy-lower-dimension": "seed spread", "minimising-isoscore-maximises-silhouette": "seed spread"}
+        "lower-isotropy-lower-dimension": "seed spread", "minimising-isoscore-maximises-silhouette": "seed spread",
+        "negative-istar-beats-no-regularisation": "both"}
     row = results["summary"][1]
     scores = [r["score"] for r in results["runs"] if r["condition"] == "istar:-1"]
     assert row["score_mean"] == pytest.approx(np.mean(scores)) and row["score_std"] == pytest.approx(np.std(scores, ddof=1))
