@@ -173,7 +173,8 @@ _RUN_COMPARE = re.compile(r"^<!-- run-compare: ([\w.-]+)/([\w.,-]+) -->[ \t]*$",
 # with the Python format SPEC (a minus written as −); a key ``*`` takes every entry at that level and the path then
 # starts with ``min:``, ``max:`` or ``mean:`` (``min:setup.per_seed.*.rho``); a key ``FIELD=VALUE`` after it keeps the
 # entries whose FIELD is VALUE (``min:runs.*.lambda=-3.accuracy``; numbers compare as numbers; filters that leave one
-# entry need no ``min:``: ``runs.*.lambda=3.seed=0.accuracy``); a path holding a space
+# entry need no ``min:``: ``runs.*.lambda=3.seed=0.accuracy``; a VALUE may hold a colon: ``condition=istar:-3``; pick
+# a claim by its id, ``*.id=isotropy-up.ours``, not by its place, which a new claim would move); a path holding a space
 # (a key such as ``K-means + Mean + PCA``) is written in double quotes; ``@minutes`` as the key path is the run's
 # duration from run.json's start and end times, with its unit: minutes formatted with SPEC and " min" ("14 min"), or
 # under a minute whole seconds and " s" ("28 s"), never "0 min". A last ``×N`` multiplies the value by N before
@@ -215,7 +216,9 @@ def _run_value(match) -> str:
             return f"{seconds:.0f} s"
         return format(seconds / 60, spec) + " min"
     else:
-        aggregate, _, keys = path.rpartition(":")
+        # the aggregate is a leading "min:", "max:" or "mean:" only: a filter's value may hold a colon ("istar:-3")
+        head, colon, rest = path.partition(":")
+        aggregate, keys = (head, rest) if colon and head in _AGGREGATES else ("", path)
         values = [data]
         for key in keys.split("."):
             try:

@@ -411,6 +411,19 @@ def test_value_markers_filter_average_scale_and_quote():
         render("<!-- value: istar/sst2-gemma-cpu results.json runs.*.lambda=3.accuracy .3f -->")
     with pytest.raises(KeyError, match="at 'lambda=7'"):  # a filter that keeps nothing
         render("<!-- value: istar/sst2-gemma-cpu results.json min:runs.*.lambda=7.accuracy .3f -->")
+    # a filter's value may hold a colon (a condition "istar:-3"): the aggregate is a leading "min:", "max:" or "mean:"
+    # only (the last colon was taken for it, and the path read from "-3")
+    summary = json.loads((REPO / "docs" / "runs" / "activation-diagrams" / "gemma-3-270m" / "results.json").read_text())
+    row = next(r for r in summary["summary"] if r["condition"] == "istar:-3")
+    assert render("<!-- value: activation-diagrams/gemma-3-270m results.json summary.*.condition=istar:-3.accuracy "
+                  ".4f -->") == f"{row['accuracy']:.4f}"
+    assert render("<!-- value: activation-diagrams/gemma-3-270m results.json max:summary.*.condition=istar:3.accuracy "
+                  ".4f -->") == f"{next(r for r in summary['summary'] if r['condition'] == 'istar:3')['accuracy']:.4f}"
+    # claims picked by their id, not their place in claims.json (a new claim before it would have moved it)
+    claims = json.loads((REPO / "docs" / "runs" / "cluster-finetune" / "minilm" / "claims.json").read_text())
+    cost = next(c for c in claims if c["id"] == "accuracy-cost")
+    assert render("<!-- value: cluster-finetune/minilm claims.json *.id=accuracy-cost.interval.low +.3f -->") == \
+        format(cost["interval"]["low"], "+.3f").replace("-", "−")
 
 
 def _hooks():
