@@ -607,7 +607,7 @@ def test_labels_from_a_named_column(tmp_path):
 
 
 @pytest.mark.parametrize(("name", "kind"), [("y.npy", "a .npy file"), ("y.NPY", "a .NPY file"), ("y.txt", "a .txt file"),
-                                            ("y", "a file without extension (plain text)"), ("y.dat", "a .dat file")])
+                                            ("y", "a file without extension (plain text)")])
 def test_a_label_column_of_labels_without_columns_is_refused_not_ignored(tmp_path, name, kind):
     """A .npy file came before the column check: its column was ignored without a word (an unknown extension was
     refused for its extension, not for the column)."""
@@ -624,6 +624,24 @@ def test_a_label_column_of_labels_without_columns_is_refused_not_ignored(tmp_pat
                               f"has no columns (leave the column out: that file holds the labels alone); expected a "
                               f".csv or .tsv file with a header line naming the column, a .jsonl or a .parquet file, or a member of "
                               f"an .npz archive.")
+
+
+@pytest.mark.parametrize("name", ["y.dat", "y.pt", "y.PT"])
+def test_a_label_column_of_a_file_labels_cannot_be_read_from_names_the_extension(tmp_path, name):
+    """A label column named on a .pt (or .dat) file said "leave the column out: that file holds the labels alone", and
+    without the column the next run said "unknown file extension '.pt'": the first error's advice led to a second
+    (a user trial: ``isotropy measure embd.pt --key emb --labels embd.pt --label-column y``). The extension is refused
+    first, with or without the column, in the same words."""
+    path = tmp_path / name
+    path.write_text("0\n1\n1\n")
+    errors = []
+    for column in ("label", None):
+        with pytest.raises(IsotropyValueError) as err:
+            read_labels(path, n_rows=3, column=column)
+        errors.append(str(err.value))
+    assert errors[0] == errors[1] == (
+        f"Cannot read labels from {str(path)!r}: unknown file extension {path.suffix.lower()!r}; expected one of .txt, "
+        f".labels, .lst, .csv, .tsv, .npy, .npz, .jsonl, .ndjson, .parquet.")
 
 
 def test_labels_in_another_encoding(tmp_path):
