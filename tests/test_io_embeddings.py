@@ -770,3 +770,19 @@ def test_a_matrix_of_numbers_with_a_short_line_is_refused_as_a_matrix(tmp_path):
     (tmp_path / "y.txt").write_text("1900 0.1 0.2\n1901 0.3 0.4\n1902 0.5\n")
     with pytest.raises(IsotropyValueError, match=r"y\.txt:3: expected a word and 2 numbers"):
         read_embeddings(tmp_path / "y.txt")
+
+
+def test_a_text_matrix_with_np_savetxt_comments_is_read_as_numpy_reads_it(tmp_path):
+    """np.savetxt(path, X, header=...) writes '# ...' on line 1 (and footer= a last '# ...'): the file was refused as
+    word vectors ("got '# col0 col1'"), its '#' taken for a word (a user trial). Read as np.loadtxt reads it; a GloVe
+    file whose vocabulary holds the word '#' stays word vectors."""
+    X = np.random.default_rng(0).normal(size=(30, 4))
+    np.savetxt(tmp_path / "m.txt", X, header="col0 col1 col2 col3", footer="end")
+    got, names = read_embeddings(tmp_path / "m.txt")
+    assert names is None and np.array_equal(got, np.loadtxt(tmp_path / "m.txt")) and np.array_equal(got, X)
+    (tmp_path / "m.txt").write_text("1.5 2.5 # a note\n3.5 4.5\n0.5 -1.0\n")
+    assert read_embeddings(tmp_path / "m.txt")[0].tolist() == [[1.5, 2.5], [3.5, 4.5], [0.5, -1.0]]
+    (tmp_path / "g.txt").write_text("the 0.1 0.2\n# 0.3 0.4\n, 0.5 0.7\n")  # '#' is a GloVe word
+    got, words = read_embeddings(tmp_path / "g.txt")
+    assert list(words) == ["the", "#", ","] and got.tolist() == np.array([[0.1, 0.2], [0.3, 0.4], [0.5, 0.7]],
+                                                                         np.float32).tolist()

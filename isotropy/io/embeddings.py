@@ -1162,6 +1162,10 @@ def _is_numeric_text(path: Path) -> bool:
             if len(line) > _MAX_FIRST_LINE:  # bounded: a 1 GB line was read whole (3.1 GB), then parsed
                 raise _fail(path, f"line {number} is longer than {_MAX_FIRST_LINE:,} characters",
                             "rows of numbers, or a word and its vector, one row per line")
+            # '#' starts a comment, as np.loadtxt reads it: np.savetxt(path, X, header=...) writes '# ...' on line 1,
+            # which was taken for the word '#' and the file refused as word vectors (a user trial). A file of word
+            # vectors holds a word on some line that is not a comment (GloVe's '#' line among them), so stays one.
+            line = line.split("#", 1)[0]
             parts = line.split(None, 1)
             if not parts:
                 continue
