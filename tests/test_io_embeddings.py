@@ -786,3 +786,27 @@ def test_a_text_matrix_with_np_savetxt_comments_is_read_as_numpy_reads_it(tmp_pa
     got, words = read_embeddings(tmp_path / "g.txt")
     assert list(words) == ["the", "#", ","] and got.tolist() == np.array([[0.1, 0.2], [0.3, 0.4], [0.5, 0.7]],
                                                                          np.float32).tolist()
+
+
+@pytest.mark.parametrize("bad", ["x", "1,5", "0.1.2"])
+def test_a_word_in_a_text_matrix_is_said_at_its_line_and_field(tmp_path, bad):
+    """np.savetxt rows with a word in line 6 were refused with numpy's "at row 3, column 3" (a 0-based row of data,
+    comment and blank lines not counted, beside a 1-based column), while the NaN check says "row 3, column 2" of the
+    same cell (a user trial). Said at the line an editor shows, a comment and a blank line counted, and its field."""
+    X = np.random.default_rng(0).normal(size=(8, 5))
+    np.savetxt(tmp_path / "m.txt", X, header="written by np.savetxt")  # line 1: '# written by np.savetxt'
+    lines = (tmp_path / "m.txt").read_text().splitlines()
+    lines.insert(2, "")  # lines: comment, row 0, blank, row 1, row 2, row 3 (line 6)
+    fields = lines[5].split()
+    fields[2] = bad
+    lines[5] = " ".join(fields)
+    (tmp_path / "m.txt").write_text("\n".join(lines) + "\n")
+    with pytest.raises(IsotropyValueError) as err:
+        read_embeddings(tmp_path / "m.txt")
+    assert str(err.value) == (f"Cannot read embeddings from {str(tmp_path / 'm.txt')!r}: line 6, field 3 is {bad!r}, "
+                              f"not a number; expected whitespace-separated numbers, one row per line, the same count "
+                              f"on every line.")
+    fields[2] = repr(float(X[3, 2]))
+    lines[5] = " ".join(fields)
+    (tmp_path / "m.txt").write_text("\n".join(lines) + "\n")
+    assert np.array_equal(read_embeddings(tmp_path / "m.txt")[0], X)
