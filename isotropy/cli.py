@@ -249,6 +249,7 @@ def plot(path: Path, out_dir: Path | None, formats, dpi: int):
                                  f"version? Re-run the experiment into this folder.") from exc
             if out_dir is not None:  # D is the figures' folder, as for a training log: D/x.png, not D/figures/x.png
                 figures = {key.removeprefix("figures/"): fig for key, fig in figures.items()}
+                _make_out_dir(out_dir, True)
             written = save_figures(figures, out_dir or path, formats=formats, dpi=dpi)
         for saved in written:
             click.echo(str(saved))
@@ -261,7 +262,7 @@ def plot(path: Path, out_dir: Path | None, formats, dpi: int):
             given = out_dir is not None
             out_dir = out_dir or path.parent
             with _outside_results(out_dir, None if given else "The JSON's folder"):
-                out_dir.mkdir(parents=True, exist_ok=True)
+                _make_out_dir(out_dir, given)
                 for saved in save_figures({f"{path.stem}-layers": layers_figure(record)}, out_dir, formats=formats,
                                           dpi=dpi):
                     click.echo(str(saved))
@@ -298,12 +299,26 @@ def plot(path: Path, out_dir: Path | None, formats, dpi: int):
     for log in find_geometry_logs(path):  # --out onto the log's own folder: a metrics file named geometry.csv
         check_not_an_input({"--out": out_dir / "geometry.csv"}, {"the training log": log})
     with _outside_results(out_dir, None if given else "The log's figures folder"):
-        out_dir.mkdir(parents=True, exist_ok=True)
+        _make_out_dir(out_dir, given)
         with atomic_write(out_dir / "geometry.csv") as handle:
             frame.to_csv(handle, index=False)
         click.echo(str(out_dir / "geometry.csv"))
         for saved in save_figures(plot_geometry_log(frame), out_dir, formats=formats, dpi=dpi):
             click.echo(str(saved))
+
+
+def _make_out_dir(out_dir: Path, given: bool) -> None:
+    """Make the figures' folder ``out_dir`` (and the folders above it), refused in one line that names --out (``given``)
+    or the default folder: an OSError's own words ("[Errno 2] No such file or directory: '/proc/x'") named neither the
+    option nor what it expects (a user trial)."""
+    what = f"--out {str(out_dir)!r}" if given else f"The figures folder {str(out_dir)!r}"
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        blocker = next((p for p in [out_dir, *out_dir.parents] if p.exists() and not p.is_dir()), None)
+        why = (f"{str(blocker)!r} on its way is a file, not a directory" if blocker is not None else
+               (exc.strerror or type(exc).__name__).lower())
+        raise ValueError(f"{what} cannot be made ({why}); expected a folder path where this user can write.") from None
 
 
 def _outside_results(out_dir: Path, default: str | None):

@@ -624,7 +624,7 @@ def test_labels_from_a_named_column(tmp_path):
 
 
 @pytest.mark.parametrize(("name", "kind"), [("y.npy", "a .npy file"), ("y.NPY", "a .NPY file"), ("y.txt", "a .txt file"),
-                                            ("y", "a file without extension (plain text)"), ("y.dat", "a .dat file")])
+                                            ("y", "a file without extension (plain text)")])
 def test_a_label_column_of_labels_without_columns_is_refused_not_ignored(tmp_path, name, kind):
     """A .npy file came before the column check: its column was ignored without a word (an unknown extension was
     refused for its extension, not for the column)."""
@@ -641,6 +641,24 @@ def test_a_label_column_of_labels_without_columns_is_refused_not_ignored(tmp_pat
                               f"has no columns (leave the column out: that file holds the labels alone); expected a "
                               f".csv or .tsv file with a header line naming the column, a .jsonl or a .parquet file, or a member of "
                               f"an .npz archive.")
+
+
+@pytest.mark.parametrize("name", ["y.dat", "y.pt", "y.PT"])
+def test_a_label_column_of_a_file_labels_cannot_be_read_from_names_the_extension(tmp_path, name):
+    """A label column named on a .pt (or .dat) file said "leave the column out: that file holds the labels alone", and
+    without the column the next run said "unknown file extension '.pt'": the first error's advice led to a second
+    (a user trial: ``isotropy measure embd.pt --key emb --labels embd.pt --label-column y``). The extension is refused
+    first, with or without the column, in the same words."""
+    path = tmp_path / name
+    path.write_text("0\n1\n1\n")
+    errors = []
+    for column in ("label", None):
+        with pytest.raises(IsotropyValueError) as err:
+            read_labels(path, n_rows=3, column=column)
+        errors.append(str(err.value))
+    assert errors[0] == errors[1] == (
+        f"Cannot read labels from {str(path)!r}: unknown file extension {path.suffix.lower()!r}; expected one of .txt, "
+        f".labels, .lst, .csv, .tsv, .npy, .npz, .jsonl, .ndjson, .parquet.")
 
 
 def test_labels_in_another_encoding(tmp_path):
@@ -769,3 +787,43 @@ def test_a_matrix_of_numbers_with_a_short_line_is_refused_as_a_matrix(tmp_path):
     (tmp_path / "y.txt").write_text("1900 0.1 0.2\n1901 0.3 0.4\n1902 0.5\n")
     with pytest.raises(IsotropyValueError, match=r"y\.txt:3: expected a word and 2 numbers"):
         read_embeddings(tmp_path / "y.txt")
+
+
+def test_a_text_matrix_with_np_savetxt_comments_is_read_as_numpy_reads_it(tmp_path):
+    """np.savetxt(path, X, header=...) writes '# ...' on line 1 (and footer= a last '# ...'): the file was refused as
+    word vectors ("got '# col0 col1'"), its '#' taken for a word (a user trial). Read as np.loadtxt reads it; a GloVe
+    file whose vocabulary holds the word '#' stays word vectors."""
+    X = np.random.default_rng(0).normal(size=(30, 4))
+    np.savetxt(tmp_path / "m.txt", X, header="col0 col1 col2 col3", footer="end")
+    got, names = read_embeddings(tmp_path / "m.txt")
+    assert names is None and np.array_equal(got, np.loadtxt(tmp_path / "m.txt")) and np.array_equal(got, X)
+    (tmp_path / "m.txt").write_text("1.5 2.5 # a note\n3.5 4.5\n0.5 -1.0\n")
+    assert read_embeddings(tmp_path / "m.txt")[0].tolist() == [[1.5, 2.5], [3.5, 4.5], [0.5, -1.0]]
+    (tmp_path / "g.txt").write_text("the 0.1 0.2\n# 0.3 0.4\n, 0.5 0.7\n")  # '#' is a GloVe word
+    got, words = read_embeddings(tmp_path / "g.txt")
+    assert list(words) == ["the", "#", ","] and got.tolist() == np.array([[0.1, 0.2], [0.3, 0.4], [0.5, 0.7]],
+                                                                         np.float32).tolist()
+
+
+@pytest.mark.parametrize("bad", ["x", "1,5", "0.1.2"])
+def test_a_word_in_a_text_matrix_is_said_at_its_line_and_field(tmp_path, bad):
+    """np.savetxt rows with a word in line 6 were refused with numpy's "at row 3, column 3" (a 0-based row of data,
+    comment and blank lines not counted, beside a 1-based column), while the NaN check says "row 3, column 2" of the
+    same cell (a user trial). Said at the line an editor shows, a comment and a blank line counted, and its field."""
+    X = np.random.default_rng(0).normal(size=(8, 5))
+    np.savetxt(tmp_path / "m.txt", X, header="written by np.savetxt")  # line 1: '# written by np.savetxt'
+    lines = (tmp_path / "m.txt").read_text().splitlines()
+    lines.insert(2, "")  # lines: comment, row 0, blank, row 1, row 2, row 3 (line 6)
+    fields = lines[5].split()
+    fields[2] = bad
+    lines[5] = " ".join(fields)
+    (tmp_path / "m.txt").write_text("\n".join(lines) + "\n")
+    with pytest.raises(IsotropyValueError) as err:
+        read_embeddings(tmp_path / "m.txt")
+    assert str(err.value) == (f"Cannot read embeddings from {str(tmp_path / 'm.txt')!r}: line 6, field 3 is {bad!r}, "
+                              f"not a number; expected whitespace-separated numbers, one row per line, the same count "
+                              f"on every line.")
+    fields[2] = repr(float(X[3, 2]))
+    lines[5] = " ".join(fields)
+    (tmp_path / "m.txt").write_text("\n".join(lines) + "\n")
+    assert np.array_equal(read_embeddings(tmp_path / "m.txt")[0], X)

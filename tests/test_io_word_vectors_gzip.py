@@ -214,3 +214,28 @@ def test_a_gzip_bomb_after_the_last_word_is_refused(tmp_path):
     assert "as a decompression bomb would); expected a gzip-compressed word-vector file." in _refusal(path)
     # a limit that reaches the header's count reads the stream to its end as well: the same refusal
     assert _refusal(path, limit=1) == _refusal(path)
+
+
+@pytest.mark.parametrize("header", [True, False])
+@pytest.mark.parametrize("block", [4, 8192])
+def test_a_non_numeric_entry_is_said_at_its_line_and_entry(tmp_path, monkeypatch, header, block):
+    """A word vector with a word among its numbers was refused as "'v.vec' has a non-numeric vector entry", with no
+    line, word or value to look for in a file of 400,000 lines (a user trial). The line counts as an editor does
+    (the word2vec header and a blank line included), across the reader's blocks of rows."""
+    monkeypatch.setattr(word_vectors, "_ROWS_PER_BLOCK", block)
+    rng = np.random.default_rng(0)
+    lines = [f"w{i} " + " ".join(f"{x:.4f}" for x in rng.normal(size=5)) for i in range(12)]
+    lines[9] = "w9 0.1 0.2 1,5 0.4 0.5"  # a decimal comma
+    lines.insert(3, "")
+    text = (["12 5"] if header else []) + lines
+    path = tmp_path / ("v.vec" if header else "v.txt")
+    path.write_text("\n".join(text) + "\n", encoding="utf-8")
+    lineno = text.index("w9 0.1 0.2 1,5 0.4 0.5") + 1
+    with pytest.raises(IsotropyValueError) as err:
+        read_word_vectors(path)
+    assert str(err.value) == (f"{path}:{lineno}: entry 3 of the vector of 'w9' is '1,5', not a number; expected "
+                              f"lines '<word> <x1> ... <xd>' of numbers.")
+    lines[lines.index("w9 0.1 0.2 1,5 0.4 0.5")] = "w9 0.1 0.2 1.5 0.4 0.5"
+    path.write_text("\n".join((["12 5"] if header else []) + lines) + "\n", encoding="utf-8")
+    words, vectors = read_word_vectors(path)[:2]
+    assert words[9] == "w9" and vectors[9].tolist() == np.array([0.1, 0.2, 1.5, 0.4, 0.5], np.float32).tolist()

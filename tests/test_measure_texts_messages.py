@@ -149,3 +149,26 @@ def test_a_utf32_texts_file_read_as_utf16_asks_for_utf32(tmp_path):
     assert _error("--texts", path).endswith(
         "(read as utf-8), which no text does; give its encoding (--encoding utf-32-be: its bytes decode as UTF-32 "
         "text, without a byte-order mark).")
+
+
+@pytest.mark.parametrize(("name", "content", "said"), [
+    ("t.jsonl", '{"text": "a cat", "label": 1}\n\n{"text": "a dog", "label": 0}\n{"txt": "oops", "label": 1}\n',
+     "has no field 'text' on line 4 (1 of 3 lines without a text); expected a text in the field 'text' on every line."),
+    ("t.jsonl", '{"text": "a cat"}\n{"text": " "}\n{"text": "a dog"}\n',
+     "has an empty 'text' on line 2 (1 of 3 lines without a text); expected a text in the field 'text' on every line."),
+    ("t.csv", 'text,label\na cat,1\n"",0\na dog,1\n',
+     "is empty in row 2 under the header line (1 of 3 rows empty); expected a text in every row."),
+])
+def test_a_missing_or_empty_text_is_said_at_the_line_the_user_sees(tmp_path, name, content, said):
+    """A JSON-lines file whose line 3 lacked the text field was said to be "empty at row 2" (a 0-based row of the
+    parsed table, and a missing field called empty), while the labels reader names the same line "line 3" (a user
+    trial with bad.jsonl). The line is counted in the file as an editor numbers it, blank lines included; a CSV's
+    row from 1 under its header."""
+    path = tmp_path / name
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(ValueError) as err:
+        read_texts(path, column="text")
+    message = str(err.value)
+    assert message.endswith(said), message
+    assert message.startswith((f"The texts file {str(path)!r} ", f"The text column 'text' of {str(path)!r} "))
+    assert _error("--texts", path, "--text-column", "text").endswith(said)

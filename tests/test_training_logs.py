@@ -183,6 +183,21 @@ def test_logs_without_geometry_are_refused_in_one_line(tmp_path, content, name, 
     assert "\n" not in str(info.value)
 
 
+def test_an_out_folder_that_cannot_be_made_is_refused_naming_out(hf_dir, tmp_path, capsys):
+    """``isotropy plot LOG --out afile/sub`` (a file on the way) printed Python's "[Errno 20] Not a directory:
+    'afile/sub'", naming neither --out nor what it expects (a user trial); nothing is written."""
+    blocker = tmp_path / "afile"
+    blocker.write_text("x")
+    out = blocker / "sub" / "deeper"
+    with pytest.raises(SystemExit) as info:
+        main(["plot", str(hf_dir), "--out", str(out), "--format", "png", "--dpi", "40"])
+    err = capsys.readouterr().err
+    assert info.value.code == 2
+    assert err == (f"Error: --out {str(out)!r} cannot be made ({str(blocker)!r} on its way is a file, not a directory); "
+                   f"expected a folder path where this user can write.\n")
+    assert blocker.read_text() == "x" and sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
+
+
 def test_a_directory_without_a_log_is_refused(tmp_path, capsys):
     with pytest.raises(IsotropyValueError, match="holds no training log"):
         read_geometry_log(tmp_path)

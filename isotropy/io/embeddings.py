@@ -1162,6 +1162,10 @@ def _is_numeric_text(path: Path) -> bool:
             if len(line) > _MAX_FIRST_LINE:  # bounded: a 1 GB line was read whole (3.1 GB), then parsed
                 raise _fail(path, f"line {number} is longer than {_MAX_FIRST_LINE:,} characters",
                             "rows of numbers, or a word and its vector, one row per line")
+            # '#' starts a comment, as np.loadtxt reads it: np.savetxt(path, X, header=...) writes '# ...' on line 1,
+            # which was taken for the word '#' and the file refused as word vectors (a user trial). A file of word
+            # vectors holds a word on some line that is not a comment (GloVe's '#' line among them), so stays one.
+            line = line.split("#", 1)[0]
             parts = line.split(None, 1)
             if not parts:
                 continue
@@ -1198,6 +1202,23 @@ def _read_numeric_text(path: Path) -> np.ndarray:
     try:
         X = np.loadtxt(path, dtype=np.float64, ndmin=2)
     except ValueError as exc:
-        raise _fail(path, f"not a matrix of numbers ({_short(exc)})",
+        # numpy says "at row 4, column 3": a 0-based row of data (comment and blank lines not counted) beside a 1-based
+        # column, where the NaN check says "row 4, column 2" for the same cell (a user trial): said at its line instead
+        found = _first_non_number(path)
+        raise _fail(path, found or f"not a matrix of numbers ({_short(exc)})",
                     "whitespace-separated numbers, one row per line, the same count on every line") from None
     return _as_matrix(X, path)
+
+
+def _first_non_number(path: Path) -> str | None:
+    """Where the first field that is not a number lies in a text matrix, as ``np.loadtxt`` reads it (``#`` starts a
+    comment), said by its line and field counted from 1; ``None`` when every field reads as a number."""
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for number, line in enumerate(handle, start=1):
+            for field_number, field in enumerate(line.split("#", 1)[0].split(), start=1):
+                try:
+                    np.asarray(field, dtype=np.float64)
+                except ValueError:
+                    shown = repr(field) if len(field) <= 40 else repr(field[:37] + "...")
+                    return f"line {number}, field {field_number} is {shown}, not a number"
+    return None

@@ -254,6 +254,10 @@ def check_column(path: str | os.PathLike, column: str | None) -> None:
                               f"read as labels: save them as a .npy file, or as a column of a .parquet file)",
                         f"{_COLUMNS_EXPECTED}, or {_SHARD_LABELS}")
         return
+    if column is not None and suffix.lower() not in (*_COLUMNS, *_TEXT_EXTENSIONS, ".npy"):
+        # a file read_labels does not read at all (a .pt dict, a .dat file): "leave the column out" was advice that
+        # led to "unknown file extension" next (a user trial), so the extension is refused first, as read_labels does
+        raise _fail(path, f"unknown file extension {suffix.lower()!r}", f"one of {', '.join(LABEL_EXTENSIONS)}")
     if column is not None and suffix.lower() not in _COLUMNS:
         kind = f"a {suffix} file" if suffix else "a file without extension (plain text)"
         raise _fail(path, f"a label column ({column!r}) was named, but {kind} has no columns (leave the column out: "

@@ -419,12 +419,24 @@ def _read_text(path: Path, limit, encoding, opener=None):
 
     ``opener``: opens the text (a gzip file's, decompressed as it is read); a file that is not gzip throughout the
     lines read is refused in one line."""
-    words, rows, blocks, dim, announced, first = [], [], [], None, None, []
+    words, rows, lines, blocks, dim, announced, first = [], [], [], [], None, None, []
 
     def parse(rows):  # a block of rows of number strings -> float32, the strings let go
         try:
             blocks.append(np.asarray(rows, dtype=np.float32))
         except ValueError:
+            # said at its line and entry, as a line of the wrong length is: "has a non-numeric vector entry" left the
+            # user to search a file of 400,000 lines for it (a user trial)
+            first_word = len(words) - len(rows)
+            for k, (row, lineno) in enumerate(zip(rows, lines)):
+                for column, entry in enumerate(row, 1):
+                    try:
+                        np.asarray(entry, dtype=np.float32)
+                    except ValueError:
+                        shown = repr(entry) if len(entry) <= 40 else repr(entry[:37] + "...")
+                        raise IsotropyValueError(
+                            f"{path!s}:{lineno}: entry {column} of the vector of {words[first_word + k]!r} is {shown}, "
+                            f"not a number; expected lines '<word> <x1> ... <xd>' of numbers.") from None
             raise IsotropyValueError(f"{str(path)!r} has a non-numeric vector entry; expected lines "
                                      f"'<word> <x1> ... <xd>'.") from None
 
@@ -456,9 +468,10 @@ def _read_text(path: Path, limit, encoding, opener=None):
                                              f"{_signed_header(first) if lineno > 1 else ''}.")
                 words.append(parts[0])
                 rows.append(parts[1:])
+                lines.append(lineno)
                 if len(rows) == _ROWS_PER_BLOCK:
                     parse(rows)
-                    rows = []
+                    rows, lines = [], []
                 if limit is not None and len(words) >= limit:
                     break
     except (OSError, EOFError, zlib.error) as exc:  # the gzip stream cut short or damaged within the lines read

@@ -214,12 +214,21 @@ def _texts_of(raw: bytes, *, subject: str, path: Path | None, column, name: str,
                         "line to a file that has none)")
             raise ValueError(f"The text column {column!r} is not in {str(path)!r}; expected one of "
                              f"{[_short(name) for name in map(str, table.columns)]}{hint}.{suggestion}")
-        texts = ["" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
-                 for value in table[column].tolist()]
+        values = table[column].tolist()
+        absent = [value is None or (isinstance(value, float) and math.isnan(value)) for value in values]
+        texts = ["" if gone else str(value) for gone, value in zip(absent, values)]
         empty = [i for i, text in enumerate(texts) if not text.strip()]
-        if empty:
-            raise ValueError(f"The text column {column!r} of {str(path)!r} is empty at row {empty[0]} "
-                             f"({len(empty)} empty rows); expected a text in every row.")
+        if empty:  # said where the user looks: the file's line (JSON lines), else the row counted from 1
+            first = empty[0]
+            if suffix in (".jsonl", ".ndjson"):  # one object a line, blank lines skipped as pandas skips them
+                lines = [n for n, line in enumerate(content.split("\n"), 1) if line.strip()]
+                where = f"on line {lines[first]}" if first < len(lines) else f"in row {first + 1}"
+                what = f"has no field {column!r}" if absent[first] else f"has an empty {column!r}"
+                raise ValueError(f"The texts file {str(path)!r} {what} {where} ({len(empty)} of {len(texts)} lines "
+                                 f"without a text); expected a text in the field {column!r} on every line.")
+            where = f"row {first + 1}" + ("" if headerless else " under the header line")
+            raise ValueError(f"The text column {column!r} of {str(path)!r} is empty in {where} ({len(empty)} of "
+                             f"{len(texts)} rows empty); expected a text in every row.")
     else:
         if column is not None:  # no --format option: the suffix says how a file is read, so the fix is its name
             tabs = table_delimiter(content, ".csv") == "\t"
