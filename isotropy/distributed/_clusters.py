@@ -524,26 +524,29 @@ _DUNN_PIECE_BYTES = 32 * 2**20
 
 
 def _dunn_piece_rows(n_features, budget):
-    """Rows ``r`` of the pieces of block Q (those of block P: ``2 r``) so that a piece pair's float64 rows (U and W of
-    P's piece: 2·2r·d; W, its unit rows and U of Q's piece as they are made, with their temporaries: under 5 r·d)
-    and its 2r x r product distances (with their temporaries, a masked copy and the masks: under 4·2r² float64) stay
-    within ``budget`` bytes: the largest r with 72 r·d + 64 r² <= budget (1 at least). P's pieces are the larger:
-    each is made once, Q's pieces once per piece of P."""
-    a = 96 * max(1, n_features)
+    """Rows ``r`` of the pieces of block Q (those of block P: ``2 r``) so that a piece pair's float64 operands (U of
+    P's piece: 8·2r·d bytes; U of Q's piece with the rows as stored, and a float32 copy of them at the metric's scale
+    where rows are rescaled: under 16 r·d) and its 2r x r product distances (with their temporaries, a masked copy and
+    the masks: under 4·2r² float64) stay within ``budget`` bytes, with room for the candidate pairs' rows: the largest
+    r with 40 r·d + 64 r² <= budget (1 at least). P's pieces are the larger: each is made once, Q's once per piece of
+    P."""
+    a = 40 * max(1, n_features)
     return max(1, (math.isqrt(a * a + 256 * budget) - a) // 128)
 
 
 def _dunn_block(block, metric, mean, exponent):
     """Float64 operands U (centred) and q of rows of a block (at unit scale), d(x_i, x_j) = q_i + q_j − s·u_i·u_j, and
-    the rows W, whose differences give the exact distances (:func:`isotropy._kernels.clusters._extreme_pair`). Each
-    row's values are those of the row alone (elementwise and per-row operations): the same for any piece of rows."""
-    W = np.asarray(at_metric_scale(block, exponent, metric), dtype=np.float64)
-    B, zero = W, 0.0
+    the rows W at the metric's scale in their dtype, whose differences in float64 give the exact distances
+    (:func:`isotropy._kernels.clusters._extreme_pair`, ``work=float64``: no float64 copy of them is held). Each row's
+    values are those of the row alone (elementwise and per-row operations): the same for any piece of rows."""
+    W = np.asarray(at_metric_scale(block, exponent, metric))
+    U = np.array(W, dtype=np.float64)  # one float64 array, made U in place (the same bits as new arrays)
+    zero = 0.0
     if metric == "cosine":
-        norms = np.sqrt(np.einsum("ij,ij->i", W, W))
-        B = W / np.where(norms > 0, norms, 1.0)[:, None]
+        norms = np.sqrt(np.einsum("ij,ij->i", U, U))
+        U /= np.where(norms > 0, norms, 1.0)[:, None]
         zero = (norms == 0).astype(np.float64)
-    U = B - mean
+    U -= mean
     q = np.einsum("ij,ij->i", U, U)
     return U, q if metric == "euclidean" else (q + zero) / 2.0, W
 
@@ -580,8 +583,10 @@ def _dunn_tile(block_p, block_q, ids_p, ids_q, start_p, start_q, metric, mean, e
             pair = same & (np.arange(i0, i1)[:, None] != np.arange(j0, j1)[None, :]) if diagonal and j0 < i1 else same
             slack = _dunn_slack(qi, qj, metric, d, np)
             at = (start_p + i0, start_q + j0)
-            near = _extreme_pair(np.where(same, inf, D), slack, near, Wi, Wj, at, metric, np, farthest=False)
-            far = _extreme_pair(np.where(pair, D, -inf), slack, far, Wi, Wj, at, metric, np, farthest=True)
+            near = _extreme_pair(np.where(same, inf, D), slack, near, Wi, Wj, at, metric, np, farthest=False,
+                                 work=np.float64)
+            far = _extreme_pair(np.where(pair, D, -inf), slack, far, Wi, Wj, at, metric, np, farthest=True,
+                                work=np.float64)
             del D, same, pair, Uj, Wj  # before the next piece is made: one piece of Q alive at a time
     return (near[0], *near[1]), (-far[0], *far[1])
 
