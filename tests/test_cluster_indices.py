@@ -356,9 +356,9 @@ def _count_recomputed_pairs(monkeypatch) -> list:
     counted = []
     original = clusters._pair_values
 
-    def counting(Wi, Wj, a, b, metric, xp):
+    def counting(Wi, Wj, a, b, metric, xp, work=None):
         counted.append(int(a.shape[0]))
-        return original(Wi, Wj, a, b, metric, xp)
+        return original(Wi, Wj, a, b, metric, xp, work)
 
     monkeypatch.setattr(clusters, "_pair_values", counting)
     return counted

@@ -137,3 +137,30 @@ def test_the_centre_is_the_mean_unless_a_few_rows_drag_it():
     mean = X.mean(axis=0)
     centre = distance_centre(X, mean)
     assert centre is not mean and np.abs(centre - 5.0).max() < 0.5
+
+
+@pytest.mark.parametrize("far", [False, True])
+def test_centre_of_a_wide_float32_sample_makes_no_float64_copy_of_it(far):
+    # the centre's task of the dask silhouette and Dunn index held a float64 copy of its 1,025 x d sample and two of
+    # its differences (65 MiB for 4,096 float32 features, beside the 16 MiB sample: a worker of 256 MiB's margin);
+    # now a few MiB of it at a time, and the same centre: np.median's (1,025 rows: the middle one, exactly), or the mean
+    import tracemalloc
+
+    from isotropy._kernels.centre import distance_centre
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(1025, 4096)).astype(np.float32)
+    if far:
+        X[:40] *= np.float32(1e6)  # 4 % of the rows drag the mean: the median is taken
+    mean = X.mean(axis=0, dtype=np.float64)
+    tracemalloc.start()
+    try:
+        centre = distance_centre(X, mean)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak <= X.nbytes, peak  # a float64 copy alone is 2x X.nbytes (a few column and row pieces of 4 MiB)
+    if far:
+        np.testing.assert_array_equal(centre, np.median(X.astype(np.float64), axis=0))
+    else:
+        assert centre is mean

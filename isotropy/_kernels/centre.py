@@ -53,9 +53,15 @@ def column_medians(sample: np.ndarray, scale=None) -> np.ndarray:
 
 
 def _spread(sample: np.ndarray, centre: np.ndarray) -> float:
-    """The 90th percentile of the squared norms of the sample's rows about ``centre``."""
-    diff = sample - centre
-    return float(np.percentile(np.einsum("ij,ij->i", diff, diff), 90))
+    """The 90th percentile of the squared norms of the sample's rows about ``centre`` (float64), a few rows at a time:
+    no float64 copy of a wide sample (each row's norm is that of the row alone)."""
+    rows, d = sample.shape
+    step = max(1, _ELEMENTS // max(d, 1))
+    norms = np.empty(rows)
+    for s in range(0, rows, step):
+        diff = np.asarray(sample[s:s + step], dtype=np.float64) - centre
+        norms[s:s + step] = np.einsum("ij,ij->i", diff, diff)
+    return float(np.percentile(norms, 90))
 
 
 def distance_centre(X, mean):
@@ -70,7 +76,10 @@ def distance_centre(X, mean):
         sample = X.detach()[torch.as_tensor(rows, device=X.device)].to("cpu", torch.float64).numpy()
         mean_host = mean.detach().to("cpu", torch.float64).numpy()
     else:
-        sample, mean_host = np.asarray(X[rows], dtype=np.float64), np.asarray(mean, dtype=np.float64)
+        # the sample as stored: column_medians and _spread convert a few MiB of it to float64 at a time (a float64
+        # copy and two of its differences were 65 MiB for 4,096 float32 features, in one dask task)
+        sample = np.asarray(X if rows.size == X.shape[0] else X[rows])  # every row (a dask task's sample): no copy
+        mean_host = np.asarray(mean, dtype=np.float64)
     median = column_medians(sample)
     if _MEDIAN_GAIN * _spread(sample, median) >= _spread(sample, mean_host):
         return mean

@@ -92,10 +92,13 @@ def _dunn_slack(q_i, q_j, metric: str, n_features: int, xp) -> float:
     return tau * (top + (math.sqrt(top) + tau / 8.0 if metric == "cosine" else 0.0))
 
 
-def _pair_values(Wi, Wj, a, b, metric: str, xp):
+def _pair_values(Wi, Wj, a, b, metric: str, xp, work=None):
     """Distances of the pairs ``(Wi[a_t], Wj[b_t])`` from the differences of the rows, in the units of the product
-    distances: squared euclidean, or 1 - cos as half the squared distance of the unit rows (a zero row: 1)."""
+    distances: squared euclidean, or 1 - cos as half the squared distance of the unit rows (a zero row: 1). ``work``:
+    the dtype the rows taken are converted to first (exactly, from a narrower one), None: W's own."""
     A, B = xp.take(Wi, a, axis=0), xp.take(Wj, b, axis=0)
+    if work is not None:
+        A, B = xp.astype(A, work), xp.astype(B, work)
     if metric == "euclidean":
         diff = A - B
         return xp.sum(diff * diff, axis=1)
@@ -105,7 +108,8 @@ def _pair_values(Wi, Wj, a, b, metric: str, xp):
     return xp.where((na == 0) | (nb == 0), ones, xp.sum(diff * diff, axis=1) / 2.0)
 
 
-def _extreme_pair(E, slack: float, best: tuple, Wi, Wj, offsets: tuple, metric: str, xp, *, farthest: bool) -> tuple:
+def _extreme_pair(E, slack: float, best: tuple, Wi, Wj, offsets: tuple, metric: str, xp, *, farthest: bool,
+                  work=None) -> tuple:
     r"""The closest (or ``farthest``) pair of a block by exact distances, if it beats ``best = (value, (i, j))``.
 
     ``E`` holds the block's product distances :math:`\tilde D` (``inf``, or ``-inf`` when ``farthest``,
@@ -117,7 +121,9 @@ def _extreme_pair(E, slack: float, best: tuple, Wi, Wj, offsets: tuple, metric: 
     :math:`\tilde D` was taken, which cancellation can make the wrong pair (two tight clusters side by
     side far from the data's centre: an index 19 % off). Ties keep the pair found first. Where the
     bound is below ``_NEGLIGIBLE`` of the extreme (most data), the extreme product distance's pair is
-    taken as before: any candidate's distance is within that relative spread of it.
+    taken as before: any candidate's distance is within that relative spread of it. ``work``: the dtype of the
+    distances, when ``Wi`` and ``Wj`` are rows of a narrower one (:func:`_pair_values`; the dask tiles pass the rows
+    as stored, float32, rather than float64 copies of them).
     """
     extreme = _scalar(xp.max(E) if farthest else xp.min(E))
     if math.isinf(extreme):  # no pair of the kind in the block
@@ -126,7 +132,7 @@ def _extreme_pair(E, slack: float, best: tuple, Wi, Wj, offsets: tuple, metric: 
         flat = E.shape[1]
         at = int(xp.argmax(xp.reshape(E, (-1,))) if farthest else xp.argmin(xp.reshape(E, (-1,))))
         index = xp.asarray([at], device=getattr(Wi, "device", None))
-        value = _scalar(_pair_values(Wi, Wj, index // flat, index % flat, metric, xp)[0])
+        value = _scalar(_pair_values(Wi, Wj, index // flat, index % flat, metric, xp, work)[0])
         better = value > best[0] if farthest else value < best[0]
         return (value, (offsets[0] + at // flat, offsets[1] + at % flat)) if better else best
     if farthest:
@@ -143,7 +149,7 @@ def _extreme_pair(E, slack: float, best: tuple, Wi, Wj, offsets: tuple, metric: 
     for s in range(0, flat.shape[0], step):
         part = flat[s:s + step]
         a, b = part // width, part % width
-        values = _pair_values(Wi, Wj, a, b, metric, xp)
+        values = _pair_values(Wi, Wj, a, b, metric, xp, work)
         k = int(xp.argmax(values) if farthest else xp.argmin(values))
         value = _scalar(values[k])
         if (value > best[0]) if farthest else (value < best[0]):

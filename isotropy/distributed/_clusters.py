@@ -514,38 +514,80 @@ def davies_bouldin_score(X, labels):
 
 
 # ---------------------------------------------------------------------------------------------- Dunn
+# Bytes of the float64 operands (U and W of two pieces of rows) and of the product distances (and their masked
+# copies) of one pair of row pieces inside a Dunn tile. A tile works through its two blocks a piece pair at a time,
+# so that what a task holds beyond its two blocks as stored is bounded whatever the chunks' width and height: the
+# float64 operands of whole blocks, made in a task of their own and held between tasks (32 MiB per 500 x 4096
+# float32 block, each worker holding several), killed workers of 256 MiB on 3,000 x 4,096 float32 rows in chunks of
+# 500 that the silhouette's tiles fit (a user trial).
+_DUNN_PIECE_BYTES = 32 * 2**20
+
+
+def _dunn_piece_rows(n_features, budget):
+    """Rows ``r`` of the pieces of block Q (those of block P: ``2 r``) so that a piece pair's float64 operands (U of
+    P's piece: 8·2r·d bytes; U of Q's piece with the rows as stored, and a float32 copy of them at the metric's scale
+    where rows are rescaled: under 16 r·d) and its 2r x r product distances (with their temporaries, a masked copy and
+    the masks: under 4·2r² float64) stay within ``budget`` bytes, with room for the candidate pairs' rows: the largest
+    r with 40 r·d + 64 r² <= budget (1 at least). P's pieces are the larger: each is made once, Q's once per piece of
+    P."""
+    a = 40 * max(1, n_features)
+    return max(1, (math.isqrt(a * a + 256 * budget) - a) // 128)
+
+
 def _dunn_block(block, metric, mean, exponent):
-    """Float64 operands U (centred) and q of one block (at unit scale), d(x_i, x_j) = q_i + q_j − s·u_i·u_j, and its
-    rows W, whose differences give the exact distances (:func:`isotropy._kernels.clusters._extreme_pair`)."""
-    W = np.asarray(at_metric_scale(block, exponent, metric), dtype=np.float64)
-    B, zero = W, 0.0
+    """Float64 operands U (centred) and q of rows of a block (at unit scale), d(x_i, x_j) = q_i + q_j − s·u_i·u_j, and
+    the rows W at the metric's scale in their dtype, whose differences in float64 give the exact distances
+    (:func:`isotropy._kernels.clusters._extreme_pair`, ``work=float64``: no float64 copy of them is held). Each row's
+    values are those of the row alone (elementwise and per-row operations): the same for any piece of rows."""
+    W = np.asarray(at_metric_scale(block, exponent, metric))
+    U = np.array(W, dtype=np.float64)  # one float64 array, made U in place (the same bits as new arrays)
+    zero = 0.0
     if metric == "cosine":
-        norms = np.sqrt(np.einsum("ij,ij->i", W, W))
-        B = W / np.where(norms > 0, norms, 1.0)[:, None]
+        norms = np.sqrt(np.einsum("ij,ij->i", U, U))
+        U /= np.where(norms > 0, norms, 1.0)[:, None]
         zero = (norms == 0).astype(np.float64)
-    U = B - mean
+    U -= mean
     q = np.einsum("ij,ij->i", U, U)
     return U, q if metric == "euclidean" else (q + zero) / 2.0, W
 
 
-def _dunn_tile(P, Q, ids_p, ids_q, start_p, start_q, metric):
+def _dunn_tile(block_p, block_q, ids_p, ids_q, start_p, start_q, metric, mean, exponent, budget=None):
     """((d, i, j) of the closest pair in different clusters, (−d, i, j) of the farthest within one), by exact
-    distances (in the units of the product distances: squared euclidean, or 1 − cos), as the in-memory kernel."""
-    from isotropy._kernels.clusters import _dunn_slack, _extreme_pair
-    from isotropy._utils.backend import get_namespace
+    distances (in the units of the product distances: squared euclidean, or 1 − cos), as the in-memory kernel.
 
-    xp = get_namespace(P[0])
+    ``block_q`` None: a diagonal tile (block P with itself). The blocks come as stored; their float64 operands
+    (:func:`_dunn_block`) are made here a piece of rows at a time (:func:`_dunn_piece_rows` of ``budget`` bytes), and
+    the pairs of pieces on and above the diagonal are searched in turn, the best pairs carried from one to the next,
+    as the in-memory kernel carries them over its blocks. ``budget`` None: :data:`_DUNN_PIECE_BYTES`.
+    """
+    from isotropy._kernels.clusters import _dunn_slack, _extreme_pair
+
+    diagonal = block_q is None
+    block_p = np.asarray(block_p)
+    block_q = block_p if diagonal else np.asarray(block_q)
+    n_p, n_q, d = block_p.shape[0], block_q.shape[0], block_p.shape[1]
+    r = _dunn_piece_rows(d, _DUNN_PIECE_BYTES if budget is None else budget)
     s = 2.0 if metric == "euclidean" else 1.0
-    D = P[1][:, None] + Q[1][None, :] - s * (P[0] @ Q[0].T)
-    same = ids_p[:, None] == ids_q[None, :]
-    # a sample's pair with itself is no pair: a zero row reads 1 from itself (cosine), and was chosen as the diameter
-    pair = same & ~np.eye(*same.shape, dtype=bool) if start_p == start_q else same
-    slack = _dunn_slack(P[1], Q[1], metric, P[0].shape[1], xp)
     inf = float("inf")
-    near = _extreme_pair(np.where(same, inf, D), slack, (inf, (start_p, start_q)), P[2], Q[2], (start_p, start_q),
-                         metric, xp, farthest=False)
-    far = _extreme_pair(np.where(pair, D, -inf), slack, (-inf, (start_p, start_q)), P[2], Q[2], (start_p, start_q),
-                        metric, xp, farthest=True)
+    near, far = (inf, (start_p, start_q)), (-inf, (start_p, start_q))
+    for i0 in range(0, n_p, 2 * r):
+        i1 = min(n_p, i0 + 2 * r)
+        Ui, qi, Wi = _dunn_block(block_p[i0:i1], metric, mean, exponent)
+        for j0 in range(i0 if diagonal else 0, n_q, r):  # diagonal: the pairs on and above P's piece
+            j1 = min(n_q, j0 + r)
+            Uj, qj, Wj = _dunn_block(block_q[j0:j1], metric, mean, exponent)
+            D = qi[:, None] + qj[None, :] - s * (Ui @ Uj.T)
+            same = ids_p[i0:i1, None] == ids_q[None, j0:j1]
+            # a sample's pair with itself is no pair: a zero row reads 1 from itself (cosine), and was chosen as the
+            # diameter
+            pair = same & (np.arange(i0, i1)[:, None] != np.arange(j0, j1)[None, :]) if diagonal and j0 < i1 else same
+            slack = _dunn_slack(qi, qj, metric, d, np)
+            at = (start_p + i0, start_q + j0)
+            near = _extreme_pair(np.where(same, inf, D), slack, near, Wi, Wj, at, metric, np, farthest=False,
+                                 work=np.float64)
+            far = _extreme_pair(np.where(pair, D, -inf), slack, far, Wi, Wj, at, metric, np, farthest=True,
+                                work=np.float64)
+            del D, same, pair, Uj, Wj  # before the next piece is made: one piece of Q alive at a time
     return (near[0], *near[1]), (-far[0], *far[1])
 
 
@@ -571,11 +613,10 @@ def dunn_index(X, labels, *, metric="euclidean", chunk_size=None):
     exponent = exponent_as_given(exponent, blocks, given, X.dtype, caller)  # float16 judged in float16, as in memory
     starts = row_starts(X)
     mean = _centre(X, blocks, metric, exponent)
-    preps = [delayed(_dunn_block, pure=True)(b, metric, mean, exponent) for b in blocks]
-    tile = delayed(_dunn_tile, pure=True)
-    tiles = [tile(preps[i], preps[j], ids[starts[i]:starts[i + 1]], ids[starts[j]:starts[j + 1]],
-                  starts[i], starts[j], metric)
-             for i in range(len(preps)) for j in range(i, len(preps))]
+    tile = delayed(_dunn_tile, pure=True)  # the blocks as stored: each tile makes its operands piece by piece
+    tiles = [tile(blocks[i], None if i == j else blocks[j], ids[starts[i]:starts[i + 1]],
+                  ids[starts[j]:starts[j + 1]], starts[i], starts[j], metric, mean, exponent)
+             for i in range(len(blocks)) for j in range(i, len(blocks))]
     (inter, intra), exponent = compute(tree_reduce(tiles, _best_pairs, name="isotropy-merge-extreme-pairs"), exponent)
     rows = sorted({inter[1], inter[2], intra[1], intra[2]})
     (Xs,) = compute(X[rows])
