@@ -103,6 +103,10 @@ def run_one(lam, args, tokenizer, train, probe, sample, dev):
             "trainer_state": str(out / "trainer_state.json"), "run_dir": str(out)}
 
 
+# The metrics whose first and last values per layer summary.json keeps (the callback's defaults).
+_SUMMARISED = ("isoscore_star", "isoscore", "cosine_similarity_mean", "rogue_dimension_share")
+
+
 def curves(record, metric="isoscore_star"):
     """{layer: (steps, values)} of ``geometry/<metric>/layer_<i>``, read by :func:`isotropy.training.logs.read_geometry_log`.
 
@@ -203,8 +207,13 @@ def main(argv=None):
             done = args.out / f"lambda_{lam:g}" / "record.json"
             records.append(json.loads(done.read_text()) if done.is_file() else
                            {"lambda": lam, "dev_accuracy": None, "steps": None, "run_dir": str(done.parent)})
+    # the first and last logged value of each metric per layer, in the summary itself: the docs' table reads them from
+    # the committed summary.json, without the runs' trainer_state.json
+    runs = [{**record, "geometry": {metric: {str(layer): [float(v[0]), float(v[-1])]
+                                             for layer, (_, v) in curves(record, metric).items()}
+                                    for metric in _SUMMARISED}} for record in records]
     summary = {"settings": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
-               "runs": records, "seeds": {"torch": args.seed, "data": args.seed},
+               "runs": runs, "seeds": {"torch": args.seed, "data": args.seed},
                "command": " ".join(["python", *sys.argv]), "versions": package_versions(["torchmetrics"])}
     with atomic_write(args.out / "summary.json") as handle:
         json.dump(summary, handle, indent=2)
@@ -215,10 +224,10 @@ def main(argv=None):
         for path in (target, target.with_suffix(".svg")):
             with atomic_write(path, "wb") as handle:
                 fig.savefig(handle, format=path.suffix[1:], dpi=130, bbox_inches="tight")
-    for record in records:
-        for metric in ("isoscore_star", "isoscore", "cosine_similarity_mean", "rogue_dimension_share"):
-            values = {layer: (round(float(v[0]), 4), round(float(v[-1]), 4)) for layer, (_, v) in curves(record, metric).items()}
-            print(f"lambda={record['lambda']:+g}  {metric} first->last per layer: {values}")
+    for record in runs:
+        for metric, values in record["geometry"].items():
+            shown = {int(layer): (round(first, 4), round(last, 4)) for layer, (first, last) in values.items()}
+            print(f"lambda={record['lambda']:+g}  {metric} first->last per layer: {shown}")
         print(f"lambda={record['lambda']:+g}  dev accuracy={record['dev_accuracy']}  steps={record['steps']}")
 
 

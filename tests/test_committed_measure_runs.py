@@ -53,3 +53,26 @@ def test_the_gemma_table_is_the_committed_json():
                              format(row["partition_isotropy"], ".2g").replace("-", "−"),
                              f"{row['cosine_similarity_mean']:.3f}", f"{row['rogue_dimension_share']:.2f}",
                              f"{row['twonn_dimension']:.1f}", f"{row['norm_max_over_median']:.2f}"]
+
+
+def test_the_training_demo_table_is_the_committed_summary():
+    """docs/training.md's SST-2 table (typed by hand before; a user trial) is the committed summary.json of
+    examples/training_geometry_sst2.py: per λ, the dev accuracy and the first and last logged values."""
+    sys.path.insert(0, str(RUN.parents[2]))
+    try:
+        import _hooks
+    finally:
+        sys.path.pop(0)
+    summary = json.loads((RUN.parents[1] / "training-demo" / "minilm-sst2" / "summary.json").read_text())
+    rendered = _hooks.render_claims((RUN.parents[2] / "training.md").read_text(encoding="utf-8"), "training.md")
+    table = [line for line in rendered.splitlines() if line.startswith(("| −1 |", "| 0 (none) |", "| +1 |"))]
+    assert len(table) == 3
+    for line, run in zip(table, sorted(summary["runs"], key=lambda r: r["lambda"])):
+        def span(metric, layer, spec, geometry=run["geometry"]):
+            first, last = geometry[metric][str(layer)]
+            return f"{first:{spec}} → {last:{spec}}"
+
+        cells = [c.strip() for c in line.split("|")[1:-1]]
+        assert cells[1:] == [f"{run['dev_accuracy']:.3f}", span("isoscore_star", 1, ".3f"), span("isoscore_star", 6, ".3f"),
+                             span("cosine_similarity_mean", 4, ".2f"), span("rogue_dimension_share", 5, ".2f")]
+    assert summary["settings"]["max_steps"] == 120 and summary["seeds"] == {"torch": 0, "data": 0}
