@@ -769,3 +769,33 @@ def check_too_few_distinct_default_table(tmp_path, n_copies, *, sharded):
     assert named.exit_code == 2
     assert (f"mle_dimension: EMBEDDINGS must have more than the default --n-neighbors 20 distinct points. Got "
             f"{n_distinct} distinct points") in named.stderr
+
+
+def test_a_labels_file_given_as_embeddings_is_refused_in_one_line(tmp_path):
+    """A file of one label per row given as EMBEDDINGS was measured as a 600 x 1 matrix: four metrics failed, two gave
+    values (a user trial). One number a row describes no embedding space: refused in one line, nothing written."""
+    path = tmp_path / "labels.txt"
+    np.savetxt(path, np.random.default_rng(0).integers(0, 3, 600), fmt="%d")
+    out = tmp_path / "out.json"
+    result = CliRunner().invoke(cli, ["measure", str(path), "--json", str(out)])
+    assert result.exit_code == 2 and not out.exists()
+    assert result.stderr.strip().splitlines() == [
+        (f"Error: EMBEDDINGS {str(path)!r} has 1 feature (column); expected at least 2: the geometry of an embedding "
+         f"space needs 2 dimensions or more (a file of one label per row goes to --labels).")]
+    np.save(tmp_path / "two.npy", np.random.default_rng(1).normal(size=(30, 2)))  # 2 features: measured
+    assert CliRunner().invoke(cli, ["measure", str(tmp_path / "two.npy"), "--metrics", "isoscore"]).exit_code == 0
+
+
+def test_a_metrics_warning_about_its_data_names_embeddings(tmp_path):
+    """The metrics' errors name EMBEDDINGS on the command line; their warnings said the Python parameter X ("X has 5
+    duplicate rows"). Both now name EMBEDDINGS, on the terminal and in the --json record."""
+    X = np.random.default_rng(0).normal(size=(50, 8))
+    np.save(tmp_path / "dup.npy", np.vstack([X, X[:5]]))
+    out = tmp_path / "out.json"
+    result = CliRunner().invoke(cli, ["measure", str(tmp_path / "dup.npy"), "--metrics", "twonn_dimension",
+                                      "--json", str(out)])
+    assert result.exit_code == 0
+    expected = ("EMBEDDINGS has 5 duplicate rows (at euclidean distance 0 from another row); each distinct point is "
+                "counted once and neighbours are searched among the 50 distinct points.")
+    assert f"Warning: twonn_dimension: {expected}" in result.stderr.splitlines()
+    assert "X has" not in result.stderr and expected in json.dumps(json.loads(out.read_text()))

@@ -160,7 +160,7 @@ def test_duplicate_rows_name_the_option_and_are_warned_once_per_metric_on_dask(t
     warned = [line for line in result.output.splitlines() if line.startswith("Warning:")
               and "relative standard error" not in line]  # (few distinct points: TwoNN's own warning too)
     assert [line.split(":")[1].strip() for line in warned] == ["twonn_dimension", "mle_dimension"]
-    assert all(line.split(": ", 2)[2].startswith("X has 290 duplicate rows") for line in warned)
+    assert all(line.split(": ", 2)[2].startswith("EMBEDDINGS has 290 duplicate rows") for line in warned)
 
 
 @pytest.mark.parametrize(("k", "what"), [(2, "expectation"), (3, "variance")])
@@ -205,7 +205,7 @@ def test_the_heavy_tail_warning_of_a_small_k_is_mles_alone(points, tmp_path, lay
     assert result.exit_code == 0, result.output
     record = json.loads(result.stdout)
     heavy = f"with n_neighbors={k} the mean of the local estimates has no finite {what}"
-    duplicates = "X has 7 duplicate rows"
+    duplicates = "EMBEDDINGS has 7 duplicate rows"  # the command names its data as its errors do
     twonn, mle = record["warnings"]["twonn_dimension"], record["warnings"]["mle_dimension"]
     assert [note.startswith(duplicates) for note in twonn] == [True]
     assert [(note.startswith(duplicates), note.startswith(heavy)) for note in mle] == [(True, False), (False, True)]
@@ -213,6 +213,6 @@ def test_the_heavy_tail_warning_of_a_small_k_is_mles_alone(points, tmp_path, lay
     assert [line for line in warned if heavy in line] == [line for line in warned if line.startswith(
         f"Warning: mle_dimension: {heavy}")]
     assert len([line for line in warned if heavy in line]) == 1
-    with pytest.warns(UserWarning, match=duplicates):
+    with pytest.warns(UserWarning, match="X has 7 duplicate rows"):  # the Python API names its parameter:
         alone = twonn_dimension(X)
     assert record["values"]["twonn_dimension"] == pytest.approx(alone, rel=1e-12)  # unchanged by k

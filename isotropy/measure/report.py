@@ -259,6 +259,12 @@ def prepare_input(X, row_names, embeddings, labels_path, *, key, sample_size, ra
     from isotropy._utils.validation import check_labels
 
     n_rows, n_features = X.shape
+    if n_features < 2:  # one number a row is a labels file given as EMBEDDINGS more often than an embedding (a user
+        # trial: four metrics failed and two gave values for a file of 600 labels); no metric describes 1-d geometry
+        raise InputError(f"EMBEDDINGS {embeddings!r} has {n_features} feature{'' if n_features == 1 else 's'} "
+                         f"(column{'' if n_features == 1 else 's'}); "
+                         f"expected at least 2: the geometry of an embedding space needs 2 dimensions or more (a file of "
+                         f"one label per row goes to --labels).")
     labels = None
     if labels_path is not None:
         from isotropy.io.labels import read_labels
@@ -558,6 +564,7 @@ def _measure_each(metric_names, data, *, distance, random_state, progress, n_nei
     is an outcome with ``left_out`` set, not an error (see :func:`_mle_may_be_left_out`).
     """
     import inspect
+    import re
 
     from tqdm import tqdm
 
@@ -631,7 +638,9 @@ def _measure_each(metric_names, data, *, distance, random_state, progress, n_nei
             yield name, _Outcome(left_out=left_out)
             continue
         seconds = time.perf_counter() - start
-        notes = list(dict.fromkeys(own_message(name, w.message) for w in caught))
+        # a metric's warning about its data names the command's EMBEDDINGS, as its errors do (option_names), not the
+        # Python parameter X ("X has 597 duplicate rows" beside "EMBEDDINGS must have at least 2 features")
+        notes = list(dict.fromkeys(re.sub(r"^X has ", "EMBEDDINGS has ", own_message(name, w.message)) for w in caught))
         for message in notes:  # one line each, not the file:line form of the warnings module
             bar.write(f"Warning: {name}: {message}", file=sys.stderr)
         if error is not None:
