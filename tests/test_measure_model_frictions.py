@@ -11,7 +11,7 @@ from _tiny_models import make_tiny_bert
 from click.testing import CliRunner
 
 from isotropy.cli import cli
-from isotropy.measure.from_model import DEFAULT_LAYER_METRICS, measure_layers
+from isotropy.measure.from_model import DEFAULT_LAYER_METRICS, LayerNote, LayerWarning, measure_layers
 
 torch = pytest.importorskip("torch")
 
@@ -60,6 +60,7 @@ def test_isoscore_star_with_and_without_a_shrinkage_sample(bert):
         f"every layer: isoscore_star: {ISOSCORE_STAR_WARNING} (shrinkage_sample=)."]
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
+        warnings.simplefilter("ignore", LayerWarning)  # TwoNN's on 8 texts, of the default metrics: not IsoScore*'s
         result = measure_layers(TEXTS, model=str(bert), device="cpu", layers="2", shrinkage_sample=5,
                                 random_state=1)
     assert not any("isoscore_star" in note for note in result["warnings"])
@@ -79,14 +80,16 @@ def test_isoscore_star_with_and_without_a_shrinkage_sample(bert):
 
 def test_one_warning_names_every_layer_that_gives_it(bert, capsys):
     duplicated = TEXTS[:4] * 2  # identical rows at every layer
-    measure_layers(duplicated, model=str(bert), device="cpu", metrics=["twonn_dimension"])
-    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("Warning:")]
+    with pytest.warns(LayerWarning) as caught:  # warned, not printed (a user trial: nothing to filter or silence)
+        measure_layers(duplicated, model=str(bert), device="cpu", metrics=["twonn_dimension"])
+    assert capsys.readouterr().err == ""
+    lines = [str(w.message) for w in caught if w.category is LayerWarning]
     few = [line for line in lines if "relative standard error" in line]  # 4 distinct points: TwoNN's own warning
-    assert few == [("Warning: layers 0, 1, 2: twonn_dimension: 3 distance ratios kept (of 4 points): the estimate's "
+    assert few == [("layers 0, 1, 2: twonn_dimension: 3 distance ratios kept (of 4 points): the estimate's "
                    "relative standard error is about 1/sqrt(3) = 58 %; measure at least 28 points for 20 %.")]
     lines = [line for line in lines if line not in few]
     assert len(lines) == 1, lines
-    assert lines[0].startswith("Warning: layers 0, 1, 2: twonn_dimension:")
+    assert lines[0].startswith("layers 0, 1, 2: twonn_dimension:")
 
 
 def test_texts_are_cut_before_tokenisation(bert, monkeypatch):
@@ -202,14 +205,16 @@ def test_measuring_other_layers_of_the_same_texts_runs_no_forward_pass(monkeypat
 def test_the_shared_search_warns_once_for_twonn_and_mle(bert, capsys):
     """TwoNN and MLE share one neighbour search: its duplicate-rows warning is one line naming both."""
     duplicated = TEXTS[:6] * 2  # identical rows at every layer
-    result = measure_layers(duplicated, model=str(bert), device="cpu", metrics=["twonn_dimension", "mle_dimension"],
-                            n_neighbors=4)
-    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("Warning:")
-             and "relative standard error" not in line]  # (6 distinct points: TwoNN's own warning, one line too)
+    with pytest.warns(LayerWarning) as caught:
+        result = measure_layers(duplicated, model=str(bert), device="cpu",
+                                metrics=["twonn_dimension", "mle_dimension"], n_neighbors=4)
+    assert capsys.readouterr().err == ""
+    lines = [str(w.message) for w in caught if w.category is LayerWarning
+             and "relative standard error" not in str(w.message)]  # (6 distinct points: TwoNN's own warning too)
     assert len(lines) == 1, lines
-    assert lines[0].startswith("Warning: layers 0, 1, 2: twonn_dimension, mle_dimension: X has 6 duplicate rows")
+    assert lines[0].startswith("layers 0, 1, 2: twonn_dimension, mle_dimension: X has 6 duplicate rows")
     assert "neighbour_dimensions" not in lines[0]
-    assert [w for w in result["warnings"] if "relative standard error" not in w] == [lines[0].removeprefix("Warning: ")]
+    assert [w for w in result["warnings"] if "relative standard error" not in w] == lines
 
 
 def test_max_length_cuts_the_output_row_as_it_cuts_the_layers(monkeypatch, tmp_path):
@@ -244,12 +249,18 @@ def test_a_max_length_past_the_models_positions_is_noted_and_the_used_one_record
     from transformers import AutoConfig
 
     positions = AutoConfig.from_pretrained(str(bert)).max_position_embeddings
-    asked = measure_layers(TEXTS, model=str(bert), device="cpu", metrics=["isoscore"], max_length=positions + 100)
     note = f"max_length={positions + 100} is more than the model takes ({positions} tokens, its positions)"
-    assert f"Note: {note}: texts longer than {positions} tokens were cut to {positions}." in capsys.readouterr().err
+    with pytest.warns(LayerNote) as caught:  # warned, not printed: a Python caller can filter or silence it
+        asked = measure_layers(TEXTS, model=str(bert), device="cpu", metrics=["isoscore"], max_length=positions + 100)
+    assert [str(w.message) for w in caught if w.category is LayerNote] == [
+        f"{note}: texts longer than {positions} tokens were cut to {positions}"]
+    assert capsys.readouterr().err == ""
     assert any(note in w for w in asked["warnings"]) and asked["max_length"] == positions
-    default = measure_layers(TEXTS, model=str(bert), device="cpu", metrics=["isoscore"])
-    assert "max_length" not in capsys.readouterr().err and default["max_length"] == min(128, positions)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        default = measure_layers(TEXTS, model=str(bert), device="cpu", metrics=["isoscore"])
+    assert not [w for w in caught if "max_length" in str(w.message)] and default["max_length"] == min(128, positions)
+    assert capsys.readouterr().err == ""
     assert positions <= 128  # the tiny model's table: both runs cut every text to it, so the same values
     assert [row["isoscore"] for row in default["rows"]] == [row["isoscore"] for row in asked["rows"]]
 

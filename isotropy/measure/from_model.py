@@ -23,9 +23,9 @@ import click
 
 from isotropy._utils.defaults import MAX_LENGTH as _MAX_LENGTH
 
-__all__ = ["DEFAULT_LAYER_METRICS", "LEVELS", "MetricFailedWarning", "format_table", "measure_layers", "model_identity",
-           "model_options", "plot_layers", "read_texts",
-           "run_cli", "token_hidden_states"]
+__all__ = ["DEFAULT_LAYER_METRICS", "LEVELS", "LayerNote", "LayerWarning", "MetricFailedWarning", "format_table",
+           "measure_layers", "model_identity", "model_options", "plot_layers", "read_texts", "run_cli",
+           "token_hidden_states"]
 
 LEVELS = ("sentence", "token")
 # isotropy.models.loading.COMPUTE_DTYPES (not imported: this module stays light at import); a test checks they agree
@@ -455,6 +455,23 @@ class MetricFailedWarning(UserWarning):
     """A metric of :func:`measure_layers` failed at every layer (``result["errors"]``): it was not measured."""
 
 
+class LayerNote(UserWarning):
+    """A note of :func:`measure_layers` on every layer (texts cut at ``max_length``), also in ``result["warnings"]``.
+
+    Raised as a warning, not printed, so that a Python caller can filter, record or silence it; ``isotropy measure
+    --model`` prints it as ``Note: <message>.``.
+    """
+
+
+class LayerWarning(UserWarning):
+    """A metric's warning at some layers of :func:`measure_layers` (``"layers 0, 1: twonn_dimension: ..."``), also in
+    ``result["warnings"]``; its value there is as measured, or NaN where the metric is undefined.
+
+    Raised as a warning, not printed, so that a Python caller can filter, record or silence it; ``isotropy measure
+    --model`` prints it as ``Warning: <message>``.
+    """
+
+
 def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", pooling: str = "mean",
                    labels=None, metrics=None, device=None, batch_size: int = 32, max_length: int = _MAX_LENGTH,
                    keep_special: bool = False, sample_size: int | None = None, random_state: int = 0,
@@ -494,6 +511,7 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
     random_state : int, default=0
         Seed of the samples (``sample_size``, ``shrinkage_sample``, the token sample); an int >= 0.
     progress : bool, default=False
+        Print one line to standard error as each layer is measured (``layer 2 measured (3 of 7)``).
     shrinkage_sample : int or sequence of str, optional
         Σ_S of ``isoscore_star`` at each layer: the covariance of N rows drawn (seeded by
         ``random_state``) from that layer's rows before ``sample_size`` (sentence level: all texts;
@@ -526,6 +544,24 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
         ``errors`` (``{metric: message}`` for a metric that failed at every layer: not measured at all, as
         a metric that fails on an embeddings file) and the options used.
 
+    Warns
+    -----
+    LayerNote
+        Texts were cut at the token limit: ``max_length`` given above the model's positions, or texts longer than
+        the limit used (``"3 of 8 texts are longer than 7 tokens (...): each was cut to its first 7 tokens"``).
+    LayerWarning
+        A metric warned, or was undefined (NaN), at some layers: one warning for each message, naming the layers
+        and the metrics that gave it (``"layers 0, 1, 2: twonn_dimension: ..."``).
+    MetricFailedWarning
+        A metric failed at every layer (``errors``).
+    UserWarning
+        ``isoscore_star`` asked for without ``shrinkage_sample``.
+
+    Each note and layer warning is also kept, as said, in the result's ``warnings`` (prefixed ``"every layer: "``
+    for a note); all three categories are :class:`UserWarning` subclasses, so that
+    ``warnings.simplefilter("ignore", UserWarning)`` silences them and ``warnings.catch_warnings(record=True)``
+    records them. Only ``progress=True`` prints (one line a layer, to standard error).
+
     Notes
     -----
     A sentence-transformers directory (``modules.json`` with modules after the transformer, such as
@@ -545,6 +581,7 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
 
     from isotropy._utils.sampling import subsample_indices
     from isotropy._utils.validation import SEED_MAX, check_option, check_scalar, check_texts
+    from isotropy._utils.warn import user_stacklevel
     from isotropy.metrics.norms import token_norms
     from isotropy.metrics.table import METRICS, check_metric_names
     from isotropy.models.contextual import n_transformer_layers
@@ -773,7 +810,7 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
         cut = (f"every layer: max_length={max_length} is more than the model takes ({seq} tokens, its positions): "
                f"texts longer than {seq} tokens were cut to {seq}")
         notes.append(cut)
-        print(f"Note: {cut.removeprefix('every layer: ')}.", file=sys.stderr, flush=True)
+        warnings.warn(cut.removeprefix("every layer: "), LayerNote, stacklevel=user_stacklevel())
     if n_cut:  # the vectors of these texts are of their first seq tokens only: said, not silent (a user trial)
         from isotropy.models.loading import longest_input
 
@@ -783,7 +820,7 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
         cut = (f"every layer: {n_cut} of {len(texts)} texts {'is' if n_cut == 1 else 'are'} longer than {seq} tokens "
                f"({limit}): {'it was' if n_cut == 1 else 'each was'} cut to its first {seq} tokens")
         notes.append(cut)
-        print(f"Note: {cut.removeprefix('every layer: ')}.", file=sys.stderr, flush=True)
+        warnings.warn(cut.removeprefix("every layer: "), LayerNote, stacklevel=user_stacklevel())
     if "isoscore_star" in metrics and shrinkage_sample is None:  # warned above; kept with the values
         from isotropy.metrics.table import ISOSCORE_STAR_WARNING
 
@@ -804,7 +841,7 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
     for (where, message), names in said.items():
         named = f"layer {where[0]}" if len(where) == 1 else f"layers {', '.join(map(str, where))}"
         notes.append(f"{named}: {', '.join(names)}: {message}")
-        print(f"Warning: {named}: {', '.join(names)}: {message}", file=sys.stderr, flush=True)
+        warnings.warn(notes[-1], LayerWarning, stacklevel=user_stacklevel())
     return {"model": str(model), "location": location, "level": level,
             "pooling": pooling if level == "sentence" else None, "keep_special": keep_special if level == "token" else None,
             "n_layers": n_layers, "n_features": int(states[layers[0]].shape[1]), "n_texts": len(texts),
@@ -1271,9 +1308,17 @@ def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, 
                                     keep_special=keep_special, sample_size=sample_size,
                                     random_state=random_state, progress=show, shrinkage_sample=shrink,
                                     n_neighbors=n_neighbors, zeta=zeta, averaging=averaging, dtype=dtype)
+        # the notes and layer warnings first, in their order, as the command said them when measure_layers printed
+        # them itself (before it returned, hence before the warnings below); their text as it is (the layer warnings'
+        # metric messages already carry the command's words, isotropy.measure.report.own_message)
         for w in caught:
-            if issubclass(w.category, MetricFailedWarning):
-                continue  # in result["errors"]: said below as the metric's error, with the option's name
+            if issubclass(w.category, LayerNote):
+                click.echo(f"Note: {w.message}.", err=True)
+            elif issubclass(w.category, LayerWarning):
+                click.echo(f"Warning: {w.message}", err=True)
+        for w in caught:
+            if issubclass(w.category, (MetricFailedWarning, LayerNote, LayerWarning)):
+                continue  # in result["errors"]: said below as the metric's error, with the option's name; said above
             if ISOSCORE_STAR_WARNING in str(w.message):
                 click.echo(f"Warning: {ISOSCORE_STAR_WARNING} (--shrinkage-sample).", err=True)
             elif issubclass(w.category, UserWarning):  # a damaged cache file recomputed, ...: one line of the
