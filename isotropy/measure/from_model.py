@@ -832,7 +832,8 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
     errors = {name: next(iter(dict.fromkeys(by_layer.values()))) for name, by_layer in failed.items()
               if list(by_layer) == measured}
     for name, message in errors.items():  # run_cli says it as the metric's error, with the option's name
-        warnings.warn(f"{_CALLER}: {name} failed at every layer: {message}", MetricFailedWarning, stacklevel=2)
+        warnings.warn(f"{_CALLER}: {name} failed at every layer: {message}", MetricFailedWarning,
+                      stacklevel=user_stacklevel())
     said = {}  # (layers, message) -> the metrics giving it: TwoNN and MLE share one search, hence its warnings
     for (name, message), where in seen.items():
         if name in errors and message == errors[name] and where == measured:
