@@ -24,7 +24,7 @@ SETTINGS = settings(max_examples=40, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 EMBEDDING_SUFFIXES = [".npy", ".npz", ".txt", ".vec", ".bin", ".csv", ".tsv", ".pt", ".safetensors", ".parquet",
                       ".vec.gz", ".bin.gz"]
-LABEL_SUFFIXES = [".txt", ".csv", ".tsv", ".npy"]
+LABEL_SUFFIXES = [".txt", ".csv", ".tsv", ".npy", ".npz", ".pt", ".pth", ".safetensors"]
 
 
 def _read(path, reader=read_embeddings, **kwargs):
@@ -546,4 +546,79 @@ def test_npz_labels_round_trip(tmp_path_factory, labels, coords, compressed):
         assert read_labels(path, n_rows=len(labels)).tolist() == labels
     else:
         with pytest.raises(ValueError, match=r"holds several arrays \('cluster', 'coords'\)"):
+            read_labels(path, n_rows=len(labels))
+
+
+# labels in a .pt/.pth or .safetensors file (read_labels reads one tensor of it, by the embeddings reader's code)
+
+_INT_LABELS = st.lists(st.integers(-2**40, 2**40), min_size=1, max_size=12)
+
+
+def _tensor_labels(path, labels, *, emb: bool = False):
+    """Save ``labels`` as the tensor ``y`` (beside the features ``emb``) by the format of ``path``."""
+    import torch
+
+    tensors = {"y": torch.tensor(labels, dtype=torch.int64)}
+    if emb:  # the embeddings and their labels in one file
+        tensors["emb"] = torch.arange(2 * len(labels), dtype=torch.float32).reshape(-1, 2)
+    if path.suffix == ".safetensors":
+        from safetensors.torch import save_file
+
+        save_file(tensors, str(path))
+    else:
+        torch.save(tensors, path)
+    return path.read_bytes()
+
+
+@SETTINGS
+@given(data=st.binary(max_size=300), suffix=st.sampled_from([".pt", ".pth", ".safetensors"]),
+       head=st.sampled_from([b"", b"PK\x03\x04", b"\x80\x02", b"\x20\x00\x00\x00\x00\x00\x00\x00{"]),
+       column=st.sampled_from([None, "y"]), n_rows=st.integers(1, 8))
+def test_tensor_labels_random_bytes_never_crash(tmp_path_factory, data, suffix, head, column, n_rows):
+    pytest.importorskip("torch")
+    path = tmp_path_factory.mktemp("tlab") / f"y{suffix}"
+    path.write_bytes(head + data)
+    _labels_read_or_refused(path, n_rows, column)
+
+
+@SETTINGS
+@given(labels=_INT_LABELS, suffix=st.sampled_from([".pt", ".safetensors"]), emb=st.booleans(),
+       cut=st.floats(0.0, 0.999))
+def test_truncated_tensor_labels_are_refused(tmp_path_factory, labels, suffix, emb, cut):
+    pytest.importorskip("torch")
+    tmp = tmp_path_factory.mktemp("tcut")
+    data = _tensor_labels(tmp / f"src{suffix}", labels, emb=emb)
+    path = tmp / f"y{suffix}"
+    path.write_bytes(data[: int(len(data) * cut)])
+    _labels_refused(path, len(labels), "y")
+
+
+@SETTINGS
+@given(labels=_INT_LABELS, suffix=st.sampled_from([".pt", ".safetensors"]), emb=st.booleans(),
+       data=st.binary(min_size=1, max_size=40))
+def test_spliced_tensor_labels_are_refused_or_exact(tmp_path_factory, labels, suffix, emb, data):
+    pytest.importorskip("torch")
+    tmp = tmp_path_factory.mktemp("tsplice")
+    valid = _tensor_labels(tmp / f"src{suffix}", labels, emb=emb)
+    path = tmp / f"y{suffix}"
+    path.write_bytes(bytes(spliced(valid, data)))
+    kind, result = _read(path, read_labels, n_rows=len(labels), column="y")
+    if kind == "ok":  # bytes inserted where nothing reads them: the labels written
+        assert result.tolist() == labels
+    else:
+        assert result.startswith(f"Cannot read labels from {str(path)!r}: "), result
+
+
+@SETTINGS
+@given(labels=_INT_LABELS, suffix=st.sampled_from([".pt", ".pth", ".safetensors"]), emb=st.booleans())
+def test_tensor_labels_round_trip(tmp_path_factory, labels, suffix, emb):
+    pytest.importorskip("torch")
+    path = tmp_path_factory.mktemp("trt") / f"y{suffix}"
+    _tensor_labels(path, labels, emb=emb)
+    got = read_labels(path, n_rows=len(labels), column="y")
+    assert got.dtype == np.int64 and got.tolist() == labels
+    if not emb:  # the only tensor: no name needed
+        assert read_labels(path, n_rows=len(labels)).tolist() == labels
+    else:
+        with pytest.raises(ValueError, match=r"holds several tensors \("):
             read_labels(path, n_rows=len(labels))

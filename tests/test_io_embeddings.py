@@ -639,16 +639,16 @@ def test_a_label_column_of_labels_without_columns_is_refused_not_ignored(tmp_pat
         read_labels(path, n_rows=3, column="label")
     assert str(err.value) == (f"Cannot read labels from {str(path)!r}: a label column ('label') was named, but {kind} "
                               f"has no columns (leave the column out: that file holds the labels alone); expected a "
-                              f".csv or .tsv file with a header line naming the column, a .jsonl or a .parquet file, or a member of "
-                              f"an .npz archive.")
+                              f".csv or .tsv file with a header line naming the column, a .jsonl or a .parquet file, a member of "
+                              f"an .npz archive, or a tensor of a .pt, .pth or .safetensors file.")
 
 
-@pytest.mark.parametrize("name", ["y.dat", "y.pt", "y.PT"])
+@pytest.mark.parametrize("name", ["y.dat", "y.DAT", "y.h5"])
 def test_a_label_column_of_a_file_labels_cannot_be_read_from_names_the_extension(tmp_path, name):
     """A label column named on a .pt (or .dat) file said "leave the column out: that file holds the labels alone", and
     without the column the next run said "unknown file extension '.pt'": the first error's advice led to a second
     (a user trial: ``isotropy measure embd.pt --key emb --labels embd.pt --label-column y``). The extension is refused
-    first, with or without the column, in the same words."""
+    first, with or without the column, in the same words. (A .pt file is now read: tests/test_io_labels_tensors.py.)"""
     path = tmp_path / name
     path.write_text("0\n1\n1\n")
     errors = []
@@ -658,7 +658,7 @@ def test_a_label_column_of_a_file_labels_cannot_be_read_from_names_the_extension
         errors.append(str(err.value))
     assert errors[0] == errors[1] == (
         f"Cannot read labels from {str(path)!r}: unknown file extension {path.suffix.lower()!r}; expected one of .txt, "
-        f".labels, .lst, .csv, .tsv, .npy, .npz, .jsonl, .ndjson, .parquet.")
+        f".labels, .lst, .csv, .tsv, .npy, .npz, .pt, .pth, .safetensors, .jsonl, .ndjson, .parquet.")
 
 
 def test_labels_in_another_encoding(tmp_path):

@@ -405,9 +405,10 @@ def _check_npz_member(path, archive, member: str, fail=_fail) -> None:
                           f"header) but holds {info.file_size} bytes", "a complete .npz archive written by np.savez")
 
 
-def _check_tensor_layout(path, tensor, key=None) -> None:
+def _check_tensor_layout(path, tensor, key=None, fail=_fail) -> None:
     """Refuse a sparse or nested tensor, saying how to save it dense (torch's errors came from deep inside:
-    ``Cannot access storage of SparseTensorImpl``, ``NestedTensorImpl doesn't support sizes``)."""
+    ``Cannot access storage of SparseTensorImpl``, ``NestedTensorImpl doesn't support sizes``). ``fail``: the
+    reader's error (the labels reader's words)."""
     import torch
 
     what = "its tensor" if key is None else f"its tensor {key!r}"
@@ -417,14 +418,14 @@ def _check_tensor_layout(path, tensor, key=None) -> None:
                         "(not tensor.to_padded_tensor(0), whose padding rows would count as samples)")
         else:
             expected = f"a dense 2-d tensor of shape (n_samples, n_features) (its pieces are {tensor.dim() - 1}-d)"
-        raise _fail(path, f"{what} is a nested tensor of {tensor.size(0)} pieces", expected)
+        raise fail(path, f"{what} is a nested tensor of {tensor.size(0)} pieces", expected)
     if tensor.layout != torch.strided:
         kind = "sparse" if "sparse" in str(tensor.layout) else "not dense"
-        raise _fail(path, f"{what} is {kind} (layout {tensor.layout})",
+        raise fail(path, f"{what} is {kind} (layout {tensor.layout})",
                     "a dense tensor: torch.save(tensor.to_dense(), path)")
 
 
-def _check_tensor_storage(path, tensor) -> None:
+def _check_tensor_storage(path, tensor, fail=_fail) -> None:
     """Refuse a tensor that stores fewer bytes than it holds: an expanded or overlapping view.
 
     ``torch.save`` saves a tensor's storage and its view of it (shape, strides, offset) as they are: a view of
@@ -437,13 +438,13 @@ def _check_tensor_storage(path, tensor) -> None:
     stored = tensor.untyped_storage().nbytes()
     if stored < held:
         strides = tuple(tensor.stride())
-        raise _fail(path, f"its tensor of shape {tuple(tensor.shape)} and strides {strides} holds {held} bytes of "
+        raise fail(path, f"its tensor of shape {tuple(tensor.shape)} and strides {strides} holds {held} bytes of "
                           f"{str(tensor.dtype).removeprefix('torch.')} but stores {stored} (an expanded or "
                           f"overlapping view, such as torch.zeros(1).expand(n, d))",
                     "a tensor saved with its own data: torch.save(tensor.contiguous().clone(), path)")
 
 
-def _tensor_to_numpy(tensor, path):
+def _tensor_to_numpy(tensor, path, fail=_fail):
     import torch
 
     tensor = tensor.detach().to("cpu")
@@ -454,12 +455,26 @@ def _tensor_to_numpy(tensor, path):
     try:
         return tensor.numpy()
     except TypeError:  # float8, float4, qint8: "Got unsupported ScalarType Float8_e4m3fn", a traceback from measure
-        raise _fail(path, f"its tensor has dtype {str(tensor.dtype).removeprefix('torch.')}, which numpy cannot hold",
+        raise fail(path, f"its tensor has dtype {str(tensor.dtype).removeprefix('torch.')}, which numpy cannot hold",
                     "a tensor of floats (float16, bfloat16, float32, float64) or integers; convert it "
                     "(tensor.float()) before saving it") from None
 
 
 def _read_torch(path, key):
+    return _as_matrix(_torch_array(path, key), path)
+
+
+def _torch_array(path, key, *, fail=_fail, pick=_pick, no_key=_no_key) -> np.ndarray:
+    """The tensor of a ``.pt``/``.pth`` file (a tensor, or the one of a saved dict that ``key`` names), as numpy,
+    whatever its shape: the loading and checks of every reader of such files, before its own (the embeddings
+    reader's 2-d matrix, :func:`_as_matrix`; the labels reader's labels).
+
+    The file is refused when its zip entries would expand too far; it is loaded with ``weights_only=True`` (no
+    pickled object is ever built) and the tensor taken is checked dense (:func:`_check_tensor_layout`) and holding
+    its own data (:func:`_check_tensor_storage`) before it is copied. The reader's words: ``fail(path, reason,
+    expected)`` makes its error, ``pick(path, tensors, key, what)`` takes the tensor of a dict (``what``: "saved
+    dict"), ``no_key(path, key, what)`` refuses a ``key`` given for a file of one tensor.
+    """
     try:
         import torch
     except ImportError:
@@ -470,48 +485,55 @@ def _read_torch(path, key):
 
     problem = zip_expansion_problem(path)  # torch.save stores its entries: a deflated one may be a bomb
     if problem is not None:
-        raise _fail(path, problem, "a tensor, or a dict of tensors, saved with torch.save (which does not compress); "
-                                   "if the file is genuine, load it and torch.save it again")
+        raise fail(path, problem, "a tensor, or a dict of tensors, saved with torch.save (which does not compress); "
+                                  "if the file is genuine, load it and torch.save it again")
     try:
         with warnings.catch_warnings():  # a CSR tensor is refused below, in one line: not after torch's note on it
             warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta", category=UserWarning)
             obj = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as exc:
         if "Weights only load failed" in str(exc):  # torch's message then advises weights_only=False: not repeated
-            raise _fail(path, "torch.load(weights_only=True) failed: it holds pickled Python objects besides tensors, "
-                              "which isotropy never unpickles (they can run code)",
-                        "a tensor, or a dict of tensors, saved with torch.save") from None
-        raise _fail(path, f"torch.load(weights_only=True) failed ({_short(exc)})",
-                    "a tensor, or a dict of tensors, saved with torch.save") from None
+            raise fail(path, "torch.load(weights_only=True) failed: it holds pickled Python objects besides tensors, "
+                             "which isotropy never unpickles (they can run code)",
+                       "a tensor, or a dict of tensors, saved with torch.save") from None
+        raise fail(path, f"torch.load(weights_only=True) failed ({_short(exc)})",
+                   "a tensor, or a dict of tensors, saved with torch.save") from None
     except Exception as exc:  # noqa: BLE001 -- corrupt zip, truncated file
-        raise _fail(path, f"torch.load(weights_only=True) failed ({_short(exc)})",
-                    "a tensor, or a dict of tensors, saved with torch.save") from None
+        raise fail(path, f"torch.load(weights_only=True) failed ({_short(exc)})",
+                   "a tensor, or a dict of tensors, saved with torch.save") from None
     if isinstance(obj, torch.Tensor):
         if key is not None:
-            _no_key(path, key, ".pt files saving a single tensor")
-        _check_tensor_layout(path, obj)
-        _check_tensor_storage(path, obj)
-        return _as_matrix(_tensor_to_numpy(obj, path), path)
-    if isinstance(obj, dict):
+            no_key(path, key, ".pt files saving a single tensor")
+        tensor, name = obj, None
+    elif isinstance(obj, dict):
         tensors = {str(k): v for k, v in obj.items() if isinstance(v, torch.Tensor)}
-        tensor = _pick(path, tensors, key, "saved dict")
-        _check_tensor_layout(path, tensor, key if key is not None or len(tensors) != 1 else next(iter(tensors)))
-        _check_tensor_storage(path, tensor)
-        return _as_matrix(_tensor_to_numpy(tensor, path), path)
-    raise _fail(path, f"torch.load returned a {type(obj).__name__}", "a tensor, or a dict of tensors")
+        tensor = pick(path, tensors, key, "saved dict")
+        name = key if key is not None or len(tensors) != 1 else next(iter(tensors))
+    else:
+        raise fail(path, f"torch.load returned a {type(obj).__name__}", "a tensor, or a dict of tensors")
+    _check_tensor_layout(path, tensor, name, fail=fail)
+    _check_tensor_storage(path, tensor, fail=fail)
+    return _tensor_to_numpy(tensor, path, fail=fail)
 
 
 def _read_safetensors(path, key):
+    return _as_matrix(_safetensors_array(path, key), path)
+
+
+def _safetensors_array(path, key, *, fail=_fail, pick=_pick) -> np.ndarray:
+    """The tensor of a ``.safetensors`` file (its only one, or the one ``key`` names), as numpy, whatever its shape
+    (bfloat16 as float32: :func:`_read_safetensors_tensor`); ``fail`` and ``pick`` as for :func:`_torch_array`
+    (``what``: ".safetensors file")."""
     load_file = _import_optional("safetensors.numpy", path, "safetensors").load_file
     try:
         arrays = load_file(str(path))
     except Exception as exc:  # noqa: BLE001 -- header errors, bfloat16 (not in numpy), truncated file
-        arr = _read_safetensors_tensor(path, key)  # a bfloat16 tensor: numpy has no such type
+        arr = _read_safetensors_tensor(path, key, fail=fail, pick=pick)  # a bfloat16 tensor: numpy has no such type
         if arr is None:
-            raise _fail(path, f"not a readable .safetensors file ({_short(exc)})",
-                        "a .safetensors file of float or integer tensors") from None
-        return _as_matrix(arr, path)
-    return _as_matrix(_pick(path, arrays, key, ".safetensors file"), path)
+            raise fail(path, f"not a readable .safetensors file ({_short(exc)})",
+                       "a .safetensors file of float or integer tensors") from None
+        return arr
+    return pick(path, arrays, key, ".safetensors file")
 
 
 # the safetensors dtypes read: numpy's types, and bfloat16 (read by hand below)
@@ -519,7 +541,7 @@ _SAFETENSORS_DTYPES = frozenset({"BOOL", "U8", "I8", "U16", "I16", "U32", "I32",
                                  "C64"})  # complex: read, then refused by _as_matrix with its dtype named
 
 
-def _read_safetensors_tensor(path, key):
+def _read_safetensors_tensor(path, key, *, fail=_fail, pick=_pick):
     """The tensor ``key`` of a .safetensors file that ``safetensors.numpy`` cannot load whole, bfloat16 included;
     ``None`` when the file cannot be opened, or that tensor is not readable either (the caller says why).
 
@@ -536,13 +558,13 @@ def _read_safetensors_tensor(path, key):
     try:
         with safe_open(str(path), framework="numpy") as handle:
             names = list(handle.keys())
-            name = _pick(path, {n: n for n in names}, key, ".safetensors file")
+            name = pick(path, {n: n for n in names}, key, ".safetensors file")
             dtype = handle.get_slice(name).get_dtype()
             if dtype not in _SAFETENSORS_DTYPES:  # float8, float4, complex: safetensors' own error was "module
                 # 'numpy' has no attribute 'float8_e4m3fn'", naming neither the tensor nor its type
-                raise _fail(path, f"its tensor {shorten(str(name))!r} has dtype {shorten(str(dtype))}, which numpy "
-                                  f"cannot hold", "a .safetensors file of float (F16, BF16, F32, F64) or integer "
-                                  "tensors; convert the tensor (tensor.float()) before saving it")
+                raise fail(path, f"its tensor {shorten(str(name))!r} has dtype {shorten(str(dtype))}, which numpy "
+                                 f"cannot hold", "a .safetensors file of float (F16, BF16, F32, F64) or integer "
+                                 "tensors; convert the tensor (tensor.float()) before saving it")
             if dtype != "BF16":
                 return handle.get_tensor(name)
     except IsotropyValueError:  # _pick's: several tensors and no key, or a key naming none

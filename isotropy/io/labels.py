@@ -1,4 +1,5 @@
-"""Read cluster labels, one per row of an embedding matrix, from a text, CSV/TSV, ``.npy`` or ``.parquet`` file.
+"""Read cluster labels, one per row of an embedding matrix, from a text, CSV/TSV, ``.npy``, ``.npz``, ``.pt``,
+``.safetensors``, JSON-lines or ``.parquet`` file.
 
 * text (``.txt``, ``.labels``, ``.lst`` or no extension): one label per line;
 * ``.csv``/``.tsv``: one column of labels, or several 0/1 columns (a multi-label indicator matrix,
@@ -7,6 +8,11 @@
   by the number of lines;
 * ``.npy``: a 1-d array of labels or a 2-d 0/1 matrix;
 * ``.npz``: the same, as the member named by ``column`` (or the only member);
+* ``.pt``/``.pth`` (``torch.save`` of a tensor, or of a dict of tensors) and ``.safetensors``: the same, as the
+  tensor named by ``column`` (or the only tensor), integers, floats (bfloat16 too) or booleans; read as the
+  embeddings reader reads such files (:func:`isotropy.io.embeddings._torch_array`: ``weights_only=True``, the
+  zip-expansion and storage checks), so the labels may sit in the embeddings file itself
+  (``torch.save({"emb": X, "y": y}, path)``);
 * ``.jsonl``/``.ndjson`` (JSON lines, as a texts file may be): the field named by ``column`` of each line;
 * ``.parquet``: the column named by ``column``, or the only column that does not hold vectors (a table of texts,
   embeddings and labels names it); only that column is read, once the file passed the decompression-bomb check
@@ -45,15 +51,22 @@ from isotropy.io.word_vectors import _MAX_LINE
 __all__ = ["LABEL_EXTENSIONS", "read_labels"]
 
 _TEXT_EXTENSIONS = ("", ".txt", ".labels", ".lst")
-LABEL_EXTENSIONS = (".txt", ".labels", ".lst", ".csv", ".tsv", ".npy", ".npz", ".jsonl", ".ndjson", ".parquet")
+# files of tensors, read as the embeddings reader reads them
+_TENSORS = (".pt", ".pth", ".safetensors")
+LABEL_EXTENSIONS = (".txt", ".labels", ".lst", ".csv", ".tsv", ".npy", ".npz", *_TENSORS, ".jsonl", ".ndjson",
+                    ".parquet")
 _EXPECTED = ("one label per line (.txt), one label column or several 0/1 columns (.csv, .tsv), "
-             "a 1-d array or 2-d 0/1 array (.npy, or a named member of an .npz), a named field of JSON lines "
-             "(.jsonl, .ndjson), or a column of a .parquet file")
+             "a 1-d array or 2-d 0/1 array (.npy, or a named member of an .npz, or a named tensor of a .pt, .pth or "
+             ".safetensors file), a named field of JSON lines (.jsonl, .ndjson), or a column of a .parquet file")
 _JSON_LINES = (".jsonl", ".ndjson")
-# files with named columns (column= / --label-column): an .npz archive's are its members
-_COLUMNS = (".csv", ".tsv", *_JSON_LINES, ".parquet", ".npz")
-_COLUMNS_EXPECTED = ("a .csv or .tsv file with a header line naming the column, a .jsonl or a .parquet file, or a "
-                     "member of an .npz archive")
+#: Files whose labels are an array of their own beside the features' (column= / --label-column names it, --key the
+#: features'): never a column left out of the features (isotropy.measure.report.own_label_column)
+MEMBER_EXTENSIONS = (".npz", *_TENSORS)
+# files with named columns (column= / --label-column): an .npz archive's are its members, a .pt's or .safetensors'
+# its tensors
+_COLUMNS = (".csv", ".tsv", *_JSON_LINES, ".parquet", *MEMBER_EXTENSIONS)
+_COLUMNS_EXPECTED = ("a .csv or .tsv file with a header line naming the column, a .jsonl or a .parquet file, a "
+                     "member of an .npz archive, or a tensor of a .pt, .pth or .safetensors file")
 _SHARD_LABELS = "a directory of .parquet shards, each with that column"
 
 
@@ -104,7 +117,9 @@ def read_labels(path: str | os.PathLike, *, n_rows: int | None = None, column: s
         file has no other way to hold labels); a number or true/false is read as its JSON text
         (``1``, ``true``), as a CSV cell would be. Of a ``.parquet`` file, the column (needed
         unless it is the only one that does not hold vectors), its values as stored; a missing
-        one is refused, naming its row.
+        one is refused, naming its row. Of an ``.npz`` archive, the member; of a ``.pt``/``.pth``
+        file saving a dict of tensors, or of a ``.safetensors`` file, the tensor (needed unless
+        it is the only one).
     row_kind : str, default="embedding rows"
         What the ``n_rows`` rows are, in the message of a count that differs (``"texts"``).
     encoding : str, default="utf-8"
@@ -118,8 +133,8 @@ def read_labels(path: str | os.PathLike, *, n_rows: int | None = None, column: s
     Returns
     -------
     labels : ndarray of shape (n_rows,) or (n_rows, n_labels)
-        1-d labels (strings from text and CSV files, as stored in ``.npy`` files), or an int8
-        0/1 indicator matrix for multi-label files.
+        1-d labels (strings from text and CSV files, as stored in ``.npy`` files and tensors; float16
+        and bfloat16 tensors as float32), or an int8 0/1 indicator matrix for multi-label files.
 
     Examples
     --------
@@ -173,7 +188,8 @@ def _read_file(path: Path, column, text) -> np.ndarray:
     """:func:`read_labels` of one file, before the count is checked."""
     check_column(path, column)
     suffix = path.suffix.lower()
-    if suffix in (*_COLUMNS, *_TEXT_EXTENSIONS) and suffix not in (".parquet", ".npz"):  # binary: checked by their readers
+    if suffix in (*_COLUMNS, *_TEXT_EXTENSIONS) and suffix not in (".parquet", *MEMBER_EXTENSIONS):  # binary: checked
+        # by their readers
         from isotropy.io._paths import binary_kind
 
         binary = binary_kind(path, encoding=text[1], nul=False)  # NUL in a label: said below, by its line
@@ -188,6 +204,8 @@ def _read_file(path: Path, column, text) -> np.ndarray:
         labels = _read_npy(path)
     elif suffix == ".npz":
         labels = _read_npz(path, column)
+    elif suffix in _TENSORS:
+        labels = _read_tensor(path, column)
     elif suffix in _JSON_LINES:
         if column is None:
             raise _fail(path, "no label column was named for a JSON-lines file",
@@ -345,17 +363,7 @@ def _read_npz(path, column) -> np.ndarray:
                         "the label column left out for a file holding one array")
         return _array_labels(archive, path)
     with archive:
-        names = list(archive.files)
-        if not names:
-            raise _fail(path, "the .npz archive holds no arrays")
-        if column is None and len(names) > 1:
-            shown = ", ".join(repr(n) for n in names[:8]) + (", ..." if len(names) > 8 else "")
-            raise _fail(path, f"the .npz archive holds several arrays ({shown})",
-                        "the one holding the labels named with --label-column (column= in Python)")
-        name = names[0] if column is None else column
-        if name not in names:
-            raise _fail(path, f"the .npz archive has no array {name!r}", "one of " + ", ".join(map(repr, names[:8])),
-                        suggest=(name, names))
+        name = _pick(path, {name: name for name in archive.files}, column, ".npz archive")
         member = name if name in archive.zip.namelist() else name + ".npy"
         _check_npz_member(path, archive.zip, member, fail=_fail)
         try:
@@ -364,6 +372,49 @@ def _read_npz(path, column) -> np.ndarray:
             raise _fail(path, f"member {name!r} is not readable ({' '.join(str(exc).split())[:120]})") from None
     if not isinstance(labels, np.ndarray):  # numpy returns a member that is not a .npy array as its raw bytes
         raise _fail(path, f"member {name!r} is not a .npy array")
+    return _array_labels(labels, path)
+
+
+def _pick(path, arrays: dict, column, what: str):
+    """The array of ``arrays`` named ``column``, or the only one; ``what``: the container ("saved dict"), as
+    :func:`isotropy.io.embeddings._pick` takes it, whose place this takes in the labels reader's words (its name is
+    ``--label-column``, not ``--key``, and a name not found is suggested)."""
+    noun = "arrays" if what == ".npz archive" else "tensors"
+    # listed in the order saved (an archive's, a dict's), but a .safetensors file's by name: its loaders return the
+    # tensors in no fixed order
+    names = sorted(arrays) if what == ".safetensors file" else list(arrays)
+    if not names:
+        raise _fail(path, f"the {what} holds no {noun}")
+    if column is None and len(names) > 1:
+        shown = ", ".join(repr(n) for n in names[:8]) + (", ..." if len(names) > 8 else "")
+        raise _fail(path, f"the {what} holds several {noun} ({shown})",
+                    "the one holding the labels named with --label-column (column= in Python)")
+    name = names[0] if column is None else column
+    if name not in arrays:
+        raise _fail(path, f"the {what} has no {noun[:-1]} {name!r}", "one of " + ", ".join(map(repr, names[:8])),
+                    suggest=(name, names))
+    return arrays[name]
+
+
+def _no_member(path, column, what: str) -> None:
+    """Refuse a tensor named (``column``) in a ``.pt`` file of one tensor (``what``), in the labels reader's words."""
+    raise _fail(path, f"a tensor ({column!r}) was named, but the file saves a single tensor, not a dict of tensors",
+                "the label column left out for a file holding one tensor")
+
+
+def _read_tensor(path, column) -> np.ndarray:
+    """The tensor ``column`` of a ``.pt``/``.pth`` or ``.safetensors`` file (or its only tensor), read by the
+    embeddings reader's code (:func:`isotropy.io.embeddings._torch_array`, ``_safetensors_array``: the same
+    ``weights_only=True`` load and expansion, layout and storage checks, bfloat16 as float32) in this reader's
+    words, then taken as a ``.npy`` file of labels is."""
+    from isotropy.io import embeddings
+
+    if path.suffix.lower() == ".safetensors":
+        labels = embeddings._safetensors_array(path, column, fail=_fail, pick=_pick)
+    else:
+        labels = embeddings._torch_array(path, column, fail=_fail, pick=_pick, no_key=_no_member)
+    if labels.dtype.kind == "f" and labels.itemsize < 4:  # float16 of a .safetensors file: float32, as a .pt's is
+        labels = labels.astype(np.float32)
     return _array_labels(labels, path)
 
 

@@ -303,12 +303,14 @@ class _MeasureCommand(click.Command):
                             dash="(standard input), from which labels are not read: their format is told by a "
                                  "file's suffix (--model reads --texts - from it)"),
               help="Labels, one per row: text (one per line), CSV/TSV (one column, or several 0/1 columns "
-                   "for multi-label), .npy, or a column of a .parquet or JSON-lines file (--label-column). "
-                   "Enables the cluster metrics.")
+                   "for multi-label), .npy, a member of an .npz or a tensor of a .pt/.pth/.safetensors file (the "
+                   "EMBEDDINGS file itself, say: --key emb --labels embd.pt --label-column y), or a column of a "
+                   ".parquet or JSON-lines file (--label-column). Enables the cluster metrics.")
 @click.option("--label-column", default=None, metavar="COL",
               help="The label column of a CSV/TSV --labels file with a header (e.g. the --texts table itself), "
                    "or of a .parquet or .jsonl file, or of every .parquet shard of a --labels directory; with --labels "
-                   "EMBEDDINGS, that column is left out of the features.")
+                   "EMBEDDINGS, that column is left out of the features. Of an .npz, .pt, .pth or .safetensors file, "
+                   "the member or tensor holding the labels.")
 @click.option("--metrics", "metric_names", callback=_parse_metrics, multiple=True, metavar="LIST",
               shell_complete=complete_metrics,
               help=f"Comma-separated metrics (repeatable: the lists are joined). Default: {', '.join(DEFAULT)} (isoscore_star too with "

@@ -234,10 +234,13 @@ def _load_input(embeddings, labels_path, *, key, sample_size, random_state, need
 def own_label_column(embeddings, labels_path, label_column):
     """``label_column`` when the labels are a column of EMBEDDINGS itself (``--labels EMBEDDINGS --label-column COL``):
     that column is then left out of the features; else ``None``. An ``.npz`` archive's labels are a member of their
-    own (``--key`` picks the features' member), never a column of the features."""
+    own, a ``.pt``/``.pth`` or ``.safetensors`` file's a tensor of their own (``--key`` picks the features'), never a
+    column of the features."""
     from pathlib import Path
 
-    if label_column is None or labels_path is None or Path(str(labels_path)).suffix.lower() == ".npz":
+    from isotropy.io.labels import MEMBER_EXTENSIONS
+
+    if label_column is None or labels_path is None or Path(str(labels_path)).suffix.lower() in MEMBER_EXTENSIONS:
         return None
     return label_column if Path(labels_path).resolve() == Path(str(embeddings)).resolve() else None
 
