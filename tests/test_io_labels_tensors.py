@@ -236,3 +236,18 @@ def test_a_pt_labels_file_without_torch_names_pytorch(tmp_path):
     assert result.stderr.strip() == ("Error: Reading 'y.pt' needs PyTorch: pip install torch --index-url "
                                      "https://download.pytorch.org/whl/cpu (CPU only; with a GPU, the command "
                                      "pytorch.org gives for its CUDA)"), result.stderr
+
+
+def test_complex_labels_are_refused(tmp_path):
+    """A complex array of labels was read, and each distinct complex value taken as a cluster (found in review)."""
+    import numpy as np
+
+    from isotropy._utils.validation import IsotropyValueError
+    from isotropy.io.labels import read_labels
+
+    path = tmp_path / "y.npy"
+    np.save(path, np.array([0, 1, 1, 0], dtype=np.complex128))
+    with pytest.raises(IsotropyValueError) as info:
+        read_labels(path)
+    assert str(info.value) == (f"Cannot read labels from {str(path)!r}: the array is complex (complex128); expected "
+                               f"real labels: integers, strings, or a 2-d 0/1 array.")

@@ -420,6 +420,8 @@ def _read_tensor(path, column) -> np.ndarray:
 
 def _array_labels(labels: np.ndarray, path) -> np.ndarray:
     """The labels of a ``.npy`` array (or ``.npz`` member): 1-d, a column, or a 2-d 0/1 indicator matrix."""
+    if labels.dtype.kind == "c":  # each distinct complex value was taken as a cluster: no labelling means that
+        raise _fail(path, f"the array is complex ({labels.dtype})", "real labels: integers, strings, or a 2-d 0/1 array")
     if labels.ndim == 2 and labels.shape[1] == 1:
         labels = labels[:, 0]
     if labels.ndim == 1:
