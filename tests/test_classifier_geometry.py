@@ -359,7 +359,7 @@ def test_a_table_only_key_set_for_another_task_is_one_line(capsys, key, text, va
                    f"instead.\n")
 
 
-def test_a_committed_config_still_loads_with_its_hash_and_an_earlier_runs_config_resumes(tmp_path):
+def test_a_committed_config_still_loads_with_its_hash_and_an_earlier_runs_config_resumes(tmp_path, tmp_path_factory):
     """Runs from before the table-only keys became null saved them at their old defaults (text, label, false, ',')
     for every task: such a config loads, and hashes as it did, so its seeds' files are still this config's."""
     import yaml
@@ -368,10 +368,15 @@ def test_a_committed_config_still_loads_with_its_hash_and_an_earlier_runs_config
 
     record = json.loads((RUNS / "supersense" / "run.json").read_text())
     saved = yaml.safe_load((RUNS / "supersense" / "config.yaml").read_text())
-    assert saved["multilabel"] is False and saved["text_column"] == "text"  # the old defaults, as written then
-    config = CG.config(str(RUNS / "supersense" / "config.yaml"))
+    assert saved["multilabel"] is None and saved["text_column"] is None  # the committed run, re-run on 2026-12-06
+    legacy_keys = {"text_column": "text", "label_column": "label", "multilabel": False, "label_sep": ","}
+    # that config as runs before 2026-11-28 wrote it (beside, not in, the results folder the run below writes)
+    legacy = tmp_path_factory.mktemp("legacy") / "config.yaml"
+    legacy.write_text(yaml.safe_dump({**saved, **legacy_keys}))
+    config = CG.config(str(legacy))
     assert config.multilabel is None and config.text_column is None
     values = CG.config_model.hashed_values(config.model_dump(mode="json"))
+    # the hash of the run before the re-run (dc4eba5244c7588a, recorded with the old defaults) and after it
     assert config_hash(values, ignore=CG.resume_keys) == record["config_hash"] == "dc4eba5244c7588a"
 
     run(_demo(n_items=300, seeds=[0], updates=4, metric_interval=2), results_dir=tmp_path)
