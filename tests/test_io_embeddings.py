@@ -803,6 +803,12 @@ def test_a_text_matrix_with_np_savetxt_comments_is_read_as_numpy_reads_it(tmp_pa
     got, words = read_embeddings(tmp_path / "g.txt")
     assert list(words) == ["the", "#", ","] and got.tolist() == np.array([[0.1, 0.2], [0.3, 0.4], [0.5, 0.7]],
                                                                          np.float32).tolist()
+    # words that start with '#' (hashtag vectors) are words, not comments: with a word2vec header the lines of
+    # '#love 0.1 0.2' were dropped as comments and the header '3 2' read as a 1 x 2 matrix (found in review)
+    (tmp_path / "tags.txt").write_text("3 2\n#love 0.1 0.2\n#happy 0.3 0.4\n#sad 0.5 0.6\n")
+    got, words = read_embeddings(tmp_path / "tags.txt")
+    assert list(words) == ["#love", "#happy", "#sad"]
+    assert got.tolist() == np.array([[0.1, 0.2], [0.3, 0.4], [0.5, 0.6]], np.float32).tolist()
 
 
 @pytest.mark.parametrize("bad", ["x", "1,5", "0.1.2"])

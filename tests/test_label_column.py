@@ -331,3 +331,19 @@ def test_a_label_directory_without_shards_is_blamed_on_labels(tmp_path):
     assert result.output.strip().splitlines()[-1] == (
         f"Error: Cannot read labels from {str(tmp_path / 'labels')!r}: no .npy or .parquet shards found there; "
         f"expected a directory of .parquet shards, each with that column.")
+
+
+def test_a_table_whose_only_column_is_the_label_column_is_refused_in_one_line(tmp_path):
+    """`isotropy measure t.csv --labels t.csv --label-column label` on a CSV of the label column alone ended in an
+    IndexError traceback (found in review): one line naming the label column, exit status 2."""
+    from click.testing import CliRunner
+
+    from isotropy.cli import cli
+
+    path = tmp_path / "t.csv"
+    path.write_text("label\n0\n1\n0\n1\n")
+    result = CliRunner().invoke(cli, ["measure", str(path), "--labels", str(path), "--label-column", "label"])
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines() == [
+        (f"Error: Cannot read embeddings from {str(path)!r}: its only column is the label column 'label' "
+         f"(--label-column, label_column= in Python); expected feature columns beside the label column.")]

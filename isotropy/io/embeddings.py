@@ -727,6 +727,10 @@ def _read_table(path, sep: str, label_column=None):
     if label_column is not None:
         name = _header_name(label_column)
         df = df.drop(columns=[c for c in df.columns if _header_name(c) == name][:1])
+        if df.shape[1] == 0:  # the label column was the only one: an IndexError traceback further down (found in review)
+            raise _fail(path, f"its only column is the label column {shorten(str(label_column))!r} "
+                              f"(--label-column, label_column= in Python)",
+                        "feature columns beside the label column")
     _refuse_texts(df, path, header)
     if header:
         _refuse_label_columns(df, path, None if label_column is None else _header_name(label_column))
@@ -1187,6 +1191,9 @@ def _is_numeric_text(path: Path) -> bool:
             # '#' starts a comment, as np.loadtxt reads it: np.savetxt(path, X, header=...) writes '# ...' on line 1,
             # which was taken for the word '#' and the file refused as word vectors (a user trial). A file of word
             # vectors holds a word on some line that is not a comment (GloVe's '#' line among them), so stays one.
+            head = line.lstrip()
+            if head.startswith("#") and len(head) > 1 and not head[1].isspace():
+                return False  # a word that starts with '#' (a hashtag's vector), not np.savetxt's '# ...' comment
             line = line.split("#", 1)[0]
             parts = line.split(None, 1)
             if not parts:
