@@ -218,6 +218,9 @@ def _run_value(match) -> str:
     else:
         # the aggregate is a leading "min:", "max:" or "mean:" only: a filter's value may hold a colon ("istar:-3")
         head, colon, rest = path.partition(":")
+        if colon and re.fullmatch(r"\w*", head) and head not in _AGGREGATES or colon and head == "":
+            raise ValueError(f"value marker {match.group(0)!r}: {head + ':'!r} is not an aggregate; expected 'min:', "
+                             f"'max:' or 'mean:' before the path")
         aggregate, keys = (head, rest) if colon and head in _AGGREGATES else ("", path)
         values = [data]
         for key in keys.split("."):

@@ -419,6 +419,9 @@ def test_value_markers_filter_average_scale_and_quote():
                   ".4f -->") == f"{row['accuracy']:.4f}"
     assert render("<!-- value: activation-diagrams/gemma-3-270m results.json max:summary.*.condition=istar:3.accuracy "
                   ".4f -->") == f"{next(r for r in summary['summary'] if r['condition'] == 'istar:3')['accuracy']:.4f}"
+    for misspelt in ("mni:", ":"):  # a misspelt aggregate is named, not read as a key (found in review)
+        with pytest.raises(ValueError, match=f"'{misspelt}' is not an aggregate"):
+            render(f"<!-- value: istar/sst2-gemma-cpu results.json {misspelt}runs.*.lambda=-3.accuracy .3f -->")
     # claims picked by their id, not their place in claims.json (a new claim before it would have moved it)
     claims = json.loads((REPO / "docs" / "runs" / "cluster-finetune" / "minilm" / "claims.json").read_text())
     cost = next(c for c in claims if c["id"] == "accuracy-cost")

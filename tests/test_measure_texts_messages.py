@@ -156,6 +156,9 @@ def test_a_utf32_texts_file_read_as_utf16_asks_for_utf32(tmp_path):
      "has no field 'text' on line 4 (1 of 3 lines without a text); expected a text in the field 'text' on every line."),
     ("t.jsonl", '{"text": "a cat"}\n{"text": " "}\n{"text": "a dog"}\n',
      "has an empty 'text' on line 2 (1 of 3 lines without a text); expected a text in the field 'text' on every line."),
+    # a null was said to be "no field" (pandas reads both as missing; found in review)
+    ("t.jsonl", '{"text": "a cat"}\n{"text": "a dog"}\n{"text": null}\n',
+     "has a null 'text' on line 3 (1 of 3 lines without a text); expected a text in the field 'text' on every line."),
     ("t.csv", 'text,label\na cat,1\n"",0\na dog,1\n',
      "is empty in row 2 under the header line (1 of 3 rows empty); expected a text in every row."),
 ])

@@ -224,6 +224,15 @@ def _texts_of(raw: bytes, *, subject: str, path: Path | None, column, name: str,
                 lines = [n for n, line in enumerate(content.split("\n"), 1) if line.strip()]
                 where = f"on line {lines[first]}" if first < len(lines) else f"in row {first + 1}"
                 what = f"has no field {column!r}" if absent[first] else f"has an empty {column!r}"
+                if absent[first] and first < len(lines):  # pandas reads a missing field and a null alike
+                    import json
+
+                    try:
+                        record = json.loads(content.split("\n")[lines[first] - 1])
+                    except ValueError:
+                        record = None
+                    if isinstance(record, dict) and column in record:
+                        what = f"has a null {column!r}"
                 raise ValueError(f"The texts file {str(path)!r} {what} {where} ({len(empty)} of {len(texts)} lines "
                                  f"without a text); expected a text in the field {column!r} on every line.")
             where = f"row {first + 1}" + ("" if headerless else " under the header line")

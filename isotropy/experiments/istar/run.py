@@ -75,7 +75,8 @@ _COMMAND = "isotropy run istar --setup sst2-cpu --data-dir DATA_DIR"
 
 
 def claims(results, results_dir, *, model: str | None = None, reason: str | None = None) -> list:
-    """Figure 5 and 7's claims, per seed, from the finished runs ``runs/*.json`` (most negative vs most positive λ)."""
+    """The poster's claims, per seed, from the finished runs ``runs/*.json``: Figures 5 and 7 and the silhouette claim
+    (the most negative against the most positive λ), and Figure 6 (the most negative λ against no regularisation)."""
     from isotropy.experiments._claims import Rule, claim, command_of, not_run, run_config
     from isotropy.experiments._files import read_json
 
