@@ -251,3 +251,36 @@ def test_complex_labels_are_refused(tmp_path):
         read_labels(path)
     assert str(info.value) == (f"Cannot read labels from {str(path)!r}: the array is complex (complex128); expected "
                                f"real labels: integers, strings, or a 2-d 0/1 array.")
+
+
+@pytest.mark.parametrize("suffix", [".pt", ".safetensors"])
+def test_labels_beside_embeddings_are_read_without_the_embeddings(tmp_path, suffix):
+    """`--labels embd.pt --label-column y` read every tensor of the file to take y: the embeddings a second time
+    (199 MiB more for 195 MiB of embeddings in .pt, 395 MiB in .safetensors; found in review). Only the tensor taken
+    is read now: the peak grows by a fraction of the embeddings (measured in a fresh process)."""
+    import subprocess
+    import sys
+
+    import torch
+
+    embeddings = torch.randn(32_768, 512)  # 64 MiB
+    tensors = {"emb": embeddings, "y": torch.arange(32_768) % 3}
+    path = tmp_path / f"embd{suffix}"
+    if suffix == ".pt":
+        torch.save(tensors, path)
+    else:
+        from safetensors.torch import save_file
+
+        save_file(tensors, str(path))
+    # the peak of the process's own memory (VmHWM: ru_maxrss keeps the peak of the process that forked it)
+    code = ("import sys, torch\n"
+            "from isotropy.io.labels import read_labels\n"
+            "def peak():\n"
+            "    with open('/proc/self/status') as status:\n"
+            "        return next(int(line.split()[1]) for line in status if line.startswith('VmHWM'))\n"
+            "before = peak()\n"
+            "y = read_labels(sys.argv[1], column='y')\n"
+            "assert y.tolist() == [i % 3 for i in range(32768)]\n"
+            "print((peak() - before) * 1024)\n")
+    out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True)
+    assert int(out.stdout) < embeddings.numel() * 4 // 4, out.stdout  # under 16 MiB for 64 MiB of embeddings

@@ -490,7 +490,10 @@ def _torch_array(path, key, *, fail=_fail, pick=_pick, no_key=_no_key) -> np.nda
     try:
         with warnings.catch_warnings():  # a CSR tensor is refused below, in one line: not after torch's note on it
             warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta", category=UserWarning)
-            obj = torch.load(path, map_location="cpu", weights_only=True)
+            # mapped, not read: only the tensor taken is copied out (a labels tensor beside the embeddings in one file
+            # read the embeddings a second time; found in review). torch maps only its zip format; an older file is read
+            mapped = zipfile.is_zipfile(path)
+            obj = torch.load(path, map_location="cpu", weights_only=True, mmap=mapped)
     except pickle.UnpicklingError as exc:
         if "Weights only load failed" in str(exc):  # torch's message then advises weights_only=False: not repeated
             raise fail(path, "torch.load(weights_only=True) failed: it holds pickled Python objects besides tensors, "
@@ -513,7 +516,8 @@ def _torch_array(path, key, *, fail=_fail, pick=_pick, no_key=_no_key) -> np.nda
         raise fail(path, f"torch.load returned a {type(obj).__name__}", "a tensor, or a dict of tensors")
     _check_tensor_layout(path, tensor, name, fail=fail)
     _check_tensor_storage(path, tensor, fail=fail)
-    return _tensor_to_numpy(tensor, path, fail=fail)
+    arr = _tensor_to_numpy(tensor, path, fail=fail)
+    return np.array(arr, copy=True) if mapped else arr  # an own array, not a view of the mapped file
 
 
 def _read_safetensors(path, key):
@@ -525,14 +529,16 @@ def _safetensors_array(path, key, *, fail=_fail, pick=_pick) -> np.ndarray:
     (bfloat16 as float32: :func:`_read_safetensors_tensor`); ``fail`` and ``pick`` as for :func:`_torch_array`
     (``what``: ".safetensors file")."""
     load_file = _import_optional("safetensors.numpy", path, "safetensors").load_file
+    # only the tensor taken is read (load_file read every tensor of the file: a labels tensor beside the embeddings in
+    # one file read the embeddings a second time; found in review); load_file says why a file cannot be read
+    arr = _read_safetensors_tensor(path, key, fail=fail, pick=pick)
+    if arr is not None:
+        return arr
     try:
         arrays = load_file(str(path))
-    except Exception as exc:  # noqa: BLE001 -- header errors, bfloat16 (not in numpy), truncated file
-        arr = _read_safetensors_tensor(path, key, fail=fail, pick=pick)  # a bfloat16 tensor: numpy has no such type
-        if arr is None:
-            raise fail(path, f"not a readable .safetensors file ({_short(exc)})",
-                       "a .safetensors file of float or integer tensors") from None
-        return arr
+    except Exception as exc:  # noqa: BLE001 -- header errors, truncated file
+        raise fail(path, f"not a readable .safetensors file ({_short(exc)})",
+                   "a .safetensors file of float or integer tensors") from None
     return pick(path, arrays, key, ".safetensors file")
 
 
