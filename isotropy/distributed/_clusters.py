@@ -527,9 +527,10 @@ def _dunn_piece_rows(n_features, budget):
     """Rows ``r`` of the pieces of block Q (those of block P: ``2 r``) so that a piece pair's float64 operands (U of
     P's piece: 8·2r·d bytes; U of Q's piece with the rows as stored, and a float32 copy of them at the metric's scale
     where rows are rescaled: under 16 r·d) and its 2r x r product distances (with their temporaries, a masked copy and
-    the masks: under 4·2r² float64) stay within ``budget`` bytes, with room for the candidate pairs' rows: the largest
-    r with 40 r·d + 64 r² <= budget (1 at least). P's pieces are the larger: each is made once, Q's once per piece of
-    P."""
+    the masks: under 4·2r² float64) stay within ``budget`` bytes: the largest r with 40 r·d + 64 r² <= budget (1 at
+    least). P's pieces are the larger: each is made once, Q's once per piece of P. Not counted: the exact
+    recomputation of the candidate pairs (:func:`isotropy._kernels.clusters._extreme_pair`), which takes rows in steps
+    of its own fixed size; on data with many tied distances (one-hot rows) that can add tens of MiB."""
     a = 40 * max(1, n_features)
     return max(1, (math.isqrt(a * a + 256 * budget) - a) // 128)
 

@@ -1254,6 +1254,6 @@ def _first_non_number(path: Path) -> str | None:
                 try:
                     np.asarray(field, dtype=np.float64)
                 except ValueError:
-                    shown = repr(field) if len(field) <= 40 else repr(field[:37] + "...")
+                    shown = repr(shorten(field))
                     return f"line {number}, field {field_number} is {shown}, not a number"
     return None

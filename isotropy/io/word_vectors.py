@@ -433,7 +433,9 @@ def _read_text(path: Path, limit, encoding, opener=None):
                     try:
                         np.asarray(entry, dtype=np.float32)
                     except ValueError:
-                        shown = repr(entry) if len(entry) <= 40 else repr(entry[:37] + "...")
+                        from isotropy.io._encoding import shorten
+
+                        shown = repr(shorten(entry))
                         raise IsotropyValueError(
                             f"{path!s}:{lineno}: entry {column} of the vector of {words[first_word + k]!r} is {shown}, "
                             f"not a number; expected lines '<word> <x1> ... <xd>' of numbers.") from None
