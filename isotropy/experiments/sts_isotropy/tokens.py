@@ -156,12 +156,10 @@ def run_token_level(config, data: dict, fit_texts: dict | None, *, device=None, 
     out["bootstrap"] = {}
     for id_, *_, key in _TOKEN_SPECS:
         names = list(gold) if key == "sts" else [n for n in [_stsb(list(gold))] if n is not None]
+        # the ranking claim is STS-B's alone, as its rule says
         boot = difference_bootstrap(cosines, gold, names, BASE if key == "sts" else GLOBAL,
-                                    over="smallest") if names else None
+                                    pairs="sentence pairs" if key == "sts" else "STS-B pairs") if names else None
         if boot is not None:
-            if key != "sts":  # the ranking claim is STS-B's alone, as its rule says
-                boot = {**boot, "how": boot["how"].replace(f"the {len(gold[names[0]]):,} sentence pairs",
-                                                           f"the {len(gold[names[0]]):,} STS-B pairs")}
             out["bootstrap"][id_] = boot
     return out
 
