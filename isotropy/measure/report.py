@@ -378,6 +378,14 @@ def command_words(message: str) -> str:
     return message
 
 
+def named_data(message: str, data: str) -> str:
+    """A metric's message about its ``X`` parameter naming ``data``, the command's word for it (``"EMBEDDINGS"``):
+    its errors ("The 'X' parameter of twonn_dimension must ...") and its warnings ("X has 5 duplicate rows ...")."""
+    import re
+
+    return re.sub(r"^(?:The 'X' parameter of \w+|X(?= has ))", data, message)
+
+
 def option_names(message: str, *, n_neighbors_given: bool = True, data: str | None = None) -> str:
     """``The 'layers' parameter of measure_layers ...`` -> ``--layers ...``: a command's error names its option.
 
@@ -397,7 +405,7 @@ def option_names(message: str, *, n_neighbors_given: bool = True, data: str | No
     message = re.sub(r"(of (?:mle_dimension|neighbour_dimensions) must have more than )n_neighbors=(\d+)",
                      r"\1--n-neighbors \2", message)
     if data is not None:
-        message = re.sub(r"^The 'X' parameter of \w+ ", f"{data} ", message)
+        message = named_data(message, data)
     if n_neighbors_given:
         return message
     return message.replace("--n-neighbors must", "the default --n-neighbors must", 1).replace(
@@ -567,7 +575,6 @@ def _measure_each(metric_names, data, *, distance, random_state, progress, n_nei
     is an outcome with ``left_out`` set, not an error (see :func:`_mle_may_be_left_out`).
     """
     import inspect
-    import re
 
     from tqdm import tqdm
 
@@ -643,7 +650,7 @@ def _measure_each(metric_names, data, *, distance, random_state, progress, n_nei
         seconds = time.perf_counter() - start
         # a metric's warning about its data names the command's EMBEDDINGS, as its errors do (option_names), not the
         # Python parameter X ("X has 597 duplicate rows" beside "EMBEDDINGS must have at least 2 features")
-        notes = list(dict.fromkeys(re.sub(r"^X has ", "EMBEDDINGS has ", own_message(name, w.message)) for w in caught))
+        notes = list(dict.fromkeys(named_data(own_message(name, w.message), "EMBEDDINGS") for w in caught))
         for message in notes:  # one line each, not the file:line form of the warnings module
             bar.write(f"Warning: {name}: {message}", file=sys.stderr)
         if error is not None:
