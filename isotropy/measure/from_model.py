@@ -221,14 +221,15 @@ def _texts_of(raw: bytes, *, subject: str, path: Path | None, column, name: str,
         if empty:  # said where the user looks: the file's line (JSON lines), else the row counted from 1
             first = empty[0]
             if suffix in (".jsonl", ".ndjson"):  # one object a line, blank lines skipped as pandas skips them
-                lines = [n for n, line in enumerate(content.split("\n"), 1) if line.strip()]
+                file_lines = content.split("\n")
+                lines = [n for n, line in enumerate(file_lines, 1) if line.strip()]
                 where = f"on line {lines[first]}" if first < len(lines) else f"in row {first + 1}"
                 what = f"has no field {column!r}" if absent[first] else f"has an empty {column!r}"
                 if absent[first] and first < len(lines):  # pandas reads a missing field and a null alike
                     import json
 
                     try:
-                        record = json.loads(content.split("\n")[lines[first] - 1])
+                        record = json.loads(file_lines[lines[first] - 1])
                     except ValueError:
                         record = None
                     if isinstance(record, dict) and column in record:
@@ -1319,8 +1320,8 @@ def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, 
                                     random_state=random_state, progress=show, shrinkage_sample=shrink,
                                     n_neighbors=n_neighbors, zeta=zeta, averaging=averaging, dtype=dtype)
         # the notes and layer warnings first, in their order, as the command said them when measure_layers printed
-        # them itself (before it returned, hence before the warnings below); their text as it is (the layer warnings'
-        # metric messages already carry the command's words, isotropy.measure.report.own_message)
+        # them itself (before it returned, hence before the warnings below); their text as it is, the metrics' own
+        # (own_message: a metric's X is the layer's vectors here, not a file of EMBEDDINGS)
         for w in caught:
             if issubclass(w.category, LayerNote):
                 click.echo(f"Note: {w.message}.", err=True)
