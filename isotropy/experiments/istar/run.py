@@ -77,7 +77,7 @@ _COMMAND = "isotropy run istar --setup sst2-cpu --data-dir DATA_DIR"
 def claims(results, results_dir, *, model: str | None = None, reason: str | None = None) -> list:
     """The poster's claims, per seed, from the finished runs ``runs/*.json``: Figures 5 and 7 and the silhouette claim
     (the most negative against the most positive λ), and Figure 6 (the most negative λ against no regularisation)."""
-    from isotropy.experiments._claims import Rule, claim, command_of, not_run, run_config
+    from isotropy.experiments._claims import Rule, command_of, not_run, run_config
     from isotropy.experiments._files import read_json
 
     rules = {
@@ -119,62 +119,60 @@ def claims(results, results_dir, *, model: str | None = None, reason: str | None
     if model is None:
         model = str(run_config(results_dir).get("model", "the fine-tuned encoder")) if results_dir else "–"
     out = []
+    by = {(float(r["lambda"]), int(r["seed"])): r for r in istar}
+    ends = len(lams) >= 2 and lams[0] < 0 < lams[-1]
     for id_, where, text, paper_value, field, statistic, key in specs:
-        values, replicates = [], []
-        if len(lams) >= 2 and lams[0] < 0 < lams[-1]:
-            by = {(float(r["lambda"]), int(r["seed"])): r for r in istar}
-            for seed in sorted({int(r["seed"]) for r in istar}):
-                low, high = by.get((lams[0], seed)), by.get((lams[-1], seed))
-                if low and high and low.get(field) is not None and high.get(field) is not None:
-                    values.append(float(low[field]) - float(high[field]))
-                    replicates.append(_paired_differences(low, high, field))
-        if values:
-            # the seed spread covers training randomness; the validation items are a sample too: the interval is
-            # both, where the runs recorded their resamples (runs written before them: the seed spread alone). Not for
-            # IsoScore*, TwoNN and the silhouette: item_bootstrap resamples the sentences with replacement, and these
-            # take a repeated sentence as another point (IsoScore*, the silhouette: every MiniLM run's IsoScore* lay
-            # above all its resamples) or drop it (TwoNN: 63 % of the points), so their item intervals are biased;
-            # those claims rest on the seed spread alone (the task score, a mean over items, keeps both)
-            both = field == "score" and all(r is not None for r in replicates)
-            out.append(claim(id=id_, paper=f"{_PAPER}, {where}", claim=text, paper_value=paper_value, model=model,
-                             statistic=f"{statistic} at λ = {lams[0]:g} minus at λ = {lams[-1]:g}", values=values,
-                             rule=rules[key], command=command, interval="both" if both else "seed spread",
-                             replicates=replicates if both else None,
-                             paired="paired: the same resampled validation items at both λ"))
-        else:
+        common = {"id": id_, "paper": f"{_PAPER}, {where}", "claim": text, "paper_value": paper_value, "model": model,
+                  "rule": rules[key], "command": command}
+        pairs = [(by.get((lams[0], seed)), by.get((lams[-1], seed))) for seed in sorted({int(r["seed"]) for r in istar})
+                 ] if ends else []
+        made = _paired_claim(pairs, field, common, statistic=f"{statistic} at λ = {lams[0]:g} minus at λ = {lams[-1]:g}",
+                             paired="paired: the same resampled validation items at both λ") if ends else None
+        if made is None:
             why = reason or ("no run of this setup" if not records else
                              f"the run records no {field!r} at a negative and a positive λ")
-            out.append(not_run(id=id_, paper=f"{_PAPER}, {where}", claim=text, paper_value=paper_value, model=model,
-                               statistic=statistic, rule=rules[key], command=command, reason=why))
-    out.append(_against_base(istar, [r for r in records if r.get("method") == "none"], lams, rules["against-base"],
-                             model=model, command=command, reason=reason, any_run=bool(records)))
+            made = not_run(**common, statistic=statistic, reason=why)
+        out.append(made)
+    # Figure 6: the most negative λ against the runs without a regulariser, seed by seed
+    base = {int(r["seed"]): r for r in records if r.get("method") == "none"}
+    common = {"id": "negative-istar-beats-no-regularisation", "paper": f"{_PAPER}, Figure 6",
+              "claim": "I-STAR with a negative λ improves performance over fine-tuning without regularisation.",
+              "paper_value": "better on average over 9 benchmarks at negative λ", "model": model,
+              "rule": rules["against-base"], "command": command}
+    pairs = [(by.get((lams[0], seed)), base[seed]) for seed in sorted(base)] if lams and lams[0] < 0 else []
+    made = _paired_claim(pairs, "score", common, statistic=f"validation score at λ = {lams[0]:g} minus without "
+                         f"regularisation", paired="paired: the same resampled validation items in both runs") \
+        if pairs else None
+    if made is None:
+        why = reason or ("no run of this setup" if not records else
+                         "the run has no baseline without regularisation beside a negative λ (baseline: false)")
+        made = not_run(**common, statistic="validation score", reason=why)
+    out.append(made)
     return out
 
 
-def _against_base(istar: list, base: list, lams: list, rule, *, model: str, command: str, reason, any_run: bool):
-    """Figure 6's comparison: the task score at the most negative λ minus that without regularisation, seed by seed."""
-    from isotropy.experiments._claims import claim, not_run
+def _paired_claim(pairs: list, field: str, common: dict, *, statistic: str, paired: str):
+    """The claim on ``field`` of the run pairs ``(low, high)`` of each seed (low minus high; a pair with a run missing,
+    or without ``field``, left out), or None when no pair has it.
 
-    common = {"id": "negative-istar-beats-no-regularisation", "paper": f"{_PAPER}, Figure 6",
-              "claim": "I-STAR with a negative λ improves performance over fine-tuning without regularisation.",
-              "paper_value": "better on average over 9 benchmarks at negative λ", "model": model}
-    by_base = {int(r["seed"]): r for r in base if r.get("score") is not None}
-    pairs = []
-    if lams and lams[0] < 0:
-        for r in sorted(istar, key=lambda r: int(r["seed"])):
-            if float(r["lambda"]) == lams[0] and r.get("score") is not None and int(r["seed"]) in by_base:
-                pairs.append((r, by_base[int(r["seed"])]))
+    The seed spread covers training randomness; the validation items are a sample too: the interval is both, where
+    the runs recorded their resamples (runs written before them: the seed spread alone). Not for IsoScore*, TwoNN and
+    the silhouette: item_bootstrap resamples the sentences with replacement, and these take a repeated sentence as
+    another point (IsoScore*, the silhouette: every MiniLM run's IsoScore* lay above all its resamples) or drop it
+    (TwoNN: 63 % of the points), so their item intervals are biased; those claims rest on the seed spread alone (the
+    task score, a mean over items, keeps both).
+    """
+    from isotropy.experiments._claims import claim
+
+    pairs = [(low, high) for low, high in pairs
+             if low and high and low.get(field) is not None and high.get(field) is not None]
     if not pairs:
-        why = reason or ("no run of this setup" if not any_run else
-                         "the run has no baseline without regularisation beside a negative λ (baseline: false)")
-        return not_run(**common, statistic="validation score", rule=rule, command=command, reason=why)
-    values = [float(low["score"]) - float(high["score"]) for low, high in pairs]
-    replicates = [_paired_differences(low, high, "score") for low, high in pairs]
-    both = all(r is not None for r in replicates)
-    return claim(**common, statistic=f"validation score at λ = {lams[0]:g} minus without regularisation",
-                 values=values, rule=rule, command=command, interval="both" if both else "seed spread",
-                 replicates=replicates if both else None,
-                 paired="paired: the same resampled validation items in both runs")
+        return None
+    values = [float(low[field]) - float(high[field]) for low, high in pairs]
+    replicates = [_paired_differences(low, high, field) for low, high in pairs]
+    both = field == "score" and all(r is not None for r in replicates)
+    return claim(**common, statistic=statistic, values=values, interval="both" if both else "seed spread",
+                 replicates=replicates if both else None, paired=paired)
 
 
 def _paired_differences(low: dict, high: dict, field: str) -> list | None:
