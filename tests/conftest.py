@@ -40,6 +40,17 @@ def shared_data_path(*parts: str) -> Path:
     return path
 
 
+class MarkerPayload:
+    """Pickles to a call of ``open(marker, "w")``: a file whose reader unpickles it with full pickle creates the marker
+    (the readers' tests check that no file runs code)."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
+
+
 def packaged_data(module: str, extra: str) -> None:
     """Require the pip package ``module`` that ships a data set or model: fail under CI, skip elsewhere, when it is
     not installed (the [test] extra installs it, so CI never skips the test for want of it)."""

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from conftest import MarkerPayload
 from isotropy._utils.validation import IsotropyValueError
 from isotropy.cli import cli
 from isotropy.io.embeddings import read_embeddings
@@ -99,22 +100,12 @@ def test_several_tensors_without_a_name_and_a_missing_name(tmp_path):
         read_labels(tmp_path / "empty.pt")
 
 
-class _Payload:
-    """Pickles to a call of ``open(marker, "w")``: unpickling it with full pickle would create the marker."""
-
-    def __init__(self, marker):
-        self.marker = str(marker)
-
-    def __reduce__(self):
-        return (open, (self.marker, "w"))
-
-
 def test_a_pickled_object_is_never_unpickled(tmp_path):
     marker = tmp_path / "RAN"
     path = tmp_path / "evil.pt"
-    torch.save({"y": torch.tensor([0, 1]), "payload": _Payload(marker)}, path)
+    torch.save({"y": torch.tensor([0, 1]), "payload": MarkerPayload(marker)}, path)
     with open(tmp_path / "raw.pt", "wb") as handle:  # a legacy pickle of the object alone
-        pickle.dump(_Payload(marker), handle, protocol=2)
+        pickle.dump(MarkerPayload(marker), handle, protocol=2)
     for name in ("evil.pt", "raw.pt"):
         with pytest.raises(IsotropyValueError) as err:
             read_labels(tmp_path / name, n_rows=2, column="y" if name == "evil.pt" else None)

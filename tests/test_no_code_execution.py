@@ -17,17 +17,8 @@ import numpy as np
 import pytest
 import torch
 
+from conftest import MarkerPayload
 from isotropy._utils.validation import IsotropyValueError
-
-
-class _Payload:
-    """Pickles to a call of ``open(marker, "w")``: unpickling it with full pickle would create the marker."""
-
-    def __init__(self, marker):
-        self.marker = str(marker)
-
-    def __reduce__(self):
-        return (open, (self.marker, "w"))
 
 
 def _tiny_bert_dir(path):
@@ -105,7 +96,7 @@ def test_a_pickled_payload_in_a_checkpoint_never_runs(tmp_path):
 
     marker = tmp_path / "RAN"
     checkpoint = tmp_path / "run.pt"
-    torch.save({"model": {}, "step": 1, "payload": _Payload(marker)}, checkpoint)
+    torch.save({"model": {}, "step": 1, "payload": MarkerPayload(marker)}, checkpoint)
     with pytest.raises(IsotropyValueError, match="weights_only=True") as info:
         load_checkpoint(checkpoint)
     assert "\n" not in str(info.value) and not marker.exists()
@@ -177,7 +168,7 @@ def test_istar_resume_refuses_a_planted_checkpoint(tmp_path, monkeypatch):
         sweep()
     monkeypatch.setattr(train_module, "train_run", original)
     [checkpoint] = (results / "checkpoints").glob("istar_*.pt")
-    torch.save({"model": {}, "payload": _Payload(marker)}, checkpoint)  # planted in place of the real one
+    torch.save({"model": {}, "payload": MarkerPayload(marker)}, checkpoint)  # planted in place of the real one
     with pytest.raises(IsotropyValueError, match="weights_only=True"):
         sweep(resume=True)
     assert not marker.exists()
@@ -190,8 +181,8 @@ def test_embeddings_readers_never_unpickle(tmp_path):
     from isotropy.io.embeddings import read_embeddings
 
     marker = tmp_path / "RAN"
-    torch.save({"X": torch.zeros(3, 2), "payload": _Payload(marker)}, tmp_path / "x.pt")
-    np.save(tmp_path / "x.npy", np.array([_Payload(marker), 1], dtype=object), allow_pickle=True)
+    torch.save({"X": torch.zeros(3, 2), "payload": MarkerPayload(marker)}, tmp_path / "x.pt")
+    np.save(tmp_path / "x.npy", np.array([MarkerPayload(marker), 1], dtype=object), allow_pickle=True)
     for name in ("x.pt", "x.npy"):
         with pytest.raises((IsotropyValueError, ValueError)) as info:
             read_embeddings(tmp_path / name)
@@ -206,7 +197,7 @@ def test_the_sentence_transformers_loader_refuses_pickled_weights(tmp_path):
     model_dir = _tiny_bert_dir(tmp_path / "st")
     (model_dir / "model.safetensors").unlink()
     marker = tmp_path / "RAN"
-    torch.save({"payload": _Payload(marker)}, model_dir / "pytorch_model.bin")
+    torch.save({"payload": MarkerPayload(marker)}, model_dir / "pytorch_model.bin")
     with pytest.raises(IsotropyValueError, match="never unpickles") as info:
         load_sentence_model(str(model_dir))
     assert "\n" not in str(info.value) and not marker.exists()
@@ -217,7 +208,7 @@ def test_refusals_never_repeat_torchs_advice_to_unpickle(tmp_path):
     from isotropy.io.embeddings import read_embeddings
     from isotropy.models._safety import load_checkpoint
 
-    torch.save({"X": torch.zeros(3, 2), "payload": _Payload(tmp_path / "RAN")}, tmp_path / "x.pt")
+    torch.save({"X": torch.zeros(3, 2), "payload": MarkerPayload(tmp_path / "RAN")}, tmp_path / "x.pt")
     for call in (lambda: read_embeddings(tmp_path / "x.pt"), lambda: load_checkpoint(tmp_path / "x.pt")):
         with pytest.raises(ValueError) as info:
             call()
