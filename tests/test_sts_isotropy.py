@@ -495,9 +495,15 @@ def token_run(data_root, tmp_path_factory):
               "methods": ["Baseline", "Mean + PCA", "K-means + Mean + PCA"],
               "token_level": {"datasets": ["STSB"], "methods": ["Baseline", "Mean + PCA", "K-means + Mean + PCA"],
                               "fit_max_tokens": 100000}}
-    setup = tmp / "tokens.yaml"
+    return _run_setup(config, tmp, data_root)
+
+
+def _run_setup(config: dict, folder, data_root):
+    """``isotropy run sts-isotropy`` on the setup ``config`` (written to ``folder``), no figures: (results folder,
+    results.json)."""
+    setup = folder / "tokens.yaml"
     setup.write_text(yaml.safe_dump(config))
-    out = tmp / "results"
+    out = folder / "results"
     result = CliRunner().invoke(cli, ["run", "sts-isotropy", "--setup", str(setup), "--data-dir", str(data_root),
                                       "--results-dir", str(out), "--device", "cpu", "--quiet", "--no-plot"])
     assert result.exit_code == 0, result.output
@@ -789,13 +795,7 @@ def test_token_level_ranking_bootstrap_is_over_the_sts_b_pairs_alone(data_root, 
     config = {"datasets": ["STSB", "SICK"], "limit": 30, "n_clusters": 2, "n_components": 1, "sweep": None,
               "methods": methods, "seeds": [0, 1, 2],
               "token_level": {"datasets": ["STSB", "SICK"], "methods": methods, "fit_max_tokens": 100000}}
-    setup = tmp_path / "tokens.yaml"
-    setup.write_text(yaml.safe_dump(config))
-    out = tmp_path / "results"
-    result = CliRunner().invoke(cli, ["run", "sts-isotropy", "--setup", str(setup), "--data-dir", str(data_root),
-                                      "--results-dir", str(out), "--device", "cpu", "--quiet", "--no-plot"])
-    assert result.exit_code == 0, result.output
-    results = json.loads((out / "results.json").read_text())
+    out, results = _run_setup(config, tmp_path, data_root)
     boot = results["token_level"]["bootstrap"]["token-cluster-beats-global-pca"]
     assert boot["how"].startswith("bootstrap over the 30 STS-B pairs: 95 % percentile interval")
     stsb = results["token_level"]["datasets"]["STSB"]["methods"]
