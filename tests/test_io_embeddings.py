@@ -833,3 +833,19 @@ def test_a_word_in_a_text_matrix_is_said_at_its_line_and_field(tmp_path, bad):
     lines[5] = " ".join(fields)
     (tmp_path / "m.txt").write_text("\n".join(lines) + "\n")
     assert np.array_equal(read_embeddings(tmp_path / "m.txt")[0], X)
+
+
+@pytest.mark.parametrize("missing", ["nan", "inf", "-inf", "NaN", "-Infinity"])
+def test_a_missing_value_among_integer_rows_keeps_the_matrix_reading(tmp_path, missing):
+    """An integer matrix with one missing value (``np.savetxt(fmt="%g")`` of counts with a NaN) was read as word
+    vectors: its distinct integer first column as row names, because the nan made "the other fields not all
+    integers". The error then named the nan at column 0 of the rest with a row name. np.loadtxt's reading is kept."""
+    path = tmp_path / "m.txt"
+    path.write_text(f"1 2 3\n4 {missing} 6\n7 8 9\n")
+    X, names = read_embeddings(path)
+    assert names is None
+    np.testing.assert_array_equal(X, np.loadtxt(path))
+    assert X.shape == (3, 3)
+    # ids before vectors of floats stay word vectors (the judgement call of _is_numeric_text)
+    (tmp_path / "w.txt").write_text(f"1900 0.1 0.2\n1901 {missing} 0.4\n1902 0.5 0.6\n")
+    assert read_embeddings(tmp_path / "w.txt")[1] == ["1900", "1901", "1902"]

@@ -1222,10 +1222,17 @@ def _is_numeric_text(path: Path) -> bool:
             if integer_firsts:
                 integer_firsts = _is_int_literal(fields[0]) and fields[0] not in firsts
                 firsts.add(fields[0])
-            integer_rest = integer_rest and all(map(_is_int_literal, fields[1:]))
+            # a missing value (nan, inf) is no evidence of floats: "4 nan 6" among rows of integers stays a matrix row
+            # (it read the first column as row names, and the error named the nan's column 0 of the rest)
+            integer_rest = integer_rest and all(_is_int_literal(field) or _is_non_finite(field) for field in fields[1:])
     if width is not None and width > 1 and integer_firsts and not integer_rest:
         return False  # a distinct integer id before each vector of floats: word vectors (read as a .vec file is)
     return width is not None
+
+
+def _is_non_finite(token: str) -> bool:
+    """Whether ``token`` is written as a NaN or an infinity (``nan``, ``-inf``, ``Infinity``), as ``float`` reads them."""
+    return token.lstrip("+-").lower() in ("nan", "inf", "infinity")
 
 
 def _is_int_literal(token: str) -> bool:
