@@ -40,7 +40,7 @@ def expected(bert):
     note = (f"{n_cut} of {len(TEXTS)} texts are longer than {MAX_LENGTH} tokens (max_length={MAX_LENGTH}; the model "
             f"takes up to {positions}): each was cut to its first {MAX_LENGTH} tokens")
     layers = "layers 0, 1, 2: twonn_dimension"
-    duplicates = (f"{layers}: X has {len(TEXTS) - n_distinct} duplicate rows (at euclidean distance 0 from another "
+    duplicates = (f"{layers}: the layer has {len(TEXTS) - n_distinct} duplicate rows (at euclidean distance 0 from another "
                   f"row); each distinct point is counted once and neighbours are searched among the {n_distinct} "
                   f"distinct points.")
     few = (f"{layers}: {n_ratios} distance ratios kept (of {n_distinct} points): the estimate's relative standard "

@@ -737,8 +737,8 @@ def test_failed_metric_reads_the_same_in_the_table_and_json_as_on_an_embeddings_
     assert all(line.split()[3] == "failed" for line in table[1:])
     record = json.loads(out.read_text())
     assert record["complete"] is False
-    assert record["errors"] == {"mle_dimension": "The 'X' parameter of mle_dimension must have more than --n-neighbors "
-                                                 "9 distinct points. Got 7 distinct points (1 duplicate rows) instead."}
+    assert record["errors"] == {"mle_dimension": "The layer must have more than --n-neighbors 9 distinct points. Got 7 "
+                                                 "distinct points (1 duplicate rows) instead."}
     assert record["errors"]["mle_dimension"] in result.output  # the JSON's error is the one the table printed
     fine = json.loads(invoke("--model", files / "bert", "--texts", files / "texts.txt", "--metrics", "isoscore",
                              "--device", "cpu", "--json", "-").stdout)

@@ -212,7 +212,8 @@ def test_the_shared_search_warns_once_for_twonn_and_mle(bert, capsys):
     lines = [str(w.message) for w in caught if w.category is LayerWarning
              and "relative standard error" not in str(w.message)]  # (6 distinct points: TwoNN's own warning too)
     assert len(lines) == 1, lines
-    assert lines[0].startswith("layers 0, 1, 2: twonn_dimension, mle_dimension: X has 6 duplicate rows")
+    assert lines[0].startswith("layers 0, 1, 2: twonn_dimension, mle_dimension: the layer has 6 duplicate rows")
+    assert " X " not in lines[0] and "'X'" not in lines[0]  # the layer's vectors, not a parameter the caller never gave
     assert "neighbour_dimensions" not in lines[0]
     assert [w for w in result["warnings"] if "relative standard error" not in w] == lines
 

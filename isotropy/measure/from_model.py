@@ -766,7 +766,7 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
         _mle_averaging,
         _mle_neighbours,
         _one_neighbour_pass,
-        own_message,
+        layer_message,
     )
 
     one_pass = _ONE_PASS <= set(metrics)  # TwoNN and MLE both asked for: one neighbour search per layer
@@ -808,8 +808,8 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
                 except ValueError as exc:  # e.g. identical vectors at this layer: undefined here, said so, not fatal
                     record[name] = float("nan")
                     caught = [exc]
-                    failed.setdefault(name, {})[layer] = own_message(name, exc)
-                for message in dict.fromkeys(own_message(name, getattr(w, "message", w)) for w in caught):
+                    failed.setdefault(name, {})[layer] = layer_message(name, exc)
+                for message in dict.fromkeys(layer_message(name, getattr(w, "message", w)) for w in caught):
                     seen.setdefault((name, message), []).append(layer)  # one warning for every layer giving it
         rows.append(record)
         if progress:
@@ -839,14 +839,15 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
     # a metric that failed at every layer was not measured at all: an error, as on an embeddings file. The
     # output row counts as a layer here: a metric it measures was measured (its value is in the table), so one
     # that failed only at the requested layers reads nan there with a warning, as any partial failure does
-    errors = {name: next(iter(dict.fromkeys(by_layer.values()))) for name, by_layer in failed.items()
-              if list(by_layer) == measured}
+    at_every = {name: next(iter(dict.fromkeys(by_layer.values()))) for name, by_layer in failed.items()
+                if list(by_layer) == measured}
+    errors = {name: message[:1].upper() + message[1:] for name, message in at_every.items()}  # a sentence of its own
     for name, message in errors.items():  # run_cli says it as the metric's error, with the option's name
         warnings.warn(f"{_CALLER}: {name} failed at every layer: {message}", MetricFailedWarning,
                       stacklevel=user_stacklevel())
     said = {}  # (layers, message) -> the metrics giving it: TwoNN and MLE share one search, hence its warnings
     for (name, message), where in seen.items():
-        if name in errors and message == errors[name] and where == measured:
+        if name in at_every and message == at_every[name] and where == measured:
             continue  # said once above, not as a warning of every layer
         said.setdefault((tuple(where), message), []).append(name)
     for (where, message), names in said.items():
@@ -1321,7 +1322,7 @@ def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, 
                                     n_neighbors=n_neighbors, zeta=zeta, averaging=averaging, dtype=dtype)
         # the notes and layer warnings first, in their order, as the command said them when measure_layers printed
         # them itself (before it returned, hence before the warnings below); their text as it is, the metrics' own
-        # (own_message: a metric's X is the layer's vectors here, not a file of EMBEDDINGS)
+        # (layer_message: a metric's X is the layer's vectors here, "the layer", not a file of EMBEDDINGS)
         for w in caught:
             if issubclass(w.category, LayerNote):
                 click.echo(f"Note: {w.message}.", err=True)

@@ -402,7 +402,8 @@ def option_names(message: str, *, n_neighbors_given: bool = True, data: str | No
     message = command_words(message)
     message = re.sub(rf"The '(\w+)' parameter of (?:{callers})\b", option, message)
     # MLE's k against the distinct rows (isotropy.metrics.dimension): k is the command's --n-neighbors
-    message = re.sub(r"(of (?:mle_dimension|neighbour_dimensions) must have more than )n_neighbors=(\d+)",
+    # (on a model's layer, "The layer must have more than n_neighbors=9 ...": layer_message)
+    message = re.sub(r"((?:of (?:mle_dimension|neighbour_dimensions)|^The layer) must have more than )n_neighbors=(\d+)",
                      r"\1--n-neighbors \2", message)
     if data is not None:
         message = named_data(message, data)
@@ -490,6 +491,13 @@ def own_message(name: str, message) -> str:
         if text.startswith(f"{prefix}: "):
             return text[len(prefix) + 2:]
     return text
+
+
+def layer_message(name: str, message) -> str:
+    """:func:`own_message` of a metric measured on a model's layer, whose ``X`` is that layer's vectors: "the
+    layer has 6 duplicate rows", "the layer must have more than ...", not the Python parameter the caller of
+    :func:`~isotropy.measure.from_model.measure_layers` never gave (a user trial: "X has" under ``--model``)."""
+    return named_data(own_message(name, message), "the layer")
 
 
 def _mle_averaging(averaging) -> str:
