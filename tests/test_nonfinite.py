@@ -113,10 +113,10 @@ def test_measure_report_names_the_row_of_the_file_and_its_name():
     X[1, 2] = -np.inf
     rows = np.array([4, 9, 12])  # the sample measured: rows 4, 9, 12 of the file
     with pytest.raises(InputError) as info:
-        _check_finite(X, "w.txt", [f"word{i}" for i in range(20)], rows)
+        _check_finite(X, "w.txt", [f"word{i}" for i in range(20)], rows, 20)  # (no such file: no line said)
     assert info.value.message == ("EMBEDDINGS 'w.txt' has a non-finite value -inf at row 9, column 2 "
                                   "(row name 'word9'); expected finite numbers (no NaN or inf).")
-    _check_finite(np.ones((3, 4)), "w.txt", None, rows)  # all finite: nothing said
+    _check_finite(np.ones((3, 4)), "w.txt", None, rows, 20)  # all finite: nothing said
 
 
 def test_shard_check_names_the_shard_and_the_global_row():

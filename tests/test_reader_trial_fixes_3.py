@@ -192,6 +192,27 @@ def test_an_empty_field_among_written_ones_is_a_nan_as_pandas_writes_it(tmp_path
     assert exit_.value.code == 2
 
 
+@pytest.mark.parametrize(("name", "text", "line", "where"), [
+    # header, blank line: the empty field of array row 1 is on the file's line 4
+    ("gaps.csv", "a,b,c\n1,2,3\n\n4,,6\n7,8,9\n", 4, "row 1, column 1"),
+    ("gaps.csv", "1,2,3\n4,5,\n", 2, "row 1, column 2"),  # no header
+    ("gaps.csv", 'id,a,b\n0,1,2\n1,"3\n",4\n2,nan,5\n', 5, "row 2, column 0 (row name '2'"),  # a quoted line break
+    ("gaps.tsv", "a\tb\n1\t2\n3\tinf\n", 3, "row 1, column 1"),
+    ("m.txt", "# np.savetxt header\n1 2\n\n3 4 # note\n5 nan\n", 5, "row 2, column 1"),
+    ("w.vec", "3 2\nthe 1 2\n\n# 1 nan\ncat 1 2\n", 4, "row 1, column 1 (row name '#'"),  # '#' is a word here
+])
+def test_a_non_finite_cell_of_a_text_file_is_named_at_its_line_too(tmp_path, capsys, name, text, line, where):
+    """The NaN check names a cell by its array row and column from 0, which a header, blank lines and comments
+    shift away from the file's lines (a user trial: an empty CSV cell on line 3, field 2 was "row 1, column 1")."""
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(SystemExit) as exit_:
+        main(["measure", str(path), "--metrics", "isoscore"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert f"at {where}" in err and f"counted from 0: the row is line {line} of the file)" in err, err
+
+
 def test_a_nan_written_as_nan_and_row_names_before_a_shorter_header_are_read(tmp_path):
     path = tmp_path / "nan.csv"
     path.write_text("a,b,c\n1,nan,3\n4,NaN,6\n")

@@ -1252,6 +1252,51 @@ def _read_numeric_text(path: Path) -> np.ndarray:
     return _as_matrix(X, path)
 
 
+def data_line(path: str | os.PathLike, row: int, n_rows: int, *, named: bool) -> int | None:
+    """The line of the file at ``path`` (counted from 1) that holds its data row ``row`` (counted from 0, of
+    ``n_rows``), for a ``.csv``/``.tsv``/``.txt``/``.vec`` file :func:`read_embeddings` read; ``None`` for other
+    files, or when the file's records do not count ``n_rows`` data rows after at most one header line.
+
+    For a message about a cell (a NaN among the numbers), which the array names by its row from 0 while a user
+    reads the file by its lines: a header, blank lines and ``#`` comments (of a matrix; ``named``: word vectors,
+    whose words may start with ``#``) shift them apart. Records are counted as the readers count them: blank lines
+    skipped, a ``.csv``/``.tsv`` record's quoted line breaks inside it; the header is whatever precedes the
+    ``n_rows`` data records (a table's column names, a word2vec ``<n_words> <n_features>`` line). Reads the file
+    once, line by line, up to the row.
+    """
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in (".csv", ".tsv", ".txt", ".vec") or not path.is_file() or not 0 <= row < n_rows:
+        return None
+
+    def starts():  # the line each record starts on (two passes: no list of n_rows line numbers is held)
+        if suffix in (".csv", ".tsv"):
+            from isotropy.io._delimited import file_delimiter
+
+            with open(path, encoding="utf-8-sig", errors="replace", newline="") as handle:
+                reader, end = csv.reader(handle, delimiter=file_delimiter(path, "utf-8-sig")), 0
+                for record in reader:
+                    if record:
+                        yield end + 1
+                    end = reader.line_num
+        else:
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                for number, line in enumerate(handle, start=1):
+                    if (line if named else line.split("#", 1)[0]).strip():
+                        yield number
+
+    try:
+        header = sum(1 for _ in starts()) - n_rows
+        if header not in (0, 1):
+            return None
+        for index, line in enumerate(starts()):
+            if index == header + row:
+                return line
+    except (OSError, csv.Error):
+        pass
+    return None
+
+
 def _first_non_number(path: Path) -> str | None:
     """Where the first field that is not a number lies in a text matrix, as ``np.loadtxt`` reads it (``#`` starts a
     comment), said by its line and field counted from 1; ``None`` when every field reads as a number."""

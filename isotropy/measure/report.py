@@ -285,7 +285,7 @@ def prepare_input(X, row_names, embeddings, labels_path, *, key, sample_size, ra
         # same array in Python is not)
         dtype = X.dtype.newbyteorder("=") if X.dtype.kind == "f" and X.dtype.itemsize in (4, 8) else np.float64
         X = np.array(X, dtype=dtype, order="C") if isinstance(X, np.memmap) else np.ascontiguousarray(X, dtype=dtype)
-        _check_finite(X, embeddings, row_names, rows)
+        _check_finite(X, embeddings, row_names, rows, n_rows)
     n_samples = X.shape[0]
     where = f" (a sample of {n_samples} of its {n_rows} rows)" if n_samples < n_rows else ""
     if sample_size is not None and sample_size >= n_rows:  # not silently: the JSON still says what was asked
@@ -436,8 +436,10 @@ def _guard(function, *args, **kwargs):
                 warnings.warn_explicit(found.message, found.category, found.filename, found.lineno)
 
 
-def _check_finite(X, embeddings, row_names, rows) -> None:
-    """Reject NaN and inf in the rows measured; name the first one by its row in the file."""
+def _check_finite(X, embeddings, row_names, rows, n_rows: int) -> None:
+    """Reject NaN and inf in the rows measured; name the first one by its row in the file (of ``n_rows``), and for a
+    text file by its line too: the row counts from 0 and skips a header, blank lines and comments, the line does not
+    (an empty CSV cell read as NaN was named at "row 1, column 1" on the file's line 3, field 2: a user trial)."""
     import numpy as np
 
     from isotropy._utils.validation import first_nonfinite
@@ -447,8 +449,12 @@ def _check_finite(X, embeddings, row_names, rows) -> None:
     found = first_nonfinite(X)  # a block of rows at a time: no n x d temporary either
     row = int(rows[found.row])
     from isotropy.io._encoding import shorten
+    from isotropy.io.embeddings import data_line
 
-    name = f" (row name {shorten(str(row_names[row]))!r})" if row_names is not None else ""  # 1 GB names were quoted
+    said = [f"row name {shorten(str(row_names[row]))!r}"] if row_names is not None else []  # 1 GB names were quoted
+    line = data_line(embeddings, row, n_rows, named=row_names is not None) if isinstance(embeddings, str) else None
+    said += [] if line is None else [f"counted from 0: the row is line {line} of the file"]
+    name = f" ({'; '.join(said)})" if said else ""
     raise InputError(f"EMBEDDINGS {embeddings!r} has a non-finite value {found.at(row)}{name}; "
                      f"expected finite numbers (no NaN or inf).")
 
