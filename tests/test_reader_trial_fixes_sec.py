@@ -157,5 +157,5 @@ def test_a_row_name_quoted_by_measure_is_cut():
 
     X = np.array([[1.0, 2.0], [np.nan, 1.0]])
     with pytest.raises(InputError, match=r"\(row name '1\.51\.5") as error:
-        _check_finite(X, "x.csv", ["a", "1.5" * 10**6], np.arange(2))
+        _check_finite(X, "x.csv", ["a", "1.5" * 10**6], np.arange(2), 2)
     assert len(error.value.message) < 300 and "…'" in error.value.message
