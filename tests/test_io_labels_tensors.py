@@ -275,3 +275,26 @@ def test_labels_beside_embeddings_are_read_without_the_embeddings(tmp_path, suff
             "print((peak() - before) * 1024)\n")
     out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True)
     assert int(out.stdout) < embeddings.numel() * 4 // 4, out.stdout  # under 16 MiB for 64 MiB of embeddings
+
+
+def test_a_nested_labels_tensor_is_refused_as_labels(tmp_path):
+    """Labels saved per batch as a nested tensor were refused in the embeddings' words ("expected a dense 2-d tensor
+    of shape (n_samples, n_features)"), which is wrong for labels: the message now asks for labels and says how to
+    join the pieces; the same tensor given as EMBEDDINGS keeps the embeddings' words."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # torch: nested tensors are a prototype
+        y = torch.nested.nested_tensor([torch.tensor([0, 1, 1]), torch.tensor([2, 0])])
+    path = tmp_path / "embd.pt"
+    torch.save({"emb": torch.ones(5, 4), "y": y}, path)
+    with pytest.raises(IsotropyValueError) as info:
+        read_labels(path, n_rows=5, column="y")
+    assert str(info.value) == (f"Cannot read labels from {str(path)!r}: its tensor 'y' is a nested tensor of 2 pieces; "
+                               f"expected a dense 1-d tensor of labels, or a 2-d 0/1 tensor of one column per label: "
+                               f"torch.save(torch.cat(tensor.unbind()), path) saves its pieces' labels.")
+    torch.save({"emb": torch.ones(5, 4), "y": torch.cat(y.unbind())}, path)  # the advice, followed
+    assert read_labels(path, n_rows=5, column="y").tolist() == [0, 1, 1, 2, 0]
+    with pytest.raises(IsotropyValueError, match=r"expected a dense 2-d tensor of shape \(n_samples, n_features\)"):
+        torch.save({"emb": torch.ones(5, 4), "y": y}, path)
+        read_embeddings(path, key="y")

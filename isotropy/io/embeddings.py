@@ -405,13 +405,18 @@ def _check_npz_member(path, archive, member: str, fail=_fail) -> None:
                           f"header) but holds {info.file_size} bytes", "a complete .npz archive written by np.savez")
 
 
-def _check_tensor_layout(path, tensor, key=None, fail=_fail) -> None:
+def _check_tensor_layout(path, tensor, key=None, fail=_fail, labels: bool = False) -> None:
     """Refuse a sparse or nested tensor, saying how to save it dense (torch's errors came from deep inside:
     ``Cannot access storage of SparseTensorImpl``, ``NestedTensorImpl doesn't support sizes``). ``fail``: the
-    reader's error (the labels reader's words)."""
+    reader's error (the labels reader's words); ``labels``: the tensor is read as labels (1-d, or 2-d 0/1), not as
+    embeddings."""
     import torch
 
     what = "its tensor" if key is None else f"its tensor {key!r}"
+    if tensor.is_nested and labels:  # labels saved per batch: their 1-d pieces concatenate into one tensor
+        advice = ": torch.save(torch.cat(tensor.unbind()), path) saves its pieces' labels" if tensor.dim() in (2, 3) else ""
+        raise fail(path, f"{what} is a nested tensor of {tensor.size(0)} pieces",
+                   f"a dense 1-d tensor of labels, or a 2-d 0/1 tensor of one column per label{advice}")
     if tensor.is_nested:  # strided or jagged: no shape of its own to read
         if tensor.dim() == 3:  # pieces of shape (n_i, n_features): their rows are the samples
             expected = ("a dense 2-d tensor: torch.save(torch.cat(tensor.unbind()), path) saves the rows of its pieces "
@@ -464,7 +469,7 @@ def _read_torch(path, key):
     return _as_matrix(_torch_array(path, key), path)
 
 
-def _torch_array(path, key, *, fail=_fail, pick=_pick, no_key=_no_key) -> np.ndarray:
+def _torch_array(path, key, *, fail=_fail, pick=_pick, no_key=_no_key, labels: bool = False) -> np.ndarray:
     """The tensor of a ``.pt``/``.pth`` file (a tensor, or the one of a saved dict that ``key`` names), as numpy,
     whatever its shape: the loading and checks of every reader of such files, before its own (the embeddings
     reader's 2-d matrix, :func:`_as_matrix`; the labels reader's labels).
@@ -473,7 +478,8 @@ def _torch_array(path, key, *, fail=_fail, pick=_pick, no_key=_no_key) -> np.nda
     pickled object is ever built) and the tensor taken is checked dense (:func:`_check_tensor_layout`) and holding
     its own data (:func:`_check_tensor_storage`) before it is copied. The reader's words: ``fail(path, reason,
     expected)`` makes its error, ``pick(path, tensors, key, what)`` takes the tensor of a dict (``what``: "saved
-    dict"), ``no_key(path, key, what)`` refuses a ``key`` given for a file of one tensor.
+    dict"), ``no_key(path, key, what)`` refuses a ``key`` given for a file of one tensor; ``labels``: a nested
+    tensor is refused as labels are expected, not as a matrix.
     """
     try:
         import torch
@@ -514,7 +520,7 @@ def _torch_array(path, key, *, fail=_fail, pick=_pick, no_key=_no_key) -> np.nda
         name = key if key is not None or len(tensors) != 1 else next(iter(tensors))
     else:
         raise fail(path, f"torch.load returned a {type(obj).__name__}", "a tensor, or a dict of tensors")
-    _check_tensor_layout(path, tensor, name, fail=fail)
+    _check_tensor_layout(path, tensor, name, fail=fail, labels=labels)
     _check_tensor_storage(path, tensor, fail=fail)
     arr = _tensor_to_numpy(tensor, path, fail=fail)
     return np.array(arr, copy=True) if mapped else arr  # an own array, not a view of the mapped file

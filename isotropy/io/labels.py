@@ -412,7 +412,7 @@ def _read_tensor(path, column) -> np.ndarray:
     if path.suffix.lower() == ".safetensors":
         labels = embeddings._safetensors_array(path, column, fail=_fail, pick=_pick)
     else:
-        labels = embeddings._torch_array(path, column, fail=_fail, pick=_pick, no_key=_no_member)
+        labels = embeddings._torch_array(path, column, fail=_fail, pick=_pick, no_key=_no_member, labels=True)
     if labels.dtype.kind == "f" and labels.itemsize < 4:  # float16 of a .safetensors file: float32, as a .pt's is
         labels = labels.astype(np.float32)
     return _array_labels(labels, path)
