@@ -218,3 +218,32 @@ def test_minibatch_stability_fresh_seeds_give_the_verdicts_of_the_first_seeds(se
     assert {"holds", "does not hold"} & set(fresh.values())
     page = (Path(__file__).resolve().parents[1] / "docs" / "experiments" / "minibatch-stability.md").read_text()
     assert f"<!-- claims: minibatch-stability/{setup}-seeds-3-5 -->" in page
+
+
+@pytest.mark.parametrize("curves", sorted(RUNS.glob("classifier-geometry/*/curves.csv")),
+                         ids=lambda path: path.parent.name)
+def test_committed_curves_are_those_of_the_committed_summary(curves):
+    """A committed ``curves.csv`` (the figures of the classifier-geometry page are drawn from it) belongs to the
+    committed run beside it: its first and last steps are the summary's initial and final mean and std of every
+    metric, its steps the run's updates at its metric interval, and its seed-mean correlation the committed one."""
+    import numpy as np
+    import pandas as pd
+    from scipy import stats
+
+    table = pd.read_csv(curves)
+    summary = json.loads((curves.parent / "summary.json").read_text())
+    correlations = json.loads((curves.parent / "correlations.json").read_text())[summary["setup"]]["seed_means"]
+    steps = list(range(0, summary["updates"] + 1, summary["metric_interval"]))
+    if steps[-1] != summary["updates"]:
+        steps.append(summary["updates"])
+    assert table["step"].tolist() == steps
+    for end, row in (("initial", table.iloc[0]), ("final", table.iloc[-1])):
+        for metric, values in summary[end].items():
+            assert row[f"{metric}_mean"] == pytest.approx(values["mean"], rel=1e-12, abs=1e-15), (end, metric)
+            assert row[f"{metric}_std"] == pytest.approx(values["std"], rel=1e-12, abs=1e-15), (end, metric)
+    assert correlations["n_steps"] == len(table)
+    assert stats.pearsonr(table["isoscore_mean"], table["silhouette_mean"])[0] == pytest.approx(
+        correlations["pearson_r"], rel=1e-9)
+    assert stats.spearmanr(table["isoscore_mean"], table["silhouette_mean"])[0] == pytest.approx(
+        correlations["spearman_rho"], rel=1e-9)
+    assert np.isfinite(table.drop(columns="step").to_numpy()).all()
