@@ -499,3 +499,17 @@ def test_a_parquet_shard_whose_later_rows_belie_its_first_is_refused_not_a_block
     frame.assign(id=np.arange(6.0)).to_parquet(tmp_path / "ok.parquet")  # row ids throughout: as in memory
     np.testing.assert_array_equal(read_shards(tmp_path / "ok.parquet").compute(),
                                   read_embeddings(tmp_path / "ok.parquet")[0])
+
+
+def test_the_line_of_a_cell_is_not_looked_for_in_a_file_too_large_to_read_twice(tmp_path, monkeypatch, capsys):
+    """data_line reads the file twice on the error path: a file over _DATA_LINE_BYTES keeps the array's row only."""
+    from isotropy.io import embeddings
+
+    path = tmp_path / "gaps.csv"
+    path.write_text("a,b\n1,2\n3,\n")
+    assert embeddings.data_line(path, 1, 2, named=False) == 3
+    monkeypatch.setattr(embeddings, "_DATA_LINE_BYTES", path.stat().st_size - 1)
+    assert embeddings.data_line(path, 1, 2, named=False) is None
+    with pytest.raises(SystemExit):
+        main(["measure", str(path), "--metrics", "isoscore"])
+    assert "at row 1, column 1; expected finite numbers" in capsys.readouterr().err  # the row only, no line

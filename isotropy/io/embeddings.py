@@ -1258,6 +1258,10 @@ def _read_numeric_text(path: Path) -> np.ndarray:
     return _as_matrix(X, path)
 
 
+# Bytes of a text file up to which a message about a cell names its line (data_line).
+_DATA_LINE_BYTES = 256 * 2**20
+
+
 def data_line(path: str | os.PathLike, row: int, n_rows: int, *, named: bool) -> int | None:
     """The line of the file at ``path`` (counted from 1) that holds its data row ``row`` (counted from 0, of
     ``n_rows``), for a ``.csv``/``.tsv``/``.txt``/``.vec`` file :func:`read_embeddings` read; ``None`` for other
@@ -1268,11 +1272,14 @@ def data_line(path: str | os.PathLike, row: int, n_rows: int, *, named: bool) ->
     whose words may start with ``#``) shift them apart. Records are counted as the readers count them: blank lines
     skipped, a ``.csv``/``.tsv`` record's quoted line breaks inside it; the header is whatever precedes the
     ``n_rows`` data records (a table's column names, a word2vec ``<n_words> <n_features>`` line). Reads the file
-    once, line by line, up to the row.
+    twice, a line at a time (counting its records, then up to the row); not a file over ``_DATA_LINE_BYTES``, whose
+    two passes would keep the user waiting for the error (a 200 MiB CSV: 7 s, against 4 s to read it).
     """
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in (".csv", ".tsv", ".txt", ".vec") or not path.is_file() or not 0 <= row < n_rows:
+        return None
+    if path.stat().st_size > _DATA_LINE_BYTES:
         return None
 
     def starts():  # the line each record starts on (two passes: no list of n_rows line numbers is held)
