@@ -8,6 +8,13 @@ processes, once per ``--memory-limit`` (a new cluster each). Prints, per limit, 
 its imports (the package and the compiled loops) and its peak (``VmHWM``), the peak above the imports against the
 input's size, the wall time and the values (the same for every limit).
 
+A second table says what each worker held at its highest resident memory, sampled every 20 ms in the worker (the
+sample can miss the ``VmHWM`` by a few MiB): dask's managed memory there (the bytes of the results it kept, by task
+name), the rest (dask's "unmanaged memory"), and of the rest the pages of mapped files (the libraries: Python,
+numpy, llvmlite...) and the bytes freed but kept by glibc's malloc (``mallinfo2``, all arenas); then the worker's
+resident memory after the pass, when it holds no results (the process with the compiled loops loaded), and after
+``malloc_trim(0)``.
+
     nice -n 5 .venv/bin/python benchmarks/bench_dask_memory.py [--n 120000] [--d 384] [--workers 2]
         [--memory-limit auto,400MiB]
 """
@@ -44,6 +51,56 @@ def _peak() -> float:
     return _status("VmHWM")
 
 
+def _mallinfo_free() -> float:
+    """Bytes freed but kept by glibc's malloc, all arenas (``mallinfo2().fordblks``), in MiB; NaN without glibc."""
+    import ctypes
+
+    class Mallinfo2(ctypes.Structure):
+        _fields_ = [(name, ctypes.c_size_t) for name in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
+                                                          "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallinfo2.restype = Mallinfo2
+    except (OSError, AttributeError):
+        return float("nan")
+    return libc.mallinfo2().fordblks / 2**20
+
+
+def _start_sampling(dask_worker) -> None:
+    """Sample this worker's resident memory, mapped files, managed bytes by task name and malloc's free bytes."""
+    import threading
+
+    samples, stop = [], threading.Event()
+
+    def sample():
+        while not stop.wait(0.02):
+            held = {}
+            for ts in list(dask_worker.state.tasks.values()):
+                if ts.state == "memory" and ts.nbytes:
+                    name = ts.prefix if isinstance(ts.prefix, str) else ts.prefix.name
+                    held[name] = held.get(name, 0) + ts.nbytes / 2**20
+            samples.append((_resident(), _status("RssFile"), dask_worker.state.nbytes / 2**20, _mallinfo_free(), held))
+
+    dask_worker._bench_samples, dask_worker._bench_stop = samples, stop
+    threading.Thread(target=sample, name="bench-memory-sampler", daemon=True).start()
+
+
+def _at_peak(dask_worker) -> dict:
+    """The sample of highest resident memory, then the resident memory now (nothing held) and after malloc_trim."""
+    import ctypes
+    import gc
+
+    dask_worker._bench_stop.set()
+    rss, files, managed, free, held = max(dask_worker._bench_samples, key=lambda sample: sample[0])
+    gc.collect()
+    after = _resident()
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    return {"rss": rss, "files": files, "managed": managed, "free": free, "held": held, "after": after,
+            "trimmed": _resident(), "after_managed": dask_worker.state.nbytes / 2**20}
+
+
 def _warm() -> None:
     import importlib
 
@@ -63,12 +120,14 @@ def _run(folder: Path, workers: int, limit: str) -> dict:
         client.run(_warm)
         base = client.run(_resident)
         X = read_shards(folder)
+        client.run(_start_sampling)
         start = time.perf_counter()
         values = neighbour_dimensions(X)
         seconds = time.perf_counter() - start
         peak = client.run(_peak)
+        sampled = client.run(_at_peak)
     return {"base": [base[k] for k in sorted(base)], "peak": [peak[k] for k in sorted(peak)], "seconds": seconds,
-            "values": values, "input_mib": X.nbytes / 2**20}
+            "values": values, "input_mib": X.nbytes / 2**20, "sampled": [sampled[k] for k in sorted(sampled)]}
 
 
 def main(argv=None):
@@ -91,15 +150,25 @@ def main(argv=None):
               f"from one pass of tiles on a LocalCluster of {args.workers} one-thread workers\n")
         print("| memory limit per worker | resident after imports (MiB) | peak (MiB) | peak above imports / input | "
               "seconds | TwoNN | MLE |\n|---|---|---|---|---|---|---|")
+        runs = []
         for limit in args.memory_limit.split(","):
             r = _run(folder, args.workers, limit.strip())
+            runs.append((limit, r))
             base = " / ".join(f"{b:.0f}" for b in r["base"])
             peak = " / ".join(f"{p:.0f}" for p in r["peak"])
             above = " / ".join(f"{(p - b) / r['input_mib']:.2f}" for p, b in zip(r["peak"], r["base"]))
             values = r["values"]
             print(f"| {limit} | {base} | {peak} | {above} | {r['seconds']:.1f} | {values['twonn_dimension']:.10g} | "
                   f"{values['mle_dimension']:.10g} |", flush=True)
-        print(f"\ninput: {r['input_mib']:.1f} MiB")
+        print(f"\ninput: {r['input_mib']:.1f} MiB\n\nat each worker's sampled peak of resident memory (MiB):\n")
+        print("| memory limit per worker | worker | resident | dask's managed | unmanaged | of it: mapped files | "
+              "of it: freed, kept by malloc | resident after the pass / after malloc_trim | largest managed at the peak "
+              "|\n|---|---|---|---|---|---|---|---|---|")
+        for limit, r in runs:
+            for w, s in enumerate(r["sampled"]):
+                held = ", ".join(f"{name} {mib:.0f}" for name, mib in sorted(s["held"].items(), key=lambda kv: -kv[1])[:3])
+                print(f"| {limit} | {w} | {s['rss']:.0f} | {s['managed']:.0f} | {s['rss'] - s['managed']:.0f} | "
+                      f"{s['files']:.0f} | {s['free']:.1f} | {s['after']:.0f} / {s['trimmed']:.0f} | {held} |")
 
 
 if __name__ == "__main__":
