@@ -136,3 +136,46 @@ def test_refusals_keep_their_words_after_the_one_read(dtype):
     assert float(iso.alignment(X, Y, normalize=False)) > 0
     with pytest.raises(iso.IsotropyValueError, match=rf"inside {str(dtype)[6:]}'s range\. Got a mean of about 1e"):
         iso.alignment(X, Y * 1e30, normalize=False, alpha=100 if dtype == torch.float64 else 3)
+
+
+# --- uniformity: the same single read ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16])
+@pytest.mark.parametrize("normalize", [True, False])
+def test_uniformity_reads_the_device_once_per_call(reads, dtype, normalize):
+    X, _ = _pairs(dtype)
+    value = iso.uniformity(X, normalize=normalize)
+    assert reads == ["tolist"]  # (was: 6 reads, the log-mean-exp's shift and choice of form among them)
+    del reads[:]
+    value.backward()
+    assert reads == [] and torch.isfinite(X.grad).all()
+
+
+@pytest.mark.parametrize("normalize", [True, False])
+@pytest.mark.parametrize("spread", [1e-7, 1.0])  # both forms of the log-mean-exp: near the shift (expm1) and not
+def test_uniformity_equals_the_definition(normalize, spread):
+    rng = np.random.default_rng(2)
+    A = torch.tensor(3.0 + spread * rng.normal(size=(9, 4)))
+    with mpmath.workdps(60):
+        rows = [[mpmath.mpf(v) for v in r] for r in A.tolist()]
+        if normalize:
+            rows = [[v / mpmath.sqrt(mpmath.fsum(u * u for u in r)) for v in r] for r in rows]
+        pairs = [mpmath.fsum((a - b) ** 2 for a, b in zip(rows[i], rows[j]))
+                 for i in range(len(rows)) for j in range(i + 1, len(rows))]
+        ref = mpmath.log(mpmath.fsum(mpmath.exp(-2 * d) for d in pairs) / len(pairs))
+    assert _relative(iso.uniformity(A, normalize=normalize), ref) < 1e-12
+
+
+def test_uniformity_refusals_keep_their_words_after_the_one_read():
+    X, _ = (A.detach().clone() for A in _pairs(torch.float64))
+    X[4, 1] = math.nan
+    with pytest.raises(iso.IsotropyValueError, match=r"^The 'X' parameter of uniformity must contain only finite "
+                                                     r"values\. Got nan at row 4, column 1 instead\.$"):
+        iso.uniformity(X)
+    X[4, 1] = 1.0
+    X[2] = 0.0
+    with pytest.raises(iso.IsotropyValueError, match=r"^The 'X' parameter of uniformity has a zero row"):
+        iso.uniformity(X)
+    with pytest.raises(iso.IsotropyValueError, match=r"^The 'X' parameter of uniformity has rows whose squared "
+                                                     r"distances exceed float64's range"):
+        iso.uniformity(X * 1e160, normalize=False)

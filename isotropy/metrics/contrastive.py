@@ -15,13 +15,18 @@ import numbers
 import numpy as np
 
 from isotropy._kernels.sphere import (
+    exponents,
+    float_layout,
     log_mean_exp,
     log_mean_exp_torch,
     pair_potentials,
     potential_rows,
+    powers_of_two,
     scaled_rows,
+    scaled_rows_queued,
     sphere_rows,
     unit_rows,
+    unit_scales,
 )
 from isotropy._utils.backend import is_dask, is_torch, to_output
 from isotropy._utils.errors import IsotropyValueError
@@ -224,17 +229,17 @@ def _alignment_kernel(X, Y, *, alpha: float, normalize: bool, narrow: bool):
             top_x, top_y = X.abs().amax(dim=1), Y.abs().amax(dim=1)
             if normalize:  # each row at unit scale by its own power of two (a chord has no scale)
                 k = None
-                (scale_x, more_x), (scale_y, more_y) = _unit_scales(top_x), _unit_scales(top_y)
+                (scale_x, more_x), (scale_y, more_y) = unit_scales(top_x), unit_scales(top_y)
             else:  # each pair by one (its power keeps its scale, k)
-                k = _exponents(torch.maximum(top_x, top_y))
-                scale_x = scale_y = _powers_of_two(-k)
+                k = exponents(torch.maximum(top_x, top_y))
+                scale_x = scale_y = powers_of_two(-k)
         X, Y = X * scale_x[:, None], Y * scale_y[:, None]
         if normalize:  # rows of subnormal numbers: the rest of their way to unit scale (1 for every other row)
             X, Y = X * more_x[:, None], Y * more_y[:, None]
         D = X - Y
         with torch.no_grad():
-            j = _exponents(D.abs().amax(dim=1))
-        D = D * _powers_of_two(-j)[:, None]
+            j = exponents(D.abs().amax(dim=1))
+        D = D * powers_of_two(-j)[:, None]
         s = (D * D).sum(dim=1)
         if normalize:
             nx, ny = torch.linalg.vector_norm(X, dim=1), torch.linalg.vector_norm(Y, dim=1)
@@ -264,50 +269,15 @@ def _alignment_kernel(X, Y, *, alpha: float, normalize: bool, narrow: bool):
         checks.append(top == math.inf)
         # the powers relative to 2**W, W the whole part of the largest L (0 when every pair coincides, or every
         # power is past float64's exponent: a sum of 0), each power below 2
-        reach = 2 * (_float_layout(X.dtype)[2] - 1)  # two normal powers of two: 2**±2044 in float64
+        reach = 2 * (float_layout(X.dtype)[2] - 1)  # two normal powers of two: 2**±2044 in float64
         W = torch.where(torch.isfinite(top), torch.floor(top), 0.0).clamp(-reach, reach)
         half = torch.trunc(W / 2)
-        powers = _powers_of_two(torch.stack([half, W - half]))
+        powers = powers_of_two(torch.stack([half, W - half]))
     mean = torch.exp2(L - W).sum() / n  # in [1/n, 2) (0 when every pair coincides): the mean is mean · 2**W
     # times 2**W as two powers of two of at most 2**±1022 each (float64): a result past the range is inf or 0, as the
     # numpy path's ldexp (inf is refused; 0 is the rounding of a mean below the range, as 2**−2044 times less than 2)
     value = mean * powers[0] * powers[1]
     return value, L.detach(), checks
-
-
-def _exponents(top):
-    """``e`` with ``top · 2**-e`` in [0.5, 1) for the detached tensor ``top`` of non-negative magnitudes, read from the
-    bits of ``top`` (exact, on any device): clamped to the exponents of normal powers of two (``e`` ≥ −1022 in
-    float64, so that a subnormal ``top`` is brought to at least 2**-52; 0 gives −1022 and stays 0; inf and NaN give
-    the largest and stay what they are)."""
-
-    bits, mantissa, bias = _float_layout(top.dtype)
-    biased = (top.view(bits) >> mantissa) & (2 * bias + 1)
-    return (biased - (bias - 1)).clamp(min=-(bias - 1), max=bias - 1).to(top.dtype)
-
-
-def _unit_scales(top):
-    """Two powers of two whose product brings rows of largest magnitudes ``top`` to [0.5, 1): the second is 1 except
-    for a row of subnormal numbers (whose power, up to 2**1073, is past float64's range). Left below 2**-52, such a row
-    and a unit row of nearly its direction lost their chord to the cancellation of ``‖x − y‖² − (‖x‖ − ‖y‖)²`` (0.24
-    relative)."""
-    first = _powers_of_two(-_exponents(top))
-    return first, _powers_of_two(-_exponents(top * first))
-
-
-def _powers_of_two(e):
-    """``2**e`` of the detached tensor ``e`` of whole numbers from −(bias − 1) to bias − 1 (normal powers of two of
-    ``e``'s float dtype), built from their bits: exact on any device, as ``exp2`` or ``pow`` need not be."""
-
-    bits, mantissa, bias = _float_layout(e.dtype)
-    return ((e.to(bits) + bias) << mantissa).view(e.dtype)
-
-
-def _float_layout(dtype):
-    """``(integer dtype of the same width, mantissa bits, exponent bias)`` of float64 or float32."""
-    import torch
-
-    return (torch.int64, 52, 1023) if dtype == torch.float64 else (torch.int32, 23, 127)
 
 
 def _refuse_nonfinite(given, caller: str) -> None:
@@ -528,7 +498,8 @@ def uniformity(X, *, t: float = 2, normalize: bool = True):
     a value just below 0 is not lost to the rounding of a mean near 1. Torch input is computed
     with one differentiable ``torch.pdist``, as in training, in float64 (float32 on MPS) whatever
     its dtype, by the same formulas, and refused beyond float64's range as numpy input; the value
-    comes back in the input's dtype (float32 for float16, bfloat16 and integer tensors).
+    comes back in the input's dtype (float32 for float16, bfloat16 and integer tensors). A tensor
+    is read from its device once per call, to refuse bad input after the value is queued.
 
     References
     ----------
@@ -550,35 +521,11 @@ def uniformity(X, *, t: float = 2, normalize: bool = True):
         from isotropy import distributed
 
         return distributed.uniformity(X, t=t, normalize=normalize)
-    X = check_X(X, caller=caller)
+    # a tensor is checked for NaN and inf by the torch path itself, in its one read from the device
+    X = check_X(X, caller=caller, allow_nonfinite=is_torch(X))
     t = float(t)
     if is_torch(X):
-        import torch
-
-        # all in float64 (differentiable), as numpy: in float32 the squared distances of rows near 1e25 overflowed
-        # (-inf for -4.159) and unit rows rounded to float32 moved the distances of nearly parallel rows (4e-5
-        # relative at an offset of 3e5); the log-mean-exp in float64 too: exp(−t·d²) of nearly collapsed rows
-        # (d² ~ 1e-8) rounded to 1 in float32 and the value read exactly 0 ("all rows coincide")
-        wide = torch.float32 if X.device.type == "mps" else torch.float64  # MPS has no float64
-        W = X.to(wide)
-        if normalize:  # the chords of the exact directions, as numpy (sphere_rows)
-            B, _, h, norms = sphere_rows(scaled_rows(W, caller=caller))
-            i, j = torch.triu_indices(B.shape[0], B.shape[0], 1, device=B.device)  # pdist's order of the pairs
-            ni, nj = norms.index_select(0, i), norms.index_select(0, j)
-            radial = (h.index_select(0, i) - h.index_select(0, j)) / (ni + nj)  # ‖a‖ − ‖b‖
-            sq = ((torch.pdist(B, p=2).pow(2) - radial * radial) / (ni * nj)).clamp(min=0.0)
-        else:  # centred and refused beyond float64's range as numpy (a float64 tensor near 1e160 read -inf)
-            W, _ = potential_rows(W, centre=W.detach().mean(dim=0), caller=caller)
-            sq = torch.pdist(W, p=2).pow(2)
-        value = log_mean_exp_torch(-t * sq)
-        out = value.to(X.dtype)
-        # narrowed to float32 (or less): one sync, as alignment's, to refuse an -inf that float64 did not give
-        if out.dtype != value.dtype and bool(torch.isinf(out.detach())) and not bool(torch.isinf(value.detach())):
-            dtype = str(X.dtype).replace("torch.", "")
-            raise IsotropyValueError(
-                f"The 'X' parameter of {caller} must have a uniformity inside {dtype}'s range. Got about "
-                f"{float(value.detach()):.3g} (t={t:g}) instead; rescale X, take a smaller t, or pass float64 tensors.")
-        return out
+        return _torch_uniformity(X, t=t, normalize=normalize, caller=caller)
     if normalize:  # the rows' exact directions, less their mean, for the chords (sphere_rows)
         P = sphere_rows(scaled_rows(X, caller=caller))
     else:  # centred (the distances do not depend on it; far from the origin the expansion cancelled)
@@ -586,3 +533,56 @@ def uniformity(X, *, t: float = 2, normalize: bool = True):
         P = potential_rows(X, centre=X.mean(axis=0), caller=caller)
     # every pair once, in tiles of _BLOCK_ROWS x _BLOCK_COLS on and above the diagonal (the dask tiles' kernel)
     return log_mean_exp(pair_potentials(P, P, t, diagonal=True, rows=_BLOCK_ROWS, cols=_BLOCK_COLS))
+
+
+def _torch_uniformity(X, *, t: float, normalize: bool, caller: str):
+    """:func:`uniformity` of a tensor, differentiable, with one read from the device (as :func:`_torch_alignment`).
+
+    All in float64 (differentiable), as numpy: in float32 the squared distances of rows near 1e25 overflowed (-inf for
+    -4.159) and unit rows rounded to float32 moved the distances of nearly parallel rows (4e-5 relative at an offset
+    of 3e5); the log-mean-exp in float64 too: exp(−t·d²) of nearly collapsed rows (d² ~ 1e-8) rounded to 1 in float32
+    and the value read exactly 0 ("all rows coincide"). The checks (X finite, a zero row, squared distances past
+    float64's range, a value past the output dtype's) are queued beside the value and read once at the end; they used
+    to be read back six times per call (check_X's extremes, the zero rows, the log-mean-exp's shift and its choice of
+    form, the output's range).
+    """
+    import torch
+
+    wide = torch.float32 if X.device.type == "mps" else torch.float64  # MPS has no float64
+    W = X.to(wide)
+    with torch.no_grad():
+        finite = torch.isfinite(W).all()  # (one pass over the rows: the pairs cost n / 2 times more)
+    if normalize:  # the chords of the exact directions, as numpy (sphere_rows)
+        Z, zero = scaled_rows_queued(W)
+        B, _, h, norms = sphere_rows(Z)
+        i, j = torch.triu_indices(B.shape[0], B.shape[0], 1, device=B.device)  # pdist's order of the pairs
+        ni, nj = norms.index_select(0, i), norms.index_select(0, j)
+        radial = (h.index_select(0, i) - h.index_select(0, j)) / (ni + nj)  # ‖a‖ − ‖b‖
+        sq = ((torch.pdist(B, p=2).pow(2) - radial * radial) / (ni * nj)).clamp(min=0.0)
+        far = False
+    else:  # centred (the distances do not depend on it; far from the origin the expansion cancelled)
+        zero = False
+        B = W - W.detach().mean(dim=0)
+        with torch.no_grad():  # squared norms past float64's range, or their pairs' sums: refused as numpy refuses
+            squares = (B * B).sum(dim=1)
+            far = ~(torch.isfinite(squares).all() & torch.isfinite(2.0 * squares.max()))
+        sq = torch.pdist(B, p=2).pow(2)
+    value = log_mean_exp_torch(-t * sq)
+    out = value.to(X.dtype)
+    # narrowed to float32 (or less): an -inf that float64 did not give is refused
+    narrowed = (torch.isinf(out.detach()) & ~torch.isinf(value.detach())) if out.dtype != value.dtype else False
+    checks = [finite, zero, far, narrowed]
+    read = iter(torch.stack([c for c in checks if torch.is_tensor(c)]).tolist())
+    finite, zero, far, narrowed = (bool(next(read)) if torch.is_tensor(c) else c for c in checks)
+    if not finite:
+        check_X(X, caller=caller)  # its words, placing the first NaN or inf
+    if zero:
+        scaled_rows(np.zeros((1, 1)), caller=caller)  # scaled_rows' own words
+    if far:
+        potential_rows(W.detach(), centre=W.detach().mean(dim=0), caller=caller)  # its words
+    if narrowed:
+        dtype = str(X.dtype).replace("torch.", "")
+        raise IsotropyValueError(
+            f"The 'X' parameter of {caller} must have a uniformity inside {dtype}'s range. Got about "
+            f"{float(value.detach()):.3g} (t={t:g}) instead; rescale X, take a smaller t, or pass float64 tensors.")
+    return out
