@@ -83,14 +83,19 @@ def test_an_array_the_computing_dtype_cannot_hold_is_refused_naming_it(XY):
     assert _as_tensor(Y, "Y", torch.float32, torch.device("cpu"), "alignment").dtype == torch.float32
 
 
-def test_a_nan_pair_is_not_averaged_in_as_a_coinciding_one(XY):
-    # NaN failed the test "> 0" and counted as a pair at distance 0; a public call refuses NaN before this point
-    from isotropy.metrics.contrastive import _torch_alignment
+@pytest.mark.parametrize("normalize", [False, True])
+@pytest.mark.parametrize("narrow", [False, True])
+def test_a_nan_pair_is_not_averaged_in_as_a_coinciding_one(XY, normalize, narrow):
+    # NaN failed the test "> 0" and counted as a pair at distance 0; a public call refuses NaN from the flags the
+    # kernel queues beside its value (one read from the device), the kernel itself gives NaN
+    from isotropy.metrics.contrastive import _alignment_kernel
 
     X, Y = (torch.tensor(A) for A in XY)
     X[3, 1] = math.nan
-    value = _torch_alignment(X, Y, alpha=2.0, normalize=False, caller="alignment")
-    assert math.isnan(float(value))
+    value, _, checks = _alignment_kernel(X, Y, alpha=2.0, normalize=normalize, narrow=narrow)
+    assert math.isnan(float(value)) and [bool(c) for c in checks] == [False, False, False, False]  # (not all finite)
+    assert _error(lambda: iso.alignment(X, Y, normalize=normalize)) == (
+        "The 'X' parameter of alignment must contain only finite values. Got nan at row 3, column 1 instead.")
 
 
 # --- 2. tensors at extreme scales: numpy's value or its refusal ----------------------------------------------------

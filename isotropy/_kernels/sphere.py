@@ -8,8 +8,9 @@ import numpy as np
 from isotropy._utils.backend import is_torch
 from isotropy._utils.errors import IsotropyValueError
 
-__all__ = ["EMPTY_SUM", "log_mean_exp", "log_mean_exp_torch", "merge_sums", "pair_potentials", "potential_rows",
-           "row_exponents", "rows_times_power_of_two", "scaled_rows", "sphere_rows", "unit_rows"]
+__all__ = ["EMPTY_SUM", "exponents", "float_layout", "log_mean_exp", "log_mean_exp_torch", "merge_sums",
+           "pair_potentials", "potential_rows", "powers_of_two", "row_exponents", "rows_times_power_of_two",
+           "scaled_rows", "scaled_rows_queued", "sphere_rows", "unit_rows", "unit_scales"]
 
 
 def unit_rows(X, *, caller: str, name: str = "X"):
@@ -64,6 +65,24 @@ def scaled_rows(X, *, caller: str, name: str = "X"):
     return np.ldexp(X, -np.where(m < _HALF_SQRT2, e - 1, e))
 
 
+def scaled_rows_queued(X):
+    """:func:`scaled_rows` of a float64 (or float32) tensor without reading it: ``(rows, zero)``, ``zero`` a 0-dim bool
+    tensor (a row of zeros, to be refused by the caller after its one read from the device), the rows each multiplied
+    by powers of two built from their exponents' bits (:func:`powers_of_two`) to a norm in [1/√2, √2), differentiably.
+    A row that is not finite stays so (its norm inf or NaN)."""
+    import torch
+
+    with torch.no_grad():
+        first, more = unit_scales(X.abs().amax(dim=1))
+    X = X * first[:, None] * more[:, None]  # the largest entry in [0.5, 1) (2**-52 and up for a subnormal row)
+    with torch.no_grad():
+        norms = torch.linalg.vector_norm(X, dim=1)
+        e = exponents(norms)  # norms · 2**-e in [0.5, 1), then [1/√2, √2)
+        e = torch.where(norms * powers_of_two(-e) < _HALF_SQRT2, e - 1, e)
+        zero = (norms == 0).any()
+    return X * powers_of_two(-e)[:, None], zero
+
+
 def sphere_rows(Z, *, centre=None):
     """``(Z − c, ‖Z − c‖², h, ‖Z‖)`` of :func:`scaled_rows` ``Z``, ``h = ‖z‖² − ‖c‖²`` computed as ``‖z − c‖² + 2c·(z − c)``,
     ``c`` the mean of Z's rows (``centre``: given, as for a dask block); a torch tensor with its graph (``c`` detached).
@@ -110,6 +129,41 @@ def rows_times_power_of_two(X, e):
     return torch.ldexp(torch.ldexp(X, half.to(X.dtype)), (e - half).to(X.dtype))
 
 
+def exponents(top):
+    """``e`` with ``top · 2**-e`` in [0.5, 1) for the detached tensor ``top`` of non-negative magnitudes, read from the
+    bits of ``top`` (exact, on any device): clamped to the exponents of normal powers of two (``e`` ≥ −1022 in
+    float64, so that a subnormal ``top`` is brought to at least 2**-52; 0 gives −1022 and stays 0; inf and NaN give
+    the largest and stay what they are)."""
+
+    bits, mantissa, bias = float_layout(top.dtype)
+    biased = (top.view(bits) >> mantissa) & (2 * bias + 1)
+    return (biased - (bias - 1)).clamp(min=-(bias - 1), max=bias - 1).to(top.dtype)
+
+
+def unit_scales(top):
+    """Two powers of two whose product brings rows of largest magnitudes ``top`` to [0.5, 1): the second is 1 except
+    for a row of subnormal numbers (whose power, up to 2**1073, is past float64's range). Left below 2**-52, such a row
+    and a unit row of nearly its direction lost their chord to the cancellation of ``‖x − y‖² − (‖x‖ − ‖y‖)²`` (0.24
+    relative)."""
+    first = powers_of_two(-exponents(top))
+    return first, powers_of_two(-exponents(top * first))
+
+
+def powers_of_two(e):
+    """``2**e`` of the detached tensor ``e`` of whole numbers from −(bias − 1) to bias − 1 (normal powers of two of
+    ``e``'s float dtype), built from their bits: exact on any device, as ``exp2`` or ``pow`` need not be."""
+
+    bits, mantissa, bias = float_layout(e.dtype)
+    return ((e.to(bits) + bias) << mantissa).view(e.dtype)
+
+
+def float_layout(dtype):
+    """``(integer dtype of the same width, mantissa bits, exponent bias)`` of float64 or float32."""
+    import torch
+
+    return (torch.int64, 52, 1023) if dtype == torch.float64 else (torch.int32, 23, 127)
+
+
 EMPTY_SUM = (-np.inf, 0.0, 0.0, 0)  # (shift, Σ exp(v − shift), Σ expm1(v − shift), pairs) of no pairs
 
 
@@ -151,18 +205,25 @@ def log_mean_exp(sums) -> float:
 
 
 def log_mean_exp_torch(v):
-    """:func:`log_mean_exp` of the 1-d tensor ``v`` (one potential's exponent per pair), differentiable: the shift is
-    detached (the value does not depend on it), and the form is chosen on the detached sums, as numpy's slabs do."""
+    """:func:`log_mean_exp` of the 1-d tensor ``v`` (one potential's exponent per pair), differentiable and read
+    nowhere: the shift is detached (the value does not depend on it), and the form is chosen on the detached sums, as
+    numpy's slabs do, by ``torch.where`` (both forms are computed: two passes over the pairs where one did, against a
+    read of the device per choice). Every potential 0 (the shift −inf) gives −inf with zero gradients."""
     import torch
 
-    shift = v.detach().max()
-    if float(shift) == -np.inf:
-        return torch.logsumexp(v, dim=0)  # −inf, with the graph
+    count = v.numel()
+    with torch.no_grad():
+        shift = v.max()
+        some = torch.isfinite(shift)  # (−inf: every potential underflows; NaN and inf are refused before)
+        shift = torch.where(some, shift, 0.0)
     w = v - shift
     total = torch.exp(w).sum()
-    if float(total.detach()) > 0.5 * v.numel():
-        return shift + torch.log1p(torch.expm1(w).sum() / v.numel())
-    return shift + torch.log(total / v.numel())
+    with torch.no_grad():
+        near = total > 0.5 * count  # mostly near the shift: their distance from it kept by expm1
+    # each form given a harmless argument where it is not taken, so that its gradient there is 0, not 0 · inf
+    close = torch.log1p(torch.where(near, torch.expm1(w).sum() / count, 0.0))
+    plain = torch.log(torch.where(near | ~some, 1.0, total / count))
+    return torch.where(some, shift + torch.where(near, close, plain), -np.inf)
 
 
 def pair_potentials(P, Q, t: float, *, diagonal: bool, rows: int = 1024, cols: int = 8192):

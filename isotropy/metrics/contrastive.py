@@ -15,15 +15,18 @@ import numbers
 import numpy as np
 
 from isotropy._kernels.sphere import (
+    exponents,
+    float_layout,
     log_mean_exp,
     log_mean_exp_torch,
     pair_potentials,
     potential_rows,
-    row_exponents,
-    rows_times_power_of_two,
+    powers_of_two,
     scaled_rows,
+    scaled_rows_queued,
     sphere_rows,
     unit_rows,
+    unit_scales,
 )
 from isotropy._utils.backend import is_dask, is_torch, to_output
 from isotropy._utils.errors import IsotropyValueError
@@ -72,7 +75,9 @@ def alignment(X, Y, *, alpha: float = 2, normalize: bool = True):
     same on numpy, dask and torch). With ``normalize`` the distance is the chord of the rows' exact
     directions (each row scaled by a power of two, not rounded to x / ‖x‖), so that nearly parallel
     pairs keep their relative precision. Torch input is computed the same way in float64 (float32
-    on MPS), differentiable, whatever its dtype.
+    on MPS), differentiable, whatever its dtype (float32 or narrower values need no scaling there:
+    their squares never leave float64's range), and reads the device once per call, to refuse bad
+    input after the value is queued.
 
     References
     ----------
@@ -98,8 +103,9 @@ def alignment(X, Y, *, alpha: float = 2, normalize: bool = True):
                                          f"'{other}' is a dask array. Got a torch.Tensor instead (pass "
                                          f"{name}.detach().cpu().numpy(), or two tensors).")
         return _dask_alignment(X, Y, alpha=float(alpha), normalize=normalize, caller=caller)
-    X = check_X(X, caller=caller, min_samples=1)
-    Y = check_X(Y, caller=caller, name="Y", min_samples=1)
+    # tensors are checked for NaN and inf by the torch path itself, in its one read from the device
+    X = check_X(X, caller=caller, min_samples=1, allow_nonfinite=is_torch(X))
+    Y = check_X(Y, caller=caller, name="Y", min_samples=1, allow_nonfinite=is_torch(Y))
     if is_torch(X) or is_torch(Y):
         return _torch_alignment(X, Y, alpha=float(alpha), normalize=normalize, caller=caller)
     if tuple(X.shape) != tuple(Y.shape):
@@ -127,61 +133,158 @@ def _torch_alignment(X, Y, *, alpha: float, normalize: bool, caller: str):
     Both in float64 because float32 lost what numpy keeps: the squared differences of float32 pairs near 1e-25
     underflowed (0 for 2.06e-26) and near 1e25 overflowed (inf), and unit rows rounded to float32 moved the
     differences of nearly parallel rows (2e-4 relative at an offset of 3e5).
+
+    One read from the device per call, at the end (a decision): the tensor inputs come from ``check_X`` unread
+    (``allow_nonfinite``), and :func:`_alignment_kernel` queues the value and four flags (non-finite input, a zero
+    row of X, of Y, a power past the range; a fifth, the value past the output dtype's range, is added here) without
+    reading anything; one ``tolist()`` of the flags then refuses bad input in the words of the numpy path. Called on
+    every training step, the call used to read the device eight times with ``normalize`` (six without: the extremes
+    of X and of Y, each operand's zero rows, the largest exponent, the result's range), each read a wait for the
+    device's queue to drain before the next kernel could be queued. Not reading at all would return NaN or inf for
+    bad input without a word, which the project does not do; the one read comes after the forward pass is queued,
+    so that it waits once, for the kernels of this value only.
     """
     import torch
 
     like = X if is_torch(X) else Y
     dtype = torch.promote_types(X.dtype, Y.dtype) if is_torch(X) and is_torch(Y) else like.dtype
     wide = torch.float32 if like.device.type == "mps" else torch.float64  # MPS has no float64
-    X, Y = (_as_tensor(A, name, wide, like.device, caller) for A, name in ((X, "X"), (Y, "Y")))
+    given = X, Y
     if tuple(X.shape) != tuple(Y.shape):
+        _refuse_nonfinite(given, caller)  # (in the order of the numpy path: finiteness first)
         raise IsotropyValueError(f"The 'Y' parameter of {caller} must have the shape of 'X' {tuple(X.shape)}. "
                                  f"Got {tuple(Y.shape)} instead.")
-    if normalize:  # the exact directions (power-of-two scalings), not rounded unit rows: see _power_sum
-        X, Y = scaled_rows(X, caller=caller, name="X"), scaled_rows(Y, caller=caller, name="Y")
-    # as _power_sum: each pair brought to unit scale by a power of two of its own (exact), then its difference by
-    # its own, so that neither the difference nor its squares overflow or underflow; ‖x − y‖^α = 2^L with
-    # L = α(k + j) + (α/2)·log2(s), s the squared norm of the scaled difference (in [1/4, d]; with normalize the
-    # squared chord of the directions at that scale), and the mean of 2^L summed relative to the largest L
-    with torch.no_grad():
-        k = row_exponents(torch.maximum(X.abs().amax(dim=1), Y.abs().amax(dim=1)))
-    X, Y = rows_times_power_of_two(X, -k), rows_times_power_of_two(Y, -k)
-    D = X - Y
-    with torch.no_grad():
-        j = row_exponents(D.abs().amax(dim=1))
-    D = rows_times_power_of_two(D, -j)
-    s = D.pow(2).sum(dim=1)
+    # the squares of every number of the operands' dtypes lie in the computing dtype's normal range (float32 or
+    # narrower data in float64): no scaling is needed for them to neither overflow nor underflow
+    narrow = all(_squares_fit(A.dtype if is_torch(A) else torch.from_numpy(np.zeros(0, A.dtype)).dtype, wide)
+                 for A in given)
+    X, Y = (_as_tensor(A, name, wide, like.device, caller) for A, name in ((X, "X"), (Y, "Y")))
+    value, L, checks = _alignment_kernel(X, Y, alpha=alpha, normalize=normalize, narrow=narrow)
+    out = value.to(dtype)
+    nonfinite, zero_x, zero_y, past = _read_flags(checks, out)
+    if nonfinite:
+        _refuse_nonfinite(given, caller)
+    for zero, name in ((zero_x, "X"), (zero_y, "Y")):
+        if zero:  # scaled_rows' own words, as the numpy path
+            scaled_rows(np.zeros((1, 1)), caller=caller, name=name)
+    if past:  # log2 of the mean, from the log2 of each power (L): its largest, and the mean relative to it
+        top = float(L.max())
+        log2_mean = top if top == math.inf else top + math.log2(float(torch.exp2(L - top).mean()))
+        _refuse_mean(log2_mean, alpha, caller, dtype)
+    return out
+
+
+def _read_flags(checks, out) -> list[bool]:
+    """``[non-finite input, zero row of X, of Y, past the range]`` from the kernel's ``checks`` (``[all finite, zero row
+    of X, of Y, a power past the range]``, tensors or bools) and the value ``out``: the one read from the device of a
+    torch alignment (:func:`_torch_alignment`)."""
+    import torch
+
+    checks = [*checks, torch.isinf(out.detach())]
+    read = iter(torch.stack([c for c in checks if torch.is_tensor(c)]).tolist())
+    finite, zero_x, zero_y, power, value = (bool(next(read)) if torch.is_tensor(c) else c for c in checks)
+    return [not finite, zero_x, zero_y, power or value]
+
+
+@functools.cache
+def _squares_fit(dtype, wide) -> bool:
+    """Whether the squares of every finite number of ``dtype``, times 2**64 or over it, are normal numbers of ``wide``."""
+    import torch
+
+    if not dtype.is_floating_point:
+        return False
+    got, into = torch.finfo(dtype), torch.finfo(wide)
+    return (2 * math.log2(got.max) + 64 < math.log2(into.max)
+            and 2 * math.log2(got.smallest_normal * got.eps) - 64 > math.log2(into.smallest_normal))
+
+
+def _alignment_kernel(X, Y, *, alpha: float, normalize: bool, narrow: bool):
+    """``(value, L, checks)`` of alignment of the float64 (float32 on MPS) tensors ``X``, ``Y``, read nowhere:
+    ``value`` the mean of ``‖x − y‖^α`` (of the directions with ``normalize``) with its graph, ``L`` the log2 of each
+    power (detached; −inf for a coinciding pair), and ``checks`` = ``[X and Y finite, X has a zero row
+    (with normalize), Y has one, a power past the exponent's range]``, 0-dim bool tensors or ``False``. Input that is
+    not finite gives NaN (never a coinciding pair's 0).
+
+    ``narrow`` (X and Y hold float32 or narrower values): their squares and products are normal float64 numbers at
+    any scale, and the differences of two of them are multiples of the smallest float32: computed as they are, without
+    scaling. Otherwise (float64 values) as :func:`_power_sum`: each row (with ``normalize``) or each pair (without)
+    brought to unit scale by a power of two (exact), then each difference by its own, so that neither the difference
+    nor its squares overflow or underflow; ``‖x − y‖^α = 2^L``, ``L = α(k + j) + (α/2)·log2(s)``, ``s`` the squared
+    norm of the scaled difference (with ``normalize`` the squared chord of the directions at that scale). With
+    ``normalize`` the chord is ``(‖x − y‖² − (‖x‖ − ‖y‖)²) / (‖x‖‖y‖)``, ``‖x‖ − ‖y‖ = (x − y)·(x + y) / (‖x‖ + ‖y‖)``: the
+    rows' exact directions, not rounded unit rows (see :func:`_power_sum`). The powers are summed relative to the
+    largest ``L`` with tensor operations only, so that nothing waits for the device.
+    """
+    import torch
+
+    n = X.shape[0]
+    if narrow:
+        D = X - Y
+        s = (D * D).sum(dim=1)
+        k = j = None
+        if normalize:
+            nx, ny = torch.linalg.vector_norm(X, dim=1), torch.linalg.vector_norm(Y, dim=1)
+    else:
+        with torch.no_grad():
+            top_x, top_y = X.abs().amax(dim=1), Y.abs().amax(dim=1)
+            if normalize:  # each row at unit scale by its own power of two (a chord has no scale)
+                k = None
+                (scale_x, more_x), (scale_y, more_y) = unit_scales(top_x), unit_scales(top_y)
+            else:  # each pair by one (its power keeps its scale, k)
+                k = exponents(torch.maximum(top_x, top_y))
+                scale_x = scale_y = powers_of_two(-k)
+        X, Y = X * scale_x[:, None], Y * scale_y[:, None]
+        if normalize:  # rows of subnormal numbers: the rest of their way to unit scale (1 for every other row)
+            X, Y = X * more_x[:, None], Y * more_y[:, None]
+        D = X - Y
+        with torch.no_grad():
+            j = exponents(D.abs().amax(dim=1))
+        D = D * powers_of_two(-j)[:, None]
+        s = (D * D).sum(dim=1)
+        if normalize:
+            nx, ny = torch.linalg.vector_norm(X, dim=1), torch.linalg.vector_norm(Y, dim=1)
     if normalize:
-        nx, ny = X.norm(dim=1), Y.norm(dim=1)
-        radial = (D * (X + Y)).sum(dim=1) / (nx + ny)  # (‖x‖ − ‖y‖)·2**-j
-        s = (s - radial * radial).clamp(min=0.0) / (nx * ny)
-        k = torch.zeros_like(k)  # a chord has no scale: ‖x̂ − ŷ‖^α = 2^(αj)·s^(α/2)
+        nxy = nx * ny
+        radial = ((D * (X + Y)).sum(dim=1)) / (nx + ny)  # (‖x‖ − ‖y‖), times 2**-j when scaled
+        s = (s - radial * radial).clamp(min=0.0) / nxy
+        k = None  # a chord has no scale: ‖x̂ − ŷ‖^α = 2^(αj)·s^(α/2)
+    with torch.no_grad():  # (nx·ny neither overflows nor underflows for finite rows, scaled or not)
+        checks = ([torch.isfinite(nxy).all(), (nx == 0).any(), (ny == 0).any()] if normalize else
+                  [torch.isfinite(s).all(), False, False])
     # a pair coincides where s is exactly 0 (a NaN is not 0: it would not be averaged in as a coinciding pair); its
     # power is 0 with the gradient 0 (a subgradient): for α < 1 the norm's 0 times the power's infinite slope gave
     # a NaN gradient to both rows of an identical pair
     apart = s != 0
-    log_s = torch.log2(torch.where(apart, s, torch.ones_like(s)))
-    if alpha > _LOG_POWER:  # α·(k + j) and α·log2(s) may each overflow (to inf and −inf: their sum NaN)
-        L = alpha * ((k + j) + log_s / 2)
+    log_s = torch.log2(torch.where(apart, s, 1.0))
+    whole = None if j is None else (j if k is None else k + j)
+    if whole is None:
+        L = (alpha / 2) * log_s
+    elif alpha > _LOG_POWER:  # α·(k + j) and α·log2(s) may each overflow (to inf and −inf: their sum NaN)
+        L = alpha * (whole + log_s / 2)
     else:  # the integer part apart: exact for α = 1, 2, and the log's rounding stays relative to log2(s)
-        L = alpha * (k + j) + (alpha / 2) * log_s
-    L = torch.where(apart, L, torch.full_like(L, -math.inf))
-    top = float(L.detach().max())
-    if top == -math.inf:  # every pair coincides, or every power underflows float64's exponent: 0, with the graph
-        return (s.sum() * 0.0).to(dtype)
-    if top == math.inf:
-        _refuse_mean(math.inf, alpha, caller, dtype)
-    if math.isnan(top):  # not from checked input; a NaN stays NaN, it is never a coinciding pair's 0
-        return (s.sum() * math.nan).to(dtype)
-    terms = torch.where(apart, torch.exp2(torch.where(apart, L - top, torch.zeros_like(L))), torch.zeros_like(L))
-    mean = terms.sum() / X.shape[0]  # in [1/n, 1]: the mean is mean · 2**top
-    floor = math.floor(top)
-    value = rows_times_power_of_two((mean * 2.0 ** (top - floor)).reshape(1, 1),
-                                    torch.full((1,), float(floor), dtype=mean.dtype, device=mean.device)).reshape(())
-    out = value.to(dtype)
-    if bool(torch.isinf(out.detach())):
-        _refuse_mean(top + math.log2(float(mean.detach())), alpha, caller, dtype)
-    return out
+        L = alpha * whole + (alpha / 2) * log_s
+    L = torch.where(apart, L, -math.inf)  # (its power exp2(−inf) is 0, and so is its gradient)
+    with torch.no_grad():
+        top = L.max()
+        checks.append(top == math.inf)
+        # the powers relative to 2**W, W the whole part of the largest L (0 when every pair coincides, or every
+        # power is past float64's exponent: a sum of 0), each power below 2
+        reach = 2 * (float_layout(X.dtype)[2] - 1)  # two normal powers of two: 2**±2044 in float64
+        W = torch.where(torch.isfinite(top), torch.floor(top), 0.0).clamp(-reach, reach)
+        half = torch.trunc(W / 2)
+        powers = powers_of_two(torch.stack([half, W - half]))
+    mean = torch.exp2(L - W).sum() / n  # in [1/n, 2) (0 when every pair coincides): the mean is mean · 2**W
+    # times 2**W as two powers of two of at most 2**±1022 each (float64): a result past the range is inf or 0, as the
+    # numpy path's ldexp (inf is refused; 0 is the rounding of a mean below the range, as 2**−2044 times less than 2)
+    value = mean * powers[0] * powers[1]
+    return value, L.detach(), checks
+
+
+def _refuse_nonfinite(given, caller: str) -> None:
+    """Refuse a tensor among ``given`` (X, Y) that holds a NaN or an inf, in ``check_X``'s words, placing it."""
+    for A, name in zip(given, ("X", "Y")):
+        if is_torch(A):
+            check_X(A, caller=caller, name=name, min_samples=1)
 
 
 def _as_tensor(A, name: str, dtype, device, caller: str):
@@ -395,7 +498,8 @@ def uniformity(X, *, t: float = 2, normalize: bool = True):
     a value just below 0 is not lost to the rounding of a mean near 1. Torch input is computed
     with one differentiable ``torch.pdist``, as in training, in float64 (float32 on MPS) whatever
     its dtype, by the same formulas, and refused beyond float64's range as numpy input; the value
-    comes back in the input's dtype (float32 for float16, bfloat16 and integer tensors).
+    comes back in the input's dtype (float32 for float16, bfloat16 and integer tensors). A tensor
+    is read from its device once per call, to refuse bad input after the value is queued.
 
     References
     ----------
@@ -417,35 +521,11 @@ def uniformity(X, *, t: float = 2, normalize: bool = True):
         from isotropy import distributed
 
         return distributed.uniformity(X, t=t, normalize=normalize)
-    X = check_X(X, caller=caller)
+    # a tensor is checked for NaN and inf by the torch path itself, in its one read from the device
+    X = check_X(X, caller=caller, allow_nonfinite=is_torch(X))
     t = float(t)
     if is_torch(X):
-        import torch
-
-        # all in float64 (differentiable), as numpy: in float32 the squared distances of rows near 1e25 overflowed
-        # (-inf for -4.159) and unit rows rounded to float32 moved the distances of nearly parallel rows (4e-5
-        # relative at an offset of 3e5); the log-mean-exp in float64 too: exp(−t·d²) of nearly collapsed rows
-        # (d² ~ 1e-8) rounded to 1 in float32 and the value read exactly 0 ("all rows coincide")
-        wide = torch.float32 if X.device.type == "mps" else torch.float64  # MPS has no float64
-        W = X.to(wide)
-        if normalize:  # the chords of the exact directions, as numpy (sphere_rows)
-            B, _, h, norms = sphere_rows(scaled_rows(W, caller=caller))
-            i, j = torch.triu_indices(B.shape[0], B.shape[0], 1, device=B.device)  # pdist's order of the pairs
-            ni, nj = norms.index_select(0, i), norms.index_select(0, j)
-            radial = (h.index_select(0, i) - h.index_select(0, j)) / (ni + nj)  # ‖a‖ − ‖b‖
-            sq = ((torch.pdist(B, p=2).pow(2) - radial * radial) / (ni * nj)).clamp(min=0.0)
-        else:  # centred and refused beyond float64's range as numpy (a float64 tensor near 1e160 read -inf)
-            W, _ = potential_rows(W, centre=W.detach().mean(dim=0), caller=caller)
-            sq = torch.pdist(W, p=2).pow(2)
-        value = log_mean_exp_torch(-t * sq)
-        out = value.to(X.dtype)
-        # narrowed to float32 (or less): one sync, as alignment's, to refuse an -inf that float64 did not give
-        if out.dtype != value.dtype and bool(torch.isinf(out.detach())) and not bool(torch.isinf(value.detach())):
-            dtype = str(X.dtype).replace("torch.", "")
-            raise IsotropyValueError(
-                f"The 'X' parameter of {caller} must have a uniformity inside {dtype}'s range. Got about "
-                f"{float(value.detach()):.3g} (t={t:g}) instead; rescale X, take a smaller t, or pass float64 tensors.")
-        return out
+        return _torch_uniformity(X, t=t, normalize=normalize, caller=caller)
     if normalize:  # the rows' exact directions, less their mean, for the chords (sphere_rows)
         P = sphere_rows(scaled_rows(X, caller=caller))
     else:  # centred (the distances do not depend on it; far from the origin the expansion cancelled)
@@ -453,3 +533,56 @@ def uniformity(X, *, t: float = 2, normalize: bool = True):
         P = potential_rows(X, centre=X.mean(axis=0), caller=caller)
     # every pair once, in tiles of _BLOCK_ROWS x _BLOCK_COLS on and above the diagonal (the dask tiles' kernel)
     return log_mean_exp(pair_potentials(P, P, t, diagonal=True, rows=_BLOCK_ROWS, cols=_BLOCK_COLS))
+
+
+def _torch_uniformity(X, *, t: float, normalize: bool, caller: str):
+    """:func:`uniformity` of a tensor, differentiable, with one read from the device (as :func:`_torch_alignment`).
+
+    All in float64 (differentiable), as numpy: in float32 the squared distances of rows near 1e25 overflowed (-inf for
+    -4.159) and unit rows rounded to float32 moved the distances of nearly parallel rows (4e-5 relative at an offset
+    of 3e5); the log-mean-exp in float64 too: exp(−t·d²) of nearly collapsed rows (d² ~ 1e-8) rounded to 1 in float32
+    and the value read exactly 0 ("all rows coincide"). The checks (X finite, a zero row, squared distances past
+    float64's range, a value past the output dtype's) are queued beside the value and read once at the end; they used
+    to be read back six times per call (check_X's extremes, the zero rows, the log-mean-exp's shift and its choice of
+    form, the output's range).
+    """
+    import torch
+
+    wide = torch.float32 if X.device.type == "mps" else torch.float64  # MPS has no float64
+    W = X.to(wide)
+    with torch.no_grad():
+        finite = torch.isfinite(W).all()  # (one pass over the rows: the pairs cost n / 2 times more)
+    if normalize:  # the chords of the exact directions, as numpy (sphere_rows)
+        Z, zero = scaled_rows_queued(W)
+        B, _, h, norms = sphere_rows(Z)
+        i, j = torch.triu_indices(B.shape[0], B.shape[0], 1, device=B.device)  # pdist's order of the pairs
+        ni, nj = norms.index_select(0, i), norms.index_select(0, j)
+        radial = (h.index_select(0, i) - h.index_select(0, j)) / (ni + nj)  # ‖a‖ − ‖b‖
+        sq = ((torch.pdist(B, p=2).pow(2) - radial * radial) / (ni * nj)).clamp(min=0.0)
+        far = False
+    else:  # centred (the distances do not depend on it; far from the origin the expansion cancelled)
+        zero = False
+        B = W - W.detach().mean(dim=0)
+        with torch.no_grad():  # squared norms past float64's range, or their pairs' sums: refused as numpy refuses
+            squares = (B * B).sum(dim=1)
+            far = ~(torch.isfinite(squares).all() & torch.isfinite(2.0 * squares.max()))
+        sq = torch.pdist(B, p=2).pow(2)
+    value = log_mean_exp_torch(-t * sq)
+    out = value.to(X.dtype)
+    # narrowed to float32 (or less): an -inf that float64 did not give is refused
+    narrowed = (torch.isinf(out.detach()) & ~torch.isinf(value.detach())) if out.dtype != value.dtype else False
+    checks = [finite, zero, far, narrowed]
+    read = iter(torch.stack([c for c in checks if torch.is_tensor(c)]).tolist())
+    finite, zero, far, narrowed = (bool(next(read)) if torch.is_tensor(c) else c for c in checks)
+    if not finite:
+        check_X(X, caller=caller)  # its words, placing the first NaN or inf
+    if zero:
+        scaled_rows(np.zeros((1, 1)), caller=caller)  # scaled_rows' own words
+    if far:
+        potential_rows(W.detach(), centre=W.detach().mean(dim=0), caller=caller)  # its words
+    if narrowed:
+        dtype = str(X.dtype).replace("torch.", "")
+        raise IsotropyValueError(
+            f"The 'X' parameter of {caller} must have a uniformity inside {dtype}'s range. Got about "
+            f"{float(value.detach()):.3g} (t={t:g}) instead; rescale X, take a smaller t, or pass float64 tensors.")
+    return out
