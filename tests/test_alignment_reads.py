@@ -96,9 +96,15 @@ def test_values_at_extreme_scales_equal_the_definition(dtype, scale, normalize, 
     assert (A != 0).any(dim=1).all() and (A != B).any(dim=1).all()
     ref = _reference(A, B, alpha, normalize)
     info = np.finfo(np.float32 if dtype == torch.float32 else np.float64)
-    if not mpmath.mpf(float(info.tiny)) < ref < mpmath.mpf(float(info.max)):
-        pytest.skip("a mean outside the output's normal range")  # (rounded to a subnormal or 0, or refused)
+    if ref >= mpmath.mpf(float(info.max)):  # past the output's range: refused, not inf
+        with pytest.raises(iso.IsotropyValueError, match="alignment"):
+            iso.alignment(A, B, alpha=alpha, normalize=normalize)
+        return
     value = iso.alignment(A, B, alpha=alpha, normalize=normalize)
+    if ref <= mpmath.mpf(float(info.tiny)):  # below the normal range: a subnormal (or 0) within one step of it
+        assert value.dtype == dtype
+        assert abs(mpmath.mpf(float(value)) - ref) <= mpmath.mpf(float(info.smallest_subnormal))
+        return
     assert value.dtype == dtype
     # float32: the float64 value rounded once; float64: a few roundings of the log and exp2 of each power
     assert _relative(value, ref) < (2.0**-24 * (1 + 1e-6) if dtype == torch.float32 else 1e-13)
