@@ -95,6 +95,32 @@ def test_results_reach_the_client_aligned_and_the_mle_is_the_in_memory_one_bit_f
         assert got == expected
 
 
+def test_a_task_gets_a_block_made_on_the_other_worker_and_gives_the_bits_of_the_aligned_block(client):
+    """A task pinned to one worker receives a block made on the other as a view of the message, at an unaligned
+    address (3 bytes past a multiple of 8 when measured): I(W)'s Gram of it differed from numpy's ``BᵀB`` of the
+    aligned block (the reference) in its last bits, until the tasks aligned their arguments. The dask I(W) is then the
+    same bits on every run, and the in-memory value to rounding."""
+
+    def block():
+        rng = np.random.default_rng(3)
+        return rng.standard_normal((300, 12)) * np.linspace(0.3, 3, 12) + 0.7
+
+    def gram(B):
+        from isotropy.distributed._covariance import _gram
+
+        return _gram(B)[1]
+
+    first, second = sorted(client.scheduler_info()["workers"])[:2]
+    made = client.submit(block, workers=[first], pure=False)
+    G = client.submit(gram, made, workers=[second], pure=False).result()
+    B = block()
+    assert G.tobytes() == (B.T @ B).tobytes()
+    X = np.concatenate([block() + k for k in range(4)])
+    values = [isotropy.partition_isotropy(da.from_array(X, chunks=(300, 12))) for _ in range(2)]
+    assert values[0] == values[1]
+    assert values[0] == pytest.approx(isotropy.partition_isotropy(X), rel=1e-10)
+
+
 def test_successive_metrics_send_each_key_once_defined(client):
     """mle_dimension then twonn_dimension on a float16 array, and on the user's own ``astype``: the scheduler logged
     "Detected different `run_spec`" (a Python API trial), since each metric makes several computes over the same

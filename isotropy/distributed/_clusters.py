@@ -23,6 +23,7 @@ import numpy as np
 from isotropy._kernels.clusters import _certainly_degenerate, _pair_ratios, _worst_partners
 from isotropy._kernels.silhouette import DIAGONAL_ROWS
 from isotropy.distributed._graph import (
+    aligned_arguments,
     at_metric_scale,
     at_unit_scale,
     check_dask_X,
@@ -45,6 +46,7 @@ __all__ = ["calinski_harabasz_score", "davies_bouldin_score", "dunn_index", "sil
 _METRICS = ("euclidean", "cosine")
 
 
+@aligned_arguments
 def _unit_sum(block, exponent):
     """Σ of the rows scaled to unit norm (each row first at its own unit scale where it must be; zero rows add
     nothing), float64."""
@@ -53,11 +55,13 @@ def _unit_sum(block, exponent):
     return (B / np.where(norms > 0, norms, 1.0)[:, None]).sum(axis=0)
 
 
+@aligned_arguments
 def _row_sum(block, exponent):
     """Σ of the rows of the block at unit scale (times ``2**-exponent``), float64."""
     return np.sum(at_unit_scale(block, exponent), axis=0, dtype=np.float64)
 
 
+@aligned_arguments
 def _chosen_centre(sample, mean, exponent):
     """The in-memory functions' centre (:func:`isotropy._kernels.centre.distance_centre`) from their sample of rows."""
     from isotropy._kernels.centre import distance_centre
@@ -85,6 +89,7 @@ def _centre(X, blocks, metric, exponent):
 
 
 # ---------------------------------------------------------------------------------------------- silhouette
+@aligned_arguments
 def _silhouette_block(block, ids, metric, mean, exponent):
     """Row block ready for the kernel: augmented rows (at unit scale) sorted by cluster, dense local cluster ids."""
     from isotropy._kernels.silhouette import _augmented_numpy
@@ -97,6 +102,7 @@ def _silhouette_block(block, ids, metric, mean, exponent):
     return R, local.reshape(-1), present, order
 
 
+@aligned_arguments
 def _block_hashes(block, caller):
     """:func:`isotropy.distributed._duplicates._row_hashes` of a block's rows as given (euclidean)."""
     from isotropy.distributed._duplicates import _row_hashes
@@ -115,11 +121,13 @@ def _candidates(*hashes):
     return np.flatnonzero(candidate)
 
 
+@aligned_arguments
 def _candidate_rows(block, candidates, start, stop):
     """The rows of a block (rows ``start:stop`` of the array) among ``candidates``."""
     return np.asarray(block)[candidates[(candidates >= start) & (candidates < stop)] - start]
 
 
+@aligned_arguments
 def _groups(candidates, n, *rows):
     """Per row of the array: the number of its group of equal rows (bit for bit), -1 for a row equal to no other;
     None when no two rows are equal (:func:`isotropy._kernels.silhouette.groups_among` of the blocks' candidates)."""
@@ -147,6 +155,7 @@ def _duplicate_groups(blocks, starts, n, caller):
 _OFF_DIAGONAL_ROWS = 2048
 
 
+@aligned_arguments
 def _silhouette_tile(P, Q, metric, n_clusters, groups=None, span_p=None, span_q=None):
     """Per-cluster distance sums of the rows of blocks P and Q to the members of the other block.
 
@@ -183,12 +192,14 @@ def _silhouette_tile(P, Q, metric, n_clusters, groups=None, span_p=None, span_q=
     return sums_p, sums_q
 
 
+@aligned_arguments
 def _q_sums(prep, n_clusters):
     """The sum of the squared norms of the block's operands in each cluster."""
     R, local, present, _ = prep
     return np.bincount(present[local], weights=R[:, -1].astype(np.float64), minlength=n_clusters)
 
 
+@aligned_arguments
 def _block_coefficients(sums, prep, counts, q_sums, metric):
     """Silhouette coefficients of one row block, in the block's own row order.
 
@@ -206,6 +217,7 @@ def _block_coefficients(sums, prep, counts, q_sums, metric):
     return s
 
 
+@aligned_arguments
 def _block_uncertain(sums, prep, counts, q_sums, metric, start):
     """The row numbers (in the whole array) of the samples of one row block whose coefficient the product kernel
     may be wrong about beyond tolerance (:func:`isotropy._kernels.silhouette._uncertain_numpy`)."""
@@ -220,6 +232,7 @@ def _block_uncertain(sums, prep, counts, q_sums, metric, start):
     return start + np.flatnonzero(flagged)
 
 
+@aligned_arguments
 def _flagged_rows(block, exponent, metric, start, flagged):
     """One block's rows among ``flagged`` (global row numbers), at the metric's scale, float64."""
     mine = flagged[(flagged >= start) & (flagged < start + len(block))] - start
@@ -228,6 +241,7 @@ def _flagged_rows(block, exponent, metric, start, flagged):
     return np.asarray(at_metric_scale(block, exponent, metric)[mine], dtype=np.float64)
 
 
+@aligned_arguments
 def _exact_block(rows, flagged, block, exponent, metric, ids, start, n_clusters):
     """:func:`isotropy._kernels.silhouette._exact_tile` of the flagged rows against one row block (None: none)."""
     from isotropy._kernels.silhouette import _exact_tile
@@ -238,10 +252,12 @@ def _exact_block(rows, flagged, block, exponent, metric, ids, start, n_clusters)
     return _exact_tile(rows, flagged, block, np.arange(start, start + len(ids)), ids, n_clusters, metric)
 
 
+@aligned_arguments
 def _merge_exact(x, y):
     return y if x is None else x + y
 
 
+@aligned_arguments
 def _exact_coefficients(sums, own, counts, metric="euclidean", n_features=0):
     """The coefficients of the flagged samples from their exact sums (empty when nothing is flagged)."""
     from isotropy._kernels.silhouette import _coefficients_numpy, exact_resolution
@@ -251,6 +267,7 @@ def _exact_coefficients(sums, own, counts, metric="euclidean", n_features=0):
     return _coefficients_numpy(sums, own, counts, exact_resolution(metric, n_features))
 
 
+@aligned_arguments
 def _patched(s, flagged, fixed, start):
     """The block's coefficients with those of its flagged samples replaced by their exact values."""
     inside = (flagged >= start) & (flagged < start + s.size)
@@ -369,6 +386,7 @@ def silhouette_score(X, labels, *, metric="euclidean", sample_size=None, random_
 
 
 # ---------------------------------------------------------------------------------------------- centroids
+@aligned_arguments
 def _centroid_terms(block, ids, n_clusters, reps):
     """``(sizes, sums, f, top)`` of one block: its cluster sizes, and per cluster the sums (float64) of its rows'
     offsets ``x − r_c`` from their cluster's first row ``r_c`` (``reps``, float64) times ``2**-f``, where the largest
@@ -416,6 +434,7 @@ def _centroid_terms_of_rows(block, ids, n_clusters, reps):
     return np.bincount(ids, minlength=n_clusters).astype(np.float64), sums, f, top
 
 
+@aligned_arguments
 def _merge_scaled(a, b):
     """Two :func:`_centroid_terms` merged at the larger of their powers of two (exact, but for sums far below it)."""
     if a[2] is None or b[2] is None:
@@ -424,14 +443,17 @@ def _merge_scaled(a, b):
     return a[0] + b[0], _times(a[1], a[2] - f) + _times(b[1], b[2] - f), f, max(a[3], b[3])
 
 
+@aligned_arguments
 def _times(sums, shift):
     return np.ldexp(sums, shift) if shift else sums
 
 
+@aligned_arguments
 def _merge_pairs(a, b):
     return a[0] + b[0], a[1] + b[1]
 
 
+@aligned_arguments
 def _spread_terms(block, ids, reps, shift, n_clusters, exponent):
     """Σ‖x − μ_c‖² over the block, and per cluster Σ‖x − μ_c‖ (at unit scale), with ``x − μ_c`` taken as
     ``(x − r_c) − (μ_c − r_c)``: ``reps`` the clusters' first rows, ``shift`` their centroids' offsets from them."""
@@ -535,6 +557,7 @@ def _dunn_piece_rows(n_features, budget):
     return max(1, (math.isqrt(a * a + 256 * budget) - a) // 128)
 
 
+@aligned_arguments
 def _dunn_block(block, metric, mean, exponent):
     """Float64 operands U (centred) and q of rows of a block (at unit scale), d(x_i, x_j) = q_i + q_j − s·u_i·u_j, and
     the rows W at the metric's scale in their dtype, whose differences in float64 give the exact distances
@@ -552,6 +575,7 @@ def _dunn_block(block, metric, mean, exponent):
     return U, q if metric == "euclidean" else (q + zero) / 2.0, W
 
 
+@aligned_arguments
 def _dunn_tile(block_p, block_q, ids_p, ids_q, start_p, start_q, metric, mean, exponent, budget=None):
     """((d, i, j) of the closest pair in different clusters, (−d, i, j) of the farthest within one), by exact
     distances (in the units of the product distances: squared euclidean, or 1 − cos), as the in-memory kernel.
@@ -592,6 +616,7 @@ def _dunn_tile(block_p, block_q, ids_p, ids_q, start_p, start_q, metric, mean, e
     return (near[0], *near[1]), (-far[0], *far[1])
 
 
+@aligned_arguments
 def _best_pairs(a, b):
     return min(a[0], b[0]), min(a[1], b[1])
 

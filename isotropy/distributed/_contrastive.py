@@ -25,13 +25,21 @@ from isotropy._kernels.sphere import (
     scaled_rows,
     sphere_rows,
 )
-from isotropy.distributed._graph import check_dask_X, check_tile_rows, compute, finite_blocks, tree_reduce
+from isotropy.distributed._graph import (
+    aligned_arguments,
+    check_dask_X,
+    check_tile_rows,
+    compute,
+    finite_blocks,
+    tree_reduce,
+)
 
 __all__ = ["uniformity"]
 
 _SLAB_ROWS = 512  # rows of the first block per product inside a tile: 512 x b float64 (16 MiB at b = 4096)
 
 
+@aligned_arguments
 def _uniformity_block(block, normalize, caller, centre):
     """Float64 rows of one block for :func:`isotropy._kernels.sphere.pair_potentials`, as in memory: with ``normalize``
     :func:`isotropy._kernels.sphere.sphere_rows` of its scaled rows less ``centre`` (the mean of the whole array's
@@ -41,11 +49,13 @@ def _uniformity_block(block, normalize, caller, centre):
     return potential_rows(np.asarray(block, dtype=np.float64), centre=centre, caller=caller)
 
 
+@aligned_arguments
 def _scaled_sum(block, caller):
     """The sum of the block's rows scaled by :func:`isotropy._kernels.sphere.scaled_rows` (a zero row refused there)."""
     return scaled_rows(block, caller=caller).sum(axis=0)
 
 
+@aligned_arguments
 def _uniformity_tile(P, Q, t):
     """:func:`isotropy._kernels.sphere.pair_potentials` of blocks P and Q (``Q=None``: P's pairs i < j), as in memory."""
     return pair_potentials(P, P if Q is None else Q, t, diagonal=Q is None, rows=_SLAB_ROWS,
@@ -86,5 +96,6 @@ def uniformity(X, *, t=2, normalize=True, chunk_size=None):
     return log_mean_exp(sums)
 
 
+@aligned_arguments
 def _add(a, b):
     return a + b

@@ -15,6 +15,7 @@ from typing import NamedTuple
 import numpy as np
 
 from isotropy.distributed._graph import (
+    aligned_arguments,
     check_dask_X,
     compute,
     finite_blocks,
@@ -45,6 +46,7 @@ class _Refused(NamedTuple):
     normal: bool  # whether a chunk holding a normal number was merged with them
 
 
+@aligned_arguments
 def _chunk_accumulator(block, start):
     """The chunk's :class:`isotropy.CovarianceAccumulator`; a :class:`_Refused` for a NaN/inf or only subnormal numbers."""
     from isotropy._kernels.accumulator import CovarianceAccumulator
@@ -65,6 +67,7 @@ def _as_refused(part):
     return _Refused((), 0.0, None, bool(np.any(part._shift + part._mean) or np.any(part._scatter)))
 
 
+@aligned_arguments
 def _merge_accumulators(a, b):
     from isotropy._kernels.accumulator import CovarianceAccumulator
 
@@ -185,6 +188,7 @@ def cosine_similarity_mean(X):
 
 
 # ---------------------------------------------------------------------------------------------- I(W)
+@aligned_arguments
 def _gram(block):
     """``(e, Bᵀ·B at scale 2**-e, max|B|)`` of one block; ``e`` is None for a block of zeros.
 
@@ -206,10 +210,12 @@ def _gram(block):
     return e, Bs.T @ Bs, top
 
 
+@aligned_arguments
 def _add(a, b):
     return a + b
 
 
+@aligned_arguments
 def _add_gram(a, b):
     """The Gram matrices of two groups of blocks at the larger of their two scales (each factor a power of two)."""
     if a[0] is None or b[0] is None:
@@ -225,6 +231,7 @@ def _add_gram(a, b):
 _PROJECTED = 2**20
 
 
+@aligned_arguments
 def _logsumexp_terms(block, U, exponent):
     """Per column of P = [B U, −B U]: the maximum m and Σ exp(P − m); None when a projection overflows float64.
 
@@ -249,6 +256,7 @@ def _logsumexp_terms(block, U, exponent):
     return out
 
 
+@aligned_arguments
 def _merge_logsumexp(a, b):
     if a is None or b is None:  # a projection overflowed
         return None

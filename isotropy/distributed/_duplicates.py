@@ -19,6 +19,7 @@ from typing import NamedTuple
 import numpy as np
 
 from isotropy.distributed._graph import (
+    aligned_arguments,
     at_metric_scale,
     at_unit_scale,
     compute,
@@ -85,6 +86,7 @@ def _row_hashes(block, metric, caller, start=0, exponent=None, zeros=None):
     return out
 
 
+@aligned_arguments
 def _scale_free_row_hashes(block, metric, caller, start=0):
     """:func:`_row_hashes` of representations that do not depend on the array's scale, so that no hash waits for it,
     and the rows with no direction under the cosine metric (their indices in the whole array).
@@ -103,6 +105,7 @@ def _scale_free_row_hashes(block, metric, caller, start=0):
     return hashes, np.asarray(zeros, dtype=np.intp)
 
 
+@aligned_arguments
 def _unit_row_hashes(block, metric, caller, exponent, start=0):
     """:func:`_row_hashes` of the block at unit scale (times ``2**-exponent``)."""
     return _row_hashes(block, metric, caller, start, exponent)

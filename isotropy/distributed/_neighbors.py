@@ -25,6 +25,7 @@ from isotropy._kernels.dimension import DEFAULT_MLE_NEIGHBOURS, parallel_radius
 from isotropy.distributed._duplicates import distinct_rows
 from isotropy.distributed._graph import (
     NEIGHBOUR_TILE_ROWS,
+    aligned_arguments,
     at_metric_scale,
     check_dask_X,
     check_tile_rows,
@@ -43,6 +44,7 @@ __all__ = ["kneighbors", "local_mle_dimension", "mle_dimension", "neighbour_dime
 _METRICS = ("euclidean", "cosine")
 
 
+@aligned_arguments
 def _knn_block(block, metric, caller, exponent, fingerprint=False):
     """``(rows, scale, fingerprints)`` of a block for the tiles: its rows at the search's scale, the cosine metric's
     ``1/‖x‖`` (else None) and, with ``fingerprint`` (kneighbors) where bringing them to that scale (data outside
@@ -75,6 +77,7 @@ def _distinct_at_zero(X, fingerprints, parts, caller, whole):
         raise underflowed_distances(caller, count, identical=NEIGHBOURS_AT_ZERO, at_least=not whole)
 
 
+@aligned_arguments
 def _knn_tile(P, Q, start_p, start_q, k, n_total, caller, check=False):
     """Exact ``k`` nearest (squared distance, global index) of P's rows and Q's rows within this tile.
 
@@ -127,6 +130,7 @@ def _knn_tile_here(P, Q, start_p, start_q, k, n_total, caller, check=False):
     return to_global(sq_p, ind_p - n_p, n_p, start_q), to_global(sq_q, ind_q, n_p, start_p)
 
 
+@aligned_arguments
 def _merge_candidates(a, b):
     from isotropy._kernels.neighbors import _sort_candidates
 
@@ -134,6 +138,7 @@ def _merge_candidates(a, b):
     return _sort_candidates(np.concatenate([a[0], b[0]], axis=1), np.concatenate([a[1], b[1]], axis=1), m)
 
 
+@aligned_arguments
 def _final(cands, metric, exponent=0):
     """(distances, indices) of a row block; euclidean distances times ``2**exponent`` (back to X's scale)."""
     from isotropy._kernels.neighbors import _finish
@@ -308,6 +313,7 @@ def _warn_equal_rows(caller, n_rows, n_points, metric):
         warnings.warn(duplicate_rows_message(caller, n_rows - n_points, n_points, metric), UserWarning, stacklevel=4)
 
 
+@aligned_arguments
 def _local_block(dist, caller, start, radius=0.0, flag_parallel=False):
     """Local estimates of a block's points; with ``flag_parallel``, NaN for a block holding a row parallel to
     another (the client then merges them: :func:`_merge_parallel_rows`) instead of the refusal."""
@@ -444,6 +450,7 @@ def mle_dimension(X, *, n_neighbors=DEFAULT_MLE_NEIGHBOURS, metric="euclidean", 
     return _pool(local, averaging, caller, n_neighbors, stacklevel=4)  # (one frame more than in memory)
 
 
+@aligned_arguments
 def _dimension_block(dist, caller, start, radius, estimates):
     """A row block's first two neighbour distances (TwoNN's) and, with ``estimates``, its points' local MLE
     estimates (:func:`_local_block`: NaN for a block holding a row parallel to another, merged on the client)."""

@@ -16,7 +16,14 @@ import itertools
 import numpy as np
 
 from isotropy._kernels.rows import refuse_rows
-from isotropy.distributed._graph import compute, nonfinite_in, refuse_nonfinite, row_starts, tree_reduce
+from isotropy.distributed._graph import (
+    aligned_arguments,
+    compute,
+    nonfinite_in,
+    refuse_nonfinite,
+    row_starts,
+    tree_reduce,
+)
 
 __all__ = ["drawn_rows", "refuse_rows", "row_norms", "type_sums", "unit_gram_frob_sq", "unit_sums"]
 
@@ -38,6 +45,7 @@ def _bad_rows(part):
             for key in ("zero", "subnormal")]
 
 
+@aligned_arguments
 def _merge(a, b):
     """Two chunks' statistics: lists joined, sparse group sums united, arrays added; a NaN/inf found wins."""
     if a["bad"] or b["bad"]:
@@ -83,6 +91,7 @@ def _reduce(X, chunk, per_chunk, name):
 
 
 # --------------------------------------------------------------------------------------- per-type cosines
+@aligned_arguments
 def _type_chunk(block, start, keep, offset, ids, unit):
     """Group sums of the chunk's rows ``keep`` (all for None), of their unit rows with ``unit``; bad rows as data."""
     B = np.asarray(block)
@@ -96,6 +105,7 @@ def _type_chunk(block, start, keep, offset, ids, unit):
     return {"bad": [], "groups": _group_sums(np.array(B, dtype=np.float64), ids)}
 
 
+@aligned_arguments
 def _rows_chunk(block, start, local, positions):
     """The chunk's rows ``local`` (those drawn), with their ``positions`` among the drawn rows; a NaN/inf as data."""
     B = np.asarray(block)
@@ -146,6 +156,7 @@ def drawn_rows(X, rows, *, caller):
 
 
 # ---------------------------------------------------------------------------------- rogue-dimension share
+@aligned_arguments
 def _unit_sums_chunk(block, start, squares):
     """Σ x̂ (and with ``squares`` Σ x̂²) over the chunk's rows (the in-memory arithmetic), and its bad rows as data."""
     B = np.asarray(block)
@@ -157,19 +168,23 @@ def _unit_sums_chunk(block, start, squares):
             "squares": np.multiply(U, U, out=U).sum(axis=0) if squares else 0.0}
 
 
+@aligned_arguments
 def _unit_block(block):
     return _unit(np.asarray(block), 0)[0]  # rows already checked by the first pass
 
 
+@aligned_arguments
 def _unit_gram(block):
     U = _unit_block(block)
     return U.T @ U
 
 
+@aligned_arguments
 def _add(a, b):
     return a + b
 
 
+@aligned_arguments
 def _tile_frob_sq(U, V):
     """‖U Vᵀ‖²_F, twice for two distinct blocks (the tile and its transpose)."""
     if V is None:
@@ -205,6 +220,7 @@ def unit_sums(X, *, caller, squares=True):
 
 
 # ------------------------------------------------------------------------------------------------ token norms
+@aligned_arguments
 def _top_chunk(block, start):
     """``(first NaN/inf or None, max|x|)`` of a chunk."""
     B = np.asarray(block)
@@ -219,6 +235,7 @@ def _scale(*parts):
     return max((top for _, top in parts), default=0.0)
 
 
+@aligned_arguments
 def _norms_chunk(block, scale):
     """The chunk's row norms of ``X / max|X|`` (the in-memory arithmetic); None after a NaN/inf."""
     if scale is None:
