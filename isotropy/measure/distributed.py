@@ -97,6 +97,13 @@ def open_cluster(scheduler: str | None, workers: int | None, memory_limit: int |
         return
     limit = memory_limit if memory_limit is not None else dask.config.get("isotropy.memory-limit", "auto")
     limit = _divided(workers) if isinstance(limit, str) and limit.strip().lower() == "auto" else limit
+    # this machine's speed for the O(n²) notes, measured before the workers start (once per process, about 120 ms):
+    # measured after, it read the cores while the new worker processes imported dask, numpy and isotropy, up to 3 times
+    # slower, and the note of TwoNN and MLE on 80,000 rows said 73 s for a search of 39 s (26 s and 29 s for TwoNN
+    # alone in the run before it; benchmarks: docs/benchmarks.md, the O(n²) notes on the dask path)
+    from isotropy._kernels.cost import machine_speed
+
+    machine_speed()
     # silence_logs: a task that fails (bad data in a shard) reaches the user once, as the one-line error of the
     # command; the workers' own log of it (a traceback per failed task) would come before that line
     # the worker processes start with Ctrl-C blocked (inherited by them); one pressed meanwhile is acted on after it
