@@ -49,17 +49,9 @@ _HALF_SQRT2 = float(np.sqrt(0.5))  # a norm m·2**e, m in [0.5, 1), is brought t
 
 def scaled_rows(X, *, caller: str, name: str = "X"):
     """The rows of ``X`` each multiplied by a power of two (exact: the direction is X's, not a rounded x / ‖x‖) to a
-    norm in [1/√2, √2), a torch tensor differentiably, anything else as float64 numpy; a zero row refused as by
-    :func:`unit_rows`."""
-    X, top = _row_tops(X, caller=caller, name=name)
-    if is_torch(X):
-        import torch
-
-        X = rows_times_power_of_two(X, -row_exponents(top))  # the largest entry about [0.5, 1): no overflow
-        norms = X.detach().norm(dim=1, keepdim=True)
-        e = row_exponents(norms)
-        e = torch.where(norms * torch.exp2(-e) < _HALF_SQRT2, e - 1, e)
-        return rows_times_power_of_two(X, -e)
+    norm in [1/√2, √2), as float64 numpy; a zero row refused as by :func:`unit_rows`. (A tensor's rows:
+    :func:`scaled_rows_queued`, which reads nothing from the device.)"""
+    X, top = _row_tops(np.asarray(X, dtype=np.float64), caller=caller, name=name)
     X = np.ldexp(X, -np.frexp(top)[1])
     m, e = np.frexp(np.linalg.norm(X, axis=1, keepdims=True))
     return np.ldexp(X, -np.where(m < _HALF_SQRT2, e - 1, e))
