@@ -26,7 +26,10 @@ DIR --workers N`` starts; the package and the compiled loops loaded on the worke
 metric at the rows per tile it takes by default, ``n`` chosen so that the estimate is about ``--seconds``, the
 table's TwoNN and MLE as :func:`~isotropy.metrics.dimension.neighbour_dimensions` (one pass of tiles), on the loops
 the search of all ``n`` points runs. With ``--fit``, the ``ρ`` per metric (one for the neighbour searches) that the
-measured times give (least squares of the relative errors): ``_TILED_OVERHEAD`` in ``isotropy/_kernels/cost.py``.
+measured times give (least squares of the relative errors): ``_TILED_OVERHEAD`` in ``isotropy/_kernels/cost.py``; for the
+neighbour searches, together, the ``ρ`` of their pair term and of the per-row share their tiles repeat
+(``_TILED_SEARCH``; with ``--dask 0``, ``_TILED_SEARCH_IN_PROCESS``; fit on two ``k`` at least, TwoNN's 2 and one of
+``--n-neighbors``, so the two terms can be told apart).
 
 Usage::
 
@@ -212,9 +215,11 @@ def _dask_main(args):
     threads = min(args.dask, _cores()) if args.dask else _cores()
     where = (f"LocalCluster of {args.dask} one-thread workers" if args.dask else
              "dask's threaded scheduler in this process (a folder of shards without --workers)")
+    factors = "_TILED_SEARCH" if args.dask else "_TILED_SEARCH_IN_PROCESS"  # the neighbour searches' (rho_pairs, rho_rows)
     flops, elements = cost.machine_speed()
     print(f"machine speed of this run: F = {flops:.3g} flop/s (float32 products), E = {elements:.3g} elements/s; "
-          f"{where} on {_cores()} cores; rho (_TILED_OVERHEAD) = {cost._TILED_OVERHEAD}", flush=True)
+          f"{where} on {_cores()} cores; rho (_TILED_OVERHEAD) = {cost._TILED_OVERHEAD}, neighbour searches "
+          f"({factors}: pair term, per-row share) = {getattr(cost, factors)}", flush=True)
     print("| metric | d | n | rows per tile | estimate (s) | measured (s) | estimate / measured (goal 0.67-1.5) |",
           flush=True)
     print("|---|---|---|---|---|---|---|", flush=True)
@@ -233,7 +238,8 @@ def _dask_main(args):
                 b = _tile_rows(name, d)
 
                 def estimate(n, name=name, d=d, b=b, k=k):
-                    return cost.estimate_tiled_seconds(name, n, d, tile_rows=b, threads=threads, n_neighbors=k)
+                    return cost.estimate_tiled_seconds(name, n, d, tile_rows=b, threads=threads, n_neighbors=k,
+                                                       in_process=not args.dask)
 
                 n = 1000
                 for _ in range(12):  # the tiles' per-row term makes one step not enough
@@ -249,8 +255,11 @@ def _dask_main(args):
                 call(Xd, labels)
                 seconds = time.perf_counter() - start
                 guess = estimate(n)
-                family = "neighbours" if name in cost._NEIGHBOURS else name
-                measured.setdefault(family, []).append(guess / cost._TILED_OVERHEAD[family] / seconds)
+                if name in cost._NEIGHBOURS:  # the pair term and the repeated per-row share at rho = 1, over the time
+                    measured.setdefault("neighbours", []).append(
+                        [_at(cost, factors, rho, lambda n=n: estimate(n)) / seconds for rho in ((1, 0), (0, 1))])
+                else:
+                    measured.setdefault(name, []).append(guess / cost._TILED_OVERHEAD[name] / seconds)
                 print(f"| {label} | {d} | {n:,} | {b} | {guess:.1f} | {seconds:.1f} | {guess / seconds:.2f} |",
                       flush=True)
                 del X, Xd
@@ -258,10 +267,41 @@ def _dask_main(args):
         print("\nrho of estimate_tiled_seconds per metric (least squares of the relative errors; _TILED_OVERHEAD):",
               flush=True)
         for family, ratios in measured.items():
+            if family == "neighbours":
+                terms = np.asarray(ratios)  # (pair term, per-row share) at rho = 1, over the measured time
+                rho = _least_squares(terms)
+                fitted = terms @ rho
+                print(f"- neighbours ({factors}: rho of the pair term, of the per-row share): ({rho[0]:.3g}, "
+                      f"{rho[1]:.3g}) (estimate / measured at those: {fitted.min():.2f} to {fitted.max():.2f})",
+                      flush=True)
+                continue
             r = np.asarray(ratios)  # the estimate at rho = 1 over the measured time
             rho = float((r.sum()) / (r * r).sum())
             print(f"- {family}: {rho:.3g} (estimate / measured at that rho: {rho * r.min():.2f} to {rho * r.max():.2f})",
                   flush=True)
+
+
+def _at(module, name, value, call):
+    """``call()`` with ``module.name`` set to ``value`` meanwhile."""
+    kept = getattr(module, name)
+    setattr(module, name, value)
+    try:
+        return call()
+    finally:
+        setattr(module, name, kept)
+
+
+def _least_squares(terms):
+    """The non-negative ``rho`` that brings ``terms @ rho`` (each row: the terms at rho = 1 over the measured time)
+    closest to 1 in least squares: the relative errors; a factor the data would make negative is 0 and the other
+    is fitted alone."""
+    rho = np.linalg.lstsq(terms, np.ones(len(terms)), rcond=None)[0]
+    if (rho >= 0).all():
+        return rho
+    rho = np.zeros(terms.shape[1])
+    best = max(range(terms.shape[1]), key=lambda j: terms[:, j].sum() ** 2 / (terms[:, j] ** 2).sum())
+    rho[best] = terms[:, best].sum() / (terms[:, best] ** 2).sum()
+    return rho
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ ADDR=$($V/python -c "import json;print(json.load(open('$S'))['address'])")
 $V/dask worker --scheduler-file $S --nthreads 1 --nworkers 2 --no-dashboard --memory-limit 4GiB > $(dirname $D)/workers.log 2>&1 &
 WPID=$!
 sleep 8
-for metric in twonn_dimension twonn_dimension,mle_dimension; do
+for metric in ${METRICS:-twonn_dimension twonn_dimension,mle_dimension}; do
   for how in "--scheduler $ADDR" "--workers 2"; do
     echo "### $metric $how"
     /usr/bin/time -f "wall %e s" $V/isotropy measure $D --metrics $metric $how 2>&1 | grep -v "^Warning" | cut -c1-400

@@ -599,19 +599,29 @@ def test_tiled_estimate_prices_the_tiles_and_the_threads(monkeypatch):
     monkeypatch.setattr(cost, "_cores", lambda: 4)
     flops, elements = 4e11, 3e9  # this machine's speeds (machine_speed: all of its cores)
     monkeypatch.setattr(cost, "machine_speed", lambda: (flops, elements))
-    monkeypatch.setattr(cost, "_TILED_OVERHEAD", {"neighbours": 1.25, "silhouette_score": 1.5})
+    monkeypatch.setattr(cost, "_TILED_OVERHEAD", {"silhouette_score": 1.5})
+    monkeypatch.setattr(cost, "_TILED_SEARCH", (1.25, 0.75))  # the search's pair term, its repeated per-row share
     monkeypatch.setenv("ISOTROPY_JIT", "0")
     n, d, b, k = 100_000, 384, 8192, 20
     tiled = cost.estimate_tiled_seconds("silhouette_score", n, d, tile_rows=4096, threads=2)
     assert tiled == pytest.approx(1.5 * estimate_seconds("silhouette_score", n, d) * 4 / 2, rel=1e-12)
     alpha, beta, gamma, delta, epsilon = cost._SEARCH_COST["numpy"]
     blocks = 13  # ⌈100,000 / 8192⌉
-    want = 1.25 * 4 / 8 * (n * n * (alpha * d / flops + beta / elements)
-                           + (gamma * d + delta * np.log(1 + b / k) + epsilon * k) * n * blocks * k / elements)
+    want = 4 / 8 * (1.25 * n * n * (alpha * d / flops + beta / elements)
+                    + 0.75 * (gamma * d + delta * np.log(1 + b / k) + epsilon * k) * n * blocks * k / elements)
     assert cost.estimate_tiled_seconds("mle_dimension", n, d, tile_rows=b, threads=8) == pytest.approx(want, rel=1e-12)
-    # one tile of all the rows: the in-memory search's work, spread over the cores alike
+    # one tile of all the rows: the in-memory search's two terms, each at its factor, spread over the cores alike
+    monkeypatch.setattr(cost, "_TILED_SEARCH", (1.25, 1.25))
     assert cost.estimate_tiled_seconds("mle_dimension", n, d, tile_rows=10**6, threads=4) == pytest.approx(
         1.25 * estimate_seconds("mle_dimension", n, d), rel=1e-12)
+    monkeypatch.setattr(cost, "_TILED_SEARCH", (1.25, 0.75))
+    # dask's threaded scheduler in this process: the search's own factors
+    monkeypatch.setattr(cost, "_TILED_SEARCH_IN_PROCESS", (0.5, 2.0))
+    threaded = 4 / 8 * (0.5 * n * n * (alpha * d / flops + beta / elements)
+                        + 2.0 * (gamma * d + delta * np.log(1 + b / k) + epsilon * k) * n * blocks * k / elements)
+    assert cost.estimate_tiled_seconds("mle_dimension", n, d, tile_rows=b, threads=8, in_process=True) == \
+        pytest.approx(threaded, rel=1e-12)
+    assert cost.estimate_tiled_seconds("silhouette_score", n, d, tile_rows=4096, threads=2, in_process=True) == tiled
     assert cost.estimate_tiled_seconds("mle_dimension", n, d, tile_rows=b, threads=8, loops="compiled") < want
 
 
@@ -668,10 +678,14 @@ def test_cost_note_on_the_dask_path_prices_its_tiles_and_threads(monkeypatch):
     from isotropy.measure.distributed import open_cluster
 
     with open_cluster(None, None) as where:  # dask's threaded scheduler: this machine's cores
-        assert where["threads"] == (2, True)
+        assert where["threads"] == (2, True, True)  # the tiles run on this process's threads
     mle = _cost_note("mle_dimension", n, d, distributed=(2, True), names=["twonn_dimension", "mle_dimension"])
     want = cost.estimate_tiled_seconds("mle_dimension", n, d, tile_rows=8192, threads=2)
     assert f"about {format_duration(want)} on the dask path on 2 threads" in mle, mle
+    # dask's threaded scheduler (open_cluster's third element): the search's factors of tiles in this process
+    monkeypatch.setattr(cost, "_TILED_SEARCH_IN_PROCESS", tuple(4 * rho for rho in cost._TILED_SEARCH))
+    threaded = _cost_note("mle_dimension", n, d, distributed=(2, True, True), names=["twonn_dimension", "mle_dimension"])
+    assert f"about {format_duration(4 * want)} on the dask path on 2 threads" in threaded, threaded
     in_memory = _cost_note("silhouette_score", n, d)
     assert f"about {format_duration(estimate_seconds('silhouette_score', n, d))} on this machine." in in_memory
 

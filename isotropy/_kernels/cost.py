@@ -54,7 +54,18 @@ _SEARCH_COST = {"numpy": (0.909, 1.05, 1.89, 144.0, 0.104), "compiled": (0.909, 
 # docs/benchmarks.md gives the run). Beyond the scheduling, transfers and reductions, it holds what sets a metric's
 # tiles apart from its in-memory kernel: a silhouette tile's per-cluster sums for both blocks' rows, a Dunn or
 # uniformity tile, which ran faster than the in-memory constants give.
-_TILED_OVERHEAD = {"silhouette_score": 1.44, "dunn_index": 0.639, "uniformity": 0.506, "neighbours": 1.13}
+_TILED_OVERHEAD = {"silhouette_score": 1.44, "dunn_index": 0.639, "uniformity": 0.506}
+# (ρ_pairs, ρ_rows) of a neighbour search on the dask path: the measured wall time over its tiles' pair term and over
+# the per-row share the tiles repeat, fitted together (``benchmarks/bench_cost_notes.py --dask 2 --dims 384,128
+# --n-neighbors 20,100 --fit``, docs/benchmarks.md gives the run). One ρ for both (1.13, fitted on 2026-12-05) read
+# TwoNN alone (k = 2, its time nearly all pairs) at 0.55-0.80 of its time and the search at k = 20 at 0.88-1.19: the
+# tiles' pairs take about 1.5 times the in-memory kernel's (a tile on one thread, 8192 rows, against panels of the
+# whole search on every core), and the repeated per-row share less than B whole copies of the in-memory one.
+_TILED_SEARCH = (1.49, 0.819)
+# The same on dask's threaded scheduler in this process (a folder of shards without --workers: each tile's kernel on
+# the threads of this process, no transfers), from ``bench_cost_notes.py --dask 0`` with the same arguments: the
+# worker processes' factors read it at 1.10-1.40 of its time.
+_TILED_SEARCH_IN_PROCESS = (1.26, 0.533)
 # Seconds of one window of the product calibration (the element-wise one: half), five windows each: a window
 # spans several scheduler time slices.
 _WINDOW_SECONDS = 0.015
@@ -173,7 +184,7 @@ def _search_seconds(pairs: float, rows: float, others: float, k: int, n_features
 
 
 def estimate_tiled_seconds(name: str, n_samples: int, n_features: int, *, tile_rows: int, threads: int,
-                           n_neighbors: int | None = None, loops: str | None = None) -> float:
+                           n_neighbors: int | None = None, loops: str | None = None, in_process: bool = False) -> float:
     """Expected seconds of the O(n²) metric ``name`` on the dask path: tiles of ``tile_rows`` rows, ``threads`` at once,
     each on one thread at this machine's speed per core.
 
@@ -189,7 +200,9 @@ def estimate_tiled_seconds(name: str, n_samples: int, n_features: int, *, tile_r
     one thread; local workers share this machine's cores: ``t`` is at most ``c`` for them, which the caller says), with ``ρ``
     (``_TILED_OVERHEAD``) the measured wall time over that model per metric (scheduling, transfers, reductions, and
     how a metric's tiles differ from its in-memory kernel), fitted by ``benchmarks/bench_cost_notes.py --dask`` on a
-    local cluster.
+    local cluster; for a neighbour search one ``ρ`` on the pair term and one on the per-row share the tiles repeat
+    (``_TILED_SEARCH``), fitted together, and with ``in_process`` (dask's threaded scheduler in this process) their
+    own (``_TILED_SEARCH_IN_PROCESS``).
     """
     b = max(1, min(int(tile_rows), int(n_samples)))
     share = _cores() / max(1, int(threads))
@@ -200,8 +213,10 @@ def estimate_tiled_seconds(name: str, n_samples: int, n_features: int, *, tile_r
     # a tile of b points runs the loops the whole search runs (isotropy.distributed._neighbors._knn_tile)
     loops = _loops_of(n_samples, n_features, k, loops)
     n = float(n_samples)
-    tiles = _search_seconds(n * n, n * k * blocks, b, k, n_features, loops)
-    return _TILED_OVERHEAD["neighbours"] * tiles * share
+    pairs = _search_seconds(n * n, 0.0, b, k, n_features, loops)
+    rows = _search_seconds(0.0, n * k * blocks, b, k, n_features, loops)
+    rho_pairs, rho_rows = _TILED_SEARCH_IN_PROCESS if in_process else _TILED_SEARCH
+    return (rho_pairs * pairs + rho_rows * rows) * share
 
 
 def format_duration(seconds: float) -> str:

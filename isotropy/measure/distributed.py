@@ -75,18 +75,28 @@ def open_cluster(scheduler: str | None, workers: int | None, memory_limit: int |
     ``DASK_ISOTROPY__MEMORY_LIMIT``, e.g. ``2GB``), else ``"auto"``: the machine's memory divided
     among the workers (:func:`_divided`). The description holds ``memory_limit``, the workers' limit in bytes as the
     scheduler reports it (None for the threaded scheduler, or for workers of differing or no limits), and ``threads``:
-    ``(the tiles run at once, whether they share this machine's cores)`` for the O(n²) notes
+    ``(the tiles run at once, whether they share this machine's cores)``, with ``True`` after them on dask's threaded
+    scheduler (the tiles run in this process), for the O(n²) notes
     (:func:`isotropy._kernels.cost.estimate_tiled_seconds`).
     """
     from isotropy._kernels.silhouette import _cores
 
     if scheduler is None and workers is None:
         # dask's threads, one per core, each tile's kernel on its own threads as in memory: this machine's cores
-        yield {"scheduler": "threads (dask default)", "workers": None, "memory_limit": None, "threads": (_cores(), True)}
+        yield {"scheduler": "threads (dask default)", "workers": None, "memory_limit": None, "threads": (_cores(), True, True)}
         return
     import dask
     from distributed import Client, LocalCluster
 
+    # this machine's speed for the O(n²) notes, measured before any work starts here (once per process, about 120 ms).
+    # Measured after it, it read the cores while the new local worker processes imported dask, numpy and isotropy, up
+    # to 3 times slower: the note of TwoNN and MLE on 80,000 rows said 73 s for a search of 39 s (26 s and 29 s for
+    # TwoNN alone in the run before it); and, with --scheduler, at the first note, while the workers of a cluster on
+    # this machine were reading the input the command had just asked them to hold: 54-78 s for a search of 31 s, in 3
+    # of 3 runs right after another command (benchmarks: docs/benchmarks.md, the O(n²) notes on the dask path)
+    from isotropy._kernels.cost import machine_speed
+
+    machine_speed()
     if scheduler is not None:
         seconds = connect_timeout()
         _check_is_scheduler(scheduler, seconds)
@@ -97,13 +107,6 @@ def open_cluster(scheduler: str | None, workers: int | None, memory_limit: int |
         return
     limit = memory_limit if memory_limit is not None else dask.config.get("isotropy.memory-limit", "auto")
     limit = _divided(workers) if isinstance(limit, str) and limit.strip().lower() == "auto" else limit
-    # this machine's speed for the O(n²) notes, measured before the workers start (once per process, about 120 ms):
-    # measured after, it read the cores while the new worker processes imported dask, numpy and isotropy, up to 3 times
-    # slower, and the note of TwoNN and MLE on 80,000 rows said 73 s for a search of 39 s (26 s and 29 s for TwoNN
-    # alone in the run before it; benchmarks: docs/benchmarks.md, the O(n²) notes on the dask path)
-    from isotropy._kernels.cost import machine_speed
-
-    machine_speed()
     # silence_logs: a task that fails (bad data in a shard) reaches the user once, as the one-line error of the
     # command; the workers' own log of it (a traceback per failed task) would come before that line
     # the worker processes start with Ctrl-C blocked (inherited by them); one pressed meanwhile is acted on after it

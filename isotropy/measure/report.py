@@ -790,8 +790,8 @@ def _cost_note(name, n_samples, n_features, *, distributed=None, names=None, n_n
     """A one-line estimate of an O(n²) metric's time, or None when it is short (see _COST_NOTE_SECONDS).
 
     ``distributed``: None (or False) in memory; on the dask path ``(threads, local)``, the tiles that run at once (None:
-    this machine's cores) and whether they share this machine's cores (``open_cluster``'s ``threads``; ``True`` is
-    ``(None, True)``). There the tiles are priced (:func:`~isotropy._kernels.cost.estimate_tiled_seconds`) and
+    this machine's cores) and whether they share this machine's cores, then optionally whether they run in this
+    process (dask's threaded scheduler; ``open_cluster``'s ``threads``; ``True`` is ``(None, True)``). There the tiles are priced (:func:`~isotropy._kernels.cost.estimate_tiled_seconds`) and
     ``--scheduler`` is not suggested again. ``names``: the metrics that share this search (the note names them all),
     default ``[name]``. ``n_neighbors``: MLE's ``k`` (``None``: its default), which the search of ``mle_dimension`` takes.
     """
@@ -806,7 +806,8 @@ def _cost_note(name, n_samples, n_features, *, distributed=None, names=None, n_n
         from isotropy._kernels.silhouette import _cores
         from isotropy.distributed._graph import DEFAULT_TILE_ROWS, NEIGHBOUR_TILE_ROWS, check_tile_rows
 
-        threads, local = distributed
+        threads, local, *in_process = distributed
+        in_process = bool(in_process and in_process[0])
         cores = _cores()
         threads = cores if threads is None else int(threads)
         run_on = max(1, min(threads, cores) if local else threads)  # local workers share this machine's cores
@@ -815,7 +816,7 @@ def _cost_note(name, n_samples, n_features, *, distributed=None, names=None, n_n
 
         def estimate(n, loops=None):
             return estimate_tiled_seconds(name, n, n_features, tile_rows=tile_rows, threads=run_on, n_neighbors=k,
-                                          loops=loops)
+                                          loops=loops, in_process=in_process)
 
         if local and threads > cores:
             where = f"the dask path, its {threads} workers sharing this machine's {cores} cores"
