@@ -5,7 +5,7 @@
 # float32 features of rank about 12 in .npy shards of 10,000 rows; TwoNN alone, then TwoNN and MLE from one search.
 # Read each note's "about ... s" against the metric's seconds in the table below it (goal: within 1.5 times).
 #
-# Usage: [N=80000] [V=.venv/bin] bash benchmarks/cost_note_scheduler.sh
+# Usage: [N=80000] [V=.venv/bin] [METRICS="twonn_dimension twonn_dimension,mle_dimension"] bash benchmarks/cost_note_scheduler.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 V=${V:-.venv/bin}

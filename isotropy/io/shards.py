@@ -302,7 +302,7 @@ def _load_parquet(path, key, n_rows, dtype, global_row, stamp=None, *, label_col
     return _check_finite(np.asarray(X, dtype=dtype), path, 0, global_row)
 
 
-def _read_zarr(path: Path, key, chunk_rows):
+def _read_zarr(path: Path, key, chunk_rows, most_rows=None):
     from isotropy._utils.install import extra_imports
 
     with extra_imports(f"Reading {str(path)!r}", "distributed"):
@@ -340,7 +340,7 @@ def _read_zarr(path: Path, key, chunk_rows):
                           "incomplete or corrupt store; if chunks equal to the fill value were left out on purpose, "
                           "write the array again with write_empty_chunks=True)")
     dtype = np.float64 if arr.dtype.kind in "biu" else (np.float32 if arr.dtype.itemsize < 4 else arr.dtype)
-    rows = chunk_rows or max(1, _CHUNK_BYTES // (arr.shape[1] * np.dtype(dtype).itemsize))
+    rows = chunk_rows or default_chunk_rows(arr.shape[1], np.dtype(dtype).itemsize, most_rows)
     arr = arr.astype(dtype).rechunk({0: rows, 1: -1})
     starts = np.cumsum((0, *arr.chunks[0]))[:-1]
     return arr.map_blocks(_check_zarr_block, str(path), starts, dtype=dtype)
@@ -471,6 +471,19 @@ def read_shards(source: str | os.PathLike, *, key: str | None = None, chunk_rows
     >>> read_shards(root, chunk_rows=5).chunks[0]  # large ones split
     (5, 5, 2)
     """
+    return read_capped_shards(source, key=key, chunk_rows=chunk_rows, label_column=label_column)
+
+
+def default_chunk_rows(width: int, itemsize: int, most_rows: int | None = None) -> int:
+    """Rows per chunk when none are asked for: about ``_CHUNK_BYTES`` of rows ``width`` values of ``itemsize`` bytes
+    wide, and at most ``most_rows``."""
+    rows = max(1, _CHUNK_BYTES // max(1, int(width) * int(itemsize)))
+    return rows if most_rows is None else max(1, min(rows, int(most_rows)))
+
+
+def read_capped_shards(source, *, key=None, chunk_rows=None, label_column=None, most_rows: int | None = None):
+    """:func:`read_shards`, whose default chunks also hold at most ``most_rows`` rows (``isotropy measure`` on dask:
+    its row tiles' rows, so that no worker holds a chunk of 64 MiB to cut a tile from it)."""
     from isotropy.io._paths import check_path_given
 
     check_path_given(source, caller="read_shards", name="source", expected="a folder, a glob pattern or a Zarr store")
@@ -494,7 +507,7 @@ def read_shards(source: str | os.PathLike, *, key: str | None = None, chunk_rows
         if label_column is not None:
             raise _fail(path, f"label_column={label_column!r} was given but a Zarr array has no named columns",
                         "no label_column (it names a column of .parquet shards)")
-        return _read_zarr(path, key, chunk_rows)
+        return _read_zarr(path, key, chunk_rows, most_rows)
     paths = _shard_paths(source)
     single = path.is_file()  # one file (measure --workers): named as a file, not as a shard
     headers = []
@@ -517,7 +530,7 @@ def read_shards(source: str | os.PathLike, *, key: str | None = None, chunk_rows
                         "shards of one width")
     _check_same_columns(paths, [h[4] for h in headers])
     dtype = np.result_type(*[h[2] for h in headers])
-    rows = chunk_rows or max(1, _CHUNK_BYTES // (width * dtype.itemsize))
+    rows = chunk_rows or default_chunk_rows(width, dtype.itemsize, most_rows)
     chunks = []
     for group in _coalesce(paths, [h[0] for h in headers], rows, [h[3] for h in headers], width):
         n = sum(piece[4] - piece[3] for piece in group)

@@ -335,20 +335,38 @@ def _read_by_workers(embeddings) -> bool:
         (not path.exists() and not path.is_symlink() and str(embeddings) != PACKAGED_GLOVE)
 
 
+# Rows per chunk of the embeddings on the dask path: at most a neighbour tile's rows (and at most about 64 MiB). With
+# the reader's 64 MiB chunks (43,690 rows of 384 float32) a worker held a whole chunk to cut each 8192-row tile from
+# it; on 80,000 x 384 float32 rows in .npy shards, the default table with --workers 2 took 0.85-0.94 of its time
+# with these chunks (3 of 3 alternating runs), the command's own process peaked 110 MiB lower (413-422 against
+# 525-534 MiB), and without --workers 0.92-0.98 of its time and 100-160 MiB lower; each worker's peak fell by 47-69
+# MiB (benchmarks/bench_dask_memory.py --chunk-rows 8192, docs/scaling.md). The streaming metrics sum chunk by
+# chunk, so their values move within float64 rounding (on 30,000 such rows at most 1.3e-15 relative, 5.7e-14 for
+# partition_isotropy, a ratio of two exponentials' sums).
+
+
+def _read_rows() -> int:
+    """Rows per chunk at most of the embeddings on the dask path (see above)."""
+    from isotropy.distributed._graph import NEIGHBOUR_TILE_ROWS
+
+    return NEIGHBOUR_TILE_ROWS
+
+
 def _lazy_embeddings(embeddings, key, label_column=None):
-    """The embeddings as a dask array: shards (and single .npy files) read lazily, others in memory."""
-    from isotropy.io.shards import read_shards
+    """The embeddings as a dask array: shards (and single .npy files) read lazily, others in memory; chunks of at most
+    :func:`_read_rows` rows."""
+    from isotropy.io.shards import default_chunk_rows, read_capped_shards
     from isotropy.measure.report import _guard
 
     if _read_by_workers(embeddings):
         # --labels EMBEDDINGS.parquet --label-column COL: that column left out of the features, as in memory
-        return _guard(read_shards, embeddings, key=key, label_column=label_column), None
+        return _guard(read_capped_shards, embeddings, key=key, label_column=label_column, most_rows=_read_rows()), None
     import dask.array as da
 
     from isotropy.io.embeddings import read_embeddings
 
     X, row_names = _guard(read_embeddings, embeddings, key=key, label_column=label_column)
-    return da.from_array(X, chunks=(max(1, (64 << 20) // (X.shape[1] * X.itemsize)), -1)), row_names
+    return da.from_array(X, chunks=(default_chunk_rows(X.shape[1], X.itemsize, _read_rows()), -1)), row_names
 
 
 def run(embeddings, *, labels_path, metric_names, needing_labels, json_path, sample_size, random_state, distance,
