@@ -336,3 +336,33 @@ def test_whole_texts_are_tokenised_as_the_model_s_own_tokenizer_does(tiny_gpt2):
         with torch.no_grad():
             states = model(**reference(text, return_tensors="pt")).last_hidden_state[0]
         np.testing.assert_allclose(row, states.mean(0).numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("compute_dtype", ["bfloat16", "float16"])
+def test_compute_dtype_runs_the_model_cast_to_it(tiny_bert, compute_dtype):
+    """``compute_dtype`` runs the model in a half precision (its memory halved on a GPU), as ``measure --model
+    --dtype`` does; the vectors are gathered in float32. The reference: the float32 model cast to that dtype, each
+    line alone (the same windows); the default stays the float32 forward."""
+    half = getattr(torch, compute_dtype)
+    words = LINES[0]
+    tokenizer, network, _ = load_transformer(tiny_bert, device="cpu")
+    enc = words_tokenizer(tokenizer)([words], is_split_into_words=True, return_tensors="pt")
+    with torch.no_grad():
+        want = {dtype: network.to(dtype)(**enc, output_hidden_states=True).hidden_states[2][0].float().numpy()
+                for dtype in (torch.float32, half)}
+    first = [enc.word_ids(0).index(w) for w in range(len(words))]  # each word's first piece
+    got = _extract(tiny_bert, lines=[words], layers=[2], compute_dtype=compute_dtype).hidden_states[2]
+    default = _extract(tiny_bert, lines=[words], layers=[2]).hidden_states[2]
+    assert got.dtype == default.dtype == np.float32
+    np.testing.assert_array_equal(got, want[half][first])
+    np.testing.assert_allclose(default, want[torch.float32][first], rtol=1e-6, atol=1e-6)
+    assert np.abs(got - default).max() > 1e-5  # the half forward differs from the float32 one
+    # a model given loaded runs as it is: another precision asked for is refused, not ignored
+    loaded = load_transformer(tiny_bert, device="cpu", dtype=compute_dtype)[:2]
+    np.testing.assert_array_equal(_extract(tiny_bert, lines=[words], layers=[2], compute_dtype=compute_dtype,
+                                           tokenizer_and_model=loaded).hidden_states[2], got)
+    with pytest.raises(ValueError, match=f"must be the precision of the model given in tokenizer_and_model "
+                                         f"\\('{compute_dtype}'\\), which runs as it is. Got 'float32' instead"):
+        _extract(tiny_bert, lines=[words], layers=[2], tokenizer_and_model=loaded)
+    with pytest.raises(ValueError, match="The 'compute_dtype' parameter of extract_token_embeddings must be one of"):
+        _extract(tiny_bert, lines=[words], layers=[2], compute_dtype="float64")
