@@ -148,6 +148,35 @@ def test_a_tokenizer_file_changed_alone_is_no_stale_cache_hit(tmp_path):
     np.testing.assert_array_equal(encode_pooled(texts, cache_dir=tmp_path / "cache", **kwargs)[1], fresh)
 
 
+def test_a_model_file_rewritten_with_its_modification_time_set_back_is_no_stale_cache_hit(tmp_path):
+    """The cache key named each model file by its size and modification time: vocab.txt rewritten to the same size
+    with its time set back (a copy that keeps times) gave the old tokens' vectors back. Its change time names it too.
+    The reference: the same call without the cache."""
+    import os
+    import time
+
+    from _tiny_models import BERT_VOCAB
+
+    from isotropy.models.encoders import encode_pooled
+
+    folder = make_tiny_bert(tmp_path / "bert")
+    (folder / "tokenizer.json").unlink()
+    texts = ["the cat sat", "a dog ran", "the mat"]
+    kwargs = {"model": str(folder), "layers": [1], "device": "cpu"}
+    stat = (folder / "vocab.txt").stat()
+    before = encode_pooled(texts, cache_dir=tmp_path / "cache", **kwargs)[1]
+    time.sleep(0.02)  # a change time of its own, on file systems of coarse clocks too
+    vocab = list(BERT_VOCAB)
+    vocab[5], vocab[6] = vocab[6], vocab[5]  # "the" and "cat" swap ids: the same bytes in another order
+    with open(folder / "vocab.txt", "r+", encoding="utf-8") as handle:
+        handle.write("\n".join(vocab) + "\n")
+    os.utime(folder / "vocab.txt", ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert (folder / "vocab.txt").stat().st_size == stat.st_size
+    fresh = encode_pooled(texts, use_cache=False, **kwargs)[1]
+    assert not np.array_equal(fresh, before)
+    np.testing.assert_array_equal(encode_pooled(texts, cache_dir=tmp_path / "cache", **kwargs)[1], fresh)
+
+
 def test_a_cache_file_that_is_not_an_npy_is_one_warning_line_that_advises_nothing_unsafe(bert, tmp_path, monkeypatch):
     """A cache file overwritten with other bytes was read by np.load, whose refusal was printed as the reason: "This
     file contains pickled (object) data. If you trust the file you can load it unsafely using the `allow_pickle=`

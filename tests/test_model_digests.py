@@ -50,6 +50,26 @@ def test_a_digest_is_computed_once_per_version_of_the_file(tmp_path, monkeypatch
     assert cached_sha256(weights, cache_dir=tmp_path / "blocked") == _sha(weights)  # unwritable: hashed, no error
 
 
+def test_a_file_rewritten_with_its_modification_time_set_back_is_hashed_again(tmp_path, monkeypatch):
+    """Rewritten in place to the same size, its modification time set back to the one the digest was kept under (a
+    copy that keeps times, touch -d): the old digest was read back for new bytes. The change time names it too."""
+    import time
+
+    read = _counting(monkeypatch)
+    weights = tmp_path / "model.safetensors"
+    weights.write_bytes(os.urandom(3000))
+    before = weights.stat()
+    cache = tmp_path / "cache"
+    assert cached_sha256(weights, cache_dir=cache) == _sha(weights)
+    time.sleep(0.02)  # a change time of its own, on file systems of coarse clocks too
+    with open(weights, "r+b") as handle:  # in place: the same inode and device
+        handle.write(os.urandom(3000))
+    os.utime(weights, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = weights.stat()
+    assert (after.st_size, after.st_mtime_ns, after.st_ino) == (before.st_size, before.st_mtime_ns, before.st_ino)
+    assert cached_sha256(weights, cache_dir=cache) == _sha(weights) and len(read) == 2
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(kept=st.one_of(st.binary(max_size=200), st.text(alphabet="0123456789abcdefABCDEF ", max_size=70).map(str.encode)))
 def test_a_damaged_digest_file_is_never_believed(tmp_path, kept):

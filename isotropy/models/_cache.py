@@ -23,10 +23,10 @@ def cached_sha256(path: str | os.PathLike, *, cache_dir: str | os.PathLike | Non
     A model's weights are hashed to name them (the GGUF file's converted folder, the ``--json`` record's
     ``inputs.model``): reading gigabytes once more on every run to hash them would cost what loading them costs.
     The digest is kept under ``<cache>/digests/`` in a file named by the sha256 of the file's resolved path, size,
-    modification time (ns), inode and device; a file written again gets another name, hence a new digest. The
-    digest file is read as at most 64 hexadecimal characters, nothing else (anything else, or an unreadable or
-    unwritable cache, and the file is hashed again, which gives the same value: only the time is at stake). What
-    this cannot tell: a file rewritten in place to the same size with its modification time set back by hand.
+    modification and change times (ns), inode and device; a file written again gets another name, hence a new
+    digest, even with its modification time set back (its change time moves with it). The digest file is read as
+    at most 64 hexadecimal characters, nothing else (anything else, or an unreadable or unwritable cache, and the
+    file is hashed again, which gives the same value: only the time is at stake).
 
     >>> import tempfile, pathlib
     >>> with tempfile.TemporaryDirectory() as d:
@@ -41,7 +41,11 @@ def cached_sha256(path: str | os.PathLike, *, cache_dir: str | os.PathLike | Non
 
     path = Path(path).resolve()
     stat = path.stat()
-    identity = f"{path}\0{stat.st_size}\0{stat.st_mtime_ns}\0{stat.st_ino}\0{stat.st_dev}"
+    # the change time too: a file rewritten in place to the same size with its modification time set back (os.utime,
+    # touch -d, a copy that keeps times) kept its old name, hence its old digest; the change time moves with any
+    # write or utime and cannot be set back short of the system clock (a metadata change alone, chmod say: a new
+    # name, hashed again, the same digest)
+    identity = f"{path}\0{stat.st_size}\0{stat.st_mtime_ns}\0{stat.st_ctime_ns}\0{stat.st_ino}\0{stat.st_dev}"
     folder = Path(cache_dir if cache_dir is not None else default_cache_dir()) / _DIGESTS
     entry = folder / hashlib.sha256(identity.encode("utf-8", "surrogateescape")).hexdigest()
     try:

@@ -105,7 +105,9 @@ def _cache_key(model_location: str, texts: Sequence[str], normalize: bool, tag: 
         for weight in sorted(location.rglob("*")):
             if weight.is_file() and not any(part.startswith(".") for part in weight.relative_to(location).parts):
                 stat = weight.stat()
-                digest.update(f"{weight.relative_to(location)}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+                # (the change time too: a file rewritten to the same size with its modification time set back)
+                digest.update(f"{weight.relative_to(location)}:{stat.st_size}:{stat.st_mtime_ns}:{stat.st_ctime_ns}"
+                              .encode())
     digest.update(b"normalize" if normalize else b"raw")
     for text in texts:
         digest.update(text.encode("utf-8", errors="surrogatepass"))
