@@ -366,36 +366,6 @@ def test_twonn_is_not_refused_for_mles_sake_on_a_few_rows(tmp_path):
     assert "neighbour_dimensions" not in out.stderr
 
 
-@pytest.mark.parametrize("order", [("twonn_dimension", "mle_dimension"), ("mle_dimension", "twonn_dimension")])
-def test_the_metric_that_reads_the_other_ones_search_says_so_not_a_time_near_zero(tmp_path, order):
-    """TwoNN and MLE read one neighbour search: the first to run holds its seconds, and the second's row said 0.000,
-    as if MLE cost nothing. Its seconds read "(shared)", the JSON's one_search names both in the order they ran, and
-    the values are the estimators' own."""
-    from isotropy import mle_dimension, twonn_dimension
-
-    X = np.random.default_rng(4).normal(size=(300, 5))
-    np.save(tmp_path / "x.npy", X)
-    result = invoke(tmp_path / "x.npy", "--metrics", ",".join(order), "--json", tmp_path / "m.json")
-    assert result.exit_code == 0, result.output
-    rows = {line.split()[0]: line.split() for line in result.stdout.splitlines() if line.split()[0] in order}
-    assert rows[order[1]][2] == "(shared)" and float(rows[order[0]][2]) >= 0
-    record = json.loads((tmp_path / "m.json").read_text())
-    assert record["one_search"] == list(order)
-    assert record["values"]["twonn_dimension"] == pytest.approx(twonn_dimension(X), rel=1e-12)
-    assert record["values"]["mle_dimension"] == pytest.approx(mle_dimension(X), rel=1e-12)
-    alone = invoke(tmp_path / "x.npy", "--metrics", "twonn_dimension", "--json", tmp_path / "t.json")
-    assert alone.exit_code == 0 and "(shared)" not in alone.stdout
-    assert json.loads((tmp_path / "t.json").read_text())["one_search"] is None
-
-
-def test_each_metric_run_alone_holds_its_own_seconds(tmp_path):
-    """On 4 rows the shared search cannot take MLE's k, so each runs alone: no row says "(shared)"."""
-    np.save(tmp_path / "x.npy", np.random.default_rng(3).normal(size=(4, 2)))
-    result = invoke(tmp_path / "x.npy", "--metrics", "twonn_dimension,mle_dimension", "--json", tmp_path / "m.json")
-    assert result.exit_code == 2
-    assert "(shared)" not in result.stdout and json.loads((tmp_path / "m.json").read_text())["one_search"] is None
-
-
 def test_twonn_undefined_on_ties_fails_alone_and_mle_keeps_its_value(tmp_path):
     """On a square lattice TwoNN is undefined (r2/r1 = 1 everywhere) and the shared search gives it as NaN: the
     command still reports TwoNN's own refusal as its error (not a NaN value) and MLE's value is mle_dimension's."""

@@ -174,8 +174,7 @@ class _TableRows:
 
     def row(self, name, outcome) -> str:
         value = "failed" if outcome.error is not None else value_text(name, outcome.value, 6)
-        # a value read from the search another metric's row timed: its own milliseconds would read as a free metric
-        return self._line(name, value, "(shared)" if outcome.searched_by else f"{outcome.seconds:.3f}")
+        return self._line(name, value, f"{outcome.seconds:.3f}")
 
 
 class _Results:
@@ -185,12 +184,9 @@ class _Results:
         self.values, self.seconds, self.notes, self.errors, self.error_kinds = {}, {}, {}, {}, {}
         self.left_out = {}  # metric -> why a default table left it out once measured (_mle_may_be_left_out)
         self.interrupted = False
-        self.one_search = []  # TwoNN and MLE from one neighbour search: the metric timed with it first
 
     def add(self, name, outcome) -> None:
         self.seconds[name] = outcome.seconds
-        if outcome.searched_by is not None:
-            self.one_search = [outcome.searched_by, name]  # (in the order they ran)
         if outcome.notes:
             self.notes[name] = outcome.notes
         if outcome.error is not None:
@@ -339,8 +335,6 @@ def _record(data, embeddings, *, key, labels_path, sample_size, random_state, di
         "averaging": _mle_averaging(averaging) if "mle_dimension" in metric_names else None,
         "values": {name: _json_float(results.values[name]) for name in metric_names if name in results.values},
         "seconds": {name: round(results.seconds[name], 6) for name in metric_names if name in results.seconds},
-        # TwoNN and MLE read from one neighbour search: its seconds are the first one's, the second's only its reading
-        "one_search": results.one_search or None,
         "warnings": results.notes,
         "errors": results.errors,
         "complete": not results.errors and not results.interrupted,
@@ -468,11 +462,9 @@ def _check_finite(X, embeddings, row_names, rows, n_rows: int) -> None:
 class _Outcome:
     """One metric's result: a value, or an error message (kind "input" for a ValueError/TypeError)."""
 
-    def __init__(self, value=None, seconds=0.0, notes=(), error=None, error_kind=None, left_out=None, searched_by=None):
+    def __init__(self, value=None, seconds=0.0, notes=(), error=None, error_kind=None, left_out=None):
         self.value, self.seconds, self.notes, self.error, self.error_kind = value, seconds, list(notes), error, error_kind
         self.left_out = left_out  # why a default table leaves the metric out (no row, no error), or None
-        # the metric whose seconds hold the neighbour search this one read its value from (_one_neighbour_pass), or None
-        self.searched_by = searched_by
 
 
 def _measure(metric_names, data, *, distance, random_state, progress, n_neighbors=None, zeta=None, averaging=None,
@@ -618,8 +610,6 @@ def _measure_each(metric_names, data, *, distance, random_state, progress, n_nei
         spec = METRICS[name]
         labelled = spec.needs_labels
         search = name in one_pass  # TwoNN and MLE from one search: one note, before it
-        # the search already made (and not failed: then each runs alone) by the other metric of the pair
-        searched_by = shared.get("by") if search and not isinstance(shared.get("result"), Exception) else None
         if name in QUADRATIC and not (search and shared):
             tiles = (data.tile_threads or (None, True)) if is_dask(X) else None
             note = _cost_note(_SHARED_SEARCH if search else name, *X.shape, distributed=tiles,
@@ -679,9 +669,7 @@ def _measure_each(metric_names, data, *, distance, random_state, progress, n_nei
             bar.write(f"Warning: {name}: {message}", file=sys.stderr)
         if error is not None:
             bar.write(f"Error: {name}: {error}", file=sys.stderr)
-        if search and "by" not in shared and "result" in shared:
-            shared["by"] = name
-        yield name, _Outcome(value, seconds, notes, error, kind, searched_by=searched_by if error is None else None)
+        yield name, _Outcome(value, seconds, notes, error, kind)
     bar.close()
 
 
