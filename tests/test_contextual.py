@@ -361,8 +361,16 @@ def test_compute_dtype_runs_the_model_cast_to_it(tiny_bert, compute_dtype):
     loaded = load_transformer(tiny_bert, device="cpu", dtype=compute_dtype)[:2]
     np.testing.assert_array_equal(_extract(tiny_bert, lines=[words], layers=[2], compute_dtype=compute_dtype,
                                            tokenizer_and_model=loaded).hidden_states[2], got)
+    np.testing.assert_array_equal(_extract(tiny_bert, lines=[words], layers=[2],  # None: the model as it is
+                                           tokenizer_and_model=loaded).hidden_states[2], got)
     with pytest.raises(ValueError, match=f"must be the precision of the model given in tokenizer_and_model "
-                                         f"\\('{compute_dtype}'\\), which runs as it is. Got 'float32' instead"):
-        _extract(tiny_bert, lines=[words], layers=[2], tokenizer_and_model=loaded)
+                                         f"\\('{compute_dtype}'\\), which runs as it is, or None. Got 'float32' "
+                                         f"instead; load the model in float32 .* or leave compute_dtype out"):
+        _extract(tiny_bert, lines=[words], layers=[2], tokenizer_and_model=loaded, compute_dtype="float32")
+    # a model in a precision compute_dtype cannot name (float64) runs as it is, as before compute_dtype existed
+    double = load_transformer(tiny_bert, device="cpu")[:2]
+    double[1].to(torch.float64)
+    np.testing.assert_allclose(_extract(tiny_bert, lines=[words], layers=[2], tokenizer_and_model=double)
+                               .hidden_states[2], default, rtol=1e-5, atol=1e-5)
     with pytest.raises(ValueError, match="The 'compute_dtype' parameter of extract_token_embeddings must be one of"):
         _extract(tiny_bert, lines=[words], layers=[2], compute_dtype="float64")

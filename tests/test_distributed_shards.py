@@ -235,13 +235,24 @@ def test_many_small_shards_are_coalesced_into_few_chunks(tmp_path):
 def test_measure_reads_chunks_of_a_neighbour_tile_at_most(tmp_path, monkeypatch):
     """`isotropy measure` on shards reads chunks of at most a neighbour tile's rows (8192), not the reader's 64 MiB
     chunks: a worker held a whole 64 MiB chunk to cut each tile from it (the command 0.85-0.94 of its time, 100 MiB
-    less memory). Wide rows keep chunks of about 64 MiB; read_shards itself keeps its default; the values are those of
-    the rows in memory."""
+    less memory). Narrow rows keep chunks the streaming metrics do not join again, wide rows chunks of about 64 MiB,
+    a Parquet shard its rows; read_shards itself keeps its default; the values are those of the rows in memory."""
+    import dask.array as da
+
     from isotropy.distributed import _graph
     from isotropy.io.shards import default_chunk_rows, read_capped_shards
     from isotropy.measure.distributed import _lazy_embeddings
 
+    # the real limits: 8192 rows where those are no small chunks, more rows of narrow data, fewer of wide data
+    assert default_chunk_rows(384, 4, 8192, 2**19) == 8192
+    assert default_chunk_rows(16, 4, 8192, 2**19) == 32768 and default_chunk_rows(4, 8, 8192, 2**19) == 131072
+    assert default_chunk_rows(2**20, 8, 8192, 2**19) == 8 and default_chunk_rows(4, 4) == 2**22
+    for width in (4, 16, 31, 32, 64, 384):  # chunks the streaming metrics take as they are (no join in every metric)
+        rows = default_chunk_rows(width, 4, _graph.NEIGHBOUR_TILE_ROWS, 2 * _graph._SMALL_CHUNK_ELEMENTS)
+        lazy = da.zeros((5 * rows + 7, width), chunks=(rows, -1), dtype=np.float32)
+        assert _graph.check_dask_X(lazy, caller="test") is lazy, width
     monkeypatch.setattr(_graph, "NEIGHBOUR_TILE_ROWS", 64)  # small data, the same rule
+    monkeypatch.setattr(_graph, "_SMALL_CHUNK_ELEMENTS", 64)  # 128 values: 32 rows of 4, under the 64-row cap
     rng = np.random.default_rng(5)
     full = rng.normal(size=(300, 4)).astype(np.float32)
     root = tmp_path / "rows"
@@ -256,9 +267,15 @@ def test_measure_reads_chunks_of_a_neighbour_tile_at_most(tmp_path, monkeypatch)
     assert _lazy_embeddings(tmp_path / "one.npy", None)[0].chunks[0] == (64, 64, 64, 64, 44)
     np.savetxt(tmp_path / "rows.txt", full)  # a text file, read here and cut alike
     assert _lazy_embeddings(tmp_path / "rows.txt", None)[0].chunks[0] == (64, 64, 64, 64, 44)
-    assert default_chunk_rows(4, 4, 64) == 64 and default_chunk_rows(4, 4) == 2**22
-    assert default_chunk_rows(2**20, 8, 8192) == 8  # wide rows: about 64 MiB, fewer rows than a tile
+    parquet = tmp_path / "parquet"
+    parquet.mkdir()
+    for i, start in enumerate(range(0, 300, 150)):
+        pd.DataFrame({"vector": list(full[start:start + 150])}).to_parquet(parquet / f"part-{i}.parquet")
+    assert _lazy_embeddings(parquet, None)[0].chunks[0] == (150, 150)  # a Parquet shard is read whole
     assert read_capped_shards(root, chunk_rows=100, most_rows=64).chunks[0] == (100, 100, 100)  # asked for: as asked
+    monkeypatch.setattr(_graph, "_SMALL_CHUNK_ELEMENTS", 256)  # 512 values: 128 rows of 4, above the cap
+    assert _lazy_embeddings(root, None)[0].chunks[0] == (128, 128, 44)
+    monkeypatch.setattr(_graph, "_SMALL_CHUNK_ELEMENTS", 64)
     result = invoke(root, "--metrics", "isoscore,twonn_dimension", "--json", tmp_path / "s.json")
     assert result.exit_code == 0, result.output
     record = json.loads((tmp_path / "s.json").read_text())

@@ -302,7 +302,7 @@ def _load_parquet(path, key, n_rows, dtype, global_row, stamp=None, *, label_col
     return _check_finite(np.asarray(X, dtype=dtype), path, 0, global_row)
 
 
-def _read_zarr(path: Path, key, chunk_rows, most_rows=None):
+def _read_zarr(path: Path, key, chunk_rows, most_rows=None, least_elements=0):
     from isotropy._utils.install import extra_imports
 
     with extra_imports(f"Reading {str(path)!r}", "distributed"):
@@ -340,7 +340,7 @@ def _read_zarr(path: Path, key, chunk_rows, most_rows=None):
                           "incomplete or corrupt store; if chunks equal to the fill value were left out on purpose, "
                           "write the array again with write_empty_chunks=True)")
     dtype = np.float64 if arr.dtype.kind in "biu" else (np.float32 if arr.dtype.itemsize < 4 else arr.dtype)
-    rows = chunk_rows or default_chunk_rows(arr.shape[1], np.dtype(dtype).itemsize, most_rows)
+    rows = chunk_rows or default_chunk_rows(arr.shape[1], np.dtype(dtype).itemsize, most_rows, least_elements)
     arr = arr.astype(dtype).rechunk({0: rows, 1: -1})
     starts = np.cumsum((0, *arr.chunks[0]))[:-1]
     return arr.map_blocks(_check_zarr_block, str(path), starts, dtype=dtype)
@@ -474,16 +474,23 @@ def read_shards(source: str | os.PathLike, *, key: str | None = None, chunk_rows
     return read_capped_shards(source, key=key, chunk_rows=chunk_rows, label_column=label_column)
 
 
-def default_chunk_rows(width: int, itemsize: int, most_rows: int | None = None) -> int:
+def default_chunk_rows(width: int, itemsize: int, most_rows: int | None = None, least_elements: int = 0) -> int:
     """Rows per chunk when none are asked for: about ``_CHUNK_BYTES`` of rows ``width`` values of ``itemsize`` bytes
-    wide, and at most ``most_rows``."""
-    rows = max(1, _CHUNK_BYTES // max(1, int(width) * int(itemsize)))
-    return rows if most_rows is None else max(1, min(rows, int(most_rows)))
+    wide, and at most ``most_rows``, unless that many rows hold fewer than ``least_elements`` values (narrow rows:
+    then as many rows as hold them)."""
+    width = max(1, int(width))
+    rows = max(1, _CHUNK_BYTES // (width * int(itemsize)))
+    if most_rows is None:
+        return rows
+    return max(1, min(rows, max(int(most_rows), -(-int(least_elements) // width))))
 
 
-def read_capped_shards(source, *, key=None, chunk_rows=None, label_column=None, most_rows: int | None = None):
-    """:func:`read_shards`, whose default chunks also hold at most ``most_rows`` rows (``isotropy measure`` on dask:
-    its row tiles' rows, so that no worker holds a chunk of 64 MiB to cut a tile from it)."""
+def read_capped_shards(source, *, key=None, chunk_rows=None, label_column=None, most_rows: int | None = None,
+                       least_elements: int = 0):
+    """:func:`read_shards`, whose default chunks also hold at most ``most_rows`` rows where those hold at least
+    ``least_elements`` values (:func:`default_chunk_rows`; ``isotropy measure`` on dask: its row tiles' rows, so
+    that no worker holds a chunk of 64 MiB to cut a tile from it). A Parquet shard is still read whole (its chunk
+    keeps all its rows), as by :func:`read_shards`."""
     from isotropy.io._paths import check_path_given
 
     check_path_given(source, caller="read_shards", name="source", expected="a folder, a glob pattern or a Zarr store")
@@ -507,7 +514,7 @@ def read_capped_shards(source, *, key=None, chunk_rows=None, label_column=None, 
         if label_column is not None:
             raise _fail(path, f"label_column={label_column!r} was given but a Zarr array has no named columns",
                         "no label_column (it names a column of .parquet shards)")
-        return _read_zarr(path, key, chunk_rows, most_rows)
+        return _read_zarr(path, key, chunk_rows, most_rows, least_elements)
     paths = _shard_paths(source)
     single = path.is_file()  # one file (measure --workers): named as a file, not as a shard
     headers = []
@@ -530,7 +537,7 @@ def read_capped_shards(source, *, key=None, chunk_rows=None, label_column=None, 
                         "shards of one width")
     _check_same_columns(paths, [h[4] for h in headers])
     dtype = np.result_type(*[h[2] for h in headers])
-    rows = chunk_rows or default_chunk_rows(width, dtype.itemsize, most_rows)
+    rows = chunk_rows or default_chunk_rows(width, dtype.itemsize, most_rows, least_elements)
     chunks = []
     for group in _coalesce(paths, [h[0] for h in headers], rows, [h[3] for h in headers], width):
         n = sum(piece[4] - piece[3] for piece in group)

@@ -83,7 +83,8 @@ def open_cluster(scheduler: str | None, workers: int | None, memory_limit: int |
 
     if scheduler is None and workers is None:
         # dask's threads, one per core, each tile's kernel on its own threads as in memory: this machine's cores
-        yield {"scheduler": "threads (dask default)", "workers": None, "memory_limit": None, "threads": (_cores(), True, True)}
+        yield {"scheduler": "threads (dask default)", "workers": None, "memory_limit": None,
+               "threads": (_cores(), True, True)}
         return
     import dask
     from distributed import Client, LocalCluster
@@ -342,31 +343,31 @@ def _read_by_workers(embeddings) -> bool:
 # 525-534 MiB), and without --workers 0.92-0.98 of its time and 100-160 MiB lower; each worker's peak fell by 47-69
 # MiB (benchmarks/bench_dask_memory.py --chunk-rows 8192, docs/scaling.md). The streaming metrics sum chunk by
 # chunk, so their values move within float64 rounding (on 30,000 such rows at most 1.3e-15 relative, 5.7e-14 for
-# partition_isotropy, a ratio of two exponentials' sums).
+# partition_isotropy, a ratio of two exponentials' sums). Narrow rows keep chunks of at least twice the values
+# below which the streaming metrics join chunks again (check_dask_X: 8192 rows of up to 32 values are "small"), and
+# a Parquet shard is read whole (its rows stay one chunk).
+def _chunk_limits() -> dict:
+    """``most_rows`` and ``least_elements`` of the embeddings' chunks on the dask path (see above)."""
+    from isotropy.distributed._graph import _SMALL_CHUNK_ELEMENTS, NEIGHBOUR_TILE_ROWS
 
-
-def _read_rows() -> int:
-    """Rows per chunk at most of the embeddings on the dask path (see above)."""
-    from isotropy.distributed._graph import NEIGHBOUR_TILE_ROWS
-
-    return NEIGHBOUR_TILE_ROWS
+    return {"most_rows": NEIGHBOUR_TILE_ROWS, "least_elements": 2 * _SMALL_CHUNK_ELEMENTS}
 
 
 def _lazy_embeddings(embeddings, key, label_column=None):
-    """The embeddings as a dask array: shards (and single .npy files) read lazily, others in memory; chunks of at most
-    :func:`_read_rows` rows."""
+    """The embeddings as a dask array: shards (and single .npy files) read lazily, others in memory; chunks within
+    :func:`_chunk_limits`."""
     from isotropy.io.shards import default_chunk_rows, read_capped_shards
     from isotropy.measure.report import _guard
 
     if _read_by_workers(embeddings):
         # --labels EMBEDDINGS.parquet --label-column COL: that column left out of the features, as in memory
-        return _guard(read_capped_shards, embeddings, key=key, label_column=label_column, most_rows=_read_rows()), None
+        return _guard(read_capped_shards, embeddings, key=key, label_column=label_column, **_chunk_limits()), None
     import dask.array as da
 
     from isotropy.io.embeddings import read_embeddings
 
     X, row_names = _guard(read_embeddings, embeddings, key=key, label_column=label_column)
-    return da.from_array(X, chunks=(default_chunk_rows(X.shape[1], X.itemsize, _read_rows()), -1)), row_names
+    return da.from_array(X, chunks=(default_chunk_rows(X.shape[1], X.itemsize, **_chunk_limits()), -1)), row_names
 
 
 def run(embeddings, *, labels_path, metric_names, needing_labels, json_path, sample_size, random_state, distance,

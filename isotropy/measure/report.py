@@ -207,7 +207,8 @@ class _Input:
     cluster_ids: object
     n_clusters: int | None
     shrinkage_cov: object = None  # Σ_S of isoscore_star from --shrinkage-sample (float64, d x d), or None
-    # on the dask path: (the tiles run at once, whether on this machine's cores), for the O(n²) notes; None in memory
+    # on the dask path: (the tiles run at once, whether on this machine's cores[, whether in this process]), for the
+    # O(n²) notes (open_cluster's "threads"); None in memory
     tile_threads: tuple | None = None
 
 
@@ -789,9 +790,10 @@ _NUMBA_ADVICE = 0.75
 def _cost_note(name, n_samples, n_features, *, distributed=None, names=None, n_neighbors=None) -> str | None:
     """A one-line estimate of an O(n²) metric's time, or None when it is short (see _COST_NOTE_SECONDS).
 
-    ``distributed``: None (or False) in memory; on the dask path ``(threads, local)``, the tiles that run at once (None:
-    this machine's cores) and whether they share this machine's cores, then optionally whether they run in this
-    process (dask's threaded scheduler; ``open_cluster``'s ``threads``; ``True`` is ``(None, True)``). There the tiles are priced (:func:`~isotropy._kernels.cost.estimate_tiled_seconds`) and
+    ``distributed``: None (or False) in memory; on the dask path ``(threads, local)`` or ``(threads, local,
+    in_process)`` (``open_cluster``'s ``threads``): the tiles that run at once (None: this machine's cores), whether
+    they share this machine's cores, and whether they run in this process (dask's threaded scheduler; default
+    False); ``True`` is ``(None, True)``. There the tiles are priced (:func:`~isotropy._kernels.cost.estimate_tiled_seconds`) and
     ``--scheduler`` is not suggested again. ``names``: the metrics that share this search (the note names them all),
     default ``[name]``. ``n_neighbors``: MLE's ``k`` (``None``: its default), which the search of ``mle_dimension`` takes.
     """

@@ -24,7 +24,9 @@ def cached_sha256(path: str | os.PathLike, *, cache_dir: str | os.PathLike | Non
     ``inputs.model``): reading gigabytes once more on every run to hash them would cost what loading them costs.
     The digest is kept under ``<cache>/digests/`` in a file named by the sha256 of the file's resolved path, size,
     modification and change times (ns), inode and device; a file written again gets another name, hence a new
-    digest, even with its modification time set back (its change time moves with it). The digest file is read as
+    digest, even with its modification time set back where the change time moves with any write (POSIX; on
+    Windows ``st_ctime`` is the creation time, so there a file rewritten in place to the same size with its
+    modification time set back by hand keeps its old digest). The digest file is read as
     at most 64 hexadecimal characters, nothing else (anything else, or an unreadable or unwritable cache, and the
     file is hashed again, which gives the same value: only the time is at stake).
 

@@ -196,7 +196,7 @@ def extract_token_embeddings(lines, *, model: str = "all-MiniLM-L6-v2", layers="
                              skip_types: Sequence[str] = (), shuffle: bool = False, random_state=None,
                              max_length: int = 128, batch_size: int = 32, device=None, dtype: str = "float32",
                              leading_space="auto", show_progress: bool = True,
-                             tokenizer_and_model=None, compute_dtype: str = "float32") -> TokenEmbeddings:
+                             tokenizer_and_model=None, compute_dtype: str | None = None) -> TokenEmbeddings:
     """Contextual embedding of every corpus word at every selected hidden layer.
 
     Parameters
@@ -244,11 +244,12 @@ def extract_token_embeddings(lines, *, model: str = "all-MiniLM-L6-v2", layers="
         A tqdm progress bar over batches.
     tokenizer_and_model : (tokenizer, model) or None
         Already loaded objects (see :func:`load_transformer`), to skip loading.
-    compute_dtype : {"float32", "bfloat16", "float16"}, default="float32"
-        The precision the model is built and run in (:func:`load_transformer`'s ``dtype``): float32, the
-        exact default, or a half dtype that halves the model's memory on a GPU at ~1e-3 relative error in
+    compute_dtype : {"float32", "bfloat16", "float16"} or None, default=None
+        The precision the model is built and run in (:func:`load_transformer`'s ``dtype``): float32 (what
+        ``None`` loads), or a half dtype that halves the model's memory on a GPU at ~1e-3 relative error in
         its hidden states; the vectors are gathered in float32 and stored as ``dtype``. A model given in
-        ``tokenizer_and_model`` runs in its own precision, which must be ``compute_dtype``.
+        ``tokenizer_and_model`` runs in its own precision: ``None`` takes it as it is, a dtype named must be
+        that precision.
 
     Returns
     -------
@@ -295,19 +296,24 @@ def extract_token_embeddings(lines, *, model: str = "all-MiniLM-L6-v2", layers="
     check_scalar(batch_size, "batch_size", caller=_CALLER, kind=int, low=1)
     rng = check_random_state(random_state, caller=_CALLER)
     device = resolve_device(device, caller=_CALLER)
-    compute_dtype = check_dtype(compute_dtype, caller=_CALLER, name="compute_dtype")
+    if compute_dtype is not None:
+        compute_dtype = check_dtype(compute_dtype, caller=_CALLER, name="compute_dtype")
 
     if tokenizer_and_model is None:
         check_layers_before_loading(layers, model, caller=_CALLER)
+        compute_dtype = compute_dtype or "float32"
         tokenizer, network, _ = load_transformer(model, device=device, dtype=compute_dtype)
     else:
         tokenizer, network = tokenizer_and_model
-        held = str(next(network.parameters()).dtype).removeprefix("torch.")
-        if held != compute_dtype:  # the model is used as given: another precision than asked for is not run silently
+        held = str(getattr(network, "dtype", None) or next(network.parameters()).dtype).removeprefix("torch.")
+        # the model is used as given (None: whatever its precision, as before compute_dtype existed); a precision
+        # named and not the model's is not run silently
+        if compute_dtype is not None and held != compute_dtype:
             raise IsotropyValueError(f"The 'compute_dtype' parameter of {_CALLER} must be the precision of the model "
-                                     f"given in tokenizer_and_model ({held!r}), which runs as it is. Got "
+                                     f"given in tokenizer_and_model ({held!r}), which runs as it is, or None. Got "
                                      f"{compute_dtype!r} instead; load the model in {compute_dtype} (load_transformer"
-                                     f"(..., dtype={compute_dtype!r})) or pass compute_dtype={held!r}.")
+                                     f"(..., dtype={compute_dtype!r})) or leave compute_dtype out.")
+        compute_dtype = held
     tokenizer = words_tokenizer(tokenizer)  # words given pre-split: a byte-level BPE one with add_prefix_space
     n_layers = n_transformer_layers(network.config)
     layers = select_layers(layers, n_layers + 1, caller=_CALLER)

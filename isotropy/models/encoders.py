@@ -96,7 +96,7 @@ def float32_token_states(encoder):
 def _cache_key(model_location: str, texts: Sequence[str], normalize: bool, tag: str = "") -> str:
     digest = hashlib.sha256()
     digest.update(tag.encode())
-    # a local model is identified by its path and the size/mtime of its files: every file, not only the weights and
+    # a local model is identified by its path and the size, mtime and ctime of its files: every file, not only the weights and
     # .json files (a vocab.txt, merges.txt or tokenizer.model changed alone gave the old tokens' vectors back: a user
     # trial), hidden folders (a clone's .git) left out
     digest.update(model_location.encode())
@@ -105,7 +105,8 @@ def _cache_key(model_location: str, texts: Sequence[str], normalize: bool, tag: 
         for weight in sorted(location.rglob("*")):
             if weight.is_file() and not any(part.startswith(".") for part in weight.relative_to(location).parts):
                 stat = weight.stat()
-                # (the change time too: a file rewritten to the same size with its modification time set back)
+                # (the change time too: a file rewritten to the same size with its modification time set back; POSIX
+                # only, on Windows st_ctime is the creation time)
                 digest.update(f"{weight.relative_to(location)}:{stat.st_size}:{stat.st_mtime_ns}:{stat.st_ctime_ns}"
                               .encode())
     digest.update(b"normalize" if normalize else b"raw")
