@@ -220,8 +220,12 @@ def test_minibatch_stability_fresh_seeds_give_the_verdicts_of_the_first_seeds(se
     assert f"<!-- claims: minibatch-stability/{setup}-seeds-3-5 -->" in page
 
 
-@pytest.mark.parametrize("curves", sorted(RUNS.glob("classifier-geometry/*/curves.csv")),
-                         ids=lambda path: path.parent.name)
+# a run of one setup keeps its curves beside its summary; a run of several models and tasks (the GLUE appendix) in
+# MODEL/TASK/ folders beside their own summary and correlations, which the run's own hold under "MODEL/TASK"
+_CURVES = sorted(RUNS.glob("classifier-geometry/*/curves.csv")) + sorted(RUNS.glob("classifier-geometry/*/*/*/curves.csv"))
+
+
+@pytest.mark.parametrize("curves", _CURVES, ids=lambda path: "/".join(path.relative_to(RUNS).parts[1:-1]))
 def test_committed_curves_are_those_of_the_committed_summary(curves):
     """A committed ``curves.csv`` (the figures of the classifier-geometry page are drawn from it) belongs to the
     committed run beside it: its first and last steps are the summary's initial and final mean and std of every
@@ -233,6 +237,10 @@ def test_committed_curves_are_those_of_the_committed_summary(curves):
     table = pd.read_csv(curves)
     summary = json.loads((curves.parent / "summary.json").read_text())
     correlations = json.loads((curves.parent / "correlations.json").read_text())[summary["setup"]]["seed_means"]
+    if curves.parent.parent.name != "classifier-geometry":  # MODEL/TASK/ of a run of several: the run's entry
+        run = curves.parents[2]
+        assert json.loads((run / "summary.json").read_text())[summary["setup"]] == summary
+        assert json.loads((run / "correlations.json").read_text())[summary["setup"]]["seed_means"] == correlations
     steps = list(range(0, summary["updates"] + 1, summary["metric_interval"]))
     if steps[-1] != summary["updates"]:
         steps.append(summary["updates"])
