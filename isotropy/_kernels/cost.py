@@ -59,8 +59,9 @@ _TILED_OVERHEAD = {"silhouette_score": 1.44, "dunn_index": 0.639, "uniformity": 
 # the per-row share the tiles repeat, fitted together (``benchmarks/bench_cost_notes.py --dask 2 --dims 384,128
 # --n-neighbors 20,100 --fit``, docs/benchmarks.md gives the run). In that run one ρ for both (1.13, fitted on
 # 2026-12-05) read TwoNN alone (k = 2, its time nearly all pairs) at 0.71 and 0.83 of its time and the search at
-# k = 100 at 1.05 and 1.16; the two factors read every case at 0.91 to 1.09. The tiles' pairs take about 1.5 times the in-memory kernel's (a tile on one thread, 8192 rows, against panels of the
-# whole search on every core), and the repeated per-row share less than B whole copies of the in-memory one.
+# k = 100 at 1.05 and 1.16; the two factors read every case at 0.91 to 1.09. The tiles' pairs take about 1.5 times
+# the in-memory kernel's (a tile on one thread, 8192 rows, against panels of the whole search on every core), and the
+# repeated per-row share less than B whole copies of the in-memory one.
 _TILED_SEARCH = (1.49, 0.819)
 # The same on dask's threaded scheduler in this process (a folder of shards without --workers: each tile's kernel on
 # the threads of this process, no transfers), from ``bench_cost_notes.py --dask 0`` with the same arguments: the

@@ -793,9 +793,10 @@ def _cost_note(name, n_samples, n_features, *, distributed=None, names=None, n_n
     ``distributed``: None (or False) in memory; on the dask path ``(threads, local)`` or ``(threads, local,
     in_process)`` (``open_cluster``'s ``threads``): the tiles that run at once (None: this machine's cores), whether
     they share this machine's cores, and whether they run in this process (dask's threaded scheduler; default
-    False); ``True`` is ``(None, True)``. There the tiles are priced (:func:`~isotropy._kernels.cost.estimate_tiled_seconds`) and
-    ``--scheduler`` is not suggested again. ``names``: the metrics that share this search (the note names them all),
-    default ``[name]``. ``n_neighbors``: MLE's ``k`` (``None``: its default), which the search of ``mle_dimension`` takes.
+    False); ``True`` is ``(None, True)``. There the tiles are priced
+    (:func:`~isotropy._kernels.cost.estimate_tiled_seconds`) and ``--scheduler`` is not suggested again. ``names``:
+    the metrics that share this search (the note names them all), default ``[name]``. ``n_neighbors``: MLE's ``k``
+    (``None``: its default), which the search of ``mle_dimension`` takes.
     """
     from isotropy._kernels.cost import estimate_seconds, estimate_tiled_seconds, format_duration
     from isotropy._kernels.neighbors import numba_would_run

@@ -313,7 +313,7 @@ def extract_token_embeddings(lines, *, model: str = "all-MiniLM-L6-v2", layers="
                                      f"given in tokenizer_and_model ({held!r}), which runs as it is, or None. Got "
                                      f"{compute_dtype!r} instead; load the model in {compute_dtype} (load_transformer"
                                      f"(..., dtype={compute_dtype!r})) or leave compute_dtype out.")
-        compute_dtype = held
+        compute_dtype = held if compute_dtype is not None else None  # None: torch's own error of a forward that fails
     tokenizer = words_tokenizer(tokenizer)  # words given pre-split: a byte-level BPE one with add_prefix_space
     n_layers = n_transformer_layers(network.config)
     layers = select_layers(layers, n_layers + 1, caller=_CALLER)
@@ -412,7 +412,8 @@ def extract_token_embeddings(lines, *, model: str = "all-MiniLM-L6-v2", layers="
             try:
                 hidden = network(**inputs, output_hidden_states=True).hidden_states
             except (RuntimeError, NotImplementedError) as exc:  # an operation torch lacks in a half dtype here
-                said = forward_failed(exc, dtype=compute_dtype, device=device, caller=_CALLER, name="compute_dtype")
+                said = forward_failed(exc, dtype=compute_dtype or "float32", device=device, caller=_CALLER,
+                                      name="compute_dtype")
                 if said is None:
                     raise
                 raise said from None

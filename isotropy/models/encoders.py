@@ -96,9 +96,9 @@ def float32_token_states(encoder):
 def _cache_key(model_location: str, texts: Sequence[str], normalize: bool, tag: str = "") -> str:
     digest = hashlib.sha256()
     digest.update(tag.encode())
-    # a local model is identified by its path and the size, mtime and ctime of its files: every file, not only the weights and
-    # .json files (a vocab.txt, merges.txt or tokenizer.model changed alone gave the old tokens' vectors back: a user
-    # trial), hidden folders (a clone's .git) left out
+    # a local model is identified by its path and the size, mtime and ctime of its files: every file, not only the
+    # weights and .json files (a vocab.txt, merges.txt or tokenizer.model changed alone gave the old tokens' vectors
+    # back: a user trial), hidden folders (a clone's .git) left out
     digest.update(model_location.encode())
     location = Path(model_location)
     if location.is_dir():
