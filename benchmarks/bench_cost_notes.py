@@ -256,8 +256,9 @@ def _dask_main(args):
                 seconds = time.perf_counter() - start
                 guess = estimate(n)
                 if name in cost._NEIGHBOURS:  # the pair term and the repeated per-row share at rho = 1, over the time
+                    terms = cost.tiled_search_terms(name, n, d, tile_rows=b, n_neighbors=k)
                     measured.setdefault("neighbours", []).append(
-                        [_at(cost, factors, rho, lambda n=n: estimate(n)) / seconds for rho in ((1, 0), (0, 1))])
+                        [term * _cores() / threads / seconds for term in terms])
                 else:
                     measured.setdefault(name, []).append(guess / cost._TILED_OVERHEAD[name] / seconds)
                 print(f"| {label} | {d} | {n:,} | {b} | {guess:.1f} | {seconds:.1f} | {guess / seconds:.2f} |",
@@ -279,16 +280,6 @@ def _dask_main(args):
             rho = float((r.sum()) / (r * r).sum())
             print(f"- {family}: {rho:.3g} (estimate / measured at that rho: {rho * r.min():.2f} to {rho * r.max():.2f})",
                   flush=True)
-
-
-def _at(module, name, value, call):
-    """``call()`` with ``module.name`` set to ``value`` meanwhile."""
-    kept = getattr(module, name)
-    setattr(module, name, value)
-    try:
-        return call()
-    finally:
-        setattr(module, name, kept)
 
 
 def _least_squares(terms):

@@ -205,19 +205,28 @@ def estimate_tiled_seconds(name: str, n_samples: int, n_features: int, *, tile_r
     (``_TILED_SEARCH``), fitted together, and with ``in_process`` (dask's threaded scheduler in this process) their
     own (``_TILED_SEARCH_IN_PROCESS``).
     """
-    b = max(1, min(int(tile_rows), int(n_samples)))
     share = _cores() / max(1, int(threads))
     if name not in _NEIGHBOURS:
         return _TILED_OVERHEAD[name] * estimate_seconds(name, n_samples, n_features) * share
+    pairs, rows = tiled_search_terms(name, n_samples, n_features, tile_rows=tile_rows, n_neighbors=n_neighbors,
+                                     loops=loops)
+    rho_pairs, rho_rows = _TILED_SEARCH_IN_PROCESS if in_process else _TILED_SEARCH
+    return (rho_pairs * pairs + rho_rows * rows) * share
+
+
+def tiled_search_terms(name: str, n_samples: int, n_features: int, *, tile_rows: int, n_neighbors: int | None = None,
+                       loops: str | None = None) -> tuple[float, float]:
+    """The two terms of a neighbour search's tiles at factors 1, in seconds of all this machine's cores: the pair term
+    (the in-memory one) and the per-row share the ``B`` row blocks repeat (:func:`estimate_tiled_seconds`, whose
+    ``_TILED_SEARCH`` weighs them; ``benchmarks/bench_cost_notes.py --dask --fit`` fits those weights on them)."""
+    b = max(1, min(int(tile_rows), int(n_samples)))
     k = int(n_neighbors or _NEIGHBOURS[name])
     blocks = -(-int(n_samples) // b)
     # a tile of b points runs the loops the whole search runs (isotropy.distributed._neighbors._knn_tile)
     loops = _loops_of(n_samples, n_features, k, loops)
     n = float(n_samples)
-    pairs = _search_seconds(n * n, 0.0, b, k, n_features, loops)
-    rows = _search_seconds(0.0, n * k * blocks, b, k, n_features, loops)
-    rho_pairs, rho_rows = _TILED_SEARCH_IN_PROCESS if in_process else _TILED_SEARCH
-    return (rho_pairs * pairs + rho_rows * rows) * share
+    return (_search_seconds(n * n, 0.0, b, k, n_features, loops),
+            _search_seconds(0.0, n * k * blocks, b, k, n_features, loops))
 
 
 def format_duration(seconds: float) -> str:
