@@ -234,8 +234,8 @@ def test_many_small_shards_are_coalesced_into_few_chunks(tmp_path):
 
 def test_measure_reads_chunks_of_a_neighbour_tile_at_most(tmp_path, monkeypatch):
     """`isotropy measure` on shards reads chunks of at most a neighbour tile's rows (8192), not the reader's 64 MiB
-    chunks: a worker held a whole 64 MiB chunk to cut each tile from it (the command 0.85-0.94 of its time, 100 MiB
-    less memory). Narrow rows keep chunks the streaming metrics do not join again, wide rows chunks of about 64 MiB,
+    chunks: a worker held a whole 64 MiB chunk to cut each tile from it (benchmarks/bench_read_chunks.py: its peak
+    77-137 MiB lower). Narrow rows keep chunks the streaming metrics do not join again, wide rows chunks of about 64 MiB,
     a Parquet shard its rows; read_shards itself keeps its default; the values are those of the rows in memory."""
     import dask.array as da
 

@@ -338,14 +338,13 @@ def _read_by_workers(embeddings) -> bool:
 
 # Rows per chunk of the embeddings on the dask path: at most a neighbour tile's rows (and at most about 64 MiB). With
 # the reader's 64 MiB chunks (43,690 rows of 384 float32) a worker held a whole chunk to cut each 8192-row tile from
-# it; on 80,000 x 384 float32 rows in .npy shards, the default table with --workers 2 took 0.85-0.94 of its time
-# with these chunks (3 of 3 alternating runs), the command's own process peaked 110 MiB lower (413-422 against
-# 525-534 MiB), and without --workers 0.92-0.98 of its time and 100-160 MiB lower; each worker's peak fell by 47-69
-# MiB (benchmarks/bench_dask_memory.py --chunk-rows 8192, docs/scaling.md). The streaming metrics sum chunk by
-# chunk, so their values move within float64 rounding (on 30,000 such rows at most 1.3e-15 relative, 5.7e-14 for
-# partition_isotropy, a ratio of two exponentials' sums). Narrow rows keep chunks of at least twice the values
-# below which the streaming metrics join chunks again (check_dask_X: 8192 rows of up to 32 values are "small"), and
-# a Parquet shard is read whole (its rows stay one chunk).
+# it: on 80,000 x 384 float32 rows in .npy shards the default table's largest worker peaked 77-137 MiB lower with
+# these chunks (--workers 2), the command's own process 98-202 MiB lower on dask's threads, at the same time within
+# the machine's noise (benchmarks/bench_read_chunks.py, docs/scaling.md). The streaming metrics sum chunk by chunk, so
+# their values move within float64 rounding (there at most 1.2e-14 relative; 6.3e-13 for partition_isotropy, a
+# ratio of two exponentials' sums). Narrow rows keep chunks of at least twice the values below which the streaming
+# metrics join chunks again (check_dask_X: 8192 rows of up to 32 values are "small"), and a Parquet shard is read
+# whole (its rows stay one chunk).
 def _chunk_limits() -> dict:
     """``most_rows`` and ``least_elements`` of the embeddings' chunks on the dask path (see above)."""
     from isotropy.distributed._graph import _SMALL_CHUNK_ELEMENTS, NEIGHBOUR_TILE_ROWS
