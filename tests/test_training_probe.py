@@ -445,6 +445,44 @@ def test_a_metrics_warnings_are_given_once_per_layer_not_at_every_measurement(ti
         assert all(values[f"geometry/refused/{layer}"] != values[f"geometry/refused/{layer}"] for layer in layers)
 
 
+def test_a_metrics_warning_is_given_once_when_two_threads_measure_at_once(tiny):
+    """_warn_once looked for a kind, then added it: two threads giving the same warning at once could both look
+    before either added, and both gave it. A category whose hash yields the GIL (a sleep) makes that interleaving
+    happen every time; the claim is now one dict.setdefault, and the warning is given once."""
+    import threading
+    import time
+    import warnings
+
+    from isotropy.training import GeometryProbe
+
+    class Slow(type):
+        def __hash__(cls):
+            time.sleep(0.02)  # another thread runs here
+            return type.__hash__(cls)
+
+    class SlowWarning(UserWarning, metaclass=Slow):
+        pass
+
+    _, tokenizer, texts = tiny
+    probe = GeometryProbe(texts, metrics=("isoscore",)).set_tokenizer(tokenizer)
+    said = warnings.WarningMessage(SlowWarning("Noisy: shaky. Got 1 instead."), SlowWarning, __file__, 1)
+    start = threading.Barrier(4)
+
+    def give():
+        start.wait()
+        probe._warn_once("geometry/noisy/layer_1", said)
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        threads = [threading.Thread(target=give) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert [str(w.message) for w in caught] == [
+        "Noisy: shaky. Got 1 instead. (said once for geometry/noisy/layer_1; later measurements do not repeat it)"]
+
+
 @pytest.mark.parametrize("through", ["measure", "callback"])
 def test_a_metrics_warning_names_the_users_line(tiny, through):
     """Given once (_warn_once), a metric's warning had stacklevel=3: with measure wrapped by torch.no_grad it named

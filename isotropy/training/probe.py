@@ -574,7 +574,7 @@ class GeometryProbe:
                                      f"or trailing '/'. Got {prefix!r} instead.")
         self.prefix = prefix
         self._encoders = weakref.WeakKeyDictionary()  # model -> whether to call its base_model instead
-        self._said = set()  # (logged key, category, message before its "Got ...") warned of: not again (_warn_once)
+        self._said = {}  # (logged key, category, message before its "Got ...") warned of: not again (_warn_once)
 
     # ----------------------------------------------------------------- inputs
     def set_tokenizer(self, tokenizer):
@@ -869,12 +869,14 @@ class GeometryProbe:
         which repeats a warning whose text differs, said it again at every measurement for every layer. Its kind is
         its text before the numbers (" Got "); the first is given, with a word that later ones are not; the NaN or
         value logged at each step says the rest. Given through the user's own filters (an "error" filter raises it).
+        Claimed with one ``dict.setdefault`` (a single step under the GIL, where a look and then an insert let two
+        threads measuring at once both give it), without a lock, which would make the probe unpicklable.
         """
         text = str(said.message)
         kind = (key, said.category, text.split(" Got ")[0])
-        if kind in self._said:
+        claim = object()
+        if self._said.setdefault(kind, claim) is not claim:
             return
-        self._said.add(kind)
         from isotropy._utils.warn import user_stacklevel
 
         # the user's line, also through the callbacks (isotropy's own frames: stacklevel=3 named the callback's line)
