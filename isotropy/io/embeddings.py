@@ -600,6 +600,15 @@ def _is_float(token: str) -> bool:
     return True
 
 
+def _is_fraction(token: str) -> bool:
+    """Whether ``token`` is a finite number that is not a whole one (``0.418``, ``-1e-3``): data, never a name."""
+    try:
+        value = float(token)
+    except ValueError:
+        return False
+    return math.isfinite(value) and not value.is_integer()
+
+
 _MAX_FIRST_LINE = 16 * 2**20  # characters: about 900,000 columns of 18-character numbers
 # Columns of a .csv/.tsv or Parquet table of one feature per column: embeddings are at most tens of thousands wide
 # (25,600 for the widest language models). pandas took 7 s and 350 MB per 100,000 columns of a 3-row table, and
@@ -703,6 +712,9 @@ def _read_table(path, sep: str, label_column=None):
     if len(first) > _MAX_COLUMNS + 1:  # a column of row names beside the features
         raise _fail(path, f"its first line holds {len(first):,} columns", f"at most {_MAX_COLUMNS:,} features a row")
     header = first[0] == "" or not all(_is_float(t) for t in (first[1:] or first))
+    # ... unless a field is a number with a fraction (0.418), which no column name is: a row of numbers with one bad
+    # field (a word, an empty field), whose row was lost as the header while the same field lower down is refused
+    header = header and (first[0] == "" or not any(_is_fraction(t) for t in first[1:]))
     # pandas writes the column labels 0, 1, ..., d-1 of an unnamed frame as a numeric-looking header, also after
     # a named first column ("label,0,1,...")
     # (three at least after a name: a row "w,0,1" of a word and its 2-d vector stays data)
