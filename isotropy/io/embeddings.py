@@ -284,6 +284,22 @@ def _label_column_format(path, label_column: str, suffix: str | None = None) -> 
                 "file)")
 
 
+def takes_key(path) -> bool:
+    """Whether ``read_embeddings`` reads ``path`` as a container that may hold several arrays, picked by ``key``
+    (``.npz``, ``.pt``/``.pth``, ``.safetensors``, ``.parquet``, by its name or its first bytes, as read), not as a
+    single array (``.npy``, CSV/TSV, word vectors), which refuses a key."""
+    if str(path) == PACKAGED_GLOVE:
+        return False
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in EMBEDDING_EXTENSIONS and path_kind(path) is None:
+        suffix = _format_from_content(path) or suffix
+    return suffix in _KEYED
+
+
+_KEYED = (".npz", ".pt", ".pth", ".safetensors", ".parquet")
+
+
 def _no_key(path, key, what: str) -> None:
     if key is not None:
         raise _fail(path, f"key={key!r} was given but {what} hold a single array",

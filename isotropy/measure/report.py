@@ -899,7 +899,7 @@ def shrinkage_covariance(spec, X_full, *, key, random_state, n_features):
 
     ``spec`` is an int N (N rows drawn without replacement, seeded by ``random_state``, from all rows
     of EMBEDDINGS, whether or not ``--sample-size`` measures fewer) or a path to an embeddings file
-    of the same width (read with ``key``). ``X_full`` is the whole input (numpy, memory map or dask).
+    of the same width (read with ``key`` where it holds several arrays: an ``.npz``, ``.pt``, ...). ``X_full`` is the whole input (numpy, memory map or dask).
     """
     import numpy as np
 
@@ -916,10 +916,10 @@ def shrinkage_covariance(spec, X_full, *, key, random_state, n_features):
         S = X_full[rows]
         S = S.compute() if is_dask(S) else S
     else:
-        from isotropy.io.embeddings import read_embeddings
+        from isotropy.io.embeddings import read_embeddings, takes_key
 
-        try:
-            S, _ = _guard(read_embeddings, spec, key=key)
+        try:  # --key picks the array of EMBEDDINGS; a .npy or CSV sample beside an .npz of them holds just one
+            S, _ = _guard(read_embeddings, spec, key=key if takes_key(spec) else None)
         except InputError as exc:  # which option's file it is ("tx.txt:1: expected a word vector" named none)
             raise InputError(f"--shrinkage-sample: {exc}") from None
         if S.ndim != 2 or S.shape[1] != n_features or S.shape[0] < 2:
