@@ -105,3 +105,18 @@ def test_a_header_of_names_above_numbers_is_still_a_header(tmp_path):
     X, names = read_embeddings(path)
     np.testing.assert_array_equal(X, [[0.5, 1.5], [1.0, 0.25]])
     assert names == ["the", "cat"]
+
+
+@pytest.mark.parametrize("name, text", [("h.csv", "a,b\n"), ("h.csv", "a,b\n\n\n"), ("h.tsv", "a\tb\n"),
+                                        ("h.csv", ",0,1\n"), ("h.csv", "word,0,1,2\n")])
+def test_a_header_line_without_rows_is_said_so(tmp_path, name, text):
+    """``pd.DataFrame(columns=[...]).to_csv(path)`` (or an export cut after its header) was refused as "column 'a' is
+    not numeric": the columns hold nothing at all, no text."""
+    from isotropy.io import read_embeddings
+
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(ValueError) as caught:
+        read_embeddings(path)
+    assert str(caught.value) == (f"Cannot read embeddings from {str(path)!r}: it has a header line and no rows; "
+                                 f"expected rows of numbers, optionally a header and a first column of row names.")

@@ -758,6 +758,8 @@ def _read_table(path, sep: str, label_column=None):
         _check_fields(path, sep, header)  # a line with more fields than the first: said as such
         raise _fail(path, f"not a readable {path.suffix} file ({_short(exc)})",
                     "rows of numbers, optionally a header and a first column of row names") from None
+    if header and df.shape[0] == 0:  # an empty frame's to_csv: its columns were "not numeric", holding nothing at all
+        raise _fail(path, "it has a header line and no rows", rows)
     # pandas fills the missing fields of a short line, and an empty field, with NaN: the file is read again, as text,
     # only then (a NaN may also be written "nan"). Lines one field longer than the header are read with their first
     # field as the row index (R's write.table writes row names so), or of a trailing delimiter then a NaN column
