@@ -62,3 +62,36 @@ def test_an_empty_source_of_shards_is_refused(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match=r"^The 'source' parameter of read_shards must be a folder, a glob pattern or "
                                          r"a Zarr store\. Got '' \(empty\) instead\.$"):
         read_shards("")
+
+
+@pytest.mark.parametrize("reader, name, expected", [
+    (read_embeddings, "path", "a file path, or 'glove-6b-50d'"),
+    (read_labels, "path", "a file path"),
+    (read_texts, "path", "a file path"),
+    (read_word_vectors, "path", "a file path, or 'glove-6b-50d'"),
+])
+@pytest.mark.parametrize("given, kind", [(np.zeros((3, 2)), "ndarray"), (None, "NoneType"), (5, "int"),
+                                         (b"a.npy", "bytes")])
+def test_a_path_of_another_type_given_to_a_reader_is_refused_in_one_line(reader, name, expected, given, kind,
+                                                                         tmp_path, monkeypatch):
+    """An array (the data itself, not its file), None or bytes: a TypeError naming the reader and its argument, not
+    pathlib's ``expected str, bytes or os.PathLike object, not ndarray`` (found by a new user, read_embeddings(X))."""
+    monkeypatch.chdir(tmp_path)
+    np.save("a.npy", np.zeros((3, 2)))
+    with pytest.raises(TypeError) as caught:
+        reader(given)
+    assert str(caught.value) == (f"The {name!r} parameter of {reader.__name__} must be {expected}: a str or an "
+                                 f"os.PathLike such as pathlib.Path. Got {kind} instead.")
+
+
+def test_a_source_of_shards_of_another_type_is_refused_in_one_line(tmp_path, monkeypatch):
+    """``read_shards(X)`` of an array said "Cannot read embeddings from '[0. 0. 0.]': no .npy or .parquet shards
+    found there", as if the array's text were a folder."""
+    pytest.importorskip("dask")
+    from isotropy.io.shards import read_shards
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(TypeError, match=r"^The 'source' parameter of read_shards must be a folder, a glob pattern or a "
+                                        r"Zarr store: a str or an os\.PathLike such as pathlib\.Path\. Got ndarray "
+                                        r"instead\.$"):
+        read_shards(np.zeros(3))

@@ -175,3 +175,28 @@ def test_a_missing_or_empty_text_is_said_at_the_line_the_user_sees(tmp_path, nam
     assert message.endswith(said), message
     assert message.startswith((f"The texts file {str(path)!r} ", f"The text column 'text' of {str(path)!r} "))
     assert _error("--texts", path, "--text-column", "text").endswith(said)
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".ndjson"])
+def test_a_json_lines_file_of_several_fields_is_not_told_to_add_a_header_line(tmp_path, suffix):
+    """SNLI's JSON lines (gold_label, sentence1, sentence2) without --text-column were told "line 1 names the columns,
+    so a file without a header line needs one": JSON lines have no header line, each line names its fields."""
+    path = tmp_path / f"snli{suffix}"
+    path.write_text('{"gold_label": "neutral", "sentence1": "a cat sat .", "sentence2": "a dog ran ."}\n'
+                    '{"gold_label": "entailment", "sentence1": "a man sang .", "sentence2": "a man made a sound ."}\n')
+    expected = (f"The texts file {str(path)!r} has the columns ['gold_label', 'sentence1', 'sentence2']; name the "
+                f"text column (--text-column, a field of each line).")
+    with pytest.raises(ValueError) as caught:
+        read_texts(path)
+    assert str(caught.value) == expected
+    assert _error("--texts", path) == "Error: --texts: t" + expected[1:]
+
+
+def test_a_table_of_several_columns_is_still_told_about_its_header_line(tmp_path):
+    path = tmp_path / "dev.tsv"
+    path.write_text("sentence\tlabel\na cat sat .\t1\na dog ran .\t0\n")
+    with pytest.raises(ValueError) as caught:
+        read_texts(path)
+    assert str(caught.value) == (f"The texts file {str(path)!r} has the columns ['sentence', 'label']; name the text "
+                                 f"column (--text-column; line 1 names the columns, so a file without a header line "
+                                 f"needs one).")

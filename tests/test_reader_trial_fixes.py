@@ -56,3 +56,67 @@ def test_ragged_csv_lines_are_said_in_the_files_words(tmp_path):
                                  f"line (quote a text that holds a comma, or save the file as .txt, one text a line)")
     assert "C error" not in str(caught.value)
 
+
+
+@pytest.mark.parametrize("suffix, sep", [(".csv", ","), (".tsv", "\t")])
+@pytest.mark.parametrize("cell", ["abc", ""])
+def test_a_first_row_of_numbers_with_one_bad_cell_is_not_taken_for_a_header(tmp_path, suffix, sep, cell, capsys):
+    """A headerless table whose line 1 held one bad field (a word, or nothing) among its numbers lost that row
+    silently, read as the column names (n - 1 rows measured), while the same field on line 51 is refused. Column
+    names are never numbers with a fraction such as 0.418: line 1 is then data, and its bad field is refused."""
+    import numpy as np
+    from _cli import exiting_cli
+
+    from isotropy.io import read_embeddings
+
+    X = np.random.default_rng(0).normal(size=(6, 4)).round(4)
+    lines = [sep.join(f"{v:.4f}" for v in row) for row in X]
+    path = tmp_path / f"e{suffix}"
+    path.write_text("\n".join(lines) + "\n")
+    np.testing.assert_array_equal(read_embeddings(path)[0], X)  # the intact file: six rows
+    fields = lines[0].split(sep)
+    fields[2] = cell
+    path.write_text("\n".join([sep.join(fields), *lines[1:]]) + "\n")
+    if cell:
+        with pytest.raises(ValueError) as caught:
+            read_embeddings(path)
+        problem = (f"Cannot read embeddings from {str(path)!r}: column 2 is not numeric ('abc' on line 1); expected "
+                   f"numbers in every column but the row names.")
+        assert str(caught.value) == problem
+    else:  # the empty field is NaN, as lower down; the command refuses it at its row
+        read = read_embeddings(path)[0]
+        assert read.shape == (6, 4) and np.isnan(read[0, 2])
+        np.testing.assert_array_equal(np.delete(read.ravel(), 2), np.delete(X.ravel(), 2))
+        problem = (f"EMBEDDINGS {str(path)!r} has a non-finite value nan at row 0, column 2 (counted from 0: the row "
+                   f"is line 1 of the file); expected finite numbers (no NaN or inf).")
+    code, out, err = exiting_cli(["measure", str(path), "--metrics", "isoscore"], capsys)
+    assert code == 2 and out == "" and err.strip().splitlines() == [f"Error: {problem}"]
+
+
+def test_a_header_of_names_above_numbers_is_still_a_header(tmp_path):
+    import numpy as np
+
+    from isotropy.io import read_embeddings
+
+    path = tmp_path / "e.csv"
+    path.write_text("x,y,z\n0.5,1.5,2.5\n1.0,0.25,3.0\n")
+    np.testing.assert_array_equal(read_embeddings(path)[0], [[0.5, 1.5, 2.5], [1.0, 0.25, 3.0]])
+    path.write_text("word,dim_0,dim_1\nthe,0.5,1.5\ncat,1.0,0.25\n")  # a header over a column of row names
+    X, names = read_embeddings(path)
+    np.testing.assert_array_equal(X, [[0.5, 1.5], [1.0, 0.25]])
+    assert names == ["the", "cat"]
+
+
+@pytest.mark.parametrize("name, text", [("h.csv", "a,b\n"), ("h.csv", "a,b\n\n\n"), ("h.tsv", "a\tb\n"),
+                                        ("h.csv", ",0,1\n"), ("h.csv", "word,0,1,2\n")])
+def test_a_header_line_without_rows_is_said_so(tmp_path, name, text):
+    """``pd.DataFrame(columns=[...]).to_csv(path)`` (or an export cut after its header) was refused as "column 'a' is
+    not numeric": the columns hold nothing at all, no text."""
+    from isotropy.io import read_embeddings
+
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(ValueError) as caught:
+        read_embeddings(path)
+    assert str(caught.value) == (f"Cannot read embeddings from {str(path)!r}: it has a header line and no rows; "
+                                 f"expected rows of numbers, optionally a header and a first column of row names.")

@@ -27,7 +27,7 @@ import stat
 from pathlib import Path
 
 from isotropy._utils import jsontext
-from isotropy._utils.errors import IsotropyValueError
+from isotropy._utils.errors import IsotropyTypeError, IsotropyValueError
 
 __all__ = ["check_not_an_input", "check_regular_file", "npy_header", "npy_magic_problem", "npy_size_problem", "path_kind",
            "read_bytes", "read_json", "read_text"]
@@ -65,8 +65,13 @@ def path_kind(path) -> str | None:
 
 
 def check_path_given(path, *, caller: str, name: str = "path", expected: str = "a file path") -> None:
-    """Refuse the empty path, which ``Path('')`` would read as the current folder (an unset shell variable gives it)."""
-    if isinstance(path, (str, bytes)) and len(path) == 0:
+    """Refuse the empty path, which ``Path('')`` would read as the current folder (an unset shell variable gives it),
+    and what is no path at all (an array, the data itself; ``None``; bytes, which ``Path`` refuses), whose ``TypeError``
+    from pathlib named neither the reader nor the argument."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise IsotropyTypeError(f"The {name!r} parameter of {caller} must be {expected}: a str or an os.PathLike such "
+                                f"as pathlib.Path. Got {type(path).__name__} instead.")
+    if isinstance(path, str) and len(path) == 0:
         raise IsotropyValueError(f"The {name!r} parameter of {caller} must be {expected}. Got {path!r} (empty) "
                                  f"instead.")
 

@@ -284,6 +284,22 @@ def _label_column_format(path, label_column: str, suffix: str | None = None) -> 
                 "file)")
 
 
+def takes_key(path) -> bool:
+    """Whether ``read_embeddings`` reads ``path`` as a container that may hold several arrays, picked by ``key``
+    (``.npz``, ``.pt``/``.pth``, ``.safetensors``, ``.parquet``, by its name or its first bytes, as read), not as a
+    single array (``.npy``, CSV/TSV, word vectors), which refuses a key."""
+    if str(path) == PACKAGED_GLOVE:
+        return False
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in EMBEDDING_EXTENSIONS and path_kind(path) is None:
+        suffix = _format_from_content(path) or suffix
+    return suffix in _KEYED
+
+
+_KEYED = (".npz", ".pt", ".pth", ".safetensors", ".parquet")
+
+
 def _no_key(path, key, what: str) -> None:
     if key is not None:
         raise _fail(path, f"key={key!r} was given but {what} hold a single array",
@@ -600,6 +616,15 @@ def _is_float(token: str) -> bool:
     return True
 
 
+def _is_fraction(token: str) -> bool:
+    """Whether ``token`` is a finite number that is not a whole one (``0.418``, ``-1e-3``): data, never a name."""
+    try:
+        value = float(token)
+    except ValueError:
+        return False
+    return math.isfinite(value) and not value.is_integer()
+
+
 _MAX_FIRST_LINE = 16 * 2**20  # characters: about 900,000 columns of 18-character numbers
 # Columns of a .csv/.tsv or Parquet table of one feature per column: embeddings are at most tens of thousands wide
 # (25,600 for the widest language models). pandas took 7 s and 350 MB per 100,000 columns of a 3-row table, and
@@ -703,6 +728,9 @@ def _read_table(path, sep: str, label_column=None):
     if len(first) > _MAX_COLUMNS + 1:  # a column of row names beside the features
         raise _fail(path, f"its first line holds {len(first):,} columns", f"at most {_MAX_COLUMNS:,} features a row")
     header = first[0] == "" or not all(_is_float(t) for t in (first[1:] or first))
+    # ... unless a field is a number with a fraction (0.418), which no column name is: a row of numbers with one bad
+    # field (a word, an empty field), whose row was lost as the header while the same field lower down is refused
+    header = header and (first[0] == "" or not any(_is_fraction(t) for t in first[1:]))
     # pandas writes the column labels 0, 1, ..., d-1 of an unnamed frame as a numeric-looking header, also after
     # a named first column ("label,0,1,...")
     # (three at least after a name: a row "w,0,1" of a word and its 2-d vector stays data)
@@ -730,6 +758,8 @@ def _read_table(path, sep: str, label_column=None):
         _check_fields(path, sep, header)  # a line with more fields than the first: said as such
         raise _fail(path, f"not a readable {path.suffix} file ({_short(exc)})",
                     "rows of numbers, optionally a header and a first column of row names") from None
+    if header and df.shape[0] == 0:  # an empty frame's to_csv: its columns were "not numeric", holding nothing at all
+        raise _fail(path, "it has a header line and no rows", rows)
     # pandas fills the missing fields of a short line, and an empty field, with NaN: the file is read again, as text,
     # only then (a NaN may also be written "nan"). Lines one field longer than the header are read with their first
     # field as the row index (R's write.table writes row names so), or of a trailing delimiter then a NaN column

@@ -13,7 +13,9 @@ from pathlib import Path
 
 import numpy as np
 
+from isotropy._utils.errors import IsotropyTypeError
 from isotropy._utils.validation import IsotropyValueError, check_scalar
+from isotropy.io._encoding import text_codec
 from isotropy.io._paths import check_regular_file
 
 __all__ = ["PACKAGED_GLOVE", "packaged_glove", "read_word_vectors"]
@@ -111,6 +113,10 @@ def read_word_vectors(path: str | os.PathLike, *, binary: bool | None = None, li
     check_path_given(path, caller="read_word_vectors", name="path", expected="a file path, or 'glove-6b-50d'")
     # -1 and 0 read one word, 1.5 two: an int >= 1 or None only
     check_scalar(limit, "limit", caller="read_word_vectors", kind=int, low=1, allow_none=True)
+    if binary is not None and not isinstance(binary, (bool, np.bool_)):  # "no" is truthy: a text file read as binary
+        raise IsotropyTypeError(f"The 'binary' parameter of read_word_vectors must be a bool or None. "
+                                f"Got {type(binary).__name__} instead.")
+    text_codec(encoding, caller="read_word_vectors")  # the codec's own LookupError named neither reader nor argument
     if str(path) == PACKAGED_GLOVE:
         return packaged_glove(limit=limit)
     path = check_regular_file(path, "The word-vector file", f"a word2vec (text or binary) or GloVe text file, or "

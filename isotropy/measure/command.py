@@ -349,7 +349,8 @@ class _MeasureCommand(click.Command):
                    "Rudman & Eickhoff; 0 gives isoscore).")
 @click.option("--key", default=None, metavar="K",
               help="Array to read from a container holding several (.npz member, .pt dict key, "
-                   ".safetensors tensor, .parquet column, array of a Zarr group).")
+                   ".safetensors tensor, .parquet column, array of a Zarr group): of EMBEDDINGS, and of a "
+                   "--shrinkage-sample FILE that is such a container.")
 @click.option("--progress/--no-progress", " /--quiet", default=None,
               help="Show a progress bar on stderr (default: when stderr is a terminal; --progress also "
                    "when it is not, e.g. in a log file, as one line per metric and per tenth of its work). --quiet: the same as --no-progress, as in 'isotropy run'.")

@@ -197,9 +197,10 @@ def _texts_of(raw: bytes, *, subject: str, path: Path | None, column, name: str,
                              f"then named with --text-column.")
         if column is None:
             if table.shape[1] != 1:
+                where = (", a field of each line" if suffix in (".jsonl", ".ndjson") else  # JSON lines: no header line
+                         "; line 1 names the columns, so a file without a header line needs one")
                 raise ValueError(f"The texts file {str(path)!r} has the columns {list(map(str, table.columns))}; "
-                                 f"name the text column (--text-column; line 1 names the columns, so a file without a "
-                                 f"header line needs one).")
+                                 f"name the text column (--text-column{where}).")
             column = table.columns[0]
         if list(table.columns).count(column) > 1:
             raise ValueError(f"The texts file {str(path)!r} has {list(table.columns).count(column)} columns named "

@@ -210,6 +210,7 @@ class _Input:
     # on the dask path: (the tiles run at once, whether on this machine's cores[, whether in this process]), for the
     # O(n²) notes (open_cluster's "threads"); None in memory
     tile_threads: tuple | None = None
+    rows: object = None  # with --sample-size: the file's row of each row measured (sampled_rows), else None
 
 
 def _load_input(embeddings, labels_path, *, key, sample_size, random_state, needing_labels,
@@ -306,7 +307,8 @@ def prepare_input(X, row_names, embeddings, labels_path, *, key, sample_size, ra
             raise InputError(f"LABELS {str(labels_path)!r} has {n_clusters} clusters for {n_samples} rows{where}; "
                              f"the cluster metrics need between 2 and n_samples - 1 = {n_samples - 1} clusters.")
     return _Input(X=X, n_rows=n_rows, n_samples=n_samples, n_features=n_features, where=where,
-                  cluster_ids=cluster_ids, n_clusters=n_clusters, shrinkage_cov=shrinkage_cov)
+                  cluster_ids=cluster_ids, n_clusters=n_clusters, shrinkage_cov=shrinkage_cov,
+                  rows=rows if n_samples < n_rows else None)
 
 
 def _record(data, embeddings, *, key, labels_path, sample_size, random_state, distance, results, metric_names,
@@ -385,6 +387,21 @@ def named_data(message: str, data: str) -> str:
     import re
 
     return re.sub(r"^(?:The 'X' parameter of \w+|X(?= has ))", data, message)
+
+
+def sampled_rows(message: str, rows) -> str:
+    """A metric's ``(at index 5)`` or ``(first at index 5)``, a row of the ``--sample-size`` rows it measured, said
+    with the row of the file that is (``rows``: the file's row of each row measured; ``None``: every row, in order).
+
+    >>> sampled_rows("Got 1 zero row (at index 1) instead.", [3, 7, 9])
+    'Got 1 zero row (at index 1 of the 3 rows sampled: row 7 of EMBEDDINGS) instead.'
+    """
+    import re
+
+    if rows is None:
+        return message
+    return re.sub(r"\((first )?at index (\d+)\)", lambda found: f"({found[1] or ''}at index {found[2]} of the "
+                  f"{len(rows)} rows sampled: row {int(rows[int(found[2])])} of EMBEDDINGS)", message)
 
 
 def option_names(message: str, *, n_neighbors_given: bool = True, data: str | None = None) -> str:
@@ -651,6 +668,7 @@ def _measure_each(metric_names, data, *, distance, random_state, progress, n_nei
                 else:
                     error = option_names(" ".join(str(exc).split()), n_neighbors_given=n_neighbors is not None,
                                          data="EMBEDDINGS")
+                    error = sampled_rows(error, data.rows)
                     kind = "input"
                     _debug_traceback(bar)
             except Exception as exc:  # noqa: BLE001 - a failing metric must not lose the others
@@ -899,7 +917,7 @@ def shrinkage_covariance(spec, X_full, *, key, random_state, n_features):
 
     ``spec`` is an int N (N rows drawn without replacement, seeded by ``random_state``, from all rows
     of EMBEDDINGS, whether or not ``--sample-size`` measures fewer) or a path to an embeddings file
-    of the same width (read with ``key``). ``X_full`` is the whole input (numpy, memory map or dask).
+    of the same width (read with ``key`` where it holds several arrays: an ``.npz``, ``.pt``, ...). ``X_full`` is the whole input (numpy, memory map or dask).
     """
     import numpy as np
 
@@ -916,10 +934,10 @@ def shrinkage_covariance(spec, X_full, *, key, random_state, n_features):
         S = X_full[rows]
         S = S.compute() if is_dask(S) else S
     else:
-        from isotropy.io.embeddings import read_embeddings
+        from isotropy.io.embeddings import read_embeddings, takes_key
 
-        try:
-            S, _ = _guard(read_embeddings, spec, key=key)
+        try:  # --key picks the array of EMBEDDINGS; a .npy or CSV sample beside an .npz of them holds just one
+            S, _ = _guard(read_embeddings, spec, key=key if takes_key(spec) else None)
         except InputError as exc:  # which option's file it is ("tx.txt:1: expected a word vector" named none)
             raise InputError(f"--shrinkage-sample: {exc}") from None
         if S.ndim != 2 or S.shape[1] != n_features or S.shape[0] < 2:

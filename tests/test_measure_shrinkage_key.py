@@ -1,0 +1,65 @@
+"""``isotropy measure FILE --key K --shrinkage-sample OTHER``: ``--key`` picks the array of EMBEDDINGS, and of a
+shrinkage file only where that file holds several arrays.
+
+A new user's trial: EMBEDDINGS in an ``.npz`` (``--key coords``, as layer-geometry writes them) with a
+``--shrinkage-sample`` file that is a plain ``.npy`` (or CSV) was refused, "--shrinkage-sample: Cannot read
+embeddings from 'sample.npy': key='coords' was given but .npy files hold a single array", though no option could
+make the command run: the key is needed by EMBEDDINGS and applies to nothing in the shrinkage file.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from isotropy.cli import cli
+
+
+@pytest.fixture
+def files(tmp_path):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 5)) * np.linspace(0.5, 2.0, 5)
+    S = rng.normal(size=(200, 5))
+    np.savez(tmp_path / "emb.npz", coords=X, cluster=np.arange(60) % 3)
+    np.savez(tmp_path / "shrink.npz", coords=S, other=S[:, :2])
+    np.save(tmp_path / "shrink.npy", S)
+    return tmp_path, X, S
+
+
+def _expected(X, S):
+    """IsoScore* with ζ = 0.2: the IsoScore of C = (1 - ζ)·Σ_X + ζ·Σ_S (each np.cov, n - 1), by the closed form
+    ((tr C)² / ||C||_F² - 1) / (d - 1) of Rudman et al. (2022)."""
+    C = 0.8 * np.cov(X, rowvar=False) + 0.2 * np.cov(S, rowvar=False)
+    return (np.trace(C) ** 2 / np.sum(C * C) - 1) / (C.shape[0] - 1)
+
+
+def _measure(*args):
+    return CliRunner().invoke(cli, ["measure", *map(str, args), "--metrics", "isoscore_star"])
+
+
+@pytest.mark.parametrize("shrink", ["shrink.npy", "shrink.csv"])
+def test_a_single_array_shrinkage_file_is_read_whatever_the_key_of_embeddings(files, shrink):
+    root, X, S = files
+    if shrink.endswith(".csv"):
+        np.savetxt(root / shrink, S, delimiter=",", fmt="%.17g")
+    out = root / "m.json"
+    result = _measure(root / "emb.npz", "--key", "coords", "--shrinkage-sample", root / shrink, "--json", out)
+    assert result.exit_code == 0, result.output
+    assert json.loads(out.read_text())["values"]["isoscore_star"] == pytest.approx(_expected(X, S), rel=1e-10)
+
+
+def test_a_shrinkage_container_is_still_read_with_the_key(files):
+    root, X, S = files
+    out = root / "m.json"
+    result = _measure(root / "emb.npz", "--key", "coords", "--shrinkage-sample", root / "shrink.npz", "--json", out)
+    assert result.exit_code == 0, result.output
+    assert json.loads(out.read_text())["values"]["isoscore_star"] == pytest.approx(_expected(X, S), rel=1e-10)
+    np.savez(root / "nokey.npz", a=S, b=S)
+    result = _measure(root / "emb.npz", "--key", "coords", "--shrinkage-sample", root / "nokey.npz")
+    assert result.exit_code == 2
+    assert result.output.strip() == (f"Error: --shrinkage-sample: Cannot read embeddings from "
+                                     f"{str(root / 'nokey.npz')!r}: the .npz archive has no array 'coords'; expected "
+                                     f"one of ['a', 'b'].")
