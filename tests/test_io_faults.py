@@ -257,3 +257,15 @@ def test_a_csv_label_column_is_refused_as_a_feature_and_left_out_when_named(tmp_
     assert record["values"]["silhouette_score"] == pytest.approx(sk_silhouette(X, y), rel=1e-9)
     pd.DataFrame({"x": X[:, 0], "y": np.round(X[:, 1])}).to_csv(tmp_path / "xy.csv", index=False)
     assert read_embeddings(tmp_path / "xy.csv")[0].shape == (60, 2)  # a coordinate named y is a feature
+
+
+@pytest.mark.parametrize(("n_rows", "error"), [(-1, IsotropyValueError), (2.5, IsotropyValueError),
+                                               (True, IsotropyValueError), ("2", TypeError)])
+def test_read_labels_refuses_a_count_of_rows_that_is_no_count(tmp_path, n_rows, error):
+    """n_rows=-1 was taken, and the labels then refused as "it has 2 labels but the embeddings have -1 rows"."""
+    path = tmp_path / "labels.txt"
+    path.write_text("a\nb\n")
+    with pytest.raises(error, match=r"^The 'n_rows' parameter of read_labels must be an int in the range "
+                                    r"\[0, inf\) or None\. Got .* instead\.$"):
+        read_labels(path, n_rows=n_rows)
+    assert read_labels(path, n_rows=2).tolist() == ["a", "b"]

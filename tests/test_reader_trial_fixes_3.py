@@ -158,6 +158,7 @@ _TRAILING = "no delimiter after the last value of a line"
     ("1,2,3,\n4,5,6,\n", "every line ends with an empty field, column 4 (a trailing delimiter?)", _TRAILING),
     ("a,b,c\n1,2,3\n\n4,5,6,7\n1,2,3\n", "line 4 has 4 fields, the header has 3", _FIELDS),
     ("1,2,3\n4,5\n", "line 2 has 2 fields, line 1 has 3", _FIELDS),
+    ("1,2,3\n4,5,6\n7\n", "line 3 has 1 field, line 1 has 3", _FIELDS),  # (was "1 fields")
     ("a,b,c\nr1,1,2,3\nr2,4,5\n", "line 3 has 3 fields, the header has 3 and the lines below it 4 (a row name first)",
      _FIELDS),
 ])

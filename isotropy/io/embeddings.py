@@ -65,6 +65,11 @@ class EmbeddingsReadError(IsotropyValueError):
     """
 
 
+def _fields(count: int) -> str:
+    """``"1 field"``, ``"3 fields"``."""
+    return f"{count} field{'' if count == 1 else 's'}"
+
+
 def _fail(path, reason: str, expected: str = _EXPECTED) -> IsotropyValueError:
     return EmbeddingsReadError(f"Cannot read embeddings from {str(path)!r}: {reason}; expected {expected}.")
 
@@ -830,7 +835,7 @@ def _check_fields(path, sep: str, header: bool, indexed: bool = False) -> None:
                 if len(row) != width + indexed or (indexed and trailing):
                     hint = " (its last field is empty: a trailing delimiter?)" if trailing else ""
                     others = f" and the lines below it {width + 1} (a row name first)" if indexed and not hint else ""
-                    raise _fail(path, f"line {reader.line_num} has {len(row)} fields, {first} has {width}{others}"
+                    raise _fail(path, f"line {reader.line_num} has {_fields(len(row))}, {first} has {width}{others}"
                                       f"{hint}", "the same number of fields on every line")
                 data_lines += 1
                 last_empty = last_empty and not row[-1].strip()

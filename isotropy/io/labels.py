@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from isotropy._utils.validation import IsotropyValueError
+from isotropy._utils.validation import IsotropyValueError, check_scalar
 from isotropy.io._archives import EXPANSION_FLOOR_BYTES, MAX_EXPANSION
 from isotropy.io._delimited import file_delimiter
 from isotropy.io._encoding import (
@@ -149,6 +149,8 @@ def read_labels(path: str | os.PathLike, *, n_rows: int | None = None, column: s
 
     check_path_given(path, caller="read_labels", name="path", expected="a file path")
     text = text_codec(encoding, caller="read_labels")
+    # (-1 was read, then said "the embeddings have -1 rows"; 0 rows is a count, refused by the count check below)
+    n_rows = check_scalar(n_rows, "n_rows", caller="read_labels", kind=int, low=0, allow_none=True)
     path = Path(path)
     kind = path_kind(path)
     if kind == "does not exist":
