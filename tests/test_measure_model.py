@@ -771,3 +771,23 @@ def test_model_outputs_are_checked_before_the_model_runs(tmp_path, option, name,
     result = invoke("--model", tmp_path / "no-such-model", "--texts", texts, option, path)
     assert result.exit_code == 2
     assert result.output.strip().splitlines()[-1].startswith(message.format(p=path, a=tmp_path / "afile"))
+
+
+def test_a_sample_size_not_below_the_texts_is_said_not_silently_ignored(files):
+    """--sample-size 500 on fewer texts measured them all without a word (a new-user trial); on a file of embeddings
+    the same request is said in a note. Now said for --model too, and the values are those without the option."""
+    n_texts = len(TEXTS)
+    asked = invoke("--model", files / "bert", "--texts", files / "texts.txt", "--metrics", "isoscore",
+                   "--sample-size", 500, "--device", "cpu", "--json", "-")
+    assert asked.exit_code == 0, asked.output
+    assert (f"Note: --sample-size 500 is not below the {n_texts} texts of --texts: every one is measured."
+            in asked.stderr)
+    plain = invoke("--model", files / "bert", "--texts", files / "texts.txt", "--metrics", "isoscore",
+                   "--device", "cpu", "--json", "-")
+    assert "--sample-size" not in plain.stderr
+    rows = [json.loads(r.stdout)["rows"] for r in (asked, plain)]
+    assert [r["isoscore"] for r in rows[0]] == [r["isoscore"] for r in rows[1]]
+    assert all(r["n_samples"] == n_texts for r in rows[0])
+    fewer = invoke("--model", files / "bert", "--texts", files / "texts.txt", "--metrics", "isoscore",
+                   "--sample-size", n_texts - 1, "--device", "cpu", "--json", "-")
+    assert fewer.exit_code == 0 and "is not below" not in fewer.stderr

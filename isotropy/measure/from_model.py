@@ -1357,6 +1357,9 @@ def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, 
                    f"--pooling {pooling}.", err=True)
     n = result["rows"][0]["n_samples"]
     unit = "texts" if level == "sentence" else "tokens"
+    if sample_size is not None and sample_size >= result["n_rows_total"]:  # not silently, as for EMBEDDINGS' rows
+        click.echo(f"Note: --sample-size {sample_size} is not below the {result['n_rows_total']} {unit} of --texts: "
+                   f"every one is measured.", err=True)
     sampled = f" (a sample of {n} of {result['n_rows_total']} {unit})" if n < result["n_rows_total"] else ""
     rows = f"{n} tokens x " if level == "token" else ""
     click.echo(f"{model} on {'standard input' if from_stdin else texts_path}: {len(texts)} texts, {level} level"
