@@ -57,8 +57,17 @@ def test_a_json_lines_labels_file_reads_its_label_column(tmp_path):
     with pytest.raises(ValueError) as caught:
         read_labels(path, n_rows=4)
     assert str(caught.value) == (f"Cannot read labels from {str(path)!r}: no label column was named for a JSON-lines "
-                                 f"file; expected the name of the field that holds the labels (--label-column; "
-                                 f"column= in Python).")
+                                 f"file and its first object has 3 fields: ['gold_label', 'sentence1', 'sentence2']; "
+                                 f"expected the name of the field that holds the labels (--label-column; column= in "
+                                 f"Python).")
+    # objects of one field: that field, as a .parquet file's only column that holds no vectors (it needed column=)
+    assert read_labels(numbers, n_rows=3).tolist() == ["1", "0", "true"]
+    (tmp_path / "mixed.jsonl").write_text('{"y": "a"}\n{"z": "b"}\n')
+    with pytest.raises(ValueError, match=r"line 2 has no field 'y' \(its fields: \['z'\]\)"):
+        read_labels(tmp_path / "mixed.jsonl", n_rows=2)
+    (tmp_path / "list.jsonl").write_text('[1]\n[2]\n')
+    with pytest.raises(ValueError, match=r"no label column was named for a JSON-lines file; expected the name"):
+        read_labels(tmp_path / "list.jsonl", n_rows=2)
     with pytest.raises(ValueError, match=r"line 1 has no field 'label' \(its fields: \['gold_label', 'sentence1', "
                                          r"'sentence2'\]\); expected the label field on every line\.$"):
         read_labels(path, n_rows=4, column="label")

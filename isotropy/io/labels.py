@@ -13,7 +13,8 @@
   embeddings reader reads such files (:func:`isotropy.io.embeddings._torch_array`: ``weights_only=True``, the
   zip-expansion and storage checks), so the labels may sit in the embeddings file itself
   (``torch.save({"emb": X, "y": y}, path)``);
-* ``.jsonl``/``.ndjson`` (JSON lines, as a texts file may be): the field named by ``column`` of each line;
+* ``.jsonl``/``.ndjson`` (JSON lines, as a texts file may be): the field named by ``column`` of each line, or
+  the only field of objects of one field;
 * ``.parquet``: the column named by ``column``, or the only column that does not hold vectors (a table of texts,
   embeddings and labels names it); only that column is read, once the file passed the decompression-bomb check
   of :func:`isotropy.io.embeddings.read_embeddings`.
@@ -113,8 +114,8 @@ def read_labels(path: str | os.PathLike, *, n_rows: int | None = None, column: s
         The label column of a ``.csv``/``.tsv`` file whose first line is a header (a table of
         texts and labels, say): its cells are the labels, the other columns are ignored. In a
         ``.tsv`` file quotes are text, as in :func:`isotropy.measure.from_model.read_texts`.
-        Of a ``.jsonl``/``.ndjson`` file, the field of each line's object (needed: a JSON-lines
-        file has no other way to hold labels); a number or true/false is read as its JSON text
+        Of a ``.jsonl``/``.ndjson`` file, the field of each line's object (needed unless the first
+        line's object has one field); a number or true/false is read as its JSON text
         (``1``, ``true``), as a CSV cell would be. Of a ``.parquet`` file, the column (needed
         unless it is the only one that does not hold vectors), its values as stored; a missing
         one is refused, naming its row. Of an ``.npz`` archive, the member; of a ``.pt``/``.pth``
@@ -209,9 +210,13 @@ def _read_file(path: Path, column, text) -> np.ndarray:
     elif suffix in _TENSORS:
         labels = _read_tensor(path, column)
     elif suffix in _JSON_LINES:
-        if column is None:
-            raise _fail(path, "no label column was named for a JSON-lines file",
-                        "the name of the field that holds the labels (--label-column; column= in Python)")
+        if column is None:  # the field of objects of one field, as a .parquet file's only column that is no vector
+            fields = _first_json_fields(path, text)
+            if fields is None or len(fields) != 1:
+                named = "" if not fields else f" and its first object has {len(fields)} fields: {fields[:20]}"
+                raise _fail(path, f"no label column was named for a JSON-lines file{named}",
+                            "the name of the field that holds the labels (--label-column; column= in Python)")
+            column = fields[0]
         labels = _read_json_column(path, column, text)
     elif suffix == ".parquet":
         labels = _read_parquet(path, column)
@@ -617,6 +622,25 @@ def _read_column(path, sep: str, column: str, text: tuple[str, str]) -> np.ndarr
     _refuse_trailing_nul(path, labels, lambda i: f"line {lines[i]} of column {column!r}")
     _check_width(path, len(labels), max(map(len, labels)), path.stat().st_size)
     return np.asarray(labels)
+
+
+def _first_json_fields(path, text: tuple[str, str]) -> list[str] | None:
+    """The field names of the first non-blank line of a JSON-lines file, if it is a JSON object; else ``None`` (the
+    reader of the column then says what is wrong with that line)."""
+    import json
+
+    from isotropy._utils import jsontext
+
+    _refuse_long_line(path, "one JSON object per line")
+    try:
+        with open(path, encoding=text[1]) as handle:
+            for line in handle:
+                if line.strip():
+                    record = jsontext.loads(line)
+                    return [str(key) for key in record] if isinstance(record, dict) else None
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return None
 
 
 def _read_json_column(path, column: str, text: tuple[str, str]) -> np.ndarray:
