@@ -308,17 +308,30 @@ def _claims_label(experiment: str, setup: str, records) -> str:
     A record's ``model`` is taken up to its first "; ", after which some records describe the protocol (sts-isotropy:
     "...; the transforms act on pooled sentence vectors, ..."), which the setup and the page already give.
     """
-    import importlib
     import json
-    import shlex
 
     names = dict.fromkeys(str(r["model"]).split("; ", 1)[0] for r in records)
     models = "; ".join(f"**{_inline(name)}**" for name in names)
-    named = None
+    named = _setup_named(experiment, records)
+    details = [f"`--setup {named}`"] if named else []
+    run = _claims_file(experiment, setup).parent / "run.json"
+    seeds = json.loads(run.read_text(encoding="utf-8")).get("seeds") if run.is_file() else None
+    if seeds:
+        details.append(("seed " if len(seeds) == 1 else "seeds ") + ", ".join(str(seed) for seed in seeds))
+    return models + (f" ({', '.join(details)})" if details else "") + ":"
+
+
+def _setup_named(experiment: str, records) -> str | None:
+    """The ``--setup`` of the records' ``isotropy run`` command (the experiment's default setup where the command
+    names none); ``None`` where no record names such a command (e.g. ``pytest tests/...``, a check with no run)."""
+    import importlib
+    import shlex
+
     for command in dict.fromkeys(r["command"] for r in records):
         words = shlex.split(command)
-        if "run" not in words:  # e.g. "pytest tests/...", a check with no run of its own
+        if "run" not in words:
             continue
+        named = None
         for i, word in enumerate(words):
             if word == "--setup" and i + 1 < len(words):
                 named = words[i + 1]
@@ -327,13 +340,8 @@ def _claims_label(experiment: str, setup: str, records) -> str:
         if named is None:
             package = experiment.replace("-", "_")
             named = importlib.import_module(f"isotropy.experiments.{package}.experiment").EXPERIMENT.default_setup
-        break
-    details = [f"`--setup {named}`"] if named else []
-    run = _claims_file(experiment, setup).parent / "run.json"
-    seeds = json.loads(run.read_text(encoding="utf-8")).get("seeds") if run.is_file() else None
-    if seeds:
-        details.append(("seed " if len(seeds) == 1 else "seeds ") + ", ".join(str(seed) for seed in seeds))
-    return models + (f" ({', '.join(details)})" if details else "") + ":"
+        return named
+    return None
 
 
 def _interval_kind(record: dict) -> str:
@@ -362,9 +370,12 @@ def _claims_index() -> str:
     for page in pages:
         for experiment, setup in _CLAIMS_MARKER.findall(page.read_text(encoding="utf-8")):
             runs += 1
-            for r in read_claims(_claims_file(experiment, setup)):
+            records = read_claims(_claims_file(experiment, setup))
+            named = _setup_named(experiment, records)  # the runs of one model on a page told apart (sts-isotropy's)
+            run = f" (`--setup {named}`)" if named else ""
+            for r in records:
                 verdicts.append(r["verdict"])
-                rows.append(f"| [{_cell(r['claim'])}]({page.name}) | {_cell(r['paper'])} | {_cell(r['model'])} | "
+                rows.append(f"| [{_cell(r['claim'])}]({page.name}) | {_cell(r['paper'])} | {_cell(r['model'])}{run} | "
                             f"{_cell(_number(r['ours']))} | {r['n_seeds']} | {_cell(_interval_kind(r))} | {_verdict(r)} |")
     counts = ", ".join(f"{verdicts.count(v)} {v}" for v in VERDICTS)
     summary = f"{len(rows)} claims from {runs} `claims.json` files: {counts}.\n\n"
