@@ -219,7 +219,12 @@ def twonn_dimension(X, *, discard_fraction: float = 0.1, method: str = "linear",
     if is_dask(X):  # a dask array: computed by tiles / chunk statistics on the dask scheduler
         from isotropy import distributed
         return distributed.twonn_dimension(X, discard_fraction=discard_fraction, method=method, metric=metric)
-    caller = "twonn_dimension"
+    return _twonn_dimension(X, discard_fraction=discard_fraction, method=method, metric=metric,
+                            caller="twonn_dimension")
+
+
+def _twonn_dimension(X, *, discard_fraction, method, metric, caller):
+    """:func:`twonn_dimension` (in memory), its errors and warnings naming ``caller`` (``TwoNN.fit`` there)."""
     given = getattr(X, "dtype", None)  # the precision of the values as given (bfloat16 is read as float32)
     X = check_X(X, caller=caller, min_samples=3, rescale=_rescaling(metric))
     check_scalar(discard_fraction, "discard_fraction", caller=caller, low=0, high=1, closed="left")
