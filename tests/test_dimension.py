@@ -408,10 +408,16 @@ def test_twonn_estimator_errors_and_warnings_name_the_class():
     with pytest.raises(IsotropyValueError, match=r"'X' parameter of TwoNN\.fit must have more than 2 distinct points "
                                                  r"\(TwoNN reads the two nearest neighbours of each\)"):
         TwoNN().fit(np.ones((10, 4)))
-    with pytest.warns(UserWarning, match=r"^TwoNN\.fit: 10 distance ratios kept \(of 12 points\)"):
+    # the warnings name the caller and point at the user's line (TwoNN.fit's pointed into isotropy's estimators.py)
+    with pytest.warns(UserWarning, match=r"^TwoNN\.fit: 10 distance ratios kept \(of 12 points\)") as record:
         dimension = TwoNN().fit(X[:12]).dimension_
-    with pytest.warns(UserWarning, match=r"^twonn_dimension: 10 distance ratios kept"):
+    assert record[0].filename == __file__
+    with pytest.warns(UserWarning, match=r"^twonn_dimension: 10 distance ratios kept") as record:
         assert dimension == twonn_dimension(X[:12])
+    assert record[0].filename == __file__
+    with pytest.warns(UserWarning, match=r"^TwoNN\.fit: X has 2 duplicate rows") as record:
+        TwoNN().fit(np.vstack([X, X[:2]]))
+    assert [w.filename for w in record] == [__file__]
 
 
 def test_mle_estimator_lowers_n_neighbors_for_small_data():

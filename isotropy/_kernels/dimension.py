@@ -14,6 +14,7 @@ import warnings
 import numpy as np
 
 from isotropy._utils.validation import IsotropyValueError
+from isotropy._utils.warn import user_stacklevel
 
 #: ``k`` of the MLE when none is given (``mle_dimension``, ``neighbour_dimensions``, :class:`~isotropy.MLE`, the
 #: dask estimator, ``isotropy measure --n-neighbors``): scikit-dimension's default.
@@ -213,7 +214,7 @@ def _twonn(dist: np.ndarray, discard_fraction: float, method: str, caller: str) 
         warnings.warn(f"{caller}: {n_keep} distance ratios kept (of {N} points): the estimate's relative standard "
                       f"error is about 1/sqrt({n_keep}) = {100 / np.sqrt(n_keep):.0f} %; measure at least "
                       f"{int(np.ceil(_TWONN_FEW_RATIOS / (1 - discard_fraction)))} points for 20 %.", UserWarning,
-                      stacklevel=3)
+                      stacklevel=user_stacklevel())  # the user's line, from twonn_dimension and TwoNN.fit alike
     log_mu = np.log(mu[:n_keep])
     if not log_mu.any():
         # every ratio kept is 1 (tied first and second neighbour distances: a lattice, binary data), so the linear

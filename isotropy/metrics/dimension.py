@@ -39,6 +39,7 @@ from isotropy._kernels.neighbors import _METRICS, _finish, _prepare
 from isotropy._kernels.repeats import distinct_rows, maybe_repeated
 from isotropy._utils.backend import is_dask, is_torch
 from isotropy._utils.validation import IsotropyValueError, check_n_neighbors, check_option, check_scalar, check_X
+from isotropy._utils.warn import user_stacklevel
 from isotropy.metrics.neighbors import _kneighbors_numpy, _kneighbors_torch
 
 __all__ = ["local_mle_dimension", "mle_dimension", "neighbour_dimensions", "twonn_dimension"]
@@ -95,8 +96,9 @@ def _neighbour_distances(X, *, n_neighbors: int, metric: str, caller: str, given
             raise underflowed_distances(caller, int(np.count_nonzero(sq[:, 0] == 0)))
         first, inverse, found, parallel = first[merged[0]], merged[1][inverse], None, True
     if first.size < n:
+        # the user's line, however many of the package's frames lie between (TwoNN.fit, twonn_dimension's body)
         warnings.warn(duplicate_rows_message(caller, n - first.size, first.size, metric, parallel), UserWarning,
-                      stacklevel=3)
+                      stacklevel=user_stacklevel())
     return _finish(sq, metric), (inverse if first.size < n else None)
 
 
