@@ -30,7 +30,7 @@ with extra_imports("isotropy.torch", "torch"):  # one line naming the extra and 
     import torch
     from torch import nn
 
-from isotropy._kernels.isoscore import check_covariance
+from isotropy._kernels.isoscore import as_shrinkage_tensor, check_covariance
 from isotropy._utils.backend import no_autocast
 from isotropy._utils.magnitude import rescaled, times_power_of_two
 from isotropy._utils.validation import (
@@ -333,11 +333,10 @@ class IStarLoss(nn.Module):
         if shrinkage_cov is not None:
             check_tensor_data(shrinkage_cov, caller="IStarLoss", name="shrinkage_cov")
             check_real(shrinkage_cov, caller="IStarLoss", name="shrinkage_cov")  # .to() dropped imaginary parts
-            shrinkage_cov = torch.as_tensor(shrinkage_cov).detach().clone()
+            shrinkage_cov = as_shrinkage_tensor(shrinkage_cov, caller="IStarLoss").detach().clone()
             if not shrinkage_cov.is_floating_point():
                 shrinkage_cov = shrinkage_cov.to(torch.get_default_dtype())
-            shrinkage_cov = _check_shrinkage_cov(shrinkage_cov, shrinkage_cov.shape[0] if shrinkage_cov.ndim == 2 else -1,
-                                                 like=shrinkage_cov, caller="IStarLoss")
+            shrinkage_cov = _check_shrinkage_cov(shrinkage_cov, None, like=shrinkage_cov, caller="IStarLoss")
             if self.zeta > 0:  # given once: checked once (forward, every step, checks its trace alone)
                 check_covariance(shrinkage_cov, caller="IStarLoss")
         self.register_buffer("shrinkage_cov", shrinkage_cov)

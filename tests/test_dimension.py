@@ -390,6 +390,36 @@ def test_estimators_wrap_the_functions():
     assert MLE(n_neighbors=12, averaging="harmonic").fit(X).dimension_ == pytest.approx(ref.dimension_, rel=1e-8)
 
 
+def test_twonn_estimator_errors_and_warnings_name_the_class():
+    """A new-user trial: TwoNN(discard_fraction=2).fit(X) said "The 'discard_fraction' parameter of twonn_dimension",
+    a function the user never called, where MLE.fit's errors name MLE.fit. The same checks now name TwoNN.fit, and
+    the function's own messages are unchanged."""
+    X = _embedded_cube(100, 3, 6, seed=18)
+    refusals = [({"discard_fraction": 2}, r"'discard_fraction' parameter of TwoNN\.fit must be a float in the range"),
+                ({"method": "x"}, r"'method' parameter of TwoNN\.fit must be one of \{'linear', 'mle'\}"),
+                ({"metric": "manhattan"}, r"'metric' parameter of TwoNN\.fit must be one of")]
+    for params, message in refusals:
+        with pytest.raises(IsotropyValueError, match=message):
+            TwoNN(**params).fit(X)
+        with pytest.raises(IsotropyValueError, match=message.replace(r"TwoNN\.fit", "twonn_dimension")):
+            twonn_dimension(X, **params)
+    with pytest.raises(IsotropyValueError, match=r"'X' parameter of TwoNN\.fit must have no zero rows with metric='cosine'"):
+        TwoNN(metric="cosine").fit(np.vstack([X, np.zeros((1, 6))]))
+    with pytest.raises(IsotropyValueError, match=r"'X' parameter of TwoNN\.fit must have more than 2 distinct points "
+                                                 r"\(TwoNN reads the two nearest neighbours of each\)"):
+        TwoNN().fit(np.ones((10, 4)))
+    # the warnings name the caller and point at the user's line (TwoNN.fit's pointed into isotropy's estimators.py)
+    with pytest.warns(UserWarning, match=r"^TwoNN\.fit: 10 distance ratios kept \(of 12 points\)") as record:
+        dimension = TwoNN().fit(X[:12]).dimension_
+    assert record[0].filename == __file__
+    with pytest.warns(UserWarning, match=r"^twonn_dimension: 10 distance ratios kept") as record:
+        assert dimension == twonn_dimension(X[:12])
+    assert record[0].filename == __file__
+    with pytest.warns(UserWarning, match=r"^TwoNN\.fit: X has 2 duplicate rows") as record:
+        TwoNN().fit(np.vstack([X, X[:2]]))
+    assert [w.filename for w in record] == [__file__]
+
+
 def test_mle_estimator_lowers_n_neighbors_for_small_data():
     X = _embedded_cube(10, 2, 5, seed=17)
     with pytest.warns(UserWarning, match="using n_neighbors=9"):

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from isotropy import IsotropyValueError
-from isotropy.torch import CosRegLoss, IStarLoss, cosine_penalty, shrinkage_covariance
+from isotropy.torch import CosRegLoss, IStarLoss, cosine_penalty, istar_penalty, shrinkage_covariance
 
 
 def _message(call):
@@ -114,3 +114,33 @@ def test_weight_refuses_a_tensor_that_is_not_one_real_finite_constant(name, make
         with pytest.raises(error) as info:
             make(weight)
         assert str(info.value) == message
+
+
+@pytest.mark.parametrize("name", ["IStarLoss", "IsoScoreStar"])
+def test_a_shrinkage_cov_given_before_any_data_is_refused_as_what_it_is(name):
+    """A new-user trial: ``IStarLoss(shrinkage_cov=torch.ones(3))`` said "must be a covariance matrix of shape (-1, -1)
+    (n_features of X)" (a shape no matrix has, of an X the module has none of); a string or a ragged list raised torch's
+    own "new(): invalid data type 'str'" / "expected sequence of length 2 at dim 1", and a 0 x 0 tensor a RuntimeError
+    from inside a max(). Each is one line now; a 2-d square Σ_S is taken as before."""
+    from isotropy.training import IsoScoreStar
+
+    cls = {"IStarLoss": IStarLoss, "IsoScoreStar": IsoScoreStar}[name]
+
+    def make(S):
+        return cls(shrinkage_cov=S)
+
+    square = (f"The 'shrinkage_cov' parameter of {name} must be a square covariance matrix of shape "
+              f"(n_features, n_features) with n_features >= 1. Got an array with shape ")
+    assert _message(lambda: make(torch.ones(3))) == square + "(3,) instead."
+    assert _message(lambda: make(torch.ones(3, 4))) == square + "(3, 4) instead."
+    assert _message(lambda: make(torch.ones(0, 0))) == square + "(0, 0) instead."
+    numbers = (f"The 'shrinkage_cov' parameter of {name} must be a square covariance matrix of real numbers of shape "
+               f"(n_features, n_features) with n_features >= 1. Got ")
+    assert _message(lambda: make("abc")) == numbers + "'abc' instead."
+    assert _message(lambda: make([[1.0, 0.0], [0.0]])) == numbers + "[[1.0, 0.0], [0.0]] instead."
+    # the functions, which know the width from H, still name it
+    assert _message(lambda: istar_penalty(torch.randn(5, 3), shrinkage_cov=torch.ones(3))) == (
+        "The 'shrinkage_cov' parameter of istar_penalty must be a covariance matrix of shape (3, 3) (n_features of H). "
+        "Got an array with shape (3,) instead.")
+    S = torch.tensor([[2.0, 0.5], [0.5, 1.0]])
+    assert torch.equal(make(S).shrinkage_cov.float(), S)

@@ -84,6 +84,30 @@ def test_errors():
         InBatchClusterIsotropy(n_clusters=3)(torch.randn(2, 4))
 
 
+def test_module_errors_name_the_module():
+    """A new-user trial: ``InBatchClusterIsotropy(n_clusters=2, n_components=7)(H)`` on 6 features said "The
+    'n_components' parameter of in_batch_cluster_isotropy", a function the user never called (the constructor's own
+    checks named the module already), and so did a 3-d or NaN batch. The forward pass names the module, as IStarLoss
+    and CosRegLoss do; the function still names itself."""
+    H = torch.randn(8, 6, generator=torch.Generator().manual_seed(0))
+    with pytest.raises(IsotropyValueError, match=r"^The 'n_components' parameter of InBatchClusterIsotropy must be an "
+                                                 r"int in the range \[0, 6\]\. Got 7 instead\.$"):
+        InBatchClusterIsotropy(n_clusters=2, n_components=7)(H)
+    with pytest.raises(IsotropyValueError, match=r"^The 'H' parameter of InBatchClusterIsotropy must be a 2-d array"):
+        InBatchClusterIsotropy()(H[None])
+    bad = H.clone()
+    bad[3, 2] = float("nan")
+    with pytest.raises(IsotropyValueError, match=r"^The 'H' parameter of InBatchClusterIsotropy must contain only "
+                                                 r"finite values\. Got nan at row 3, column 2 instead\.$"):
+        InBatchClusterIsotropy()(bad)
+    with pytest.raises(TypeError, match=r"^The 'H' parameter of InBatchClusterIsotropy must be a torch\.Tensor"):
+        InBatchClusterIsotropy()(H.numpy())
+    with pytest.raises(IsotropyValueError, match=r"^The 'n_components' parameter of in_batch_cluster_isotropy"):
+        in_batch_cluster_isotropy(H, n_clusters=2, n_components=7)
+    assert torch.equal(InBatchClusterIsotropy(n_clusters=2, n_components=1)(H),
+                       in_batch_cluster_isotropy(H, n_clusters=2, n_components=1))
+
+
 def _fn(n_clusters, n_components):
     return lambda X: in_batch_cluster_isotropy(X, n_clusters=n_clusters, n_components=n_components)
 
@@ -261,9 +285,12 @@ def test_in_batch_clusters_whose_rows_all_become_zero_are_warned_of():
     from isotropy.training import InBatchClusterIsotropy
 
     H = torch.randn(32, 16, generator=torch.Generator().manual_seed(0))
-    with pytest.warns(UserWarning, match=r"^in_batch_cluster_isotropy: clusters of at most n_components \+ 1 = 13 rows "
+    with pytest.warns(UserWarning, match=r"^InBatchClusterIsotropy: clusters of at most n_components \+ 1 = 13 rows "
                                          r"\(n_clusters=27 on batches of 32 rows\) have all their variance removed"):
         out = InBatchClusterIsotropy(n_clusters=27, n_components=12)(H)
+    with pytest.warns(UserWarning, match=r"^in_batch_cluster_isotropy: clusters of at most") as record:
+        in_batch_cluster_isotropy(H, n_clusters=27, n_components=12)
+    assert record[0].filename == __file__  # the user's line, not one of isotropy's
     assert (out.abs().amax(dim=1) < 1e-5).sum() >= 20
     with warnings.catch_warnings():
         warnings.simplefilter("error")

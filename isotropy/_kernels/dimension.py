@@ -14,6 +14,7 @@ import warnings
 import numpy as np
 
 from isotropy._utils.validation import IsotropyValueError
+from isotropy._utils.warn import user_stacklevel
 
 #: ``k`` of the MLE when none is given (``mle_dimension``, ``neighbour_dimensions``, :class:`~isotropy.MLE`, the
 #: dask estimator, ``isotropy measure --n-neighbors``): scikit-dimension's default.
@@ -43,7 +44,7 @@ def too_few_distinct(caller: str, n_neighbors: int, n_distinct: int, n_dup: int)
     TwoNN has no ``n_neighbors`` parameter: its message names the two neighbours it reads instead.
     """
     needs = (f"more than {n_neighbors} distinct points (TwoNN reads the two nearest neighbours of each)"
-             if caller == "twonn_dimension" else f"more than n_neighbors={n_neighbors} distinct points")
+             if caller in ("twonn_dimension", "TwoNN.fit") else f"more than n_neighbors={n_neighbors} distinct points")
     return TooFewDistinctError(f"The 'X' parameter of {caller} must have {needs}. Got {n_distinct} distinct "
                                f"point{'' if n_distinct == 1 else 's'} ({n_dup} duplicate rows) instead.",
                                n_neighbors, n_distinct)
@@ -213,7 +214,7 @@ def _twonn(dist: np.ndarray, discard_fraction: float, method: str, caller: str) 
         warnings.warn(f"{caller}: {n_keep} distance ratios kept (of {N} points): the estimate's relative standard "
                       f"error is about 1/sqrt({n_keep}) = {100 / np.sqrt(n_keep):.0f} %; measure at least "
                       f"{int(np.ceil(_TWONN_FEW_RATIOS / (1 - discard_fraction)))} points for 20 %.", UserWarning,
-                      stacklevel=3)
+                      stacklevel=user_stacklevel())  # the user's line, from twonn_dimension and TwoNN.fit alike
     log_mu = np.log(mu[:n_keep])
     if not log_mu.any():
         # every ratio kept is 1 (tied first and second neighbour distances: a lattice, binary data), so the linear

@@ -155,9 +155,39 @@ def _score_from_moments(trace, frob_sq, n_features):
     return (ratio - 1.0) / (n_features - 1)
 
 
+def _expected_shape(n_features, data_name, *, real=False):
+    """What a Σ_S must be, for the messages of :func:`_check_shrinkage_cov` (``n_features=None``: any square width; it
+    named ``(-1, -1) (n_features of X)`` for a 1-d Σ_S given to IStarLoss, which has no X)."""
+    numbers = " of real numbers" if real else ""
+    if n_features is None:
+        return f"square covariance matrix{numbers} of shape (n_features, n_features) with n_features >= 1"
+    return f"covariance matrix of shape ({n_features}, {n_features}) (n_features of {data_name}){numbers}"
+
+
+def _not_a_matrix(shrinkage_cov, n_features, *, caller, name="shrinkage_cov", data_name="X"):
+    """The error of a Σ_S that is no matrix of real numbers (a string, a ragged list): one line naming it."""
+    expected = _expected_shape(n_features, data_name, real=True)
+    got = " ".join(_describe(shrinkage_cov).split())  # an array's repr spans lines
+    return IsotropyValueError(f"The '{name}' parameter of {caller} must be a {expected}. Got {got} instead.")
+
+
+def as_shrinkage_tensor(shrinkage_cov, *, caller, name="shrinkage_cov"):
+    """``torch.as_tensor(shrinkage_cov)`` for a Σ_S given to a module or a metric before any data (IStarLoss,
+    IsoScoreStar), then checked by :func:`_check_shrinkage_cov`: a string or a ragged list is refused in one line
+    naming it, where torch's own error ("new(): invalid data type 'str'") named neither."""
+    import torch
+
+    try:
+        return torch.as_tensor(shrinkage_cov)
+    except (TypeError, ValueError, RuntimeError):
+        raise _not_a_matrix(shrinkage_cov, None, caller=caller, name=name) from None
+
+
 def _check_shrinkage_cov(shrinkage_cov, n_features, *, like, caller, name="shrinkage_cov", data_name="X",
                          with_exponent=False):
     """Validate Σ_S: a real, finite, symmetric (n_features, n_features) matrix; returned in ``like``'s backend.
+
+    ``n_features=None``: any square matrix (a Σ_S given before any data, to a module or a metric, fixes the width).
 
     Never modifies the caller's matrix (symmetrising makes a new array).
 
@@ -191,14 +221,13 @@ def _check_shrinkage_cov(shrinkage_cov, n_features, *, like, caller, name="shrin
         else:
             S = np.asarray(shrinkage_cov, dtype=np.float64)
     except (TypeError, ValueError, RuntimeError):  # a string, a ragged list, complex values in an object array
-        raise IsotropyValueError(f"The '{name}' parameter of {caller} must be a covariance matrix of shape "
-                                 f"({n_features}, {n_features}) (n_features of {data_name}) of real numbers. Got "
-                                 f"{' '.join(_describe(shrinkage_cov).split())} instead.") from None  # an array's repr spans lines
+        raise _not_a_matrix(shrinkage_cov, n_features, caller=caller, name=name, data_name=data_name) from None
     shape = tuple(S.shape)
+    if n_features is None and len(shape) == 2 and shape[0] == shape[1] >= 1:  # (0, 0): no maximum to scale by
+        n_features = shape[0]
     if shape != (n_features, n_features):
-        raise IsotropyValueError(
-            f"The '{name}' parameter of {caller} must be a covariance matrix of shape "
-            f"({n_features}, {n_features}) (n_features of {data_name}). Got an array with shape {shape} instead.")
+        raise IsotropyValueError(f"The '{name}' parameter of {caller} must be a {_expected_shape(n_features, data_name)}. "
+                                 f"Got an array with shape {shape} instead.")
     if is_torch(S):
         finite = bool(S.isfinite().all())
         asym = float((S - S.T).abs().max().detach()) if n_features else 0.0

@@ -39,6 +39,7 @@ from isotropy._kernels.neighbors import _METRICS, _finish, _prepare
 from isotropy._kernels.repeats import distinct_rows, maybe_repeated
 from isotropy._utils.backend import is_dask, is_torch
 from isotropy._utils.validation import IsotropyValueError, check_n_neighbors, check_option, check_scalar, check_X
+from isotropy._utils.warn import user_stacklevel
 from isotropy.metrics.neighbors import _kneighbors_numpy, _kneighbors_torch
 
 __all__ = ["local_mle_dimension", "mle_dimension", "neighbour_dimensions", "twonn_dimension"]
@@ -95,8 +96,9 @@ def _neighbour_distances(X, *, n_neighbors: int, metric: str, caller: str, given
             raise underflowed_distances(caller, int(np.count_nonzero(sq[:, 0] == 0)))
         first, inverse, found, parallel = first[merged[0]], merged[1][inverse], None, True
     if first.size < n:
+        # the user's line, however many of the package's frames lie between (TwoNN.fit, twonn_dimension's body)
         warnings.warn(duplicate_rows_message(caller, n - first.size, first.size, metric, parallel), UserWarning,
-                      stacklevel=3)
+                      stacklevel=user_stacklevel())
     return _finish(sq, metric), (inverse if first.size < n else None)
 
 
@@ -219,7 +221,12 @@ def twonn_dimension(X, *, discard_fraction: float = 0.1, method: str = "linear",
     if is_dask(X):  # a dask array: computed by tiles / chunk statistics on the dask scheduler
         from isotropy import distributed
         return distributed.twonn_dimension(X, discard_fraction=discard_fraction, method=method, metric=metric)
-    caller = "twonn_dimension"
+    return _twonn_dimension(X, discard_fraction=discard_fraction, method=method, metric=metric,
+                            caller="twonn_dimension")
+
+
+def _twonn_dimension(X, *, discard_fraction, method, metric, caller):
+    """:func:`twonn_dimension` (in memory), its errors and warnings naming ``caller`` (``TwoNN.fit`` there)."""
     given = getattr(X, "dtype", None)  # the precision of the values as given (bfloat16 is read as float32)
     X = check_X(X, caller=caller, min_samples=3, rescale=_rescaling(metric))
     check_scalar(discard_fraction, "discard_fraction", caller=caller, low=0, high=1, closed="left")

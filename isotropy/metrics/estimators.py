@@ -23,7 +23,7 @@ from isotropy._utils.validation import (
     check_X,
     refuse_subnormal_as_given,
 )
-from isotropy.metrics.dimension import _neighbour_distances, _rescaling, distinct_points, twonn_dimension
+from isotropy.metrics.dimension import _neighbour_distances, _rescaling, _twonn_dimension, distinct_points
 
 __all__ = ["MLE", "TwoNN"]
 
@@ -78,8 +78,9 @@ class TwoNN(_DimensionEstimator):
     def fit(self, X, y=None):
         """Estimate the dimension of ``X`` of shape (n_samples, n_features); return ``self``."""
         X = self._validate(X)
-        self.dimension_ = twonn_dimension(X, discard_fraction=self.discard_fraction, method=self.method,
-                                          metric=self.metric)
+        # the errors and warnings name the class the user called, as MLE.fit's do, not the function it wraps
+        self.dimension_ = _twonn_dimension(X, discard_fraction=self.discard_fraction, method=self.method,
+                                           metric=self.metric, caller="TwoNN.fit")
         return self
 
 

@@ -23,6 +23,7 @@ with extra_imports("isotropy.training", "train"):  # a missing package named wit
 
 from isotropy._utils.magnitude import extremes, times_power_of_two
 from isotropy._utils.validation import SEED_MAX, IsotropyValueError, check_scalar, check_X
+from isotropy._utils.warn import user_stacklevel
 
 __all__ = ["InBatchClusterIsotropy", "in_batch_cluster_isotropy", "kmeans_labels"]
 
@@ -285,7 +286,14 @@ def in_batch_cluster_isotropy(H, *, n_clusters=2, n_components=1, n_iter=50, ran
     >>> out.sum().backward(); H.grad.shape
     torch.Size([12, 4])
     """
-    caller = "in_batch_cluster_isotropy"
+    return _in_batch_cluster_isotropy(H, n_clusters=n_clusters, n_components=n_components, n_iter=n_iter,
+                                      random_state=random_state, return_labels=return_labels,
+                                      caller="in_batch_cluster_isotropy")
+
+
+def _in_batch_cluster_isotropy(H, *, n_clusters, n_components, n_iter, random_state, return_labels, caller):
+    """:func:`in_batch_cluster_isotropy`, its errors and warning naming ``caller`` (the module's forward names the
+    module, whose parameters n_clusters and n_components are: a function the user never called was named there)."""
     if not isinstance(H, torch.Tensor):
         raise TypeError(f"The 'H' parameter of {caller} must be a torch.Tensor of shape (n_samples, n_features). "
                         f"Got {type(H).__name__} instead.")
@@ -314,7 +322,8 @@ def in_batch_cluster_isotropy(H, *, n_clusters=2, n_components=1, n_iter=50, ran
         # does not change from batch to batch (Python shows it once per place, not at every step)
         warnings.warn(f"{caller}: clusters of at most n_components + 1 = {D + 1} rows (n_clusters={k} on batches of "
                       f"{n} rows) have all their variance removed: their rows become the zero vector and pass no "
-                      f"gradient. Use fewer clusters or components, or larger batches.", UserWarning, stacklevel=2)
+                      f"gradient. Use fewer clusters or components, or larger batches.", UserWarning,
+                      stacklevel=user_stacklevel())  # the user's line, through torch's Module.__call__ too
     out = times_power_of_two(out, exponent)
     if half_dtype is not None:
         out = out.to(half_dtype)  # computed in float32; the gradient flows back through the cast
@@ -358,8 +367,9 @@ class InBatchClusterIsotropy(nn.Module):
         if isinstance(H, torch.Tensor) and H.ndim == 2 and H.shape[0] < self.n_clusters:
             raise IsotropyValueError(f"InBatchClusterIsotropy needs at least n_clusters={self.n_clusters} rows per "
                                      f"batch. Got a batch of {H.shape[0]} instead.")
-        return in_batch_cluster_isotropy(H, n_clusters=self.n_clusters, n_components=self.n_components,
-                                         n_iter=self.n_iter, random_state=self.random_state)
+        return _in_batch_cluster_isotropy(H, n_clusters=self.n_clusters, n_components=self.n_components,
+                                          n_iter=self.n_iter, random_state=self.random_state, return_labels=False,
+                                          caller="InBatchClusterIsotropy")
 
     def extra_repr(self):
         return (f"n_clusters={self.n_clusters}, n_components={self.n_components}, "

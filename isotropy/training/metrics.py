@@ -527,14 +527,15 @@ class IsoScoreStar(_MomentMetric):
         self.zeta = float(check_scalar(zeta, "zeta", caller=caller, low=0.0, high=1.0))
         S = None
         if shrinkage_cov is not None:
-            from isotropy.metrics.isoscore import _check_shrinkage_cov
+            from isotropy._kernels.isoscore import _check_shrinkage_cov, as_shrinkage_tensor
 
-            S = torch.as_tensor(check_real(shrinkage_cov, caller=caller, name="shrinkage_cov")).detach().to(torch.float64)
+            S = as_shrinkage_tensor(check_real(shrinkage_cov, caller=caller, name="shrinkage_cov"), caller=caller)
+            S = S.detach().to(torch.float64)
             d = S.shape[0] if S.ndim == 2 else -1
             if n_features is not None and d != n_features:
                 raise IsotropyValueError(f"The 'shrinkage_cov' parameter of {caller} must have shape "
                                          f"({n_features}, {n_features}) (n_features). Got {tuple(S.shape)} instead.")
-            S = _check_shrinkage_cov(S, d, like=S, caller=caller)
+            S = _check_shrinkage_cov(S, None, like=S, caller=caller)  # square: its width is the metric's
             if self.zeta > 0:  # −I was taken and gave a value, where isoscore_star refuses it
                 check_covariance(S, caller=caller)
         elif self.zeta > 0:  # as the callbacks and regularisers warn: Σ_S = I tracks the vector norms (ζ = 0: unused)

@@ -376,7 +376,7 @@ class HiddenStateRegulariser:
         from isotropy._kernels.isoscore import _check_shrinkage_cov, check_covariance
 
         try:  # the checks of a Σ_S passed in: a finite symmetric square matrix, and a covariance one
-            S = _check_shrinkage_cov(S, S.shape[0] if S.ndim == 2 else -1, like=S, caller=self.caller)
+            S = _check_shrinkage_cov(S, None, like=S, caller=self.caller)
             check_covariance(S, caller=self.caller)
         except (TypeError, ValueError) as exc:
             raise IsotropyValueError(f"{self.caller}: {source} does not hold a saved shrinkage state ({exc})") from None
