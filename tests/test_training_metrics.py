@@ -571,3 +571,30 @@ def test_zero_rows_are_named_by_the_classes_as_by_the_functions():
         said = str(caught.value)
         assert said == str(function.value).replace("cosine_similarity_mean", f"{type(metric).__name__}.update")
         assert said.endswith("Got 2 all-zero row(s) (first at index 2) instead.")
+
+
+def test_twonn_metric_errors_and_warnings_name_the_metric():
+    """TwoNNDimension.compute's errors and warnings named twonn_dimension, a function the user never called ("The 'X'
+    parameter of twonn_dimension must have more than n_neighbors=2 distinct points", "twonn_dimension: 6 distance
+    ratios kept"); they now name the metric, the rows as those given to update (compute takes no data)."""
+    import warnings
+
+    from isotropy._kernels.dimension import TooFewDistinctError
+
+    metric = TwoNNDimension()
+    X = torch.zeros(10, 3, dtype=torch.float64)
+    X[:5] = 1
+    metric.update(X)
+    with pytest.raises(TooFewDistinctError) as caught:
+        metric.compute()
+    assert str(caught.value) == ("The rows given to TwoNNDimension.update must have more than n_neighbors=2 distinct "
+                                 "points. Got 2 distinct points (8 duplicate rows) instead.")
+    assert (caught.value.n_neighbors, caught.value.n_distinct) == (2, 2)
+    metric = TwoNNDimension(discard_fraction=0.5)
+    rows = torch.from_numpy(np.random.default_rng(0).standard_normal((12, 3)))
+    metric.update(rows)
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        value = float(metric.compute())
+    assert value == pytest.approx(twonn_dimension(rows.numpy(), discard_fraction=0.5), rel=1e-12)
+    assert [str(w.message).split(":")[0] for w in said] == ["TwoNNDimension.compute"]

@@ -989,7 +989,7 @@ class TwoNNDimension(Metric):
             self._batch_value = False
 
     def compute(self):
-        from isotropy.metrics.dimension import twonn_dimension
+        from isotropy.metrics.dimension import _twonn_dimension
 
         rows = self._cat(self.rows) if self._has_data() else None
         if rows is None or rows.shape[0] < 3:  # 1 or 2 rows: twonn_dimension's message named itself, not compute
@@ -999,9 +999,13 @@ class TwoNNDimension(Metric):
                                      f"Got {0 if rows is None else rows.shape[0]} instead.")
         rows, _ = self._keep_smallest(rows, self._cat(self.keys))
         try:
-            value = twonn_dimension(rows, **self.twonn_kwargs)
-        except IsotropyValueError:
-            if not self._batch_value:
+            # its errors and warnings name this metric (they named twonn_dimension, a function the user never called);
+            # compute takes no data: the rows are what update saw
+            value = _twonn_dimension(rows, **self.twonn_kwargs, caller="TwoNNDimension.compute")
+        except IsotropyValueError as exc:
+            if not self._batch_value:  # (the same error, its type and counts kept: TooFewDistinctError's)
+                exc.args = (str(exc).replace("The 'X' parameter of TwoNNDimension.compute",
+                                             "The rows given to TwoNNDimension.update"), *exc.args[1:])
                 raise
             value = math.nan
         return torch.as_tensor(value, dtype=torch.float64, device=rows.device)
