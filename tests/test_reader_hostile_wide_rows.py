@@ -4,6 +4,10 @@
   block held every field of up to 8,192 lines of up to 1 MiB each as Python strings, 20-30 times the bytes they take
   in the file: a 209 MB file of 200 lines of 349,000 two-digit numbers ran at a peak of 5.2 GB (the vectors it
   returns take 279 MB). A block now ends at :data:`isotropy.io.word_vectors._FIELDS_PER_BLOCK` fields too.
+- JSON-lines texts (``read_texts``, ``isotropy measure --model --texts t.jsonl``): pandas makes a column of every
+  field of any line, so n lines with a field of their own each were an n x n table (a 394 KB file of 15,000 lines:
+  35 s and 5.4 GB), and the message of a file without ``--text-column`` named all 15,000 fields. Each object is now
+  cut to the text field (or, to be named in a message, the first 64 fields) before pandas reads it.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import tracemalloc
 
 import numpy as np
+import pytest
 
 from isotropy.io import word_vectors
 from isotropy.io.word_vectors import read_word_vectors
@@ -56,3 +61,55 @@ def test_a_block_ends_at_its_fields_and_the_vectors_are_exact(tmp_path, monkeypa
     np.testing.assert_array_equal(read, X)
     words, read = read_word_vectors(path, limit=3)
     np.testing.assert_array_equal(read, X[:3])
+
+
+def _distinct_fields_jsonl(path, n: int, extra: str = "") -> None:
+    """A JSON-lines file of ``n`` texts, each line with a field of its own besides ``text``."""
+    path.write_text("".join(f'{{"text": "text {i}", "k{i}": {i}}}\n' for i in range(n)) + extra, encoding="utf-8")
+
+
+def test_json_lines_each_with_fields_of_their_own_are_read_without_a_table_of_every_field(tmp_path):
+    """pandas builds one column per field of any line: a file of n lines, each with a field of its own, was an n x n
+    table (a 394 KB file of 15,000 lines took 35 s and 5.4 GB). Only the fields read are kept now."""
+    from isotropy.measure.from_model import read_texts
+
+    path = tmp_path / "t.jsonl"
+    _distinct_fields_jsonl(path, 3000)
+    tracemalloc.start()
+    try:
+        texts = read_texts(path, column="text")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert texts == [f"text {i}" for i in range(3000)]
+    assert peak < 32 * 2**20, f"peak {peak / 2**20:.0f} MiB for a file of {path.stat().st_size / 2**10:.0f} KiB"
+
+
+def test_json_lines_of_many_fields_without_a_column_name_a_few_of_them(tmp_path):
+    """Without ``column``, a file of several fields is refused naming them: a few, not 3,000."""
+    import pytest
+
+    from isotropy._utils.errors import IsotropyValueError  # noqa: F401 (the refusal is a ValueError)
+    from isotropy.measure.from_model import read_texts
+
+    path = tmp_path / "t.jsonl"
+    _distinct_fields_jsonl(path, 3000)
+    with pytest.raises(ValueError, match="name the text column") as err:
+        read_texts(path)
+    assert len(str(err.value)) < 2000
+    assert "'text', 'k0', 'k1'" in str(err.value)
+    with pytest.raises(ValueError, match="The text column 'txt' is not in") as err:
+        read_texts(path, column="txt")
+    assert len(str(err.value)) < 2000
+
+
+@pytest.mark.parametrize("extra", ['{"text": "a", \n', '{"text": null}\n', '{"text": 1' + '0' * 5000 + '}\n'])
+def test_json_lines_with_a_bad_line_after_many_fields_are_refused_as_before(tmp_path, extra):
+    """A line that is not JSON, or without a text, after lines of fields of their own: refused in one line."""
+    from isotropy.measure.from_model import read_texts
+
+    path = tmp_path / "t.jsonl"
+    _distinct_fields_jsonl(path, 3000, extra)
+    with pytest.raises(ValueError) as err:
+        read_texts(path, column="text")
+    assert "\n" not in str(err.value)

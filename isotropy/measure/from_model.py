@@ -179,7 +179,7 @@ def _texts_of(raw: bytes, *, subject: str, path: Path | None, column, name: str,
         sep = table_delimiter(content, suffix)
         try:
             if suffix in (".jsonl", ".ndjson"):
-                table = pd.read_json(io.StringIO(content), lines=True, dtype=False)
+                table = pd.read_json(io.StringIO(_json_lines_read(content, column)), lines=True, dtype=False)
             else:  # header=None: line 1 is a header only when named (--text-column) or clearly one (_text_header)
                 table = pd.read_csv(io.StringIO(content), sep=sep, dtype=str, keep_default_na=False, header=None,
                                     quoting=3 if sep == "\t" else 0)
@@ -313,6 +313,49 @@ def _text_header(cells: list[str], rest) -> bool:
     if name in set(map(str, rest)):
         return False
     return name.lower() in _TEXT_HEADER_NAMES or re.fullmatch(r"[A-Za-z][A-Za-z0-9]*(_[A-Za-z0-9]+)+", name) is not None
+
+
+#: Fields of a JSON-lines texts file kept for a message when the text field is not among them (its column names)
+_NAMED_JSON_FIELDS = 64
+
+
+def _json_lines_read(content: str, column) -> str:
+    """The JSON lines of ``content`` with each object cut to the fields that :func:`_texts_of` reads: ``column``
+    when a line has it, else (no ``column``, or one no line has) the first :data:`_NAMED_JSON_FIELDS` fields seen,
+    which a message names; ``content`` itself when it has no more fields than that, or a line that is not a JSON
+    object (pandas says what is wrong with it).
+
+    pandas builds one column for every field of any line: a file of n lines, each with a field of its own, was an
+    n x n table (a 394 KB file of 15,000 lines: 35 s and 5.4 GB). Each line is parsed here once to find the fields,
+    and again to cut it; its values are written back as JSON, which pandas reads as it read them.
+    """
+    import json
+
+    from isotropy._utils import jsontext
+
+    fields: dict = {}  # in the order pandas makes them columns: first seen, first
+    for line in content.split("\n"):
+        if line.strip():
+            try:
+                record = jsontext.loads(line)
+            except ValueError:  # not JSON, nested too deeply, an integer of too many digits: pandas' error
+                return content
+            if not isinstance(record, dict):
+                return content
+            fields.update(dict.fromkeys(record))
+    if column in fields:
+        kept = [column]
+    elif len(fields) <= _NAMED_JSON_FIELDS:
+        return content
+    else:
+        kept = list(fields)[:_NAMED_JSON_FIELDS]
+    cut = []
+    for line in content.split("\n"):
+        if line.strip():
+            record = jsontext.loads(line)
+            line = json.dumps({key: record[key] for key in kept if key in record}, ensure_ascii=False)
+        cut.append(line)
+    return "\n".join(cut)
 
 
 def _with_header(table, column):
