@@ -8,6 +8,8 @@
   field of any line, so n lines with a field of their own each were an n x n table (a 394 KB file of 15,000 lines:
   35 s and 5.4 GB), and the message of a file without ``--text-column`` named all 15,000 fields. Each object is now
   cut to the text field (or, to be named in a message, the first 64 fields) before pandas reads it.
+- A line of JSON that is not an object (a list, a string, a number, null) in such a file was a ``TypeError``
+  traceback from pandas or pandas' "dictionary update sequence element #0 has length 1"; refused naming its line.
 """
 
 from __future__ import annotations
@@ -113,3 +115,25 @@ def test_json_lines_with_a_bad_line_after_many_fields_are_refused_as_before(tmp_
     with pytest.raises(ValueError) as err:
         read_texts(path, column="text")
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(("extra", "kind"), [("[1, 2]", "list"), ('"a"', "str"), ("7", "int"), ("null", "NoneType"),
+                                             ("true", "bool")])
+@pytest.mark.parametrize("first", [True, False])
+def test_a_json_line_that_is_not_an_object_is_refused_naming_its_line(tmp_path, extra, kind, first):
+    """A line holding a JSON list, string, number or null among the objects of a JSON-lines texts file was a
+    ``TypeError`` traceback from pandas ("cannot convert dictionary update sequence element #0 to a sequence",
+    "'int' object is not iterable") or pandas' words ("dictionary update sequence element #0 has length 1"); it is
+    refused naming its line, as the labels reader refuses it. A file of lists only was read as columns '0', '1'."""
+    from isotropy.measure.from_model import read_texts
+
+    path = tmp_path / "t.jsonl"
+    lines = ['{"text": "a"}', "", '{"text": "b"}']
+    lines.insert(0 if first else 3, extra)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    line = 1 if first else 4
+    for column in ("text", None):
+        with pytest.raises(ValueError) as err:
+            read_texts(path, column=column)
+        assert str(err.value) == (f"The texts file {str(path)!r} has a JSON {kind} on line {line}, not an object; "
+                                  f"expected one JSON object per line, its text in a field (--text-column).")

@@ -177,9 +177,11 @@ def _texts_of(raw: bytes, *, subject: str, path: Path | None, column, name: str,
         import pandas as pd
 
         sep = table_delimiter(content, suffix)
+        # the objects cut to the fields read, a line that is not an object refused (outside the try: its own words)
+        lines_read = _json_lines_read(content, column, path) if suffix in (".jsonl", ".ndjson") else None
         try:
-            if suffix in (".jsonl", ".ndjson"):
-                table = pd.read_json(io.StringIO(_json_lines_read(content, column)), lines=True, dtype=False)
+            if lines_read is not None:
+                table = pd.read_json(io.StringIO(lines_read), lines=True, dtype=False)
             else:  # header=None: line 1 is a header only when named (--text-column) or clearly one (_text_header)
                 table = pd.read_csv(io.StringIO(content), sep=sep, dtype=str, keep_default_na=False, header=None,
                                     quoting=3 if sep == "\t" else 0)
@@ -319,11 +321,15 @@ def _text_header(cells: list[str], rest) -> bool:
 _NAMED_JSON_FIELDS = 64
 
 
-def _json_lines_read(content: str, column) -> str:
-    """The JSON lines of ``content`` with each object cut to the fields that :func:`_texts_of` reads: ``column``
-    when a line has it, else (no ``column``, or one no line has) the first :data:`_NAMED_JSON_FIELDS` fields seen,
-    which a message names; ``content`` itself when it has no more fields than that, or a line that is not a JSON
-    object (pandas says what is wrong with it).
+def _json_lines_read(content: str, column, path) -> str:
+    """The JSON lines of ``content`` (the file ``path``) with each object cut to the fields that :func:`_texts_of`
+    reads: ``column`` when a line has it, else (no ``column``, or one no line has) the first
+    :data:`_NAMED_JSON_FIELDS` fields seen, which a message names; ``content`` itself when it has no more fields than
+    that, or a line that is not JSON (pandas says what is wrong with it).
+
+    A line of JSON that is not an object (a list, a string, a number, null) is refused naming its line, as the
+    labels reader refuses it: pandas raised a ``TypeError`` traceback for it ("'int' object is not iterable"), or
+    its own words ("dictionary update sequence element #0 has length 1; 2 is required").
 
     pandas builds one column for every field of any line: a file of n lines, each with a field of its own, was an
     n x n table (a 394 KB file of 15,000 lines: 35 s and 5.4 GB). Each line is parsed here once to find the fields,
@@ -332,16 +338,19 @@ def _json_lines_read(content: str, column) -> str:
     import json
 
     from isotropy._utils import jsontext
+    from isotropy._utils.errors import IsotropyValueError
 
     fields: dict = {}  # in the order pandas makes them columns: first seen, first
-    for line in content.split("\n"):
+    for number, line in enumerate(content.split("\n"), start=1):
         if line.strip():
             try:
                 record = jsontext.loads(line)
             except ValueError:  # not JSON, nested too deeply, an integer of too many digits: pandas' error
                 return content
             if not isinstance(record, dict):
-                return content
+                raise IsotropyValueError(f"The texts file {str(path)!r} has a JSON {type(record).__name__} on line "
+                                         f"{number}, not an object; expected one JSON object per line, its text in a "
+                                         f"field (--text-column).")
             fields.update(dict.fromkeys(record))
     if column in fields:
         kept = [column]
