@@ -10,6 +10,8 @@
   cut to the text field (or, to be named in a message, the first 64 fields) before pandas reads it.
 - A line of JSON that is not an object (a list, a string, a number, null) in such a file was a ``TypeError``
   traceback from pandas or pandas' "dictionary update sequence element #0 has length 1"; refused naming its line.
+- A texts table whose text column is not named, or another one is, was refused naming every column: a 1 MB line
+  for 100,000 columns. At most 20 now, and how many there are.
 """
 
 from __future__ import annotations
@@ -137,3 +139,37 @@ def test_a_json_line_that_is_not_an_object_is_refused_naming_its_line(tmp_path, 
             read_texts(path, column=column)
         assert str(err.value) == (f"The texts file {str(path)!r} has a JSON {kind} on line {line}, not an object; "
                                   f"expected one JSON object per line, its text in a field (--text-column).")
+
+
+def _wide_texts_csv(path, n_rows: int, n_columns: int) -> None:
+    """A texts table of ``n_rows`` rows under a header: a text column, then ``n_columns`` columns of two letters."""
+    filler = ",xy" * n_columns
+    path.write_text("text" + "".join(f",c{i}" for i in range(n_columns)) + "\n"
+                    + "".join(f"text {i}{filler}\n" for i in range(n_rows)), encoding="utf-8")
+
+
+@pytest.mark.parametrize("n_columns", [3, 100])
+def test_a_texts_table_message_names_at_most_20_columns(tmp_path, n_columns):
+    """A table without its text column named, or with another one named, was refused naming every column (a 1 MB
+    line for 100,000 columns): at most 20 now, and how many there are. Its other refusals are as before."""
+    from isotropy.measure.from_model import read_texts
+
+    path = tmp_path / "t.csv"
+    _wide_texts_csv(path, 5, n_columns)
+    assert read_texts(path, column="text") == [f"text {i}" for i in range(5)]
+    assert read_texts(path, column="c1") == ["xy"] * 5
+    shown = ("['text', 'c0', 'c1', 'c2']" if n_columns == 3 else
+             "['text', " + ", ".join(f"'c{i}'" for i in range(19)) + ", ...] (101 in all)")
+    with pytest.raises(ValueError) as err:
+        read_texts(path)
+    assert f"has the columns {shown}; name the text column" in str(err.value)
+    with pytest.raises(ValueError) as err:
+        read_texts(path, column="txt")
+    assert f"The text column 'txt' is not in {str(path)!r}; expected one of {shown}." in str(err.value)
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace("text 3,", "text 3,a,", 1), encoding="utf-8")
+    with pytest.raises(ValueError, match=rf"line 5 has {n_columns + 2} columns, the lines above it {n_columns + 1}"):
+        read_texts(path, column="text")
+    path.write_text(text.replace("c0,", "text,", 1), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"has 2 columns named 'text'"):
+        read_texts(path, column="text")

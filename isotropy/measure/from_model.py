@@ -199,7 +199,7 @@ def _texts_of(raw: bytes, *, subject: str, path: Path | None, column, name: str,
                              f"then named with --text-column.")
         if column is None:
             if table.shape[1] != 1:
-                raise ValueError(f"The texts file {str(path)!r} has the columns {list(map(str, table.columns))}; "
+                raise ValueError(f"The texts file {str(path)!r} has the columns {_names_shown(table.columns)}; "
                                  f"name the text column (--text-column; line 1 names the columns, so a file without a "
                                  f"header line needs one).")
             column = table.columns[0]
@@ -215,7 +215,7 @@ def _texts_of(raw: bytes, *, subject: str, path: Path | None, column, name: str,
                 hint = (" (line 1 of a .csv/.tsv file holds the column names when a column is named; add a header "
                         "line to a file that has none)")
             raise ValueError(f"The text column {column!r} is not in {str(path)!r}; expected one of "
-                             f"{[_short(name) for name in map(str, table.columns)]}{hint}.{suggestion}")
+                             f"{_names_shown(table.columns)}{hint}.{suggestion}")
         values = table[column].tolist()
         absent = [value is None or (isinstance(value, float) and math.isnan(value)) for value in values]
         texts = ["" if gone else str(value) for gone, value in zip(absent, values)]
@@ -365,6 +365,14 @@ def _json_lines_read(content: str, column, path) -> str:
             line = json.dumps({key: record[key] for key in kept if key in record}, ensure_ascii=False)
         cut.append(line)
     return "\n".join(cut)
+
+
+def _names_shown(names, n: int = 20) -> str:
+    """The first ``n`` column names, shortened, for a message; ``[...] (N in all)`` past them (every name of a table of
+    100,000 columns made a 1 MB line)."""
+    names = list(names)
+    shown = [_short(str(name)) for name in names[:n]]
+    return str(shown) if len(names) <= n else str(shown)[:-1] + f", ...] ({len(names)} in all)"
 
 
 def _with_header(table, column):
