@@ -12,6 +12,9 @@
   traceback from pandas or pandas' "dictionary update sequence element #0 has length 1"; refused naming its line.
 - A texts table whose text column is not named, or another one is, was refused naming every column: a 1 MB line
   for 100,000 columns. At most 20 now, and how many there are.
+- A texts table of many tiny cells: pandas holds each as a Python string, about 200 bytes with its parser's own,
+  whatever the one or two bytes it takes in the file (a 100 MB .csv of 500 rows of 100,000 columns: 160 s and
+  9.2 GB to read one column of). More cells than ``MAX_TABLE_CELLS`` are refused before pandas reads them.
 """
 
 from __future__ import annotations
@@ -146,6 +149,27 @@ def _wide_texts_csv(path, n_rows: int, n_columns: int) -> None:
     filler = ",xy" * n_columns
     path.write_text("text" + "".join(f",c{i}" for i in range(n_columns)) + "\n"
                     + "".join(f"text {i}{filler}\n" for i in range(n_rows)), encoding="utf-8")
+
+
+def test_a_texts_table_of_more_cells_than_read_is_refused_before_pandas_reads_it(tmp_path, monkeypatch):
+    """pandas holds every cell of a texts table as a Python string (about 200 bytes each, with its parser's own),
+    whatever the one or two bytes it takes in the file: a 100 MB .csv of 500 rows of 100,000 columns took 160 s and
+    9.2 GB to read its one text column. A table of more cells (columns of line 1 x lines) than
+    :data:`isotropy.measure.from_model.MAX_TABLE_CELLS` is refused in one line before pandas reads it."""
+    from isotropy.measure import from_model
+    from isotropy.measure.from_model import read_texts
+
+    monkeypatch.setattr(from_model, "MAX_TABLE_CELLS", 1000)
+    path = tmp_path / "t.csv"
+    _wide_texts_csv(path, 9, 99)  # 10 lines of 100 columns: 1,000 cells, read
+    assert read_texts(path, column="text") == [f"text {i}" for i in range(9)]
+    _wide_texts_csv(path, 10, 99)  # 11 lines: refused
+    with pytest.raises(ValueError) as err:
+        read_texts(path, column="text")
+    assert str(err.value) == (f"The texts file {str(path)!r} is a table of 100 columns and 11 lines (1,100 cells), "
+                              f"more than the 1,000 isotropy reads (pandas holds each cell as a Python string); "
+                              f"expected a few columns: keep the text column alone (a .txt file, one text a line, "
+                              f"or a .csv of that column).")
 
 
 @pytest.mark.parametrize("n_columns", [3, 100])

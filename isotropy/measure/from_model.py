@@ -183,8 +183,12 @@ def _texts_of(raw: bytes, *, subject: str, path: Path | None, column, name: str,
             if lines_read is not None:
                 table = pd.read_json(io.StringIO(lines_read), lines=True, dtype=False)
             else:  # header=None: line 1 is a header only when named (--text-column) or clearly one (_text_header)
-                table = pd.read_csv(io.StringIO(content), sep=sep, dtype=str, keep_default_na=False, header=None,
-                                    quoting=3 if sep == "\t" else 0)
+                options = {"sep": sep, "dtype": str, "keep_default_na": False, "header": None,
+                           "quoting": 3 if sep == "\t" else 0}
+                _check_table_cells(pd.read_csv(io.StringIO(content), nrows=1, **options).shape[1], content, path)
+                table = pd.read_csv(io.StringIO(content), **options)
+        except IsotropyValueError:  # _check_table_cells': its own words
+            raise
         except ValueError as exc:
             raise ValueError(f"The texts file {str(path)!r} could not be read as {suffix[1:]}"
                              f"{' (tab-separated)' if sep == chr(9) and suffix == '.csv' else ''}: "
@@ -365,6 +369,26 @@ def _json_lines_read(content: str, column, path) -> str:
             line = json.dumps({key: record[key] for key in kept if key in record}, ensure_ascii=False)
         cut.append(line)
     return "\n".join(cut)
+
+
+#: The most cells (columns of line 1 x lines) of a texts table read: pandas holds each as a Python string, about 200
+#: bytes with its parser's own, whatever the one or two bytes it takes in the file (a 100 MB .csv of 500 rows of
+#: 100,000 columns took 160 s and 9.2 GB to read one column of). Tables of texts have a few columns: 2**25 cells are
+#: 11 million lines of three.
+MAX_TABLE_CELLS = 2**25
+
+
+def _check_table_cells(width: int, content: str, path) -> None:
+    """Refuse a texts table of more than :data:`MAX_TABLE_CELLS` cells (``width`` columns on line 1), before pandas
+    reads it; a quoted line break counts as a line, so the count errs high, never low."""
+    from isotropy._utils.errors import IsotropyValueError
+
+    lines = content.count("\n") + (not content.endswith("\n"))
+    if width * lines > MAX_TABLE_CELLS:
+        raise IsotropyValueError(f"The texts file {str(path)!r} is a table of {width:,} columns and {lines:,} lines "
+                                 f"({width * lines:,} cells), more than the {MAX_TABLE_CELLS:,} isotropy reads (pandas "
+                                 f"holds each cell as a Python string); expected a few columns: keep the text column "
+                                 f"alone (a .txt file, one text a line, or a .csv of that column).")
 
 
 def _names_shown(names, n: int = 20) -> str:
