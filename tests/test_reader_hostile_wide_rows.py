@@ -197,3 +197,32 @@ def test_a_texts_table_message_names_at_most_20_columns(tmp_path, n_columns):
     path.write_text(text.replace("c0,", "text,", 1), encoding="utf-8")
     with pytest.raises(ValueError, match=r"has 2 columns named 'text'"):
         read_texts(path, column="text")
+
+
+def test_fuzzed_json_lines_of_any_json_values_read_or_are_refused_in_one_line(tmp_path):
+    """Lines of any JSON values (objects with or without the text field, lists, numbers, strings, null): texts, or
+    one ValueError line; never another kind of error (a list line was a TypeError traceback)."""
+    import json
+
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from isotropy.measure.from_model import read_texts
+
+    scalars = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.floats(allow_nan=False), st.text(max_size=5))
+    values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+        st.sampled_from(["text", "k", "y"]), inner, max_size=3), max_leaves=6)
+    path = tmp_path / "t.jsonl"
+
+    @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(lines=st.lists(values, min_size=1, max_size=6), column=st.sampled_from(["text", None]))
+    def check(lines, column):
+        path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+        try:
+            texts = read_texts(path, column=column)
+        except ValueError as exc:
+            assert "\n" not in str(exc)
+        else:
+            assert len(texts) == len(lines) and all(isinstance(text, str) and text.strip() for text in texts)
+
+    check()
