@@ -11,15 +11,34 @@ Usage::
 
     nice -n 5 .venv/bin/python benchmarks/bench_classifier_geometry.py [--updates 1000] [--threads 1]
         [--device cpu] [--data-dir ../shared/data] [--peer-repeats 3] [--json out.json]
+
+The docs quote the run committed as ``docs/runs/classifier-geometry/benchmark/bench.json`` (``--threads 2 --json``
+that path) through value markers: rerun it there to refresh them.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import statistics
+import subprocess
 import time
+from pathlib import Path
+
+
+def _commit():
+    """The repository's HEAD commit (short), with "+changes" when the tree differs from it; None outside git."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
+                              check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root, capture_output=True,
+                               text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return head + ("+changes" if dirty else "")
 
 
 def _median_seconds(fn, repeats):
@@ -41,6 +60,7 @@ def main(argv=None):
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    script_start = time.perf_counter()
 
     import torch
 
@@ -83,6 +103,10 @@ def main(argv=None):
         "peer_median_s": {"sklearn_silhouette": peer_sil, "isoscore_package": peer_iso,
                           "ours_silhouette": ours_sil, "ours_isoscore": ours_iso},
         "peer_ratio": {"silhouette": peer_sil / ours_sil, "isoscore": peer_iso / ours_iso},
+        "silhouette_share": per_update["silhouette"] / sum(per_update.values()),
+        "script_wall_s": time.perf_counter() - script_start,
+        # what ran, where the JSON is committed beside the docs that quote it (docs/runs/classifier-geometry/benchmark)
+        "date": datetime.date.today().isoformat(), "source_commit": _commit(), "cpu_count": os.cpu_count(),
     }
     print(f"polarity: {problem.n_items:,} x {X.shape[1]}, {args.updates} updates, metrics every update, 1 seed, "
           f"device {args.device}, {result['threads']} torch threads")
@@ -94,6 +118,7 @@ def main(argv=None):
           f"{ours_sil:.3f} s (x{result['peer_ratio']['silhouette']:.1f}); isoscore package {peer_iso * 1e3:.1f} ms vs "
           f"ours {ours_iso * 1e3:.1f} ms (x{result['peer_ratio']['isoscore']:.1f})")
     if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         with open(args.json, "w") as handle:
             json.dump(result, handle, indent=2)
     return result

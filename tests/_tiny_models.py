@@ -176,7 +176,8 @@ def make_tiny_decoder_gguf(path: Path, kind: str, *, seed: int = 0, drop: tuple 
 
     The head size (8) is not width / heads (32 / 4) for qwen3 and gemma2 (Gemma 2's attention scale 1/sqrt(8)),
     and GPT-2's context is 64 (not transformers' 1024). ``drop``: GGUF tensor names left out; ``nan_in``: a
-    tensor given a NaN; ``metadata``: GGUF keys replaced (``None`` removes one) after the writer's own.
+    tensor given a NaN; ``metadata``: GGUF keys replaced (``None`` removes one; a ``gguf.GGUFValue`` is written with
+    its own type) after the writer's own.
     """
     import gguf
     import numpy as np
@@ -249,7 +250,9 @@ def make_tiny_decoder_gguf(path: Path, kind: str, *, seed: int = 0, drop: tuple 
         writer.add_bos_token_id(len(tokens) - 1)
     for key, value in (metadata or {}).items():
         writer.kv_data[0].pop(key, None)
-        if value is not None:
+        if isinstance(value, gguf.GGUFValue):  # a type of its own (the writer makes every int an INT32)
+            writer.kv_data[0][key] = value
+        elif value is not None:
             kind_of = gguf.GGUFValueType.get_type(value)
             writer.kv_data[0][key] = gguf.GGUFValue(value, kind_of)
     names = gguf.get_tensor_name_map(gguf.MODEL_ARCH[kind.upper()], layers)

@@ -564,6 +564,23 @@ def test_a_file_whose_metadata_and_tensors_disagree_is_refused_in_one_line(damag
     assert [p.name for p in entries if not p.name.endswith(".lock")] == []  # nothing cached, no work folder left
 
 
+@pytest.mark.parametrize("blocks", [2**31 - 1, 2**40])
+def test_a_huge_block_count_is_refused_without_listing_its_blocks(blocks, tmp_path):
+    """block_count was compared with ``list(range(block_count))``: 10**8 took 15 s and 4.3 GB before its refusal,
+    2**31 - 1 (the largest the gguf writer's INT32 holds) about 80 GB, 2**40 a MemoryError. Compared by count now."""
+    import gguf
+    from _tiny_models import make_tiny_decoder_gguf
+
+    from isotropy.models import convert_gguf
+
+    path = tmp_path / "llama.gguf"
+    make_tiny_decoder_gguf(path, "llama", metadata={"llama.block_count": gguf.GGUFValue(blocks, gguf.GGUFValueType.UINT64)})
+    with pytest.raises(ValueError) as info:
+        convert_gguf(path, cache_dir=tmp_path / "cache", show_progress=False)
+    assert str(info.value).endswith(f"(llama.block_count is {blocks} but the file holds the tensors of blocks 0-1 "
+                                    f"(blocks 0-{blocks - 1} expected))")
+
+
 def test_the_gemma_attention_scale_is_llama_cpps(tmp_path):
     # llama.cpp derives it: 1/sqrt(head size), but 1/sqrt(width / heads) for the 27B models (46 and 62 layers);
     # the models' own configs say 256, 144 (Gemma 2 27B) and 168 (Gemma 3 27B)

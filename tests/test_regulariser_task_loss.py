@@ -370,3 +370,33 @@ def test_istar_resumed_refuses_a_too_long_shrinkage_sample_before_training(tmp_p
     reg.load_state_dict({"shrinkage_cov": torch.eye(16), "epoch": 0})
     with pytest.raises(IsotropyValueError, match=r"shrinkage_sample's 'input_ids' must be at most 16 tokens long"):
         reg.refresh_for_epoch(_bert("BertModel"), 0)
+
+
+def test_a_shrinkage_state_that_expands_as_a_decompression_bomb_is_refused_unread(tmp_path):
+    """Read with torch.load alone, a saved state whose zip entries were deflated was inflated whole: a 130 KB file
+    became 128 MiB of float64 zeros before its shape was checked (a few MB, gigabytes). Refused first, from the
+    zip directory, as every other checkpoint isotropy reads is (:func:`isotropy.io._archives.zip_expansion_problem`);
+    a device or FIFO in its place is refused unopened."""
+    import io
+    import os
+    import zipfile
+
+    from isotropy import IsotropyValueError
+    from isotropy.training import HFRegulariser
+
+    reg = HFRegulariser("istar", shrinkage_sample=_inputs(rows=4)[0])
+    buffer = io.BytesIO()
+    torch.save({"shrinkage_cov": torch.zeros(2**12, 2**12, dtype=torch.float64), "epoch": 1}, buffer)
+    path = tmp_path / "state.pt"
+    with zipfile.ZipFile(buffer) as source, zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as bomb:
+        for info in source.infolist():
+            bomb.writestr(info.filename, source.read(info.filename))
+    with pytest.raises(IsotropyValueError, match=r"is not a readable regulariser state \(member '[^']+' expands from "
+                                                 r"\d+ to 134217728 bytes .*as a decompression bomb would\)") as err:
+        reg.read_shrinkage_state(path)
+    assert "\n" not in str(err.value)
+    if hasattr(os, "mkfifo"):
+        fifo = tmp_path / "fifo.pt"
+        os.mkfifo(fifo)
+        with pytest.raises(IsotropyValueError, match=r"is not a readable regulariser state \(it is a FIFO"):
+            reg.read_shrinkage_state(fifo)

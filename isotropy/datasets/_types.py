@@ -8,7 +8,7 @@ import numpy as np
 
 from isotropy._utils.errors import IsotropyValueError
 
-__all__ = ["LabeledTexts"]
+__all__ = ["LabeledTexts", "check_indicator_size"]
 
 
 @dataclass
@@ -56,3 +56,21 @@ class LabeledTexts:
 
     def __len__(self) -> int:
         return len(self.text_a)
+
+
+def check_indicator_size(path, n_items: int, n_labels: int) -> None:
+    """Refuse a file's ``(n_items, n_labels)`` int8 0/1 matrix of more than ``MAX_EXPANSION`` times the file's bytes,
+    above ``EXPANSION_FLOOR_BYTES`` (:mod:`isotropy.io._archives`: the cap on any file that expands when read),
+    before it is allocated: items that each name a label of their own make it n x n (a 480 KB lexicon of 20,000
+    words was a 400 MB matrix)."""
+    import os
+
+    from isotropy.io._archives import EXPANSION_FLOOR_BYTES, MAX_EXPANSION
+
+    cells, size = n_items * n_labels, os.path.getsize(path)
+    if cells <= EXPANSION_FLOOR_BYTES or cells <= MAX_EXPANSION * max(size, 1):
+        return
+    raise IsotropyValueError(f"{path}: its {n_items} items hold {n_labels} distinct labels, a {n_items} x {n_labels} "
+                             f"0/1 matrix of {cells} bytes from a file of {size} bytes ({cells // max(size, 1)}x; "
+                             f"more than {MAX_EXPANSION}x above {EXPANSION_FLOOR_BYTES // 2**20} MiB is refused); "
+                             f"expected a few labels that many items share.")

@@ -84,15 +84,37 @@ def _is_heading(words: list[str]) -> bool:
     return len(words) >= 2 and words[0] == "=" and words[-1] == "="
 
 
-def _read_lines(path: Path, *, encoding: str, drop_headings: bool = False) -> list[list[str]]:
+_IN_ITS_ENCODING = "a plain-text file in its encoding (encoding='latin-1', 'cp1252', ...)"
+
+
+def _read_lines(path: Path, *, encoding: str, drop_headings: bool = False,
+                expected: str = _IN_ITS_ENCODING) -> list[list[str]]:
+    """The words of each non-blank line; a file that is not text in ``encoding`` is refused in one line naming the
+    line and byte (it was a ``UnicodeDecodeError`` traceback), ``expected`` saying what was expected instead."""
     lines = []
-    with open(path, encoding=encoding) as handle:
-        for raw in handle:
-            words = raw.split()
-            if not words or (drop_headings and _is_heading(words)):
-                continue
-            lines.append(words)
+    try:
+        with open(path, encoding=encoding) as handle:
+            for raw in handle:
+                words = raw.split()
+                if not words or (drop_headings and _is_heading(words)):
+                    continue
+                lines.append(words)
+    except UnicodeDecodeError as exc:
+        raise IsotropyValueError(f"The corpus file {str(path)!r} is not {encoding} text ({_undecodable(path, encoding, exc)}); "
+                                 f"expected {expected}.") from None
     return lines
+
+
+def _undecodable(path: Path, encoding: str, exc: UnicodeDecodeError) -> str:
+    """``line N, byte 0xNN``: the first line of the file that does not decode, and its first byte that does not (read
+    again, line by line, only once the file is refused); the byte alone when every line decodes on its own."""
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                raw.decode(encoding)
+            except UnicodeDecodeError as error:
+                return f"line {number}, byte 0x{raw[error.start]:02x}"
+    return f"byte 0x{exc.object[exc.start]:02x}"
 
 
 def _check_nonempty(lines, what: str) -> None:
@@ -124,7 +146,8 @@ def _load_named(corpus: str, split: str, data_dir, *, drop_headings: bool) -> Co
         raise FileNotFoundError(f"The {corpus} {split} split was not found: expected the file {str(path)!r} "
                                 f"(give the folder that holds '{CORPORA[corpus][0]}/' with --data-dir or "
                                 f"$ISOTROPY_DATA). It is published at {PUBLISHED[corpus]}.")
-    lines = _read_lines(path, encoding="utf-8", drop_headings=drop_headings)
+    lines = _read_lines(path, encoding="utf-8", drop_headings=drop_headings,
+                        expected=f"UTF-8 text, as {corpus} is published at {PUBLISHED[corpus]}")
     _check_nonempty(lines, repr(str(path)))
     return Corpus(name=f"{corpus}/{split}", lines=lines,
                   source={"corpus": corpus, "split": split, "path": str(path), "drop_headings": drop_headings})

@@ -90,6 +90,20 @@ def _label_id(value: str, names: tuple[str, ...], where: str) -> int:
     raise IsotropyValueError(f"{where}: label {value!r} is neither one of {list(names)} nor an id in range({len(names)}).")
 
 
+def _unreadable(path, exc: Exception) -> str:
+    """Why a GLUE file cannot be read: the line and byte of the first that is not UTF-8 (read again, line by line,
+    once refused), or csv's own words."""
+    if isinstance(exc, UnicodeDecodeError):
+        with open(path, "rb") as handle:
+            for number, raw in enumerate(handle, start=1):
+                try:
+                    raw.decode("utf-8")
+                except UnicodeDecodeError as error:
+                    return f"line {number}, byte 0x{raw[error.start]:02x}"
+        return f"byte 0x{exc.object[exc.start]:02x}"
+    return " ".join(str(exc).split())[:120]
+
+
 def load_glue_task(task: str, split: str = "train", *, data_dir=None) -> LabeledTexts:
     """Load one labelled split of a GLUE task from the ``download_glue_data.py`` layout.
 
@@ -135,8 +149,12 @@ def load_glue_task(task: str, split: str = "train", *, data_dir=None) -> Labeled
             f"GLUE task {key!r} split {split!r}: expected the file {path} (the layout of download_glue_data.py: "
             f"<data_dir>/glue_data/{spec.folder}/{path.name}); pass --data-dir (data_dir= in Python) or set ISOTROPY_DATA "
             f"to the folder containing glue_data. GLUE is published at {GLUE_URL}.")
-    with open(path, encoding="utf-8-sig", newline="") as handle:
-        rows = list(csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE))
+    try:  # not UTF-8, a field past csv's limit: one line naming the file (were tracebacks naming none)
+        with open(path, encoding="utf-8-sig", newline="") as handle:
+            rows = list(csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE))
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise IsotropyValueError(f"GLUE task {key!r}: {path} is not a readable UTF-8 TSV file ({_unreadable(path, exc)}); "
+                                 f"expected the file as download_glue_data.py writes it.") from None
     rows = [r for r in rows if r and any(cell.strip() for cell in r)]
     if spec.header:
         header = [h.strip() for h in rows[0]] if rows else []

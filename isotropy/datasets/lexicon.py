@@ -8,7 +8,7 @@ import numpy as np
 
 from isotropy._utils import jsontext
 from isotropy._utils.errors import IsotropyValueError
-from isotropy.datasets._types import LabeledTexts
+from isotropy.datasets._types import LabeledTexts, check_indicator_size
 
 __all__ = ["load_nrc_emotion_lexicon"]
 
@@ -63,6 +63,7 @@ def load_nrc_emotion_lexicon(path=None) -> LabeledTexts:
         raise IsotropyValueError(f"{path}: expected a JSON object mapping words to lists of labels.")
     items = [(str(word), list(tags)) for word, tags in mapping.items() if tags]
     names = sorted({tag for _, tags in items for tag in tags})
+    check_indicator_size(path, len(items), len(names))
     labels = np.zeros((len(items), len(names)), dtype=np.int8)
     column = {name: j for j, name in enumerate(names)}
     for i, (_, tags) in enumerate(items):

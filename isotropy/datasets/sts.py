@@ -107,6 +107,29 @@ def _missing(path: Path, what: str) -> FileNotFoundError:
                              f"{where}.")
 
 
+def _lines(path: Path, what: str) -> list[str]:
+    """The lines of ``path``; a file that is not UTF-8 is refused in one line naming its line and byte (it was a
+    ``UnicodeDecodeError`` traceback naming no file)."""
+    raw = path.read_bytes()
+    try:
+        return raw.decode("utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise IsotropyValueError(f"{what}: {path} is not UTF-8 text (line {line}, byte 0x{raw[exc.start]:02x}); "
+                                 f"expected the file as published.") from None
+
+
+def _score(text: str, what: str, path: Path, line_no: int, expected: str) -> float:
+    """A gold score; one that is not a number is refused naming its file and line (it was ``could not convert string
+    to float: 'x'``, naming neither)."""
+    try:
+        return float(text)
+    except ValueError:
+        shown = text if len(text) <= 40 else text[:37] + "..."
+        raise IsotropyValueError(f"{what}: line {line_no} of {path} has the score {shown!r}; expected {expected}.") \
+            from None
+
+
 def _load_sts_year(name: str, root: Path) -> STSPairs:
     folder, subsets = STS_SUBSETS[name]
     a, b, gold, sub = [], [], [], []
@@ -116,8 +139,8 @@ def _load_sts_year(name: str, root: Path) -> STSPairs:
         for path in (inputs, golds):
             if not path.is_file():
                 raise _missing(path, name)
-        pairs = inputs.read_text(encoding="utf-8").splitlines()
-        scores = golds.read_text(encoding="utf-8").splitlines()
+        pairs = _lines(inputs, name)
+        scores = _lines(golds, name)
         if len(pairs) != len(scores):
             raise IsotropyValueError(f"{name}: {inputs.name} has {len(pairs)} lines but {golds.name} has "
                                      f"{len(scores)}; expected one gold line per sentence pair.")
@@ -130,7 +153,7 @@ def _load_sts_year(name: str, root: Path) -> STSPairs:
                                          f"field(s); expected two sentences.")
             a.append(_norm(fields[0]))
             b.append(_norm(fields[1]))
-            gold.append(float(score))
+            gold.append(_score(score, name, golds, line_no, "a number (or an empty line for an unscored pair)"))
             sub.append(subset)
     return STSPairs(name=name, text_a=a, text_b=b, scores=np.asarray(gold), subsets=np.asarray(sub),
                     source={"dataset": name, "path": str(root / "senteval" / "STS" / folder),
@@ -142,12 +165,12 @@ def _load_stsb(split: str, root: Path) -> STSPairs:
     if not path.is_file():
         raise _missing(path, "STS Benchmark")
     a, b, gold = [], [], []
-    for line_no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for line_no, line in enumerate(_lines(path, "STSB"), start=1):
         fields = line.split("\t")
         if len(fields) < 7:
             raise IsotropyValueError(f"STSB: line {line_no} of {path.name} has {len(fields)} tab-separated fields; "
                                      f"expected at least 7 (score in column 5, sentences in 6 and 7).")
-        gold.append(float(fields[4]))
+        gold.append(_score(fields[4], "STSB", path, line_no, "a number in column 5"))
         a.append(_norm(fields[5]))
         b.append(_norm(fields[6]))
     name = f"STSB/{split}"
@@ -159,7 +182,10 @@ def _load_sick(split: str, root: Path) -> STSPairs:
     path = root / "SICK" / "SICK.txt"
     if not path.is_file():
         raise _missing(path, "SICK")
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines = _lines(path, "SICK")
+    if not lines:
+        raise IsotropyValueError(f"SICK: {path} is empty; expected the full release's columns sentence_A, sentence_B, "
+                                 f"relatedness_score, SemEval_set.")
     header = lines[0].strip().split("\t")
     try:
         ia, ib, isc, iset = (header.index(c) for c in ("sentence_A", "sentence_B", "relatedness_score", "SemEval_set"))
@@ -167,13 +193,16 @@ def _load_sick(split: str, root: Path) -> STSPairs:
         raise IsotropyValueError(f"SICK: {path} has header {header[:6]}...; expected the full release's columns "
                                  f"sentence_A, sentence_B, relatedness_score, SemEval_set.") from None
     a, b, gold = [], [], []
-    for line in lines[1:]:
+    for line_no, line in enumerate(lines[1:], start=2):
         fields = line.rstrip("\r\n").split("\t")
         if len(fields) <= iset or fields[iset].strip() != _SICK_SPLITS[split]:
             continue
+        if len(fields) <= max(ia, ib, isc):  # was an IndexError traceback
+            raise IsotropyValueError(f"SICK: line {line_no} of {path} has {len(fields)} tab-separated fields; expected "
+                                     f"{len(header)}, as its header names.")
         a.append(_norm(fields[ia]))
         b.append(_norm(fields[ib]))
-        gold.append(float(fields[isc]))
+        gold.append(_score(fields[isc], "SICK", path, line_no, "a number in the column relatedness_score"))
     name = f"SICK/{split}"
     return STSPairs(name=name, text_a=a, text_b=b, scores=np.asarray(gold), subsets=np.full(len(a), "SICK"),
                     source={"dataset": "SICK", "split": split, "path": str(path),

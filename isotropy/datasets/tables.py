@@ -10,7 +10,7 @@ import numpy as np
 
 from isotropy._utils import jsontext
 from isotropy._utils.errors import IsotropyValueError
-from isotropy.datasets._types import LabeledTexts
+from isotropy.datasets._types import LabeledTexts, check_indicator_size
 
 __all__ = ["load_table"]
 
@@ -126,6 +126,7 @@ def load_table(path, *, text_column: str = "text", label_column: str | list[str]
             return [t.strip() for t in str(cell).split(label_sep) if t.strip()]
         sets = [tags(r[label_columns[0]]) for r in rows]
         names = sorted({t for s in sets for t in s})
+        check_indicator_size(path, len(rows), len(names))
         index = {n: j for j, n in enumerate(names)}
         labels = np.zeros((len(rows), len(names)), dtype=np.int8)
         for i, s in enumerate(sets):

@@ -391,6 +391,11 @@ def _not_vectors(path, lineno, parts) -> IsotropyValueError:
 _MAX_LINE = 2**20
 # Lines parsed into float32 at a time: the file's text is never all held as Python strings (8x its size).
 _ROWS_PER_BLOCK = 8192
+# Fields parsed at a time, however few lines hold them: a field is a Python string of about 50 bytes, 20-30 times
+# what it takes in the file, and 8,192 lines of up to _MAX_LINE characters held gigabytes of them (a 209 MB file of
+# 200 lines of 349,000 numbers: a peak of 5.2 GB). 2**19 fields take about 30 MB; a block of 300-d GloVe vectors is
+# then 1,741 lines.
+_FIELDS_PER_BLOCK = 2**19
 
 
 def _lines(handle, path):
@@ -426,6 +431,7 @@ def _read_text(path: Path, limit, encoding, opener=None):
     ``opener``: opens the text (a gzip file's, decompressed as it is read); a file that is not gzip throughout the
     lines read is refused in one line."""
     words, rows, lines, blocks, dim, announced, first = [], [], [], [], None, None, []
+    held = 0  # the fields of the rows not yet parsed
 
     def parse(rows):  # a block of rows of number strings -> float32, the strings let go
         try:
@@ -477,9 +483,10 @@ def _read_text(path: Path, limit, encoding, opener=None):
                 words.append(parts[0])
                 rows.append(parts[1:])
                 lines.append(lineno)
-                if len(rows) == _ROWS_PER_BLOCK:
+                held += dim
+                if len(rows) == _ROWS_PER_BLOCK or held >= _FIELDS_PER_BLOCK:
                     parse(rows)
-                    rows, lines = [], []
+                    rows, lines, held = [], [], 0
                 if limit is not None and len(words) >= limit:
                     break
     except (OSError, EOFError, zlib.error) as exc:  # the gzip stream cut short or damaged within the lines read

@@ -177,12 +177,18 @@ def _texts_of(raw: bytes, *, subject: str, path: Path | None, column, name: str,
         import pandas as pd
 
         sep = table_delimiter(content, suffix)
+        # the objects cut to the fields read, a line that is not an object refused (outside the try: its own words)
+        lines_read = _json_lines_read(content, column, path) if suffix in (".jsonl", ".ndjson") else None
         try:
-            if suffix in (".jsonl", ".ndjson"):
-                table = pd.read_json(io.StringIO(content), lines=True, dtype=False)
+            if lines_read is not None:
+                table = pd.read_json(io.StringIO(lines_read), lines=True, dtype=False)
             else:  # header=None: line 1 is a header only when named (--text-column) or clearly one (_text_header)
-                table = pd.read_csv(io.StringIO(content), sep=sep, dtype=str, keep_default_na=False, header=None,
-                                    quoting=3 if sep == "\t" else 0)
+                options = {"sep": sep, "dtype": str, "keep_default_na": False, "header": None,
+                           "quoting": 3 if sep == "\t" else 0}
+                _check_table_cells(pd.read_csv(io.StringIO(content), nrows=1, **options).shape[1], content, path)
+                table = pd.read_csv(io.StringIO(content), **options)
+        except IsotropyValueError:  # _check_table_cells': its own words
+            raise
         except ValueError as exc:
             raise ValueError(f"The texts file {str(path)!r} could not be read as {suffix[1:]}"
                              f"{' (tab-separated)' if sep == chr(9) and suffix == '.csv' else ''}: "
@@ -199,7 +205,7 @@ def _texts_of(raw: bytes, *, subject: str, path: Path | None, column, name: str,
             if table.shape[1] != 1:
                 where = (", a field of each line" if suffix in (".jsonl", ".ndjson") else  # JSON lines: no header line
                          "; line 1 names the columns, so a file without a header line needs one")
-                raise ValueError(f"The texts file {str(path)!r} has the columns {list(map(str, table.columns))}; "
+                raise ValueError(f"The texts file {str(path)!r} has the columns {_names_shown(table.columns)}; "
                                  f"name the text column (--text-column{where}).")
             column = table.columns[0]
         if list(table.columns).count(column) > 1:
@@ -214,7 +220,7 @@ def _texts_of(raw: bytes, *, subject: str, path: Path | None, column, name: str,
                 hint = (" (line 1 of a .csv/.tsv file holds the column names when a column is named; add a header "
                         "line to a file that has none)")
             raise ValueError(f"The text column {column!r} is not in {str(path)!r}; expected one of "
-                             f"{[_short(name) for name in map(str, table.columns)]}{hint}.{suggestion}")
+                             f"{_names_shown(table.columns)}{hint}.{suggestion}")
         values = table[column].tolist()
         absent = [value is None or (isinstance(value, float) and math.isnan(value)) for value in values]
         texts = ["" if gone else str(value) for gone, value in zip(absent, values)]
@@ -314,6 +320,84 @@ def _text_header(cells: list[str], rest) -> bool:
     if name in set(map(str, rest)):
         return False
     return name.lower() in _TEXT_HEADER_NAMES or re.fullmatch(r"[A-Za-z][A-Za-z0-9]*(_[A-Za-z0-9]+)+", name) is not None
+
+
+#: Fields of a JSON-lines texts file kept for a message when the text field is not among them (its column names)
+_NAMED_JSON_FIELDS = 64
+
+
+def _json_lines_read(content: str, column, path) -> str:
+    """The JSON lines of ``content`` (the file ``path``) with each object cut to the fields that :func:`_texts_of`
+    reads: ``column`` when a line has it, else (no ``column``, or one no line has) the first
+    :data:`_NAMED_JSON_FIELDS` fields seen, which a message names; ``content`` itself when it has no more fields than
+    that, or a line that is not JSON (pandas says what is wrong with it).
+
+    A line of JSON that is not an object (a list, a string, a number, null) is refused naming its line, as the
+    labels reader refuses it: pandas raised a ``TypeError`` traceback for it ("'int' object is not iterable"), or
+    its own words ("dictionary update sequence element #0 has length 1; 2 is required").
+
+    pandas builds one column for every field of any line: a file of n lines, each with a field of its own, was an
+    n x n table (a 394 KB file of 15,000 lines: 35 s and 5.4 GB). Each line is parsed here once to find the fields,
+    and again to cut it; its values are written back as JSON, which pandas reads as it read them.
+    """
+    import json
+
+    from isotropy._utils import jsontext
+    from isotropy._utils.errors import IsotropyValueError
+
+    fields: dict = {}  # in the order pandas makes them columns: first seen, first
+    for number, line in enumerate(content.split("\n"), start=1):
+        if line.strip():
+            try:
+                record = jsontext.loads(line)
+            except ValueError:  # not JSON, nested too deeply, an integer of too many digits: pandas' error
+                return content
+            if not isinstance(record, dict):
+                raise IsotropyValueError(f"The texts file {str(path)!r} has a JSON {type(record).__name__} on line "
+                                         f"{number}, not an object; expected one JSON object per line, its text in a "
+                                         f"field (--text-column).")
+            fields.update(dict.fromkeys(record))
+    if column in fields:
+        kept = [column]
+    elif len(fields) <= _NAMED_JSON_FIELDS:
+        return content
+    else:
+        kept = list(fields)[:_NAMED_JSON_FIELDS]
+    cut = []
+    for line in content.split("\n"):
+        if line.strip():
+            record = jsontext.loads(line)
+            line = json.dumps({key: record[key] for key in kept if key in record}, ensure_ascii=False)
+        cut.append(line)
+    return "\n".join(cut)
+
+
+#: The most cells (columns of line 1 x lines) of a texts table read: pandas holds each as a Python string, about 200
+#: bytes with its parser's own, whatever the one or two bytes it takes in the file (a 100 MB .csv of 500 rows of
+#: 100,000 columns took 160 s and 9.2 GB to read one column of). Tables of texts have a few columns: 2**25 cells are
+#: 11 million lines of three.
+MAX_TABLE_CELLS = 2**25
+
+
+def _check_table_cells(width: int, content: str, path) -> None:
+    """Refuse a texts table of more than :data:`MAX_TABLE_CELLS` cells (``width`` columns on line 1), before pandas
+    reads it; a quoted line break counts as a line, so the count errs high, never low."""
+    from isotropy._utils.errors import IsotropyValueError
+
+    lines = content.count("\n") + (not content.endswith("\n"))
+    if width * lines > MAX_TABLE_CELLS:
+        raise IsotropyValueError(f"The texts file {str(path)!r} is a table of {width:,} columns and {lines:,} lines "
+                                 f"({width * lines:,} cells), more than the {MAX_TABLE_CELLS:,} isotropy reads (pandas "
+                                 f"holds each cell as a Python string); expected a few columns: keep the text column "
+                                 f"alone (a .txt file, one text a line, or a .csv of that column).")
+
+
+def _names_shown(names, n: int = 20) -> str:
+    """The first ``n`` column names, shortened, for a message; ``[...] (N in all)`` past them (every name of a table of
+    100,000 columns made a 1 MB line)."""
+    names = list(names)
+    shown = [_short(str(name)) for name in names[:n]]
+    return str(shown) if len(names) <= n else str(shown)[:-1] + f", ...] ({len(names)} in all)"
 
 
 def _with_header(table, column):

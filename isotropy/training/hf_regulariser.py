@@ -251,13 +251,29 @@ class HFRegulariser(HiddenStateRegulariser, TrainerCallback):
 
     def read_shrinkage_state(self, path):
         """Σ_S and its epoch from the file ``path`` that :meth:`on_save` wrote (tensors only: ``weights_only=True``);
-        a file that is not one is refused in one line that names it."""
+        a file that is not one is refused in one line that names it.
+
+        As every checkpoint isotropy reads (:func:`isotropy.models._safety.load_checkpoint`): what is not a regular
+        file (a FIFO blocked torch.load for ever) is refused unopened, and zip entries that would expand as a
+        decompression bomb are refused from the zip directory, before torch.load inflates them (a 130 KB file of
+        deflated entries was 128 MiB once read)."""
+        from isotropy.io._archives import zip_expansion_problem
+        from isotropy.io._paths import path_kind
+
+        def refuse(cause: str) -> IsotropyValueError:
+            return IsotropyValueError(f"{self.caller}: {str(path)!r} is not a readable regulariser state ({cause}); "
+                                      f"delete it to compute Σ_S from the resumed weights instead.")
+
+        kind = path_kind(path)
+        if kind is not None and kind != "does not exist":  # a missing file: torch's FileNotFoundError, as before
+            raise refuse(f"it {kind}")
+        problem = zip_expansion_problem(path) if kind is None else None
+        if problem is not None:
+            raise refuse(problem)
         try:
             state = torch.load(path, map_location="cpu", weights_only=True)
         except Exception as exc:  # noqa: BLE001  (torch's unpickler raises many kinds on a damaged file: one line)
-            cause = " ".join(f"{type(exc).__name__}: {exc}".split())[:200]
-            raise IsotropyValueError(f"{self.caller}: {str(path)!r} is not a readable regulariser state ({cause}); "
-                                     f"delete it to compute Σ_S from the resumed weights instead.") from None
+            raise refuse(" ".join(f"{type(exc).__name__}: {exc}".split())[:200]) from None
         self.load_shrinkage_state(state, source=repr(str(path)))
 
     def on_save(self, args, state, control, **kwargs):

@@ -1,0 +1,46 @@
+"""Hostile-input review of the readers: corpus text files (``load_text_file``, ``load_corpus``, the named corpora).
+
+- A file that is not text in its encoding (a latin-1 ``café``, a binary file, a UTF-16 export) was a
+  ``UnicodeDecodeError`` traceback from deep in the codec ("'utf-8' codec can't decode byte 0xe9 in position 3");
+  ``layer-geometry`` reads a user's corpus so. It is refused in one line naming the file, the line and the byte.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from isotropy._utils.errors import IsotropyValueError
+from isotropy.datasets.corpora import PUBLISHED, load_corpus, load_text_file, load_wikitext2
+
+
+def test_a_latin1_corpus_is_refused_naming_its_line_and_byte(tmp_path):
+    path = tmp_path / "c.txt"
+    path.write_bytes(b"the cat sat\n\nun caf\xe9 au lait\n")
+    for load in (load_text_file, load_corpus):
+        with pytest.raises(IsotropyValueError) as err:
+            load(path)
+        assert str(err.value) == (f"The corpus file {str(path)!r} is not utf-8 text (line 3, byte 0xe9); expected a "
+                                  f"plain-text file in its encoding (encoding='latin-1', 'cp1252', ...).")
+    # read in its encoding, it is the words written
+    assert load_text_file(path, encoding="latin-1").lines == [["the", "cat", "sat"], ["un", "café", "au", "lait"]]
+
+
+def test_a_binary_or_utf16_file_is_refused_in_one_line(tmp_path):
+    path = tmp_path / "c.txt"
+    path.write_bytes(bytes(range(256)) * 4)  # bytes 0-10 decode: line 2 (after 0x0a) starts at 0x0b, then 0x80
+    with pytest.raises(IsotropyValueError, match=r"is not utf-8 text \(line 2, byte 0x80\)") as err:
+        load_text_file(path)
+    assert "\n" not in str(err.value)
+    path.write_text("a b\nc d\n", encoding="utf-16")
+    with pytest.raises(IsotropyValueError, match=r"is not utf-8 text \(line 1, byte 0xff\)"):
+        load_text_file(path)
+
+
+def test_a_named_corpus_that_is_not_utf8_is_refused_in_one_line(tmp_path):
+    folder = tmp_path / "wikitext-2"
+    folder.mkdir()
+    (folder / "wiki.valid.tokens").write_bytes(b" = Title = \n a b \n c \xff d \n")
+    with pytest.raises(IsotropyValueError) as err:
+        load_wikitext2("validation", data_dir=tmp_path)
+    assert str(err.value) == (f"The corpus file {str(folder / 'wiki.valid.tokens')!r} is not utf-8 text (line 3, byte "
+                              f"0xff); expected UTF-8 text, as wikitext-2 is published at {PUBLISHED['wikitext-2']}.")
