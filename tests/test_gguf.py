@@ -566,8 +566,8 @@ def test_a_file_whose_metadata_and_tensors_disagree_is_refused_in_one_line(damag
 
 @pytest.mark.parametrize("blocks", [2**31 - 1, 2**40])
 def test_a_huge_block_count_is_refused_without_listing_its_blocks(blocks, tmp_path):
-    """block_count was compared with ``list(range(block_count))``: 10**8 took 15 s and 4.3 GB before its refusal,
-    2**31 - 1 (the largest the gguf writer's INT32 holds) about 80 GB, 2**40 a MemoryError. Compared by count now."""
+    """block_count was compared with ``list(range(block_count))``: 10**8 built a list of that many ints before its refusal,
+    2**31 - 1 (the largest the gguf writer's INT32 holds) more than memory holds, 2**40 a MemoryError. Compared by count now."""
     import gguf
     from _tiny_models import make_tiny_decoder_gguf
 

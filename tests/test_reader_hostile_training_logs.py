@@ -2,7 +2,7 @@
 
 - ``plot_geometry_log`` draws one line per logged layer, each over every step of its metric, and a layer x step heat
   map: work and memory of layers x steps. A log whose every entry names a layer of its own (a 210 KB
-  trainer_state.json of 4,000 entries, ``geometry/isoscore/layer_<i>`` at step i) took 174 s and 2.8 GB in
+  trainer_state.json of 4,000 entries, ``geometry/isoscore/layer_<i>`` at step i) drew thousands of lines in
   ``isotropy plot``; ten times the entries, a hundred times that. More layers than any model has
   (:data:`isotropy.training.logs.MAX_PLOTTED_LAYERS`) are refused in one line before anything is drawn.
 """

@@ -2,19 +2,19 @@
 
 - Word-vector text (GloVe, word2vec text): the lines were parsed 8,192 rows at a time, whatever their width, so a
   block held every field of up to 8,192 lines of up to 1 MiB each as Python strings, 20-30 times the bytes they take
-  in the file: a 209 MB file of 200 lines of 349,000 two-digit numbers ran at a peak of 5.2 GB (the vectors it
-  returns take 279 MB). A block now ends at :data:`isotropy.io.word_vectors._FIELDS_PER_BLOCK` fields too.
+  in the file: a file of 200 lines of 349,000 two-digit numbers held gigabytes of strings for the 279 MB of
+  vectors it returns. A block now ends at :data:`isotropy.io.word_vectors._FIELDS_PER_BLOCK` fields too.
 - JSON-lines texts (``read_texts``, ``isotropy measure --model --texts t.jsonl``): pandas makes a column of every
-  field of any line, so n lines with a field of their own each were an n x n table (a 394 KB file of 15,000 lines:
-  35 s and 5.4 GB), and the message of a file without ``--text-column`` named all 15,000 fields. Each object is now
+  field of any line, so n lines with a field of their own each were an n x n table (quadratic in the lines
+  of a file of a few hundred KB), and the message of a file without ``--text-column`` named all 15,000 fields. Each object is now
   cut to the text field (or, to be named in a message, the first 64 fields) before pandas reads it.
 - A line of JSON that is not an object (a list, a string, a number, null) in such a file was a ``TypeError``
   traceback from pandas or pandas' "dictionary update sequence element #0 has length 1"; refused naming its line.
 - A texts table whose text column is not named, or another one is, was refused naming every column: a 1 MB line
   for 100,000 columns. At most 20 now, and how many there are.
 - A texts table of many tiny cells: pandas holds each as a Python string, about 200 bytes with its parser's own,
-  whatever the one or two bytes it takes in the file (a 100 MB .csv of 500 rows of 100,000 columns: 160 s and
-  9.2 GB to read one column of). More cells than ``MAX_TABLE_CELLS`` are refused before pandas reads them.
+  whatever the one or two bytes it takes in the file (a wide .csv of short cells held many times its
+  size to read one column of). More cells than ``MAX_TABLE_CELLS`` are refused before pandas reads them.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def _distinct_fields_jsonl(path, n: int, extra: str = "") -> None:
 
 def test_json_lines_each_with_fields_of_their_own_are_read_without_a_table_of_every_field(tmp_path):
     """pandas builds one column per field of any line: a file of n lines, each with a field of its own, was an n x n
-    table (a 394 KB file of 15,000 lines took 35 s and 5.4 GB). Only the fields read are kept now."""
+    table (quadratic in the lines). Only the fields read are kept now."""
     from isotropy.measure.from_model import read_texts
 
     path = tmp_path / "t.jsonl"
@@ -153,8 +153,8 @@ def _wide_texts_csv(path, n_rows: int, n_columns: int) -> None:
 
 def test_a_texts_table_of_more_cells_than_read_is_refused_before_pandas_reads_it(tmp_path, monkeypatch):
     """pandas holds every cell of a texts table as a Python string (about 200 bytes each, with its parser's own),
-    whatever the one or two bytes it takes in the file: a 100 MB .csv of 500 rows of 100,000 columns took 160 s and
-    9.2 GB to read its one text column. A table of more cells (columns of line 1 x lines) than
+    whatever the one or two bytes it takes in the file: a wide .csv of short cells held many times its size to
+    read its one text column. A table of more cells (columns of line 1 x lines) than
     :data:`isotropy.measure.from_model.MAX_TABLE_CELLS` is refused in one line before pandas reads it."""
     from isotropy.measure import from_model
     from isotropy.measure.from_model import read_texts

@@ -392,9 +392,9 @@ _MAX_LINE = 2**20
 # Lines parsed into float32 at a time: the file's text is never all held as Python strings (8x its size).
 _ROWS_PER_BLOCK = 8192
 # Fields parsed at a time, however few lines hold them: a field is a Python string of about 50 bytes, 20-30 times
-# what it takes in the file, and 8,192 lines of up to _MAX_LINE characters held gigabytes of them (a 209 MB file of
-# 200 lines of 349,000 numbers: a peak of 5.2 GB). 2**19 fields take about 30 MB; a block of 300-d GloVe vectors is
-# then 1,741 lines.
+# what it takes in the file, and 8,192 lines of up to _MAX_LINE characters could hold gigabytes of them (a few
+# hundred lines of very wide rows). 2**19 fields are tens of MB of strings; a block of 300-d GloVe vectors is then
+# 1,741 lines.
 _FIELDS_PER_BLOCK = 2**19
 
 

@@ -337,7 +337,7 @@ def _json_lines_read(content: str, column, path) -> str:
     its own words ("dictionary update sequence element #0 has length 1; 2 is required").
 
     pandas builds one column for every field of any line: a file of n lines, each with a field of its own, was an
-    n x n table (a 394 KB file of 15,000 lines: 35 s and 5.4 GB). Each line is parsed here once to find the fields,
+    n x n table (quadratic in the lines of a file of a few hundred KB). Each line is parsed here once to find the fields,
     and again to cut it; its values are written back as JSON, which pandas reads as it read them.
     """
     import json
@@ -373,8 +373,8 @@ def _json_lines_read(content: str, column, path) -> str:
 
 
 #: The most cells (columns of line 1 x lines) of a texts table read: pandas holds each as a Python string, about 200
-#: bytes with its parser's own, whatever the one or two bytes it takes in the file (a 100 MB .csv of 500 rows of
-#: 100,000 columns took 160 s and 9.2 GB to read one column of). Tables of texts have a few columns: 2**25 cells are
+#: bytes with its parser's own, whatever the one or two bytes it takes in the file (a wide .csv of short cells held
+#: many times its size to read one column of). Tables of texts have a few columns: 2**25 cells are
 #: 11 million lines of three.
 MAX_TABLE_CELLS = 2**25
 

@@ -359,7 +359,7 @@ def read_geometry_log(path: str | os.PathLike, *, prefix: str = "geometry"):
 
 #: The most layers of one metric :func:`plot_geometry_log` draws: each is a line over every step of the metric and a
 #: row of the heat map, work and memory of layers x steps. The deepest models have about 130 layers; a log naming a
-#: layer of its own in each entry (4,000 entries, a 210 KB trainer_state.json) took 174 s and 2.8 GB to draw.
+#: layer of its own in each entry (a trainer_state.json of a few hundred KB) drew thousands of lines and heat-map rows.
 MAX_PLOTTED_LAYERS = 256
 
 
