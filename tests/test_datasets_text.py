@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -328,3 +329,27 @@ def test_sts_correlations_refuse_non_finite_scores():
         sts_correlations([1.0, float("nan"), 3.0], [1.0, 2.0, 3.0])
     with pytest.raises(IsotropyValueError, match=r"^The 'gold' parameter"):
         sts_correlations([1.0, 2.0, 3.0], [1.0, 2.0, float("inf")])
+
+
+@pytest.mark.parametrize(("name", "text", "said"), [
+    ("first.csv", "text,label\nhello,1,2,3\nfine,0\n", ("data row 1 has 4 fields where the header names 2; expected as "
+                                                       "many fields on every row (quote a text that holds the delimiter)")),
+    ("later.csv", "text,label\nfine,0\nhello, world,1\n", "data row 2 has 3 fields where the header names 2"),
+    ("tab.tsv", "text\tlabel\nfine\t0\nhe\tllo\t1\n", ("data row 2 has 3 fields where the header names 2; expected as "
+                                                      "many fields on every row (a text cannot hold a tab)")),
+])
+def test_load_table_refuses_a_row_of_more_fields_than_its_header(tmp_path, name, text, said):
+    """csv.DictReader keeps the fields past the header's under the key None: 'hello,1,2,3' was read as the text
+    'hello' with label 1, the rest dropped without a word (a hostile-input review); 'hello, world,1' had the
+    label ' world'."""
+    from isotropy import IsotropyValueError
+    from isotropy.datasets.tables import load_table
+
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(IsotropyValueError, match=re.escape(said)):
+        load_table(path)
+    quoted = tmp_path / "quoted.csv"
+    quoted.write_text('text,label\n"hello, world",1\nfine,0\n')
+    data = load_table(quoted)
+    assert data.text_a == ["hello, world", "fine"] and data.label_names == ["0", "1"] and data.labels.tolist() == [1, 0]

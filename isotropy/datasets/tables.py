@@ -98,12 +98,17 @@ def load_table(path, *, text_column: str = "text", label_column: str | list[str]
     asked = [("text_column", text_column), *([("text_pair_column", text_pair_column)] if text_pair_column else []),
              *(("label_column", column) for column in label_columns)]
     needed = [column for _, column in asked]
-    present = list(rows[0].keys())
+    present = [key for key in rows[0] if key is not None]  # (None: csv.DictReader's key of fields past the header)
     for parameter, column in asked:  # the error names the parameter that asked for the column
         if column not in present:
             raise IsotropyValueError(f"The '{parameter}' parameter of load_table names a column of {str(path)!r}. "
                                      f"Got {column!r} instead, and the columns are {present}.")
     for line, row in enumerate(rows, start=2):  # a JSON-lines row without a key; a CSV row cut short (None)
+        if fmt != "jsonl" and None in row:  # csv.DictReader's key of the fields past the header's: dropped silently
+            header = sum(key is not None for key in row)
+            quote = "quote a text that holds the delimiter" if fmt == "csv" else "a text cannot hold a tab"
+            raise IsotropyValueError(f"{path}: data row {line - 1} has {header + len(row[None])} fields where the header "
+                                     f"names {header}; expected as many fields on every row ({quote}).")
         missing = [c for c in needed if row.get(c) is None]
         if missing:
             raise IsotropyValueError(f"{path}: data row {line - 1} has no value in the column(s) {missing}; expected every row "
