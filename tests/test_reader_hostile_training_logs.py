@@ -41,3 +41,20 @@ def test_a_log_of_as_many_layers_as_allowed_is_drawn(tmp_path):
     assert list(figures) == ["geometry_isoscore"]
     lines = figures["geometry_isoscore"].axes[0].get_lines()
     assert len(lines) == MAX_PLOTTED_LAYERS
+
+
+def test_isotropy_plot_of_a_refused_log_writes_nothing(tmp_path, capsys):
+    """'isotropy plot' wrote geometry.csv (and made its folder) before the figures refused the log: a refusal left
+    half a result. The figures are now built first."""
+    from isotropy.cli import main
+
+    _log(tmp_path / "run", MAX_PLOTTED_LAYERS + 1)
+    with pytest.raises(SystemExit) as exit_:
+        main(["plot", str(tmp_path / "run")])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.startswith(f"Error: The geometry log holds {MAX_PLOTTED_LAYERS + 1} layers of "
+                                              f"'isoscore'")
+    assert not (tmp_path / "run" / "geometry-figures").exists()
+    _log(tmp_path / "fine", 3)
+    main(["plot", str(tmp_path / "fine")])
+    assert (tmp_path / "fine" / "geometry-figures" / "geometry.csv").is_file()
