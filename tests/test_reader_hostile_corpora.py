@@ -7,6 +7,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from isotropy._utils.errors import IsotropyValueError
@@ -44,3 +46,25 @@ def test_a_named_corpus_that_is_not_utf8_is_refused_in_one_line(tmp_path):
         load_wikitext2("validation", data_dir=tmp_path)
     assert str(err.value) == (f"The corpus file {str(folder / 'wiki.valid.tokens')!r} is not utf-8 text (line 3, byte "
                               f"0xff); expected UTF-8 text, as wikitext-2 is published at {PUBLISHED['wikitext-2']}.")
+
+
+def test_a_corpus_path_that_is_no_file_is_said_as_what_it_is(tmp_path):
+    """/dev/zero, a FIFO or a folder was 'does not exist' (is_file() is False for them), and an unknown encoding a
+    LookupError from the codecs; each is now one line saying what it is."""
+    import os
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    for path, kind in ((tmp_path, "is a directory"), (fifo, "is a FIFO (named pipe)"),
+                       ("/dev/zero", "is a character device")):
+        with pytest.raises(IsotropyValueError, match=rf"^The corpus file '{path}' {re.escape(kind)}, not a regular "
+                                                     rf"file: expected a plain-text file"):
+            load_text_file(path)
+    with pytest.raises(FileNotFoundError, match=r"^The corpus file '.*absent.txt' does not exist: expected"):
+        load_text_file(tmp_path / "absent.txt")
+    text = tmp_path / "c.txt"
+    text.write_text("a b\n")
+    with pytest.raises(IsotropyValueError, match=r"^The 'encoding' parameter of load_text_file must be a text encoding "
+                                                 r"such as 'utf-8', 'latin-1' or 'cp1252'. Got 'utf-9' instead.$"):
+        load_text_file(text, encoding="utf-9")
+    assert load_text_file(text, encoding="latin-1").lines == [["a", "b"]]

@@ -202,10 +202,16 @@ def load_text_file(path: str | os.PathLike, *, encoding: str = "utf-8") -> Corpu
     >>> load_text_file(p).lines
     [['a', 'b', 'c'], ['b', 'c']]
     """
+    from isotropy.io._encoding import text_codec
+    from isotropy.io._paths import path_kind
+
+    text_codec(encoding, caller="load_text_file")  # an unknown codec: one line, not a LookupError
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"The corpus file {str(path)!r} does not exist: expected a plain-text file, "
-                                f"one sentence or paragraph a line, or one of {sorted(CORPORA)}.")
+    kind = path_kind(path)  # a device or a FIFO is not "does not exist" (nor read: /dev/zero never ends)
+    if kind is not None:
+        error = FileNotFoundError if kind == "does not exist" else IsotropyValueError
+        raise error(f"The corpus file {str(path)!r} {kind}: expected a plain-text file, one sentence or paragraph a "
+                    f"line, or one of {sorted(CORPORA)}.")
     lines = _read_lines(path, encoding=encoding)
     _check_nonempty(lines, f"file {str(path)!r}")
     return Corpus(name=path.name, lines=lines, source={"path": str(path.resolve()), "encoding": encoding})
