@@ -543,6 +543,10 @@ def test_other_architectures_give_the_hidden_states_of_the_model_written(kind, t
     ({"nan_in": "blk.0.attn_q.weight"}, r"'model.layers.0.self_attn.q_proj.weight' holds NaN or infinite values"),
     ({"metadata": {"tokenizer.ggml.bos_token_id": 100000}}, r"bos_token_id is 100000 \(a token id in \[0, 36\]"),
     ({"metadata": {"tokenizer.ggml.tokens": None}}, r"tokenizer.ggml.tokens is missing"),
+    # the name was printed raw in the keys of the messages: a NUL and a terminal escape reached the user's terminal
+    ({"metadata": {"general.architecture": "lla\x00ma\x1b[31m"}},
+     r"general.architecture is 'lla\\x00ma\\x1b\[31m' \(a name of letters, digits"),
+    ({"metadata": {"general.architecture": "x" * 300}}, r"general.architecture is 'x{40}'\.\.\. \(a name of"),
     ({"metadata": {"tokenizer.ggml.unknown_token_id": 100000}}, r"unknown_token_id is 100000 \(a token id in"),
     ("truncate", r"the file is truncated: the tensor 'output.weight' ends at byte"),
 ])

@@ -305,6 +305,11 @@ def _check_layout(layout) -> None:
     architecture = metadata.get("general.architecture")
     if not isinstance(architecture, str) or not architecture:
         raise ValueError("general.architecture is missing (the architecture's name expected)")
+    if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", architecture):  # it names keys in messages: no control characters,
+        # terminal escapes or a line of a thousand characters printed from a file
+        shown = ascii(architecture[:40]) + ("..." if len(architecture) > 40 else "")
+        raise ValueError(f"general.architecture is {shown} (a name of letters, digits, '_', '.' or '-' expected, such "
+                         f"as 'llama' or 'gemma3')")
 
     def positive(key: str, required: bool = True):
         value = metadata.get(key)
