@@ -541,3 +541,21 @@ def test_classifier_geometry_claim_needs_enough_recorded_updates():
     assert f"over 3 recorded updates, fewer than {MIN_STEPS}" in reason_of(few.to_dict())
     (enough,) = cg_claims({"summary": summary(MIN_STEPS)}, None)
     assert enough.verdict == "holds" and reason_of(enough.to_dict()) is None
+
+
+def test_the_classifier_geometry_timings_are_read_from_the_committed_benchmark():
+    """The page's 'Performance' paragraph and the benchmarks summary typed a 2026-11-22 run's seconds (6.5 min, 389 s,
+    0.355 s against 1.643 s) that no committed output held (an evidence review). They are now value markers of the
+    committed bench.json of benchmarks/bench_classifier_geometry.py; a number of seconds typed there fails here."""
+    hooks = _hooks()
+    bench = json.loads((REPO / "docs" / "runs" / "classifier-geometry" / "benchmark" / "bench.json").read_text())
+    page = (REPO / "docs" / "experiments" / "classifier-geometry.md").read_text(encoding="utf-8")
+    section = _section(page, "Performance")
+    typed = re.findall(r"\d+(?:\.\d+)? ?(?:s|ms|min)\b|\d+(?:\.\d+)?×", re.sub(r"<!-- value: [^>]* -->", "", section))
+    assert typed == [], typed
+    rendered = hooks.render_claims(section)
+    assert f"**{bench['run_wall_s']:.0f} s**" in rendered
+    assert f"{bench['peer_median_s']['sklearn_silhouette']:.3f} s ({bench['peer_ratio']['silhouette']:.1f}×)" in rendered
+    assert f"{bench['date']}, commit `{bench['source_commit']}`" in rendered
+    summary = hooks.render_claims((REPO / "docs" / "benchmarks.md").read_text(encoding="utf-8"))
+    assert f"1 seed ({bench['date']}) | | {bench['run_wall_s']:.0f} s |" in summary
