@@ -173,7 +173,8 @@ _RUN_COMPARE = re.compile(r"^<!-- run-compare: ([\w.-]+)/([\w.,-]+) -->[ \t]*$",
 # with the Python format SPEC (a number's minus written as −; a string, a date say, as it is); a key ``*`` takes every
 # entry at that level and the path then starts with ``min:``, ``max:`` or ``mean:`` (``min:setup.per_seed.*.rho``); a
 # key ``FIELD=VALUE`` after it keeps the entries whose FIELD is VALUE (``min:runs.*.lambda=-3.accuracy``; numbers
-# compare as numbers; filters that leave one entry need no ``min:``: ``runs.*.lambda=3.seed=0.accuracy``; a VALUE may
+# compare as numbers, ``zeta=0.2`` included; filters that leave one entry need no ``min:``:
+# ``runs.*.lambda=3.seed=0.accuracy``; a VALUE may
 # hold a colon: ``condition=istar:-3``; pick a claim by its id, ``*.id=isotropy-up.ours``, not by its place, which a
 # new claim would move); a path holding a space (a key such as ``K-means + Mean + PCA``) is written in double quotes;
 # ``@minutes`` as the key path is the run's duration from run.json's start and end times, with its unit: minutes
@@ -196,6 +197,17 @@ def _matches(entry, key: str) -> bool:
         except ValueError:
             return False
     return str(have) == wanted
+
+
+def _path_keys(keys: str) -> list[str]:
+    """The keys of a marker's path, split at its dots, but for the fraction of a filter's number (``zeta=0.2``)."""
+    parts = []
+    for part in keys.split("."):
+        if parts and re.fullmatch(r"[^=]+=-?\d+", parts[-1]) and re.fullmatch(r"\d+", part):
+            parts[-1] += "." + part
+        else:
+            parts.append(part)
+    return parts
 
 
 def _run_value(match) -> str:
@@ -224,7 +236,7 @@ def _run_value(match) -> str:
                              f"'max:' or 'mean:' before the path")
         aggregate, keys = (head, rest) if colon and head in _AGGREGATES else ("", path)
         values = [data]
-        for key in keys.split("."):
+        for key in _path_keys(keys):
             try:
                 if key == "*":
                     values = [v for value in values for v in (value.values() if isinstance(value, dict) else value)]

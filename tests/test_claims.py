@@ -559,3 +559,26 @@ def test_the_classifier_geometry_timings_are_read_from_the_committed_benchmark()
     assert f"{bench['date']}, commit `{bench['source_commit']}`" in rendered
     summary = hooks.render_claims((REPO / "docs" / "benchmarks.md").read_text(encoding="utf-8"))
     assert f"1 seed ({bench['date']}) | | {bench['run_wall_s']:.0f} s |" in summary
+
+
+def test_value_markers_pick_entries_by_fields_not_places():
+    """Markers read minibatch-stability's summary by place (summary.4 = 8 rows at zeta 0.9), which a new batch size or
+    zeta would move to another entry without a word; a filter's number may now hold a fraction (zeta=0.9), and the
+    page's markers pick by batch size and zeta. Prose verdicts are markers too (an evidence review)."""
+    hooks = _hooks()
+    assert hooks._path_keys("clouds.sst2.summary.*.batch_size=8.zeta=0.9.mean") == [
+        "clouds", "sst2", "summary", "*", "batch_size=8", "zeta=0.9", "mean"]
+    assert hooks._path_keys("runs.*.lambda=-3.seed=0.accuracy") == ["runs", "*", "lambda=-3", "seed=0", "accuracy"]
+    assert hooks._path_keys("summary.0.mean") == ["summary", "0", "mean"]
+    results = json.loads((REPO / "docs" / "runs" / "minibatch-stability" / "minilm" / "results.json").read_text())
+    entry = next(e for e in results["clouds"]["sst2"]["summary"] if e["batch_size"] == 8 and e["zeta"] == 0.9)
+    marker = ("<!-- value: minibatch-stability/minilm results.json clouds.sst2.summary.*.batch_size=8.zeta=0.9.mean "
+              ".4f -->")
+    assert hooks.render_claims(marker) == f"{entry['mean']:.4f}"
+    page = (REPO / "docs" / "experiments" / "minibatch-stability.md").read_text(encoding="utf-8")
+    assert not re.search(r"summary\.\d+\.", page)
+    claims = {c["id"]: c["verdict"] for c in read_claims(REPO / "docs" / "runs" / "minibatch-stability" / "minilm" /
+                                                          "claims.json")}
+    rendered = hooks.render_claims(page)
+    assert (f"`isoscore-star-stable` now reads\n  \"{claims['isoscore-star-stable-synthetic']}\" and its "
+            f"`isoscore-star-true`\n  \"{claims['isoscore-star-true-synthetic']}\"") in rendered
