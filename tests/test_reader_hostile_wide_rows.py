@@ -170,6 +170,16 @@ def test_a_texts_table_of_more_cells_than_read_is_refused_before_pandas_reads_it
                               f"more than the 1,000 isotropy reads (pandas holds each cell as a Python string); "
                               f"expected a few columns: keep the text column alone (a .txt file, one text a line, "
                               f"or a .csv of that column).")
+    # one column: the lines are what is too many, and a .txt file is read without pandas
+    path.write_text("".join(f"text {i}\n" for i in range(1001)), encoding="utf-8")
+    with pytest.raises(ValueError) as err:
+        read_texts(path)
+    assert str(err.value).endswith("is a table of 1 column and 1,001 lines (1,001 cells), more than the 1,000 "
+                                   "isotropy reads (pandas holds each cell as a Python string); expected fewer lines: "
+                                   "a .txt file, one text a line, is read without pandas.")
+    txt = tmp_path / "t.txt"
+    txt.write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+    assert len(read_texts(txt)) == 1001
 
 
 @pytest.mark.parametrize("n_columns", [3, 100])

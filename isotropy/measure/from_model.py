@@ -386,10 +386,13 @@ def _check_table_cells(width: int, content: str, path) -> None:
 
     lines = content.count("\n") + (not content.endswith("\n"))
     if width * lines > MAX_TABLE_CELLS:
-        raise IsotropyValueError(f"The texts file {str(path)!r} is a table of {width:,} columns and {lines:,} lines "
+        raise IsotropyValueError(f"The texts file {str(path)!r} is a table of {width:,} column{'s' * (width != 1)} "
+                                 f"and {lines:,} lines "
                                  f"({width * lines:,} cells), more than the {MAX_TABLE_CELLS:,} isotropy reads (pandas "
-                                 f"holds each cell as a Python string); expected a few columns: keep the text column "
-                                 f"alone (a .txt file, one text a line, or a .csv of that column).")
+                                 f"holds each cell as a Python string); expected "
+                                 + ("a few columns: keep the text column alone (a .txt file, one text a line, or a "
+                                    ".csv of that column)." if width > 1 else
+                                    "fewer lines: a .txt file, one text a line, is read without pandas."))
 
 
 def _names_shown(names, n: int = 20) -> str:
