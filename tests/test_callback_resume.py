@@ -33,7 +33,7 @@ def _bert_classifier():
                                                     max_position_embeddings=16))
 
 
-def _hf_trainer(tmp_path, probe, train, max_steps, save_steps, layers="all"):
+def _hf_trainer(tmp_path, probe, train, max_steps, save_steps):
     from transformers import Trainer, TrainingArguments
 
     from isotropy.training import HFGeometryCallback
@@ -41,7 +41,7 @@ def _hf_trainer(tmp_path, probe, train, max_steps, save_steps, layers="all"):
     args = TrainingArguments(output_dir=str(tmp_path / "out"), max_steps=max_steps, per_device_train_batch_size=4,
                              save_steps=save_steps, learning_rate=1e-3, report_to=[], use_cpu=True, seed=0,
                              disable_tqdm=True, logging_steps=100)
-    callback = HFGeometryCallback(probe, every_n_steps=3, metrics=["isoscore"], layers=layers)
+    callback = HFGeometryCallback(probe, every_n_steps=3, metrics=["isoscore"])
     return Trainer(model=_bert_classifier(), args=args, train_dataset=train, callbacks=[callback]), callback
 
 
@@ -148,59 +148,3 @@ def test_lightning_resumed_run_refuses_a_too_long_probe_before_training(tmp_path
     with pytest.raises(IsotropyValueError, match=_TOO_LONG):
         fit(_too_long_probe(), 9, ckpt_path=tmp_path / "step6.ckpt")
     assert steps == []  # refused before the first batch of the resumed run (was: at step 9, after steps 6, 7, 8)
-
-
-def test_hf_resumed_run_refuses_layers_beyond_the_model_before_training(tmp_path):
-    """A layer past the model's 2 (3 hidden states) was refused at the first measurement of a resumed run, global_step
-    9 here, after three more steps had trained; now when training resumes, with the message of that measurement."""
-    from isotropy import IsotropyValueError
-
-    train, probe = _data()
-    first, _ = _hf_trainer(tmp_path, probe, train, max_steps=6, save_steps=6)
-    first.train()
-    resumed, callback = _hf_trainer(tmp_path, probe, train, max_steps=9, save_steps=6, layers=[1, 5])
-    with pytest.raises(IsotropyValueError, match=r"'layers' parameter of HFGeometryCallback must be .*\[-3, 2\] .*"
-                                                 r"Got \[1, 5\] instead"):
-        resumed.train(resume_from_checkpoint=str(tmp_path / "out" / "checkpoint-6"))
-    assert resumed.state.global_step == 6  # not one step trained
-    assert callback.history == []
-
-
-def _tiny_models():
-    """Tiny random transformers models of several families, with their declared depth (and None: no such count)."""
-    import transformers as tf
-
-    torch.manual_seed(0)
-    small = {"vocab_size": VOCAB, "hidden_size": 16, "num_attention_heads": 2, "intermediate_size": 32}
-    yield "bert", tf.BertModel(tf.BertConfig(num_hidden_layers=3, max_position_embeddings=16, **small)), 3
-    yield "gpt2", tf.GPT2Model(tf.GPT2Config(vocab_size=VOCAB, n_embd=16, n_layer=2, n_head=2, n_positions=16)), 2
-    yield "llama", tf.LlamaModel(tf.LlamaConfig(num_hidden_layers=4, num_key_value_heads=1, **small)), 4
-    yield "t5", tf.T5Model(tf.T5Config(vocab_size=VOCAB, d_model=16, d_kv=8, d_ff=32, num_layers=2, num_heads=2)), None
-
-
-@pytest.mark.parametrize("family", ["bert", "gpt2", "llama", "t5"])
-def test_declared_depth_is_the_count_of_hidden_states_less_one(family):
-    """The depth the callbacks check layers against when training starts is the one the forward pass gives: L + 1
-    hidden states (an encoder-decoder, whose two stacks have their own, declares none)."""
-    from isotropy.models.layers import declared_depth
-
-    _, model, depth = next(m for m in _tiny_models() if m[0] == family)
-    assert declared_depth(model) == depth
-    if depth is not None:
-        ids = torch.randint(5, VOCAB, (2, SEQ), generator=torch.Generator().manual_seed(1))
-        with torch.no_grad():
-            states = model(input_ids=ids, output_hidden_states=True).hidden_states
-        assert len(states) == depth + 1
-    assert declared_depth(torch.nn.Linear(2, 2)) is None  # no config: checked at the first measurement, as before
-
-
-def test_probe_check_model_refuses_layers_beyond_the_declared_depth():
-    from isotropy import IsotropyValueError
-    from isotropy.training import GeometryProbe
-
-    _, probe = _data()
-    model = _bert_classifier()
-    GeometryProbe(probe, layers=[0, -3, 2], metrics=["isoscore"]).check_model(model)  # 3 hidden states: all valid
-    with pytest.raises(IsotropyValueError, match=r"'layers' parameter of GeometryProbe must be .*\[-3, 2\] .*"
-                                                 r"Got -4 instead"):
-        GeometryProbe(probe, layers=-4, metrics=["isoscore"]).check_model(model)

@@ -15,7 +15,7 @@ import numbers
 from isotropy._utils.errors import IsotropyValueError
 from isotropy._utils.validation import _describe
 
-__all__ = ["check_layers", "check_layers_before_loading", "declared_depth", "select_layers"]
+__all__ = ["check_layers", "check_layers_before_loading", "select_layers"]
 
 _WORDS = ("all", "last")
 
@@ -148,20 +148,3 @@ def check_layers_before_loading(layers, model, *, caller: str, name: str = "laye
     depth = peek_n_layers(model)
     if depth is not None:
         select_layers(layers, depth + 1, caller=caller, name=name)
-
-
-def declared_depth(model) -> int | None:
-    """The number of transformer layers L that a built transformers model declares, or ``None`` where it declares none.
-
-    Read from ``model.config.num_hidden_layers`` (transformers maps ``n_layer`` and ``n_layers`` onto it), whose
-    ``hidden_states`` hold L + 1 entries. ``None`` for a model without a config or that count, and for an
-    encoder-decoder model, whose encoder and decoder each have their own hidden states: the caller then checks a
-    layer selection against the hidden states themselves (:func:`select_layers`). The training callbacks check
-    theirs against it when training starts, so that a resumed run does not train until its first measurement
-    before it is refused.
-    """
-    config = getattr(model, "config", None)
-    if config is None or getattr(config, "is_encoder_decoder", False) is True:
-        return None
-    depth = getattr(config, "num_hidden_layers", None)
-    return depth if _is_index(depth) and depth > 0 else None

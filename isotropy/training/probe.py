@@ -46,7 +46,7 @@ from isotropy._utils.defaults import DefaultFloat, DefaultInt, DefaultName
 from isotropy._utils.validation import IsotropyValueError, check_scalar, check_texts
 from isotropy.metrics.table import check_metric_names, metric_names
 from isotropy.models.batching import distinct_sequences, pad_rows, refuse_empty_rows, tokenize_texts
-from isotropy.models.layers import check_layers, declared_depth, select_layers
+from isotropy.models.layers import check_layers, select_layers
 from isotropy.models.pooling import _pool, check_attention_mask, check_pooling
 
 __all__ = ["DEFAULT_METRICS", "GeometryProbe", "check_tokenizer", "import_for_measuring"]
@@ -589,17 +589,13 @@ class GeometryProbe:
         """Refuse, before any measurement, a probe or shrinkage sample that ``model`` cannot run; returns ``self``.
 
         Encoded rows with token ids past the model's vocabulary or longer than the positions it declares are refused
-        in one line; texts are cut to its positions (:meth:`_Rows.fit`); ``layers`` beyond the depth the model
-        declares (:func:`isotropy.models.layers.declared_depth`) are refused. The callbacks call it when training starts,
+        in one line; texts are cut to its positions (:meth:`_Rows.fit`). The callbacks call it when training starts,
         also when it resumes from a checkpoint, whose first measurement may come many steps later: a too-long probe
         was refused only there, after those steps had trained.
         """
         for source in (self.rows, self.shrinkage_rows):
             if source is not None:
                 source.fit(model)
-        depth = declared_depth(model)  # layers beyond the model: refused now too, as the first measurement would
-        if depth is not None:
-            self._layer_ids(depth + 1)
         return self
 
     def _pooled(self, model, source, rows, device, forward_kwargs):
