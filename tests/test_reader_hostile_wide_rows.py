@@ -236,3 +236,18 @@ def test_fuzzed_json_lines_of_any_json_values_read_or_are_refused_in_one_line(tm
             assert len(texts) == len(lines) and all(isinstance(text, str) and text.strip() for text in texts)
 
     check()
+
+
+def test_json_lines_texts_keep_their_escapes_when_cut_to_the_text_field(tmp_path):
+    """The objects cut to the text field were written back with ensure_ascii=False: a lone surrogate escape (an emoji
+    cut in half by a scraper, "\\ud800") became a raw surrogate that could not be encoded for pandas, and the whole file
+    was refused (a review). They are read as before the cut: the same texts as pandas reads from the file itself."""
+    import pandas as pd
+
+    from isotropy.measure.from_model import read_texts
+
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"text": "a\\ud800b", "y": 1}\n{"text": "caf\\u00e9 \\ud83d\\ude00", "y": 0}\n{"text": "é 😀", "y": 2}\n',
+                    encoding="utf-8")
+    expected = pd.read_json(path, lines=True, dtype=False)["text"].str.strip().tolist()
+    assert read_texts(path, column="text") == expected == ["ab", "café 😀", "é 😀"]

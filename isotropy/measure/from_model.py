@@ -367,7 +367,9 @@ def _json_lines_read(content: str, column, path) -> str:
     for line in content.split("\n"):
         if line.strip():
             record = jsontext.loads(line)
-            line = json.dumps({key: record[key] for key in kept if key in record}, ensure_ascii=False)
+            # escaped as JSON text (ensure_ascii): a lone surrogate of a cut emoji ("\ud800") written raw could not be
+            # encoded for pandas, and the file was refused; pandas reads the escapes back as the file's own did
+            line = json.dumps({key: record[key] for key in kept if key in record})
         cut.append(line)
     return "\n".join(cut)
 
