@@ -349,6 +349,9 @@ def test_load_table_refuses_a_row_of_more_fields_than_its_header(tmp_path, name,
     path.write_text(text)
     with pytest.raises(IsotropyValueError, match=re.escape(said)):
         load_table(path)
+    trailing = tmp_path / "trailing.csv"  # a delimiter after each row's last field: empty fields, read as before
+    trailing.write_text("text,label\nhello,1,\nbye,0,,\n")
+    assert load_table(trailing).text_a == ["hello", "bye"] and load_table(trailing).labels.tolist() == [1, 0]
     quoted = tmp_path / "quoted.csv"
     quoted.write_text('text,label\n"hello, world",1\nfine,0\n')
     data = load_table(quoted)

@@ -104,7 +104,8 @@ def load_table(path, *, text_column: str = "text", label_column: str | list[str]
             raise IsotropyValueError(f"The '{parameter}' parameter of load_table names a column of {str(path)!r}. "
                                      f"Got {column!r} instead, and the columns are {present}.")
     for line, row in enumerate(rows, start=2):  # a JSON-lines row without a key; a CSV row cut short (None)
-        if fmt != "jsonl" and None in row:  # csv.DictReader's key of the fields past the header's: dropped silently
+        # csv.DictReader's key of the fields past the header's, dropped silently; empty ones are a trailing delimiter
+        if fmt != "jsonl" and None in row and any(str(extra).strip() for extra in row[None]):
             header = sum(key is not None for key in row)
             quote = "quote a text that holds the delimiter" if fmt == "csv" else "a text cannot hold a tab"
             raise IsotropyValueError(f"{path}: data row {line - 1} has {header + len(row[None])} fields where the header "
