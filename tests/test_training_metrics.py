@@ -587,8 +587,9 @@ def test_twonn_metric_errors_and_warnings_name_the_metric():
     metric.update(X)
     with pytest.raises(TooFewDistinctError) as caught:
         metric.compute()
-    assert str(caught.value) == ("The rows given to TwoNNDimension.update must have more than n_neighbors=2 distinct "
-                                 "points. Got 2 distinct points (8 duplicate rows) instead.")
+    assert str(caught.value) == ("The rows given to TwoNNDimension.update must have more than 2 distinct points (TwoNN "
+                                 "reads the two nearest neighbours of each). Got 2 distinct points (8 duplicate rows) "
+                                 "instead.")
     assert (caught.value.n_neighbors, caught.value.n_distinct) == (2, 2)
     metric = TwoNNDimension(discard_fraction=0.5)
     rows = torch.from_numpy(np.random.default_rng(0).standard_normal((12, 3)))
