@@ -66,8 +66,11 @@ def test_a_json_lines_labels_file_reads_its_label_column(tmp_path):
     with pytest.raises(ValueError, match=r"line 2 has no field 'y' \(its fields: \['z'\]\)"):
         read_labels(tmp_path / "mixed.jsonl", n_rows=2)
     (tmp_path / "list.jsonl").write_text('[1]\n[2]\n')
-    with pytest.raises(ValueError, match=r"no label column was named for a JSON-lines file; expected the name"):
-        read_labels(tmp_path / "list.jsonl", n_rows=2)
+    with pytest.raises(ValueError, match=r"line 1 is a JSON list, not an object; expected one JSON object per line"):
+        read_labels(tmp_path / "list.jsonl", n_rows=2)  # as with column= (it said no label column was named)
+    (tmp_path / "cut.jsonl").write_text('{"y": "a"\n{"y": "b"}\n')
+    with pytest.raises(ValueError, match=r"line 1 is not JSON \(Expecting ',' delimiter\)"):
+        read_labels(tmp_path / "cut.jsonl", n_rows=2)
     with pytest.raises(ValueError, match=r"line 1 has no field 'label' \(its fields: \['gold_label', 'sentence1', "
                                          r"'sentence2'\]\); expected the label field on every line\.$"):
         read_labels(path, n_rows=4, column="label")

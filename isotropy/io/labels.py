@@ -115,7 +115,8 @@ def read_labels(path: str | os.PathLike, *, n_rows: int | None = None, column: s
         texts and labels, say): its cells are the labels, the other columns are ignored. In a
         ``.tsv`` file quotes are text, as in :func:`isotropy.measure.from_model.read_texts`.
         Of a ``.jsonl``/``.ndjson`` file, the field of each line's object (needed unless the first
-        line's object has one field); a number or true/false is read as its JSON text
+        line's object has a single field, which every line must then hold); a number or true/false is read as its
+        JSON text
         (``1``, ``true``), as a CSV cell would be. Of a ``.parquet`` file, the column (needed
         unless it is the only one that does not hold vectors), its values as stored; a missing
         one is refused, naming its row. Of an ``.npz`` archive, the member; of a ``.pt``/``.pth``
@@ -212,7 +213,7 @@ def _read_file(path: Path, column, text) -> np.ndarray:
     elif suffix in _JSON_LINES:
         if column is None:  # the field of objects of one field, as a .parquet file's only column that is no vector
             fields = _first_json_fields(path, text)
-            if fields is None or len(fields) != 1:
+            if len(fields) != 1:
                 named = "" if not fields else f" and its first object has {len(fields)} fields: {fields[:20]}"
                 raise _fail(path, f"no label column was named for a JSON-lines file{named}",
                             "the name of the field that holds the labels (--label-column; column= in Python)")
@@ -624,9 +625,9 @@ def _read_column(path, sep: str, column: str, text: tuple[str, str]) -> np.ndarr
     return np.asarray(labels)
 
 
-def _first_json_fields(path, text: tuple[str, str]) -> list[str] | None:
-    """The field names of the first non-blank line of a JSON-lines file, if it is a JSON object; else ``None`` (the
-    reader of the column then says what is wrong with that line)."""
+def _first_json_fields(path, text: tuple[str, str]) -> list[str]:
+    """The field names of the first non-blank line of a JSON-lines file; a first line that is no JSON object is refused
+    as the reader of a named column refuses it (its line, and what it holds)."""
     import json
 
     from isotropy._utils import jsontext
@@ -634,13 +635,20 @@ def _first_json_fields(path, text: tuple[str, str]) -> list[str] | None:
     _refuse_long_line(path, "one JSON object per line")
     try:
         with open(path, encoding=text[1]) as handle:
-            for line in handle:
-                if line.strip():
+            for lineno, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
                     record = jsontext.loads(line)
-                    return [str(key) for key in record] if isinstance(record, dict) else None
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        return None
-    return None
+                except json.JSONDecodeError as exc:
+                    raise _fail(path, f"line {lineno} is not JSON ({exc.msg})", "one JSON object per line") from None
+                if not isinstance(record, dict):
+                    raise _fail(path, f"line {lineno} is a JSON {type(record).__name__}, not an object",
+                                "one JSON object per line")
+                return [str(key) for key in record]
+    except UnicodeDecodeError:
+        raise _fail(path, _not_text(text, path)) from None
+    raise _fail(path, "the file is empty")
 
 
 def _read_json_column(path, column: str, text: tuple[str, str]) -> np.ndarray:
