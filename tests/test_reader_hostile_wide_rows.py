@@ -251,3 +251,20 @@ def test_json_lines_texts_keep_their_escapes_when_cut_to_the_text_field(tmp_path
                     encoding="utf-8")
     expected = pd.read_json(path, lines=True, dtype=False)["text"].str.strip().tolist()
     assert read_texts(path, column="text") == expected == ["ab", "café 😀", "é 😀"]
+
+
+def test_a_texts_table_counts_rows_not_the_line_breaks_of_its_quoted_texts(tmp_path, monkeypatch):
+    """Its cells were counted as columns x line breaks: a CSV of multi-paragraph texts (line breaks inside quotes)
+    was refused for cells it does not have (a review). Where the line breaks are too many, the rows are counted as the
+    csv module reads them."""
+    from isotropy.measure import from_model
+    from isotropy.measure.from_model import read_texts
+
+    monkeypatch.setattr(from_model, "MAX_TABLE_CELLS", 100)
+    path = tmp_path / "t.csv"
+    texts = [f"paragraph {i}\n" + "\n".join(f"line {j}" for j in range(9)) for i in range(10)]
+    path.write_text("text,y\n" + "".join(f'"{t}",{i}\n' for i, t in enumerate(texts)), encoding="utf-8")
+    assert read_texts(path, column="text") == texts  # 2 columns x 11 rows, 101 line breaks
+    path.write_text("text,y\n" + "".join(f'"{t}",{i}\n' for i, t in enumerate(texts * 5)), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"is a table of 2 columns and 51 lines \(102 cells\), more than the 100"):
+        read_texts(path, column="text")

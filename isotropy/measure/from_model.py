@@ -185,7 +185,7 @@ def _texts_of(raw: bytes, *, subject: str, path: Path | None, column, name: str,
             else:  # header=None: line 1 is a header only when named (--text-column) or clearly one (_text_header)
                 options = {"sep": sep, "dtype": str, "keep_default_na": False, "header": None,
                            "quoting": 3 if sep == "\t" else 0}
-                _check_table_cells(pd.read_csv(io.StringIO(content), nrows=1, **options).shape[1], content, path)
+                _check_table_cells(pd.read_csv(io.StringIO(content), nrows=1, **options).shape[1], content, path, sep)
                 table = pd.read_csv(io.StringIO(content), **options)
         except IsotropyValueError:  # _check_table_cells': its own words
             raise
@@ -381,12 +381,21 @@ def _json_lines_read(content: str, column, path) -> str:
 MAX_TABLE_CELLS = 2**25
 
 
-def _check_table_cells(width: int, content: str, path) -> None:
+def _check_table_cells(width: int, content: str, path, sep: str) -> None:
     """Refuse a texts table of more than :data:`MAX_TABLE_CELLS` cells (``width`` columns on line 1), before pandas
-    reads it; a quoted line break counts as a line, so the count errs high, never low."""
+    reads it. Its lines are counted by their line breaks, and where that count is too many, again as the csv module
+    reads the rows of a CSV file: a line break inside a quoted text (a paragraph) is not a row."""
     from isotropy._utils.errors import IsotropyValueError
 
     lines = content.count("\n") + (not content.endswith("\n"))
+    if width * lines > MAX_TABLE_CELLS and sep != "\t":  # (a TSV file's quotes are text: its lines are its rows)
+        import csv
+        import io
+
+        try:
+            lines = sum(1 for _ in csv.reader(io.StringIO(content), delimiter=sep))
+        except csv.Error:  # (a field past the csv module's limit: the line count stands, and pandas says the rest)
+            pass
     if width * lines > MAX_TABLE_CELLS:
         raise IsotropyValueError(f"The texts file {str(path)!r} is a table of {width:,} column{'s' * (width != 1)} "
                                  f"and {lines:,} lines "
