@@ -68,3 +68,12 @@ def test_a_corpus_path_that_is_no_file_is_said_as_what_it_is(tmp_path):
                                                  r"such as 'utf-8', 'latin-1' or 'cp1252'. Got 'utf-9' instead.$"):
         load_text_file(text, encoding="utf-9")
     assert load_text_file(text, encoding="latin-1").lines == [["a", "b"]]
+
+
+def test_a_utf16_corpus_is_refused_naming_its_own_line(tmp_path):
+    """The line of the bad byte was found by splitting the file at its b"\\n" bytes: right for UTF-8 and latin-1, but a
+    UTF-16 file with a lone surrogate on line 4 was said to fail on 'line 1, byte 0x0a' (a review)."""
+    path = tmp_path / "u16.txt"
+    path.write_bytes("a b\nc d\ne f\n".encode("utf-16-le") + b"\x00\xd8" + "x\n".encode("utf-16-le"))
+    with pytest.raises(IsotropyValueError, match=r"is not utf-16-le text \(line 4, byte 0x00\)"):
+        load_text_file(path, encoding="utf-16-le")

@@ -106,14 +106,14 @@ def _read_lines(path: Path, *, encoding: str, drop_headings: bool = False,
 
 
 def _undecodable(path: Path, encoding: str, exc: UnicodeDecodeError) -> str:
-    """``line N, byte 0xNN``: the first line of the file that does not decode, and its first byte that does not (read
-    again, line by line, only once the file is refused); the byte alone when every line decodes on its own."""
-    with open(path, "rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            try:
-                raw.decode(encoding)
-            except UnicodeDecodeError as error:
-                return f"line {number}, byte 0x{raw[error.start]:02x}"
+    """``line N, byte 0xNN``: the first byte of the file that does not decode, and its line (the file read again, whole,
+    only once it is refused: split at its b"\n" bytes, a UTF-16 file named a line and byte of its own halves)."""
+    raw = path.read_bytes()
+    try:
+        raw.decode(encoding)
+    except UnicodeDecodeError as error:
+        line = raw[:error.start].decode(encoding, errors="replace").count("\n") + 1
+        return f"line {line}, byte 0x{raw[error.start]:02x}"
     return f"byte 0x{exc.object[exc.start]:02x}"
 
 
