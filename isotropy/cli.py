@@ -298,8 +298,8 @@ def plot(path: Path, out_dir: Path | None, formats, dpi: int):
 
     for log in find_geometry_logs(path):  # --out onto the log's own folder: a metrics file named geometry.csv
         check_not_an_input({"--out": out_dir / "geometry.csv"}, {"the training log": log})
-    figures = plot_geometry_log(frame)  # a log it refuses (too many layers) leaves no folder and no geometry.csv
-    with _outside_results(out_dir, None if given else "The log's figures folder"):
+    with _outside_results(out_dir, None if given else "The log's figures folder"):  # --out refused before drawing
+        figures = plot_geometry_log(frame)  # a log it refuses (too many layers) leaves no folder and no geometry.csv
         _make_out_dir(out_dir, given)
         with atomic_write(out_dir / "geometry.csv") as handle:
             frame.to_csv(handle, index=False)
