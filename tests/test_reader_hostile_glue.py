@@ -6,6 +6,8 @@ A file that is not UTF-8 was a ``UnicodeDecodeError`` traceback naming no file, 
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from isotropy._utils.errors import IsotropyValueError
@@ -39,3 +41,11 @@ def test_a_glue_file_as_published_still_reads(tmp_path):
     _sst2(tmp_path, "sentence\tlabel\ncafé au lait \t1\nbad\t0\n".encode())
     data = load_glue_task("sst2", data_dir=tmp_path)
     assert data.text_a == ["café au lait", "bad"] and data.labels.tolist() == [1, 0]
+
+
+def test_a_glue_label_error_names_its_line_of_the_file_past_blank_lines(tmp_path):
+    """The rows were numbered after the blank lines were dropped: a bad label on line 5, after a blank line 3, was said
+    to be on line 4 (a review)."""
+    path = _sst2(tmp_path, b"sentence\tlabel\nfine\t1\n\nok\t0\nbad\tmaybe\n")
+    with pytest.raises(IsotropyValueError, match=rf"{re.escape(str(path))}:5\b"):
+        load_glue_task("sst2", data_dir=tmp_path)

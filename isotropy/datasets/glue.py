@@ -155,9 +155,10 @@ def load_glue_task(task: str, split: str = "train", *, data_dir=None) -> Labeled
     except (UnicodeDecodeError, csv.Error) as exc:
         raise IsotropyValueError(f"GLUE task {key!r}: {path} is not a readable UTF-8 TSV file ({_unreadable(path, exc)}); "
                                  f"expected the file as download_glue_data.py writes it.") from None
-    rows = [r for r in rows if r and any(cell.strip() for cell in r)]
+    # each with its line of the file (QUOTE_NONE: a row is one line), so that a message names it past blank lines
+    rows = [(number, r) for number, r in enumerate(rows, start=1) if r and any(cell.strip() for cell in r)]
     if spec.header:
-        header = [h.strip() for h in rows[0]] if rows else []
+        header = [h.strip() for h in rows[0][1]] if rows else []
         rows = rows[1:]
         columns = {}
         for name in (spec.text_a, spec.text_b, spec.label):
@@ -172,7 +173,7 @@ def load_glue_task(task: str, split: str = "train", *, data_dir=None) -> Labeled
         columns = {spec.text_a: spec.text_a, spec.label: spec.label}
         width = 4
     text_a, text_b, labels, skipped = [], [] if spec.text_b is not None else None, [], 0
-    for line, row in enumerate(rows, start=2 if spec.header else 1):
+    for line, row in rows:
         if len(row) < width:  # a handful of malformed lines exist in some GLUE releases (QQP)
             skipped += 1
             continue
