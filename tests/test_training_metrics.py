@@ -195,8 +195,8 @@ def test_rogue_share_is_nan_with_a_warning_when_the_mean_cosine_is_not_positive(
 def test_twonn_cap_keeps_a_seeded_uniform_sample():
     # the rows' bits choose the sample (their keys hash them): built by numpy's generator and element-wise products and
     # sums, the same bits on every CPU. A matrix product's last bits move with the BLAS kernel the CPU gets: the rows
-    # of torch.randn @ torch.randn, which passed in CI, kept a sample that read 2.34 on a later machine. Here seeds 0-7
-    # read 1.96-2.20 and all 900 rows 2.09
+    # of torch.randn @ torch.randn, which passed in CI, kept a sample that read 2.34 on a later machine (this test's
+    # own failure there)
     rng = np.random.default_rng(0)
     Z, M = rng.standard_normal((900, 2)), rng.standard_normal((2, 6))
     X = torch.from_numpy(Z[:, :1] * M[0] + Z[:, 1:] * M[1])
