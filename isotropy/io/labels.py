@@ -625,39 +625,13 @@ def _read_column(path, sep: str, column: str, text: tuple[str, str]) -> np.ndarr
     return np.asarray(labels)
 
 
-def _first_json_fields(path, text: tuple[str, str]) -> list[str]:
-    """The field names of the first non-blank line of a JSON-lines file; a first line that is no JSON object is refused
-    as the reader of a named column refuses it (its line, and what it holds)."""
+def _json_objects(path, text: tuple[str, str]):
+    """``(line number, object)`` of every non-blank line of a JSON-lines file; a line that is too long, no JSON or no
+    object, and a file that is not text in its encoding, are refused naming the line."""
     import json
 
     from isotropy._utils import jsontext
 
-    _refuse_long_line(path, "one JSON object per line")
-    try:
-        with open(path, encoding=text[1]) as handle:
-            for lineno, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    record = jsontext.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise _fail(path, f"line {lineno} is not JSON ({exc.msg})", "one JSON object per line") from None
-                if not isinstance(record, dict):
-                    raise _fail(path, f"line {lineno} is a JSON {type(record).__name__}, not an object",
-                                "one JSON object per line")
-                return [str(key) for key in record]
-    except UnicodeDecodeError:
-        raise _fail(path, _not_text(text, path)) from None
-    raise _fail(path, "the file is empty")
-
-
-def _read_json_column(path, column: str, text: tuple[str, str]) -> np.ndarray:
-    """The field ``column`` of every line of a JSON-lines file (each line an object; blank lines skipped)."""
-    import json
-
-    from isotropy._utils import jsontext
-
-    name, labels, lines = header_name(column), [], []
     _refuse_long_line(path, "one JSON object per line")
     try:
         with open(path, encoding=text[1]) as handle:
@@ -674,20 +648,36 @@ def _read_json_column(path, column: str, text: tuple[str, str]) -> np.ndarray:
                 if not isinstance(record, dict):
                     raise _fail(path, f"line {lineno} is a JSON {type(record).__name__}, not an object",
                                 "one JSON object per line")
-                keys = {header_name(key): key for key in record}
-                if name not in keys:
-                    shown = [str(key)[:40] for key in list(record)[:20]]
-                    raise _fail(path, f"line {lineno} has no field {column!r} (its fields: {shown})",
-                                "the label field on every line")
-                value = record[keys[name]]
-                if value is None or isinstance(value, (dict, list)) or str(value).strip() == "":
-                    raise _fail(path, f"line {lineno} has no label in field {column!r} (it holds "
-                                      f"{json.dumps(value)[:40]})", "a string, number or true/false label on every line")
-                # a number or a boolean as its JSON text (1, 2.5, true), as the same label in a CSV cell reads
-                labels.append(value.strip() if isinstance(value, str) else json.dumps(value))
-                lines.append(lineno)
+                yield lineno, record
     except UnicodeDecodeError:
         raise _fail(path, _not_text(text, path)) from None
+
+
+def _first_json_fields(path, text: tuple[str, str]) -> list[str]:
+    """The field names of the first object of a JSON-lines file (its lines refused as :func:`_json_objects` does)."""
+    for _, record in _json_objects(path, text):
+        return [str(key) for key in record]
+    raise _fail(path, "the file is empty")
+
+
+def _read_json_column(path, column: str, text: tuple[str, str]) -> np.ndarray:
+    """The field ``column`` of every line of a JSON-lines file (each line an object; blank lines skipped)."""
+    import json
+
+    name, labels, lines = header_name(column), [], []
+    for lineno, record in _json_objects(path, text):
+        keys = {header_name(key): key for key in record}
+        if name not in keys:
+            shown = [str(key)[:40] for key in list(record)[:20]]
+            raise _fail(path, f"line {lineno} has no field {column!r} (its fields: {shown})",
+                        "the label field on every line")
+        value = record[keys[name]]
+        if value is None or isinstance(value, (dict, list)) or str(value).strip() == "":
+            raise _fail(path, f"line {lineno} has no label in field {column!r} (it holds "
+                              f"{json.dumps(value)[:40]})", "a string, number or true/false label on every line")
+        # a number or a boolean as its JSON text (1, 2.5, true), as the same label in a CSV cell reads
+        labels.append(value.strip() if isinstance(value, str) else json.dumps(value))
+        lines.append(lineno)
     if not labels:
         raise _fail(path, "the file is empty")
     _refuse_trailing_nul(path, labels, lambda i: f"line {lines[i]}'s field {column!r}")
