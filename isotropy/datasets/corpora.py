@@ -100,21 +100,12 @@ def _read_lines(path: Path, *, encoding: str, drop_headings: bool = False,
                     continue
                 lines.append(words)
     except UnicodeDecodeError as exc:
-        raise IsotropyValueError(f"The corpus file {str(path)!r} is not {encoding} text ({_undecodable(path, encoding, exc)}); "
+        from isotropy.io._encoding import undecodable
+
+        where = undecodable(path.read_bytes(), encoding) or f"byte 0x{exc.object[exc.start]:02x}"  # (read again, once)
+        raise IsotropyValueError(f"The corpus file {str(path)!r} is not {encoding} text ({where}); "
                                  f"expected {expected}.") from None
     return lines
-
-
-def _undecodable(path: Path, encoding: str, exc: UnicodeDecodeError) -> str:
-    """``line N, byte 0xNN``: the first byte of the file that does not decode, and its line (the file read again, whole,
-    only once it is refused: split at its b"\n" bytes, a UTF-16 file named a line and byte of its own halves)."""
-    raw = path.read_bytes()
-    try:
-        raw.decode(encoding)
-    except UnicodeDecodeError as error:
-        line = raw[:error.start].decode(encoding, errors="replace").count("\n") + 1
-        return f"line {line}, byte 0x{raw[error.start]:02x}"
-    return f"byte 0x{exc.object[exc.start]:02x}"
 
 
 def _check_nonempty(lines, what: str) -> None:

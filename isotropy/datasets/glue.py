@@ -91,16 +91,12 @@ def _label_id(value: str, names: tuple[str, ...], where: str) -> int:
 
 
 def _unreadable(path, exc: Exception) -> str:
-    """Why a GLUE file cannot be read: the line and byte of the first that is not UTF-8 (read again, line by line,
-    once refused), or csv's own words."""
+    """Why a GLUE file cannot be read: the line and byte of the first that is not UTF-8 (read again, once refused),
+    or csv's own words."""
     if isinstance(exc, UnicodeDecodeError):
-        with open(path, "rb") as handle:
-            for number, raw in enumerate(handle, start=1):
-                try:
-                    raw.decode("utf-8")
-                except UnicodeDecodeError as error:
-                    return f"line {number}, byte 0x{raw[error.start]:02x}"
-        return f"byte 0x{exc.object[exc.start]:02x}"
+        from isotropy.io._encoding import undecodable
+
+        return undecodable(Path(path).read_bytes(), "utf-8") or f"byte 0x{exc.object[exc.start]:02x}"
     return " ".join(str(exc).split())[:120]
 
 

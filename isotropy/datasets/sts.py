@@ -113,10 +113,11 @@ def _lines(path: Path, what: str) -> list[str]:
     raw = path.read_bytes()
     try:
         return raw.decode("utf-8").splitlines()
-    except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        raise IsotropyValueError(f"{what}: {path} is not UTF-8 text (line {line}, byte 0x{raw[exc.start]:02x}); "
-                                 f"expected the file as published.") from None
+    except UnicodeDecodeError:
+        from isotropy.io._encoding import undecodable
+
+        raise IsotropyValueError(f"{what}: {path} is not UTF-8 text ({undecodable(raw, 'utf-8')}); expected the file "
+                                 f"as published.") from None
 
 
 def _score(text: str, what: str, path: Path, line_no: int, expected: str) -> float:

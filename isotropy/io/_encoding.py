@@ -8,7 +8,7 @@ import codecs
 from isotropy._utils.errors import IsotropyValueError
 
 __all__ = ["LABEL_HEADERS", "MAX_LINE_CHARS", "MAX_TEXT_FILE_BYTES", "ROW_ID_HEADERS", "header_name",
-           "is_label_header", "is_row_id_header", "longest_line", "shorten", "text_codec", "wide_encoding"]
+           "is_label_header", "is_row_id_header", "longest_line", "shorten", "text_codec", "undecodable", "wide_encoding"]
 
 #: A texts file (``measure --model --texts``) or a labels text file is read into memory: past this size it is
 #: refused, not read. A million sentences take about 100 MB; a forward pass over 1 GiB of text takes hours even on
@@ -69,6 +69,21 @@ def longest_line(text: str, limit: int = MAX_LINE_CHARS) -> tuple[int, int] | No
             return line + int(over[0]), int(lengths[over[0]])
         if breaks.size:
             start, line = int(breaks[-1]) + 1, line + breaks.size
+    return None
+
+
+def undecodable(data: bytes, encoding: str) -> str | None:
+    """``"line N, byte 0xNN"``: where ``data`` first fails to decode as ``encoding``, its line counted in the text
+    decoded before it (so that a UTF-16 file names its own line, not one of its b"\\n" bytes); ``None`` where it decodes.
+
+    >>> undecodable(b"the cat\\nun caf\\xe9\\n", "utf-8"), undecodable(b"ok", "utf-8")
+    ('line 2, byte 0xe9', None)
+    """
+    try:
+        data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].decode(encoding, errors="replace").count("\n") + 1
+        return f"line {line}, byte 0x{data[exc.start]:02x}"
     return None
 
 
