@@ -337,8 +337,8 @@ def _json_lines_read(content: str, column, path) -> str:
     its own words ("dictionary update sequence element #0 has length 1; 2 is required").
 
     pandas builds one column for every field of any line: a file of n lines, each with a field of its own, was an
-    n x n table (quadratic in the lines of a file of a few hundred KB). Each line is parsed here once to find the fields,
-    and again to cut it; its values are written back as JSON, which pandas reads as it read them.
+    n x n table (quadratic in the lines of a file of a few hundred KB). Each line is parsed here once, to find the
+    fields and cut it; its values are written back as JSON, which pandas reads as it read them.
     """
     import json
 
@@ -346,7 +346,9 @@ def _json_lines_read(content: str, column, path) -> str:
     from isotropy._utils.errors import IsotropyValueError
 
     fields: dict = {}  # in the order pandas makes them columns: first seen, first
-    for number, line in enumerate(content.split("\n"), start=1):
+    lines = content.split("\n")
+    records = {}  # line index -> its object, parsed once
+    for index, line in enumerate(lines):
         if line.strip():
             try:
                 record = jsontext.loads(line)
@@ -354,24 +356,21 @@ def _json_lines_read(content: str, column, path) -> str:
                 return content
             if not isinstance(record, dict):
                 raise IsotropyValueError(f"The texts file {str(path)!r} has a JSON {type(record).__name__} on line "
-                                         f"{number}, not an object; expected one JSON object per line, its text in a "
-                                         f"field (--text-column).")
+                                         f"{index + 1}, not an object; expected one JSON object per line, its text in "
+                                         f"a field (--text-column).")
             fields.update(dict.fromkeys(record))
+            records[index] = record
     if column in fields:
         kept = [column]
     elif len(fields) <= _NAMED_JSON_FIELDS:
         return content
     else:
         kept = list(fields)[:_NAMED_JSON_FIELDS]
-    cut = []
-    for line in content.split("\n"):
-        if line.strip():
-            record = jsontext.loads(line)
-            # escaped as JSON text (ensure_ascii): a lone surrogate of a cut emoji ("\ud800") written raw could not be
-            # encoded for pandas, and the file was refused; pandas reads the escapes back as the file's own did
-            line = json.dumps({key: record[key] for key in kept if key in record})
-        cut.append(line)
-    return "\n".join(cut)
+    # escaped as JSON text (ensure_ascii): a lone surrogate of a cut emoji ("\ud800") written raw could not be encoded
+    # for pandas, and the file was refused; pandas reads the escapes back as the file's own did
+    for index, record in records.items():
+        lines[index] = json.dumps({key: record[key] for key in kept if key in record})
+    return "\n".join(lines)
 
 
 #: The most cells (columns of line 1 x lines) of a texts table read: pandas holds each as a Python string, about 200
