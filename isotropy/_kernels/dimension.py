@@ -41,10 +41,11 @@ class TooFewDistinctError(IsotropyValueError):
 def too_few_distinct(caller: str, n_neighbors: int, n_distinct: int, n_dup: int) -> TooFewDistinctError:
     """The error of a search for ``n_neighbors`` among fewer distinct points (in memory and on dask alike).
 
-    TwoNN has no ``n_neighbors`` parameter: its message names the two neighbours it reads instead.
+    TwoNN has no ``n_neighbors`` parameter: the message of any of its callers (``twonn_dimension``, ``TwoNN.fit``,
+    ``TwoNNDimension.compute``) names the two neighbours it reads instead.
     """
     needs = (f"more than {n_neighbors} distinct points (TwoNN reads the two nearest neighbours of each)"
-             if caller in ("twonn_dimension", "TwoNN.fit", "TwoNNDimension.compute") else f"more than n_neighbors={n_neighbors} distinct points")
+             if caller.lower().startswith("twonn") else f"more than n_neighbors={n_neighbors} distinct points")
     return TooFewDistinctError(f"The 'X' parameter of {caller} must have {needs}. Got {n_distinct} distinct "
                                f"point{'' if n_distinct == 1 else 's'} ({n_dup} duplicate rows) instead.",
                                n_neighbors, n_distinct)
