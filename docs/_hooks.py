@@ -174,13 +174,12 @@ _RUN_COMPARE = re.compile(r"^<!-- run-compare: ([\w.-]+)/([\w.,-]+) -->[ \t]*$",
 # entry at that level and the path then starts with ``min:``, ``max:`` or ``mean:`` (``min:setup.per_seed.*.rho``); a
 # key ``FIELD=VALUE`` after it keeps the entries whose FIELD is VALUE (``min:runs.*.lambda=-3.accuracy``; numbers
 # compare as numbers, ``zeta=0.2`` included; filters that leave one entry need no ``min:``:
-# ``runs.*.lambda=3.seed=0.accuracy``; a VALUE may
-# hold a colon: ``condition=istar:-3``; pick a claim by its id, ``*.id=isotropy-up.ours``, not by its place, which a
-# new claim would move); a path holding a space (a key such as ``K-means + Mean + PCA``) is written in double quotes;
-# ``@minutes`` as the key path is the run's duration from run.json's start and end times, with its unit: minutes
-# formatted with SPEC and " min" ("14 min"), or under a minute whole seconds and " s" ("28 s"), never "0 min". A last
-# ``×N`` multiplies the value by N before formatting (``×100``: a fraction as a percentage, a correlation as the
-# papers' ×100); ``@minutes`` takes none.
+# ``runs.*.lambda=3.seed=0.accuracy``; a VALUE may hold a colon: ``condition=istar:-3``; pick a claim by its id,
+# ``*.id=isotropy-up.ours``, not by its place, which a new claim would move); a path holding a space (a key such as
+# ``K-means + Mean + PCA``) is written in double quotes; ``@minutes`` as the key path is the run's duration from
+# run.json's start and end times, with its unit: minutes formatted with SPEC and " min" ("14 min"), or under a minute
+# whole seconds and " s" ("28 s"), never "0 min". A last ``×N`` multiplies the value by N before formatting (``×100``:
+# a fraction as a percentage, a correlation as the papers' ×100); ``@minutes`` takes none.
 _VALUE_MARKER = re.compile(r'<!-- value: ([\w.-]+)/([\w.-]+) ([\w.-]+) ("[^"\n]+"|\S+) (\S+)(?: ×(\d+))? -->')
 _AGGREGATES = {"": lambda v: v[0], "min": min, "max": max, "mean": lambda v: sum(v) / len(v)}
 
