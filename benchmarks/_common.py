@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import datetime
+import json
 import os
+import sys
 import time
 
 import numpy as np
@@ -39,3 +42,27 @@ def isotropy_jit(value):
             os.environ.pop("ISOTROPY_JIT", None)
         else:
             os.environ["ISOTROPY_JIT"] = before
+
+
+def write_record(path, record: dict, *, argv=None) -> dict:
+    """Write ``record`` as JSON to ``path`` with what ran beside its numbers, and return it.
+
+    Adds the command (``argv``: ``sys.argv`` by default), the date, the machine's core count and the
+    package versions with the commit the package ran from (``isotropy-source``; ``+modified`` when the
+    tree differs from it): the docs read committed records (``docs/runs/benchmarks/``) through value
+    markers, never typed numbers. Written atomically, so a failed run leaves no half-written record.
+    """
+    import shlex
+
+    from isotropy._utils.atomic import atomic_write
+    from isotropy._utils.versions import package_versions
+
+    argv = sys.argv if argv is None else argv
+    full = {**record, "command": shlex.join(["python", "benchmarks/" + os.path.basename(argv[0]), *argv[1:]]),
+            "date": datetime.date.today().isoformat(), "cpu_count": os.cpu_count(),
+            "versions": package_versions(["scikit-dimension", "isoscore", "threadpoolctl"])}
+    full["source_commit"] = full["versions"]["isotropy-source"]
+    with atomic_write(path, name="--json") as handle:
+        json.dump(full, handle, indent=2)
+        handle.write("\n")
+    return full

@@ -6,9 +6,13 @@ measured in the same run, and each result's error against a float64 eigenvalue r
 (``numpy.linalg.eigvalsh`` of ``np.cov`` of the data in float64). Timings on a shared CPU are
 noisy: read the ratios, not the absolute times.
 
+``--json PATH`` also writes the rows, each with its verdict on the target "faster than the package"
+(``FASTER``: fixed here before any run), and what ran (``_common.write_record``); the docs' summary reads the
+committed one, ``docs/runs/benchmarks/isoscore/bench.json``, through value markers.
+
 Usage::
 
-    nice -n 5 .venv/bin/python benchmarks/bench_isoscore.py [--repeats 7] [--threads 1]
+    nice -n 5 .venv/bin/python benchmarks/bench_isoscore.py [--repeats 7] [--threads 1] [--json PATH]
 """
 
 from __future__ import annotations
@@ -19,8 +23,18 @@ import time
 
 import numpy as np
 import torch
+from _common import write_record
 
 from isotropy import isoscore
+
+# "Faster" than the package: its time at least this many times ours (the median of the per-round ratios); between
+# 1 / FASTER and FASTER the two are at parity, within what this benchmark's repeats tell apart on a shared machine.
+FASTER = 1.05
+
+
+def verdict(ratio: float) -> str:
+    """``"met"`` (faster), ``"parity"`` or ``"not met"`` (slower) for the package's time over ours."""
+    return "met" if ratio >= FASTER else "parity" if ratio > 1 / FASTER else "not met"
 
 
 def _seconds(fn, X):
@@ -62,6 +76,7 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--threads", type=int, default=None,
                         help="BLAS and torch threads for every contender (default: the libraries' own)")
+    parser.add_argument("--json", metavar="PATH", help="also write the rows and what ran as JSON to PATH")
     args = parser.parse_args(argv)
     from IsoScore import IsoScore as pkg  # the isoscore package, 2.0.1
     from threadpoolctl import threadpool_limits
@@ -74,6 +89,7 @@ def main(argv=None):
     print("| case | isoscore pkg (s) | ours, numpy float64 (s) | pkg / ours | ours, torch float32 (s) "
           "| pkg / ours (torch) | pkg abs err | ours abs err |", flush=True)
     print("|" + "---|" * 8, flush=True)
+    rows = []
     for n, d in [(20_000, 384), (20_000, 768), (256, 2048)]:
         X = _data(n, d)
         ref = _eigen_reference(X)
@@ -86,6 +102,16 @@ def main(argv=None):
         err_ours = abs(isoscore(X) - ref)
         print(f"| n={n:,}, d={d:,} float32 | {med['pkg']:.4f} | {med['ours']:.4f} | {ratio:.2f}x | {med['torch']:.4f} "
               f"| {ratio_t:.2f}x | {err_pkg:.1e} | {err_ours:.1e} |", flush=True)
+        rows.append({"n": n, "d": d, "dtype": "float32", "package_s": med["pkg"], "ours_s": med["ours"],
+                     "ratio": ratio, "ours_torch_s": med["torch"], "ratio_torch": ratio_t,
+                     "package_abs_error": err_pkg, "ours_abs_error": err_ours, "target": "faster",
+                     "verdict": verdict(ratio)})
+    if args.json:
+        write_record(args.json, {"faster_at": FASTER, "repeats": args.repeats, "torch_threads": torch.get_num_threads(),
+                                 "blas_threads": args.threads, "statistic": "medians of interleaved rounds; ratio: "
+                                 "the median of the per-round ratios", "reference": "float64 eigenvalues of np.cov",
+                                 "rows": rows}, argv=None if argv is None else [__file__, *argv])
+    return rows
 
 
 if __name__ == "__main__":

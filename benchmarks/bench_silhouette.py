@@ -19,7 +19,11 @@ first on ``PYTHONPATH`` (a warm-up call, then the call and the floor ``X @ X.T``
 medians), the two checkouts' interpreters alternating ``--rounds`` times (the fastest ratio of each kept), and
 whether the two give the same coefficients (bit for bit, or their largest difference).
 
-    nice -n 5 .venv/bin/python benchmarks/bench_silhouette.py [--compare DIR [--rounds 3]]
+``--json PATH`` also writes the rows and the memory, each with its target and verdict (``SPEEDUP_TARGET``,
+``MEMORY_TARGET_MIB``: fixed here before any run), and what ran (``_common.write_record``); the docs' summary
+reads the committed one, ``docs/runs/benchmarks/silhouette/bench.json``, through value markers.
+
+    nice -n 5 .venv/bin/python benchmarks/bench_silhouette.py [--compare DIR [--rounds 3]] [--json PATH]
 """
 
 from __future__ import annotations
@@ -31,6 +35,11 @@ import sys
 import time
 
 import numpy as np
+
+# The speed-up over scikit-learn the exact silhouette is held to (median wall time, same run), and the most peak
+# extra memory (VmHWM rise) it may take at n x --memory-d float32.
+SPEEDUP_TARGET = 5.0
+MEMORY_TARGET_MIB = 300.0
 
 
 def blobs(n, d, k, seed=0):
@@ -163,6 +172,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=3, help="alternating interpreters per checkout (--compare)")
     parser.add_argument("--ratio-child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
+    parser.add_argument("--json", metavar="PATH", help="also write the rows, the memory and what ran as JSON to PATH")
     args = parser.parse_args()
     if args.memory_child:
         memory_child(args.n, args.memory_d)
@@ -184,7 +194,9 @@ def main():
     print("| clusters | sklearn (s) | isotropy (s) | floor X@X.T (s) | isotropy / floor | speed-up vs sklearn "
           "| max abs diff vs float64 | abs diff vs sklearn score |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for r in run_timings(args.n, args.d, args.clusters, args.repeats, args.sklearn_repeats):
+    rows = run_timings(args.n, args.d, args.clusters, args.repeats, args.sklearn_repeats)
+    for r in rows:
+        r.update(target=SPEEDUP_TARGET, verdict="met" if r["speedup"] >= SPEEDUP_TARGET else "not met")
         print(f"| {r['k']} | {r['sklearn_s']:.2f} | {r['ours_s']:.2f} | {r['floor_s']:.2f} | "
               f"{r['ours_over_floor']:.2f} | {r['speedup']:.1f}x | {r['max_abs_diff_f64']:.1e} | "
               f"{r['score_diff_sklearn']:.1e} |", flush=True)
@@ -195,6 +207,15 @@ def main():
     print(f"\nPeak extra memory of silhouette_score at n = {mem['n']}, d = {mem['d']} float32 "
           f"(data itself {mem['data_mib']:.0f} MiB): {hwm} (VmHWM rise), "
           f"{mem['tracemalloc_peak_mib']:.0f} MiB (tracemalloc peak of numpy allocations)")
+    if args.json:
+        from _common import write_record
+
+        extra = mem["vmhwm_extra_mib"]
+        mem.update(target_mib=MEMORY_TARGET_MIB,
+                   verdict="not measured" if extra is None else "met" if extra < MEMORY_TARGET_MIB else "not met")
+        write_record(args.json, {"n": args.n, "d": args.d, "dtype": "float32", "repeats": args.repeats,
+                                 "sklearn_repeats": args.sklearn_repeats, "blas": blas,
+                                 "statistic": "medians; ours and the floor interleaved", "rows": rows, "memory": mem})
 
 
 if __name__ == "__main__":

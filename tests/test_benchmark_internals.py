@@ -120,3 +120,30 @@ def test_supersense_dynamics_records_its_command_seed_settings_and_versions(monk
     stored = json.loads(committed.read_text())["record"]
     assert stored["command"].startswith("python benchmarks/supersense_dynamics.py ")
     assert stored["seed"] == 0 and stored["versions"]["torch"]
+
+
+def test_bench_dimension_writes_its_rows_verdicts_and_what_ran(monkeypatch, tmp_path):
+    """The docs' benchmarks summary typed this script's printed numbers; ``--json`` now records its rows, each with the
+    verdict of the rule fixed in the script, and the command, date and versions, for the docs' value markers."""
+    import json
+
+    import skdim
+
+    from isotropy import twonn_dimension
+
+    bench = _load("bench_dimension", monkeypatch)
+    path = tmp_path / "out" / "bench.json"
+    rows = bench.main(["--n", "400", "--d", "12", "--repeats", "1", "--json", str(path)])
+    record = json.loads(path.read_text())
+    assert record["rows"] == rows and [r["case"] for r in rows] == ["twonn", "mle", "local_mle"]
+    assert record["command"] == f"python benchmarks/bench_dimension.py --n 400 --d 12 --repeats 1 --json {path}"
+    assert record["versions"]["scikit-dimension"] and record["n"] == 400 and record["d"] == 12
+    X = bench.low_rank_data(400, 12)
+    twonn = rows[0]
+    assert twonn["ours_value"] == twonn_dimension(X)
+    assert abs(twonn["peer_value"] - skdim.id.TwoNN().fit(X).dimension_) < 1e-12
+    assert twonn["ratio_wall"] == twonn["peer_wall_s"] / twonn["ours_wall_s"]
+    for row in rows:
+        expected = "no target" if row["target"] is None else "met" if row["ratio_wall"] >= row["target"] else "not met"
+        assert row["verdict"] == expected
+    assert bench.verdict(5.0, 5.0) == "met" and bench.verdict(4.99, 5.0) == "not met"
