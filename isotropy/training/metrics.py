@@ -37,6 +37,7 @@ with extra_imports("isotropy.training", "train"):  # a missing package named wit
 from isotropy._kernels.accumulator import CovarianceAccumulator, Moments, merge_moments
 from isotropy._kernels.isoscore import check_covariance
 from isotropy._kernels.rows import first_chunk_shift
+from isotropy._utils.backend import as_tensor
 from isotropy._utils.magnitude import rescaled
 from isotropy._utils.validation import (
     SEED_MAX,
@@ -64,7 +65,7 @@ def _as_rows(X, metric):
     caller = f"{type(metric).__name__}.update"
     if not isinstance(X, torch.Tensor):  # numpy's checks of its type (a str gave torch's "can't convert np.ndarray of
         # type numpy.str_"); its shape and values are checked below, after the empty batch's way out
-        X = torch.as_tensor(check_X(X, caller=caller, min_samples=0, allow_nonfinite=True))
+        X = as_tensor(check_X(X, caller=caller, min_samples=0, allow_nonfinite=True))
     if X.ndim == 2 and X.shape[0] == 0 and X.shape[1] > 0:
         fixed = metric.n_features or (metric._width() if metric._has_data() else 0)
         _check_width(caller, fixed, X.shape[1])

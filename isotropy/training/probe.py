@@ -41,6 +41,7 @@ from isotropy._utils.install import extra_imports
 with extra_imports("isotropy.training", "train"):  # a missing package named with its extra, in one line
     import torch
 
+from isotropy._utils.backend import as_tensor
 from isotropy._utils.defaults import MAX_LENGTH as _MAX_LENGTH
 from isotropy._utils.defaults import DefaultFloat, DefaultInt, DefaultName
 from isotropy._utils.validation import IsotropyValueError, check_scalar, check_texts
@@ -251,7 +252,7 @@ def _encoded(probe, *, name, caller):
                 got = "ragged rows" if array is None else type(value).__name__
                 raise TypeError(f"{start} must have {key!r} as a tensor, array or nested list of numbers of shape "
                                 f"{expected}. Got {got} instead.")
-            value = torch.as_tensor(array)
+            value = as_tensor(array)
         return value
 
     ids = tensor("input_ids", "(n_rows, seq)")
