@@ -503,7 +503,7 @@ class GeometryProbe:
         ``isoscore``, ``isoscore_star`` (see ``shrinkage_sample``), ``participation_ratio``,
         ``cosine_similarity_mean``, ``rogue_dimension_share`` (top 1 dimension), ``twonn_dimension``
         (at most 4096 rows), ``effective_rank``, ``rankme``; or a dict ``name -> factory(n_features)``
-        returning a fresh torchmetrics ``Metric``. Default (``None``): ``isoscore``,
+        returning a fresh torchmetrics ``Metric`` whose ``compute()`` is one number. Default (``None``): ``isoscore``,
         ``cosine_similarity_mean``, ``rogue_dimension_share``, and ``isoscore_star`` when a
         ``shrinkage_sample`` is given (without one it is left out, with a note in the
         ``isotropy.training`` log; asked for by name without one, it warns: Σ_S = I tracks vector norms).
@@ -850,7 +850,7 @@ class GeometryProbe:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 try:
-                    values[key] = float(metric.compute())
+                    values[key] = self._logged_value(metric.compute(), name, key)
                 except IsotropyValueError as exc:
                     warnings.warn(f"{self.caller}: {key} is undefined for this probe ({exc}); logged as NaN.",
                                   RuntimeWarning)
@@ -858,6 +858,19 @@ class GeometryProbe:
             for said in caught:
                 self._warn_once(key, said)
         return values
+
+    def _logged_value(self, value, name, key):
+        """``float(value)`` of a metric's ``compute()``; a value that is not one number (a factory's metric returning
+        rows, a dict) is refused in one line naming the metric, where ``float`` raised "only one element tensors can be
+        converted to Python scalars\"."""
+        try:
+            return float(value)
+        except (TypeError, ValueError, RuntimeError):
+            got = (f"a tensor of shape {tuple(value.shape)}" if isinstance(value, torch.Tensor) else
+                   type(value).__name__)
+            raise TypeError(f"The 'metrics' parameter of {self.caller} must map names to factories of metrics whose "
+                            f"compute() returns one number (logged as {key}). Got {got} from the factory of {name!r} "
+                            f"instead.") from None
 
     def _warn_once(self, key, said):
         """Give a metric's warning for ``key`` once per kind, not at every measurement of a training run.
