@@ -252,6 +252,26 @@ def test_probe_texts_name_what_is_wrong(probe, error, got):
                                f"tensors with 'input_ids'. Got {got} instead.")
 
 
+@pytest.mark.parametrize("kind", ["tensor", "ids", "texts"])
+def test_a_probe_of_an_array_is_a_type_error_that_says_what_to_pass(kind):
+    """A tensor of token ids, or a numpy array of texts (``df["text"].to_numpy()``), was refused with a ValueError
+    (IsotropyValueError) for what is a wrong type, without saying what to pass instead."""
+    import torch
+
+    from isotropy.training import GeometryProbe, HFRegulariser
+
+    probe = {"tensor": torch.ones(4, 6, dtype=torch.long), "ids": np.ones((4, 6), dtype=np.int64),
+             "texts": np.array(["a cat", "a dog", "the mat"])}[kind]
+    hint = "a list of its texts (list(probe))" if kind == "texts" else "token ids as a dict, {'input_ids': probe}"
+    start = "The 'probe' parameter of GeometryProbe must be a non-empty list of texts or a dict of tensors with "
+    with pytest.raises(TypeError) as info:
+        GeometryProbe(probe)
+    assert str(info.value) == f"{start}'input_ids'. Got {type(probe).__name__} instead; pass {hint}."
+    with pytest.raises(TypeError) as info:
+        HFRegulariser("istar", shrinkage_sample=probe)
+    assert str(info.value).startswith("The 'shrinkage_sample' parameter of HFRegulariser must be a non-empty list")
+
+
 
 def test_probe_refuses_blank_texts_naming_the_index(tmp_path):
     """Empty and whitespace-only texts were taken under an encoder's tokenizer: each became a [CLS] [SEP] vector.

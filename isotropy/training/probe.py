@@ -393,9 +393,13 @@ class _Rows:
             self.texts, self.encoded = _texts(probe, name=name, caller=caller), None
             _refuse_blank_texts(self.texts, name=name, caller=caller)  # when built, not at the first measurement
             n = len(self.texts)
-        else:
-            raise IsotropyValueError(f"The '{name}' parameter of {caller} must be a non-empty list of texts or a dict "
-                                     f"of tensors with 'input_ids'. Got {type(probe).__name__} instead.")
+        else:  # a wrong type (a tensor of ids, an array of texts): a TypeError that says what to pass
+            kind = (("f" if probe.is_floating_point() else "i") if isinstance(probe, torch.Tensor) else
+                    getattr(getattr(probe, "dtype", None), "kind", None))
+            hint = ("; pass a list of its texts (list(probe))" if kind in ("U", "S", "O") else
+                    "; pass token ids as a dict, {'input_ids': probe}" if kind in ("i", "u") else "")
+            raise TypeError(f"The '{name}' parameter of {caller} must be a non-empty list of texts or a dict of "
+                            f"tensors with 'input_ids'. Got {type(probe).__name__} instead{hint}.")
         if n < 3:
             rows = "texts" if self.encoded is None else "rows of input_ids"
             raise IsotropyValueError(f"The '{name}' parameter of {caller} must have at least 3 {rows}. "
