@@ -219,3 +219,22 @@ def test_mean_pooling_of_half_states_is_the_float64_mean_of_those_states(dtype):
         states = model(input_ids=ids, output_hidden_states=True).hidden_states[0].double().numpy()
     reference = isotropy.participation_ratio(states.mean(1))
     assert values["geometry/participation_ratio/layer_0"] == pytest.approx(reference, rel=1e-5)
+
+
+@pytest.mark.parametrize("level", ["sentence", "token"])
+def test_a_batch_of_no_rows_is_said_to_give_no_state(level):
+    """A batch of no rows (a filtered batch that came out empty) has a penalty of 0, as a batch of one state has, but
+    its warning said "gave 1 regularised state" and blamed an epoch of batch_size·m + 1 rows (or a mask keeping one
+    token): it now says 0 states, and why."""
+    import torch
+
+    from isotropy.training import HiddenStateRegulariser
+
+    regulariser = HiddenStateRegulariser("cosreg", level=level, layers="last")
+    empty = tuple(torch.zeros(0, 5, 4, requires_grad=True) for _ in range(3))
+    with pytest.warns(UserWarning) as said:
+        assert float(regulariser.penalty(empty, torch.ones(0, 5, dtype=torch.long)).detach()) == 0.0
+    expected = (f"HiddenStateRegulariser: a training batch gave 0 regularised states (level={level!r}); cosreg's "
+                f"penalty needs at least 2, so it is 0 for that batch (the batch has no rows). Later such batches are "
+                f"not warned of.")
+    assert [str(w.message) for w in said] == [expected]

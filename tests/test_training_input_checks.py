@@ -252,6 +252,26 @@ def test_probe_texts_name_what_is_wrong(probe, error, got):
                                f"tensors with 'input_ids'. Got {got} instead.")
 
 
+@pytest.mark.parametrize("kind", ["tensor", "ids", "texts"])
+def test_a_probe_of_an_array_is_a_type_error_that_says_what_to_pass(kind):
+    """A tensor of token ids, or a numpy array of texts (``df["text"].to_numpy()``), was refused with a ValueError
+    (IsotropyValueError) for what is a wrong type, without saying what to pass instead."""
+    import torch
+
+    from isotropy.training import GeometryProbe, HFRegulariser
+
+    probe = {"tensor": torch.ones(4, 6, dtype=torch.long), "ids": np.ones((4, 6), dtype=np.int64),
+             "texts": np.array(["a cat", "a dog", "the mat"])}[kind]
+    hint = "a list of its texts (list(probe))" if kind == "texts" else "token ids as a dict, {'input_ids': probe}"
+    start = "The 'probe' parameter of GeometryProbe must be a non-empty list of texts or a dict of tensors with "
+    with pytest.raises(TypeError) as info:
+        GeometryProbe(probe)
+    assert str(info.value) == f"{start}'input_ids'. Got {type(probe).__name__} instead; pass {hint}."
+    with pytest.raises(TypeError) as info:
+        HFRegulariser("istar", shrinkage_sample=probe)
+    assert str(info.value).startswith("The 'shrinkage_sample' parameter of HFRegulariser must be a non-empty list")
+
+
 
 def test_probe_refuses_blank_texts_naming_the_index(tmp_path):
     """Empty and whitespace-only texts were taken under an encoder's tokenizer: each became a [CLS] [SEP] vector.
@@ -617,3 +637,52 @@ def test_a_float16_batch_subnormal_in_float16_is_refused_as_the_function_refuses
         assert name in {"MeanCosine", "RogueDimensionShare"}
         metric.update(torch.from_numpy(X) if as_tensor else X)
         assert float(metric.compute()) == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("case", ["IsoScore", "MeanCosine", "TwoNNDimension", "IsoScoreStar", "IStarLoss", "probe"])
+def test_read_only_arrays_are_taken_without_torch_s_not_writable_warning(case):
+    """A read-only array (``np.load(..., mmap_mode="r")``, a pandas 3 frame's ``.to_numpy()``) gave PyTorch's
+    "The given NumPy array is not writable ... undefined behavior" UserWarning from the toolkit's own conversion (an
+    error under ``-W error``); the value is that of a writable copy. The reference is the pure function (numpy)."""
+    import warnings
+
+    import torch
+
+    import isotropy
+    from isotropy.torch import IStarLoss
+    from isotropy.training import GeometryProbe, IsoScore, IsoScoreStar, MeanCosine, TwoNNDimension
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(40, 4)) * [0.5, 1.0, 2.0, 3.0]
+    S = np.cov(rng.normal(size=(200, 4)), rowvar=False)
+    ids = rng.integers(5, 20, size=(6, 5))
+    frozen = [a.copy() for a in (X, S, ids)]
+    for a in frozen:
+        a.setflags(write=False)
+    Xr, Sr, idsr = frozen
+    H = torch.from_numpy(X)
+    warn_always = torch.is_warn_always_enabled()
+    torch.set_warn_always(True)  # torch says it once per process: say it every time here
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            if case == "probe":
+                probe = GeometryProbe({"input_ids": idsr}, metrics=["isoscore"])
+                assert torch.equal(probe.rows.encoded["input_ids"], torch.from_numpy(ids))
+                return
+            if case == "IStarLoss":
+                got, expected = float(IStarLoss(shrinkage_cov=Sr, zeta=0.2)(H)), -isotropy.isoscore_star(
+                    X, shrinkage_cov=S, zeta=0.2)
+            elif case == "IsoScoreStar":
+                metric = IsoScoreStar(shrinkage_cov=Sr, zeta=0.2)
+                metric.update(Xr)
+                got, expected = float(metric.compute()), isotropy.isoscore_star(X, shrinkage_cov=S, zeta=0.2)
+            else:
+                metric = {"IsoScore": IsoScore, "MeanCosine": MeanCosine, "TwoNNDimension": TwoNNDimension}[case]()
+                metric.update(Xr)
+                function = {"IsoScore": isotropy.isoscore, "MeanCosine": isotropy.cosine_similarity_mean,
+                            "TwoNNDimension": isotropy.twonn_dimension}[case]
+                got, expected = float(metric.compute()), function(X)
+    finally:
+        torch.set_warn_always(warn_always)
+    assert got == pytest.approx(expected, rel=1e-9)

@@ -599,3 +599,27 @@ def test_twonn_metric_errors_and_warnings_name_the_metric():
         value = float(metric.compute())
     assert value == pytest.approx(twonn_dimension(rows.numpy(), discard_fraction=0.5), rel=1e-12)
     assert [str(w.message).split(":")[0] for w in said] == ["TwoNNDimension.compute"]
+
+
+@pytest.mark.filterwarnings("ignore:IsoScoreStar. without shrinkage_cov")
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_plot_draws_the_computed_value_and_a_sequence_of_values(name):
+    """``metric.plot()``, torchmetrics' way of drawing a metric, raised a bare NotImplementedError (no message): it
+    now draws ``compute()``, or the values given, as torchmetrics' own metrics do. Reference: the pure function."""
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    make, function = CASES[name]
+    X = _data(seed=4)
+    metric = make()
+    values = [metric(torch.from_numpy(half)) for half in np.array_split(X, 2)]
+    fig, ax = metric.plot()
+    assert ax.lines[0].get_ydata()[0] == pytest.approx(function(X), rel=1e-9)
+    fig_values, ax_values = metric.plot(values)
+    assert list(ax_values.lines[0].get_ydata()) == pytest.approx([float(v) for v in values], rel=1e-12)
+    assert [float(v) for v in values] == pytest.approx([function(half) for half in np.array_split(X, 2)], rel=1e-9)
+    plt.close(fig)
+    plt.close(fig_values)

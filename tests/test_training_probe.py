@@ -512,3 +512,34 @@ def test_a_metrics_warning_names_the_users_line(tiny, through):
         values = callback() if through == "callback" else probe.measure(model)
     assert values and all(math.isnan(v) for v in values.values())  # identical rows: no spread, NaN
     assert caught and {(w.filename, w.lineno) for w in caught} == {(__file__, line)}
+
+
+@pytest.mark.parametrize("kind", ["rows", "dict"])
+def test_a_factory_metric_whose_compute_is_not_one_number_is_refused_in_one_line(tiny, kind):
+    """A factory's metric whose compute() returns the rows (torchmetrics' CatMetric) or a dict crashed in float() with
+    "only one element tensors can be converted to Python scalars", naming neither the metric nor the argument."""
+    from torchmetrics import Metric
+    from torchmetrics.aggregation import CatMetric, MeanMetric
+
+    from isotropy.training import GeometryProbe
+
+    class Both(Metric):
+        def __init__(self):
+            super().__init__()
+            self.add_state("n", default=torch.zeros(()), dist_reduce_fx="sum")
+
+        def update(self, X):
+            self.n += X.shape[0]
+
+        def compute(self):
+            return {"n": self.n, "twice": 2 * self.n}
+
+    model, tokenizer, texts = tiny
+    factory = (lambda d: CatMetric()) if kind == "rows" else (lambda d: Both())
+    probe = GeometryProbe(texts[:5], metrics={"mean": lambda d: MeanMetric(), "bad": factory}, layers="last")
+    with pytest.raises(TypeError) as info:
+        probe.set_tokenizer(tokenizer).measure(model)
+    got = "a tensor of shape (5, 16)" if kind == "rows" else "dict"  # CatMetric: the 5 pooled rows
+    assert str(info.value) == ("The 'metrics' parameter of GeometryProbe must map names to factories of metrics whose "
+                               f"compute() returns one number (logged as geometry/bad/layer_2). Got {got} from the "
+                               "factory of 'bad' instead.")

@@ -17,7 +17,7 @@ from typing import NamedTuple
 import numpy as np
 
 from isotropy._kernels.rows import all_rows_equal
-from isotropy._utils.backend import is_torch, to_output
+from isotropy._utils.backend import as_tensor, is_torch, to_output
 from isotropy._utils.magnitude import _tiny, rescaled, safe_exponent_range, times_power_of_two, unit_scale
 from isotropy._utils.validation import IsotropyValueError, _describe, check_real, check_scalar, check_tensor_data
 
@@ -175,10 +175,8 @@ def as_shrinkage_tensor(shrinkage_cov, *, caller, name="shrinkage_cov"):
     """``torch.as_tensor(shrinkage_cov)`` for a Σ_S given to a module or a metric before any data (IStarLoss,
     IsoScoreStar), then checked by :func:`_check_shrinkage_cov`: a string or a ragged list is refused in one line
     naming it, where torch's own error ("new(): invalid data type 'str'") named neither."""
-    import torch
-
     try:
-        return torch.as_tensor(shrinkage_cov)
+        return as_tensor(shrinkage_cov)
     except (TypeError, ValueError, RuntimeError):
         raise _not_a_matrix(shrinkage_cov, None, caller=caller, name=name) from None
 
@@ -211,7 +209,7 @@ def _check_shrinkage_cov(shrinkage_cov, n_features, *, like, caller, name="shrin
 
             S = torch.as_tensor(shrinkage_cov)  # a tensor as it is (its device, dtype and graph); else on the host
             if not is_torch(shrinkage_cov):
-                S = torch.as_tensor(np.asarray(shrinkage_cov, dtype=np.float64))
+                S = as_tensor(np.asarray(shrinkage_cov, dtype=np.float64))
             if not S.is_floating_point():
                 S = S.to(like.dtype)
             # the wider of the two dtypes, where that dtype lives: Σ_S's device when it is the wider (a float64 Σ_S

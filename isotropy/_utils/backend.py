@@ -13,7 +13,8 @@ import sys
 
 import numpy as np
 
-__all__ = ["as_float64_numpy", "get_namespace", "is_dask", "is_torch", "no_autocast", "to_output", "without_autocast"]
+__all__ = ["as_float64_numpy", "as_tensor", "get_namespace", "is_dask", "is_torch", "no_autocast", "to_output",
+           "without_autocast"]
 
 
 def is_torch(X) -> bool:
@@ -51,6 +52,20 @@ def as_float64_numpy(X) -> np.ndarray:
     if is_torch(X):
         return X.detach().to("cpu").double().numpy()
     return np.asarray(X, dtype=np.float64)
+
+
+def as_tensor(value, **kwargs):
+    """``torch.as_tensor(value, **kwargs)`` of a host array, a read-only one copied first.
+
+    torch shares a numpy array's memory and cannot mark it read-only: an array that is not writable
+    (``np.load(..., mmap_mode="r")``, a pandas 3 frame's ``to_numpy()``) gave PyTorch's "The given NumPy array is
+    not writable ... undefined behavior" UserWarning, raised by the toolkit's own conversion (an error under
+    ``-W error``). Only callers that have imported torch get here.
+    """
+    torch = sys.modules["torch"]
+    if isinstance(value, np.ndarray) and not value.flags.writeable:
+        value = value.copy()
+    return torch.as_tensor(value, **kwargs)
 
 
 def no_autocast(X):

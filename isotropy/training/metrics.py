@@ -37,6 +37,7 @@ with extra_imports("isotropy.training", "train"):  # a missing package named wit
 from isotropy._kernels.accumulator import CovarianceAccumulator, Moments, merge_moments
 from isotropy._kernels.isoscore import check_covariance
 from isotropy._kernels.rows import first_chunk_shift
+from isotropy._utils.backend import as_tensor
 from isotropy._utils.magnitude import rescaled
 from isotropy._utils.validation import (
     SEED_MAX,
@@ -64,7 +65,7 @@ def _as_rows(X, metric):
     caller = f"{type(metric).__name__}.update"
     if not isinstance(X, torch.Tensor):  # numpy's checks of its type (a str gave torch's "can't convert np.ndarray of
         # type numpy.str_"); its shape and values are checked below, after the empty batch's way out
-        X = torch.as_tensor(check_X(X, caller=caller, min_samples=0, allow_nonfinite=True))
+        X = as_tensor(check_X(X, caller=caller, min_samples=0, allow_nonfinite=True))
     if X.ndim == 2 and X.shape[0] == 0 and X.shape[1] > 0:
         fixed = metric.n_features or (metric._width() if metric._has_data() else 0)
         _check_width(caller, fixed, X.shape[1])
@@ -147,6 +148,13 @@ def _merged_as_update(metric):
         metric._update_count += 1
 
 
+def _plot(self, val=None, ax=None):
+    """Draw the value (``compute()`` when ``val`` is ``None``) or a sequence of values (of ``forward`` or ``compute``)
+    with matplotlib; returns ``(figure, axes)``, as torchmetrics' own metrics do (``Metric.plot`` raised a bare
+    ``NotImplementedError``)."""
+    return self._plot(val, ax)
+
+
 def _check_width(caller, expected, got, what="the previous batches"):
     if expected and got != expected:
         raise IsotropyValueError(f"The 'X' parameter of {caller} must have {expected} features (columns), like "
@@ -167,6 +175,7 @@ class _MomentMetric(Metric):
     is_differentiable = False
     _keywords = ("n_features",)  # this class's own keywords, for the message of a wrong one
     _n_features_from = "n_features"  # where the fixed width comes from, for the message of a wrong one
+    plot = _plot
     _moments = True  # count, mean, scatter, exponent (the covariance metrics)
     _units = False  # sums of unit vectors and of their squares (the cosine metrics)
     _gram = False  # Σ x̂x̂ᵀ of the unit vectors (d × d): the noise of a small mean cosine (RogueDimensionShare)
@@ -867,6 +876,7 @@ class TwoNNDimension(Metric):
     full_state_update = False
     is_differentiable = False
     higher_is_better = None
+    plot = _plot
 
     def __init__(self, *, max_samples=None, random_state=0, discard_fraction=0.1, method="linear",
                  metric="euclidean", n_features=None, **kwargs):

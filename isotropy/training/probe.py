@@ -41,6 +41,7 @@ from isotropy._utils.install import extra_imports
 with extra_imports("isotropy.training", "train"):  # a missing package named with its extra, in one line
     import torch
 
+from isotropy._utils.backend import as_tensor
 from isotropy._utils.defaults import MAX_LENGTH as _MAX_LENGTH
 from isotropy._utils.defaults import DefaultFloat, DefaultInt, DefaultName
 from isotropy._utils.validation import IsotropyValueError, check_scalar, check_texts
@@ -251,7 +252,7 @@ def _encoded(probe, *, name, caller):
                 got = "ragged rows" if array is None else type(value).__name__
                 raise TypeError(f"{start} must have {key!r} as a tensor, array or nested list of numbers of shape "
                                 f"{expected}. Got {got} instead.")
-            value = torch.as_tensor(array)
+            value = as_tensor(array)
         return value
 
     ids = tensor("input_ids", "(n_rows, seq)")
@@ -392,9 +393,13 @@ class _Rows:
             self.texts, self.encoded = _texts(probe, name=name, caller=caller), None
             _refuse_blank_texts(self.texts, name=name, caller=caller)  # when built, not at the first measurement
             n = len(self.texts)
-        else:
-            raise IsotropyValueError(f"The '{name}' parameter of {caller} must be a non-empty list of texts or a dict "
-                                     f"of tensors with 'input_ids'. Got {type(probe).__name__} instead.")
+        else:  # a wrong type (a tensor of ids, an array of texts): a TypeError that says what to pass
+            kind = (("f" if probe.is_floating_point() else "i") if isinstance(probe, torch.Tensor) else
+                    getattr(getattr(probe, "dtype", None), "kind", None))
+            hint = ("; pass a list of its texts (list(probe))" if kind in ("U", "S", "O") else
+                    "; pass token ids as a dict, {'input_ids': probe}" if kind in ("i", "u") else "")
+            raise TypeError(f"The '{name}' parameter of {caller} must be a non-empty list of texts or a dict of "
+                            f"tensors with 'input_ids'. Got {type(probe).__name__} instead{hint}.")
         if n < 3:
             rows = "texts" if self.encoded is None else "rows of input_ids"
             raise IsotropyValueError(f"The '{name}' parameter of {caller} must have at least 3 {rows}. "
@@ -502,7 +507,7 @@ class GeometryProbe:
         ``isoscore``, ``isoscore_star`` (see ``shrinkage_sample``), ``participation_ratio``,
         ``cosine_similarity_mean``, ``rogue_dimension_share`` (top 1 dimension), ``twonn_dimension``
         (at most 4096 rows), ``effective_rank``, ``rankme``; or a dict ``name -> factory(n_features)``
-        returning a fresh torchmetrics ``Metric``. Default (``None``): ``isoscore``,
+        returning a fresh torchmetrics ``Metric`` whose ``compute()`` is one number. Default (``None``): ``isoscore``,
         ``cosine_similarity_mean``, ``rogue_dimension_share``, and ``isoscore_star`` when a
         ``shrinkage_sample`` is given (without one it is left out, with a note in the
         ``isotropy.training`` log; asked for by name without one, it warns: Σ_S = I tracks vector norms).
@@ -849,7 +854,7 @@ class GeometryProbe:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 try:
-                    values[key] = float(metric.compute())
+                    values[key] = self._logged_value(metric.compute(), name, key)
                 except IsotropyValueError as exc:
                     warnings.warn(f"{self.caller}: {key} is undefined for this probe ({exc}); logged as NaN.",
                                   RuntimeWarning)
@@ -857,6 +862,19 @@ class GeometryProbe:
             for said in caught:
                 self._warn_once(key, said)
         return values
+
+    def _logged_value(self, value, name, key):
+        """``float(value)`` of a metric's ``compute()``; a value that is not one number (a factory's metric returning
+        rows, a dict) is refused in one line naming the metric, where ``float`` raised "only one element tensors can be
+        converted to Python scalars\"."""
+        try:
+            return float(value)
+        except (TypeError, ValueError, RuntimeError):
+            got = (f"a tensor of shape {tuple(value.shape)}" if isinstance(value, torch.Tensor) else
+                   type(value).__name__)
+            raise TypeError(f"The 'metrics' parameter of {self.caller} must map names to factories of metrics whose "
+                            f"compute() returns one number (logged as {key}). Got {got} from the factory of {name!r} "
+                            f"instead.") from None
 
     def _warn_once(self, key, said):
         """Give a metric's warning for ``key`` once per kind, not at every measurement of a training run.

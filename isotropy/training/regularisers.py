@@ -308,12 +308,14 @@ class HiddenStateRegulariser:
                 import warnings
 
                 self._warned_single = True
-                why = ("an epoch of batch_size·m + 1 rows ends with such a batch; drop_last, or a batch size that "
+                n = H.shape[0]
+                why = ("the batch has no rows" if n == 0 else
+                       "an epoch of batch_size·m + 1 rows ends with such a batch; drop_last, or a batch size that "
                        "divides the data, avoids it" if self.level == "sentence" else
                        "the batch's attention mask keeps one token in all")
-                warnings.warn(f"{self.caller}: a training batch gave 1 regularised state (level={self.level!r}); "
-                              f"{self.method}'s penalty needs at least 2, so it is 0 for that batch ({why}). Later "
-                              f"such batches are not warned of.", UserWarning, stacklevel=2)
+                warnings.warn(f"{self.caller}: a training batch gave {n} regularised state{'' if n == 1 else 's'} "
+                              f"(level={self.level!r}); {self.method}'s penalty needs at least 2, so it is 0 for that "
+                              f"batch ({why}). Later such batches are not warned of.", UserWarning, stacklevel=2)
             # a training batch's states need gradients, and so does its penalty (the Lightning drop-in counts it so)
             value = torch.zeros((), dtype=H.dtype, device=H.device).requires_grad_(H.requires_grad)
             self.last_penalty = 0.0
