@@ -476,6 +476,29 @@ def test_a_shard_directory_with_shards_in_sub_directories_warns_that_they_are_no
     assert "no .npy or .parquet shards found there" in result.stderr.splitlines()[-1]
 
 
+def test_the_sub_directory_warning_is_one_line_with_json_too(tmp_path):
+    # with --json, the check that the JSON overwrites no shard listed the shards first: the warning escaped as Python's
+    # "command.py:51: UserWarning: ... shards = _shard_paths(embeddings)" before the command's own Warning: line
+    import warnings
+
+    rng = np.random.default_rng(0)
+    top = tmp_path / "d"
+    (top / "year=2024").mkdir(parents=True)
+    np.save(top / "a.npy", rng.normal(size=(30, 4)))
+    np.save(top / "year=2024" / "b.npy", rng.normal(size=(20, 4)))
+    with warnings.catch_warnings(record=True) as escaped:
+        warnings.simplefilter("always")
+        result = CliRunner().invoke(cli, ["measure", str(top), "--metrics", "isoscore", "--json",
+                                          str(tmp_path / "out.json")])
+    assert result.exit_code == 0, result.output
+    assert [str(w.message) for w in escaped if issubclass(w.category, UserWarning)] == []
+    assert [line for line in result.stderr.splitlines() if "sub-directories" in line] == [
+        (f"Warning: The shard directory {str(top)!r} has sub-directories with shards ('year=2024') that are not read: "
+         f"only its own .npy and .parquet files are. To read every shard under it, its own included, give the pattern "
+         f"{str(top / '**' / '*.npy')!r}.")]
+    assert json.loads((tmp_path / "out.json").read_text())["n_samples"] == 30
+
+
 def test_numbered_shards_are_read_in_their_numbers_order(tmp_path):
     # plain string order read part-0, part-1, part-10, part-11, part-2, ...: a labels file written in the shards'
     # numbered order then lined up with the wrong rows, without a word
