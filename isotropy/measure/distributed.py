@@ -423,5 +423,8 @@ def run(embeddings, *, labels_path, metric_names, needing_labels, json_path, sam
                    n_neighbors=n_neighbors, zeta=zeta, averaging=averaging, label_column=label_column,
                    digest_inputs=False)
     except OSError as exc:  # no scheduler at that address, ports refused
+        # not a closed stdout (`| head -1`: EPIPE, which click ends with status 1, as in memory), nor without an address
+        if scheduler is None or isinstance(exc, BrokenPipeError):
+            raise
         raise InputError(f"--scheduler {scheduler!r}: cannot connect ({' '.join(str(exc).split())}); check the address "
                          f"(the wait is the dask config key {_CONNECT_KEY}, environment {_CONNECT_VARIABLE}).") from None
