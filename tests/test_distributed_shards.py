@@ -612,6 +612,21 @@ def test_a_zarr_group_is_read_by_key_and_refused_without_one_naming_its_arrays(t
                                     "--key (key=) naming one of them. Did you mean 'emb'?")
 
 
+def test_a_key_given_for_a_zarr_array_says_it_holds_a_single_array(tmp_path):
+    """--key on a Zarr array (not a group) gave zarr's "No array found in store <FsspecStore(AsyncFileSystemWrapper,
+    ...)> at path emb" (a user trial): now the words of .npy shards given a key."""
+    import dask.array as da
+
+    X = np.random.default_rng(0).normal(size=(50, 4)).astype(np.float32)
+    da.to_zarr(da.from_array(X, chunks=(20, 4)), str(tmp_path / "x.zarr"))  # zarr 2 and 3 alike
+    with pytest.raises(ValueError) as info:
+        read_shards(tmp_path / "x.zarr", key="emb")
+    assert str(info.value) == (f"Cannot read embeddings from {str(tmp_path / 'x.zarr')!r}: key='emb' was given but "
+                               f"the Zarr store is a single array; expected no key with a Zarr array (--key names an "
+                               f"array of a Zarr group).")
+    np.testing.assert_array_equal(read_shards(tmp_path / "x.zarr").compute(), X)  # without it: read as before
+
+
 @pytest.mark.parametrize("rows", [10, 30])
 def test_a_npy_shard_rewritten_with_other_rows_is_refused(tmp_path, rows):
     """Rewritten after read_shards with other rows, a .npy shard was read as it is now: 30 rows of an array of 40
