@@ -188,6 +188,53 @@ def test_ctrl_c_on_local_workers_ends_in_the_commands_own_line(tmp_path):
     assert len([line for line in err.splitlines() if line.strip()]) <= 3, err
 
 
+def test_ctrl_c_on_a_scheduler_cluster_ends_in_the_commands_own_line(tmp_path):
+    """With --scheduler, a Ctrl-C during a metric printed asyncio's "Task exception was never retrieved" and an AllExit
+    traceback after "Error: interrupted." (a user trial), as on local workers before; the cluster, not the command's,
+    keeps running and still computes."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    from distributed import Client, LocalCluster
+
+    data = tmp_path / "big.npy"
+    X = np.random.default_rng(0).normal(size=(400_000, 32)).astype(np.float32)  # TwoNN: a minute or more
+    np.save(data, X)
+    with LocalCluster(n_workers=1, processes=True, threads_per_worker=1, memory_limit="1GiB", dashboard_address=None,
+                      scheduler_kwargs={"dashboard_address": "127.0.0.1:0"}) as cluster:
+        command = [sys.executable, "-c", (f"{_CTRL_C_AS_IN_A_TERMINAL}; import runpy; runpy.run_module('isotropy', "
+                                          f"run_name='__main__', alter_sys=True)"), "measure", str(data), "--scheduler",
+                   cluster.scheduler_address, "--metrics", "isoscore,twonn_dimension"]
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                   start_new_session=True)
+        watchdog = threading.Timer(600, lambda: os.killpg(process.pid, signal.SIGKILL))  # never hang the suite
+        watchdog.start()
+        try:
+            before = []
+            for line in process.stderr:  # the TwoNN note comes just before its search
+                before.append(line)
+                if line.startswith("Note: twonn_dimension"):
+                    break
+            assert process.poll() is None, "".join(before)
+            time.sleep(2)  # the search under way on the cluster
+            os.kill(process.pid, signal.SIGINT)  # the command's Ctrl-C: the cluster runs apart from it
+            _, rest = process.communicate(timeout=300)
+            err = "".join(before) + rest
+        finally:
+            watchdog.cancel()
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+        assert process.returncode == 130, err
+        assert "Traceback" not in err and "Task exception" not in err, err
+        assert err.splitlines()[-1] == "Error: interrupted.", err
+        with Client(cluster) as client:  # the cluster was left as it was
+            assert client.submit(sum, [1, 2]).result() == 3
+
+
 def test_ctrl_c_while_the_local_workers_start_stops_the_command(tmp_path):
     """A Ctrl-C in the seconds the local workers started was lost (SIGINT was ignored then, for the workers to inherit
     it so): the command went on to measure everything. It now stops the command once the start is over, with its

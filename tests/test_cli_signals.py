@@ -119,3 +119,37 @@ def test_sigterm_during_measure_keeps_the_finished_metrics_and_exits_143(tmp_pat
     assert "Error: terminated; the JSON holds the metrics that finished." in capsys.readouterr().err
     record = json.loads(out.read_text())
     assert record["complete"] is False and "isoscore" in json.dumps(record)
+
+
+@pytest.mark.parametrize(("signum", "code", "word"), [(signal.SIGINT, 130, "interrupted"),
+                                                      (signal.SIGTERM, 143, "terminated")])
+def test_a_stopped_measure_without_json_names_no_json(tmp_path, monkeypatch, capsys, signum, code, word):
+    # without --json, Ctrl-C said "Error: interrupted; the JSON holds the metrics that finished.": there was no JSON
+    # (a user trial); the finished metrics are the rows of the table printed before it
+    import numpy as np
+
+    from isotropy.measure import report
+
+    X = np.random.default_rng(0).normal(size=(200, 8))
+    np.save(tmp_path / "x.npy", X)
+    original = report._measure
+
+    def measured_then_stopped(*args, **kwargs):
+        for item in original(*args, **kwargs):
+            yield item
+            os.kill(os.getpid(), signum)
+            time.sleep(5)  # the handler raises before this returns
+            raise AssertionError(f"{signum!r} was not handled")
+
+    monkeypatch.setattr(report, "_measure", measured_then_stopped)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal, whatever ran the suite
+    try:
+        with pytest.raises(SystemExit) as info:
+            isotropy.cli.main(["measure", str(tmp_path / "x.npy"), "--metrics", "isoscore,participation_ratio"])
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    captured = capsys.readouterr()
+    assert info.value.code == code
+    assert captured.err.splitlines()[-1] == f"Error: {word}."
+    assert "JSON" not in captured.err
+    assert captured.out.splitlines()[-1].split()[:2] == ["isoscore", f"{isotropy.isoscore(X):g}"]  # the one finished

@@ -570,3 +570,29 @@ def test_a_scheduler_that_refuses_the_progress_feed_still_computes(client, monke
     with reporting(lambda done, total: calls.append((done, total))):
         assert _graph.compute(da.ones((400, 4), chunks=(100, 4)).sum())[0] == 1600
     assert calls == []
+
+
+@pytest.mark.parametrize("where", [[], ["--workers", "1"]], ids=["threads", "local-workers"])
+def test_a_closed_stdout_on_the_dask_path_is_not_blamed_on_a_scheduler(tmp_path, where):
+    """``isotropy measure SHARDS | head -1``: the pipe closed under the table (EPIPE, an OSError) was reported as
+    "Error: --scheduler None: cannot connect ([Errno 32] Broken pipe); check the address" with exit status 2, though
+    no --scheduler was given (a user trial). The reference is the in-memory command on the same rows: click's exit
+    status 1 for a closed stdout, and no error line."""
+    X = np.random.default_rng(0).normal(size=(60, 4))
+    (tmp_path / "shards").mkdir()
+    for part in range(3):
+        np.save(tmp_path / "shards" / f"part-{part}.npy", X[20 * part:20 * (part + 1)])
+    np.save(tmp_path / "x.npy", X)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+
+    def closed_stdout(embeddings, *options):
+        process = subprocess.Popen([sys.executable, "-m", "isotropy", "measure", str(embeddings), "--metrics",
+                                    "isoscore,twonn_dimension", *options], env=env, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True)
+        process.stdout.close()  # before the command has printed anything: its first line meets a closed pipe
+        stderr = process.stderr.read()
+        return process.wait(timeout=120), stderr
+
+    reference = closed_stdout(tmp_path / "x.npy")
+    assert reference == (1, "")
+    assert closed_stdout(tmp_path / "shards", *where) == reference

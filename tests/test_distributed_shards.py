@@ -476,6 +476,29 @@ def test_a_shard_directory_with_shards_in_sub_directories_warns_that_they_are_no
     assert "no .npy or .parquet shards found there" in result.stderr.splitlines()[-1]
 
 
+def test_the_sub_directory_warning_is_one_line_with_json_too(tmp_path):
+    # with --json, the check that the JSON overwrites no shard listed the shards first: the warning escaped as Python's
+    # "command.py:51: UserWarning: ... shards = _shard_paths(embeddings)" before the command's own Warning: line
+    import warnings
+
+    rng = np.random.default_rng(0)
+    top = tmp_path / "d"
+    (top / "year=2024").mkdir(parents=True)
+    np.save(top / "a.npy", rng.normal(size=(30, 4)))
+    np.save(top / "year=2024" / "b.npy", rng.normal(size=(20, 4)))
+    with warnings.catch_warnings(record=True) as escaped:
+        warnings.simplefilter("always")
+        result = CliRunner().invoke(cli, ["measure", str(top), "--metrics", "isoscore", "--json",
+                                          str(tmp_path / "out.json")])
+    assert result.exit_code == 0, result.output
+    assert [str(w.message) for w in escaped if issubclass(w.category, UserWarning)] == []
+    assert [line for line in result.stderr.splitlines() if "sub-directories" in line] == [
+        (f"Warning: The shard directory {str(top)!r} has sub-directories with shards ('year=2024') that are not read: "
+         f"only its own .npy and .parquet files are. To read every shard under it, its own included, give the pattern "
+         f"{str(top / '**' / '*.npy')!r}.")]
+    assert json.loads((tmp_path / "out.json").read_text())["n_samples"] == 30
+
+
 def test_numbered_shards_are_read_in_their_numbers_order(tmp_path):
     # plain string order read part-0, part-1, part-10, part-11, part-2, ...: a labels file written in the shards'
     # numbered order then lined up with the wrong rows, without a word
@@ -587,6 +610,21 @@ def test_a_zarr_group_is_read_by_key_and_refused_without_one_naming_its_arrays(t
         read_shards(tmp_path / "g.zarr", key="embs")
     assert str(info.value).endswith("the Zarr group has no array 'embs' and holds the arrays 'emb', 'ids'; expected "
                                     "--key (key=) naming one of them. Did you mean 'emb'?")
+
+
+def test_a_key_given_for_a_zarr_array_says_it_holds_a_single_array(tmp_path):
+    """--key on a Zarr array (not a group) gave zarr's "No array found in store <FsspecStore(AsyncFileSystemWrapper,
+    ...)> at path emb" (a user trial): now the words of .npy shards given a key."""
+    import dask.array as da
+
+    X = np.random.default_rng(0).normal(size=(50, 4)).astype(np.float32)
+    da.to_zarr(da.from_array(X, chunks=(20, 4)), str(tmp_path / "x.zarr"))  # zarr 2 and 3 alike
+    with pytest.raises(ValueError) as info:
+        read_shards(tmp_path / "x.zarr", key="emb")
+    assert str(info.value) == (f"Cannot read embeddings from {str(tmp_path / 'x.zarr')!r}: key='emb' was given but "
+                               f"the Zarr store is a single array; expected no key with a Zarr array (--key names an "
+                               f"array of a Zarr group).")
+    np.testing.assert_array_equal(read_shards(tmp_path / "x.zarr").compute(), X)  # without it: read as before
 
 
 @pytest.mark.parametrize("rows", [10, 30])

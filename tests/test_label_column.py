@@ -347,3 +347,30 @@ def test_a_table_whose_only_column_is_the_label_column_is_refused_in_one_line(tm
     assert result.stderr.strip().splitlines() == [
         (f"Error: Cannot read embeddings from {str(path)!r}: its only column is the label column 'label' "
          f"(--label-column, label_column= in Python); expected feature columns beside the label column.")]
+
+
+@pytest.mark.parametrize("kind", ["csv", "parquet", "parquet-shards"])
+def test_a_misspelt_label_column_of_the_embeddings_file_gets_the_closest_name(tmp_path, kind):
+    """--labels E --label-column labl on E itself said "it has 0 columns named 'labl' to leave out as labels" (a user
+    trial), without the "Did you mean 'label'?" that the same typo gets from a separate labels file."""
+    import pandas as pd
+
+    frame = pd.DataFrame(X, columns=["a", "b", "c"])
+    frame.insert(0, "label", Y)
+    if kind == "csv":
+        path = tmp_path / "e.csv"
+        frame.to_csv(path, index=False)
+    elif kind == "parquet":
+        path = tmp_path / "e.parquet"
+        frame.to_parquet(path)
+    else:
+        path = tmp_path / "shards"
+        path.mkdir()
+        frame[:15].to_parquet(path / "part-0.parquet")
+        frame[15:].to_parquet(path / "part-1.parquet")
+    line = _one_line_error(measure(path, "--labels", path, "--label-column", "labl", "--metrics", "silhouette_score"))
+    assert "it has no column 'labl' to leave out as labels" in line, line
+    assert line.endswith("Did you mean 'label'?"), line
+    record = json.loads(measure(path, "--labels", path, "--label-column", "label", "--metrics", "isoscore",
+                                "--json", "-").stdout)
+    assert record["n_features"] == 3 and record["values"]["isoscore"] == pytest.approx(isoscore(X), rel=1e-12)

@@ -74,6 +74,13 @@ def _fail(path, reason: str, expected: str = _EXPECTED) -> IsotropyValueError:
     return EmbeddingsReadError(f"Cannot read embeddings from {str(path)!r}: {reason}; expected {expected}.")
 
 
+def _closest_column(label_column, columns) -> str:
+    """The " Did you mean ...?" of a ``label_column`` close to one of ``columns`` (as the labels reader says it)."""
+    from isotropy._utils.suggest import did_you_mean
+
+    return did_you_mean(str(label_column), [_header_name(str(c)) for c in columns])
+
+
 def _short(exc: BaseException) -> str:
     text = " ".join(str(exc).split()) or type(exc).__name__
     return text if len(text) <= 120 else text[:117] + "..."
@@ -741,9 +748,10 @@ def _read_table(path, sep: str, label_column=None):
     # (three at least after a name: a row "w,0,1" of a word and its 2-d vector stays data)
     header = header or _numbered_columns(first) or (not _is_float(first[0]) and _numbered_columns(first[1:], 3))
     if label_column is not None and (not header or _header_name(label_column) not in first):
-        raise _fail(path, f"it has no column {label_column!r} to leave out as labels"
-                          f"{' (no header line)' if not header else ''}",
-                    "a header line naming the label column")
+        error = _fail(path, f"it has no column {label_column!r} to leave out as labels"
+                            f"{' (no header line)' if not header else ''}",
+                      "a header line naming the label column")
+        raise type(error)(f"{error}{_closest_column(label_column, first) if header else ''}")
     if label_column is not None and first.count(_header_name(label_column)) > 1:
         raise _fail(path, f"its header has {first.count(_header_name(label_column))} columns named "
                           f"{_header_name(label_column)!r}", "one column of that name to leave out as labels")
@@ -1057,7 +1065,11 @@ def _read_parquet(path, key, *, checked: bool = False, with_columns: bool = Fals
         raise _fail(path, f"not a readable .parquet file ({_short(exc)})") from None
     if label_column is not None:
         labels = [c for c in df.columns if _header_name(c) == _header_name(label_column)]
-        if len(labels) != 1:
+        if not labels:  # a misspelt name: the closest column, as the labels reader says it
+            error = _fail(path, f"it has no column {label_column!r} to leave out as labels",
+                          f"the name of one of its columns, of {[str(c) for c in df.columns][:20]}")
+            raise type(error)(f"{error}{_closest_column(label_column, df.columns)}")
+        if len(labels) > 1:
             raise _fail(path, f"it has {len(labels)} columns named {_header_name(label_column)!r} to leave out as "
                               f"labels", f"one such column, of {[str(c) for c in df.columns][:20]}")
         if key is not None and str(labels[0]) == str(key):

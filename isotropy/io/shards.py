@@ -323,6 +323,9 @@ def _read_zarr(path: Path, key, chunk_rows, most_rows=None, least_elements=0):
                             ) from None
             error = _fail(path, f"the Zarr group has no array {key!r} and {what}", "--key (key=) naming one of them")
             raise type(error)(f"{error}{did_you_mean(str(key), members)}") from None
+        if key is not None and _is_zarr_array(path):  # zarr's words: "No array found in store <FsspecStore(...)>"
+            raise _fail(path, f"key={key!r} was given but the Zarr store is a single array",
+                        "no key with a Zarr array (--key names an array of a Zarr group)") from None
         raise _fail(path, f"not a readable Zarr array ({_short(exc)})", "a 2-d numeric Zarr array") from None
     if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] == 0 or arr.dtype.kind not in "biuf":
         raise _fail(path, f"the array has shape {arr.shape} and dtype {arr.dtype}",
@@ -354,6 +357,17 @@ def _zarr_group_arrays(path: Path) -> list[str] | None:
         return sorted(zarr.open_group(str(path), mode="r").array_keys())
     except Exception:  # noqa: BLE001 -- not a group (an array, a broken store): the caller says what it is
         return None
+
+
+def _is_zarr_array(path: Path) -> bool:
+    """Whether the Zarr store at ``path`` is an array itself (not a group)."""
+    try:
+        import zarr
+
+        zarr.open_array(str(path), mode="r")
+    except Exception:  # noqa: BLE001 -- a group, a broken store: the caller says what it is
+        return False
+    return True
 
 
 def _zarr_expansion_problem(sizes: dict, chunk_bytes: int) -> str | None:

@@ -10,6 +10,7 @@ modules are imported inside the command.
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import click
@@ -48,7 +49,9 @@ def _shard_inputs(embeddings) -> dict:
     if _is_zarr(Path(embeddings)):
         return {"EMBEDDINGS (a Zarr array)": Path(embeddings)}
     try:
-        shards = _shard_paths(embeddings)
+        with warnings.catch_warnings():  # its warnings (sub-directories not read) come as Warning: lines when read
+            warnings.simplefilter("ignore", UserWarning)
+            shards = _shard_paths(embeddings)
     except (IsotropyValueError, OSError):  # no shards, or one that cannot be opened: reported when they are read
         return {}
     return {f"EMBEDDINGS (shard {i + 1} of {len(shards)})": shard for i, shard in enumerate(shards)}

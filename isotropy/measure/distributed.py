@@ -98,13 +98,20 @@ def open_cluster(scheduler: str | None, workers: int | None, memory_limit: int |
     from isotropy._kernels.cost import machine_speed
 
     machine_speed()
+    # a Ctrl-C ends the client's pending gathers with AllExit while the command writes its JSON, and asyncio's "Task
+    # exception was never retrieved" with a traceback followed the command's one line: that record only is dropped
+    asyncio_log = logging.getLogger("asyncio")
     if scheduler is not None:
         seconds = connect_timeout()
         _check_is_scheduler(scheduler, seconds)
-        with Client(scheduler, timeout=seconds) as client:
-            found = client.scheduler_info(n_workers=-1)["workers"]
-            yield {"scheduler": scheduler, "workers": len(found), "memory_limit": _one_limit(found),
-                   "threads": (sum(int(w.get("nthreads") or 1) for w in found.values()), False)}
+        asyncio_log.addFilter(_unretrieved_exit)
+        try:
+            with Client(scheduler, timeout=seconds) as client:
+                found = client.scheduler_info(n_workers=-1)["workers"]
+                yield {"scheduler": scheduler, "workers": len(found), "memory_limit": _one_limit(found),
+                       "threads": (sum(int(w.get("nthreads") or 1) for w in found.values()), False)}
+        finally:
+            asyncio_log.removeFilter(_unretrieved_exit)
         return
     limit = memory_limit if memory_limit is not None else dask.config.get("isotropy.memory-limit", "auto")
     limit = _divided(workers) if isinstance(limit, str) and limit.strip().lower() == "auto" else limit
@@ -118,9 +125,6 @@ def open_cluster(scheduler: str | None, workers: int | None, memory_limit: int |
         # dashboard_address=None dask still binds them to 8787, and printed "Port 8787 is already in use" beside the
         # command's lines whenever another dask (a notebook's dashboard, a second command) held it
         scheduler_kwargs={"dashboard_address": "127.0.0.1:0"}))
-    # a Ctrl-C ends the client's pending gathers with AllExit while the command writes its JSON, and asyncio's "Task
-    # exception was never retrieved" with a traceback followed the command's one line: that record only is dropped
-    asyncio_log = logging.getLogger("asyncio")
     asyncio_log.addFilter(_unretrieved_exit)
     try:
         with cluster, Client(cluster) as client:
@@ -423,5 +427,8 @@ def run(embeddings, *, labels_path, metric_names, needing_labels, json_path, sam
                    n_neighbors=n_neighbors, zeta=zeta, averaging=averaging, label_column=label_column,
                    digest_inputs=False)
     except OSError as exc:  # no scheduler at that address, ports refused
+        # not a closed stdout (`| head -1`: EPIPE, which click ends with status 1, as in memory), nor without an address
+        if scheduler is None or isinstance(exc, BrokenPipeError):
+            raise
         raise InputError(f"--scheduler {scheduler!r}: cannot connect ({' '.join(str(exc).split())}); check the address "
                          f"(the wait is the dask config key {_CONNECT_KEY}, environment {_CONNECT_VARIABLE}).") from None

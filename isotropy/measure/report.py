@@ -109,8 +109,8 @@ def report(data, embeddings, *, metric_names, json_path, key, labels_path, sampl
             echo(rows.row(name, outcome))
     except KeyboardInterrupt as stop:  # Ctrl-C, or SIGTERM (Terminated): the finished metrics are kept, then 130 / 143
         results.interrupted = 143 if isinstance(stop, Terminated) else 130
-        click.echo(f"Error: {'terminated' if results.interrupted == 143 else 'interrupted'}; the JSON holds the "
-                   f"metrics that finished.", err=True)
+        kept = "" if json_path is None else "; the JSON holds the metrics that finished"  # else the table's rows
+        click.echo(f"Error: {'terminated' if results.interrupted == 143 else 'interrupted'}{kept}.", err=True)
     for name in _COSINE_HALVES.intersection(results.values) if distance == "cosine" else ():  # kept with the value
         results.notes.setdefault(name, []).insert(0, _COSINE_NOTE)
     for name in euclidean_only:
