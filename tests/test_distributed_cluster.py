@@ -596,3 +596,39 @@ def test_a_closed_stdout_on_the_dask_path_is_not_blamed_on_a_scheduler(tmp_path,
     reference = closed_stdout(tmp_path / "x.npy")
     assert reference == (1, "")
     assert closed_stdout(tmp_path / "shards", *where) == reference
+
+
+@pytest.mark.parametrize("where", [None, [], ["--workers", "1"]], ids=["in-memory", "threads", "local-workers"])
+def test_a_closed_stdout_still_gets_the_json_it_was_asked_for(tmp_path, where):
+    """``isotropy measure X --json out.json | head -1``: the closed pipe under the table (EPIPE) ended the command with
+    status 1 and no out.json, in memory and on dask (a user trial). The JSON the user asked for is now written, with
+    every metric, and the command ends as a finished one (status 0); the values are those of the same command whose
+    stdout is read (the reference, in process)."""
+    from click.testing import CliRunner
+
+    from isotropy.cli import cli
+
+    X = np.random.default_rng(0).normal(size=(60, 4))
+    np.save(tmp_path / "x.npy", X)
+    (tmp_path / "shards").mkdir()
+    for part in range(3):
+        np.save(tmp_path / "shards" / f"part-{part}.npy", X[20 * part:20 * (part + 1)])
+    metrics = ["--metrics", "isoscore,twonn_dimension,cosine_similarity_mean"]
+    reference = tmp_path / "reference.json"
+    assert CliRunner().invoke(cli, ["measure", str(tmp_path / "x.npy"), *metrics, "--json", str(reference)]
+                              ).exit_code == 0
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    out = tmp_path / "out.json"
+    source = tmp_path / ("x.npy" if where is None else "shards")
+    process = subprocess.Popen([sys.executable, "-m", "isotropy", "measure", str(source), *metrics, "--json", str(out),
+                                *(where or [])], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process.stdout.close()  # before the command has printed anything: its first line meets a closed pipe
+    stderr = process.stderr.read()
+    assert (process.wait(timeout=120), stderr) == (0, "")
+    got, expected = (json.loads(path.read_text()) for path in (out, reference))
+    assert got["complete"] is True and got["errors"] == {}
+    if where:  # one worker process, in the singular (the record said "LocalCluster(1 worker processes, ...)")
+        assert got["scheduler"].startswith("LocalCluster(1 worker process, memory_limit=")
+    assert set(got["values"]) == set(expected["values"]) == {"isoscore", "twonn_dimension", "cosine_similarity_mean"}
+    for name, value in expected["values"].items():
+        assert got["values"][name] == pytest.approx(value, rel=1e-12), name

@@ -128,7 +128,8 @@ def open_cluster(scheduler: str | None, workers: int | None, memory_limit: int |
     asyncio_log.addFilter(_unretrieved_exit)
     try:
         with cluster, Client(cluster) as client:
-            yield {"scheduler": f"LocalCluster({workers} worker processes, memory_limit={limit})", "workers": workers,
+            processes = f"{workers} worker process" + ("es" if workers != 1 else "")  # "1 worker process"
+            yield {"scheduler": f"LocalCluster({processes}, memory_limit={limit})", "workers": workers,
                    "memory_limit": _one_limit(client.scheduler_info(n_workers=-1)["workers"]),
                    "threads": (workers, True)}  # one thread per worker, on this machine
     finally:

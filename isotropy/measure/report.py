@@ -14,6 +14,7 @@ import contextlib
 import dataclasses
 import functools
 import math
+import os
 import sys
 import time
 import warnings
@@ -71,7 +72,10 @@ def report(data, embeddings, *, metric_names, json_path, key, labels_path, sampl
         except ValueError as exc:
             raise InputError(option_names(str(exc))) from None
     to_stdout = json_path == "-"
-    echo = _Echo(err=to_stdout)  # with --json -, stdout carries the JSON alone
+    from isotropy.measure._json_output import stream_fd
+
+    # --json -: stdout carries the JSON alone; a JSON to a file is still written when the table's reader has gone
+    echo = _Echo(err=to_stdout, keep_going=json_path is not None and stream_fd(json_path) is None)
     # a file name with a line break or another control character: escaped, not printed raw into the table
     shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(embeddings))
     header = f"{shown}: {data.n_samples} samples x {data.n_features} features{data.where}"
@@ -148,14 +152,35 @@ def failed_line(errors, metric_names, json_path) -> str:
 
 
 class _Echo:
-    """Print a line at once (flushed), to stdout or to stderr."""
+    """Print a line at once (flushed), to stdout or to stderr.
 
-    def __init__(self, *, err: bool):
-        self.err = err
+    ``keep_going``: a stream whose reader has gone (``isotropy measure X --json out.json | head -3``: EPIPE) is not an
+    error: the rest of the table goes nowhere, and the command measures on and writes the JSON it was asked for
+    (which the first closed write stopped, as a table nobody reads would). Without it, the closed pipe ends the command
+    as click ends it (status 1, no message), as for any command whose output is no longer read.
+    """
+
+    def __init__(self, *, err: bool, keep_going: bool = False):
+        self.err, self.keep_going, self.closed = err, keep_going, False
 
     def __call__(self, line: str) -> None:
-        click.echo(line, err=self.err)
-        (sys.stderr if self.err else sys.stdout).flush()
+        if self.closed:
+            return
+        stream = sys.stderr if self.err else sys.stdout
+        try:
+            click.echo(line, err=self.err)
+            stream.flush()
+        except BrokenPipeError:
+            if not self.keep_going:
+                raise
+            self.closed = True
+            # the stream's descriptor on the null device: what Python still holds for it (and flushes at exit) goes
+            # nowhere instead of failing again
+            null = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(null, stream.fileno())
+            finally:
+                os.close(null)
 
 
 class _TableRows:
