@@ -686,3 +686,56 @@ def test_read_only_arrays_are_taken_without_torch_s_not_writable_warning(case):
     finally:
         torch.set_warn_always(warn_always)
     assert got == pytest.approx(expected, rel=1e-9)
+
+
+def test_measure_refuses_a_plain_callable_naming_the_model_argument():
+    """``GeometryProbe.measure(<function>)`` raised ``AttributeError: 'function' object has no attribute 'parameters'``.
+    measure takes a module (put in eval mode, its device that of its parameters), as the Lightning callback's
+    callable ``model=`` returns one (``model(pl_module)``): a function of a batch is refused in one line, from measure
+    and from the Lightning callback whose callable returns one."""
+    from types import SimpleNamespace
+
+    import torch
+    from lightning.pytorch import LightningModule
+
+    from isotropy.training import (
+        GeometryProbe,
+        HiddenStateRegulariser,
+        LightningGeometryCallback,
+        LightningRegulariser,
+    )
+
+    def hidden_states(batch):
+        return (torch.zeros(batch["input_ids"].shape[0], batch["input_ids"].shape[1], 4),) * 2
+
+    probe = GeometryProbe({"input_ids": _ids()}, metrics=("isoscore",))
+    expected = ("The 'model' parameter of GeometryProbe.measure must be a torch.nn.Module (called as "
+                "model(**inputs, output_hidden_states=True, return_dict=True), in eval mode, on the device of its "
+                "parameters). Got function 'test_measure_refuses_a_plain_callable_naming_the_model_argument.<locals>."
+                "hidden_states' instead; pass the module whose hidden states to measure.")
+    with pytest.raises(TypeError) as info:
+        probe.measure(hidden_states)
+    assert str(info.value) == expected
+    with pytest.raises(TypeError) as info:
+        probe.check_model(hidden_states)
+    assert str(info.value) == expected.replace("GeometryProbe.measure", "GeometryProbe.check_model")
+
+    class Module(LightningModule):
+        def forward(self, **inputs):
+            return hidden_states(inputs)
+
+    callback = LightningGeometryCallback({"input_ids": _ids()}, metrics=("isoscore",), model=lambda m: hidden_states)
+    with pytest.raises(TypeError) as info:
+        callback._measure(SimpleNamespace(datamodule=None), Module())
+    assert str(info.value) == ("The 'model' parameter of LightningGeometryCallback must be None, an attribute name or a "
+                               "callable returning a torch.nn.Module (model(pl_module)). Got a callable returning "
+                               "function 'test_measure_refuses_a_plain_callable_naming_the_model_argument.<locals>."
+                               "hidden_states' instead.")
+    reg = HiddenStateRegulariser("istar", shrinkage_sample={"input_ids": _ids()})
+    with pytest.raises(TypeError) as info:
+        reg.refresh(hidden_states)
+    assert str(info.value) == expected.replace("GeometryProbe.measure", "HiddenStateRegulariser.refresh")
+    reg = LightningRegulariser("istar", shrinkage_sample={"input_ids": _ids()}, model=lambda m: hidden_states)
+    with pytest.raises(TypeError, match=r"^The 'model' parameter of LightningRegulariser must be None, an attribute "
+                                        r"name or a callable returning a torch\.nn\.Module"):
+        reg.on_train_epoch_start(SimpleNamespace(datamodule=None, current_epoch=0), Module())

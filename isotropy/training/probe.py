@@ -50,7 +50,7 @@ from isotropy.models.batching import distinct_sequences, pad_rows, refuse_empty_
 from isotropy.models.layers import check_layers, select_layers
 from isotropy.models.pooling import _pool, check_attention_mask, check_pooling
 
-__all__ = ["DEFAULT_METRICS", "GeometryProbe", "check_tokenizer", "import_for_measuring"]
+__all__ = ["DEFAULT_METRICS", "GeometryProbe", "check_tokenizer", "import_for_measuring", "refuse_non_module"]
 
 # names from the metric table (isotropy.metrics.table), logged as <prefix>/<name>/layer_<i>; isoscore_star joins
 # them when a shrinkage sample is given (without one it tracks vector norms: isotropy.metrics.table.ISOSCORE_STAR_NOTE)
@@ -137,6 +137,29 @@ def _hidden_states(output, caller):
                         f"'hidden_states' (a transformers model called with output_hidden_states=True), a tuple of "
                         f"(batch, seq, hidden) tensors or one such tensor. Got {type(output).__name__} instead.")
     return tuple(states)
+
+
+def _named(value):
+    """A callable as its kind and name (``function 'embed'``), anything else as its type (``a partial``)."""
+    name = getattr(value, "__qualname__", None) or getattr(value, "__name__", None)
+    return f"{type(value).__name__} {name!r}" if isinstance(name, str) else f"a {type(value).__name__}"
+
+
+def refuse_non_module(model, caller):
+    """Refuse, in one line, a ``model`` that is not a ``torch.nn.Module`` (a plain function of a batch).
+
+    Refused, not supported: a measurement puts the model in eval mode and back (a function has no mode: dropout in a
+    function's own modules would stay on, values noisy at every step), runs it on the device of its parameters
+    (a function has none; the probe's rows are on the CPU, where no input gives a device) and may run its
+    ``base_model`` without the task head. :meth:`GeometryProbe.measure` documents a ``torch.nn.Module``, and the
+    Lightning callback's callable ``model=`` is ``model(pl_module)``, which returns the module to call, not the
+    hidden states. torch's ``AttributeError: 'function' object has no attribute 'parameters'`` said none of this.
+    """
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"The 'model' parameter of {caller} must be a torch.nn.Module (called as model(**inputs, "
+                        f"output_hidden_states=True, return_dict=True), in eval mode, on the device of its "
+                        f"parameters). Got {_named(model)} instead; pass the module whose hidden states to measure.")
+    return model
 
 
 def _compiled(model):
@@ -596,8 +619,10 @@ class GeometryProbe:
         Encoded rows with token ids past the model's vocabulary or longer than the positions it declares are refused
         in one line; texts are cut to its positions (:meth:`_Rows.fit`). The callbacks call it when training starts,
         also when it resumes from a checkpoint, whose first measurement may come many steps later: a too-long probe
-        was refused only there, after those steps had trained.
+        was refused only there, after those steps had trained. ``model`` must be a ``torch.nn.Module``
+        (:func:`refuse_non_module`).
         """
+        refuse_non_module(model, self._method_caller("check_model"))
         for source in (self.rows, self.shrinkage_rows):
             if source is not None:
                 source.fit(model)
@@ -805,6 +830,8 @@ class GeometryProbe:
         model : torch.nn.Module
             Called as ``model(**inputs, output_hidden_states=True, return_dict=True)`` (a transformers
             model, or a module accepting those arguments); its device is that of its parameters. A
+            plain function of a batch is refused (TypeError): it has no eval mode to put it in and no
+            device (:func:`refuse_non_module`); wrap it in a module. A
             model with a ``base_model`` that gives the same hidden states (checked once, exactly, on
             two probe rows) has that called instead: its task head (classifier, LM head) is not run;
             not in a run of more than one process, nor for a compiled or FSDP-wrapped model, nor with
@@ -821,6 +848,7 @@ class GeometryProbe:
             ``{"<prefix>/<metric>/layer_<i>": float}``. A metric that is undefined for the probe
             (e.g. identical rows) gives NaN with a warning.
         """
+        refuse_non_module(model, self._method_caller("measure"))
         distributed = torch.distributed.is_available() and torch.distributed.is_initialized()
         if rank is None:
             rank = torch.distributed.get_rank() if distributed else 0
@@ -862,6 +890,10 @@ class GeometryProbe:
             for said in caught:
                 self._warn_once(key, said)
         return values
+
+    def _method_caller(self, method):
+        """The name of ``method`` in messages: ``GeometryProbe.measure``, or the callback that built the probe."""
+        return f"GeometryProbe.{method}" if self.caller == "GeometryProbe" else self.caller
 
     def _logged_value(self, value, name, key):
         """``float(value)`` of a metric's ``compute()``; a value that is not one number (a factory's metric returning

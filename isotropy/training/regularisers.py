@@ -40,6 +40,7 @@ from isotropy.training.probe import (  # the documented defaults, told apart fro
     _ZETA,
     _Rows,
     forward_hidden_states,
+    refuse_non_module,
 )
 
 __all__ = ["LOG_KEYS", "HiddenStateRegulariser", "regularised_states"]
@@ -384,11 +385,16 @@ class HiddenStateRegulariser:
             raise IsotropyValueError(f"{self.caller}: {source} does not hold a saved shrinkage state ({exc})") from None
         self.shrinkage_cov, self.shrinkage_epoch = S, state["epoch"]
 
+    def _method_caller(self, method):
+        """The name of ``method`` in messages: ``HiddenStateRegulariser.refresh``, or the drop-in's own name."""
+        return f"HiddenStateRegulariser.{method}" if self.caller == "HiddenStateRegulariser" else self.caller
+
     def refresh_for_epoch(self, model, epoch, *, forward_kwargs=None):
         """:meth:`refresh` at the start of ``epoch``, unless Σ_S is that epoch's already (restored from a checkpoint
         taken within it: the uninterrupted run computed it from the weights at the epoch's start)."""
         if self.method != "istar" or self.sample is None:
             return self
+        refuse_non_module(model, self._method_caller("refresh_for_epoch"))
         if self.shrinkage_cov is not None and self.shrinkage_epoch == epoch:
             # restored (a resumed run): a sample the model cannot run is still refused now, not at the next epoch
             self.sample.fit(model)
@@ -400,10 +406,13 @@ class HiddenStateRegulariser:
     def refresh(self, model, *, forward_kwargs=None):
         """Recompute Σ_S from the stored sample with ``model`` (eval mode, no gradients); returns ``self``.
 
-        ``model`` is called as ``model(**inputs, output_hidden_states=True, return_dict=True)``.
+        ``model`` is called as ``model(**inputs, output_hidden_states=True, return_dict=True)``: a
+        ``torch.nn.Module`` (a plain function is refused, as by :meth:`GeometryProbe.measure
+        <isotropy.training.GeometryProbe.measure>`: it has no eval mode and no device).
         """
         if self.method != "istar" or self.sample is None:
             return self
+        refuse_non_module(model, self._method_caller("refresh"))
         parameter = next(iter(model.parameters()), None)
         device = parameter.device if parameter is not None else torch.device("cpu")
         was_training = model.training
