@@ -739,3 +739,42 @@ def test_measure_refuses_a_plain_callable_naming_the_model_argument():
     with pytest.raises(TypeError, match=r"^The 'model' parameter of LightningRegulariser must be None, an attribute "
                                         r"name or a callable returning a torch\.nn\.Module"):
         reg.on_train_epoch_start(SimpleNamespace(datamodule=None, current_epoch=0), Module())
+
+
+@pytest.mark.parametrize("cls", ["GeometryProbe", "HFGeometryCallback", "LightningGeometryCallback"])
+def test_a_repeated_metric_or_layer_is_refused_naming_it(cls):
+    """``metrics=["isoscore", "isoscore"]`` and ``layers=[1, 1]`` were taken silently (measured once, logged once):
+    refused in one line naming the argument, the value and the repeat."""
+    from isotropy import training
+
+    make = getattr(training, cls)
+    with pytest.raises(IsotropyValueError) as info:
+        make(["one", "two", "three"], metrics=["isoscore", "isoscore"])
+    assert str(info.value) == (f"The 'metrics' parameter of {cls} must name each metric once. Got ['isoscore', "
+                               f"'isoscore'] instead: 'isoscore' is repeated.")
+    for layers, shown in (([1, 1], "[1, 1]"), ("2,1,2", "'2,1,2'"), ((3, -1, 3), "(3, -1, 3)")):
+        repeated = shown.strip("[]()'").split(",")[0]
+        with pytest.raises(IsotropyValueError) as info:
+            make(["one", "two", "three"], layers=layers)
+        assert str(info.value) == (f"The 'layers' parameter of {cls} must name each layer once. Got {shown} instead: "
+                                   f"{repeated} is repeated.")
+
+
+def test_layers_that_resolve_to_the_same_hidden_state_are_refused_at_the_first_measurement(tmp_path):
+    """``layers=[-1, 2]`` on a model of 2 layers names hidden state 2 twice (known once the depth is): refused in one
+    line at the first measurement, not measured once and logged as layer_2 alone."""
+    from _tiny_models import make_tiny_bert
+    from transformers import AutoModel
+
+    from isotropy.training import GeometryProbe
+
+    model = AutoModel.from_pretrained(make_tiny_bert(tmp_path, n_layers=2, hidden_size=16))
+    ids = _ids() % model.config.vocab_size
+    probe = GeometryProbe({"input_ids": ids}, layers=[-1, 2], metrics=("isoscore",))
+    with pytest.raises(IsotropyValueError) as info:
+        probe.measure(model)
+    assert str(info.value) == ("The 'layers' parameter of GeometryProbe must name each layer once. Got [-1, 2] "
+                               "instead: -1 and 2 are both layer_2 (the model's hidden states are 0..2).")
+    # distinct layers are measured, each once
+    values = GeometryProbe({"input_ids": ids}, layers=[-1, 1], metrics=("isoscore",)).measure(model)
+    assert sorted(values) == ["geometry/isoscore/layer_1", "geometry/isoscore/layer_2"]

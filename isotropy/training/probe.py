@@ -44,7 +44,7 @@ with extra_imports("isotropy.training", "train"):  # a missing package named wit
 from isotropy._utils.backend import as_tensor
 from isotropy._utils.defaults import MAX_LENGTH as _MAX_LENGTH
 from isotropy._utils.defaults import DefaultFloat, DefaultInt, DefaultName
-from isotropy._utils.validation import IsotropyValueError, check_scalar, check_texts
+from isotropy._utils.validation import IsotropyValueError, _describe, check_scalar, check_texts
 from isotropy.metrics.table import check_metric_names, metric_names
 from isotropy.models.batching import distinct_sequences, pad_rows, refuse_empty_rows, tokenize_texts
 from isotropy.models.layers import check_layers, select_layers
@@ -221,6 +221,21 @@ def _texts(probe, *, name, caller):
         raise TypeError(f"The '{name}' parameter of {caller} must be {what}. Got {type(probe[bad]).__name__} at "
                         f"index {bad} instead.")
     return check_texts(probe, caller=caller, name=name, what=what)
+
+
+def _refuse_repeats(values, given, *, name, caller, what):
+    """Refuse a value named twice in ``values`` (a metric, a layer index), naming the first repeat.
+
+    A repeat was dropped silently (:func:`~isotropy.metrics.table.check_metric_names`,
+    :func:`~isotropy.models.select_layers`): measured and logged once, where the user asked for it twice, most
+    likely meaning another metric or layer.
+    """
+    seen = set()
+    for value in values:
+        if value in seen:
+            raise IsotropyValueError(f"The '{name}' parameter of {caller} must name each {what} once. Got "
+                                     f"{_describe(given)} instead: {value!r} is repeated.")
+        seen.add(value)
 
 
 def _refuse_blank_texts(texts, *, name, caller):
@@ -521,7 +536,8 @@ class GeometryProbe:
         Entries of the model's ``hidden_states`` to measure (:func:`isotropy.models.select_layers`
         with ``include_embeddings=False``): ``"all"`` is every transformer layer 1..L; 0 (the
         embedding output) only when listed; negative indices count from the end. Checked here,
-        bounded at the first measurement. Logged as ``layer_<i>`` with ``i >= 0``.
+        bounded at the first measurement. Logged as ``layer_<i>`` with ``i >= 0``. Each layer once:
+        a repeat is refused (``[1, 1]`` here; ``-1`` beside the last index at the first measurement).
     pooling : {"mean", "last", "first"}, default="mean"
         Sentence vector per row (:func:`isotropy.models.pool_hidden_states`): masked mean of the
         tokens, the last non-padding token or the first token ([CLS]).
@@ -530,7 +546,8 @@ class GeometryProbe:
         ``isoscore``, ``isoscore_star`` (see ``shrinkage_sample``), ``participation_ratio``,
         ``cosine_similarity_mean``, ``rogue_dimension_share`` (top 1 dimension), ``twonn_dimension``
         (at most 4096 rows), ``effective_rank``, ``rankme``; or a dict ``name -> factory(n_features)``
-        returning a fresh torchmetrics ``Metric`` whose ``compute()`` is one number. Default (``None``): ``isoscore``,
+        returning a fresh torchmetrics ``Metric`` whose ``compute()`` is one number; each name once (a
+        repeat is refused). Default (``None``): ``isoscore``,
         ``cosine_similarity_mean``, ``rogue_dimension_share``, and ``isoscore_star`` when a
         ``shrinkage_sample`` is given (without one it is left out, with a note in the
         ``isotropy.training`` log; asked for by name without one, it warns: Σ_S = I tracks vector norms).
@@ -562,7 +579,9 @@ class GeometryProbe:
         self.shrinkage_rows = None if shrinkage_sample is None else _Rows(
             shrinkage_sample, name="shrinkage_sample", caller=caller, max_length=self.max_length)
         self.zeta = float(check_scalar(zeta, "zeta", caller=caller, low=0.0, high=1.0))
-        check_layers(layers, caller=caller)  # the form now; the range once the model's depth is known
+        form = check_layers(layers, caller=caller)  # the form now; the range once the model's depth is known
+        if isinstance(form, tuple):  # [1, 1]; [-1, 2] is the same layer on 2 layers only: at the measurement
+            _refuse_repeats(form, layers, name="layers", caller=caller, what="layer")
         self.layers = layers
         self.pooling = check_pooling(pooling, caller=caller)
         if isinstance(metrics, Mapping):
@@ -587,7 +606,12 @@ class GeometryProbe:
                 else:
                     _LOG.info("%s: %s (shrinkage_sample=).", caller, ISOSCORE_STAR_NOTE)
             else:
-                names = check_metric_names(metrics, caller=caller, allowed=metric_names(torchmetric=True))
+                try:  # a generator once, for both checks
+                    given = [metrics] if isinstance(metrics, str) else list(metrics)
+                except TypeError:
+                    given = metrics
+                names = check_metric_names(given, caller=caller, allowed=metric_names(torchmetric=True))
+                _refuse_repeats(given, metrics, name="metrics", caller=caller, what="metric")
                 if "isoscore_star" in names and shrinkage_sample is None and self.zeta > 0:  # ζ = 0: Σ_S unused
                     warnings.warn(f"{caller}: {ISOSCORE_STAR_WARNING} (shrinkage_sample=).", UserWarning,
                                   stacklevel=3)
@@ -787,7 +811,17 @@ class GeometryProbe:
                                      f"Got {shown} instead; {advice}.")
 
     def _layer_ids(self, n_states):
-        return select_layers(self.layers, n_states, include_embeddings=False, caller=self.caller)
+        ids = select_layers(self.layers, n_states, include_embeddings=False, caller=self.caller)
+        form = check_layers(self.layers, caller=self.caller)
+        if isinstance(form, tuple) and len(ids) < len(form):  # two indices of one hidden state (-1 and the last)
+            first = {}
+            for i in form:
+                if first.setdefault(i % n_states, i) != i:
+                    raise IsotropyValueError(
+                        f"The 'layers' parameter of {self.caller} must name each layer once. Got "
+                        f"{_describe(self.layers)} instead: {first[i % n_states]} and {i} are both layer_"
+                        f"{i % n_states} (the model's hidden states are 0..{n_states - 1}).")
+        return ids
 
     # ----------------------------------------------------------------- measuring
     def _make_metric(self, name, factory, n_features, shrink, layer):
