@@ -252,17 +252,18 @@ def test_probe_texts_name_what_is_wrong(probe, error, got):
                                f"tensors with 'input_ids'. Got {got} instead.")
 
 
-@pytest.mark.parametrize("kind", ["tensor", "ids", "texts"])
+@pytest.mark.parametrize("kind", ["tensor", "ids", "texts_2d"])
 def test_a_probe_of_an_array_is_a_type_error_that_says_what_to_pass(kind):
-    """A tensor of token ids, or a numpy array of texts (``df["text"].to_numpy()``), was refused with a ValueError
-    (IsotropyValueError) for what is a wrong type, without saying what to pass instead."""
+    """A tensor of token ids was refused with a ValueError (IsotropyValueError) for what is a wrong type, without
+    saying what to pass instead. (A 1-d array of texts is taken: test_a_probe_of_a_1d_array_or_series_of_texts...)"""
     import torch
 
     from isotropy.training import GeometryProbe, HFRegulariser
 
     probe = {"tensor": torch.ones(4, 6, dtype=torch.long), "ids": np.ones((4, 6), dtype=np.int64),
-             "texts": np.array(["a cat", "a dog", "the mat"])}[kind]
-    hint = "a list of its texts (list(probe))" if kind == "texts" else "token ids as a dict, {'input_ids': probe}"
+             "texts_2d": np.array([["a cat", "a dog"], ["the mat", "a hat"]])}[kind]
+    hint = ("a 1-d array or a list of its texts" if kind == "texts_2d" else
+            "token ids as a dict, {'input_ids': probe}")
     start = "The 'probe' parameter of GeometryProbe must be a non-empty list of texts or a dict of tensors with "
     with pytest.raises(TypeError) as info:
         GeometryProbe(probe)
@@ -778,3 +779,40 @@ def test_layers_that_resolve_to_the_same_hidden_state_are_refused_at_the_first_m
     # distinct layers are measured, each once
     values = GeometryProbe({"input_ids": ids}, layers=[-1, 1], metrics=("isoscore",)).measure(model)
     assert sorted(values) == ["geometry/isoscore/layer_1", "geometry/isoscore/layer_2"]
+
+
+def test_a_probe_of_a_1d_array_or_series_of_texts_is_taken_as_its_list(tmp_path):
+    """``df["text"]`` or ``df["text"].to_numpy()`` as the probe (or a regulariser's shrinkage sample) was a TypeError
+    telling the user to pass ``list(probe)``: a 1-d array or Series whose elements are all str is taken as that list
+    (the same values as the list); numeric arrays keep the TypeError, an element that is not a str is named."""
+    import pandas as pd
+    from _tiny_models import make_tiny_bert
+    from transformers import AutoModel, AutoTokenizer
+
+    from isotropy.training import GeometryProbe, HiddenStateRegulariser
+
+    directory = make_tiny_bert(tmp_path, n_layers=2, hidden_size=16)
+    tokenizer, model = AutoTokenizer.from_pretrained(directory), AutoModel.from_pretrained(directory)
+    texts = ["a cat sat", "the dog ran", "a mat", "the cat and the dog", "a dog sat on a mat"]
+    expected = GeometryProbe(texts).set_tokenizer(tokenizer).measure(model)
+    columns = {"ndarray": np.array(texts), "object ndarray": np.array(texts, dtype=object),
+               "Series": pd.Series(texts, index=[10, 11, 12, 13, 14]), "string Series": pd.Series(texts, dtype="string")}
+    for kind, column in columns.items():
+        probe = GeometryProbe(column)
+        assert probe.rows.texts == texts and all(type(t) is str for t in probe.rows.texts), kind
+        assert probe.set_tokenizer(tokenizer).measure(model) == expected, kind
+        reg = HiddenStateRegulariser("istar", shrinkage_sample=column).set_tokenizer(tokenizer)
+        assert reg.sample.texts == texts, kind
+    with pytest.raises(TypeError) as info:
+        GeometryProbe(pd.Series(["a cat", None, "a dog"], dtype=object))
+    assert str(info.value) == ("The 'probe' parameter of GeometryProbe must be a non-empty list of texts or a dict of "
+                               "tensors with 'input_ids'. Got NoneType at index 1 instead.")
+    with pytest.raises(IsotropyValueError) as info:
+        GeometryProbe(np.array([], dtype=str))
+    assert str(info.value) == ("The 'probe' parameter of GeometryProbe must be a non-empty list of texts or a dict of "
+                               "tensors with 'input_ids'. Got an empty ndarray instead.")
+    with pytest.raises(TypeError) as info:
+        GeometryProbe(pd.Series([3, 4, 5]))
+    assert str(info.value) == ("The 'probe' parameter of GeometryProbe must be a non-empty list of texts or a dict of "
+                               "tensors with 'input_ids'. Got Series instead; pass token ids as a dict, "
+                               "{'input_ids': probe}.")

@@ -91,7 +91,7 @@ class LightningGeometryCallback(Callback):
 
     Parameters
     ----------
-    probe : list of str or dict of tensors
+    probe : list of str (or a 1-d array or Series of str) or dict of tensors
         Texts (tokenised with ``tokenizer``, else ``pl_module.tokenizer``, else
         ``trainer.datamodule.tokenizer``) or encoded inputs (``input_ids``, ``attention_mask``).
     every_n_steps : int, default=100

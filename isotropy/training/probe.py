@@ -210,12 +210,27 @@ def _length_batches(lengths, batch_size, pass_cost):
     return tuple(reversed(bounds))
 
 
-def _texts(probe, *, name, caller):
-    """The probe's texts as a list, refused in one line when empty or when an element is not a str."""
+def _text_column(probe):
+    """A 1-d numpy array or pandas Series (or Index) of texts' dtype (str, bytes, object, pandas' "string") as a list of
+    its elements (Python objects: ``np.str_`` made ``str``, a Series read by position, not by its labels); else None.
+
+    ``df["text"]`` and ``df["text"].to_numpy()`` are how a data set's texts come: refused, the user had to write
+    ``list(...)``. The elements are then checked as a list's are (:func:`_texts`: every one a str).
+    """
+    if not (isinstance(probe, np.ndarray) or type(probe).__module__.split(".")[0] == "pandas"):
+        return None
+    if getattr(probe, "ndim", None) != 1 or getattr(getattr(probe, "dtype", None), "kind", None) not in ("U", "S", "O"):
+        return None
+    return probe.tolist()
+
+
+def _texts(probe, *, name, caller, given=None):
+    """The probe's texts as a list, refused in one line when empty or when an element is not a str (``given``: what
+    the user passed, when ``probe`` is its list)."""
     what = "a non-empty list of texts or a dict of tensors with 'input_ids'"
     if not probe:
         raise IsotropyValueError(f"The '{name}' parameter of {caller} must be {what}. Got an empty "
-                                 f"{type(probe).__name__} instead.")
+                                 f"{type(probe if given is None else given).__name__} instead.")
     bad = next((i for i, t in enumerate(probe) if not isinstance(t, str)), None)
     if bad is not None:
         raise TypeError(f"The '{name}' parameter of {caller} must be {what}. Got {type(probe[bad]).__name__} at "
@@ -427,14 +442,15 @@ class _Rows:
             n = self.encoded["input_ids"].shape[0]
         elif isinstance(probe, (str, bytes, bytearray)):  # one text per character: refused
             check_texts(probe, caller=caller, name=name, what="a list of texts or a dict of tensors with 'input_ids'")
-        elif isinstance(probe, Sequence):
-            self.texts, self.encoded = _texts(probe, name=name, caller=caller), None
+        elif isinstance(probe, Sequence) or (column := _text_column(probe)) is not None:
+            listed = probe if isinstance(probe, Sequence) else column  # a 1-d array or Series of texts: its list
+            self.texts, self.encoded = _texts(listed, name=name, caller=caller, given=probe), None
             _refuse_blank_texts(self.texts, name=name, caller=caller)  # when built, not at the first measurement
             n = len(self.texts)
-        else:  # a wrong type (a tensor of ids, an array of texts): a TypeError that says what to pass
+        else:  # a wrong type (a tensor of ids, a 2-d array of texts): a TypeError that says what to pass
             kind = (("f" if probe.is_floating_point() else "i") if isinstance(probe, torch.Tensor) else
                     getattr(getattr(probe, "dtype", None), "kind", None))
-            hint = ("; pass a list of its texts (list(probe))" if kind in ("U", "S", "O") else
+            hint = ("; pass a 1-d array or a list of its texts" if kind in ("U", "S", "O") else
                     "; pass token ids as a dict, {'input_ids': probe}" if kind in ("i", "u") else "")
             raise TypeError(f"The '{name}' parameter of {caller} must be a non-empty list of texts or a dict of "
                             f"tensors with 'input_ids'. Got {type(probe).__name__} instead{hint}.")
@@ -525,8 +541,9 @@ class GeometryProbe:
 
     Parameters
     ----------
-    probe : list of str, or dict of tensors
-        Texts (tokenised with :meth:`set_tokenizer`'s tokenizer, one row per text) or already
+    probe : list of str, 1-d array or Series of str, or dict of tensors
+        Texts (tokenised with :meth:`set_tokenizer`'s tokenizer, one row per text; a 1-d numpy array
+        or pandas Series of str, ``df["text"]``, is taken as its list) or already
         encoded inputs: a dict with ``input_ids`` of shape ``(n_rows, seq)`` and optionally
         ``attention_mask`` (all ones if absent; 0s and 1s, a 1 in every row) and ``token_type_ids``
         of that shape, and other per-row values; numpy arrays and nested lists are taken as tensors
@@ -561,7 +578,7 @@ class GeometryProbe:
         the tokenizer's ``model_max_length`` when they are fewer.
     prefix : str, default="geometry"
         First part of the logged keys ``<prefix>/<metric>/layer_<i>``.
-    shrinkage_sample : list of str or dict of tensors, optional
+    shrinkage_sample : list of str (or a 1-d array or Series of str) or dict of tensors, optional
         A larger sample (e.g. a few hundred training sentences), embedded at each measurement just
         before the probe: its per-layer covariance is Σ_S of ``isoscore_star``, as Rudman & Eickhoff
         compute IsoScore* of a mini-batch. ``None`` uses Σ_S = I (the reference implementation's

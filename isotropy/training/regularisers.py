@@ -171,7 +171,7 @@ class HiddenStateRegulariser:
         bool or complex dtype, not finite, or that requires grad is refused.
     zeta : float in [0, 1], default=0.2
         Shrinkage weight of IsoScore* (I-STAR only: refused with ``method="cosreg"``).
-    shrinkage_sample : list of str or dict of tensors, optional
+    shrinkage_sample : list of str (or a 1-d array or Series of str) or dict of tensors, optional
         The stored sample (texts, or ``input_ids`` / ``attention_mask``) whose regularised states
         give Σ_S, recomputed with the current model at the start of every epoch (I-STAR only:
         refused with ``method="cosreg"``). ``None``: Σ_S = I (scale-dependent; give a sample). Token ids past
