@@ -169,8 +169,9 @@ class HiddenStateRegulariser:
         λ. λ > 0 raises isotropy, λ < 0 lowers it (Rudman & Eickhoff find λ < 0 helps fine-tuning).
         A 0-d real tensor (a λ schedule's value) is read once as a float; one that is not 0-d, of
         bool or complex dtype, not finite, or that requires grad is refused.
-    zeta : float in [0, 1], default=0.2
-        Shrinkage weight of IsoScore* (I-STAR only: refused with ``method="cosreg"``).
+    zeta : float in [0, 1] or 0-d torch.Tensor, default=0.2
+        Shrinkage weight of IsoScore* (I-STAR only: refused with ``method="cosreg"``); a 0-d real
+        tensor or array (a schedule's value) is read once as a float, as ``weight`` is.
     shrinkage_sample : list of str (or a 1-d array or Series of str) or dict of tensors, optional
         The stored sample (texts, or ``input_ids`` / ``attention_mask``) whose regularised states
         give Σ_S, recomputed with the current model at the start of every epoch (I-STAR only:
@@ -212,7 +213,7 @@ class HiddenStateRegulariser:
                                      batch_size=None if batch_size is _BATCH_SIZE else batch_size,
                                      max_length=None if max_length is _MAX_LENGTH else max_length)
         self.weight = check_weight(weight, caller=caller)
-        self.zeta = float(check_scalar(zeta, "zeta", caller=caller, low=0.0, high=1.0))
+        self.zeta = check_weight(zeta, caller=caller, name="zeta", low=0.0, high=1.0)  # a 0-d tensor too, as weight
         check_layers(layers, caller=caller)  # the form now; the range at the first forward pass
         self.layers = layers
         self.level = check_option(level, "level", LEVELS, caller=caller)
