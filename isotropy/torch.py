@@ -36,7 +36,6 @@ from isotropy._utils.magnitude import rescaled, times_power_of_two
 from isotropy._utils.validation import (
     IsotropyValueError,
     check_real,
-    check_scalar,
     check_tensor_data,
     check_weight,
     first_nonfinite,
@@ -296,8 +295,9 @@ class IStarLoss(nn.Module):
 
     Parameters
     ----------
-    zeta : float in [0, 1], default=0.2
-        Shrinkage weight ζ.
+    zeta : float in [0, 1] or 0-d torch.Tensor, default=0.2
+        Shrinkage weight ζ: a real number, or a 0-d real tensor or array read once as a float, as
+        ``weight`` (refused as it is, and outside [0, 1]).
     weight : float or 0-d torch.Tensor, default=1.0
         λ, the signed regularisation strength: a real number (numpy's too), or a 0-d real tensor such
         as a λ schedule's value (``torch.linspace(0.0, -1.0, steps)[step]``), read once as a float,
@@ -328,7 +328,8 @@ class IStarLoss(nn.Module):
 
     def __init__(self, *, zeta=0.2, weight=1.0, shrinkage_cov=None):
         super().__init__()
-        self.zeta = float(check_scalar(zeta, "zeta", caller="IStarLoss", low=0.0, high=1.0))
+        # ζ as λ: a number, or a 0-d real tensor or array (a schedule's value), read once as a float, in [0, 1]
+        self.zeta = check_weight(zeta, caller="IStarLoss", name="zeta", low=0.0, high=1.0)
         self.weight = check_weight(weight, caller="IStarLoss")
         if shrinkage_cov is not None:
             check_tensor_data(shrinkage_cov, caller="IStarLoss", name="shrinkage_cov")

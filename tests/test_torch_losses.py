@@ -240,3 +240,45 @@ def test_a_float32_covariance_of_few_rows_is_a_covariance(n, d):
         C = torch.cov(torch.randn(n, d, generator=torch.Generator().manual_seed(seed)).T)
         assert IStarLoss(shrinkage_cov=C).shrinkage_cov.shape == (d, d)
         assert IsoScoreStar(shrinkage_cov=C, zeta=0.3).shrinkage_cov.shape == (d, d)
+
+
+# ---------------------------------------------------------------- zeta: a 0-d tensor, as weight takes one
+def _zeta_modules():
+    from isotropy.training.regularisers import HiddenStateRegulariser
+
+    return [("IStarLoss", lambda z: IStarLoss(zeta=z, shrinkage_cov=torch.eye(4, dtype=torch.float64))),
+            ("HiddenStateRegulariser", lambda z: HiddenStateRegulariser("istar", zeta=z, weight=torch.tensor(1.0)))]
+
+
+@pytest.mark.parametrize("name, make", _zeta_modules(), ids=lambda v: v if isinstance(v, str) else "")
+def test_zeta_takes_a_0d_real_tensor_or_array_as_weight_does(name, make):
+    """IStarLoss(weight=torch.tensor(1.)) was taken but IStarLoss(zeta=torch.tensor(.2)) raised TypeError ("must be a
+    float ... Got tensor(0.2000)"): a ζ schedule's value is a 0-d tensor too. Read once as a float, checked in
+    [0, 1]; the penalty equals that of the float."""
+    schedule = torch.linspace(0.0, 1.0, 5)  # float32: 0.25 and 0.5 are exact
+    for zeta, expected in ((schedule[1], 0.25), (torch.tensor(0.5, dtype=torch.float64), 0.5), (torch.tensor(1), 1.0),
+                           (np.array(0.75), 0.75), (np.float32(0.25), 0.25), (0.2, 0.2)):
+        module = make(zeta)
+        assert type(module.zeta) is float and module.zeta == expected, zeta
+    if name == "IStarLoss":
+        H = _hidden(3, 10, 4)
+        assert torch.equal(make(schedule[1])(H), make(0.25)(H))
+        assert float(make(schedule[1])(H)) == pytest.approx(-isoscore_star(H.numpy(), shrinkage_cov=np.eye(4),
+                                                                            zeta=0.25), rel=1e-12)
+    start = f"The 'zeta' parameter of {name} must be"
+    expected = f"{start} a real number or a 0-d real tensor"
+    grad = "that does not require grad: it is read once as a float, and no gradient would reach it"
+    cases = [
+        (torch.tensor(1.5), IsotropyValueError, f"{expected} in the range [0.0, 1.0]. Got tensor(1.5000) instead."),
+        (np.array(-0.5), IsotropyValueError,
+         f"{start} a real number or a 0-d real array in the range [0.0, 1.0]. Got array(-0.5) instead."),
+        (torch.tensor([0.2]), IsotropyValueError, f"{expected}. Got a tensor of shape (1,) instead."),
+        (torch.tensor(True), TypeError, f"{expected}. Got a 0-d tensor of dtype torch.bool instead."),
+        (torch.tensor(0.2, requires_grad=True), IsotropyValueError,
+         f"{expected} {grad}. Got tensor(0.2000, requires_grad=True) instead."),
+        (1.5, IsotropyValueError, f"{start} a float in the range [0.0, 1.0]. Got 1.5 instead."),  # a number: as before
+    ]
+    for zeta, error, message in cases:
+        with pytest.raises(error) as info:
+            make(zeta)
+        assert str(info.value) == message

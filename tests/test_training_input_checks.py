@@ -252,17 +252,18 @@ def test_probe_texts_name_what_is_wrong(probe, error, got):
                                f"tensors with 'input_ids'. Got {got} instead.")
 
 
-@pytest.mark.parametrize("kind", ["tensor", "ids", "texts"])
+@pytest.mark.parametrize("kind", ["tensor", "ids", "texts_2d"])
 def test_a_probe_of_an_array_is_a_type_error_that_says_what_to_pass(kind):
-    """A tensor of token ids, or a numpy array of texts (``df["text"].to_numpy()``), was refused with a ValueError
-    (IsotropyValueError) for what is a wrong type, without saying what to pass instead."""
+    """A tensor of token ids was refused with a ValueError (IsotropyValueError) for what is a wrong type, without
+    saying what to pass instead. (A 1-d array of texts is taken: test_a_probe_of_a_1d_array_or_series_of_texts...)"""
     import torch
 
     from isotropy.training import GeometryProbe, HFRegulariser
 
     probe = {"tensor": torch.ones(4, 6, dtype=torch.long), "ids": np.ones((4, 6), dtype=np.int64),
-             "texts": np.array(["a cat", "a dog", "the mat"])}[kind]
-    hint = "a list of its texts (list(probe))" if kind == "texts" else "token ids as a dict, {'input_ids': probe}"
+             "texts_2d": np.array([["a cat", "a dog"], ["the mat", "a hat"]])}[kind]
+    hint = ("a 1-d array or a list of its texts" if kind == "texts_2d" else
+            "token ids as a dict, {'input_ids': probe}")
     start = "The 'probe' parameter of GeometryProbe must be a non-empty list of texts or a dict of tensors with "
     with pytest.raises(TypeError) as info:
         GeometryProbe(probe)
@@ -686,3 +687,132 @@ def test_read_only_arrays_are_taken_without_torch_s_not_writable_warning(case):
     finally:
         torch.set_warn_always(warn_always)
     assert got == pytest.approx(expected, rel=1e-9)
+
+
+def test_measure_refuses_a_plain_callable_naming_the_model_argument():
+    """``GeometryProbe.measure(<function>)`` raised ``AttributeError: 'function' object has no attribute 'parameters'``.
+    measure takes a module (put in eval mode, its device that of its parameters), as the Lightning callback's
+    callable ``model=`` returns one (``model(pl_module)``): a function of a batch is refused in one line, from measure
+    and from the Lightning callback whose callable returns one."""
+    from types import SimpleNamespace
+
+    import torch
+    from lightning.pytorch import LightningModule
+
+    from isotropy.training import (
+        GeometryProbe,
+        HiddenStateRegulariser,
+        LightningGeometryCallback,
+        LightningRegulariser,
+    )
+
+    def hidden_states(batch):
+        return (torch.zeros(batch["input_ids"].shape[0], batch["input_ids"].shape[1], 4),) * 2
+
+    probe = GeometryProbe({"input_ids": _ids()}, metrics=("isoscore",))
+    expected = ("The 'model' parameter of GeometryProbe.measure must be a torch.nn.Module (called as "
+                "model(**inputs, output_hidden_states=True, return_dict=True), in eval mode, on the device of its "
+                "parameters). Got function 'test_measure_refuses_a_plain_callable_naming_the_model_argument.<locals>."
+                "hidden_states' instead; pass the module whose hidden states to measure.")
+    with pytest.raises(TypeError) as info:
+        probe.measure(hidden_states)
+    assert str(info.value) == expected
+    with pytest.raises(TypeError) as info:
+        probe.check_model(hidden_states)
+    assert str(info.value) == expected.replace("GeometryProbe.measure", "GeometryProbe.check_model")
+
+    class Module(LightningModule):
+        def forward(self, **inputs):
+            return hidden_states(inputs)
+
+    callback = LightningGeometryCallback({"input_ids": _ids()}, metrics=("isoscore",), model=lambda m: hidden_states)
+    with pytest.raises(TypeError) as info:
+        callback._measure(SimpleNamespace(datamodule=None), Module())
+    assert str(info.value) == ("The 'model' parameter of LightningGeometryCallback must be None, an attribute name or a "
+                               "callable returning a torch.nn.Module (model(pl_module)). Got a callable returning "
+                               "function 'test_measure_refuses_a_plain_callable_naming_the_model_argument.<locals>."
+                               "hidden_states' instead.")
+    reg = HiddenStateRegulariser("istar", shrinkage_sample={"input_ids": _ids()})
+    with pytest.raises(TypeError) as info:
+        reg.refresh(hidden_states)
+    assert str(info.value) == expected.replace("GeometryProbe.measure", "HiddenStateRegulariser.refresh")
+    reg = LightningRegulariser("istar", shrinkage_sample={"input_ids": _ids()}, model=lambda m: hidden_states)
+    with pytest.raises(TypeError, match=r"^The 'model' parameter of LightningRegulariser must be None, an attribute "
+                                        r"name or a callable returning a torch\.nn\.Module"):
+        reg.on_train_epoch_start(SimpleNamespace(datamodule=None, current_epoch=0), Module())
+
+
+@pytest.mark.parametrize("cls", ["GeometryProbe", "HFGeometryCallback", "LightningGeometryCallback"])
+def test_a_repeated_metric_or_layer_is_refused_naming_it(cls):
+    """``metrics=["isoscore", "isoscore"]`` and ``layers=[1, 1]`` were taken silently (measured once, logged once):
+    refused in one line naming the argument, the value and the repeat."""
+    from isotropy import training
+
+    make = getattr(training, cls)
+    with pytest.raises(IsotropyValueError) as info:
+        make(["one", "two", "three"], metrics=["isoscore", "isoscore"])
+    assert str(info.value) == (f"The 'metrics' parameter of {cls} must name each metric once. Got ['isoscore', "
+                               f"'isoscore'] instead: 'isoscore' is repeated.")
+    for layers, shown in (([1, 1], "[1, 1]"), ("2,1,2", "'2,1,2'"), ((3, -1, 3), "(3, -1, 3)")):
+        repeated = shown.strip("[]()'").split(",")[0]
+        with pytest.raises(IsotropyValueError) as info:
+            make(["one", "two", "three"], layers=layers)
+        assert str(info.value) == (f"The 'layers' parameter of {cls} must name each layer once. Got {shown} instead: "
+                                   f"{repeated} is repeated.")
+
+
+def test_layers_that_resolve_to_the_same_hidden_state_are_refused_at_the_first_measurement(tmp_path):
+    """``layers=[-1, 2]`` on a model of 2 layers names hidden state 2 twice (known once the depth is): refused in one
+    line at the first measurement, not measured once and logged as layer_2 alone."""
+    from _tiny_models import make_tiny_bert
+    from transformers import AutoModel
+
+    from isotropy.training import GeometryProbe
+
+    model = AutoModel.from_pretrained(make_tiny_bert(tmp_path, n_layers=2, hidden_size=16))
+    ids = _ids() % model.config.vocab_size
+    probe = GeometryProbe({"input_ids": ids}, layers=[-1, 2], metrics=("isoscore",))
+    with pytest.raises(IsotropyValueError) as info:
+        probe.measure(model)
+    assert str(info.value) == ("The 'layers' parameter of GeometryProbe must name each layer once. Got [-1, 2] "
+                               "instead: -1 and 2 are both layer_2 (the model's hidden states are 0..2).")
+    # distinct layers are measured, each once
+    values = GeometryProbe({"input_ids": ids}, layers=[-1, 1], metrics=("isoscore",)).measure(model)
+    assert sorted(values) == ["geometry/isoscore/layer_1", "geometry/isoscore/layer_2"]
+
+
+def test_a_probe_of_a_1d_array_or_series_of_texts_is_taken_as_its_list(tmp_path):
+    """``df["text"]`` or ``df["text"].to_numpy()`` as the probe (or a regulariser's shrinkage sample) was a TypeError
+    telling the user to pass ``list(probe)``: a 1-d array or Series whose elements are all str is taken as that list
+    (the same values as the list); numeric arrays keep the TypeError, an element that is not a str is named."""
+    import pandas as pd
+    from _tiny_models import make_tiny_bert
+    from transformers import AutoModel, AutoTokenizer
+
+    from isotropy.training import GeometryProbe, HiddenStateRegulariser
+
+    directory = make_tiny_bert(tmp_path, n_layers=2, hidden_size=16)
+    tokenizer, model = AutoTokenizer.from_pretrained(directory), AutoModel.from_pretrained(directory)
+    texts = ["a cat sat", "the dog ran", "a mat", "the cat and the dog", "a dog sat on a mat"]
+    expected = GeometryProbe(texts).set_tokenizer(tokenizer).measure(model)
+    columns = {"ndarray": np.array(texts), "object ndarray": np.array(texts, dtype=object),
+               "Series": pd.Series(texts, index=[10, 11, 12, 13, 14]), "string Series": pd.Series(texts, dtype="string")}
+    for kind, column in columns.items():
+        probe = GeometryProbe(column)
+        assert probe.rows.texts == texts and all(type(t) is str for t in probe.rows.texts), kind
+        assert probe.set_tokenizer(tokenizer).measure(model) == expected, kind
+        reg = HiddenStateRegulariser("istar", shrinkage_sample=column).set_tokenizer(tokenizer)
+        assert reg.sample.texts == texts, kind
+    with pytest.raises(TypeError) as info:
+        GeometryProbe(pd.Series(["a cat", None, "a dog"], dtype=object))
+    assert str(info.value) == ("The 'probe' parameter of GeometryProbe must be a non-empty list of texts or a dict of "
+                               "tensors with 'input_ids'. Got NoneType at index 1 instead.")
+    with pytest.raises(IsotropyValueError) as info:
+        GeometryProbe(np.array([], dtype=str))
+    assert str(info.value) == ("The 'probe' parameter of GeometryProbe must be a non-empty list of texts or a dict of "
+                               "tensors with 'input_ids'. Got an empty ndarray instead.")
+    with pytest.raises(TypeError) as info:
+        GeometryProbe(pd.Series([3, 4, 5]))
+    assert str(info.value) == ("The 'probe' parameter of GeometryProbe must be a non-empty list of texts or a dict of "
+                               "tensors with 'input_ids'. Got Series instead; pass token ids as a dict, "
+                               "{'input_ids': probe}.")

@@ -623,3 +623,43 @@ def test_plot_draws_the_computed_value_and_a_sequence_of_values(name):
     assert [float(v) for v in values] == pytest.approx([function(half) for half in np.array_split(X, 2)], rel=1e-9)
     plt.close(fig)
     plt.close(fig_values)
+
+
+def test_isoscore_star_at_zeta_one_of_a_single_row_is_that_of_sigma_s():
+    """With ζ = 1 the shrunk covariance (1 − ζ)·Σ_X + ζ·Σ_S is Σ_S alone, defined for one row, whose Σ_X (ddof=1) is
+    not: IsoScoreStar(zeta=1.0)'s forward gave NaN and compute refused ('at least 2 rows'), and isoscore_star refused
+    one row. Reference: IsoScore of Σ_S by the closed form ((tr Σ_S)² / ‖Σ_S‖²_F − 1) / (d − 1) of the docstring, and
+    the `isoscore` package 2.0.1 on the sample whose covariance Σ_S is (it computes √d in float32: 1e-6)."""
+    from IsoScore import IsoScore as pkg
+
+    from isotropy import CovarianceAccumulator
+
+    sample = np.random.default_rng(11).normal(size=(80, 5)) * [3.0, 1.5, 1.0, 0.5, 0.2]
+    S = np.cov(sample, rowvar=False)
+    expected = (np.trace(S) ** 2 / np.sum(S * S) - 1) / 4
+    assert float(pkg.IsoScore(sample)) == pytest.approx(expected, abs=1e-6)
+    assert 0.05 < expected < 0.95
+    row = np.random.default_rng(12).normal(size=(1, 5))
+    assert isoscore_star(row, shrinkage_cov=S, zeta=1.0) == pytest.approx(expected, rel=1e-12)
+    H = torch.tensor(row, requires_grad=True)
+    value = isoscore_star(H, shrinkage_cov=torch.tensor(S), zeta=1.0)
+    assert float(value.detach()) == pytest.approx(expected, rel=1e-12)
+    value.backward()  # Σ_S alone: no gradient reaches the row
+    assert torch.equal(H.grad, torch.zeros_like(H))
+    assert CovarianceAccumulator().update(row).isoscore_star(shrinkage_cov=S, zeta=1.0) == pytest.approx(
+        expected, rel=1e-12)
+    import dask.array as da
+
+    assert isoscore_star(da.from_array(row), shrinkage_cov=S, zeta=1.0) == pytest.approx(expected, rel=1e-12)
+    metric = IsoScoreStar(shrinkage_cov=torch.tensor(S), zeta=1.0)
+    assert float(metric(torch.tensor(row))) == pytest.approx(expected, rel=1e-12)  # the batch's own value
+    assert float(metric.compute()) == pytest.approx(expected, rel=1e-12)
+    # ζ < 1 keeps Σ_X of one row (0/0); ζ = 1 without Σ_S is the identity, 1.0 whatever the row: both stay refused
+    with pytest.raises(IsotropyValueError, match="at least 2 samples"):
+        isoscore_star(row, shrinkage_cov=S, zeta=0.9)
+    with pytest.raises(IsotropyValueError, match="at least 2 samples"):
+        isoscore_star(row, zeta=1.0)
+    below = IsoScoreStar(shrinkage_cov=torch.tensor(S), zeta=0.9)
+    assert torch.isnan(below(torch.tensor(row)))
+    with pytest.raises(IsotropyValueError, match="at least 2 rows"):
+        below.compute()

@@ -411,14 +411,18 @@ class CovarianceAccumulator:
 
     def isoscore_star(self, *, shrinkage_cov=None, zeta=0.2):
         """IsoScore* of all rows seen (Python float); see :func:`isotropy.isoscore_star`."""
-        self._require("isoscore_star")
         zeta = float(check_scalar(zeta, "zeta", caller="CovarianceAccumulator.isoscore_star", low=0.0, high=1.0))
+        # ζ = 1 with Σ_S: Σ_S alone, one row enough (its undefined Σ_X weighs nothing), as isoscore_star
+        only_s = zeta == 1.0 and shrinkage_cov is not None
+        self._require("isoscore_star", min_samples=1 if only_s else 2)
         if zeta == 0.0 or shrinkage_cov is None:  # identical rows with ζ > 0 and Σ_S: ζ·Σ_S, as isoscore_star
             self._check_variance("isoscore_star")
         if self._exponent and 0 < zeta < 1:  # (1 − ζ)·4^e·Ĉ + ζ·S ∝ (1 − ζ')·Ĉ + ζ'·S: same score, no overflow
             a, b = _shrinkage_weights(float(zeta), self._exponent, 0)
             zeta = b / (a + b)
-        return _isoscore_from_covariance(self._scaled_covariance(), shrinkage_cov=shrinkage_cov, zeta=zeta,
+        # one row: Σ_X as 0 (its scatter is 0; / (n − 1) would be 0/0), which ζ = 1 replaces by Σ_S
+        cov = self._scaled_covariance() if self.n_samples_ > 1 else np.zeros_like(self._scatter)
+        return _isoscore_from_covariance(cov, shrinkage_cov=shrinkage_cov, zeta=zeta,
                                          caller="CovarianceAccumulator.isoscore_star", data_name="the rows seen")
 
     def participation_ratio(self):

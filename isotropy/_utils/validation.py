@@ -608,18 +608,19 @@ def _finite(value, *, as_float: bool) -> bool:
     return math.isfinite(value)
 
 
-def check_weight(weight, *, caller: str, name: str = "weight") -> float:
-    """A regulariser's λ as a Python float: a real number, or a 0-d real torch tensor or numpy array, read once.
+def check_weight(weight, *, caller: str, name: str = "weight", low=None, high=None) -> float:
+    """A regulariser's λ (or ζ) as a Python float: a real number, or a 0-d real torch tensor or numpy array, read once.
 
     A λ schedule computes its value as a tensor (``torch.linspace(0, -1, steps)[step]``); taken by ``float()``,
     the penalty keeps the dtype and device of ``H`` (a 0-d float64 λ times a float32 penalty would be float64).
     Refused: a tensor or array that is not 0-d, of bool or complex dtype, non-finite, or one that requires grad (read
-    as a float, no gradient would reach it: a learned λ would silently stay as it was). Anything else goes through
+    as a float, no gradient would reach it: a learned λ would silently stay as it was), or whose value lies outside
+    ``[low, high]`` (``zeta``: ``low=0.0, high=1.0``; the tensor or array named as given). Anything else goes through
     :func:`check_scalar`, with its messages.
     """
     tensor = is_torch(weight)
     if not tensor and not isinstance(weight, np.ndarray):
-        return float(check_scalar(weight, name, caller=caller, kind=numbers.Real))
+        return float(check_scalar(weight, name, caller=caller, kind=numbers.Real, low=low, high=high))
     what = "tensor" if tensor else "array"
     expected = f"The '{name}' parameter of {caller} must be a real number or a 0-d real {what}"
     if weight.ndim != 0:
@@ -634,6 +635,9 @@ def check_weight(weight, *, caller: str, name: str = "weight") -> float:
     value = float(weight)
     if not math.isfinite(value):
         raise IsotropyValueError(f"{expected} with a finite value. Got {_describe(weight)} instead.")
+    if (low is not None and value < low) or (high is not None and value > high):
+        raise IsotropyValueError(f"{expected} in the range [{'-inf' if low is None else low}, "
+                                 f"{'inf' if high is None else high}]. Got {_describe(weight)} instead.")
     return value
 
 

@@ -98,11 +98,11 @@ def _accepted(acc, dtype, caller, given=None, top=None):
                              f"|x| = {acc.subnormal:.3g}) instead; rechunk X, or store the data at a larger scale.")
 
 
-def _accumulator_graph(X, caller, min_features=1):
+def _accumulator_graph(X, caller, min_features=1, min_samples=2):
     """``(merged accumulator, max|x| or None, X's checked dtype, its dtype as given)``, the first two delayed (the
     largest ``|x|`` only for data that came in a narrower float dtype: :func:`largest_as_given`)."""
     given = X.dtype
-    X = check_dask_X(X, caller=caller, min_features=min_features)
+    X = check_dask_X(X, caller=caller, min_features=min_features, min_samples=min_samples)
     from dask import delayed
 
     chunk = delayed(_chunk_accumulator, pure=True, name="isotropy-chunk-statistics")
@@ -112,8 +112,8 @@ def _accumulator_graph(X, caller, min_features=1):
     return merged, largest_as_given(blocks, given, X.dtype), X.dtype, given
 
 
-def _accumulate(X, caller, min_features=1):
-    graph, top, dtype, given = _accumulator_graph(X, caller, min_features)
+def _accumulate(X, caller, min_features=1, min_samples=2):
+    graph, top, dtype, given = _accumulator_graph(X, caller, min_features, min_samples)
     # (no None handed to compute: a client's progress feed waited for it as for a future, for ever)
     acc, top = compute(graph, top) if top is not None else (*compute(graph), None)
     return _accepted(acc, dtype, caller, given, top)
@@ -160,7 +160,8 @@ def isoscore_star(X, *, shrinkage_cov=None, zeta=0.2):
 
     caller = "isoscore_star"
     zeta = float(check_scalar(zeta, "zeta", caller=caller, low=0.0, high=1.0))
-    acc = _accumulate(X, caller, min_features=2)
+    only_s = zeta == 1.0 and shrinkage_cov is not None  # Σ_S alone: one row is enough, as in memory
+    acc = _accumulate(X, caller, min_features=2, min_samples=1 if only_s else 2)
     if zeta == 0.0 or shrinkage_cov is None:  # identical rows with ζ > 0 and Σ_S: ζ·Σ_S, as in memory
         _variance_checked(acc, caller)
     return acc.isoscore_star(shrinkage_cov=shrinkage_cov, zeta=zeta)

@@ -144,7 +144,9 @@ def isoscore_star(X, *, shrinkage_cov=None, zeta=0.2):
     n_samples < n_features. Σ_S = I is scale-dependent: IsoScore* with the identity changes when
     ``X`` is rescaled, whereas IsoScore does not.
 
-    Identical rows (Σ_X = 0) with ``zeta > 0`` and a given ``shrinkage_cov`` have Σ_ζ = ζ·Σ_S, a
+    At ``zeta=1`` with a given ``shrinkage_cov``, Σ_ζ = Σ_S whatever the rows: one row is then enough
+    (its Σ_X, ddof=1, is undefined but weighs nothing), and the score is the IsoScore of Σ_S, with no
+    gradient to ``X``. Identical rows (Σ_X = 0) with ``zeta > 0`` and a given ``shrinkage_cov`` have Σ_ζ = ζ·Σ_S, a
     covariance: their score is the IsoScore of Σ_S (Algorithm 1 computes it, and rows a few ulps
     apart tend to it), with no gradient to ``X``. At ``zeta=0`` it is 0/0, and with the identity it
     would be 1.0 whatever the rows (the best I-STAR penalty for a collapsed batch): both are refused.
@@ -180,7 +182,10 @@ def _isoscore_star(X, *, shrinkage_cov, zeta, caller, name="X"):
     """:func:`isoscore_star` with the public caller's name, and its name for ``X``, in its error messages."""
     zeta = float(check_scalar(zeta, "zeta", caller=caller, low=0.0, high=1.0))
     given = X
-    X = check_X(X, caller=caller, name=name, min_features=2)
+    # ζ = 1 with a given Σ_S: Σ_ζ = Σ_S alone, defined for one row (whose Σ_X, ddof=1, is not): its IsoScore, as for
+    # identical rows below. ζ < 1 weighs that undefined Σ_X, and ζ = 1 without Σ_S is I (1.0 for any row): 2 rows.
+    only_s = zeta == 1.0 and shrinkage_cov is not None
+    X = check_X(X, caller=caller, name=name, min_features=2, min_samples=1 if only_s else 2)
     refuse_subnormal_as_given(given, X, caller=caller, name=name)  # float16 tensors judged in float16, as numpy's
     X, exponent_c = rescaled(X, caller=caller, name=name)  # Σ_X = 4^e·Σ_X̂: weighted below, never formed
     n, d = X.shape
@@ -209,7 +214,7 @@ def _isoscore_star(X, *, shrinkage_cov, zeta, caller, name="X"):
     # and with the identity (no Σ_S) it would be 1.0 whatever the data, the best I-STAR penalty for a collapsed
     # batch: both refused, as isoscore refuses such rows
     m = n - 1
-    if S is not None and constant_rows(st.trace, n_samples=n, mean_sq_norm=st.mean_sq, eps=_eps(X), X=X):
+    if S is not None and (n == 1 or constant_rows(st.trace, n_samples=n, mean_sq_norm=st.mean_sq, eps=_eps(X), X=X)):
         zero = st.trace * 0.0  # Σ_X exactly 0 (not centring's few ulps), in the graph: no gradient flows to X
         trace_c = frob_sq_c = inner = zero
     else:

@@ -48,7 +48,7 @@ class HFGeometryCallback(TrainerCallback):
 
     Parameters
     ----------
-    probe : list of str or dict of tensors
+    probe : list of str (or a 1-d array or Series of str) or dict of tensors
         Texts, tokenised with the Trainer's ``processing_class`` (or ``tokenizer``), or encoded
         inputs (``input_ids``, optional ``attention_mask``). Keep it small (hundreds of rows): it is
         embedded every ``every_n_steps`` steps.
@@ -64,7 +64,7 @@ class HFGeometryCallback(TrainerCallback):
         ``isoscore``, ``cosine_similarity_mean``, ``rogue_dimension_share``, plus ``isoscore_star``
         when ``shrinkage_sample`` is given (asked for without one, it warns: it then tracks vector
         norms). Add ``"twonn_dimension"``, ``"participation_ratio"``, ``"effective_rank"``, ``"rankme"``.
-    shrinkage_sample : list of str or dict of tensors, optional
+    shrinkage_sample : list of str (or a 1-d array or Series of str) or dict of tensors, optional
         A larger sample whose per-layer covariance (under the current model) is Σ_S of
         ``isoscore_star``; ``None`` uses the identity. See :class:`isotropy.training.GeometryProbe`.
     zeta : float in [0, 1], default=0.2

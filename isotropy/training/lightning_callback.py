@@ -47,7 +47,14 @@ def resolve_submodule(pl_module, model, caller):
                                      f"{did_you_mean(model, _module_attributes(pl_module))}")
         return found
     if callable(model):
-        return model(pl_module)
+        module = model(pl_module)
+        if not isinstance(module, torch.nn.Module):  # a function of a batch: the probe cannot put it in eval mode
+            from isotropy.training.probe import _named
+
+            raise TypeError(f"The 'model' parameter of {caller} must be None, an attribute name or a callable "
+                            f"returning a torch.nn.Module (model(pl_module)). Got a callable returning "
+                            f"{_named(module)} instead.")
+        return module
     raise TypeError(f"The 'model' parameter of {caller} must be None, an attribute name or a callable. "
                     f"Got {type(model).__name__} instead.")
 
@@ -84,7 +91,7 @@ class LightningGeometryCallback(Callback):
 
     Parameters
     ----------
-    probe : list of str or dict of tensors
+    probe : list of str (or a 1-d array or Series of str) or dict of tensors
         Texts (tokenised with ``tokenizer``, else ``pl_module.tokenizer``, else
         ``trainer.datamodule.tokenizer``) or encoded inputs (``input_ids``, ``attention_mask``).
     every_n_steps : int, default=100
@@ -92,7 +99,8 @@ class LightningGeometryCallback(Callback):
         As :class:`isotropy.training.HFGeometryCallback`.
     model : None, str or callable, default=None
         What to call for hidden states: the LightningModule itself (``None``), its attribute of that
-        name (e.g. ``"model"`` for a wrapped transformers model) or ``model(pl_module)``. It is
+        name (e.g. ``"model"`` for a wrapped transformers model) or ``model(pl_module)``, which must
+        return a ``torch.nn.Module`` (a function of a batch is refused: it has no eval mode). It is
         called as ``model(**inputs, output_hidden_states=True, return_dict=True)`` (its
         ``base_model`` where that gives exactly the same hidden states, as for
         :class:`isotropy.training.HFGeometryCallback`: the task head is not run).

@@ -388,11 +388,11 @@ class _MomentMetric(Metric):
             value = math.nan
         return torch.tensor(float(value), dtype=torch.float64, device=self.device)
 
-    def _from_accumulator(self, method, **kwargs):
+    def _from_accumulator(self, method, min_samples=2, **kwargs):
         caller = f"{type(self).__name__}.compute"
 
         def read():
-            self._all_rows(min_samples=2)
+            self._all_rows(min_samples=min_samples)
             accumulator = self.to_accumulator()
             try:
                 return getattr(accumulator, method)(**kwargs)
@@ -502,7 +502,8 @@ class IsoScoreStar(_MomentMetric):
     Notes
     -----
     Same states as :class:`IsoScore`; ``compute`` equals :func:`isotropy.isoscore_star` on all
-    rows seen (to float64 rounding).
+    rows seen (to float64 rounding). At ``zeta=1`` with ``shrinkage_cov`` the value is the IsoScore
+    of Σ_S from one row on (``forward`` of a one-row batch gives it, not NaN).
 
     References
     ----------
@@ -582,7 +583,9 @@ class IsoScoreStar(_MomentMetric):
 
     def compute(self):
         S = None if self.shrinkage_cov is None else self.shrinkage_cov.cpu().numpy()
-        return self._from_accumulator("isoscore_star", shrinkage_cov=S, zeta=self.zeta)
+        # ζ = 1 with Σ_S: Σ_S alone, defined from one row on (a one-row batch's forward value, not NaN)
+        rows = 1 if S is not None and self.zeta == 1.0 else 2
+        return self._from_accumulator("isoscore_star", min_samples=rows, shrinkage_cov=S, zeta=self.zeta)
 
 
 class EffectiveRank(_MomentMetric):

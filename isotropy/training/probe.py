@@ -44,13 +44,13 @@ with extra_imports("isotropy.training", "train"):  # a missing package named wit
 from isotropy._utils.backend import as_tensor
 from isotropy._utils.defaults import MAX_LENGTH as _MAX_LENGTH
 from isotropy._utils.defaults import DefaultFloat, DefaultInt, DefaultName
-from isotropy._utils.validation import IsotropyValueError, check_scalar, check_texts
+from isotropy._utils.validation import IsotropyValueError, _describe, check_scalar, check_texts
 from isotropy.metrics.table import check_metric_names, metric_names
 from isotropy.models.batching import distinct_sequences, pad_rows, refuse_empty_rows, tokenize_texts
 from isotropy.models.layers import check_layers, select_layers
 from isotropy.models.pooling import _pool, check_attention_mask, check_pooling
 
-__all__ = ["DEFAULT_METRICS", "GeometryProbe", "check_tokenizer", "import_for_measuring"]
+__all__ = ["DEFAULT_METRICS", "GeometryProbe", "check_tokenizer", "import_for_measuring", "refuse_non_module"]
 
 # names from the metric table (isotropy.metrics.table), logged as <prefix>/<name>/layer_<i>; isoscore_star joins
 # them when a shrinkage sample is given (without one it tracks vector norms: isotropy.metrics.table.ISOSCORE_STAR_NOTE)
@@ -139,6 +139,29 @@ def _hidden_states(output, caller):
     return tuple(states)
 
 
+def _named(value):
+    """A callable as its kind and name (``function 'embed'``), anything else as its type (``a partial``)."""
+    name = getattr(value, "__qualname__", None) or getattr(value, "__name__", None)
+    return f"{type(value).__name__} {name!r}" if isinstance(name, str) else f"a {type(value).__name__}"
+
+
+def refuse_non_module(model, caller):
+    """Refuse, in one line, a ``model`` that is not a ``torch.nn.Module`` (a plain function of a batch).
+
+    Refused, not supported: a measurement puts the model in eval mode and back (a function has no mode: dropout in a
+    function's own modules would stay on, values noisy at every step), runs it on the device of its parameters
+    (a function has none; the probe's rows are on the CPU, where no input gives a device) and may run its
+    ``base_model`` without the task head. :meth:`GeometryProbe.measure` documents a ``torch.nn.Module``, and the
+    Lightning callback's callable ``model=`` is ``model(pl_module)``, which returns the module to call, not the
+    hidden states. torch's ``AttributeError: 'function' object has no attribute 'parameters'`` said none of this.
+    """
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"The 'model' parameter of {caller} must be a torch.nn.Module (called as model(**inputs, "
+                        f"output_hidden_states=True, return_dict=True), in eval mode, on the device of its "
+                        f"parameters). Got {_named(model)} instead; pass the module whose hidden states to measure.")
+    return model
+
+
 def _compiled(model):
     """Whether ``model`` runs compiled: ``torch.compile(model)`` (an ``OptimizedModule``, which holds the module in
     ``_orig_mod``) or ``model.compile()``; told without importing ``torch._dynamo``."""
@@ -187,17 +210,47 @@ def _length_batches(lengths, batch_size, pass_cost):
     return tuple(reversed(bounds))
 
 
-def _texts(probe, *, name, caller):
-    """The probe's texts as a list, refused in one line when empty or when an element is not a str."""
+def _text_column(probe):
+    """A 1-d numpy array or pandas Series (or Index) of texts' dtype (str, bytes, object, pandas' "string") as a list of
+    its elements (Python objects: ``np.str_`` made ``str``, a Series read by position, not by its labels); else None.
+
+    ``df["text"]`` and ``df["text"].to_numpy()`` are how a data set's texts come: refused, the user had to write
+    ``list(...)``. The elements are then checked as a list's are (:func:`_texts`: every one a str).
+    """
+    if not (isinstance(probe, np.ndarray) or type(probe).__module__.split(".")[0] == "pandas"):
+        return None
+    if getattr(probe, "ndim", None) != 1 or getattr(getattr(probe, "dtype", None), "kind", None) not in ("U", "S", "O"):
+        return None
+    return probe.tolist()
+
+
+def _texts(probe, *, name, caller, given=None):
+    """The probe's texts as a list, refused in one line when empty or when an element is not a str (``given``: what
+    the user passed, when ``probe`` is its list)."""
     what = "a non-empty list of texts or a dict of tensors with 'input_ids'"
     if not probe:
         raise IsotropyValueError(f"The '{name}' parameter of {caller} must be {what}. Got an empty "
-                                 f"{type(probe).__name__} instead.")
+                                 f"{type(probe if given is None else given).__name__} instead.")
     bad = next((i for i, t in enumerate(probe) if not isinstance(t, str)), None)
     if bad is not None:
         raise TypeError(f"The '{name}' parameter of {caller} must be {what}. Got {type(probe[bad]).__name__} at "
                         f"index {bad} instead.")
     return check_texts(probe, caller=caller, name=name, what=what)
+
+
+def _refuse_repeats(values, given, *, name, caller, what):
+    """Refuse a value named twice in ``values`` (a metric, a layer index), naming the first repeat.
+
+    A repeat was dropped silently (:func:`~isotropy.metrics.table.check_metric_names`,
+    :func:`~isotropy.models.select_layers`): measured and logged once, where the user asked for it twice, most
+    likely meaning another metric or layer.
+    """
+    seen = set()
+    for value in values:
+        if value in seen:
+            raise IsotropyValueError(f"The '{name}' parameter of {caller} must name each {what} once. Got "
+                                     f"{_describe(given)} instead: {value!r} is repeated.")
+        seen.add(value)
 
 
 def _refuse_blank_texts(texts, *, name, caller):
@@ -389,14 +442,15 @@ class _Rows:
             n = self.encoded["input_ids"].shape[0]
         elif isinstance(probe, (str, bytes, bytearray)):  # one text per character: refused
             check_texts(probe, caller=caller, name=name, what="a list of texts or a dict of tensors with 'input_ids'")
-        elif isinstance(probe, Sequence):
-            self.texts, self.encoded = _texts(probe, name=name, caller=caller), None
+        elif isinstance(probe, Sequence) or (column := _text_column(probe)) is not None:
+            listed = probe if isinstance(probe, Sequence) else column  # a 1-d array or Series of texts: its list
+            self.texts, self.encoded = _texts(listed, name=name, caller=caller, given=probe), None
             _refuse_blank_texts(self.texts, name=name, caller=caller)  # when built, not at the first measurement
             n = len(self.texts)
-        else:  # a wrong type (a tensor of ids, an array of texts): a TypeError that says what to pass
+        else:  # a wrong type (a tensor of ids, a 2-d array of texts): a TypeError that says what to pass
             kind = (("f" if probe.is_floating_point() else "i") if isinstance(probe, torch.Tensor) else
                     getattr(getattr(probe, "dtype", None), "kind", None))
-            hint = ("; pass a list of its texts (list(probe))" if kind in ("U", "S", "O") else
+            hint = ("; pass a 1-d array or a list of its texts" if kind in ("U", "S", "O") else
                     "; pass token ids as a dict, {'input_ids': probe}" if kind in ("i", "u") else "")
             raise TypeError(f"The '{name}' parameter of {caller} must be a non-empty list of texts or a dict of "
                             f"tensors with 'input_ids'. Got {type(probe).__name__} instead{hint}.")
@@ -487,8 +541,9 @@ class GeometryProbe:
 
     Parameters
     ----------
-    probe : list of str, or dict of tensors
-        Texts (tokenised with :meth:`set_tokenizer`'s tokenizer, one row per text) or already
+    probe : list of str, 1-d array or Series of str, or dict of tensors
+        Texts (tokenised with :meth:`set_tokenizer`'s tokenizer, one row per text; a 1-d numpy array
+        or pandas Series of str, ``df["text"]``, is taken as its list) or already
         encoded inputs: a dict with ``input_ids`` of shape ``(n_rows, seq)`` and optionally
         ``attention_mask`` (all ones if absent; 0s and 1s, a 1 in every row) and ``token_type_ids``
         of that shape, and other per-row values; numpy arrays and nested lists are taken as tensors
@@ -498,7 +553,8 @@ class GeometryProbe:
         Entries of the model's ``hidden_states`` to measure (:func:`isotropy.models.select_layers`
         with ``include_embeddings=False``): ``"all"`` is every transformer layer 1..L; 0 (the
         embedding output) only when listed; negative indices count from the end. Checked here,
-        bounded at the first measurement. Logged as ``layer_<i>`` with ``i >= 0``.
+        bounded at the first measurement. Logged as ``layer_<i>`` with ``i >= 0``. Each layer once:
+        a repeat is refused (``[1, 1]`` here; ``-1`` beside the last index at the first measurement).
     pooling : {"mean", "last", "first"}, default="mean"
         Sentence vector per row (:func:`isotropy.models.pool_hidden_states`): masked mean of the
         tokens, the last non-padding token or the first token ([CLS]).
@@ -507,7 +563,8 @@ class GeometryProbe:
         ``isoscore``, ``isoscore_star`` (see ``shrinkage_sample``), ``participation_ratio``,
         ``cosine_similarity_mean``, ``rogue_dimension_share`` (top 1 dimension), ``twonn_dimension``
         (at most 4096 rows), ``effective_rank``, ``rankme``; or a dict ``name -> factory(n_features)``
-        returning a fresh torchmetrics ``Metric`` whose ``compute()`` is one number. Default (``None``): ``isoscore``,
+        returning a fresh torchmetrics ``Metric`` whose ``compute()`` is one number; each name once (a
+        repeat is refused). Default (``None``): ``isoscore``,
         ``cosine_similarity_mean``, ``rogue_dimension_share``, and ``isoscore_star`` when a
         ``shrinkage_sample`` is given (without one it is left out, with a note in the
         ``isotropy.training`` log; asked for by name without one, it warns: Σ_S = I tracks vector norms).
@@ -521,7 +578,7 @@ class GeometryProbe:
         the tokenizer's ``model_max_length`` when they are fewer.
     prefix : str, default="geometry"
         First part of the logged keys ``<prefix>/<metric>/layer_<i>``.
-    shrinkage_sample : list of str or dict of tensors, optional
+    shrinkage_sample : list of str (or a 1-d array or Series of str) or dict of tensors, optional
         A larger sample (e.g. a few hundred training sentences), embedded at each measurement just
         before the probe: its per-layer covariance is Σ_S of ``isoscore_star``, as Rudman & Eickhoff
         compute IsoScore* of a mini-batch. ``None`` uses Σ_S = I (the reference implementation's
@@ -539,7 +596,9 @@ class GeometryProbe:
         self.shrinkage_rows = None if shrinkage_sample is None else _Rows(
             shrinkage_sample, name="shrinkage_sample", caller=caller, max_length=self.max_length)
         self.zeta = float(check_scalar(zeta, "zeta", caller=caller, low=0.0, high=1.0))
-        check_layers(layers, caller=caller)  # the form now; the range once the model's depth is known
+        form = check_layers(layers, caller=caller)  # the form now; the range once the model's depth is known
+        if isinstance(form, tuple):  # [1, 1]; [-1, 2] is the same layer on 2 layers only: at the measurement
+            _refuse_repeats(form, layers, name="layers", caller=caller, what="layer")
         self.layers = layers
         self.pooling = check_pooling(pooling, caller=caller)
         if isinstance(metrics, Mapping):
@@ -564,7 +623,12 @@ class GeometryProbe:
                 else:
                     _LOG.info("%s: %s (shrinkage_sample=).", caller, ISOSCORE_STAR_NOTE)
             else:
-                names = check_metric_names(metrics, caller=caller, allowed=metric_names(torchmetric=True))
+                try:  # a generator once, for both checks
+                    given = [metrics] if isinstance(metrics, str) else list(metrics)
+                except TypeError:
+                    given = metrics
+                names = check_metric_names(given, caller=caller, allowed=metric_names(torchmetric=True))
+                _refuse_repeats(given, metrics, name="metrics", caller=caller, what="metric")
                 if "isoscore_star" in names and shrinkage_sample is None and self.zeta > 0:  # ζ = 0: Σ_S unused
                     warnings.warn(f"{caller}: {ISOSCORE_STAR_WARNING} (shrinkage_sample=).", UserWarning,
                                   stacklevel=3)
@@ -596,8 +660,10 @@ class GeometryProbe:
         Encoded rows with token ids past the model's vocabulary or longer than the positions it declares are refused
         in one line; texts are cut to its positions (:meth:`_Rows.fit`). The callbacks call it when training starts,
         also when it resumes from a checkpoint, whose first measurement may come many steps later: a too-long probe
-        was refused only there, after those steps had trained.
+        was refused only there, after those steps had trained. ``model`` must be a ``torch.nn.Module``
+        (:func:`refuse_non_module`).
         """
+        refuse_non_module(model, self._method_caller("check_model"))
         for source in (self.rows, self.shrinkage_rows):
             if source is not None:
                 source.fit(model)
@@ -762,7 +828,17 @@ class GeometryProbe:
                                      f"Got {shown} instead; {advice}.")
 
     def _layer_ids(self, n_states):
-        return select_layers(self.layers, n_states, include_embeddings=False, caller=self.caller)
+        ids = select_layers(self.layers, n_states, include_embeddings=False, caller=self.caller)
+        form = check_layers(self.layers, caller=self.caller)
+        if isinstance(form, tuple) and len(ids) < len(form):  # two indices of one hidden state (-1 and the last)
+            first = {}
+            for i in form:
+                if first.setdefault(i % n_states, i) != i:
+                    raise IsotropyValueError(
+                        f"The 'layers' parameter of {self.caller} must name each layer once. Got "
+                        f"{_describe(self.layers)} instead: {first[i % n_states]} and {i} are both layer_"
+                        f"{i % n_states} (the model's hidden states are 0..{n_states - 1}).")
+        return ids
 
     # ----------------------------------------------------------------- measuring
     def _make_metric(self, name, factory, n_features, shrink, layer):
@@ -805,6 +881,8 @@ class GeometryProbe:
         model : torch.nn.Module
             Called as ``model(**inputs, output_hidden_states=True, return_dict=True)`` (a transformers
             model, or a module accepting those arguments); its device is that of its parameters. A
+            plain function of a batch is refused (TypeError): it has no eval mode to put it in and no
+            device (:func:`refuse_non_module`); wrap it in a module. A
             model with a ``base_model`` that gives the same hidden states (checked once, exactly, on
             two probe rows) has that called instead: its task head (classifier, LM head) is not run;
             not in a run of more than one process, nor for a compiled or FSDP-wrapped model, nor with
@@ -821,6 +899,7 @@ class GeometryProbe:
             ``{"<prefix>/<metric>/layer_<i>": float}``. A metric that is undefined for the probe
             (e.g. identical rows) gives NaN with a warning.
         """
+        refuse_non_module(model, self._method_caller("measure"))
         distributed = torch.distributed.is_available() and torch.distributed.is_initialized()
         if rank is None:
             rank = torch.distributed.get_rank() if distributed else 0
@@ -862,6 +941,10 @@ class GeometryProbe:
             for said in caught:
                 self._warn_once(key, said)
         return values
+
+    def _method_caller(self, method):
+        """The name of ``method`` in messages: ``GeometryProbe.measure``, or the callback that built the probe."""
+        return f"GeometryProbe.{method}" if self.caller == "GeometryProbe" else self.caller
 
     def _logged_value(self, value, name, key):
         """``float(value)`` of a metric's ``compute()``; a value that is not one number (a factory's metric returning

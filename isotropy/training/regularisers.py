@@ -40,6 +40,7 @@ from isotropy.training.probe import (  # the documented defaults, told apart fro
     _ZETA,
     _Rows,
     forward_hidden_states,
+    refuse_non_module,
 )
 
 __all__ = ["LOG_KEYS", "HiddenStateRegulariser", "regularised_states"]
@@ -168,9 +169,10 @@ class HiddenStateRegulariser:
         λ. λ > 0 raises isotropy, λ < 0 lowers it (Rudman & Eickhoff find λ < 0 helps fine-tuning).
         A 0-d real tensor (a λ schedule's value) is read once as a float; one that is not 0-d, of
         bool or complex dtype, not finite, or that requires grad is refused.
-    zeta : float in [0, 1], default=0.2
-        Shrinkage weight of IsoScore* (I-STAR only: refused with ``method="cosreg"``).
-    shrinkage_sample : list of str or dict of tensors, optional
+    zeta : float in [0, 1] or 0-d torch.Tensor, default=0.2
+        Shrinkage weight of IsoScore* (I-STAR only: refused with ``method="cosreg"``); a 0-d real
+        tensor or array (a schedule's value) is read once as a float, as ``weight`` is.
+    shrinkage_sample : list of str (or a 1-d array or Series of str) or dict of tensors, optional
         The stored sample (texts, or ``input_ids`` / ``attention_mask``) whose regularised states
         give Σ_S, recomputed with the current model at the start of every epoch (I-STAR only:
         refused with ``method="cosreg"``). ``None``: Σ_S = I (scale-dependent; give a sample). Token ids past
@@ -211,7 +213,7 @@ class HiddenStateRegulariser:
                                      batch_size=None if batch_size is _BATCH_SIZE else batch_size,
                                      max_length=None if max_length is _MAX_LENGTH else max_length)
         self.weight = check_weight(weight, caller=caller)
-        self.zeta = float(check_scalar(zeta, "zeta", caller=caller, low=0.0, high=1.0))
+        self.zeta = check_weight(zeta, caller=caller, name="zeta", low=0.0, high=1.0)  # a 0-d tensor too, as weight
         check_layers(layers, caller=caller)  # the form now; the range at the first forward pass
         self.layers = layers
         self.level = check_option(level, "level", LEVELS, caller=caller)
@@ -384,11 +386,16 @@ class HiddenStateRegulariser:
             raise IsotropyValueError(f"{self.caller}: {source} does not hold a saved shrinkage state ({exc})") from None
         self.shrinkage_cov, self.shrinkage_epoch = S, state["epoch"]
 
+    def _method_caller(self, method):
+        """The name of ``method`` in messages: ``HiddenStateRegulariser.refresh``, or the drop-in's own name."""
+        return f"HiddenStateRegulariser.{method}" if self.caller == "HiddenStateRegulariser" else self.caller
+
     def refresh_for_epoch(self, model, epoch, *, forward_kwargs=None):
         """:meth:`refresh` at the start of ``epoch``, unless Σ_S is that epoch's already (restored from a checkpoint
         taken within it: the uninterrupted run computed it from the weights at the epoch's start)."""
         if self.method != "istar" or self.sample is None:
             return self
+        refuse_non_module(model, self._method_caller("refresh_for_epoch"))
         if self.shrinkage_cov is not None and self.shrinkage_epoch == epoch:
             # restored (a resumed run): a sample the model cannot run is still refused now, not at the next epoch
             self.sample.fit(model)
@@ -400,10 +407,13 @@ class HiddenStateRegulariser:
     def refresh(self, model, *, forward_kwargs=None):
         """Recompute Σ_S from the stored sample with ``model`` (eval mode, no gradients); returns ``self``.
 
-        ``model`` is called as ``model(**inputs, output_hidden_states=True, return_dict=True)``.
+        ``model`` is called as ``model(**inputs, output_hidden_states=True, return_dict=True)``: a
+        ``torch.nn.Module`` (a plain function is refused, as by :meth:`GeometryProbe.measure
+        <isotropy.training.GeometryProbe.measure>`: it has no eval mode and no device).
         """
         if self.method != "istar" or self.sample is None:
             return self
+        refuse_non_module(model, self._method_caller("refresh"))
         parameter = next(iter(model.parameters()), None)
         device = parameter.device if parameter is not None else torch.device("cpu")
         was_training = model.training
