@@ -816,3 +816,33 @@ def test_a_probe_of_a_1d_array_or_series_of_texts_is_taken_as_its_list(tmp_path)
     assert str(info.value) == ("The 'probe' parameter of GeometryProbe must be a non-empty list of texts or a dict of "
                                "tensors with 'input_ids'. Got Series instead; pass token ids as a dict, "
                                "{'input_ids': probe}.")
+
+
+@pytest.mark.parametrize("cls", ["HiddenStateRegulariser", "HFRegulariser", "LightningRegulariser"])
+def test_a_regulariser_refuses_a_repeated_layer_as_the_probe_does(cls):
+    """``HiddenStateRegulariser(layers=[1, 1])`` (and the drop-ins) was taken, the repeat dropped silently (layer 1
+    regularised once), where GeometryProbe refuses it: refused in the probe's words, when made for a written repeat
+    and at the first forward pass for two indices of one hidden state (-1 beside the last index)."""
+    import torch
+
+    from isotropy import training
+    from isotropy.torch import cosine_penalty
+
+    make = getattr(training, cls)
+    for layers, shown in (([1, 1], "[1, 1]"), ("2,1,2", "'2,1,2'"), ((3, -1, 3), "(3, -1, 3)")):
+        repeated = shown.strip("[]()'").split(",")[0]
+        with pytest.raises(IsotropyValueError) as info:
+            make("cosreg", layers=layers)
+        assert str(info.value) == (f"The 'layers' parameter of {cls} must name each layer once. Got {shown} instead: "
+                                   f"{repeated} is repeated.")
+    g = torch.Generator().manual_seed(3)
+    hidden = tuple(torch.randn(2, 5, 4, generator=g, dtype=torch.float64) for _ in range(3))  # 2 layers: 0..2
+    reg = make("cosreg", layers=[-1, 2])
+    with pytest.raises(IsotropyValueError) as info:
+        reg.penalty(hidden)
+    assert str(info.value) == (f"The 'layers' parameter of {cls} must name each layer once. Got [-1, 2] instead: -1 "
+                               f"and 2 are both layer_2 (the model's hidden states are 0..2).")
+    # distinct layers: each regularised once, the penalty of the pure function on their stacked token states
+    value = make("cosreg", layers=[-1, 1]).penalty(hidden)
+    expected = cosine_penalty(torch.cat([hidden[1].reshape(-1, 4), hidden[2].reshape(-1, 4)]))
+    assert float(value) == pytest.approx(float(expected), rel=1e-12)

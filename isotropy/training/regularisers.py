@@ -30,7 +30,7 @@ with extra_imports("isotropy.training", "train"):  # a missing package named wit
     import torch
 
 from isotropy._utils.validation import IsotropyValueError, check_option, check_scalar, check_weight
-from isotropy.models.layers import check_layers, select_layers
+from isotropy.models.layers import select_layers
 from isotropy.models.pooling import _pool, check_attention_mask, check_pooling
 from isotropy.torch import _istar, cosine_penalty, shrinkage_covariance  # at import: never in the loop
 from isotropy.training.probe import (  # the documented defaults, told apart from the same values passed
@@ -39,6 +39,7 @@ from isotropy.training.probe import (  # the documented defaults, told apart fro
     _POOLING,
     _ZETA,
     _Rows,
+    check_distinct_layers,
     forward_hidden_states,
     refuse_non_module,
 )
@@ -178,7 +179,9 @@ class HiddenStateRegulariser:
         refused with ``method="cosreg"``). ``None``: Σ_S = I (scale-dependent; give a sample). Token ids past
         the model's vocabulary, or rows longer than its positions, are refused when Σ_S is first computed.
     layers, level, pooling
-        Which states are regularised; see :func:`regularised_states`. ``pooling`` (default ``"mean"``) applies to
+        Which states are regularised; see :func:`regularised_states`. Each layer once, as for
+        :class:`~isotropy.training.GeometryProbe`: a repeat is refused (``[1, 1]`` here; ``-1`` beside the
+        last index at the first forward pass). ``pooling`` (default ``"mean"``) applies to
         ``level="sentence"`` only: passed with ``level="token"``, where no state is pooled, it is refused.
     batch_size, max_length : int, default=32 and 128
         Batching and truncation when embedding the shrinkage sample; refused when passed with no
@@ -214,7 +217,9 @@ class HiddenStateRegulariser:
                                      max_length=None if max_length is _MAX_LENGTH else max_length)
         self.weight = check_weight(weight, caller=caller)
         self.zeta = check_weight(zeta, caller=caller, name="zeta", low=0.0, high=1.0)  # a 0-d tensor too, as weight
-        check_layers(layers, caller=caller)  # the form now; the range at the first forward pass
+        # the form now, a repeat ([1, 1]) refused as by the probe; the range, and two indices of one hidden state
+        # (-1 beside the last index), at the first forward pass
+        check_distinct_layers(layers, caller=caller)
         self.layers = layers
         self.level = check_option(level, "level", LEVELS, caller=caller)
         _refuse_token_pooling(pooling, level=level, caller=caller)
@@ -231,6 +236,7 @@ class HiddenStateRegulariser:
 
             warnings.warn(f"{caller}: {ISOSCORE_STAR_WARNING} (shrinkage_sample=).", UserWarning,
                           stacklevel=2 if type(self) is HiddenStateRegulariser else 3)  # the drop-ins' super() call
+        self._distinct_for = None  # the number of hidden states for which the layers were found distinct
         self.shrinkage_cov = None
         self.shrinkage_epoch = None  # the epoch at whose start the drop-ins computed shrinkage_cov (restored on resume)
         self.last_penalty = None
@@ -286,8 +292,13 @@ class HiddenStateRegulariser:
     def states(self, hidden_states, attention_mask=None):
         """The regularised states ``(n_states, d)`` of one forward pass (see :func:`regularised_states`)."""
         pooling = self.pooling if self.level == "sentence" else _POOLING  # the token level pools nothing
-        return regularised_states(hidden_states, attention_mask, layers=self.layers, level=self.level,
-                                  pooling=pooling, caller=self.caller)
+        H = regularised_states(hidden_states, attention_mask, layers=self.layers, level=self.level,
+                               pooling=pooling, caller=self.caller)
+        n_states = len(hidden_states)  # a sequence: checked above, with the range of the layers
+        if n_states != self._distinct_for:  # -1 beside the last index: one hidden state, regularised once; the probe's
+            check_distinct_layers(self.layers, n_states, caller=self.caller)  # words, once per depth (not every step)
+            self._distinct_for = n_states
+        return H
 
     def penalty(self, hidden_states, attention_mask=None):
         """``−λ·IsoScore*(H)`` or ``λ·mean_cos(H)`` of the regularised states: add it to the task loss.
