@@ -846,3 +846,62 @@ def test_a_regulariser_refuses_a_repeated_layer_as_the_probe_does(cls):
     value = make("cosreg", layers=[-1, 1]).penalty(hidden)
     expected = cosine_penalty(torch.cat([hidden[1].reshape(-1, 4), hidden[2].reshape(-1, 4)]))
     assert float(value) == pytest.approx(float(expected), rel=1e-12)
+
+
+@pytest.mark.parametrize("cls", ["IsoScoreStar", "GeometryProbe", "HFGeometryCallback", "LightningGeometryCallback"])
+def test_zeta_takes_a_0d_real_tensor_or_array_as_the_regularisers_do(cls, tmp_path):
+    """IsoScoreStar(zeta=torch.tensor(0.25)) and GeometryProbe (the callbacks') raised TypeError "must be a float ...
+    Got tensor(0.2500)" where IStarLoss and the regularisers read a 0-d tensor once as a float: read so here too,
+    range-checked in the regularisers' words. Values: the metric's compute equals isoscore_star at the float ζ; the
+    probe measures what it measures with the float ζ."""
+    import torch
+
+    from isotropy import isoscore_star, training
+
+    make = getattr(training, cls)
+    ids = _ids()
+    S = torch.cov(torch.randn(50, 4, generator=torch.Generator().manual_seed(2), dtype=torch.float64).T)
+
+    def build(zeta):
+        if cls == "IsoScoreStar":
+            return make(shrinkage_cov=S, zeta=zeta)
+        return make({"input_ids": ids}, metrics=("isoscore_star",), shrinkage_sample={"input_ids": ids}, zeta=zeta)
+
+    def zeta_of(built):
+        return built.zeta if cls == "IsoScoreStar" else getattr(built, "probe", built).zeta
+
+    for zeta, plain in ((torch.linspace(0.0, 1.0, 5)[1], 0.25), (torch.tensor(0.5, dtype=torch.float64), 0.5),
+                        (np.array(0.75), 0.75), (torch.tensor(1), 1.0)):
+        built = build(zeta)
+        assert type(zeta_of(built)) is float and zeta_of(built) == plain
+    if cls == "IsoScoreStar":
+        X = torch.randn(30, 4, generator=torch.Generator().manual_seed(5), dtype=torch.float64)
+        metric = build(torch.tensor(0.25))
+        metric.update(X)
+        assert float(metric.compute()) == pytest.approx(
+            isoscore_star(X.numpy(), shrinkage_cov=S.numpy(), zeta=0.25), rel=1e-12)
+    elif cls == "GeometryProbe":
+        from _tiny_models import make_tiny_bert
+        from transformers import AutoModel
+
+        model = AutoModel.from_pretrained(make_tiny_bert(tmp_path, n_layers=2, hidden_size=16))
+        ids = ids % model.config.vocab_size
+        values = make({"input_ids": ids}, metrics=("isoscore_star",), shrinkage_sample={"input_ids": ids},
+                      zeta=torch.tensor(0.25)).measure(model)
+        assert values == make({"input_ids": ids}, metrics=("isoscore_star",), shrinkage_sample={"input_ids": ids},
+                              zeta=0.25).measure(model)
+        assert len(values) == 2
+    start = f"The 'zeta' parameter of {cls} must be"
+    tensor = f"{start} a real number or a 0-d real tensor"
+    cases = [
+        (torch.tensor(1.5), IsotropyValueError, f"{tensor} in the range [0.0, 1.0]. Got tensor(1.5000) instead."),
+        (np.array(-0.5), IsotropyValueError,
+         f"{start} a real number or a 0-d real array in the range [0.0, 1.0]. Got array(-0.5) instead."),
+        (torch.tensor([0.2]), IsotropyValueError, f"{tensor}. Got a tensor of shape (1,) instead."),
+        (torch.tensor(True), TypeError, f"{tensor}. Got a 0-d tensor of dtype torch.bool instead."),
+        (1.5, IsotropyValueError, f"{start} a float in the range [0.0, 1.0]. Got 1.5 instead."),  # a number: as before
+    ]
+    for zeta, error, message in cases:
+        with pytest.raises(error) as info:
+            build(zeta)
+        assert str(info.value) == message

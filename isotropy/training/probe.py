@@ -44,7 +44,7 @@ with extra_imports("isotropy.training", "train"):  # a missing package named wit
 from isotropy._utils.backend import as_tensor
 from isotropy._utils.defaults import MAX_LENGTH as _MAX_LENGTH
 from isotropy._utils.defaults import DefaultFloat, DefaultInt, DefaultName
-from isotropy._utils.validation import IsotropyValueError, _describe, check_scalar, check_texts
+from isotropy._utils.validation import IsotropyValueError, _describe, check_scalar, check_texts, check_zeta
 from isotropy.metrics.table import check_metric_names, metric_names
 from isotropy.models.batching import distinct_sequences, pad_rows, refuse_empty_rows, tokenize_texts
 from isotropy.models.layers import check_layers, select_layers
@@ -608,8 +608,9 @@ class GeometryProbe:
         before the probe: its per-layer covariance is Σ_S of ``isoscore_star``, as Rudman & Eickhoff
         compute IsoScore* of a mini-batch. ``None`` uses Σ_S = I (the reference implementation's
         default; scale-dependent: with small hidden-state variances the identity dominates).
-    zeta : float in [0, 1], default=0.2
-        Shrinkage weight of ``isoscore_star``.
+    zeta : float in [0, 1] or 0-d tensor, default=0.2
+        Shrinkage weight of ``isoscore_star``; a 0-d real tensor or array is read once as a float,
+        as by :func:`isotropy.isoscore_star`.
     """
 
     def __init__(self, probe, *, layers="all", pooling="mean", metrics=None, batch_size=32,
@@ -620,7 +621,7 @@ class GeometryProbe:
         self.n_rows = self.rows.n_rows
         self.shrinkage_rows = None if shrinkage_sample is None else _Rows(
             shrinkage_sample, name="shrinkage_sample", caller=caller, max_length=self.max_length)
-        self.zeta = float(check_scalar(zeta, "zeta", caller=caller, low=0.0, high=1.0))
+        self.zeta = check_zeta(zeta, caller=caller)
         # the form now, [1, 1] refused; the range, and [-1, 2] (one layer on 2 layers only), once the depth is known
         check_distinct_layers(layers, caller=caller)
         self.layers = layers

@@ -29,7 +29,7 @@ from isotropy._utils.install import extra_imports
 with extra_imports("isotropy.training", "train"):  # a missing package named with its extra, in one line
     import torch
 
-from isotropy._utils.validation import IsotropyValueError, check_option, check_scalar, check_weight
+from isotropy._utils.validation import IsotropyValueError, check_option, check_scalar, check_weight, check_zeta
 from isotropy.models.layers import select_layers
 from isotropy.models.pooling import _pool, check_attention_mask, check_pooling
 from isotropy.torch import _istar, cosine_penalty, shrinkage_covariance  # at import: never in the loop
@@ -216,7 +216,7 @@ class HiddenStateRegulariser:
                                      batch_size=None if batch_size is _BATCH_SIZE else batch_size,
                                      max_length=None if max_length is _MAX_LENGTH else max_length)
         self.weight = check_weight(weight, caller=caller)
-        self.zeta = check_weight(zeta, caller=caller, name="zeta", low=0.0, high=1.0)  # a 0-d tensor too, as weight
+        self.zeta = check_zeta(zeta, caller=caller)  # a 0-d tensor too, as weight
         # the form now, a repeat ([1, 1]) refused as by the probe; the range, and two indices of one hidden state
         # (-1 beside the last index), at the first forward pass
         check_distinct_layers(layers, caller=caller)
