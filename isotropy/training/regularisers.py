@@ -305,6 +305,13 @@ class HiddenStateRegulariser:
 
         ``hidden_states`` the model's (``output_hidden_states=True``), ``attention_mask`` the batch's
         (``None``: no padding); see :func:`regularised_states`.
+
+        A batch of fewer than 2 regularised states (sentence level, a one-row batch) has no IsoScore* nor
+        mean cosine: its penalty is 0, without gradient, with one warning, and training goes on. The
+        exception is I-STAR with ``zeta=1`` and a Σ_S (``shrinkage_cov``): Σ_ζ is Σ_S alone, so one state's
+        IsoScore* is defined, the IsoScore of Σ_S, and its penalty is ``−λ·IsoScore(Σ_S)``, what
+        :func:`isotropy.isoscore_star` and :class:`~isotropy.torch.IStarLoss` give for that batch (logged
+        as such, not as 0, and not warned of); no gradient reaches the state either way.
         """
         try:
             H = self.states(hidden_states, attention_mask)
@@ -316,7 +323,10 @@ class HiddenStateRegulariser:
             raise IsotropyValueError(f"{exc} This batch is the one of training step {step}; its rows are counted "
                                      f"within that step's batch, in the order the data loader gave them.") from None
         self._device = H.device
-        if H.shape[0] < 2:  # one state (sentence level, a one-row batch): no IsoScore* nor mean cosine of it
+        # one state (sentence level, a one-row batch): no IsoScore* nor mean cosine of it, except I-STAR's at ζ = 1
+        # with a Σ_S, which is IsoScore(Σ_S) whatever the state (isoscore_star and IStarLoss give it): computed below
+        only_s = self.method == "istar" and self.zeta == 1.0 and self.shrinkage_cov is not None
+        if H.shape[0] < 2 and not (only_s and H.shape[0] == 1):
             if not self._warned_single:
                 import warnings
 
