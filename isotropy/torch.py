@@ -38,6 +38,7 @@ from isotropy._utils.validation import (
     check_real,
     check_tensor_data,
     check_weight,
+    check_zeta,
     first_nonfinite,
 )
 from isotropy.metrics.cosine import _cosine_similarity_mean
@@ -66,6 +67,7 @@ def _identity_warning(caller: str) -> str:
 def _istar(H, *, shrinkage_cov, zeta, caller: str, warn: bool):
     """``−IsoScore*(H)`` for :func:`istar_penalty`; ``warn``: warn when Σ_S is the identity (``None``, ζ > 0)."""
     H = _check_tensor(H, caller)
+    zeta = check_zeta(zeta, caller=caller)  # a 0-d tensor (a schedule's value) as a float: compared below
     value = -_isoscore_star(H, shrinkage_cov=shrinkage_cov, zeta=zeta, caller=caller, name="H")
     if warn and shrinkage_cov is None and zeta > 0:  # after the checks: a refused call does not warn first
         from isotropy._utils.warn import user_stacklevel
@@ -86,8 +88,9 @@ def istar_penalty(H, *, shrinkage_cov, zeta=0.2):
         Σ_S, the covariance of a larger stored sample of hidden states (see
         :func:`shrinkage_covariance`); ``None`` uses the identity, and warns when ``zeta > 0``
         (the value then tracks the vector norms, not isotropy). Moved to ``H``'s device/dtype.
-    zeta : float in [0, 1], default=0.2
-        Shrinkage weight ζ of Σ_ζ = (1 − ζ)·Σ_H + ζ·Σ_S.
+    zeta : float in [0, 1] or 0-d tensor, default=0.2
+        Shrinkage weight ζ of Σ_ζ = (1 − ζ)·Σ_H + ζ·Σ_S; a 0-d real tensor or array (a schedule's
+        value) is read once as a float (one that requires grad is refused: no gradient reaches ζ).
 
     Returns
     -------
@@ -329,7 +332,7 @@ class IStarLoss(nn.Module):
     def __init__(self, *, zeta=0.2, weight=1.0, shrinkage_cov=None):
         super().__init__()
         # ζ as λ: a number, or a 0-d real tensor or array (a schedule's value), read once as a float, in [0, 1]
-        self.zeta = check_weight(zeta, caller="IStarLoss", name="zeta", low=0.0, high=1.0)
+        self.zeta = check_zeta(zeta, caller="IStarLoss")
         self.weight = check_weight(weight, caller="IStarLoss")
         if shrinkage_cov is not None:
             check_tensor_data(shrinkage_cov, caller="IStarLoss", name="shrinkage_cov")

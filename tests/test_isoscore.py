@@ -499,3 +499,52 @@ def test_the_shrinkage_cov_record_follows_its_values_not_its_version(rng, write)
         S.data[2, 2] = -0.5
     with pytest.raises(IsotropyValueError, match="positive semi-definite"):
         istar_penalty(H, shrinkage_cov=S, zeta=0.5)
+
+
+def test_zeta_takes_a_0d_real_tensor_or_array_as_the_regularisers_do(rng):
+    """IStarLoss and HiddenStateRegulariser took ``zeta=torch.tensor(0.25)`` (a ζ schedule's value), while
+    isoscore_star raised TypeError "must be a float ... Got tensor(0.2500)": now every ζ reads a 0-d real tensor or
+    array once as a float, range-checked in the same words. Reference: the `isoscore` package's IsoScore_star at the
+    float ζ (agrees to 1e-6, see the module docstring), and the function at the float ζ (exactly)."""
+    import dask.array as da
+    from IsoScore import IsoScore as pkg
+
+    from isotropy import CovarianceAccumulator
+    from isotropy.torch import istar_penalty
+
+    X = _anisotropic(rng, 40, 6)
+    S = np.cov(_anisotropic(rng, 200, 6), rowvar=False)
+    schedule = torch.linspace(0.0, 1.0, 5)  # float32: 0.25 and 0.5 are exact
+    for zeta, plain in ((schedule[1], 0.25), (torch.tensor(0.5, dtype=torch.float64), 0.5), (np.array(0.75), 0.75),
+                        (torch.tensor(1), 1.0), (np.float32(0.25), 0.25)):
+        expected = isoscore_star(X, shrinkage_cov=S, zeta=plain)
+        assert expected == pytest.approx(float(pkg.IsoScore_star(X, torch.tensor(S), plain)), abs=1e-6)
+        assert isoscore_star(X, shrinkage_cov=S, zeta=zeta) == expected
+        assert isoscore_star(da.from_array(X, chunks=(15, 6)), shrinkage_cov=S, zeta=zeta) == pytest.approx(
+            expected, rel=1e-12)
+        assert CovarianceAccumulator().update(X).isoscore_star(shrinkage_cov=S, zeta=zeta) == pytest.approx(
+            expected, rel=1e-12)
+        assert isoscore_from_covariance(np.cov(X, rowvar=False), shrinkage_cov=S, zeta=zeta) == pytest.approx(
+            expected, rel=1e-12)
+        H = torch.tensor(X)
+        assert float(isoscore_star(H, shrinkage_cov=torch.tensor(S), zeta=zeta)) == pytest.approx(expected, rel=1e-12)
+        assert float(istar_penalty(H, shrinkage_cov=torch.tensor(S), zeta=zeta)) == pytest.approx(-expected, rel=1e-12)
+    start = "The 'zeta' parameter of isoscore_star must be"
+    tensor = f"{start} a real number or a 0-d real tensor"
+    cases = [
+        (torch.tensor(1.5), IsotropyValueError, f"{tensor} in the range [0.0, 1.0]. Got tensor(1.5000) instead."),
+        (np.array(-0.5), IsotropyValueError,
+         f"{start} a real number or a 0-d real array in the range [0.0, 1.0]. Got array(-0.5) instead."),
+        (torch.tensor([0.2]), IsotropyValueError, f"{tensor}. Got a tensor of shape (1,) instead."),
+        (torch.tensor(True), TypeError, f"{tensor}. Got a 0-d tensor of dtype torch.bool instead."),
+        # read as a float, ζ gets no gradient (the score is differentiable in X only): refused, saying so
+        (torch.tensor(0.2, requires_grad=True), IsotropyValueError,
+         (f"{tensor} that does not require grad: it is read once as a float, and no gradient would reach it. Got "
+          f"tensor(0.2000, requires_grad=True) instead.")),
+        (1.5, IsotropyValueError, f"{start} a float in the range [0.0, 1.0]. Got 1.5 instead."),  # a number: as before
+    ]
+    for zeta, error, message in cases:
+        for data in (X, torch.tensor(X), da.from_array(X)):
+            with pytest.raises(error) as info:
+                isoscore_star(data, shrinkage_cov=S, zeta=zeta)
+            assert str(info.value) == message

@@ -816,3 +816,92 @@ def test_a_probe_of_a_1d_array_or_series_of_texts_is_taken_as_its_list(tmp_path)
     assert str(info.value) == ("The 'probe' parameter of GeometryProbe must be a non-empty list of texts or a dict of "
                                "tensors with 'input_ids'. Got Series instead; pass token ids as a dict, "
                                "{'input_ids': probe}.")
+
+
+@pytest.mark.parametrize("cls", ["HiddenStateRegulariser", "HFRegulariser", "LightningRegulariser"])
+def test_a_regulariser_refuses_a_repeated_layer_as_the_probe_does(cls):
+    """``HiddenStateRegulariser(layers=[1, 1])`` (and the drop-ins) was taken, the repeat dropped silently (layer 1
+    regularised once), where GeometryProbe refuses it: refused in the probe's words, when made for a written repeat
+    and at the first forward pass for two indices of one hidden state (-1 beside the last index)."""
+    import torch
+
+    from isotropy import training
+    from isotropy.torch import cosine_penalty
+
+    make = getattr(training, cls)
+    for layers, shown in (([1, 1], "[1, 1]"), ("2,1,2", "'2,1,2'"), ((3, -1, 3), "(3, -1, 3)")):
+        repeated = shown.strip("[]()'").split(",")[0]
+        with pytest.raises(IsotropyValueError) as info:
+            make("cosreg", layers=layers)
+        assert str(info.value) == (f"The 'layers' parameter of {cls} must name each layer once. Got {shown} instead: "
+                                   f"{repeated} is repeated.")
+    g = torch.Generator().manual_seed(3)
+    hidden = tuple(torch.randn(2, 5, 4, generator=g, dtype=torch.float64) for _ in range(3))  # 2 layers: 0..2
+    reg = make("cosreg", layers=[-1, 2])
+    with pytest.raises(IsotropyValueError) as info:
+        reg.penalty(hidden)
+    assert str(info.value) == (f"The 'layers' parameter of {cls} must name each layer once. Got [-1, 2] instead: -1 "
+                               f"and 2 are both layer_2 (the model's hidden states are 0..2).")
+    # distinct layers: each regularised once, the penalty of the pure function on their stacked token states
+    value = make("cosreg", layers=[-1, 1]).penalty(hidden)
+    expected = cosine_penalty(torch.cat([hidden[1].reshape(-1, 4), hidden[2].reshape(-1, 4)]))
+    assert float(value) == pytest.approx(float(expected), rel=1e-12)
+
+
+@pytest.mark.parametrize("cls", ["IsoScoreStar", "GeometryProbe", "HFGeometryCallback", "LightningGeometryCallback"])
+def test_zeta_takes_a_0d_real_tensor_or_array_as_the_regularisers_do(cls, tmp_path):
+    """IsoScoreStar(zeta=torch.tensor(0.25)) and GeometryProbe (the callbacks') raised TypeError "must be a float ...
+    Got tensor(0.2500)" where IStarLoss and the regularisers read a 0-d tensor once as a float: read so here too,
+    range-checked in the regularisers' words. Values: the metric's compute equals isoscore_star at the float ζ; the
+    probe measures what it measures with the float ζ."""
+    import torch
+
+    from isotropy import isoscore_star, training
+
+    make = getattr(training, cls)
+    ids = _ids()
+    S = torch.cov(torch.randn(50, 4, generator=torch.Generator().manual_seed(2), dtype=torch.float64).T)
+
+    def build(zeta):
+        if cls == "IsoScoreStar":
+            return make(shrinkage_cov=S, zeta=zeta)
+        return make({"input_ids": ids}, metrics=("isoscore_star",), shrinkage_sample={"input_ids": ids}, zeta=zeta)
+
+    def zeta_of(built):
+        return built.zeta if cls == "IsoScoreStar" else getattr(built, "probe", built).zeta
+
+    for zeta, plain in ((torch.linspace(0.0, 1.0, 5)[1], 0.25), (torch.tensor(0.5, dtype=torch.float64), 0.5),
+                        (np.array(0.75), 0.75), (torch.tensor(1), 1.0)):
+        built = build(zeta)
+        assert type(zeta_of(built)) is float and zeta_of(built) == plain
+    if cls == "IsoScoreStar":
+        X = torch.randn(30, 4, generator=torch.Generator().manual_seed(5), dtype=torch.float64)
+        metric = build(torch.tensor(0.25))
+        metric.update(X)
+        assert float(metric.compute()) == pytest.approx(
+            isoscore_star(X.numpy(), shrinkage_cov=S.numpy(), zeta=0.25), rel=1e-12)
+    elif cls == "GeometryProbe":
+        from _tiny_models import make_tiny_bert
+        from transformers import AutoModel
+
+        model = AutoModel.from_pretrained(make_tiny_bert(tmp_path, n_layers=2, hidden_size=16))
+        ids = ids % model.config.vocab_size
+        values = make({"input_ids": ids}, metrics=("isoscore_star",), shrinkage_sample={"input_ids": ids},
+                      zeta=torch.tensor(0.25)).measure(model)
+        assert values == make({"input_ids": ids}, metrics=("isoscore_star",), shrinkage_sample={"input_ids": ids},
+                              zeta=0.25).measure(model)
+        assert len(values) == 2
+    start = f"The 'zeta' parameter of {cls} must be"
+    tensor = f"{start} a real number or a 0-d real tensor"
+    cases = [
+        (torch.tensor(1.5), IsotropyValueError, f"{tensor} in the range [0.0, 1.0]. Got tensor(1.5000) instead."),
+        (np.array(-0.5), IsotropyValueError,
+         f"{start} a real number or a 0-d real array in the range [0.0, 1.0]. Got array(-0.5) instead."),
+        (torch.tensor([0.2]), IsotropyValueError, f"{tensor}. Got a tensor of shape (1,) instead."),
+        (torch.tensor(True), TypeError, f"{tensor}. Got a 0-d tensor of dtype torch.bool instead."),
+        (1.5, IsotropyValueError, f"{start} a float in the range [0.0, 1.0]. Got 1.5 instead."),  # a number: as before
+    ]
+    for zeta, error, message in cases:
+        with pytest.raises(error) as info:
+            build(zeta)
+        assert str(info.value) == message

@@ -471,3 +471,53 @@ def test_logged_means_reduce_under_nccl_on_the_states_device(monkeypatch):
     means = reg.logged_means()
     assert seen == [hidden[1].device]
     assert means == pytest.approx({LOG_KEYS[0]: 3.0, LOG_KEYS[1]: float(penalty)}, rel=1e-12)
+
+
+@pytest.mark.parametrize("cls", ["HiddenStateRegulariser", "HFRegulariser", "LightningRegulariser"])
+def test_istar_of_one_state_at_zeta_one_with_a_shrinkage_cov_is_minus_lambda_isoscore_of_sigma_s(cls):
+    """At ζ = 1 with a Σ_S, IsoScore* of one state is defined (Σ_ζ = Σ_S alone): isoscore_star and IStarLoss give
+    IsoScore(Σ_S) for a one-row batch, while the regulariser gave it a penalty of 0 with a warning ("needs at least
+    2"), a logged penalty unlike the function's. Now −λ·IsoScore(Σ_S), no warning, still no gradient to the state.
+    Reference: the closed form ((tr Σ_S)² / ‖Σ_S‖²_F − 1) / (d − 1), and the `isoscore` package 2.0.1 on the sample
+    whose covariance Σ_S is (it computes √d in float32: 1e-6). Below ζ = 1 the batch keeps 0 and its warning."""
+    import warnings
+    from types import SimpleNamespace
+
+    from IsoScore import IsoScore as pkg
+
+    from isotropy import isoscore_star, training
+    from isotropy.torch import IStarLoss
+
+    make = getattr(training, cls)
+    sample = np.random.default_rng(11).normal(size=(80, 4)) * [3.0, 1.5, 1.0, 0.5]
+    S = np.cov(sample, rowvar=False)
+    expected = (np.trace(S) ** 2 / np.sum(S * S) - 1) / 3
+    assert float(pkg.IsoScore(sample)) == pytest.approx(expected, abs=1e-6)
+    assert 0.05 < expected < 0.95
+    g = torch.Generator().manual_seed(4)
+    leaf = torch.randn(1, 3, 4, generator=g, dtype=torch.float64, requires_grad=True)
+    hidden = (torch.randn(1, 3, 4, generator=g, dtype=torch.float64), leaf * 1.0)  # 1 layer, a one-row batch
+    reg = make("istar", zeta=1.0, weight=-2.0, shrinkage_sample=_SAMPLE_IDS, level="sentence", layers="last")
+    reg.load_shrinkage_state({"shrinkage_cov": torch.tensor(S), "epoch": 0}, source="a test")
+    if cls == "LightningRegulariser":  # a penalty with gradients belongs to a training batch of the Trainer
+        reg.on_train_batch_start(SimpleNamespace(global_step=0), None, None, 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        penalty = reg.penalty(hidden)
+    H = reg.states(hidden).detach()
+    assert H.shape == (1, 4)
+    assert isoscore_star(H.numpy(), shrinkage_cov=S, zeta=1.0) == pytest.approx(expected, rel=1e-12)
+    assert float(penalty.detach()) == pytest.approx(2.0 * expected, rel=1e-12)  # −λ·IsoScore(Σ_S) with λ = −2
+    assert reg.last_penalty == float(penalty.detach())
+    if cls == "LightningRegulariser":
+        assert reg._batch_penalty == float(penalty.detach())  # the batch's penalty, as it logs it
+    loss = IStarLoss(zeta=1.0, weight=-2.0, shrinkage_cov=torch.tensor(S))
+    assert float(loss(H)) == pytest.approx(float(penalty.detach()), rel=1e-12)
+    penalty.backward()
+    assert torch.equal(leaf.grad, torch.zeros_like(leaf))
+    below = make("istar", zeta=0.9, weight=-2.0, shrinkage_sample=_SAMPLE_IDS, level="sentence", layers="last")
+    below.load_shrinkage_state({"shrinkage_cov": torch.tensor(S), "epoch": 0}, source="a test")
+    if cls == "LightningRegulariser":
+        below.on_train_batch_start(SimpleNamespace(global_step=0), None, None, 0)
+    with pytest.warns(UserWarning, match="a training batch gave 1 regularised state"):
+        assert float(below.penalty(hidden).detach()) == 0.0 and below.last_penalty == 0.0

@@ -24,7 +24,12 @@ from isotropy._kernels.isoscore import (
 )
 from isotropy._utils.backend import is_torch
 from isotropy._utils.magnitude import rescaled, rows_at_unit_scale
-from isotropy._utils.validation import IsotropyValueError, check_scalar, check_X, refuse_subnormal_as_given
+from isotropy._utils.validation import (
+    IsotropyValueError,
+    check_X,
+    check_zeta,
+    refuse_subnormal_as_given,
+)
 
 
 def _host_array(X):
@@ -411,7 +416,7 @@ class CovarianceAccumulator:
 
     def isoscore_star(self, *, shrinkage_cov=None, zeta=0.2):
         """IsoScore* of all rows seen (Python float); see :func:`isotropy.isoscore_star`."""
-        zeta = float(check_scalar(zeta, "zeta", caller="CovarianceAccumulator.isoscore_star", low=0.0, high=1.0))
+        zeta = check_zeta(zeta, caller="CovarianceAccumulator.isoscore_star")
         # ζ = 1 with Σ_S: Σ_S alone, one row enough (its undefined Σ_X weighs nothing), as isoscore_star
         only_s = zeta == 1.0 and shrinkage_cov is not None
         self._require("isoscore_star", min_samples=1 if only_s else 2)

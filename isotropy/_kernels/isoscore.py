@@ -19,7 +19,7 @@ import numpy as np
 from isotropy._kernels.rows import all_rows_equal
 from isotropy._utils.backend import as_tensor, is_torch, to_output
 from isotropy._utils.magnitude import _tiny, rescaled, safe_exponent_range, times_power_of_two, unit_scale
-from isotropy._utils.validation import IsotropyValueError, _describe, check_real, check_scalar, check_tensor_data
+from isotropy._utils.validation import IsotropyValueError, _describe, check_real, check_tensor_data, check_zeta
 
 # Data whose total variance is below (_FLOOR_ULPS * eps)^2 * ||mean||^2 per sample is treated as
 # constant: the residual of exact centring of identical rows is a few ulps of the mean.
@@ -391,8 +391,9 @@ def isoscore_from_covariance(cov, *, shrinkage_cov=None, zeta=0.0):
         A symmetric positive semi-definite covariance matrix, n_features >= 2.
     shrinkage_cov : array-like or torch.Tensor of shape (n_features, n_features), default=None
         Σ_S for IsoScore*; ``None`` means the identity (only used when ``zeta > 0``).
-    zeta : float in [0, 1], default=0.0
-        Shrinkage weight; the default 0 gives plain IsoScore.
+    zeta : float in [0, 1] or 0-d tensor, default=0.0
+        Shrinkage weight; the default 0 gives plain IsoScore. A 0-d real tensor or array is read
+        once as a float, as by :func:`isotropy.isoscore_star`.
 
     Returns
     -------
@@ -427,7 +428,7 @@ def isoscore_from_covariance(cov, *, shrinkage_cov=None, zeta=0.0):
 def _isoscore_from_covariance(cov, *, shrinkage_cov, zeta, caller, data_name="cov"):
     """:func:`isoscore_from_covariance` with the public caller's name, and its name for the data whose width
     ``shrinkage_cov`` must have, in its error messages."""
-    zeta = float(check_scalar(zeta, "zeta", caller=caller, low=0.0, high=1.0))
+    zeta = check_zeta(zeta, caller=caller)
     check_tensor_data(cov, caller=caller, name="cov")  # a nested tensor has no shape to read below
     check_real(cov, caller=caller, name="cov")  # as a complex X is refused: its real part was scored, with a warning
     if not is_torch(cov):

@@ -33,6 +33,7 @@ __all__ = [
     "check_tensor_data",
     "check_texts",
     "check_weight",
+    "check_zeta",
 ]
 
 
@@ -639,6 +640,17 @@ def check_weight(weight, *, caller: str, name: str = "weight", low=None, high=No
         raise IsotropyValueError(f"{expected} in the range [{'-inf' if low is None else low}, "
                                  f"{'inf' if high is None else high}]. Got {_describe(weight)} instead.")
     return value
+
+
+def check_zeta(zeta, *, caller: str) -> float:
+    """IsoScore*'s shrinkage weight ζ as a Python float in [0, 1]: a real number, or a 0-d real tensor or array.
+
+    One check for every ζ of the toolkit (:func:`isotropy.isoscore_star`, its torch, dask and streaming forms,
+    :class:`~isotropy.training.IsoScoreStar`, the probe, the callbacks, :class:`~isotropy.torch.IStarLoss` and the
+    regularisers): a ζ schedule's value is a 0-d tensor, read once as a float as λ is (:func:`check_weight`, with its
+    messages; a number keeps :func:`check_scalar`'s "must be a float in the range [0.0, 1.0]").
+    """
+    return check_weight(zeta, caller=caller, name="zeta", low=0.0, high=1.0)
 
 
 def check_n_neighbors(n_neighbors, n_samples: int, *, caller: str, low: int = 1, name: str = "n_neighbors") -> int:

@@ -156,10 +156,10 @@ def isoscore(X):
 
 def isoscore_star(X, *, shrinkage_cov=None, zeta=0.2):
     """:func:`isotropy.isoscore_star` of a dask array (see there)."""
-    from isotropy._utils.validation import check_scalar
+    from isotropy._utils.validation import check_zeta
 
     caller = "isoscore_star"
-    zeta = float(check_scalar(zeta, "zeta", caller=caller, low=0.0, high=1.0))
+    zeta = check_zeta(zeta, caller=caller)
     only_s = zeta == 1.0 and shrinkage_cov is not None  # Σ_S alone: one row is enough, as in memory
     acc = _accumulate(X, caller, min_features=2, min_samples=1 if only_s else 2)
     if zeta == 0.0 or shrinkage_cov is None:  # identical rows with ζ > 0 and Σ_S: ζ·Σ_S, as in memory

@@ -29,9 +29,9 @@ from isotropy._utils.backend import is_dask, is_torch, to_output, without_autoca
 from isotropy._utils.magnitude import rescaled
 from isotropy._utils.validation import (
     IsotropyValueError,
-    check_scalar,
     check_tensor_data,
     check_X,
+    check_zeta,
     refuse_subnormal_as_given,
 )
 
@@ -117,8 +117,12 @@ def isoscore_star(X, *, shrinkage_cov=None, zeta=0.2):
         Σ_S, the covariance matrix of a larger sample of the same distribution (symmetric,
         positive semi-definite). ``None`` uses the identity, as the reference implementation
         recommends when no larger sample is available.
-    zeta : float in [0, 1], default=0.2
-        Shrinkage weight ζ. ``zeta=0`` gives :func:`isoscore`; ``zeta=1`` the IsoScore of Σ_S.
+    zeta : float in [0, 1] or 0-d tensor, default=0.2
+        Shrinkage weight ζ. ``zeta=0`` gives :func:`isoscore`; ``zeta=1`` the IsoScore of Σ_S. A
+        0-d real tensor or numpy array (a ζ schedule's value) is read once as a float, as the
+        regularisers read it; one that requires grad is refused, since the score is differentiable
+        with respect to ``X`` only and no gradient would reach ζ (pass ``float(zeta)`` or
+        ``zeta.detach()``).
 
     Returns
     -------
@@ -180,7 +184,7 @@ def isoscore_star(X, *, shrinkage_cov=None, zeta=0.2):
 @without_autocast
 def _isoscore_star(X, *, shrinkage_cov, zeta, caller, name="X"):
     """:func:`isoscore_star` with the public caller's name, and its name for ``X``, in its error messages."""
-    zeta = float(check_scalar(zeta, "zeta", caller=caller, low=0.0, high=1.0))
+    zeta = check_zeta(zeta, caller=caller)
     given = X
     # ζ = 1 with a given Σ_S: Σ_ζ = Σ_S alone, defined for one row (whose Σ_X, ddof=1, is not): its IsoScore, as for
     # identical rows below. ζ < 1 weighs that undefined Σ_X, and ζ = 1 without Σ_S is I (1.0 for any row): 2 rows.

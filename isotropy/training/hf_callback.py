@@ -67,8 +67,9 @@ class HFGeometryCallback(TrainerCallback):
     shrinkage_sample : list of str (or a 1-d array or Series of str) or dict of tensors, optional
         A larger sample whose per-layer covariance (under the current model) is Σ_S of
         ``isoscore_star``; ``None`` uses the identity. See :class:`isotropy.training.GeometryProbe`.
-    zeta : float in [0, 1], default=0.2
-        Shrinkage weight of ``isoscore_star``.
+    zeta : float in [0, 1] or 0-d tensor, default=0.2
+        Shrinkage weight of ``isoscore_star``; a 0-d real tensor or array is read once as a float,
+        as by :func:`isotropy.isoscore_star`.
     tokenizer : transformers tokenizer, optional
         Overrides the Trainer's ``processing_class`` for text probes.
     batch_size : int, default=32

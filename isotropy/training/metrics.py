@@ -47,6 +47,7 @@ from isotropy._utils.validation import (
     check_real,
     check_scalar,
     check_X,
+    check_zeta,
     refuse_subnormal_as_given,
 )
 
@@ -492,8 +493,9 @@ class IsoScoreStar(_MomentMetric):
         ``np.cov(sample, rowvar=False)``); ``None`` (default) uses the identity and warns, as the
         callbacks do (the value then tracks the vector norms). Kept as a float64 buffer that moves
         with the metric.
-    zeta : float in [0, 1], default=0.2
-        Shrinkage weight ζ.
+    zeta : float in [0, 1] or 0-d tensor, default=0.2
+        Shrinkage weight ζ; a 0-d real tensor or array is read once as a float, as by
+        :func:`isotropy.isoscore_star`.
     n_features : int, optional
         As :class:`IsoScore`; implied by ``shrinkage_cov`` when given.
     **kwargs
@@ -534,7 +536,7 @@ class IsoScoreStar(_MomentMetric):
                             f"give shrinkage_cov, Σ_S as an (n_features, n_features) covariance matrix of the sample, "
                             f"e.g. isotropy.torch.shrinkage_covariance(sample) or np.cov(sample, rowvar=False). "
                             f"Got shrinkage_sample={got} instead.")
-        self.zeta = float(check_scalar(zeta, "zeta", caller=caller, low=0.0, high=1.0))
+        self.zeta = check_zeta(zeta, caller=caller)
         S = None
         if shrinkage_cov is not None:
             from isotropy._kernels.isoscore import _check_shrinkage_cov, as_shrinkage_tensor

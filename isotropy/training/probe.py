@@ -44,7 +44,7 @@ with extra_imports("isotropy.training", "train"):  # a missing package named wit
 from isotropy._utils.backend import as_tensor
 from isotropy._utils.defaults import MAX_LENGTH as _MAX_LENGTH
 from isotropy._utils.defaults import DefaultFloat, DefaultInt, DefaultName
-from isotropy._utils.validation import IsotropyValueError, _describe, check_scalar, check_texts
+from isotropy._utils.validation import IsotropyValueError, _describe, check_scalar, check_texts, check_zeta
 from isotropy.metrics.table import check_metric_names, metric_names
 from isotropy.models.batching import distinct_sequences, pad_rows, refuse_empty_rows, tokenize_texts
 from isotropy.models.layers import check_layers, select_layers
@@ -251,6 +251,31 @@ def _refuse_repeats(values, given, *, name, caller, what):
             raise IsotropyValueError(f"The '{name}' parameter of {caller} must name each {what} once. Got "
                                      f"{_describe(given)} instead: {value!r} is repeated.")
         seen.add(value)
+
+
+def check_distinct_layers(layers, n_states=None, *, caller):
+    """:func:`~isotropy.models.check_layers` of ``layers``, refusing a layer named twice; returns its form.
+
+    Without ``n_states`` (when the probe or regulariser is built) an index written twice (``[1, 1]``,
+    ``"2,1,2"``) is refused; with the model's number of hidden states ``n_states`` (once its depth is
+    known, after :func:`~isotropy.models.select_layers` has bounded them) so are two indices of one
+    hidden state (``-1`` beside the last index). Both were dropped silently by ``select_layers``:
+    measured or regularised once, where the user asked for the layer twice, most likely meaning another.
+    """
+    form = check_layers(layers, caller=caller)
+    if not isinstance(form, tuple):
+        return form
+    if n_states is None:
+        _refuse_repeats(form, layers, name="layers", caller=caller, what="layer")
+        return form
+    first = {}
+    for i in form:
+        if first.setdefault(i % n_states, i) != i:
+            raise IsotropyValueError(
+                f"The 'layers' parameter of {caller} must name each layer once. Got {_describe(layers)} instead: "
+                f"{first[i % n_states]} and {i} are both layer_{i % n_states} (the model's hidden states are "
+                f"0..{n_states - 1}).")
+    return form
 
 
 def _refuse_blank_texts(texts, *, name, caller):
@@ -583,8 +608,9 @@ class GeometryProbe:
         before the probe: its per-layer covariance is Σ_S of ``isoscore_star``, as Rudman & Eickhoff
         compute IsoScore* of a mini-batch. ``None`` uses Σ_S = I (the reference implementation's
         default; scale-dependent: with small hidden-state variances the identity dominates).
-    zeta : float in [0, 1], default=0.2
-        Shrinkage weight of ``isoscore_star``.
+    zeta : float in [0, 1] or 0-d tensor, default=0.2
+        Shrinkage weight of ``isoscore_star``; a 0-d real tensor or array is read once as a float,
+        as by :func:`isotropy.isoscore_star`.
     """
 
     def __init__(self, probe, *, layers="all", pooling="mean", metrics=None, batch_size=32,
@@ -595,10 +621,9 @@ class GeometryProbe:
         self.n_rows = self.rows.n_rows
         self.shrinkage_rows = None if shrinkage_sample is None else _Rows(
             shrinkage_sample, name="shrinkage_sample", caller=caller, max_length=self.max_length)
-        self.zeta = float(check_scalar(zeta, "zeta", caller=caller, low=0.0, high=1.0))
-        form = check_layers(layers, caller=caller)  # the form now; the range once the model's depth is known
-        if isinstance(form, tuple):  # [1, 1]; [-1, 2] is the same layer on 2 layers only: at the measurement
-            _refuse_repeats(form, layers, name="layers", caller=caller, what="layer")
+        self.zeta = check_zeta(zeta, caller=caller)
+        # the form now, [1, 1] refused; the range, and [-1, 2] (one layer on 2 layers only), once the depth is known
+        check_distinct_layers(layers, caller=caller)
         self.layers = layers
         self.pooling = check_pooling(pooling, caller=caller)
         if isinstance(metrics, Mapping):
@@ -829,15 +854,7 @@ class GeometryProbe:
 
     def _layer_ids(self, n_states):
         ids = select_layers(self.layers, n_states, include_embeddings=False, caller=self.caller)
-        form = check_layers(self.layers, caller=self.caller)
-        if isinstance(form, tuple) and len(ids) < len(form):  # two indices of one hidden state (-1 and the last)
-            first = {}
-            for i in form:
-                if first.setdefault(i % n_states, i) != i:
-                    raise IsotropyValueError(
-                        f"The 'layers' parameter of {self.caller} must name each layer once. Got "
-                        f"{_describe(self.layers)} instead: {first[i % n_states]} and {i} are both layer_"
-                        f"{i % n_states} (the model's hidden states are 0..{n_states - 1}).")
+        check_distinct_layers(self.layers, n_states, caller=self.caller)  # -1 and the last index: one hidden state
         return ids
 
     # ----------------------------------------------------------------- measuring

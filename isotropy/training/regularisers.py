@@ -29,8 +29,8 @@ from isotropy._utils.install import extra_imports
 with extra_imports("isotropy.training", "train"):  # a missing package named with its extra, in one line
     import torch
 
-from isotropy._utils.validation import IsotropyValueError, check_option, check_scalar, check_weight
-from isotropy.models.layers import check_layers, select_layers
+from isotropy._utils.validation import IsotropyValueError, check_option, check_scalar, check_weight, check_zeta
+from isotropy.models.layers import select_layers
 from isotropy.models.pooling import _pool, check_attention_mask, check_pooling
 from isotropy.torch import _istar, cosine_penalty, shrinkage_covariance  # at import: never in the loop
 from isotropy.training.probe import (  # the documented defaults, told apart from the same values passed
@@ -39,6 +39,7 @@ from isotropy.training.probe import (  # the documented defaults, told apart fro
     _POOLING,
     _ZETA,
     _Rows,
+    check_distinct_layers,
     forward_hidden_states,
     refuse_non_module,
 )
@@ -178,7 +179,9 @@ class HiddenStateRegulariser:
         refused with ``method="cosreg"``). ``None``: Σ_S = I (scale-dependent; give a sample). Token ids past
         the model's vocabulary, or rows longer than its positions, are refused when Σ_S is first computed.
     layers, level, pooling
-        Which states are regularised; see :func:`regularised_states`. ``pooling`` (default ``"mean"``) applies to
+        Which states are regularised; see :func:`regularised_states`. Each layer once, as for
+        :class:`~isotropy.training.GeometryProbe`: a repeat is refused (``[1, 1]`` here; ``-1`` beside the
+        last index at the first forward pass). ``pooling`` (default ``"mean"``) applies to
         ``level="sentence"`` only: passed with ``level="token"``, where no state is pooled, it is refused.
     batch_size, max_length : int, default=32 and 128
         Batching and truncation when embedding the shrinkage sample; refused when passed with no
@@ -213,8 +216,10 @@ class HiddenStateRegulariser:
                                      batch_size=None if batch_size is _BATCH_SIZE else batch_size,
                                      max_length=None if max_length is _MAX_LENGTH else max_length)
         self.weight = check_weight(weight, caller=caller)
-        self.zeta = check_weight(zeta, caller=caller, name="zeta", low=0.0, high=1.0)  # a 0-d tensor too, as weight
-        check_layers(layers, caller=caller)  # the form now; the range at the first forward pass
+        self.zeta = check_zeta(zeta, caller=caller)  # a 0-d tensor too, as weight
+        # the form now, a repeat ([1, 1]) refused as by the probe; the range, and two indices of one hidden state
+        # (-1 beside the last index), at the first forward pass
+        check_distinct_layers(layers, caller=caller)
         self.layers = layers
         self.level = check_option(level, "level", LEVELS, caller=caller)
         _refuse_token_pooling(pooling, level=level, caller=caller)
@@ -231,6 +236,7 @@ class HiddenStateRegulariser:
 
             warnings.warn(f"{caller}: {ISOSCORE_STAR_WARNING} (shrinkage_sample=).", UserWarning,
                           stacklevel=2 if type(self) is HiddenStateRegulariser else 3)  # the drop-ins' super() call
+        self._distinct_for = None  # the number of hidden states for which the layers were found distinct
         self.shrinkage_cov = None
         self.shrinkage_epoch = None  # the epoch at whose start the drop-ins computed shrinkage_cov (restored on resume)
         self.last_penalty = None
@@ -286,14 +292,26 @@ class HiddenStateRegulariser:
     def states(self, hidden_states, attention_mask=None):
         """The regularised states ``(n_states, d)`` of one forward pass (see :func:`regularised_states`)."""
         pooling = self.pooling if self.level == "sentence" else _POOLING  # the token level pools nothing
-        return regularised_states(hidden_states, attention_mask, layers=self.layers, level=self.level,
-                                  pooling=pooling, caller=self.caller)
+        H = regularised_states(hidden_states, attention_mask, layers=self.layers, level=self.level,
+                               pooling=pooling, caller=self.caller)
+        n_states = len(hidden_states)  # a sequence: checked above, with the range of the layers
+        if n_states != self._distinct_for:  # -1 beside the last index: one hidden state, regularised once; the probe's
+            check_distinct_layers(self.layers, n_states, caller=self.caller)  # words, once per depth (not every step)
+            self._distinct_for = n_states
+        return H
 
     def penalty(self, hidden_states, attention_mask=None):
         """``−λ·IsoScore*(H)`` or ``λ·mean_cos(H)`` of the regularised states: add it to the task loss.
 
         ``hidden_states`` the model's (``output_hidden_states=True``), ``attention_mask`` the batch's
         (``None``: no padding); see :func:`regularised_states`.
+
+        A batch of fewer than 2 regularised states (sentence level, a one-row batch) has no IsoScore* nor
+        mean cosine: its penalty is 0, without gradient, with one warning, and training goes on. The
+        exception is I-STAR with ``zeta=1`` and a Σ_S (``shrinkage_cov``): Σ_ζ is Σ_S alone, so one state's
+        IsoScore* is defined, the IsoScore of Σ_S, and its penalty is ``−λ·IsoScore(Σ_S)``, what
+        :func:`isotropy.isoscore_star` and :class:`~isotropy.torch.IStarLoss` give for that batch (logged
+        as such, not as 0, and not warned of); no gradient reaches the state either way.
         """
         try:
             H = self.states(hidden_states, attention_mask)
@@ -305,7 +323,10 @@ class HiddenStateRegulariser:
             raise IsotropyValueError(f"{exc} This batch is the one of training step {step}; its rows are counted "
                                      f"within that step's batch, in the order the data loader gave them.") from None
         self._device = H.device
-        if H.shape[0] < 2:  # one state (sentence level, a one-row batch): no IsoScore* nor mean cosine of it
+        # one state (sentence level, a one-row batch): no IsoScore* nor mean cosine of it, except I-STAR's at ζ = 1
+        # with a Σ_S, which is IsoScore(Σ_S) whatever the state (isoscore_star and IStarLoss give it): computed below
+        only_s = self.method == "istar" and self.zeta == 1.0 and self.shrinkage_cov is not None
+        if H.shape[0] < 2 and not (only_s and H.shape[0] == 1):
             if not self._warned_single:
                 import warnings
 
