@@ -129,3 +129,32 @@ def test_measure_gives_a_big_endian_file_the_values_of_its_native_twin(tmp_path)
         values.append(json.loads(out.read_text())["values"])
     assert values[0] == values[1]
     assert values[1]["silhouette_score"] == isotropy.silhouette_score(X32.astype(">f4"), LABELS)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: __import__("isotropy.transforms", fromlist=["Whitening"]).Whitening(),
+    lambda: __import__("isotropy.transforms", fromlist=["AllButTheTop"]).AllButTheTop(n_components=1),
+    lambda: isotropy.TwoNN(),
+])
+def test_estimators_refuse_masked_values_as_the_functions_do(make):
+    """``Whitening().fit(masked)`` read the values under the mask (np.asarray through scikit-learn's validation) and
+    whitened them silently, where ``whiten(masked)`` and every metric refuse them (an API trial)."""
+    masked = np.ma.masked_array(X.copy(), mask=False)
+    masked[3, 1] = np.ma.masked
+    estimator = make()
+    name = type(estimator).__name__
+    with pytest.raises(TypeError) as info:
+        estimator.fit(masked)
+    assert str(info.value) == (f"The 'X' parameter of {name}.fit must be an array without masked values. Got a "
+                               "masked array with 1 masked value instead; drop their rows (X[~X.mask.any(axis=1)]"
+                               ".data) or fill them (X.filled(value)).")
+    assert not hasattr(estimator, "n_features_in_")
+    unmasked = np.ma.masked_array(X.copy(), mask=False)  # no masked value: its data, as for the functions
+    fitted = make().fit(unmasked)
+    assert np.array_equal(np.asarray(fitted.transform(unmasked) if hasattr(fitted, "transform") else fitted.dimension_),
+                          np.asarray(make().fit(X).transform(X) if hasattr(fitted, "transform") else
+                                     make().fit(X).dimension_))
+    if hasattr(fitted, "transform"):
+        with pytest.raises(TypeError, match=rf"^The 'X' parameter of {name}\.transform must be an array without "
+                                            r"masked values\. Got a masked array with 1 masked value instead"):
+            fitted.transform(masked)
