@@ -158,3 +158,20 @@ def test_estimators_refuse_masked_values_as_the_functions_do(make):
         with pytest.raises(TypeError, match=rf"^The 'X' parameter of {name}\.transform must be an array without "
                                             r"masked values\. Got a masked array with 1 masked value instead"):
             fitted.transform(masked)
+
+
+@pytest.mark.parametrize("dtype", ["datetime64[s]", "timedelta64[ms]"])
+def test_estimators_refuse_dates_and_durations_as_the_functions_do(dtype):
+    """``Whitening().fit`` read datetime64 as its integer ticks (scikit-learn's cast) and whitened timestamps, where
+    ``whiten`` and every metric refuse them as not real-valued (an API trial)."""
+    from isotropy.transforms import AllButTheTop, Whitening
+
+    T = (np.arange(120).reshape(40, 3) ** 2).astype(dtype)
+    for estimator in (Whitening(), AllButTheTop(n_components=1), isotropy.TwoNN()):
+        with pytest.raises(TypeError) as info:
+            estimator.fit(T)
+        assert str(info.value) == (f"The 'X' parameter of {type(estimator).__name__}.fit must be a real-valued array. "
+                                   f"Got dtype {dtype} instead.")
+    fitted = Whitening().fit(X)
+    with pytest.raises(TypeError, match=r"^The 'X' parameter of Whitening\.transform must be a real-valued array\. "):
+        fitted.transform(T[:, :1].repeat(5, axis=1))
