@@ -129,3 +129,49 @@ def test_measure_gives_a_big_endian_file_the_values_of_its_native_twin(tmp_path)
         values.append(json.loads(out.read_text())["values"])
     assert values[0] == values[1]
     assert values[1]["silhouette_score"] == isotropy.silhouette_score(X32.astype(">f4"), LABELS)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: __import__("isotropy.transforms", fromlist=["Whitening"]).Whitening(),
+    lambda: __import__("isotropy.transforms", fromlist=["AllButTheTop"]).AllButTheTop(n_components=1),
+    lambda: isotropy.TwoNN(),
+])
+def test_estimators_refuse_masked_values_as_the_functions_do(make):
+    """``Whitening().fit(masked)`` read the values under the mask (np.asarray through scikit-learn's validation) and
+    whitened them silently, where ``whiten(masked)`` and every metric refuse them (an API trial)."""
+    masked = np.ma.masked_array(X.copy(), mask=False)
+    masked[3, 1] = np.ma.masked
+    estimator = make()
+    name = type(estimator).__name__
+    with pytest.raises(TypeError) as info:
+        estimator.fit(masked)
+    assert str(info.value) == (f"The 'X' parameter of {name}.fit must be an array without masked values. Got a "
+                               "masked array with 1 masked value instead; drop their rows (X[~X.mask.any(axis=1)]"
+                               ".data) or fill them (X.filled(value)).")
+    assert not hasattr(estimator, "n_features_in_")
+    unmasked = np.ma.masked_array(X.copy(), mask=False)  # no masked value: its data, as for the functions
+    fitted = make().fit(unmasked)
+    assert np.array_equal(np.asarray(fitted.transform(unmasked) if hasattr(fitted, "transform") else fitted.dimension_),
+                          np.asarray(make().fit(X).transform(X) if hasattr(fitted, "transform") else
+                                     make().fit(X).dimension_))
+    if hasattr(fitted, "transform"):
+        with pytest.raises(TypeError, match=rf"^The 'X' parameter of {name}\.transform must be an array without "
+                                            r"masked values\. Got a masked array with 1 masked value instead"):
+            fitted.transform(masked)
+
+
+@pytest.mark.parametrize("dtype", ["datetime64[s]", "timedelta64[ms]"])
+def test_estimators_refuse_dates_and_durations_as_the_functions_do(dtype):
+    """``Whitening().fit`` read datetime64 as its integer ticks (scikit-learn's cast) and whitened timestamps, where
+    ``whiten`` and every metric refuse them as not real-valued (an API trial)."""
+    from isotropy.transforms import AllButTheTop, Whitening
+
+    T = (np.arange(120).reshape(40, 3) ** 2).astype(dtype)
+    for estimator in (Whitening(), AllButTheTop(n_components=1), isotropy.TwoNN()):
+        with pytest.raises(TypeError) as info:
+            estimator.fit(T)
+        assert str(info.value) == (f"The 'X' parameter of {type(estimator).__name__}.fit must be a real-valued array. "
+                                   f"Got dtype {dtype} instead.")
+    fitted = Whitening().fit(X)
+    with pytest.raises(TypeError, match=r"^The 'X' parameter of Whitening\.transform must be a real-valued array\. "):
+        fitted.transform(T[:, :1].repeat(5, axis=1))

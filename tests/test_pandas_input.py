@@ -53,3 +53,15 @@ def test_text_columns_are_still_refused():
     frame = pd.DataFrame({"a": ["x", "y", "z"], "b": [1.0, 2.0, 3.0]})
     with pytest.raises(TypeError, match=r"^The 'X' parameter of isoscore must be a real-valued array\. Got dtype object"):
         isotropy.isoscore(frame)
+
+
+@pytest.mark.parametrize("numbers", ["float64", "float32", "int64"])
+def test_a_bool_column_beside_numeric_columns_is_read_as_numbers(numbers):
+    """A frame of plain numpy columns, one of them bool (a flag beside the features), was refused as "Got dtype
+    object" (``np.asarray`` of bool beside numbers): a bool array alone, and such a frame in the transforms (through
+    scikit-learn), are read as numbers (an API trial)."""
+    values = (X * 10).astype(numbers)
+    frame = pd.DataFrame(values).assign(flag=X[:, 0] > 0)
+    plain = np.column_stack([values, X[:, 0] > 0]).astype(np.float32 if numbers == "float32" else np.float64)
+    assert isotropy.isoscore(frame) == pytest.approx(isotropy.isoscore(plain), rel=1e-12)
+    assert isotropy.silhouette_score(frame, LABELS) == pytest.approx(isotropy.silhouette_score(plain, LABELS), rel=1e-12)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from isotropy._utils.backend import is_torch
-from isotropy._utils.validation import IsotropyValueError, check_tensor_data, check_X, first_nonfinite
+from isotropy._utils.validation import IsotropyValueError, _refuse_masked, check_tensor_data, check_X, first_nonfinite
 
 __all__ = ["validated_input"]
 
@@ -79,6 +79,11 @@ def validated_input(estimator, X, *, caller: str, reset: bool, **kwargs) -> np.n
             # scikit-learn's words for it, which its estimator checks look for
             raise IsotropyValueError(f"{exc} Reshape your data with X.reshape(-1, 1) if it holds one feature or "
                                      f"X.reshape(1, -1) if it holds one sample.") from None
+    # scikit-learn reads a masked array's values under the mask (np.asarray): refused as the functions refuse it
+    _refuse_masked(X, caller=caller, name="X", drop="rows (X[~X.mask.any(axis=1)].data)")
+    dtype = getattr(X, "dtype", None)
+    if isinstance(dtype, np.dtype) and dtype.kind in "mM":  # scikit-learn casts dates to their integer ticks
+        raise TypeError(f"The 'X' parameter of {caller} must be a real-valued array. Got dtype {dtype} instead.")
     before = {key: estimator.__dict__[key] for key in ("n_features_in_", "feature_names_in_")
               if key in estimator.__dict__}
 

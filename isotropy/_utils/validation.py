@@ -293,21 +293,24 @@ def _as_native_float(X: np.ndarray, *, caller: str, name: str) -> np.ndarray:
 
 
 def _masked_pandas_as_numpy(X):
-    """A pandas frame or series with nullable numeric columns (``Float64``, ``Int32``, ``boolean``, Arrow) as an ndarray.
+    """A pandas frame or series with nullable numeric columns (``Float64``, ``Int32``, ``boolean``, Arrow), or a bool
+    column beside numeric ones, as an ndarray.
 
     ``np.asarray`` turns those columns into dtype object (their missing value is ``pd.NA``), which a metric
     cannot read: here they become the numpy dtype the columns share, float64 for integers and booleans, with
     ``pd.NA`` as NaN (refused next, at its row and column, as any NaN is). Anything else is returned as is:
-    pandas is never imported here, and plain numpy columns go through ``np.asarray`` unchanged.
+    pandas is never imported here, and plain numpy columns of one kind go through ``np.asarray`` unchanged.
     """
     if not type(X).__module__.startswith("pandas") or not hasattr(X, "dtypes"):
         return X
     dtypes = list(X.dtypes) if hasattr(X, "columns") else [X.dtypes]
-    if not dtypes or all(isinstance(dtype, np.dtype) for dtype in dtypes):
+    if not dtypes:
         return X
     numpy_dtypes = [dtype if isinstance(dtype, np.dtype) else getattr(dtype, "numpy_dtype", None) for dtype in dtypes]
     if any(dtype is None or dtype.kind not in "biuf" for dtype in numpy_dtypes):
         return X  # strings, categories, dates: refused as dtype object, as before
+    if all(isinstance(dtype, np.dtype) for dtype in dtypes) and len({dtype.kind == "b" for dtype in numpy_dtypes}) == 1:
+        return X  # plain numpy columns: np.asarray gives their common dtype (but dtype object for bool beside numbers)
     common = np.result_type(*numpy_dtypes)
     return X.to_numpy(dtype=common if common.kind == "f" else np.float64, na_value=np.nan)
 
