@@ -181,3 +181,23 @@ def test_a_cache_header_claiming_a_huge_shape_is_a_miss_without_allocating_it(tm
     assert "\n" not in messages[0]
     np.testing.assert_array_equal(second, first)
     np.testing.assert_array_equal(np.load(path), first)  # rewritten whole
+
+
+@pytest.mark.parametrize("value", ["", "   "])
+def test_an_empty_isotropy_cache_is_the_default_cache_not_the_working_directory(bert, tmp_path, monkeypatch, value):
+    """``ISOTROPY_CACHE= isotropy measure --model ...`` (the variable set empty, as a shell unsets it in a one-off
+    command) wrote ``./embeddings/*.npy`` into the working directory: Path('') is '.'. An empty value is unset, as
+    an empty HF_HOME or XDG_CACHE_HOME is: the default ~/.cache/isotropy."""
+    from pathlib import Path
+
+    from isotropy.models import default_cache_dir
+
+    home, work = tmp_path / "home", tmp_path / "work"
+    work.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("ISOTROPY_CACHE", value)
+    monkeypatch.chdir(work)
+    assert default_cache_dir() == Path(str(home)) / ".cache" / "isotropy"
+    encode_pooled(TEXTS, model=str(bert), layers=[-1], device="cpu", show_progress=False)
+    assert list(work.iterdir()) == []
+    assert list((home / ".cache" / "isotropy" / "embeddings").glob("*.npy"))
