@@ -181,3 +181,45 @@ def test_a_cache_header_claiming_a_huge_shape_is_a_miss_without_allocating_it(tm
     assert "\n" not in messages[0]
     np.testing.assert_array_equal(second, first)
     np.testing.assert_array_equal(np.load(path), first)  # rewritten whole
+
+
+@pytest.mark.parametrize("value", ["", "   "])
+def test_an_empty_isotropy_cache_is_the_default_cache_not_the_working_directory(bert, tmp_path, monkeypatch, value):
+    """``ISOTROPY_CACHE= isotropy measure --model ...`` (the variable set empty, as a shell unsets it in a one-off
+    command) wrote ``./embeddings/*.npy`` into the working directory: Path('') is '.'. An empty value is unset, as
+    an empty HF_HOME or XDG_CACHE_HOME is: the default ~/.cache/isotropy."""
+    from pathlib import Path
+
+    from isotropy.models import default_cache_dir
+
+    home, work = tmp_path / "home", tmp_path / "work"
+    work.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("ISOTROPY_CACHE", value)
+    monkeypatch.chdir(work)
+    assert default_cache_dir() == Path(str(home)) / ".cache" / "isotropy"
+    encode_pooled(TEXTS, model=str(bert), layers=[-1], device="cpu", show_progress=False)
+    assert list(work.iterdir()) == []
+    assert list((home / ".cache" / "isotropy" / "embeddings").glob("*.npy"))
+
+
+def test_a_cache_that_cannot_be_written_is_said_once_not_once_per_layer(bert, tmp_path, monkeypatch):
+    """``isotropy measure --model`` with ISOTROPY_CACHE on a read-only folder (or a file) printed the same long warning
+    once per layer's file (19 lines for Gemma 3 270M): one forward pass, one cache folder, one warning, which names a
+    file and how many others were not written."""
+    from isotropy.cli import cli
+
+    (tmp_path / "cache").write_text("a file, not a folder")
+    monkeypatch.setenv("ISOTROPY_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "t.txt").write_text("\n".join(TEXTS) + "\n")
+    args = ["measure", "--model", str(bert), "--texts", str(tmp_path / "t.txt"), "--device", "cpu",
+            "--metrics", "isoscore"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    said = [line for line in result.stderr.splitlines() if "could not be cached" in line]
+    assert len(said) == 1, result.stderr
+    assert said[0].startswith(f"Warning: The embeddings could not be cached at {str(tmp_path / 'cache')!r}"[:-1])
+    assert " and 2 other files of the same folder (" in said[0]  # 3 hidden states: 0, 1, 2
+    assert said[0].endswith("they are used without the cache (set ISOTROPY_CACHE to a writable folder to keep them).")
+    rows = [line.split() for line in result.stdout.splitlines()[2:]]
+    assert [row[0] for row in rows] == ["0", "1", "2"]  # every layer measured all the same

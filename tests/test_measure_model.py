@@ -791,3 +791,22 @@ def test_a_sample_size_not_below_the_texts_is_said_not_silently_ignored(files):
     fewer = invoke("--model", files / "bert", "--texts", files / "texts.txt", "--metrics", "isoscore",
                    "--sample-size", n_texts - 1, "--device", "cpu", "--json", "-")
     assert fewer.exit_code == 0 and "is not below" not in fewer.stderr
+
+
+@pytest.mark.parametrize("name", ["metrics.json", "claims.json", "run.json"])
+def test_plot_of_a_json_inside_a_run_says_to_give_the_run_folder(tmp_path, capsys, name):
+    """``isotropy plot runs/lg/metrics.json`` (layer-geometry's, which has 'model', 'pooling' and 'layers') was told it
+    is a measure JSON without 'rows' and 'metrics': a user trial. A JSON file of a run's folder (one holding run.json)
+    is that run's: the message says to draw the run's figures from its folder."""
+    from _cli import exiting_cli
+
+    run = tmp_path / "lg"
+    run.mkdir()
+    (run / "run.json").write_text(json.dumps({"experiment": "layer-geometry", "status": "complete"}))
+    (run / "metrics.json").write_text(json.dumps({"experiment": "layer-geometry", "model": "m", "pooling": "first",
+                                                  "layers": [0, 1]}))
+    (run / "claims.json").write_text(json.dumps({"claims": []}))
+    code, _, err = exiting_cli(["plot", str(run / name)], capsys)
+    assert code == 2 and err == (f"Error: The JSON {str(run / name)!r} is a file of the run {str(run)!r}, not the JSON "
+                                 f"that 'isotropy measure --model M --texts T --json FILE' writes; draw the run's "
+                                 f"figures from its folder: isotropy plot {run}\n")

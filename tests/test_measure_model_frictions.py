@@ -277,3 +277,25 @@ def test_n_neighbors_past_the_distinct_texts_is_refused_before_the_model_loads(m
                                                  r"distinct texts less one, 5 \(6 distinct of 12: equal texts are one "
                                                  r"point\)\. Got 6 instead\."):
         measure_layers(TEXTS[:6] * 2, model="all-MiniLM-L6-v2", device="cpu", metrics=["mle_dimension"], n_neighbors=6)
+
+
+def test_the_packaged_glove_vectors_as_a_model_say_what_they_are(tmp_path, monkeypatch):
+    """``--model glove-6b-50d`` (the packaged GloVe, offline like the packaged models) was refused as a name "not a
+    local path or a packaged model" while "the Hugging Face hub cannot be reached": it is packaged, and no network
+    would help. Static word vectors have no layers to run texts through: the message says so and how they are
+    measured, before the hub is tried and before the texts are read (a user trial)."""
+    from isotropy.models import resolve
+    from isotropy.models.resolve import _ACCEPTED, resolve_model
+
+    monkeypatch.setattr(resolve, "_hub_reachable", lambda *a, **k: pytest.fail("the hub was tried"))
+    said = ("is static word vectors (the packaged GloVe 6B 50-d: one vector per word, no layers to run texts "
+            f"through), not a transformers model: {_ACCEPTED}; measure the vectors themselves as EMBEDDINGS "
+            "(isotropy measure glove-6b-50d).")
+    for name in ("glove-6b-50d", "GloVe-6B-50d"):
+        with pytest.raises(ValueError) as err:
+            resolve_model(name)
+        assert str(err.value) == f"The model {name!r} {said}"
+    result = CliRunner().invoke(cli, ["measure", "--model", "glove-6b-50d", "--texts", str(tmp_path / "absent.txt"),
+                                      "--device", "cpu"])
+    assert result.exit_code == 2, result.output
+    assert result.output == f"Error: The model 'glove-6b-50d' {said}\n"

@@ -200,3 +200,21 @@ def test_a_table_of_several_columns_is_still_told_about_its_header_line(tmp_path
     assert str(caught.value) == (f"The texts file {str(path)!r} has the columns ['sentence', 'label']; name the text "
                                  f"column (--text-column; line 1 names the columns, so a file without a header line "
                                  f"needs one).")
+
+
+@pytest.mark.parametrize(("value", "kind"), [('["the", "cat", "sat"]', "array"), ('{"en": "a cat"}', "object"),
+                                             ("5", "number"), ("true", "true/false")])
+def test_a_json_lines_text_that_is_not_a_string_is_refused_at_its_line(tmp_path, value, kind):
+    """A JSON-lines field holding a list of tokens, an object, a number or true/false was embedded as Python's
+    str() of it ("['the', 'cat', 'sat']", "{'en': 'a cat'}", "True"): a silently wrong text (a user trial). JSON says
+    what a value is: a text is a JSON string, and anything else is refused at its line, as a null is."""
+    path = tmp_path / "t.jsonl"
+    path.write_text(f'{{"text": "a cat"}}\n\n{{"text": "a dog"}}\n{{"text": {value}}}\n{{"text": "a bird"}}\n',
+                    encoding="utf-8")
+    said = (f"has a JSON {kind} in the field 'text' on line 4, not a string (1 of 4 lines); expected a text (a JSON "
+            f"string) in the field 'text' on every line.")
+    with pytest.raises(ValueError) as err:
+        read_texts(path, column="text")
+    assert str(err.value) == f"The texts file {str(path)!r} {said}"
+    assert _error("--texts", path, "--text-column", "text") == f"Error: --texts: the texts file {str(path)!r} {said}"
+

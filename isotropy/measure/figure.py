@@ -45,6 +45,10 @@ def read_layers_json(path: str | os.PathLike) -> dict | None:
         raise IsotropyValueError(f"The measure JSON {name} is of an embeddings file: one row of values, with no layer "
                                  f"to draw them against; {_EXPECTED}, one row per layer.")
     needed = ("model", "rows", "metrics")
+    if not set(needed) <= record.keys() and "log_history" not in record and (path.parent / "run.json").is_file():
+        # a run's metrics.json (layer-geometry's has 'model' and 'pooling'), run.json, claims.json: the run draws them
+        raise IsotropyValueError(f"The JSON {name} is a file of the run {str(path.parent)!r}, not {_WRITES}; draw the "
+                                 f"run's figures from its folder: isotropy plot {path.parent}")
     if not set(needed) <= record.keys():
         if "log_history" in record or not {*needed, "level", "pooling"} & record.keys():
             return None  # a training log, or JSON of another kind: the training logs' reader says what it is

@@ -223,6 +223,19 @@ def _texts_of(raw: bytes, *, subject: str, path: Path | None, column, name: str,
                              f"{_names_shown(table.columns)}{hint}.{suggestion}")
         values = table[column].tolist()
         absent = [value is None or (isinstance(value, float) and math.isnan(value)) for value in values]
+        if suffix in (".jsonl", ".ndjson"):
+            # a list of tokens, an object, a number or true/false is not a text: str() of it was embedded
+            # ("['the', 'cat', 'sat']", a user trial); JSON says what a value is, and a text is a string
+            typed = [i for i, (gone, value) in enumerate(zip(absent, values)) if not gone and not isinstance(value, str)]
+            if typed:
+                value = values[typed[0]]
+                kind = ("true/false" if isinstance(value, bool) else "array" if isinstance(value, list) else
+                        "object" if isinstance(value, dict) else "number")
+                lines = [n for n, line in enumerate(content.split("\n"), 1) if line.strip()]
+                where = f"on line {lines[typed[0]]}" if typed[0] < len(lines) else f"in row {typed[0] + 1}"
+                raise ValueError(f"The texts file {str(path)!r} has a JSON {kind} in the field {column!r} {where}, not "
+                                 f"a string ({len(typed)} of {len(values)} lines); expected a text (a JSON string) in "
+                                 f"the field {column!r} on every line.")
         texts = ["" if gone else str(value) for gone, value in zip(absent, values)]
         empty = [i for i, text in enumerate(texts) if not text.strip()]
         if empty:  # said where the user looks: the file's line (JSON lines), else the row counted from 1
@@ -1380,6 +1393,9 @@ def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, 
         # the extra --model needs, and PyTorch's command where torch is missing, in one line before anything is read
         # (the core install said "No module named 'torch'", then, with torch, asked for the experiments extra)
         require_model_packages(model, f"--model {model}")
+        from isotropy.models.resolve import refuse_word_vectors
+
+        refuse_word_vectors(model)  # before the texts are read, as the packages
         device = resolve_device(device, name="--device")  # "auto" (or none given): CUDA when present, else the CPU
         try:
             if from_stdin:

@@ -9,8 +9,13 @@ __all__ = ["cached_sha256", "default_cache_dir"]
 
 
 def default_cache_dir() -> Path:
-    """``$ISOTROPY_CACHE`` or ``~/.cache/isotropy``: embeddings and converted models are cached here."""
-    return Path(os.environ.get("ISOTROPY_CACHE", Path.home() / ".cache" / "isotropy"))
+    """``$ISOTROPY_CACHE`` or ``~/.cache/isotropy``: embeddings and converted models are cached here.
+
+    An empty (or blank) ``ISOTROPY_CACHE`` is unset, as an empty ``HF_HOME`` is: ``Path("")`` is the working
+    directory, and ``ISOTROPY_CACHE= isotropy measure --model ...`` wrote ``./embeddings/`` there.
+    """
+    given = os.environ.get("ISOTROPY_CACHE", "")
+    return Path(given) if given.strip() else Path.home() / ".cache" / "isotropy"
 
 
 # The digests of model files (cached_sha256): one small file each, named by the file's identity on disk.

