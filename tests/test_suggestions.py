@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from isotropy import IsotropyValueError
@@ -71,3 +73,26 @@ def test_the_hub_check_honours_offline_mode(monkeypatch):
 
     monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
     assert resolve._hub_reachable() is False
+
+
+def test_a_weights_or_embeddings_file_named_as_a_model_says_what_to_give_instead(tmp_path):
+    """``--model vectors.vec`` (word vectors) and ``--model folder/model.safetensors`` (a model's weights file) were told
+    only that a file is not a model directory (a user trial): the weights file now names its folder, and an
+    embeddings or word-vector file is sent to ``isotropy measure FILE``; a file of no known kind keeps the plain line."""
+    from isotropy.models.resolve import resolve_model
+
+    folder = tmp_path / "tiny"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    (folder / "model.safetensors").write_bytes(b"\0" * 8)
+    with pytest.raises(IsotropyValueError, match=rf"is a weights file of the model folder '{re.escape(str(folder))}' "
+                                                 r"\(beside its config\.json\): give that folder\.$"):
+        resolve_model(str(folder / "model.safetensors"))
+    for name in ("vectors.vec", "emb.npy", "glove.6B.50d.txt", "GoogleNews.bin"):
+        (tmp_path / name).write_bytes(b"0")
+        with pytest.raises(IsotropyValueError, match=rf"measure them as EMBEDDINGS \(isotropy measure "
+                                                     rf"{re.escape(str(tmp_path / name))}\)\.$"):
+            resolve_model(str(tmp_path / name))
+    (tmp_path / "notes.yaml").write_text("x: 1\n")
+    with pytest.raises(IsotropyValueError, match=r"or a Hugging Face hub name while online\.$"):
+        resolve_model(str(tmp_path / "notes.yaml"))

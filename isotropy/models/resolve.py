@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 from pathlib import Path
 
 from isotropy.models._cache import default_cache_dir
@@ -126,9 +127,29 @@ def _resolve(model, *, cache_dir=None, show_progress: bool = True) -> tuple[str,
     if path.exists():  # a file that is not .gguf ("does not exist" would be untrue; the hub would not have it either)
         from isotropy._utils.errors import IsotropyValueError
 
-        raise IsotropyValueError(f"The model {model!r} is a file, not a model directory or a .gguf file: {_ACCEPTED}.")
+        raise IsotropyValueError(f"The model {model!r} is a file, not a model directory or a .gguf file: {_ACCEPTED}"
+                                 f"{_file_hint(path)}.")
     _check_hub_name(model)
     return model, None
+
+
+# Suffixes of the files a user may give as --model by mistake: the weights of a model folder (its folder is the model),
+# and embeddings or word vectors (measured themselves, as EMBEDDINGS)
+_WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".h5", ".msgpack")
+_EMBEDDING_SUFFIXES = (".npy", ".npz", ".csv", ".tsv", ".parquet", ".txt", ".vec", ".w2v", ".gz")
+
+
+def _file_hint(path: Path) -> str:
+    """What to give instead of the file ``path`` named as a model ("" when nothing can be told from it): the folder
+    of a weights file beside its ``config.json``, or the file itself as EMBEDDINGS for embeddings or word vectors
+    (``--model vectors.vec`` was told only that a file is not a model directory)."""
+    suffix = path.suffix.lower()
+    if suffix in _WEIGHT_SUFFIXES and (path.parent / "config.json").is_file():
+        return f"; it is a weights file of the model folder '{path.parent}' (beside its config.json): give that folder"
+    if suffix in _EMBEDDING_SUFFIXES or (suffix == ".bin" and not (path.parent / "config.json").is_file()):
+        return (f"; if it holds embeddings or word vectors, measure them as EMBEDDINGS "
+                f"(isotropy measure {shlex.quote(str(path))})")
+    return ""
 
 
 def refuse_word_vectors(model) -> None:
