@@ -316,6 +316,34 @@ def test_cli_table_json_and_plot(files, tmp_path):
     assert figure.stat().st_size > 1000
 
 
+def test_the_json_records_the_texts_as_read_not_as_edited_during_the_run(files, tmp_path, monkeypatch):
+    """``inputs`` of ``--json`` hashed the texts and labels files after the forward pass, so a file edited while the
+    model ran was recorded with the new contents it never measured (a user trial): they are hashed as read."""
+    import hashlib
+
+    from isotropy.measure import from_model
+
+    texts, labels = tmp_path / "texts.txt", tmp_path / "labels.txt"
+    texts.write_text("".join(f"{t}\n" for t in TEXTS))
+    labels.write_text("".join(f"{y}\n" for y in LABELS))
+    read = {path: (path.stat().st_size, hashlib.sha256(path.read_bytes()).hexdigest()) for path in (texts, labels)}
+    measured = from_model.measure_layers
+
+    def edited_meanwhile(*args, **kwargs):
+        for path in (texts, labels):
+            path.write_text(path.read_text() + "edited while the model ran\n")
+        return measured(*args, **kwargs)
+
+    monkeypatch.setattr(from_model, "measure_layers", edited_meanwhile)
+    out = tmp_path / "m.json"
+    result = invoke("--model", files / "bert", "--texts", texts, "--labels", labels, "--layers", "1", "--metrics",
+                    "isoscore", "--device", "cpu", "--json", out)
+    assert result.exit_code == 0, result.output
+    record = json.loads(out.read_text())
+    for name, path in (("texts", texts), ("labels", labels)):
+        assert record["inputs"][name] == [{"path": str(path), "bytes": read[path][0], "sha256": read[path][1]}]
+
+
 def _lines_of(fig):
     return [[(line.get_xydata().tolist(), line.get_marker()) for line in ax.lines] for ax in fig.axes]
 

@@ -1416,6 +1416,12 @@ def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, 
                                      encoding=encoding, row_note=getattr(texts, "skipped", None))
             if getattr(labels, "ndim", 1) != 1:
                 raise ValueError(f"--labels {str(labels_path)!r} is multi-label; --model needs one label per text.")
+        inputs = None
+        if json_path is not None:  # the files as they were read: one edited while the model runs is recorded as read
+            from isotropy.io._identity import input_identity
+
+            inputs = {"texts": texts.identity if from_stdin else input_identity(texts_path),
+                      "labels": None if labels_path is None else input_identity(labels_path)}
         show = sys.stderr.isatty() if progress is None else progress
         shrink = shrinkage_sample
         if shrinkage_sample is not None and not isinstance(shrinkage_sample, int):
@@ -1486,14 +1492,11 @@ def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, 
     if json_path is not None:
         from isotropy._utils.threads import threads_in_effect
         from isotropy._utils.versions import package_versions
-        from isotropy.io._identity import input_identity
         from isotropy.measure._json_output import write_json_output
 
         record = {**result, "texts": str(texts_path), "text_column": text_column, "encoding": encoding,
                   "labels": None if labels_path is None else str(labels_path), "label_column": label_column,
-                  "inputs": {"texts": texts.identity if from_stdin else input_identity(texts_path),
-                             "labels": None if labels_path is None else input_identity(labels_path),
-                             "model": model_identity(result["location"])},
+                  "inputs": {**inputs, "model": model_identity(result["location"])},
                   "rows": [_json_safe(r) for r in result["rows"]], "errors": errors, "complete": not errors,
                   "threads": threads_in_effect(), "versions": package_versions(["gguf"])}
         write_json_output(json_path, record)
