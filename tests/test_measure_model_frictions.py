@@ -299,3 +299,13 @@ def test_the_packaged_glove_vectors_as_a_model_say_what_they_are(tmp_path, monke
                                       "--device", "cpu"])
     assert result.exit_code == 2, result.output
     assert result.output == f"Error: The model 'glove-6b-50d' {said}\n"
+    # said so on a core install too, not that the packages a model needs are missing (a review); and a folder of that
+    # name is a local model directory, for measure as for resolve_model
+    monkeypatch.setattr(resolve, "require_model_packages", lambda *a, **k: pytest.fail("asked for model packages"))
+    result = CliRunner().invoke(cli, ["measure", "--model", "glove-6b-50d", "--texts", str(tmp_path / "absent.txt"),
+                                      "--device", "cpu"])
+    assert result.output == f"Error: The model 'glove-6b-50d' {said}\n"
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "glove-6b-50d").mkdir()
+    resolve.refuse_word_vectors("glove-6b-50d")  # nothing to refuse: a folder
+    assert resolve_model("glove-6b-50d") == str((tmp_path / "glove-6b-50d").resolve())

@@ -1388,14 +1388,12 @@ def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, 
                                               "--shrinkage-sample":
                        shrinkage_sample if isinstance(shrinkage_sample, Path) else None})  # before the model runs: a bad path is found in a second, not after it
         from isotropy._utils.device import resolve_device
-        from isotropy.models.resolve import require_model_packages
+        from isotropy.models.resolve import refuse_word_vectors, require_model_packages
 
+        refuse_word_vectors(model)  # before the texts are read, and before the packages a model would need
         # the extra --model needs, and PyTorch's command where torch is missing, in one line before anything is read
         # (the core install said "No module named 'torch'", then, with torch, asked for the experiments extra)
         require_model_packages(model, f"--model {model}")
-        from isotropy.models.resolve import refuse_word_vectors
-
-        refuse_word_vectors(model)  # before the texts are read, as the packages
         device = resolve_device(device, name="--device")  # "auto" (or none given): CUDA when present, else the CPU
         try:
             if from_stdin:

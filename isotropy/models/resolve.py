@@ -162,7 +162,8 @@ def refuse_word_vectors(model) -> None:
     """
     from isotropy.io.word_vectors import PACKAGED_GLOVE
 
-    if isinstance(model, str) and model.lower() == PACKAGED_GLOVE:
+    # a folder of that name is a local model directory, as _resolve takes it
+    if isinstance(model, str) and model.lower() == PACKAGED_GLOVE and not Path(model).expanduser().is_dir():
         from isotropy._utils.errors import IsotropyValueError
 
         raise IsotropyValueError(f"The model {model!r} is static word vectors (the packaged GloVe 6B 50-d: one vector "
