@@ -7,6 +7,8 @@ masked array was read with its masked values (an API audit).
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import sklearn.metrics
@@ -175,3 +177,21 @@ def test_estimators_refuse_dates_and_durations_as_the_functions_do(dtype):
     fitted = Whitening().fit(X)
     with pytest.raises(TypeError, match=r"^The 'X' parameter of Whitening\.transform must be a real-valued array\. "):
         fitted.transform(T[:, :1].repeat(5, axis=1))
+
+
+def test_estimators_refuse_a_frame_with_a_date_column_as_the_functions_do():
+    """A DataFrame with a date, timezone-aware date or duration column beside numbers slipped past the estimators'
+    dtype check, which read ``X.dtype`` (a frame has ``dtypes``): ``Whitening().fit`` whitened the ticks (a review)."""
+    pd = pytest.importorskip("pandas")
+    from isotropy.transforms import Whitening
+
+    rng = np.random.default_rng(0)
+    columns = {"naive": pd.date_range("2020-01-01", periods=50), "aware": pd.date_range("2020", periods=50, tz="UTC"),
+               "duration": pd.to_timedelta(np.arange(50), unit="s")}
+    for name, column in columns.items():
+        frame = pd.DataFrame({"a": rng.normal(size=50), "b": rng.normal(size=50), name: column})
+        with pytest.raises(TypeError, match=r"^The 'X' parameter of Whitening\.fit must be a real-valued array\. "
+                                            rf"Got dtype {re.escape(str(frame[name].dtype))} instead\.$"):
+            Whitening().fit(frame)
+        with pytest.raises(TypeError, match=r"must be a real-valued array"):
+            isotropy.isoscore(frame)

@@ -81,9 +81,12 @@ def validated_input(estimator, X, *, caller: str, reset: bool, **kwargs) -> np.n
                                      f"X.reshape(1, -1) if it holds one sample.") from None
     # scikit-learn reads a masked array's values under the mask (np.asarray): refused as the functions refuse it
     _refuse_masked(X, caller=caller, name="X", drop="rows (X[~X.mask.any(axis=1)].data)")
-    dtype = getattr(X, "dtype", None)
-    if isinstance(dtype, np.dtype) and dtype.kind in "mM":  # scikit-learn casts dates to their integer ticks
-        raise TypeError(f"The 'X' parameter of {caller} must be a real-valued array. Got dtype {dtype} instead.")
+    # scikit-learn casts dates and durations to their integer ticks: refused, an array's dtype or a frame's column's
+    # (pandas' timezone-aware dates have a dtype of their own, whose kind is "M" too)
+    dtypes = getattr(X, "dtypes", None)
+    for dtype in (getattr(X, "dtype", None), *(() if dtypes is None or isinstance(dtypes, np.dtype) else dtypes)):
+        if getattr(dtype, "kind", None) in ("m", "M"):
+            raise TypeError(f"The 'X' parameter of {caller} must be a real-valued array. Got dtype {dtype} instead.")
     before = {key: estimator.__dict__[key] for key in ("n_features_in_", "feature_names_in_")
               if key in estimator.__dict__}
 
