@@ -181,6 +181,8 @@ def main():
         ratio_child(args.n, args.d, args.clusters[0], args.repeats, args.out)
         return
     if args.compare:
+        if args.json:  # the comparison prints ratios of two checkouts, not the rows --json records
+            parser.error("--json records the table against scikit-learn; it does not go with --compare")
         compare(args)
         return
 

@@ -632,3 +632,10 @@ def test_a_closed_stdout_still_gets_the_json_it_was_asked_for(tmp_path, where):
     assert set(got["values"]) == set(expected["values"]) == {"isoscore", "twonn_dimension", "cosine_similarity_mean"}
     for name, value in expected["values"].items():
         assert got["values"][name] == pytest.approx(value, rel=1e-12), name
+    if where is None:  # a JSON to stderr, still open, is written too (a review: only a file's was)
+        process = subprocess.Popen([sys.executable, "-m", "isotropy", "measure", str(source), *metrics, "--json",
+                                    "/dev/stderr"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        process.stdout.close()
+        stderr = process.stderr.read()
+        assert process.wait(timeout=120) == 0, stderr
+        assert json.loads(stderr)["values"] == got["values"]

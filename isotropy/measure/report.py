@@ -74,8 +74,9 @@ def report(data, embeddings, *, metric_names, json_path, key, labels_path, sampl
     to_stdout = json_path == "-"
     from isotropy.measure._json_output import stream_fd
 
-    # --json -: stdout carries the JSON alone; a JSON to a file is still written when the table's reader has gone
-    echo = _Echo(err=to_stdout, keep_going=json_path is not None and stream_fd(json_path) is None)
+    # --json -: stdout carries the JSON alone; a JSON elsewhere (a file, stderr) is still written when the table's
+    # reader has gone
+    echo = _Echo(err=to_stdout, keep_going=json_path is not None and stream_fd(json_path) != 1)
     # a file name with a line break or another control character: escaped, not printed raw into the table
     shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(embeddings))
     header = f"{shown}: {data.n_samples} samples x {data.n_features} features{data.where}"
