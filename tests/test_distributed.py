@@ -10,6 +10,7 @@ and ``sklearn.neighbors.NearestNeighbors(algorithm="brute")`` directly.
 from __future__ import annotations
 
 import itertools
+import re
 import subprocess
 import sys
 
@@ -827,3 +828,22 @@ def test_a_metric_on_dask_reports_its_tasks_not_each_tiles_blocks():
     assert threads == {threading.get_ident()}
     runs = _runs(calls)
     assert 1 <= len(runs) <= 3 and all(run[-1][0] == run[-1][1] for run in runs), runs
+
+
+def test_dask_isoscore_star_reads_a_0d_tensor_or_array_zeta_as_in_memory():
+    """``zeta`` of a ζ schedule (a 0-d torch tensor or numpy array) on a dask array gives the in-memory value at the
+    float ζ (moved here from tests/test_isoscore.py, which the minimum-versions job runs without dask)."""
+    import torch
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(40, 6)) * np.linspace(0.3, 2.0, 6)
+    S = np.cov(rng.normal(size=(200, 6)) * np.linspace(2.0, 0.3, 6), rowvar=False)
+    for zeta, plain in ((torch.linspace(0.0, 1.0, 5)[1], 0.25), (np.array(0.75), 0.75), (torch.tensor(1), 1.0)):
+        expected = isotropy.isoscore_star(X, shrinkage_cov=S, zeta=plain)
+        assert isotropy.isoscore_star(da.from_array(X, chunks=(15, 6)), shrinkage_cov=S, zeta=zeta) == pytest.approx(
+            expected, rel=1e-12)
+    for zeta in (torch.tensor(1.5), np.array(-0.5), torch.tensor([0.2]), torch.tensor(True), 1.5):  # refused as in memory
+        with pytest.raises((IsotropyValueError, TypeError)) as in_memory:
+            isotropy.isoscore_star(X, shrinkage_cov=S, zeta=zeta)
+        with pytest.raises(type(in_memory.value), match=f"^{re.escape(str(in_memory.value))}$"):
+            isotropy.isoscore_star(da.from_array(X), shrinkage_cov=S, zeta=zeta)
