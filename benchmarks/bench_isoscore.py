@@ -12,7 +12,7 @@ committed one, ``docs/runs/benchmarks/isoscore/bench.json``, through value marke
 
 Usage::
 
-    nice -n 5 .venv/bin/python benchmarks/bench_isoscore.py [--repeats 7] [--threads 1] [--json PATH]
+    nice -n 5 .venv/bin/python benchmarks/bench_isoscore.py [--repeats 7] [--threads 1] [--sizes NxD ...] [--json PATH]
 """
 
 from __future__ import annotations
@@ -77,7 +77,15 @@ def main(argv=None):
     parser.add_argument("--threads", type=int, default=None,
                         help="BLAS and torch threads for every contender (default: the libraries' own)")
     parser.add_argument("--json", metavar="PATH", help="also write the rows and what ran as JSON to PATH")
+    parser.add_argument("--sizes", nargs="+", default=["20000x384", "20000x768", "256x2048"], metavar="NxD",
+                        help="the cases, n rows by d columns (default: the three of the docs)")
     args = parser.parse_args(argv)
+    sizes = []
+    for size in args.sizes:
+        n, _, d = size.partition("x")
+        if not (n.isdigit() and d.isdigit() and int(n) >= 2 and int(d) >= 2):
+            parser.error(f"--sizes: {size!r} is not NxD with N and D integers of at least 2 (e.g. 20000x384)")
+        sizes.append((int(n), int(d)))
     from IsoScore import IsoScore as pkg  # the isoscore package, 2.0.1
     from threadpoolctl import threadpool_limits
 
@@ -90,7 +98,7 @@ def main(argv=None):
           "| pkg / ours (torch) | pkg abs err | ours abs err |", flush=True)
     print("|" + "---|" * 8, flush=True)
     rows = []
-    for n, d in [(20_000, 384), (20_000, 768), (256, 2048)]:
+    for n, d in sizes:
         X = _data(n, d)
         ref = _eigen_reference(X)
         t = _interleaved({"pkg": (pkg.IsoScore, X), "ours": (isoscore, X),

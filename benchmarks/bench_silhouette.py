@@ -159,7 +159,7 @@ def compare(args):
             print(f"| {k} | " + " | ".join(f"{best[name]:.2f}" for name, _ in checkouts) + f" | {same} |", flush=True)
 
 
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=20000)
     parser.add_argument("--d", type=int, default=384)
@@ -173,7 +173,7 @@ def main():
     parser.add_argument("--ratio-child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     parser.add_argument("--json", metavar="PATH", help="also write the rows, the memory and what ran as JSON to PATH")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.memory_child:
         memory_child(args.n, args.memory_d)
         return
@@ -217,7 +217,9 @@ def main():
                    verdict="not measured" if extra is None else "met" if extra < MEMORY_TARGET_MIB else "not met")
         write_record(args.json, {"n": args.n, "d": args.d, "dtype": "float32", "repeats": args.repeats,
                                  "sklearn_repeats": args.sklearn_repeats, "blas": blas,
-                                 "statistic": "medians; ours and the floor interleaved", "rows": rows, "memory": mem})
+                                 "statistic": "medians; ours and the floor interleaved", "rows": rows, "memory": mem},
+                     argv=None if argv is None else [__file__, *argv])
+    return rows
 
 
 if __name__ == "__main__":

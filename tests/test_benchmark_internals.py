@@ -12,6 +12,9 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
+
+import isotropy
 
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 
@@ -147,3 +150,46 @@ def test_bench_dimension_writes_its_rows_verdicts_and_what_ran(monkeypatch, tmp_
         expected = "no target" if row["target"] is None else "met" if row["ratio_wall"] >= row["target"] else "not met"
         assert row["verdict"] == expected
     assert bench.verdict(5.0, 5.0) == "met" and bench.verdict(4.99, 5.0) == "not met"
+
+
+def test_bench_silhouette_and_isoscore_write_their_rows_verdicts_and_what_ran(monkeypatch, tmp_path):
+    """The docs' benchmarks summary reads these scripts' ``--json`` records (docs/runs/benchmarks/): each row's values
+    against the peer computed here, each verdict by the rule its script fixes, and the command that ran."""
+    import json
+
+    from IsoScore import IsoScore as pkg
+    from sklearn.metrics import silhouette_score as sk_score
+
+    silhouette = _load("bench_silhouette", monkeypatch)
+    path = tmp_path / "silhouette.json"
+    argv = ["--n", "300", "--d", "8", "--clusters", "2", "3", "--repeats", "1", "--memory-d", "8", "--json", str(path)]
+    rows = silhouette.main(argv)
+    record = json.loads(path.read_text())
+    assert record["rows"] == rows and [r["k"] for r in rows] == [2, 3]
+    assert record["command"] == "python benchmarks/bench_silhouette.py " + " ".join(argv)
+    for row in rows:
+        X, labels = silhouette.blobs(300, 8, row["k"])
+        assert row["score_diff_sklearn"] == pytest.approx(abs(isotropy.silhouette_score(X, labels) - sk_score(X, labels)),
+                                                          abs=1e-12)
+        assert row["target"] == silhouette.SPEEDUP_TARGET
+        assert row["verdict"] == ("met" if row["speedup"] >= row["target"] else "not met")
+    memory = record["memory"]
+    assert (memory["n"], memory["d"], memory["target_mib"]) == (300, 8, silhouette.MEMORY_TARGET_MIB)
+    assert memory["verdict"] == ("not measured" if memory["vmhwm_extra_mib"] is None else
+                                 "met" if memory["vmhwm_extra_mib"] < memory["target_mib"] else "not met")
+
+    bench = _load("bench_isoscore", monkeypatch)
+    path = tmp_path / "isoscore.json"
+    rows = bench.main(["--repeats", "1", "--sizes", "200x6", "12x40", "--json", str(path)])
+    record = json.loads(path.read_text())
+    assert record["rows"] == rows and [(r["n"], r["d"]) for r in rows] == [(200, 6), (12, 40)]
+    assert record["faster_at"] == bench.FASTER and record["versions"]["isoscore"]
+    for row in rows:
+        X = bench._data(row["n"], row["d"])
+        reference = bench._eigen_reference(X)
+        assert row["ours_abs_error"] == abs(isotropy.isoscore(X) - reference)
+        assert row["package_abs_error"] == pytest.approx(abs(float(pkg.IsoScore(X)) - reference), abs=1e-15)
+        assert row["verdict"] == bench.verdict(row["ratio"])
+    assert [bench.verdict(r) for r in (1.05, 1.0, 1 / 1.05)] == ["met", "parity", "not met"]
+    with pytest.raises(SystemExit):
+        bench.main(["--sizes", "20000by384"])
