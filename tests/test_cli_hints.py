@@ -148,22 +148,15 @@ def _live_members(group: int) -> list:
     return live
 
 
-def test_ctrl_c_on_local_workers_ends_in_the_commands_own_line(tmp_path):
-    """A terminal's Ctrl-C reaches the whole process group: each worker printed its own KeyboardInterrupt traceback
-    and asyncio its "Task exception was never retrieved" (a user trial). The workers now start with Ctrl-C
-    blocked (the command closes them) and asyncio's log is silenced as distributed's: the command's lines only."""
+def _interrupt_at_twonn(command, *, whole_group: bool):
+    """Run ``command`` (a new session), send it Ctrl-C two seconds into its TwoNN search (the whole process group, as a
+    terminal does, or the command alone), and return ``(exit status, stderr)``; killed after 600 s in any case."""
     import os
     import signal
     import subprocess
-    import sys
     import threading
     import time
 
-    data = tmp_path / "big.npy"
-    np.save(data, np.random.default_rng(0).normal(size=(400_000, 32)).astype(np.float32))  # TwoNN: a minute or more
-    command = [sys.executable, "-c", (f"{_CTRL_C_AS_IN_A_TERMINAL}; import runpy; runpy.run_module('isotropy', "
-                                      f"run_name='__main__', alter_sys=True)"), "measure", str(data), "--workers", "2", "--metrics",
-               "isoscore,twonn_dimension"]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                start_new_session=True)
     watchdog = threading.Timer(600, lambda: os.killpg(process.pid, signal.SIGKILL))  # never hang the suite
@@ -175,15 +168,29 @@ def test_ctrl_c_on_local_workers_ends_in_the_commands_own_line(tmp_path):
             if line.startswith("Note: twonn_dimension"):
                 break
         assert process.poll() is None, "".join(before)
-        time.sleep(2)  # the search under way on the workers
-        os.killpg(process.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole process group
+        time.sleep(2)  # the search under way
+        (os.killpg if whole_group else os.kill)(process.pid, signal.SIGINT)
         _, rest = process.communicate(timeout=300)
-        err = "".join(before) + rest
+        return process.returncode, "".join(before) + rest
     finally:
         watchdog.cancel()
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
-    assert process.returncode == 130, err
+
+
+def test_ctrl_c_on_local_workers_ends_in_the_commands_own_line(tmp_path):
+    """A terminal's Ctrl-C reaches the whole process group: each worker printed its own KeyboardInterrupt traceback
+    and asyncio its "Task exception was never retrieved" (a user trial). The workers now start with Ctrl-C
+    blocked (the command closes them) and asyncio's log is silenced as distributed's: the command's lines only."""
+    import sys
+
+    data = tmp_path / "big.npy"
+    np.save(data, np.random.default_rng(0).normal(size=(400_000, 32)).astype(np.float32))  # TwoNN: a minute or more
+    command = [sys.executable, "-c", (f"{_CTRL_C_AS_IN_A_TERMINAL}; import runpy; runpy.run_module('isotropy', "
+                                      f"run_name='__main__', alter_sys=True)"), "measure", str(data), "--workers", "2", "--metrics",
+               "isoscore,twonn_dimension"]
+    status, err = _interrupt_at_twonn(command, whole_group=True)  # as a terminal's Ctrl-C: the whole process group
+    assert status == 130, err
     assert "Traceback" not in err and "Task exception" not in err, err
     assert len([line for line in err.splitlines() if line.strip()]) <= 3, err
 
@@ -192,12 +199,7 @@ def test_ctrl_c_on_a_scheduler_cluster_ends_in_the_commands_own_line(tmp_path):
     """With --scheduler, a Ctrl-C during a metric printed asyncio's "Task exception was never retrieved" and an AllExit
     traceback after "Error: interrupted." (a user trial), as on local workers before; the cluster, not the command's,
     keeps running and still computes."""
-    import os
-    import signal
-    import subprocess
     import sys
-    import threading
-    import time
 
     from distributed import Client, LocalCluster
 
@@ -209,26 +211,8 @@ def test_ctrl_c_on_a_scheduler_cluster_ends_in_the_commands_own_line(tmp_path):
         command = [sys.executable, "-c", (f"{_CTRL_C_AS_IN_A_TERMINAL}; import runpy; runpy.run_module('isotropy', "
                                           f"run_name='__main__', alter_sys=True)"), "measure", str(data), "--scheduler",
                    cluster.scheduler_address, "--metrics", "isoscore,twonn_dimension"]
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                   start_new_session=True)
-        watchdog = threading.Timer(600, lambda: os.killpg(process.pid, signal.SIGKILL))  # never hang the suite
-        watchdog.start()
-        try:
-            before = []
-            for line in process.stderr:  # the TwoNN note comes just before its search
-                before.append(line)
-                if line.startswith("Note: twonn_dimension"):
-                    break
-            assert process.poll() is None, "".join(before)
-            time.sleep(2)  # the search under way on the cluster
-            os.kill(process.pid, signal.SIGINT)  # the command's Ctrl-C: the cluster runs apart from it
-            _, rest = process.communicate(timeout=300)
-            err = "".join(before) + rest
-        finally:
-            watchdog.cancel()
-            if process.poll() is None:
-                os.killpg(process.pid, signal.SIGKILL)
-        assert process.returncode == 130, err
+        status, err = _interrupt_at_twonn(command, whole_group=False)  # the command's: the cluster runs apart from it
+        assert status == 130, err
         assert "Traceback" not in err and "Task exception" not in err, err
         assert err.splitlines()[-1] == "Error: interrupted.", err
         with Client(cluster) as client:  # the cluster was left as it was
