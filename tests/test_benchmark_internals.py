@@ -189,7 +189,9 @@ def test_bench_silhouette_and_isoscore_write_their_rows_verdicts_and_what_ran(mo
         reference = bench._eigen_reference(X)
         assert row["ours_abs_error"] == abs(isotropy.isoscore(X) - reference)
         assert row["package_abs_error"] == pytest.approx(abs(float(pkg.IsoScore(X)) - reference), abs=1e-15)
-        assert row["verdict"] == bench.verdict(row["ratio"])
-    assert [bench.verdict(r) for r in (1.05, 1.0, 1 / 1.05)] == ["met", "parity", "not met"]
+        assert row["ratio_low"] <= row["ratio"] <= row["ratio_high"]
+        assert row["verdict"] == bench.verdict(row["ratio_low"], row["ratio_high"])
+    assert [bench.verdict(*interval) for interval in ((1.05, 1.2), (0.97, 1.03), (0.8, 1 / 1.05), (1.01, 1.1))] == [
+        "met", "parity", "not met", "not established"]
     with pytest.raises(SystemExit):
         bench.main(["--sizes", "20000by384"])

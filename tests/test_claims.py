@@ -587,7 +587,8 @@ def test_the_benchmarks_summary_is_read_from_committed_outputs():
     twonn = next(r for r in records["dimension"]["rows"] if r["case"] == "twonn")
     assert f"**{twonn['ratio_wall']:.1f}×** (wall; {twonn['ratio_cpu']:.1f}× CPU)" in rendered
     small = next(r for r in records["isoscore"]["rows"] if (r["n"], r["d"]) == (256, 2048))
-    assert f"{small['ratio']:.0f}× | faster ({small['verdict']}) |" in rendered
+    assert (f"{small['ratio']:.0f}× (rounds' quartiles {small['ratio_low']:.0f}–{small['ratio_high']:.0f}) | "
+            f"faster ({small['verdict']}) |") in rendered
 
 
 def test_value_markers_pick_entries_by_fields_not_places():
