@@ -66,3 +66,26 @@ def write_record(path, record: dict, *, argv=None) -> dict:
         json.dump(full, handle, indent=2)
         handle.write("\n")
     return full
+
+
+def round_interval(ratios) -> tuple[float, float]:
+    """``(low, high)`` of per-round ratios: their quartiles from four rounds on, else their least and greatest
+    (with two or three rounds a quartile would be an interpolation between the rounds, not a measurement)."""
+    ratios = sorted(float(r) for r in ratios)
+    if not ratios:
+        raise ValueError("no rounds to form an interval from")
+    if len(ratios) < 4:
+        return ratios[0], ratios[-1]
+    import statistics
+
+    low, _, high = statistics.quantiles(ratios, n=4, method="inclusive")
+    return low, high
+
+
+def verdict_at_most(low: float, high: float, goal: float) -> str:
+    """The verdict on a ratio whose goal is ``at most goal``, from the interval ``[low, high]`` of its per-round
+    ratios (:func:`round_interval`): ``"met"`` when all of it is at or below the goal, ``"not met"`` when all of
+    it is above, else ``"not established"`` (rounds on both sides of the goal establish neither)."""
+    if high <= goal:
+        return "met"
+    return "not met" if low > goal else "not established"

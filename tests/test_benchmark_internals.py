@@ -195,3 +195,17 @@ def test_bench_silhouette_and_isoscore_write_their_rows_verdicts_and_what_ran(mo
         "met", "parity", "not met", "not established"]
     with pytest.raises(SystemExit):
         bench.main(["--sizes", "20000by384"])
+
+
+def test_verdicts_at_most_read_the_interval_of_the_rounds(monkeypatch):
+    """Goals of the form "at most" (issue 20: the floor ratios, the table against TwoNN alone, the shards, GGUF,
+    measure --model, the callback's overhead) are judged on the interval of the per-round ratios, never on one
+    round: quartiles from four rounds on, else the least and greatest; rounds on both sides establish nothing."""
+    common = _load("_common", monkeypatch)
+    assert common.round_interval([1.3, 1.1]) == (1.1, 1.3)
+    assert common.round_interval([5.0]) == (5.0, 5.0)
+    assert common.round_interval([1, 2, 3, 4, 5]) == (2.0, 4.0)  # inclusive quartiles of five rounds
+    assert [common.verdict_at_most(*interval, 1.2) for interval in ((1.0, 1.2), (1.21, 1.4), (1.1, 1.3))] == [
+        "met", "not met", "not established"]
+    with pytest.raises(ValueError, match="no rounds"):
+        common.round_interval([])
