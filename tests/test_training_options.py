@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import warnings
 
+import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -65,6 +66,10 @@ def test_callbacks_refuse_options_nothing_uses(name):
     for zeta in (0.5, 0.2):  # the default's value passed is refused as any other: it was passed
         with pytest.raises(IsotropyValueError, match=r"The 'zeta' parameter of .* applies to the shrinkage of "
                                                      r"isoscore_star only, and isoscore_star is not among the metrics"):
+            make(TEXTS, zeta=zeta)
+    for zeta in (torch.tensor(0.25), np.float32(0.25), np.array(0.25)):  # a 0-d tensor or array shows its value
+        with pytest.raises(IsotropyValueError, match=r"isoscore_star is not among the metrics\. Got 0\.25 \(a "
+                                                     r"(Tensor|ndarray|float32)\) instead"):
             make(TEXTS, zeta=zeta)
     with pytest.raises(IsotropyValueError, match=r"The 'max_length' parameter of .* applies to tokenising texts only, "
                                                  r"and the probe .* is already tokenised .* Got 16 instead"):

@@ -847,7 +847,12 @@ class GeometryProbe:
                 why, advice = "the probe (and any shrinkage_sample) is already tokenised (a dict of tensors)", "leave it out"
             else:
                 continue
-            shown = repr(value) if isinstance(value, (numbers.Number, str)) else f"a {type(value).__name__}"
+            if isinstance(value, (int, float, str)):
+                shown = repr(value)
+            elif getattr(value, "ndim", None) == 0 and callable(getattr(value, "item", None)):  # numpy scalar, 0-d tensor
+                shown = f"{value.item()!r} (a {type(value).__name__})"
+            else:
+                shown = f"a {type(value).__name__}"
             what = "the shrinkage of isoscore_star" if name == "zeta" else "tokenising texts"
             raise IsotropyValueError(f"The '{name}' parameter of {self.caller} applies to {what} only, and {why}. "
                                      f"Got {shown} instead; {advice}.")
