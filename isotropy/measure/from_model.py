@@ -593,6 +593,20 @@ class LayerWarning(UserWarning):
     """
 
 
+def _cache_said_once(function):
+    """Run ``function`` within :func:`isotropy.models.encoders.one_cache_warning`: a cache folder that cannot be
+    written is said once per call, not once for the layers and again for the sentence-transformers output row."""
+    @functools.wraps(function)
+    def wrapped(*args, **kwargs):
+        from isotropy.models.encoders import one_cache_warning
+
+        with one_cache_warning():
+            return function(*args, **kwargs)
+
+    return wrapped
+
+
+@_cache_said_once
 def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", pooling: str = "mean",
                    labels=None, metrics=None, device=None, batch_size: int = 32, max_length: int = _MAX_LENGTH,
                    keep_special: bool = False, sample_size: int | None = None, random_state: int = 0,

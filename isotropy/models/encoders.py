@@ -10,6 +10,8 @@ Model names are resolved by :func:`isotropy.models.resolve_model`.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import hashlib
 import os
 from collections.abc import Sequence
@@ -205,10 +207,29 @@ def _save(path: Path, X: np.ndarray) -> None:
     _save_all([(path, X)])
 
 
+# The cache folders whose failure was already said in this pass (one_cache_warning), or None outside one.
+_CACHE_WARNED: contextvars.ContextVar = contextvars.ContextVar("isotropy_cache_warned", default=None)
+
+
+@contextlib.contextmanager
+def one_cache_warning():
+    """Within the block, a cache folder that could not be written is said once, whatever saves it fails.
+
+    ``measure --model`` caches the layers of its forward pass and then, apart, the sentence-transformers
+    output row built from the same pass: a read-only cache said the same thing twice.
+    """
+    token = _CACHE_WARNED.set(set())
+    try:
+        yield
+    finally:
+        _CACHE_WARNED.reset(token)
+
+
 def _save_all(entries) -> None:
     """:func:`_save` of each ``(path, rows)`` of one forward pass, with one warning for all the files not written.
 
     A read-only cache fails every layer's file alike: one warning per file said the same thing once per layer.
+    Within :func:`one_cache_warning`, a folder already said is not said again.
     """
     import warnings
 
@@ -221,6 +242,10 @@ def _save_all(entries) -> None:
                 np.save(handle, X)
         except (OSError, ValueError) as exc:  # ValueError: the writer's one-line refusal of an unwritable folder
             failed.append((path, exc))
+    warned = _CACHE_WARNED.get()
+    if warned is not None:
+        failed = [(path, exc) for path, exc in failed if str(path.parent) not in warned]
+        warned.update(str(path.parent) for path, _ in failed)
     if failed:
         path, exc = failed[0]
         others = len(failed) - 1
