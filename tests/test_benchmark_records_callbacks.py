@@ -154,3 +154,88 @@ def test_bench_callbacks_refuses_what_it_cannot_measure(monkeypatch, capsys, arg
     with pytest.raises(SystemExit) as exit_:
         bench.main(argv)
     assert exit_.value.code == 2 and capsys.readouterr().err.strip().endswith(message)
+
+
+def test_bench_cost_notes_within_reads_the_interval_of_the_rounds(monkeypatch):
+    """Issue 20: "The O(n²) notes estimate the time they announce within 1.5×": met when every round's measured /
+    estimate lies within [1 / 1.5, 1.5] (the bounds included), not met when all lie outside, else not established."""
+    bench = _load("bench_cost_notes", monkeypatch)
+    assert bench.WITHIN == 1.5
+    intervals = [(0.7, 1.4), (1 / 1.5, 1.5), (1.6, 2.0), (0.3, 0.6), (0.5, 1.0), (1.2, 1.7), (0.5, 2.0), (0.1, 3.0)]
+    assert [bench.verdict_within(*interval, 1.5) for interval in intervals] == [
+        "met", "met", "not met", "not met", "not established", "not established", "not established", "not established"]
+    assert bench.verdict_within(1.9, 1.9, 2.0) == "met" and bench.verdict_within(0.49, 0.49, 2.0) == "not met"
+    assert [bench._overall([{"verdict": v} for v in verdicts]) for verdicts in (
+        ["met", "met"], ["met", "not met", "not established"], ["met", "not established"])] == [
+        "met", "not met", "not established"]
+
+
+def _check_cost_rows(bench, record, rows):
+    assert record["rows"] == rows and record["goal_within"] == 1.5
+    for row in rows:
+        assert row["rounds"] == [t / row["estimate_s"] for t in row["rounds_s"]]
+        assert (row["ratio_low"], row["ratio_high"]) == bench.round_interval(row["rounds"])
+        assert row["ratio_low"] <= row["ratio"] <= row["ratio_high"]  # the median of the rounds
+        assert row["ratio"] == pytest.approx(row["measured_s"] / row["estimate_s"], rel=1e-12)
+        assert row["estimate_over_measured"] == row["estimate_s"] / row["measured_s"]  # the printed column
+        assert row["verdict"] == bench.verdict_within(row["ratio_low"], row["ratio_high"], 1.5)
+    assert record["verdict"] == bench._overall(rows)
+
+
+def test_bench_cost_notes_records_each_note_against_the_time_it_announces(monkeypatch, tmp_path):
+    """A tiny run (estimates near 0.05 s on 8 features, two rounds each): each row's estimate is the note's
+    (``estimate_seconds`` at the row's n, d, k and loops, recomputed here), each round's ratio is its measured time
+    over it, and the verdicts read the interval of the rounds."""
+    from isotropy._kernels import cost
+
+    bench = _load("bench_cost_notes", monkeypatch)
+    path = tmp_path / "notes.json"
+    argv = ["--seconds", "0.05", "--dims", "8", "--n-neighbors", "5", "--repeats", "2", "--json", str(path)]
+    rows = bench.main(argv)
+    record = json.loads(path.read_text())
+    assert record["command"] == "python benchmarks/bench_cost_notes.py " + " ".join(argv)
+    assert (record["mode"], record["dims"], record["seconds"], record["repeats"]) == ("in memory", [8], 0.05, 2)
+    loops = ["numpy", "compiled"] if bench._installed("numba") else ["numpy"]
+    assert [(r["metric"], r["loops"], r["k"]) for r in rows] == [
+        ("silhouette_score", None, None), ("dunn_index", None, None), ("uniformity", None, None),
+        *[row for loop in loops for row in (("twonn_dimension", loop, 2), ("neighbour_dimensions", loop, 5))]]
+    _check_cost_rows(bench, record, rows)
+    for row in rows:
+        assert row["d"] == 8 and row["n"] >= 1000 and len(row["rounds_s"]) == 2
+        jit = {None: None, "numpy": "0", "compiled": "1"}[row["loops"]]
+        with bench._loops(jit):
+            assert row["estimate_s"] == cost.estimate_seconds(row["estimate_name"], row["n"], 8, n_neighbors=row["k"])
+
+
+def test_bench_cost_notes_records_the_dask_notes(monkeypatch, tmp_path):
+    """``--dask 0`` (dask's threaded scheduler in this process): the rows carry the tiled estimate the note prints
+    (``estimate_tiled_seconds`` at the row's rows per tile, recomputed here) and their verdicts."""
+    from isotropy._kernels import cost
+
+    bench = _load("bench_cost_notes", monkeypatch)
+    path = tmp_path / "dask.json"
+    argv = ["--seconds", "0.05", "--dims", "8", "--n-neighbors", "5", "--dask", "0", "--json", str(path)]
+    rows = bench.main(argv)
+    record = json.loads(path.read_text())
+    assert record["command"] == "python benchmarks/bench_cost_notes.py " + " ".join(argv)
+    assert (record["mode"], record["workers"], record["repeats"]) == ("dask", 0, 1)
+    assert [(r["metric"], r["loops"], r["k"]) for r in rows] == [
+        ("silhouette_score", "default", None), ("dunn_index", "default", None), ("uniformity", "default", None),
+        ("twonn_dimension", "default", 2), ("neighbour_dimensions", "default", 5)]
+    _check_cost_rows(bench, record, rows)
+    for row in rows:
+        assert row["tile_rows"] == bench._tile_rows(row["estimate_name"], 8)
+        assert row["estimate_s"] == cost.estimate_tiled_seconds(
+            row["estimate_name"], row["n"], 8, tile_rows=row["tile_rows"], threads=record["threads"],
+            n_neighbors=row["k"], in_process=True)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--repeats", "0"], "--repeats must be at least 1. Got 0 instead."),
+    (["--seconds", "0"], "--seconds must be positive. Got 0.0 instead."),
+])
+def test_bench_cost_notes_refuses_what_it_cannot_measure(monkeypatch, capsys, argv, message):
+    bench = _load("bench_cost_notes", monkeypatch)
+    with pytest.raises(SystemExit) as exit_:
+        bench.main(argv)
+    assert exit_.value.code == 2 and capsys.readouterr().err.strip().endswith(message)
