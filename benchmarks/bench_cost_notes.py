@@ -31,10 +31,17 @@ neighbour searches, together, the ``ρ`` of their pair term and of the per-row s
 (``_TILED_SEARCH``; with ``--dask 0``, ``_TILED_SEARCH_IN_PROCESS``; fit on two ``k`` at least, TwoNN's 2 and one of
 ``--n-neighbors``, so the two terms can be told apart).
 
+``--repeats R`` times each metric ``R`` times at the same ``n`` (the table then gives the median measured time).
+``--json PATH`` also writes the rows (``metric``: the function timed, ``loops``, ``k``, ``d``, ``n``), each with its
+estimate, measured seconds (each round's and their median), the ratio measured / estimate of each round, the
+median of those (``ratio``; the table prints its inverse, estimate / measured), their interval
+(``_common.round_interval``) and the verdict on the goal (:func:`verdict_within`, ``WITHIN``: fixed here before any
+run), and what ran (``_common.write_record``); the ``--fit`` constants are not recorded.
+
 Usage::
 
     nice -n 5 .venv/bin/python benchmarks/bench_cost_notes.py [--dims 384,50,128] [--seconds 15] [--fit]
-        [--n-neighbors 5,20,100] [--neighbours-only] [--dask 2]
+        [--n-neighbors 5,20,100] [--neighbours-only] [--dask 2] [--repeats 1] [--json PATH]
 """
 
 from __future__ import annotations
@@ -42,11 +49,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import math
+import statistics
 import time
 import warnings
 
 import numpy as np
-from _common import isotropy_jit, low_rank_data
+from _common import isotropy_jit, low_rank_data, round_interval, write_record
 
 from isotropy._kernels import cost
 from isotropy._kernels.neighbors import _installed
@@ -56,6 +64,48 @@ from isotropy.metrics.dimension import neighbour_dimensions, twonn_dimension
 from isotropy.metrics.silhouette import silhouette_score
 
 _CLUSTERS = 10
+
+# Issue 20, item 2: "The O(n²) notes estimate the time they announce within 1.5×": measured / estimate from 1 / 1.5
+# to 1.5, each metric at each width.
+WITHIN = 1.5
+
+
+def verdict_within(low: float, high: float, factor: float = WITHIN) -> str:
+    """The verdict on a ratio whose goal is ``within factor either way``, from the interval ``[low, high]`` of its
+    per-round ratios (:func:`_common.round_interval`): ``"met"`` when all of it lies in ``[1 / factor, factor]``,
+    ``"not met"`` when all of it lies outside (below ``1 / factor`` or above ``factor``), else ``"not established"``."""
+    if 1 / factor <= low and high <= factor:
+        return "met"
+    return "not met" if high < 1 / factor or low > factor else "not established"
+
+
+def _row(fields: dict, estimate: float, rounds_s: list) -> dict:
+    """One recorded row: ``fields`` (what identifies it), the estimate, each round's seconds and the verdict."""
+    ratios = [t / estimate for t in rounds_s]
+    low, high = round_interval(ratios)
+    measured = statistics.median(rounds_s)
+    return {**fields, "estimate_s": estimate, "measured_s": measured, "rounds_s": list(rounds_s),
+            "ratio": statistics.median(ratios), "rounds": ratios, "ratio_low": low, "ratio_high": high,
+            "estimate_over_measured": estimate / measured, "goal_within": WITHIN,
+            "verdict": verdict_within(low, high, WITHIN)}
+
+
+def _overall(rows) -> str:
+    """Every row's verdict together: ``"met"`` when all are, ``"not met"`` when one is not, else not established."""
+    verdicts = {row["verdict"] for row in rows}
+    return "not met" if "not met" in verdicts else "met" if verdicts == {"met"} else "not established"
+
+
+def _write(args, argv, rows, **what):
+    """The ``--json`` record: the options, this run's machine speeds (``what``), the rows and their overall verdict."""
+    write_record(args.json, {
+        "dims": [int(v) for v in args.dims.split(",")], "seconds": args.seconds,
+        "n_neighbors": [int(v) for v in args.n_neighbors.split(",")], "neighbours_only": args.neighbours_only,
+        "repeats": args.repeats, "dask": args.dask, "goal_within": WITHIN, **what,
+        "statistic": "ratio: measured / estimate, the median of the rounds' (the table prints estimate / measured "
+                     "of the median time); ratio_low and ratio_high: the least and greatest of the rounds', their "
+                     "quartiles from four rounds on; verdict: verdict_within(ratio_low, ratio_high, goal_within)",
+        "verdict": _overall(rows), "rows": rows}, argv=None if argv is None else [__file__, *argv])
 
 
 def _cases(compiled: bool, ks, neighbours_only: bool):
@@ -96,12 +146,19 @@ def main(argv=None):
     parser.add_argument("--dask", type=int, metavar="N", default=None,
                         help="the dask path on a LocalCluster of N one-thread workers instead (0: dask's threaded "
                              "scheduler in this process)")
+    parser.add_argument("--repeats", type=int, default=1, help="times each metric runs at its n (the median is shown)")
+    parser.add_argument("--json", metavar="PATH",
+                        help="also write the rows, each goal's verdict and what ran as JSON to PATH")
     args = parser.parse_args(argv)
+    if args.repeats < 1:
+        parser.error(f"--repeats must be at least 1. Got {args.repeats} instead.")
+    if not args.seconds > 0:
+        parser.error(f"--seconds must be positive. Got {args.seconds} instead.")
     if args.dask is not None:
         if args.dask < 0:
             parser.error(f"--dask must be 0 (dask's threaded scheduler) or a number of workers. Got {args.dask} "
                          f"instead.")
-        return _dask_main(args)
+        return _dask_main(args, argv)
     dims = [int(v) for v in args.dims.split(",")]
     if args.fit and len(set(dims)) < 2:
         parser.error(f"--fit needs at least two different --dims to separate α from β. Got {args.dims!r} instead.")
@@ -112,23 +169,33 @@ def main(argv=None):
     flops, elements = cost.machine_speed()
     print(f"machine speed of this run: F = {flops:.3g} flop/s (float32 products), E = {elements:.3g} elements/s",
           flush=True)
+    if args.repeats > 1:
+        print(f"measured: the median of {args.repeats} runs at the same n", flush=True)
     print("| metric | d | n | estimate (s) | measured (s) | estimate / measured (goal 0.67-1.5) |", flush=True)
     print("|---|---|---|---|---|---|", flush=True)
-    measured = {}
+    measured, records = {}, []
     ks = [int(v) for v in args.n_neighbors.split(",")]
     for label, name, jit, k, call in _cases(compiled, ks, args.neighbours_only):
         for d in dims:
             n = _size(name, d, args.seconds, jit, k)
             X = low_rank_data(n, d)
             labels = np.random.default_rng(1).integers(0, _CLUSTERS, n)
+            rounds = []
             with _loops(jit):
                 estimate = cost.estimate_seconds(name, n, d, n_neighbors=k)
-                start = time.perf_counter()
-                call(X, labels)
-                seconds = time.perf_counter() - start
+                for _ in range(args.repeats):
+                    start = time.perf_counter()
+                    call(X, labels)
+                    rounds.append(time.perf_counter() - start)
+            seconds = statistics.median(rounds)
             measured.setdefault(name, []).append((n, d, jit, k, seconds))
+            loops = None if jit is None else "compiled" if jit == "1" else "numpy"
+            records.append(_row({"case": label, "metric": _timed_function(label), "estimate_name": name,
+                                 "loops": loops, "k": k, "d": d, "n": n}, estimate, rounds))
             print(f"| {label} | {d} | {n:,} | {estimate:.1f} | {seconds:.1f} | {estimate / seconds:.2f} |", flush=True)
             del X
+    if args.json:
+        _write(args, argv, records, mode="in memory", compiled=compiled, flops=flops, elements=elements)
     if args.fit:
         from scipy.optimize import nnls
 
@@ -148,6 +215,12 @@ def main(argv=None):
             print(f"- {name}: α = {theta[0]:.3g}, {betas}", flush=True)
         if search:
             _fit_search(search, flops, elements)
+    return records
+
+
+def _timed_function(label: str) -> str:
+    """The function a case's label times: the table's search is ``neighbour_dimensions`` (TwoNN and MLE at once)."""
+    return "neighbour_dimensions" if label.startswith("twonn + mle") else label.split(" ")[0]
 
 
 def _fit_search(rows, flops, elements):
@@ -203,7 +276,7 @@ def _warm_worker():
         importlib.import_module("isotropy._kernels._neighbors_jit")
 
 
-def _dask_main(args):
+def _dask_main(args, argv=None):
     import dask.array as da
     from distributed import Client, LocalCluster, wait
 
@@ -220,10 +293,12 @@ def _dask_main(args):
     print(f"machine speed of this run: F = {flops:.3g} flop/s (float32 products), E = {elements:.3g} elements/s; "
           f"{where} on {_cores()} cores; rho (_TILED_OVERHEAD) = {cost._TILED_OVERHEAD}, neighbour searches "
           f"({factors}: pair term, per-row share) = {getattr(cost, factors)}", flush=True)
+    if args.repeats > 1:
+        print(f"measured: the median of {args.repeats} runs at the same n", flush=True)
     print("| metric | d | n | rows per tile | estimate (s) | measured (s) | estimate / measured (goal 0.67-1.5) |",
           flush=True)
     print("|---|---|---|---|---|---|---|", flush=True)
-    measured = {}
+    measured, records = {}, []
     # the data go to the workers inside the graph (then held there): dask's advice about it is not this benchmark's
     warnings.filterwarnings("ignore", message="Sending large graph", category=UserWarning)
     with contextlib.ExitStack() as stack:
@@ -251,10 +326,15 @@ def _dask_main(args):
                 if args.dask:
                     Xd = Xd.persist()  # held by the workers, as shards would be read
                     wait(Xd)
-                start = time.perf_counter()
-                call(Xd, labels)
-                seconds = time.perf_counter() - start
+                rounds = []
+                for _ in range(args.repeats):
+                    start = time.perf_counter()
+                    call(Xd, labels)
+                    rounds.append(time.perf_counter() - start)
+                seconds = statistics.median(rounds)
                 guess = estimate(n)
+                records.append(_row({"case": label, "metric": _timed_function(label), "estimate_name": name,
+                                  "loops": "default", "k": k, "d": d, "n": n, "tile_rows": b}, guess, rounds))
                 if name in cost._NEIGHBOURS:  # the pair term and the repeated per-row share at rho = 1, over the time
                     terms = cost.tiled_search_terms(name, n, d, tile_rows=b, n_neighbors=k)
                     measured.setdefault("neighbours", []).append(
@@ -264,6 +344,10 @@ def _dask_main(args):
                 print(f"| {label} | {d} | {n:,} | {b} | {guess:.1f} | {seconds:.1f} | {guess / seconds:.2f} |",
                       flush=True)
                 del X, Xd
+    if args.json:
+        _write(args, argv, records, mode="dask", workers=args.dask, where=where, threads=threads, cores=_cores(),
+               flops=flops, elements=elements, tiled_overhead=dict(cost._TILED_OVERHEAD),
+               search_factors={factors: list(getattr(cost, factors))})
     if args.fit:
         print("\nrho of estimate_tiled_seconds per metric (least squares of the relative errors; _TILED_OVERHEAD):",
               flush=True)
@@ -280,6 +364,7 @@ def _dask_main(args):
             rho = float((r.sum()) / (r * r).sum())
             print(f"- {family}: {rho:.3g} (estimate / measured at that rho: {rho * r.min():.2f} to {rho * r.max():.2f})",
                   flush=True)
+    return records
 
 
 def _least_squares(terms):
