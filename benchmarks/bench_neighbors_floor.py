@@ -8,8 +8,9 @@ run the same exact search (``n_neighbors = k``, euclidean): with ``--history``, 
 ``7acb82b`` and the one of commit ``b79a661`` (both read from git history at run time, so this
 script then needs the repository's history); those of the ``--compare`` checkouts; and the current
 one, on its numpy loops (``ISOTROPY_JIT=0``) and on its compiled ones
-(``ISOTROPY_JIT=1``, numba: the ``fast`` extra). The floor and the kernels are interleaved, each timed
-``--repeat`` times, and each ratio is the kernel's fastest time over the floor's fastest.
+(``ISOTROPY_JIT=1``, numba: the ``fast`` extra). After one untimed search of each kernel on the first 3,000 rows
+(numba's loops loaded), the floor and the kernels are interleaved, each timed ``--repeat`` times, and each ratio is
+the kernel's fastest time over the floor's fastest.
 
 ``--cold N,N,...`` times one search (``n_neighbors`` from ``--cold-k K,K,...``, 20 by default) in a
 fresh interpreter per call, with each loop, for each ``n`` and ``k``: what a single call costs,
@@ -36,11 +37,19 @@ numpy's allocations; the compiled loops allocate nothing of their own size): one
 ``--measure-only`` skips the kernel table. On a shared CPU read the ratios, measured in the same
 run, not the absolute times.
 
+``--json PATH`` also writes the rows of the kernel table and of the ``isotropy measure`` rows (whichever ran), each
+with its goal (``FLOOR_GOAL``, ``TABLE_GOAL`` and ``MEMORY_GOAL``: issue 20's, fixed here before any run) and its
+verdict, and what ran (``_common.write_record``). A ratio is printed as the fastest over the fastest; the record
+also holds each round's ratio (a kernel's time over the fastest floor of the same round; the table's over TwoNN
+alone's of the same round; each round's peak) and the verdict reads their interval (``round_interval`` and
+``verdict_at_most``), never one round. ``--cold``, ``--stages`` and ``--live-memory`` measure no goal: they take no
+``--json``.
+
 Usage::
 
     nice -n 5 .venv/bin/python benchmarks/bench_neighbors_floor.py [--n 20000] [--d 384] [--repeat 2]
         [--measure-only | --kernels-only] [--compare DIR] [--history] [--cold 10000,20000,40000 [--cold-k 20,100]] [--stages]
-        [--live-memory]
+        [--live-memory] [--json PATH]
 """
 
 from __future__ import annotations
@@ -57,13 +66,21 @@ import types
 from pathlib import Path
 
 import numpy as np
-from _common import isotropy_jit, low_rank_data, timed
+from _common import isotropy_jit, low_rank_data, round_interval, timed, verdict_at_most, write_record
 
 from isotropy._kernels.neighbors import compiled_kernels, exact_knn, uses_compiled_kernels
 
 BEFORE = "7acb82b"  # the kernel before the exact rewrite
 START = "b79a661"  # the exact kernel before this round (two passes per block, one thread)
 ROOT = Path(__file__).resolve().parent.parent
+
+# Issue 20, "What to build" 1: "Goal: each at most 1.2× the half-GEMM floor measured in the same run, on n = 20,000,
+# d = 384 float32" (TwoNN, MLE and kneighbors; here on each loop, numpy and compiled).
+FLOOR_GOAL = 1.2
+# Issue 20, "What to build" 2: "Goal: the default table costs at most 1.3× TwoNN alone" (the metrics' own seconds),
+TABLE_GOAL = 1.3
+# "and its peak memory is at most 2× the input plus the interpreter's own" (the peak above the interpreter's / input).
+MEMORY_GOAL = 2.0
 
 
 def _source(commit, path):
@@ -97,6 +114,7 @@ def _kernel_start():
 # them: 3/4 of a whole diagonal block's products): the fastest is the floor of the run (_floor_block).
 _FLOOR_BLOCKS = (1024, 2048, 4096)
 _floor_rows = {}
+_floor_tried = {}  # per data shape, the seconds of each (rows per block, split) tried
 
 
 def _floor_block(X) -> tuple[int, bool]:
@@ -111,6 +129,7 @@ def _floor_block(X) -> tuple[int, bool]:
         times = {(b, split): min(timed(lambda b=b, split=split: _floor(X, b, split))[1] for _ in range(2))
                  for b in _FLOOR_BLOCKS for split in (False, True)}
         _floor_rows[X.shape] = min(times, key=times.get)
+        _floor_tried[X.shape] = times
         b, split = _floor_rows[X.shape]
         tried = ", ".join(f"{rows} rows{' split' if cut else ''} {t:.3f} s" for (rows, cut), t in times.items())
         print(f"floor blocks: {tried}; the floor runs {b}-row blocks{', diagonal ones split' if split else ''}",
@@ -171,34 +190,64 @@ def _measure_command(path, *metrics, tree=ROOT, jit=None):
 
 
 def _measure_rows(X, trees, repeat):
-    """The default table against TwoNN alone, and its peak memory, for each ``(checkout, ISOTROPY_JIT)`` of ``trees``
-    (interleaved)."""
+    """The default table against TwoNN alone, and its peak memory, for each ``(checkout's folder, ISOTROPY_JIT, its
+    name in the record)`` of ``trees`` (interleaved); printed, and returned as the record's rows (:func:`_measure_row`)."""
     with tempfile.TemporaryDirectory() as tmp:
         path, tiny = Path(tmp) / "X.npy", Path(tmp) / "tiny.npy"
         np.save(path, X)
         np.save(tiny, X[:100])
         runs = {name: {"table": [], "alone": [], "peaks": []} for name in trees}
         for _ in range(repeat):
-            for name, (tree, jit) in trees.items():
+            for name, (tree, jit, _) in trees.items():
                 *seconds, peak = _measure_command(path, tree=tree, jit=jit)
                 runs[name]["table"].append(seconds)
                 runs[name]["peaks"].append(peak)
                 runs[name]["alone"].append(_measure_command(path, "twonn_dimension", tree=tree, jit=jit)[:2])
-        for name, (tree, jit) in trees.items():
+        for name, (tree, jit, _) in trees.items():
             runs[name]["interpreter_bytes"] = min(_measure_command(tiny, tree=tree, jit=jit)[2] for _ in range(2))
     print(f"`isotropy measure` default table / `--metrics twonn_dimension` alone (fastest of {repeat}, interleaved), "
           f"and the table's peak resident memory above the interpreter's own (the same command on 100 rows) / input "
           f"({X.nbytes / 2**20:.1f} MiB):", flush=True)
-    print("| checkout | metrics' own seconds (goal <= 1.3) | whole commands | peak memory / input (goal <= 2) |",
-          flush=True)
+    print(f"| checkout | metrics' own seconds (goal <= {TABLE_GOAL:g}) | whole commands | peak memory / input (goal <= "
+          f"{MEMORY_GOAL:g}) |", flush=True)
     print("|---|---|---|---|", flush=True)
+    rows = []
     for name, run in runs.items():
-        metrics = min(t[0] for t in run["table"]) / min(a[0] for a in run["alone"])
-        whole = min(t[1] for t in run["table"]) / min(a[1] for a in run["alone"])
-        memory = (min(run["peaks"]) - run["interpreter_bytes"]) / X.nbytes
-        print(f"| {name} | {metrics:.2f} | {whole:.2f} | {memory:.2f} |", flush=True)
+        _, jit, checkout = trees[name]
+        rows.append(_measure_row(name, checkout, jit, run, X.nbytes))
+        print(f"| {name} | {rows[-1]['seconds_ratio']:.2f} | {rows[-1]['whole_ratio']:.2f} | "
+              f"{rows[-1]['memory_ratio']:.2f} |", flush=True)
     print(json.dumps({name: {"table_s": run["table"], "twonn_alone_s": run["alone"], "peak_bytes": run["peaks"],
                              "interpreter_bytes": run["interpreter_bytes"]} for name, run in runs.items()}), flush=True)
+    return rows
+
+
+def _measure_row(label, checkout, jit, run, input_bytes):
+    """One checkout's row of the record: the table's metrics' own seconds over TwoNN alone's (goal ``TABLE_GOAL``),
+    the whole commands' (no goal), and the table's peak resident memory above the interpreter's own over the input
+    (goal ``MEMORY_GOAL``). Each ratio as printed (fastest over fastest; the least peak), each round's (the table over
+    TwoNN alone in the same round; that round's peak), and the verdict on the interval of the rounds.
+
+    ``run``: ``"table"`` and ``"alone"``, per round ``(metrics' own seconds, whole command's seconds)``; ``"peaks"``,
+    the table's peak resident bytes per round; ``"interpreter_bytes"``, the same command's on 100 rows.
+    """
+    table, alone = [t[0] for t in run["table"]], [a[0] for a in run["alone"]]
+    table_whole, alone_whole = [t[1] for t in run["table"]], [a[1] for a in run["alone"]]
+    seconds = [t / a for t, a in zip(table, alone)]
+    memory = [(peak - run["interpreter_bytes"]) / input_bytes for peak in run["peaks"]]
+    seconds_low, seconds_high = round_interval(seconds)
+    memory_low, memory_high = round_interval(memory)
+    return {"label": label, "checkout": checkout, "jit": "auto" if jit is None else jit,
+            "table_s": table, "twonn_alone_s": alone, "seconds_ratio": min(table) / min(alone),
+            "seconds_ratio_rounds": seconds, "seconds_ratio_low": seconds_low, "seconds_ratio_high": seconds_high,
+            "seconds_goal": TABLE_GOAL, "seconds_verdict": verdict_at_most(seconds_low, seconds_high, TABLE_GOAL),
+            "table_whole_s": table_whole, "twonn_alone_whole_s": alone_whole,
+            "whole_ratio": min(table_whole) / min(alone_whole),
+            "whole_ratio_rounds": [t / a for t, a in zip(table_whole, alone_whole)],
+            "peak_mib": [peak / 2**20 for peak in run["peaks"]], "interpreter_mib": run["interpreter_bytes"] / 2**20,
+            "input_mib": input_bytes / 2**20, "memory_ratio": (min(run["peaks"]) - run["interpreter_bytes"]) / input_bytes,
+            "memory_ratio_rounds": memory, "memory_ratio_low": memory_low, "memory_ratio_high": memory_high,
+            "memory_goal": MEMORY_GOAL, "memory_verdict": verdict_at_most(memory_low, memory_high, MEMORY_GOAL)}
 
 
 def main(argv=None):
@@ -215,32 +264,58 @@ def main(argv=None):
     parser.add_argument("--cold-k", metavar="K,K,...", default="20", help="the n_neighbors of the --cold searches")
     parser.add_argument("--stages", action="store_true", help="only where each search's time goes, against the floor")
     parser.add_argument("--live-memory", action="store_true", help="only the most memory each search's arrays hold")
+    parser.add_argument("--json", metavar="PATH",
+                        help="also write the rows, each goal's verdict and what ran as JSON to PATH")
     args = parser.parse_args(argv)
+    if args.repeat < 1:
+        parser.error(f"argument --repeat: expected at least 1 round, got {args.repeat}")
+    if args.measure_only and args.kernels_only:
+        parser.error("argument --kernels-only: not allowed with --measure-only (each skips what the other runs)")
+    if args.json:
+        modes = [flag for flag, on in (("--cold", args.cold), ("--stages", args.stages),
+                                       ("--live-memory", args.live_memory)) if on]
+        if modes:
+            parser.error(f"argument --json: not allowed with {modes[0]} (it measures no goal of issue 20; --json "
+                         f"records the kernel table and the `isotropy measure` rows)")
     if args.cold:
         _cold_rows([int(n) for n in args.cold.split(",")], args.d, args.repeat, [int(k) for k in args.cold_k.split(",")])
-        return
+        return None
     if args.stages:
         X = low_rank_data(args.n, args.d)
         _floor_block(X)  # chosen (and printed) before the table
         _stage_rows(X, args.repeat, args.compare)
-        return
+        return None
     if args.live_memory:
         _live_memory_rows(low_rank_data(args.n, args.d), args.compare)
-        return
+        return None
     X = low_rank_data(args.n, args.d)
+    record = {"n": args.n, "d": args.d, "dtype": "float32", "repeat": args.repeat, "history": args.history,
+              "compare": [{"dir": tree, "commit": _commit(tree)} for tree in args.compare],
+              "floor_goal": FLOOR_GOAL, "table_goal": TABLE_GOAL, "memory_goal": MEMORY_GOAL,
+              "statistic": "ratio: the fastest over the fastest of the interleaved rounds, as printed (memory: the "
+                           "least peak); ratio_rounds: each round's ratio (a kernel over the fastest floor of its "
+                           "round; the table over TwoNN alone of its round; that round's peak); ratio_low and "
+                           "ratio_high: their interval (round_interval), which the verdict reads (verdict_at_most)",
+              "floor": None, "kernels": None, "auto_compiles": None, "measure": None}
     if not args.measure_only:
-        _floor_block(X)  # chosen (and printed) before the table
-        _kernel_rows(X, args.repeat, args.compare, history=args.history)
-    if args.kernels_only:
-        return
-    trees = {f"{_commit(tree)} ({tree})": (Path(tree).resolve(), None) for tree in args.compare}
-    here = f"this checkout ({_commit(ROOT)} + working tree)"
-    trees[here] = (ROOT, None)
-    with isotropy_jit(None):  # the compiled row only where auto would not already run the compiled loops
-        auto_compiles = uses_compiled_kernels(args.n, args.d, 20)
-    if not auto_compiles:
-        trees[f"{here}, ISOTROPY_JIT=1"] = (ROOT, "1")
-    _measure_rows(X, trees, args.repeat)
+        block, split = _floor_block(X)  # chosen (and printed) before the table
+        record["floor"] = {"rows_per_block": block, "split": split,
+                           "tried_s": [{"rows_per_block": b, "split": cut, "seconds": t}
+                                       for (b, cut), t in _floor_tried[X.shape].items()]}
+        record["kernels"] = _kernel_rows(X, args.repeat, args.compare, history=args.history)
+    if not args.kernels_only:
+        trees = {f"{_commit(tree)} ({tree})": (Path(tree).resolve(), None, _commit(tree)) for tree in args.compare}
+        here = f"this checkout ({_commit(ROOT)} + working tree)"
+        trees[here] = (ROOT, None, "this")
+        with isotropy_jit(None):  # the compiled row only where auto would not already run the compiled loops
+            auto_compiles = uses_compiled_kernels(args.n, args.d, 20)
+        if not auto_compiles:
+            trees[f"{here}, ISOTROPY_JIT=1"] = (ROOT, "1", "this")
+        record["auto_compiles"] = auto_compiles
+        record["measure"] = _measure_rows(X, trees, args.repeat)
+    if args.json:
+        return write_record(args.json, record, argv=None if argv is None else [__file__, *argv])
+    return record
 
 
 _COLD = """
@@ -403,40 +478,79 @@ def _flat_kernel(package, commit):
 
 def _kernel_rows(X, repeat, compare=(), history=False):
     """The kernels of BEFORE and START (``history``), the ``compare`` checkouts and this one against the floor, one
-    row per case."""
+    row per case; printed, and returned as the record's rows, one per case and kernel (:func:`_kernel_row`)."""
     kernels = {BEFORE: _kernel_before(), START: _kernel_start()} if history else {}
     for tree in compare:
         kernels.update(_kernels_of(tree))
     kernels.update({"after": lambda X, k: _with_loops("0", X, k), "after, compiled": lambda X, k: _with_loops("1", X, k)})
+    for kernel in kernels.values():  # numba's loops loaded (or compiled, for a copy) before anything is timed: a
+        for k in (2, 100):  # first round that paid for it read as a round of the kernel, and the verdict reads rounds
+            kernel(X[:3000], k)
     print(f"data: float32, n={X.shape[0]:,}, d={X.shape[1]}; floor = blocks on and above the diagonal of X·Xᵀ "
           f"(float32, {_floor_block(X)[0]}-row blocks{', diagonal ones split' if _floor_block(X)[1] else ''}); "
           f"fastest of {repeat}, interleaved", flush=True)
     print(f"| case | k | {' | '.join(f'{key} / floor' for key in kernels)} | same values |", flush=True)
     print(f"|---|---|{'---|' * len(kernels)}---|", flush=True)
+    rows = []
     for name, k in (("TwoNN", 2), ("MLE", 20), ("kneighbors", 100)):
         floor, spent, values = [], {key: [] for key in kernels}, {}
         for _ in range(repeat):
+            floor.append([])  # this round's floors: one before each kernel and one after the last
             for key, kernel in kernels.items():
-                floor.append(timed(lambda: _floor(X))[1])
+                floor[-1].append(timed(lambda: _floor(X))[1])
                 values[key], seconds, _ = timed(lambda kernel=kernel, k=k: kernel(X, k))
                 spent[key].append(seconds)
-            floor.append(timed(lambda: _floor(X))[1])
+            floor[-1].append(timed(lambda: _floor(X))[1])
         checked = [key for key in kernels if key not in (BEFORE, "after", "after, compiled")]
-        def agreement(a, b):
-            if np.array_equal(a[1], b[1]) and np.array_equal(a[0], b[0]):
-                return "yes"
-            if not np.array_equal(a[1], b[1]):
-                return "NO"
-            relative = np.max(np.abs(a[0] - b[0]) / np.maximum(b[0], np.finfo(np.float64).tiny))
-            return f"indices yes, distances within {relative:.0e} relative"
+        same = {key: _same_values(values[key], values[_peer(key)], _peer(key)) for key in checked}
+        compiled = _same_values(values["after, compiled"], values["after"], "after")
+        text = f"indices {'equal' if compiled['indices_equal'] else 'DIFFER'}, distances within " \
+               f"{compiled['max_relative_difference']:.0e} relative"
+        ratios = " | ".join(f"{min(spent[key]) / min(min(r) for r in floor):.2f}" for key in kernels)
+        versus = "".join(f"{key} vs {_peer(key)}, bit for bit: {_agreement(same[key])}; " for key in same)
+        print(f"| {name} | {k} | {ratios} | {versus}compiled: {text} |", flush=True)
+        same["after, compiled"] = compiled
+        for key in kernels:
+            rows.append(_kernel_row(name.lower(), k, key, spent[key], floor, same.get(key)))
+    return rows
 
-        same = {key: agreement(values[key], values[_peer(key)]) for key in checked}
-        (d0, i0), (d1, i1) = values["after"], values["after, compiled"]
-        compiled = f"indices {'equal' if np.array_equal(i0, i1) else 'DIFFER'}, distances within " \
-                   f"{np.max(np.abs(d1 - d0) / np.maximum(d0, np.finfo(np.float64).tiny)):.0e} relative"
-        ratios = " | ".join(f"{min(spent[key]) / min(floor):.2f}" for key in kernels)
-        versus = "".join(f"{key} vs {_peer(key)}, bit for bit: {same[key]}; " for key in checked)
-        print(f"| {name} | {k} | {ratios} | {versus}compiled: {compiled} |", flush=True)
+
+def _kernel_row(case, k, label, seconds, floor, same):
+    """One kernel's row of the record for one case: its time over the floor's, fastest over fastest as printed, and
+    each round's (its time over the fastest floor of that round: ``floor`` holds each round's floors), with the verdict
+    on the interval of the rounds against ``FLOOR_GOAL``; ``same``: its values against those of this checkout's same
+    loops (:func:`_same_values`; ``None`` for this checkout's numpy loops, the reference, and for ``BEFORE``, whose
+    values are not compared)."""
+    floors = [min(runs) for runs in floor]
+    rounds = [s / f for s, f in zip(seconds, floors)]
+    low, high = round_interval(rounds)
+    commit, _, compiled = label.partition(", ")
+    none = {"against": None, "bit_for_bit": None, "indices_equal": None, "max_relative_difference": None}
+    return {"case": case, "k": k, "label": label, "checkout": "this" if commit == "after" else commit,
+            "loops": "compiled" if compiled else "numpy", "kernel_s": seconds, "floor_s": floors,
+            "floor_runs_s": floor, "ratio": min(seconds) / min(floors), "ratio_rounds": rounds, "ratio_low": low,
+            "ratio_high": high, "goal": FLOOR_GOAL, "verdict": verdict_at_most(low, high, FLOOR_GOAL),
+            **{f"values_{key}": value for key, value in (same or none).items()}}
+
+
+def _agreement(same):
+    """The "same values" cell of a kernel checked bit for bit (:func:`_same_values`)."""
+    if same["bit_for_bit"]:
+        return "yes"
+    if not same["indices_equal"]:
+        return "NO"
+    return f"indices yes, distances within {same['max_relative_difference']:.0e} relative"
+
+
+def _same_values(a, b, against):
+    """Whether the search result ``a`` (distances, indices) is ``b`` (the kernel ``against``'s) bit for bit, its
+    indices are ``b``'s, and the largest difference of its distances relative to ``b``'s (``None`` where the shapes
+    differ)."""
+    relative = None
+    if a[0].shape == b[0].shape:
+        relative = float(np.max(np.abs(a[0] - b[0]) / np.maximum(b[0], np.finfo(np.float64).tiny)))
+    return {"against": against, "bit_for_bit": bool(np.array_equal(a[1], b[1]) and np.array_equal(a[0], b[0])),
+            "indices_equal": bool(np.array_equal(a[1], b[1])), "max_relative_difference": relative}
 
 
 def _peer(key):
