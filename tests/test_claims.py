@@ -678,6 +678,10 @@ def test_issue_20s_goals_are_read_from_committed_records():
         assert verdicts, (name, file)
         for low, high, goal, verdict in verdicts:
             assert verdict == common.verdict_at_most(low, high, goal), (name, file, low, high, goal, verdict)
+    kernels = json.loads((runs / "neighbors" / "kernels.json").read_text(encoding="utf-8"))["kernels"]
+    start = [row for row in kernels if row["checkout"] == "b79a661"]  # "the numpy loops give the bits of b79a661"
+    assert [row["case"] for row in start] == ["twonn", "mle", "kneighbors"]
+    assert all(row["values_bit_for_bit"] is True and row["values_against"] for row in start)
     notes = json.loads((runs / "cost-notes" / "bench.json").read_text(encoding="utf-8"))
     for row in notes["rows"]:
         within = 1 / row["goal_within"] <= row["ratio_low"] and row["ratio_high"] <= row["goal_within"]
