@@ -3,6 +3,7 @@ the semicolon hint of read_embeddings for a decimal-comma export."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from isotropy.io.labels import read_labels
@@ -117,3 +118,53 @@ def test_one_label_too_many_after_a_header_is_not_said_to_be_line_1(tmp_path):
     (tmp_path / "y.csv").write_text("0\n1\n0\n1\n0\n")
     with pytest.raises(ValueError, match=r"\(line 1 '0' was read as a label, not a header"):
         read_labels(tmp_path / "y.csv", n_rows=4)
+
+
+# 5. data lines longer than the header: pandas read their leading fields as the row index and dropped them without a
+# word ('a,b,c' over '1.5,2,3,4,7' read as [3, 4, 7]); they are refused naming the first data line, unless one
+# field more than the header holds row names (R's write.table: words, or distinct integers), then read as the names
+
+_FIELDS = "expected the same number of fields on every line."
+_NO_NAME = "(its first field reads as no row name: not a word nor a distinct integer)"
+
+
+@pytest.mark.parametrize(("text", "reason"), [
+    ("a,b,c\n1.5,2,3,4,7\n2,3.5,4,5,8\n3,4,5.5,6,9\n", "line 2 has 5 fields, the header has 3"),  # was (3, 3)
+    ("a,b,c\n\n1.5,2,3,4\n2,3.5,4,5\n3,4,5.5,6\n",  # a first field of fractions: a feature, not a row name
+     f"line 3 has 4 fields, the header has 3 {_NO_NAME}"),
+    ("a,b,c\n1,2,3,4\n1,3.5,4,5\n2,4,5.5,6\n",  # a repeated integer: no row name either
+     f"line 2 has 4 fields, the header has 3 {_NO_NAME}"),
+    ("a\nw,1,2\nv,3,4\n", "line 2 has 3 fields, the header has 1"),  # two leading fields, one a word: not R's
+])
+def test_data_lines_longer_than_the_header_are_refused_naming_the_first(tmp_path, text, reason):
+    from isotropy.cli import cli
+    from isotropy.io.embeddings import read_embeddings
+
+    path = tmp_path / "extra.csv"
+    path.write_text(text)
+    message = f"Cannot read embeddings from {str(path)!r}: {reason}; {_FIELDS}"
+    with pytest.raises(ValueError) as error:
+        read_embeddings(path)  # was read, its leading fields dropped
+    assert str(error.value) == message
+    from click.testing import CliRunner
+
+    result = CliRunner().invoke(cli, ["measure", str(path), "--metrics", "isoscore"])
+    assert result.exit_code == 2, result.output
+    assert result.output.strip().splitlines()[-1] == f"Error: {message}"
+
+
+@pytest.mark.parametrize(("first", "names"), [
+    (["r1", "r2", "r3"], ["r1", "r2", "r3"]),  # R's write.table of named rows
+    (['"1"', '"2"', '"3"'], ["1", "2", "3"]),  # ... of unnamed rows, quoted
+    (["12", "5", "7"], ["12", "5", "7"]),  # ... of a subset
+])
+def test_row_names_before_a_shorter_header_are_read_as_the_names(tmp_path, first, names):
+    from isotropy.io.embeddings import read_embeddings
+
+    X = np.array([[1.5, 2.0, 3.0], [4.0, 5.5, 6.0], [7.0, 8.0, 9.5]])
+    path = tmp_path / "r.csv"
+    path.write_text('"a","b","c"\n' + "".join(f"{w},{','.join(map(str, x))}\n" for w, x in zip(first, X)))
+    read, read_names = read_embeddings(path)
+    np.testing.assert_array_equal(read, X)
+    assert read_names == names  # were dropped (None)
+

@@ -773,11 +773,25 @@ def _read_table(path, sep: str, label_column=None):
                     "rows of numbers, optionally a header and a first column of row names") from None
     if header and df.shape[0] == 0:  # an empty frame's to_csv: its columns were "not numeric", holding nothing at all
         raise _fail(path, "it has a header line and no rows", rows)
+    # Data lines longer than the header: pandas read their leading fields as the row index, and they were dropped
+    # without a word ('a,b,c' over '1.5,2,3,4,7' read as [3, 4, 7]). One field more holding row names is R's
+    # write.table (a header without the row names' column), read with them as the names; anything else is refused
+    # naming the first data line (a trailing delimiter said so, by _check_fields)
+    indexed = not df.index.equals(pd.RangeIndex(len(df)))
+    index_names = _index_row_names(df.index) if indexed else None
+    if indexed and index_names is None:
+        hint = "" if df.index.nlevels > 1 else \
+            " (its first field reads as no row name: not a word nor a distinct integer)"
+        _check_fields(path, sep, header, hint=hint)
+        raise _fail(path, f"its data lines have {df.index.nlevels} field{'' if df.index.nlevels == 1 else 's'} more "
+                          f"than the header", "the same number of fields on every line")
     # pandas fills the missing fields of a short line, and an empty field, with NaN: the file is read again, as text,
-    # only then (a NaN may also be written "nan"). Lines one field longer than the header are read with their first
-    # field as the row index (R's write.table writes row names so), or of a trailing delimiter then a NaN column
+    # only then (a NaN may also be written "nan"); lines one field longer than the header, of a trailing delimiter
+    # then a NaN column, are refused there
     if df.isna().to_numpy().any():
-        _check_fields(path, sep, header, indexed=not df.index.equals(pd.RangeIndex(len(df))))
+        _check_fields(path, sep, header, indexed=indexed)
+    if indexed:
+        df = df.reset_index(drop=True)
     columns = list(df.columns)
     if label_column is not None:
         name = _header_name(label_column)
@@ -799,7 +813,9 @@ def _read_table(path, sep: str, label_column=None):
     written = None  # the first column as written, when pandas read a cell of it as missing (a name NA, null, None)
     if df.shape[1] > 1 and df.index.equals(pd.RangeIndex(len(df))) and df.iloc[:, 0].isna().any():
         written = _written_column(pd, path, sep, header, columns.index(df.columns[0]), len(df))
-    if first_is_index or _is_name_column(df.iloc[:, 0]) or row_numbers or \
+    if index_names is not None:
+        names = index_names
+    elif first_is_index or _is_name_column(df.iloc[:, 0]) or row_numbers or \
             (written is not None and df.iloc[:, 0].isna().all() and _is_name_column(written, as_written=True)):
         names = df.iloc[:, 0].astype(str).tolist() if written is None else written.tolist()
         df = df.iloc[:, 1:]
@@ -815,14 +831,31 @@ def _read_table(path, sep: str, label_column=None):
     return _as_matrix(df.to_numpy(), path), names
 
 
-def _check_fields(path, sep: str, header: bool, indexed: bool = False) -> None:
+def _index_row_names(index) -> list[str] | None:
+    """The row index pandas read from the first field of data lines one field longer than the header, as row names
+    (words, or distinct integers: R's write.table writes its row names, or numbers, so); ``None`` when it is not
+    such names (several fields, fractions, a repeated integer), a column of the file that was not named."""
+    import pandas as pd
+
+    if index.nlevels > 1:
+        return None
+    values = pd.Series(index)
+    if _is_name_column(values):
+        return values.astype(str).tolist()
+    if pd.api.types.is_integer_dtype(values) and not pd.api.types.is_bool_dtype(values) and values.is_unique:
+        return [str(value) for value in values.tolist()]
+    return None
+
+
+def _check_fields(path, sep: str, header: bool, indexed: bool = False, hint: str = "") -> None:
     """Refuse the first line whose number of fields is not the first line's, and a trailing delimiter throughout.
 
     pandas reads both as NaN (a short line, a last field that every line leaves empty), which a user did not
     write. An empty field among written ones (``1,,3``) is a missing value, as ``DataFrame.to_csv`` writes NaN: it
     is read as NaN, like a field that says ``nan`` (``read_embeddings`` returns NaN as stored; the metrics and
     ``isotropy measure`` refuse it naming its row and column). ``indexed``: pandas read the data lines, one field
-    longer than the header, with their first field as the row index. Lines are those of the file, from 1; blank
+    longer than the header, with their first field as the row index; ``hint``: said after the count of a line that
+    differs, unless it ends with an empty field. Lines are those of the file, from 1; blank
     lines are skipped, as pandas skips them. A line :mod:`csv` cannot read is left to the caller's message.
     """
     first = "the header" if header else "line 1"
@@ -841,7 +874,7 @@ def _check_fields(path, sep: str, header: bool, indexed: bool = False) -> None:
                         continue
                 trailing = len(row) == width + 1 and not row[-1].strip()
                 if len(row) != width + indexed or (indexed and trailing):
-                    hint = " (its last field is empty: a trailing delimiter?)" if trailing else ""
+                    hint = " (its last field is empty: a trailing delimiter?)" if trailing else hint
                     others = f" and the lines below it {width + 1} (a row name first)" if indexed and not hint else ""
                     raise _fail(path, f"line {reader.line_num} has {_fields(len(row))}, {first} has {width}{others}"
                                       f"{hint}", "the same number of fields on every line")
