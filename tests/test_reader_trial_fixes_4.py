@@ -168,3 +168,63 @@ def test_row_names_before_a_shorter_header_are_read_as_the_names(tmp_path, first
     np.testing.assert_array_equal(read, X)
     assert read_names == names  # were dropped (None)
 
+
+# 6. a semicolon-separated export with decimal commas and a header line (df.to_csv(sep=';', decimal=',',
+# index=False)) was read as one column of garbage (its header 'a;b;c' one name, '0,13;-0,13;0,64' split at the commas)
+
+
+def _semicolon_export(path, rows=50):
+    import pandas as pd
+
+    frame = pd.DataFrame(np.random.default_rng(0).normal(size=(rows, 3)).round(2), columns=list("abc"))
+    frame.to_csv(path, sep=";", decimal=",", index=False)
+    return frame
+
+
+def test_a_decimal_comma_export_with_a_header_is_said_to_look_semicolon_separated(tmp_path):
+    from click.testing import CliRunner
+
+    from isotropy.cli import cli
+    from isotropy.io.embeddings import read_embeddings
+
+    path = tmp_path / "semi_abc.csv"
+    _semicolon_export(path)
+    line2 = path.read_text().splitlines()[1]
+    message = (f"Cannot read embeddings from {str(path)!r}: its header line holds 2 ';' and no comma and its line 2 "
+               f"({line2!r}) reads as 3 ';'-separated numbers with decimal commas, so the file looks "
+               f"semicolon-separated with decimal commas (1,5 for 1.5), but a .csv file is read comma-separated; "
+               f"expected comma-separated numbers with decimal points: read it with pandas.read_csv(path, sep=';', "
+               f"decimal=',') (header=None if it has no header line) and save it with sep=',' (df.to_csv's "
+               f"default), or tab-separated as .tsv.")
+    with pytest.raises(ValueError) as error:
+        read_embeddings(path)  # was (50, 1) of garbage
+    assert str(error.value) == message
+    result = CliRunner().invoke(cli, ["measure", str(path), "--metrics", "isoscore"])
+    assert result.exit_code == 2, result.output  # was "has 1 feature (column)"
+    assert result.output.strip().splitlines()[-1] == f"Error: {message}"
+    # with row names first (index=True) too
+    path.write_text("word;a;b\ncat;1,5;2,25\ndog;0,5;-1\n")
+    with pytest.raises(ValueError, match=r"its header line holds 2 ';' and no comma and its line 2 \('cat;1,5;2,25'\) "
+                                         r"reads as 3 ';'-separated numbers with decimal commas \(a row name first\)"):
+        read_embeddings(path)
+    # the advice works: read so and saved comma-separated, it is the frame written
+    import pandas as pd
+
+    frame = _semicolon_export(path)
+    pd.read_csv(path, sep=";", decimal=",").to_csv(tmp_path / "fixed.csv", index=False)
+    np.testing.assert_array_equal(read_embeddings(tmp_path / "fixed.csv")[0], frame.to_numpy())
+
+
+@pytest.mark.parametrize(("text", "expected", "names"), [
+    ("x\n1.5\n2.5\n-3\n", [[1.5], [2.5], [-3.0]], None),  # one column under a header: as before
+    ("x;y\n1.5\n2.5\n", [[1.5], [2.5]], None),  # a ';' in the one column's name
+    ("name,x\na;b,1.5\nc;d,2.5\n", [[1.5], [2.5]], ["a;b", "c;d"]),  # ';' in row names of a comma-separated file
+])
+def test_one_column_files_and_semicolons_in_names_are_read_as_before(tmp_path, text, expected, names):
+    from isotropy.io.embeddings import read_embeddings
+
+    path = tmp_path / "one.csv"
+    path.write_text(text)
+    read, read_names = read_embeddings(path)
+    np.testing.assert_array_equal(read, expected)
+    assert read_names == names

@@ -694,6 +694,8 @@ def _read_delimited(path, sep: str, label_column=None):
     is now said to look so, with how to convert it; a first line with ';' and no comma over no numeric column is
     said in :func:`_read_table`'s own message. Only the message changes: the file is read comma-separated.
     """
+    if sep == ",":
+        _refuse_headed_decimal_commas(path)
     try:
         return _read_table(path, sep, label_column)
     except EmbeddingsReadError as exc:
@@ -712,12 +714,50 @@ def _read_delimited(path, sep: str, label_column=None):
         if not semicolons or (semicolons < commas and not decimal):
             raise
         held = f"{commas} comma{'' if commas == 1 else 's'}" if commas else "no comma"
-        raise _fail(path, f"{reason}: its first line holds {semicolons} ';' and {held}, so the file looks "
-                          f"semicolon-separated with decimal commas (1,5 for 1.5), but a .csv file is read "
-                          f"comma-separated", "comma-separated numbers with decimal points: read it with "
-                                              "pandas.read_csv(path, sep=';', decimal=',') (header=None if it has no "
-                                              "header line) and save it with sep=',' (df.to_csv's default), or "
-                                              "tab-separated as .tsv") from None
+        raise _fail(path, f"{reason}: its first line holds {semicolons} ';' and {held}, {_DECIMAL_COMMAS}",
+                    _DECIMAL_COMMAS_EXPECTED) from None
+
+
+_DECIMAL_COMMAS = ("so the file looks semicolon-separated with decimal commas (1,5 for 1.5), but a .csv file is read "
+                   "comma-separated")
+_DECIMAL_COMMAS_EXPECTED = ("comma-separated numbers with decimal points: read it with pandas.read_csv(path, sep=';', "
+                            "decimal=',') (header=None if it has no header line) and save it with sep=',' "
+                            "(df.to_csv's default), or tab-separated as .tsv")
+
+
+def _refuse_headed_decimal_commas(path) -> None:
+    """Refuse a .csv file of a header line ``a;b;c`` over ``0,13;-0,13;0,64``: ``df.to_csv(sep=';', decimal=',')``.
+
+    Read comma-separated, its header is one name and its data lines are split at their decimal commas, which pandas
+    read as a row index beside one column (50 rows read as 1 garbage feature). Said so when the header line holds
+    ';' and no comma, is not numbers itself, and the first data line holds a comma and, split at its ';' as many
+    times as the header, reads as numbers with decimal commas (a row name first allowed). Any other file is left to
+    :func:`_read_table` (a ';' in a one-column file's name, or in row names, says nothing of a separator).
+    """
+    try:
+        with open(path, encoding="utf-8-sig", errors="replace", newline="") as handle:
+            header = handle.readline(_MAX_FIRST_LINE + 1)
+            number, line = 2, handle.readline(_MAX_FIRST_LINE + 1)
+            while line and not line.strip():  # blank lines, which pandas skips
+                number, line = number + 1, handle.readline(_MAX_FIRST_LINE + 1)
+    except OSError:
+        return  # said by _read_table
+    header, line = header.rstrip("\r\n"), line.rstrip("\r\n")
+    semicolons = header.count(";")
+    if not semicolons or "," in header or "," not in line or line.count(";") != semicolons:
+        return
+    if len(header) > _MAX_FIRST_LINE or len(line) > _MAX_FIRST_LINE:
+        return
+    names = [cell.strip() for cell in header.split(";")]
+    if all(map(_is_float, names)):
+        return  # a headerless file: _read_delimited's message
+    cells = [cell.strip().replace(",", ".") for cell in line.split(";")]
+    if not all(map(_is_float, cells[1:])):
+        return
+    named = "" if _is_float(cells[0]) else " (a row name first)"
+    raise _fail(path, f"its header line holds {semicolons} ';' and no comma and its line {number} ({shorten(line)!r}) "
+                      f"reads as {len(cells)} ';'-separated numbers with decimal commas{named}, {_DECIMAL_COMMAS}",
+                _DECIMAL_COMMAS_EXPECTED)
 
 
 def _read_table(path, sep: str, label_column=None):
