@@ -347,22 +347,27 @@ def test_an_old_metric_name_is_refused_with_the_new_one(data, old, new):
 
 
 def test_twonn_is_not_refused_for_mles_sake_on_a_few_rows(tmp_path):
-    """The shared neighbour pass uses MLE's k = 20; on 4 rows it cannot, so each runs alone: TwoNN gives its value
-    (as twonn_dimension alone does) and MLE's error names mle_dimension."""
+    """The shared neighbour pass uses MLE's k; on 4 rows MLE's default k = 20 cannot be, and asking for MLE by name
+    is refused at once, naming the default (TwoNN was measured first, then MLE failed); with a k the rows give, both
+    are measured, TwoNN as twonn_dimension alone gives it."""
     import subprocess
     import sys
 
-    from isotropy import twonn_dimension
+    from isotropy import mle_dimension, twonn_dimension
 
     X = np.random.default_rng(3).normal(size=(4, 2))
     np.save(tmp_path / "x.npy", X)
-    out = subprocess.run([sys.executable, "-m", "isotropy", "measure", str(tmp_path / "x.npy"), "--metrics",
-                          "twonn_dimension,mle_dimension", "--json", str(tmp_path / "m.json")],
-                         capture_output=True, text=True, timeout=300, check=False)
-    assert out.returncode == 2
+    command = [sys.executable, "-m", "isotropy", "measure", str(tmp_path / "x.npy"), "--metrics",
+               "twonn_dimension,mle_dimension", "--json", str(tmp_path / "m.json")]
+    out = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+    assert out.returncode == 2 and not (tmp_path / "m.json").exists()
+    assert out.stderr == ("Error: the default --n-neighbors must be an int in the range [2, 3] (at most n_samples - 1 "
+                          "= 3 for 4 samples). Got 20 instead.\n")
+    out = subprocess.run([*command, "--n-neighbors", "3"], capture_output=True, text=True, timeout=300, check=False)
+    assert out.returncode == 0, out.stderr
     record = json.loads((tmp_path / "m.json").read_text())
     assert record["values"]["twonn_dimension"] == pytest.approx(twonn_dimension(X), rel=1e-12)
-    assert "mle_dimension: the default --n-neighbors must be an int in the range [2, 3] (at most n_samples - 1 = 3 for 4 samples). Got 20 instead." in out.stderr
+    assert record["values"]["mle_dimension"] == pytest.approx(mle_dimension(X, n_neighbors=3), rel=1e-12)
     assert "neighbour_dimensions" not in out.stderr
 
 
@@ -484,9 +489,9 @@ def test_too_few_rows_for_the_default_mle_k_names_the_default(tmp_path):
     path = tmp_path / "rows3.npy"
     np.save(path, np.random.default_rng(0).normal(size=(3, 4)))
     result = CliRunner().invoke(cli, ["measure", str(path), "--metrics", "mle_dimension"])
-    assert result.exit_code != 0
-    assert "mle_dimension: the default --n-neighbors must be an int in the range [2, 2]" in result.output
-    assert "Got 20 instead" in result.output
+    assert result.exit_code == 2  # one line, before any metric runs (as a --n-neighbors the rows cannot give)
+    assert result.output == ("Error: the default --n-neighbors must be an int in the range [2, 2] (at most "
+                             "n_samples - 1 = 2 for 3 samples). Got 20 instead.\n")
 
 
 @pytest.mark.parametrize("n_rows", [3, 15, 20])
@@ -521,7 +526,10 @@ def test_a_default_table_on_no_more_rows_than_the_default_mle_k_leaves_mle_out(t
     # --averaging asks for MLE too (it was dropped without a word, the JSON saying averaging null)
     averaged = CliRunner().invoke(cli, ["measure", str(path), "--averaging", "median"])
     assert averaged.exit_code == 2 and "Note: mle_dimension" not in averaged.stderr
-    assert "mle_dimension: the default --n-neighbors must be an int" in averaged.stderr
+    # refused before any metric runs, as MLE asked for by name (it was measured last, failing on its default k)
+    assert averaged.stderr.strip().splitlines() == [(f"Error: the default --n-neighbors must be an int in the range "
+                                                    f"[2, {n_rows - 1}] (at most n_samples - 1 = {n_rows - 1} for "
+                                                    f"{n_rows} samples). Got 20 instead.")]
 
 
 def test_texts_without_model_says_to_name_the_model(tmp_path):
@@ -767,8 +775,12 @@ def check_too_few_distinct_default_table(tmp_path, n_copies, *, sharded):
     # asked for by name, too few distinct points stay an error, about the default k the user did not give
     named = CliRunner().invoke(cli, ["measure", str(path), "--metrics", "mle_dimension"])
     assert named.exit_code == 2
-    assert (f"mle_dimension: EMBEDDINGS must have more than the default --n-neighbors 20 distinct points. Got "
-            f"{n_distinct} distinct points") in named.stderr
+    if n_rows <= 20:  # too few rows: refused before any metric runs, as a --n-neighbors the rows cannot give
+        assert named.stderr == (f"Error: the default --n-neighbors must be an int in the range [2, {n_rows - 1}] (at "
+                                f"most n_samples - 1 = {n_rows - 1} for {n_rows} samples). Got 20 instead.\n")
+    else:
+        assert (f"mle_dimension: EMBEDDINGS must have more than the default --n-neighbors 20 distinct points. Got "
+                f"{n_distinct} distinct points") in named.stderr
 
 
 def test_a_labels_file_given_as_embeddings_is_refused_in_one_line(tmp_path):

@@ -62,15 +62,16 @@ def report(data, embeddings, *, metric_names, json_path, key, labels_path, sampl
     ``mle_dimension`` (``--n-neighbors``; ``None``: its default); ``zeta``: ζ of ``isoscore_star`` (``--zeta``;
     ``None``: its default); ``averaging``: how ``mle_dimension`` pools (``--averaging``; ``None``: its default).
     """
-    if n_neighbors is not None and "mle_dimension" in metric_names:
-        # a k the rows cannot give, given by the user: refused before any metric runs (a default k too large for a
-        # few rows fails mle_dimension alone, as any metric's own refusal does)
+    if "mle_dimension" in metric_names and not _mle_may_be_left_out(default_table=default_table,
+                                                                   n_neighbors=n_neighbors, averaging=averaging):
+        # MLE asked for (by name, or with --n-neighbors or --averaging) with a k the rows cannot give, the default k
+        # as a given one: refused before any metric runs (a default table leaves it out instead: _mle_left_out)
         from isotropy._utils.validation import check_n_neighbors
 
         try:
-            check_n_neighbors(n_neighbors, data.n_samples, caller="mle_dimension", low=2)
+            check_n_neighbors(_mle_neighbours(n_neighbors), data.n_samples, caller="mle_dimension", low=2)
         except ValueError as exc:
-            raise InputError(option_names(str(exc))) from None
+            raise InputError(option_names(str(exc), n_neighbors_given=n_neighbors is not None)) from None
     to_stdout = json_path == "-"
     from isotropy.measure._json_output import stream_fd
 
