@@ -26,6 +26,10 @@ from isotropy.metrics.table import default_metric_names
 
 ISOTROPY = Path(sys.executable).parent / "isotropy"
 
+# the note of a default table without --shrinkage-sample, and the JSON's left_out reason for isoscore_star
+STAR_LEFT_OUT = ("isoscore_star left out: without a shrinkage sample (its Σ_S) it tracks the vector norms, not isotropy; "
+                 "give one to measure it (--shrinkage-sample)")
+
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
@@ -38,6 +42,7 @@ def data(tmp_path_factory):
     np.save(root / "x.npy", X)
     (root / "y.txt").write_text("".join(f"class{v}\n" for v in labels))
     return root, X, labels
+
 
 
 def invoke(*args):
@@ -510,7 +515,8 @@ def test_a_default_table_on_no_more_rows_than_the_default_mle_k_leaves_mle_out(t
     record = json.loads(out.read_text())
     names = [name for name in default_metric_names(labels=False, shrinkage=False) if name != "mle_dimension"]
     assert list(record["values"]) == names and record["n_neighbors"] is None
-    assert record["left_out"] == {"mle_dimension": f"mle_dimension left out: its default 20 neighbours need more than 20 "
+    assert record["left_out"] == {"isoscore_star": STAR_LEFT_OUT,
+                                  "mle_dimension": f"mle_dimension left out: its default 20 neighbours need more than 20 "
                                                    f"rows, and {n_rows} are measured; {low} to measure it"}
     alone = tmp_path / "twonn.json"
     assert CliRunner().invoke(cli, ["measure", str(path), "--metrics", "twonn_dimension", "--json", str(alone)]
@@ -520,7 +526,7 @@ def test_a_default_table_on_no_more_rows_than_the_default_mle_k_leaves_mle_out(t
     np.save(path, np.random.default_rng(0).normal(size=(21, 6)))
     assert "Note: mle_dimension" not in CliRunner().invoke(cli, ["measure", str(path)]).stderr
     assert CliRunner().invoke(cli, ["measure", str(path), "--json", str(out)]).exit_code == 0
-    assert json.loads(out.read_text())["left_out"] == {}
+    assert json.loads(out.read_text())["left_out"] == {"isoscore_star": STAR_LEFT_OUT}
     np.save(path, X)
     assert CliRunner().invoke(cli, ["measure", str(path), "--n-neighbors", str(n_rows)]).exit_code == 2
     # --averaging asks for MLE too (it was dropped without a word, the JSON saying averaging null)
@@ -764,7 +770,7 @@ def check_too_few_distinct_default_table(tmp_path, n_copies, *, sharded):
             f"2 <= K <= {n_distinct - 1} to measure it")
     assert f"Note: {note}." in result.stderr and "Error" not in result.stderr
     record = json.loads(out.read_text())
-    assert record["left_out"] == {"mle_dimension": note} and record["errors"] == {} and record["complete"]
+    assert record["left_out"] == {"isoscore_star": STAR_LEFT_OUT, "mle_dimension": note} and record["errors"] == {} and record["complete"]
     names = [name for name in default_metric_names(labels=False, shrinkage=False) if name != "mle_dimension"]
     assert list(record["values"]) == names
     # the K the note gives is measured, and is scikit-dimension's MLE of the distinct rows (comb="mean")
@@ -811,3 +817,26 @@ def test_a_metrics_warning_about_its_data_names_embeddings(tmp_path):
                 "counted once and neighbours are searched among the 50 distinct points.")
     assert f"Warning: twonn_dimension: {expected}" in result.stderr.splitlines()
     assert "X has" not in result.stderr and expected in json.dumps(json.loads(out.read_text()))
+
+
+@pytest.mark.parametrize("n_rows", [15, 40])
+def test_the_jsons_left_out_holds_every_metric_the_notes_left_out(tmp_path, n_rows):
+    """The default table printed "Note: isoscore_star left out ..." but its JSON's left_out held only mle_dimension
+    (15 rows) or nothing at all (40 rows): every metric a note leaves out is in left_out, with the note's reason."""
+    path = tmp_path / "x.npy"
+    X = np.random.default_rng(1).normal(size=(n_rows, 6))
+    np.save(path, X)
+    result = CliRunner().invoke(cli, ["measure", str(path), "--json", "-"])
+    assert result.exit_code == 0, result.output
+    noted = {line[len("Note: "):-1].split(" ", 1)[0]: line[len("Note: "):-1]
+             for line in result.stderr.splitlines() if line.startswith("Note: ") and " left out: " in line}
+    record = json.loads(result.stdout)
+    assert record["left_out"] == noted
+    assert record["left_out"]["isoscore_star"] == STAR_LEFT_OUT
+    assert ("mle_dimension" in record["left_out"]) == (n_rows <= 20)
+    # with Σ_S the default table has isoscore_star; metrics named leave nothing out
+    with_sample = CliRunner().invoke(cli, ["measure", str(path), "--shrinkage-sample", str(n_rows), "--json", "-"])
+    assert with_sample.exit_code == 0, with_sample.output
+    assert "isoscore_star" not in json.loads(with_sample.stdout)["left_out"]
+    named = CliRunner().invoke(cli, ["measure", str(path), "--metrics", "isoscore", "--json", "-"])
+    assert named.exit_code == 0 and json.loads(named.stdout)["left_out"] == {} and "left out" not in named.stderr

@@ -86,7 +86,8 @@ def report(data, embeddings, *, metric_names, json_path, key, labels_path, sampl
     if distance != "euclidean":
         header += f", {distance} distance"
     echo(header + header_extra)
-    _isoscore_star_note(metric_names, has_shrinkage=data.shrinkage_cov is not None, default_table=default_table)
+    star_left_out = _isoscore_star_note(metric_names, has_shrinkage=data.shrinkage_cov is not None,
+                                        default_table=default_table)
     too_few = _mle_left_out(metric_names, data.n_samples, default_table=default_table, n_neighbors=n_neighbors,
                            averaging=averaging, X=data.X, distance=distance)
     if too_few is not None:
@@ -130,8 +131,10 @@ def report(data, embeddings, *, metric_names, json_path, key, labels_path, sampl
                          shrinkage_sample=shrinkage_sample, n_neighbors=n_neighbors, zeta=zeta,
                          averaging=averaging, label_column=label_column, digest_inputs=digest_inputs)
         record.update(record_extra or {})
-        # the metrics of the default table it left out, with why (a table that never had them records {})
-        record["left_out"] = {**({} if too_few is None else {"mle_dimension": too_few}), **results.left_out}
+        # the metrics of the default table it left out, with why, as its notes said (a table that left none out
+        # records {})
+        record["left_out"] = {**({} if star_left_out is None else {"isoscore_star": star_left_out}),
+                              **({} if too_few is None else {"mle_dimension": too_few}), **results.left_out}
         from isotropy.measure._json_output import write_json_output
 
         _guard(write_json_output, json_path, record)
@@ -929,14 +932,20 @@ def _euclidean_only(metric_names) -> list[str]:
             and "metric" not in inspect.signature(METRICS[name].function).parameters]
 
 
-def _isoscore_star_note(metric_names, *, has_shrinkage, default_table) -> None:
-    """The IsoScore* rule: a note when a default table leaves it out, a warning when it is asked for without Σ_S."""
+def _isoscore_star_note(metric_names, *, has_shrinkage, default_table) -> str | None:
+    """The IsoScore* rule: a note when a default table leaves it out, a warning when it is asked for without Σ_S.
+
+    Returns the note (the JSON's ``left_out`` reason) when the table leaves it out, else ``None``.
+    """
     if has_shrinkage:
-        return
+        return None
     if default_table and "isoscore_star" not in metric_names:
-        click.echo(f"Note: {_table.ISOSCORE_STAR_NOTE} (--shrinkage-sample).", err=True)
-    elif "isoscore_star" in metric_names:
+        note = f"{_table.ISOSCORE_STAR_NOTE} (--shrinkage-sample)"
+        click.echo(f"Note: {note}.", err=True)
+        return note
+    if "isoscore_star" in metric_names:
         click.echo(f"Warning: {_table.ISOSCORE_STAR_WARNING} (--shrinkage-sample).", err=True)
+    return None
 
 
 def shrinkage_covariance(spec, X_full, *, key, random_state, n_features):
