@@ -395,7 +395,19 @@ _PYTHON_SPELLINGS = (
     (r" \(\w+= in Python\)", ""),  # "--label-column NAME (label_column= in Python)"
     (r"\((--[\w-]+); \w+= in Python\)", r"(\1)"),  # "(--label-column; column= in Python)"
     (r"\w+='([^']*)' in Python, (--[\w-]+ \S+) on the command line", r"\2"),  # "encoding='latin-1' in Python, ..."
+    # "key='emb' was given but .npy files hold a single array" (the readers): "--key emb was given but ..."
+    (r"\bkey=('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\") was given but",
+     lambda match: f"--key {_shell_word(match.group(1))} was given but"),
 )
+
+
+def _shell_word(literal: str) -> str:
+    """A Python string literal (``'emb'``, its ``repr``) as the command line spells the value: ``emb``, quoted for
+    the shell where it must be."""
+    import ast
+    import shlex
+
+    return shlex.quote(ast.literal_eval(literal))
 
 
 def command_words(message: str) -> str:
