@@ -26,6 +26,10 @@ from isotropy.metrics.table import default_metric_names
 
 ISOTROPY = Path(sys.executable).parent / "isotropy"
 
+# the note of a default table without --shrinkage-sample, and the JSON's left_out reason for isoscore_star
+STAR_LEFT_OUT = ("isoscore_star left out: without a shrinkage sample (its Σ_S) it tracks the vector norms, not isotropy; "
+                 "give one to measure it (--shrinkage-sample)")
+
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
@@ -38,6 +42,7 @@ def data(tmp_path_factory):
     np.save(root / "x.npy", X)
     (root / "y.txt").write_text("".join(f"class{v}\n" for v in labels))
     return root, X, labels
+
 
 
 def invoke(*args):
@@ -347,22 +352,27 @@ def test_an_old_metric_name_is_refused_with_the_new_one(data, old, new):
 
 
 def test_twonn_is_not_refused_for_mles_sake_on_a_few_rows(tmp_path):
-    """The shared neighbour pass uses MLE's k = 20; on 4 rows it cannot, so each runs alone: TwoNN gives its value
-    (as twonn_dimension alone does) and MLE's error names mle_dimension."""
+    """The shared neighbour pass uses MLE's k; on 4 rows MLE's default k = 20 cannot be, and asking for MLE by name
+    is refused at once, naming the default (TwoNN was measured first, then MLE failed); with a k the rows give, both
+    are measured, TwoNN as twonn_dimension alone gives it."""
     import subprocess
     import sys
 
-    from isotropy import twonn_dimension
+    from isotropy import mle_dimension, twonn_dimension
 
     X = np.random.default_rng(3).normal(size=(4, 2))
     np.save(tmp_path / "x.npy", X)
-    out = subprocess.run([sys.executable, "-m", "isotropy", "measure", str(tmp_path / "x.npy"), "--metrics",
-                          "twonn_dimension,mle_dimension", "--json", str(tmp_path / "m.json")],
-                         capture_output=True, text=True, timeout=300, check=False)
-    assert out.returncode == 2
+    command = [sys.executable, "-m", "isotropy", "measure", str(tmp_path / "x.npy"), "--metrics",
+               "twonn_dimension,mle_dimension", "--json", str(tmp_path / "m.json")]
+    out = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+    assert out.returncode == 2 and not (tmp_path / "m.json").exists()
+    assert out.stderr == ("Error: the default --n-neighbors must be an int in the range [2, 3] (at most n_samples - 1 "
+                          "= 3 for 4 samples). Got 20 instead.\n")
+    out = subprocess.run([*command, "--n-neighbors", "3"], capture_output=True, text=True, timeout=300, check=False)
+    assert out.returncode == 0, out.stderr
     record = json.loads((tmp_path / "m.json").read_text())
     assert record["values"]["twonn_dimension"] == pytest.approx(twonn_dimension(X), rel=1e-12)
-    assert "mle_dimension: the default --n-neighbors must be an int in the range [2, 3] (at most n_samples - 1 = 3 for 4 samples). Got 20 instead." in out.stderr
+    assert record["values"]["mle_dimension"] == pytest.approx(mle_dimension(X, n_neighbors=3), rel=1e-12)
     assert "neighbour_dimensions" not in out.stderr
 
 
@@ -484,9 +494,9 @@ def test_too_few_rows_for_the_default_mle_k_names_the_default(tmp_path):
     path = tmp_path / "rows3.npy"
     np.save(path, np.random.default_rng(0).normal(size=(3, 4)))
     result = CliRunner().invoke(cli, ["measure", str(path), "--metrics", "mle_dimension"])
-    assert result.exit_code != 0
-    assert "mle_dimension: the default --n-neighbors must be an int in the range [2, 2]" in result.output
-    assert "Got 20 instead" in result.output
+    assert result.exit_code == 2  # one line, before any metric runs (as a --n-neighbors the rows cannot give)
+    assert result.output == ("Error: the default --n-neighbors must be an int in the range [2, 2] (at most "
+                             "n_samples - 1 = 2 for 3 samples). Got 20 instead.\n")
 
 
 @pytest.mark.parametrize("n_rows", [3, 15, 20])
@@ -505,7 +515,8 @@ def test_a_default_table_on_no_more_rows_than_the_default_mle_k_leaves_mle_out(t
     record = json.loads(out.read_text())
     names = [name for name in default_metric_names(labels=False, shrinkage=False) if name != "mle_dimension"]
     assert list(record["values"]) == names and record["n_neighbors"] is None
-    assert record["left_out"] == {"mle_dimension": f"mle_dimension left out: its default 20 neighbours need more than 20 "
+    assert record["left_out"] == {"isoscore_star": STAR_LEFT_OUT,
+                                  "mle_dimension": f"mle_dimension left out: its default 20 neighbours need more than 20 "
                                                    f"rows, and {n_rows} are measured; {low} to measure it"}
     alone = tmp_path / "twonn.json"
     assert CliRunner().invoke(cli, ["measure", str(path), "--metrics", "twonn_dimension", "--json", str(alone)]
@@ -515,13 +526,16 @@ def test_a_default_table_on_no_more_rows_than_the_default_mle_k_leaves_mle_out(t
     np.save(path, np.random.default_rng(0).normal(size=(21, 6)))
     assert "Note: mle_dimension" not in CliRunner().invoke(cli, ["measure", str(path)]).stderr
     assert CliRunner().invoke(cli, ["measure", str(path), "--json", str(out)]).exit_code == 0
-    assert json.loads(out.read_text())["left_out"] == {}
+    assert json.loads(out.read_text())["left_out"] == {"isoscore_star": STAR_LEFT_OUT}
     np.save(path, X)
     assert CliRunner().invoke(cli, ["measure", str(path), "--n-neighbors", str(n_rows)]).exit_code == 2
     # --averaging asks for MLE too (it was dropped without a word, the JSON saying averaging null)
     averaged = CliRunner().invoke(cli, ["measure", str(path), "--averaging", "median"])
     assert averaged.exit_code == 2 and "Note: mle_dimension" not in averaged.stderr
-    assert "mle_dimension: the default --n-neighbors must be an int" in averaged.stderr
+    # refused before any metric runs, as MLE asked for by name (it was measured last, failing on its default k)
+    assert averaged.stderr.strip().splitlines() == [(f"Error: the default --n-neighbors must be an int in the range "
+                                                    f"[2, {n_rows - 1}] (at most n_samples - 1 = {n_rows - 1} for "
+                                                    f"{n_rows} samples). Got 20 instead.")]
 
 
 def test_texts_without_model_says_to_name_the_model(tmp_path):
@@ -756,7 +770,7 @@ def check_too_few_distinct_default_table(tmp_path, n_copies, *, sharded):
             f"2 <= K <= {n_distinct - 1} to measure it")
     assert f"Note: {note}." in result.stderr and "Error" not in result.stderr
     record = json.loads(out.read_text())
-    assert record["left_out"] == {"mle_dimension": note} and record["errors"] == {} and record["complete"]
+    assert record["left_out"] == {"isoscore_star": STAR_LEFT_OUT, "mle_dimension": note} and record["errors"] == {} and record["complete"]
     names = [name for name in default_metric_names(labels=False, shrinkage=False) if name != "mle_dimension"]
     assert list(record["values"]) == names
     # the K the note gives is measured, and is scikit-dimension's MLE of the distinct rows (comb="mean")
@@ -767,8 +781,12 @@ def check_too_few_distinct_default_table(tmp_path, n_copies, *, sharded):
     # asked for by name, too few distinct points stay an error, about the default k the user did not give
     named = CliRunner().invoke(cli, ["measure", str(path), "--metrics", "mle_dimension"])
     assert named.exit_code == 2
-    assert (f"mle_dimension: EMBEDDINGS must have more than the default --n-neighbors 20 distinct points. Got "
-            f"{n_distinct} distinct points") in named.stderr
+    if n_rows <= 20:  # too few rows: refused before any metric runs, as a --n-neighbors the rows cannot give
+        assert named.stderr == (f"Error: the default --n-neighbors must be an int in the range [2, {n_rows - 1}] (at "
+                                f"most n_samples - 1 = {n_rows - 1} for {n_rows} samples). Got 20 instead.\n")
+    else:
+        assert (f"mle_dimension: EMBEDDINGS must have more than the default --n-neighbors 20 distinct points. Got "
+                f"{n_distinct} distinct points") in named.stderr
 
 
 def test_a_labels_file_given_as_embeddings_is_refused_in_one_line(tmp_path):
@@ -799,3 +817,26 @@ def test_a_metrics_warning_about_its_data_names_embeddings(tmp_path):
                 "counted once and neighbours are searched among the 50 distinct points.")
     assert f"Warning: twonn_dimension: {expected}" in result.stderr.splitlines()
     assert "X has" not in result.stderr and expected in json.dumps(json.loads(out.read_text()))
+
+
+@pytest.mark.parametrize("n_rows", [15, 40])
+def test_the_jsons_left_out_holds_every_metric_the_notes_left_out(tmp_path, n_rows):
+    """The default table printed "Note: isoscore_star left out ..." but its JSON's left_out held only mle_dimension
+    (15 rows) or nothing at all (40 rows): every metric a note leaves out is in left_out, with the note's reason."""
+    path = tmp_path / "x.npy"
+    X = np.random.default_rng(1).normal(size=(n_rows, 6))
+    np.save(path, X)
+    result = CliRunner().invoke(cli, ["measure", str(path), "--json", "-"])
+    assert result.exit_code == 0, result.output
+    noted = {line[len("Note: "):-1].split(" ", 1)[0]: line[len("Note: "):-1]
+             for line in result.stderr.splitlines() if line.startswith("Note: ") and " left out: " in line}
+    record = json.loads(result.stdout)
+    assert record["left_out"] == noted
+    assert record["left_out"]["isoscore_star"] == STAR_LEFT_OUT
+    assert ("mle_dimension" in record["left_out"]) == (n_rows <= 20)
+    # with Σ_S the default table has isoscore_star; metrics named leave nothing out
+    with_sample = CliRunner().invoke(cli, ["measure", str(path), "--shrinkage-sample", str(n_rows), "--json", "-"])
+    assert with_sample.exit_code == 0, with_sample.output
+    assert "isoscore_star" not in json.loads(with_sample.stdout)["left_out"]
+    named = CliRunner().invoke(cli, ["measure", str(path), "--metrics", "isoscore", "--json", "-"])
+    assert named.exit_code == 0 and json.loads(named.stdout)["left_out"] == {} and "left out" not in named.stderr

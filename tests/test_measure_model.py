@@ -687,16 +687,21 @@ def test_n_neighbors_sets_the_mle_of_every_layer(files, tmp_path):
 def test_a_metric_failing_at_every_layer_is_an_error_with_exit_2(files, tmp_path):
     """As on an embeddings file: the metric's error in one line naming the option, the others measured, exit 2."""
     out = tmp_path / "f.json"
+    # MLE by name with its default k = 20 > 8 texts - 1: refused before the model is loaded, as a --n-neighbors the
+    # texts cannot give (it failed at every layer after the forward pass)
     result = invoke("--model", files / "bert", "--texts", files / "texts.txt", "--metrics",
-                    "twonn_dimension,mle_dimension", "--device", "cpu", "--json", out)  # k = 20 > 8 texts - 1
+                    "twonn_dimension,mle_dimension", "--device", "cpu", "--json", out)
     assert result.exit_code == 2, result.output
-    assert ("Error: mle_dimension (every layer): the default --n-neighbors must be an int in the range [2, 7] (at most n_samples - 1 = 7 for 8 samples). Got 20 instead."
-            in result.output)
+    assert result.output == ("Error: the default --n-neighbors must be an int in the range [2, 7] (at most n_samples - "
+                             "1 = 7 for 8 samples). Got 20 instead.\n")
+    assert not out.exists()
+    # token level: the rows (the tokens) are known only once embedded, and a k they cannot give fails every layer
+    result = invoke("--model", files / "bert", "--texts", files / "texts.txt", "--level", "token", "--metrics",
+                    "twonn_dimension,mle_dimension", "--n-neighbors", 100, "--device", "cpu", "--json", out)
+    assert result.exit_code == 2, result.output
+    assert "Error: mle_dimension (every layer): The layer must have more than --n-neighbors 100 distinct points" \
+        in result.output
     assert "Error: 1 of 2 metrics failed (mle_dimension); the others are above and in the JSON." in result.output
-    warned = [line for line in result.output.splitlines() if line.startswith("Warning:")]
-    # the one warning is TwoNN's few points (8 texts), never mle_dimension's failure again: said once, as the error
-    assert warned == [("Warning: layers 0, 1, 2: twonn_dimension: 7 distance ratios kept (of 8 points): the estimate's "
-                      "relative standard error is about 1/sqrt(7) = 38 %; measure at least 28 points for 20 %.")]
     record = json.loads(out.read_text())
     assert list(record["errors"]) == ["mle_dimension"]
     assert all(r["mle_dimension"] is None and r["twonn_dimension"] > 0 for r in record["rows"])

@@ -216,3 +216,33 @@ def test_the_heavy_tail_warning_of_a_small_k_is_mles_alone(points, tmp_path, lay
     with pytest.warns(UserWarning, match="X has 7 duplicate rows"):  # the Python API names its parameter:
         alone = twonn_dimension(X)
     assert record["values"]["twonn_dimension"] == pytest.approx(alone, rel=1e-12)  # unchanged by k
+
+
+def test_default_k_of_mle_asked_for_by_name_is_refused_before_any_metric_runs(tmp_path):
+    # 15 rows, MLE by name without --n-neighbors: isoscore ran, then MLE failed on its default k = 20 (two lines, the
+    # second "the metric failed ... the reason is above"); now refused at once, as a k given too large is
+    path = tmp_path / "small.npy"
+    np.save(path, np.random.default_rng(0).normal(size=(15, 6)))
+    result = invoke(path, "--metrics", "isoscore,mle_dimension", "--json", tmp_path / "out.json")
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines() == [("Error: the default --n-neighbors must be an int in the range [2, 14] "
+                                                  "(at most n_samples - 1 = 14 for 15 samples). Got 20 instead.")]
+    assert not (tmp_path / "out.json").exists()
+    # the default table still leaves MLE out with a note, and measures the rest
+    assert invoke(path).exit_code == 0
+
+
+def test_default_k_of_mle_asked_for_by_name_on_a_models_texts_is_refused_before_the_model_is_loaded(tmp_path):
+    texts = tmp_path / "t.txt"
+    texts.write_text("a cat\nthe dog runs\nbirds fly\nfish swim\nthe sun is hot\n")
+    result = invoke("--model", tmp_path / "no-such-model", "--texts", texts, "--metrics", "mle_dimension")
+    assert result.exit_code == 2  # the model path does not exist: the default k was refused before it was looked for
+    assert result.output.strip().splitlines() == [("Error: the default --n-neighbors must be an int in the range [2, 4] "
+                                                  "(at most n_samples - 1 = 4 for 5 samples). Got 20 instead.")]
+    # equal texts are one point: the default k against the distinct texts, as a given k
+    texts.write_text("a cat\n" * 25 + "the dog runs\n")
+    result = invoke("--model", tmp_path / "no-such-model", "--texts", texts, "--metrics", "isoscore,mle_dimension")
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines()[-1] == ("Error: the default --n-neighbors must be at most the distinct "
+                                                      "texts less one, 1 (2 distinct of 26: equal texts are one "
+                                                      "point). Got 20 instead.")

@@ -63,3 +63,32 @@ def test_a_shrinkage_container_is_still_read_with_the_key(files):
     assert result.output.strip() == (f"Error: --shrinkage-sample: Cannot read embeddings from "
                                      f"{str(root / 'nokey.npz')!r}: the .npz archive has no array 'coords'; expected "
                                      f"one of ['a', 'b'].")
+
+
+def test_a_misspelt_key_gets_a_did_you_mean(files):
+    # "--key emd" listed the members but suggested none, where a misspelt metric or column gets one
+    root, _, _ = files
+    result = CliRunner().invoke(cli, ["measure", str(root / "emb.npz"), "--key", "cords"])
+    assert result.exit_code == 2
+    assert result.output == (f"Error: Cannot read embeddings from {str(root / 'emb.npz')!r}: the .npz archive has no "
+                             f"array 'cords'; expected one of ['cluster', 'coords']. Did you mean 'coords'?\n")
+    far = CliRunner().invoke(cli, ["measure", str(root / "emb.npz"), "--key", "zzzz"])
+    assert far.exit_code == 2 and "Did you mean" not in far.output  # nothing close: no guess
+
+
+def test_a_key_of_a_single_array_file_is_said_as_the_option(files):
+    # "key='emb' was given but .npy files hold a single array": the Python spelling, on the command line
+    root, _, _ = files
+    for key, shown in [("emb", "--key emb"), ("my key", "--key 'my key'")]:
+        result = CliRunner().invoke(cli, ["measure", str(root / "shrink.npy"), "--key", key])
+        assert result.exit_code == 2
+        assert result.output == (f"Error: Cannot read embeddings from {str(root / 'shrink.npy')!r}: {shown} was given "
+                                 f"but .npy files hold a single array; expected no key (keys select an array in .npz, "
+                                 f".pt, .pth, .safetensors and .parquet files).\n")
+    shards = root / "shards"
+    shards.mkdir()
+    np.save(shards / "part-0.npy", np.ones((3, 2)))
+    result = CliRunner().invoke(cli, ["measure", str(shards), "--key", "emb"])
+    assert result.exit_code == 2
+    assert result.output == (f"Error: Cannot read embeddings from {str(shards / 'part-0.npy')!r}: --key emb was given "
+                             f"but .npy shards hold a single array; expected no key with .npy shards.\n")

@@ -383,7 +383,10 @@ def _pick(path, arrays: dict, key, what: str):
                         "--key (key=) naming one of them")
         return next(iter(arrays.values()))
     if key not in arrays:
-        raise _fail(path, f"the {what} has no array {shorten(str(key))!r}", f"one of {_some_names(arrays)}")
+        from isotropy._utils.suggest import did_you_mean
+
+        error = _fail(path, f"the {what} has no array {shorten(str(key))!r}", f"one of {_some_names(arrays)}")
+        raise type(error)(f"{error}{did_you_mean(str(key), map(str, arrays))}")
     return arrays[key]
 
 

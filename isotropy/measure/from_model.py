@@ -781,18 +781,8 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
     if labels is None and any(METRICS[m].needs_labels for m in metrics):
         raise ValueError(f"The cluster metrics need labels (one per text); got metrics={metrics!r} without labels.")
     if level == "sentence" and n_neighbors is not None and "mle_dimension" in metrics:
-        from isotropy._utils.validation import check_n_neighbors
-
         # the rows are the texts (or their sample): a k they cannot give is refused before the model is loaded
-        check_n_neighbors(n_neighbors, len(texts) if sample_size is None else min(len(texts), sample_size),
-                          caller=_CALLER, low=2)
-        distinct = len(set(texts)) if sample_size is None else None  # equal texts: one vector (as cut to max_length)
-        if distinct is not None and n_neighbors > distinct - 1:
-            from isotropy._utils.errors import IsotropyValueError
-
-            raise IsotropyValueError(f"The 'n_neighbors' parameter of {_CALLER} must be at most the distinct texts less "
-                                     f"one, {distinct - 1} ({distinct} distinct of {len(texts)}: equal texts are one "
-                                     f"point). Got {n_neighbors} instead.")
+        _check_mle_k(n_neighbors, texts, sample_size=sample_size)
     from isotropy._utils.validation import check_scalar
 
     # numpy's own "expected non-negative integer" named no parameter; refused before the model is loaded
@@ -1384,6 +1374,21 @@ def _check_outputs(json_path, plot_path, inputs: dict | None = None) -> None:
                          f"command writes; expected one of {', '.join(FIGURE_FORMATS)}.")
 
 
+def _check_mle_k(k: int, texts, *, sample_size) -> None:
+    """Refuse a ``k`` of ``mle_dimension`` that the sentence-level rows cannot give: the texts (as cut to their
+    length for the model), or their ``sample_size`` sample; equal texts are one point."""
+    from isotropy._utils.validation import check_n_neighbors
+
+    check_n_neighbors(k, len(texts) if sample_size is None else min(len(texts), sample_size), caller=_CALLER, low=2)
+    distinct = len(set(texts)) if sample_size is None else None  # equal texts: one vector (as cut to max_length)
+    if distinct is not None and k > distinct - 1:
+        from isotropy._utils.errors import IsotropyValueError
+
+        raise IsotropyValueError(f"The 'n_neighbors' parameter of {_CALLER} must be at most the distinct texts less "
+                                 f"one, {distinct - 1} ({distinct} distinct of {len(texts)}: equal texts are one "
+                                 f"point). Got {k} instead.")
+
+
 def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, pooling, keep_special, plot_path, device, batch_size,
             max_length, dtype="float32", labels_path=None, label_column=None, metric_names=None, json_path=None, sample_size=None,
             random_state=0,
@@ -1434,6 +1439,14 @@ def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, 
 
             inputs = {"texts": texts.identity if from_stdin else input_identity(texts_path),
                       "labels": None if labels_path is None else input_identity(labels_path)}
+        if metric_names is not None and "mle_dimension" in metric_names and level == "sentence" \
+                and n_neighbors is None:
+            # asked for by name (the default table leaves it out), its default k is refused as a given one, before
+            # the model is loaded (it failed at every layer after the forward pass); texts cut as measure_layers cuts
+            from isotropy.measure.report import _mle_neighbours
+
+            cut = _CHARS_PER_TOKEN * (_MAX_LENGTH if max_length is None else max_length)
+            _check_mle_k(_mle_neighbours(None), [t[:cut] for t in texts], sample_size=sample_size)
         show = sys.stderr.isatty() if progress is None else progress
         shrink = shrinkage_sample
         if shrinkage_sample is not None and not isinstance(shrinkage_sample, int):
@@ -1476,7 +1489,8 @@ def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, 
         from isotropy._utils.install import import_error_message
         from isotropy.measure.report import option_names
 
-        raise _InputError(option_names(import_error_message(exc))) from None
+        # (an error about k when no --n-neighbors was given is about its default)
+        raise _InputError(option_names(import_error_message(exc), n_neighbors_given=n_neighbors is not None)) from None
     if result["isoscore_star_left_out"]:
         from isotropy.metrics.table import ISOSCORE_STAR_NOTE
 

@@ -62,15 +62,16 @@ def report(data, embeddings, *, metric_names, json_path, key, labels_path, sampl
     ``mle_dimension`` (``--n-neighbors``; ``None``: its default); ``zeta``: ζ of ``isoscore_star`` (``--zeta``;
     ``None``: its default); ``averaging``: how ``mle_dimension`` pools (``--averaging``; ``None``: its default).
     """
-    if n_neighbors is not None and "mle_dimension" in metric_names:
-        # a k the rows cannot give, given by the user: refused before any metric runs (a default k too large for a
-        # few rows fails mle_dimension alone, as any metric's own refusal does)
+    if "mle_dimension" in metric_names and not _mle_may_be_left_out(default_table=default_table,
+                                                                   n_neighbors=n_neighbors, averaging=averaging):
+        # MLE asked for (by name, or with --n-neighbors or --averaging) with a k the rows cannot give, the default k
+        # as a given one: refused before any metric runs (a default table leaves it out instead: _mle_left_out)
         from isotropy._utils.validation import check_n_neighbors
 
         try:
-            check_n_neighbors(n_neighbors, data.n_samples, caller="mle_dimension", low=2)
+            check_n_neighbors(_mle_neighbours(n_neighbors), data.n_samples, caller="mle_dimension", low=2)
         except ValueError as exc:
-            raise InputError(option_names(str(exc))) from None
+            raise InputError(option_names(str(exc), n_neighbors_given=n_neighbors is not None)) from None
     to_stdout = json_path == "-"
     from isotropy.measure._json_output import stream_fd
 
@@ -85,7 +86,8 @@ def report(data, embeddings, *, metric_names, json_path, key, labels_path, sampl
     if distance != "euclidean":
         header += f", {distance} distance"
     echo(header + header_extra)
-    _isoscore_star_note(metric_names, has_shrinkage=data.shrinkage_cov is not None, default_table=default_table)
+    star_left_out = _isoscore_star_note(metric_names, has_shrinkage=data.shrinkage_cov is not None,
+                                        default_table=default_table)
     too_few = _mle_left_out(metric_names, data.n_samples, default_table=default_table, n_neighbors=n_neighbors,
                            averaging=averaging, X=data.X, distance=distance)
     if too_few is not None:
@@ -129,8 +131,10 @@ def report(data, embeddings, *, metric_names, json_path, key, labels_path, sampl
                          shrinkage_sample=shrinkage_sample, n_neighbors=n_neighbors, zeta=zeta,
                          averaging=averaging, label_column=label_column, digest_inputs=digest_inputs)
         record.update(record_extra or {})
-        # the metrics of the default table it left out, with why (a table that never had them records {})
-        record["left_out"] = {**({} if too_few is None else {"mle_dimension": too_few}), **results.left_out}
+        # the metrics of the default table it left out, with why, as its notes said (a table that left none out
+        # records {})
+        record["left_out"] = {**({} if star_left_out is None else {"isoscore_star": star_left_out}),
+                              **({} if too_few is None else {"mle_dimension": too_few}), **results.left_out}
         from isotropy.measure._json_output import write_json_output
 
         _guard(write_json_output, json_path, record)
@@ -391,7 +395,19 @@ _PYTHON_SPELLINGS = (
     (r" \(\w+= in Python\)", ""),  # "--label-column NAME (label_column= in Python)"
     (r"\((--[\w-]+); \w+= in Python\)", r"(\1)"),  # "(--label-column; column= in Python)"
     (r"\w+='([^']*)' in Python, (--[\w-]+ \S+) on the command line", r"\2"),  # "encoding='latin-1' in Python, ..."
+    # "key='emb' was given but .npy files hold a single array" (the readers): "--key emb was given but ..."
+    (r"\bkey=('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\") was given but",
+     lambda match: f"--key {_shell_word(match.group(1))} was given but"),
 )
+
+
+def _shell_word(literal: str) -> str:
+    """A Python string literal (``'emb'``, its ``repr``) as the command line spells the value: ``emb``, quoted for
+    the shell where it must be."""
+    import ast
+    import shlex
+
+    return shlex.quote(ast.literal_eval(literal))
 
 
 def command_words(message: str) -> str:
@@ -928,14 +944,20 @@ def _euclidean_only(metric_names) -> list[str]:
             and "metric" not in inspect.signature(METRICS[name].function).parameters]
 
 
-def _isoscore_star_note(metric_names, *, has_shrinkage, default_table) -> None:
-    """The IsoScore* rule: a note when a default table leaves it out, a warning when it is asked for without Σ_S."""
+def _isoscore_star_note(metric_names, *, has_shrinkage, default_table) -> str | None:
+    """The IsoScore* rule: a note when a default table leaves it out, a warning when it is asked for without Σ_S.
+
+    Returns the note (the JSON's ``left_out`` reason) when the table leaves it out, else ``None``.
+    """
     if has_shrinkage:
-        return
+        return None
     if default_table and "isoscore_star" not in metric_names:
-        click.echo(f"Note: {_table.ISOSCORE_STAR_NOTE} (--shrinkage-sample).", err=True)
-    elif "isoscore_star" in metric_names:
+        note = f"{_table.ISOSCORE_STAR_NOTE} (--shrinkage-sample)"
+        click.echo(f"Note: {note}.", err=True)
+        return note
+    if "isoscore_star" in metric_names:
         click.echo(f"Warning: {_table.ISOSCORE_STAR_WARNING} (--shrinkage-sample).", err=True)
+    return None
 
 
 def shrinkage_covariance(spec, X_full, *, key, random_state, n_features):
