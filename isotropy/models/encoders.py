@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from isotropy._utils.errors import IsotropyValueError
 from isotropy.models.resolve import DEFAULT_MODEL, default_cache_dir, require_model_packages, resolve_model
 
 __all__ = [
@@ -157,7 +158,7 @@ def encode_sentences(texts: Sequence[str], *, model: str = DEFAULT_MODEL, device
 
     texts = check_texts(texts, caller="encode_sentences")
     if not texts:
-        raise ValueError("The 'texts' parameter of encode_sentences must hold at least one sentence. Got none.")
+        raise IsotropyValueError("The 'texts' parameter of encode_sentences must hold at least one sentence. Got none.")
     # before the cache, as the device: the same call fails or succeeds whether or not its vectors are cached
     check_scalar(batch_size, "batch_size", caller="encode_sentences", kind=int, low=1)
     require_model_packages(model, sentence_transformers=True)  # torch and the rest named up front, with their extra
@@ -346,7 +347,7 @@ def _computed_by(batch_size: int, device, dtype: str = "float32") -> str:
     return f"batch_size={int(batch_size)}|device={str(device or 'cpu').split(':')[0]}|dtype={dtype}"
 
 
-class LayerOutOfRange(ValueError):
+class LayerOutOfRange(IsotropyValueError):
     """A layer index past the model's hidden states, known once the model has run (:func:`encode_pooled`).
 
     The message names the function's parameter; ``low``, ``high``, ``model`` and ``layer`` let a caller say it in
@@ -432,7 +433,7 @@ def encode_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, layers: S
     caller = "encode_pooled"
     texts = check_texts(texts, caller=_caller, name=_texts_name)
     if not texts:
-        raise ValueError(f"The 'texts' parameter of {caller} must hold at least one sentence. Got none.")
+        raise IsotropyValueError(f"The 'texts' parameter of {caller} must hold at least one sentence. Got none.")
     if isinstance(layers, str):  # list("all") was ['a', 'l', 'l']: the words need the model's depth, known later
         raise TypeError(f"The 'layers' parameter of {caller} must be an int or a sequence of ints (indices into the "
                         f"hidden states: 0 = embedding output, -1 = last layer; for 'all' or 'last' pass "
@@ -564,7 +565,7 @@ def encode_mean_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, devi
 
     texts = check_texts(texts, caller="encode_mean_pooled")
     if not texts:
-        raise ValueError("The 'texts' parameter of encode_mean_pooled must hold at least one sentence. Got none.")
+        raise IsotropyValueError("The 'texts' parameter of encode_mean_pooled must hold at least one sentence. Got none.")
     layer = int(layer)
     if use_cache:
         # one forward pass gives every layer: cache them all when they are small (a layer sweep then costs no
