@@ -638,6 +638,8 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
         Where and how the model runs (``device``: ``"auto"`` or ``None`` for CUDA when present, else
         the CPU; :func:`isotropy._utils.device.resolve_device`); texts are truncated to ``max_length`` tokens (and, before
         tokenisation, to ``100 · max_length`` characters, so that a huge text is never tokenised whole).
+        ``max_length`` counts the special tokens: one that leaves no token of the text (2 under BERT's ``[CLS]``
+        ``[SEP]``) is refused before the forward pass.
     keep_special : bool, default=False
         Token level: also measure the special tokens.
     sample_size : int or None
@@ -802,7 +804,10 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
     from isotropy.models.loading import load_transformer
 
     tokenizer, network, location = load_transformer(model, device=device, dtype=dtype)
-    from isotropy.models.loading import capped_max_length
+    from isotropy.models.loading import capped_max_length, check_max_length
+
+    # before the forward pass: a max_length that holds only the special tokens made every text the same row
+    check_max_length(max_length, tokenizer, model=model, caller=_CALLER)
 
     # the token limit of every row, the output row's too (its encoder's max_seq_length): the model's own 256 cut the
     # output row of long texts elsewhere than the layers it pools (--max-length 8 changed layer 6, not the output)

@@ -410,6 +410,8 @@ def encode_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, layers: S
         whether or not the layers are cached (:func:`isotropy._utils.device.resolve_device`).
     batch_size : int, default=64
     max_length : int, default=128
+        Tokens per text, special tokens included: more than the tokenizer adds (BERT's ``[CLS]`` and ``[SEP]``),
+        else refused once the tokenizer is loaded.
     cache_dir : path-like or None
         Default :func:`default_cache_dir` ``/ "embeddings"``; the key includes the model, texts,
         layer, pooling and ``max_length``.
@@ -482,13 +484,14 @@ def encode_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, layers: S
     from tqdm.auto import tqdm
 
     from isotropy.models import batching
-    from isotropy.models.loading import capped_max_length, load_transformer
+    from isotropy.models.loading import capped_max_length, check_max_length, load_transformer
     from isotropy.models.pooling import _pool
 
     # _loaded: (tokenizer, network) the caller already holds, so one command reads the weights once;
     # _on_batch(rows, batch, last_hidden_state) sees every batch of the forward pass (when one runs)
     tokenizer, network = _loaded if _loaded is not None else load_transformer(model, device=device, dtype=dtype)[:2]
     check_pooling(pooling, network.config, caller=caller)
+    check_max_length(max_length, tokenizer, model=model, caller=_caller)  # room for a token beside [CLS] [SEP]
     # no longer than the model's positions (a longer max_length failed inside the forward pass)
     tokens = batching.tokenize_texts(tokenizer, texts, max_length=capped_max_length(max_length, network.config,
                                                                                     tokenizer))
