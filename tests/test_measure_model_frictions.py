@@ -308,6 +308,19 @@ def test_cli_refuses_a_max_length_of_only_the_special_tokens(bert, tmp_path):
     assert result.output.strip().splitlines() == [expected]
 
 
+def test_cli_notes_a_max_length_given_past_the_positions_and_not_its_default(bert, tmp_path):
+    """--help shows --max-length's default 128; left out, it is still cut to the model's 64 positions without a
+    note, while the same 128 given is noted (its default is told apart by where it came from, not its value)."""
+    (tmp_path / "t.txt").write_text("\n".join(TEXTS) + "\n")
+    args = ["measure", "--model", str(bert), "--texts", str(tmp_path / "t.txt"), "--layers", "last", "--device", "cpu",
+            "--metrics", "isoscore", "--no-progress"]
+    default = CliRunner().invoke(cli, args)
+    given = CliRunner().invoke(cli, [*args, "--max-length", "128"])
+    assert default.exit_code == 0 and given.exit_code == 0, default.output + given.output
+    note = "max_length=128 is more than the model takes (64 tokens, its positions)"
+    assert note not in default.output and note in given.output
+
+
 def test_n_neighbors_past_the_distinct_texts_is_refused_before_the_model_loads(monkeypatch):
     """The check of n_neighbors counted every text: on 12 texts of 6 distinct, k = 6 passed it, the model ran, and the
     MLE then failed at every layer (its points are the distinct texts). Refused now before the model loads."""

@@ -1347,7 +1347,7 @@ def model_options(function):
         # bounded as every count (MAX_INT); a refusal shortens the value (click's IntRange echoed 5,000 digits whole)
         click.option("--batch-size", type=BoundedInt(min=1, max=MAX_INT), default=32, show_default=True,
                      help="With --model: texts per forward pass (lower it when the device runs out of memory)."),
-        click.option("--max-length", type=BoundedInt(min=2, max=MAX_INT), default=None, show_default="128",
+        click.option("--max-length", type=BoundedInt(min=2, max=MAX_INT), default=_MAX_LENGTH, show_default=True,
                      help="With --model: tokens per text (longer texts are truncated; at most the model's "
                           "positions, noted when a value given is cut)."),
         # a choice: completed by click, and a value outside it refused in one line naming the three
@@ -1394,6 +1394,9 @@ def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, 
             random_state=0,
             progress=None, shrinkage_sample=None, n_neighbors=None, zeta=None, averaging=None) -> None:
     """``isotropy measure --model``: measure, print the table, write --json and --plot."""
+    context = click.get_current_context(silent=True)
+    if context is not None and context.get_parameter_source("max_length") is click.core.ParameterSource.DEFAULT:
+        max_length = None  # measure_layers' own default: cut to the model's positions without a note
     if texts_path is None:
         raise click.UsageError("--model needs --texts FILE (one text a line, or a CSV/TSV/JSON-lines column).")
     if random_state < 0:  # numpy's "expected non-negative integer" would name no option, and only after the texts
