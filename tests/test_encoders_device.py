@@ -14,6 +14,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from isotropy import IsotropyValueError
 from isotropy.models.encoders import encode_mean_pooled, encode_pooled, encode_sentences
 
 TEXTS = ["A cat sat.", "Stocks fell.", "It rained.", "Nice film."]
@@ -59,7 +60,7 @@ def _message(device, caller):
 @pytest.mark.parametrize("name", ENCODERS)
 @pytest.mark.parametrize("device", BAD)
 def test_a_bad_device_is_refused_uncached(name, device, tmp_path):
-    with pytest.raises(ValueError, match=_message(device, name)) as info:
+    with pytest.raises(IsotropyValueError, match=_message(device, name)) as info:
         ENCODERS[name](device, tmp_path, False)
     assert "\n" not in str(info.value)
 
@@ -68,9 +69,19 @@ def test_a_bad_device_is_refused_uncached(name, device, tmp_path):
 @pytest.mark.parametrize("device", BAD)
 def test_a_bad_device_is_refused_when_the_result_is_cached(cached, name, device):
     root, _ = cached
-    with pytest.raises(ValueError, match=_message(device, name)) as info:
+    with pytest.raises(IsotropyValueError, match=_message(device, name)) as info:
         ENCODERS[name](device, root / name, True)
     assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("name", ENCODERS)
+def test_no_texts_is_refused_as_the_library_refuses(name, tmp_path):
+    """docs/refusals.md: every refusal is an IsotropyValueError, one line naming the argument and the value."""
+    encode = {"encode_sentences": encode_sentences, "encode_pooled": encode_pooled,
+              "encode_mean_pooled": encode_mean_pooled}[name]
+    with pytest.raises(IsotropyValueError, match=rf"^The 'texts' parameter of {name} must hold at least one "
+                                                 r"sentence\. Got none\.$"):
+        encode([], device="cpu", cache_dir=tmp_path)
 
 
 @pytest.mark.parametrize("name", ENCODERS)
@@ -104,7 +115,7 @@ def test_the_loaders_and_token_extraction_check_the_device_before_the_model(monk
                          ("extract_token_embeddings",
                           lambda: extract_token_embeddings([["a", "cat"]], device=device, show_progress=False,
                                                            tokenizer_and_model=(object(), object())))):
-        with pytest.raises(ValueError, match=_message(device, caller)):
+        with pytest.raises(IsotropyValueError, match=_message(device, caller)):
             call()
     assert contextual.load_transformer is loading.load_transformer
 

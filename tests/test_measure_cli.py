@@ -573,6 +573,16 @@ def test_help_names_the_cluster_metrics_of_the_model_table():
             "davies_bouldin_score with --labels.") in text
 
 
+def test_help_shows_every_default_as_a_plain_value():
+    """--max-length showed "[default: (128)]" (a show_default string, which click puts in parentheses) where
+    --batch-size shows "[default: 32]"."""
+    result = CliRunner().invoke(cli, ["measure", "--help"], terminal_width=400)
+    assert result.exit_code == 0, result.output
+    defaults = dict(re.findall(r"^\s+(--[\w-]+)\b.*\[default: ([^;\]]+)", result.output, flags=re.MULTILINE))
+    assert defaults["--max-length"] == "128" and defaults["--batch-size"] == "32"
+    assert not [option for option, shown in defaults.items() if shown.startswith("(")]
+
+
 def test_a_file_name_with_a_line_break_is_escaped_in_the_table_header(data, tmp_path):
     # printed raw, the name broke the table's header over two lines
     _root, X, _ = data

@@ -266,6 +266,61 @@ def test_a_max_length_past_the_models_positions_is_noted_and_the_used_one_record
     assert [row["isoscore"] for row in default["rows"]] == [row["isoscore"] for row in asked["rows"]]
 
 
+@pytest.mark.parametrize("level", ["sentence", "token"])
+def test_a_max_length_of_only_the_special_tokens_is_refused_before_the_forward_pass(bert, monkeypatch, level):
+    """--max-length 2 on a BERT kept [CLS] [SEP] only: every text became the same row and the metrics failed on
+    identical vectors (a user trial). Refused in one line naming the least value: the tokenizer's own count of the
+    special tokens it adds, plus one token of the text."""
+    from transformers import AutoTokenizer
+
+    from isotropy import IsotropyValueError
+    from isotropy.measure import from_model
+    from isotropy.models import encoders
+
+    added = AutoTokenizer.from_pretrained(str(bert)).num_special_tokens_to_add(pair=False)
+    assert added == 2  # [CLS] and [SEP]
+
+    def no_pass(*args, **kwargs):
+        raise AssertionError("the forward pass ran")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(encoders, "encode_pooled", no_pass)
+        patched.setattr(from_model, "token_hidden_states", no_pass)
+        with pytest.raises(IsotropyValueError) as info:
+            measure_layers(TEXTS, model=str(bert), device="cpu", level=level, max_length=added)
+    assert str(info.value) == (f"The 'max_length' parameter of measure_layers must be at least {added + 1} for "
+                               f"{str(bert)!r}, whose tokenizer adds {added} special tokens to every text, so that a "
+                               f"text keeps at least one token of its own. Got {added} instead.")
+    # the least value runs: each text keeps its first token, so texts of different first words differ
+    with pytest.warns(LayerNote, match=f"cut to their first {added + 1} tokens|cut to its first {added + 1} tokens"):
+        result = measure_layers(TEXTS, model=str(bert), device="cpu", level=level, max_length=added + 1,
+                                metrics=["cosine_similarity_mean"])
+    assert result["max_length"] == added + 1 and not result["errors"]
+
+
+def test_cli_refuses_a_max_length_of_only_the_special_tokens(bert, tmp_path):
+    (tmp_path / "t.txt").write_text("\n".join(TEXTS) + "\n")
+    result = CliRunner().invoke(cli, ["measure", "--model", str(bert), "--texts", str(tmp_path / "t.txt"),
+                                      "--layers", "last", "--device", "cpu", "--max-length", "2"])
+    assert result.exit_code == 2
+    expected = (f"Error: --max-length must be at least 3 for {str(bert)!r}, whose tokenizer adds 2 special tokens "
+                f"to every text, so that a text keeps at least one token of its own. Got 2 instead.")
+    assert result.output.strip().splitlines() == [expected]
+
+
+def test_cli_notes_a_max_length_given_past_the_positions_and_not_its_default(bert, tmp_path):
+    """--help shows --max-length's default 128; left out, it is still cut to the model's 64 positions without a
+    note, while the same 128 given is noted (its default is told apart by where it came from, not its value)."""
+    (tmp_path / "t.txt").write_text("\n".join(TEXTS) + "\n")
+    args = ["measure", "--model", str(bert), "--texts", str(tmp_path / "t.txt"), "--layers", "last", "--device", "cpu",
+            "--metrics", "isoscore", "--no-progress"]
+    default = CliRunner().invoke(cli, args)
+    given = CliRunner().invoke(cli, [*args, "--max-length", "128"])
+    assert default.exit_code == 0 and given.exit_code == 0, default.output + given.output
+    note = "max_length=128 is more than the model takes (64 tokens, its positions)"
+    assert note not in default.output and note in given.output
+
+
 def test_n_neighbors_past_the_distinct_texts_is_refused_before_the_model_loads(monkeypatch):
     """The check of n_neighbors counted every text: on 12 texts of 6 distinct, k = 6 passed it, the model ran, and the
     MLE then failed at every layer (its points are the distinct texts). Refused now before the model loads."""

@@ -403,3 +403,23 @@ def test_vectors_cached_before_the_tokenisation_fixes_are_not_read_back(models, 
     fresh = encoders.encode_pooled(texts, use_cache=False, **kwargs)[-1]
     assert not np.array_equal(got, stale)
     np.testing.assert_array_equal(got, fresh)
+
+
+def test_encode_pooled_refuses_a_max_length_of_only_the_special_tokens(models, tmp_path):
+    """max_length=2 on a BERT kept [CLS] [SEP] only: every text pooled to the same vector. Refused, naming the least
+    value (the tokenizer's special tokens plus one); GPT-2 adds none, so 2 keeps two tokens of each text."""
+    from transformers import AutoTokenizer
+
+    from isotropy import IsotropyValueError
+    from isotropy.models.encoders import encode_pooled
+
+    bert, gpt2 = (str(m) for m in models)
+    added = AutoTokenizer.from_pretrained(bert).num_special_tokens_to_add(pair=False)
+    with pytest.raises(IsotropyValueError, match=rf"^The 'max_length' parameter of encode_pooled must be at least "
+                                                 rf"{added + 1} for .*Got {added} instead\.$"):
+        encode_pooled(TEXTS, model=bert, device="cpu", max_length=added, use_cache=False)
+    rows = encode_pooled(TEXTS, model=bert, device="cpu", max_length=added + 1, use_cache=False)[-1]
+    assert len(np.unique(rows, axis=0)) > 1  # "unbelievable", "a", "the": first tokens differ
+    assert AutoTokenizer.from_pretrained(gpt2).num_special_tokens_to_add(pair=False) == 0
+    rows = encode_pooled(TEXTS, model=gpt2, device="cpu", max_length=2, use_cache=False)[-1]
+    assert rows.shape[0] == len(TEXTS) and len(np.unique(rows, axis=0)) > 1

@@ -7,6 +7,8 @@ imported only when a device other than ``"cpu"`` has to be checked.
 
 from __future__ import annotations
 
+from isotropy._utils.errors import IsotropyValueError
+
 __all__ = ["resolve_device"]
 
 
@@ -28,8 +30,8 @@ def resolve_device(device=None, *, name: str = "device", caller: str = "resolve_
 
     Raises
     ------
-    ValueError
-        One line: an unknown device, CUDA asked for where torch sees none, or an index beyond the
+    IsotropyValueError
+        A ``ValueError``, one line: an unknown device, CUDA asked for where torch sees none, or an index beyond the
         devices present.
 
     Examples
@@ -50,14 +52,14 @@ def resolve_device(device=None, *, name: str = "device", caller: str = "resolve_
     except (RuntimeError, TypeError, ValueError):
         parsed = None
     if parsed is None or parsed.type not in ("cpu", "cuda", "mps") or (parsed.type != "cuda" and parsed.index):
-        raise ValueError(f"{where} must be auto, cpu, cuda, cuda:N or mps. Got {text!r} instead.")
+        raise IsotropyValueError(f"{where} must be auto, cpu, cuda, cuda:N or mps. Got {text!r} instead.")
     if parsed.type == "mps" and not torch.backends.mps.is_available():
-        raise ValueError(f"{where} is {text!r}, but torch sees no MPS device here; use cpu or auto.")
+        raise IsotropyValueError(f"{where} is {text!r}, but torch sees no MPS device here; use cpu or auto.")
     if parsed.type == "cuda":
         if not torch.cuda.is_available():
-            raise ValueError(f"{where} is {text!r}, but torch sees no CUDA device here; use cpu or auto.")
+            raise IsotropyValueError(f"{where} is {text!r}, but torch sees no CUDA device here; use cpu or auto.")
         count = torch.cuda.device_count()
         if parsed.index is not None and parsed.index >= count:
-            raise ValueError(f"{where} is {text!r}, but torch sees {count} CUDA device(s) (cuda:0 to "
-                             f"cuda:{count - 1}).")
+            raise IsotropyValueError(f"{where} is {text!r}, but torch sees {count} CUDA device(s) (cuda:0 to "
+                                     f"cuda:{count - 1}).")
     return str(parsed)

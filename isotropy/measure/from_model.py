@@ -638,6 +638,8 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
         Where and how the model runs (``device``: ``"auto"`` or ``None`` for CUDA when present, else
         the CPU; :func:`isotropy._utils.device.resolve_device`); texts are truncated to ``max_length`` tokens (and, before
         tokenisation, to ``100 · max_length`` characters, so that a huge text is never tokenised whole).
+        ``max_length`` counts the special tokens: one that leaves no token of the text (2 under BERT's ``[CLS]``
+        ``[SEP]``) is refused before the forward pass.
     keep_special : bool, default=False
         Token level: also measure the special tokens.
     sample_size : int or None
@@ -792,7 +794,10 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
     from isotropy.models.loading import load_transformer
 
     tokenizer, network, location = load_transformer(model, device=device, dtype=dtype)
-    from isotropy.models.loading import capped_max_length
+    from isotropy.models.loading import capped_max_length, check_max_length
+
+    # before the forward pass: a max_length that holds only the special tokens made every text the same row
+    check_max_length(max_length, tokenizer, model=model, caller=_CALLER)
 
     # the token limit of every row, the output row's too (its encoder's max_seq_length): the model's own 256 cut the
     # output row of long texts elsewhere than the layers it pools (--max-length 8 changed layer 6, not the output)
@@ -1332,7 +1337,7 @@ def model_options(function):
         # bounded as every count (MAX_INT); a refusal shortens the value (click's IntRange echoed 5,000 digits whole)
         click.option("--batch-size", type=BoundedInt(min=1, max=MAX_INT), default=32, show_default=True,
                      help="With --model: texts per forward pass (lower it when the device runs out of memory)."),
-        click.option("--max-length", type=BoundedInt(min=2, max=MAX_INT), default=None, show_default="128",
+        click.option("--max-length", type=BoundedInt(min=2, max=MAX_INT), default=_MAX_LENGTH, show_default=True,
                      help="With --model: tokens per text (longer texts are truncated; at most the model's "
                           "positions, noted when a value given is cut)."),
         # a choice: completed by click, and a value outside it refused in one line naming the three
@@ -1394,6 +1399,9 @@ def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, 
             random_state=0,
             progress=None, shrinkage_sample=None, n_neighbors=None, zeta=None, averaging=None) -> None:
     """``isotropy measure --model``: measure, print the table, write --json and --plot."""
+    context = click.get_current_context(silent=True)
+    if context is not None and context.get_parameter_source("max_length") is click.core.ParameterSource.DEFAULT:
+        max_length = None  # measure_layers' own default: cut to the model's positions without a note
     if texts_path is None:
         raise click.UsageError("--model needs --texts FILE (one text a line, or a CSV/TSV/JSON-lines column).")
     if random_state < 0:  # numpy's "expected non-negative integer" would name no option, and only after the texts

@@ -19,6 +19,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from isotropy._utils.errors import IsotropyValueError
+
 __all__ = ["INPUT_KEYS", "Prefixes", "TokenRows", "copies_prefixes", "copy_same_prefix_rows", "distinct_sequences",
            "first_of_equal", "pad_rows", "refuse_empty_rows", "token_count_batches", "tokenize_texts"]
 
@@ -88,8 +90,6 @@ def refuse_empty_rows(tokens: TokenRows, texts: Sequence[str], *, name: str, cal
 
     A model cannot run on it, and a batch of such rows fails inside torch with a reshape error.
     """
-    from isotropy._utils.validation import IsotropyValueError
-
     empty = np.flatnonzero(tokens.lengths == 0)
     if empty.size:
         raise IsotropyValueError(f"The '{name}' parameter of {caller} must have texts with at least one token under "
@@ -102,8 +102,8 @@ def _check_lengths(keys: dict, counts: list[int]) -> None:
     for key, rows in keys.items():
         bad = next((i for i, (ids, n) in enumerate(zip(rows, counts, strict=True)) if len(ids) != n), None)
         if bad is not None:
-            raise ValueError(f"The tokenizer's {key!r} must have one value per token of 'input_ids'. Got "
-                             f"{len(rows[bad])} values for {counts[bad]} tokens in row {bad} instead.")
+            raise IsotropyValueError(f"The tokenizer's {key!r} must have one value per token of 'input_ids'. Got "
+                                     f"{len(rows[bad])} values for {counts[bad]} tokens in row {bad} instead.")
 
 
 def distinct_sequences(tokens: TokenRows) -> tuple[np.ndarray, np.ndarray]:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from isotropy._utils.errors import IsotropyValueError
 from isotropy.models.resolve import DEFAULT_MODEL, default_cache_dir, require_model_packages, resolve_model
 
 __all__ = [
@@ -157,7 +158,7 @@ def encode_sentences(texts: Sequence[str], *, model: str = DEFAULT_MODEL, device
 
     texts = check_texts(texts, caller="encode_sentences")
     if not texts:
-        raise ValueError("The 'texts' parameter of encode_sentences must hold at least one sentence. Got none.")
+        raise IsotropyValueError("The 'texts' parameter of encode_sentences must hold at least one sentence. Got none.")
     # before the cache, as the device: the same call fails or succeeds whether or not its vectors are cached
     check_scalar(batch_size, "batch_size", caller="encode_sentences", kind=int, low=1)
     require_model_packages(model, sentence_transformers=True)  # torch and the rest named up front, with their extra
@@ -346,7 +347,7 @@ def _computed_by(batch_size: int, device, dtype: str = "float32") -> str:
     return f"batch_size={int(batch_size)}|device={str(device or 'cpu').split(':')[0]}|dtype={dtype}"
 
 
-class LayerOutOfRange(ValueError):
+class LayerOutOfRange(IsotropyValueError):
     """A layer index past the model's hidden states, known once the model has run (:func:`encode_pooled`).
 
     The message names the function's parameter; ``low``, ``high``, ``model`` and ``layer`` let a caller say it in
@@ -409,6 +410,8 @@ def encode_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, layers: S
         whether or not the layers are cached (:func:`isotropy._utils.device.resolve_device`).
     batch_size : int, default=64
     max_length : int, default=128
+        Tokens per text, special tokens included: more than the tokenizer adds (BERT's ``[CLS]`` and ``[SEP]``),
+        else refused once the tokenizer is loaded.
     cache_dir : path-like or None
         Default :func:`default_cache_dir` ``/ "embeddings"``; the key includes the model, texts,
         layer, pooling and ``max_length``.
@@ -432,7 +435,7 @@ def encode_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, layers: S
     caller = "encode_pooled"
     texts = check_texts(texts, caller=_caller, name=_texts_name)
     if not texts:
-        raise ValueError(f"The 'texts' parameter of {caller} must hold at least one sentence. Got none.")
+        raise IsotropyValueError(f"The 'texts' parameter of {caller} must hold at least one sentence. Got none.")
     if isinstance(layers, str):  # list("all") was ['a', 'l', 'l']: the words need the model's depth, known later
         raise TypeError(f"The 'layers' parameter of {caller} must be an int or a sequence of ints (indices into the "
                         f"hidden states: 0 = embedding output, -1 = last layer; for 'all' or 'last' pass "
@@ -481,13 +484,14 @@ def encode_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, layers: S
     from tqdm.auto import tqdm
 
     from isotropy.models import batching
-    from isotropy.models.loading import capped_max_length, load_transformer
+    from isotropy.models.loading import capped_max_length, check_max_length, load_transformer
     from isotropy.models.pooling import _pool
 
     # _loaded: (tokenizer, network) the caller already holds, so one command reads the weights once;
     # _on_batch(rows, batch, last_hidden_state) sees every batch of the forward pass (when one runs)
     tokenizer, network = _loaded if _loaded is not None else load_transformer(model, device=device, dtype=dtype)[:2]
     check_pooling(pooling, network.config, caller=caller)
+    check_max_length(max_length, tokenizer, model=model, caller=_caller)  # room for a token beside [CLS] [SEP]
     # no longer than the model's positions (a longer max_length failed inside the forward pass)
     tokens = batching.tokenize_texts(tokenizer, texts, max_length=capped_max_length(max_length, network.config,
                                                                                     tokenizer))
@@ -564,7 +568,7 @@ def encode_mean_pooled(texts: Sequence[str], *, model: str = DEFAULT_MODEL, devi
 
     texts = check_texts(texts, caller="encode_mean_pooled")
     if not texts:
-        raise ValueError("The 'texts' parameter of encode_mean_pooled must hold at least one sentence. Got none.")
+        raise IsotropyValueError("The 'texts' parameter of encode_mean_pooled must hold at least one sentence. Got none.")
     layer = int(layer)
     if use_cache:
         # one forward pass gives every layer: cache them all when they are small (a layer sweep then costs no

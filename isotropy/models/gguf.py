@@ -33,6 +33,7 @@ import threading
 import time
 from pathlib import Path
 
+from isotropy._utils.errors import IsotropyValueError
 from isotropy._utils.install import require_extra
 
 __all__ = ["PACKAGED_GGUF", "convert_gguf", "gguf_sha256"]
@@ -180,13 +181,13 @@ def _convert(path: Path, out: Path, *, sha256: str, source: str) -> dict:
         else:
             tokenizer, fresh = _read_with_transformers(path, layout)
     except (ValueError, KeyError, OSError, NotImplementedError, EOFError, IndexError, struct.error) as exc:
-        raise ValueError(f"The GGUF file {str(path)!r} could not be read: expected a GGUF "
-                         f"checkpoint of an architecture transformers supports. ({_first_line(exc)})") from None
+        raise IsotropyValueError(f"The GGUF file {str(path)!r} could not be read: expected a GGUF "
+                                 f"checkpoint of an architecture transformers supports. ({_first_line(exc)})") from None
     except _build_errors() as exc:  # transformers' own refusals of a file it cannot build: one line, not its
         # traceback and load report
-        raise ValueError(f"The GGUF file {str(path)!r} could not be converted: expected a GGUF checkpoint of "
-                         f"an architecture transformers supports, consistent with its metadata. "
-                         f"({_first_line(exc.__cause__ or exc)})") from None
+        raise IsotropyValueError(f"The GGUF file {str(path)!r} could not be converted: expected a GGUF checkpoint of "
+                                 f"an architecture transformers supports, consistent with its metadata. "
+                                 f"({_first_line(exc.__cause__ or exc)})") from None
     config = fresh.config
     out.mkdir(parents=True)
     fresh.save_pretrained(out, safe_serialization=True)
@@ -231,7 +232,7 @@ def _fresh_copy(network, state: dict):
         raise KeyError(f"tensors missing {sorted(set(missing) - tied)[:3]} or unexpected {sorted(unexpected)[:3]}")
     for name, tensor in state.items():  # NaN weights give NaN hidden states: refused here, not in every metric later
         if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
-            raise ValueError(f"the tensor {name!r} holds NaN or infinite values (finite weights expected)")
+            raise IsotropyValueError(f"the tensor {name!r} holds NaN or infinite values (finite weights expected)")
     fresh.tie_weights()
     return fresh
 
@@ -304,12 +305,12 @@ def _check_layout(layout) -> None:
     metadata = layout.metadata
     architecture = metadata.get("general.architecture")
     if not isinstance(architecture, str) or not architecture:
-        raise ValueError("general.architecture is missing (the architecture's name expected)")
+        raise IsotropyValueError("general.architecture is missing (the architecture's name expected)")
     if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", architecture):  # it names keys in messages: no control characters,
         # terminal escapes or a line of a thousand characters printed from a file
         shown = ascii(architecture[:40]) + ("..." if len(architecture) > 40 else "")
-        raise ValueError(f"general.architecture is {shown} (a name of letters, digits, '_', '.' or '-' expected, such "
-                         f"as 'llama' or 'gemma3')")
+        raise IsotropyValueError(f"general.architecture is {shown} (a name of letters, digits, '_', '.' or '-' expected, such "
+                                 f"as 'llama' or 'gemma3')")
 
     def positive(key: str, required: bool = True):
         value = metadata.get(key)
@@ -317,7 +318,7 @@ def _check_layout(layout) -> None:
             return None
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             shown = "missing" if value is None else f"{value!r}"
-            raise ValueError(f"{key} is {shown} (a positive integer expected)")
+            raise IsotropyValueError(f"{key} is {shown} (a positive integer expected)")
         return value
 
     blocks = positive(f"{architecture}.block_count")
@@ -328,32 +329,32 @@ def _check_layout(layout) -> None:
     # distinct, sorted, none negative: they are 0 .. blocks - 1 when there are `blocks` of them, the last blocks - 1
     # (compared with list(range(blocks)), a block_count of 10**8 or more built a list of that many ints first)
     if len(present) != blocks or present[-1] != blocks - 1:
-        raise ValueError(f"{architecture}.block_count is {blocks} but the file holds the tensors of {_span(present)} "
-                         f"(blocks 0-{blocks - 1} expected)")
+        raise IsotropyValueError(f"{architecture}.block_count is {blocks} but the file holds the tensors of {_span(present)} "
+                                 f"(blocks 0-{blocks - 1} expected)")
     size = os.path.getsize(layout.path)
     for entry in layout.tensors:
         try:
             block, type_size = GGML_QUANT_SIZES[GGMLQuantizationType(entry.ggml_type)]
         except (ValueError, KeyError):
-            raise ValueError(f"the tensor {entry.name!r} has the unknown type {entry.ggml_type}") from None
+            raise IsotropyValueError(f"the tensor {entry.name!r} has the unknown type {entry.ggml_type}") from None
         if not entry.dims or any(d < 1 for d in entry.dims) or entry.dims[0] % block:
-            raise ValueError(f"the tensor {entry.name!r} has dimensions {list(entry.dims)} (positive, the first a "
-                             f"multiple of its type's block of {block}, expected)")
+            raise IsotropyValueError(f"the tensor {entry.name!r} has dimensions {list(entry.dims)} (positive, the first a "
+                                     f"multiple of its type's block of {block}, expected)")
         elements = 1
         for d in entry.dims:
             elements *= d
         end = layout.data_start + entry.offset + elements // block * type_size
         if end > size:
-            raise ValueError(f"the file is truncated: the tensor {entry.name!r} ends at byte {end} of a file of "
-                             f"{size} bytes")
+            raise IsotropyValueError(f"the file is truncated: the tensor {entry.name!r} ends at byte {end} of a file of "
+                                     f"{size} bytes")
     tokens = _count(metadata.get("tokenizer.ggml.tokens"))
     if tokens is None or tokens < 1:
-        raise ValueError("tokenizer.ggml.tokens is missing (the vocabulary's tokens expected)")
+        raise IsotropyValueError("tokenizer.ggml.tokens is missing (the vocabulary's tokens expected)")
     for name in _TOKEN_IDS:
         key = f"tokenizer.ggml.{name}_token_id"
         value = metadata.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < tokens):
-            raise ValueError(f"{key} is {value!r} (a token id in [0, {tokens - 1}] expected)")
+            raise IsotropyValueError(f"{key} is {value!r} (a token id in [0, {tokens - 1}] expected)")
 
 
 def _file_elements(layout) -> int:
@@ -377,9 +378,9 @@ def _check_size(network, layout) -> None:
     weights = sum(p.numel() for p in network.parameters())  # parameters(): a tied tensor once
     held = _file_elements(layout)
     if weights > held:
-        raise ValueError(f"its metadata describes a {type(network).__name__} of {weights:,} weights, but the file "
-                         f"holds {held:,} (tensors missing or cut short, or sizes in the metadata that do not match "
-                         f"the tensors)")
+        raise IsotropyValueError(f"its metadata describes a {type(network).__name__} of {weights:,} weights, but the file "
+                                 f"holds {held:,} (tensors missing or cut short, or sizes in the metadata that do not match "
+                                 f"the tensors)")
 
 
 # llama.cpp's attention scale for Gemma 2 and 3 (it derives the scale the file does not store): 1/sqrt(head size),

@@ -99,6 +99,24 @@ def capped_max_length(max_length: int, config, tokenizer=None) -> int:
     return max_length if longest is None else max(2, min(int(max_length), longest))
 
 
+def check_max_length(max_length: int, tokenizer, *, model, caller: str, name: str = "max_length") -> int:
+    """``max_length`` when it leaves each text at least one token of its own, else a one-line refusal.
+
+    The tokenizer adds ``tokenizer.num_special_tokens_to_add()`` special tokens to every text (``[CLS]`` and
+    ``[SEP]`` for BERT, a start token for Gemma, none for GPT-2); a ``max_length`` of that many or fewer leaves only
+    them, so that every text becomes the same row and the metrics fail on identical vectors.
+    """
+    try:
+        added = int(tokenizer.num_special_tokens_to_add(pair=False))
+    except (AttributeError, NotImplementedError, TypeError, ValueError):  # a tokenizer that cannot say: not checked
+        return max_length
+    if max_length <= added:
+        raise IsotropyValueError(f"The {name!r} parameter of {caller} must be at least {added + 1} for {str(model)!r}, "
+                                 f"whose tokenizer adds {added} special tokens to every text, so that a text keeps "
+                                 f"at least one token of its own. Got {max_length} instead.")
+    return max_length
+
+
 # The attribute of a tokenizer loaded by load_transformer that holds its variant for pre-split words (words_tokenizer).
 _WORDS_TOKENIZER = "_isotropy_words_tokenizer"
 

@@ -6,6 +6,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from isotropy._utils.errors import IsotropyValueError
+
 __all__ = ["input_word_vectors"]
 
 
@@ -42,11 +44,11 @@ def input_word_vectors(words: Sequence[str], *, model: str = "gemma-3-270m", pie
     check_option(pieces, "pieces", ("mean", "single"), caller="input_word_vectors")
     words = check_texts(words, caller="input_word_vectors", name="words", what="a sequence of words")
     if not words:
-        raise ValueError("The 'words' parameter of input_word_vectors must hold at least one word. Got none.")
+        raise IsotropyValueError("The 'words' parameter of input_word_vectors must hold at least one word. Got none.")
     blank = next((i for i, w in enumerate(words) if not w.strip()), None)
     if blank is not None:  # it would get the vector of the bare prefix space (or no pieces), not of a word
-        raise ValueError(f"The 'words' parameter of input_word_vectors must hold non-empty words. Got "
-                         f"{words[blank]!r} at position {blank} instead.")
+        raise IsotropyValueError(f"The 'words' parameter of input_word_vectors must hold non-empty words. Got "
+                                 f"{words[blank]!r} at position {blank} instead.")
     tokenizer, network, _ = load_transformer(model, device="cpu")
     embedding = network.get_input_embeddings()
     ids = tokenizer([(" " + w) if prefix_space else w for w in words], add_special_tokens=False)["input_ids"]
@@ -58,5 +60,5 @@ def input_word_vectors(words: Sequence[str], *, model: str = "gemma-3-270m", pie
             kept.append(word)
             rows.append(embedding(torch.tensor(piece_ids)).float().mean(0).numpy())
     if not rows:
-        raise ValueError(f"None of the {len(words)} words has a vector with pieces={pieces!r}.")
+        raise IsotropyValueError(f"None of the {len(words)} words has a vector with pieces={pieces!r}.")
     return kept, np.stack(rows).astype(np.float32)
