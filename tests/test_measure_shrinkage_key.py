@@ -92,3 +92,17 @@ def test_a_key_of_a_single_array_file_is_said_as_the_option(files):
     assert result.exit_code == 2
     assert result.output == (f"Error: Cannot read embeddings from {str(shards / 'part-0.npy')!r}: --key emb was given "
                              f"but .npy shards hold a single array; expected no key with .npy shards.\n")
+
+
+def test_a_label_column_for_shards_without_columns_is_said_as_the_command_spells_it(tmp_path):
+    """``label_column='label' was given but .npy shards have no named columns; expected no label_column`` reached the
+    command line in its Python spelling (a trial, ``--labels SHARDS --label-column label``): the command says
+    ``--label-column``, as it does for ``--key``."""
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    np.save(shards / "part-0.npy", np.ones((3, 2)))
+    for column, shown in [("label", "--label-column label"), ("my label", "--label-column 'my label'")]:
+        result = CliRunner().invoke(cli, ["measure", str(shards), "--labels", str(shards), "--label-column", column])
+        assert result.exit_code == 2, result.output
+        assert f": {shown} was given but .npy shards have no named columns; expected no --label-column " in result.output
+        assert "label_column=" not in result.output and "no label_column" not in result.output

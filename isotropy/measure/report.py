@@ -398,6 +398,10 @@ _PYTHON_SPELLINGS = (
     # "key='emb' was given but .npy files hold a single array" (the readers): "--key emb was given but ..."
     (r"\bkey=('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\") was given but",
      lambda match: f"--key {_shell_word(match.group(1))} was given but"),
+    # "label_column='label' was given but .npy shards have no named columns; expected no label_column ..."
+    (r"\blabel_column=('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\") was given but",
+     lambda match: f"--label-column {_shell_word(match.group(1))} was given but"),
+    (r"\bexpected no label_column\b", "expected no --label-column"),
 )
 
 
