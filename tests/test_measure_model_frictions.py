@@ -364,3 +364,13 @@ def test_the_packaged_glove_vectors_as_a_model_say_what_they_are(tmp_path, monke
     (tmp_path / "glove-6b-50d").mkdir()
     resolve.refuse_word_vectors("glove-6b-50d")  # nothing to refuse: a folder
     assert resolve_model("glove-6b-50d") == str((tmp_path / "glove-6b-50d").resolve())
+
+
+def test_measure_layers_refusals_are_isotropy_value_errors():
+    """``measure_layers`` refused fewer than 2 texts (and its other bad inputs) with a plain ``ValueError`` while the
+    library's refusals are ``IsotropyValueError`` (docs/refusals.md; a trial): the same message, the library's type."""
+    from isotropy import IsotropyValueError
+    from isotropy.measure.from_model import measure_layers
+
+    with pytest.raises(IsotropyValueError, match=r"The 'texts' parameter of measure_layers must hold at least 2 texts"):
+        measure_layers(["only one"], model="all-MiniLM-L6-v2")

@@ -22,6 +22,7 @@ from pathlib import Path
 import click
 
 from isotropy._utils.defaults import MAX_LENGTH as _MAX_LENGTH
+from isotropy._utils.errors import IsotropyValueError
 
 __all__ = ["DEFAULT_LAYER_METRICS", "LEVELS", "LayerNote", "LayerWarning", "MetricFailedWarning", "format_table",
            "measure_layers", "model_identity", "model_options", "plot_layers", "read_texts", "run_cli",
@@ -88,7 +89,6 @@ def read_texts(path: str | os.PathLike, *, column: str | None = None, encoding: 
     from isotropy.io._paths import check_path_given
 
     check_path_given(path, caller="read_texts", name="path", expected="a file path")
-    from isotropy._utils.errors import IsotropyValueError
     from isotropy.io._encoding import MAX_TEXT_FILE_BYTES, text_codec
     from isotropy.io._paths import binary_kind, check_regular_file
 
@@ -115,13 +115,12 @@ def _read_stdin_texts(stream, *, column: str | None = None, encoding: str = "utf
     Read as a plain-text file is, one text a line, with the same checks and messages, which name
     "standard input"; a column (``--text-column``) is refused: a table is read by its file's suffix.
     """
-    from isotropy._utils.errors import IsotropyValueError
     from isotropy.io._encoding import MAX_TEXT_FILE_BYTES, text_codec
     from isotropy.io._paths import binary_kind_of
 
     name, decode_as = text_codec(encoding, caller="read_texts")
     if column is not None:  # before anything is read
-        raise ValueError(f"--text-column {column!r} needs a CSV/TSV or JSON-lines file; standard input is read as "
+        raise IsotropyValueError(f"--text-column {column!r} needs a CSV/TSV or JSON-lines file; standard input is read as "
                          f"plain text, one text a line. Save it under a name after its format (.csv, .tsv, .jsonl) "
                          f"and give that file to --texts, or leave --text-column out.")
     raw = stream.read(MAX_TEXT_FILE_BYTES + 1)
@@ -142,7 +141,6 @@ def _read_stdin_texts(stream, *, column: str | None = None, encoding: str = "utf
 def _texts_of(raw: bytes, *, subject: str, path: Path | None, column, name: str, decode_as: str) -> list[str]:
     """The texts in ``raw``, the bytes of the file ``path`` (``None``: standard input, read as plain text), whose
     messages begin with ``subject`` (``"The texts file '...'"``, ``"Standard input"``); see :func:`read_texts`."""
-    from isotropy._utils.errors import IsotropyValueError
     from isotropy.io._delimited import table_delimiter
     from isotropy.io._encoding import MAX_LINE_CHARS, WIDE_SNIFF, longest_line, wide_encoding
 
@@ -152,7 +150,7 @@ def _texts_of(raw: bytes, *, subject: str, path: Path | None, column, name: str,
         content = raw.decode(decode_as)  # without a leading BOM
     except UnicodeDecodeError as exc:
         wide = wide_encoding(exc.object)  # a UTF-16/UTF-32 file read as UTF-8: its encoding, not latin-1
-        raise ValueError(f"{subject} is not {name} text ({_bad_byte(exc)}); give its encoding "
+        raise IsotropyValueError(f"{subject} is not {name} text ({_bad_byte(exc)}); give its encoding "
                          f"{f'(--encoding {wide[0]}: {wide[1]})' if wide else '(--encoding, e.g. latin-1 or cp1252)'}"
                          f".") from None
     if "\x00" in content:  # a UTF-16 file read as latin-1 (or UTF-8) decodes to NULs between its letters
@@ -190,14 +188,14 @@ def _texts_of(raw: bytes, *, subject: str, path: Path | None, column, name: str,
         except IsotropyValueError:  # _check_table_cells': its own words
             raise
         except ValueError as exc:
-            raise ValueError(f"The texts file {str(path)!r} could not be read as {suffix[1:]}"
+            raise IsotropyValueError(f"The texts file {str(path)!r} could not be read as {suffix[1:]}"
                              f"{' (tab-separated)' if sep == chr(9) and suffix == '.csv' else ''}: "
                              f"{_table_problem(exc, sep)}") from None
         if suffix in (".csv", ".tsv"):
             table = _with_header(table, column)
         headerless = suffix in (".csv", ".tsv") and _no_header(table.columns)
         if headerless and (column is None and table.shape[1] != 1 or column is not None and column not in table.columns):
-            raise ValueError(f"The texts file {str(path)!r} has no header line: line 1 holds data "
+            raise IsotropyValueError(f"The texts file {str(path)!r} has no header line: line 1 holds data "
                              f"({_first_cells(table.columns)}), not column names; expected a first line naming its "
                              f"{table.shape[1]} {'tab' if sep == chr(9) else 'comma'}-separated columns, one of them "
                              f"then named with --text-column.")
@@ -205,11 +203,11 @@ def _texts_of(raw: bytes, *, subject: str, path: Path | None, column, name: str,
             if table.shape[1] != 1:
                 where = (", a field of each line" if suffix in (".jsonl", ".ndjson") else  # JSON lines: no header line
                          "; line 1 names the columns, so a file without a header line needs one")
-                raise ValueError(f"The texts file {str(path)!r} has the columns {_names_shown(table.columns)}; "
+                raise IsotropyValueError(f"The texts file {str(path)!r} has the columns {_names_shown(table.columns)}; "
                                  f"name the text column (--text-column{where}).")
             column = table.columns[0]
         if list(table.columns).count(column) > 1:
-            raise ValueError(f"The texts file {str(path)!r} has {list(table.columns).count(column)} columns named "
+            raise IsotropyValueError(f"The texts file {str(path)!r} has {list(table.columns).count(column)} columns named "
                              f"{column!r}; expected one column of that name to read the texts from.")
         if column not in table.columns:
             from isotropy._utils.suggest import did_you_mean
@@ -219,7 +217,7 @@ def _texts_of(raw: bytes, *, subject: str, path: Path | None, column, name: str,
             if suffix in (".csv", ".tsv") and not suggestion:  # line 1 may be data whose cells read as names
                 hint = (" (line 1 of a .csv/.tsv file holds the column names when a column is named; add a header "
                         "line to a file that has none)")
-            raise ValueError(f"The text column {column!r} is not in {str(path)!r}; expected one of "
+            raise IsotropyValueError(f"The text column {column!r} is not in {str(path)!r}; expected one of "
                              f"{_names_shown(table.columns)}{hint}.{suggestion}")
         values = table[column].tolist()
         absent = [value is None or (isinstance(value, float) and math.isnan(value)) for value in values]
@@ -233,7 +231,7 @@ def _texts_of(raw: bytes, *, subject: str, path: Path | None, column, name: str,
                         "object" if isinstance(value, dict) else "number")
                 lines = [n for n, line in enumerate(content.split("\n"), 1) if line.strip()]
                 where = f"on line {lines[typed[0]]}" if typed[0] < len(lines) else f"in row {typed[0] + 1}"
-                raise ValueError(f"The texts file {str(path)!r} has a JSON {kind} in the field {column!r} {where}, not "
+                raise IsotropyValueError(f"The texts file {str(path)!r} has a JSON {kind} in the field {column!r} {where}, not "
                                  f"a string ({len(typed)} of {len(values)} lines); expected a text (a JSON string) in "
                                  f"the field {column!r} on every line.")
         texts = ["" if gone else str(value) for gone, value in zip(absent, values)]
@@ -254,10 +252,10 @@ def _texts_of(raw: bytes, *, subject: str, path: Path | None, column, name: str,
                         record = None
                     if isinstance(record, dict) and column in record:
                         what = f"has a null {column!r}"
-                raise ValueError(f"The texts file {str(path)!r} {what} {where} ({len(empty)} of {len(texts)} lines "
+                raise IsotropyValueError(f"The texts file {str(path)!r} {what} {where} ({len(empty)} of {len(texts)} lines "
                                  f"without a text); expected a text in the field {column!r} on every line.")
             where = f"row {first + 1}" + ("" if headerless else " under the header line")
-            raise ValueError(f"The text column {column!r} of {str(path)!r} is empty in {where} ({len(empty)} of "
+            raise IsotropyValueError(f"The text column {column!r} of {str(path)!r} is empty in {where} ({len(empty)} of "
                              f"{len(texts)} rows empty); expected a text in every row.")
     else:
         if column is not None:  # no --format option: the suffix says how a file is read, so the fix is its name
@@ -266,7 +264,7 @@ def _texts_of(raw: bytes, *, subject: str, path: Path | None, column, name: str,
                     f"{path.stem + '.tsv'!r} to read its column {column!r}" if tabs else
                     "; name it, or a copy or link of it, after its format (.csv, .tsv, .jsonl) to read a column, "
                     "or leave --text-column out to read one text a line")
-            raise ValueError(f"--text-column {column!r} needs a CSV/TSV or JSON-lines file; {str(path)!r} is read "
+            raise IsotropyValueError(f"--text-column {column!r} needs a CSV/TSV or JSON-lines file; {str(path)!r} is read "
                              f"as plain text, one text a line{seen}.")
         # lines end at \n, \r\n or \r only: str.splitlines would also end one at U+0085 (the byte 0x85 of a
         # latin-1 file, cp1252's "…"), U+2028 and the like, and give more texts than the file has lines
@@ -289,7 +287,7 @@ def _texts_of(raw: bytes, *, subject: str, path: Path | None, column, name: str,
                         if not line.strip()) if content else 0
             skipped = (" (it is empty)" if not content else
                        f" ({blank} blank line{'s' if blank != 1 else ''} skipped)" if blank else "")
-        raise ValueError(f"{subject} holds {len(texts)} text{'' if len(texts) == 1 else 's'}"
+        raise IsotropyValueError(f"{subject} holds {len(texts)} text{'' if len(texts) == 1 else 's'}"
                          f"{skipped}; expected at least 2{' (one text a line)' if isinstance(texts, _TextLines) else ''}.")
     return texts
 
@@ -356,7 +354,6 @@ def _json_lines_read(content: str, column, path) -> str:
     import json
 
     from isotropy._utils import jsontext
-    from isotropy._utils.errors import IsotropyValueError
 
     fields: dict = {}  # in the order pandas makes them columns: first seen, first
     lines = content.split("\n")
@@ -397,7 +394,6 @@ def _check_table_cells(width: int, content: str, path, sep: str) -> None:
     """Refuse a texts table of more than :data:`MAX_TABLE_CELLS` cells (``width`` columns on line 1), before pandas
     reads it. Its lines are counted by their line breaks, and where that count is too many, again as the csv module
     reads the rows of a CSV file: a line break inside a quoted text (a paragraph) is not a row."""
-    from isotropy._utils.errors import IsotropyValueError
 
     lines = content.count("\n") + (not content.endswith("\n"))
     if width * lines > MAX_TABLE_CELLS and sep != "\t":  # (a TSV file's quotes are text: its lines are its rows)
@@ -508,7 +504,7 @@ def token_hidden_states(texts, tokenizer, network, layers, *, batch_size, max_le
     for i, special in enumerate(encoded["special_tokens_mask"]):
         positions.extend((i, t) for t, s in enumerate(special) if keep_special or not s)
     if not positions:
-        raise ValueError("The texts hold no token to measure (every token is a special token).")
+        raise IsotropyValueError("The texts hold no token to measure (every token is a special token).")
     positions = np.asarray(positions, dtype=np.int64)
     n_total = len(positions)
     if sample_size is not None and sample_size < n_total:
@@ -727,7 +723,7 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
 
     texts = check_texts(texts, caller=_CALLER)
     if len(texts) < 2:
-        raise ValueError(f"The 'texts' parameter of {_CALLER} must hold at least 2 texts. Got {len(texts)}.")
+        raise IsotropyValueError(f"The 'texts' parameter of {_CALLER} must hold at least 2 texts. Got {len(texts)}.")
     check_option(level, "level", LEVELS, caller=_CALLER)
     pooling = check_pooling(pooling, caller=_CALLER)
     check_scalar(batch_size, "batch_size", caller=_CALLER, kind=int, low=1)
@@ -750,7 +746,7 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
     if labels is not None:
         labels = np.asarray(labels)
         if labels.shape[0] != len(texts):
-            raise ValueError(f"The 'labels' parameter of {_CALLER} must hold one label per text ({len(texts)}). "
+            raise IsotropyValueError(f"The 'labels' parameter of {_CALLER} must hold one label per text ({len(texts)}). "
                              f"Got {labels.shape[0]} instead.")
     if isinstance(shrinkage_sample, (str, bytes, bytearray)):
         check_texts(shrinkage_sample, caller=_CALLER, name="shrinkage_sample", what="an int or a list of texts")
@@ -763,7 +759,7 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
     elif shrinkage_sample is not None:
         shrinkage_sample = [str(t)[:_CHARS_PER_TOKEN * max_length] for t in shrinkage_sample]
         if len(shrinkage_sample) < 2:
-            raise ValueError(f"The 'shrinkage_sample' parameter of {_CALLER} must hold at least 2 texts. "
+            raise IsotropyValueError(f"The 'shrinkage_sample' parameter of {_CALLER} must hold at least 2 texts. "
                              f"Got {len(shrinkage_sample)} instead.")
     default_metrics = metrics is None
     if default_metrics:
@@ -781,7 +777,7 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
     check_layers(layers, caller=_CALLER)  # the form now; the range before the model loads where its depth can be read
     check_layers_before_loading(layers, model, caller=_CALLER)
     if labels is None and any(METRICS[m].needs_labels for m in metrics):
-        raise ValueError(f"The cluster metrics need labels (one per text); got metrics={metrics!r} without labels.")
+        raise IsotropyValueError(f"The cluster metrics need labels (one per text); got metrics={metrics!r} without labels.")
     if level == "sentence" and n_neighbors is not None and "mle_dimension" in metrics:
         # the rows are the texts (or their sample): a k they cannot give is refused before the model is loaded
         _check_mle_k(n_neighbors, texts, sample_size=sample_size)
@@ -844,7 +840,7 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
 
         ids = check_labels(row_labels, n_samples=len(row_labels), caller=_CALLER)
         if not 2 <= int(ids.max()) + 1 <= len(ids) - 1:
-            raise ValueError(f"The labels put the {len(ids)} measured rows in {int(ids.max()) + 1} clusters; "
+            raise IsotropyValueError(f"The labels put the {len(ids)} measured rows in {int(ids.max()) + 1} clusters; "
                              f"the cluster metrics need between 2 and n_samples - 1.")
     shrink = {}  # layer -> Σ_S of isoscore_star
     if shrinkage_sample is not None and "isoscore_star" in metrics:
@@ -1227,7 +1223,7 @@ def _shrinkage_covariances(sample, states, full_states, tokenizer, network, laye
     if isinstance(sample, int):
         n = len(full_states[layers[0]])
         if sample > n:
-            raise ValueError(f"The 'shrinkage_sample' parameter of {_CALLER} draws {sample} rows from {n}; expected "
+            raise IsotropyValueError(f"The 'shrinkage_sample' parameter of {_CALLER} draws {sample} rows from {n}; expected "
                              f"at most {n} (or a list of texts).")
         rows = subsample_indices(n, sample, random_state=[random_state, 1])
         drawn = {layer: np.asarray(full_states[layer])[rows] for layer in layers}
@@ -1372,10 +1368,10 @@ def _check_outputs(json_path, plot_path, inputs: dict | None = None) -> None:
     from isotropy._utils.click_types import FIGURE_FORMATS
 
     if not suffix:  # (a PNG written under a name without one said nothing of its format)
-        raise ValueError(f"--plot {str(plot_path)!r} has no suffix, which gives the figure's format; expected a name "
+        raise IsotropyValueError(f"--plot {str(plot_path)!r} has no suffix, which gives the figure's format; expected a name "
                          f"ending in one of .{', .'.join(FIGURE_FORMATS)} (e.g. {str(plot_path) + '.png'!r}).")
     if suffix not in FIGURE_FORMATS:  # the formats of 'isotropy plot --format' (avif, raw, ... depend on the platform)
-        raise ValueError(f"--plot {str(plot_path)!r} has the format {suffix!r}, which is not a figure format this "
+        raise IsotropyValueError(f"--plot {str(plot_path)!r} has the format {suffix!r}, which is not a figure format this "
                          f"command writes; expected one of {', '.join(FIGURE_FORMATS)}.")
 
 
@@ -1387,7 +1383,6 @@ def _check_mle_k(k: int, texts, *, sample_size) -> None:
     check_n_neighbors(k, len(texts) if sample_size is None else min(len(texts), sample_size), caller=_CALLER, low=2)
     distinct = len(set(texts)) if sample_size is None else None  # equal texts: one vector (as cut to max_length)
     if distinct is not None and k > distinct - 1:
-        from isotropy._utils.errors import IsotropyValueError
 
         raise IsotropyValueError(f"The 'n_neighbors' parameter of {_CALLER} must be at most the distinct texts less "
                                  f"one, {distinct - 1} ({distinct} distinct of {len(texts)}: equal texts are one "
@@ -1440,7 +1435,7 @@ def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, 
             labels = read_labels(labels_path, n_rows=len(texts), column=label_column, row_kind="texts",
                                      encoding=encoding, row_note=getattr(texts, "skipped", None))
             if getattr(labels, "ndim", 1) != 1:
-                raise ValueError(f"--labels {str(labels_path)!r} is multi-label; --model needs one label per text.")
+                raise IsotropyValueError(f"--labels {str(labels_path)!r} is multi-label; --model needs one label per text.")
         inputs = None
         if json_path is not None:  # the files as they were read: one edited while the model runs is recorded as read
             from isotropy.io._identity import input_identity
