@@ -8,24 +8,12 @@ O(n²) notes within 1.5 times of the time they announce), and the command that r
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import pytest
+from _benchmarks import load_benchmark as _load
 
 from conftest import SHARED_DATA, packaged_data, shared_data_path
-
-BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
-
-
-def _load(name, monkeypatch):
-    monkeypatch.setattr(sys, "path", [str(BENCHMARKS), *sys.path])  # the scripts import their _common
-    spec = importlib.util.spec_from_file_location(f"_bench_{name}", BENCHMARKS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _check_metric(entry, verdict_at_most, round_interval, goal=None):

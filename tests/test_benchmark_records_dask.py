@@ -9,25 +9,14 @@ included), and the pairing of the rounds is checked on fabricated timings.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from _benchmarks import BENCHMARKS
+from _benchmarks import load_benchmark as _load
 
 import isotropy
-
-BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
-
-
-def _load(name, monkeypatch):
-    monkeypatch.setattr(sys, "path", [str(BENCHMARKS), *sys.path])  # the scripts import their _common
-    spec = importlib.util.spec_from_file_location(f"_bench_{name}", BENCHMARKS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_bench_shards_records_each_reader_against_the_one_file_with_its_verdict(monkeypatch, tmp_path):

@@ -8,29 +8,18 @@ MiniLM on 8 STS-B sentences), and the record-building functions on fabricated ti
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
-import sys
 import types
 from pathlib import Path
 
 import pytest
+from _benchmarks import load_benchmark as _load
 from _tiny_models import make_tiny_gemma_gguf
 
 from conftest import packaged_data, shared_data_path
 
-BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
-
 pytest.importorskip("torch")  # the [test] extra brings torch, gguf and transformers
-
-
-def _load(name, monkeypatch):
-    monkeypatch.setattr(sys, "path", [str(BENCHMARKS), *sys.path])  # the scripts import their _common
-    spec = importlib.util.spec_from_file_location(f"_bench_{name}", BENCHMARKS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _assert_ratio_fields(row, floor_rounds, *, by_construction=True):

@@ -8,25 +8,15 @@ tiny data (the verdicts there say nothing about the kernels; what is checked is 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from _benchmarks import BENCHMARKS
+from _benchmarks import load_benchmark as _load
 
-BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 ROOT = BENCHMARKS.parent
-
-
-def _load(name, monkeypatch):
-    monkeypatch.setattr(sys, "path", [str(BENCHMARKS), *sys.path])  # the scripts import their _common
-    spec = importlib.util.spec_from_file_location(f"_bench_{name}", BENCHMARKS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_the_goals_are_issue_20s(monkeypatch):

@@ -625,7 +625,7 @@ def _verdicts(record):
     """Every ``(low, high, goal, verdict)`` of a record: the dicts holding a goal, an interval and a verdict."""
     found = []
 
-    def walk(node, prefix=""):
+    def walk(node):
         if isinstance(node, dict):
             for low, high, goal, verdict in (("ratio_low", "ratio_high", "goal", "verdict"),
                                              ("seconds_ratio_low", "seconds_ratio_high", "seconds_goal", "seconds_verdict"),
@@ -642,18 +642,14 @@ def _verdicts(record):
     return found
 
 
-def test_issue_20s_goals_are_read_from_committed_records():
+def test_issue_20s_goals_are_read_from_committed_records(monkeypatch):
     """Issue 20 closes on its goals: each is a ratio with the interval of its rounds, the goal fixed in the script and a
     verdict by the scripts' shared rule (benchmarks/_common.py), in the committed record of one command. The docs'
     section of those goals is value markers of those records (a number typed there fails here), every record names
     the command the section gives, and every verdict in them is the rule's on its own interval and goal."""
-    import importlib.util
-    import sys
+    from _benchmarks import load_benchmark
 
-    spec = importlib.util.spec_from_file_location("_bench_common", REPO / "benchmarks" / "_common.py")
-    common = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("_bench_common", common)
-    spec.loader.exec_module(common)
+    common = load_benchmark("_common", monkeypatch)
     hooks = _hooks()
     page = (REPO / "docs" / "benchmarks.md").read_text(encoding="utf-8")
     start = page.index("## Issue 20's goals, from committed runs")
