@@ -121,8 +121,8 @@ def _read_stdin_texts(stream, *, column: str | None = None, encoding: str = "utf
     name, decode_as = text_codec(encoding, caller="read_texts")
     if column is not None:  # before anything is read
         raise IsotropyValueError(f"--text-column {column!r} needs a CSV/TSV or JSON-lines file; standard input is read as "
-                         f"plain text, one text a line. Save it under a name after its format (.csv, .tsv, .jsonl) "
-                         f"and give that file to --texts, or leave --text-column out.")
+                                  f"plain text, one text a line. Save it under a name after its format (.csv, .tsv, .jsonl) "
+                                  f"and give that file to --texts, or leave --text-column out.")
     raw = stream.read(MAX_TEXT_FILE_BYTES + 1)
     if len(raw) > MAX_TEXT_FILE_BYTES:  # a bound on its memory, as a file's
         raise IsotropyValueError(f"Standard input holds more than {MAX_TEXT_FILE_BYTES // 2**30} GiB; expected at "
@@ -151,8 +151,8 @@ def _texts_of(raw: bytes, *, subject: str, path: Path | None, column, name: str,
     except UnicodeDecodeError as exc:
         wide = wide_encoding(exc.object)  # a UTF-16/UTF-32 file read as UTF-8: its encoding, not latin-1
         raise IsotropyValueError(f"{subject} is not {name} text ({_bad_byte(exc)}); give its encoding "
-                         f"{f'(--encoding {wide[0]}: {wide[1]})' if wide else '(--encoding, e.g. latin-1 or cp1252)'}"
-                         f".") from None
+                                  f"{f'(--encoding {wide[0]}: {wide[1]})' if wide else '(--encoding, e.g. latin-1 or cp1252)'}"
+                                  f".") from None
     if "\x00" in content:  # a UTF-16 file read as latin-1 (or UTF-8) decodes to NULs between its letters
         import re
 
@@ -189,26 +189,26 @@ def _texts_of(raw: bytes, *, subject: str, path: Path | None, column, name: str,
             raise
         except ValueError as exc:
             raise IsotropyValueError(f"The texts file {str(path)!r} could not be read as {suffix[1:]}"
-                             f"{' (tab-separated)' if sep == chr(9) and suffix == '.csv' else ''}: "
-                             f"{_table_problem(exc, sep)}") from None
+                                      f"{' (tab-separated)' if sep == chr(9) and suffix == '.csv' else ''}: "
+                                      f"{_table_problem(exc, sep)}") from None
         if suffix in (".csv", ".tsv"):
             table = _with_header(table, column)
         headerless = suffix in (".csv", ".tsv") and _no_header(table.columns)
         if headerless and (column is None and table.shape[1] != 1 or column is not None and column not in table.columns):
             raise IsotropyValueError(f"The texts file {str(path)!r} has no header line: line 1 holds data "
-                             f"({_first_cells(table.columns)}), not column names; expected a first line naming its "
-                             f"{table.shape[1]} {'tab' if sep == chr(9) else 'comma'}-separated columns, one of them "
-                             f"then named with --text-column.")
+                                      f"({_first_cells(table.columns)}), not column names; expected a first line naming its "
+                                      f"{table.shape[1]} {'tab' if sep == chr(9) else 'comma'}-separated columns, one of them "
+                                      f"then named with --text-column.")
         if column is None:
             if table.shape[1] != 1:
                 where = (", a field of each line" if suffix in (".jsonl", ".ndjson") else  # JSON lines: no header line
                          "; line 1 names the columns, so a file without a header line needs one")
                 raise IsotropyValueError(f"The texts file {str(path)!r} has the columns {_names_shown(table.columns)}; "
-                                 f"name the text column (--text-column{where}).")
+                                          f"name the text column (--text-column{where}).")
             column = table.columns[0]
         if list(table.columns).count(column) > 1:
             raise IsotropyValueError(f"The texts file {str(path)!r} has {list(table.columns).count(column)} columns named "
-                             f"{column!r}; expected one column of that name to read the texts from.")
+                                      f"{column!r}; expected one column of that name to read the texts from.")
         if column not in table.columns:
             from isotropy._utils.suggest import did_you_mean
 
@@ -218,7 +218,7 @@ def _texts_of(raw: bytes, *, subject: str, path: Path | None, column, name: str,
                 hint = (" (line 1 of a .csv/.tsv file holds the column names when a column is named; add a header "
                         "line to a file that has none)")
             raise IsotropyValueError(f"The text column {column!r} is not in {str(path)!r}; expected one of "
-                             f"{_names_shown(table.columns)}{hint}.{suggestion}")
+                                      f"{_names_shown(table.columns)}{hint}.{suggestion}")
         values = table[column].tolist()
         absent = [value is None or (isinstance(value, float) and math.isnan(value)) for value in values]
         if suffix in (".jsonl", ".ndjson"):
@@ -232,8 +232,8 @@ def _texts_of(raw: bytes, *, subject: str, path: Path | None, column, name: str,
                 lines = [n for n, line in enumerate(content.split("\n"), 1) if line.strip()]
                 where = f"on line {lines[typed[0]]}" if typed[0] < len(lines) else f"in row {typed[0] + 1}"
                 raise IsotropyValueError(f"The texts file {str(path)!r} has a JSON {kind} in the field {column!r} {where}, not "
-                                 f"a string ({len(typed)} of {len(values)} lines); expected a text (a JSON string) in "
-                                 f"the field {column!r} on every line.")
+                                          f"a string ({len(typed)} of {len(values)} lines); expected a text (a JSON string) in "
+                                          f"the field {column!r} on every line.")
         texts = ["" if gone else str(value) for gone, value in zip(absent, values)]
         empty = [i for i, text in enumerate(texts) if not text.strip()]
         if empty:  # said where the user looks: the file's line (JSON lines), else the row counted from 1
@@ -253,10 +253,10 @@ def _texts_of(raw: bytes, *, subject: str, path: Path | None, column, name: str,
                     if isinstance(record, dict) and column in record:
                         what = f"has a null {column!r}"
                 raise IsotropyValueError(f"The texts file {str(path)!r} {what} {where} ({len(empty)} of {len(texts)} lines "
-                                 f"without a text); expected a text in the field {column!r} on every line.")
+                                          f"without a text); expected a text in the field {column!r} on every line.")
             where = f"row {first + 1}" + ("" if headerless else " under the header line")
             raise IsotropyValueError(f"The text column {column!r} of {str(path)!r} is empty in {where} ({len(empty)} of "
-                             f"{len(texts)} rows empty); expected a text in every row.")
+                                      f"{len(texts)} rows empty); expected a text in every row.")
     else:
         if column is not None:  # no --format option: the suffix says how a file is read, so the fix is its name
             tabs = table_delimiter(content, ".csv") == "\t"
@@ -265,7 +265,7 @@ def _texts_of(raw: bytes, *, subject: str, path: Path | None, column, name: str,
                     "; name it, or a copy or link of it, after its format (.csv, .tsv, .jsonl) to read a column, "
                     "or leave --text-column out to read one text a line")
             raise IsotropyValueError(f"--text-column {column!r} needs a CSV/TSV or JSON-lines file; {str(path)!r} is read "
-                             f"as plain text, one text a line{seen}.")
+                                      f"as plain text, one text a line{seen}.")
         # lines end at \n, \r\n or \r only: str.splitlines would also end one at U+0085 (the byte 0x85 of a
         # latin-1 file, cp1252's "…"), U+2028 and the like, and give more texts than the file has lines
         import re
@@ -288,7 +288,7 @@ def _texts_of(raw: bytes, *, subject: str, path: Path | None, column, name: str,
             skipped = (" (it is empty)" if not content else
                        f" ({blank} blank line{'s' if blank != 1 else ''} skipped)" if blank else "")
         raise IsotropyValueError(f"{subject} holds {len(texts)} text{'' if len(texts) == 1 else 's'}"
-                         f"{skipped}; expected at least 2{' (one text a line)' if isinstance(texts, _TextLines) else ''}.")
+                                  f"{skipped}; expected at least 2{' (one text a line)' if isinstance(texts, _TextLines) else ''}.")
     return texts
 
 
@@ -747,7 +747,7 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
         labels = np.asarray(labels)
         if labels.shape[0] != len(texts):
             raise IsotropyValueError(f"The 'labels' parameter of {_CALLER} must hold one label per text ({len(texts)}). "
-                             f"Got {labels.shape[0]} instead.")
+                                      f"Got {labels.shape[0]} instead.")
     if isinstance(shrinkage_sample, (str, bytes, bytearray)):
         check_texts(shrinkage_sample, caller=_CALLER, name="shrinkage_sample", what="an int or a list of texts")
     if not (shrinkage_sample is None or isinstance(shrinkage_sample, int)
@@ -760,7 +760,7 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
         shrinkage_sample = [str(t)[:_CHARS_PER_TOKEN * max_length] for t in shrinkage_sample]
         if len(shrinkage_sample) < 2:
             raise IsotropyValueError(f"The 'shrinkage_sample' parameter of {_CALLER} must hold at least 2 texts. "
-                             f"Got {len(shrinkage_sample)} instead.")
+                                      f"Got {len(shrinkage_sample)} instead.")
     default_metrics = metrics is None
     if default_metrics:
         metrics = [m for m in DEFAULT_LAYER_METRICS if not METRICS[m].needs_labels or labels is not None]
@@ -841,7 +841,7 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
         ids = check_labels(row_labels, n_samples=len(row_labels), caller=_CALLER)
         if not 2 <= int(ids.max()) + 1 <= len(ids) - 1:
             raise IsotropyValueError(f"The labels put the {len(ids)} measured rows in {int(ids.max()) + 1} clusters; "
-                             f"the cluster metrics need between 2 and n_samples - 1.")
+                                      f"the cluster metrics need between 2 and n_samples - 1.")
     shrink = {}  # layer -> Σ_S of isoscore_star
     if shrinkage_sample is not None and "isoscore_star" in metrics:
         shrink = _shrinkage_covariances(shrinkage_sample, states, full_states, tokenizer, network, layers,
@@ -1224,7 +1224,7 @@ def _shrinkage_covariances(sample, states, full_states, tokenizer, network, laye
         n = len(full_states[layers[0]])
         if sample > n:
             raise IsotropyValueError(f"The 'shrinkage_sample' parameter of {_CALLER} draws {sample} rows from {n}; expected "
-                             f"at most {n} (or a list of texts).")
+                                      f"at most {n} (or a list of texts).")
         rows = subsample_indices(n, sample, random_state=[random_state, 1])
         drawn = {layer: np.asarray(full_states[layer])[rows] for layer in layers}
     elif level == "sentence":
@@ -1369,10 +1369,10 @@ def _check_outputs(json_path, plot_path, inputs: dict | None = None) -> None:
 
     if not suffix:  # (a PNG written under a name without one said nothing of its format)
         raise IsotropyValueError(f"--plot {str(plot_path)!r} has no suffix, which gives the figure's format; expected a name "
-                         f"ending in one of .{', .'.join(FIGURE_FORMATS)} (e.g. {str(plot_path) + '.png'!r}).")
+                                  f"ending in one of .{', .'.join(FIGURE_FORMATS)} (e.g. {str(plot_path) + '.png'!r}).")
     if suffix not in FIGURE_FORMATS:  # the formats of 'isotropy plot --format' (avif, raw, ... depend on the platform)
         raise IsotropyValueError(f"--plot {str(plot_path)!r} has the format {suffix!r}, which is not a figure format this "
-                         f"command writes; expected one of {', '.join(FIGURE_FORMATS)}.")
+                                  f"command writes; expected one of {', '.join(FIGURE_FORMATS)}.")
 
 
 def _check_mle_k(k: int, texts, *, sample_size) -> None:
