@@ -246,7 +246,7 @@ def test_measure_workers_2_on_shards_larger_than_worker_memory(big_shards, tmp_p
     whole = np.concatenate([np.load(path) for path in sorted(root.glob("*.npy"))])
     assert record["values"]["partition_isotropy"] == pytest.approx(isotropy.partition_isotropy(whole), rel=1e-9)
     del whole
-    assert record["workers"] == 2 and "memory_limit=400 MiB)" in record["scheduler"]
+    assert record["workers"] == 2 and "memory_limit=400.00 MiB)" in record["scheduler"]
     assert record["n_samples"] * record["n_features"] * 8 > 1.4 * WORKER_MEMORY
     # shards are coalesced into chunks of about 64 MiB: several chunks, each far below a worker's memory
     chunk_bytes = max(record["chunking"]["rows_per_chunk"]) * record["n_features"] * np.dtype(

@@ -87,6 +87,7 @@ def open_cluster(scheduler: str | None, workers: int | None, memory_limit: int |
                "threads": (_cores(), True, True)}
         return
     import dask
+    from dask.utils import format_bytes
     from distributed import Client, LocalCluster
 
     # this machine's speed for the O(n²) notes, measured before any work starts here (once per process, about 120 ms).
@@ -130,7 +131,7 @@ def open_cluster(scheduler: str | None, workers: int | None, memory_limit: int |
         with cluster, Client(cluster) as client:
             processes = f"{workers} worker process" + ("es" if workers != 1 else "")  # "1 worker process"
             shared = _one_limit(client.scheduler_info(n_workers=-1)["workers"])
-            shown = _readable_bytes(shared) if shared is not None else limit  # "11.8 GiB", not 12638091264
+            shown = format_bytes(shared) if shared is not None else limit  # "11.77 GiB", not 12638091264
             yield {"scheduler": f"LocalCluster({processes}, memory_limit={shown})", "workers": workers,
                    "memory_limit": shared,  # in bytes, for the JSON
                    "threads": (workers, True)}  # one thread per worker, on this machine
@@ -283,14 +284,6 @@ def _start_shielded_from_ctrl_c(start):
             handle()
         raise
     return started
-
-
-def _readable_bytes(size: int) -> str:
-    """``size`` bytes in the largest binary unit it reaches, to one decimal: ``"11.8 GiB"``, ``"400 MiB"``."""
-    for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if size >= scale:
-            return f"{size / scale:.1f}".removesuffix(".0") + f" {unit}"
-    return f"{int(size)} bytes"
 
 
 def _one_limit(workers: dict) -> int | None:
