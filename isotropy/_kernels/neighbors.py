@@ -781,8 +781,11 @@ def _scan(S: np.ndarray, sides, rows: slice, J: slice, diagonal: bool, found: li
     if min(found[0].shape[0], found[1].shape[0], found[2].size) < S.shape[1]:  # a row must fit (no bounds checks)
         raise ValueError(f"scan buffers of {found[0].shape[0]}/{found[1].shape[0]} entries and a mask of "
                          f"{found[2].size} bytes for a block of {S.shape[1]} columns")
-    row_thr = row_best.thresholds(rows, S, 1)
-    col_thr = row_thr if diagonal else col_best.thresholds(J, S, 0)
+    if diagonal:  # a point's first block: a threshold from the block itself where it has none yet
+        row_thr = col_thr = row_best.thresholds(rows, S, 1)
+    else:  # the sides' own thresholds, read as the scan goes (see the scan); no copy, no numpy call per block
+        row_thr = row_best.tau[rows.start - row_best.offset: rows.stop - row_best.offset]
+        col_thr = col_best.tau[J.start - col_best.offset: J.stop - col_best.offset]
     offsets = np.array([rows.start - row_best.offset, J.start, J.start - col_best.offset, rows.start])
     start = 0
     while start < S.shape[0]:
