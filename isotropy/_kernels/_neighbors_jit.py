@@ -204,6 +204,25 @@ def centred_rows(X, rows, centre, out):
             out[r, t] = X[i, t] - centre[t]
 
 
+@numba.njit(**_OPTIONS)
+def panel(X, start, stop, centre, half, left, out):
+    """The operand rows of the points ``start:stop`` in ``out`` (float32, ``(stop − start) × (d + 2)``), one pass:
+    ``[X[i] − centre, half[i], 1]`` (``left``) or ``[X[i] − centre, −1, −half[i]]`` (right), as
+    :class:`isotropy._kernels.neighbors._Operands` builds them from float32 rows and a float32 centre (numpy's
+    float32 subtraction, bit for bit), without a numpy call per column."""
+    d = X.shape[1]
+    for r in range(stop - start):
+        i = start + r
+        for t in range(d):
+            out[r, t] = X[i, t] - centre[t]
+        if left:
+            out[r, d] = half[i]
+            out[r, d + 1] = 1.0
+        else:
+            out[r, d] = -1.0
+            out[r, d + 1] = -half[i]
+
+
 # The position of a word's lowest set bit: _DE_BRUIJN_POSITION[((w & -w) * _DE_BRUIJN) >> 58] (a de Bruijn sequence:
 # each 6-bit window of it is distinct, so the product's top 6 bits name the bit).
 _DE_BRUIJN = np.uint64(0x03F79D71B4CB0A89)

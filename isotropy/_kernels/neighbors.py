@@ -305,7 +305,7 @@ class _Operands:
     def __init__(self, X: np.ndarray, scale, centre: np.ndarray, caller: str):
         self.X, self.scale, self.centre = X, scale, centre
         self.order = None  # the order of the points that slices of left() and right() refer to (None: their own)
-        self.jit = None  # the compiled loops that gather the rows of an order (exact_knn; None: numpy's X[rows])
+        self.jit = None  # the compiled loops that build the panels (exact_knn; None: numpy's)
         n, self.d = X.shape
         # float32 rows, a float32 centre: their float32 difference is their float64 difference rounded to float32
         low = centre.astype(np.float32)
@@ -347,8 +347,8 @@ class _Operands:
         c -= self.centre
         return c
 
-    def _panel(self, rows: slice | np.ndarray, out: np.ndarray) -> np.ndarray:
-        """``[ĉ, ‖ĉ‖²/2, 1]`` of ``rows`` (a slice, or indices) in ``out`` (``ĉ``: ``c`` rounded to ``dtype``).
+    def _panel(self, rows: slice | np.ndarray, out: np.ndarray, left: bool) -> np.ndarray:
+        """The left (``left``) or right rows of ``rows`` (a slice, or indices) in ``out``.
 
         With an ``order`` (:func:`_cell_order`), a slice is of positions in that order.
         """
@@ -357,8 +357,12 @@ class _Operands:
         contiguous = isinstance(rows, slice)
         d, r = self.d, rows.stop - rows.start if contiguous else rows.size
         P = out[: r * (d + 2)].reshape(r, d + 2)
-        if self.low_centre is not None and self.dtype == np.float32 and not contiguous and self.jit is not None:
-            self.jit.centred_rows(self.X, rows, self.low_centre, P)  # the same values, without a copy of the rows
+        if self.low_centre is not None and self.dtype == np.float32 and self.jit is not None:
+            # one nogil call (the same values): a numpy call per column costs a hand-over of the GIL between workers
+            if contiguous:
+                self.jit.panel(self.X, rows.start, rows.stop, self.low_centre, self.half, left, P)
+                return P
+            self.jit.centred_rows(self.X, rows, self.low_centre, P)  # without a copy of the rows
         elif self.low_centre is not None and self.dtype == np.float32:  # float32 throughout: one rounding
             np.subtract(self.X[rows], self.low_centre, out=P[:, :d])
         elif self.scale is None:  # the float64 difference, rounded to dtype as stored
@@ -368,21 +372,21 @@ class _Operands:
             for s in range(0, r, step):
                 e = min(r, s + step)
                 P[s:e, :d] = self._centred(slice(rows.start + s, rows.start + e) if contiguous else rows[s:e])
-        P[:, d] = self.half[rows]
-        P[:, d + 1] = 1
+        if left:
+            P[:, d] = self.half[rows]
+            P[:, d + 1] = 1
+        else:
+            P[:, d] = -1
+            np.negative(self.half[rows], out=P[:, d + 1])
         return P
 
     def left(self, rows: slice | np.ndarray, out: np.ndarray) -> np.ndarray:
-        """Rows ``[ĉ_i, ‖ĉ_i‖²/2, 1]`` in ``out``."""
-        return self._panel(rows, out)
+        """Rows ``[ĉ_i, ‖ĉ_i‖²/2, 1]`` in ``out`` (``ĉ``: ``c`` rounded to ``dtype``)."""
+        return self._panel(rows, out, left=True)
 
     def right(self, rows: slice | np.ndarray, out: np.ndarray) -> np.ndarray:
         """Rows ``[ĉ_j, −1, −‖ĉ_j‖²/2]`` in ``out``."""
-        P = self._panel(rows, out)
-        d = self.d
-        np.negative(P[:, d], out=P[:, d + 1])
-        P[:, d] = -1
-        return P
+        return self._panel(rows, out, left=False)
 
 
 # Candidates per point from which exact_knn offers its blocks in the order of _cell_order (float32 points, on either
@@ -1150,10 +1154,11 @@ def _search_points(X: np.ndarray, scale, n_neighbors: int, *, block, caller: str
         centre = centre.astype(np.float32).astype(np.float64)
     b = min(max(block or _BLOCK, m + 1), n)  # a diagonal block holds m others; no block beyond the n points
     ops = _Operands(X, scale, centre, caller)
+    ops.jit = jit
     best = _best(n, m, ops.dtype)
     # (not for exact scores: their certificate needs the slots' ties broken by index, not by position in the order)
     if ops.low_centre is not None and ops.dtype == np.float32 and m >= _ORDERED and n >= 2 * b and not ops.exact:
-        ops.order, ops.jit = _cell_order(ops, b), jit
+        ops.order = _cell_order(ops, b)
     panels = _panels(0, n, b)
     _candidate_pass(ops, (best, best), _tasks(panels, panels, diagonal=True), b, jit)
     best_v, best_i = best.result(jit, ops.order)
@@ -1308,6 +1313,7 @@ def _cross_points(X: np.ndarray, scale, n_p: int, n_neighbors: int, *, caller: s
         X = np.ascontiguousarray(X)
     centre = _centre(X, scale)
     ops = _Operands(X, scale, centre, caller)
+    ops.jit = jit
     sides = [_best(size, min(_n_candidates(n_neighbors, n), other), ops.dtype, offset)
              for size, other, offset in ((n_p, n_q, 0), (n_q, n_p, n_p))]
     b = _BLOCK
