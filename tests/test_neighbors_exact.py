@@ -1061,3 +1061,25 @@ def test_distances_do_not_depend_on_the_memory_layout(dtype, shape, metric):
         np.testing.assert_array_equal(got_i, want_i)
     assert isotropy.twonn_dimension(X, metric=metric) == isotropy.twonn_dimension(np.ascontiguousarray(X),
                                                                                      metric=metric)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("scaled", [False, True])
+def test_repeated_rows_are_flagged_wherever_they_fall_in_the_chunks(dtype, scaled):
+    """Equal rows get equal keys in any chunk and at any place in one (the first, the last, across chunk
+    boundaries): every repeated row is flagged, and the distinct random rows are not."""
+    from isotropy._kernels import repeats
+
+    rng = np.random.default_rng(7)
+    d = 48
+    step = repeats._PROJECTED // d  # rows per chunk
+    X = rng.standard_normal((3 * step + 17, d)).astype(dtype)
+    for source, places in ((5, [step - 1, step, 2 * step + 3, X.shape[0] - 1]), (step + 1, [0, 3 * step])):
+        X[places] = X[source]
+    scale = rng.uniform(0.5, 2.0, X.shape[0]) if scaled else None
+    if scaled:  # the rows as measured, X[i]·scale[i], equal: one scale for the copies of a row
+        scale[[5, step - 1, step, 2 * step + 3, X.shape[0] - 1]] = scale[5]
+        scale[[step + 1, 0, 3 * step]] = scale[step + 1]
+    expected = np.zeros(X.shape[0], dtype=bool)
+    expected[[5, step - 1, step, 2 * step + 3, X.shape[0] - 1, step + 1, 0, 3 * step]] = True
+    np.testing.assert_array_equal(repeats.maybe_repeated(X, scale), expected)
