@@ -1083,3 +1083,25 @@ def test_repeated_rows_are_flagged_wherever_they_fall_in_the_chunks(dtype, scale
     expected = np.zeros(X.shape[0], dtype=bool)
     expected[[5, step - 1, step, 2 * step + 3, X.shape[0] - 1, step + 1, 0, 3 * step]] = True
     np.testing.assert_array_equal(repeats.maybe_repeated(X, scale), expected)
+
+
+@pytest.mark.parametrize("jit", ["1"], indirect=True)
+def test_compiled_operand_panels_equal_numpys_bit_for_bit(jit):
+    """The compiled loops build the left and right operand panels (contiguous and gathered rows) with the values the
+    numpy loops build, bit for bit: the candidate pass scores the same products on either loops."""
+    from isotropy._kernels import _neighbors_jit as compiled
+    from isotropy._kernels import neighbors as kernels
+
+    rng = np.random.default_rng(3)
+    X = (rng.standard_normal((300, 37)) * 10.0 ** rng.integers(-3, 4, (300, 1)) + 5).astype(np.float32)
+    centre = kernels._centre(X, None).astype(np.float32).astype(np.float64)
+    ops = kernels._Operands(X, None, centre, "test")
+    assert ops.low_centre is not None and ops.dtype == np.float32
+    gathered = rng.permutation(300)[:101]
+    for rows in (slice(13, 250), gathered):
+        for side in ("left", "right"):
+            ops.jit = None
+            expected = getattr(ops, side)(rows, np.empty(300 * 39, dtype=np.float32)).copy()
+            ops.jit = compiled
+            got = getattr(ops, side)(rows, np.full(300 * 39, np.nan, dtype=np.float32))
+            np.testing.assert_array_equal(got.view(np.int32), expected.view(np.int32))

@@ -4,8 +4,9 @@ Loops that numpy runs as several passes over memory: the scan of a score block a
 thresholds of its rows and of its columns (one pass for both sides), the appending of the entries
 found to each point's slots with their compaction to its best ``m`` (the slots of
 :class:`isotropy._kernels.neighbors._Best`), the exact squared distances of gathered pairs (the
-gather, the differences and the sum of squares in one pass), and a cache-friendly order of the rows
-for them. They run without the GIL, on the worker threads of
+gather, the differences and the sum of squares in one pass), a cache-friendly order of the rows
+for them, and the operand panels of the score blocks (the centred rows and their two norm columns
+in one pass). They run without the GIL, on the worker threads of
 :func:`isotropy._kernels.silhouette._run_tasks`, and compute what the numpy loops of
 :mod:`isotropy._kernels.neighbors` compute: the same candidate sets, and squared distances that
 differ from numpy's only in the order of the float64 sum (both within the bound the certificate
@@ -195,13 +196,17 @@ def refine_rows(X, scale, rows, best_v, best_i, order, k, q, gamma, floor, round
 
 
 @numba.njit(**_OPTIONS)
-def centred_rows(X, rows, centre, out):
-    """``out[r, t] = X[rows[r], t] − centre[t]`` for ``t < d``, in ``X``'s dtype (float32: numpy's subtraction, bit for
-    bit), gathered and subtracted in one pass (numpy's ``X[rows]`` first copies the rows)."""
-    for r in range(rows.size):
-        i = rows[r]
-        for t in range(X.shape[1]):
-            out[r, t] = X[i, t] - centre[t]
+def _panel_row(X, i, centre, half, left, out, r):
+    """Row ``r`` of an operand panel from the point ``i`` (see :func:`panel`)."""
+    d = X.shape[1]
+    for t in range(d):
+        out[r, t] = X[i, t] - centre[t]
+    if left:
+        out[r, d] = half[i]
+        out[r, d + 1] = 1.0
+    else:
+        out[r, d] = -1.0
+        out[r, d + 1] = -half[i]
 
 
 @numba.njit(**_OPTIONS)
@@ -210,17 +215,16 @@ def panel(X, start, stop, centre, half, left, out):
     ``[X[i] − centre, half[i], 1]`` (``left``) or ``[X[i] − centre, −1, −half[i]]`` (right), as
     :class:`isotropy._kernels.neighbors._Operands` builds them from float32 rows and a float32 centre (numpy's
     float32 subtraction, bit for bit), without a numpy call per column."""
-    d = X.shape[1]
     for r in range(stop - start):
-        i = start + r
-        for t in range(d):
-            out[r, t] = X[i, t] - centre[t]
-        if left:
-            out[r, d] = half[i]
-            out[r, d + 1] = 1.0
-        else:
-            out[r, d] = -1.0
-            out[r, d + 1] = -half[i]
+        _panel_row(X, start + r, centre, half, left, out, r)
+
+
+@numba.njit(**_OPTIONS)
+def gathered_panel(X, rows, centre, half, left, out):
+    """:func:`panel` of the points ``rows`` (indices), gathered in the same pass (numpy's ``X[rows]`` first copies
+    the rows)."""
+    for r in range(rows.size):
+        _panel_row(X, rows[r], centre, half, left, out, r)
 
 
 # The position of a word's lowest set bit: _DE_BRUIJN_POSITION[((w & -w) * _DE_BRUIJN) >> 58] (a de Bruijn sequence:

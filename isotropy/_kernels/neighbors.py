@@ -361,9 +361,10 @@ class _Operands:
             # one nogil call (the same values): a numpy call per column costs a hand-over of the GIL between workers
             if contiguous:
                 self.jit.panel(self.X, rows.start, rows.stop, self.low_centre, self.half, left, P)
-                return P
-            self.jit.centred_rows(self.X, rows, self.low_centre, P)  # without a copy of the rows
-        elif self.low_centre is not None and self.dtype == np.float32:  # float32 throughout: one rounding
+            else:  # gathered in the same pass, without a copy of the rows
+                self.jit.gathered_panel(self.X, rows, self.low_centre, self.half, left, P)
+            return P
+        if self.low_centre is not None and self.dtype == np.float32:  # float32 throughout: one rounding
             np.subtract(self.X[rows], self.low_centre, out=P[:, :d])
         elif self.scale is None:  # the float64 difference, rounded to dtype as stored
             np.subtract(self.X[rows], self.centre, out=P[:, :d], dtype=np.float64, casting="unsafe")
