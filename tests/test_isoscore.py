@@ -535,3 +535,17 @@ def test_zeta_takes_a_0d_real_tensor_or_array_as_the_regularisers_do(rng):
             with pytest.raises(error) as info:
                 isoscore_star(data, shrinkage_cov=S, zeta=zeta)
             assert str(info.value) == message
+
+
+@pytest.mark.parametrize("as_tensor", [False, True])
+def test_a_non_finite_shrinkage_cov_entry_is_named_where_it_is(as_tensor):
+    """A NaN or inf in Σ_S is refused naming its row, column and value, as one in X is (it said "NaN or inf")."""
+    S = np.eye(3)
+    S[1, 2] = np.nan
+    X = np.random.default_rng(0).standard_normal((10, 3))
+    if as_tensor:
+        S, X = torch.from_numpy(S), torch.from_numpy(X)
+    with pytest.raises(IsotropyValueError) as info:
+        isoscore_star(X, shrinkage_cov=S)
+    assert str(info.value) == ("The 'shrinkage_cov' parameter of isoscore_star must contain only finite values. "
+                               "Got nan at row 1, column 2 instead.")

@@ -3,6 +3,7 @@ warning for many layers, texts cut before tokenisation, and ``shrinkage_sample``
 
 from __future__ import annotations
 
+import json
 import warnings
 
 import numpy as np
@@ -47,7 +48,10 @@ def test_plain_transformers_directory_has_no_output_row_and_rogue_share_is_in_th
     result = measure_layers(TEXTS, model=str(bert), device="cpu")
     assert [r["layer"] for r in result["rows"]] == [0, 1, 2] and result["output_modules"] == []
     assert "rogue_dimension_share" in result["metrics"] and "isoscore_star" not in result["metrics"]
-    assert result["isoscore_star_left_out"]
+    from isotropy.metrics.table import ISOSCORE_STAR_NOTE
+
+    # as isotropy measure's JSON: the metric, with the note's reason
+    assert result["left_out"] == {"isoscore_star": f"{ISOSCORE_STAR_NOTE} (shrinkage_sample=)"}
 
 
 def test_isoscore_star_with_and_without_a_shrinkage_sample(bert):
@@ -64,7 +68,7 @@ def test_isoscore_star_with_and_without_a_shrinkage_sample(bert):
         result = measure_layers(TEXTS, model=str(bert), device="cpu", layers="2", shrinkage_sample=5,
                                 random_state=1)
     assert not any("isoscore_star" in note for note in result["warnings"])
-    assert result["metrics"][:2] == ["isoscore", "isoscore_star"] and not result["isoscore_star_left_out"]
+    assert result["metrics"][:2] == ["isoscore", "isoscore_star"] and result["left_out"] == {}
     from isotropy.models.encoders import encode_pooled
 
     X = encode_pooled(TEXTS, model=str(bert), layers=[2], device="cpu")[2].astype(np.float64)
@@ -124,11 +128,16 @@ def test_texts_are_cut_before_tokenisation(bert, monkeypatch):
 def test_cli_says_what_the_output_row_is_and_what_was_left_out(tmp_path):
     pytest.importorskip("sentence_transformers")
     (tmp_path / "t.txt").write_text("\n".join(TEXTS) + "\n")
+    from isotropy.metrics.table import ISOSCORE_STAR_NOTE
+
     result = CliRunner().invoke(cli, ["measure", "--model", "all-MiniLM-L6-v2", "--texts", str(tmp_path / "t.txt"),
-                                      "--layers", "last", "--device", "cpu"])
+                                      "--layers", "last", "--device", "cpu", "--json", str(tmp_path / "m.json")])
     assert result.exit_code == 0, result.output
     assert "row 'output' is its own output (SentenceTransformer.encode: Pooling, Normalize)" in result.stderr
-    assert "Note: isoscore_star left out" in result.stderr
+    reason = f"{ISOSCORE_STAR_NOTE} (--shrinkage-sample)"  # in the command's words, as isotropy measure's JSON has it
+    assert f"Note: {reason}." in result.stderr
+    record = json.loads((tmp_path / "m.json").read_text())
+    assert record["left_out"] == {"isoscore_star": reason} and "isoscore_star_left_out" not in record
     assert result.stdout.splitlines()[-1].split()[0] == "output"
 
 

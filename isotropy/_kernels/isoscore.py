@@ -19,7 +19,14 @@ import numpy as np
 from isotropy._kernels.rows import all_rows_equal
 from isotropy._utils.backend import as_tensor, is_torch, to_output
 from isotropy._utils.magnitude import _tiny, rescaled, safe_exponent_range, times_power_of_two, unit_scale
-from isotropy._utils.validation import IsotropyValueError, _describe, check_real, check_tensor_data, check_zeta
+from isotropy._utils.validation import (
+    IsotropyValueError,
+    _describe,
+    check_real,
+    check_tensor_data,
+    check_zeta,
+    first_nonfinite,
+)
 
 # Data whose total variance is below (_FLOOR_ULPS * eps)^2 * ||mean||^2 per sample is treated as
 # constant: the residual of exact centring of identical rows is a few ulps of the mean.
@@ -236,9 +243,10 @@ def _check_shrinkage_cov(shrinkage_cov, n_features, *, like, caller, name="shrin
         asym = float(np.abs(S - S.T).max())
         scale = float(np.abs(S).max())
         eps = float(np.finfo(np.float64).eps)
-    if not finite:
-        raise IsotropyValueError(f"The '{name}' parameter of {caller} must contain only finite values. "
-                                 f"Got NaN or inf instead.")
+    if not finite:  # named where it is, as a bad entry of X is
+        found = first_nonfinite(S)
+        raise IsotropyValueError(f"The '{name}' parameter of {caller} must contain only finite values. Got "
+                                 f"{'NaN or inf' if found is None else found.at()} instead.")
     # tolerate the rounding asymmetry of a covariance computed in float32, then symmetrise exactly
     if asym > max(1e-5, 1e3 * eps) * max(scale, np.finfo(np.float64).tiny):
         raise IsotropyValueError(f"The '{name}' parameter of {caller} must be a symmetric covariance "

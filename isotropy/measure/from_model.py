@@ -675,7 +675,9 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
         special tokens ([CLS], [SEP], ``<bos>``) of the texts that went through the model, listed apart
         whether or not ``keep_special``), ``n_layers``, ``n_features``, ``n_texts``, ``n_rows_total``,
         ``errors`` (``{metric: message}`` for a metric that failed at every layer: not measured at all, as
-        a metric that fails on an embeddings file) and the options used.
+        a metric that fails on an embeddings file), ``left_out`` (``{metric: reason}`` for a metric of the
+        default table it left out, as ``isotropy measure``'s JSON has it: ``isoscore_star`` without a
+        ``shrinkage_sample``) and the options used.
 
     Warns
     -----
@@ -716,7 +718,7 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
     from isotropy._utils.validation import SEED_MAX, check_option, check_scalar, check_texts
     from isotropy._utils.warn import user_stacklevel
     from isotropy.metrics.norms import token_norms
-    from isotropy.metrics.table import METRICS, check_metric_names
+    from isotropy.metrics.table import ISOSCORE_STAR_NOTE, METRICS, check_metric_names
     from isotropy.models.contextual import n_transformer_layers
     from isotropy.models.layers import check_layers, check_layers_before_loading, select_layers
     from isotropy.models.pooling import check_pooling
@@ -982,7 +984,9 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
             "zeta": _isoscore_star_zeta(zeta) if "isoscore_star" in metrics else None,
             "shrinkage_sample": (shrinkage_sample if shrinkage_sample is None or isinstance(shrinkage_sample, int)
                                  else f"{len(shrinkage_sample)} texts"),
-            "isoscore_star_left_out": default_metrics and shrinkage_sample is None,
+            # (as isotropy measure's JSON: the metrics of the default table it left out, with why)
+            "left_out": ({"isoscore_star": f"{ISOSCORE_STAR_NOTE} (shrinkage_sample=)"}
+                         if default_metrics and shrinkage_sample is None else {}),
             "output_modules": output_modules}
 
 
@@ -1494,10 +1498,10 @@ def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, 
 
         # (an error about k when no --n-neighbors was given is about its default)
         raise _InputError(option_names(import_error_message(exc), n_neighbors_given=n_neighbors is not None)) from None
-    if result["isoscore_star_left_out"]:
-        from isotropy.metrics.table import ISOSCORE_STAR_NOTE
-
-        click.echo(f"Note: {ISOSCORE_STAR_NOTE} (--shrinkage-sample).", err=True)
+    left_out = {name: reason.replace("(shrinkage_sample=)", "(--shrinkage-sample)")  # the command's words
+                for name, reason in result["left_out"].items()}
+    for reason in left_out.values():
+        click.echo(f"Note: {reason}.", err=True)
     if result["output_modules"]:
         click.echo(f"Note: {model} is a sentence-transformers model: the row 'output' is its own output "
                    f"(SentenceTransformer.encode: {', '.join(result['output_modules'])}), its texts cut at "
@@ -1526,7 +1530,8 @@ def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, 
         record = {**result, "texts": str(texts_path), "text_column": text_column, "encoding": encoding,
                   "labels": None if labels_path is None else str(labels_path), "label_column": label_column,
                   "inputs": {**inputs, "model": model_identity(result["location"])},
-                  "rows": [_json_safe(r) for r in result["rows"]], "errors": errors, "complete": not errors,
+                  "rows": [_json_safe(r) for r in result["rows"]], "errors": errors, "left_out": left_out,
+                  "complete": not errors,
                   "threads": threads_in_effect(), "versions": package_versions(["gguf"])}
         write_json_output(json_path, record)
     if plot_path is not None:
