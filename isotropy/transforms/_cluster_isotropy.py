@@ -268,6 +268,8 @@ def cluster_isotropy(X, *, n_clusters=27, n_components=12, clustering="kmeans", 
     X_new : ndarray or torch.Tensor of shape (n_samples, n_features)
         Float64 for numpy input, the input's dtype and device for a tensor.
     labels : ndarray of shape (n_samples,)
+        The cluster of every point, ``0 .. n_clusters − 1`` (its K-means cluster, or its most probable
+        mixture component), numpy whatever the input.
 
     Notes
     -----
