@@ -277,6 +277,13 @@ def main(argv=None):
         if modes:
             parser.error(f"argument --json: not allowed with {modes[0]} (it measures no goal of issue 20; --json "
                          f"records the kernel table and the `isotropy measure` rows)")
+    seen = {}  # commit -> the first --compare checkout at it: their rows and loaded kernels are named by commit
+    for tree in args.compare:
+        commit = _commit(tree)
+        if commit in seen:
+            parser.error(f"argument --compare: {seen[commit]} and {tree} are both at commit {commit}, and each "
+                         f"checkout's rows are named by its commit; compare one of them (commit the other's changes)")
+        seen[commit] = tree
     if args.cold:
         _cold_rows([int(n) for n in args.cold.split(",")], args.d, args.repeat, [int(k) for k in args.cold_k.split(",")])
         return None

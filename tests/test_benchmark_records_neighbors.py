@@ -156,3 +156,15 @@ def test_bad_combinations_are_refused_before_any_run(monkeypatch, capsys, argv, 
     with pytest.raises(SystemExit) as raised:
         bench.main(argv)
     assert raised.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_two_compare_checkouts_at_one_commit_are_refused(monkeypatch, capsys, tmp_path):
+    """Each --compare checkout's rows (and the kernels loaded from it) are named by its commit: a second checkout at
+    the same commit overwrote the first's rows in silence; it is refused, naming both, before any run."""
+    bench = _load("bench_neighbors_floor", monkeypatch)
+    monkeypatch.setattr(bench, "_commit", lambda tree: "abc1234")
+    with pytest.raises(SystemExit) as raised:
+        bench.main(["--kernels-only", "--compare", str(tmp_path / "a"), "--compare", str(tmp_path / "b")])
+    assert raised.value.code == 2
+    assert (f"argument --compare: {tmp_path / 'a'} and {tmp_path / 'b'} are both at commit abc1234"
+            in capsys.readouterr().err)
