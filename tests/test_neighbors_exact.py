@@ -1105,3 +1105,20 @@ def test_compiled_operand_panels_equal_numpys_bit_for_bit(jit):
             ops.jit = compiled
             got = getattr(ops, side)(rows, np.full(300 * 39, np.nan, dtype=np.float32))
             np.testing.assert_array_equal(got.view(np.int32), expected.view(np.int32))
+
+
+def test_current_thresholds_are_tau_itself_once_every_point_has_one():
+    """Before every point has a threshold (tau = -inf: its first block, a cross search's first blocks) there are no
+    current ones and the block's own are used; from then on, a view of tau, which later raises show through."""
+    from isotropy._kernels import neighbors as kernels
+
+    best = kernels._Best(6, 2, offset=10)
+    assert best.current(slice(10, 13)) is None
+    best.tau[:5] = 1.0
+    assert best.current(slice(10, 13)) is None and not best.ready  # one point has none yet
+    best.tau[5] = 2.0
+    view = best.current(slice(12, 16))
+    np.testing.assert_array_equal(view, [1.0, 1.0, 1.0, 2.0])
+    best.tau[3] = 4.0  # raised by another merge
+    assert view[1] == 4.0 and best.ready
+    assert kernels._Best64(3, 1).current(slice(0, 3)) is None

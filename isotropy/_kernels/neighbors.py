@@ -525,6 +525,7 @@ class _Best:
         self.tau = np.full(size, -np.inf, dtype=np.float32)
         self.stripes = _Stripes(size)  # a target's slots, fill and tau change under its stripe's lock
         self.live = 1.0  # share of the targets of the last block offered that had an entry to keep (_offer)
+        self.ready = False  # every target has a threshold (current); once true, for good (tau only rises)
 
     def thresholds(self, targets: slice, S: np.ndarray, axis: int) -> np.ndarray:
         """Entries of ``S`` a target must reach (targets along ``axis`` of ``S``: 1 rows, 0 columns).
@@ -539,6 +540,22 @@ class _Best:
         if low.any():
             thr[low] = _group_threshold(S, axis, self.m)[low]
         return np.maximum(thr, -np.finfo(thr.dtype).max, out=thr)
+
+    def current(self, targets: slice) -> np.ndarray | None:
+        """The targets' ``tau`` itself (a view, no copy) once every point has a threshold, else ``None``.
+
+        Other threads raise ``tau`` while a block is compared against the view: any value read is a valid
+        threshold (it only rises, and an entry below a point's ``tau`` at any moment is not among its best
+        ``m``). Before every point has one (the self search's diagonal blocks, a cross search's first blocks),
+        :meth:`thresholds` is used instead. Looking costs one pass over ``tau`` per block until every point has
+        one, and nothing after: the numpy calls of :meth:`thresholds` on every block cost each worker a hand-over
+        of the GIL (on the compiled loops, 10 % of the floor at n = 20,000, k = 2).
+        """
+        if not self.ready:
+            self.ready = not np.isneginf(self.tau).any()
+            if not self.ready:
+                return None
+        return self.tau[targets.start - self.offset: targets.stop - self.offset]
 
     def _compact(self, rows: np.ndarray, extra: np.ndarray | None = None) -> None:
         """Keep the best ``m`` of the slots of ``rows`` (and of ``extra``, one row of keys per row)."""
@@ -635,8 +652,9 @@ class _Best64:
         self.tau = np.full(size, -np.inf)
         self.stripes = _Stripes(size)
         self.live = 1.0
+        self.ready = False
 
-    thresholds = _Best.thresholds
+    thresholds, current = _Best.thresholds, _Best.current
 
     def merge(self, targets, others, vals) -> None:
         if targets.size == 0:
@@ -706,7 +724,9 @@ def _offer(S: np.ndarray, best: _Best, targets: slice, other0: int, axis: int, m
     reach the thresholds (few once every target holds ``m``) are kept, as ``(targets, others,
     scores)`` appended to ``into`` for one merge (:func:`_merge`) of the parts of a block.
     """
-    thr = best.thresholds(targets, S, axis)
+    thr = best.current(targets)
+    if thr is None:
+        thr = best.thresholds(targets, S, axis)
     if best.live < 0.25:
         live = np.flatnonzero(S.max(axis=axis) >= thr)
         best.live = live.size / thr.size
@@ -786,11 +806,14 @@ def _scan(S: np.ndarray, sides, rows: slice, J: slice, diagonal: bool, found: li
     if min(found[0].shape[0], found[1].shape[0], found[2].size) < S.shape[1]:  # a row must fit (no bounds checks)
         raise ValueError(f"scan buffers of {found[0].shape[0]}/{found[1].shape[0]} entries and a mask of "
                          f"{found[2].size} bytes for a block of {S.shape[1]} columns")
-    if diagonal:  # a point's first block: a threshold from the block itself where it has none yet
-        row_thr = col_thr = row_best.thresholds(rows, S, 1)
-    else:  # the sides' own thresholds, read as the scan goes (see the scan); no copy, no numpy call per block
-        row_thr = row_best.tau[rows.start - row_best.offset: rows.stop - row_best.offset]
-        col_thr = col_best.tau[J.start - col_best.offset: J.stop - col_best.offset]
+    # each side's own thresholds, read as the scan goes (_Best.current), once every point has one; before, from
+    # the block itself where a point has none yet (its first block)
+    row_thr = row_best.current(rows)
+    if row_thr is None:
+        row_thr = row_best.thresholds(rows, S, 1)
+    col_thr = row_thr if diagonal else col_best.current(J)
+    if col_thr is None:
+        col_thr = col_best.thresholds(J, S, 0)
     offsets = np.array([rows.start - row_best.offset, J.start, J.start - col_best.offset, rows.start])
     start = 0
     while start < S.shape[0]:
