@@ -36,11 +36,12 @@ the two, judged on ``TILE_GOAL``), ``efficiency`` (per checkout and computation:
 workers; issue 20 sets it no goal) and ``table`` (per checkout and path: the table over TwoNN alone, judged on
 ``TABLE_GOAL``), each with its ratio (as printed; the tiles' quotient from their two printed ratios), its seconds,
 the per-round ratios (each call against the same round's floor or TwoNN; the tiles alone run ``--repeats`` rounds,
-default 3, the in-memory calls 2 and the dask calls 1, whose interval is that one ratio), their interval
+default 3, the in-memory calls 2 and the dask calls ``--dask-rounds``, default 1, whose interval is then that one
+ratio; a ``--compare`` checkout's dask calls run once), their interval
 (``_common.round_interval``) and the verdict (``_common.verdict_at_most``), and ``values`` (per checkout and path).
 
     nice -n 10 .venv/bin/python benchmarks/bench_dask.py            # n = 100,000, d = 384
-    nice -n 10 .venv/bin/python benchmarks/bench_dask.py --n 40000 --compare DIR [--json PATH]
+    nice -n 10 .venv/bin/python benchmarks/bench_dask.py --n 40000 --dask-rounds 3 --compare DIR [--json PATH]
     nice -n 10 .venv/bin/python benchmarks/bench_dask.py --tile-sweep 4096,8192,16384   # neighbour tiles alone
 """
 
@@ -263,7 +264,7 @@ def _timed_calls(X, labels, repeats):
     return times
 
 
-def _on_cluster(X, labels, n_workers, tile):
+def _on_cluster(X, labels, n_workers, tile, rounds=1):
     import dask.array as da
     from distributed import Client, LocalCluster, wait
 
@@ -272,7 +273,7 @@ def _on_cluster(X, labels, n_workers, tile):
         Xd = da.from_array(X, chunks=(tile, -1)).persist()  # the data on the workers, as shards would be
         wait(Xd)
         client.run(_warm)  # imports (and numba's loops, where installed) are not part of the timing
-        times = _timed_calls(Xd, labels, 1)
+        times = _timed_calls(Xd, labels, rounds)
         times["peak_worker_mib"] = max(client.run(_worker_peak_rss_mib).values())
     return times
 
@@ -284,9 +285,10 @@ def _in_memory(X, labels, repeats=2):
     return times
 
 
-def _timings(X, labels, tile):
-    """The public functions in memory and on 1 and 2 workers (what ``--compare`` runs with another checkout)."""
-    results = {f"{workers}_workers": _on_cluster(X, labels, workers, tile) for workers in (1, 2)}
+def _timings(X, labels, tile, dask_rounds=1):
+    """The public functions in memory and on 1 and 2 workers, ``dask_rounds`` rounds on each cluster (what
+    ``--compare`` runs with another checkout, one round)."""
+    results = {f"{workers}_workers": _on_cluster(X, labels, workers, tile, dask_rounds) for workers in (1, 2)}
     results["in_memory"] = _in_memory(X, labels)
     return results
 
@@ -310,18 +312,19 @@ def _print_rows(name, results):
 
 
 def _checkout_records(checkout, commit, timings):
-    """The rows of one checkout: per computation, the parallel efficiency of 2 workers (one round: the dask calls
-    run once); per path, the table's neighbour metrics against TwoNN alone, judged on :data:`TABLE_GOAL` (per round:
+    """The rows of one checkout: per computation, the parallel efficiency of 2 workers (per round: round r on 1 worker
+    against round r on 2; one round for a ``--compare`` checkout, whose dask calls run once); per path, the table's neighbour metrics against TwoNN alone, judged on :data:`TABLE_GOAL` (per round:
     each round of the table against the same round of TwoNN); per path, the values."""
     one, two, memory = timings["1_workers"], timings["2_workers"], timings["in_memory"]
     ids = {"checkout": checkout, "commit": commit}
     efficiency, table, values = [], [], []
     for key in COMPUTATIONS:
         ratio = one[key] / (2 * two[key])
-        low, high = round_interval([ratio])
+        rounds = [a / (2 * b) for a, b in zip(one[f"{key}_rounds"], two[f"{key}_rounds"], strict=True)]
+        low, high = round_interval(rounds)
         # issue 20 asks for the parallel efficiency to be reported, with no goal
         efficiency.append({**ids, "computation": key, "one_worker_s": one[key], "two_workers_s": two[key],
-                           "in_memory_s": memory[key], "ratio": ratio, "rounds": [ratio], "ratio_low": low,
+                           "in_memory_s": memory[key], "ratio": ratio, "rounds": rounds, "ratio_low": low,
                            "ratio_high": high, "two_workers_over_in_memory": two[key] / memory[key], "goal": None,
                            "verdict": "no goal"})
     for path in ("in_memory", "1_workers", "2_workers"):
@@ -345,6 +348,9 @@ def main(argv=None):
                                                                  "functions (each re-chunks to its own tile rows)")
     parser.add_argument("--repeats", type=int, default=3,
                         help="rounds of the tiles alone (each call once per round, in turn; median)")
+    parser.add_argument("--dask-rounds", type=int, default=1,
+                        help="rounds of this checkout's calls on each cluster (each call once per round, in turn; "
+                             "a --compare checkout runs one)")
     parser.add_argument("--compare", metavar="DIR", action="append", default=[],
                         help="also time another checkout's package (repeatable)")
     parser.add_argument("--json", metavar="PATH",
@@ -353,7 +359,8 @@ def main(argv=None):
                         help="only the neighbour tiles alone against their floor, at these rows per block")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)  # the --compare child
     args = parser.parse_args(argv)
-    for option, value in (("--n", args.n), ("--d", args.d), ("--tile", args.tile), ("--repeats", args.repeats)):
+    for option, value in (("--n", args.n), ("--d", args.d), ("--tile", args.tile), ("--repeats", args.repeats),
+                          ("--dask-rounds", args.dask_rounds)):
         if value < 1:
             parser.error(f"{option} must be at least 1. Got {option} {value}.")
     if args.tile_sweep is not None:
@@ -396,7 +403,7 @@ def main(argv=None):
         commit = _commit(tree)
         checkouts[f"`{commit}`"] = _other_checkout(Path(tree).resolve(), args)
         ids[f"`{commit}`"] = (commit, commit)
-    here = _timings(X, labels, args.tile)
+    here = _timings(X, labels, args.tile, args.dask_rounds)
     name = f"`{_commit(ROOT)}` (this checkout{' + working tree' if _dirty(ROOT) else ''})"
     checkouts[name] = here
     ids[name] = ("this", _commit(ROOT))
@@ -436,12 +443,15 @@ def main(argv=None):
     for name, timings in checkouts.items():
         for rows_of, some in zip((efficiency, table, values), _checkout_records(*ids[name], timings)):
             rows_of.extend(some)
-    record = {**results, "repeats": args.repeats, "in_memory_rounds": 2, "dask_rounds": 1, "tile_goal": TILE_GOAL,
+    record = {**results, "repeats": args.repeats, "in_memory_rounds": 2, "dask_rounds": args.dask_rounds,
+              "compare_dask_rounds": 1, "tile_goal": TILE_GOAL,
               "table_goal": TABLE_GOAL,
               "statistic": "tiles: the median of --repeats rounds, each call once per round in turn; per-round ratios "
                            "pair each call with the floor of the same round, the quotient of a round is (tile / floor) / "
                            "(in-memory kernel / two floors); in memory: the fastest of 2 rounds, the table's round over "
-                           "the same round of TwoNN; on dask: one call each, one round (its interval that one value); "
+                           "the same round of TwoNN; on dask: --dask-rounds rounds of each call (a --compare checkout: one, its "
+                           "interval that one value), the table's and 1 worker's round paired with the same round of "
+                           "TwoNN and of 2 workers; "
                            "ratio_low and ratio_high: _common.round_interval of the rounds, the verdict read from them",
               "tiles": _tile_records(tile_costs, list(rows.items()), args.n, here["1_workers"]),
               "efficiency": efficiency, "table": table, "values": values}

@@ -75,7 +75,8 @@ def test_bench_dask_records_the_tiles_the_efficiency_and_the_table_with_their_ve
     common = _load("_common", monkeypatch)
     path = tmp_path / "dask.json"
     root = str(BENCHMARKS.parent)
-    argv = ["--n", "512", "--d", "32", "--tile", "256", "--repeats", "1", "--compare", root, "--json", str(path)]
+    argv = ["--n", "512", "--d", "32", "--tile", "256", "--repeats", "1", "--dask-rounds", "2", "--compare", root,
+            "--json", str(path)]
     record = bench.main(argv)
     assert json.loads(path.read_text()) == json.loads(json.dumps(record))
     assert record["command"] == "python benchmarks/bench_dask.py " + " ".join(argv)
@@ -95,16 +96,19 @@ def test_bench_dask_records_the_tiles_the_efficiency_and_the_table_with_their_ve
     commit = record["efficiency"][0]["commit"]
     expected = {(checkout, key) for checkout in (commit, "this") for key in bench.COMPUTATIONS}
     assert {(r["checkout"], r["computation"]) for r in record["efficiency"]} == expected
-    for r in record["efficiency"]:
-        assert r["ratio"] == r["one_worker_s"] / (2 * r["two_workers_s"]) == r["ratio_low"] == r["ratio_high"]
+    assert (record["dask_rounds"], record["compare_dask_rounds"]) == (2, 1)
+    for r in record["efficiency"]:  # this checkout's rounds paired (round r on 1 worker against round r on 2)
+        assert r["ratio"] == r["one_worker_s"] / (2 * r["two_workers_s"])
+        assert len(r["rounds"]) == (2 if r["checkout"] == "this" else 1)
+        assert (r["ratio_low"], r["ratio_high"]) == common.round_interval(r["rounds"])
         assert (r["goal"], r["verdict"]) == (None, "no goal")  # issue 20 asks for it to be reported
     paths = ("in_memory", "1_workers", "2_workers")
     assert [(r["checkout"], r["path"]) for r in record["table"]] == [(c, p) for c in (commit, "this") for p in paths]
     for r in record["table"]:
         assert r["table_call"] == "neighbour_dimensions" and r["ratio"] == r["table_s"] / r["twonn_s"]
         assert r["rounds"] == [a / b for a, b in zip(r["table_rounds_s"], r["twonn_rounds_s"])]
-        assert len(r["rounds"]) == (2 if r["path"] == "in_memory" else 1)
-        if r["path"] != "in_memory":
+        assert len(r["rounds"]) == (2 if r["path"] == "in_memory" or r["checkout"] == "this" else 1)
+        if len(r["rounds"]) == 1:
             assert r["ratio_low"] == r["ratio"] == r["ratio_high"]
         assert r["goal"] == 1.3 and r["verdict"] == common.verdict_at_most(r["ratio_low"], r["ratio_high"], 1.3)
     X = bench.low_rank_data(512, 32)
@@ -134,18 +138,20 @@ def test_bench_dask_pairs_each_round_with_its_own_floor_and_refuses_a_record_of_
     assert (row["ratio_low"], row["ratio_high"]) == pytest.approx((1.0, 1.3)) and row["verdict"] == "not established"
     assert row["ratio"] == pytest.approx((1.3 / 1.0) / (2.0 / 2.0))  # the medians, as printed
     path = {"silhouette": 1.0, "knn": 1.0, "mle": 1.0, "twonn": 1.0, "table": 1.0, "table_call": "neighbour_dimensions",
-            **{f"{k}_value": 0.0 for k in bench.COMPUTATIONS}}
+            **{f"{k}_value": 0.0 for k in bench.COMPUTATIONS}, **{f"{k}_rounds": [1.0] for k in bench.COMPUTATIONS}}
     timings = {"in_memory": {**path, "twonn": 1.0, "table": 1.2, "twonn_rounds": [1.0, 2.0], "table_rounds": [1.2, 3.0]},
                "1_workers": {**path, "silhouette": 4.0, "twonn": 2.0, "table": 2.4, "twonn_rounds": [2.0],
-                             "table_rounds": [2.4]},
+                             "table_rounds": [2.4], "silhouette_rounds": [4.0, 6.0]},
                "2_workers": {**path, "silhouette": 2.5, "twonn": 1.0, "table": 1.4, "twonn_rounds": [1.0],
-                             "table_rounds": [1.4]}}
+                             "table_rounds": [1.4], "silhouette_rounds": [2.5, 3.0]}}
     efficiency, table, values = bench._checkout_records("8e450e5", "8e450e5", timings)
     memory, one, two = table
     assert memory["rounds"] == [1.2, 1.5] and memory["ratio"] == 1.2 and memory["verdict"] == "not established"
     assert (one["ratio"], one["verdict"], two["verdict"]) == (1.2, "met", "not met")
     assert efficiency[0]["computation"] == "silhouette" and efficiency[0]["ratio"] == 4.0 / (2 * 2.5)
+    assert efficiency[0]["rounds"] == [4.0 / (2 * 2.5), 6.0 / (2 * 3.0)]  # round r on 1 worker over round r on 2
     assert {r["checkout"] for r in (*efficiency, *table, *values)} == {"8e450e5"}
-    for argv in (["--tile-sweep", "64", "--json", "x.json"], ["--tile-sweep", "64,x"], ["--repeats", "0"]):
+    for argv in (["--tile-sweep", "64", "--json", "x.json"], ["--tile-sweep", "64,x"], ["--repeats", "0"],
+                 ["--dask-rounds", "0"]):
         with pytest.raises(SystemExit):
             bench.main(argv)
