@@ -70,8 +70,15 @@ def _fields(count: int) -> str:
     return f"{count} field{'' if count == 1 else 's'}"
 
 
-def _fail(path, reason: str, expected: str = _EXPECTED) -> IsotropyValueError:
-    return EmbeddingsReadError(f"Cannot read embeddings from {str(path)!r}: {reason}; expected {expected}.")
+def _fail(path, reason: str, expected: str = _EXPECTED, *, suggest: tuple | None = None) -> IsotropyValueError:
+    """The reader's error; ``suggest``: ``(name, names)`` of an array not found, for a "Did you mean ...?" (as the
+    labels reader's :func:`isotropy.io.labels._fail` takes it)."""
+    close = ""
+    if suggest is not None:
+        from isotropy._utils.suggest import did_you_mean
+
+        close = did_you_mean(str(suggest[0]), map(str, suggest[1]))
+    return EmbeddingsReadError(f"Cannot read embeddings from {str(path)!r}: {reason}; expected {expected}.{close}")
 
 
 def _closest_column(label_column, columns) -> str:
@@ -383,10 +390,8 @@ def _pick(path, arrays: dict, key, what: str):
                         "--key (key=) naming one of them")
         return next(iter(arrays.values()))
     if key not in arrays:
-        from isotropy._utils.suggest import did_you_mean
-
-        error = _fail(path, f"the {what} has no array {shorten(str(key))!r}", f"one of {_some_names(arrays)}")
-        raise type(error)(f"{error}{did_you_mean(str(key), map(str, arrays))}")
+        raise _fail(path, f"the {what} has no array {shorten(str(key))!r}", f"one of {_some_names(arrays)}",
+                    suggest=(key, arrays))
     return arrays[key]
 
 
