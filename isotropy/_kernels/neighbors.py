@@ -549,8 +549,8 @@ class _Best:
         ``m``). Before every point has one (the self search's diagonal blocks, a cross search's first blocks),
         :meth:`thresholds` is used instead. Looking costs one pass over ``tau`` per block until every point has
         one, and nothing after: the numpy calls of :meth:`thresholds` on every block cost each worker a hand-over
-        of the GIL (on the compiled loops about a tenth of the floor at n = 20,000, k = 2, in interleaved searches
-        of 20,000 x 384 float32 rows on 2 cores, 2026-12-07).
+        of the GIL (with the compiled panels, a few per cent of the floor on both loops at n = 20,000:
+        ``benchmarks/bench_neighbors_floor.py --kernels-only --compare``, docs/benchmarks.md).
         """
         if not self.ready:
             self.ready = not np.isneginf(self.tau).any()
