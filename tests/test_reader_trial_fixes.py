@@ -120,3 +120,21 @@ def test_a_header_line_without_rows_is_said_so(tmp_path, name, text):
         read_embeddings(path)
     assert str(caught.value) == (f"Cannot read embeddings from {str(path)!r}: it has a header line and no rows; "
                                  f"expected rows of numbers, optionally a header and a first column of row names.")
+
+
+def test_a_number_named_on_a_headerless_line_1_is_refused_not_read_as_a_column(tmp_path):
+    """A headerless "id<TAB>text" file with --text-column 1 (the column's index, meant) read line 1's cell '1' as the
+    name of the id column and measured the ids of lines 2 on as its texts; it is refused, naming what line 1 holds.
+    A header of numbers over a column of texts (pandas' default names, written by to_csv) is still one."""
+    headerless = tmp_path / "ids.tsv"
+    headerless.write_text("1\thello world\n2\tanother sentence\n3\ta third one\n")
+    with pytest.raises(ValueError) as caught:
+        read_texts(headerless, column="1")
+    assert str(caught.value) == (
+        f"The texts file {str(headerless)!r} has no header line: line 1 holds data ('1', 'hello world'), not column "
+        f"names, and --text-column '1' names one of its cells, a number like every value under it (an id, not a column "
+        f"of texts); expected a first line naming its 2 tab-separated columns, one of them then named with "
+        f"--text-column.")
+    numbered = tmp_path / "numbered.tsv"
+    numbered.write_text("0\t1\n7\thello world\n8\tanother sentence\n")
+    assert read_texts(numbered, column="1") == ["hello world", "another sentence"]

@@ -194,11 +194,17 @@ def _texts_of(raw: bytes, *, subject: str, path: Path | None, column, name: str,
         if suffix in (".csv", ".tsv"):
             table = _with_header(table, column)
         headerless = suffix in (".csv", ".tsv") and _no_header(table.columns)
-        if headerless and (column is None and table.shape[1] != 1 or column is not None and column not in table.columns):
+        # a named cell of a data line 1 that is a number over a column of numbers is an id, not a column's name: a
+        # headerless "1<TAB>a text" file read with --text-column 1 measured the ids of lines 2 on as its texts
+        named_number = headerless and column is not None and column in table.columns and _numbers_under(table, column)
+        if headerless and (column is None and table.shape[1] != 1 or column is not None and column not in table.columns
+                           or named_number):
+            named = (f", and --text-column {column!r} names one of its cells, a number like every value under it (an "
+                     f"id, not a column of texts)" if named_number else "")
             raise IsotropyValueError(f"The texts file {str(path)!r} has no header line: line 1 holds data "
-                                      f"({_first_cells(table.columns)}), not column names; expected a first line naming its "
-                                      f"{table.shape[1]} {'tab' if sep == chr(9) else 'comma'}-separated columns, one of them "
-                                      f"then named with --text-column.")
+                                      f"({_first_cells(table.columns)}), not column names{named}; expected a first line "
+                                      f"naming its {table.shape[1]} {'tab' if sep == chr(9) else 'comma'}-separated "
+                                      f"columns, one of them then named with --text-column.")
         if column is None:
             if table.shape[1] != 1:
                 where = (", a field of each line" if suffix in (".jsonl", ".ndjson") else  # JSON lines: no header line
@@ -450,6 +456,19 @@ def _no_header(names) -> bool:
         return True
 
     return any(data(str(name)) for name in names)
+
+
+def _numbers_under(table, column) -> bool:
+    """Whether the cell ``column`` of line 1 (read as the column names) and every value under it are numbers."""
+    def number(cell) -> bool:
+        try:
+            float(cell)
+        except (TypeError, ValueError):
+            return False
+        return True
+
+    values = table[column]
+    return number(column) and len(values) > 0 and all(number(value) for value in values)
 
 
 def _first_cells(names, n: int = 4) -> str:
