@@ -249,14 +249,12 @@ def scan(S, bits, row_thr, col_thr, offsets, start, both, row_found, col_found, 
     its bit, without a branch per entry); each is written to both buffers and counted where kept.
     Stops before a row whose entries might not fit and returns ``(next row, row count, column count)``.
 
-    The thresholds may be the sides' live ``tau`` (:class:`isotropy._kernels.neighbors._Best`), which other
-    threads raise while this one reads them: any value read is valid (``tau`` only rises, and an entry
-    below a point's ``tau`` at any moment is not among its best ``m``). A row's threshold of ``−inf`` (a
-    point without one yet) is read as float32's lowest, so that only finite entries reach it; a column's
-    ``−inf`` lets every entry of an off-diagonal block through (no ``−inf`` there), as its first block would.
+    The thresholds may be the sides' live ``tau`` (:meth:`isotropy._kernels.neighbors._Best.current`), which
+    other threads raise while this one reads them: any value read is valid (``tau`` only rises, and an entry
+    below a point's ``tau`` at any moment is not among its best ``m``). Never ``−inf`` (``current`` only once
+    every point has a threshold, ``thresholds`` otherwise), so the diagonal's ``−inf`` never enters.
     """
     n_rows, n_cols = S.shape
-    lowest = np.float32(-3.4028234663852886e38)
     capacity = row_found.shape[0]
     words = mask.view(np.uint64)
     one, byte = np.uint64(1), np.uint64(0xFF)
@@ -265,7 +263,7 @@ def scan(S, bits, row_thr, col_thr, offsets, start, both, row_found, col_found, 
     for i in range(start, n_rows):
         if n_row + n_cols > capacity or n_col + n_cols > capacity:
             return i, n_row, n_col
-        threshold = max(row_thr[i], lowest)
+        threshold = row_thr[i]
         row = S[i]
         if both:
             for j in range(n_cols):
