@@ -1517,8 +1517,9 @@ def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, 
 
         # (an error about k when no --n-neighbors was given is about its default)
         raise _InputError(option_names(import_error_message(exc), n_neighbors_given=n_neighbors is not None)) from None
-    left_out = {name: reason.replace("(shrinkage_sample=)", "(--shrinkage-sample)")  # the command's words
-                for name, reason in result["left_out"].items()}
+    from isotropy.measure.report import command_words
+
+    left_out = {name: command_words(reason) for name, reason in result["left_out"].items()}  # the command's words
     for reason in left_out.values():
         click.echo(f"Note: {reason}.", err=True)
     if result["output_modules"]:

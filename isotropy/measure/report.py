@@ -402,6 +402,7 @@ _PYTHON_SPELLINGS = (
     (r"\blabel_column=('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\") was given but",
      lambda match: f"--label-column {_shell_word(match.group(1))} was given but"),
     (r"\bexpected no label_column\b", "expected no --label-column"),
+    (r"\(shrinkage_sample=\)", "(--shrinkage-sample)"),  # "give one to measure it (shrinkage_sample=)"
 )
 
 
