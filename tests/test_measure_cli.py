@@ -376,6 +376,31 @@ def test_twonn_is_not_refused_for_mles_sake_on_a_few_rows(tmp_path):
     assert "neighbour_dimensions" not in out.stderr
 
 
+def test_the_shared_searchs_twonn_warning_stays_with_twonn(tmp_path):
+    """TwoNN's warning of a few distance ratios, raised in the one search TwoNN and MLE share, is TwoNN's alone (it
+    was given to MLE too, whose estimate does not rest on those ratios), in the JSON as on stderr, as each alone."""
+    import warnings
+
+    from isotropy import mle_dimension, twonn_dimension
+
+    X = np.random.default_rng(0).normal(size=(10, 4))
+    np.save(tmp_path / "x.npy", X)
+    out = subprocess.run([sys.executable, "-m", "isotropy", "measure", str(tmp_path / "x.npy"), "--metrics",
+                          "twonn_dimension,mle_dimension", "--n-neighbors", "5", "--json", str(tmp_path / "m.json")],
+                         capture_output=True, text=True, timeout=300, check=False)
+    assert out.returncode == 0, out.stderr
+    few = ("9 distance ratios kept (of 10 points): the estimate's relative standard error is about 1/sqrt(9) = 33 %; "
+           "measure at least 28 points for 20 %.")
+    assert [line for line in out.stderr.splitlines() if "distance ratios" in line] == [
+        f"Warning: twonn_dimension: {few}"]
+    record = json.loads((tmp_path / "m.json").read_text())
+    assert record["warnings"] == {"twonn_dimension": [few]}
+    assert record["values"]["twonn_dimension"] == pytest.approx(twonn_dimension(X), rel=1e-12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # MLE alone says nothing of TwoNN's ratios
+        assert record["values"]["mle_dimension"] == pytest.approx(mle_dimension(X, n_neighbors=5), rel=1e-12)
+
+
 def test_twonn_undefined_on_ties_fails_alone_and_mle_keeps_its_value(tmp_path):
     """On a square lattice TwoNN is undefined (r2/r1 = 1 everywhere) and the shared search gives it as NaN: the
     command still reports TwoNN's own refusal as its error (not a NaN value) and MLE's value is mle_dimension's."""

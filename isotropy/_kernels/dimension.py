@@ -199,12 +199,13 @@ class UndefinedEstimateWarning(UserWarning):
         self.estimate, self.error = estimate, error
 
 
-def _twonn(dist: np.ndarray, discard_fraction: float, method: str, caller: str) -> float:
+def _twonn(dist: np.ndarray, discard_fraction: float, method: str, caller: str, *, warns_as: str | None = None) -> float:
     """TwoNN estimate from sorted neighbour distances ``dist`` (n, >= 2), no zero first distance.
 
     ``μ_i = r2/r1`` sorted; the ``K = ⌊N(1 − f)⌋`` smallest kept; ``"linear"``: the least-squares
     slope through the origin of ``−log(1 − i/N)`` on ``log μ_(i)``; ``"mle"``:
-    ``(K − 1) / (Σ_{i≤K} log μ_(i) + (N − K) log μ_(K))`` (Facco et al. 2017).
+    ``(K − 1) / (Σ_{i≤K} log μ_(i) + (N − K) log μ_(K))`` (Facco et al. 2017). ``warns_as``: as in
+    :func:`_local_mle` (the estimate a shared search's warning concerns).
     """
     mu = np.sort(dist[:, 1] / dist[:, 0])
     N = mu.shape[0]
@@ -212,7 +213,7 @@ def _twonn(dist: np.ndarray, discard_fraction: float, method: str, caller: str) 
     if n_keep < _TWONN_FEW_RATIOS:
         # d̂ from K ratios μ ~ Pareto(d) has a relative standard error of about 1/√K (both the likelihood and the
         # regression of Facco et al.): 3 points gave 3.6, 58 % either way, with nothing said
-        warnings.warn(f"{caller}: {n_keep} distance ratios kept (of {N} points): the estimate's relative standard "
+        warnings.warn(f"{warns_as or caller}: {n_keep} distance ratios kept (of {N} points): the estimate's relative standard "
                       f"error is about 1/sqrt({n_keep}) = {100 / np.sqrt(n_keep):.0f} %; measure at least "
                       f"{int(np.ceil(_TWONN_FEW_RATIOS / (1 - discard_fraction)))} points for 20 %.", UserWarning,
                       stacklevel=user_stacklevel())  # the user's line, from twonn_dimension and TwoNN.fit alike

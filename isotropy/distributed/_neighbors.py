@@ -518,7 +518,7 @@ def neighbour_dimensions(X, *, twonn=True, mle=True, local_mle=False, n_neighbor
         first = _no_duplicates(first, caller, radius=radius)
         twonn_kept(first.shape[0], discard_fraction, method, caller)  # an option no data could meet: the call's error
         try:
-            out["twonn_dimension"] = _twonn(first, discard_fraction, method, caller)
+            out["twonn_dimension"] = _twonn(first, discard_fraction, method, caller, warns_as="twonn_dimension")
         except IsotropyValueError as exc:  # tied neighbour distances (a lattice, binary data)
             failed["twonn_dimension"], out["twonn_dimension"] = exc, float("nan")
     if estimates:

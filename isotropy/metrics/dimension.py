@@ -432,7 +432,9 @@ def neighbour_dimensions(X, *, twonn: bool = True, mle: bool = True, local_mle: 
     if twonn:
         twonn_kept(dist.shape[0], discard_fraction, method, caller)  # an option no data could meet: the call's error
         try:
-            out["twonn_dimension"] = _output(_twonn(dist[:, :2], discard_fraction, method, caller), X)
+            # its warning names TwoNN, as MLE's below name MLE: isotropy measure gives each estimate its own
+            out["twonn_dimension"] = _output(_twonn(dist[:, :2], discard_fraction, method, caller,
+                                                    warns_as="twonn_dimension"), X)
         except IsotropyValueError as exc:  # tied neighbour distances (a lattice, binary data)
             failed["twonn_dimension"], out["twonn_dimension"] = exc, _output(np.nan, X)
     if mle or local_mle:
