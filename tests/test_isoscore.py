@@ -549,3 +549,25 @@ def test_a_non_finite_shrinkage_cov_entry_is_named_where_it_is(as_tensor):
         isoscore_star(X, shrinkage_cov=S)
     assert str(info.value) == ("The 'shrinkage_cov' parameter of isoscore_star must contain only finite values. "
                                "Got nan at row 1, column 2 instead.")
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(3, 30), extra=st.integers(0, 40), seed=st.integers(0, 2**16))
+def test_rows_no_more_than_features_cap_isoscore_at_the_bound_the_measure_warning_gives(n, extra, seed):
+    """n <= d centred rows span n - 1 dimensions: IsoScore <= (n - 2)/(d - 1) and PR <= n - 1 for any rows, with
+    equality for the n vertices of a regular simplex (the rows of an n x d identity), the bound `isotropy measure`
+    states (span_bound_warning); with more rows than features it says nothing."""
+    from isotropy import participation_ratio
+    from isotropy.metrics.table import span_bound_warning
+
+    d = n + extra
+    simplex = np.eye(n, d)
+    assert isoscore(simplex) == pytest.approx((n - 2) / (d - 1), abs=1e-12)
+    assert participation_ratio(simplex) == pytest.approx(n - 1, rel=1e-12)
+    X = np.random.default_rng(seed).normal(size=(n, d)) * np.linspace(0.5, 2.0, d)
+    assert isoscore(X) <= (n - 2) / (d - 1) + 1e-12
+    assert participation_ratio(X) <= n - 1 + 1e-9
+    assert f"so the value is at most {(n - 2) / (d - 1):.3g} on any" in span_bound_warning("isoscore", n, d)
+    assert f"so the value is at most {n - 1} on any" in span_bound_warning("participation_ratio", n, d)
+    assert span_bound_warning("isoscore", d + 1, d) is None
+    assert span_bound_warning("twonn_dimension", n, d) is None

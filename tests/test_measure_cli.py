@@ -401,6 +401,33 @@ def test_the_shared_searchs_twonn_warning_stays_with_twonn(tmp_path):
         assert record["values"]["mle_dimension"] == pytest.approx(mle_dimension(X, n_neighbors=5), rel=1e-12)
 
 
+def test_no_more_rows_than_features_is_said_beside_isoscore_and_the_participation_ratio(tmp_path):
+    """40 rows in 384 features span 39 dimensions: IsoScore is at most 38/383 and PR at most 39 whatever the rows (a
+    user trial read 0.09 as anisotropic); said under each of the two, on stderr and in the JSON, not under the
+    others; with more rows than features, nothing."""
+    simplex = np.eye(40, 384)  # the 40 vertices of a regular simplex: both bounds reached
+    np.save(tmp_path / "x.npy", simplex)
+    out = subprocess.run([sys.executable, "-m", "isotropy", "measure", str(tmp_path / "x.npy"), "--metrics",
+                          "isoscore,participation_ratio,cosine_similarity_mean", "--json", str(tmp_path / "m.json")],
+                         capture_output=True, text=True, timeout=300, check=False)
+    assert out.returncode == 0, out.stderr
+    record = json.loads((tmp_path / "m.json").read_text())
+    assert record["values"]["isoscore"] == pytest.approx(38 / 383, abs=1e-12)
+    assert record["values"]["participation_ratio"] == pytest.approx(39, rel=1e-12)
+    span = "40 rows in 384 features span at most 39 dimensions, so the value is at most"
+    assert record["warnings"] == {
+        "isoscore": [(f"{span} 0.0992 on any such rows (a regular simplex reaches it); measure more rows than features "
+                     f"to compare spaces by it.")],
+        "participation_ratio": [(f"{span} 39 on any such rows (a regular simplex reaches it); measure more rows than "
+                                f"features to compare spaces by it.")]}
+    assert out.stderr.count(span) == 2
+    np.save(tmp_path / "y.npy", np.random.default_rng(0).normal(size=(385, 384)))
+    out = subprocess.run([sys.executable, "-m", "isotropy", "measure", str(tmp_path / "y.npy"), "--metrics",
+                          "isoscore,participation_ratio", "--json", "-"], capture_output=True, text=True, timeout=300,
+                         check=False)
+    assert out.returncode == 0 and "span at most" not in out.stderr + out.stdout
+
+
 def test_twonn_undefined_on_ties_fails_alone_and_mle_keeps_its_value(tmp_path):
     """On a square lattice TwoNN is undefined (r2/r1 = 1 everywhere) and the shared search gives it as NaN: the
     command still reports TwoNN's own refusal as its error (not a NaN value) and MLE's value is mle_dimension's."""

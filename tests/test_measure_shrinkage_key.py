@@ -62,7 +62,51 @@ def test_a_shrinkage_container_is_still_read_with_the_key(files):
     assert result.exit_code == 2
     assert result.output.strip() == (f"Error: --shrinkage-sample: Cannot read embeddings from "
                                      f"{str(root / 'nokey.npz')!r}: the .npz archive has no array 'coords'; expected "
-                                     f"one of ['a', 'b'].")
+                                     f"one of ['a', 'b'] (--key 'coords', the array of EMBEDDINGS, was tried in it: "
+                                     f"give --shrinkage-key K for this file).")
+
+
+def test_the_shrinkage_key_picks_the_array_of_the_shrinkage_file_alone(files):
+    """A trial: a .npy EMBEDDINGS with a shrinkage .npz of several arrays, or the two containers with members of other
+    names, could not be measured at all (--key applied to both files). --shrinkage-key picks the shrinkage file's
+    array, and the JSON says which arrays were read."""
+    root, X, S = files
+    np.savez(root / "other.npz", a=S, b=S[:, :2])
+    np.save(root / "x.npy", X)
+    for embeddings in (["x.npy"], ["emb.npz", "--key", "coords"]):
+        out = root / "m.json"
+        result = _measure(root / embeddings[0], *embeddings[1:], "--shrinkage-sample", root / "other.npz",
+                          "--shrinkage-key", "a", "--json", out)
+        assert result.exit_code == 0, result.output
+        record = json.loads(out.read_text())
+        assert record["values"]["isoscore_star"] == pytest.approx(_expected(X, S), rel=1e-10)
+        assert (record["key"], record["shrinkage_key"]) == (embeddings[2] if len(embeddings) > 1 else None, "a")
+    out = root / "m.json"
+    assert _measure(root / "emb.npz", "--key", "coords", "--shrinkage-sample", root / "shrink.npz", "--json",
+                    out).exit_code == 0
+    assert json.loads(out.read_text())["shrinkage_key"] == "coords"  # --key, which the container holds too
+    result = _measure(root / "x.npy", "--shrinkage-sample", root / "other.npz")
+    assert result.exit_code == 2
+    assert result.output == (f"Error: --shrinkage-sample: Cannot read embeddings from {str(root / 'other.npz')!r}: the "
+                             f".npz archive holds several arrays ['a', 'b']; expected --shrinkage-key naming one of "
+                             f"them.\n")
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--shrinkage-sample", "shrink.npy", "--shrinkage-key", "a"],
+     ("Error: --shrinkage-key 'a': --shrinkage-sample '{root}/shrink.npy' holds a single array (a .npy, CSV/TSV or "
+     "word-vector file); leave --shrinkage-key out.\n")),
+    (["--shrinkage-key", "a"], ("picks the array of a --shrinkage-sample FILE holding several; give --shrinkage-sample "
+                               "FILE too.")),
+    (["--shrinkage-sample", "50", "--shrinkage-key", "a"],
+     "--shrinkage-sample 50 draws rows from the input. Leave --shrinkage-key out."),
+])
+def test_a_shrinkage_key_that_picks_nothing_is_refused(files, args, message):
+    root, _, _ = files
+    args = [str(root / a) if a.endswith(".npy") else a for a in args]
+    result = _measure(root / "emb.npz", "--key", "coords", *args)
+    assert result.exit_code == 2
+    assert message.format(root=root) in result.output
 
 
 def test_a_misspelt_key_gets_a_did_you_mean(files):

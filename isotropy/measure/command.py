@@ -353,7 +353,10 @@ class _MeasureCommand(click.Command):
 @click.option("--key", default=None, metavar="K",
               help="Array to read from a container holding several (.npz member, .pt dict key, "
                    ".safetensors tensor, .parquet column, array of a Zarr group): of EMBEDDINGS, and of a "
-                   "--shrinkage-sample FILE that is such a container.")
+                   "--shrinkage-sample FILE that is such a container unless --shrinkage-key is given.")
+@click.option("--shrinkage-key", default=None, metavar="K",
+              help="Array to read from a --shrinkage-sample FILE holding several, as --key for EMBEDDINGS (default: "
+                   "--key, where that file holds several arrays).")
 @click.option("--progress/--no-progress", " /--quiet", default=None,
               help="Show a progress bar on stderr (default: when stderr is a terminal; --progress also "
                    "when it is not, e.g. in a log file, as one line per metric and per tenth of its work). --quiet: the same as --no-progress, as in 'isotropy run'.")
@@ -367,7 +370,8 @@ class _MeasureCommand(click.Command):
                    "isotropy.memory-limit, else 'auto' (the machine's memory divided among the workers).")
 @model_options
 def command(embeddings, labels_path, label_column, metric_names, shrinkage_sample, json_path, sample_size,
-            random_state, distance, n_neighbors, averaging, zeta, key, progress, scheduler, workers, memory_limit, **model_kwargs):
+            random_state, distance, n_neighbors, averaging, zeta, key, shrinkage_key, progress, scheduler, workers, memory_limit,
+            **model_kwargs):
     """Measure the geometry of the embeddings in EMBEDDINGS.
 
     EMBEDDINGS is a .npy, .npz, .pt/.pth, .safetensors, .csv/.tsv or .parquet file of shape
@@ -395,6 +399,11 @@ def command(embeddings, labels_path, label_column, metric_names, shrinkage_sampl
             from isotropy.measure.report import command_words
 
             raise InputError(command_words(f"--label-column {label_column!r}: {exc}")) from None
+    if shrinkage_key is not None and not isinstance(shrinkage_sample, Path):
+        raise click.UsageError("--shrinkage-key picks the array of a --shrinkage-sample FILE holding several; give "
+                               "--shrinkage-sample FILE too." if shrinkage_sample is None else
+                               f"--shrinkage-key picks the array of a --shrinkage-sample FILE; --shrinkage-sample "
+                               f"{shrinkage_sample} draws rows from the input. Leave --shrinkage-key out.")
     if embeddings is None and model_kwargs["model"] is None and model_kwargs.get("texts_path") is not None:
         raise click.UsageError("--texts FILE gives the texts a model embeds; name the model with --model NAME "
                                "(e.g. --model all-MiniLM-L6-v2).")
@@ -411,7 +420,7 @@ def command(embeddings, labels_path, label_column, metric_names, shrinkage_sampl
                                    f"only{also}; EMBEDDINGS are measured as they are. Leave {'it' if one else 'them'} "
                                    f"out, or give --model instead of EMBEDDINGS.")
     if model_kwargs["model"] is not None:
-        given = _given(["distance", "key"])
+        given = _given(["distance", "key", "shrinkage_key"])
         if given:  # they read EMBEDDINGS; the command would otherwise ignore them without a word
             raise click.UsageError(f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} to EMBEDDINGS only "
                                    f"(--model reads --texts and measures each layer with the euclidean distance).")
@@ -475,11 +484,12 @@ def command(embeddings, labels_path, label_column, metric_names, shrinkage_sampl
                    json_path=json_path, sample_size=sample_size, random_state=random_state, distance=distance,
                    key=key, progress=progress, scheduler=scheduler, workers=workers, memory_limit=memory_limit,
                    shrinkage_sample=shrinkage_sample, default_table=default_table, n_neighbors=n_neighbors,
-                   zeta=zeta, averaging=averaging, label_column=label_column, labels_encoding=model_kwargs["encoding"])
+                   zeta=zeta, averaging=averaging, label_column=label_column, labels_encoding=model_kwargs["encoding"],
+                   shrinkage_key=shrinkage_key)
 
     data = _load_input(embeddings, labels_path, key=key, sample_size=sample_size, random_state=random_state,
                        needing_labels=needing_labels, shrinkage_sample=shrinkage_sample, label_column=label_column,
-                       labels_encoding=model_kwargs["encoding"])
+                       labels_encoding=model_kwargs["encoding"], shrinkage_key=shrinkage_key)
     report(data, embeddings, metric_names=metric_names, json_path=json_path, key=key, labels_path=labels_path,
            sample_size=sample_size, random_state=random_state, distance=distance, progress=progress,
            shrinkage_sample=shrinkage_sample, default_table=default_table, n_neighbors=n_neighbors, zeta=zeta,

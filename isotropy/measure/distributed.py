@@ -378,7 +378,7 @@ def _lazy_embeddings(embeddings, key, label_column=None):
 
 
 def run(embeddings, *, labels_path, metric_names, needing_labels, json_path, sample_size, random_state, distance,
-        key, progress, scheduler, workers, memory_limit=None, shrinkage_sample=None, default_table=False,
+        key, progress, scheduler, workers, memory_limit=None, shrinkage_sample=None, shrinkage_key=None, default_table=False,
         n_neighbors=None, zeta=None, averaging=None, label_column=None, labels_encoding="utf-8"):
     """The body of ``isotropy measure`` for sharded input or a dask cluster."""
     if scheduler is not None:  # before any data is read
@@ -390,6 +390,7 @@ def run(embeddings, *, labels_path, metric_names, needing_labels, json_path, sam
     X, row_names = _lazy_embeddings(embeddings, key, own_label_column(embeddings, labels_path, label_column))
     data = prepare_input(X, row_names, embeddings, labels_path, key=key, sample_size=sample_size,
                          random_state=random_state, needing_labels=needing_labels, shrinkage_sample=shrinkage_sample,
+                         shrinkage_key=shrinkage_key,
                          label_column=label_column, labels_encoding=labels_encoding)
     terminal = sys.stderr.isatty()
     show = terminal if progress is None else progress

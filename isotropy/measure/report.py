@@ -237,6 +237,7 @@ class _Input:
     cluster_ids: object
     n_clusters: int | None
     shrinkage_cov: object = None  # Σ_S of isoscore_star from --shrinkage-sample (float64, d x d), or None
+    shrinkage_key: str | None = None  # the array read from a --shrinkage-sample container (the JSON's shrinkage_key)
     # on the dask path: (the tiles run at once, whether on this machine's cores[, whether in this process]), for the
     # O(n²) notes (open_cluster's "threads"); None in memory
     tile_threads: tuple | None = None
@@ -244,7 +245,7 @@ class _Input:
 
 
 def _load_input(embeddings, labels_path, *, key, sample_size, random_state, needing_labels,
-                shrinkage_sample=None, label_column=None, labels_encoding="utf-8") -> _Input:
+                shrinkage_sample=None, label_column=None, labels_encoding="utf-8", shrinkage_key=None) -> _Input:
     """Read EMBEDDINGS into memory, then :func:`prepare_input` (the sample, finiteness, clusters, Σ_S)."""
     import os
     from pathlib import Path
@@ -260,6 +261,7 @@ def _load_input(embeddings, labels_path, *, key, sample_size, random_state, need
                           label_column=own_label_column(embeddings, labels_path, label_column))
     return prepare_input(X, row_names, embeddings, labels_path, key=key, sample_size=sample_size,
                          random_state=random_state, needing_labels=needing_labels, shrinkage_sample=shrinkage_sample,
+                         shrinkage_key=shrinkage_key,
                          label_column=label_column, labels_encoding=labels_encoding)
 
 
@@ -278,7 +280,7 @@ def own_label_column(embeddings, labels_path, label_column):
 
 
 def prepare_input(X, row_names, embeddings, labels_path, *, key, sample_size, random_state, needing_labels,
-                  shrinkage_sample=None, label_column=None, labels_encoding="utf-8") -> _Input:
+                  shrinkage_sample=None, label_column=None, labels_encoding="utf-8", shrinkage_key=None) -> _Input:
     """The one input path of ``isotropy measure``, in process and on dask: labels, Σ_S, the sample, the checks.
 
     ``X`` is the whole input, a numpy array (or memory map) or a lazy dask array. The labels are read and
@@ -305,8 +307,16 @@ def prepare_input(X, row_names, embeddings, labels_path, *, key, sample_size, ra
         from isotropy.io.labels import read_labels
 
         labels = _guard(read_labels, labels_path, n_rows=n_rows, column=label_column, encoding=labels_encoding)
-    shrinkage_cov = None if shrinkage_sample is None else shrinkage_covariance(
-        shrinkage_sample, X, key=key, random_state=random_state, n_features=n_features)
+    shrinkage_cov = None
+    if shrinkage_sample is not None:
+        from isotropy.io.embeddings import takes_key
+
+        # --shrinkage-key, else --key where the file holds several arrays (an .npz of the same members as EMBEDDINGS)
+        inherited = shrinkage_key is None and key is not None and not isinstance(shrinkage_sample, int) \
+            and takes_key(shrinkage_sample)
+        shrinkage_key = key if inherited else shrinkage_key
+        shrinkage_cov = shrinkage_covariance(shrinkage_sample, X, key=shrinkage_key, random_state=random_state,
+                                             n_features=n_features, inherited=inherited)
     rows = subsample_indices(n_rows, sample_size, random_state=random_state)
     if len(rows) < n_rows:
         X = X[rows]
@@ -337,7 +347,7 @@ def prepare_input(X, row_names, embeddings, labels_path, *, key, sample_size, ra
             raise InputError(f"LABELS {str(labels_path)!r} has {n_clusters} clusters for {n_samples} rows{where}; "
                              f"the cluster metrics need between 2 and n_samples - 1 = {n_samples - 1} clusters.")
     return _Input(X=X, n_rows=n_rows, n_samples=n_samples, n_features=n_features, where=where,
-                  cluster_ids=cluster_ids, n_clusters=n_clusters, shrinkage_cov=shrinkage_cov,
+                  cluster_ids=cluster_ids, n_clusters=n_clusters, shrinkage_cov=shrinkage_cov, shrinkage_key=shrinkage_key,
                   rows=rows if n_samples < n_rows else None)
 
 
@@ -364,6 +374,7 @@ def _record(data, embeddings, *, key, labels_path, sample_size, random_state, di
         "metric": distance,
         "n_neighbors": _mle_neighbours(n_neighbors) if "mle_dimension" in metric_names else None,
         "shrinkage_sample": shrinkage_sample if shrinkage_sample is None or isinstance(shrinkage_sample, int) else str(shrinkage_sample),
+        "shrinkage_key": data.shrinkage_key,
         "zeta": _isoscore_star_zeta(zeta) if "isoscore_star" in metric_names else None,
         "averaging": _mle_averaging(averaging) if "mle_dimension" in metric_names else None,
         "values": {name: _json_float(results.values[name]) for name in metric_names if name in results.values},
@@ -731,6 +742,9 @@ def _measure_each(metric_names, data, *, distance, random_state, progress, n_nei
         # a metric's warning about its data names the command's EMBEDDINGS, as its errors do (option_names), not the
         # Python parameter X ("X has 597 duplicate rows" beside "EMBEDDINGS must have at least 2 features")
         notes = list(dict.fromkeys(named_data(own_message(name, w.message), "EMBEDDINGS") for w in caught))
+        bound = _table.span_bound_warning(name, data.n_samples, data.n_features) if error is None else None
+        if bound is not None:
+            notes.append(bound)
         for message in notes:  # one line each, not the file:line form of the warnings module
             bar.write(f"Warning: {name}: {message}", file=sys.stderr)
         if error is not None:
@@ -965,12 +979,14 @@ def _isoscore_star_note(metric_names, *, has_shrinkage, default_table) -> str | 
     return None
 
 
-def shrinkage_covariance(spec, X_full, *, key, random_state, n_features):
+def shrinkage_covariance(spec, X_full, *, key, random_state, n_features, inherited=False):
     """Σ_S of ``--shrinkage-sample``: the covariance of ``spec`` rows drawn from ``X_full``, or of a file's rows.
 
     ``spec`` is an int N (N rows drawn without replacement, seeded by ``random_state``, from all rows
     of EMBEDDINGS, whether or not ``--sample-size`` measures fewer) or a path to an embeddings file
-    of the same width (read with ``key`` where it holds several arrays: an ``.npz``, ``.pt``, ...). ``X_full`` is the whole input (numpy, memory map or dask).
+    of the same width (its array ``key``, ``--shrinkage-key``, where it holds several: an ``.npz``, ``.pt``, ...).
+    ``X_full`` is the whole input (numpy, memory map or dask). ``inherited``: ``key`` is the ``--key`` of EMBEDDINGS
+    (no ``--shrinkage-key`` was given), which a refusal then says.
     """
     import numpy as np
 
@@ -989,15 +1005,28 @@ def shrinkage_covariance(spec, X_full, *, key, random_state, n_features):
     else:
         from isotropy.io.embeddings import read_embeddings, takes_key
 
-        try:  # --key picks the array of EMBEDDINGS; a .npy or CSV sample beside an .npz of them holds just one
-            S, _ = _guard(read_embeddings, spec, key=key if takes_key(spec) else None)
+        if key is not None and not takes_key(spec):  # read_embeddings would name --key, the option of EMBEDDINGS
+            raise InputError(f"--shrinkage-key {key!r}: --shrinkage-sample {str(spec)!r} holds a single array "
+                             f"(a .npy, CSV/TSV or word-vector file); leave --shrinkage-key out.")
+        try:
+            S, _ = _guard(read_embeddings, spec, key=key)
         except InputError as exc:  # which option's file it is ("tx.txt:1: expected a word vector" named none)
-            raise InputError(f"--shrinkage-sample: {exc}") from None
+            tried = (f" (--key {key!r}, the array of EMBEDDINGS, was tried in it: give --shrinkage-key K for this file)"
+                     if inherited else "")
+            raise InputError(f"--shrinkage-sample: {_shrinkage_words(str(exc)).rstrip('.')}{tried}.") from None
         if S.ndim != 2 or S.shape[1] != n_features or S.shape[0] < 2:
             raise InputError(f"--shrinkage-sample {str(spec)!r} has shape {tuple(S.shape)}; expected at least 2 rows "
                              f"of {n_features} features, like EMBEDDINGS.")
     accumulator = _guard(CovarianceAccumulator().update, np.asarray(S))
     return _guard(accumulator.covariance)
+
+
+def _shrinkage_words(message: str) -> str:
+    """A reader's message about a --shrinkage-sample container in that file's option's words: its array is picked by
+    --shrinkage-key (read_embeddings' own messages say key= or --key, the option of EMBEDDINGS)."""
+    import re
+
+    return re.sub(r"--key\b|\bkey=", lambda m: "--shrinkage-key" + (" " if m.group().endswith("=") else ""), message)
 
 
 def value_text(metric: str, value: float, digits: int) -> str:
