@@ -428,6 +428,40 @@ def test_no_more_rows_than_features_is_said_beside_isoscore_and_the_participatio
     assert out.returncode == 0 and "span at most" not in out.stderr + out.stdout
 
 
+def test_scores_given_as_labels_are_said_to_be_clusters_of_a_row_or_two(tmp_path):
+    """A trial: similarity scores (3.47, ...) given as --labels made 499 clusters of 500 rows and a silhouette of -0.24
+    without a word. Numbers with fractions, or more clusters than half the rows, are said in one note before the
+    table (the values are still measured: such clusters may be meant); class labels, numbers or names, are not."""
+    from isotropy import silhouette_score
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(500, 8))
+    np.save(tmp_path / "x.npy", X)
+    scores = np.round(rng.uniform(0, 5, 500), 2)
+    np.savetxt(tmp_path / "scores.txt", scores, fmt="%.2f")
+    np.savetxt(tmp_path / "classes.txt", rng.integers(0, 5, 500), fmt="%d")
+    np.save(tmp_path / "scores.npy", scores)
+
+    def measure(labels):
+        out = subprocess.run([sys.executable, "-m", "isotropy", "measure", str(tmp_path / "x.npy"), "--labels",
+                              str(tmp_path / labels), "--metrics", "silhouette_score", "--json", "-"],
+                             capture_output=True, text=True, timeout=300, check=False)
+        assert out.returncode == 0, out.stderr
+        return [line for line in out.stderr.splitlines() if line.startswith("Note: LABELS")], json.loads(out.stdout)
+
+    n_clusters = len(np.unique(scores))
+    first = next(f"{v:.2f}" for v in scores if v != round(v))
+    for labels, shown in (("scores.txt", repr(first)), ("scores.npy", repr(str(float(first))))):
+        notes, record = measure(labels)
+        assert notes == [(f"Note: LABELS {str(tmp_path / labels)!r}: {n_clusters} clusters for 500 rows, each distinct "
+                         f"label one cluster; the labels are numbers with fractions ({shown}), scores rather than "
+                         f"classes?")]
+        assert record["n_clusters"] == n_clusters
+        ids = np.unique(scores, return_inverse=True)[1]
+        assert record["values"]["silhouette_score"] == pytest.approx(silhouette_score(X, ids), rel=1e-9)
+    assert measure("classes.txt")[0] == []
+
+
 def test_twonn_undefined_on_ties_fails_alone_and_mle_keeps_its_value(tmp_path):
     """On a square lattice TwoNN is undefined (r2/r1 = 1 everywhere) and the shared search gives it as NaN: the
     command still reports TwoNN's own refusal as its error (not a NaN value) and MLE's value is mle_dimension's."""

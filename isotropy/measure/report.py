@@ -346,9 +346,35 @@ def prepare_input(X, row_names, embeddings, labels_path, *, key, sample_size, ra
         if needing_labels and n_clusters > n_samples - 1:
             raise InputError(f"LABELS {str(labels_path)!r} has {n_clusters} clusters for {n_samples} rows{where}; "
                              f"the cluster metrics need between 2 and n_samples - 1 = {n_samples - 1} clusters.")
+        fraction = _fractional_label(labels) if needing_labels else None
+        if needing_labels and (fraction is not None or 2 * n_clusters > n_samples):
+            # scores given as labels (STS similarities, ratings): every distinct value became a cluster of a row or
+            # two, and the silhouette read -0.24 without a word (a user trial)
+            why = (f"the labels are numbers with fractions ({fraction!r}), scores rather than classes?"
+                   if fraction is not None else "most clusters hold a single row")
+            click.echo(f"Note: LABELS {str(labels_path)!r}: {n_clusters} clusters for {n_samples} rows{where}, each "
+                       f"distinct label one cluster; {why}", err=True)
     return _Input(X=X, n_rows=n_rows, n_samples=n_samples, n_features=n_features, where=where,
                   cluster_ids=cluster_ids, n_clusters=n_clusters, shrinkage_cov=shrinkage_cov, shrinkage_key=shrinkage_key,
                   rows=rows if n_samples < n_rows else None)
+
+
+def _fractional_label(labels) -> str | None:
+    """The first label that is a number with a fraction (``'4.09'``, ``2.5``), if every label is a number; else ``None``."""
+    import numpy as np
+
+    values = np.asarray(labels)
+    if values.dtype.kind == "f":
+        numbers, shown = values, values
+    elif values.dtype.kind in "US":
+        try:
+            numbers, shown = values.astype(np.float64), values
+        except ValueError:  # a label that is not a number: classes
+            return None
+    else:  # integers, booleans: classes
+        return None
+    fractional = np.flatnonzero(np.isfinite(numbers) & (numbers != np.round(numbers)))
+    return None if fractional.size == 0 else str(shown.reshape(-1)[fractional[0]])
 
 
 def _record(data, embeddings, *, key, labels_path, sample_size, random_state, distance, results, metric_names,
