@@ -150,3 +150,15 @@ def test_a_label_column_for_shards_without_columns_is_said_as_the_command_spells
         assert result.exit_code == 2, result.output
         assert f": {shown} was given but .npy shards have no named columns; expected no --label-column " in result.output
         assert "label_column=" not in result.output and "no label_column" not in result.output
+
+
+def test_a_shrinkage_count_beyond_the_rows_is_every_row_with_a_note(files):
+    """--shrinkage-sample N of more rows than EMBEDDINGS holds was an error where --sample-size N is a note (a trial):
+    now a note too, and Σ_S is the covariance of every row."""
+    root, X, _ = files
+    out = root / "m.json"
+    result = _measure(root / "emb.npz", "--key", "coords", "--shrinkage-sample", "99999", "--json", out)
+    assert result.exit_code == 0, result.output
+    assert ("Note: --shrinkage-sample 99999 is not below the 60 rows of EMBEDDINGS: Σ_S is the covariance of every "
+            "row.") in result.output
+    assert json.loads(out.read_text())["values"]["isoscore_star"] == pytest.approx(_expected(X, X), rel=1e-10)

@@ -1022,9 +1022,9 @@ def shrinkage_covariance(spec, X_full, *, key, random_state, n_features, inherit
 
     if isinstance(spec, int):
         n_rows = X_full.shape[0]
-        if spec > n_rows:
-            raise InputError(f"--shrinkage-sample {spec}: EMBEDDINGS has {n_rows} rows; expected at most {n_rows} "
-                             f"rows to draw, or a file of rows.")
+        if spec >= n_rows:  # as --sample-size: a note, every row (an error before, where --sample-size was a note)
+            click.echo(f"Note: --shrinkage-sample {spec} is not below the {n_rows} rows of EMBEDDINGS: Σ_S is the "
+                       f"covariance of every row.", err=True)
         rows = subsample_indices(n_rows, spec, random_state=[random_state, 1])
         S = X_full[rows]
         S = S.compute() if is_dask(S) else S
