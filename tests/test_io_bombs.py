@@ -277,15 +277,24 @@ def test_a_texts_file_line_past_the_cap_is_refused_before_it_is_parsed(tmp_path,
 
 
 def test_csv_unclosed_quote_is_one_line_and_quoted_names_still_read(tmp_path):
-    path = tmp_path / "q.tsv"
-    path.write_text('"w0\t1\t2\nw1\t3\t4\n')
+    path = tmp_path / "q.csv"
+    path.write_text('"w0,1,2\nw1,3,4\n')
     with pytest.raises(IsotropyValueError) as err:
         read_embeddings(path)
     assert "\n" not in str(err.value) and str(path) in str(err.value)
-    path.write_text('"w 0"\t1\t2\n"w,1"\t3\t4\n')
+    path.write_text('"w 0",1,2\n"w,1",3,4\n')
     X, names = read_embeddings(path)
     np.testing.assert_array_equal(X, [[1, 2], [3, 4]])
     assert names == ["w 0", "w,1"]
+
+
+def test_tsv_quotes_are_text(tmp_path):
+    """A .tsv has no quoting (GloVe-derived tables name a row '"'): an unclosed quote is part of its row's name."""
+    path = tmp_path / "q.tsv"
+    path.write_text('"w0\t1\t2\nw1\t3\t4\n"w 2"\t5\t6\n')
+    X, names = read_embeddings(path)
+    np.testing.assert_array_equal(X, [[1, 2], [3, 4], [5, 6]])
+    assert names == ['"w0', "w1", '"w 2"']
 
 
 # ------------------------------------------------------------------------------ Parquet text columns

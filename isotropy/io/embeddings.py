@@ -33,6 +33,7 @@ from isotropy.io._archives import (
     parquet_expansion_problem,
     zip_expansion_problem,
 )
+from isotropy.io._delimited import table_quoting
 from isotropy.io._encoding import header_name as _header_name  # shared with read_labels' column=
 from isotropy.io._encoding import is_label_header, is_row_id_header, shorten
 from isotropy.io._paths import npy_magic_problem, npy_size_problem, path_kind
@@ -129,8 +130,9 @@ def read_embeddings(path: str | os.PathLike, *, key: str | None = None, mmap_mod
     row_names : list of str or None
         The words of a word-vector file, or the first non-numeric column of a ``.csv``/``.tsv``
         file (its cells as written: a name ``NA``, ``nan``, ``null`` or ``None`` is that string,
-        not a missing value) or string column of a ``.parquet`` file; ``None`` when the file has
-        none. The first
+        not a missing value; quotes are text in a tab-separated file, which has no quoting
+        convention, so GloVe's word ``"`` is that word, while a comma-separated file keeps CSV
+        quoting) or string column of a ``.parquet`` file; ``None`` when the file has none. The first
         column of a ``.csv``/``.tsv`` file without a header is row names also when it holds exactly
         the row numbers 0..n-1 or 1..n, as ``DataFrame.to_csv(header=False)`` writes them; so is the
         first column of a ``.csv``/``.tsv`` file with a header, or of a ``.parquet`` table of one
@@ -780,7 +782,8 @@ def _read_table(path, sep: str, label_column=None):
     if len(line) > _MAX_FIRST_LINE:
         raise _fail(path, f"its first line is longer than {_MAX_FIRST_LINE} characters", f"{rows}, one row per line")
     try:
-        first = [_header_name(cell) for cell in next(csv.reader([line], delimiter=sep), [])]
+        # quotes are text in a tab-separated file (GloVe's word '"'), as its labels and texts are read: table_quoting
+        first = [_header_name(cell) for cell in next(csv.reader([line], delimiter=sep, quoting=table_quoting(sep)), [])]
     except csv.Error as exc:  # a field over csv's limit (131072 characters), a stray quote
         raise _fail(path, f"line 1 is not a readable {path.suffix} row ({_short(exc)})", rows) from None
     if not first:
@@ -814,7 +817,7 @@ def _read_table(path, sep: str, label_column=None):
                     f"{rows}, one row per line, each field at most {_MAX_FIELD_BYTES} bytes besides a row name of "
                     f"at most {_MAX_ROW_NAME_BYTES // 2**20} MiB")
     try:
-        df = pd.read_csv(path, sep=sep, header=0 if header else None)
+        df = pd.read_csv(path, sep=sep, header=0 if header else None, quoting=table_quoting(sep))
     except Exception as exc:  # noqa: BLE001
         _check_fields(path, sep, header)  # a line with more fields than the first: said as such
         raise _fail(path, f"not a readable {path.suffix} file ({_short(exc)})",
@@ -909,7 +912,7 @@ def _check_fields(path, sep: str, header: bool, indexed: bool = False, hint: str
     first = "the header" if header else "line 1"
     try:
         with open(path, encoding="utf-8-sig", errors="replace", newline="") as handle:
-            reader = csv.reader(handle, delimiter=sep)
+            reader = csv.reader(handle, delimiter=sep, quoting=table_quoting(sep))
             width, last_empty, data_lines = None, True, 0
             for row in reader:
                 if not row:
@@ -1083,7 +1086,7 @@ def _written_column(pd, path, sep: str, header: bool, position: int, n_rows: int
     missing; ``None`` when it does not read back as ``n_rows`` cells (then the column stays as pandas read it)."""
     try:
         column = pd.read_csv(path, sep=sep, header=0 if header else None, usecols=[position], dtype=str,
-                             na_filter=False).iloc[:, 0]
+                             na_filter=False, quoting=table_quoting(sep)).iloc[:, 0]
     except Exception:  # noqa: BLE001 -- read once already: the first reading's cells are kept
         return None
     return column if len(column) == n_rows else None
@@ -1398,10 +1401,11 @@ def data_line(path: str | os.PathLike, row: int, n_rows: int, *, named: bool) ->
     For a message about a cell (a NaN among the numbers), which the array names by its row from 0 while a user
     reads the file by its lines: a header, blank lines and ``#`` comments (of a matrix; ``named``: word vectors,
     whose words may start with ``#``) shift them apart. Records are counted as the readers count them: blank lines
-    skipped, a ``.csv``/``.tsv`` record's quoted line breaks inside it; the header is whatever precedes the
-    ``n_rows`` data records (a table's column names, a word2vec ``<n_words> <n_features>`` line). Reads the file
-    twice, a line at a time (counting its records, then up to the row); not a file over ``_DATA_LINE_BYTES``, whose
-    two passes would keep the user waiting for the error (a 200 MiB CSV: 7 s, against 4 s to read it).
+    skipped, a comma-separated record's quoted line breaks inside it (quotes are text in a tab-separated one); the
+    header is whatever precedes the ``n_rows`` data records (a table's column names, a word2vec ``<n_words>
+    <n_features>`` line). Reads the file twice, a line at a time (counting its records, then up to the row); not a
+    file over ``_DATA_LINE_BYTES``, whose two passes would keep the user waiting for the error (a 200 MiB CSV: 7 s,
+    against 4 s to read it).
     """
     path = Path(path)
     suffix = path.suffix.lower()
@@ -1414,8 +1418,9 @@ def data_line(path: str | os.PathLike, row: int, n_rows: int, *, named: bool) ->
         if suffix in (".csv", ".tsv"):
             from isotropy.io._delimited import file_delimiter
 
+            sep = file_delimiter(path, "utf-8-sig")
             with open(path, encoding="utf-8-sig", errors="replace", newline="") as handle:
-                reader, end = csv.reader(handle, delimiter=file_delimiter(path, "utf-8-sig")), 0
+                reader, end = csv.reader(handle, delimiter=sep, quoting=table_quoting(sep)), 0
                 for record in reader:
                     if record:
                         yield end + 1

@@ -37,7 +37,7 @@ import numpy as np
 
 from isotropy._utils.validation import IsotropyValueError, check_scalar
 from isotropy.io._archives import EXPANSION_FLOOR_BYTES, MAX_EXPANSION
-from isotropy.io._delimited import file_delimiter
+from isotropy.io._delimited import file_delimiter, table_quoting
 from isotropy.io._encoding import (
     MAX_LINE_CHARS,
     MAX_TEXT_FILE_BYTES,
@@ -597,7 +597,7 @@ def _refuse_trailing_nul(path, labels, where) -> None:
 def _read_column(path, sep: str, column: str, text: tuple[str, str]) -> np.ndarray:
     """The cells of the column ``column`` of a delimited file whose first line names its columns."""
     # quotes are text in a .tsv, as read_texts reads the same table
-    rows = _table_rows(path, sep, text, quoting=csv.QUOTE_NONE if sep == "\t" else csv.QUOTE_MINIMAL)
+    rows = _table_rows(path, sep, text, quoting=table_quoting(sep))
     # names matched as read_embeddings(label_column=) matches them: a byte-order mark and spaces around left out
     header, name = list(map(header_name, rows[0])), header_name(column)
     if name not in header:

@@ -141,7 +141,7 @@ def _read_stdin_texts(stream, *, column: str | None = None, encoding: str = "utf
 def _texts_of(raw: bytes, *, subject: str, path: Path | None, column, name: str, decode_as: str) -> list[str]:
     """The texts in ``raw``, the bytes of the file ``path`` (``None``: standard input, read as plain text), whose
     messages begin with ``subject`` (``"The texts file '...'"``, ``"Standard input"``); see :func:`read_texts`."""
-    from isotropy.io._delimited import table_delimiter
+    from isotropy.io._delimited import table_delimiter, table_quoting
     from isotropy.io._encoding import MAX_LINE_CHARS, WIDE_SNIFF, longest_line, wide_encoding
 
     suffix = path.suffix.lower() if path is not None else ""
@@ -182,7 +182,7 @@ def _texts_of(raw: bytes, *, subject: str, path: Path | None, column, name: str,
                 table = pd.read_json(io.StringIO(lines_read), lines=True, dtype=False)
             else:  # header=None: line 1 is a header only when named (--text-column) or clearly one (_text_header)
                 options = {"sep": sep, "dtype": str, "keep_default_na": False, "header": None,
-                           "quoting": 3 if sep == "\t" else 0}
+                           "quoting": table_quoting(sep)}
                 _check_table_cells(pd.read_csv(io.StringIO(content), nrows=1, **options).shape[1], content, path, sep)
                 table = pd.read_csv(io.StringIO(content), **options)
         except IsotropyValueError:  # _check_table_cells': its own words
