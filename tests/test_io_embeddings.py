@@ -119,6 +119,30 @@ def test_word2vec_text_binary_glove(tmp_path, X):
         assert names == WORDS
 
 
+def test_tab_separated_word_vectors(tmp_path, X):
+    """GloVe lines separated by tabs ('the\\t0.418\\t...') were refused as "expected a word vector '<word> <x1> ...'",
+    quoting a line that is one: read so when the first vector line is separated by tabs alone, on every line."""
+    X32 = X.astype(np.float32)
+    words = ["new york", *WORDS[1:]]  # a space inside a word of a tab-separated file is part of it
+    lines = [f"{w}\t" + "\t".join(repr(float(v)) for v in row) for w, row in zip(words, X32)]
+    (tmp_path / "glove.txt").write_text("\n".join(lines) + "\n")
+    (tmp_path / "w2v.vec").write_text(f"{len(words)} 4\n" + "\n".join(lines) + "\n")
+    for name in ("glove.txt", "w2v.vec"):
+        got, names = read_embeddings(tmp_path / name)
+        np.testing.assert_array_equal(got, X32)
+        assert names == words
+    # the separator is decided once: a line separated otherwise than the first is refused saying so
+    spaced = [line.replace("\t", " ") for line in lines[1:]]
+    (tmp_path / "mixed.txt").write_text("\n".join([lines[1], spaced[1]]) + "\n")
+    with pytest.raises(IsotropyValueError, match=r":2: expected a word and 4 numbers \(line 1 has 4\), got 0 numbers "
+                                                 r"\(it is separated by spaces, line 1 by tabs\)\.$"):
+        read_embeddings(tmp_path / "mixed.txt")
+    (tmp_path / "mixed.txt").write_text("\n".join([spaced[0], lines[2]]) + "\n")
+    with pytest.raises(IsotropyValueError, match=r":2: expected a word and 4 numbers \(line 1 has 4\), got 0 numbers "
+                                                 r"\(it is separated by tabs, line 1 by spaces\)\.$"):
+        read_embeddings(tmp_path / "mixed.txt")
+
+
 def test_numeric_txt_is_a_matrix(tmp_path, X):
     np.savetxt(tmp_path / "x.txt", X)
     got, names = read_embeddings(tmp_path / "x.txt")

@@ -76,20 +76,18 @@ def _binary_head(head: bytes) -> bool:
     except UnicodeDecodeError:
         return True
     # bytes that happen to decode (zeros, small integers as float32): text only if the first vector line reads
-    # as a word and numbers, as a text file's does (how many is the text reader's to check)
-    line = rest.split(b"\n", 1)[0].split()
-    if len(line) < 2:
-        return True
-    try:
-        [float(v) for v in line[1:]]
-    except ValueError:
-        return True
-    return False
+    # as a word and numbers, as a text file's does (how many is the text reader's to check), split at its
+    # whitespace or, as _read_text also reads it, at its tabs alone (a word with a space: 'new york\t0.1\t...')
+    line = rest.split(b"\n", 1)[0]
+    return not any(len(fields) >= 2 and _numbers(fields[1:]) for fields in (line.split(), line.rstrip().split(b"\t")))
 
 
 def read_word_vectors(path: str | os.PathLike, *, binary: bool | None = None, limit: int | None = None,
                       encoding: str = "utf-8") -> tuple[list[str], np.ndarray]:
     """Read a word2vec (text or binary) or GloVe (text, no header) vector file.
+
+    A text file's fields are separated by single spaces, as word2vec and GloVe write them, or by tabs on every line
+    when its first vector line reads as a word and numbers only split at its tabs (a word may then hold a space).
 
     Parameters
     ----------
@@ -377,10 +375,10 @@ def _numbers(fields) -> bool:
     return True
 
 
-def _not_vectors(path, lineno, parts) -> IsotropyValueError:
+def _not_vectors(path, lineno, parts, sep: str = " ") -> IsotropyValueError:
     """The error for a line that is no word vector at all (prose, a heading): what the file should be, and the
-    command for texts."""
-    shown = " ".join(parts)[:60]
+    command for texts. ``sep``: what the line was split at (its tabs shown as such)."""
+    shown = sep.join(parts)[:60]
     return IsotropyValueError(f"{path!s}:{lineno}: expected a word vector '<word> <x1> ... <xd>' (a GloVe or word2vec "
                               f"text file), got {shown!r}. To embed sentences with a model: isotropy measure --model "
                               f"NAME --texts FILE.")
@@ -425,12 +423,28 @@ def _signed_header(parts) -> str:
     return ""
 
 
+def _separated_otherwise(text: str, sep: str, sep_line: int) -> str:
+    """A clause for the error of a line of the wrong width that is separated by the other of tabs and spaces than the
+    first vector line (line ``sep_line``, separated by ``sep``): the width said alone ("got 0 numbers") hid why."""
+    names = {" ": "spaces", "\t": "tabs"}
+    other = "\t" if sep == " " else " "
+    if sep not in text and other in text:
+        return f" (it is separated by {names[other]}, line {sep_line} by {names[sep]})"
+    return ""
+
+
 def _read_text(path: Path, limit, encoding, opener=None):
     """word2vec text (header '<n_words> <n_features>', checked against the file) or GloVe (no header).
+
+    Fields are separated by single spaces, as word2vec and GloVe write them, or by tabs when the first vector line
+    reads as a word and numbers only split at its tabs (GloVe saved with ``to_csv(sep='\\t')`` as ``.txt``), then on
+    every line: a decision made once, so that a word is never split differently from one line to the next (a space
+    inside a word of a tab-separated file is part of it, a tab inside a word of a space-separated one too).
 
     ``opener``: opens the text (a gzip file's, decompressed as it is read); a file that is not gzip throughout the
     lines read is refused in one line."""
     words, rows, lines, blocks, dim, announced, first = [], [], [], [], None, None, []
+    sep, sep_line = None, None  # what separates the fields, decided by the first vector line (see above), and its number
     held = 0  # the fields of the rows not yet parsed
 
     def parse(rows):  # a block of rows of number strings -> float32, the strings let go
@@ -459,7 +473,8 @@ def _read_text(path: Path, limit, encoding, opener=None):
     try:
         with open(path, encoding=encoding, errors="replace") if opener is None else opener() as handle:
             for lineno, line in _lines(handle, path):
-                parts = line.rstrip("\n").rstrip().split(" ")
+                text = line.rstrip()  # the line break and trailing blanks, tabs included, left out
+                parts = text.split(sep or " ")
                 if lineno == 1:
                     first = parts
                 if lineno == 1 and len(parts) == 2 and parts[0].isdigit() and parts[1].isdigit():
@@ -468,17 +483,23 @@ def _read_text(path: Path, limit, encoding, opener=None):
                     continue
                 if parts == [""]:
                     continue  # a blank line
+                if sep is None:
+                    sep, sep_line = " ", lineno
+                    tabbed = text.split("\t")
+                    if len(tabbed) > 1 and not (len(parts) > 1 and _numbers(parts[1:])) and _numbers(tabbed[1:]):
+                        sep, parts = "\t", tabbed
                 if dim is None:
                     dim = len(parts) - 1
                     if dim == 0 or not _numbers(parts[1:]):  # a file of sentences is not word vectors: said here
-                        raise _not_vectors(path, lineno, parts)
+                        raise _not_vectors(path, lineno, parts, sep)
                 if len(parts) - 1 != dim:
                     if not _numbers(parts[1:]):
-                        raise _not_vectors(path, lineno, parts)
+                        raise _not_vectors(path, lineno, parts, sep)
                     source = "the header says" if announced is not None else "line 1 has"
                     raise IsotropyValueError(f"{path!s}:{lineno}: expected a word and {dim} number{'' if dim == 1 else 's'} "
                                              f"({source} {dim}), "
                                              f"got {len(parts) - 1} number{'' if len(parts) == 2 else 's'}"
+                                             f"{_separated_otherwise(text, sep, sep_line)}"
                                              f"{_signed_header(first) if lineno > 1 else ''}.")
                 words.append(parts[0])
                 rows.append(parts[1:])
