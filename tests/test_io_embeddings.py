@@ -87,6 +87,36 @@ def test_torch_tensor_and_dict(tmp_path, X):
         read_embeddings(tmp_path / "d2.pt")
 
 
+def test_torch_nested_dict_counts_its_tensors(tmp_path, X):
+    """{'a': T, 'b': {'c': T2}} was measured as 'a' without a word, and key='b' said "the saved dict has no array
+    'b'": the tensors of dicts and lists inside the saved dict count, spelt by their keys joined with '/', and a
+    file of several is refused without a key, as an .npz archive of several members is."""
+    import torch
+
+    T2 = np.arange(21.0).reshape(7, 3)
+    path = tmp_path / "nested.pt"
+    torch.save({"a": torch.tensor(X), "b": {"c": torch.tensor(T2)}, "hs": [torch.zeros(2, 2)], "epoch": 3}, path)
+    with pytest.raises(IsotropyValueError, match=r"^Cannot read embeddings from '.*nested\.pt': the saved dict holds "
+                                                 r"several arrays \['a', 'b/c', 'hs/0'\]; expected --key \(key=\) "
+                                                 r"naming one of them\.$"):
+        read_embeddings(path)
+    np.testing.assert_array_equal(read_embeddings(path, key="b/c")[0], T2)
+    np.testing.assert_array_equal(read_embeddings(path, key="a")[0], X)
+    with pytest.raises(IsotropyValueError, match=r": the saved dict's 'b' is a dict of tensors, not a tensor; expected "
+                                                 r"the name of one of the tensors inside it, its key and theirs joined "
+                                                 r"with '/': \['b/c'\]\.$"):
+        read_embeddings(path, key="b")
+    with pytest.raises(IsotropyValueError, match=r": the saved dict's 'epoch' is an int, not a tensor; expected one "
+                                                 r"of its tensors \['a', 'b/c', 'hs/0'\]\.$"):
+        read_embeddings(path, key="epoch")
+    with pytest.raises(IsotropyValueError, match=r"no array 'b/d'; expected one of \['a', 'b/c', 'hs/0'\]\. "
+                                                 r"Did you mean 'b/c'\?$"):
+        read_embeddings(path, key="b/d")
+    torch.save({"b": {"c": torch.tensor(T2)}, "b/c": torch.tensor(X)}, path)  # two tensors spelt alike: refused
+    with pytest.raises(IsotropyValueError, match=r"two of its tensors are reached by the name 'b/c'"):
+        read_embeddings(path, key="b/c")
+
+
 def test_torch_weights_only_refuses_pickled_objects(tmp_path):
     torch = pytest.importorskip("torch")
     torch.save({"x": torch.zeros(2, 2), "obj": _Payload()}, tmp_path / "evil.pt")  # arbitrary object: refused

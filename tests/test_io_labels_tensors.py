@@ -298,3 +298,19 @@ def test_a_nested_labels_tensor_is_refused_as_labels(tmp_path):
     with pytest.raises(IsotropyValueError, match=r"expected a dense 2-d tensor of shape \(n_samples, n_features\)"):
         torch.save({"emb": torch.ones(5, 4), "y": y}, path)
         read_embeddings(path, key="y")
+
+
+def test_labels_in_a_nested_dict(tmp_path):
+    """The labels reader counts the tensors of a dict inside the saved dict as the embeddings reader does (their keys
+    joined with '/'), and a column naming that dict says what it holds, in this reader's words."""
+    y = np.array([1, 0, 1], dtype=np.int64)
+    path = tmp_path / "embd.pt"
+    torch.save({"emb": torch.ones(3, 2), "meta": {"y": torch.from_numpy(y)}}, path)
+    assert read_labels(path, n_rows=3, column="meta/y").tolist() == [1, 0, 1]
+    with pytest.raises(IsotropyValueError) as err:
+        read_labels(path, n_rows=3, column="meta")
+    assert str(err.value) == (f"Cannot read labels from {str(path)!r}: the saved dict's 'meta' is a dict of tensors, "
+                              f"not a tensor; expected the name of one of the tensors inside it, its key and theirs "
+                              f"joined with '/': ['meta/y'].")
+    with pytest.raises(IsotropyValueError, match=r"several tensors \('emb', 'meta/y'\)"):
+        read_labels(path, n_rows=3)

@@ -106,7 +106,9 @@ def read_embeddings(path: str | os.PathLike, *, key: str | None = None, mmap_mod
     key : str or None, default=None
         Which array to take from a container holding several: an ``.npz`` member, a key of the
         dict saved in a ``.pt`` file, a ``.safetensors`` tensor name or a ``.parquet`` column of
-        vectors. Not needed when the container holds a single array.
+        vectors. Not needed when the container holds a single array. The tensors of a dict or
+        list inside a saved dict count too, named by the keys that reach them joined with ``/``
+        (``"b/c"`` for ``{"a": T, "b": {"c": T2}}``, ``"hs/0"`` for a list ``"hs"``).
     mmap_mode : {None, "r", "c"}, default=None
         For float32/float64 ``.npy`` files: memory-map instead of reading (see :func:`numpy.load`),
         so that taking a subset of the rows reads only those rows. Ignored for other formats.
@@ -553,7 +555,9 @@ def _torch_array(path, key, *, fail=_fail, pick=_pick, no_key=_no_key, labels: b
             no_key(path, key, ".pt files saving a single tensor")
         tensor, name = obj, None
     elif isinstance(obj, dict):
-        tensors = {str(k): v for k, v in obj.items() if isinstance(v, torch.Tensor)}
+        tensors = _saved_tensors(obj, torch.Tensor, path, fail)
+        if key is not None and str(key) not in tensors:
+            _refuse_no_tensor(path, obj, str(key), tensors, torch.Tensor, fail)
         tensor = pick(path, tensors, key, "saved dict")
         name = key if key is not None or len(tensors) != 1 else next(iter(tensors))
     else:
@@ -562,6 +566,65 @@ def _torch_array(path, key, *, fail=_fail, pick=_pick, no_key=_no_key, labels: b
     _check_tensor_storage(path, tensor, fail=fail)
     arr = _tensor_to_numpy(tensor, path, fail=fail)
     return np.array(arr, copy=True) if mapped else arr  # an own array, not a view of the mapped file
+
+
+def _saved_tensors(obj: dict, tensor_type, path, fail=_fail) -> dict:
+    """The tensors of a dict saved with ``torch.save``, those of the dicts, lists and tuples inside it too, by the keys
+    that reach them joined with ``/`` (``{'a': T, 'b': {'c': T2}}``: ``'a'``, ``'b/c'``; a list's items by their
+    index, ``'b/0'``), in the order saved.
+
+    The tensors of a nested dict were left out, and ``{'a': T, 'b': {'c': T2}}`` was measured as ``a`` alone without
+    a word: counted, a file of several tensors is refused without a key naming one, as an ``.npz`` archive of
+    several members is. Walked without recursion (a file of deeply nested lists is no stack overflow); a name that
+    two tensors spell alike (a key ``'b/c'`` beside the key ``'c'`` of a dict ``'b'``) is refused.
+    """
+    tensors, stack = {}, [("", obj)]
+    while stack:
+        prefix, value = stack.pop()
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        inner = []
+        for k, item in items:
+            name = f"{prefix}{k}"
+            if isinstance(item, tensor_type):
+                if name in tensors:
+                    raise fail(path, f"two of its tensors are reached by the name {shorten(name)!r} (a key holding "
+                                     f"'/', and keys of nested dicts joined with '/')",
+                               "names that tell its tensors apart: rename the key holding '/'")
+                tensors[name] = item
+            elif isinstance(item, (dict, list, tuple)):
+                inner.append((f"{name}/", item))
+        stack.extend(reversed(inner))  # depth-first, in the order saved
+    return tensors
+
+
+def _refuse_no_tensor(path, obj: dict, key: str, tensors: dict, tensor_type, fail=_fail) -> None:
+    """Refuse a ``key`` that names no tensor of a saved dict, saying what it names when it names something: a dict
+    or list inside it (with the names of the tensors inside, as they are spelt), or a value that is no tensor (an
+    epoch, a config). "The saved dict has no array 'b'" of a dict ``'b'`` left the user to doubt the file. A key
+    that names nothing is left to the reader's ``pick`` (its list of the tensors, a "Did you mean")."""
+    value, found, todo = None, False, [("", obj)]
+    while todo and not found:
+        prefix, container = todo.pop()
+        for k, item in (container.items() if isinstance(container, dict) else enumerate(container)):
+            name = f"{prefix}{k}"
+            if name == key:
+                value, found = item, True
+                break
+            if isinstance(item, (dict, list, tuple)) and key.startswith(f"{name}/"):
+                todo.append((f"{name}/", item))
+    if not found:
+        return
+    shown, kind = shorten(key), type(value).__name__
+    if isinstance(value, (dict, list, tuple)):
+        inside = [name for name in tensors if name.startswith(f"{key}/")]
+        if inside:
+            raise fail(path, f"the saved dict's {shown!r} is a {kind} of tensors, not a tensor",
+                       f"the name of one of the tensors inside it, its key and theirs joined with '/': "
+                       f"{_some_names(inside)}")
+        raise fail(path, f"the saved dict's {shown!r} is a {kind} holding no tensor",
+                   f"one of its tensors {_some_names(tensors)}")
+    raise fail(path, f"the saved dict's {shown!r} is {'an' if kind[:1] in 'aeiou' else 'a'} {kind}, not a tensor",
+               f"one of its tensors {_some_names(tensors)}")
 
 
 def _read_safetensors(path, key):

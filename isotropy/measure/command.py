@@ -351,9 +351,10 @@ class _MeasureCommand(click.Command):
               help="Shrinkage weight ζ of isoscore_star, in [0, 1]: it measures (1 - ζ)·Σ_X + ζ·Σ_S (default 0.2, as "
                    "Rudman & Eickhoff; 0 gives isoscore).")
 @click.option("--key", default=None, metavar="K",
-              help="Array to read from a container holding several (.npz member, .pt dict key, "
-                   ".safetensors tensor, .parquet column, array of a Zarr group): of EMBEDDINGS, and of a "
-                   "--shrinkage-sample FILE that is such a container unless --shrinkage-key is given.")
+              help="Array to read from a container holding several (.npz member, .pt dict key, b/c for the key c "
+                   "of a dict b inside it, .safetensors tensor, .parquet column, array of a Zarr group): of "
+                   "EMBEDDINGS, and of a --shrinkage-sample FILE that is such a container unless --shrinkage-key is "
+                   "given.")
 @click.option("--shrinkage-key", default=None, metavar="K",
               help="Array to read from a --shrinkage-sample FILE holding several, as --key for EMBEDDINGS (default: "
                    "--key, where that file holds several arrays).")
