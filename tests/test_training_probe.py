@@ -543,3 +543,34 @@ def test_a_factory_metric_whose_compute_is_not_one_number_is_refused_in_one_line
     assert str(info.value) == ("The 'metrics' parameter of GeometryProbe must map names to factories of metrics whose "
                                f"compute() returns one number (logged as geometry/bad/layer_2). Got {got} from the "
                                "factory of 'bad' instead.")
+
+
+def test_a_probe_of_no_more_rows_than_features_says_the_bound_once_per_metric(tiny):
+    """10 probe texts of a 16-wide model span at most 9 dimensions at every layer: IsoScore is at most 8/15 and PR at
+    most 9 whatever the model learns (the packaged MiniLM example probes 256 texts of 384 features). Said once per
+    metric for the whole run, not per layer nor per measurement; the logged values stay within the bounds."""
+    import warnings
+
+    from isotropy.training import GeometryProbe
+
+    model, tokenizer, texts = tiny
+    probe = GeometryProbe(texts[:10], metrics=("isoscore", "participation_ratio", "cosine_similarity_mean"),
+                          batch_size=8).set_tokenizer(tokenizer)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        logged = [probe.measure(model) for _ in range(2)]
+    span = "GeometryProbe: the probe's 10 rows in 16 features span at most 9 dimensions, so the value is at most"
+    assert sorted(str(w.message) for w in caught) == sorted(
+        f"{span} {bound} on any such rows (a regular simplex reaches it); measure more rows than features to compare "
+        f"spaces by it. (said once for geometry/{name}; later measurements do not repeat it)"
+        for name, bound in (("isoscore", "0.533"), ("participation_ratio", "9")))
+    for values in logged:
+        for key, value in values.items():
+            if "/isoscore/" in key:
+                assert 0 < value <= 8 / 15 + 1e-6
+            if "/participation_ratio/" in key:
+                assert 1 <= value <= 9 + 1e-4
+    wide = GeometryProbe(texts, metrics=("isoscore",), batch_size=8).set_tokenizer(tokenizer)  # 37 rows > 16
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        wide.measure(model)

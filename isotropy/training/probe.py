@@ -45,7 +45,7 @@ from isotropy._utils.backend import as_tensor
 from isotropy._utils.defaults import MAX_LENGTH as _MAX_LENGTH
 from isotropy._utils.defaults import DefaultFloat, DefaultInt, DefaultName
 from isotropy._utils.validation import IsotropyValueError, _describe, check_scalar, check_texts, check_zeta
-from isotropy.metrics.table import check_metric_names, metric_names
+from isotropy.metrics.table import check_metric_names, metric_names, span_bound_warning
 from isotropy.models.batching import distinct_sequences, pad_rows, refuse_empty_rows, tokenize_texts
 from isotropy.models.layers import check_layers, select_layers
 from isotropy.models.pooling import _pool, check_attention_mask, check_pooling
@@ -939,9 +939,10 @@ class GeometryProbe:
             encoder = self._encoder(model, device, forward_kwargs, max(world_size, processes))
             shrink = None if self.shrinkage_rows is None else self._shrinkage_covariances(
                 encoder, rank, world_size, device, forward_kwargs)
-            metrics = None
+            metrics, widths = None, {}
             for pooled, real in self._pooled(encoder, self.rows, rows, device, forward_kwargs):
                 if metrics is None:
+                    widths = {i: vectors.shape[-1] for i, vectors in pooled.items()}
                     metrics = {(name, i): self._make_metric(name, factory, vectors.shape[-1], shrink, i)
                                for i, vectors in pooled.items() for name, factory in self.metric_factories.items()}
                 if real:
@@ -962,6 +963,10 @@ class GeometryProbe:
                     values[key] = float("nan")
             for said in caught:
                 self._warn_once(key, said)
+            bound = span_bound_warning(name, self.n_rows, widths[i])
+            if bound is not None:  # once per metric, not per layer: the probe's rows are the same at every layer
+                self._warn_once(f"{self.prefix}/{name}", warnings.WarningMessage(
+                    UserWarning(f"{self.caller}: the probe's {bound}"), UserWarning, __file__, 0))
         return values
 
     def _method_caller(self, method):
