@@ -374,3 +374,34 @@ def test_a_misspelt_label_column_of_the_embeddings_file_gets_the_closest_name(tm
     record = json.loads(measure(path, "--labels", path, "--label-column", "label", "--metrics", "isoscore",
                                 "--json", "-").stdout)
     assert record["n_features"] == 3 and record["values"]["isoscore"] == pytest.approx(isoscore(X), rel=1e-12)
+
+
+def test_a_label_column_by_position_of_a_table_with_or_without_a_header(tmp_path):
+    """--label-column 2 of GLUE's headerless CoLA asked for a header line; a 1-based position reads the column, line
+    1 included when it is data (as the texts of the same table are read), under it when it is a header; what was read
+    is reported for the command's note, and a position past the columns names their count and line 1."""
+    cola = tmp_path / "dev.tsv"
+    cola.write_text("gj04\t1\t\tThe sailors rode the breeze.\ngj04\t0\t*\tThe doll wriggled itself.\n"
+                    "cj99\t1\t\tThe more you eat, the fatter you get.\n")
+    read_as = []
+    assert read_labels(cola, column="2", n_rows=3, _read_as=read_as).tolist() == ["1", "0", "1"]
+    assert read_as == ["the 2nd of 4 tab-separated columns (no header line)"]
+    # '1' is a cell of line 1, a label over labels: no one's name for a column, so its position
+    assert read_labels(cola, column="1").tolist() == ["gj04", "gj04", "cj99"]
+    with pytest.raises(IsotropyValueError) as caught:
+        read_labels(cola, column="5")
+    assert str(caught.value) == (
+        f"Cannot read labels from {str(cola)!r}: column '5' is a position past its 4 tab-separated columns (line 1, "
+        f"data: 'gj04', '1', '', 'The sailors rode the breeze.'); expected a position from 1 to 4 (it has no header "
+        f"line to name one by).")
+    with pytest.raises(IsotropyValueError, match="it has no header line: line 1 holds data .*, not column names, so "
+                                                 "'label' names none of them; expected the label column's position, "
+                                                 "1 to 4 "):
+        read_labels(cola, column="label")
+    table = tmp_path / "rte.csv"
+    table.write_text("sentence1,label,idx\nA man sleeps.,0,0\nA dog runs.,1,1\n")
+    read_as = []
+    assert read_labels(table, column="2", _read_as=read_as).tolist() == ["0", "1"]
+    assert read_as == ["the 2nd of 3 comma-separated columns, 'label' on the header line"]
+    named = []
+    assert read_labels(table, column="label", _read_as=named).tolist() == ["0", "1"] and named == []

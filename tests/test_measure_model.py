@@ -258,6 +258,27 @@ def test_labels_from_a_column_of_the_texts_table(files, tmp_path):
         in result.output
 
 
+def test_columns_of_a_headerless_table_by_position(files, tmp_path):
+    """GLUE's CoLA has no header line: --text-column 4 --label-column 2 read its sentences and labels (line 1
+    included), measured as the texts and labels themselves are; notes say what each position read, and the JSON
+    records the columns as given."""
+    table = tmp_path / "dev.tsv"
+    table.write_text("".join(f"gj04\t{'1' if y == 'x' else '0'}\t\t{t}\n" for t, y in zip(TEXTS, LABELS)))
+    result = invoke("--model", files / "bert", "--texts", table, "--text-column", "4", "--labels", table,
+                    "--label-column", "2", "--layers", "1", "--metrics", "isoscore,silhouette_score", "--device", "cpu",
+                    "--json", "-")
+    assert result.exit_code == 0, result.output
+    assert result.stderr.splitlines()[:2] == [
+        f'Note: --text-column 4: the 4th of 4 tab-separated columns (no header line), first text: "{TEXTS[0]}"',
+        'Note: --label-column 2: the 2nd of 4 tab-separated columns (no header line), first label: "1"']
+    record = json.loads(result.stdout)
+    assert record["text_column"] == "4" and record["label_column"] == "2" and record["n_texts"] == len(TEXTS)
+    expected = measure_layers(TEXTS, model=str(files / "bert"), layers=[1], labels=LABELS, device="cpu",
+                              metrics=["isoscore", "silhouette_score"])["rows"][0]
+    assert record["rows"][0]["isoscore"] == pytest.approx(expected["isoscore"], rel=1e-12)
+    assert record["rows"][0]["silhouette_score"] == pytest.approx(expected["silhouette_score"], rel=1e-12)
+
+
 def test_a_labels_count_off_by_the_blank_lines_of_the_texts_says_so(files, tmp_path):
     """Blank lines of a .txt --texts file are skipped: a label file with a label for each line was 'off' unexplained."""
     texts = tmp_path / "texts.txt"

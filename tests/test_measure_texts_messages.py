@@ -65,9 +65,11 @@ def test_a_headerless_csv_says_it_has_no_header(tmp_path, column):
     sts = tmp_path / "sts-train.csv"
     sts.write_text("\n".join(STS_LINES) + "\n")
     line = _error("--texts", sts, *(["--text-column", column] if column else []))
+    named = "" if column is None else f", so --text-column {column!r} names none of them"
     assert line == (f"Error: --texts: the texts file {str(sts)!r} has no header line: line 1 holds data "
-                    f"('main-captions', 'MSRvid', '2012test', '0001', ...), not column names; expected a first line "
-                    f"naming its 7 tab-separated columns, one of them then named with --text-column.")
+                    f"('main-captions', 'MSRvid', '2012test', '0001', ...), not column names{named}; expected "
+                    f"--text-column giving the texts' column by its position, 1 to 7 (as cut -f counts its 7 "
+                    f"tab-separated columns), or a first line naming them.")
 
 
 def test_a_misspelt_column_gets_a_suggestion(tmp_path):
@@ -76,14 +78,17 @@ def test_a_misspelt_column_gets_a_suggestion(tmp_path):
     table.write_text("sentence,label\n" + "".join(f"{t},{i % 2}\n" for i, t in enumerate(TEXTS)))
     assert _error("--texts", table, "--text-column", "sentense") == (
         f"Error: --texts: the text column 'sentense' is not in {str(table)!r}; expected one of ['sentence', "
-        f"'label']. Did you mean 'sentence'?")
+        f"'label'] or a position from 1 to 2. Did you mean 'sentence'?")
     jsonl = tmp_path / "t.jsonl"
     jsonl.write_text("".join(f'{{"premise": "{t}", "label": 1}}\n' for t in TEXTS))
     assert _error("--texts", jsonl, "--text-column", "premis").endswith(". Did you mean 'premise'?")
     line = _error("--texts", table, "--text-column", "sentence", "--labels", table, "--label-column", "lable")
-    assert line.endswith("expected the name of a column of its first line. Did you mean 'label'?"), line
+    assert line.endswith("expected the name of a column of its first line or a position from 1 to 2. Did you mean "
+                         "'label'?"), line
     # a name like none of them: no suggestion, the header hint instead
-    assert _error("--texts", table, "--text-column", "zzz").endswith("add a header line to a file that has none).")
+    assert _error("--texts", table, "--text-column", "zzz").endswith(
+        "or a position from 1 to 2 (line 1 was read as the file's header line; a file without one gives its column "
+        "by position).")
 
 
 def test_command_line_messages_speak_the_command_line(tmp_path):
@@ -218,3 +223,64 @@ def test_a_json_lines_text_that_is_not_a_string_is_refused_at_its_line(tmp_path,
     assert str(err.value) == f"The texts file {str(path)!r} {said}"
     assert _error("--texts", path, "--text-column", "text") == f"Error: --texts: the texts file {str(path)!r} {said}"
 
+
+
+COLA_LINES = ["gj04\t1\t\tThe sailors rode the breeze clear of the rocks.",
+              "gj04\t1\t\tThe weights made the rope stretch over the pulley.",
+              "gj04\t0\t*\tThe mechanical doll wriggled itself loose itself."]
+
+
+def test_a_headerless_table_gives_its_text_column_by_position(tmp_path):
+    """GLUE's CoLA has no header line: --text-column 4 said it had none and asked for one. A 1-based position reads
+    the column, line 1 included, and says which column it read; one past the columns names their count and line 1."""
+    cola = tmp_path / "dev.tsv"
+    cola.write_text("\n".join(COLA_LINES) + "\n")
+    texts = read_texts(cola, column="4")
+    assert texts == [line.split("\t")[3] for line in COLA_LINES]
+    assert texts.column_read == "the 4th of 4 tab-separated columns (no header line)"
+    assert read_texts(cola, column="1") == ["gj04"] * 3  # a position, though '1' is a cell of line 1 (a label)
+    with pytest.raises(ValueError) as caught:
+        read_texts(cola, column="5")
+    assert str(caught.value) == (
+        f"The text column '5' is a position past the 4 tab-separated columns of {str(cola)!r} (line 1, data: 'gj04', "
+        f"'1', '', 'The sailors rode the breeze clear of the rocks.'); expected a position from 1 to 4 (it has no "
+        f"header line to name one by).")
+    with pytest.raises(ValueError) as caught:  # the labels beside the texts: numbers, not texts
+        read_texts(cola, column="2")
+    assert str(caught.value).startswith("The text column '2', the 2nd of 4 tab-separated columns (no header line), of ")
+    with pytest.raises(ValueError, match=r"^The text column '3', the 3rd of 4 tab-separated columns \(no header "
+                                         r"line\), of '.*' is empty in row 1 \(2 of 3 rows empty\)"):
+        read_texts(cola, column="3")
+
+
+def test_a_position_reads_under_a_header_line_and_a_name_on_it_wins(tmp_path):
+    """With a header line, a position reads the rows under it; a cell of line 1 that is a number is a name first
+    (pandas' default column names over texts), whatever column that number gives as a position."""
+    table = tmp_path / "t.tsv"
+    table.write_text("id\tsentence\tother\n" + "".join(f"{i}\t{t}\tx {t}\n" for i, t in enumerate(TEXTS)))
+    texts = read_texts(table, column="2")
+    assert texts == TEXTS and texts.column_read == "the 2nd of 3 tab-separated columns, 'sentence' on the header line"
+    with pytest.raises(ValueError) as caught:
+        read_texts(table, column="4")
+    assert str(caught.value) == (
+        f"The text column '4' is a position past the 3 tab-separated columns of {str(table)!r} (its header line: "
+        f"'id', 'sentence', 'other'); expected a position from 1 to 3 or one of those names.")
+    numbered = tmp_path / "numbered.tsv"
+    numbered.write_text("0\t1\t2\n" + "".join(f"{t}\tx {t}\ty {t}\n" for t in TEXTS))
+    named = read_texts(numbered, column="1")
+    assert named == [f"x {t}" for t in TEXTS] and getattr(named, "column_read", None) is None
+
+
+def test_a_text_column_position_is_said_in_a_note_and_recorded_as_given(tmp_path):
+    """A position off by one reads another column without an error: the command names the column it read and its
+    first text, before the model is loaded (here refused after the note: a model name that is no model)."""
+    cola = tmp_path / "dev.tsv"
+    cola.write_text("\n".join(COLA_LINES) + "\n")
+    result = CliRunner().invoke(cli, ["measure", "--model", str(tmp_path / "no-model"), "--texts", str(cola),
+                                      "--text-column", "4", "--labels", str(cola), "--label-column", "2",
+                                      "--device", "cpu"])
+    lines = result.output.strip().splitlines()
+    assert result.exit_code == 2 and lines[:2] == [
+        ('Note: --text-column 4: the 4th of 4 tab-separated columns (no header line), first text: "The sailors rode '
+         'the breeze clear of the rocks."'),
+        'Note: --label-column 2: the 2nd of 4 tab-separated columns (no header line), first label: "1"'], lines

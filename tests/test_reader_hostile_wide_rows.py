@@ -199,7 +199,8 @@ def test_a_texts_table_message_names_at_most_20_columns(tmp_path, n_columns):
     assert f"has the columns {shown}; name the text column" in str(err.value)
     with pytest.raises(ValueError) as err:
         read_texts(path, column="txt")
-    assert f"The text column 'txt' is not in {str(path)!r}; expected one of {shown}." in str(err.value)
+    assert (f"The text column 'txt' is not in {str(path)!r}; expected one of {shown} or a position from 1 to "
+            f"{n_columns + 1}.") in str(err.value)
     text = path.read_text(encoding="utf-8")
     path.write_text(text.replace("text 3,", "text 3,a,", 1), encoding="utf-8")
     with pytest.raises(ValueError, match=rf"line 5 has {n_columns + 2} columns, the lines above it {n_columns + 1}"):

@@ -38,12 +38,18 @@ def test_a_tab_separated_csv_is_read_as_tsv(tmp_path):
     headerless.write_text("\n".join(STS_LINES) + "\n")
     # its first line is data (numbers, sentences): said so, not listed as its "columns"
     no_header = (r"has no header line: line 1 holds data \('main-captions', 'MSRvid', '2012test', '0000', \.\.\.\), "
-                 r"not column names; expected a first line naming its 7 tab-separated columns, one of them then named "
-                 r"with --text-column\.$")
+                 r"not column names; expected --text-column giving the texts' column by its position, 1 to 7 \(as cut "
+                 r"-f counts its 7 tab-separated columns\), or a first line naming them\.$")
     with pytest.raises(ValueError, match=no_header):
         read_texts(headerless)
-    with pytest.raises(ValueError, match=no_header):
+    # its columns by position (1 to 7), every line a row; the scores beside the texts are refused, not embedded
+    assert read_texts(headerless, column="6") == ["A man with a hard hat is dancing.", "A young child is riding a horse.",
+                                                  'He said, "no, it is not".']
+    with pytest.raises(ValueError) as caught:
         read_texts(headerless, column="5")
+    assert str(caught.value) == (f"The text column '5', the 5th of 7 tab-separated columns (no header line), of "
+                                 f"{str(headerless)!r} holds numbers only ('5.000', '4.750', '1.000'), not texts; "
+                                 f"expected the position of the texts' column, from 1 to 7.")
 
 
 def test_ragged_csv_lines_are_said_in_the_files_words(tmp_path):

@@ -5,7 +5,7 @@
 * ``.csv``/``.tsv``: one column of labels, or several 0/1 columns (a multi-label indicator matrix,
   each distinct row one cluster); an optional header line is recognised by its content (a name
   such as ``label``, or a word above numeric labels, or a non-0/1 line above 0/1 columns), never
-  by the number of lines;
+  by the number of lines; with ``column``, its column named on line 1 or given by its 1-based position;
 * ``.npy``: a 1-d array of labels or a 2-d 0/1 matrix;
 * ``.npz``: the same, as the member named by ``column`` (or the only member);
 * ``.pt``/``.pth`` (``torch.save`` of a tensor, or of a dict of tensors) and ``.safetensors``: the same, as the
@@ -93,7 +93,8 @@ def _fail(path, reason: str, expected: str = _EXPECTED, *, suggest: tuple | None
 
 
 def read_labels(path: str | os.PathLike, *, n_rows: int | None = None, column: str | None = None,
-                row_kind: str = "embedding rows", encoding: str = "utf-8", row_note: str | None = None) -> np.ndarray:
+                row_kind: str = "embedding rows", encoding: str = "utf-8", row_note: str | None = None,
+                _read_as: list | None = None) -> np.ndarray:
     """Read labels, one per embedding row.
 
     Parameters
@@ -111,8 +112,12 @@ def read_labels(path: str | os.PathLike, *, n_rows: int | None = None, column: s
         ``group``) that is not also a label, or a non-numeric word above integer labels; in several 0/1
         columns, a first line that is not all 0/1. The number of lines never decides.
     column : str, optional
-        The label column of a ``.csv``/``.tsv`` file whose first line is a header (a table of
-        texts and labels, say): its cells are the labels, the other columns are ignored. In a
+        The label column of a ``.csv``/``.tsv`` file (a table of texts and labels, say): its cells
+        are the labels, the other columns are ignored. A name from its header line, or a 1-based
+        position written as a positive integer (``"2"``, as ``cut -f 2`` numbers the columns; a name
+        on the header line wins), for a file without a header line too: line 1 is then data when it
+        holds a number or a text of three words or more, as
+        :func:`isotropy.measure.from_model.read_texts` decides for the same table. In a
         ``.tsv`` file quotes are text, as in :func:`isotropy.measure.from_model.read_texts`.
         Of a ``.jsonl``/``.ndjson`` file, the field of each line's object (needed unless the first
         line's object has a single field, which every line must then hold); a number or true/false is read as its
@@ -131,6 +136,9 @@ def read_labels(path: str | os.PathLike, *, n_rows: int | None = None, column: s
     row_note : str or None, default=None
         Said after a count that differs, in parentheses: how the ``n_rows`` rows were counted
         (``isotropy measure --model``: the blank lines of the texts file skipped).
+    _read_as : list or None, default=None
+        Private (``isotropy measure``): a ``column`` given by its position appends what it read, in words
+        (``"the 2nd of 4 tab-separated columns (no header line)"``), for the command's note.
 
     Returns
     -------
@@ -165,7 +173,7 @@ def read_labels(path: str | os.PathLike, *, n_rows: int | None = None, column: s
         raise _fail(path, f"it {kind}" + (" (for labels inside .parquet shards, name their column: --label-column; "
                                           "column= in Python)" if directory else ""))
     else:
-        labels = _read_file(path, column, text)
+        labels = _read_file(path, column, text, _read_as)
     if n_rows is not None and labels.shape[0] != n_rows:
         hint, suffix = "", path.suffix.lower()
         if suffix in (".csv", ".tsv") and labels.shape[0] == n_rows + 1 and labels.ndim == 1:
@@ -188,7 +196,7 @@ def read_labels(path: str | os.PathLike, *, n_rows: int | None = None, column: s
     return labels
 
 
-def _read_file(path: Path, column, text) -> np.ndarray:
+def _read_file(path: Path, column, text, read_as: list | None = None) -> np.ndarray:
     """:func:`read_labels` of one file, before the count is checked."""
     check_column(path, column)
     suffix = path.suffix.lower()
@@ -222,7 +230,7 @@ def _read_file(path: Path, column, text) -> np.ndarray:
     elif suffix == ".parquet":
         labels = _read_parquet(path, column)
     elif column is not None:  # a .csv or .tsv file: check_column refused the others
-        labels = _read_column(path, file_delimiter(path, text[1]), column, text)
+        labels = _read_column(path, file_delimiter(path, text[1]), column, text, read_as)
     elif suffix in (".csv", ".tsv"):
         labels = _read_delimited(path, file_delimiter(path, text[1]), text)
     elif suffix in _TEXT_EXTENSIONS:
@@ -594,26 +602,48 @@ def _refuse_trailing_nul(path, labels, where) -> None:
                       f"(merging it with the label without it)", "labels without a trailing NUL")
 
 
-def _read_column(path, sep: str, column: str, text: tuple[str, str]) -> np.ndarray:
-    """The cells of the column ``column`` of a delimited file whose first line names its columns."""
+def _read_column(path, sep: str, column: str, text: tuple[str, str], read_as: list | None = None) -> np.ndarray:
+    """The cells of the column ``column`` of a delimited file: named on its first line, or given by its 1-based
+    position (``"2"``), line 1 then a header or data as :func:`isotropy.io._delimited.no_header` says (one column: as
+    without a column), as :func:`isotropy.measure.from_model.read_texts` reads the same table; what a position read
+    is appended to ``read_as``."""
+    from isotropy.io._delimited import column_read, no_header, position_given, separated
+
     # quotes are text in a .tsv, as read_texts reads the same table
     rows = _table_rows(path, sep, text, quoting=table_quoting(sep))
     # names matched as read_embeddings(label_column=) matches them: a byte-order mark and spaces around left out
     header, name = list(map(header_name, rows[0])), header_name(column)
-    if name not in header:
+    width, data = len(header), no_header(header)
+    position = position_given(name, header, lambda j: _numbers_below(rows, j))
+    if position is not None and position > width:
+        line, names = ("line 1, data", "(it has no header line to name one by)") if data else \
+                      ("its header line", "or one of those names")
+        raise _fail(path, f"column {column!r} is a position past its {width} {separated(sep)} "
+                          f"column{'s' * (width != 1)} ({line}: {_cells(header)})",
+                    f"a position from 1 to {width} {names}")
+    if position is None and name not in header:
+        if data:  # only a position can say which column of a headerless file holds the labels
+            raise _fail(path, f"it has no header line: line 1 holds data ({_cells(header)}), not column names, so "
+                              f"{column!r} names none of them",
+                        f"the label column's position, 1 to {width} (as cut -f counts its {separated(sep)} columns), "
+                        f"or a first line naming them")
         shown = [cell[:40] for cell in header[:20]]
         raise _fail(path, f"it has no column {column!r} (its header: {shown}{' ...' if len(header) > 20 else ''})",
-                    "the name of a column of its first line", suggest=(column, header))
-    if header.count(name) > 1:
+                    f"the name of a column of its first line or a position from 1 to {width}",
+                    suggest=(column, header))
+    if position is None and header.count(name) > 1:
         raise _fail(path, f"its header has {header.count(name)} columns named {name!r}",
                     "one column of that name to read the labels from")
-    j, labels, lines = header.index(name), [], []
-    for line, row in enumerate(rows[1:], start=2):
+    has_header = position is None or (not data if width > 1 else _is_header(rows, 1))
+    j, labels, lines = header.index(name) if position is None else position - 1, [], []
+    if position is not None and read_as is not None:
+        read_as.append(column_read(position, width, sep, header[j] if has_header else None))
+    for line, row in enumerate(rows[1:] if has_header else rows, start=2 if has_header else 1):
         if not any(row):
             continue  # a blank line, as read_texts skips it in the same table
         if len(row) != len(header):
-            raise _fail(path, f"line {line} has {len(row)} columns, the header {len(header)}",
-                        "the same number of columns on every line")
+            raise _fail(path, f"line {line} has {len(row)} columns, {'the header' if has_header else 'line 1'} "
+                              f"{len(header)}", "the same number of columns on every line")
         if not row[j]:
             raise _fail(path, f"line {line} has no label in column {column!r}", "a label in every row")
         labels.append(row[j])
@@ -623,6 +653,26 @@ def _read_column(path, sep: str, column: str, text: tuple[str, str]) -> np.ndarr
     _refuse_trailing_nul(path, labels, lambda i: f"line {lines[i]} of column {column!r}")
     _check_width(path, len(labels), max(map(len, labels)), path.stat().st_size)
     return np.asarray(labels)
+
+
+def _numbers_below(rows: list[list[str]], j: int) -> bool:
+    """Whether every non-blank line below line 1 has a number in its column ``j`` (counted from 0), and there is one."""
+    def number(cell: str) -> bool:
+        try:
+            float(cell)
+        except ValueError:
+            return False
+        return True
+
+    below = [row for row in rows[1:] if any(row)]
+    return bool(below) and all(j < len(row) and number(row[j]) for row in below)
+
+
+def _cells(cells: list[str], n: int = 4) -> str:
+    """The first ``n`` cells of a line, quoted and shortened, for a message."""
+    from isotropy.io._delimited import shorten_cell
+
+    return ", ".join(repr(shorten_cell(cell)) for cell in cells[:n]) + (", ..." if len(cells) > n else "")
 
 
 def _json_objects(path, text: tuple[str, str]):

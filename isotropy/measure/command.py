@@ -310,7 +310,9 @@ class _MeasureCommand(click.Command):
                    "EMBEDDINGS file itself, say: --key emb --labels embd.pt --label-column y), or a column of a "
                    ".parquet or JSON-lines file (--label-column). Enables the cluster metrics.")
 @click.option("--label-column", default=None, metavar="COL",
-              help="The label column of a CSV/TSV --labels file with a header (e.g. the --texts table itself), "
+              help="The label column of a CSV/TSV --labels file (e.g. the --texts table itself), by the name on "
+                   "its header line or by its 1-based position (2: the 2nd column, as cut -f counts; a note says "
+                   "what a position read), "
                    "or of a .parquet or .jsonl file, or of every .parquet shard of a --labels directory; with --labels "
                    "EMBEDDINGS, that column is left out of the features. Of an .npz, .pt, .pth or .safetensors file, "
                    "the member or tensor holding the labels.")

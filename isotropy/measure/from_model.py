@@ -58,11 +58,17 @@ def read_texts(path: str | os.PathLike, *, column: str | None = None, encoding: 
         text, one text per line (blank lines skipped). A ``.csv`` whose first 20 non-blank lines
         hold the same number of tabs is read as tab-separated, as a ``.tsv`` (quotes are text).
     column : str or None
-        The text column of a table, named on the first line of a ``.csv``/``.tsv`` file; may be
-        omitted when the table has a single column. A one-column ``.csv``/``.tsv`` read without it
-        is one text per line, the first line included, unless that line is a usual column name
-        (``text``, ``sentence``, ``review``, ...) or a snake_case name (``clean_text``), which is
-        then its header.
+        The text column of a table: a field of a JSON-lines file; of a ``.csv``/``.tsv`` file, a
+        name on its first line, or a 1-based position written as a positive integer (``"4"``, the
+        4th column, as ``cut -f 4`` and awk's ``$4`` number them; an ``int`` is not one, being
+        counted from 0 in Python). A name on the header line wins over a position; a file without a
+        header line (line 1 holds a number or a text of three words or more, as GLUE's CoLA and
+        SentEval's STS-B) is read by position only, line 1 included. A position past the columns,
+        or of a column of numbers only, is refused. May be omitted when the table has a single
+        column. A one-column ``.csv``/``.tsv`` read without it (or by position) is one text per
+        line, the first line included, unless that line is a usual column name (``text``,
+        ``sentence``, ``review``, ...) or a snake_case name (``clean_text``), which is then its
+        header.
     encoding : str, default="utf-8"
         The file's text encoding, any name Python's codecs know (``"latin-1"``, ``"cp1252"``,
         ``"utf-16"``, ...). Bytes that are not text in it are an error that says where, and so is a
@@ -76,7 +82,9 @@ def read_texts(path: str | os.PathLike, *, column: str | None = None, encoding: 
         blank (or whitespace-only) lines skipped before its last text (those after it end the
         file), and ``skipped`` says so in words (``None`` when there are none): ``isotropy
         measure --model`` adds it to the message of a ``--labels`` count that differs from the
-        texts'.
+        texts'. Of a column given by its position, a list whose attribute ``column_read`` says
+        which column that was (``"the 4th of 4 tab-separated columns (no header line)"``), which
+        ``isotropy measure --model`` prints as a note with the first text.
 
     Examples
     --------
@@ -191,20 +199,36 @@ def _texts_of(raw: bytes, *, subject: str, path: Path | None, column, name: str,
             raise IsotropyValueError(f"The texts file {str(path)!r} could not be read as {suffix[1:]}"
                                       f"{' (tab-separated)' if sep == chr(9) and suffix == '.csv' else ''}: "
                                       f"{_table_problem(exc, sep)}") from None
-        if suffix in (".csv", ".tsv"):
-            table = _with_header(table, column)
-        headerless = suffix in (".csv", ".tsv") and _no_header(table.columns)
-        # a named cell of a data line 1 that is a number over a column of numbers is an id, not a column's name: a
-        # headerless "1<TAB>a text" file read with --text-column 1 measured the ids of lines 2 on as its texts
-        named_number = headerless and column is not None and column in table.columns and _numbers_under(table, column)
+        read_as = None  # a column given by its position: what it read, for the command's note
+        by_position = _by_position(table, column, path, sep) if suffix in (".csv", ".tsv") else None
+        if by_position is not None:  # line 1 already kept or dropped as data or header: no header refusal below
+            table, column, headerless, read_as = by_position
+            named_number = False
+        else:
+            if suffix in (".csv", ".tsv"):
+                table = _with_header(table, column)
+            headerless = suffix in (".csv", ".tsv") and _no_header(table.columns)
+            # a named cell of a data line 1 that is a number over a column of numbers is an id, not a column's name: a
+            # headerless "1<TAB>a text" file read with --text-column 1 measured the ids of lines 2 on as its texts
+            named_number = headerless and column is not None and column in table.columns and _numbers_under(table,
+                                                                                                            column)
         if headerless and (column is None and table.shape[1] != 1 or column is not None and column not in table.columns
                            or named_number):
-            named = (f", and --text-column {column!r} names one of its cells, a number like every value under it (an "
-                     f"id, not a column of texts)" if named_number else "")
+            from isotropy.io._delimited import separated
+
+            kind = f"{table.shape[1]} {separated(sep)}"
+            if named_number:
+                raise IsotropyValueError(f"The texts file {str(path)!r} has no header line: line 1 holds data "
+                                          f"({_first_cells(table.columns)}), not column names, and --text-column "
+                                          f"{column!r} names one of its cells, a number like every value under it (an "
+                                          f"id, not a column of texts); expected a first line naming its {kind} "
+                                          f"columns, one of them then named with --text-column.")
+            # only a position can say which column of a headerless file holds the texts
+            named = "" if column is None else f", so --text-column {column!r} names none of them"
             raise IsotropyValueError(f"The texts file {str(path)!r} has no header line: line 1 holds data "
-                                      f"({_first_cells(table.columns)}), not column names{named}; expected a first line "
-                                      f"naming its {table.shape[1]} {'tab' if sep == chr(9) else 'comma'}-separated "
-                                      f"columns, one of them then named with --text-column.")
+                                      f"({_first_cells(table.columns)}), not column names{named}; expected "
+                                      f"--text-column giving the texts' column by its position, 1 to {table.shape[1]} (as "
+                                      f"cut -f counts its {kind} columns), or a first line naming them.")
         if column is None:
             if table.shape[1] != 1:
                 where = (", a field of each line" if suffix in (".jsonl", ".ndjson") else  # JSON lines: no header line
@@ -219,12 +243,14 @@ def _texts_of(raw: bytes, *, subject: str, path: Path | None, column, name: str,
             from isotropy._utils.suggest import did_you_mean
 
             suggestion = did_you_mean(column, map(str, table.columns))
-            hint = ""
-            if suffix in (".csv", ".tsv") and not suggestion:  # line 1 may be data whose cells read as names
-                hint = (" (line 1 of a .csv/.tsv file holds the column names when a column is named; add a header "
-                        "line to a file that has none)")
+            hint = positions = ""
+            if suffix in (".csv", ".tsv"):
+                positions = f" or a position from 1 to {table.shape[1]}"
+                if not suggestion:  # line 1 may be data whose cells read as names
+                    hint = (" (line 1 was read as the file's header line; a file without one gives its column by "
+                            "position)")
             raise IsotropyValueError(f"The text column {column!r} is not in {str(path)!r}; expected one of "
-                                      f"{_names_shown(table.columns)}{hint}.{suggestion}")
+                                      f"{_names_shown(table.columns)}{positions}{hint}.{suggestion}")
         values = table[column].tolist()
         absent = [value is None or (isinstance(value, float) and math.isnan(value)) for value in values]
         if suffix in (".jsonl", ".ndjson"):
@@ -261,8 +287,12 @@ def _texts_of(raw: bytes, *, subject: str, path: Path | None, column, name: str,
                 raise IsotropyValueError(f"The texts file {str(path)!r} {what} {where} ({len(empty)} of {len(texts)} lines "
                                           f"without a text); expected a text in the field {column!r} on every line.")
             where = f"row {first + 1}" + ("" if headerless else " under the header line")
-            raise IsotropyValueError(f"The text column {column!r} of {str(path)!r} is empty in {where} ({len(empty)} of "
-                                      f"{len(texts)} rows empty); expected a text in every row.")
+            read = f", {read_as}," if read_as else ""  # a position off by one: which column was read
+            raise IsotropyValueError(f"The text column {column!r}{read} of {str(path)!r} is empty in {where} "
+                                      f"({len(empty)} of {len(texts)} rows empty); expected a text in every row.")
+        if read_as is not None:
+            texts = _TableTexts(texts)
+            texts.column_read = read_as
     else:
         if column is not None:  # no --format option: the suffix says how a file is read, so the fix is its name
             tabs = table_delimiter(content, ".csv") == "\t"
@@ -306,6 +336,12 @@ def _bad_byte(exc: UnicodeDecodeError) -> str:
     before = exc.object[:exc.start].decode(exc.encoding, errors="replace")  # the bytes before the bad one
     line = len(re.findall(r"\r\n|\r|\n", before)) + 1
     return f"byte 0x{exc.object[exc.start]:02x} on line {line}: {exc.reason}"
+
+
+class _TableTexts(list):
+    """The texts of a column of a CSV/TSV file given by its position (:func:`read_texts`): a list, with what was read."""
+
+    column_read: str | None = None  # "the 4th of 4 tab-separated columns (no header line)": said by the command
 
 
 class _TextLines(list):
@@ -444,31 +480,65 @@ def _with_header(table, column):
     return table.iloc[1:].set_axis([header_name(cell) for cell in first], axis=1)
 
 
-def _no_header(names) -> bool:
-    """Whether the cells of line 1 of a table, read as its column names, are data: a number (``0001``, ``5.000``)
-    or a text of three words or more (``a plane is taking off .``) names no column, as in SentEval's headerless
-    ``sts-train.csv``. A judgement call: a header of such names is rare, and its message says what was read."""
-    def data(name: str) -> bool:
-        try:
-            float(name)
-        except ValueError:
-            return len(name.split()) >= 3
-        return True
+def _by_position(table, column, path, sep):
+    """``(table, name, headerless, what was read)`` when ``column`` gives a column of ``table`` (read without a header)
+    by its 1-based position, ``None`` when it is a name (or no column): see :func:`read_texts`.
 
-    return any(data(str(name)) for name in names)
+    A name on line 1 wins over a position, unless line 1 is data and the cell named is a number over a column of
+    numbers (an id): then a position elsewhere is read (the ids' own column stays refused, as :func:`_numbers_under`
+    decided). Line 1 is the header as :func:`isotropy.io._delimited.no_header` says (one column:
+    :func:`_text_header`, as without a column); the table returned has it dropped, and its columns named by their
+    positions. A position past the columns is refused, with their count and line 1's cells, and so is one of a
+    column of numbers only (an id, a score, a label: the column beside the texts, most likely).
+    """
+    from isotropy.io._delimited import column_read, position_given, separated
+    from isotropy.io._encoding import header_name
+
+    if column is None or table.shape[0] == 0:
+        return None
+    first = [header_name(cell) for cell in table.iloc[0].tolist()]
+    named = _with_header(table, column) if column in first else None
+    position = position_given(column, first, lambda j: _numbers_under(named, column))
+    if position is None:
+        return None
+    data = _no_header(first)
+    width = table.shape[1]
+    if position > width:
+        line, names = (("line 1, data", " (it has no header line to name one by)") if data else
+                       ("its header line", " or one of those names"))
+        raise IsotropyValueError(f"The text column {column!r} is a position past the {width} {separated(sep)} "
+                                  f"column{'s' * (width != 1)} of {str(path)!r} ({line}: {_first_cells(first)}); "
+                                  f"expected a position from 1 to {width}{names}.")
+    header = not data if width > 1 else _text_header(first, table.iloc[1:, 0].tolist())
+    body = table.iloc[1:] if header else table
+    read = column_read(position, width, sep, first[position - 1] if header else None)
+    values = body.iloc[:, position - 1]
+    if len(values) and all(_number(value) for value in values):  # an id, a score or a label: a position off by one
+        raise IsotropyValueError(f"The text column {column!r}, {read}, of {str(path)!r} holds numbers only "
+                                  f"({_first_cells(values.tolist(), 3)}), not texts; expected the position of the "
+                                  f"texts' column, from 1 to {width}.")
+    return body.set_axis([str(j) for j in range(1, width + 1)], axis=1), str(position), not header, read
+
+
+def _no_header(names) -> bool:
+    """:func:`isotropy.io._delimited.no_header`: line 1's cells are data, not column names (labels read it alike)."""
+    from isotropy.io._delimited import no_header
+
+    return no_header(names)
 
 
 def _numbers_under(table, column) -> bool:
     """Whether the cell ``column`` of line 1 (read as the column names) and every value under it are numbers."""
-    def number(cell) -> bool:
-        try:
-            float(cell)
-        except (TypeError, ValueError):
-            return False
-        return True
-
     values = table[column]
-    return number(column) and len(values) > 0 and all(number(value) for value in values)
+    return _number(column) and len(values) > 0 and all(_number(value) for value in values)
+
+
+def _number(cell) -> bool:
+    try:
+        float(cell)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def _first_cells(names, n: int = 4) -> str:
@@ -1330,10 +1400,13 @@ def model_options(function):
                                           "(--text-column). A .csv whose first lines are all tab-separated is read "
                                           "as a .tsv. A one-column .csv/.tsv is one text a line, line 1 included, "
                                           "unless line 1 is a usual column name (text, sentence, ...) or "
-                                          "a snake_case one; with --text-column, line 1 names the columns. '-' "
+                                          "a snake_case one; with --text-column NAME, line 1 names the columns. '-' "
                                           "reads standard input, one text a line (./- is a file named '-')."),
-        click.option("--text-column", default=None, metavar="COL", help="The text column of a CSV/TSV/JSON-lines "
-                                                                       "--texts file."),
+        click.option("--text-column", default=None, metavar="COL",
+                     help="The text column of a CSV/TSV/JSON-lines --texts file: its name, or in a CSV/TSV file its "
+                          "1-based position (4: the 4th column, as cut -f counts; a name on the header line wins), "
+                          "the only way to pick a column of a file without a header line (GLUE's CoLA). A note "
+                          "says which column a position read, and its first text."),
         click.option("--encoding", default="utf-8", show_default=True, metavar="NAME",
                      help="The text encoding of a text or CSV/TSV --labels file (latin-1, cp1252, utf-16, ...), "
                           "and with --model of --texts and of a --shrinkage-sample file of texts."),
@@ -1451,12 +1524,19 @@ def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, 
                 given = " -" if from_stdin else ""
                 raise type(exc)(f"--texts{given}: {message[:1].lower()}{message[1:]}") from None
             raise
+        if getattr(texts, "column_read", None) is not None:  # a position off by one reads another column, silently
+            click.echo(f'Note: --text-column {text_column}: {texts.column_read}, first text: "{_short(texts[0])}"',
+                       err=True)
         labels = None
         if labels_path is not None:
             from isotropy.io.labels import read_labels
 
+            read_as = []  # what a --label-column position read, said as --text-column's is
             labels = read_labels(labels_path, n_rows=len(texts), column=label_column, row_kind="texts",
-                                     encoding=encoding, row_note=getattr(texts, "skipped", None))
+                                     encoding=encoding, row_note=getattr(texts, "skipped", None), _read_as=read_as)
+            if read_as:
+                click.echo(f'Note: --label-column {label_column}: {read_as[0]}, first label: "{_short(str(labels[0]))}"',
+                           err=True)
             if getattr(labels, "ndim", 1) != 1:
                 raise IsotropyValueError(f"--labels {str(labels_path)!r} is multi-label; --model needs one label per text.")
         inputs = None

@@ -304,9 +304,15 @@ def prepare_input(X, row_names, embeddings, labels_path, *, key, sample_size, ra
                          f"one label per row goes to --labels).")
     labels = None
     if labels_path is not None:
+        from isotropy.io._delimited import shorten_cell
         from isotropy.io.labels import read_labels
 
-        labels = _guard(read_labels, labels_path, n_rows=n_rows, column=label_column, encoding=labels_encoding)
+        read_as = []  # a position off by one reads another column without an error: what it read is said
+        labels = _guard(read_labels, labels_path, n_rows=n_rows, column=label_column, encoding=labels_encoding,
+                        _read_as=read_as)
+        if read_as:
+            click.echo(f'Note: --label-column {label_column}: {read_as[0]}, first label: "{shorten_cell(labels[0])}"',
+                       err=True)
     shrinkage_cov = None
     if shrinkage_sample is not None:
         from isotropy.io.embeddings import takes_key
