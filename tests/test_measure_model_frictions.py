@@ -254,25 +254,35 @@ def test_max_length_cuts_the_output_row_as_it_cuts_the_layers(monkeypatch, tmp_p
 
 def test_a_max_length_past_the_models_positions_is_noted_and_the_used_one_recorded(bert, capsys):
     """--max-length 1000 on a model of fewer positions was cut without a word, and the JSON recorded 1000 (a user
-    trial). A value given and cut is now noted, with the values; the default (128) is cut without a note; the
-    result's max_length is the tokens each text was cut to, either way."""
+    trial). The result's max_length is the tokens each text was cut to; a note says how many texts that cut, and
+    only when it cut one: --max-length 100000 said "texts longer than 512 tokens were cut to 512" of texts that all
+    fit. The default (128) is cut without a word about max_length."""
     from transformers import AutoConfig
 
     positions = AutoConfig.from_pretrained(str(bert)).max_position_embeddings
-    note = f"max_length={positions + 100} is more than the model takes ({positions} tokens, its positions)"
+    with warnings.catch_warnings(record=True) as caught:  # no text is longer than the model's positions: no note
+        warnings.simplefilter("always")
+        fitting = measure_layers(TEXTS, model=str(bert), device="cpu", metrics=["isoscore"], max_length=positions + 100)
+    assert [w for w in caught if w.category is LayerNote] == [] and fitting["n_truncated"] == 0
+    assert not any("cut" in w for w in fitting["warnings"]) and fitting["max_length"] == positions
+    long = " ".join(["cat"] * (positions + 10))  # more tokens than the model's positions
     with pytest.warns(LayerNote) as caught:  # warned, not printed: a Python caller can filter or silence it
-        asked = measure_layers(TEXTS, model=str(bert), device="cpu", metrics=["isoscore"], max_length=positions + 100)
-    assert [str(w.message) for w in caught if w.category is LayerNote] == [
-        f"{note}: texts longer than {positions} tokens were cut to {positions}"]
+        asked = measure_layers([*TEXTS, long], model=str(bert), device="cpu", metrics=["isoscore"],
+                               max_length=positions + 100)
+    note = (f"1 of {len(TEXTS) + 1} texts is longer than {positions} tokens (the most the model takes: "
+            f"max_length={positions + 100} is more than its {positions} positions): it was cut to its first "
+            f"{positions} tokens")
+    assert [str(w.message) for w in caught if w.category is LayerNote] == [note]
     assert capsys.readouterr().err == ""
-    assert any(note in w for w in asked["warnings"]) and asked["max_length"] == positions
+    assert f"every layer: {note}" in asked["warnings"] and asked["max_length"] == positions
+    assert asked["n_truncated"] == 1
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         default = measure_layers(TEXTS, model=str(bert), device="cpu", metrics=["isoscore"])
     assert not [w for w in caught if "max_length" in str(w.message)] and default["max_length"] == min(128, positions)
     assert capsys.readouterr().err == ""
     assert positions <= 128  # the tiny model's table: both runs cut every text to it, so the same values
-    assert [row["isoscore"] for row in default["rows"]] == [row["isoscore"] for row in asked["rows"]]
+    assert [row["isoscore"] for row in default["rows"]] == [row["isoscore"] for row in fitting["rows"]]
 
 
 @pytest.mark.parametrize("level", ["sentence", "token"])
@@ -318,16 +328,21 @@ def test_cli_refuses_a_max_length_of_only_the_special_tokens(bert, tmp_path):
 
 
 def test_cli_notes_a_max_length_given_past_the_positions_and_not_its_default(bert, tmp_path):
-    """--help shows --max-length's default 128; left out, it is still cut to the model's 64 positions without a
-    note, while the same 128 given is noted (its default is told apart by where it came from, not its value)."""
+    """--help shows --max-length's default 128; left out, it is still cut to the model's 64 positions without naming
+    it, while the same 128 given is named (its default is told apart by where it came from, not its value). Either
+    way a note comes only when a text was cut, with how many: none of short texts."""
     (tmp_path / "t.txt").write_text("\n".join(TEXTS) + "\n")
-    args = ["measure", "--model", str(bert), "--texts", str(tmp_path / "t.txt"), "--layers", "last", "--device", "cpu",
-            "--metrics", "isoscore", "--no-progress"]
-    default = CliRunner().invoke(cli, args)
-    given = CliRunner().invoke(cli, [*args, "--max-length", "128"])
-    assert default.exit_code == 0 and given.exit_code == 0, default.output + given.output
-    note = "max_length=128 is more than the model takes (64 tokens, its positions)"
-    assert note not in default.output and note in given.output
+    (tmp_path / "long.txt").write_text("\n".join([*TEXTS, " ".join(["cat"] * 80), " ".join(["dog"] * 90)]) + "\n")
+    args = ["measure", "--model", str(bert), "--layers", "last", "--device", "cpu", "--metrics", "isoscore",
+            "--no-progress"]
+    cut = "Note: 2 of 10 texts are longer than 64 tokens (the most the model takes{}): each was cut to its first 64 tokens."
+    for texts, note in (("t.txt", None), ("long.txt", cut)):
+        default = CliRunner().invoke(cli, [*args, "--texts", str(tmp_path / texts)])
+        given = CliRunner().invoke(cli, [*args, "--texts", str(tmp_path / texts), "--max-length", "128"])
+        assert default.exit_code == 0 and given.exit_code == 0, default.output + given.output
+        notes = [[line for line in result.output.splitlines() if "cut" in line] for result in (default, given)]
+        assert notes == ([[], []] if note is None else
+                         [[note.format("")], [note.format(": max_length=128 is more than its 64 positions")]]), notes
 
 
 def test_n_neighbors_past_the_distinct_texts_is_refused_before_the_model_loads(monkeypatch):

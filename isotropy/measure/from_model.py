@@ -771,8 +771,9 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
     Warns
     -----
     LayerNote
-        Texts were cut at the token limit: ``max_length`` given above the model's positions, or texts longer than
-        the limit used (``"3 of 8 texts are longer than 7 tokens (...): each was cut to its first 7 tokens"``).
+        Texts were cut at the token limit, said only when at least one was, with how many (``"3 of 8 texts are
+        longer than 7 tokens (...): each was cut to its first 7 tokens"``; the limit is the model's positions when
+        ``max_length`` is more).
     LayerWarning
         A metric warned, or was undefined (NaN), at some layers: one warning for each message, naming the layers
         and the metrics that gave it (``"layers 0, 1, 2: twonn_dimension: ..."``).
@@ -1023,16 +1024,15 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
             # progress only: the values come once, in the table (a terminal showed each of them twice)
             print(f"layer {layer} measured ({len(rows)} of {len(layers) + bool(output_modules)})", file=sys.stderr,
                   flush=True)
-    if seq < max_length and max_length is not _MAX_LENGTH:  # the model's positions cut every row: recorded with the values (max_length: what was used)
-        cut = (f"every layer: max_length={max_length} is more than the model takes ({seq} tokens, its positions): "
-               f"texts longer than {seq} tokens were cut to {seq}")
-        notes.append(cut)
-        warnings.warn(cut.removeprefix("every layer: "), LayerNote, stacklevel=user_stacklevel())
+    # said only when a text was cut, with how many: a max_length past the model's positions that cut no text said
+    # "texts longer than 512 tokens were cut to 512" all the same (result["max_length"] records the limit used)
     if n_cut:  # the vectors of these texts are of their first seq tokens only: said, not silent (a user trial)
         from isotropy.models.loading import longest_input
 
         longest = longest_input(network_config, tokenizer)
-        limit = ("the most the model takes" if seq < max_length or longest is not None and longest <= seq else
+        limit = (f"the most the model takes: max_length={max_length} is more than its {seq} positions"
+                 if seq < max_length and max_length is not _MAX_LENGTH else
+                 "the most the model takes" if seq < max_length or longest is not None and longest <= seq else
                  f"max_length={seq}; the model takes up to {longest}" if longest is not None else f"max_length={seq}")
         cut = (f"every layer: {n_cut} of {len(texts)} texts {'is' if n_cut == 1 else 'are'} longer than {seq} tokens "
                f"({limit}): {'it was' if n_cut == 1 else 'each was'} cut to its first {seq} tokens")
@@ -1431,7 +1431,7 @@ def model_options(function):
                      help="With --model: texts per forward pass (lower it when the device runs out of memory)."),
         click.option("--max-length", type=BoundedInt(min=2, max=MAX_INT), default=_MAX_LENGTH, show_default=True,
                      help="With --model: tokens per text (longer texts are truncated; at most the model's "
-                          "positions, noted when a value given is cut)."),
+                          "positions; a note says how many texts were cut)."),
         # a choice: completed by click, and a value outside it refused in one line naming the three
         click.option("--dtype", type=click.Choice(COMPUTE_DTYPES), default="float32", show_default=True,
                      help="With --model: the precision the model runs in, whatever its files store. float32 is "
