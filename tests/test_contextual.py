@@ -182,6 +182,22 @@ def test_select_layers_is_the_one_layer_selector():
         assert parse_layers("all", 2) == [0, 1, 2]  # the old name, for one release
 
 
+def test_last_among_indices_is_the_last_hidden_state():
+    """--layers last,0 was refused ("must be 'all', 'last' or ... indices") while 0,-1 and last alone were taken:
+    among indices, 'last' (any case) is -1, and a layer it repeats is what a repeated index is (dropped here; the
+    training probe refuses it, tests/test_training_probe.py)."""
+    from isotropy.models.layers import check_layers
+
+    assert check_layers("last,0") == (-1, 0) and check_layers(" 0 , LAST ") == (0, -1)
+    assert check_layers(["last", 3]) == (-1, 3)
+    assert select_layers("last,0", 7) == select_layers("0,-1", 7) == [0, 6]
+    assert select_layers("last,6", 7) == select_layers("-1,6", 7) == [6]
+    assert select_layers("last", 7) == [6] and check_layers("last") == "last"  # alone, the word as before
+    for value in ("all,0", "last,x", "lastly,0"):
+        with pytest.raises(ValueError, match=f"must be 'all', 'last' or hidden-state indices .*Got '{value}' instead"):
+            check_layers(value)
+
+
 @pytest.mark.parametrize("n", [0, -2, 2.7, True, "3", None])
 def test_select_layers_refuses_a_count_that_is_not_a_positive_int(n):
     """"last" of 0 hidden states was [-1], of -2 [-3]; "all" of 2.7 was [0, 1] and of True [0]."""

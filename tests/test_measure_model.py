@@ -279,6 +279,16 @@ def test_columns_of_a_headerless_table_by_position(files, tmp_path):
     assert record["rows"][0]["silhouette_score"] == pytest.approx(expected["silhouette_score"], rel=1e-12)
 
 
+def test_layers_last_in_a_list_is_the_last_layer(files):
+    """--layers last,0 was refused while 0,-1 was measured: both measure the embedding output and the last layer."""
+    args = ("--model", files / "bert", "--texts", files / "texts.txt", "--metrics", "isoscore", "--device", "cpu",
+            "--json", "-")
+    results = [invoke(*args, "--layers", layers) for layers in ("last,0", "0,-1")]
+    assert [r.exit_code for r in results] == [0, 0], [r.output for r in results]
+    last, indices = (json.loads(r.stdout)["rows"] for r in results)
+    assert [row["layer"] for row in last] == [0, 2] and last == indices
+
+
 def test_a_labels_count_off_by_the_blank_lines_of_the_texts_says_so(files, tmp_path):
     """Blank lines of a .txt --texts file are skipped: a label file with a label for each line was 'off' unexplained."""
     texts = tmp_path / "texts.txt"

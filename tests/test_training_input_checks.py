@@ -761,6 +761,25 @@ def test_a_repeated_metric_or_layer_is_refused_naming_it(cls):
                                    f"{repeated} is repeated.")
 
 
+def test_last_among_the_layers_is_minus_one_and_a_repeat_of_it_is_refused_saying_so():
+    """``layers="last,0"`` was refused as no layer selection; 'last' among indices is -1, so "last,-1" repeats it,
+    refused as "-1,-1" is, with the -1 the message names said to be the 'last' the user wrote."""
+    from isotropy.training import GeometryProbe
+    from isotropy.training.probe import check_distinct_layers
+
+    assert GeometryProbe(["one", "two", "three"], layers="last,0").layers == "last,0"
+    assert check_distinct_layers("last,0", 7, caller="GeometryProbe") == (-1, 0)
+    with pytest.raises(IsotropyValueError) as info:
+        GeometryProbe(["one", "two", "three"], layers="last,-1")
+    assert str(info.value) == ("The 'layers' parameter of GeometryProbe must name each layer once. Got 'last,-1' "
+                               "instead: -1 is repeated ('last' is -1).")
+    with pytest.raises(IsotropyValueError) as info:
+        check_distinct_layers("last,6", 7, caller="GeometryProbe")
+    assert str(info.value) == ("The 'layers' parameter of GeometryProbe must name each layer once. Got 'last,6' "
+                               "instead: -1 and 6 are both layer_6 (the model's hidden states are 0..6; 'last' is "
+                               "-1).")
+
+
 def test_layers_that_resolve_to_the_same_hidden_state_are_refused_at_the_first_measurement(tmp_path):
     """``layers=[-1, 2]`` on a model of 2 layers names hidden state 2 twice (known once the depth is): refused in one
     line at the first measurement, not measured once and logged as layer_2 alone."""

@@ -705,8 +705,8 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
     model : str
         Any name :func:`isotropy.models.resolve_model` accepts.
     layers : "all", "last", str or sequence of int, default="all"
-        Hidden states (0 = embedding output, ``n_layers`` = last layer), e.g. ``"0,6,12"`` or ``-1``
-        (:func:`isotropy.models.select_layers`).
+        Hidden states (0 = embedding output, ``n_layers`` = last layer), e.g. ``"0,6,12"``, ``-1`` or
+        ``"0,last"`` (:func:`isotropy.models.select_layers`).
     level : {"sentence", "token"}, default="sentence"
         ``"sentence"``: one pooled vector per text (:func:`isotropy.models.encoders.encode_pooled`, cached);
         ``"token"``: one vector per token (special tokens such as [CLS] or ``<bos>`` left out unless
@@ -1412,7 +1412,7 @@ def model_options(function):
                           "and with --model of --texts and of a --shrinkage-sample file of texts."),
         click.option("--layers", default="all", show_default=True, metavar="LIST",
                      help="With --model: 'all', 'last' or comma-separated hidden states (0 = embedding output, "
-                          "-1 = last layer)."),
+                          "-1 or last = last layer: 0,last)."),
         click.option("--level", type=click.Choice(LEVELS), default="sentence", show_default=True,
                      help="With --model: one pooled vector per text, or one vector per token."),
         click.option("--pooling", default="mean", show_default=True, metavar="NAME", shell_complete=complete_pooling,

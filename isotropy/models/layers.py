@@ -2,7 +2,7 @@
 
 A transformer with L layers returns L + 1 hidden states: index 0 is the embedding output, index k
 the output of layer k. :func:`select_layers` turns what a user writes (``"all"``, ``"last"``,
-``"0,6,12"``, ``-1``, ``[0, 3]``) into sorted indices into that tuple; ``isotropy measure --model``,
+``"0,6,12"``, ``-1``, ``"last,0"``, ``[0, 3]``) into sorted indices into that tuple; ``isotropy measure --model``,
 :func:`isotropy.models.contextual.extract_token_embeddings`, the training probe, callbacks and
 regularisers all call it. :func:`check_layers` checks the form alone, for constructors that do not
 know the model yet.
@@ -32,13 +32,23 @@ def _is_index(value) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
+def _index(part):
+    """One entry of a list of layers as an index: ``"last"`` (any case) is -1, the index of the last hidden state
+    whatever the depth, so that ``"last,0"`` reads as ``"0,-1"`` does (it was refused, though ``"last"`` alone and
+    ``"0,-1"`` were not); a string is parsed as an int, anything else returned as it is."""
+    if isinstance(part, str):
+        return -1 if part.strip().lower() == "last" else int(part)
+    return part
+
+
 def check_layers(layers, *, caller: str = "check_layers", name: str = "layers"):
     """Check the form of a layer selection; return ``"all"``, ``"last"`` or a tuple of ints.
 
     Parameters
     ----------
     layers : {"all", "last"}, str, int or sequence of int
-        A word, comma-separated indices (``"0,6,-1"``), one index or several.
+        A word, comma-separated indices (``"0,6,-1"``), one index or several; among indices,
+        ``"last"`` is the last hidden state, -1 (``"last,0"`` is ``(-1, 0)``).
     caller, name : str
         The function and argument named in the error message.
 
@@ -54,8 +64,8 @@ def check_layers(layers, *, caller: str = "check_layers", name: str = "layers"):
 
     Examples
     --------
-    >>> check_layers("0, 6,-1"), check_layers(3), check_layers("ALL")
-    ((0, 6, -1), (3,), 'all')
+    >>> check_layers("0, 6,-1"), check_layers(3), check_layers("ALL"), check_layers("last,0")
+    ((0, 6, -1), (3,), 'all', (-1, 0))
     """
     bad = IsotropyValueError(f"The {name!r} parameter of {caller} must be {_expected()}. "
                              f"Got {_describe(layers)} instead.")  # shortened: a 5,000-digit index was echoed whole
@@ -64,14 +74,14 @@ def check_layers(layers, *, caller: str = "check_layers", name: str = "layers"):
         if word in _WORDS:
             return word
         try:
-            parsed = tuple(int(part) for part in layers.split(",") if part.strip())
+            parsed = tuple(_index(part) for part in layers.split(",") if part.strip())
         except ValueError:
             raise bad from None
     elif _is_index(layers):
         parsed = (int(layers),)
     else:
         try:
-            parsed = tuple(layers)
+            parsed = tuple(-1 if isinstance(i, str) and i.strip().lower() == "last" else i for i in layers)
         except TypeError:
             raise bad from None
         if not all(_is_index(i) for i in parsed):
@@ -91,7 +101,7 @@ def select_layers(layers, n_hidden_states: int, *, include_embeddings: bool = Tr
     layers : {"all", "last"}, str, int or sequence of int
         ``"all"``: every hidden state (see ``include_embeddings``); ``"last"``: ``[L]``; indices as
         ints, a sequence or a comma-separated string (``"0,6,12"``); a negative index counts from the
-        end (-1 = L). Repeats are dropped.
+        end (-1 = L), and ``"last"`` among them is L too (``"last,0"``). Repeats are dropped.
     n_hidden_states : int
         Length of the model's ``hidden_states``: its number of layers L plus one (at least 1; a
         bool, a float or a smaller count is refused in one line).
@@ -118,6 +128,8 @@ def select_layers(layers, n_hidden_states: int, *, include_embeddings: bool = Tr
     [0, 1, 2, 3]
     >>> select_layers("all", 4, include_embeddings=False), select_layers("last", 4), select_layers("3,0,-1", 7)
     ([1, 2, 3], [3], [0, 3, 6])
+    >>> select_layers("last,0", 7)
+    [0, 6]
     """
     from isotropy._utils.validation import check_scalar
 

@@ -265,8 +265,13 @@ def check_distinct_layers(layers, n_states=None, *, caller):
     form = check_layers(layers, caller=caller)
     if not isinstance(form, tuple):
         return form
+    # 'last' among indices is -1 (check_layers): said so where the -1 a message names is one the user wrote as 'last'
+    last = "'last' is -1" if "last" in str(layers).lower() else ""
     if n_states is None:
-        _refuse_repeats(form, layers, name="layers", caller=caller, what="layer")
+        try:
+            _refuse_repeats(form, layers, name="layers", caller=caller, what="layer")
+        except IsotropyValueError as exc:
+            raise IsotropyValueError(f"{str(exc)[:-1]}{f' ({last})' if last else ''}.") from None
         return form
     first = {}
     for i in form:
@@ -274,7 +279,7 @@ def check_distinct_layers(layers, n_states=None, *, caller):
             raise IsotropyValueError(
                 f"The 'layers' parameter of {caller} must name each layer once. Got {_describe(layers)} instead: "
                 f"{first[i % n_states]} and {i} are both layer_{i % n_states} (the model's hidden states are "
-                f"0..{n_states - 1}).")
+                f"0..{n_states - 1}{f'; {last}' if last else ''}).")
     return form
 
 
