@@ -808,7 +808,7 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
     from isotropy._utils.validation import SEED_MAX, check_option, check_scalar, check_texts
     from isotropy._utils.warn import user_stacklevel
     from isotropy.metrics.norms import token_norms
-    from isotropy.metrics.table import ISOSCORE_STAR_NOTE, METRICS, check_metric_names
+    from isotropy.metrics.table import ISOSCORE_STAR_NOTE, METRICS, check_metric_names, span_bound_warning
     from isotropy.models.contextual import n_transformer_layers
     from isotropy.models.layers import check_layers, check_layers_before_loading, select_layers
     from isotropy.models.pooling import check_pooling
@@ -1017,7 +1017,9 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
                     record[name] = float("nan")
                     caught = [exc]
                     failed.setdefault(name, {})[layer] = layer_message(name, exc)
-                for message in dict.fromkeys(layer_message(name, getattr(w, "message", w)) for w in caught):
+                bound = span_bound_warning(name, *X.shape) if name not in failed or layer not in failed[name] else None
+                said = [layer_message(name, getattr(w, "message", w)) for w in caught] + ([bound] if bound else [])
+                for message in dict.fromkeys(said):
                     seen.setdefault((name, message), []).append(layer)  # one warning for every layer giving it
         rows.append(record)
         if progress:
