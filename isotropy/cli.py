@@ -192,8 +192,8 @@ def plot(path: Path, out_dir: Path | None, formats, dpi: int):
     JSON of 'isotropy measure --model M --texts T --json FILE': its per-layer figure (that of --plot)
     is drawn beside it (NAME-layers.png for NAME.json), without loading the model again. --out DIR is the
     folder the figures are written into, for either kind of PATH; for a run, DIR is a folder outside
-    it, or the run's own folder (its figures/ then, as without --out). The same holds for a DIR in
-    another run's folder, and figures drawn into a run's folder are drawn under that run's lock.
+    it, or the run's own folder (its figures/ then, as without --out); a folder of another run is refused
+    (RUN/.previous may draw into RUN), and figures drawn into a run's folder are drawn under that run's lock.
     """
     import matplotlib
 
@@ -221,6 +221,13 @@ def plot(path: Path, out_dir: Path | None, formats, dpi: int):
         # the one --out lies in (PATH itself, the run whose .previous/ PATH is, or another run), if any.
         run_dir = path.resolve() if out_dir is None else _run_dir_of(out_dir)
         if run_dir is not None and out_dir is not None:
+            from isotropy.experiments._results_dir import PREVIOUS_NAME
+
+            own = {path.resolve()} | ({path.resolve().parent} if path.resolve().name == PREVIOUS_NAME else set())
+            if run_dir not in own:  # a trial: another finished run's figures were replaced by these, and listed as its
+                raise click.UsageError(f"--out {str(out_dir)!r} is in the run in {str(run_dir)!r}, not {str(path)!r}: "
+                                       f"figures there would replace that run's own. Name a folder outside any run, "
+                                       f"or leave out --out to draw them into {str(path / 'figures')!r}.")
             if out_dir.resolve() == path.resolve():
                 out_dir = None  # --out PATH: PATH/figures/ as without --out
             elif out_dir.resolve() == run_dir:

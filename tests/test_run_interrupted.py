@@ -351,6 +351,24 @@ def test_plot_out_a_folder_inside_the_run_other_than_its_figures_is_one_line(tmp
     assert code == 0 and (out / "run.json").read_text() == before, err
 
 
+def test_plot_out_another_runs_folder_is_refused_and_its_figures_are_kept(tmp_path, capsys):
+    """A trial: ``isotropy plot A --out B`` (B another finished run) replaced B's figures with A's, listed as B's."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert _run_cli(a, capsys, "decay=0.8", extra=["--no-plot"])[0] == 0
+    assert _run_cli(b, capsys, "decay=0.5")[0] == 0
+    figures = {p.name: p.read_bytes() for p in (b / "figures").iterdir()}
+    manifest = (b / MANIFEST_NAME).read_text()
+    for out in (b, b / "figures", b / "figures" / "more"):
+        code, err = _cli(["plot", str(a), "--out", str(out), "--format", "png", "--dpi", "30"], capsys)
+        assert code == 2 and len(err.strip().splitlines()) == 1, err
+        assert f"is in the run in {str(b.resolve())!r}, not {str(a)!r}: figures there would replace that run's own" \
+            in err, err
+    assert {p.name: p.read_bytes() for p in (b / "figures").iterdir()} == figures
+    assert (b / MANIFEST_NAME).read_text() == manifest
+    assert _cli(["plot", str(a), "--out", str(tmp_path / "elsewhere"), "--format", "png", "--dpi", "30"],
+                capsys)[0] == 0  # a folder of no run: drawn
+
+
 def test_plot_of_previous_out_the_run_takes_the_runs_lock_and_is_refused_while_another_holds_it(tmp_path, capsys):
     """``isotropy plot RUN/.previous --out RUN`` drew into RUN without RUN's lock, beside the run holding it."""
     out = tmp_path / "r"
