@@ -26,8 +26,6 @@ _AT_MOST = "at most n_samples - 1 = 59 for 60 samples"
      f"The 'n_neighbors' parameter of kneighbors must be an int in the range [1, 59] ({_AT_MOST}). Got {B} instead."),
     (lambda: isotropy.mle_dimension(X, n_neighbors=B),
      f"The 'n_neighbors' parameter of mle_dimension must be an int in the range [2, 59] ({_AT_MOST}). Got {B} instead."),
-    (lambda: isotropy.silhouette_score(X, LABELS, sample_size=B),
-     f"The 'sample_size' parameter of silhouette_score must be an int in the range [3, 60] or None. Got {B} instead."),
     (lambda: isotropy.rogue_dimension_share(X, n_dimensions=B),
      f"The 'n_dimensions' parameter of rogue_dimension_share must be an int in the range [1, 5]. Got {B} instead."),
     (lambda: isotropy.kneighbors(X, n_neighbors=10**5000),  # past Python's 4,300-digit limit of repr

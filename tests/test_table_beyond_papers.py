@@ -157,8 +157,11 @@ def test_isoscore_star_rule_of_the_default_table(X, tmp_path):
     np.save(tmp_path / "narrow.npy", X[:, :3])
     bad = invoke(tmp_path / "x.npy", "--shrinkage-sample", tmp_path / "narrow.npy")
     assert bad.exit_code == 2 and "12 features" in bad.output
-    too_many = invoke(tmp_path / "x.npy", "--shrinkage-sample", "5000")
-    assert too_many.exit_code == 2 and "--shrinkage-sample 5000" in too_many.output
+    too_many = invoke(tmp_path / "x.npy", "--metrics", "isoscore_star", "--shrinkage-sample", "5000", "--json",
+                      tmp_path / "c.json")  # every row, with a note, as --sample-size beyond the rows
+    assert too_many.exit_code == 0 and f"Note: --shrinkage-sample 5000 is not below the {len(X)} rows" in too_many.stderr
+    assert json.loads((tmp_path / "c.json").read_text())["values"]["isoscore_star"] == pytest.approx(
+        isoscore_star(X, shrinkage_cov=np.cov(X, rowvar=False)), rel=1e-10)
     neither = invoke(tmp_path / "x.npy", "--shrinkage-sample", "abc")  # no number and no file: this option, not the input
     assert neither.exit_code == 2 and neither.output.strip().splitlines()[-1] == (
         "Error: --shrinkage-sample 'abc': expected a number of rows of at least 2 or a file of rows; that path does "

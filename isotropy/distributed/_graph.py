@@ -520,10 +520,10 @@ def sample_rows(X, ids, sample_size, random_state, caller):
     """The seeded subsample of :func:`isotropy.silhouette_score`: the same rows for the same seed."""
     from isotropy._kernels.silhouette import _sample_indices, sampled_ids
 
-    check_scalar(sample_size, "sample_size", caller=caller, kind=numbers.Integral, low=3, high=X.shape[0],
-                 allow_none=True)
+    # more than the rows: every row, permuted as scikit-learn permutes them (its permutation(n)[:sample_size])
+    check_scalar(sample_size, "sample_size", caller=caller, kind=numbers.Integral, low=3, allow_none=True)
     n = X.shape[0]
-    indices = np.sort(_sample_indices(n, int(sample_size), random_state, caller))
+    indices = np.sort(_sample_indices(n, min(int(sample_size), n), random_state, caller))
     # every row checked first, as in memory (check_X of the whole array): drawn first, a NaN in a row not drawn was
     # taken, and one drawn was named by its place in the sample (a user trial)
     from dask import delayed

@@ -449,7 +449,8 @@ def silhouette_score(X, labels, *, metric="euclidean", sample_size=None, random_
         Distance between samples.
     sample_size : int, optional
         Compute the score on this many samples drawn without replacement (all samples when
-        None), in ``[3, n_samples]`` (a silhouette needs two clusters, one of two samples or more).
+        None or at least ``n_samples``, as scikit-learn), at least 3 (a silhouette needs two
+        clusters, one of two samples or more).
     random_state : None, int, numpy.random.RandomState or numpy.random.Generator
         Chooses the subsample when ``sample_size`` is given. The subset is
         ``random_state.permutation(n_samples)[:sample_size]``; an int seed builds a
@@ -492,10 +493,10 @@ def silhouette_score(X, labels, *, metric="euclidean", sample_size=None, random_
     caller = "silhouette_score"
     X, ids = _validate(X, labels, metric, None, caller)
     if sample_size is not None:
-        check_scalar(sample_size, "sample_size", caller=caller, kind=numbers.Integral, low=3, high=X.shape[0],
-                     allow_none=True)
+        # more than the rows: every row, permuted as scikit-learn permutes them (its permutation(n)[:sample_size])
+        check_scalar(sample_size, "sample_size", caller=caller, kind=numbers.Integral, low=3, allow_none=True)
         n = X.shape[0]
-        indices = _sample_indices(n, sample_size, random_state, caller)
+        indices = _sample_indices(n, min(int(sample_size), n), random_state, caller)
         if is_torch(X):
             import torch
 
