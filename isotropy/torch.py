@@ -64,6 +64,28 @@ def _identity_warning(caller: str) -> str:
             f"pushes on the norms; {how}, the covariance of a larger sample of hidden states.")
 
 
+def _one_row_batch(module, H, caller: str, what: str):
+    """The penalty of a training batch of fewer than 2 rows, for the loss modules: 0, without gradient, warned of once
+    per module, as the drop-in regularisers give it (an epoch of batch_size·m + 1 rows ends with a one-row batch, which
+    crashed a plain training loop on its last step where the drop-ins went on); ``None`` for a batch of 2 rows or more,
+    or not 2-d (refused as before)."""
+    if H.ndim != 2 or H.shape[0] >= 2:
+        return None
+    if not getattr(module, "_warned_single", False):  # not a buffer: not in state_dict
+        import warnings
+
+        from isotropy._utils.warn import user_stacklevel
+
+        module._warned_single = True
+        n = H.shape[0]
+        warnings.warn(f"{caller}: a batch of {n} row{'' if n == 1 else 's'}; {what} needs at least 2, so the penalty is "
+                      f"0 for that batch (an epoch of batch_size·m + 1 rows ends with such a batch; drop_last, or a batch "
+                      f"size that divides the data, avoids it). Later such batches are not warned of.", UserWarning,
+                      stacklevel=user_stacklevel())
+    dtype = torch.float32 if H.dtype in (torch.float16, torch.bfloat16) else H.dtype
+    return torch.zeros((), dtype=dtype, device=H.device).requires_grad_(H.requires_grad)
+
+
 def _istar(H, *, shrinkage_cov, zeta, caller: str, warn: bool):
     """``−IsoScore*(H)`` for :func:`istar_penalty`; ``warn``: warn when Σ_S is the identity (``None``, ζ > 0)."""
     H = _check_tensor(H, caller)
@@ -385,7 +407,12 @@ class IStarLoss(nn.Module):
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     def forward(self, H):
-        """Return ``−weight·IsoScore*(H)`` (0-dim tensor on ``H``'s device and dtype; float32 for half ``H``)."""
+        """Return ``−weight·IsoScore*(H)`` (0-dim tensor on ``H``'s device and dtype; float32 for half ``H``).
+
+        A batch of one row (the last of an epoch of ``batch_size·m + 1`` rows) has no IsoScore*: its penalty is 0,
+        without gradient, with one warning per module, as the drop-in regularisers give it; except at ``zeta=1``
+        with a Σ_S, where IsoScore* is IsoScore(Σ_S) whatever the row. :func:`istar_penalty` refuses such a batch.
+        """
         H = _check_tensor(H, "IStarLoss")
         if self.shrinkage_cov is not None and H.ndim == 2 and H.shape[1] != self.shrinkage_cov.shape[0]:
             # the module's Σ_S fixes the width: the batch is what is wrong here, not the stored matrix
@@ -394,6 +421,11 @@ class IStarLoss(nn.Module):
                 f"The 'H' parameter of IStarLoss must have {width} features (columns), the width of its "
                 f"shrinkage_cov. Got shape {tuple(H.shape)} instead; call refresh_shrinkage_cov on hidden states "
                 f"of this width, or build a new IStarLoss.")
+        # one state: no IsoScore*, except at ζ = 1 with a Σ_S (IsoScore(Σ_S) whatever the state: computed below)
+        if not (self.zeta == 1.0 and self.shrinkage_cov is not None):
+            zero = _one_row_batch(self, H, "IStarLoss", "IsoScore*")
+            if zero is not None:
+                return zero
         warn = not getattr(self, "_warned_identity", False)  # once per module (not a buffer: not in state_dict)
         value = _istar(H, shrinkage_cov=self.shrinkage_cov, zeta=self.zeta, caller="IStarLoss", warn=warn)
         if warn and self.shrinkage_cov is None and self.zeta > 0:
@@ -430,8 +462,10 @@ class CosRegLoss(nn.Module):
         self.weight = check_weight(weight, caller="CosRegLoss")
 
     def forward(self, H):
-        """Return ``weight·mean_cos(H)`` (0-dim tensor on ``H``'s device and dtype; float32 for half ``H``)."""
-        return self.weight * _cosine_penalty(H, caller="CosRegLoss")
+        """Return ``weight·mean_cos(H)`` (0-dim tensor on ``H``'s device and dtype; float32 for half ``H``); 0, with one
+        warning, for a batch of one row (no pair: see :class:`IStarLoss`)."""
+        zero = _one_row_batch(self, _check_tensor(H, "CosRegLoss"), "CosRegLoss", "the mean cosine")
+        return zero if zero is not None else self.weight * _cosine_penalty(H, caller="CosRegLoss")
 
     def extra_repr(self):
         return f"weight={self.weight}"

@@ -19,8 +19,9 @@ def _message(call):
 
 
 def test_cosreg_loss_names_itself():
-    assert _message(lambda: CosRegLoss()(torch.randn(1, 4))) == (
-        "The 'H' parameter of CosRegLoss must have at least 2 samples (rows). Got 1 instead.")
+    assert _message(lambda: CosRegLoss()(torch.randn(2, 2, 2))) == (
+        "The 'H' parameter of CosRegLoss must be a 2-d array of shape (n_samples, n_features). Got an array with shape "
+        "(2, 2, 2) instead.")
     assert _message(lambda: CosRegLoss()([[1.0, 2.0], [3.0, 4.0]])).startswith(
         "The 'H' parameter of CosRegLoss must be a torch.Tensor of shape (n_samples, n_features). Got list")
     assert "parameter of CosRegLoss" in _message(lambda: CosRegLoss()(torch.tensor([[1.0, 0.0], [0.0, 0.0]])))
@@ -49,7 +50,7 @@ def test_the_functions_and_istar_loss_still_name_themselves():
         "The 'H' parameter of cosine_penalty must have at least 2 samples (rows). Got 1 instead.")
     assert "parameter of shrinkage_covariance" in _message(lambda: shrinkage_covariance(torch.randn(1, 4)))
     with pytest.raises(IsotropyValueError, match="^The 'H' parameter of IStarLoss must"):
-        IStarLoss()(torch.randn(1, 4))
+        IStarLoss()(torch.randn(2, 2, 2))
 
 
 def test_the_values_are_unchanged():
@@ -144,3 +145,38 @@ def test_a_shrinkage_cov_given_before_any_data_is_refused_as_what_it_is(name):
         "Got an array with shape (3,) instead.")
     S = torch.tensor([[2.0, 0.5], [0.5, 1.0]])
     assert torch.equal(make(S).shrinkage_cov.float(), S)
+
+
+@pytest.mark.parametrize("make", [lambda: IStarLoss(zeta=0.2), lambda: CosRegLoss(weight=2.0)], ids=["istar", "cosreg"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_a_one_row_batch_costs_nothing_with_one_warning_as_the_drop_ins(make, dtype):
+    """A trial: the last batch of an epoch of batch_size·m + 1 rows crashed a plain loop through IStarLoss / CosRegLoss
+    ("must have at least 2 samples") where the drop-in regularisers give 0 and go on. The modules now give 0 (float32
+    for half H, as their values), no gradient to the row, one warning per module; the functions still refuse."""
+    import warnings
+
+    loss = make()
+    name = type(loss).__name__
+    H = torch.randn(1, 6, dtype=dtype, requires_grad=True)
+    with pytest.warns(UserWarning, match=rf"^{name}: a batch of 1 row; .* needs at least 2, so the penalty is 0 for "
+                                         r"that batch \(an epoch of batch_size·m \+ 1 rows ends"):
+        value = loss(H)
+    assert value.shape == () and float(value) == 0.0 and value.dtype == torch.float32 and value.requires_grad
+    (value + H.float().sum()).backward()
+    torch.testing.assert_close(H.grad, torch.ones_like(H))  # the task loss's gradient only
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # said once per module
+        assert float(loss(torch.randn(1, 6, dtype=dtype))) == 0.0
+    two = torch.randn(2, 6, dtype=dtype)
+    assert float(loss(two)) != 0.0  # two rows: the penalty as before
+    with pytest.raises(IsotropyValueError, match="must have at least 2 samples"):
+        (istar_penalty(H, shrinkage_cov=None, zeta=0.2) if name == "IStarLoss" else cosine_penalty(H))
+
+
+def test_istar_loss_at_zeta_one_with_a_sample_covariance_still_gives_its_value_for_one_row():
+    """At ζ = 1 with Σ_S, IsoScore* of any batch is IsoScore(Σ_S), one row included (the drop-ins agree)."""
+    from isotropy import isoscore_from_covariance
+
+    loss = IStarLoss(zeta=1.0).refresh_shrinkage_cov(torch.randn(50, 4, generator=torch.Generator().manual_seed(0)))
+    assert float(loss(torch.randn(1, 4))) == pytest.approx(-isoscore_from_covariance(loss.shrinkage_cov.numpy()),
+                                                           rel=1e-5)
