@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -18,11 +19,27 @@ __all__ = [
     "like_input",
     "to_numpy",
     "warn_at_caller",
+    "warn_if_gathered",
 ]
+
+
+def warn_if_gathered(X, caller: str) -> None:
+    """Say that a dask ``X`` is gathered into memory: the transforms fit and apply in memory, and a dask array became a
+    numpy one without a word (a trial), where the metrics of the same array run by tiles on the cluster."""
+    from isotropy._utils.backend import is_dask
+
+    if not is_dask(X):
+        return
+    n, d = X.shape
+    size = "" if math.isnan(n) else f" ({n * d * 8 / 2**20:,.1f} MiB in float64)"  # NaN: chunks of unknown size
+    warn_at_caller(f"{caller}: X is a dask array, gathered into one in-memory array{size}: the transforms fit and "
+                   f"apply in memory. Call X.compute() first to say so, or fit on a sample that fits in memory and "
+                   f"apply the fitted transform chunk by chunk (X.map_blocks).")
 
 
 def to_numpy(X, *, caller: str, min_samples: int = 2) -> np.ndarray:
     """Validate ``X`` of shape ``(n_samples, n_features)`` and return a float64 numpy array (never a view to mutate)."""
+    warn_if_gathered(X, caller)
     X = check_X(X, caller=caller, min_samples=min_samples)
     if is_torch(X):
         return X.detach().to("cpu").double().numpy()
@@ -66,6 +83,7 @@ class IsotropyTransformer(TransformerMixin, BaseEstimator):
         from isotropy._utils.sklearn_input import validated_input
 
         caller = f"{type(self).__name__}.{method or ('fit' if reset else 'transform')}"
+        warn_if_gathered(X, caller)
         return validated_input(self, X, caller=caller, reset=reset, dtype=np.float64,
                                ensure_min_samples=self._min_samples if reset else 1)
 
