@@ -634,7 +634,8 @@ def test_cluster_isotropy_removes_no_direction_from_a_cluster_of_one_repeated_po
     X = np.repeat(rng.normal(size=(2, 5)), 10, axis=0) + 100.0
     # their points become 0, as those of the small clusters that are warned of: these clusters are warned of too
     with pytest.warns(UserWarning, match=r"2 of 2 clusters have more than n_components \+ 1 = 2 points but at most "
-                                         r"n_components = 1 directions of variance \(repeated points; 20 points"):
+                                         r"n_components = 1 directions of variance \(rank 0: their points span no "
+                                         r"more, as repeated rows or data of low rank do; 20 points"):
         ci = ClusterIsotropy(n_clusters=2, n_components=1, random_state=0).fit(X)
     assert ci.n_components_.tolist() == [0, 0]
     np.testing.assert_array_equal(ci.components_, 0.0)
@@ -727,3 +728,29 @@ def test_a_dask_array_is_gathered_with_a_warning_and_transformed_as_in_memory(ma
     np.testing.assert_allclose(Z, expected, rtol=1e-12, atol=1e-12)
     with pytest.warns(UserWarning, match=r"^whiten: X is a dask array"):
         transforms.whiten(lazy)
+
+
+def test_cluster_isotropy_says_the_rank_of_low_rank_clusters_not_repeated_points():
+    """A trial: 200 distinct rows of rank 3 in 50 features, n_components=5, were said to hold "repeated points"; the
+    warning now gives the clusters' rank (3, less the one the centring takes), and suggests fewer components."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3)) @ rng.normal(size=(3, 50))
+    assert np.unique(X, axis=0).shape[0] == 200
+    with pytest.warns(UserWarning, match=r"2 of 2 clusters have more than n_components \+ 1 = 6 points but at most "
+                                         r"n_components = 5 directions of variance \(rank 3: their points span no "
+                                         r"more, as repeated rows or data of low rank do; 200 points in all\).*Use "
+                                         r"fewer components"):
+        ci = ClusterIsotropy(n_clusters=2, n_components=5, random_state=0).fit(X)
+    assert ci.n_components_.tolist() == [3, 3]
+
+
+@pytest.mark.parametrize("shape,why", [((200, 10), "X has n_features=10 directions"),
+                                       ((5, 50), ("n_samples=5 rows span at most n_samples - 1 directions after "
+                                                 "centring"))])
+def test_all_but_the_top_says_the_bound_that_binds(shape, why):
+    """A trial: 50 components of 200 rows of 10 features were refused for the rows' span, not the 10 features."""
+    limit = min(shape[0] - 1, shape[1])
+    with pytest.raises(IsotropyValueError) as info:
+        AllButTheTop(n_components=50).fit(np.random.default_rng(0).normal(size=shape))
+    assert str(info.value) == (f"The 'n_components' parameter of AllButTheTop must be at most min(n_samples - 1, "
+                               f"n_features) = {limit}: {why}. Got 50 instead.")

@@ -40,9 +40,11 @@ def resolve_n_components(n_components, n_samples: int, n_features: int, *, calle
     else:
         check_scalar(n_components, "n_components", caller=caller, kind=numbers.Integral, low=0)
     if n_components > limit:
+        # the bound that binds, said (the rows' span was given as the reason for 200 rows of 10 features, a trial)
+        why = (f"X has n_features={n_features} directions" if n_features <= n_samples - 1 else
+               f"n_samples={n_samples} rows span at most n_samples - 1 directions after centring")
         raise IsotropyValueError(f"The 'n_components' parameter of {caller} must be at most min(n_samples - 1, "
-                                 f"n_features) = {limit}: n_samples={n_samples} rows span at most n_samples - 1 "
-                                 f"directions after centring. Got {n_components} instead.")
+                                 f"n_features) = {limit}: {why}. Got {n_components} instead.")
     return int(n_components)
 
 

@@ -195,7 +195,7 @@ def fit_cluster_isotropy(X: np.ndarray, *, n_clusters=27, n_components=12, clust
     centers = np.array(clusterer.cluster_centers_ if clustering == "kmeans" else clusterer.means_, dtype=float)
     components = np.zeros((n_clusters, n_components, d))
     n_removed = np.zeros(n_clusters, dtype=np.intp)
-    repeated = []  # clusters of more than n_components + 1 points whose rank is at most n_components
+    repeated = {}  # clusters of more than n_components + 1 points whose rank is at most n_components: their ranks
     for j in range(n_clusters):
         members = X[labels == j]
         if members.shape[0] == 0:  # an empty mixture component: keep the model's mean, remove nothing
@@ -210,15 +210,21 @@ def fit_cluster_isotropy(X: np.ndarray, *, n_clusters=27, n_components=12, clust
         if rank is not None:
             D = min(D, rank)
             if members.shape[0] > n_components + 1 and rank <= n_components:
-                repeated.append(j)
+                repeated[j] = rank
         components[j, :D] = directions[:D]
         n_removed[j] = D
     sizes = np.bincount(labels, minlength=n_clusters)
     if repeated:  # all their variance removed, as for the small clusters below, but they are not small
+        # their points span few directions: repeated rows, or data of low rank (a trial: 200 distinct rows of rank 3
+        # were said to be repeated points); their ranks say which
+        low, high = min(repeated.values()), max(repeated.values())
+        ranks = f"rank {low}" if low == high else f"ranks {low} to {high}"
         warn_at_caller(f"{caller}: {len(repeated)} of {n_clusters} clusters have more than n_components + 1 = "
                        f"{n_components + 1} points but at most n_components = {n_components} directions of variance "
-                       f"(repeated points; {int(sizes[repeated].sum())} points in all); every direction of theirs is "
-                       f"removed and their points become the zero vector. Use fewer clusters or components, or leave out repeated rows.")
+                       f"({ranks}: their points span no more, as repeated rows or data of low rank do; "
+                       f"{int(sizes[list(repeated)].sum())} points in all); every direction of theirs is removed and "
+                       f"their points become the zero vector. Use fewer components (at most the clusters' rank minus "
+                       f"one keeps some variance), or fewer clusters.")
     # n_j centred points span n_j - 1 directions: with n_j <= n_components + 1 all of them are removed and each point
     # is 0 (the test was n_j <= n_components, which missed clusters of n_components + 1 points: 2 points, D = 1)
     flat = np.flatnonzero((sizes > 0) & (sizes <= n_components + 1))
