@@ -99,8 +99,12 @@ def __getattr__(name):
     return value
 
 
+# what this module imports for itself: not the package's, so not offered by dir() and tab completion (a trial)
+_OWN_IMPORTS = {"annotations", "importlib", "sys", "types", "warnings"}
+
+
 def __dir__():
-    return sorted(set(globals()) | set(__all__))
+    return sorted((set(globals()) | set(__all__)) - _OWN_IMPORTS)
 
 
 class _MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):

@@ -46,6 +46,13 @@ def test_every_exported_name_resolves(name):
     assert name in dir(isotropy)
 
 
+def test_dir_offers_the_package_not_what_its_init_imports_for_itself():
+    """A trial: tab completion on ``isotropy.`` offered sys, warnings, importlib, types and annotations."""
+    public = [name for name in dir(isotropy) if not name.startswith("_")]
+    assert not {"annotations", "importlib", "sys", "types", "warnings"} & set(public)
+    assert set(isotropy.__all__) <= set(public)
+
+
 def test_unknown_attribute_is_an_attribute_error():
     with pytest.raises(AttributeError, match="has no attribute 'isoscroe'"):
         isotropy.isoscroe  # noqa: B018
