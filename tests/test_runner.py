@@ -578,3 +578,23 @@ print(json.dumps({lib["filepath"]: lib["num_threads"] for lib in threadpool_info
     assert any(loaded_alone[path] > 1 for path in new) or os.cpu_count() == 1, loaded_alone  # else nothing is set back
     assert all(seen["after"][path] == loaded_alone[path] for path in new), (seen["after"], loaded_alone)
     assert all(seen["after"][path] == count for path, count in seen["outside"].items())
+
+
+def test_a_runs_own_config_yaml_reruns_into_a_folder_named_for_that_run(tmp_path):
+    """A trial: re-running two finished runs from their config.yaml (--setup A/config.yaml, --setup B/config.yaml) sent
+    both to results/<experiment>/config, the second replacing the first. A config.yaml beside a run.json is named for
+    its run's folder; any other YAML file keeps its stem, and a packaged setup its name."""
+    from isotropy.cli import load_experiment
+
+    experiment = load_experiment("classifier-geometry")
+    for name in ("cg", "cgk2"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "run.json").write_text("{}")
+        (tmp_path / name / "config.yaml").write_text("experiment: classifier-geometry\n")
+        assert experiment.default_results_dir(str(tmp_path / name / "config.yaml")) == Path(
+            "results", "classifier-geometry", name)
+    (tmp_path / "config.yaml").write_text("experiment: classifier-geometry\n")  # no run beside it: its stem
+    assert experiment.default_results_dir(str(tmp_path / "config.yaml")) == Path("results", "classifier-geometry",
+                                                                                   "config")
+    assert experiment.default_results_dir(str(tmp_path / "mine.yml")) == Path("results", "classifier-geometry", "mine")
+    assert experiment.default_results_dir("demo") == Path("results", "classifier-geometry", "demo")

@@ -240,9 +240,14 @@ class Experiment:
                               f"(one run is deterministic given its seed). Got {seeds!r} instead.")
 
     def default_results_dir(self, setup: str | None) -> Path:
-        """``results/<experiment>/<setup>`` (a YAML file's stem for a user's setup)."""
-        name = Path(setup).stem if setup and str(setup).endswith((".yaml", ".yml")) else (setup or self.default_setup)
-        return Path("results") / self.name / name
+        """``results/<experiment>/<setup>`` (a YAML file's stem for a user's setup; for the ``config.yaml`` a run
+        wrote, its run's folder name: every such re-run went to ``results/<experiment>/config``, each replacing the
+        last, a trial)."""
+        if not (setup and str(setup).endswith((".yaml", ".yml"))):
+            return Path("results") / self.name / (setup or self.default_setup)
+        path = Path(setup)
+        written = path.name == "config.yaml" and (path.parent / "run.json").is_file()
+        return Path("results") / self.name / (path.resolve().parent.name if written else path.stem)
 
 
 def _config_models() -> dict[str, type]:
