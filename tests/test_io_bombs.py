@@ -549,3 +549,35 @@ def test_longest_line_finds_the_line_re_split_finds(text, limit, scan):
     if got is not None:  # chunked: the length so far, past the limit
         assert got[0] == expected[0] and limit < got[1] <= expected[1]
         assert scan < len(text) or got == expected
+
+
+def test_a_pt_file_of_self_holding_shared_or_deep_lists_is_walked_in_bounded_time(tmp_path):
+    """A review: the walk over the dicts and lists of a saved .pt dict (their tensors count, 'b/c') did not remember
+    what it had walked: a list holding itself (1.5 KB) grew without end, and a = [a, a] thirty times (1.8 KB) named
+    2³⁰ paths to one tensor. Each container is now walked once, and nesting past 64 levels is refused in one line."""
+    import torch
+
+    from isotropy.io.labels import read_labels
+
+    T = torch.arange(15.0).reshape(5, 3)
+    own = [T]
+    own.append(own)
+    torch.save({"a": T, "b": own}, tmp_path / "cyc.pt")
+    shared = [T]
+    for _ in range(30):
+        shared = [shared, shared]
+    torch.save({"a": shared}, tmp_path / "dag.pt")
+    deep = [T]
+    for _ in range(100):
+        deep = [deep]
+    torch.save({"x": deep}, tmp_path / "deep.pt")
+    np.testing.assert_array_equal(read_embeddings(tmp_path / "cyc.pt", key="a")[0], T.numpy())
+    np.testing.assert_array_equal(read_embeddings(tmp_path / "cyc.pt", key="b/0")[0], T.numpy())
+    with pytest.raises(ValueError, match=r"\['a', 'b/0'\]"):  # two tensors: a key names one
+        read_embeddings(tmp_path / "cyc.pt")
+    np.testing.assert_array_equal(read_embeddings(tmp_path / "dag.pt")[0], T.numpy())  # one container: one name
+    for read in (read_embeddings, lambda p: read_labels(p, n_rows=5)):
+        with pytest.raises(ValueError) as info:
+            read(tmp_path / "deep.pt")
+        assert "its dicts and lists are nested more than 64 deep; expected a dict of tensors (nested at most 64 " \
+               "deep)." in str(info.value) and "\n" not in str(info.value)

@@ -577,10 +577,20 @@ def _saved_tensors(obj: dict, tensor_type, path, fail=_fail) -> dict:
     a word: counted, a file of several tensors is refused without a key naming one, as an ``.npz`` archive of
     several members is. Walked without recursion (a file of deeply nested lists is no stack overflow); a name that
     two tensors spell alike (a key ``'b/c'`` beside the key ``'c'`` of a dict ``'b'``) is refused.
+
+    Bounded on hostile files: each dict or list is walked once, by the first name that reaches it (a list holding
+    itself, 1.5 KB, grew without end; ``a = [a, a]`` thirty times, 1.8 KB, named 2³⁰ paths to one tensor), and one
+    nested more than ``_MAX_NESTING`` deep is refused (its names alone grew as the square of the depth).
     """
-    tensors, stack = {}, [("", obj)]
+    tensors, stack, walked = {}, [("", obj, 0)], set()
     while stack:
-        prefix, value = stack.pop()
+        prefix, value, depth = stack.pop()
+        if id(value) in walked:
+            continue
+        walked.add(id(value))
+        if depth > _MAX_NESTING:
+            raise fail(path, f"its dicts and lists are nested more than {_MAX_NESTING} deep",
+                       f"a dict of tensors (nested at most {_MAX_NESTING} deep)")
         items = value.items() if isinstance(value, dict) else enumerate(value)
         inner = []
         for k, item in items:
@@ -592,9 +602,13 @@ def _saved_tensors(obj: dict, tensor_type, path, fail=_fail) -> dict:
                                "names that tell its tensors apart: rename the key holding '/'")
                 tensors[name] = item
             elif isinstance(item, (dict, list, tuple)):
-                inner.append((f"{name}/", item))
+                inner.append((f"{name}/", item, depth + 1))
         stack.extend(reversed(inner))  # depth-first, in the order saved
     return tensors
+
+
+# Levels of dicts and lists inside a saved .pt dict that _saved_tensors walks (a model's state: 2 or 3).
+_MAX_NESTING = 64
 
 
 def _refuse_no_tensor(path, obj: dict, key: str, tensors: dict, tensor_type, fail=_fail) -> None:
