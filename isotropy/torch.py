@@ -65,11 +65,11 @@ def _identity_warning(caller: str) -> str:
 
 
 def _one_row_batch(module, H, caller: str, what: str):
-    """The penalty of a training batch of fewer than 2 rows, for the loss modules: 0, without gradient, warned of once
-    per module, as the drop-in regularisers give it (an epoch of batch_size·m + 1 rows ends with a one-row batch, which
-    crashed a plain training loop on its last step where the drop-ins went on); ``None`` for a batch of 2 rows or more,
-    or not 2-d (refused as before)."""
-    if H.ndim != 2 or H.shape[0] >= 2:
+    """The penalty of a training batch of one row, for the loss modules: 0, without gradient, warned of once per
+    module, as the drop-in regularisers give it (an epoch of batch_size·m + 1 rows ends with a one-row batch, which
+    crashed a plain training loop on its last step where the drop-ins went on); ``None`` for any other batch, refused
+    or measured as before (no rows: refused, the mistake of a caller, not the end of an epoch)."""
+    if H.ndim != 2 or H.shape[0] != 1:  # (no rows: refused, as the functions refuse it)
         return None
     if not getattr(module, "_warned_single", False):  # not a buffer: not in state_dict
         import warnings
@@ -77,8 +77,7 @@ def _one_row_batch(module, H, caller: str, what: str):
         from isotropy._utils.warn import user_stacklevel
 
         module._warned_single = True
-        n = H.shape[0]
-        warnings.warn(f"{caller}: a batch of {n} row{'' if n == 1 else 's'}; {what} needs at least 2, so the penalty is "
+        warnings.warn(f"{caller}: a batch of 1 row; {what} needs at least 2, so the penalty is "
                       f"0 for that batch (an epoch of batch_size·m + 1 rows ends with such a batch; drop_last, or a batch "
                       f"size that divides the data, avoids it). Later such batches are not warned of.", UserWarning,
                       stacklevel=user_stacklevel())

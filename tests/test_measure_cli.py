@@ -460,6 +460,10 @@ def test_scores_given_as_labels_are_said_to_be_clusters_of_a_row_or_two(tmp_path
         ids = np.unique(scores, return_inverse=True)[1]
         assert record["values"]["silhouette_score"] == pytest.approx(silhouette_score(X, ids), rel=1e-9)
     assert measure("classes.txt")[0] == []
+    np.savetxt(tmp_path / "pairs.txt", np.r_[np.repeat(np.arange(249), 2), [249, 250]], fmt="%d")  # 251 classes
+    assert measure("pairs.txt")[0] == [(f"Note: LABELS {str(tmp_path / 'pairs.txt')!r}: 251 clusters for 500 rows, each "
+                                       f"distinct label one cluster; fewer than 2 rows per cluster on average, 2 of "
+                                       f"them of a single row")]
 
 
 def test_twonn_undefined_on_ties_fails_alone_and_mle_keeps_its_value(tmp_path):

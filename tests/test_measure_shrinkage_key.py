@@ -94,8 +94,8 @@ def test_the_shrinkage_key_picks_the_array_of_the_shrinkage_file_alone(files):
 
 @pytest.mark.parametrize("args,message", [
     (["--shrinkage-sample", "shrink.npy", "--shrinkage-key", "a"],
-     ("Error: --shrinkage-key 'a': --shrinkage-sample '{root}/shrink.npy' holds a single array (a .npy, CSV/TSV or "
-     "word-vector file); leave --shrinkage-key out.\n")),
+     ("Error: --shrinkage-key 'a': --shrinkage-sample '{root}/shrink.npy' is no container of several arrays (.npz, "
+      ".pt, .safetensors, .parquet); leave --shrinkage-key out.\n")),
     (["--shrinkage-key", "a"], ("picks the array of a --shrinkage-sample FILE holding several; give --shrinkage-sample "
                                "FILE too.")),
     (["--shrinkage-sample", "50", "--shrinkage-key", "a"],
@@ -160,5 +160,5 @@ def test_a_shrinkage_count_beyond_the_rows_is_every_row_with_a_note(files):
     result = _measure(root / "emb.npz", "--key", "coords", "--shrinkage-sample", "99999", "--json", out)
     assert result.exit_code == 0, result.output
     assert ("Note: --shrinkage-sample 99999 is not below the 60 rows of EMBEDDINGS: Σ_S is the covariance of every "
-            "row.") in result.output
+            "row (with every row measured, that of the rows measured: isoscore_star is then isoscore).") in result.output
     assert json.loads(out.read_text())["values"]["isoscore_star"] == pytest.approx(_expected(X, X), rel=1e-10)

@@ -726,6 +726,14 @@ def test_a_dask_array_is_gathered_with_a_warning_and_transformed_as_in_memory(ma
         Z = fitted.transform(lazy)
     expected = eval(make, vars(transforms)).fit(X).transform(X)
     np.testing.assert_allclose(Z, expected, rtol=1e-12, atol=1e-12)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        both = eval(make, vars(transforms)).fit_transform(lazy)
+    assert [str(w.message).split(":")[0] for w in caught] == [f"{name}.fit_transform"]  # gathered once, said once
+    np.testing.assert_allclose(both, expected, rtol=1e-12, atol=1e-12)
+    for bad in (da.ones(5), da.ones((2, 2, 2))):  # refused as numpy arrays of these shapes are, not unpacked
+        with pytest.raises(IsotropyValueError, match=rf"^The 'X' parameter of {name}\.fit must be a 2-d array"):
+            eval(make, vars(transforms)).fit(bad)
     with pytest.warns(UserWarning, match=r"^whiten: X is a dask array"):
         transforms.whiten(lazy)
 

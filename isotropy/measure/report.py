@@ -356,8 +356,10 @@ def prepare_input(X, row_names, embeddings, labels_path, *, key, sample_size, ra
         if needing_labels and (fraction is not None or 2 * n_clusters > n_samples):
             # scores given as labels (STS similarities, ratings): every distinct value became a cluster of a row or
             # two, and the silhouette read -0.24 without a word (a user trial)
+            singles = int(np.count_nonzero(np.bincount(cluster_ids) == 1))
             why = (f"the labels are numbers with fractions ({fraction!r}), scores rather than classes?"
-                   if fraction is not None else "most clusters hold a single row")
+                   if fraction is not None else f"fewer than 2 rows per cluster on average, {singles} of them of a "
+                                                f"single row")
             click.echo(f"Note: LABELS {str(labels_path)!r}: {n_clusters} clusters for {n_samples} rows{where}, each "
                        f"distinct label one cluster; {why}", err=True)
     return _Input(X=X, n_rows=n_rows, n_samples=n_samples, n_features=n_features, where=where,
@@ -1030,7 +1032,8 @@ def shrinkage_covariance(spec, X_full, *, key, random_state, n_features, inherit
         n_rows = X_full.shape[0]
         if spec >= n_rows:  # as --sample-size: a note, every row (an error before, where --sample-size was a note)
             click.echo(f"Note: --shrinkage-sample {spec} is not below the {n_rows} rows of EMBEDDINGS: Σ_S is the "
-                       f"covariance of every row.", err=True)
+                       f"covariance of every row (with every row measured, that of the rows measured: isoscore_star is "
+                       f"then isoscore).", err=True)
         rows = subsample_indices(n_rows, spec, random_state=[random_state, 1])
         S = X_full[rows]
         S = S.compute() if is_dask(S) else S
@@ -1038,8 +1041,8 @@ def shrinkage_covariance(spec, X_full, *, key, random_state, n_features, inherit
         from isotropy.io.embeddings import read_embeddings, takes_key
 
         if key is not None and not takes_key(spec):  # read_embeddings would name --key, the option of EMBEDDINGS
-            raise InputError(f"--shrinkage-key {key!r}: --shrinkage-sample {str(spec)!r} holds a single array "
-                             f"(a .npy, CSV/TSV or word-vector file); leave --shrinkage-key out.")
+            raise InputError(f"--shrinkage-key {key!r}: --shrinkage-sample {str(spec)!r} is no container of several "
+                             f"arrays (.npz, .pt, .safetensors, .parquet); leave --shrinkage-key out.")
         try:
             S, _ = _guard(read_embeddings, spec, key=key)
         except InputError as exc:  # which option's file it is ("tx.txt:1: expected a word vector" named none)

@@ -133,7 +133,26 @@ def span_bound_warning(name: str, n_samples: int, n_features: int) -> str | None
     eigenvalues: the participation ratio (Σλ)²/Σλ² is at most ``n − 1`` and IsoScore = (PR − 1)/(d − 1) at most
     ``(n − 2)/(d − 1)``, reached by ``n`` equidistant points (a regular simplex), whatever the space they come
     from. 40 sentence vectors of a 384-d model read IsoScore 0.09 as "anisotropic" where nothing larger was
-    possible (a user trial). ``None`` for the other metrics, and for more rows than features.
+    possible (a user trial).
+
+    Parameters
+    ----------
+    name : str
+        A metric's canonical name; only ``"isoscore"`` and ``"participation_ratio"`` have such a bound.
+    n_samples, n_features : int
+        The rows measured and their width.
+
+    Returns
+    -------
+    str or None
+        The warning, naming the bound; ``None`` for the other metrics, and for more rows than features.
+
+    Examples
+    --------
+    >>> span_bound_warning("isoscore", 40, 384)[:70]
+    '40 rows in 384 features span at most 39 dimensions, so the value is at'
+    >>> span_bound_warning("isoscore", 400, 384) is None
+    True
     """
     if n_samples > n_features or n_samples < 2 or name not in ("isoscore", "participation_ratio"):
         return None

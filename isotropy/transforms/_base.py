@@ -28,13 +28,13 @@ def warn_if_gathered(X, caller: str) -> None:
     numpy one without a word (a trial), where the metrics of the same array run by tiles on the cluster."""
     from isotropy._utils.backend import is_dask
 
-    if not is_dask(X):
+    if not is_dask(X) or X.ndim != 2:  # (not 2-d: refused by the checks, as a numpy array of that shape)
         return
     n, d = X.shape
-    size = "" if math.isnan(n) else f" ({n * d * 8 / 2**20:,.1f} MiB in float64)"  # NaN: chunks of unknown size
+    size = "" if math.isnan(n) or math.isnan(d) else f" ({n * d * 8 / 2**20:,.1f} MiB in float64)"  # NaN: unknown
     warn_at_caller(f"{caller}: X is a dask array, gathered into one in-memory array{size}: the transforms fit and "
                    f"apply in memory. Call X.compute() first to say so, or fit on a sample that fits in memory and "
-                   f"apply the fitted transform chunk by chunk (X.map_blocks).")
+                   f"apply the fitted transform a block of rows at a time (map_blocks, docs/api/transforms.md).")
 
 
 def to_numpy(X, *, caller: str, min_samples: int = 2) -> np.ndarray:
@@ -104,8 +104,14 @@ class IsotropyTransformer(TransformerMixin, BaseEstimator):
     def fit_transform(self, X, y=None, **fit_params):
         """Fit on ``X`` and return the transformed ``X`` (same as ``fit(X).transform(X)``).
 
-        ``fit_params`` go to ``fit``, which takes none: an unknown keyword raises ``TypeError`` here as there.
+        ``fit_params`` go to ``fit``, which takes none: an unknown keyword raises ``TypeError`` here as there. A dask
+        ``X`` is gathered once, with one warning (fit and transform each gathered it, and each said so).
         """
+        from isotropy._utils.backend import is_dask
+
+        if is_dask(X) and X.ndim == 2:
+            warn_if_gathered(X, f"{type(self).__name__}.fit_transform")
+            X = X.compute()
         return self.fit(X, y, **fit_params).transform(X)
 
 

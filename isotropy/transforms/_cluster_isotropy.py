@@ -223,8 +223,9 @@ def fit_cluster_isotropy(X: np.ndarray, *, n_clusters=27, n_components=12, clust
                        f"{n_components + 1} points but at most n_components = {n_components} directions of variance "
                        f"({ranks}: their points span no more, as repeated rows or data of low rank do; "
                        f"{int(sizes[list(repeated)].sum())} points in all); every direction of theirs is removed and "
-                       f"their points become the zero vector. Use fewer components (at most the clusters' rank minus "
-                       f"one keeps some variance), or fewer clusters.")
+                       f"their points become the zero vector. "
+                       + (f"Use fewer components (at most {low - 1} keeps some variance in each), or fewer clusters."
+                          if low > 1 else "Use fewer clusters, or leave out repeated rows."))
     # n_j centred points span n_j - 1 directions: with n_j <= n_components + 1 all of them are removed and each point
     # is 0 (the test was n_j <= n_components, which missed clusters of n_components + 1 points: 2 points, D = 1)
     flat = np.flatnonzero((sizes > 0) & (sizes <= n_components + 1))
