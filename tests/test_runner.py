@@ -598,3 +598,19 @@ def test_a_runs_own_config_yaml_reruns_into_a_folder_named_for_that_run(tmp_path
                                                                                    "config")
     assert experiment.default_results_dir(str(tmp_path / "mine.yml")) == Path("results", "classifier-geometry", "mine")
     assert experiment.default_results_dir("demo") == Path("results", "classifier-geometry", "demo")
+    # the run's own folder (results/<experiment>/<name>, from the folder the command runs in) is never the default:
+    # a fresh run there moves the run's results aside; nor is a run's .previous folder named '.previous'
+    own = tmp_path / "results" / "classifier-geometry" / "demo"
+    (own / ".previous").mkdir(parents=True)
+    for folder in (own, own / ".previous"):
+        (folder / "run.json").write_text("{}")
+        (folder / "config.yaml").write_text("experiment: classifier-geometry\n")
+    cwd = os.getcwd()
+    try:
+        os.chdir(tmp_path)
+        assert experiment.default_results_dir("results/classifier-geometry/demo/config.yaml") == Path(
+            "results", "classifier-geometry", "demo-rerun")
+        assert experiment.default_results_dir("results/classifier-geometry/demo/.previous/config.yaml") == Path(
+            "results", "classifier-geometry", "demo-previous")
+    finally:
+        os.chdir(cwd)

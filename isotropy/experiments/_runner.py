@@ -246,8 +246,16 @@ class Experiment:
         if not (setup and str(setup).endswith((".yaml", ".yml"))):
             return Path("results") / self.name / (setup or self.default_setup)
         path = Path(setup)
-        written = path.name == "config.yaml" and (path.parent / "run.json").is_file()
-        return Path("results") / self.name / (path.resolve().parent.name if written else path.stem)
+        if not (path.name == "config.yaml" and (path.parent / "run.json").is_file()):
+            return Path("results") / self.name / path.stem
+        from isotropy.experiments._results_dir import PREVIOUS_NAME
+
+        run = path.resolve().parent
+        # RUN/.previous/config.yaml: named for RUN ('.previous' is the runs' own folder name, and hidden)
+        name = f"{run.parent.name}-previous" if run.name == PREVIOUS_NAME else run.name
+        folder = Path("results") / self.name / name
+        # never the run itself (a fresh run there moves its results aside, then drops them): beside it
+        return folder.with_name(f"{name}-rerun") if folder.resolve() == run else folder
 
 
 def _config_models() -> dict[str, type]:
