@@ -931,3 +931,23 @@ def test_a_missing_value_among_integer_rows_keeps_the_matrix_reading(tmp_path, m
     # ids before vectors of floats stay word vectors (the judgement call of _is_numeric_text)
     (tmp_path / "w.txt").write_text(f"1900 0.1 0.2\n1901 {missing} 0.4\n1902 0.5 0.6\n")
     assert read_embeddings(tmp_path / "w.txt")[1] == ["1900", "1901", "1902"]
+
+
+def test_a_tsv_written_quoted_by_r_keeps_csv_quoting(tmp_path):
+    """A review: quotes became text in every tab-separated table (GloVe's word '"'), so R's write.table(sep = "\\t"),
+    which quotes every name, came back with names '"cat"' and no column 'label' (its header cell was '"label"'). A
+    first line that encloses its cells in quotes, with no other quote, keeps CSV quoting; GloVe's '"' stays a word."""
+    from isotropy.io.embeddings import read_embeddings
+
+    path = tmp_path / "r.tsv"  # R: write.table(df, sep = "\t") with row names and a character column
+    path.write_text('"a"\t"b"\t"label"\n"cat"\t0.1\t0.2\t"pos"\n"dog"\t0.3\t0.4\t"neg"\n"ox"\t0.5\t0.7\t"neg"\n')
+    X, names = read_embeddings(path, label_column="label")
+    np.testing.assert_array_equal(X, [[0.1, 0.2], [0.3, 0.4], [0.5, 0.7]])
+    assert names == ["cat", "dog", "ox"]
+    glove = tmp_path / "g.tsv"
+    glove.write_text('word\ta\tb\n"\t0.1\t0.2\nthe\t0.3\t0.4\n')
+    X, names = read_embeddings(glove)
+    assert names == ['"', "the"] and X.tolist() == [[0.1, 0.2], [0.3, 0.4]]
+    headerless = tmp_path / "h.tsv"
+    headerless.write_text('"\t0.1\t0.2\n"quoted" word\t0.3\t0.4\n')  # a quote that encloses no cell: text
+    assert read_embeddings(headerless)[1] == ['"', '"quoted" word']

@@ -19,7 +19,7 @@ import csv
 import os
 import re
 
-__all__ = ["SNIFF_LINES", "column_position", "column_read", "file_delimiter", "no_header", "ordinal",
+__all__ = ["SNIFF_LINES", "column_position", "column_read", "file_delimiter", "file_quoting", "no_header", "ordinal",
            "position_given", "separated", "shorten_cell", "table_delimiter", "table_quoting"]
 
 SNIFF_LINES = 20
@@ -42,17 +42,42 @@ def table_delimiter(content: str, suffix: str) -> str:
     return "\t" if len(tabs) == 1 and tabs != {0} else ","
 
 
-def table_quoting(sep: str) -> int:
-    """The :mod:`csv` quoting a table separated by ``sep`` is read with: quotes are text in a tab-separated one.
+def table_quoting(sep: str, first_line: str | None = None) -> int:
+    """The :mod:`csv` quoting a table separated by ``sep`` is read with: quotes are text in a tab-separated one,
+    unless its ``first_line`` is written quoted.
 
     Tab-separated files carry no quoting convention (TensorBoard's projector, GloVe-derived TSVs, GLUE): GloVe's
     vocabulary holds the word ``"``, which read with CSV quoting opened a field that ran to the end of the file. A
-    comma-separated file keeps CSV quoting (a sentence with a comma is written quoted).
+    comma-separated file keeps CSV quoting (a sentence with a comma is written quoted). So does a tab-separated
+    file whose first line encloses a cell in quotes and has no other quote (R's ``write.table(sep = "\\t")`` quotes
+    every name: read as text, its names came back as ``'"cat"'`` and its ``"label"`` column was not ``label``, a
+    review).
 
     >>> table_quoting("\\t") == csv.QUOTE_NONE, table_quoting(",") == csv.QUOTE_MINIMAL
     (True, True)
+    >>> table_quoting("\\t", '"a"\\t"b"') == csv.QUOTE_MINIMAL, table_quoting("\\t", '"\\t0.1\\t0.2') == csv.QUOTE_NONE
+    (True, True)
     """
-    return csv.QUOTE_NONE if sep == "\t" else csv.QUOTE_MINIMAL
+    if sep != "\t":
+        return csv.QUOTE_MINIMAL
+    cells = (first_line or "").rstrip("\r\n").split(sep)
+    enclosed = [cell for cell in cells if len(cell) >= 2 and cell[0] == cell[-1] == '"']
+    stray = any('"' in cell for cell in cells if cell not in enclosed)
+    return csv.QUOTE_MINIMAL if enclosed and not stray else csv.QUOTE_NONE
+
+
+def file_quoting(path: str | os.PathLike, sep: str, encoding: str = "utf-8-sig") -> int:
+    """:func:`table_quoting` of the file at ``path``, from its first non-blank line."""
+    if sep != "\t":
+        return csv.QUOTE_MINIMAL
+    try:
+        with open(path, encoding=encoding, errors="replace", newline="") as handle:
+            for _, line in zip(range(SNIFF_LINES), handle):
+                if line.strip():
+                    return table_quoting(sep, line[:_SNIFF_CHARS])
+    except (OSError, LookupError):  # unreadable: the reader itself says why
+        pass
+    return csv.QUOTE_NONE
 
 
 def file_delimiter(path: str | os.PathLike, encoding: str) -> str:

@@ -33,7 +33,7 @@ from isotropy.io._archives import (
     parquet_expansion_problem,
     zip_expansion_problem,
 )
-from isotropy.io._delimited import table_quoting
+from isotropy.io._delimited import file_quoting, table_quoting
 from isotropy.io._encoding import header_name as _header_name  # shared with read_labels' column=
 from isotropy.io._encoding import is_label_header, is_row_id_header, shorten
 from isotropy.io._paths import npy_magic_problem, npy_size_problem, path_kind
@@ -859,8 +859,10 @@ def _read_table(path, sep: str, label_column=None):
     if len(line) > _MAX_FIRST_LINE:
         raise _fail(path, f"its first line is longer than {_MAX_FIRST_LINE} characters", f"{rows}, one row per line")
     try:
-        # quotes are text in a tab-separated file (GloVe's word '"'), as its labels and texts are read: table_quoting
-        first = [_header_name(cell) for cell in next(csv.reader([line], delimiter=sep, quoting=table_quoting(sep)), [])]
+        # quotes are text in a tab-separated file (GloVe's word '"'), as its labels and texts are read, unless its
+        # first line is written quoted (R's write.table): table_quoting
+        quoting = table_quoting(sep, line)
+        first = [_header_name(cell) for cell in next(csv.reader([line], delimiter=sep, quoting=quoting), [])]
     except csv.Error as exc:  # a field over csv's limit (131072 characters), a stray quote
         raise _fail(path, f"line 1 is not a readable {path.suffix} row ({_short(exc)})", rows) from None
     if not first:
@@ -894,7 +896,7 @@ def _read_table(path, sep: str, label_column=None):
                     f"{rows}, one row per line, each field at most {_MAX_FIELD_BYTES} bytes besides a row name of "
                     f"at most {_MAX_ROW_NAME_BYTES // 2**20} MiB")
     try:
-        df = pd.read_csv(path, sep=sep, header=0 if header else None, quoting=table_quoting(sep))
+        df = pd.read_csv(path, sep=sep, header=0 if header else None, quoting=quoting)
     except Exception as exc:  # noqa: BLE001
         _check_fields(path, sep, header)  # a line with more fields than the first: said as such
         raise _fail(path, f"not a readable {path.suffix} file ({_short(exc)})",
@@ -989,7 +991,7 @@ def _check_fields(path, sep: str, header: bool, indexed: bool = False, hint: str
     first = "the header" if header else "line 1"
     try:
         with open(path, encoding="utf-8-sig", errors="replace", newline="") as handle:
-            reader = csv.reader(handle, delimiter=sep, quoting=table_quoting(sep))
+            reader = csv.reader(handle, delimiter=sep, quoting=file_quoting(path, sep))
             width, last_empty, data_lines = None, True, 0
             for row in reader:
                 if not row:
@@ -1163,7 +1165,7 @@ def _written_column(pd, path, sep: str, header: bool, position: int, n_rows: int
     missing; ``None`` when it does not read back as ``n_rows`` cells (then the column stays as pandas read it)."""
     try:
         column = pd.read_csv(path, sep=sep, header=0 if header else None, usecols=[position], dtype=str,
-                             na_filter=False, quoting=table_quoting(sep)).iloc[:, 0]
+                             na_filter=False, quoting=file_quoting(path, sep)).iloc[:, 0]
     except Exception:  # noqa: BLE001 -- read once already: the first reading's cells are kept
         return None
     return column if len(column) == n_rows else None
@@ -1497,7 +1499,7 @@ def data_line(path: str | os.PathLike, row: int, n_rows: int, *, named: bool) ->
 
             sep = file_delimiter(path, "utf-8-sig")
             with open(path, encoding="utf-8-sig", errors="replace", newline="") as handle:
-                reader, end = csv.reader(handle, delimiter=sep, quoting=table_quoting(sep)), 0
+                reader, end = csv.reader(handle, delimiter=sep, quoting=file_quoting(path, sep)), 0
                 for record in reader:
                     if record:
                         yield end + 1
