@@ -405,3 +405,30 @@ def test_a_label_column_by_position_of_a_table_with_or_without_a_header(tmp_path
     assert read_as == ["the 2nd of 3 comma-separated columns, 'label' on the header line"]
     named = []
     assert read_labels(table, column="label", _read_as=named).tolist() == ["0", "1"] and named == []
+
+
+def test_a_position_names_the_label_column_of_the_embeddings_file_itself(tmp_path):
+    """A review: --label-column takes a 1-based position for a CSV/TSV --labels file, but with --labels EMBEDDINGS
+    itself it was read as a column name ("no column '4' ... Did you mean"). The position now names that header
+    cell's column, left out of the features as the name leaves it out: the same values as by name."""
+    import json
+    import subprocess
+    import sys
+
+    path = tmp_path / "e.csv"
+    path.write_text("word,x1,x2,label\ncat,0.1,0.2,a\ndog,0.3,0.5,b\nox,0.5,0.7,a\nem,0.9,0.1,b\n")
+
+    def measure(column):
+        out = subprocess.run([sys.executable, "-m", "isotropy", "measure", str(path), "--labels", str(path),
+                              "--label-column", column, "--metrics", "silhouette_score", "--json", "-"],
+                             capture_output=True, text=True, timeout=300, check=False)
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout), out.stderr
+
+    by_position, said = measure("4")
+    by_name, _ = measure("label")
+    assert by_position["n_features"] == by_name["n_features"] == 2
+    assert by_position["values"] == by_name["values"]
+    assert by_position["label_column"] == "4"
+    assert "Note: --label-column 4: the 4th of 4 comma-separated columns, 'label' on the header line, first label: " \
+           '"a"' in said

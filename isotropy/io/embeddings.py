@@ -877,6 +877,13 @@ def _read_table(path, sep: str, label_column=None):
     # a named first column ("label,0,1,...")
     # (three at least after a name: a row "w,0,1" of a word and its 2-d vector stays data)
     header = header or _numbered_columns(first) or (not _is_float(first[0]) and _numbered_columns(first[1:], 3))
+    if label_column is not None and header and _header_name(label_column) not in first:
+        from isotropy.io._delimited import column_position
+
+        # a 1-based position (--label-column 4), as a separate --labels file takes it: the column of that header cell
+        position = column_position(label_column)
+        if position is not None and position <= len(first):
+            label_column = first[position - 1]
     if label_column is not None and (not header or _header_name(label_column) not in first):
         error = _fail(path, f"it has no column {label_column!r} to leave out as labels"
                             f"{' (no header line)' if not header else ''}",
