@@ -951,3 +951,18 @@ def test_a_tsv_written_quoted_by_r_keeps_csv_quoting(tmp_path):
     headerless = tmp_path / "h.tsv"
     headerless.write_text('"\t0.1\t0.2\n"quoted" word\t0.3\t0.4\n')  # a quote that encloses no cell: text
     assert read_embeddings(headerless)[1] == ['"', '"quoted" word']
+
+
+def test_a_word2vec_header_separated_by_a_tab_is_a_header(tmp_path):
+    """A review: with tab-separated word vectors read, a header '2<TAB>3' was taken for the word '2' and its vector, and
+    the next line refused ("expected a word and 1 number ... got 3")."""
+    from isotropy.io.word_vectors import read_word_vectors
+
+    path = tmp_path / "wv.txt"
+    path.write_text("2\t3\nthe\t0.1\t0.2\t0.3\ncat\t0.4\t0.5\t0.6\n")
+    words, vectors = read_word_vectors(path)
+    assert words == ["the", "cat"]
+    np.testing.assert_allclose(vectors, [[0.1, 0.2, 0.3], [0.4, 0.5, 0.6]], rtol=1e-6)
+    path.write_text("3\t3\nthe\t0.1\t0.2\t0.3\ncat\t0.4\t0.5\t0.6\n")  # the header's count is checked as before
+    with pytest.raises(ValueError, match=r"has 2 word vectors but its header announces 3; expected a header"):
+        read_word_vectors(path)

@@ -477,9 +477,10 @@ def _read_text(path: Path, limit, encoding, opener=None):
                 parts = text.split(sep or " ")
                 if lineno == 1:
                     first = parts
-                if lineno == 1 and len(parts) == 2 and parts[0].isdigit() and parts[1].isdigit():
-                    _check_counts(path, parts)
-                    announced, dim = int(parts[0]), int(parts[1])  # word2vec text header
+                counts = text.split() if lineno == 1 else None  # (a header "2<TAB>3" of a tab-separated file too)
+                if counts is not None and len(counts) == 2 and counts[0].isdigit() and counts[1].isdigit():
+                    _check_counts(path, counts)
+                    announced, dim = int(counts[0]), int(counts[1])  # word2vec text header
                     continue
                 if parts == [""]:
                     continue  # a blank line
