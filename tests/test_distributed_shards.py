@@ -6,6 +6,7 @@ The reference for every value is the in-memory command or function on the concat
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import dask
 import numpy as np
@@ -659,3 +660,31 @@ def test_a_default_table_of_shards_on_too_few_distinct_points_leaves_mle_out(tmp
     from test_measure_cli import check_too_few_distinct_default_table
 
     check_too_few_distinct_default_table(tmp_path, n_copies, sharded=True)
+
+
+def test_relative_shard_paths_are_read_by_workers_started_elsewhere(tmp_path):
+    """A trial: with --scheduler, a relative EMBEDDINGS path was read by the workers from their own working
+    directory, where no such file was ("No such file or directory: 'shards/part-0.npy'"). The pieces now go to the
+    workers as absolute paths: the same values as in memory. The workers here run in another directory than the
+    command (this test's own, against tmp_path)."""
+    import subprocess
+    import sys
+
+    from distributed import LocalCluster
+
+    X = np.random.default_rng(5).normal(size=(90, 6))
+    (tmp_path / "shards").mkdir()
+    for i in range(3):
+        np.save(tmp_path / "shards" / f"part-{i}.npy", X[30 * i:30 * (i + 1)])
+    assert Path.cwd() != tmp_path
+    with LocalCluster(n_workers=1, processes=True, threads_per_worker=1, dashboard_address=None) as cluster:
+        out = subprocess.run([sys.executable, "-m", "isotropy", "measure", "shards", "--scheduler",
+                              cluster.scheduler_address, "--metrics", "isoscore,participation_ratio", "--json", "-"],
+                             cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
+    assert out.returncode == 0, out.stderr
+    record = json.loads(out.stdout)
+    assert record["file"] == "shards"  # as given
+    from isotropy import isoscore, participation_ratio
+
+    assert record["values"]["isoscore"] == pytest.approx(isoscore(X), rel=1e-10)
+    assert record["values"]["participation_ratio"] == pytest.approx(participation_ratio(X), rel=1e-10)

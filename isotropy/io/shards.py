@@ -554,6 +554,9 @@ def read_capped_shards(source, *, key=None, chunk_rows=None, label_column=None, 
     rows = chunk_rows or default_chunk_rows(width, dtype.itemsize, most_rows, least_elements)
     chunks = []
     for group in _coalesce(paths, [h[0] for h in headers], rows, [h[3] for h in headers], width):
+        # the workers read the pieces from their own working directory: a relative path given here named no file
+        # there when the cluster (--scheduler) was started elsewhere (a trial)
+        group = [(kind, Path(path).absolute(), *rest) for kind, path, *rest in group]
         n = sum(piece[4] - piece[3] for piece in group)
         # a changed shard: a new key (a .npy piece with a layout carries its size and mtime already)
         stamps = [piece if len(piece) > 5 else (*piece, os.stat(piece[1]).st_mtime_ns) for piece in group]
