@@ -262,3 +262,39 @@ def test_no_more_texts_than_features_is_said_with_the_layers_it_caps(bert):
     assert [w for w in result["warnings"] if "span at most" in w] == [
         f"layers {layers}: isoscore: {span} 0.4 {tail}", f"layers {layers}: participation_ratio: {span} 7 {tail}"]
     assert all(0 < row["isoscore"] <= 0.4 + 1e-9 and row["participation_ratio"] <= 7 + 1e-9 for row in result["rows"])
+
+
+def test_white_space_around_texts_is_left_out_and_said(bert, tmp_path):
+    """A trial: SST-2's dev.tsv ends every sentence with a space, which Gemma's tokenizer makes a token of its own:
+    --pooling last read that token for every text (layer 0: 20 identical rows). Texts read from a file lose the white
+    space around them, in every format, and the command says how many had it; the vectors are those of the stripped
+    texts."""
+    import json
+
+    from click.testing import CliRunner
+
+    from isotropy.cli import cli
+    from isotropy.measure.from_model import read_texts
+
+    padded = [f"  {text}  " if i % 2 else f"{text} " for i, text in enumerate(TEXTS)]
+    (tmp_path / "t.txt").write_text("\n".join(f"\t{t}" for t in padded) + "\n")  # a tab too, in a plain-text file
+    (tmp_path / "t.tsv").write_text("text\tlabel\n" + "".join(f"{t}\t{i % 2}\n" for i, t in enumerate(padded)))
+    (tmp_path / "t.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in padded))
+    for name, column in (("t.txt", None), ("t.tsv", "text"), ("t.jsonl", "text")):
+        texts = read_texts(tmp_path / name, column=column)
+        assert list(texts) == [text.strip() for text in TEXTS] and texts.stripped == len(TEXTS), name
+    assert getattr(read_texts(tmp_path / "t.txt"), "stripped", 0) == len(TEXTS)
+    (tmp_path / "clean.txt").write_text("\n".join(t.strip() for t in TEXTS) + "\n")
+    assert getattr(read_texts(tmp_path / "clean.txt"), "stripped", 0) == 0
+    runs = {}
+    for name in ("t.txt", "clean.txt"):
+        out = tmp_path / f"{name}.json"
+        result = CliRunner().invoke(cli, ["measure", "--model", str(bert), "--texts", str(tmp_path / name), "--device",
+                                          "cpu", "--metrics", "isoscore", "--layers", "last", "--pooling", "last",
+                                          "--json", str(out)])
+        assert result.exit_code == 0, result.output
+        runs[name] = (json.loads(out.read_text())["rows"], result.stderr)
+    note = (f"Note: {len(TEXTS)} of {len(TEXTS)} texts had white space around them, left out (a tokenizer may make a "
+            f"token of a trailing space, and --pooling last would read it).")
+    assert note in runs["t.txt"][1] and "white space around" not in runs["clean.txt"][1]
+    assert runs["t.txt"][0] == runs["clean.txt"][0]

@@ -84,7 +84,9 @@ def read_texts(path: str | os.PathLike, *, column: str | None = None, encoding: 
         measure --model`` adds it to the message of a ``--labels`` count that differs from the
         texts'. Of a column given by its position, a list whose attribute ``column_read`` says
         which column that was (``"the 4th of 4 tab-separated columns (no header line)"``), which
-        ``isotropy measure --model`` prints as a note with the first text.
+        ``isotropy measure --model`` prints as a note with the first text. White space around a
+        text is left out (a file's layout: a tokenizer may make a token of a trailing space), and
+        the attribute ``stripped`` counts the texts it was left out of.
 
     Examples
     --------
@@ -314,6 +316,15 @@ def _texts_of(raw: bytes, *, subject: str, path: Path | None, column, name: str,
         if texts.blank_lines:
             texts.skipped = (f"{texts.blank_lines} blank line{'s' if texts.blank_lines > 1 else ''} of {of} "
                              f"{'were' if texts.blank_lines > 1 else 'was'} skipped, not read as texts")
+    # spaces around a text are the file's layout, not the text: SST-2's dev.tsv ends every sentence with one, which
+    # Gemma's tokenizer makes a token of its own ('▁'), and --pooling last then read that token for every text (its
+    # layer 0 was 20 identical rows, a trial). Left out, and counted for the command's note.
+    around = sum(1 for text in texts if text != text.strip())
+    if around:
+        if not isinstance(texts, (_TextLines, _TableTexts)):
+            texts = _TableTexts(texts)
+        texts[:] = [text.strip() for text in texts]
+        texts.stripped = around
     if len(texts) < 2:
         import re
 
@@ -339,15 +350,18 @@ def _bad_byte(exc: UnicodeDecodeError) -> str:
 
 
 class _TableTexts(list):
-    """The texts of a column of a CSV/TSV file given by its position (:func:`read_texts`): a list, with what was read."""
+    """The texts of a column of a CSV/TSV file given by its position, or of spaces stripped (:func:`read_texts`): a
+    list, with what was read."""
 
     column_read: str | None = None  # "the 4th of 4 tab-separated columns (no header line)": said by the command
+    stripped: int = 0  # texts that had spaces (or other white space) around them, left out
 
 
 class _TextLines(list):
     """The texts of a plain-text file (:func:`read_texts`): a list, with the count of the blank lines skipped."""
 
     blank_lines: int = 0
+    stripped: int = 0  # lines that had spaces (or other white space) around their text, left out
     skipped: str | None = None  # the blank lines skipped, in words: added to a --labels count that differs
     identity: list | None = None  # of standard input: what input_identity gives a file, for the JSON record
 
@@ -1526,6 +1540,10 @@ def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, 
                 given = " -" if from_stdin else ""
                 raise type(exc)(f"--texts{given}: {message[:1].lower()}{message[1:]}") from None
             raise
+        if getattr(texts, "stripped", 0):
+            n_stripped = texts.stripped
+            click.echo(f"Note: {n_stripped} of {len(texts)} texts had white space around them, left out (a tokenizer "
+                       f"may make a token of a trailing space, and --pooling last would read it).", err=True)
         if getattr(texts, "column_read", None) is not None:  # a position off by one reads another column, silently
             click.echo(f'Note: --text-column {text_column}: {texts.column_read}, first text: "{_short(texts[0])}"',
                        err=True)
