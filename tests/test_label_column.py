@@ -432,3 +432,27 @@ def test_a_position_names_the_label_column_of_the_embeddings_file_itself(tmp_pat
     assert by_position["label_column"] == "4"
     assert "Note: --label-column 4: the 4th of 4 comma-separated columns, 'label' on the header line, first label: " \
            '"a"' in said
+
+
+def test_labels_of_parquet_shards_named_by_a_glob_as_embeddings_are(tmp_path):
+    """A trial: EMBEDDINGS took 'pq/*.parquet' but --labels 'pq/*.parquet' --label-column label was "does not exist".
+    A glob of .parquet shards now gives their column, in the shards' order, as their directory does; without a
+    column the message says one is needed."""
+    import pandas as pd
+
+    from isotropy.io.labels import read_labels
+
+    rng = np.random.default_rng(0)
+    (tmp_path / "pq").mkdir()
+    expected = []
+    for i in (0, 1, 10, 2):  # numbers in the names ordered as numbers
+        labels = rng.integers(0, 3, 7)
+        pd.DataFrame({"emb": list(rng.normal(size=(7, 4))), "label": labels}).to_parquet(tmp_path / "pq" /
+                                                                                       f"part-{i}.parquet")
+        expected.append((i, labels))
+    order = np.concatenate([labels for _, labels in sorted(expected)])
+    np.testing.assert_array_equal(read_labels(str(tmp_path / "pq" / "*.parquet"), column="label", n_rows=28), order)
+    np.testing.assert_array_equal(read_labels(tmp_path / "pq", column="label", n_rows=28), order)
+    with pytest.raises(FileNotFoundError, match=r"does not exist \(a glob of \.parquet shards is read with the name of "
+                                                r"their label column: --label-column; column= in Python\)"):
+        read_labels(str(tmp_path / "pq" / "*.parquet"))

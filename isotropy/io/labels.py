@@ -163,11 +163,18 @@ def read_labels(path: str | os.PathLike, *, n_rows: int | None = None, column: s
     n_rows = check_scalar(n_rows, "n_rows", caller="read_labels", kind=int, low=0, allow_none=True)
     path = Path(path)
     kind = path_kind(path)
-    if kind == "does not exist":
-        raise FileNotFoundError(f"The labels file {str(path)!r} does not exist; expected {_EXPECTED}.")
-    directory = kind is not None and kind.startswith("is a directory")
-    if directory and column is not None:  # the column of a directory of .parquet shards
-        check_column(path, column)  # a Zarr store: no columns
+    import glob
+
+    # a glob of .parquet shards, as EMBEDDINGS takes one ('pq/*.parquet' was "does not exist" here, a trial)
+    pattern = kind == "does not exist" and glob.has_magic(str(path)) and column is not None
+    if kind == "does not exist" and not pattern:
+        shards = (" (a glob of .parquet shards is read with the name of their label column: --label-column; column= "
+                  "in Python)" if glob.has_magic(str(path)) else "")
+        raise FileNotFoundError(f"The labels file {str(path)!r} does not exist{shards}; expected {_EXPECTED}.")
+    directory = pattern or (kind is not None and kind.startswith("is a directory"))
+    if directory and column is not None:  # the column of a directory (or glob) of .parquet shards
+        if not pattern:
+            check_column(path, column)  # a Zarr store: no columns
         labels = _read_shard_labels(path, column)
     elif kind is not None:  # a directory, a device such as /dev/zero, a link loop or a dangling link
         raise _fail(path, f"it {kind}" + (" (for labels inside .parquet shards, name their column: --label-column; "
