@@ -458,3 +458,41 @@ def test_cosine_dunn_index_of_parallel_rows_is_refused_whatever_their_norms():
     # rows on two rays: the diameter is 0 and the clusters are apart, inf as documented
     X = np.array([[1.0, 1.0], [2.1, 2.1], [0.3, 0.0], [1.7, 0.0]])
     assert dunn_index(X, [0, 0, 1, 1], metric="cosine") == float("inf")
+
+
+def test_the_degenerate_conventions_are_said_and_the_values_are_scikit_learns():
+    """A trial: a layer of identical rows read Davies-Bouldin 0.0 (its best value) and Calinski-Harabasz 1.0 beside
+    NaN IsoScore and TwoNN with their warnings. The values stay scikit-learn's; where they stand for a division by 0
+    a warning says so. Compact clusters apart (every spread 0, centroids distinct) are Davies-Bouldin's own limit 0:
+    no warning there."""
+    import warnings
+
+    from sklearn import metrics as skm
+
+    from isotropy import calinski_harabasz_score, davies_bouldin_score
+
+    labels = np.arange(20) % 2
+    same = np.ones((20, 3))
+    with pytest.warns(UserWarning, match=r"^calinski_harabasz_score: every cluster is one point repeated \(no spread "
+                                         r"within clusters\), so the index divides by 0; 1 by scikit-learn's "
+                                         r"convention, not a measured value\.$"):
+        assert calinski_harabasz_score(same, labels) == skm.calinski_harabasz_score(same, labels) == 1.0
+    with pytest.warns(UserWarning, match=r"^davies_bouldin_score: every cluster has the same centroid \(no spread "
+                                         r"between clusters\), so the index divides by 0; 0 by scikit-learn's "
+                                         r"convention"):
+        assert davies_bouldin_score(same, labels) == skm.davies_bouldin_score(same, labels) == 0.0
+    Z = np.random.default_rng(0).normal(size=(10, 3))
+    Z -= Z.mean(axis=0)
+    mirrored = np.vstack([Z, -Z])  # two clusters of one centroid, spread out
+    with pytest.warns(UserWarning, match=r"^davies_bouldin_score: every cluster has the same centroid"):
+        assert davies_bouldin_score(mirrored, np.repeat([0, 1], 10)) == 0.0
+    points = np.repeat(np.eye(2, 3), 10, axis=0)  # two repeated points apart
+    with pytest.warns(UserWarning, match=r"one point repeated, apart from each other"):
+        assert calinski_harabasz_score(points, np.repeat([0, 1], 10)) == 1.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert davies_bouldin_score(points, np.repeat([0, 1], 10)) == 0.0  # the limit of compact clusters apart
+        X = np.random.default_rng(1).normal(size=(30, 4))
+        y = np.arange(30) % 3
+        assert davies_bouldin_score(X, y) == pytest.approx(skm.davies_bouldin_score(X, y), rel=1e-10)
+        assert calinski_harabasz_score(X, y) == pytest.approx(skm.calinski_harabasz_score(X, y), rel=1e-10)

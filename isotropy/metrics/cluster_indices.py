@@ -34,6 +34,18 @@ __all__ = ["calinski_harabasz_score", "davies_bouldin_score", "dunn_index"]
 _METRICS = ("euclidean", "cosine")
 
 
+def _warn_convention(caller: str, what: str, value: float) -> None:
+    """Say that a cluster index is given by scikit-learn's convention for degenerate clusters, not measured: a trial's
+    Gemma layer of identical rows read Davies-Bouldin 0.0, its best value, beside NaN IsoScore and TwoNN with their
+    warnings."""
+    import warnings
+
+    from isotropy._utils.warn import user_stacklevel
+
+    warnings.warn(f"{caller}: {what}, so the index divides by 0; {value:g} by scikit-learn's convention, not a measured "
+                  f"value.", UserWarning, stacklevel=user_stacklevel())
+
+
 def _validate(X, labels, caller, metric="euclidean"):
     # all three are scale-invariant; the cosine Dunn index depends on each row's direction alone
     X = check_X(X, caller=caller, rescale="directions" if metric == "cosine" else True)
@@ -129,6 +141,22 @@ def _segment_sum(values, owner, n_clusters, xp):
     return np.bincount(owner, weights=values, minlength=n_clusters)
 
 
+_DB_DEGENERATE = "every cluster has the same centroid (no spread between clusters)"
+
+
+def _warn_if_coincident(centroids, spread, xp) -> None:
+    """The Davies-Bouldin warning where the degenerate rule's 0 stands for a division by 0: the centroids coincide (to
+    1e-8 of the largest spread, or all of them and every spread 0). Every spread 0 beside centroids apart is the
+    index's own limit, 0, and no warning."""
+    if is_torch(centroids):
+        centroids, spread = centroids.detach(), spread.detach()
+    centred = centroids - xp.mean(centroids, axis=0)
+    radius = float(_scalar(xp.max(xp.sum(centred * centred, axis=1)))) ** 0.5
+    top = _scalar(xp.max(xp.abs(spread)))
+    if 2.0 * radius <= 1e-8 * top or radius == 0.0:
+        _warn_convention("davies_bouldin_score", _DB_DEGENERATE, 0.0)
+
+
 def calinski_harabasz_score(X, labels):
     r"""Calinski-Harabasz index: between- over within-cluster dispersion (higher = better separated).
 
@@ -183,6 +211,9 @@ def calinski_harabasz_score(X, labels):
     extra = xp.sum(counts * xp.sum((centroids - mean) ** 2, axis=1))
     intra = xp.sum(r2)
     if _scalar(intra) == 0.0:
+        apart = "" if _scalar(extra) == 0.0 else ", apart from each other"
+        _warn_convention("calinski_harabasz_score", f"every cluster is one point repeated{apart} (no spread within "
+                                                    f"clusters)", 1.0)
         return to_output(xp.asarray(1.0, dtype=r2.dtype, device=getattr(r2, "device", None)) + 0 * intra, X)
     return to_output(extra * (n - n_clusters) / (intra * (n_clusters - 1.0)), X)
 
@@ -249,6 +280,7 @@ def davies_bouldin_score(X, labels):
     # k x k distances, 20 GB for 50,000 clusters, nor a k x k x d difference); the ratio itself is then recomputed
     # from the exact centroid differences of that pair (with the graph, for torch)
     if _certainly_degenerate(centroids, spread, xp):  # before the pairs: each would be a candidate
+        _warn_if_coincident(centroids, spread, xp)
         return to_output(xp.sum(spread) * 0.0, X)
     partner, largest = _worst_partners(centroids, spread, xp)
     # scikit-learn's test is absolute (every spread or every distance <= 1e-8), which made the index 0.0 for any
@@ -256,6 +288,8 @@ def davies_bouldin_score(X, labels):
     # largest of them, so that the index does not depend on the scale of X (the same at unit scale)
     ref = max(_scalar(xp.max(xp.abs(spread))), largest)  # no graph: a float of the values
     if bool(xp.all(xp.abs(spread) <= 1e-8 * ref)) or largest <= 1e-8 * ref:
+        if largest <= 1e-8 * ref:  # (every spread 0 beside centroids apart: 0 is the index's own limit, no warning)
+            _warn_convention("davies_bouldin_score", _DB_DEGENERATE, 0.0)
         return to_output(xp.sum(spread) * 0.0, X)
     return to_output(xp.mean(_pair_ratios(centroids, spread, xp.arange(n_clusters, device=device), partner, xp)), X)
 
