@@ -708,35 +708,6 @@ def test_transforms_far_from_the_origin_are_those_at_the_origin():
         np.testing.assert_allclose(far, at_origin * signs, rtol=0, atol=atol)
 
 
-@pytest.mark.parametrize("make", ["AllButTheTop(n_components=1)", "Whitening()", "ClusterCentering(n_clusters=2, random_state=0)"])
-def test_a_dask_array_is_gathered_with_a_warning_and_transformed_as_in_memory(make):
-    """A trial: a dask array became one in-memory array without a word (where the metrics run by tiles). Said at fit
-    and at transform, with its size; the values are those of the same rows in memory."""
-    import dask.array as da
-
-    from isotropy import transforms
-
-    X = np.random.default_rng(0).normal(size=(1000, 5)) * np.linspace(0.5, 2.0, 5)
-    lazy = da.from_array(X, chunks=(200, 5))
-    name = make.split("(")[0]
-    with pytest.warns(UserWarning, match=rf"^{name}\.fit: X is a dask array, gathered into one in-memory array "
-                                         r"\(0\.0 MiB in float64\): the transforms fit and apply in memory"):
-        fitted = eval(make, vars(transforms)).fit(lazy)
-    with pytest.warns(UserWarning, match=rf"^{name}\.transform: X is a dask array"):
-        Z = fitted.transform(lazy)
-    expected = eval(make, vars(transforms)).fit(X).transform(X)
-    np.testing.assert_allclose(Z, expected, rtol=1e-12, atol=1e-12)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        both = eval(make, vars(transforms)).fit_transform(lazy)
-    assert [str(w.message).split(":")[0] for w in caught] == [f"{name}.fit_transform"]  # gathered once, said once
-    np.testing.assert_allclose(both, expected, rtol=1e-12, atol=1e-12)
-    for bad in (da.ones(5), da.ones((2, 2, 2))):  # refused as numpy arrays of these shapes are, not unpacked
-        with pytest.raises(IsotropyValueError, match=rf"^The 'X' parameter of {name}\.fit must be a 2-d array"):
-            eval(make, vars(transforms)).fit(bad)
-    with pytest.warns(UserWarning, match=r"^whiten: X is a dask array"):
-        transforms.whiten(lazy)
-
 
 def test_cluster_isotropy_says_the_rank_of_low_rank_clusters_not_repeated_points():
     """A trial: 200 distinct rows of rank 3 in 50 features, n_components=5, were said to hold "repeated points"; the

@@ -438,3 +438,36 @@ def test_one_stray_row_far_from_the_others_sets_only_its_own_scale(stray_scale, 
     stray[0, 0] = stray_scale
     got = nearest_center(np.vstack([X[:100], stray, X[100:]]) * centre_scale, C * centre_scale)
     assert np.array_equal(np.delete(got, 100), expected)
+
+# (here, not in test_transforms.py: the core install of the minimum-versions job has no dask)
+@pytest.mark.parametrize("make", ["AllButTheTop(n_components=1)", "Whitening()", "ClusterCentering(n_clusters=2, random_state=0)"])
+def test_a_dask_array_is_gathered_with_a_warning_and_transformed_as_in_memory(make):
+    """A trial: a dask array became one in-memory array without a word (where the metrics run by tiles). Said at fit
+    and at transform, with its size; the values are those of the same rows in memory."""
+    import warnings
+
+    import dask.array as da
+
+    from isotropy import transforms
+    from isotropy._utils.validation import IsotropyValueError
+
+    X = np.random.default_rng(0).normal(size=(1000, 5)) * np.linspace(0.5, 2.0, 5)
+    lazy = da.from_array(X, chunks=(200, 5))
+    name = make.split("(")[0]
+    with pytest.warns(UserWarning, match=rf"^{name}\.fit: X is a dask array, gathered into one in-memory array "
+                                         r"\(0\.0 MiB in float64\): the transforms fit and apply in memory"):
+        fitted = eval(make, vars(transforms)).fit(lazy)
+    with pytest.warns(UserWarning, match=rf"^{name}\.transform: X is a dask array"):
+        Z = fitted.transform(lazy)
+    expected = eval(make, vars(transforms)).fit(X).transform(X)
+    np.testing.assert_allclose(Z, expected, rtol=1e-12, atol=1e-12)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        both = eval(make, vars(transforms)).fit_transform(lazy)
+    assert [str(w.message).split(":")[0] for w in caught] == [f"{name}.fit_transform"]  # gathered once, said once
+    np.testing.assert_allclose(both, expected, rtol=1e-12, atol=1e-12)
+    for bad in (da.ones(5), da.ones((2, 2, 2))):  # refused as numpy arrays of these shapes are, not unpacked
+        with pytest.raises(IsotropyValueError, match=rf"^The 'X' parameter of {name}\.fit must be a 2-d array"):
+            eval(make, vars(transforms)).fit(bad)
+    with pytest.warns(UserWarning, match=r"^whiten: X is a dask array"):
+        transforms.whiten(lazy)
