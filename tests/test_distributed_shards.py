@@ -688,3 +688,17 @@ def test_relative_shard_paths_are_read_by_workers_started_elsewhere(tmp_path):
 
     assert record["values"]["isoscore"] == pytest.approx(isoscore(X), rel=1e-10)
     assert record["values"]["participation_ratio"] == pytest.approx(participation_ratio(X), rel=1e-10)
+
+
+def test_the_cluster_indices_conventions_are_said_on_dask_as_in_memory():
+    """Calinski-Harabasz's 1.0 and Davies-Bouldin's 0.0 for degenerate clusters (scikit-learn's conventions) come with
+    the in-memory warning on a dask array too, and the same values."""
+    import dask.array as da
+
+    labels = np.arange(20) % 2
+    same = da.from_array(np.ones((20, 3)), chunks=(7, 3))
+    with pytest.warns(UserWarning, match=r"^calinski_harabasz_score: every cluster is one point repeated \(no spread "
+                                         r"within clusters\), so the index divides by 0; 1 by scikit-learn's"):
+        assert isotropy.calinski_harabasz_score(same, labels) == 1.0
+    with pytest.warns(UserWarning, match=r"^davies_bouldin_score: every cluster has the same centroid"):
+        assert isotropy.davies_bouldin_score(same, labels) == 0.0

@@ -277,3 +277,34 @@ def _certainly_degenerate(C, spread, xp) -> bool:
     radius = math.sqrt(max(_scalar(xp.max(xp.sum(centred * centred, axis=1))), 0.0))
     top = _scalar(xp.max(xp.abs(spread)))
     return top <= 1e-8 * radius or 2.0 * radius <= 1e-8 * top or (top == 0.0 and radius == 0.0)
+
+
+def _warn_convention(caller: str, what: str, value: float) -> None:
+    """Say that a cluster index is given by scikit-learn's convention for degenerate clusters, not measured: a trial's
+    Gemma layer of identical rows read Davies-Bouldin 0.0, its best value, beside NaN IsoScore and TwoNN with their
+    warnings."""
+    import warnings
+
+    from isotropy._utils.warn import user_stacklevel
+
+    warnings.warn(f"{caller}: {what}, so the index divides by 0; {value:g} by scikit-learn's convention, not a measured "
+                  f"value.", UserWarning, stacklevel=user_stacklevel())
+
+
+_DB_DEGENERATE = "every cluster has the same centroid (no spread between clusters)"
+
+
+def _warn_if_coincident(centroids, spread, xp, *, coincide: bool = False) -> None:
+    """The Davies-Bouldin warning where the degenerate rule's 0 stands for a division by 0: the centroids coincide (to
+    1e-8 of the largest spread, or all of them and every spread 0; ``coincide``: known so). Every spread 0 beside
+    centroids apart is the index's own limit, 0, and no warning."""
+    if coincide:
+        _warn_convention("davies_bouldin_score", _DB_DEGENERATE, 0.0)
+        return
+    if is_torch(centroids):
+        centroids, spread = centroids.detach(), spread.detach()
+    centred = centroids - xp.mean(centroids, axis=0)
+    radius = float(_scalar(xp.max(xp.sum(centred * centred, axis=1)))) ** 0.5
+    top = _scalar(xp.max(xp.abs(spread)))
+    if 2.0 * radius <= 1e-8 * top or radius == 0.0:
+        _warn_convention("davies_bouldin_score", _DB_DEGENERATE, 0.0)

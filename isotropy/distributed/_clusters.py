@@ -20,7 +20,13 @@ import math
 
 import numpy as np
 
-from isotropy._kernels.clusters import _certainly_degenerate, _pair_ratios, _worst_partners
+from isotropy._kernels.clusters import (
+    _certainly_degenerate,
+    _pair_ratios,
+    _warn_convention,
+    _warn_if_coincident,
+    _worst_partners,
+)
 from isotropy._kernels.silhouette import DIAGONAL_ROWS
 from isotropy.distributed._graph import (
     aligned_arguments,
@@ -512,9 +518,12 @@ def calinski_harabasz_score(X, labels):
     """:func:`isotropy.calinski_harabasz_score` of a dask array (see there): two passes over the chunks."""
     counts, centroids, mean, intra, _ = _cluster_statistics(X, labels, "calinski_harabasz_score")
     n, k = X.shape[0], counts.size
-    if intra == 0.0:
-        return 1.0
     extra = float(np.sum(counts * np.sum((centroids - mean) ** 2, axis=1)))
+    if intra == 0.0:  # scikit-learn's convention, said as in memory
+        apart = "" if extra == 0.0 else ", apart from each other"
+        _warn_convention("calinski_harabasz_score", f"every cluster is one point repeated{apart} (no spread within "
+                                                    f"clusters)", 1.0)
+        return 1.0
     return extra * (n - k) / (intra * (k - 1.0))
 
 
@@ -527,10 +536,13 @@ def davies_bouldin_score(X, labels):
     # the in-memory kernel on the gathered centroids: a k x k Gram a block of rows at a time (the k x k x d
     # differences this replaced held 3.7 GB for 21,622 clusters), the worst partners on exact differences
     if _certainly_degenerate(centroids, spread, xp):  # before the pairs: each would be a candidate
+        _warn_if_coincident(centroids, spread, xp)  # scikit-learn's convention, said as in memory
         return 0.0
     partner, largest = _worst_partners(centroids, spread, xp)
     ref = max(float(np.max(np.abs(spread))), largest)  # relative, as in memory
     if np.all(np.abs(spread) <= 1e-8 * ref) or largest <= 1e-8 * ref:
+        if largest <= 1e-8 * ref:
+            _warn_if_coincident(None, None, None, coincide=True)
         return 0.0
     return float(np.mean(_pair_ratios(centroids, spread, np.arange(centroids.shape[0]), partner, xp)))
 

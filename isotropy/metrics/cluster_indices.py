@@ -22,6 +22,8 @@ from isotropy._kernels.clusters import (
     _pair_ratios,
     _scalar,
     _sqrt,
+    _warn_convention,
+    _warn_if_coincident,
     _worst_partners,
 )
 from isotropy._kernels.silhouette import _check_n_clusters
@@ -32,18 +34,6 @@ from isotropy._utils.validation import check_labels, check_option, check_scalar,
 __all__ = ["calinski_harabasz_score", "davies_bouldin_score", "dunn_index"]
 
 _METRICS = ("euclidean", "cosine")
-
-
-def _warn_convention(caller: str, what: str, value: float) -> None:
-    """Say that a cluster index is given by scikit-learn's convention for degenerate clusters, not measured: a trial's
-    Gemma layer of identical rows read Davies-Bouldin 0.0, its best value, beside NaN IsoScore and TwoNN with their
-    warnings."""
-    import warnings
-
-    from isotropy._utils.warn import user_stacklevel
-
-    warnings.warn(f"{caller}: {what}, so the index divides by 0; {value:g} by scikit-learn's convention, not a measured "
-                  f"value.", UserWarning, stacklevel=user_stacklevel())
 
 
 def _validate(X, labels, caller, metric="euclidean"):
@@ -139,22 +129,6 @@ def _segment_sum(values, owner, n_clusters, xp):
 
         return torch.zeros(n_clusters, dtype=values.dtype, device=values.device).index_add(0, owner, values)
     return np.bincount(owner, weights=values, minlength=n_clusters)
-
-
-_DB_DEGENERATE = "every cluster has the same centroid (no spread between clusters)"
-
-
-def _warn_if_coincident(centroids, spread, xp) -> None:
-    """The Davies-Bouldin warning where the degenerate rule's 0 stands for a division by 0: the centroids coincide (to
-    1e-8 of the largest spread, or all of them and every spread 0). Every spread 0 beside centroids apart is the
-    index's own limit, 0, and no warning."""
-    if is_torch(centroids):
-        centroids, spread = centroids.detach(), spread.detach()
-    centred = centroids - xp.mean(centroids, axis=0)
-    radius = float(_scalar(xp.max(xp.sum(centred * centred, axis=1)))) ** 0.5
-    top = _scalar(xp.max(xp.abs(spread)))
-    if 2.0 * radius <= 1e-8 * top or radius == 0.0:
-        _warn_convention("davies_bouldin_score", _DB_DEGENERATE, 0.0)
 
 
 def calinski_harabasz_score(X, labels):
@@ -289,7 +263,7 @@ def davies_bouldin_score(X, labels):
     ref = max(_scalar(xp.max(xp.abs(spread))), largest)  # no graph: a float of the values
     if bool(xp.all(xp.abs(spread) <= 1e-8 * ref)) or largest <= 1e-8 * ref:
         if largest <= 1e-8 * ref:  # (every spread 0 beside centroids apart: 0 is the index's own limit, no warning)
-            _warn_convention("davies_bouldin_score", _DB_DEGENERATE, 0.0)
+            _warn_if_coincident(None, None, None, coincide=True)
         return to_output(xp.sum(spread) * 0.0, X)
     return to_output(xp.mean(_pair_ratios(centroids, spread, xp.arange(n_clusters, device=device), partner, xp)), X)
 
