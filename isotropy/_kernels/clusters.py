@@ -294,17 +294,18 @@ def _warn_convention(caller: str, what: str, value: float) -> None:
 _DB_DEGENERATE = "every cluster has the same centroid (no spread between clusters)"
 
 
-def _warn_if_coincident(centroids, spread, xp, *, coincide: bool = False) -> None:
-    """The Davies-Bouldin warning where the degenerate rule's 0 stands for a division by 0: the centroids coincide (to
-    1e-8 of the largest spread, or all of them and every spread 0; ``coincide``: known so). Every spread 0 beside
-    centroids apart is the index's own limit, 0, and no warning."""
-    if coincide:
-        _warn_convention("davies_bouldin_score", _DB_DEGENERATE, 0.0)
-        return
+def _warn_davies_bouldin() -> None:
+    """The Davies-Bouldin warning: its degenerate rule's 0 stands for a division by 0 (the centroids coincide)."""
+    _warn_convention("davies_bouldin_score", _DB_DEGENERATE, 0.0)
+
+
+def _warn_if_coincident(centroids, spread, xp) -> None:
+    """:func:`_warn_davies_bouldin` where the centroids coincide (to 1e-8 of the largest spread, or all of them and
+    every spread 0). Every spread 0 beside centroids apart is the index's own limit, 0, and no warning."""
     if is_torch(centroids):
         centroids, spread = centroids.detach(), spread.detach()
     centred = centroids - xp.mean(centroids, axis=0)
     radius = float(_scalar(xp.max(xp.sum(centred * centred, axis=1)))) ** 0.5
     top = _scalar(xp.max(xp.abs(spread)))
     if 2.0 * radius <= 1e-8 * top or radius == 0.0:
-        _warn_convention("davies_bouldin_score", _DB_DEGENERATE, 0.0)
+        _warn_davies_bouldin()

@@ -24,6 +24,7 @@ from isotropy._kernels.clusters import (
     _certainly_degenerate,
     _pair_ratios,
     _warn_convention,
+    _warn_davies_bouldin,
     _warn_if_coincident,
     _worst_partners,
 )
@@ -542,7 +543,7 @@ def davies_bouldin_score(X, labels):
     ref = max(float(np.max(np.abs(spread))), largest)  # relative, as in memory
     if np.all(np.abs(spread) <= 1e-8 * ref) or largest <= 1e-8 * ref:
         if largest <= 1e-8 * ref:
-            _warn_if_coincident(None, None, None, coincide=True)
+            _warn_davies_bouldin()
         return 0.0
     return float(np.mean(_pair_ratios(centroids, spread, np.arange(centroids.shape[0]), partner, xp)))
 

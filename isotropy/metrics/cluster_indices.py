@@ -23,6 +23,7 @@ from isotropy._kernels.clusters import (
     _scalar,
     _sqrt,
     _warn_convention,
+    _warn_davies_bouldin,
     _warn_if_coincident,
     _worst_partners,
 )
@@ -263,7 +264,7 @@ def davies_bouldin_score(X, labels):
     ref = max(_scalar(xp.max(xp.abs(spread))), largest)  # no graph: a float of the values
     if bool(xp.all(xp.abs(spread) <= 1e-8 * ref)) or largest <= 1e-8 * ref:
         if largest <= 1e-8 * ref:  # (every spread 0 beside centroids apart: 0 is the index's own limit, no warning)
-            _warn_if_coincident(None, None, None, coincide=True)
+            _warn_davies_bouldin()
         return to_output(xp.sum(spread) * 0.0, X)
     return to_output(xp.mean(_pair_ratios(centroids, spread, xp.arange(n_clusters, device=device), partner, xp)), X)
 
