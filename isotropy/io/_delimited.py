@@ -19,7 +19,7 @@ import csv
 import os
 import re
 
-__all__ = ["SNIFF_LINES", "column_position", "column_read", "file_delimiter", "file_quoting", "no_header", "ordinal",
+__all__ = ["SNIFF_LINES", "column_position", "column_read", "file_delimiter", "file_quoting", "is_number", "no_header", "ordinal",
            "position_given", "separated", "shorten_cell", "table_delimiter", "table_quoting"]
 
 SNIFF_LINES = 20
@@ -92,6 +92,19 @@ def file_delimiter(path: str | os.PathLike, encoding: str) -> str:
         return ","
 
 
+def is_number(cell) -> bool:
+    """Whether ``cell`` reads as a number (``float`` takes it: ``5``, ``0001``, ``-1e3``, ``nan``).
+
+    >>> is_number("5.000"), is_number("label"), is_number(None)
+    (True, False, False)
+    """
+    try:
+        float(cell)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
 def no_header(cells) -> bool:
     """Whether the cells of line 1 of a table, read as its column names, are data: a number (``0001``, ``5.000``)
     or a text of three words or more (``a plane is taking off .``) names no column, as in SentEval's headerless
@@ -101,14 +114,7 @@ def no_header(cells) -> bool:
     >>> no_header(["gj04", "1", "", "The sailors rode the breeze."]), no_header(["sentence", "label"])
     (True, False)
     """
-    def data(name: str) -> bool:
-        try:
-            float(name)
-        except ValueError:
-            return len(name.split()) >= 3
-        return True
-
-    return any(data(str(name)) for name in cells)
+    return any(is_number(name) or len(str(name).split()) >= 3 for name in cells)
 
 
 def column_position(column) -> int | None:

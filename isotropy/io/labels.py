@@ -664,15 +664,10 @@ def _read_column(path, sep: str, column: str, text: tuple[str, str], read_as: li
 
 def _numbers_below(rows: list[list[str]], j: int) -> bool:
     """Whether every non-blank line below line 1 has a number in its column ``j`` (counted from 0), and there is one."""
-    def number(cell: str) -> bool:
-        try:
-            float(cell)
-        except ValueError:
-            return False
-        return True
+    from isotropy.io._delimited import is_number
 
     below = [row for row in rows[1:] if any(row)]
-    return bool(below) and all(j < len(row) and number(row[j]) for row in below)
+    return bool(below) and all(j < len(row) and is_number(row[j]) for row in below)
 
 
 def _cells(cells: list[str], n: int = 4) -> str:

@@ -505,7 +505,7 @@ def _by_position(table, column, path, sep):
     positions. A position past the columns is refused, with their count and line 1's cells, and so is one of a
     column of numbers only (an id, a score, a label: the column beside the texts, most likely).
     """
-    from isotropy.io._delimited import column_read, position_given, separated
+    from isotropy.io._delimited import column_read, is_number, position_given, separated
     from isotropy.io._encoding import header_name
 
     if column is None or table.shape[0] == 0:
@@ -527,7 +527,7 @@ def _by_position(table, column, path, sep):
     body = table.iloc[1:] if header else table
     read = column_read(position, width, sep, first[position - 1] if header else None)
     values = body.iloc[:, position - 1]
-    if len(values) and all(_number(value) for value in values):  # an id, a score or a label: a position off by one
+    if len(values) and all(is_number(value) for value in values):  # an id, a score or a label: a position off by one
         raise IsotropyValueError(f"The text column {column!r}, {read}, of {str(path)!r} holds numbers only "
                                   f"({_first_cells(values.tolist(), 3)}), not texts; expected the position of the "
                                   f"texts' column, from 1 to {width}.")
@@ -543,16 +543,10 @@ def _no_header(names) -> bool:
 
 def _numbers_under(table, column) -> bool:
     """Whether the cell ``column`` of line 1 (read as the column names) and every value under it are numbers."""
+    from isotropy.io._delimited import is_number
+
     values = table[column]
-    return _number(column) and len(values) > 0 and all(_number(value) for value in values)
-
-
-def _number(cell) -> bool:
-    try:
-        float(cell)
-    except (TypeError, ValueError):
-        return False
-    return True
+    return is_number(column) and len(values) > 0 and all(is_number(value) for value in values)
 
 
 def _first_cells(names, n: int = 4) -> str:
