@@ -24,8 +24,13 @@ from pathlib import Path
 
 import numpy as np
 
+# The options that say where the runs are and how to draw them; the others describe the runs, and --plot-only takes
+# them from the runs' own settings.json (or summary.json), never from the defaults
+_PLOT_OPTIONS = ("out", "figure", "plot_only", "lambdas")
 
-def parse_args(argv=None):
+
+def _parser(*, suppress=False):
+    """The command line; ``suppress``: no defaults, so that a parse holds only the options given."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("results/training-demo"))
     parser.add_argument("--figure", type=Path, default=None, help="also save the figure here (.png; .svg beside)")
@@ -46,7 +51,21 @@ def parse_args(argv=None):
     parser.add_argument("--zeta", type=float, default=0.2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1, ...")
-    parser.add_argument("--plot-only", action="store_true", help="redraw the figure from the runs under --out")
+    parser.add_argument("--plot-only", action="store_true",
+                        help="redraw the figure and summary.json from the runs under --out, with their own settings")
+    if suppress:
+        for action in parser._actions:
+            action.default = argparse.SUPPRESS
+    return parser
+
+
+def given_options(argv=None) -> set:
+    """The options given on the command line ``argv`` (their ``dest`` names), whatever their values."""
+    return set(vars(_parser(suppress=True).parse_args(argv)))
+
+
+def parse_args(argv=None):
+    parser = _parser()
     args = parser.parse_args(argv)
     values = [value for token in args.lambdas for value in token.split(",") if value.strip()]
     try:
@@ -161,8 +180,65 @@ def plot(records, args):
     return fig
 
 
+def _saved_settings(out: Path):
+    """``(settings, command)`` of the runs under ``out``: from settings.json, written when the runs start, else from
+    the summary.json of an earlier version of this script; ``(None, None)`` when neither is there."""
+    for name in ("settings.json", "summary.json"):
+        path = out / name
+        if path.is_file():
+            saved = json.loads(path.read_text())
+            return saved["settings"], saved.get("command")
+    return None, None
+
+
+def _settings(args) -> dict:
+    """The settings of a run as written to settings.json and summary.json (paths as text)."""
+    return {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items() if k != "plot_only"}
+
+
+def _as_lambda(folder: Path):
+    try:
+        return float(folder.name[len("lambda_"):])
+    except ValueError:
+        return None
+
+
+def with_run_settings(args, given: set):
+    """``args`` for --plot-only: the runs' own settings (the figure's title and summary.json then describe the runs,
+    not this command's defaults), their λ unless --lambdas is given, and the runs' command (None if unknown).
+
+    An option given here that differs from the runs' setting is refused (the figure would mislabel them), and so is a
+    λ with no run under --out (it has nothing to draw), each in one line naming the option.
+    """
+    found = sorted(lam for lam in (_as_lambda(p) for p in args.out.glob("lambda_*") if p.is_dir()) if lam is not None)
+    if not found:
+        raise SystemExit(f"error: --plot-only: no runs under --out {args.out} (folders lambda_<λ>, written by this "
+                         f"script without --plot-only)")
+    settings, command = _saved_settings(args.out)
+    for name, value in (settings or {}).items():
+        if name in _PLOT_OPTIONS or not hasattr(args, name):
+            continue
+        if name in given and str(getattr(args, name)) != str(value):
+            raise SystemExit(f"error: --{name.replace('_', '-')} {getattr(args, name)}: the runs under {args.out} ran "
+                             f"with {value}; --plot-only draws them as they ran (leave the option out)")
+        setattr(args, name, value)
+    if "lambdas" not in given:
+        ran = (settings or {}).get("lambdas")
+        args.lambdas = [lam for lam in ran if lam in found] if ran else found
+    missing = [lam for lam in args.lambdas if lam not in found]
+    if missing:
+        raise SystemExit(f"error: --lambdas: no run of λ = {', '.join(f'{lam:g}' for lam in missing)} under "
+                         f"{args.out}; it holds the runs of λ = {', '.join(f'{lam:g}' for lam in found)}")
+    return args, command
+
+
 def main(argv=None):
     args = parse_args(argv)
+    given = given_options(argv if argv is not None else sys.argv[1:])
+    this_command = " ".join(["python", *sys.argv])
+    runs_command = this_command
+    if args.plot_only:
+        args, runs_command = with_run_settings(args, given)
     import torch
     from transformers import AutoTokenizer
 
@@ -197,6 +273,8 @@ def main(argv=None):
         probe = [dev_all.text_a[i] for i in probe_rows]
         sample = [train_all.text_a[i] for i in sample_rows]
         args.out.mkdir(parents=True, exist_ok=True)
+        with atomic_write(args.out / "settings.json") as handle:  # before the runs: --plot-only reads a stopped run's
+            json.dump({"settings": _settings(args), "command": this_command}, handle, indent=2)
         for lam in args.lambdas:
             done = args.out / f"lambda_{lam:g}" / "record.json"
             records.append(run_one(lam, args, tokenizer, train, probe, sample, dev))
@@ -212,9 +290,10 @@ def main(argv=None):
     runs = [{**record, "geometry": {metric: {str(layer): [float(v[0]), float(v[-1])]
                                              for layer, (_, v) in curves(record, metric).items()}
                                     for metric in _SUMMARISED}} for record in records]
-    summary = {"settings": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
-               "runs": runs, "seeds": {"torch": args.seed, "data": args.seed},
-               "command": " ".join(["python", *sys.argv]), "versions": package_versions(["torchmetrics"])}
+    summary = {"settings": _settings(args), "runs": runs, "seeds": {"torch": args.seed, "data": args.seed},
+               "command": runs_command, "versions": package_versions(["torchmetrics"])}
+    if args.plot_only:  # the runs' command above (None: not known, from an output of an older script), and this one
+        summary["plot_command"] = this_command
     with atomic_write(args.out / "summary.json") as handle:
         json.dump(summary, handle, indent=2)
     fig = plot(records, args)

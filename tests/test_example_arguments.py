@@ -31,3 +31,56 @@ def test_bad_lambdas_are_one_error_naming_the_option(example, argv, capsys):
     with pytest.raises(SystemExit) as info:
         example.parse_args(argv)
     assert info.value.code == 2 and "error: --lambdas: expected " in capsys.readouterr().err
+
+
+def _runs(tmp_path, lambdas=("-1", "0"), settings=None):
+    import json
+
+    out = tmp_path / "out"
+    for lam in lambdas:
+        (out / f"lambda_{lam}").mkdir(parents=True)
+    if settings is not None:
+        (out / "settings.json").write_text(json.dumps({"settings": settings, "command": "python example.py --x"}))
+    return out
+
+
+def _plot_only(example, argv):
+    args = example.parse_args(argv)
+    return example.with_run_settings(args, example.given_options(argv))
+
+
+def test_plot_only_takes_the_runs_settings_and_lambdas_not_the_defaults(example, tmp_path):
+    """--plot-only wrote the defaults (probe of 256, 200 steps) into summary.json and the figure's title, whatever the
+    runs had used; it now reads the runs' settings.json, and their λ unless --lambdas is given."""
+    out = _runs(tmp_path, settings={"probe_size": 64, "max_steps": 120, "lambdas": [-1.0, 0.0], "out": "elsewhere"})
+    args, command = _plot_only(example, ["--plot-only", "--out", str(out)])
+    assert (args.probe_size, args.max_steps, args.lambdas, args.out) == (64, 120, [-1.0, 0.0], out)
+    assert command == "python example.py --x"
+    args, _ = _plot_only(example, ["--plot-only", "--out", str(out), "--probe-size", "64", "--lambdas", "0"])
+    assert (args.probe_size, args.lambdas) == (64, [0.0])  # the same value given: accepted
+
+
+def test_plot_only_without_settings_reads_the_lambdas_of_the_folders(example, tmp_path):
+    out = _runs(tmp_path, lambdas=("1", "-0.5", "notanumber"))
+    args, command = _plot_only(example, ["--plot-only", "--out", str(out), "--probe-size", "32"])
+    assert (args.lambdas, args.probe_size, command) == ([-0.5, 1.0], 32, None)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--probe-size", "32"], ("error: --probe-size 32: the runs under {out} ran with 64; --plot-only draws them as "
+                             "they ran (leave the option out)")),
+    (["--lambdas", "0,2,3"], "error: --lambdas: no run of λ = 2, 3 under {out}; it holds the runs of λ = -1, 0"),
+])
+def test_plot_only_refuses_what_the_runs_did_not_do(example, tmp_path, argv, message):
+    """A λ that was not run gave a traceback from the log reader; a setting unlike the runs' would mislabel them."""
+    out = _runs(tmp_path, settings={"probe_size": 64})
+    with pytest.raises(SystemExit) as info:
+        _plot_only(example, ["--plot-only", "--out", str(out), *argv])
+    assert str(info.value) == message.format(out=out)
+
+
+def test_plot_only_without_runs_is_one_error(example, tmp_path):
+    with pytest.raises(SystemExit) as info:
+        _plot_only(example, ["--plot-only", "--out", str(tmp_path / "nothing")])
+    assert str(info.value) == (f"error: --plot-only: no runs under --out {tmp_path / 'nothing'} (folders lambda_<λ>, "
+                               f"written by this script without --plot-only)")

@@ -521,3 +521,40 @@ def test_istar_of_one_state_at_zeta_one_with_a_shrinkage_cov_is_minus_lambda_iso
         below.on_train_batch_start(SimpleNamespace(global_step=0), None, None, 0)
     with pytest.warns(UserWarning, match="a training batch gave 1 regularised state"):
         assert float(below.penalty(hidden).detach()) == 0.0 and below.last_penalty == 0.0
+
+
+def test_hf_regulariser_warning_in_a_trainer_names_the_users_train_line(tmp_path):
+    """A warning given inside the Trainer's loss (here: a last batch of one row, whose penalty is 0) had a fixed
+    stacklevel=2 and named a line of transformers/trainer.py, which the user can neither read nor filter by; it now
+    names the user's ``trainer.train()`` line (_utils/warn.user_stacklevel walks out of transformers and accelerate)."""
+    import inspect
+    import warnings
+
+    from transformers import (
+        BertForSequenceClassification,
+        BertTokenizerFast,
+        DataCollatorWithPadding,
+        Trainer,
+        TrainingArguments,
+    )
+
+    from isotropy.training import HFRegulariser
+
+    bert = make_tiny_bert(tmp_path / "bert", n_layers=1, hidden_size=16)
+    tokenizer = BertTokenizerFast.from_pretrained(bert)
+    enc = tokenizer(TEXTS[:5])
+    train = [{"input_ids": i, "attention_mask": m, "labels": k % 2}
+             for k, (i, m) in enumerate(zip(enc["input_ids"], enc["attention_mask"]))]  # batches of 2, 2 and 1
+    reg = HFRegulariser("cosreg", weight=0.1, level="sentence")
+    args = TrainingArguments(output_dir=str(tmp_path / "out"), per_device_train_batch_size=2, max_steps=3,
+                             train_sampling_strategy="sequential", save_strategy="no", report_to=[], use_cpu=True,
+                             seed=0, disable_tqdm=True)
+    trainer = Trainer(model=BertForSequenceClassification.from_pretrained(bert, num_labels=2), args=args,
+                      train_dataset=train, processing_class=tokenizer, data_collator=DataCollatorWithPadding(tokenizer),
+                      compute_loss_func=reg, callbacks=[reg])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        line = inspect.currentframe().f_lineno + 1
+        trainer.train()
+    ours = [w for w in caught if "a training batch gave 1 regularised state" in str(w.message)]
+    assert [(w.filename, w.lineno) for w in ours] == [(__file__, line)]

@@ -8,13 +8,17 @@ import sys
 __all__ = ["user_stacklevel"]
 
 # the packages whose frames lie between the user's call and a metric's warning: isotropy's own wrappers
-# (without_autocast), torch's Module.__call__, torchmetrics' wrapped compute and forward
-_LIBRARIES = ("isotropy", "torch", "torchmetrics")
+# (without_autocast), torch's Module.__call__, torchmetrics' wrapped compute and forward, and the training frameworks
+# that call the callbacks and the regularisers' losses (a warning from HFGeometryCallback named a line of
+# transformers/trainer_callback.py; it now names the user's trainer.train() or trainer.fit() line). A user's own
+# function between them (a compute_loss of their own, a hook) is outside these packages: the walk stops there.
+_LIBRARIES = ("isotropy", "torch", "torchmetrics", "transformers", "accelerate", "lightning", "pytorch_lightning")
 
 
 def user_stacklevel(*, libraries: tuple[str, ...] = _LIBRARIES) -> int:
     """``stacklevel`` for a ``warnings.warn`` in the calling function: the first frame outside the packages
-    ``libraries`` (default isotropy, torch and torchmetrics; those not imported are not looked for).
+    ``libraries`` (default isotropy, torch, torchmetrics and the training frameworks that call the callbacks:
+    transformers, accelerate, lightning; those not imported are not looked for).
 
     A fixed ``stacklevel`` fits one path only: ``rogue_dimension_share(X)`` passes through the autocast wrapper, and
     ``RogueDimensionShare().compute()`` through torchmetrics' wrapper and the metric's own frames; with 3 its warning

@@ -241,9 +241,11 @@ class HFRegulariser(HiddenStateRegulariser, TrainerCallback):
             else:
                 import warnings
 
+                from isotropy._utils.warn import user_stacklevel
+
                 warnings.warn(f"{self.caller}: resumed at step {state.global_step} without {_STATE_FILE} in the "
                               f"checkpoint: Σ_S is computed from the resumed weights, not from those at the start of "
-                              f"epoch {epoch} as the uninterrupted run did.", UserWarning, stacklevel=2)
+                              f"epoch {epoch} as the uninterrupted run did.", UserWarning, stacklevel=user_stacklevel())
         self.refresh_for_epoch(model, epoch)
         # epochs counted from here by on_epoch_begin (state.epoch is a fraction at an epoch's start with an iterable
         # dataset and max_steps: its whole part lagged one epoch behind, and Σ_S with it; a review)

@@ -50,6 +50,7 @@ from isotropy._utils.validation import (
     check_zeta,
     refuse_subnormal_as_given,
 )
+from isotropy._utils.warn import user_stacklevel
 
 __all__ = ["EffectiveRank", "IsoScore", "IsoScoreStar", "MeanCosine", "ParticipationRatio", "RankMe",
            "RogueDimensionShare", "TwoNNDimension", "metric_from_name"]
@@ -551,7 +552,7 @@ class IsoScoreStar(_MomentMetric):
             if self.zeta > 0:  # −I was taken and gave a value, where isoscore_star refuses it
                 check_covariance(S, caller=caller)
         elif self.zeta > 0:  # as the callbacks and regularisers warn: Σ_S = I tracks the vector norms (ζ = 0: unused)
-            warnings.warn(no_shrinkage_cov_warning(), UserWarning, stacklevel=2)
+            warnings.warn(no_shrinkage_cov_warning(), UserWarning, stacklevel=user_stacklevel())
         given = n_features is not None
         super().__init__(n_features=n_features if S is None else S.shape[0], **kwargs)
         if S is not None and not given:  # the width the rows must have is shrinkage_cov's, not an n_features given

@@ -45,6 +45,7 @@ from isotropy._utils.backend import as_tensor
 from isotropy._utils.defaults import MAX_LENGTH as _MAX_LENGTH
 from isotropy._utils.defaults import DefaultFloat, DefaultInt, DefaultName
 from isotropy._utils.validation import IsotropyValueError, _describe, check_scalar, check_texts, check_zeta
+from isotropy._utils.warn import user_stacklevel
 from isotropy.metrics.table import check_metric_names, metric_names, span_bound_warning
 from isotropy.models.batching import distinct_sequences, pad_rows, refuse_empty_rows, tokenize_texts
 from isotropy.models.layers import check_layers, select_layers
@@ -661,7 +662,7 @@ class GeometryProbe:
                 _refuse_repeats(given, metrics, name="metrics", caller=caller, what="metric")
                 if "isoscore_star" in names and shrinkage_sample is None and self.zeta > 0:  # ζ = 0: Σ_S unused
                     warnings.warn(f"{caller}: {ISOSCORE_STAR_WARNING} (shrinkage_sample=).", UserWarning,
-                                  stacklevel=3)
+                                  stacklevel=user_stacklevel())
             self.metric_factories = {name: None for name in names}  # None: the table's class (_make_metric)
         self._asked = {"zeta": zeta, "max_length": max_length}  # passed (not the defaults): refuse_unused
         self.refuse_unused()
@@ -1006,8 +1007,6 @@ class GeometryProbe:
         claim = object()
         if self._said.setdefault(kind, claim) is not claim:
             return
-        from isotropy._utils.warn import user_stacklevel
-
         # the user's line, also through the callbacks (isotropy's own frames: stacklevel=3 named the callback's line)
         warnings.warn(f"{text} (said once for {key}; later measurements do not repeat it)", said.category,
                       stacklevel=user_stacklevel())

@@ -30,6 +30,7 @@ with extra_imports("isotropy.training", "train"):  # a missing package named wit
     import torch
 
 from isotropy._utils.validation import IsotropyValueError, check_option, check_scalar, check_weight, check_zeta
+from isotropy._utils.warn import user_stacklevel
 from isotropy.models.layers import select_layers
 from isotropy.models.pooling import _pool, check_attention_mask, check_pooling
 from isotropy.torch import _istar, cosine_penalty, shrinkage_covariance  # at import: never in the loop
@@ -235,7 +236,7 @@ class HiddenStateRegulariser:
             from isotropy.metrics.table import ISOSCORE_STAR_WARNING
 
             warnings.warn(f"{caller}: {ISOSCORE_STAR_WARNING} (shrinkage_sample=).", UserWarning,
-                          stacklevel=2 if type(self) is HiddenStateRegulariser else 3)  # the drop-ins' super() call
+                          stacklevel=user_stacklevel())  # the user's line, through the drop-ins' super() call too
         self._distinct_for = None  # the number of hidden states for which the layers were found distinct
         self.shrinkage_cov = None
         self.shrinkage_epoch = None  # the epoch at whose start the drop-ins computed shrinkage_cov (restored on resume)
@@ -338,7 +339,8 @@ class HiddenStateRegulariser:
                        "the batch's attention mask keeps one token in all")
                 warnings.warn(f"{self.caller}: a training batch gave {n} regularised state{'' if n == 1 else 's'} "
                               f"(level={self.level!r}); {self.method}'s penalty needs at least 2, so it is 0 for that "
-                              f"batch ({why}). Later such batches are not warned of.", UserWarning, stacklevel=2)
+                              f"batch ({why}). Later such batches are not warned of.", UserWarning,
+                              stacklevel=user_stacklevel())  # the user's line, not the Trainer's or the model's
             # a training batch's states need gradients, and so does its penalty (the Lightning drop-in counts it so)
             value = torch.zeros((), dtype=H.dtype, device=H.device).requires_grad_(H.requires_grad)
             self.last_penalty = 0.0
@@ -378,7 +380,7 @@ class HiddenStateRegulariser:
                           f"(level={self.level!r}{'' if step is None else f', training step {step}'}); their "
                           f"covariance is zero and IsoScore* is undefined with {why}, so I-STAR's penalty is 0 for "
                           f"that batch, as for a batch of one state. Later such batches are not warned of.",
-                          UserWarning, stacklevel=3)
+                          UserWarning, stacklevel=user_stacklevel())
         self.last_penalty = 0.0
         return torch.zeros((), dtype=H.dtype, device=H.device).requires_grad_(H.requires_grad)
 
