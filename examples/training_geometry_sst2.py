@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 # The options that say where the runs are and how to draw them; the others describe the runs, and --plot-only takes
-# them from the runs' own settings.json (or summary.json), never from the defaults
+# them from each run's own lambda_<λ>/settings.json (or an older summary.json), never from the defaults
 _PLOT_OPTIONS = ("out", "figure", "plot_only", "lambdas")
 
 
@@ -180,11 +180,10 @@ def plot(records, args):
     return fig
 
 
-def _saved_settings(out: Path):
-    """``(settings, command)`` of the runs under ``out``: from settings.json, written when the runs start, else from
-    the summary.json of an earlier version of this script; ``(None, None)`` when neither is there."""
-    for name in ("settings.json", "summary.json"):
-        path = out / name
+def _saved_settings(out: Path, lam: float):
+    """``(settings, command)`` of the run of ``lam`` under ``out``: its settings.json, written when the run starts,
+    else the summary.json of an earlier version of this script; ``(None, None)`` when neither is there."""
+    for path in (out / f"lambda_{lam:g}" / "settings.json", out / "summary.json"):
         if path.is_file():
             saved = json.loads(path.read_text())
             return saved["settings"], saved.get("command")
@@ -205,30 +204,41 @@ def _as_lambda(folder: Path):
 
 def with_run_settings(args, given: set):
     """``args`` for --plot-only: the runs' own settings (the figure's title and summary.json then describe the runs,
-    not this command's defaults), their λ unless --lambdas is given, and the runs' command (None if unknown).
+    not this command's defaults), every λ run under --out unless --lambdas is given, and the runs' command (a list
+    when they ran in several processes; None if unknown).
 
-    An option given here that differs from the runs' setting is refused (the figure would mislabel them), and so is a
-    λ with no run under --out (it has nothing to draw), each in one line naming the option.
+    Refused, each in one line naming the option: a λ with no run under --out (nothing to draw), runs whose settings
+    differ (one title cannot describe them), an option given here unlike the runs' (the figure would mislabel them).
     """
     found = sorted(lam for lam in (_as_lambda(p) for p in args.out.glob("lambda_*") if p.is_dir()) if lam is not None)
     if not found:
         raise SystemExit(f"error: --plot-only: no runs under --out {args.out} (folders lambda_<λ>, written by this "
                          f"script without --plot-only)")
-    settings, command = _saved_settings(args.out)
-    for name, value in (settings or {}).items():
-        if name in _PLOT_OPTIONS or not hasattr(args, name):
-            continue
-        if name in given and str(getattr(args, name)) != str(value):
-            raise SystemExit(f"error: --{name.replace('_', '-')} {getattr(args, name)}: the runs under {args.out} ran "
-                             f"with {value}; --plot-only draws them as they ran (leave the option out)")
-        setattr(args, name, value)
     if "lambdas" not in given:
-        ran = (settings or {}).get("lambdas")
-        args.lambdas = [lam for lam in ran if lam in found] if ran else found
+        args.lambdas = found
     missing = [lam for lam in args.lambdas if lam not in found]
     if missing:
         raise SystemExit(f"error: --lambdas: no run of λ = {', '.join(f'{lam:g}' for lam in missing)} under "
                          f"{args.out}; it holds the runs of λ = {', '.join(f'{lam:g}' for lam in found)}")
+    ran, commands = {}, []  # setting: (value, the λ whose run had it first)
+    for lam in args.lambdas:  # each λ may have run in a process of its own (the docs' figure did)
+        settings, command = _saved_settings(args.out, lam)
+        if command is not None and command not in commands:
+            commands.append(command)
+        for name, value in (settings or {}).items():
+            if name in _PLOT_OPTIONS or not hasattr(args, name):
+                continue
+            first = ran.setdefault(name, (value, lam))
+            if str(first[0]) != str(value):
+                raise SystemExit(f"error: --plot-only: the runs of λ = {first[1]:g} and λ = {lam:g} under {args.out} "
+                                 f"ran with --{name.replace('_', '-')} {first[0]} and {value}; draw them apart "
+                                 f"(--lambdas)")
+    for name, (value, _) in ran.items():
+        if name in given and str(getattr(args, name)) != str(value):
+            raise SystemExit(f"error: --{name.replace('_', '-')} {getattr(args, name)}: the runs under {args.out} ran "
+                             f"with {value}; --plot-only draws them as they ran (leave the option out)")
+        setattr(args, name, value)
+    command = None if not commands else commands[0] if len(commands) == 1 else commands
     return args, command
 
 
@@ -273,10 +283,11 @@ def main(argv=None):
         probe = [dev_all.text_a[i] for i in probe_rows]
         sample = [train_all.text_a[i] for i in sample_rows]
         args.out.mkdir(parents=True, exist_ok=True)
-        with atomic_write(args.out / "settings.json") as handle:  # before the runs: --plot-only reads a stopped run's
-            json.dump({"settings": _settings(args), "command": this_command}, handle, indent=2)
         for lam in args.lambdas:
             done = args.out / f"lambda_{lam:g}" / "record.json"
+            done.parent.mkdir(parents=True, exist_ok=True)
+            with atomic_write(done.parent / "settings.json") as handle:  # first: --plot-only draws a stopped run too
+                json.dump({"settings": _settings(args), "command": this_command}, handle, indent=2)
             records.append(run_one(lam, args, tokenizer, train, probe, sample, dev))
             with atomic_write(done) as handle:
                 json.dump(records[-1], handle, indent=2)

@@ -33,14 +33,17 @@ def test_bad_lambdas_are_one_error_naming_the_option(example, argv, capsys):
     assert info.value.code == 2 and "error: --lambdas: expected " in capsys.readouterr().err
 
 
-def _runs(tmp_path, lambdas=("-1", "0"), settings=None):
+def _runs(tmp_path, lambdas=("-1", "0"), settings=None, commands=None):
+    """Folders lambda_<λ> under tmp_path/out, each with its settings.json when ``settings`` (per λ when a list)."""
     import json
 
     out = tmp_path / "out"
-    for lam in lambdas:
+    for i, lam in enumerate(lambdas):
         (out / f"lambda_{lam}").mkdir(parents=True)
-    if settings is not None:
-        (out / "settings.json").write_text(json.dumps({"settings": settings, "command": "python example.py --x"}))
+        if settings is not None:
+            own = settings[i] if isinstance(settings, list) else settings
+            command = commands[i] if commands else "python example.py --x"
+            (out / f"lambda_{lam}" / "settings.json").write_text(json.dumps({"settings": own, "command": command}))
     return out
 
 
@@ -51,13 +54,22 @@ def _plot_only(example, argv):
 
 def test_plot_only_takes_the_runs_settings_and_lambdas_not_the_defaults(example, tmp_path):
     """--plot-only wrote the defaults (probe of 256, 200 steps) into summary.json and the figure's title, whatever the
-    runs had used; it now reads the runs' settings.json, and their λ unless --lambdas is given."""
-    out = _runs(tmp_path, settings={"probe_size": 64, "max_steps": 120, "lambdas": [-1.0, 0.0], "out": "elsewhere"})
+    runs had used; it now reads each run's settings.json, and draws every λ run unless --lambdas is given."""
+    out = _runs(tmp_path, settings={"probe_size": 64, "max_steps": 120, "lambdas": [0.0], "out": "elsewhere"})
     args, command = _plot_only(example, ["--plot-only", "--out", str(out)])
     assert (args.probe_size, args.max_steps, args.lambdas, args.out) == (64, 120, [-1.0, 0.0], out)
     assert command == "python example.py --x"
     args, _ = _plot_only(example, ["--plot-only", "--out", str(out), "--probe-size", "64", "--lambdas", "0"])
     assert (args.probe_size, args.lambdas) == (64, [0.0])  # the same value given: accepted
+
+
+def test_plot_only_of_runs_made_one_process_per_lambda(example, tmp_path):
+    """The docs' figure: each λ ran in its own process (--lambdas=-1, then --lambdas=0), then --plot-only drew both."""
+    out = _runs(tmp_path, settings=[{"probe_size": 64, "lambdas": [-1.0]}, {"probe_size": 64, "lambdas": [0.0]}],
+                commands=["python example.py --lambdas=-1", "python example.py --lambdas=0"])
+    args, command = _plot_only(example, ["--plot-only", "--out", str(out)])
+    assert (args.lambdas, args.probe_size) == ([-1.0, 0.0], 64)
+    assert command == ["python example.py --lambdas=-1", "python example.py --lambdas=0"]
 
 
 def test_plot_only_without_settings_reads_the_lambdas_of_the_folders(example, tmp_path):
@@ -66,14 +78,19 @@ def test_plot_only_without_settings_reads_the_lambdas_of_the_folders(example, tm
     assert (args.lambdas, args.probe_size, command) == ([-0.5, 1.0], 32, None)
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--probe-size", "32"], ("error: --probe-size 32: the runs under {out} ran with 64; --plot-only draws them as "
-                             "they ran (leave the option out)")),
-    (["--lambdas", "0,2,3"], "error: --lambdas: no run of λ = 2, 3 under {out}; it holds the runs of λ = -1, 0"),
+@pytest.mark.parametrize("argv, settings, message", [
+    (["--probe-size", "32"], {"probe_size": 64},
+     ("error: --probe-size 32: the runs under {out} ran with 64; --plot-only draws them as they ran (leave the option "
+     "out)")),
+    (["--lambdas", "0,2,3"], {"probe_size": 64},
+     "error: --lambdas: no run of λ = 2, 3 under {out}; it holds the runs of λ = -1, 0"),
+    ([], [{"probe_size": 64}, {"probe_size": 32}],
+     ("error: --plot-only: the runs of λ = -1 and λ = 0 under {out} ran with --probe-size 64 and 32; draw them apart "
+     "(--lambdas)")),
 ])
-def test_plot_only_refuses_what_the_runs_did_not_do(example, tmp_path, argv, message):
+def test_plot_only_refuses_what_the_runs_did_not_do(example, tmp_path, argv, settings, message):
     """A λ that was not run gave a traceback from the log reader; a setting unlike the runs' would mislabel them."""
-    out = _runs(tmp_path, settings={"probe_size": 64})
+    out = _runs(tmp_path, settings=settings)
     with pytest.raises(SystemExit) as info:
         _plot_only(example, ["--plot-only", "--out", str(out), *argv])
     assert str(info.value) == message.format(out=out)
