@@ -512,9 +512,23 @@ def test_a_replaced_run_and_a_resume_with_nothing_to_resume_are_said(tmp_path, c
     assert "replacing" not in err
     run(resume=False)
     err = capsys.readouterr().err
-    assert (f"{tmp_path / 'r'}: replacing the finished _template run there (without --resume); its results are "
-            f"deleted once this run writes its first result, and put back if it stops before.") in err
+    assert (f"{tmp_path / 'r'}: replacing the finished _template run there (without --resume), which ran with the "
+            f"same settings; its results are deleted once this run writes its first result, and put back if it stops "
+            f"before (--results-dir DIR runs it elsewhere and keeps both).") in err
     assert "found no earlier run" not in err
+
+
+def test_a_replaced_run_of_other_settings_is_said_with_them_also_with_quiet(tmp_path, capsys):
+    """`--set updates=20 --quiet` replaced the setup's finished run in its folder without a word (a user trial): the
+    notice is given with --quiet too (it deletes results), naming the settings that differ and how to keep both."""
+    execute(TEMPLATE, TEMPLATE.config(sets=SMALL), results_dir=tmp_path / "r", device="cpu", quiet=True, plot=False)
+    capsys.readouterr()
+    execute(TEMPLATE, TEMPLATE.config(sets=[*SMALL, "seeds=[1]"]), results_dir=tmp_path / "r", device="cpu",
+            quiet=True, plot=False)
+    err = capsys.readouterr().err
+    assert err == (f"{tmp_path / 'r'}: replacing the finished _template run there (without --resume), which ran with "
+                   f"seeds=[0, 1, 2] where this one has [1]; its results are deleted once this run writes its first result, "
+                   f"and put back if it stops before (--results-dir DIR runs it elsewhere and keeps both).\n")
 
 
 def test_a_resume_that_wrote_its_results_and_then_failed_is_recorded_as_failed(tmp_path, monkeypatch):

@@ -51,6 +51,7 @@ returned (by default ``report_file``, ``results.md``).
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import os
 import platform
 import socket
@@ -81,6 +82,7 @@ from isotropy.experiments._config import (
 )
 from isotropy.experiments._context import (
     RunContext,
+    _echo,
     _stderr_is_a_terminal,
     max_threads,
     quiet_progress,
@@ -427,6 +429,35 @@ def _previous_meta(results_dir: Path) -> dict | None:
     return meta if isinstance(meta, dict) else None
 
 
+def _previous_config(results_dir: Path) -> dict | None:
+    """The config of the earlier run in ``results_dir`` (its run.json), or None where there is none or it is unreadable."""
+    try:
+        meta = _previous_meta(results_dir)
+    except ValueError:
+        return None
+    config = None if meta is None else meta.get("config")
+    return config if isinstance(config, dict) else None
+
+
+def _changed_settings(old: dict | None, new: dict, shown: int = 4) -> str:
+    """``", which ran with updates=50 where this one has 20"``: the top-level settings whose values differ between the
+    replaced run's config and this one's (at most ``shown``, then how many more); empty when they are the same or the
+    old config is not known. Seeds count: a run of other seeds replaces those results too."""
+    if not old:
+        return ""
+    keys = [key for key in new if key in old and old[key] != new[key]] + [key for key in old if key not in new]
+    if not keys:
+        return ", which ran with the same settings"
+
+    def value(config, key):
+        text = json.dumps(config.get(key), ensure_ascii=False) if key in config else "(none)"
+        return text if len(text) <= 40 else text[:37] + "..."
+
+    listed = ", ".join(f"{key}={value(old, key)} where this one has {value(new, key)}" for key in keys[:shown])
+    more = f" and {len(keys) - shown} more" if len(keys) > shown else ""
+    return f", which ran with {listed}{more}"
+
+
 def _replaced_run(results_dir: Path) -> str | None:
     """The earlier run in ``results_dir`` in words (``"finished istar run"``), or ``None`` where there is none."""
     try:
@@ -588,9 +619,12 @@ def _run_locked(experiment: Experiment, config, ctx: RunContext, replacement: Re
         if ctx.resume and previous is None:
             ctx.log(f"{ctx.results_dir}: --resume found no earlier run there; starting a fresh run.")
         if not ctx.resume:
-            if previous is not None:  # a finished run was replaced without a word
-                ctx.log(f"{ctx.results_dir}: replacing the {previous} there (without --resume); its results are "
-                        f"deleted once this run writes its first result, and put back if it stops before.")
+            if previous is not None:  # said also with --quiet: it deletes results (a trial's `--set` run replaced the
+                # setup's finished run without a word); what differs, and how to keep both
+                changed = _changed_settings(_previous_config(ctx.results_dir), config.model_dump(mode="json"))
+                _echo(f"{ctx.results_dir}: replacing the {previous} there (without --resume){changed}; its results "
+                      f"are deleted once this run writes its first result, and put back if it stops before "
+                      f"(--results-dir DIR runs it elsewhere and keeps both).")
             replacement.move_aside()
         else:
             replacement.committed = True
