@@ -294,7 +294,7 @@ def test_white_space_around_texts_is_left_out_and_said(bert, tmp_path):
                                           "--json", str(out)])
         assert result.exit_code == 0, result.output
         runs[name] = (json.loads(out.read_text())["rows"], result.stderr)
-    note = (f"Note: {len(TEXTS)} of {len(TEXTS)} texts had white space around them, left out (a tokenizer may make a "
-            f"token of a trailing space, and --pooling last would read it).")
+    note = (f"Note: the white space around {len(TEXTS)} of {len(TEXTS)} texts was stripped, every text kept (a "
+            f"tokenizer may make a token of a trailing space, and --pooling last would read it).")
     assert note in runs["t.txt"][1] and "white space around" not in runs["clean.txt"][1]
     assert runs["t.txt"][0] == runs["clean.txt"][0]

@@ -61,10 +61,18 @@ def test_cluster_centering_auto_picks_k_of_separated_blobs():
 
 
 def test_cluster_centering_auto_keeps_one_cluster_on_a_gaussian(rng):
+    """One cluster is said (a user trial reported GloVe "cluster-centred" that was plain centring without a word)."""
     X = rng.normal(size=(300, 10)) + 3.0
-    cc = ClusterCentering(k_range=(2, 8), random_state=0).fit(X)
+    with pytest.warns(UserWarning) as caught:
+        cc = ClusterCentering(k_range=(2, 8), random_state=0).fit(X)
     assert cc.n_clusters_ == 1
     assert max(cc.silhouette_scores_.values()) < 0.1
+    top = max(cc.silhouette_scores_, key=cc.silhouette_scores_.get)
+    assert [str(w.message) for w in caught] == [
+        (f"ClusterCentering took the data as one cluster (plain centring) with n_clusters='auto': the highest mean "
+        f"silhouette over k = 2..8 was {cc.silhouette_scores_[top]:.3g} (k = {top}), below min_silhouette=0.1. Pass "
+        f"n_clusters=k to centre on k clusters whatever their silhouette, or a lower min_silhouette.")]
+    assert caught[0].filename == __file__
     # one cluster = plain centring
     np.testing.assert_allclose(cc.transform(X), X - X.mean(axis=0), atol=1e-12)
 

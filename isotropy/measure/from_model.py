@@ -1536,8 +1536,9 @@ def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, 
             raise
         if getattr(texts, "stripped", 0):
             n_stripped = texts.stripped
-            click.echo(f"Note: {n_stripped} of {len(texts)} texts had white space around them, left out (a tokenizer "
-                       f"may make a token of a trailing space, and --pooling last would read it).", err=True)
+            # "had white space around them, left out" read as texts dropped (a trial): the spaces go, every text stays
+            click.echo(f"Note: the white space around {n_stripped} of {len(texts)} texts was stripped, every text kept "
+                       f"(a tokenizer may make a token of a trailing space, and --pooling last would read it).", err=True)
         if getattr(texts, "column_read", None) is not None:  # a position off by one reads another column, silently
             click.echo(f'Note: --text-column {text_column}: {texts.column_read}, first text: "{_short(texts[0])}"',
                        err=True)

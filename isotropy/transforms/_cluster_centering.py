@@ -161,6 +161,12 @@ def _fit_at_unit_scale(X, n_clusters, k_range, min_silhouette, n_init, silhouett
                 best = (silhouettes[k], centers, labels)
         if best is not None and best[0] >= min_silhouette:
             return best[1], best[2], silhouettes
+        if silhouettes:  # Cai et al.'s rule, said: a report of "cluster-based centring" is otherwise plain centring
+            top = max(silhouettes, key=silhouettes.get)
+            warn_at_caller(f"{caller} took the data as one cluster (plain centring) with n_clusters='auto': the highest "
+                           f"mean silhouette over k = {min(silhouettes)}..{max(silhouettes)} was "
+                           f"{silhouettes[top]:.3g} (k = {top}), below min_silhouette={min_silhouette:g}. Pass "
+                           f"n_clusters=k to centre on k clusters whatever their silhouette, or a lower min_silhouette.")
         n_clusters = 1
     if n_clusters == 1:
         return X.mean(axis=0, keepdims=True), np.zeros(n, dtype=np.intp), silhouettes

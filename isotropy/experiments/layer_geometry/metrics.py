@@ -111,7 +111,9 @@ def space_metrics(X, type_ids, *, seed: int = 0, intra_max_instances: int | None
     out["s_intra"] = _intra(X, type_ids, intra_max_instances, seed)
     cc = ClusterCentering(n_clusters="auto", k_range=tuple(k_range), min_silhouette=min_silhouette, n_init=n_init,
                           silhouette_sample_size=silhouette_sample_size, random_state=seed)
-    Xc = cc.fit_transform(X)
+    with warnings.catch_warnings():  # one cluster is this table's n_clusters = 1, with its silhouette: not said again
+        warnings.filterwarnings("ignore", message="ClusterCentering took the data as one cluster", category=UserWarning)
+        Xc = cc.fit_transform(X)
     out["n_clusters"] = int(cc.n_clusters_)
     out["silhouette"] = max(cc.silhouette_scores_.values()) if cc.silhouette_scores_ else math.nan
     out["s_inter_centered"] = inter_type_cosine(Xc, type_ids, random_state=seed)
