@@ -599,6 +599,7 @@ def test_a_runs_own_config_yaml_reruns_into_a_folder_named_for_that_run(tmp_path
     both to results/<experiment>/config, the second replacing the first. A config.yaml beside a run.json is named for
     its run's folder; any other YAML file keeps its stem, and a packaged setup its name."""
     from isotropy.cli import load_experiment
+    from isotropy.experiments._runner import _setup_label
 
     experiment = load_experiment("classifier-geometry")
     for name in ("cg", "cgk2"):
@@ -607,7 +608,11 @@ def test_a_runs_own_config_yaml_reruns_into_a_folder_named_for_that_run(tmp_path
         (tmp_path / name / "config.yaml").write_text("experiment: classifier-geometry\n")
         assert experiment.default_results_dir(str(tmp_path / name / "config.yaml")) == Path(
             "results", "classifier-geometry", name)
+        # and its setup is that name in the table row, the claims' ids and messages (it was "config", a trial)
+        assert _setup_label(str(tmp_path / name / "config.yaml")) == name
     (tmp_path / "config.yaml").write_text("experiment: classifier-geometry\n")  # no run beside it: its stem
+    assert (_setup_label(str(tmp_path / "config.yaml")), _setup_label("mine.yml"), _setup_label("demo")) == (
+        "config", "mine", "demo")
     assert experiment.default_results_dir(str(tmp_path / "config.yaml")) == Path("results", "classifier-geometry",
                                                                                    "config")
     assert experiment.default_results_dir(str(tmp_path / "mine.yml")) == Path("results", "classifier-geometry", "mine")
@@ -626,5 +631,7 @@ def test_a_runs_own_config_yaml_reruns_into_a_folder_named_for_that_run(tmp_path
             "results", "classifier-geometry", "demo-rerun")
         assert experiment.default_results_dir("results/classifier-geometry/demo/.previous/config.yaml") == Path(
             "results", "classifier-geometry", "demo-previous")
+        assert _setup_label("results/classifier-geometry/demo/.previous/config.yaml") == "demo-previous"
+        assert _setup_label("results/classifier-geometry/demo/config.yaml") == "demo"
     finally:
         os.chdir(cwd)

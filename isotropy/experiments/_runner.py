@@ -247,17 +247,34 @@ class Experiment:
         last, a trial)."""
         if not (setup and str(setup).endswith((".yaml", ".yml"))):
             return Path("results") / self.name / (setup or self.default_setup)
-        path = Path(setup)
-        if not (path.name == "config.yaml" and (path.parent / "run.json").is_file()):
-            return Path("results") / self.name / path.stem
-        from isotropy.experiments._results_dir import PREVIOUS_NAME
-
-        run = path.resolve().parent
-        # RUN/.previous/config.yaml: named for RUN ('.previous' is the runs' own folder name, and hidden)
-        name = f"{run.parent.name}-previous" if run.name == PREVIOUS_NAME else run.name
+        name = _setup_label(setup)
         folder = Path("results") / self.name / name
+        if not _saved_run(setup):
+            return folder
         # never the run itself (a fresh run there moves its results aside, then drops them): beside it
-        return folder.with_name(f"{name}-rerun") if folder.resolve() == run else folder
+        return folder.with_name(f"{name}-rerun") if folder.resolve() == Path(setup).resolve().parent else folder
+
+
+def _saved_run(setup) -> bool:
+    """Whether ``setup`` is the ``config.yaml`` a run wrote (a ``run.json`` beside it)."""
+    path = Path(setup)
+    return path.name == "config.yaml" and (path.parent / "run.json").is_file()
+
+
+def _setup_label(setup) -> str | None:
+    """The setup's name in the run's table, claims and messages: a packaged setup's name, a YAML file's stem, and for
+    the ``config.yaml`` a run wrote, its run's folder name (``demo``; ``RUN-previous`` for ``RUN/.previous/``): a
+    re-run of ``results/classifier-geometry/demo/config.yaml`` was "config" in its table row, its claim ids and its
+    claims' model, a trial."""
+    if not (setup and str(setup).endswith((".yaml", ".yml"))):
+        return setup
+    if not _saved_run(setup):
+        return Path(setup).stem
+    from isotropy.experiments._results_dir import PREVIOUS_NAME
+
+    run = Path(setup).resolve().parent
+    # RUN/.previous/config.yaml: named for RUN ('.previous' is the runs' own folder name, and hidden)
+    return f"{run.parent.name}-previous" if run.name == PREVIOUS_NAME else run.name
 
 
 def _config_models() -> dict[str, type]:
@@ -571,7 +588,7 @@ def execute(experiment: Experiment, config, *, results_dir=None, setup: str | No
     ignore = set(experiment.resume_keys)
     from isotropy.datasets._paths import data_dir as resolve_data_dir
 
-    label = Path(setup).stem if setup and str(setup).endswith((".yaml", ".yml")) else setup
+    label = _setup_label(setup)
     ctx = RunContext(experiment=experiment.name, results_dir=results_dir, setup=label, device=resolve_device(device),
                      threads=threads, resume=resume, data_dir=resolve_data_dir(data_dir).absolute(), quiet=quiet,
                      config_hash=config_hash(experiment.config_model.hashed_values(values), ignore=ignore))
