@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from isotropy._utils.errors import IsotropyValueError
 from isotropy.cli import cli
 from isotropy.measure.from_model import measure_layers, read_texts
 
@@ -874,3 +875,20 @@ def test_plot_of_a_json_inside_a_run_says_to_give_the_run_folder(tmp_path, capsy
     assert code == 2 and err == (f"Error: The JSON {str(run / name)!r} is a file of the run {str(run)!r}, not the JSON "
                                  f"that 'isotropy measure --model M --texts T --json FILE' writes; draw the run's "
                                  f"figures from its folder: isotropy plot {run}\n")
+
+
+def test_labels_of_one_class_are_refused_naming_the_file(files, tmp_path):
+    """--model with labels of one class said "The labels put the 60 measured rows in 1 clusters", naming neither the
+    file nor the metrics (a trial); file mode names LABELS. Now as file mode: the file, all rows, the metrics."""
+    one = tmp_path / "one.txt"
+    one.write_text("pos\n" * len(TEXTS))
+    result = invoke("--model", files / "bert", "--texts", files / "texts.txt", "--labels", one, "--layers", "1",
+                    "--metrics", "isoscore,silhouette_score", "--device", "cpu")
+    assert result.exit_code == 2, result.output
+    assert (f"--labels {str(one)!r} puts all {len(TEXTS)} measured rows in a single cluster; the cluster metrics "
+            f"(silhouette_score) need at least 2 clusters.") in result.output
+    with pytest.raises(IsotropyValueError, match=r"^The labels put the 3 measured rows in 3 clusters; the cluster "
+                                                 r"metrics \(silhouette_score\) need between 2 and n_samples - 1 = 2 "
+                                                 r"clusters\.$"):
+        measure_layers(TEXTS[:3], model=str(files / "bert"), layers=[1], labels=["a", "b", "c"],
+                       metrics=["silhouette_score"], device="cpu")

@@ -939,9 +939,14 @@ def measure_layers(texts, *, model: str, layers="all", level: str = "sentence", 
         from isotropy._utils.validation import check_labels
 
         ids = check_labels(row_labels, n_samples=len(row_labels), caller=_CALLER)
-        if not 2 <= int(ids.max()) + 1 <= len(ids) - 1:
-            raise IsotropyValueError(f"The labels put the {len(ids)} measured rows in {int(ids.max()) + 1} clusters; "
-                                      f"the cluster metrics need between 2 and n_samples - 1.")
+        k, n = int(ids.max()) + 1, len(ids)
+        named = ", ".join(m for m in metrics if METRICS[m].needs_labels)
+        if k < 2:  # ("in 1 clusters", a trial)
+            raise IsotropyValueError(f"The labels put all {n} measured rows in a single cluster; the cluster metrics "
+                                     f"({named}) need at least 2 clusters.")
+        if k > n - 1:
+            raise IsotropyValueError(f"The labels put the {n} measured rows in {k} clusters; the cluster metrics "
+                                     f"({named}) need between 2 and n_samples - 1 = {n - 1} clusters.")
     shrink = {}  # layer -> Σ_S of isoscore_star
     if shrinkage_sample is not None and "isoscore_star" in metrics:
         shrink = _shrinkage_covariances(shrinkage_sample, states, full_states, tokenizer, network, layers,
@@ -1580,12 +1585,18 @@ def run_cli(*, model, texts_path, text_column, encoding="utf-8", layers, level, 
 
         with warnings.catch_warnings(record=True) as caught:  # the IsoScore* warning, as one line of the command
             warnings.simplefilter("always", UserWarning)
-            result = measure_layers(texts, model=model, layers=layers, level=level, pooling=pooling, labels=labels,
-                                    metrics=metric_names, device=device, batch_size=batch_size,
-                                    max_length=_MAX_LENGTH if max_length is None else max_length,
-                                    keep_special=keep_special, sample_size=sample_size,
-                                    random_state=random_state, progress=show, shrinkage_sample=shrink,
-                                    n_neighbors=n_neighbors, zeta=zeta, averaging=averaging, dtype=dtype)
+            try:
+                result = measure_layers(texts, model=model, layers=layers, level=level, pooling=pooling,
+                                        labels=labels, metrics=metric_names, device=device, batch_size=batch_size,
+                                        max_length=_MAX_LENGTH if max_length is None else max_length,
+                                        keep_special=keep_special, sample_size=sample_size,
+                                        random_state=random_state, progress=show, shrinkage_sample=shrink,
+                                        n_neighbors=n_neighbors, zeta=zeta, averaging=averaging, dtype=dtype)
+            except IsotropyValueError as exc:  # the labels' clusters: named by the file, as the file mode names it
+                if labels_path is None or not str(exc).startswith("The labels put "):
+                    raise
+                raise IsotropyValueError(f"--labels {str(labels_path)!r} puts {str(exc)[len('The labels put '):]}"
+                                         ) from None
         # the notes and layer warnings first, in their order, as the command said them when measure_layers printed
         # them itself (before it returned, hence before the warnings below); their text as it is, the metrics' own
         # (layer_message: a metric's X is the layer's vectors here, "the layer", not a file of EMBEDDINGS)
