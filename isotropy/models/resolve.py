@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from pathlib import Path
 
@@ -323,5 +324,33 @@ def _check_hub_name(model: str) -> None:
         raise FileNotFoundError(f"The model directory or file {model!r} does not exist: {_ACCEPTED}.")
     if _in_hub_cache(model) or _hub_reachable():
         return
+    close = [name for name in _PACKAGED_NAMES if _may_be_a_typo_of(model, name)]
+    # a close cutoff: paraphrase-MiniLM-L6-v2, another model, is 0.7 alike all-MiniLM-L6-v2
     raise IsotropyValueError(f"The model {model!r} is not a local path or a packaged model, and the Hugging Face hub "
-                             f"cannot be reached: {_ACCEPTED}.{did_you_mean(model, _PACKAGED_NAMES)}")
+                             f"cannot be reached: {_ACCEPTED}.{did_you_mean(model, close, cutoff=0.8)}")
+
+
+def _may_be_a_typo_of(given: str, name: str) -> bool:
+    """Whether the unknown model name ``given`` may be a misspelling of the packaged ``name``, not another model.
+
+    Names that differ in a number by more than a keystroke (all-MiniLM-L12-v2: another model, of 12 layers) or that
+    are ``name`` with more words (gemma-3-270m-it: the instruction-tuned model, not the base one) are other models:
+    "Did you mean
+    'all-MiniLM-L6-v2'?" sent a trial's user to a model it had not asked for. Case, separators, a name cut short and
+    letters elsewhere may be typos.
+    """
+    numbers = [re.findall(r"\d+", text) for text in (given, name)]
+    plain = [re.sub(r"[^0-9a-z]", "", text.lower()) for text in (given, name)]
+    extended = plain[0] != plain[1] and (plain[0].startswith(plain[1]) or plain[0].endswith(plain[1]))
+    truncated = plain[1].startswith(plain[0])  # all-minilm-l6: the name cut short, its numbers too
+    # a number one keystroke off (27m for 270m, v3 for v2) may be a typo; 12 layers for 6 is another model
+    near = len(numbers[0]) == len(numbers[1]) and all(_one_edit(a, b) for a, b in zip(*numbers))
+    return (near or truncated) and not extended
+
+
+def _one_edit(a: str, b: str) -> bool:
+    """Whether ``a`` and ``b`` are equal or one character apart (one replaced, inserted or deleted)."""
+    if len(a) == len(b):
+        return sum(x != y for x, y in zip(a, b)) <= 1
+    short, long = sorted((a, b), key=len)
+    return len(long) - len(short) == 1 and any(long[:i] + long[i + 1:] == short for i in range(len(long)))
