@@ -7,7 +7,6 @@ input are printed as one line (``Error: ...``) with exit status 2 and no traceba
 from __future__ import annotations
 
 import contextlib
-import importlib
 import signal
 import sys
 import threading
@@ -19,33 +18,8 @@ import click
 from isotropy._utils.click_types import BoundedInt, NonEmpty
 from isotropy._utils.errors import Terminated, debugging
 from isotropy._utils.install import install_command, missing_module_hint
-
-# experiment name -> "module:attribute" of its Experiment record (isotropy.experiments._runner.Experiment)
-EXPERIMENTS = {
-    "classifier-geometry": "isotropy.experiments.classifier_geometry.experiment:EXPERIMENT",
-    "sts-isotropy": "isotropy.experiments.sts_isotropy.experiment:EXPERIMENT",
-    "layer-geometry": "isotropy.experiments.layer_geometry.experiment:EXPERIMENT",
-    "istar": "isotropy.experiments.istar.experiment:EXPERIMENT",
-    "minibatch-stability": "isotropy.experiments.minibatch_stability.experiment:EXPERIMENT",
-    "frozen-classification": "isotropy.experiments.frozen_classification.experiment:EXPERIMENT",
-    "activation-diagrams": "isotropy.experiments.activation_diagrams.experiment:EXPERIMENT",
-    "cluster-finetune": "isotropy.experiments.cluster_finetune.experiment:EXPERIMENT",
-}
-
-
-def _load(target: str):
-    module, attr = target.split(":")
-    return getattr(importlib.import_module(module), attr)
-
-
-def load_experiment(name: str):
-    """The :class:`~isotropy.experiments._runner.Experiment` record called ``name``."""
-    if name not in EXPERIMENTS:
-        from isotropy._utils.suggest import did_you_mean
-
-        raise ValueError(f"Unknown experiment {name!r}; expected one of {', '.join(sorted(EXPERIMENTS))}."
-                         f"{did_you_mean(name, EXPERIMENTS)}")
-    return _load(EXPERIMENTS[name])
+from isotropy.experiments._registry import EXPERIMENTS, load_experiment
+from isotropy.experiments._registry import load_target as _load
 
 
 class _LazyGroup(click.Group):

@@ -33,7 +33,7 @@ Writing another experiment
 --------------------------
 Copy ``isotropy/experiments/_template/`` (a complete, tested experiment) to
 ``isotropy/experiments/<name>/``, put its default setup in ``isotropy/configs/<name>/``, and add one
-line to ``EXPERIMENTS`` in :mod:`isotropy.cli`. Its layout::
+line to ``EXPERIMENTS`` in :mod:`isotropy.experiments._registry`. Its layout::
 
     config.py       class Config(ExperimentConfig): ...   # the one place of the schema
     run.py          def prepare(config, ctx): ...        # load model and data; write nothing

@@ -11,7 +11,7 @@ and keep the shape:
 - ``experiment.py``: the ``EXPERIMENT`` record, which names the package and binds the rest by
   module name (no wrappers);
 
-then register it with one line in ``isotropy.cli.EXPERIMENTS``. Every flag, the config merge, locking, resuming, ``run.json`` and
+then register it with one line in ``isotropy.experiments._registry.EXPERIMENTS``. Every flag, the config merge, locking, resuming, ``run.json`` and
 ``isotropy plot`` then come with it. ``tests/test_runner.py`` and ``tests/test_experiment_template.py`` run this template end to end.
 
 The science here is deliberately small: IsoScore of Gaussian samples whose covariance has a

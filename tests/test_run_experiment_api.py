@@ -1,0 +1,51 @@
+"""isotropy.experiments.run_experiment: an experiment from Python, as `isotropy run` runs it (a trial found only the
+private isotropy.experiments._runner.execute for a notebook)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from isotropy.cli import cli
+from isotropy.experiments import experiment_setups, run_experiment
+
+SMALL = {"seeds": [0], "updates": 4, "metric_interval": 2, "n_items": 300}
+
+
+def test_run_experiment_gives_the_commands_run(tmp_path):
+    outcome = run_experiment("classifier-geometry", "demo", results_dir=tmp_path / "api", device="cpu", threads=1,
+                             quiet=True, plot=False, **SMALL)
+    assert outcome.results_dir == tmp_path / "api" and not outcome.skipped and outcome.figures == []
+    assert "| demo | 299 | 4 | 1 |" in outcome.report
+    command = CliRunner().invoke(cli, ["run", "classifier-geometry", "--setup", "demo", "--seeds", "0", "--updates",
+                                       "4", "--set", "metric_interval=2", "--set", "n_items=300", "--threads", "1",
+                                       "--device", "cpu", "--no-plot", "--quiet", "--results-dir",
+                                       str(tmp_path / "cli")], catch_exceptions=False)
+    assert command.exit_code == 0, command.output
+    api, cli_run = (json.loads((tmp_path / name / "run.json").read_text()) for name in ("api", "cli"))
+    assert api["config"] == cli_run["config"] and api["config_hash"] == cli_run["config_hash"]
+    assert (tmp_path / "api" / "claims.json").read_text() == (tmp_path / "cli" / "claims.json").read_text()
+    again = run_experiment("classifier-geometry", "demo", results_dir=tmp_path / "api", device="cpu", threads=1,
+                           quiet=True, plot=False, resume=True, sets="n_items=300",
+                           **{k: v for k, v in SMALL.items() if k != "n_items"})
+    assert again.skipped and again.results == {}  # the same config, finished: nothing to run
+
+
+def test_run_experiment_refuses_as_the_command_does(tmp_path):
+    with pytest.raises(ValueError, match=r"^Unknown experiment 'classifier-geometri'; expected one of .* Did you mean "
+                                         r"'classifier-geometry'\?$"):
+        run_experiment("classifier-geometri", results_dir=tmp_path)
+    with pytest.raises(ValueError, match="updates"):
+        run_experiment("classifier-geometry", "demo", updates=-1, results_dir=tmp_path)
+    assert not any(tmp_path.iterdir())  # refused before anything was written
+
+
+def test_experiment_setups_lists_every_experiment_default_first():
+    from isotropy.cli import EXPERIMENTS, load_experiment
+
+    setups = experiment_setups()
+    assert sorted(setups) == sorted(EXPERIMENTS)
+    for name, names in setups.items():
+        assert names[0] == load_experiment(name).default_setup and len(set(names)) == len(names)
