@@ -49,3 +49,21 @@ def test_experiment_setups_lists_every_experiment_default_first():
     assert sorted(setups) == sorted(EXPERIMENTS)
     for name, names in setups.items():
         assert names[0] == load_experiment(name).default_setup and len(set(names)) == len(names)
+
+
+@pytest.mark.parametrize(("args", "line"), [
+    (["--batches", "5"], ("Error: No such option '--batches'; 'n_batches' is a config key: --set n_batches=5 (see "
+                         "'isotropy run minibatch-stability --help')")),
+    (["--n-batches=7"], ("Error: No such option '--n-batches'; 'n_batches' is a config key: --set n_batches=7 (see "
+                        "'isotropy run minibatch-stability --help')")),
+    (["--batch-size"], ("Error: No such option '--batch-size'; 'embeddings.batch_size' is a config key: --set "
+                       "embeddings.batch_size=VALUE (see 'isotropy run minibatch-stability --help')")),
+])
+def test_an_unknown_option_that_names_a_config_key_points_at_set(args, line):
+    """`--batches 5` got "Did you mean '--threads'?" (a trial); the config key's --set is the way to give it."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "isotropy", "run", "minibatch-stability", *args],
+                          check=False, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and done.stderr.strip() == line

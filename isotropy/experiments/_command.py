@@ -202,6 +202,64 @@ def make_command(experiment) -> click.Command:
         # '' (an unset shell variable, "$DATA") became null, and the run then asked for the option it was given
         params.append(click.Option([flag, _param_name(flag)], multiple=True, callback=_once(), metavar="VALUE",
                                    type=NonEmpty(click.STRING, expected="a value"), help=f"{help_text} (same as {same})"))
-    return click.Command(experiment.name, callback=callback, params=params, help=experiment.help,
-                         short_help=experiment.help.split("\n")[0] if experiment.help else None)
+    return _ExperimentCommand(experiment.name, callback=callback, params=params, help=experiment.help,
+                              short_help=experiment.help.split("\n")[0] if experiment.help else None,
+                              config_keys=_config_keys(experiment.config_model))
+
+
+def _config_keys(model, prefix: str = "") -> list[str]:
+    """Every key of the config model ``model``, nested ones dotted (``embeddings.model``)."""
+    from pydantic import BaseModel
+
+    keys = []
+    for name, info in model.model_fields.items():
+        keys.append(prefix + name)
+        if isinstance(info.annotation, type) and issubclass(info.annotation, BaseModel):
+            keys += _config_keys(info.annotation, f"{prefix}{name}.")
+    return keys
+
+
+class _ExperimentCommand(click.Command):
+    """An ``isotropy run`` command whose unknown option that names a config key points at ``--set``.
+
+    ``--batches 5`` got "Did you mean '--threads'?", an option of another meaning, where the config key is
+    ``n_batches`` (a trial): an unknown ``--NAME`` whose name is a config key, ends one (``_NAME``) or is close to one
+    is answered with that key's ``--set``, with the value given after it when there is one.
+    """
+
+    def __init__(self, *args, config_keys=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self._config_keys = list(config_keys)
+
+    def parse_args(self, ctx, args):
+        given = list(args)  # (click's parser consumes the list it is given)
+        try:
+            return super().parse_args(ctx, args)
+        except click.NoSuchOption as exc:
+            key = self._key_for(exc.option_name)
+            if key is None:
+                raise
+            name, value = exc.option_name.partition("=")[0], ""
+            for at, word in enumerate(given):  # the value given with it: --batches 5, --batches=5
+                if word.startswith(name + "="):
+                    value = word[len(name) + 1:]
+                elif word == name and at + 1 < len(given) and not given[at + 1].startswith("-"):
+                    value = given[at + 1]
+                if word == name or word.startswith(name + "="):
+                    break
+            raise click.NoSuchOption(name, message=f"No such option '{name}'; '{key}' is a config key: --set "
+                                                   f"{key}={value or 'VALUE'}", ctx=ctx) from None
+
+    def _key_for(self, option: str) -> str | None:
+        import difflib
+
+        name = option.partition("=")[0].lstrip("-").replace("-", "_").lower()
+        if not name:
+            return None
+        for key in self._config_keys:
+            leaf = key.rsplit(".", 1)[-1]
+            if name in (key, leaf) or leaf.endswith("_" + name):
+                return key
+        close = difflib.get_close_matches(name, self._config_keys, n=1, cutoff=0.8)
+        return close[0] if close else None
 
