@@ -100,3 +100,15 @@ def test_a_weights_or_embeddings_file_named_as_a_model_says_what_to_give_instead
     (tmp_path / "notes.yaml").write_text("x: 1\n")
     with pytest.raises(IsotropyValueError, match=r"or a Hugging Face hub name while online\.$"):
         resolve_model(str(tmp_path / "notes.yaml"))
+
+
+@pytest.mark.parametrize(("given", "name"), [("I_W", "partition_isotropy"), ("I(W)", "partition_isotropy"),
+                                             ("PR", "participation_ratio"), ("erank", "effective_rank"),
+                                             ("CH", "calinski_harabasz_score"), ("IsoScore*", "isoscore_star"),
+                                             ("ParticipationRatio", "participation_ratio")])
+def test_a_metrics_table_header_or_class_name_suggests_its_metric(given, name):
+    """The --model table heads its columns I(W), PR, CH, erank: `--metrics I_W` got no suggestion (a trial)."""
+    from isotropy.metrics.table import check_metric_names
+
+    with pytest.raises(ValueError, match=rf" Did you mean '{name}'\?"):
+        check_metric_names([given], caller="isotropy measure")
