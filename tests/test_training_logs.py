@@ -277,18 +277,67 @@ def test_tensorboard_runs_in_several_folders_warn_and_one_folder_does_not(tmp_pa
 
 def test_tensorboard_runs_are_read_in_the_order_they_were_written(tmp_path):
     """Hugging Face names run folders runs/Dec01_..., runs/Nov30_...: by name, December's run came first and
-    November's value won at a shared step. The event files' creation times (in their names) order them."""
+    November's value won at a shared step. The event files' creation times (in their names) order them (by name,
+    November's run starting before December's would be a separate run, refused)."""
     from torch.utils.tensorboard import SummaryWriter
 
-    for folder, written, value in (("runs/Nov30_host", 1_700_000_000, 0.25), ("runs/Dec01_host", 1_701_000_000, 0.5)):
+    for folder, written, steps in (("runs/Nov30_host", 1_700_000_000, {2: 0.25, 4: 0.25}),
+                                   ("runs/Dec01_host", 1_701_000_000, {4: 0.5})):
         with SummaryWriter(str(tmp_path / folder)) as writer:
-            writer.add_scalar("geometry/x/layer_0", value, 2)
+            for step, value in steps.items():
+                writer.add_scalar("geometry/x/layer_0", value, step)
         (event,) = (tmp_path / folder).glob("events.out.tfevents.*")
         parts = event.name.split(".")
         event.rename(event.with_name(".".join([*parts[:3], str(written), *parts[4:]])))
     with pytest.warns(UserWarning, match="2 TensorBoard logs"):
         frame = read_geometry_log(tmp_path)
-    assert _as_dict(frame) == {("x", 0, 2): 0.5}  # the later run's value
+    assert _as_dict(frame) == {("x", 0, 2): 0.25, ("x", 0, 4): 0.5}  # the resumed run's value at the shared step
+
+
+def test_lightning_versions_of_separate_runs_are_refused_in_one_line(tmp_path, capsys):
+    """Lightning makes a version folder for every script run: a crashed run (version_2, step 0) was merged with an
+    earlier run (version_0, steps 0-5), geometry.csv taking step 0 from the crashed one. A folder whose geometry
+    starts at or before an earlier folder's first step is a separate run, refused naming the folders; a resume
+    (version_1, starting after version_0's first step) is still read with version_0."""
+    logs = tmp_path / "lightning_logs"
+    for version, steps in ((0, range(6)), (1, range(4, 8)), (2, [0])):
+        (logs / f"version_{version}").mkdir(parents=True)
+        rows = "".join(f"{step},0.{version}\n" for step in steps)
+        (logs / f"version_{version}" / "metrics.csv").write_text(f"step,geometry/x/layer_0\n{rows}")
+    expected = (f"The directory {str(tmp_path)!r} holds 2 Lightning runs (lightning_logs/version_0 resumed in "
+                f"lightning_logs/version_1, lightning_logs/version_2), read as separate runs: name the one to read "
+                f"(lightning_logs/version_2's geometry starts at step 0, at or before lightning_logs/version_0's first "
+                f"step 0: a resumed run starts after it).")
+    with pytest.raises(IsotropyValueError) as info:
+        read_geometry_log(tmp_path)
+    assert str(info.value) == expected
+    with pytest.raises(SystemExit) as exit_info:
+        main(["plot", str(tmp_path), "--format", "png", "--out", str(tmp_path / "figures")])
+    assert exit_info.value.code == 2 and capsys.readouterr().err == f"Error: {expected}\n"
+    assert not (tmp_path / "figures").exists()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # one run alone: no warning
+        assert _as_dict(read_geometry_log(logs / "version_2")) == {("x", 0, 0): 0.2}
+    (logs / "version_2" / "metrics.csv").unlink()
+    (logs / "version_2").rmdir()
+    with pytest.warns(UserWarning, match="2 Lightning logs under"):  # the resume alone: read as one run
+        frame = read_geometry_log(tmp_path)
+    assert _as_dict(frame) == {("x", 0, s): 0.0 for s in range(4)} | {("x", 0, s): 0.1 for s in range(4, 8)}
+
+
+def test_tensorboard_folders_of_separate_runs_are_refused(tmp_path):
+    """Two TensorBoard run folders whose geometry both starts at step 0 are separate runs, not one resumed."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    for folder, value in (("run_a", 0.25), ("run_b", 0.5)):
+        with SummaryWriter(str(tmp_path / folder)) as writer:
+            writer.add_scalar("geometry/x/layer_0", value, 0)
+            writer.add_scalar("geometry/x/layer_0", value, 1)
+    with pytest.raises(IsotropyValueError, match=r"^The directory .* holds 2 TensorBoard runs \(run_a, run_b\), read as "
+                                                 r"separate runs: name the one to read \(run_b's geometry starts at "
+                                                 r"step 0, at or before run_a's first step 0: a resumed run starts "
+                                                 r"after it\)\.$"):
+        read_geometry_log(tmp_path)
 
 
 def test_other_tables_called_metrics_csv_are_not_read_as_lightning_logs(tmp_path, capsys):

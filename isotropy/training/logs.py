@@ -154,6 +154,39 @@ def _several_runs_warning(path, files: list[Path]) -> str | None:
             f"new folder); name one folder to read that run alone.")
 
 
+def _separate_runs_error(path: Path, files: list[Path], rows: list) -> str | None:
+    """The error for logs in several folders under ``path`` that are separate runs, not one resumed run; ``None``
+    when each later folder's geometry starts after every earlier folder's first step (a resumed run logs into a new
+    folder from the step it resumed at). Lightning makes a version folder for every script run: a crashed run's
+    step 0 and a later run's steps were merged into one table."""
+    folders = list(dict.fromkeys(f.parent for f in files))
+    if len(folders) < 2:
+        return None
+    first = {}
+    for *_, step, _value, source in rows:
+        folder = Path(source).parent
+        first[folder] = min(step, first.get(folder, step))
+    folders = [f for f in folders if f in first]  # (a folder without a geometry value is no run of its own here)
+    runs, clash = [], None
+    for index, folder in enumerate(folders):
+        earlier = [f for f in folders[:index] if first[f] >= first[folder]]
+        if index and not earlier:
+            runs[-1].append(folder)  # a resume of the run before it
+            continue
+        runs.append([folder])
+        if earlier and clash is None:
+            clash = folder, earlier[0]
+    if clash is None:
+        return None
+    name = {folder: str(folder.relative_to(path)) for folder in folders}
+    kind = "Lightning" if files[0].suffix == ".csv" else "TensorBoard"
+    shown = ", ".join(" resumed in ".join(name[f] for f in run) for run in runs)
+    later, earlier = clash
+    return (f"The directory {str(path)!r} holds {len(runs)} {kind} runs ({shown}), read as separate runs: name the "
+            f"one to read ({name[later]}'s geometry starts at step {first[later]}, at or before {name[earlier]}'s "
+            f"first step {first[earlier]}: a resumed run starts after it).")
+
+
 # The largest trainer_state.json read (it is parsed whole): a 500,000-step run logging its loss every 10 steps and
 # 32 layers x 3 metrics every 100 steps writes about 30 MB
 _MAX_TRAINER_STATE_BYTES = 256 * 2**20
@@ -310,7 +343,10 @@ def read_geometry_log(path: str | os.PathLike, *, prefix: str = "geometry"):
     Raises
     ------
     IsotropyValueError
-        When the log holds no ``<prefix>/<metric>/layer_<i>`` value.
+        When the log holds no ``<prefix>/<metric>/layer_<i>`` value, or when its folders (Lightning
+        versions, TensorBoard runs) hold separate runs: a folder whose geometry starts at or before an
+        earlier folder's first step is not a resume of it (folders that are one resumed run are read
+        as one, with a warning).
 
     Examples
     --------
@@ -329,9 +365,6 @@ def read_geometry_log(path: str | os.PathLike, *, prefix: str = "geometry"):
     pattern = _key_pattern(prefix)
     rows = []
     files = find_geometry_logs(path)
-    several = _several_runs_warning(Path(path).expanduser(), files)
-    if several is not None:
-        warnings.warn(several, UserWarning, stacklevel=2)
     for file in files:
         if file.name.endswith(".json"):
             reader = _rows_trainer_state
@@ -343,6 +376,12 @@ def read_geometry_log(path: str | os.PathLike, *, prefix: str = "geometry"):
             raise IsotropyValueError(f"The file {str(file)!r} is not a training log: expected trainer_state.json, "
                                      f"a metrics.csv or a TensorBoard events.out.tfevents.* file.")
         rows.extend((*row, str(file)) for row in reader(file, pattern))
+    separate = _separate_runs_error(Path(path).expanduser(), files, rows)
+    if separate is not None:
+        raise IsotropyValueError(separate)
+    several = _several_runs_warning(Path(path).expanduser(), files)
+    if several is not None:
+        warnings.warn(several, UserWarning, stacklevel=2)
     undefined = sorted({r[0] for r in rows} - {r[0] for r in rows if math.isfinite(r[3])})
     if undefined:  # (a metric the callbacks log as NaN where it is undefined, e.g. rogue_dimension_share)
         warnings.warn(f"{', '.join(undefined)}: every logged value is NaN or infinite (undefined at every step and "
